@@ -1,0 +1,51 @@
+"""minitvm: a compact deep-learning compiler that mirrors Apache TVM's Python API.
+
+Subpackages load on first use (``minitvm.nd``, ``minitvm.build`` ...), so
+``import minitvm`` stays fast and the layers import only downward.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+from . import ir, tir  # noqa: E402
+from .ir import IRModule  # noqa: E402
+
+# name -> (module, attribute or None for the module itself)
+_LAZY = {
+    "arith": ("minitvm.arith", None),
+    "transform": ("minitvm.transform", None),
+    "te": ("minitvm.te", None),
+    "script": ("minitvm.script", None),
+    "target": ("minitvm.target", None),
+    "runtime": ("minitvm.runtime", None),
+    "testing": ("minitvm.testing", None),
+    "nd": ("minitvm.runtime.ndarray", None),
+    "cpu": ("minitvm.runtime.device", "cpu"),
+    "device": ("minitvm.runtime.device", "device"),
+    "register_func": ("minitvm.runtime.registry", "register_func"),
+    "get_global_func": ("minitvm.runtime.registry", "get_global_func"),
+    "build": ("minitvm.driver", "build"),
+    "compile": ("minitvm.driver", "compile"),
+    "lower": ("minitvm.driver", "lower"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        module_name, attr = _LAZY[name]
+        module = importlib.import_module(module_name)
+        value = module if attr is None else getattr(module, attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'minitvm' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + list(_LAZY))
+
+
+__all__ = ["ir", "tir", "IRModule", "__version__", *_LAZY]

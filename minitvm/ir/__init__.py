@@ -1,0 +1,9 @@
+"""Core IR: nodes, structural equality, modules, dtypes."""
+
+from . import dtype
+from .module import GlobalVar, IRModule
+from .node import Node, node, replace
+from .structural import assert_structural_equal, structural_equal, structural_hash
+
+__all__ = ["Node", "node", "replace", "GlobalVar", "IRModule", "dtype",
+           "structural_equal", "structural_hash", "assert_structural_equal"]

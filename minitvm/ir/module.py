@@ -1,0 +1,113 @@
+"""IRModule: the unit every pass consumes and produces — a map from global names to functions."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from .node import Node, node
+
+__all__ = ["GlobalVar", "IRModule"]
+
+
+@node(binds=True)
+class GlobalVar(Node):
+    """The name of a function in an IRModule (``@name`` in the printed text)."""
+
+    name_hint: str
+
+    def __repr__(self) -> str:
+        return f"I.GlobalVar({self.name_hint!r})"
+
+
+class IRModule(Node):
+    """Functions by global name, plus module attributes.
+
+    Immutable like every node: ``mod[name] = f`` is allowed only while building a
+    module (TVM allows it too); passes return new modules.
+    """
+
+    _field_names = ("functions", "attrs")
+    _def_fields = frozenset({"functions"})
+
+    def __init__(self, functions: dict | None = None, attrs: dict | None = None):
+        funcs: dict[GlobalVar, Any] = {}
+        for key, func in (functions or {}).items():
+            gv = key if isinstance(key, GlobalVar) else GlobalVar(str(key))
+            funcs[gv] = func
+        object.__setattr__(self, "functions", dict(sorted(funcs.items(), key=lambda kv: kv[0].name_hint)))
+        object.__setattr__(self, "attrs", dict(attrs or {}))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("IRModule is immutable; use mod.with_function(...) or mod[name] = f")
+
+    @staticmethod
+    def from_expr(func: Any, name: str = "main") -> "IRModule":
+        return IRModule({name: func})
+
+    # -- lookup -----------------------------------------------------------------
+    def get_global_var(self, name: str) -> GlobalVar:
+        for gv in self.functions:
+            if gv.name_hint == name:
+                return gv
+        names = ", ".join(gv.name_hint for gv in self.functions) or "(none)"
+        raise KeyError(f"IRModule has no function named {name!r}; it has: {names}")
+
+    def get_global_vars(self) -> list[GlobalVar]:
+        return list(self.functions)
+
+    def __getitem__(self, key: str | GlobalVar) -> Any:
+        gv = key if isinstance(key, GlobalVar) else self.get_global_var(key)
+        try:
+            return self.functions[gv]
+        except KeyError:
+            raise KeyError(f"IRModule has no function {gv.name_hint!r}") from None
+
+    def __contains__(self, key: str | GlobalVar) -> bool:
+        if isinstance(key, GlobalVar):
+            return key in self.functions
+        return any(gv.name_hint == key for gv in self.functions)
+
+    def __setitem__(self, key: str | GlobalVar, func: Any) -> None:
+        self._put(key, func)
+
+    def _put(self, key: str | GlobalVar, func: Any) -> None:
+        name = key.name_hint if isinstance(key, GlobalVar) else key
+        funcs = dict(self.functions)
+        gv = next((g for g in funcs if g.name_hint == name), None)
+        if gv is None:
+            gv = key if isinstance(key, GlobalVar) else GlobalVar(name)
+        funcs[gv] = func
+        object.__setattr__(self, "functions", dict(sorted(funcs.items(), key=lambda kv: kv[0].name_hint)))
+
+    def update_func(self, gv: str | GlobalVar, func: Any) -> None:
+        self._put(gv, func)
+
+    def with_function(self, name: str | GlobalVar, func: Any) -> "IRModule":
+        """A new module with ``name`` set to ``func`` (same GlobalVar if it exists)."""
+        new = IRModule(self.functions, self.attrs)
+        new._put(name, func)
+        return new
+
+    def without(self, name: str) -> "IRModule":
+        return IRModule({gv: f for gv, f in self.functions.items() if gv.name_hint != name}, self.attrs)
+
+    def with_attr(self, key: str, value: Any) -> "IRModule":
+        return IRModule(self.functions, {**self.attrs, key: value})
+
+    def items(self) -> Iterator[tuple[GlobalVar, Any]]:
+        return iter(list(self.functions.items()))
+
+    def keys(self) -> list[str]:
+        return [gv.name_hint for gv in self.functions]
+
+    def __iter__(self) -> Iterator[GlobalVar]:
+        return iter(list(self.functions))
+
+    def __len__(self) -> int:
+        return len(self.functions)
+
+    def copy(self) -> "IRModule":
+        return IRModule(self.functions, self.attrs)
+
+    def __repr__(self) -> str:
+        return f"IRModule({', '.join(self.keys())})"

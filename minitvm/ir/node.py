@@ -1,0 +1,116 @@
+"""The node base every IR object derives from.
+
+Nodes are small frozen dataclasses.  Each declares its child fields in order; the
+generic machinery (structural equality, hashing, visitors, mutators) walks those
+fields, so a new node class needs no code beyond its declaration.
+
+A field declared with ``defines()`` is a *definition site*: the variables found
+there are introduced by this node (a loop variable, a function parameter, a
+block iteration variable).  Structural equality binds variables only at such
+sites, which is how two functions with differently named but equivalently used
+variables compare equal, as in TVM.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar
+
+__all__ = ["Node", "node", "defines", "child_fields", "replace"]
+
+
+def defines(default: Any = dataclasses.MISSING, **kwargs: Any) -> Any:
+    """Mark a dataclass field as a definition site for variables."""
+    if default is not dataclasses.MISSING:
+        kwargs["default"] = default
+    return dataclasses.field(metadata={"defines": True}, **kwargs)
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(value)
+    return value
+
+
+class Node:
+    """Base class of all IR nodes: immutable, compared by identity with ``is``,
+    structurally with :func:`minitvm.ir.structural_equal`."""
+
+    __slots__ = ()
+    #: field names, in declaration order
+    _field_names: ClassVar[tuple[str, ...]] = ()
+    #: names of the fields that are definition sites
+    _def_fields: ClassVar[frozenset[str]] = frozenset()
+    #: True for nodes compared by binding (variables and buffers), not by content
+    _binds: ClassVar[bool] = False
+
+    def __post_init__(self) -> None:
+        for name in self._field_names:
+            value = getattr(self, name)
+            frozen = _freeze(value)
+            if frozen is not value:
+                object.__setattr__(self, name, frozen)
+
+    # -- printing ---------------------------------------------------------------
+    def script(self, **kwargs: Any) -> str:
+        """TVMScript-like text of this node."""
+        from minitvm.script.printer import script  # upward call, in one place
+
+        return script(self, **kwargs)
+
+    def show(self, **kwargs: Any) -> None:
+        """Print the TVMScript-like text (highlighted in Jupyter)."""
+        from minitvm.script.printer import show
+
+        show(self, **kwargs)
+
+    def _repr_html_(self) -> str:
+        from minitvm.script.printer import to_html
+
+        return to_html(self)
+
+    def __str__(self) -> str:
+        try:
+            return self.script()
+        except Exception:  # printing must never hide the object itself
+            return repr(self)
+
+    def same_as(self, other: Any) -> bool:
+        return self is other
+
+
+def node(cls: type | None = None, *, binds: bool = False):
+    """Class decorator turning ``cls`` into a frozen dataclass IR node."""
+
+    def wrap(c: type) -> type:
+        c = dataclasses.dataclass(frozen=True, eq=False, repr=False)(c)
+        fields = dataclasses.fields(c)
+        c._field_names = tuple(f.name for f in fields)
+        c._def_fields = frozenset(f.name for f in fields if f.metadata.get("defines"))
+        if binds:
+            c._binds = True
+        if "__repr__" not in c.__dict__:
+            c.__repr__ = _default_repr
+        return c
+
+    return wrap if cls is None else wrap(cls)
+
+
+def _default_repr(self: Node) -> str:
+    parts = []
+    for name in self._field_names[:3]:
+        value = getattr(self, name)
+        if isinstance(value, (tuple, dict)) and len(value) > 3:
+            value = f"<{len(value)} items>"
+        parts.append(f"{name}={value!r}")
+    more = ", ..." if len(self._field_names) > 3 else ""
+    return f"{type(self).__name__}({', '.join(parts)}{more})"
+
+
+def child_fields(n: Node) -> tuple[str, ...]:
+    return n._field_names
+
+
+def replace(n: Node, **changes: Any) -> Node:
+    """A copy of ``n`` with some fields changed (nodes are immutable)."""
+    return dataclasses.replace(n, **changes)

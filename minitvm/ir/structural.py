@@ -1,0 +1,172 @@
+"""Structural equality and hashing of IR trees.
+
+Two trees are structurally equal when they have the same shape and the same
+constants, and their variables correspond one to one.  A variable may be
+*bound* to its counterpart only where it is defined (loop variable, parameter,
+block iteration variable ...); a free variable used without definition must be
+the same object on both sides unless ``map_free_vars`` is set.  This mirrors
+TVM's ``tvm.ir.structural_equal``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .node import Node
+
+__all__ = ["structural_equal", "structural_hash", "assert_structural_equal", "StructuralMismatch"]
+
+
+class StructuralMismatch(Exception):
+    """Where two trees first differ: ``path`` plus both sides."""
+
+    def __init__(self, path: str, lhs: Any, rhs: Any, reason: str = ""):
+        super().__init__(path)
+        self.path, self.lhs, self.rhs, self.reason = path, lhs, rhs, reason
+
+
+class _Equal:
+    def __init__(self, map_free_vars: bool):
+        self.map_free_vars = map_free_vars
+        self.lmap: dict[int, Any] = {}
+        self.rmap: dict[int, Any] = {}
+        self.keep: list[Any] = []  # keep bound objects alive so ids stay unique
+
+    def fail(self, path: str, lhs: Any, rhs: Any, reason: str = "") -> None:
+        raise StructuralMismatch(path, lhs, rhs, reason)
+
+    def equal(self, lhs: Any, rhs: Any, path: str, defining: bool) -> None:
+        if lhs is rhs and not (isinstance(lhs, Node) and lhs._binds):
+            return
+        if isinstance(lhs, Node) or isinstance(rhs, Node):
+            if type(lhs) is not type(rhs):
+                self.fail(path, lhs, rhs, f"node kinds differ: {type(lhs).__name__} vs {type(rhs).__name__}")
+            if lhs._binds:
+                self._bind_or_check(lhs, rhs, path, defining)
+                return
+            self._fields(lhs, rhs, path, defining)
+            return
+        if isinstance(lhs, (tuple, list)) and isinstance(rhs, (tuple, list)):
+            if len(lhs) != len(rhs):
+                self.fail(path, lhs, rhs, f"lengths differ: {len(lhs)} vs {len(rhs)}")
+            for i, (a, b) in enumerate(zip(lhs, rhs)):
+                self.equal(a, b, f"{path}[{i}]", defining)
+            return
+        if isinstance(lhs, dict) and isinstance(rhs, dict):
+            self._dicts(lhs, rhs, path, defining)
+            return
+        if isinstance(lhs, float) and isinstance(rhs, float):
+            if lhs == rhs or (math.isnan(lhs) and math.isnan(rhs)):
+                return
+            self.fail(path, lhs, rhs)
+        if type(lhs) is not type(rhs) or lhs != rhs:
+            self.fail(path, lhs, rhs)
+
+    def _dicts(self, lhs: dict, rhs: dict, path: str, defining: bool) -> None:
+        if len(lhs) != len(rhs):
+            self.fail(path, lhs, rhs, f"sizes differ: {len(lhs)} vs {len(rhs)}")
+        if all(isinstance(k, str) for k in lhs):
+            if set(lhs) != set(rhs):
+                self.fail(path, sorted(lhs), sorted(rhs), "keys differ")
+            for k in lhs:
+                self.equal(lhs[k], rhs[k], f"{path}[{k!r}]", defining)
+            return
+        # node-keyed maps (buffer_map): keys in insertion order are the definition order
+        for i, ((ka, va), (kb, vb)) in enumerate(zip(lhs.items(), rhs.items())):
+            self.equal(ka, kb, f"{path}.keys[{i}]", defining)
+            self.equal(va, vb, f"{path}[{i}]", defining)
+
+    def _fields(self, lhs: Node, rhs: Node, path: str, defining: bool) -> None:
+        for name in lhs._field_names:
+            if name == "span":
+                continue
+            self.equal(getattr(lhs, name), getattr(rhs, name), f"{path}.{name}",
+                       defining or name in lhs._def_fields)
+
+    def _bind_or_check(self, lhs: Node, rhs: Node, path: str, defining: bool) -> None:
+        bound = self.lmap.get(id(lhs))
+        if bound is not None:
+            if bound is not rhs:
+                self.fail(path, lhs, rhs, "variables bound to different counterparts")
+            return
+        if id(rhs) in self.rmap:
+            self.fail(path, lhs, rhs, "right-hand variable already bound to another one")
+        if not (defining or self.map_free_vars or lhs is rhs):
+            self.fail(path, lhs, rhs, "free variables differ (not defined in the compared trees)")
+        self.lmap[id(lhs)] = rhs
+        self.rmap[id(rhs)] = lhs
+        self.keep += [lhs, rhs]
+        # compare the content (dtype, buffer shape ...) once, when bound
+        self._fields_of_binding(lhs, rhs, path)
+
+    def _fields_of_binding(self, lhs: Node, rhs: Node, path: str) -> None:
+        for name in lhs._field_names:
+            if name in ("name", "name_hint", "span"):
+                continue
+            self.equal(getattr(lhs, name), getattr(rhs, name), f"{path}.{name}", True)
+
+
+def structural_equal(lhs: Any, rhs: Any, map_free_vars: bool = False) -> bool:
+    """True when ``lhs`` and ``rhs`` are the same tree up to variable renaming."""
+    try:
+        _Equal(map_free_vars).equal(lhs, rhs, "root", False)
+    except StructuralMismatch:
+        return False
+    return True
+
+
+def _show(x: Any, limit: int = 12) -> str:
+    if isinstance(x, Node):
+        try:
+            text = x.script()
+        except Exception:
+            text = repr(x)
+    else:
+        text = repr(x)
+    lines = text.splitlines() or [""]
+    if len(lines) > limit:
+        lines = lines[:limit] + [f"... ({len(lines) - limit} more lines)"]
+    return "\n    ".join(lines)
+
+
+def assert_structural_equal(lhs: Any, rhs: Any, map_free_vars: bool = False) -> None:
+    """Raise ``ValueError`` saying where ``lhs`` and ``rhs`` first differ."""
+    try:
+        _Equal(map_free_vars).equal(lhs, rhs, "root", False)
+    except StructuralMismatch as m:
+        why = f" ({m.reason})" if m.reason else ""
+        raise ValueError(
+            f"StructuralEqual check failed at {m.path}{why}\n"
+            f"  lhs: {_show(m.lhs)}\n"
+            f"  rhs: {_show(m.rhs)}"
+        ) from None
+
+
+def structural_hash(value: Any, map_free_vars: bool = False) -> int:
+    """A hash that agrees with :func:`structural_equal`."""
+    numbering: dict[int, int] = {}
+    keep: list[Any] = []
+
+    def h(x: Any, defining: bool) -> int:
+        if isinstance(x, Node):
+            if x._binds:
+                if id(x) not in numbering:
+                    if not (defining or map_free_vars):
+                        return hash(("free", id(x)))
+                    numbering[id(x)] = len(numbering)
+                    keep.append(x)
+                    content = tuple(h(getattr(x, f), True) for f in x._field_names
+                                    if f not in ("name", "name_hint", "span"))
+                    return hash((type(x).__name__, "def", content))
+                return hash(("var", numbering[id(x)]))
+            return hash((type(x).__name__,) + tuple(
+                h(getattr(x, f), defining or f in x._def_fields)
+                for f in x._field_names if f != "span"))
+        if isinstance(x, (tuple, list)):
+            return hash(tuple(h(e, defining) for e in x))
+        if isinstance(x, dict):
+            return hash(tuple((h(k, defining), h(v, defining)) for k, v in x.items()))
+        return hash((type(x).__name__, x))
+
+    return h(value, False)

@@ -1,0 +1,97 @@
+"""Buffers: named multi-dimensional views of memory that TIR reads and writes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..ir import dtype as _dt
+from ..ir.node import Node, node
+from .expr import BufferLoad, PrimExpr, Range, Var, const, convert
+
+__all__ = ["Buffer", "decl_buffer", "BufferRegion"]
+
+
+@node(binds=True)
+class Buffer(Node):
+    """A buffer: ``shape`` and ``dtype`` over the memory ``data`` points to.
+
+    ``A[i, j]`` builds a load; ``A[i, 0:128]`` builds a region (for ``T.reads``).
+    """
+
+    data: Var
+    dtype: str
+    shape: tuple
+    strides: tuple = ()
+    elem_offset: Any = 0
+    scope: str = "global"
+    name: str = "buffer"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "shape", tuple(convert(s, "int32") if isinstance(s, int) else convert(s)
+                                                for s in self.shape))
+        object.__setattr__(self, "strides", tuple(convert(s) for s in self.strides))
+        object.__setattr__(self, "elem_offset", convert(self.elem_offset))
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __repr__(self) -> str:
+        return f"Buffer({self.name!r}, {list(self.shape)}, {self.dtype!r})"
+
+    def __getitem__(self, key: Any) -> Any:
+        key = key if isinstance(key, tuple) else (key,)
+        if len(key) != self.ndim:
+            raise IndexError(f"buffer {self.name} has {self.ndim} dimensions, indexed with {len(key)}")
+        if any(isinstance(k, slice) for k in key):
+            return BufferRegion.from_indices(self, key)
+        return BufferLoad(self, tuple(_as_index(k) for k in key))
+
+    def vload(self, indices: Any) -> BufferLoad:
+        return self[tuple(indices)]
+
+    def access_ptr(self, *args: Any) -> Any:  # pragma: no cover - not needed on CPU
+        raise NotImplementedError("access_ptr is not supported by minitvm")
+
+
+def _as_index(k: Any) -> PrimExpr:
+    return convert(k) if not isinstance(k, PrimExpr) else k
+
+
+@node
+class BufferRegion(Node):
+    """A rectangular part of a buffer: one :class:`Range` per dimension."""
+
+    buffer: Buffer
+    region: tuple
+
+    @staticmethod
+    def from_indices(buffer: Buffer, key: tuple) -> "BufferRegion":
+        ranges = []
+        for dim, k in zip(buffer.shape, key):
+            if isinstance(k, slice):
+                if k.step not in (None, 1):
+                    raise IndexError(f"buffer region of {buffer.name} cannot have a step")
+                lo = _as_index(0 if k.start is None else k.start)
+                hi = dim if k.stop is None else _as_index(k.stop)
+                ranges.append(Range(lo, hi - lo))
+            else:
+                k = _as_index(k)
+                ranges.append(Range(k, const(1, k.dtype)))
+        return BufferRegion(buffer, tuple(ranges))
+
+    @staticmethod
+    def full_region(buffer: Buffer) -> "BufferRegion":
+        return BufferRegion(buffer, tuple(Range(const(0, s.dtype), s) for s in buffer.shape))
+
+
+def decl_buffer(shape: Any, dtype: str = "float32", name: str = "buffer", data: Var | None = None,
+                strides: Any = None, elem_offset: Any = None, scope: str = "global") -> Buffer:
+    """Declare a new buffer (TVM's ``tir.decl_buffer``)."""
+    dtype = _dt.check(dtype)
+    if isinstance(shape, (int, PrimExpr)):
+        shape = (shape,)
+    data = data if data is not None else Var(name, "handle")
+    return Buffer(data, dtype, tuple(shape), tuple(strides or ()),
+                  0 if elem_offset is None else elem_offset, scope, name)

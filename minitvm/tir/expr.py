@@ -1,0 +1,330 @@
+"""TensorIR expressions (PrimExpr): scalars computed inside kernels.
+
+Python operators on a PrimExpr build new expressions (``i * 4 + j`` is an ``Add`` of a
+``Mul``), folding constants as TVM does, so hand-written and generated programs agree.
+``a == b`` builds an ``EQ`` node whose truth value is identity, like TVM's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..ir import dtype as _dt
+from ..ir.node import Node, node
+
+__all__ = [
+    "PrimExpr", "Var", "SizeVar", "IntImm", "FloatImm", "StringImm", "Cast",
+    "BinaryOp", "Add", "Sub", "Mul", "Div", "Mod", "FloorDiv", "FloorMod", "Min", "Max",
+    "CmpOp", "EQ", "NE", "LT", "LE", "GT", "GE", "And", "Or", "Not",
+    "Select", "BufferLoad", "Call", "Let", "Range", "IterVar", "const", "convert",
+]
+
+
+class PrimExpr(Node):
+    """Base of scalar expressions; every one has a ``dtype``."""
+
+    __slots__ = ()
+    dtype: str
+
+    # arithmetic ----------------------------------------------------------------
+    def __add__(self, o): return _op.add(self, o)
+    def __radd__(self, o): return _op.add(o, self)
+    def __sub__(self, o): return _op.sub(self, o)
+    def __rsub__(self, o): return _op.sub(o, self)
+    def __mul__(self, o): return _op.mul(self, o)
+    def __rmul__(self, o): return _op.mul(o, self)
+    def __truediv__(self, o): return _op.div(self, o)
+    def __rtruediv__(self, o): return _op.div(o, self)
+    def __floordiv__(self, o): return _op.floordiv(self, o)
+    def __rfloordiv__(self, o): return _op.floordiv(o, self)
+    def __mod__(self, o): return _op.floormod(self, o)
+    def __rmod__(self, o): return _op.floormod(o, self)
+    def __neg__(self): return _op.neg(self)
+    def __lt__(self, o): return _op.less(self, o)
+    def __le__(self, o): return _op.less_equal(self, o)
+    def __gt__(self, o): return _op.greater(self, o)
+    def __ge__(self, o): return _op.greater_equal(self, o)
+    def __and__(self, o): return _op.logical_and(self, o)
+    def __rand__(self, o): return _op.logical_and(o, self)
+    def __or__(self, o): return _op.logical_or(self, o)
+    def __ror__(self, o): return _op.logical_or(o, self)
+    def __invert__(self): return _op.logical_not(self)
+
+    def __eq__(self, o):  # type: ignore[override]
+        return _op.equal(self, o)
+
+    def __ne__(self, o):  # type: ignore[override]
+        return _op.not_equal(self, o)
+
+    __hash__ = Node.__hash__
+
+    def __bool__(self) -> bool:
+        raise ValueError(
+            f"cannot use the symbolic expression {self} as a Python bool; "
+            "use T.if_then_else / T.Select or an `if` inside TVMScript"
+        )
+
+    def astype(self, dtype: str) -> "PrimExpr":
+        return _op.cast(self, dtype)
+
+
+@node(binds=True)
+class Var(PrimExpr):
+    """A scalar variable: loop variable, block iterator or scalar parameter."""
+
+    name: str
+    dtype: str = "int32"
+
+    def __repr__(self) -> str:
+        return f"Var({self.name!r}, {self.dtype!r})"
+
+    @property
+    def name_hint(self) -> str:
+        return self.name
+
+
+@node(binds=True)
+class SizeVar(Var):
+    """A variable known to be non-negative (a symbolic shape dimension)."""
+
+
+@node
+class IntImm(PrimExpr):
+    dtype: str
+    value: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "value", _wrap_int(self.dtype, int(self.value)))
+
+    def __int__(self) -> int:
+        return self.value
+
+    def __index__(self) -> int:
+        return self.value
+
+    def __repr__(self) -> str:
+        return f"{self.value}" if self.dtype == "int32" else f"IntImm({self.dtype!r}, {self.value})"
+
+
+@node
+class FloatImm(PrimExpr):
+    dtype: str
+    value: float
+
+    def __float__(self) -> float:
+        return self.value
+
+    def __repr__(self) -> str:
+        return f"FloatImm({self.dtype!r}, {self.value!r})"
+
+
+@node
+class StringImm(PrimExpr):
+    value: str
+    dtype: str = "handle"
+
+
+@node
+class Cast(PrimExpr):
+    dtype: str
+    value: PrimExpr
+
+
+@node
+class BinaryOp(PrimExpr):
+    a: PrimExpr
+    b: PrimExpr
+
+    @property
+    def dtype(self) -> str:  # type: ignore[override]
+        return self.a.dtype
+
+
+class Add(BinaryOp): pass
+class Sub(BinaryOp): pass
+class Mul(BinaryOp): pass
+class Div(BinaryOp): pass  # noqa: E701  float division, or C-style truncating int division
+class Mod(BinaryOp): pass  # noqa: E701  C-style remainder
+class FloorDiv(BinaryOp): pass
+class FloorMod(BinaryOp): pass
+class Min(BinaryOp): pass
+class Max(BinaryOp): pass
+
+
+for _cls in (Add, Sub, Mul, Div, Mod, FloorDiv, FloorMod, Min, Max):
+    node(_cls)
+
+
+@node
+class CmpOp(PrimExpr):
+    a: PrimExpr
+    b: PrimExpr
+
+    @property
+    def dtype(self) -> str:  # type: ignore[override]
+        return "bool"
+
+
+class EQ(CmpOp):
+    def __bool__(self) -> bool:  # `a == b` on nodes used as Python bool: identity, like TVM
+        return self.a is self.b
+
+
+class NE(CmpOp):
+    def __bool__(self) -> bool:
+        return self.a is not self.b
+
+
+class LT(CmpOp): pass
+class LE(CmpOp): pass
+class GT(CmpOp): pass
+class GE(CmpOp): pass
+class And(CmpOp): pass
+class Or(CmpOp): pass
+
+
+for _cls in (EQ, NE, LT, LE, GT, GE, And, Or):
+    node(_cls)
+
+
+@node
+class Not(PrimExpr):
+    a: PrimExpr
+
+    @property
+    def dtype(self) -> str:  # type: ignore[override]
+        return "bool"
+
+
+@node
+class Select(PrimExpr):
+    """``condition ? true_value : false_value`` (both sides evaluated)."""
+
+    condition: PrimExpr
+    true_value: PrimExpr
+    false_value: PrimExpr
+
+    @property
+    def dtype(self) -> str:  # type: ignore[override]
+        return self.true_value.dtype
+
+
+@node
+class BufferLoad(PrimExpr):
+    """``buffer[indices]``."""
+
+    buffer: Any  # tir.Buffer
+    indices: tuple
+
+    @property
+    def dtype(self) -> str:  # type: ignore[override]
+        return self.buffer.dtype
+
+
+@node
+class Call(PrimExpr):
+    """A call of a named intrinsic: ``Call("float32", "tir.exp", (x,))``."""
+
+    dtype: str
+    op: str
+    args: tuple
+
+
+@node
+class Let(PrimExpr):
+    var: Var
+    value: PrimExpr
+    body: PrimExpr
+
+    @property
+    def dtype(self) -> str:  # type: ignore[override]
+        return self.body.dtype
+
+
+@node
+class Range(Node):
+    """``[min, min + extent)``; ``Range(begin, end)`` in TVM's spelling via :meth:`from_min_extent`."""
+
+    min: PrimExpr
+    extent: PrimExpr
+
+    @staticmethod
+    def from_min_extent(min_value: Any, extent: Any) -> "Range":
+        return Range(convert(min_value), convert(extent))
+
+    def __repr__(self) -> str:
+        return f"Range({self.min!r}, {self.extent!r})"
+
+
+@node
+class IterVar(Node):
+    """A block iteration variable with its domain and kind."""
+
+    dom: Range
+    var: Var
+    iter_type: str  # "spatial" (DataPar) or "reduce" (CommReduce) or "opaque"
+
+    DataPar = "spatial"
+    CommReduce = "reduce"
+
+
+# the variable of a Let and of an IterVar is defined there
+def _mark_defining(cls: type, *names: str) -> None:
+    cls._def_fields = frozenset(cls._def_fields | set(names))
+
+
+_mark_defining(Let, "var")
+_mark_defining(IterVar, "var")
+
+
+# -- constants -------------------------------------------------------------------
+
+def _wrap_int(dtype: str, value: int) -> int:
+    if dtype == "bool":
+        return int(bool(value))
+    if _dt.is_int(dtype):
+        nbits = _dt.bits(dtype)
+        if _dt.is_uint(dtype):
+            return value % (1 << nbits)
+        value = (value + (1 << (nbits - 1))) % (1 << nbits) - (1 << (nbits - 1))
+    return value
+
+
+def const(value: Any, dtype: str | None = None) -> PrimExpr:
+    """A constant of ``dtype`` (int32 / float32 / bool inferred from the Python value)."""
+    if dtype is None:
+        if isinstance(value, bool):
+            dtype = "bool"
+        elif isinstance(value, int):
+            dtype = "int32" if -(2**31) <= value < 2**31 else "int64"
+        elif isinstance(value, float):
+            dtype = "float32"
+        else:
+            raise TypeError(f"cannot make a constant from {value!r}")
+    dtype = str(dtype)
+    if _dt.is_float(dtype):
+        return FloatImm(dtype, float(value))
+    if _dt.is_int(dtype) or _dt.is_bool(dtype):
+        if isinstance(value, float) and not value.is_integer():
+            raise TypeError(f"cannot make a {dtype} constant from {value!r}")
+        return IntImm(dtype, int(value))
+    raise TypeError(f"cannot make a constant of dtype {dtype!r}")
+
+
+def convert(value: Any, dtype: str | None = None) -> PrimExpr:
+    """Turn a Python number (or an existing PrimExpr) into a PrimExpr."""
+    if isinstance(value, PrimExpr):
+        return value
+    if isinstance(value, (bool, int, float)):
+        return const(value, dtype)
+    try:
+        import numpy as np
+
+        if isinstance(value, np.generic):
+            return const(value.item(), dtype or str(value.dtype))
+    except ImportError:  # pragma: no cover
+        pass
+    raise TypeError(f"expected a PrimExpr or a number, got {type(value).__name__}: {value!r}")
+
+
+from . import op as _op  # noqa: E402  (op builds on the classes above)

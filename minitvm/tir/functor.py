@@ -1,0 +1,157 @@
+"""Visitors and mutators over TIR.
+
+Subclass :class:`StmtExprVisitor` or :class:`StmtExprMutator` and define
+``visit_<node>_`` for the nodes you care about (``visit_for_``, ``visit_buffer_load_``,
+``visit_add_`` ...); every other node is walked (or rebuilt) generically through its
+fields.  Buffers are leaves: their shapes are not walked.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+from ..ir.node import Node, replace
+from .buffer import Buffer
+from .expr import PrimExpr, Var
+
+__all__ = ["StmtExprVisitor", "StmtExprMutator", "post_order_visit", "pre_order_visit",
+           "substitute", "method_name"]
+
+_NAMES: dict[type, str] = {}
+
+
+def method_name(cls: type) -> str:
+    """``BlockRealize`` -> ``visit_block_realize_`` (cached)."""
+    name = _NAMES.get(cls)
+    if name is None:
+        snake = re.sub(r"(?<=[a-z0-9])([A-Z])|(?<=[A-Z])([A-Z][a-z])", r"_\1\2", cls.__name__).lower()
+        name = _NAMES[cls] = f"visit_{snake}_"
+    return name
+
+
+def _walkable(value: Any) -> bool:
+    return isinstance(value, Node) and not isinstance(value, Buffer)
+
+
+class StmtExprVisitor:
+    """Walks statements and expressions; override ``visit_<node>_`` hooks."""
+
+    def visit(self, n: Any) -> None:
+        if isinstance(n, (tuple, list)):
+            for x in n:
+                self.visit(x)
+            return
+        if not _walkable(n):
+            return
+        hook = getattr(self, method_name(type(n)), None)
+        if hook is not None:
+            hook(n)
+        else:
+            self.visit_children(n)
+
+    # TVM spells these visit_stmt / visit_expr
+    visit_stmt = visit
+    visit_expr = visit
+
+    def visit_children(self, n: Node) -> None:
+        for name in n._field_names:
+            value = getattr(n, name)
+            if isinstance(value, dict):
+                if name == "buffer_map":
+                    continue
+                value = tuple(value.values())
+            self.visit(value)
+
+
+class StmtExprMutator:
+    """Rebuilds a tree bottom-up; nodes whose children did not change are kept as they are."""
+
+    def visit(self, n: Any) -> Any:
+        if isinstance(n, tuple):
+            new = tuple(self.visit(x) for x in n)
+            return n if all(a is b for a, b in zip(new, n)) else new
+        if not _walkable(n):
+            return n
+        hook = getattr(self, method_name(type(n)), None)
+        if hook is not None:
+            return hook(n)
+        return self.visit_children(n)
+
+    visit_stmt = visit
+    visit_expr = visit
+
+    def visit_children(self, n: Node) -> Node:
+        changes = {}
+        for name in n._field_names:
+            value = getattr(n, name)
+            if isinstance(value, dict) or isinstance(value, (str, int, float)) or value is None:
+                continue
+            new = self.visit(value)
+            if new is not value:
+                changes[name] = new
+        if not changes:
+            return n
+        if type(n).__name__ in ("IRModule",):
+            return n
+        return replace(n, **changes)
+
+
+def post_order_visit(n: Any, fvisit: Callable[[Any], None]) -> None:
+    """Call ``fvisit`` on every node (children before parents), as TVM's ``stmt_functor``."""
+
+    class _V(StmtExprVisitor):
+        def visit(self, x: Any) -> None:
+            if isinstance(x, (tuple, list)):
+                for e in x:
+                    self.visit(e)
+                return
+            if not _walkable(x):
+                return
+            self.visit_children(x)
+            fvisit(x)
+
+    _V().visit(n)
+
+
+def pre_order_visit(n: Any, fvisit: Callable[[Any], bool | None]) -> None:
+    """Call ``fvisit`` on every node, parents first; return False to skip a subtree."""
+
+    class _V(StmtExprVisitor):
+        def visit(self, x: Any) -> None:
+            if isinstance(x, (tuple, list)):
+                for e in x:
+                    self.visit(e)
+                return
+            if not _walkable(x):
+                return
+            if fvisit(x) is not False:
+                self.visit_children(x)
+
+    _V().visit(n)
+
+
+class _Substitute(StmtExprMutator):
+    def __init__(self, vmap: dict):
+        self.vmap = {id(k): v for k, v in vmap.items()}
+
+    def visit(self, n: Any) -> Any:
+        if isinstance(n, Var):
+            return self.vmap.get(id(n), n)
+        return super().visit(n)
+
+
+def substitute(n: Any, vmap: dict[Var, PrimExpr] | Callable[[Var], PrimExpr | None]) -> Any:
+    """Replace variables in ``n``: ``vmap`` maps Var -> PrimExpr (or is a function)."""
+    if callable(vmap) and not isinstance(vmap, dict):
+        fn = vmap
+
+        class _F(StmtExprMutator):
+            def visit(self, x: Any) -> Any:
+                if isinstance(x, Var):
+                    r = fn(x)
+                    return x if r is None else r
+                return super().visit(x)
+
+        return _F().visit(n)
+    return _Substitute(vmap).visit(n)

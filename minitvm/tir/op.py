@@ -1,0 +1,323 @@
+"""Constructors for TIR expressions, with dtype promotion and constant folding.
+
+The Python operators of :class:`PrimExpr` and the ``T.*`` helpers of TVMScript both
+come here, so ``i * 1`` folds to ``i`` wherever it is written (as TVM's TryConstFold).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..ir import dtype as _dt
+from .expr import (EQ, GE, GT, LE, LT, NE, Add, And, Call, Cast, Div, FloatImm, FloorDiv,
+                   FloorMod, IntImm, Max, Min, Mod, Mul, Not, Or, PrimExpr, Select, Sub, const,
+                   convert)
+
+__all__ = [
+    "add", "sub", "mul", "div", "truncdiv", "truncmod", "floordiv", "floormod", "min", "max",
+    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+    "logical_and", "logical_or", "logical_not", "neg", "cast", "if_then_else", "Select",
+    "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "abs", "pow", "floor", "ceil", "round",
+    "sin", "cos", "exp2", "log2", "max_value", "min_value", "call_intrin", "INTRINSICS",
+]
+
+#: float intrinsics available in kernels; name -> numpy implementation (used by the interpreter)
+INTRINSICS = ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "fabs", "pow", "floor",
+              "ceil", "round", "sin", "cos", "exp2", "log2", "trunc", "nearbyint")
+
+
+def _is_const(x: PrimExpr, value: Any = None) -> bool:
+    if not isinstance(x, (IntImm, FloatImm)):
+        return False
+    return value is None or x.value == value
+
+
+def _promote(a: Any, b: Any) -> tuple[PrimExpr, PrimExpr]:
+    """Make both operands PrimExprs of one dtype (Python numbers adopt the other side's)."""
+    if not isinstance(a, PrimExpr) and not isinstance(b, PrimExpr):
+        a, b = convert(a), convert(b)
+    if not isinstance(a, PrimExpr):
+        a = _const_like(a, b)
+    if not isinstance(b, PrimExpr):
+        b = _const_like(b, a)
+    if a.dtype != b.dtype:
+        target = _wider(a.dtype, b.dtype)
+        a, b = cast(a, target), cast(b, target)
+    return a, b
+
+
+def _const_like(value: Any, other: PrimExpr) -> PrimExpr:
+    value = value.item() if hasattr(value, "item") and not isinstance(value, PrimExpr) else value
+    if isinstance(value, float) and not _dt.is_float(other.dtype):
+        return const(value, "float32")
+    if isinstance(value, bool) and other.dtype != "bool":
+        return const(int(value), other.dtype)
+    return const(value, other.dtype)
+
+
+def _wider(a: str, b: str) -> str:
+    fa, fb = _dt.is_float(a), _dt.is_float(b)
+    if fa != fb:
+        return a if fa else b
+    if a == "bool":
+        return b
+    if b == "bool":
+        return a
+    return a if _dt.bits(a) >= _dt.bits(b) else b
+
+
+def cast(x: Any, dtype: str) -> PrimExpr:
+    x = convert(x)
+    dtype = str(dtype)
+    if x.dtype == dtype:
+        return x
+    if isinstance(x, IntImm) and (_dt.is_int(dtype) or _dt.is_bool(dtype)):
+        return IntImm(dtype, x.value)
+    if isinstance(x, (IntImm, FloatImm)) and _dt.is_float(dtype):
+        return FloatImm(dtype, float(x.value))
+    return Cast(dtype, x)
+
+
+def _fold(py, a: PrimExpr, b: PrimExpr) -> PrimExpr | None:
+    if _is_const(a) and _is_const(b):
+        value = py(a.value, b.value)
+        if value is None:
+            return None
+        return const(value, a.dtype)
+    return None
+
+
+def add(a: Any, b: Any) -> PrimExpr:
+    a, b = _promote(a, b)
+    folded = _fold(lambda x, y: x + y, a, b)
+    if folded is not None:
+        return folded
+    if _is_const(a, 0):
+        return b
+    if _is_const(b, 0):
+        return a
+    return Add(a, b)
+
+
+def sub(a: Any, b: Any) -> PrimExpr:
+    a, b = _promote(a, b)
+    folded = _fold(lambda x, y: x - y, a, b)
+    if folded is not None:
+        return folded
+    if _is_const(b, 0):
+        return a
+    return Sub(a, b)
+
+
+def mul(a: Any, b: Any) -> PrimExpr:
+    a, b = _promote(a, b)
+    folded = _fold(lambda x, y: x * y, a, b)
+    if folded is not None:
+        return folded
+    if _is_const(a, 1):
+        return b
+    if _is_const(b, 1):
+        return a
+    if (_is_const(a, 0) or _is_const(b, 0)) and not _dt.is_float(a.dtype):
+        return const(0, a.dtype)
+    return Mul(a, b)
+
+
+def _int_fold(py):
+    def f(x, y):
+        return None if y == 0 else py(x, y)
+    return f
+
+
+def div(a: Any, b: Any) -> PrimExpr:
+    """``a / b``: true division for floats, truncating division for integers (as in C)."""
+    a, b = _promote(a, b)
+    if _dt.is_float(a.dtype):
+        folded = _fold(lambda x, y: None if y == 0 else x / y, a, b)
+    else:
+        folded = _fold(_int_fold(lambda x, y: int(x / y)), a, b)
+    if folded is not None:
+        return folded
+    if _is_const(b, 1):
+        return a
+    return Div(a, b)
+
+
+truncdiv = div
+
+
+def truncmod(a: Any, b: Any) -> PrimExpr:
+    a, b = _promote(a, b)
+    folded = _fold(_int_fold(lambda x, y: x - int(x / y) * y), a, b)
+    return folded if folded is not None else Mod(a, b)
+
+
+def floordiv(a: Any, b: Any) -> PrimExpr:
+    a, b = _promote(a, b)
+    if _dt.is_float(a.dtype):
+        folded = _fold(lambda x, y: None if y == 0 else math.floor(x / y), a, b)
+    else:
+        folded = _fold(_int_fold(lambda x, y: x // y), a, b)
+    if folded is not None:
+        return folded
+    if _is_const(b, 1):
+        return a
+    return FloorDiv(a, b)
+
+
+def floormod(a: Any, b: Any) -> PrimExpr:
+    a, b = _promote(a, b)
+    folded = _fold(_int_fold(lambda x, y: x % y), a, b)
+    if folded is not None:
+        return folded
+    if _is_const(b, 1) and not _dt.is_float(a.dtype):
+        return const(0, a.dtype)
+    return FloorMod(a, b)
+
+
+def min(a: Any, b: Any) -> PrimExpr:  # noqa: A001 - mirrors tvm.tir.min
+    a, b = _promote(a, b)
+    folded = _fold(lambda x, y: x if x <= y else y, a, b)
+    return folded if folded is not None else Min(a, b)
+
+
+def max(a: Any, b: Any) -> PrimExpr:  # noqa: A001
+    a, b = _promote(a, b)
+    folded = _fold(lambda x, y: x if x >= y else y, a, b)
+    return folded if folded is not None else Max(a, b)
+
+
+def _cmp(cls, py):
+    def build(a: Any, b: Any) -> PrimExpr:
+        a, b = _promote(a, b)
+        if _is_const(a) and _is_const(b):
+            return const(bool(py(a.value, b.value)), "bool")
+        return cls(a, b)
+    build.__name__ = cls.__name__.lower()
+    return build
+
+
+equal = _cmp(EQ, lambda x, y: x == y)
+not_equal = _cmp(NE, lambda x, y: x != y)
+less = _cmp(LT, lambda x, y: x < y)
+less_equal = _cmp(LE, lambda x, y: x <= y)
+greater = _cmp(GT, lambda x, y: x > y)
+greater_equal = _cmp(GE, lambda x, y: x >= y)
+
+
+def _as_bool(x: Any) -> PrimExpr:
+    x = convert(x)
+    if x.dtype != "bool":
+        raise TypeError(f"logical operators need bool operands, got {x.dtype} ({x})")
+    return x
+
+
+def logical_and(a: Any, b: Any) -> PrimExpr:
+    a, b = _as_bool(a), _as_bool(b)
+    if _is_const(a):
+        return b if a.value else a
+    if _is_const(b):
+        return a if b.value else b
+    return And(a, b)
+
+
+def logical_or(a: Any, b: Any) -> PrimExpr:
+    a, b = _as_bool(a), _as_bool(b)
+    if _is_const(a):
+        return a if a.value else b
+    if _is_const(b):
+        return b if b.value else a
+    return Or(a, b)
+
+
+def logical_not(a: Any) -> PrimExpr:
+    a = _as_bool(a)
+    if _is_const(a):
+        return const(not a.value, "bool")
+    return Not(a)
+
+
+def neg(a: Any) -> PrimExpr:
+    a = convert(a)
+    if _is_const(a):
+        return const(-a.value, a.dtype)
+    return Sub(const(0, a.dtype), a)
+
+
+def if_then_else(cond: Any, t: Any, f: Any) -> PrimExpr:
+    """``cond ? t : f`` — like TVM's ``tir.if_then_else`` (only the taken side matters)."""
+    cond = _as_bool(cond)
+    t, f = _promote(t, f)
+    if _is_const(cond):
+        return t if cond.value else f
+    return Call(t.dtype, "tir.if_then_else", (cond, t, f))
+
+
+def call_intrin(dtype: str, op: str, *args: Any) -> PrimExpr:
+    return Call(str(dtype), op, tuple(convert(a) for a in args))
+
+
+def _unary(name: str):
+    def build(x: Any) -> PrimExpr:
+        x = convert(x)
+        if not _dt.is_float(x.dtype):
+            raise TypeError(f"T.{name} needs a float argument, got {x.dtype} ({x})")
+        return Call(x.dtype, f"tir.{name}", (x,))
+    build.__name__ = name
+    build.__doc__ = f"Element-wise ``{name}`` of a float expression."
+    return build
+
+
+exp = _unary("exp")
+exp2 = _unary("exp2")
+log = _unary("log")
+log2 = _unary("log2")
+sqrt = _unary("sqrt")
+rsqrt = _unary("rsqrt")
+tanh = _unary("tanh")
+sigmoid = _unary("sigmoid")
+erf = _unary("erf")
+floor = _unary("floor")
+ceil = _unary("ceil")
+round = _unary("round")  # noqa: A001
+sin = _unary("sin")
+cos = _unary("cos")
+
+
+def abs(x: Any) -> PrimExpr:  # noqa: A001
+    x = convert(x)
+    if _dt.is_float(x.dtype):
+        return Call(x.dtype, "tir.fabs", (x,))
+    return Select(x >= 0, x, neg(x)) if not _dt.is_uint(x.dtype) else x
+
+
+def pow(x: Any, y: Any) -> PrimExpr:  # noqa: A001
+    x, y = _promote(x, y)
+    if not _dt.is_float(x.dtype):
+        raise TypeError(f"T.pow needs float arguments, got {x.dtype}")
+    return Call(x.dtype, "tir.pow", (x, y))
+
+
+def max_value(dtype: str) -> PrimExpr:
+    """The largest finite value of ``dtype`` (the identity of a min-reduction)."""
+    import numpy as np
+    dtype = str(dtype)
+    if _dt.is_float(dtype):
+        return FloatImm(dtype, float(np.finfo(dtype).max))
+    if dtype == "bool":
+        return IntImm("bool", 1)
+    return IntImm(dtype, int(np.iinfo(dtype).max))
+
+
+def min_value(dtype: str) -> PrimExpr:
+    import numpy as np
+    dtype = str(dtype)
+    if _dt.is_float(dtype):
+        return FloatImm(dtype, float(np.finfo(dtype).min))
+    if dtype == "bool":
+        return IntImm("bool", 0)
+    return IntImm(dtype, int(np.iinfo(dtype).min))
+
+
+_ = Select  # re-exported for T.Select

@@ -1,0 +1,172 @@
+"""TensorIR statements: loops, blocks, stores and control flow."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..ir.node import Node, defines, node
+from .buffer import Buffer, BufferRegion
+from .expr import IterVar, PrimExpr, Var
+
+__all__ = ["Stmt", "BufferStore", "Evaluate", "LetStmt", "AssertStmt", "ForKind", "For",
+           "IfThenElse", "SeqStmt", "Allocate", "MatchBufferRegion", "Block", "BlockRealize",
+           "seq"]
+
+
+class Stmt(Node):
+    __slots__ = ()
+
+
+@node
+class BufferStore(Stmt):
+    """``buffer[indices] = value``."""
+
+    buffer: Buffer
+    value: PrimExpr
+    indices: tuple
+
+
+@node
+class Evaluate(Stmt):
+    """Evaluate an expression for its side effect (an extern call)."""
+
+    value: PrimExpr
+
+
+@node
+class LetStmt(Stmt):
+    var: Var = defines()
+    value: PrimExpr = None  # type: ignore[assignment]
+    body: Stmt = None  # type: ignore[assignment]
+
+
+@node
+class AssertStmt(Stmt):
+    condition: PrimExpr
+    message: str
+    body: Stmt
+
+
+class ForKind:
+    """Loop kinds; the strings are what ``T.serial``/``T.parallel``/... produce."""
+
+    SERIAL = "serial"
+    PARALLEL = "parallel"
+    VECTORIZED = "vectorized"
+    UNROLLED = "unrolled"
+    THREAD_BINDING = "thread_binding"
+    ALL = (SERIAL, PARALLEL, VECTORIZED, UNROLLED, THREAD_BINDING)
+
+
+@node
+class For(Stmt):
+    """``for loop_var in range(min, min + extent)``, run as ``kind`` says."""
+
+    loop_var: Var = defines()
+    min: PrimExpr = None  # type: ignore[assignment]
+    extent: PrimExpr = None  # type: ignore[assignment]
+    kind: str = ForKind.SERIAL
+    body: Stmt = None  # type: ignore[assignment]
+    thread_binding: Any = None
+    annotations: dict = None  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.annotations is None:
+            object.__setattr__(self, "annotations", {})
+        if self.kind not in ForKind.ALL:
+            raise ValueError(f"unknown loop kind {self.kind!r}; expected one of {ForKind.ALL}")
+
+
+@node
+class IfThenElse(Stmt):
+    condition: PrimExpr
+    then_case: Stmt
+    else_case: Stmt | None = None
+
+
+@node
+class SeqStmt(Stmt):
+    """Statements run one after another."""
+
+    seq: tuple
+
+    def __len__(self) -> int:
+        return len(self.seq)
+
+    def __getitem__(self, i: int) -> Stmt:
+        return self.seq[i]
+
+
+def seq(*stmts: Stmt) -> Stmt:
+    """Sequence statements, flattening nested sequences; one statement stays itself."""
+    flat: list[Stmt] = []
+    for s in stmts:
+        if s is None:
+            continue
+        if isinstance(s, SeqStmt):
+            flat.extend(s.seq)
+        else:
+            flat.append(s)
+    return flat[0] if len(flat) == 1 else SeqStmt(tuple(flat))
+
+
+@node
+class Allocate(Stmt):
+    """Storage for ``buffer`` (its shape and dtype) live while ``body`` runs.
+
+    TVM splits this into ``Allocate`` + ``DeclBuffer``; one node is enough here.
+    """
+
+    buffer: Buffer = defines()
+    body: Stmt = None  # type: ignore[assignment]
+
+
+@node
+class MatchBufferRegion(Node):
+    """Inside a block, ``buffer`` is a view of the region ``source``."""
+
+    buffer: Buffer = defines()
+    source: BufferRegion = None  # type: ignore[assignment]
+
+
+@node
+class Block(Stmt):
+    """A unit of computation with its own iteration variables (``T.block``).
+
+    The block's signature (iter_vars with domains, reads, writes) lets schedules
+    move and transform it without looking inside its body.
+    """
+
+    name_hint: str
+    iter_vars: tuple = defines(())
+    alloc_buffers: tuple = defines(())
+    match_buffers: tuple = ()
+    reads: tuple = ()
+    writes: tuple = ()
+    init: Stmt | None = None
+    body: Stmt = None  # type: ignore[assignment]
+    annotations: dict = None  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.annotations is None:
+            object.__setattr__(self, "annotations", {})
+        if self.body is None:
+            raise ValueError(f"block {self.name_hint!r} needs a body")
+
+    @property
+    def name(self) -> str:
+        return self.name_hint
+
+
+@node
+class BlockRealize(Stmt):
+    """Runs ``block`` with its iter_vars bound to ``iter_values`` when ``predicate`` holds."""
+
+    iter_values: tuple
+    predicate: PrimExpr
+    block: Block
+
+
+_ = IterVar  # re-exported through tir
