@@ -1,0 +1,76 @@
+"""Pass instruments: objects that watch passes run (time them, print or record the IR)."""
+
+from __future__ import annotations
+
+import time
+
+
+from ..ir.module import IRModule
+from .pass_infra import ModulePass, PassContext, PassInfo
+
+__all__ = ["PassInstrument", "PassTimingInstrument", "PassPrintingInstrument", "PrintIR"]
+
+
+class PassInstrument:
+    """Subclass and override any of the hooks; all default to doing nothing."""
+
+    def enter_pass_ctx(self) -> None: ...
+    def exit_pass_ctx(self) -> None: ...
+
+    def should_run(self, mod: IRModule, info: PassInfo) -> bool:
+        return True
+
+    def run_before_pass(self, mod: IRModule, info: PassInfo) -> None: ...
+    def run_after_pass(self, mod: IRModule, info: PassInfo) -> None: ...
+
+
+class PassTimingInstrument(PassInstrument):
+    """Wall time of every pass; ``render()`` gives a table (nested passes indented)."""
+
+    def __init__(self) -> None:
+        self.records: list[tuple[int, str, float]] = []
+        self._starts: list[float] = []
+
+    def enter_pass_ctx(self) -> None:
+        self.records = []
+
+    def run_before_pass(self, mod: IRModule, info: PassInfo) -> None:
+        self._starts.append(time.perf_counter())
+
+    def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
+        start = self._starts.pop()
+        self.records.append((len(self._starts), info.name, time.perf_counter() - start))
+
+    def render(self) -> str:
+        lines = ["pass timing (ms):"]
+        lines += [f"{'  ' * depth}{name}: {secs * 1e3:.3f}" for depth, name, secs in self.records]
+        return "\n".join(lines)
+
+
+class PassPrintingInstrument(PassInstrument):
+    """Print the module before and/or after the named passes."""
+
+    def __init__(self, print_before_pass_names: list[str] | None = None,
+                 print_after_pass_names: list[str] | None = None):
+        self.before = set(print_before_pass_names or ())
+        self.after = set(print_after_pass_names or ())
+
+    def run_before_pass(self, mod: IRModule, info: PassInfo) -> None:
+        if info.name in self.before:
+            print(f"Before Running Pass: {info.name}\n{mod.script()}")
+
+    def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
+        if info.name in self.after:
+            print(f"After Running Pass: {info.name}\n{mod.script()}")
+
+
+def PrintIR(header: str = "", show_meta_data: bool = False) -> ModulePass:  # noqa: N802 - TVM name
+    """A pass that prints the module and returns it unchanged."""
+
+    def print_ir(mod: IRModule, ctx: PassContext) -> IRModule:
+        print(f"PrintIR({header}):\n{mod.script()}" if header else mod.script())
+        return mod
+
+    return ModulePass(print_ir, PassInfo(0, "PrintIR"))
+
+

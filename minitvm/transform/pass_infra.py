@@ -1,0 +1,250 @@
+"""Pass, PassInfo, Sequential, PassContext and the ``module_pass`` decorator."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from ..ir.module import IRModule
+
+__all__ = ["PassInfo", "Pass", "ModulePass", "Sequential", "PassContext", "module_pass",
+           "register_pass_config"]
+
+
+@dataclass(frozen=True)
+class PassInfo:
+    """What a pass is called, from which opt_level it runs, and what it needs first."""
+
+    opt_level: int
+    name: str
+    required: tuple[str, ...] = ()
+    traceable: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "required", tuple(self.required or ()))
+
+
+# -- the context ---------------------------------------------------------------------
+
+_CONFIG_KEYS: dict[str, type] = {}
+
+
+def register_pass_config(key: str, value_type: type = object) -> None:
+    """Declare a ``PassContext(config={key: ...})`` option so typos are caught."""
+    _CONFIG_KEYS[key] = value_type
+
+
+for _key, _type in (("tir.bounds_check", bool), ("tir.disable_vectorize", bool),
+                    ("tir.noalias", bool), ("relax.backend.use_default_schedule", bool),
+                    ("tir.enable_debug", bool)):
+    register_pass_config(_key, _type)
+
+
+class PassContext:
+    """Settings for the passes run inside ``with PassContext(...):``.
+
+    ``opt_level`` skips passes whose level is higher; ``required_pass`` and
+    ``disabled_pass`` force a pass on or off by name; ``instruments`` see every pass.
+    """
+
+    _local = threading.local()
+
+    def __init__(self, opt_level: int = 2, required_pass: Iterable[str] | None = None,
+                 disabled_pass: Iterable[str] | None = None, instruments: Iterable[Any] | None = None,
+                 config: dict[str, Any] | None = None, trace: Any = None):
+        if not isinstance(opt_level, int) or not 0 <= opt_level <= 4:
+            raise ValueError(f"PassContext: opt_level must be an int from 0 to 4, got {opt_level!r}")
+        self.opt_level = opt_level
+        self.required_pass = frozenset(required_pass or ())
+        self.disabled_pass = frozenset(disabled_pass or ())
+        self.instruments = list(instruments or ())
+        self.config = dict(config or {})
+        for key, value in self.config.items():
+            if key not in _CONFIG_KEYS:
+                known = ", ".join(sorted(_CONFIG_KEYS))
+                raise ValueError(f"PassContext: unknown config key {key!r}; known keys: {known}")
+            want = _CONFIG_KEYS[key]
+            if want is not object and not isinstance(value, want):
+                raise TypeError(f"PassContext: config {key!r} expects {want.__name__}, "
+                                f"got {type(value).__name__}")
+        self.trace = trace
+        self._entered = False
+
+    # context stack ------------------------------------------------------------------
+    @classmethod
+    def _stack(cls) -> list["PassContext"]:
+        if not hasattr(cls._local, "stack"):
+            cls._local.stack = []
+        return cls._local.stack
+
+    @classmethod
+    def current(cls) -> "PassContext":
+        stack = cls._stack()
+        return stack[-1] if stack else _DEFAULT
+
+    def __enter__(self) -> "PassContext":
+        self._stack().append(self)
+        for inst in self.instruments:
+            _call(inst, "enter_pass_ctx")
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            for inst in self.instruments:
+                _call(inst, "exit_pass_ctx")
+        finally:
+            self._stack().pop()
+
+    def override_instruments(self, instruments: Iterable[Any]) -> None:
+        for inst in self.instruments:
+            _call(inst, "exit_pass_ctx")
+        self.instruments = list(instruments)
+        for inst in self.instruments:
+            _call(inst, "enter_pass_ctx")
+
+    def get_config(self, key: str, default: Any = None) -> Any:
+        return self.config.get(key, default)
+
+    # deciding and running ---------------------------------------------------------------
+    def pass_enabled(self, info: PassInfo) -> bool:
+        if info.name in self.disabled_pass:
+            return False
+        if info.name in self.required_pass:
+            return True
+        return self.opt_level >= info.opt_level
+
+    def _should_run(self, mod: IRModule, info: PassInfo) -> bool:
+        return all(_call(inst, "should_run", mod, info, default=True) is not False
+                   for inst in self.instruments)
+
+    def _before(self, mod: IRModule, info: PassInfo) -> None:
+        for inst in self.instruments:
+            _call(inst, "run_before_pass", mod, info)
+
+    def _after(self, mod: IRModule, info: PassInfo) -> None:
+        for inst in self.instruments:
+            _call(inst, "run_after_pass", mod, info)
+
+    def __repr__(self) -> str:
+        return (f"PassContext(opt_level={self.opt_level}, required={sorted(self.required_pass)}, "
+                f"disabled={sorted(self.disabled_pass)}, config={self.config})")
+
+
+def _call(inst: Any, hook: str, *args: Any, default: Any = None) -> Any:
+    fn = getattr(inst, hook, None)
+    return default if fn is None else fn(*args)
+
+
+_DEFAULT = PassContext()
+
+
+# -- passes ---------------------------------------------------------------------------
+
+
+class Pass:
+    """Base class: call a pass on an IRModule to get the transformed module."""
+
+    info: PassInfo
+
+    def __call__(self, mod: IRModule) -> IRModule:
+        if not isinstance(mod, IRModule):
+            raise TypeError(f"pass {self.info.name} expects an IRModule, got {type(mod).__name__}")
+        ctx = PassContext.current()
+        if not ctx._should_run(mod, self.info):
+            return mod
+        ctx._before(mod, self.info)
+        out = self.transform(mod, ctx)
+        if not isinstance(out, IRModule):
+            raise TypeError(f"pass {self.info.name} returned {type(out).__name__}, expected an IRModule")
+        ctx._after(out, self.info)
+        return out
+
+    def transform(self, mod: IRModule, ctx: PassContext) -> IRModule:  # pragma: no cover
+        raise NotImplementedError
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.info.name}, opt_level={self.info.opt_level})"
+
+
+class ModulePass(Pass):
+    """A pass over the whole module, from a function ``(mod, ctx) -> mod``."""
+
+    def __init__(self, fn: Callable[[IRModule, PassContext], IRModule], info: PassInfo):
+        self._fn = fn
+        self.info = info
+
+    def transform(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        return self._fn(mod, ctx)
+
+
+class Sequential(Pass):
+    """Passes run in order; each is skipped if the context's opt_level is below its own
+    (unless required), and a pass's ``required`` passes run first."""
+
+    def __init__(self, passes: Iterable[Pass] | None = None, opt_level: int = 0,
+                 name: str = "sequential", required: Iterable[str] | None = None):
+        self.passes = list(passes or [])
+        for p in self.passes:
+            if not isinstance(p, Pass):
+                raise TypeError(f"Sequential: {p!r} is not a Pass")
+        self.info = PassInfo(opt_level, name, tuple(required or ()))
+
+    def transform(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        by_name = {p.info.name: p for p in self.passes}
+        for p in self.passes:
+            if not ctx.pass_enabled(p.info):
+                continue
+            for req in p.info.required:
+                if req in by_name and req != p.info.name:
+                    mod = by_name[req](mod)
+            mod = p(mod)
+        return mod
+
+    def __len__(self) -> int:
+        return len(self.passes)
+
+    def __repr__(self) -> str:
+        inner = ", ".join(p.info.name for p in self.passes)
+        return f"Sequential({self.info.name}: [{inner}])"
+
+
+def _make_pass_decorator(wrap: Callable[[Any, PassInfo], Pass], kind: str):
+    """Build a decorator usable as ``@deco``, ``@deco(opt_level=..)`` on a function or a class."""
+
+    def decorator(pass_func: Any = None, opt_level: int = 0, name: str | None = None,
+                  required: Iterable[str] | None = None, traceable: bool = False):
+        def create(fn_or_cls: Any) -> Any:
+            info = PassInfo(opt_level, name or fn_or_cls.__name__, tuple(required or ()), traceable)
+            if inspect.isclass(fn_or_cls):
+                cls = fn_or_cls
+
+                @functools.wraps(cls, updated=())
+                def make(*args: Any, **kwargs: Any) -> Pass:
+                    inst = cls(*args, **kwargs)
+                    method = getattr(inst, f"transform_{kind}", None)
+                    if method is None:
+                        raise TypeError(f"{cls.__name__} needs a transform_{kind}(...) method")
+                    return wrap(method, info)
+
+                return make
+            return wrap(fn_or_cls, info)
+
+        if pass_func is None:
+            return create
+        if not callable(pass_func):
+            raise TypeError(f"{kind}_pass decorates a function or a class, got {pass_func!r}")
+        return create(pass_func)
+
+    return decorator
+
+
+module_pass = _make_pass_decorator(ModulePass, "module")
+module_pass.__doc__ = """Make a module pass: ``@module_pass(opt_level=0, name="MyPass")`` on
+``def f(mod, ctx) -> mod`` or on a class with ``transform_module(self, mod, ctx)``."""
