@@ -102,7 +102,7 @@ class _Equal:
 
     def _fields_of_binding(self, lhs: Node, rhs: Node, path: str) -> None:
         for name in lhs._field_names:
-            if name in ("name", "name_hint", "span"):
+            if name in ("name", "span"):  # names of variables never matter; GlobalVar names do
                 continue
             self.equal(getattr(lhs, name), getattr(rhs, name), f"{path}.{name}", True)
 
@@ -157,7 +157,7 @@ def structural_hash(value: Any, map_free_vars: bool = False) -> int:
                     numbering[id(x)] = len(numbering)
                     keep.append(x)
                     content = tuple(h(getattr(x, f), True) for f in x._field_names
-                                    if f not in ("name", "name_hint", "span"))
+                                    if f not in ("name", "span"))
                     return hash((type(x).__name__, "def", content))
                 return hash(("var", numbering[id(x)]))
             return hash((type(x).__name__,) + tuple(

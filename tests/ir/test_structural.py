@@ -1,0 +1,84 @@
+"""Structural equality and hashing: variables compare by where they are defined."""
+
+import pytest
+
+from minitvm import tir
+from minitvm.ir import (IRModule, assert_structural_equal, structural_equal, structural_hash)
+
+
+def _loop_store(name: str, value: float):
+    """for i in range(4): X[i, i] = X[i, i] + value, with fresh variables each call."""
+    i = tir.Var("i" + name)
+    X = tir.decl_buffer((4, 4), "float32", "X" + name)
+    body = tir.BufferStore(X, X[i, i] + value, (i, i))
+    loop = tir.For(i, tir.const(0), tir.const(4), "serial", body)
+    param = tir.Var("X" + name, "handle")
+    return tir.PrimFunc((param,), {param: X}, loop)
+
+
+def test_renamed_functions_are_equal_and_hash_alike():
+    f, g = _loop_store("a", 1.0), _loop_store("b", 1.0)
+    assert structural_equal(f, g)
+    assert structural_hash(f) == structural_hash(g)
+    assert_structural_equal(f, g)
+
+
+def test_different_constant_is_reported_with_its_path():
+    f, g = _loop_store("a", 1.0), _loop_store("b", 2.0)
+    assert not structural_equal(f, g)
+    with pytest.raises(ValueError) as err:
+        assert_structural_equal(f, g)
+    msg = str(err.value)
+    assert "root.body.body.value.b.value" in msg
+    assert "lhs: 1.0" in msg and "rhs: 2.0" in msg
+
+
+def test_free_variables_must_match_unless_mapped():
+    i, j = tir.Var("i"), tir.Var("j")
+    assert structural_equal(i + 1, i + 1)
+    assert not structural_equal(i + 1, j + 1)
+    assert structural_equal(i + 1, j + 1, map_free_vars=True)
+    assert structural_hash(i + 1, map_free_vars=True) == structural_hash(j + 1, map_free_vars=True)
+
+
+def test_binding_is_one_to_one():
+    i, j = tir.Var("i"), tir.Var("j")
+    x, y = tir.Var("x"), tir.Var("y")
+    # i+j vs x+x: i->x, then j->x would map two variables onto one
+    assert not structural_equal(i + j, x + x, map_free_vars=True)
+    assert structural_equal(i + j, x + y, map_free_vars=True)
+
+
+def test_dtype_of_a_variable_matters():
+    a, b = tir.Var("a", "int32"), tir.Var("b", "int64")
+    assert not structural_equal(a, b, map_free_vars=True)
+
+
+def test_buffer_shapes_compared_when_bound():
+    f = _loop_store("a", 1.0)
+    i = tir.Var("i")
+    X = tir.decl_buffer((4, 5), "float32", "X")
+    body = tir.For(i, tir.const(0), tir.const(4), "serial", tir.BufferStore(X, X[i, i] + 1.0, (i, i)))
+    p = tir.Var("X", "handle")
+    g = tir.PrimFunc((p,), {p: X}, body)
+    with pytest.raises(ValueError, match=r"buffer_map.*shape\[1\]"):
+        assert_structural_equal(f, g)
+
+
+def test_modules_compare_by_function():
+    f, g = _loop_store("a", 1.0), _loop_store("b", 1.0)
+    assert structural_equal(IRModule({"main": f}), IRModule({"main": g}))
+    assert not structural_equal(IRModule({"main": f}), IRModule({"other": g}))
+
+
+def test_constant_folding_in_operators():
+    i = tir.Var("i")
+    assert (i * 1 + 0) is i
+    assert isinstance(tir.const(3) * 4, tir.IntImm) and (tir.const(3) * 4).value == 12
+    assert (tir.const(7) // 2).value == 3 and (tir.const(-7) // 2).value == -4
+    assert (tir.const(-7) % 2).value == 1
+    assert tir.truncdiv(tir.const(-7), tir.const(2)).value == -3
+    # python float meets int expression: promoted to float32
+    assert (i + 0.5).dtype == "float32"
+    assert (tir.Var("n", "int64") + i).dtype == "int64"
+    assert tir.IntImm("int8", 200).value == -56

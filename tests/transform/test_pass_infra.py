@@ -1,0 +1,105 @@
+"""Pass infrastructure: opt levels, required/disabled passes, instruments, decorators."""
+
+import pytest
+
+import minitvm
+from minitvm import tir, transform
+from minitvm.ir import IRModule
+from minitvm.tir.transform import prim_func_pass
+
+
+def _module() -> IRModule:
+    x = tir.Var("x", "handle")
+    X = tir.decl_buffer((4,), "float32", "X")
+    i = tir.Var("i")
+    body = tir.For(i, tir.const(0), tir.const(4), "serial", tir.BufferStore(X, X[i] * 2.0, (i,)))
+    return IRModule({"main": tir.PrimFunc((x,), {x: X}, body)})
+
+
+def _counting_pass(name: str, opt_level: int, log: list, required=()):
+    @transform.module_pass(opt_level=opt_level, name=name, required=required)
+    def run(mod, ctx):
+        log.append(name)
+        return mod.with_attr(name, True)
+
+    return run
+
+
+def test_sequential_respects_opt_level_required_and_disabled():
+    log: list = []
+    seq = transform.Sequential([_counting_pass("A", 0, log), _counting_pass("B", 3, log),
+                                _counting_pass("C", 1, log)])
+    with transform.PassContext(opt_level=2):
+        out = seq(_module())
+    assert log == ["A", "C"] and out.attrs == {"A": True, "C": True}
+    log.clear()
+    with transform.PassContext(opt_level=2, required_pass=["B"], disabled_pass=["A"]):
+        seq(_module())
+    assert log == ["B", "C"]
+
+
+def test_required_pass_runs_first():
+    log: list = []
+    seq = transform.Sequential([_counting_pass("Prep", 5, log), _counting_pass("Main", 0, log, ["Prep"])])
+    seq(_module())
+    assert log == ["Prep", "Main"]
+
+
+def test_instrument_hooks_see_every_pass_and_can_veto():
+    events = []
+
+    class Recorder(transform.PassInstrument):
+        def enter_pass_ctx(self):
+            events.append("enter")
+
+        def exit_pass_ctx(self):
+            events.append("exit")
+
+        def should_run(self, mod, info):
+            return info.name != "Skipped"
+
+        def run_before_pass(self, mod, info):
+            events.append(("before", info.name))
+
+        def run_after_pass(self, mod, info):
+            events.append(("after", info.name))
+
+    log: list = []
+    seq = transform.Sequential([_counting_pass("Run", 0, log), _counting_pass("Skipped", 0, log)], name="seq")
+    with transform.PassContext(instruments=[Recorder()]):
+        seq(_module())
+    assert log == ["Run"]
+    assert events == ["enter", ("before", "seq"), ("before", "Run"), ("after", "Run"), ("after", "seq"), "exit"]
+
+
+def test_timing_instrument_renders_a_table():
+    timing = transform.PassTimingInstrument()
+    with transform.PassContext(instruments=[timing]):
+        _counting_pass("Timed", 0, [])(_module())
+    assert "Timed" in timing.render()
+
+
+def test_prim_func_pass_function_and_class_forms():
+    @prim_func_pass(opt_level=0)
+    def double_extent(func, mod, ctx):
+        loop = func.body
+        return func.with_body(minitvm.ir.replace(loop, extent=loop.extent * 2))
+
+    @prim_func_pass(opt_level=0, name="Rename")
+    class AddAttr:
+        def __init__(self, value):
+            self.value = value
+
+        def transform_function(self, func, mod, ctx):
+            return func.with_attr("tag", self.value)
+
+    out = transform.Sequential([double_extent, AddAttr("x")])(_module())
+    assert out["main"].body.extent.value == 8 and out["main"].attrs["tag"] == "x"
+    assert AddAttr("y").info.name == "Rename"
+
+
+def test_bad_config_and_bad_input_are_named():
+    with pytest.raises(ValueError, match="unknown config key 'tir.bound_check'"):
+        transform.PassContext(config={"tir.bound_check": True})
+    with pytest.raises(TypeError, match="expects an IRModule"):
+        _counting_pass("P", 0, [])("not a module")
