@@ -1,0 +1,421 @@
+"""Compute-location primitives: compute_at, reverse_compute_at, compute_inline,
+reverse_compute_inline and decompose_reduction.
+
+The idea behind compute_at: a consumer under loop ``L`` needs only a *region* of the
+producer's output per iteration of ``L``.  Express that region in the variables of
+``L`` and the loops above it (relaxing the loops below ``L`` over their ranges), then
+give the producer new loops that cover exactly that region, placed inside ``L``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...ir import replace
+from ...ir.structural import structural_equal
+from ..analysis import get_block_read_write_region
+from ..buffer import Buffer
+from ..expr import (Add, BufferLoad, FloorDiv, FloorMod, IntImm, IterVar, Max, Min, Mul, PrimExpr,
+                    Range, Sub, Var, const)
+from ..functor import StmtExprMutator, post_order_visit, substitute
+from ..op import logical_and
+from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, SeqStmt, Stmt, seq
+from .error import ScheduleError
+from .loops import loop_bounds, simplify
+from .tree import blocks_under, replace_stmt, walk_stmts
+
+__all__ = ["compute_at", "compute_inline", "reverse_compute_inline", "decompose_reduction"]
+
+
+# -- bounds of index expressions ----------------------------------------------------------
+
+
+def relax(e: PrimExpr, dom: dict[int, tuple[PrimExpr, PrimExpr]]) -> tuple[PrimExpr, PrimExpr] | None:
+    """Inclusive bounds [lo, hi] of ``e`` when the variables in ``dom`` range over theirs."""
+    if isinstance(e, Var):
+        return dom.get(id(e), (e, e))
+    if isinstance(e, IntImm):
+        return e, e
+    if isinstance(e, (Add, Sub)):
+        a, b = relax(e.a, dom), relax(e.b, dom)
+        if a is None or b is None:
+            return None
+        return (a[0] + b[0], a[1] + b[1]) if isinstance(e, Add) else (a[0] - b[1], a[1] - b[0])
+    if isinstance(e, Mul):
+        for x, c in ((e.a, e.b), (e.b, e.a)):
+            if isinstance(c, IntImm):
+                r = relax(x, dom)
+                if r is None:
+                    return None
+                return (r[0] * c, r[1] * c) if c.value >= 0 else (r[1] * c, r[0] * c)
+        return None
+    if isinstance(e, FloorDiv) and isinstance(e.b, IntImm) and e.b.value > 0:
+        r = relax(e.a, dom)
+        return None if r is None else (r[0] // e.b, r[1] // e.b)
+    if isinstance(e, FloorMod) and isinstance(e.b, IntImm) and e.b.value > 0:
+        r = relax(e.a, dom)
+        if r is None:
+            return None
+        if r[0] is r[1] or structural_equal(r[0], r[1]):
+            return e, e
+        return const(0, e.dtype), e.b - 1
+    if isinstance(e, (Min, Max)):
+        a, b = relax(e.a, dom), relax(e.b, dom)
+        if a is None or b is None:
+            return None
+        f = type(e)
+        return f(a[0], b[0]), f(a[1], b[1])
+    if not _mentions_any(e, dom):
+        return e, e
+    return None
+
+
+def _mentions_any(e: Any, dom: dict) -> bool:
+    hit: list = []
+    post_order_visit(e, lambda x: hit.append(1) if isinstance(x, Var) and id(x) in dom else None)
+    return bool(hit)
+
+
+def _mentions(e: Any, var: Var) -> bool:
+    hit: list = []
+    post_order_visit(e, lambda x: hit.append(1) if x is var else None)
+    return bool(hit)
+
+
+# -- compute_at ---------------------------------------------------------------------------
+
+
+def _path(root: Stmt, target: Stmt) -> tuple:
+    for s, p in walk_stmts(root):
+        if s is target:
+            return p
+    raise ScheduleError("internal: statement not found in the function")
+
+
+def _block_region_under(loop: For, realize: BlockRealize, path: tuple, buffer: Buffer, kind: str,
+                        bounds: dict) -> list[tuple[PrimExpr, PrimExpr]] | None:
+    """Region of ``buffer`` that ``realize`` reads/writes, over the loops below ``loop``."""
+    block = realize.block
+    regions = [r for r in getattr(block, kind) if r.buffer is buffer]
+    if not regions:
+        return None
+    # loops strictly between `loop` and the block range over their domain
+    inner = {}
+    below = False
+    for s in path:
+        if s is loop:
+            below = True
+            continue
+        if below and isinstance(s, For):
+            inner[id(s.loop_var)] = (s.min, s.min + s.extent - 1)
+    bind = {iv.var: v for iv, v in zip(block.iter_vars, realize.iter_values)}
+    result: list[tuple[PrimExpr, PrimExpr]] | None = None
+    for region in regions:
+        dims = []
+        for r in region.region:
+            lo = relax(substitute(r.min, bind), inner)
+            hi = relax(substitute(r.min + r.extent - 1, bind), inner)
+            if lo is None or hi is None:
+                dims.append((const(0, r.min.dtype), buffer.shape[len(dims)] - 1))
+            else:
+                dims.append((simplify(lo[0], bounds), simplify(hi[1], bounds)))
+        result = dims if result is None else _hull(result, dims, bounds)
+    return result
+
+
+def _hull(a: list, b: list, bounds: dict) -> list:
+    out = []
+    for (lo0, hi0), (lo1, hi1) in zip(a, b):
+        lo = lo0 if structural_equal(lo0, lo1) else simplify(Min(lo0, lo1), bounds)
+        hi = hi0 if structural_equal(hi0, hi1) else simplify(Max(hi0, hi1), bounds)
+        out.append((lo, hi))
+    return out
+
+
+def compute_at(root: Stmt, realize: BlockRealize, loop: For, reverse: bool,
+               preserve_unit_loops: bool) -> Stmt:
+    """Move ``realize``'s block under ``loop`` (see the module docstring)."""
+    block = realize.block
+    what = "reverse_compute_at" if reverse else "compute_at"
+    here = f"{what}: block {block.name_hint}, loop {loop.loop_var.name}"
+    block_path = _path(root, realize)
+    if any(s is loop for s in block_path):
+        raise ScheduleError(f"cannot {here}: the block is already inside loop {loop.loop_var.name}")
+    loop_path = _path(root, loop)
+    scope = next((s for s in reversed(block_path) if isinstance(s, Block)), None)
+    if scope is None or not any(s is scope for s in loop_path):
+        raise ScheduleError(f"cannot {here}: the loop is not in the block's scope")
+    if block.init is not None and reverse:
+        raise ScheduleError(f"cannot {here}: a reduction block cannot be moved after its producers")
+    bounds = loop_bounds(root)
+
+    # the buffers linking the block to the blocks under `loop`
+    if reverse:
+        linked = {id(r.buffer): r.buffer for r in block.reads}
+        partner_kind, own_kind, role = "writes", "reads", "producer"
+    else:
+        linked = {id(w.buffer): w.buffer for w in block.writes}
+        partner_kind, own_kind, role = "reads", "writes", "consumer"
+    partners = []
+    for r, p in walk_stmts(loop):
+        if isinstance(r, BlockRealize) and r is not realize:
+            if any(id(x.buffer) in linked for x in getattr(r.block, partner_kind)):
+                partners.append((r, loop_path + p))
+    if not partners:
+        raise ScheduleError(f"cannot {here}: loop {loop.loop_var.name} is not an ancestor of any "
+                            f"{role} of block {block.name_hint}")
+
+    # region needed per buffer, in the variables of `loop` and above
+    needed: dict[int, list] = {}
+    for r, p in partners:
+        for buf in linked.values():
+            region = _block_region_under(loop, r, p, buf, partner_kind, bounds)
+            if region is not None:
+                needed[id(buf)] = region if id(buf) not in needed else _hull(needed[id(buf)], region, bounds)
+
+    # which range each iteration variable of the moved block must cover
+    ranges: dict[int, tuple[PrimExpr, PrimExpr]] = {}
+    for region in getattr(block, own_kind):
+        if id(region.buffer) not in needed:
+            continue
+        for dim, (r, (lo, hi)) in enumerate(zip(region.region, needed[id(region.buffer)])):
+            iv = next((iv for iv in block.iter_vars if r.min is iv.var), None)
+            if iv is None or not (isinstance(r.extent, IntImm) and r.extent.value == 1):
+                raise ScheduleError(
+                    f"cannot {here}: the block must access {region.buffer.name} at its iteration "
+                    f"variables (dimension {dim} is indexed by {r.min})")
+            if id(iv.var) in ranges:
+                old = ranges[id(iv.var)]
+                lo, hi = simplify(Min(old[0], lo), bounds), simplify(Max(old[1], hi), bounds)
+            ranges[id(iv.var)] = (lo, hi)
+
+    # new loops covering those ranges, in the order of the block's iteration variables
+    new_loops: list[tuple[Var, PrimExpr]] = []
+    values: list[PrimExpr] = []
+    predicates: list[PrimExpr] = []
+    for iv in block.iter_vars:
+        dom_lo, dom_hi = iv.dom.min, iv.dom.min + iv.dom.extent - 1
+        lo, hi = ranges.get(id(iv.var), (dom_lo, dom_hi))
+        extent = simplify(hi - lo + 1, bounds)
+        if not isinstance(extent, IntImm):
+            raise ScheduleError(f"cannot {here}: the range of {iv.var.name} needed under the loop has "
+                                f"a size that is not constant ({extent})")
+        if extent.value == 1 and not preserve_unit_loops:
+            values.append(simplify(lo, bounds))
+            continue
+        var = Var(f"ax{len(new_loops)}", iv.var.dtype)
+        new_loops.append((var, extent))
+        bounds[var] = extent
+        value = simplify(lo + var, bounds)
+        values.append(value)
+        if not _provably_in(value, iv.dom, bounds):
+            predicates.append(value < iv.dom.min + iv.dom.extent)
+
+    predicate = realize.predicate if not _is_true(realize.predicate) or not predicates else None
+    for p in predicates:
+        predicate = p if predicate is None else logical_and(predicate, p)
+    if predicate is None:
+        predicate = realize.predicate
+    nest: Stmt = BlockRealize(tuple(values), predicate, block)
+    for var, extent in reversed(new_loops):
+        nest = For(var, const(0, var.dtype), extent, ForKind.SERIAL, nest)
+
+    # take the block (and loops that held only it) out, then insert the nest under `loop`
+    removed = _remove_block_with_loops(root, realize, block_path)
+    new_loop = next(s for s, _ in walk_stmts(removed) if isinstance(s, For) and s.loop_var is loop.loop_var)
+    body_items = list(new_loop.body.seq) if isinstance(new_loop.body, SeqStmt) else [new_loop.body]
+    partner_ids = {id(r.block) for r, _ in partners}
+
+    def holds_partner(s: Stmt) -> bool:
+        return any(id(r.block) in partner_ids for r in ([s] if isinstance(s, BlockRealize) else blocks_under(s)))
+
+    positions = [i for i, s in enumerate(body_items) if holds_partner(s)]
+    at = positions[-1] + 1 if reverse else positions[0]
+    body_items.insert(at, nest)
+    return replace_stmt(removed, new_loop, replace(new_loop, body=seq(*body_items)))
+
+
+def _is_true(e: PrimExpr) -> bool:
+    return isinstance(e, IntImm) and e.dtype == "bool" and e.value == 1
+
+
+def _provably_in(value: PrimExpr, dom: Range, bounds: dict) -> bool:
+    from ...arith import Analyzer
+
+    ana = Analyzer()
+    for var, extent in bounds.items():
+        ana.bind(var, Range(const(0, extent.dtype), extent))
+    return bool(ana.can_prove(value >= dom.min) and ana.can_prove(value < dom.min + dom.extent))
+
+
+def _remove_block_with_loops(root: Stmt, realize: BlockRealize, path: tuple) -> Stmt:
+    """Remove ``realize`` together with the loops around it that hold nothing else."""
+    victim: Stmt = realize
+    for s in reversed(path):
+        if isinstance(s, For) and s.body is victim:
+            victim = s
+        else:
+            break
+    return replace_stmt(root, victim, None)
+
+
+# -- inlining ------------------------------------------------------------------------------
+
+
+def _single_store(block: Block, what: str) -> BufferStore:
+    store = block.body
+    if block.init is not None or not isinstance(store, BufferStore):
+        raise ScheduleError(f"cannot {what} block {block.name_hint}: its body must be a single "
+                            "buffer store without T.init")
+    if any(iv.iter_type != "spatial" for iv in block.iter_vars):
+        raise ScheduleError(f"cannot {what} block {block.name_hint}: it has reduction iterators")
+    return store
+
+
+def _refresh_regions(block: Block) -> Block:
+    reads, writes = get_block_read_write_region(block)
+    return replace(block, reads=tuple(reads), writes=tuple(writes))
+
+
+def _remove_alloc(root: Stmt, buffer: Buffer) -> Stmt:
+    for s, _ in walk_stmts(root):
+        if isinstance(s, Block) and any(b is buffer for b in s.alloc_buffers):
+            still_used: list = []
+            post_order_visit(s.body, lambda x: still_used.append(1)
+                             if isinstance(x, (BufferLoad, BufferStore)) and x.buffer is buffer else None)
+            if still_used:
+                return root
+            allocs = tuple(b for b in s.alloc_buffers if b is not buffer)
+            return replace_stmt(root, s, replace(s, alloc_buffers=allocs))
+    return root
+
+
+class _InlineLoads(StmtExprMutator):
+    def __init__(self, buffer: Buffer, params: list[Var], value: PrimExpr):
+        self.buffer, self.params, self.value = buffer, params, value
+
+    def visit_buffer_load_(self, n: BufferLoad) -> PrimExpr:
+        indices = self.visit(n.indices)
+        if n.buffer is not self.buffer:
+            return n if indices is n.indices else BufferLoad(n.buffer, indices)
+        return substitute(self.value, dict(zip(self.params, indices)))
+
+
+def compute_inline(root: Stmt, realize: BlockRealize, param_buffers: set[int]) -> Stmt:
+    """Replace reads of the block's output by the expression the block computes."""
+    block = realize.block
+    store = _single_store(block, "compute_inline")
+    buffer = store.buffer
+    if id(buffer) in param_buffers:
+        raise ScheduleError(f"cannot compute_inline block {block.name_hint}: its output {buffer.name} "
+                            "is a parameter of the function, which must still be written")
+    params = []
+    for idx in store.indices:
+        if not isinstance(idx, Var) or not any(iv.var is idx for iv in block.iter_vars) or idx in params:
+            raise ScheduleError(f"cannot compute_inline block {block.name_hint}: it must store to "
+                                f"{buffer.name} at distinct iteration variables, not {list(store.indices)}")
+        params.append(idx)
+    if _mentions(store.value, buffer):
+        raise ScheduleError(f"cannot compute_inline block {block.name_hint}: it reads its own output")
+    path = _path(root, realize)
+    out = _remove_block_with_loops(root, realize, path)
+    inliner = _InlineLoads(buffer, params, store.value)
+    for r, _ in [(r, p) for r, p in walk_stmts(out) if isinstance(r, Block)]:
+        if r.name_hint == "root":
+            continue
+        reads_it = [x for x in r.reads if x.buffer is buffer]
+        if not reads_it:
+            continue
+        new_block = replace(r, body=inliner.visit(r.body),
+                            init=None if r.init is None else inliner.visit(r.init))
+        out = replace_stmt(out, r, _refresh_regions(new_block))
+    return _remove_alloc(out, buffer)
+
+
+def reverse_compute_inline(root: Stmt, realize: BlockRealize) -> Stmt:
+    """Fold an elementwise consumer into its producer's store."""
+    block = realize.block
+    store = _single_store(block, "reverse_compute_inline")
+    reads = [r for r in block.reads]
+    producers = []
+    for r, _ in walk_stmts(root):
+        if isinstance(r, BlockRealize) and r is not realize and r.block.name_hint != "root":
+            if any(w.buffer is x.buffer for w in r.block.writes for x in reads):
+                producers.append(r)
+    if len(producers) != 1:
+        raise ScheduleError(f"cannot reverse_compute_inline block {block.name_hint}: it needs exactly "
+                            f"one producer block, found {len(producers)}")
+    producer = producers[0]
+    pstore = producer.block.body
+    if not isinstance(pstore, BufferStore) or producer.block.init is not None:
+        raise ScheduleError(f"cannot reverse_compute_inline block {block.name_hint}: its producer "
+                            f"{producer.block.name_hint} must be a single store without T.init")
+    buffer = pstore.buffer
+    loads: list[BufferLoad] = []
+    post_order_visit(store.value, lambda x: loads.append(x) if isinstance(x, BufferLoad) and x.buffer is buffer else None)
+    if not loads or any(not structural_equal(ld.indices, loads[0].indices) for ld in loads):
+        raise ScheduleError(f"cannot reverse_compute_inline block {block.name_hint}: it must read "
+                            f"{buffer.name} at one place only")
+    vmap = {}
+    for idx, pidx in zip(loads[0].indices, pstore.indices):
+        if not isinstance(idx, Var) or idx in vmap:
+            raise ScheduleError(f"cannot reverse_compute_inline block {block.name_hint}: it must read "
+                                f"{buffer.name} at distinct iteration variables")
+        vmap[idx] = pidx
+    if len(vmap) != len(block.iter_vars):
+        raise ScheduleError(f"cannot reverse_compute_inline block {block.name_hint}: every iteration "
+                            f"variable must index {buffer.name}")
+    value = _InlineLoads(buffer, list(loads[0].indices), pstore.value).visit(store.value)
+    new_store = BufferStore(store.buffer, substitute(value, vmap), tuple(substitute(i, vmap) for i in store.indices))
+    new_producer = _refresh_regions(replace(producer.block, body=new_store))
+    out = _remove_block_with_loops(root, realize, _path(root, realize))
+    out = replace_stmt(out, producer.block, new_producer)
+    return _remove_alloc(out, buffer)
+
+
+# -- decompose_reduction --------------------------------------------------------------------
+
+
+def decompose_reduction(root: Stmt, realize: BlockRealize, loop: For) -> tuple[Stmt, str]:
+    """Move the block's ``T.init`` into a new block ``<name>_init`` placed before ``loop``."""
+    block = realize.block
+    if block.init is None:
+        raise ScheduleError(f"cannot decompose_reduction of block {block.name_hint}: it has no T.init")
+    path = _path(root, realize)
+    if not any(s is loop for s in path):
+        raise ScheduleError(f"cannot decompose_reduction of block {block.name_hint}: loop "
+                            f"{loop.loop_var.name} is not an ancestor of the block")
+    start = next(i for i, s in enumerate(path) if s is loop)
+    loops = [s for s in path[start:] if isinstance(s, For)]
+    spatial = [(iv, v) for iv, v in zip(block.iter_vars, realize.iter_values) if iv.iter_type == "spatial"]
+    # keep the loops that spatial bindings use; the reduction-only loops are not needed to initialise
+    kept = [lp for lp in loops if any(_mentions(v, lp.loop_var) for _, v in spatial)]
+    new_vars = {lp.loop_var: Var(f"{lp.loop_var.name}_init", lp.loop_var.dtype) for lp in kept}
+    new_ivs = {iv.var: Var(iv.var.name, iv.var.dtype) for iv, _ in spatial}
+    init_block = Block(
+        name_hint=f"{block.name_hint}_init",
+        iter_vars=tuple(IterVar(iv.dom, new_ivs[iv.var], "spatial") for iv, _ in spatial),
+        body=substitute(block.init, new_ivs),
+    )
+    init_block = _refresh_regions(init_block)
+    pred = realize.predicate
+    if not _is_true(pred) and any(_mentions(pred, lp.loop_var) for lp in loops if lp not in kept):
+        pred = const(True, "bool")
+    init_realize = BlockRealize(tuple(substitute(v, new_vars) for _, v in spatial),
+                                substitute(pred, new_vars), init_block)
+    nest: Stmt = init_realize
+    for lp in reversed(kept):
+        nest = For(new_vars[lp.loop_var], lp.min, lp.extent, lp.kind, nest, None, dict(lp.annotations))
+    update = _refresh_regions(replace(block, init=None, name_hint=f"{block.name_hint}_update"))
+    out = replace_stmt(root, block, update)
+    new_loop = next(s for s, _ in walk_stmts(out) if isinstance(s, For) and s.loop_var is loop.loop_var)
+    parent = _path(out, new_loop)[-1]
+    if isinstance(parent, SeqStmt):
+        items = list(parent.seq)
+        i = next(k for k, s in enumerate(items) if s is new_loop)
+        items.insert(i, nest)
+        out = replace_stmt(out, parent, SeqStmt(tuple(items)))
+    else:
+        out = replace_stmt(out, new_loop, SeqStmt((nest, new_loop)))
+    return out, init_block.name_hint
+

@@ -1,0 +1,212 @@
+"""Loop primitives: split, fuse, reorder, and changing a loop's kind.
+
+Each function takes a PrimFunc body and returns a new one; the Schedule class
+wraps them with lookups, checks and the trace.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ... import ir
+from ..expr import IntImm, PrimExpr, Var, const
+from ..functor import substitute
+from ..op import floordiv, floormod, logical_and
+from ..stmt import BlockRealize, For, ForKind, Stmt
+from .error import ScheduleError
+from .tree import blocks_under, replace_stmt, walk_stmts
+
+__all__ = ["split", "fuse", "reorder", "set_loop_kind"]
+
+
+def simplify(e: Any, bounds: dict | None = None) -> Any:
+    """Simplify with the arith analyzer, knowing each loop variable's range."""
+    from ...arith import Analyzer
+
+    ana = Analyzer()
+    for var, extent in (bounds or {}).items():
+        ana.bind(var, ir_range(extent))
+    return ana.simplify(e)
+
+
+def ir_range(extent: PrimExpr) -> Any:
+    from ..expr import Range
+
+    return Range(const(0, extent.dtype), extent)
+
+
+def loop_bounds(root: Stmt) -> dict[Var, PrimExpr]:
+    """Extent of every zero-based loop in ``root`` (for the simplifier)."""
+    return {s.loop_var: s.extent for s, _ in walk_stmts(root)
+            if isinstance(s, For) and isinstance(s.min, IntImm) and s.min.value == 0}
+
+
+def _const_extent(loop: For) -> int:
+    if not isinstance(loop.extent, IntImm):
+        raise ScheduleError(f"loop {loop.loop_var.name} has a symbolic extent {loop.extent}; "
+                            "this primitive needs a constant one")
+    return loop.extent.value
+
+
+def _rebind(root: Stmt, vmap: dict[Var, PrimExpr], bounds: dict, extra_predicate: PrimExpr | None,
+            scope: Stmt) -> Stmt:
+    """Substitute loop variables inside ``scope`` and simplify the block bindings."""
+    new = substitute(scope, vmap)
+    for realize in blocks_under(new):
+        values = tuple(simplify(v, bounds) for v in realize.iter_values)
+        pred = realize.predicate
+        if extra_predicate is not None:  # every block under a split loop sees its padding
+            pred = logical_and(extra_predicate, pred) if not _is_true(pred) else extra_predicate
+        pred = simplify(pred, bounds)
+        if values != realize.iter_values or pred is not realize.predicate:
+            new = replace_stmt(new, realize, BlockRealize(values, pred, realize.block))
+    return new
+
+
+def _is_true(e: PrimExpr) -> bool:
+    return isinstance(e, IntImm) and e.dtype == "bool" and e.value == 1
+
+
+def split(root: Stmt, loop: For, factors: list[Any], preserve_unit_iters: bool = True) -> tuple[Stmt, list[Var]]:
+    """Split ``loop`` into nested loops whose extents are ``factors`` (one may be None)."""
+    name = loop.loop_var.name
+    if not (isinstance(loop.min, IntImm) and loop.min.value == 0):
+        raise ScheduleError(f"cannot split loop {name}: it does not start at 0")
+    extent = _const_extent(loop)
+    if not factors:
+        raise ScheduleError(f"cannot split loop {name}: factors must not be empty")
+    nones = [i for i, f in enumerate(factors) if f is None or (isinstance(f, int) and f == -1)]
+    if len(nones) > 1:
+        raise ScheduleError(f"cannot split loop {name}: at most one factor may be None, got {factors}")
+    ints = []
+    for f in factors:
+        if f is None or f == -1:
+            ints.append(None)
+            continue
+        value = int(f)
+        if value <= 0:
+            raise ScheduleError(f"cannot split loop {name}: factor {value} is not positive")
+        ints.append(value)
+    known = 1
+    for f in ints:
+        if f is not None:
+            known *= f
+    if nones:
+        ints[nones[0]] = -(-extent // known)
+    elif known < extent:
+        raise ScheduleError(f"cannot split loop {name} of extent {extent} by factors {factors}: "
+                            f"their product {known} is smaller than the extent")
+    total = 1
+    for f in ints:
+        total *= f
+    dtype = loop.loop_var.dtype
+    new_vars = [Var(f"{name}_{i}", dtype) for i in range(len(ints))]
+    fused: PrimExpr = new_vars[0]
+    for v, f in zip(new_vars[1:], ints[1:]):
+        fused = fused * const(f, dtype) + v
+    bounds = loop_bounds(root)
+    bounds.update({v: const(f, dtype) for v, f in zip(new_vars, ints)})
+    predicate = (fused < const(extent, dtype)) if total != extent else None
+    body = _rebind(root, {loop.loop_var: fused}, bounds, predicate, loop.body)
+    for v, f in reversed(list(zip(new_vars, ints))):
+        body = For(v, const(0, dtype), const(f, dtype), ForKind.SERIAL, body)
+    return replace_stmt(root, loop, body), new_vars
+
+
+def _chain(outer: For, inner: For) -> list[For] | None:
+    """Loops from ``outer`` down to ``inner`` when each directly contains the next."""
+    chain = [outer]
+    cur: Stmt = outer
+    while cur is not inner:
+        body = cur.body
+        if not isinstance(body, For):
+            return None
+        chain.append(body)
+        cur = body
+    return chain
+
+
+def fuse(root: Stmt, loops: list[For]) -> tuple[Stmt, Var]:
+    """Fuse perfectly nested ``loops`` (outer to inner) into one loop."""
+    names = ", ".join(lp.loop_var.name for lp in loops)
+    if len(loops) < 2:
+        raise ScheduleError(f"cannot fuse {names}: need at least two loops")
+    for outer, inner in zip(loops, loops[1:]):
+        if outer.body is not inner:
+            raise ScheduleError(f"cannot fuse {names}: {inner.loop_var.name} is not the only statement "
+                                f"directly inside {outer.loop_var.name}")
+    extents = []
+    for lp in loops:
+        if not (isinstance(lp.min, IntImm) and lp.min.value == 0):
+            raise ScheduleError(f"cannot fuse {names}: loop {lp.loop_var.name} does not start at 0")
+        extents.append(_const_extent(lp))
+    dtype = loops[0].loop_var.dtype
+    fused = Var("_".join(lp.loop_var.name for lp in loops) + "_fused", dtype)
+    total = 1
+    for e in extents:
+        total *= e
+    vmap, stride = {}, 1
+    for lp, e in reversed(list(zip(loops, extents))):
+        value = floordiv(fused, const(stride, dtype)) if stride > 1 else fused
+        vmap[lp.loop_var] = floormod(value, const(e, dtype)) if stride * e < total else value
+        stride *= e
+    bounds = loop_bounds(root)
+    bounds[fused] = const(total, dtype)
+    body = _rebind(root, vmap, bounds, None, loops[-1].body)
+    new_loop = For(fused, const(0, dtype), const(total, dtype), ForKind.SERIAL, body)
+    return replace_stmt(root, loops[0], new_loop), fused
+
+
+def reorder(root: Stmt, loops: list[For], path_of: Any) -> Stmt:
+    """Put ``loops`` in the given order (outer to inner) inside their nest."""
+    names = [lp.loop_var.name for lp in loops]
+    if len({id(lp) for lp in loops}) != len(loops):
+        raise ScheduleError(f"cannot reorder {', '.join(names)}: a loop appears twice")
+    depth = {id(lp): len(path_of(lp)) for lp in loops}
+    by_depth = sorted(loops, key=lambda lp: depth[id(lp)])
+    outer, inner = by_depth[0], by_depth[-1]
+    chain = _chain(outer, inner)
+    if chain is None:
+        for lp in by_depth[1:]:
+            if not any(a is outer for a in path_of(lp)):
+                raise ScheduleError(f"cannot reorder {', '.join(names)}: {lp.loop_var.name} is not "
+                                    f"nested under {outer.loop_var.name}")
+        raise ScheduleError(f"cannot reorder {', '.join(names)}: the loops from {outer.loop_var.name} to "
+                            f"{inner.loop_var.name} are not perfectly nested (another statement sits "
+                            "between them)")
+    chosen = {id(lp) for lp in loops}
+    order = iter(loops)
+    new_order = [next(order) if id(lp) in chosen else lp for lp in chain]
+    body = inner.body
+    for lp in reversed(new_order):
+        body = ir.replace(lp, body=body)
+    return replace_stmt(root, outer, body)
+
+
+def set_loop_kind(root: Stmt, loop: For, kind: str, path: tuple) -> Stmt:
+    """Mark ``loop`` parallel / vectorized / unrolled / serial after checking it is legal."""
+    name = loop.loop_var.name
+    if kind in (ForKind.PARALLEL, ForKind.VECTORIZED):
+        for realize in blocks_under(loop):
+            for iv, value in zip(realize.block.iter_vars, realize.iter_values):
+                if iv.iter_type == "reduce" and _mentions(value, loop.loop_var):
+                    verb = "parallelize" if kind == ForKind.PARALLEL else "vectorize"
+                    raise ScheduleError(
+                        f"cannot {verb} loop {name}: it is bound to the reduction iterator "
+                        f"{iv.var.name} of block {realize.block.name_hint}; iterations would race "
+                        "on the same output element")
+        if kind == ForKind.PARALLEL:
+            for s in path:
+                if isinstance(s, For) and s.kind == ForKind.VECTORIZED:
+                    raise ScheduleError(f"cannot parallelize loop {name}: it is inside the vectorized "
+                                        f"loop {s.loop_var.name}")
+    return replace_stmt(root, loop, ir.replace(loop, kind=kind))
+
+
+def _mentions(e: Any, var: Var) -> bool:
+    from ..functor import post_order_visit
+
+    hit = []
+    post_order_visit(e, lambda x: hit.append(1) if x is var else None)
+    return bool(hit)
+

@@ -1,0 +1,92 @@
+"""Finding and replacing statements inside an immutable TIR tree.
+
+Schedules rebuild the function after every primitive.  Loops are recognised by
+their loop variable (a Var object that survives rebuilding) and blocks by name,
+so references a learner holds stay valid across primitives that do not remove
+the loop or block they point to.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator
+
+from ...ir.node import Node
+from ..buffer import Buffer
+from ..functor import StmtExprMutator
+from ..stmt import Block, BlockRealize, For, SeqStmt, Stmt
+
+__all__ = ["walk_stmts", "path_to", "replace_stmt", "block_realizes", "loops_above",
+           "child_stmts", "blocks_under"]
+
+
+def child_stmts(s: Stmt) -> list[Stmt]:
+    """The statements directly inside ``s`` (not expressions)."""
+    if isinstance(s, SeqStmt):
+        return list(s.seq)
+    if isinstance(s, BlockRealize):
+        return [s.block]
+    if isinstance(s, Block):
+        return [x for x in (s.init, s.body) if x is not None]
+    out = []
+    for name in ("body", "then_case", "else_case"):
+        value = getattr(s, name, None)
+        if isinstance(value, Stmt):
+            out.append(value)
+    return out
+
+
+def walk_stmts(s: Stmt, path: tuple = ()) -> Iterator[tuple[Stmt, tuple]]:
+    """Every statement with the tuple of its ancestors, parents before children."""
+    yield s, path
+    for c in child_stmts(s):
+        yield from walk_stmts(c, path + (s,))
+
+
+def path_to(root: Stmt, pred: Callable[[Stmt], bool]) -> list[tuple[Stmt, tuple]]:
+    """All statements matching ``pred``, each with its ancestors."""
+    return [(s, p) for s, p in walk_stmts(root) if pred(s)]
+
+
+def block_realizes(root: Stmt) -> list[tuple[BlockRealize, tuple]]:
+    return path_to(root, lambda s: isinstance(s, BlockRealize))
+
+
+def blocks_under(s: Stmt) -> list[BlockRealize]:
+    return [r for r, _ in block_realizes(s)]
+
+
+def loops_above(path: tuple, stop_at_block: bool = True) -> list[For]:
+    """The For loops in ``path`` below the innermost enclosing block (outer to inner)."""
+    loops: list[For] = []
+    for s in path:
+        if isinstance(s, For):
+            loops.append(s)
+        elif isinstance(s, Block) and stop_at_block:
+            loops = []
+    return loops
+
+
+class _Replace(StmtExprMutator):
+    def __init__(self, old: Node, new: Any):
+        self.old, self.new = old, new
+
+    def visit(self, n: Any) -> Any:
+        if n is self.old:
+            return self.new
+        if isinstance(n, Buffer) or not isinstance(n, (Stmt, tuple)):
+            return n  # statements only: expressions never contain statements
+        return super().visit(n)
+
+
+def replace_stmt(root: Stmt, old: Stmt, new: Stmt | None) -> Stmt:
+    """``root`` with the statement ``old`` (found by identity) replaced by ``new``.
+
+    ``new=None`` removes ``old`` from its enclosing sequence.
+    """
+    if new is None:
+        for s, _ in walk_stmts(root):
+            if isinstance(s, SeqStmt) and any(x is old for x in s.seq):
+                rest = tuple(x for x in s.seq if x is not old)
+                return replace_stmt(root, s, rest[0] if len(rest) == 1 else SeqStmt(rest))
+        raise ValueError("statement to remove is not inside a sequence")
+    return _Replace(old, new).visit(root)
