@@ -13,4 +13,4 @@ from .op import (abs, cast, ceil, cos, erf, exp, exp2, floor, floordiv, floormod
                  tanh, truncdiv, truncmod)
 from .stmt import (Allocate, AssertStmt, Block, BlockRealize, BufferStore, Evaluate, For, ForKind,
                    IfThenElse, LetStmt, MatchBufferRegion, SeqStmt, Stmt, seq)
-from .schedule import BlockRV, LoopRV, Schedule, ScheduleError, Trace
+from .schedule import BlockRV, LoopRV, Schedule, ScheduleError, TensorIntrin, Trace

@@ -15,11 +15,13 @@ from ...ir.module import IRModule
 from ..function import PrimFunc
 from ..stmt import Block, BlockRealize, For, ForKind
 from . import compute as _compute
+from . import blockize as _blockize
 from . import data as _data
+from . import rfactor as _rfactor
 from . import loops as _loops
 from .error import ScheduleError
 from .trace import BlockRV, ExprRV, Instruction, LoopRV, Trace
-from .tree import block_realizes, child_stmts, loops_above, walk_stmts
+from .tree import block_realizes, blocks_under as _blocks_under, child_stmts, loops_above, walk_stmts
 
 __all__ = ["Schedule"]
 
@@ -321,6 +323,43 @@ class Schedule:
         rv = BlockRV(init_name, block.func_name)
         self._record("decompose_reduction", {"block": block, "loop": loop}, [rv])
         return rv
+
+    def rfactor(self, loop: LoopRV, factor_axis: int) -> BlockRV:
+        """Turn the reduction over ``loop`` into a partial result per ``loop`` iteration
+        (a new block and buffer ``<name>_rf``) plus a final reduction; returns the rf block."""
+        node, _ = self._loop(loop)
+        func = self._func(loop.func_name)
+        owners = [r for r in _blocks_under(node) if r.block.init is not None]
+        if len(owners) != 1:
+            raise ScheduleError(f"cannot rfactor at loop {node.loop_var.name}: it must hold exactly one "
+                                f"reduction block, found {len(owners)}")
+        body, name = _rfactor.rfactor(func.body, owners[0], node, factor_axis)
+        self._commit(loop.func_name, body)
+        rv = BlockRV(name, loop.func_name)
+        self._record("rfactor", {"loop": loop, "factor_axis": factor_axis}, [rv])
+        return rv
+
+    def blockize(self, target: LoopRV, preserve_unit_iters: bool = True) -> BlockRV:
+        """Wrap the loops from ``target`` down to its block into a new outer block ``<name>_o``."""
+        node, _ = self._loop(target)
+        body, name = _blockize.blockize(self._func(target.func_name).body, node)
+        self._commit(target.func_name, body)
+        rv = BlockRV(name, target.func_name)
+        self._record("blockize", {"target": target}, [rv])
+        return rv
+
+    def tensorize(self, block_or_loop: BlockRV | LoopRV, tensor_intrin: str) -> None:
+        """Replace a block (or the loops under a loop, blockized first) with a registered intrinsic."""
+        intrin = _blockize.TensorIntrin.get(tensor_intrin)
+        func_name = block_or_loop.func_name
+        if isinstance(block_or_loop, LoopRV):
+            node, _ = self._loop(block_or_loop)
+            body, name = _blockize.blockize(self._func(func_name).body, node)
+        else:
+            body, name = self._func(func_name).body, block_or_loop.name
+        realize = next(r for r, _ in block_realizes(body) if r.block.name_hint == name)
+        self._commit(func_name, _blockize.tensorize(body, realize, intrin))
+        self._record("tensorize", {"block_or_loop": block_or_loop, "tensor_intrin": tensor_intrin}, [])
 
     # -- data movement ------------------------------------------------------------------
     def cache_read(self, block: BlockRV, read_buffer_index: int | str, storage_scope: str,
