@@ -6,32 +6,53 @@ from typing import Any
 
 from ..ir.structural import structural_equal
 from .buffer import Buffer, BufferRegion
-from .expr import Add, BufferLoad, IntImm, Mul, PrimExpr, Range, Sub, Var, const
-from .functor import StmtExprVisitor
-from .stmt import Block, BlockRealize, BufferStore, For
+from .expr import Add, BufferLoad, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Range, Sub, Var, const
+from .functor import StmtExprVisitor, substitute
+from .stmt import Block, BlockRealize, BufferStore, For, LetStmt
 
 __all__ = ["get_block_read_write_region", "get_block_access_region"]
 
 
 def _bounds(e: PrimExpr, dom: dict[int, tuple[PrimExpr, PrimExpr]]) -> tuple[PrimExpr, PrimExpr] | None:
-    """Inclusive [lo, hi] of ``e`` when inner loop variables range over ``dom``; None if unknown."""
+    """``(lo, extent)`` of the values ``e`` takes while inner loop variables range over ``dom``
+    (var id -> (min, extent)); None if unknown.
+
+    Extents are built from the loop extents, so with constant loops they fold to constants
+    (``vi * 4 + ii`` over ``ii < 4`` covers ``vi * 4`` and 4 more), and a sub-expression that
+    uses no inner variable is returned as it is, so a point access keeps its own index.
+    """
+    if not _uses(e, dom):
+        return e, const(1, e.dtype)
     if isinstance(e, Var):
-        return dom.get(id(e), (e, e))
-    if isinstance(e, IntImm):
-        return e, e
+        return dom[id(e)]
     if isinstance(e, (Add, Sub)):
         a, b = _bounds(e.a, dom), _bounds(e.b, dom)
         if a is None or b is None:
             return None
-        return (a[0] + b[0], a[1] + b[1]) if isinstance(e, Add) else (a[0] - b[1], a[1] - b[0])
+        extent = a[1] + b[1] - 1
+        if isinstance(e, Add):
+            return a[0] + b[0], extent
+        return a[0] - (b[0] + b[1] - 1), extent
     if isinstance(e, Mul):
         for x, c in ((e.a, e.b), (e.b, e.a)):
             if isinstance(c, IntImm) and c.value >= 0:
                 r = _bounds(x, dom)
-                return None if r is None else (r[0] * c, r[1] * c)
+                if r is None:
+                    return None
+                return (r[0] * c, (r[1] - 1) * c + 1) if c.value else (const(0, e.dtype), const(1, e.dtype))
         return None
-    if not _uses(e, dom):
-        return e, e
+    if isinstance(e, FloorDiv) and isinstance(e.b, IntImm) and e.b.value > 0:
+        r = _bounds(e.a, dom)
+        if r is None or not isinstance(r[1], IntImm):
+            return None
+        lo = r[0] // e.b
+        hi = (r[0] + r[1] - 1) // e.b
+        span = hi - lo + 1
+        # symbolic lo: the quotient range spans at most ceil((extent - 1) / c) + 1 values
+        return (lo, span) if isinstance(span, IntImm) else (lo, const((r[1].value - 1) // e.b.value + 2,
+                                                                       e.dtype))
+    if isinstance(e, FloorMod) and isinstance(e.b, IntImm) and e.b.value > 0:
+        return const(0, e.dtype), e.b
     return None
 
 
@@ -46,14 +67,15 @@ def _uses(e: Any, dom: dict) -> bool:
 def _region(buffer: Buffer, indices: tuple, dom: dict) -> tuple[Range, ...]:
     ranges = []
     for dim, idx in zip(buffer.shape, indices):
-        b = _bounds(idx, dom) if dom else (idx, idx)
+        b = _bounds(idx, dom) if dom else (idx, const(1, idx.dtype))
         if b is None:
             ranges.append(Range(const(0, dim.dtype), dim))
-        elif b[0] is b[1]:
-            ranges.append(Range(idx, const(1, idx.dtype)))
-        else:
-            lo, hi = b
-            ranges.append(Range(lo, hi - lo + 1))
+            continue
+        lo, extent = b
+        if all(isinstance(x, IntImm) for x in (lo, extent, dim)) and lo.value >= 0 \
+                and lo.value + extent.value > dim.value:
+            extent = const(dim.value - lo.value, extent.dtype)  # e.g. a split whose tail is guarded
+        ranges.append(Range(lo, extent))
     return tuple(ranges)
 
 
@@ -61,13 +83,23 @@ class _Collector(StmtExprVisitor):
     def __init__(self) -> None:
         self.reads: list[tuple[Buffer, tuple]] = []
         self.writes: list[tuple[Buffer, tuple]] = []
-        self.dom: dict[int, tuple[PrimExpr, PrimExpr]] = {}
+        self.dom: dict[int, tuple[PrimExpr, PrimExpr]] = {}  # loop var id -> (min, extent)
+        self.lets: dict[Var, PrimExpr] = {}  # let-bound vars do not exist at the block signature
         self.local: set[int] = set()
+        self.matched: dict[int, BufferRegion] = {}  # match_buffer id -> the region it views
 
     def _add(self, into: list, buffer: Buffer, indices: tuple) -> None:
         if id(buffer) in self.local:
             return
-        region = _region(buffer, indices, self.dom)
+        if id(buffer) in self.matched:  # an access through a view touches the region it views
+            source = self.matched[id(buffer)]
+            self._add_region(into, source.buffer, source.region)
+            return
+        if self.lets:
+            indices = substitute(indices, self.lets)
+        self._add_region(into, buffer, _region(buffer, indices, self.dom))
+
+    def _add_region(self, into: list, buffer: Buffer, region: tuple) -> None:
         for b, r in into:
             if b is buffer and structural_equal(r, region, map_free_vars=True) and _same(r, region):
                 return
@@ -82,21 +114,43 @@ class _Collector(StmtExprVisitor):
         self.visit(n.value)
         self.visit(n.indices)
 
+    def visit_let_stmt_(self, n: LetStmt) -> None:
+        self.visit(n.value)
+        self.lets[n.var] = substitute(n.value, self.lets) if self.lets else n.value
+        self.visit(n.body)
+        del self.lets[n.var]
+
     def visit_for_(self, n: For) -> None:
-        self.dom[id(n.loop_var)] = (n.min, n.min + n.extent - 1)
+        self.visit((n.min, n.extent))
+        self.dom[id(n.loop_var)] = (n.min, n.extent)
         self.visit(n.body)
         del self.dom[id(n.loop_var)]
 
     def visit_block_realize_(self, n: BlockRealize) -> None:
-        # a nested block contributes its own signature
+        # a nested block contributes its signature, rewritten in the outer block's variables
         self.visit(n.iter_values)
+        self.visit(n.predicate)
         block = n.block
+        binding = {iv.var: value for iv, value in zip(block.iter_vars, n.iter_values)}
+        binding.update(self.lets)
         for kind, into in (("reads", self.reads), ("writes", self.writes)):
             for region in getattr(block, kind):
-                indices = tuple(r.min for r in region.region)
-                self._add(into, region.buffer, indices) if all(
-                    isinstance(r.extent, IntImm) and r.extent.value == 1 for r in region.region
-                ) else into.append((region.buffer, region.region))
+                if id(region.buffer) in self.local:
+                    continue
+                if id(region.buffer) in self.matched:
+                    source = self.matched[id(region.buffer)]
+                    self._add_region(into, source.buffer, source.region)
+                    continue
+                ranges = []
+                for dim, r in zip(region.buffer.shape, substitute(region.region, binding)):
+                    b = _bounds(r.min, self.dom) if self.dom else (r.min, const(1, r.min.dtype))
+                    if b is None:
+                        ranges.append(Range(const(0, dim.dtype), dim))
+                    elif isinstance(r.extent, IntImm) and r.extent.value == 1:
+                        ranges.append(Range(b[0], b[1]))
+                    else:
+                        ranges.append(Range(b[0], b[1] + r.extent - 1))
+                self._add_region(into, region.buffer, tuple(ranges))
 
 
 def _same(a: tuple, b: tuple) -> bool:
@@ -132,7 +186,8 @@ def get_block_read_write_region(block: Block) -> tuple[list[BufferRegion], list[
     ``T.init`` the read of the reduction output is implied and left out, as in TVM.
     """
     c = _Collector()
-    c.local = {id(b) for b in block.alloc_buffers} | {id(m.buffer) for m in block.match_buffers}
+    c.local = {id(b) for b in block.alloc_buffers}
+    c.matched = {id(m.buffer): m.source for m in block.match_buffers}
     if block.init is not None:
         c.visit(block.init)
     c.visit(block.body)

@@ -102,6 +102,9 @@ class IntImm(PrimExpr):
     def __index__(self) -> int:
         return self.value
 
+    def __bool__(self) -> bool:  # a constant has a truth value (``i == i`` folds to one), as in TVM
+        return self.value != 0
+
     def __repr__(self) -> str:
         return f"{self.value}" if self.dtype == "int32" else f"IntImm({self.dtype!r}, {self.value})"
 
@@ -315,6 +318,8 @@ def convert(value: Any, dtype: str | None = None) -> PrimExpr:
     """Turn a Python number (or an existing PrimExpr) into a PrimExpr."""
     if isinstance(value, PrimExpr):
         return value
+    if isinstance(value, IterVar):  # an iteration variable stands for its variable, as in TVM
+        return value.var
     if isinstance(value, (bool, int, float)):
         return const(value, dtype)
     try:

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..ir import dtype as _dt
 from .expr import (EQ, GE, GT, LE, LT, NE, Add, And, Call, Cast, Div, FloatImm, FloorDiv,
-                   FloorMod, IntImm, Max, Min, Mod, Mul, Not, Or, PrimExpr, Select, Sub, const,
+                   FloorMod, IntImm, IterVar, Max, Min, Mod, Mul, Not, Or, PrimExpr, Select, Sub, const,
                    convert)
 
 __all__ = [
@@ -35,6 +35,8 @@ def _is_const(x: PrimExpr, value: Any = None) -> bool:
 
 def _promote(a: Any, b: Any) -> tuple[PrimExpr, PrimExpr]:
     """Make both operands PrimExprs of one dtype (Python numbers adopt the other side's)."""
+    a = a.var if isinstance(a, IterVar) else a  # an IterVar stands for its variable
+    b = b.var if isinstance(b, IterVar) else b
     if not isinstance(a, PrimExpr) and not isinstance(b, PrimExpr):
         a, b = convert(a), convert(b)
     if not isinstance(a, PrimExpr):
@@ -81,11 +83,27 @@ def cast(x: Any, dtype: str) -> PrimExpr:
 
 def _fold(py, a: PrimExpr, b: PrimExpr) -> PrimExpr | None:
     if _is_const(a) and _is_const(b):
-        value = py(a.value, b.value)
+        x, y = a.value, b.value
+        if _dt.is_float(a.dtype):
+            # fold in the dtype's own precision, as the folded operation would have run:
+            # float32 math rounds to float32 after every step
+            import numpy as np
+
+            scalar = np.dtype(a.dtype).type
+            with np.errstate(all="ignore"):
+                value = py(scalar(x), scalar(y))
+            return None if value is None else const(float(value), a.dtype)
+        value = py(x, y)
         if value is None:
             return None
         return const(value, a.dtype)
     return None
+
+
+def _exact_truncdiv(x: int, y: int) -> int:
+    """C's integer division (rounds toward zero), exact for any size of int."""
+    q = abs(x) // abs(y)
+    return q if (x >= 0) == (y >= 0) else -q
 
 
 def add(a: Any, b: Any) -> PrimExpr:
@@ -136,7 +154,7 @@ def div(a: Any, b: Any) -> PrimExpr:
     if _dt.is_float(a.dtype):
         folded = _fold(lambda x, y: None if y == 0 else x / y, a, b)
     else:
-        folded = _fold(_int_fold(lambda x, y: int(x / y)), a, b)
+        folded = _fold(_int_fold(_exact_truncdiv), a, b)
     if folded is not None:
         return folded
     if _is_const(b, 1):
@@ -149,7 +167,7 @@ truncdiv = div
 
 def truncmod(a: Any, b: Any) -> PrimExpr:
     a, b = _promote(a, b)
-    folded = _fold(_int_fold(lambda x, y: x - int(x / y) * y), a, b)
+    folded = _fold(_int_fold(lambda x, y: x - _exact_truncdiv(x, y) * y), a, b)
     return folded if folded is not None else Mod(a, b)
 
 

@@ -1,0 +1,41 @@
+"""TVMScript: write IR as Python (``from minitvm.script import tir as T, ir as I``) and print it back.
+
+``from_source(text)`` parses printed text, the inverse of ``node.script()``.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from . import ir, tir
+from .diagnostics import TVMScriptError
+from .ir import ir_module
+from .printer import script, show, to_html
+
+__all__ = ["tir", "ir", "ir_module", "from_source", "TVMScriptError", "script", "show", "to_html"]
+
+
+def from_source(text: str, extra_vars: dict[str, Any] | None = None) -> Any:
+    """Parse TVMScript text (an ``@I.ir_module`` class or one ``@T.prim_func``).
+
+    Names the text uses besides ``T`` and ``I`` come from ``extra_vars``.
+    """
+    from .diagnostics import Source
+    from .ir import function_decorator, parse_module_class
+    from .parser import _TIRParser
+
+    source = Source.from_text(text)
+    namespace = {"T": tir, "I": ir, **(extra_vars or {})}
+    try:
+        tree = source.parse()
+        for stmt in tree.body:
+            if isinstance(stmt, ast.ClassDef):
+                return parse_module_class(stmt, source, namespace)
+            if isinstance(stmt, ast.FunctionDef):
+                evaluator = _TIRParser(source, namespace)
+                parser, options = function_decorator(stmt, evaluator)
+                return parser.parse(stmt, source, namespace, options, {}, None)
+        raise TVMScriptError("from_source found no @I.ir_module class or decorated function")
+    except TVMScriptError as err:
+        raise err.with_traceback(None) from None

@@ -1,0 +1,152 @@
+"""The TVMScript namespace for modules: ``from minitvm.script import ir as I``.
+
+``@I.ir_module`` turns a class whose methods are TVMScript functions into an
+``IRModule``.  Each dialect (TensorIR now, Relax later) registers the decorator that
+marks its functions and a parser for them; the module decorator creates one
+``GlobalVar`` per function first, so a dialect whose functions call each other can
+resolve those names while parsing.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..ir.module import GlobalVar, IRModule
+from .diagnostics import Source, TVMScriptError
+
+__all__ = ["ir_module", "GlobalVar", "module_attrs", "register_function_parser", "FunctionParser"]
+
+
+@dataclass(frozen=True)
+class FunctionParser:
+    """How one dialect parses its functions.
+
+    ``parse(fdef, source, namespace, options, global_vars, name)`` returns the function;
+    ``fdef`` is the ``ast.FunctionDef``, ``options`` the decorator's keyword arguments and
+    ``global_vars`` maps every function name of the module to its GlobalVar.
+    """
+
+    dialect: str
+    decorator: Callable
+    parse: Callable[..., Any]
+
+
+_PARSERS: dict[str, FunctionParser] = {}
+
+
+def register_function_parser(dialect: str, decorator: Callable, parse: Callable[..., Any]) -> None:
+    """Let ``@I.ir_module`` (and ``from_source``) parse functions marked with ``decorator``."""
+    _PARSERS[dialect] = FunctionParser(dialect, decorator, parse)
+
+
+def parser_for_decorator(decorator: Any) -> FunctionParser | None:
+    for p in _PARSERS.values():
+        if p.decorator is decorator:
+            return p
+    return None
+
+
+def parser_for_dialect(dialect: str) -> FunctionParser:
+    return _PARSERS[dialect]
+
+
+def _parse_tir(fdef: ast.FunctionDef, source: Source, namespace: dict, options: dict,
+               global_vars: dict, name: str, annotations: dict | None = None) -> Any:
+    from .parser import parse_prim_func_ast
+
+    return parse_prim_func_ast(fdef, source, namespace, private=bool(options.get("private", False)),
+                               annotations=annotations, name=name)
+
+
+def _register_builtin_dialects() -> None:
+    from . import tir as T
+
+    register_function_parser("tir", T.prim_func, _parse_tir)
+
+
+_register_builtin_dialects()
+
+
+def module_attrs(attrs: dict) -> None:
+    """Inside an ``@I.ir_module`` class body: attributes of the module."""
+    if not isinstance(attrs, dict):
+        raise TypeError("I.module_attrs takes a dict")
+    sys._getframe(1).f_locals["__module_attrs__"] = dict(attrs)
+
+
+def ir_module(cls: type) -> IRModule:
+    """Build an ``IRModule`` from a class whose methods are ``@T.prim_func`` functions."""
+    from .parser import DeferredFunction
+
+    try:
+        return _build_module(cls, DeferredFunction)
+    except TVMScriptError as err:
+        raise err.with_traceback(None) from None
+
+
+def _build_module(cls: type, deferred_type: type) -> IRModule:
+    members = {k: v for k, v in vars(cls).items() if not k.startswith("__")}
+    global_vars = {name: GlobalVar(name) for name, v in members.items()
+                   if isinstance(v, deferred_type) or _is_function_node(v)}
+    functions = {}
+    for name, value in members.items():
+        if isinstance(value, deferred_type):
+            func = value.func
+            source = Source.from_object(func)
+            fdef = next(s for s in source.parse().body if isinstance(s, ast.FunctionDef))
+            namespace = dict(func.__globals__)
+            namespace.update(value.extra_vars)
+            parser = parser_for_dialect(value.dialect)
+            functions[global_vars[name]] = parser.parse(
+                fdef, source, namespace, value.options, global_vars, name,
+                annotations=getattr(func, "__annotations__", None))
+        elif _is_function_node(value):
+            functions[global_vars[name]] = value
+    return IRModule(functions, vars(cls).get("__module_attrs__"))
+
+
+def _is_function_node(value: Any) -> bool:
+    from ..tir.function import PrimFunc
+
+    return isinstance(value, PrimFunc)
+
+
+def parse_module_class(cdef: ast.ClassDef, source: Source, namespace: dict) -> IRModule:
+    """``from_source`` of a module: parse a class definition's methods by their decorators."""
+    from .parser import _TIRParser
+
+    evaluator = _TIRParser(source, namespace)
+    evaluator.scopes.append({})
+    global_vars = {s.name: GlobalVar(s.name) for s in cdef.body if isinstance(s, ast.FunctionDef)}
+    functions = {}
+    attrs = None
+    for stmt in cdef.body:
+        if isinstance(stmt, ast.FunctionDef):
+            parser, options = function_decorator(stmt, evaluator)
+            functions[global_vars[stmt.name]] = parser.parse(stmt, source, namespace, options,
+                                                             global_vars, stmt.name)
+        elif (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
+              and evaluator.eval(stmt.value.func) is module_attrs):
+            attrs = evaluator.eval(stmt.value.args[0])
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            continue  # docstring
+        else:
+            raise source.error(stmt, "an @I.ir_module class holds decorated functions only")
+    return IRModule(functions, attrs)
+
+
+def function_decorator(fdef: ast.FunctionDef, evaluator: Any) -> tuple[FunctionParser, dict]:
+    """Which dialect parses ``fdef`` (from its decorator) and the decorator's options."""
+    for deco in fdef.decorator_list:
+        target, options = deco, {}
+        if isinstance(deco, ast.Call):
+            target = deco.func
+            options = {kw.arg: evaluator.eval(kw.value) for kw in deco.keywords}
+        parser = parser_for_decorator(evaluator.eval(target))
+        if parser is not None:
+            return parser, options
+    raise evaluator.source.error(
+        fdef, f"function {fdef.name!r} needs a dialect decorator such as @T.prim_func")

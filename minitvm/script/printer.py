@@ -1,0 +1,699 @@
+"""The TVMScript printer: IR -> Python-like text that the parser reads back.
+
+``script(node)`` prints PrimFuncs, IRModules, statements and expressions the way
+TVM does (``T.grid`` for plain loop nests, ``T.axis.remap`` for blocks that map
+loops one to one, the root block elided).  The round trip
+``from_source(script(f))`` rebuilds a structurally equal ``f``, which is what the
+tests check for every program they build.
+
+Names: a variable prints under its own name unless another live variable already
+uses it, then it gets ``_1``, ``_2`` ...; names are released when their scope
+(loop, block, function) ends, as Python's own scoping of the reparsed text allows.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import json
+import keyword
+import re
+import tokenize
+from typing import Any, Callable
+
+from ..ir.module import GlobalVar, IRModule
+from ..ir.node import Node
+from ..ir.structural import structural_equal
+from ..tir.buffer import Buffer, BufferRegion
+from ..tir.expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    Add,
+    And,
+    BufferLoad,
+    Call,
+    Cast,
+    Div,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    IterVar,
+    Let,
+    Max,
+    Min,
+    Mod,
+    Mul,
+    Not,
+    Or,
+    PrimExpr,
+    Range,
+    Select,
+    StringImm,
+    Sub,
+    Var,
+)
+from ..tir.function import PrimFunc
+from ..tir.functor import post_order_visit
+from ..tir.stmt import (
+    Allocate,
+    AssertStmt,
+    Block,
+    BlockRealize,
+    BufferStore,
+    Evaluate,
+    For,
+    ForKind,
+    IfThenElse,
+    LetStmt,
+    MatchBufferRegion,
+    SeqStmt,
+    Stmt,
+)
+
+__all__ = ["script", "show", "to_html", "register_printer"]
+
+_HEADER_T = "# from minitvm.script import tir as T"
+_HEADER_I = "# from minitvm.script import ir as I"
+
+#: printers for node types defined in higher layers (Relax registers its own)
+_EXTRA_PRINTERS: dict[type, Callable[[Any], str]] = {}
+
+
+def register_printer(node_type: type, printer: Callable[[Any], str]) -> None:
+    """Let ``script`` print a node type this module does not know (e.g. Relax functions)."""
+    _EXTRA_PRINTERS[node_type] = printer
+
+
+def script(node: Any, show_header: bool = True, **kwargs: Any) -> str:
+    """TVMScript text of an IRModule, PrimFunc, statement or expression."""
+    for cls in type(node).__mro__:
+        if cls in _EXTRA_PRINTERS:
+            return _EXTRA_PRINTERS[cls](node, **kwargs)
+    p = _TIRPrinter()
+    if isinstance(node, IRModule):
+        return p.print_module(node, show_header)
+    if isinstance(node, PrimFunc):
+        lines = [_HEADER_T, ""] if show_header else []
+        name = node.attrs.get("global_symbol") or "main"
+        return "\n".join(lines + p.print_prim_func(node, name))
+    if isinstance(node, Stmt):
+        return "\n".join(p.print_stmt(node))
+    if isinstance(node, PrimExpr):
+        return p.expr(node)
+    if isinstance(node, Buffer):
+        return p.buffer_decl(node, "T.Buffer")
+    if isinstance(node, BufferRegion):
+        return p.region(node)
+    if isinstance(node, Range):
+        return f"T.Range({p.expr(node.min)}, {p.expr(_add(node.min, node.extent))})"
+    if isinstance(node, IterVar):
+        return f"T.iter_var({p.expr(node.var)}, {script(node.dom)}, \"{node.iter_type}\")"
+    if isinstance(node, GlobalVar):
+        return f"I.GlobalVar(\"{node.name_hint}\")"
+    return repr(node)
+
+
+def show(node: Any, **kwargs: Any) -> None:
+    """Print the text; in a Jupyter kernel, display it highlighted."""
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        if shell is not None and getattr(shell, "kernel", None) is not None:
+            from IPython.display import HTML, display
+
+            display(HTML(to_html(node, **kwargs)))
+            return
+    except ImportError:
+        pass
+    print(script(node, **kwargs))
+
+
+# -- expressions --------------------------------------------------------------------------------
+
+# Python precedence, higher binds tighter
+_PREC_OR, _PREC_AND, _PREC_NOT, _PREC_CMP = 1, 2, 3, 4
+_PREC_ADD, _PREC_MUL, _PREC_UNARY, _PREC_ATOM = 9, 10, 11, 13
+
+_INFIX: dict[type, tuple[str, int]] = {
+    Add: ("+", _PREC_ADD), Sub: ("-", _PREC_ADD), Mul: ("*", _PREC_MUL),
+    FloorDiv: ("//", _PREC_MUL), FloorMod: ("%", _PREC_MUL),
+    EQ: ("==", _PREC_CMP), NE: ("!=", _PREC_CMP), LT: ("<", _PREC_CMP), LE: ("<=", _PREC_CMP),
+    GT: (">", _PREC_CMP), GE: (">=", _PREC_CMP), And: ("and", _PREC_AND), Or: ("or", _PREC_OR),
+}
+
+#: float intrinsics printed as T.<name>(x); the value is the T helper's name
+_UNARY_CALLS = {f"tir.{n}": n for n in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid",
+                                        "erf", "floor", "ceil", "round", "sin", "cos")}
+_UNARY_CALLS["tir.fabs"] = "abs"
+
+_RESERVED = {"T", "I", "R", "range", "True", "False", "None"} | set(keyword.kwlist)
+
+
+def _add(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    from ..tir import op
+
+    return op.add(a, b)
+
+
+def _is_zero(e: Any) -> bool:
+    return isinstance(e, IntImm) and e.value == 0
+
+
+def _is_plain_int(e: Any) -> bool:
+    """Printed as a bare Python int literal."""
+    return isinstance(e, IntImm) and e.dtype == "int32"
+
+
+def _is_true(e: Any) -> bool:
+    return isinstance(e, IntImm) and e.dtype == "bool" and e.value == 1
+
+
+def _str(s: str) -> str:
+    return json.dumps(s, ensure_ascii=False)
+
+
+class _TIRPrinter:
+    def __init__(self) -> None:
+        self.names: dict[int, str] = {}
+        self.scopes: list[list[int]] = [[]]  # ids defined in each open scope
+        self.used: dict[str, int] = {}  # live name -> how many live objects hold it (0 or 1)
+        self.keep: list[Any] = []
+        self.loops: dict[int, For] = {}  # live loop var id -> its loop (for T.axis.remap)
+        self.indent = 0
+
+    # -- naming ------------------------------------------------------------------------------
+    def define(self, obj: Any, hint: str) -> str:
+        base = re.sub(r"\W", "_", hint or "v")
+        if not base or base[0].isdigit():
+            base = "v_" + base
+        name, k = base, 0
+        while name in self.used or name in _RESERVED:
+            k += 1
+            name = f"{base}_{k}"
+        self.used[name] = 1
+        self.names[id(obj)] = name
+        self.scopes[-1].append(id(obj))
+        self.keep.append(obj)
+        return name
+
+    def name_of(self, obj: Any) -> str:
+        name = self.names.get(id(obj))
+        if name is None:  # a free variable: name it for the rest of the text
+            scope, self.scopes = self.scopes, self.scopes[:1]
+            name = self.define(obj, getattr(obj, "name", "v"))
+            self.scopes = scope
+        return name
+
+    def push(self) -> None:
+        self.scopes.append([])
+
+    def pop(self) -> None:
+        for oid in self.scopes.pop():
+            name = self.names.pop(oid, None)
+            self.used.pop(name, None)
+
+    # -- expressions -------------------------------------------------------------------------
+    def expr(self, e: Any) -> str:
+        return self._expr(e)[0]
+
+    def _paren(self, e: Any, min_prec: int) -> str:
+        text, prec = self._expr(e)
+        return f"({text})" if prec < min_prec else text
+
+    def _expr(self, e: Any) -> tuple[str, int]:
+        if isinstance(e, Var):
+            return self.name_of(e), _PREC_ATOM
+        if isinstance(e, IntImm):
+            if e.dtype == "int32":
+                return str(e.value), (_PREC_UNARY if e.value < 0 else _PREC_ATOM)
+            if e.dtype == "bool":
+                return f"T.bool({bool(e.value)})", _PREC_ATOM
+            return f"T.{e.dtype}({e.value})", _PREC_ATOM
+        if isinstance(e, FloatImm):
+            value = repr(float(e.value))
+            if value in ("inf", "-inf", "nan"):
+                value = f'"{value}"'
+            return f"T.{e.dtype}({value})", _PREC_ATOM
+        if isinstance(e, StringImm):
+            return _str(e.value), _PREC_ATOM
+        if (isinstance(e, Sub) and isinstance(e.a, (IntImm, FloatImm)) and e.a.value == 0
+                and e.a.dtype == e.b.dtype):  # how op.neg spells -x
+            return f"-{self._paren(e.b, _PREC_UNARY)}", _PREC_UNARY
+        if type(e) in _INFIX:
+            op, prec = _INFIX[type(e)]
+            right_min = prec + 1 if prec != _PREC_CMP else _PREC_CMP + 1
+            left_min = prec if prec != _PREC_CMP else _PREC_CMP + 1
+            left = self._paren(e.a, left_min)
+            if _is_plain_int(e.a) and _is_plain_int(e.b):
+                # two bare ints would be computed by Python (`2 // 0` fails, `2 < 3` is a bool)
+                left = f"T.int32({e.a.value})"
+            return f"{left} {op} {self._paren(e.b, right_min)}", prec
+        if isinstance(e, Div):
+            if e.dtype.startswith("float"):
+                return f"{self._paren(e.a, _PREC_MUL)} / {self._paren(e.b, _PREC_MUL + 1)}", _PREC_MUL
+            return f"T.truncdiv({self.expr(e.a)}, {self.expr(e.b)})", _PREC_ATOM
+        if isinstance(e, Mod):
+            return f"T.truncmod({self.expr(e.a)}, {self.expr(e.b)})", _PREC_ATOM
+        if isinstance(e, (Min, Max)):
+            return f"T.{type(e).__name__.lower()}({self.expr(e.a)}, {self.expr(e.b)})", _PREC_ATOM
+        if isinstance(e, Not):
+            return f"not {self._paren(e.a, _PREC_NOT)}", _PREC_NOT
+        if isinstance(e, Cast):
+            return f'T.Cast("{e.dtype}", {self.expr(e.value)})', _PREC_ATOM
+        if isinstance(e, Select):
+            return (f"T.Select({self.expr(e.condition)}, {self.expr(e.true_value)}, "
+                    f"{self.expr(e.false_value)})"), _PREC_ATOM
+        if isinstance(e, BufferLoad):
+            return f"{self.name_of(e.buffer)}[{self.indices(e.indices)}]", _PREC_ATOM
+        if isinstance(e, Call):
+            return self._call(e), _PREC_ATOM
+        if isinstance(e, Let):
+            value = self.expr(e.value)
+            self.push()
+            var = self.define(e.var, e.var.name)
+            body = self.expr(e.body)
+            self.pop()
+            return f"T.Let({body}, where={{{var}: {value}}})", _PREC_ATOM
+        if isinstance(e, Range):
+            return f"{self.expr(e.min)}:{self.expr(_add(e.min, e.extent))}", _PREC_ATOM
+        if isinstance(e, (int, float, bool, str)) or e is None:
+            return self.value(e), _PREC_ATOM
+        return repr(e), _PREC_ATOM
+
+    def _call(self, e: Call) -> str:
+        args = [self.expr(a) for a in e.args]
+        if e.op in _UNARY_CALLS and len(e.args) == 1 and e.args[0].dtype == e.dtype:
+            return f"T.{_UNARY_CALLS[e.op]}({args[0]})"
+        if e.op == "tir.pow" and len(args) == 2 and e.args[0].dtype == e.dtype:
+            return f"T.pow({args[0]}, {args[1]})"
+        if (e.op == "tir.if_then_else" and len(args) == 3 and e.args[1].dtype == e.dtype
+                and e.args[1].dtype == e.args[2].dtype):
+            return f"T.if_then_else({', '.join(args)})"
+        if e.op == "tir.call_extern" and e.args and isinstance(e.args[0], StringImm):
+            return f'T.call_extern("{e.dtype}", {", ".join(args)})'
+        return f'T.call_intrin("{e.dtype}", {_str(e.op)}, {", ".join(args)})'.replace(", )", ")")
+
+    def indices(self, indices: tuple) -> str:
+        return ", ".join(self.expr(i) for i in indices)
+
+    def value(self, v: Any) -> str:
+        """A Python value inside an attribute dict."""
+        if isinstance(v, Node):
+            return self.expr(v) if isinstance(v, PrimExpr) else script(v)
+        if isinstance(v, str):
+            return _str(v)
+        if isinstance(v, dict):
+            return "{" + ", ".join(f"{self.value(k)}: {self.value(x)}" for k, x in v.items()) + "}"
+        if isinstance(v, (list, tuple)):
+            inner = ", ".join(self.value(x) for x in v)
+            return f"[{inner}]" if isinstance(v, list) else f"({inner}{',' if len(v) == 1 else ''})"
+        return repr(v)
+
+    def region(self, r: BufferRegion) -> str:
+        parts = []
+        for rng in r.region:
+            if isinstance(rng.extent, IntImm) and rng.extent.value == 1 and rng.extent.dtype == rng.min.dtype:
+                parts.append(self.expr(rng.min))
+            else:
+                parts.append(self._expr(rng)[0])
+        return f"{self.name_of(r.buffer)}[{', '.join(parts)}]"
+
+    def shape(self, shape: tuple) -> str:
+        items = [self.expr(s) for s in shape]
+        return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+
+    def buffer_decl(self, b: Buffer, ctor: str, first_arg: str | None = None,
+                    default_dtype: bool = False) -> str:
+        args = [first_arg] if first_arg is not None else []
+        args.append(self.shape(b.shape))
+        if not (default_dtype and b.dtype == "float32"):
+            args.append(f'"{b.dtype}"')
+        if b.strides:
+            args.append(f"strides={self.shape(b.strides)}")
+        if not (isinstance(b.elem_offset, IntImm) and b.elem_offset.value == 0
+                and b.elem_offset.dtype == "int32"):
+            args.append(f"elem_offset={self.expr(b.elem_offset)}")
+        if b.scope != "global":
+            args.append(f'scope="{b.scope}"')
+        return f"{ctor}({', '.join(args)})"
+
+    # -- functions and modules ---------------------------------------------------------------
+    def print_module(self, mod: IRModule, show_header: bool) -> str:
+        lines = [_HEADER_I, _HEADER_T, ""] if show_header else []
+        lines += ["@I.ir_module", "class Module:"]
+        if mod.attrs:
+            lines.append(f"    I.module_attrs({self.value(dict(mod.attrs))})")
+        first = True
+        for gv, func in mod.functions.items():
+            if not first:
+                lines.append("")
+            first = False
+            if isinstance(func, PrimFunc):
+                body = _TIRPrinter().print_prim_func(func, gv.name_hint)
+            else:
+                body = script(func, show_header=False, name=gv.name_hint).splitlines()
+            lines += ["    " + ln if ln else "" for ln in body]
+        if first:
+            lines.append("    pass")
+        return "\n".join(lines)
+
+    def print_prim_func(self, f: PrimFunc, name: str) -> list[str]:
+        self.push()
+        attrs = dict(f.attrs)
+        symbol = attrs.get("global_symbol")
+        if symbol == name:
+            del attrs["global_symbol"]
+        decorator = "@T.prim_func" if symbol is not None else "@T.prim_func(private=True)"
+        params, matched = [], []
+        scalar_params = {id(p) for p in f.params if p not in f.buffer_map}
+        printed_scalars: set[int] = set()
+        for p in f.params:
+            buffer = f.buffer_map.get(p)
+            if buffer is None:
+                params.append(f"{self.define(p, p.name)}: T.{p.dtype}")
+                printed_scalars.add(id(p))
+            elif all(id(v) in printed_scalars for v in _buffer_vars(buffer)):
+                decl = self.buffer_decl(buffer, "T.Buffer")
+                params.append(f"{self.define(buffer, buffer.name)}: {decl}")
+            else:
+                # a shape with variables defined later (or nowhere else): TVM's dynamic-shape
+                # spelling, a T.handle parameter plus T.match_buffer in the body
+                hint = p.name if p.name != buffer.name else (
+                    p.name.lower() if p.name.lower() != p.name else p.name + "_handle")
+                params.append(f"{self.define(p, hint)}: T.handle")
+                matched.append((p, buffer))
+        lines = [decorator, f"def {name}({', '.join(params)}):"]
+        self.indent = 1
+        if attrs:
+            lines.append(self._line(f"T.func_attr({self.value(attrs)})"))
+        shape_vars = [v for _, b in matched for v in _buffer_vars(b) if id(v) not in scalar_params]
+        for v in shape_vars:
+            if id(v) not in self.names:
+                lines.append(self._line(f"{self.define(v, v.name)} = T.{v.dtype}()"))
+        for p, buffer in matched:
+            decl = self.buffer_decl(buffer, "T.match_buffer", first_arg=self.name_of(p))
+            lines.append(self._line(f"{self.define(buffer, buffer.name)} = {decl}"))
+        lines += self._declare_views(f)
+        body = f.body
+        if self._root_elidable(body):
+            lines.append(self._line('# with T.block("root"):'))
+            for b in body.block.alloc_buffers:
+                lines.append(self._alloc_line(b))
+            body = body.block.body
+        lines += self.print_stmt(body)
+        self.indent = 0
+        self.pop()
+        return lines
+
+    def _declare_views(self, f: PrimFunc) -> list[str]:
+        """``A_1 = T.Buffer((16384,), data=A.data)`` for buffers the body uses but never declares.
+
+        Lowering (flattening) makes such views of the parameters' memory; TVM declares
+        them the same way at the top of the function.
+        """
+        declared = {id(b) for b in f.buffer_map.values()}
+        used: list[Buffer] = []
+
+        def visit(n: Any) -> None:
+            if isinstance(n, Block):
+                declared.update(id(b) for b in n.alloc_buffers)
+                declared.update(id(m.buffer) for m in n.match_buffers)
+            elif isinstance(n, Allocate):
+                declared.add(id(n.buffer))
+            elif isinstance(n, (BufferLoad, BufferStore, BufferRegion)):
+                if all(n.buffer is not u for u in used):
+                    used.append(n.buffer)
+
+        post_order_visit(f.body, visit)
+        owners = {id(b.data): b for b in f.buffer_map.values()}
+        lines = []
+        for b in used:
+            if id(b) in declared:
+                continue
+            owner = owners.get(id(b.data))
+            data = f"{self.name_of(owner)}.data" if owner is not None else self.name_of(b.data)
+            decl = self.buffer_decl(b, "T.Buffer")
+            lines.append(self._line(f"{self.define(b, b.name)} = {decl[:-1]}, data={data})"))
+        return lines
+
+    @staticmethod
+    def _root_elidable(body: Any) -> bool:
+        """The parser re-creates an implicit root block exactly when this holds."""
+        if not isinstance(body, BlockRealize):
+            return False
+        b = body.block
+        if (b.name_hint != "root" or body.iter_values or b.iter_vars or b.reads or b.writes
+                or b.init is not None or b.annotations or b.match_buffers or not _is_true(body.predicate)):
+            return False
+        inner = b.body
+        # a lone opaque block inside would be taken for the root itself when reparsed
+        if isinstance(inner, BlockRealize) and not inner.iter_values and not b.alloc_buffers:
+            return False
+        return bool(b.alloc_buffers) or _has_block(inner)
+
+    # -- statements --------------------------------------------------------------------------
+    def _line(self, text: str) -> str:
+        return "    " * self.indent + text
+
+    def _alloc_line(self, b: Buffer) -> str:
+        decl = self.buffer_decl(b, "T.alloc_buffer", default_dtype=True)
+        return self._line(f"{self.define(b, b.name)} = {decl}")
+
+    def print_stmt(self, s: Stmt) -> list[str]:
+        method = getattr(self, "stmt_" + type(s).__name__, None)
+        if method is None:
+            return [self._line(f"# {type(s).__name__}: {s!r}")]
+        return method(s)
+
+    def _body(self, s: Stmt) -> list[str]:
+        self.indent += 1
+        self.push()
+        try:
+            return self.print_stmt(s)
+        finally:
+            self.pop()
+            self.indent -= 1
+
+    def stmt_SeqStmt(self, s: SeqStmt) -> list[str]:
+        lines: list[str] = []
+        for x in s.seq:
+            lines += self.print_stmt(x)
+        return lines
+
+    def stmt_BufferStore(self, s: BufferStore) -> list[str]:
+        return [self._line(f"{self.name_of(s.buffer)}[{self.indices(s.indices)}] = {self.expr(s.value)}")]
+
+    def stmt_Evaluate(self, s: Evaluate) -> list[str]:
+        return [self._line(f"T.evaluate({self.expr(s.value)})")]
+
+    def stmt_LetStmt(self, s: LetStmt) -> list[str]:
+        value = self.expr(s.value)
+        name = self.define(s.var, s.var.name)
+        return [self._line(f"{name}: T.{s.var.dtype} = {value}")] + self.print_stmt(s.body)
+
+    def stmt_AssertStmt(self, s: AssertStmt) -> list[str]:
+        return ([self._line(f"assert {self.expr(s.condition)}, {_str(s.message)}")]
+                + self.print_stmt(s.body))
+
+    def stmt_Allocate(self, s: Allocate) -> list[str]:
+        b = s.buffer
+        args = [self.shape(b.shape), f'"{b.dtype}"', f'"{b.scope}"']
+        name = self.define(b, b.name)
+        return [self._line(f"{name} = T.allocate({', '.join(args)})")] + self.print_stmt(s.body)
+
+    def stmt_IfThenElse(self, s: IfThenElse) -> list[str]:
+        lines = [self._line(f"if {self.expr(s.condition)}:")] + self._body(s.then_case)
+        if s.else_case is not None:
+            lines += [self._line("else:")] + self._body(s.else_case)
+        return lines
+
+    def _is_grid_loop(self, s: Any) -> bool:
+        return (isinstance(s, For) and s.kind == ForKind.SERIAL and not s.annotations
+                and s.thread_binding is None and _is_zero(s.min) and s.min.dtype == s.loop_var.dtype
+                and s.extent.dtype == s.loop_var.dtype)
+
+    def stmt_For(self, s: For) -> list[str]:
+        loops = [s]
+        if self._is_grid_loop(s):
+            while self._is_grid_loop(loops[-1].body) and not _uses_any(
+                    loops[-1].body.extent, [lp.loop_var for lp in loops]):
+                loops.append(loops[-1].body)
+        if len(loops) > 1:
+            header = f"T.grid({', '.join(self.expr(lp.extent) for lp in loops)})"
+        elif self._is_grid_loop(s):
+            header = f"range({self.expr(s.extent)})"
+        else:
+            kind = {ForKind.SERIAL: "serial", ForKind.PARALLEL: "parallel", ForKind.VECTORIZED: "vectorized",
+                    ForKind.UNROLLED: "unroll", ForKind.THREAD_BINDING: "thread_binding"}[s.kind]
+            if _is_zero(s.min) and s.min.dtype == s.loop_var.dtype and s.extent.dtype == s.loop_var.dtype:
+                args = [self.expr(s.extent)]
+            else:
+                args = [self.expr(s.min), self.expr(_add(s.min, s.extent))]
+            if s.kind == ForKind.THREAD_BINDING:
+                args.append(f"thread={_str(str(s.thread_binding))}")
+            if s.annotations:
+                args.append(f"annotations={self.value(dict(s.annotations))}")
+            header = f"T.{kind}({', '.join(args)})"
+        self.push()
+        names = []
+        for lp in loops:
+            names.append(self.define(lp.loop_var, lp.loop_var.name))
+            self.loops[id(lp.loop_var)] = lp
+        lines = [self._line(f"for {', '.join(names)} in {header}:")]
+        lines += self._body(loops[-1].body)
+        for lp in loops:
+            del self.loops[id(lp.loop_var)]
+        self.pop()
+        return lines
+
+    def stmt_BlockRealize(self, s: BlockRealize) -> list[str]:
+        return self._block(s.block, s.iter_values, s.predicate)
+
+    def stmt_Block(self, s: Block) -> list[str]:
+        return [self._line("# a Block outside its BlockRealize; iteration values unknown")] + self._block(
+            s, tuple(iv.var for iv in s.iter_vars), IntImm("bool", 1))
+
+    def _block(self, b: Block, values: tuple, predicate: PrimExpr) -> list[str]:
+        lines = [self._line(f"with T.block({_str(b.name_hint)}):")]
+        self.indent += 1
+        self.push()
+        value_texts = [self.expr(v) for v in values]  # bindings use the enclosing names
+        lines += self._axes(b, values, value_texts)
+        if not _is_true(predicate):
+            lines.append(self._line(f"T.where({self.expr(predicate)})"))
+        lines.append(self._line(f"T.reads({', '.join(self.region(r) for r in b.reads)})"))
+        lines.append(self._line(f"T.writes({', '.join(self.region(r) for r in b.writes)})"))
+        if b.annotations:
+            lines.append(self._line(f"T.block_attr({self.value(dict(b.annotations))})"))
+        for buf in b.alloc_buffers:
+            lines.append(self._alloc_line(buf))
+        for m in b.match_buffers:
+            source = self.region(m.source)
+            decl = self.buffer_decl(m.buffer, "T.match_buffer", first_arg=source)
+            lines.append(self._line(f"{self.define(m.buffer, m.buffer.name)} = {decl}"))
+        if b.init is not None:
+            lines.append(self._line("with T.init():"))
+            lines += self._body(b.init)
+        lines += self.print_stmt(b.body)
+        self.pop()
+        self.indent -= 1
+        return lines
+
+    def _axes(self, b: Block, values: tuple, value_texts: list[str]) -> list[str]:
+        kinds = {"spatial": "S", "reduce": "R"}
+        remappable = len(b.iter_vars) >= 2 and len({id(v) for v in values}) == len(values) and all(
+            isinstance(v, Var) and id(v) in self.loops and iv.iter_type in kinds
+            and structural_equal(iv.dom, Range(self.loops[id(v)].min, self.loops[id(v)].extent))
+            and iv.var.dtype == v.dtype
+            for iv, v in zip(b.iter_vars, values))
+        if remappable:
+            letters = "".join(kinds[iv.iter_type] for iv in b.iter_vars)
+            names = [self.define(iv.var, iv.var.name) for iv in b.iter_vars]
+            return [self._line(f'{", ".join(names)} = T.axis.remap("{letters}", [{", ".join(value_texts)}])')]
+        lines = []
+        for iv, text in zip(b.iter_vars, value_texts):
+            dom = iv.dom
+            if _is_zero(dom.min) and dom.min.dtype == dom.extent.dtype:
+                dom_text = self.expr(dom.extent)
+            else:
+                dom_text = f"({self.expr(dom.min)}, {self.expr(_add(dom.min, dom.extent))})"
+            name = self.define(iv.var, iv.var.name)
+            lines.append(self._line(f"{name} = T.axis.{iv.iter_type}({dom_text}, {text})"))
+        return lines
+
+
+def _buffer_vars(b: Buffer) -> list[Var]:
+    """Variables a buffer's shape, strides and offset use, in first-use order."""
+    found: list[Var] = []
+
+    def visit(x: Any) -> None:
+        if isinstance(x, Var) and all(x is not y for y in found):
+            found.append(x)
+
+    post_order_visit((b.shape, b.strides, b.elem_offset), visit)
+    return found
+
+
+def _uses_any(e: Any, variables: list[Var]) -> bool:
+    ids = {id(v) for v in variables}
+    found = []
+    post_order_visit(e, lambda x: found.append(x) if id(x) in ids else None)
+    return bool(found)
+
+
+def _has_block(s: Any) -> bool:
+    found = []
+    post_order_visit(s, lambda x: found.append(x) if isinstance(x, BlockRealize) else None)
+    return bool(found)
+
+
+_ = MatchBufferRegion
+
+
+# -- HTML ---------------------------------------------------------------------------------------
+
+_STYLE = {
+    "keyword": "color:#7928a1;font-weight:bold", "string": "color:#2a7d2e", "number": "color:#0b6e99",
+    "comment": "color:#8a8a8a;font-style:italic", "namespace": "color:#b35c00",
+    "decorator": "color:#b35c00", "builtin": "color:#0b6e99",
+}
+_BUILTINS = {"range", "True", "False", "None"}
+
+
+def to_html(node: Any, **kwargs: Any) -> str:
+    """The text of ``node`` highlighted with inline styles (no CSS file, no pygments needed)."""
+    text = node if isinstance(node, str) else script(node, **kwargs)
+    out: list[str] = []
+    lines = text.splitlines(keepends=True)
+    pos = (1, 0)
+    prev_op = ""
+
+    def gap_to(start: tuple[int, int]) -> str:
+        (r0, c0), (r1, c1) = pos, start
+        if r0 == r1:
+            return lines[r0 - 1][c0:c1] if r0 - 1 < len(lines) else ""
+        chunk = lines[r0 - 1][c0:] + "".join(lines[r0:r1 - 1]) + lines[r1 - 1][:c1]
+        return chunk
+
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type in (tokenize.ENDMARKER,):
+                break
+            if tok.type in (tokenize.INDENT, tokenize.DEDENT):
+                continue
+            out.append(html.escape(gap_to(tok.start)))
+            style = None
+            if tok.type == tokenize.COMMENT:
+                style = "comment"
+            elif tok.type == tokenize.STRING:
+                style = "string"
+            elif tok.type == tokenize.NUMBER:
+                style = "number"
+            elif tok.type == tokenize.NAME:
+                if keyword.iskeyword(tok.string) and tok.string not in _BUILTINS:
+                    style = "keyword"
+                elif tok.string in ("T", "I", "R"):
+                    style = "namespace"
+                elif prev_op == "@":
+                    style = "decorator"
+                elif tok.string in _BUILTINS:
+                    style = "builtin"
+            piece = html.escape(tok.string)
+            out.append(f'<span style="{_STYLE[style]}">{piece}</span>' if style else piece)
+            prev_op = tok.string if tok.type == tokenize.OP else ("" if tok.string != "." else prev_op)
+            pos = tok.end
+    except (tokenize.TokenError, IndentationError):  # not Python-shaped text: show it plain
+        return _pre(html.escape(text))
+    return _pre("".join(out))
+
+
+def _pre(body: str) -> str:
+    return ('<pre style="font-family:ui-monospace,Menlo,Consolas,monospace;font-size:13px;'
+            'line-height:1.4;background:#f8f8f8;padding:8px;border-radius:4px;overflow-x:auto">'
+            f"{body}</pre>")

@@ -1,0 +1,556 @@
+"""The TVMScript namespace for TensorIR: ``from minitvm.script import tir as T``.
+
+Inside a ``@T.prim_func`` the parser (:mod:`minitvm.script.parser`) walks the
+function's Python syntax tree and evaluates each expression it meets, so every
+``T.*`` name here is an ordinary Python object:
+
+* expression helpers (``T.max``, ``T.exp``, ``T.float32(0)``, ``T.Cast`` ...) build
+  PrimExprs through :mod:`minitvm.tir.op`, the same constructors generated code uses;
+* declarations (``T.block``, ``T.axis.spatial``, ``T.reads``, ``T.alloc_buffer``,
+  ``T.grid`` ...) return small *declaration records*; the parser turns a record into
+  IR where it appears (an assignment names a buffer or an iteration variable, a
+  ``with`` opens a block, a ``for`` makes loops).  Records carry no global state, so
+  calling ``T.grid(4, 4)`` at the Python prompt is harmless and shows what it means.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..ir import dtype as _dt
+from ..ir.structural import structural_equal
+from ..tir import op as _op
+from ..tir.buffer import Buffer as _TirBuffer
+from ..tir.buffer import BufferRegion
+from ..tir.expr import Add, Call, Let, PrimExpr, StringImm, Var, const, convert
+from ..tir.expr import And as _AndNode
+from ..tir.expr import Cast as _CastNode
+from ..tir.expr import Not as _NotNode
+from ..tir.expr import Or as _OrNode
+from ..tir.expr import Range as _RangeNode
+from ..tir.expr import Select as _SelectNode
+from ..tir.stmt import Evaluate, ForKind
+
+__all__ = [
+    "prim_func", "Buffer", "match_buffer", "alloc_buffer", "allocate", "grid", "serial", "parallel",
+    "vectorized", "unroll", "thread_binding", "block", "sblock", "axis", "reads", "writes", "init",
+    "where", "block_attr", "func_attr", "meta_var", "handle", "evaluate", "Cast", "cast", "Select",
+    "if_then_else", "max", "min", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid",
+    "erf", "abs", "pow", "floor", "ceil", "round", "sin", "cos", "floordiv", "floormod", "truncdiv",
+    "truncmod", "max_value", "min_value", "call_intrin", "call_extern", "And", "Or", "Not", "Let", "Range",
+    "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+    "uint64", "bool",
+]
+
+
+# -- scalar types: T.float32(0), T.float32(x), and `n: T.int32` annotations ------------------------
+
+
+class ScalarType:
+    """``T.int32`` & co: a constant or cast when called, a scalar type as an annotation.
+
+    ``T.float32(0)`` is a constant, ``T.float32(x)`` casts a PrimExpr, and
+    ``n = T.int32()`` (no argument) declares a fresh scalar variable named ``n``.
+    """
+
+    def __init__(self, dtype: str):
+        self.dtype = dtype
+        self.__name__ = dtype
+
+    def __call__(self, value: Any = None) -> Any:
+        if value is None:
+            return ScalarVarDecl(self.dtype)
+        if isinstance(value, PrimExpr):
+            return _op.cast(value, self.dtype)
+        if isinstance(value, str) and _dt.is_float(self.dtype):  # T.float32("inf")
+            return const(float(value), self.dtype)
+        return const(value, self.dtype)
+
+    def __repr__(self) -> str:
+        return f"T.{self.dtype}"
+
+
+float16, float32, float64 = ScalarType("float16"), ScalarType("float32"), ScalarType("float64")
+int8, int16, int32, int64 = ScalarType("int8"), ScalarType("int16"), ScalarType("int32"), ScalarType("int64")
+uint8, uint16 = ScalarType("uint8"), ScalarType("uint16")
+uint32, uint64 = ScalarType("uint32"), ScalarType("uint64")
+bool = ScalarType("bool")  # noqa: A001 - TVMScript spells it T.bool
+#: the type of a raw array parameter that ``T.match_buffer`` later gives a shape
+handle = ScalarType("handle")
+
+
+# -- declaration records -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BufferSpec:
+    """What ``T.Buffer(shape, dtype)`` says; a parameter or ``T.alloc_buffer`` gives it a name."""
+
+    shape: tuple
+    dtype: str = "float32"
+    strides: tuple = ()
+    elem_offset: Any = None
+    scope: str = "global"
+    data: Any = None  # a handle Var: this buffer views existing memory (e.g. `data=A.data`)
+
+    def make(self, name: str) -> _TirBuffer:
+        from ..tir.buffer import decl_buffer
+
+        return decl_buffer(self.shape, self.dtype, name, data=self.data, strides=self.strides,
+                           elem_offset=self.elem_offset, scope=self.scope)
+
+
+@dataclass(frozen=True)
+class ScalarVarDecl:
+    """``n = T.int32()``: a new scalar variable (e.g. a symbolic shape)."""
+
+    dtype: str
+
+
+@dataclass(frozen=True)
+class AllocBufferDecl:
+    spec: BufferSpec
+
+
+@dataclass(frozen=True)
+class AllocateDecl:
+    """``A = T.allocate(shape, dtype, scope)`` in lowered IR: storage live for the rest of the body."""
+
+    spec: BufferSpec
+
+
+@dataclass(frozen=True)
+class MatchBufferDecl:
+    """``A = T.match_buffer(a, shape)``: a handle parameter (or a block's region) viewed as a buffer."""
+
+    source: Any  # a handle Var or a BufferRegion
+    spec: BufferSpec
+
+
+@dataclass(frozen=True)
+class LoopSpec:
+    """One loop of a ``for``: its range, kind and annotations."""
+
+    min: PrimExpr
+    extent: PrimExpr
+    kind: str = ForKind.SERIAL
+    annotations: dict = field(default_factory=dict)
+    thread: str | None = None
+
+
+@dataclass(frozen=True)
+class BlockSpec:
+    name: str
+
+
+@dataclass(frozen=True)
+class InitSpec:
+    pass
+
+
+@dataclass(frozen=True)
+class AxisDecl:
+    """``vi = T.axis.spatial(128, i)``: iteration variable kind, domain and bound value."""
+
+    kind: str
+    dom: Any  # extent, (begin, end) or Range; resolved by the parser once the dtype is known
+    binding: PrimExpr
+
+
+@dataclass(frozen=True)
+class RemapDecl:
+    """``vi, vj = T.axis.remap("SS", [i, j])``."""
+
+    kinds: str
+    bindings: tuple
+
+
+@dataclass(frozen=True)
+class ReadsDecl:
+    regions: tuple
+
+
+@dataclass(frozen=True)
+class WritesDecl:
+    regions: tuple
+
+
+@dataclass(frozen=True)
+class WhereDecl:
+    predicate: PrimExpr
+
+
+@dataclass(frozen=True)
+class BlockAttrDecl:
+    attrs: dict
+
+
+@dataclass(frozen=True)
+class FuncAttrDecl:
+    attrs: dict
+
+
+@dataclass(frozen=True)
+class MetaVar:
+    """``x = T.meta_var(expr)`` binds the Python name ``x`` to ``expr`` (no LetStmt)."""
+
+    value: Any
+
+
+# -- buffers --------------------------------------------------------------------------------------
+
+
+def _shape(shape: Any) -> tuple:
+    if isinstance(shape, (list, tuple)):
+        return tuple(shape)
+    return (shape,)
+
+
+class _BufferProxy:
+    """``T.Buffer((128, 128), "float32")`` or ``T.Buffer[(128, 128), "float32"]``."""
+
+    def __call__(self, shape: Any, dtype: str = "float32", data: Any = None, strides: Any = None,
+                 elem_offset: Any = None, scope: str = "global", align: int = -1,
+                 offset_factor: int = 0, buffer_type: str = "", axis_separators: Any = None) -> BufferSpec:
+        if data is not None and not (isinstance(data, Var) and data.dtype == "handle"):
+            raise TypeError(f"T.Buffer(data=...) takes a handle such as A.data, got {data!r}")
+        return BufferSpec(_shape(shape), _dt.check(dtype), tuple(strides or ()), elem_offset, scope, data)
+
+    def __getitem__(self, key: Any) -> BufferSpec:
+        if isinstance(key, tuple) and len(key) == 2 and isinstance(key[1], str):
+            return self(key[0], key[1])
+        return self(key)
+
+    def __repr__(self) -> str:
+        return "T.Buffer"
+
+
+Buffer = _BufferProxy()
+
+
+def alloc_buffer(shape: Any, dtype: str = "float32", data: Any = None, strides: Any = None,
+                 elem_offset: Any = None, scope: str = "global", align: int = -1,
+                 offset_factor: int = 0, buffer_type: str = "default",
+                 axis_separators: Any = None) -> AllocBufferDecl:
+    """An intermediate buffer of the enclosing block (the function's root block at top level)."""
+    return AllocBufferDecl(Buffer(shape, dtype, strides=strides, elem_offset=elem_offset, scope=scope))
+
+
+def allocate(shape: Any, dtype: str = "float32", scope: str = "global") -> AllocateDecl:
+    """Lowered IR: storage for a buffer, live for the rest of the enclosing body.
+
+    minitvm's ``Allocate`` node carries its buffer, so unlike TVM's ``T.allocate`` (which
+    returns a pointer for ``T.decl_buffer``) this names the buffer directly.
+    """
+    return AllocateDecl(Buffer(shape, dtype, scope=scope))
+
+
+def match_buffer(param: Any, shape: Any, dtype: str = "float32", data: Any = None, strides: Any = None,
+                 elem_offset: Any = None, scope: str = "global", align: int = -1,
+                 offset_factor: int = 0, buffer_type: str = "default",
+                 axis_separators: Any = None) -> MatchBufferDecl:
+    """Give a ``T.handle`` parameter (or, in a block, a buffer region) a buffer view."""
+    if not (isinstance(param, BufferRegion) or (isinstance(param, Var) and param.dtype == "handle")):
+        raise TypeError("T.match_buffer needs a T.handle parameter or a buffer region like A[0:4, vi]")
+    return MatchBufferDecl(param, Buffer(shape, dtype, strides=strides, elem_offset=elem_offset,
+                                         scope=scope))
+
+
+# -- loops --------------------------------------------------------------------------------------
+
+
+def extent_between(begin: PrimExpr, end: PrimExpr) -> PrimExpr:
+    """``end - begin``, recognising ``end`` written as ``begin + extent``.
+
+    The printer writes a range as ``begin:begin + extent``; reading ``extent`` back
+    (instead of the unsimplified ``begin + extent - begin``) makes the round trip exact.
+    """
+    begin, end = convert(begin), convert(end)
+    if isinstance(end, Add) and structural_equal(end.a, begin):
+        return end.b
+    return _op.sub(end, begin)
+
+
+def _loop(kind: str, start: Any, stop: Any, annotations: dict | None, thread: str | None = None
+          ) -> LoopSpec:
+    if stop is None:
+        extent = convert(start)
+        begin = const(0, extent.dtype)
+    else:
+        begin, end = _op._promote(start, stop)
+        extent = extent_between(begin, end)
+    if not (_dt.is_int(extent.dtype) and _dt.is_int(begin.dtype)):
+        raise TypeError(f"loop bounds must be integers, got {extent.dtype}")
+    return LoopSpec(begin, extent, kind, dict(annotations or {}), thread)
+
+
+def serial(start: Any, stop: Any = None, *, annotations: dict | None = None) -> LoopSpec:
+    """``for i in T.serial(n)`` (same as ``range(n)``) or ``T.serial(begin, end)``."""
+    return _loop(ForKind.SERIAL, start, stop, annotations)
+
+
+def parallel(start: Any, stop: Any = None, *, annotations: dict | None = None) -> LoopSpec:
+    """A loop whose iterations run on several threads."""
+    return _loop(ForKind.PARALLEL, start, stop, annotations)
+
+
+def vectorized(start: Any, stop: Any = None, *, annotations: dict | None = None) -> LoopSpec:
+    """A loop turned into vector instructions."""
+    return _loop(ForKind.VECTORIZED, start, stop, annotations)
+
+
+def unroll(start: Any, stop: Any = None, *, annotations: dict | None = None) -> LoopSpec:
+    """A loop copied out ``extent`` times."""
+    return _loop(ForKind.UNROLLED, start, stop, annotations)
+
+
+def thread_binding(start: Any, stop: Any = None, thread: str | None = None, *,
+                   annotations: dict | None = None) -> LoopSpec:
+    """A loop bound to a GPU thread axis (kept for TVM compatibility; CPU code ignores it)."""
+    if thread is None and isinstance(stop, str):
+        start, stop, thread = start, None, stop
+    if thread is None:
+        raise TypeError('T.thread_binding needs thread="threadIdx.x" (or similar)')
+    return _loop(ForKind.THREAD_BINDING, start, stop, annotations, thread)
+
+
+def grid(*extents: Any) -> list[LoopSpec]:
+    """``for i, j in T.grid(n, m)``: nested serial loops starting at 0."""
+    if not extents:
+        raise TypeError("T.grid needs at least one extent")
+    return [serial(e) for e in extents]
+
+
+# -- blocks ---------------------------------------------------------------------------------------
+
+
+def block(name: str = "", no_realize: Any = False) -> BlockSpec:
+    """``with T.block("C"):`` opens a block: its own iteration space, reads and writes."""
+    if not isinstance(name, str):
+        raise TypeError(f"T.block needs a name string, got {name!r}")
+    return BlockSpec(name)
+
+
+#: newer TVM spelling of T.block
+sblock = block
+
+
+def init() -> InitSpec:
+    """``with T.init():`` the statement that initialises a reduction's output."""
+    return InitSpec()
+
+
+def _kind_of(letter: str) -> str:
+    kinds = {"S": "spatial", "R": "reduce", "O": "opaque"}
+    if letter not in kinds:
+        raise ValueError(f"unknown axis kind {letter!r} in T.axis.remap; use 'S' (spatial) or 'R' (reduce)")
+    return kinds[letter]
+
+
+class _Axis:
+    """``T.axis.spatial / reduce / opaque / remap``."""
+
+    @staticmethod
+    def spatial(dom: Any, binding: Any, dtype: str = "int32") -> AxisDecl:
+        """A data-parallel iteration variable over ``dom`` bound to ``binding``."""
+        return AxisDecl("spatial", dom, convert(binding))
+
+    @staticmethod
+    def reduce(dom: Any, binding: Any, dtype: str = "int32") -> AxisDecl:
+        """A reduction iteration variable (the output does not depend on it)."""
+        return AxisDecl("reduce", dom, convert(binding))
+
+    @staticmethod
+    def opaque(dom: Any, binding: Any, dtype: str = "int32") -> AxisDecl:
+        return AxisDecl("opaque", dom, convert(binding))
+
+    S, R = spatial, reduce
+
+    @staticmethod
+    def remap(kinds: str, bindings: Any, dtype: str = "int32") -> RemapDecl:
+        """``vi, vj, vk = T.axis.remap("SSR", [i, j, k])``: one iteration variable per loop."""
+        bindings = tuple(bindings) if isinstance(bindings, (list, tuple)) else (bindings,)
+        if len(kinds) != len(bindings):
+            raise ValueError(f"T.axis.remap kinds {kinds!r} do not match {len(bindings)} loop variables")
+        for k in kinds:
+            _kind_of(k)
+        return RemapDecl(kinds, bindings)
+
+
+axis = _Axis()
+
+
+def _regions(args: tuple, what: str) -> tuple:
+    if len(args) == 1 and isinstance(args[0], (list, tuple)):
+        args = tuple(args[0])
+    regions = []
+    for a in args:
+        if isinstance(a, BufferRegion):
+            regions.append(a)
+        elif isinstance(a, _TirBuffer):
+            regions.append(BufferRegion.full_region(a))
+        elif type(a).__name__ == "BufferLoad":
+            regions.append(BufferRegion(a.buffer, tuple(_RangeNode(i, const(1, i.dtype)) for i in a.indices)))
+        else:
+            raise TypeError(f"T.{what} takes buffer regions like A[vi, 0:128], got {a!r}")
+    return tuple(regions)
+
+
+def reads(*regions: Any) -> ReadsDecl:
+    """The buffer regions a block reads (inferred from its body when not given)."""
+    return ReadsDecl(_regions(regions, "reads"))
+
+
+def writes(*regions: Any) -> WritesDecl:
+    """The buffer regions a block writes (inferred from its body when not given)."""
+    return WritesDecl(_regions(regions, "writes"))
+
+
+def where(predicate: Any) -> WhereDecl:
+    """The block runs only where ``predicate`` holds (e.g. after a split that overhangs)."""
+    predicate = convert(predicate)
+    if predicate.dtype != "bool":
+        raise TypeError(f"T.where needs a boolean condition, got {predicate.dtype}")
+    return WhereDecl(predicate)
+
+
+def block_attr(attrs: dict) -> BlockAttrDecl:
+    return BlockAttrDecl(dict(attrs))
+
+
+def func_attr(attrs: dict) -> FuncAttrDecl:
+    """Attributes of the function (``"global_symbol"``, ``"tir.noalias"`` ...)."""
+    if not isinstance(attrs, dict):
+        raise TypeError("T.func_attr takes a dict")
+    return FuncAttrDecl(dict(attrs))
+
+
+def meta_var(value: Any) -> MetaVar:
+    """Bind a Python name to a value without a LetStmt (``x = T.meta_var(i * 4)``)."""
+    return MetaVar(value)
+
+
+# -- expressions --------------------------------------------------------------------------------
+
+
+def evaluate(value: Any) -> Evaluate:
+    """A statement evaluating ``value`` (a call with a side effect, or ``T.evaluate(0)``)."""
+    return Evaluate(convert(value))
+
+
+def Cast(dtype: str, value: Any) -> PrimExpr:  # noqa: N802 - TVMScript node constructor
+    """The ``Cast`` node itself (``T.cast`` folds constants; this never does)."""
+    return _CastNode(_dt.check(dtype), convert(value))
+
+
+def cast(value: Any, dtype: str) -> PrimExpr:
+    return _op.cast(value, _dt.check(dtype))
+
+
+def Select(condition: Any, true_value: Any, false_value: Any) -> PrimExpr:  # noqa: N802
+    """``condition ? true_value : false_value`` with both sides evaluated."""
+    true_value, false_value = _op._promote(true_value, false_value)
+    return _SelectNode(convert(condition), true_value, false_value)
+
+
+def And(a: Any, b: Any) -> PrimExpr:  # noqa: N802 - TVMScript node constructors
+    return _AndNode(convert(a), convert(b))
+
+
+def Or(a: Any, b: Any) -> PrimExpr:  # noqa: N802
+    return _OrNode(convert(a), convert(b))
+
+
+def Not(a: Any) -> PrimExpr:  # noqa: N802
+    return _NotNode(convert(a))
+
+
+def call_intrin(dtype: str, op_name: str, *args: Any) -> PrimExpr:
+    """A call of a named intrinsic, e.g. ``T.call_intrin("float32", "tir.exp", x)``."""
+    return _op.call_intrin(dtype, op_name, *args)
+
+
+def call_extern(dtype: str, func_name: str, *args: Any) -> PrimExpr:
+    """A call of an external C function, for its value or its side effect."""
+    args = (StringImm(func_name),) + tuple(convert(a) for a in args)
+    return Call(_dt.check(dtype), "tir.call_extern", args)
+
+
+def Range(begin: Any, end: Any) -> _RangeNode:  # noqa: N802
+    """``T.Range(begin, end)``: the half-open range [begin, end)."""
+    begin = convert(begin)
+    return _RangeNode(begin, extent_between(begin, end))
+
+
+if_then_else = _op.if_then_else
+max, min = _op.max, _op.min  # noqa: A001
+exp, exp2, log, log2 = _op.exp, _op.exp2, _op.log, _op.log2
+sqrt, rsqrt, tanh, sigmoid, erf = _op.sqrt, _op.rsqrt, _op.tanh, _op.sigmoid, _op.erf
+abs, pow, floor, ceil, round = _op.abs, _op.pow, _op.floor, _op.ceil, _op.round  # noqa: A001
+sin, cos = _op.sin, _op.cos
+floordiv, floormod, truncdiv, truncmod = _op.floordiv, _op.floormod, _op.truncdiv, _op.truncmod
+max_value, min_value = _op.max_value, _op.min_value
+
+
+# -- the decorator --------------------------------------------------------------------------------
+
+
+def prim_func(func: Callable | None = None, *, private: Any = False,
+              check_well_formed: Any = True) -> Any:
+    """Parse the decorated Python function as TensorIR and return a ``tir.PrimFunc``.
+
+    ``@T.prim_func(private=True)`` leaves out the ``global_symbol`` attribute (the
+    function is not exported).  Inside an ``@I.ir_module`` class, parsing waits for the
+    module decorator, which knows every function of the module.
+    """
+    caller = sys._getframe(1)
+
+    def decorate(f: Callable) -> Any:
+        result = _parse_decorated(f, private, caller)
+        if isinstance(result, Exception):
+            raise result.with_traceback(None) from None  # the learner needs the message, not our stack
+        return result
+
+    if func is None:
+        return decorate
+    result = _parse_decorated(func, private, caller)
+    if isinstance(result, Exception):
+        raise result.with_traceback(None) from None
+    return result
+
+
+def _parse_decorated(f: Callable, private: Any, caller: Any) -> Any:
+    """The PrimFunc (or, in a class body, a deferred function), or the TVMScriptError to raise."""
+    from .diagnostics import TVMScriptError
+    from .parser import DeferredFunction, parse_python_function
+
+    if _defined_in_class_body(f):
+        return DeferredFunction(f, "tir", {"private": private}, _caller_namespace(caller))
+    try:
+        return parse_python_function(f, private=private, extra_vars=_caller_namespace(caller))
+    except TVMScriptError as err:
+        return err
+
+
+def _defined_in_class_body(f: Callable) -> bool:
+    parts = getattr(f, "__qualname__", "").split(".")
+    return len(parts) > 1 and parts[-2] != "<locals>"
+
+
+def _caller_namespace(frame: Any) -> dict:
+    """Local names visible where the decorator ran (a class body also sees its enclosing function)."""
+    names: dict = {}
+    chain = []
+    while frame is not None and len(chain) < 2:
+        chain.append(frame)
+        if frame.f_code.co_flags & 0x02 == 0 and "__module__" in frame.f_locals:  # a class body
+            frame = frame.f_back
+            continue
+        break
+    for fr in reversed(chain):
+        if fr.f_globals is fr.f_locals:  # module level: already the function's globals
+            continue
+        names.update(fr.f_locals)
+    return names
