@@ -102,8 +102,9 @@ def _fold(py, a: PrimExpr, b: PrimExpr) -> PrimExpr | None:
 
 def _exact_truncdiv(x: int, y: int) -> int:
     """C's integer division (rounds toward zero), exact for any size of int."""
-    q = abs(x) // abs(y)
-    return q if (x >= 0) == (y >= 0) else -q
+    q = x // y
+    # floor division rounds a negative inexact quotient down; C rounds it up
+    return q + 1 if q < 0 and q * y != x else q
 
 
 def add(a: Any, b: Any) -> PrimExpr:

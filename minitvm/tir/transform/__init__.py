@@ -1,5 +1,13 @@
 """TIR passes: the lowering pipeline from scheduled TensorIR to code generators' input."""
 
+from .flatten_buffer import FlattenBuffer
 from .function_pass import PrimFuncPass, prim_func_pass
+from .lower_init_block import LowerInitBlock
+from .lower_opaque_block import ConvertBlocksToOpaque, LowerOpaqueBlock
+from .pipeline import lower, lower_pipeline
+from .simplify import Simplify
+from .verify_lowered import VerifyLowered, lowered_form_errors
 
-__all__ = ["PrimFuncPass", "prim_func_pass"]
+__all__ = ["PrimFuncPass", "prim_func_pass", "LowerInitBlock", "ConvertBlocksToOpaque",
+           "LowerOpaqueBlock", "FlattenBuffer", "Simplify", "VerifyLowered", "lowered_form_errors",
+           "lower_pipeline", "lower"]

@@ -1,0 +1,155 @@
+"""Linear form of integer expressions: ``c1 * t1 + c2 * t2 + ... + constant``.
+
+Schedules produce index expressions such as ``(i0 * 4 + i1) * 128 + j * 1 + 0``.  Writing
+them as a list of (term, coefficient) pairs plus a constant makes like terms easy to
+collect and constants easy to fold; :meth:`LinearSum.to_expr` turns the list back into
+an expression that reads like hand-written code (``i0 * 512 + i1 * 128 + j``).
+
+Terms keep the order in which they first appear, so the simplified expression keeps the
+order the programmer (or the schedule) wrote.
+"""
+
+from __future__ import annotations
+
+from ..ir.structural import structural_equal
+from ..tir.expr import Add, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Sub
+
+__all__ = ["LinearSum", "same_expr"]
+
+
+def same_expr(a: PrimExpr, b: PrimExpr) -> bool:
+    """Same expression, with the very same variables (no renaming allowed)."""
+    return a is b or structural_equal(a, b)
+
+
+class LinearSum:
+    """``sum(coeff * term) + constant`` over integers of one dtype."""
+
+    def __init__(self, dtype: str, terms: list[tuple[PrimExpr, int]] | None = None, constant: int = 0):
+        self.dtype = dtype
+        self.terms: list[tuple[PrimExpr, int]] = []
+        self.constant = constant
+        for term, coeff in terms or ():
+            self.add_term(term, coeff)
+
+    # -- building -----------------------------------------------------------------
+    @staticmethod
+    def from_expr(e: PrimExpr) -> "LinearSum":
+        """Expand additions, subtractions and multiplications by constants."""
+        out = LinearSum(e.dtype)
+        out._accumulate(e, 1)
+        return out
+
+    def _accumulate(self, e: PrimExpr, scale: int) -> None:
+        if isinstance(e, IntImm):
+            self.constant += scale * e.value
+        elif isinstance(e, Add):
+            self._accumulate(e.a, scale)
+            self._accumulate(e.b, scale)
+        elif isinstance(e, Sub):
+            self._accumulate(e.a, scale)
+            self._accumulate(e.b, -scale)
+        elif isinstance(e, Mul) and isinstance(e.b, IntImm):
+            self._accumulate(e.a, scale * e.b.value)
+        elif isinstance(e, Mul) and isinstance(e.a, IntImm):
+            self._accumulate(e.b, scale * e.a.value)
+        else:
+            self.add_term(e, scale)
+
+    def add_term(self, term: PrimExpr, coeff: int) -> None:
+        for k, (existing, c) in enumerate(self.terms):
+            if same_expr(existing, term):
+                if c + coeff == 0:
+                    del self.terms[k]
+                else:
+                    self.terms[k] = (existing, c + coeff)
+                return
+        if coeff != 0:
+            self.terms.append((term, coeff))
+
+    def split_by(self, divisor: int) -> tuple["LinearSum", "LinearSum"]:
+        """``self == divisor * scaled + residue``: terms whose coefficient ``divisor``
+        divides go to ``scaled`` (divided), the others stay in ``residue``; the constant
+        is split by floor division so ``residue.constant`` is in ``[0, divisor)``."""
+        scaled = LinearSum(self.dtype, constant=self.constant // divisor)
+        residue = LinearSum(self.dtype, constant=self.constant % divisor)
+        for term, coeff in self.terms:
+            if coeff % divisor == 0:
+                scaled.terms.append((term, coeff // divisor))
+            else:
+                residue.terms.append((term, coeff))
+        return scaled, residue
+
+    def fold_div_mod_pairs(self) -> None:
+        """Use floor division's defining identity, ``x // c * c + x % c == x``, scaled:
+        ``(x // c) * (c * k) + (x % c) * k`` becomes ``x * k`` (fused-then-flattened
+        indices turn back into the loop variable they came from)."""
+        while True:
+            pair = self._find_div_mod_pair()
+            if pair is None:
+                return
+            div_position, mod_position, x, k = pair
+            old_terms, self.terms = self.terms, []
+            for position, (term, coeff) in enumerate(old_terms):
+                if position == div_position:
+                    self._accumulate(x, k)  # x takes the place of the pair, in reading order
+                elif position != mod_position:
+                    self.add_term(term, coeff)
+
+    def _find_div_mod_pair(self) -> tuple[int, int, PrimExpr, int] | None:
+        for div_position, (div, div_coeff) in enumerate(self.terms):
+            if not (isinstance(div, FloorDiv) and isinstance(div.b, IntImm) and div.b.value > 0):
+                continue
+            c = div.b.value
+            if div_coeff % c:
+                continue
+            k = div_coeff // c
+            for mod_position, (mod, mod_coeff) in enumerate(self.terms):
+                if (isinstance(mod, FloorMod) and mod_coeff == k and same_expr(mod.a, div.a)
+                        and same_expr(mod.b, div.b)):
+                    return div_position, mod_position, div.a, k
+        return None
+
+    @property
+    def is_constant(self) -> bool:
+        return not self.terms
+
+    # -- back to an expression ---------------------------------------------------------
+    def to_expr(self) -> PrimExpr:
+        """Rebuild as readable TIR: positive terms first, ``- t`` for negative ones,
+        the constant last (``i * 4 + j - 1``)."""
+        dtype = self.dtype
+        if not self.terms:
+            return IntImm(dtype, self.constant)
+
+        def scaled(term: PrimExpr, coeff: int) -> PrimExpr:
+            return term if coeff == 1 else Mul(term, IntImm(dtype, coeff))
+
+        positive = [(t, c) for t, c in self.terms if c > 0]
+        negative = [(t, -c) for t, c in self.terms if c < 0]
+        if positive:
+            first, rest = positive[0], positive[1:]
+            result = scaled(*first)
+        elif self.constant > 0:
+            # only subtractions: start from the constant (``16 - i``)
+            result, rest = IntImm(dtype, self.constant), []
+            for term, coeff in negative:
+                result = Sub(result, scaled(term, coeff))
+            return result
+        else:
+            term, coeff = negative[0]
+            result = Mul(term, IntImm(dtype, -coeff))
+            negative, rest = negative[1:], []
+        for term, coeff in rest:
+            result = Add(result, scaled(term, coeff))
+        for term, coeff in negative:
+            result = Sub(result, scaled(term, coeff))
+        if self.constant > 0:
+            result = Add(result, IntImm(dtype, self.constant))
+        elif self.constant < 0:
+            result = Sub(result, IntImm(dtype, -self.constant))
+        return result
+
+    def __repr__(self) -> str:
+        terms = " + ".join(f"{c}*{t!r}" for t, c in self.terms)
+        return f"LinearSum({terms} + {self.constant})"

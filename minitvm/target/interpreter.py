@@ -1,0 +1,785 @@
+"""The reference interpreter: run a PrimFunc on numpy arrays, exactly.
+
+It is the oracle compiled code is checked against, so every operation keeps the meaning
+it has in TIR (and in C): integers wrap around in their dtype, ``Div``/``Mod`` truncate
+while ``floordiv``/``floormod`` round down, ``float32`` math stays in ``float32``, and an
+out-of-bounds access raises ``IndexError`` naming the buffer (negative indices never wrap).
+
+A tree-walking interpreter would be far too slow for real loop nests, so the PrimFunc is
+translated once into Python source (one Python function, loops as ``for ... in range``,
+buffers as flat numpy arrays) and ``exec``-ed; :func:`python_source` shows that code.
+
+Two representations of integers keep the generated code both fast and exact:
+
+* an integer expression whose bounds (from the loop ranges, by :mod:`minitvm.arith`)
+  fit its dtype is computed with plain Python ints — it cannot overflow, so wrapping
+  would change nothing;
+* any other integer (a value loaded from a buffer, or something that could overflow) is
+  a numpy scalar of its dtype (``np.int32``), whose arithmetic wraps like the machine's.
+
+Floats are always numpy scalars of their dtype.  Both block-level TIR (blocks, ``init``,
+predicates, ``alloc_buffer``, ``match_buffer``) and lowered TIR (flat 1-D buffers sharing
+their ``data`` variable with the parameters) run.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import keyword
+import math
+import re
+import weakref
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..arith import Analyzer
+from ..arith.int_bound import dtype_range
+from ..ir import dtype as _dt
+from ..tir.buffer import Buffer
+from ..tir.expr import (
+    Add,
+    And,
+    BufferLoad,
+    Call,
+    Cast,
+    Div,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Let,
+    Max,
+    Min,
+    Mod,
+    Mul,
+    Not,
+    Or,
+    PrimExpr,
+    Range,
+    Select,
+    StringImm,
+    Sub,
+    Var,
+)
+from ..tir.function import PrimFunc
+from ..tir.stmt import (
+    Allocate,
+    AssertStmt,
+    Block,
+    BlockRealize,
+    BufferStore,
+    Evaluate,
+    For,
+    ForKind,
+    IfThenElse,
+    LetStmt,
+    SeqStmt,
+    Stmt,
+)
+from ..tir.transform.lower_init_block import init_condition
+from ..tir.transform.lower_opaque_block import MatchedView
+
+__all__ = ["run_prim_func", "python_source", "compile_prim_func"]
+
+TraceFn = Callable[[str, str, Any], None]
+
+# -- runtime helpers the generated code calls ------------------------------------------------
+
+
+def _checked(index: Any, extent: Any, buffer: str, dim: int | None) -> Any:
+    if 0 <= index < extent:
+        return index
+    where = "" if dim is None else f" in dimension {dim}"
+    raise IndexError(f"buffer {buffer}: index {int(index)} is out of bounds for extent "
+                     f"{int(extent)}{where}")
+
+
+def _nonzero(divisor: Any) -> Any:
+    if divisor == 0:
+        raise ZeroDivisionError("integer division by zero in TIR")
+    return divisor
+
+
+def _truncdiv(a: Any, b: Any) -> Any:
+    """C division: the quotient rounds toward zero."""
+    q = a // _nonzero(b)
+    if q < 0 and q * b != a:
+        q += 1
+    return q
+
+
+def _truncmod(a: Any, b: Any) -> Any:
+    """C remainder: takes the sign of the dividend."""
+    return a - _truncdiv(a, b) * b
+
+
+def _floordiv(a: Any, b: Any) -> Any:
+    return a // _nonzero(b)
+
+
+def _floormod(a: Any, b: Any) -> Any:
+    return a % _nonzero(b)
+
+
+def _float_floordiv(a: Any, b: Any) -> Any:
+    return np.floor(a / b)
+
+
+def _float_floormod(a: Any, b: Any) -> Any:
+    return a - np.floor(a / b) * b
+
+
+def _min(a: Any, b: Any) -> Any:
+    """``a < b ? a : b`` — what compiled code computes, NaN included."""
+    return a if a < b else b
+
+
+def _max(a: Any, b: Any) -> Any:
+    return a if a > b else b
+
+
+def _rsqrt(x: Any) -> Any:
+    return x.dtype.type(1) / np.sqrt(x)
+
+
+def _sigmoid(x: Any) -> Any:
+    one = x.dtype.type(1)
+    return one / (one + np.exp(-x))
+
+
+def _erf(x: Any) -> Any:
+    return x.dtype.type(math.erf(float(x)))
+
+
+def _uninitialized(size: int, dtype: type) -> np.ndarray:
+    """Fresh storage, filled so that reading it before writing shows: NaN for floats, a
+    0xA5A5... pattern for integers.  (Zeros would hide a missing init, as the reduction's
+    identity is often zero; native code would read garbage there.)"""
+    array = np.empty(size, dtype=dtype)
+    if np.issubdtype(dtype, np.floating):
+        array.fill(np.nan)
+    else:
+        array.view(np.uint8).fill(0xA5)
+    return array
+
+
+def _read(trace: TraceFn, name: str, array: np.ndarray, flat: int, index: Any) -> Any:
+    trace("read", name, index)
+    return array[flat]
+
+
+_INTRINSICS = {
+    "tir.exp": "np.exp", "tir.exp2": "np.exp2", "tir.log": "np.log", "tir.log2": "np.log2",
+    "tir.sqrt": "np.sqrt", "tir.rsqrt": "_rsqrt", "tir.tanh": "np.tanh",
+    "tir.sigmoid": "_sigmoid", "tir.erf": "_erf", "tir.fabs": "np.abs", "tir.pow": "np.power",
+    "tir.floor": "np.floor", "tir.ceil": "np.ceil", "tir.trunc": "np.trunc",
+    # round half to even, as C's nearbyint in the default rounding mode
+    "tir.round": "np.rint", "tir.nearbyint": "np.rint", "tir.sin": "np.sin", "tir.cos": "np.cos",
+}
+
+
+def _np_type_name(dtype: str) -> str:
+    return "bool_" if dtype == "bool" else dtype
+
+
+_NAMESPACE: dict[str, Any] = {
+    "np": np, "_checked": _checked, "_truncdiv": _truncdiv, "_truncmod": _truncmod,
+    "_floordiv": _floordiv, "_floormod": _floormod, "_float_floordiv": _float_floordiv,
+    "_float_floormod": _float_floormod, "_min": _min, "_max": _max, "_rsqrt": _rsqrt,
+    "_sigmoid": _sigmoid, "_erf": _erf, "_read": _read, "_uninitialized": _uninitialized,
+    **{_np_type_name(d): np.dtype(d).type for d in _dt.SUPPORTED},
+}
+_RESERVED = set(_NAMESPACE) | set(dir(builtins)) | set(keyword.kwlist) | {"_trace", "_value"}
+
+# -- code generation -------------------------------------------------------------------------
+
+# Python operator precedences, loosest first: an operand looser than its operator gets parens
+_COND, _OR, _AND, _NOT, _CMP, _ADD, _MUL, _UNARY, _ATOM = 1, 2, 3, 4, 5, 7, 8, 9, 11
+
+
+@dataclass
+class Code:
+    """A generated Python expression: its text, precedence and value representation.
+
+    ``kind`` is "py" (a Python int or bool, exact), "lit" (a Python literal of the
+    expression's dtype) or "np" (a numpy scalar of the expression's dtype).
+    """
+
+    text: str
+    prec: int
+    kind: str
+
+
+class _PythonCodegen:
+    """Writes one Python function for a PrimFunc, statement by statement."""
+
+    def __init__(self, func: PrimFunc, trace: bool):
+        self.func = func
+        self.trace = trace
+        self.lines: list[str] = []
+        self.depth = 1
+        self.analyzer = Analyzer()
+        self.names: dict[int, str] = {}
+        self.kinds: dict[int, str] = {}
+        self.used_names: set[str] = set(_RESERVED)
+        self.arrays: dict[int, str] = {}
+        self.views: dict[int, MatchedView] = {}
+        self.keep: list[Any] = []  # objects whose ids key the tables above
+
+    # -- names ------------------------------------------------------------------------------
+    def fresh(self, hint: str) -> str:
+        base = re.sub(r"\W", "_", hint).lstrip("_") or "v"
+        if base[0].isdigit():
+            base = "v" + base
+        name, k = base, 1
+        while name in self.used_names:
+            name, k = f"{base}_{k}", k + 1
+        self.used_names.add(name)
+        return name
+
+    def define(self, var: Var, kind: str) -> str:
+        name = self.fresh(var.name)
+        self.names[id(var)] = name
+        self.kinds[id(var)] = kind
+        self.keep.append(var)
+        return name
+
+    def array_of(self, buffer: Buffer) -> str:
+        name = self.arrays.get(id(buffer.data))
+        if name is None:
+            raise ValueError(f"buffer {buffer.name} is accessed but its memory ({buffer.data.name}) "
+                             "is neither a parameter nor allocated in an enclosing scope")
+        return name
+
+    def emit(self, line: str) -> None:
+        self.lines.append("    " * self.depth + line)
+
+    # -- bounds -----------------------------------------------------------------------------
+    def bound(self, e: PrimExpr) -> tuple[int, int]:
+        return self.analyzer.interval(e)
+
+    def fits(self, e: PrimExpr) -> bool:
+        """True if every value ``e`` can take fits its dtype (so Python ints are exact)."""
+        lo, hi = self.bound(e)
+        dlo, dhi = dtype_range(e.dtype)
+        return dlo <= lo and hi <= dhi
+
+    # -- expressions ------------------------------------------------------------------------
+    @staticmethod
+    def wrap(code: Code, prec: int, strict: bool = False) -> str:
+        looser = code.prec < prec or (strict and code.prec == prec)
+        return f"({code.text})" if looser else code.text
+
+    def as_np(self, code: Code, dtype: str) -> Code:
+        if code.kind == "np":
+            return code
+        return Code(f"{_np_type_name(dtype)}({code.text})", _ATOM, "np")
+
+    def as_int(self, code: Code) -> str:
+        """A Python int for index arithmetic (exact, never wraps)."""
+        return code.text if code.kind in ("py", "lit") else f"int({code.text})"
+
+    def expr(self, e: PrimExpr) -> Code:
+        method = getattr(self, f"expr_{type(e).__name__}", None)
+        if method is None:
+            raise NotImplementedError(f"the interpreter cannot evaluate {type(e).__name__} ({e!r})")
+        return method(e)
+
+    def expr_IntImm(self, e: IntImm) -> Code:
+        if e.dtype == "bool":
+            return Code(str(bool(e.value)), _ATOM, "py")
+        return Code(str(e.value), _ATOM if e.value >= 0 else _UNARY, "lit")
+
+    def expr_FloatImm(self, e: FloatImm) -> Code:
+        if math.isfinite(e.value):
+            return Code(repr(float(e.value)), _ATOM if e.value >= 0 else _UNARY, "lit")
+        return Code(f'{_np_type_name(e.dtype)}("{e.value}")', _ATOM, "np")
+
+    def expr_StringImm(self, e: StringImm) -> Code:
+        raise NotImplementedError(f"the interpreter has no use for the string {e.value!r}")
+
+    def expr_Var(self, e: Var) -> Code:
+        name = self.names.get(id(e))
+        if name is None:
+            raise ValueError(f"variable {e.name} is used but not defined")
+        return Code(name, _ATOM, self.kinds[id(e)])
+
+    expr_SizeVar = expr_Var
+
+    def _binary(self, e: PrimExpr, symbol: str, prec: int) -> Code:
+        a, b = self.expr(e.a), self.expr(e.b)
+        if _dt.is_int(e.dtype) and a.kind != "np" and b.kind != "np" and self.fits(e):
+            kind = "py"
+        else:
+            kind = "np"
+            if a.kind != "np" and b.kind != "np":
+                a = self.as_np(a, e.dtype)
+        return Code(f"{self.wrap(a, prec)} {symbol} {self.wrap(b, prec, strict=True)}", prec, kind)
+
+    def expr_Add(self, e: Add) -> Code:
+        return self._binary(e, "+", _ADD)
+
+    def expr_Sub(self, e: Sub) -> Code:
+        return self._binary(e, "-", _ADD)
+
+    def expr_Mul(self, e: Mul) -> Code:
+        return self._binary(e, "*", _MUL)
+
+    def _call(self, fn: str, e: PrimExpr, *args: Code, kind: str) -> Code:
+        return Code(f"{fn}({', '.join(a.text for a in args)})", _ATOM, kind)
+
+    def _int_division(self, e: PrimExpr, symbol: str, helper: str, exact_if_nonneg: bool) -> Code:
+        a, b = self.expr(e.a), self.expr(e.b)
+        divisor = e.b.value if isinstance(e.b, IntImm) else None
+        kind = "py" if a.kind != "np" and b.kind != "np" and self.fits(e) else "np"
+        if kind == "np" and a.kind != "np" and b.kind != "np":
+            a = self.as_np(a, e.dtype)
+        # the Python operator is right when the divisor is a nonzero constant and, for the
+        # truncating kinds, the dividend cannot be negative (then both roundings agree)
+        operator_ok = divisor is not None and divisor != 0
+        if exact_if_nonneg:
+            operator_ok = operator_ok and divisor > 0 and self.bound(e.a)[0] >= 0
+        if operator_ok:
+            return Code(f"{self.wrap(a, _MUL)} {symbol} {self.wrap(b, _MUL, strict=True)}", _MUL, kind)
+        return self._call(helper, e, a, b, kind=kind)
+
+    def expr_FloorDiv(self, e: FloorDiv) -> Code:
+        if _dt.is_float(e.dtype):
+            return self._float_call("_float_floordiv", e, e.a, e.b)
+        return self._int_division(e, "//", "_floordiv", exact_if_nonneg=False)
+
+    def expr_FloorMod(self, e: FloorMod) -> Code:
+        if _dt.is_float(e.dtype):
+            return self._float_call("_float_floormod", e, e.a, e.b)
+        return self._int_division(e, "%", "_floormod", exact_if_nonneg=False)
+
+    def expr_Div(self, e: Div) -> Code:
+        if _dt.is_float(e.dtype):
+            a, b = self.expr(e.a), self.expr(e.b)
+            if a.kind != "np" and b.kind != "np":
+                a = self.as_np(a, e.dtype)
+            return Code(f"{self.wrap(a, _MUL)} / {self.wrap(b, _MUL, strict=True)}", _MUL, "np")
+        return self._int_division(e, "//", "_truncdiv", exact_if_nonneg=True)
+
+    def expr_Mod(self, e: Mod) -> Code:
+        if _dt.is_float(e.dtype):
+            return self._float_call("np.fmod", e, e.a, e.b)
+        return self._int_division(e, "%", "_truncmod", exact_if_nonneg=True)
+
+    def _float_call(self, fn: str, e: PrimExpr, *args: PrimExpr) -> Code:
+        codes = [self.as_np(self.expr(a), a.dtype) for a in args]
+        return self._call(fn, e, *codes, kind="np")
+
+    def _min_max(self, e: PrimExpr, builtin: str, helper: str) -> Code:
+        a, b = self.expr(e.a), self.expr(e.b)
+        if _dt.is_float(e.dtype):
+            # both sides numpy scalars, so the result has the dtype whichever side wins
+            return self._call(helper, e, self.as_np(a, e.dtype), self.as_np(b, e.dtype), kind="np")
+        if a.kind != "np" and b.kind != "np":
+            return self._call(builtin, e, a, b, kind="py")
+        return self._call(builtin, e, self.as_np(a, e.dtype), self.as_np(b, e.dtype), kind="np")
+
+    def expr_Min(self, e: Min) -> Code:
+        return self._min_max(e, "min", "_min")
+
+    def expr_Max(self, e: Max) -> Code:
+        return self._min_max(e, "max", "_max")
+
+    def _compare(self, e: PrimExpr, symbol: str) -> Code:
+        a, b = self.expr(e.a), self.expr(e.b)
+        return Code(f"{self.wrap(a, _CMP, strict=True)} {symbol} {self.wrap(b, _CMP, strict=True)}",
+                    _CMP, "py")
+
+    def expr_LT(self, e): return self._compare(e, "<")
+    def expr_LE(self, e): return self._compare(e, "<=")
+    def expr_GT(self, e): return self._compare(e, ">")
+    def expr_GE(self, e): return self._compare(e, ">=")
+    def expr_EQ(self, e): return self._compare(e, "==")
+    def expr_NE(self, e): return self._compare(e, "!=")
+
+    def expr_And(self, e: And) -> Code:
+        a, b = self.expr(e.a), self.expr(e.b)
+        return Code(f"{self.wrap(a, _AND)} and {self.wrap(b, _AND, strict=True)}", _AND, "py")
+
+    def expr_Or(self, e: Or) -> Code:
+        a, b = self.expr(e.a), self.expr(e.b)
+        return Code(f"{self.wrap(a, _OR)} or {self.wrap(b, _OR, strict=True)}", _OR, "py")
+
+    def expr_Not(self, e: Not) -> Code:
+        return Code(f"not {self.wrap(self.expr(e.a), _NOT)}", _NOT, "py")
+
+    def _choice(self, dtype: str, condition: PrimExpr, then_value: PrimExpr, else_value: PrimExpr,
+                whole: PrimExpr) -> Code:
+        cond, t, f = self.expr(condition), self.expr(then_value), self.expr(else_value)
+        exact_ints = _dt.is_int(dtype) and t.kind != "np" and f.kind != "np" and self.fits(whole)
+        if dtype == "bool" or exact_ints:
+            kind = "py"
+        else:
+            kind = "np"
+            t, f = self.as_np(t, dtype), self.as_np(f, dtype)
+        then_text, cond_text = self.wrap(t, _COND, strict=True), self.wrap(cond, _COND, strict=True)
+        return Code(f"{then_text} if {cond_text} else {self.wrap(f, _COND)}", _COND, kind)
+
+    def expr_Select(self, e: Select) -> Code:
+        return self._choice(e.dtype, e.condition, e.true_value, e.false_value, e)
+
+    def expr_Call(self, e: Call) -> Code:
+        if e.op == "tir.if_then_else":
+            return self._choice(e.dtype, *e.args, e)
+        fn = _INTRINSICS.get(e.op)
+        if fn is None:
+            raise NotImplementedError(f"the interpreter does not know the intrinsic {e.op}")
+        return self._float_call(fn, e, *e.args)
+
+    def expr_Cast(self, e: Cast) -> Code:
+        value, target, source = self.expr(e.value), e.dtype, e.value.dtype
+        if _dt.is_float(target):
+            return Code(f"{_np_type_name(target)}({value.text})", _ATOM, "np")
+        if target == "bool":
+            return Code(f"{self.wrap(value, _CMP, strict=True)} != 0", _CMP, "py")
+        if (_dt.is_int(source) or source == "bool") and value.kind != "np" and self.fits(e):
+            return Code(value.text, value.prec, "py") if source != "bool" else \
+                Code(f"int({value.text})", _ATOM, "py")
+        if value.kind != "np" or source == "bool":
+            value = Code(f"{_np_type_name(source)}({value.text})", _ATOM, "np")
+        # numpy's astype wraps integers and truncates floats, as a C cast does
+        return Code(f"{value.text}.astype({_np_type_name(target)})", _ATOM, "np")
+
+    def expr_Let(self, e: Let) -> Code:
+        value = self.expr(e.value)
+        name = self.define(e.var, value.kind if value.kind != "lit" else "py")
+        interval = self.bound(e.value) if _dt.is_int(e.value.dtype) else None
+        with self.analyzer.interval_scope(e.var, interval):
+            body = self.expr(e.body)
+        return Code(f"(({name} := {value.text}), {body.text})[1]", _ATOM, body.kind)
+
+    def expr_BufferLoad(self, e: BufferLoad) -> Code:
+        array, name, flat, nd = self.access(e.buffer, e.indices)
+        if self.trace:
+            return Code(f'_read(_trace, "{name}", {array}, {flat}, {nd})', _ATOM, "np")
+        return Code(f"{array}[{flat}]", _ATOM, "np")
+
+    # -- buffer accesses ----------------------------------------------------------------------
+    def access(self, buffer: Buffer, indices: Sequence[PrimExpr]) -> tuple[str, str, str, str]:
+        """(array name, buffer name, checked flat index, index as the trace reports it)."""
+        view = self.views.get(id(buffer))
+        if view is not None:
+            buffer, indices = view.source, view.source_indices(tuple(indices))
+        array = self.array_of(buffer)
+        checked = [self.checked_index(index, extent, buffer.name, dim if len(indices) > 1 else None)
+                   for dim, (index, extent) in enumerate(zip(indices, buffer.shape))]
+        if not checked:
+            flat = Code("0", _ATOM, "lit")
+        elif buffer.strides:
+            terms = [f"{self.wrap(c, _MUL)} * {self.wrap(self.expr(st), _MUL, strict=True)}"
+                     for c, st in zip(checked, buffer.strides)]
+            flat = Code(" + ".join(terms), _ADD, "py")
+        else:
+            # row-major: ((i0 * n1 + i1) * n2 + i2) ...
+            flat = checked[0]
+            for c, extent in zip(checked[1:], buffer.shape[1:]):
+                extent_text = self.wrap(Code(self.as_int(self.expr(extent)), _ATOM, "py"), _MUL)
+                flat = Code(f"{self.wrap(flat, _MUL)} * {extent_text} + {self.wrap(c, _ADD)}",
+                            _ADD, "py")
+        offset = buffer.elem_offset
+        if not (isinstance(offset, IntImm) and offset.value == 0):
+            flat = Code(f"{flat.text} + {self.as_int(self.expr(offset))}", _ADD, "py")
+        nd = checked[0].text if len(checked) == 1 else f"({', '.join(c.text for c in checked)})"
+        return array, buffer.name, flat.text, nd
+
+    def checked_index(self, index: PrimExpr, extent: PrimExpr, name: str, dim: int | None) -> Code:
+        """``index`` as a Python int, wrapped in a bounds check unless bounds prove it safe."""
+        code = self.expr(index)
+        lo, hi = self.bound(index)
+        if code.kind != "np" and isinstance(extent, IntImm) and 0 <= lo and hi < extent.value:
+            return code
+        text = self.as_int(code)
+        return Code(f'_checked({text}, {self.as_int(self.expr(extent))}, "{name}", {dim})', _ATOM, "py")
+
+    # -- statements ---------------------------------------------------------------------------
+    def stmt(self, s: Stmt) -> None:
+        method = getattr(self, f"stmt_{type(s).__name__}", None)
+        if method is None:
+            raise NotImplementedError(f"the interpreter cannot run {type(s).__name__}")
+        method(s)
+
+    def body(self, s: Stmt) -> None:
+        """An indented block; Python needs at least one statement in it."""
+        self.depth += 1
+        before = len(self.lines)
+        self.stmt(s)
+        if len(self.lines) == before:
+            self.emit("pass")
+        self.depth -= 1
+
+    def stmt_SeqStmt(self, s: SeqStmt) -> None:
+        for x in s.seq:
+            self.stmt(x)
+
+    def stmt_For(self, s: For) -> None:
+        start, extent = self.expr(s.min), self.expr(s.extent)
+        if isinstance(s.min, IntImm) and s.min.value == 0:
+            bounds = extent.text
+        elif isinstance(s.min, IntImm) and isinstance(s.extent, IntImm):
+            bounds = f"{s.min.value}, {s.min.value + s.extent.value}"
+        else:
+            bounds = f"{start.text}, {self.wrap(start, _ADD)} + {self.wrap(extent, _ADD, strict=True)}"
+        name = self.define(s.loop_var, "py")
+        note = "" if s.kind == ForKind.SERIAL else f"  # {s.kind} (run serially here)"
+        self.emit(f"for {name} in range({bounds}):{note}")
+        with self.analyzer.bound_scope(s.loop_var, Range(s.min, s.extent)):
+            self.body(s.body)
+
+    def stmt_IfThenElse(self, s: IfThenElse) -> None:
+        self.emit(f"if {self.expr(s.condition).text}:")
+        with self.analyzer.constraint_scope(s.condition):
+            self.body(s.then_case)
+        if s.else_case is not None:
+            self.emit("else:")
+            self.body(s.else_case)
+
+    def stmt_LetStmt(self, s: LetStmt) -> None:
+        value = self.expr(s.value)
+        if value.kind == "lit":
+            value = self.as_np(value, s.value.dtype) if _dt.is_float(s.value.dtype) else value
+        name = self.define(s.var, "np" if value.kind == "np" else "py")
+        self.emit(f"{name} = {value.text}")
+        interval = self.bound(s.value) if _dt.is_int(s.value.dtype) else None
+        with self.analyzer.interval_scope(s.var, interval):
+            self.stmt(s.body)
+
+    def stmt_AssertStmt(self, s: AssertStmt) -> None:
+        self.emit(f"if not ({self.expr(s.condition).text}):")
+        self.depth += 1
+        self.emit(f"raise AssertionError({s.message!r})")
+        self.depth -= 1
+        self.stmt(s.body)
+
+    def stmt_Evaluate(self, s: Evaluate) -> None:
+        if not isinstance(s.value, (IntImm, FloatImm)):
+            self.emit(self.expr(s.value).text)
+
+    def stmt_BufferStore(self, s: BufferStore) -> None:
+        value = self.expr(s.value)
+        array, name, flat, nd = self.access(s.buffer, s.indices)
+        if self.trace:
+            self.emit(f"_value = {value.text}")
+            self.emit(f'_trace("write", "{name}", {nd})')
+            self.emit(f"{array}[{flat}] = _value")
+        else:
+            self.emit(f"{array}[{flat}] = {value.text}")
+
+    def allocate(self, buffer: Buffer) -> None:
+        size = "1"
+        for extent in buffer.shape:
+            code = self.as_int(self.expr(extent))
+            size = code if size == "1" else f"{size} * {code}"
+        name = self.fresh(buffer.name)
+        self.arrays[id(buffer.data)] = name
+        self.keep.append(buffer)
+        self.emit(f"{name} = _uninitialized({size}, {_np_type_name(buffer.dtype)})")
+
+    def stmt_Allocate(self, s: Allocate) -> None:
+        self.allocate(s.buffer)
+        self.stmt(s.body)
+
+    def stmt_BlockRealize(self, s: BlockRealize) -> None:
+        self.block(s.block, s.iter_values, s.predicate)
+
+    def stmt_Block(self, s: Block) -> None:
+        self.block(s, (), IntImm("bool", 1))
+
+    def block(self, block: Block, values: Sequence[PrimExpr], predicate: PrimExpr) -> None:
+        if block.name_hint != "root":
+            self.emit(f"# block {block.name_hint}")
+        with contextlib.ExitStack() as scopes:
+            for iv, value in zip(block.iter_vars, values):
+                code = self.expr(value)
+                name = self.define(iv.var, "np" if code.kind == "np" else "py")
+                self.emit(f"{name} = {code.text}")
+                interval = self.bound(value) if _dt.is_int(value.dtype) else None
+                scopes.enter_context(self.analyzer.interval_scope(iv.var, interval))
+            guarded = not (isinstance(predicate, IntImm) and predicate.value)
+            if guarded:
+                self.emit(f"if {self.expr(predicate).text}:")
+                self.depth += 1
+            for buffer in block.alloc_buffers:
+                self.allocate(buffer)
+            for match in block.match_buffers:
+                self.views[id(match.buffer)] = self.resolve_view(MatchedView(match.buffer, match.source))
+                self.keep.append(match.buffer)
+            if block.init is not None:
+                condition = init_condition(block)
+                if condition is None:
+                    self.stmt(block.init)
+                else:
+                    self.emit(f"if {self.expr(condition).text}:  # first reduction step: init")
+                    self.body(block.init)
+            self.stmt(block.body)
+            if guarded:
+                if self.lines[-1].strip().endswith(":"):
+                    self.emit("pass")
+                self.depth -= 1
+
+    def resolve_view(self, view: MatchedView) -> MatchedView:
+        outer = self.views.get(id(view.source))
+        if outer is not None:
+            view.corner = outer.source_indices(view.corner)
+            view.source = outer.source
+            view.dropped += outer.dropped
+        return view
+
+    # -- the function ---------------------------------------------------------------------------
+    def function(self) -> tuple[str, str, list[Var]]:
+        """Source text, function name, and the symbolic shape variables it takes last."""
+        func = self.func
+        name = self.fresh(func.attrs.get("global_symbol") or "main")
+        params: list[str] = []
+        header: list[str] = []
+        for param in func.params:
+            buffer = func.buffer_map.get(param)
+            if buffer is None:
+                if param.dtype == "handle":
+                    raise ValueError(f"parameter {param.name} is a handle without a buffer")
+                params.append(self.define(param, "np" if _dt.is_float(param.dtype) else "py"))
+                continue
+            array = self.fresh(buffer.name)
+            self.arrays[id(buffer.data)] = array
+            self.keep.append(buffer)
+            params.append(array)
+            shape = ", ".join(str(s.value) if isinstance(s, IntImm) else getattr(s, "name", "?")
+                              for s in buffer.shape)
+            header.append(f"# {array}: {buffer.dtype}[{shape}], flat")
+        shape_vars = symbolic_shape_vars(func)
+        for var in shape_vars:
+            params.append(self.define(var, "py"))
+        if self.trace:
+            params.append("_trace")
+        for line in header:
+            self.emit(line)
+        self.stmt(func.body)
+        if not self.lines or all(line.strip().startswith("#") for line in self.lines):
+            self.emit("pass")
+        source = f"def {name}({', '.join(params)}):\n" + "\n".join(self.lines) + "\n"
+        return source, name, shape_vars
+
+
+def symbolic_shape_vars(func: PrimFunc) -> list[Var]:
+    """Shape variables of parameter buffers that are not parameters themselves, in order."""
+    params = {id(p) for p in func.params}
+    found: dict[int, Var] = {}
+    for param in func.params:
+        buffer = func.buffer_map.get(param)
+        if buffer is None:
+            continue
+        for extent in buffer.shape:
+            if isinstance(extent, Var) and id(extent) not in params:
+                found.setdefault(id(extent), extent)
+    return list(found.values())
+
+
+# -- compiling and running ------------------------------------------------------------------------
+
+
+@dataclass
+class CompiledFunc:
+    """A PrimFunc translated to Python: the callable, its source and how to call it."""
+
+    fn: Callable[..., None]
+    source: str
+    shape_vars: list[Var]
+
+
+_CACHE: "weakref.WeakKeyDictionary[PrimFunc, dict[bool, CompiledFunc]]" = weakref.WeakKeyDictionary()
+
+
+def compile_prim_func(func: PrimFunc, trace: bool = False) -> CompiledFunc:
+    """Translate ``func`` to Python once (cached per function and trace mode)."""
+    if not isinstance(func, PrimFunc):
+        raise TypeError(f"expected a PrimFunc, got {type(func).__name__}")
+    per_func = _CACHE.setdefault(func, {})
+    compiled = per_func.get(trace)
+    if compiled is None:
+        source, name, shape_vars = _PythonCodegen(func, trace).function()
+        namespace = dict(_NAMESPACE)
+        exec(compile(source, f"<minitvm interpreter: {name}>", "exec"), namespace)
+        compiled = per_func[trace] = CompiledFunc(namespace[name], source, shape_vars)
+    return compiled
+
+
+def python_source(func: PrimFunc, trace: bool = False) -> str:
+    """The Python code the interpreter runs for ``func`` (for reading, not for editing)."""
+    return compile_prim_func(func, trace).source
+
+
+def _scalar_argument(param: Var, value: Any) -> Any:
+    dtype = param.dtype
+    if _dt.is_float(dtype):
+        return np.dtype(dtype).type(value)
+    if dtype == "bool":
+        return bool(value)
+    return int(np.array(value).astype(dtype))  # wrapped into the dtype, as a C argument would be
+
+
+def _bind_shape(buffer: Buffer, array: np.ndarray, shape_values: dict[int, int]) -> None:
+    if array.ndim != buffer.ndim:
+        raise ValueError(f"argument {buffer.name}: expected {buffer.ndim} dimensions, got "
+                         f"{array.ndim} (shape {array.shape})")
+    for dim, (extent, actual) in enumerate(zip(buffer.shape, array.shape)):
+        if isinstance(extent, IntImm):
+            expected = extent.value
+        elif isinstance(extent, Var):
+            expected = shape_values.setdefault(id(extent), actual)
+        else:
+            continue  # a computed extent: checked by the accesses themselves
+        if expected != actual:
+            raise ValueError(f"argument {buffer.name}: dimension {dim} is {actual}, expected {expected}")
+
+
+def run_prim_func(func: PrimFunc, args: Sequence[Any], *, trace: TraceFn | None = None) -> None:
+    """Run ``func`` on ``args`` (numpy arrays for buffers, numbers for scalars) in place.
+
+    ``trace(kind, buffer_name, index)``, if given, sees every load ("read") and store
+    ("write") in execution order, with the index as written (a tuple for N-D accesses).
+    """
+    compiled = compile_prim_func(func, trace is not None)
+    if len(args) != len(func.params):
+        raise TypeError(f"{func.attrs.get('global_symbol', 'PrimFunc')} takes {len(func.params)} "
+                        f"arguments, got {len(args)}")
+    call_args: list[Any] = []
+    shape_values: dict[int, int] = {}
+    for param, arg in zip(func.params, args):
+        buffer = func.buffer_map.get(param)
+        if buffer is None:
+            call_args.append(_scalar_argument(param, arg))
+            continue
+        if not isinstance(arg, np.ndarray):
+            raise TypeError(f"argument {buffer.name}: expected a numpy array, got {type(arg).__name__}")
+        if arg.dtype != np.dtype(buffer.dtype):
+            raise TypeError(f"argument {buffer.name}: expected dtype {buffer.dtype}, got {arg.dtype}")
+        if not arg.flags.c_contiguous:
+            raise ValueError(f"argument {buffer.name}: the array must be C-contiguous "
+                             "(results are written into it in place)")
+        _bind_shape(buffer, arg, shape_values)
+        call_args.append(arg.reshape(-1))
+    for var in compiled.shape_vars:
+        call_args.append(shape_values[id(var)])
+    if trace is not None:
+        call_args.append(_plain_index_trace(trace))
+    with np.errstate(all="ignore"):  # overflow wraps and x/0 is inf, silently, as in C
+        compiled.fn(*call_args)
+
+
+def _plain_index_trace(trace: TraceFn) -> TraceFn:
+    """Report indices as Python ints, whichever representation the code computed them in."""
+
+    def report(kind: str, name: str, index: Any) -> None:
+        if isinstance(index, tuple):
+            trace(kind, name, tuple(int(i) for i in index))
+        else:
+            trace(kind, name, int(index))
+
+    return report
