@@ -1,0 +1,117 @@
+"""From IRModule (or PrimFunc) to a runnable module: lower, generate code, load.
+
+``build`` handles TIR: it runs ``minitvm.tir.transform.lower_pipeline()`` under the current
+``PassContext`` and hands every PrimFunc to the target's code generator.  ``compile`` is
+the entry point for whole models: TIR-only modules go to ``build``; modules with Relax
+functions go to the Relax virtual-machine builder.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..ir.module import IRModule
+from ..runtime.module import Module
+from ..target import Target
+from ..tir import expr as _e
+from ..tir import stmt as _s
+from ..tir.function import PrimFunc
+from ..tir.functor import pre_order_visit
+
+__all__ = ["build", "compile", "lower", "normalize_module"]
+
+
+def normalize_module(mod_or_func: Any, name: str | None = None) -> IRModule:
+    """An IRModule from a PrimFunc (named ``name``, its global_symbol, or "main") or an IRModule."""
+    if isinstance(mod_or_func, IRModule):
+        return mod_or_func
+    if isinstance(mod_or_func, PrimFunc):
+        gname = name or mod_or_func.attrs.get("global_symbol") or "main"
+        return IRModule({gname: mod_or_func})
+    raise TypeError(f"expected an IRModule or a tir.PrimFunc, got {type(mod_or_func).__name__}")
+
+
+def _target(target: Any) -> Target:
+    if target is None:
+        return Target.current() or Target("llvm")
+    return target if isinstance(target, Target) else Target(target)
+
+
+def _not_lowered_reason(func: PrimFunc) -> str | None:
+    """Why ``func`` is not yet in the form code generators accept (None if it is)."""
+    reason: list[str] = []
+
+    def visit(n: Any) -> bool:
+        if reason:
+            return False
+        if isinstance(n, (_s.Block, _s.BlockRealize)):
+            reason.append(f"it still has blocks ({getattr(n, 'name_hint', 'root')})")
+        elif isinstance(n, (_e.BufferLoad, _s.BufferStore)) and len(n.indices) != 1:
+            reason.append(f"buffer {n.buffer.name} is accessed with {len(n.indices)} indices")
+        return True
+
+    pre_order_visit(func.body, visit)
+    return reason[0] if reason else None
+
+
+def lower(mod_or_func: Any, name: str | None = None) -> IRModule:
+    """Run the TIR lowering pipeline (blocks -> loops, flat buffers, simplified) on a module."""
+    mod = normalize_module(mod_or_func, name)
+    try:
+        from ..tir.transform import lower_pipeline
+    except ImportError:
+        lower_pipeline = None
+    if lower_pipeline is None:
+        for gv, func in mod.items():
+            if isinstance(func, PrimFunc):
+                why = _not_lowered_reason(func)
+                if why is not None:
+                    raise NotImplementedError(
+                        f"cannot lower {gv.name_hint!r}: {why}, and the TIR lowering pipeline "
+                        "(minitvm.tir.transform.lower_pipeline) is not available")
+        return mod
+    return lower_pipeline()(mod)
+
+
+def build(mod_or_func: Any, target: Any = "llvm", name: str | None = None) -> Module:
+    """Compile the PrimFuncs of a module (or one PrimFunc) for ``target``.
+
+    ``lib[name](*arrays)`` then calls a function by its global name; arguments are checked
+    (count, dtype, shape) before any code runs.
+    """
+    from ..target.codegen import build_module
+
+    target = _target(target)
+    mod = normalize_module(mod_or_func, name)
+    others = [gv.name_hint for gv, f in mod.items() if not isinstance(f, PrimFunc)]
+    if others:
+        raise TypeError(f"build compiles TIR functions only; {', '.join(others)} are not PrimFuncs — "
+                        "use minitvm.compile for modules with Relax functions")
+    lowered = lower(mod)
+    funcs = {gv.name_hint: f for gv, f in lowered.items() if isinstance(f, PrimFunc)}
+    if not funcs:
+        raise ValueError("build: the module has no PrimFunc to compile")
+    lib = build_module(funcs, target)
+    lib.ir_module = lowered  # what was compiled, for inspection
+    return lib
+
+
+def _has_relax(mod: IRModule) -> bool:
+    return any(not isinstance(f, PrimFunc) for _, f in mod.items())
+
+
+def compile(mod_or_func: Any, target: Any = "llvm", **kwargs: Any) -> Any:  # noqa: A001 - TVM's name
+    """Compile a module for ``target``: TIR-only modules give a runtime Module (as ``build``);
+    modules with Relax functions give a VM executable."""
+    if isinstance(mod_or_func, IRModule) and _has_relax(mod_or_func):
+        return _compile_relax(mod_or_func, _target(target), **kwargs)
+    return build(mod_or_func, target, kwargs.pop("name", None))
+
+
+def _compile_relax(mod: IRModule, target: Target, **kwargs: Any) -> Any:
+    try:
+        from ..relax import build as relax_build  # type: ignore[attr-defined]
+    except ImportError as err:
+        raise NotImplementedError("compiling Relax functions needs minitvm.relax, "
+                                  "which is not available yet") from err
+    return relax_build(mod, target, **kwargs)

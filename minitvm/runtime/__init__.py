@@ -1,0 +1,16 @@
+"""The runtime: devices, arrays, compiled modules and the global function registry.
+
+This is the bottom layer: it knows nothing of the IR, so compiled code can run
+without the compiler.
+"""
+
+from . import ndarray, registry
+from . import ndarray as nd
+from .device import Device, cpu, device
+from .module import BenchmarkResult, Module
+from .ndarray import NDArray, Tensor, empty, from_dlpack, tensor
+from .registry import PackedFunc, get_global_func, list_global_func_names, register_func, register_global_func
+
+__all__ = ["Device", "cpu", "device", "NDArray", "Tensor", "tensor", "empty", "from_dlpack", "nd",
+           "ndarray", "registry", "Module", "BenchmarkResult", "PackedFunc",
+           "register_func", "register_global_func", "get_global_func", "list_global_func_names"]

@@ -1,0 +1,59 @@
+"""Devices: where arrays live and kernels run.  minitvm runs on the host CPU only."""
+
+from __future__ import annotations
+
+__all__ = ["Device", "cpu", "device"]
+
+_KINDS = {"cpu": 1, "llvm": 1, "c": 1, "python": 1}
+_NAMES = {1: "cpu"}
+
+
+class Device:
+    """A device handle (``minitvm.cpu(0)``), as TVM's ``Device`` (device type + id)."""
+
+    __slots__ = ("device_type", "device_id")
+
+    kDLCPU = 1
+
+    def __init__(self, device_type: int = 1, device_id: int = 0):
+        if device_type not in _NAMES:
+            raise ValueError(f"minitvm only supports the CPU device (type 1), got type {device_type}")
+        self.device_type = int(device_type)
+        self.device_id = int(device_id)
+
+    @property
+    def exist(self) -> bool:
+        return self.device_id == 0
+
+    def sync(self) -> None:
+        """Wait for all work on the device: kernels run synchronously on the CPU, so nothing to do."""
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, Device) and self.device_type == other.device_type
+                and self.device_id == other.device_id)
+
+    def __hash__(self) -> int:
+        return hash((self.device_type, self.device_id))
+
+    def __repr__(self) -> str:
+        return f"{_NAMES[self.device_type]}({self.device_id})"
+
+    def _dlpack(self) -> tuple[int, int]:
+        return (self.device_type, self.device_id)
+
+
+def cpu(dev_id: int = 0) -> Device:
+    """The host CPU (TVM's ``tvm.cpu()``)."""
+    return Device(Device.kDLCPU, dev_id)
+
+
+def device(dev_type: str | int | Device, dev_id: int = 0) -> Device:
+    """A device from a name (``"cpu"``, ``"llvm"``) or a type code, as ``tvm.device``."""
+    if isinstance(dev_type, Device):
+        return dev_type
+    if isinstance(dev_type, str):
+        name = dev_type.split()[0].lower()
+        if name not in _KINDS:
+            raise ValueError(f"unknown or unsupported device {dev_type!r}; minitvm runs on 'cpu' only")
+        return Device(_KINDS[name], dev_id)
+    return Device(int(dev_type), dev_id)

@@ -1,0 +1,169 @@
+"""NDArray: an n-dimensional array on a device that kernels read and write in place.
+
+An NDArray owns a C-contiguous numpy array; kernels get its data pointer.  DLPack goes
+both ways (``nd.from_dlpack(torch_tensor)`` and ``torch.from_dlpack(nd_array)``) without
+copying, through numpy's own DLPack support.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .device import Device, cpu
+
+__all__ = ["NDArray", "array", "empty", "from_dlpack", "Tensor", "tensor"]
+
+
+class NDArray:
+    """An array that kernels compute on (TVM's ``runtime.NDArray``, newer ``Tensor``)."""
+
+    __slots__ = ("_array", "_device", "_ptr", "__weakref__")
+
+    def __init__(self, data: np.ndarray, device: Device | None = None):
+        if not isinstance(data, np.ndarray):
+            raise TypeError(f"NDArray wraps a numpy array, got {type(data).__name__}")
+        if not data.flags.c_contiguous:
+            raise ValueError("NDArray needs a C-contiguous numpy array")
+        self._array = data
+        self._device = device or cpu(0)
+        self._ptr = int(data.ctypes.data)  # the array is owned and never reallocated
+
+    # -- properties -------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(int(s) for s in self._array.shape)
+
+    @property
+    def dtype(self) -> str:
+        return str(self._array.dtype)
+
+    @property
+    def device(self) -> Device:
+        return self._device
+
+    @property
+    def ndim(self) -> int:
+        return self._array.ndim
+
+    @property
+    def size(self) -> int:
+        return int(self._array.size)
+
+    @property
+    def data_ptr(self) -> int:
+        """Address of the first element (what a kernel receives)."""
+        return self._ptr
+
+    # -- copies -----------------------------------------------------------------
+    def numpy(self) -> np.ndarray:
+        """A numpy copy of the contents."""
+        return self._array.copy()
+
+    asnumpy = numpy  # older TVM spelling
+
+    def copyfrom(self, source: Any) -> "NDArray":
+        """Copy ``source`` (NDArray, numpy array or nested list) into this array in place."""
+        src = source._array if isinstance(source, NDArray) else np.asarray(source)
+        if tuple(src.shape) != self.shape:
+            raise ValueError(f"copyfrom: shape mismatch, this array has shape {self.shape}, "
+                             f"the source has {tuple(src.shape)}")
+        if isinstance(source, NDArray) and source.dtype != self.dtype:
+            raise TypeError(f"copyfrom: dtype mismatch, this array is {self.dtype}, "
+                            f"the source is {source.dtype}")
+        np.copyto(self._array, src, casting="unsafe")
+        return self
+
+    def copyto(self, target: "NDArray | Device") -> "NDArray":
+        """Copy into ``target`` (an NDArray) or into a new array on ``target`` (a Device)."""
+        if isinstance(target, NDArray):
+            return target.copyfrom(self)
+        if isinstance(target, Device):
+            return NDArray(self._array.copy(), target)
+        raise TypeError(f"copyto: expected an NDArray or a Device, got {type(target).__name__}")
+
+    # -- interop ----------------------------------------------------------------
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        if dtype is not None and np.dtype(dtype) != self._array.dtype:
+            return self._array.astype(dtype)
+        return self._array.copy() if copy else self._array
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        return self._array.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self._array.__dlpack_device__()
+
+    to_dlpack = __dlpack__
+
+    # -- printing ---------------------------------------------------------------
+    def __repr__(self) -> str:
+        body = np.array2string(self._array, separator=", ", threshold=64, edgeitems=3)
+        return f"<minitvm.nd.NDArray shape={self.shape}, {self.device}>\n{body}"
+
+    def __str__(self) -> str:
+        return str(self._array)
+
+    def _repr_html_(self) -> str:
+        import html
+
+        body = html.escape(np.array2string(self._array, threshold=64, edgeitems=3))
+        return (f"<div><b>NDArray</b> shape={self.shape} dtype={self.dtype} on {self.device}"
+                f"<pre>{body}</pre></div>")
+
+    def __len__(self) -> int:
+        if not self._array.ndim:
+            raise TypeError("len() of a 0-d NDArray")
+        return self._array.shape[0]
+
+
+def _check_device(device: Device | None) -> Device:
+    if device is None:
+        return cpu(0)
+    if not isinstance(device, Device):
+        raise TypeError(f"expected a Device such as minitvm.cpu(0), got {type(device).__name__}")
+    if device.device_type != Device.kDLCPU:
+        raise ValueError(f"minitvm arrays live on the CPU, got {device}")
+    return device
+
+
+def array(arr: Any, device: Device | None = None, dtype: str | None = None) -> NDArray:
+    """A new NDArray holding a copy of ``arr`` (numpy array, nested list, NDArray or tensor)."""
+    device = _check_device(device)
+    if isinstance(arr, NDArray):
+        arr = arr._array
+    elif hasattr(arr, "__dlpack__") and not isinstance(arr, np.ndarray):
+        arr = np.from_dlpack(arr)
+    data = np.array(arr, dtype=dtype, copy=True, order="C")
+    if data.dtype == np.dtype("O"):
+        raise TypeError("cannot make an NDArray from Python objects (ragged list?)")
+    return NDArray(data, device)
+
+
+def empty(shape: Any, dtype: str = "float32", device: Device | None = None) -> NDArray:
+    """An uninitialised NDArray of ``shape`` and ``dtype``."""
+    device = _check_device(device)
+    if isinstance(shape, int):
+        shape = (shape,)
+    return NDArray(np.empty(tuple(int(s) for s in shape), dtype=np.dtype(dtype)), device)
+
+
+def from_dlpack(tensor: Any) -> NDArray:
+    """Share the memory of a DLPack-capable tensor (torch, numpy, ...) without copying.
+
+    Only CPU tensors can be shared.  A non-contiguous tensor cannot be viewed as a flat
+    array, so it is copied (writes then do not reach the source).
+    """
+    try:
+        data = np.from_dlpack(tensor)
+    except (BufferError, RuntimeError, TypeError) as err:
+        raise TypeError(f"from_dlpack: cannot share this {type(tensor).__name__}: {err}") from err
+    if not data.flags.c_contiguous:
+        data = np.ascontiguousarray(data)
+    return NDArray(data, cpu(0))
+
+
+# newer TVM spellings
+Tensor = NDArray
+tensor = array

@@ -1,0 +1,201 @@
+"""Target: what to compile for — ``Target("llvm -mcpu=native")`` or ``Target("python")``.
+
+``llvm`` compiles to native code for the host CPU through LLVM; ``python`` runs kernels
+in the numpy reference interpreter (slow, but every step can be inspected).
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from typing import Any
+
+__all__ = ["Target", "TargetKind", "host_cpu_name", "host_cpu_features"]
+
+#: kind name -> default device type (DLPack code: 1 = CPU)
+_KINDS = {"llvm": "cpu", "python": "cpu"}
+_ALIASES = {"cpu": "llvm", "interpreter": "python"}
+
+
+class TargetKind:
+    """The kind of a target (``target.kind.name == "llvm"``)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    @property
+    def device_type(self) -> int:
+        return 1
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TargetKind) and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+@functools.lru_cache(maxsize=1)
+def _llvm_host() -> tuple[str, tuple[str, ...]]:
+    import llvmlite.binding as llvm
+
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    name = llvm.get_host_cpu_name()
+    feats = llvm.get_host_cpu_features()
+    enabled = tuple(sorted(f for f, on in feats.items() if on))
+    return name, enabled
+
+
+def host_cpu_name() -> str:
+    """LLVM's name for this machine's CPU (e.g. ``"emeraldrapids"``)."""
+    return _llvm_host()[0]
+
+
+def host_cpu_features() -> tuple[str, ...]:
+    """The CPU features this machine has, as LLVM names them (``"avx512f"``, ...)."""
+    return _llvm_host()[1]
+
+
+class Target:
+    """A compilation target, parsed from a string such as ``"llvm -mcpu=native -opt-level=3"``.
+
+    Options become ``attrs`` (``{"mcpu": "native"}``); flags without a value become True.
+    Recognised llvm options: ``-mcpu`` (``native`` means this CPU), ``-mattr=+avx2,-fma``,
+    ``-opt-level=0..3``, ``-num-cores``.
+    """
+
+    _local = threading.local()
+
+    def __init__(self, target: "str | dict | Target" = "llvm", host: Any = None):
+        if isinstance(target, Target):
+            self.kind, self.attrs, self.keys = target.kind, dict(target.attrs), target.keys
+        elif isinstance(target, dict):
+            spec = dict(target)
+            kind = spec.pop("kind", None)
+            if kind is None:
+                raise ValueError("Target: a dict target needs a 'kind' key")
+            self.kind = TargetKind(self._kind_name(str(kind)))
+            self.attrs = {k.replace("_", "-") if k != "mattr" else k: v for k, v in spec.items()}
+            self.keys = ("cpu",)
+        elif isinstance(target, str):
+            self._parse(target)
+        else:
+            raise TypeError(f"Target: expected a str, dict or Target, got {type(target).__name__}")
+        self.host = Target(host) if host is not None and not isinstance(host, Target) else host
+        self._validate()
+
+    # -- parsing ------------------------------------------------------------------
+    @staticmethod
+    def _kind_name(name: str) -> str:
+        name = _ALIASES.get(name, name)
+        if name not in _KINDS:
+            raise ValueError(f"unsupported target kind {name!r}; minitvm supports: "
+                             f"{', '.join(sorted(_KINDS))} (no GPU back ends)")
+        return name
+
+    def _parse(self, text: str) -> None:
+        words = text.split()
+        if not words:
+            raise ValueError("Target: empty target string")
+        self.kind = TargetKind(self._kind_name(words[0]))
+        self.keys = ("cpu",)
+        self.attrs: dict[str, Any] = {}
+        for word in words[1:]:
+            if not word.startswith("-"):
+                raise ValueError(f"Target {text!r}: option {word!r} must look like -key=value")
+            key, eq, value = word.lstrip("-").partition("=")
+            if not eq:
+                self.attrs[key] = True
+            elif key == "mattr":
+                self.attrs[key] = [v for v in value.split(",") if v]
+            elif value.lstrip("-").isdigit():
+                self.attrs[key] = int(value)
+            else:
+                self.attrs[key] = value
+
+    def _validate(self) -> None:
+        if self.kind.name == "llvm":
+            level = self.attrs.get("opt-level", 3)
+            if not isinstance(level, int) or not 0 <= level <= 3:
+                raise ValueError(f"Target: -opt-level must be 0..3, got {level!r}")
+            for feat in self.attrs.get("mattr", []):
+                if feat[:1] not in "+-":
+                    raise ValueError(f"Target: -mattr entries start with + or -, got {feat!r}")
+
+    # -- properties -----------------------------------------------------------------
+    @property
+    def mcpu(self) -> str:
+        """The CPU to tune for, with ``native`` (or no -mcpu) resolved to the host CPU."""
+        cpu = self.attrs.get("mcpu", "native")
+        return host_cpu_name() if cpu in ("native", "", True) else str(cpu)
+
+    @property
+    def mattr(self) -> list[str]:
+        return list(self.attrs.get("mattr", []))
+
+    @property
+    def opt_level(self) -> int:
+        return int(self.attrs.get("opt-level", 3))
+
+    @property
+    def features(self) -> tuple[str, ...]:
+        """CPU features enabled for code generation (host features, adjusted by -mattr)."""
+        feats = set(host_cpu_features()) if self.attrs.get("mcpu", "native") in ("native", True) else set()
+        for f in self.mattr:
+            (feats.add if f[0] == "+" else feats.discard)(f[1:])
+        return tuple(sorted(feats))
+
+    @property
+    def num_cores(self) -> int:
+        import os
+
+        return int(self.attrs.get("num-cores", os.cpu_count() or 1))
+
+    def has_feature(self, name: str) -> bool:
+        return name in self.features
+
+    # -- context -----------------------------------------------------------------------
+    @classmethod
+    def current(cls, allow_none: bool = True) -> "Target | None":
+        stack = getattr(cls._local, "stack", [])
+        if not stack and not allow_none:
+            raise ValueError("no Target is set; use `with Target('llvm'):`")
+        return stack[-1] if stack else None
+
+    def __enter__(self) -> "Target":
+        if not hasattr(self._local, "stack"):
+            self._local.stack = []
+        self._local.stack.append(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._local.stack.pop()
+
+    # -- text -------------------------------------------------------------------------
+    def __str__(self) -> str:
+        parts = [self.kind.name]
+        for key, value in self.attrs.items():
+            if value is True:
+                parts.append(f"-{key}")
+            elif isinstance(value, list):
+                parts.append(f"-{key}={','.join(value)}")
+            else:
+                parts.append(f"-{key}={value}")
+        return " ".join(parts)
+
+    def __repr__(self) -> str:
+        return f"Target({str(self)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Target) and str(self) == str(other)
+
+    def __hash__(self) -> int:
+        return hash(str(self))
+
+    def export(self) -> dict[str, Any]:
+        return {"kind": self.kind.name, **self.attrs}

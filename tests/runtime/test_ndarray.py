@@ -1,0 +1,94 @@
+"""NDArray, Device and DLPack interop."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minitvm
+from minitvm import runtime
+
+RNG = np.random.default_rng(0)
+
+
+def test_device():
+    dev = minitvm.cpu(0)
+    assert dev == minitvm.device("cpu") == minitvm.device("llvm", 0)
+    assert dev.device_type == 1 and dev.device_id == 0
+    assert repr(dev) == "cpu(0)"
+    dev.sync()
+    with pytest.raises(ValueError, match="cpu"):
+        minitvm.device("cuda")
+
+
+def test_array_copies_and_reports_shape_dtype():
+    x = RNG.standard_normal((3, 4)).astype("float32")
+    a = minitvm.nd.array(x)
+    assert a.shape == (3, 4) and a.dtype == "float32" and a.device == minitvm.cpu(0)
+    x[0, 0] = 100.0
+    assert a.numpy()[0, 0] != 100.0  # nd.array copied
+    out = a.numpy()
+    out[0, 1] = -5
+    assert a.numpy()[0, 1] != -5  # numpy() returns a copy
+    assert isinstance(a.shape[0], int)
+
+
+def test_array_from_list_with_dtype_and_device():
+    a = minitvm.nd.array([[1, 2], [3, 4]], device=minitvm.cpu(), dtype="int64")
+    assert a.dtype == "int64" and a.shape == (2, 2)
+    np.testing.assert_array_equal(a.numpy(), [[1, 2], [3, 4]])
+    b = minitvm.nd.array(np.arange(6).reshape(2, 3).T)  # non-contiguous source: copied compactly
+    assert b.shape == (3, 2)
+    np.testing.assert_array_equal(b.numpy(), np.arange(6).reshape(2, 3).T)
+
+
+def test_empty_copyfrom_copyto():
+    e = minitvm.nd.empty((2, 3), "float64")
+    assert e.shape == (2, 3) and e.dtype == "float64"
+    src = RNG.standard_normal((2, 3))
+    e.copyfrom(src)
+    np.testing.assert_array_equal(e.numpy(), src)
+    f = minitvm.nd.empty((2, 3), "float64")
+    e.copyto(f)
+    np.testing.assert_array_equal(f.numpy(), src)
+    g = e.copyto(minitvm.cpu())
+    np.testing.assert_array_equal(g.numpy(), src)
+    with pytest.raises(ValueError, match="shape"):
+        e.copyfrom(np.zeros((3, 2)))
+
+
+def test_repr_and_html():
+    a = minitvm.nd.array(np.arange(4, dtype="int32"))
+    assert "shape=(4,)" in repr(a) and "cpu(0)" in repr(a)
+    assert "NDArray" in a._repr_html_()
+
+
+def test_newer_tvm_spellings():
+    assert runtime.Tensor is runtime.NDArray
+    t = runtime.tensor(np.ones(3, "float32"))
+    assert isinstance(t, runtime.NDArray)
+
+
+def test_dlpack_from_torch_is_zero_copy():
+    torch = pytest.importorskip("torch")
+    t = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    a = minitvm.nd.from_dlpack(t)
+    assert a.shape == (3, 4) and a.dtype == "float32"
+    t[0, 0] = 42.0
+    assert a.numpy()[0, 0] == 42.0
+
+
+def test_dlpack_to_torch_is_zero_copy():
+    torch = pytest.importorskip("torch")
+    a = minitvm.nd.array(RNG.standard_normal((2, 5)).astype("float32"))
+    t = torch.from_dlpack(a)
+    assert tuple(t.shape) == (2, 5) and t.dtype == torch.float32
+    t.mul_(0).add_(7)
+    np.testing.assert_array_equal(a.numpy(), np.full((2, 5), 7, "float32"))
+
+
+def test_dlpack_non_contiguous_torch_tensor_is_copied():
+    torch = pytest.importorskip("torch")
+    t = torch.arange(12, dtype=torch.int64).reshape(3, 4).t()
+    a = minitvm.nd.from_dlpack(t)
+    np.testing.assert_array_equal(a.numpy(), t.numpy())
