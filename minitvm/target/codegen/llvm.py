@@ -902,7 +902,9 @@ def build_llvm(funcs: dict[str, PrimFunc], target: Target | str = "llvm",
     target = target if isinstance(target, Target) else Target(target)
     ctx = PassContext.current()
     disable_vectorize = bool(ctx.get_config("tir.disable_vectorize", False))
-    cg = CodeGenLLVM(target, module_name, noalias=bool(ctx.get_config("tir.noalias", False)),
+    # distinct buffer parameters are assumed not to overlap unless a function says otherwise
+    # ("tir.noalias": False) or the PassContext does: it is what lets LLVM vectorize freely
+    cg = CodeGenLLVM(target, module_name, noalias=bool(ctx.get_config("tir.noalias", True)),
                      disable_vectorize=disable_vectorize,
                      bounds_check=bool(ctx.get_config("tir.bounds_check", False)))
     sigs: dict[str, FunctionSignature] = {}

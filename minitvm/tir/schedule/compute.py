@@ -145,8 +145,16 @@ def compute_at(root: Stmt, realize: BlockRealize, loop: For, reverse: bool,
     scope = next((s for s in reversed(block_path) if isinstance(s, Block)), None)
     if scope is None or not any(s is scope for s in loop_path):
         raise ScheduleError(f"cannot {here}: the loop is not in the block's scope")
+    updated = {id(w.buffer) for w in block.writes} & {id(r.buffer) for r in block.reads}
+    if updated and block.init is None:
+        raise ScheduleError(f"cannot {here}: the block updates a buffer in place (it reads what it "
+                            "writes, without T.init, as after decompose_reduction), so recomputing it "
+                            "would repeat the update")
     if block.init is not None and reverse:
         raise ScheduleError(f"cannot {here}: a reduction block cannot be moved after its producers")
+    if not _only_padding_guards(realize):
+        raise ScheduleError(f"cannot {here}: the block has a predicate ({realize.predicate}) that is "
+                            "more than a guard against split padding")
     bounds = loop_bounds(root)
 
     # the buffers linking the block to the blocks under `loop`
@@ -164,6 +172,22 @@ def compute_at(root: Stmt, realize: BlockRealize, loop: For, reverse: bool,
     if not partners:
         raise ScheduleError(f"cannot {here}: loop {loop.loop_var.name} is not an ancestor of any "
                             f"{role} of block {block.name_hint}")
+    # a partner writing the same buffer would interleave with the moved block's writes
+    mine = {id(w.buffer) for w in block.writes}
+    for r, _ in partners:
+        touched = r.block.writes if not reverse else r.block.writes + r.block.reads
+        clash = [x.buffer.name for x in touched if id(x.buffer) in mine]
+        if clash:
+            raise ScheduleError(f"cannot {here}: block {r.block.name_hint} under the loop also "
+                                f"{'writes' if not reverse else 'uses'} {clash[0]}, which the block writes")
+    # every consumer (producer) must be under the loop, or one outside would miss data
+    under = {id(r) for r, _ in partners}
+    outside = [r.block.name_hint for r, _ in walk_stmts(scope.body) if isinstance(r, BlockRealize)
+               and r is not realize and id(r) not in under
+               and any(id(x.buffer) in linked for x in getattr(r.block, partner_kind))]
+    if outside:
+        raise ScheduleError(f"cannot {here}: the {role} {', '.join(outside)} of block {block.name_hint} "
+                            f"is not under loop {loop.loop_var.name}")
 
     # region needed per buffer, in the variables of `loop` and above
     needed: dict[int, list] = {}
@@ -201,21 +225,21 @@ def compute_at(root: Stmt, realize: BlockRealize, loop: For, reverse: bool,
             raise ScheduleError(f"cannot {here}: the range of {iv.var.name} needed under the loop has "
                                 f"a size that is not constant ({extent})")
         if extent.value == 1 and not preserve_unit_loops:
-            values.append(simplify(lo, bounds))
-            continue
-        var = Var(f"ax{len(new_loops)}", iv.var.dtype)
-        new_loops.append((var, extent))
-        bounds[var] = extent
-        value = simplify(lo + var, bounds)
+            value = simplify(lo, bounds)
+        else:
+            var = Var(f"ax{len(new_loops)}", iv.var.dtype)
+            new_loops.append((var, extent))
+            bounds[var] = extent
+            value = simplify(lo + var, bounds)
         values.append(value)
+        # consumers may ask for padding iterations (a non-dividing split): guard them
         if not _provably_in(value, iv.dom, bounds):
             predicates.append(value < iv.dom.min + iv.dom.extent)
 
-    predicate = realize.predicate if not _is_true(realize.predicate) or not predicates else None
+    # the old predicate spoke of the old loops; only padding guards may be dropped with them
+    predicate: PrimExpr = const(True, "bool")
     for p in predicates:
-        predicate = p if predicate is None else logical_and(predicate, p)
-    if predicate is None:
-        predicate = realize.predicate
+        predicate = p if _is_true(predicate) else logical_and(predicate, p)
     nest: Stmt = BlockRealize(tuple(values), predicate, block)
     for var, extent in reversed(new_loops):
         nest = For(var, const(0, var.dtype), extent, ForKind.SERIAL, nest)
@@ -233,6 +257,24 @@ def compute_at(root: Stmt, realize: BlockRealize, loop: For, reverse: bool,
     at = positions[-1] + 1 if reverse else positions[0]
     body_items.insert(at, nest)
     return replace_stmt(removed, new_loop, replace(new_loop, body=seq(*body_items)))
+
+
+def _only_padding_guards(realize: BlockRealize) -> bool:
+    """True when the predicate only says "binding < domain end" for some iterators."""
+    from ..expr import LT, And
+
+    def conjuncts(e: PrimExpr) -> list[PrimExpr]:
+        return conjuncts(e.a) + conjuncts(e.b) if isinstance(e, And) else [e]
+
+    if _is_true(realize.predicate):
+        return True
+    for c in conjuncts(realize.predicate):
+        if not isinstance(c, LT):
+            return False
+        if not any(structural_equal(c.a, v) and structural_equal(simplify(c.b), simplify(iv.dom.min + iv.dom.extent))
+                   for iv, v in zip(realize.block.iter_vars, realize.iter_values)):
+            return False
+    return True
 
 
 def _is_true(e: PrimExpr) -> bool:
@@ -317,6 +359,11 @@ def compute_inline(root: Stmt, realize: BlockRealize, param_buffers: set[int]) -
         params.append(idx)
     if _mentions(store.value, buffer):
         raise ScheduleError(f"cannot compute_inline block {block.name_hint}: it reads its own output")
+    other_writers = [r.block.name_hint for r, _ in walk_stmts(root) if isinstance(r, BlockRealize)
+                     and r is not realize and any(w.buffer is buffer for w in r.block.writes)]
+    if other_writers:
+        raise ScheduleError(f"cannot compute_inline block {block.name_hint}: it is not the only block "
+                            f"writing {buffer.name} ({', '.join(other_writers)} also do)")
     path = _path(root, realize)
     out = _remove_block_with_loops(root, realize, path)
     inliner = _InlineLoads(buffer, params, store.value)
@@ -388,6 +435,13 @@ def decompose_reduction(root: Stmt, realize: BlockRealize, loop: For) -> tuple[S
     start = next(i for i, s in enumerate(path) if s is loop)
     loops = [s for s in path[start:] if isinstance(s, For)]
     spatial = [(iv, v) for iv, v in zip(block.iter_vars, realize.iter_values) if iv.iter_type == "spatial"]
+    reduce_values = [v for iv, v in zip(block.iter_vars, realize.iter_values) if iv.iter_type != "spatial"]
+    for above in path[:start]:
+        if isinstance(above, For) and any(_mentions(v, above.loop_var) for v in reduce_values):
+            raise ScheduleError(
+                f"cannot decompose_reduction of block {block.name_hint} at loop {loop.loop_var.name}: "
+                f"the reduction loop {above.loop_var.name} is outside it, so the init would run on every "
+                f"{above.loop_var.name} iteration; pick a loop above all reduction loops")
     # keep the loops that spatial bindings use; the reduction-only loops are not needed to initialise
     kept = [lp for lp in loops if any(_mentions(v, lp.loop_var) for _, v in spatial)]
     new_vars = {lp.loop_var: Var(f"{lp.loop_var.name}_init", lp.loop_var.dtype) for lp in kept}

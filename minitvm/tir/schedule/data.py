@@ -87,7 +87,26 @@ def _insert_next_to(root: Stmt, scope: Block, anchor: Stmt, new: Stmt, after: bo
     return replace_stmt(root, scope, new_scope)
 
 
+def _check_alone(root: Stmt, realize: BlockRealize, buffer: Buffer, write: bool) -> None:
+    """The copy sits before (after) the whole statement holding the block: no other block
+    there may touch the buffer in between, and a cached output needs a single writer."""
+    what = "cache_write" if write else "cache_read"
+    _, top = _scope_and_top(root, realize)
+    others = [r.block for r, _ in walk_stmts(top) if isinstance(r, BlockRealize) and r is not realize]
+    if write:
+        scope, _ = _scope_and_top(root, realize)
+        others += [r.block for r, _ in walk_stmts(scope.body) if isinstance(r, BlockRealize)
+                   and r is not realize and any(w.buffer is buffer for w in r.block.writes)]
+    for other in others:
+        touches = other.writes + (other.reads if write else ())
+        if any(x.buffer is buffer for x in touches):
+            raise ScheduleError(f"cannot {what} {buffer.name} of block {realize.block.name_hint}: block "
+                                f"{other.name_hint} also {'accesses' if write else 'writes'} it, so the "
+                                "copy would be out of date")
+
+
 def _cache(root: Stmt, realize: BlockRealize, buffer: Buffer, scope_name: str, write: bool) -> tuple[Stmt, str]:
+    _check_alone(root, realize, buffer, write)
     block = realize.block
     cache = decl_buffer(buffer.shape, buffer.dtype, f"{buffer.name}_{scope_name}", scope=scope_name)
     swapped = BufferSwap(buffer, cache).visit(block)
@@ -103,13 +122,14 @@ def _pick(regions: tuple, index: int | Buffer | str, what: str, block: Block) ->
     buffers = [r.buffer for r in regions]
     if isinstance(index, int):
         if not 0 <= index < len(buffers):
-            raise ScheduleError(f"block {block.name_hint} has {len(buffers)} {what} buffers; "
-                                f"index {index} is out of range")
+            plural = "buffer" if len(buffers) == 1 else "buffers"
+            raise ScheduleError(f"block {block.name_hint} {what[:-1]}s {len(buffers)} {plural}; "
+                                f"buffer index {index} is out of range")
         return buffers[index]
     for b in buffers:
         if b is index or b.name == index:
             return b
-    raise ScheduleError(f"block {block.name_hint} does not {what[:-1]} buffer {index}")
+    raise ScheduleError(f"block {block.name_hint} does not access a buffer named {index!r}")
 
 
 def cache_read(root: Stmt, realize: BlockRealize, index: int | str, scope: str) -> tuple[Stmt, str]:

@@ -72,6 +72,9 @@ def rfactor(root: Stmt, realize: BlockRealize, loop: For, factor_axis: int) -> t
     red_loops = [s for s in path if isinstance(s, For) and any(_mentions(v, s.loop_var) for _, v in reduce)]
     loop_iters: dict[Var, IterVar] = {}
     for lp in red_loops:
+        if any(_mentions(v, lp.loop_var) for _, v in spatial):
+            raise ScheduleError(f"cannot {name}: loop {lp.loop_var.name} drives both spatial and "
+                                f"reduction iterators of block {block.name_hint} (fused across them)")
         if not (isinstance(lp.min, IntImm) and lp.min.value == 0 and isinstance(lp.extent, IntImm)):
             raise ScheduleError(f"cannot {name}: reduction loop {lp.loop_var.name} must start at 0 "
                                 "and have a constant extent")
@@ -133,7 +136,12 @@ def rfactor(root: Stmt, realize: BlockRealize, loop: For, factor_axis: int) -> t
         body=BufferStore(out, _combine(kind, BufferLoad(out, out_index), BufferLoad(rf_buf, tuple(rf_read))),
                          out_index),
     )
-    nest: Stmt = BlockRealize(tuple(wb_values), const(True, "bool"), _refresh_regions(wb_block))
+    # a predicate (from a non-dividing split) must hold for the final reduction too
+    predicate = realize.predicate
+    if not (isinstance(predicate, IntImm) and predicate.value == 1) and not _only_uses(predicate, above):
+        raise ScheduleError(f"cannot {name}: block {block.name_hint} has a predicate ({predicate}) over "
+                            "loops inside the reduction")
+    nest: Stmt = BlockRealize(tuple(wb_values), predicate, _refresh_regions(wb_block))
     for var, extent in reversed(new_loops):
         nest = For(var, const(0, var.dtype), extent, ForKind.SERIAL, nest)
 

@@ -322,6 +322,7 @@ class Schedule:
         self._commit(block.func_name, body)
         rv = BlockRV(init_name, block.func_name)
         self._record("decompose_reduction", {"block": block, "loop": loop}, [rv])
+        block.name = f"{realize.block.name_hint}_update"  # the reference follows the renamed update block
         return rv
 
     def rfactor(self, loop: LoopRV, factor_axis: int) -> BlockRV:

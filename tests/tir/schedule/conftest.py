@@ -1,0 +1,32 @@
+"""Shared checks for schedule tests: a scheduled function must compute what the original did."""
+
+import numpy as np
+import pytest
+
+import minitvm
+from minitvm.ir import IRModule
+from minitvm.testing.tir_builders import random_arguments
+
+
+def run(mod_or_func, args, target):
+    mod = mod_or_func if isinstance(mod_or_func, IRModule) else IRModule({"main": mod_or_func})
+    name = mod.keys()[0]
+    arrays = [a.copy() for a in args]
+    minitvm.build(mod, target=target)[name](*arrays)
+    return arrays
+
+
+def assert_same_numbers(original, scheduled, targets=("llvm", "python"), seed=0):
+    """Run both on one set of random inputs; every argument must end up equal."""
+    func = original if not isinstance(original, IRModule) else original[original.keys()[0]]
+    args = random_arguments(func, seed)
+    expected = run(original, args, "llvm")
+    for target in targets:
+        got = run(scheduled, args, target)
+        for e, g in zip(expected, got):
+            np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-5, err_msg=f"target {target}")
+
+
+@pytest.fixture
+def same_numbers():
+    return assert_same_numbers
