@@ -28,6 +28,7 @@ _LAZY = {
     "device": ("minitvm.runtime.device", "device"),
     "register_func": ("minitvm.runtime.registry", "register_func"),
     "get_global_func": ("minitvm.runtime.registry", "get_global_func"),
+    "register_global_func": ("minitvm.runtime.registry", "register_global_func"),
     "build": ("minitvm.driver", "build"),
     "compile": ("minitvm.driver", "compile"),
     "lower": ("minitvm.driver", "lower"),

@@ -3,7 +3,9 @@
 from . import dtype
 from .module import GlobalVar, IRModule
 from .node import Node, node, replace
+from .op import Op, register_op, register_op_attr
 from .structural import assert_structural_equal, structural_equal, structural_hash
 
-__all__ = ["Node", "node", "replace", "GlobalVar", "IRModule", "dtype",
+__all__ = ["Node", "node", "replace", "GlobalVar", "IRModule", "dtype", "Op", "register_op",
+           "register_op_attr",
            "structural_equal", "structural_hash", "assert_structural_equal"]

@@ -10,9 +10,35 @@ import math
 from typing import Any
 
 from ..ir import dtype as _dt
-from .expr import (EQ, GE, GT, LE, LT, NE, Add, And, Call, Cast, Div, FloatImm, FloorDiv,
-                   FloorMod, IntImm, IterVar, Max, Min, Mod, Mul, Not, Or, PrimExpr, Select, Sub, const,
-                   convert)
+from .expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    Add,
+    And,
+    Call,
+    Cast,
+    Div,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    IterVar,
+    Max,
+    Min,
+    Mod,
+    Mul,
+    Not,
+    Or,
+    PrimExpr,
+    Select,
+    Sub,
+    const,
+    convert,
+)
 
 __all__ = [
     "add", "sub", "mul", "div", "truncdiv", "truncmod", "floordiv", "floormod", "min", "max",

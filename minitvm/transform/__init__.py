@@ -7,8 +7,7 @@ the pass-stepper widget records the IR through one of those.
 """
 
 from .instrument import PassInstrument, PassPrintingInstrument, PassTimingInstrument, PrintIR
-from .pass_infra import (ModulePass, Pass, PassContext, PassInfo, Sequential, module_pass,
-                         register_pass_config)
+from .pass_infra import ModulePass, Pass, PassContext, PassInfo, Sequential, module_pass, register_pass_config
 
 __all__ = ["Pass", "PassInfo", "ModulePass", "Sequential", "PassContext", "module_pass",
            "register_pass_config", "PassInstrument", "PassTimingInstrument",

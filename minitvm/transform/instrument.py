@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 
-
 from ..ir.module import IRModule
 from .pass_infra import ModulePass, PassContext, PassInfo
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from ..ir.module import IRModule

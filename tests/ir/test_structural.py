@@ -3,7 +3,7 @@
 import pytest
 
 from minitvm import tir
-from minitvm.ir import (IRModule, assert_structural_equal, structural_equal, structural_hash)
+from minitvm.ir import IRModule, assert_structural_equal, structural_equal, structural_hash
 
 
 def _loop_store(name: str, value: float):

@@ -15,8 +15,22 @@ from ...ir import replace
 from ...ir.structural import structural_equal
 from ..analysis import get_block_read_write_region
 from ..buffer import Buffer
-from ..expr import (Add, BufferLoad, FloorDiv, FloorMod, IntImm, IterVar, Max, Min, Mul, PrimExpr,
-                    Range, Sub, Var, const)
+from ..expr import (
+    Add,
+    BufferLoad,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    IterVar,
+    Max,
+    Min,
+    Mul,
+    PrimExpr,
+    Range,
+    Sub,
+    Var,
+    const,
+)
 from ..functor import StmtExprMutator, post_order_visit, substitute
 from ..op import logical_and
 from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, SeqStmt, Stmt, seq
@@ -319,13 +333,18 @@ def _refresh_regions(block: Block) -> Block:
     return replace(block, reads=tuple(reads), writes=tuple(writes))
 
 
+def _accesses(node: Any, buffer: Buffer) -> list[BufferLoad | BufferStore]:
+    """Every load and store of ``buffer`` inside ``node``."""
+    found: list = []
+    post_order_visit(node, lambda x: found.append(x)
+                     if isinstance(x, (BufferLoad, BufferStore)) and x.buffer is buffer else None)
+    return found
+
+
 def _remove_alloc(root: Stmt, buffer: Buffer) -> Stmt:
     for s, _ in walk_stmts(root):
         if isinstance(s, Block) and any(b is buffer for b in s.alloc_buffers):
-            still_used: list = []
-            post_order_visit(s.body, lambda x: still_used.append(1)
-                             if isinstance(x, (BufferLoad, BufferStore)) and x.buffer is buffer else None)
-            if still_used:
+            if _accesses(s.body, buffer):
                 return root
             allocs = tuple(b for b in s.alloc_buffers if b is not buffer)
             return replace_stmt(root, s, replace(s, alloc_buffers=allocs))
@@ -398,8 +417,7 @@ def reverse_compute_inline(root: Stmt, realize: BlockRealize) -> Stmt:
         raise ScheduleError(f"cannot reverse_compute_inline block {block.name_hint}: its producer "
                             f"{producer.block.name_hint} must be a single store without T.init")
     buffer = pstore.buffer
-    loads: list[BufferLoad] = []
-    post_order_visit(store.value, lambda x: loads.append(x) if isinstance(x, BufferLoad) and x.buffer is buffer else None)
+    loads = _accesses(store.value, buffer)
     if not loads or any(not structural_equal(ld.indices, loads[0].indices) for ld in loads):
         raise ScheduleError(f"cannot reverse_compute_inline block {block.name_hint}: it must read "
                             f"{buffer.name} at one place only")

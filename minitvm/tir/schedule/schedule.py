@@ -14,14 +14,15 @@ from typing import Any
 from ...ir.module import IRModule
 from ..function import PrimFunc
 from ..stmt import Block, BlockRealize, For, ForKind
-from . import compute as _compute
 from . import blockize as _blockize
+from . import compute as _compute
 from . import data as _data
-from . import rfactor as _rfactor
 from . import loops as _loops
+from . import rfactor as _rfactor
 from .error import ScheduleError
 from .trace import BlockRV, ExprRV, Instruction, LoopRV, Trace
-from .tree import block_realizes, blocks_under as _blocks_under, child_stmts, loops_above, walk_stmts
+from .tree import block_realizes, child_stmts, loops_above, walk_stmts
+from .tree import blocks_under as _blocks_under
 
 __all__ = ["Schedule"]
 

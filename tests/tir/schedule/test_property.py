@@ -5,6 +5,8 @@ it was; every sequence that applies must give the unscheduled numbers, on the LL
 backend and on the interpreter.
 """
 
+import os
+
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -70,7 +72,11 @@ def _run(mod, args, target):
     return arrays
 
 
-@settings(max_examples=int(__import__("os").environ.get("MINITVM_FUZZ_EXAMPLES", 40)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# a longer run: MINITVM_FUZZ_EXAMPLES=2000 ./dev test tests/tir/schedule/test_property.py
+EXAMPLES = int(os.environ.get("MINITVM_FUZZ_EXAMPLES", "40"))
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(kernel=st.sampled_from(sorted(KERNELS)), steps=st.lists(st.sampled_from(PRIMITIVES), min_size=1,
                                                               max_size=5), data=st.data())
 def test_random_schedules_keep_the_numbers(kernel, steps, data):
