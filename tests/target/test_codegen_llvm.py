@@ -433,7 +433,8 @@ def test_parallel_loop_inside_serial_loop_with_captures():
     lib = build_llvm({"f": _flat_kernel(body, [("A", rows * cols), ("B", rows * cols)], scalars=[s])})
     a, b = rand("float32", rows * cols), np.zeros(rows * cols, "float32")
     lib["f"](a, b, 1.5)
-    np.testing.assert_allclose(b, a * 1.5 + np.tile(np.arange(cols), rows), rtol=1e-6)
+    # a * s + tmp may become one fused multiply-add (one rounding instead of two)
+    np.testing.assert_allclose(b, a * 1.5 + np.tile(np.arange(cols), rows), rtol=1e-5)
 
 
 def test_assert_inside_parallel_loop_reports():

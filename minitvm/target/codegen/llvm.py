@@ -9,7 +9,11 @@ are passed as pointers, scalar parameters by value, symbolic dimensions (``n``) 
 integers the driver reads off the arguments.  The result is 0, or ``k`` when the k-th
 ``AssertStmt`` failed.
 
-Loops: ``vectorized`` loops carry ``llvm.loop.vectorize.enable`` metadata,
+Float ``a * b + c`` may become one fused multiply-add (the ``contract`` flag, as TVM's
+default): one rounding instead of two.
+
+Loops: ``vectorized`` loops of constant extent are emitted as SIMD code directly
+(see ``vector.py``); other ones carry ``llvm.loop.vectorize.enable`` metadata,
 ``unrolled`` loops with a constant extent are unrolled here, ``parallel`` loops are
 outlined into a function that OpenMP's ``GOMP_parallel`` runs on every core (libgomp's
 thread pool stays alive between calls, so a parallel region costs microseconds, not the
@@ -38,6 +42,7 @@ from ...tir.function import PrimFunc
 from ...tir.functor import post_order_visit
 from ..signature import FunctionSignature
 from ..target import Target
+from .vector import emit_vector_loop
 
 __all__ = ["build_llvm", "LLVMModule", "CodeGenLLVM", "llvm_type"]
 
@@ -446,6 +451,8 @@ class CodeGenLLVM:
         if kind == _s.ForKind.PARALLEL and self.openmp:
             self._parallel_for(s)
             return
+        if kind == _s.ForKind.VECTORIZED and not self.disable_vectorize and emit_vector_loop(self, s):
+            return
         begin = self._loop_bound(s.min, s.loop_var.dtype)
         extent = self._loop_bound(s.extent, s.loop_var.dtype)
         end = self.b.add(begin, extent)
@@ -595,7 +602,7 @@ class CodeGenLLVM:
 
     def expr_Add(self, e: Any) -> ir.Value:
         a, b, t = self._operands(e)
-        return self.b.fadd(a, b) if _dt.is_float(t) else self.b.add(a, b)
+        return self.b.fadd(a, b, flags=("contract",)) if _dt.is_float(t) else self.b.add(a, b)
 
     def expr_Sub(self, e: Any) -> ir.Value:
         a, b, t = self._operands(e)
@@ -603,7 +610,7 @@ class CodeGenLLVM:
 
     def expr_Mul(self, e: Any) -> ir.Value:
         a, b, t = self._operands(e)
-        return self.b.fmul(a, b) if _dt.is_float(t) else self.b.mul(a, b)
+        return self.b.fmul(a, b, flags=("contract",)) if _dt.is_float(t) else self.b.mul(a, b)
 
     def _safe_divisor(self, a: ir.Value, b: ir.Value, t: str) -> tuple[ir.Value, ir.Value | None]:
         """Integer division by 0 (and INT_MIN / -1) traps on x86; make those cases divide by 1
