@@ -24,7 +24,7 @@ from ..ir.structural import structural_equal
 from ..tir import op as _op
 from ..tir.buffer import Buffer as _TirBuffer
 from ..tir.buffer import BufferRegion
-from ..tir.expr import Add, Call, Let, PrimExpr, StringImm, Var, const, convert
+from ..tir.expr import Add, BufferLoad, Call, Let, PrimExpr, StringImm, Var, const, convert
 from ..tir.expr import And as _AndNode
 from ..tir.expr import Cast as _CastNode
 from ..tir.expr import Not as _NotNode
@@ -252,6 +252,8 @@ def match_buffer(param: Any, shape: Any, dtype: str = "float32", data: Any = Non
                  offset_factor: int = 0, buffer_type: str = "default",
                  axis_separators: Any = None) -> MatchBufferDecl:
     """Give a ``T.handle`` parameter (or, in a block, a buffer region) a buffer view."""
+    if isinstance(param, BufferLoad):  # A[i, j]: the one-element region
+        param = BufferRegion.from_indices(param.buffer, param.indices)
     if not (isinstance(param, BufferRegion) or (isinstance(param, Var) and param.dtype == "handle")):
         raise TypeError("T.match_buffer needs a T.handle parameter or a buffer region like A[0:4, vi]")
     return MatchBufferDecl(param, Buffer(shape, dtype, strides=strides, elem_offset=elem_offset,

@@ -1,0 +1,37 @@
+"""Suite-wide checks.
+
+The printer/parser round trip is the main oracle of the IR: every PrimFunc that any
+test builds must print as TVMScript that parses back to a structurally equal function.
+"""
+
+import pytest
+
+from minitvm.driver import build_module
+from minitvm.ir import assert_structural_equal
+from minitvm.tir import PrimFunc
+
+_normalize = build_module.normalize_module
+
+
+def _round_trip_checked(mod_or_func, name=None):
+    mod = _normalize(mod_or_func, name)
+    from minitvm.script import from_source
+
+    for gv, func in mod.items():
+        if isinstance(func, PrimFunc):
+            text = func.script()
+            try:
+                again = from_source(text)
+            except Exception as e:  # a printer bug is a test failure, not a crash
+                raise AssertionError(f"printed TVMScript of {gv.name_hint} does not parse: {e}\n{text}") from e
+            assert_structural_equal(again, func)
+    return mod
+
+
+@pytest.fixture(autouse=True)
+def round_trip_every_built_function(monkeypatch):
+    """Wrap the driver so each build also checks parse(print(f)) == f."""
+    monkeypatch.setattr(build_module, "normalize_module", _round_trip_checked)
+    yield
+
+
