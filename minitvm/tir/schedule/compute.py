@@ -194,6 +194,13 @@ def compute_at(root: Stmt, realize: BlockRealize, loop: For, reverse: bool,
         if clash:
             raise ScheduleError(f"cannot {here}: block {r.block.name_hint} under the loop also "
                                 f"{'writes' if not reverse else 'uses'} {clash[0]}, which the block writes")
+    if reverse:  # the consumer must not see a reduction half done
+        for r, _ in partners:
+            for iv, value in zip(r.block.iter_vars, r.iter_values):
+                if iv.iter_type == "reduce" and _mentions(value, loop.loop_var):
+                    raise ScheduleError(f"cannot {here}: loop {loop.loop_var.name} drives the reduction "
+                                        f"of producer {r.block.name_hint}, whose result is not complete "
+                                        "inside it")
     # every consumer (producer) must be under the loop, or one outside would miss data
     under = {id(r) for r, _ in partners}
     outside = [r.block.name_hint for r, _ in walk_stmts(scope.body) if isinstance(r, BlockRealize)

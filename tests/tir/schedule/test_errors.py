@@ -115,3 +115,12 @@ def test_blockize_with_init_and_unknown_intrinsic():
     _, _, k = sch.get_loops(c)
     _fails(sch, lambda: sch.blockize(k), "run decompose_reduction first")
     _fails(sch, lambda: sch.tensorize(k, "no_such_intrin"), "no tensor intrinsic named 'no_such_intrin'")
+
+
+def test_reverse_compute_at_inside_a_reduction():
+    from minitvm.testing.tir_builders import mm_relu
+
+    sch = tir.Schedule(mm_relu(8, 8, 8))
+    _, _, k = sch.get_loops(sch.get_block("Y"))
+    _fails(sch, lambda: sch.reverse_compute_at(sch.get_block("C"), k),
+           "loop k drives the reduction of producer Y")

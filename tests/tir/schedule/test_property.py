@@ -72,11 +72,13 @@ def _run(mod, args, target):
     return arrays
 
 
-# a longer run: MINITVM_FUZZ_EXAMPLES=2000 ./dev test tests/tir/schedule/test_property.py
+# CI runs a fixed (derandomized) set of 40 cases; a longer random run:
+#   MINITVM_FUZZ_EXAMPLES=2000 ./dev test tests/tir/schedule/test_property.py
 EXAMPLES = int(os.environ.get("MINITVM_FUZZ_EXAMPLES", "40"))
 
 
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+          derandomize="MINITVM_FUZZ_EXAMPLES" not in os.environ)
 @given(kernel=st.sampled_from(sorted(KERNELS)), steps=st.lists(st.sampled_from(PRIMITIVES), min_size=1,
                                                               max_size=5), data=st.data())
 def test_random_schedules_keep_the_numbers(kernel, steps, data):
