@@ -460,6 +460,12 @@ def decompose_reduction(root: Stmt, realize: BlockRealize, loop: For) -> tuple[S
     start = next(i for i, s in enumerate(path) if s is loop)
     loops = [s for s in path[start:] if isinstance(s, For)]
     spatial = [(iv, v) for iv, v in zip(block.iter_vars, realize.iter_values) if iv.iter_type == "spatial"]
+    for lp in loops:
+        if not any(_mentions(v, lp.loop_var) for v in realize.iter_values):
+            raise ScheduleError(
+                f"cannot decompose_reduction of block {block.name_hint} at loop {loop.loop_var.name}: loop "
+                f"{lp.loop_var.name} binds none of the block's iterators, so it repeats the whole reduction "
+                "and a single init before it would not reset each repetition")
     reduce_values = [v for iv, v in zip(block.iter_vars, realize.iter_values) if iv.iter_type != "spatial"]
     for above in path[:start]:
         if isinstance(above, For) and any(_mentions(v, above.loop_var) for v in reduce_values):
