@@ -1,0 +1,69 @@
+"""Relax: the graph-level IR — functions of bindings over tensors with struct info.
+
+    from minitvm import relax, te
+    bb = relax.BlockBuilder()
+    n = tir.Var("n", "int64")
+    x = relax.Var("x", relax.TensorStructInfo((n, 784), "float32"))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            gv = bb.emit_output(relax.op.nn.relu(x))
+        bb.emit_func_output(gv)
+    mod = bb.get()
+"""
+
+from ..ir.module import GlobalVar
+from ..ir.op import Op
+from . import analysis, expr_functor, op
+from .block_builder import BlockBuilder
+from .expr import (
+                   Binding,
+                   BindingBlock,
+                   Call,
+                   Constant,
+                   DataflowBlock,
+                   DataflowVar,
+                   DataTypeImm,
+                   Expr,
+                   ExternFunc,
+                   Function,
+                   If,
+                   MatchCast,
+                   PrimValue,
+                   SeqExpr,
+                   ShapeExpr,
+                   StringImm,
+                   Tuple,
+                   TupleGetItem,
+                   Var,
+                   VarBinding,
+                   const,
+)
+from .expr_functor import ExprMutator, ExprVisitor, PyExprMutator, PyExprVisitor
+from .op.base import call_dps_packed, call_pure_packed, call_tir
+from .struct_info import (
+                   FuncStructInfo,
+                   ObjectStructInfo,
+                   PrimStructInfo,
+                   ShapeStructInfo,
+                   StructInfo,
+                   StructInfoError,
+                   TensorStructInfo,
+                   TensorType,
+                   TupleStructInfo,
+)
+
+__all__ = [
+    # expressions
+    "Expr", "Var", "DataflowVar", "Constant", "const", "Call", "Tuple", "TupleGetItem",
+    "ShapeExpr", "PrimValue", "StringImm", "DataTypeImm", "If", "Function", "ExternFunc",
+    "SeqExpr", "Binding", "VarBinding", "MatchCast", "BindingBlock", "DataflowBlock",
+    "GlobalVar", "Op",
+    # struct info
+    "StructInfo", "ObjectStructInfo", "PrimStructInfo", "ShapeStructInfo", "TensorStructInfo",
+    "TupleStructInfo", "FuncStructInfo", "TensorType", "StructInfoError",
+    # building and rewriting
+    "BlockBuilder", "ExprVisitor", "ExprMutator", "PyExprVisitor", "PyExprMutator",
+    "call_tir", "call_dps_packed", "call_pure_packed",
+    # subpackages
+    "op", "analysis", "expr_functor",
+]

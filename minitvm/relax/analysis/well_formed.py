@@ -1,0 +1,216 @@
+"""``well_formed``: does a Relax module (or function) obey the rules every pass relies on?
+
+- every variable is defined (parameter, earlier binding) before it is used, and once;
+- a DataflowVar is defined only in a dataflow block and used only inside that block;
+- every ``@name`` a function refers to is a function of the module;
+- symbolic shape variables are defined (in a parameter's struct info or a match_cast)
+  before shapes use them;
+- a function body is a SeqExpr, call arguments are leaves (normal form), and, with
+  ``check_struct_info``, every expression has struct info.
+
+:func:`well_formed` answers True/False and logs why not; :func:`well_formed_errors` returns
+the reasons, in words.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ...ir.module import GlobalVar, IRModule
+from ...tir.expr import Var as TirVar
+from ...tir.functor import post_order_visit
+from ..expr import (
+    Call,
+    DataflowBlock,
+    DataflowVar,
+    Function,
+    If,
+    MatchCast,
+    PrimValue,
+    SeqExpr,
+    ShapeExpr,
+    Var,
+    VarBinding,
+    struct_info_of,
+)
+from ..expr_functor import ExprVisitor
+from ..struct_info import FuncStructInfo, StructInfo
+from .struct_info_analysis import _prim_exprs, definable_tir_vars_in_struct_info
+
+__all__ = ["well_formed", "well_formed_errors"]
+
+_log = logging.getLogger("minitvm.relax")
+
+
+class _Checker(ExprVisitor):
+    def __init__(self, mod: IRModule | None, check_struct_info: bool):
+        self.mod = mod
+        self.check_sinfo = check_struct_info
+        self.errors: list[str] = []
+        self.where = ""
+        self.scopes: list[set[Var]] = []  # relax variables visible, innermost last
+        self.defined_ever: set[Var] = set()
+        self.tir_scopes: list[set[int]] = []
+        self.dataflow: set[Var] | None = None  # DataflowVars of the open dataflow block
+
+    def error(self, msg: str) -> None:
+        self.errors.append(f"{self.where}: {msg}" if self.where else msg)
+
+    # -- scopes ---------------------------------------------------------------------------
+    def _visible(self, var: Var) -> bool:
+        return any(var in s for s in self.scopes)
+
+    def _define(self, var: Var) -> None:
+        if var in self.defined_ever:
+            self.error(f"variable {var.name} is defined more than once")
+        self.defined_ever.add(var)
+        if self.scopes:
+            self.scopes[-1].add(var)
+        if self.check_sinfo and var.struct_info is None:
+            self.error(f"variable {var.name} has no struct info")
+        elif var.struct_info is not None:
+            self._check_tir_vars(var.struct_info, f"the struct info of {var.name}")
+
+    def _define_tir(self, sinfo: StructInfo) -> None:
+        if self.tir_scopes:
+            self.tir_scopes[-1].update(id(v) for v in definable_tir_vars_in_struct_info(sinfo))
+
+    def _check_tir_vars(self, sinfo_or_exprs: Any, what: str) -> None:
+        if isinstance(sinfo_or_exprs, FuncStructInfo):
+            return  # a function's signature defines its own symbolic variables
+        exprs = _prim_exprs(sinfo_or_exprs) if isinstance(sinfo_or_exprs, StructInfo) else sinfo_or_exprs
+        missing: list[str] = []
+
+        def visit(n: Any) -> None:
+            if isinstance(n, TirVar) and not any(id(n) in s for s in self.tir_scopes) \
+                    and n.name not in missing:
+                missing.append(n.name)
+
+        for e in exprs:
+            post_order_visit(e, visit)
+        if missing and self.tir_scopes:
+            self.error(f"symbolic variable{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
+                       f"used in {what} {'are' if len(missing) > 1 else 'is'} not defined "
+                       "(define it in a parameter's struct info or with match_cast)")
+
+    # -- functions, sequences, blocks -------------------------------------------------------
+    def check_function(self, func: Function, name: str) -> None:
+        self.where = f"function {name}"
+        self.visit_expr(func)
+
+    def visit_function_(self, op: Function) -> None:
+        self.scopes.append(set())
+        self.tir_scopes.append(set())
+        saved_dataflow, self.dataflow = self.dataflow, None
+        for p in op.params:
+            if p.struct_info is not None:
+                self._define_tir(p.struct_info)
+        for p in op.params:
+            self._define(p)
+        if not isinstance(op.body, SeqExpr):
+            self.error("the function body is not a SeqExpr (normalize it with a BlockBuilder)")
+        self.visit_expr(op.body)
+        self.dataflow = saved_dataflow
+        self.tir_scopes.pop()
+        self.scopes.pop()
+
+    def visit_seq_expr_(self, op: SeqExpr) -> None:
+        self.scopes.append(set())
+        for block in op.blocks:
+            self.visit_binding_block(block)
+        self.visit_expr(op.body)
+        self.scopes.pop()
+
+    def visit_if_(self, op: If) -> None:
+        self.visit_expr(op.cond)
+        for branch in (op.true_branch, op.false_branch):
+            if not isinstance(branch, SeqExpr):
+                self.error("a branch of If is not a SeqExpr")
+            self.visit_expr(branch)
+
+    def visit_dataflow_block_(self, block: DataflowBlock) -> None:
+        self.dataflow = set()
+        for b in block.bindings:
+            self.visit_binding(b)
+        self.dataflow = None
+
+    def visit_match_cast_(self, binding: MatchCast) -> None:
+        self.visit_expr(binding.value)
+        self._define_tir(binding.struct_info)
+        self.visit_var_def(binding.var)
+
+    def visit_var_binding_(self, binding: VarBinding) -> None:
+        self.visit_expr(binding.value)
+        if self.check_sinfo and struct_info_of(binding.value) is None:
+            self.error(f"the value bound to {binding.var.name} has no struct info")
+        self.visit_var_def(binding.var)
+
+    # -- definitions and uses ---------------------------------------------------------------
+    def visit_var_def_(self, var: Var) -> None:
+        self._define(var)
+
+    def visit_dataflow_var_def_(self, var: DataflowVar) -> None:
+        if self.dataflow is None:
+            self.error(f"DataflowVar {var.name} is defined outside a dataflow block")
+        else:
+            self.dataflow.add(var)
+        self._define(var)
+
+    def visit_var_(self, op: Var) -> None:
+        if not self._visible(op):
+            if op in self.defined_ever:
+                self.error(f"variable {op.name} is used outside the scope that defines it")
+            else:
+                self.error(f"variable {op.name} is used before it is defined")
+
+    def visit_dataflow_var_(self, op: DataflowVar) -> None:
+        if self.dataflow is None or op not in self.dataflow:
+            where = "outside its dataflow block" if op in self.defined_ever else "before it is defined"
+            self.error(f"DataflowVar {op.name} is used {where}")
+
+    def visit_global_var_(self, op: GlobalVar) -> None:
+        if self.mod is not None and op not in self.mod.functions:
+            known = op.name_hint in self.mod
+            why = " (a different GlobalVar object of that name)" if known else ""
+            self.error(f"@{op.name_hint} is not a function of the module{why}")
+
+    def visit_call_(self, op: Call) -> None:
+        for i, a in enumerate(op.args):
+            if isinstance(a, (Call, SeqExpr, If)):
+                self.error(f"argument {i} of a call is a nested {type(a).__name__}, not a variable "
+                           "(the expression was not normalized)")
+        if self.check_sinfo and struct_info_of(op) is None:
+            self.error("a call has no struct info (normalize it with a BlockBuilder)")
+        for s in op.sinfo_args:
+            self._check_tir_vars(s, "a call's sinfo_args")
+        super().visit_call_(op)
+
+    def visit_shape_expr_(self, op: ShapeExpr) -> None:
+        self._check_tir_vars(op.values, "a shape")
+
+    def visit_prim_value_(self, op: PrimValue) -> None:
+        self._check_tir_vars([op.value], "a prim value")
+
+
+def well_formed_errors(obj: IRModule | Function, check_struct_info: bool = True) -> list[str]:
+    """Every rule ``obj`` breaks, one message each (empty when well formed)."""
+    if isinstance(obj, IRModule):
+        checker = _Checker(obj, check_struct_info)
+        for gv, func in obj.functions.items():
+            if isinstance(func, Function):
+                checker.check_function(func, gv.name_hint)
+        return checker.errors
+    if isinstance(obj, Function):
+        checker = _Checker(None, check_struct_info)
+        checker.check_function(obj, obj.attrs.get("global_symbol", "<function>"))
+        return checker.errors
+    raise TypeError(f"well_formed expects an IRModule or a relax.Function, got {type(obj).__name__}")
+
+
+def well_formed(obj: IRModule | Function, check_struct_info: bool = True) -> bool:
+    """True when ``obj`` is well formed; otherwise logs the reasons and returns False."""
+    errors = well_formed_errors(obj, check_struct_info)
+    for e in errors:
+        _log.warning("relax.analysis.well_formed: %s", e)
+    return not errors

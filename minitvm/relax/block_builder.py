@@ -1,0 +1,481 @@
+"""BlockBuilder: write Relax functions one binding at a time.
+
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, w]):
+        with bb.dataflow():
+            lv0 = bb.emit(relax.op.matmul(x, w))          # lv = R.matmul(x, w)
+            gv = bb.emit_output(relax.op.nn.relu(lv0))
+        bb.emit_func_output(gv)
+    mod = bb.get()
+
+Every expression emitted is *normalized* first: nested calls are bound to their own
+variables (so each binding does one thing) and every call gets its struct info from
+its operator's ``FInferStructInfo``.  ``emit_te`` turns a tensor-expression function
+into a PrimFunc of the module and emits the ``R.call_tir`` of it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from typing import Any, Callable, Iterator, Sequence
+
+from ..ir.module import GlobalVar, IRModule
+from ..ir.op import Op
+from ..ir.structural import structural_equal
+from ..tir.function import PrimFunc
+from .analysis.struct_info_analysis import (
+    definable_tir_vars_in_struct_info,
+    derive_call_ret_struct_info,
+    erase_to_well_defined,
+    struct_info_lca,
+)
+from .expr import (
+    Binding,
+    BindingBlock,
+    Call,
+    DataflowBlock,
+    DataflowVar,
+    Expr,
+    Function,
+    If,
+    MatchCast,
+    SeqExpr,
+    Tuple,
+    TupleGetItem,
+    Var,
+    VarBinding,
+    _set_struct_info,
+    is_leaf,
+    struct_info_of,
+)
+from .struct_info import (
+    FuncStructInfo,
+    ObjectStructInfo,
+    StructInfo,
+    StructInfoError,
+    TupleStructInfo,
+    struct_info_text,
+)
+
+__all__ = ["BlockBuilder"]
+
+
+@dataclasses.dataclass
+class _BlockFrame:
+    is_dataflow: bool
+    bindings: list = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class _FunctionFrame:
+    name: str
+    params: list | None
+    attrs: dict
+    is_pure: bool
+    private: bool
+    blocks: list = dataclasses.field(default_factory=list)
+    output_emitted: bool = False
+
+
+class _NameTable:
+    """``lv``, ``lv1``, ``lv2`` ... : a fresh name for each request of a prefix."""
+
+    def __init__(self, taken: Callable[[str], bool] = lambda name: False) -> None:
+        self.used: set[str] = set()
+        self.taken = taken
+
+    def get(self, prefix: str) -> str:
+        candidate, n = prefix, 0
+        while candidate in self.used or self.taken(candidate):
+            n += 1
+            candidate = f"{prefix}{n}"
+        self.used.add(candidate)
+        return candidate
+
+
+class BlockBuilder:
+    """Builds Relax functions into an IRModule (``BlockBuilder(mod)`` extends ``mod``)."""
+
+    def __init__(self, mod: IRModule | None = None) -> None:
+        self._mod = IRModule(mod.functions, mod.attrs) if mod is not None else IRModule()
+        self._func: _FunctionFrame | None = None
+        self._blocks: list[_BlockFrame] = []
+        self._bindings: dict[int, tuple[Var, Any]] = {}
+        self._local_names = _NameTable()
+        self._global_names = _NameTable(lambda name: name in self._mod)
+
+    # -- scopes ----------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def function(self, name: str, params: Sequence[Var] | Var | None = None,
+                 attrs: dict | None = None, pure: bool = True, private: bool = False) -> Iterator[None]:
+        """``with bb.function("main", [x, w]):`` … ``bb.emit_func_output(out)``.
+
+        Parameters may instead be given to :meth:`emit_func_output`.  A function that is
+        not ``private`` gets the ``global_symbol`` attribute (it is visible from outside).
+        """
+        if self._func is not None:
+            raise RuntimeError(f"bb.function({name!r}) inside bb.function({self._func.name!r}): "
+                               "functions cannot be nested; build the inner one separately")
+        if isinstance(params, Var):
+            params = [params]
+        self._func = _FunctionFrame(name, None if params is None else list(params), dict(attrs or {}),
+                                    pure, private)
+        self._local_names = _NameTable()
+        self._local_names.used.update(p.name for p in self._func.params or ())
+        depth = len(self._blocks)
+        self.begin_binding_block()
+        try:
+            yield
+            if not self._func.output_emitted:
+                raise RuntimeError(f"bb.function({name!r}) ended without bb.emit_func_output(...)")
+        finally:
+            del self._blocks[depth:]
+            self._func = None
+
+    @contextlib.contextmanager
+    def dataflow(self) -> Iterator[None]:
+        """``with bb.dataflow():`` — bindings inside form a DataflowBlock; mark what leaves
+        it with :meth:`emit_output`."""
+        if self._func is None:
+            raise RuntimeError("bb.dataflow() must be inside `with bb.function(...)`")
+        if self.current_block_is_dataflow():
+            raise RuntimeError("bb.dataflow() inside another dataflow block")
+        self._close_block_into_function()
+        self.begin_dataflow_block()
+        depth = len(self._blocks)
+        try:
+            yield
+        finally:
+            if len(self._blocks) >= depth:
+                del self._blocks[depth:]
+                self._close_block_into_function()
+                self.begin_binding_block()
+
+    def _close_block_into_function(self) -> None:
+        block = self.end_block()
+        if block.bindings:
+            self._func.blocks.append(block)
+
+    # -- the block stack (also used by ExprMutator) ----------------------------------------
+    def begin_binding_block(self) -> None:
+        self._blocks.append(_BlockFrame(False))
+
+    def begin_dataflow_block(self) -> None:
+        self._blocks.append(_BlockFrame(True))
+
+    def end_block(self) -> BindingBlock:
+        """Close the innermost open block and return it."""
+        if not self._blocks:
+            raise RuntimeError("end_block: no block is open")
+        frame = self._blocks.pop()
+        cls = DataflowBlock if frame.is_dataflow else BindingBlock
+        return cls(tuple(frame.bindings))
+
+    # TVM's spellings of the three above
+    _begin_binding_block = begin_binding_block
+    _begin_dataflow_block = begin_dataflow_block
+    _end_block = end_block
+
+    def current_block_is_dataflow(self) -> bool:
+        return bool(self._blocks) and self._blocks[-1].is_dataflow
+
+    def _current_block(self, what: str) -> _BlockFrame:
+        if not self._blocks:
+            raise RuntimeError(f"{what} needs an open block: use `with bb.function(...)` "
+                               "(and `with bb.dataflow()`)")
+        return self._blocks[-1]
+
+    # -- emitting --------------------------------------------------------------------------
+    def emit(self, expr: Any, name_hint: str = "") -> Var:
+        """Bind ``expr`` (normalized) to a new variable: a DataflowVar inside a dataflow block."""
+        block = self._current_block("bb.emit")
+        value = self.normalize(expr)
+        cls = DataflowVar if block.is_dataflow else Var
+        var = cls(self._local_names.get(name_hint or ("lv" if block.is_dataflow else "gv")),
+                  self._sinfo(value, "bb.emit"))
+        self.emit_normalized(VarBinding(var, value))
+        return var
+
+    def emit_output(self, output: Any, name_hint: str = "") -> Var:
+        """Bind ``output`` to a variable visible after the dataflow block."""
+        if not self.current_block_is_dataflow():
+            raise RuntimeError("bb.emit_output is only allowed inside `with bb.dataflow()`")
+        if isinstance(output, (list, tuple)):
+            output = Tuple(list(output))
+        value = self.normalize(output)
+        var = Var(self._local_names.get(name_hint or "gv"), self._sinfo(value, "bb.emit_output"))
+        self.emit_normalized(VarBinding(var, value))
+        return var
+
+    def match_cast(self, value: Any, struct_info: StructInfo, name_hint: str = "") -> Var:
+        """``R.match_cast(value, struct_info)``: a variable with the more precise struct info
+        (checked at run time); new symbolic dimensions in ``struct_info`` are defined here."""
+        if not isinstance(struct_info, StructInfo):
+            raise TypeError(f"bb.match_cast: expected a StructInfo, got {struct_info!r}")
+        block = self._current_block("bb.match_cast")
+        value = self._normalize_arg(self.normalize(value))
+        cls = DataflowVar if block.is_dataflow else Var
+        var = cls(self._local_names.get(name_hint or ("lv" if block.is_dataflow else "gv")), struct_info)
+        self.emit_normalized(MatchCast(var, value, struct_info))
+        return var
+
+    def emit_normalized(self, binding: Binding) -> None:
+        """Append an already normalized binding to the current block."""
+        block = self._current_block("bb.emit_normalized")
+        if isinstance(binding.var, DataflowVar) and not block.is_dataflow:
+            raise RuntimeError(f"DataflowVar {binding.var.name} cannot be bound outside a dataflow block")
+        block.bindings.append(binding)
+        self._bindings[id(binding.var)] = (binding.var, binding.value)
+
+    def lookup_binding(self, var: Var) -> Any:
+        """The value ``var`` was bound to in this builder, or None."""
+        entry = self._bindings.get(id(var))
+        return entry[1] if entry is not None and entry[0] is var else None
+
+    def emit_func_output(self, output: Any, params: Sequence[Var] | Var | None = None) -> GlobalVar:
+        """Finish the function: ``output`` is its result (a list becomes a tuple)."""
+        frame = self._func
+        if frame is None:
+            raise RuntimeError("bb.emit_func_output must be inside `with bb.function(...)`")
+        if frame.output_emitted:
+            raise RuntimeError(f"bb.emit_func_output called twice in function {frame.name!r}")
+        if self.current_block_is_dataflow():
+            raise RuntimeError("bb.emit_func_output must come after the `with bb.dataflow()` block")
+        if isinstance(params, Var):
+            params = [params]
+        if params is not None:
+            if frame.params is not None:
+                raise RuntimeError(f"function {frame.name!r}: parameters given both to bb.function "
+                                   "and to bb.emit_func_output")
+            frame.params = list(params)
+        if frame.params is None:
+            raise RuntimeError(f"function {frame.name!r} has no parameters: pass params to "
+                               "bb.function or bb.emit_func_output")
+        if isinstance(output, (list, tuple)):
+            output = Tuple(list(output))
+        output = self.normalize(output)
+        if isinstance(output, DataflowVar):
+            raise RuntimeError(f"the function output {output.name} is a DataflowVar; "
+                               "use bb.emit_output inside the dataflow block")
+        self._close_block_into_function()
+        self.begin_binding_block()  # keeps the stack balanced for the enclosing `with`
+        body = SeqExpr(tuple(frame.blocks), output)
+        attrs = dict(frame.attrs)
+        if not frame.private:
+            attrs.setdefault("global_symbol", frame.name)
+        func = self._make_function(frame.params, body, None, frame.is_pure, attrs)
+        frame.output_emitted = True
+        self._mod._put(frame.name, func)
+        return self._mod.get_global_var(frame.name)
+
+    # -- module ----------------------------------------------------------------------------
+    def get(self) -> IRModule:
+        """The module built so far (a copy)."""
+        if self._func is not None:
+            raise RuntimeError(f"bb.get() inside bb.function({self._func.name!r}); call it after the `with`")
+        return IRModule(self._mod.functions, self._mod.attrs)
+
+    finalize = get
+
+    def get_unique_name(self, name_prefix: str) -> str:
+        """A global name not used in the module (``prefix``, ``prefix1`` ...)."""
+        return self._global_names.get(name_prefix)
+
+    def add_func(self, func: Any, func_name: str) -> GlobalVar:
+        """Add a function under a fresh name (an identical existing function is reused)."""
+        for gv, existing in self._mod.functions.items():
+            if type(existing) is type(func) and structural_equal(existing, func):
+                return gv
+        gv = GlobalVar(self.get_unique_name(func_name))
+        self._mod._put(gv, func)
+        return gv
+
+    def update_func(self, gv: GlobalVar, updated_func: Any) -> None:
+        """Replace (or add) the function named by ``gv``."""
+        self._mod._put(gv, updated_func)
+
+    # -- TE -----------------------------------------------------------------------------------
+    def call_te(self, func: Callable, *args: Any, **kwargs: Any) -> Call:
+        """``R.call_tir`` of the PrimFunc made from the tensor-expression function ``func``.
+
+        Tensor arguments become ``te.placeholder``s of their shapes (symbolic dimensions
+        stay the same ``tir.Var`` in every placeholder); ``primfunc_name_hint`` names the
+        PrimFunc (default: the function's name), ``primfunc_attrs`` adds attributes.
+        """
+        from .te_convert import te_to_call_tir
+        return te_to_call_tir(self, func, args, kwargs)
+
+    def emit_te(self, func: Callable, *args: Any, **kwargs: Any) -> Var:
+        """Emit :meth:`call_te`: ``lv = bb.emit_te(topi.nn.relu, x)``."""
+        name_hint = kwargs.pop("name_hint", "")
+        return self.emit(self.call_te(func, *args, **kwargs), name_hint)
+
+    # -- normalization -----------------------------------------------------------------------
+    def normalize(self, expr: Any) -> Any:
+        """``expr`` with struct info everywhere; nested calls are bound to variables when a
+        block is open (A-normal form)."""
+        if isinstance(expr, (GlobalVar, Op)):
+            return expr
+        if not isinstance(expr, Expr):
+            raise TypeError(f"cannot normalize {type(expr).__name__}: {expr!r} is not a Relax expression")
+        if isinstance(expr, Var):
+            if expr.struct_info is None:
+                raise StructInfoError(f"variable {expr.name} has no struct info")
+            return expr
+        if isinstance(expr, Call):
+            return self._normalize_call(expr)
+        if isinstance(expr, Tuple):
+            fields = [self._normalize_arg(f) for f in expr.fields]
+            return expr if _same(fields, expr.fields) else Tuple(fields)
+        if isinstance(expr, TupleGetItem):
+            return self._normalize_get_item(expr)
+        if isinstance(expr, SeqExpr):
+            return self._normalize_seq(expr)
+        if isinstance(expr, If):
+            return self._normalize_if(expr)
+        if isinstance(expr, Function):
+            return self._normalize_function(expr)
+        return expr  # other leaves know their struct info from construction
+
+    def _normalize_arg(self, expr: Any) -> Any:
+        """Normalize, then bind a non-leaf to a variable when a block is open."""
+        expr = self.normalize(expr)
+        if is_leaf(expr) or isinstance(expr, Function) or not self._blocks:
+            return expr
+        return self.emit(expr)
+
+    def _normalize_call(self, call: Call) -> Call:
+        op = call.op if isinstance(call.op, (Op, GlobalVar)) else self._normalize_arg(call.op)
+        args = [self._normalize_arg(a) for a in call.args]
+        if op is not call.op or not _same(args, call.args):
+            call = Call(op, args, call.attrs, call.sinfo_args)
+        if struct_info_of(call) is None:
+            _set_struct_info(call, self._infer_call(call))
+        return call
+
+    def _infer_call(self, call: Call) -> StructInfo:
+        op = call.op
+        if isinstance(op, Op):
+            infer = op.get_attr("FInferStructInfo")
+            if infer is None:
+                raise StructInfoError(f"operator {op.name} has no FInferStructInfo registered")
+            sinfo = infer(call, self)
+            if not isinstance(sinfo, StructInfo):
+                raise TypeError(f"FInferStructInfo of {op.name} returned {sinfo!r}, not a StructInfo")
+            return sinfo
+        callee = self._callee_struct_info(op)
+        if not isinstance(callee, FuncStructInfo):
+            raise StructInfoError(f"cannot call {op!r}: its struct info {struct_info_text(callee)} "
+                                  "is not a function")
+        if callee.is_opaque and call.sinfo_args:
+            return call.sinfo_args[0]
+        return derive_call_ret_struct_info(callee, call, self)
+
+    def _callee_struct_info(self, op: Any) -> StructInfo:
+        if isinstance(op, GlobalVar):
+            func = self._mod.functions.get(op)
+            if func is None and op.name_hint in self._mod:
+                func = self._mod[op.name_hint]
+            if isinstance(func, Function):
+                return self._sinfo(func, f"function {op.name_hint}")
+            if isinstance(func, PrimFunc):
+                raise StructInfoError(f"@{op.name_hint} is a PrimFunc: call it with R.call_tir")
+            return FuncStructInfo.opaque_func(ObjectStructInfo())
+        return self._sinfo(op, "callee")
+
+    def _normalize_get_item(self, expr: TupleGetItem) -> Any:
+        tup = self._normalize_arg(expr.tuple_value)
+        sinfo = self._sinfo(tup, "TupleGetItem")
+        if not isinstance(sinfo, TupleStructInfo):
+            raise StructInfoError(f"cannot take item {expr.index} of {struct_info_text(sinfo)}: not a tuple")
+        new = expr if tup is expr.tuple_value else TupleGetItem(tup, expr.index)
+        if struct_info_of(new) is None:
+            _set_struct_info(new, sinfo.fields[expr.index])
+        return new
+
+    def _normalize_seq(self, seq: SeqExpr) -> SeqExpr:
+        blocks = []
+        for block in seq.blocks:
+            if isinstance(block, DataflowBlock):
+                self.begin_dataflow_block()
+            else:
+                self.begin_binding_block()
+            for binding in block.bindings:
+                value = self.normalize(binding.value)
+                if isinstance(binding, MatchCast):
+                    value = self._normalize_arg(value)
+                    new = binding if value is binding.value else MatchCast(binding.var, value, binding.struct_info)
+                else:
+                    _fill_var_struct_info(binding.var, self._sinfo(value, f"binding of {binding.var.name}"))
+                    new = binding if value is binding.value else VarBinding(binding.var, value)
+                self.emit_normalized(new)
+            new_block = self.end_block()
+            blocks.append(block if _same(new_block.bindings, block.bindings) else new_block)
+        self.begin_binding_block()
+        body = self.normalize(seq.body)
+        prologue = self.end_block()
+        if prologue.bindings:
+            blocks.append(prologue)
+        blocks = [b for b in blocks if b.bindings]
+        if _same(blocks, seq.blocks) and body is seq.body:
+            new_seq = seq
+        else:
+            new_seq = SeqExpr(tuple(blocks), body)
+        if struct_info_of(new_seq) is None:
+            _set_struct_info(new_seq, self._sinfo(body, "SeqExpr body"))
+        return new_seq
+
+    def _normalize_scope(self, expr: Any) -> SeqExpr:
+        """A branch or function body: always a SeqExpr, its bindings kept inside it."""
+        seq = expr if isinstance(expr, SeqExpr) else SeqExpr((), expr)
+        saved, self._blocks = self._blocks, []
+        try:
+            return self._normalize_seq(seq)
+        finally:
+            self._blocks = saved
+
+    def _normalize_if(self, expr: If) -> If:
+        cond = self._normalize_arg(expr.cond)
+        then, other = self._normalize_scope(expr.true_branch), self._normalize_scope(expr.false_branch)
+        new = expr if (cond is expr.cond and then is expr.true_branch and other is expr.false_branch) \
+            else If(cond, then, other)
+        if struct_info_of(new) is None:
+            _set_struct_info(new, struct_info_lca(then.struct_info, other.struct_info))
+        return new
+
+    def _normalize_function(self, func: Function) -> Function:
+        for p in func.params:
+            if p.struct_info is None:
+                raise StructInfoError(f"parameter {p.name} of a function has no struct info")
+        body = self._normalize_scope(func.body)
+        if body is func.body and struct_info_of(func) is not None:
+            return func
+        return self._make_function(func.params, body, func.ret_struct_info, func.is_pure, func.attrs)
+
+    def _make_function(self, params: Sequence[Var], body: SeqExpr, ret: StructInfo | None,
+                       is_pure: bool, attrs: dict) -> Function:
+        if ret is None:
+            defined = {id(v) for p in params for v in definable_tir_vars_in_struct_info(p.struct_info)}
+            param_ids = {id(p) for p in params}
+            ret = erase_to_well_defined(self._sinfo(body, "function body"),
+                                        lambda v: id(v) in defined, lambda v: id(v) in param_ids)
+        return Function(tuple(params), body, ret, is_pure, attrs)
+
+    @staticmethod
+    def _sinfo(expr: Any, where: str) -> StructInfo:
+        sinfo = struct_info_of(expr)
+        if sinfo is None:
+            raise StructInfoError(f"{where}: {expr!r} has no struct info")
+        return sinfo
+
+
+def _same(new: Sequence, old: Sequence) -> bool:
+    return len(new) == len(old) and all(a is b for a, b in zip(new, old))
+
+
+def _fill_var_struct_info(var: Var, sinfo: StructInfo) -> None:
+    """A variable written without struct info takes its value's, once (as TVM's normalizer)."""
+    if var.struct_info is None:
+        object.__setattr__(var, "struct_info", sinfo)
+

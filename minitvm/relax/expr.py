@@ -1,0 +1,548 @@
+"""Relax expressions: the graph-level IR of whole models.
+
+A Relax function is a sequence of binding blocks (``lv = R.add(x, y)``) ending in a
+result.  Every expression carries ``struct_info`` — what is known about its value
+(a tensor of shape ``(n, 784)`` and dtype float32, a tuple, a function ...).  Leaves
+know it at construction; calls learn it when a :class:`~minitvm.relax.BlockBuilder`
+normalizes them, exactly once (the one annotation set after construction, as in TVM).
+
+Structural equality maps variables at their definitions: function parameters,
+``VarBinding.var`` and ``MatchCast.var``.  Symbolic shape variables (``tir.Var("n",
+"int64")``) are defined where they first appear in a parameter's struct info or in a
+``MatchCast`` struct info.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..ir.module import GlobalVar
+from ..ir.node import Node, defines, node
+from ..ir.op import Op
+from ..tir.expr import IntImm, PrimExpr, convert
+
+__all__ = [
+    "Expr", "Var", "DataflowVar", "Constant", "ConstantData", "Attrs", "Call", "Tuple", "TupleGetItem",
+    "ShapeExpr", "PrimValue", "StringImm", "DataTypeImm", "If", "Function", "ExternFunc",
+    "SeqExpr", "Binding", "VarBinding", "MatchCast", "BindingBlock", "DataflowBlock",
+    "const", "is_leaf", "struct_info_of",
+]
+
+
+class Expr(Node):
+    """Base of Relax expressions; Python operators build Relax calls (``x + y``)."""
+
+    __slots__ = ()
+
+    @property
+    def struct_info(self) -> Any:
+        """What is known about the value; raises when the expression was never normalized."""
+        sinfo = self.__dict__.get("_sinfo")
+        if sinfo is None:
+            raise ValueError(
+                f"{type(self).__name__} has no struct_info yet: normalize it first "
+                "(bb.normalize(expr) or bb.emit(expr))")
+        return sinfo
+
+    # TVM spells the raw field struct_info_; None when not yet known
+    @property
+    def struct_info_(self) -> Any:
+        return struct_info_of(self)
+
+    # -- operators build calls (TVM's ExprWithOp) ---------------------------------------
+    def __add__(self, other: Any) -> "Call":
+        from .op import add
+        return add(self, other)
+
+    def __sub__(self, other: Any) -> "Call":
+        from .op import subtract
+        return subtract(self, other)
+
+    def __mul__(self, other: Any) -> "Call":
+        from .op import multiply
+        return multiply(self, other)
+
+    def __truediv__(self, other: Any) -> "Call":
+        from .op import divide
+        return divide(self, other)
+
+    def __getitem__(self, index: int) -> "TupleGetItem":
+        return TupleGetItem(self, index)
+
+    def __iter__(self):
+        # without this, Python would iterate through __getitem__ forever
+        from .struct_info import TupleStructInfo
+        sinfo = struct_info_of(self)
+        if isinstance(sinfo, TupleStructInfo):
+            return iter([TupleGetItem(self, i) for i in range(len(sinfo.fields))])
+        raise TypeError(f"{self!r} is not iterable: only tuple-valued expressions are")
+
+    def __call__(self, *args: Any, attrs: dict | None = None) -> "Call":
+        return Call(self, args, attrs)
+
+
+def struct_info_of(expr: Any) -> Any:
+    """The struct info of ``expr`` when known, else None (never raises)."""
+    if isinstance(expr, Var):
+        return expr.struct_info
+    if isinstance(expr, Node):
+        return expr.__dict__.get("_sinfo")
+    return None
+
+
+def _set_struct_info(expr: Expr, sinfo: Any) -> None:
+    """Record ``sinfo`` on ``expr``; done once, by construction or normalization."""
+    object.__setattr__(expr, "_sinfo", sinfo)
+
+
+def _check_struct_info(owner: str, sinfo: Any) -> None:
+    from .struct_info import StructInfo
+    if sinfo is not None and not isinstance(sinfo, StructInfo):
+        raise TypeError(f"{owner}: struct_info must be a StructInfo "
+                        f"(e.g. relax.TensorStructInfo((n, 4), 'float32')), got {sinfo!r}")
+
+
+# -- variables ---------------------------------------------------------------------------
+
+@node(binds=True)
+class Var(Expr):
+    """A variable: a function parameter or the left side of a binding.
+
+    ``name`` is only a hint for printing (``name_hint`` in TVM's spelling); two
+    variables are different whenever they are different objects.
+    """
+
+    name: str
+    struct_info: Any = None  # StructInfo
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not isinstance(self.name, str):
+            raise TypeError(f"relax.Var: the name must be a str, got {self.name!r}")
+        _check_struct_info(f"relax.Var {self.name!r}", self.struct_info)
+
+    @property
+    def name_hint(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+@node(binds=True)
+class DataflowVar(Var):
+    """A variable visible only inside its dataflow block."""
+
+
+DataflowVar.__repr__ = Var.__repr__  # (the node decorator gave it the generic one)
+
+
+# -- leaves ------------------------------------------------------------------------------
+
+class ConstantData:
+    """The array held by a :class:`Constant` (``.numpy()`` as TVM's NDArray), compared by
+    value so that structural equality and hashing work on constants."""
+
+    __slots__ = ("_array",)
+
+    def __init__(self, array: Any):
+        if hasattr(array, "numpy") and not isinstance(array, np.ndarray):
+            array = array.numpy()
+        arr = np.array(array, copy=True)
+        arr.setflags(write=False)
+        object.__setattr__(self, "_array", arr)
+
+    def numpy(self) -> np.ndarray:
+        return self._array.copy()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return self._array if dtype is None else self._array.astype(dtype)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._array.shape
+
+    @property
+    def dtype(self) -> str:
+        return str(self._array.dtype)
+
+    def __eq__(self, other: Any) -> bool:
+        if not isinstance(other, ConstantData):
+            return NotImplemented
+        a, b = self._array, other._array
+        return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+    def __hash__(self) -> int:
+        return hash((self.dtype, self.shape, self._array.tobytes()))
+
+    def __repr__(self) -> str:
+        return f"ConstantData(shape={self.shape}, dtype={self.dtype})"
+
+
+@node
+class Constant(Expr):
+    """A constant tensor (its struct info is its exact shape and dtype)."""
+
+    data: Any  # ConstantData (numpy arrays and NDArrays are converted)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.data, ConstantData):
+            object.__setattr__(self, "data", ConstantData(self.data))
+        from .struct_info import TensorStructInfo
+        _set_struct_info(self, TensorStructInfo(list(self.data.shape), self.data.dtype))
+
+    def __repr__(self) -> str:
+        return f"Constant(shape={self.data.shape}, dtype={self.data.dtype})"
+
+
+def const(value: Any, dtype: str | None = None) -> Constant:
+    """A Relax constant from a number, a nested list, a numpy array or an NDArray.
+
+    Python ints become int32 and floats float32 unless ``dtype`` says otherwise.
+    """
+    if hasattr(value, "numpy") and not isinstance(value, np.ndarray):
+        value = value.numpy()
+    if isinstance(value, (np.ndarray, np.generic)):
+        arr = np.asarray(value, dtype=dtype) if dtype else np.asarray(value)
+    else:
+        if dtype is None:
+            probe = np.asarray(value)
+            if probe.dtype == np.bool_:
+                dtype = "bool"
+            elif np.issubdtype(probe.dtype, np.integer):
+                dtype = "int32"
+            elif np.issubdtype(probe.dtype, np.floating):
+                dtype = "float32"
+            else:
+                raise TypeError(f"relax.const: cannot make a constant from {value!r}")
+        arr = np.asarray(value, dtype=dtype)
+    return Constant(arr)
+
+
+def _shape_value(v: Any, where: str) -> PrimExpr:
+    """One shape dimension as an int64 PrimExpr (Relax shapes are int64, as in TVM)."""
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer, PrimExpr)):
+        raise TypeError(f"{where}: dimension {v!r} is not an int or an integer PrimExpr")
+    e = convert(int(v) if isinstance(v, np.integer) else v, "int64" if not isinstance(v, PrimExpr) else None)
+    if isinstance(e, IntImm):
+        return e if e.dtype == "int64" else IntImm("int64", e.value)
+    if e.dtype != "int64":
+        name = getattr(e, "name", None) or repr(e)
+        hint = f"; declare it as tir.Var({name!r}, \"int64\")" if hasattr(e, "name") else ""
+        raise TypeError(f"{where}: dimension {name} has dtype {e.dtype}, but Relax shapes are int64{hint}")
+    return e
+
+
+@node
+class ShapeExpr(Expr):
+    """A shape value ``R.shape([n, 4])``: integer PrimExprs (int64)."""
+
+    values: tuple
+
+    def __post_init__(self) -> None:
+        if isinstance(self.values, (int, PrimExpr)):
+            raise TypeError(f"relax.ShapeExpr: values must be a list of dimensions, got {self.values!r}")
+        values = tuple(_shape_value(v, "relax.ShapeExpr") for v in self.values)
+        object.__setattr__(self, "values", values)
+        from .struct_info import ShapeStructInfo
+        _set_struct_info(self, ShapeStructInfo(values))
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __getitem__(self, index: int) -> PrimExpr:  # type: ignore[override]
+        return self.values[index]
+
+    def __iter__(self):
+        return iter(self.values)
+
+    def __repr__(self) -> str:
+        return f"R.shape([{', '.join(_dim_text(v) for v in self.values)}])"
+
+
+def _dim_text(v: PrimExpr) -> str:
+    if isinstance(v, IntImm):
+        return str(v.value)
+    name = getattr(v, "name", None)
+    return name if isinstance(name, str) else repr(v)
+
+
+@node
+class PrimValue(Expr):
+    """A scalar (a PrimExpr) used as a Relax value: ``R.prim_value(3)``."""
+
+    value: PrimExpr
+
+    def __post_init__(self) -> None:
+        value = self.value
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = IntImm("int64", value)
+        object.__setattr__(self, "value", convert(value))
+        from .struct_info import PrimStructInfo
+        _set_struct_info(self, PrimStructInfo(value=self.value))
+
+
+@node
+class StringImm(Expr):
+    """A string constant (an argument of packed functions)."""
+
+    value: str
+
+    def __post_init__(self) -> None:
+        from .struct_info import ObjectStructInfo
+        _set_struct_info(self, ObjectStructInfo())
+
+
+@node
+class DataTypeImm(Expr):
+    """A dtype given as a value (``R.dtype("float32")``)."""
+
+    value: str
+
+    def __post_init__(self) -> None:
+        from .struct_info import ObjectStructInfo
+        _set_struct_info(self, ObjectStructInfo())
+
+
+@node
+class ExternFunc(Expr):
+    """A function implemented outside the IR, found by name in the runtime registry."""
+
+    global_symbol: str
+
+    def __post_init__(self) -> None:
+        from .struct_info import FuncStructInfo
+        _set_struct_info(self, FuncStructInfo.opaque_func())
+
+
+# -- compound expressions --------------------------------------------------------------
+
+def _as_expr(value: Any, where: str) -> Any:
+    """Accept Relax exprs, Ops and GlobalVars; wrap Python/numpy numbers and PrimExprs."""
+    if isinstance(value, (Expr, Op, GlobalVar)):
+        return value
+    if isinstance(value, PrimExpr):
+        return PrimValue(value)
+    if isinstance(value, str):
+        return StringImm(value)
+    if isinstance(value, (bool, int, float, np.ndarray, np.generic)):
+        return const(value)
+    if isinstance(value, (list, tuple)):
+        return Tuple([_as_expr(v, where) for v in value])
+    raise TypeError(f"{where}: expected a Relax expression, got {type(value).__name__}: {value!r}")
+
+
+class Attrs(dict):
+    """Operator attributes: a dict whose keys also read as fields (``call.attrs.out_dtype``)."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"attrs have no field {name!r}; they have: {', '.join(sorted(self))}") from None
+
+
+@node
+class Call(Expr):
+    """``op(args)``: an operator, a function (GlobalVar/Var) or an ExternFunc applied to
+    arguments.  ``sinfo_args`` carry struct info some ops need (call_tir's output)."""
+
+    op: Any
+    args: tuple = ()
+    attrs: Any = None
+    sinfo_args: tuple = ()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if isinstance(self.op, str):
+            raise TypeError(f"relax.Call: op must be an Op, GlobalVar or Expr, got the string "
+                            f"{self.op!r}; use tvm.ir.Op.get({self.op!r}) or relax.ExternFunc")
+        if not isinstance(self.op, (Expr, Op, GlobalVar)):
+            raise TypeError(f"relax.Call: op must be an Op, GlobalVar or Expr, got {self.op!r}")
+        args = tuple(_as_expr(a, f"relax.Call({_op_name(self.op)})") for a in (self.args or ()))
+        object.__setattr__(self, "args", args)
+        if isinstance(self.attrs, dict) and not isinstance(self.attrs, Attrs):
+            object.__setattr__(self, "attrs", Attrs(self.attrs))
+        object.__setattr__(self, "sinfo_args", tuple(self.sinfo_args or ()))
+        for s in self.sinfo_args:
+            _check_struct_info("relax.Call sinfo_args", s)
+
+    def __repr__(self) -> str:
+        return f"Call({_op_name(self.op)}, {len(self.args)} args)"
+
+
+def _op_name(op: Any) -> str:
+    if isinstance(op, Op):
+        return op.name
+    if isinstance(op, (GlobalVar, Var)):
+        return op.name_hint
+    if isinstance(op, ExternFunc):
+        return op.global_symbol
+    return type(op).__name__
+
+
+@node
+class Tuple(Expr):
+    """``(a, b, ...)`` of Relax values."""
+
+    fields: tuple = ()
+
+    def __post_init__(self) -> None:
+        fields = tuple(_as_expr(f, "relax.Tuple") for f in self.fields)
+        object.__setattr__(self, "fields", fields)
+        sinfos = [struct_info_of(f) for f in fields]
+        if all(s is not None for s in sinfos):
+            from .struct_info import TupleStructInfo
+            _set_struct_info(self, TupleStructInfo(sinfos))
+
+    def __len__(self) -> int:
+        return len(self.fields)
+
+    def __getitem__(self, index: int) -> Any:  # the field itself, as TVM's Tuple
+        return self.fields[index]
+
+    def __iter__(self):
+        return iter(self.fields)
+
+
+@node
+class TupleGetItem(Expr):
+    """``tuple_value[index]``."""
+
+    tuple_value: Any
+    index: int
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.index, int) or isinstance(self.index, bool):
+            raise TypeError(f"relax.TupleGetItem: index must be an int, got {self.index!r}")
+        sinfo = struct_info_of(self.tuple_value)
+        from .struct_info import TupleStructInfo
+        if isinstance(sinfo, TupleStructInfo):
+            if not 0 <= self.index < len(sinfo.fields):
+                raise IndexError(f"relax.TupleGetItem: index {self.index} out of range for a "
+                                 f"tuple of {len(sinfo.fields)} fields")
+            _set_struct_info(self, sinfo.fields[self.index])
+
+
+@node
+class If(Expr):
+    """``if cond: true_branch else: false_branch`` (branches are SeqExprs once normalized)."""
+
+    cond: Any
+    true_branch: Any
+    false_branch: Any
+
+
+# -- bindings, blocks, functions -------------------------------------------------------
+
+class Binding(Node):
+    """Base of the two ways a block defines a variable."""
+
+    __slots__ = ()
+
+
+@node
+class VarBinding(Binding):
+    """``var = value``."""
+
+    var: Var = defines()
+    value: Any = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.var, Var):
+            raise TypeError(f"relax.VarBinding: var must be a relax.Var, got {self.var!r}")
+
+
+@node
+class MatchCast(Binding):
+    """``var = R.match_cast(value, struct_info)``: check ``value`` at run time and give it
+    a more precise struct info; new symbolic variables in ``struct_info`` are defined here."""
+
+    var: Var = defines()
+    value: Any = None
+    struct_info: Any = defines(default=None)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.var, Var):
+            raise TypeError(f"relax.MatchCast: var must be a relax.Var, got {self.var!r}")
+        _check_struct_info("relax.MatchCast", self.struct_info)
+
+
+@node
+class BindingBlock(Node):
+    """Bindings executed in order (may have side effects)."""
+
+    bindings: tuple = ()
+
+
+@node
+class DataflowBlock(BindingBlock):
+    """Pure bindings without control flow; only its outputs (non-dataflow vars) escape."""
+
+
+@node
+class SeqExpr(Expr):
+    """Blocks of bindings followed by a result expression."""
+
+    blocks: tuple = ()
+    body: Any = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for b in self.blocks:
+            if not isinstance(b, BindingBlock):
+                raise TypeError(f"relax.SeqExpr: blocks must be BindingBlocks, got {b!r}")
+        body_sinfo = struct_info_of(self.body)
+        if body_sinfo is not None:
+            _set_struct_info(self, body_sinfo)
+
+
+@node
+class Function(Expr):
+    """A Relax function: parameters, a body (a SeqExpr), the struct info of its result."""
+
+    params: tuple = defines(default=())
+    body: Any = None
+    ret_struct_info: Any = None
+    is_pure: bool = True
+    attrs: Any = None  # dict
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.attrs is None:
+            object.__setattr__(self, "attrs", {})
+        for p in self.params:
+            if not isinstance(p, Var) or isinstance(p, DataflowVar):
+                raise TypeError(f"relax.Function: parameters must be relax.Var (not DataflowVar), got {p!r}")
+        _check_struct_info("relax.Function ret_struct_info", self.ret_struct_info)
+        params_sinfo = [p.struct_info for p in self.params]
+        if self.ret_struct_info is not None and all(s is not None for s in params_sinfo):
+            from .struct_info import FuncStructInfo
+            _set_struct_info(self, FuncStructInfo(params_sinfo, self.ret_struct_info, self.is_pure))
+
+    def with_attr(self, key: str, value: Any) -> "Function":
+        return self.with_attrs({key: value})
+
+    def with_attrs(self, attrs: dict) -> "Function":
+        return Function(self.params, self.body, self.ret_struct_info, self.is_pure,
+                        {**self.attrs, **attrs})
+
+    def without_attr(self, key: str) -> "Function":
+        return Function(self.params, self.body, self.ret_struct_info, self.is_pure,
+                        {k: v for k, v in self.attrs.items() if k != key})
+
+    def __repr__(self) -> str:
+        name = self.attrs.get("global_symbol", "")
+        return f"Function({name!r}, params=[{', '.join(p.name for p in self.params)}])"
+
+
+def is_leaf(expr: Any) -> bool:
+    """Expressions that may appear as call arguments in normal form (no nested calls)."""
+    if isinstance(expr, (Var, Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm,
+                         ExternFunc, GlobalVar, Op)):
+        return True
+    if isinstance(expr, Tuple):
+        return all(is_leaf(f) for f in expr.fields)
+    return False

@@ -1,0 +1,94 @@
+"""Element-wise binary arithmetic with numpy broadcasting: add, subtract, multiply, divide."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...tir.expr import IntImm, PrimExpr
+from ..analysis.struct_info_analysis import prove_dim_equal
+from ..expr import Call, Expr
+from ..struct_info import StructInfo, StructInfoError, TensorStructInfo, shape_text
+from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
+
+__all__ = ["add", "subtract", "multiply", "divide", "broadcast_shapes", "binary_broadcast_sinfo"]
+
+
+def _is_one(d: PrimExpr) -> bool:
+    return isinstance(d, IntImm) and d.value == 1
+
+
+def broadcast_shapes(op_name: str, a: tuple, b: tuple) -> tuple | None:
+    """The numpy broadcast of two shapes; None when a symbolic pair cannot be decided.
+
+    Raises StructInfoError naming the op and both shapes when two constants clash.
+    """
+    out: list[PrimExpr] = []
+    for k in range(1, max(len(a), len(b)) + 1):
+        da = a[-k] if k <= len(a) else None
+        db = b[-k] if k <= len(b) else None
+        if da is None or _is_one(da):
+            out.append(db)
+        elif db is None or _is_one(db) or prove_dim_equal(da, db):
+            out.append(da)
+        elif isinstance(da, IntImm) and isinstance(db, IntImm):
+            raise StructInfoError(
+                f"{op_name}: cannot broadcast shapes {shape_text(a)} and {shape_text(b)}: "
+                f"dimensions {da.value} and {db.value} differ and neither is 1")
+        else:
+            return None  # e.g. n vs m: known only at run time
+    return tuple(reversed(out))
+
+
+def binary_broadcast_sinfo(call: Call, op_name: str) -> StructInfo:
+    """Struct info of an element-wise binary op: same dtypes, broadcast shapes."""
+    check_num_args(call, op_name, 2)
+    x1 = tensor_arg(call, 0, op_name, "x1")
+    x2 = tensor_arg(call, 1, op_name, "x2")
+    if x1.is_unknown_dtype or x2.is_unknown_dtype:
+        dtype = "void"
+    elif x1.dtype != x2.dtype:
+        raise StructInfoError(f"{op_name}: operands have different dtypes {x1.dtype} and {x2.dtype}; "
+                              "cast one with relax.op.astype first")
+    else:
+        dtype = x1.dtype
+    s1, s2 = x1.shape_values, x2.shape_values
+    if s1 is not None and s2 is not None:
+        shape = broadcast_shapes(op_name, s1, s2)
+        if shape is not None:
+            return TensorStructInfo(list(shape), dtype)
+    ndim = -1 if x1.ndim == -1 or x2.ndim == -1 else max(x1.ndim, x2.ndim)
+    return TensorStructInfo(None, dtype, None, ndim)
+
+
+def _register_binary(name: str) -> None:
+    op_name = f"relax.{name}"
+
+    @register(op_name, pattern=OpPattern.BROADCAST, num_inputs=2)
+    def infer(call: Call, ctx: Any) -> StructInfo:
+        return binary_broadcast_sinfo(call, op_name)
+
+    infer.__doc__ = f"Element-wise {name} with broadcasting."
+
+
+for _name in ("add", "subtract", "multiply", "divide"):
+    _register_binary(_name)
+
+
+def add(x1: Expr, x2: Expr) -> Call:
+    """``x1 + x2`` element-wise, with numpy broadcasting."""
+    return make_call("relax.add", x1, x2)
+
+
+def subtract(x1: Expr, x2: Expr) -> Call:
+    """``x1 - x2`` element-wise, with numpy broadcasting."""
+    return make_call("relax.subtract", x1, x2)
+
+
+def multiply(x1: Expr, x2: Expr) -> Call:
+    """``x1 * x2`` element-wise, with numpy broadcasting."""
+    return make_call("relax.multiply", x1, x2)
+
+
+def divide(x1: Expr, x2: Expr) -> Call:
+    """``x1 / x2`` element-wise, with numpy broadcasting."""
+    return make_call("relax.divide", x1, x2)
