@@ -364,7 +364,7 @@ def test_vectorized_loop_emits_wide_vector_instructions():
     a, b = rand("float32", n), rand("float32", n)
     out = np.zeros(n, "float32")
     lib["f"](a, b, out)
-    np.testing.assert_allclose(out, a * b + 1, rtol=1e-6)
+    np.testing.assert_allclose(out, a * b + 1, rtol=1e-5)  # may be fused into one FMA
 
 
 def test_pass_context_bounds_check_turns_bad_accesses_into_errors():

@@ -238,6 +238,7 @@ class CodeGenLLVM:
         fn = ir.Function(self.module, ir.FunctionType(_I32, params), name=name)
         self._decorate(fn)
         noalias = bool(func.attrs.get("tir.noalias", self.noalias_default))
+        self._fn_noalias = noalias
         self.st = _FuncState(fn, None)
         for i, spec in enumerate(sig.params):
             arg = fn.args[i]
@@ -536,12 +537,26 @@ class CodeGenLLVM:
         body_fn.linkage = "internal"
         self._decorate(body_fn)
         body_fn.args[0].add_attribute("noalias")
+        # body(closure) unpacks the closure and calls chunk(values...), whose buffer pointers are
+        # `noalias` parameters: pointers loaded from memory would tell LLVM nothing, and it would
+        # then keep storing accumulators on every iteration instead of holding them in registers
+        chunk_fn = ir.Function(self.module, ir.FunctionType(_VOID, fields),
+                               name=f"{outer.fn.name}.parallel{self._outlined}.chunk")
+        chunk_fn.linkage = "internal"
+        self._decorate(chunk_fn)
         self.st = _FuncState(body_fn, None)
         b = self.b
         loaded = [b.load(b.gep(body_fn.args[0], [_I32(0), _I32(idx)], inbounds=True, source_etype=closure_ty),
                          typ=fields[idx]) for idx in range(len(fields))]
-        lo, count, self.st.error_slot = loaded[0], loaded[1], loaded[2]
-        for (key, _, kind), value in zip(captured, loaded[3:]):
+        b.call(chunk_fn, loaded)
+        b.ret_void()
+        self.st = _FuncState(chunk_fn, None)
+        b = self.b
+        for (_, _, kind), arg in zip(captured, chunk_fn.args[3:]):
+            if kind == "buf" and self._fn_noalias:
+                arg.add_attribute("noalias")
+        lo, count, self.st.error_slot = chunk_fn.args[0], chunk_fn.args[1], chunk_fn.args[2]
+        for (key, _, kind), value in zip(captured, chunk_fn.args[3:]):
             (self.st.vars if kind == "var" else self.st.buffers)[key] = value
         for key, _value, kind in captured:  # a handle LetStmt var is both a var and a buffer
             if kind == "var" and key in outer.buffers:
