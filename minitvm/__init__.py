@@ -23,6 +23,7 @@ _LAZY = {
     "target": ("minitvm.target", None),
     "runtime": ("minitvm.runtime", None),
     "testing": ("minitvm.testing", None),
+    "grade": ("minitvm.grade", None),
     "relax": ("minitvm.relax", None),
     "nd": ("minitvm.runtime.ndarray", None),
     "cpu": ("minitvm.runtime.device", "cpu"),

@@ -1,0 +1,196 @@
+"""Run each grader of a chapter in its own subprocess and collect a points table.
+
+The repository root (which holds ``tests/grade``, ``exercises`` and ``solutions``) is found
+from the current directory upwards, else next to the installed ``minitvm`` package; the
+subprocess runs pytest there with the root on ``PYTHONPATH``.
+"""
+
+from __future__ import annotations
+
+import ast
+import html
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+EXERCISE = re.compile(r"[Ee]xercise (\d+\.\d+)")
+
+
+def find_root(start: str | Path | None = None) -> Path:
+    """The repository root: the first of ``start`` (default CWD) and its parents with ``tests/grade``."""
+    here = Path(start or os.getcwd()).resolve()
+    for d in (here, *here.parents):
+        if (d / "tests" / "grade").is_dir() and (d / "solutions").is_dir():
+            return d
+    pkg_root = Path(__file__).resolve().parents[2]
+    if (pkg_root / "tests" / "grade").is_dir():
+        return pkg_root
+    raise FileNotFoundError(f"no tests/grade found from {here} upwards or next to the minitvm package; "
+                            "run from the minitvm checkout")
+
+
+@dataclass(frozen=True)
+class Grader:
+    name: str
+    exercise: str
+    points: int
+
+
+def list_graders(chapter: str, root: Path | None = None) -> list[Grader]:
+    """The graders in ``tests/grade/test_<chapter>.py``: test name, exercise number, points (read statically)."""
+    path = (root or find_root()) / "tests" / "grade" / f"test_{chapter}.py"
+    if not path.exists():
+        raise FileNotFoundError(f"no graders for {chapter!r}: {path} does not exist")
+    out = []
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+            points = 1
+            for dec in node.decorator_list:
+                if (isinstance(dec, ast.Call) and isinstance(dec.func, ast.Attribute) and dec.func.attr == "points"
+                        and dec.args and isinstance(dec.args[0], ast.Constant)):
+                    points = int(dec.args[0].value)
+            m = EXERCISE.search(ast.get_docstring(node) or "")
+            out.append(Grader(node.name, m.group(1) if m else "?", points))
+    return out
+
+
+@dataclass
+class GradeResult:
+    exercise: str
+    grader: str
+    points: int
+    earned: int
+    status: str  # passed | todo (stub untouched) | failed | error | timeout | crashed
+    message: str = ""
+    seconds: float = 0.0
+
+
+@dataclass
+class GradeReport:
+    chapter: str
+    target: str
+    results: list[GradeResult] = field(default_factory=list)
+
+    @property
+    def earned(self) -> int:
+        return sum(r.earned for r in self.results)
+
+    @property
+    def total(self) -> int:
+        return sum(r.points for r in self.results)
+
+    def __str__(self) -> str:
+        rows = [("exercise", "grader", "points", "status", "first line of the failure")]
+        rows += [(r.exercise, r.grader, f"{r.earned}/{r.points}", r.status, _clip(r.message, 90))
+                 for r in self.results]
+        widths = [max(len(row[c]) for row in rows) for c in range(4)]
+        lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[4] for row in rows]
+        lines.insert(1, "-" * max(len(x) for x in lines))
+        lines.append(f"total: {self.earned}/{self.total} points ({self.chapter}, {self.target}/)")
+        return "\n".join(line.rstrip() for line in lines)
+
+    def _repr_html_(self) -> str:
+        color = {"passed": "#2e7d32"}
+        cells = "".join(
+            f"<tr><td>{r.exercise}</td><td><code>{r.grader}</code></td><td>{r.earned}/{r.points}</td>"
+            f"<td style='color:{color.get(r.status, '#c62828')}'>{r.status}</td>"
+            f"<td style='text-align:left'>{html.escape(_clip(r.message, 160))}</td></tr>"
+            for r in self.results)
+        return (f"<table><tr><th>exercise</th><th>grader</th><th>points</th><th>status</th>"
+                f"<th>first line of the failure</th></tr>{cells}</table>"
+                f"<p><b>total: {self.earned}/{self.total} points</b> ({self.chapter}, {self.target}/)</p>")
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def _clip(text: str, n: int) -> str:
+    """The first line of a failure; for a structural mismatch also the two differing values."""
+    lines = [x.strip() for x in text.strip().splitlines() if x.strip()]
+    if not lines:
+        return ""
+    first = lines[0]
+    if "StructuralEqual check failed" in first:
+        first += "".join(f" | {x}" for x in lines[1:3] if x.startswith(("lhs", "rhs")))
+    else:  # numpy's assert_allclose starts with an empty line: take the next ones too
+        for more in lines[1:4]:
+            if len(first) >= 40:
+                break
+            first += " " + more
+    return first if len(first) <= n else first[: n - 1] + "…"
+
+
+def run_grader(chapter: str, grader: Grader, root: Path, target: str = "exercises",
+               timeout: float = 60.0) -> GradeResult:
+    """Run one grader in a fresh ``python -m pytest`` subprocess (killed after ``timeout`` seconds)."""
+    with tempfile.TemporaryDirectory(prefix="minitvm-grade-") as tmp:
+        xml = Path(tmp) / "report.xml"
+        cmd = [sys.executable, "-m", "pytest", f"tests/grade/test_{chapter}.py::{grader.name}",
+               f"--grade-target={target}", f"--junitxml={xml}", "-q", "--no-header", "-p", "no:cacheprovider",
+               "--tb=short"]
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([str(root), *filter(None, [env.get("PYTHONPATH")])])
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, start_new_session=True)
+        try:
+            out, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            return GradeResult(grader.exercise, grader.name, grader.points, 0, "timeout",
+                               f"did not finish within {timeout:g} s (an endless loop, or far too slow)",
+                               time.perf_counter() - start)
+        seconds = time.perf_counter() - start
+        status, message = _parse_junit(xml) if xml.exists() else (None, "")
+    if status is None:
+        tail = [x for x in out.strip().splitlines() if x.strip()]
+        why = f"exit code {proc.returncode}" + (f" (signal {-proc.returncode})" if proc.returncode < 0 else "")
+        return GradeResult(grader.exercise, grader.name, grader.points, 0, "crashed",
+                           f"the grader process died: {why}; {tail[-1] if tail else 'no output'}", seconds)
+    earned = grader.points if status == "passed" else 0
+    if status == "failed" and message.startswith("NotImplementedError: exercise"):
+        status = "todo"  # the untouched stub
+    return GradeResult(grader.exercise, grader.name, grader.points, earned, status, message, seconds)
+
+
+def _parse_junit(path: Path) -> tuple[str | None, str]:
+    """(status, first failure message) over all test cases of one grader (parametrized ones have several)."""
+    cases = list(ET.parse(path).getroot().iter("testcase"))
+    if not cases:
+        return None, ""
+    for case in cases:
+        for tag in ("failure", "error"):
+            node = case.find(tag)
+            if node is not None:
+                message = node.get("message") or (node.text or "")
+                return ("failed" if tag == "failure" else "error"), message
+    skipped = [c.find("skipped") for c in cases if c.find("skipped") is not None]
+    if len(skipped) == len(cases):
+        return "skipped", skipped[0].get("message") or ""
+    return "passed", ""
+
+
+def check(chapter: str, target: str = "exercises", timeout: float = 60.0, root: str | Path | None = None,
+          jobs: int | None = None, only: list[str] | None = None) -> GradeReport:
+    """Grade ``<target>/<chapter>.py``: each grader in its own subprocess; returns the points table.
+
+    In a notebook the returned report shows as a table; ``str(report)`` is the text table.
+    ``only`` restricts to graders whose name or exercise number is listed.
+    """
+    root = find_root(root)
+    graders = list_graders(chapter, root)
+    if only:
+        graders = [g for g in graders if g.name in only or g.exercise in only]
+    jobs = jobs or min(2, os.cpu_count() or 1)
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        results = list(pool.map(lambda g: run_grader(chapter, g, root, target, timeout), graders))
+    return GradeReport(chapter, target, results)

@@ -1,0 +1,305 @@
+"""Graders for chapter 2 (``exercises/ch02.py``): one test per exercise, worth ``points``.
+
+The starting programs and the target loop nests are copied here, so editing them in the
+exercise file changes nothing. Structure is compared with ``assert_structural_equal``
+(its message shows where the loop nests differ); numbers with numpy on random data.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minitvm
+from minitvm import tir
+from minitvm.ir import IRModule, assert_structural_equal
+from minitvm.script import ir as I
+from minitvm.script import tir as T
+
+
+@pytest.fixture
+def ex(grade_module):
+    return grade_module("ch02")
+
+
+# ------------------------------------------------------------------ starting programs
+
+
+@I.ir_module
+class VectorAdd:
+    @T.prim_func
+    def main(A: T.Buffer((1024,), "float32"), B: T.Buffer((1024,), "float32"), C: T.Buffer((1024,), "float32")):
+        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        for i in range(1024):
+            with T.block("C"):
+                vi = T.axis.spatial(1024, i)
+                C[vi] = A[vi] + B[vi]
+
+
+@I.ir_module
+class Relu2D:
+    @T.prim_func
+    def main(A: T.Buffer((64, 48), "float32"), B: T.Buffer((64, 48), "float32")):
+        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        for i, j in T.grid(64, 48):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi, vj] = T.max(A[vi, vj], T.float32(0))
+
+
+def matmul(n: int) -> IRModule:
+    @I.ir_module
+    class MatMul:
+        @T.prim_func
+        def main(A: T.Buffer((n, n), "float32"), B: T.Buffer((n, n), "float32"), C: T.Buffer((n, n), "float32")):
+            T.func_attr({"global_symbol": "main", "tir.noalias": True})
+            for i, j, k in T.grid(n, n, n):
+                with T.block("C"):
+                    vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                    with T.init():
+                        C[vi, vj] = T.float32(0)
+                    C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+    return MatMul
+
+
+@I.ir_module
+class MMRelu:
+    @T.prim_func
+    def main(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"),
+             C: T.Buffer((128, 128), "float32")):
+        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        Y = T.alloc_buffer((128, 128), "float32")
+        for i, j, k in T.grid(128, 128, 128):
+            with T.block("Y"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                with T.init():
+                    Y[vi, vj] = T.float32(0)
+                Y[vi, vj] = Y[vi, vj] + A[vi, vk] * B[vk, vj]
+        for i, j in T.grid(128, 128):
+            with T.block("C"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                C[vi, vj] = T.max(Y[vi, vj], T.float32(0))
+
+
+@I.ir_module
+class BmmRelu:
+    @T.prim_func
+    def bmm_relu(A: T.Buffer((16, 128, 128), "float32"), B: T.Buffer((16, 128, 128), "float32"),
+                 C: T.Buffer((16, 128, 128), "float32")):
+        T.func_attr({"global_symbol": "bmm_relu", "tir.noalias": True})
+        Y = T.alloc_buffer((16, 128, 128), "float32")
+        for n, i, j, k in T.grid(16, 128, 128, 128):
+            with T.block("Y"):
+                vn, vi, vj, vk = T.axis.remap("SSSR", [n, i, j, k])
+                with T.init():
+                    Y[vn, vi, vj] = T.float32(0)
+                Y[vn, vi, vj] = Y[vn, vi, vj] + A[vn, vi, vk] * B[vn, vk, vj]
+        for n, i, j in T.grid(16, 128, 128):
+            with T.block("C"):
+                vn, vi, vj = T.axis.remap("SSS", [n, i, j])
+                C[vn, vi, vj] = T.max(Y[vn, vi, vj], T.float32(0))
+
+
+# ------------------------------------------------------------------ targets
+
+
+@T.prim_func
+def vector_add_target(A: T.Buffer((1024,), "float32"), B: T.Buffer((1024,), "float32"),
+                      C: T.Buffer((1024,), "float32")):
+    T.func_attr({"global_symbol": "main", "tir.noalias": True})
+    for i_0 in range(64):
+        for i_1 in T.vectorized(16):
+            with T.block("C"):
+                vi = T.axis.spatial(1024, i_0 * 16 + i_1)
+                C[vi] = A[vi] + B[vi]
+
+
+@T.prim_func
+def relu_fused_target(A: T.Buffer((64, 48), "float32"), B: T.Buffer((64, 48), "float32")):
+    T.func_attr({"global_symbol": "main", "tir.noalias": True})
+    for f_0 in T.parallel(192):
+        for f_1 in T.vectorized(16):
+            with T.block("B"):
+                vi = T.axis.spatial(64, f_0 // 3)
+                vj = T.axis.spatial(48, f_0 % 3 * 16 + f_1)
+                B[vi, vj] = T.max(A[vi, vj], T.float32(0))
+
+
+@T.prim_func
+def tiled_matmul_target(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"),
+                        C: T.Buffer((128, 128), "float32")):
+    T.func_attr({"global_symbol": "main", "tir.noalias": True})
+    for i_0, j_0, k, i_1, j_1 in T.grid(8, 8, 128, 16, 16):
+        with T.block("C"):
+            vi = T.axis.spatial(128, i_0 * 16 + i_1)
+            vj = T.axis.spatial(128, j_0 * 16 + j_1)
+            vk = T.axis.reduce(128, k)
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+
+@T.prim_func
+def relu_per_row_target(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"),
+                        C: T.Buffer((128, 128), "float32")):
+    T.func_attr({"global_symbol": "main", "tir.noalias": True})
+    Y = T.alloc_buffer((128, 128), "float32")
+    for i in range(128):
+        for j, k in T.grid(128, 128):
+            with T.block("Y"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                with T.init():
+                    Y[vi, vj] = T.float32(0)
+                Y[vi, vj] = Y[vi, vj] + A[vi, vk] * B[vk, vj]
+        for ax0 in range(128):
+            with T.block("C"):
+                vi, vj = T.axis.remap("SS", [i, ax0])
+                C[vi, vj] = T.max(Y[vi, vj], T.float32(0))
+
+
+@T.prim_func
+def local_accumulator_target(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"),
+                             C: T.Buffer((128, 128), "float32")):
+    T.func_attr({"global_symbol": "main", "tir.noalias": True})
+    C_local = T.alloc_buffer((128, 128), scope="local")
+    for i_0, j_0 in T.grid(16, 4):
+        for i_1_init, j_1_init in T.grid(8, 32):
+            with T.block("C_init"):
+                vi = T.axis.spatial(128, i_0 * 8 + i_1_init)
+                vj = T.axis.spatial(128, j_0 * 32 + j_1_init)
+                C_local[vi, vj] = T.float32(0)
+        for k, i_1, j_1 in T.grid(128, 8, 32):
+            with T.block("C_update"):
+                vi = T.axis.spatial(128, i_0 * 8 + i_1)
+                vj = T.axis.spatial(128, j_0 * 32 + j_1)
+                vk = T.axis.reduce(128, k)
+                C_local[vi, vj] = C_local[vi, vj] + A[vi, vk] * B[vk, vj]
+        for ax0, ax1 in T.grid(8, 32):
+            with T.block("C_local"):
+                v0 = T.axis.spatial(128, i_0 * 8 + ax0)
+                v1 = T.axis.spatial(128, j_0 * 32 + ax1)
+                C[v0, v1] = C_local[v0, v1]
+
+
+@T.prim_func
+def BMM_RELU_TARGET(A: T.Buffer((16, 128, 128), "float32"), B: T.Buffer((16, 128, 128), "float32"),
+                    C: T.Buffer((16, 128, 128), "float32")):
+    T.func_attr({"global_symbol": "bmm_relu", "tir.noalias": True})
+    Y = T.alloc_buffer((16, 128, 128), "float32")
+    for i0 in T.parallel(16):
+        for i1, i2_0 in T.grid(128, 16):
+            for ax0_init in T.vectorized(8):
+                with T.block("Y_init"):
+                    n, i = T.axis.remap("SS", [i0, i1])
+                    j = T.axis.spatial(128, i2_0 * 8 + ax0_init)
+                    Y[n, i, j] = T.float32(0)
+            for ax1_0 in T.serial(32):
+                for ax1_1 in T.unroll(4):
+                    for ax0 in T.serial(8):
+                        with T.block("Y_update"):
+                            n, i = T.axis.remap("SS", [i0, i1])
+                            j = T.axis.spatial(128, i2_0 * 8 + ax0)
+                            k = T.axis.reduce(128, ax1_0 * 4 + ax1_1)
+                            Y[n, i, j] = Y[n, i, j] + A[n, i, k] * B[n, k, j]
+            for i2_1 in T.vectorized(8):
+                with T.block("C"):
+                    n, i = T.axis.remap("SS", [i0, i1])
+                    j = T.axis.spatial(128, i2_0 * 8 + i2_1)
+                    C[n, i, j] = T.max(Y[n, i, j], T.float32(0))
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def _scheduled(result) -> IRModule:
+    if isinstance(result, tir.Schedule):
+        return result.mod
+    assert isinstance(result, IRModule), f"return the tir.Schedule (or its .mod), not {type(result).__name__}"
+    return result
+
+
+def _check_numbers(original: IRModule, scheduled: IRModule, seed: int, rtol=1e-4):
+    """Run both on the same random inputs; the scheduled one must compute the same outputs."""
+    name = original.keys()[0] if hasattr(original, "keys") else "main"
+    func = original[name]
+    rng = np.random.default_rng(seed)
+    args = [rng.standard_normal(tuple(int(s) for s in buf.shape)).astype(buf.dtype) for buf in func.buffers]
+    outs = []
+    for mod in (original, scheduled):
+        arrays = [a.copy() for a in args]
+        minitvm.build(mod, target="llvm")[name](*arrays)
+        outs.append(arrays)
+    for want, got in zip(*outs):
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol)
+
+
+def _check(ex_fn, start: IRModule, target, seed: int):
+    mod = _scheduled(ex_fn(start))
+    name = start.keys()[0]
+    try:
+        assert_structural_equal(mod[name], target)
+    except ValueError as err:
+        raise AssertionError(f"your loop nest differs from the target (lhs: yours, rhs: target): {err}") from None
+    _check_numbers(start, mod, seed)
+
+
+# ------------------------------------------------------------------ graders
+
+
+@pytest.mark.points(1)
+def test_vectorize_add(ex):
+    """Exercise 2.1: split + vectorize an elementwise add."""
+    _check(ex.vectorize_add, VectorAdd, vector_add_target, seed=21)
+
+
+@pytest.mark.points(2)
+def test_fuse_relu_loops(ex):
+    """Exercise 2.2: fuse, split, parallel, vectorize."""
+    _check(ex.fuse_relu_loops, Relu2D, relu_fused_target, seed=22)
+
+
+@pytest.mark.points(2)
+def test_tile_matmul(ex):
+    """Exercise 2.3: tile a matmul to the target loop nest."""
+    _check(ex.tile_matmul, matmul(128), tiled_matmul_target, seed=23)
+
+
+@pytest.mark.points(2)
+def test_relu_per_row(ex):
+    """Exercise 2.4: reverse_compute_at the ReLU under the matmul's row loop."""
+    _check(ex.relu_per_row, MMRelu, relu_per_row_target, seed=24)
+
+
+@pytest.mark.points(2)
+def test_local_accumulator(ex):
+    """Exercise 2.5: cache_write to a local accumulator, reverse_compute_at, decompose_reduction."""
+    _check(ex.local_accumulator, matmul(128), local_accumulator_target, seed=25)
+
+
+@pytest.mark.points(3)
+def test_bmm_relu_schedule(ex):
+    """Exercise 2.6: reproduce the bmm_relu target schedule."""
+    _check(ex.bmm_relu_schedule, BmmRelu, BMM_RELU_TARGET, seed=26)
+
+
+def _gflops(mod: IRModule, n: int, args, number: int) -> float:
+    lib = minitvm.build(mod, target="llvm")
+    seconds = min(lib.time_evaluator("main", minitvm.cpu(), number=number)(*args).mean for _ in range(3))
+    return 2 * n**3 / seconds / 1e9
+
+
+@pytest.mark.points(3)
+def test_fast_matmul(ex):
+    """Exercise 2.7: at least 3x the GFLOP/s of the naive matmul (both measured here)."""
+    n = 512
+    start = matmul(n)
+    mod = _scheduled(ex.fast_matmul(start))
+    rng = np.random.default_rng(27)
+    a, b = (rng.standard_normal((n, n)).astype("float32") for _ in range(2))
+    args = [minitvm.nd.array(a), minitvm.nd.array(b), minitvm.nd.empty((n, n), "float32")]
+    minitvm.build(mod, target="llvm")["main"](*args)
+    np.testing.assert_allclose(args[2].numpy(), a @ b, rtol=1e-3, atol=1e-3)
+    naive = _gflops(start, n, args, number=1)
+    fast = _gflops(mod, n, args, number=5)
+    assert fast >= 3 * naive, f"{fast:.1f} GFLOP/s is less than 3x the naive {naive:.1f} GFLOP/s"

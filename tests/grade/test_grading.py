@@ -1,0 +1,185 @@
+"""CI proves the graders: they pass on solutions/ (the normal run of test_ch*.py), fail on the
+untouched exercises/ with the stub's NotImplementedError, cover every exercise, and the
+stubs are what make_stubs generates. Also: the runner isolates crashes and endless loops."""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+import minitvm
+from minitvm.grade import check, list_graders
+from minitvm.grade.make_stubs import generate, make_stub
+
+ROOT = Path(__file__).resolve().parents[2]
+CHAPTERS = sorted(p.stem for p in (ROOT / "solutions").glob("ch*.py"))
+PKG_PARENT = str(Path(minitvm.__file__).resolve().parents[1])
+
+
+def _exercise_functions(chapter: str) -> dict[str, str]:
+    """name -> exercise number, for each solution function with a '# BEGIN SOLUTION' body."""
+    path = ROOT / "solutions" / f"{chapter}.py"
+    text = path.read_text()
+    out = {}
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.FunctionDef):
+            src = ast.get_source_segment(text, node)
+            if "# BEGIN SOLUTION" in src:
+                m = re.match(r"Exercise (\d+\.\d+)", ast.get_docstring(node) or "")
+                assert m, f"{chapter}.{node.name}: docstring must start with 'Exercise N.M'"
+                out[node.name] = m.group(1)
+    return out
+
+
+def test_there_are_chapters():
+    assert CHAPTERS == ["ch01", "ch02"]
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_committed_stubs_match_the_solutions(chapter, tmp_path):
+    generated = generate(ROOT, tmp_path)[tmp_path / f"{chapter}.py"]
+    committed = (ROOT / "exercises" / f"{chapter}.py").read_text()
+    assert committed == generated, (f"exercises/{chapter}.py is stale or edited: "
+                                    "regenerate with `python -m minitvm.grade.make_stubs`")
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_exercise_has_a_grader_with_points(chapter):
+    functions = _exercise_functions(chapter)
+    assert len(functions) >= 6
+    graders = list_graders(chapter, ROOT)
+    source = (ROOT / "tests" / "grade" / f"test_{chapter}.py").read_text()
+    used = {n.attr for n in ast.walk(ast.parse(source))
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "ex"}
+    assert not set(functions) - used, f"exercises without a grader: {sorted(set(functions) - used)}"
+    assert {g.exercise for g in graders} == set(functions.values())
+    for g in graders:
+        assert g.points >= 1 and f"@pytest.mark.points({g.points})" in source
+    text = (ROOT / "solutions" / f"{chapter}.py").read_text()
+    assert text.count("# BEGIN SOLUTION") == text.count("# END SOLUTION") == len(functions)
+
+
+def test_graders_fail_on_untouched_exercises_with_not_implemented(tmp_path):
+    xml = tmp_path / "report.xml"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), PKG_PARENT]))
+    files = [f"tests/grade/test_{c}.py" for c in CHAPTERS]
+    proc = subprocess.run([sys.executable, "-m", "pytest", *files, "--grade-target=exercises", f"--junitxml={xml}",
+                           "-q", "-p", "no:cacheprovider", "-p", "no:xdist"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    cases = list(ET.parse(xml).getroot().iter("testcase"))
+    expected = sum(1 for c in CHAPTERS for _ in list_graders(c, ROOT))
+    assert len({c.get("name").split("[")[0] for c in cases}) == expected, proc.stdout[-2000:]
+    for case in cases:
+        failure = case.find("failure")
+        assert failure is not None, f"{case.get('name')} did not fail on the stub"
+        assert failure.get("message", "").startswith("NotImplementedError: exercise"), \
+            f"{case.get('name')} failed for another reason: {failure.get('message')}"
+
+
+def test_make_stub_replaces_only_marked_bodies():
+    src = textwrap.dedent('''\
+        """Demo (solved)."""
+        X = 1
+
+
+        def f(a):
+            """Exercise 9.1: double it."""
+            # BEGIN SOLUTION
+            return 2 * a
+            # END SOLUTION
+        ''')
+    out = make_stub(src, "ch09.py")
+    assert 'raise NotImplementedError("exercise 9.1: write f")' in out
+    assert "return 2 * a" not in out and "X = 1" in out and "(to solve)" in out
+    with pytest.raises(ValueError, match="Exercise N.M"):
+        make_stub("def g():\n    # BEGIN SOLUTION\n    pass\n    # END SOLUTION\n")
+
+
+_FAKE_GRADERS = '''
+import pytest
+
+@pytest.fixture
+def ex(grade_module):
+    return grade_module("ch99")
+
+@pytest.mark.points(2)
+def test_ok(ex):
+    """Exercise 9.1"""
+    assert ex.ok() == 1
+
+@pytest.mark.points(1)
+def test_wrong(ex):
+    """Exercise 9.2"""
+    assert ex.wrong() == 1, "wrong() should return 1"
+
+@pytest.mark.points(3)
+def test_loops(ex):
+    """Exercise 9.3"""
+    ex.loops()
+
+@pytest.mark.points(1)
+def test_crashes(ex):
+    """Exercise 9.4"""
+    ex.crashes()
+
+@pytest.mark.points(1)
+def test_todo(ex):
+    """Exercise 9.5"""
+    ex.todo()
+'''
+
+_FAKE_EXERCISES = '''
+import os
+
+def ok():
+    return 1
+
+def wrong():
+    return 2
+
+def loops():
+    while True:
+        pass
+
+def crashes():
+    os.abort()
+
+def todo():
+    raise NotImplementedError("exercise 9.5: write todo")
+'''
+
+
+def test_runner_isolates_crashes_and_timeouts(tmp_path, monkeypatch):
+    (tmp_path / "tests" / "grade").mkdir(parents=True)
+    (tmp_path / "solutions").mkdir()
+    (tmp_path / "exercises").mkdir()
+    (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\naddopts = "-p minitvm.grade.plugin"\n')
+    (tmp_path / "tests" / "grade" / "test_ch99.py").write_text(_FAKE_GRADERS)
+    (tmp_path / "exercises" / "ch99.py").write_text(_FAKE_EXERCISES)
+    for pkg in ("solutions", "exercises"):  # regular packages, as in the repository
+        (tmp_path / pkg / "__init__.py").write_text("")
+    monkeypatch.setenv("PYTHONPATH", PKG_PARENT)
+    report = check("ch99", root=tmp_path, timeout=8)
+    status = {r.grader: r.status for r in report.results}
+    assert status == {"test_ok": "passed", "test_wrong": "failed", "test_loops": "timeout",
+                      "test_crashes": "crashed", "test_todo": "todo"}, str(report)
+    assert (report.earned, report.total) == (2, 8)
+    text = str(report)
+    assert "total: 2/8 points" in text and "wrong() should return 1" in text
+    assert "<table>" in report._repr_html_()
+
+
+def test_cli_grades_one_exercise():
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), PKG_PARENT]))
+    proc = subprocess.run([sys.executable, "-m", "minitvm.cli", "grade", "ch01", "--target", "solutions",
+                           "--only", "1.1"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "total: 1/1 points (ch01, solutions/)" in proc.stdout
