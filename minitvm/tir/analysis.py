@@ -45,9 +45,11 @@ def _bounds(e: PrimExpr, dom: dict[int, tuple[PrimExpr, PrimExpr]]) -> tuple[Pri
         r = _bounds(e.a, dom)
         if r is None or not isinstance(r[1], IntImm):
             return None
+        from ..arith import Analyzer
+
         lo = r[0] // e.b
         hi = (r[0] + r[1] - 1) // e.b
-        span = hi - lo + 1
+        span = Analyzer().simplify(hi - lo + 1)  # (x*32 + 31)//32 - x//... folds to a constant
         # symbolic lo: the quotient range spans at most ceil((extent - 1) / c) + 1 values
         return (lo, span) if isinstance(span, IntImm) else (lo, const((r[1].value - 1) // e.b.value + 2,
                                                                        e.dtype))

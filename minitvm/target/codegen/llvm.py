@@ -65,6 +65,9 @@ def _init_llvm() -> bool:
     return _load_openmp()
 
 
+_KEEP_OPEN: list[Any] = []
+
+
 def _load_openmp() -> bool:
     """Make libgomp's symbols visible to JIT code.
 
@@ -83,8 +86,11 @@ def _load_openmp() -> bool:
                 continue
             try:
                 llvm.load_library_permanently(name)
+                # a second, never-closed handle: at exit LLVM's dlclose must not unmap libgomp
+                # while its worker threads still run (seen as a segfault at interpreter exit)
+                _KEEP_OPEN.append(ctypes.CDLL(name, mode=ctypes.RTLD_GLOBAL))
                 return True
-            except RuntimeError:
+            except (RuntimeError, OSError):
                 continue
         return False
     finally:

@@ -1,0 +1,308 @@
+"""Shared helpers for minitvm's benchmark scripts (matmul, MLP, model zoo, ...).
+
+Nothing here is a test: benchmarks print a table and write JSON under
+``benchmarks/results/`` (gitignored); speed is never asserted.
+
+Usage in a script::
+
+    from common import setup_environment, time_fn, Row, print_table, write_json
+    setup_environment()                    # before minitvm builds anything / numpy loads
+    t = time_fn(lambda: f(a, b, c), repeat=10)
+    rows = [Row("numpy", t, flops=2 * n**3), ...]
+    print_table(rows, baselines=("numpy", "torch"))
+    write_json("matmul", rows, config={...})
+
+Timing: ``warmup`` untimed calls, then ``repeat`` timed calls; the median is reported
+(min and max are kept in the JSON).  Other processes may share the 2 cores, so look at
+the spread before trusting a ratio, and rerun when it is wide.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import datetime as _dt
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+# `python benchmarks/x.py` puts benchmarks/ (not the repo) first on sys.path, and the
+# venv's editable-install finder may point at another checkout: import this checkout.
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+# -- environment ------------------------------------------------------------------------------
+
+
+def setup_environment(omp_wait_policy: str | None = "active") -> dict[str, Any]:
+    """Settings that must be in place before libgomp / OpenBLAS load.
+
+    ``OMP_WAIT_POLICY``: minitvm loads libgomp PASSIVE unless told otherwise (idle workers
+    sleep; a parallel region then costs ~8 us to wake them).  Benchmarks default to
+    ``active`` (spinning workers) unless the caller's environment already chose; pass
+    ``None`` to leave it alone.  Must run before the first ``minitvm.build``.
+    """
+    if omp_wait_policy and "OMP_WAIT_POLICY" not in os.environ:
+        os.environ["OMP_WAIT_POLICY"] = omp_wait_policy
+    return environment_info()
+
+
+def environment_info() -> dict[str, Any]:
+    """What the numbers depend on: CPU, thread settings, BLAS kernel, library versions."""
+    info: dict[str, Any] = {
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "loadavg_at_start": _loadavg(),
+        "env": {k: os.environ.get(k) for k in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS", "OPENBLAS_CORETYPE",
+                                               "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS")},
+    }
+    try:
+        import llvmlite.binding as llvm
+
+        llvm.initialize_native_target()
+        info["llvm_cpu"] = llvm.get_host_cpu_name()
+    except Exception:  # pragma: no cover - informational only
+        pass
+    if "minitvm" in sys.modules:
+        info["minitvm"] = str(Path(sys.modules["minitvm"].__file__).parent)
+    if "numpy" in sys.modules:
+        import numpy as np
+
+        info["numpy"] = np.__version__
+        info["blas"] = blas_info()
+    if "torch" in sys.modules:
+        import torch
+
+        info["torch"] = torch.__version__
+        info["torch_threads"] = torch.get_num_threads()
+    return info
+
+
+def blas_info() -> dict[str, Any]:
+    """numpy's BLAS and the kernel it runs (threadpoolctl if installed, else OpenBLAS's own
+    ``*_get_corename`` read from the loaded library).  A ``Haswell`` kernel on an AVX-512
+    machine means OPENBLAS_CORETYPE forced it: numpy is then slower than it can be."""
+    try:
+        from threadpoolctl import threadpool_info
+
+        return {"source": "threadpoolctl", "pools": threadpool_info()}
+    except ImportError:
+        pass
+    out: dict[str, Any] = {"source": "ctypes"}
+    try:
+        paths = sorted({line.split()[-1] for line in open("/proc/self/maps") if "openblas" in line.lower()
+                        and line.split()[-1].startswith("/")})
+    except OSError:
+        return out
+    for path in paths:
+        lib = ctypes.CDLL(path)
+        for prefix in ("scipy_openblas_", "openblas_"):
+            for suffix in ("64_", ""):
+                name = f"{prefix}get_corename{suffix}"
+                if hasattr(lib, name):
+                    f = getattr(lib, name)
+                    f.restype = ctypes.c_char_p
+                    out.update(library=path, corename=f().decode())
+                    nt = getattr(lib, f"{prefix}get_num_threads{suffix}", None)
+                    if nt is not None:
+                        nt.restype = ctypes.c_int
+                        out["num_threads"] = nt()
+                    return out
+    return out
+
+
+def _cpu_times() -> tuple[int, int]:
+    with open("/proc/stat") as f:
+        vals = [int(x) for x in f.readline().split()[1:]]
+    idle = vals[3] + vals[4]
+    return sum(vals) - idle, sum(vals)
+
+
+def _own_ticks() -> int:
+    """This process's user + system CPU time in clock ticks (all its threads)."""
+    with open("/proc/self/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def busy_fraction(interval: float = 0.5) -> float:
+    """Fraction of all cores that *other* processes kept busy over ``interval`` seconds (from
+    /proc/stat minus this process's own time, e.g. OpenMP workers spinning under
+    OMP_WAIT_POLICY=active; 0 if unknown)."""
+    try:
+        b0, t0, s0 = *_cpu_times(), _own_ticks()
+        time.sleep(interval)
+        b1, t1, s1 = *_cpu_times(), _own_ticks()
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    return max(0.0, (b1 - b0) - (s1 - s0)) / max(1, t1 - t0)
+
+
+def wait_until_idle(timeout: float = 60.0, threshold: float = 0.1, interval: float = 0.5) -> float:
+    """Wait (up to ``timeout`` s) until other processes use under ``threshold`` of the CPU;
+    returns the last busy fraction seen, to record with the results.  On a shared 2-core
+    machine one busy core halves a 2-thread kernel, so time only on an idle machine when you can."""
+    deadline = time.monotonic() + timeout
+    busy = busy_fraction(interval)
+    while busy > threshold and time.monotonic() < deadline:
+        busy = busy_fraction(interval)
+    return busy
+
+
+def _loadavg() -> list[float] | None:
+    try:
+        return [float(x) for x in open("/proc/loadavg").read().split()[:3]]
+    except OSError:
+        return None
+
+
+# -- timing -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Timing:
+    """Seconds per call over ``repeat`` timed calls."""
+
+    median: float
+    min: float
+    max: float
+    repeat: int
+    samples: list[float] = field(default_factory=list)
+
+
+def time_fn(fn: Callable[[], Any], repeat: int = 10, warmup: int = 2, number: int = 1) -> Timing:
+    """Median seconds per call of ``fn``: ``warmup`` untimed calls, then ``repeat`` samples,
+    each the mean of ``number`` back-to-back calls (use ``number`` > 1 for calls of a few us)."""
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        samples.append((time.perf_counter() - t0) / number)
+    return Timing(statistics.median(samples), min(samples), max(samples), repeat, samples)
+
+
+def time_interleaved(fns: dict[str, Callable[[], Any]], repeat: int = 10, rounds: int = 3,
+                     warmup: int = 2) -> dict[str, Timing]:
+    """Time several functions in ``rounds`` interleaved rounds (A B C, A B C, ...), ``repeat``
+    samples each per round, and report each one's median over all its samples.  A burst of
+    load from another process then hits every row alike instead of whichever ran during it."""
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            samples[name] += time_fn(fn, repeat, warmup=1).samples
+    return {name: Timing(statistics.median(s), min(s), max(s), len(s), s) for name, s in samples.items()}
+
+
+# -- results ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    """One measured implementation.  ``flops`` is per call; ``note`` is printed under the
+    table (e.g. "measured at 256^3").  ``baseline=False`` rows get no ratio columns against
+    them; a row without comparable work (``comparable=False``, e.g. a different size) gets
+    no ratios at all."""
+
+    name: str
+    timing: Timing
+    flops: float | None = None
+    max_abs_err: float | None = None
+    note: str = ""
+    comparable: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def gflops(self) -> float | None:
+        return None if self.flops is None else self.flops / self.timing.median / 1e9
+
+
+def _ratio(row: Row, base: Row | None) -> float | None:
+    """How fast ``row`` is relative to ``base`` (>1: faster), as throughput ratio."""
+    if base is None or not row.comparable or not base.comparable:
+        return None
+    if row.gflops is not None and base.gflops is not None:
+        return row.gflops / base.gflops
+    return base.timing.median / row.timing.median
+
+
+def _fmt_time(s: float) -> str:
+    if s >= 1:
+        return f"{s:.3f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s * 1e6:.1f} us"
+
+
+def print_table(rows: list[Row], baselines: Iterable[str] = ("numpy", "torch"), title: str = "") -> str:
+    """Print (and return) a table: GFLOP/s, median time (min..max), error, ratio vs each baseline."""
+    baselines = list(baselines)
+    by_name = {r.name: r for r in rows}
+    head = ["impl", "GFLOP/s", "median", "min..max", "max|err|"] + [f"vs {b}" for b in baselines]
+    lines = []
+    for r in rows:
+        cells = [r.name,
+                 "-" if r.gflops is None else f"{r.gflops:.1f}",
+                 _fmt_time(r.timing.median),
+                 f"{_fmt_time(r.timing.min)}..{_fmt_time(r.timing.max)}",
+                 "-" if r.max_abs_err is None else f"{r.max_abs_err:.1e}"]
+        for b in baselines:
+            ratio = _ratio(r, by_name.get(b))
+            cells.append("-" if ratio is None else f"{ratio:.2f}x")
+        lines.append(cells)
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *lines)]
+    fmt = lambda cells: "  ".join(str(c).ljust(w) if k == 0 else str(c).rjust(w)  # noqa: E731
+                                  for k, (c, w) in enumerate(zip(cells, widths)))
+    out = []
+    if title:
+        out.append(title)
+    out.append(fmt(head))
+    out.append("  ".join("-" * w for w in widths))
+    out += [fmt(cells) for cells in lines]
+    notes = [f"  {r.name}: {r.note}" for r in rows if r.note]
+    if notes:
+        out.append("notes:")
+        out += notes
+    text = "\n".join(out)
+    print(text, flush=True)
+    return text
+
+
+def write_json(name: str, rows: list[Row], config: dict[str, Any] | None = None,
+               env: dict[str, Any] | None = None, extra: dict[str, Any] | None = None,
+               baselines: Iterable[str] = ("numpy", "torch")) -> Path:
+    """Write ``benchmarks/results/<name>-<UTC timestamp>.json`` and ``<name>-latest.json``."""
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    by_name = {r.name: r for r in rows}
+    stamp = _dt.datetime.now(_dt.timezone.utc)
+    payload = {
+        "benchmark": name,
+        "utc": stamp.isoformat(timespec="seconds"),
+        "config": config or {},
+        "env": env if env is not None else environment_info(),
+        "rows": [{"name": r.name, "gflops": r.gflops, "flops": r.flops, "max_abs_err": r.max_abs_err,
+                  "note": r.note, "comparable": r.comparable, **asdict(r.timing),
+                  **{f"ratio_vs_{b}": _ratio(r, by_name.get(b)) for b in baselines}, **r.extra}
+                 for r in rows],
+        **(extra or {}),
+    }
+    path = RESULTS_DIR / f"{name}-{stamp.strftime('%Y%m%dT%H%M%SZ')}.json"
+    text = json.dumps(payload, indent=2, default=str)
+    path.write_text(text)
+    (RESULTS_DIR / f"{name}-latest.json").write_text(text)
+    return path

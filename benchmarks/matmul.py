@@ -1,0 +1,351 @@
+"""float32 matmul C = A @ B (n x n x n): numpy, torch and minitvm schedules, same run.
+
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE .venv/bin/python benchmarks/matmul.py [--size 1024] [--repeat 10]
+
+(The ``env -u`` matters on machines where OPENBLAS_CORETYPE is set: it forces an older
+OpenBLAS kernel, e.g. Haswell on an AVX-512 CPU, and numpy is then slower than it can be.
+The table's header says which kernel numpy ran.)
+
+Rows:
+
+* ``numpy``   -- OpenBLAS, its default threads (2 here).
+* ``torch``   -- torch.matmul with ``torch.set_num_threads(2)`` (MKL/oneDNN).
+* ``naive``   -- the unscheduled TVMScript matmul compiled as is (one scalar loop nest).
+  It is ~100x slower, so it is timed at ``--naive-size`` (256 by default) and shows
+  GFLOP/s only: no ratio columns, as the work differs.
+* ``tiled``   -- split i/j, reorder so k is outside a 4x32 register tile, unroll/vectorize the
+  tile, parallel outer loop.  No packing, no local accumulator.
+* ``packed``  -- tiled + B packed into 32-wide column panels (cache_read + transform_layout) +
+  cache_write("local") accumulator: the classic TVM CPU recipe.
+* ``best``    -- packed B + a register-blocked micro-kernel inserted with ``tensorize``; its
+  accumulator is a small ``local`` buffer allocated *inside* the parallel loop (see below).
+
+Every minitvm result is checked against numpy before it is timed.
+
+Why ``best`` uses tensorize (a minitvm codegen/lowering limitation, not a schedule choice):
+in ``packed`` the cache_write buffer stays full-size (no CompactBufferAllocation pass, so a
+1024x1024 ``C_local`` is malloc'd outside the parallel loop), and inside the function that
+``parallel`` outlines for GOMP every buffer pointer is loaded from the closure struct
+without ``noalias``.  LLVM then cannot prove that C_local stores do not alias the A/B loads,
+so it keeps the accumulators in zmm registers but still *stores* all of them on every k
+step (8 ``vmovups`` stores per 8 FMAs), which caps ``packed`` far below numpy.  A buffer
+allocated inside the parallel loop is a stack ``alloca`` of the outlined function, which LLVM
+knows nothing else can point to: the stores sink out of the k loop and the inner loop is
+pure broadcast + load + FMA.  The only way to put an ``alloc_buffer`` inside the loop nest with
+the current primitives is a tensor intrinsic whose implementation declares it.
+
+Measured variants of ``best`` are listed in a comment above ``BEST`` below.
+
+OMP_WAIT_POLICY: ``passive`` (minitvm's own default) is the default here.  ``active`` makes
+``best`` ~3-5% faster on an idle machine, but the spinning libgomp worker keeps a core busy
+after every minitvm call, so numpy and torch timed in the same process (the interleaved
+rounds) lose up to half their speed, and any other process on the machine halves a
+2-thread kernel: under a test suite on one core every minitvm row collapsed to ~24 ms.
+(Also, with ``active`` a process that ran a minitvm parallel kernel can crash with SIGSEGV
+at exit: LLVM's DynamicLibrary destructor dlcloses libgomp while a worker still spins in
+it -- a minitvm runtime bug, reported; the table is printed and the JSON written before.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import (  # noqa: E402
+    Row,
+    environment_info,
+    print_table,
+    setup_environment,
+    time_fn,
+    time_interleaved,
+    wait_until_idle,
+    write_json,
+)
+
+# Variants of ``best`` measured while tuning (MB, mi, nj): median GFLOP/s at 1024^3, 2 threads,
+# OMP_WAIT_POLICY=passive, machine idle, numpy (OpenBLAS SkylakeX kernel) 433-436 in the same run:
+#   (64, 4, 32) 370   (64, 8, 32) 420   (128, 8, 32) 418-422   (32, 4, 64) 423-427
+#   (64, 4, 64) 423   (128, 4, 64) 427  (64, 2, 128) 359-362   (64, 16, 16) 220
+# 4x64 and 8x32 tiles (16 zmm accumulators) are FMA-bound; 4x32 (8 accumulators) is short of
+# independent FMAs, 16x16 is load-bound (16 broadcasts per 16 FMAs).  mi=6 tiles do not fit:
+# 1024 has no factor 6, and blockize needs MB | 1024 and mi | MB.
+# Under load (a test suite on one core) all of them drop to ~200 and numpy to ~70-240.
+BEST = (64, 4, 64)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--size", type=int, default=1024, help="n for an n x n x n matmul (multiple of 64)")
+    p.add_argument("--repeat", type=int, default=10, help="timed runs per row (median reported)")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="interleaved rounds: every row is timed --repeat times per round (median over all)")
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--naive-size", type=int, default=256,
+                   help="size at which the unscheduled kernel is timed (it is very slow); 0 skips it")
+    p.add_argument("--naive-repeat", type=int, default=3)
+    p.add_argument("--best", default=",".join(map(str, BEST)),
+                   help="MB,mi,nj of the best schedule: rows per tensorized block, register tile rows, "
+                        "vector columns (nj a multiple of 16)")
+    p.add_argument("--wait-idle", type=float, default=60.0,
+                   help="wait up to this many seconds for the other processes to leave both cores idle")
+    p.add_argument("--omp-wait-policy", default="passive", choices=["active", "passive", "env"],
+                   help="OMP_WAIT_POLICY for minitvm's libgomp ('env': leave the environment alone)")
+    p.add_argument("--no-torch", action="store_true")
+    p.add_argument("--no-json", action="store_true")
+    p.add_argument("--quiet-trace", action="store_true", help="do not print the best schedule's trace")
+    return p.parse_args(argv)
+
+
+# -- the computation and its schedules ----------------------------------------------------------
+
+
+def matmul_func(n: int):
+    """The plain TVMScript matmul: C[i, j] = sum_k A[i, k] * B[k, j]."""
+    from minitvm.script import tir as T
+
+    @T.prim_func
+    def matmul(A: T.Buffer((n, n), "float32"), B: T.Buffer((n, n), "float32"),
+               C: T.Buffer((n, n), "float32")):
+        for i, j, k in T.grid(n, n, n):
+            with T.block("C"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                with T.init():
+                    C[vi, vj] = T.float32(0)
+                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+    return matmul
+
+
+def sched_tiled(n: int, mi: int = 4, nj: int = 32):
+    """Register tile mi x nj, k outside the tile, vectorize + unroll the tile, parallel rows."""
+    from minitvm import tir
+
+    sch = tir.Schedule(matmul_func(n))
+    C = sch.get_block("C")
+    i, j, k = sch.get_loops(C)
+    i0, i1 = sch.split(i, [None, mi])
+    j0, j1 = sch.split(j, [None, nj])
+    sch.reorder(i0, j0, k, i1, j1)
+    init = sch.decompose_reduction(C, k)
+    sch.vectorize(j1)
+    sch.unroll(i1)
+    sch.parallel(i0)
+    sch.vectorize(sch.get_loops(init)[-1])
+    return sch
+
+
+def sched_packed(n: int, mi: int = 4, nj: int = 32):
+    """tiled + B packed into nj-wide column panels + a cache_write('local') accumulator."""
+    from minitvm import tir
+
+    sch = tir.Schedule(matmul_func(n))
+    C = sch.get_block("C")
+    Bp = sch.cache_read(C, 1, "global")
+    sch.transform_layout(C, ("read", 1), lambda k, j: (j // nj, k, j % nj))
+    CL = sch.cache_write(C, 0, "local")
+    i, j, k = sch.get_loops(C)
+    i0, i1 = sch.split(i, [None, mi])
+    j0, j1 = sch.split(j, [None, nj])
+    sch.reorder(i0, j0, k, i1, j1)
+    sch.reverse_compute_at(CL, j0)
+    sch.decompose_reduction(C, k)
+    sch.vectorize(j1)
+    sch.unroll(i1)
+    sch.parallel(i0)
+    sch.vectorize(sch.get_loops(CL)[-1])
+    sch.parallel(sch.get_loops(Bp)[0])
+    return sch
+
+
+def register_microkernel(n: int, MB: int, mi: int, nj: int) -> str:
+    """Register the tensor intrinsic ``best`` tensorizes with; returns its name.
+
+    desc: what one i-block of MB rows computes against all of the packed B
+          (C[MB, n] += A[MB, n] @ Bpacked[n/nj, n, nj]), in the loop order the schedule has.
+    impl: the same work as a register-blocked micro-kernel: for each nj-wide B panel and each
+          mi-row strip, load an mi x nj accumulator into registers, run k with mi broadcasts of A
+          and nj/16 zmm loads of B per step (mi*nj/16 FMAs), store it back once.
+    """
+    from minitvm.script import tir as T
+    from minitvm.tir.schedule.blockize import TensorIntrin
+
+    NJ, K, N = n // nj, n, n
+
+    @T.prim_func
+    def desc(A: T.Buffer((MB, K), "float32"), B: T.Buffer((NJ, K, nj), "float32"),
+             C: T.Buffer((MB, N), "float32")):
+        for j0, k, i1, j1 in T.grid(NJ, K, MB, nj):
+            with T.block("update"):
+                vi = T.axis.spatial(MB, i1)
+                vj = T.axis.spatial(N, j0 * nj + j1)
+                vk = T.axis.reduce(K, k)
+                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vj // nj, vk, vj % nj]
+
+    @T.prim_func
+    def impl(A: T.Buffer((MB, K), "float32"), B: T.Buffer((NJ, K, nj), "float32"),
+             C: T.Buffer((MB, N), "float32")):
+        with T.block("micro"):
+            acc = T.alloc_buffer((mi, nj), "float32", scope="local")
+            for j0, it in T.grid(NJ, MB // mi):
+                for i in T.unroll(mi):
+                    for j in T.vectorized(nj):
+                        acc[i, j] = C[it * mi + i, j0 * nj + j]
+                for k in range(K):
+                    for i in T.unroll(mi):
+                        for j in T.vectorized(nj):
+                            acc[i, j] = acc[i, j] + A[it * mi + i, k] * B[j0, k, j]
+                for i in T.unroll(mi):
+                    for j in T.vectorized(nj):
+                        C[it * mi + i, j0 * nj + j] = acc[i, j]
+
+    name = f"matmul_f32_n{n}_mb{MB}_{mi}x{nj}"
+    TensorIntrin.register(name, desc, impl, override=True)
+    return name
+
+
+def sched_best(n: int, MB: int = 64, mi: int = 4, nj: int = 32):
+    """Pack B into nj-wide panels, block i by MB (parallel), tensorize the rest with the
+    micro-kernel above; zero C first (decompose_reduction) since the kernel accumulates."""
+    from minitvm import tir
+
+    if n % MB or MB % mi or n % nj or nj % 16:
+        raise ValueError(f"best schedule needs MB | n, mi | MB, nj | n and 16 | nj (n={n}, MB={MB}, "
+                         f"mi={mi}, nj={nj})")
+    intrin = register_microkernel(n, MB, mi, nj)
+    sch = tir.Schedule(matmul_func(n))
+    C = sch.get_block("C")
+    Bp = sch.cache_read(C, 1, "global")
+    sch.transform_layout(C, ("read", 1), lambda k, j: (j // nj, k, j % nj))
+    i, j, k = sch.get_loops(C)
+    i0, i1 = sch.split(i, [None, MB])
+    j0, j1 = sch.split(j, [None, nj])
+    sch.reorder(i0, j0, k, i1, j1)
+    init = sch.decompose_reduction(C, j0)
+    sch.tensorize(j0, intrin)
+    sch.vectorize(sch.get_loops(init)[-1])
+    sch.parallel(i0)
+    sch.parallel(sch.get_loops(Bp)[0])
+    return sch
+
+
+# -- running ----------------------------------------------------------------------------------
+
+
+def _check(name: str, got, want, k: int) -> float:
+    import numpy as np
+
+    err = float(np.max(np.abs(got - want)))
+    # inputs in [0, 1): |C| <= k; float32 sums of k terms round to ~k * 2^-24 * sqrt-ish
+    tol = 1e-5 * k + 1e-4
+    if not err <= tol:
+        raise AssertionError(f"{name}: result differs from numpy (max abs err {err:.3g} > {tol:.3g})")
+    return err
+
+
+def main(argv: list[str] | None = None) -> list[Row]:
+    args = parse_args(argv)
+    setup_environment(None if args.omp_wait_policy == "env" else args.omp_wait_policy)
+    n = args.size
+    flops = 2.0 * n ** 3
+    MB, mi, nj = (int(x) for x in args.best.split(","))
+
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    a = rng.random((n, n), dtype=np.float32)
+    b = rng.random((n, n), dtype=np.float32)
+    c = np.empty((n, n), np.float32)
+    ref = a @ b
+
+    # the functions to time, in table order; each one writes its own output array
+    fns: dict = {"numpy": lambda: np.matmul(a, b, out=c)}
+    errors: dict[str, float] = {}
+    notes: dict[str, str] = {}
+    if not args.no_torch:
+        try:
+            import torch
+        except ImportError:
+            print("torch not installed: no torch row", file=sys.stderr)
+        else:
+            torch.set_num_threads(2)
+            torch.set_grad_enabled(False)
+            ta, tb, tc = torch.from_numpy(a), torch.from_numpy(b), torch.empty((n, n))
+            fns["torch"] = lambda: torch.matmul(ta, tb, out=tc)
+            fns["torch"]()
+            errors["torch"] = float(np.max(np.abs(tc.numpy() - ref)))
+
+    import minitvm
+
+    def compiled(name: str, sch, size: int):
+        """Build, check against numpy, return a no-argument call of the kernel."""
+        f = minitvm.build(sch.mod)["main"]
+        x, y = (a, b) if size == n else (a[:size, :size].copy(), b[:size, :size].copy())
+        out = np.zeros((size, size), np.float32)
+        f(x, y, out)
+        errors[name] = _check(name, out, ref if size == n else x @ y, size)
+        return lambda: f(x, y, out)
+
+    rows: list[Row] = []
+    naive = None
+    busy = wait_until_idle(args.wait_idle)
+    if args.naive_size:
+        ns = args.naive_size
+        call = compiled("minitvm naive", minitvm.tir.Schedule(matmul_func(ns)), ns)
+        naive = Row("minitvm naive", time_fn(call, args.naive_repeat, warmup=1), 2.0 * ns ** 3,
+                    errors["minitvm naive"], comparable=(ns == n),
+                    note=f"unscheduled kernel, timed at {ns}^3 ({args.naive_repeat} runs)"
+                         + ("" if ns == n else f", not {n}^3: GFLOP/s only, no ratios"))
+    fns["minitvm tiled"] = compiled("minitvm tiled", sched_tiled(n), n)
+    notes["minitvm tiled"] = "4x32 tile, vectorize+unroll, parallel i; C accumulated in place"
+    fns["minitvm packed"] = compiled("minitvm packed", sched_packed(n), n)
+    notes["minitvm packed"] = "tiled + packed B + cache_write(local) (the classic TVM recipe)"
+    best = sched_best(n, MB, mi, nj)
+    fns["minitvm best"] = compiled("minitvm best", best, n)
+    notes["minitvm best"] = f"packed B + tensorized {MB}-row block, {mi}x{nj} register micro-kernel"
+
+    timings = time_interleaved(fns, args.repeat, args.rounds, args.warmup)
+    for name, t in timings.items():
+        rows.append(Row(name, t, flops, errors.get(name), notes.get(name, "")))
+        if name == "torch" and naive is not None:
+            rows.append(naive)
+    if naive is not None and naive not in rows:
+        rows.insert(1, naive)
+
+    env = environment_info()
+    blas = env.get("blas", {})
+    print(f"\nmatmul {n}x{n}x{n} float32 | cpu {env.get('llvm_cpu')} x{env.get('cpus')} | "
+          f"numpy {env.get('numpy')} BLAS kernel {blas.get('corename', '?')} | torch "
+          f"{env.get('torch', '-')} threads {env.get('torch_threads', '-')} | OMP_WAIT_POLICY="
+          f"{os.environ.get('OMP_WAIT_POLICY')} | {args.rounds} rounds x {args.repeat} runs (median) | "
+          f"other load at start {busy:.0%} of 2 cores")
+    if busy > 0.1:
+        print("warning: other processes were using the CPU when timing started; numbers are noisy "
+              "(numpy's OpenBLAS suffers most when one of its 2 threads loses its core)")
+    if os.environ.get("OPENBLAS_CORETYPE"):
+        print(f"warning: OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']} is set: numpy runs that "
+              "kernel; unset it (and OPENBLAS_L2_SIZE) for this command to compare fairly")
+    text = print_table(rows, baselines=("numpy", "torch"))
+    if not args.quiet_trace:
+        from minitvm.tir.schedule.blockize import TensorIntrin
+
+        intrin = TensorIntrin.get(f"matmul_f32_n{n}_mb{MB}_{mi}x{nj}")
+        print("\n# best schedule (copy-paste; `mod` = the matmul above):")
+        print(best.trace)
+        print("\n# its tensor intrinsic's implementation (register it with "
+              "tir.TensorIntrin.register(name, desc, impl)):")
+        print(intrin.impl.script())
+    if not args.no_json:
+        path = write_json("matmul", rows, env=env,
+                          config={"size": n, "repeat": args.repeat, "rounds": args.rounds, "warmup": args.warmup,
+                                  "other_load_at_start": busy,
+                                  "naive_size": args.naive_size, "best": {"MB": MB, "mi": mi, "nj": nj},
+                                  "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")},
+                          extra={"table": text, "best_trace": str(best.trace)})
+        print(f"\nwrote {path}")
+    return rows
+
+
+if __name__ == "__main__":
+    main()

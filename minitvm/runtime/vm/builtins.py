@@ -1,0 +1,285 @@
+"""Builtin functions of the VM, registered as global packed functions (``vm.builtin.*``).
+
+Bytecode reaches them through ``Call`` like any other function.  They are the runtime's
+side of what the compiler emits around kernels: memory (storage, tensors viewed in it),
+shape checks and the *shape heap*, and small helpers for tuples.
+
+Shape heap
+----------
+A function whose shapes mention symbolic dimensions (``n``) gives each one a slot in a
+small list of ints, the shape heap, which it allocates once per call
+(``vm.builtin.alloc_shape_heap(size)``).  ``match_shape`` reads dimensions off a tensor or
+shape and stores them into slots (or checks them against a slot or a constant);
+``make_shape`` builds a new shape from slots and constants, to allocate outputs of size
+``n``; ``tuple_getitem`` on a shape gives one dimension as an int, which is how a kernel
+that takes ``n`` as a scalar gets it.  Each dimension is described by a pair of immediates
+``(code, value)``:
+
+==================  ======  =================================================
+match_shape code    value   meaning for dimension ``d`` of the value
+==================  ======  =================================================
+``MATCH_ANY`` 0     --      no check
+``MATCH_IMM`` 1     k       ``d`` must equal the constant ``k``
+``MATCH_STORE`` 2   slot    ``heap[slot] = d`` (first sight of a symbol)
+``MATCH_HEAP`` 3    slot    ``d`` must equal ``heap[slot]`` (later sights)
+==================  ======  =================================================
+
+==================  ======  ==================
+make_shape code     value   dimension
+==================  ======  ==================
+``MAKE_IMM`` 0      k       the constant ``k``
+``MAKE_LOAD`` 1     slot    ``heap[slot]``
+==================  ======  ==================
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..ndarray import NDArray
+from ..registry import register_func
+
+__all__ = ["ShapeTuple", "Storage", "MATCH_ANY", "MATCH_IMM", "MATCH_STORE", "MATCH_HEAP",
+           "MAKE_IMM", "MAKE_LOAD", "ALLOWED_DTYPE_KINDS", "check_dtype", "BUILTIN_NAMES"]
+
+MATCH_ANY, MATCH_IMM, MATCH_STORE, MATCH_HEAP = 0, 1, 2, 3
+MAKE_IMM, MAKE_LOAD = 0, 1
+
+#: numpy dtype kinds that the VM stores in memory (no Python objects, ever)
+ALLOWED_DTYPE_KINDS = frozenset("biuf")
+
+#: alignment of every storage block, in bytes (a cache line; enough for AVX-512 loads)
+STORAGE_ALIGNMENT = 64
+
+
+class ShapeTuple(tuple):
+    """A shape value: a tuple of ints (TVM's ``ShapeTuple``).
+
+    A subclass of ``tuple`` so that it indexes, compares and unpacks like one, but a
+    distinct type so that the VM can tell a shape from a tuple of values.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, dims: Any = ()) -> "ShapeTuple":
+        return super().__new__(cls, (int(d) for d in dims))
+
+    def __repr__(self) -> str:
+        return f"ShapeTuple({tuple(self)})"
+
+
+def check_dtype(dtype: Any, where: str) -> np.dtype:
+    """A numpy dtype for the name ``dtype``, refusing object and other non-numeric types."""
+    try:
+        dt = np.dtype(str(dtype))
+    except TypeError as err:
+        raise ValueError(f"{where}: unknown dtype {dtype!r}") from err
+    if dt.kind not in ALLOWED_DTYPE_KINDS:
+        raise ValueError(f"{where}: dtype {dtype!r} is not a numeric type")
+    return dt
+
+
+class Storage:
+    """A block of raw device memory that tensors are carved from (``alloc_tensor``)."""
+
+    __slots__ = ("buffer", "nbytes")
+
+    def __init__(self, nbytes: int):
+        if nbytes < 0:
+            raise ValueError(f"alloc_storage: negative size {nbytes}")
+        self.nbytes = int(nbytes)
+        raw = np.empty(self.nbytes + STORAGE_ALIGNMENT, dtype=np.uint8)
+        skip = (-raw.ctypes.data) % STORAGE_ALIGNMENT
+        self.buffer = raw[skip:skip + self.nbytes]  # aligned view; keeps `raw` alive
+
+    def __repr__(self) -> str:
+        return f"Storage({self.nbytes} bytes)"
+
+
+def _shape_of(value: Any, where: str) -> tuple:
+    if type(value) is NDArray:
+        return value._array.shape
+    if isinstance(value, tuple):
+        return value
+    raise TypeError(f"{where}: expected a tensor or a shape, got {type(value).__name__}")
+
+
+# -- memory --------------------------------------------------------------------------------------
+
+
+def alloc_storage(size: Any, dtype_hint: str = "uint8") -> Storage:
+    """Storage for ``prod(size)`` elements of ``dtype_hint`` (``size``: a shape or an int)."""
+    dims = (size,) if isinstance(size, int) else _shape_of(size, "alloc_storage")
+    itemsize = check_dtype(dtype_hint, "alloc_storage").itemsize
+    return Storage(math.prod(dims) * itemsize)
+
+
+def alloc_tensor(storage: Storage, offset: int, shape: Any, dtype: str) -> NDArray:
+    """An NDArray of ``shape``/``dtype`` that lives in ``storage`` from byte ``offset`` on."""
+    if not isinstance(storage, Storage):
+        raise TypeError(f"alloc_tensor: expected a Storage, got {type(storage).__name__}")
+    dt = check_dtype(dtype, "alloc_tensor")
+    dims = _shape_of(shape, "alloc_tensor")
+    nbytes = math.prod(dims) * dt.itemsize
+    if offset < 0 or offset + nbytes > storage.nbytes:
+        raise ValueError(f"alloc_tensor: a {dtype} tensor of shape {tuple(dims)} ({nbytes} bytes) at offset "
+                         f"{offset} does not fit in a storage of {storage.nbytes} bytes")
+    if offset % dt.itemsize:
+        raise ValueError(f"alloc_tensor: offset {offset} is not a multiple of the {dtype} size {dt.itemsize}")
+    view = storage.buffer[offset:offset + nbytes].view(dt).reshape(dims)
+    return NDArray(view)
+
+
+def alloc_shape_heap(size: int) -> list[int]:
+    """A fresh shape heap: ``size`` integer slots for the symbolic dimensions of one call."""
+    return [0] * int(size)
+
+
+def null_value() -> None:
+    """The empty value (for a result that is not used)."""
+    return None
+
+
+# -- checks ---------------------------------------------------------------------------------------
+
+
+def check_tensor_info(value: Any, ndim: int, dtype: str, err_ctx: str = "") -> None:
+    """Fail unless ``value`` is a tensor with ``ndim`` dimensions (-1: any) of ``dtype`` ("": any)."""
+    where = err_ctx or "check_tensor_info"
+    if type(value) is not NDArray:
+        raise TypeError(f"{where}: expected a tensor, got {type(value).__name__}")
+    if ndim >= 0 and value._array.ndim != ndim:
+        raise ValueError(f"{where}: expected a {ndim}-D tensor, got shape {value.shape} ({value.ndim}-D)")
+    if dtype and value.dtype != dtype:
+        raise TypeError(f"{where}: expected dtype {dtype}, got {value.dtype}")
+
+
+def check_shape_info(value: Any, ndim: int, err_ctx: str = "") -> None:
+    """Fail unless ``value`` is a shape with ``ndim`` values (-1: any)."""
+    where = err_ctx or "check_shape_info"
+    if not isinstance(value, ShapeTuple):
+        raise TypeError(f"{where}: expected a shape, got {type(value).__name__}")
+    if ndim >= 0 and len(value) != ndim:
+        raise ValueError(f"{where}: expected a shape of {ndim} values, got {tuple(value)}")
+
+
+def check_tuple_info(value: Any, size: int, err_ctx: str = "") -> None:
+    """Fail unless ``value`` is a tuple of ``size`` fields (-1: any)."""
+    where = err_ctx or "check_tuple_info"
+    if not isinstance(value, tuple) or isinstance(value, ShapeTuple):
+        raise TypeError(f"{where}: expected a tuple, got {type(value).__name__}")
+    if size >= 0 and len(value) != size:
+        raise ValueError(f"{where}: expected a tuple of {size} fields, got {len(value)}")
+
+
+def match_shape(value: Any, heap: list[int], ndim: int, *pattern: Any) -> None:
+    """Check the dimensions of ``value`` and store symbolic ones into ``heap``.
+
+    ``pattern`` is ``ndim`` pairs ``(code, value)`` (see the module docstring), optionally
+    followed by an error-context string that starts every message.
+    """
+    err_ctx = pattern[-1] if len(pattern) == 2 * ndim + 1 else ""
+    where = err_ctx or "match_shape"
+    dims = _shape_of(value, where)
+    if len(pattern) not in (2 * ndim, 2 * ndim + 1):
+        raise ValueError(f"{where}: a pattern of {ndim} dimensions needs {2 * ndim} codes, got {len(pattern)}")
+    if len(dims) != ndim:
+        raise ValueError(f"{where}: expected {ndim} dimensions, got {tuple(dims)}")
+    for axis in range(ndim):
+        code, k = pattern[2 * axis], pattern[2 * axis + 1]
+        d = int(dims[axis])
+        if code == MATCH_STORE:
+            heap[k] = d
+        elif code == MATCH_IMM:
+            if d != k:
+                raise ValueError(f"{where}: dimension {axis} is {d}, expected {k} (shape {tuple(dims)})")
+        elif code == MATCH_HEAP:
+            if d != heap[k]:
+                raise ValueError(f"{where}: dimension {axis} is {d}, but the same symbolic dimension was "
+                                 f"{heap[k]} earlier (shape {tuple(dims)})")
+        elif code != MATCH_ANY:
+            raise ValueError(f"{where}: unknown match_shape code {code!r}")
+
+
+def make_shape(heap: list[int] | None, ndim: int, *pattern: int) -> ShapeTuple:
+    """A shape of ``ndim`` dimensions from ``(code, value)`` pairs: constants or heap slots."""
+    if len(pattern) != 2 * ndim:
+        raise ValueError(f"make_shape: {ndim} dimensions need {2 * ndim} codes, got {len(pattern)}")
+    out = []
+    for axis in range(ndim):
+        code, k = pattern[2 * axis], pattern[2 * axis + 1]
+        if code == MAKE_IMM:
+            out.append(k)
+        elif code == MAKE_LOAD:
+            out.append(heap[k])
+        else:
+            raise ValueError(f"make_shape: unknown code {code!r}")
+    return ShapeTuple(out)
+
+
+# -- values ----------------------------------------------------------------------------------------
+
+
+def shape_of(value: NDArray) -> ShapeTuple:
+    """The shape of a tensor, as a shape value."""
+    if type(value) is not NDArray:
+        raise TypeError(f"shape_of: expected a tensor, got {type(value).__name__}")
+    return ShapeTuple(value._array.shape)
+
+
+def make_tuple(*fields: Any) -> tuple:
+    """A tuple of the arguments."""
+    return fields
+
+
+def tuple_getitem(value: tuple, index: int) -> Any:
+    """Field ``index`` of a tuple (or one dimension of a shape, as an int)."""
+    if not isinstance(value, tuple):
+        raise TypeError(f"tuple_getitem: expected a tuple, got {type(value).__name__}")
+    if not -len(value) <= index < len(value):
+        raise IndexError(f"tuple_getitem: index {index} is out of range for a tuple of {len(value)}")
+    return value[index]
+
+
+def copy(value: NDArray) -> NDArray:
+    """A new tensor with the contents of ``value``."""
+    if type(value) is not NDArray:
+        raise TypeError(f"copy: expected a tensor, got {type(value).__name__}")
+    return NDArray(value._array.copy(), value.device)
+
+
+def reshape(value: NDArray, shape: Any) -> NDArray:
+    """``value`` seen with a new shape of the same size; shares its memory."""
+    if type(value) is not NDArray:
+        raise TypeError(f"reshape: expected a tensor, got {type(value).__name__}")
+    dims = tuple(_shape_of(shape, "reshape"))
+    if math.prod(dims) != value.size:
+        raise ValueError(f"reshape: cannot view {value.size} elements of shape {value.shape} as {dims}")
+    return NDArray(value._array.reshape(dims), value.device)
+
+
+_BUILTINS = {
+    "vm.builtin.alloc_storage": alloc_storage,
+    "vm.builtin.alloc_tensor": alloc_tensor,
+    "vm.builtin.alloc_shape_heap": alloc_shape_heap,
+    "vm.builtin.null_value": null_value,
+    "vm.builtin.check_tensor_info": check_tensor_info,
+    "vm.builtin.check_shape_info": check_shape_info,
+    "vm.builtin.check_tuple_info": check_tuple_info,
+    "vm.builtin.match_shape": match_shape,
+    "vm.builtin.make_shape": make_shape,
+    "vm.builtin.shape_of": shape_of,
+    "vm.builtin.make_tuple": make_tuple,
+    "vm.builtin.tuple_getitem": tuple_getitem,
+    "vm.builtin.copy": copy,
+    "vm.builtin.reshape": reshape,
+}
+
+#: every name this module registers
+BUILTIN_NAMES = tuple(_BUILTINS)
+
+for _name, _fn in _BUILTINS.items():
+    register_func(_name, _fn, override=True)  # override: re-importing (autoreload) is harmless

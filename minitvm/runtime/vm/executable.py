@@ -1,0 +1,454 @@
+"""Executable: bytecode functions, their constants and the kernel library, and its file format.
+
+An Executable is what the compiler produces and the VirtualMachine runs.  It holds
+
+* ``constants``  -- numpy arrays (weights), shapes (:class:`ShapeTuple`), strings (dtypes,
+  error messages), ints, floats, bools, None and tuples of these;
+* ``func_table`` -- the functions that ``Call`` can reach, by index: a :class:`VMFunction`
+  (bytecode) or a name (a ``str``) that the VM looks up in the kernel library first and
+  in the global function registry second;
+* ``lib``        -- the compiled kernels (a runtime ``Module``), or None.
+
+File format (version 1), little-endian::
+
+    b"MINITVM-EXEC"                  12 bytes, magic
+    u32  format version              (1)
+    u64  metadata length M
+    u64  data length D
+    u32  CRC-32 of the M + D bytes that follow
+    M bytes  metadata, UTF-8 JSON:   {"functions", "func_table", "constants", "kernels"}
+    D bytes  data sections, back to back: the raw bytes of each tensor constant (in
+             constant order), then the kernel payload
+
+Nothing in a file is ever executed: no pickle, dtypes limited to numbers, and every index
+in the bytecode is checked (:meth:`Executable.verify`) before a VM runs it.
+
+Kernels are saved through two hooks in the global function registry, provided by the code
+generator that made the library:
+
+* ``"runtime.module.export_<type_key>"(lib) -> {"format": str, "payload": str | bytes,
+  "metadata": dict}``: turn the library into bytes.  Without it, an ``llvm`` module is saved
+  as its LLVM IR (``lib.get_source("ll")``) with ``metadata = {"functions": [names]}``.
+* ``"runtime.module.loadfrom_<format>"(payload, metadata) -> Module``: turn them back into a
+  library (called when the loaded Executable's ``lib`` is first needed).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import struct
+import zlib
+from typing import Any
+
+import numpy as np
+
+from ..module import Module
+from ..ndarray import NDArray
+from ..registry import get_global_func
+from .builtins import ShapeTuple, check_dtype
+from .bytecode import Call, VMFunction
+
+__all__ = ["Executable", "load_executable", "MAGIC", "FORMAT_VERSION"]
+
+MAGIC = b"MINITVM-EXEC"
+FORMAT_VERSION = 1
+_HEADER = struct.Struct("<IQQI")  # version, metadata length, data length, crc32
+
+
+class Executable:
+    """Bytecode functions + constants + kernel library; ``save``/``load_executable`` on disk."""
+
+    def __init__(self, func_table: list[VMFunction | str] | None = None, constants: list[Any] | None = None,
+                 lib: Module | None = None):
+        self.func_table: list[VMFunction | str] = list(func_table or [])
+        self.constants: list[Any] = [_normalize_constant(c) for c in (constants or [])]
+        self._lib = lib
+        # the saved form of the kernels, set by load (or filled lazily by save)
+        self.kernel_format: str | None = None
+        self.kernel_payload: str | bytes | None = None
+        self.kernel_metadata: dict = {}
+
+    # -- building ---------------------------------------------------------------------------------
+    def add_constant(self, value: Any) -> int:
+        """Index of ``value`` in the constant pool (scalars, strings and shapes are shared)."""
+        value = _normalize_constant(value)
+        if not isinstance(value, (np.ndarray, tuple)) or isinstance(value, ShapeTuple):
+            for i, c in enumerate(self.constants):
+                if type(c) is type(value) and c == value:
+                    return i
+        self.constants.append(value)
+        return len(self.constants) - 1
+
+    def add_extern(self, name: str) -> int:
+        """Index of the function called ``name`` (adds a library/registry name if new)."""
+        for i, entry in enumerate(self.func_table):
+            if (entry.name if isinstance(entry, VMFunction) else entry) == name:
+                return i
+        self.func_table.append(name)
+        return len(self.func_table) - 1
+
+    def add_function(self, func: VMFunction) -> int:
+        """Add a bytecode function; it replaces a same-named entry that calls reached first."""
+        for i, entry in enumerate(self.func_table):
+            if isinstance(entry, str) and entry == func.name:
+                self.func_table[i] = func
+                return i
+            if isinstance(entry, VMFunction) and entry.name == func.name:
+                raise ValueError(f"Executable already has a VM function named {func.name!r}")
+        self.func_table.append(func)
+        return len(self.func_table) - 1
+
+    # -- lookup -----------------------------------------------------------------------------------
+    @property
+    def func_names(self) -> list[str]:
+        return [e.name if isinstance(e, VMFunction) else e for e in self.func_table]
+
+    @property
+    def vm_functions(self) -> dict[str, VMFunction]:
+        return {e.name: e for e in self.func_table if isinstance(e, VMFunction)}
+
+    @property
+    def lib(self) -> Module | None:
+        """The kernel library; for a loaded executable, rebuilt by its loader on first use."""
+        if self._lib is None and self.kernel_format is not None:
+            loader_name = f"runtime.module.loadfrom_{self.kernel_format}"
+            loader = get_global_func(loader_name, allow_missing=True)
+            if loader is None:
+                raise ValueError(f"the executable's kernels are saved as {self.kernel_format!r}, and no "
+                                 f"loader {loader_name!r} is registered (the code generator registers it: "
+                                 "import minitvm.target first)")
+            lib = loader(self.kernel_payload, self.kernel_metadata)
+            if not isinstance(lib, Module):
+                raise TypeError(f"{loader_name} returned {type(lib).__name__}, not a runtime Module")
+            self._lib = lib
+        return self._lib
+
+    @property
+    def mod(self) -> Module | None:
+        """TVM's spelling of :attr:`lib`."""
+        return self.lib
+
+    def _kernel_names(self) -> set[str]:
+        if self._lib is not None:
+            return set(self._lib.function_names())
+        return set(self.kernel_metadata.get("functions", []))
+
+    def verify(self) -> None:
+        """Check every function's references (ValueError names the function and instruction)."""
+        names = self.func_names
+        if len(set(names)) != len(names):
+            dup = sorted({n for n in names if names.count(n) > 1})
+            raise ValueError(f"function table has duplicate names: {', '.join(dup)}")
+        for entry in self.func_table:
+            if isinstance(entry, VMFunction):
+                entry.verify(len(self.constants), len(self.func_table))
+            elif not isinstance(entry, str) or not entry:
+                raise ValueError(f"function table entry {entry!r} is neither a VMFunction nor a name")
+
+    # -- printing ---------------------------------------------------------------------------------
+    def as_text(self) -> str:
+        """Constants, the function table, then every bytecode function."""
+        kernels = self._kernel_names()
+        lines = ["constants:"]
+        lines += [f"  c[{i}] = {_describe_constant(c)}" for i, c in enumerate(self.constants)] or ["  (none)"]
+        lines.append("functions:")
+        for i, entry in enumerate(self.func_table):
+            if isinstance(entry, VMFunction):
+                what = (f"VM function, {len(entry.params)} params, {entry.num_registers} registers, "
+                        f"{len(entry.instructions)} instructions")
+                lines.append(f"  f[{i}] = @{entry.name} ({what})")
+            else:
+                lines.append(f"  f[{i}] = {entry} ({'kernel' if entry in kernels else 'packed'})")
+        names = self.func_names
+        for entry in self.func_table:
+            if isinstance(entry, VMFunction):
+                lines += ["", entry.as_text(names)]
+        return "\n".join(lines)
+
+    def stats(self) -> str:
+        """A summary: constants by kind and size, functions by size, what each calls."""
+        kinds: dict[str, list[int]] = {}
+        for c in self.constants:
+            kind = _constant_kind(c)
+            entry = kinds.setdefault(kind, [0, 0])
+            entry[0] += 1
+            entry[1] += c.nbytes if isinstance(c, np.ndarray) else 0
+        lines = [f"constants: {len(self.constants)}"]
+        for kind, (count, nbytes) in sorted(kinds.items()):
+            lines.append(f"  {kind:8} {count:5}" + (f"  {_human_bytes(nbytes)}" if kind == "tensor" else ""))
+        vm = [e for e in self.func_table if isinstance(e, VMFunction)]
+        ext = [e for e in self.func_table if isinstance(e, str)]
+        lines.append(f"VM functions: {len(vm)}")
+        names = self.func_names
+        for f in vm:
+            calls = sorted({names[i.func_index] for i in f.instructions if isinstance(i, Call)})
+            lines.append(f"  @{f.name}: {len(f.instructions)} instructions, {f.num_registers} registers; "
+                         f"calls {', '.join(calls) or 'nothing'}")
+        kernels = self._kernel_names()
+        lines.append(f"external functions: {len(ext)} ({sum(n in kernels for n in ext)} kernels, "
+                     f"{sum(n not in kernels for n in ext)} packed)")
+        lines += [f"  {n}" for n in ext]
+        if self._lib is not None:
+            lines.append(f"kernel library: {self._lib.type_key}, {len(self._lib.function_names())} functions")
+        elif self.kernel_format is not None:
+            lines.append(f"kernel library: saved as {self.kernel_format} "
+                         f"({_human_bytes(len(self.kernel_payload or b''))}), not loaded yet")
+        else:
+            lines.append("kernel library: none")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        vm = [e.name for e in self.func_table if isinstance(e, VMFunction)]
+        return f"<minitvm Executable: functions {', '.join(vm) or '(none)'}; {len(self.constants)} constants>"
+
+    def _repr_html_(self) -> str:
+        return f"<pre>{html.escape(self.as_text())}</pre>"
+
+    # -- saving -----------------------------------------------------------------------------------
+    def _export_kernels(self) -> tuple[str, bytes, str, dict] | None:
+        """(format, payload bytes, encoding, metadata) of the kernel library, or None."""
+        if self._lib is None and self.kernel_format is None:
+            return None
+        if self._lib is not None and self.kernel_format is None:
+            lib = self._lib
+            if not lib.function_names():
+                return None
+            exporter = get_global_func(f"runtime.module.export_{lib.type_key}", allow_missing=True)
+            if exporter is not None:
+                out = exporter(lib)
+                fmt, payload, meta = out["format"], out["payload"], dict(out.get("metadata", {}))
+            elif lib.type_key == "llvm":
+                fmt, payload, meta = "llvm_ir", lib.get_source("ll"), {"functions": lib.function_names()}
+            else:
+                raise ValueError(f"cannot save the kernel library: modules of type {lib.type_key!r} have no "
+                                 f"exporter (register 'runtime.module.export_{lib.type_key}')")
+        else:
+            fmt, payload, meta = self.kernel_format, self.kernel_payload, self.kernel_metadata
+        if isinstance(payload, str):
+            return fmt, payload.encode("utf-8"), "utf-8", meta
+        if isinstance(payload, (bytes, bytearray)):
+            return fmt, bytes(payload), "binary", meta
+        raise TypeError(f"kernel payload must be str or bytes, got {type(payload).__name__}")
+
+    def save(self, path: str) -> None:
+        """Write the executable to ``path`` (format described in the module docstring)."""
+        self.verify()
+        sections: list[bytes] = []
+        constants = [_constant_to_json(c, sections) for c in self.constants]
+        kernels = self._export_kernels()
+        kernel_meta = None
+        if kernels is not None:
+            fmt, payload, encoding, meta = kernels
+            kernel_meta = {"format": fmt, "encoding": encoding, "nbytes": len(payload), "metadata": meta}
+            sections.append(payload)
+        meta_json = {
+            "func_table": [{"vm": e.name} if isinstance(e, VMFunction) else {"extern": e}
+                           for e in self.func_table],
+            "functions": [e.to_json() for e in self.func_table if isinstance(e, VMFunction)],
+            "constants": constants,
+            "kernels": kernel_meta,
+        }
+        meta = json.dumps(meta_json, separators=(",", ":"), allow_nan=False).encode("utf-8")
+        data = b"".join(sections)
+        crc = zlib.crc32(data, zlib.crc32(meta))
+        with open(path, "wb") as f:
+            f.write(MAGIC + _HEADER.pack(FORMAT_VERSION, len(meta), len(data), crc))
+            f.write(meta)
+            f.write(data)
+
+    export_library = save  # TVM's spelling
+
+    @staticmethod
+    def load(path: str) -> "Executable":
+        return load_executable(path)
+
+
+def load_executable(path: str) -> Executable:
+    """Read an executable written by :meth:`Executable.save`.
+
+    A file that is not an executable, was written by another format version, is truncated
+    or corrupted raises ``ValueError`` saying which.
+    """
+    with open(path, "rb") as f:
+        blob = f.read()
+    return _parse(blob, str(path))
+
+
+def _parse(blob: bytes, where: str) -> Executable:
+    if not blob.startswith(MAGIC):
+        raise ValueError(f"{where} is not a minitvm executable: it does not start with {MAGIC.decode()!r}")
+    pos = len(MAGIC)
+    if len(blob) < pos + 4:
+        raise ValueError(f"{where}: truncated: the header ends after {len(blob)} bytes")
+    (version,) = struct.unpack_from("<I", blob, pos)
+    if version != FORMAT_VERSION:
+        raise ValueError(f"{where}: executable file was written by minitvm format {version}; "
+                         f"this minitvm reads format {FORMAT_VERSION}")
+    if len(blob) < pos + _HEADER.size:
+        raise ValueError(f"{where}: truncated: the header ends after {len(blob)} bytes")
+    _, meta_len, data_len, crc = _HEADER.unpack_from(blob, pos)
+    pos += _HEADER.size
+    meta_bytes = blob[pos:pos + meta_len]
+    if len(meta_bytes) < meta_len:
+        raise ValueError(f"{where}: truncated: expected {meta_len} bytes of metadata, found {len(meta_bytes)}")
+    data = blob[pos + meta_len:]
+    if len(data) == data_len and zlib.crc32(data, zlib.crc32(meta_bytes)) != crc:
+        raise ValueError(f"{where}: corrupted: the checksum does not match the contents")
+    if len(data) > data_len:
+        raise ValueError(f"{where}: corrupted: {len(data) - data_len} unexpected bytes after the last section")
+    try:
+        meta = json.loads(meta_bytes.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{where}: corrupted: the metadata is not valid JSON ({err})") from err
+    try:
+        return _build(meta, data, where)
+    except ValueError as err:
+        if str(err).startswith(where):
+            raise
+        raise ValueError(f"{where}: {err}") from err
+    except (KeyError, IndexError, TypeError, AttributeError) as err:
+        raise ValueError(f"{where}: corrupted metadata ({type(err).__name__}: {err})") from err
+
+
+def _build(meta: dict, data: bytes, where: str) -> Executable:
+    reader = _SectionReader(data)
+    constants = [_constant_from_json(c, reader, f"constant {i}") for i, c in enumerate(meta["constants"])]
+    functions = {f.name: f for f in (VMFunction.from_json(d) for d in meta["functions"])}
+    table: list[VMFunction | str] = []
+    for entry in meta["func_table"]:
+        if "vm" in entry:
+            table.append(functions[entry["vm"]])
+        else:
+            table.append(str(entry["extern"]))
+    exe = Executable(table, constants)
+    kernels = meta.get("kernels")
+    if kernels is not None:
+        payload = reader.take(int(kernels["nbytes"]), "the kernel library")
+        exe.kernel_format = str(kernels["format"])
+        exe.kernel_payload = payload.decode("utf-8") if kernels.get("encoding") == "utf-8" else payload
+        exe.kernel_metadata = dict(kernels.get("metadata") or {})
+    if reader.pos != len(data):
+        raise ValueError(f"corrupted: {len(data) - reader.pos} bytes of data belong to no section")
+    exe.verify()
+    return exe
+
+
+class _SectionReader:
+    def __init__(self, data: bytes):
+        self.data = data
+        self.pos = 0
+
+    def take(self, n: int, what: str) -> bytes:
+        if n < 0:
+            raise ValueError(f"corrupted: negative size for {what}")
+        chunk = self.data[self.pos:self.pos + n]
+        if len(chunk) < n:
+            raise ValueError(f"truncated: expected {n} bytes of {what}, found {len(chunk)}")
+        self.pos += n
+        return chunk
+
+
+# -- constants --------------------------------------------------------------------------------------
+
+
+def _normalize_constant(value: Any) -> Any:
+    """The stored form of a constant: numpy arrays stay numpy (C-contiguous, numeric)."""
+    if isinstance(value, NDArray):
+        value = value.numpy()
+    if isinstance(value, np.ndarray):
+        check_dtype(value.dtype, "constant")
+        return np.ascontiguousarray(value)
+    if isinstance(value, ShapeTuple):
+        return value
+    if isinstance(value, (tuple, list)):
+        return tuple(_normalize_constant(v) for v in value)
+    if isinstance(value, np.generic):
+        return value.item()
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise TypeError(f"a constant is an array, shape, tuple, str, int, float, bool or None; "
+                    f"got {type(value).__name__}")
+
+
+def _constant_kind(c: Any) -> str:
+    if isinstance(c, np.ndarray):
+        return "tensor"
+    if isinstance(c, ShapeTuple):
+        return "shape"
+    if isinstance(c, tuple):
+        return "tuple"
+    return "none" if c is None else type(c).__name__
+
+
+def _describe_constant(c: Any) -> str:
+    if isinstance(c, np.ndarray):
+        return f"tensor {c.dtype} {tuple(c.shape)} ({_human_bytes(c.nbytes)})"
+    if isinstance(c, ShapeTuple):
+        return f"shape {tuple(c)}"
+    if isinstance(c, tuple):
+        return "(" + ", ".join(_describe_constant(v) for v in c) + ")"
+    return repr(c)
+
+
+def _human_bytes(n: int) -> str:
+    for unit in ("bytes", "KiB", "MiB"):
+        if n < 1024 or unit == "MiB":
+            return f"{n} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} bytes"
+
+
+def _constant_to_json(c: Any, sections: list[bytes]) -> dict:
+    if isinstance(c, np.ndarray):
+        raw = np.ascontiguousarray(c).astype(c.dtype.newbyteorder("<"), copy=False).tobytes()
+        sections.append(raw)
+        return {"type": "tensor", "dtype": c.dtype.name, "shape": list(c.shape), "nbytes": len(raw)}
+    if isinstance(c, ShapeTuple):
+        return {"type": "shape", "value": list(c)}
+    if isinstance(c, tuple):
+        return {"type": "tuple", "fields": [_constant_to_json(v, sections) for v in c]}
+    if isinstance(c, bool):
+        return {"type": "bool", "value": c}
+    if isinstance(c, int):
+        return {"type": "int", "value": c}
+    if isinstance(c, float):
+        return {"type": "float", "value": c.hex()}  # exact, and covers inf/nan
+    if isinstance(c, str):
+        return {"type": "str", "value": c}
+    return {"type": "none"}
+
+
+def _constant_from_json(d: dict, reader: _SectionReader, what: str) -> Any:
+    kind = d["type"]
+    if kind == "tensor":
+        dt = check_dtype(d["dtype"], what).newbyteorder("<")
+        shape = tuple(d["shape"])
+        if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape):
+            raise ValueError(f"corrupted: {what} has an invalid shape {list(shape)}")
+        nbytes = int(d["nbytes"])
+        if nbytes != math.prod(shape) * dt.itemsize:
+            raise ValueError(f"corrupted: {what} ({dt.name}, shape {shape}) claims {nbytes} bytes")
+        raw = reader.take(nbytes, what)
+        return np.frombuffer(raw, dtype=dt).astype(dt.newbyteorder("="), copy=True).reshape(shape)
+    if kind == "shape":
+        values = d["value"]
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            raise ValueError(f"corrupted: {what} is a shape of non-integers")
+        return ShapeTuple(values)
+    if kind == "tuple":
+        return tuple(_constant_from_json(f, reader, what) for f in d["fields"])
+    if kind == "bool":
+        return bool(d["value"])
+    if kind == "int":
+        if not isinstance(d["value"], int):
+            raise ValueError(f"corrupted: {what} is not an int")
+        return d["value"]
+    if kind == "float":
+        return float.fromhex(d["value"])
+    if kind == "str":
+        return str(d["value"])
+    if kind == "none":
+        return None
+    raise ValueError(f"corrupted: {what} has unknown type {kind!r}")

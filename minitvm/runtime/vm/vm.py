@@ -1,0 +1,530 @@
+"""VirtualMachine: runs an Executable's bytecode, one Python frame per VM function call.
+
+Construction does all the looking up once: every function-table entry becomes a Python
+callable (a kernel from the library, a registered global function, or another bytecode
+function), every constant becomes its runtime value, and every instruction becomes a
+tuple whose arguments are already resolved.  The interpreter loop then only moves values
+between registers and calls.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from ..device import Device, cpu
+from ..device import device as _device
+from ..module import BenchmarkResult, Module, make_time_evaluator
+from ..ndarray import NDArray, from_dlpack
+from ..registry import PackedFunc, get_global_func
+from .builtins import ShapeTuple
+from .bytecode import Call, Const, Goto, If, Imm, ParamInfo, Reg, Ret, VMFunction, format_dims
+from .executable import Executable
+
+__all__ = ["VirtualMachine", "ProfileReport"]
+
+# opcodes of the resolved instructions (tuples) that the loop runs
+_CALL_REGS = 0  # (op, dst, fn, (reg, ...),           None,              callee name)
+_CALL = 1       # (op, dst, fn, [arg template ...],   ((pos, reg), ...), callee name)
+_RET = 2        # (op, src)
+_GOTO = 3       # (op, offset)
+_IF = 4         # (op, cond, false_offset)
+
+#: signature of an instrument: (func_name, instr_index, callee_name, args, result) -> None
+Instrument = Callable[[str, int, str, list, Any], None]
+
+
+class _Program:
+    """A bytecode function with its calls resolved, ready for the loop."""
+
+    __slots__ = ("name", "num_params", "num_registers", "code")
+
+    def __init__(self, name: str, num_params: int, num_registers: int, code: list[tuple]):
+        self.name = name
+        self.num_params = num_params
+        self.num_registers = num_registers
+        self.code = code
+
+
+class VirtualMachine:
+    """Runs the functions of an :class:`Executable`: ``vm["forward"](x)`` or ``vm.invoke(...)``."""
+
+    def __init__(self, exe: Executable, device: Device | str | None = None):
+        if not isinstance(exe, Executable):
+            raise TypeError(f"VirtualMachine needs an Executable, got {type(exe).__name__}")
+        exe.verify()
+        self.exe = exe
+        self.device = cpu(0) if device is None else _device(device)
+        self._instrument: Instrument | None = None
+        self._timings: list | None = None  # set while profiling
+        self._hook: Callable[..., Any] | None = None
+        self._inputs: dict[str, list] = {}
+        self._outputs: dict[str, Any] = {}
+        self._constants = [_constant_value(c) for c in exe.constants]
+        self._func_index = {e.name: i for i, e in enumerate(exe.func_table) if isinstance(e, VMFunction)}
+        self._callables = self._resolve_functions()
+        self._programs: dict[int, _Program] = {i: self._compile(e) for i, e in enumerate(exe.func_table)
+                                               if isinstance(e, VMFunction)}
+        self._checks = {e.name: _EntryCheck(e) for e in exe.func_table if isinstance(e, VMFunction)}
+        self._bound: dict[str, PackedFunc] = {}
+        self.module = Module({name: self[name] for name in self._func_index}, type_key="vm")
+
+    # -- set-up -----------------------------------------------------------------------------------
+    def _resolve_functions(self) -> list[Callable[..., Any]]:
+        lib = self.exe.lib
+        out: list[Callable[..., Any]] = []
+        missing = []
+        for index, entry in enumerate(self.exe.func_table):
+            if isinstance(entry, VMFunction):
+                out.append(self._vm_callable(index))
+                continue
+            fn = None
+            if lib is not None:
+                try:
+                    fn = lib.get_function(entry, query_imports=True)
+                except AttributeError:
+                    fn = None
+            if fn is None:
+                fn = get_global_func(entry, allow_missing=True)
+            if fn is None:
+                missing.append(entry)
+            # call the raw Python function, skipping the PackedFunc wrapper's extra frame
+            out.append(fn._fn if isinstance(fn, PackedFunc) else fn)
+        if missing:
+            where = "the kernel library or " if lib is not None else ""
+            raise ValueError(f"VirtualMachine: {', '.join(repr(m) for m in missing)} "
+                             f"{'is' if len(missing) == 1 else 'are'} in neither {where}the global function "
+                             "registry (register_func)")
+        return out
+
+    def _vm_callable(self, index: int) -> Callable[..., Any]:
+        run = self._run
+
+        def call_vm_function(*args: Any) -> Any:
+            return run(index, args)
+
+        return call_vm_function
+
+    def _compile(self, func: VMFunction) -> _Program:
+        """Turn instructions into tuples with callables and constants in place."""
+        names = self.exe.func_names
+        code: list[tuple] = []
+        for pc, ins in enumerate(func.instructions):
+            if isinstance(ins, Call):
+                callee = self.exe.func_table[ins.func_index]
+                if isinstance(callee, VMFunction) and len(ins.args) != len(callee.params):
+                    raise ValueError(f"function {func.name!r}, instruction {pc}: @{callee.name} takes "
+                                     f"{len(callee.params)} arguments, the call passes {len(ins.args)}")
+                fn = self._callables[ins.func_index]
+                dst = -1 if ins.dst is None else ins.dst
+                name = names[ins.func_index]
+                if all(isinstance(a, Reg) for a in ins.args):
+                    code.append((_CALL_REGS, dst, fn, tuple(a.index for a in ins.args), None, name))
+                else:
+                    template: list[Any] = []
+                    slots = []
+                    for pos, a in enumerate(ins.args):
+                        if isinstance(a, Reg):
+                            template.append(None)
+                            slots.append((pos, a.index))
+                        elif isinstance(a, Const):
+                            template.append(self._constants[a.index])
+                        else:
+                            assert isinstance(a, Imm)
+                            template.append(a.value)
+                    code.append((_CALL, dst, fn, template, tuple(slots), name))
+            elif isinstance(ins, Ret):
+                code.append((_RET, ins.src))
+            elif isinstance(ins, Goto):
+                code.append((_GOTO, ins.offset))
+            else:
+                assert isinstance(ins, If)
+                code.append((_IF, ins.cond, ins.false_offset))
+        return _Program(func.name, len(func.params), func.num_registers, code)
+
+    # -- the interpreter loop ---------------------------------------------------------------------
+    def _run(self, index: int, args: tuple | list) -> Any:
+        prog = self._programs[index]
+        regs: list[Any] = [None] * prog.num_registers
+        regs[:prog.num_params] = args
+        code = prog.code
+        hook = self._hook
+        pc = 0
+        try:
+            while True:
+                ins = code[pc]
+                op = ins[0]
+                if op == _CALL_REGS:
+                    argv = [regs[r] for r in ins[3]]
+                elif op == _CALL:
+                    argv = ins[3].copy()
+                    for pos, r in ins[4]:
+                        argv[pos] = regs[r]
+                elif op == _RET:
+                    return regs[ins[1]]
+                elif op == _GOTO:
+                    pc += ins[1]
+                    continue
+                else:  # _IF
+                    cond = regs[ins[1]]
+                    if type(cond) is NDArray:
+                        cond = cond._array.item()
+                    pc += 1 if cond else ins[2]
+                    continue
+                result = ins[2](*argv) if hook is None else hook(prog.name, pc, ins[5], ins[2], argv)
+                if ins[1] >= 0:
+                    regs[ins[1]] = result
+                pc += 1
+        except Exception as err:
+            ins = code[pc]
+            what = f"call {ins[5]}" if ins[0] in (_CALL, _CALL_REGS) else "if" if ins[0] == _IF else "ret"
+            err.add_note(f"  in VM function @{prog.name}, instruction {pc} ({what})")
+            raise
+
+    # -- calling ----------------------------------------------------------------------------------
+    def invoke(self, func_name: str, *args: Any) -> Any:
+        """Check and convert ``args``, run ``func_name``, return its result (NDArray or tuple)."""
+        index = self._func_index.get(func_name)
+        if index is None:
+            raise AttributeError(f"the executable has no VM function {func_name!r}; it has: "
+                                 f"{', '.join(self._func_index) or '(none)'}")
+        return _wrap_result(self._run(index, self._checks[func_name](args)))
+
+    def __getitem__(self, func_name: str) -> PackedFunc:
+        fn = self._bound.get(func_name)
+        if fn is None:
+            index = self._func_index.get(func_name)
+            if index is None:
+                raise AttributeError(f"the executable has no VM function {func_name!r}; it has: "
+                                     f"{', '.join(self._func_index) or '(none)'}")
+            check, run = self._checks[func_name], self._run
+
+            def call(*args: Any) -> Any:
+                return _wrap_result(run(index, check(args)))
+
+            fn = self._bound[func_name] = PackedFunc(call, func_name)
+        return fn
+
+    def __contains__(self, func_name: object) -> bool:
+        return func_name in self._func_index
+
+    # stateful calling (as TVM): set the inputs once, run many times, read the outputs
+    def set_input(self, func_name: str, *args: Any) -> None:
+        self[func_name]  # noqa: B018 - raises for an unknown name
+        self._inputs[func_name] = self._checks[func_name](args)
+
+    def invoke_stateful(self, func_name: str) -> None:
+        if func_name not in self._inputs:
+            raise ValueError(f"invoke_stateful({func_name!r}): call set_input({func_name!r}, ...) first")
+        self._outputs[func_name] = _wrap_result(self._run(self._func_index[func_name], self._inputs[func_name]))
+
+    def get_outputs(self, func_name: str) -> Any:
+        if func_name not in self._outputs:
+            raise ValueError(f"get_outputs({func_name!r}): call invoke_stateful({func_name!r}) first")
+        return self._outputs[func_name]
+
+    # -- observing --------------------------------------------------------------------------------
+    def set_instrument(self, fn: Instrument | None) -> None:
+        """Call ``fn(func_name, instr_index, callee_name, args, result)`` after every Call.
+
+        ``None`` removes it.  A notebook can record every intermediate tensor this way
+        (copy them: storage is reused).
+        """
+        if fn is not None and not callable(fn):
+            raise TypeError(f"set_instrument needs a callable or None, got {type(fn).__name__}")
+        self._instrument = fn
+        self._update_hook()
+
+    def _update_hook(self) -> None:
+        instrument, timings = self._instrument, self._timings
+        if instrument is None and timings is None:
+            self._hook = None
+            return
+        clock = time.perf_counter
+
+        def hook(func_name: str, pc: int, callee: str, fn: Callable[..., Any], argv: list) -> Any:
+            if timings is not None:
+                start = clock()
+                result = fn(*argv)
+                timings.append((func_name, pc, callee, clock() - start))
+            else:
+                result = fn(*argv)
+            if instrument is not None:
+                instrument(func_name, pc, callee, argv, result)
+            return result
+
+        self._hook = hook
+
+    def profile(self, func_name: str, *args: Any, by: str = "callee") -> "ProfileReport":
+        """Run ``func_name`` once, timing every Call; a table by callee (or by instruction).
+
+        The first call of a function pays for first-touch memory: profile twice and keep
+        the second report to see the steady state.
+        """
+        fn = self[func_name]
+        self._timings = timings = []
+        self._update_hook()
+        try:
+            start = time.perf_counter()
+            fn(*args)
+            total = time.perf_counter() - start
+        finally:
+            self._timings = None
+            self._update_hook()
+        return ProfileReport(func_name, total, timings, set(self._func_index), by)
+
+    def time_evaluator(self, func_name: str, dev: Device | None = None, number: int = 10, repeat: int = 1,
+                       min_repeat_ms: float = 0, cooldown_interval_ms: float = 0,
+                       f_preproc: str = "") -> Callable[..., BenchmarkResult]:
+        """A function that times ``func_name`` on given arguments (as ``Module.time_evaluator``)."""
+        return make_time_evaluator(self[func_name], dev or self.device, number, repeat, min_repeat_ms,
+                                   cooldown_interval_ms)
+
+    def __repr__(self) -> str:
+        return f"<minitvm VirtualMachine on {self.device}: {', '.join(self._func_index)}>"
+
+
+# -- arguments and results --------------------------------------------------------------------------
+
+
+def _constant_value(c: Any) -> Any:
+    """The runtime form of a constant: arrays become read-only NDArrays."""
+    if isinstance(c, np.ndarray):
+        view = c.view()
+        view.flags.writeable = False
+        return NDArray(view)
+    if isinstance(c, tuple) and not isinstance(c, ShapeTuple):
+        return tuple(_constant_value(v) for v in c)
+    return c
+
+
+def _wrap_result(value: Any) -> Any:
+    if type(value) is NDArray:
+        return value
+    if type(value) is np.ndarray:
+        return NDArray(np.ascontiguousarray(value))
+    if type(value) is tuple:
+        return tuple(_wrap_result(v) for v in value)
+    return value
+
+
+def _to_tensor(arg: Any, where: str) -> NDArray:
+    """An NDArray sharing ``arg``'s memory where possible (numpy, DLPack tensors)."""
+    if type(arg) is NDArray:
+        return arg
+    if isinstance(arg, np.ndarray):
+        if arg.dtype.kind not in "biuf":
+            raise TypeError(f"{where} expects a numeric array, got dtype {arg.dtype}")
+        return NDArray(arg if arg.flags.c_contiguous else np.ascontiguousarray(arg))
+    if hasattr(arg, "__dlpack__") and not isinstance(arg, (np.generic, int, float)):
+        return from_dlpack(arg)
+    raise TypeError(f"{where} expects a tensor (NDArray, numpy array or DLPack tensor such as torch), "
+                    f"got {type(arg).__name__}")
+
+
+def _to_value(arg: Any, where: str) -> Any:
+    """Convert an argument with no declared kind: arrays to NDArray, lists to tuples."""
+    if type(arg) is NDArray or isinstance(arg, (int, float, str, ShapeTuple)) or arg is None:
+        return arg
+    if isinstance(arg, (tuple, list)):
+        return tuple(_to_value(a, f"{where}[{i}]") for i, a in enumerate(arg))
+    return _to_tensor(arg, where)
+
+
+class _EntryCheck:
+    """Checks and converts the arguments of one VM function when it is called from Python."""
+
+    def __init__(self, func: VMFunction):
+        self.name = func.name
+        self.params = list(func.params)
+        self.infos = list(func.param_info) if func.param_info is not None else [ParamInfo()] * len(func.params)
+        # for the fast path: per tensor parameter (numpy dtype or None, ndim, dims or None)
+        self.tensor_specs = [(np.dtype(i.dtype) if i.dtype else None, i.ndim, i.shape) if i.kind == "tensor"
+                             else None for i in self.infos]
+        self.can_be_fast = all(i.kind in ("tensor", "any") for i in self.infos)
+
+    def __call__(self, args: tuple) -> list:
+        if len(args) != len(self.params):
+            n = len(self.params)
+            raise ValueError(f"{self.name}: expects {n} argument{'s' if n != 1 else ''} "
+                             f"({', '.join(self.params)}), got {len(args)}")
+        out = self._fast(args) if self.can_be_fast else None
+        # the slow path converts every kind of argument, and raises the precise error
+        return out if out is not None else self._slow(args)
+
+    def _fast(self, args: tuple) -> list | None:
+        """Converted arguments when every one is plainly right (NDArray or numpy), else None."""
+        out = []
+        bound: dict[str, int] = {}
+        for spec, arg in zip(self.tensor_specs, args):
+            if spec is None:  # "any"
+                if type(arg) is NDArray or type(arg) is int:
+                    out.append(arg)
+                    continue
+                return None
+            if type(arg) is not NDArray:
+                if type(arg) is not np.ndarray or not arg.flags.c_contiguous or arg.dtype.kind not in "biuf":
+                    return None
+                arg = NDArray(arg)
+            arr = arg._array
+            dtype, ndim, dims = spec
+            if dtype is not None and arr.dtype != dtype:
+                return None
+            shape = arr.shape
+            if dims is None:
+                if ndim >= 0 and len(shape) != ndim:
+                    return None
+            elif shape != dims:
+                if len(shape) != len(dims):
+                    return None
+                for got, want in zip(shape, dims):
+                    if type(want) is int:
+                        if got != want:
+                            return None
+                    elif want is not None and bound.setdefault(want, got) != got:
+                        return None
+            out.append(arg)
+        return out
+
+    def _slow(self, args: tuple) -> list:
+        bound: dict[str, tuple[int, str]] = {}
+        return [self._check(info, arg, name, bound) for name, info, arg in zip(self.params, self.infos, args)]
+
+    def _check(self, info: ParamInfo, arg: Any, name: str, bound: dict[str, tuple[int, str]]) -> Any:
+        who = f"argument '{name}'"
+        where = f"{self.name}: {who}"
+        if info.kind == "any":
+            return _to_value(arg, where)
+        if info.kind == "tensor":
+            value = _to_tensor(arg, where)
+            if info.dtype and value.dtype != info.dtype:
+                raise TypeError(f"{where} expects dtype {info.dtype}, got {value.dtype}")
+            self._check_dims(info, value.shape, where, who, bound, "shape")
+            return value
+        if info.kind == "shape":
+            if isinstance(arg, int) and not isinstance(arg, bool):
+                arg = (arg,)
+            if not isinstance(arg, (tuple, list)) or not all(
+                    isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in arg):
+                raise TypeError(f"{where} expects a shape (a tuple of ints), got {type(arg).__name__} {arg!r}")
+            value = ShapeTuple(arg)
+            self._check_dims(info, tuple(value), where, who, bound, "shape value")
+            return value
+        # tuple
+        if not isinstance(arg, (tuple, list)) or isinstance(arg, ShapeTuple):
+            raise TypeError(f"{where} expects a tuple, got {type(arg).__name__}")
+        if info.fields is None:
+            return _to_value(arg, where)
+        if len(arg) != len(info.fields):
+            raise ValueError(f"{where} expects a tuple of {len(info.fields)} fields, got {len(arg)}")
+        return tuple(self._check(f, a, f"{name}[{i}]", bound) for i, (f, a) in enumerate(zip(info.fields, arg)))
+
+    @staticmethod
+    def _check_dims(info: ParamInfo, got: tuple, where: str, who: str,
+                    bound: dict[str, tuple[int, str]], what: str) -> None:
+        got = tuple(int(d) for d in got)
+        if info.shape is None:
+            if info.ndim >= 0 and len(got) != info.ndim:
+                raise ValueError(f"{where} expects {info.ndim} dimensions, got {what} {got}")
+            return
+        want = format_dims(info.shape)
+        if len(got) != len(info.shape):
+            raise ValueError(f"{where} expects {what} {want} ({len(info.shape)}-D), got {got} ({len(got)}-D)")
+        for axis, (dim, d) in enumerate(zip(info.shape, got)):
+            if isinstance(dim, int):
+                if dim != d:
+                    raise ValueError(f"{where} expects {what} {want}, got {got}")
+            elif isinstance(dim, str):
+                seen = bound.get(dim)
+                if seen is None:
+                    bound[dim] = (d, who)
+                elif seen[0] != d:
+                    raise ValueError(f"{where} expects {what} {want}, got {got}: dimension {axis} is "
+                                     f"{dim} = {d}, but {dim} = {seen[0]} from {seen[1]}")
+
+
+# -- profiling ---------------------------------------------------------------------------------------
+
+
+class ProfileReport:
+    """Where one VM call spent its time (``print(report)`` or show it in Jupyter).
+
+    ``events`` keeps every timed call as ``(func_name, instr_index, callee, seconds)``.
+    Rows group the events by callee (``by="callee"``, the default) or by instruction
+    (``by="instruction"``: ``@forward[5] test.vm.linear``).  A callee that is itself a VM
+    function is timed including everything it calls, so its row is marked ``*`` and left out
+    of the share; "(VM overhead)" is the wall time that no leaf call accounts for.
+    """
+
+    def __init__(self, func_name: str, total: float, events: list[tuple[str, int, str, float]],
+                 vm_functions: set[str], by: str = "callee"):
+        if by not in ("callee", "instruction"):
+            raise ValueError(f"ProfileReport: by must be 'callee' or 'instruction', got {by!r}")
+        self.func_name = func_name
+        self.total = total
+        self.events = events
+        self.by = by
+        self._vm_names = vm_functions
+        rows: dict[str, list] = {}  # key -> [calls, seconds, is a VM function]
+        for func, pc, callee, seconds in events:
+            key = callee if by == "callee" else f"@{func}[{pc}] {callee}"
+            row = rows.setdefault(key, [0, 0.0, callee in vm_functions])
+            row[0] += 1
+            row[1] += seconds
+        self.rows: list[tuple[str, int, float, bool]] = sorted(((k, c, t, vm) for k, (c, t, vm) in rows.items()),
+                                                                key=lambda r: -r[2])
+        leaf = sum(t for _, _, t, vm in self.rows if not vm)
+        self.overhead = max(total - leaf, 0.0)
+
+    def regroup(self, by: str) -> "ProfileReport":
+        """The same measurements grouped ``by`` "callee" or "instruction"."""
+        return ProfileReport(self.func_name, self.total, self.events, self._vm_names, by)
+
+    def table(self) -> list[dict[str, Any]]:
+        """One dict per row: name, calls, total_us, mean_us, percent (None for VM functions)."""
+        out = []
+        for name, calls, seconds, vm in self.rows:
+            out.append({"name": name + (" *" if vm else ""), "calls": calls, "total_us": seconds * 1e6,
+                        "mean_us": seconds * 1e6 / calls,
+                        "percent": None if vm else 100.0 * seconds / self.total if self.total else 0.0})
+        out.append({"name": "(VM overhead)", "calls": None, "total_us": self.overhead * 1e6, "mean_us": None,
+                    "percent": 100.0 * self.overhead / self.total if self.total else 0.0})
+        return out
+
+    def _cells(self) -> list[list[str]]:
+        rows = []
+        for r in self.table():
+            rows.append([r["name"], "" if r["calls"] is None else str(r["calls"]), f"{r['total_us']:.2f}",
+                         "" if r["mean_us"] is None else f"{r['mean_us']:.2f}",
+                         "" if r["percent"] is None else f"{r['percent']:.1f}"])
+        return rows
+
+    _HEAD = ["Name", "Calls", "Total (us)", "Mean (us)", "Share %"]
+
+    def __str__(self) -> str:
+        rows = self._cells()
+        widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(self._HEAD)]
+
+        def line(cells: list[str]) -> str:
+            return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+
+        out = [f"VM profile of @{self.func_name}: {self.total * 1e6:.2f} us in total", line(self._HEAD),
+               "  ".join("-" * w for w in widths)]
+        out += [line(r) for r in rows]
+        if any(r[3] for r in self.rows):
+            out.append("* VM function: its time includes the calls it makes (not in the share)")
+        return "\n".join(out)
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th>{h}</th>" for h in self._HEAD)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in self._cells())
+        note = ("<p><small>* VM function: its time includes the calls it makes</small></p>"
+                if any(r[3] for r in self.rows) else "")
+        return (f"<div><b>VM profile of @{html.escape(self.func_name)}</b>: {self.total * 1e6:.2f} &micro;s"
+                f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}</div>")
