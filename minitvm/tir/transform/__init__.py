@@ -1,5 +1,6 @@
 """TIR passes: the lowering pipeline from scheduled TensorIR to code generators' input."""
 
+from .compact_buffer_allocation import CompactBufferAllocation
 from .flatten_buffer import FlattenBuffer
 from .function_pass import PrimFuncPass, prim_func_pass
 from .lower_init_block import LowerInitBlock
@@ -9,5 +10,5 @@ from .simplify import Simplify
 from .verify_lowered import VerifyLowered, lowered_form_errors
 
 __all__ = ["PrimFuncPass", "prim_func_pass", "LowerInitBlock", "ConvertBlocksToOpaque",
-           "LowerOpaqueBlock", "FlattenBuffer", "Simplify", "VerifyLowered", "lowered_form_errors",
+           "LowerOpaqueBlock", "CompactBufferAllocation", "FlattenBuffer", "Simplify", "VerifyLowered", "lowered_form_errors",
            "lower_pipeline", "lower"]

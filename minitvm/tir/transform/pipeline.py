@@ -7,6 +7,7 @@ from typing import Any
 from ...ir.module import IRModule
 from ...transform import Sequential
 from ..function import PrimFunc
+from .compact_buffer_allocation import CompactBufferAllocation
 from .flatten_buffer import FlattenBuffer
 from .lower_init_block import LowerInitBlock
 from .lower_opaque_block import LowerOpaqueBlock
@@ -17,8 +18,9 @@ __all__ = ["lower_pipeline", "lower"]
 
 
 def lower_pipeline() -> Sequential:
-    """init -> if, blocks -> plain statements, buffers -> flat 1-D, simplify, verify."""
-    return Sequential([LowerInitBlock(), LowerOpaqueBlock(), FlattenBuffer(), Simplify(),
+    """allocations moved to where they are used, init -> if, blocks -> plain statements,
+    buffers -> flat 1-D, simplify, verify."""
+    return Sequential([CompactBufferAllocation(), LowerInitBlock(), LowerOpaqueBlock(), FlattenBuffer(), Simplify(),
                        VerifyLowered()], name="tir.lower")
 
 

@@ -13,7 +13,7 @@ from minitvm.tir.transform import VerifyLowered, lower, lower_pipeline, lowered_
 
 def test_pipeline_runs_the_passes_in_order():
     names = [p.info.name for p in lower_pipeline().passes]
-    assert names == ["tir.LowerInitBlock", "tir.LowerOpaqueBlock", "tir.FlattenBuffer",
+    assert names == ["tir.CompactBufferAllocation", "tir.LowerInitBlock", "tir.LowerOpaqueBlock", "tir.FlattenBuffer",
                      "tir.Simplify", "tir.VerifyLowered"]
 
 

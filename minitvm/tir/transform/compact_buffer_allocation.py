@@ -1,0 +1,185 @@
+"""CompactBufferAllocation: allocate an intermediate buffer where it is used, at the size used.
+
+After ``cache_write`` + ``reverse_compute_at`` a ``C_local`` buffer is declared at the top
+of the function with the full output shape, yet each iteration of the tile loop touches
+only one small tile of it.  This pass moves the allocation down to the innermost statement
+that holds every block using the buffer, shrinks it to the region those blocks touch there,
+and shifts the indices accordingly — so a tile accumulator becomes a small array the code
+generator places on the stack, and LLVM keeps it in registers.
+
+The allocation never moves inside a loop that drives a *reduction* of a block using the
+buffer: the partial results must survive from one iteration of such a loop to the next.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...ir.node import replace
+from ...ir.structural import structural_equal
+from ..buffer import Buffer, BufferRegion, decl_buffer
+from ..expr import BufferLoad, IntImm, Max, Min, PrimExpr, Range, Var, const
+from ..function import PrimFunc
+from ..functor import StmtExprMutator, post_order_visit, substitute
+from ..stmt import Allocate, Block, BlockRealize, BufferStore, For, Stmt
+from .function_pass import prim_func_pass
+
+__all__ = ["CompactBufferAllocation"]
+
+
+def _chains(root: Stmt) -> list[tuple[BlockRealize, tuple]]:
+    """Every block realize under ``root`` with the statements above it (outermost first)."""
+    out: list[tuple[BlockRealize, tuple]] = []
+
+    def walk(s: Any, path: tuple) -> None:
+        if isinstance(s, BlockRealize):
+            out.append((s, path))
+        from ..schedule.tree import child_stmts
+
+        for c in child_stmts(s):
+            walk(c, path + (s,))
+
+    walk(root, ())
+    return out
+
+
+def _mentions(e: Any, var: Var) -> bool:
+    hit: list = []
+    post_order_visit(e, lambda x: hit.append(1) if x is var else None)
+    return bool(hit)
+
+
+def _uses(block: Block, buffer: Buffer) -> bool:
+    if any(r.buffer is buffer for r in block.reads + block.writes):
+        return True
+    hit: list = []
+    post_order_visit(block, lambda x: hit.append(1)
+                     if isinstance(x, (BufferLoad, BufferStore)) and x.buffer is buffer else None)
+    return bool(hit)
+
+
+def _placement(users: list[tuple[BlockRealize, tuple]]) -> Stmt | None:
+    """The statement to wrap in the new allocation, or None to leave it where it is."""
+    common = list(users[0][1])
+    for _, path in users[1:]:
+        n = 0
+        while n < min(len(common), len(path)) and common[n] is path[n]:
+            n += 1
+        common = common[:n]
+    # stop at the first nested block, and above any loop driving a user's reduction
+    for n, s in enumerate(common):
+        stop = isinstance(s, (Block, BlockRealize))
+        if isinstance(s, For):
+            stop = any(iv.iter_type != "spatial" and _mentions(v, s.loop_var)
+                       for r, _ in users for iv, v in zip(r.block.iter_vars, r.iter_values))
+        if stop:
+            common = common[:n]
+            break
+    loops = [s for s in common if isinstance(s, For)]
+    return loops[-1] if loops else None
+
+
+def _region(users: list[tuple[BlockRealize, tuple]], buffer: Buffer, loop: For) -> list[tuple[PrimExpr, PrimExpr]]:
+    """Per dimension [lo, hi] of what the users touch inside ``loop``'s body."""
+    from ...arith import Analyzer
+    from ..schedule.compute import relax
+
+    ana = Analyzer()
+    hull: list[tuple[PrimExpr, PrimExpr]] | None = None
+    for realize, path in users:
+        inner = path[path.index(loop) + 1:]
+        dom = {id(s.loop_var): (s.min, s.min + s.extent - 1) for s in inner if isinstance(s, For)}
+        bind = {iv.var: v for iv, v in zip(realize.block.iter_vars, realize.iter_values)}
+        for region in realize.block.reads + realize.block.writes:
+            if region.buffer is not buffer:
+                continue
+            dims = []
+            for k, r in enumerate(region.region):
+                lo = relax(substitute(r.min, bind), dom)
+                hi = relax(substitute(r.min + r.extent - 1, bind), dom)
+                if lo is None or hi is None:
+                    dims.append((const(0, buffer.shape[k].dtype), buffer.shape[k] - 1))
+                else:
+                    dims.append((ana.simplify(lo[0]), ana.simplify(hi[1])))
+            if hull is None:
+                hull = dims
+            else:
+                hull = [(a if structural_equal(a, c) else ana.simplify(Min(a, c)),
+                         b if structural_equal(b, d) else ana.simplify(Max(b, d)))
+                        for (a, b), (c, d) in zip(hull, dims)]
+    return hull or []
+
+
+class _Shift(StmtExprMutator):
+    """Accesses of ``old`` become accesses of ``new`` at ``index - lo``."""
+
+    def __init__(self, old: Buffer, new: Buffer, lows: list[PrimExpr]):
+        from ...arith import Analyzer
+
+        self.old, self.new, self.lows, self.ana = old, new, lows, Analyzer()
+
+    def _shift(self, indices: tuple) -> tuple:
+        return tuple(self.ana.simplify(i - lo) for i, lo in zip(indices, self.lows))
+
+    def visit_buffer_load_(self, n: BufferLoad) -> PrimExpr:
+        indices = self.visit(n.indices)
+        if n.buffer is self.old:
+            return BufferLoad(self.new, self._shift(indices))
+        return n if indices is n.indices else BufferLoad(n.buffer, indices)
+
+    def visit_buffer_store_(self, n: BufferStore) -> Stmt:
+        value, indices = self.visit(n.value), self.visit(n.indices)
+        if n.buffer is self.old:
+            return BufferStore(self.new, value, self._shift(indices))
+        return n if value is n.value and indices is n.indices else BufferStore(n.buffer, value, indices)
+
+    def visit_buffer_region_(self, n: BufferRegion) -> BufferRegion:
+        if n.buffer is not self.old:
+            return n
+        mins = self._shift(tuple(r.min for r in n.region))
+        return BufferRegion(self.new, tuple(Range(m, r.extent) for m, r in zip(mins, n.region)))
+
+
+def compact(func: PrimFunc) -> PrimFunc:
+    body = func.body
+    if not (isinstance(body, BlockRealize) and body.block.name_hint == "root"):
+        return func
+    root = body.block
+    kept: list[Buffer] = []
+    new_body = root.body
+    for buffer in root.alloc_buffers:
+        users = [(r, p) for r, p in _chains(new_body) if _uses(r.block, buffer)]
+        loop = _placement(users) if users else None
+        if loop is None:
+            kept.append(buffer)
+            continue
+        hull = _region(users, buffer, loop)
+        shape, lows = [], []
+        for (lo, hi), full in zip(hull, buffer.shape):
+            from ...arith import Analyzer
+
+            extent = Analyzer().simplify(hi - lo + 1)
+            if isinstance(extent, IntImm) and isinstance(full, IntImm) and extent.value <= full.value:
+                shape.append(extent)
+                lows.append(lo)
+            else:  # keep the whole dimension
+                shape.append(full)
+                lows.append(const(0, full.dtype))
+        small = decl_buffer(tuple(shape), buffer.dtype, buffer.name, scope=buffer.scope)
+        new_loop = _Shift(buffer, small, lows).visit(loop)
+        new_loop = replace(new_loop, body=Allocate(small, new_loop.body))
+        from ..schedule.tree import replace_stmt
+
+        new_body = replace_stmt(new_body, loop, new_loop)
+    if len(kept) == len(root.alloc_buffers):
+        return func
+    new_root = replace(root, alloc_buffers=tuple(kept), body=new_body)
+    return func.with_body(replace(body, block=new_root))
+
+
+@prim_func_pass(opt_level=0, name="tir.CompactBufferAllocation")
+class CompactBufferAllocation:
+    """Move each intermediate buffer's allocation into the loop that uses it, at the used size."""
+
+    def transform_function(self, func: PrimFunc, mod: Any, ctx: Any) -> PrimFunc:
+        return compact(func)
