@@ -10,5 +10,6 @@ from .simplify import Simplify
 from .verify_lowered import VerifyLowered, lowered_form_errors
 
 __all__ = ["PrimFuncPass", "prim_func_pass", "LowerInitBlock", "ConvertBlocksToOpaque",
-           "LowerOpaqueBlock", "CompactBufferAllocation", "FlattenBuffer", "Simplify", "VerifyLowered", "lowered_form_errors",
+           "LowerOpaqueBlock", "CompactBufferAllocation", "FlattenBuffer", "Simplify", "VerifyLowered",
+           "lowered_form_errors",
            "lower_pipeline", "lower"]
