@@ -233,6 +233,7 @@ class CodeGenLLVM:
         if "avx512f" in target.features:
             self._fn_attrs.append('"prefer-vector-width"="512"')
         self._outlined = 0
+        self._loops: list[_s.For] = []  # the loops around the code being emitted
         self.st: _FuncState
 
     # -- functions ------------------------------------------------------------------------
@@ -448,6 +449,22 @@ class CodeGenLLVM:
             self.b.call(free, [ptr])
 
     def stmt_For(self, s: _s.For) -> None:
+        self._loops.append(s)
+        try:
+            self._emit_for(s)
+        finally:
+            self._loops.pop()
+
+    def _non_negative(self, e: _e.PrimExpr) -> bool:
+        """Provably >= 0 given the enclosing loops' ranges (loop indices usually are)."""
+        from ...arith import Analyzer
+
+        ana = Analyzer()
+        for loop in self._loops:
+            ana.bind(loop.loop_var, _e.Range(loop.min, loop.extent))
+        return bool(ana.can_prove(e >= 0))
+
+    def _emit_for(self, s: _s.For) -> None:
         kind = s.kind
         if (kind == _s.ForKind.UNROLLED and isinstance(s.extent, _e.IntImm) and isinstance(s.min, _e.IntImm)
                 and s.extent.value <= MAX_CODEGEN_UNROLL):
@@ -651,7 +668,11 @@ class CodeGenLLVM:
         a, b, t = self._operands(e)
         b_safe, zero_div = self._safe_divisor(a, b, t)
         bld = self.b
-        if _dt.is_uint(t) or t == "bool":
+        # x // c and x % c with x >= 0 (fused loop indices): unsigned division, which LLVM's
+        # address analysis understands, so it can still tell the accessed elements apart
+        unsigned_ok = (want in ("floordiv", "floormod") and isinstance(e.b, _e.IntImm) and e.b.value > 0
+                       and self._non_negative(e.a))
+        if _dt.is_uint(t) or t == "bool" or unsigned_ok:
             r = bld.udiv(a, b_safe) if want in ("div", "floordiv") else bld.urem(a, b_safe)
         else:
             q, rem = bld.sdiv(a, b_safe), bld.srem(a, b_safe)
