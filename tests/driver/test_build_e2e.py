@@ -1,93 +1,25 @@
 """End to end: TVMScript -> lowering -> LLVM (and the interpreter) -> numbers that match numpy/torch.
 
-The kernels are the MLC course's first examples, written as a learner writes them.
+The kernels are the MLC course's first examples, written as a learner writes them
+(minitvm.testing.programs).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 import minitvm
-from minitvm.script import ir as I
-from minitvm.script import tir as T
+from minitvm.testing import programs
 
 RNG = np.random.default_rng(0)
+TARGETS = ["llvm", "python"]
 
 
-def _targets():
-    out = ["llvm"]
-    try:
-        import minitvm.target.interpreter  # noqa: F401
-        out.append("python")
-    except ImportError:
-        pass
-    return out
-
-
-@I.ir_module
-class MMRelu:
-    @T.prim_func
-    def mm_relu(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"),
-                C: T.Buffer((128, 128), "float32")):
-        T.func_attr({"global_symbol": "mm_relu", "tir.noalias": True})
-        Y = T.alloc_buffer((128, 128), dtype="float32")
-        for i, j, k in T.grid(128, 128, 128):
-            with T.block("Y"):
-                vi = T.axis.spatial(128, i)
-                vj = T.axis.spatial(128, j)
-                vk = T.axis.reduce(128, k)
-                with T.init():
-                    Y[vi, vj] = T.float32(0)
-                Y[vi, vj] = Y[vi, vj] + A[vi, vk] * B[vk, vj]
-        for i, j in T.grid(128, 128):
-            with T.block("C"):
-                vi = T.axis.spatial(128, i)
-                vj = T.axis.spatial(128, j)
-                C[vi, vj] = T.max(Y[vi, vj], T.float32(0))
-
-
-@T.prim_func
-def broadcast_add(A: T.Buffer((4, 4), "int64"), B: T.Buffer((4,), "int64"), C: T.Buffer((4, 4), "int64")):
-    T.func_attr({"global_symbol": "broadcast_add", "tir.noalias": True})
-    for i, j in T.grid(4, 4):
-        with T.block("C"):
-            vi, vj = T.axis.remap("SS", [i, j])
-            C[vi, vj] = A[vi, vj] + B[vj]
-
-
-@T.prim_func
-def conv2d(X: T.Buffer((1, 1, 8, 8), "int64"), K: T.Buffer((2, 1, 3, 3), "int64"),
-           Y: T.Buffer((1, 2, 6, 6), "int64")):
-    T.func_attr({"global_symbol": "conv2d", "tir.noalias": True})
-    for b, k, i, j, q, di, dj in T.grid(1, 2, 6, 6, 1, 3, 3):
-        with T.block("Y"):
-            vb, vk, vi, vj, vq, vdi, vdj = T.axis.remap("SSSSRRR", [b, k, i, j, q, di, dj])
-            with T.init():
-                Y[vb, vk, vi, vj] = T.int64(0)
-            Y[vb, vk, vi, vj] = Y[vb, vk, vi, vj] + X[vb, vq, vi + vdi, vj + vdj] * K[vk, vq, vdi, vdj]
-
-
-@T.prim_func
-def bmm_relu(A: T.Buffer((16, 128, 128), "float32"), B: T.Buffer((16, 128, 128), "float32"),
-             C: T.Buffer((16, 128, 128), "float32")):
-    T.func_attr({"global_symbol": "bmm_relu", "tir.noalias": True})
-    Y = T.alloc_buffer((16, 128, 128), "float32")
-    for n, i, j, k in T.grid(16, 128, 128, 128):
-        with T.block("Y"):
-            vn, vi, vj, vk = T.axis.remap("SSSR", [n, i, j, k])
-            with T.init():
-                Y[vn, vi, vj] = T.float32(0)
-            Y[vn, vi, vj] = Y[vn, vi, vj] + A[vn, vi, vk] * B[vn, vk, vj]
-    for n, i, j in T.grid(16, 128, 128):
-        with T.block("C"):
-            vn, vi, vj = T.axis.remap("SSS", [n, i, j])
-            C[vn, vi, vj] = T.max(Y[vn, vi, vj], T.float32(0))
-
-
-@pytest.mark.parametrize("target", _targets())
+@pytest.mark.parametrize("target", TARGETS)
 def test_mm_relu(target):
-    lib = minitvm.build(MMRelu, target=target)
+    lib = minitvm.build(programs.mm_relu, target=target)
     a = RNG.standard_normal((128, 128)).astype("float32")
     b = RNG.standard_normal((128, 128)).astype("float32")
     c = minitvm.nd.empty((128, 128), "float32")
@@ -95,23 +27,23 @@ def test_mm_relu(target):
     np.testing.assert_allclose(c.numpy(), np.maximum(a @ b, 0), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("target", _targets())
+@pytest.mark.parametrize("target", TARGETS)
 def test_broadcast_add(target):
-    lib = minitvm.build(broadcast_add, target=target)
-    a = RNG.integers(-1000, 1000, (4, 4), dtype="int64")
-    b = RNG.integers(-1000, 1000, (4,), dtype="int64")
-    c = np.zeros((4, 4), "int64")
+    lib = minitvm.build(programs.broadcast_add, target=target)
+    a = RNG.standard_normal((4, 8)).astype("float32")
+    b = RNG.standard_normal((8,)).astype("float32")
+    c = np.zeros((4, 8), "float32")
     lib["broadcast_add"](a, b, c)
-    np.testing.assert_array_equal(c, a + b)
+    np.testing.assert_allclose(c, a + b, rtol=1e-6)
 
 
-@pytest.mark.parametrize("target", _targets())
+@pytest.mark.parametrize("target", TARGETS)
 def test_conv2d_int64(target):
-    lib = minitvm.build(conv2d, target=target)
+    lib = minitvm.build(programs.conv2d_int64, target=target)
     x = RNG.integers(-50, 50, (1, 1, 8, 8), dtype="int64")
     k = RNG.integers(-50, 50, (2, 1, 3, 3), dtype="int64")
     y = np.zeros((1, 2, 6, 6), "int64")
-    lib["conv2d"](x, k, y)
+    lib["conv2d_int64"](x, k, y)
     want = np.zeros_like(y)
     for co in range(2):
         for i in range(6):
@@ -120,9 +52,18 @@ def test_conv2d_int64(target):
     np.testing.assert_array_equal(y, want)
 
 
+@pytest.mark.parametrize("target", TARGETS)
+def test_batch_matmul_relu(target):
+    lib = minitvm.build(programs.batch_matmul_relu, target=target)
+    a = RNG.standard_normal((2, 16, 32)).astype("float32")
+    b = RNG.standard_normal((2, 32, 8)).astype("float32")
+    d = np.zeros((2, 16, 8), "float32")
+    lib["batch_matmul_relu"](a, b, d)
+    np.testing.assert_allclose(d, np.maximum(a @ b, 0), rtol=1e-4, atol=1e-4)
+
+
 def test_bmm_relu_matches_torch():
-    torch = pytest.importorskip("torch")
-    lib = minitvm.build(bmm_relu, target="llvm")
+    lib = minitvm.build(programs.BmmRelu, target="llvm")
     a = torch.randn(16, 128, 128, generator=torch.Generator().manual_seed(0))
     b = torch.randn(16, 128, 128, generator=torch.Generator().manual_seed(1))
     c = torch.empty(16, 128, 128)
@@ -131,13 +72,11 @@ def test_bmm_relu_matches_torch():
 
 
 def test_llvm_and_interpreter_agree_on_mm_relu():
-    if "python" not in _targets():
-        pytest.skip("interpreter not available")
     a = RNG.standard_normal((128, 128)).astype("float32")
     b = RNG.standard_normal((128, 128)).astype("float32")
     outs = []
-    for target in ("llvm", "python"):
+    for target in TARGETS:
         c = np.zeros((128, 128), "float32")
-        minitvm.build(MMRelu, target=target)["mm_relu"](a, b, c)
+        minitvm.build(programs.mm_relu, target=target)["mm_relu"](a, b, c)
         outs.append(c)
     np.testing.assert_allclose(outs[0], outs[1], rtol=1e-4, atol=1e-4)

@@ -15,6 +15,7 @@ from minitvm import tir
 from minitvm.ir import IRModule, assert_structural_equal
 from minitvm.script import ir as I
 from minitvm.script import tir as T
+from minitvm.testing.programs import BmmRelu, BmmReluTarget
 
 
 @pytest.fixture
@@ -80,25 +81,6 @@ class MMRelu:
             with T.block("C"):
                 vi, vj = T.axis.remap("SS", [i, j])
                 C[vi, vj] = T.max(Y[vi, vj], T.float32(0))
-
-
-@I.ir_module
-class BmmRelu:
-    @T.prim_func
-    def bmm_relu(A: T.Buffer((16, 128, 128), "float32"), B: T.Buffer((16, 128, 128), "float32"),
-                 C: T.Buffer((16, 128, 128), "float32")):
-        T.func_attr({"global_symbol": "bmm_relu", "tir.noalias": True})
-        Y = T.alloc_buffer((16, 128, 128), "float32")
-        for n, i, j, k in T.grid(16, 128, 128, 128):
-            with T.block("Y"):
-                vn, vi, vj, vk = T.axis.remap("SSSR", [n, i, j, k])
-                with T.init():
-                    Y[vn, vi, vj] = T.float32(0)
-                Y[vn, vi, vj] = Y[vn, vi, vj] + A[vn, vi, vk] * B[vn, vk, vj]
-        for n, i, j in T.grid(16, 128, 128):
-            with T.block("C"):
-                vn, vi, vj = T.axis.remap("SSS", [n, i, j])
-                C[vn, vi, vj] = T.max(Y[vn, vi, vj], T.float32(0))
 
 
 # ------------------------------------------------------------------ targets
@@ -182,33 +164,6 @@ def local_accumulator_target(A: T.Buffer((128, 128), "float32"), B: T.Buffer((12
                 C[v0, v1] = C_local[v0, v1]
 
 
-@T.prim_func
-def BMM_RELU_TARGET(A: T.Buffer((16, 128, 128), "float32"), B: T.Buffer((16, 128, 128), "float32"),
-                    C: T.Buffer((16, 128, 128), "float32")):
-    T.func_attr({"global_symbol": "bmm_relu", "tir.noalias": True})
-    Y = T.alloc_buffer((16, 128, 128), "float32")
-    for i0 in T.parallel(16):
-        for i1, i2_0 in T.grid(128, 16):
-            for ax0_init in T.vectorized(8):
-                with T.block("Y_init"):
-                    n, i = T.axis.remap("SS", [i0, i1])
-                    j = T.axis.spatial(128, i2_0 * 8 + ax0_init)
-                    Y[n, i, j] = T.float32(0)
-            for ax1_0 in T.serial(32):
-                for ax1_1 in T.unroll(4):
-                    for ax0 in T.serial(8):
-                        with T.block("Y_update"):
-                            n, i = T.axis.remap("SS", [i0, i1])
-                            j = T.axis.spatial(128, i2_0 * 8 + ax0)
-                            k = T.axis.reduce(128, ax1_0 * 4 + ax1_1)
-                            Y[n, i, j] = Y[n, i, j] + A[n, i, k] * B[n, k, j]
-            for i2_1 in T.vectorized(8):
-                with T.block("C"):
-                    n, i = T.axis.remap("SS", [i0, i1])
-                    j = T.axis.spatial(128, i2_0 * 8 + i2_1)
-                    C[n, i, j] = T.max(Y[n, i, j], T.float32(0))
-
-
 # ------------------------------------------------------------------ helpers
 
 
@@ -280,7 +235,7 @@ def test_local_accumulator(ex):
 @pytest.mark.points(3)
 def test_bmm_relu_schedule(ex):
     """Exercise 2.6: reproduce the bmm_relu target schedule."""
-    _check(ex.bmm_relu_schedule, BmmRelu, BMM_RELU_TARGET, seed=26)
+    _check(ex.bmm_relu_schedule, BmmRelu, BmmReluTarget["bmm_relu"], seed=26)
 
 
 def _gflops(mod: IRModule, n: int, args, number: int) -> float:

@@ -8,7 +8,7 @@ from minitvm.script import from_source, ir_module
 from minitvm.script import ir as I
 from minitvm.script import tir as T
 
-from .programs import TwoFunctions, mm_relu
+from minitvm.testing.programs import TwoFunctions, mm_relu
 
 
 def test_mm_relu_structure():

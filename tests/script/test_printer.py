@@ -6,7 +6,7 @@ from minitvm.ir import assert_structural_equal
 from minitvm.script import from_source, script, to_html
 from minitvm.script import tir as T
 
-from .programs import mm_relu
+from minitvm.testing.programs import mm_relu
 
 MM_RELU_TEXT = '''\
 # from minitvm.script import tir as T

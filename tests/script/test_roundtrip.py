@@ -5,7 +5,7 @@ import pytest
 from minitvm.ir import assert_structural_equal
 from minitvm.script import from_source
 
-from .programs import ALL_FUNCS, TwoFunctions
+from minitvm.testing.programs import ALL_FUNCS, TwoFunctions
 
 
 @pytest.mark.parametrize("name", sorted(ALL_FUNCS))

@@ -210,7 +210,7 @@ def test_duplicate_argument_is_reported():
 
 
 def test_mm_relu_matches_tvmscript():
-    from mm_relu_script import mm_relu  # a sibling module: the TVMScript text of mm_relu
+    from minitvm.testing.programs import mm_relu
 
     assert_structural_equal(_mm_relu_te(), mm_relu)
 

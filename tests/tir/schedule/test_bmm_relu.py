@@ -5,56 +5,7 @@ import numpy as np
 import minitvm
 from minitvm import tir
 from minitvm.ir import assert_structural_equal
-from minitvm.script import ir as I
-from minitvm.script import tir as T
-
-
-@I.ir_module
-class MyBmmRelu:
-    @T.prim_func
-    def bmm_relu(A: T.Buffer((16, 128, 128), "float32"), B: T.Buffer((16, 128, 128), "float32"),
-                 C: T.Buffer((16, 128, 128), "float32")):
-        T.func_attr({"global_symbol": "bmm_relu", "tir.noalias": True})
-        Y = T.alloc_buffer((16, 128, 128), "float32")
-        for n, i, j, k in T.grid(16, 128, 128, 128):
-            with T.block("Y"):
-                vn, vi, vj, vk = T.axis.remap("SSSR", [n, i, j, k])
-                with T.init():
-                    Y[vn, vi, vj] = T.float32(0)
-                Y[vn, vi, vj] = Y[vn, vi, vj] + A[vn, vi, vk] * B[vn, vk, vj]
-        for n, i, j in T.grid(16, 128, 128):
-            with T.block("C"):
-                vn, vi, vj = T.axis.remap("SSS", [n, i, j])
-                C[vn, vi, vj] = T.max(Y[vn, vi, vj], T.float32(0))
-
-
-@I.ir_module
-class TargetModule:
-    @T.prim_func
-    def bmm_relu(A: T.Buffer((16, 128, 128), "float32"), B: T.Buffer((16, 128, 128), "float32"),
-                 C: T.Buffer((16, 128, 128), "float32")):
-        T.func_attr({"global_symbol": "bmm_relu", "tir.noalias": True})
-        Y = T.alloc_buffer((16, 128, 128), "float32")
-        for i0 in T.parallel(16):
-            for i1, i2_0 in T.grid(128, 16):
-                for ax0_init in T.vectorized(8):
-                    with T.block("Y_init"):
-                        n, i = T.axis.remap("SS", [i0, i1])
-                        j = T.axis.spatial(128, i2_0 * 8 + ax0_init)
-                        Y[n, i, j] = T.float32(0)
-                for ax1_0 in T.serial(32):
-                    for ax1_1 in T.unroll(4):
-                        for ax0 in T.serial(8):
-                            with T.block("Y_update"):
-                                n, i = T.axis.remap("SS", [i0, i1])
-                                j = T.axis.spatial(128, i2_0 * 8 + ax0)
-                                k = T.axis.reduce(128, ax1_0 * 4 + ax1_1)
-                                Y[n, i, j] = Y[n, i, j] + A[n, i, k] * B[n, k, j]
-                for i2_1 in T.vectorized(8):
-                    with T.block("C"):
-                        n, i = T.axis.remap("SS", [i0, i1])
-                        j = T.axis.spatial(128, i2_0 * 8 + i2_1)
-                        C[n, i, j] = T.max(Y[n, i, j], T.float32(0))
+from minitvm.testing.programs import BmmRelu, BmmReluTarget
 
 
 def schedule_bmm_relu(mod) -> tir.Schedule:
@@ -76,12 +27,12 @@ def schedule_bmm_relu(mod) -> tir.Schedule:
 
 
 def test_schedule_reproduces_the_target_structure():
-    sch = schedule_bmm_relu(MyBmmRelu)
-    assert_structural_equal(sch.mod["bmm_relu"], TargetModule["bmm_relu"])
+    sch = schedule_bmm_relu(BmmRelu)
+    assert_structural_equal(sch.mod["bmm_relu"], BmmReluTarget["bmm_relu"])
 
 
 def test_scheduled_bmm_relu_matches_numpy():
-    sch = schedule_bmm_relu(MyBmmRelu)
+    sch = schedule_bmm_relu(BmmRelu)
     rng = np.random.default_rng(0)
     a = rng.standard_normal((16, 128, 128)).astype("float32")
     b = rng.standard_normal((16, 128, 128)).astype("float32")
@@ -92,8 +43,8 @@ def test_scheduled_bmm_relu_matches_numpy():
 
 
 def test_trace_replays_to_the_same_module():
-    sch = schedule_bmm_relu(MyBmmRelu)
-    replay = tir.Schedule(MyBmmRelu)
+    sch = schedule_bmm_relu(BmmRelu)
+    replay = tir.Schedule(BmmRelu)
     sch.trace.apply_to_schedule(replay)
     assert_structural_equal(replay.mod, sch.mod)
     text = str(sch.trace)

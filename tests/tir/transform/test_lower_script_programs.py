@@ -1,26 +1,12 @@
 """Differential test over the TVMScript program zoo: the interpreter gives the same numbers
 before and after lowering, for every program the script tests share."""
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
-import pytest
 
 from minitvm.target.interpreter import run_prim_func
+from minitvm.testing.programs import ALL_FUNCS
 from minitvm.testing.tir_builders import random_arguments
 from minitvm.tir.transform import lower, lowered_form_errors
-
-_PROGRAMS = Path(__file__).resolve().parents[2] / "script" / "programs.py"
-
-
-def _load_programs():
-    if not _PROGRAMS.exists():
-        pytest.skip("the TVMScript program zoo is not there")
-    spec = importlib.util.spec_from_file_location("script_programs", _PROGRAMS)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.ALL_FUNCS
 
 
 def _arguments(func, seed):
@@ -30,7 +16,7 @@ def _arguments(func, seed):
 
 
 def test_every_program_lowers_and_computes_the_same_numbers():
-    for name, func in _load_programs().items():
+    for name, func in ALL_FUNCS.items():
         low = lower(func)
         assert lowered_form_errors(low) == [], name
         before, after = _arguments(func, 2), _arguments(func, 2)

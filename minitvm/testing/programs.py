@@ -1,4 +1,9 @@
-"""TensorIR programs written in TVMScript, shared by the script tests."""
+"""TensorIR programs written in TVMScript, shared by tests and graders.
+
+The MLC course's kernels (mm_relu, broadcast add, conv2d, batched matmul + ReLU, softmax),
+the bmm_relu exercise with its target schedule, and programs that exercise corners of the
+parser and printer.  Chapters and exercises keep their own copies: a learner reads them there.
+"""
 
 from minitvm.script import ir as I
 from minitvm.script import tir as T
@@ -201,3 +206,54 @@ ALL_FUNCS = {
     "scalar_param": scalar_param, "int64_shapes": int64_shapes, "explicit_regions": explicit_regions,
     "lowered": lowered,
 }
+
+
+# -- the MLC course's bmm_relu exercise: the naive program and the target schedule ----------
+
+
+@I.ir_module
+class BmmRelu:
+    @T.prim_func
+    def bmm_relu(A: T.Buffer((16, 128, 128), "float32"), B: T.Buffer((16, 128, 128), "float32"),
+                 C: T.Buffer((16, 128, 128), "float32")):
+        T.func_attr({"global_symbol": "bmm_relu", "tir.noalias": True})
+        Y = T.alloc_buffer((16, 128, 128), "float32")
+        for n, i, j, k in T.grid(16, 128, 128, 128):
+            with T.block("Y"):
+                vn, vi, vj, vk = T.axis.remap("SSSR", [n, i, j, k])
+                with T.init():
+                    Y[vn, vi, vj] = T.float32(0)
+                Y[vn, vi, vj] = Y[vn, vi, vj] + A[vn, vi, vk] * B[vn, vk, vj]
+        for n, i, j in T.grid(16, 128, 128):
+            with T.block("C"):
+                vn, vi, vj = T.axis.remap("SSS", [n, i, j])
+                C[vn, vi, vj] = T.max(Y[vn, vi, vj], T.float32(0))
+
+
+@I.ir_module
+class BmmReluTarget:
+    @T.prim_func
+    def bmm_relu(A: T.Buffer((16, 128, 128), "float32"), B: T.Buffer((16, 128, 128), "float32"),
+                 C: T.Buffer((16, 128, 128), "float32")):
+        T.func_attr({"global_symbol": "bmm_relu", "tir.noalias": True})
+        Y = T.alloc_buffer((16, 128, 128), "float32")
+        for i0 in T.parallel(16):
+            for i1, i2_0 in T.grid(128, 16):
+                for ax0_init in T.vectorized(8):
+                    with T.block("Y_init"):
+                        n, i = T.axis.remap("SS", [i0, i1])
+                        j = T.axis.spatial(128, i2_0 * 8 + ax0_init)
+                        Y[n, i, j] = T.float32(0)
+                for ax1_0 in T.serial(32):
+                    for ax1_1 in T.unroll(4):
+                        for ax0 in T.serial(8):
+                            with T.block("Y_update"):
+                                n, i = T.axis.remap("SS", [i0, i1])
+                                j = T.axis.spatial(128, i2_0 * 8 + ax0)
+                                k = T.axis.reduce(128, ax1_0 * 4 + ax1_1)
+                                Y[n, i, j] = Y[n, i, j] + A[n, i, k] * B[n, k, j]
+                for i2_1 in T.vectorized(8):
+                    with T.block("C"):
+                        n, i = T.axis.remap("SS", [i0, i1])
+                        j = T.axis.spatial(128, i2_0 * 8 + i2_1)
+                        C[n, i, j] = T.max(Y[n, i, j], T.float32(0))
