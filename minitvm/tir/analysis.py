@@ -10,7 +10,21 @@ from .expr import Add, BufferLoad, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Ra
 from .functor import StmtExprVisitor, substitute
 from .stmt import Block, BlockRealize, BufferStore, For, LetStmt
 
-__all__ = ["get_block_read_write_region", "get_block_access_region"]
+__all__ = ["get_block_read_write_region", "get_block_access_region", "uses_var", "vars_used"]
+
+
+def vars_used(node: Any) -> set[int]:
+    """The ids of every variable that occurs in ``node``."""
+    from .functor import post_order_visit
+
+    found: set[int] = set()
+    post_order_visit(node, lambda x: found.add(id(x)) if isinstance(x, Var) else None)
+    return found
+
+
+def uses_var(node: Any, var: Var) -> bool:
+    """True when ``var`` occurs in ``node``."""
+    return id(var) in vars_used(node)
 
 
 def _bounds(e: PrimExpr, dom: dict[int, tuple[PrimExpr, PrimExpr]]) -> tuple[PrimExpr, PrimExpr] | None:

@@ -22,7 +22,6 @@ def _load(name: str):
 
 
 def test_matmul_benchmark_runs_small(capsys):
-    pytest.importorskip("numpy")
     matmul = _load("matmul")
     rows = matmul.main(["--size", "128", "--repeat", "1", "--rounds", "1", "--warmup", "0",
                         "--naive-size", "32", "--naive-repeat", "1", "--no-torch", "--no-json",

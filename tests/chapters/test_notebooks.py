@@ -6,12 +6,11 @@ import os
 import time
 from pathlib import Path
 
+import nbclient
+import nbformat
 import pytest
 
 import minitvm
-
-nbformat = pytest.importorskip("nbformat")
-nbclient = pytest.importorskip("nbclient")
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))

@@ -21,6 +21,7 @@ from llvmlite import ir
 from ...ir import dtype as _dt
 from ...tir import expr as _e
 from ...tir import stmt as _s
+from ...tir.analysis import uses_var
 from ...tir.functor import post_order_visit, substitute
 
 __all__ = ["NotVectorizable", "emit_vector_loop", "MAX_LANES"]
@@ -31,12 +32,6 @@ MAX_LANES = 64
 
 class NotVectorizable(Exception):
     """The loop body uses something the vector emitter does not handle."""
-
-
-def _mentions(e: Any, var: _e.Var) -> bool:
-    hit: list = []
-    post_order_visit(e, lambda x: hit.append(1) if x is var else None)
-    return bool(hit)
 
 
 def _stride(index: _e.PrimExpr, var: _e.Var) -> int | None:
@@ -90,7 +85,7 @@ class _VectorEmitter:
     # -- expressions ----------------------------------------------------------------------
     def expr(self, e: _e.PrimExpr) -> ir.Value:
         """A vector if ``e`` depends on the loop variable, else the scalar value."""
-        if not _mentions(e, self.var):
+        if not uses_var(e, self.var):
             return self.cg.visit_expr(e)
         method = getattr(self, "v_" + type(e).__name__, None)
         if method is None:
@@ -281,7 +276,7 @@ def _why_not(x: Any, var: _e.Var) -> str | None:
         return None
     if isinstance(x, _s.Stmt):
         return type(x).__name__
-    if not isinstance(x, _e.PrimExpr) or not _mentions(x, var):
+    if not isinstance(x, _e.PrimExpr) or not uses_var(x, var):
         return None  # computed once, as a scalar
     if not isinstance(x, _VECTOR_NODES):
         return type(x).__name__

@@ -15,10 +15,11 @@ from typing import Any
 
 from ...ir import replace
 from ...ir.structural import structural_equal
+from ..analysis import vars_used
 from ..buffer import Buffer, BufferRegion, decl_buffer
 from ..expr import Add, IntImm, IterVar, Mul, PrimExpr, Range, Var, const
 from ..function import PrimFunc
-from ..functor import post_order_visit, substitute
+from ..functor import substitute
 from ..stmt import Block, BlockRealize, For, MatchBufferRegion, Stmt
 from .compute import _refresh_regions, relax
 from .data import BufferSwap
@@ -29,12 +30,6 @@ from .tree import replace_stmt
 __all__ = ["blockize", "tensorize", "TensorIntrin"]
 
 
-def _vars_in(e: Any) -> set[int]:
-    found: set[int] = set()
-    post_order_visit(e, lambda x: found.add(id(x)) if isinstance(x, Var) else None)
-    return found
-
-
 def _terms(e: PrimExpr) -> list[PrimExpr]:
     return _terms(e.a) + _terms(e.b) if isinstance(e, Add) else [e]
 
@@ -43,7 +38,7 @@ def _split_binding(value: PrimExpr, inner: dict[int, For], bounds: dict) -> tupl
     """``value`` as ``outer * factor + inner_part`` with inner_part in [0, factor)."""
     outer_terms, inner_terms = [], []
     for t in _terms(value):
-        (inner_terms if _vars_in(t) & set(inner) else outer_terms).append(t)
+        (inner_terms if vars_used(t) & set(inner) else outer_terms).append(t)
     if not outer_terms:
         return None
     inner_part = inner_terms[0]
@@ -87,7 +82,7 @@ def blockize(root: Stmt, loop: For) -> tuple[Stmt, str]:
     outer_values: list[PrimExpr] = []
     inner_values: list[PrimExpr] = []
     for iv, value in zip(block.iter_vars, realize.iter_values):
-        used = _vars_in(value)
+        used = vars_used(value)
         if not used & set(inner):
             ov = Var(f"{iv.var.name}_o", iv.var.dtype)
             outer_ivs.append(IterVar(iv.dom, ov, iv.iter_type))
@@ -107,7 +102,7 @@ def blockize(root: Stmt, loop: For) -> tuple[Stmt, str]:
                                                                          iv.var.dtype)), ov, iv.iter_type))
         outer_values.append(outer)
         inner_values.append(ov * const(factor, iv.var.dtype) + inner_part)
-    if _vars_in(realize.predicate) - set(inner) - {id(iv.var) for iv in block.iter_vars}:
+    if vars_used(realize.predicate) - set(inner) - {id(iv.var) for iv in block.iter_vars}:
         raise ScheduleError(f"{here}: the block's predicate uses loops outside {loop.loop_var.name}")
     new_inner = BlockRealize(tuple(inner_values), realize.predicate, block)
     body: Stmt = new_inner

@@ -13,7 +13,7 @@ from typing import Any
 
 from ...ir import replace
 from ...ir.structural import structural_equal
-from ..analysis import get_block_read_write_region
+from ..analysis import get_block_read_write_region, uses_var, vars_used
 from ..buffer import Buffer
 from ..expr import (
     Add,
@@ -85,15 +85,9 @@ def relax(e: PrimExpr, dom: dict[int, tuple[PrimExpr, PrimExpr]]) -> tuple[PrimE
 
 
 def _mentions_any(e: Any, dom: dict) -> bool:
-    hit: list = []
-    post_order_visit(e, lambda x: hit.append(1) if isinstance(x, Var) and id(x) in dom else None)
-    return bool(hit)
+    return bool(vars_used(e) & set(dom))
 
 
-def _mentions(e: Any, var: Var) -> bool:
-    hit: list = []
-    post_order_visit(e, lambda x: hit.append(1) if x is var else None)
-    return bool(hit)
 
 
 # -- compute_at ---------------------------------------------------------------------------
@@ -197,7 +191,7 @@ def compute_at(root: Stmt, realize: BlockRealize, loop: For, reverse: bool,
     if reverse:  # the consumer must not see a reduction half done
         for r, _ in partners:
             for iv, value in zip(r.block.iter_vars, r.iter_values):
-                if iv.iter_type == "reduce" and _mentions(value, loop.loop_var):
+                if iv.iter_type == "reduce" and uses_var(value, loop.loop_var):
                     raise ScheduleError(f"cannot {here}: loop {loop.loop_var.name} drives the reduction "
                                         f"of producer {r.block.name_hint}, whose result is not complete "
                                         "inside it")
@@ -383,7 +377,7 @@ def compute_inline(root: Stmt, realize: BlockRealize, param_buffers: set[int]) -
             raise ScheduleError(f"cannot compute_inline block {block.name_hint}: it must store to "
                                 f"{buffer.name} at distinct iteration variables, not {list(store.indices)}")
         params.append(idx)
-    if _mentions(store.value, buffer):
+    if uses_var(store.value, buffer):
         raise ScheduleError(f"cannot compute_inline block {block.name_hint}: it reads its own output")
     other_writers = [r.block.name_hint for r, _ in walk_stmts(root) if isinstance(r, BlockRealize)
                      and r is not realize and any(w.buffer is buffer for w in r.block.writes)]
@@ -461,20 +455,20 @@ def decompose_reduction(root: Stmt, realize: BlockRealize, loop: For) -> tuple[S
     loops = [s for s in path[start:] if isinstance(s, For)]
     spatial = [(iv, v) for iv, v in zip(block.iter_vars, realize.iter_values) if iv.iter_type == "spatial"]
     for lp in loops:
-        if not any(_mentions(v, lp.loop_var) for v in realize.iter_values):
+        if not any(uses_var(v, lp.loop_var) for v in realize.iter_values):
             raise ScheduleError(
                 f"cannot decompose_reduction of block {block.name_hint} at loop {loop.loop_var.name}: loop "
                 f"{lp.loop_var.name} binds none of the block's iterators, so it repeats the whole reduction "
                 "and a single init before it would not reset each repetition")
     reduce_values = [v for iv, v in zip(block.iter_vars, realize.iter_values) if iv.iter_type != "spatial"]
     for above in path[:start]:
-        if isinstance(above, For) and any(_mentions(v, above.loop_var) for v in reduce_values):
+        if isinstance(above, For) and any(uses_var(v, above.loop_var) for v in reduce_values):
             raise ScheduleError(
                 f"cannot decompose_reduction of block {block.name_hint} at loop {loop.loop_var.name}: "
                 f"the reduction loop {above.loop_var.name} is outside it, so the init would run on every "
                 f"{above.loop_var.name} iteration; pick a loop above all reduction loops")
     # keep the loops that spatial bindings use; the reduction-only loops are not needed to initialise
-    kept = [lp for lp in loops if any(_mentions(v, lp.loop_var) for _, v in spatial)]
+    kept = [lp for lp in loops if any(uses_var(v, lp.loop_var) for _, v in spatial)]
     new_vars = {lp.loop_var: Var(f"{lp.loop_var.name}_init", lp.loop_var.dtype) for lp in kept}
     new_ivs = {iv.var: Var(iv.var.name, iv.var.dtype) for iv, _ in spatial}
     init_block = Block(
@@ -484,7 +478,7 @@ def decompose_reduction(root: Stmt, realize: BlockRealize, loop: For) -> tuple[S
     )
     init_block = _refresh_regions(init_block)
     pred = realize.predicate
-    if not _is_true(pred) and any(_mentions(pred, lp.loop_var) for lp in loops if lp not in kept):
+    if not _is_true(pred) and any(uses_var(pred, lp.loop_var) for lp in loops if lp not in kept):
         pred = const(True, "bool")
     init_realize = BlockRealize(tuple(substitute(v, new_vars) for _, v in spatial),
                                 substitute(pred, new_vars), init_block)

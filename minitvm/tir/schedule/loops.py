@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ... import ir
+from ..analysis import uses_var
 from ..expr import IntImm, PrimExpr, Var, const
 from ..functor import substitute
 from ..op import floordiv, floormod, logical_and
@@ -189,7 +190,7 @@ def set_loop_kind(root: Stmt, loop: For, kind: str, path: tuple) -> Stmt:
     if kind in (ForKind.PARALLEL, ForKind.VECTORIZED):
         for realize in blocks_under(loop):
             for iv, value in zip(realize.block.iter_vars, realize.iter_values):
-                if iv.iter_type == "reduce" and _mentions(value, loop.loop_var):
+                if iv.iter_type == "reduce" and uses_var(value, loop.loop_var):
                     verb = "parallelize" if kind == ForKind.PARALLEL else "vectorize"
                     raise ScheduleError(
                         f"cannot {verb} loop {name}: it is bound to the reduction iterator "
@@ -201,12 +202,4 @@ def set_loop_kind(root: Stmt, loop: For, kind: str, path: tuple) -> Stmt:
                     raise ScheduleError(f"cannot parallelize loop {name}: it is inside the vectorized "
                                         f"loop {s.loop_var.name}")
     return replace_stmt(root, loop, ir.replace(loop, kind=kind))
-
-
-def _mentions(e: Any, var: Var) -> bool:
-    from ..functor import post_order_visit
-
-    hit = []
-    post_order_visit(e, lambda x: hit.append(1) if x is var else None)
-    return bool(hit)
 

@@ -8,11 +8,12 @@ vectorized or parallelized) followed by ``Y[i] += Y_rf[i, k1]``.
 from __future__ import annotations
 
 from ...ir import replace
+from ..analysis import uses_var
 from ..buffer import decl_buffer
 from ..expr import Add, BufferLoad, IntImm, IterVar, Max, Min, PrimExpr, Range, Var, const
 from ..functor import substitute
 from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, SeqStmt, Stmt, seq
-from .compute import _mentions, _path, _refresh_regions
+from .compute import _path, _refresh_regions
 from .error import ScheduleError
 from .tree import replace_stmt, walk_stmts
 
@@ -49,10 +50,10 @@ def rfactor(root: Stmt, realize: BlockRealize, loop: For, factor_axis: int) -> t
         raise ScheduleError(f"cannot {name}: the loop is not around block {block.name_hint}")
     spatial = [(iv, v) for iv, v in zip(block.iter_vars, realize.iter_values) if iv.iter_type == "spatial"]
     reduce = [(iv, v) for iv, v in zip(block.iter_vars, realize.iter_values) if iv.iter_type == "reduce"]
-    if any(_mentions(v, lv) for _, v in spatial):
+    if any(uses_var(v, lv) for _, v in spatial):
         raise ScheduleError(f"cannot {name}: {lv.name} is bound to a spatial iterator of block "
                             f"{block.name_hint}, not a reduction one")
-    if not any(_mentions(v, lv) for _, v in reduce):
+    if not any(uses_var(v, lv) for _, v in reduce):
         raise ScheduleError(f"cannot {name}: {lv.name} does not take part in the reduction of block "
                             f"{block.name_hint}")
     if not isinstance(loop.extent, IntImm) or not (isinstance(loop.min, IntImm) and loop.min.value == 0):
@@ -69,10 +70,10 @@ def rfactor(root: Stmt, realize: BlockRealize, loop: For, factor_axis: int) -> t
     # the partial reduction: every loop in the reduction bindings gets its own iterator —
     # the rfactored loop a spatial one, the others reduction ones — so that T.init runs
     # once per partial result
-    red_loops = [s for s in path if isinstance(s, For) and any(_mentions(v, s.loop_var) for _, v in reduce)]
+    red_loops = [s for s in path if isinstance(s, For) and any(uses_var(v, s.loop_var) for _, v in reduce)]
     loop_iters: dict[Var, IterVar] = {}
     for lp in red_loops:
-        if any(_mentions(v, lp.loop_var) for _, v in spatial):
+        if any(uses_var(v, lp.loop_var) for _, v in spatial):
             raise ScheduleError(f"cannot {name}: loop {lp.loop_var.name} drives both spatial and "
                                 f"reduction iterators of block {block.name_hint} (fused across them)")
         if not (isinstance(lp.min, IntImm) and lp.min.value == 0 and isinstance(lp.extent, IntImm)):
@@ -105,7 +106,7 @@ def rfactor(root: Stmt, realize: BlockRealize, loop: For, factor_axis: int) -> t
 
     # the final reduction over the rfactored axis, in its own loops after the partial one
     outer = next(i for i, s in enumerate(path) if isinstance(s, For) and any(
-        _mentions(v, s.loop_var) for _, v in reduce))
+        uses_var(v, s.loop_var) for _, v in reduce))
     anchor = path[outer]
     above = {id(s.loop_var) for s in path[:outer] if isinstance(s, For)}
     new_loops: list[tuple[Var, PrimExpr]] = []

@@ -17,8 +17,9 @@ from typing import Any
 
 from ...ir.node import replace
 from ...ir.structural import structural_equal
+from ..analysis import uses_var
 from ..buffer import Buffer, BufferRegion, decl_buffer
-from ..expr import BufferLoad, IntImm, Max, Min, PrimExpr, Range, Var, const
+from ..expr import BufferLoad, IntImm, Max, Min, PrimExpr, Range, const
 from ..function import PrimFunc
 from ..functor import StmtExprMutator, post_order_visit, substitute
 from ..stmt import Allocate, Block, BlockRealize, BufferStore, For, Stmt
@@ -43,12 +44,6 @@ def _chains(root: Stmt) -> list[tuple[BlockRealize, tuple]]:
     return out
 
 
-def _mentions(e: Any, var: Var) -> bool:
-    hit: list = []
-    post_order_visit(e, lambda x: hit.append(1) if x is var else None)
-    return bool(hit)
-
-
 def _uses(block: Block, buffer: Buffer) -> bool:
     if any(r.buffer is buffer for r in block.reads + block.writes):
         return True
@@ -70,7 +65,7 @@ def _placement(users: list[tuple[BlockRealize, tuple]]) -> Stmt | None:
     for n, s in enumerate(common):
         stop = isinstance(s, (Block, BlockRealize))
         if isinstance(s, For):
-            stop = any(iv.iter_type != "spatial" and _mentions(v, s.loop_var)
+            stop = any(iv.iter_type != "spatial" and uses_var(v, s.loop_var)
                        for r, _ in users for iv, v in zip(r.block.iter_vars, r.iter_values))
         if stop:
             common = common[:n]
