@@ -24,6 +24,7 @@ _LAZY = {
     "runtime": ("minitvm.runtime", None),
     "testing": ("minitvm.testing", None),
     "grade": ("minitvm.grade", None),
+    "viz": ("minitvm.viz", None),
     "relax": ("minitvm.relax", None),
     "nd": ("minitvm.runtime.ndarray", None),
     "cpu": ("minitvm.runtime.device", "cpu"),
