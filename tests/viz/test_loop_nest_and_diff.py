@@ -51,3 +51,45 @@ def test_diff_marks_changed_lines():
     html_table = d._repr_html_()
     assert html_table.startswith('<table class="minitvm-diff"') and "#d3f9d8" in html_table
     assert not viz.diff(add, add).changed and str(viz.diff(add, add)) == "(no change)"
+
+
+def _matmul(tiled: bool):
+    @T.prim_func
+    def mm(A: T.Buffer((16, 16), "float32"), B: T.Buffer((16, 16), "float32"), C: T.Buffer((16, 16), "float32")):
+        for i, j, k in T.grid(16, 16, 16):
+            with T.block("C"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                with T.init():
+                    C[vi, vj] = T.float32(0)
+                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+    if not tiled:
+        return mm
+    sch = tir.Schedule(mm)
+    i, j, k = sch.get_loops(sch.get_block("C"))
+    i0, i1 = sch.split(i, factors=[None, 4])
+    j0, j1 = sch.split(j, factors=[None, 4])
+    sch.reorder(i0, j0, i1, j1, k)
+    return sch.mod
+
+
+def test_iteration_order_naive_vs_tiled():
+    naive = viz.iteration_order(_matmul(False))
+    tiled = viz.iteration_order(_matmul(True))
+    assert naive.steps == tiled.steps == 256
+    assert naive.order[:5] == [(0, 0), (0, 1), (0, 2), (0, 3), (0, 4)]  # row by row
+    assert tiled.order[:5] == [(0, 0), (0, 1), (0, 2), (0, 3), (1, 0)]  # a 4x4 tile first
+    assert naive.svg() != tiled.svg() and naive.svg(0).count("#f1f3f5") == 256
+    box = tiled.widget()
+    play, slider = box.children[0].children
+    slider.value = 16
+    assert box.children[1].value.count("#f1f3f5") == 256 - 16  # 16 cells coloured so far
+
+
+def test_iteration_order_reads_and_errors():
+    reads = viz.iteration_order(_matmul(False), buffer="B", kind="read")
+    assert reads.order[:3] == [(0, 0), (1, 0), (2, 0)]  # k varies fastest: down a column of B
+    import pytest
+
+    with pytest.raises(ValueError, match="no buffer parameter named 'Z'"):
+        viz.iteration_order(_matmul(False), buffer="Z")
