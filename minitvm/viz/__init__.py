@@ -1,7 +1,9 @@
-"""Pictures of what the compiler does: loop nests and IR diffs (graphs and widgets follow)."""
+"""Pictures of what the compiler does: Relax dataflow graphs, loop nests, iteration order,
+IR diffs (the pass stepper and schedule lab widgets follow)."""
 
 from .diff import IRDiff, diff
+from .graph import graph, graph_dot
 from .iteration_order import IterationOrder, iteration_order
 from .loop_nest import loop_nest, loop_nest_dot
 
-__all__ = ["diff", "IRDiff", "loop_nest", "loop_nest_dot", "iteration_order", "IterationOrder"]
+__all__ = ["diff", "IRDiff", "graph", "graph_dot", "loop_nest", "loop_nest_dot", "iteration_order", "IterationOrder"]
