@@ -6,9 +6,9 @@ holds the settings every pass sees and the instruments that watch each pass run 
 the pass-stepper widget records the IR through one of those.
 """
 
-from .instrument import PassInstrument, PassPrintingInstrument, PassTimingInstrument, PrintIR
+from .instrument import PassInstrument, PassPrintingInstrument, PassRecordingInstrument, PassTimingInstrument, PrintIR
 from .pass_infra import ModulePass, Pass, PassContext, PassInfo, Sequential, module_pass, register_pass_config
 
 __all__ = ["Pass", "PassInfo", "ModulePass", "Sequential", "PassContext", "module_pass",
            "register_pass_config", "PassInstrument", "PassTimingInstrument",
-           "PassPrintingInstrument", "PrintIR"]
+           "PassPrintingInstrument", "PassRecordingInstrument", "PrintIR"]

@@ -7,7 +7,8 @@ import time
 from ..ir.module import IRModule
 from .pass_infra import ModulePass, PassContext, PassInfo
 
-__all__ = ["PassInstrument", "PassTimingInstrument", "PassPrintingInstrument", "PrintIR"]
+__all__ = ["PassInstrument", "PassTimingInstrument", "PassPrintingInstrument", "PassRecordingInstrument",
+           "PrintIR"]
 
 
 class PassInstrument:
@@ -44,6 +45,51 @@ class PassTimingInstrument(PassInstrument):
         lines = ["pass timing (ms):"]
         lines += [f"{'  ' * depth}{name}: {secs * 1e3:.3f}" for depth, name, secs in self.records]
         return "\n".join(lines)
+
+
+class PassRecordingInstrument(PassInstrument):
+    """Keeps every pass's module before and after, with its time (what the pass stepper shows).
+
+    ``records`` holds one :class:`PassRecord` per pass run, in the order they finished; a
+    Sequential finishes after the passes inside it.
+    """
+
+    def __init__(self) -> None:
+        self.records: list[PassRecord] = []
+        self._stack: list[list] = []  # [module before, start time, ran passes inside?]
+
+    def enter_pass_ctx(self) -> None:
+        self.records = []
+
+    def run_before_pass(self, mod: IRModule, info: PassInfo) -> None:
+        self._stack.append([mod, time.perf_counter(), False])
+
+    def run_after_pass(self, mod: IRModule, info: PassInfo) -> None:
+        before, start, had_inner = self._stack.pop()
+        if self._stack:
+            self._stack[-1][2] = True
+        self.records.append(PassRecord(info.name, len(self._stack), before, mod,
+                                       time.perf_counter() - start, not had_inner))
+
+    def leaves(self) -> list["PassRecord"]:
+        """The passes that did the work (not the Sequentials around them), in order."""
+        return [r for r in self.records if r.is_leaf]
+
+
+class PassRecord:
+    """One pass run: its name, nesting depth, the module before and after, seconds."""
+
+    def __init__(self, name: str, depth: int, before: IRModule, after: IRModule, seconds: float,
+                 is_leaf: bool):
+        self.name, self.depth, self.before, self.after = name, depth, before, after
+        self.seconds, self.is_leaf = seconds, is_leaf
+
+    @property
+    def changed(self) -> bool:
+        return self.after is not self.before
+
+    def __repr__(self) -> str:
+        return f"PassRecord({self.name}, {self.seconds * 1e3:.2f} ms{', no change' if not self.changed else ''})"
 
 
 class PassPrintingInstrument(PassInstrument):

@@ -5,5 +5,7 @@ from .diff import IRDiff, diff
 from .graph import graph, graph_dot
 from .iteration_order import IterationOrder, iteration_order
 from .loop_nest import loop_nest, loop_nest_dot
+from .pass_stepper import PassStepper
 
-__all__ = ["diff", "IRDiff", "graph", "graph_dot", "loop_nest", "loop_nest_dot", "iteration_order", "IterationOrder"]
+__all__ = ["diff", "IRDiff", "graph", "graph_dot", "loop_nest", "loop_nest_dot", "iteration_order", "IterationOrder",
+           "PassStepper"]

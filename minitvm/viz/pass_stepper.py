@@ -1,0 +1,114 @@
+"""PassStepper: run a pipeline once, then step through it pass by pass.
+
+``viz.PassStepper(mod, pipeline)`` runs the passes under a recording instrument.  A slider
+picks a pass; the widget shows the pass's name and time, the IR after it, what it changed
+(a side-by-side diff against the IR before it) and a picture (the Relax dataflow graph, or
+the loop nest of a TIR function).  Everything is also reachable from Python
+(``stepper.records``, ``stepper.show(k)``), which is how the tests drive it.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any, Sequence
+
+from ..ir.module import IRModule
+from ..transform import PassContext, PassRecordingInstrument, Sequential
+from .diff import diff
+
+__all__ = ["PassStepper"]
+
+
+def _picture_svg(mod: IRModule) -> str:
+    """The dataflow graph of ``main`` when it is a Relax function, else a TIR loop nest."""
+    try:
+        from ..relax.expr import Function
+        from .graph import graph
+
+        funcs = [gv.name_hint for gv, f in mod.items() if isinstance(f, Function)]
+        if funcs:
+            return graph(mod, "main" if "main" in funcs else funcs[0]).pipe(format="svg").decode()
+        from .loop_nest import loop_nest
+
+        return loop_nest(mod).pipe(format="svg").decode()
+    except Exception as err:  # no `dot`, or nothing to draw: say so instead of breaking the widget
+        return f"<i>(no picture: {html.escape(str(err).splitlines()[0] if str(err) else type(err).__name__)})</i>"
+
+
+class PassStepper:
+    """Step through the passes of ``pipeline`` applied to ``mod`` (a widget in Jupyter)."""
+
+    def __init__(self, mod: IRModule, pipeline: Any, opt_level: int = 2):
+        if isinstance(pipeline, Sequence) and not isinstance(pipeline, Sequential):
+            pipeline = Sequential(list(pipeline), name="steps")
+        recorder = PassRecordingInstrument()
+        with PassContext(opt_level=opt_level, instruments=[recorder]):
+            self.result = pipeline(mod)
+        self.initial = mod
+        self.records = recorder.leaves()
+        self._widget: Any = None
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    @property
+    def names(self) -> list[str]:
+        return [r.name for r in self.records]
+
+    def ir_after(self, k: int) -> IRModule:
+        return self.records[k].after
+
+    def diff(self, k: int) -> Any:
+        r = self.records[k]
+        return diff(r.before, r.after, labels=(f"before {r.name}", f"after {r.name}"))
+
+    def summary(self) -> str:
+        lines = [f"{'#':>3}  {'pass':32s} {'ms':>8}  changed"]
+        for k, r in enumerate(self.records):
+            lines.append(f"{k:>3}  {r.name:32s} {r.seconds * 1e3:8.2f}  {'yes' if r.changed else 'no'}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return self.summary()
+
+    def _panel_html(self, k: int) -> str:
+        r = self.records[k]
+        head = (f"<b>{k + 1}/{len(self)}: {html.escape(r.name)}</b> — {r.seconds * 1e3:.2f} ms"
+                + ("" if r.changed else " — <i>no change</i>"))
+        return head
+
+    def show(self, k: int) -> dict[str, str]:
+        """What the widget shows for pass ``k``: header, IR text, diff HTML and picture SVG."""
+        r = self.records[k]
+        return {"header": self._panel_html(k), "ir": r.after.script(), "diff": self.diff(k)._repr_html_(),
+                "picture": _picture_svg(r.after)}
+
+    def widget(self) -> Any:
+        import ipywidgets as w
+
+        if not self.records:
+            return w.HTML("<i>no pass ran</i>")
+        slider = w.IntSlider(min=0, max=len(self) - 1, value=0, description="pass", continuous_update=False)
+        header, ir, changes, picture = w.HTML(), w.HTML(), w.HTML(), w.HTML()
+        tabs = w.Tab(children=[ir, changes, picture])
+        for i, title in enumerate(("IR after", "what changed", "picture")):
+            tabs.set_title(i, title)
+
+        def render(k: int) -> None:
+            view = self.show(k)
+            header.value = view["header"]
+            ir.value = f"<pre style='font-size:12px'>{html.escape(view['ir'])}</pre>"
+            changes.value = view["diff"]
+            picture.value = view["picture"]
+
+        slider.observe(lambda change: render(change["new"]), names="value")
+        render(0)
+        self._widget = w.VBox([slider, header, tabs])
+        self._widget.slider, self._widget.header = slider, header  # handles for tests
+        self._widget.panels = (ir, changes, picture)
+        return self._widget
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.widget())
