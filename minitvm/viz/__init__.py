@@ -1,11 +1,12 @@
 """Pictures of what the compiler does: Relax dataflow graphs, loop nests, iteration order,
-IR diffs (the pass stepper and schedule lab widgets follow)."""
+IR diffs, and two widgets: the pass stepper and the schedule lab."""
 
 from .diff import IRDiff, diff
 from .graph import graph, graph_dot
 from .iteration_order import IterationOrder, iteration_order
 from .loop_nest import loop_nest, loop_nest_dot
 from .pass_stepper import PassStepper
+from .schedule_lab import ScheduleLab
 
 __all__ = ["diff", "IRDiff", "graph", "graph_dot", "loop_nest", "loop_nest_dot", "iteration_order", "IterationOrder",
-           "PassStepper"]
+           "PassStepper", "ScheduleLab"]
