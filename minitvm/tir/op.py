@@ -364,5 +364,3 @@ def min_value(dtype: str) -> PrimExpr:
         return IntImm("bool", 0)
     return IntImm(dtype, int(np.iinfo(dtype).min))
 
-
-_ = Select  # re-exported for T.Select

@@ -6,7 +6,7 @@ from typing import Any
 
 from ..ir.node import Node, defines, node
 from .buffer import Buffer, BufferRegion
-from .expr import IterVar, PrimExpr, Var
+from .expr import PrimExpr, Var
 
 __all__ = ["Stmt", "BufferStore", "Evaluate", "LetStmt", "AssertStmt", "ForKind", "For",
            "IfThenElse", "SeqStmt", "Allocate", "MatchBufferRegion", "Block", "BlockRealize",
@@ -168,5 +168,3 @@ class BlockRealize(Stmt):
     predicate: PrimExpr
     block: Block
 
-
-_ = IterVar  # re-exported through tir
