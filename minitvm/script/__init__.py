@@ -1,4 +1,5 @@
-"""TVMScript: write IR as Python (``from minitvm.script import tir as T, ir as I``) and print it back.
+"""TVMScript: write IR as Python (``from minitvm.script import tir as T, relax as R, ir as I``)
+and print it back.
 
 ``from_source(text)`` parses printed text, the inverse of ``node.script()``.
 """
@@ -8,25 +9,25 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from . import ir, tir
+from . import ir, relax, relax_parser, relax_printer, tir  # noqa: F401 - register the Relax dialect
 from .diagnostics import TVMScriptError
 from .ir import ir_module
 from .printer import script, show, to_html
 
-__all__ = ["tir", "ir", "ir_module", "from_source", "TVMScriptError", "script", "show", "to_html"]
+__all__ = ["tir", "relax", "ir", "ir_module", "from_source", "TVMScriptError", "script", "show", "to_html"]
 
 
 def from_source(text: str, extra_vars: dict[str, Any] | None = None) -> Any:
     """Parse TVMScript text (an ``@I.ir_module`` class or one ``@T.prim_func``).
 
-    Names the text uses besides ``T`` and ``I`` come from ``extra_vars``.
+    Names the text uses besides ``T``, ``R`` and ``I`` come from ``extra_vars``.
     """
     from .diagnostics import Source
     from .ir import function_decorator, parse_module_class
     from .parser import _TIRParser
 
     source = Source.from_text(text)
-    namespace = {"T": tir, "I": ir, **(extra_vars or {})}
+    namespace = {"T": tir, "R": relax, "I": ir, **(extra_vars or {})}
     try:
         tree = source.parse()
         for stmt in tree.body:

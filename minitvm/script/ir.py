@@ -1,7 +1,7 @@
 """The TVMScript namespace for modules: ``from minitvm.script import ir as I``.
 
 ``@I.ir_module`` turns a class whose methods are TVMScript functions into an
-``IRModule``.  Each dialect (TensorIR now, Relax later) registers the decorator that
+``IRModule``.  Each dialect (TensorIR, Relax) registers the decorator that
 marks its functions and a parser for them; the module decorator creates one
 ``GlobalVar`` per function first, so a dialect whose functions call each other can
 resolve those names while parsing.
@@ -32,14 +32,19 @@ class FunctionParser:
     dialect: str
     decorator: Callable
     parse: Callable[..., Any]
+    #: optional ``declare(fdef, source, namespace, options, global_vars, name)``, run for every
+    #: function of a module before any is parsed (Relax records each signature on its GlobalVar,
+    #: so functions can call each other in any order)
+    declare: Callable[..., Any] | None = None
 
 
 _PARSERS: dict[str, FunctionParser] = {}
 
 
-def register_function_parser(dialect: str, decorator: Callable, parse: Callable[..., Any]) -> None:
+def register_function_parser(dialect: str, decorator: Callable, parse: Callable[..., Any],
+                             declare: Callable[..., Any] | None = None) -> None:
     """Let ``@I.ir_module`` (and ``from_source``) parse functions marked with ``decorator``."""
-    _PARSERS[dialect] = FunctionParser(dialect, decorator, parse)
+    _PARSERS[dialect] = FunctionParser(dialect, decorator, parse, declare)
 
 
 def parser_for_decorator(decorator: Any) -> FunctionParser | None:
@@ -78,7 +83,8 @@ def module_attrs(attrs: dict) -> None:
 
 
 def ir_module(cls: type) -> IRModule:
-    """Build an ``IRModule`` from a class whose methods are ``@T.prim_func`` functions."""
+    """Build an ``IRModule`` from a class whose methods are ``@T.prim_func`` / ``@R.function``
+    functions."""
     from .parser import DeferredFunction
 
     try:
@@ -92,6 +98,7 @@ def _build_module(cls: type, deferred_type: type) -> IRModule:
     global_vars = {name: GlobalVar(name) for name, v in members.items()
                    if isinstance(v, deferred_type) or _is_function_node(v)}
     functions = {}
+    pending = []
     for name, value in members.items():
         if isinstance(value, deferred_type):
             func = value.func
@@ -100,18 +107,23 @@ def _build_module(cls: type, deferred_type: type) -> IRModule:
             namespace = dict(func.__globals__)
             namespace.update(value.extra_vars)
             parser = parser_for_dialect(value.dialect)
-            functions[global_vars[name]] = parser.parse(
-                fdef, source, namespace, value.options, global_vars, name,
-                annotations=getattr(func, "__annotations__", None))
+            if parser.declare is not None:
+                parser.declare(fdef, source, namespace, value.options, global_vars, name)
+            pending.append((name, value, fdef, source, namespace, parser))
         elif _is_function_node(value):
             functions[global_vars[name]] = value
+    for name, value, fdef, source, namespace, parser in pending:
+        functions[global_vars[name]] = parser.parse(
+            fdef, source, namespace, value.options, global_vars, name,
+            annotations=getattr(value.func, "__annotations__", None))
     return IRModule(functions, vars(cls).get("__module_attrs__"))
 
 
 def _is_function_node(value: Any) -> bool:
+    from ..relax.expr import Function
     from ..tir.function import PrimFunc
 
-    return isinstance(value, PrimFunc)
+    return isinstance(value, (PrimFunc, Function))
 
 
 def parse_module_class(cdef: ast.ClassDef, source: Source, namespace: dict) -> IRModule:
@@ -123,9 +135,16 @@ def parse_module_class(cdef: ast.ClassDef, source: Source, namespace: dict) -> I
     global_vars = {s.name: GlobalVar(s.name) for s in cdef.body if isinstance(s, ast.FunctionDef)}
     functions = {}
     attrs = None
+    decorated = {}
     for stmt in cdef.body:
         if isinstance(stmt, ast.FunctionDef):
             parser, options = function_decorator(stmt, evaluator)
+            decorated[stmt.name] = (parser, options)
+            if parser.declare is not None:
+                parser.declare(stmt, source, namespace, options, global_vars, stmt.name)
+    for stmt in cdef.body:
+        if isinstance(stmt, ast.FunctionDef):
+            parser, options = decorated[stmt.name]
             functions[global_vars[stmt.name]] = parser.parse(stmt, source, namespace, options,
                                                              global_vars, stmt.name)
         elif (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)

@@ -70,7 +70,6 @@ from ..tir.stmt import (
     ForKind,
     IfThenElse,
     LetStmt,
-    MatchBufferRegion,
     SeqStmt,
     Stmt,
 )
@@ -79,6 +78,7 @@ __all__ = ["script", "show", "to_html", "register_printer"]
 
 _HEADER_T = "# from minitvm.script import tir as T"
 _HEADER_I = "# from minitvm.script import ir as I"
+_HEADER_R = "# from minitvm.script import relax as R"
 
 #: printers for node types defined in higher layers (Relax registers its own)
 _EXTRA_PRINTERS: dict[type, Callable[[Any], str]] = {}
@@ -93,10 +93,10 @@ def script(node: Any, show_header: bool = True, **kwargs: Any) -> str:
     """TVMScript text of an IRModule, PrimFunc, statement or expression."""
     for cls in type(node).__mro__:
         if cls in _EXTRA_PRINTERS:
-            return _EXTRA_PRINTERS[cls](node, **kwargs)
+            return _EXTRA_PRINTERS[cls](node, show_header=show_header, **kwargs)
     p = _TIRPrinter()
     if isinstance(node, IRModule):
-        return p.print_module(node, show_header)
+        return p.print_module(node, show_header, **kwargs)
     if isinstance(node, PrimFunc):
         lines = [_HEADER_T, ""] if show_header else []
         name = node.attrs.get("global_symbol") or "main"
@@ -300,6 +300,8 @@ class _TIRPrinter:
         return f'T.call_intrin("{e.dtype}", {_str(e.op)}, {", ".join(args)})'.replace(", )", ")")
 
     def indices(self, indices: tuple) -> str:
+        if not indices:
+            return "()"  # a 0-d buffer: A[()]
         return ", ".join(self.expr(i) for i in indices)
 
     def value(self, v: Any) -> str:
@@ -322,7 +324,7 @@ class _TIRPrinter:
                 parts.append(self.expr(rng.min))
             else:
                 parts.append(self._expr(rng)[0])
-        return f"{self.name_of(r.buffer)}[{', '.join(parts)}]"
+        return f"{self.name_of(r.buffer)}[{', '.join(parts) or '()'}]"
 
     def shape(self, shape: tuple) -> str:
         items = [self.expr(s) for s in shape]
@@ -344,8 +346,9 @@ class _TIRPrinter:
         return f"{ctor}({', '.join(args)})"
 
     # -- functions and modules ---------------------------------------------------------------
-    def print_module(self, mod: IRModule, show_header: bool) -> str:
-        lines = [_HEADER_I, _HEADER_T, ""] if show_header else []
+    def print_module(self, mod: IRModule, show_header: bool, **kwargs: Any) -> str:
+        has_other = any(not isinstance(f, PrimFunc) for f in mod.functions.values())
+        lines = [_HEADER_I, _HEADER_T] + ([_HEADER_R] if has_other else []) + [""] if show_header else []
         lines += ["@I.ir_module", "class Module:"]
         if mod.attrs:
             lines.append(f"    I.module_attrs({self.value(dict(mod.attrs))})")
@@ -357,7 +360,10 @@ class _TIRPrinter:
             if isinstance(func, PrimFunc):
                 body = _TIRPrinter().print_prim_func(func, gv.name_hint)
             else:
-                body = script(func, show_header=False, name=gv.name_hint).splitlines()
+                # other dialects (Relax) print their functions; `in_module` lets them write
+                # `cls.name` for the module's GlobalVars
+                body = script(func, show_header=False, name=gv.name_hint, in_module=True,
+                              **kwargs).splitlines()
             lines += ["    " + ln if ln else "" for ln in body]
         if first:
             lines.append("    pass")
@@ -633,7 +639,6 @@ def _has_block(s: Any) -> bool:
     return bool(found)
 
 
-_ = MatchBufferRegion
 
 
 # -- HTML ---------------------------------------------------------------------------------------

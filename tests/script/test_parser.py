@@ -7,7 +7,6 @@ from minitvm.ir import IRModule, assert_structural_equal, structural_equal
 from minitvm.script import from_source, ir_module
 from minitvm.script import ir as I
 from minitvm.script import tir as T
-
 from minitvm.testing.programs import TwoFunctions, mm_relu
 
 

@@ -5,7 +5,6 @@ from minitvm import tir
 from minitvm.ir import assert_structural_equal
 from minitvm.script import from_source, script, to_html
 from minitvm.script import tir as T
-
 from minitvm.testing.programs import mm_relu
 
 MM_RELU_TEXT = '''\

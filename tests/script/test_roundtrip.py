@@ -4,7 +4,6 @@ import pytest
 
 from minitvm.ir import assert_structural_equal
 from minitvm.script import from_source
-
 from minitvm.testing.programs import ALL_FUNCS, TwoFunctions
 
 

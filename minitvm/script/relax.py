@@ -1,0 +1,309 @@
+"""The TVMScript namespace for Relax: ``from minitvm.script import relax as R``.
+
+Inside an ``@R.function`` the parser (:mod:`minitvm.script.relax_parser`) evaluates
+these helpers: struct-info annotations (``R.Tensor((n, 784), "float32")``, ``R.Tuple``,
+``R.Shape``, ``R.Prim``, ``R.Object``), scopes and markers (``with R.dataflow()``,
+``R.output(gv)``, ``R.func_attr``, ``R.match_cast``), values (``R.const``, ``R.shape``,
+``R.prim_value``, ``R.str``) and calls (``R.call_tir``, ``R.call_dps_packed``,
+``R.call_pure_packed``, ``R.call_packed``).
+
+Every operator of :mod:`minitvm.relax.op` is reachable as ``R.<name>`` (``R.add``,
+``R.matmul``, ``R.exp``) and ``R.nn.<name>`` (``R.nn.relu``): the lookup is generic, so
+operators added to ``relax.op`` later appear here without a change.
+
+Symbolic dimensions: in a shape annotation, a string (``R.Tensor(("n", 784))``, the
+spelling that also works in a function signature, which Python evaluates before the
+parser sees it) or a name defined nowhere else declares an int64 ``tir.Var``; so does
+``n = T.int64()`` in the body.  Every use of the name in one function is that variable.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import sys
+import typing
+from dataclasses import dataclass
+from typing import Any
+
+from ..ir.module import GlobalVar
+from ..relax import op as _op
+from ..relax.expr import (
+    Call,
+    DataTypeImm,
+    Expr,
+    ExternFunc,
+    PrimValue,
+    ShapeExpr,
+    StringImm,
+    Var,
+    _as_expr,
+)
+from ..relax.expr import const as _const
+from ..relax.op import nn  # noqa: F401 - R.nn.<op>
+from ..relax.struct_info import (
+    FuncStructInfo,
+    ObjectStructInfo,
+    PrimStructInfo,
+    ShapeStructInfo,
+    StructInfo,
+    TensorStructInfo,
+    TupleStructInfo,
+)
+from ..tir.expr import PrimExpr
+from ..tir.expr import Var as TirVar
+
+__all__ = [
+    "function", "Tensor", "Shape", "Tuple", "Object", "Prim", "Callable",
+    "dataflow", "output", "func_attr", "match_cast", "const", "shape", "prim_value", "str",
+    "dtype", "call_tir", "call_dps_packed", "call_pure_packed", "call_packed", "ExternFunc", "nn",
+]
+
+_builtin_str = str
+
+# -- symbolic dimensions ------------------------------------------------------------------------
+
+#: while the parser reads a function, how a dimension written as a string becomes a PrimExpr
+_DIM_RESOLVER: contextvars.ContextVar[typing.Callable[[str], PrimExpr] | None] = \
+    contextvars.ContextVar("relax_dim_resolver", default=None)
+
+
+def _dim(d: Any) -> Any:
+    """A shape dimension: ints and PrimExprs as they are, ``"n"`` (or ``"n * 2"``) resolved."""
+    if isinstance(d, _builtin_str):
+        resolve = _DIM_RESOLVER.get()
+        if resolve is None:  # outside the parser (e.g. Python evaluating a signature): a new var
+            if not d.isidentifier():
+                raise ValueError(f"symbolic dimension {d!r}: outside @R.function only a plain "
+                                 "name can be given as a string")
+            return TirVar(d, "int64")
+        return resolve(d)
+    return d
+
+
+def _dims(values: Any, what: str) -> list:
+    if isinstance(values, (int, PrimExpr, _builtin_str)):
+        raise TypeError(f"{what}: the shape must be a tuple or list of dimensions, got {values!r}; "
+                        f"write ({values!r},) for one dimension")
+    return [_dim(d) for d in values]
+
+
+# -- struct-info annotations --------------------------------------------------------------------
+
+def Tensor(shape: Any = None, dtype: Any = None, vdevice: Any = None,  # noqa: N802 - TVMScript
+           ndim: int = -1) -> TensorStructInfo:
+    """``R.Tensor((n, 784), "float32")``; ``R.Tensor(dtype="float32", ndim=2)`` when only the
+    rank is known; ``R.Tensor`` alone: any tensor."""
+    if isinstance(shape, _builtin_str) and dtype is None:  # R.Tensor("float32")
+        shape, dtype = None, shape
+    if shape is not None and not isinstance(shape, (ShapeExpr, Var)):
+        shape = _dims(shape, "R.Tensor")
+    return TensorStructInfo(shape, dtype if dtype is not None else "void", vdevice, ndim)
+
+
+def Shape(values: Any = None, ndim: int = -1) -> ShapeStructInfo:  # noqa: N802
+    """``R.Shape([n, 4])``; ``R.Shape(ndim=2)``; ``R.Shape`` alone: any shape."""
+    return ShapeStructInfo(None if values is None else _dims(values, "R.Shape"), ndim)
+
+
+def Tuple(*fields: Any) -> TupleStructInfo:  # noqa: N802
+    """``R.Tuple(R.Tensor((2,), "float32"), R.Shape([2]))``."""
+    if len(fields) == 1 and isinstance(fields[0], (list, tuple)):
+        fields = tuple(fields[0])
+    return TupleStructInfo([_sinfo(f, "R.Tuple") for f in fields])
+
+
+def Object() -> ObjectStructInfo:  # noqa: N802
+    """Any value (``R.Object``)."""
+    return ObjectStructInfo()
+
+
+def Prim(dtype: Any = None, value: Any = None) -> PrimStructInfo:  # noqa: N802
+    """A scalar: ``R.Prim("int64")``, or one known exactly, ``R.Prim(value=n)``."""
+    if value is not None:
+        value = _dim(value)
+    return PrimStructInfo(dtype, value)
+
+
+def Callable(params: Any = None, ret: Any = None, purity: bool = True) -> FuncStructInfo:  # noqa: N802
+    """A function value: ``R.Callable((R.Tensor(...),), R.Tensor(...))``."""
+    if params is not None:
+        params = [_sinfo(p, "R.Callable") for p in params]
+    return FuncStructInfo(params, None if ret is None else _sinfo(ret, "R.Callable"), purity)
+
+
+#: annotation helpers that may be written without parentheses (``x: R.Object``)
+_BARE_SINFO = (Tensor, Shape, Tuple, Object, Prim, Callable)
+
+
+def _sinfo(value: Any, where: str) -> StructInfo:
+    """A struct info from an annotation (``R.Tensor`` alone means ``R.Tensor()``)."""
+    if any(value is f for f in _BARE_SINFO):
+        value = value()
+    if not isinstance(value, StructInfo):
+        raise TypeError(f"{where}: expected a struct info such as R.Tensor((1, 784), \"float32\"), "
+                        f"got {value!r}")
+    return value
+
+
+# -- scopes and markers (the parser acts on them) -----------------------------------------------
+
+@dataclass(frozen=True)
+class DataflowScope:
+    """``with R.dataflow():`` — the bindings inside form a dataflow block."""
+
+
+@dataclass(frozen=True)
+class OutputMarker:
+    """``R.output(gv, ...)``: the variables visible after the dataflow block."""
+
+    vars: tuple
+
+
+@dataclass(frozen=True)
+class FuncAttrMarker:
+    """``R.func_attr({...})``: attributes of the enclosing function."""
+
+    attrs: dict
+
+
+@dataclass(frozen=True)
+class MatchCastValue:
+    """``lv = R.match_cast(value, sinfo)``: a MatchCast binding of ``lv``."""
+
+    value: Any
+    struct_info: StructInfo
+
+
+def dataflow() -> DataflowScope:
+    """Open a dataflow block: ``with R.dataflow(): ... R.output(gv)``."""
+    return DataflowScope()
+
+
+def output(*vars: Any) -> OutputMarker:
+    """Name the variables of a dataflow block used after it (the last statement of the block)."""
+    return OutputMarker(tuple(vars))
+
+
+def func_attr(attrs: dict) -> FuncAttrMarker:
+    """Set attributes of the enclosing function (``{"global_symbol": "main"}`` ...)."""
+    if not isinstance(attrs, dict):
+        raise TypeError(f"R.func_attr takes a dict, got {attrs!r}")
+    return FuncAttrMarker(dict(attrs))
+
+
+def match_cast(value: Any, struct_info: Any) -> MatchCastValue:
+    """Check ``value`` against ``struct_info`` at run time and bind it with that struct info;
+    new symbolic dimensions in ``struct_info`` are defined here."""
+    return MatchCastValue(value, _sinfo(struct_info, "R.match_cast"))
+
+
+# -- values ---------------------------------------------------------------------------------------
+
+def const(value: Any, dtype: Any = None) -> Expr:
+    """A constant tensor: ``R.const(1.0, "float32")``, ``R.const([[1, 2]], "int32")``."""
+    return _const(value, dtype)
+
+
+def shape(values: Any) -> ShapeExpr:
+    """A shape value: ``R.shape([n, 4])``."""
+    return ShapeExpr(_dims(values, "R.shape"))
+
+
+def prim_value(value: Any) -> PrimValue:
+    """A scalar value: ``R.prim_value(3)`` (int64) or ``R.prim_value(T.float32(0.5))``."""
+    return PrimValue(_dim(value))
+
+
+def str(value: _builtin_str) -> StringImm:  # noqa: A001 - TVMScript spells it R.str
+    """A string value (an argument of packed functions)."""
+    return StringImm(value)
+
+
+def dtype(value: _builtin_str) -> DataTypeImm:
+    """A dtype value: ``R.dtype("float32")``."""
+    return DataTypeImm(value)
+
+
+# -- calls ----------------------------------------------------------------------------------------
+
+def _out(out_sinfo: Any, what: str) -> Any:
+    if isinstance(out_sinfo, (list, tuple)):
+        return [_sinfo(s, what) for s in out_sinfo]
+    return _sinfo(out_sinfo, what)
+
+
+def call_tir(gvar: GlobalVar, args: Any, out_sinfo: Any = None, tir_vars: Any = None, *,
+             out_ty: Any = None) -> Call:
+    """``R.call_tir(cls.linear0, (x, w), out_sinfo=R.Tensor((1, 128), "float32"))``."""
+    out_sinfo = out_sinfo if out_sinfo is not None else out_ty
+    if out_sinfo is None:
+        raise TypeError("R.call_tir needs out_sinfo=R.Tensor(...) (the outputs' struct info)")
+    if tir_vars is not None and not isinstance(tir_vars, Expr):
+        tir_vars = shape(tir_vars)
+    return _op.call_tir(gvar, args, _out(out_sinfo, "R.call_tir"), tir_vars)
+
+
+def call_dps_packed(func: Any, args: Any, out_sinfo: Any = None, *, out_ty: Any = None) -> Call:
+    """``R.call_dps_packed("env.linear", (x, w), out_sinfo=R.Tensor(...))``: a registered
+    function writing into outputs the VM allocates."""
+    out_sinfo = out_sinfo if out_sinfo is not None else out_ty
+    if out_sinfo is None:
+        raise TypeError("R.call_dps_packed needs out_sinfo=R.Tensor(...)")
+    return _op.call_dps_packed(func, args, _out(out_sinfo, "R.call_dps_packed"))
+
+
+def call_pure_packed(func: Any, *args: Any, sinfo_args: Any) -> Call:
+    """``R.call_pure_packed("f", x, sinfo_args=R.Tensor(...))``: a registered function
+    declared free of side effects, returning its result."""
+    return _op.call_pure_packed(func, *args, sinfo_args=_out(sinfo_args, "R.call_pure_packed"))
+
+
+def call_packed(func: Any, *args: Any, sinfo_args: Any = None) -> Call:
+    """``R.call_packed("f", x, sinfo_args=R.Object)``: call a registered function (may have
+    side effects; allowed in impure functions only)."""
+    callee = ExternFunc(func) if isinstance(func, _builtin_str) else func
+    sinfo = [] if sinfo_args is None else [_sinfo(sinfo_args, "R.call_packed")]
+    return Call(callee, [_as_expr(a, "R.call_packed") for a in args], None, sinfo)
+
+
+# -- the decorator ----------------------------------------------------------------------------------
+
+def function(func: Any = None, *, pure: bool = True, private: bool = False,
+             check_well_formed: bool = True) -> Any:
+    """Parse the decorated Python function as a Relax function.
+
+    ``@R.function(pure=False)`` allows side effects; ``private=True`` leaves out the
+    ``global_symbol`` attribute; ``check_well_formed=False`` skips the well-formedness
+    check of the parsed function.  Inside an ``@I.ir_module`` class the parsing waits for the
+    module, so ``cls.other`` can name any function of it.
+    """
+    from .tir import _caller_namespace, _defined_in_class_body
+
+    caller = sys._getframe(1)
+    options = {"pure": pure, "private": private, "check_well_formed": check_well_formed}
+
+    def decorate(f: Any) -> Any:
+        from .parser import DeferredFunction
+        from .relax_parser import parse_relax_python_function
+
+        if _defined_in_class_body(f):
+            return DeferredFunction(f, "relax", options, _caller_namespace(caller))
+        from .diagnostics import TVMScriptError
+        try:
+            return parse_relax_python_function(f, options, _caller_namespace(caller))
+        except TVMScriptError as err:
+            raise err.with_traceback(None) from None
+
+    return decorate if func is None else decorate(func)
+
+
+# -- every Relax operator as R.<name> ----------------------------------------------------------------
+
+def __getattr__(name: _builtin_str) -> Any:
+    """``R.add``, ``R.matmul`` ...: looked up in :mod:`minitvm.relax.op` when asked for."""
+    if not name.startswith("_"):
+        value = getattr(_op, name, None)
+        if value is not None:
+            return value
+    raise AttributeError(f"R.{name} is not a Relax operator or TVMScript helper "
+                         f"(minitvm.relax.op has no {name!r})")

@@ -1,0 +1,539 @@
+"""The TVMScript parser for Relax: Python syntax tree -> ``relax.Function``.
+
+As for TensorIR, the function is never run: its ``ast`` is walked statement by
+statement and expressions are evaluated against the names in scope (parameters,
+bound variables, symbolic dimensions, then the function's globals and closure).
+
+* ``x = <expr>`` binds a new variable (a DataflowVar inside ``with R.dataflow()``
+  unless ``R.output`` names it); ``x: R.Tensor(...) = <expr>`` also gives its struct info;
+* ``x = R.match_cast(value, R.Tensor(...))`` makes a MatchCast binding;
+* ``if c: ... else: ...`` whose branches both end by assigning the same name makes an If;
+* ``return <expr>`` ends the function;
+* ``n = T.int64()`` (or a string / unknown name in a shape annotation) declares a
+  symbolic dimension; ``cls.name`` is the GlobalVar of another function of the module.
+
+Expressions go through a :class:`~minitvm.relax.BlockBuilder` as soon as they are built,
+so every call gets its struct info from its operator's inference; a failure there
+(shapes that do not broadcast, a PrimFunc called without R.call_tir ...) is reported as a
+:class:`TVMScriptError` with a caret under the call that failed.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any, Callable
+
+from ..ir.module import GlobalVar
+from ..relax.analysis.struct_info_analysis import (
+    derive_call_ret_struct_info,
+    is_base_of,
+)
+from ..relax.analysis.well_formed import well_formed_errors
+from ..relax.block_builder import BlockBuilder
+from ..relax.expr import (
+    BindingBlock,
+    Call,
+    DataflowVar,
+    Expr,
+    ExternFunc,
+    Function,
+    If,
+    MatchCast,
+    SeqExpr,
+    Var,
+    VarBinding,
+    _as_expr,
+    _set_struct_info,
+    struct_info_of,
+)
+from ..relax.struct_info import FuncStructInfo, StructInfo, struct_info_text
+from ..tir.expr import PrimExpr
+from ..tir.expr import Var as TirVar
+from . import relax as R
+from . import tir as T
+from .diagnostics import Source, TVMScriptError
+from .parser import _explain, _function_def, _TIRParser
+
+__all__ = ["parse_relax_function_ast", "parse_relax_python_function", "declare_relax_function"]
+
+
+class ModuleRef:
+    """``cls`` inside a function of an ``@I.ir_module`` class: ``cls.name`` is a GlobalVar."""
+
+    def __init__(self, global_vars: dict[str, GlobalVar]):
+        self._global_vars = global_vars
+
+    def __getattr__(self, name: str) -> GlobalVar:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        gv = self._global_vars.get(name)
+        if gv is None:
+            known = ", ".join(sorted(self._global_vars)) or "(none)"
+            raise AttributeError(f"the module has no function {name!r}; it has: {known}")
+        return gv
+
+
+_SINFO_MAKERS = (R.Tensor, R.Shape, R.Prim, R.Tuple, R.Callable)
+
+
+class _RelaxParser(_TIRParser):
+    """Statements of a Relax function; expressions evaluated as in the TIR parser."""
+
+    def __init__(self, source: Source, namespace: dict, global_vars: dict | None):
+        super().__init__(source, namespace)
+        self.global_vars = global_vars or {}
+        self.module_ref = ModuleRef(self.global_vars)
+        self.bb = BlockBuilder()
+        self.tir_vars: dict[str, TirVar] = {}  # symbolic dimensions of this function, by name
+        self.in_sinfo = 0  # > 0 while evaluating the arguments of R.Tensor / R.Shape ...
+        self.blocks: list[BindingBlock] = []  # finished blocks of the function body
+        self.outputs: set[str] | None = None  # R.output names of the open dataflow block
+        self.attrs: dict = {}
+        self.result: Any = None
+        self.returned = False
+        self.dataflow_only: set[str] = set()  # names of DataflowVars of closed dataflow blocks
+        self.pure = True
+
+    # -- symbolic dimensions -------------------------------------------------------------------
+    def tir_var(self, name: str) -> TirVar:
+        var = self.tir_vars.get(name)
+        if var is None:
+            var = self.tir_vars[name] = TirVar(name, "int64")
+        return var
+
+    def resolve_dim(self, text: str) -> PrimExpr:
+        """``"n"`` or ``"n * 2"`` written in a shape: names are this function's dimensions."""
+        try:
+            tree = ast.parse(text.strip(), mode="eval")
+        except SyntaxError:
+            raise ValueError(f"symbolic dimension {text!r} is not an expression") from None
+        sub = _TIRParser(Source.from_text(text), {})
+        sub.scopes.append(_DimScope(self))
+        try:
+            return sub.eval(tree.body)
+        except TVMScriptError as e:  # blamed on the annotation by the caller
+            raise ValueError(f"symbolic dimension {text!r}: {e.reason}") from None
+
+    def eval_Name(self, node: ast.Name) -> Any:
+        try:
+            return self.lookup(node)
+        except TVMScriptError:
+            if node.id == "cls":
+                return self.module_ref
+            if self.in_sinfo:  # `R.Tensor((m, 784))` with m defined nowhere: a new dimension
+                var = self.tir_var(node.id)
+                self.scopes[0][node.id] = var
+                return var
+            if node.id in self.dataflow_only:
+                raise self.error(node, f"{node.id!r} is a DataflowVar of the dataflow block above: list "
+                                       f"it in R.output(...) to use it after the block") from None
+            raise
+
+    def eval_Call(self, node: ast.Call) -> Any:
+        func = self.eval(node.func)
+        if any(func is f for f in _SINFO_MAKERS):
+            self.in_sinfo += 1
+            try:
+                result = super().eval_Call(node)
+            finally:
+                self.in_sinfo -= 1
+        elif isinstance(func, (GlobalVar, Var)) and not self.in_sinfo:
+            if node.keywords:
+                raise self.error(node, "calls of Relax functions take positional arguments only")
+            args = [self._relax_value(self.eval(a), a) for a in node.args]
+            result = Call(func, args)
+            callee = struct_info_of(func)
+            if isinstance(func, GlobalVar) and isinstance(callee, FuncStructInfo):
+                try:  # the callee's signature, declared before any function was parsed
+                    _set_struct_info(result, derive_call_ret_struct_info(callee, result, self.bb))
+                except Exception as e:
+                    raise self.error(node, _explain(e)) from None
+        else:
+            result = super().eval_Call(node)
+        if isinstance(result, Call) and isinstance(result.op, ExternFunc) and self.pure:
+            raise self.error(node, f"R.call_packed({result.op.global_symbol!r}, ...) may have side effects, "
+                                   "which a pure function cannot have: use @R.function(pure=False), or "
+                                   "R.call_pure_packed when the function is in fact pure")
+        if isinstance(result, Expr) and not isinstance(result, Var):
+            result = self._normalize(result, node)
+        return result
+
+    def eval_Attribute(self, node: ast.Attribute) -> Any:
+        value = self.eval(node.value)
+        try:
+            return getattr(value, node.attr)
+        except AttributeError as e:
+            if value is R or isinstance(value, ModuleRef):
+                raise self.error(node, str(e)) from None  # their own messages say what exists
+            raise self.error(node, f"{ast.unparse(node.value)} has no attribute {node.attr!r}") from None
+
+    def eval_Subscript(self, node: ast.Subscript) -> Any:
+        result = super().eval_Subscript(node)
+        if isinstance(result, Expr) and not isinstance(result, Var):
+            result = self._normalize(result, node)
+        return result
+
+    def eval_BinOp(self, node: ast.BinOp) -> Any:
+        result = super().eval_BinOp(node)
+        if isinstance(result, Expr) and not isinstance(result, Var):
+            result = self._normalize(result, node)
+        return result
+
+    def _normalize(self, expr: Any, node: ast.AST) -> Any:
+        """Struct info now, so an error points at the call that caused it."""
+        try:
+            return self.bb.normalize(expr)
+        except TVMScriptError:
+            raise
+        except Exception as e:
+            raise self.error(node, _explain(e)) from None
+
+    def _relax_value(self, value: Any, node: ast.AST) -> Any:
+        """A Python value used as a Relax value (a tuple of vars becomes a relax.Tuple)."""
+        if isinstance(value, (Expr, GlobalVar)):
+            return value
+        try:
+            return self._normalize(_as_expr(value, "Relax value"), node)
+        except TVMScriptError:
+            raise
+        except Exception as e:
+            raise self.error(node, _explain(e)) from None
+
+    def annotation(self, node: ast.expr) -> StructInfo:
+        self.in_sinfo += 1
+        try:
+            value = self.eval(node)
+        finally:
+            self.in_sinfo -= 1
+        try:
+            return R._sinfo(value, "annotation")
+        except TypeError as e:
+            raise self.error(node, str(e)) from None
+
+    # -- the function ---------------------------------------------------------------------------
+    def parse_signature(self, fdef: ast.FunctionDef) -> tuple[list[Var], StructInfo | None]:
+        args = fdef.args
+        if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
+            raise self.error(fdef, "a Relax function takes plain parameters only (no *args, **kwargs, /, *)")
+        params = []
+        for arg in args.args:
+            if arg.annotation is None:
+                raise self.error(arg, f"parameter {arg.arg!r} needs a struct-info annotation such as "
+                                      "R.Tensor((1, 784), \"float32\")")
+            sinfo = self.annotation(arg.annotation)
+            var = Var(arg.arg, sinfo)
+            params.append(var)
+            self.bind(arg.arg, var)
+        ret = self.annotation(fdef.returns) if fdef.returns is not None else None
+        return params, ret
+
+    def parse_function(self, fdef: ast.FunctionDef, options: dict, name: str | None) -> Function:
+        token = R._DIM_RESOLVER.set(self.resolve_dim)
+        self.pure = bool(options.get("pure", True))
+        try:
+            self.scopes.append({"cls": self.module_ref})
+            self.scopes.append({})
+            params, ret = self.parse_signature(fdef)
+            self.bb.begin_binding_block()
+            self.visit_stmts(fdef.body)
+            if not self.returned:
+                raise self.error(fdef, f"Relax function {fdef.name!r} has no return statement")
+            self.close_block()
+            body = SeqExpr(tuple(self.blocks), self.result)
+            attrs = dict(self.attrs)
+            if not options.get("private", False):
+                attrs.setdefault("global_symbol", name or fdef.name)
+            try:
+                func = self.bb._make_function(params, body, ret, bool(options.get("pure", True)), attrs)
+            except Exception as e:
+                raise self.error(fdef, _explain(e)) from None
+            body_sinfo = struct_info_of(self.result)
+            if ret is not None and body_sinfo is not None and not is_base_of(ret, body_sinfo):
+                where = self.return_node or fdef
+                raise self.error(where, f"the function returns {struct_info_text(body_sinfo)}, "
+                                        f"which does not match its annotation {struct_info_text(ret)}")
+            if options.get("check_well_formed", True):
+                errors = well_formed_errors(func)
+                if errors:
+                    raise self.error(fdef, "the function is not well formed: " + "; ".join(errors))
+            return func
+        finally:
+            R._DIM_RESOLVER.reset(token)
+
+    # -- blocks ---------------------------------------------------------------------------------
+    def close_block(self) -> None:
+        block = self.bb.end_block()
+        if block.bindings:
+            self.blocks.append(block)
+
+    def visit_stmts(self, stmts: list[ast.stmt]) -> None:
+        for stmt in stmts:
+            if self.returned:
+                raise self.error(stmt, "statements after `return` are not allowed")
+            self.visit_relax_stmt(stmt)
+
+    def visit_relax_stmt(self, node: ast.stmt) -> None:
+        handler = {
+            ast.Assign: self.visit_assign, ast.AnnAssign: self.visit_ann_assign,
+            ast.Expr: self.visit_expr_stmt, ast.With: self.visit_with, ast.Return: self.visit_return,
+            ast.If: self.visit_if, ast.Pass: lambda n: None,
+        }.get(type(node))
+        if handler is None:
+            raise self.error(node, f"unsupported Python syntax in a Relax function: {type(node).__name__}")
+        try:
+            handler(node)
+        except TVMScriptError:
+            raise
+        except Exception as e:
+            raise self.error(node, _explain(e)) from None
+
+    def visit_with(self, node: ast.With) -> None:
+        if len(node.items) != 1 or node.items[0].optional_vars is not None:
+            raise self.error(node, "expected `with R.dataflow():`")
+        ctx = self.eval(node.items[0].context_expr)
+        if not isinstance(ctx, R.DataflowScope):
+            raise self.error(node.items[0].context_expr, f"`with` needs R.dataflow(), got {ctx!r}")
+        if self.outputs is not None or self.bb.current_block_is_dataflow():
+            raise self.error(node, "a dataflow block cannot be nested")
+        self.outputs = self._output_names(node)
+        self.close_block()
+        self.bb.begin_dataflow_block()
+        self.scopes.append({})
+        self.visit_stmts(node.body)
+        dataflow_scope = self.scopes.pop()
+        self.close_block()
+        self.bb.begin_binding_block()
+        # only the outputs stay visible after the block
+        for name in sorted(self.outputs):
+            if name not in dataflow_scope:
+                raise self.error(node.body[-1], f"R.output({name}): {name!r} is not bound in this dataflow block")
+            self.bind(name, dataflow_scope[name])
+        self.dataflow_only |= set(dataflow_scope) - self.outputs
+        self.outputs = None
+
+    def _output_names(self, node: ast.With) -> set[str]:
+        """The names ``R.output(...)`` lists: bound as Vars (not DataflowVars) in the block."""
+        names: set[str] = set()
+        for i, stmt in enumerate(node.body):
+            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+                try:
+                    is_output = self.eval(stmt.value.func) is R.output
+                except TVMScriptError:
+                    continue
+                if not is_output:
+                    continue
+                if i != len(node.body) - 1:
+                    raise self.error(stmt, "R.output(...) must be the last statement of the dataflow block")
+                for arg in stmt.value.args:
+                    if not isinstance(arg, ast.Name):
+                        raise self.error(arg, "R.output takes the names of variables bound in the block")
+                    names.add(arg.id)
+        return names
+
+    def visit_expr_stmt(self, node: ast.Expr) -> None:
+        value = self.eval(node.value)
+        if isinstance(value, R.OutputMarker):
+            for var, arg in zip(value.vars, node.value.args):
+                if not isinstance(var, Var) or isinstance(var, DataflowVar):
+                    raise self.error(arg, f"R.output({ast.unparse(arg)}): not a variable bound in this "
+                                          "dataflow block")
+            return
+        if isinstance(value, R.FuncAttrMarker):
+            self.attrs.update(value.attrs)
+            return
+        if isinstance(value, Expr):  # a call for its side effect: bound to an unused variable
+            self.emit(None, "_", value, None, node)
+            return
+        if value is None or isinstance(value, (str, int, float)):
+            return  # a docstring or a bare constant
+        raise self.error(node, f"this statement has no effect in a Relax function: {ast.unparse(node)}")
+
+    def visit_assign(self, node: ast.Assign) -> None:
+        if len(node.targets) != 1:
+            raise self.error(node, "chained assignment (a = b = ...) is not supported")
+        target = node.targets[0]
+        if (isinstance(target, ast.Name) and target.id == "cls" and isinstance(node.value, ast.Name)):
+            self.bind("cls", self.module_ref)  # TVM's `cls = Module` at the top of a function
+            return
+        value = self.eval(node.value)
+        if isinstance(target, ast.Tuple):
+            raise self.error(target, "unpacking is not supported; bind the tuple to one name and "
+                                     "take its fields with t[0], t[1] ...")
+        if not isinstance(target, ast.Name):
+            raise self.error(target, "can only assign to a name")
+        self._assign(target, value, None, node.value)
+
+    def visit_ann_assign(self, node: ast.AnnAssign) -> None:
+        if not isinstance(node.target, ast.Name) or node.value is None:
+            raise self.error(node, "expected `name: R.Tensor(...) = value`")
+        sinfo = self.annotation(node.annotation)
+        self._assign(node.target, self.eval(node.value), sinfo, node.value)
+
+    def _assign(self, target: ast.Name, value: Any, sinfo: StructInfo | None, value_node: ast.expr) -> None:
+        if isinstance(value, T.ScalarVarDecl):  # n = T.int64(): a symbolic dimension
+            if value.dtype != "int64":
+                raise self.error(value_node, f"symbolic dimensions of Relax shapes are int64, not {value.dtype}")
+            self.bind(target.id, self.tir_var(target.id))
+            return
+        if isinstance(value, (TirVar, PrimExpr)) and not isinstance(value, Expr):
+            self.bind(target.id, value)  # a PrimExpr used in later shapes (T.meta_var style)
+            return
+        if isinstance(value, R.MatchCastValue):
+            self.emit_match_cast(target, value, value_node)
+            return
+        if not isinstance(value, (Expr, tuple, list)):
+            self.bind(target.id, value)  # a plain Python value (a number, a helper ...)
+            return
+        self.emit(target, target.id, value, sinfo, value_node)
+
+    def _new_var(self, name: str, sinfo: StructInfo) -> Var:
+        dataflow = self.bb.current_block_is_dataflow() and name not in (self.outputs or ())
+        return (DataflowVar if dataflow else Var)(name, sinfo)
+
+    def emit(self, target: ast.Name | None, name: str, value: Any, sinfo: StructInfo | None,
+             value_node: ast.expr) -> Var:
+        value = self._relax_value(value, value_node)
+        if isinstance(value, GlobalVar):
+            raise self.error(value_node, f"{value.name_hint} is a function of the module; bind a "
+                                         "call of it instead")
+        value_sinfo = struct_info_of(value)
+        if sinfo is None:
+            sinfo = value_sinfo
+        elif value_sinfo is not None and not is_base_of(sinfo, value_sinfo) \
+                and not is_base_of(value_sinfo, sinfo):
+            raise self.error(value_node, f"the value has struct info {struct_info_text(value_sinfo)}, "
+                                         f"which does not match the annotation {struct_info_text(sinfo)}")
+        var = self._new_var(name, sinfo)
+        self.bb.emit_normalized(VarBinding(var, value))
+        if target is not None:
+            self.bind(name, var)
+        return var
+
+    def emit_match_cast(self, target: ast.Name, mc: R.MatchCastValue, node: ast.expr) -> None:
+        value = self._relax_value(mc.value, node)
+        try:
+            value = self.bb._normalize_arg(value)
+        except Exception as e:
+            raise self.error(node, _explain(e)) from None
+        var = self._new_var(target.id, mc.struct_info)
+        self.bb.emit_normalized(MatchCast(var, value, mc.struct_info))
+        self.bind(target.id, var)
+
+    def visit_return(self, node: ast.Return) -> None:
+        if node.value is None:
+            raise self.error(node, "a Relax function returns a value: `return gv`")
+        if self.bb.current_block_is_dataflow():
+            raise self.error(node, "`return` inside a dataflow block; return after the `with R.dataflow()`")
+        value = self._relax_value(self.eval(node.value), node.value)
+        if isinstance(value, DataflowVar):
+            raise self.error(node.value, f"{value.name} is a DataflowVar: list it in R.output(...) to "
+                                         "use it after the dataflow block")
+        self.result = value
+        self.returned = True
+        self.return_node = node.value
+
+    return_node: ast.AST | None = None
+
+    # -- if / else --------------------------------------------------------------------------------
+    def visit_if(self, node: ast.If) -> None:
+        if self.bb.current_block_is_dataflow():
+            raise self.error(node, "`if` is not allowed inside a dataflow block")
+        if not node.orelse:
+            raise self.error(node, "a Relax `if` needs an `else` branch (both assign the result)")
+        cond = self._relax_value(self.eval(node.test), node.test)
+        then_name, then_seq, then_sinfo = self._branch(node.body, node)
+        else_name, else_seq, else_sinfo = self._branch(node.orelse, node)
+        if then_name != else_name:
+            raise self.error(node, f"both branches must end by assigning the same name "
+                                   f"(got {then_name!r} and {else_name!r})")
+        expr = self._normalize(If(cond, then_seq, else_seq), node)
+        sinfo = then_sinfo or else_sinfo
+        target = ast.Name(then_name)
+        self.emit(target, then_name, expr, sinfo, node.test)
+
+    def _branch(self, stmts: list[ast.stmt], node: ast.If) -> tuple[str, SeqExpr, StructInfo | None]:
+        last = stmts[-1]
+        if isinstance(last, ast.Assign) and len(last.targets) == 1 and isinstance(last.targets[0], ast.Name):
+            name, ann, value_node = last.targets[0].id, None, last.value
+        elif isinstance(last, ast.AnnAssign) and isinstance(last.target, ast.Name) and last.value is not None:
+            name, ann, value_node = last.target.id, last.annotation, last.value
+        else:
+            raise self.error(last, "a branch of a Relax `if` ends by assigning its result: `y = ...`")
+        self.scopes.append({})
+        saved_blocks, saved_returned = self.blocks, self.returned
+        self.blocks = []
+        self.bb.begin_binding_block()
+        try:
+            self.visit_stmts(stmts[:-1])
+            value = self._relax_value(self.eval(value_node), value_node)
+            sinfo = self.annotation(ann) if ann is not None else None
+            self.close_block()
+            blocks = self.blocks
+        finally:
+            self.blocks, self.returned = saved_blocks, saved_returned
+            self.scopes.pop()
+        return name, SeqExpr(tuple(blocks), value), sinfo
+
+
+class _DimScope(dict):
+    """Names inside a string dimension: the function's dimensions, new ones declared."""
+
+    def __init__(self, parser: _RelaxParser):
+        super().__init__()
+        self.parser = parser
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str)
+
+    def __getitem__(self, name: str) -> TirVar:
+        return self.parser.tir_var(name)
+
+
+# -- entry points ---------------------------------------------------------------------------------
+
+def parse_relax_function_ast(fdef: ast.FunctionDef, source: Source, namespace: dict, options: dict,
+                             global_vars: dict | None, name: str | None, annotations: Any = None
+                             ) -> Function:
+    """Parse one ``def`` as a Relax function (``register_function_parser``'s signature)."""
+    return _RelaxParser(source, namespace, global_vars).parse_function(fdef, options, name)
+
+
+def declare_relax_function(fdef: ast.FunctionDef, source: Source, namespace: dict, options: dict,
+                           global_vars: dict, name: str) -> None:
+    """Record the signature of a module's Relax function on its GlobalVar, so calls of it
+    (``cls.helper(x)``) get their struct info before the helper itself is parsed."""
+    parser = _RelaxParser(source, namespace, global_vars)
+    token = R._DIM_RESOLVER.set(parser.resolve_dim)
+    try:
+        parser.scopes.append({})
+        params, ret = parser.parse_signature(fdef)
+    finally:
+        R._DIM_RESOLVER.reset(token)
+    if ret is None:
+        return  # without a return annotation the result is known only after parsing
+    sinfo = FuncStructInfo([p.struct_info for p in params], ret, bool(options.get("pure", True)))
+    _set_struct_info(global_vars[name], sinfo)
+
+
+def parse_relax_python_function(func: Callable, options: dict, extra_vars: dict | None = None) -> Function:
+    """Parse a Python function object decorated with ``@R.function`` (outside a module)."""
+    source = Source.from_object(func)
+    fdef = _function_def(source.parse(), func.__name__)
+    namespace = dict(func.__globals__)
+    namespace.update(extra_vars or {})
+    if func.__closure__:
+        for cell_name, cell in zip(func.__code__.co_freevars, func.__closure__):
+            try:
+                namespace[cell_name] = cell.cell_contents
+            except ValueError:
+                pass
+    return parse_relax_function_ast(fdef, source, namespace, options, None, func.__name__)
+
+
+def _register() -> None:
+    from .ir import register_function_parser
+
+    register_function_parser("relax", R.function, parse_relax_function_ast, declare_relax_function)
+
+
+_register()
