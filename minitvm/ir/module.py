@@ -27,7 +27,8 @@ class IRModule(Node):
     """
 
     _field_names = ("functions", "attrs")
-    _def_fields = frozenset({"functions"})
+    # function names are defined by the module; each function binds its own variables
+    _scoped_fields = frozenset({"functions"})
 
     def __init__(self, functions: dict | None = None, attrs: dict | None = None):
         funcs: dict[GlobalVar, Any] = {}

@@ -43,6 +43,8 @@ class Node:
     _def_fields: ClassVar[frozenset[str]] = frozenset()
     #: True for nodes compared by binding (variables and buffers), not by content
     _binds: ClassVar[bool] = False
+    #: dict fields whose values each bind their own variables (a module's functions)
+    _scoped_fields: ClassVar[frozenset[str]] = frozenset()
 
     def __post_init__(self) -> None:
         for name in self._field_names:

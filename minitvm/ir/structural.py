@@ -32,6 +32,7 @@ class _Equal:
         self.lmap: dict[int, Any] = {}
         self.rmap: dict[int, Any] = {}
         self.keep: list[Any] = []  # keep bound objects alive so ids stay unique
+        self.log: list[tuple[Any, Any]] = []  # bindings in the order they were made
 
     def fail(self, path: str, lhs: Any, rhs: Any, reason: str = "") -> None:
         raise StructuralMismatch(path, lhs, rhs, reason)
@@ -63,7 +64,20 @@ class _Equal:
         if type(lhs) is not type(rhs) or lhs != rhs:
             self.fail(path, lhs, rhs)
 
-    def _dicts(self, lhs: dict, rhs: dict, path: str, defining: bool) -> None:
+    def _scoped(self, lhs: Any, rhs: Any, path: str) -> None:
+        """Compare with variable bindings local to this subtree (a module's functions each
+        bind their own variables; only global names stay bound afterwards)."""
+        from .module import GlobalVar
+
+        start = len(self.log)
+        self.equal(lhs, rhs, path, False)
+        for a, b in self.log[start:]:
+            if not isinstance(a, GlobalVar):
+                self.lmap.pop(id(a), None)
+                self.rmap.pop(id(b), None)
+        del self.log[start:]
+
+    def _dicts(self, lhs: dict, rhs: dict, path: str, defining: bool, scoped: bool = False) -> None:
         if len(lhs) != len(rhs):
             self.fail(path, lhs, rhs, f"sizes differ: {len(lhs)} vs {len(rhs)}")
         if all(isinstance(k, str) for k in lhs):
@@ -72,7 +86,13 @@ class _Equal:
             for k in lhs:
                 self.equal(lhs[k], rhs[k], f"{path}[{k!r}]", defining)
             return
-        # node-keyed maps (buffer_map): keys in insertion order are the definition order
+        # node-keyed maps (buffer_map, a module's functions): keys in order are definitions
+        if scoped:  # all keys first (functions may call functions defined later), then each value
+            for i, (ka, kb) in enumerate(zip(lhs, rhs)):
+                self.equal(ka, kb, f"{path}.keys[{i}]", True)
+            for i, (va, vb) in enumerate(zip(lhs.values(), rhs.values())):
+                self._scoped(va, vb, f"{path}[{i}]")
+            return
         for i, ((ka, va), (kb, vb)) in enumerate(zip(lhs.items(), rhs.items())):
             self.equal(ka, kb, f"{path}.keys[{i}]", defining)
             self.equal(va, vb, f"{path}[{i}]", defining)
@@ -81,8 +101,13 @@ class _Equal:
         for name in lhs._field_names:
             if name == "span":
                 continue
-            self.equal(getattr(lhs, name), getattr(rhs, name), f"{path}.{name}",
-                       defining or name in lhs._def_fields)
+            a, b = getattr(lhs, name), getattr(rhs, name)
+            if name in lhs._scoped_fields and isinstance(a, dict) and isinstance(b, dict):
+                if len(a) != len(b):
+                    self.fail(f"{path}.{name}", a, b, f"sizes differ: {len(a)} vs {len(b)}")
+                self._dicts(a, b, f"{path}.{name}", defining, scoped=True)
+                continue
+            self.equal(a, b, f"{path}.{name}", defining or name in lhs._def_fields)
 
     def _bind_or_check(self, lhs: Node, rhs: Node, path: str, defining: bool) -> None:
         bound = self.lmap.get(id(lhs))
@@ -97,6 +122,7 @@ class _Equal:
         self.lmap[id(lhs)] = rhs
         self.rmap[id(rhs)] = lhs
         self.keep += [lhs, rhs]
+        self.log.append((lhs, rhs))
         # compare the content (dtype, buffer shape ...) once, when bound
         self._fields_of_binding(lhs, rhs, path)
 
@@ -160,9 +186,23 @@ def structural_hash(value: Any, map_free_vars: bool = False) -> int:
                                     if f not in ("name", "span"))
                     return hash((type(x).__name__, "def", content))
                 return hash(("var", numbering[id(x)]))
-            return hash((type(x).__name__,) + tuple(
-                h(getattr(x, f), defining or f in x._def_fields)
-                for f in x._field_names if f != "span"))
+            parts = []
+            for f in x._field_names:
+                if f == "span":
+                    continue
+                value = getattr(x, f)
+                if f in x._scoped_fields and isinstance(value, dict):
+                    keys = tuple(h(k, True) for k in value)
+                    values = []
+                    for v in value.values():  # each value numbers its own variables
+                        saved = dict(numbering)
+                        values.append(h(v, False))
+                        numbering.clear()
+                        numbering.update(saved)
+                    parts.append((keys, tuple(values)))
+                else:
+                    parts.append(h(value, defining or f in x._def_fields))
+            return hash((type(x).__name__,) + tuple(parts))
         if isinstance(x, (tuple, list)):
             return hash(tuple(h(e, defining) for e in x))
         if isinstance(x, dict):

@@ -82,3 +82,20 @@ def test_constant_folding_in_operators():
     assert (i + 0.5).dtype == "float32"
     assert (tir.Var("n", "int64") + i).dtype == "int64"
     assert tir.IntImm("int8", 200).value == -56
+
+
+def _sym_func(n):
+    A = tir.decl_buffer((n,), "float32", "A")
+    a = tir.Var("A", "handle")
+    i = tir.Var("i")
+    body = tir.For(i, tir.const(0), n, "serial", tir.BufferStore(A, A[i] * 2.0, (i,)))
+    return tir.PrimFunc((a,), {a: A}, body)
+
+
+def test_module_functions_bind_their_own_variables():
+    shared = tir.Var("n")
+    one_n = IRModule({"f": _sym_func(shared), "g": _sym_func(shared)})
+    two_ns = IRModule({"f": _sym_func(tir.Var("n")), "g": _sym_func(tir.Var("m"))})
+    assert structural_equal(one_n, two_ns) and structural_equal(two_ns, one_n)
+    assert structural_hash(one_n) == structural_hash(two_ns)
+    assert not structural_equal(one_n, IRModule({"f": _sym_func(shared), "h": _sym_func(shared)}))
