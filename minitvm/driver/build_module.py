@@ -109,9 +109,7 @@ def compile(mod_or_func: Any, target: Any = "llvm", **kwargs: Any) -> Any:  # no
 
 
 def _compile_relax(mod: IRModule, target: Target, **kwargs: Any) -> Any:
-    try:
-        from ..relax import build as relax_build  # type: ignore[attr-defined]
-    except ImportError as err:
-        raise NotImplementedError("compiling Relax functions needs minitvm.relax, "
-                                  "which is not available yet") from err
+    """Relax functions -> VM bytecode, PrimFuncs -> kernels: ``relax.build`` (a VM Executable)."""
+    from ..relax.vm_build import build as relax_build
+
     return relax_build(mod, target, **kwargs)

@@ -51,6 +51,7 @@ from .struct_info import (
                    TensorType,
                    TupleStructInfo,
 )
+from .vm_build import VirtualMachine, build, get_pipeline, register_pipeline, transform, vm  # noqa: F401
 
 __all__ = [
     # expressions

@@ -1,13 +1,52 @@
 """Relax operators: builders returning ``relax.Call``s, each op registered with its
-struct-info inference (``relax.op.add(x, y)``, ``relax.op.nn.relu(x)``)."""
+struct-info inference (``relax.op.add(x, y)``, ``relax.op.nn.relu(x)``).
+
+Legalization (``FLegalize``: a Relax op call to ``R.call_tir`` of a TOPI PrimFunc) is
+registered by :mod:`minitvm.relax.transform.legalize_ops`.
+"""
 
 from . import nn
 from .base import call_dps_packed, call_pure_packed, call_tir
-from .binary import add, divide, multiply, subtract
-from .linear_algebra import matmul
+from .binary import (
+    add,
+    divide,
+    equal,
+    floor_divide,
+    greater,
+    greater_equal,
+    less,
+    less_equal,
+    maximum,
+    minimum,
+    multiply,
+    not_equal,
+    power,
+    subtract,
+)
+from .create import arange, full, full_like, ones, ones_like, zeros, zeros_like
+from .datatype import astype
+from .index import strided_slice, take
+from .linear_algebra import linear, matmul
+from .manipulate import broadcast_to, concat, expand_dims, flatten, permute_dims, reshape, split, squeeze
 from .registry import OpPattern, register
+from .search import argmax, argmin, where
+from .statistical import max, mean, min, prod, sum
 from .ternary import ewise_fma
-from .unary import exp
+from .unary import abs, erf, exp, log, negative, rsqrt, sigmoid, sqrt, tanh
 
-__all__ = ["nn", "call_tir", "call_dps_packed", "call_pure_packed", "add", "subtract",
-           "multiply", "divide", "exp", "matmul", "ewise_fma", "OpPattern", "register"]
+__all__ = [
+    "nn", "call_tir", "call_dps_packed", "call_pure_packed", "OpPattern", "register",
+    # element-wise
+    "add", "subtract", "multiply", "divide", "floor_divide", "power", "maximum", "minimum",
+    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "where", "ewise_fma",
+    "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "negative", "abs", "astype",
+    # linear algebra
+    "matmul", "linear",
+    # shapes and indexing
+    "permute_dims", "reshape", "flatten", "expand_dims", "squeeze", "concat", "split",
+    "broadcast_to", "take", "strided_slice",
+    # reductions and search
+    "sum", "mean", "max", "min", "prod", "argmax", "argmin",
+    # creation
+    "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "arange",
+]

@@ -1,4 +1,6 @@
-"""Element-wise binary arithmetic with numpy broadcasting: add, subtract, multiply, divide."""
+"""Element-wise binary operators with numpy broadcasting: arithmetic (add, subtract,
+multiply, divide, power, maximum, minimum) and comparisons (equal ... greater_equal, whose
+result is a bool tensor)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,9 @@ from ..expr import Call, Expr
 from ..struct_info import StructInfo, StructInfoError, TensorStructInfo, shape_text
 from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
 
-__all__ = ["add", "subtract", "multiply", "divide", "broadcast_shapes", "binary_broadcast_sinfo"]
+__all__ = ["add", "subtract", "multiply", "divide", "floor_divide", "power", "maximum", "minimum",
+           "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+           "broadcast_shapes", "binary_broadcast_sinfo"]
 
 
 def _is_one(d: PrimExpr) -> bool:
@@ -39,8 +43,9 @@ def broadcast_shapes(op_name: str, a: tuple, b: tuple) -> tuple | None:
     return tuple(reversed(out))
 
 
-def binary_broadcast_sinfo(call: Call, op_name: str) -> StructInfo:
-    """Struct info of an element-wise binary op: same dtypes, broadcast shapes."""
+def binary_broadcast_sinfo(call: Call, op_name: str, out_dtype: str | None = None) -> StructInfo:
+    """Struct info of an element-wise binary op: same dtypes, broadcast shapes; the result
+    has the operands' dtype unless ``out_dtype`` is given (bool for comparisons)."""
     check_num_args(call, op_name, 2)
     x1 = tensor_arg(call, 0, op_name, "x1")
     x2 = tensor_arg(call, 1, op_name, "x2")
@@ -51,6 +56,7 @@ def binary_broadcast_sinfo(call: Call, op_name: str) -> StructInfo:
                               "cast one with relax.op.astype first")
     else:
         dtype = x1.dtype
+    dtype = out_dtype or dtype
     s1, s2 = x1.shape_values, x2.shape_values
     if s1 is not None and s2 is not None:
         shape = broadcast_shapes(op_name, s1, s2)
@@ -60,18 +66,20 @@ def binary_broadcast_sinfo(call: Call, op_name: str) -> StructInfo:
     return TensorStructInfo(None, dtype, None, ndim)
 
 
-def _register_binary(name: str) -> None:
+def _register_binary(name: str, out_dtype: str | None = None) -> None:
     op_name = f"relax.{name}"
 
     @register(op_name, pattern=OpPattern.BROADCAST, num_inputs=2)
     def infer(call: Call, ctx: Any) -> StructInfo:
-        return binary_broadcast_sinfo(call, op_name)
+        return binary_broadcast_sinfo(call, op_name, out_dtype)
 
     infer.__doc__ = f"Element-wise {name} with broadcasting."
 
 
-for _name in ("add", "subtract", "multiply", "divide"):
+for _name in ("add", "subtract", "multiply", "divide", "floor_divide", "power", "maximum", "minimum"):
     _register_binary(_name)
+for _name in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"):
+    _register_binary(_name, "bool")
 
 
 def add(x1: Expr, x2: Expr) -> Call:
@@ -92,3 +100,53 @@ def multiply(x1: Expr, x2: Expr) -> Call:
 def divide(x1: Expr, x2: Expr) -> Call:
     """``x1 / x2`` element-wise, with numpy broadcasting."""
     return make_call("relax.divide", x1, x2)
+
+
+def floor_divide(x1: Expr, x2: Expr) -> Call:
+    """``floor(x1 / x2)`` element-wise, with numpy broadcasting."""
+    return make_call("relax.floor_divide", x1, x2)
+
+
+def power(x1: Expr, x2: Expr) -> Call:
+    """``x1 ** x2`` element-wise, with numpy broadcasting."""
+    return make_call("relax.power", x1, x2)
+
+
+def maximum(x1: Expr, x2: Expr) -> Call:
+    """The larger of ``x1`` and ``x2`` element-wise, with numpy broadcasting."""
+    return make_call("relax.maximum", x1, x2)
+
+
+def minimum(x1: Expr, x2: Expr) -> Call:
+    """The smaller of ``x1`` and ``x2`` element-wise, with numpy broadcasting."""
+    return make_call("relax.minimum", x1, x2)
+
+
+def equal(x1: Expr, x2: Expr) -> Call:
+    """``x1 == x2`` element-wise (a bool tensor), with numpy broadcasting."""
+    return make_call("relax.equal", x1, x2)
+
+
+def not_equal(x1: Expr, x2: Expr) -> Call:
+    """``x1 != x2`` element-wise (a bool tensor)."""
+    return make_call("relax.not_equal", x1, x2)
+
+
+def less(x1: Expr, x2: Expr) -> Call:
+    """``x1 < x2`` element-wise (a bool tensor)."""
+    return make_call("relax.less", x1, x2)
+
+
+def less_equal(x1: Expr, x2: Expr) -> Call:
+    """``x1 <= x2`` element-wise (a bool tensor)."""
+    return make_call("relax.less_equal", x1, x2)
+
+
+def greater(x1: Expr, x2: Expr) -> Call:
+    """``x1 > x2`` element-wise (a bool tensor)."""
+    return make_call("relax.greater", x1, x2)
+
+
+def greater_equal(x1: Expr, x2: Expr) -> Call:
+    """``x1 >= x2`` element-wise (a bool tensor)."""
+    return make_call("relax.greater_equal", x1, x2)

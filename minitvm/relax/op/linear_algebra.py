@@ -10,7 +10,7 @@ from ..struct_info import StructInfo, StructInfoError, TensorStructInfo, dim_tex
 from .binary import broadcast_shapes
 from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
 
-__all__ = ["matmul"]
+__all__ = ["matmul", "linear"]
 
 _OP = "relax.matmul"
 
@@ -68,3 +68,13 @@ def _out_ndim(nd1: int, nd2: int) -> int:
 def matmul(x1: Expr, x2: Expr, out_dtype: str | None = None) -> Call:
     """``x1 @ x2``; ``out_dtype`` sets the result dtype (default: the operands')."""
     return make_call(_OP, x1, x2, attrs={"out_dtype": out_dtype or "void"})
+
+
+def linear(x: Expr, w: Expr, b: Expr | None = None, out_dtype: str | None = None) -> Expr:
+    """``x @ w.T + b``: a composition of ``permute_dims``, ``matmul`` and ``add`` (as in
+    TVM, not an operator of its own), so ``w`` is ``(out_features, in_features)``."""
+    from .binary import add
+    from .manipulate import permute_dims
+
+    out = matmul(x, permute_dims(w), out_dtype)
+    return out if b is None else add(out, b)

@@ -9,7 +9,7 @@ from ..expr import Call, Expr
 from ..struct_info import StructInfo, StructInfoError
 from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
 
-__all__ = ["exp", "unary_sinfo"]
+__all__ = ["exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "negative", "abs", "unary_sinfo"]
 
 
 def unary_sinfo(call: Call, op_name: str, require_float: bool = False) -> StructInfo:
@@ -21,12 +21,70 @@ def unary_sinfo(call: Call, op_name: str, require_float: bool = False) -> Struct
     return x
 
 
-@register("relax.exp", pattern=OpPattern.ELEMWISE, num_inputs=1)
-def _infer_exp(call: Call, ctx: Any) -> StructInfo:
-    """Element-wise e**x."""
-    return unary_sinfo(call, "relax.exp", require_float=True)
+def _register_unary(name: str, doc: str, require_float: bool) -> None:
+    op_name = f"relax.{name}"
+
+    def infer(call: Call, ctx: Any) -> StructInfo:
+        return unary_sinfo(call, op_name, require_float)
+
+    infer.__doc__ = doc
+    register(op_name, pattern=OpPattern.ELEMWISE, num_inputs=1)(infer)
+
+
+for _name, _doc, _float in [
+    ("exp", "Element-wise e**x.", True),
+    ("log", "Element-wise natural logarithm.", True),
+    ("sqrt", "Element-wise square root.", True),
+    ("rsqrt", "Element-wise 1 / sqrt(x).", True),
+    ("tanh", "Element-wise hyperbolic tangent.", True),
+    ("sigmoid", "Element-wise 1 / (1 + e**-x).", True),
+    ("erf", "Element-wise Gauss error function.", True),
+    ("negative", "Element-wise -x.", False),
+    ("abs", "Element-wise |x|.", False),
+]:
+    _register_unary(_name, _doc, _float)
 
 
 def exp(x: Expr) -> Call:
     """``e ** x`` element-wise."""
     return make_call("relax.exp", x)
+
+
+def log(x: Expr) -> Call:
+    """Natural logarithm, element-wise."""
+    return make_call("relax.log", x)
+
+
+def sqrt(x: Expr) -> Call:
+    """Square root, element-wise."""
+    return make_call("relax.sqrt", x)
+
+
+def rsqrt(x: Expr) -> Call:
+    """``1 / sqrt(x)`` element-wise."""
+    return make_call("relax.rsqrt", x)
+
+
+def tanh(x: Expr) -> Call:
+    """Hyperbolic tangent, element-wise."""
+    return make_call("relax.tanh", x)
+
+
+def sigmoid(x: Expr) -> Call:
+    """``1 / (1 + exp(-x))`` element-wise."""
+    return make_call("relax.sigmoid", x)
+
+
+def erf(x: Expr) -> Call:
+    """The Gauss error function, element-wise."""
+    return make_call("relax.erf", x)
+
+
+def negative(x: Expr) -> Call:
+    """``-x`` element-wise."""
+    return make_call("relax.negative", x)
+
+
+def abs(x: Expr) -> Call:  # noqa: A001 - TVM's name
+    """``|x|`` element-wise."""
+    return make_call("relax.abs", x)

@@ -47,6 +47,9 @@ import numpy as np
 from ..module import Module
 from ..ndarray import NDArray
 from ..registry import get_global_func
+
+#: kernel formats minitvm itself writes, and the module whose import registers their loader
+_KNOWN_LOADERS = {"llvm_ir": "minitvm.target.codegen.llvm_export"}
 from .builtins import ShapeTuple, check_dtype
 from .bytecode import Call, VMFunction
 
@@ -115,6 +118,13 @@ class Executable:
         if self._lib is None and self.kernel_format is not None:
             loader_name = f"runtime.module.loadfrom_{self.kernel_format}"
             loader = get_global_func(loader_name, allow_missing=True)
+            if loader is None and self.kernel_format in _KNOWN_LOADERS:
+                # the one upward import of the runtime: the code generator that registers the
+                # loader, by a fixed name (never a name read from the file)
+                import importlib
+
+                importlib.import_module(_KNOWN_LOADERS[self.kernel_format])
+                loader = get_global_func(loader_name, allow_missing=True)
             if loader is None:
                 raise ValueError(f"the executable's kernels are saved as {self.kernel_format!r}, and no "
                                  f"loader {loader_name!r} is registered (the code generator registers it: "

@@ -1,0 +1,26 @@
+"""``astype``: element-wise conversion to another dtype."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...ir import dtype as _dt
+from ..expr import Call, Expr
+from ..struct_info import StructInfo, TensorStructInfo
+from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
+
+__all__ = ["astype"]
+
+
+@register("relax.astype", pattern=OpPattern.ELEMWISE, num_inputs=1)
+def _infer_astype(call: Call, ctx: Any) -> StructInfo:
+    """The input's shape, with the dtype of the ``dtype`` attribute."""
+    check_num_args(call, "relax.astype", 1)
+    x = tensor_arg(call, 0, "relax.astype", "x")
+    dtype = call.attrs["dtype"]
+    return TensorStructInfo(x.shape, dtype, x.vdevice, x.ndim if x.shape is None else -1)
+
+
+def astype(x: Expr, dtype: str) -> Call:
+    """``x`` converted element-wise to ``dtype``."""
+    return make_call("relax.astype", x, attrs={"dtype": _dt.check(str(dtype))})

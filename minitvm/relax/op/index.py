@@ -1,0 +1,82 @@
+"""Indexing: ``take`` (gather along an axis) and ``strided_slice``."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ...ir import dtype as _dt
+from ...tir.expr import IntImm
+from ..expr import Call, Expr
+from ..struct_info import StructInfo, StructInfoError, TensorStructInfo, shape_text
+from ._utils import const_dim, normalize_axis
+from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
+
+__all__ = ["take", "strided_slice"]
+
+
+@register("relax.take", pattern=OpPattern.INJECTIVE, num_inputs=2)
+def _infer_take(call: Call, ctx: Any) -> StructInfo:
+    """``x``'s shape with dimension ``axis`` replaced by the indices' shape (axis None:
+    the indices' shape; out-of-range indices are clipped)."""
+    op = "relax.take"
+    check_num_args(call, op, 2)
+    x = tensor_arg(call, 0, op, "x")
+    idx = tensor_arg(call, 1, op, "indices")
+    if not idx.is_unknown_dtype and not _dt.is_int(idx.dtype):
+        raise StructInfoError(f"{op}: indices must be an integer tensor, got dtype {idx.dtype}")
+    axis = call.attrs["axis"]
+    xv, iv = x.shape_values, idx.shape_values
+    if axis is None:
+        return TensorStructInfo(list(iv), x.dtype) if iv is not None else \
+            TensorStructInfo(None, x.dtype, None, idx.ndim)
+    if x.ndim == -1:
+        return TensorStructInfo(None, x.dtype, None, -1)
+    axis = normalize_axis(op, axis, x.ndim)
+    if xv is None or iv is None:
+        ndim = -1 if idx.ndim == -1 else x.ndim - 1 + idx.ndim
+        return TensorStructInfo(None, x.dtype, None, ndim)
+    return TensorStructInfo(list(xv[:axis]) + list(iv) + list(xv[axis + 1:]), x.dtype)
+
+
+def take(x: Expr, indices: Expr, axis: int | None = None) -> Call:
+    """The elements of ``x`` at ``indices`` along ``axis`` (embedding lookups)."""
+    return make_call("relax.take", x, indices, attrs={"axis": None if axis is None else int(axis)})
+
+
+@register("relax.strided_slice", pattern=OpPattern.INJECTIVE, num_inputs=1)
+def _infer_strided_slice(call: Call, ctx: Any) -> StructInfo:
+    """``x[begin:end:strides]`` along ``axes``, bounds clamped as in numpy; sliced axes
+    need a constant length."""
+    op = "relax.strided_slice"
+    check_num_args(call, op, 1)
+    x = tensor_arg(call, 0, op, "x")
+    a = call.attrs
+    axes, begin, end, strides = a["axes"], a["begin"], a["end"], a["strides"]
+    if not len(axes) == len(begin) == len(end) == len(strides):
+        raise StructInfoError(f"{op}: axes, begin, end and strides must have equal lengths, got "
+                              f"{len(axes)}, {len(begin)}, {len(end)} and {len(strides)}")
+    if any(s == 0 for s in strides):
+        raise StructInfoError(f"{op}: a stride of 0 is not allowed")
+    if x.ndim == -1:
+        return TensorStructInfo(None, x.dtype, None, -1)
+    vals = x.shape_values
+    norm = [normalize_axis(op, ax, x.ndim) for ax in axes]
+    if vals is None:
+        return TensorStructInfo(None, x.dtype, None, x.ndim)
+    out = list(vals)
+    for ax, b, e, s in zip(norm, begin, end, strides):
+        n = const_dim(vals[ax])
+        if n is None:
+            raise StructInfoError(f"{op}: axis {ax} of shape {shape_text(vals)} is symbolic; "
+                                  "slicing it needs a constant length")
+        out[ax] = IntImm("int64", len(range(*slice(b, e, s).indices(n))))
+    return TensorStructInfo(out, x.dtype)
+
+
+def strided_slice(x: Expr, axes: Sequence[int], begin: Sequence[int], end: Sequence[int],
+                  strides: Sequence[int] | None = None) -> Call:
+    """``x[begin:end:strides]`` along ``axes`` (strides default to 1)."""
+    strides = [1] * len(axes) if strides is None else strides
+    return make_call("relax.strided_slice", x, attrs={
+        "axes": tuple(int(v) for v in axes), "begin": tuple(int(v) for v in begin),
+        "end": tuple(int(v) for v in end), "strides": tuple(int(v) for v in strides)})

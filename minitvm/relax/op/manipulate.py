@@ -1,0 +1,319 @@
+"""Changing shape and layout: permute_dims, reshape, flatten, expand_dims, squeeze,
+concat, split, broadcast_to."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ...tir.expr import IntImm
+from ..analysis.struct_info_analysis import prove_dim_differ, prove_dim_equal
+from ..expr import Call, Expr, Tuple, struct_info_of
+from ..struct_info import (
+    StructInfo,
+    StructInfoError,
+    TensorStructInfo,
+    TupleStructInfo,
+    dim_text,
+    shape_text,
+    struct_info_text,
+)
+from ._utils import as_shape_expr, const_dim, normalize_axes, normalize_axis, product, same_dtype, shape_arg, simplify
+from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
+
+__all__ = ["permute_dims", "reshape", "flatten", "expand_dims", "squeeze", "concat", "split",
+           "broadcast_to"]
+
+
+# -- permute_dims ------------------------------------------------------------------------
+
+@register("relax.permute_dims", pattern=OpPattern.INJECTIVE, num_inputs=1)
+def _infer_permute_dims(call: Call, ctx: Any) -> StructInfo:
+    """The input's dimensions reordered: output dimension k is input dimension axes[k]."""
+    op = "relax.permute_dims"
+    check_num_args(call, op, 1)
+    x = tensor_arg(call, 0, op, "x")
+    axes = call.attrs["axes"]
+    if x.ndim == -1:
+        return TensorStructInfo(None, x.dtype, None, -1 if axes is None else len(axes))
+    if axes is None:
+        axes = list(reversed(range(x.ndim)))
+    elif len(axes) != x.ndim or sorted(normalize_axis(op, a, x.ndim) for a in axes) != list(range(x.ndim)):
+        raise StructInfoError(f"{op}: axes {list(axes)} are not a permutation of the {x.ndim} "
+                              f"dimensions of shape {shape_text(x.shape_values)}")
+    vals = x.shape_values
+    if vals is None:
+        return TensorStructInfo(None, x.dtype, None, x.ndim)
+    return TensorStructInfo([vals[a % x.ndim] for a in axes], x.dtype)
+
+
+def permute_dims(x: Expr, axes: Sequence[int] | None = None) -> Call:
+    """``x`` with its dimensions permuted (None: reversed, a transpose)."""
+    return make_call("relax.permute_dims", x, attrs={"axes": None if axes is None else tuple(int(a) for a in axes)})
+
+
+# -- reshape -------------------------------------------------------------------------------
+
+@register("relax.reshape", pattern=OpPattern.INJECTIVE, num_inputs=2)
+def _infer_reshape(call: Call, ctx: Any) -> StructInfo:
+    """The new shape (one -1 is inferred from the element count); the element counts of
+    the input and the new shape must agree."""
+    op = "relax.reshape"
+    check_num_args(call, op, 2)
+    x = tensor_arg(call, 0, op, "x")
+    new = shape_arg(call, 1, op)
+    if new is None:
+        return TensorStructInfo(None, x.dtype, None, struct_info_of(call.args[1]).ndim)
+    holes = [k for k, d in enumerate(new) if const_dim(d) == -1]
+    if len(holes) > 1 or any(const_dim(d) is not None and const_dim(d) < -1 for d in new):
+        raise StructInfoError(f"{op}: the new shape {shape_text(new)} may hold one -1 and no other negative")
+    vals = x.shape_values
+    if vals is None:
+        if holes:
+            return TensorStructInfo(None, x.dtype, None, len(new))
+        return TensorStructInfo(list(new), x.dtype)
+    total = product(vals)
+    if holes:
+        known = product([d for k, d in enumerate(new) if k != holes[0]])
+        if const_dim(known) == 0:
+            raise StructInfoError(f"{op}: cannot infer the -1 of {shape_text(new)} from a zero-size shape")
+        if const_dim(total) is not None and const_dim(known) is not None and const_dim(total) % const_dim(known):
+            raise StructInfoError(f"{op}: cannot reshape {shape_text(vals)} to {shape_text(new)}: "
+                                  f"{const_dim(total)} elements do not divide by {const_dim(known)}")
+        new = list(new)
+        new[holes[0]] = _infer_hole(vals, [d for k, d in enumerate(new) if k != holes[0]])
+    elif not prove_dim_equal(total, product(new)) and prove_dim_differ(total, product(new)):
+        raise StructInfoError(f"{op}: cannot reshape {shape_text(vals)} to {shape_text(new)}: "
+                              f"{dim_text(total)} elements against {dim_text(product(new))}")
+    return TensorStructInfo(list(new), x.dtype)
+
+
+def _infer_hole(dims: Sequence, others: Sequence) -> Any:
+    """The dimension that makes ``others`` hold as many elements as ``dims``: equal
+    symbolic factors cancel (``(n, 3, 4)`` to ``(n, -1)`` gives 12, not ``n*12 // n``)."""
+    num = [d for d in dims if const_dim(d) is None]
+    den = [d for d in others if const_dim(d) is None]
+    for d in list(den):
+        match = next((m for m in num if prove_dim_equal(m, d)), None)
+        if match is not None:
+            num.remove(match)
+            den.remove(d)
+    cnum = 1
+    for d in dims:
+        cnum *= const_dim(d) if const_dim(d) is not None else 1
+    cden = 1
+    for d in others:
+        cden *= const_dim(d) if const_dim(d) is not None else 1
+    if not den and cnum % cden == 0:
+        return simplify(product(num) * (cnum // cden))
+    return simplify(product(num) * cnum // (product(den) * cden))
+
+
+def reshape(x: Expr, shape: Any) -> Call:
+    """``x`` viewed with ``shape`` (row-major; one dimension may be -1)."""
+    return make_call("relax.reshape", x, as_shape_expr(shape, "relax.reshape"))
+
+
+# -- flatten -------------------------------------------------------------------------------
+
+@register("relax.flatten", pattern=OpPattern.INJECTIVE, num_inputs=1)
+def _infer_flatten(call: Call, ctx: Any) -> StructInfo:
+    """A 1-D tensor of all the elements (TVM's relax.flatten)."""
+    op = "relax.flatten"
+    check_num_args(call, op, 1)
+    x = tensor_arg(call, 0, op, "x")
+    vals = x.shape_values
+    if vals is None:
+        return TensorStructInfo(None, x.dtype, None, 1)
+    return TensorStructInfo([product(vals)], x.dtype)
+
+
+def flatten(x: Expr) -> Call:
+    """All elements of ``x`` in one dimension (for ``(N, C, H, W) -> (N, C*H*W)`` use
+    ``relax.op.reshape(x, (N, -1))``)."""
+    return make_call("relax.flatten", x)
+
+
+# -- expand_dims / squeeze -------------------------------------------------------------------
+
+@register("relax.expand_dims", pattern=OpPattern.INJECTIVE, num_inputs=1)
+def _infer_expand_dims(call: Call, ctx: Any) -> StructInfo:
+    """New dimensions of size 1 at the listed positions of the output."""
+    op = "relax.expand_dims"
+    check_num_args(call, op, 1)
+    x = tensor_arg(call, 0, op, "x")
+    axes = call.attrs["axis"]
+    if x.ndim == -1:
+        return TensorStructInfo(None, x.dtype, None, -1)
+    out_ndim = x.ndim + len(axes)
+    positions = normalize_axes(op, axes, out_ndim)
+    vals = x.shape_values
+    if vals is None:
+        return TensorStructInfo(None, x.dtype, None, out_ndim)
+    it = iter(vals)
+    return TensorStructInfo([1 if k in positions else next(it) for k in range(out_ndim)], x.dtype)
+
+
+def expand_dims(x: Expr, axis: int | Sequence[int]) -> Call:
+    """``x`` with a dimension of size 1 inserted at each output position in ``axis``."""
+    axes = (int(axis),) if isinstance(axis, int) else tuple(int(a) for a in axis)
+    return make_call("relax.expand_dims", x, attrs={"axis": axes})
+
+
+@register("relax.squeeze", pattern=OpPattern.INJECTIVE, num_inputs=1)
+def _infer_squeeze(call: Call, ctx: Any) -> StructInfo:
+    """The input without the listed dimensions of size 1 (None: every constant 1)."""
+    op = "relax.squeeze"
+    check_num_args(call, op, 1)
+    x = tensor_arg(call, 0, op, "x")
+    axes = call.attrs["axis"]
+    vals = x.shape_values
+    if vals is None:
+        ndim = -1 if x.ndim == -1 or axes is None else x.ndim - len(axes)
+        return TensorStructInfo(None, x.dtype, None, ndim)
+    if axes is None:
+        drop = [k for k, d in enumerate(vals) if const_dim(d) == 1]
+    else:
+        drop = normalize_axes(op, axes, x.ndim)
+        for k in drop:
+            if const_dim(vals[k]) is not None and const_dim(vals[k]) != 1:
+                raise StructInfoError(f"{op}: cannot squeeze axis {k} of shape {shape_text(vals)}: "
+                                      f"its length is {const_dim(vals[k])}, not 1")
+    return TensorStructInfo([d for k, d in enumerate(vals) if k not in drop], x.dtype)
+
+
+def squeeze(x: Expr, axis: int | Sequence[int] | None = None) -> Call:
+    """``x`` without dimensions of size 1 (those in ``axis``, or all)."""
+    axes = None if axis is None else ((int(axis),) if isinstance(axis, int) else tuple(int(a) for a in axis))
+    return make_call("relax.squeeze", x, attrs={"axis": axes})
+
+
+# -- concat / split ---------------------------------------------------------------------------
+
+def _tuple_fields(call: Call, op: str) -> list[TensorStructInfo]:
+    sinfo = struct_info_of(call.args[0])
+    if not isinstance(sinfo, TupleStructInfo):
+        raise StructInfoError(f"{op} expects a tuple of tensors, got {struct_info_text(sinfo)}")
+    fields = list(sinfo.fields)
+    if not fields:
+        raise StructInfoError(f"{op}: the tuple of tensors is empty")
+    for f in fields:
+        if not isinstance(f, TensorStructInfo):
+            raise StructInfoError(f"{op} expects a tuple of tensors, got a field {struct_info_text(f)}")
+    return fields
+
+
+@register("relax.concat", pattern=OpPattern.INJECTIVE, num_inputs=1)
+def _infer_concat(call: Call, ctx: Any) -> StructInfo:
+    """The tensors joined along ``axis``; every other dimension must agree."""
+    op = "relax.concat"
+    check_num_args(call, op, 1)
+    xs = _tuple_fields(call, op)
+    dtype = same_dtype(op, xs)
+    ndims = {x.ndim for x in xs if x.ndim != -1}
+    if len(ndims) > 1:
+        raise StructInfoError(f"{op}: tensors of different ranks {sorted(ndims)}: "
+                              f"{', '.join(shape_text(x.shape_values) for x in xs)}")
+    if not ndims:
+        return TensorStructInfo(None, dtype, None, -1)
+    ndim = ndims.pop()
+    axis = normalize_axis(op, call.attrs["axis"], ndim)
+    shapes = [x.shape_values for x in xs]
+    if any(s is None for s in shapes):
+        return TensorStructInfo(None, dtype, None, ndim)
+    first = shapes[0]
+    for s in shapes[1:]:
+        for k in range(ndim):
+            if k != axis and not prove_dim_equal(first[k], s[k]) and prove_dim_differ(first[k], s[k]):
+                raise StructInfoError(f"{op}: cannot concatenate shapes {shape_text(first)} and "
+                                      f"{shape_text(s)} along axis {axis}: dimension {k} differs")
+    out = list(first)
+    out[axis] = simplify(sum((s[axis] for s in shapes[1:]), first[axis]))
+    return TensorStructInfo(out, dtype)
+
+
+def concat(tensors: Any, axis: int = 0) -> Call:
+    """The tensors joined along ``axis`` (a list, a Relax Tuple, or a tuple-valued var)."""
+    if isinstance(tensors, (list, tuple)):
+        tensors = Tuple(list(tensors))
+    return make_call("relax.concat", tensors, attrs={"axis": int(axis)})
+
+
+@register("relax.split", pattern=OpPattern.INJECTIVE, num_inputs=1)
+def _infer_split(call: Call, ctx: Any) -> StructInfo:
+    """A tuple of pieces along ``axis``: equal sections (an int) or cut at indices."""
+    op = "relax.split"
+    check_num_args(call, op, 1)
+    x = tensor_arg(call, 0, op, "x")
+    spec, axis = call.attrs["indices_or_sections"], call.attrs["axis"]
+    count = spec if isinstance(spec, int) else len(spec) + 1
+    if count < 1:
+        raise StructInfoError(f"{op}: the number of sections must be positive, got {spec}")
+    vals = x.shape_values
+    if vals is None:
+        return TupleStructInfo([TensorStructInfo(None, x.dtype, None, x.ndim)] * count)
+    axis = normalize_axis(op, axis, x.ndim)
+    dim = vals[axis]
+    if isinstance(spec, int):
+        n = const_dim(dim)
+        if n is None:
+            piece = simplify(dim // spec) if spec > 1 else dim
+            sizes = [piece] * spec
+        elif n % spec:
+            raise StructInfoError(f"{op}: axis {axis} of shape {shape_text(vals)} has length {n}, "
+                                  f"which does not split into {spec} equal sections")
+        else:
+            sizes = [IntImm("int64", n // spec)] * spec
+    else:
+        n = const_dim(dim)
+        if n is None:
+            raise StructInfoError(f"{op}: splitting the symbolic axis {axis} of {shape_text(vals)} "
+                                  "at indices needs a constant length")
+        bounds = [0] + [int(i) for i in spec] + [n]
+        if any(b > e for b, e in zip(bounds[:-1], bounds[1:])) or bounds[-2] > n:
+            raise StructInfoError(f"{op}: indices {list(spec)} must be sorted and within the "
+                                  f"length {n} of axis {axis} of shape {shape_text(vals)}")
+        sizes = [IntImm("int64", e - b) for b, e in zip(bounds[:-1], bounds[1:])]
+    fields = []
+    for size in sizes:
+        out = list(vals)
+        out[axis] = size
+        fields.append(TensorStructInfo(out, x.dtype))
+    return TupleStructInfo(fields)
+
+
+def split(x: Expr, indices_or_sections: int | Sequence[int], axis: int = 0) -> Call:
+    """``x`` cut along ``axis`` into equal sections or at the given indices: a tuple."""
+    spec = int(indices_or_sections) if isinstance(indices_or_sections, int) \
+        else tuple(int(i) for i in indices_or_sections)
+    return make_call("relax.split", x, attrs={"indices_or_sections": spec, "axis": int(axis)})
+
+
+# -- broadcast_to -----------------------------------------------------------------------------
+
+@register("relax.broadcast_to", pattern=OpPattern.BROADCAST, num_inputs=2)
+def _infer_broadcast_to(call: Call, ctx: Any) -> StructInfo:
+    """The target shape; each input dimension must be 1 or equal to the target's."""
+    op = "relax.broadcast_to"
+    check_num_args(call, op, 2)
+    x = tensor_arg(call, 0, op, "x")
+    target = shape_arg(call, 1, op)
+    if target is None:
+        return TensorStructInfo(None, x.dtype, None, struct_info_of(call.args[1]).ndim)
+    vals = x.shape_values
+    if vals is not None:
+        if len(vals) > len(target):
+            raise StructInfoError(f"{op}: cannot broadcast shape {shape_text(vals)} to the "
+                                  f"smaller rank of {shape_text(target)}")
+        for k in range(1, len(vals) + 1):
+            d, t = vals[-k], target[-k]
+            if const_dim(d) != 1 and not prove_dim_equal(d, t) and prove_dim_differ(d, t):
+                raise StructInfoError(f"{op}: cannot broadcast shape {shape_text(vals)} to "
+                                      f"{shape_text(target)}: dimension {dim_text(d)} against {dim_text(t)}")
+    return TensorStructInfo(list(target), x.dtype)
+
+
+def broadcast_to(x: Expr, shape: Any) -> Call:
+    """``x`` repeated along dimensions of size 1 to ``shape``."""
+    return make_call("relax.broadcast_to", x, as_shape_expr(shape, "relax.broadcast_to"))
+
+

@@ -1,0 +1,67 @@
+"""Reductions over axes: sum, mean, max, min, prod (``axis=None``: every axis)."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..expr import Call, Expr
+from ..struct_info import StructInfo, TensorStructInfo
+from ._utils import normalize_axes
+from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
+
+__all__ = ["sum", "mean", "max", "min", "prod", "reduction_sinfo"]
+
+
+def reduction_sinfo(call: Call, op: str) -> StructInfo:
+    """The input's shape without the reduced axes (kept as 1 with ``keepdims``)."""
+    check_num_args(call, op, 1)
+    x = tensor_arg(call, 0, op, "x")
+    axis, keepdims = call.attrs["axis"], call.attrs["keepdims"]
+    if x.ndim == -1:
+        return TensorStructInfo(None, x.dtype, None, -1)
+    axes = normalize_axes(op, axis, x.ndim)
+    vals = x.shape_values
+    if vals is None:
+        return TensorStructInfo(None, x.dtype, None, x.ndim if keepdims else x.ndim - len(axes))
+    out = [1 if k in axes else d for k, d in enumerate(vals) if keepdims or k not in axes]
+    return TensorStructInfo(out, x.dtype)
+
+
+def _axes(axis: int | Sequence[int] | None) -> tuple | None:
+    if axis is None:
+        return None
+    return (int(axis),) if isinstance(axis, int) else tuple(int(a) for a in axis)
+
+
+for _name in ("sum", "mean", "max", "min", "prod"):
+    def _make(op: str):
+        def infer(call: Call, ctx: Any) -> StructInfo:
+            return reduction_sinfo(call, op)
+        infer.__doc__ = f"The {op[6:]} over the given axes."
+        return infer
+    register(f"relax.{_name}", pattern=OpPattern.COMM_REDUCE, num_inputs=1)(_make(f"relax.{_name}"))
+
+
+def sum(x: Expr, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Call:  # noqa: A001
+    """The sum over ``axis`` (None: all axes)."""
+    return make_call("relax.sum", x, attrs={"axis": _axes(axis), "keepdims": bool(keepdims)})
+
+
+def mean(x: Expr, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Call:
+    """The average over ``axis`` (None: all axes)."""
+    return make_call("relax.mean", x, attrs={"axis": _axes(axis), "keepdims": bool(keepdims)})
+
+
+def max(x: Expr, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Call:  # noqa: A001
+    """The maximum over ``axis`` (None: all axes)."""
+    return make_call("relax.max", x, attrs={"axis": _axes(axis), "keepdims": bool(keepdims)})
+
+
+def min(x: Expr, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Call:  # noqa: A001
+    """The minimum over ``axis`` (None: all axes)."""
+    return make_call("relax.min", x, attrs={"axis": _axes(axis), "keepdims": bool(keepdims)})
+
+
+def prod(x: Expr, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Call:
+    """The product over ``axis`` (None: all axes)."""
+    return make_call("relax.prod", x, attrs={"axis": _axes(axis), "keepdims": bool(keepdims)})

@@ -1,0 +1,45 @@
+"""Shared by the Relax passes: apply a rewrite to every Relax function of a module."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ...ir.module import IRModule
+from ...tir.function import PrimFunc
+from ..expr import Call, Function, _set_struct_info, struct_info_of
+from ..expr_functor import ExprMutator
+from ..struct_info import TupleStructInfo
+
+
+def map_functions(mod: IRModule, rewrite: Callable[[Function, IRModule], Function]) -> IRModule:
+    """A new module whose Relax functions are ``rewrite(func, mod)``; the same module
+    object when nothing changed (other functions, PrimFuncs among them, are kept)."""
+    changed = {}
+    for gv, func in mod.items():
+        if isinstance(func, Function):
+            new = rewrite(func, mod)
+            if new is not func:
+                changed[gv] = new
+    if not changed:
+        return mod
+    return IRModule({gv: changed.get(gv, f) for gv, f in mod.functions.items()}, mod.attrs)
+
+
+class KernelCallMutator(ExprMutator):
+    """An ExprMutator that can rebuild direct calls of PrimFuncs (``cls.kernel(x, out)``, as
+    CallTIRRewrite leaves them): such a call keeps its struct info, since the BlockBuilder
+    cannot infer one for a PrimFunc callee."""
+
+    def __init__(self, mod: IRModule | None = None) -> None:
+        super().__init__(mod)
+        self.kernels = {gv for gv, f in (mod.functions.items() if mod is not None else ()) if isinstance(f, PrimFunc)}
+
+    def visit_call_(self, op: Call) -> Any:
+        new = ExprMutator.visit_call_(self, op)
+        if new is not op and new.op in self.kernels and struct_info_of(new) is None:
+            _set_struct_info(new, struct_info_of(op) or TupleStructInfo([]))
+        return new
+
+    def visit_children(self, op: Call) -> Any:
+        """The call with its operands rewritten (normalized): call first in a visit_call_ override."""
+        return self.builder_.normalize(KernelCallMutator.visit_call_(self, op))

@@ -1,0 +1,394 @@
+"""LegalizeOps: every high-level Relax operator call becomes ``R.call_tir`` of a PrimFunc
+built from TOPI.
+
+Each operator carries an ``FLegalize`` attribute, a function ``(bb, call) -> Expr`` that
+usually is one ``bb.call_te(topi.<op>, *call.args, **attrs)``.  The pass rewrites every
+Relax function of the module with an ``ExprMutator``; its BlockBuilder collects the
+PrimFuncs, and ``BlockBuilder.add_func`` reuses a structurally equal PrimFunc, so two
+``R.add`` calls of the same shapes share one kernel.
+
+A call is left as it is when its operator has no ``FLegalize`` (as in TVM: later passes
+or the VM may know it, and the build reports it if nobody does), or when an argument or
+the result has no known shape or dtype (nothing to write a kernel for yet).  Symbolic
+dimensions stay ``tir.Var``s: the PrimFunc is generic over them, and a variable it cannot
+read off its input buffers is passed as a trailing scalar argument (``tir_vars``).
+
+    mod = relax.transform.LegalizeOps()(mod)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ... import te, topi
+from ...ir.module import IRModule
+from ...ir.op import Op
+from ...ir.structural import structural_equal
+from ...tir.expr import IntImm, PrimExpr
+from ...tir.expr import Var as TirVar
+from ...tir.function import PrimFunc
+from ...tir.functor import post_order_visit
+from ...transform import PassContext, module_pass
+from ..analysis.struct_info_analysis import is_base_of
+from ..block_builder import BlockBuilder
+from ..expr import Call, Expr, Function, Tuple, TupleGetItem, struct_info_of
+from ..expr_functor import ExprMutator
+from ..op.base import call_tir
+from ..struct_info import StructInfo, TensorStructInfo, TupleStructInfo
+
+__all__ = ["LegalizeOps", "register_legalize", "legalize_call"]
+
+LegalizeFunc = Callable[[BlockBuilder, Call], Expr]
+
+
+def register_legalize(op_name: str, func: LegalizeFunc | None = None, level: int = 10) -> Any:
+    """Set the ``FLegalize`` attribute of ``op_name`` (usable as a decorator)."""
+    def wrap(f: LegalizeFunc) -> LegalizeFunc:
+        Op.get(op_name).set_attr("FLegalize", f, level)
+        return f
+
+    return wrap if func is None else wrap(func)
+
+
+def _name(call: Call) -> str:
+    """The PrimFunc name TVM would give: the op name without ``relax.`` / ``nn.``."""
+    return call.op.name.split(".")[-1]
+
+
+def _te(fn: Callable, *args: Any, **attrs: Any) -> LegalizeFunc:
+    """A legalization that is one ``call_te`` of ``fn`` on the call's arguments."""
+    def legalize(bb: BlockBuilder, call: Call) -> Expr:
+        return bb.call_te(fn, *call.args, primfunc_name_hint=_name(call), **attrs)
+    return legalize
+
+
+def _out_shape(call: Call) -> list[PrimExpr]:
+    return list(call.struct_info.shape_values)
+
+
+def _out_dtype(call: Call) -> str:
+    return call.struct_info.dtype
+
+
+# -- element-wise ------------------------------------------------------------------------------
+
+for _op_name, _fn in [
+    ("add", topi.add), ("subtract", topi.subtract), ("multiply", topi.multiply), ("divide", topi.divide),
+    ("floor_divide", topi.floor_divide), ("power", topi.power), ("maximum", topi.maximum),
+    ("minimum", topi.minimum), ("equal", topi.equal), ("not_equal", topi.not_equal),
+    ("less", topi.less), ("less_equal", topi.less_equal), ("greater", topi.greater),
+    ("greater_equal", topi.greater_equal), ("where", topi.where),
+    ("exp", topi.exp), ("log", topi.log), ("sqrt", topi.sqrt), ("rsqrt", topi.rsqrt),
+    ("tanh", topi.tanh), ("sigmoid", topi.sigmoid), ("erf", topi.erf), ("negative", topi.negative),
+    ("abs", topi.abs), ("nn.relu", topi.nn.relu), ("nn.gelu", topi.nn.gelu),
+    ("nn.gelu_tanh", topi.nn.gelu_tanh), ("nn.silu", topi.nn.silu),
+]:
+    register_legalize(f"relax.{_op_name}", _te(_fn))
+
+
+@register_legalize("relax.ewise_fma")
+def _ewise_fma(bb: BlockBuilder, call: Call) -> Expr:
+    def fma(a: te.Tensor, b: te.Tensor, c: te.Tensor) -> te.Tensor:
+        return te.compute(a.shape, lambda *i: a(*i) * b(*i) + c(*i), name="T_ewise_fma")
+    return bb.call_te(fma, *call.args, primfunc_name_hint="ewise_fma")
+
+
+@register_legalize("relax.astype")
+def _astype(bb: BlockBuilder, call: Call) -> Expr:
+    return bb.call_te(topi.cast, call.args[0], call.attrs["dtype"], primfunc_name_hint="cast")
+
+
+# -- linear algebra ----------------------------------------------------------------------------
+
+@register_legalize("relax.matmul")
+def _matmul(bb: BlockBuilder, call: Call) -> Expr:
+    return bb.call_te(topi.nn.matmul, call.args[0], call.args[1], out_dtype=_out_dtype(call),
+                      primfunc_name_hint="matmul")
+
+
+# -- shapes and indexing -----------------------------------------------------------------------
+
+@register_legalize("relax.permute_dims")
+def _permute_dims(bb: BlockBuilder, call: Call) -> Expr:
+    axes = call.attrs["axes"]
+    return bb.call_te(topi.transpose, call.args[0], None if axes is None else list(axes),
+                      primfunc_name_hint="transpose")
+
+
+@register_legalize("relax.reshape")
+def _reshape(bb: BlockBuilder, call: Call) -> Expr:
+    return bb.call_te(topi.reshape, call.args[0], _out_shape(call), primfunc_name_hint="reshape")
+
+
+@register_legalize("relax.flatten")
+def _flatten(bb: BlockBuilder, call: Call) -> Expr:
+    return bb.call_te(topi.reshape, call.args[0], _out_shape(call), primfunc_name_hint="reshape")
+
+
+@register_legalize("relax.broadcast_to")
+def _broadcast_to(bb: BlockBuilder, call: Call) -> Expr:
+    return bb.call_te(topi.broadcast_to, call.args[0], _out_shape(call), primfunc_name_hint="broadcast_to")
+
+
+@register_legalize("relax.expand_dims")
+def _expand_dims(bb: BlockBuilder, call: Call) -> Expr:
+    return bb.call_te(topi.expand_dims, call.args[0], list(call.attrs["axis"]), primfunc_name_hint="expand_dims")
+
+
+@register_legalize("relax.squeeze")
+def _squeeze(bb: BlockBuilder, call: Call) -> Expr:
+    axis = call.attrs["axis"]
+    if axis is None:  # the dimensions the struct info says are 1
+        vals = struct_info_of(call.args[0]).shape_values
+        axis = [k for k, d in enumerate(vals) if isinstance(d, IntImm) and d.value == 1]
+    return bb.call_te(topi.squeeze, call.args[0], list(axis), primfunc_name_hint="squeeze")
+
+
+def _tensors_of(bb: BlockBuilder, tup: Expr) -> list[Expr]:
+    """The fields of a tuple-valued expression, as separate Relax values."""
+    if isinstance(tup, Tuple):
+        return list(tup.fields)
+    sinfo = struct_info_of(tup)
+    return [bb.emit(TupleGetItem(tup, k)) for k in range(len(sinfo.fields))]
+
+
+@register_legalize("relax.concat")
+def _concat(bb: BlockBuilder, call: Call) -> Expr:
+    def concat(*ts: te.Tensor, axis: int) -> te.Tensor:
+        return topi.concatenate(ts, axis)
+    return bb.call_te(concat, *_tensors_of(bb, call.args[0]), axis=call.attrs["axis"],
+                      primfunc_name_hint="concatenate")
+
+
+@register_legalize("relax.split")
+def _split(bb: BlockBuilder, call: Call) -> Expr:
+    spec = call.attrs["indices_or_sections"]
+    return bb.call_te(topi.split, call.args[0], spec if isinstance(spec, int) else list(spec),
+                      call.attrs["axis"], primfunc_name_hint="split")
+
+
+@register_legalize("relax.take")
+def _take(bb: BlockBuilder, call: Call) -> Expr:
+    return bb.call_te(topi.take, call.args[0], call.args[1], call.attrs["axis"], primfunc_name_hint="take")
+
+
+@register_legalize("relax.strided_slice")
+def _strided_slice(bb: BlockBuilder, call: Call) -> Expr:
+    a = call.attrs
+    return bb.call_te(topi.strided_slice, call.args[0], list(a["begin"]), list(a["end"]),
+                      list(a["strides"]), list(a["axes"]), primfunc_name_hint="strided_slice")
+
+
+# -- reductions and search ---------------------------------------------------------------------
+
+for _op_name, _fn in [("sum", topi.sum), ("mean", topi.mean), ("max", topi.max), ("min", topi.min),
+                      ("prod", topi.prod), ("argmax", topi.argmax), ("argmin", topi.argmin)]:
+    def _make(fn: Callable) -> LegalizeFunc:
+        def legalize(bb: BlockBuilder, call: Call) -> Expr:
+            axis = call.attrs["axis"]
+            return bb.call_te(fn, call.args[0], None if axis is None else axis,
+                              call.attrs["keepdims"], primfunc_name_hint=_name(call))
+        return legalize
+    register_legalize(f"relax.{_op_name}", _make(_fn))
+
+
+# -- creation ------------------------------------------------------------------------------------
+
+def _vars_of(exprs: list[PrimExpr]) -> list[TirVar]:
+    out: list[TirVar] = []
+    for e in exprs:
+        post_order_visit(e, lambda n: out.append(n) if isinstance(n, TirVar) and all(n is not o for o in out)
+                         else None)
+    return out
+
+
+def _call_te_without_inputs(bb: BlockBuilder, out: te.Tensor, name: str, out_sinfo: StructInfo) -> Expr:
+    """``call_tir`` of a PrimFunc that reads no tensor (its symbolic sizes come as tir_vars)."""
+    tir_vars = _vars_of(list(out.shape))
+    prim = te.create_prim_func([out, *tir_vars], index_dtype_override="int64")
+    attrs = {k: v for k, v in prim.attrs.items() if k != "global_symbol"}
+    prim = PrimFunc(prim.params, prim.buffer_map, prim.body, prim.ret_type, attrs)
+    gv = bb.add_func(prim, name)
+    return call_tir(gv, [], out_sinfo, tir_vars=tir_vars or None)
+
+
+@register_legalize("relax.zeros")
+def _zeros(bb: BlockBuilder, call: Call) -> Expr:
+    out = topi.full(_out_shape(call), _out_dtype(call), 0)
+    return _call_te_without_inputs(bb, out, "zeros", call.struct_info)
+
+
+@register_legalize("relax.ones")
+def _ones(bb: BlockBuilder, call: Call) -> Expr:
+    out = topi.full(_out_shape(call), _out_dtype(call), 1)
+    return _call_te_without_inputs(bb, out, "ones", call.struct_info)
+
+
+@register_legalize("relax.arange")
+def _arange(bb: BlockBuilder, call: Call) -> Expr:
+    start, end, step = (struct_info_of(a).value.value for a in call.args)
+    out = topi.arange(start, end, step, _out_dtype(call))
+    return _call_te_without_inputs(bb, out, "arange", call.struct_info)
+
+
+@register_legalize("relax.full")
+def _full(bb: BlockBuilder, call: Call) -> Expr:
+    return bb.call_te(topi.full, _out_shape(call), _out_dtype(call), call.args[1], primfunc_name_hint="full")
+
+
+def _fill_like(value: Any) -> LegalizeFunc:
+    def legalize(bb: BlockBuilder, call: Call) -> Expr:
+        def fill(x: te.Tensor, *fill_value: te.Tensor, dtype: str) -> te.Tensor:
+            return topi.full(x.shape, dtype, fill_value[0] if fill_value else value)
+        return bb.call_te(fill, *call.args, dtype=_out_dtype(call), primfunc_name_hint=_name(call))
+    return legalize
+
+
+register_legalize("relax.zeros_like", _fill_like(0))
+register_legalize("relax.ones_like", _fill_like(1))
+register_legalize("relax.full_like", _fill_like(None))
+
+
+# -- neural networks -----------------------------------------------------------------------------
+
+@register_legalize("relax.nn.softmax")
+def _softmax(bb: BlockBuilder, call: Call) -> Expr:
+    return bb.call_te(topi.nn.softmax, call.args[0], call.attrs["axis"], primfunc_name_hint="softmax")
+
+
+@register_legalize("relax.nn.log_softmax")
+def _log_softmax(bb: BlockBuilder, call: Call) -> Expr:
+    return bb.call_te(topi.nn.log_softmax, call.args[0], call.attrs["axis"], primfunc_name_hint="log_softmax")
+
+
+@register_legalize("relax.nn.layer_norm")
+def _layer_norm(bb: BlockBuilder, call: Call) -> Expr:
+    a = call.attrs
+    return bb.call_te(topi.nn.layer_norm, *call.args, axis=list(a["axes"]), epsilon=a["epsilon"],
+                      center=a["center"], scale=a["scale"], primfunc_name_hint="layer_norm")
+
+
+@register_legalize("relax.nn.batch_norm")
+def _batch_norm(bb: BlockBuilder, call: Call) -> Expr:
+    a = call.attrs
+    return bb.call_te(topi.nn.batch_norm, *call.args, axis=a["axis"], epsilon=a["epsilon"],
+                      center=a["center"], scale=a["scale"], primfunc_name_hint="batch_norm")
+
+
+@register_legalize("relax.nn.conv2d")
+def _conv2d(bb: BlockBuilder, call: Call) -> Expr:
+    a = call.attrs
+    return bb.call_te(topi.nn.conv2d_nchw, call.args[0], call.args[1], stride=list(a["strides"]),
+                      padding=list(a["padding"]), dilation=list(a["dilation"]), groups=a["groups"],
+                      out_dtype=_out_dtype(call), primfunc_name_hint="conv2d")
+
+
+def _pool(pool_type: str) -> LegalizeFunc:
+    def legalize(bb: BlockBuilder, call: Call) -> Expr:
+        a = call.attrs
+        return bb.call_te(topi.nn.pool2d, call.args[0], kernel=list(a["pool_size"]), stride=list(a["strides"]),
+                          dilation=list(a["dilation"]), padding=list(a["padding"]), pool_type=pool_type,
+                          ceil_mode=a["ceil_mode"], count_include_pad=a["count_include_pad"],
+                          primfunc_name_hint=_name(call))
+    return legalize
+
+
+register_legalize("relax.nn.max_pool2d", _pool("max"))
+register_legalize("relax.nn.avg_pool2d", _pool("avg"))
+
+
+@register_legalize("relax.nn.adaptive_avg_pool2d")
+def _adaptive_avg_pool2d(bb: BlockBuilder, call: Call) -> Expr:
+    size = [d.value for d in _out_shape(call)[2:]]
+    return bb.call_te(topi.nn.adaptive_pool, call.args[0], size, "avg", primfunc_name_hint="adaptive_avg_pool2d")
+
+
+@register_legalize("relax.nn.pad")
+def _pad(bb: BlockBuilder, call: Call) -> Expr:
+    w = call.attrs["pad_width"]
+    return bb.call_te(topi.nn.pad, call.args[0], list(w[0::2]), list(w[1::2]), call.attrs["pad_value"],
+                      primfunc_name_hint="pad")
+
+
+@register_legalize("relax.nn.dropout")
+def _dropout(bb: BlockBuilder, call: Call) -> Expr:
+    def dropout(x: te.Tensor) -> list[te.Tensor]:
+        return [topi.identity(x), topi.full_like(x, 1)]
+    return bb.call_te(dropout, call.args[0], primfunc_name_hint="dropout")
+
+
+# -- the pass ------------------------------------------------------------------------------------
+
+def _fully_known(sinfo: Any) -> bool:
+    """A tensor (or tuple of tensors) with known shape and dtype; other values pass."""
+    if isinstance(sinfo, TensorStructInfo):
+        return sinfo.shape_values is not None and not sinfo.is_unknown_dtype
+    if isinstance(sinfo, TupleStructInfo):
+        return all(_fully_known(f) for f in sinfo.fields)
+    return True
+
+
+def legalize_call(bb: BlockBuilder, call: Call, custom: dict[str, LegalizeFunc] | None = None) -> Expr:
+    """``call`` legalized through ``bb`` when its op has a legalization and its shapes are
+    known, else ``call`` itself."""
+    if not isinstance(call.op, Op):
+        return call
+    fn = (custom or {}).get(call.op.name) or call.op.get_attr("FLegalize")
+    if fn is None:
+        return call
+    if not all(_fully_known(struct_info_of(a)) for a in call.args) or not _fully_known(call.struct_info):
+        return call
+    return _keep_struct_info(fn(bb, call), call.struct_info)
+
+
+def _keep_struct_info(new: Expr, sinfo: StructInfo) -> Expr:
+    """A ``call_tir`` whose output struct info TOPI wrote differently (``h + 2 - 3 + 1``
+    for ``h``) but provably equal gets the op's own, so the bindings keep their types."""
+    if not (isinstance(new, Call) and isinstance(new.op, Op) and new.op.name == "relax.call_tir"):
+        return new
+    out = new.sinfo_args[0]
+    if structural_equal(out, sinfo) or not (is_base_of(out, sinfo) and is_base_of(sinfo, out)):
+        return new
+    return Call(new.op, new.args, new.attrs, [sinfo])
+
+
+class _Legalizer(ExprMutator):
+    def __init__(self, mod: IRModule, custom: dict[str, LegalizeFunc] | None):
+        super().__init__(mod)
+        self.custom = custom
+
+    def visit_call_(self, call: Call) -> Expr:
+        call = self.visit_expr_post_order(call)
+        return legalize_call(self.builder_, call, self.custom) if isinstance(call, Call) else call
+
+
+@module_pass(opt_level=0, name="LegalizeOps")
+class LegalizeOps:
+    """Replace Relax operator calls by ``call_tir`` of TOPI-generated PrimFuncs.
+
+    ``customize_legalize_map`` maps op names to legalization functions ``(bb, call) ->
+    Expr`` used instead of the registered ``FLegalize``.  Calls of ops without a
+    legalization, or whose shapes are unknown, are kept unchanged.
+    """
+
+    def __init__(self, customize_legalize_map: dict[str, LegalizeFunc] | None = None,
+                 enable_warning: bool = False):
+        self.custom = dict(customize_legalize_map or {})
+        self.enable_warning = enable_warning
+
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        legalizer = _Legalizer(mod, self.custom)
+        for gv, func in list(mod.functions.items()):
+            if isinstance(func, Function):
+                new = legalizer.visit_expr(func)
+                if new is not func:
+                    legalizer.builder_.update_func(gv, new)
+        out = legalizer.builder_.get()
+        if self.enable_warning:
+            import warnings
+
+            from ..pipeline import high_level_ops
+            left = high_level_ops(out)
+            if left:
+                warnings.warn(f"LegalizeOps left these operators as they were: {', '.join(left)}", stacklevel=2)
+        return out

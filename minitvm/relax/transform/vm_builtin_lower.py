@@ -1,0 +1,66 @@
+"""VMBuiltinLower: the memory operators become calls of the VM's builtin functions.
+
+=====================================================  ===============================================
+``R.builtin.alloc_tensor(shape, dtype, dev)``           ``storage = vm.builtin.alloc_storage(shape, dtype)``
+                                                        ``vm.builtin.alloc_tensor(storage, 0, shape, dtype)``
+``R.memory.alloc_storage(size, dev, scope, dtype)``     ``vm.builtin.alloc_storage(size, dtype)``
+``R.memory.alloc_tensor(storage, offset, shape, dt)``   ``vm.builtin.alloc_tensor(storage, offset, shape, dt)``
+``R.call_pure_packed(f, *args)``                        ``f(*args)``
+=====================================================  ===============================================
+
+Afterwards every call in a function is a call of a name (``R.ExternFunc``) or of a module
+function (a PrimFunc kernel or another Relax function): what the VM code generator emits.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...ir.module import IRModule
+from ...ir.op import Op
+from ...transform import PassContext, module_pass
+from ..expr import Call, ExternFunc, Function, PrimValue
+from ..struct_info import ObjectStructInfo
+from ..vm.ops import ALLOC_STORAGE, ALLOC_TENSOR, MEMORY_ALLOC_TENSOR
+from ._util import KernelCallMutator, map_functions
+
+__all__ = ["VMBuiltinLower"]
+
+
+def builtin_call(name: str, args: list, sinfo: Any = None) -> Call:
+    """``R.ExternFunc(name)(*args)`` with the struct info of its result."""
+    return Call(ExternFunc(name), args, None, [sinfo or ObjectStructInfo()])
+
+
+class _BuiltinLower(KernelCallMutator):
+    def visit_call_(self, op: Call) -> Any:
+        call = self.visit_children(op)
+        if not isinstance(call.op, Op):
+            return call
+        name = call.op.name
+        if name == ALLOC_TENSOR:
+            shape, dtype = call.args[0], call.args[1]
+            storage = self.builder_.emit(builtin_call("vm.builtin.alloc_storage", [shape, dtype]), "storage")
+            return builtin_call("vm.builtin.alloc_tensor", [storage, PrimValue(0), shape, dtype], call.struct_info)
+        if name == ALLOC_STORAGE:
+            return builtin_call("vm.builtin.alloc_storage", [call.args[0], call.args[3]])
+        if name == MEMORY_ALLOC_TENSOR:
+            return builtin_call("vm.builtin.alloc_tensor", list(call.args), call.struct_info)
+        if name == "relax.call_pure_packed":
+            return Call(call.args[0], list(call.args[1:]), None, [call.struct_info])
+        if name in ("relax.call_tir", "relax.call_dps_packed"):
+            raise ValueError(f"VMBuiltinLower: {name} is still in the module; run CallTIRRewrite first")
+        raise ValueError(f"VMBuiltinLower: operator {name} has no VM lowering; run LegalizeOps first "
+                         "(relax.get_pipeline('zero') does) to turn it into call_tir of a PrimFunc")
+
+
+def _rewrite(func: Function, mod: IRModule) -> Function:
+    return _BuiltinLower(mod).visit_expr(func)
+
+
+@module_pass(opt_level=0, name="VMBuiltinLower")
+class VMBuiltinLower:
+    """Memory operators -> VM builtin calls: ``VMBuiltinLower()(mod)``."""
+
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        return map_functions(mod, _rewrite)

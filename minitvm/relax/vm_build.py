@@ -1,0 +1,59 @@
+"""``relax.build(mod, target)``: a module of Relax functions and PrimFuncs -> VM Executable.
+
+1. the Relax pipeline (``relax_pipeline``, default ``"default"``: LegalizeOps and the VM
+   lowering passes; the lowering passes run in any case, they leave lowered code alone);
+2. the PrimFuncs -> ``minitvm.build`` -> the kernel library (LLVM machine code);
+3. the Relax functions -> bytecode (:func:`minitvm.relax.vm.codegen`);
+
+packed into a :class:`minitvm.runtime.vm.Executable` that ``relax.VirtualMachine`` runs
+and ``ex.save(path)`` writes (kernels as optimized LLVM IR, re-JIT-compiled on load).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..ir.module import IRModule
+from ..runtime.vm import Executable, VirtualMachine
+from ..target.codegen import llvm_export  # noqa: F401 - registers the hooks that save/load kernels
+from ..tir.function import PrimFunc
+from ..transform import Pass, Sequential
+from . import transform, vm
+from .expr import Function
+from .pipeline import get_pipeline, register_pipeline, vm_lowering_passes
+from .vm.codegen import codegen
+
+# re-exported so that minitvm/relax/__init__.py needs a single import line
+__all__ = ["build", "VirtualMachine", "get_pipeline", "register_pipeline", "transform", "vm"]
+
+
+def build(mod: IRModule, target: Any = "llvm", params: dict | None = None,
+          relax_pipeline: str | Pass | None = "default", tir_pipeline: str | None = "default",
+          exec_mode: str = "bytecode", **kwargs: Any) -> Executable:
+    """Compile ``mod`` for the VM.  ``params`` binds function parameters by name to constants
+    (not supported yet: pass weights as arguments); the TIR pipeline is always
+    ``minitvm.tir.transform.lower_pipeline()``."""
+    from .. import driver
+
+    if not isinstance(mod, IRModule):
+        raise TypeError(f"relax.build expects an IRModule, got {type(mod).__name__}")
+    if exec_mode != "bytecode":
+        raise ValueError(f"relax.build: exec_mode {exec_mode!r} is not supported; only 'bytecode'")
+    if params:
+        raise NotImplementedError("relax.build(params=...) is not supported yet; pass the weights as arguments")
+    if tir_pipeline not in (None, "default"):
+        raise NotImplementedError("relax.build: only the default TIR pipeline is supported")
+    if kwargs:
+        raise TypeError(f"relax.build: unexpected arguments {', '.join(kwargs)}")
+    if not any(isinstance(f, Function) for _, f in mod.items()):
+        raise ValueError("relax.build: the module has no Relax function; use minitvm.build for TIR only")
+    if isinstance(relax_pipeline, str):
+        relax_pipeline = get_pipeline(relax_pipeline)
+    if relax_pipeline is not None:
+        mod = relax_pipeline(mod)
+    mod = Sequential(vm_lowering_passes(), name="vm_lowering")(mod)
+    prims = {gv: f for gv, f in mod.items() if isinstance(f, PrimFunc)}
+    lib = driver.build(IRModule(prims), target) if prims else None
+    exe = codegen(mod, lib)
+    exe.ir_module = mod  # what was compiled, for inspection
+    return exe

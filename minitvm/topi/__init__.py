@@ -1,0 +1,82 @@
+"""TOPI: the operator library in tensor expressions — what Relax ops legalize to.
+
+    A = te.placeholder((n, 784), "float32", name="A")
+    W = te.placeholder((128, 784), "float32", name="W")
+    Y = topi.nn.relu(topi.nn.dense(A, W))
+    func = te.create_prim_func([A, W, Y])
+
+Every function takes ``te.Tensor``s (and plain attributes) and returns ``te.Tensor``s;
+compute definitions are the plain math, with no schedule.
+"""
+
+from . import nn, utils
+from .broadcast import (
+    add,
+    broadcast_to,
+    divide,
+    equal,
+    floor_divide,
+    greater,
+    greater_equal,
+    less,
+    less_equal,
+    logical_and,
+    logical_or,
+    maximum,
+    minimum,
+    multiply,
+    not_equal,
+    power,
+    subtract,
+    where,
+)
+from .elemwise import (
+    abs,
+    cast,
+    ceil,
+    clip,
+    cos,
+    erf,
+    exp,
+    floor,
+    full,
+    full_like,
+    identity,
+    log,
+    logical_not,
+    negative,
+    ones,
+    round,
+    rsqrt,
+    sigmoid,
+    sin,
+    sqrt,
+    tanh,
+    zeros,
+)
+from .reduction import argmax, argmin, max, mean, min, prod, sum
+from .transform import (
+    arange,
+    concatenate,
+    expand_dims,
+    flatten,
+    reshape,
+    split,
+    squeeze,
+    strided_slice,
+    take,
+    transpose,
+)
+
+__all__ = [
+    "nn", "utils",
+    "add", "subtract", "multiply", "divide", "floor_divide", "power", "maximum", "minimum",
+    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
+    "logical_or", "where", "broadcast_to",
+    "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "negative", "abs", "floor", "ceil",
+    "round", "sin", "cos", "identity", "logical_not", "cast", "clip", "full", "full_like",
+    "zeros", "ones",
+    "sum", "max", "min", "prod", "mean", "argmax", "argmin",
+    "transpose", "reshape", "flatten", "expand_dims", "squeeze", "concatenate", "split",
+    "strided_slice", "take", "arange",
+]

@@ -1,0 +1,120 @@
+"""Element-wise binary operators with numpy broadcasting (``topi.add(A, B)``).
+
+Either operand may be a Python number or a scalar PrimExpr.  An input dimension of
+constant size 1 is read at index 0; a symbolic dimension is assumed to match the
+output's (Relax's shape inference has checked what it could).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from .. import te
+from ..tir import op as _op
+from ..tir.expr import PrimExpr, const, convert
+from .utils import is_one
+
+__all__ = ["broadcast_shape", "broadcast_to", "add", "subtract", "multiply", "divide",
+           "floor_divide", "power", "maximum", "minimum", "equal", "not_equal", "less",
+           "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "where"]
+
+
+def broadcast_shape(a: Sequence[Any], b: Sequence[Any], who: str = "broadcast") -> list[PrimExpr]:
+    """The numpy broadcast of two shapes (a 1 gives way to the other dimension)."""
+    out = []
+    for k in range(1, max(len(a), len(b)) + 1):
+        da = a[-k] if k <= len(a) else None
+        db = b[-k] if k <= len(b) else None
+        if da is None or (is_one(da) and db is not None):
+            out.append(db)
+        elif db is None or is_one(db):
+            out.append(da)
+        else:
+            ca, cb = getattr(da, "value", None), getattr(db, "value", None)
+            if ca is not None and cb is not None and ca != cb:
+                raise ValueError(f"{who}: cannot broadcast shapes {list(a)} and {list(b)}")
+            out.append(da if ca is not None or cb is None else db)
+    return list(reversed(out))
+
+
+def _reader(t: Any, out_ndim: int) -> Callable[[Sequence[Any]], PrimExpr]:
+    """A function from output indices to the element of ``t`` they broadcast from."""
+    if not isinstance(t, te.Tensor):
+        value = convert(t)
+        return lambda idx: value
+    shape = t.shape
+    offset = out_ndim - len(shape)
+
+    def read(idx: Sequence[Any]) -> PrimExpr:
+        return t[tuple(const(0, d.dtype) if is_one(d) else idx[offset + k] for k, d in enumerate(shape))]
+
+    return read
+
+
+def _shape_of(x: Any) -> tuple:
+    return tuple(x.shape) if isinstance(x, te.Tensor) else ()
+
+
+def _binary(fop: Callable[[PrimExpr, PrimExpr], PrimExpr], name: str) -> Callable:
+    def compute(lhs: Any, rhs: Any) -> Any:
+        if not isinstance(lhs, te.Tensor) and not isinstance(rhs, te.Tensor):
+            return fop(convert(lhs), convert(rhs))
+        # a Python number takes the dtype of the tensor on the other side
+        if not isinstance(lhs, te.Tensor) and not isinstance(lhs, PrimExpr):
+            lhs = const(lhs, rhs.dtype)
+        if not isinstance(rhs, te.Tensor) and not isinstance(rhs, PrimExpr):
+            rhs = const(rhs, lhs.dtype)
+        shape = broadcast_shape(_shape_of(lhs), _shape_of(rhs), f"topi.{name}")
+        ra, rb = _reader(lhs, len(shape)), _reader(rhs, len(shape))
+        return te.compute(shape, lambda *idx: fop(ra(idx), rb(idx)), name=f"T_{name}")
+
+    compute.__name__ = name
+    compute.__doc__ = f"Element-wise ``{name}`` of two tensors (or a tensor and a scalar), broadcasting."
+    return compute
+
+
+def _pow(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    return _op.pow(a, b)
+
+
+add = _binary(_op.add, "add")
+subtract = _binary(_op.sub, "subtract")
+multiply = _binary(_op.mul, "multiply")
+divide = _binary(_op.div, "divide")
+floor_divide = _binary(_op.floordiv, "floor_divide")
+power = _binary(_pow, "power")
+maximum = _binary(_op.max, "maximum")
+minimum = _binary(_op.min, "minimum")
+equal = _binary(_op.equal, "equal")
+not_equal = _binary(_op.not_equal, "not_equal")
+less = _binary(_op.less, "less")
+less_equal = _binary(_op.less_equal, "less_equal")
+greater = _binary(_op.greater, "greater")
+greater_equal = _binary(_op.greater_equal, "greater_equal")
+logical_and = _binary(_op.logical_and, "logical_and")
+logical_or = _binary(_op.logical_or, "logical_or")
+
+
+def broadcast_to(data: te.Tensor, shape: Sequence[Any]) -> te.Tensor:
+    """``data`` repeated along the dimensions where it is 1 (or missing) to ``shape``."""
+    shape = list(shape)
+    if len(shape) < data.ndim:
+        raise ValueError(f"topi.broadcast_to: cannot broadcast {list(data.shape)} to fewer "
+                         f"dimensions {shape}")
+    read = _reader(data, len(shape))
+    return te.compute(shape, lambda *idx: read(idx), name="T_broadcast_to")
+
+
+def where(condition: Any, x: Any, y: Any) -> te.Tensor:
+    """``x`` where ``condition`` holds, else ``y``, all three broadcast together."""
+    shape = broadcast_shape(_shape_of(condition), _shape_of(x), "topi.where")
+    shape = broadcast_shape(shape, _shape_of(y), "topi.where")
+    rc, rx, ry = (_reader(t, len(shape)) for t in (condition, x, y))
+
+    def fcompute(*idx: Any) -> PrimExpr:
+        cond = rc(idx)
+        if cond.dtype != "bool":
+            cond = _op.not_equal(cond, const(0, cond.dtype))
+        return _op.Select(cond, *_op._promote(rx(idx), ry(idx)))
+
+    return te.compute(shape, fcompute, name="T_where")

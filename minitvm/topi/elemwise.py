@@ -1,0 +1,79 @@
+"""Element-wise unary operators, casts and constant-filled tensors (``topi.exp(A)``)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from .. import te
+from ..ir import dtype as _dt
+from ..tir import op as _op
+from ..tir.expr import PrimExpr, const
+from .utils import as_expr
+
+__all__ = ["exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "negative", "abs",
+           "floor", "ceil", "round", "sin", "cos", "identity", "cast", "full", "full_like",
+           "zeros", "ones", "clip", "logical_not"]
+
+
+def _unary(fop: Callable[[PrimExpr], PrimExpr], name: str) -> Callable[[te.Tensor], te.Tensor]:
+    def compute(x: te.Tensor) -> te.Tensor:
+        return te.compute(x.shape, lambda *i: fop(x(*i)), name=f"T_{name}")
+
+    compute.__name__ = name
+    compute.__doc__ = f"Element-wise ``{name}``."
+    return compute
+
+
+exp = _unary(_op.exp, "exp")
+log = _unary(_op.log, "log")
+sqrt = _unary(_op.sqrt, "sqrt")
+rsqrt = _unary(_op.rsqrt, "rsqrt")
+tanh = _unary(_op.tanh, "tanh")
+sigmoid = _unary(_op.sigmoid, "sigmoid")
+erf = _unary(_op.erf, "erf")
+negative = _unary(_op.neg, "negative")
+abs = _unary(_op.abs, "abs")  # noqa: A001 - TVM's name
+floor = _unary(_op.floor, "floor")
+ceil = _unary(_op.ceil, "ceil")
+round = _unary(_op.round, "round")  # noqa: A001
+sin = _unary(_op.sin, "sin")
+cos = _unary(_op.cos, "cos")
+identity = _unary(lambda v: v, "identity")
+logical_not = _unary(_op.logical_not, "logical_not")
+
+
+def cast(x: te.Tensor, dtype: str) -> te.Tensor:
+    """``x`` converted element-wise to ``dtype`` (to bool: ``x != 0``)."""
+    dtype = _dt.check(dtype)
+    if dtype == "bool":
+        return te.compute(x.shape, lambda *i: _op.not_equal(x(*i), const(0, x.dtype)), name="T_cast")
+    return te.compute(x.shape, lambda *i: _op.cast(x(*i), dtype), name="T_cast")
+
+
+def clip(x: te.Tensor, a_min: Any, a_max: Any) -> te.Tensor:
+    """``x`` limited to ``[a_min, a_max]`` element-wise."""
+    lo, hi = as_expr(a_min, x.dtype), as_expr(a_max, x.dtype)
+    return te.compute(x.shape, lambda *i: _op.min(_op.max(x(*i), lo), hi), name="T_clip")
+
+
+def full(shape: Sequence[Any], dtype: str, fill_value: Any) -> te.Tensor:
+    """A tensor of ``shape`` whose every element is ``fill_value`` (a number, PrimExpr
+    or a 0-d tensor)."""
+    dtype = _dt.check(dtype)
+    if isinstance(fill_value, te.Tensor):
+        return te.compute(list(shape), lambda *i: _op.cast(fill_value[()], dtype), name="T_full")
+    value = as_expr(fill_value, dtype)
+    return te.compute(list(shape), lambda *i: value, name="T_full")
+
+
+def full_like(x: te.Tensor, fill_value: Any) -> te.Tensor:
+    """A tensor like ``x`` filled with ``fill_value``."""
+    return full(x.shape, x.dtype, fill_value)
+
+
+def zeros(shape: Sequence[Any], dtype: str = "float32") -> te.Tensor:
+    return full(shape, dtype, 0)
+
+
+def ones(shape: Sequence[Any], dtype: str = "float32") -> te.Tensor:
+    return full(shape, dtype, 1)

@@ -1,0 +1,200 @@
+"""The passes that lower Relax to what the VM code generator emits, each on its own."""
+
+from __future__ import annotations
+
+import pytest
+
+import minitvm
+from minitvm import relax, tir
+from minitvm.relax import transform
+from minitvm.relax.transform import memory_plan
+from minitvm.relax.vm import module_text
+from minitvm.relax.vm.ops import ALLOC_TENSOR, MEMORY_ALLOC_TENSOR
+
+from ..vm.mlp_models import mlp_call_tir, mlp_emit_te, te_relu
+
+
+def _lines(mod, name="main"):
+    """The body of ``name`` in the text dump, one stripped line per binding, up to its return."""
+    body = module_text(mod).split(f"def {name}(")[1].split("\n    return ")[0]
+    ret = module_text(mod).split(f"def {name}(")[1].split("\n    return ")[1].splitlines()[0]
+    return [line.strip() for line in body.splitlines()[1:]] + [f"return {ret}"]
+
+
+def test_to_non_dataflow_removes_dataflow_blocks_and_vars():
+    mod = transform.ToNonDataflow()(mlp_call_tir())
+    text = module_text(mod)
+    assert "R.dataflow" not in text
+    func = mod["main"]
+    assert all(type(b) is relax.BindingBlock for b in func.body.blocks)
+    assert not any(isinstance(b.var, relax.DataflowVar) for blk in func.body.blocks for b in blk.bindings)
+    assert relax.analysis.well_formed(mod)
+
+
+def test_call_tir_rewrite_golden():
+    mod = transform.CallTIRRewrite()(transform.ToNonDataflow()(mlp_call_tir()))
+    assert _lines(mod) == [
+        'alloc: R.Tensor((1, 128), "float32") = R.builtin.alloc_tensor(R.shape([1, 128]), '
+        'R.dtype("float32"), R.prim_value(0))',
+        '_: R.Tuple() = cls.linear0(x, w0, b0, alloc)',
+        'lv: R.Tensor((1, 128), "float32") = alloc',
+        'alloc1: R.Tensor((1, 128), "float32") = R.builtin.alloc_tensor(R.shape([1, 128]), '
+        'R.dtype("float32"), R.prim_value(0))',
+        '_1: R.Tuple() = cls.relu0(lv, alloc1)',
+        'lv1: R.Tensor((1, 128), "float32") = alloc1',
+        'alloc2: R.Tensor((1, 10), "float32") = R.builtin.alloc_tensor(R.shape([1, 10]), '
+        'R.dtype("float32"), R.prim_value(0))',
+        '_2: R.Tuple() = cls.linear1(lv1, w1, b1, alloc2)',
+        'lv2: R.Tensor((1, 10), "float32") = alloc2',
+        'gv: R.Tensor((1, 10), "float32") = lv2',
+        'return gv',
+    ]
+
+
+def test_call_tir_rewrite_works_inside_dataflow_blocks_too():
+    mod = transform.CallTIRRewrite()(mlp_call_tir())
+    assert "R.call_tir" not in module_text(mod) and "R.dataflow" in module_text(mod)
+
+
+def _count_ops(func, name):
+    return sum(isinstance(b.value, relax.Call) and getattr(b.value.op, "name", None) == name
+               for blk in func.body.blocks for b in blk.bindings)
+
+
+def test_static_plan_block_memory_golden_and_counts():
+    lowered = transform.CallTIRRewrite()(transform.ToNonDataflow()(mlp_call_tir()))
+    before = _count_ops(lowered["main"], ALLOC_TENSOR)
+    plan = memory_plan(lowered["main"], lowered)
+    assert str(plan).splitlines() == [
+        "memory plan of main: 2 tensors in 2 storages (1024 bytes)",
+        "  storage (512 bytes): alloc",
+        "  storage1 (512 bytes): alloc1",
+        "  not planned (escape as results): alloc2",
+    ]
+    planned = transform.StaticPlanBlockMemory()(lowered)
+    assert (before, _count_ops(planned["main"], ALLOC_TENSOR), _count_ops(planned["main"], MEMORY_ALLOC_TENSOR)) \
+        == (3, 1, 2)
+    lines = _lines(planned)
+    assert lines[:2] == [
+        'storage: R.Object = R.memory.alloc_storage(R.shape([512]), R.prim_value(0), R.str("global"), '
+        'R.dtype("uint8"))',
+        'storage1: R.Object = R.memory.alloc_storage(R.shape([512]), R.prim_value(0), R.str("global"), '
+        'R.dtype("uint8"))',
+    ]
+    assert lines[2] == ('alloc: R.Tensor((1, 128), "float32") = R.memory.alloc_tensor(storage, R.prim_value(0), '
+                        'R.shape([1, 128]), R.dtype("float32"))')
+
+
+def _relu_chain(length, shape=(4, 64)):
+    x = relax.Var("x", relax.TensorStructInfo(shape, "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            lv = x
+            for _ in range(length):
+                lv = bb.emit_te(te_relu, lv)
+            gv = bb.emit_output(lv)
+        bb.emit_func_output(gv)
+    return transform.CallTIRRewrite()(transform.ToNonDataflow()(bb.get()))
+
+
+def test_static_plan_reuses_a_storage_once_its_tensor_is_dead():
+    plan = memory_plan(_relu_chain(6)["main"])
+    assert str(plan).splitlines()[1:] == [
+        "  storage (1024 bytes): alloc, alloc2, alloc4",
+        "  storage1 (1024 bytes): alloc1, alloc3",
+        "  not planned (escape as results): alloc5",
+    ]
+
+
+def test_static_plan_leaves_symbolic_shapes_alone():
+    n = tir.Var("n", "int64")
+    lowered = transform.CallTIRRewrite()(mlp_emit_te(n))
+    assert transform.StaticPlanBlockMemory()(lowered) is lowered
+
+
+def test_tensors_held_in_a_returned_tuple_escape():
+    x = relax.Var("x", relax.TensorStructInfo((2, 2), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            a = bb.emit_te(te_relu, x)
+            b = bb.emit_te(te_relu, a)
+            gv = bb.emit_output(relax.Tuple([a, b]))
+        bb.emit_func_output(gv)
+    lowered = transform.CallTIRRewrite()(bb.get())
+    plan = memory_plan(lowered["main"])
+    assert plan.num_allocations == 0 and plan.escaping == ["alloc", "alloc1"]
+
+
+def test_vm_builtin_lower_golden():
+    mod = transform.ToNonDataflow()(mlp_call_tir())
+    mod = transform.VMBuiltinLower()(transform.CallTIRRewrite()(mod))
+    assert _lines(mod)[:3] == [
+        'storage: R.Object = R.ExternFunc("vm.builtin.alloc_storage")(R.shape([1, 128]), R.dtype("float32"), '
+        'sinfo_args=R.Object)',
+        'alloc: R.Tensor((1, 128), "float32") = R.ExternFunc("vm.builtin.alloc_tensor")(storage, R.prim_value(0), '
+        'R.shape([1, 128]), R.dtype("float32"), sinfo_args=R.Tensor((1, 128), "float32"))',
+        '_: R.Tuple() = cls.linear0(x, w0, b0, alloc)',
+    ]
+
+
+def test_vm_builtin_lower_refuses_call_tir_and_high_level_ops():
+    with pytest.raises(ValueError, match="run CallTIRRewrite first"):
+        transform.VMBuiltinLower()(mlp_call_tir())
+    x = relax.Var("x", relax.TensorStructInfo((2, 3), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        bb.emit_func_output(bb.emit(relax.op.add(x, x)))
+    with pytest.raises(ValueError, match="operator relax.add has no VM lowering; run LegalizeOps first"):
+        transform.VMBuiltinLower()(bb.get())
+
+
+def test_vm_shape_lower_golden():
+    n = tir.Var("n", "int64")
+    mod = mlp_emit_te(n)
+    for p in (transform.ToNonDataflow(), transform.CallTIRRewrite(), transform.StaticPlanBlockMemory(),
+              transform.VMBuiltinLower(), transform.VMShapeLower()):
+        mod = p(mod)
+    lines = _lines(mod)
+    assert lines[:4] == [
+        'shape_heap: R.Object = R.ExternFunc("vm.builtin.alloc_shape_heap")(R.prim_value(1), sinfo_args=R.Object)',
+        '_: R.Object = R.ExternFunc("vm.builtin.check_tensor_info")(x, R.prim_value(2), R.str("float32"), '
+        'R.str("main: argument \'x\'"), sinfo_args=R.Object)',
+        # match_shape codes: 2 = store n into slot 0, 1 = the constant 784
+        '_1: R.Object = R.ExternFunc("vm.builtin.match_shape")(x, shape_heap, R.prim_value(2), R.prim_value(2), '
+        'R.prim_value(0), R.prim_value(1), R.prim_value(784), R.str("main: argument \'x\'"), sinfo_args=R.Object)',
+        # make_shape codes: 1 = load slot 0, 0 = the constant 128
+        'shape: R.Shape((n, 128)) = R.ExternFunc("vm.builtin.make_shape")(shape_heap, R.prim_value(2), '
+        'R.prim_value(1), R.prim_value(0), R.prim_value(0), R.prim_value(128), sinfo_args=R.Shape((n, 128)))',
+    ]
+    assert sum("make_shape" in line for line in lines) == 2  # one per distinct shape
+    again = transform.VMShapeLower()(mod)
+    assert again is mod
+
+
+def test_vm_shape_lower_names_unsupported_shape_expressions():
+    n = tir.Var("n", "int64")
+    x = relax.Var("x", relax.TensorStructInfo((n,), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        out = bb.emit(relax.call_dps_packed("env.twice", (x,), relax.TensorStructInfo((n * 2,), "float32")))
+        bb.emit_func_output(out)
+    mod = transform.VMBuiltinLower()(transform.CallTIRRewrite()(bb.get()))
+    with pytest.raises(NotImplementedError, match=r"main: the dimension n \* 2 is an expression"):
+        transform.VMShapeLower()(mod)
+
+
+def test_pipelines():
+    zero = relax.get_pipeline("zero")
+    names = [p.info.name for p in zero.passes]
+    assert names[1:] == ["ToNonDataflow", "CallTIRRewrite", "StaticPlanBlockMemory", "VMBuiltinLower", "VMShapeLower"]
+    ex = relax.build(zero(mlp_call_tir()), "llvm", relax_pipeline=None)
+    assert "linear0 (kernel)" in ex.as_text()
+    with pytest.raises(ValueError, match="unknown pipeline 'fast'"):
+        relax.get_pipeline("fast")
+    relax.register_pipeline("test.only_lowering",
+                            lambda: minitvm.transform.Sequential(relax.pipeline.vm_lowering_passes()), override=True)
+    assert relax.build(mlp_call_tir(), relax_pipeline="test.only_lowering").vm_functions["main"]
+    with pytest.raises(ValueError, match="already registered"):
+        relax.register_pipeline("zero", relax.pipeline.zero_pipeline)
