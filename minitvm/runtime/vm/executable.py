@@ -47,11 +47,11 @@ import numpy as np
 from ..module import Module
 from ..ndarray import NDArray
 from ..registry import get_global_func
+from .builtins import ShapeTuple, check_dtype
+from .bytecode import Call, VMFunction
 
 #: kernel formats minitvm itself writes, and the module whose import registers their loader
 _KNOWN_LOADERS = {"llvm_ir": "minitvm.target.codegen.llvm_export"}
-from .builtins import ShapeTuple, check_dtype
-from .bytecode import Call, VMFunction
 
 __all__ = ["Executable", "load_executable", "MAGIC", "FORMAT_VERSION"]
 
