@@ -37,7 +37,8 @@ def test_chapter_runs_on_a_fresh_kernel(path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [pkg_parent, os.environ.get("PYTHONPATH")])))
     client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
                                      resources={"metadata": {"path": str(path.parent)}})
+    # raises CellExecutionError naming the cell on any error; a hung cell fails after `timeout`.
+    # (The "under a minute" budget is watched in the CI log, not asserted: no wall-clock tests.)
     start = time.perf_counter()
-    client.execute(env=env)  # raises CellExecutionError naming the cell on any error
-    seconds = time.perf_counter() - start
-    assert seconds < 60, f"{path.name} took {seconds:.0f} s; a chapter must run in under a minute"
+    client.execute(env=env)
+    print(f"{path.name}: {time.perf_counter() - start:.1f} s")
