@@ -75,14 +75,11 @@ def test_softmax(form):
     np.testing.assert_allclose(out, e / e.sum(axis=1, keepdims=True), rtol=1e-5)
 
 
-def test_a_64_cube_matmul_runs_fast_enough():
-    import time
-
+def test_a_64_cube_matmul_in_lowered_form():
+    # speed is measured in benchmarks/, never asserted here
     func = lower(tb.mm_relu(64, 64, 64))
     A, B, out = tb.random_arguments(func)
-    start = time.perf_counter()
     run_prim_func(func, [A, B, out])
-    assert time.perf_counter() - start < 2.0
     np.testing.assert_allclose(out, np.maximum(A @ B, 0), rtol=1e-4, atol=1e-4)
 
 
