@@ -1,10 +1,11 @@
 """Named Relax pipelines: ``relax.get_pipeline("zero")`` is a pass that takes a module of
 high-level Relax to one the VM code generator accepts.
 
-* ``"zero"``    -- ``LegalizeOps`` (high-level ops -> ``call_tir`` of PrimFuncs), then the
-  VM lowering: ``ToNonDataflow``, ``CallTIRRewrite``, ``StaticPlanBlockMemory``,
+* ``"zero"``    -- ``LegalizeOps`` (high-level ops -> ``call_tir`` of PrimFuncs), operator
+  fusion (``AnnotateTIROpPattern``, ``FoldConstant``, ``FuseOps``, ``FuseTIR``), then the VM
+  lowering: ``ToNonDataflow``, ``CallTIRRewrite``, ``StaticPlanBlockMemory``,
   ``VMBuiltinLower``, ``VMShapeLower``.
-* ``"default"`` -- the same for now (operator fusion, ``FuseOps`` / ``FuseTIR``, will join it).
+* ``"default"`` -- ``LegalizeOps`` + the VM lowering, without fusion for now.
 
 ``register_pipeline(name, fn)`` adds one: ``fn(**kwargs)`` returns a Pass.
 """
@@ -15,7 +16,7 @@ from typing import Any, Callable
 
 from ..ir.module import IRModule
 from ..ir.op import Op
-from ..transform import Pass, PassContext, Sequential, module_pass
+from ..transform import Pass, Sequential
 from .expr import Call, Function
 from .expr_functor import ExprVisitor
 
@@ -54,32 +55,25 @@ def high_level_ops(mod: IRModule) -> list[str]:
     return list(c.ops)
 
 
-@module_pass(opt_level=0, name="LegalizeOpsIfNeeded")
-class _Legalize:
-    """LegalizeOps when the module has high-level ops (and a clear error if it is missing)."""
+def optimization_passes() -> list[Pass]:
+    """High-level ops to PrimFuncs, then operator fusion: what "zero" runs before the lowering."""
+    from . import transform as T
 
-    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        ops = high_level_ops(mod)
-        if not ops:
-            return mod
-        try:
-            from .transform.legalize_ops import LegalizeOps
-        except ImportError as err:
-            raise NotImplementedError(
-                f"the module uses high-level operators ({', '.join(ops)}), which need "
-                "relax.transform.LegalizeOps to become call_tir of PrimFuncs, and LegalizeOps is not "
-                "available yet; write the model with call_tir / emit_te for now") from err
-        return LegalizeOps()(mod)
+    return [T.LegalizeOps(), T.AnnotateTIROpPattern(), T.FoldConstant(), T.FuseOps(), T.FuseTIR()]
 
 
 def zero_pipeline(**kwargs: Any) -> Pass:
-    """LegalizeOps + VM lowering, nothing optimized."""
-    return Sequential([_Legalize(), *vm_lowering_passes()], name="zero")
+    """LegalizeOps, operator fusion (AnnotateTIROpPattern, FoldConstant, FuseOps, FuseTIR),
+    then the VM lowering -- TVM's zero pipeline."""
+    return Sequential([*optimization_passes(), *vm_lowering_passes()], name="zero")
 
 
 def default_pipeline(**kwargs: Any) -> Pass:
-    """The default build pipeline (today the zero pipeline; fusion will come here)."""
-    return Sequential([_Legalize(), *vm_lowering_passes()], name="default")
+    """LegalizeOps + the VM lowering, without fusion for now (fusion and default CPU schedules
+    will join it)."""
+    from .transform import LegalizeOps
+
+    return Sequential([LegalizeOps(), *vm_lowering_passes()], name="default")
 
 
 _PIPELINES: dict[str, Callable[..., Pass]] = {"zero": zero_pipeline, "default": default_pipeline,

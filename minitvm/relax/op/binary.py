@@ -30,7 +30,7 @@ def broadcast_shapes(op_name: str, a: tuple, b: tuple) -> tuple | None:
     for k in range(1, max(len(a), len(b)) + 1):
         da = a[-k] if k <= len(a) else None
         db = b[-k] if k <= len(b) else None
-        if da is None or _is_one(da):
+        if da is None or (_is_one(da) and db is not None):
             out.append(db)
         elif db is None or _is_one(db) or prove_dim_equal(da, db):
             out.append(da)

@@ -15,3 +15,12 @@ from .vm_shape_lower import VMShapeLower
 
 __all__ = ["CallTIRRewrite", "LegalizeOps", "StaticPlanBlockMemory", "memory_plan", "ToNonDataflow", "VMBuiltinLower",
            "VMShapeLower"]
+from .fold_constant import FoldConstant  # noqa: E402, I001  (appended one per pass, not sorted)
+from .dead_code_elimination import DeadCodeElimination  # noqa: E402
+from .bind_params import BindParams  # noqa: E402
+from .canonicalize_bindings import CanonicalizeBindings  # noqa: E402
+from .eliminate_common_subexpr import EliminateCommonSubexpr  # noqa: E402
+from .convert_to_dataflow import ConvertToDataflow  # noqa: E402
+from .annotate_tir_op_pattern import AnnotateTIROpPattern  # noqa: E402
+from .fuse_ops import FuseOps  # noqa: E402
+from .fuse_tir import FuseTIR  # noqa: E402

@@ -278,3 +278,13 @@ def test_unknown_shapes_keep_what_is_known():
     assert infer(R.permute_dims(x)).ndim == 3
     assert infer(R.nn.conv2d(relax.Var("y", relax.TensorStructInfo(ndim=4)), v((2, 2, 1, 1)))).ndim == 4
     assert infer(R.take(x, v((5,), "int64"), axis=0)).ndim == 3
+
+
+def test_broadcast_of_a_leading_one_against_a_shorter_shape():
+    from minitvm.relax.op.binary import broadcast_shapes
+    from minitvm.tir import const
+
+    one, n256 = const(1, "int64"), const(256, "int64")
+    for a, b in (((one, n256), (n256,)), ((n256,), (one, n256))):
+        out = broadcast_shapes("relax.add", a, b)
+        assert [int(d) for d in out] == [1, 256]

@@ -1,0 +1,159 @@
+"""FoldConstant: compute at compile time what depends only on constants.
+
+* ``R.call_tir(f, (c0, c1), out_sinfo=...)`` whose arguments are all constants (or
+  variables bound to constants) and whose output shape is static: the PrimFunc ``f`` is
+  compiled with ``minitvm.build`` and run on the constant data; the call becomes
+  ``R.const(result)`` (a tuple of constants for several outputs).
+* A high-level operator call (``R.add(c0, c1)``) with constant arguments is legalized on
+  the side (its ``FLegalize``, as LegalizeOps would) and folded the same way; the module
+  gets no new PrimFunc.  Ops without a legalization are left alone.
+* ``t[i]`` of a tuple of known values becomes the value.
+* Uses of a variable bound to a constant read the constant itself (the binding stays:
+  ``DeadCodeElimination`` removes it, and the PrimFuncs no longer called).
+
+::
+
+    mod = relax.transform.FoldConstant()(mod)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...ir.module import GlobalVar, IRModule
+from ...ir.op import Op
+from ...tir.expr import IntImm
+from ...tir.function import PrimFunc
+from ...transform import PassContext, module_pass
+from ..block_builder import BlockBuilder
+from ..expr import Call, Constant, DataflowVar, ShapeExpr, Tuple, TupleGetItem, Var
+from ..expr_functor import ExprMutator
+from ..struct_info import TensorStructInfo, TupleStructInfo
+from ._util import map_functions
+
+__all__ = ["FoldConstant"]
+
+
+def _static_outputs(sinfo: Any) -> list[TensorStructInfo] | None:
+    outs = list(sinfo.fields) if isinstance(sinfo, TupleStructInfo) else [sinfo]
+    for s in outs:
+        if not isinstance(s, TensorStructInfo) or s.is_unknown_dtype or s.shape_values is None:
+            return None
+        if not all(isinstance(d, IntImm) for d in s.shape_values):
+            return None
+    return outs
+
+
+class _Folder(ExprMutator):
+    def __init__(self, mod: IRModule, kernels: dict) -> None:
+        super().__init__(mod)
+        self.mod = mod
+        self.kernels = kernels  # PrimFunc object id -> (PrimFunc, compiled kernel)
+
+    # -- constants flow into their uses ---------------------------------------------------
+    def _const_of(self, e: Any) -> Any:
+        if isinstance(e, Var):
+            bound = self.lookup_binding(e)
+            if isinstance(bound, Constant):
+                return bound
+        return e
+
+    def visit_var_(self, op: Var) -> Any:
+        return self._const_of(ExprMutator.visit_var_(self, op))
+
+    def visit_dataflow_var_(self, op: DataflowVar) -> Any:
+        return self._const_of(ExprMutator.visit_dataflow_var_(self, op))
+
+    def visit_tuple_getitem_(self, op: TupleGetItem) -> Any:
+        new = ExprMutator.visit_tuple_getitem_(self, op)
+        tup = new.tuple_value
+        if isinstance(tup, Var):
+            tup = self.lookup_binding(tup)
+        if isinstance(tup, Tuple):
+            return tup.fields[new.index]
+        return new
+
+    def visit_call_(self, op: Call) -> Any:
+        call = self.visit_expr_post_order(op)
+        if not isinstance(call, Call) or not isinstance(call.op, Op):
+            return call
+        if call.op.name == "relax.call_tir":
+            folded = self._fold_call_tir(call, self.mod)
+        else:
+            folded = self._fold_op(call)
+        return call if folded is None else folded
+
+    # -- folding ------------------------------------------------------------------------
+    def _fold_op(self, call: Call) -> Any:
+        if not call.op.get_attr("FPurity") or call.op.get_attr("FLegalize") is None:
+            return None
+        if not call.args or not all(isinstance(a, Constant) or _const_tuple(a) for a in call.args):
+            return None
+        from .legalize_ops import legalize_call
+
+        scratch = BlockBuilder(self.mod)
+        scratch.begin_binding_block()
+        try:
+            lowered = legalize_call(scratch, call)
+        except Exception:  # noqa: BLE001 - a call we cannot lower is simply not folded
+            return None
+        finally:
+            emitted = scratch.end_block()
+        if emitted.bindings or not (isinstance(lowered, Call) and isinstance(lowered.op, Op)
+                                    and lowered.op.name == "relax.call_tir"):
+            return None
+        return self._fold_call_tir(lowered, scratch.get())
+
+    def _fold_call_tir(self, call: Call, mod: IRModule) -> Any:
+        gv, args = call.args[0], call.args[1]
+        if not isinstance(gv, GlobalVar) or gv not in mod or not isinstance(mod[gv], PrimFunc):
+            return None
+        if not isinstance(args, Tuple) or not all(isinstance(a, Constant) for a in args.fields):
+            return None
+        scalars: list[int] = []
+        if len(call.args) == 3:
+            tir_vars = call.args[2]
+            if not isinstance(tir_vars, ShapeExpr) or not all(isinstance(v, IntImm) for v in tir_vars.values):
+                return None
+            scalars = [v.value for v in tir_vars.values]
+        outs = _static_outputs(call.sinfo_args[0])
+        if outs is None:
+            return None
+        results = _run(self._kernel(mod[gv]), [a.data.numpy() for a in args.fields], outs, scalars)
+        consts = [Constant(r) for r in results]
+        return consts[0] if not isinstance(call.sinfo_args[0], TupleStructInfo) else Tuple(consts)
+
+    def _kernel(self, func: PrimFunc) -> Any:
+        entry = self.kernels.get(id(func))
+        if entry is None:
+            from ...driver import build
+
+            attrs = dict(func.attrs)
+            attrs["global_symbol"] = "fold_constant_kernel"
+            named = PrimFunc(func.params, func.buffer_map, func.body, func.ret_type, attrs)
+            entry = self.kernels[id(func)] = (func, build(named, target="llvm")["fold_constant_kernel"])
+        return entry[1]
+
+
+def _const_tuple(e: Any) -> bool:
+    return isinstance(e, Tuple) and all(isinstance(f, Constant) for f in e.fields)
+
+
+def _run(kernel: Any, inputs: list[np.ndarray], outs: list[TensorStructInfo], scalars: list[int]) -> list[np.ndarray]:
+    from ...runtime import ndarray as nd
+
+    arrays = [nd.array(np.ascontiguousarray(a)) for a in inputs]
+    arrays += [nd.empty(tuple(d.value for d in s.shape_values), s.dtype) for s in outs]
+    kernel(*arrays, *scalars)
+    return [a.numpy() for a in arrays[len(inputs):]]
+
+
+@module_pass(opt_level=0, name="FoldConstant")
+class FoldConstant:
+    """Evaluate calls whose arguments are all constants at compile time: ``FoldConstant()(mod)``."""
+
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        kernels: dict = {}
+        return map_functions(mod, lambda f, m: _Folder(m, kernels).visit_expr(f))

@@ -1,0 +1,566 @@
+"""The cleanup passes (TVM's names): FoldConstant, DeadCodeElimination, BindParams,
+CanonicalizeBindings, EliminateCommonSubexpr, ConvertToDataflow.
+
+Each test builds a small module with the BlockBuilder, checks the printed main (golden
+lines of ``mod.script()``) after the pass, and checks on random data that the module
+computes the same before and after (``relax_eval.evaluate`` kernel by kernel, or the VM)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minitvm
+from minitvm import relax, tir, topi
+from minitvm.relax import op as R
+from minitvm.relax import transform
+from minitvm.testing.relax_eval import evaluate
+
+RNG = np.random.default_rng(11)
+
+
+def rand(*shape):
+    return RNG.uniform(-2, 2, shape).astype("float32")
+
+
+def tensor(name, *shape, dtype="float32"):
+    return relax.Var(name, relax.TensorStructInfo(list(shape), dtype))
+
+
+def lines(mod, name="main"):
+    """The printed body of ``name``: one stripped line per statement, through ``return``."""
+    text = mod.script()
+    body = text.split(f"    def {name}(")[1]
+    out = []
+    for line in body.splitlines()[1:]:
+        s = line.strip()
+        if not s or s == f"cls = {text.split('class ')[1].split(':')[0]}":
+            continue
+        out.append(s)
+        if s.startswith("return"):
+            break
+    return out
+
+
+def run_vm(mod, *args, name="main"):
+    """Legalize when needed, compile (the "zero" pipeline: nothing but these passes
+    rewrites the module), run on the VM; numpy results."""
+    vm = relax.VirtualMachine(minitvm.compile(mod, relax_pipeline="zero"))
+    return _numpy(vm[name](*args))
+
+
+def _numpy(out):
+    return [_numpy(o) for o in out] if isinstance(out, (list, tuple)) else out.numpy()
+
+
+def same_tree(got, want):
+    if isinstance(want, list):
+        assert isinstance(got, list) and len(got) == len(want)
+        for g, w in zip(got, want):
+            same_tree(g, w)
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def same_result(before, after, *args, after_args=None):
+    same_tree(run_vm(after, *(args if after_args is None else after_args)), run_vm(before, *args))
+
+
+def func_names(mod):
+    return sorted(gv.name_hint for gv in mod.get_global_vars())
+
+
+C0 = np.arange(6, dtype="float32").reshape(2, 3) / 4
+C1 = np.full((2, 3), 0.5, "float32")
+
+
+# -- FoldConstant ------------------------------------------------------------------------------
+
+def _const_call_tir_module():
+    """main(x) = x + (c0 * c1 + c0), the constant part as call_tir of emit_te kernels."""
+    x = tensor("x", 2, 3)
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            c0, c1 = relax.const(C0), relax.const(C1)
+            lv = bb.emit_te(topi.multiply, c0, c1)
+            lv1 = bb.emit_te(topi.add, lv, c0)
+            lv2 = bb.emit_te(topi.add, x, lv1)
+            gv = bb.emit_output(lv2)
+        bb.emit_func_output(gv)
+    return bb.get()
+
+
+def test_fold_constant_call_tir_golden_and_numbers():
+    mod = _const_call_tir_module()
+    folded = transform.FoldConstant()(mod)
+    want = C0 * C1 + C0
+    assert lines(folded) == [
+        "with R.dataflow():",
+        "lv = R.const([[0.0, 0.125, 0.25], [0.375, 0.5, 0.625]], \"float32\")",
+        "lv1 = R.const([[0.0, 0.375, 0.75], [1.125, 1.5, 1.875]], \"float32\")",
+        "lv2 = R.call_tir(cls.add, (x, R.const([[0.0, 0.375, 0.75], [1.125, 1.5, 1.875]], \"float32\")), "
+        "out_sinfo=R.Tensor((2, 3), dtype=\"float32\"))",
+        "gv: R.Tensor((2, 3), dtype=\"float32\") = lv2",
+        "R.output(gv)",
+        "return gv",
+    ]
+    np.testing.assert_allclose(folded["main"].body.blocks[0].bindings[1].value.data.numpy(), want)
+    # the kernel of the folded multiply is dead now (add is shared); DCE removes it
+    assert func_names(folded) == ["add", "main", "multiply"]
+    cleaned = transform.DeadCodeElimination()(folded)
+    assert func_names(cleaned) == ["add", "main"]
+    assert lines(cleaned)[1].startswith("lv2 = R.call_tir(cls.add, (x, R.const(")
+    x = rand(2, 3)
+    np.testing.assert_allclose(evaluate(cleaned, "main", x), x + want, rtol=1e-6)
+    np.testing.assert_allclose(evaluate(mod, "main", x), evaluate(cleaned, "main", x), rtol=1e-6)
+    same_result(mod, cleaned, x)
+
+
+def test_fold_constant_high_level_ops_without_new_kernels():
+    x = tensor("x", 2, 3)
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            lv = bb.emit(R.multiply(relax.const(C0), relax.const(C1)))
+            lv1 = bb.emit(R.exp(lv))
+            lv2 = bb.emit(R.add(x, lv1))
+            gv = bb.emit_output(lv2)
+        bb.emit_func_output(gv)
+    mod = bb.get()
+    folded = transform.FoldConstant()(mod)
+    assert func_names(folded) == ["main"]  # legalized on the side: no PrimFunc added
+    text = lines(folded)
+    assert text[1].startswith("lv = R.const(") and text[2].startswith("lv1 = R.const(")
+    assert text[3].startswith('lv2: R.Tensor((2, 3), dtype="float32") = R.add(x, R.const(')
+    np.testing.assert_allclose(folded["main"].body.blocks[0].bindings[1].value.data.numpy(),
+                               np.exp(C0 * C1), rtol=1e-6)
+    same_result(mod, transform.DeadCodeElimination()(folded), rand(2, 3))
+
+
+def test_fold_constant_tuple_outputs_and_items():
+    x = tensor("x", 2, 3)
+
+    def two(a, b):
+        return [topi.add(a, b), topi.multiply(a, b)]
+
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            t = bb.emit_te(two, relax.const(C0), relax.const(C1))
+            s = bb.emit(relax.TupleGetItem(t, 0))
+            p = bb.emit(relax.TupleGetItem(t, 1))
+            lv = bb.emit_te(topi.add, x, s)
+            gv = bb.emit_output(bb.emit_te(topi.multiply, lv, p))
+        bb.emit_func_output(gv)
+    mod = bb.get()
+    folded = transform.DeadCodeElimination()(transform.FoldConstant()(mod))
+    assert "two" not in func_names(folded)
+    body = lines(folded)
+    assert body[1].startswith("lv3 = R.call_tir(cls.add, (x, R.const([[0.5, 0.75, 1.0]")
+    x = rand(2, 3)
+    np.testing.assert_allclose(evaluate(folded, "main", x), (x + C0 + C1) * (C0 * C1), rtol=1e-5)
+    same_result(mod, folded, x)
+
+
+def test_fold_constant_leaves_calls_on_parameters():
+    x = tensor("x", 2, 3)
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            gv = bb.emit_output(bb.emit_te(topi.add, x, relax.const(C1)))
+        bb.emit_func_output(gv)
+    mod = bb.get()
+    assert transform.FoldConstant()(mod) is mod
+
+
+# -- DeadCodeElimination -------------------------------------------------------------------------
+
+def test_dead_code_elimination_bindings_and_functions():
+    x = tensor("x", 2, 3)
+    bb = relax.BlockBuilder()
+    h, u, v = tensor("h", 2, 3), tensor("u", 2, 3), tensor("v", 2, 3)
+    with bb.function("helper", [h], private=True):
+        bb.emit_func_output(bb.emit(R.exp(h)))
+    with bb.function("unused_private", [u], private=True):
+        bb.emit_func_output(u)
+    with bb.function("public_api", [v]):
+        bb.emit_func_output(v)
+    helper = bb.get().get_global_var("helper")
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            dead = bb.emit(R.multiply(x, x))
+            bb.emit(R.add(dead, x))
+            lv = bb.emit(relax.Call(helper, [x]))
+            gv = bb.emit_output(R.add(lv, x))
+        bb.emit(R.subtract(x, x))  # pure, unused, outside dataflow: removed too
+        bb.emit_func_output(gv)
+    mod = bb.get()
+    out = transform.DeadCodeElimination()(mod)
+    assert func_names(out) == ["helper", "main", "public_api"]
+    assert lines(out) == [
+        "with R.dataflow():",
+        'lv2: R.Tensor((2, 3), dtype="float32") = cls.helper(x)',
+        'gv: R.Tensor((2, 3), dtype="float32") = R.add(lv2, x)',
+        "R.output(gv)",
+        "return gv",
+    ]
+    # a public function is an entry too; entry_functions adds private ones
+    assert "unused_private" in func_names(transform.DeadCodeElimination(["unused_private"])(mod))
+    x_np = rand(2, 3)
+    same_result(mod, out, x_np)
+    np.testing.assert_allclose(run_vm(out, x_np), np.exp(x_np) + x_np, rtol=1e-5)
+
+
+def test_dead_code_elimination_drops_private_kernels_after_legalize():
+    x = tensor("x", 2, 3)
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            bb.emit(R.exp(x))
+            gv = bb.emit_output(R.add(x, x))
+        bb.emit_func_output(gv)
+    mod = transform.LegalizeOps()(bb.get())
+    assert func_names(mod) == ["add", "exp", "main"]
+    out = transform.DeadCodeElimination()(mod)
+    assert func_names(out) == ["add", "main"]
+    assert transform.DeadCodeElimination()(out) is out
+    same_result(mod, out, rand(2, 3))
+
+
+# -- BindParams ----------------------------------------------------------------------------------
+
+def _linear_module(symbolic=False):
+    n = tir.Var("n", "int64") if symbolic else 2
+    x, w = tensor("x", n, 3), tensor("w", 3, 4)
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, w]):
+        with bb.dataflow():
+            lv = bb.emit(R.matmul(x, w))
+            gv = bb.emit_output(R.nn.relu(lv))
+        bb.emit_func_output(gv)
+    return bb.get()
+
+
+def test_bind_params_by_name_golden_and_numbers():
+    mod = _linear_module()
+    w = rand(3, 4)
+    bound = transform.BindParams("main", {"w": w})(mod)
+    main = bound["main"]
+    assert [p.name for p in main.params] == ["x"]
+    text = lines(bound)
+    assert text[1].startswith('lv: R.Tensor((2, 4), dtype="float32") = R.matmul(x, R.const([[')
+    assert 'gv: R.Tensor((2, 4), dtype="float32") = R.nn.relu(lv)' in text
+    assert relax.analysis.well_formed(bound)
+    x = rand(2, 3)
+    same_result(mod, bound, x, w, after_args=(x,))
+    np.testing.assert_allclose(run_vm(bound, x), np.maximum(x @ w, 0), rtol=1e-5)
+
+
+def test_bind_params_by_var_fixes_symbolic_dims():
+    mod = _linear_module(symbolic=True)
+    x_var = mod["main"].params[0]
+    x = rand(5, 3)
+    bound = transform.BindParams("main", {x_var: minitvm.nd.array(x)})(mod)
+    assert [p.name for p in bound["main"].params] == ["w"]
+    assert 'def main(w: R.Tensor((3, 4), dtype="float32")) -> R.Tensor((5, 4), dtype="float32"):' \
+        in bound.script()
+    w = rand(3, 4)
+    np.testing.assert_allclose(evaluate(transform.LegalizeOps()(bound), "main", w), np.maximum(x @ w, 0),
+                               rtol=1e-5)
+    same_result(mod, bound, x, w, after_args=(w,))
+
+
+def test_bind_params_checks_the_value():
+    mod = _linear_module()
+    with pytest.raises(TypeError, match="dtype"):
+        transform.BindParams("main", {"w": np.zeros((3, 4), "int32")})(mod)
+    with pytest.raises(ValueError, match="shape"):
+        transform.BindParams("main", {"w": np.zeros((4, 4), "float32")})(mod)
+    with pytest.raises(ValueError, match="no function"):
+        transform.BindParams("nope", {"w": np.zeros((3, 4), "float32")})(mod)
+    assert transform.BindParams("main", {"not_a_param": np.zeros(1)})(mod) is mod
+
+
+# -- CanonicalizeBindings ----------------------------------------------------------------------
+
+def test_canonicalize_bindings_chains_and_output_vars():
+    x, y = tensor("x", 2, 3), tensor("y", 2, 3)
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, y]):
+        a = bb.emit(x, "a")                # a = x (outside dataflow)
+        with bb.dataflow():
+            lv = bb.emit(R.add(a, y))
+            lv1 = bb.emit(lv)
+            lv2 = bb.emit(lv1)
+            t = bb.emit(relax.Tuple([lv2, y]), "t")
+            lv3 = bb.emit(relax.TupleGetItem(t, 0))
+            lv4 = bb.emit(R.multiply(lv3, lv1))
+            gv = bb.emit_output(lv4)
+            gv1 = bb.emit_output(gv)
+        bb.emit_func_output(gv1)
+    mod = bb.get()
+    out = transform.CanonicalizeBindings()(mod)
+    assert lines(out) == [
+        "with R.dataflow():",
+        'lv: R.Tensor((2, 3), dtype="float32") = R.add(x, y)',
+        "t: R.Tuple(R.Tensor((2, 3), dtype=\"float32\"), R.Tensor((2, 3), dtype=\"float32\")) = (lv, y)",
+        'gv: R.Tensor((2, 3), dtype="float32") = R.multiply(lv, lv)',
+        "R.output(gv)",
+        "return gv",
+    ]
+    assert relax.analysis.well_formed(out)
+    args = rand(2, 3), rand(2, 3)
+    same_result(mod, out, *args)
+    # then DCE removes the unused tuple
+    assert lines(transform.DeadCodeElimination()(out))[1:3] == [
+        'lv: R.Tensor((2, 3), dtype="float32") = R.add(x, y)',
+        'gv: R.Tensor((2, 3), dtype="float32") = R.multiply(lv, lv)']
+
+
+def test_canonicalize_keeps_output_copy_of_var_from_another_block():
+    x = tensor("x", 2, 3)
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            lv = bb.emit(R.exp(x))
+            gv = bb.emit_output(R.add(lv, x))
+            gv1 = bb.emit_output(lv)  # lv's binding becomes gv1's
+        bb.emit_func_output(relax.Tuple([gv, gv1]))
+    mod = bb.get()
+    out = transform.CanonicalizeBindings()(mod)
+    assert lines(out)[1:3] == ['gv1: R.Tensor((2, 3), dtype="float32") = R.exp(x)',
+                               'gv: R.Tensor((2, 3), dtype="float32") = R.add(gv1, x)']
+    assert relax.analysis.well_formed(out)
+    same_result(mod, out, rand(2, 3))
+    assert transform.CanonicalizeBindings()(out) is out
+
+
+# -- EliminateCommonSubexpr --------------------------------------------------------------------
+
+def _cse_module():
+    x, y = tensor("x", 2, 3), tensor("y", 2, 3)
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, y]):
+        with bb.dataflow():
+            lv = bb.emit(R.add(x, y))
+            lv1 = bb.emit(R.add(x, y))
+            lv2 = bb.emit(R.multiply(lv, y))
+            lv3 = bb.emit(R.multiply(lv1, y))       # the same once lv1 is lv
+            t = bb.emit(relax.Tuple([lv2, lv3]), "t")
+            t1 = bb.emit(relax.Tuple([lv2, lv3]), "t1")
+            gv = bb.emit_output(R.add(lv2, lv3))
+            gv1 = bb.emit_output(R.add(lv2, lv3))   # an output: kept as a copy
+            gv2 = bb.emit_output(relax.Tuple([t, t1]))
+        bb.emit_func_output(relax.Tuple([gv, gv1, gv2]))
+    return bb.get()
+
+
+def test_eliminate_common_subexpr_golden_and_numbers():
+    mod = _cse_module()
+    out = transform.EliminateCommonSubexpr()(mod)
+    assert lines(out) == [
+        "with R.dataflow():",
+        'lv: R.Tensor((2, 3), dtype="float32") = R.add(x, y)',
+        'lv2: R.Tensor((2, 3), dtype="float32") = R.multiply(lv, y)',
+        't: R.Tuple(R.Tensor((2, 3), dtype="float32"), R.Tensor((2, 3), dtype="float32")) = (lv2, lv2)',
+        'gv: R.Tensor((2, 3), dtype="float32") = R.add(lv2, lv2)',
+        'gv1: R.Tensor((2, 3), dtype="float32") = gv',
+        'gv2: R.Tuple(R.Tuple(R.Tensor((2, 3), dtype="float32"), R.Tensor((2, 3), dtype="float32")), '
+        'R.Tuple(R.Tensor((2, 3), dtype="float32"), R.Tensor((2, 3), dtype="float32"))) = (t, t)',
+        "R.output(gv, gv1, gv2)",
+        "return (gv, gv1, gv2)",
+    ]
+    args = rand(2, 3), rand(2, 3)
+    same_tree(run_vm(out, *args), run_vm(mod, *args))
+
+
+def test_eliminate_common_subexpr_call_only_keeps_tuples():
+    out = transform.EliminateCommonSubexpr(call_only=True)(_cse_module())
+    text = "\n".join(lines(out))
+    assert "t1: R.Tuple" in text and "lv1" not in text and "lv3" not in text
+
+
+def test_eliminate_common_subexpr_skips_impure_and_other_blocks():
+    x = tensor("x", 2, 3)
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        a = bb.emit(R.add(x, x))   # outside dataflow: left alone
+        b = bb.emit(R.add(x, x))
+        with bb.dataflow():
+            lv = bb.emit(R.add(x, x))   # a new block: nothing known from before
+            gv = bb.emit_output(R.add(lv, R.add(a, b)))
+        bb.emit_func_output(gv)
+    mod = bb.get()
+    assert transform.EliminateCommonSubexpr()(mod) is mod
+
+
+# -- ConvertToDataflow ---------------------------------------------------------------------------
+
+def test_convert_to_dataflow_golden_and_numbers():
+    x, y = tensor("x", 2, 3), tensor("y", 2, 3)
+    bb = relax.BlockBuilder()
+    z = tensor("z", 2, 3)
+    with bb.function("impure_id", [z], pure=False):
+        bb.emit_func_output(z)
+    impure = bb.get().get_global_var("impure_id")
+    with bb.function("main", [x, y], pure=False):
+        a = bb.emit(R.add(x, y), "a")
+        b = bb.emit(R.multiply(a, y), "b")
+        c = bb.emit(R.subtract(b, x), "c")
+        d = bb.emit(relax.Call(impure, [c]), "d")
+        e = bb.emit(R.exp(d), "e")                  # a run of one: stays (min_size=2)
+        f = bb.emit(relax.Call(impure, [e]), "f")
+        g = bb.emit(R.add(f, a), "g")
+        h = bb.emit(R.multiply(g, g), "h")
+        bb.emit_func_output(h)
+    mod = bb.get()
+    out = transform.ConvertToDataflow()(mod)
+    T = 'R.Tensor((2, 3), dtype="float32")'
+    assert lines(out) == [
+        "with R.dataflow():",
+        f"a: {T} = R.add(x, y)",
+        f"b: {T} = R.multiply(a, y)",
+        f"c: {T} = R.subtract(b, x)",
+        "R.output(a, c)",
+        f"d: {T} = cls.impure_id(c)",
+        f"e: {T} = R.exp(d)",
+        f"f: {T} = cls.impure_id(e)",
+        "with R.dataflow():",
+        f"g: {T} = R.add(f, a)",
+        f"h: {T} = R.multiply(g, g)",
+        "R.output(h)",
+        "return h",
+    ]
+    main = out["main"]
+    kinds = [(type(blk).__name__, [type(b.var).__name__ for b in blk.bindings]) for blk in main.body.blocks]
+    assert kinds == [("DataflowBlock", ["Var", "DataflowVar", "Var"]),
+                     ("BindingBlock", ["Var", "Var", "Var"]),
+                     ("DataflowBlock", ["DataflowVar", "Var"])]
+    assert relax.analysis.well_formed(out)
+    args = rand(2, 3), rand(2, 3)
+    same_result(mod, out, *args)
+    # min_size=1 makes the single pure binding a block of its own too
+    one = transform.ConvertToDataflow(min_size=1)(mod)
+    assert [type(b).__name__ for b in one["main"].body.blocks] == \
+        ["DataflowBlock", "BindingBlock", "DataflowBlock", "BindingBlock", "DataflowBlock"]
+    same_result(mod, one, *args)
+
+
+def test_convert_to_dataflow_round_trips_to_non_dataflow():
+    mod = _const_call_tir_module()
+    flat = transform.ToNonDataflow()(mod)
+    back = transform.ConvertToDataflow()(flat)
+    assert minitvm.ir.structural_equal(back, mod)
+    assert transform.ConvertToDataflow()(mod) is mod
+
+
+# -- together ------------------------------------------------------------------------------------
+
+def test_cleanup_pipeline_end_to_end():
+    mod = _cse_module()
+    seq = minitvm.transform.Sequential([
+        transform.EliminateCommonSubexpr(), transform.CanonicalizeBindings(),
+        transform.LegalizeOps(), transform.FoldConstant(), transform.DeadCodeElimination()])
+    out = seq(mod)
+    assert relax.analysis.well_formed(out)
+    args = rand(2, 3), rand(2, 3)
+    same_tree(run_vm(out, *args), run_vm(mod, *args))
+
+
+def test_fold_constant_whole_function_returns_a_constant():
+    x = tensor("x", 2, 3)
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            lv = bb.emit(R.add(relax.const(C0), relax.const(C1)))
+            gv = bb.emit_output(R.multiply(lv, relax.const(C1)))
+        bb.emit_func_output(gv)
+    mod = transform.LegalizeOps()(bb.get())
+    out = transform.DeadCodeElimination()(transform.FoldConstant()(mod))
+    assert func_names(out) == ["main"]
+    assert lines(out) == ['return R.const([[0.25, 0.375, 0.5], [0.625, 0.75, 0.875]], "float32")']
+    same_result(mod, out, rand(2, 3))
+
+
+def _if_module():
+    x, c = tensor("x", 2, 3), relax.Var("c", relax.TensorStructInfo((), "bool"))
+    t1, t2, t3 = tensor("t1", 2, 3), tensor("t2", 2, 3), tensor("t3", 2, 3)
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, c]):
+        a = bb.emit(R.add(x, x), "a")
+        a1 = bb.emit(a, "a1")
+        then = relax.SeqExpr([relax.BindingBlock([
+            relax.VarBinding(t1, bb.normalize(R.multiply(a1, a1))), relax.VarBinding(t2, t1),
+            relax.VarBinding(t3, bb.normalize(R.exp(t2)))])], t3)
+        r = bb.emit(relax.If(c, then, relax.SeqExpr([], a1)), "r")
+        bb.emit_func_output(bb.emit(R.add(r, a1), "r1"))
+    return bb.get()
+
+
+@pytest.mark.parametrize("make_pass", [
+    transform.CanonicalizeBindings, lambda: transform.ConvertToDataflow(min_size=1),
+    transform.DeadCodeElimination, transform.EliminateCommonSubexpr, transform.FoldConstant])
+def test_passes_inside_if_branches(make_pass):
+    mod = _if_module()
+    out = make_pass()(mod)
+    assert relax.analysis.well_formed(out)
+    for cond in (True, False):
+        same_result(mod, out, rand(2, 3), np.array(cond))
+
+
+def test_canonicalize_and_convert_inside_if_golden():
+    mod = _if_module()
+    canon = transform.CanonicalizeBindings()(mod)
+    assert [s for s in lines(canon) if "=" in s or s.startswith(("if", "else"))][:4] == [
+        'a: R.Tensor((2, 3), dtype="float32") = R.add(x, x)',
+        "if c:",
+        't1: R.Tensor((2, 3), dtype="float32") = R.multiply(a, a)',
+        't3: R.Tensor((2, 3), dtype="float32") = R.exp(t1)',
+    ]
+    flow = transform.ConvertToDataflow(min_size=1)(canon)
+    then = flow["main"].body.blocks[1].bindings[0].value.true_branch
+    assert [type(b).__name__ for b in then.blocks] == ["DataflowBlock"]
+    assert [type(b.var).__name__ for b in then.blocks[0].bindings] == ["DataflowVar", "Var"]
+
+
+def test_canonicalize_trivial_match_cast():
+    n, m = tir.Var("n", "int64"), tir.Var("m", "int64")
+    x = tensor("x", n, 3)
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            same = bb.match_cast(x, relax.TensorStructInfo([n, 3], "float32"))  # checks nothing
+            lv = bb.emit(R.exp(same))
+            new = bb.match_cast(lv, relax.TensorStructInfo([m, 3], "float32"))  # defines m: kept
+            gv = bb.emit_output(R.add(new, new))
+        bb.emit_func_output(gv)
+    mod = bb.get()
+    out = transform.CanonicalizeBindings()(mod)
+    text = [s for s in lines(out) if not s.endswith("T.int64()")]
+    assert text[1] == 'lv1: R.Tensor((n, 3), dtype="float32") = R.exp(x)'
+    assert text[2] == 'lv2 = R.match_cast(lv1, R.Tensor((m, 3), dtype="float32"))'
+    assert text[3] == 'gv: R.Tensor((m, 3), dtype="float32") = R.add(lv2, lv2)'
+    assert relax.analysis.well_formed(out)
+    same_result(mod, out, rand(4, 3))
+
+
+def test_dead_code_elimination_unused_calls_of_pure_functions_outside_dataflow():
+    x, h, k = tensor("x", 2, 3), tensor("h", 2, 3), tensor("k", 2, 3)
+    bb = relax.BlockBuilder()
+    with bb.function("pure_helper", [h], private=True):
+        bb.emit_func_output(bb.emit(R.exp(h)))
+    with bb.function("impure_helper", [k], pure=False, private=True):
+        bb.emit_func_output(k)
+    pure_gv, impure_gv = bb.get().get_global_var("pure_helper"), bb.get().get_global_var("impure_helper")
+    with bb.function("main", [x], pure=False):
+        unused = bb.emit(relax.Call(pure_gv, [x]), "unused")
+        bb.emit(R.add(unused, x), "also_unused")
+        bb.emit(relax.Call(impure_gv, [x]), "kept")
+        bb.emit_func_output(bb.emit(R.multiply(x, x), "out"))
+    mod = bb.get()
+    out = transform.DeadCodeElimination()(mod)
+    T = 'R.Tensor((2, 3), dtype="float32")'
+    assert lines(out) == [f"kept: {T} = cls.impure_helper(x)", f"out: {T} = R.multiply(x, x)", "return out"]
+    assert func_names(out) == ["impure_helper", "main"]
+    same_result(mod, out, rand(2, 3))
