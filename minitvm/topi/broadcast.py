@@ -37,16 +37,22 @@ def broadcast_shape(a: Sequence[Any], b: Sequence[Any], who: str = "broadcast") 
     return list(reversed(out))
 
 
-def _reader(t: Any, out_ndim: int) -> Callable[[Sequence[Any]], PrimExpr]:
-    """A function from output indices to the element of ``t`` they broadcast from."""
+def _reader(t: Any, out_shape: Sequence[Any]) -> Callable[[Sequence[Any]], PrimExpr]:
+    """A function from output indices to the element of ``t`` they broadcast from.
+
+    A dimension of size 1 is read at 0 only where the output is wider; where the output is
+    1 too, the output index is used, so ``(1, n) + (n,)`` stays an element-wise read of the
+    first operand (which keeps it fusable as elementwise/broadcast, as in TVM)."""
     if not isinstance(t, te.Tensor):
         value = convert(t)
         return lambda idx: value
     shape = t.shape
-    offset = out_ndim - len(shape)
+    offset = len(out_shape) - len(shape)
+    pinned = [is_one(d) and not is_one(out_shape[offset + k]) for k, d in enumerate(shape)]
 
     def read(idx: Sequence[Any]) -> PrimExpr:
-        return t[tuple(const(0, d.dtype) if is_one(d) else idx[offset + k] for k, d in enumerate(shape))]
+        return t[tuple(const(0, d.dtype) if pin else idx[offset + k]
+                       for k, (d, pin) in enumerate(zip(shape, pinned)))]
 
     return read
 
@@ -65,7 +71,7 @@ def _binary(fop: Callable[[PrimExpr, PrimExpr], PrimExpr], name: str) -> Callabl
         if not isinstance(rhs, te.Tensor) and not isinstance(rhs, PrimExpr):
             rhs = const(rhs, lhs.dtype)
         shape = broadcast_shape(_shape_of(lhs), _shape_of(rhs), f"topi.{name}")
-        ra, rb = _reader(lhs, len(shape)), _reader(rhs, len(shape))
+        ra, rb = _reader(lhs, shape), _reader(rhs, shape)
         return te.compute(shape, lambda *idx: fop(ra(idx), rb(idx)), name=f"T_{name}")
 
     compute.__name__ = name
@@ -101,7 +107,7 @@ def broadcast_to(data: te.Tensor, shape: Sequence[Any]) -> te.Tensor:
     if len(shape) < data.ndim:
         raise ValueError(f"topi.broadcast_to: cannot broadcast {list(data.shape)} to fewer "
                          f"dimensions {shape}")
-    read = _reader(data, len(shape))
+    read = _reader(data, shape)
     return te.compute(shape, lambda *idx: read(idx), name="T_broadcast_to")
 
 
@@ -109,7 +115,7 @@ def where(condition: Any, x: Any, y: Any) -> te.Tensor:
     """``x`` where ``condition`` holds, else ``y``, all three broadcast together."""
     shape = broadcast_shape(_shape_of(condition), _shape_of(x), "topi.where")
     shape = broadcast_shape(shape, _shape_of(y), "topi.where")
-    rc, rx, ry = (_reader(t, len(shape)) for t in (condition, x, y))
+    rc, rx, ry = (_reader(t, shape) for t in (condition, x, y))
 
     def fcompute(*idx: Any) -> PrimExpr:
         cond = rc(idx)

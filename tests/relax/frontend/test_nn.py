@@ -319,3 +319,10 @@ def test_broadcasting_a_lower_rank_operand_in_either_position():
     w = np.linspace(0.5, 1.5, 6, dtype="float32")
     got = vm["forward"](minitvm.nd.array(x), minitvm.nd.array(w)).numpy()
     np.testing.assert_allclose(got, (x - w) / w + (w - x) * w + 3.0 / x, rtol=1e-6)
+
+
+def test_zero_pipeline_fuses_the_quick_start_as_tvm_does():
+    mod, _ = MLPModel().export_tvm(spec={"forward": {"x": nn.spec.Tensor((1, 784), "float32")}})
+    out = relax.get_pipeline("zero")(mod)
+    assert sorted(gv.name_hint for gv in out.get_global_vars()) == [
+        "forward", "fused_matmul1_add1", "fused_matmul_add_relu", "transpose", "transpose1"]
