@@ -6,6 +6,7 @@ parser and printer.  Chapters and exercises keep their own copies: a learner rea
 """
 
 from minitvm.script import ir as I
+from minitvm.script import relax as R
 from minitvm.script import tir as T
 
 N = 16  # a Python value the programs below take from their globals
@@ -257,3 +258,60 @@ class BmmReluTarget:
                         n, i = T.axis.remap("SS", [i0, i1])
                         j = T.axis.spatial(128, i2_0 * 8 + i2_1)
                         C[n, i, j] = T.max(Y[n, i, j], T.float32(0))
+
+
+# -- the MLC course's end-to-end model: an MLP (784-128-10) calling hand-written kernels ------
+
+
+@I.ir_module
+class MLCModule:
+    @T.prim_func
+    def linear0(X: T.Buffer((1, 784), "float32"), W: T.Buffer((128, 784), "float32"),
+                B: T.Buffer((128,), "float32"), Z: T.Buffer((1, 128), "float32")):
+        T.func_attr({"global_symbol": "linear0", "tir.noalias": True})
+        Y = T.alloc_buffer((1, 128), "float32")
+        for i, j, k in T.grid(1, 128, 784):
+            with T.block("Y"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                with T.init():
+                    Y[vi, vj] = T.float32(0)
+                Y[vi, vj] = Y[vi, vj] + X[vi, vk] * W[vj, vk]
+        for i, j in T.grid(1, 128):
+            with T.block("Z"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                Z[vi, vj] = Y[vi, vj] + B[vj]
+
+    @T.prim_func
+    def relu0(X: T.Buffer((1, 128), "float32"), Y: T.Buffer((1, 128), "float32")):
+        T.func_attr({"global_symbol": "relu0", "tir.noalias": True})
+        for i, j in T.grid(1, 128):
+            with T.block("Y"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                Y[vi, vj] = T.max(X[vi, vj], T.float32(0))
+
+    @T.prim_func
+    def linear1(X: T.Buffer((1, 128), "float32"), W: T.Buffer((10, 128), "float32"),
+                B: T.Buffer((10,), "float32"), Z: T.Buffer((1, 10), "float32")):
+        T.func_attr({"global_symbol": "linear1", "tir.noalias": True})
+        Y = T.alloc_buffer((1, 10), "float32")
+        for i, j, k in T.grid(1, 10, 128):
+            with T.block("Y"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                with T.init():
+                    Y[vi, vj] = T.float32(0)
+                Y[vi, vj] = Y[vi, vj] + X[vi, vk] * W[vj, vk]
+        for i, j in T.grid(1, 10):
+            with T.block("Z"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                Z[vi, vj] = Y[vi, vj] + B[vj]
+
+    @R.function
+    def main(x: R.Tensor((1, 784), "float32"), w0: R.Tensor((128, 784), "float32"), b0: R.Tensor((128,), "float32"),
+             w1: R.Tensor((10, 128), "float32"), b1: R.Tensor((10,), "float32")):
+        cls = MLCModule
+        with R.dataflow():
+            lv0 = R.call_tir(cls.linear0, (x, w0, b0), out_sinfo=R.Tensor((1, 128), dtype="float32"))
+            lv1 = R.call_tir(cls.relu0, (lv0,), out_sinfo=R.Tensor((1, 128), dtype="float32"))
+            out = R.call_tir(cls.linear1, (lv1, w1, b1), out_sinfo=R.Tensor((1, 10), dtype="float32"))
+            R.output(out)
+        return out
