@@ -85,11 +85,16 @@ class _NameTable:
         self.used: set[str] = set()
         self.taken = taken
 
-    def get(self, prefix: str) -> str:
+    def peek(self, prefix: str) -> str:
+        """The name :meth:`get` would return next, without taking it."""
         candidate, n = prefix, 0
         while candidate in self.used or self.taken(candidate):
             n += 1
             candidate = f"{prefix}{n}"
+        return candidate
+
+    def get(self, prefix: str) -> str:
+        candidate = self.peek(prefix)
         self.used.add(candidate)
         return candidate
 
@@ -190,10 +195,16 @@ class BlockBuilder:
     def emit(self, expr: Any, name_hint: str = "") -> Var:
         """Bind ``expr`` (normalized) to a new variable: a DataflowVar inside a dataflow block."""
         block = self._current_block("bb.emit")
-        value = self.normalize(expr)
+        prefix = name_hint or ("lv" if block.is_dataflow else "gv")
+        try:
+            value = self.normalize(expr)
+        except StructInfoError as err:  # say which binding of which function, too
+            where = f"binding {self._local_names.peek(prefix)}"
+            if self._func is not None:
+                where += f" of function {self._func.name}"
+            raise StructInfoError(f"{err} (in {where})") from None
         cls = DataflowVar if block.is_dataflow else Var
-        var = cls(self._local_names.get(name_hint or ("lv" if block.is_dataflow else "gv")),
-                  self._sinfo(value, "bb.emit"))
+        var = cls(self._local_names.get(prefix), self._sinfo(value, "bb.emit"))
         self.emit_normalized(VarBinding(var, value))
         return var
 
