@@ -1,0 +1,239 @@
+"""``from_exported_program``: a ``torch.export.ExportedProgram`` as a Relax IRModule."""
+
+from __future__ import annotations
+
+import operator
+import re
+from typing import Any, Callable
+
+import numpy as np
+
+from ....ir.module import IRModule
+from ....tir.expr import Var as TirVar
+from ...block_builder import BlockBuilder
+from ...expr import Expr, Tuple, Var, const, struct_info_of
+from ...struct_info import TensorStructInfo
+from . import binary, manipulation, nn, unary
+
+__all__ = ["from_exported_program", "CONVERTERS"]
+
+#: ATen op name (``str(node.target)``, or ``"getitem"``) -> ``fn(node, converter)``.
+CONVERTERS: dict[str, Callable[[Any, "ExportedProgramConverter"], Any]] = {
+    **unary.CONVERTERS, **binary.CONVERTERS, **nn.CONVERTERS, **manipulation.CONVERTERS,
+}
+
+
+def op_name(node: Any) -> str:
+    """``aten.linear.default`` for an ATen overload, the function's name otherwise."""
+    target = node.target
+    if target is operator.getitem:
+        return "getitem"
+    if isinstance(target, str):
+        return target
+    name = getattr(target, "__name__", None)
+    if type(target).__name__ in ("OpOverload", "OpOverloadPacket") or name is None:
+        return str(target)
+    return name
+
+
+def source_line(node: Any) -> str:
+    """Where the op came from in the user's code, as ``file.py:12: the source line``."""
+    trace = node.meta.get("stack_trace")
+    if trace:
+        lines = [ln for ln in trace.splitlines() if ln.strip()]
+        for i in range(len(lines) - 1, -1, -1):
+            m = re.match(r'\s*File "([^"]+)", line (\d+)', lines[i])
+            if m:
+                code = lines[i + 1].strip() if i + 1 < len(lines) else ""
+                return f"{m.group(1).rsplit('/', 1)[-1]}:{m.group(2)}: {code}"
+        return lines[-1].strip() if lines else ""
+    stack = node.meta.get("source_fn_stack")
+    if stack:
+        return " / ".join(str(getattr(fn, "__name__", fn)) for _, fn in stack)
+    return ""
+
+
+def _dtype_name(dtype: Any) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def _dim_name(symbol: Any, shape_env: Any) -> str:
+    """The name the user gave the ``torch.export.Dim`` behind ``symbol`` (``batch``), else
+    torch's symbol name (``s0``)."""
+    try:
+        sources = shape_env.var_to_sources.get(symbol) or []
+        names = shape_env.source_name_to_debug_name
+        for src in sources:
+            if src.name in names:
+                return str(names[src.name])
+    except AttributeError:
+        pass
+    return str(symbol)
+
+
+class ExportedProgramConverter:
+    """The state of one conversion; converters read their arguments through it."""
+
+    def __init__(self, convert_map: dict[str, Callable]):
+        self.convert_map = convert_map
+        self.bb = BlockBuilder()
+        self.env: dict[Any, Any] = {}
+        self.sym: dict[str, TirVar] = {}
+
+    # -- helpers for converters ---------------------------------------------------------------
+    def arg(self, a: Any) -> Any:
+        """An fx argument with every graph node replaced by its Relax value."""
+        import torch.fx
+
+        if isinstance(a, torch.fx.Node):
+            return self.env[a]
+        if isinstance(a, (list, tuple)):
+            return type(a)(self.arg(x) for x in a)
+        return a
+
+    def dtype_name(self, dtype: Any) -> str:
+        return _dtype_name(dtype)
+
+    def dtype_of(self, a: Any) -> str:
+        return _dtype_name(a.meta["val"].dtype)
+
+    def _prim(self, d: Any) -> Any:
+        """A torch size (int or SymInt) as an int or a tir expression over int64 vars."""
+        import torch
+
+        if isinstance(d, int):
+            return d
+        if isinstance(d, torch.SymInt):
+            expr = d.node.expr
+            if expr.is_Integer:
+                return int(expr)
+            return self._sympy(expr, getattr(d.node, "shape_env", None))
+        return int(d)
+
+    def _sympy(self, e: Any, shape_env: Any = None) -> Any:
+        if e.is_Integer:
+            return int(e)
+        if e.is_Symbol:
+            key = str(e)
+            if key not in self.sym:
+                self.sym[key] = TirVar(_dim_name(e, shape_env), "int64")
+            return self.sym[key]
+        parts = [self._sympy(a, shape_env) for a in e.args]
+        if e.is_Add:
+            out = parts[0]
+            for p in parts[1:]:
+                out = out + p
+            return out
+        if e.is_Mul:
+            out = parts[0]
+            for p in parts[1:]:
+                out = out * p
+            return out
+        raise ValueError(f"from_exported_program: symbolic size {e} is not supported")
+
+    def shape_of(self, a: Any) -> list[Any]:
+        return [self._prim(d) for d in a.meta["val"].shape]
+
+    def scalar(self, value: Any, like: Expr) -> Expr:
+        """A Python number as a constant of ``like``'s dtype, shaped ``(1,) * ndim`` so it
+        broadcasts without changing the result's shape (0-D only for a 0-D ``like``)."""
+        sinfo = struct_info_of(like)
+        ndim = max(sinfo.ndim, 0)
+        return const(np.full((1,) * ndim, value, dtype=sinfo.dtype))
+
+    def operands(self, a: Any, b: Any) -> tuple[Expr, Expr]:
+        """Two operands of an element-wise op; a Python number takes the tensor's dtype."""
+        a, b = self.arg(a), self.arg(b)
+        if not isinstance(a, Expr):
+            a = self.scalar(a, b)
+        if not isinstance(b, Expr):
+            b = self.scalar(b, a)
+        return a, b
+
+    # -- the walk -----------------------------------------------------------------------------
+    def check_supported(self, graph: Any) -> None:
+        missing: dict[str, list[str]] = {}
+        for node in graph.nodes:
+            if node.op == "call_function":
+                name = op_name(node)
+                if name not in self.convert_map:
+                    missing.setdefault(name, []).append(source_line(node))
+        if missing:
+            lines = []
+            for name, where in missing.items():
+                place = "; ".join(dict.fromkeys(w for w in where if w))
+                lines.append(f"  {name}" + (f"  ({place})" if place else ""))
+            raise ValueError("from_exported_program: unsupported operators:\n" + "\n".join(lines))
+
+    def convert(self, ep: Any, keep_params_as_input: bool, unwrap_unit_return_tuple: bool) -> IRModule:
+        from torch.export.graph_signature import InputKind
+
+        graph = ep.graph_module.graph
+        self.check_supported(graph)
+        specs = {s.arg.name: s for s in ep.graph_signature.input_specs}
+        placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+        user_vars, param_vars, param_values = [], [], []
+        for node in placeholders:
+            spec = specs[node.name]
+            if spec.kind == InputKind.USER_INPUT:
+                if not hasattr(node.meta.get("val"), "shape"):
+                    raise ValueError(f"from_exported_program: input {node.name!r} is not a tensor")
+                var = Var(node.name, TensorStructInfo(self.shape_of(node), self.dtype_of(node)))
+                user_vars.append(var)
+                self.env[node] = var
+                continue
+            if spec.target in ep.state_dict:
+                tensor = ep.state_dict[spec.target]
+            else:
+                tensor = ep.constants[spec.target]
+            array = tensor.detach().cpu().contiguous().numpy()
+            if keep_params_as_input:
+                var = Var(spec.target.replace(".", "_"), TensorStructInfo(list(array.shape), str(array.dtype)))
+                param_vars.append(var)
+                param_values.append(array)
+                self.env[node] = var
+            else:
+                self.env[node] = const(array)
+
+        attrs: dict[str, Any] = {"num_input": len(user_vars)}
+        if keep_params_as_input:
+            attrs["params"] = param_values
+        with self.bb.function("main", user_vars + param_vars, attrs=attrs):
+            with self.bb.dataflow():
+                output = None
+                for node in graph.nodes:
+                    if node.op == "call_function":
+                        self.env[node] = self.convert_map[op_name(node)](node, self)
+                    elif node.op == "output":
+                        results = node.args[0]
+                        results = list(results) if isinstance(results, (list, tuple)) else [results]
+                        values = [self.arg(r) for r in results]
+                        if unwrap_unit_return_tuple and len(values) == 1:
+                            out = values[0]
+                        else:
+                            out = Tuple(values)
+                        output = self.bb.emit_output(out, "gv")
+                    elif node.op not in ("placeholder",):
+                        raise ValueError(f"from_exported_program: graph node kind {node.op!r} is not supported")
+            self.bb.emit_func_output(output)
+        return self.bb.get()
+
+
+def from_exported_program(ep: Any, *, keep_params_as_input: bool = False, unwrap_unit_return_tuple: bool = False,
+                          run_ep_decomposition: bool = True,
+                          custom_convert_map: dict[str, Callable] | None = None) -> IRModule:
+    """Convert ``ep`` (from ``torch.export.export``) to an IRModule whose ``main`` takes the
+    user inputs.
+
+    Parameters and buffers become constants, or with ``keep_params_as_input`` extra
+    parameters after the inputs (``attrs["num_input"]`` counts the inputs and
+    ``attrs["params"]`` holds their values, see ``relax.frontend.detach_params``).  The result
+    is a tuple unless ``unwrap_unit_return_tuple`` and there is one output.
+    ``custom_convert_map`` adds or overrides converters: ``{"aten.op.overload": fn(node, converter)}``.
+    Dynamic dimensions (``torch.export.Dim``) become int64 tir variables named after torch's
+    symbols.
+    """
+    if run_ep_decomposition:
+        ep = ep.run_decompositions()
+    convert_map = {**CONVERTERS, **(custom_convert_map or {})}
+    return ExportedProgramConverter(convert_map).convert(ep, keep_params_as_input, unwrap_unit_return_tuple)
