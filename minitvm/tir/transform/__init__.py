@@ -13,3 +13,6 @@ __all__ = ["PrimFuncPass", "prim_func_pass", "LowerInitBlock", "ConvertBlocksToO
            "LowerOpaqueBlock", "CompactBufferAllocation", "FlattenBuffer", "Simplify", "VerifyLowered",
            "lowered_form_errors",
            "lower_pipeline", "lower"]
+from .default_schedule import DefaultCPUSchedule  # noqa: E402
+
+__all__ += ["DefaultCPUSchedule"]

@@ -1,0 +1,258 @@
+"""DefaultCPUSchedule: rule-based default CPU schedules keep results and add parallel/vector loops."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minitvm
+import minitvm.tir.transform as tt
+import minitvm.tir.transform.default_schedule as ds
+from minitvm.ir import IRModule
+from minitvm.script import tir as T
+from minitvm.tir.transform.default_schedule import (
+    apply_default_schedule,
+    schedule_elementwise,
+    schedule_matmul_like,
+    schedule_reduction,
+)
+
+
+def matmul(n, m, k):
+    @T.prim_func
+    def main(A: T.Buffer((n, k), "float32"), B: T.Buffer((k, m), "float32"), C: T.Buffer((n, m), "float32")):
+        for i, j, r in T.grid(n, m, k):
+            with T.block("C"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, r])
+                with T.init():
+                    C[vi, vj] = T.float32(0)
+                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+    return main
+
+
+@T.prim_func
+def matmul_add_relu(A: T.Buffer((64, 128), "float32"), B: T.Buffer((128, 96), "float32"),
+                    bias: T.Buffer((96,), "float32"), D: T.Buffer((64, 96), "float32")):
+    Y = T.alloc_buffer((64, 96), "float32")
+    Z = T.alloc_buffer((64, 96), "float32")
+    for i, j, k in T.grid(64, 96, 128):
+        with T.block("matmul"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                Y[vi, vj] = T.float32(0)
+            Y[vi, vj] = Y[vi, vj] + A[vi, vk] * B[vk, vj]
+    for i, j in T.grid(64, 96):
+        with T.block("add"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            Z[vi, vj] = Y[vi, vj] + bias[vj]
+    for i, j in T.grid(64, 96):
+        with T.block("relu"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            D[vi, vj] = T.max(Z[vi, vj], T.float32(0))
+
+
+@T.prim_func
+def add(A: T.Buffer((128, 256), "float32"), B: T.Buffer((128, 256), "float32"),
+        C: T.Buffer((128, 256), "float32")):
+    for i, j in T.grid(128, 256):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = A[vi, vj] + B[vi, vj]
+
+
+@T.prim_func
+def add_relu(A: T.Buffer((4, 100), "float32"), B: T.Buffer((4, 100), "float32"),
+             C: T.Buffer((4, 100), "float32")):
+    Y = T.alloc_buffer((4, 100), "float32")
+    for i, j in T.grid(4, 100):
+        with T.block("add"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            Y[vi, vj] = A[vi, vj] + B[vi, vj]
+    for i, j in T.grid(4, 100):
+        with T.block("relu"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = T.max(Y[vi, vj], T.float32(0))
+
+
+@T.prim_func
+def softmax(A: T.Buffer((64, 512), "float32"), S: T.Buffer((64, 512), "float32")):
+    mx = T.alloc_buffer((64,), "float32")
+    e = T.alloc_buffer((64, 512), "float32")
+    sm = T.alloc_buffer((64,), "float32")
+    for i, k in T.grid(64, 512):
+        with T.block("max"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                mx[vi] = T.float32(-3.0e38)
+            mx[vi] = T.max(mx[vi], A[vi, vk])
+    for i, j in T.grid(64, 512):
+        with T.block("exp"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            e[vi, vj] = T.exp(A[vi, vj] - mx[vi])
+    for i, k in T.grid(64, 512):
+        with T.block("sum"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                sm[vi] = T.float32(0)
+            sm[vi] = sm[vi] + e[vi, vk]
+    for i, j in T.grid(64, 512):
+        with T.block("div"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            S[vi, vj] = e[vi, vj] / sm[vi]
+
+
+def _run(func, target, args):
+    lib = minitvm.build(func.with_attr("global_symbol", "main"), target=target)
+    arrs = [minitvm.nd.array(a) for a in args]
+    lib["main"](*arrs)
+    return arrs[-1].numpy()
+
+
+def _check_same(func, inputs, out_shape, targets=("llvm", "python")):
+    """Scheduled and unscheduled functions give the same result on both targets."""
+    sched = apply_default_schedule(func)
+    assert sched.attrs.get("tir.is_scheduled") is True
+    for target in targets:
+        args = [*inputs, np.zeros(out_shape, "float32")]
+        want = _run(func, target, [a.copy() for a in args])
+        got = _run(sched, target, [a.copy() for a in args])
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    return sched
+
+
+def _rand(*shape, seed=0):
+    return np.random.default_rng(seed + len(shape)).standard_normal(shape).astype("float32")
+
+
+@pytest.fixture(params=[False, True], ids=["small", "parallel"])
+def parallel(request, monkeypatch):
+    """Run a test twice: with the default thresholds (these small kernels stay serial, as
+    measured faster) and with the thresholds at 0 (the parallel variant of every rule)."""
+    if request.param:
+        monkeypatch.setattr(ds, "MATMUL_PARALLEL_WORK", 0)
+        monkeypatch.setattr(ds, "ELEMENTWISE_PARALLEL_WORK", 0)
+    return request.param
+
+
+def _has_parallel(text, parallel):
+    assert ("T.parallel" in text) == parallel, text
+
+
+def test_matmul_64(parallel):
+    a, b = _rand(64, 64), _rand(64, 64, seed=1)
+    sched = _check_same(matmul(64, 64, 64), [a, b], (64, 64))
+    text = sched.script()
+    assert "T.vectorized" in text and "T.unroll" in text
+    assert 'scope="local"' in text  # the cache_write register tile
+    _has_parallel(text, parallel)
+    np.testing.assert_allclose(_run(sched, "llvm", [a, b, np.zeros((64, 64), "float32")]), a @ b,
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_large_matmul_is_parallel_by_default():
+    # scheduled only (not run): 256^3 is above MATMUL_PARALLEL_WORK
+    text = apply_default_schedule(matmul(256, 256, 256)).script()
+    assert "for i_0 in T.parallel(32)" in text and "T.vectorized(32)" in text and "T.unroll(8)" in text
+
+
+def test_matmul_add_relu_fused(parallel):
+    a, b, bias = _rand(64, 128), _rand(128, 96, seed=1), _rand(96)
+    sched = _check_same(matmul_add_relu, [a, b, bias], (64, 96))
+    text = sched.script()
+    assert "T.vectorized" in text
+    _has_parallel(text, parallel)
+    assert 'T.block("add")' not in text  # inlined into the relu epilogue
+    assert "Y_local" in text and "Y = T.alloc_buffer" not in text  # relu reads the register tile
+    want = np.maximum(a @ b + bias, 0)
+    np.testing.assert_allclose(_run(sched, "llvm", [a, b, bias, np.zeros((64, 96), "float32")]), want,
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_dense_batch1(parallel):
+    x, w = _rand(1, 784), _rand(784, 256, seed=1)
+    sched = _check_same(matmul(1, 256, 784), [x, w], (1, 256))
+    text = sched.script()
+    assert "T.vectorized(128)" in text  # i == 1: only j is tiled, wide
+    _has_parallel(text, parallel)
+    if parallel:
+        assert "for j_0 in T.parallel(2)" in text
+
+
+def test_elementwise_add(parallel):
+    a, b = _rand(128, 256), _rand(128, 256, seed=1)
+    sched = _check_same(add, [a, b], (128, 256))
+    text = sched.script()
+    assert "T.vectorized(16)" in text
+    _has_parallel(text, parallel)
+
+
+def test_elementwise_chain_is_inlined():
+    a, b = _rand(4, 100), _rand(4, 100, seed=1)
+    sched = _check_same(add_relu, [a, b], (4, 100))
+    text = sched.script()
+    assert 'T.block("add")' not in text and "T.vectorized(16)" in text  # 400 = 25 x 16
+
+
+def test_softmax_like(parallel):
+    a = _rand(64, 512)
+    sched = _check_same(softmax, [a], (64, 512))
+    text = sched.script()
+    _has_parallel(text, parallel)
+    assert text.count("T.vectorized(16)") == 2  # exp and divide; the reductions stay serial
+    if parallel:
+        assert text.count("T.parallel(64)") == 4  # every block runs its rows in parallel
+    want = np.exp(a - a.max(1, keepdims=True))
+    want /= want.sum(1, keepdims=True)
+    np.testing.assert_allclose(_run(sched, "llvm", [a, np.zeros((64, 512), "float32")]), want,
+                               rtol=1e-4, atol=1e-5)
+
+
+def test_rules_decline_other_kinds():
+    from minitvm.tir import Schedule
+
+    assert schedule_matmul_like(Schedule(add)) is False
+    assert schedule_elementwise(Schedule(softmax)) is False
+    assert schedule_reduction(Schedule(add)) is False
+
+
+def test_pass_on_module_marks_and_skips_scheduled():
+    mod = IRModule({"main": matmul(64, 64, 64), "add": add})
+    out = tt.DefaultCPUSchedule()(mod)
+    for _gv, f in out.items():
+        assert f.attrs.get("tir.is_scheduled") is True
+    # already scheduled functions are left alone
+    again = tt.DefaultCPUSchedule()(out)
+    for gv, f in again.items():
+        assert f is out[gv]
+
+
+def test_mlp_relax_pipeline_with_default_schedule():
+    """The quick-start MLP: FuseTIR's fused PrimFuncs (matmul+add+relu at batch 1, T.int64
+    shapes) are all scheduled and the VM's result is unchanged."""
+    from minitvm import relax
+    from minitvm.relax.frontend import nn
+    from minitvm.relax.pipeline import optimization_passes, vm_lowering_passes
+    from minitvm.transform import Sequential
+
+    class MLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1, self.relu1, self.fc2 = nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10)
+
+        def forward(self, x):
+            return self.fc2(self.relu1(self.fc1(x)))
+
+    mod, spec = MLP().export_tvm(spec={"forward": {"x": nn.spec.Tensor((1, 784), "float32")}})
+    mod = Sequential(optimization_passes())(mod)
+    mod = tt.DefaultCPUSchedule()(mod)
+    prims = [f for _, f in mod.items() if isinstance(f, minitvm.tir.PrimFunc)]
+    assert prims and all(f.attrs.get("tir.is_scheduled") for f in prims)
+    mod = Sequential(vm_lowering_passes())(mod)
+    vm = relax.VirtualMachine(minitvm.compile(mod, minitvm.target.Target("llvm")), minitvm.cpu())
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 784)).astype("float32")
+    params = [(rng.standard_normal(p.shape) * 0.1).astype("float32") for _, p in spec]
+    w1, b1, w2, b2 = params
+    want = np.maximum(x @ w1.T + b1, 0) @ w2.T + b2
+    np.testing.assert_allclose(vm["forward"](x, *params).numpy(), want, rtol=1e-4, atol=1e-4)
