@@ -5,7 +5,8 @@ high-level Relax to one the VM code generator accepts.
   fusion (``AnnotateTIROpPattern``, ``FoldConstant``, ``FuseOps``, ``FuseTIR``), then the VM
   lowering: ``ToNonDataflow``, ``CallTIRRewrite``, ``StaticPlanBlockMemory``,
   ``VMBuiltinLower``, ``VMShapeLower``.
-* ``"default"`` -- ``LegalizeOps`` + the VM lowering, without fusion for now.
+* ``"default"`` -- what ``minitvm.compile`` runs: ``LegalizeOps``, ``DefaultCPUSchedule``, the
+  VM lowering (fusion will join it).
 
 ``register_pipeline(name, fn)`` adds one: ``fn(**kwargs)`` returns a Pass.
 """
@@ -69,11 +70,12 @@ def zero_pipeline(**kwargs: Any) -> Pass:
 
 
 def default_pipeline(**kwargs: Any) -> Pass:
-    """LegalizeOps + the VM lowering, without fusion for now (fusion and default CPU schedules
-    will join it)."""
+    """What ``minitvm.compile`` runs: LegalizeOps, default CPU schedules for every kernel
+    (``tir.transform.DefaultCPUSchedule``), then the VM lowering (fusion will join it)."""
+    from ..tir.transform import DefaultCPUSchedule
     from .transform import LegalizeOps
 
-    return Sequential([LegalizeOps(), *vm_lowering_passes()], name="default")
+    return Sequential([LegalizeOps(), DefaultCPUSchedule(), *vm_lowering_passes()], name="default")
 
 
 _PIPELINES: dict[str, Callable[..., Pass]] = {"zero": zero_pipeline, "default": default_pipeline,
