@@ -160,7 +160,7 @@ def from_dlpack(tensor: Any) -> NDArray:
     except (BufferError, RuntimeError, TypeError) as err:
         raise TypeError(f"from_dlpack: cannot share this {type(tensor).__name__}: {err}") from err
     if not data.flags.c_contiguous:
-        data = np.ascontiguousarray(data)
+        data = np.require(data, requirements="C")  # unlike ascontiguousarray, keeps 0-d arrays 0-d
     return NDArray(data, cpu(0))
 
 

@@ -144,7 +144,7 @@ def _const_tuple(e: Any) -> bool:
 def _run(kernel: Any, inputs: list[np.ndarray], outs: list[TensorStructInfo], scalars: list[int]) -> list[np.ndarray]:
     from ...runtime import ndarray as nd
 
-    arrays = [nd.array(np.ascontiguousarray(a)) for a in inputs]
+    arrays = [nd.array(np.require(a, requirements="C")) for a in inputs]
     arrays += [nd.empty(tuple(d.value for d in s.shape_values), s.dtype) for s in outs]
     kernel(*arrays, *scalars)
     return [a.numpy() for a in arrays[len(inputs):]]

@@ -369,7 +369,7 @@ def _normalize_constant(value: Any) -> Any:
         value = value.numpy()
     if isinstance(value, np.ndarray):
         check_dtype(value.dtype, "constant")
-        return np.ascontiguousarray(value)
+        return np.require(value, requirements="C")  # keeps 0-d arrays 0-d
     if isinstance(value, ShapeTuple):
         return value
     if isinstance(value, (tuple, list)):
@@ -412,7 +412,7 @@ def _human_bytes(n: int) -> str:
 
 def _constant_to_json(c: Any, sections: list[bytes]) -> dict:
     if isinstance(c, np.ndarray):
-        raw = np.ascontiguousarray(c).astype(c.dtype.newbyteorder("<"), copy=False).tobytes()
+        raw = np.require(c, requirements="C").astype(c.dtype.newbyteorder("<"), copy=False).tobytes()
         sections.append(raw)
         return {"type": "tensor", "dtype": c.dtype.name, "shape": list(c.shape), "nbytes": len(raw)}
     if isinstance(c, ShapeTuple):

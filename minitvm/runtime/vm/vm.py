@@ -305,7 +305,7 @@ def _wrap_result(value: Any) -> Any:
     if type(value) is NDArray:
         return value
     if type(value) is np.ndarray:
-        return NDArray(np.ascontiguousarray(value))
+        return NDArray(np.require(value, requirements="C"))  # keeps 0-d arrays 0-d
     if type(value) is tuple:
         return tuple(_wrap_result(v) for v in value)
     return value
@@ -318,7 +318,7 @@ def _to_tensor(arg: Any, where: str) -> NDArray:
     if isinstance(arg, np.ndarray):
         if arg.dtype.kind not in "biuf":
             raise TypeError(f"{where} expects a numeric array, got dtype {arg.dtype}")
-        return NDArray(arg if arg.flags.c_contiguous else np.ascontiguousarray(arg))
+        return NDArray(np.require(arg, requirements="C"))
     if hasattr(arg, "__dlpack__") and not isinstance(arg, (np.generic, int, float)):
         return from_dlpack(arg)
     raise TypeError(f"{where} expects a tensor (NDArray, numpy array or DLPack tensor such as torch), "

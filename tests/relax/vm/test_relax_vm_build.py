@@ -265,3 +265,16 @@ def test_high_level_mlp_through_the_zero_pipeline_with_symbolic_batch():
         data = rng.standard_normal((batch, 784), dtype=np.float32)
         want = np.maximum(data @ params[0] + params[1], 0) @ params[2] + params[3]
         np.testing.assert_allclose(vm["main"](data, *params).numpy(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_scalar_constant_reaches_its_kernel_as_0_d():
+    x = relax.Var("x", relax.TensorStructInfo((4,), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = bb.emit(relax.op.add(x, relax.const(1.5, "float32")))
+            gv = bb.emit_output(y)
+        bb.emit_func_output(gv)
+    vm = relax.VirtualMachine(minitvm.compile(bb.get()), minitvm.cpu())
+    x_np = np.random.default_rng(3).standard_normal(4).astype("float32")
+    np.testing.assert_allclose(vm["main"](x_np).numpy(), x_np + 1.5, rtol=1e-6)
