@@ -38,14 +38,10 @@ def _pair(a: Any, b: Any) -> tuple[rx.Expr, rx.Expr]:
 
 
 def _scalar(value: Any, like: Tensor) -> rx.Constant:
-    """A Python number as a constant of ``like``'s dtype, shaped ``(1,) * like.ndim``.
-
-    Workaround: a 0-d ``relax.const`` reaches its kernel as a shape-(1,) array in the VM
-    (the kernel then rejects it), so the constant gets the tensor's rank instead; it
-    broadcasts the same way."""
+    """A Python number as a 0-d constant of ``like``'s dtype (it broadcasts)."""
     if not isinstance(value, (int, float, bool, np.number)):
         raise TypeError(f"nn.op: expected an nn.Tensor or a number, got {type(value).__name__}")
-    return rx.const(np.full((1,) * max(like.ndim, 1), value, dtype=like.dtype))
+    return rx.const(np.array(value, dtype=like.dtype))
 
 
 def _binary(fn: Any, name: str) -> Any:

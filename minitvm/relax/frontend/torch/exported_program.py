@@ -135,11 +135,8 @@ class ExportedProgramConverter:
         return [self._prim(d) for d in a.meta["val"].shape]
 
     def scalar(self, value: Any, like: Expr) -> Expr:
-        """A Python number as a constant of ``like``'s dtype, shaped ``(1,) * ndim`` so it
-        broadcasts without changing the result's shape (0-D only for a 0-D ``like``)."""
-        sinfo = struct_info_of(like)
-        ndim = max(sinfo.ndim, 0)
-        return const(np.full((1,) * ndim, value, dtype=sinfo.dtype))
+        """A Python number as a 0-d constant of ``like``'s dtype (it broadcasts)."""
+        return const(np.array(value, dtype=struct_info_of(like).dtype))
 
     def operands(self, a: Any, b: Any) -> tuple[Expr, Expr]:
         """Two operands of an element-wise op; a Python number takes the tensor's dtype."""
