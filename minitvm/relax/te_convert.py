@@ -114,8 +114,9 @@ def te_to_call_tir(bb: Any, func: Callable, args: tuple, kwargs: dict) -> Call:
 
     # symbolic variables readable from input buffer shapes are bound there; others are passed
     from_inputs = [d for t in conv.placeholders for d in t.shape if isinstance(d, TirVar)]
+    # (a variable seen only inside an expression, y: (n * 2 + 1,), is not readable and is passed)
     needed = list(conv.scalar_vars)
-    for t in outs:
+    for t in [*conv.placeholders, *outs]:
         for d in t.shape:
             needed += [v for v in _vars_of(d) if all(v is not n for n in needed)]
     tir_vars = [v for v in needed if all(v is not d for d in from_inputs)]

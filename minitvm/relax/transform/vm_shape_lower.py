@@ -13,8 +13,11 @@ passed to a kernel (``R.prim_value(n)``) is read back out of such a shape, and
 ``R.match_cast`` becomes checks (``check_tensor_info`` + ``match_shape``) that also define
 the new variables it introduces.
 
-Dimensions that are expressions of variables (``n * 2``) are not supported yet: the pass
-says so, naming the expression.
+A dimension that is an expression of variables (``n * 5408`` after a flatten) gets a slot
+of its own, computed once its variables are known
+(``vm.builtin.eval_shape_expr(shape_heap, 1, EXPR_LOAD, 0, EXPR_IMM, 5408, MUL, 0)``, the
+expression in postfix), and is then loaded like a variable; in a ``match_shape`` it is
+checked against that slot.
 """
 
 from __future__ import annotations
@@ -23,8 +26,9 @@ from typing import Any
 
 from ...ir.module import IRModule
 from ...runtime.vm import builtins as B
-from ...tir.expr import IntImm, PrimExpr
+from ...tir.expr import Cast, IntImm, PrimExpr
 from ...tir.expr import Var as TirVar
+from ...tir.functor import post_order_visit
 from ...transform import PassContext, module_pass
 from ..expr import (
     BindingBlock,
@@ -55,6 +59,11 @@ from .vm_builtin_lower import builtin_call
 __all__ = ["VMShapeLower"]
 
 
+def _vars_of(d: PrimExpr) -> list[TirVar]:
+    found: list[TirVar] = []
+    post_order_visit(d, lambda x: found.append(x) if isinstance(x, TirVar) else None)
+    return found
+
 
 def _dims_of(sinfo: StructInfo) -> list[PrimExpr]:
     if isinstance(sinfo, TensorStructInfo):
@@ -74,13 +83,47 @@ class _ShapeLower(KernelCallMutator):
         self.heap = heap
         self.func_name = func_name
         self.slots: dict[TirVar, int] = {}
+        self.heap_size = 0
         self.shapes: dict[tuple, Var] = {}  # make_shape codes -> the variable holding that shape
+        self.computed: dict[tuple, int] = {}  # eval_shape_expr program -> the slot holding its value
 
     # -- the heap ----------------------------------------------------------------------------------
     def slot(self, v: TirVar) -> int:
         if v not in self.slots:
-            self.slots[v] = len(self.slots)
+            self.slots[v] = self.new_slot()
         return self.slots[v]
+
+    def new_slot(self) -> int:
+        self.heap_size += 1
+        return self.heap_size - 1
+
+    def is_known(self, d: PrimExpr) -> bool:
+        """True when every variable of ``d`` has a slot by now (so ``d`` can be computed)."""
+        return all(v in self.slots for v in _vars_of(d))
+
+    def postfix(self, d: PrimExpr) -> list[int]:
+        """``d`` as an ``eval_shape_expr`` program over constants and heap slots."""
+        if isinstance(d, IntImm):
+            return [B.EXPR_IMM, d.value]
+        if isinstance(d, TirVar):
+            return [B.EXPR_LOAD, self.slots[d]]
+        if isinstance(d, Cast) and d.dtype.startswith("int") and d.value.dtype.startswith("int"):
+            return self.postfix(d.value)
+        code = B.EXPR_CODES.get(type(d).__name__)
+        if code is None:
+            raise NotImplementedError(f"VMShapeLower: {self.func_name}: the dimension {dim_text(d)} uses "
+                                      f"{type(d).__name__}, which shape arithmetic does not support")
+        return [*self.postfix(d.a), *self.postfix(d.b), code, 0]
+
+    def expr_slot(self, d: PrimExpr) -> int:
+        """The slot holding the value of the expression ``d``, computing it here the first time."""
+        program = tuple(self.postfix(d))
+        if program not in self.computed:
+            self.computed[program] = self.new_slot()
+            self.builder_.emit(builtin_call("vm.builtin.eval_shape_expr",
+                                            [self.heap, PrimValue(self.computed[program]),
+                                             *(PrimValue(c) for c in program)]), "_")
+        return self.computed[program]
 
     def match_codes(self, dims: list[PrimExpr]) -> list[PrimValue]:
         """(code, value) pairs of match_shape; first sights of a variable store it."""
@@ -104,12 +147,12 @@ class _ShapeLower(KernelCallMutator):
                 codes += [B.MAKE_IMM, d.value]
             elif isinstance(d, TirVar) and d in self.slots:
                 codes += [B.MAKE_LOAD, self.slots[d]]
+            elif self.is_known(d):
+                codes += [B.MAKE_LOAD, self.expr_slot(d)]
             else:
-                raise NotImplementedError(
-                    f"VMShapeLower: {self.func_name}: the dimension {dim_text(d)} is "
-                    + ("an expression of symbolic variables; only plain variables (n) and constants are "
-                       "supported so far" if not isinstance(d, TirVar) else
-                       "a symbolic variable that no parameter or match_cast defines"))
+                unknown = ", ".join(sorted({v.name for v in _vars_of(d) if v not in self.slots}))
+                raise NotImplementedError(f"VMShapeLower: {self.func_name}: the dimension {dim_text(d)} uses "
+                                          f"{unknown}, which no parameter or match_cast defines")
         return codes and [PrimValue(c) for c in codes]
 
     def emit_match(self, value: Any, sinfo: StructInfo, what: str) -> None:
@@ -136,6 +179,19 @@ class _ShapeLower(KernelCallMutator):
             bb.emit(builtin_call("vm.builtin.match_shape",
                                  [value, self.heap, PrimValue(len(dims)), *self.match_codes(dims),
                                   StringImm(what)]), "_")
+            self.emit_expression_checks(value, dims, what)
+
+    def emit_expression_checks(self, value: Any, dims: list[PrimExpr], what: str) -> None:
+        """Check the dimensions that are expressions (``n * 2``) once their variables are known."""
+        exprs = [i for i, d in enumerate(dims) if not isinstance(d, (IntImm, TirVar)) and self.is_known(d)]
+        if not exprs:
+            return
+        codes: list[int] = []
+        for i, d in enumerate(dims):
+            codes += [B.MATCH_HEAP, self.expr_slot(d)] if i in exprs else [B.MATCH_ANY, 0]
+        self.builder_.emit(builtin_call("vm.builtin.match_shape",
+                                        [value, self.heap, PrimValue(len(dims)), *(PrimValue(c) for c in codes),
+                                         StringImm(what)]), "_")
 
     # -- rewriting ---------------------------------------------------------------------------------
     def visit_shape_expr_(self, op: ShapeExpr) -> Any:
@@ -150,11 +206,12 @@ class _ShapeLower(KernelCallMutator):
         return self.shapes[key]
 
     def visit_if_(self, op: Any) -> Any:
-        saved = dict(self.shapes)  # shapes made inside a branch are not visible after it
+        # shapes and expressions computed inside a branch are not visible after it
+        saved = dict(self.shapes), dict(self.computed)
         try:
             return super().visit_if_(op)
         finally:
-            self.shapes = saved
+            self.shapes, self.computed = saved
 
     def visit_prim_value_(self, op: PrimValue) -> Any:
         if isinstance(op.value, IntImm) or not op.value.dtype.startswith(("int", "uint")):
@@ -195,7 +252,7 @@ def _rewrite(func: Function, mod: IRModule) -> Function:
     body = lower.visit_with_new_scope(func.body)
     if not lower.slots and body is func.body:  # no symbolic dimension, no match_cast
         return func
-    alloc = VarBinding(heap, bb.normalize(builtin_call("vm.builtin.alloc_shape_heap", [PrimValue(len(lower.slots))])))
+    alloc = VarBinding(heap, bb.normalize(builtin_call("vm.builtin.alloc_shape_heap", [PrimValue(lower.heap_size)])))
     head = BindingBlock((alloc, *prologue.bindings))
     blocks = (head, *body.blocks) if isinstance(body, SeqExpr) else (head,)
     new_body = SeqExpr(blocks, body.body if isinstance(body, SeqExpr) else body)

@@ -30,6 +30,13 @@ make_shape code     value   dimension
 ``MAKE_IMM`` 0      k       the constant ``k``
 ``MAKE_LOAD`` 1     slot    ``heap[slot]``
 ==================  ======  ==================
+
+A dimension that is an expression of symbols (``n * 5408`` after a flatten) gets a slot of
+its own, filled by ``eval_shape_expr(heap, slot, *program)`` once its symbols are known.
+The program is the expression in postfix, as ``(code, value)`` pairs: ``EXPR_IMM k`` and
+``EXPR_LOAD slot`` push a number, the arithmetic codes pop two and push the result
+(``value`` unused).  It is data, like the rest of the bytecode: loading an executable never
+evaluates Python text.
 """
 
 from __future__ import annotations
@@ -43,10 +50,24 @@ from ..ndarray import NDArray
 from ..registry import register_func
 
 __all__ = ["ShapeTuple", "Storage", "MATCH_ANY", "MATCH_IMM", "MATCH_STORE", "MATCH_HEAP",
-           "MAKE_IMM", "MAKE_LOAD", "ALLOWED_DTYPE_KINDS", "check_dtype", "BUILTIN_NAMES"]
+           "MAKE_IMM", "MAKE_LOAD", "EXPR_CODES", "ALLOWED_DTYPE_KINDS", "check_dtype", "BUILTIN_NAMES"]
 
 MATCH_ANY, MATCH_IMM, MATCH_STORE, MATCH_HEAP = 0, 1, 2, 3
 MAKE_IMM, MAKE_LOAD = 0, 1
+
+#: postfix codes of ``eval_shape_expr``: the two leaves, then integer arithmetic as in TIR
+#: (floor division and modulo, like ``tir.floordiv``/``floormod``)
+EXPR_IMM, EXPR_LOAD = 0, 1
+_EXPR_BINARY = {
+    2: lambda a, b: a + b,
+    3: lambda a, b: a - b,
+    4: lambda a, b: a * b,
+    5: lambda a, b: a // b,
+    6: lambda a, b: a % b,
+    7: min,
+    8: max,
+}
+EXPR_CODES = {"Add": 2, "Sub": 3, "Mul": 4, "FloorDiv": 5, "FloorMod": 6, "Min": 7, "Max": 8}
 
 #: numpy dtype kinds that the VM stores in memory (no Python objects, ever)
 ALLOWED_DTYPE_KINDS = frozenset("biuf")
@@ -220,6 +241,27 @@ def make_shape(heap: list[int] | None, ndim: int, *pattern: int) -> ShapeTuple:
     return ShapeTuple(out)
 
 
+def eval_shape_expr(heap: list[int], slot: int, *program: int) -> None:
+    """``heap[slot]`` = the postfix ``program`` of ``(code, value)`` pairs (see the module docstring)."""
+    if len(program) % 2:
+        raise ValueError(f"eval_shape_expr: a program is (code, value) pairs, got {len(program)} numbers")
+    stack: list[int] = []
+    for i in range(0, len(program), 2):
+        code, k = program[i], program[i + 1]
+        if code == EXPR_IMM:
+            stack.append(k)
+        elif code == EXPR_LOAD:
+            stack.append(heap[k])
+        elif code in _EXPR_BINARY and len(stack) >= 2:
+            b = stack.pop()
+            stack.append(_EXPR_BINARY[code](stack.pop(), b))
+        else:
+            raise ValueError(f"eval_shape_expr: bad code {code!r} at position {i // 2} of the program")
+    if len(stack) != 1:
+        raise ValueError(f"eval_shape_expr: the program leaves {len(stack)} values, expected 1")
+    heap[slot] = stack[0]
+
+
 # -- values ----------------------------------------------------------------------------------------
 
 
@@ -271,6 +313,7 @@ _BUILTINS = {
     "vm.builtin.check_tuple_info": check_tuple_info,
     "vm.builtin.match_shape": match_shape,
     "vm.builtin.make_shape": make_shape,
+    "vm.builtin.eval_shape_expr": eval_shape_expr,
     "vm.builtin.shape_of": shape_of,
     "vm.builtin.make_tuple": make_tuple,
     "vm.builtin.tuple_getitem": tuple_getitem,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import minitvm
@@ -173,16 +174,54 @@ def test_vm_shape_lower_golden():
     assert again is mod
 
 
-def test_vm_shape_lower_names_unsupported_shape_expressions():
+def test_vm_shape_lower_computes_shape_expressions():
     n = tir.Var("n", "int64")
     x = relax.Var("x", relax.TensorStructInfo((n,), "float32"))
     bb = relax.BlockBuilder()
     with bb.function("main", [x]):
         out = bb.emit(relax.call_dps_packed("env.twice", (x,), relax.TensorStructInfo((n * 2,), "float32")))
         bb.emit_func_output(out)
+    mod = transform.VMShapeLower()(transform.VMBuiltinLower()(transform.CallTIRRewrite()(bb.get())))
+    text = mod.script()
+    # n * 2 gets its own slot (1), computed from n's slot (0) in postfix, then loaded like a variable
+    assert "vm.builtin.eval_shape_expr" in text and '"vm.builtin.alloc_shape_heap", R.prim_value(2)' in text
+
+    @minitvm.register_func("env.twice", override=True)
+    def twice(a, out):
+        out.copyfrom(np.concatenate([a.numpy(), a.numpy()]))
+
+    ex = relax.build(mod, "llvm", relax_pipeline=None)
+    data = np.random.default_rng(0).random(5).astype("float32")
+    result = relax.VirtualMachine(ex, minitvm.cpu())["main"](minitvm.nd.array(data))
+    np.testing.assert_array_equal(result.numpy(), np.concatenate([data, data]))
+
+
+def test_vm_shape_lower_names_undefined_symbols():
+    n, m = tir.Var("n", "int64"), tir.Var("m", "int64")
+    x = relax.Var("x", relax.TensorStructInfo((n,), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        out = bb.emit(relax.call_dps_packed("env.twice", (x,), relax.TensorStructInfo((n * m,), "float32")))
+        bb.emit_func_output(out)
     mod = transform.VMBuiltinLower()(transform.CallTIRRewrite()(bb.get()))
-    with pytest.raises(NotImplementedError, match=r"main: the dimension n \* 2 is an expression"):
+    with pytest.raises(NotImplementedError, match=r"main: the dimension n \* m uses m, which no parameter"):
         transform.VMShapeLower()(mod)
+
+
+def test_vm_checks_argument_dimensions_that_are_expressions():
+    n = tir.Var("n", "int64")
+    x = relax.Var("x", relax.TensorStructInfo((n,), "float32"))
+    y = relax.Var("y", relax.TensorStructInfo((n * 2 + 1,), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, y]):
+        out = bb.emit(relax.op.sum(y))
+        bb.emit_func_output(out)
+    vm = relax.VirtualMachine(minitvm.compile(bb.get(), "llvm"), minitvm.cpu())
+    rng = np.random.default_rng(1)
+    a, b = rng.random(3).astype("float32"), rng.random(7).astype("float32")
+    np.testing.assert_allclose(vm["main"](minitvm.nd.array(a), minitvm.nd.array(b)).numpy(), b.sum(), rtol=1e-6)
+    with pytest.raises(ValueError, match="dimension 0 is 6, but the same symbolic dimension was 7"):
+        vm["main"](minitvm.nd.array(a), minitvm.nd.array(b[:6]))
 
 
 def test_pipelines():
