@@ -5,8 +5,10 @@ high-level Relax to one the VM code generator accepts.
   fusion (``AnnotateTIROpPattern``, ``FoldConstant``, ``FuseOps``, ``FuseTIR``), then the VM
   lowering: ``ToNonDataflow``, ``CallTIRRewrite``, ``StaticPlanBlockMemory``,
   ``VMBuiltinLower``, ``VMShapeLower``.
-* ``"default"`` -- what ``minitvm.compile`` runs: ``LegalizeOps``, ``DefaultCPUSchedule``, the
-  VM lowering (fusion will join it).
+* ``"default"`` -- what ``minitvm.compile`` runs: ``FuseTransposeMatmul`` (a dense layer's
+  ``x @ W.T`` as one kernel at small batch), ``DeadCodeElimination``, the same legalization
+  and fusion as "zero", ``DefaultCPUSchedule`` (a schedule for every fused kernel), then the
+  VM lowering.
 
 ``register_pipeline(name, fn)`` adds one: ``fn(**kwargs)`` returns a Pass.
 """
@@ -70,12 +72,14 @@ def zero_pipeline(**kwargs: Any) -> Pass:
 
 
 def default_pipeline(**kwargs: Any) -> Pass:
-    """What ``minitvm.compile`` runs: LegalizeOps, default CPU schedules for every kernel
-    (``tir.transform.DefaultCPUSchedule``), then the VM lowering (fusion will join it)."""
+    """What ``minitvm.compile`` runs: FuseTransposeMatmul + DeadCodeElimination, the zero
+    pipeline's legalization and fusion, default CPU schedules for every (fused) kernel
+    (``tir.transform.DefaultCPUSchedule``), then the VM lowering."""
     from ..tir.transform import DefaultCPUSchedule
-    from .transform import LegalizeOps
+    from .transform import DeadCodeElimination, FuseTransposeMatmul
 
-    return Sequential([LegalizeOps(), DefaultCPUSchedule(), *vm_lowering_passes()], name="default")
+    return Sequential([FuseTransposeMatmul(), DeadCodeElimination(), *optimization_passes(), DefaultCPUSchedule(),
+                       *vm_lowering_passes()], name="default")
 
 
 _PIPELINES: dict[str, Callable[..., Pass]] = {"zero": zero_pipeline, "default": default_pipeline,

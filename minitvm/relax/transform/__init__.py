@@ -24,3 +24,4 @@ from .convert_to_dataflow import ConvertToDataflow  # noqa: E402
 from .annotate_tir_op_pattern import AnnotateTIROpPattern  # noqa: E402
 from .fuse_ops import FuseOps  # noqa: E402
 from .fuse_tir import FuseTIR  # noqa: E402
+from .fuse_transpose_matmul import FuseTransposeMatmul  # noqa: E402

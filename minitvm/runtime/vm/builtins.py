@@ -92,29 +92,39 @@ class ShapeTuple(tuple):
         return f"ShapeTuple({tuple(self)})"
 
 
+_DTYPES: dict[str, np.dtype] = {}  # checked dtype names (allocation runs on every call)
+
+
 def check_dtype(dtype: Any, where: str) -> np.dtype:
     """A numpy dtype for the name ``dtype``, refusing object and other non-numeric types."""
+    known = _DTYPES.get(dtype) if type(dtype) is str else None
+    if known is not None:
+        return known
     try:
         dt = np.dtype(str(dtype))
     except TypeError as err:
         raise ValueError(f"{where}: unknown dtype {dtype!r}") from err
     if dt.kind not in ALLOWED_DTYPE_KINDS:
         raise ValueError(f"{where}: dtype {dtype!r} is not a numeric type")
+    if type(dtype) is str:
+        _DTYPES[dtype] = dt
     return dt
 
 
 class Storage:
     """A block of raw device memory that tensors are carved from (``alloc_tensor``)."""
 
-    __slots__ = ("buffer", "nbytes")
+    __slots__ = ("buffer", "nbytes", "address")
 
     def __init__(self, nbytes: int):
         if nbytes < 0:
             raise ValueError(f"alloc_storage: negative size {nbytes}")
         self.nbytes = int(nbytes)
         raw = np.empty(self.nbytes + STORAGE_ALIGNMENT, dtype=np.uint8)
-        skip = (-raw.ctypes.data) % STORAGE_ALIGNMENT
+        start = raw.ctypes.data
+        skip = (-start) % STORAGE_ALIGNMENT
         self.buffer = raw[skip:skip + self.nbytes]  # aligned view; keeps `raw` alive
+        self.address = start + skip
 
     def __repr__(self) -> str:
         return f"Storage({self.nbytes} bytes)"
@@ -151,7 +161,7 @@ def alloc_tensor(storage: Storage, offset: int, shape: Any, dtype: str) -> NDArr
     if offset % dt.itemsize:
         raise ValueError(f"alloc_tensor: offset {offset} is not a multiple of the {dtype} size {dt.itemsize}")
     view = storage.buffer[offset:offset + nbytes].view(dt).reshape(dims)
-    return NDArray(view)
+    return NDArray(view, _address=storage.address + offset)
 
 
 def alloc_shape_heap(size: int) -> list[int]:

@@ -109,15 +109,21 @@ def rfactor(root: Stmt, realize: BlockRealize, loop: For, factor_axis: int) -> t
         uses_var(v, s.loop_var) for _, v in reduce))
     anchor = path[outer]
     above = {id(s.loop_var) for s in path[:outer] if isinstance(s, For)}
-    new_loops: list[tuple[Var, PrimExpr]] = []
+    # spatial loops between the anchor and the block (j1 in j0, k0, j1, k1) get a copy each,
+    # so the final reduction covers the same tile as the partial one (not the whole axis)
+    inner_spatial = [s for s in path[outer + 1:] if isinstance(s, For) and s.loop_var not in loop_iters
+                     and any(uses_var(v, s.loop_var) for _, v in spatial)]
+    copies = {s.loop_var: Var(f"ax{n}", s.loop_var.dtype) for n, s in enumerate(inner_spatial)}
+    new_loops: list[tuple[Var, PrimExpr]] = [(copies[s.loop_var], s.extent) for s in inner_spatial]
+    allowed = above | {id(v) for v in copies}
     wb_ivs, wb_values = [], []
     vmap = {}
     for iv, v in spatial:
         nv = Var(iv.var.name, iv.var.dtype)
         vmap[iv.var] = nv
         wb_ivs.append(IterVar(iv.dom, nv, "spatial"))
-        if _only_uses(v, above):
-            wb_values.append(v)
+        if _only_uses(v, allowed):
+            wb_values.append(substitute(v, copies) if copies else v)
         else:
             loop_var = Var(f"ax{len(new_loops)}", iv.var.dtype)
             new_loops.append((loop_var, iv.dom.extent))

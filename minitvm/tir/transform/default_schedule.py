@@ -3,6 +3,7 @@
 For every PrimFunc without the attribute ``"tir.is_scheduled"`` the pass tries a few small
 rules in order and keeps the first one that applies::
 
+    schedule_matmul_nt     C[i, j] = sum_k A[i, k] * B[j, k] with few rows (batch-1 dense): dot products
     schedule_matmul_like   C[i, j] (+batch) = sum_k A * B, maybe with elementwise epilogues
     schedule_elementwise   only spatial blocks (add, relu, transpose, ...)
     schedule_reduction     row reductions (softmax, layer_norm ...): parallel rows
@@ -20,6 +21,7 @@ Usage (on a TIR module or a Relax module after FuseTIR -- only PrimFuncs are tou
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 from ...ir.module import IRModule
@@ -31,7 +33,7 @@ from ..schedule.tree import block_realizes
 from ..stmt import BufferStore
 from .function_pass import prim_func_pass
 
-__all__ = ["DefaultCPUSchedule", "schedule_matmul_like", "schedule_elementwise",
+__all__ = ["DefaultCPUSchedule", "schedule_matmul_nt", "schedule_matmul_like", "schedule_elementwise",
            "schedule_reduction", "RULES"]
 
 # Thresholds for ``parallel``.  Starting the OpenMP team costs tens of microseconds here
@@ -46,6 +48,8 @@ ELEMENTWISE_PARALLEL_WORK = 256 * 1024
 ROW_TILE_CANDIDATES = (128, 64, 32, 16)
 #: vector width in float32 lanes that the splits aim for (AVX-512: 16)
 VECTOR_LANES = 16
+#: schedule_matmul_nt takes matmuls with at most this many rows (more rows: the tiled rule)
+NT_MAX_ROWS = 8
 
 
 # -- small helpers -------------------------------------------------------------------------------
@@ -114,6 +118,76 @@ def _matmul_block(sch: Schedule) -> BlockRV | None:
     return None
 
 
+def _single_epilogue(sch: Schedule, mm: BlockRV) -> tuple[bool, BlockRV | None]:
+    """Inline the elementwise blocks after the matmul but the last: ``(True, last or None)``;
+    ``(False, None)`` when the function is not "matmul, then elementwise blocks"."""
+    names = [sch.get(b).name_hint for b in _blocks(sch)]
+    mm_name = sch.get(mm).name_hint
+    after = names[names.index(mm_name) + 1:]
+    if names.index(mm_name) != 0:
+        return False, None  # a prologue (e.g. padding) -- leave it to other rules
+    if not all(_is_spatial(sch, sch.get_block(n)) for n in after):
+        return False, None
+    for n in after[:-1]:
+        sch.compute_inline(sch.get_block(n))
+    return True, (sch.get_block(after[-1]) if after else None)
+
+
+def _reads_both_along_k(sch: Schedule, mm: BlockRV) -> bool:
+    """True when both operands of the matmul block are indexed by the reduction iterator last
+    (``A[i, k] * B[j, k]``): rows of A and B are contiguous along k."""
+    blk = sch.get(mm)
+    k = blk.iter_vars[-1].var
+    product = blk.body.value.b
+    loads = [product.a, product.b]
+    return all(isinstance(ld, BufferLoad) and ld.indices and ld.indices[-1] is k for ld in loads)
+
+
+def schedule_matmul_nt(sch: Schedule) -> bool:
+    """A matmul with few rows whose second operand is stored transposed (``x @ W.T`` of a
+    dense layer at batch 1, made by ``relax.transform.FuseTransposeMatmul``): a dot product
+    per output, vectorized along k.
+
+    1. Split k by 16 lanes, j by 8 (a few rows: i by 2/4 and j by 4) and reorder to
+       (i0, j0, k0, i1, j1, k1).
+    2. ``rfactor`` k1: a block accumulates 16 partial sums per output in vector lanes (k1 is a
+       spatial axis of it, so it can be vectorized); the original block adds the 16 up.
+    3. Zero the partial sums before k0, vectorize k1, unroll the small i1 x j1 tile (that many
+       independent accumulators keep the FMA units busy), and put the epilogue after each tile.
+    """
+    mm = _matmul_block(sch)
+    if mm is None or not _reads_both_along_k(sch, mm):
+        return False
+    loops = sch.get_loops(mm)
+    ext = _extents(sch, loops)
+    M, N, K = ext[-3:]
+    kf = _largest_divisor(K, (VECTOR_LANES, 8, 4))
+    if M > NT_MAX_ROWS or kf == 1:
+        return False
+    ok, epilogue = _single_epilogue(sch, mm)
+    if not ok:
+        return False
+    batch, (i, j, k) = loops[:-3], loops[-3:]
+    mi = _largest_divisor(M, (4, 2))
+    nj = _largest_divisor(N, (8, 4, 2) if mi == 1 else (4, 2))
+    k0, k1 = sch.split(k, [None, kf])
+    j0, j1 = sch.split(j, [None, nj])
+    i0, i1 = sch.split(i, [None, mi])
+    sch.reorder(*batch, i0, j0, k0, i1, j1, k1)
+    rf = sch.rfactor(k1, len(sch.get(mm).body.indices))
+    init = sch.decompose_reduction(rf, k0)
+    *_, i1, j1, k1 = sch.get_loops(rf)
+    sch.vectorize(k1)
+    sch.unroll(j1)
+    sch.unroll(i1)
+    sch.vectorize(sch.get_loops(init)[-1])
+    if epilogue is not None:
+        sch.reverse_compute_at(epilogue, j0)
+    if math.prod(ext) > MATMUL_PARALLEL_WORK:
+        sch.parallel(sch.fuse(*batch, i0, j0))
+    return True
+
+
 def schedule_matmul_like(sch: Schedule) -> bool:
     """Tile a matmul into a register tile, with its epilogue (bias add, relu) computed per tile.
 
@@ -133,18 +207,9 @@ def schedule_matmul_like(sch: Schedule) -> bool:
     mm = _matmul_block(sch)
     if mm is None:
         return False
-    blocks = _blocks(sch)
-    names = [sch.get(b).name_hint for b in blocks]
-    mm_name = sch.get(mm).name_hint
-    after = names[names.index(mm_name) + 1:]
-    if names.index(mm_name) != 0:
-        return False  # a prologue (e.g. padding) -- leave it to other rules
-    if not all(_is_spatial(sch, sch.get_block(n)) for n in after):
+    ok, epilogue = _single_epilogue(sch, mm)
+    if not ok:
         return False
-    # 1. inline the intermediate epilogue blocks (all but the last one)
-    for n in after[:-1]:
-        sch.compute_inline(sch.get_block(n))
-    epilogue = sch.get_block(after[-1]) if after else None
 
     loops = sch.get_loops(mm)
     ext = _extents(sch, loops)
@@ -277,7 +342,8 @@ def _loop_is_spatial(sch: Schedule, block: BlockRV, loop_var) -> bool:
 
 # -- the pass -------------------------------------------------------------------------------------
 
-RULES: list[Callable[[Schedule], bool]] = [schedule_matmul_like, schedule_elementwise, schedule_reduction]
+RULES: list[Callable[[Schedule], bool]] = [schedule_matmul_nt, schedule_matmul_like, schedule_elementwise,
+                                           schedule_reduction]
 
 
 def apply_default_schedule(func: PrimFunc, rules: list | None = None) -> PrimFunc:

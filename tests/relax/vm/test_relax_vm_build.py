@@ -28,11 +28,12 @@ def test_mlc_end_to_end_model_with_call_tir_matches_numpy():
     got, want = _run(ex)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     text = ex.as_text()
-    for kernel in ("linear0", "relu0", "linear1"):
+    # the default pipeline fuses relu0 into linear0 (FuseOps + FuseTIR) and schedules both kernels
+    for kernel in ("fused_linear0_relu0", "linear1"):
         assert f"= {kernel} (kernel)" in text
     assert "ret" in text
     stats = ex.stats()
-    assert "external functions: 5 (3 kernels, 2 packed)" in stats and "kernel library: llvm, 3 functions" in stats
+    assert "external functions: 4 (2 kernels, 2 packed)" in stats and "kernel library: llvm, 2 functions" in stats
 
 
 def test_relax_build_is_the_same_as_compile():
@@ -105,11 +106,16 @@ def _count(ex, name):
     return sum(line.strip().startswith(f"call  {name} ") for line in ex.as_text().splitlines())
 
 
+def _unfused():
+    """Legalize and lower without fusion: one kernel (and one tensor) per operator, to count allocations."""
+    return minitvm.transform.Sequential([relax.transform.LegalizeOps(), *relax.pipeline.vm_lowering_passes()])
+
+
 def test_static_plan_block_memory_reuses_storage_and_keeps_results():
     mod = mlp_emit_te()
-    planned = minitvm.compile(mod, target="llvm")
+    planned = minitvm.compile(mod, target="llvm", relax_pipeline=_unfused())
     with PassContext(disabled_pass=["StaticPlanBlockMemory"]):
-        unplanned = minitvm.compile(mod, target="llvm")
+        unplanned = minitvm.compile(mod, target="llvm", relax_pipeline=_unfused())
     # three tensors: lv0 and lv1 (intermediates) need two storages; the output escapes
     assert _count(unplanned, "vm.builtin.alloc_storage") == 3
     assert _count(planned, "vm.builtin.alloc_storage") == 3  # 2 planned (hoisted) + the output's own
@@ -132,9 +138,9 @@ def test_static_plan_block_memory_shares_one_storage_in_a_longer_chain():
             gv = bb.emit_output(lv)
         bb.emit_func_output(gv)
     mod = bb.get()
-    planned = minitvm.compile(mod)
+    planned = minitvm.compile(mod, relax_pipeline=_unfused())
     with PassContext(disabled_pass=["StaticPlanBlockMemory"]):
-        unplanned = minitvm.compile(mod)
+        unplanned = minitvm.compile(mod, relax_pipeline=_unfused())
     assert _count(unplanned, "vm.builtin.alloc_storage") == 6
     # 5 intermediates ping-pong between 2 storages; the result has its own
     assert _count(planned, "vm.builtin.alloc_storage") == 3

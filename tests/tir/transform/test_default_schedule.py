@@ -14,6 +14,7 @@ from minitvm.tir.transform.default_schedule import (
     apply_default_schedule,
     schedule_elementwise,
     schedule_matmul_like,
+    schedule_matmul_nt,
     schedule_reduction,
 )
 
@@ -177,6 +178,45 @@ def test_dense_batch1(parallel):
     _has_parallel(text, parallel)
     if parallel:
         assert "for j_0 in T.parallel(2)" in text
+
+
+def nt_dense_relu(rows, n, k):
+    """``relu(x @ W.T + b)`` reading ``W[j, k]`` directly (what FuseTransposeMatmul + FuseTIR give)."""
+    @T.prim_func
+    def main(X: T.Buffer((rows, k), "float32"), W: T.Buffer((n, k), "float32"), bias: T.Buffer((n,), "float32"),
+             D: T.Buffer((rows, n), "float32")):
+        Y = T.alloc_buffer((rows, n), "float32")
+        for i, j, r in T.grid(rows, n, k):
+            with T.block("NT_matmul"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, r])
+                with T.init():
+                    Y[vi, vj] = T.float32(0)
+                Y[vi, vj] = Y[vi, vj] + X[vi, vk] * W[vj, vk]
+        for i, j in T.grid(rows, n):
+            with T.block("relu"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                D[vi, vj] = T.max(Y[vi, vj] + bias[vj], T.float32(0))
+
+    return main
+
+
+@pytest.mark.parametrize("rows", [1, 4, 3])
+def test_dense_with_transposed_weight_is_a_vectorized_dot_product(rows, parallel):
+    x, w, bias = _rand(rows, 784), _rand(256, 784, seed=1), _rand(256)
+    sched = _check_same(nt_dense_relu(rows, 256, 784), [x, w, bias], (rows, 256))
+    text = sched.script()
+    # rfactor along k: 16 partial sums per output in one vector, added up after the k loop
+    assert "NT_matmul_rf" in text and "T.vectorized(16)" in text and "T.unroll" in text
+    _has_parallel(text, parallel)
+    want = np.maximum(x @ w.T + bias, 0)
+    np.testing.assert_allclose(_run(sched, "llvm", [x, w, bias, np.zeros((rows, 256), "float32")]), want,
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_nt_rule_declines_plain_and_many_row_matmuls():
+    assert not schedule_matmul_nt(minitvm.tir.Schedule(matmul(1, 256, 784)))  # B[k, j]: not transposed
+    assert not schedule_matmul_nt(minitvm.tir.Schedule(nt_dense_relu(64, 32, 64)))  # many rows: the tiled rule
+    assert "NT_matmul_rf" not in apply_default_schedule(nt_dense_relu(64, 32, 64)).script()
 
 
 def test_elementwise_add(parallel):
