@@ -360,7 +360,19 @@ class _InlineLoads(StmtExprMutator):
         indices = self.visit(n.indices)
         if n.buffer is not self.buffer:
             return n if indices is n.indices else BufferLoad(n.buffer, indices)
-        return substitute(self.value, dict(zip(self.params, indices)))
+        # substituted indices are folded (0 * 16 + i -> i), as the same text would be when parsed
+        return _SimplifyIndices().visit(substitute(self.value, dict(zip(self.params, indices))))
+
+
+class _SimplifyIndices(StmtExprMutator):
+    def __init__(self) -> None:
+        from ...arith import Analyzer
+
+        self.ana = Analyzer()
+
+    def visit_buffer_load_(self, n: BufferLoad) -> PrimExpr:
+        indices = tuple(self.ana.simplify(i) for i in self.visit(n.indices))
+        return BufferLoad(n.buffer, indices)
 
 
 def compute_inline(root: Stmt, realize: BlockRealize, param_buffers: set[int]) -> Stmt:

@@ -5,6 +5,7 @@ rules in order and keeps the first one that applies::
 
     schedule_matmul_nt     C[i, j] = sum_k A[i, k] * B[j, k] with few rows (batch-1 dense): dot products
     schedule_matmul_like   C[i, j] (+batch) = sum_k A * B, maybe with elementwise epilogues
+    schedule_conv2d_like   out[n, c, h, w] = sum_{ci, kh, kw} pad * W, with its padding and epilogue
     schedule_elementwise   only spatial blocks (add, relu, transpose, ...)
     schedule_reduction     row reductions (softmax, layer_norm ...): parallel rows
 
@@ -33,8 +34,8 @@ from ..schedule.tree import block_realizes
 from ..stmt import BufferStore
 from .function_pass import prim_func_pass
 
-__all__ = ["DefaultCPUSchedule", "schedule_matmul_nt", "schedule_matmul_like", "schedule_elementwise",
-           "schedule_reduction", "RULES"]
+__all__ = ["DefaultCPUSchedule", "schedule_matmul_nt", "schedule_matmul_like", "schedule_conv2d_like",
+           "schedule_elementwise", "schedule_reduction", "RULES"]
 
 # Thresholds for ``parallel``.  Starting the OpenMP team costs tens of microseconds here
 # (minitvm's libgomp waits passively), so small kernels run faster on one thread: measured on
@@ -118,15 +119,16 @@ def _matmul_block(sch: Schedule) -> BlockRV | None:
     return None
 
 
-def _single_epilogue(sch: Schedule, mm: BlockRV) -> tuple[bool, BlockRV | None]:
+def _single_epilogue(sch: Schedule, mm: BlockRV, allow_prologue: bool = False) -> tuple[bool, BlockRV | None]:
     """Inline the elementwise blocks after the matmul but the last: ``(True, last or None)``;
-    ``(False, None)`` when the function is not "matmul, then elementwise blocks"."""
+    ``(False, None)`` when the function is not "matmul, then elementwise blocks" (with
+    ``allow_prologue``: spatial blocks before it, such as padding, are fine too)."""
     names = [sch.get(b).name_hint for b in _blocks(sch)]
     mm_name = sch.get(mm).name_hint
-    after = names[names.index(mm_name) + 1:]
-    if names.index(mm_name) != 0:
+    before, after = names[:names.index(mm_name)], names[names.index(mm_name) + 1:]
+    if before and not allow_prologue:
         return False, None  # a prologue (e.g. padding) -- leave it to other rules
-    if not all(_is_spatial(sch, sch.get_block(n)) for n in after):
+    if not all(_is_spatial(sch, sch.get_block(n)) for n in before + after):
         return False, None
     for n in after[:-1]:
         sch.compute_inline(sch.get_block(n))
@@ -264,6 +266,74 @@ def schedule_matmul_like(sch: Schedule) -> bool:
     return True
 
 
+# -- rule: conv2d-like ----------------------------------------------------------------------------
+
+
+def _conv_block(sch: Schedule) -> BlockRV | None:
+    """The block computing ``out[n, c, h, w] += data[..] * W[..]`` over 4 spatial and 2-3 reduction iterators."""
+    for rv in _blocks(sch):
+        blk = sch.get(rv)
+        kinds = [iv.iter_type for iv in blk.iter_vars]
+        if kinds[:4] != ["spatial"] * 4 or kinds[4:] not in (["reduce"] * 2, ["reduce"] * 3):
+            continue
+        body = blk.body
+        if blk.init is None or not isinstance(body, BufferStore) or not isinstance(body.value, Add):
+            continue
+        lhs, rhs = body.value.a, body.value.b
+        if isinstance(lhs, BufferLoad) and lhs.buffer == body.buffer and isinstance(rhs, Mul):
+            return rv
+    return None
+
+
+def schedule_conv2d_like(sch: Schedule) -> bool:
+    """A 2-D convolution (NCHW) with its padding before it and elementwise epilogue after it.
+
+    1. The padding (and any other spatial block before the convolution) is a flat,
+       vectorized copy (``_vectorize_flat``); the epilogue blocks are inlined into the last one.
+    2. A register tile of ``co_t`` output channels x ``ow_t`` output columns: split c and w,
+       reorder to (n, c0, h, w0, ci, kh, kw, c1, w1) -- every input value loaded in the inner
+       loops is used by ``co_t`` accumulators, every weight by ``ow_t``.
+    3. As the matmul rule: accumulate in a ``cache_write("local")`` tile written back (through
+       the epilogue) after each tile, zero it before ci, vectorize w1, unroll c1, and parallel
+       over (n, c0).
+    """
+    conv = _conv_block(sch)
+    if conv is None:
+        return False
+    ok, epilogue = _single_epilogue(sch, conv, allow_prologue=True)
+    if not ok:
+        return False
+    conv_name = sch.get(conv).name_hint
+    for b in _blocks(sch):
+        if sch.get(b).name_hint == conv_name:
+            break
+        _vectorize_flat(sch, b)
+    conv = sch.get_block(conv_name)
+    loops = sch.get_loops(conv)
+    ext = _extents(sch, loops)
+    n, co, oh, ow, *red = loops
+    N, CO, _, OW = ext[:4]
+    ow_t = max(d for d in range(1, VECTOR_LANES + 1) if OW % d == 0)
+    co_t = _largest_divisor(CO, (16, 8, 4, 2))
+    c0, c1 = sch.split(co, [None, co_t])
+    w0, w1 = sch.split(ow, [None, ow_t])
+    sch.reorder(n, c0, oh, w0, *red, c1, w1)
+    local = sch.cache_write(conv, 0, "local")
+    if epilogue is not None:
+        sch.compute_inline(local)
+        wb = epilogue
+    else:
+        wb = local
+    sch.reverse_compute_at(wb, w0)
+    init = sch.decompose_reduction(conv, red[0])
+    sch.vectorize(w1)
+    sch.unroll(c1)
+    sch.vectorize(sch.get_loops(init)[-1])
+    sch.vectorize(sch.get_loops(wb)[-1])
+    if math.prod(ext) > MATMUL_PARALLEL_WORK:
+        sch.parallel(sch.fuse(n, c0) if N * (CO // co_t) >= 2 else oh)
+    return True
+
 # -- rule 2: elementwise --------------------------------------------------------------------------
 
 
@@ -279,23 +349,26 @@ def schedule_elementwise(sch: Schedule) -> bool:
         except ScheduleError:
             pass  # e.g. it writes a function output: keep it (a failed primitive changes nothing)
     for b in _blocks(sch):
-        loops = sch.get_loops(b)
-        if not loops:
-            continue
-        total = 1
-        for e in _extents(sch, loops):
-            total *= e
-        fused = sch.fuse(*loops) if len(loops) > 1 else loops[0]
-        f = _inner_factor(total)
-        if f == total:
-            sch.vectorize(fused)
-            continue
-        outer, inner = sch.split(fused, [None, f])
-        if f > 1:
-            sch.vectorize(inner)
-        if total > ELEMENTWISE_PARALLEL_WORK:
-            sch.parallel(outer)
+        _vectorize_flat(sch, b)
     return True
+
+
+def _vectorize_flat(sch: Schedule, b: BlockRV) -> None:
+    """One spatial block: fuse all its loops, split off a vector, parallel the rest if large."""
+    loops = sch.get_loops(b)
+    if not loops:
+        return
+    total = math.prod(_extents(sch, loops))
+    fused = sch.fuse(*loops) if len(loops) > 1 else loops[0]
+    f = _inner_factor(total)
+    if f == total:
+        sch.vectorize(fused)
+        return
+    outer, inner = sch.split(fused, [None, f])
+    if f > 1:
+        sch.vectorize(inner)
+    if total > ELEMENTWISE_PARALLEL_WORK:
+        sch.parallel(outer)
 
 
 # -- rule 3: row reductions -----------------------------------------------------------------------
@@ -342,8 +415,8 @@ def _loop_is_spatial(sch: Schedule, block: BlockRV, loop_var) -> bool:
 
 # -- the pass -------------------------------------------------------------------------------------
 
-RULES: list[Callable[[Schedule], bool]] = [schedule_matmul_nt, schedule_matmul_like, schedule_elementwise,
-                                           schedule_reduction]
+RULES: list[Callable[[Schedule], bool]] = [schedule_matmul_nt, schedule_matmul_like, schedule_conv2d_like,
+                                           schedule_elementwise, schedule_reduction]
 
 
 def apply_default_schedule(func: PrimFunc, rules: list | None = None) -> PrimFunc:

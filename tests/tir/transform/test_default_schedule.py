@@ -296,3 +296,36 @@ def test_mlp_relax_pipeline_with_default_schedule():
     w1, b1, w2, b2 = params
     want = np.maximum(x @ w1.T + b1, 0) @ w2.T + b2
     np.testing.assert_allclose(vm["forward"](x, *params).numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+def conv_bias_relu(n, ci, hw, co, k, stride=1, groups=1, pad=None):
+    """topi's conv2d_nchw (with its padding block) followed by a bias add and relu, as FuseTIR makes it."""
+    from minitvm import te, topi
+
+    x = te.placeholder((n, ci, hw, hw), "float32", name="x")
+    w = te.placeholder((co, ci // groups, k, k), "float32", name="w")
+    b = te.placeholder((co,), "float32", name="b")
+    y = topi.nn.conv2d_nchw(x, w, stride=stride, padding=k // 2 if pad is None else pad, groups=groups)
+    out = topi.nn.relu(topi.add(y, topi.reshape(b, (1, co, 1, 1))))
+    return te.create_prim_func([x, w, b, out]), tuple(int(d) for d in out.shape)
+
+
+@pytest.mark.parametrize("n, ci, hw, co, k, stride, groups", [
+    (1, 8, 12, 16, 3, 1, 1),    # a 3x3 conv with padding
+    (1, 3, 13, 6, 5, 2, 1),     # strided, odd sizes (13 -> 7 columns)
+    (2, 8, 10, 8, 3, 1, 8),     # depthwise
+    (2, 16, 7, 32, 1, 1, 1),    # pointwise (no padding block)
+])
+def test_conv2d_is_tiled_vectorized_and_matches_torch(n, ci, hw, co, k, stride, groups, parallel):
+    import torch
+
+    func, out_shape = conv_bias_relu(n, ci, hw, co, k, stride, groups)
+    x, w, b = _rand(n, ci, hw, hw), _rand(co, ci // groups, k, k, seed=1), _rand(co, seed=2)
+    sched = _check_same(func, [x, w, b], out_shape)
+    text = sched.script()
+    assert "T.vectorized" in text and 'scope="local"' in text and "T.unroll" in text
+    _has_parallel(text, parallel)
+    want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b),
+                                                 stride=stride, padding=k // 2, groups=groups)).numpy()
+    got = _run(sched, "llvm", [x, w, b, np.zeros(out_shape, "float32")])
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
