@@ -42,7 +42,7 @@ evaluates Python text.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -50,7 +50,7 @@ from ..ndarray import NDArray
 from ..registry import register_func
 
 __all__ = ["ShapeTuple", "Storage", "MATCH_ANY", "MATCH_IMM", "MATCH_STORE", "MATCH_HEAP",
-           "MAKE_IMM", "MAKE_LOAD", "EXPR_CODES", "ALLOWED_DTYPE_KINDS", "check_dtype", "BUILTIN_NAMES"]
+           "MAKE_IMM", "MAKE_LOAD", "EXPR_CODES", "SPECIALIZERS", "ALLOWED_DTYPE_KINDS", "check_dtype", "BUILTIN_NAMES"]
 
 MATCH_ANY, MATCH_IMM, MATCH_STORE, MATCH_HEAP = 0, 1, 2, 3
 MAKE_IMM, MAKE_LOAD = 0, 1
@@ -311,6 +311,51 @@ def reshape(value: NDArray, shape: Any) -> NDArray:
     if math.prod(dims) != value.size:
         raise ValueError(f"reshape: cannot view {value.size} elements of shape {value.shape} as {dims}")
     return NDArray(value._array.reshape(dims), value.device)
+
+
+# -- load-time specialization ------------------------------------------------------------------------
+# Most allocations in a static-shape function have constant sizes, offsets and dtypes.  When
+# the VM loads a program it asks for a specialized callable for such a call: the arguments
+# are checked and the sizes computed once, and each run only carves the memory.
+
+
+def _specialize_alloc_storage(template: list, regs: list[int]) -> Callable[..., Any] | None:
+    if regs:
+        return None
+    storage = alloc_storage(*template)  # checks the arguments, and tells the size
+    nbytes = storage.nbytes
+
+    def alloc_storage_const() -> Storage:
+        return Storage(nbytes)
+
+    return alloc_storage_const
+
+
+def _specialize_alloc_tensor(template: list, regs: list[int]) -> Callable[..., Any] | None:
+    if regs != [0] or len(template) != 4:
+        return None
+    _, offset, shape, dtype = template
+    dt = check_dtype(dtype, "alloc_tensor")
+    dims = tuple(_shape_of(shape, "alloc_tensor"))
+    end = offset + math.prod(dims) * dt.itemsize
+    if offset < 0 or offset % dt.itemsize:
+        return None  # let the general builtin raise its precise error at run time
+
+    def alloc_tensor_const(storage: Storage) -> NDArray:
+        if type(storage) is not Storage or storage.nbytes < end:
+            return alloc_tensor(storage, offset, shape, dtype)  # the general path explains the problem
+        view = storage.buffer[offset:end].view(dt).reshape(dims)
+        return NDArray(view, _address=storage.address + offset)
+
+    return alloc_tensor_const
+
+
+#: builtin name -> ``fn(template, register_positions)`` giving a callable of just the register
+#: arguments (in order) when the other arguments are constants it can use, else None
+SPECIALIZERS: dict[str, Callable[[list, list[int]], Callable[..., Any] | None]] = {
+    "vm.builtin.alloc_storage": _specialize_alloc_storage,
+    "vm.builtin.alloc_tensor": _specialize_alloc_tensor,
+}
 
 
 _BUILTINS = {

@@ -20,7 +20,7 @@ from ..device import device as _device
 from ..module import BenchmarkResult, Module, make_time_evaluator
 from ..ndarray import NDArray, from_dlpack
 from ..registry import PackedFunc, get_global_func
-from .builtins import ShapeTuple
+from .builtins import SPECIALIZERS, ShapeTuple
 from .bytecode import Call, Const, Goto, If, Imm, ParamInfo, Reg, Ret, VMFunction, format_dims
 from .executable import Executable
 
@@ -135,7 +135,11 @@ class VirtualMachine:
                         else:
                             assert isinstance(a, Imm)
                             template.append(a.value)
-                    code.append((_CALL, dst, fn, template, tuple(slots), name))
+                    fast = self._specialize(name, template, slots)
+                    if fast is not None:
+                        code.append((_CALL_REGS, dst, fast, tuple(r for _, r in slots), None, name))
+                    else:
+                        code.append((_CALL, dst, fn, template, tuple(slots), name))
             elif isinstance(ins, Ret):
                 code.append((_RET, ins.src))
             elif isinstance(ins, Goto):
@@ -144,6 +148,17 @@ class VirtualMachine:
                 assert isinstance(ins, If)
                 code.append((_IF, ins.cond, ins.false_offset))
         return _Program(func.name, len(func.params), func.num_registers, code)
+
+    @staticmethod
+    def _specialize(name: str, template: list, slots: list) -> Callable[..., Any] | None:
+        """A builtin call with constant arguments, specialized once (see ``builtins.SPECIALIZERS``)."""
+        make = SPECIALIZERS.get(name)
+        if make is None:
+            return None
+        try:
+            return make(template, [pos for pos, _ in slots])
+        except (TypeError, ValueError):
+            return None  # the general builtin raises the precise error when (if ever) it runs
 
     # -- the interpreter loop ---------------------------------------------------------------------
     def _run(self, index: int, args: tuple | list) -> Any:
