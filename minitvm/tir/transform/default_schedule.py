@@ -29,6 +29,7 @@ from ...ir.module import IRModule
 from ..analysis import uses_var
 from ..expr import Add, BufferLoad, IntImm, Mul
 from ..function import PrimFunc
+from ..functor import post_order_visit
 from ..schedule import BlockRV, LoopRV, Schedule, ScheduleError
 from ..schedule.tree import block_realizes
 from ..stmt import BufferStore
@@ -349,8 +350,43 @@ def schedule_elementwise(sch: Schedule) -> bool:
         except ScheduleError:
             pass  # e.g. it writes a function output: keep it (a failed primitive changes nothing)
     for b in _blocks(sch):
-        _vectorize_flat(sch, b)
+        if _reads_transposed(sch, b):
+            _tile_transpose(sch, b)
+        else:
+            _vectorize_flat(sch, b)
     return True
+
+
+def _reads_transposed(sch: Schedule, b: BlockRV) -> bool:
+    """True when the block reads some buffer across its rows (``out[i, j] = in[j, i]``): the
+    innermost iterator indexes a non-last dimension of a load."""
+    blk = sch.get(b)
+    if len(blk.iter_vars) < 2:
+        return False
+    inner = blk.iter_vars[-1].var
+    loads: list[BufferLoad] = []
+    post_order_visit(blk.body, lambda x: loads.append(x) if isinstance(x, BufferLoad) else None)
+    return any(len(ld.indices) >= 2 and not uses_var(ld.indices[-1], inner)
+               and any(uses_var(i, inner) for i in ld.indices[:-1]) for ld in loads)
+
+
+def _tile_transpose(sch: Schedule, b: BlockRV) -> None:
+    """A transposing copy in square tiles (16 x 16): both the rows it reads and the rows it
+    writes stay in cache while a tile is done, instead of a cache miss per element read."""
+    loops = sch.get_loops(b)
+    ext = _extents(sch, loops)
+    *outer, i, j = loops
+    ti = _largest_divisor(ext[-2], (VECTOR_LANES, 8, 4, 2))
+    tj = _largest_divisor(ext[-1], (VECTOR_LANES, 8, 4, 2))
+    if ti == 1 or tj == 1:
+        _vectorize_flat(sch, b)
+        return
+    i0, i1 = sch.split(i, [None, ti])
+    j0, j1 = sch.split(j, [None, tj])
+    sch.reorder(i0, j0, i1, j1)
+    sch.vectorize(j1)
+    if math.prod(ext) > ELEMENTWISE_PARALLEL_WORK:
+        sch.parallel(sch.fuse(*outer, i0) if outer else i0)
 
 
 def _vectorize_flat(sch: Schedule, b: BlockRV) -> None:

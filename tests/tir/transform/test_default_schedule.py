@@ -329,3 +329,17 @@ def test_conv2d_is_tiled_vectorized_and_matches_torch(n, ci, hw, co, k, stride, 
                                                  stride=stride, padding=k // 2, groups=groups)).numpy()
     got = _run(sched, "llvm", [x, w, b, np.zeros(out_shape, "float32")])
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_transpose_is_copied_in_square_tiles(parallel):
+    from minitvm import te, topi
+
+    w = te.placeholder((48, 80), "float32", name="w")
+    func = te.create_prim_func([w, topi.transpose(w)])
+    data = _rand(48, 80)
+    sched = _check_same(func, [data], (80, 48))
+    text = sched.script()
+    tiles = "for i0_0 in T.parallel(5):" if parallel else "for i0_0, i1_0, i0_1 in T.grid(5, 3, 16):"
+    assert tiles in text and "T.vectorized(16)" in text, text
+    _has_parallel(text, parallel)
+    np.testing.assert_array_equal(_run(sched, "llvm", [data, np.zeros((80, 48), "float32")]), data.T)
