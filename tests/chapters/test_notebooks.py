@@ -18,7 +18,8 @@ CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
 
 def test_the_chapters_exist():
     names = {p.name for p in CHAPTERS}
-    assert {"00_overview.ipynb", "01_tensor_programs.ipynb", "02_schedule_transformations.ipynb"} <= names
+    assert {"00_overview.ipynb", "01_tensor_programs.ipynb", "02_schedule_transformations.ipynb",
+            "03_from_pytorch.ipynb"} <= names
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
