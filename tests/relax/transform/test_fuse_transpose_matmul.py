@@ -57,3 +57,22 @@ def test_compiled_mlp_matches_numpy(batch):
     want = np.maximum(x @ w1.T + b1, 0) @ w2.T + b2
     got = relax.VirtualMachine(ex, minitvm.cpu())["forward"](x, *params).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_three_dimensional_input_uses_the_batched_nt_kernel():
+    class Proj(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(32, 48)
+
+        def forward(self, x):
+            return self.proj(x)
+
+    mod, spec = Proj().export_tvm(spec={"forward": {"x": nn.spec.Tensor((2, 3, 32), "float32")}})
+    ex = minitvm.compile(mod, "llvm")
+    assert "NT_matmul" in ex.as_text()
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 3, 32)).astype("float32")
+    w, b = [rng.standard_normal(p.shape).astype("float32") for _, p in spec]
+    got = relax.VirtualMachine(ex, minitvm.cpu())["forward"](x, w, b).numpy()
+    np.testing.assert_allclose(got, x @ w.T + b, rtol=1e-4, atol=1e-4)
