@@ -37,3 +37,39 @@ def test_specialized_alloc_tensor_keeps_the_general_error():
     # arguments the specializer cannot use are left to the general builtin
     assert SPECIALIZERS["vm.builtin.alloc_tensor"]([None, 2, ShapeTuple((8,)), "float32"], [0]) is None
     assert SPECIALIZERS["vm.builtin.alloc_storage"]([None, "float32"], [0]) is None
+
+
+def test_constant_storage_is_reused_only_when_nothing_uses_it():
+    alloc = SPECIALIZERS["vm.builtin.alloc_storage"]([1024, "uint8"], [])
+    view = SPECIALIZERS["vm.builtin.alloc_tensor"]([None, 0, ShapeTuple((16,)), "float32"], [0])
+    first = alloc()
+    held = alloc()
+    assert held is not first  # `first` is still referenced here
+    del first
+    tensor = view(held)
+    del held
+    again = alloc()
+    assert again.raw is not tensor._array.base  # a live tensor pins its memory: not reused
+    assert alloc() is not again  # `again` is held by this frame
+    last = alloc()
+    last_id = id(last)
+    del last, again
+    assert id(alloc()) == last_id  # nothing holds the last one: reused
+
+
+def test_results_kept_by_the_caller_are_never_overwritten():
+    x = relax.Var("x", relax.TensorStructInfo((2, 3), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = bb.emit(relax.op.multiply(x, x))
+            gv = bb.emit_output(relax.op.add(y, x))
+        bb.emit_func_output(gv)
+    f = relax.VirtualMachine(minitvm.compile(bb.get()), minitvm.cpu())["main"]
+    rng = np.random.default_rng(1)
+    inputs = [rng.standard_normal((2, 3)).astype("float32") for _ in range(4)]
+    kept = [f(a) for a in inputs]  # every result held while the next call runs
+    for a, out in zip(inputs, kept):
+        np.testing.assert_allclose(out.numpy(), a * a + a, rtol=1e-6)
+    addresses = {f(inputs[0]).data_ptr for _ in range(3)}  # dropped at once: the same memory again
+    assert len(addresses) == 1
