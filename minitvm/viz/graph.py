@@ -4,7 +4,8 @@ Each binding shows its variable, the operator (or the PrimFunc a ``call_tir`` ca
 shape and dtype it produces; edges follow the data.  ``call_tir`` nodes are coloured by the
 called PrimFunc's ``op_pattern`` attribute when a pass has set one (elementwise, broadcast,
 injective, reduction, out-ewise-fusable, opaque), and functions marked ``Primitive`` (what
-FuseOps makes) are drawn as clusters.
+FuseOps makes) are drawn as clusters tinted by their pattern (the strongest of their kernels),
+each tied by a dotted line to the node that calls it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 from ..ir.module import GlobalVar, IRModule
 
-__all__ = ["graph", "graph_dot", "PATTERN_COLOURS"]
+__all__ = ["graph", "graph_dot", "fused_pattern", "is_fused", "PATTERN_COLOURS"]
 
 #: TVM's op pattern kinds, by their number and name
 PATTERN_NAMES = {0: "elementwise", 1: "broadcast", 2: "injective", 3: "comm_reduce",
@@ -39,12 +40,43 @@ def _small(text: str) -> str:
     return f'<br/><font point-size="10">{html.escape(text)}</font>' if text else ""
 
 
+def is_fused(func: Any) -> bool:
+    """Whether ``func`` is a Relax function FuseOps made (attrs ``Primitive``)."""
+    from ..relax.expr import Function
+
+    return isinstance(func, Function) and bool(func.attrs) and bool(func.attrs.get("Primitive"))
+
+
+def _tir_pattern(mod: IRModule | None, callee: Any) -> int | None:
+    """The ``op_pattern`` number AnnotateTIROpPattern gave the PrimFunc ``callee``, if any."""
+    if mod is None or not isinstance(callee, GlobalVar) or callee.name_hint not in mod:
+        return None
+    attr = getattr(mod[callee.name_hint], "attrs", {}).get("op_pattern")
+    return int(attr) if attr is not None else None
+
+
+def fused_pattern(mod: IRModule, func: Any) -> str:
+    """The pattern of a fused function: the strongest pattern among the kernels it calls, as in FuseOps."""
+    from ..relax.expr import Call, SeqExpr
+
+    kinds = []
+    for block in func.body.blocks if isinstance(func.body, SeqExpr) else ():
+        for binding in block.bindings:
+            value = binding.value
+            if isinstance(value, Call) and getattr(value.op, "name", "") == "relax.call_tir":
+                kind = _tir_pattern(mod, value.args[0])
+                if kind is not None:
+                    kinds.append(kind)
+    return PATTERN_NAMES.get(max(kinds), "") if kinds else ""
+
+
 class _Graph:
     def __init__(self, mod: IRModule | None):
         self.mod = mod
         self.lines: list[str] = []
         self.ids: dict[int, str] = {}
         self.count = 0
+        self.fused_calls: list[tuple[str, str]] = []  # (call node, fused function it calls)
 
     def node(self, label: str, indent: str = "  ", **attrs: str) -> str:
         name = f"n{self.count}"
@@ -76,16 +108,19 @@ class _Graph:
         if isinstance(op, Op) and op.name in ("relax.call_tir", "relax.call_dps_packed"):
             callee = call.args[0]
             name = callee.name_hint if isinstance(callee, GlobalVar) else getattr(callee, "global_symbol", "?")
-            pattern = ""
-            if self.mod is not None and isinstance(callee, GlobalVar) and callee.name_hint in self.mod:
-                attr = getattr(self.mod[callee.name_hint], "attrs", {}).get("op_pattern")
-                pattern = PATTERN_NAMES.get(int(attr), "") if attr is not None else ""
+            number = _tir_pattern(self.mod, callee)
+            pattern = PATTERN_NAMES.get(number, "") if number is not None else ""
             kind = "call_tir" if op.name == "relax.call_tir" else "call_dps_packed"
             label = f"{kind} <b>{html.escape(name)}</b>" + (f"<br/><i>{pattern}</i>" if pattern else "")
             return label, PATTERN_COLOURS.get(pattern, "#ffffff")
         if isinstance(op, Op):
             return f"<b>{html.escape(op.name.replace('relax.', ''))}</b>", "#ffffff"
-        return f"call <b>{html.escape(getattr(op, 'name_hint', type(op).__name__))}</b>", "#fff3bf"
+        name = getattr(op, "name_hint", type(op).__name__)
+        if self.mod is not None and isinstance(op, GlobalVar) and name in self.mod and is_fused(self.mod[name]):
+            pattern = fused_pattern(self.mod, self.mod[name])
+            tag = f"<br/><i>fused, {pattern}</i>" if pattern else "<br/><i>fused</i>"
+            return f"call <b>{html.escape(name)}</b>{tag}", PATTERN_COLOURS.get(pattern, "#fff3bf")
+        return f"call <b>{html.escape(name)}</b>", "#fff3bf"
 
     def function(self, func: Any, indent: str = "  ") -> None:
         from ..relax.expr import Call, SeqExpr, Tuple, TupleGetItem, Var
@@ -114,6 +149,8 @@ class _Graph:
                 text = f"{html.escape(var.name_hint)} = {label}{_small(_sinfo_text(var))}"
                 me = self.node(text, indent, shape="box", style="filled,rounded", fillcolor=fill)
                 self.ids[id(var)] = me
+                if "<i>fused" in label:
+                    self.fused_calls.append((me, value.op.name_hint))
                 for a in args:
                     src = self.source(a)
                     if src is not None:
@@ -137,16 +174,33 @@ def graph_dot(mod_or_func: Any, name: str = "main") -> str:
         raise TypeError(f"viz.graph draws Relax functions; {name!r} is a {type(func).__name__}")
     g = _Graph(mod)
     g.function(func)
-    if mod is not None:  # fused functions (attrs Primitive) as clusters, after the main graph
-        for gv, f in mod.items():
-            if isinstance(f, Function) and f.attrs and f.attrs.get("Primitive"):
-                g.lines.append(f"  subgraph cluster_{gv.name_hint} {{")
-                g.lines.append(f'    label="{html.escape(gv.name_hint)}" style="rounded,dashed"')
-                g.function(f, indent="    ")
-                g.lines.append("  }")
+    if mod is not None:
+        _fused_clusters(g, mod)
     body = "\n".join(g.lines)
-    return ('digraph relax {\n  rankdir=TB\n  node [fontname="Helvetica" fontsize=12]\n'
-            f"{body}\n}}\n")
+    head = 'digraph relax {\n  rankdir=TB\n  node [fontname="Helvetica" fontsize=12]\n'
+    if g.fused_calls:  # edges may end at a cluster's border (lhead)
+        head += "  compound=true\n"
+    return f"{head}{body}\n}}\n"
+
+
+def _fused_clusters(g: _Graph, mod: IRModule) -> None:
+    """Draw the fused functions (attrs Primitive) as clusters tinted by their pattern, each tied to its call."""
+    first_node: dict[str, str] = {}
+    for gv, f in mod.items():
+        if not is_fused(f):
+            continue
+        pattern = fused_pattern(mod, f)
+        tint = PATTERN_COLOURS.get(pattern, "#f8f9fa") + "66"  # the pattern's colour, faint, behind the nodes
+        title = html.escape(gv.name_hint) + (f" ({pattern})" if pattern else "")
+        g.lines.append(f"  subgraph cluster_{gv.name_hint} {{")
+        g.lines.append(f'    label="{title}" fontname="Helvetica" style="rounded,dashed,filled" fillcolor="{tint}"')
+        first_node[gv.name_hint] = f"n{g.count}"
+        g.function(f, indent="    ")
+        g.lines.append("  }")
+    for call, name in g.fused_calls:
+        if name in first_node:
+            g.lines.append(f'  {call} -> {first_node[name]} [lhead="cluster_{name}" style="dotted" '
+                           'arrowhead="none" color="#868e96"]')
 
 
 def graph(mod_or_func: Any, name: str = "main") -> Any:

@@ -15,24 +15,32 @@ from typing import Any, Sequence
 from ..ir.module import IRModule
 from ..transform import PassContext, PassRecordingInstrument, Sequential
 from .diff import diff
+from .render import svg_html
 
 __all__ = ["PassStepper"]
 
 
+def _entry_relax_function(mod: IRModule) -> str | None:
+    """The Relax function a picture should show: ``main``, else the first one FuseOps did not make."""
+    from ..relax.expr import Function
+    from .graph import is_fused
+
+    funcs = [(gv.name_hint, f) for gv, f in mod.items() if isinstance(f, Function)]
+    names = [name for name, _ in funcs]
+    if "main" in names:
+        return "main"
+    # fused functions (attrs Primitive) are drawn as clusters inside the entry function's picture
+    entries = [name for name, f in funcs if not is_fused(f)]
+    return (entries or names or [None])[0]
+
+
 def _picture_svg(mod: IRModule) -> str:
-    """The dataflow graph of ``main`` when it is a Relax function, else a TIR loop nest."""
-    try:
-        from ..relax.expr import Function
-        from .graph import graph
+    """The dataflow graph of the entry Relax function (e.g. ``main`` or ``forward``), else a TIR loop nest."""
+    from .graph import graph
+    from .loop_nest import loop_nest
 
-        funcs = [gv.name_hint for gv, f in mod.items() if isinstance(f, Function)]
-        if funcs:
-            return graph(mod, "main" if "main" in funcs else funcs[0]).pipe(format="svg").decode()
-        from .loop_nest import loop_nest
-
-        return loop_nest(mod).pipe(format="svg").decode()
-    except Exception as err:  # no `dot`, or nothing to draw: say so instead of breaking the widget
-        return f"<i>(no picture: {html.escape(str(err).splitlines()[0] if str(err) else type(err).__name__)})</i>"
+    entry = _entry_relax_function(mod)
+    return svg_html(lambda: graph(mod, entry) if entry is not None else loop_nest(mod))
 
 
 class PassStepper:

@@ -20,7 +20,7 @@ from ..ir.module import IRModule
 from ..tir.function import PrimFunc
 from ..tir.schedule import LoopRV, Schedule, ScheduleError
 from ..tir.schedule.tree import block_realizes, walk_stmts
-from ..tir.stmt import For
+from ..tir.stmt import Block, For
 
 __all__ = ["ScheduleLab", "PRIMITIVES"]
 
@@ -79,10 +79,10 @@ class ScheduleLab:
             table.append((name, lp))
         return table
 
-    def _loop(self, sch: Schedule, label: str) -> LoopRV:
+    def _loop(self, sch: Schedule, label: str, fetched: dict[str, list[LoopRV]] | None = None) -> LoopRV:
         for name, lp in self._loop_table(sch):
             if name == label:
-                return LoopRV(lp.loop_var, sch.func_working_on)
+                return _recorded_loop(sch, lp, {} if fetched is None else fetched)
         raise ScheduleError(f"there is no loop {label!r}; loops: {[n for n, _ in self._loop_table(sch)]}")
 
     def _run(self, sch: Schedule, primitive: str, args: dict[str, Any]) -> None:
@@ -90,23 +90,28 @@ class ScheduleLab:
             raise ScheduleError(f"the lab has no primitive {primitive!r}; it has {sorted(PRIMITIVES)}")
         fn = getattr(sch, primitive)
         block = sch.get_block(args["block"]) if "block" in args else None
+        fetched: dict[str, list[LoopRV]] = {}  # one get_loops per block and step keeps the trace short
+
+        def loop(label: str) -> LoopRV:
+            return self._loop(sch, label, fetched)
+
         if primitive == "split":
-            fn(self._loop(sch, args["loop"]), factors=_factors(args["factors"]))
+            fn(loop(args["loop"]), factors=_factors(args["factors"]))
         elif primitive == "fuse":
-            fn(self._loop(sch, args["loop"]), self._loop(sch, args["loop2"]))
+            fn(loop(args["loop"]), loop(args["loop2"]))
         elif primitive == "reorder":
             names = args["loops"].split(",") if isinstance(args["loops"], str) else args["loops"]
-            fn(*[self._loop(sch, n.strip()) for n in names])
+            fn(*[loop(n.strip()) for n in names])
         elif primitive in ("parallel", "vectorize", "unroll"):
-            fn(self._loop(sch, args["loop"]))
+            fn(loop(args["loop"]))
         elif primitive in ("compute_at", "reverse_compute_at", "decompose_reduction"):
-            fn(block, self._loop(sch, args["loop"]))
+            fn(block, loop(args["loop"]))
         elif primitive in ("compute_inline", "reverse_compute_inline"):
             fn(block)
         elif primitive in ("cache_write", "cache_read"):
             fn(block, int(args.get("index", 0)), args.get("scope", "local"))
         elif primitive == "rfactor":
-            fn(self._loop(sch, args["loop"]), int(args.get("index", 0)))
+            fn(loop(args["loop"]), int(args.get("index", 0)))
 
     def apply(self, primitive: str, **args: Any) -> bool:
         """Apply one primitive; False (and ``self.error`` set) if it does not apply."""
@@ -169,6 +174,7 @@ class ScheduleLab:
         import ipywidgets as w
 
         from .loop_nest import loop_nest
+        from .render import svg_html
 
         primitive = w.Dropdown(options=list(PRIMITIVES), value="split", description="primitive")
         block = w.Dropdown(options=self.blocks(), description="block")
@@ -183,10 +189,7 @@ class ScheduleLab:
             block.options, loop.options, loop2.options = self.blocks(), self.loops(), self.loops()
             message.value = (f"<span style='color:#c92a2a'>{html.escape(self.error)}</span>" if self.error
                              else f"{len(self.steps)} step(s) applied")
-            try:
-                picture.value = loop_nest(self.schedule.mod).pipe(format="svg").decode()
-            except Exception as err:  # no `dot` program: the text still shows
-                picture.value = f"<i>(no picture: {html.escape(str(err).splitlines()[0])})</i>"
+            picture.value = svg_html(lambda: loop_nest(self.schedule.mod))
             script.value = f"<pre style='font-size:11px'>{html.escape(self.schedule.mod.script())}</pre>"
             trace.value = f"<pre style='font-size:11px'>{html.escape(self.trace())}</pre>"
 
@@ -234,6 +237,23 @@ class ScheduleLab:
         from IPython.display import display
 
         display(self.widget())
+
+
+def _recorded_loop(sch: Schedule, loop: For, fetched: dict[str, list[LoopRV]]) -> LoopRV:
+    """``loop`` fetched through get_block + get_loops, so the trace defines it and replays as Python."""
+    names = [r.block.name_hint for r, _ in block_realizes(sch.mod[sch.func_working_on].body)]
+    for realize, path in block_realizes(loop):  # path[0] is the loop itself
+        if any(isinstance(s, Block) for s in path[1:]):  # get_loops stops at the innermost enclosing block
+            continue
+        name = realize.block.name_hint
+        if names.count(name) != 1:  # get_block needs a unique name
+            continue
+        if name not in fetched:
+            fetched[name] = sch.get_loops(sch.get_block(name))
+        found = next((rv for rv in fetched[name] if rv.loop_var is loop.loop_var), None)
+        if found is not None:
+            return found
+    return LoopRV(loop.loop_var, sch.func_working_on)  # no block to reach it by: the trace names it only
 
 
 def _factors(value: Any) -> list[int | None]:

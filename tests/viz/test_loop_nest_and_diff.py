@@ -80,6 +80,11 @@ def test_iteration_order_naive_vs_tiled():
     assert naive.order[:5] == [(0, 0), (0, 1), (0, 2), (0, 3), (0, 4)]  # row by row
     assert tiled.order[:5] == [(0, 0), (0, 1), (0, 2), (0, 3), (1, 0)]  # a 4x4 tile first
     assert naive.svg() != tiled.svg() and naive.svg(0).count("#f1f3f5") == 256
+    # the animation's frame after 16 touches: a full row against a 4x4 tile, so the pictures differ
+    assert set(naive.order[:16]) == {(0, j) for j in range(16)}
+    assert set(tiled.order[:16]) == {(i, j) for i in range(4) for j in range(4)}
+    assert naive.svg(16) != tiled.svg(16) and naive.order != tiled.order
+    assert sorted(naive.order) == sorted(tiled.order)  # the same cells, only the order differs
     box = tiled.widget()
     play, slider = box.children[0].children
     slider.value = 16

@@ -1,30 +1,65 @@
 """ScheduleLab: apply and undo primitives, errors in words, trace and speed — driven from Python."""
 
-from minitvm import viz
+import html
+
+import numpy as np
+
+import minitvm
+from minitvm import tir, viz
 from minitvm.ir import assert_structural_equal
 from minitvm.testing.programs import BmmRelu, BmmReluTarget, mm_relu
+
+#: the MLC exercise's bmm_relu schedule as lab steps: (primitive, arguments, what the loop-nest picture
+#: must show after it, the trace's new call)
+BMM_RELU_STEPS = [
+    ("split", dict(loop="j (C)", factors=[None, 8]), ["<b>for j_0</b> in 16>", "<b>for j_1</b> in 8>"],
+     "sch.split(loop=l3, factors=[None, 8]"),
+    ("parallel", dict(loop="n (C)"), ["<b>for n</b> in 16 <i>parallel</i>"], "sch.parallel(loop=l7)"),
+    ("compute_at", dict(block="Y", loop="j_0"), ["<b>for ax0</b> in 8>", "<b>for ax1</b> in 128>"],
+     "sch.compute_at(block=b11, loop=l15"),
+    ("split", dict(loop="ax1", factors=[None, 4]), ["<b>for ax1_0</b> in 32>", "<b>for ax1_1</b> in 4>"],
+     "sch.split(loop=l22, factors=[None, 4]"),
+    ("reorder", dict(loops="ax1_0, ax1_1, ax0"), ["<b>for ax1_0</b>", "<b>for ax1_1</b>", "<b>for ax0</b>"],
+     "sch.reorder(l30, l31, l29)"),
+    ("unroll", dict(loop="ax1_1"), ["<b>for ax1_1</b> in 4 <i>unrolled</i>"], "sch.unroll(loop=l37)"),
+    ("decompose_reduction", dict(block="Y", loop="ax1_0"), ["<b>block Y_init</b>", "<b>block Y_update</b>"],
+     "sch.decompose_reduction(block=b39, loop=l44)"),
+    ("vectorize", dict(loop="ax0_init"), ["<b>for ax0_init</b> in 8 <i>vectorized</i>"], "sch.vectorize(loop=l52)"),
+    ("vectorize", dict(loop="j_1"), ["<b>for j_1</b> in 8 <i>vectorized</i>"], "sch.vectorize(loop=l57)"),
+]
 
 
 def test_bmm_relu_step_by_step_reaches_the_target():
     lab = viz.ScheduleLab(BmmRelu)
     box = lab.widget()
-    steps = [("split", dict(loop="j (C)", factors=[None, 8])),
-             ("parallel", dict(loop="n (C)")),
-             ("compute_at", dict(block="Y", loop="j_0")),
-             ("split", dict(loop="ax1", factors=[None, 4])),
-             ("reorder", dict(loops="ax1_0, ax1_1, ax0")),
-             ("unroll", dict(loop="ax1_1")),
-             ("decompose_reduction", dict(block="Y", loop="ax1_0")),
-             ("vectorize", dict(loop="ax0_init")),
-             ("vectorize", dict(loop="j_1"))]
     pictures = set()
-    for name, args in steps:
+    for name, args, shown, call in BMM_RELU_STEPS:
         assert lab.apply(name, **args), lab.error
+        dot = viz.loop_nest_dot(lab.schedule.mod)
+        positions = [dot.find(text) for text in shown]
+        assert -1 not in positions, f"after {name} {args} the loop nest lacks {shown}:\n{dot}"
+        assert positions == sorted(positions), f"after {name} the loops are in the wrong order:\n{dot}"
+        assert call in lab.trace().splitlines()[-1], f"after {name} the trace ends {lab.trace()}"
+        assert html.escape(call) in box.controls["trace"].value
         pictures.add(box.controls["picture"].value)
-    assert len(pictures) == len(steps)  # every step changed the loop-nest picture
-    func = lab.schedule.mod["bmm_relu"]
-    assert_structural_equal(func, BmmReluTarget["bmm_relu"])
-    assert "sch.decompose_reduction(" in box.controls["trace"].value
+    assert len(pictures) == len(BMM_RELU_STEPS)  # every step changed the loop-nest picture
+    assert dot.count("<b>for n</b>") == 1  # compute_at moved Y under C's loops: one nest left
+    assert_structural_equal(lab.schedule.mod["bmm_relu"], BmmReluTarget["bmm_relu"])
+
+
+def test_the_trace_is_python_that_replays_the_lab():
+    """The trace the lab shows is copyable: executed on a fresh schedule it gives the same module."""
+    lab = viz.ScheduleLab(BmmRelu)
+    for name, args, _, _ in BMM_RELU_STEPS:
+        assert lab.apply(name, **args), lab.error
+    fresh = tir.Schedule(BmmRelu)
+    exec(lab.trace(), {"sch": fresh, "tir": tir})
+    assert_structural_equal(fresh.mod, lab.schedule.mod)
+    rng = np.random.default_rng(3)
+    a, b = (rng.standard_normal((16, 128, 128)).astype("float32") for _ in range(2))
+    c = minitvm.nd.empty((16, 128, 128), "float32")
+    minitvm.build(fresh.mod, target="llvm")["bmm_relu"](minitvm.nd.array(a), minitvm.nd.array(b), c)
+    np.testing.assert_allclose(c.numpy(), np.maximum(a @ b, 0), rtol=1e-4, atol=1e-4)
 
 
 def test_error_shows_in_the_widget_and_undo_goes_back():

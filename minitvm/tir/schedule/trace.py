@@ -106,9 +106,10 @@ class Trace:
         print(str(self))
 
     def _repr_html_(self) -> str:
-        import html
+        """The trace as highlighted Python in Jupyter (the same highlighter as TVMScript)."""
+        from minitvm.script.printer import to_html  # upward call, lazily, as Node._repr_html_ does
 
-        return f"<pre>{html.escape(str(self))}</pre>"
+        return to_html(str(self))
 
     def apply_to_schedule(self, sch: Any, remove_postproc: bool = False) -> None:
         """Replay every instruction on another schedule (of an equal function)."""
