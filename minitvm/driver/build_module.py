@@ -73,6 +73,17 @@ def lower(mod_or_func: Any, name: str | None = None) -> IRModule:
     return lower_pipeline()(mod)
 
 
+def _instrument(mod: IRModule, target: Target) -> IRModule:
+    """Bounds checks for native code when ``PassContext(config={"tir.bounds_check": True})`` asks
+    (the python target's interpreter checks every access itself)."""
+    from ..tir.transform.instrument_bound_checkers import InstrumentBoundCheckers, bounds_check_requested
+    from ..transform import PassContext
+
+    if target.kind.name != "llvm" or not bounds_check_requested(PassContext.current()):
+        return mod
+    return InstrumentBoundCheckers()(mod)
+
+
 def build(mod_or_func: Any, target: Any = "llvm", name: str | None = None) -> Module:
     """Compile the PrimFuncs of a module (or one PrimFunc) for ``target``.
 
@@ -87,7 +98,7 @@ def build(mod_or_func: Any, target: Any = "llvm", name: str | None = None) -> Mo
     if others:
         raise TypeError(f"build compiles TIR functions only; {', '.join(others)} are not PrimFuncs — "
                         "use minitvm.compile for modules with Relax functions")
-    lowered = lower(mod)
+    lowered = _instrument(lower(mod), target)
     funcs = {gv.name_hint: f for gv, f in lowered.items() if isinstance(f, PrimFunc)}
     if not funcs:
         raise ValueError("build: the module has no PrimFunc to compile")

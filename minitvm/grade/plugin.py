@@ -4,6 +4,10 @@ It adds ``--grade-target=solutions|exercises`` (default ``solutions``, so the no
 run proves every grader on the solved code), registers the ``points`` marker, puts the
 repository root on ``sys.path`` so ``solutions.ch01`` / ``exercises.ch01`` import, and
 provides the ``grade_module`` fixture that loads the chosen one.
+
+Every grader (a test with a ``points`` marker) runs inside ``PassContext(config=GRADING_CONFIG)``:
+bounds-checked native code, so a learner's wrong index fails that exercise with a
+``BoundsError`` naming the buffer instead of crashing the grader.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from typing import Any, Callable
 import pytest
 
 TARGETS = ("solutions", "exercises")
+#: the PassContext config graded code runs under
+GRADING_CONFIG = {"tir.bounds_check": True}
 
 
 def pytest_addoption(parser: Any) -> None:
@@ -27,6 +33,18 @@ def pytest_configure(config: Any) -> None:
     root = str(config.rootpath)
     if root not in sys.path:
         sys.path.insert(0, root)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: Any) -> Any:
+    """Run a grader's body in bounds-checked mode (other tests run as they are)."""
+    if item.get_closest_marker("points") is None:
+        yield
+        return
+    from minitvm.transform import PassContext
+
+    with PassContext(config=GRADING_CONFIG):
+        yield
 
 
 @pytest.fixture

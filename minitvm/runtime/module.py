@@ -9,7 +9,26 @@ from typing import Any, Callable, Iterable
 from .device import Device
 from .registry import PackedFunc
 
-__all__ = ["Module", "BenchmarkResult", "make_time_evaluator"]
+__all__ = ["Module", "BenchmarkResult", "make_time_evaluator", "BoundsError", "BOUNDS_CHECK_PREFIX",
+           "bounds_error"]
+
+#: how the message of a bounds check (``tir.transform.InstrumentBoundCheckers``) starts
+BOUNDS_CHECK_PREFIX = "bounds check: "
+
+
+class BoundsError(IndexError):
+    """An out-of-range buffer access that bounds-checked native code stopped before it happened.
+
+    Raised instead of a segfault when code built under
+    ``PassContext(config={"tir.bounds_check": True})`` computes a bad index; the message names
+    the function, the buffer, the index and the buffer's extent.
+    """
+
+
+def bounds_error(func_name: str, message: str, index: int | None) -> BoundsError:
+    """The exception for a failed bounds check: ``message`` (its ``{index}`` filled in) of ``func_name``."""
+    text = message[len(BOUNDS_CHECK_PREFIX):] if message.startswith(BOUNDS_CHECK_PREFIX) else message
+    return BoundsError(f"{func_name}: " + text.replace("{index}", "?" if index is None else str(index)))
 
 
 class BenchmarkResult:

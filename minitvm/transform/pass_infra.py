@@ -37,7 +37,9 @@ def register_pass_config(key: str, value_type: type = object) -> None:
     _CONFIG_KEYS[key] = value_type
 
 
-for _key, _type in (("tir.bounds_check", bool), ("tir.disable_vectorize", bool),
+# "tir.instrument_bound_checkers" is TVM's name for "tir.bounds_check"
+for _key, _type in (("tir.bounds_check", bool), ("tir.instrument_bound_checkers", bool),
+                    ("tir.disable_vectorize", bool),
                     ("tir.noalias", bool), ("relax.backend.use_default_schedule", bool),
                     ("tir.enable_debug", bool)):
     register_pass_config(_key, _type)

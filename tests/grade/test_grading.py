@@ -183,3 +183,60 @@ def test_cli_grades_one_exercise():
                            "--only", "1.1"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "total: 1/1 points (ch01, solutions/)" in proc.stdout
+
+
+_FAKE_OOB_GRADERS = '''
+import numpy as np
+import pytest
+
+import minitvm
+
+@pytest.fixture
+def ex(grade_module):
+    return grade_module("ch98")
+
+@pytest.mark.points(2)
+def test_far_index(ex):
+    """Exercise 9.1"""
+    lib = minitvm.build(ex.far_index, target="llvm")
+    lib["far_index"](np.ones(8, "float32"), np.zeros(8, "float32"))
+'''
+
+_FAKE_OOB_EXERCISES = '''
+from minitvm.script import tir as T
+
+@T.prim_func
+def far_index(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+    for i in range(8):
+        with T.block("B"):
+            vi = T.axis.spatial(8, i)
+            B[vi * 100000000] = A[vi]  # 400 MB past the end: unchecked, this write is a segfault
+'''
+
+
+def test_a_wrong_index_fails_its_exercise_with_a_bounds_error(tmp_path, monkeypatch):
+    (tmp_path / "tests" / "grade").mkdir(parents=True)
+    for pkg in ("solutions", "exercises"):
+        (tmp_path / pkg).mkdir()
+        (tmp_path / pkg / "__init__.py").write_text("")
+    (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\naddopts = "-p minitvm.grade.plugin"\n')
+    (tmp_path / "tests" / "grade" / "test_ch98.py").write_text(_FAKE_OOB_GRADERS)
+    (tmp_path / "exercises" / "ch98.py").write_text(_FAKE_OOB_EXERCISES)
+    monkeypatch.setenv("PYTHONPATH", PKG_PARENT)
+    (result,) = check("ch98", root=tmp_path, timeout=60).results
+    assert result.status == "failed", result
+    assert ("BoundsError: far_index: buffer B: index 100000000 is out of bounds for extent 8 "
+            "(at B[i * 100000000])") in result.message
+
+
+@pytest.mark.points(1)
+def test_graders_run_in_bounds_checked_mode():
+    from minitvm.transform import PassContext
+
+    assert PassContext.current().get_config("tir.bounds_check") is True
+
+
+def test_other_tests_run_without_it():
+    from minitvm.transform import PassContext
+
+    assert PassContext.current().get_config("tir.bounds_check") is None

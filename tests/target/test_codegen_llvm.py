@@ -384,8 +384,12 @@ def test_pass_context_bounds_check_turns_bad_accesses_into_errors():
     a, b = rand("float32", n), np.zeros(n, "float32")
     lib["f"](a, b, 0)
     np.testing.assert_allclose(b, a * 2)
-    for bad in (1, -1, 1 << 20):
-        with pytest.raises(RuntimeError, match="out of bounds for buffer A of size 16"):
+    from minitvm.runtime import BoundsError
+
+    # the first bad access: i = 15 for shift 1, i = 0 for the negative shifts
+    for bad, index in ((1, 16), (-1, -1), (1 << 20, 1 << 20)):
+        with pytest.raises(BoundsError, match=rf"^f: buffer A: index {index} is out of bounds for extent 16 "
+                                              r"\(at A\[i \+ shift\]\)$"):
             lib["f"](a, b, bad)
 
 

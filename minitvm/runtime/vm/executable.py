@@ -35,7 +35,6 @@ generator that made the library:
 
 from __future__ import annotations
 
-import html
 import json
 import math
 import struct
@@ -214,7 +213,10 @@ class Executable:
         return f"<minitvm Executable: functions {', '.join(vm) or '(none)'}; {len(self.constants)} constants>"
 
     def _repr_html_(self) -> str:
-        return f"<pre>{html.escape(self.as_text())}</pre>"
+        """The bytecode listing, highlighted in Jupyter (the same highlighter as TVMScript)."""
+        from minitvm.script.printer import to_html  # upward call, lazily, as Node._repr_html_ does
+
+        return to_html(self.as_text())
 
     # -- saving -----------------------------------------------------------------------------------
     def _export_kernels(self) -> tuple[str, bytes, str, dict] | None:
@@ -287,15 +289,21 @@ def load_executable(path: str) -> Executable:
 
 
 def _parse(blob: bytes, where: str) -> Executable:
+    if not blob:
+        raise ValueError(f"{where} is not a minitvm executable: the file is empty")
     if not blob.startswith(MAGIC):
+        if MAGIC.startswith(blob):
+            raise ValueError(f"{where}: truncated: the header ends after {len(blob)} bytes")
         raise ValueError(f"{where} is not a minitvm executable: it does not start with {MAGIC.decode()!r}")
     pos = len(MAGIC)
     if len(blob) < pos + 4:
         raise ValueError(f"{where}: truncated: the header ends after {len(blob)} bytes")
     (version,) = struct.unpack_from("<I", blob, pos)
     if version != FORMAT_VERSION:
+        who = "an older" if version < FORMAT_VERSION else "a newer"
         raise ValueError(f"{where}: executable file was written by minitvm format {version}; "
-                         f"this minitvm reads format {FORMAT_VERSION}")
+                         f"this minitvm reads format {FORMAT_VERSION} ({who} minitvm saved it: "
+                         "compile the model again with this one)")
     if len(blob) < pos + _HEADER.size:
         raise ValueError(f"{where}: truncated: the header ends after {len(blob)} bytes")
     _, meta_len, data_len, crc = _HEADER.unpack_from(blob, pos)
@@ -313,7 +321,10 @@ def _parse(blob: bytes, where: str) -> Executable:
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise ValueError(f"{where}: corrupted: the metadata is not valid JSON ({err})") from err
     try:
-        return _build(meta, data, where)
+        exe = _build(meta, data, where)
+        if len(data) != data_len:  # the sections were all there: it is the header that is wrong
+            raise ValueError(f"corrupted: the header says {data_len} bytes of data, the sections hold {len(data)}")
+        return exe
     except ValueError as err:
         if str(err).startswith(where):
             raise

@@ -7,7 +7,11 @@ buffers (``buffer_map``) or of ``Allocate`` statements.
 Each PrimFunc becomes ``i32 name(ptr A, ptr B, ..., <scalars>, <size vars>)``: arrays
 are passed as pointers, scalar parameters by value, symbolic dimensions (``n``) as extra
 integers the driver reads off the arguments.  The result is 0, or ``k`` when the k-th
-``AssertStmt`` failed.
+``AssertStmt`` failed.  A failed bounds check (an assert made by
+``tir.transform.InstrumentBoundCheckers``) also leaves the bad index in the module's global
+``__minitvm_bounds_error_index``, which the runtime puts in its ``BoundsError``.  Inside a
+``parallel`` loop a failing worker stores its code in a flag (atomically) and stops; the
+others finish their chunks, and the function returns the flag.
 
 Float ``a * b + c`` may become one fused multiply-add (the ``contract`` flag, as TVM's
 default): one rounding instead of two.
@@ -22,6 +26,7 @@ thread pool stays alive between calls, so a parallel region costs microseconds, 
 
 from __future__ import annotations
 
+import collections
 import ctypes
 import ctypes.util
 import functools
@@ -33,19 +38,26 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from ...ir import dtype as _dt
-from ...runtime.module import Module
+from ...runtime.module import BOUNDS_CHECK_PREFIX, Module, bounds_error
 from ...runtime.ndarray import NDArray
 from ...runtime.registry import PackedFunc
 from ...tir import expr as _e
 from ...tir import stmt as _s
 from ...tir.function import PrimFunc
 from ...tir.functor import post_order_visit
+from ...tir.transform.instrument_bound_checkers import (
+    InstrumentBoundCheckers,
+    bounds_check_index,
+    bounds_check_requested,
+)
 from ..signature import FunctionSignature
 from ..target import Target
 from .vector import emit_vector_loop
 
 __all__ = ["build_llvm", "LLVMModule", "CodeGenLLVM", "llvm_type"]
 
+#: the global where a failed bounds check stores the bad index (read by :class:`CompiledFunction`)
+ERROR_INDEX_SYMBOL = "__minitvm_bounds_error_index"
 #: arrays up to this many bytes with a constant size live on the stack
 STACK_ALLOC_LIMIT = 32 * 1024
 #: ``unrolled`` loops with a constant extent up to this are unrolled by the code generator;
@@ -190,6 +202,11 @@ def _alloca(builder: ir.IRBuilder, ty: ir.Type, size: ir.Value | None = None, na
     return slot
 
 
+def _store_atomic(builder: ir.IRBuilder, value: ir.Value, ptr: ir.Value, align: int) -> None:
+    """``store atomic ... monotonic``: llvmlite's own ``store_atomic`` still expects typed pointers."""
+    builder._insert(ir.instructions.StoreAtomicInstr(builder.block, value, ptr, "monotonic", align))
+
+
 class CodegenError(Exception):
     """The function is not in the form the LLVM code generator accepts."""
 
@@ -217,9 +234,8 @@ class CodeGenLLVM:
     """Emits LLVM IR for lowered PrimFuncs into one llvmlite module."""
 
     def __init__(self, target: Target, module_name: str = "minitvm", noalias: bool = False,
-                 disable_vectorize: bool = False, bounds_check: bool = False):
+                 disable_vectorize: bool = False):
         self.target = target
-        self.bounds_check = bounds_check
         self.noalias_default = noalias
         self.disable_vectorize = disable_vectorize
         self.openmp = _init_llvm()
@@ -326,26 +342,7 @@ class CodeGenLLVM:
         if ptr is None:
             raise CodegenError(f"buffer {buffer.name} is neither a parameter nor allocated in the function")
         index = self._index(indices[0])
-        if self.bounds_check:
-            self._check_bounds(buffer, indices[0], index)
         return self.b.gep(ptr, [index], inbounds=True, source_etype=_mem_type(buffer.dtype))
-
-    def _check_bounds(self, buffer: Any, index_expr: _e.PrimExpr, index: ir.Value) -> None:
-        """Fail (instead of touching memory) when ``index`` is outside ``buffer``."""
-        size: Any = 1
-        for dim in buffer.shape:
-            size = size * dim
-        size_value = self._index(_e.convert(size))
-        self.assert_messages.append(f"index {index_expr} is out of bounds for buffer {buffer.name} "
-                                    f"of size {size}")
-        code = ir.Constant(_I32, len(self.assert_messages))
-        inside = self.b.icmp_unsigned("<", index, size_value)  # negative indices wrap to huge ones
-        ok = self.st.fn.append_basic_block("in_bounds")
-        fail = self.st.fn.append_basic_block("out_of_bounds")
-        self.b.cbranch(inside, ok, fail)
-        self.b.position_at_end(fail)
-        self._fail(code)
-        self.b.position_at_end(ok)
 
     def _align(self, dtype: str) -> int:
         return max(1, _dt.bits(dtype) // 8)
@@ -409,6 +406,9 @@ class CodeGenLLVM:
         ok = self.st.fn.append_basic_block("assert_ok")
         self.b.cbranch(cond, ok, fail)
         self.b.position_at_end(fail)
+        bad_index = bounds_check_index(s)
+        if bad_index is not None:  # a bounds check: tell the runtime which index was wrong
+            _store_atomic(self.b, self._index(bad_index), self._error_index(), 8)
         self._fail(code)
         self.b.position_at_end(ok)
         self.visit_stmt(s.body)
@@ -416,9 +416,18 @@ class CodeGenLLVM:
     def _fail(self, code: ir.Value) -> None:
         if self.st.error_slot is None:
             self.b.ret(code)
-        else:
-            self.b.store(code, self.st.error_slot)
+        else:  # a parallel worker: several threads may fail at once, hence an atomic store
+            _store_atomic(self.b, code, self.st.error_slot, 4)
             self.b.ret_void()
+
+    def _error_index(self) -> ir.GlobalVariable:
+        """The module's ``i64`` slot where a failed bounds check leaves the index it saw."""
+        slot = self.module.globals.get(ERROR_INDEX_SYMBOL)
+        if slot is None:
+            slot = ir.GlobalVariable(self.module, _I64, ERROR_INDEX_SYMBOL)
+            slot.initializer = ir.Constant(_I64, 0)
+            slot.align = 8
+        return slot
 
     def stmt_Allocate(self, s: _s.Allocate) -> None:
         buf = s.buffer
@@ -862,7 +871,42 @@ def _optimize(mod: llvm.ModuleRef, tm: llvm.TargetMachine, level: int, vectorize
     pto.loop_vectorization = vectorize and level >= 2
     pto.slp_vectorization = vectorize and level >= 2
     pb = llvm.create_pass_builder(tm, pto)
-    pb.getModulePassManager().run(mod, pb)
+    mpm = pb.getModulePassManager()
+    try:
+        mpm.run(mod, pb)
+    finally:  # free the native objects now rather than whenever the garbage collector runs
+        mpm.close()
+        pb.close()
+        pto.close()
+
+
+#: how many optimized modules :func:`_optimized_ir` remembers
+OPTIMIZED_IR_CACHE_SIZE = 64
+_optimized_cache: collections.OrderedDict[tuple, str] = collections.OrderedDict()
+
+
+def _optimized_ir(raw: str, tm: llvm.TargetMachine, target: Target, vectorize: bool) -> tuple[llvm.ModuleRef, str]:
+    """Parse and optimize ``raw`` LLVM IR: the module (ready for the JIT) and its optimized text.
+
+    Every run of llvmlite's pass builder leaks ~65 KB of native memory (llvmlite 0.50 never
+    frees the PassInstrumentationCallbacks it allocates per PassBuilder), so a notebook that
+    rebuilds the same kernels again and again would grow without bound.  The same IR for the
+    same target always optimizes to the same result: remember the last few, and JIT-compile the
+    remembered text instead of optimizing again.  Call with ``_lock`` held.
+    """
+    key = (raw, target.mcpu, tuple(target.features), target.opt_level, vectorize)
+    optimized = _optimized_cache.get(key)
+    if optimized is not None:
+        _optimized_cache.move_to_end(key)
+        return llvm.parse_assembly(optimized), optimized
+    mod = llvm.parse_assembly(raw)
+    mod.verify()
+    _optimize(mod, tm, target.opt_level, vectorize=vectorize)
+    optimized = str(mod)
+    _optimized_cache[key] = optimized
+    while len(_optimized_cache) > OPTIMIZED_IR_CACHE_SIZE:
+        _optimized_cache.popitem(last=False)
+    return mod, optimized
 
 
 def _pointer(arg: Any, array: Any) -> int:
@@ -874,7 +918,7 @@ class CompiledFunction:
     """A JIT-compiled kernel: checks the arguments, then calls the machine code (without the GIL)."""
 
     def __init__(self, name: str, address: int, sig: FunctionSignature, messages: list[str],
-                 engine: Any):
+                 engine: Any, error_index_address: int = 0):
         self.name = name
         self.signature = sig
         argtypes = [ctypes.c_void_p if p.is_buffer else _ctype(p.dtype) for p in sig.params]
@@ -882,6 +926,7 @@ class CompiledFunction:
         self._cfunc = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(address)
         self._messages = messages
         self._engine = engine  # keeps the machine code alive as long as this function is
+        self._error_index = error_index_address
         self.__name__ = name
 
     def __call__(self, *args: Any) -> None:
@@ -890,8 +935,15 @@ class CompiledFunction:
                for spec, arg, v in zip(self.signature.params, args, values)]
         rc = self._cfunc(*raw, *sizes)
         if rc != 0:
-            msg = self._messages[rc - 1] if 0 < rc <= len(self._messages) else f"error code {rc}"
-            raise RuntimeError(f"{self.name}: {msg}")
+            self._raise(rc)
+
+    def _raise(self, rc: int) -> None:
+        """The exception for the error code the machine code returned."""
+        msg = self._messages[rc - 1] if 0 < rc <= len(self._messages) else f"error code {rc}"
+        if msg.startswith(BOUNDS_CHECK_PREFIX):
+            index = ctypes.c_int64.from_address(self._error_index).value if self._error_index else None
+            raise bounds_error(self.name, msg, index)
+        raise RuntimeError(f"{self.name}: {msg}")
 
     def __repr__(self) -> str:
         return f"<compiled {self.name}({self.signature.describe()})>"
@@ -909,8 +961,10 @@ class LLVMModule(Module):
         self._ll = ll_optimized
         self._asm: str | None = None
         self.target = target
+        error_index = engine.get_global_value_address(ERROR_INDEX_SYMBOL) if ERROR_INDEX_SYMBOL in ll_optimized else 0
         for name, (addr, sig) in entry.items():
-            self._functions[name] = PackedFunc(CompiledFunction(name, addr, sig, messages, engine), name)
+            fn = CompiledFunction(name, addr, sig, messages, engine, error_index)
+            self._functions[name] = PackedFunc(fn, name)
 
     def get_source(self, fmt: str = "ll") -> str:
         """``"ll"``: optimized LLVM IR; ``"ll-raw"``: as generated; ``"asm"``/``"s"``: assembly."""
@@ -938,13 +992,23 @@ class LLVMModule(Module):
             f.write(self.get_source("asm" if fmt in ("s", "asm") else "ll"))
 
 
+def instrument_bound_checkers(funcs: dict[str, PrimFunc]) -> dict[str, PrimFunc]:
+    """Run InstrumentBoundCheckers on functions that have not been through it yet (``minitvm.build``
+    runs it itself, so that ``lib.ir_module`` shows the checks)."""
+    from ...ir.module import IRModule
+
+    mod = InstrumentBoundCheckers()(IRModule(dict(funcs)))
+    return {gv.name_hint: f for gv, f in mod.items()}
+
+
 def build_llvm(funcs: dict[str, PrimFunc], target: Target | str = "llvm",
                module_name: str = "minitvm") -> LLVMModule:
     """Compile lowered PrimFuncs (global name -> function) into a runnable module.
 
     Honors the current PassContext's ``tir.noalias`` (default for functions without the
-    attribute), ``tir.disable_vectorize`` and ``tir.bounds_check`` (every buffer access is
-    checked and raises instead of reading or writing outside the buffer) settings.
+    attribute), ``tir.disable_vectorize`` and ``tir.bounds_check`` (accesses not proven in range
+    are checked by :class:`~minitvm.tir.transform.InstrumentBoundCheckers` and raise
+    :class:`~minitvm.runtime.BoundsError` instead of touching memory outside the buffer) settings.
     """
     from ...transform import PassContext
 
@@ -954,8 +1018,9 @@ def build_llvm(funcs: dict[str, PrimFunc], target: Target | str = "llvm",
     # distinct buffer parameters are assumed not to overlap unless a function says otherwise
     # ("tir.noalias": False) or the PassContext does: it is what lets LLVM vectorize freely
     cg = CodeGenLLVM(target, module_name, noalias=bool(ctx.get_config("tir.noalias", True)),
-                     disable_vectorize=disable_vectorize,
-                     bounds_check=bool(ctx.get_config("tir.bounds_check", False)))
+                     disable_vectorize=disable_vectorize)
+    if bounds_check_requested(ctx):
+        funcs = instrument_bound_checkers(funcs)
     sigs: dict[str, FunctionSignature] = {}
     for name, func in funcs.items():
         sig = FunctionSignature.from_prim_func(name, func)
@@ -963,10 +1028,7 @@ def build_llvm(funcs: dict[str, PrimFunc], target: Target | str = "llvm",
         cg.add_function(name, func, sig)
     raw = str(cg.module)
     with _lock:  # LLVM's global state is not safe to drive from several threads at once
-        mod = llvm.parse_assembly(raw)
-        mod.verify()
-        _optimize(mod, cg.tm, target.opt_level, vectorize=not disable_vectorize)
-        optimized = str(mod)
+        mod, optimized = _optimized_ir(raw, cg.tm, target, not disable_vectorize)
         engine = llvm.create_mcjit_compiler(mod, cg.tm)
         engine.finalize_object()
         entry = {name: (engine.get_function_address(name), sig) for name, sig in sigs.items()}

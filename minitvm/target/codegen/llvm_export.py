@@ -17,6 +17,7 @@ Importing this module registers both hooks (``relax.build`` and ``minitvm.relax`
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import llvmlite.binding as llvm
@@ -96,6 +97,58 @@ def signature_from_json(d: dict) -> FunctionSignature:
     return FunctionSignature(str(d["name"]), params, [variables[int(i)] for i in d["shape_vars"]])
 
 
+# -- checking a saved library before it is compiled ------------------------------------------------
+
+#: external functions generated code may call: the C allocator, OpenMP, and libm
+_RUNTIME_FUNCTIONS = frozenset({"malloc", "free", "GOMP_parallel", "omp_get_thread_num", "omp_get_num_threads"})
+_LIBM = re.compile(r"(a?sinh?|a?cosh?|a?tanh?|atan2|exp2?|expm1|log(2|10|1p)?|sqrt|cbrt|pow|erfc?|fabs|floor|ceil"
+                   r"|round|roundeven|trunc|rint|nearbyint|fmod|fmin|fmax|hypot|ldexp|frexp)f?")
+
+
+#: inline assembly (``call void asm "..."``, ``module asm "..."``), which our code generator never writes
+_INLINE_ASM = re.compile(r'(^module\s+asm\s+"|\basm\s+(sideeffect\s+|alignstack\s+|inteldialect\s+|unwind\s+)*")',
+                         re.MULTILINE)
+
+
+def _parse_kernels(payload: Any) -> llvm.ModuleRef:
+    """Parse and verify saved LLVM IR; refuse anything but IR our code generator could have written.
+
+    The IR becomes machine code that runs in this process, so it may reach nothing outside
+    itself except the allocator, OpenMP's runtime and libm, and may hold no inline assembly:
+    a file that declares, say, ``system`` is refused before anything is compiled.
+    """
+    if not isinstance(payload, str):
+        raise ValueError(f"the kernel library should be LLVM IR text, found {type(payload).__name__}")
+    try:
+        mod = llvm.parse_assembly(payload)
+        mod.verify()
+    except RuntimeError as err:
+        detail = " ".join(str(err).split())[:200]
+        raise ValueError(f"the saved kernel library is not valid LLVM IR ({detail})") from err
+    if _INLINE_ASM.search(payload):
+        raise ValueError("the saved kernel library contains inline assembly, which minitvm's code generator "
+                         "never emits; refusing to compile it")
+    for fn in mod.functions:
+        name = fn.name
+        if fn.is_declaration and not (name.startswith("llvm.") or name in _RUNTIME_FUNCTIONS
+                                      or _LIBM.fullmatch(name)):
+            raise ValueError(f"the saved kernel library calls the external function {name!r}, which minitvm's "
+                             "code generator never emits; refusing to compile it")
+    for gv in mod.global_variables:
+        if gv.is_declaration:
+            raise ValueError(f"the saved kernel library refers to the external variable {gv.name!r}, which "
+                             "minitvm's code generator never emits; refusing to compile it")
+    return mod
+
+
+def _signatures(metadata: dict) -> dict[str, FunctionSignature]:
+    """The kernels' signatures from saved metadata (ValueError if it is malformed)."""
+    try:
+        return {str(name): signature_from_json(d) for name, d in dict(metadata["signatures"]).items()}
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as err:
+        raise ValueError(f"the kernel library's signatures are corrupted ({type(err).__name__}: {err})") from err
+
+
 # -- the hooks ---------------------------------------------------------------------------------------
 
 
@@ -118,29 +171,38 @@ def export_llvm(lib: _llvm.LLVMModule) -> dict:
 
 def load_llvm_ir(payload: str, metadata: dict) -> _llvm.LLVMModule:
     """JIT-compile saved, optimized LLVM IR again; functions get their saved signatures."""
-    if int(metadata.get("version", 0)) != _METADATA_VERSION or "signatures" not in metadata:
-        raise ValueError("the kernel library was saved without signatures (or by another minitvm version); "
+    if not isinstance(metadata, dict):
+        raise ValueError(f"the kernel library's metadata is corrupted: expected a JSON object, got {metadata!r:.60}")
+    version = metadata.get("version", 0)
+    if version != _METADATA_VERSION or "signatures" not in metadata:
+        raise ValueError(f"the kernel library was saved without signatures or by another minitvm version "
+                         f"(kernel metadata version {version!r}, this minitvm reads {_METADATA_VERSION}); "
                          "build the model again")
-    missing = sorted(set(metadata["features"]) - set(host_cpu_features()))
+    features = metadata.get("features")
+    if not isinstance(features, list) or not all(isinstance(f, str) for f in features):
+        raise ValueError(f"the kernel library's CPU features are corrupted: {features!r}")
+    missing = sorted(set(features) - set(host_cpu_features()))
     if missing:
         raise RuntimeError(f"the kernels were compiled for a CPU ({metadata['mcpu']}) with features this "
                            f"machine lacks: {', '.join(missing[:8])}{' ...' if len(missing) > 8 else ''}; "
                            "build the model again here")
     _llvm._init_llvm()  # the native target, and libgomp for parallel loops
-    tm = _llvm._target_machine(str(metadata["mcpu"]), ",".join(f"+{f}" for f in metadata["features"]),
-                               int(metadata["opt_level"]))
-    sigs = {name: signature_from_json(d) for name, d in metadata["signatures"].items()}
+    sigs = _signatures(metadata)
+    messages = metadata.get("assert_messages", [])
+    if not isinstance(messages, list) or not all(isinstance(m, str) for m in messages):
+        raise ValueError("the kernel library's assert messages are corrupted: expected a list of strings")
     with _llvm._lock:
-        mod = llvm.parse_assembly(payload)
-        mod.verify()
+        mod = _parse_kernels(payload)
+        tm = _llvm._target_machine(str(metadata.get("mcpu", "")), ",".join(f"+{f}" for f in features),
+                                   int(metadata.get("opt_level", 3)))
         engine = llvm.create_mcjit_compiler(mod, tm)
         engine.finalize_object()
         entry = {name: (engine.get_function_address(name), sig) for name, sig in sigs.items()}
     for name, (addr, _) in entry.items():
         if not addr:
             raise RuntimeError(f"loading kernels: no code for function {name!r} in the saved LLVM IR")
-    return _llvm.LLVMModule(payload, payload, engine, tm, Target(str(metadata["target"])), entry,
-                            list(metadata.get("assert_messages", [])))
+    return _llvm.LLVMModule(payload, payload, engine, tm, Target(str(metadata.get("target", "llvm"))), entry,
+                            messages)
 
 
 register_func("runtime.module.export_llvm", export_llvm, override=True)

@@ -3,6 +3,7 @@
 from .compact_buffer_allocation import CompactBufferAllocation
 from .flatten_buffer import FlattenBuffer
 from .function_pass import PrimFuncPass, prim_func_pass
+from .instrument_bound_checkers import InstrumentBoundCheckers
 from .lower_init_block import LowerInitBlock
 from .lower_opaque_block import ConvertBlocksToOpaque, LowerOpaqueBlock
 from .pipeline import lower, lower_pipeline
