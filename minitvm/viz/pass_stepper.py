@@ -53,7 +53,10 @@ class PassStepper:
         with PassContext(opt_level=opt_level, instruments=[recorder]):
             self.result = pipeline(mod)
         self.initial = mod
-        self.records = recorder.leaves()
+        # one step per pass of the pipeline: passes that run inside one of them (FoldConstant
+        # builds kernels through the TIR lowering passes) belong to that step
+        depth = 1 if isinstance(pipeline, Sequential) else 0
+        self.records = [r for r in recorder.records if r.depth == depth]
         self._widget: Any = None
 
     def __len__(self) -> int:

@@ -115,3 +115,21 @@ def test_pictures_fit_their_panel_and_a_failed_picture_is_a_note():
         raise RuntimeError("failed to execute 'dot'\nmake sure the Graphviz executables are on your PATH")
 
     assert svg_html(no_dot) == "<i>(no picture: failed to execute &#x27;dot&#x27;)</i>"
+
+
+def test_passes_run_inside_a_pass_are_not_steps():
+    """FoldConstant builds kernels (through the TIR lowering passes) to fold constants: still one step."""
+
+    x = relax.Var("x", relax.TensorStructInfo((2, 4), "float32"))
+    w = relax.const(np.random.default_rng(0).standard_normal((3, 4)).astype("float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            wt = bb.emit(relax.op.permute_dims(w))
+            gv = bb.emit_output(relax.op.matmul(x, wt))
+        bb.emit_func_output(gv)
+    pipeline = relax.get_pipeline("zero")
+    stepper = viz.PassStepper(bb.get(), pipeline)
+    assert stepper.names == [p.info.name for p in pipeline.passes]
+    fold = stepper.names.index("FoldConstant")
+    assert stepper.records[fold].changed and "R.const" in stepper.ir_after(fold).script()
