@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Sequence
 
 from .. import te
@@ -51,9 +52,23 @@ def cast(x: te.Tensor, dtype: str) -> te.Tensor:
 
 
 def clip(x: te.Tensor, a_min: Any, a_max: Any) -> te.Tensor:
-    """``x`` limited to ``[a_min, a_max]`` element-wise."""
-    lo, hi = as_expr(a_min, x.dtype), as_expr(a_max, x.dtype)
-    return te.compute(x.shape, lambda *i: _op.min(_op.max(x(*i), lo), hi), name="T_clip")
+    """``x`` limited to ``[a_min, a_max]`` element-wise; a bound of None leaves that side open
+    (``torch.clamp(x, min=0)``).  Integer tensors take the bounds rounded toward the inside."""
+    def bound(v: Any, rounding: Callable[[float], float]) -> PrimExpr | None:
+        if v is None:
+            return None
+        if isinstance(v, float) and not _dt.is_float(x.dtype):
+            v = int(rounding(v))
+        return as_expr(v, x.dtype)
+
+    lo, hi = bound(a_min, math.ceil), bound(a_max, math.floor)
+
+    def f(*i: Any) -> PrimExpr:
+        v = x(*i)
+        v = v if lo is None else _op.max(v, lo)
+        return v if hi is None else _op.min(v, hi)
+
+    return te.compute(x.shape, f, name="T_clip")
 
 
 def full(shape: Sequence[Any], dtype: str, fill_value: Any) -> te.Tensor:

@@ -88,6 +88,15 @@ def test_reductions(axis, keepdims):
         close(run(getattr(topi, name), a, axis=axis, keepdims=keepdims), ref(a, axis=axis, keepdims=keepdims))
 
 
+def test_clip_with_open_bounds_and_integer_data():
+    a = rand(4, 6)
+    close(run(topi.clip, a, a_min=-0.5, a_max=0.75), np.clip(a, -0.5, 0.75))
+    close(run(topi.clip, a, a_min=None, a_max=0.2), np.minimum(a, 0.2))
+    close(run(topi.clip, a, a_min=0.1, a_max=None), np.maximum(a, 0.1))
+    ints = (rand(3, 5) * 4).astype("int32")
+    np.testing.assert_array_equal(run(topi.clip, ints, a_min=-1.5, a_max=2.5), np.clip(ints, -1, 2))
+
+
 def test_argmax_argmin():
     a = rand(3, 5, 4)
     a[0, 1, 0] = a[0, 3, 0] = 9.0  # a tie: the first index wins, as in numpy

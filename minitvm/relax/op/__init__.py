@@ -16,6 +16,8 @@ from .binary import (
     greater_equal,
     less,
     less_equal,
+    logical_and,
+    logical_or,
     maximum,
     minimum,
     multiply,
@@ -32,13 +34,14 @@ from .registry import OpPattern, register
 from .search import argmax, argmin, where
 from .statistical import max, mean, min, prod, sum
 from .ternary import ewise_fma
-from .unary import abs, erf, exp, log, negative, rsqrt, sigmoid, sqrt, tanh
+from .unary import abs, clip, erf, exp, log, logical_not, negative, rsqrt, sigmoid, sqrt, tanh
 
 __all__ = [
     "nn", "call_tir", "call_dps_packed", "call_pure_packed", "OpPattern", "register",
     # element-wise
     "add", "subtract", "multiply", "divide", "floor_divide", "power", "maximum", "minimum",
     "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "where", "ewise_fma",
+    "logical_and", "logical_or", "logical_not", "clip",
     "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "negative", "abs", "astype",
     # linear algebra
     "matmul", "linear",

@@ -14,7 +14,7 @@ from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
 
 __all__ = ["add", "subtract", "multiply", "divide", "floor_divide", "power", "maximum", "minimum",
            "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
-           "broadcast_shapes", "binary_broadcast_sinfo"]
+           "logical_and", "logical_or", "broadcast_shapes", "binary_broadcast_sinfo"]
 
 
 def _is_one(d: PrimExpr) -> bool:
@@ -80,6 +80,24 @@ for _name in ("add", "subtract", "multiply", "divide", "floor_divide", "power", 
     _register_binary(_name)
 for _name in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"):
     _register_binary(_name, "bool")
+
+
+def _register_logical(name: str) -> None:
+    op_name = f"relax.{name}"
+
+    @register(op_name, pattern=OpPattern.BROADCAST, num_inputs=2)
+    def infer(call: Call, ctx: Any) -> StructInfo:
+        sinfo = binary_broadcast_sinfo(call, op_name)
+        if sinfo.dtype not in ("bool", "void"):
+            raise StructInfoError(f"{op_name} needs bool tensors, got dtype {sinfo.dtype}; "
+                                  "compare with relax.op.not_equal(x, 0) first")
+        return sinfo
+
+    infer.__doc__ = f"Element-wise {name.replace('_', ' ')} of two bool tensors, with broadcasting."
+
+
+for _name in ("logical_and", "logical_or"):
+    _register_logical(_name)
 
 
 def add(x1: Expr, x2: Expr) -> Call:
@@ -150,3 +168,13 @@ def greater(x1: Expr, x2: Expr) -> Call:
 def greater_equal(x1: Expr, x2: Expr) -> Call:
     """``x1 >= x2`` element-wise (a bool tensor)."""
     return make_call("relax.greater_equal", x1, x2)
+
+
+def logical_and(x1: Expr, x2: Expr) -> Call:
+    """``x1 and x2`` element-wise on bool tensors, with numpy broadcasting."""
+    return make_call("relax.logical_and", x1, x2)
+
+
+def logical_or(x1: Expr, x2: Expr) -> Call:
+    """``x1 or x2`` element-wise on bool tensors, with numpy broadcasting."""
+    return make_call("relax.logical_or", x1, x2)

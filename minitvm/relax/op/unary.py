@@ -9,7 +9,8 @@ from ..expr import Call, Expr
 from ..struct_info import StructInfo, StructInfoError
 from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
 
-__all__ = ["exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "negative", "abs", "unary_sinfo"]
+__all__ = ["exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "negative", "abs", "logical_not", "clip",
+           "unary_sinfo"]
 
 
 def unary_sinfo(call: Call, op_name: str, require_float: bool = False) -> StructInfo:
@@ -88,3 +89,35 @@ def negative(x: Expr) -> Call:
 def abs(x: Expr) -> Call:  # noqa: A001 - TVM's name
     """``|x|`` element-wise."""
     return make_call("relax.abs", x)
+
+
+@register("relax.logical_not", pattern=OpPattern.ELEMWISE, num_inputs=1)
+def _infer_logical_not(call: Call, ctx: Any) -> StructInfo:
+    """Element-wise not of a bool tensor."""
+    x = unary_sinfo(call, "relax.logical_not")
+    if not x.is_unknown_dtype and x.dtype != "bool":
+        raise StructInfoError(f"relax.logical_not needs a bool tensor, got dtype {x.dtype}")
+    return x
+
+
+def logical_not(x: Expr) -> Call:
+    """``not x`` element-wise on a bool tensor."""
+    return make_call("relax.logical_not", x)
+
+
+@register("relax.clip", pattern=OpPattern.ELEMWISE, num_inputs=1)
+def _infer_clip(call: Call, ctx: Any) -> StructInfo:
+    """Element-wise ``min(max(x, min), max)``: the input's struct info."""
+    op = "relax.clip"
+    x = unary_sinfo(call, op)
+    lo, hi = call.attrs["min"], call.attrs["max"]
+    if lo is not None and hi is not None and lo > hi:
+        raise StructInfoError(f"{op}: min {lo} is larger than max {hi}")
+    return x
+
+
+def clip(x: Expr, min: float | None = None, max: float | None = None) -> Call:  # noqa: A002 - TVM's names
+    """``x`` limited to ``[min, max]`` element-wise (None: no bound on that side), as
+    ``torch.clamp`` and ``hardtanh`` / ``relu6``."""
+    return make_call("relax.clip", x, attrs={"min": None if min is None else float(min),
+                                             "max": None if max is None else float(max)})

@@ -78,6 +78,7 @@ for _op_name, _fn in [
     ("minimum", topi.minimum), ("equal", topi.equal), ("not_equal", topi.not_equal),
     ("less", topi.less), ("less_equal", topi.less_equal), ("greater", topi.greater),
     ("greater_equal", topi.greater_equal), ("where", topi.where),
+    ("logical_and", topi.logical_and), ("logical_or", topi.logical_or), ("logical_not", topi.logical_not),
     ("exp", topi.exp), ("log", topi.log), ("sqrt", topi.sqrt), ("rsqrt", topi.rsqrt),
     ("tanh", topi.tanh), ("sigmoid", topi.sigmoid), ("erf", topi.erf), ("negative", topi.negative),
     ("abs", topi.abs), ("nn.relu", topi.nn.relu), ("nn.gelu", topi.nn.gelu),
@@ -91,6 +92,11 @@ def _ewise_fma(bb: BlockBuilder, call: Call) -> Expr:
     def fma(a: te.Tensor, b: te.Tensor, c: te.Tensor) -> te.Tensor:
         return te.compute(a.shape, lambda *i: a(*i) * b(*i) + c(*i), name="T_ewise_fma")
     return bb.call_te(fma, *call.args, primfunc_name_hint="ewise_fma")
+
+
+@register_legalize("relax.clip")
+def _clip(bb: BlockBuilder, call: Call) -> Expr:
+    return bb.call_te(topi.clip, call.args[0], call.attrs["min"], call.attrs["max"], primfunc_name_hint="clip")
 
 
 @register_legalize("relax.astype")

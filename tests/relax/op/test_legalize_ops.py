@@ -99,6 +99,24 @@ def test_astype_and_where():
     close(run(R.where, c, a, b), np.where(c, a, b))
 
 
+def test_logical_ops():
+    a, b = rand(3, 4) > 0, rand(4) > 0
+    np.testing.assert_array_equal(run(R.logical_and, a, b), a & b)
+    np.testing.assert_array_equal(run(R.logical_or, a, b), a | b)
+    np.testing.assert_array_equal(run(R.logical_not, a, symbolic_batch=True), ~a)
+
+
+@pytest.mark.parametrize("lo,hi", [(-0.5, 1.0), (None, 0.3), (0.0, None)])
+def test_clip(lo, hi):
+    a = rand(4, 5)
+    close(run(lambda x: R.clip(x, lo, hi), a, symbolic_batch=True), np.clip(a, lo, hi))
+
+
+def test_clip_of_integers_rounds_the_bounds_inward():
+    a = (rand(3, 4) * 5).astype("int64")
+    np.testing.assert_array_equal(run(lambda x: R.clip(x, -1.5, 2.5), a), np.clip(a, -1, 2))
+
+
 def test_ewise_fma():
     a, b, c = rand(2, 3), rand(2, 3), rand(2, 3)
     close(run(R.ewise_fma, a, b, c), a * b + c)

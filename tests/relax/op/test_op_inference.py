@@ -81,6 +81,22 @@ def test_where():
         infer(R.where(v((2,), "bool"), v((2,)), v((2,), "int32")))
 
 
+def test_logical_ops_and_clip(n):
+    s = infer(R.logical_and(v((n, 1), "bool"), v((3,), "bool")))
+    assert dims(s) == [n, 3] and s.dtype == "bool"
+    assert infer(R.logical_or(v((2,), "bool"), v((2,), "bool"))).dtype == "bool"
+    assert dims(infer(R.logical_not(v((n, 4), "bool")))) == [n, 4]
+    with pytest.raises(StructInfoError, match="relax.logical_or needs bool tensors, got dtype float32"):
+        infer(R.logical_or(v((2,)), v((2,))))
+    with pytest.raises(StructInfoError, match="relax.logical_not needs a bool tensor, got dtype int32"):
+        infer(R.logical_not(v((2,), "int32")))
+    s = infer(R.clip(v((n, 3), "int64"), 0, 6))
+    assert dims(s) == [n, 3] and s.dtype == "int64"
+    assert infer(R.clip(v((2,)), None, 1.5)).dtype == F32
+    with pytest.raises(StructInfoError, match="relax.clip: min 2.0 is larger than max 1.0"):
+        infer(R.clip(v((2,)), 2, 1))
+
+
 # -- linear algebra -------------------------------------------------------------------------
 
 def test_linear_is_matmul_of_transposed_weight_plus_bias(n):

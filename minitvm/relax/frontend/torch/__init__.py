@@ -1,12 +1,17 @@
 """relax.frontend.torch: PyTorch programs captured by ``torch.export`` as Relax.
 
 ``from_exported_program(ep)`` walks the ATen graph of a ``torch.export.ExportedProgram`` and
-emits one Relax function ``main`` with the BlockBuilder.  Converters live by kind in
-``unary``, ``binary``, ``nn`` and ``manipulation``; ``CONVERTERS`` maps ATen op names to them.
+emits one Relax function ``main`` with the BlockBuilder; ``from_fx(gm, input_info)`` does the
+same for a ``torch.fx`` graph by restating its module and function calls as ATen calls.
+Converters live by kind in ``unary``, ``binary``, ``nn``, ``statistical``, ``search``,
+``manipulation``, ``creation`` and ``datatype``; ``CONVERTERS`` maps ATen op names to them
+and ``supported_ops_markdown()`` renders that table for the docs.
 """
 
 from __future__ import annotations
 
 from .exported_program import CONVERTERS, from_exported_program
+from .fx_translator import from_fx
+from .op_table import supported_ops_markdown
 
-__all__ = ["from_exported_program", "CONVERTERS"]
+__all__ = ["from_exported_program", "from_fx", "CONVERTERS", "supported_ops_markdown"]

@@ -5,15 +5,54 @@ from __future__ import annotations
 from ... import op as _op
 
 
+def _compute_dtype(node, conv) -> str:
+    """The dtype torch computes in: the result's, or for a comparison (a bool result) the
+    operands' promoted dtype (a Python float promotes an integer tensor to float32)."""
+    out = conv.dtype_of(node)
+    if out != "bool":
+        return out
+    import torch
+
+    a, b = node.args[0], node.args[1]
+    tensors = [x for x in (a, b) if hasattr(getattr(x, "meta", {}).get("val"), "dtype")]
+    if len(tensors) == 2:
+        return conv.dtype_name(torch.promote_types(a.meta["val"].dtype, b.meta["val"].dtype))
+    scalar = conv.arg(b if tensors[0] is a else a)
+    if isinstance(scalar, float) and not tensors[0].meta["val"].dtype.is_floating_point:
+        return "float32"
+    return conv.dtype_of(tensors[0])
+
+
 def _binary(fn):
     def convert(node, conv):
-        a, b = conv.operands(node.args[0], node.args[1])
+        a, b = conv.operands(node.args[0], node.args[1], dtype=_compute_dtype(node, conv))
         alpha = node.kwargs.get("alpha", 1)
         if alpha != 1:
             b = _op.multiply(b, conv.scalar(alpha, b))
         return conv.bb.emit(fn(a, b))
     convert.__name__ = f"convert_{fn.__name__}"
     return convert
+
+
+def _logical(fn):
+    """and / or of bool tensors (``bitwise_and`` of two masks is the same thing)."""
+    def convert(node, conv):
+        if conv.dtype_of(node) != "bool":
+            raise ValueError(f"from_exported_program: {node.target} is supported on bool tensors only, "
+                             f"got {conv.dtype_of(node)}")
+        a, b = conv.operands(node.args[0], node.args[1])
+        return conv.bb.emit(fn(a, b))
+    convert.__name__ = f"convert_{fn.__name__}"
+    return convert
+
+
+def rsub(node, conv):
+    """``other - alpha * x`` (``1 - x`` is ``rsub(x, 1)``)."""
+    a, b = conv.operands(node.args[0], node.args[1])
+    alpha = node.kwargs.get("alpha", node.args[2] if len(node.args) > 2 else 1)
+    if alpha != 1:
+        a = _op.multiply(a, conv.scalar(alpha, a))
+    return conv.bb.emit(_op.subtract(b, a))
 
 
 def matmul(node, conv):
@@ -51,6 +90,27 @@ CONVERTERS = {
     "aten.pow.Tensor_Tensor": _binary(_op.power),
     "aten.maximum.default": _binary(_op.maximum),
     "aten.minimum.default": _binary(_op.minimum),
+    "aten.rsub.Scalar": rsub,
+    "aten.rsub.Tensor": rsub,
+    "aten.floor_divide.default": _binary(_op.floor_divide),
+    "aten.eq.Tensor": _binary(_op.equal),
+    "aten.eq.Scalar": _binary(_op.equal),
+    "aten.ne.Tensor": _binary(_op.not_equal),
+    "aten.ne.Scalar": _binary(_op.not_equal),
+    "aten.lt.Tensor": _binary(_op.less),
+    "aten.lt.Scalar": _binary(_op.less),
+    "aten.le.Tensor": _binary(_op.less_equal),
+    "aten.le.Scalar": _binary(_op.less_equal),
+    "aten.gt.Tensor": _binary(_op.greater),
+    "aten.gt.Scalar": _binary(_op.greater),
+    "aten.ge.Tensor": _binary(_op.greater_equal),
+    "aten.ge.Scalar": _binary(_op.greater_equal),
+    "aten.logical_and.default": _logical(_op.logical_and),
+    "aten.logical_or.default": _logical(_op.logical_or),
+    "aten.bitwise_and.Tensor": _logical(_op.logical_and),
+    "aten.bitwise_or.Tensor": _logical(_op.logical_or),
+    "aten.__and__.Tensor": _logical(_op.logical_and),
+    "aten.__or__.Tensor": _logical(_op.logical_or),
     "aten.mm.default": matmul,
     "aten.bmm.default": matmul,
     "aten.matmul.default": matmul,

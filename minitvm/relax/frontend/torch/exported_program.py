@@ -12,14 +12,21 @@ from ....ir.module import IRModule
 from ....tir.expr import Var as TirVar
 from ...block_builder import BlockBuilder
 from ...expr import Expr, Tuple, Var, const, struct_info_of
+from ...op import astype
 from ...struct_info import TensorStructInfo
-from . import binary, manipulation, nn, unary
+from . import binary, creation, datatype, manipulation, nn, search, statistical, unary
 
-__all__ = ["from_exported_program", "CONVERTERS"]
+__all__ = ["from_exported_program", "CONVERTERS", "CONVERTER_KINDS"]
+
+#: The converter modules by kind, in the order the docs list them.
+CONVERTER_KINDS: dict[str, Any] = {
+    "unary": unary, "binary": binary, "neural network": nn, "statistical": statistical,
+    "search": search, "manipulation": manipulation, "creation": creation, "dtype": datatype,
+}
 
 #: ATen op name (``str(node.target)``, or ``"getitem"``) -> ``fn(node, converter)``.
 CONVERTERS: dict[str, Callable[[Any, "ExportedProgramConverter"], Any]] = {
-    **unary.CONVERTERS, **binary.CONVERTERS, **nn.CONVERTERS, **manipulation.CONVERTERS,
+    name: fn for module in CONVERTER_KINDS.values() for name, fn in module.CONVERTERS.items()
 }
 
 
@@ -136,16 +143,40 @@ class ExportedProgramConverter:
 
     def scalar(self, value: Any, like: Expr) -> Expr:
         """A Python number as a 0-d constant of ``like``'s dtype (it broadcasts)."""
-        return const(np.array(value, dtype=struct_info_of(like).dtype))
+        return self.scalar_of(value, struct_info_of(like).dtype)
 
-    def operands(self, a: Any, b: Any) -> tuple[Expr, Expr]:
-        """Two operands of an element-wise op; a Python number takes the tensor's dtype."""
+    def scalar_of(self, value: Any, dtype: str) -> Expr:
+        """A Python number as a 0-d constant of ``dtype``."""
+        return const(np.array(value, dtype=dtype))
+
+    def operands(self, a: Any, b: Any, dtype: str | None = None) -> tuple[Expr, Expr]:
+        """Two operands of an element-wise op, both of ``dtype`` (torch's type promotion,
+        e.g. float32 for an int64 tensor plus a float one); without ``dtype`` a Python number
+        takes the tensor's dtype."""
         a, b = self.arg(a), self.arg(b)
+        if dtype is not None:
+            return self.as_dtype(a, dtype), self.as_dtype(b, dtype)
         if not isinstance(a, Expr):
             a = self.scalar(a, b)
         if not isinstance(b, Expr):
             b = self.scalar(b, a)
         return a, b
+
+    def as_dtype(self, value: Any, dtype: str) -> Expr:
+        """A tensor cast to ``dtype`` when it differs, or a Python number as a 0-d constant."""
+        if not isinstance(value, Expr):
+            return self.scalar_of(value, dtype)
+        if struct_info_of(value).dtype == dtype:
+            return value
+        return self.bb.emit(astype(value, dtype))
+
+    def emit_result(self, results: Any, unwrap_unit_return_tuple: bool) -> Var:
+        """The graph's output as the dataflow block's output: a tuple, or the single value
+        when ``unwrap_unit_return_tuple``."""
+        results = list(results) if isinstance(results, (list, tuple)) else [results]
+        values = [self.arg(r) for r in results]
+        out = values[0] if unwrap_unit_return_tuple and len(values) == 1 else Tuple(values)
+        return self.bb.emit_output(out, "gv")
 
     # -- the walk -----------------------------------------------------------------------------
     def check_supported(self, graph: Any) -> None:
@@ -202,14 +233,7 @@ class ExportedProgramConverter:
                     if node.op == "call_function":
                         self.env[node] = self.convert_map[op_name(node)](node, self)
                     elif node.op == "output":
-                        results = node.args[0]
-                        results = list(results) if isinstance(results, (list, tuple)) else [results]
-                        values = [self.arg(r) for r in results]
-                        if unwrap_unit_return_tuple and len(values) == 1:
-                            out = values[0]
-                        else:
-                            out = Tuple(values)
-                        output = self.bb.emit_output(out, "gv")
+                        output = self.emit_result(node.args[0], unwrap_unit_return_tuple)
                     elif node.op not in ("placeholder",):
                         raise ValueError(f"from_exported_program: graph node kind {node.op!r} is not supported")
             self.bb.emit_func_output(output)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import operator
 
+import numpy as np
+
 from .... import tir
 from ... import op as _op
-from ...expr import TupleGetItem
+from ...expr import TupleGetItem, const
+from ._common import arg_or, norm_dim
 
 
 def permute(node, conv):
@@ -42,13 +45,94 @@ def cat(node, conv):
     return conv.bb.emit(_op.concat([conv.arg(a) for a in node.args[0]], axis=int(dim)))
 
 
-def _reduce(fn):
-    def convert(node, conv):
-        dims = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
-        keepdim = node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False)
-        axis = None if dims is None else [int(d) for d in dims]
-        return conv.bb.emit(fn(conv.arg(node.args[0]), axis=axis, keepdims=bool(keepdim)))
-    return convert
+def _split_at(conv, node, sizes, dim):
+    """``x`` cut along ``dim`` into pieces of the given lengths (constants), as a list."""
+    ndim = len(conv.shape_of(node.args[0]))
+    dim = norm_dim(dim, ndim, str(node.target))
+    cuts, total = [], 0
+    for size in sizes[:-1]:
+        total += int(size)
+        cuts.append(total)
+    out = conv.bb.emit(_op.split(conv.arg(node.args[0]), cuts if cuts else 1, axis=dim))
+    return [conv.bb.emit(TupleGetItem(out, k)) for k in range(len(sizes))]
+
+
+def split_with_sizes(node, conv):
+    """``torch.split(x, [a, b, c], dim)``."""
+    return _split_at(conv, node, list(node.args[1]), arg_or(node, 2, "dim", 0))
+
+
+def _pieces_to_output(node, conv):
+    """split / chunk with one size or a count: the piece lengths torch recorded."""
+    dim = arg_or(node, 2, "dim", 0)
+    ndim = len(conv.shape_of(node.args[0]))
+    axis = norm_dim(dim, ndim, str(node.target))
+    sizes = [conv._prim(v.shape[axis]) for v in node.meta["val"]]
+    for size in sizes:
+        if not isinstance(size, int):
+            raise ValueError(f"from_exported_program: {node.target} along the symbolic dim {axis} is not supported")
+    return _split_at(conv, node, sizes, axis)
+
+
+def slice_tensor(node, conv):
+    """``x[start:end:step]`` along ``dim`` as a strided slice of the length torch recorded (so
+    ``end`` may be past the axis or symbolic); a slice of the whole axis is ``x`` itself."""
+    x = conv.arg(node.args[0])
+    in_shape, out_shape = conv.shape_of(node.args[0]), conv.shape_of(node)
+    dim = norm_dim(arg_or(node, 1, "dim", 0), len(in_shape), "aten.slice.Tensor")
+    start = conv.arg(arg_or(node, 2, "start", None))
+    start = 0 if start is None else start
+    step = int(arg_or(node, 4, "step", 1))
+    in_len, out_len = in_shape[dim], out_shape[dim]
+    if isinstance(start, int) and start == 0 and step == 1 and (
+            out_len is in_len or (isinstance(out_len, int) and out_len == in_len)):
+        return x
+    if isinstance(start, int) and start < 0 and isinstance(in_len, int):
+        start = max(start + in_len, 0)
+    if not (isinstance(start, int) and start >= 0 and isinstance(out_len, int)):
+        raise ValueError(f"from_exported_program: slicing dim {dim} of {node.args[0]} from {start} "
+                         f"to a length of {out_len} is not supported (a constant start and length are)")
+    end = start + (out_len - 1) * step + 1 if out_len else start
+    return conv.bb.emit(_op.strided_slice(x, [dim], [start], [end], [step]))
+
+
+def select(node, conv):
+    """``x.select(dim, i)`` (``x[:, i]``): a take of one index, which drops the dim."""
+    shape = conv.shape_of(node.args[0])
+    dim = norm_dim(node.args[1], len(shape), "aten.select.int")
+    index = int(conv.arg(node.args[2]))
+    if index < 0:
+        if not isinstance(shape[dim], int):
+            raise ValueError(f"from_exported_program: a negative index into the symbolic dim {dim} is not supported")
+        index += shape[dim]
+    return conv.bb.emit(_op.take(conv.arg(node.args[0]), const(np.array(index, "int64")), axis=dim))
+
+
+def index_tensor(node, conv):
+    """``x[..., idx, ...]`` with one integer index tensor: a take along that dim."""
+    indices = list(node.args[1])
+    used = [k for k, idx in enumerate(indices) if idx is not None]
+    if len(used) != 1:
+        raise ValueError(f"from_exported_program: aten.index.Tensor with {len(used)} index tensors is not "
+                         "supported (only one, as in x[idx] or x[:, idx])")
+    k = used[0]
+    if conv.dtype_of(indices[k]) == "bool":
+        raise ValueError("from_exported_program: indexing with a bool mask (a data-dependent shape) is not supported")
+    return conv.bb.emit(_op.take(conv.arg(node.args[0]), conv.arg(indices[k]), axis=k))
+
+
+def index_select(node, conv):
+    ndim = len(conv.shape_of(node.args[0]))
+    dim = norm_dim(node.args[1], ndim, "aten.index_select")
+    return conv.bb.emit(_op.take(conv.arg(node.args[0]), conv.arg(node.args[2]), axis=dim))
+
+
+def stack(node, conv):
+    """``torch.stack(xs, dim)``: each tensor given a new axis, then joined along it."""
+    xs = node.args[0]
+    ndim = len(conv.shape_of(xs[0])) + 1
+    dim = norm_dim(arg_or(node, 1, "dim", 0), ndim, "aten.stack")
+    return conv.bb.emit(_op.concat([_op.expand_dims(conv.arg(x), dim) for x in xs], axis=dim))
 
 
 def getitem(node, conv):
@@ -92,8 +176,15 @@ CONVERTERS = {
     "aten.squeeze.dims": reshape_to_output,
     "aten.expand.default": expand,
     "aten.cat.default": cat,
-    "aten.mean.dim": _reduce(_op.mean),
-    "aten.sum.dim_IntList": _reduce(_op.sum),
+    "aten.squeeze.default": reshape_to_output,
+    "aten.split_with_sizes.default": split_with_sizes,
+    "aten.split.Tensor": _pieces_to_output,
+    "aten.chunk.default": _pieces_to_output,
+    "aten.slice.Tensor": slice_tensor,
+    "aten.select.int": select,
+    "aten.index.Tensor": index_tensor,
+    "aten.index_select.default": index_select,
+    "aten.stack.default": stack,
     "getitem": getitem,
     "aten.sym_size.int": sym_size,
     "mul": _sym_arith(operator.mul),

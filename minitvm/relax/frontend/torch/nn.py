@@ -6,13 +6,7 @@ import numpy as np
 
 from ... import op as _op
 from ...expr import TupleGetItem, const
-
-
-def _arg(node, i, name, default):
-    """Positional argument ``i`` or keyword ``name`` of an ATen call, else ``default``."""
-    if len(node.args) > i:
-        return node.args[i]
-    return node.kwargs.get(name, default)
+from ._common import arg_or
 
 
 def _pair(v):
@@ -33,9 +27,9 @@ def _conv2d(conv, node, x, w, bias, stride, padding, dilation, groups):
 
 def conv2d(node, conv):
     x, w = conv.arg(node.args[0]), conv.arg(node.args[1])
-    bias = conv.arg(_arg(node, 2, "bias", None))
-    return _conv2d(conv, node, x, w, bias, _arg(node, 3, "stride", 1), _arg(node, 4, "padding", 0),
-                   _arg(node, 5, "dilation", 1), _arg(node, 6, "groups", 1))
+    bias = conv.arg(arg_or(node, 2, "bias", None))
+    return _conv2d(conv, node, x, w, bias, arg_or(node, 3, "stride", 1), arg_or(node, 4, "padding", 0),
+                   arg_or(node, 5, "dilation", 1), arg_or(node, 6, "groups", 1))
 
 
 def convolution(node, conv):
@@ -47,11 +41,11 @@ def convolution(node, conv):
 
 def max_pool2d(node, conv):
     x = conv.arg(node.args[0])
-    kernel = _arg(node, 1, "kernel_size", None)
-    stride = _arg(node, 2, "stride", None) or kernel
+    kernel = arg_or(node, 1, "kernel_size", None)
+    stride = arg_or(node, 2, "stride", None) or kernel
     out = conv.bb.emit(_op.nn.max_pool2d(
-        x, pool_size=_pair(kernel), strides=_pair(stride), padding=_pair(_arg(node, 3, "padding", 0)),
-        dilation=_pair(_arg(node, 4, "dilation", 1)), ceil_mode=bool(_arg(node, 5, "ceil_mode", False))))
+        x, pool_size=_pair(kernel), strides=_pair(stride), padding=_pair(arg_or(node, 3, "padding", 0)),
+        dilation=_pair(arg_or(node, 4, "dilation", 1)), ceil_mode=bool(arg_or(node, 5, "ceil_mode", False))))
     return out
 
 
@@ -62,12 +56,12 @@ def max_pool2d_with_indices(node, conv):
 
 def avg_pool2d(node, conv):
     x = conv.arg(node.args[0])
-    kernel = _arg(node, 1, "kernel_size", None)
-    stride = _arg(node, 2, "stride", None) or kernel
+    kernel = arg_or(node, 1, "kernel_size", None)
+    stride = arg_or(node, 2, "stride", None) or kernel
     return conv.bb.emit(_op.nn.avg_pool2d(
-        x, pool_size=_pair(kernel), strides=_pair(stride), padding=_pair(_arg(node, 3, "padding", 0)),
-        ceil_mode=bool(_arg(node, 4, "ceil_mode", False)),
-        count_include_pad=bool(_arg(node, 5, "count_include_pad", True))))
+        x, pool_size=_pair(kernel), strides=_pair(stride), padding=_pair(arg_or(node, 3, "padding", 0)),
+        ceil_mode=bool(arg_or(node, 4, "ceil_mode", False)),
+        count_include_pad=bool(arg_or(node, 5, "count_include_pad", True))))
 
 
 def adaptive_avg_pool2d(node, conv):
@@ -86,13 +80,13 @@ def _layer_norm(node, conv, eps_index):
     x = conv.arg(node.args[0])
     normalized_shape = list(node.args[1])
     dtype = conv.dtype_of(node.args[0])
-    weight = conv.arg(_arg(node, 2, "weight", None))
-    bias = conv.arg(_arg(node, 3, "bias", None))
+    weight = conv.arg(arg_or(node, 2, "weight", None))
+    bias = conv.arg(arg_or(node, 3, "bias", None))
     if weight is None:
         weight = const(np.ones(normalized_shape, dtype))
     if bias is None:
         bias = const(np.zeros(normalized_shape, dtype))
-    eps = float(_arg(node, eps_index, "eps", 1e-5))
+    eps = float(arg_or(node, eps_index, "eps", 1e-5))
     axes = list(range(-len(normalized_shape), 0))
     return conv.bb.emit(_op.nn.layer_norm(x, weight, bias, axes=axes, epsilon=eps))
 
@@ -109,7 +103,13 @@ def native_layer_norm(node, conv):
 def batch_norm_no_training(node, conv):
     """``_native_batch_norm_legit_no_training``: (output, saved mean, saved invstd)."""
     x, w, b, mean, var = (conv.arg(a) for a in node.args[:5])
-    eps = float(_arg(node, 6, "eps", 1e-5))
+    eps = float(arg_or(node, 6, "eps", 1e-5))
+    return (_batch_norm_output(conv, node, x, w, b, mean, var, eps), None, None)
+
+
+def _batch_norm_output(conv, node, x, w, b, mean, var, eps):
+    """Inference batch norm over axis 1 with the running statistics; missing affine
+    parameters are ones and zeros."""
     dtype = conv.dtype_of(node.args[0])
     channels = conv.shape_of(node.args[0])[1]
     if w is None:
@@ -117,10 +117,59 @@ def batch_norm_no_training(node, conv):
     if b is None:
         b = const(np.zeros((channels,), dtype))
     out = conv.bb.emit(_op.nn.batch_norm(x, w, b, mean, var, axis=1, epsilon=eps))
-    return (conv.bb.emit(TupleGetItem(out, 0)), None, None)
+    return conv.bb.emit(TupleGetItem(out, 0))
+
+
+def batch_norm(node, conv):
+    """``aten.batch_norm`` (not decomposed) in inference mode: the normalized output only."""
+    if bool(arg_or(node, 5, "training", False)):
+        raise ValueError("from_exported_program: batch_norm in training mode is not supported; call model.eval()")
+    x, w, b, mean, var = (conv.arg(arg_or(node, k, name, None)) for k, name in
+                          enumerate(("input", "weight", "bias", "running_mean", "running_var")))
+    eps = float(arg_or(node, 7, "eps", 1e-5))
+    return _batch_norm_output(conv, node, x, w, b, mean, var, eps)
+
+
+def embedding(node, conv):
+    """``embedding(weight, ids)``: rows of the table, a take along axis 0."""
+    return conv.bb.emit(_op.take(conv.arg(node.args[0]), conv.arg(node.args[1]), axis=0))
+
+
+def _attention_mask(conv, node, scores, mask, is_causal):
+    """The scores with masked-out positions at -inf (a bool mask, or causal) or a float mask added."""
+    if is_causal:
+        q_len, k_len = conv.shape_of(node)[-2], conv.shape_of(node.args[1])[-2]
+        if not (isinstance(q_len, int) and isinstance(k_len, int)):
+            raise ValueError("from_exported_program: causal attention over a symbolic sequence length is not supported")
+        keep = const(np.tril(np.ones((q_len, k_len), dtype=bool)))
+        scores = _op.where(keep, scores, conv.scalar_of(float("-inf"), conv.dtype_of(node)))
+    if mask is None:
+        return scores
+    if conv.dtype_of(mask) == "bool":
+        return _op.where(conv.arg(mask), scores, conv.scalar_of(float("-inf"), conv.dtype_of(node)))
+    return _op.add(scores, conv.arg(mask))
+
+
+def scaled_dot_product_attention(node, conv):
+    """``softmax(q @ k^T * scale + mask) @ v`` over the last two dims (no dropout: inference)."""
+    q, k, v = (conv.arg(a) for a in node.args[:3])
+    mask = arg_or(node, 3, "attn_mask", None)
+    is_causal = bool(arg_or(node, 5, "is_causal", False))
+    scale = node.kwargs.get("scale")
+    ndim = len(conv.shape_of(node.args[0]))
+    head_dim = conv.shape_of(node.args[0])[-1]
+    if scale is None:
+        scale = 1.0 / float(np.sqrt(head_dim))
+    axes = list(range(ndim - 2)) + [ndim - 1, ndim - 2]
+    scores = _op.multiply(_op.matmul(q, _op.permute_dims(k, axes)), conv.scalar(scale, q))
+    scores = conv.bb.emit(_attention_mask(conv, node, scores, mask, is_causal))
+    probs = conv.bb.emit(_op.nn.softmax(scores, axis=-1))
+    return conv.bb.emit(_op.matmul(probs, v))
 
 
 CONVERTERS = {
+    "aten.embedding.default": embedding,
+    "aten.scaled_dot_product_attention.default": scaled_dot_product_attention,
     "aten.conv2d.default": conv2d,
     "aten.convolution.default": convolution,
     "aten.max_pool2d.default": max_pool2d,
@@ -135,4 +184,5 @@ CONVERTERS = {
     "aten.layer_norm.default": layer_norm,
     "aten.native_layer_norm.default": native_layer_norm,
     "aten._native_batch_norm_legit_no_training.default": batch_norm_no_training,
+    "aten.batch_norm.default": batch_norm,
 }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ... import op as _op
+from ._common import arg_or
 
 
 def _simple(fn):
@@ -24,10 +25,46 @@ def identity(node, conv):
     return conv.arg(node.args[0])
 
 
-def to_dtype(node, conv):
-    dtype = node.kwargs.get("dtype", node.args[1] if len(node.args) > 1 else None)
+def _bound(conv, value):
+    """A clamp bound: a Python number, or None for an open side (tensor bounds are not supported)."""
+    value = conv.arg(value)
+    if value is not None and not isinstance(value, (int, float)):
+        raise ValueError("from_exported_program: clamp with tensor bounds is not supported")
+    return value
+
+
+def clamp(node, conv):
+    """``torch.clamp(x, min, max)``; either bound may be absent."""
+    lo = _bound(conv, arg_or(node, 1, "min", None))
+    hi = _bound(conv, arg_or(node, 2, "max", None))
+    return conv.bb.emit(_op.clip(conv.arg(node.args[0]), lo, hi))
+
+
+def clamp_min(node, conv):
+    return conv.bb.emit(_op.clip(conv.arg(node.args[0]), _bound(conv, node.args[1]), None))
+
+
+def clamp_max(node, conv):
+    return conv.bb.emit(_op.clip(conv.arg(node.args[0]), None, _bound(conv, node.args[1])))
+
+
+def hardtanh(node, conv):
+    """``hardtanh(x, min_val=-1, max_val=1)``; ``ReLU6`` arrives as ``hardtanh(x, 0, 6)``."""
+    lo = arg_or(node, 1, "min_val", -1.0)
+    hi = arg_or(node, 2, "max_val", 1.0)
+    return conv.bb.emit(_op.clip(conv.arg(node.args[0]), lo, hi))
+
+
+def relu6(node, conv):
+    return conv.bb.emit(_op.clip(conv.arg(node.args[0]), 0.0, 6.0))
+
+
+def bitwise_not(node, conv):
+    """``~x``: logical not of a bool tensor, ``-x - 1`` of an integer one."""
     x = conv.arg(node.args[0])
-    return x if dtype is None else conv.bb.emit(_op.astype(x, conv.dtype_name(dtype)))
+    if conv.dtype_of(node.args[0]) == "bool":
+        return conv.bb.emit(_op.logical_not(x))
+    return conv.bb.emit(_op.subtract(_op.negative(x), conv.scalar(1, x)))
 
 
 CONVERTERS = {
@@ -48,5 +85,12 @@ CONVERTERS = {
     "aten.detach.default": identity,
     "aten.alias.default": identity,
     "aten.dropout.default": identity,
-    "aten._to_copy.default": to_dtype,
+    "aten.clamp.default": clamp,
+    "aten.clamp_min.default": clamp_min,
+    "aten.clamp_max.default": clamp_max,
+    "aten.hardtanh.default": hardtanh,
+    "aten.relu6.default": relu6,
+    "aten.logical_not.default": _simple(_op.logical_not),
+    "aten.bitwise_not.default": bitwise_not,
+    "aten.lift_fresh.default": identity,
 }

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
-torch = pytest.importorskip("torch")
-
-import minitvm  # noqa: E402
-from minitvm import relax  # noqa: E402
-from minitvm.relax.frontend import detach_params  # noqa: E402
-from minitvm.relax.frontend.torch import from_exported_program  # noqa: E402
+import minitvm
+from minitvm import relax
+from minitvm.relax.frontend import detach_params
+from minitvm.relax.frontend.torch import from_exported_program
 
 
 def _compile(mod):

@@ -1,0 +1,90 @@
+"""Tensors made from nothing or from another's shape: full, zeros, ones, the ``*_like`` forms,
+arange, scalar_tensor; ``lift_fresh_copy`` of constants written in ``forward``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import op as _op
+from ...expr import const
+from ._common import arg_or
+
+
+def _fill_const(value, dtype: str):
+    """A Python number as a 0-d constant of ``dtype`` (a bool fill stays exact)."""
+    return const(np.array(value, dtype=dtype))
+
+
+def _full_to_output(value_index: int | None, fill: float | None = None):
+    """full / zeros / ones / new_*: the shape and dtype torch recorded for the result (symbolic
+    sizes included), filled with argument ``value_index`` or the constant ``fill``."""
+    def convert(node, conv):
+        dtype = conv.dtype_of(node)
+        value = fill if value_index is None else node.args[value_index]
+        return conv.bb.emit(_op.full(conv.shape_of(node), _fill_const(value, dtype), dtype))
+    return convert
+
+
+def _full_like(fill: float | None):
+    def convert(node, conv):
+        dtype = conv.dtype_of(node)
+        value = node.args[1] if fill is None else fill
+        return conv.bb.emit(_op.full_like(conv.arg(node.args[0]), _fill_const(value, dtype), dtype))
+    return convert
+
+
+def arange(node, conv):
+    """``torch.arange(start, end, step)`` of constant bounds, in the dtype torch chose."""
+    values = [conv.arg(a) for a in node.args]
+    if len(values) == 1:
+        values = [0, values[0]]
+    start, end = values[0], values[1]
+    step = values[2] if len(values) > 2 else node.kwargs.get("step", 1)
+    for v in (start, end, step):
+        if not isinstance(v, (int, float)):
+            raise ValueError(f"from_exported_program: {node.target}: arange needs constant bounds, got {v}")
+    return conv.bb.emit(_op.arange(start, end, step, dtype=conv.dtype_of(node)))
+
+
+def scalar_tensor(node, conv):
+    """A 0-d constant."""
+    return _fill_const(node.args[0], conv.dtype_of(node))
+
+
+def lift_fresh_copy(node, conv):
+    """A tensor literal written in ``forward``: already a constant."""
+    return conv.arg(node.args[0])
+
+
+def empty_to_zeros(node, conv):
+    """``empty`` / ``empty_like``: any values are correct, zeros are deterministic."""
+    dtype = conv.dtype_of(node)
+    return conv.bb.emit(_op.full(conv.shape_of(node), _fill_const(0, dtype), dtype))
+
+
+def fill_scalar(node, conv):
+    """``fill(x, value)``: a tensor like ``x`` of ``value``."""
+    dtype = conv.dtype_of(node)
+    value = arg_or(node, 1, "value", 0)
+    return conv.bb.emit(_op.full_like(conv.arg(node.args[0]), _fill_const(value, dtype), dtype))
+
+
+CONVERTERS = {
+    "aten.full.default": _full_to_output(1),
+    "aten.zeros.default": _full_to_output(None, 0),
+    "aten.ones.default": _full_to_output(None, 1),
+    "aten.new_full.default": _full_to_output(2),
+    "aten.new_zeros.default": _full_to_output(None, 0),
+    "aten.new_ones.default": _full_to_output(None, 1),
+    "aten.empty.memory_format": empty_to_zeros,
+    "aten.empty_like.default": empty_to_zeros,
+    "aten.full_like.default": _full_like(None),
+    "aten.zeros_like.default": _full_like(0),
+    "aten.ones_like.default": _full_like(1),
+    "aten.fill.Scalar": fill_scalar,
+    "aten.arange.default": arange,
+    "aten.arange.start": arange,
+    "aten.arange.start_step": arange,
+    "aten.scalar_tensor.default": scalar_tensor,
+    "aten.lift_fresh_copy.default": lift_fresh_copy,
+}

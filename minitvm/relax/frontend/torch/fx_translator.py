@@ -1,0 +1,478 @@
+"""``from_fx``: a ``torch.fx.GraphModule`` (from ``torch.fx.symbolic_trace``) as a Relax IRModule.
+
+An fx graph calls modules (``self.fc1``), torch functions and tensor methods rather than ATen
+operators.  Each supported call is restated as the ATen call it stands for (``nn.Linear`` is
+``aten.linear``, ``x.view(...)`` is ``aten.view``) and converted by the same converter table
+as ``from_exported_program``.  fx graphs carry no shapes, so the module runs once on random
+inputs of the given shapes and every node keeps its value's shape and dtype; values that are
+not tensors (``x.size(0)``, arithmetic on it) become Python constants.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Callable
+
+import numpy as np
+
+from ....ir.module import IRModule
+from ...expr import Expr, Var, const
+from ...struct_info import TensorStructInfo
+from .exported_program import CONVERTERS, ExportedProgramConverter
+
+__all__ = ["from_fx"]
+
+#: an fx call restated as an ATen call: ``(converter, node, args, kwargs, module) -> (name, args, kwargs)``
+Adapter = Callable[[Any, Any, tuple, dict, Any], tuple[str, tuple, dict]]
+
+
+class _AtenCall:
+    """An fx call restated as an ATen call; converters read it as they read an fx node."""
+
+    def __init__(self, target: str, args: tuple, kwargs: dict, node: Any):
+        self.target, self.args, self.kwargs = target, tuple(args), dict(kwargs)
+        self.meta, self.name = node.meta, node.name
+
+    def __str__(self) -> str:
+        return self.target
+
+
+def _p(args: tuple, kwargs: dict, index: int, name: str, default: Any = None) -> Any:
+    """Argument ``index`` (or keyword ``name``) of an fx call, else ``default``."""
+    return args[index] if len(args) > index else kwargs.get(name, default)
+
+
+def _same(aten: str) -> Adapter:
+    """A call whose arguments are already the ATen op's positional arguments."""
+    return lambda conv, node, args, kwargs, mod: (aten, args, kwargs)
+
+
+def _unary(aten: str) -> Adapter:
+    return lambda conv, node, args, kwargs, mod: (aten, args[:1], {})
+
+
+def _with_dim(aten: str) -> Adapter:
+    """softmax / log_softmax: ``(x, dim)``."""
+    def adapt(conv, node, args, kwargs, mod):
+        dim = _p(args, kwargs, 1, "dim")
+        if dim is None:
+            raise ValueError("softmax without dim is not supported")
+        return aten, (args[0], dim, False), {}
+    return adapt
+
+
+def _reduce(aten_dim: str, aten_all: str) -> Adapter:
+    """mean / sum with or without ``dim``."""
+    def adapt(conv, node, args, kwargs, mod):
+        dim = _p(args, kwargs, 1, "dim")
+        if dim is None:
+            return aten_all, args[:1], {}
+        dims = [dim] if isinstance(dim, int) else list(dim)
+        return aten_dim, (args[0], dims, _p(args, kwargs, 2, "keepdim", False)), {}
+    return adapt
+
+
+def _gelu(conv, node, args, kwargs, mod):
+    return "aten.gelu.default", args[:1], {"approximate": _p(args, kwargs, 1, "approximate", "none")}
+
+
+def _hardtanh(lo: float | None = None, hi: float | None = None) -> Adapter:
+    """hardtanh(x, min_val, max_val); relu6 is hardtanh(x, 0, 6)."""
+    def adapt(conv, node, args, kwargs, mod):
+        low = lo if lo is not None else _p(args, kwargs, 1, "min_val", -1.0)
+        high = hi if hi is not None else _p(args, kwargs, 2, "max_val", 1.0)
+        return "aten.hardtanh.default", (args[0], low, high), {}
+    return adapt
+
+
+def _flatten(conv, node, args, kwargs, mod):
+    return "aten.flatten.using_ints", args[:1], {}
+
+
+def _shape_method(aten: str) -> Adapter:
+    """view / reshape / unsqueeze / squeeze / expand: converted from the recorded output shape."""
+    return lambda conv, node, args, kwargs, mod: (aten, args[:1], {})
+
+
+def _permute(conv, node, args, kwargs, mod):
+    dims = args[1] if len(args) == 2 and isinstance(args[1], (list, tuple)) else args[1:]
+    return "aten.permute.default", (args[0], list(dims or kwargs["dims"])), {}
+
+
+def _to(conv, node, args, kwargs, mod):
+    import torch
+
+    dtype = kwargs.get("dtype") or next((a for a in args[1:] if isinstance(a, torch.dtype)), None)
+    return "aten._to_copy.default", args[:1], {"dtype": dtype}
+
+
+def _cast(dtype_name: str) -> Adapter:
+    def adapt(conv, node, args, kwargs, mod):
+        import torch
+        return "aten._to_copy.default", args[:1], {"dtype": getattr(torch, dtype_name)}
+    return adapt
+
+
+def _getitem(conv, node, args, kwargs, mod):
+    """``pieces[k]`` of a tuple of tensors (``x.chunk(...)[1]``), or ``x[1:, 0, None, ...]``
+    of a tensor with constant ints and slices (tensor indices are not supported)."""
+    if isinstance(conv.values.get(args[0]), (tuple, list)):
+        return "getitem", args, {}
+    index = args[1] if isinstance(args[1], tuple) else (args[1],)
+    for item in index:
+        if not (item is None or item is Ellipsis or isinstance(item, int) or (
+                isinstance(item, slice) and all(v is None or isinstance(v, int)
+                                                for v in (item.start, item.stop, item.step)))):
+            raise ValueError(f"indexing a tensor with {item!r} is not supported "
+                             "(only ints, constant slices, None and ...); use from_exported_program")
+    return _TENSOR_INDEX, (args[0], index), {}
+
+
+_TENSOR_INDEX = "fx.tensor_getitem"
+
+
+def _tensor_index(node, conv):
+    """``x[index]``: one strided slice per sliced or indexed axis, then a reshape to the
+    recorded result shape (which drops int-indexed axes and adds the None ones)."""
+    from ... import op as _op
+
+    x, index = conv.arg(node.args[0]), node.args[1]
+    ndim = len(conv.shape_of(node.args[0]))
+    specified = sum(1 for item in index if item is not None and item is not Ellipsis)
+    axis, axes, begins, ends, steps = 0, [], [], [], []
+    for item in index:
+        if item is Ellipsis:
+            axis += ndim - specified
+        elif item is None:
+            continue
+        elif isinstance(item, int):
+            axes.append(axis)
+            begins.append(item)
+            ends.append(item + 1 if item != -1 else 2 ** 62)
+            steps.append(1)
+            axis += 1
+        else:
+            axes.append(axis)
+            begins.append(0 if item.start is None else item.start)
+            ends.append(2 ** 62 if item.stop is None else item.stop)
+            steps.append(1 if item.step is None else item.step)
+            axis += 1
+    out = conv.bb.emit(_op.strided_slice(x, axes, begins, ends, steps)) if axes else x
+    return conv.bb.emit(_op.reshape(out, conv.shape_of(node)))
+
+
+def _masked_fill(conv, node, args, kwargs, mod):
+    return "aten.masked_fill.Scalar", (args[0], _p(args, kwargs, 1, "mask"), _p(args, kwargs, 2, "value")), {}
+
+
+# -- modules ------------------------------------------------------------------------------------
+
+def _linear_module(conv, node, args, kwargs, mod):
+    return "aten.linear.default", (args[0], conv.tensor(mod.weight), conv.tensor(mod.bias)), {}
+
+
+def _conv2d_module(conv, node, args, kwargs, mod):
+    if isinstance(mod.padding, str) or mod.padding_mode != "zeros":
+        raise ValueError(f"Conv2d padding {mod.padding!r} / mode "
+                         f"{mod.padding_mode!r} is not supported (only numeric zero padding)")
+    return "aten.conv2d.default", (args[0], conv.tensor(mod.weight), conv.tensor(mod.bias), mod.stride,
+                                   mod.padding, mod.dilation, mod.groups), {}
+
+
+def _max_pool2d_module(conv, node, args, kwargs, mod):
+    if mod.return_indices:
+        raise ValueError("MaxPool2d(return_indices=True) is not supported")
+    return "aten.max_pool2d.default", (args[0], mod.kernel_size, mod.stride or mod.kernel_size, mod.padding,
+                                       mod.dilation, mod.ceil_mode), {}
+
+
+def _avg_pool2d_module(conv, node, args, kwargs, mod):
+    if mod.divisor_override is not None:
+        raise ValueError("AvgPool2d(divisor_override=...) is not supported")
+    return "aten.avg_pool2d.default", (args[0], mod.kernel_size, mod.stride or mod.kernel_size, mod.padding,
+                                       mod.ceil_mode, mod.count_include_pad), {}
+
+
+def _adaptive_avg_pool2d_module(conv, node, args, kwargs, mod):
+    return "aten.adaptive_avg_pool2d.default", (args[0], list(conv.values[node].shape[-2:])), {}
+
+
+def _softmax_module(aten: str) -> Adapter:
+    def adapt(conv, node, args, kwargs, mod):
+        return _with_dim(aten)(conv, node, (args[0], mod.dim), {}, mod)
+    return adapt
+
+
+def _layer_norm_module(conv, node, args, kwargs, mod):
+    return "aten.layer_norm.default", (args[0], list(mod.normalized_shape), conv.tensor(mod.weight),
+                                       conv.tensor(mod.bias), mod.eps), {}
+
+
+def _batch_norm_module(conv, node, args, kwargs, mod):
+    if mod.training or not mod.track_running_stats:
+        raise ValueError("BatchNorm in training mode is not supported; call model.eval()")
+    return "aten.batch_norm.default", (args[0], conv.tensor(mod.weight), conv.tensor(mod.bias),
+                                       conv.tensor(mod.running_mean), conv.tensor(mod.running_var),
+                                       False, mod.momentum, mod.eps), {}
+
+
+def _embedding_module(conv, node, args, kwargs, mod):
+    return "aten.embedding.default", (conv.tensor(mod.weight), args[0]), {}
+
+
+def _module_adapters() -> dict[type, Adapter]:
+    from torch import nn
+
+    return {
+        nn.Linear: _linear_module, nn.Conv2d: _conv2d_module, nn.MaxPool2d: _max_pool2d_module,
+        nn.AvgPool2d: _avg_pool2d_module, nn.AdaptiveAvgPool2d: _adaptive_avg_pool2d_module,
+        nn.ReLU: _unary("aten.relu.default"), nn.ReLU6: _hardtanh(0.0, 6.0),
+        nn.Hardtanh: lambda conv, node, args, kwargs, mod: _hardtanh(mod.min_val, mod.max_val)(
+            conv, node, args, kwargs, mod),
+        nn.GELU: lambda conv, node, args, kwargs, mod: ("aten.gelu.default", args[:1],
+                                                        {"approximate": mod.approximate}),
+        nn.SiLU: _unary("aten.silu.default"), nn.Sigmoid: _unary("aten.sigmoid.default"),
+        nn.Tanh: _unary("aten.tanh.default"), nn.Flatten: _flatten,
+        nn.Softmax: _softmax_module("aten._softmax.default"),
+        nn.LogSoftmax: _softmax_module("aten._log_softmax.default"),
+        nn.LayerNorm: _layer_norm_module, nn.BatchNorm2d: _batch_norm_module, nn.Embedding: _embedding_module,
+        nn.Dropout: _unary("aten.dropout.default"), nn.Identity: _unary("aten.alias.default"),
+    }
+
+
+def _function_adapters() -> dict[Any, Adapter]:
+    import torch
+    import torch.nn.functional as F
+
+    table: dict[Any, Adapter] = {
+        torch.relu: _unary("aten.relu.default"), F.relu: _unary("aten.relu.default"),
+        F.relu6: _hardtanh(0.0, 6.0), F.hardtanh: _hardtanh(),
+        torch.sigmoid: _unary("aten.sigmoid.default"), F.sigmoid: _unary("aten.sigmoid.default"),
+        torch.tanh: _unary("aten.tanh.default"), F.tanh: _unary("aten.tanh.default"),
+        F.silu: _unary("aten.silu.default"), F.gelu: _gelu,
+        torch.exp: _unary("aten.exp.default"), torch.sqrt: _unary("aten.sqrt.default"),
+        torch.rsqrt: _unary("aten.rsqrt.default"), torch.log: _unary("aten.log.default"),
+        torch.erf: _unary("aten.erf.default"), torch.abs: _unary("aten.abs.default"),
+        operator.neg: _unary("aten.neg.default"), torch.neg: _unary("aten.neg.default"),
+        operator.add: _same("aten.add.Tensor"), torch.add: _same("aten.add.Tensor"),
+        operator.sub: _same("aten.sub.Tensor"), torch.sub: _same("aten.sub.Tensor"),
+        operator.mul: _same("aten.mul.Tensor"), torch.mul: _same("aten.mul.Tensor"),
+        operator.truediv: _same("aten.div.Tensor"), torch.div: _same("aten.div.Tensor"),
+        operator.matmul: _same("aten.matmul.default"), torch.matmul: _same("aten.matmul.default"),
+        torch.flatten: _flatten, torch.reshape: _shape_method("aten.reshape.default"),
+        torch.unsqueeze: _shape_method("aten.unsqueeze.default"), torch.squeeze: _shape_method("aten.squeeze.dims"),
+        torch.transpose: _same("aten.transpose.int"), torch.permute: _permute,
+        torch.cat: lambda conv, node, args, kwargs, mod: ("aten.cat.default",
+                                                          (args[0], _p(args, kwargs, 1, "dim", 0)), {}),
+        torch.softmax: _with_dim("aten._softmax.default"), F.softmax: _with_dim("aten._softmax.default"),
+        F.log_softmax: _with_dim("aten._log_softmax.default"),
+        torch.mean: _reduce("aten.mean.dim", "aten.mean.default"),
+        torch.sum: _reduce("aten.sum.dim_IntList", "aten.sum.default"),
+        F.linear: lambda conv, node, args, kwargs, mod: ("aten.linear.default",
+                                                         (args[0], _p(args, kwargs, 1, "weight"),
+                                                          _p(args, kwargs, 2, "bias")), {}),
+        F.dropout: _unary("aten.dropout.default"),
+        F.scaled_dot_product_attention: _same("aten.scaled_dot_product_attention.default"),
+        torch.arange: lambda conv, node, args, kwargs, mod: ("aten.arange.start_step", args,
+                                                             {"step": kwargs["step"]} if "step" in kwargs else {}),
+        operator.getitem: _getitem,
+    }
+    return table
+
+
+_METHODS: dict[str, Adapter] = {
+    "relu": _unary("aten.relu.default"), "sigmoid": _unary("aten.sigmoid.default"),
+    "tanh": _unary("aten.tanh.default"), "exp": _unary("aten.exp.default"),
+    "view": _shape_method("aten.view.default"), "reshape": _shape_method("aten.reshape.default"),
+    "flatten": _flatten, "unsqueeze": _shape_method("aten.unsqueeze.default"),
+    "squeeze": _shape_method("aten.squeeze.dims"), "expand": _shape_method("aten.expand.default"),
+    "permute": _permute, "transpose": _same("aten.transpose.int"), "t": _unary("aten.t.default"),
+    "contiguous": _unary("aten.contiguous.default"),
+    "softmax": _with_dim("aten._softmax.default"), "log_softmax": _with_dim("aten._log_softmax.default"),
+    "mean": _reduce("aten.mean.dim", "aten.mean.default"), "sum": _reduce("aten.sum.dim_IntList", "aten.sum.default"),
+    "add": _same("aten.add.Tensor"), "sub": _same("aten.sub.Tensor"), "mul": _same("aten.mul.Tensor"),
+    "div": _same("aten.div.Tensor"), "matmul": _same("aten.matmul.default"),
+    "masked_fill": _masked_fill, "chunk": _same("aten.chunk.default"),
+    "to": _to, "float": _cast("float32"), "long": _cast("int64"), "int": _cast("int32"),
+    "__getitem__": _getitem,
+}
+
+
+def _has_tensor(value: Any) -> bool:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return True
+    return isinstance(value, (list, tuple)) and any(_has_tensor(v) for v in value)
+
+
+def _example_input(shape: Any, dtype: str, gen: Any) -> Any:
+    """A seeded random tensor of ``shape``; integer ids stay 0 or 1 so they index any table."""
+    import torch
+
+    if any(not isinstance(d, int) for d in shape):
+        raise ValueError(f"from_fx: input shape {tuple(shape)} has a symbolic dim; from_fx takes static shapes "
+                         "(use from_exported_program with torch.export.Dim for a dynamic batch)")
+    tdtype = getattr(torch, dtype)
+    if tdtype.is_floating_point:
+        return torch.randn(tuple(shape), generator=gen).to(tdtype)
+    if tdtype == torch.bool:
+        return torch.rand(tuple(shape), generator=gen) > 0.5
+    return torch.randint(0, 2, tuple(shape), generator=gen, dtype=tdtype)
+
+
+class FxConverter(ExportedProgramConverter):
+    """The state of one ``from_fx`` conversion (the converters see the same helpers)."""
+
+    def __init__(self, convert_map: dict[str, Callable], gm: Any, keep_params_as_input: bool):
+        super().__init__({**convert_map, _TENSOR_INDEX: _tensor_index})
+        self.gm = gm
+        self.modules = dict(gm.named_modules())
+        self.functions = _function_adapters()
+        self.module_adapters = _module_adapters()
+        self.values: dict[Any, Any] = {}
+        self.consts: dict[int, Expr] = {}
+        self.param_vars: list[Var] = []
+        self.param_values: list[np.ndarray] = []
+        if keep_params_as_input:
+            for name, p in gm.named_parameters():
+                array = p.detach().cpu().contiguous().numpy()
+                var = Var(name.replace(".", "_"), TensorStructInfo(list(array.shape), str(array.dtype)))
+                self.consts[id(p)] = var
+                self.param_vars.append(var)
+                self.param_values.append(array)
+
+    def tensor(self, t: Any) -> Expr | None:
+        """A parameter or buffer as a Relax constant (or its parameter Var); None stays None."""
+        if t is None:
+            return None
+        if id(t) not in self.consts:
+            self.consts[id(t)] = const(t.detach().cpu().contiguous().numpy())
+        return self.consts[id(t)]
+
+    def arg(self, a: Any) -> Any:
+        import torch.fx
+
+        if isinstance(a, torch.fx.Node) and a not in self.env:
+            return self.values[a]  # a non-tensor value (a size, an int) as a Python constant
+        return super().arg(a)
+
+    # -- the walk -----------------------------------------------------------------------------------
+    def record(self, input_info: list) -> list:
+        """Run the module once on random inputs; every node keeps its value (and as ``meta["val"]``
+        the converters read shapes and dtypes from)."""
+        import torch
+        import torch.fx
+
+        gen = torch.Generator().manual_seed(0)
+        inputs = [_example_input(list(shape), str(dtype), gen) for shape, dtype in input_info]
+        values = self.values
+
+        class Recorder(torch.fx.Interpreter):
+            def run_node(self, n):
+                out = super().run_node(n)
+                values[n] = out
+                return out
+
+        with torch.no_grad():
+            Recorder(self.gm).run(*inputs)
+        for node, value in values.items():
+            if _has_tensor(value):
+                node.meta["val"] = value
+        return inputs
+
+    def adapter(self, node: Any) -> tuple[Adapter | None, Any, str]:
+        """The adapter of a call node, the module it calls, and how to name it in an error."""
+        if node.op == "call_module":
+            mod = self.modules[node.target]
+            fn = next((a for t, a in self.module_adapters.items() if type(mod) is t), None)
+            return fn, mod, f"call_module {type(mod).__module__}.{type(mod).__name__} ({node.target})"
+        if node.op == "call_method":
+            return _METHODS.get(node.target), None, f"call_method {node.target!r} (node {node.name})"
+        target = node.target
+        try:
+            fn = self.functions.get(target)
+        except TypeError:  # an unhashable target
+            fn = None
+        name = f"{getattr(target, '__module__', '') or ''}.{getattr(target, '__name__', target)}".lstrip(".")
+        return fn, None, f"call_function {name} (node {node.name})"
+
+    def check_supported(self, graph: Any) -> None:
+        """Every call that makes a tensor has an adapter that accepts its arguments, or one error
+        lists them all."""
+        missing = []
+        for node in graph.nodes:
+            if node.op in ("call_module", "call_function", "call_method") and _has_tensor(self.values.get(node)):
+                fn, mod, what = self.adapter(node)
+                if fn is None:
+                    missing.append(what)
+                    continue
+                try:
+                    target, _, _ = fn(self, node, tuple(node.args), dict(node.kwargs), mod)
+                except (ValueError, KeyError, TypeError) as err:
+                    missing.append(f"{what}: {err}")
+                    continue
+                if target not in self.convert_map:
+                    missing.append(f"{what}: no converter for {target}")
+        if missing:
+            raise ValueError("from_fx: unsupported operators:\n" + "\n".join(f"  {m}" for m in missing))
+
+    def convert_node(self, node: Any) -> Any:
+        fn, mod, _ = self.adapter(node)
+        target, args, kwargs = fn(self, node, tuple(node.args), dict(node.kwargs), mod)
+        return self.convert_map[target](_AtenCall(target, args, kwargs, node), self)
+
+    def convert_fx(self, input_info: list, unwrap_unit_return_tuple: bool) -> IRModule:
+        import torch
+
+        graph = self.gm.graph
+        placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+        if len(placeholders) != len(input_info):
+            raise ValueError(f"from_fx: the graph takes {len(placeholders)} inputs "
+                             f"({', '.join(n.name for n in placeholders)}) but input_info describes {len(input_info)}")
+        self.record(input_info)
+        self.check_supported(graph)
+        user_vars = []
+        for node, (shape, dtype) in zip(placeholders, input_info):
+            var = Var(node.name, TensorStructInfo([int(d) for d in shape], str(dtype)))
+            user_vars.append(var)
+            self.env[node] = var
+        attrs: dict[str, Any] = {"num_input": len(user_vars)}
+        if self.param_vars:
+            attrs["params"] = self.param_values
+        with self.bb.function("main", user_vars + self.param_vars, attrs=attrs):
+            with self.bb.dataflow():
+                output = None
+                for node in graph.nodes:
+                    if node.op == "get_attr":
+                        value = self.values[node]
+                        if isinstance(value, torch.Tensor):
+                            self.env[node] = self.tensor(value)
+                    elif node.op in ("call_module", "call_function", "call_method"):
+                        if _has_tensor(self.values[node]):
+                            self.env[node] = self.convert_node(node)
+                    elif node.op == "output":
+                        output = self.emit_result(node.args[0], unwrap_unit_return_tuple)
+            self.bb.emit_func_output(output)
+        return self.bb.get()
+
+
+def from_fx(model: Any, input_info: list, *, keep_params_as_input: bool = False,
+            unwrap_unit_return_tuple: bool = False, no_bind_return_tuple: bool = False,
+            custom_convert_map: dict[str, Callable] | None = None) -> IRModule:
+    """Convert a ``torch.fx.GraphModule`` (``torch.fx.symbolic_trace(model)``; a plain
+    ``nn.Module`` is traced here) to an IRModule whose ``main`` takes inputs described by
+    ``input_info``, a list of ``(shape, dtype)`` such as ``[((1, 784), "float32")]``.
+
+    Parameters become constants, or with ``keep_params_as_input`` parameters of ``main`` after
+    the inputs (see ``relax.frontend.detach_params``).  ``custom_convert_map`` adds converters
+    by ATen name, as in ``from_exported_program``.  Unsupported calls are listed together
+    before any conversion.
+    """
+    import torch.fx
+
+    if no_bind_return_tuple:
+        raise NotImplementedError("from_fx: no_bind_return_tuple is not supported")
+    gm = model if isinstance(model, torch.fx.GraphModule) else torch.fx.symbolic_trace(model)
+    convert_map = {**CONVERTERS, **(custom_convert_map or {})}
+    return FxConverter(convert_map, gm, keep_params_as_input).convert_fx(list(input_info), unwrap_unit_return_tuple)
