@@ -928,11 +928,35 @@ class CompiledFunction:
         self._engine = engine  # keeps the machine code alive as long as this function is
         self._error_index = error_index_address
         self.__name__ = name
+        self._all_buffers = all(p.is_buffer for p in sig.params)
+        self._written = tuple(i for i, p in enumerate(sig.params) if p.written)
+        # the shapes and dtypes of the last NDArray arguments that passed the full check, and
+        # the sizes bound from them: a call with the same ones needs only their addresses
+        self._checked: tuple | None = None
 
     def __call__(self, *args: Any) -> None:
+        checked = self._checked
+        if checked is not None and len(args) == len(checked[0]):
+            shapes, dtypes, sizes = checked
+            ptrs = []
+            for arg, shape, dtype in zip(args, shapes, dtypes):
+                if type(arg) is not NDArray or arg._array.shape != shape or arg._array.dtype is not dtype:
+                    break
+                ptrs.append(arg._ptr)
+            else:
+                for i in self._written:
+                    if not args[i]._array.flags.writeable:
+                        break
+                else:
+                    rc = self._cfunc(*ptrs, *sizes)
+                    if rc != 0:
+                        self._raise(rc)
+                    return
         values, sizes = self.signature.bind(args)
         raw = [_pointer(arg, v) if spec.is_buffer else v
                for spec, arg, v in zip(self.signature.params, args, values)]
+        if self._all_buffers and all(type(arg) is NDArray for arg in args):
+            self._checked = (tuple(a._array.shape for a in args), tuple(a._array.dtype for a in args), sizes)
         rc = self._cfunc(*raw, *sizes)
         if rc != 0:
             self._raise(rc)
