@@ -73,6 +73,11 @@ def _blocks(sch: Schedule) -> list[BlockRV]:
     return [sch.get_block(n) for n in names]
 
 
+def _extents_or_none(sch: Schedule, loops: list[LoopRV]) -> list[int | None]:
+    """Constant loop extents, None for a symbolic one (a dynamic batch ``n``)."""
+    return [_int(sch.get(lp).extent) for lp in loops]
+
+
 def _extents(sch: Schedule, loops: list[LoopRV]) -> list[int]:
     ext = [_int(sch.get(lp).extent) for lp in loops]
     if any(e is None for e in ext):
@@ -215,23 +220,25 @@ def schedule_matmul_like(sch: Schedule) -> bool:
         return False
 
     loops = sch.get_loops(mm)
-    ext = _extents(sch, loops)
+    ext = _extents_or_none(sch, loops)
     batch, (i, j, k) = (loops[:-3], loops[-3:])
     M, N, K = ext[-3:]  # C[M, N] += A[M, K] * B[K, N]
-    B = 1
-    for e in ext[:-3]:
-        B *= e
+    if N is None or K is None:
+        raise ScheduleError("symbolic columns or reduction: the matmul rule needs static N and K")
+    # a dynamic batch (symbolic rows): rows are not split, and only a large row is parallel
+    rows_known = M is not None and all(e is not None for e in ext[:-3])
+    B = math.prod(ext[:-3]) if rows_known else 1
     # j tile: a multiple of the vector width when possible, the whole row when it is short
     # (at i == 1 a wider tile gives the k loop more independent accumulators)
     if N % 16 == 0:
-        nj = _largest_divisor(N, (32, 16) if M > 1 else ROW_TILE_CANDIDATES)
+        nj = _largest_divisor(N, (32, 16) if M != 1 else ROW_TILE_CANDIDATES)
     elif N <= 64:
         nj = N
     else:
         nj = _largest_divisor(N, (8, 4, 2))
-    mi = _largest_divisor(M, (8, 4, 2))
+    mi = _largest_divisor(M, (8, 4, 2)) if M is not None else 1
     j0, j1 = sch.split(j, [None, nj])
-    if M > 1 and mi > 1:
+    if mi > 1:
         i0, i1 = sch.split(i, [None, mi])
         sch.reorder(*batch, i0, j0, k, i1, j1)
     else:
@@ -256,7 +263,10 @@ def schedule_matmul_like(sch: Schedule) -> bool:
     sch.vectorize(init_loops[-1])
     wb_loops = sch.get_loops(wb)
     sch.vectorize(wb_loops[-1])
-    if B * M * N * K > MATMUL_PARALLEL_WORK:
+    if not rows_known:
+        if N * K > MATMUL_PARALLEL_WORK:
+            sch.parallel(j0)
+    elif B * M * N * K > MATMUL_PARALLEL_WORK:
         # parallel over row tiles (batch fused with i0) when there are several, else over j0
         row_tiles = M // mi if i1 is not None else M
         row_loops = list(batch) + ([i0] if row_tiles > 1 else [])
@@ -311,7 +321,9 @@ def schedule_conv2d_like(sch: Schedule) -> bool:
         _vectorize_flat(sch, b)
     conv = sch.get_block(conv_name)
     loops = sch.get_loops(conv)
-    ext = _extents(sch, loops)
+    ext = _extents_or_none(sch, loops)
+    if None in ext[1:]:
+        raise ScheduleError("the convolution rule needs static channels, sizes and window (the batch may vary)")
     n, co, oh, ow, *red = loops
     N, CO, _, OW = ext[:4]
     ow_t = max(d for d in range(1, VECTOR_LANES + 1) if OW % d == 0)
@@ -331,7 +343,11 @@ def schedule_conv2d_like(sch: Schedule) -> bool:
     sch.unroll(c1)
     sch.vectorize(sch.get_loops(init)[-1])
     sch.vectorize(sch.get_loops(wb)[-1])
-    if math.prod(ext) > MATMUL_PARALLEL_WORK:
+    per_image = math.prod(ext[1:])
+    if N is None:  # a dynamic batch: parallel over channel groups when one image is enough work
+        if per_image > MATMUL_PARALLEL_WORK and CO // co_t >= 2:
+            sch.parallel(c0)
+    elif N * per_image > MATMUL_PARALLEL_WORK:
         sch.parallel(sch.fuse(n, c0) if N * (CO // co_t) >= 2 else oh)
     return True
 
@@ -374,7 +390,10 @@ def _tile_transpose(sch: Schedule, b: BlockRV) -> None:
     """A transposing copy in square tiles (16 x 16): both the rows it reads and the rows it
     writes stay in cache while a tile is done, instead of a cache miss per element read."""
     loops = sch.get_loops(b)
-    ext = _extents(sch, loops)
+    ext = _extents_or_none(sch, loops)
+    if None in ext:
+        _vectorize_flat(sch, b)
+        return
     *outer, i, j = loops
     ti = _largest_divisor(ext[-2], (VECTOR_LANES, 8, 4, 2))
     tj = _largest_divisor(ext[-1], (VECTOR_LANES, 8, 4, 2))
@@ -394,7 +413,16 @@ def _vectorize_flat(sch: Schedule, b: BlockRV) -> None:
     loops = sch.get_loops(b)
     if not loops:
         return
-    total = math.prod(_extents(sch, loops))
+    ext = _extents_or_none(sch, loops)
+    if None in ext:  # a dynamic batch: vectorize the innermost loop when its extent is known
+        if ext[-1] is not None:
+            f = _inner_factor(ext[-1])
+            if f == ext[-1]:
+                sch.vectorize(loops[-1])
+            elif f > 1:
+                sch.vectorize(sch.split(loops[-1], [None, f])[1])
+        return
+    total = math.prod(ext)
     fused = sch.fuse(*loops) if len(loops) > 1 else loops[0]
     f = _inner_factor(total)
     if f == total:
@@ -423,16 +451,16 @@ def schedule_reduction(sch: Schedule) -> bool:
         loops = sch.get_loops(b)
         if not loops:
             continue
-        ext = _extents(sch, loops)
-        total = 1
-        for e in ext:
-            total *= e
-        if _is_spatial(sch, b) and len(loops) > 1:
+        ext = _extents_or_none(sch, loops)
+        if _is_spatial(sch, b) and len(loops) > 1 and ext[-1] is not None:
             f = _inner_factor(ext[-1])
             if f == ext[-1]:
                 sch.vectorize(loops[-1])
             elif f > 1:
                 sch.vectorize(sch.split(loops[-1], [None, f])[1])
+        if None in ext:
+            continue  # a dynamic batch: how much work there is is unknown, so no threads
+        total = math.prod(ext)
         # the outer loop must feed spatial iterators only: a reduction over it is not parallel
         outer_var = sch.get(loops[0]).loop_var
         if (len(loops) > 1 and ext[0] > 1 and total > ELEMENTWISE_PARALLEL_WORK

@@ -343,3 +343,46 @@ def test_transpose_is_copied_in_square_tiles(parallel):
     assert tiles in text and "T.vectorized(16)" in text, text
     _has_parallel(text, parallel)
     np.testing.assert_array_equal(_run(sched, "llvm", [data, np.zeros((80, 48), "float32")]), data.T)
+
+
+def _dynamic(build):
+    """A function of a symbolic batch ``n``, from TE."""
+    from minitvm import te, tir
+
+    n = tir.Var("n", "int64")
+    tensors = build(n, te)
+    return te.create_prim_func(tensors)
+
+
+@pytest.mark.parametrize("kind", ["dense_relu", "softmax", "conv", "add"])
+def test_a_dynamic_batch_is_scheduled_and_runs_at_several_sizes(kind, parallel):
+    from minitvm import topi
+
+    def dense_relu(n, te):
+        x, w = te.placeholder((n, 64), "float32", name="x"), te.placeholder((64, 48), "float32", name="w")
+        return [x, w, topi.nn.relu(topi.nn.matmul(x, w))]
+
+    def softmax(n, te):
+        x = te.placeholder((n, 40), "float32", name="x")
+        return [x, topi.nn.softmax(x)]
+
+    def conv(n, te):
+        x, w = te.placeholder((n, 4, 9, 9), "float32", name="x"), te.placeholder((8, 4, 3, 3), "float32", name="w")
+        return [x, w, topi.nn.conv2d_nchw(x, w, padding=1)]
+
+    def add(n, te):
+        a, b = te.placeholder((n, 40), "float32", name="a"), te.placeholder((n, 40), "float32", name="b")
+        return [a, b, topi.add(a, b)]
+
+    func = _dynamic({"dense_relu": dense_relu, "softmax": softmax, "conv": conv, "add": add}[kind])
+    sched = apply_default_schedule(func)
+    text = sched.script()
+    assert sched.attrs.get("tir.is_scheduled") and "T.vectorized" in text, text
+    assert "T.parallel" not in text or parallel  # unknown work: threads only when one row is a lot
+    for n in (1, 5):
+        shapes = {"dense_relu": [(n, 64), (64, 48), (n, 48)], "softmax": [(n, 40), (n, 40)],
+                  "conv": [(n, 4, 9, 9), (8, 4, 3, 3), (n, 8, 9, 9)], "add": [(n, 40)] * 3}[kind]
+        inputs = [_rand(*s, seed=n) for s in shapes[:-1]]
+        want = _run(func, "llvm", [*inputs, np.zeros(shapes[-1], "float32")])
+        got = _run(sched, "llvm", [*inputs, np.zeros(shapes[-1], "float32")])
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
