@@ -40,13 +40,58 @@ Instrument = Callable[[str, int, str, list, Any], None]
 class _Program:
     """A bytecode function with its calls resolved, ready for the loop."""
 
-    __slots__ = ("name", "num_params", "num_registers", "code")
+    __slots__ = ("name", "num_params", "num_registers", "code", "straight")
 
     def __init__(self, name: str, num_params: int, num_registers: int, code: list[tuple]):
         self.name = name
         self.num_params = num_params
         self.num_registers = num_registers
         self.code = code
+        self.straight = _straight_line(self)
+
+
+def _instruction_note(prog: _Program, pc: int) -> str:
+    """Where an error happened, for the traceback: ``in VM function @main, instruction 3 (call add)``."""
+    ins = prog.code[pc]
+    what = f"call {ins[5]}" if ins[0] in (_CALL, _CALL_REGS) else "if" if ins[0] == _IF else "ret"
+    return f"  in VM function @{prog.name}, instruction {pc} ({what})"
+
+
+def _straight_line(prog: _Program) -> Callable[..., Any] | None:
+    """A function without jumps as one Python function: registers become local variables and
+    each instruction one line (``r6 = f2(r0, r1, r5)``), so a call skips the loop's
+    decoding.  The text is made only of register and instruction numbers -- nothing read
+    from an executable file reaches it as code -- and the callables and constants are
+    passed in.  Functions with ``goto``/``if`` keep the interpreter loop."""
+    if any(ins[0] in (_GOTO, _IF) for ins in prog.code) or not prog.code or prog.code[-1][0] != _RET:
+        return None
+    params = [f"r{i}" for i in range(prog.num_params)]
+    others = [f"r{i}" for i in range(prog.num_params, prog.num_registers)]
+    env: dict[str, Any] = {"_note": lambda err, pc: err.add_note(_instruction_note(prog, pc))}
+    body = [f"{' = '.join(others)} = None"] if others else []
+    for pc, ins in enumerate(prog.code):
+        if ins[0] == _RET:
+            body.append(f"return r{ins[1]}")
+            continue
+        env[f"f{pc}"] = ins[2]
+        if ins[0] == _CALL_REGS:
+            args = [f"r{r}" for r in ins[3]]
+        else:
+            slots = dict(ins[4])
+            args = []
+            for pos, value in enumerate(ins[3]):
+                if pos in slots:
+                    args.append(f"r{slots[pos]}")
+                else:
+                    env[f"c{pc}_{pos}"] = value
+                    args.append(f"c{pc}_{pos}")
+        dst = f"r{ins[1]} = " if ins[1] >= 0 else ""
+        body += [f"pc = {pc}", f"{dst}f{pc}({', '.join(args)})"]
+    lines = [f"def run({', '.join(params)}):", "    pc = 0", "    try:"]
+    lines += [f"        {line}" for line in body]
+    lines += ["    except Exception as err:", "        _note(err, pc)", "        raise"]
+    exec(compile("\n".join(lines), f"<VM function @{prog.name}>", "exec"), env)  # noqa: S102
+    return env["run"]
 
 
 class VirtualMachine:
@@ -163,10 +208,12 @@ class VirtualMachine:
     # -- the interpreter loop ---------------------------------------------------------------------
     def _run(self, index: int, args: tuple | list) -> Any:
         prog = self._programs[index]
+        hook = self._hook
+        if hook is None and prog.straight is not None:
+            return prog.straight(*args)
         regs: list[Any] = [None] * prog.num_registers
         regs[:prog.num_params] = args
         code = prog.code
-        hook = self._hook
         pc = 0
         try:
             while True:
@@ -194,9 +241,7 @@ class VirtualMachine:
                     regs[ins[1]] = result
                 pc += 1
         except Exception as err:
-            ins = code[pc]
-            what = f"call {ins[5]}" if ins[0] in (_CALL, _CALL_REGS) else "if" if ins[0] == _IF else "ret"
-            err.add_note(f"  in VM function @{prog.name}, instruction {pc} ({what})")
+            err.add_note(_instruction_note(prog, pc))
             raise
 
     # -- calling ----------------------------------------------------------------------------------

@@ -73,3 +73,22 @@ def test_results_kept_by_the_caller_are_never_overwritten():
         np.testing.assert_allclose(out.numpy(), a * a + a, rtol=1e-6)
     addresses = {f(inputs[0]).data_ptr for _ in range(3)}  # dropped at once: the same memory again
     assert len(addresses) == 1
+
+
+def test_a_function_without_jumps_runs_as_one_python_function_with_the_same_results_and_notes():
+    x = relax.Var("x", relax.TensorStructInfo((2, 3), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            gv = bb.emit_output(relax.op.exp(relax.op.multiply(x, x)))
+        bb.emit_func_output(gv)
+    vm = relax.VirtualMachine(minitvm.compile(bb.get()), minitvm.cpu())
+    prog = next(p for p in vm._programs.values() if p.name == "main")
+    assert prog.straight is not None
+    data = np.random.default_rng(2).standard_normal((2, 3)).astype("float32")
+    np.testing.assert_allclose(vm["main"](data).numpy(), np.exp(data * data), rtol=1e-6)
+    profiled = vm.profile("main", data)  # a hook set: the interpreter loop runs, same result
+    assert "exp" in str(profiled) or "multiply" in str(profiled)
+    with pytest.raises(ValueError) as info:
+        prog.straight(minitvm.nd.array(np.ones((3, 3), "float32")))  # wrong shape past the entry check
+    assert any("in VM function @main, instruction" in note for note in info.value.__notes__)
