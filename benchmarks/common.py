@@ -1,4 +1,5 @@
-"""Shared helpers for minitvm's benchmark scripts (matmul, MLP, model zoo, ...).
+"""Shared helpers for minitvm's benchmark scripts (matmul, MLP, model zoo, ...);
+``benchmarks/run.py`` runs them all into one table.
 
 Nothing here is a test: benchmarks print a table and write JSON under
 ``benchmarks/results/`` (gitignored); speed is never asserted.
@@ -148,14 +149,17 @@ def busy_fraction(interval: float = 0.5) -> float:
     return max(0.0, (b1 - b0) - (s1 - s0)) / max(1, t1 - t0)
 
 
-def wait_until_idle(timeout: float = 60.0, threshold: float = 0.1, interval: float = 0.5) -> float:
-    """Wait (up to ``timeout`` s) until other processes use under ``threshold`` of the CPU;
-    returns the last busy fraction seen, to record with the results.  On a shared 2-core
-    machine one busy core halves a 2-thread kernel, so time only on an idle machine when you can."""
+def wait_until_idle(timeout: float = 60.0, threshold: float = 0.1, interval: float = 0.5, streak: int = 1) -> float:
+    """Wait (up to ``timeout`` s) until other processes use under ``threshold`` of the CPU for
+    ``streak`` intervals in a row; returns the last busy fraction seen, to record with the results.
+    On a shared 2-core machine one busy core halves a 2-thread kernel, so time only on an idle
+    machine when you can (a streak > 1 skips the short gaps between another agent's jobs)."""
     deadline = time.monotonic() + timeout
     busy = busy_fraction(interval)
-    while busy > threshold and time.monotonic() < deadline:
+    quiet = int(busy <= threshold)
+    while quiet < streak and time.monotonic() < deadline:
         busy = busy_fraction(interval)
+        quiet = quiet + 1 if busy <= threshold else 0
     return busy
 
 
@@ -179,6 +183,13 @@ class Timing:
     repeat: int
     samples: list[float] = field(default_factory=list)
 
+    @classmethod
+    def of(cls, samples: list[float]) -> "Timing":
+        """The median, min and max of ``samples`` (seconds per call)."""
+        if not samples:
+            raise ValueError("Timing.of: no samples")
+        return cls(statistics.median(samples), min(samples), max(samples), len(samples), list(samples))
+
 
 def time_fn(fn: Callable[[], Any], repeat: int = 10, warmup: int = 2, number: int = 1) -> Timing:
     """Median seconds per call of ``fn``: ``warmup`` untimed calls, then ``repeat`` samples,
@@ -191,7 +202,7 @@ def time_fn(fn: Callable[[], Any], repeat: int = 10, warmup: int = 2, number: in
         for _ in range(number):
             fn()
         samples.append((time.perf_counter() - t0) / number)
-    return Timing(statistics.median(samples), min(samples), max(samples), repeat, samples)
+    return Timing.of(samples)
 
 
 def time_interleaved(fns: dict[str, Callable[[], Any]], repeat: int = 10, rounds: int = 3,
@@ -206,7 +217,7 @@ def time_interleaved(fns: dict[str, Callable[[], Any]], repeat: int = 10, rounds
     for _ in range(rounds):
         for name, fn in fns.items():
             samples[name] += time_fn(fn, repeat, warmup=1).samples
-    return {name: Timing(statistics.median(s), min(s), max(s), len(s), s) for name, s in samples.items()}
+    return {name: Timing.of(s) for name, s in samples.items()}
 
 
 # -- results ----------------------------------------------------------------------------------
@@ -241,12 +252,24 @@ def _ratio(row: Row, base: Row | None) -> float | None:
     return base.timing.median / row.timing.median
 
 
-def _fmt_time(s: float) -> str:
+def fmt_time(s: float) -> str:
+    """Seconds as a short human string (s, ms or us)."""
     if s >= 1:
         return f"{s:.3f} s"
     if s >= 1e-3:
         return f"{s * 1e3:.2f} ms"
     return f"{s * 1e6:.1f} us"
+
+
+def format_table(head: list[str], lines: list[list[str]], left: int = 1) -> str:
+    """Align ``lines`` under ``head``: the first ``left`` columns left-aligned, the rest right."""
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *lines)]
+
+    def fmt(cells: list[str]) -> str:
+        return "  ".join(str(c).ljust(w) if k < left else str(c).rjust(w)
+                         for k, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    return "\n".join([fmt(head), "  ".join("-" * w for w in widths)] + [fmt(cells) for cells in lines])
 
 
 def print_table(rows: list[Row], baselines: Iterable[str] = ("numpy", "torch"), title: str = "") -> str:
@@ -258,22 +281,15 @@ def print_table(rows: list[Row], baselines: Iterable[str] = ("numpy", "torch"), 
     for r in rows:
         cells = [r.name,
                  "-" if r.gflops is None else f"{r.gflops:.1f}",
-                 _fmt_time(r.timing.median),
-                 f"{_fmt_time(r.timing.min)}..{_fmt_time(r.timing.max)}",
+                 fmt_time(r.timing.median),
+                 f"{fmt_time(r.timing.min)}..{fmt_time(r.timing.max)}",
                  "-" if r.max_abs_err is None else f"{r.max_abs_err:.1e}"]
         for b in baselines:
             ratio = _ratio(r, by_name.get(b))
             cells.append("-" if ratio is None else f"{ratio:.2f}x")
         lines.append(cells)
-    widths = [max(len(str(x)) for x in col) for col in zip(head, *lines)]
-    fmt = lambda cells: "  ".join(str(c).ljust(w) if k == 0 else str(c).rjust(w)  # noqa: E731
-                                  for k, (c, w) in enumerate(zip(cells, widths)))
-    out = []
-    if title:
-        out.append(title)
-    out.append(fmt(head))
-    out.append("  ".join("-" * w for w in widths))
-    out += [fmt(cells) for cells in lines]
+    out = [title] if title else []
+    out.append(format_table(head, lines))
     notes = [f"  {r.name}: {r.note}" for r in rows if r.note]
     if notes:
         out.append("notes:")

@@ -13,6 +13,8 @@ Rows:
 * ``naive``   -- the unscheduled TVMScript matmul compiled as is (one scalar loop nest).
   It is ~100x slower, so it is timed at ``--naive-size`` (256 by default) and shows
   GFLOP/s only: no ratio columns, as the work differs.
+* ``default`` -- ``tir.transform.DefaultCPUSchedule`` on the plain matmul: the schedule
+  ``minitvm.compile`` gives a kernel with no hand work.
 * ``tiled``   -- split i/j, reorder so k is outside a 4x32 register tile, unroll/vectorize the
   tile, parallel outer loop.  No packing, no local accumulator.
 * ``packed``  -- an 8x32 register tile + B packed into 32-wide column panels (cache_read +
@@ -44,10 +46,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
+from typing import Any, Callable, Iterable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (  # noqa: E402
     Row,
+    Timing,
     environment_info,
     print_table,
     setup_environment,
@@ -109,6 +114,15 @@ def matmul_func(n: int):
                 C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
 
     return matmul
+
+
+def sched_default(n: int):
+    """What ``minitvm.compile`` does to a kernel: ``tir.transform.DefaultCPUSchedule`` on the
+    plain matmul (the rule-based default schedule, no hand work); returns the IRModule."""
+    from minitvm import IRModule
+    from minitvm.tir.transform import DefaultCPUSchedule
+
+    return DefaultCPUSchedule()(IRModule({"main": matmul_func(n)}))
 
 
 def sched_tiled(n: int, mi: int = 4, nj: int = 32):
@@ -225,6 +239,18 @@ def sched_best(n: int, MB: int = 64, mi: int = 4, nj: int = 32):
 
 # -- running ----------------------------------------------------------------------------------
 
+#: minitvm rows by variant name: (IRModule builder taking (n, best=(MB, mi, nj)), note)
+VARIANTS: dict[str, tuple[Callable[[int, tuple[int, int, int]], Any], Callable[[tuple[int, int, int]], str]]] = {
+    "default": (lambda n, best: sched_default(n),
+                lambda best: "tir.transform.DefaultCPUSchedule on the plain matmul (what minitvm.compile does)"),
+    "tiled": (lambda n, best: sched_tiled(n).mod,
+              lambda best: "4x32 tile, vectorize+unroll, parallel i; C accumulated in place"),
+    "packed": (lambda n, best: sched_packed(n).mod,
+               lambda best: "8x32 tile + packed B + cache_write(local) (the classic TVM recipe)"),
+    "best": (lambda n, best: sched_best(n, *best).mod,
+             lambda best: f"packed B + tensorized {best[0]}-row block, {best[1]}x{best[2]} register micro-kernel"),
+}
+
 
 def _check(name: str, got, want, k: int) -> float:
     import numpy as np
@@ -237,15 +263,17 @@ def _check(name: str, got, want, k: int) -> float:
     return err
 
 
-def main(argv: list[str] | None = None) -> list[Row]:
-    args = parse_args(argv)
-    setup_environment(None if args.omp_wait_policy == "env" else args.omp_wait_policy)
-    n = args.size
-    flops = 2.0 * n ** 3
-    MB, mi, nj = (int(x) for x in args.best.split(","))
-
+def measure(n: int, variants: Iterable[str] = ("default", "tiled", "packed", "best"), *, repeat: int = 10,
+            rounds: int = 3, warmup: int = 2, naive_size: int | None = 256, naive_repeat: int = 3,
+            best: tuple[int, int, int] = BEST, use_torch: bool = True) -> list[Row]:
+    """Rows for numpy, torch, the unscheduled kernel (timed alone at ``naive_size``, it is slow;
+    0/None skips it) and each minitvm ``variant``, all timed in interleaved rounds.  Every
+    minitvm result is checked against numpy first (AssertionError naming the row if wrong)."""
     import numpy as np
 
+    import minitvm
+
+    flops = 2.0 * n ** 3
     rng = np.random.default_rng(0)
     a = rng.random((n, n), dtype=np.float32)
     b = rng.random((n, n), dtype=np.float32)
@@ -253,10 +281,9 @@ def main(argv: list[str] | None = None) -> list[Row]:
     ref = a @ b
 
     # the functions to time, in table order; each one writes its own output array
-    fns: dict = {"numpy": lambda: np.matmul(a, b, out=c)}
+    fns: dict[str, Callable[[], Any]] = {"numpy": lambda: np.matmul(a, b, out=c)}
     errors: dict[str, float] = {}
-    notes: dict[str, str] = {}
-    if not args.no_torch:
+    if use_torch:
         try:
             import torch
         except ImportError:
@@ -269,42 +296,52 @@ def main(argv: list[str] | None = None) -> list[Row]:
             fns["torch"]()
             errors["torch"] = float(np.max(np.abs(tc.numpy() - ref)))
 
-    import minitvm
+    first_call: dict[str, float] = {}
 
-    def compiled(name: str, sch, size: int):
-        """Build, check against numpy, return a no-argument call of the kernel."""
-        f = minitvm.build(sch.mod)["main"]
+    def compiled(name: str, mod, size: int) -> Callable[[], Any]:
+        """Build, check against numpy (timing that first call), return a no-argument call of the kernel."""
+        f = minitvm.build(mod)["main"]
         x, y = (a, b) if size == n else (a[:size, :size].copy(), b[:size, :size].copy())
         out = np.zeros((size, size), np.float32)
+        t0 = time.perf_counter()
         f(x, y, out)
+        first_call[name] = time.perf_counter() - t0
         errors[name] = _check(name, out, ref if size == n else x @ y, size)
         return lambda: f(x, y, out)
 
-    rows: list[Row] = []
     naive = None
-    busy = wait_until_idle(args.wait_idle)
-    if args.naive_size:
-        ns = args.naive_size
-        call = compiled("minitvm naive", minitvm.tir.Schedule(matmul_func(ns)), ns)
-        naive = Row("minitvm naive", time_fn(call, args.naive_repeat, warmup=1), 2.0 * ns ** 3,
+    if naive_size:
+        ns = naive_size
+        call = compiled("minitvm naive", minitvm.tir.Schedule(matmul_func(ns)).mod, ns)
+        # the checked first call is a sample too: at 1024^3 one call takes ~10 s
+        extra = time_fn(call, naive_repeat - 1, warmup=0).samples if naive_repeat > 1 else []
+        naive = Row("minitvm naive", Timing.of([first_call["minitvm naive"], *extra]), 2.0 * ns ** 3,
                     errors["minitvm naive"], comparable=(ns == n),
-                    note=f"unscheduled kernel, timed at {ns}^3 ({args.naive_repeat} runs)"
+                    note=f"unscheduled kernel, timed at {ns}^3 ({naive_repeat} run{'s' * (naive_repeat != 1)})"
                          + ("" if ns == n else f", not {n}^3: GFLOP/s only, no ratios"))
-    fns["minitvm tiled"] = compiled("minitvm tiled", sched_tiled(n), n)
-    notes["minitvm tiled"] = "4x32 tile, vectorize+unroll, parallel i; C accumulated in place"
-    fns["minitvm packed"] = compiled("minitvm packed", sched_packed(n), n)
-    notes["minitvm packed"] = "8x32 tile + packed B + cache_write(local) (the classic TVM recipe)"
-    best = sched_best(n, MB, mi, nj)
-    fns["minitvm best"] = compiled("minitvm best", best, n)
-    notes["minitvm best"] = f"packed B + tensorized {MB}-row block, {mi}x{nj} register micro-kernel"
+    notes = {}
+    for v in variants:
+        if v not in VARIANTS:
+            raise ValueError(f"matmul.measure: unknown variant {v!r}; known: {', '.join(VARIANTS)}")
+        build_mod, note = VARIANTS[v]
+        fns[f"minitvm {v}"] = compiled(f"minitvm {v}", build_mod(n, best), n)
+        notes[f"minitvm {v}"] = note(best)
 
-    timings = time_interleaved(fns, args.repeat, args.rounds, args.warmup)
-    for name, t in timings.items():
-        rows.append(Row(name, t, flops, errors.get(name), notes.get(name, "")))
-        if name == "torch" and naive is not None:
-            rows.append(naive)
-    if naive is not None and naive not in rows:
-        rows.insert(1, naive)
+    timings = time_interleaved(fns, repeat, rounds, warmup)
+    rows = [Row(name, t, flops, errors.get(name), notes.get(name, "")) for name, t in timings.items()]
+    if naive is not None:
+        rows.insert(2 if "torch" in timings else 1, naive)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> list[Row]:
+    args = parse_args(argv)
+    setup_environment(None if args.omp_wait_policy == "env" else args.omp_wait_policy)
+    n = args.size
+    best = tuple(int(x) for x in args.best.split(","))
+    busy = wait_until_idle(args.wait_idle)
+    rows = measure(n, repeat=args.repeat, rounds=args.rounds, warmup=args.warmup, naive_size=args.naive_size,
+                   naive_repeat=args.naive_repeat, best=best, use_torch=not args.no_torch)
 
     env = environment_info()
     blas = env.get("blas", {})
@@ -320,22 +357,23 @@ def main(argv: list[str] | None = None) -> list[Row]:
         print(f"warning: OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']} is set: numpy runs that "
               "kernel; unset it (and OPENBLAS_L2_SIZE) for this command to compare fairly")
     text = print_table(rows, baselines=("numpy", "torch"))
+    trace = str(sched_best(n, *best).trace)
     if not args.quiet_trace:
         from minitvm.tir.schedule.blockize import TensorIntrin
 
-        intrin = TensorIntrin.get(f"matmul_f32_n{n}_mb{MB}_{mi}x{nj}")
+        intrin = TensorIntrin.get(f"matmul_f32_n{n}_mb{best[0]}_{best[1]}x{best[2]}")
         print("\n# best schedule (copy-paste; `mod` = the matmul above):")
-        print(best.trace)
+        print(trace)
         print("\n# its tensor intrinsic's implementation (register it with "
               "tir.TensorIntrin.register(name, desc, impl)):")
         print(intrin.impl.script())
     if not args.no_json:
         path = write_json("matmul", rows, env=env,
                           config={"size": n, "repeat": args.repeat, "rounds": args.rounds, "warmup": args.warmup,
-                                  "other_load_at_start": busy,
-                                  "naive_size": args.naive_size, "best": {"MB": MB, "mi": mi, "nj": nj},
+                                  "other_load_at_start": busy, "naive_size": args.naive_size,
+                                  "best": dict(zip(("MB", "mi", "nj"), best)),
                                   "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")},
-                          extra={"table": text, "best_trace": str(best.trace)})
+                          extra={"table": text, "best_trace": trace})
         print(f"\nwrote {path}")
     return rows
 

@@ -3,23 +3,27 @@
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE .venv/bin/python benchmarks/mlp.py [--batch 1 64] [--repeat 20]
 
-Compile time, per batch size (median of ``--compile-repeat`` fresh compiles):
+Compile time, per pipeline and batch size (median of ``--compile-repeat`` fresh compiles in a
+warm process):
 
 * ``export``   -- ``model.export_tvm(spec)``: tracing the nn.Module into Relax;
-* ``pipeline`` -- ``relax.get_pipeline("zero")(mod)``: LegalizeOps + the VM lowering passes;
-* ``codegen``  -- ``minitvm.compile(mod, "llvm")``: TIR lowering, LLVM, bytecode.
+* ``pipeline`` -- ``relax.get_pipeline(name)(mod)``: ``"default"`` (LegalizeOps +
+  DefaultCPUSchedule + VM lowering, what ``minitvm.compile`` runs) or ``"zero"`` (LegalizeOps
+  + fusion + VM lowering, no schedule: TVM's zero pipeline);
+* ``codegen``  -- ``minitvm.compile(lowered, "llvm", relax_pipeline=None)``: TIR lowering,
+  LLVM, bytecode.
 
-Run latency rows (inputs already in each library's array type; the VM row includes
-allocating its output, as ``vm["forward"](...)`` does):
+Run latency rows (inputs already in each library's array type; the VM rows include
+allocating the output, as ``vm["forward"](...)`` does):
 
-* ``numpy``      -- ``np.maximum(x @ W1.T + b1, 0) @ W2.T + b2`` (OpenBLAS);
-* ``torch``      -- the same in eager torch, ``torch.set_num_threads(2)``, no grad;
-* ``minitvm vm`` -- the exported module compiled for that batch size;
-* ``minitvm vm (n)`` -- the module exported with a symbolic batch ``"n"``, compiled once.
+* ``numpy``   -- ``np.maximum(x @ W1.T + b1, 0) @ W2.T + b2`` (OpenBLAS);
+* ``torch``   -- the same in eager torch, ``torch.set_num_threads(2)``, no grad;
+* ``minitvm default`` / ``minitvm zero`` -- the exported module compiled for that batch size
+  with that pipeline;
+* ``minitvm default (n)`` -- exported with a symbolic batch ``"n"``, compiled once.
 
-The "zero" pipeline applies no schedule: each kernel is the plain loop nest TOPI describes
-(single-threaded, unvectorized), so expect minitvm to trail the BLAS libraries by a wide
-margin until fusion and default CPU schedules land.  Benchmarks are never tests.
+``benchmarks/run.py`` reuses these functions for the MLP rows of the one-table benchmark.
+Benchmarks are never tests.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import argparse
 import os
 import sys
 import time
+from typing import Any, Callable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (  # noqa: E402
@@ -42,11 +47,17 @@ from common import (  # noqa: E402
 )
 
 IN, HIDDEN, OUT = 784, 256, 10
+#: (name, shape) of the MLP's parameters, in the order export_tvm lists them
+PARAM_SHAPES = (("fc1.weight", (HIDDEN, IN)), ("fc1.bias", (HIDDEN,)), ("fc2.weight", (OUT, HIDDEN)),
+                ("fc2.bias", (OUT,)))
+#: |minitvm - numpy| allowed on the MLP's outputs (float32, 784-term dot products of ~N(0, 0.05^2))
+MLP_ATOL = 1e-4
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--batch", type=int, nargs="+", default=[1, 64])
+    p.add_argument("--pipelines", nargs="+", default=["default", "zero"], help="relax pipelines to compile with")
     p.add_argument("--repeat", type=int, default=20, help="timed runs per row and round (median reported)")
     p.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
     p.add_argument("--warmup", type=int, default=3)
@@ -58,8 +69,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def mlp_model():
-    from minitvm.relax.frontend import nn
+def mlp_model(nn: Any = None):
+    """The quick-start MLP as an ``nn.Module`` of ``nn`` (minitvm's ``relax.frontend.nn`` by
+    default; TVM's has the same API, which is how the TVM reference builds the same model)."""
+    if nn is None:
+        from minitvm.relax.frontend import nn
 
     class MLPModel(nn.Module):
         def __init__(self):
@@ -74,111 +88,142 @@ def mlp_model():
     return MLPModel()
 
 
-def _timing(samples: list[float]) -> Timing:
-    s = sorted(samples)
-    return Timing(s[len(s) // 2], s[0], s[-1], len(s), samples)
+def export_mlp(batch: int | str, nn: Any = None):
+    """``export_tvm`` of the MLP for input shape ``(batch, 784)``: (IRModule, param spec)."""
+    if nn is None:
+        from minitvm.relax.frontend import nn
+    mod, param_spec = mlp_model(nn).export_tvm(spec={"forward": {"x": nn.spec.Tensor((batch, IN), "float32")}})
+    shapes = [tuple(int(d) for d in p.shape) for _, p in param_spec]
+    if shapes != [s for _, s in PARAM_SHAPES]:
+        raise AssertionError(f"export_mlp: parameter shapes {shapes} differ from PARAM_SHAPES {PARAM_SHAPES}")
+    return mod, param_spec
 
 
-def compile_mlp(batch, repeat: int):
-    """Export, pipeline and codegen ``repeat`` times; the last executable and each stage's timing."""
+def mlp_data(batch: int, seed: int = 0):
+    """Seeded input ``x``, parameters (PARAM_SHAPES order) and the numpy reference output."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed + batch)
+    x = rng.standard_normal((batch, IN), dtype=np.float32)
+    params = [(rng.standard_normal(shape) * 0.05).astype("float32") for _, shape in PARAM_SHAPES]
+    return x, params, mlp_numpy(x, params)
+
+
+def mlp_numpy(x, params):
+    """The MLP in numpy: relu(x @ W1.T + b1) @ W2.T + b2."""
+    import numpy as np
+
+    w1, b1, w2, b2 = params
+    return np.maximum(x @ w1.T + b1, 0) @ w2.T + b2
+
+
+def compile_mlp(batch: int | str, pipeline: str = "default", repeat: int = 1):
+    """Export, run ``pipeline`` and codegen ``repeat`` times: the last executable and each
+    stage's Timing ("export", "pipeline", "codegen")."""
     import minitvm
     from minitvm import relax
-    from minitvm.relax.frontend import nn
 
     stages: dict[str, list[float]] = {"export": [], "pipeline": [], "codegen": []}
+    ex = None
     for _ in range(repeat):
         t0 = time.perf_counter()
-        mod, param_spec = mlp_model().export_tvm(spec={"forward": {"x": nn.spec.Tensor((batch, IN), "float32")}})
+        mod, _ = export_mlp(batch)
         t1 = time.perf_counter()
-        lowered = relax.get_pipeline("zero")(mod)
+        lowered = relax.get_pipeline(pipeline)(mod)
         t2 = time.perf_counter()
-        ex = minitvm.compile(lowered, minitvm.target.Target("llvm"))
+        ex = minitvm.compile(lowered, minitvm.target.Target("llvm"), relax_pipeline=None)
         t3 = time.perf_counter()
         for name, dt in zip(stages, (t1 - t0, t2 - t1, t3 - t2)):
             stages[name].append(dt)
-    return ex, param_spec, {k: _timing(v) for k, v in stages.items()}
+    return ex, {k: Timing.of(v) for k, v in stages.items()}
 
 
-def run_fns(ex, vm_dyn, param_spec, batch: int, rng, torch) -> tuple[dict, dict]:
-    """The functions to time at ``batch`` (inputs prepared once) and each one's max |error|."""
+def run_fns(exes: dict[str, Any], batch: int, torch: Any) -> tuple[dict[str, Callable[[], Any]], dict[str, float]]:
+    """The functions to time at ``batch`` (inputs prepared once): numpy, torch, then one per
+    executable in ``exes`` (row name -> VM Executable), and each one's max |error| vs numpy."""
     import numpy as np
 
     import minitvm
     from minitvm import relax
 
-    vm = relax.VirtualMachine(ex, minitvm.cpu())
-    x = rng.standard_normal((batch, IN), dtype=np.float32)
-    params = [(rng.standard_normal(p.shape) * 0.05).astype("float32") for _, p in param_spec]
-    w1, b1, w2, b2 = params
-    ref = np.maximum(x @ w1.T + b1, 0) @ w2.T + b2
-
-    nd_args = [minitvm.nd.array(a) for a in (x, *params)]
-    fns = {"numpy": lambda: np.maximum(x @ w1.T + b1, 0) @ w2.T + b2}
-    outs = {"numpy": fns["numpy"]}
+    x, params, ref = mlp_data(batch)
+    fns: dict[str, Callable[[], Any]] = {"numpy": lambda: mlp_numpy(x, params)}
+    outs: dict[str, Callable[[], Any]] = {"numpy": fns["numpy"]}
     if torch is not None:
         tx, tw1, tb1, tw2, tb2 = (torch.from_numpy(a) for a in (x, *params))
         fns["torch"] = lambda: torch.nn.functional.linear(
             torch.relu(torch.nn.functional.linear(tx, tw1, tb1)), tw2, tb2)
         outs["torch"] = lambda: fns["torch"]().numpy()
-    fns["minitvm vm"] = lambda: vm["forward"](*nd_args)
-    outs["minitvm vm"] = lambda: fns["minitvm vm"]().numpy()
-    fns["minitvm vm (n)"] = lambda: vm_dyn["forward"](*nd_args)
-    outs["minitvm vm (n)"] = lambda: fns["minitvm vm (n)"]().numpy()
+    nd_args = [minitvm.nd.array(a) for a in (x, *params)]
+    for name, ex in exes.items():
+        forward = relax.VirtualMachine(ex, minitvm.cpu())["forward"]
+        fns[name] = lambda forward=forward: forward(*nd_args)
+        outs[name] = lambda f=fns[name]: f().numpy()
     errors = {name: float(np.max(np.abs(get() - ref))) for name, get in outs.items()}
-
     return fns, errors
+
+
+def measure_batch(exes: dict[str, Any], batch: int, torch: Any, *, repeat: int = 20, rounds: int = 3,
+                  warmup: int = 3) -> list[Row]:
+    """numpy, torch and each executable at ``batch``, timed in interleaved rounds; rows carry
+    max |error| vs numpy (check it against MLP_ATOL)."""
+    fns, errors = run_fns(exes, batch, torch)
+    flops = 2.0 * batch * (IN * HIDDEN + HIDDEN * OUT)
+    timings = time_interleaved(fns, repeat, rounds, warmup)
+    return [Row(name, t, flops, errors[name], extra={"batch": batch}) for name, t in timings.items()]
+
+
+def import_torch(use_torch: bool = True):
+    """torch set up for benchmarking (2 threads, no grad), or None if absent or not wanted."""
+    if not use_torch:
+        return None
+    try:
+        import torch
+    except ImportError:
+        print("torch not installed: no torch row", file=sys.stderr)
+        return None
+    torch.set_num_threads(2)
+    torch.set_grad_enabled(False)
+    return torch
 
 
 def main(argv: list[str] | None = None) -> list[Row]:
     args = parse_args(argv)
-    setup_environment(omp_wait_policy="passive")
-    import numpy as np
-
-    import minitvm
+    # torch first: minitvm's parallel loops then share torch's libgomp, left at its default wait
+    # policy (forcing "passive" slows torch eager; see run.py)
+    setup_environment(omp_wait_policy=None)
+    torch = import_torch(not args.no_torch)
     from minitvm import relax
-
-    torch = None
-    if not args.no_torch:
-        try:
-            import torch
-        except ImportError:
-            print("torch not installed: no torch row", file=sys.stderr)
-        else:
-            torch.set_num_threads(2)
-            torch.set_grad_enabled(False)
-
-    rng = np.random.default_rng(0)
     all_rows: list[Row] = []
     tables: list[str] = []
     compile_json: dict = {}
     busy = wait_until_idle(args.wait_idle)
+    compile_mlp(1)  # warm the process up: the first compile loads LLVM and the passes
 
-    ex_dyn, _, dyn_compile = compile_mlp("n", args.compile_repeat)
-    vm_dyn = relax.VirtualMachine(ex_dyn, minitvm.cpu())
-    compile_json["n"] = {k: vars(v) for k, v in dyn_compile.items()}
-
+    ex_dyn, stage_t = compile_mlp("n", "default", args.compile_repeat)
+    compile_json["default b=n"] = {k: vars(v) for k, v in stage_t.items()}
     for batch in args.batch:
-        ex, param_spec, stage_t = compile_mlp(batch, args.compile_repeat)
-        compile_json[str(batch)] = {k: vars(v) for k, v in stage_t.items()}
-        fns, errors = run_fns(ex, vm_dyn, param_spec, batch, rng, torch)
-        flops = 2.0 * batch * (IN * HIDDEN + HIDDEN * OUT)
-        timings = time_interleaved(fns, args.repeat, args.rounds, args.warmup)
-        rows = [Row(name, t, flops, errors[name], extra={"batch": batch}) for name, t in timings.items()]
+        exes = {}
+        for pipeline in args.pipelines:
+            exes[f"minitvm {pipeline}"], stage_t = compile_mlp(batch, pipeline, args.compile_repeat)
+            compile_json[f"{pipeline} b={batch}"] = {k: vars(v) for k, v in stage_t.items()}
+        exes["minitvm default (n)"] = ex_dyn
+        rows = measure_batch(exes, batch, torch, repeat=args.repeat, rounds=args.rounds, warmup=args.warmup)
         rows[-1].note = "symbolic batch n, compiled once for every batch size"
         tables.append(print_table(rows, baselines=("numpy", "torch"),
                                   title=f"\nrun latency, batch {batch} (forward of the MLP)"))
         all_rows += [Row(f"{r.name} b={batch}", r.timing, r.flops, r.max_abs_err, r.note, extra=r.extra)
                      for r in rows]
 
-    compile_rows = [Row(f"{stage} b={b}", Timing(**t))
-                    for b, stages in compile_json.items() for stage, t in stages.items()]
+    compile_rows = [Row(f"{stage} {key}", Timing(**t))
+                    for key, stages in compile_json.items() for stage, t in stages.items()]
     tables.append(print_table(compile_rows, baselines=(),
-                              title="\ncompile time (export_tvm | get_pipeline('zero') | minitvm.compile)"))
+                              title="\ncompile time (export_tvm | get_pipeline(name) | minitvm.compile)"))
 
     env = environment_info()
-    passes = [q.info.name for q in getattr(relax.get_pipeline("zero"), "passes", [])]
-    kernels = sorted(gv.name_hint for gv, f in ex_dyn.ir_module.items() if not isinstance(f, relax.Function))
-    print(f"\nget_pipeline('zero') = {' -> '.join(passes)}\nkernels (batch n): {', '.join(kernels)}")
+    passes = {name: [q.info.name for q in getattr(relax.get_pipeline(name), "passes", [])] for name in args.pipelines}
+    for name, names in passes.items():
+        print(f"get_pipeline({name!r}) = {' -> '.join(names)}")
     print(f"\ncpu {env.get('llvm_cpu')} x{env.get('cpus')} | numpy {env.get('numpy')} | torch "
           f"{env.get('torch', '-')} threads {env.get('torch_threads', '-')} | OMP_WAIT_POLICY="
           f"{os.environ.get('OMP_WAIT_POLICY')} | {args.rounds} rounds x {args.repeat} runs (median) | "
@@ -189,8 +234,7 @@ def main(argv: list[str] | None = None) -> list[Row]:
         path = write_json("mlp", all_rows + compile_rows, env=env,
                           config={"batch": args.batch, "repeat": args.repeat, "rounds": args.rounds,
                                   "warmup": args.warmup, "compile_repeat": args.compile_repeat,
-                                  "other_load_at_start": busy, "model": [IN, HIDDEN, OUT],
-                                  "zero_pipeline": passes, "kernels": kernels},
+                                  "other_load_at_start": busy, "model": [IN, HIDDEN, OUT], "pipelines": passes},
                           extra={"compile_seconds": compile_json, "tables": tables})
         print(f"\nwrote {path}")
     return all_rows

@@ -27,7 +27,7 @@ def test_matmul_benchmark_runs_small(capsys):
                         "--naive-size", "32", "--naive-repeat", "1", "--no-torch", "--no-json",
                         "--wait-idle", "0", "--omp-wait-policy", "env"])
     names = [r.name for r in rows]
-    assert names == ["numpy", "minitvm naive", "minitvm tiled", "minitvm packed", "minitvm best"]
+    assert names == ["numpy", "minitvm naive", "minitvm default", "minitvm tiled", "minitvm packed", "minitvm best"]
     for r in rows[1:]:
         assert r.max_abs_err is not None and r.max_abs_err < 1e-2
         assert r.gflops is not None and r.gflops > 0

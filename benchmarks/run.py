@@ -1,0 +1,535 @@
+"""minitvm's benchmark suite: one command, one table, measured in the same run.
+
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE .venv/bin/python benchmarks/run.py [--quick] [--only matmul,mlp,zoo]
+
+Sections (``--only`` picks some):
+
+* ``matmul`` -- float32 1024^3 matmul in GFLOP/s: the unscheduled kernel (``naive``), the
+  rule-based ``default`` schedule (``tir.transform.DefaultCPUSchedule``, what ``minitvm.compile``
+  applies) and the ``best`` hand schedule of ``matmul.py``, against numpy and torch.
+* ``mlp`` -- the quick-start MLP (784 -> 256 -> 10, ``relax.frontend.nn``) at batch 1 and 64:
+  ``minitvm default`` (``minitvm.compile``'s default pipeline), ``minitvm zero`` (the zero
+  pipeline, no schedules: for reference), numpy and torch eager; plus compile time
+  (pipeline + codegen, warm process) per pipeline.
+* ``zoo`` -- every ``minitvm.testing.zoo`` model at batch 1 and 8: import time
+  (``from_exported_program``), compile time (pipeline + codegen), latency vs torch eager.  A
+  model that fails gets a row naming the stage and the error's first line.
+* ``tvm zero`` rows -- Apache TVM's zero pipeline on the MLP and the zoo, run in a child
+  process by ``tvm_ref.py`` when a Python with TVM is found (this one, ``--tvm-python`` or
+  ``$MINITVM_BENCH_TVM_PYTHON``); otherwise the table says "not installed".  TVM runs after
+  all torch measurements, in its own process, with TVM_NUM_THREADS=2 and the CPU named.
+
+Threads: torch and minitvm run 2 threads each and share torch's libgomp, whose wait policy is
+left as the environment has it (``--omp-wait-policy`` overrides; ``passive`` slows torch eager).
+
+Columns: ``x torch`` / ``x numpy`` are time / baseline time of the same case (lower is
+better; 0.5x = twice as fast).  ``target`` / ``status``: the issue-8 goal of the row, met or
+not.  Results go to ``benchmarks/results/latest.json`` (and a timestamped copy) and the ratios
+to the bar chart ``benchmarks/results/latest.png``.  Speed is never asserted by a test; other
+processes share the 2 cores, so check the min..max spread and the load line before trusting a
+ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as _dt
+import json
+import os
+import sys
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import matmul as matmul_bench  # noqa: E402
+import mlp as mlp_bench  # noqa: E402
+import tvm_ref  # noqa: E402
+import zoo as zoo_bench  # noqa: E402
+from common import (  # noqa: E402
+    RESULTS_DIR,
+    Timing,
+    busy_fraction,
+    environment_info,
+    fmt_time,
+    format_table,
+    setup_environment,
+    wait_until_idle,
+)
+
+SECTIONS = ("matmul", "mlp", "zoo")
+#: zoo models held to the "<= 1.5x torch at batch 8" target (the CNNs and the transformers)
+ZOO_TARGET_MODELS = ("lenet", "mlc_mnist", "resnet_block", "depthwise_separable", "transformer_sdpa",
+                     "transformer_explicit")
+ZOO_TARGET_BATCH = 8
+
+
+# -- rows, targets, the table ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Goal:
+    """An issue-8 target for one row: ``x_torch`` (time / torch's <= limit), ``share_numpy``
+    (numpy's time / time, i.e. share of numpy's GFLOP/s, >= limit) or ``seconds`` (median <= limit)."""
+
+    kind: str
+    limit: float
+
+    @property
+    def text(self) -> str:
+        if self.kind == "x_torch":
+            return f"<= {self.limit:.1f}x torch"
+        if self.kind == "share_numpy":
+            return f">= {self.limit:.0%} numpy GFLOP/s"
+        return f"<= {self.limit:g} s"
+
+    def value(self, entry: Entry) -> float | None:
+        """The measured quantity the goal is about (None when it could not be measured)."""
+        if self.kind == "x_torch":
+            return entry.x_torch
+        if self.kind == "share_numpy":
+            return None if not entry.x_numpy else 1.0 / entry.x_numpy
+        return None if entry.timing is None else entry.timing.median
+
+    def met(self, entry: Entry) -> bool | None:
+        v = self.value(entry)
+        if v is None:
+            return None
+        return v >= self.limit if self.kind == "share_numpy" else v <= self.limit
+
+
+@dataclass
+class Entry:
+    """One row of the table: a (section, case, impl) and what was measured for it.  ``error``
+    says why there is no measurement (a failed stage, "not installed"); ``correct`` is False
+    when the output differed from the reference beyond tolerance."""
+
+    section: str
+    case: str
+    impl: str
+    timing: Timing | None = None
+    flops: float | None = None
+    import_s: float | None = None
+    compile_s: float | None = None
+    max_abs_err: float | None = None
+    correct: bool | None = None
+    goal: Goal | None = None
+    error: str = ""
+    note: str = ""
+    x_torch: float | None = None
+    x_numpy: float | None = None
+    status: str = ""
+
+    @property
+    def gflops(self) -> float | None:
+        return None if self.flops is None or self.timing is None else self.flops / self.timing.median / 1e9
+
+    @property
+    def label(self) -> str:
+        return f"{self.section} {self.case} {self.impl}"
+
+    def to_json(self) -> dict[str, Any]:
+        d = {k: v for k, v in dataclasses.asdict(self).items() if k not in ("timing", "goal")}
+        d["timing"] = None if self.timing is None else dataclasses.asdict(self.timing)
+        d["target"] = None if self.goal is None else {"kind": self.goal.kind, "limit": self.goal.limit,
+                                                      "text": self.goal.text, "met": self.goal.met(self)}
+        d["gflops"] = self.gflops
+        return d
+
+
+def finish(entries: list[Entry]) -> list[Entry]:
+    """Fill each row's ratios against the torch / numpy rows of its case, and its status."""
+    base = {(e.section, e.case, e.impl): e for e in entries if e.timing is not None}
+    for e in entries:
+        for name in ("torch", "numpy"):
+            b = base.get((e.section, e.case, name))
+            ratio = None if b is None or e.timing is None or e.impl == name else e.timing.median / b.timing.median
+            setattr(e, f"x_{name}", ratio)
+        e.status = status_of(e)
+    return entries
+
+
+def status_of(e: Entry) -> str:
+    """What the status column says: the failure, a wrong result, or whether the goal is met."""
+    if e.error:
+        return e.error
+    if e.correct is False:
+        return f"WRONG RESULT (max|err| {e.max_abs_err:.2g})"
+    if e.goal is None:
+        return ""
+    met = e.goal.met(e)
+    if met is None:
+        return "not measured"
+    shown = e.goal.value(e)
+    detail = f"{shown:.0%}" if e.goal.kind == "share_numpy" else ""
+    return ("met" if met else "NOT MET") + (f" ({detail})" if detail else "")
+
+
+def _fmt(x: float | None, spec: str) -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def table_text(entries: list[Entry]) -> str:
+    """The one table, as text."""
+    head = ["section", "case", "impl", "median", "min..max", "GFLOP/s", "x torch", "x numpy", "import",
+            "compile", "max|err|", "target", "status"]
+    lines = []
+    for e in entries:
+        t = e.timing
+        lines.append([e.section, e.case, e.impl,
+                      "-" if t is None else fmt_time(t.median),
+                      "-" if t is None else f"{fmt_time(t.min)}..{fmt_time(t.max)}",
+                      _fmt(e.gflops, ".1f"), _fmt(e.x_torch, ".2f") + ("x" if e.x_torch else ""),
+                      _fmt(e.x_numpy, ".2f") + ("x" if e.x_numpy else ""),
+                      "-" if e.import_s is None else fmt_time(e.import_s),
+                      "-" if e.compile_s is None else fmt_time(e.compile_s),
+                      _fmt(e.max_abs_err, ".1e"), e.goal.text if e.goal else "", e.status])
+    notes = list(dict.fromkeys(f"  {e.section} {e.impl}: {e.note}" for e in entries if e.note))
+    return "\n".join([format_table(head, lines, left=3), "notes:", *notes, *FOOTNOTES])
+
+
+#: printed under every table: how to read the columns
+FOOTNOTES = (
+    "  x torch / x numpy: time / that baseline's time in the same case (< 1: faster).  import: export_tvm (mlp)"
+    " or from_exported_program (zoo); compile: relax pipeline + codegen in a warm process (mlp: median of",
+    "  fresh compiles, also shown as the 'compile' rows; zoo: one compile).",
+)
+
+
+# -- the sections ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Config:
+    """Sizes and repetitions of one run (``--quick`` makes them small)."""
+
+    sections: tuple[str, ...] = SECTIONS
+    matmul_size: int = 1024
+    matmul_repeat: int = 10
+    matmul_rounds: int = 3
+    naive_repeat: int = 1  # one unscheduled 1024^3 call takes ~10 s
+    mlp_batches: tuple[int, ...] = (1, 64)
+    zoo_batches: tuple[int, ...] = (1, 8)
+    zoo_models: tuple[str, ...] | None = None
+    repeat: int = 20
+    rounds: int = 3
+    warmup: int = 3
+    compile_repeat: int = 3
+    wait_idle: float = 30.0
+    tvm_python: str | None = None
+    use_tvm: bool = True
+    busy: dict[str, float] = field(default_factory=dict)
+
+
+def run_matmul(cfg: Config) -> list[Entry]:
+    """numpy, torch, naive, default and best at ``cfg.matmul_size``^3."""
+    n = cfg.matmul_size
+    case = f"{n}^3"
+    try:
+        rows = matmul_bench.measure(n, ("default", "best"), repeat=cfg.matmul_repeat, rounds=cfg.matmul_rounds,
+                                    warmup=2, naive_size=n, naive_repeat=cfg.naive_repeat)
+    except Exception as exc:
+        return [Entry("matmul", case, "minitvm", error=f"failed: {zoo_bench.first_line(exc)}")]
+    goals = {"minitvm default": Goal("share_numpy", 0.5), "minitvm best": Goal("share_numpy", 0.75)}
+    return [Entry("matmul", case, r.name, r.timing, r.flops, max_abs_err=r.max_abs_err,
+                  correct=None if r.max_abs_err is None else True,  # measure() raises on a wrong result
+                  goal=goals.get(r.name), note=r.note) for r in rows]
+
+
+def _sum_timing(a: Timing, b: Timing) -> Timing:
+    """Per-sample sums of two stage timings (pipeline + codegen of the same compiles)."""
+    return Timing.of([x + y for x, y in zip(a.samples, b.samples)])
+
+
+def run_mlp(cfg: Config, torch: Any) -> list[Entry]:
+    """The quick-start MLP per batch: numpy, torch, minitvm default / zero; compile time rows."""
+    entries: list[Entry] = []
+    for batch in cfg.mlp_batches:
+        case = f"b={batch}"
+        exes, compile_rows, stage_times = {}, [], {}
+        for pipeline in ("default", "zero"):
+            impl = f"minitvm {pipeline}"
+            try:
+                exes[impl], stages = mlp_bench.compile_mlp(batch, pipeline, cfg.compile_repeat)
+            except Exception as exc:
+                entries.append(Entry("mlp", case, impl, error=f"compile failed: {zoo_bench.first_line(exc)}"))
+                continue
+            total = _sum_timing(stages["pipeline"], stages["codegen"])
+            stage_times[impl] = (stages["export"].median, total.median)
+            compile_rows.append(Entry("mlp", f"compile {case}", impl, total, import_s=stages["export"].median,
+                                      compile_s=total.median,
+                                      goal=Goal("seconds", 0.5) if pipeline == "default" else None))
+        try:
+            rows = mlp_bench.measure_batch(exes, batch, torch, repeat=cfg.repeat, rounds=cfg.rounds,
+                                           warmup=cfg.warmup)
+        except Exception as exc:
+            entries.append(Entry("mlp", case, "minitvm", error=f"run failed: {zoo_bench.first_line(exc)}"))
+            rows = []
+        for r in rows:
+            imp, comp = stage_times.get(r.name, (None, None))
+            goal = Goal("x_torch", 1.0 if batch == 1 else 1.5) if r.name == "minitvm default" else None
+            entries.append(Entry("mlp", case, r.name, r.timing, r.flops, imp, comp, r.max_abs_err,
+                                 correct=r.max_abs_err <= mlp_bench.MLP_ATOL, goal=goal))
+        entries += compile_rows
+    return entries
+
+
+def run_zoo(cfg: Config, torch: Any) -> list[Entry]:
+    """Each zoo model at each batch: torch eager and minitvm default (import, compile, latency)."""
+    try:
+        zoo = zoo_bench.load_zoo()
+    except Exception as exc:
+        return [Entry("zoo", "-", "minitvm default", error=f"zoo unavailable: {zoo_bench.first_line(exc)}")]
+    names = cfg.zoo_models or tuple(zoo.MODELS)
+    unknown = [n for n in names if n not in zoo.MODELS]
+    if unknown:
+        raise SystemExit(f"run.py: unknown zoo model(s) {', '.join(unknown)}; known: {', '.join(zoo.MODELS)}")
+    entries: list[Entry] = []
+    for name in names:
+        for batch in cfg.zoo_batches:
+            r = zoo_bench.measure_model(zoo.MODELS[name], batch, torch, export=zoo.export, repeat=cfg.repeat,
+                                        rounds=cfg.rounds, warmup=cfg.warmup)
+            case = f"{name} b={batch}"
+            goal = Goal("x_torch", 1.5) if name in ZOO_TARGET_MODELS and batch == ZOO_TARGET_BATCH else None
+            if "torch" in r.timings:
+                entries.append(Entry("zoo", case, "torch", r.timings["torch"]))
+            entries.append(Entry("zoo", case, "minitvm default", r.timings.get("minitvm default"),
+                                 import_s=r.import_s, compile_s=r.compile_s, max_abs_err=r.max_abs_err,
+                                 correct=r.correct, goal=goal,
+                                 error=f"{r.failed_stage} failed: {r.error}" if r.failed_stage else ""))
+            print(f"  zoo {case}: {'ok' if not r.failed_stage else entries[-1].error}", flush=True)
+    return entries
+
+
+def run_tvm(cfg: Config, entries: list[Entry], mcpu: str) -> tuple[list[Entry], dict[str, Any]]:
+    """Insert TVM's zero-pipeline rows after the matching MLP / zoo cases (or "not installed")."""
+    mlp_batches = list(cfg.mlp_batches) if "mlp" in cfg.sections else []
+    zoo_cases = sorted({e.case for e in entries if e.section == "zoo" and e.case != "-"})
+    zoo_models = list(dict.fromkeys(c.split(" b=")[0] for c in zoo_cases))
+    if not (mlp_batches or zoo_models):
+        return entries, {}
+    python = tvm_ref.find_tvm_python(cfg.tvm_python) if cfg.use_tvm else None
+    if python is None:
+        why = "skipped (--no-tvm)" if not cfg.use_tvm else \
+            f"not installed ({cfg.tvm_python} not found)" if cfg.tvm_python else "not installed"
+        missing = [Entry("mlp", f"b={b}", "tvm zero", error=why) for b in mlp_batches]
+        if zoo_models:
+            missing.append(Entry("zoo", "all", "tvm zero", error=why))
+        return _insert_after_cases(entries, missing), {"status": why}
+    print(f"TVM reference rows: {python} (a child process)", flush=True)
+    try:
+        results = tvm_ref.run_child(python, mcpu=mcpu, mlp_batches=mlp_batches, zoo_models=zoo_models,
+                                    zoo_batches=list(cfg.zoo_batches), repeat=cfg.repeat * cfg.rounds,
+                                    warmup=cfg.warmup)
+    except Exception as exc:
+        failed = Entry("zoo" if zoo_models else "mlp", "all", "tvm zero", error=zoo_bench.first_line(exc))
+        return entries + [failed], {"status": "failed", "python": python}
+    rows = []
+    for r in results:
+        section, case = ("mlp", f"b={r.batch}") if r.model == tvm_ref.NN_MLP else ("zoo", f"{r.model} b={r.batch}")
+        rows.append(Entry(section, case, "tvm zero", r.timings.get("tvm zero"), import_s=r.import_s,
+                          compile_s=r.compile_s, max_abs_err=r.max_abs_err, correct=r.correct,
+                          error=f"{r.failed_stage} failed: {r.error}" if r.failed_stage else "",
+                          note="Apache TVM: relax.get_pipeline('zero') + tvm.compile, TVM_NUM_THREADS=2, "
+                               f"mcpu={mcpu}, timed alone in a child process"))
+    return _insert_after_cases(entries, rows), {"status": "measured", "python": python}
+
+
+def _insert_after_cases(entries: list[Entry], extra: list[Entry]) -> list[Entry]:
+    """``entries`` with each extra row placed after the last row of its (section, case)."""
+    out = list(entries)
+    for e in extra:
+        last = max((k for k, x in enumerate(out) if (x.section, x.case) == (e.section, e.case)), default=None)
+        if last is None:
+            last = max((k for k, x in enumerate(out) if x.section == e.section), default=len(out) - 1)
+        out.insert(last + 1, e)
+    return out
+
+
+# -- outputs ---------------------------------------------------------------------------------------
+
+
+def write_results(entries: list[Entry], text: str, cfg: Config, env: dict[str, Any], tvm_info: dict[str, Any],
+                  out_dir: Path) -> Path:
+    """``latest.json`` (and ``run-<UTC stamp>.json``) in ``out_dir``; returns latest.json's path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stamp = _dt.datetime.now(_dt.timezone.utc)
+    goals = [{"row": e.label, "target": e.goal.text, "met": e.goal.met(e), "status": e.status}
+             for e in entries if e.goal is not None]
+    payload = {"benchmark": "run", "utc": stamp.isoformat(timespec="seconds"),
+               "config": {k: v for k, v in dataclasses.asdict(cfg).items() if k != "busy"},
+               "other_load": cfg.busy, "env": env, "tvm": tvm_info, "goals": goals,
+               "entries": [e.to_json() for e in entries], "table": text}
+    data = json.dumps(payload, indent=2, default=str)
+    (out_dir / f"run-{stamp.strftime('%Y%m%dT%H%M%SZ')}.json").write_text(data)
+    path = out_dir / "latest.json"
+    path.write_text(data)
+    return path
+
+
+def plot_ratios(entries: list[Entry], path: Path) -> Path | None:
+    """A horizontal bar chart of every non-baseline row's time / torch and time / numpy (log x)."""
+    rows = [e for e in entries if e.impl not in ("torch", "numpy") and (e.x_torch or e.x_numpy)]
+    if not rows:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 0.32 * len(rows) + 1.5))
+    ys = range(len(rows))
+    for k, (attr, label) in enumerate((("x_torch", "time / torch"), ("x_numpy", "time / numpy"))):
+        vals = [getattr(e, attr) or 0.0 for e in rows]
+        ax.barh([y + (k - 0.5) * 0.4 for y in ys], vals, height=0.4, label=label)
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.set_xscale("log")
+    ax.set_yticks(list(ys), [e.label for e in rows], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("time ratio (log scale; < 1: faster than the baseline)")
+    ax.set_title("minitvm (and TVM zero) vs torch eager and numpy")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+# -- command line ------------------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="small sizes, few repeats: a short run (seconds)")
+    p.add_argument("--only", default=",".join(SECTIONS), help=f"comma list of sections from {','.join(SECTIONS)}")
+    p.add_argument("--models", default="", help="comma list of zoo models (default: all)")
+    p.add_argument("--matmul-size", type=int, help="n of the n^3 matmul (multiple of 64; default 1024, quick 256)")
+    p.add_argument("--mlp-batches", help="comma list (default 1,64)")
+    p.add_argument("--zoo-batches", help="comma list (default 1,8; quick 1)")
+    p.add_argument("--repeat", type=int, help="timed runs per row and round (default 20, quick 3)")
+    p.add_argument("--rounds", type=int, help="interleaved rounds (default 3, quick 1)")
+    p.add_argument("--wait-idle", type=float, help="seconds to wait for idle cores first (default 30, quick 0)")
+    p.add_argument("--tvm-python", help=f"a Python with apache-tvm (default: this one, or ${tvm_ref.ENV_VAR})")
+    p.add_argument("--no-tvm", action="store_true", help="no TVM reference rows")
+    p.add_argument("--out-dir", type=Path, default=RESULTS_DIR, help="where latest.json / latest.png go")
+    p.add_argument("--no-chart", action="store_true")
+    p.add_argument("--omp-wait-policy", default="env", choices=["env", "passive", "active"],
+                   help="OMP_WAIT_POLICY for the libgomp torch and minitvm share ('env': leave it alone)")
+    return p.parse_args(argv)
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split(",") if x.strip())
+
+
+def make_config(args: argparse.Namespace) -> Config:
+    """The run's sizes from the flags (``--quick`` changes the defaults, flags still win)."""
+    sections = tuple(s.strip() for s in args.only.split(",") if s.strip())
+    bad = [s for s in sections if s not in SECTIONS]
+    if bad:
+        raise SystemExit(f"run.py --only: unknown section(s) {', '.join(bad)}; choose from {', '.join(SECTIONS)}")
+    q = args.quick
+    cfg = Config(sections=sections, matmul_size=args.matmul_size or (256 if q else 1024),
+                 matmul_repeat=3 if q else 10, matmul_rounds=1 if q else 3, naive_repeat=1,
+                 mlp_batches=_ints(args.mlp_batches or "1,64"),
+                 zoo_batches=_ints(args.zoo_batches or ("1" if q else "1,8")),
+                 zoo_models=tuple(m.strip() for m in args.models.split(",") if m.strip()) or None,
+                 repeat=args.repeat or (3 if q else 20), rounds=args.rounds or (1 if q else 3),
+                 warmup=1 if q else 3, compile_repeat=1 if q else 3,
+                 wait_idle=args.wait_idle if args.wait_idle is not None else (0.0 if q else 30.0),
+                 tvm_python=args.tvm_python, use_tvm=not args.no_tvm)
+    if args.repeat:
+        cfg.matmul_repeat = args.repeat
+    if args.rounds:
+        cfg.matmul_rounds = args.rounds
+    return cfg
+
+
+def import_torch():
+    """torch with 2 threads and no grad (the eager baseline), imported before anything TVM."""
+    return mlp_bench.import_torch(True)
+
+
+def warm_up(cfg: Config) -> float:
+    """Compile the MLP once (loads LLVM and the passes) and, for the zoo, export and import one
+    model (loads torch.export and the importer), so compile and import times are a warm process's."""
+    t0 = time.perf_counter()
+    if "mlp" in cfg.sections or "zoo" in cfg.sections:
+        mlp_bench.compile_mlp(1)
+    if "zoo" in cfg.sections:
+        try:
+            zoo = zoo_bench.load_zoo()
+            from minitvm.relax.frontend.torch import from_exported_program
+
+            from_exported_program(zoo.export(zoo.MODELS["mlp"], 1))
+        except Exception as exc:  # the zoo section reports it per model
+            print(f"warm-up of the zoo failed: {zoo_bench.first_line(exc)}", file=sys.stderr)
+    return time.perf_counter() - t0
+
+
+def header(env: dict[str, Any], cfg: Config) -> str:
+    """The line above the table: what the numbers depend on."""
+    blas = env.get("blas", {})
+    load = ", ".join(f"{k} {v:.0%}" for k, v in cfg.busy.items())
+    policy = os.environ.get("OMP_WAIT_POLICY", "unset (libgomp default)")
+    return " | ".join([
+        f"cpu {env.get('llvm_cpu')} x{env.get('cpus')}",
+        f"numpy {env.get('numpy')} (BLAS kernel {blas.get('corename', '?')})",
+        f"torch {env.get('torch', '-')} x{env.get('torch_threads', '-')} threads",
+        f"OMP_WAIT_POLICY={policy}",
+        f"medians of {cfg.rounds} interleaved rounds x {cfg.repeat} runs (matmul {cfg.matmul_rounds} x "
+        f"{cfg.matmul_repeat})",
+        f"other load at section start: {load or '-'}"])
+
+
+def main(argv: list[str] | None = None) -> tuple[list[Entry], Path]:
+    args = parse_args(argv)
+    cfg = make_config(args)
+    # torch loads its libgomp first and minitvm's parallel loops then share it (same soname), so one
+    # wait policy serves both: by default the environment's (libgomp's own: spin briefly, then
+    # sleep).  "passive" made torch eager 1.6-1.9x slower on the zoo models (every op's parallel
+    # region wakes sleeping workers), which flatters minitvm.
+    setup_environment(None if args.omp_wait_policy == "env" else args.omp_wait_policy)
+    warnings.filterwarnings("ignore", message=".*LeafSpec.*")  # torch.export's own deprecation noise
+    torch = import_torch()
+    import numpy  # noqa: F401 - loaded so environment_info reports its BLAS
+
+    import minitvm  # noqa: F401
+
+    wait_until_idle(cfg.wait_idle, streak=6)  # 3 s of quiet, not a gap between two jobs
+    warm_s = warm_up(cfg)
+    entries: list[Entry] = []
+    for section in SECTIONS:
+        if section not in cfg.sections:
+            continue
+        cfg.busy[section] = busy_fraction()
+        print(f"[{section}] measuring (other load {cfg.busy[section]:.0%})", flush=True)
+        if section == "matmul":
+            entries += run_matmul(cfg)
+        elif section == "mlp":
+            entries += run_mlp(cfg, torch)
+        else:
+            entries += run_zoo(cfg, torch)
+    env = environment_info()
+    env["warm_up_seconds"] = warm_s
+    entries, tvm_info = run_tvm(cfg, entries, env.get("llvm_cpu", "generic"))
+    finish(entries)
+    text = header(env, cfg) + "\n" + table_text(entries)
+    if os.environ.get("OPENBLAS_CORETYPE"):
+        text += (f"\nwarning: OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']} is set: numpy runs that kernel; "
+                 "run with `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE` to compare fairly")
+    print("\n" + text, flush=True)
+    path = write_results(entries, text, cfg, env, tvm_info, args.out_dir)
+    print(f"\nwrote {path}")
+    if not args.no_chart:
+        chart = plot_ratios(entries, args.out_dir / "latest.png")
+        if chart is not None:
+            print(f"wrote {chart}")
+    return entries, path
+
+
+if __name__ == "__main__":
+    main()
