@@ -50,6 +50,8 @@ ELEMENTWISE_PARALLEL_WORK = 256 * 1024
 ROW_TILE_CANDIDATES = (128, 64, 32, 16)
 #: vector width in float32 lanes that the splits aim for (AVX-512: 16)
 VECTOR_LANES = 16
+#: schedule_matmul_like packs B into column panels from this many rows on (the copy pays off)
+PACK_MIN_ROWS = 64
 #: schedule_matmul_nt takes matmuls with at most this many rows (more rows: the tiled rule)
 NT_MAX_ROWS = 8
 
@@ -196,6 +198,22 @@ def schedule_matmul_nt(sch: Schedule) -> bool:
     return True
 
 
+def _pack_right_operand(sch: Schedule, mm: BlockRV, nj: int) -> BlockRV | None:
+    """Copy ``B[k, j]`` into column panels ``B_packed[j // nj, k, j % nj]`` (``cache_read`` +
+    ``transform_layout``): the tile loop then reads ``nj`` consecutive floats per k instead of
+    jumping a whole row of B, and one panel stays in cache while all rows use it.  The copy
+    costs K x N once per call, repaid over the M rows.  None when B is not a plain 2-D ``B[k, j]``."""
+    blk = sch.get(mm)
+    vj, vk = blk.iter_vars[-2].var, blk.iter_vars[-1].var
+    for index, region in enumerate(blk.reads):
+        dims = region.region
+        if (len(dims) == 2 and region.buffer is not blk.body.buffer and dims[0].min is vk and dims[1].min is vj):
+            packed = sch.cache_read(mm, index, "global")
+            sch.transform_layout(mm, ("read", index), lambda k, j: (j // nj, k, j % nj))
+            return packed
+    return None
+
+
 def schedule_matmul_like(sch: Schedule) -> bool:
     """Tile a matmul into a register tile, with its epilogue (bias add, relu) computed per tile.
 
@@ -237,6 +255,11 @@ def schedule_matmul_like(sch: Schedule) -> bool:
     else:
         nj = _largest_divisor(N, (8, 4, 2))
     mi = _largest_divisor(M, (8, 4, 2)) if M is not None else 1
+    packed = _pack_right_operand(sch, mm, nj) if rows_known and B == 1 and M >= PACK_MIN_ROWS \
+        and N % nj == 0 and M * N * K > MATMUL_PARALLEL_WORK else None
+    if packed is not None:
+        loops = sch.get_loops(mm)
+        batch, (i, j, k) = (loops[:-3], loops[-3:])
     j0, j1 = sch.split(j, [None, nj])
     if mi > 1:
         i0, i1 = sch.split(i, [None, mi])
@@ -263,6 +286,8 @@ def schedule_matmul_like(sch: Schedule) -> bool:
     sch.vectorize(init_loops[-1])
     wb_loops = sch.get_loops(wb)
     sch.vectorize(wb_loops[-1])
+    if packed is not None:
+        sch.parallel(sch.get_loops(packed)[0])
     if not rows_known:
         if N * K > MATMUL_PARALLEL_WORK:
             sch.parallel(j0)

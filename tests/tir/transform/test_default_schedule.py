@@ -147,6 +147,8 @@ def test_matmul_64(parallel):
     assert "T.vectorized" in text and "T.unroll" in text
     assert 'scope="local"' in text  # the cache_write register tile
     _has_parallel(text, parallel)
+    # B is packed into 32-wide column panels when the work is large (here: with the thresholds at 0)
+    assert ("B_global = T.alloc_buffer((2, 64, 32))" in text) == parallel
     np.testing.assert_allclose(_run(sched, "llvm", [a, b, np.zeros((64, 64), "float32")]), a @ b,
                                rtol=1e-4, atol=1e-4)
 
