@@ -52,6 +52,7 @@ from ...tir.transform.instrument_bound_checkers import (
 )
 from ..signature import FunctionSignature
 from ..target import Target
+from .fastmath import FAST_FLOAT32
 from .vector import emit_vector_loop
 
 __all__ = ["build_llvm", "LLVMModule", "CodeGenLLVM", "llvm_type"]
@@ -822,6 +823,8 @@ class CodeGenLLVM:
                 args[i] = self._cast(args[i], a.dtype, e.dtype)
         if not _dt.is_float(e.dtype):
             raise CodegenError(f"LLVM codegen: {op} needs float arguments, got {e.dtype}")
+        if e.dtype == "float32" and op in FAST_FLOAT32:  # vectorizable (see fastmath.py)
+            return FAST_FLOAT32[op](self.b, args[0], self._declare)
         if op in self._LLVM_UNARY:
             return self._intrinsic(self._LLVM_UNARY[op], args[:1])
         one = ir.Constant(args[0].type, 1.0) if args else None

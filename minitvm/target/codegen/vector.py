@@ -23,6 +23,7 @@ from ...tir import expr as _e
 from ...tir import stmt as _s
 from ...tir.analysis import uses_var
 from ...tir.functor import post_order_visit, substitute
+from .fastmath import FAST_FLOAT32
 
 __all__ = ["NotVectorizable", "emit_vector_loop", "MAX_LANES"]
 
@@ -198,6 +199,8 @@ class _VectorEmitter:
 
     def v_Call(self, e: _e.Call) -> ir.Value:
         op = e.op if isinstance(e.op, str) else str(e.op)
+        if e.dtype == "float32" and op in FAST_FLOAT32 and e.args[0].dtype == e.dtype:
+            return FAST_FLOAT32[op](self.b, self.as_vec(self.expr(e.args[0]), e.dtype), self.cg._declare)
         if op not in self._UNARY or e.args[0].dtype != e.dtype:
             raise NotVectorizable(op)
         return self.intrinsic(self._UNARY[op], [self.as_vec(self.expr(e.args[0]), e.dtype)], e.dtype)
