@@ -1,7 +1,9 @@
-"""float32 exp / tanh / sigmoid as vectorizable LLVM arithmetic: accurate to a couple of ulps,
+"""float32 exp / tanh / sigmoid / erf as vectorizable LLVM arithmetic: accurate to a couple of ulps,
 right at the edges (overflow, underflow, NaN, +-inf), and free of C library calls."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
@@ -12,7 +14,8 @@ from minitvm import te, tir, topi
 EDGES = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30, -1e-30, 3e-4, 5e-4, 7.9, 8.0, 20.0, -20.0,
          88.7, 88.73, 89.0, -87.33, -87.34, -103.0, -200.0]
 FUNCS = {"exp": (topi.exp, np.exp), "tanh": (topi.tanh, np.tanh),
-         "sigmoid": (topi.sigmoid, lambda v: 1 / (1 + np.exp(-v)))}
+         "sigmoid": (topi.sigmoid, lambda v: 1 / (1 + np.exp(-v))),
+         "erf": (topi.erf, lambda v: np.vectorize(math.erf, otypes=["float32"])(v.astype("float64")))}
 
 
 def _kernel(name, n, vectorize):
@@ -40,7 +43,8 @@ def test_matches_numpy_float32_and_vector_equals_scalar(name):
         results.append(out.numpy())
         if vectorize:
             ir_text = lib.get_source("ll")
-            assert "@expf" not in ir_text and "@tanhf" not in ir_text and "<16 x float>" in ir_text
+            assert "@expf" not in ir_text and "@tanhf" not in ir_text and "@erff" not in ir_text
+            assert "<16 x float>" in ir_text
     scalar, vector = results
     np.testing.assert_array_equal(scalar, vector)
     assert np.array_equal(np.isnan(vector), np.isnan(want)) and np.array_equal(np.isinf(vector), np.isinf(want))
