@@ -24,6 +24,7 @@ from typing import Any, Callable
 from ..ir.module import GlobalVar, IRModule
 from ..ir.node import Node
 from ..ir.structural import structural_equal
+from ..tir import op as _op
 from ..tir.buffer import Buffer, BufferRegion
 from ..tir.expr import (
     EQ,
@@ -147,6 +148,24 @@ _INFIX: dict[type, tuple[str, int]] = {
     GT: (">", _PREC_CMP), GE: (">=", _PREC_CMP), And: ("and", _PREC_AND), Or: ("or", _PREC_OR),
 }
 
+#: the folding operator the parser builds each binary node's usual spelling with
+_PARSED_WITH: dict[type, Callable[[Any, Any], Any]] = {
+    Add: _op.add, Sub: _op.sub, Mul: _op.mul, Div: _op.div, Mod: _op.truncmod, FloorDiv: _op.floordiv,
+    FloorMod: _op.floormod, Min: _op.min, Max: _op.max, EQ: _op.equal, NE: _op.not_equal, LT: _op.less,
+    LE: _op.less_equal, GT: _op.greater, GE: _op.greater_equal, And: _op.logical_and, Or: _op.logical_or,
+}
+
+
+def _parser_folds(e: Any) -> bool:
+    """Whether parsing ``e`` in its usual spelling would fold it (``x + 0`` reads back as ``x``):
+    then it is printed as the node, ``T.Add(x, 0)``, and the round trip stays exact."""
+    try:
+        again = _PARSED_WITH[type(e)](e.a, e.b)
+    except Exception:  # the operator refuses these operands (a constant division by zero ...)
+        return True
+    return not (type(again) is type(e) and again.a is e.a and again.b is e.b)
+
+
 #: float intrinsics printed as T.<name>(x); the value is the T helper's name
 _UNARY_CALLS = {f"tir.{n}": n for n in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid",
                                         "erf", "floor", "ceil", "round", "sin", "cos")}
@@ -245,6 +264,8 @@ class _TIRPrinter:
         if (isinstance(e, Sub) and isinstance(e.a, (IntImm, FloatImm)) and e.a.value == 0
                 and e.a.dtype == e.b.dtype):  # how op.neg spells -x
             return f"-{self._paren(e.b, _PREC_UNARY)}", _PREC_UNARY
+        if type(e) in _PARSED_WITH and _parser_folds(e):
+            return f"T.{type(e).__name__}({self.expr(e.a)}, {self.expr(e.b)})", _PREC_ATOM
         if type(e) in _INFIX:
             op, prec = _INFIX[type(e)]
             right_min = prec + 1 if prec != _PREC_CMP else _PREC_CMP + 1

@@ -21,11 +21,12 @@ from typing import Any, Callable
 
 from ..ir import dtype as _dt
 from ..ir.structural import structural_equal
+from ..tir import expr as _ex
 from ..tir import op as _op
 from ..tir.buffer import Buffer as _TirBuffer
 from ..tir.buffer import BufferRegion
-from ..tir.expr import Add, BufferLoad, Call, Let, PrimExpr, StringImm, Var, const, convert
 from ..tir.expr import And as _AndNode
+from ..tir.expr import BufferLoad, Call, Let, PrimExpr, StringImm, Var, const, convert
 from ..tir.expr import Cast as _CastNode
 from ..tir.expr import Not as _NotNode
 from ..tir.expr import Or as _OrNode
@@ -40,6 +41,7 @@ __all__ = [
     "if_then_else", "max", "min", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid",
     "erf", "abs", "pow", "floor", "ceil", "round", "sin", "cos", "floordiv", "floormod", "truncdiv",
     "truncmod", "max_value", "min_value", "call_intrin", "call_extern", "And", "Or", "Not", "Let", "Range",
+    "Add", "Sub", "Mul", "Div", "Mod", "FloorDiv", "FloorMod", "Min", "Max", "EQ", "NE", "LT", "LE", "GT", "GE",
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
     "uint64", "bool",
 ]
@@ -270,7 +272,7 @@ def extent_between(begin: PrimExpr, end: PrimExpr) -> PrimExpr:
     (instead of the unsimplified ``begin + extent - begin``) makes the round trip exact.
     """
     begin, end = convert(begin), convert(end)
-    if isinstance(end, Add) and structural_equal(end.a, begin):
+    if isinstance(end, _ex.Add) and structural_equal(end.a, begin):
         return end.b
     return _op.sub(end, begin)
 
@@ -467,6 +469,36 @@ def Or(a: Any, b: Any) -> PrimExpr:  # noqa: N802
 
 def Not(a: Any) -> PrimExpr:  # noqa: N802
     return _NotNode(convert(a))
+
+
+def _binary_node(cls: type) -> Callable[[Any, Any], PrimExpr]:
+    """``T.Add(a, b)`` & co: the node itself, never folded (``a + 0`` is folded to ``a``);
+    the printer writes these where the operator would fold, so the text parses back exactly."""
+    def make(a: Any, b: Any) -> PrimExpr:
+        a, b = _op._promote(a, b)
+        if a.dtype != b.dtype:
+            raise TypeError(f"T.{cls.__name__}: operands have dtypes {a.dtype} and {b.dtype}; they must match")
+        return cls(a, b)
+
+    make.__name__ = make.__qualname__ = cls.__name__
+    return make
+
+
+Add = _binary_node(_ex.Add)
+Sub = _binary_node(_ex.Sub)
+Mul = _binary_node(_ex.Mul)
+Div = _binary_node(_ex.Div)
+Mod = _binary_node(_ex.Mod)
+FloorDiv = _binary_node(_ex.FloorDiv)
+FloorMod = _binary_node(_ex.FloorMod)
+Min = _binary_node(_ex.Min)
+Max = _binary_node(_ex.Max)
+EQ = _binary_node(_ex.EQ)
+NE = _binary_node(_ex.NE)
+LT = _binary_node(_ex.LT)
+LE = _binary_node(_ex.LE)
+GT = _binary_node(_ex.GT)
+GE = _binary_node(_ex.GE)
 
 
 def call_intrin(dtype: str, op_name: str, *args: Any) -> PrimExpr:

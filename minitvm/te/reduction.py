@@ -16,7 +16,8 @@ from typing import Any, Callable, Sequence
 
 from ..ir.node import Node, node
 from ..tir import op as _op
-from ..tir.expr import IterVar, PrimExpr, Var, const, convert
+from ..tir.expr import Add, IterVar, Max, Min, Mul, PrimExpr, Sub, Var, const, convert
+from ..tir.functor import StmtExprMutator
 
 __all__ = ["CommReducer", "Reduce", "comm_reducer", "sum", "max", "min"]
 
@@ -36,10 +37,26 @@ class CommReducer(Node):
 
     def __call__(self, a: Sequence[PrimExpr], b: Sequence[PrimExpr]) -> tuple[PrimExpr, ...]:
         """Combine the values ``a`` (accumulated) and ``b`` (new), one per component."""
-        from ..tir.functor import substitute
-
         vmap = dict(zip(self.lhs, a)) | dict(zip(self.rhs, b))
-        return tuple(substitute(r, vmap) for r in self.result)
+        return tuple(_FoldingSubstitute(vmap).visit(r) for r in self.result)
+
+
+class _FoldingSubstitute(StmtExprMutator):
+    """Substitute, then rebuild the arithmetic around what changed with TIR's folding
+    operators, as if the combiner had been written on the values: ``x + y`` with ``y := 0``
+    is ``x``, not ``x + 0`` (which TVMScript would print and parse back as ``x``)."""
+
+    _FOLDING = {Add: _op.add, Sub: _op.sub, Mul: _op.mul, Min: _op.min, Max: _op.max}
+
+    def __init__(self, vmap: dict):
+        self.vmap = {id(k): v for k, v in vmap.items()}
+
+    def visit(self, n: Any) -> Any:
+        if isinstance(n, Var):
+            return self.vmap.get(id(n), n)
+        new = super().visit(n)
+        rebuild = self._FOLDING.get(type(n))
+        return rebuild(new.a, new.b) if rebuild is not None and new is not n else new
 
 
 @node

@@ -228,6 +228,9 @@ def compute_at(root: Stmt, realize: BlockRealize, loop: For, reverse: bool,
                 lo, hi = simplify(Min(old[0], lo), bounds), simplify(Max(old[1], hi), bounds)
             ranges[id(iv.var)] = (lo, hi)
 
+    if reverse:
+        _check_consumer_covered(block, ranges, bounds, here)
+
     # new loops covering those ranges, in the order of the block's iteration variables
     new_loops: list[tuple[Var, PrimExpr]] = []
     values: list[PrimExpr] = []
@@ -294,6 +297,28 @@ def _only_padding_guards(realize: BlockRealize) -> bool:
 
 def _is_true(e: PrimExpr) -> bool:
     return isinstance(e, IntImm) and e.dtype == "bool" and e.value == 1
+
+
+def _check_consumer_covered(block: Block, ranges: dict, bounds: dict, here: str) -> None:
+    """Under the loop a consumer only runs where its producer wrote; over all iterations that
+    must still be its whole domain (a padded consumer has points no producer tile reaches,
+    and they would never be computed)."""
+    from ...arith import Analyzer
+
+    ana = Analyzer()
+    for var, extent in bounds.items():
+        ana.bind(var, Range(const(0, extent.dtype), extent))
+    for iv in block.iter_vars:
+        if id(iv.var) not in ranges:
+            continue
+        lo, hi = ranges[id(iv.var)]
+        dom_lo, dom_hi = iv.dom.min, iv.dom.min + iv.dom.extent - 1
+        if not (isinstance(dom_lo, IntImm) and isinstance(iv.dom.extent, IntImm)):
+            continue
+        if ana.const_int_bound(lo).min_value > dom_lo.value or ana.const_int_bound(hi).max_value < dom_hi.value:
+            raise ScheduleError(f"cannot {here}: block {block.name_hint} iterates {iv.var.name} over "
+                                f"[{dom_lo.value}, {dom_hi.value}], beyond what its producers write "
+                                "under the loop, so some of its points would never run")
 
 
 def _provably_in(value: PrimExpr, dom: Range, bounds: dict) -> bool:
@@ -443,12 +468,38 @@ def reverse_compute_inline(root: Stmt, realize: BlockRealize) -> Stmt:
     if len(vmap) != len(block.iter_vars):
         raise ScheduleError(f"cannot reverse_compute_inline block {block.name_hint}: every iteration "
                             f"variable must index {buffer.name}")
+    _check_covers(block, realize, loads[0].indices, buffer)
     value = _InlineLoads(buffer, list(loads[0].indices), pstore.value).visit(store.value)
     new_store = BufferStore(store.buffer, substitute(value, vmap), tuple(substitute(i, vmap) for i in store.indices))
     new_producer = _refresh_regions(replace(producer.block, body=new_store))
     out = _remove_block_with_loops(root, realize, _path(root, realize))
     out = replace_stmt(out, producer.block, new_producer)
     return _remove_alloc(out, buffer)
+
+
+def _is_int(e: Any, value: int) -> bool:
+    return isinstance(e, IntImm) and e.value == value
+
+
+def _same_extent(a: Any, b: Any) -> bool:
+    """Equal extents (constants compare by value, whatever their int dtype)."""
+    if isinstance(a, IntImm) and isinstance(b, IntImm):
+        return a.value == b.value
+    return structural_equal(a, b)
+
+
+def _check_covers(block: Block, realize: BlockRealize, indices: tuple, buffer: Any) -> None:
+    """The consumer must visit every element of ``buffer`` exactly once: its store moves into
+    the producer, which runs for every element (a consumer reading a part would be widened
+    to write out of its bounds; a predicated one would lose its predicate)."""
+    doms = {id(iv.var): iv.dom for iv in block.iter_vars}
+    for d, idx in enumerate(indices):
+        dom = doms[id(idx)]
+        if not (_is_int(dom.min, 0) and _same_extent(dom.extent, buffer.shape[d])):
+            raise ScheduleError(f"cannot reverse_compute_inline block {block.name_hint}: it reads only part of "
+                                f"{buffer.name} (dim {d}: {dom.extent} of {buffer.shape[d]} elements)")
+    if not _is_int(realize.predicate, 1):
+        raise ScheduleError(f"cannot reverse_compute_inline block {block.name_hint}: it has a predicate")
 
 
 # -- decompose_reduction --------------------------------------------------------------------

@@ -17,7 +17,7 @@ from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, SeqStmt, Stmt
 from .compute import _path, _refresh_regions, relax
 from .error import ScheduleError
 from .loops import simplify
-from .tree import replace_stmt, walk_stmts
+from .tree import replace_stmt, unique_block_name, walk_stmts
 
 __all__ = ["cache_read", "cache_write", "transform_layout", "copy_block", "BufferSwap"]
 
@@ -113,7 +113,7 @@ def _cache(root: Stmt, realize: BlockRealize, buffer: Buffer, scope_name: str, w
     out = replace_stmt(root, block, swapped)
     realize = next(r for r, _ in walk_stmts(out) if isinstance(r, BlockRealize) and r.block is swapped)
     scope, top = _scope_and_top(out, realize)
-    name = cache.name
+    name = unique_block_name(out, cache.name)  # a second cache of the same buffer gets ``_1``
     copy = copy_block(name, cache, buffer) if write else copy_block(name, buffer, cache)
     return _insert_next_to(out, scope, top, copy, after=write, alloc=cache), name
 
@@ -134,6 +134,10 @@ def _pick(regions: tuple, index: int | Buffer | str, what: str, block: Block) ->
 
 def cache_read(root: Stmt, realize: BlockRealize, index: int | str, scope: str) -> tuple[Stmt, str]:
     buffer = _pick(realize.block.reads, index, "reads", realize.block)
+    if any(w.buffer is buffer for w in realize.block.writes):
+        # the block's writes would go to the cache and never reach the buffer
+        raise ScheduleError(f"cannot cache_read {buffer.name} of block {realize.block.name_hint}: the block "
+                            "also writes it (a reduction's accumulator); use cache_write for that buffer")
     return _cache(root, realize, buffer, scope, write=False)
 
 

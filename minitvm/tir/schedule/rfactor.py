@@ -15,7 +15,7 @@ from ..functor import substitute
 from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, SeqStmt, Stmt, seq
 from .compute import _path, _refresh_regions
 from .error import ScheduleError
-from .tree import replace_stmt, walk_stmts
+from .tree import replace_stmt, unique_block_name, walk_stmts
 
 __all__ = ["rfactor", "match_reduction"]
 
@@ -94,7 +94,7 @@ def rfactor(root: Stmt, realize: BlockRealize, loop: For, factor_axis: int) -> t
     rf_spatial = tuple(iv for iv, _ in spatial) + (loop_iters[lv],)
     rf_reduce = tuple(iv for lp_var, iv in loop_iters.items() if lp_var is not lv)
     rf_block = Block(
-        name_hint=f"{block.name_hint}_rf",
+        name_hint=unique_block_name(root, f"{block.name_hint}_rf"),  # a second rfactor gets _rf_1
         iter_vars=rf_spatial + rf_reduce,
         init=BufferStore(rf_buf, init_value, rf_index),
         body=BufferStore(rf_buf, _combine(kind, BufferLoad(rf_buf, rf_index), substitute(rhs, old_reduce)),

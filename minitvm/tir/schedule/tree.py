@@ -51,6 +51,17 @@ def block_realizes(root: Stmt) -> list[tuple[BlockRealize, tuple]]:
     return path_to(root, lambda s: isinstance(s, BlockRealize))
 
 
+def unique_block_name(root: Stmt, base: str) -> str:
+    """``base``, or ``base_1``, ``base_2`` ... when a block under ``root`` already has that
+    name: blocks are looked up by name, so a new block must not repeat one."""
+    taken = {r.block.name_hint for r, _ in block_realizes(root)}
+    name, k = base, 0
+    while name in taken:
+        k += 1
+        name = f"{base}_{k}"
+    return name
+
+
 def blocks_under(s: Stmt) -> list[BlockRealize]:
     return [r for r, _ in block_realizes(s)]
 
