@@ -32,6 +32,8 @@ def reduce_over(data: te.Tensor, axis: Any, keepdims: bool, name: str,
             out_shape.append(d)
         elif keepdims:
             out_shape.append(const(1, d.dtype))
+    if not axes:  # over no axis at all (a 0-d tensor): every value is its own sum, max ..., as numpy
+        return te.compute(out_shape, lambda *i: data(*i), name=f"T_{name}")
 
     def fcompute(*out_idx: Any) -> PrimExpr:
         raxes = [te.reduce_axis((0, data.shape[k]), f"k{k}") for k in axes]

@@ -169,8 +169,11 @@ def _concat(bb: BlockBuilder, call: Call) -> Expr:
 @register_legalize("relax.split")
 def _split(bb: BlockBuilder, call: Call) -> Expr:
     spec = call.attrs["indices_or_sections"]
-    return bb.call_te(topi.split, call.args[0], spec if isinstance(spec, int) else list(spec),
-                      call.attrs["axis"], primfunc_name_hint="split")
+    out = bb.call_te(topi.split, call.args[0], spec if isinstance(spec, int) else list(spec),
+                     call.attrs["axis"], primfunc_name_hint="split")
+    if len(out.sinfo_args) == 1 and isinstance(out.sinfo_args[0], TensorStructInfo):
+        return Tuple([bb.emit(out)])  # one piece: still a tuple, as the op says
+    return out
 
 
 @register_legalize("relax.take")

@@ -169,6 +169,14 @@ def test_concat_and_split():
     got = run(lambda t: R.split(t, [1, 3], axis=1), x)
     for g, w in zip(got, np.split(x, [1, 3], axis=1)):
         close(g, w)
+    (whole,) = run(lambda t: R.split(t, 1, axis=0), x)  # one piece is still a 1-tuple (found by fuzzing)
+    close(whole, x)
+
+
+@pytest.mark.parametrize("op, ref", [(R.sum, np.sum), (R.mean, np.mean), (R.max, np.max), (R.min, np.min)])
+def test_reducing_a_0d_tensor_gives_its_value(op, ref):
+    x = np.array(np.random.default_rng(4).standard_normal(), "float32")  # found by fuzzing
+    close(run(lambda t: op(t), x), ref(x))
 
 
 def test_split_of_a_symbolic_axis():
