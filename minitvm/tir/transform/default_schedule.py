@@ -111,12 +111,11 @@ def _inner_factor(n: int) -> int:
 # -- rule 1: matmul-like --------------------------------------------------------------------------
 
 
-def _matmul_block(sch: Schedule) -> BlockRV | None:
-    """The block computing ``C[.., i, j] = C[.., i, j] + A[..] * B[..]`` over (batch,) i, j, k."""
+def _multiply_accumulate_block(sch: Schedule, kinds_ok: Callable[[list[str]], bool]) -> BlockRV | None:
+    """The first block ``C[..] = C[..] + X[..] * Y[..]`` (with ``T.init``) whose iterator kinds fit."""
     for rv in _blocks(sch):
         blk = sch.get(rv)
-        kinds = [iv.iter_type for iv in blk.iter_vars]
-        if kinds not in (["spatial", "spatial", "reduce"], ["spatial", "spatial", "spatial", "reduce"]):
+        if not kinds_ok([iv.iter_type for iv in blk.iter_vars]):
             continue
         body = blk.body
         if blk.init is None or not isinstance(body, BufferStore) or not isinstance(body.value, Add):
@@ -125,6 +124,12 @@ def _matmul_block(sch: Schedule) -> BlockRV | None:
         if isinstance(lhs, BufferLoad) and lhs.buffer == body.buffer and isinstance(rhs, Mul):
             return rv
     return None
+
+
+def _matmul_block(sch: Schedule) -> BlockRV | None:
+    """The block computing ``C[.., i, j] = C[.., i, j] + A[..] * B[..]`` over (batch,) i, j, k."""
+    return _multiply_accumulate_block(
+        sch, lambda kinds: kinds in (["spatial", "spatial", "reduce"], ["spatial", "spatial", "spatial", "reduce"]))
 
 
 def _single_epilogue(sch: Schedule, mm: BlockRV, allow_prologue: bool = False) -> tuple[bool, BlockRV | None]:
@@ -307,18 +312,8 @@ def schedule_matmul_like(sch: Schedule) -> bool:
 
 def _conv_block(sch: Schedule) -> BlockRV | None:
     """The block computing ``out[n, c, h, w] += data[..] * W[..]`` over 4 spatial and 2-3 reduction iterators."""
-    for rv in _blocks(sch):
-        blk = sch.get(rv)
-        kinds = [iv.iter_type for iv in blk.iter_vars]
-        if kinds[:4] != ["spatial"] * 4 or kinds[4:] not in (["reduce"] * 2, ["reduce"] * 3):
-            continue
-        body = blk.body
-        if blk.init is None or not isinstance(body, BufferStore) or not isinstance(body.value, Add):
-            continue
-        lhs, rhs = body.value.a, body.value.b
-        if isinstance(lhs, BufferLoad) and lhs.buffer == body.buffer and isinstance(rhs, Mul):
-            return rv
-    return None
+    return _multiply_accumulate_block(
+        sch, lambda kinds: kinds[:4] == ["spatial"] * 4 and kinds[4:] in (["reduce"] * 2, ["reduce"] * 3))
 
 
 def schedule_conv2d_like(sch: Schedule) -> bool:

@@ -8,23 +8,11 @@ import pytest
 import minitvm
 from minitvm import relax
 from minitvm.relax.frontend import nn
-
-
-class MLP(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1, self.relu, self.fc2 = nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10)
-
-    def forward(self, x):
-        return self.fc2(self.relu(self.fc1(x)))
-
-
-def _mlp(batch):
-    return MLP().export_tvm(spec={"forward": {"x": nn.spec.Tensor((batch, 784), "float32")}})
+from minitvm.testing.nn_models import export_quick_start_mlp
 
 
 def test_fuses_at_batch_1_and_drops_the_transpose():
-    mod, _ = _mlp(1)
+    mod, _ = export_quick_start_mlp(1)
     fused = relax.transform.DeadCodeElimination()(relax.transform.FuseTransposeMatmul()(mod))
     text = fused.script()
     assert "R.permute_dims" not in text and "R.matmul" not in text
@@ -32,7 +20,7 @@ def test_fuses_at_batch_1_and_drops_the_transpose():
 
 
 def test_leaves_many_rows_and_constant_weights_alone():
-    mod, _ = _mlp(64)  # 64 rows: a shared transpose + the tiled matmul is faster
+    mod, _ = export_quick_start_mlp(64)  # 64 rows: a shared transpose + the tiled matmul is faster
     assert relax.transform.FuseTransposeMatmul()(mod) is mod
     x = relax.Var("x", relax.TensorStructInfo((1, 8), "float32"))
     w = relax.const(np.random.default_rng(0).standard_normal((4, 8)).astype("float32"))
@@ -46,7 +34,7 @@ def test_leaves_many_rows_and_constant_weights_alone():
 
 @pytest.mark.parametrize("batch", [1, 4, 64])
 def test_compiled_mlp_matches_numpy(batch):
-    mod, spec = _mlp(batch)
+    mod, spec = export_quick_start_mlp(batch)
     ex = minitvm.compile(mod, "llvm")
     assert ("NT_matmul" in ex.as_text()) == (batch <= 8)
     assert "transpose" not in ex.as_text() or batch > 8

@@ -273,19 +273,11 @@ def test_mlp_relax_pipeline_with_default_schedule():
     """The quick-start MLP: FuseTIR's fused PrimFuncs (matmul+add+relu at batch 1, T.int64
     shapes) are all scheduled and the VM's result is unchanged."""
     from minitvm import relax
-    from minitvm.relax.frontend import nn
     from minitvm.relax.pipeline import optimization_passes, vm_lowering_passes
+    from minitvm.testing.nn_models import export_quick_start_mlp
     from minitvm.transform import Sequential
 
-    class MLP(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.fc1, self.relu1, self.fc2 = nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10)
-
-        def forward(self, x):
-            return self.fc2(self.relu1(self.fc1(x)))
-
-    mod, spec = MLP().export_tvm(spec={"forward": {"x": nn.spec.Tensor((1, 784), "float32")}})
+    mod, spec = export_quick_start_mlp(1)
     mod = Sequential(optimization_passes())(mod)
     mod = tt.DefaultCPUSchedule()(mod)
     prims = [f for _, f in mod.items() if isinstance(f, minitvm.tir.PrimFunc)]
