@@ -142,11 +142,15 @@ def _shape_of(value: Any, where: str) -> tuple:
 # -- memory --------------------------------------------------------------------------------------
 
 
+def _storage_bytes(size: Any, dtype_hint: str = "uint8") -> int:
+    """Bytes for ``prod(size)`` elements of ``dtype_hint`` (``size``: a shape or an int), checked."""
+    dims = (size,) if isinstance(size, int) else _shape_of(size, "alloc_storage")
+    return math.prod(dims) * check_dtype(dtype_hint, "alloc_storage").itemsize
+
+
 def alloc_storage(size: Any, dtype_hint: str = "uint8") -> Storage:
     """Storage for ``prod(size)`` elements of ``dtype_hint`` (``size``: a shape or an int)."""
-    dims = (size,) if isinstance(size, int) else _shape_of(size, "alloc_storage")
-    itemsize = check_dtype(dtype_hint, "alloc_storage").itemsize
-    return Storage(math.prod(dims) * itemsize)
+    return Storage(_storage_bytes(size, dtype_hint))
 
 
 def alloc_tensor(storage: Storage, offset: int, shape: Any, dtype: str) -> NDArray:
@@ -329,7 +333,9 @@ def _specialize_alloc_storage(template: list, regs: list[int]) -> Callable[..., 
     way, freeing on the last reference.)"""
     if regs:
         return None
-    nbytes = alloc_storage(*template).nbytes  # checks the arguments, and tells the size
+    nbytes = _storage_bytes(*template)
+    if nbytes < 0:
+        return None  # the general builtin raises its error when (if ever) the call runs
     last: list[Storage] = []
     free_counts: list[int] = []  # reference counts of (storage, its memory) when unused
 
