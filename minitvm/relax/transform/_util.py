@@ -25,6 +25,20 @@ def map_functions(mod: IRModule, rewrite: Callable[[Function, IRModule], Functio
     return IRModule({gv: changed.get(gv, f) for gv, f in mod.functions.items()}, mod.attrs)
 
 
+def rewrite_with_builder(mod: IRModule, mutator: ExprMutator) -> tuple[IRModule, bool]:
+    """Rewrite every Relax function of ``mod`` with ``mutator`` (built over ``mod``), whose
+    BlockBuilder also collects the PrimFuncs it adds: (the builder's module, whether any
+    function changed)."""
+    changed = False
+    for gv, func in list(mod.functions.items()):
+        if isinstance(func, Function):
+            new = mutator.visit_expr(func)
+            if new is not func:
+                mutator.builder_.update_func(gv, new)
+                changed = True
+    return mutator.builder_.get(), changed
+
+
 class KernelCallMutator(ExprMutator):
     """An ExprMutator that can rebuild direct calls of PrimFuncs (``cls.kernel(x, out)``, as
     CallTIRRewrite leaves them): such a call keeps its struct info, since the BlockBuilder

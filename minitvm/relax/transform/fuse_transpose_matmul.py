@@ -29,9 +29,10 @@ from ...ir.module import IRModule
 from ...ir.op import Op
 from ...tir.expr import IntImm
 from ...transform import PassContext, module_pass
-from ..expr import Call, Constant, Expr, Function, Var
+from ..expr import Call, Constant, Expr, Var
 from ..expr_functor import ExprMutator
 from ..struct_info import TensorStructInfo
+from ._util import rewrite_with_builder
 
 __all__ = ["FuseTransposeMatmul"]
 
@@ -92,12 +93,5 @@ class FuseTransposeMatmul:
         self.max_rows = max_rows
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        fuser = _Fuser(mod, self.max_rows)  # its BlockBuilder collects the new NT_matmul PrimFuncs
-        changed = False
-        for gv, func in list(mod.functions.items()):
-            if isinstance(func, Function):
-                new = fuser.visit_expr(func)
-                if new is not func:
-                    fuser.builder_.update_func(gv, new)
-                    changed = True
-        return fuser.builder_.get() if changed else mod
+        out, changed = rewrite_with_builder(mod, _Fuser(mod, self.max_rows))  # + the NT_matmul PrimFuncs
+        return out if changed else mod

@@ -31,10 +31,11 @@ from ...tir.functor import post_order_visit
 from ...transform import PassContext, module_pass
 from ..analysis.struct_info_analysis import is_base_of
 from ..block_builder import BlockBuilder
-from ..expr import Call, Expr, Function, Tuple, TupleGetItem, struct_info_of
+from ..expr import Call, Expr, Tuple, TupleGetItem, struct_info_of
 from ..expr_functor import ExprMutator
 from ..op.base import call_tir
 from ..struct_info import StructInfo, TensorStructInfo, TupleStructInfo
+from ._util import rewrite_with_builder
 
 __all__ = ["LegalizeOps", "register_legalize", "legalize_call"]
 
@@ -386,13 +387,7 @@ class LegalizeOps:
         self.enable_warning = enable_warning
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        legalizer = _Legalizer(mod, self.custom)
-        for gv, func in list(mod.functions.items()):
-            if isinstance(func, Function):
-                new = legalizer.visit_expr(func)
-                if new is not func:
-                    legalizer.builder_.update_func(gv, new)
-        out = legalizer.builder_.get()
+        out, _ = rewrite_with_builder(mod, _Legalizer(mod, self.custom))
         if self.enable_warning:
             import warnings
 
