@@ -428,6 +428,15 @@ def _tile_transpose(sch: Schedule, b: BlockRV) -> None:
         sch.parallel(sch.fuse(*outer, i0) if outer else i0)
 
 
+def _vectorize_innermost(sch: Schedule, loop: LoopRV, extent: int) -> None:
+    """Vectorize ``loop`` whole when it is short, else split off a vector of 16 (8, 4, 2) lanes."""
+    f = _inner_factor(extent)
+    if f == extent:
+        sch.vectorize(loop)
+    elif f > 1:
+        sch.vectorize(sch.split(loop, [None, f])[1])
+
+
 def _vectorize_flat(sch: Schedule, b: BlockRV) -> None:
     """One spatial block: fuse all its loops, split off a vector, parallel the rest if large."""
     loops = sch.get_loops(b)
@@ -436,11 +445,7 @@ def _vectorize_flat(sch: Schedule, b: BlockRV) -> None:
     ext = _extents_or_none(sch, loops)
     if None in ext:  # a dynamic batch: vectorize the innermost loop when its extent is known
         if ext[-1] is not None:
-            f = _inner_factor(ext[-1])
-            if f == ext[-1]:
-                sch.vectorize(loops[-1])
-            elif f > 1:
-                sch.vectorize(sch.split(loops[-1], [None, f])[1])
+            _vectorize_innermost(sch, loops[-1], ext[-1])
         return
     total = math.prod(ext)
     fused = sch.fuse(*loops) if len(loops) > 1 else loops[0]
@@ -473,11 +478,7 @@ def schedule_reduction(sch: Schedule) -> bool:
             continue
         ext = _extents_or_none(sch, loops)
         if _is_spatial(sch, b) and len(loops) > 1 and ext[-1] is not None:
-            f = _inner_factor(ext[-1])
-            if f == ext[-1]:
-                sch.vectorize(loops[-1])
-            elif f > 1:
-                sch.vectorize(sch.split(loops[-1], [None, f])[1])
+            _vectorize_innermost(sch, loops[-1], ext[-1])
         if None in ext:
             continue  # a dynamic batch: how much work there is is unknown, so no threads
         total = math.prod(ext)
