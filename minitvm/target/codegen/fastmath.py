@@ -28,7 +28,7 @@ from typing import Callable
 
 from llvmlite import ir
 
-__all__ = ["exp_f32", "tanh_f32", "sigmoid_f32", "erf_f32", "FAST_FLOAT32"]
+__all__ = ["exp_f32", "tanh_f32", "sigmoid_f32", "erf_f32", "FAST_FLOAT32", "call_intrinsic"]
 
 Declare = Callable[[str, ir.Type, list], ir.Function]
 
@@ -58,10 +58,18 @@ def _with_element(like: ir.Type, element: ir.Type) -> ir.Type:
     return ir.VectorType(element, like.count) if isinstance(like, ir.VectorType) else element
 
 
-def _intrinsic(b: ir.IRBuilder, declare: Declare, name: str, x: ir.Value) -> ir.Value:
-    ty = x.type
-    suffix = f"v{ty.count}f32" if isinstance(ty, ir.VectorType) else "f32"
-    return b.call(declare(f"{name}.{suffix}", ty, [ty]), [x])
+_FLOAT_SUFFIX = {"float": "f32", "double": "f64", "half": "f16"}
+
+
+def call_intrinsic(b: ir.IRBuilder, declare: Declare, name: str, args: list[ir.Value]) -> ir.Value:
+    """Call an overloaded float intrinsic on scalars or vectors of the first argument's type
+    (``llvm.exp`` -> ``llvm.exp.f32`` or ``llvm.exp.v16f32``)."""
+    ty = args[0].type
+    if isinstance(ty, ir.VectorType):
+        suffix = f"v{ty.count}{_FLOAT_SUFFIX[str(ty.element)]}"
+    else:
+        suffix = _FLOAT_SUFFIX[str(ty)]
+    return b.call(declare(f"{name}.{suffix}", ty, [ty] * len(args)), args)
 
 
 def _horner(b: ir.IRBuilder, x: ir.Value, coefficients: tuple[float, ...]) -> ir.Value:
@@ -77,7 +85,7 @@ def exp_f32(b: ir.IRBuilder, x: ir.Value, declare: Declare) -> ir.Value:
     i32 = _with_element(ty, ir.IntType(32))
     clamped = b.select(b.fcmp_ordered(">", x, _splat(ty, _EXP_HI)), _splat(ty, _EXP_HI), x)
     clamped = b.select(b.fcmp_ordered("<", clamped, _splat(ty, _EXP_LO)), _splat(ty, _EXP_LO), clamped)
-    n = _intrinsic(b, declare, "llvm.roundeven", b.fmul(clamped, _splat(ty, _LOG2E)))
+    n = call_intrinsic(b, declare, "llvm.roundeven", [b.fmul(clamped, _splat(ty, _LOG2E))])
     r = b.fsub(clamped, b.fmul(n, _splat(ty, _LN2_HI)))
     r = b.fsub(r, b.fmul(n, _splat(ty, _LN2_LO)))
     poly = _horner(b, r, (1 / 5040, 1 / 720, 1 / 120, 1 / 24, 1 / 6, 0.5, 1.0, 1.0))
@@ -106,7 +114,7 @@ def _odd_rational(b: ir.IRBuilder, x: ir.Value, clamp: float, p: tuple, q: tuple
 def tanh_f32(b: ir.IRBuilder, x: ir.Value, declare: Declare) -> ir.Value:
     ty = x.type
     ratio = _odd_rational(b, x, _TANH_CLAMP, _TANH_P, _TANH_Q)
-    tiny = b.fcmp_ordered("<", _intrinsic(b, declare, "llvm.fabs", x), _splat(ty, 4e-4))
+    tiny = b.fcmp_ordered("<", call_intrinsic(b, declare, "llvm.fabs", [x]), _splat(ty, 4e-4))
     return b.select(tiny, x, ratio)  # (NaN: the comparisons fail and NaN flows through)
 
 

@@ -52,7 +52,7 @@ from ...tir.transform.instrument_bound_checkers import (
 )
 from ..signature import FunctionSignature
 from ..target import Target
-from .fastmath import FAST_FLOAT32
+from .fastmath import FAST_FLOAT32, call_intrinsic
 from .vector import emit_vector_loop
 
 __all__ = ["build_llvm", "LLVMModule", "CodeGenLLVM", "llvm_type"]
@@ -790,10 +790,7 @@ class CodeGenLLVM:
     # -- intrinsics -----------------------------------------------------------------------------
     def _intrinsic(self, name: str, args: list[ir.Value]) -> ir.Value:
         """Call an overloaded float intrinsic (``llvm.exp`` -> ``llvm.exp.f32``) on scalars."""
-        ty = args[0].type
-        suffix = {"float": "f32", "double": "f64", "half": "f16"}[str(ty)]
-        fn = self._declare(f"{name}.{suffix}", ty, [ty] * len(args))
-        return self.b.call(fn, args)
+        return call_intrinsic(self.b, self._declare, name, args)
 
     def _libm(self, name: str, args: list[ir.Value], dtype: str) -> ir.Value:
         suffix = {"float32": "f", "float64": ""}.get(dtype)

@@ -23,7 +23,7 @@ from ...tir import expr as _e
 from ...tir import stmt as _s
 from ...tir.analysis import uses_var
 from ...tir.functor import post_order_visit, substitute
-from .fastmath import FAST_FLOAT32
+from .fastmath import FAST_FLOAT32, call_intrinsic
 
 __all__ = ["NotVectorizable", "emit_vector_loop", "MAX_LANES"]
 
@@ -190,12 +190,9 @@ class _VectorEmitter:
               "tir.nearbyint": "llvm.roundeven", "tir.trunc": "llvm.trunc"}
 
     def intrinsic(self, name: str, args: list[ir.Value], dtype: str) -> ir.Value:
-        suffix = {"float32": "f32", "float64": "f64"}.get(dtype)
-        if suffix is None:
+        if dtype not in ("float32", "float64"):
             raise NotVectorizable(f"{name} on {dtype}")
-        vt = self.vec_type(dtype)
-        fn = self.cg._declare(f"{name}.v{self.lanes}{suffix}", vt, [vt] * len(args))
-        return self.b.call(fn, args)
+        return call_intrinsic(self.b, self.cg._declare, name, args)
 
     def v_Call(self, e: _e.Call) -> ir.Value:
         op = e.op if isinstance(e.op, str) else str(e.op)
