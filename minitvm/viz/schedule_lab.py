@@ -139,7 +139,8 @@ class ScheduleLab:
         self._refresh()
 
     def trace(self) -> str:
-        return str(self.schedule.trace)
+        """The steps so far as Python statements on ``sch`` (``exec`` replays them)."""
+        return "\n".join(self.schedule.trace.as_python())
 
     def measure(self, number: int = 5) -> dict[str, float]:
         """Seconds per call now and at the start (and GFLOP/s when ``flops`` was given)."""

@@ -51,7 +51,8 @@ def test_schedule_and_trace_show_highlighted_and_plain(capsys):
 
     trace = sch.trace
     text = str(trace)
-    assert text.splitlines()[-1] == "l5, l6 = sch.split(loop=l3, factors=[None, 8], preserve_unit_iters=True)"
+    assert text.splitlines()[-1] == ("  l5, l6 = sch.split(loop=l3, factors=[None, 8], preserve_unit_iters=True, "
+                                    "disable_predication=False)")
     _check_highlighted(trace, text)
     assert '<span style="color:#0b6e99">None</span>' in trace._repr_html_()  # None as a builtin
     trace.show()

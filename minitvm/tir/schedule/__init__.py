@@ -3,6 +3,7 @@
 from .blockize import TensorIntrin
 from .error import ScheduleError
 from .schedule import Schedule
-from .trace import BlockRV, ExprRV, Instruction, LoopRV, Trace
+from .trace import BlockRV, ExprRV, Instruction, InstructionKind, LoopRV, Trace
 
-__all__ = ["Schedule", "ScheduleError", "BlockRV", "LoopRV", "ExprRV", "Trace", "Instruction", "TensorIntrin"]
+__all__ = ["Schedule", "ScheduleError", "BlockRV", "LoopRV", "ExprRV", "Trace", "Instruction", "InstructionKind",
+           "TensorIntrin"]

@@ -68,8 +68,13 @@ def _is_true(e: PrimExpr) -> bool:
     return isinstance(e, IntImm) and e.dtype == "bool" and e.value == 1
 
 
-def split(root: Stmt, loop: For, factors: list[Any], preserve_unit_iters: bool = True) -> tuple[Stmt, list[Var]]:
-    """Split ``loop`` into nested loops whose extents are ``factors`` (one may be None)."""
+def split(root: Stmt, loop: For, factors: list[Any], preserve_unit_iters: bool = True,
+          disable_predication: bool = False) -> tuple[Stmt, list[Var]]:
+    """Split ``loop`` into nested loops whose extents are ``factors`` (one may be None).
+
+    ``disable_predication`` leaves out the guard of a non-dividing split (the caller promises
+    the padding iterations are harmless), as TVM does.
+    """
     name = loop.loop_var.name
     if not (isinstance(loop.min, IntImm) and loop.min.value == 0):
         raise ScheduleError(f"cannot split loop {name}: it does not start at 0")
@@ -107,7 +112,7 @@ def split(root: Stmt, loop: For, factors: list[Any], preserve_unit_iters: bool =
         fused = fused * const(f, dtype) + v
     bounds = loop_bounds(root)
     bounds.update({v: const(f, dtype) for v, f in zip(new_vars, ints)})
-    predicate = (fused < const(extent, dtype)) if total != extent else None
+    predicate = (fused < const(extent, dtype)) if total != extent and not disable_predication else None
     body = _rebind(root, {loop.loop_var: fused}, bounds, predicate, loop.body)
     for v, f in reversed(list(zip(new_vars, ints))):
         body = For(v, const(0, dtype), const(f, dtype), ForKind.SERIAL, body)
@@ -184,7 +189,7 @@ def reorder(root: Stmt, loops: list[For], path_of: Any) -> Stmt:
     return replace_stmt(root, outer, body)
 
 
-def set_loop_kind(root: Stmt, loop: For, kind: str, path: tuple) -> Stmt:
+def set_loop_kind(root: Stmt, loop: For, kind: str, path: tuple, thread_axis: str | None = None) -> Stmt:
     """Mark ``loop`` parallel / vectorized / unrolled / serial after checking it is legal."""
     name = loop.loop_var.name
     if kind in (ForKind.PARALLEL, ForKind.VECTORIZED):
@@ -201,5 +206,7 @@ def set_loop_kind(root: Stmt, loop: For, kind: str, path: tuple) -> Stmt:
                 if isinstance(s, For) and s.kind == ForKind.VECTORIZED:
                     raise ScheduleError(f"cannot parallelize loop {name}: it is inside the vectorized "
                                         f"loop {s.loop_var.name}")
+    if thread_axis is not None:
+        return replace_stmt(root, loop, ir.replace(loop, kind=kind, thread_binding=thread_axis))
     return replace_stmt(root, loop, ir.replace(loop, kind=kind))
 

@@ -12,6 +12,7 @@ import random
 from typing import Any
 
 from ...ir.module import IRModule
+from ..expr import IntImm, PrimExpr
 from ..function import PrimFunc
 from ..stmt import Block, BlockRealize, For, ForKind
 from . import blockize as _blockize
@@ -20,7 +21,7 @@ from . import data as _data
 from . import loops as _loops
 from . import rfactor as _rfactor
 from .error import ScheduleError
-from .trace import BlockRV, ExprRV, Instruction, LoopRV, Trace
+from .trace import BlockRV, ExprRV, Instruction, LoopRV, Trace, kind_for
 from .tree import block_realizes, child_stmts, loops_above, walk_stmts
 from .tree import blocks_under as _blocks_under
 
@@ -36,8 +37,12 @@ class Schedule:
             mod = IRModule({"main": mod})
         if not isinstance(mod, IRModule):
             raise TypeError(f"Schedule expects an IRModule or a PrimFunc, got {type(mod).__name__}")
+        if debug_mask is not None and debug_mask != "all":
+            raise NotImplementedError("Schedule(debug_mask=...): minitvm always runs every check; "
+                                      "only None or 'all' is accepted")
         self._mod = mod.copy()
         self._trace = Trace()
+        self._values: dict[ExprRV, int] = {}  # what each sampled random variable evaluates to
         self._seed = seed
         self._rng = random.Random(seed)
         prim_names = [gv.name_hint for gv, f in mod.items() if isinstance(f, PrimFunc)]
@@ -59,6 +64,7 @@ class Schedule:
     def copy(self) -> "Schedule":
         other = Schedule.__new__(Schedule)
         other._mod, other._trace, other._seed = self._mod, self._trace.copy(), self._seed
+        other._values = dict(self._values)
         other._rng = random.Random()
         other._rng.setstate(self._rng.getstate())
         other._func_name = self._func_name
@@ -66,6 +72,10 @@ class Schedule:
 
     def seed(self, seed: int) -> None:
         self._rng = random.Random(seed)
+
+    def fork_seed(self) -> int:
+        """A new seed drawn from this schedule's random state (for a forked schedule)."""
+        return self._rng.randrange(1, 2**31 - 1)
 
     def work_on(self, func_name: str) -> None:
         """Make ``func_name`` the function that lookups without ``func_name`` use."""
@@ -91,10 +101,30 @@ class Schedule:
     def _commit(self, func_name: str, body: Any) -> None:
         self._mod = self._mod.with_function(func_name, self._func(func_name).with_body(body))
 
-    def _record(self, kind: str, inputs: dict, outputs: list) -> None:
-        self._trace.append(Instruction(kind, inputs, outputs))
+    def _record(self, kind: str, inputs: dict, outputs: list, decision: Any = None) -> None:
+        """Append the call ``sch.<kind>(**inputs)`` to the trace (a ``*name`` key holds the
+        positional loops of fuse/reorder), split into inputs and attrs as TVM records it."""
+        inst_kind = kind_for(kind, inputs, len(outputs))
+        named = {k.lstrip("*"): v for k, v in inputs.items()}
+        ins: list = []
+        for name in inst_kind.inputs:
+            if name[0] in "*+":
+                rest = named.get(name[1:])
+                ins += list(rest) if isinstance(rest, (list, tuple)) else [rest]
+            else:
+                ins.append(named.get(name))
+        attrs = [named.get(name) for name in inst_kind.attrs]
+        self._trace.append(Instruction(inst_kind, ins, attrs, outputs), decision)
 
     # -- resolving references -------------------------------------------------------
+    def _normalize_block_arg(self, block: BlockRV | str) -> BlockRV:
+        """A block given by name is looked up (and the lookup recorded), as TVM does."""
+        if isinstance(block, str):
+            return self.get_block(block)
+        if not isinstance(block, BlockRV):
+            raise TypeError(f"expected a block (a BlockRV from sch.get_block, or its name), got {block!r}")
+        return block
+
     def _block(self, rv: BlockRV | str) -> tuple[BlockRealize, tuple]:
         if isinstance(rv, str):
             rv = self.get_block(rv)
@@ -115,14 +145,42 @@ class Schedule:
         raise ScheduleError(f"loop {rv.loop_var.name} no longer exists: an earlier primitive "
                             "(split, fuse, compute_at ...) replaced it; use the loops it returned")
 
-    def get(self, rv: BlockRV | LoopRV) -> Block | For:
-        """The Block or For node a reference points to now."""
+    def get(self, rand_var_or_sref: BlockRV | LoopRV | ExprRV) -> Block | For | int:
+        """What a random variable points to now: a Block, a For, or a sampled integer."""
+        rv = rand_var_or_sref
+        if isinstance(rv, ExprRV):
+            if rv not in self._values:
+                raise ScheduleError(f"random variable {rv.name} was not sampled by this schedule")
+            return self._values[rv]
         if isinstance(rv, BlockRV):
             return self._block(rv)[0].block
+        if isinstance(rv, (Block, For)):
+            return rv
         return self._loop(rv)[0]
 
-    def get_sref(self, rv: Any) -> Any:
-        return self.get(rv)
+    def get_sref(self, rand_var_or_stmt: Any) -> Any:
+        return self.get(rand_var_or_stmt)
+
+    def remove_rv(self, rand_var: BlockRV | LoopRV | ExprRV) -> None:
+        """Forget a random variable (only sampled values are stored; references need no cleanup)."""
+        if isinstance(rand_var, ExprRV):
+            self._values.pop(rand_var, None)
+
+    def _int_value(self, x: Any, what: str) -> int | None:
+        """A factor as an int: sampled variables read their value, expressions over them fold."""
+        if x is None:
+            return None
+        if isinstance(x, ExprRV):
+            return int(self.get(x))
+        if isinstance(x, PrimExpr):
+            from ..functor import substitute
+            from .trace import _expr_rvs
+
+            folded = _loops.simplify(substitute(x, {v: self.get(v) for v in _expr_rvs(x)}))
+            if not isinstance(folded, IntImm):
+                raise ScheduleError(f"{what} {x} is not a constant")
+            return folded.value
+        return int(x)
 
     def _path_of(self, loop: For) -> tuple:
         for s, path in walk_stmts(self._func().body):
@@ -147,8 +205,9 @@ class Schedule:
 
     get_sblock = get_block
 
-    def get_loops(self, block: BlockRV) -> list[LoopRV]:
+    def get_loops(self, block: BlockRV | str) -> list[LoopRV]:
         """The loops around ``block``, outermost first (up to the enclosing block)."""
+        block = self._normalize_block_arg(block)
         _, path = self._block(block)
         rvs = [LoopRV(lp.loop_var, block.func_name) for lp in loops_above(path)]
         self._record("get_loops", {"block": block}, rvs)
@@ -188,8 +247,9 @@ class Schedule:
         collect(scope.body)
         return out
 
-    def get_producers(self, block: BlockRV) -> list[BlockRV]:
+    def get_producers(self, block: BlockRV | str) -> list[BlockRV]:
         """Blocks in the same scope that write a buffer ``block`` reads."""
+        block = self._normalize_block_arg(block)
         me = self._block(block)[0].block
         reads = {id(r.buffer) for r in me.reads}
         out = [BlockRV(r.block.name_hint, block.func_name) for r in self._siblings(block)
@@ -197,14 +257,34 @@ class Schedule:
         self._record("get_producers", {"block": block}, out)
         return out
 
-    def get_consumers(self, block: BlockRV) -> list[BlockRV]:
+    def get_consumers(self, block: BlockRV | str) -> list[BlockRV]:
         """Blocks in the same scope that read a buffer ``block`` writes."""
+        block = self._normalize_block_arg(block)
         me = self._block(block)[0].block
         writes = {id(w.buffer) for w in me.writes}
         out = [BlockRV(r.block.name_hint, block.func_name) for r in self._siblings(block)
                if r.block is not me and any(id(x.buffer) in writes for x in r.block.reads)]
         self._record("get_consumers", {"block": block}, out)
         return out
+
+    def get_output_blocks(self, scope_block: BlockRV | str) -> list[BlockRV]:
+        """Blocks directly in ``scope_block`` that write a buffer of the function's signature."""
+        scope_block = self._normalize_block_arg(scope_block)
+        scope = self._block(scope_block)[0].block
+        outputs = self._output_buffers(self._func(scope_block.func_name))
+        found: list[BlockRV] = []
+
+        def collect(s: Any) -> None:
+            for c in child_stmts(s):
+                if isinstance(c, BlockRealize):
+                    if any(id(w.buffer) in outputs for w in c.block.writes):
+                        found.append(BlockRV(c.block.name_hint, scope_block.func_name))
+                else:
+                    collect(c)
+
+        collect(scope.body)
+        self._record("get_output_blocks", {"scope_block": scope_block}, found)
+        return found
 
     # -- loop transformations ---------------------------------------------------------
     def split(self, loop: LoopRV, factors: list[Any], preserve_unit_iters: bool = True,
@@ -214,12 +294,14 @@ class Schedule:
         A non-dividing split adds a predicate so the padding iterations do nothing.
         """
         node, _ = self._loop(loop)
-        factors = [None if f is None else int(f) for f in factors]
-        body, new_vars = _loops.split(self._func(loop.func_name).body, node, factors, preserve_unit_iters)
+        recorded = list(factors)
+        ints = [self._int_value(f, f"split factor of loop {node.loop_var.name}") for f in recorded]
+        body, new_vars = _loops.split(self._func(loop.func_name).body, node, ints, preserve_unit_iters,
+                                      disable_predication)
         self._commit(loop.func_name, body)
         rvs = [LoopRV(v, loop.func_name) for v in new_vars]
-        self._record("split", {"loop": loop, "factors": factors,
-                               "preserve_unit_iters": preserve_unit_iters}, rvs)
+        self._record("split", {"loop": loop, "factors": recorded, "preserve_unit_iters": preserve_unit_iters,
+                               "disable_predication": disable_predication}, rvs)
         return rvs
 
     def fuse(self, *loops: LoopRV, preserve_unit_iters: bool = True) -> LoopRV:
@@ -240,11 +322,12 @@ class Schedule:
         self._commit(func_name, body)
         self._record("reorder", {"*ordered_loops": list(ordered_loops)}, [])
 
-    def _set_kind(self, loop: LoopRV, kind: str, record: str) -> None:
+    def _set_kind(self, loop: LoopRV, kind: str, record: str, thread_axis: str | None = None) -> None:
         node, path = self._loop(loop)
-        body = _loops.set_loop_kind(self._func(loop.func_name).body, node, kind, path)
+        body = _loops.set_loop_kind(self._func(loop.func_name).body, node, kind, path, thread_axis)
         self._commit(loop.func_name, body)
-        self._record(record, {"loop": loop}, [])
+        self._record(record, {"loop": loop} if thread_axis is None else
+                     {"loop": loop, "thread_axis": thread_axis}, [])
 
     def parallel(self, loop: LoopRV) -> None:
         """Run the iterations of ``loop`` on all cores."""
@@ -258,8 +341,19 @@ class Schedule:
         """Unroll ``loop`` fully."""
         self._set_kind(loop, ForKind.UNROLLED, "unroll")
 
+    def bind(self, loop: LoopRV, thread_axis: str) -> None:
+        """Bind ``loop`` to a GPU thread axis (``"threadIdx.x"``, ``"blockIdx.y"``, ``"vthread.x"`` ...).
+
+        minitvm builds for the CPU only; the binding is checked and recorded as in TVM.
+        """
+        self._set_kind(loop, ForKind.THREAD_BINDING, "bind", thread_axis)
+
     def annotate(self, block_or_loop: BlockRV | LoopRV, ann_key: str, ann_val: Any) -> None:
-        self._annotate(block_or_loop, lambda anns: {**anns, ann_key: ann_val})
+        """Attach ``ann_key: ann_val`` to a block or loop (a sampled value is stored as its number)."""
+        stored = ann_val
+        if isinstance(ann_val, PrimExpr) and not isinstance(ann_val, IntImm):
+            stored = self._int_value(ann_val, f"annotation {ann_key}")  # ints print and parse as ints
+        self._annotate(block_or_loop, lambda anns: {**anns, ann_key: stored})
         self._record("annotate", {"block_or_loop": block_or_loop, "ann_key": ann_key, "ann_val": ann_val}, [])
 
     def unannotate(self, block_or_loop: BlockRV | LoopRV, ann_key: str) -> None:
@@ -276,17 +370,22 @@ class Schedule:
         self._commit(rv.func_name, body)
 
     # -- compute location -------------------------------------------------------------
-    def compute_at(self, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool = False,
+    def compute_at(self, block: BlockRV | str, loop: LoopRV, preserve_unit_loops: bool = False,
                    index: int = -1) -> None:
         """Move producer ``block`` under ``loop`` of its consumers, computing only what they need there."""
+        block = self._normalize_block_arg(block)
         self._compute_location("compute_at", block, loop, preserve_unit_loops, index)
 
-    def reverse_compute_at(self, block: BlockRV, loop: LoopRV, preserve_unit_loops: bool = False,
+    def reverse_compute_at(self, block: BlockRV | str, loop: LoopRV, preserve_unit_loops: bool = False,
                            index: int = -1) -> None:
         """Move consumer ``block`` under ``loop`` of its producer, right after what it needs."""
+        block = self._normalize_block_arg(block)
         self._compute_location("reverse_compute_at", block, loop, preserve_unit_loops, index)
 
     def _compute_location(self, kind: str, block: BlockRV, loop: LoopRV, preserve: bool, index: int) -> None:
+        if index != -1:
+            raise NotImplementedError(f"{kind}(index={index}): minitvm places the block at the default "
+                                      "position only (index=-1)")
         realize, _ = self._block(block)
         target, _ = self._loop(loop)
         body = _compute.compute_at(self._func(block.func_name).body, realize, target,
@@ -295,16 +394,18 @@ class Schedule:
         self._record(kind, {"block": block, "loop": loop, "preserve_unit_loops": preserve,
                             "index": index}, [])
 
-    def compute_inline(self, block: BlockRV) -> None:
+    def compute_inline(self, block: BlockRV | str) -> None:
         """Inline an elementwise producer into every place that reads its output."""
+        block = self._normalize_block_arg(block)
         realize, _ = self._block(block)
         func = self._func(block.func_name)
         body = _compute.compute_inline(func.body, realize, self._output_buffers(func))
         self._commit(block.func_name, body)
         self._record("compute_inline", {"block": block}, [])
 
-    def reverse_compute_inline(self, block: BlockRV) -> None:
+    def reverse_compute_inline(self, block: BlockRV | str) -> None:
         """Inline an elementwise consumer into its single producer."""
+        block = self._normalize_block_arg(block)
         realize, _ = self._block(block)
         func = self._func(block.func_name)
         body = _compute.reverse_compute_inline(func.body, realize)
@@ -315,8 +416,9 @@ class Schedule:
     def _output_buffers(func: PrimFunc) -> set[int]:
         return {id(b) for b in func.buffer_map.values()}
 
-    def decompose_reduction(self, block: BlockRV, loop: LoopRV) -> BlockRV:
+    def decompose_reduction(self, block: BlockRV | str, loop: LoopRV) -> BlockRV:
         """Split a reduction's ``T.init`` into its own block placed before ``loop``."""
+        block = self._normalize_block_arg(block)
         realize, _ = self._block(block)
         target, _ = self._loop(loop)
         body, init_name = _compute.decompose_reduction(self._func(block.func_name).body, realize, target)
@@ -343,15 +445,23 @@ class Schedule:
 
     def blockize(self, target: LoopRV, preserve_unit_iters: bool = True) -> BlockRV:
         """Wrap the loops from ``target`` down to its block into a new outer block ``<name>_o``."""
+        if isinstance(target, (list, tuple)):
+            raise NotImplementedError("blockize(target=[blocks]): minitvm blockizes the loops under one "
+                                      "loop only; pass a LoopRV")
+        if not preserve_unit_iters:
+            raise NotImplementedError("blockize(preserve_unit_iters=False) is not implemented")
         node, _ = self._loop(target)
         body, name = _blockize.blockize(self._func(target.func_name).body, node)
         self._commit(target.func_name, body)
         rv = BlockRV(name, target.func_name)
-        self._record("blockize", {"target": target}, [rv])
+        self._record("blockize", {"target": target, "preserve_unit_iters": preserve_unit_iters}, [rv])
         return rv
 
-    def tensorize(self, block_or_loop: BlockRV | LoopRV, tensor_intrin: str) -> None:
+    def tensorize(self, block_or_loop: BlockRV | LoopRV, tensor_intrin: str,
+                  preserve_unit_iters: bool = True) -> None:
         """Replace a block (or the loops under a loop, blockized first) with a registered intrinsic."""
+        if not preserve_unit_iters:
+            raise NotImplementedError("tensorize(preserve_unit_iters=False) is not implemented")
         intrin = _blockize.TensorIntrin.get(tensor_intrin)
         func_name = block_or_loop.func_name
         if isinstance(block_or_loop, LoopRV):
@@ -361,79 +471,144 @@ class Schedule:
             body, name = self._func(func_name).body, block_or_loop.name
         realize = next(r for r, _ in block_realizes(body) if r.block.name_hint == name)
         self._commit(func_name, _blockize.tensorize(body, realize, intrin))
-        self._record("tensorize", {"block_or_loop": block_or_loop, "tensor_intrin": tensor_intrin}, [])
+        self._record("tensorize", {"block_or_loop": block_or_loop, "tensor_intrin": tensor_intrin,
+                                   "preserve_unit_iters": preserve_unit_iters}, [])
 
     # -- data movement ------------------------------------------------------------------
-    def cache_read(self, block: BlockRV, read_buffer_index: int | str, storage_scope: str,
-                   consumer_blocks: Any = None) -> BlockRV:
+    def _normalize_buffer_arg(self, block: BlockRV, buffer: Any,
+                              required: str | None = None) -> tuple[str, int, Any]:
+        """``("read" | "write", index, Buffer)`` for a buffer given as an index, a
+        ``("read", i)`` / ``("write", i)`` pair, a name or the Buffer itself."""
+        blk = self._block(block)[0].block
+        accesses = [("read", i, r.buffer) for i, r in enumerate(blk.reads)] + \
+                   [("write", i, w.buffer) for i, w in enumerate(blk.writes)]
+        if isinstance(buffer, bool) or not isinstance(buffer, (int, str, tuple, list)) and \
+                not hasattr(buffer, "shape"):
+            raise TypeError(f"a buffer is given by index, (\"read\"|\"write\", index), name or Buffer; "
+                            f"got {buffer!r}")
+        if isinstance(buffer, int):
+            buffer = (required, buffer)
+        if isinstance(buffer, (tuple, list)):
+            kind, index = buffer
+            if kind not in ("read", "write"):
+                raise ScheduleError(f"buffer kind must be 'read' or 'write', got {kind!r}")
+            regions = blk.reads if kind == "read" else blk.writes
+            if not 0 <= index < len(regions):
+                plural = "buffer" if len(regions) == 1 else "buffers"
+                raise ScheduleError(f"block {blk.name_hint} {kind}s {len(regions)} {plural}; "
+                                    f"buffer index {index} is out of range")
+            found = (kind, index, regions[index].buffer)
+        else:
+            matches = [a for a in accesses if (a[2].name == buffer if isinstance(buffer, str) else a[2] is buffer)]
+            if required is not None:
+                matches = [a for a in matches if a[0] == required] or matches
+            name = buffer if isinstance(buffer, str) else buffer.name
+            if not matches:
+                raise ScheduleError(f"block {blk.name_hint} does not access a buffer named {name!r}")
+            if len({id(m[2]) for m in matches}) > 1:
+                raise ScheduleError(f"block {blk.name_hint} accesses several buffers named {name!r}")
+            found = matches[0]
+        if required is not None and found[0] != required:
+            raise ScheduleError(f"buffer {found[2].name} is a {found[0]} buffer of block {blk.name_hint}, "
+                                f"not a {required} buffer")
+        return found
+
+    def cache_read(self, block: BlockRV | str, read_buffer_index: int | str | Any, storage_scope: str,
+                   consumer_blocks: list[BlockRV | str] | None = None) -> BlockRV:
         """Copy a buffer ``block`` reads into a new ``storage_scope`` buffer, read from there."""
-        realize, _ = self._block(block)
-        body, name = _data.cache_read(self._func(block.func_name).body, realize, read_buffer_index,
-                                      storage_scope)
-        return self._cache_done("cache_read", block, body, name, read_buffer_index, storage_scope)
+        return self._cache("cache_read", block, read_buffer_index, storage_scope, consumer_blocks)
 
-    def cache_write(self, block: BlockRV, write_buffer_index: int | str, storage_scope: str,
-                    consumer_blocks: Any = None) -> BlockRV:
+    def cache_write(self, block: BlockRV | str, write_buffer_index: int | str | Any, storage_scope: str,
+                    consumer_blocks: list[BlockRV | str] | None = None) -> BlockRV:
         """Let ``block`` write into a new ``storage_scope`` buffer, copied out afterwards."""
-        realize, _ = self._block(block)
-        body, name = _data.cache_write(self._func(block.func_name).body, realize, write_buffer_index,
-                                       storage_scope)
-        return self._cache_done("cache_write", block, body, name, write_buffer_index, storage_scope)
+        return self._cache("cache_write", block, write_buffer_index, storage_scope, consumer_blocks)
 
-    def _cache_done(self, kind: str, block: BlockRV, body: Any, name: str, index: Any, scope: str) -> BlockRV:
+    def _cache(self, kind: str, block: BlockRV | str, index: Any, scope: str, consumers: Any) -> BlockRV:
+        consumers = [self._normalize_block_arg(b) for b in (consumers or [])]
+        block = self._normalize_block_arg(block)
+        read = kind == "cache_read"
+        _, index, _ = self._normalize_buffer_arg(block, index, "read" if read else "write")
+        if consumers and not (read and [c.name for c in consumers] == [block.name]):
+            raise NotImplementedError(f"{kind}(consumer_blocks=...): minitvm redirects only the given "
+                                      "block's accesses; consumer_blocks other than [block] are not implemented")
+        realize, _ = self._block(block)
+        cache = _data.cache_read if read else _data.cache_write
+        body, name = cache(self._func(block.func_name).body, realize, index, scope)
         self._commit(block.func_name, body)
         rv = BlockRV(name, block.func_name)
-        key = "read_buffer_index" if kind == "cache_read" else "write_buffer_index"
-        self._record(kind, {"block": block, key: index, "storage_scope": scope}, [rv])
+        key = "read_buffer_index" if read else "write_buffer_index"
+        self._record(kind, {"block": block, key: index, "storage_scope": scope,
+                            "consumer_blocks": consumers}, [rv])
         return rv
 
-    def transform_layout(self, block: BlockRV, buffer: Any, index_map: Any, pad_value: Any = None) -> None:
-        """Store a buffer in a new layout; ``buffer`` is ("read", i), ("write", i) or a name.
+    def transform_layout(self, block: BlockRV | str, buffer: Any, index_map: Any, pad_value: Any = None,
+                         *, assume_injective_transform: bool = False) -> None:
+        """Store a buffer in a new layout; ``buffer`` is ("read", i), ("write", i), a name or a Buffer.
 
         A buffer that is a function parameter changes the function's signature.
+        ``assume_injective_transform`` only skips a check TVM makes; minitvm needs none.
         """
-        realize, _ = self._block(block)
-        blk = realize.block
-        if isinstance(buffer, tuple):
-            kind, index = buffer
-            regions = blk.reads if kind == "read" else blk.writes
-            target = _data._pick(regions, index, "reads" if kind == "read" else "writes", blk)
-        else:
-            target = _data._pick(blk.reads + blk.writes, buffer, "accesses", blk)
+        if pad_value is not None:
+            raise NotImplementedError("transform_layout(pad_value=...): padding layouts are not implemented")
+        block = self._normalize_block_arg(block)
+        kind, index, target = self._normalize_buffer_arg(block, buffer)
         func = self._func(block.func_name)
         self._mod = self._mod.with_function(block.func_name, _data.transform_layout(func, target, index_map))
-        self._record("transform_layout", {"block": block, "buffer": buffer, "index_map": index_map}, [])
+        self._record("transform_layout", {"block": block, "buffer": (kind, index), "index_map": index_map,
+                                          "pad_value": pad_value,
+                                          "assume_injective_transform": assume_injective_transform}, [])
 
     # -- sampling -------------------------------------------------------------------------
+    def _sampled(self, value: int, dtype: str = "int32") -> ExprRV:
+        rv = ExprRV("v", dtype)
+        object.__setattr__(rv, "_value", int(value))
+        self._values[rv] = int(value)
+        return rv
+
     def sample_perfect_tile(self, loop: LoopRV, n: int, max_innermost_factor: int = 16,
                             decision: list[int] | None = None) -> list[ExprRV]:
-        """Random factors of ``loop``'s extent into ``n`` parts (innermost <= max_innermost_factor)."""
+        """Random factors of ``loop``'s extent into ``n`` parts (innermost <= max_innermost_factor).
+
+        Returns random variables: ``sch.get(v)`` reads one, ``sch.split(loop, factors=vs)`` uses them,
+        and the trace records the decision, so a replay picks the same factors.
+        """
         node, _ = self._loop(loop)
         extent = _loops._const_extent(node)
         if decision is None:
             decision = _sample_tile(self._rng, extent, n, max_innermost_factor)
         else:
+            decision = [int(f) for f in decision]
             product = 1
             for f in decision:
                 product *= f
             if len(decision) != n or product != extent:
-                raise ScheduleError(f"tile decision {decision} is not {n} factors of {extent}")
-        outs = [ExprRV(f) for f in decision]
-        self._record("sample_perfect_tile", {"loop": loop, "n": n,
-                                             "max_innermost_factor": max_innermost_factor}, outs)
+                raise ScheduleError(f"tile decision {decision} for loop {node.loop_var.name} is not {n} "
+                                    f"factors of its extent {extent}")
+        outs = [self._sampled(f, node.loop_var.dtype) for f in decision]
+        self._record("sample_perfect_tile", {"loop": loop, "n": n, "max_innermost_factor": max_innermost_factor},
+                     outs, decision=list(decision))
         return outs
 
     def sample_categorical(self, candidates: list[int], probs: list[float],
                            decision: int | None = None) -> ExprRV:
-        """Pick one of ``candidates`` with the given probabilities (recorded in the trace)."""
+        """Pick one of ``candidates`` with the given probabilities; ``decision`` is the chosen index."""
+        candidates = [int(c) for c in candidates]
+        probs = [float(p) for p in probs]
         if len(candidates) != len(probs) or not candidates:
             raise ScheduleError("sample_categorical needs as many probabilities as candidates")
         if decision is None:
             decision = self._rng.choices(range(len(candidates)), weights=probs)[0]
-        out = ExprRV(candidates[decision])
-        out.index = decision  # type: ignore[attr-defined]
-        self._record("sample_categorical", {"candidates": list(candidates), "probs": list(probs)}, [out])
+        decision = int(decision)
+        if not 0 <= decision < len(candidates):
+            raise ScheduleError(f"sample_categorical decision {decision} is not an index into {candidates}")
+        out = self._sampled(candidates[decision])
+        self._record("sample_categorical", {"candidates": candidates, "probs": probs}, [out],
+                     decision=decision)
         return out
+
+    def enter_postproc(self) -> None:
+        """Mark where postprocessing starts (``trace.simplified(remove_postproc=True)`` drops the rest)."""
+        self._record("enter_postproc", {}, [])
 
 
 def _sample_tile(rng: random.Random, extent: int, n: int, max_innermost: int) -> list[int]:

@@ -1,17 +1,27 @@
-"""The trace: every primitive a schedule applied, printable as Python that replays it."""
+"""The trace: every primitive a schedule applied, with the random decisions it made.
+
+As in TVM, a trace is a list of :class:`Instruction` (a kind such as ``"Split"``, its input
+random variables, its attributes and its outputs) plus a map from sampling instructions to
+their decisions.  It prints as Python that replays it (``as_python``), serializes to a
+JSON-style list (``as_json`` / ``Trace.apply_json_to_schedule``) and replays onto another
+schedule (``apply_to_schedule``), reusing the recorded decisions.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
-__all__ = ["BlockRV", "LoopRV", "ExprRV", "Instruction", "Trace"]
+from ...ir.node import node
+from ..expr import Var
+
+__all__ = ["BlockRV", "LoopRV", "ExprRV", "Instruction", "InstructionKind", "Trace"]
 
 
 class BlockRV:
     """A reference to a block (by name, in one function) that survives schedule steps."""
 
-    def __init__(self, name: str, func_name: str):
+    def __init__(self, name: str | None = None, func_name: str | None = None):
         self.name, self.func_name = name, func_name
 
     def __repr__(self) -> str:
@@ -21,29 +31,217 @@ class BlockRV:
 class LoopRV:
     """A reference to a loop, by its loop variable, in one function."""
 
-    def __init__(self, loop_var: Any, func_name: str):
+    def __init__(self, loop_var: Any = None, func_name: str | None = None):
         self.loop_var, self.func_name = loop_var, func_name
 
     def __repr__(self) -> str:
-        return f"LoopRV({self.loop_var.name!r})"
+        return f"LoopRV({getattr(self.loop_var, 'name', None)!r})"
 
 
-class ExprRV(int):
-    """A sampled integer (a tile size, a choice) that the trace remembers as a decision."""
+@node(binds=True)
+class ExprRV(Var):
+    """A sampled integer (a tile size, a choice): a variable whose value ``sch.get`` reads.
+
+    It can stand in an expression (``sch.split(loop, factors=[None, v])``); the trace
+    records the decision behind it so a replay samples the same value.
+    """
+
+    def __int__(self) -> int:
+        value = getattr(self, "_value", None)
+        if value is None:
+            raise TypeError(f"random variable {self.name} has no value here; read it with sch.get(rv)")
+        return value
+
+    __index__ = __int__
 
 
-@dataclass
+RV_TYPES = (BlockRV, LoopRV, ExprRV)
+
+
+# -- instruction kinds ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class InstructionKind:
+    """What a kind of instruction takes and how it prints.
+
+    ``inputs`` name the instruction's inputs in order (random variables and values that may
+    hold them); a name starting with ``*`` takes the rest of the inputs and prints them as
+    positional arguments (``fuse(l1, l2)``), one starting with ``+`` takes the rest and prints
+    them as one keyword list (``factors=[v1, v2]``).  ``attrs`` are plain values.  ``output``
+    is ``"single"`` (``b1 = ...``), ``"list"`` (``l1, l2 = ...``; ``l1, = ...``) or ``"none"``.
+    """
+
+    name: str
+    method: str
+    inputs: tuple[str, ...] = ()
+    attrs: tuple[str, ...] = ()
+    output: str = "none"
+    decision: bool = False
+    order: tuple[str, ...] | None = None       # printing order, when not inputs then attrs
+    omit_empty: tuple[str, ...] = ()           # printed only when not empty
+    pure: bool = False                          # no effect but its outputs (simplified() may drop it)
+    is_postproc: bool = False
+
+    _registry: Any = field(default=None, repr=False, compare=False)
+
+    @staticmethod
+    def get(name: str) -> "InstructionKind":
+        """The kind registered under ``name`` (TVM's name, e.g. ``"Split"``, or the method name)."""
+        kind = _KINDS.get(name) or _BY_METHOD.get(name)
+        if kind is None:
+            raise ValueError(f"no instruction kind named {name!r}")
+        return kind
+
+    def param_names(self) -> tuple[str, ...]:
+        return self.order or tuple(n.lstrip("*+") for n in self.inputs) + self.attrs
+
+    def split_inputs(self, inputs: list) -> dict[str, Any]:
+        """The instruction's inputs by parameter name (a ``*``/``+`` name gets the rest)."""
+        out: dict[str, Any] = {}
+        for i, name in enumerate(self.inputs):
+            if name[0] in "*+":
+                out[name[1:]] = list(inputs[i:])
+                break
+            out[name] = inputs[i] if i < len(inputs) else None
+        return out
+
+    def apply(self, sch: Any, inputs: list, attrs: list, decision: Any) -> list:
+        """Run the instruction on ``sch`` (inputs already translated); return its outputs."""
+        named = self.split_inputs(inputs)
+        named.update(zip(self.attrs, attrs))
+        args: list = []
+        kwargs: dict[str, Any] = {}
+        for name in self.inputs:
+            if name.startswith("*"):
+                args = list(named.pop(name[1:]))
+        for name, value in named.items():
+            kwargs[name] = _from_json_value(name, value)
+        if self.decision:
+            kwargs["decision"] = decision
+        result = getattr(sch, self.method)(*args, **kwargs)
+        if self.output == "none":
+            return []
+        if self.output == "single":
+            return [result]
+        return list(result)
+
+
+_KINDS: dict[str, InstructionKind] = {}
+_BY_METHOD: dict[str, InstructionKind] = {}
+
+
+def register_inst_kind(kind: InstructionKind) -> InstructionKind:
+    """Make ``kind`` known to traces (by its TVM name and its method name)."""
+    _KINDS[kind.name] = kind
+    _BY_METHOD[kind.method] = kind
+    return kind
+
+
+def _kind(name: str, method: str, inputs: tuple = (), attrs: tuple = (), output: str = "none",
+          **kw: Any) -> InstructionKind:
+    return register_inst_kind(InstructionKind(name, method, inputs, attrs, output, **kw))
+
+
+# what TVM records for each primitive (inputs, attrs, how outputs print)
+_kind("GetBlock", "get_block", (), ("name", "func_name"), "single", pure=True)
+_kind("GetLoops", "get_loops", ("block",), (), "list", pure=True)
+_kind("GetChildBlocks", "get_child_blocks", ("*block_or_loop",), (), "list", pure=True)
+_kind("GetProducers", "get_producers", ("block",), (), "list", pure=True)
+_kind("GetConsumers", "get_consumers", ("block",), (), "list", pure=True)
+_kind("GetOutputBlocks", "get_output_blocks", ("scope_block",), (), "list", pure=True)
+_kind("Split", "split", ("loop", "+factors"), ("preserve_unit_iters", "disable_predication"), "list")
+_kind("Fuse", "fuse", ("*loops",), ("preserve_unit_iters",), "single")
+_kind("Reorder", "reorder", ("*ordered_loops",))
+_kind("Parallel", "parallel", ("loop",))
+_kind("Vectorize", "vectorize", ("loop",))
+_kind("Unroll", "unroll", ("loop",))
+_kind("Bind", "bind", ("loop",), ("thread_axis",))
+_kind("Annotate", "annotate", ("block_or_loop", "ann_val"), ("ann_key",),
+      order=("block_or_loop", "ann_key", "ann_val"))
+_kind("Unannotate", "unannotate", ("block_or_loop",), ("ann_key",))
+_kind("ComputeAt", "compute_at", ("block", "loop"), ("preserve_unit_loops", "index"))
+_kind("ReverseComputeAt", "reverse_compute_at", ("block", "loop"), ("preserve_unit_loops", "index"))
+_kind("ComputeInline", "compute_inline", ("block",))
+_kind("ReverseComputeInline", "reverse_compute_inline", ("block",))
+_kind("DecomposeReduction", "decompose_reduction", ("block", "loop"), (), "single")
+_kind("RFactor", "rfactor", ("loop",), ("factor_axis",), "single")
+_kind("Blockize", "blockize", ("target",), ("preserve_unit_iters",), "single")
+_kind("Tensorize", "tensorize", ("block_or_loop",), ("tensor_intrin", "preserve_unit_iters"))
+_kind("CacheRead", "cache_read", ("block", "consumer_blocks"), ("read_buffer_index", "storage_scope"),
+      "single", order=("block", "read_buffer_index", "storage_scope", "consumer_blocks"),
+      omit_empty=("consumer_blocks",))
+_kind("CacheWrite", "cache_write", ("block", "consumer_blocks"), ("write_buffer_index", "storage_scope"),
+      "single", order=("block", "write_buffer_index", "storage_scope", "consumer_blocks"),
+      omit_empty=("consumer_blocks",))
+_kind("TransformLayout", "transform_layout", ("block",),
+      ("buffer", "index_map", "pad_value", "assume_injective_transform"))
+_kind("SampleCategorical", "sample_categorical", (), ("candidates", "probs"), "single",
+      decision=True, pure=True)
+_kind("SamplePerfectTile", "sample_perfect_tile", ("loop",), ("n", "max_innermost_factor"), "list",
+      decision=True, pure=True)
+_kind("SampleComputeLocation", "sample_compute_location", ("block",), (), "single",
+      decision=True, pure=True)
+_kind("EnterPostproc", "enter_postproc", is_postproc=True)
+# primitives written in their own files; recorded the way TVM records them
+_kind("TransformBlockLayout", "transform_block_layout", ("block",), ("index_map",))
+_kind("ReIndex", "reindex", ("block",), ("buffer",), "single")
+_kind("ReindexCacheRead", "reindex_cache_read", ("block",),
+      ("read_buffer_index", "storage_scope", "index_map"), "single")
+_kind("ReindexCacheWrite", "reindex_cache_write", ("block",),
+      ("write_buffer_index", "storage_scope", "index_map"), "single")
+_kind("SetScope", "set_scope", ("block",), ("buffer_index", "storage_scope"))
+_kind("StorageAlign", "storage_align", ("block",), ("buffer_index", "axis", "factor", "offset"))
+_kind("AddUnitLoop", "add_unit_loop", ("block_or_loop",), (), "single")
+_kind("PadEinsum", "pad_einsum", ("block",), ("padding",))
+
+
+def _contains_rv(x: Any) -> bool:
+    if isinstance(x, RV_TYPES):
+        return True
+    if isinstance(x, (list, tuple)):
+        return any(_contains_rv(e) for e in x)
+    return False
+
+
+def kind_for(method: str, inputs: dict[str, Any], n_outputs: int) -> InstructionKind:
+    """The registered kind of ``method``, or one made up from the call (for a primitive
+    nobody registered): values holding random variables are inputs, the rest attributes."""
+    kind = _BY_METHOD.get(method)
+    if kind is not None:
+        return kind
+    ins, attrs = [], []
+    for key, value in inputs.items():
+        (ins if key.startswith("*") or _contains_rv(value) else attrs).append(key)
+    name = "".join(p.title() for p in method.split("_"))
+    output = "none" if n_outputs == 0 else "single" if n_outputs == 1 else "list"
+    return register_inst_kind(InstructionKind(name, method, tuple(ins), tuple(attrs), output,
+                                              order=tuple(k.lstrip("*") for k in inputs)))
+
+
 class Instruction:
-    kind: str
-    inputs: dict[str, Any]
-    outputs: list[Any]
+    """One step: ``kind`` applied to ``inputs`` (random variables, values) and ``attrs``."""
+
+    def __init__(self, kind: InstructionKind | str, inputs: list | None = None, attrs: list | None = None,
+                 outputs: list | None = None):
+        self.kind = kind if isinstance(kind, InstructionKind) else InstructionKind.get(kind)
+        self.inputs = list(inputs or [])
+        self.attrs = list(attrs or [])
+        self.outputs = list(outputs or [])
+
+    def same_as(self, other: Any) -> bool:
+        return self is other
+
+    def __repr__(self) -> str:
+        return f"Instruction({self.kind.name}, inputs={self.inputs}, attrs={self.attrs})"
+
+
+# -- printing values --------------------------------------------------------------------------
 
 
 def _lambda_text(fn: Any) -> str:
     """An index map as ``lambda i0, i1: (...)`` text, by applying it to fresh variables."""
     import inspect
-
-    from ..expr import Var
 
     names = list(inspect.signature(fn).parameters)
     params = [Var(n) for n in names]
@@ -53,56 +251,274 @@ def _lambda_text(fn: Any) -> str:
     return f"lambda {', '.join(names)}: ({body},)" if len(result) == 1 else f"lambda {', '.join(names)}: ({body})"
 
 
-class Trace:
-    """The instructions in order; ``str(trace)`` / ``trace.show()`` is runnable Python."""
+class _ScriptOps:
+    """Enough of TVMScript's ``T`` to evaluate a printed index map (``T.max``, ``T.int64(4)``)."""
+
+    def __getattr__(self, name: str) -> Any:
+        from .. import op
+        from ..expr import const
+
+        if hasattr(op, name):
+            return getattr(op, name)
+        return lambda value: const(value, name)
+
+
+def _eval_lambda(text: str) -> Callable:
+    """An index map back from the text :func:`_lambda_text` printed."""
+    return eval(text, {"T": _ScriptOps(), "__builtins__": {}})  # noqa: S307
+
+
+def _py_value(x: Any, names: dict[int, str]) -> str:
+    """``x`` as Python source (strings in double quotes, as TVM prints them)."""
+    if isinstance(x, RV_TYPES):
+        return names.get(id(x), "_")
+    if x is None or isinstance(x, bool):
+        return repr(x)
+    if isinstance(x, int):
+        return str(int(x))
+    if isinstance(x, float):
+        return f"{x:.17g}"
+    if isinstance(x, str):
+        return '"' + x.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(x, list):
+        return "[" + ", ".join(_py_value(e, names) for e in x) + "]"
+    if isinstance(x, tuple):
+        inner = ", ".join(_py_value(e, names) for e in x)
+        return f"({inner},)" if len(x) == 1 else f"({inner})"
+    if isinstance(x, dict):
+        return "{" + ", ".join(f"{_py_value(k, names)}: {_py_value(v, names)}" for k, v in x.items()) + "}"
+    if callable(x):
+        return _lambda_text(x)
+    if hasattr(x, "value") and not hasattr(x, "shape"):  # IntImm / FloatImm / StringImm
+        return _py_value(x.value, names)
+    return x.script() if hasattr(x, "script") else repr(x)
+
+
+def _json_value(x: Any) -> Any:
+    """An attribute as JSON (callables, i.e. index maps, as their lambda text)."""
+    if isinstance(x, (list, tuple)):
+        return [_json_value(e) for e in x]
+    if isinstance(x, dict):
+        return {k: _json_value(v) for k, v in x.items()}
+    if x is None or isinstance(x, (bool, int, float, str)):
+        return x
+    if callable(x):
+        return _lambda_text(x)
+    if hasattr(x, "value"):
+        return x.value
+    raise TypeError(f"cannot write {x!r} into a trace's JSON")
+
+
+def _from_json_value(name: str, x: Any) -> Any:
+    """Undo what JSON loses: index maps come back from their text, buffer pairs as tuples."""
+    if name in ("index_map", "pad_value") and isinstance(x, str) and x.startswith("lambda"):
+        return _eval_lambda(x)
+    if name == "buffer" and isinstance(x, list):
+        return tuple(x)
+    return x
+
+
+def _outputs_text(kind: InstructionKind, outs: list[str]) -> str | None:
+    if kind.output == "single":
+        return outs[0] if outs else "_"
+    if kind.output == "list":
+        if not outs:
+            return None
+        return outs[0] + "," if len(outs) == 1 else ", ".join(outs)
+    return None
+
+
+class _Namer:
+    """Names random variables as TVM does: a kind letter and a running count (b0, l1, v2)."""
 
     def __init__(self) -> None:
-        self.insts: list[Instruction] = []
+        self.names: dict[int, str] = {}
 
-    def append(self, inst: Instruction) -> None:
+    def add(self, rv: Any) -> str:
+        if rv is None:
+            name = "_"
+        else:
+            prefix = "b" if isinstance(rv, BlockRV) else "l" if isinstance(rv, LoopRV) else "v"
+            name = f"{prefix}{len(self.names)}"
+        self.names[id(rv)] = name
+        return name
+
+    def input(self, x: Any) -> Any:
+        """An input as JSON: random variables by name, strings quoted, None as "None"."""
+        if x is None:
+            return "None"
+        if isinstance(x, RV_TYPES):
+            if id(x) not in self.names:
+                raise ValueError(f"random variable {x!r} is not defined by an earlier instruction")
+            return self.names[id(x)]
+        if isinstance(x, str):
+            return f'"{x}"'
+        if isinstance(x, (list, tuple)):
+            return [self.input(e) for e in x]
+        return _json_value(x)
+
+
+class Trace:
+    """The instructions in order and the decisions of the sampling ones.
+
+    ``str(trace)`` is a Python function ``apply_trace(sch)`` that replays it.
+    """
+
+    def __init__(self, insts: list[Instruction] | None = None, decisions: dict | None = None) -> None:
+        self.insts: list[Instruction] = list(insts or [])
+        self.decisions: dict[Instruction, Any] = dict(decisions or {})
+
+    # -- building ------------------------------------------------------------------------
+    def append(self, inst: Instruction, decision: Any = None) -> None:
         self.insts.append(inst)
+        if decision is not None:
+            self.decisions[inst] = decision
+
+    def pop(self) -> Instruction | None:
+        if not self.insts:
+            return None
+        inst = self.insts.pop()
+        self.decisions.pop(inst, None)
+        return inst
+
+    def get_decision(self, inst: Instruction) -> Any:
+        return self.decisions.get(inst)
 
     def copy(self) -> "Trace":
-        t = Trace()
-        t.insts = list(self.insts)
-        return t
+        return Trace(self.insts, self.decisions)
 
     def __len__(self) -> int:
         return len(self.insts)
 
-    def as_python(self) -> list[str]:
-        names: dict[int, str] = {}
-
-        def name_of(x: Any) -> str:
-            if isinstance(x, (BlockRV, LoopRV, ExprRV)):
-                key = id(x)
-                if key not in names:
-                    prefix = "b" if isinstance(x, BlockRV) else "l" if isinstance(x, LoopRV) else "v"
-                    names[key] = f"{prefix}{len(names)}"
-                return names[key]
-            if isinstance(x, (list, tuple)):
-                inner = ", ".join(name_of(e) for e in x)
-                return f"[{inner}]"
-            if callable(x):
-                return _lambda_text(x)
-            return repr(x)
-
-        lines = []
+    def _kept(self, remove_postproc: bool) -> list[Instruction]:
+        out = []
         for inst in self.insts:
-            args = ", ".join(name_of(v)[1:-1] if k.startswith("*") else f"{k}={name_of(v)}"
-                             for k, v in inst.inputs.items())
-            call = f"sch.{inst.kind}({args})"
-            if inst.outputs:
-                outs = ", ".join(name_of(o) for o in inst.outputs)
-                lines.append(f"{outs} = {call}")
-            else:
-                lines.append(call)
+            if remove_postproc and inst.kind.is_postproc:
+                break
+            out.append(inst)
+        return out
+
+    def with_decision(self, inst: Instruction, decision: Any, remove_postproc: bool) -> "Trace":
+        """A copy whose ``inst`` takes ``decision`` (its later steps replay with it)."""
+        kept = self._kept(remove_postproc)
+        decisions = {i: d for i, d in self.decisions.items() if i in kept}
+        decisions[inst] = decision
+        return Trace(kept, decisions)
+
+    def simplified(self, remove_postproc: bool) -> "Trace":
+        """The trace without pure steps (lookups, samples) whose results nothing uses."""
+        used: set[int] = set()
+        kept: list[Instruction] = []
+        for inst in reversed(self._kept(remove_postproc)):
+            if inst.kind.pure and not any(id(o) in used for o in inst.outputs):
+                continue
+            kept.append(inst)
+            _collect_rvs(inst.inputs, used)
+        kept.reverse()
+        return Trace(kept, {i: d for i, d in self.decisions.items() if i in kept})
+
+    # -- printing and serializing -----------------------------------------------------------
+    def as_python(self, remove_postproc: bool = False) -> list[str]:
+        """One Python statement per instruction, replaying the trace on ``sch``."""
+        namer = _Namer()
+        lines = []
+        for inst in self._kept(remove_postproc):
+            kind = inst.kind
+            values = kind.split_inputs(inst.inputs)
+            values.update(zip(kind.attrs, inst.attrs))
+            args = []
+            positional = {n[1:] for n in kind.inputs if n.startswith("*")}
+            for name in kind.param_names():
+                value = values.get(name)
+                if name in positional:
+                    args += [_py_value(v, namer.names) for v in value]
+                elif name in kind.omit_empty and not value:
+                    continue
+                else:
+                    args.append(f"{name}={_py_value(value, namer.names)}")
+            decision = self.decisions.get(inst)
+            if kind.decision and decision is not None:
+                args.append(f"decision={_py_value(decision, namer.names)}")
+            outs = _outputs_text(kind, [namer.add(o) for o in inst.outputs])
+            call = f"sch.{kind.method}({', '.join(args)})"
+            lines.append(f"{outs} = {call}" if outs else call)
         return lines
 
-    def __str__(self) -> str:
-        return "\n".join(["# from minitvm import tir", "# sch = tir.Schedule(mod)"] + self.as_python())
+    def as_json(self, remove_postproc: bool = False) -> list:
+        """``[[[kind, inputs, attrs, outputs], ...], [[instruction index, decision], ...]]``."""
+        namer = _Namer()
+        insts, decisions = [], []
+        for i, inst in enumerate(self._kept(remove_postproc)):
+            inputs = [namer.input(x) for x in inst.inputs]
+            attrs = [_json_value(a) for a in inst.attrs]
+            outputs = [namer.add(o) for o in inst.outputs]
+            insts.append([inst.kind.name, inputs, attrs, outputs])
+            if inst in self.decisions:
+                decisions.append([i, _json_value(self.decisions[inst])])
+        return [insts, decisions]
 
-    def show(self) -> None:
+    @staticmethod
+    def apply_json_to_schedule(json_obj: list, sch: Any) -> None:
+        """Replay a trace serialized by :meth:`as_json` onto ``sch``."""
+        json_insts, json_decisions = json_obj
+        decisions = {int(i): d for i, d in json_decisions}
+        named: dict[str, Any] = {}
+
+        def translate(x: Any) -> Any:
+            if isinstance(x, list):
+                return [translate(e) for e in x]
+            if not isinstance(x, str):
+                return x
+            if len(x) >= 2 and x[0] == '"' and x[-1] == '"':
+                return x[1:-1]
+            if x == "None":
+                return None
+            if x not in named:
+                raise ValueError(f"the trace uses random variable {x} before defining it")
+            return named[x]
+
+        for i, (kind_name, inputs, attrs, outputs) in enumerate(json_insts):
+            kind = InstructionKind.get(kind_name)
+            results = kind.apply(sch, [translate(x) for x in inputs], list(attrs), decisions.get(i))
+            if len(results) != len(outputs):
+                raise ValueError(f"{kind_name} gave {len(results)} results, the trace names {len(outputs)}")
+            named.update(zip(outputs, results))
+
+    def apply_to_schedule(self, sch: Any, remove_postproc: bool = False,
+                          decision_provider: Callable | None = None) -> None:
+        """Replay every instruction on another schedule, with the recorded decisions."""
+        mapping: dict[int, Any] = {}
+
+        def translate(x: Any) -> Any:
+            if isinstance(x, RV_TYPES):
+                if id(x) not in mapping:
+                    raise ValueError(f"random variable {x!r} is not defined by an earlier instruction")
+                return mapping[id(x)]
+            if isinstance(x, list):
+                return [translate(e) for e in x]
+            if isinstance(x, tuple):
+                return tuple(translate(e) for e in x)
+            if hasattr(x, "dtype") and not isinstance(x, Var):  # an expression over sampled values
+                from ..functor import substitute
+
+                return substitute(x, {v: mapping[id(v)] for v in _expr_rvs(x) if id(v) in mapping})
+            return x
+
+        for inst in self._kept(remove_postproc):
+            inputs = [translate(x) for x in inst.inputs]
+            decision = self.decisions.get(inst)
+            if decision_provider is not None:
+                decision = decision_provider(inst, inputs, inst.attrs, decision)
+            outputs = inst.kind.apply(sch, inputs, list(inst.attrs), decision)
+            for old, new in zip(inst.outputs, outputs):
+                mapping[id(old)] = new
+
+    def __str__(self) -> str:
+        lines = self.as_python() or ["pass"]
+        return "\n".join(["# from tvm import tir", "def apply_trace(sch: tir.Schedule) -> None:"]
+                         + [f"  {line}" for line in lines])
+
+    def show(self, style: Any = None, black_format: bool = False) -> None:
         print(str(self))
 
     def _repr_html_(self) -> str:
@@ -111,25 +527,21 @@ class Trace:
 
         return to_html(str(self))
 
-    def apply_to_schedule(self, sch: Any, remove_postproc: bool = False) -> None:
-        """Replay every instruction on another schedule (of an equal function)."""
-        mapping: dict[int, Any] = {}
 
-        def resolve(x: Any) -> Any:
-            if isinstance(x, (BlockRV, LoopRV, ExprRV)):
-                return mapping.get(id(x), x)
-            if isinstance(x, list):
-                return [resolve(e) for e in x]
-            return x
+def _collect_rvs(x: Any, into: set[int]) -> None:
+    if isinstance(x, RV_TYPES):
+        into.add(id(x))
+    elif isinstance(x, (list, tuple)):
+        for e in x:
+            _collect_rvs(e, into)
+    elif hasattr(x, "dtype"):
+        for v in _expr_rvs(x):
+            into.add(id(v))
 
-        for inst in self.insts:
-            positional = [resolve(e) for k, v in inst.inputs.items() if k.startswith("*") for e in v]
-            inputs = {k: resolve(v) for k, v in inst.inputs.items() if not k.startswith("*")}
-            if inst.kind == "sample_perfect_tile":
-                inputs["decision"] = [int(o) for o in inst.outputs]
-            elif inst.kind == "sample_categorical":
-                inputs["decision"] = inst.outputs[0].index
-            result = getattr(sch, inst.kind)(*positional, **inputs)
-            outs = result if isinstance(result, (list, tuple)) else [result] if result is not None else []
-            for old, new in zip(inst.outputs, outs):
-                mapping[id(old)] = new
+
+def _expr_rvs(e: Any) -> list[ExprRV]:
+    from ..functor import post_order_visit
+
+    found: list = []
+    post_order_visit(e, lambda n: found.append(n) if isinstance(n, ExprRV) else None)
+    return found
