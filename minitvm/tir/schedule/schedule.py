@@ -45,8 +45,10 @@ class Schedule:
         self._values: dict[ExprRV, int] = {}  # what each sampled random variable evaluates to
         self._seed = seed
         self._rng = random.Random(seed)
+        self._removed: set[int] = set()  # random variables given to remove_rv
+        # the entry function, as TVM finds it: the only PrimFunc, or the one named main
         prim_names = [gv.name_hint for gv, f in mod.items() if isinstance(f, PrimFunc)]
-        self._func_name = ("main" if "main" in prim_names else prim_names[0]) if prim_names else None
+        self._func_name = prim_names[0] if len(prim_names) == 1 else "main" if "main" in prim_names else None
 
     # -- state --------------------------------------------------------------------
     @property
@@ -58,13 +60,15 @@ class Schedule:
         return self._trace
 
     @property
-    def func_working_on(self) -> str | None:
-        return self._func_name
+    def func_working_on(self) -> Any:
+        """The GlobalVar of the function lookups without ``func_name`` use (None when unknown)."""
+        return None if self._func_name is None else self._mod.get_global_var(self._func_name)
 
     def copy(self) -> "Schedule":
         other = Schedule.__new__(Schedule)
         other._mod, other._trace, other._seed = self._mod, self._trace.copy(), self._seed
         other._values = dict(self._values)
+        other._removed = set(self._removed)
         other._rng = random.Random()
         other._rng.setstate(self._rng.getstate())
         other._func_name = self._func_name
@@ -79,6 +83,8 @@ class Schedule:
 
     def work_on(self, func_name: str) -> None:
         """Make ``func_name`` the function that lookups without ``func_name`` use."""
+        if not isinstance(func_name, str):
+            func_name = func_name.name_hint
         self._func(func_name)
         self._func_name = func_name
 
@@ -90,7 +96,11 @@ class Schedule:
 
     def _func(self, name: str | None = None) -> PrimFunc:
         name = name or self._func_name
-        if name is None or name not in self._mod:
+        if name is None:
+            have = ", ".join(self._mod.keys()) or "(none)"
+            raise ValueError("the schedule does not know which function to be working on: the module has "
+                             f"several ({have}); call sch.work_on(name) or pass func_name=")
+        if name not in self._mod:
             have = ", ".join(self._mod.keys()) or "(none)"
             raise ScheduleError(f"the module has no function {name!r}; it has: {have}")
         func = self._mod[name]
@@ -125,11 +135,16 @@ class Schedule:
             raise TypeError(f"expected a block (a BlockRV from sch.get_block, or its name), got {block!r}")
         return block
 
+    def _check_alive(self, rv: Any) -> None:
+        if id(rv) in self._removed:
+            raise IndexError(f"random variable {rv!r} was removed from the schedule (remove_rv)")
+
     def _block(self, rv: BlockRV | str) -> tuple[BlockRealize, tuple]:
         if isinstance(rv, str):
             rv = self.get_block(rv)
         if not isinstance(rv, BlockRV):
             raise TypeError(f"expected a block (from sch.get_block), got {rv!r}")
+        self._check_alive(rv)
         found = [(r, p) for r, p in block_realizes(self._func(rv.func_name).body)
                  if r.block.name_hint == rv.name]
         if not found:
@@ -139,6 +154,7 @@ class Schedule:
     def _loop(self, rv: LoopRV) -> tuple[For, tuple]:
         if not isinstance(rv, LoopRV):
             raise TypeError(f"expected a loop (from sch.get_loops or a primitive), got {rv!r}")
+        self._check_alive(rv)
         for s, path in walk_stmts(self._func(rv.func_name).body):
             if isinstance(s, For) and s.loop_var is rv.loop_var:
                 return s, path
@@ -149,6 +165,7 @@ class Schedule:
         """What a random variable points to now: a Block, a For, or a sampled integer."""
         rv = rand_var_or_sref
         if isinstance(rv, ExprRV):
+            self._check_alive(rv)
             if rv not in self._values:
                 raise ScheduleError(f"random variable {rv.name} was not sampled by this schedule")
             return self._values[rv]
@@ -162,7 +179,8 @@ class Schedule:
         return self.get(rand_var_or_stmt)
 
     def remove_rv(self, rand_var: BlockRV | LoopRV | ExprRV) -> None:
-        """Forget a random variable (only sampled values are stored; references need no cleanup)."""
+        """Forget a random variable: using it afterwards raises IndexError."""
+        self._removed.add(id(rand_var))
         if isinstance(rand_var, ExprRV):
             self._values.pop(rand_var, None)
 
@@ -274,15 +292,9 @@ class Schedule:
         outputs = self._output_buffers(self._func(scope_block.func_name))
         found: list[BlockRV] = []
 
-        def collect(s: Any) -> None:
-            for c in child_stmts(s):
-                if isinstance(c, BlockRealize):
-                    if any(id(w.buffer) in outputs for w in c.block.writes):
-                        found.append(BlockRV(c.block.name_hint, scope_block.func_name))
-                else:
-                    collect(c)
-
-        collect(scope.body)
+        for realize, _ in block_realizes(scope.body):  # nested blocks too, outer first
+            if any(id(w.buffer) in outputs for w in realize.block.writes):
+                found.append(BlockRV(realize.block.name_hint, scope_block.func_name))
         self._record("get_output_blocks", {"scope_block": scope_block}, found)
         return found
 

@@ -18,21 +18,30 @@ from ..expr import Var
 __all__ = ["BlockRV", "LoopRV", "ExprRV", "Instruction", "InstructionKind", "Trace"]
 
 
-class BlockRV:
+def _func_name(f: Any) -> str | None:
+    return f if f is None or isinstance(f, str) else f.name_hint  # a GlobalVar gives its name
+
+
+class _RV:
+    def same_as(self, other: Any) -> bool:
+        return self is other
+
+
+class BlockRV(_RV):
     """A reference to a block (by name, in one function) that survives schedule steps."""
 
-    def __init__(self, name: str | None = None, func_name: str | None = None):
-        self.name, self.func_name = name, func_name
+    def __init__(self, name: str | None = None, func_name: Any = None):
+        self.name, self.func_name = name, _func_name(func_name)
 
     def __repr__(self) -> str:
         return f"BlockRV({self.name!r})"
 
 
-class LoopRV:
+class LoopRV(_RV):
     """A reference to a loop, by its loop variable, in one function."""
 
-    def __init__(self, loop_var: Any = None, func_name: str | None = None):
-        self.loop_var, self.func_name = loop_var, func_name
+    def __init__(self, loop_var: Any = None, func_name: Any = None):
+        self.loop_var, self.func_name = loop_var, _func_name(func_name)
 
     def __repr__(self) -> str:
         return f"LoopRV({getattr(self.loop_var, 'name', None)!r})"
@@ -80,10 +89,14 @@ class InstructionKind:
     decision: bool = False
     order: tuple[str, ...] | None = None       # printing order, when not inputs then attrs
     omit_empty: tuple[str, ...] = ()           # printed only when not empty
-    pure: bool = False                          # no effect but its outputs (simplified() may drop it)
+    is_pure: bool = False                       # no effect but its outputs (simplified() may drop it)
     is_postproc: bool = False
 
     _registry: Any = field(default=None, repr=False, compare=False)
+
+    @staticmethod
+    def same_as(self, other: Any) -> bool:
+        return self is other
 
     @staticmethod
     def get(name: str) -> "InstructionKind":
@@ -144,12 +157,12 @@ def _kind(name: str, method: str, inputs: tuple = (), attrs: tuple = (), output:
 
 
 # what TVM records for each primitive (inputs, attrs, how outputs print)
-_kind("GetBlock", "get_block", (), ("name", "func_name"), "single", pure=True)
-_kind("GetLoops", "get_loops", ("block",), (), "list", pure=True)
-_kind("GetChildBlocks", "get_child_blocks", ("*block_or_loop",), (), "list", pure=True)
-_kind("GetProducers", "get_producers", ("block",), (), "list", pure=True)
-_kind("GetConsumers", "get_consumers", ("block",), (), "list", pure=True)
-_kind("GetOutputBlocks", "get_output_blocks", ("scope_block",), (), "list", pure=True)
+_kind("GetBlock", "get_block", (), ("name", "func_name"), "single", is_pure=True)
+_kind("GetLoops", "get_loops", ("block",), (), "list", is_pure=True)
+_kind("GetChildBlocks", "get_child_blocks", ("*block_or_loop",), (), "list", is_pure=True)
+_kind("GetProducers", "get_producers", ("block",), (), "list", is_pure=True)
+_kind("GetConsumers", "get_consumers", ("block",), (), "list", is_pure=True)
+_kind("GetOutputBlocks", "get_output_blocks", ("scope_block",), (), "list", is_pure=True)
 _kind("Split", "split", ("loop", "+factors"), ("preserve_unit_iters", "disable_predication"), "list")
 _kind("Fuse", "fuse", ("*loops",), ("preserve_unit_iters",), "single")
 _kind("Reorder", "reorder", ("*ordered_loops",))
@@ -177,11 +190,11 @@ _kind("CacheWrite", "cache_write", ("block", "consumer_blocks"), ("write_buffer_
 _kind("TransformLayout", "transform_layout", ("block",),
       ("buffer", "index_map", "pad_value", "assume_injective_transform"))
 _kind("SampleCategorical", "sample_categorical", (), ("candidates", "probs"), "single",
-      decision=True, pure=True)
+      decision=True, is_pure=True)
 _kind("SamplePerfectTile", "sample_perfect_tile", ("loop",), ("n", "max_innermost_factor"), "list",
-      decision=True, pure=True)
+      decision=True, is_pure=True)
 _kind("SampleComputeLocation", "sample_compute_location", ("block",), (), "single",
-      decision=True, pure=True)
+      decision=True, is_pure=True)
 _kind("EnterPostproc", "enter_postproc", is_postproc=True)
 # primitives written in their own files; recorded the way TVM records them
 _kind("TransformBlockLayout", "transform_block_layout", ("block",), ("index_map",))
@@ -232,8 +245,11 @@ class Instruction:
     def same_as(self, other: Any) -> bool:
         return self is other
 
-    def __repr__(self) -> str:
-        return f"Instruction({self.kind.name}, inputs={self.inputs}, attrs={self.attrs})"
+    def __str__(self) -> str:
+        """The call as Python, every random variable shown as ``_`` (as TVM prints one)."""
+        return _inst_python(self, _Namer(anonymous=True), None)
+
+    __repr__ = __str__
 
 
 # -- printing values --------------------------------------------------------------------------
@@ -290,7 +306,7 @@ def _py_value(x: Any, names: dict[int, str]) -> str:
     if callable(x):
         return _lambda_text(x)
     if hasattr(x, "value") and not hasattr(x, "shape"):  # IntImm / FloatImm / StringImm
-        return _py_value(x.value, names)
+        return _py_value(bool(x.value) if getattr(x, "dtype", "") == "bool" else x.value, names)
     return x.script() if hasattr(x, "script") else repr(x)
 
 
@@ -328,14 +344,37 @@ def _outputs_text(kind: InstructionKind, outs: list[str]) -> str | None:
     return None
 
 
+def _inst_python(inst: Instruction, namer: "_Namer", decision: Any) -> str:
+    """One instruction as a Python statement (naming its outputs with ``namer``)."""
+    kind = inst.kind
+    values = kind.split_inputs(inst.inputs)
+    values.update(zip(kind.attrs, inst.attrs))
+    args = []
+    positional = {n[1:] for n in kind.inputs if n.startswith("*")}
+    for name in kind.param_names():
+        value = values.get(name)
+        if name in positional:
+            args += [_py_value(v, namer.names) for v in value]
+        elif name in kind.omit_empty and not value:
+            continue
+        else:
+            args.append(f"{name}={_py_value(value, namer.names)}")
+    if kind.decision and decision is not None:
+        args.append(f"decision={_py_value(decision, namer.names)}")
+    outs = _outputs_text(kind, [namer.add(o) for o in inst.outputs])
+    call = f"sch.{kind.method}({', '.join(args)})"
+    return f"{outs} = {call}" if outs else call
+
+
 class _Namer:
     """Names random variables as TVM does: a kind letter and a running count (b0, l1, v2)."""
 
-    def __init__(self) -> None:
+    def __init__(self, anonymous: bool = False) -> None:
         self.names: dict[int, str] = {}
+        self.anonymous = anonymous
 
     def add(self, rv: Any) -> str:
-        if rv is None:
+        if rv is None or self.anonymous:
             name = "_"
         else:
             prefix = "b" if isinstance(rv, BlockRV) else "l" if isinstance(rv, LoopRV) else "v"
@@ -410,7 +449,7 @@ class Trace:
         used: set[int] = set()
         kept: list[Instruction] = []
         for inst in reversed(self._kept(remove_postproc)):
-            if inst.kind.pure and not any(id(o) in used for o in inst.outputs):
+            if inst.kind.is_pure and not any(id(o) in used for o in inst.outputs):
                 continue
             kept.append(inst)
             _collect_rvs(inst.inputs, used)
@@ -421,28 +460,7 @@ class Trace:
     def as_python(self, remove_postproc: bool = False) -> list[str]:
         """One Python statement per instruction, replaying the trace on ``sch``."""
         namer = _Namer()
-        lines = []
-        for inst in self._kept(remove_postproc):
-            kind = inst.kind
-            values = kind.split_inputs(inst.inputs)
-            values.update(zip(kind.attrs, inst.attrs))
-            args = []
-            positional = {n[1:] for n in kind.inputs if n.startswith("*")}
-            for name in kind.param_names():
-                value = values.get(name)
-                if name in positional:
-                    args += [_py_value(v, namer.names) for v in value]
-                elif name in kind.omit_empty and not value:
-                    continue
-                else:
-                    args.append(f"{name}={_py_value(value, namer.names)}")
-            decision = self.decisions.get(inst)
-            if kind.decision and decision is not None:
-                args.append(f"decision={_py_value(decision, namer.names)}")
-            outs = _outputs_text(kind, [namer.add(o) for o in inst.outputs])
-            call = f"sch.{kind.method}({', '.join(args)})"
-            lines.append(f"{outs} = {call}" if outs else call)
-        return lines
+        return [_inst_python(inst, namer, self.decisions.get(inst)) for inst in self._kept(remove_postproc)]
 
     def as_json(self, remove_postproc: bool = False) -> list:
         """``[[[kind, inputs, attrs, outputs], ...], [[instruction index, decision], ...]]``."""
