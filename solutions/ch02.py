@@ -247,8 +247,8 @@ def fast_matmul(mod) -> tir.Schedule:
     i0, i1 = sch.split(i, factors=[None, 8])
     j0, j1 = sch.split(j, factors=[None, 32])
     sch.reorder(i0, j0, k, i1, j1)
-    sch.decompose_reduction(block, k)
     sch.unroll(i1)
-    sch.vectorize(j1)
+    sch.vectorize(j1)  # before decompose_reduction: TVM vectorizes only loops over complete/reduction blocks
+    sch.decompose_reduction(block, k)
     return sch
     # END SOLUTION

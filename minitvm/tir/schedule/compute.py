@@ -141,18 +141,27 @@ def _hull(a: list, b: list, bounds: dict) -> list:
 
 
 def compute_at(root: Stmt, realize: BlockRealize, loop: For, reverse: bool,
-               preserve_unit_loops: bool) -> Stmt:
+               preserve_unit_loops: bool, output_buffers: set[int] = frozenset()) -> Stmt:
     """Move ``realize``'s block under ``loop`` (see the module docstring)."""
     block = realize.block
     what = "reverse_compute_at" if reverse else "compute_at"
     here = f"{what}: block {block.name_hint}, loop {loop.loop_var.name}"
     block_path = _path(root, realize)
     if any(s is loop for s in block_path):
-        raise ScheduleError(f"cannot {here}: the block is already inside loop {loop.loop_var.name}")
+        raise ScheduleError(f"cannot {here}: loop {loop.loop_var.name} is an ancestor of block "
+                            f"{block.name_hint} (the block is already inside it)")
     loop_path = _path(root, loop)
     scope = next((s for s in reversed(block_path) if isinstance(s, Block)), None)
-    if scope is None or not any(s is scope for s in loop_path):
-        raise ScheduleError(f"cannot {here}: the loop is not in the block's scope")
+    loop_scope = next((s for s in reversed(loop_path) if isinstance(s, Block)), None)
+    if scope is None or loop_scope is not scope:
+        raise ScheduleError(f"cannot {here}: the block and the loop are not in the same block scope "
+                            f"(the loop is inside block {getattr(loop_scope, 'name_hint', '?')})")
+    if not reverse:
+        written = [w.buffer.name for w in block.writes if id(w.buffer) in output_buffers]
+        if written:
+            raise ScheduleError(f"cannot {here}: block {block.name_hint} is an output block (it writes "
+                                f"the function's parameter {written[0]}); compute_at moves only blocks "
+                                "whose result is consumed inside the function")
     updated = {id(w.buffer) for w in block.writes} & {id(r.buffer) for r in block.reads}
     if updated and block.init is None:
         raise ScheduleError(f"cannot {here}: the block updates a buffer in place (it reads what it "
@@ -160,6 +169,9 @@ def compute_at(root: Stmt, realize: BlockRealize, loop: For, reverse: bool,
                             "would repeat the update")
     if block.init is not None and reverse:
         raise ScheduleError(f"cannot {here}: a reduction block cannot be moved after its producers")
+    from .checks import check_complete_or_reduction, loop_var_ids
+
+    check_complete_or_reduction(realize, scope, loop_var_ids(block_path), here)
     if not _only_padding_guards(realize):
         raise ScheduleError(f"cannot {here}: the block has a predicate ({realize.predicate}) that is "
                             "more than a guard against split padding")
@@ -201,8 +213,8 @@ def compute_at(root: Stmt, realize: BlockRealize, loop: For, reverse: bool,
                and r is not realize and id(r) not in under
                and any(id(x.buffer) in linked for x in getattr(r.block, partner_kind))]
     if outside:
-        raise ScheduleError(f"cannot {here}: the {role} {', '.join(outside)} of block {block.name_hint} "
-                            f"is not under loop {loop.loop_var.name}")
+        raise ScheduleError(f"cannot {here}: {what} requires all the {role}s of block {block.name_hint} "
+                            f"to be under loop {loop.loop_var.name}; {', '.join(outside)} is not")
 
     # region needed per buffer, in the variables of `loop` and above
     needed: dict[int, list] = {}

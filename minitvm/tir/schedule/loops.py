@@ -190,17 +190,27 @@ def reorder(root: Stmt, loops: list[For], path_of: Any) -> Stmt:
 
 
 def set_loop_kind(root: Stmt, loop: For, kind: str, path: tuple, thread_axis: str | None = None) -> Stmt:
-    """Mark ``loop`` parallel / vectorized / unrolled / serial after checking it is legal."""
+    """Mark ``loop`` parallel / vectorized / unrolled / thread-bound after checking it is legal."""
+    from .checks import check_compact_dataflow
+
     name = loop.loop_var.name
-    if kind in (ForKind.PARALLEL, ForKind.VECTORIZED):
+    verb = {ForKind.PARALLEL: "parallelize", ForKind.VECTORIZED: "vectorize",
+            ForKind.THREAD_BINDING: f"bind to {thread_axis}"}.get(kind)
+    if verb is not None:
+        check_compact_dataflow(loop, path, f"{verb} loop {name}")
+        # a reduction may be split over threads of one block (cross-thread reduction), nothing else
+        cross_thread = thread_axis is not None and thread_axis.startswith("threadIdx.")
         for realize in blocks_under(loop):
             for iv, value in zip(realize.block.iter_vars, realize.iter_values):
-                if iv.iter_type == "reduce" and uses_var(value, loop.loop_var):
-                    verb = "parallelize" if kind == ForKind.PARALLEL else "vectorize"
-                    raise ScheduleError(
-                        f"cannot {verb} loop {name}: it is bound to the reduction iterator "
-                        f"{iv.var.name} of block {realize.block.name_hint}; iterations would race "
-                        "on the same output element")
+                if not uses_var(value, loop.loop_var) or iv.iter_type == "spatial":
+                    continue
+                if iv.iter_type == "reduce" and cross_thread:
+                    continue
+                kind_word = "reduction" if iv.iter_type == "reduce" else iv.iter_type
+                raise ScheduleError(
+                    f"cannot {verb} loop {name}: it is bound to the {kind_word} iterator "
+                    f"{iv.var.name} of block {realize.block.name_hint}, which is not data parallel; "
+                    "iterations would race on the same output element")
         if kind == ForKind.PARALLEL:
             for s in path:
                 if isinstance(s, For) and s.kind == ForKind.VECTORIZED:
@@ -209,4 +219,3 @@ def set_loop_kind(root: Stmt, loop: For, kind: str, path: tuple, thread_axis: st
     if thread_axis is not None:
         return replace_stmt(root, loop, ir.replace(loop, kind=kind, thread_binding=thread_axis))
     return replace_stmt(root, loop, ir.replace(loop, kind=kind))
-

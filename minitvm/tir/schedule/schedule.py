@@ -400,8 +400,9 @@ class Schedule:
                                       "position only (index=-1)")
         realize, _ = self._block(block)
         target, _ = self._loop(loop)
-        body = _compute.compute_at(self._func(block.func_name).body, realize, target,
-                                   reverse=kind == "reverse_compute_at", preserve_unit_loops=preserve)
+        func = self._func(block.func_name)
+        body = _compute.compute_at(func.body, realize, target, reverse=kind == "reverse_compute_at",
+                                   preserve_unit_loops=preserve, output_buffers=self._output_buffers(func))
         self._commit(block.func_name, body)
         self._record(kind, {"block": block, "loop": loop, "preserve_unit_loops": preserve,
                             "index": index}, [])

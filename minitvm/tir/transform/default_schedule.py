@@ -190,16 +190,17 @@ def schedule_matmul_nt(sch: Schedule) -> bool:
     i0, i1 = sch.split(i, [None, mi])
     sch.reorder(*batch, i0, j0, k0, i1, j1, k1)
     rf = sch.rfactor(k1, len(sch.get(mm).body.indices))
-    init = sch.decompose_reduction(rf, k0)
     *_, i1, j1, k1 = sch.get_loops(rf)
+    # loop kinds first: as in TVM, a loop over a decomposed update (no T.init) cannot change kind
     sch.vectorize(k1)
     sch.unroll(j1)
     sch.unroll(i1)
-    sch.vectorize(sch.get_loops(init)[-1])
     if epilogue is not None:
         sch.reverse_compute_at(epilogue, j0)
     if math.prod(ext) > MATMUL_PARALLEL_WORK:
         sch.parallel(sch.fuse(*batch, i0, j0))
+    init = sch.decompose_reduction(rf, k0)
+    sch.vectorize(sch.get_loops(init)[-1])
     return True
 
 
@@ -230,8 +231,9 @@ def schedule_matmul_like(sch: Schedule) -> bool:
        there is one (the copy block is inlined into it), else the copy; ``reverse_compute_at``
        j0 puts it after each tile.  CompactBufferAllocation then shrinks the local buffer to
        the tile, allocated inside the loops: a small array LLVM keeps in registers.
-    4. ``decompose_reduction`` at k (zero the tile first), vectorize j1, unroll i1, vectorize the
-       init and write-back, and parallel the outer loop when the work is large.
+    4. Vectorize j1 and the write-back, unroll i1, parallel the outer loop when the work is
+       large; then ``decompose_reduction`` at k (zero the tile first) and vectorize the init
+       (TVM changes loop kinds only over blocks that still have their ``T.init``).
 
     At batch 1 (i == 1) only j is tiled and j0 is the parallel loop.
     """
@@ -282,13 +284,11 @@ def schedule_matmul_like(sch: Schedule) -> bool:
         wb = local
     sch.reverse_compute_at(wb, j0)
 
-    # 4. init, vectorize, unroll, parallel
-    init = sch.decompose_reduction(mm, k)
+    # 4. vectorize, unroll, parallel, then init (as in TVM, a loop over a decomposed update,
+    # which has no T.init, cannot change kind)
     sch.vectorize(j1)
     if i1 is not None:
         sch.unroll(i1)
-    init_loops = sch.get_loops(init)
-    sch.vectorize(init_loops[-1])
     wb_loops = sch.get_loops(wb)
     sch.vectorize(wb_loops[-1])
     if packed is not None:
@@ -304,6 +304,8 @@ def schedule_matmul_like(sch: Schedule) -> bool:
             sch.parallel(sch.fuse(*row_loops) if len(row_loops) > 1 else row_loops[0])
         else:
             sch.parallel(j0)
+    init = sch.decompose_reduction(mm, k)
+    sch.vectorize(sch.get_loops(init)[-1])
     return True
 
 
@@ -358,10 +360,8 @@ def schedule_conv2d_like(sch: Schedule) -> bool:
     else:
         wb = local
     sch.reverse_compute_at(wb, w0)
-    init = sch.decompose_reduction(conv, red[0])
-    sch.vectorize(w1)
+    sch.vectorize(w1)  # loop kinds before decompose_reduction, as TVM requires
     sch.unroll(c1)
-    sch.vectorize(sch.get_loops(init)[-1])
     sch.vectorize(sch.get_loops(wb)[-1])
     per_image = math.prod(ext[1:])
     if N is None:  # a dynamic batch: parallel over channel groups when one image is enough work
@@ -369,6 +369,8 @@ def schedule_conv2d_like(sch: Schedule) -> bool:
             sch.parallel(c0)
     elif N * per_image > MATMUL_PARALLEL_WORK:
         sch.parallel(sch.fuse(n, c0) if N * (CO // co_t) >= 2 else oh)
+    init = sch.decompose_reduction(conv, red[0])
+    sch.vectorize(sch.get_loops(init)[-1])
     return True
 
 # -- rule 2: elementwise --------------------------------------------------------------------------
