@@ -18,7 +18,8 @@ from .error import ScheduleError
 from .tree import child_stmts
 
 __all__ = ["is_quasi_affine", "child_blocks", "complete_block_problem", "reduction_block_problem",
-           "check_compact_dataflow", "check_complete_or_reduction", "loop_var_ids"]
+           "check_compact_dataflow", "check_complete_or_reduction", "loop_var_ids",
+           "is_affine_binding"]
 
 
 def _loop_vars_in(e: PrimExpr, loop_vars: set[int]) -> bool:
@@ -148,3 +149,65 @@ def check_compact_dataflow(loop: For, path: tuple, what: str) -> None:
             f"block {realize.block.name_hint} is neither a complete block ({complete}) nor a reduction "
             f"block ({reduction}), so its iterations may depend on each other")
 
+
+
+def _linear_terms(e: PrimExpr, iters: dict[int, int]) -> dict[int, int] | None:
+    """``e`` as {loop var id: coefficient} over the iterating loops (other terms are constants),
+    or None when an iterating loop appears non-linearly."""
+    if not _loop_vars_in(e, set(iters)):
+        return {}
+    if isinstance(e, Var):
+        return {id(e): 1}
+    if isinstance(e, (Add, Sub)):
+        a, b = _linear_terms(e.a, iters), _linear_terms(e.b, iters)
+        if a is None or b is None:
+            return None
+        sign = 1 if isinstance(e, Add) else -1
+        out = dict(a)
+        for k, c in b.items():
+            out[k] = out.get(k, 0) + sign * c
+        return out
+    if isinstance(e, Mul):
+        for x, c in ((e.a, e.b), (e.b, e.a)):
+            if isinstance(c, IntImm):
+                inner = _linear_terms(x, iters)
+                return None if inner is None else {k: v * c.value for k, v in inner.items()}
+        return None
+    return None
+
+
+def is_affine_binding(realize: BlockRealize, iters: dict[int, int | None]) -> bool:
+    """Each binding is a fused pattern of the iterating loops (``iters``: var id -> extent):
+    coefficients 1, e1, e1*e2 ... with every loop used once; loops outside ``iters`` count as
+    constants.  Bindings with // or % (from fuse) only need to be quasi-affine."""
+    if not _only_padding_predicate(realize):
+        return False
+    used: set[int] = set()
+    for value in realize.iter_values:
+        if isinstance(value, (FloorDiv, FloorMod)) or _has_div(value):
+            if not is_quasi_affine(value, set(iters)):
+                return False
+            continue
+        terms = _linear_terms(value, iters)
+        if terms is None:
+            return False
+        expected: int | None = 1  # None once a symbolic extent makes the next stride unknown
+        for var_id, coeff in sorted(((k, c) for k, c in terms.items() if c != 0), key=lambda kc: kc[1]):
+            if var_id in used or (expected is not None and coeff != expected):
+                return False
+            used.add(var_id)
+            extent = iters[var_id]
+            expected = None if expected is None or extent is None else expected * extent
+    return True
+
+
+def _has_div(e: PrimExpr) -> bool:
+    found: list = []
+    post_order_visit(e, lambda n: found.append(n) if isinstance(n, (FloorDiv, FloorMod)) else None)
+    return bool(found)
+
+
+def _only_padding_predicate(realize: BlockRealize) -> bool:
+    from .compute import _only_padding_guards
+
+    return _only_padding_guards(realize)

@@ -428,6 +428,7 @@ def compute_inline(root: Stmt, realize: BlockRealize, param_buffers: set[int]) -
         params.append(idx)
     if uses_var(store.value, buffer):
         raise ScheduleError(f"cannot compute_inline block {block.name_hint}: it reads its own output")
+    _check_plain_accesses(root, block, buffer, "compute_inline")
     other_writers = [r.block.name_hint for r, _ in walk_stmts(root) if isinstance(r, BlockRealize)
                      and r is not realize and any(w.buffer is buffer for w in r.block.writes)]
     if other_writers:
@@ -448,7 +449,21 @@ def compute_inline(root: Stmt, realize: BlockRealize, param_buffers: set[int]) -
     return _remove_alloc(out, buffer)
 
 
-def reverse_compute_inline(root: Stmt, realize: BlockRealize) -> Stmt:
+def _check_plain_accesses(root: Stmt, block: Block, buffer: Buffer, what: str) -> None:
+    """Inlining rewrites loads and stores of ``buffer``; a block that views it through
+    ``T.match_buffer`` or touches its data pointer (an opaque access) cannot be rewritten."""
+    for other, _ in walk_stmts(root):
+        if not isinstance(other, Block) or other is block:
+            continue
+        if any(mb.source.buffer is buffer for mb in other.match_buffers):
+            raise ScheduleError(f"cannot {what} block {block.name_hint}: block {other.name_hint} views "
+                                f"{buffer.name} through T.match_buffer, which inlining cannot rewrite")
+        if uses_var(other.body, buffer.data):
+            raise ScheduleError(f"cannot {what} block {block.name_hint}: block {other.name_hint} accesses "
+                                f"{buffer.name} opaquely (through its data pointer), not by loads and stores")
+
+
+def reverse_compute_inline(root: Stmt, realize: BlockRealize, param_buffers: set[int] = frozenset()) -> Stmt:
     """Fold an elementwise consumer into its producer's store."""
     block = realize.block
     store = _single_store(block, "reverse_compute_inline")
@@ -467,6 +482,11 @@ def reverse_compute_inline(root: Stmt, realize: BlockRealize) -> Stmt:
         raise ScheduleError(f"cannot reverse_compute_inline block {block.name_hint}: its producer "
                             f"{producer.block.name_hint} must be a single store without T.init")
     buffer = pstore.buffer
+    if id(buffer) in param_buffers:
+        raise ScheduleError(f"cannot reverse_compute_inline block {block.name_hint}: its producer "
+                            f"{producer.block.name_hint} writes {buffer.name}, a parameter of the function, "
+                            "which must still be written")
+    _check_plain_accesses(root, block, buffer, "reverse_compute_inline")
     loads = _accesses(store.value, buffer)
     if not loads or any(not structural_equal(ld.indices, loads[0].indices) for ld in loads):
         raise ScheduleError(f"cannot reverse_compute_inline block {block.name_hint}: it must read "

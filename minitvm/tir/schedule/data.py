@@ -105,7 +105,31 @@ def _check_alone(root: Stmt, realize: BlockRealize, buffer: Buffer, write: bool)
                                 "copy would be out of date")
 
 
+_SCOPE_RANKS = ("global", "shared", "warp", "local")
+
+
+def check_storage_scope(scope: str, what: str) -> None:
+    """A storage scope TVM knows: global / shared / warp / local (optionally ``.tag``ged),
+    the wmma fragments or metal.simdgroup."""
+    rank = scope.split(".")[0]
+    if rank in _SCOPE_RANKS or scope in ("wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator",
+                                          "metal.simdgroup"):
+        return
+    raise ScheduleError(f"cannot {what}: {scope!r} is not a storage scope (use global, shared, local, "
+                        "warp or one of those with a .tag)")
+
+
 def _cache(root: Stmt, realize: BlockRealize, buffer: Buffer, scope_name: str, write: bool) -> tuple[Stmt, str]:
+    what = "cache_write" if write else "cache_read"
+    check_storage_scope(scope_name, f"{what} of block {realize.block.name_hint}")
+    if not write:  # the copy must follow the one block that produces the buffer
+        scope, _ = _scope_and_top(root, realize)
+        writers = sorted({r.block.name_hint for r, _ in walk_stmts(scope.body) if isinstance(r, BlockRealize)
+                          and any(w.buffer is buffer for w in r.block.writes)})
+        if len(writers) > 1:
+            raise ScheduleError(f"cannot cache_read {buffer.name} of block {realize.block.name_hint}: "
+                                f"{len(writers)} blocks write it ({', '.join(writers)}); a read cache needs "
+                                "at most one producer")
     _check_alone(root, realize, buffer, write)
     block = realize.block
     cache = decl_buffer(buffer.shape, buffer.dtype, f"{buffer.name}_{scope_name}", scope=scope_name)

@@ -68,6 +68,16 @@ def _is_true(e: PrimExpr) -> bool:
     return isinstance(e, IntImm) and e.dtype == "bool" and e.value == 1
 
 
+def _check_plain_loop(loop: For, what: str) -> None:
+    """split and fuse make new loops: an annotation or a thread binding would have no owner."""
+    name = loop.loop_var.name
+    if loop.annotations:
+        raise ScheduleError(f"cannot {what} loop {name}: it has annotations {sorted(loop.annotations)}; "
+                            "remove them (sch.unannotate) first")
+    if loop.thread_binding is not None:
+        raise ScheduleError(f"cannot {what} loop {name}: it is bound to thread {loop.thread_binding}")
+
+
 def split(root: Stmt, loop: For, factors: list[Any], preserve_unit_iters: bool = True,
           disable_predication: bool = False) -> tuple[Stmt, list[Var]]:
     """Split ``loop`` into nested loops whose extents are ``factors`` (one may be None).
@@ -76,6 +86,7 @@ def split(root: Stmt, loop: For, factors: list[Any], preserve_unit_iters: bool =
     the padding iterations are harmless), as TVM does.
     """
     name = loop.loop_var.name
+    _check_plain_loop(loop, "split")
     if not (isinstance(loop.min, IntImm) and loop.min.value == 0):
         raise ScheduleError(f"cannot split loop {name}: it does not start at 0")
     extent = _const_extent(loop)
@@ -143,6 +154,7 @@ def fuse(root: Stmt, loops: list[For]) -> tuple[Stmt, Var]:
                                 f"directly inside {outer.loop_var.name}")
     extents = []
     for lp in loops:
+        _check_plain_loop(lp, "fuse")
         if not (isinstance(lp.min, IntImm) and lp.min.value == 0):
             raise ScheduleError(f"cannot fuse {names}: loop {lp.loop_var.name} does not start at 0")
         extents.append(_const_extent(lp))
@@ -180,13 +192,41 @@ def reorder(root: Stmt, loops: list[For], path_of: Any) -> Stmt:
         raise ScheduleError(f"cannot reorder {', '.join(names)}: the loops from {outer.loop_var.name} to "
                             f"{inner.loop_var.name} are not perfectly nested (another statement sits "
                             "between them)")
+    _check_reorderable(outer, names)
     chosen = {id(lp) for lp in loops}
     order = iter(loops)
     new_order = [next(order) if id(lp) in chosen else lp for lp in chain]
+    for k, lp in enumerate(new_order):  # a loop's range may only use loops still outside it
+        later = [x.loop_var for x in new_order[k + 1:]]
+        dep = [v.name for v in later if uses_var(lp.min, v) or uses_var(lp.extent, v)]
+        if dep:
+            raise ScheduleError(f"cannot reorder {', '.join(names)}: the range of loop {lp.loop_var.name} "
+                                f"depends on loop {dep[0]}, which would be inside it")
     body = inner.body
     for lp in reversed(new_order):
         body = ir.replace(lp, body=body)
     return replace_stmt(root, outer, body)
+
+
+def _check_reorderable(outer: For, names: list[str]) -> None:
+    """Blocks under the reordered loops: spatial or reduction iterators only, and bindings
+    affine in the loops from ``outer`` down (TVM's conditions)."""
+    from .checks import is_affine_binding
+
+    for realize, path in walk_stmts(outer):
+        if not isinstance(realize, BlockRealize):
+            continue
+        block = realize.block
+        odd = [iv.var.name for iv in block.iter_vars if iv.iter_type not in ("spatial", "reduce")]
+        if odd:
+            raise ScheduleError(f"cannot reorder {', '.join(names)}: block {block.name_hint} under them has "
+                                f"iterator {odd[0]} that is neither data parallel nor a reduction")
+        loops = [s for s in path if isinstance(s, For)]
+        iters = {id(lp.loop_var): (lp.extent.value if isinstance(lp.extent, IntImm) else None) for lp in loops}
+        if not is_affine_binding(realize, iters):
+            raise ScheduleError(f"cannot reorder {', '.join(names)}: block {block.name_hint} under them does not "
+                                "have an affine binding of the loops (a non-linear index, a scaled loop, or a "
+                                "predicate other than a split's padding guard)")
 
 
 def set_loop_kind(root: Stmt, loop: For, kind: str, path: tuple, thread_axis: str | None = None) -> Stmt:

@@ -8,10 +8,12 @@ vectorized or parallelized) followed by ``Y[i] += Y_rf[i, k1]``.
 from __future__ import annotations
 
 from ...ir import replace
+from ...ir.structural import structural_equal
 from ..analysis import uses_var
 from ..buffer import decl_buffer
-from ..expr import Add, BufferLoad, IntImm, IterVar, Max, Min, PrimExpr, Range, Var, const
+from ..expr import Add, BufferLoad, FloatImm, IntImm, IterVar, Max, Min, PrimExpr, Range, Var, const
 from ..functor import substitute
+from ..op import max_value, min_value
 from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, SeqStmt, Stmt, seq
 from .compute import _path, _refresh_regions
 from .error import ScheduleError
@@ -36,6 +38,32 @@ def match_reduction(block: Block) -> tuple[type, BufferStore, PrimExpr]:
                         f"`T.min(Y, x)`")
 
 
+def _check_reduction(realize: BlockRealize, path: tuple, name: str) -> None:
+    """TVM's conditions: a reduction block of its scope, T.init storing where the update stores,
+    and T.init giving the combiner's identity (0 for +, the lowest value for max ...)."""
+    from .checks import loop_var_ids, reduction_block_problem
+
+    block = realize.block
+    scope = next(s for s in reversed(path) if isinstance(s, Block))
+    why = reduction_block_problem(realize, scope, loop_var_ids(path))
+    if why:
+        raise ScheduleError(f"cannot {name}: block {block.name_hint} is not a reduction block ({why})")
+    kind, store, _ = match_reduction(block)
+    init = block.init
+    if not isinstance(init, BufferStore) or init.buffer is not store.buffer or not all(
+            structural_equal(a, b) for a, b in zip(init.indices, store.indices)):
+        raise ScheduleError(f"cannot {name}: the T.init of block {block.name_hint} must store to the "
+                            "element its update stores to")
+    value = init.value
+    if isinstance(value, (IntImm, FloatImm)):
+        dtype = value.dtype
+        identity = {Add: 0, Max: min_value(dtype).value, Min: max_value(dtype).value}[kind]
+        if value.value != identity and not (kind is not Add and abs(value.value) == float("inf")):
+            raise ScheduleError(f"cannot {name}: T.init of block {block.name_hint} sets {value.value}, not "
+                                f"the identity {identity} of its reduction, so the partial results "
+                                "cannot be combined")
+
+
 def _combine(kind: type, acc: PrimExpr, rhs: PrimExpr) -> PrimExpr:
     return acc + rhs if kind is Add else kind(acc, rhs)
 
@@ -48,6 +76,7 @@ def rfactor(root: Stmt, realize: BlockRealize, loop: For, factor_axis: int) -> t
     path = _path(root, realize)
     if not any(s is loop for s in path):
         raise ScheduleError(f"cannot {name}: the loop is not around block {block.name_hint}")
+    _check_reduction(realize, path, name)
     spatial = [(iv, v) for iv, v in zip(block.iter_vars, realize.iter_values) if iv.iter_type == "spatial"]
     reduce = [(iv, v) for iv, v in zip(block.iter_vars, realize.iter_values) if iv.iter_type == "reduce"]
     if any(uses_var(v, lv) for _, v in spatial):
@@ -76,6 +105,8 @@ def rfactor(root: Stmt, realize: BlockRealize, loop: For, factor_axis: int) -> t
         if any(uses_var(v, lp.loop_var) for _, v in spatial):
             raise ScheduleError(f"cannot {name}: loop {lp.loop_var.name} drives both spatial and "
                                 f"reduction iterators of block {block.name_hint} (fused across them)")
+        if lp.kind != ForKind.SERIAL:
+            raise ScheduleError(f"cannot {name}: reduction loop {lp.loop_var.name} is {lp.kind}, not serial")
         if not (isinstance(lp.min, IntImm) and lp.min.value == 0 and isinstance(lp.extent, IntImm)):
             raise ScheduleError(f"cannot {name}: reduction loop {lp.loop_var.name} must start at 0 "
                                 "and have a constant extent")

@@ -421,7 +421,7 @@ class Schedule:
         block = self._normalize_block_arg(block)
         realize, _ = self._block(block)
         func = self._func(block.func_name)
-        body = _compute.reverse_compute_inline(func.body, realize)
+        body = _compute.reverse_compute_inline(func.body, realize, self._output_buffers(func))
         self._commit(block.func_name, body)
         self._record("reverse_compute_inline", {"block": block}, [])
 

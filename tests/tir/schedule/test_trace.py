@@ -52,7 +52,7 @@ def row_max(A: T.Buffer((8, 64), "float32"), B: T.Buffer((8,), "float32")):
         with T.block("B"):
             vi, vk = T.axis.remap("SR", [i, k])
             with T.init():
-                B[vi] = T.float32(-3.0e38)
+                B[vi] = T.min_value("float32")
             B[vi] = T.max(B[vi], A[vi, k])
 
 
