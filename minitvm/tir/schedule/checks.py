@@ -192,7 +192,9 @@ def is_affine_binding(realize: BlockRealize, iters: dict[int, int | None]) -> bo
         if terms is None:
             return False
         expected: int | None = 1  # None once a symbolic extent makes the next stride unknown
-        for var_id, coeff in sorted(((k, c) for k, c in terms.items() if c != 0), key=lambda kc: kc[1]):
+        # a loop of extent 1 only ever adds 0, wherever it appears
+        steps = [(k, c) for k, c in terms.items() if c != 0 and iters.get(k) != 1]
+        for var_id, coeff in sorted(steps, key=lambda kc: kc[1]):
             if var_id in used or (expected is not None and coeff != expected):
                 return False
             used.add(var_id)
