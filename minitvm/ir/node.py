@@ -45,6 +45,8 @@ class Node:
     _binds: ClassVar[bool] = False
     #: dict fields whose values each bind their own variables (a module's functions)
     _scoped_fields: ClassVar[frozenset[str]] = frozenset()
+    #: fields structural equality and hashing skip (a block's name, as in TVM)
+    _seq_ignore: ClassVar[frozenset[str]] = frozenset()
 
     def __post_init__(self) -> None:
         for name in self._field_names:

@@ -99,7 +99,7 @@ class _Equal:
 
     def _fields(self, lhs: Node, rhs: Node, path: str, defining: bool) -> None:
         for name in lhs._field_names:
-            if name == "span":
+            if name == "span" or name in lhs._seq_ignore:
                 continue
             a, b = getattr(lhs, name), getattr(rhs, name)
             if name in lhs._scoped_fields and isinstance(a, dict) and isinstance(b, dict):
@@ -188,7 +188,7 @@ def structural_hash(value: Any, map_free_vars: bool = False) -> int:
                 return hash(("var", numbering[id(x)]))
             parts = []
             for f in x._field_names:
-                if f == "span":
+                if f == "span" or f in x._seq_ignore:
                     continue
                 value = getattr(x, f)
                 if f in x._scoped_fields and isinstance(value, dict):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from ..ir.node import Node, defines, node
 from .buffer import Buffer, BufferRegion
@@ -137,6 +137,9 @@ class Block(Stmt):
     The block's signature (iter_vars with domains, reads, writes) lets schedules
     move and transform it without looking inside its body.
     """
+
+    # TVM's structural equality ignores a block's name (schedules rename blocks freely)
+    _seq_ignore: ClassVar[frozenset[str]] = frozenset({"name_hint"})
 
     name_hint: str
     iter_vars: tuple = defines(())

@@ -124,8 +124,10 @@ def _cache(root: Stmt, realize: BlockRealize, buffer: Buffer, scope_name: str, w
     check_storage_scope(scope_name, f"{what} of block {realize.block.name_hint}")
     if not write:  # the copy must follow the one block that produces the buffer
         scope, _ = _scope_and_top(root, realize)
-        writers = sorted({r.block.name_hint for r, _ in walk_stmts(scope.body) if isinstance(r, BlockRealize)
-                          and any(w.buffer is buffer for w in r.block.writes)})
+        from .checks import child_blocks
+
+        writers = sorted({r.block.name_hint for r in child_blocks(scope)
+                          if any(w.buffer is buffer for w in r.block.writes)})
         if len(writers) > 1:
             raise ScheduleError(f"cannot cache_read {buffer.name} of block {realize.block.name_hint}: "
                                 f"{len(writers)} blocks write it ({', '.join(writers)}); a read cache needs "
