@@ -76,6 +76,8 @@ class _FunctionFrame:
     private: bool
     blocks: list = dataclasses.field(default_factory=list)
     output_emitted: bool = False
+    #: id(DataflowVar) -> the Var ``bb.emit_output(that DataflowVar)`` bound it to
+    emitted_outputs: dict = dataclasses.field(default_factory=dict)
 
 
 class _NameTable:
@@ -217,7 +219,22 @@ class BlockBuilder:
         value = self.normalize(output)
         var = Var(self._local_names.get(name_hint or "gv"), self._sinfo(value, "bb.emit_output"))
         self.emit_normalized(VarBinding(var, value))
+        if isinstance(value, DataflowVar) and self._func is not None:
+            self._func.emitted_outputs.setdefault(id(value), (value, var))
         return var
+
+    def _emitted_output(self, expr: Any) -> Any:
+        """``expr`` with each DataflowVar that ``bb.emit_output`` turned into a returned Var
+        replaced by that Var: TVM's builder lets ``bb.emit_func_output(lv)`` name the dataflow
+        variable (the MLC course's ``from_fx`` does), and the function returns the output."""
+        emitted = self._func.emitted_outputs if self._func is not None else {}
+        if isinstance(expr, DataflowVar):
+            entry = emitted.get(id(expr))
+            return entry[1] if entry is not None and entry[0] is expr else expr
+        if isinstance(expr, Tuple):
+            fields = [self._emitted_output(f) for f in expr.fields]
+            return expr if _same(fields, expr.fields) else self.normalize(Tuple(fields))
+        return expr
 
     def match_cast(self, value: Any, struct_info: StructInfo, name_hint: str = "") -> Var:
         """``R.match_cast(value, struct_info)``: a variable with the more precise struct info
@@ -265,10 +282,13 @@ class BlockBuilder:
                                "bb.function or bb.emit_func_output")
         if isinstance(output, (list, tuple)):
             output = Tuple(list(output))
-        output = self.normalize(output)
-        if isinstance(output, DataflowVar):
-            raise RuntimeError(f"the function output {output.name} is a DataflowVar; "
-                               "use bb.emit_output inside the dataflow block")
+        output = self._emitted_output(self.normalize(output))
+        leaked = [v for v in ([output] if not isinstance(output, Tuple) else output.fields)
+                  if isinstance(v, DataflowVar)]
+        if leaked:
+            raise RuntimeError(f"the function output {leaked[0].name} is a DataflowVar that "
+                               "bb.emit_output did not emit; emit it with bb.emit_output inside "
+                               "the dataflow block")
         self._close_block_into_function()
         self.begin_binding_block()  # keeps the stack balanced for the enclosing `with`
         body = SeqExpr(tuple(frame.blocks), output)
@@ -338,7 +358,7 @@ class BlockBuilder:
             return self._normalize_call(expr)
         if isinstance(expr, Tuple):
             fields = [self._normalize_arg(f) for f in expr.fields]
-            return expr if _same(fields, expr.fields) else Tuple(fields)
+            return expr if _same(fields, expr.fields) else self.normalize(Tuple(fields))
         if isinstance(expr, TupleGetItem):
             return self._normalize_get_item(expr)
         if isinstance(expr, SeqExpr):

@@ -1,9 +1,13 @@
 """``relax.build(mod, target)``: a module of Relax functions and PrimFuncs -> VM Executable.
 
-1. the Relax pipeline (``relax_pipeline``, default ``"default"``: LegalizeOps and the VM
-   lowering passes; the lowering passes run in any case, they leave lowered code alone);
-2. the PrimFuncs -> ``minitvm.build`` -> the kernel library (LLVM machine code);
-3. the Relax functions -> bytecode (:func:`minitvm.relax.vm.codegen`);
+1. the Relax pipeline (``relax_pipeline``, default ``"default"``: legalization, fusion and
+   schedules, see :mod:`minitvm.relax.pipeline`; ``None`` runs none), under ``target``;
+2. the lowering to VM builtins (:func:`~minitvm.relax.pipeline.vm_lowering_passes`:
+   ``ToNonDataflow``, ``CallTIRRewrite``, ``StaticPlanBlockMemory``, ``VMBuiltinLower``,
+   ``VMShapeLower``) -- always, as TVM's default build pipeline ends with it; the passes leave
+   already-lowered code alone, so a module lowered by hand is not lowered twice;
+3. the PrimFuncs -> ``minitvm.build`` -> the kernel library (LLVM machine code);
+4. the Relax functions -> bytecode (:func:`minitvm.relax.vm.codegen`);
 
 packed into a :class:`minitvm.runtime.vm.Executable` that ``relax.VirtualMachine`` runs
 and ``ex.save(path)`` writes (kernels as optimized LLVM IR, re-JIT-compiled on load).
@@ -15,6 +19,7 @@ from typing import Any
 
 from ..ir.module import IRModule
 from ..runtime.vm import Executable, VirtualMachine
+from ..target import Target
 from ..target.codegen import llvm_export  # noqa: F401 - registers the hooks that save/load kernels
 from ..tir.function import PrimFunc
 from ..transform import Pass, Sequential
@@ -25,6 +30,11 @@ from .vm.codegen import codegen
 
 # re-exported so that minitvm/relax/__init__.py needs a single import line
 __all__ = ["build", "VirtualMachine", "get_pipeline", "register_pipeline", "transform", "vm"]
+
+
+def _as_target(target: Any) -> Target:
+    """``target`` as a Target (a string names one); ``with`` it, passes see it as current."""
+    return target if isinstance(target, Target) else Target(target or "llvm")
 
 
 def build(mod: IRModule, target: Any = "llvm", params: dict | None = None,
@@ -50,8 +60,12 @@ def build(mod: IRModule, target: Any = "llvm", params: dict | None = None,
     if isinstance(relax_pipeline, str):
         relax_pipeline = get_pipeline(relax_pipeline)
     if relax_pipeline is not None:
-        mod = relax_pipeline(mod)
-    mod = Sequential(vm_lowering_passes(), name="vm_lowering")(mod)
+        if not isinstance(relax_pipeline, Pass):
+            raise TypeError(f"relax.build: relax_pipeline must be a pipeline name, a Pass or None, "
+                            f"got {type(relax_pipeline).__name__}")
+        with _as_target(target):
+            mod = relax_pipeline(mod)
+    mod = Sequential(vm_lowering_passes(target), name="vm_lowering")(mod)
     prims = {gv: f for gv, f in mod.items() if isinstance(f, PrimFunc)}
     lib = driver.build(IRModule(prims), target) if prims else None
     exe = codegen(mod, lib)

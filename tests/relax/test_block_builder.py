@@ -276,3 +276,40 @@ def test_params_given_at_emit_func_output_as_in_the_mlc_course():
     assert list(mod["main"].params) == [A, B]
     assert sorted(mod.keys()) == ["main", "te_matmul", "te_relu"]
     assert relax.analysis.well_formed(mod)
+
+
+def test_func_output_may_name_the_dataflow_var_that_emit_output_emitted():
+    """The MLC course's from_fx keeps the DataflowVar and returns it after bb.emit_output(it):
+    the function returns the emitted output, as TVM's builder lets it."""
+    import minitvm
+
+    x = relax.Var("x", relax.TensorStructInfo((2, 3), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main"):
+        with bb.dataflow():
+            lv = bb.emit(relax.op.exp(x))
+            lv2 = bb.emit(relax.op.add(lv, x))
+            out = bb.emit_output(lv2)
+        bb.emit_func_output(lv2, [x])
+    main = bb.get()["main"]
+    assert main.body.body is out and type(out) is relax.Var
+    assert relax.analysis.well_formed(bb.get())
+    data = np.random.default_rng(2).standard_normal((2, 3)).astype("float32")
+    vm = relax.VirtualMachine(minitvm.compile(bb.get()), minitvm.cpu())
+    np.testing.assert_allclose(vm["main"](data).numpy(), np.exp(data) + data, rtol=1e-6)
+
+    # in a tuple, too; a DataflowVar that was never emitted is still refused
+    bb = relax.BlockBuilder()
+    with bb.function("pair", [x]):
+        with bb.dataflow():
+            a = bb.emit(relax.op.exp(x))
+            b = bb.emit(relax.op.negative(x))
+            ga, gb = bb.emit_output(a), bb.emit_output(b)
+        bb.emit_func_output([a, b])
+    assert list(bb.get()["pair"].body.body.fields) == [ga, gb]
+    with pytest.raises(RuntimeError, match="DataflowVar that bb.emit_output did not emit"):
+        with bb.function("h", [x]):
+            with bb.dataflow():
+                c = bb.emit(relax.op.exp(x))
+                bb.emit_output(bb.emit(relax.op.negative(c)))
+            bb.emit_func_output(c)
