@@ -34,15 +34,19 @@ __all__ = ["build", "VirtualMachine", "get_pipeline", "register_pipeline", "tran
 
 def _as_target(target: Any) -> Target:
     """``target`` as a Target (a string names one); ``with`` it, passes see it as current."""
-    return target if isinstance(target, Target) else Target(target or "llvm")
+    if target is None:
+        return Target.current() or Target("llvm")
+    return target if isinstance(target, Target) else Target(target)
 
 
-def build(mod: IRModule, target: Any = "llvm", params: dict | None = None,
+def build(mod: IRModule, target: Any = None, params: dict | None = None,
           relax_pipeline: str | Pass | None = "default", tir_pipeline: str | None = "default",
           exec_mode: str = "bytecode", **kwargs: Any) -> Executable:
-    """Compile ``mod`` for the VM.  ``params`` binds function parameters by name to constants
-    (not supported yet: pass weights as arguments); the TIR pipeline is always
-    ``minitvm.tir.transform.lower_pipeline()``."""
+    """Compile ``mod`` for the VM: ``relax_pipeline`` (a name for :func:`get_pipeline`, a Pass
+    or a function of the module; None runs none) under ``target`` (default: the current
+    target, else llvm), then the lowering to VM builtins, the kernels, the bytecode.
+    ``params`` binds function parameters by name to constants (not supported yet: pass
+    weights as arguments); the TIR pipeline is always ``minitvm.tir.transform.lower_pipeline()``."""
     from .. import driver
 
     if not isinstance(mod, IRModule):
@@ -57,13 +61,14 @@ def build(mod: IRModule, target: Any = "llvm", params: dict | None = None,
         raise TypeError(f"relax.build: unexpected arguments {', '.join(kwargs)}")
     if not any(isinstance(f, Function) for _, f in mod.items()):
         raise ValueError("relax.build: the module has no Relax function; use minitvm.build for TIR only")
+    target = _as_target(target)
     if isinstance(relax_pipeline, str):
         relax_pipeline = get_pipeline(relax_pipeline)
     if relax_pipeline is not None:
-        if not isinstance(relax_pipeline, Pass):
-            raise TypeError(f"relax.build: relax_pipeline must be a pipeline name, a Pass or None, "
-                            f"got {type(relax_pipeline).__name__}")
-        with _as_target(target):
+        if not callable(relax_pipeline):
+            raise TypeError(f"relax.build: relax_pipeline must be a pipeline name, a Pass (or a function of "
+                            f"the module) or None, got {type(relax_pipeline).__name__}")
+        with target:
             mod = relax_pipeline(mod)
     mod = Sequential(vm_lowering_passes(target), name="vm_lowering")(mod)
     prims = {gv: f for gv, f in mod.items() if isinstance(f, PrimFunc)}

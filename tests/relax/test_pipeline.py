@@ -103,7 +103,26 @@ def test_default_pipeline_on_a_raw_module_and_the_executable_saves(tmp_path):
 
 def test_build_refuses_a_pipeline_that_is_not_one():
     mod, _ = export_quick_start_mlp(1)
-    with pytest.raises(TypeError, match="relax_pipeline must be a pipeline name, a Pass or None, got list"):
+    with pytest.raises(TypeError, match=r"relax_pipeline must be a pipeline name, a Pass \(or a function.*got list"):
         relax.build(mod, "llvm", relax_pipeline=[relax.transform.LegalizeOps()])
     with pytest.raises(ValueError, match="unknown pipeline 'fastest'"):
         minitvm.compile(mod, "llvm", relax_pipeline="fastest")
+    with pytest.raises(TypeError, match="unexpected arguments exec_mod"):
+        minitvm.compile(mod, "llvm", exec_mod="bytecode")
+
+
+def test_compile_takes_tvms_keywords_and_the_current_target():
+    mod, spec = export_quick_start_mlp(2)
+    calls = []
+
+    def my_pipeline(m):  # TVM accepts any function of the module as relax_pipeline
+        calls.append(minitvm.target.Target.current().kind.name)
+        return relax.get_pipeline("zero")(m)
+
+    with minitvm.target.Target("llvm"):
+        ex = minitvm.compile(mod, relax_pipeline=my_pipeline, tir_pipeline="default")
+    assert calls == ["llvm"]  # the pipeline runs under the build's target
+    x, params, want = _mlp_inputs(spec, batch=2, seed=11)
+    np.testing.assert_allclose(_run(ex, x, params), want, rtol=1e-4, atol=1e-4)
+    with pytest.raises(NotImplementedError, match="only the default TIR pipeline"):
+        minitvm.compile(mod, "llvm", tir_pipeline=minitvm.transform.Sequential([]))
