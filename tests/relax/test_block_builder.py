@@ -313,3 +313,97 @@ def test_func_output_may_name_the_dataflow_var_that_emit_output_emitted():
                 c = bb.emit(relax.op.exp(x))
                 bb.emit_output(bb.emit(relax.op.negative(c)))
             bb.emit_func_output(c)
+
+
+def test_current_builder_is_set_inside_a_function_scope_and_recovered_after_an_error():
+    x = relax.Var("x", relax.TensorStructInfo((2,), "float32"))
+    bb = relax.BlockBuilder()
+    assert relax.BlockBuilder.current() is None
+    with pytest.raises(RuntimeError, match="without bb.emit_func_output"):
+        with bb.function("f", [x]):
+            assert relax.BlockBuilder.current() is bb
+            bb.emit(relax.op.exp(x))
+    assert relax.BlockBuilder.current() is None
+    with bb:
+        assert relax.BlockBuilder.current() is bb
+    assert relax.BlockBuilder.current() is None
+
+
+def test_names_are_unique_across_the_functions_of_one_builder():
+    """As TVM's builder: one name table for its lifetime (the second function's first binding is lv1)."""
+    x = relax.Var("x", relax.TensorStructInfo((2,), "float32"))
+    bb = relax.BlockBuilder()
+    names = []
+    for fname in ("f", "g"):
+        with bb.function(fname, [x]):
+            with bb.dataflow():
+                lv = bb.emit(relax.op.exp(x))
+                gv = bb.emit_output(lv)
+            bb.emit_func_output(gv)
+        names.append((lv.name_hint, gv.name_hint))
+    assert names == [("lv", "gv"), ("lv1", "gv1")]
+
+
+def test_python_tuples_become_relax_tuples_even_nested():
+    n, m = tir.Var("n", "int64"), tir.Var("m", "int64")
+    a = relax.Var("a", relax.PrimStructInfo(value=n))
+    b = relax.Var("b", relax.PrimStructInfo(value=m))
+    x = relax.Var("x", relax.TensorStructInfo((n, m), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("f", [a, b, x]):
+        pair = bb.emit((a, b))
+        bb.emit_func_output((pair, (a, x)))
+    out = bb.get()["f"].body.body
+    assert isinstance(out, relax.Tuple) and out.fields[0] is pair
+    assert isinstance(out.fields[1], relax.Tuple) and list(out.fields[1].fields) == [a, x]
+    assert isinstance(pair.struct_info, relax.TupleStructInfo)
+
+
+def _seq_one_plus_two():
+    """The body of `c = 1 + 2` built on its own: a SeqExpr with one binding block."""
+    bb = relax.BlockBuilder()
+    with bb.function("seq", []):
+        one = bb.emit(relax.const(1, "int64"), "a")
+        two = bb.emit(relax.const(2, "int64"), "b")
+        bb.emit_func_output(bb.emit(relax.op.add(one, two), "c"))
+    return bb.get()["seq"].body
+
+
+def test_emitting_a_seq_expr_inlines_its_bindings():
+    seq = _seq_one_plus_two()
+    bb = relax.BlockBuilder()
+    with bb.function("f", []):
+        d = bb.emit(relax.const(3, "int64"), "d")
+        e = bb.emit(seq, "e")
+        bb.emit_func_output(bb.emit(relax.op.add(d, e), "f"))
+    (block,) = bb.get()["f"].body.blocks
+    assert [b.var.name_hint for b in block.bindings] == ["d", "a", "b", "c", "e", "f"]
+    assert block.bindings[4].value is seq.body  # e = c
+
+    # inside a dataflow block the seq's plain bindings split it: dataflow, plain, dataflow
+    bb = relax.BlockBuilder()
+    with bb.function("g", []):
+        with bb.dataflow():
+            bb.emit(relax.const(3, "int64"), "d")
+            e = bb.emit(seq, "e")
+            out = bb.emit_output(e, "f")
+        bb.emit_func_output(out)
+    mod = bb.get()
+    blocks = mod["g"].body.blocks
+    assert [type(b).__name__ for b in blocks] == ["DataflowBlock", "BindingBlock", "DataflowBlock"]
+    assert [[b.var.name_hint for b in blk.bindings] for blk in blocks] == [["d"], ["a", "b", "c"], ["e", "f"]]
+    assert relax.analysis.well_formed(mod)
+
+
+def test_emit_te_of_a_kernel_without_tensor_arguments():
+    """TVM's emit_te takes a TE function of no tensors (a kernel that fills a constant)."""
+    import minitvm
+    from minitvm import topi
+
+    bb = relax.BlockBuilder()
+    with bb.function("main", []):
+        out = bb.emit_te(lambda: topi.full((2, 3), "float32", tir.FloatImm("float32", 1.5)),
+                         primfunc_name_hint="fill")
+        bb.emit_func_output(out)
+    vm = relax.VirtualMachine(minitvm.compile(bb.get()), minitvm.cpu())
+    np.testing.assert_array_equal(vm["main"]().numpy(), np.full((2, 3), 1.5, "float32"))
