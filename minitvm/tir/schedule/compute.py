@@ -452,6 +452,7 @@ def compute_inline(root: Stmt, realize: BlockRealize, param_buffers: set[int]) -
 def _check_plain_accesses(root: Stmt, block: Block, buffer: Buffer, what: str) -> None:
     """Inlining rewrites loads and stores of ``buffer``; a block that views it through
     ``T.match_buffer`` or touches its data pointer (an opaque access) cannot be rewritten."""
+    opaque = []
     for other, _ in walk_stmts(root):
         if not isinstance(other, Block) or other is block:
             continue
@@ -459,8 +460,10 @@ def _check_plain_accesses(root: Stmt, block: Block, buffer: Buffer, what: str) -
             raise ScheduleError(f"cannot {what} block {block.name_hint}: block {other.name_hint} views "
                                 f"{buffer.name} through T.match_buffer, which inlining cannot rewrite")
         if uses_var(other.body, buffer.data):
-            raise ScheduleError(f"cannot {what} block {block.name_hint}: block {other.name_hint} accesses "
-                                f"{buffer.name} opaquely (through its data pointer), not by loads and stores")
+            opaque.append(other)  # the innermost such block comes last (outer blocks contain it)
+    if opaque:
+        raise ScheduleError(f"cannot {what} block {block.name_hint}: block {opaque[-1].name_hint} accesses "
+                            f"{buffer.name} opaquely (through its data pointer), not by loads and stores")
 
 
 def reverse_compute_inline(root: Stmt, realize: BlockRealize, param_buffers: set[int] = frozenset()) -> Stmt:

@@ -9,7 +9,7 @@ schedule (``apply_to_schedule``), reusing the recorded decisions.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from ...ir.node import node
@@ -92,9 +92,6 @@ class InstructionKind:
     is_pure: bool = False                       # no effect but its outputs (simplified() may drop it)
     is_postproc: bool = False
 
-    _registry: Any = field(default=None, repr=False, compare=False)
-
-    @staticmethod
     def same_as(self, other: Any) -> bool:
         return self is other
 

@@ -165,6 +165,22 @@ def view_consumer(A: T.Buffer((32, 32), "float32"), C: T.Buffer((32, 32), "float
 
 
 @T.prim_func
+def pointer_consumer(A: T.Buffer((32,), "float32"), C: T.Buffer((32,), "float32")):
+    B = T.alloc_buffer((32,), "float32")
+    for i in range(32):
+        with T.block("B"):
+            vi = T.axis.spatial(32, i)
+            B[vi] = A[vi] + T.float32(1)
+    for i in range(32):
+        with T.block("C"):
+            vi = T.axis.spatial(32, i)
+            T.reads(B[0:32])
+            T.writes(C[vi])
+            T.evaluate(T.call_extern("int32", "touch", B.data))  # B's memory escapes to a callee
+            C[vi] = B[vi]
+
+
+@T.prim_func
 def two_writers(A: T.Buffer((32,), "float32"), C: T.Buffer((32,), "float32")):
     B = T.alloc_buffer((32,), "float32")
     for i in range(32):
@@ -284,6 +300,8 @@ CASES = [
      lambda s: s.compute_at("C", s.get_loops("B")[0]), ["block C is an output block"]),
     # test_tir_schedule_compute_inline.py
     ("test_buffer_matched", view_consumer, lambda s: s.compute_inline("B"), ["block C", "T.match_buffer"]),
+    ("test_opaque_access_load", pointer_consumer, lambda s: s.compute_inline("B"),
+     ["block C accesses B opaquely"]),
     ("test_output_block (reverse_compute_inline)", both_outputs,
      lambda s: s.reverse_compute_inline("C"), ["producer B writes B, a parameter"]),
     ("test_output_block (compute_inline)", both_outputs, lambda s: s.compute_inline("B"),

@@ -272,3 +272,12 @@ def test_with_decision_changes_the_replayed_sample():
     fresh = tir.Schedule(mm)
     changed.apply_to_schedule(fresh, remove_postproc=False)
     assert [lp.extent.value for lp in (fresh.get(x) for x in fresh.get_loops("C"))] == [32, 16, 3, 16]
+
+
+def test_instructions_print_and_compare_as_tvm_does():
+    kind = InstructionKind.get("GetLoops")
+    assert kind.same_as(InstructionKind.get("get_loops")) and not InstructionKind.get("EnterPostproc").is_pure
+    block, loops = BlockRV(), [LoopRV(), LoopRV()]
+    inst = Instruction(kind, [block], [], loops)
+    assert str(inst) == "_, _ = sch.get_loops(block=_)"
+    assert inst.inputs[0].same_as(block) and not inst.outputs[0].same_as(loops[1])
