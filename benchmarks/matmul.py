@@ -135,10 +135,10 @@ def sched_tiled(n: int, mi: int = 4, nj: int = 32):
     i0, i1 = sch.split(i, [None, mi])
     j0, j1 = sch.split(j, [None, nj])
     sch.reorder(i0, j0, k, i1, j1)
-    init = sch.decompose_reduction(C, k)
-    sch.vectorize(j1)
+    sch.vectorize(j1)  # loop kinds before decompose_reduction, as TVM requires
     sch.unroll(i1)
     sch.parallel(i0)
+    init = sch.decompose_reduction(C, k)
     sch.vectorize(sch.get_loops(init)[-1])
     return sch
 
@@ -157,12 +157,12 @@ def sched_packed(n: int, mi: int = 8, nj: int = 32):
     j0, j1 = sch.split(j, [None, nj])
     sch.reorder(i0, j0, k, i1, j1)
     sch.reverse_compute_at(CL, j0)
-    sch.decompose_reduction(C, k)
-    sch.vectorize(j1)
+    sch.vectorize(j1)  # loop kinds before decompose_reduction, as TVM requires
     sch.unroll(i1)
     sch.parallel(i0)
     sch.vectorize(sch.get_loops(CL)[-1])
     sch.parallel(sch.get_loops(Bp)[0])
+    sch.decompose_reduction(C, k)
     return sch
 
 
@@ -229,11 +229,11 @@ def sched_best(n: int, MB: int = 64, mi: int = 4, nj: int = 32):
     i0, i1 = sch.split(i, [None, MB])
     j0, j1 = sch.split(j, [None, nj])
     sch.reorder(i0, j0, k, i1, j1)
+    sch.parallel(i0)  # loop kinds before decompose_reduction, as TVM requires
+    sch.parallel(sch.get_loops(Bp)[0])
     init = sch.decompose_reduction(C, j0)
     sch.tensorize(j0, intrin)
     sch.vectorize(sch.get_loops(init)[-1])
-    sch.parallel(i0)
-    sch.parallel(sch.get_loops(Bp)[0])
     return sch
 
 

@@ -27,9 +27,9 @@ def _tiled(mod):
     i0, i1 = sch.split(i, factors=[None, 4])
     j0, j1 = sch.split(j, factors=[None, 32])
     sch.reorder(i0, j0, k, i1, j1)
-    sch.decompose_reduction(c, k)
     sch.unroll(i1)
-    sch.vectorize(j1)
+    sch.vectorize(j1)  # before decompose_reduction, as TVM requires
+    sch.decompose_reduction(c, k)
     return sch.mod
 
 
