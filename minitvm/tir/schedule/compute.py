@@ -573,6 +573,7 @@ def decompose_reduction(root: Stmt, realize: BlockRealize, loop: For) -> tuple[S
         name_hint=f"{block.name_hint}_init",
         iter_vars=tuple(IterVar(iv.dom, new_ivs[iv.var], "spatial") for iv, _ in spatial),
         body=substitute(block.init, new_ivs),
+        annotations=dict(block.annotations),  # the init block keeps the block's annotations, as in TVM
     )
     init_block = _refresh_regions(init_block)
     pred = realize.predicate

@@ -598,8 +598,9 @@ class Schedule:
                 raise ScheduleError(f"tile decision {decision} for loop {node.loop_var.name} is not {n} "
                                     f"factors of its extent {extent}")
         outs = [self._sampled(f, node.loop_var.dtype) for f in decision]
+        # decisions are stored as TVM stores them: integer constants (``.value`` reads one)
         self._record("sample_perfect_tile", {"loop": loop, "n": n, "max_innermost_factor": max_innermost_factor},
-                     outs, decision=list(decision))
+                     outs, decision=[IntImm("int64", f) for f in decision])
         return outs
 
     def sample_categorical(self, candidates: list[int], probs: list[float],
@@ -616,7 +617,7 @@ class Schedule:
             raise ScheduleError(f"sample_categorical decision {decision} is not an index into {candidates}")
         out = self._sampled(candidates[decision])
         self._record("sample_categorical", {"candidates": candidates, "probs": probs}, [out],
-                     decision=decision)
+                     decision=IntImm("int64", decision))
         return out
 
     def enter_postproc(self) -> None:
