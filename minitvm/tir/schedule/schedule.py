@@ -14,9 +14,11 @@ from typing import Any
 from ...ir.module import IRModule
 from ..function import PrimFunc
 from ..stmt import Block, BlockRealize, For, ForKind
+from . import block_annotate as _block_annotate
 from . import blockize as _blockize
 from . import compute as _compute
 from . import data as _data
+from . import layout as _layout
 from . import loops as _loops
 from . import rfactor as _rfactor
 from .error import ScheduleError
@@ -258,19 +260,28 @@ class Schedule:
         """Unroll ``loop`` fully."""
         self._set_kind(loop, ForKind.UNROLLED, "unroll")
 
-    def annotate(self, block_or_loop: BlockRV | LoopRV, ann_key: str, ann_val: Any) -> None:
-        self._annotate(block_or_loop, lambda anns: {**anns, ann_key: ann_val})
+    def annotate(self, block_or_loop: BlockRV | LoopRV | str, ann_key: str, ann_val: Any) -> None:
+        """Add ``ann_key: ann_val`` to a block's ``T.block_attr`` or a loop's annotations
+        (as TVM, a key that is already there keeps its value)."""
+        block_or_loop = self._block_rv(block_or_loop)
+        self._annotate(block_or_loop, lambda anns: anns if ann_key in anns else {**anns, ann_key: ann_val})
         self._record("annotate", {"block_or_loop": block_or_loop, "ann_key": ann_key, "ann_val": ann_val}, [])
 
-    def unannotate(self, block_or_loop: BlockRV | LoopRV, ann_key: str) -> None:
-        self._annotate(block_or_loop, lambda anns: {k: v for k, v in anns.items() if k != ann_key})
+    def unannotate(self, block_or_loop: BlockRV | LoopRV | str, ann_key: str) -> None:
+        """Remove ``ann_key`` from a block's or loop's annotations (it must be there)."""
+        block_or_loop = self._block_rv(block_or_loop)
+        self._annotate(block_or_loop, lambda anns: {k: v for k, v in anns.items() if k != ann_key}, ann_key)
         self._record("unannotate", {"block_or_loop": block_or_loop, "ann_key": ann_key}, [])
 
-    def _annotate(self, rv: BlockRV | LoopRV, update: Any) -> None:
+    def _annotate(self, rv: BlockRV | LoopRV, update: Any, must_have: str | None = None) -> None:
         from ...ir import replace
         from .tree import replace_stmt
 
         node = self.get(rv)
+        if must_have is not None and must_have not in node.annotations:
+            what = f"block {node.name_hint}" if isinstance(node, Block) else f"loop {node.loop_var.name}"
+            raise ScheduleError(f"cannot unannotate {what}: it has no annotation {must_have!r} "
+                                f"(it has {sorted(node.annotations)})")
         body = replace_stmt(self._func(rv.func_name).body, node,
                             replace(node, annotations=update(node.annotations)))
         self._commit(rv.func_name, body)
@@ -434,6 +445,60 @@ class Schedule:
         out.index = decision  # type: ignore[attr-defined]
         self._record("sample_categorical", {"candidates": list(candidates), "probs": list(probs)}, [out])
         return out
+
+    # -- buffer annotations, block layout, unit loops (block_annotate.py, layout.py) -----------
+    def _block_rv(self, block: BlockRV | str) -> BlockRV:
+        """A block given by name becomes a BlockRV (recorded as ``get_block``, as in TVM)."""
+        return self.get_block(block) if isinstance(block, str) else block
+
+    def set_scope(self, block: BlockRV | str, buffer_index: int | str | Any, storage_scope: str) -> None:
+        """Store the ``buffer_index``-th buffer ``block`` writes in ``storage_scope`` (it must be
+        allocated by a block, not a parameter)."""
+        block = self._block_rv(block)
+        realize, _ = self._block(block)
+        body, index = _block_annotate.set_scope(self._func(block.func_name).body, realize.block,
+                                                buffer_index, storage_scope)
+        self._commit(block.func_name, body)
+        self._record("set_scope", {"block": block, "buffer_index": index, "storage_scope": storage_scope}, [])
+
+    def storage_align(self, block: BlockRV | str, buffer_index: int, axis: int, factor: int,
+                      offset: int) -> None:
+        """Pad the stride of ``axis`` of a written, block-allocated buffer to
+        ``k * factor + offset`` (recorded as a ``buffer_dim_align`` block annotation)."""
+        from .tree import replace_stmt
+
+        block = self._block_rv(block)
+        realize, _ = self._block(block)
+        root = self._func(block.func_name).body
+        new = _block_annotate.storage_align(root, realize.block, buffer_index, axis, factor, offset)
+        self._commit(block.func_name, replace_stmt(root, realize.block, new))
+        self._record("storage_align", {"block": block, "buffer_index": buffer_index, "axis": axis,
+                                       "factor": factor, "offset": offset}, [])
+
+    def add_unit_loop(self, block_or_loop: BlockRV | LoopRV | str) -> LoopRV:
+        """A new loop of extent 1 right above ``block_or_loop``; returns it."""
+        rv = self._block_rv(block_or_loop)
+        if isinstance(rv, BlockRV):
+            node, path = self._block(rv)
+            if not any(isinstance(s, Block) for s in path):
+                raise ScheduleError(f"add_unit_loop: block {rv.name!r} is the root block; "
+                                    "no loop can be added above it")
+        else:
+            node, _ = self._loop(rv)
+        body, var = _layout.add_unit_loop(self._func(rv.func_name).body, node)
+        self._commit(rv.func_name, body)
+        out = LoopRV(var, rv.func_name)
+        self._record("add_unit_loop", {"block_or_loop": rv}, [out])
+        return out
+
+    def transform_block_layout(self, block: BlockRV | str, index_map: Any) -> None:
+        """Remap ``block``'s iteration space through ``index_map`` (the loops above it are rebuilt)."""
+        block = self._block_rv(block)
+        realize, path = self._block(block)
+        func = self._func(block.func_name)
+        body = _layout.transform_block_layout(func.body, realize, path, index_map)
+        self._commit(block.func_name, body)
+        self._record("transform_block_layout", {"block": block, "index_map": index_map}, [])
 
 
 def _sample_tile(rng: random.Random, extent: int, n: int, max_innermost: int) -> list[int]:
