@@ -20,6 +20,7 @@ from . import compute as _compute
 from . import data as _data
 from . import layout as _layout
 from . import loops as _loops
+from . import reindex as _reindex
 from . import rfactor as _rfactor
 from .error import ScheduleError
 from .trace import BlockRV, ExprRV, Instruction, LoopRV, Trace
@@ -499,6 +500,55 @@ class Schedule:
         body = _layout.transform_block_layout(func.body, realize, path, index_map)
         self._commit(block.func_name, body)
         self._record("transform_block_layout", {"block": block, "index_map": index_map}, [])
+
+    # -- reindexing (reindex.py) -------------------------------------------------------------
+    def reindex(self, block: BlockRV | str, buffer: tuple[str, int] | str | Any) -> BlockRV:
+        """Copy a buffer ``block`` accesses into (out of) a new buffer indexed by the block's
+        iterators; ``buffer`` is ("read", i), ("write", i), a name or a Buffer."""
+        block = self._block_rv(block)
+        realize, path = self._block(block)
+        blk = realize.block
+        if isinstance(buffer, (tuple, list)) and len(buffer) == 2 and isinstance(buffer[0], str):
+            kind, index = buffer
+            if kind not in ("read", "write"):
+                raise ScheduleError(f"reindex: buffer kind must be 'read' or 'write', got {kind!r}")
+        else:
+            # a buffer both read and written (an accumulator) counts as written, as in TVM
+            hits = [("write", k) for k, w in enumerate(blk.writes) if w.buffer is buffer or w.buffer.name == buffer]
+            hits += [("read", k) for k, r in enumerate(blk.reads) if r.buffer is buffer or r.buffer.name == buffer]
+            if not hits:
+                name = getattr(buffer, "name", buffer)
+                raise ScheduleError(f"reindex: block {blk.name_hint} does not access a buffer named {name!r}")
+            kind, index = hits[0]
+        body, name, index = _reindex.reindex(self._func(block.func_name).body, realize, path, kind, index)
+        self._commit(block.func_name, body)
+        rv = BlockRV(name, block.func_name)
+        self._record("reindex", {"block": block, "buffer": (kind, index)}, [rv])
+        return rv
+
+    def reindex_cache_read(self, block: BlockRV | str, read_buffer_index: int, storage_scope: str,
+                           index_map: Any) -> BlockRV:
+        """A ``storage_scope`` copy of a buffer ``block`` reads at one point, laid out as
+        ``index_map(block iterators)``; the block then reads the copy."""
+        return self._reindex_cache(block, read_buffer_index, storage_scope, index_map, read=True)
+
+    def reindex_cache_write(self, block: BlockRV | str, write_buffer_index: int, storage_scope: str,
+                            index_map: Any) -> BlockRV:
+        """``block`` writes a ``storage_scope`` buffer laid out as ``index_map(block iterators)``,
+        copied to the original buffer afterwards."""
+        return self._reindex_cache(block, write_buffer_index, storage_scope, index_map, read=False)
+
+    def _reindex_cache(self, block: BlockRV | str, index: int, scope: str, index_map: Any, read: bool) -> BlockRV:
+        block = self._block_rv(block)
+        realize, path = self._block(block)
+        body, name = _reindex.reindex_cache(self._func(block.func_name).body, realize, path, index, scope,
+                                            index_map, read)
+        self._commit(block.func_name, body)
+        rv = BlockRV(name, block.func_name)
+        kind = "reindex_cache_read" if read else "reindex_cache_write"
+        key = "read_buffer_index" if read else "write_buffer_index"
+        self._record(kind, {"block": block, key: index, "storage_scope": scope, "index_map": index_map}, [rv])
+        return rv
 
 
 def _sample_tile(rng: random.Random, extent: int, n: int, max_innermost: int) -> list[int]:
