@@ -25,7 +25,7 @@ from .compute import _refresh_regions
 from .error import ScheduleError
 from .tree import loops_above, replace_stmt
 
-__all__ = ["add_unit_loop", "transform_block_layout", "SimplifyAccesses", "apply_index_map"]
+__all__ = ["add_unit_loop", "transform_block_layout", "SimplifyAccesses", "apply_index_map", "check_trivial_nest"]
 
 
 def add_unit_loop(root: Stmt, node: Stmt) -> tuple[Stmt, Var]:
@@ -94,25 +94,33 @@ def _is_one(e: PrimExpr) -> bool:
     return isinstance(e, IntImm) and e.value == 1
 
 
-def transform_block_layout(root: Stmt, realize: BlockRealize, path: tuple, index_map: Any) -> Stmt:
+def check_trivial_nest(realize: BlockRealize, path: tuple, primitive: str) -> list[For]:
+    """The loops above ``realize`` (outer first) when they start at 0, each holds only the next
+    one (the innermost only the block) and bind the block's iterators one to one."""
     block = realize.block
     name = block.name_hint
     loops = loops_above(path)
     for k, lp in enumerate(loops):
         if not (isinstance(lp.min, IntImm) and lp.min.value == 0):
-            raise ScheduleError(f"transform_block_layout of block {name}: loop {lp.loop_var.name} "
-                                "does not start at 0")
+            raise ScheduleError(f"{primitive} of block {name}: loop {lp.loop_var.name} does not start at 0")
         inner = loops[k + 1] if k + 1 < len(loops) else realize
         if lp.body is not inner:
-            raise ScheduleError(f"transform_block_layout of block {name}: loop {lp.loop_var.name} holds "
-                                "more than this block; the loops above it must hold only the block")
+            raise ScheduleError(f"{primitive} of block {name}: loop {lp.loop_var.name} holds more than "
+                                "this block; the loops above it must hold only the block")
     trivial = len(loops) == len(block.iter_vars) and all(
         v is lp.loop_var for v, lp in zip(realize.iter_values, loops))
     if not trivial:
-        raise ScheduleError(f"transform_block_layout of block {name}: its iterators are not bound to "
-                            "the loops above it one to one (the binding is not trivial)")
-    if any(not _is_one(lp.extent) and not (isinstance(lp.extent, IntImm)) for lp in loops):
-        raise ScheduleError(f"transform_block_layout of block {name}: needs constant extents")
+        raise ScheduleError(f"{primitive} of block {name}: its iterators are not bound to the loops "
+                            "above it one to one (the binding is not trivial)")
+    return loops
+
+
+def transform_block_layout(root: Stmt, realize: BlockRealize, path: tuple, index_map: Any) -> Stmt:
+    block = realize.block
+    name = block.name_hint
+    loops = check_trivial_nest(realize, path, "transform_block_layout")
+    if any(not isinstance(lp.extent, IntImm) for lp in loops):
+        raise ScheduleError(f"transform_block_layout of block {name}: needs constant loop extents")
     old_vars = [iv.var for iv in block.iter_vars]
     extents = {id(iv.var): iv.dom.extent for iv in block.iter_vars}
     types = {id(iv.var): iv.iter_type for iv in block.iter_vars}

@@ -20,6 +20,7 @@ from . import compute as _compute
 from . import data as _data
 from . import layout as _layout
 from . import loops as _loops
+from . import pad_einsum as _pad_einsum
 from . import reindex as _reindex
 from . import rfactor as _rfactor
 from .error import ScheduleError
@@ -549,6 +550,15 @@ class Schedule:
         key = "read_buffer_index" if read else "write_buffer_index"
         self._record(kind, {"block": block, key: index, "storage_scope": scope, "index_map": index_map}, [rv])
         return rv
+
+    def pad_einsum(self, block: BlockRV | str, padding: list[int]) -> None:
+        """Round ``block``'s iteration domain up to multiples of ``padding`` (one factor per
+        iterator), with zero-padded copies of the buffers it would otherwise overrun."""
+        block = self._block_rv(block)
+        realize, path = self._block(block)
+        body = _pad_einsum.pad_einsum(self._func(block.func_name).body, realize, path, padding)
+        self._commit(block.func_name, body)
+        self._record("pad_einsum", {"block": block, "padding": [int(p) for p in padding]}, [])
 
 
 def _sample_tile(rng: random.Random, extent: int, n: int, max_innermost: int) -> list[int]:
