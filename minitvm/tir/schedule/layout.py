@@ -15,11 +15,10 @@ import inspect
 from typing import Any, Callable
 
 from ...arith import Analyzer
-from ...arith.linear import LinearSum
 from ...ir import replace
 from ..buffer import BufferRegion
-from ..expr import BufferLoad, IntImm, IterVar, PrimExpr, Range, Var, const
-from ..functor import StmtExprMutator, substitute
+from ..expr import Add, BufferLoad, FloorDiv, FloorMod, IntImm, IterVar, Mul, PrimExpr, Range, Var, const
+from ..functor import StmtExprMutator, post_order_visit, substitute
 from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, Stmt
 from .compute import _refresh_regions
 from .error import ScheduleError
@@ -43,7 +42,7 @@ class SimplifyAccesses(StmtExprMutator):
             self.ana.bind(v, Range(const(0, extent.dtype), extent))
 
     def _simplify(self, indices: tuple) -> tuple:
-        return tuple(self.ana.simplify(i) for i in indices)
+        return tuple(self.ana.simplify(_fold_div_mod(i)) for i in indices)
 
     def visit_buffer_load_(self, n: BufferLoad) -> PrimExpr:
         return BufferLoad(n.buffer, self._simplify(self.visit(n.indices)))
@@ -54,6 +53,24 @@ class SimplifyAccesses(StmtExprMutator):
     def visit_buffer_region_(self, n: BufferRegion) -> BufferRegion:
         return BufferRegion(n.buffer, tuple(Range(self.ana.simplify(r.min), self.ana.simplify(r.extent))
                                             for r in n.region))
+
+
+def _fold_div_mod(e: PrimExpr) -> PrimExpr:
+    """``x // c * c + x % c`` -> ``x``, also for a symbolic ``c`` (what inverting a fusion with a
+    symbolic extent leaves behind; the arith simplifier folds only constant divisors)."""
+    from ...ir.structural import structural_equal
+
+    class _Fold(StmtExprMutator):
+        def visit_add_(self, n: Add) -> PrimExpr:
+            a, b = self.visit(n.a), self.visit(n.b)
+            for x, y in ((a, b), (b, a)):
+                if (isinstance(x, Mul) and isinstance(x.a, FloorDiv) and isinstance(y, FloorMod)
+                        and structural_equal(x.a.a, y.a) and structural_equal(x.a.b, x.b)
+                        and structural_equal(x.b, y.b)):
+                    return y.a
+            return n if a is n.a and b is n.b else Add(a, b)
+
+    return _Fold().visit(e)
 
 
 def apply_index_map(index_map: Any, args: list[PrimExpr], what: str) -> list[PrimExpr]:
@@ -70,24 +87,59 @@ def apply_index_map(index_map: Any, args: list[PrimExpr], what: str) -> list[Pri
     return [const(e, args[0].dtype if args else "int32") if isinstance(e, int) else e for e in out]
 
 
-def _group(expr: PrimExpr, extents: dict[int, PrimExpr], block: Block) -> list[tuple[Var, int]]:
-    """``expr`` as [(old iterator, coefficient)], outermost first; refuses anything that is not
-    a mixed-radix fusion of old iterators."""
-    lin = LinearSum.from_expr(expr)
-    terms = [(t, c) for t, c in lin.terms if c != 0]
-    if lin.constant != 0 or any(not isinstance(t, Var) or id(t) not in extents or c < 0 for t, c in terms):
-        raise ScheduleError(f"transform_block_layout of block {block.name_hint}: {expr} is not a "
-                            "fusion of the block's iterators, so the index map is not a bijective affine map")
-    terms.sort(key=lambda tc: -tc[1])
+def _terms(e: PrimExpr, iters: dict[int, Var]) -> list[tuple[Var | None, PrimExpr]] | None:
+    """``e`` as a sum of ``coefficient * iterator`` (iterator None: a term free of iterators);
+    coefficients may be symbolic.  None when ``e`` is not of that form."""
+    if isinstance(e, Var) and id(e) in iters:
+        return [(e, const(1, e.dtype))]
+    if not _uses_any(e, iters):
+        return [(None, e)]
+    if isinstance(e, Add):
+        a, b = _terms(e.a, iters), _terms(e.b, iters)
+        return None if a is None or b is None else a + b
+    if isinstance(e, Mul):
+        for x, c in ((e.a, e.b), (e.b, e.a)):
+            if not _uses_any(c, iters):
+                inner = _terms(x, iters)
+                return None if inner is None else [(t, k * c) for t, k in inner]
+    return None
+
+
+def _uses_any(e: PrimExpr, iters: dict[int, Var]) -> bool:
+    found: list = []
+    post_order_visit(e, lambda x: found.append(x) if isinstance(x, Var) and id(x) in iters else None)
+    return bool(found)
+
+
+def _group(expr: PrimExpr, extents: dict[int, PrimExpr], iters: dict[int, Var],
+           block: Block) -> list[tuple[Var, PrimExpr]]:
+    """``expr`` as [(old iterator, coefficient)] in mixed radix, outermost first (iterators of
+    extent 1 last); refuses anything that is not a fusion of the block's iterators."""
+    terms = _terms(expr, iters)
+    not_affine = (f"transform_block_layout of block {block.name_hint}: {expr} is not a fusion of the "
+                  "block's iterators, so the index map is not a bijective affine map")
+    if terms is None or any(t is None and not _is_zero(c) for t, c in terms):
+        raise ScheduleError(not_affine)
+    terms = [(t, c) for t, c in terms if t is not None]
+    ana = Analyzer()
     live = [(t, c) for t, c in terms if not _is_one(extents[id(t)])]
-    expected = 1
-    for t, c in reversed(live):
-        ext = extents[id(t)]
-        if c != expected or not isinstance(ext, IntImm):
-            raise ScheduleError(f"transform_block_layout of block {block.name_hint}: {expr} does not map "
-                                "the block's iterators one-to-one (the index map is not bijective)")
-        expected *= ext.value
-    return terms
+    unit = [(t, c) for t, c in terms if _is_one(extents[id(t)])]
+    ordered: list[tuple[Var, PrimExpr]] = []
+    expected: PrimExpr = const(1, expr.dtype)
+    while live:  # innermost first: coefficient 1, then the product of the extents inside
+        k = next((k for k, (_, c) in enumerate(live) if ana.can_prove_equal(c, expected)), None)
+        if k is None:
+            raise ScheduleError(f"transform_block_layout of block {block.name_hint}: {expr} does not map the "
+                                "block's iterators one to one (the index map is not bijective)")
+        t, c = live.pop(k)
+        ordered.insert(0, (t, c))
+        expected = c * extents[id(t)] if not isinstance(c, IntImm) or not isinstance(extents[id(t)], IntImm) \
+            else const(c.value * extents[id(t)].value, expr.dtype)
+    return ordered + unit
+
+
+def _is_zero(e: PrimExpr) -> bool:
+    return isinstance(e, IntImm) and e.value == 0
 
 
 def _is_one(e: PrimExpr) -> bool:
@@ -119,13 +171,12 @@ def transform_block_layout(root: Stmt, realize: BlockRealize, path: tuple, index
     block = realize.block
     name = block.name_hint
     loops = check_trivial_nest(realize, path, "transform_block_layout")
-    if any(not isinstance(lp.extent, IntImm) for lp in loops):
-        raise ScheduleError(f"transform_block_layout of block {name}: needs constant loop extents")
     old_vars = [iv.var for iv in block.iter_vars]
     extents = {id(iv.var): iv.dom.extent for iv in block.iter_vars}
     types = {id(iv.var): iv.iter_type for iv in block.iter_vars}
     outputs = apply_index_map(index_map, old_vars, f"transform_block_layout of block {name}")
-    groups = [_group(e, extents, block) for e in outputs]
+    iters = {id(v): v for v in old_vars}
+    groups = [_group(e, extents, iters, block) for e in outputs]
     used = [id(t) for g in groups for t, _ in g]
     if len(set(used)) != len(used) or any(id(v) not in used and not _is_one(extents[id(v)]) for v in old_vars):
         raise ScheduleError(f"transform_block_layout of block {name}: the index map must use every "
@@ -134,12 +185,15 @@ def transform_block_layout(root: Stmt, realize: BlockRealize, path: tuple, index
     new_iters, inverse, ranges = [], {}, {}
     for k, (expr, group) in enumerate(zip(outputs, groups)):
         dtype = expr.dtype
-        extent = const(1, dtype)
-        for t, c in group:
-            extent = extent + const(c, dtype) * (extents[id(t)] - 1)
-        extent = Analyzer().simplify(extent)
+        live = [(t, c) for t, c in group if not _is_one(extents[id(t)])]
+        if live:  # the outermost coefficient times its extent
+            c0, e0 = live[0][1], extents[id(live[0][0])]
+            extent = (const(c0.value * e0.value, dtype) if isinstance(c0, IntImm) and isinstance(e0, IntImm)
+                      else e0 if _is_one(c0) else c0 * e0)
+        else:
+            extent = const(1, dtype)
         var = Var(f"v{k}", dtype)
-        kinds = {types[id(t)] for t, _ in group if not _is_one(extents[id(t)])}
+        kinds = {types[id(t)] for t, _ in live}
         if _is_one(extent) or not kinds:
             kind = "spatial"
         elif len(kinds) == 1:
@@ -149,16 +203,16 @@ def transform_block_layout(root: Stmt, realize: BlockRealize, path: tuple, index
                                 "spatial and reduction iterators")
         new_iters.append(IterVar(Range(const(0, dtype), extent), var, kind))
         ranges[var] = extent
-        live = [(t, c) for t, c in group if not _is_one(extents[id(t)])]
         for t, _ in group:
             if _is_one(extents[id(t)]) and (live or len(group) > 1):
                 inverse[t] = const(0, t.dtype)
         if not live and len(group) == 1:
             inverse[group[0][0]] = var
+        # as TVM writes the inverse of a fusion: x_j = v % c_{j-1} // c_j
         for j, (t, c) in enumerate(live):
-            value = var if c == 1 else var // const(c, dtype)
-            if j > 0:
-                value = value % extents[id(t)]
+            value: PrimExpr = var if j == 0 else var % live[j - 1][1]
+            if not _is_one(c):
+                value = value // c
             inverse[t] = value
     for v in old_vars:
         inverse.setdefault(v, const(0, v.dtype))

@@ -1,7 +1,9 @@
 """sch.transform_block_layout: new block iterators f(old ones), new loops over them."""
 
+import numpy as np
 import pytest
 
+import minitvm
 from minitvm import tir
 from minitvm.ir import assert_structural_equal
 from minitvm.script import tir as T
@@ -93,3 +95,37 @@ def test_transform_block_layout_refuses_a_map_of_the_wrong_arity():
     sch = tir.Schedule(scale)
     with pytest.raises(tir.ScheduleError, match="takes 1 indices but there are 2"):
         sch.transform_block_layout("B", lambda i: (i,))
+
+
+@T.prim_func
+def batched_rows(a: T.handle, c: T.handle):
+    n = T.int64()
+    A = T.match_buffer(a, (T.int64(4), n), "float32")
+    C = T.match_buffer(c, (T.int64(4) * n,), "float32")
+    for i, j in T.grid(T.int64(4), n):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi * n + vj] = A[vi, vj] + T.float32(1)
+
+
+@T.prim_func
+def batched_rows_fused(a: T.handle, c: T.handle):
+    n = T.int64()
+    A = T.match_buffer(a, (T.int64(4), n), "float32")
+    C = T.match_buffer(c, (T.int64(4) * n,), "float32")
+    for ax0 in range(n * T.int64(4)):
+        with T.block("C"):
+            v0 = T.axis.spatial(n * T.int64(4), ax0)
+            C[v0] = A[v0 // n, v0 % n] + T.float32(1)
+
+
+def test_transform_block_layout_fuses_a_symbolic_extent():
+    sch = tir.Schedule(batched_rows)
+    n = batched_rows.buffer_map[batched_rows.params[0]].shape[1]
+    sch.transform_block_layout("C", lambda i, j: (i * n + j,))
+    assert_structural_equal(sch.mod["main"], batched_rows_fused.with_attr("global_symbol", "batched_rows"),
+                            map_free_vars=True)
+    a = np.random.default_rng(0).random((4, 5), dtype="float32")
+    out = minitvm.nd.array(np.zeros(20, "float32"))
+    minitvm.build(sch.mod)["main"](minitvm.nd.array(a), out)
+    np.testing.assert_allclose(out.numpy(), (a + 1).reshape(-1), rtol=1e-6)
