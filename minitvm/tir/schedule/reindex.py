@@ -269,7 +269,7 @@ def reindex_cache(root: Stmt, realize: BlockRealize, path: tuple, index: int, sc
     for e in new_idx:
         b = relax(e, dom)
         extent = None if b is None else ana.simplify(b[1] + 1)
-        if not isinstance(extent, IntImm):
+        if extent is None or _uses(extent) & set(dom):  # symbolic extents are fine, iterators not
             raise ScheduleError(f"{what} of block {block.name_hint}: cannot bound cache index {e}")
         shape.append(extent)
     cache = decl_buffer(tuple(shape), buffer.dtype, f"{buffer.name}_{scope_name}", scope=scope_name)

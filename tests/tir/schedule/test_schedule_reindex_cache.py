@@ -1,8 +1,10 @@
 """sch.reindex_cache_read / reindex_cache_write: a cache in a scope, laid out by an index map
 of the block iterators, placed where cache_read / cache_write would place it."""
 
+import numpy as np
 import pytest
 
+import minitvm
 from minitvm import tir
 from minitvm.ir import assert_structural_equal
 from minitvm.script import tir as T
@@ -135,3 +137,28 @@ def test_reindex_cache_refuses_an_unknown_scope():
     sch = tir.Schedule(two_stage)
     with pytest.raises(tir.ScheduleError, match="'texture_x' is not a storage scope"):
         sch.reindex_cache_read("C", 0, "texture_x", lambda i, j: (i, j))
+
+
+@T.prim_func
+def scale_rows(a: T.handle, c: T.handle):
+    n = T.int32()
+    A = T.match_buffer(a, (n, 8))
+    C = T.match_buffer(c, (n, 8))
+    for i, j in T.grid(n, 8):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = A[vi, vj] * 2.0
+
+
+def test_reindex_cache_with_a_symbolic_extent(trace_replays):
+    sch = tir.Schedule(scale_rows)
+    sch.reindex_cache_read("C", 0, "local", lambda i, j: (j, i))
+    sch.reindex_cache_write("C", 0, "local", lambda i, j: (j, i))
+    text = sch.mod["main"].script()
+    assert 'A_local = T.alloc_buffer((8, n), scope="local")' in text
+    assert "C[vi, vj] = C_local[vj, vi]" in text
+    trace_replays(sch, scale_rows)
+    a = np.random.default_rng(0).random((5, 8), dtype="float32")
+    out = minitvm.nd.array(np.zeros((5, 8), "float32"))
+    minitvm.build(sch.mod)["main"](minitvm.nd.array(a), out)
+    np.testing.assert_allclose(out.numpy(), a * 2, rtol=1e-6)
