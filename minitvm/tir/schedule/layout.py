@@ -3,10 +3,11 @@
 ``transform_block_layout(block, f)`` gives a block new iterators ``v = f(old iterators)``
 and new loops over them.  The body keeps computing the same thing because every old
 iterator is rewritten through the inverse of ``f``.  The maps inverted here are the ones
-schedules use: each new iterator is a *fusion* ``x0 * c0 + x1 * c1 + ... + xk`` of some old
-iterators in mixed radix (``c_{i} = c_{i+1} * extent_{i+1}``), every old iterator used by
-exactly one new one — permutations, fusions, and fusions of permuted iterators.  Its
-inverse is ``x_i = v // c_i % extent_i``.
+schedules use: each new iterator is a piece ``F // a % b`` of a *fusion*
+``F = x0 * c0 + x1 * c1 + ... + xk`` of old iterators in mixed radix
+(``c_{i} = c_{i+1} * extent_{i+1}``; coefficients may be symbolic), the pieces of one fusion
+tile it exactly, and every old iterator is used once — permutations, fusions, splits.  The
+inverse is ``F = sum(piece * a)`` and ``x_i = F % c_{i-1} // c_i``, as TVM writes it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any, Callable
 
 from ...arith import Analyzer
 from ...ir import replace
+from ...ir.structural import structural_equal
 from ..buffer import BufferRegion
 from ..expr import Add, BufferLoad, FloorDiv, FloorMod, IntImm, IterVar, Mul, PrimExpr, Range, Var, const
 from ..functor import StmtExprMutator, post_order_visit, substitute
@@ -138,6 +140,50 @@ def _group(expr: PrimExpr, extents: dict[int, PrimExpr], iters: dict[int, Var],
     return ordered + unit
 
 
+def _piece(e: PrimExpr) -> tuple[PrimExpr, int, int | None]:
+    """``F // a % b`` as (F, a, b); ``F // a`` as (F, a, None); ``F % b`` as (F, 1, b); else (e, 1, None)."""
+    a, b = 1, None
+    if isinstance(e, FloorMod) and isinstance(e.b, IntImm) and e.b.value > 0:
+        e, b = e.a, e.b.value
+    if isinstance(e, FloorDiv) and isinstance(e.b, IntImm) and e.b.value > 0:
+        e, a = e.a, e.b.value
+    return e, a, b
+
+
+def _split_pieces(fused: PrimExpr, total: PrimExpr, members: list[tuple[int, int, int | None]], block: Block,
+                  new_iters: list, ranges: dict, kind: str, outputs: list) -> PrimExpr:
+    """New iterators for the pieces of ``fused`` (extent ``total``); returns ``fused`` in terms of
+    them.  The pieces must tile ``fused`` exactly: innermost ``% b1``, then ``// b1 % b2`` ..."""
+    dtype = fused.dtype
+    if len(members) == 1 and members[0][1:] == (1, None):
+        k = members[0][0]
+        var = Var(f"v{k}", dtype)
+        new_iters[k] = IterVar(Range(const(0, dtype), total), var, "spatial" if _is_one(total) else kind)
+        ranges[var] = total
+        return var
+    bad = ScheduleError(f"transform_block_layout of block {block.name_hint}: the pieces "
+                        f"{[str(outputs[k]) for k, _, _ in members]} do not split {fused} exactly once "
+                        "(the index map is not bijective)")
+    if not isinstance(total, IntImm):
+        raise bad
+    ordered = sorted(members, key=lambda m: m[1])
+    value: PrimExpr | None = None
+    stride = 1
+    for n, (k, a, b) in enumerate(ordered):
+        last = n == len(ordered) - 1
+        extent = b if b is not None else (total.value // a if total.value % a == 0 else None)
+        if a != stride or extent is None or (not last and b is None) or (last and a * extent != total.value):
+            raise bad
+        var = Var(f"v{k}", dtype)
+        new_iters[k] = IterVar(Range(const(0, dtype), const(extent, dtype)), var,
+                               "spatial" if extent == 1 else kind)
+        ranges[var] = const(extent, dtype)
+        term = var if a == 1 else var * const(a, dtype)
+        value = term if value is None else term + value
+        stride = a * extent
+    return value
+
+
 def _is_zero(e: PrimExpr) -> bool:
     return isinstance(e, IntImm) and e.value == 0
 
@@ -176,44 +222,50 @@ def transform_block_layout(root: Stmt, realize: BlockRealize, path: tuple, index
     types = {id(iv.var): iv.iter_type for iv in block.iter_vars}
     outputs = apply_index_map(index_map, old_vars, f"transform_block_layout of block {name}")
     iters = {id(v): v for v in old_vars}
-    groups = [_group(e, extents, iters, block) for e in outputs]
-    used = [id(t) for g in groups for t, _ in g]
+    # each new iterator is a piece ``F // a % b`` of a fusion F of old iterators (a=1, b=None: F)
+    pieces = [_piece(e) for e in outputs]
+    fusions: list[tuple[PrimExpr, list[tuple[Var, PrimExpr]], list[int]]] = []
+    for k, (fused, _, _) in enumerate(pieces):
+        same = next((f for f in fusions if structural_equal(f[0], fused)), None)
+        if same is None:
+            fusions.append((fused, _group(fused, extents, iters, block), [k]))
+        else:
+            same[2].append(k)
+    used = [id(t) for _, g, _ in fusions for t, _ in g]
     if len(set(used)) != len(used) or any(id(v) not in used and not _is_one(extents[id(v)]) for v in old_vars):
         raise ScheduleError(f"transform_block_layout of block {name}: the index map must use every "
                             "iterator exactly once (it is not bijective)")
 
-    new_iters, inverse, ranges = [], {}, {}
-    for k, (expr, group) in enumerate(zip(outputs, groups)):
-        dtype = expr.dtype
+    new_iters: list[Any] = [None] * len(outputs)
+    inverse: dict[Var, PrimExpr] = {}
+    ranges: dict[Var, PrimExpr] = {}
+    for fused, group, members in fusions:
+        dtype = fused.dtype
         live = [(t, c) for t, c in group if not _is_one(extents[id(t)])]
         if live:  # the outermost coefficient times its extent
             c0, e0 = live[0][1], extents[id(live[0][0])]
-            extent = (const(c0.value * e0.value, dtype) if isinstance(c0, IntImm) and isinstance(e0, IntImm)
-                      else e0 if _is_one(c0) else c0 * e0)
+            total = (const(c0.value * e0.value, dtype) if isinstance(c0, IntImm) and isinstance(e0, IntImm)
+                     else e0 if _is_one(c0) else c0 * e0)
         else:
-            extent = const(1, dtype)
-        var = Var(f"v{k}", dtype)
+            total = const(1, dtype)
         kinds = {types[id(t)] for t, _ in live}
-        if _is_one(extent) or not kinds:
-            kind = "spatial"
-        elif len(kinds) == 1:
-            kind = kinds.pop()
-        else:
-            raise ScheduleError(f"transform_block_layout of block {name}: new iterator {expr} mixes "
-                                "spatial and reduction iterators")
-        new_iters.append(IterVar(Range(const(0, dtype), extent), var, kind))
-        ranges[var] = extent
+        if len(kinds) > 1:
+            raise ScheduleError(f"transform_block_layout of block {name}: new iterator {outputs[members[0]]} "
+                                "mixes spatial and reduction iterators")
+        kind = kinds.pop() if kinds else "spatial"
+        value = _split_pieces(fused, total, [(k, pieces[k][1], pieces[k][2]) for k in members], block,
+                              new_iters, ranges, kind, outputs)
         for t, _ in group:
             if _is_one(extents[id(t)]) and (live or len(group) > 1):
                 inverse[t] = const(0, t.dtype)
         if not live and len(group) == 1:
-            inverse[group[0][0]] = var
-        # as TVM writes the inverse of a fusion: x_j = v % c_{j-1} // c_j
+            inverse[group[0][0]] = value
+        # as TVM writes the inverse of a fusion: x_j = f % c_{j-1} // c_j
         for j, (t, c) in enumerate(live):
-            value: PrimExpr = var if j == 0 else var % live[j - 1][1]
+            x: PrimExpr = value if j == 0 else value % live[j - 1][1]
             if not _is_one(c):
-                value = value // c
-            inverse[t] = value
+                x = x // c
+            inverse[t] = x
     for v in old_vars:
         inverse.setdefault(v, const(0, v.dtype))
 

@@ -129,3 +129,27 @@ def test_transform_block_layout_fuses_a_symbolic_extent():
     out = minitvm.nd.array(np.zeros(20, "float32"))
     minitvm.build(sch.mod)["main"](minitvm.nd.array(a), out)
     np.testing.assert_allclose(out.numpy(), (a + 1).reshape(-1), rtol=1e-6)
+
+
+@T.prim_func
+def scale_split(A: T.Buffer((16, 8), "float32"), B: T.Buffer((16, 8), "float32")):
+    for ax0, ax1, ax2 in T.grid(4, 8, 4):
+        with T.block("B"):
+            v0, v1, v2 = T.axis.remap("SSS", [ax0, ax1, ax2])
+            B[v0 * 4 + v2, v1] = A[v0 * 4 + v2, v1] * 2.0
+
+
+def test_transform_block_layout_splits_an_iterator(same_numbers, trace_replays):
+    sch = tir.Schedule(scale)
+    sch.transform_block_layout("B", lambda i, j: (i // 4, j, i % 4))
+    assert_structural_equal(sch.mod["main"], scale_split.with_attr("global_symbol", "scale"))
+    trace_replays(sch, scale)
+    same_numbers(scale, sch.mod)
+
+
+@pytest.mark.parametrize("index_map", [lambda i, j: (i // 4, j, i % 8), lambda i, j: (i // 4, j),
+                                       lambda i, j: (i % 4, j)])
+def test_transform_block_layout_refuses_pieces_that_do_not_tile(index_map):
+    sch = tir.Schedule(scale)
+    with pytest.raises(tir.ScheduleError, match="block B: the pieces .* do not split vi exactly once"):
+        sch.transform_block_layout("B", index_map)
