@@ -115,6 +115,41 @@ def _copy_stage(name: str, src: Buffer, dst: Buffer, shape: tuple, guard_shape: 
     return out
 
 
+def _check_zero_padding_is_neutral(block: Block, reductions: list[Var]) -> None:
+    """Padded reduction steps read zeros; they must add nothing: the update is ``Y = Y + rhs``
+    and ``rhs`` is zero when every load indexed by a padded reduction iterator is zero.
+    (TVM pads a ``T.max`` or ``exp`` reduction the same way and gets wrong numbers; here
+    that is refused.)"""
+    from ..expr import Add, FloatImm
+    from ..functor import post_order_visit as _visit
+
+    store = block.body
+    why = None
+    rhs = None
+    if isinstance(store, BufferStore) and isinstance(store.value, Add):
+        for acc, other in ((store.value.a, store.value.b), (store.value.b, store.value.a)):
+            if isinstance(acc, BufferLoad) and acc.buffer is store.buffer:
+                rhs = other
+    if rhs is None:
+        why = "its update is not `Y = Y + x`"
+    else:
+        ids = {id(v) for v in reductions}
+
+        class _Zero(StmtExprMutator):
+            def visit_buffer_load_(self, n: BufferLoad) -> PrimExpr:
+                hit: list = []
+                _visit(n.indices, lambda x: hit.append(x) if isinstance(x, Var) and id(x) in ids else None)
+                return const(0, n.dtype) if hit else n
+
+        value = Analyzer().simplify(_Zero().visit(rhs))
+        if not (isinstance(value, (IntImm, FloatImm)) and value.value == 0):
+            why = f"its summand {rhs} is not zero where the padded inputs are zero"
+    if why is not None:
+        names = ", ".join(v.name for v in reductions)
+        raise ScheduleError(f"pad_einsum: padding the reduction iterator(s) {names} of block "
+                            f"{block.name_hint} would change its result: {why}")
+
+
 def pad_einsum(root: Stmt, realize: BlockRealize, path: tuple, padding: Any) -> Stmt:
     block = realize.block
     name = block.name_hint
@@ -148,6 +183,11 @@ def pad_einsum(root: Stmt, realize: BlockRealize, path: tuple, padding: Any) -> 
         if others:
             raise ScheduleError(f"pad_einsum: loop {lp.loop_var.name} of block {name} also runs block(s) "
                                 f"{others}; padding it would run them out of bounds")
+
+    padded_reductions = [iv.var for iv in block.iter_vars
+                         if id(iv.var) in iter_extents and iv.iter_type != "spatial"]
+    if padded_reductions:
+        _check_zero_padding_is_neutral(block, padded_reductions)
 
     reads_before, writes_after, allocs, mapping = [], [], [], {}
     taken = root

@@ -107,3 +107,38 @@ def test_pad_einsum_refuses_loops_shared_with_another_block():
     sch.reverse_compute_at(sch.get_block("C_local"), sch.get_loops(sch.get_block("C"))[0])
     with pytest.raises(tir.ScheduleError, match="also runs block"):
         sch.pad_einsum("C", [8, 8, 8])
+
+
+@T.prim_func
+def row_max(A: T.Buffer((4, 7), "float32"), M: T.Buffer((4,), "float32")):
+    for i, k in T.grid(4, 7):
+        with T.block("M"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                M[vi] = T.float32(-1e30)
+            M[vi] = T.max(M[vi], A[vi, vk])
+
+
+@T.prim_func
+def row_exp_sum(A: T.Buffer((4, 7), "float32"), S: T.Buffer((4,), "float32")):
+    for i, k in T.grid(4, 7):
+        with T.block("S"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                S[vi] = 0.0
+            S[vi] = S[vi] + T.exp(A[vi, vk])
+
+
+@pytest.mark.parametrize("func, why", [(row_max, "its update is not `Y = Y \\+ x`"),
+                                       (row_exp_sum, "is not zero where the padded inputs are zero")])
+def test_pad_einsum_refuses_a_reduction_that_zeros_would_change(func, why):
+    # zero-padded steps of a max (or of a sum of exp) would change the result
+    sch = tir.Schedule(func)
+    with pytest.raises(tir.ScheduleError, match=f"reduction iterator\\(s\\) vk of block .*: .*{why}"):
+        sch.pad_einsum(sch.get_block("M" if func is row_max else "S"), [1, 8])
+
+
+def test_pad_einsum_of_spatial_iterators_only_keeps_a_max_exact(same_numbers):
+    sch = tir.Schedule(row_max)
+    sch.pad_einsum("M", [8, 1])  # only the rows are padded: padded rows are cropped away
+    same_numbers(row_max, sch.mod)
