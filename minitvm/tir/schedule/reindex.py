@@ -123,12 +123,12 @@ def _insert(root: Stmt, scope: Block, parent: Stmt, pos: int, stage: Stmt, alloc
     """``stage`` at position ``pos`` of ``parent`` (a sequence, or the scope's body), the
     target block replaced, and ``alloc`` allocated in ``scope``."""
     body = scope.body
-    if isinstance(parent, SeqStmt):
-        items = list(parent.seq)
-        items.insert(pos, stage)
-        body = replace_stmt(body, parent, SeqStmt(tuple(items)))
-    else:  # the scope's body is one statement
-        body = SeqStmt((stage, body) if pos == 0 else (body, stage))
+    if not isinstance(parent, SeqStmt):  # the scope itself: its body, one statement or a sequence
+        parent = body if isinstance(body, SeqStmt) else SeqStmt((body,))
+        body = parent
+    items = list(parent.seq)
+    items.insert(pos, stage)
+    body = replace_stmt(body, parent, SeqStmt(tuple(items)))
     body = replace_stmt(body, old_block, new_block)
     return replace_stmt(root, scope, replace(scope, body=body, alloc_buffers=scope.alloc_buffers + (alloc,)))
 

@@ -162,3 +162,23 @@ def test_reindex_cache_with_a_symbolic_extent(trace_replays):
     out = minitvm.nd.array(np.zeros((5, 8), "float32"))
     minitvm.build(sch.mod)["main"](minitvm.nd.array(a), out)
     np.testing.assert_allclose(out.numpy(), a * 2, rtol=1e-6)
+
+
+@T.prim_func
+def two_readers(A: T.Buffer((8, 8), "float32"), C: T.Buffer((8, 8), "float32"), D: T.Buffer((8, 8), "float32")):
+    for i, j in T.grid(8, 8):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = A[vi, vj] * 2.0
+    for i, j in T.grid(8, 8):
+        with T.block("D"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            D[vi, vj] = A[vj, vi] + 1.0
+
+
+def test_reindex_cache_read_of_a_parameter_goes_first_in_the_scope(same_numbers):
+    sch = tir.Schedule(two_readers)
+    sch.reindex_cache_read("D", 0, "local", lambda i, j: (j, i))
+    root = sch.mod["main"].body.block
+    assert [s.body.body.block.name_hint for s in root.body.seq] == ["A_local", "C", "D"]
+    same_numbers(two_readers, sch.mod)
