@@ -19,7 +19,7 @@ from ..stmt import Block, BufferStore, MatchBufferRegion, Stmt
 from .error import ScheduleError
 from .tree import walk_stmts
 
-__all__ = ["BufferReplacer", "write_buffer", "allocation_site", "set_scope", "storage_align",
+__all__ = ["BufferReplacer", "access_buffer", "write_buffer", "allocation_site", "set_scope", "storage_align",
            "DIM_ALIGN_KEY", "valid_storage_scope"]
 
 DIM_ALIGN_KEY = "buffer_dim_align"
@@ -76,27 +76,32 @@ class BufferReplacer(StmtExprMutator):
         return new
 
 
+def access_buffer(block: Block, kind: str, index: int | str | Buffer, primitive: str) -> tuple[int, Buffer]:
+    """The ``index``-th buffer ``block`` reads (``kind="read"``) or writes, or the one of that
+    name (or that Buffer), with its index among the block's reads or writes."""
+    buffers = [r.buffer for r in (block.reads if kind == "read" else block.writes)]
+    if isinstance(index, (str, Buffer)):
+        hits = [k for k, b in enumerate(buffers) if b is index or b.name == index]
+        if not hits:
+            name = index if isinstance(index, str) else index.name
+            raise ScheduleError(f"{primitive}: block {block.name_hint} {kind}s no buffer named {name!r} "
+                                f"(it {kind}s {[b.name for b in buffers]})")
+        index = hits[0]
+    index = int(index)
+    if not 0 <= index < len(buffers):
+        raise ScheduleError(f"{primitive}: block {block.name_hint} {kind}s {len(buffers)} buffer(s); "
+                            f"{kind} index {index} is out of range")
+    return index, buffers[index]
+
+
 def write_buffer(block: Block, index: int | str | Buffer, primitive: str) -> tuple[int, Buffer]:
-    """The ``index``-th buffer ``block`` writes (or the written buffer of that name), with its
-    write index."""
-    writes = [w.buffer for w in block.writes]
+    """A buffer ``block`` writes (set_scope and storage_align act on written buffers only)."""
     if isinstance(index, tuple):
         kind, index = index
         if kind != "write":
             raise ScheduleError(f"{primitive} works on a buffer block {block.name_hint} writes, "
                                 f"not a {kind!r} buffer")
-    if isinstance(index, (str, Buffer)):
-        hits = [k for k, b in enumerate(writes) if b is index or b.name == index]
-        if not hits:
-            name = index if isinstance(index, str) else index.name
-            raise ScheduleError(f"{primitive}: block {block.name_hint} writes no buffer named {name!r} "
-                                f"(it writes {[b.name for b in writes]})")
-        index = hits[0]
-    index = int(index)
-    if not 0 <= index < len(writes):
-        raise ScheduleError(f"{primitive}: block {block.name_hint} writes {len(writes)} buffer(s); "
-                            f"write index {index} is out of range")
-    return index, writes[index]
+    return access_buffer(block, "write", index, primitive)
 
 
 def allocation_site(root: Stmt, buffer: Buffer, block: Block, primitive: str) -> Block:

@@ -27,7 +27,7 @@ from ..buffer import Buffer, BufferRegion, decl_buffer
 from ..expr import BufferLoad, IntImm, IterVar, PrimExpr, Range, Var, const
 from ..functor import StmtExprMutator, post_order_visit, substitute
 from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, SeqStmt, Stmt
-from .block_annotate import valid_storage_scope
+from .block_annotate import access_buffer, valid_storage_scope
 from .compute import relax
 from .error import ScheduleError
 from .layout import apply_index_map
@@ -63,22 +63,6 @@ def _uses(e: Any) -> set[int]:
     found: set[int] = set()
     post_order_visit(e, lambda x: found.add(id(x)) if isinstance(x, Var) else None)
     return found
-
-
-def _pick(block: Block, kind: str, index: Any, primitive: str) -> tuple[int, Buffer]:
-    regions = block.reads if kind == "read" else block.writes
-    buffers = [r.buffer for r in regions]
-    if isinstance(index, (str, Buffer)):
-        hits = [k for k, b in enumerate(buffers) if b is index or b.name == index]
-        if not hits:
-            name = index if isinstance(index, str) else index.name
-            raise ScheduleError(f"{primitive}: block {block.name_hint} {kind}s no buffer named {name!r}")
-        index = hits[0]
-    index = int(index)
-    if not 0 <= index < len(buffers):
-        raise ScheduleError(f"{primitive}: block {block.name_hint} {kind}s {len(buffers)} buffer(s); "
-                            f"{kind} index {index} is out of range")
-    return index, buffers[index]
 
 
 def _index_of(path: tuple, node: Any) -> int:
@@ -154,7 +138,7 @@ def reindex(root: Stmt, realize: BlockRealize, path: tuple, kind: str, index: An
     """``reindex``: returns the new root, the stage block's name and the buffer's index."""
     block = realize.block
     what = "reindex"
-    index, buffer = _pick(block, kind, index, what)
+    index, buffer = access_buffer(block, kind, index, what)
     scope = _scope(path, block, what)
     accesses: list[tuple] = []
 
@@ -247,7 +231,7 @@ def reindex_cache(root: Stmt, realize: BlockRealize, path: tuple, index: int, sc
     what = "reindex_cache_read" if read else "reindex_cache_write"
     if not valid_storage_scope(scope_name):
         raise ScheduleError(f"{what}: {scope_name!r} is not a storage scope")
-    index, buffer = _pick(block, "read" if read else "write", index, what)
+    index, buffer = access_buffer(block, "read" if read else "write", index, what)
     scope = _scope(path, block, what)
     region = (block.reads if read else block.writes)[index]
     if any(not (isinstance(r.extent, IntImm) and r.extent.value == 1) for r in region.region):
