@@ -36,10 +36,10 @@ def assert_trace_replays(sch, original):
     """``sch.trace.as_python()`` run on a fresh schedule of ``original`` gives the same module."""
     from minitvm import tir
     from minitvm.ir import assert_structural_equal
+    from minitvm.script import tir as T
 
     fresh = tir.Schedule(original)
-    exec("\n".join(sch.trace.as_python()), {"T": __import__("minitvm.script", fromlist=["tir"]).tir},
-         {"sch": fresh})
+    exec("\n".join(sch.trace.as_python()), {"T": T}, {"sch": fresh})  # the printed trace is the program
     assert_structural_equal(fresh.mod, sch.mod)
 
 
