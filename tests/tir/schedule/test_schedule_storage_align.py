@@ -123,3 +123,29 @@ def test_storage_align_refuses_a_malformed_annotation():
     sch.annotate("B", "buffer_dim_align", [0])
     with pytest.raises(tir.ScheduleError, match="expected a list of \\[buffer_index, axis"):
         sch.storage_align("B", 0, axis=0, factor=16, offset=3)
+
+
+@T.prim_func
+def matmul(A: T.Buffer((32, 32), "float32"), B: T.Buffer((32, 32), "float32"), C: T.Buffer((32, 32), "float32")):
+    for i, j, k in T.grid(32, 32, 32):
+        with T.block("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = 0.0
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+
+def test_storage_align_of_a_shared_tile_under_compute_at(same_numbers):
+    # the GPU pattern: a shared-memory copy of an A tile, rows padded to avoid bank conflicts
+    sch = tir.Schedule(matmul)
+    block = sch.get_block("C")
+    i, j, k = sch.get_loops(block)
+    io, ii = sch.split(i, [None, 8])
+    ko, ki = sch.split(k, [None, 8])
+    sch.reorder(io, j, ko, ii, ki)
+    a_shared = sch.cache_read(block, 0, "shared")
+    sch.compute_at(a_shared, ko)
+    sch.storage_align(a_shared, 0, axis=-2, factor=16, offset=4)
+    lowered = minitvm.tir.transform.lower(sch.mod)["main"].script()
+    assert "A_shared[ax0 * 36 + " in lowered  # row stride 32 -> 36 = 16 * 2 + 4
+    same_numbers(matmul, sch.mod)
