@@ -15,10 +15,14 @@ from ...ir.module import IRModule
 from ..expr import IntImm, PrimExpr
 from ..function import PrimFunc
 from ..stmt import Block, BlockRealize, For, ForKind
+from . import block_annotate as _block_annotate
 from . import blockize as _blockize
 from . import compute as _compute
 from . import data as _data
+from . import layout as _layout
 from . import loops as _loops
+from . import pad_einsum as _pad_einsum
+from . import reindex as _reindex
 from . import rfactor as _rfactor
 from .error import ScheduleError
 from .trace import BlockRV, ExprRV, Instruction, LoopRV, Trace, kind_for
@@ -134,6 +138,10 @@ class Schedule:
         if not isinstance(block, BlockRV):
             raise TypeError(f"expected a block (a BlockRV from sch.get_block, or its name), got {block!r}")
         return block
+
+    def _block_rv(self, block_or_loop: BlockRV | LoopRV | str) -> BlockRV | LoopRV:
+        """A block given by name becomes a BlockRV (the lookup recorded); a loop passes through."""
+        return self.get_block(block_or_loop) if isinstance(block_or_loop, str) else block_or_loop
 
     def _check_alive(self, rv: Any) -> None:
         if id(rv) in self._removed:
@@ -360,23 +368,31 @@ class Schedule:
         """
         self._set_kind(loop, ForKind.THREAD_BINDING, "bind", thread_axis)
 
-    def annotate(self, block_or_loop: BlockRV | LoopRV, ann_key: str, ann_val: Any) -> None:
-        """Attach ``ann_key: ann_val`` to a block or loop (a sampled value is stored as its number)."""
+    def annotate(self, block_or_loop: BlockRV | LoopRV | str, ann_key: str, ann_val: Any) -> None:
+        """Add ``ann_key: ann_val`` to a block's ``T.block_attr`` or a loop's annotations (as TVM,
+        a key that is already there keeps its value; a sampled value is stored as its number)."""
+        block_or_loop = self._block_rv(block_or_loop)
         stored = ann_val
         if isinstance(ann_val, PrimExpr) and not isinstance(ann_val, IntImm):
             stored = self._int_value(ann_val, f"annotation {ann_key}")  # ints print and parse as ints
-        self._annotate(block_or_loop, lambda anns: {**anns, ann_key: stored})
+        self._annotate(block_or_loop, lambda anns: anns if ann_key in anns else {**anns, ann_key: stored})
         self._record("annotate", {"block_or_loop": block_or_loop, "ann_key": ann_key, "ann_val": ann_val}, [])
 
-    def unannotate(self, block_or_loop: BlockRV | LoopRV, ann_key: str) -> None:
-        self._annotate(block_or_loop, lambda anns: {k: v for k, v in anns.items() if k != ann_key})
+    def unannotate(self, block_or_loop: BlockRV | LoopRV | str, ann_key: str) -> None:
+        """Remove ``ann_key`` from a block's or loop's annotations (it must be there)."""
+        block_or_loop = self._block_rv(block_or_loop)
+        self._annotate(block_or_loop, lambda anns: {k: v for k, v in anns.items() if k != ann_key}, ann_key)
         self._record("unannotate", {"block_or_loop": block_or_loop, "ann_key": ann_key}, [])
 
-    def _annotate(self, rv: BlockRV | LoopRV, update: Any) -> None:
+    def _annotate(self, rv: BlockRV | LoopRV, update: Any, must_have: str | None = None) -> None:
         from ...ir import replace
         from .tree import replace_stmt
 
         node = self.get(rv)
+        if must_have is not None and must_have not in node.annotations:
+            what = f"block {node.name_hint}" if isinstance(node, Block) else f"loop {node.loop_var.name}"
+            raise ScheduleError(f"cannot unannotate {what}: it has no annotation {must_have!r} "
+                                f"(it has {sorted(node.annotations)})")
         body = replace_stmt(self._func(rv.func_name).body, node,
                             replace(node, annotations=update(node.annotations)))
         self._commit(rv.func_name, body)
@@ -623,6 +639,115 @@ class Schedule:
     def enter_postproc(self) -> None:
         """Mark where postprocessing starts (``trace.simplified(remove_postproc=True)`` drops the rest)."""
         self._record("enter_postproc", {}, [])
+
+    # -- buffer annotations, block layout, unit loops (block_annotate.py, layout.py) -----------
+
+    def set_scope(self, block: BlockRV | str, buffer_index: int | str | Any, storage_scope: str) -> None:
+        """Store the ``buffer_index``-th buffer ``block`` writes in ``storage_scope`` (it must be
+        allocated by a block, not a parameter)."""
+        block = self._block_rv(block)
+        realize, _ = self._block(block)
+        body, index = _block_annotate.set_scope(self._func(block.func_name).body, realize.block,
+                                                buffer_index, storage_scope)
+        self._commit(block.func_name, body)
+        self._record("set_scope", {"block": block, "buffer_index": index, "storage_scope": storage_scope}, [])
+
+    def storage_align(self, block: BlockRV | str, buffer_index: int, axis: int, factor: int,
+                      offset: int) -> None:
+        """Pad the stride of ``axis`` of a written, block-allocated buffer to
+        ``k * factor + offset`` (recorded as a ``buffer_dim_align`` block annotation)."""
+        from .tree import replace_stmt
+
+        block = self._block_rv(block)
+        realize, _ = self._block(block)
+        root = self._func(block.func_name).body
+        new = _block_annotate.storage_align(root, realize.block, buffer_index, axis, factor, offset)
+        self._commit(block.func_name, replace_stmt(root, realize.block, new))
+        self._record("storage_align", {"block": block, "buffer_index": buffer_index, "axis": axis,
+                                       "factor": factor, "offset": offset}, [])
+
+    def add_unit_loop(self, block_or_loop: BlockRV | LoopRV | str) -> LoopRV:
+        """A new loop of extent 1 right above ``block_or_loop``; returns it."""
+        rv = self._block_rv(block_or_loop)
+        if isinstance(rv, BlockRV):
+            node, path = self._block(rv)
+            if not any(isinstance(s, Block) for s in path):
+                raise ScheduleError(f"add_unit_loop: block {rv.name!r} is the root block; "
+                                    "no loop can be added above it")
+        else:
+            node, _ = self._loop(rv)
+        body, var = _layout.add_unit_loop(self._func(rv.func_name).body, node)
+        self._commit(rv.func_name, body)
+        out = LoopRV(var, rv.func_name)
+        self._record("add_unit_loop", {"block_or_loop": rv}, [out])
+        return out
+
+    def transform_block_layout(self, block: BlockRV | str, index_map: Any) -> None:
+        """Remap ``block``'s iteration space through ``index_map`` (the loops above it are rebuilt)."""
+        block = self._block_rv(block)
+        realize, path = self._block(block)
+        func = self._func(block.func_name)
+        body = _layout.transform_block_layout(func.body, realize, path, index_map)
+        self._commit(block.func_name, body)
+        self._record("transform_block_layout", {"block": block, "index_map": index_map}, [])
+
+    # -- reindexing (reindex.py) -------------------------------------------------------------
+    def reindex(self, block: BlockRV | str, buffer: tuple[str, int] | str | Any) -> BlockRV:
+        """Copy a buffer ``block`` accesses into (out of) a new buffer indexed by the block's
+        iterators; ``buffer`` is ("read", i), ("write", i), a name or a Buffer."""
+        block = self._block_rv(block)
+        realize, path = self._block(block)
+        blk = realize.block
+        if isinstance(buffer, (tuple, list)) and len(buffer) == 2 and isinstance(buffer[0], str):
+            kind, index = buffer
+            if kind not in ("read", "write"):
+                raise ScheduleError(f"reindex: buffer kind must be 'read' or 'write', got {kind!r}")
+        else:
+            # a buffer both read and written (an accumulator) counts as written, as in TVM
+            hits = [("write", k) for k, w in enumerate(blk.writes) if w.buffer is buffer or w.buffer.name == buffer]
+            hits += [("read", k) for k, r in enumerate(blk.reads) if r.buffer is buffer or r.buffer.name == buffer]
+            if not hits:
+                name = getattr(buffer, "name", buffer)
+                raise ScheduleError(f"reindex: block {blk.name_hint} does not access a buffer named {name!r}")
+            kind, index = hits[0]
+        body, name, index = _reindex.reindex(self._func(block.func_name).body, realize, path, kind, index)
+        self._commit(block.func_name, body)
+        rv = BlockRV(name, block.func_name)
+        self._record("reindex", {"block": block, "buffer": (kind, index)}, [rv])
+        return rv
+
+    def reindex_cache_read(self, block: BlockRV | str, read_buffer_index: int, storage_scope: str,
+                           index_map: Any) -> BlockRV:
+        """A ``storage_scope`` copy of a buffer ``block`` reads at one point, laid out as
+        ``index_map(block iterators)``; the block then reads the copy."""
+        return self._reindex_cache(block, read_buffer_index, storage_scope, index_map, read=True)
+
+    def reindex_cache_write(self, block: BlockRV | str, write_buffer_index: int, storage_scope: str,
+                            index_map: Any) -> BlockRV:
+        """``block`` writes a ``storage_scope`` buffer laid out as ``index_map(block iterators)``,
+        copied to the original buffer afterwards."""
+        return self._reindex_cache(block, write_buffer_index, storage_scope, index_map, read=False)
+
+    def _reindex_cache(self, block: BlockRV | str, index: int, scope: str, index_map: Any, read: bool) -> BlockRV:
+        block = self._block_rv(block)
+        realize, path = self._block(block)
+        body, name = _reindex.reindex_cache(self._func(block.func_name).body, realize, path, index, scope,
+                                            index_map, read)
+        self._commit(block.func_name, body)
+        rv = BlockRV(name, block.func_name)
+        kind = "reindex_cache_read" if read else "reindex_cache_write"
+        key = "read_buffer_index" if read else "write_buffer_index"
+        self._record(kind, {"block": block, key: index, "storage_scope": scope, "index_map": index_map}, [rv])
+        return rv
+
+    def pad_einsum(self, block: BlockRV | str, padding: list[int]) -> None:
+        """Round ``block``'s iteration domain up to multiples of ``padding`` (one factor per
+        iterator), with zero-padded copies of the buffers it would otherwise overrun."""
+        block = self._block_rv(block)
+        realize, path = self._block(block)
+        body = _pad_einsum.pad_einsum(self._func(block.func_name).body, realize, path, padding)
+        self._commit(block.func_name, body)
+        self._record("pad_einsum", {"block": block, "padding": [int(p) for p in padding]}, [])
 
 
 def _sample_tile(rng: random.Random, extent: int, n: int, max_innermost: int) -> list[int]:

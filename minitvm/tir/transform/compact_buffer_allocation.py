@@ -177,4 +177,6 @@ class CompactBufferAllocation:
     """Move each intermediate buffer's allocation into the loop that uses it, at the used size."""
 
     def transform_function(self, func: PrimFunc, mod: Any, ctx: Any) -> PrimFunc:
-        return compact(func)
+        from .storage_align import apply_storage_align  # strides of the compacted shapes, as TVM
+
+        return apply_storage_align(compact(func))

@@ -30,3 +30,19 @@ def assert_same_numbers(original, scheduled, targets=("llvm", "python"), seed=0)
 @pytest.fixture
 def same_numbers():
     return assert_same_numbers
+
+
+def assert_trace_replays(sch, original):
+    """``sch.trace.as_python()`` run on a fresh schedule of ``original`` gives the same module."""
+    from minitvm import tir
+    from minitvm.ir import assert_structural_equal
+    from minitvm.script import tir as T
+
+    fresh = tir.Schedule(original)
+    exec("\n".join(sch.trace.as_python()), {"T": T}, {"sch": fresh})  # the printed trace is the program
+    assert_structural_equal(fresh.mod, sch.mod)
+
+
+@pytest.fixture
+def trace_replays():
+    return assert_trace_replays
