@@ -38,6 +38,22 @@ class FunctionParser:
     declare: Callable[..., Any] | None = None
 
 
+class ModuleRef:
+    """``cls`` inside a function of an ``@I.ir_module`` class: ``cls.name`` is a GlobalVar."""
+
+    def __init__(self, global_vars: dict[str, GlobalVar]):
+        self._global_vars = global_vars
+
+    def __getattr__(self, name: str) -> GlobalVar:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        gv = self._global_vars.get(name)
+        if gv is None:
+            known = ", ".join(sorted(self._global_vars)) or "(none)"
+            raise AttributeError(f"the module has no function {name!r}; it has: {known}")
+        return gv
+
+
 _PARSERS: dict[str, FunctionParser] = {}
 
 
@@ -106,6 +122,7 @@ def _build_module(cls: type, deferred_type: type) -> IRModule:
             fdef = next(s for s in source.parse().body if isinstance(s, ast.FunctionDef))
             namespace = dict(func.__globals__)
             namespace.update(value.extra_vars)
+            namespace[cls.__name__] = ModuleRef(global_vars)  # `Module.func` inside `class Module`
             parser = parser_for_dialect(value.dialect)
             if parser.declare is not None:
                 parser.declare(fdef, source, namespace, value.options, global_vars, name)
@@ -133,6 +150,7 @@ def parse_module_class(cdef: ast.ClassDef, source: Source, namespace: dict) -> I
     evaluator = _TIRParser(source, namespace)
     evaluator.scopes.append({})
     global_vars = {s.name: GlobalVar(s.name) for s in cdef.body if isinstance(s, ast.FunctionDef)}
+    namespace = {**namespace, cdef.name: ModuleRef(global_vars)}  # `Module.func` inside `class Module`
     functions = {}
     attrs = None
     decorated = {}

@@ -98,7 +98,8 @@ def _function_def(tree: ast.Module, name: str) -> ast.FunctionDef:
 def parse_prim_func_ast(fdef: ast.FunctionDef, source: Source, namespace: dict, private: bool = False,
                         annotations: dict | None = None, name: str | None = None) -> PrimFunc:
     """Parse one ``def`` (an ast node of ``source``) as a PrimFunc; names resolve in ``namespace``."""
-    return _TIRParser(source, namespace).parse_function(fdef, private, annotations or {}, name)
+    with T.parsing():
+        return _TIRParser(source, namespace).parse_function(fdef, private, annotations or {}, name)
 
 
 # -- frames: what the statements being parsed belong to ---------------------------------------
@@ -413,11 +414,27 @@ class _TIRParser:
                                                  f"{binding} is not one")
                 self._declare_axis(name_node, T._kind_of(kind), rng, binding)
             return None
-        if isinstance(value, (tuple, list)) and len(value) == len(names) and not any(
-                isinstance(v, (T.AxisDecl, T.AllocBufferDecl, T.MatchBufferDecl)) for v in value):
-            for name_node, v in zip(names, value):
-                self.bind(name_node.id, v)  # plain Python unpacking of meta values
-            return None
+        if isinstance(value, T.MetaVar):  # `a, b = T.meta_var((x, y))`: Python names only
+            value = value.value
+            if isinstance(value, (tuple, list)) and len(value) == len(names):
+                for name_node, v in zip(names, value):
+                    self.bind(name_node.id, v)
+                return None
+        if isinstance(value, (tuple, list)) and len(value) == len(names):
+            # as TVM: each element binds as if assigned alone (`m, n = T.int64(), T.int64()`
+            # declares two variables, a PrimExpr element makes a LetStmt)
+            pending = [self._assign_name(name_node, v, value_node) for name_node, v in zip(names, value)]
+            lets = [p for p in pending if isinstance(p, _NeedsRest)]
+            if not lets:
+                return None
+
+            def build(rest: Stmt) -> Stmt:
+                for let in reversed(lets):
+                    rest = let.build(rest)
+                return rest
+            return _NeedsRest(build)
+        if isinstance(value, (tuple, list)):
+            raise self.error(target, f"cannot unpack {len(value)} values into {len(names)} names")
         raise self.error(value_node, "unpacking assignment needs T.axis.remap(...) or a tuple of values")
 
     def _declare_axis(self, name_node: ast.Name, kind: str, dom: Range, binding: PrimExpr) -> None:
@@ -470,7 +487,7 @@ class _TIRParser:
             self.bind(name, self._make_buffer(value, name, value_node))
             return None
         if isinstance(value, T.ScalarVarDecl):
-            self.bind(name, Var(name, value.dtype))
+            self.bind(name, value.make(name))
             return None
         if isinstance(value, T.MetaVar):
             self.bind(name, value.value)

@@ -40,37 +40,26 @@ from ..relax.expr import (
     If,
     MatchCast,
     SeqExpr,
+    TupleGetItem,
     Var,
     VarBinding,
     _as_expr,
     _set_struct_info,
     struct_info_of,
 )
-from ..relax.struct_info import FuncStructInfo, StructInfo, struct_info_text
+from ..relax.expr import (
+    Tuple as RelaxTuple,
+)
+from ..relax.struct_info import FuncStructInfo, StructInfo, TupleStructInfo, struct_info_text
 from ..tir.expr import PrimExpr
 from ..tir.expr import Var as TirVar
 from . import relax as R
 from . import tir as T
 from .diagnostics import Source, TVMScriptError
+from .ir import ModuleRef
 from .parser import _explain, _function_def, _TIRParser
 
 __all__ = ["parse_relax_function_ast", "parse_relax_python_function", "declare_relax_function"]
-
-
-class ModuleRef:
-    """``cls`` inside a function of an ``@I.ir_module`` class: ``cls.name`` is a GlobalVar."""
-
-    def __init__(self, global_vars: dict[str, GlobalVar]):
-        self._global_vars = global_vars
-
-    def __getattr__(self, name: str) -> GlobalVar:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        gv = self._global_vars.get(name)
-        if gv is None:
-            known = ", ".join(sorted(self._global_vars)) or "(none)"
-            raise AttributeError(f"the module has no function {name!r}; it has: {known}")
-        return gv
 
 
 _SINFO_MAKERS = (R.Tensor, R.Shape, R.Prim, R.Tuple, R.Callable)
@@ -357,11 +346,42 @@ class _RelaxParser(_TIRParser):
             return
         value = self.eval(node.value)
         if isinstance(target, ast.Tuple):
-            raise self.error(target, "unpacking is not supported; bind the tuple to one name and "
-                                     "take its fields with t[0], t[1] ...")
+            self._assign_unpacked(target, value, node.value)
+            return
         if not isinstance(target, ast.Name):
             raise self.error(target, "can only assign to a name")
         self._assign(target, value, None, node.value)
+
+    def _assign_unpacked(self, target: ast.Tuple, value: Any, value_node: ast.expr) -> None:
+        """``a, b = value`` as TVM reads it: Python unpacking, then each name bound alone.
+
+        A Python tuple (``m, n = T.int64(), T.int64()``) or a ``relax.Tuple`` gives its
+        elements; any other Relax value with tuple struct info is bound once and each name
+        gets a ``TupleGetItem`` of it (``lv0, lv1 = R.split(x, 2)``)."""
+        names = target.elts
+        if not all(isinstance(n, ast.Name) for n in names):
+            raise self.error(target, "can only unpack into plain names")
+        if len({n.id for n in names}) != len(names):
+            raise self.error(target, "duplicate names in an unpacking assignment")
+        if isinstance(value, RelaxTuple):
+            items = list(value.fields)
+        elif isinstance(value, (tuple, list)):
+            items = list(value)
+        elif isinstance(value, Expr):
+            sinfo = struct_info_of(value)
+            if not isinstance(sinfo, TupleStructInfo):
+                raise self.error(value_node, f"cannot unpack a value of struct info "
+                                             f"{struct_info_text(sinfo) if sinfo else 'unknown'}; "
+                                             "only tuples unpack")
+            if not isinstance(value, Var):
+                value = self.emit(None, "lv", value, None, value_node)
+            items = [self._normalize(TupleGetItem(value, i), value_node) for i in range(len(sinfo.fields))]
+        else:
+            raise self.error(value_node, f"cannot unpack {type(value).__name__}")
+        if len(items) != len(names):
+            raise self.error(target, f"cannot unpack {len(items)} values into {len(names)} names")
+        for name_node, item in zip(names, items):
+            self._assign(name_node, item, None, value_node)
 
     def visit_ann_assign(self, node: ast.AnnAssign) -> None:
         if not isinstance(node.target, ast.Name) or node.value is None:
@@ -495,7 +515,8 @@ def parse_relax_function_ast(fdef: ast.FunctionDef, source: Source, namespace: d
                              global_vars: dict | None, name: str | None, annotations: Any = None
                              ) -> Function:
     """Parse one ``def`` as a Relax function (``register_function_parser``'s signature)."""
-    return _RelaxParser(source, namespace, global_vars).parse_function(fdef, options, name)
+    with T.parsing():
+        return _RelaxParser(source, namespace, global_vars).parse_function(fdef, options, name)
 
 
 def declare_relax_function(fdef: ast.FunctionDef, source: Source, namespace: dict, options: dict,
@@ -506,7 +527,8 @@ def declare_relax_function(fdef: ast.FunctionDef, source: Source, namespace: dic
     token = R._DIM_RESOLVER.set(parser.resolve_dim)
     try:
         parser.scopes.append({})
-        params, ret = parser.parse_signature(fdef)
+        with T.parsing():
+            params, ret = parser.parse_signature(fdef)
     finally:
         R._DIM_RESOLVER.reset(token)
     if ret is None:

@@ -15,9 +15,11 @@ function's Python syntax tree and evaluates each expression it meets, so every
 
 from __future__ import annotations
 
+import builtins
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ..ir import dtype as _dt
 from ..ir.structural import structural_equal
@@ -43,8 +45,10 @@ __all__ = [
     "truncmod", "max_value", "min_value", "call_intrin", "call_extern", "And", "Or", "Not", "Let", "Range",
     "Add", "Sub", "Mul", "Div", "Mod", "FloorDiv", "FloorMod", "Min", "Max", "EQ", "NE", "LT", "LE", "GT", "GE",
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-    "uint64", "bool",
+    "uint64", "bool", "Var", "SizeVar",
 ]
+
+SizeVar = _ex.SizeVar
 
 
 # -- scalar types: T.float32(0), T.float32(x), and `n: T.int32` annotations ------------------------
@@ -61,9 +65,13 @@ class ScalarType:
         self.dtype = dtype
         self.__name__ = dtype
 
-    def __call__(self, value: Any = None) -> Any:
+    def __call__(self, value: Any = None, is_size_var: Any = False) -> Any:
         if value is None:
-            return ScalarVarDecl(self.dtype)
+            if _PARSING[0]:
+                return ScalarVarDecl(self.dtype, builtins.bool(is_size_var))
+            # at the Python prompt (e.g. a dimension shared by several prim funcs'
+            # T.Buffer annotations), as TVM: an unnamed variable
+            return (_ex.SizeVar if is_size_var else Var)("v", self.dtype)
         if isinstance(value, PrimExpr):
             return _op.cast(value, self.dtype)
         if isinstance(value, str) and _dt.is_float(self.dtype):  # T.float32("inf")
@@ -109,6 +117,23 @@ class ScalarVarDecl:
     """``n = T.int32()``: a new scalar variable (e.g. a symbolic shape)."""
 
     dtype: str
+    is_size_var: Any = False
+
+    def make(self, name: str) -> Var:
+        return (_ex.SizeVar if self.is_size_var else Var)(name, self.dtype)
+
+
+#: > 0 while a TVMScript parser evaluates a function body (``T.int64()`` declares a name there)
+_PARSING = [0]
+
+
+@contextmanager
+def parsing() -> Iterator[None]:
+    _PARSING[0] += 1
+    try:
+        yield
+    finally:
+        _PARSING[0] -= 1
 
 
 @dataclass(frozen=True)
