@@ -54,6 +54,20 @@ from .diagnostics import Source, TVMScriptError
 __all__ = ["parse_python_function", "parse_prim_func_ast", "DeferredFunction"]
 
 
+def __getattr__(name: str) -> Any:
+    """TVM's ``tvm.script.parser`` is a package: ``from tvm.script.parser import tir as T``,
+    ``relax``, ``ir`` and ``ir_module`` work here too (loaded lazily: relax parses via this module)."""
+    if name in ("relax", "ir", "ir_module"):
+        import importlib
+
+        script = importlib.import_module(__name__.rpartition(".")[0])
+        return getattr(script, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+tir = T
+
+
 @dataclass
 class DeferredFunction:
     """A function decorated inside an ``@I.ir_module`` class, parsed later by the module."""

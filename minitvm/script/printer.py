@@ -170,6 +170,8 @@ def _parser_folds(e: Any) -> bool:
 _UNARY_CALLS = {f"tir.{n}": n for n in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid",
                                         "erf", "floor", "ceil", "round", "sin", "cos")}
 _UNARY_CALLS["tir.fabs"] = "abs"
+_UNARY_CALLS["tir.likely"] = "likely"
+_UNARY_CALLS["tir.ret"] = "ret"
 
 _RESERVED = {"T", "I", "R", "range", "True", "False", "None"} | set(keyword.kwlist)
 

@@ -56,6 +56,7 @@ __all__ = [
     "function", "Tensor", "Shape", "Tuple", "Object", "Prim", "Callable",
     "dataflow", "output", "func_attr", "match_cast", "const", "shape", "prim_value", "str",
     "dtype", "call_tir", "call_dps_packed", "call_pure_packed", "call_packed", "ExternFunc", "nn",
+    "emit_te",
 ]
 
 _builtin_str = str
@@ -264,6 +265,23 @@ def call_packed(func: Any, *args: Any, sinfo_args: Any = None) -> Call:
     callee = ExternFunc(func) if isinstance(func, _builtin_str) else func
     sinfo = [] if sinfo_args is None else [_sinfo(sinfo_args, "R.call_packed")]
     return Call(callee, [_as_expr(a, "R.call_packed") for a in args], None, sinfo)
+
+
+@dataclass(frozen=True)
+class EmitTEValue:
+    """What ``R.emit_te(func, *args)`` says; the parser makes the PrimFunc and its call."""
+
+    func: Any
+    args: tuple
+    kwargs: dict
+
+
+def emit_te(func: Any, *args: Any, **kwargs: Any) -> EmitTEValue:
+    """``lv = R.emit_te(topi.add, x, y)``: the tensor-expression function ``func`` becomes a
+    PrimFunc of the module (``primfunc_name_hint=`` names it) and ``lv`` its ``R.call_tir``."""
+    if not callable(func):
+        raise TypeError(f"R.emit_te needs a tensor-expression function first, got {func!r}")
+    return EmitTEValue(func, args, dict(kwargs))
 
 
 # -- the decorator ----------------------------------------------------------------------------------

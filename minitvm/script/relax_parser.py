@@ -139,6 +139,8 @@ class _RelaxParser(_TIRParser):
                     raise self.error(node, _explain(e)) from None
         else:
             result = super().eval_Call(node)
+        if isinstance(result, R.EmitTEValue):
+            result = self._emit_te(result, node)
         if isinstance(result, Call) and isinstance(result.op, ExternFunc) and self.pure:
             raise self.error(node, f"R.call_packed({result.op.global_symbol!r}, ...) may have side effects, "
                                    "which a pure function cannot have: use @R.function(pure=False), or "
@@ -146,6 +148,28 @@ class _RelaxParser(_TIRParser):
         if isinstance(result, Expr) and not isinstance(result, Var):
             result = self._normalize(result, node)
         return result
+
+    def _emit_te(self, value: R.EmitTEValue, node: ast.Call) -> Call:
+        """``R.emit_te``: build the PrimFunc from the TE function, add it to the module being
+        parsed (a fresh name), and give back its ``R.call_tir``."""
+        from ..relax.te_convert import te_to_call_tir
+        from .ir import add_generated_function
+
+        parser = self
+
+        class _AddToModule:
+            """The parser's builder, except that functions go into the parsed module."""
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(parser.bb, name)
+
+            def add_func(self, func: Any, name_hint: str) -> GlobalVar:
+                return add_generated_function(func, name_hint, parser.global_vars)
+
+        try:
+            return te_to_call_tir(_AddToModule(), value.func, value.args, dict(value.kwargs))
+        except TVMScriptError as e:
+            raise self.error(node, e.reason) from None
 
     def eval_Attribute(self, node: ast.Attribute) -> Any:
         value = self.eval(node.value)

@@ -28,7 +28,7 @@ from ..tir import op as _op
 from ..tir.buffer import Buffer as _TirBuffer
 from ..tir.buffer import BufferRegion
 from ..tir.expr import And as _AndNode
-from ..tir.expr import BufferLoad, Call, Let, PrimExpr, StringImm, Var, const, convert
+from ..tir.expr import BufferLoad, Let, PrimExpr, Var, const, convert
 from ..tir.expr import Cast as _CastNode
 from ..tir.expr import Not as _NotNode
 from ..tir.expr import Or as _OrNode
@@ -45,7 +45,8 @@ __all__ = [
     "truncmod", "max_value", "min_value", "call_intrin", "call_extern", "And", "Or", "Not", "Let", "Range",
     "Add", "Sub", "Mul", "Div", "Mod", "FloorDiv", "FloorMod", "Min", "Max", "EQ", "NE", "LT", "LE", "GT", "GE",
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-    "uint64", "bool", "Var", "SizeVar",
+    "uint64", "bool", "Var", "SizeVar", "likely", "ret", "decl_buffer", "Ramp", "Broadcast",
+    "allocate_const",
 ]
 
 SizeVar = _ex.SizeVar
@@ -274,6 +275,18 @@ def allocate(shape: Any, dtype: str = "float32", scope: str = "global") -> Alloc
     return AllocateDecl(Buffer(shape, dtype, scope=scope))
 
 
+def decl_buffer(shape: Any, dtype: str = "float32", data: Any = None, strides: Any = None,
+                elem_offset: Any = None, scope: str = "global", align: int = 0, offset_factor: int = 0,
+                buffer_type: str = "", axis_separators: Any = None) -> Any:
+    """``A = T.decl_buffer(shape, dtype)`` in a function body: a buffer for the rest of the body.
+
+    With ``data=B.data`` it views existing memory (as ``T.Buffer(..., data=...)``); without,
+    it allocates its own storage (the same statement as ``T.allocate``).
+    """
+    spec = Buffer(shape, dtype, data=data, strides=strides, elem_offset=elem_offset, scope=scope)
+    return spec if data is not None else AllocateDecl(spec)
+
+
 def match_buffer(param: Any, shape: Any, dtype: str = "float32", data: Any = None, strides: Any = None,
                  elem_offset: Any = None, scope: str = "global", align: int = -1,
                  offset_factor: int = 0, buffer_type: str = "default",
@@ -394,6 +407,11 @@ class _Axis:
     @staticmethod
     def opaque(dom: Any, binding: Any, dtype: str = "int32") -> AxisDecl:
         return AxisDecl("opaque", dom, convert(binding))
+
+    @staticmethod
+    def scan(dom: Any, binding: Any, dtype: str = "int32") -> AxisDecl:
+        """An iteration variable whose iterations depend on earlier ones (run in order)."""
+        return AxisDecl("scan", dom, convert(binding))
 
     S, R = spatial, reduce
 
@@ -531,10 +549,29 @@ def call_intrin(dtype: str, op_name: str, *args: Any) -> PrimExpr:
     return _op.call_intrin(dtype, op_name, *args)
 
 
-def call_extern(dtype: str, func_name: str, *args: Any) -> PrimExpr:
-    """A call of an external C function, for its value or its side effect."""
-    args = (StringImm(func_name),) + tuple(convert(a) for a in args)
-    return Call(_dt.check(dtype), "tir.call_extern", args)
+def call_extern(*args: Any, dtype: str | None = None) -> PrimExpr:
+    """``T.call_extern("float32", "expf", x)`` (or ``T.call_extern("expf", x, dtype="float32")``):
+    a call of an external C function, for its value or its side effect."""
+    if dtype is not None:
+        args = (dtype,) + args
+    if len(args) < 2:
+        raise TypeError("T.call_extern needs a dtype and a function name: T.call_extern(\"float32\", \"expf\", x)")
+    return _op.call_extern(*args)
+
+
+def _unsupported(name: str, why: str) -> Callable[..., Any]:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"T.{name} is not supported by minitvm: {why}")
+
+    refuse.__name__ = name
+    return refuse
+
+
+#: vector expressions: minitvm's TIR has scalar dtypes only (vectors come from T.vectorized loops)
+Ramp = _unsupported("Ramp", "TIR has no vector dtypes; write a T.vectorized loop instead")
+Broadcast = _unsupported("Broadcast", "TIR has no vector dtypes; write a T.vectorized loop instead")
+allocate_const = _unsupported("allocate_const", "there is no constant-allocation statement; "
+                                                 "fill a T.alloc_buffer or pass the data as a parameter")
 
 
 def Range(begin: Any, end: Any) -> _RangeNode:  # noqa: N802
@@ -543,13 +580,32 @@ def Range(begin: Any, end: Any) -> _RangeNode:  # noqa: N802
     return _RangeNode(begin, extent_between(begin, end))
 
 
-if_then_else = _op.if_then_else
-max, min = _op.max, _op.min  # noqa: A001
-exp, exp2, log, log2 = _op.exp, _op.exp2, _op.log, _op.log2
-sqrt, rsqrt, tanh, sigmoid, erf = _op.sqrt, _op.rsqrt, _op.tanh, _op.sigmoid, _op.erf
-abs, pow, floor, ceil, round = _op.abs, _op.pow, _op.floor, _op.ceil, _op.round  # noqa: A001
-sin, cos = _op.sin, _op.cos
-floordiv, floormod, truncdiv, truncmod = _op.floordiv, _op.floormod, _op.truncdiv, _op.truncmod
+def _dtype_checked(fn: Callable[..., PrimExpr]) -> Callable[..., PrimExpr]:
+    """TVMScript lets every intrinsic take ``dtype=`` (``T.sqrt(x, dtype="float32")``); the
+    result's dtype follows from the arguments, so a ``dtype`` that disagrees is an error."""
+    def call(*args: Any, dtype: str | None = None) -> PrimExpr:
+        result = fn(*args)
+        if dtype is not None and convert(result).dtype != _dt.check(str(dtype)):
+            raise TypeError(f"T.{fn.__name__}(..., dtype={dtype!r}): the result is {convert(result).dtype}; "
+                            f"cast the arguments to {dtype} first")
+        return result
+
+    call.__name__ = call.__qualname__ = fn.__name__
+    call.__doc__ = fn.__doc__
+    return call
+
+
+if_then_else = _dtype_checked(_op.if_then_else)
+max, min = _dtype_checked(_op.max), _dtype_checked(_op.min)  # noqa: A001
+exp, exp2, log, log2 = (_dtype_checked(f) for f in (_op.exp, _op.exp2, _op.log, _op.log2))
+sqrt, rsqrt, tanh, sigmoid, erf = (_dtype_checked(f) for f in (_op.sqrt, _op.rsqrt, _op.tanh, _op.sigmoid,
+                                                               _op.erf))
+abs, pow, floor, ceil, round = (_dtype_checked(f) for f in (_op.abs, _op.pow, _op.floor, _op.ceil,  # noqa: A001
+                                                            _op.round))
+sin, cos = _dtype_checked(_op.sin), _dtype_checked(_op.cos)
+floordiv, floormod, truncdiv, truncmod = (_dtype_checked(f) for f in (_op.floordiv, _op.floormod,
+                                                                      _op.truncdiv, _op.truncmod))
+likely, ret = _dtype_checked(_op.likely), _dtype_checked(_op.ret)
 max_value, min_value = _op.max_value, _op.min_value
 
 

@@ -35,6 +35,7 @@ from .expr import (
     Or,
     PrimExpr,
     Select,
+    StringImm,
     Sub,
     const,
     convert,
@@ -46,6 +47,7 @@ __all__ = [
     "logical_and", "logical_or", "logical_not", "neg", "cast", "if_then_else", "Select",
     "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "abs", "pow", "floor", "ceil", "round",
     "sin", "cos", "exp2", "log2", "max_value", "min_value", "call_intrin", "INTRINSICS",
+    "likely", "all", "any", "ret", "call_extern",
 ]
 
 #: float intrinsics available in kernels; name -> numpy implementation (used by the interpreter)
@@ -301,6 +303,48 @@ def if_then_else(cond: Any, t: Any, f: Any) -> PrimExpr:
 
 def call_intrin(dtype: str, op: str, *args: Any) -> PrimExpr:
     return Call(str(dtype), op, tuple(convert(a) for a in args))
+
+
+def call_extern(dtype: str, func_name: str, *args: Any) -> PrimExpr:
+    """A call of the external C function ``func_name`` (e.g. libm's ``"expf"``) returning ``dtype``."""
+    if not isinstance(func_name, str):
+        raise TypeError(f"call_extern: the function name must be a string, got {func_name!r}")
+    return Call(_dt.check(str(dtype)), "tir.call_extern",
+                (StringImm(func_name),) + tuple(convert(a) for a in args))
+
+
+def likely(cond: Any) -> PrimExpr:
+    """``cond``, marked as probably true (a hint for branch layout; the value is unchanged)."""
+    cond = _as_bool(cond)
+    if _is_const(cond):
+        return cond
+    return Call("bool", "tir.likely", (cond,))
+
+
+def all(*args: Any) -> PrimExpr:  # noqa: A001 - mirrors tvm.tir.all
+    """The conjunction of one or more boolean expressions."""
+    if not args:
+        raise ValueError("tir.all needs at least one condition")
+    result = _as_bool(args[0])
+    for a in args[1:]:
+        result = logical_and(result, a)
+    return result
+
+
+def any(*args: Any) -> PrimExpr:  # noqa: A001 - mirrors tvm.tir.any
+    """The disjunction of one or more boolean expressions."""
+    if not args:
+        raise ValueError("tir.any needs at least one condition")
+    result = _as_bool(args[0])
+    for a in args[1:]:
+        result = logical_or(result, a)
+    return result
+
+
+def ret(value: Any) -> PrimExpr:
+    """``return value`` from a prim func (TVM's ``tir.ret``)."""
+    value = convert(value)
+    return Call(value.dtype, "tir.ret", (value,))
 
 
 def _unary(name: str):
