@@ -26,8 +26,8 @@ from .expr_functor import ExprVisitor
 __all__ = ["get_pipeline", "register_pipeline", "vm_lowering_passes", "zero_pipeline", "default_pipeline"]
 
 #: operators the VM lowering handles itself (everything else needs LegalizeOps)
-_LOWERED_BY_VM = frozenset({"relax.call_tir", "relax.call_dps_packed", "relax.call_pure_packed",
-                            "relax.builtin.alloc_tensor", "relax.memory.alloc_storage",
+_LOWERED_BY_VM = frozenset({"relax.call_tir", "relax.call_tir_inplace", "relax.call_dps_packed",
+                            "relax.call_pure_packed", "relax.builtin.alloc_tensor", "relax.memory.alloc_storage",
                             "relax.memory.alloc_tensor"})
 
 

@@ -56,7 +56,7 @@ __all__ = [
     "function", "Tensor", "Shape", "Tuple", "Object", "Prim", "Callable",
     "dataflow", "output", "func_attr", "match_cast", "const", "shape", "prim_value", "str",
     "dtype", "call_tir", "call_dps_packed", "call_pure_packed", "call_packed", "ExternFunc", "nn",
-    "emit_te",
+    "emit_te", "call_tir_inplace",
 ]
 
 _builtin_str = str
@@ -242,6 +242,18 @@ def call_tir(gvar: GlobalVar, args: Any, out_sinfo: Any = None, tir_vars: Any = 
     if tir_vars is not None and not isinstance(tir_vars, Expr):
         tir_vars = shape(tir_vars)
     return _op.call_tir(gvar, args, _out(out_sinfo, "R.call_tir"), tir_vars)
+
+
+def call_tir_inplace(gvar: GlobalVar, args: Any, inplace_indices: Any, out_sinfo: Any = None,
+                     tir_vars: Any = None, *, out_ty: Any = None) -> Call:
+    """``R.call_tir_inplace(cls.f, (x, y), out_sinfo=R.Tensor(...), inplace_indices=[0])``:
+    the PrimFunc writes output k over argument ``inplace_indices[k]`` (-1: a new tensor)."""
+    out_sinfo = out_sinfo if out_sinfo is not None else out_ty
+    if out_sinfo is None:
+        raise TypeError("R.call_tir_inplace needs out_sinfo=R.Tensor(...) (the outputs' struct info)")
+    if tir_vars is not None and not isinstance(tir_vars, Expr):
+        tir_vars = shape(tir_vars)
+    return _op.call_tir_inplace(gvar, args, inplace_indices, _out(out_sinfo, "R.call_tir_inplace"), tir_vars)
 
 
 def call_dps_packed(func: Any, args: Any, out_sinfo: Any = None, *, out_ty: Any = None) -> Call:

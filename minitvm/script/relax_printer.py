@@ -223,6 +223,13 @@ class RelaxPrinter:
                 if len(args) > 2:
                     text += f", tir_vars={args[2]}"
                 return text + ")"
+            if op.name == "relax.call_tir_inplace":
+                indices = ", ".join(str(i) for i in (c.attrs or {}).get("inplace_indices", ()))
+                text = (f"R.call_tir_inplace({args[0]}, {args[1]}, out_sinfo={self.out_sinfo(c.sinfo_args)}, "
+                        f"inplace_indices=[{indices}]")
+                if len(args) > 2:
+                    text += f", tir_vars={args[2]}"
+                return text + ")"
             if op.name == "relax.call_dps_packed":
                 return (f"R.call_dps_packed({_str(c.args[0].global_symbol)}, {args[1]}, "
                         f"out_sinfo={self.out_sinfo(c.sinfo_args)})")

@@ -201,3 +201,60 @@ def test_ir_module_decorator_takes_check_well_formed():
     with pytest.raises(TVMScriptError, match="not well formed"):
         define()
     assert "main" in [gv.name_hint for gv in define(check_well_formed=False).get_global_vars()]
+
+
+@I.ir_module
+class _InPlace:
+    @T.prim_func
+    def add_inplace(A: T.Buffer((2, 3), "float32"), B: T.Buffer((2, 3), "float32")):
+        for i, j in T.grid(2, 3):
+            with T.block("A"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                A[vi, vj] = A[vi, vj] + B[vi, vj]
+
+    @T.prim_func
+    def add_and_mul(A: T.Buffer((2, 3), "float32"), B: T.Buffer((2, 3), "float32"),
+                    C: T.Buffer((2, 3), "float32")):
+        for i, j in T.grid(2, 3):
+            with T.block("A"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                C[vi, vj] = A[vi, vj] * B[vi, vj]
+                A[vi, vj] = A[vi, vj] + B[vi, vj]
+
+    @R.function
+    def main(x: R.Tensor((2, 3), "float32"), y: R.Tensor((2, 3), "float32")):
+        cls = _InPlace
+        with R.dataflow():
+            t = R.add(x, y)
+            z = R.call_tir_inplace(cls.add_inplace, (t, y), inplace_indices=0,
+                                   out_sinfo=R.Tensor((2, 3), "float32"))
+            u = R.add(z, x)
+            pair = R.call_tir_inplace(cls.add_and_mul, (u, y), inplace_indices=[0, -1],
+                                      out_sinfo=[R.Tensor((2, 3), "float32"), R.Tensor((2, 3), "float32")])
+            a, b = pair
+            out = R.add(a, b)
+            R.output(out)
+        return out
+
+
+def test_call_tir_inplace_prints_as_tvm_and_computes():
+    text = _InPlace.script()
+    assert ('R.call_tir_inplace(cls.add_inplace, (t, y), out_sinfo=R.Tensor((2, 3), dtype="float32"), '
+            'inplace_indices=[0])') in text
+    _round_trip(_InPlace)
+    vm = relax.VirtualMachine(minitvm.compile(_InPlace, "llvm"), minitvm.cpu())
+    x, y = RNG.standard_normal((2, 3)).astype("float32"), RNG.standard_normal((2, 3)).astype("float32")
+    out = vm["main"](minitvm.nd.array(x), minitvm.nd.array(y)).numpy()
+    u = x + y + y + x
+    np.testing.assert_allclose(out, (u + y) + u * y, rtol=1e-5)
+
+
+def test_call_tir_inplace_checks_its_indices():
+    gv = _InPlace.get_global_var("add_inplace")
+    x = relax.Var("x", relax.TensorStructInfo((2, 3), "float32"))
+    y = relax.Var("y", relax.TensorStructInfo((3, 2), "float32"))
+    bb = relax.BlockBuilder()
+    with pytest.raises(Exception, match="inplace index 2 is not an argument index"):
+        bb.normalize(relax.call_tir_inplace(gv, (x, x), 2, relax.TensorStructInfo((2, 3), "float32")))
+    with pytest.raises(Exception, match="different shape or dtype"):
+        bb.normalize(relax.call_tir_inplace(gv, (y, x), 0, relax.TensorStructInfo((2, 3), "float32")))

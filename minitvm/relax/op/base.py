@@ -11,7 +11,7 @@ from ..expr import Call, Expr, ExternFunc, ShapeExpr, Tuple, struct_info_of
 from ..struct_info import ShapeStructInfo, StructInfo, StructInfoError, TensorStructInfo, TupleStructInfo
 from .registry import OpPattern, make_call, register
 
-__all__ = ["call_tir", "call_dps_packed", "call_pure_packed"]
+__all__ = ["call_tir", "call_tir_inplace", "call_dps_packed", "call_pure_packed"]
 
 
 def _out_sinfo(out_sinfo: Any, op_name: str) -> StructInfo:
@@ -55,6 +55,36 @@ def _infer_call_tir(call: Call, ctx: Any) -> StructInfo:
     return _infer_dps(call, "relax.call_tir", (GlobalVar,), "a GlobalVar of a PrimFunc")
 
 
+@register("relax.call_tir_inplace", pattern=OpPattern.OPAQUE)
+def _infer_call_tir_inplace(call: Call, ctx: Any) -> StructInfo:
+    """A PrimFunc that writes some outputs over its inputs (``inplace_indices``; -1: a new
+    tensor the caller allocates)."""
+    out = _infer_dps(call, "relax.call_tir_inplace", (GlobalVar,), "a GlobalVar of a PrimFunc")
+    indices = list((call.attrs or {}).get("inplace_indices", ()))
+    outs = list(out.fields) if isinstance(out, TupleStructInfo) else [out]
+    if len(indices) != len(outs):
+        raise StructInfoError(f"relax.call_tir_inplace: {len(indices)} inplace_indices for {len(outs)} outputs")
+    inputs = list(struct_info_of(call.args[1]).fields)
+    seen: set[int] = set()
+    for k, (i, o) in enumerate(zip(indices, outs)):
+        if i == -1:
+            continue
+        if not 0 <= i < len(inputs):
+            raise StructInfoError(f"relax.call_tir_inplace: inplace index {i} is not an argument index "
+                                  f"(0..{len(inputs) - 1}) or -1")
+        if i in seen:
+            raise StructInfoError(f"relax.call_tir_inplace: argument {i} is written in place twice")
+        seen.add(i)
+        arg = inputs[i]
+        from ...ir.structural import structural_equal
+        if not (isinstance(arg, TensorStructInfo) and arg.dtype == o.dtype
+                and (arg.shape_values is None or o.shape_values is None
+                     or structural_equal(list(arg.shape_values), list(o.shape_values)))):
+            raise StructInfoError(f"relax.call_tir_inplace: output {k} ({o!r}) is written over argument {i} "
+                                  f"({arg!r}), which has a different shape or dtype")
+    return out
+
+
 @register("relax.call_dps_packed", pattern=OpPattern.OPAQUE)
 def _infer_call_dps_packed(call: Call, ctx: Any) -> StructInfo:
     """Call an external function that writes its outputs into caller-allocated tensors."""
@@ -87,6 +117,22 @@ def call_tir(gvar: GlobalVar, args: Any, out_sinfo: Any = None, tir_vars: Any = 
     if tir_vars is not None:
         call_args.append(tir_vars if isinstance(tir_vars, Expr) else ShapeExpr(list(tir_vars)))
     return make_call("relax.call_tir", *call_args, sinfo_args=[_out_sinfo(out_sinfo, "relax.call_tir")])
+
+
+def call_tir_inplace(gvar: GlobalVar, args: Any, inplace_indices: Any, out_sinfo: Any,
+                     tir_vars: Any = None) -> Call:
+    """``R.call_tir_inplace(gvar, (x, y), inplace_indices=[0], out_sinfo=...)``: like call_tir,
+    but output ``k`` is argument ``inplace_indices[k]`` itself, overwritten by the PrimFunc
+    (-1: a fresh output, passed after the arguments as call_tir's outputs are)."""
+    if not isinstance(gvar, GlobalVar):
+        raise TypeError(f"relax.call_tir_inplace: expected the GlobalVar of a PrimFunc, got {gvar!r}")
+    indices = [int(i) for i in (inplace_indices if isinstance(inplace_indices, (list, tuple))
+                                else [inplace_indices])]
+    call_args: list[Any] = [gvar, _args_tuple(args)]
+    if tir_vars is not None:
+        call_args.append(tir_vars if isinstance(tir_vars, Expr) else ShapeExpr(list(tir_vars)))
+    return make_call("relax.call_tir_inplace", *call_args, attrs={"inplace_indices": tuple(indices)},
+                     sinfo_args=[_out_sinfo(out_sinfo, "relax.call_tir_inplace")])
 
 
 def call_dps_packed(func: str | ExternFunc, args: Any, out_sinfo: Any) -> Call:
