@@ -170,6 +170,8 @@ def _parser_folds(e: Any) -> bool:
 _UNARY_CALLS = {f"tir.{n}": n for n in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid",
                                         "erf", "floor", "ceil", "round", "sin", "cos")}
 _UNARY_CALLS["tir.fabs"] = "abs"
+_UNARY_CALLS.update({f"tir.{n}": n for n in (*_op.LIBM_UNARY, "trunc", "nearbyint", "isnan", "popcount")})
+_BINARY_CALLS = {f"tir.{n}": n for n in ("pow", *_op.LIBM_BINARY)}
 _UNARY_CALLS["tir.likely"] = "likely"
 _UNARY_CALLS["tir.ret"] = "ret"
 
@@ -313,8 +315,10 @@ class _TIRPrinter:
         args = [self.expr(a) for a in e.args]
         if e.op in _UNARY_CALLS and len(e.args) == 1 and e.args[0].dtype == e.dtype:
             return f"T.{_UNARY_CALLS[e.op]}({args[0]})"
-        if e.op == "tir.pow" and len(args) == 2 and e.args[0].dtype == e.dtype:
-            return f"T.pow({args[0]}, {args[1]})"
+        if e.op == "tir.isnan" and e.dtype == "bool" and len(args) == 1:
+            return f"T.isnan({args[0]})"
+        if e.op in _BINARY_CALLS and len(args) == 2 and e.args[0].dtype == e.dtype:
+            return f"T.{_BINARY_CALLS[e.op]}({args[0]}, {args[1]})"
         if (e.op == "tir.if_then_else" and len(args) == 3 and e.args[1].dtype == e.dtype
                 and e.args[1].dtype == e.args[2].dtype):
             return f"T.if_then_else({', '.join(args)})"

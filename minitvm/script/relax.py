@@ -146,6 +146,18 @@ def _sinfo(value: Any, where: str) -> StructInfo:
     return value
 
 
+class entry:  # noqa: N801 - TVM's module name tvm.script.parser.relax.entry
+    """TVM's struct-info proxy classes, by their names there: each is the ``R.`` maker
+    (``entry.TensorProxy`` is ``R.Tensor``; bare, it means ``R.Tensor()``)."""
+
+    ObjectProxy = staticmethod(Object)
+    TensorProxy = staticmethod(Tensor)
+    CallableProxy = staticmethod(Callable)
+    TupleProxy = staticmethod(Tuple)
+    ShapeProxy = staticmethod(Shape)
+    PrimProxy = staticmethod(Prim)
+
+
 # -- scopes and markers (the parser acts on them) -----------------------------------------------
 
 @dataclass(frozen=True)

@@ -606,6 +606,14 @@ sin, cos = _dtype_checked(_op.sin), _dtype_checked(_op.cos)
 floordiv, floormod, truncdiv, truncmod = (_dtype_checked(f) for f in (_op.floordiv, _op.floormod,
                                                                       _op.truncdiv, _op.truncmod))
 likely, ret = _dtype_checked(_op.likely), _dtype_checked(_op.ret)
+exp10, log1p, log10, tan = (_dtype_checked(f) for f in (_op.exp10, _op.log1p, _op.log10, _op.tan))
+acos, acosh, asin, asinh = (_dtype_checked(f) for f in (_op.acos, _op.acosh, _op.asin, _op.asinh))
+atan, atanh, sinh, cosh = (_dtype_checked(f) for f in (_op.atan, _op.atanh, _op.sinh, _op.cosh))
+trunc, nearbyint, fabs = _dtype_checked(_op.trunc), _dtype_checked(_op.nearbyint), _dtype_checked(_op.fabs)
+atan2, nextafter, hypot = _dtype_checked(_op.atan2), _dtype_checked(_op.nextafter), _dtype_checked(_op.hypot)
+copysign, fmod = _dtype_checked(_op.copysign), _dtype_checked(_op.fmod)
+isnan, popcount = _dtype_checked(_op.isnan), _dtype_checked(_op.popcount)
+ceildiv = _dtype_checked(_op.ceildiv)
 max_value, min_value = _op.max_value, _op.min_value
 
 

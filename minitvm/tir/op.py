@@ -47,12 +47,21 @@ __all__ = [
     "logical_and", "logical_or", "logical_not", "neg", "cast", "if_then_else", "Select",
     "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "abs", "pow", "floor", "ceil", "round",
     "sin", "cos", "exp2", "log2", "max_value", "min_value", "call_intrin", "INTRINSICS",
-    "likely", "all", "any", "ret", "call_extern",
+    "likely", "all", "any", "ret", "call_extern", "exp10", "log1p", "log10", "tan", "acos", "acosh",
+    "asin", "asinh", "atan", "atanh", "sinh", "cosh", "trunc", "nearbyint", "atan2", "nextafter",
+    "hypot", "copysign", "fmod", "fabs", "isnan", "popcount", "ceildiv", "LIBM_UNARY", "LIBM_BINARY",
 ]
 
-#: float intrinsics available in kernels; name -> numpy implementation (used by the interpreter)
+#: unary float intrinsics computed by the C math library (``tir.tan`` -> libm ``tan``/``tanf``)
+LIBM_UNARY = ("exp10", "log1p", "log10", "tan", "acos", "acosh", "asin", "asinh", "atan", "atanh",
+              "sinh", "cosh")
+#: binary float intrinsics computed by the C math library
+LIBM_BINARY = ("atan2", "nextafter", "hypot", "copysign", "fmod")
+
+#: intrinsics available in kernels (codegen and the interpreter implement each)
 INTRINSICS = ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "fabs", "pow", "floor",
-              "ceil", "round", "sin", "cos", "exp2", "log2", "trunc", "nearbyint")
+              "ceil", "round", "sin", "cos", "exp2", "log2", "trunc", "nearbyint", "isnan",
+              "popcount") + LIBM_UNARY + LIBM_BINARY
 
 
 def _is_const(x: PrimExpr, value: Any = None) -> bool:
@@ -372,6 +381,72 @@ ceil = _unary("ceil")
 round = _unary("round")  # noqa: A001
 sin = _unary("sin")
 cos = _unary("cos")
+
+
+exp10 = _unary("exp10")
+log1p = _unary("log1p")
+log10 = _unary("log10")
+tan = _unary("tan")
+acos = _unary("acos")
+acosh = _unary("acosh")
+asin = _unary("asin")
+asinh = _unary("asinh")
+atan = _unary("atan")
+atanh = _unary("atanh")
+sinh = _unary("sinh")
+cosh = _unary("cosh")
+trunc = _unary("trunc")
+nearbyint = _unary("nearbyint")
+
+
+def _binary(name: str):
+    def build(x: Any, y: Any) -> PrimExpr:
+        x, y = _promote(x, y)
+        if not _dt.is_float(x.dtype):
+            raise TypeError(f"T.{name} needs float arguments, got {x.dtype}")
+        return Call(x.dtype, f"tir.{name}", (x, y))
+    build.__name__ = name
+    build.__doc__ = f"Element-wise ``{name}`` of two float expressions (C's ``{name}``)."
+    return build
+
+
+atan2 = _binary("atan2")
+nextafter = _binary("nextafter")
+hypot = _binary("hypot")
+copysign = _binary("copysign")
+fmod = _binary("fmod")
+
+
+def ceildiv(a: Any, b: Any) -> PrimExpr:
+    """``ceil(a / b)``: for integers ``(a + b - 1) // b`` (floor division), as TVM builds it."""
+    a, b = _promote(a, b)
+    if _dt.is_float(a.dtype):
+        return ceil(div(a, b))
+    return floordiv(add(a, sub(b, const(1, b.dtype))), b)
+
+
+def fabs(x: Any) -> PrimExpr:
+    """The absolute value of a float expression."""
+    x = convert(x)
+    if not _dt.is_float(x.dtype):
+        raise TypeError(f"T.fabs needs a float argument, got {x.dtype}")
+    return Call(x.dtype, "tir.fabs", (x,))
+
+
+def isnan(x: Any) -> PrimExpr:
+    """Whether a float expression is NaN (always false for integers)."""
+    x = convert(x)
+    if not _dt.is_float(x.dtype):
+        return const(False, "bool")
+    return Call("bool", "tir.isnan", (x,))
+
+
+def popcount(x: Any) -> PrimExpr:
+    """The number of set bits of an integer expression."""
+    x = convert(x)
+    if not _dt.is_int(x.dtype) or x.dtype == "bool":
+        raise TypeError(f"T.popcount needs an integer argument, got {x.dtype}")
+    return Call(x.dtype, "tir.popcount", (x,))
 
 
 def abs(x: Any) -> PrimExpr:  # noqa: A001

@@ -258,3 +258,18 @@ def test_call_tir_inplace_checks_its_indices():
         bb.normalize(relax.call_tir_inplace(gv, (x, x), 2, relax.TensorStructInfo((2, 3), "float32")))
     with pytest.raises(Exception, match="different shape or dtype"):
         bb.normalize(relax.call_tir_inplace(gv, (y, x), 0, relax.TensorStructInfo((2, 3), "float32")))
+
+
+def test_struct_info_proxies_by_tvm_names():
+    from minitvm.script.parser import relax as parser_relax
+
+    for proxy, kind in [(parser_relax.entry.TensorProxy, relax.TensorStructInfo),
+                        (parser_relax.entry.ShapeProxy, relax.ShapeStructInfo),
+                        (parser_relax.entry.ObjectProxy, relax.ObjectStructInfo)]:
+        @R.function
+        def f(A: R.Object):
+            B = R.match_cast(A, proxy)  # noqa: B023 - parsed right here, in the loop
+            return B
+
+        assert isinstance(f.body.blocks[0].bindings[0].struct_info, kind)
+        _round_trip(f)

@@ -45,6 +45,7 @@ from ...tir import expr as _e
 from ...tir import stmt as _s
 from ...tir.function import PrimFunc
 from ...tir.functor import post_order_visit
+from ...tir.op import LIBM_BINARY, LIBM_UNARY
 from ...tir.transform.instrument_bound_checkers import (
     InstrumentBoundCheckers,
     bounds_check_index,
@@ -819,6 +820,12 @@ class CodeGenLLVM:
         if op == "tir.ret":
             raise NotImplementedError("LLVM codegen: T.ret (returning a value from a prim func) is not "
                                       "supported; write the result into an output buffer")
+        if op == "tir.isnan":
+            value = self.visit_expr(e.args[0])
+            return self.b.fcmp_unordered("uno", value, value)
+        if op == "tir.popcount":
+            value = self.visit_expr(e.args[0])
+            return self.b.call(self._declare(f"llvm.ctpop.i{value.type.width}", value.type, [value.type]), [value])
         args = [self.visit_expr(a) for a in e.args]
         for i, a in enumerate(e.args):
             if a.dtype != e.dtype and _dt.is_float(e.dtype):
@@ -839,6 +846,11 @@ class CodeGenLLVM:
             return self._intrinsic("llvm.pow", args[:2])
         if op == "tir.erf":
             return self._libm("erf", args[:1], e.dtype)
+        libm = op.removeprefix("tir.")
+        if libm in LIBM_UNARY:
+            return self._libm(libm, args[:1], e.dtype)
+        if libm in LIBM_BINARY:
+            return self._libm(libm, args[:2], e.dtype)
         raise CodegenError(f"LLVM codegen: unsupported intrinsic {op!r}")
 
     def _call_extern(self, e: _e.Call) -> ir.Value:
