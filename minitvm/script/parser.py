@@ -201,6 +201,8 @@ class _TIRParser:
         self.scopes: list[dict[str, Any]] = []
         self.frames: list[_FunctionFrame | _BlockFrame] = []
         self.loop_ranges: dict[int, Range] = {}  # loop var id -> its range, for T.axis.remap
+        self.macro_depth = 0  # > 0 while a T.macro body is pasted in
+        self.block_names: set[str] = set()  # of this function (a macro's repeated blocks get _1, _2 ...)
 
     # -- errors and names -------------------------------------------------------------------------
     def error(self, node: ast.AST, reason: str) -> TVMScriptError:
@@ -382,6 +384,12 @@ class _TIRParser:
                          f"`with` needs T.block(\"name\") or T.init(), got {ctx!r}")
 
     def visit_block(self, node: ast.With, spec: T.BlockSpec) -> Stmt:
+        if self.macro_depth and spec.name in self.block_names:  # as TVM: op, op_1, op_2 ...
+            k = 1
+            while f"{spec.name}_{k}" in self.block_names:
+                k += 1
+            spec = T.BlockSpec(f"{spec.name}_{k}")
+        self.block_names.add(spec.name)
         frame = _BlockFrame(spec.name)
         self.frames.append(frame)
         try:
@@ -705,7 +713,37 @@ class _TIRParser:
                 kwargs[kw.arg] = self.eval(kw.value)
         if isinstance(func, T.ScalarType) and func.dtype == "handle":
             raise self.error(node, "T.handle is a parameter type, not a function")
+        if isinstance(func, (T.Macro, T.BoundMacro)):
+            return self.expand_macro(func, args, kwargs, node)
         return func(*args, **kwargs)
+
+    def expand_macro(self, func: Any, args: list, kwargs: dict, node: ast.Call) -> Stmt | None:
+        """The statements of a ``T.macro`` body with its parameters bound to the arguments."""
+        import inspect
+
+        macro = func.macro if isinstance(func, T.BoundMacro) else func
+        if isinstance(func, T.BoundMacro):
+            args = [func.obj, *args]
+        try:
+            bound = inspect.signature(macro.func).bind(*args, **kwargs)
+        except TypeError as e:
+            raise self.error(node, f"macro {macro.__name__}: {e}") from None
+        bound.apply_defaults()
+        source = Source.from_object(macro.func)
+        fdef = _function_def(source.parse(), macro.func.__name__)
+        saved = self.source, self.namespace, self.scopes
+        self.source = source
+        if macro.hygienic:  # names resolve where the macro was defined
+            self.namespace, self.scopes = macro.namespace, [dict(bound.arguments)]
+        else:  # names resolve where it is called
+            self.namespace = {**macro.namespace, **self.namespace}
+            self.scopes = [*self.scopes, dict(bound.arguments)]
+        self.macro_depth += 1
+        try:
+            return self.visit_body(fdef.body)
+        finally:
+            self.macro_depth -= 1
+            self.source, self.namespace, self.scopes = saved
 
     def eval_BinOp(self, node: ast.BinOp) -> Any:
         a, b = self.eval(node.left), self.eval(node.right)

@@ -46,7 +46,7 @@ __all__ = [
     "Add", "Sub", "Mul", "Div", "Mod", "FloorDiv", "FloorMod", "Min", "Max", "EQ", "NE", "LT", "LE", "GT", "GE",
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
     "uint64", "bool", "Var", "SizeVar", "likely", "ret", "decl_buffer", "Ramp", "Broadcast",
-    "allocate_const",
+    "allocate_const", "macro",
 ]
 
 SizeVar = _ex.SizeVar
@@ -615,6 +615,64 @@ copysign, fmod = _dtype_checked(_op.copysign), _dtype_checked(_op.fmod)
 isnan, popcount = _dtype_checked(_op.isnan), _dtype_checked(_op.popcount)
 ceildiv = _dtype_checked(_op.ceildiv)
 max_value, min_value = _op.max_value, _op.min_value
+
+
+# -- macros -----------------------------------------------------------------------------------------
+
+
+class Macro:
+    """``@T.macro``: a TVMScript fragment pasted where it is called inside a prim func.
+
+    The parser expands ``f(a, b)`` by parsing ``f``'s body with its parameters bound to the
+    arguments.  ``hygienic=True`` (the default) resolves the body's other names where the
+    macro was defined; ``hygienic=False`` where it is called (so it sees loop variables there).
+    """
+
+    def __init__(self, func: Callable, hygienic: Any, namespace: dict):
+        self.func = func
+        self.hygienic = builtins.bool(hygienic)
+        self.namespace = namespace  # names visible where the macro was defined
+        self.__name__ = getattr(func, "__name__", "macro")
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        return self if obj is None else BoundMacro(self, obj)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(f"T.macro {self.__name__} can only be called inside a @T.prim_func")
+
+    def __repr__(self) -> str:
+        return f"T.macro {self.__name__}"
+
+
+@dataclass(frozen=True)
+class BoundMacro:
+    """A macro defined in a class, reached through an instance (``obj.load(A)``)."""
+
+    macro: Macro
+    obj: Any
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(f"T.macro {self.macro.__name__} can only be called inside a @T.prim_func")
+
+
+def macro(*args: Any, hygienic: Any = True) -> Any:
+    """``@T.macro`` or ``@T.macro(hygienic=False)``: define a TVMScript macro."""
+    caller = sys._getframe(1)
+    if len(args) > 1 or (args and not callable(args[0])):
+        raise ValueError("T.macro takes only keyword arguments: @T.macro or @T.macro(hygienic=...)")
+
+    def decorate(f: Callable) -> Macro:
+        namespace = dict(getattr(f, "__globals__", {}))
+        namespace.update(_caller_namespace(caller))
+        if getattr(f, "__closure__", None):
+            for name, cell in zip(f.__code__.co_freevars, f.__closure__):
+                try:
+                    namespace[name] = cell.cell_contents
+                except ValueError:
+                    pass
+        return Macro(f, hygienic, namespace)
+
+    return decorate(args[0]) if args else decorate
 
 
 # -- the decorator --------------------------------------------------------------------------------
