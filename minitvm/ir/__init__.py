@@ -1,6 +1,7 @@
 """Core IR: nodes, structural equality, modules, dtypes."""
 
 from . import dtype
+from .global_info import DummyGlobalInfo, GlobalInfo, VDevice
 from .module import GlobalVar, IRModule
 from .node import Node, node, replace
 from .op import Op, register_op, register_op_attr
@@ -8,7 +9,8 @@ from .structural import assert_structural_equal, structural_equal, structural_ha
 
 __all__ = ["Node", "node", "replace", "GlobalVar", "IRModule", "dtype", "Op", "register_op",
            "register_op_attr",
-           "structural_equal", "structural_hash", "assert_structural_equal", "Range"]
+           "structural_equal", "structural_hash", "assert_structural_equal", "Range",
+           "GlobalInfo", "VDevice", "DummyGlobalInfo"]
 
 
 def Range(begin: object, end: object = None) -> object:  # noqa: N802 - TVM's tvm.ir.Range

@@ -273,3 +273,22 @@ def test_struct_info_proxies_by_tvm_names():
 
         assert isinstance(f.body.blocks[0].bindings[0].struct_info, kind)
         _round_trip(f)
+
+
+def test_script_errors_are_tvm_diagnostic_errors():
+    assert issubclass(TVMScriptError, minitvm.error.DiagnosticError)
+    assert issubclass(minitvm.error.DiagnosticError, minitvm.TVMError)
+    with pytest.raises(minitvm.error.DiagnosticError, match="chained assignment"):
+        @R.function
+        def f(x: R.Tensor((4,), "float32")):
+            a = b = x  # noqa: F841
+            return a
+
+
+def test_vdevice_and_dummy_global_info_compare_structurally():
+    from minitvm.ir import DummyGlobalInfo, VDevice
+
+    assert_structural_equal(VDevice("llvm", 0, "global"), VDevice("llvm"))
+    with pytest.raises(ValueError):
+        assert_structural_equal(VDevice("llvm", 0), VDevice("llvm", 1))
+    assert_structural_equal(DummyGlobalInfo(), DummyGlobalInfo())
