@@ -247,6 +247,9 @@ class _TIRParser:
             root = Block("root", (), tuple(frame.root_alloc_buffers), (), (), (), None, body, {})
             body = BlockRealize((), _TRUE, root)
         attrs = dict(frame.attrs)
+        if private and "global_symbol" in attrs:
+            raise self.error(fdef, f"{fdef.name} is private (not exported), so it cannot also have a "
+                                   "global_symbol attribute")
         if not private and "global_symbol" not in attrs:
             attrs["global_symbol"] = name or fdef.name
         self.scopes.pop()
@@ -322,19 +325,22 @@ class _TIRParser:
         if node.orelse:
             raise self.error(node.orelse[0], "unsupported Python syntax: for ... else")
         specs = self._loop_specs(node.iter)
-        targets = node.target.elts if isinstance(node.target, ast.Tuple) else [node.target]
-        if not all(isinstance(t, ast.Name) for t in targets):
-            raise self.error(node.target, "loop variables must be plain names")
-        if len(targets) != len(specs):
-            raise self.error(node.target, f"{len(specs)} loops ({ast.unparse(node.iter)}) but "
-                                          f"{len(targets)} loop variables")
+        names = self._loop_target_names(node, len(specs))
         self.scopes.append({})
         loop_vars = []
-        for target, spec in zip(targets, specs):
-            var = Var(target.id, spec.extent.dtype)
+        for (name, _), spec in zip(names, specs):
+            var = Var(name, spec.extent.dtype)
             loop_vars.append(var)
             self.loop_ranges[id(var)] = Range(spec.min, spec.extent)
-            self.bind(target.id, var)
+        # as Python unpacks: `for i, j in`, `for *outer, k in`, or one name for all (`for ijk in`)
+        groups: dict[str, list] = {}
+        for (name, grouped), var in zip(names, loop_vars):
+            if grouped:
+                groups.setdefault(name, []).append(var)
+            else:
+                self.bind(name, var)
+        for name, group in groups.items():
+            self.bind(name, tuple(group))
         try:
             body = self.visit_body(node.body) or Evaluate(IntImm("int32", 0))
         finally:
@@ -344,6 +350,31 @@ class _TIRParser:
         for var, spec in reversed(list(zip(loop_vars, specs))):
             body = For(var, spec.min, spec.extent, spec.kind, body, spec.thread, dict(spec.annotations))
         return body
+
+    def _loop_target_names(self, node: ast.For, count: int) -> list[tuple[str, bool]]:
+        """One (name, grouped) per loop: grouped names collect several loop variables in a tuple."""
+        target = node.target
+        if isinstance(target, ast.Name):
+            if count == 1:
+                return [(target.id, False)]
+            return [(target.id, True)] * count
+        elts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+        starred = [i for i, e in enumerate(elts) if isinstance(e, ast.Starred)]
+        plain = [e.value if isinstance(e, ast.Starred) else e for e in elts]
+        if not all(isinstance(e, ast.Name) for e in plain) or len(starred) > 1:
+            raise self.error(target, "loop variables must be plain names")
+        if not starred:
+            if len(elts) != count:
+                raise self.error(target, f"{count} loops ({ast.unparse(node.iter)}) but "
+                                         f"{len(elts)} loop variables")
+            return [(e.id, False) for e in plain]
+        k = starred[0]
+        rest = count - (len(elts) - 1)
+        if rest < 0:
+            raise self.error(target, f"{count} loops ({ast.unparse(node.iter)}) but at least "
+                                     f"{len(elts) - 1} loop variables")
+        return ([(e.id, False) for e in plain[:k]] + [(plain[k].id, True)] * rest
+                + [(e.id, False) for e in plain[k + 1:]])
 
     def _loop_specs(self, iter_node: ast.expr) -> list:
         is_range = (isinstance(iter_node, ast.Call) and isinstance(iter_node.func, ast.Name)
@@ -593,8 +624,10 @@ class _TIRParser:
                 raise self.error(value_node, f"cannot store {value!r} into {buffer.dtype} buffer "
                                              f"{buffer.name}") from None
         if value.dtype != buffer.dtype:
-            raise self.error(value_node, f"cannot store a {value.dtype} value into {buffer.dtype} buffer "
-                                         f"{buffer.name}; convert it, e.g. T.Cast(\"{buffer.dtype}\", ...)")
+            if "handle" in (value.dtype, buffer.dtype):
+                raise self.error(value_node, f"cannot store a {value.dtype} value into {buffer.dtype} buffer "
+                                             f"{buffer.name}")
+            value = _op.cast(value, buffer.dtype)  # as TVM's BufferStore: converted to the buffer's type
         return BufferStore(buffer, value, tuple(indices))
 
     def visit_expr_stmt(self, node: ast.Expr) -> Any:
@@ -621,6 +654,8 @@ class _TIRParser:
                 raise self.error(node.value, "T.func_attr belongs at the top of the function body")
             frame.attrs.update(value.attrs)
             return None
+        if isinstance(value, T.LetStmtDecl):
+            return _NeedsRest(lambda rest: LetStmt(value.var, value.value, rest))
         if isinstance(value, Stmt):
             return value
         if isinstance(value, PrimExpr):
@@ -816,7 +851,13 @@ class _TIRParser:
         if isinstance(node, ast.Slice):
             return slice(*(None if p is None else self.eval(p) for p in (node.lower, node.upper, node.step)))
         if isinstance(node, ast.Tuple):
-            return tuple(self._subscript_key(e) for e in node.elts)
+            key: list = []
+            for e in node.elts:
+                if isinstance(e, ast.Starred):  # A[(*spatial, k)]
+                    key.extend(self.eval(e.value))
+                else:
+                    key.append(self._subscript_key(e))
+            return tuple(key)
         return self.eval(node)
 
     def _indices(self, node: ast.Subscript, buffer: Buffer) -> list:

@@ -429,6 +429,10 @@ class _TIRPrinter:
         for v in shape_vars:
             if id(v) not in self.names:
                 lines.append(self._line(f"{self.define(v, v.name)} = T.{v.dtype}()"))
+        # scalars the body uses but nothing defines (TVM prints them the same way)
+        for v in _free_scalar_vars(f, {id(x) for x in shape_vars} | scalar_params):
+            if id(v) not in self.names:
+                lines.append(self._line(f"{self.define(v, v.name)} = T.{v.dtype}()"))
         for p, buffer in matched:
             decl = self.buffer_decl(buffer, "T.match_buffer", first_arg=self.name_of(p))
             lines.append(self._line(f"{self.define(buffer, buffer.name)} = {decl}"))
@@ -639,6 +643,32 @@ class _TIRPrinter:
             name = self.define(iv.var, iv.var.name)
             lines.append(self._line(f"{name} = T.axis.{iv.iter_type}({dom_text}, {text})"))
         return lines
+
+
+def _free_scalar_vars(f: PrimFunc, known: set[int]) -> list[Var]:
+    """Non-handle variables ``f``'s body reads that no parameter, buffer shape, loop, let or
+    block iterator defines (a function parsed with ``check_well_formed=False``)."""
+    from ..tir.expr import Let as _Let
+
+    defined = set(known)
+    for b in f.buffer_map.values():
+        defined |= {id(v) for v in _buffer_vars(b)}
+    used: list[Var] = []
+
+    def visit(x: Any) -> None:
+        if isinstance(x, For):
+            defined.add(id(x.loop_var))
+        elif isinstance(x, (LetStmt, _Let)):
+            defined.add(id(x.var))
+        elif isinstance(x, Block):
+            defined.update(id(iv.var) for iv in x.iter_vars)
+            for buf in x.alloc_buffers:
+                defined.update(id(v) for v in _buffer_vars(buf))
+        elif isinstance(x, Var) and x.dtype != "handle" and all(x is not u for u in used):
+            used.append(x)
+
+    post_order_visit(f.body, visit)
+    return [v for v in used if id(v) not in defined]
 
 
 def _buffer_vars(b: Buffer) -> list[Var]:

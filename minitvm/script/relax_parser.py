@@ -254,10 +254,20 @@ class _RelaxParser(_TIRParser):
             self.close_block()
             body = SeqExpr(tuple(self.blocks), self.result)
             attrs = dict(self.attrs)
+            if options.get("private", False) and "global_symbol" in attrs:
+                raise self.error(fdef, f"{fdef.name} is private (not exported), so it cannot also have a "
+                                       "global_symbol attribute")
             if not options.get("private", False):
                 attrs.setdefault("global_symbol", name or fdef.name)
+            pure = bool(options.get("pure", True))
             try:
-                func = self.bb._make_function(params, body, ret, bool(options.get("pure", True)), attrs)
+                func = self.bb._make_function(params, body, ret, pure, attrs)
+                if ret is not None:
+                    # as TVM's Function: a body more precise than the annotation gives the return
+                    # struct info (`-> R.Tensor(ndim=2)` returning a (128, 128) tensor)
+                    derived = self.bb._make_function(params, body, None, pure, attrs).ret_struct_info
+                    if derived is not None and is_base_of(ret, derived) and not is_base_of(derived, ret):
+                        func = self.bb._make_function(params, body, derived, pure, attrs)
             except Exception as e:
                 raise self.error(fdef, _explain(e)) from None
             body_sinfo = struct_info_of(self.result)
@@ -355,7 +365,12 @@ class _RelaxParser(_TIRParser):
             self.attrs.update(value.attrs)
             return
         if isinstance(value, Expr):  # a call for its side effect: bound to an unused variable
-            self.emit(None, "_", value, None, node)
+            var = self.emit(None, "_", value, None, node)
+            sinfo = var.struct_info
+            if not (isinstance(sinfo, TupleStructInfo) and not sinfo.fields):
+                raise self.error(node, f"the value of {ast.unparse(node.value)} ({struct_info_text(sinfo)}) is "
+                                       "not used: bind it to a name (only calls returning R.Tuple() can "
+                                       "stand alone)")
             return
         if value is None or isinstance(value, (str, int, float)):
             return  # a docstring or a bare constant

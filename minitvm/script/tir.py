@@ -46,7 +46,7 @@ __all__ = [
     "Add", "Sub", "Mul", "Div", "Mod", "FloorDiv", "FloorMod", "Min", "Max", "EQ", "NE", "LT", "LE", "GT", "GE",
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
     "uint64", "bool", "Var", "SizeVar", "likely", "ret", "decl_buffer", "Ramp", "Broadcast",
-    "allocate_const", "macro",
+    "allocate_const", "macro", "buffer", "LetStmt",
 ]
 
 SizeVar = _ex.SizeVar
@@ -256,6 +256,27 @@ class _BufferProxy:
 
 
 Buffer = _BufferProxy()
+buffer = Buffer  # TVM's older lowercase spelling
+
+
+@dataclass(frozen=True)
+class LetStmtDecl:
+    """``T.LetStmt(value, var=v)`` as a statement: ``v`` is ``value`` in the rest of the body."""
+
+    value: PrimExpr
+    var: Var
+
+
+def LetStmt(value: Any, var: Any = None, type_annotation: Any = None) -> LetStmtDecl:  # noqa: N802
+    """TVM's explicit let statement (kept even where ``v = value`` would be inlined)."""
+    value = convert(value)
+    if var is None:
+        var = Var("v", value.dtype)
+    if not isinstance(var, Var):
+        raise TypeError(f"T.LetStmt(var=...) takes a variable declared with T.{value.dtype}(), got {var!r}")
+    if var.dtype != value.dtype:
+        raise TypeError(f"T.LetStmt: the variable is {var.dtype} but the value is {value.dtype}")
+    return LetStmtDecl(value, var)
 
 
 def alloc_buffer(shape: Any, dtype: str = "float32", data: Any = None, strides: Any = None,
