@@ -96,7 +96,7 @@ class _RelaxParser(_TIRParser):
             tree = ast.parse(text.strip(), mode="eval")
         except SyntaxError:
             raise ValueError(f"symbolic dimension {text!r} is not an expression") from None
-        sub = _TIRParser(Source.from_text(text), {})
+        sub = _TIRParser(Source.from_text(text), {"T": T})
         sub.scopes.append(_DimScope(self))
         try:
             return sub.eval(tree.body)
@@ -542,7 +542,7 @@ class _DimScope(dict):
         self.parser = parser
 
     def __contains__(self, name: object) -> bool:
-        return isinstance(name, str)
+        return isinstance(name, str) and name != "T"  # `"T.max(m, 20)"` calls TIR's max
 
     def __getitem__(self, name: str) -> TirVar:
         return self.parser.tir_var(name)

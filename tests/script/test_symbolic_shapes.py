@@ -191,3 +191,31 @@ def test_module_class_refers_to_itself_by_name():
     text = text.replace("cls.helper", "Expected.helper")
     assert "class Expected:" in text and "Expected.helper" in text
     assert_structural_equal(from_source(text), again)
+
+
+def test_string_dimension_expressions_in_signatures():
+    @R.function
+    def f(x: R.Shape(("m",)), y: R.Tensor(("m * 2",), "float32"),
+          z: R.Tensor(("T.max(m, 20)",), "float32")):
+        m = T.int64()
+        w = R.call_dps_packed("test_intrin", y, R.Tensor((m * 2,), dtype="float32"))
+        return w
+
+    m = f.params[0].struct_info.values[0]
+    y_dim = f.params[1].struct_info.shape_values[0]
+    z_dim = f.params[2].struct_info.shape_values[0]
+    assert isinstance(y_dim, tir.Mul) and y_dim.a is m  # the same m, not a copy
+    assert isinstance(z_dim, tir.Max) and z_dim.a is m
+    _round_trip(f)
+
+
+def test_r_tuple_builds_tuple_values():
+    @R.function
+    def f(x: R.Tensor((2,), "float32")):
+        t = R.tuple(x, x)
+        e: R.Tuple() = R.tuple()  # noqa: F841
+        return t
+
+    values = [b.value for b in f.body.blocks[0].bindings]
+    assert [len(v.fields) for v in values] == [2, 0]
+    _round_trip(f)
