@@ -28,7 +28,7 @@ __all__ = ["get_pipeline", "register_pipeline", "vm_lowering_passes", "zero_pipe
 #: operators the VM lowering handles itself (everything else needs LegalizeOps)
 _LOWERED_BY_VM = frozenset({"relax.call_tir", "relax.call_tir_inplace", "relax.call_dps_packed",
                             "relax.call_pure_packed", "relax.builtin.alloc_tensor", "relax.memory.alloc_storage",
-                            "relax.memory.alloc_tensor"})
+                            "relax.memory.alloc_tensor", "relax.print", "relax.assert_op"})
 
 
 def vm_lowering_passes() -> list[Pass]:

@@ -24,6 +24,7 @@ import ast
 from typing import Any, Callable
 
 from ..ir.module import GlobalVar
+from ..ir.op import Op
 from ..relax.analysis.struct_info_analysis import (
     derive_call_ret_struct_info,
     is_base_of,
@@ -145,6 +146,10 @@ class _RelaxParser(_TIRParser):
             raise self.error(node, f"R.call_packed({result.op.global_symbol!r}, ...) may have side effects, "
                                    "which a pure function cannot have: use @R.function(pure=False), or "
                                    "R.call_pure_packed when the function is in fact pure")
+        if (isinstance(result, Call) and isinstance(result.op, Op) and self.pure
+                and result.op.get_attr("FPurity") is False):
+            raise self.error(node, f"{result.op.name} has side effects, which a pure function cannot have: "
+                                   "use @R.function(pure=False)")
         if isinstance(result, Expr) and not isinstance(result, Var):
             result = self._normalize(result, node)
         return result

@@ -292,3 +292,28 @@ def test_vdevice_and_dummy_global_info_compare_structurally():
     with pytest.raises(ValueError):
         assert_structural_equal(VDevice("llvm", 0), VDevice("llvm", 1))
     assert_structural_equal(DummyGlobalInfo(), DummyGlobalInfo())
+
+
+def test_print_and_assert_op_run_in_impure_functions(capsys):
+    @I.ir_module
+    class Mod:
+        @R.function(pure=False)
+        def main(x: R.Tensor((), "int32"), ok: R.Tensor((), "bool")) -> R.Tensor((), "int32"):
+            y = R.print(x, format="x: {}")  # noqa: F841
+            z = R.assert_op(ok, x, format="x was {}")  # noqa: F841
+            return x
+
+    text = Mod.script()
+    assert 'R.print(x, format="x: {}")' in text and 'R.assert_op(ok, x, format="x was {}")' in text
+    _round_trip(Mod)
+    vm = relax.VirtualMachine(minitvm.compile(Mod, "llvm"), minitvm.cpu())
+    value = int(RNG.integers(1, 100))
+    assert vm["main"](minitvm.nd.array(np.array(value, "int32")), minitvm.nd.array(np.array(True))).numpy() == value
+    assert capsys.readouterr().out == f"x: {value}\n"
+    with pytest.raises(AssertionError, match=f"x was {value}"):
+        vm["main"](minitvm.nd.array(np.array(value, "int32")), minitvm.nd.array(np.array(False)))
+    with pytest.raises(TVMScriptError, match="relax.print has side effects"):
+        @R.function
+        def pure(x: R.Tensor((), "int32")):
+            y = R.print(x, format="{}")  # noqa: F841
+            return x

@@ -6,7 +6,14 @@ registered by :mod:`minitvm.relax.transform.legalize_ops`.
 """
 
 from . import nn
-from .base import call_dps_packed, call_pure_packed, call_tir, call_tir_inplace
+from .base import (
+    assert_op,
+    call_dps_packed,
+    call_pure_packed,
+    call_tir,
+    call_tir_inplace,
+    print,  # noqa: A004 - R.print
+)
 from .binary import (
     add,
     divide,
@@ -37,7 +44,8 @@ from .ternary import ewise_fma
 from .unary import abs, clip, erf, exp, log, logical_not, negative, rsqrt, sigmoid, sqrt, tanh
 
 __all__ = [
-    "nn", "call_tir", "call_tir_inplace", "call_dps_packed", "call_pure_packed", "OpPattern", "register",
+    "nn", "call_tir", "call_tir_inplace", "print", "assert_op", "call_dps_packed", "call_pure_packed",
+    "OpPattern", "register",
     # element-wise
     "add", "subtract", "multiply", "divide", "floor_divide", "power", "maximum", "minimum",
     "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "where", "ewise_fma",

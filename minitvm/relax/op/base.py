@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ...ir.module import GlobalVar
-from ..expr import Call, Expr, ExternFunc, ShapeExpr, Tuple, struct_info_of
+from ..expr import Call, Expr, ExternFunc, ShapeExpr, StringImm, Tuple, _as_expr, struct_info_of
 from ..struct_info import ShapeStructInfo, StructInfo, StructInfoError, TensorStructInfo, TupleStructInfo
 from .registry import OpPattern, make_call, register
 
-__all__ = ["call_tir", "call_tir_inplace", "call_dps_packed", "call_pure_packed"]
+__all__ = ["call_tir", "call_tir_inplace", "call_dps_packed", "call_pure_packed", "print", "assert_op"]
 
 
 def _out_sinfo(out_sinfo: Any, op_name: str) -> StructInfo:
@@ -151,3 +151,51 @@ def call_pure_packed(func: str | ExternFunc, *args: Any, sinfo_args: Any) -> Cal
     elif isinstance(sinfo_args, Sequence) and len(sinfo_args) > 1:
         sinfo_args = [TupleStructInfo(list(sinfo_args))]
     return make_call("relax.call_pure_packed", callee, *args, sinfo_args=list(sinfo_args))
+
+
+def _format_arg(format: Any, op_name: str) -> StringImm:  # noqa: A002 - TVM's keyword
+    if isinstance(format, StringImm):
+        return format
+    if not isinstance(format, str):
+        raise TypeError(f"{op_name}: format must be a string, got {format!r}")
+    return StringImm(format)
+
+
+@register("relax.print", pure=False)
+def _infer_print(call: Call, ctx: Any) -> StructInfo:
+    """Print values at run time (``format`` uses ``{}`` for each value); returns nothing."""
+    if not call.args or not isinstance(call.args[0], StringImm):
+        raise StructInfoError("relax.print: the first argument must be the format string")
+    return TupleStructInfo([])
+
+
+@register("relax.assert_op", pure=False)
+def _infer_assert_op(call: Call, ctx: Any) -> StructInfo:
+    """Stop the program with the formatted message when ``condition`` is false."""
+    if len(call.args) < 2 or not isinstance(call.args[1], StringImm):
+        raise StructInfoError("relax.assert_op takes a condition, the format string and its arguments")
+    cond = struct_info_of(call.args[0])
+    from ..struct_info import PrimStructInfo
+    ok = (isinstance(cond, TensorStructInfo) and cond.dtype == "bool" and cond.ndim in (0, -1)) or \
+        (isinstance(cond, PrimStructInfo) and cond.dtype == "bool")
+    if not ok:
+        raise StructInfoError(f"relax.assert_op: the condition must be a bool scalar (a 0-d tensor or "
+                              f"R.Prim(\"bool\")), got {cond!r}")
+    return TupleStructInfo([])
+
+
+def print(*values: Any, format: Any = "") -> Call:  # noqa: A001, A002 - TVM's names
+    """``R.print(x, format="x: {}")``: print at run time (an impure call)."""
+    return make_call("relax.print", _format_arg(format, "relax.print"),
+                     *[_as_expr(v, "relax.print") for v in values])
+
+
+def assert_op(condition: Any, format_args: Any = None, format: Any = "") -> Call:  # noqa: A002
+    """``R.assert_op(cond, x, format="x: {}")``: fail at run time when ``cond`` is false."""
+    if format_args is None:
+        format_args = []
+    elif not isinstance(format_args, (list, tuple)):
+        format_args = [format_args]
+    return make_call("relax.assert_op", _as_expr(condition, "relax.assert_op"),
+                     _format_arg(format, "relax.assert_op"),
+                     *[_as_expr(v, "relax.assert_op") for v in format_args])
