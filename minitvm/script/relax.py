@@ -322,7 +322,12 @@ def call_packed(func: Any, *args: Any, sinfo_args: Any = None) -> Call:
     """``R.call_packed("f", x, sinfo_args=R.Object)``: call a registered function (may have
     side effects; allowed in impure functions only)."""
     callee = ExternFunc(func) if isinstance(func, _builtin_str) else func
-    sinfo = [] if sinfo_args is None else [_sinfo(sinfo_args, "R.call_packed")]
+    if sinfo_args is None:
+        sinfo = []
+    elif isinstance(sinfo_args, (list, _builtin_tuple)):  # TVM also takes a list
+        sinfo = [_sinfo(s, "R.call_packed") for s in sinfo_args]
+    else:
+        sinfo = [_sinfo(sinfo_args, "R.call_packed")]
     return Call(callee, [_as_expr(a, "R.call_packed") for a in args], None, sinfo)
 
 

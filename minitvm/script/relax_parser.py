@@ -197,6 +197,18 @@ class _RelaxParser(_TIRParser):
             result = self._normalize(result, node)
         return result
 
+    def eval_UnaryOp(self, node: ast.UnaryOp) -> Any:
+        result = super().eval_UnaryOp(node)
+        if isinstance(result, Expr) and not isinstance(result, Var):
+            result = self._normalize(result, node)
+        return result
+
+    def eval_Compare(self, node: ast.Compare) -> Any:
+        result = super().eval_Compare(node)
+        if isinstance(result, Expr) and not isinstance(result, Var):
+            result = self._normalize(result, node)
+        return result
+
     def _normalize(self, expr: Any, node: ast.AST) -> Any:
         """Struct info now, so an error points at the call that caused it."""
         try:
