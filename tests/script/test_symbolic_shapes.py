@@ -219,3 +219,18 @@ def test_r_tuple_builds_tuple_values():
     values = [b.value for b in f.body.blocks[0].bindings]
     assert [len(v.fields) for v in values] == [2, 0]
     _round_trip(f)
+
+
+def test_bind_params_fixes_symbolic_dims_in_call_outputs():
+    """The MLC chapter binds the weights of the dynamic MLP, then compiles: n and k must
+    become constants inside the body too (out_sinfo of the calls), not only in signatures."""
+    rng = np.random.default_rng(11)
+    m, n, k = 12, 7, 3
+    params = {"w0": rng.standard_normal((n, m)).astype("float32"), "b0": rng.standard_normal(n).astype("float32"),
+              "w1": rng.standard_normal((k, n)).astype("float32"), "b1": rng.standard_normal(k).astype("float32")}
+    bound = relax.transform.BindParams("main", {name: minitvm.nd.array(v) for name, v in params.items()})(MLP)
+    assert "(1, n)" not in bound["main"].script() and "(1, 7)" in bound["main"].script()
+    vm = relax.VirtualMachine(minitvm.compile(bound, "llvm"), minitvm.cpu())
+    x = rng.standard_normal((1, m)).astype("float32")
+    ref = np.maximum(x @ params["w0"].T + params["b0"], 0) @ params["w1"].T + params["b1"]
+    np.testing.assert_allclose(vm["main"](minitvm.nd.array(x)).numpy(), ref, rtol=1e-5, atol=1e-5)
