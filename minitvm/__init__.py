@@ -17,6 +17,8 @@ from .ir import IRModule  # noqa: E402
 # name -> (module, attribute or None for the module itself)
 _LAZY = {
     "arith": ("minitvm.arith", None),
+    "error": ("minitvm.error", None),
+    "TVMError": ("minitvm.error", "TVMError"),
     "transform": ("minitvm.transform", None),
     "te": ("minitvm.te", None),
     "script": ("minitvm.script", None),

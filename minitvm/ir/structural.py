@@ -117,7 +117,7 @@ class _Equal:
             return
         if id(rhs) in self.rmap:
             self.fail(path, lhs, rhs, "right-hand variable already bound to another one")
-        if not (defining or self.map_free_vars or lhs is rhs):
+        if not (defining or self.map_free_vars or lhs is rhs or self._views_bound_memory(lhs, rhs)):
             self.fail(path, lhs, rhs, "free variables differ (not defined in the compared trees)")
         self.lmap[id(lhs)] = rhs
         self.rmap[id(rhs)] = lhs
@@ -125,6 +125,13 @@ class _Equal:
         self.log.append((lhs, rhs))
         # compare the content (dtype, buffer shape ...) once, when bound
         self._fields_of_binding(lhs, rhs, path)
+
+    def _views_bound_memory(self, lhs: Node, rhs: Node) -> bool:
+        """A buffer viewing the memory of a bound one (``T.Buffer(..., data=A.data)``) is
+        defined by that memory: TVM declares it with a DeclBuffer, which minitvm's TIR has not."""
+        data_l, data_r = getattr(lhs, "data", None), getattr(rhs, "data", None)
+        return (isinstance(data_l, Node) and isinstance(data_r, Node)
+                and self.lmap.get(id(data_l)) is data_r)
 
     def _fields_of_binding(self, lhs: Node, rhs: Node, path: str) -> None:
         for name in lhs._field_names:

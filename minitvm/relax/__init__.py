@@ -39,7 +39,7 @@ from .expr import (
                    const,
 )
 from .expr_functor import ExprMutator, ExprVisitor, PyExprMutator, PyExprVisitor
-from .op.base import call_dps_packed, call_pure_packed, call_tir
+from .op.base import call_dps_packed, call_pure_packed, call_tir, call_tir_inplace
 from .struct_info import (
                    FuncStructInfo,
                    ObjectStructInfo,
@@ -64,7 +64,7 @@ __all__ = [
     "TupleStructInfo", "FuncStructInfo", "TensorType", "StructInfoError",
     # building and rewriting
     "BlockBuilder", "ExprVisitor", "ExprMutator", "PyExprVisitor", "PyExprMutator",
-    "call_tir", "call_dps_packed", "call_pure_packed",
+    "call_tir", "call_tir_inplace", "call_dps_packed", "call_pure_packed",
     # subpackages
     "op", "analysis", "expr_functor",
 ]

@@ -68,6 +68,39 @@ class Expr(Node):
         from .op import divide
         return divide(self, other)
 
+    def __floordiv__(self, other: Any) -> "Call":
+        from .op import floor_divide
+        return floor_divide(self, other)
+
+    def __pow__(self, other: Any) -> "Call":
+        from .op import power
+        return power(self, other)
+
+    def __neg__(self) -> "Call":
+        from .op import negative
+        return negative(self)
+
+    def __lt__(self, other: Any) -> "Call":
+        from .op import less
+        return less(self, other)
+
+    def __le__(self, other: Any) -> "Call":
+        from .op import less_equal
+        return less_equal(self, other)
+
+    def __gt__(self, other: Any) -> "Call":
+        from .op import greater
+        return greater(self, other)
+
+    def __ge__(self, other: Any) -> "Call":
+        from .op import greater_equal
+        return greater_equal(self, other)
+
+    def astype(self, dtype: str) -> "Call":
+        """``x.astype("float16")``: ``relax.op.astype(x, dtype)``."""
+        from .op import astype
+        return astype(self, dtype)
+
     def __getitem__(self, index: int) -> "TupleGetItem":
         return TupleGetItem(self, index)
 

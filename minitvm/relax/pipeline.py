@@ -36,9 +36,9 @@ __all__ = ["get_pipeline", "register_pipeline", "zero_pipeline", "default_pipeli
            "legalize_passes", "dataflow_lower_passes", "finalize_passes", "vm_lowering_passes"]
 
 #: operators the VM lowering handles itself (everything else needs LegalizeOps)
-_LOWERED_BY_VM = frozenset({"relax.call_tir", "relax.call_dps_packed", "relax.call_pure_packed",
-                            "relax.builtin.alloc_tensor", "relax.memory.alloc_storage",
-                            "relax.memory.alloc_tensor"})
+_LOWERED_BY_VM = frozenset({"relax.call_tir", "relax.call_tir_inplace", "relax.call_dps_packed",
+                            "relax.call_pure_packed", "relax.builtin.alloc_tensor", "relax.memory.alloc_storage",
+                            "relax.memory.alloc_tensor", "relax.print", "relax.assert_op"})
 
 
 def legalize_passes(target: Any = None) -> list[Pass]:

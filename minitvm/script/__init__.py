@@ -17,10 +17,12 @@ from .printer import script, show, to_html
 __all__ = ["tir", "relax", "ir", "ir_module", "from_source", "TVMScriptError", "script", "show", "to_html"]
 
 
-def from_source(text: str, extra_vars: dict[str, Any] | None = None) -> Any:
+def from_source(text: str, extra_vars: dict[str, Any] | None = None, check_well_formed: bool = True) -> Any:
     """Parse TVMScript text (an ``@I.ir_module`` class or one ``@T.prim_func``).
 
-    Names the text uses besides ``T``, ``R`` and ``I`` come from ``extra_vars``.
+    Names the text uses besides ``T``, ``R`` and ``I`` come from ``extra_vars``;
+    ``check_well_formed=False`` skips the well-formedness check of its Relax functions
+    (as their own ``@R.function(check_well_formed=False)`` would).
     """
     from .diagnostics import Source
     from .ir import function_decorator, parse_module_class
@@ -32,10 +34,12 @@ def from_source(text: str, extra_vars: dict[str, Any] | None = None) -> Any:
         tree = source.parse()
         for stmt in tree.body:
             if isinstance(stmt, ast.ClassDef):
-                return parse_module_class(stmt, source, namespace)
+                return parse_module_class(stmt, source, namespace, check_well_formed)
             if isinstance(stmt, ast.FunctionDef):
                 evaluator = _TIRParser(source, namespace)
                 parser, options = function_decorator(stmt, evaluator)
+                if not check_well_formed:
+                    options = {**options, "check_well_formed": False}
                 return parser.parse(stmt, source, namespace, options, {}, None)
         raise TVMScriptError("from_source found no @I.ir_module class or decorated function")
     except TVMScriptError as err:

@@ -38,6 +38,48 @@ class FunctionParser:
     declare: Callable[..., Any] | None = None
 
 
+class ModuleRef:
+    """``cls`` inside a function of an ``@I.ir_module`` class: ``cls.name`` is a GlobalVar."""
+
+    def __init__(self, global_vars: dict[str, GlobalVar]):
+        self._global_vars = global_vars
+
+    def __getattr__(self, name: str) -> GlobalVar:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        gv = self._global_vars.get(name)
+        if gv is None:
+            known = ", ".join(sorted(self._global_vars)) or "(none)"
+            raise AttributeError(f"the module has no function {name!r}; it has: {known}")
+        return gv
+
+
+#: functions a module's parsers generate while parsing (``R.emit_te`` makes PrimFuncs):
+#: one dict GlobalVar -> function per module being built, innermost last
+_GENERATED: list[dict] = []
+
+
+def add_generated_function(func: Any, name_hint: str, global_vars: dict[str, GlobalVar]) -> GlobalVar:
+    """Add ``func`` to the module being parsed under a name no function of it uses (an
+    identical function generated before is reused); ``global_vars`` learns the new name."""
+    from ..ir.structural import structural_equal
+
+    if not _GENERATED:
+        raise TVMScriptError(f"{name_hint}: R.emit_te adds a PrimFunc to the module, so it needs an "
+                             "@I.ir_module class around the function")
+    generated = _GENERATED[-1]
+    for gv, existing in generated.items():
+        if type(existing) is type(func) and structural_equal(existing, func):
+            return gv
+    name, i = name_hint, 0
+    while name in global_vars:
+        i += 1
+        name = f"{name_hint}{i}"
+    gv = global_vars[name] = GlobalVar(name)
+    generated[gv] = func
+    return gv
+
+
 _PARSERS: dict[str, FunctionParser] = {}
 
 
@@ -82,18 +124,22 @@ def module_attrs(attrs: dict) -> None:
     sys._getframe(1).f_locals["__module_attrs__"] = dict(attrs)
 
 
-def ir_module(cls: type) -> IRModule:
+def ir_module(cls: type | None = None, *, check_well_formed: bool = True) -> Any:
     """Build an ``IRModule`` from a class whose methods are ``@T.prim_func`` / ``@R.function``
-    functions."""
+    functions; ``@I.ir_module(check_well_formed=False)`` skips the Relax functions'
+    well-formedness checks."""
     from .parser import DeferredFunction
 
-    try:
-        return _build_module(cls, DeferredFunction)
-    except TVMScriptError as err:
-        raise err.with_traceback(None) from None
+    def build(c: type) -> IRModule:
+        try:
+            return _build_module(c, DeferredFunction, check_well_formed)
+        except TVMScriptError as err:
+            raise err.with_traceback(None) from None
+
+    return build if cls is None else build(cls)
 
 
-def _build_module(cls: type, deferred_type: type) -> IRModule:
+def _build_module(cls: type, deferred_type: type, check_well_formed: bool = True) -> IRModule:
     members = {k: v for k, v in vars(cls).items() if not k.startswith("__")}
     global_vars = {name: GlobalVar(name) for name, v in members.items()
                    if isinstance(v, deferred_type) or _is_function_node(v)}
@@ -106,16 +152,22 @@ def _build_module(cls: type, deferred_type: type) -> IRModule:
             fdef = next(s for s in source.parse().body if isinstance(s, ast.FunctionDef))
             namespace = dict(func.__globals__)
             namespace.update(value.extra_vars)
+            namespace[cls.__name__] = ModuleRef(global_vars)  # `Module.func` inside `class Module`
             parser = parser_for_dialect(value.dialect)
             if parser.declare is not None:
                 parser.declare(fdef, source, namespace, value.options, global_vars, name)
             pending.append((name, value, fdef, source, namespace, parser))
         elif _is_function_node(value):
             functions[global_vars[name]] = value
-    for name, value, fdef, source, namespace, parser in pending:
-        functions[global_vars[name]] = parser.parse(
-            fdef, source, namespace, value.options, global_vars, name,
-            annotations=getattr(value.func, "__annotations__", None))
+    _GENERATED.append({})
+    try:
+        for name, value, fdef, source, namespace, parser in pending:
+            options = value.options if check_well_formed else {**value.options, "check_well_formed": False}
+            functions[global_vars[name]] = parser.parse(
+                fdef, source, namespace, options, global_vars, name,
+                annotations=getattr(value.func, "__annotations__", None))
+    finally:
+        functions.update(_GENERATED.pop())
     return IRModule(functions, vars(cls).get("__module_attrs__"))
 
 
@@ -126,22 +178,37 @@ def _is_function_node(value: Any) -> bool:
     return isinstance(value, (PrimFunc, Function))
 
 
-def parse_module_class(cdef: ast.ClassDef, source: Source, namespace: dict) -> IRModule:
+def parse_module_class(cdef: ast.ClassDef, source: Source, namespace: dict,
+                       check_well_formed: bool = True) -> IRModule:
     """``from_source`` of a module: parse a class definition's methods by their decorators."""
     from .parser import _TIRParser
 
     evaluator = _TIRParser(source, namespace)
     evaluator.scopes.append({})
     global_vars = {s.name: GlobalVar(s.name) for s in cdef.body if isinstance(s, ast.FunctionDef)}
+    namespace = {**namespace, cdef.name: ModuleRef(global_vars)}  # `Module.func` inside `class Module`
     functions = {}
     attrs = None
     decorated = {}
     for stmt in cdef.body:
         if isinstance(stmt, ast.FunctionDef):
             parser, options = function_decorator(stmt, evaluator)
+            if not check_well_formed:
+                options = {**options, "check_well_formed": False}
             decorated[stmt.name] = (parser, options)
             if parser.declare is not None:
                 parser.declare(stmt, source, namespace, options, global_vars, stmt.name)
+    _GENERATED.append({})
+    try:
+        attrs = _parse_class_body(cdef, source, namespace, evaluator, decorated, global_vars, functions)
+    finally:
+        functions.update(_GENERATED.pop())
+    return IRModule(functions, attrs)
+
+
+def _parse_class_body(cdef: ast.ClassDef, source: Source, namespace: dict, evaluator: Any,
+                      decorated: dict, global_vars: dict, functions: dict) -> dict | None:
+    attrs = None
     for stmt in cdef.body:
         if isinstance(stmt, ast.FunctionDef):
             parser, options = decorated[stmt.name]
@@ -154,7 +221,7 @@ def parse_module_class(cdef: ast.ClassDef, source: Source, namespace: dict) -> I
             continue  # docstring
         else:
             raise source.error(stmt, "an @I.ir_module class holds decorated functions only")
-    return IRModule(functions, attrs)
+    return attrs
 
 
 def function_decorator(fdef: ast.FunctionDef, evaluator: Any) -> tuple[FunctionParser, dict]:

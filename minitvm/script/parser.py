@@ -54,6 +54,20 @@ from .diagnostics import Source, TVMScriptError
 __all__ = ["parse_python_function", "parse_prim_func_ast", "DeferredFunction"]
 
 
+def __getattr__(name: str) -> Any:
+    """TVM's ``tvm.script.parser`` is a package: ``from tvm.script.parser import tir as T``,
+    ``relax``, ``ir`` and ``ir_module`` work here too (loaded lazily: relax parses via this module)."""
+    if name in ("relax", "ir", "ir_module"):
+        import importlib
+
+        script = importlib.import_module(__name__.rpartition(".")[0])
+        return getattr(script, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+tir = T
+
+
 @dataclass
 class DeferredFunction:
     """A function decorated inside an ``@I.ir_module`` class, parsed later by the module."""
@@ -98,7 +112,8 @@ def _function_def(tree: ast.Module, name: str) -> ast.FunctionDef:
 def parse_prim_func_ast(fdef: ast.FunctionDef, source: Source, namespace: dict, private: bool = False,
                         annotations: dict | None = None, name: str | None = None) -> PrimFunc:
     """Parse one ``def`` (an ast node of ``source``) as a PrimFunc; names resolve in ``namespace``."""
-    return _TIRParser(source, namespace).parse_function(fdef, private, annotations or {}, name)
+    with T.parsing():
+        return _TIRParser(source, namespace).parse_function(fdef, private, annotations or {}, name)
 
 
 # -- frames: what the statements being parsed belong to ---------------------------------------
@@ -186,6 +201,8 @@ class _TIRParser:
         self.scopes: list[dict[str, Any]] = []
         self.frames: list[_FunctionFrame | _BlockFrame] = []
         self.loop_ranges: dict[int, Range] = {}  # loop var id -> its range, for T.axis.remap
+        self.macro_depth = 0  # > 0 while a T.macro body is pasted in
+        self.block_names: set[str] = set()  # of this function (a macro's repeated blocks get _1, _2 ...)
 
     # -- errors and names -------------------------------------------------------------------------
     def error(self, node: ast.AST, reason: str) -> TVMScriptError:
@@ -230,6 +247,9 @@ class _TIRParser:
             root = Block("root", (), tuple(frame.root_alloc_buffers), (), (), (), None, body, {})
             body = BlockRealize((), _TRUE, root)
         attrs = dict(frame.attrs)
+        if private and "global_symbol" in attrs:
+            raise self.error(fdef, f"{fdef.name} is private (not exported), so it cannot also have a "
+                                   "global_symbol attribute")
         if not private and "global_symbol" not in attrs:
             attrs["global_symbol"] = name or fdef.name
         self.scopes.pop()
@@ -305,19 +325,22 @@ class _TIRParser:
         if node.orelse:
             raise self.error(node.orelse[0], "unsupported Python syntax: for ... else")
         specs = self._loop_specs(node.iter)
-        targets = node.target.elts if isinstance(node.target, ast.Tuple) else [node.target]
-        if not all(isinstance(t, ast.Name) for t in targets):
-            raise self.error(node.target, "loop variables must be plain names")
-        if len(targets) != len(specs):
-            raise self.error(node.target, f"{len(specs)} loops ({ast.unparse(node.iter)}) but "
-                                          f"{len(targets)} loop variables")
+        names = self._loop_target_names(node, len(specs))
         self.scopes.append({})
         loop_vars = []
-        for target, spec in zip(targets, specs):
-            var = Var(target.id, spec.extent.dtype)
+        for (name, _), spec in zip(names, specs):
+            var = Var(name, spec.extent.dtype)
             loop_vars.append(var)
             self.loop_ranges[id(var)] = Range(spec.min, spec.extent)
-            self.bind(target.id, var)
+        # as Python unpacks: `for i, j in`, `for *outer, k in`, or one name for all (`for ijk in`)
+        groups: dict[str, list] = {}
+        for (name, grouped), var in zip(names, loop_vars):
+            if grouped:
+                groups.setdefault(name, []).append(var)
+            else:
+                self.bind(name, var)
+        for name, group in groups.items():
+            self.bind(name, tuple(group))
         try:
             body = self.visit_body(node.body) or Evaluate(IntImm("int32", 0))
         finally:
@@ -327,6 +350,31 @@ class _TIRParser:
         for var, spec in reversed(list(zip(loop_vars, specs))):
             body = For(var, spec.min, spec.extent, spec.kind, body, spec.thread, dict(spec.annotations))
         return body
+
+    def _loop_target_names(self, node: ast.For, count: int) -> list[tuple[str, bool]]:
+        """One (name, grouped) per loop: grouped names collect several loop variables in a tuple."""
+        target = node.target
+        if isinstance(target, ast.Name):
+            if count == 1:
+                return [(target.id, False)]
+            return [(target.id, True)] * count
+        elts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+        starred = [i for i, e in enumerate(elts) if isinstance(e, ast.Starred)]
+        plain = [e.value if isinstance(e, ast.Starred) else e for e in elts]
+        if not all(isinstance(e, ast.Name) for e in plain) or len(starred) > 1:
+            raise self.error(target, "loop variables must be plain names")
+        if not starred:
+            if len(elts) != count:
+                raise self.error(target, f"{count} loops ({ast.unparse(node.iter)}) but "
+                                         f"{len(elts)} loop variables")
+            return [(e.id, False) for e in plain]
+        k = starred[0]
+        rest = count - (len(elts) - 1)
+        if rest < 0:
+            raise self.error(target, f"{count} loops ({ast.unparse(node.iter)}) but at least "
+                                     f"{len(elts) - 1} loop variables")
+        return ([(e.id, False) for e in plain[:k]] + [(plain[k].id, True)] * rest
+                + [(e.id, False) for e in plain[k + 1:]])
 
     def _loop_specs(self, iter_node: ast.expr) -> list:
         is_range = (isinstance(iter_node, ast.Call) and isinstance(iter_node.func, ast.Name)
@@ -367,6 +415,12 @@ class _TIRParser:
                          f"`with` needs T.block(\"name\") or T.init(), got {ctx!r}")
 
     def visit_block(self, node: ast.With, spec: T.BlockSpec) -> Stmt:
+        if self.macro_depth and spec.name in self.block_names:  # as TVM: op, op_1, op_2 ...
+            k = 1
+            while f"{spec.name}_{k}" in self.block_names:
+                k += 1
+            spec = T.BlockSpec(f"{spec.name}_{k}")
+        self.block_names.add(spec.name)
         frame = _BlockFrame(spec.name)
         self.frames.append(frame)
         try:
@@ -413,11 +467,27 @@ class _TIRParser:
                                                  f"{binding} is not one")
                 self._declare_axis(name_node, T._kind_of(kind), rng, binding)
             return None
-        if isinstance(value, (tuple, list)) and len(value) == len(names) and not any(
-                isinstance(v, (T.AxisDecl, T.AllocBufferDecl, T.MatchBufferDecl)) for v in value):
-            for name_node, v in zip(names, value):
-                self.bind(name_node.id, v)  # plain Python unpacking of meta values
-            return None
+        if isinstance(value, T.MetaVar):  # `a, b = T.meta_var((x, y))`: Python names only
+            value = value.value
+            if isinstance(value, (tuple, list)) and len(value) == len(names):
+                for name_node, v in zip(names, value):
+                    self.bind(name_node.id, v)
+                return None
+        if isinstance(value, (tuple, list)) and len(value) == len(names):
+            # as TVM: each element binds as if assigned alone (`m, n = T.int64(), T.int64()`
+            # declares two variables, a PrimExpr element makes a LetStmt)
+            pending = [self._assign_name(name_node, v, value_node) for name_node, v in zip(names, value)]
+            lets = [p for p in pending if isinstance(p, _NeedsRest)]
+            if not lets:
+                return None
+
+            def build(rest: Stmt) -> Stmt:
+                for let in reversed(lets):
+                    rest = let.build(rest)
+                return rest
+            return _NeedsRest(build)
+        if isinstance(value, (tuple, list)):
+            raise self.error(target, f"cannot unpack {len(value)} values into {len(names)} names")
         raise self.error(value_node, "unpacking assignment needs T.axis.remap(...) or a tuple of values")
 
     def _declare_axis(self, name_node: ast.Name, kind: str, dom: Range, binding: PrimExpr) -> None:
@@ -470,7 +540,7 @@ class _TIRParser:
             self.bind(name, self._make_buffer(value, name, value_node))
             return None
         if isinstance(value, T.ScalarVarDecl):
-            self.bind(name, Var(name, value.dtype))
+            self.bind(name, value.make(name))
             return None
         if isinstance(value, T.MetaVar):
             self.bind(name, value.value)
@@ -554,8 +624,10 @@ class _TIRParser:
                 raise self.error(value_node, f"cannot store {value!r} into {buffer.dtype} buffer "
                                              f"{buffer.name}") from None
         if value.dtype != buffer.dtype:
-            raise self.error(value_node, f"cannot store a {value.dtype} value into {buffer.dtype} buffer "
-                                         f"{buffer.name}; convert it, e.g. T.Cast(\"{buffer.dtype}\", ...)")
+            if "handle" in (value.dtype, buffer.dtype):
+                raise self.error(value_node, f"cannot store a {value.dtype} value into {buffer.dtype} buffer "
+                                             f"{buffer.name}")
+            value = _op.cast(value, buffer.dtype)  # as TVM's BufferStore: converted to the buffer's type
         return BufferStore(buffer, value, tuple(indices))
 
     def visit_expr_stmt(self, node: ast.Expr) -> Any:
@@ -582,6 +654,8 @@ class _TIRParser:
                 raise self.error(node.value, "T.func_attr belongs at the top of the function body")
             frame.attrs.update(value.attrs)
             return None
+        if isinstance(value, T.LetStmtDecl):
+            return _NeedsRest(lambda rest: LetStmt(value.var, value.value, rest))
         if isinstance(value, Stmt):
             return value
         if isinstance(value, PrimExpr):
@@ -674,7 +748,37 @@ class _TIRParser:
                 kwargs[kw.arg] = self.eval(kw.value)
         if isinstance(func, T.ScalarType) and func.dtype == "handle":
             raise self.error(node, "T.handle is a parameter type, not a function")
+        if isinstance(func, (T.Macro, T.BoundMacro)):
+            return self.expand_macro(func, args, kwargs, node)
         return func(*args, **kwargs)
+
+    def expand_macro(self, func: Any, args: list, kwargs: dict, node: ast.Call) -> Stmt | None:
+        """The statements of a ``T.macro`` body with its parameters bound to the arguments."""
+        import inspect
+
+        macro = func.macro if isinstance(func, T.BoundMacro) else func
+        if isinstance(func, T.BoundMacro):
+            args = [func.obj, *args]
+        try:
+            bound = inspect.signature(macro.func).bind(*args, **kwargs)
+        except TypeError as e:
+            raise self.error(node, f"macro {macro.__name__}: {e}") from None
+        bound.apply_defaults()
+        source = Source.from_object(macro.func)
+        fdef = _function_def(source.parse(), macro.func.__name__)
+        saved = self.source, self.namespace, self.scopes
+        self.source = source
+        if macro.hygienic:  # names resolve where the macro was defined
+            self.namespace, self.scopes = macro.namespace, [dict(bound.arguments)]
+        else:  # names resolve where it is called
+            self.namespace = {**macro.namespace, **self.namespace}
+            self.scopes = [*self.scopes, dict(bound.arguments)]
+        self.macro_depth += 1
+        try:
+            return self.visit_body(fdef.body)
+        finally:
+            self.macro_depth -= 1
+            self.source, self.namespace, self.scopes = saved
 
     def eval_BinOp(self, node: ast.BinOp) -> Any:
         a, b = self.eval(node.left), self.eval(node.right)
@@ -747,7 +851,13 @@ class _TIRParser:
         if isinstance(node, ast.Slice):
             return slice(*(None if p is None else self.eval(p) for p in (node.lower, node.upper, node.step)))
         if isinstance(node, ast.Tuple):
-            return tuple(self._subscript_key(e) for e in node.elts)
+            key: list = []
+            for e in node.elts:
+                if isinstance(e, ast.Starred):  # A[(*spatial, k)]
+                    key.extend(self.eval(e.value))
+                else:
+                    key.append(self._subscript_key(e))
+            return tuple(key)
         return self.eval(node)
 
     def _indices(self, node: ast.Subscript, buffer: Buffer) -> list:

@@ -170,6 +170,10 @@ def _parser_folds(e: Any) -> bool:
 _UNARY_CALLS = {f"tir.{n}": n for n in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid",
                                         "erf", "floor", "ceil", "round", "sin", "cos")}
 _UNARY_CALLS["tir.fabs"] = "abs"
+_UNARY_CALLS.update({f"tir.{n}": n for n in (*_op.LIBM_UNARY, "trunc", "nearbyint", "isnan", "popcount")})
+_BINARY_CALLS = {f"tir.{n}": n for n in ("pow", *_op.LIBM_BINARY)}
+_UNARY_CALLS["tir.likely"] = "likely"
+_UNARY_CALLS["tir.ret"] = "ret"
 
 _RESERVED = {"T", "I", "R", "range", "True", "False", "None"} | set(keyword.kwlist)
 
@@ -311,8 +315,10 @@ class _TIRPrinter:
         args = [self.expr(a) for a in e.args]
         if e.op in _UNARY_CALLS and len(e.args) == 1 and e.args[0].dtype == e.dtype:
             return f"T.{_UNARY_CALLS[e.op]}({args[0]})"
-        if e.op == "tir.pow" and len(args) == 2 and e.args[0].dtype == e.dtype:
-            return f"T.pow({args[0]}, {args[1]})"
+        if e.op == "tir.isnan" and e.dtype == "bool" and len(args) == 1:
+            return f"T.isnan({args[0]})"
+        if e.op in _BINARY_CALLS and len(args) == 2 and e.args[0].dtype == e.dtype:
+            return f"T.{_BINARY_CALLS[e.op]}({args[0]}, {args[1]})"
         if (e.op == "tir.if_then_else" and len(args) == 3 and e.args[1].dtype == e.dtype
                 and e.args[1].dtype == e.args[2].dtype):
             return f"T.if_then_else({', '.join(args)})"
@@ -421,6 +427,10 @@ class _TIRPrinter:
             lines.append(self._line(f"T.func_attr({self.value(attrs)})"))
         shape_vars = [v for _, b in matched for v in _buffer_vars(b) if id(v) not in scalar_params]
         for v in shape_vars:
+            if id(v) not in self.names:
+                lines.append(self._line(f"{self.define(v, v.name)} = T.{v.dtype}()"))
+        # scalars the body uses but nothing defines (TVM prints them the same way)
+        for v in _free_scalar_vars(f, {id(x) for x in shape_vars} | scalar_params):
             if id(v) not in self.names:
                 lines.append(self._line(f"{self.define(v, v.name)} = T.{v.dtype}()"))
         for p, buffer in matched:
@@ -633,6 +643,32 @@ class _TIRPrinter:
             name = self.define(iv.var, iv.var.name)
             lines.append(self._line(f"{name} = T.axis.{iv.iter_type}({dom_text}, {text})"))
         return lines
+
+
+def _free_scalar_vars(f: PrimFunc, known: set[int]) -> list[Var]:
+    """Non-handle variables ``f``'s body reads that no parameter, buffer shape, loop, let or
+    block iterator defines (a function parsed with ``check_well_formed=False``)."""
+    from ..tir.expr import Let as _Let
+
+    defined = set(known)
+    for b in f.buffer_map.values():
+        defined |= {id(v) for v in _buffer_vars(b)}
+    used: list[Var] = []
+
+    def visit(x: Any) -> None:
+        if isinstance(x, For):
+            defined.add(id(x.loop_var))
+        elif isinstance(x, (LetStmt, _Let)):
+            defined.add(id(x.var))
+        elif isinstance(x, Block):
+            defined.update(id(iv.var) for iv in x.iter_vars)
+            for buf in x.alloc_buffers:
+                defined.update(id(v) for v in _buffer_vars(buf))
+        elif isinstance(x, Var) and x.dtype != "handle" and all(x is not u for u in used):
+            used.append(x)
+
+    post_order_visit(f.body, visit)
+    return [v for v in used if id(v) not in defined]
 
 
 def _buffer_vars(b: Buffer) -> list[Var]:

@@ -38,6 +38,7 @@ from ..relax.expr import (
     Var,
     _as_expr,
 )
+from ..relax.expr import Tuple as _TupleExpr
 from ..relax.expr import const as _const
 from ..relax.op import nn  # noqa: F401 - R.nn.<op>
 from ..relax.struct_info import (
@@ -56,9 +57,11 @@ __all__ = [
     "function", "Tensor", "Shape", "Tuple", "Object", "Prim", "Callable",
     "dataflow", "output", "func_attr", "match_cast", "const", "shape", "prim_value", "str",
     "dtype", "call_tir", "call_dps_packed", "call_pure_packed", "call_packed", "ExternFunc", "nn",
+    "emit_te", "call_tir_inplace", "tuple",
 ]
 
 _builtin_str = str
+_builtin_tuple = tuple
 
 # -- symbolic dimensions ------------------------------------------------------------------------
 
@@ -71,13 +74,41 @@ def _dim(d: Any) -> Any:
     """A shape dimension: ints and PrimExprs as they are, ``"n"`` (or ``"n * 2"``) resolved."""
     if isinstance(d, _builtin_str):
         resolve = _DIM_RESOLVER.get()
-        if resolve is None:  # outside the parser (e.g. Python evaluating a signature): a new var
-            if not d.isidentifier():
-                raise ValueError(f"symbolic dimension {d!r}: outside @R.function only a plain "
-                                 "name can be given as a string")
-            return TirVar(d, "int64")
+        if resolve is None:  # outside the parser (e.g. Python evaluating a signature): new vars
+            if d.isidentifier():
+                return TirVar(d, "int64")
+            return _fresh_dim_expr(d)
         return resolve(d)
     return d
+
+
+def _fresh_dim_expr(text: str) -> PrimExpr:
+    """``"m * 2"`` read outside a function being parsed (Python evaluating a ``def``'s
+    annotations): each name a new int64 variable.  The parser reads the annotation again
+    with the function's own variables, so these never reach the IR."""
+    import ast as _ast
+
+    from .diagnostics import Source
+    from .parser import _TIRParser
+
+    try:
+        tree = _ast.parse(text.strip(), mode="eval")
+    except SyntaxError:
+        raise ValueError(f"symbolic dimension {text!r} is not an expression") from None
+    fresh: dict[str, TirVar] = {}
+
+    class _Fresh(dict):
+        def __contains__(self, name: object) -> bool:
+            return isinstance(name, _builtin_str) and name not in ("T",)
+
+        def __getitem__(self, name: _builtin_str) -> TirVar:
+            return fresh.setdefault(name, TirVar(name, "int64"))
+
+    from . import tir as _T
+
+    sub = _TIRParser(Source.from_text(text), {"T": _T})
+    sub.scopes.append(_Fresh())
+    return sub.eval(tree.body)
 
 
 def _dims(values: Any, what: str) -> list:
@@ -107,8 +138,8 @@ def Shape(values: Any = None, ndim: int = -1) -> ShapeStructInfo:  # noqa: N802
 
 def Tuple(*fields: Any) -> TupleStructInfo:  # noqa: N802
     """``R.Tuple(R.Tensor((2,), "float32"), R.Shape([2]))``."""
-    if len(fields) == 1 and isinstance(fields[0], (list, tuple)):
-        fields = tuple(fields[0])
+    if len(fields) == 1 and isinstance(fields[0], (list, _builtin_tuple)):
+        fields = _builtin_tuple(fields[0])
     return TupleStructInfo([_sinfo(f, "R.Tuple") for f in fields])
 
 
@@ -143,6 +174,18 @@ def _sinfo(value: Any, where: str) -> StructInfo:
         raise TypeError(f"{where}: expected a struct info such as R.Tensor((1, 784), \"float32\"), "
                         f"got {value!r}")
     return value
+
+
+class entry:  # noqa: N801 - TVM's module name tvm.script.parser.relax.entry
+    """TVM's struct-info proxy classes, by their names there: each is the ``R.`` maker
+    (``entry.TensorProxy`` is ``R.Tensor``; bare, it means ``R.Tensor()``)."""
+
+    ObjectProxy = staticmethod(Object)
+    TensorProxy = staticmethod(Tensor)
+    CallableProxy = staticmethod(Callable)
+    TupleProxy = staticmethod(Tuple)
+    ShapeProxy = staticmethod(Shape)
+    PrimProxy = staticmethod(Prim)
 
 
 # -- scopes and markers (the parser acts on them) -----------------------------------------------
@@ -181,7 +224,7 @@ def dataflow() -> DataflowScope:
 
 def output(*vars: Any) -> OutputMarker:
     """Name the variables of a dataflow block used after it (the last statement of the block)."""
-    return OutputMarker(tuple(vars))
+    return OutputMarker(_builtin_tuple(vars))
 
 
 def func_attr(attrs: dict) -> FuncAttrMarker:
@@ -202,6 +245,11 @@ def match_cast(value: Any, struct_info: Any) -> MatchCastValue:
 def const(value: Any, dtype: Any = None) -> Expr:
     """A constant tensor: ``R.const(1.0, "float32")``, ``R.const([[1, 2]], "int32")``."""
     return _const(value, dtype)
+
+
+def tuple(*fields: Any) -> _TupleExpr:  # noqa: A001 - TVMScript spells it R.tuple
+    """A tuple value: ``R.tuple(x, y)``, ``R.tuple()`` (the empty tuple)."""
+    return _TupleExpr([_as_expr(f, "R.tuple") for f in fields])
 
 
 def shape(values: Any) -> ShapeExpr:
@@ -227,7 +275,7 @@ def dtype(value: _builtin_str) -> DataTypeImm:
 # -- calls ----------------------------------------------------------------------------------------
 
 def _out(out_sinfo: Any, what: str) -> Any:
-    if isinstance(out_sinfo, (list, tuple)):
+    if isinstance(out_sinfo, (list, _builtin_tuple)):
         return [_sinfo(s, what) for s in out_sinfo]
     return _sinfo(out_sinfo, what)
 
@@ -241,6 +289,18 @@ def call_tir(gvar: GlobalVar, args: Any, out_sinfo: Any = None, tir_vars: Any = 
     if tir_vars is not None and not isinstance(tir_vars, Expr):
         tir_vars = shape(tir_vars)
     return _op.call_tir(gvar, args, _out(out_sinfo, "R.call_tir"), tir_vars)
+
+
+def call_tir_inplace(gvar: GlobalVar, args: Any, inplace_indices: Any, out_sinfo: Any = None,
+                     tir_vars: Any = None, *, out_ty: Any = None) -> Call:
+    """``R.call_tir_inplace(cls.f, (x, y), out_sinfo=R.Tensor(...), inplace_indices=[0])``:
+    the PrimFunc writes output k over argument ``inplace_indices[k]`` (-1: a new tensor)."""
+    out_sinfo = out_sinfo if out_sinfo is not None else out_ty
+    if out_sinfo is None:
+        raise TypeError("R.call_tir_inplace needs out_sinfo=R.Tensor(...) (the outputs' struct info)")
+    if tir_vars is not None and not isinstance(tir_vars, Expr):
+        tir_vars = shape(tir_vars)
+    return _op.call_tir_inplace(gvar, args, inplace_indices, _out(out_sinfo, "R.call_tir_inplace"), tir_vars)
 
 
 def call_dps_packed(func: Any, args: Any, out_sinfo: Any = None, *, out_ty: Any = None) -> Call:
@@ -262,8 +322,30 @@ def call_packed(func: Any, *args: Any, sinfo_args: Any = None) -> Call:
     """``R.call_packed("f", x, sinfo_args=R.Object)``: call a registered function (may have
     side effects; allowed in impure functions only)."""
     callee = ExternFunc(func) if isinstance(func, _builtin_str) else func
-    sinfo = [] if sinfo_args is None else [_sinfo(sinfo_args, "R.call_packed")]
+    if sinfo_args is None:
+        sinfo = []
+    elif isinstance(sinfo_args, (list, _builtin_tuple)):  # TVM also takes a list
+        sinfo = [_sinfo(s, "R.call_packed") for s in sinfo_args]
+    else:
+        sinfo = [_sinfo(sinfo_args, "R.call_packed")]
     return Call(callee, [_as_expr(a, "R.call_packed") for a in args], None, sinfo)
+
+
+@dataclass(frozen=True)
+class EmitTEValue:
+    """What ``R.emit_te(func, *args)`` says; the parser makes the PrimFunc and its call."""
+
+    func: Any
+    args: tuple
+    kwargs: dict
+
+
+def emit_te(func: Any, *args: Any, **kwargs: Any) -> EmitTEValue:
+    """``lv = R.emit_te(topi.add, x, y)``: the tensor-expression function ``func`` becomes a
+    PrimFunc of the module (``primfunc_name_hint=`` names it) and ``lv`` its ``R.call_tir``."""
+    if not callable(func):
+        raise TypeError(f"R.emit_te needs a tensor-expression function first, got {func!r}")
+    return EmitTEValue(func, args, dict(kwargs))
 
 
 # -- the decorator ----------------------------------------------------------------------------------

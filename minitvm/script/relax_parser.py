@@ -24,6 +24,7 @@ import ast
 from typing import Any, Callable
 
 from ..ir.module import GlobalVar
+from ..ir.op import Op
 from ..relax.analysis.struct_info_analysis import (
     derive_call_ret_struct_info,
     is_base_of,
@@ -40,37 +41,26 @@ from ..relax.expr import (
     If,
     MatchCast,
     SeqExpr,
+    TupleGetItem,
     Var,
     VarBinding,
     _as_expr,
     _set_struct_info,
     struct_info_of,
 )
-from ..relax.struct_info import FuncStructInfo, StructInfo, struct_info_text
+from ..relax.expr import (
+    Tuple as RelaxTuple,
+)
+from ..relax.struct_info import FuncStructInfo, StructInfo, TupleStructInfo, struct_info_text
 from ..tir.expr import PrimExpr
 from ..tir.expr import Var as TirVar
 from . import relax as R
 from . import tir as T
 from .diagnostics import Source, TVMScriptError
+from .ir import ModuleRef
 from .parser import _explain, _function_def, _TIRParser
 
 __all__ = ["parse_relax_function_ast", "parse_relax_python_function", "declare_relax_function"]
-
-
-class ModuleRef:
-    """``cls`` inside a function of an ``@I.ir_module`` class: ``cls.name`` is a GlobalVar."""
-
-    def __init__(self, global_vars: dict[str, GlobalVar]):
-        self._global_vars = global_vars
-
-    def __getattr__(self, name: str) -> GlobalVar:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        gv = self._global_vars.get(name)
-        if gv is None:
-            known = ", ".join(sorted(self._global_vars)) or "(none)"
-            raise AttributeError(f"the module has no function {name!r}; it has: {known}")
-        return gv
 
 
 _SINFO_MAKERS = (R.Tensor, R.Shape, R.Prim, R.Tuple, R.Callable)
@@ -107,7 +97,7 @@ class _RelaxParser(_TIRParser):
             tree = ast.parse(text.strip(), mode="eval")
         except SyntaxError:
             raise ValueError(f"symbolic dimension {text!r} is not an expression") from None
-        sub = _TIRParser(Source.from_text(text), {})
+        sub = _TIRParser(Source.from_text(text), {"T": T})
         sub.scopes.append(_DimScope(self))
         try:
             return sub.eval(tree.body)
@@ -150,13 +140,41 @@ class _RelaxParser(_TIRParser):
                     raise self.error(node, _explain(e)) from None
         else:
             result = super().eval_Call(node)
+        if isinstance(result, R.EmitTEValue):
+            result = self._emit_te(result, node)
         if isinstance(result, Call) and isinstance(result.op, ExternFunc) and self.pure:
             raise self.error(node, f"R.call_packed({result.op.global_symbol!r}, ...) may have side effects, "
                                    "which a pure function cannot have: use @R.function(pure=False), or "
                                    "R.call_pure_packed when the function is in fact pure")
+        if (isinstance(result, Call) and isinstance(result.op, Op) and self.pure
+                and result.op.get_attr("FPurity") is False):
+            raise self.error(node, f"{result.op.name} has side effects, which a pure function cannot have: "
+                                   "use @R.function(pure=False)")
         if isinstance(result, Expr) and not isinstance(result, Var):
             result = self._normalize(result, node)
         return result
+
+    def _emit_te(self, value: R.EmitTEValue, node: ast.Call) -> Call:
+        """``R.emit_te``: build the PrimFunc from the TE function, add it to the module being
+        parsed (a fresh name), and give back its ``R.call_tir``."""
+        from ..relax.te_convert import te_to_call_tir
+        from .ir import add_generated_function
+
+        parser = self
+
+        class _AddToModule:
+            """The parser's builder, except that functions go into the parsed module."""
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(parser.bb, name)
+
+            def add_func(self, func: Any, name_hint: str) -> GlobalVar:
+                return add_generated_function(func, name_hint, parser.global_vars)
+
+        try:
+            return te_to_call_tir(_AddToModule(), value.func, value.args, dict(value.kwargs))
+        except TVMScriptError as e:
+            raise self.error(node, e.reason) from None
 
     def eval_Attribute(self, node: ast.Attribute) -> Any:
         value = self.eval(node.value)
@@ -175,6 +193,18 @@ class _RelaxParser(_TIRParser):
 
     def eval_BinOp(self, node: ast.BinOp) -> Any:
         result = super().eval_BinOp(node)
+        if isinstance(result, Expr) and not isinstance(result, Var):
+            result = self._normalize(result, node)
+        return result
+
+    def eval_UnaryOp(self, node: ast.UnaryOp) -> Any:
+        result = super().eval_UnaryOp(node)
+        if isinstance(result, Expr) and not isinstance(result, Var):
+            result = self._normalize(result, node)
+        return result
+
+    def eval_Compare(self, node: ast.Compare) -> Any:
+        result = super().eval_Compare(node)
         if isinstance(result, Expr) and not isinstance(result, Var):
             result = self._normalize(result, node)
         return result
@@ -241,10 +271,20 @@ class _RelaxParser(_TIRParser):
             self.close_block()
             body = SeqExpr(tuple(self.blocks), self.result)
             attrs = dict(self.attrs)
+            if options.get("private", False) and "global_symbol" in attrs:
+                raise self.error(fdef, f"{fdef.name} is private (not exported), so it cannot also have a "
+                                       "global_symbol attribute")
             if not options.get("private", False):
                 attrs.setdefault("global_symbol", name or fdef.name)
+            pure = bool(options.get("pure", True))
             try:
-                func = self.bb._make_function(params, body, ret, bool(options.get("pure", True)), attrs)
+                func = self.bb._make_function(params, body, ret, pure, attrs)
+                if ret is not None:
+                    # as TVM's Function: a body more precise than the annotation gives the return
+                    # struct info (`-> R.Tensor(ndim=2)` returning a (128, 128) tensor)
+                    derived = self.bb._make_function(params, body, None, pure, attrs).ret_struct_info
+                    if derived is not None and is_base_of(ret, derived) and not is_base_of(derived, ret):
+                        func = self.bb._make_function(params, body, derived, pure, attrs)
             except Exception as e:
                 raise self.error(fdef, _explain(e)) from None
             body_sinfo = struct_info_of(self.result)
@@ -342,7 +382,12 @@ class _RelaxParser(_TIRParser):
             self.attrs.update(value.attrs)
             return
         if isinstance(value, Expr):  # a call for its side effect: bound to an unused variable
-            self.emit(None, "_", value, None, node)
+            var = self.emit(None, "_", value, None, node)
+            sinfo = var.struct_info
+            if not (isinstance(sinfo, TupleStructInfo) and not sinfo.fields):
+                raise self.error(node, f"the value of {ast.unparse(node.value)} ({struct_info_text(sinfo)}) is "
+                                       "not used: bind it to a name (only calls returning R.Tuple() can "
+                                       "stand alone)")
             return
         if value is None or isinstance(value, (str, int, float)):
             return  # a docstring or a bare constant
@@ -357,11 +402,42 @@ class _RelaxParser(_TIRParser):
             return
         value = self.eval(node.value)
         if isinstance(target, ast.Tuple):
-            raise self.error(target, "unpacking is not supported; bind the tuple to one name and "
-                                     "take its fields with t[0], t[1] ...")
+            self._assign_unpacked(target, value, node.value)
+            return
         if not isinstance(target, ast.Name):
             raise self.error(target, "can only assign to a name")
         self._assign(target, value, None, node.value)
+
+    def _assign_unpacked(self, target: ast.Tuple, value: Any, value_node: ast.expr) -> None:
+        """``a, b = value`` as TVM reads it: Python unpacking, then each name bound alone.
+
+        A Python tuple (``m, n = T.int64(), T.int64()``) or a ``relax.Tuple`` gives its
+        elements; any other Relax value with tuple struct info is bound once and each name
+        gets a ``TupleGetItem`` of it (``lv0, lv1 = R.split(x, 2)``)."""
+        names = target.elts
+        if not all(isinstance(n, ast.Name) for n in names):
+            raise self.error(target, "can only unpack into plain names")
+        if len({n.id for n in names}) != len(names):
+            raise self.error(target, "duplicate names in an unpacking assignment")
+        if isinstance(value, RelaxTuple):
+            items = list(value.fields)
+        elif isinstance(value, (tuple, list)):
+            items = list(value)
+        elif isinstance(value, Expr):
+            sinfo = struct_info_of(value)
+            if not isinstance(sinfo, TupleStructInfo):
+                raise self.error(value_node, f"cannot unpack a value of struct info "
+                                             f"{struct_info_text(sinfo) if sinfo else 'unknown'}; "
+                                             "only tuples unpack")
+            if not isinstance(value, Var):
+                value = self.emit(None, "lv", value, None, value_node)
+            items = [self._normalize(TupleGetItem(value, i), value_node) for i in range(len(sinfo.fields))]
+        else:
+            raise self.error(value_node, f"cannot unpack {type(value).__name__}")
+        if len(items) != len(names):
+            raise self.error(target, f"cannot unpack {len(items)} values into {len(names)} names")
+        for name_node, item in zip(names, items):
+            self._assign(name_node, item, None, value_node)
 
     def visit_ann_assign(self, node: ast.AnnAssign) -> None:
         if not isinstance(node.target, ast.Name) or node.value is None:
@@ -483,7 +559,7 @@ class _DimScope(dict):
         self.parser = parser
 
     def __contains__(self, name: object) -> bool:
-        return isinstance(name, str)
+        return isinstance(name, str) and name != "T"  # `"T.max(m, 20)"` calls TIR's max
 
     def __getitem__(self, name: str) -> TirVar:
         return self.parser.tir_var(name)
@@ -495,7 +571,8 @@ def parse_relax_function_ast(fdef: ast.FunctionDef, source: Source, namespace: d
                              global_vars: dict | None, name: str | None, annotations: Any = None
                              ) -> Function:
     """Parse one ``def`` as a Relax function (``register_function_parser``'s signature)."""
-    return _RelaxParser(source, namespace, global_vars).parse_function(fdef, options, name)
+    with T.parsing():
+        return _RelaxParser(source, namespace, global_vars).parse_function(fdef, options, name)
 
 
 def declare_relax_function(fdef: ast.FunctionDef, source: Source, namespace: dict, options: dict,
@@ -506,7 +583,8 @@ def declare_relax_function(fdef: ast.FunctionDef, source: Source, namespace: dic
     token = R._DIM_RESOLVER.set(parser.resolve_dim)
     try:
         parser.scopes.append({})
-        params, ret = parser.parse_signature(fdef)
+        with T.parsing():
+            params, ret = parser.parse_signature(fdef)
     finally:
         R._DIM_RESOLVER.reset(token)
     if ret is None:

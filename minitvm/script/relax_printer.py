@@ -223,6 +223,24 @@ class RelaxPrinter:
                 if len(args) > 2:
                     text += f", tir_vars={args[2]}"
                 return text + ")"
+            if op.name in ("relax.print", "relax.assert_op") and c.args:
+                first = 1 if op.name == "relax.print" else 2
+                values = args[first:]
+                if op.name == "relax.print":
+                    parts = list(values)
+                else:
+                    parts = [args[0]] + ([values[0]] if len(values) == 1 else
+                                         [f"[{', '.join(values)}]"] if values else [])
+                fmt = c.args[first - 1]
+                parts.append(f"format={_str(fmt.value) if isinstance(fmt, StringImm) else args[first - 1]}")
+                return f"R.{op.name.removeprefix('relax.')}({', '.join(parts)})"
+            if op.name == "relax.call_tir_inplace":
+                indices = ", ".join(str(i) for i in (c.attrs or {}).get("inplace_indices", ()))
+                text = (f"R.call_tir_inplace({args[0]}, {args[1]}, out_sinfo={self.out_sinfo(c.sinfo_args)}, "
+                        f"inplace_indices=[{indices}]")
+                if len(args) > 2:
+                    text += f", tir_vars={args[2]}"
+                return text + ")"
             if op.name == "relax.call_dps_packed":
                 return (f"R.call_dps_packed({_str(c.args[0].global_symbol)}, {args[1]}, "
                         f"out_sinfo={self.out_sinfo(c.sinfo_args)})")

@@ -15,9 +15,11 @@ function's Python syntax tree and evaluates each expression it meets, so every
 
 from __future__ import annotations
 
+import builtins
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ..ir import dtype as _dt
 from ..ir.structural import structural_equal
@@ -26,7 +28,7 @@ from ..tir import op as _op
 from ..tir.buffer import Buffer as _TirBuffer
 from ..tir.buffer import BufferRegion
 from ..tir.expr import And as _AndNode
-from ..tir.expr import BufferLoad, Call, Let, PrimExpr, StringImm, Var, const, convert
+from ..tir.expr import BufferLoad, Let, PrimExpr, Var, const, convert
 from ..tir.expr import Cast as _CastNode
 from ..tir.expr import Not as _NotNode
 from ..tir.expr import Or as _OrNode
@@ -43,8 +45,11 @@ __all__ = [
     "truncmod", "max_value", "min_value", "call_intrin", "call_extern", "And", "Or", "Not", "Let", "Range",
     "Add", "Sub", "Mul", "Div", "Mod", "FloorDiv", "FloorMod", "Min", "Max", "EQ", "NE", "LT", "LE", "GT", "GE",
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-    "uint64", "bool",
+    "uint64", "bool", "Var", "SizeVar", "likely", "ret", "decl_buffer", "Ramp", "Broadcast",
+    "allocate_const", "macro", "buffer", "LetStmt",
 ]
+
+SizeVar = _ex.SizeVar
 
 
 # -- scalar types: T.float32(0), T.float32(x), and `n: T.int32` annotations ------------------------
@@ -61,9 +66,13 @@ class ScalarType:
         self.dtype = dtype
         self.__name__ = dtype
 
-    def __call__(self, value: Any = None) -> Any:
+    def __call__(self, value: Any = None, is_size_var: Any = False) -> Any:
         if value is None:
-            return ScalarVarDecl(self.dtype)
+            if _PARSING[0]:
+                return ScalarVarDecl(self.dtype, builtins.bool(is_size_var))
+            # at the Python prompt (e.g. a dimension shared by several prim funcs'
+            # T.Buffer annotations), as TVM: an unnamed variable
+            return (_ex.SizeVar if is_size_var else Var)("v", self.dtype)
         if isinstance(value, PrimExpr):
             return _op.cast(value, self.dtype)
         if isinstance(value, str) and _dt.is_float(self.dtype):  # T.float32("inf")
@@ -109,6 +118,23 @@ class ScalarVarDecl:
     """``n = T.int32()``: a new scalar variable (e.g. a symbolic shape)."""
 
     dtype: str
+    is_size_var: Any = False
+
+    def make(self, name: str) -> Var:
+        return (_ex.SizeVar if self.is_size_var else Var)(name, self.dtype)
+
+
+#: > 0 while a TVMScript parser evaluates a function body (``T.int64()`` declares a name there)
+_PARSING = [0]
+
+
+@contextmanager
+def parsing() -> Iterator[None]:
+    _PARSING[0] += 1
+    try:
+        yield
+    finally:
+        _PARSING[0] -= 1
 
 
 @dataclass(frozen=True)
@@ -230,6 +256,27 @@ class _BufferProxy:
 
 
 Buffer = _BufferProxy()
+buffer = Buffer  # TVM's older lowercase spelling
+
+
+@dataclass(frozen=True)
+class LetStmtDecl:
+    """``T.LetStmt(value, var=v)`` as a statement: ``v`` is ``value`` in the rest of the body."""
+
+    value: PrimExpr
+    var: Var
+
+
+def LetStmt(value: Any, var: Any = None, type_annotation: Any = None) -> LetStmtDecl:  # noqa: N802
+    """TVM's explicit let statement (kept even where ``v = value`` would be inlined)."""
+    value = convert(value)
+    if var is None:
+        var = Var("v", value.dtype)
+    if not isinstance(var, Var):
+        raise TypeError(f"T.LetStmt(var=...) takes a variable declared with T.{value.dtype}(), got {var!r}")
+    if var.dtype != value.dtype:
+        raise TypeError(f"T.LetStmt: the variable is {var.dtype} but the value is {value.dtype}")
+    return LetStmtDecl(value, var)
 
 
 def alloc_buffer(shape: Any, dtype: str = "float32", data: Any = None, strides: Any = None,
@@ -247,6 +294,18 @@ def allocate(shape: Any, dtype: str = "float32", scope: str = "global") -> Alloc
     returns a pointer for ``T.decl_buffer``) this names the buffer directly.
     """
     return AllocateDecl(Buffer(shape, dtype, scope=scope))
+
+
+def decl_buffer(shape: Any, dtype: str = "float32", data: Any = None, strides: Any = None,
+                elem_offset: Any = None, scope: str = "global", align: int = 0, offset_factor: int = 0,
+                buffer_type: str = "", axis_separators: Any = None) -> Any:
+    """``A = T.decl_buffer(shape, dtype)`` in a function body: a buffer for the rest of the body.
+
+    With ``data=B.data`` it views existing memory (as ``T.Buffer(..., data=...)``); without,
+    it allocates its own storage (the same statement as ``T.allocate``).
+    """
+    spec = Buffer(shape, dtype, data=data, strides=strides, elem_offset=elem_offset, scope=scope)
+    return spec if data is not None else AllocateDecl(spec)
 
 
 def match_buffer(param: Any, shape: Any, dtype: str = "float32", data: Any = None, strides: Any = None,
@@ -369,6 +428,11 @@ class _Axis:
     @staticmethod
     def opaque(dom: Any, binding: Any, dtype: str = "int32") -> AxisDecl:
         return AxisDecl("opaque", dom, convert(binding))
+
+    @staticmethod
+    def scan(dom: Any, binding: Any, dtype: str = "int32") -> AxisDecl:
+        """An iteration variable whose iterations depend on earlier ones (run in order)."""
+        return AxisDecl("scan", dom, convert(binding))
 
     S, R = spatial, reduce
 
@@ -506,10 +570,29 @@ def call_intrin(dtype: str, op_name: str, *args: Any) -> PrimExpr:
     return _op.call_intrin(dtype, op_name, *args)
 
 
-def call_extern(dtype: str, func_name: str, *args: Any) -> PrimExpr:
-    """A call of an external C function, for its value or its side effect."""
-    args = (StringImm(func_name),) + tuple(convert(a) for a in args)
-    return Call(_dt.check(dtype), "tir.call_extern", args)
+def call_extern(*args: Any, dtype: str | None = None) -> PrimExpr:
+    """``T.call_extern("float32", "expf", x)`` (or ``T.call_extern("expf", x, dtype="float32")``):
+    a call of an external C function, for its value or its side effect."""
+    if dtype is not None:
+        args = (dtype,) + args
+    if len(args) < 2:
+        raise TypeError("T.call_extern needs a dtype and a function name: T.call_extern(\"float32\", \"expf\", x)")
+    return _op.call_extern(*args)
+
+
+def _unsupported(name: str, why: str) -> Callable[..., Any]:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"T.{name} is not supported by minitvm: {why}")
+
+    refuse.__name__ = name
+    return refuse
+
+
+#: vector expressions: minitvm's TIR has scalar dtypes only (vectors come from T.vectorized loops)
+Ramp = _unsupported("Ramp", "TIR has no vector dtypes; write a T.vectorized loop instead")
+Broadcast = _unsupported("Broadcast", "TIR has no vector dtypes; write a T.vectorized loop instead")
+allocate_const = _unsupported("allocate_const", "there is no constant-allocation statement; "
+                                                 "fill a T.alloc_buffer or pass the data as a parameter")
 
 
 def Range(begin: Any, end: Any) -> _RangeNode:  # noqa: N802
@@ -518,14 +601,99 @@ def Range(begin: Any, end: Any) -> _RangeNode:  # noqa: N802
     return _RangeNode(begin, extent_between(begin, end))
 
 
-if_then_else = _op.if_then_else
-max, min = _op.max, _op.min  # noqa: A001
-exp, exp2, log, log2 = _op.exp, _op.exp2, _op.log, _op.log2
-sqrt, rsqrt, tanh, sigmoid, erf = _op.sqrt, _op.rsqrt, _op.tanh, _op.sigmoid, _op.erf
-abs, pow, floor, ceil, round = _op.abs, _op.pow, _op.floor, _op.ceil, _op.round  # noqa: A001
-sin, cos = _op.sin, _op.cos
-floordiv, floormod, truncdiv, truncmod = _op.floordiv, _op.floormod, _op.truncdiv, _op.truncmod
+def _dtype_checked(fn: Callable[..., PrimExpr]) -> Callable[..., PrimExpr]:
+    """TVMScript lets every intrinsic take ``dtype=`` (``T.sqrt(x, dtype="float32")``); the
+    result's dtype follows from the arguments, so a ``dtype`` that disagrees is an error."""
+    def call(*args: Any, dtype: str | None = None) -> PrimExpr:
+        result = fn(*args)
+        if dtype is not None and convert(result).dtype != _dt.check(str(dtype)):
+            raise TypeError(f"T.{fn.__name__}(..., dtype={dtype!r}): the result is {convert(result).dtype}; "
+                            f"cast the arguments to {dtype} first")
+        return result
+
+    call.__name__ = call.__qualname__ = fn.__name__
+    call.__doc__ = fn.__doc__
+    return call
+
+
+if_then_else = _dtype_checked(_op.if_then_else)
+max, min = _dtype_checked(_op.max), _dtype_checked(_op.min)  # noqa: A001
+exp, exp2, log, log2 = (_dtype_checked(f) for f in (_op.exp, _op.exp2, _op.log, _op.log2))
+sqrt, rsqrt, tanh, sigmoid, erf = (_dtype_checked(f) for f in (_op.sqrt, _op.rsqrt, _op.tanh, _op.sigmoid,
+                                                               _op.erf))
+abs, pow, floor, ceil, round = (_dtype_checked(f) for f in (_op.abs, _op.pow, _op.floor, _op.ceil,  # noqa: A001
+                                                            _op.round))
+sin, cos = _dtype_checked(_op.sin), _dtype_checked(_op.cos)
+floordiv, floormod, truncdiv, truncmod = (_dtype_checked(f) for f in (_op.floordiv, _op.floormod,
+                                                                      _op.truncdiv, _op.truncmod))
+likely, ret = _dtype_checked(_op.likely), _dtype_checked(_op.ret)
+exp10, log1p, log10, tan = (_dtype_checked(f) for f in (_op.exp10, _op.log1p, _op.log10, _op.tan))
+acos, acosh, asin, asinh = (_dtype_checked(f) for f in (_op.acos, _op.acosh, _op.asin, _op.asinh))
+atan, atanh, sinh, cosh = (_dtype_checked(f) for f in (_op.atan, _op.atanh, _op.sinh, _op.cosh))
+trunc, nearbyint, fabs = _dtype_checked(_op.trunc), _dtype_checked(_op.nearbyint), _dtype_checked(_op.fabs)
+atan2, nextafter, hypot = _dtype_checked(_op.atan2), _dtype_checked(_op.nextafter), _dtype_checked(_op.hypot)
+copysign, fmod = _dtype_checked(_op.copysign), _dtype_checked(_op.fmod)
+isnan, popcount = _dtype_checked(_op.isnan), _dtype_checked(_op.popcount)
+ceildiv = _dtype_checked(_op.ceildiv)
 max_value, min_value = _op.max_value, _op.min_value
+
+
+# -- macros -----------------------------------------------------------------------------------------
+
+
+class Macro:
+    """``@T.macro``: a TVMScript fragment pasted where it is called inside a prim func.
+
+    The parser expands ``f(a, b)`` by parsing ``f``'s body with its parameters bound to the
+    arguments.  ``hygienic=True`` (the default) resolves the body's other names where the
+    macro was defined; ``hygienic=False`` where it is called (so it sees loop variables there).
+    """
+
+    def __init__(self, func: Callable, hygienic: Any, namespace: dict):
+        self.func = func
+        self.hygienic = builtins.bool(hygienic)
+        self.namespace = namespace  # names visible where the macro was defined
+        self.__name__ = getattr(func, "__name__", "macro")
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        return self if obj is None else BoundMacro(self, obj)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(f"T.macro {self.__name__} can only be called inside a @T.prim_func")
+
+    def __repr__(self) -> str:
+        return f"T.macro {self.__name__}"
+
+
+@dataclass(frozen=True)
+class BoundMacro:
+    """A macro defined in a class, reached through an instance (``obj.load(A)``)."""
+
+    macro: Macro
+    obj: Any
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(f"T.macro {self.macro.__name__} can only be called inside a @T.prim_func")
+
+
+def macro(*args: Any, hygienic: Any = True) -> Any:
+    """``@T.macro`` or ``@T.macro(hygienic=False)``: define a TVMScript macro."""
+    caller = sys._getframe(1)
+    if len(args) > 1 or (args and not callable(args[0])):
+        raise ValueError("T.macro takes only keyword arguments: @T.macro or @T.macro(hygienic=...)")
+
+    def decorate(f: Callable) -> Macro:
+        namespace = dict(getattr(f, "__globals__", {}))
+        namespace.update(_caller_namespace(caller))
+        if getattr(f, "__closure__", None):
+            for name, cell in zip(f.__code__.co_freevars, f.__closure__):
+                try:
+                    namespace[name] = cell.cell_contents
+                except ValueError:
+                    pass
+        return Macro(f, hygienic, namespace)
+
+    return decorate(args[0]) if args else decorate
 
 
 # -- the decorator --------------------------------------------------------------------------------

@@ -178,7 +178,18 @@ _INTRINSICS = {
     "tir.floor": "np.floor", "tir.ceil": "np.ceil", "tir.trunc": "np.trunc",
     # round half to even, as C's nearbyint in the default rounding mode
     "tir.round": "np.rint", "tir.nearbyint": "np.rint", "tir.sin": "np.sin", "tir.cos": "np.cos",
+    "tir.exp10": "_exp10", "tir.log1p": "np.log1p", "tir.log10": "np.log10", "tir.tan": "np.tan",
+    "tir.acos": "np.arccos", "tir.acosh": "np.arccosh", "tir.asin": "np.arcsin", "tir.asinh": "np.arcsinh",
+    "tir.atan": "np.arctan", "tir.atanh": "np.arctanh", "tir.sinh": "np.sinh", "tir.cosh": "np.cosh",
+    "tir.atan2": "np.arctan2", "tir.nextafter": "np.nextafter", "tir.hypot": "np.hypot",
+    "tir.copysign": "np.copysign", "tir.fmod": "np.fmod",
 }
+#: intrinsics whose result is not the float type of their arguments
+_OTHER_INTRINSICS = {"tir.isnan": "np.isnan", "tir.popcount": "np.bitwise_count"}
+
+
+def _exp10(x: Any) -> Any:
+    return np.power(x.dtype.type(10), x)
 
 
 def _np_type_name(dtype: str) -> str:
@@ -189,7 +200,7 @@ _NAMESPACE: dict[str, Any] = {
     "np": np, "_checked": _checked, "_truncdiv": _truncdiv, "_truncmod": _truncmod,
     "_floordiv": _floordiv, "_floormod": _floormod, "_float_floordiv": _float_floordiv,
     "_float_floormod": _float_floormod, "_min": _min, "_max": _max, "_rsqrt": _rsqrt,
-    "_sigmoid": _sigmoid, "_erf": _erf, "_read": _read, "_uninitialized": _uninitialized,
+    "_sigmoid": _sigmoid, "_erf": _erf, "_exp10": _exp10, "_read": _read, "_uninitialized": _uninitialized,
     **{_np_type_name(d): np.dtype(d).type for d in _dt.SUPPORTED},
 }
 _RESERVED = set(_NAMESPACE) | set(dir(builtins)) | set(keyword.kwlist) | {"_trace", "_value"}
@@ -429,6 +440,9 @@ class _PythonCodegen:
     def expr_Call(self, e: Call) -> Code:
         if e.op == "tir.if_then_else":
             return self._choice(e.dtype, *e.args, e)
+        if e.op in _OTHER_INTRINSICS:
+            args = ", ".join(self.expr(a).text for a in e.args)
+            return Code(f"{_np_type_name(e.dtype)}({_OTHER_INTRINSICS[e.op]}({args}))", _ATOM, "np")
         fn = _INTRINSICS.get(e.op)
         if fn is None:
             raise NotImplementedError(f"the interpreter does not know the intrinsic {e.op}")

@@ -43,6 +43,9 @@ from .function import PrimFunc
 from .functor import StmtExprMutator, StmtExprVisitor, post_order_visit, pre_order_visit, substitute
 from .op import (
                    abs,
+                   all,
+                   any,
+                   call_extern,
                    cast,
                    ceil,
                    cos,
@@ -53,6 +56,7 @@ from .op import (
                    floordiv,
                    floormod,
                    if_then_else,
+                   likely,
                    log,
                    log2,
                    max,
@@ -60,6 +64,7 @@ from .op import (
                    min,
                    min_value,
                    pow,
+                   ret,
                    round,
                    rsqrt,
                    sigmoid,

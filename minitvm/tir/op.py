@@ -35,6 +35,7 @@ from .expr import (
     Or,
     PrimExpr,
     Select,
+    StringImm,
     Sub,
     const,
     convert,
@@ -46,11 +47,21 @@ __all__ = [
     "logical_and", "logical_or", "logical_not", "neg", "cast", "if_then_else", "Select",
     "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "abs", "pow", "floor", "ceil", "round",
     "sin", "cos", "exp2", "log2", "max_value", "min_value", "call_intrin", "INTRINSICS",
+    "likely", "all", "any", "ret", "call_extern", "exp10", "log1p", "log10", "tan", "acos", "acosh",
+    "asin", "asinh", "atan", "atanh", "sinh", "cosh", "trunc", "nearbyint", "atan2", "nextafter",
+    "hypot", "copysign", "fmod", "fabs", "isnan", "popcount", "ceildiv", "LIBM_UNARY", "LIBM_BINARY",
 ]
 
-#: float intrinsics available in kernels; name -> numpy implementation (used by the interpreter)
+#: unary float intrinsics computed by the C math library (``tir.tan`` -> libm ``tan``/``tanf``)
+LIBM_UNARY = ("exp10", "log1p", "log10", "tan", "acos", "acosh", "asin", "asinh", "atan", "atanh",
+              "sinh", "cosh")
+#: binary float intrinsics computed by the C math library
+LIBM_BINARY = ("atan2", "nextafter", "hypot", "copysign", "fmod")
+
+#: intrinsics available in kernels (codegen and the interpreter implement each)
 INTRINSICS = ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "fabs", "pow", "floor",
-              "ceil", "round", "sin", "cos", "exp2", "log2", "trunc", "nearbyint")
+              "ceil", "round", "sin", "cos", "exp2", "log2", "trunc", "nearbyint", "isnan",
+              "popcount") + LIBM_UNARY + LIBM_BINARY
 
 
 def _is_const(x: PrimExpr, value: Any = None) -> bool:
@@ -303,6 +314,48 @@ def call_intrin(dtype: str, op: str, *args: Any) -> PrimExpr:
     return Call(str(dtype), op, tuple(convert(a) for a in args))
 
 
+def call_extern(dtype: str, func_name: str, *args: Any) -> PrimExpr:
+    """A call of the external C function ``func_name`` (e.g. libm's ``"expf"``) returning ``dtype``."""
+    if not isinstance(func_name, str):
+        raise TypeError(f"call_extern: the function name must be a string, got {func_name!r}")
+    return Call(_dt.check(str(dtype)), "tir.call_extern",
+                (StringImm(func_name),) + tuple(convert(a) for a in args))
+
+
+def likely(cond: Any) -> PrimExpr:
+    """``cond``, marked as probably true (a hint for branch layout; the value is unchanged)."""
+    cond = _as_bool(cond)
+    if _is_const(cond):
+        return cond
+    return Call("bool", "tir.likely", (cond,))
+
+
+def all(*args: Any) -> PrimExpr:  # noqa: A001 - mirrors tvm.tir.all
+    """The conjunction of one or more boolean expressions."""
+    if not args:
+        raise ValueError("tir.all needs at least one condition")
+    result = _as_bool(args[0])
+    for a in args[1:]:
+        result = logical_and(result, a)
+    return result
+
+
+def any(*args: Any) -> PrimExpr:  # noqa: A001 - mirrors tvm.tir.any
+    """The disjunction of one or more boolean expressions."""
+    if not args:
+        raise ValueError("tir.any needs at least one condition")
+    result = _as_bool(args[0])
+    for a in args[1:]:
+        result = logical_or(result, a)
+    return result
+
+
+def ret(value: Any) -> PrimExpr:
+    """``return value`` from a prim func (TVM's ``tir.ret``)."""
+    value = convert(value)
+    return Call(value.dtype, "tir.ret", (value,))
+
+
 def _unary(name: str):
     def build(x: Any) -> PrimExpr:
         x = convert(x)
@@ -328,6 +381,72 @@ ceil = _unary("ceil")
 round = _unary("round")  # noqa: A001
 sin = _unary("sin")
 cos = _unary("cos")
+
+
+exp10 = _unary("exp10")
+log1p = _unary("log1p")
+log10 = _unary("log10")
+tan = _unary("tan")
+acos = _unary("acos")
+acosh = _unary("acosh")
+asin = _unary("asin")
+asinh = _unary("asinh")
+atan = _unary("atan")
+atanh = _unary("atanh")
+sinh = _unary("sinh")
+cosh = _unary("cosh")
+trunc = _unary("trunc")
+nearbyint = _unary("nearbyint")
+
+
+def _binary(name: str):
+    def build(x: Any, y: Any) -> PrimExpr:
+        x, y = _promote(x, y)
+        if not _dt.is_float(x.dtype):
+            raise TypeError(f"T.{name} needs float arguments, got {x.dtype}")
+        return Call(x.dtype, f"tir.{name}", (x, y))
+    build.__name__ = name
+    build.__doc__ = f"Element-wise ``{name}`` of two float expressions (C's ``{name}``)."
+    return build
+
+
+atan2 = _binary("atan2")
+nextafter = _binary("nextafter")
+hypot = _binary("hypot")
+copysign = _binary("copysign")
+fmod = _binary("fmod")
+
+
+def ceildiv(a: Any, b: Any) -> PrimExpr:
+    """``ceil(a / b)``: for integers ``(a + b - 1) // b`` (floor division), as TVM builds it."""
+    a, b = _promote(a, b)
+    if _dt.is_float(a.dtype):
+        return ceil(div(a, b))
+    return floordiv(add(a, sub(b, const(1, b.dtype))), b)
+
+
+def fabs(x: Any) -> PrimExpr:
+    """The absolute value of a float expression."""
+    x = convert(x)
+    if not _dt.is_float(x.dtype):
+        raise TypeError(f"T.fabs needs a float argument, got {x.dtype}")
+    return Call(x.dtype, "tir.fabs", (x,))
+
+
+def isnan(x: Any) -> PrimExpr:
+    """Whether a float expression is NaN (always false for integers)."""
+    x = convert(x)
+    if not _dt.is_float(x.dtype):
+        return const(False, "bool")
+    return Call("bool", "tir.isnan", (x,))
+
+
+def popcount(x: Any) -> PrimExpr:
+    """The number of set bits of an integer expression."""
+    x = convert(x)
+    if not _dt.is_int(x.dtype) or x.dtype == "bool":
+        raise TypeError(f"T.popcount needs an integer argument, got {x.dtype}")
+    return Call(x.dtype, "tir.popcount", (x,))
 
 
 def abs(x: Any) -> PrimExpr:  # noqa: A001

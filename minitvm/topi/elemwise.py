@@ -39,6 +39,41 @@ ceil = _unary(_op.ceil, "ceil")
 round = _unary(_op.round, "round")  # noqa: A001
 sin = _unary(_op.sin, "sin")
 cos = _unary(_op.cos, "cos")
+tan = _unary(_op.tan, "tan")
+sinh = _unary(_op.sinh, "sinh")
+cosh = _unary(_op.cosh, "cosh")
+acos = _unary(_op.acos, "acos")
+acosh = _unary(_op.acosh, "acosh")
+asin = _unary(_op.asin, "asin")
+asinh = _unary(_op.asinh, "asinh")
+atan = _unary(_op.atan, "atan")
+atanh = _unary(_op.atanh, "atanh")
+square = _unary(lambda v: v * v, "square")
+isnan = _unary(_op.isnan, "isnan")
+
+
+def _sign(v: PrimExpr) -> PrimExpr:
+    one, zero = const(1, v.dtype), const(0, v.dtype)
+    if _dt.is_uint(v.dtype):
+        return _op.Select(v > zero, one, zero)
+    return _op.Select(v > zero, one, _op.Select(v < zero, const(-1, v.dtype), zero))
+
+
+def _isinf(v: PrimExpr) -> PrimExpr:
+    if not _dt.is_float(v.dtype):
+        return const(False, "bool")
+    return _op.equal(_op.fabs(v), const(math.inf, v.dtype))
+
+
+def _isfinite(v: PrimExpr) -> PrimExpr:
+    if not _dt.is_float(v.dtype):
+        return const(True, "bool")
+    return _op.logical_and(_op.logical_not(_op.isnan(v)), _op.logical_not(_isinf(v)))
+
+
+sign = _unary(_sign, "sign")
+isinf = _unary(_isinf, "isinf")
+isfinite = _unary(_isfinite, "isfinite")
 identity = _unary(lambda v: v, "identity")
 logical_not = _unary(_op.logical_not, "logical_not")
 

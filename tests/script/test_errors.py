@@ -74,13 +74,19 @@ def test_while_loop_is_unsupported():
     _check(excinfo, "unsupported Python syntax: while loop", "while True:", "while")
 
 
-def test_storing_the_wrong_dtype():
+def test_storing_another_dtype_converts_as_tvm_does():
+    @T.prim_func
+    def f(A: T.Buffer((4,), "int32"), B: T.Buffer((4,), "float32")):
+        for i in range(4):
+            B[i] = A[i] * 2
+
+    store = f.body.body
+    assert store.value.dtype == "float32" and type(store.value).__name__ == "Cast"
     with pytest.raises(TVMScriptError) as excinfo:
         @T.prim_func
-        def f(A: T.Buffer((4,), "int32"), B: T.Buffer((4,), "float32")):
-            for i in range(4):
-                B[i] = A[i] * 2
-    _check(excinfo, "cannot store a int32 value into float32 buffer B", "B[i] = A[i] * 2", "A[i] * 2")
+        def g(A: T.Buffer((4,), "int32"), H: T.handle):
+            A[0] = H
+    _check(excinfo, "cannot store a handle value into int32 buffer A", "A[0] = H", "H")
 
 
 def test_loop_variable_count():

@@ -6,7 +6,14 @@ registered by :mod:`minitvm.relax.transform.legalize_ops`.
 """
 
 from . import nn
-from .base import call_dps_packed, call_pure_packed, call_tir
+from .base import (
+    assert_op,
+    call_dps_packed,
+    call_pure_packed,
+    call_tir,
+    call_tir_inplace,
+    print,  # noqa: A004 - R.print
+)
 from .binary import (
     add,
     divide,
@@ -34,15 +41,49 @@ from .registry import OpPattern, register
 from .search import argmax, argmin, where
 from .statistical import max, mean, min, prod, sum
 from .ternary import ewise_fma
-from .unary import abs, clip, erf, exp, log, logical_not, negative, rsqrt, sigmoid, sqrt, tanh
+from .unary import (
+    abs,
+    acos,
+    acosh,
+    asin,
+    asinh,
+    atan,
+    atanh,
+    ceil,
+    clip,
+    cos,
+    cosh,
+    erf,
+    exp,
+    floor,
+    isfinite,
+    isinf,
+    isnan,
+    log,
+    logical_not,
+    negative,
+    round,
+    rsqrt,
+    sigmoid,
+    sign,
+    sin,
+    sinh,
+    sqrt,
+    square,
+    tan,
+    tanh,
+)
 
 __all__ = [
-    "nn", "call_tir", "call_dps_packed", "call_pure_packed", "OpPattern", "register",
+    "nn", "call_tir", "call_tir_inplace", "print", "assert_op", "call_dps_packed", "call_pure_packed",
+    "OpPattern", "register",
     # element-wise
     "add", "subtract", "multiply", "divide", "floor_divide", "power", "maximum", "minimum",
     "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "where", "ewise_fma",
     "logical_and", "logical_or", "logical_not", "clip",
     "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "negative", "abs", "astype",
+    "ceil", "floor", "round", "sin", "cos", "tan", "sinh", "cosh", "asin", "acos", "atan", "asinh", "acosh",
+    "atanh", "sign", "square", "isnan", "isinf", "isfinite",
     # linear algebra
     "matmul", "linear",
     # shapes and indexing

@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ...ir.module import GlobalVar
-from ..expr import Call, Expr, ExternFunc, ShapeExpr, Tuple, struct_info_of
+from ..expr import Call, Expr, ExternFunc, ShapeExpr, StringImm, Tuple, _as_expr, struct_info_of
 from ..struct_info import ShapeStructInfo, StructInfo, StructInfoError, TensorStructInfo, TupleStructInfo
 from .registry import OpPattern, make_call, register
 
-__all__ = ["call_tir", "call_dps_packed", "call_pure_packed"]
+__all__ = ["call_tir", "call_tir_inplace", "call_dps_packed", "call_pure_packed", "print", "assert_op"]
 
 
 def _out_sinfo(out_sinfo: Any, op_name: str) -> StructInfo:
@@ -55,6 +55,36 @@ def _infer_call_tir(call: Call, ctx: Any) -> StructInfo:
     return _infer_dps(call, "relax.call_tir", (GlobalVar,), "a GlobalVar of a PrimFunc")
 
 
+@register("relax.call_tir_inplace", pattern=OpPattern.OPAQUE)
+def _infer_call_tir_inplace(call: Call, ctx: Any) -> StructInfo:
+    """A PrimFunc that writes some outputs over its inputs (``inplace_indices``; -1: a new
+    tensor the caller allocates)."""
+    out = _infer_dps(call, "relax.call_tir_inplace", (GlobalVar,), "a GlobalVar of a PrimFunc")
+    indices = list((call.attrs or {}).get("inplace_indices", ()))
+    outs = list(out.fields) if isinstance(out, TupleStructInfo) else [out]
+    if len(indices) != len(outs):
+        raise StructInfoError(f"relax.call_tir_inplace: {len(indices)} inplace_indices for {len(outs)} outputs")
+    inputs = list(struct_info_of(call.args[1]).fields)
+    seen: set[int] = set()
+    for k, (i, o) in enumerate(zip(indices, outs)):
+        if i == -1:
+            continue
+        if not 0 <= i < len(inputs):
+            raise StructInfoError(f"relax.call_tir_inplace: inplace index {i} is not an argument index "
+                                  f"(0..{len(inputs) - 1}) or -1")
+        if i in seen:
+            raise StructInfoError(f"relax.call_tir_inplace: argument {i} is written in place twice")
+        seen.add(i)
+        arg = inputs[i]
+        from ...ir.structural import structural_equal
+        if not (isinstance(arg, TensorStructInfo) and arg.dtype == o.dtype
+                and (arg.shape_values is None or o.shape_values is None
+                     or structural_equal(list(arg.shape_values), list(o.shape_values)))):
+            raise StructInfoError(f"relax.call_tir_inplace: output {k} ({o!r}) is written over argument {i} "
+                                  f"({arg!r}), which has a different shape or dtype")
+    return out
+
+
 @register("relax.call_dps_packed", pattern=OpPattern.OPAQUE)
 def _infer_call_dps_packed(call: Call, ctx: Any) -> StructInfo:
     """Call an external function that writes its outputs into caller-allocated tensors."""
@@ -89,6 +119,22 @@ def call_tir(gvar: GlobalVar, args: Any, out_sinfo: Any = None, tir_vars: Any = 
     return make_call("relax.call_tir", *call_args, sinfo_args=[_out_sinfo(out_sinfo, "relax.call_tir")])
 
 
+def call_tir_inplace(gvar: GlobalVar, args: Any, inplace_indices: Any, out_sinfo: Any,
+                     tir_vars: Any = None) -> Call:
+    """``R.call_tir_inplace(gvar, (x, y), inplace_indices=[0], out_sinfo=...)``: like call_tir,
+    but output ``k`` is argument ``inplace_indices[k]`` itself, overwritten by the PrimFunc
+    (-1: a fresh output, passed after the arguments as call_tir's outputs are)."""
+    if not isinstance(gvar, GlobalVar):
+        raise TypeError(f"relax.call_tir_inplace: expected the GlobalVar of a PrimFunc, got {gvar!r}")
+    indices = [int(i) for i in (inplace_indices if isinstance(inplace_indices, (list, tuple))
+                                else [inplace_indices])]
+    call_args: list[Any] = [gvar, _args_tuple(args)]
+    if tir_vars is not None:
+        call_args.append(tir_vars if isinstance(tir_vars, Expr) else ShapeExpr(list(tir_vars)))
+    return make_call("relax.call_tir_inplace", *call_args, attrs={"inplace_indices": tuple(indices)},
+                     sinfo_args=[_out_sinfo(out_sinfo, "relax.call_tir_inplace")])
+
+
 def call_dps_packed(func: str | ExternFunc, args: Any, out_sinfo: Any) -> Call:
     """Call the registered function ``func`` in destination-passing style."""
     callee = ExternFunc(func) if isinstance(func, str) else func
@@ -105,3 +151,51 @@ def call_pure_packed(func: str | ExternFunc, *args: Any, sinfo_args: Any) -> Cal
     elif isinstance(sinfo_args, Sequence) and len(sinfo_args) > 1:
         sinfo_args = [TupleStructInfo(list(sinfo_args))]
     return make_call("relax.call_pure_packed", callee, *args, sinfo_args=list(sinfo_args))
+
+
+def _format_arg(format: Any, op_name: str) -> StringImm:  # noqa: A002 - TVM's keyword
+    if isinstance(format, StringImm):
+        return format
+    if not isinstance(format, str):
+        raise TypeError(f"{op_name}: format must be a string, got {format!r}")
+    return StringImm(format)
+
+
+@register("relax.print", pure=False)
+def _infer_print(call: Call, ctx: Any) -> StructInfo:
+    """Print values at run time (``format`` uses ``{}`` for each value); returns nothing."""
+    if not call.args or not isinstance(call.args[0], StringImm):
+        raise StructInfoError("relax.print: the first argument must be the format string")
+    return TupleStructInfo([])
+
+
+@register("relax.assert_op", pure=False)
+def _infer_assert_op(call: Call, ctx: Any) -> StructInfo:
+    """Stop the program with the formatted message when ``condition`` is false."""
+    if len(call.args) < 2 or not isinstance(call.args[1], StringImm):
+        raise StructInfoError("relax.assert_op takes a condition, the format string and its arguments")
+    cond = struct_info_of(call.args[0])
+    from ..struct_info import PrimStructInfo
+    ok = (isinstance(cond, TensorStructInfo) and cond.dtype == "bool" and cond.ndim in (0, -1)) or \
+        (isinstance(cond, PrimStructInfo) and cond.dtype == "bool")
+    if not ok:
+        raise StructInfoError(f"relax.assert_op: the condition must be a bool scalar (a 0-d tensor or "
+                              f"R.Prim(\"bool\")), got {cond!r}")
+    return TupleStructInfo([])
+
+
+def print(*values: Any, format: Any = "") -> Call:  # noqa: A001, A002 - TVM's names
+    """``R.print(x, format="x: {}")``: print at run time (an impure call)."""
+    return make_call("relax.print", _format_arg(format, "relax.print"),
+                     *[_as_expr(v, "relax.print") for v in values])
+
+
+def assert_op(condition: Any, format_args: Any = None, format: Any = "") -> Call:  # noqa: A002
+    """``R.assert_op(cond, x, format="x: {}")``: fail at run time when ``cond`` is false."""
+    if format_args is None:
+        format_args = []
+    elif not isinstance(format_args, (list, tuple)):
+        format_args = [format_args]
+    return make_call("relax.assert_op", _as_expr(condition, "relax.assert_op"),
+                     _format_arg(format, "relax.assert_op"),
+                     *[_as_expr(v, "relax.assert_op") for v in format_args])

@@ -6,11 +6,12 @@ from typing import Any
 
 from ...ir import dtype as _dt
 from ..expr import Call, Expr
-from ..struct_info import StructInfo, StructInfoError
+from ..struct_info import StructInfo, StructInfoError, TensorStructInfo
 from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
 
 __all__ = ["exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "negative", "abs", "logical_not", "clip",
-           "unary_sinfo"]
+           "unary_sinfo", "ceil", "floor", "round", "sin", "cos", "tan", "sinh", "cosh", "asin", "acos", "atan",
+           "asinh", "acosh", "atanh", "sign", "square", "isnan", "isinf", "isfinite"]
 
 
 def unary_sinfo(call: Call, op_name: str, require_float: bool = False) -> StructInfo:
@@ -44,6 +45,57 @@ for _name, _doc, _float in [
     ("abs", "Element-wise |x|.", False),
 ]:
     _register_unary(_name, _doc, _float)
+
+
+#: element-wise unary ops whose result has the input's struct info: name -> (doc, float only)
+_MORE_UNARY = {
+    "ceil": ("Round up, element-wise.", False), "floor": ("Round down, element-wise.", False),
+    "round": ("Round half to even, element-wise.", False), "sin": ("Sine, element-wise.", True),
+    "cos": ("Cosine, element-wise.", True), "tan": ("Tangent, element-wise.", True),
+    "sinh": ("Hyperbolic sine, element-wise.", True), "cosh": ("Hyperbolic cosine, element-wise.", True),
+    "asin": ("Arc sine, element-wise.", True), "acos": ("Arc cosine, element-wise.", True),
+    "atan": ("Arc tangent, element-wise.", True), "asinh": ("Inverse hyperbolic sine.", True),
+    "acosh": ("Inverse hyperbolic cosine.", True), "atanh": ("Inverse hyperbolic tangent.", True),
+    "sign": ("-1, 0 or 1 by the sign, element-wise.", False), "square": ("x * x, element-wise.", False),
+}
+for _name, (_doc, _float) in _MORE_UNARY.items():
+    _register_unary(_name, _doc, _float)
+
+
+def _register_unary_check(name: str, doc: str) -> None:
+    """``isnan`` & co: a bool tensor of the input's shape."""
+    op_name = f"relax.{name}"
+
+    def infer(call: Call, ctx: Any) -> StructInfo:
+        x = unary_sinfo(call, op_name)
+        return TensorStructInfo(x.shape, "bool", x.vdevice, x.ndim) if x.shape is not None else \
+            TensorStructInfo(None, "bool", x.vdevice, x.ndim)
+
+    infer.__doc__ = doc
+    register(op_name, pattern=OpPattern.ELEMWISE, num_inputs=1)(infer)
+
+
+for _name, _doc in [("isnan", "Whether each element is NaN."), ("isinf", "Whether each element is infinite."),
+                    ("isfinite", "Whether each element is neither NaN nor infinite.")]:
+    _register_unary_check(_name, _doc)
+
+
+def _unary_builder(name: str) -> Any:
+    def build(x: Expr) -> Call:
+        return make_call(f"relax.{name}", x)
+
+    build.__name__ = name
+    build.__doc__ = _MORE_UNARY[name][0] if name in _MORE_UNARY else f"``{name}`` element-wise (a bool tensor)."
+    return build
+
+
+ceil, floor, round = _unary_builder("ceil"), _unary_builder("floor"), _unary_builder("round")  # noqa: A001
+sin, cos, tan = _unary_builder("sin"), _unary_builder("cos"), _unary_builder("tan")
+sinh, cosh = _unary_builder("sinh"), _unary_builder("cosh")
+asin, acos, atan = _unary_builder("asin"), _unary_builder("acos"), _unary_builder("atan")
+asinh, acosh, atanh = _unary_builder("asinh"), _unary_builder("acosh"), _unary_builder("atanh")
+sign, square = _unary_builder("sign"), _unary_builder("square")
+isnan, isinf, isfinite = _unary_builder("isnan"), _unary_builder("isinf"), _unary_builder("isfinite")
 
 
 def exp(x: Expr) -> Call:

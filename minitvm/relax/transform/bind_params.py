@@ -20,9 +20,10 @@ import numpy as np
 from ...ir.module import IRModule
 from ...tir.expr import IntImm
 from ...tir.expr import Var as TirVar
+from ...tir.functor import substitute
 from ...transform import PassContext, module_pass
 from ..analysis.struct_info_analysis import substitute_struct_info
-from ..expr import Constant, Function, Var
+from ..expr import Call, Constant, Function, PrimValue, ShapeExpr, Var
 from ..expr_functor import ExprMutator
 from ..struct_info import TensorStructInfo, struct_info_text
 
@@ -76,6 +77,32 @@ def _bind_symbolic(param: Var, const: Constant, sym: dict[int, IntImm]) -> None:
                              f"{struct_info_text(sinfo)}, the value {data.shape}")
 
 
+class _SymbolicBinder(ExprMutator):
+    """Also puts the fixed symbolic dimensions into the body: calls' output struct info
+    (``R.call_dps_packed(..., R.Tensor((1, n)))``), shapes and prim values."""
+
+    def __init__(self, fmap: Any):
+        super().__init__()
+        self.fmap = fmap
+
+    def visit_call_(self, op: Call) -> Any:
+        call = super().visit_call_(op)
+        if not call.sinfo_args:
+            return call
+        sinfo_args = tuple(substitute_struct_info(s, self.fmap) for s in call.sinfo_args)
+        if all(a is b for a, b in zip(sinfo_args, call.sinfo_args)):
+            return call
+        return Call(call.op, call.args, call.attrs, sinfo_args)
+
+    def visit_shape_expr_(self, op: ShapeExpr) -> Any:
+        values = [substitute(v, self.fmap) for v in op.values]
+        return op if all(a is b for a, b in zip(values, op.values)) else ShapeExpr(values)
+
+    def visit_prim_value_(self, op: PrimValue) -> Any:
+        value = substitute(op.value, self.fmap)
+        return op if value is op.value else PrimValue(value)
+
+
 def bind_params(func: Function, params: dict) -> Function:
     """``func`` with the parameters in ``params`` (name or Var -> array) made constants."""
     consts = _match_params(func, params)
@@ -84,7 +111,7 @@ def bind_params(func: Function, params: dict) -> Function:
     sym: dict[int, IntImm] = {}
     for p, c in consts.items():
         _bind_symbolic(p, c, sym)
-    mutator = ExprMutator()
+    mutator = _SymbolicBinder(lambda v: sym.get(id(v))) if sym else ExprMutator()
     new_params = []
     for p in func.params:
         if p in consts:

@@ -28,7 +28,7 @@ from ._util import KernelCallMutator, map_functions
 
 __all__ = ["CallTIRRewrite"]
 
-_DPS_OPS = ("relax.call_tir", "relax.call_dps_packed")
+_DPS_OPS = ("relax.call_tir", "relax.call_tir_inplace", "relax.call_dps_packed")
 
 
 class _CallTIRRewriter(KernelCallMutator):
@@ -39,17 +39,24 @@ class _CallTIRRewriter(KernelCallMutator):
         bb = self.builder_
         out = call.sinfo_args[0]
         outs = list(out.fields) if isinstance(out, TupleStructInfo) else [out]
-        allocs = []
-        for s in outs:
-            if not isinstance(s, TensorStructInfo) or s.shape_values is None or s.is_unknown_dtype:
-                raise ValueError(f"CallTIRRewrite: {call.op.name} output {s!r} needs a known shape and dtype")
-            allocs.append(bb.emit(alloc_tensor(ShapeExpr(list(s.shape_values)), s.dtype), "alloc"))
         args = call.args[1]
         if isinstance(args, Tuple):
             inputs = list(args.fields)
         else:  # a tuple-valued variable
             n = len(struct_info_of(args).fields)
             inputs = [bb.emit(TupleGetItem(args, i)) for i in range(n)]
+        # call_tir_inplace: output k is input inplace_indices[k] (-1: allocated as for call_tir)
+        inplace = list((call.attrs or {}).get("inplace_indices", ())) if call.op.name == "relax.call_tir_inplace" \
+            else [-1] * len(outs)
+        allocs, results = [], []
+        for s, index in zip(outs, inplace):
+            if index >= 0:
+                results.append(inputs[index])
+                continue
+            if not isinstance(s, TensorStructInfo) or s.shape_values is None or s.is_unknown_dtype:
+                raise ValueError(f"CallTIRRewrite: {call.op.name} output {s!r} needs a known shape and dtype")
+            allocs.append(bb.emit(alloc_tensor(ShapeExpr(list(s.shape_values)), s.dtype), "alloc"))
+            results.append(allocs[-1])
         extra = []
         if len(call.args) == 3:
             tir_vars = call.args[2]
@@ -62,7 +69,7 @@ class _CallTIRRewriter(KernelCallMutator):
         kernel = Call(call.args[0], [*inputs, *allocs, *extra])
         _set_struct_info(kernel, TupleStructInfo([]))  # returns nothing: outputs are written in place
         bb.emit(kernel, "_")
-        return allocs[0] if len(allocs) == 1 else Tuple(allocs)
+        return results[0] if len(results) == 1 else Tuple(results)
 
 
 def _rewrite(func: Function, mod: IRModule) -> Function:

@@ -84,6 +84,9 @@ for _op_name, _fn in [
     ("tanh", topi.tanh), ("sigmoid", topi.sigmoid), ("erf", topi.erf), ("negative", topi.negative),
     ("abs", topi.abs), ("nn.relu", topi.nn.relu), ("nn.gelu", topi.nn.gelu),
     ("nn.gelu_tanh", topi.nn.gelu_tanh), ("nn.silu", topi.nn.silu),
+    *((name, getattr(topi, name)) for name in (
+        "ceil", "floor", "round", "sin", "cos", "tan", "sinh", "cosh", "asin", "acos", "atan", "asinh",
+        "acosh", "atanh", "sign", "square", "isnan", "isinf", "isfinite")),
 ]:
     register_legalize(f"relax.{_op_name}", _te(_fn))
 

@@ -46,9 +46,12 @@ class _BuiltinLower(KernelCallMutator):
             return builtin_call("vm.builtin.alloc_storage", [call.args[0], call.args[3]])
         if name == MEMORY_ALLOC_TENSOR:
             return builtin_call("vm.builtin.alloc_tensor", list(call.args), call.struct_info)
+        if name in ("relax.print", "relax.assert_op"):  # run-time builtins of the VM
+            return Call(ExternFunc("vm.builtin." + name.removeprefix("relax.")), list(call.args), None,
+                        [call.struct_info])
         if name == "relax.call_pure_packed":
             return Call(call.args[0], list(call.args[1:]), None, [call.struct_info])
-        if name in ("relax.call_tir", "relax.call_dps_packed"):
+        if name in ("relax.call_tir", "relax.call_tir_inplace", "relax.call_dps_packed"):
             raise ValueError(f"VMBuiltinLower: {name} is still in the module; run CallTIRRewrite first")
         raise ValueError(f"VMBuiltinLower: operator {name} has no VM lowering; run LegalizeOps first "
                          "(relax.get_pipeline('zero') does) to turn it into call_tir of a PrimFunc")

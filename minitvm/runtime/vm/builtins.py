@@ -308,6 +308,25 @@ def copy(value: NDArray) -> NDArray:
     return NDArray(value._array.copy(), value.device)
 
 
+def _shown(value: Any) -> Any:
+    return value.numpy() if isinstance(value, NDArray) else value
+
+
+def print_values(fmt: str, *values: Any) -> None:
+    """``R.print``: the values formatted with ``fmt`` (``{}`` per value; all, space-separated,
+    when ``fmt`` is empty)."""
+    shown = [_shown(v) for v in values]
+    print(fmt.format(*shown) if fmt else " ".join(str(v) for v in shown))  # noqa: T201 - its purpose
+
+
+def assert_op(condition: Any, fmt: str, *values: Any) -> None:
+    """``R.assert_op``: raise ``AssertionError`` with the formatted message when false."""
+    if not bool(_shown(condition)):
+        shown = [_shown(v) for v in values]
+        message = fmt.format(*shown) if fmt else "Assertion Failed"
+        raise AssertionError(message)
+
+
 def reshape(value: NDArray, shape: Any) -> NDArray:
     """``value`` seen with a new shape of the same size; shares its memory."""
     if type(value) is not NDArray:
@@ -396,6 +415,8 @@ _BUILTINS = {
     "vm.builtin.tuple_getitem": tuple_getitem,
     "vm.builtin.copy": copy,
     "vm.builtin.reshape": reshape,
+    "vm.builtin.print": print_values,
+    "vm.builtin.assert_op": assert_op,
 }
 
 #: every name this module registers

@@ -45,6 +45,7 @@ from ...tir import expr as _e
 from ...tir import stmt as _s
 from ...tir.function import PrimFunc
 from ...tir.functor import post_order_visit
+from ...tir.op import LIBM_BINARY, LIBM_UNARY
 from ...tir.transform.instrument_bound_checkers import (
     InstrumentBoundCheckers,
     bounds_check_index,
@@ -814,6 +815,17 @@ class CodeGenLLVM:
             return self._if_then_else(e)
         if op in ("tir.likely",):
             return self.visit_expr(e.args[0])
+        if op == "tir.call_extern":
+            return self._call_extern(e)
+        if op == "tir.ret":
+            raise NotImplementedError("LLVM codegen: T.ret (returning a value from a prim func) is not "
+                                      "supported; write the result into an output buffer")
+        if op == "tir.isnan":
+            value = self.visit_expr(e.args[0])
+            return self.b.fcmp_unordered("uno", value, value)
+        if op == "tir.popcount":
+            value = self.visit_expr(e.args[0])
+            return self.b.call(self._declare(f"llvm.ctpop.i{value.type.width}", value.type, [value.type]), [value])
         args = [self.visit_expr(a) for a in e.args]
         for i, a in enumerate(e.args):
             if a.dtype != e.dtype and _dt.is_float(e.dtype):
@@ -834,7 +846,26 @@ class CodeGenLLVM:
             return self._intrinsic("llvm.pow", args[:2])
         if op == "tir.erf":
             return self._libm("erf", args[:1], e.dtype)
+        libm = op.removeprefix("tir.")
+        if libm in LIBM_UNARY:
+            return self._libm(libm, args[:1], e.dtype)
+        if libm in LIBM_BINARY:
+            return self._libm(libm, args[:2], e.dtype)
         raise CodegenError(f"LLVM codegen: unsupported intrinsic {op!r}")
+
+    def _call_extern(self, e: _e.Call) -> ir.Value:
+        """``T.call_extern(dtype, "name", *args)``: a C call, declared from the argument types
+        (resolved by the JIT among the process's symbols, e.g. libm's ``expf``)."""
+        name = e.args[0].value if isinstance(e.args[0], _e.StringImm) else None
+        if name is None:
+            raise CodegenError(f"LLVM codegen: T.call_extern needs a function name string, got {e.args[0]}")
+        args = [self.visit_expr(a) for a in e.args[1:]]
+        types = [llvm_type(a.dtype) for a in e.args[1:]]
+        fn = self._declare(name, llvm_type(e.dtype), types)
+        if list(fn.function_type.args) != types or fn.function_type.return_type != llvm_type(e.dtype):
+            raise CodegenError(f"LLVM codegen: T.call_extern({name!r}) is called with different types "
+                               "in the same module")
+        return self.b.call(fn, args)
 
     def _if_then_else(self, e: _e.Call) -> ir.Value:
         """``cond ? t : f`` with only the taken side evaluated (it may read out of bounds)."""
