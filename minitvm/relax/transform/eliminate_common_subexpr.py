@@ -23,36 +23,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...ir.module import GlobalVar, IRModule
-from ...ir.op import Op
+from ...ir.module import IRModule
 from ...ir.structural import structural_equal, structural_hash
 from ...transform import PassContext, module_pass
+from ..analysis.purity import is_impure_call
 from ..expr import (
     BindingBlock,
     Call,
     DataflowBlock,
     DataflowVar,
-    Function,
     Tuple,
     TupleGetItem,
     VarBinding,
-    struct_info_of,
 )
 from ..expr_functor import ExprMutator
-from ..struct_info import FuncStructInfo
 from ._util import map_functions
 
 __all__ = ["EliminateCommonSubexpr"]
-
-
-def _is_pure_call(call: Call, mod: IRModule | None) -> bool:
-    if isinstance(call.op, Op):
-        return bool(call.op.get_attr("FPurity"))
-    if isinstance(call.op, GlobalVar):
-        func = mod[call.op] if mod is not None and call.op in mod else None
-        return isinstance(func, Function) and func.is_pure
-    sinfo = struct_info_of(call.op)
-    return isinstance(sinfo, FuncStructInfo) and sinfo.purity
 
 
 class _CSE(ExprMutator):
@@ -64,7 +51,7 @@ class _CSE(ExprMutator):
 
     def _candidate(self, value: Any) -> bool:
         if isinstance(value, Call):
-            return _is_pure_call(value, self.mod)
+            return not is_impure_call(value, self.mod)
         return not self.call_only and isinstance(value, (Tuple, TupleGetItem))
 
     def visit_dataflow_block_(self, block: DataflowBlock) -> BindingBlock:
