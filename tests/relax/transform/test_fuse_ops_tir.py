@@ -186,9 +186,9 @@ def test_an_opaque_kernel_stands_alone():
         bb.emit_func_output(out)
     mod = fuse_ops(bb.get())
     assert mod["clip_if"].attrs["op_pattern"] == 8
-    assert relax_funcs(mod) == ["fused_relu_negative", "main"]   # exp alone, clip_if alone
+    assert relax_funcs(mod) == ["fused_relu_tir_negative", "main"]   # exp alone, clip_if alone
     fused = FuseTIR()(mod)
-    assert prim_funcs(fused) == ["clip_if", "exp", "fused_relu_negative"]
+    assert prim_funcs(fused) == ["clip_if", "fused_relu_tir_negative", "tir_exp"]
     xv = rand(8)
     np.testing.assert_allclose(run_vm(fused, xv), -np.maximum(np.minimum(np.exp(xv), 1), 0), rtol=1e-6)
 
@@ -204,9 +204,9 @@ def test_groups_of_several_arguments_merge_and_injective_ops_feed_a_reduction():
             out = bb.emit_output(R.sum(c, axis=[1]))  # a reduction after injective ops
         bb.emit_func_output(out)
     mod = fuse_ops(bb.get())
-    assert relax_funcs(mod) == ["fused_exp_transpose_add_sum", "main"]
+    assert relax_funcs(mod) == ["fused_tir_exp_transpose_add_sum", "main"]
     fused = FuseTIR()(mod)
-    assert prim_funcs(fused) == ["fused_exp_transpose_add_sum"]
+    assert prim_funcs(fused) == ["fused_tir_exp_transpose_add_sum"]
     xv, yv = rand(4, 6), rand(6, 4)
     np.testing.assert_allclose(run_vm(fused, xv, yv), (np.exp(xv) + yv.T).sum(1), rtol=1e-5)
 
