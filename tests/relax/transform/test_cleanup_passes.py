@@ -357,18 +357,25 @@ def _cse_module():
 def test_eliminate_common_subexpr_golden_and_numbers():
     mod = _cse_module()
     out = transform.EliminateCommonSubexpr()(mod)
+    # as TVM's: a repeated value becomes a trivial binding of the first variable bound to it
+    # (CanonicalizeBindings removes those), later uses read the first variable
+    T, TT = 'R.Tensor((2, 3), dtype="float32")', 'R.Tuple(R.Tensor((2, 3), dtype="float32"), R.Tensor((2, 3), dtype="float32"))'
     assert lines(out) == [
         "with R.dataflow():",
-        'lv: R.Tensor((2, 3), dtype="float32") = R.add(x, y)',
-        'lv2: R.Tensor((2, 3), dtype="float32") = R.multiply(lv, y)',
-        't: R.Tuple(R.Tensor((2, 3), dtype="float32"), R.Tensor((2, 3), dtype="float32")) = (lv2, lv2)',
-        'gv: R.Tensor((2, 3), dtype="float32") = R.add(lv2, lv2)',
-        'gv1: R.Tensor((2, 3), dtype="float32") = gv',
-        'gv2: R.Tuple(R.Tuple(R.Tensor((2, 3), dtype="float32"), R.Tensor((2, 3), dtype="float32")), '
-        'R.Tuple(R.Tensor((2, 3), dtype="float32"), R.Tensor((2, 3), dtype="float32"))) = (t, t)',
+        f"lv: {T} = R.add(x, y)",
+        f"lv1: {T} = lv",
+        f"lv2: {T} = R.multiply(lv, y)",
+        f"lv3: {T} = lv2",
+        f"t: {TT} = (lv2, lv2)",
+        f"t1: {TT} = t",
+        f"gv: {T} = R.add(lv2, lv2)",
+        f"gv1: {T} = gv",
+        f"gv2: R.Tuple({TT}, {TT}) = (t, t)",
         "R.output(gv, gv1, gv2)",
         "return (gv, gv1, gv2)",
     ]
+    canonical = transform.CanonicalizeBindings()(out)
+    assert "lv1" not in "\n".join(lines(canonical)) and "lv3" not in "\n".join(lines(canonical))
     args = rand(2, 3), rand(2, 3)
     same_tree(run_vm(out, *args), run_vm(mod, *args))
 
@@ -376,21 +383,37 @@ def test_eliminate_common_subexpr_golden_and_numbers():
 def test_eliminate_common_subexpr_call_only_keeps_tuples():
     out = transform.EliminateCommonSubexpr(call_only=True)(_cse_module())
     text = "\n".join(lines(out))
-    assert "t1: R.Tuple" in text and "lv1" not in text and "lv3" not in text
+    assert "lv1: R.Tensor((2, 3), dtype=\"float32\") = lv\n" in text
+    assert ") = (lv2, lv2)\nt1: R.Tuple" in text and "t1: R.Tuple(R.Tensor((2, 3), dtype=\"float32\"), " \
+        "R.Tensor((2, 3), dtype=\"float32\")) = (lv2, lv2)" in text   # a tuple is not a call: kept
 
 
-def test_eliminate_common_subexpr_skips_impure_and_other_blocks():
+def test_eliminate_common_subexpr_outside_dataflow_and_not_impure_calls():
     x = tensor("x", 2, 3)
     bb = relax.BlockBuilder()
-    with bb.function("main", [x]):
-        a = bb.emit(R.add(x, x))   # outside dataflow: left alone
-        b = bb.emit(R.add(x, x))
+    with bb.function("main", [x], pure=False):
+        a = bb.emit(R.add(x, x))
+        b = bb.emit(R.add(x, x))   # outside dataflow too (TVM): b = a
+        p1 = bb.emit(relax.Call(relax.ExternFunc("f"), [a], sinfo_args=[relax.ObjectStructInfo()]))
+        p2 = bb.emit(relax.Call(relax.ExternFunc("f"), [a], sinfo_args=[relax.ObjectStructInfo()]))
         with bb.dataflow():
-            lv = bb.emit(R.add(x, x))   # a new block: nothing known from before
+            lv = bb.emit(R.add(x, x))   # known from before the block: lv = a
             gv = bb.emit_output(R.add(lv, R.add(a, b)))
-        bb.emit_func_output(gv)
-    mod = bb.get()
-    assert transform.EliminateCommonSubexpr()(mod) is mod
+        bb.emit_func_output(relax.Tuple([gv, p1, p2]))
+    out = transform.EliminateCommonSubexpr()(bb.get())
+    T = 'R.Tensor((2, 3), dtype="float32")'
+    assert lines(out) == [
+        f"gv: {T} = R.add(x, x)",
+        f"gv1: {T} = gv",
+        'gv2 = R.call_packed("f", gv, sinfo_args=R.Object)',
+        'gv3 = R.call_packed("f", gv, sinfo_args=R.Object)',   # two effects stay two
+        "with R.dataflow():",
+        f"lv: {T} = gv",
+        f"lv1: {T} = R.add(gv, gv)",
+        f"gv4: {T} = R.add(gv, lv1)",
+        "R.output(gv4)",
+        "return (gv4, gv2, gv3)",
+    ]
 
 
 # -- ConvertToDataflow ---------------------------------------------------------------------------
