@@ -359,7 +359,8 @@ def test_eliminate_common_subexpr_golden_and_numbers():
     out = transform.EliminateCommonSubexpr()(mod)
     # as TVM's: a repeated value becomes a trivial binding of the first variable bound to it
     # (CanonicalizeBindings removes those), later uses read the first variable
-    T, TT = 'R.Tensor((2, 3), dtype="float32")', 'R.Tuple(R.Tensor((2, 3), dtype="float32"), R.Tensor((2, 3), dtype="float32"))'
+    T = 'R.Tensor((2, 3), dtype="float32")'
+    TT = f"R.Tuple({T}, {T})"
     assert lines(out) == [
         "with R.dataflow():",
         f"lv: {T} = R.add(x, y)",
