@@ -30,7 +30,7 @@ def _scale_into():
 
 
 def _write_out_call(src, out):
-    return relax.Call(relax.ExternFunc("test.impure.scale_into"), [src, out], sinfo_args=[relax.TupleStructInfo([])])
+    return relax.Call(relax.extern("test.impure.scale_into"), [src, out], sinfo_args=[relax.TupleStructInfo([])])
 
 
 def _module_with_unused_impure_call(in_dataflow: bool):
@@ -182,3 +182,11 @@ def test_cse_and_fold_constant_leave_impure_calls_alone():
     mod = bb.get()
     assert len(FoldConstant()(mod)["main"].body.blocks[0].bindings) == 2
     assert len(EliminateCommonSubexpr()(mod)["main"].body.blocks[0].bindings) == 2
+
+
+def test_extern_names_a_packed_function():
+    f = relax.extern("test.impure.scale_into")
+    assert isinstance(f, relax.ExternFunc) and f.global_symbol == "test.impure.scale_into"
+    assert not relax.expr.struct_info_of(f).purity   # an extern function may have effects
+    with pytest.raises(TypeError, match="FuncStructInfo"):
+        relax.extern("f", T4)
