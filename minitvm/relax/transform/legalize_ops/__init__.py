@@ -20,36 +20,25 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ... import te, topi
-from ...ir.module import IRModule
-from ...ir.op import Op
-from ...ir.structural import structural_equal
-from ...tir.expr import FloatImm, IntImm, PrimExpr
-from ...tir.expr import Var as TirVar
-from ...tir.function import PrimFunc
-from ...tir.functor import post_order_visit
-from ...transform import PassContext, module_pass
-from ..analysis.struct_info_analysis import is_base_of
-from ..block_builder import BlockBuilder
-from ..expr import Call, Constant, Expr, Tuple, TupleGetItem, struct_info_of
-from ..expr_functor import ExprMutator
-from ..op.base import call_tir
-from ..struct_info import StructInfo, TensorStructInfo, TupleStructInfo
-from ._util import rewrite_with_builder
+from .... import te, topi
+from ....ir.module import IRModule
+from ....ir.op import Op
+from ....ir.structural import structural_equal
+from ....tir.expr import FloatImm, IntImm, PrimExpr
+from ....tir.expr import Var as TirVar
+from ....tir.function import PrimFunc
+from ....tir.functor import post_order_visit
+from ....transform import PassContext, module_pass
+from ...analysis.struct_info_analysis import is_base_of
+from ...block_builder import BlockBuilder
+from ...expr import Call, Constant, Expr, Tuple, TupleGetItem, struct_info_of
+from ...expr_functor import ExprMutator
+from ...op.base import call_tir
+from ...struct_info import StructInfo, TensorStructInfo, TupleStructInfo
+from .._util import rewrite_with_builder
+from .common import LegalizeFunc, _try_convert_to_scalar_const, register_legalize
 
 __all__ = ["LegalizeOps", "register_legalize", "legalize_call"]
-
-LegalizeFunc = Callable[[BlockBuilder, Call], Expr]
-
-
-def register_legalize(op_name: str, func: LegalizeFunc | None = None, level: int = 10) -> Any:
-    """Set the ``FLegalize`` attribute of ``op_name`` (usable as a decorator)."""
-    def wrap(f: LegalizeFunc) -> LegalizeFunc:
-        Op.get(op_name).set_attr("FLegalize", f, level)
-        return f
-
-    return wrap if func is None else wrap(func)
-
 
 def _name(call: Call) -> str:
     """The PrimFunc name TVM would give: the op name without ``relax.`` / ``nn.``."""
@@ -74,23 +63,13 @@ def _out_dtype(call: Call) -> str:
 
 # -- element-wise ------------------------------------------------------------------------------
 
-def _scalar_const(expr: Expr) -> Any:
-    """A 0-d constant as a TIR immediate of its dtype (the kernel then has no parameter for
-    it, as in TVM's binary legalization), anything else as it is."""
-    if isinstance(expr, Constant) and expr.data.numpy().ndim == 0:
-        value = expr.data.numpy()[()].item()
-        dtype = str(expr.data.numpy().dtype)
-        return FloatImm(dtype, value) if dtype.startswith("float") else IntImm(dtype, int(value))
-    return expr
-
-
 def _binary(fn: Callable) -> LegalizeFunc:
     """``fn(a, b)`` with a scalar constant operand folded in (the second one first)."""
     def legalize(bb: BlockBuilder, call: Call) -> Expr:
         lhs, rhs = call.args
-        rhs = _scalar_const(rhs)
+        rhs = _try_convert_to_scalar_const(rhs)
         if isinstance(rhs, Expr):
-            lhs = _scalar_const(lhs)
+            lhs = _try_convert_to_scalar_const(lhs)
         if not isinstance(lhs, Expr) and not isinstance(rhs, Expr):
             lhs = call.args[0]
         return bb.call_te(fn, lhs, rhs, primfunc_name_hint=_name(call))
@@ -426,7 +405,7 @@ class LegalizeOps:
         if self.enable_warning:
             import warnings
 
-            from ..pipeline import high_level_ops
+            from ...pipeline import high_level_ops
             left = high_level_ops(out)
             if left:
                 warnings.warn(f"LegalizeOps left these operators as they were: {', '.join(left)}", stacklevel=2)
