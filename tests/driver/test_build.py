@@ -228,3 +228,18 @@ def test_python_target_runs_kernels():
     b = np.zeros_like(a)
     lib["scale_n"](a, b, 2.0, 1)
     np.testing.assert_allclose(b, a * 2 + 1, rtol=1e-6)
+
+
+def test_compile_of_tir_refuses_what_it_cannot_honour():
+    """minitvm.compile takes TVM's keywords; for TIR only the default TIR pipeline exists."""
+    import pytest
+
+    import minitvm
+    from minitvm.ir import IRModule
+    from minitvm.testing.programs import mm_relu
+
+    mod = IRModule({"mm_relu": mm_relu})
+    with pytest.raises(NotImplementedError, match="only the default TIR pipeline"):
+        minitvm.compile(mod, "llvm", tir_pipeline=minitvm.transform.Sequential([]))
+    with pytest.raises(TypeError, match="unexpected arguments params"):
+        minitvm.compile(mod, "llvm", params={})
