@@ -37,6 +37,7 @@ from .expr import (
                    Var,
                    VarBinding,
                    const,
+                   extern,
 )
 from .expr_functor import ExprMutator, ExprVisitor, PyExprMutator, PyExprVisitor
 from .op.base import call_dps_packed, call_pure_packed, call_tir, call_tir_inplace
@@ -56,7 +57,7 @@ from .vm_build import VirtualMachine, build, get_pipeline, register_pipeline, tr
 __all__ = [
     # expressions
     "Expr", "Var", "DataflowVar", "Constant", "const", "Call", "Tuple", "TupleGetItem",
-    "ShapeExpr", "PrimValue", "StringImm", "DataTypeImm", "If", "Function", "ExternFunc",
+    "ShapeExpr", "PrimValue", "StringImm", "DataTypeImm", "If", "Function", "ExternFunc", "extern",
     "SeqExpr", "Binding", "VarBinding", "MatchCast", "BindingBlock", "DataflowBlock",
     "GlobalVar", "Op",
     # struct info

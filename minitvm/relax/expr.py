@@ -25,7 +25,7 @@ from ..tir.expr import IntImm, PrimExpr, convert
 
 __all__ = [
     "Expr", "Var", "DataflowVar", "Constant", "ConstantData", "Attrs", "Call", "Tuple", "TupleGetItem",
-    "ShapeExpr", "PrimValue", "StringImm", "DataTypeImm", "If", "Function", "ExternFunc",
+    "ShapeExpr", "PrimValue", "StringImm", "DataTypeImm", "If", "Function", "ExternFunc", "extern",
     "SeqExpr", "Binding", "VarBinding", "MatchCast", "BindingBlock", "DataflowBlock",
     "const", "is_leaf", "struct_info_of",
 ]
@@ -348,6 +348,18 @@ class ExternFunc(Expr):
     def __post_init__(self) -> None:
         from .struct_info import FuncStructInfo
         _set_struct_info(self, FuncStructInfo.opaque_func())
+
+
+def extern(name: str, struct_info: Any = None) -> ExternFunc:
+    """``relax.extern("env.linear")``: the packed function registered as ``name``, as an
+    expression (optionally with a ``FuncStructInfo`` describing it)."""
+    func = ExternFunc(name)
+    if struct_info is not None:
+        from .struct_info import FuncStructInfo
+        if not isinstance(struct_info, FuncStructInfo):
+            raise TypeError(f"relax.extern({name!r}): struct_info must be a FuncStructInfo, got {struct_info!r}")
+        _set_struct_info(func, struct_info)
+    return func
 
 
 # -- compound expressions --------------------------------------------------------------

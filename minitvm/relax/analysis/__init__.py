@@ -1,5 +1,6 @@
 """Relax analyses: well-formedness, variables, unused bindings, struct-info reasoning."""
 
+from .purity import contains_impure_call
 from .remove_unused import remove_all_unused
 from .struct_info_analysis import (
                                    definable_tir_vars_in_struct_info,
@@ -14,6 +15,6 @@ from .vars import all_global_vars, all_vars, bound_vars, free_vars
 from .well_formed import well_formed, well_formed_errors
 
 __all__ = ["well_formed", "well_formed_errors", "free_vars", "bound_vars", "all_vars",
-           "all_global_vars", "remove_all_unused", "is_base_of", "struct_info_lca",
+           "all_global_vars", "remove_all_unused", "contains_impure_call", "is_base_of", "struct_info_lca",
            "erase_to_well_defined", "get_static_type", "tir_vars_in_struct_info",
            "definable_tir_vars_in_struct_info", "derive_call_ret_struct_info"]

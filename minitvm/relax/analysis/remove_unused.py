@@ -1,67 +1,66 @@
 """``remove_all_unused``: drop bindings whose variables nothing uses.
 
-Inside dataflow blocks every binding may go (dataflow is pure); outside, only bindings
-of pure values (operators marked ``FPurity``, pure functions, plain values).  Removing one
-binding can make another unused, so this repeats until nothing changes.
+A binding goes when its variable is unused and evaluating its value cannot have a side
+effect (:func:`contains_impure_call`): an unused ``R.call_packed("f", x, out)`` stays, in a
+dataflow block too, and so do the bindings it reads.  ``match_cast`` bindings always stay
+(a run-time check, and the definition of the symbolic variables it matches), as in TVM.
+Removing one binding can make another unused, so this repeats until nothing changes.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ...ir.module import GlobalVar, IRModule
-from ...ir.op import Op
+from ...ir.module import IRModule
 from ..expr import (
-    Call,
     DataflowBlock,
     Function,
     If,
     MatchCast,
     SeqExpr,
-    TupleGetItem,
     VarBinding,
     _set_struct_info,
-    is_leaf,
     struct_info_of,
 )
-from ..struct_info import FuncStructInfo
+from .purity import contains_impure_call
 from .vars import _collect
 
 __all__ = ["remove_all_unused"]
 
 
-def remove_all_unused(func: Any) -> Any:
+def remove_all_unused(func: Any, mod: IRModule | None = None) -> Any:
     """``func`` (a Relax Function, any expression, or every Relax function of an IRModule)
-    without unused bindings."""
+    without unused bindings.  ``mod`` (implied for an IRModule) tells whether calls of its
+    functions are pure; without it a call of a function nothing describes is kept."""
     if isinstance(func, IRModule):
-        funcs = {gv: _prune(f) if isinstance(f, Function) else f for gv, f in func.functions.items()}
+        funcs = {gv: _prune(f, func) if isinstance(f, Function) else f for gv, f in func.functions.items()}
         return IRModule(funcs, func.attrs)
-    return _prune(func)
+    return _prune(func, mod)
 
 
-def _prune(expr: Any) -> Any:
+def _prune(expr: Any, mod: IRModule | None) -> Any:
     if isinstance(expr, Function):
-        body = _prune(expr.body)
+        body = _prune(expr.body, mod)
         if body is expr.body:
             return expr
         return Function(expr.params, body, expr.ret_struct_info, expr.is_pure, expr.attrs)
     if isinstance(expr, If):
-        then, other = _prune(expr.true_branch), _prune(expr.false_branch)
+        then, other = _prune(expr.true_branch, mod), _prune(expr.false_branch, mod)
         if then is expr.true_branch and other is expr.false_branch:
             return expr
         return _with_sinfo(If(expr.cond, then, other), expr)
     if isinstance(expr, SeqExpr):
-        return _prune_seq(expr)
+        return _prune_seq(expr, mod)
     return expr
 
 
-def _prune_seq(seq: SeqExpr) -> SeqExpr:
+def _prune_seq(seq: SeqExpr, mod: IRModule | None) -> SeqExpr:
     # inner scopes first (branches, local functions)
     blocks: list[tuple[type, list]] = []
     for block in seq.blocks:
         bindings = []
         for b in block.bindings:
-            value = _prune(b.value)
+            value = _prune(b.value, mod)
             if value is not b.value:
                 b = VarBinding(b.var, value) if isinstance(b, VarBinding) else MatchCast(b.var, value, b.struct_info)
             bindings.append(b)
@@ -74,7 +73,7 @@ def _prune_seq(seq: SeqExpr) -> SeqExpr:
                 used |= set(_collect(b.value).used)
         removed = False
         for cls, bindings in blocks:
-            keep = [b for b in bindings if b.var in used or not _removable(b, cls is DataflowBlock)]
+            keep = [b for b in bindings if b.var in used or not _removable(b, cls is DataflowBlock, mod)]
             if len(keep) != len(bindings):
                 bindings[:] = keep
                 removed = True
@@ -92,20 +91,13 @@ def _prune_seq(seq: SeqExpr) -> SeqExpr:
     return _with_sinfo(SeqExpr(tuple(new_blocks), seq.body), seq)
 
 
-def _removable(binding: Any, in_dataflow: bool) -> bool:
-    if in_dataflow:
-        return True
+def _removable(binding: Any, in_dataflow: bool, mod: IRModule | None) -> bool:
+    """May this unused binding go?  Not a match_cast, nor a value with an impure call (in a
+    dataflow block, where calls are pure by construction, only a call known to be impure
+    counts)."""
     if isinstance(binding, MatchCast):
-        return False  # a run-time check outside dataflow is kept
-    value = binding.value
-    if is_leaf(value) or isinstance(value, (TupleGetItem, Function)):
-        return True
-    if isinstance(value, Call):
-        if isinstance(value.op, Op):
-            return bool(value.op.get_attr("FPurity"))
-        sinfo = struct_info_of(value.op) if not isinstance(value.op, GlobalVar) else None
-        return isinstance(sinfo, FuncStructInfo) and sinfo.purity
-    return False
+        return False
+    return not contains_impure_call(binding.value, mod=mod, unknown_is_impure=not in_dataflow)
 
 
 def _with_sinfo(new: Any, old: Any) -> Any:

@@ -4,22 +4,24 @@ Every PrimFunc of the module gets ``attrs["op_pattern"]``, TVM's ``OpPatternKind
 int (:class:`~minitvm.relax.op.registry.OpPattern`): 0 elementwise, 1 broadcast,
 2 injective, 3 comm_reduce, 4 out_ewise_fusable, 8 opaque.  ``FuseOps`` reads it.
 
-The analysis looks at the blocks of the function (the root block aside), one at a time:
+The analysis is TVM's: the blocks are visited in order (the root block aside), the pattern
+starting at elementwise and only growing, each block judged by its one ``BufferStore``:
 
-* a block whose body is not a single ``BufferStore`` (an ``if``, an extern call, several
-  stores), or that reads the buffer it writes outside a reduction -> **opaque**;
-* a block with reduction iter vars -> **comm_reduce**; if its update is
-  ``out = out + a[...] * b[...]`` with ``a`` and ``b`` two different inputs (matmul,
-  dense, conv2d) -> **out_ewise_fusable**, as TVM marks those;
-* a spatial block whose store is indexed by plain iter vars compares each load with the
-  store: the same index list -> **elementwise**; indices that are some of the store's
-  variables, in the same order (``b0[v_i1]`` in ``T_add[v_i0, v_i1]``) -> **broadcast**;
-  anything else (a transpose, a reshape, an index expression) -> **injective**.  A store
-  indexed by anything but plain iter vars is injective too.
+* no store, or two stores with different indices -> **opaque**;
+* each load against the store: the same index objects -> elementwise; every load index
+  found among the store's, in order (a load dimension of extent 1 read at 0 skipped) ->
+  broadcast; the load's variables all among the store's (plain-variable) indices ->
+  injective.  Elementwise and broadcast loads together count as **elementwise**
+  (``C[i, j] = A[i, j] + B[j]``);
+* when every load fits one of those: a block writing a function parameter after a
+  reduction block makes the function **out_ewise_fusable** (softmax, a reduction plus a
+  cast); otherwise the block's pattern joins the function's;
+* otherwise, a block with reduction iter vars: a multiply-add update
+  (``C[i, j] = C[i, j] + A[i, k] * B[k, j]``, casts aside, both operands reusable across
+  the store's indices) or a load whose reduction index is an expression (pooling) ->
+  **out_ewise_fusable**; else **comm_reduce**; a block without reduction -> **opaque**.
 
-The function's pattern is the largest over its blocks, with one refinement: a reduction
-followed only by elementwise/broadcast blocks (``linear = matmul + bias`` written as one
-PrimFunc) is out_ewise_fusable.  A PrimFunc that already has ``op_pattern`` keeps it.
+A PrimFunc that already has ``op_pattern`` keeps it.
 
     mod = relax.transform.AnnotateTIROpPattern()(mod)
     mod["matmul"].attrs["op_pattern"]   # 4
@@ -27,92 +29,156 @@ PrimFunc) is out_ewise_fusable.  A PrimFunc that already has ``op_pattern`` keep
 
 from __future__ import annotations
 
+from typing import Any
+
 from ...ir.module import IRModule
-from ...tir.expr import Add, BufferLoad, IterVar, Mul, Var
+from ...tir.expr import Add, BufferLoad, Cast, IntImm, IterVar, Mul, Var
 from ...tir.function import PrimFunc
-from ...tir.functor import post_order_visit
-from ...tir.stmt import Block, BlockRealize, BufferStore
+from ...tir.functor import StmtExprVisitor, post_order_visit
+from ...tir.stmt import Block, BufferStore
 from ...transform import PassContext, module_pass
 from ..op.registry import OpPattern
 
 __all__ = ["AnnotateTIROpPattern", "analyze_op_pattern"]
 
 
-def _loads(expr) -> list[BufferLoad]:
-    found: list[BufferLoad] = []
-    post_order_visit(expr, lambda n: found.append(n) if isinstance(n, BufferLoad) else None)
-    return found
+def _same_array(a: tuple, b: tuple) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
 
 
-def _same_var(a, b) -> bool:
-    return isinstance(a, Var) and isinstance(b, Var) and a is b
-
-
-def _is_ordered_subset(sub: tuple, full: tuple) -> bool:
-    """Each index of ``sub`` is a plain variable of ``full``, in the same order."""
-    pos = 0
-    for v in sub:
-        while pos < len(full) and not _same_var(v, full[pos]):
-            pos += 1
-        if pos == len(full):
+def _is_broadcast(store: BufferStore, load: BufferLoad) -> bool:
+    j, n = 0, len(store.indices)
+    for dim, index in zip(load.buffer.shape, load.indices):
+        if isinstance(dim, IntImm) and dim.value == 1 and isinstance(index, IntImm) and index.value == 0:
+            continue  # a unit dimension read at 0
+        while j < n and store.indices[j] is not index:
+            j += 1
+        if j == n:
             return False
-        pos += 1
     return True
 
 
-def _is_multiply_add(store: BufferStore) -> bool:
-    """``out[i] = out[i] + a[...] * b[...]`` with ``a`` and ``b`` two other buffers."""
-    value = store.value
-    if not isinstance(value, Add):
-        return False
-    operands = (value.a, value.b)
-    for acc, prod in (operands, operands[::-1]):
-        if (isinstance(acc, BufferLoad) and acc.buffer is store.buffer and isinstance(prod, Mul)
-                and isinstance(prod.a, BufferLoad) and isinstance(prod.b, BufferLoad)
-                and prod.a.buffer is not prod.b.buffer
-                and store.buffer not in (prod.a.buffer, prod.b.buffer)):
-            return True
-    return False
+def _vars_of(expr: Any) -> list[Var]:
+    found: list[Var] = []
+    post_order_visit(expr, lambda n: found.append(n) if isinstance(n, Var) else None)
+    return found
 
 
-def _block_pattern(block: Block) -> OpPattern:
-    store = block.body
-    if not isinstance(store, BufferStore):
-        return OpPattern.OPAQUE
-    if any(iv.iter_type == IterVar.CommReduce for iv in block.iter_vars):
-        return OpPattern.OUT_ELEMWISE_FUSABLE if _is_multiply_add(store) else OpPattern.COMM_REDUCE
-    if any(iv.iter_type != IterVar.DataPar for iv in block.iter_vars):
-        return OpPattern.OPAQUE
-    loads = _loads(store.value)
-    if any(load.buffer is store.buffer for load in loads):
-        return OpPattern.OPAQUE  # reads what it writes, outside a reduction
+def _store_vars(store: BufferStore) -> set[int] | None:
+    """The store's index variables, or None when an index is not a plain variable."""
     if not all(isinstance(i, Var) for i in store.indices):
-        return OpPattern.INJECTIVE
-    kind = OpPattern.ELEMWISE
-    for load in loads:
-        if len(load.indices) == len(store.indices) and all(map(_same_var, load.indices, store.indices)):
-            continue
-        if _is_ordered_subset(load.indices, store.indices):
-            kind = max(kind, OpPattern.BROADCAST)
+        return None
+    return {id(i) for i in store.indices}
+
+
+def _is_injective(store: BufferStore, load: BufferLoad) -> bool:
+    known = _store_vars(store)
+    return known is not None and all(id(v) in known for i in load.indices for v in _vars_of(i))
+
+
+def _allows_reuse(store: BufferStore, load: BufferLoad) -> bool:
+    """Some store index variable is missing from the load (``B[i, k]`` for ``A[i, j]``)."""
+    known = _store_vars(store)
+    if known is None:
+        return False
+    for index in load.indices:
+        for v in _vars_of(index):
+            known.discard(id(v))
+    return bool(known)
+
+
+def _no_cast(e: Any) -> Any:
+    while isinstance(e, Cast):
+        e = e.value
+    return e
+
+
+def _is_fma(body: Any) -> bool:
+    """``C[i, j] = C[i, j] + A[...] * B[...]`` (casts aside), as TVM's IsFMA."""
+    if not isinstance(body, BufferStore):
+        return False
+    add = _no_cast(body.value)
+    if not isinstance(add, Add):
+        return False
+    mul, acc = _no_cast(add.b), _no_cast(add.a)
+    if not isinstance(mul, Mul) or not isinstance(acc, BufferLoad) or acc.buffer is not body.buffer \
+            or not _same_array(acc.indices, body.indices):
+        return False
+    lhs, rhs = _no_cast(mul.a), _no_cast(mul.b)
+    return isinstance(lhs, BufferLoad) and isinstance(rhs, BufferLoad) and \
+        _allows_reuse(body, lhs) and _allows_reuse(body, rhs)
+
+
+def _is_pure_reduce(reduce_vars: list[Var], indices: tuple) -> bool:
+    for index in indices:
+        used = [v for v in _vars_of(index) if any(v is r for r in reduce_vars)]
+        if used and index is not used[0]:
+            return False
+    return True
+
+
+class _PatternAnalyzer(StmtExprVisitor):
+    def __init__(self, func: PrimFunc) -> None:
+        self.params = {id(b) for b in func.buffer_map.values()}
+        self.kind = OpPattern.ELEMWISE
+        self.store: BufferStore | None = None
+        self.loads: list[BufferLoad] = []
+
+    def visit_buffer_store_(self, op: BufferStore) -> None:
+        if self.store is not None and not _same_array(op.indices, self.store.indices):
+            self.kind = OpPattern.OPAQUE
+            return
+        self.store = op
+        self.visit_children(op)
+
+    def visit_buffer_load_(self, op: BufferLoad) -> None:
+        self.loads.append(op)
+        self.visit_children(op)
+
+    def visit_block_(self, op: Block) -> None:
+        if op.name_hint == "root":
+            self.visit(op.body)
+            return
+        self.loads, self.store = [], None
+        self.visit(op.body)
+        if self.store is None:
+            self.kind = OpPattern.OPAQUE
+            return
+        store = self.store
+        pattern, elementwise = OpPattern.ELEMWISE, False
+        for load in self.loads:
+            if _same_array(store.indices, load.indices):
+                elementwise = True
+            elif _is_broadcast(store, load):
+                pattern = max(pattern, OpPattern.BROADCAST)
+            elif _is_injective(store, load):
+                pattern = max(pattern, OpPattern.INJECTIVE)
+            else:
+                pattern = OpPattern.OPAQUE
+                break
+        if pattern == OpPattern.BROADCAST and elementwise:
+            pattern = OpPattern.ELEMWISE
+        if pattern != OpPattern.OPAQUE:
+            writes_param = any(id(w.buffer) in self.params for w in op.writes)
+            if writes_param and self.kind == OpPattern.COMM_REDUCE:
+                self.kind = OpPattern.OUT_ELEMWISE_FUSABLE  # a reduction, then its epilogue
+            else:
+                self.kind = max(self.kind, pattern)
+            return
+        reduce_vars = [iv.var for iv in op.iter_vars if iv.iter_type == IterVar.CommReduce]
+        if not reduce_vars:
+            self.kind = OpPattern.OPAQUE
+        elif _is_fma(op.body) or not all(_is_pure_reduce(reduce_vars, load.indices) for load in self.loads):
+            self.kind = max(self.kind, OpPattern.OUT_ELEMWISE_FUSABLE)
         else:
-            kind = max(kind, OpPattern.INJECTIVE)
-    return kind
+            self.kind = max(self.kind, OpPattern.COMM_REDUCE)
 
 
 def analyze_op_pattern(func: PrimFunc) -> OpPattern:
     """The :class:`OpPattern` of one PrimFunc (see the module docstring for the rules)."""
-    blocks: list[Block] = []
-    post_order_visit(func.body, lambda n: blocks.append(n) if isinstance(n, Block) else None)
-    root = func.body.block if isinstance(func.body, BlockRealize) else None
-    blocks = [b for b in blocks if b is not root]  # post order: producers before consumers
-    if not blocks:
-        return OpPattern.OPAQUE
-    kinds = [_block_pattern(b) for b in blocks]
-    first = kinds[0]
-    if (len(kinds) > 1 and first in (OpPattern.COMM_REDUCE, OpPattern.OUT_ELEMWISE_FUSABLE)
-            and all(k <= OpPattern.BROADCAST for k in kinds[1:])):
-        return OpPattern.OUT_ELEMWISE_FUSABLE
-    return max(kinds)
+    analyzer = _PatternAnalyzer(func)
+    analyzer.visit(func.body)
+    return OpPattern(analyzer.kind)
 
 
 @module_pass(opt_level=0, name="AnnotateTIROpPattern")

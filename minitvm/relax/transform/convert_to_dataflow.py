@@ -25,9 +25,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ...ir.module import GlobalVar, IRModule
-from ...ir.op import Op
+from ...ir.module import IRModule
 from ...transform import PassContext, module_pass
+from ..analysis.purity import is_impure_call
 from ..expr import (
     BindingBlock,
     Call,
@@ -40,10 +40,8 @@ from ..expr import (
     TupleGetItem,
     Var,
     is_leaf,
-    struct_info_of,
 )
 from ..expr_functor import ExprMutator, ExprVisitor
-from ..struct_info import FuncStructInfo
 from ._util import map_functions
 
 __all__ = ["ConvertToDataflow"]
@@ -75,13 +73,7 @@ def _is_pure(binding: Any, mod: IRModule) -> bool:
     if is_leaf(value) or isinstance(value, (Tuple, TupleGetItem)):
         return True
     if isinstance(value, Call):
-        if isinstance(value.op, Op):
-            return bool(value.op.get_attr("FPurity"))
-        if isinstance(value.op, GlobalVar):
-            func = mod[value.op] if value.op in mod else None
-            return isinstance(func, Function) and func.is_pure
-        sinfo = struct_info_of(value.op)
-        return isinstance(sinfo, FuncStructInfo) and sinfo.purity
+        return not is_impure_call(value, mod)
     return False
 
 

@@ -1,18 +1,18 @@
-"""EliminateCommonSubexpr: a pure value computed twice in a dataflow block is computed once.
+"""EliminateCommonSubexpr: a value bound twice is computed once (TVM's algorithm).
 
 ::
 
     lv0 = R.add(x, y)          lv0 = R.add(x, y)
-    lv1 = R.add(x, y)    ->    (lv1 removed; its uses read lv0)
+    lv1 = R.add(x, y)    ->    lv1 = lv0
     gv  = R.multiply(lv0, lv1) gv  = R.multiply(lv0, lv0)
 
-Two values are the same when they are structurally equal after earlier replacements (so
-chains of duplicates fold too); free variables compare by identity.  Only dataflow blocks
-are searched (their bindings are pure), each on its own.  A duplicate bound to an output
-variable stays as ``gv = lv0`` (the output must still be defined);
-``CanonicalizeBindings`` removes such copies when it can.  Plain variables, constants and
-``match_cast`` are left alone; with ``call_only=True`` only calls are considered (not
-tuples or tuple items).  Calls of impure operators or functions are never merged.
+Every binding, in dataflow blocks and outside them, is looked up by its value (after the
+replacements made so far; a ``match_cast`` also by its target struct info, since it defines
+symbolic variables): a value seen before becomes a trivial binding of the first variable
+bound to it, and later uses read that variable.  ``CanonicalizeBindings`` removes the
+trivial bindings.  Never merged: values with an impure call (two effects stay two),
+allocations, and with ``call_only=True`` anything but calls.  A DataflowVar is not offered
+after its block ends; each ``If`` branch and each inner function is a scope of its own.
 
 ::
 
@@ -23,36 +23,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...ir.module import GlobalVar, IRModule
+from ...ir.module import IRModule
 from ...ir.op import Op
 from ...ir.structural import structural_equal, structural_hash
 from ...transform import PassContext, module_pass
-from ..expr import (
-    BindingBlock,
-    Call,
-    DataflowBlock,
-    DataflowVar,
-    Function,
-    Tuple,
-    TupleGetItem,
-    VarBinding,
-    struct_info_of,
-)
+from ..analysis.purity import contains_impure_call
+from ..expr import BindingBlock, Call, DataflowBlock, DataflowVar, Function, If, MatchCast, VarBinding
 from ..expr_functor import ExprMutator
-from ..struct_info import FuncStructInfo
 from ._util import map_functions
 
 __all__ = ["EliminateCommonSubexpr"]
 
-
-def _is_pure_call(call: Call, mod: IRModule | None) -> bool:
-    if isinstance(call.op, Op):
-        return bool(call.op.get_attr("FPurity"))
-    if isinstance(call.op, GlobalVar):
-        func = mod[call.op] if mod is not None and call.op in mod else None
-        return isinstance(func, Function) and func.is_pure
-    sinfo = struct_info_of(call.op)
-    return isinstance(sinfo, FuncStructInfo) and sinfo.purity
+_ALLOCATORS = frozenset({"relax.builtin.alloc_tensor", "relax.memory.alloc_storage", "relax.memory.alloc_tensor"})
 
 
 class _CSE(ExprMutator):
@@ -60,53 +42,83 @@ class _CSE(ExprMutator):
         super().__init__(mod)
         self.mod = mod
         self.call_only = call_only
-        self.table: dict[int, list[tuple[Any, Any]]] | None = None
+        # structural hash -> [(value, match_cast struct info or None, [variables bound to it])]
+        self.seen: dict[int, list[tuple[Any, Any, list]]] = {}
 
-    def _candidate(self, value: Any) -> bool:
-        if isinstance(value, Call):
-            return _is_pure_call(value, self.mod)
-        return not self.call_only and isinstance(value, (Tuple, TupleGetItem))
+    def _mergeable(self, value: Any) -> bool:
+        if self.call_only and not isinstance(value, Call):
+            return False
+        if contains_impure_call(value, mod=self.mod):
+            return False
+        return not (isinstance(value, Call) and isinstance(value.op, Op) and value.op.name in _ALLOCATORS)
 
-    def visit_dataflow_block_(self, block: DataflowBlock) -> BindingBlock:
-        saved, self.table = self.table, {}
-        try:
-            return super().visit_dataflow_block_(block)
-        finally:
-            self.table = saved
+    def _entry(self, value: Any, cast: Any) -> tuple[Any, Any, list] | None:
+        for entry in self.seen.get(structural_hash((value, cast)), []):
+            if structural_equal(entry[0], value) and structural_equal(entry[1], cast):
+                return entry
+        return None
 
-    def visit_binding_block_(self, block: BindingBlock) -> BindingBlock:
-        saved, self.table = self.table, None
-        try:
-            return super().visit_binding_block_(block)
-        finally:
-            self.table = saved
+    def _visit(self, binding: Any) -> None:
+        value = self.visit_expr(binding.value)
+        cast = binding.struct_info if isinstance(binding, MatchCast) else None
+        if self._mergeable(value):
+            entry = self._entry(value, cast)
+            if entry is not None and entry[2]:
+                first = entry[2][0]
+                self.set_var_remap(binding.var, first)
+                entry[2].append(binding.var)
+                self.builder_.emit_normalized(VarBinding(binding.var, first))
+                return
+            if entry is None:
+                self.seen.setdefault(structural_hash((value, cast)), []).append((value, cast, [binding.var]))
+            else:
+                entry[2].append(binding.var)
+        if value is binding.value:
+            self.builder_.emit_normalized(binding)
+        elif cast is None:
+            self.builder_.emit_normalized(VarBinding(binding.var, value))
+        else:
+            self.builder_.emit_normalized(MatchCast(binding.var, value, cast))
 
     def visit_var_binding_(self, binding: VarBinding) -> None:
-        if self.table is None or not self._candidate(binding.value):
-            return super().visit_var_binding_(binding)
-        value = self.visit_expr(binding.value)
-        bucket = self.table.setdefault(structural_hash(value), [])
-        for known, var in bucket:
-            if structural_equal(known, value):
-                if isinstance(binding.var, DataflowVar):
-                    self.set_var_remap(binding.var, var)
-                else:
-                    self.builder_.emit_normalized(VarBinding(binding.var, var))
-                return
-        new_var = self.with_struct_info(binding.var, value.struct_info)
-        if new_var is not binding.var:
-            self.set_var_remap(binding.var, new_var)
-        if new_var is binding.var and value is binding.value:
-            self.builder_.emit_normalized(binding)
-        else:
-            self.builder_.emit_normalized(VarBinding(new_var, value))
-        bucket.append((value, new_var))
+        self._visit(binding)
+
+    def visit_match_cast_(self, binding: MatchCast) -> None:
+        self._visit(binding)
+
+    def visit_dataflow_block_(self, block: DataflowBlock) -> BindingBlock:
+        saved = dict(self.var_remap_)
+        out = super().visit_dataflow_block_(block)
+        for entries in self.seen.values():  # the block's DataflowVars are out of scope now
+            for entry in entries:
+                entry[2][:] = [v for v in entry[2] if not isinstance(v, DataflowVar)]
+        self.var_remap_ = saved
+        return out
+
+    def _scoped(self, expr: Any) -> Any:
+        saved_remap, saved_seen = dict(self.var_remap_), self.seen
+        self.seen = {k: [(v, c, list(vs)) for v, c, vs in entries] for k, entries in saved_seen.items()}
+        try:
+            return self.visit_with_new_scope(expr)
+        finally:
+            self.var_remap_, self.seen = saved_remap, saved_seen
+
+    def visit_if_(self, op: If) -> Any:
+        cond = self.visit_expr(op.cond)
+        then, other = self._scoped(op.true_branch), self._scoped(op.false_branch)
+        if cond is op.cond and then is op.true_branch and other is op.false_branch:
+            return op
+        return If(cond, then, other)
+
+    def visit_function_(self, op: Function) -> Any:
+        if self.seen or self.var_remap_:  # an inner function: nothing crosses its boundary
+            return _CSE(self.mod, self.call_only).visit_expr(op)
+        return super().visit_function_(op)
 
 
-@module_pass(opt_level=0, name="EliminateCommonSubexpr")
+@module_pass(opt_level=1, name="EliminateCommonSubexpr")
 class EliminateCommonSubexpr:
-    """Merge identical pure computations in each dataflow block:
-    ``EliminateCommonSubexpr(call_only=False)(mod)``."""
+    """Bind each repeated pure value once: ``EliminateCommonSubexpr(call_only=False)(mod)``."""
 
     def __init__(self, call_only: bool = False):
         self.call_only = call_only

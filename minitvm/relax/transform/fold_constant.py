@@ -8,8 +8,9 @@
   the side (its ``FLegalize``, as LegalizeOps would) and folded the same way; the module
   gets no new PrimFunc.  Ops without a legalization are left alone.
 * ``t[i]`` of a tuple of known values becomes the value.
-* Uses of a variable bound to a constant read the constant itself (the binding stays:
-  ``DeadCodeElimination`` removes it, and the PrimFuncs no longer called).
+* Uses of a variable bound to a constant read the constant itself; bindings left unused
+  then go (:func:`relax.analysis.remove_all_unused`, as in TVM).  The PrimFuncs no longer
+  called stay in the module: ``DeadCodeElimination`` removes them.
 
 ::
 
@@ -27,8 +28,9 @@ from ...ir.op import Op
 from ...tir.expr import IntImm
 from ...tir.function import PrimFunc
 from ...transform import PassContext, module_pass
+from ..analysis.remove_unused import remove_all_unused
 from ..block_builder import BlockBuilder
-from ..expr import Call, Constant, DataflowVar, ShapeExpr, Tuple, TupleGetItem, Var
+from ..expr import Call, Constant, DataflowVar, Function, ShapeExpr, Tuple, TupleGetItem, Var
 from ..expr_functor import ExprMutator
 from ..struct_info import TensorStructInfo, TupleStructInfo
 from ._util import map_functions
@@ -156,4 +158,8 @@ class FoldConstant:
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         kernels: dict = {}
-        return map_functions(mod, lambda f, m: _Folder(m, kernels).visit_expr(f))
+
+        def fold(func: Function, m: IRModule) -> Function:
+            new = _Folder(m, kernels).visit_expr(func)
+            return func if new is func else remove_all_unused(new, m)
+        return map_functions(mod, fold)

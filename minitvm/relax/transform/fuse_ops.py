@@ -26,8 +26,9 @@ Every group of two or more calls becomes a private Relax function with
 ``attrs {"Primitive": True}``, named ``fused_`` + the called PrimFuncs' names
 (``fused_matmul_add_relu``); its parameters are the values the group reads from outside
 and it returns the group's one output.  The group's bindings are replaced by one binding
-of that output, ``lv2 = cls.fused_matmul_add_relu(x, w0, b0)``, where the last of them
-was.  A single call stays as it is.  ``FuseTIR`` then merges each fused function's
+of a new variable, ``lv = cls.fused_matmul_add_relu(x, w0, b0)``, where the last of them
+was (named as TVM's FuseOps names it: ``lv``, ``lv1`` ... in a dataflow block, ``gv`` for a
+block output); later uses read it.  A single call stays as it is.  ``FuseTIR`` then merges each fused function's
 PrimFuncs into one.
 
 Only calls with a single tensor output, no ``tir_vars`` and dimensions that are numbers or
@@ -46,7 +47,8 @@ from ...tir.expr import IntImm
 from ...tir.expr import Var as TirVar
 from ...tir.function import PrimFunc
 from ...transform import PassContext, module_pass
-from ..block_builder import BlockBuilder
+from ..analysis.vars import all_vars
+from ..block_builder import BlockBuilder, _NameTable
 from ..expr import (
     Call,
     DataflowBlock,
@@ -59,7 +61,7 @@ from ..expr import (
     _set_struct_info,
     struct_info_of,
 )
-from ..expr_functor import ExprVisitor
+from ..expr_functor import ExprMutator, ExprVisitor
 from ..op.base import call_tir
 from ..op.registry import OpPattern
 from ..struct_info import TensorStructInfo
@@ -199,9 +201,14 @@ def _fuse_function(func: Function, bb: BlockBuilder, mod: IRModule) -> Function:
     body = func.body
     if not isinstance(body, SeqExpr):
         return func
+    partitions = [_partition(block, mod) if isinstance(block, DataflowBlock) else [] for block in body.blocks]
+    fused_away = {block.bindings[k].var for block, groups in zip(body.blocks, partitions)
+                  for members in groups for k in members}
+    names = {v.name_hint for v in all_vars(func) if v not in fused_away}
+    fresh = _NameTable(lambda name: name in names)
+    remap: dict[Var, Var] = {}  # the group's last variable -> the variable of the fused call
     new_blocks, changed = [], False
-    for block in body.blocks:
-        groups = _partition(block, mod) if isinstance(block, DataflowBlock) else []
+    for block, groups in zip(body.blocks, partitions):
         if not groups:
             new_blocks.append(block)
             continue
@@ -210,18 +217,41 @@ def _fuse_function(func: Function, bb: BlockBuilder, mod: IRModule) -> Function:
         for members in groups:
             group_bindings = [block.bindings[k] for k in members]
             gv, inputs = _make_fused_function(bb, group_bindings, mod)
-            last = group_bindings[-1]
+            last = group_bindings[-1].var
             call = Call(gv, inputs)
-            _set_struct_info(call, last.var.struct_info)
+            _set_struct_info(call, last.struct_info)
+            # a new variable, as TVM's FuseOps emits the call: lv, lv1 ... (gv for an output)
+            kind = DataflowVar if isinstance(last, DataflowVar) else Var
+            remap[last] = kind(fresh.get("lv" if kind is DataflowVar else "gv"), last.struct_info)
             for k in members:
                 replaced[k] = None
-            replaced[members[-1]] = VarBinding(last.var, call)
+            replaced[members[-1]] = VarBinding(remap[last], call)
         new_bindings = [replaced.get(k, b) for k, b in enumerate(block.bindings)]
         new_blocks.append(DataflowBlock(tuple(b for b in new_bindings if b is not None)))
     if not changed:
         return func
-    return Function(func.params, SeqExpr(tuple(new_blocks), body.body), func.ret_struct_info, func.is_pure,
-                    func.attrs)
+    new = Function(func.params, SeqExpr(tuple(new_blocks), body.body), func.ret_struct_info, func.is_pure,
+                   func.attrs)
+    renamer = _Renamer(bb.get())
+    for old, var in remap.items():
+        renamer.set_var_remap(old, var)
+    return renamer.visit_expr(new)
+
+
+class _Renamer(ExprMutator):
+    """Uses of a group's last variable read the fused call's; remaps chain (the mutator may
+    in turn renew that variable when it re-derives its struct info)."""
+
+    def _resolve(self, op: Var) -> Var:
+        while op in self.var_remap_ and self.var_remap_[op] is not op:
+            op = self.var_remap_[op]
+        return op
+
+    def visit_var_(self, op: Var) -> Any:
+        return self._resolve(op)
+
+    def visit_dataflow_var_(self, op: DataflowVar) -> Any:
+        return self._resolve(op)
 
 
 @module_pass(opt_level=0, name="FuseOps")

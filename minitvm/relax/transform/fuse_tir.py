@@ -7,21 +7,25 @@ A fused function is a chain of ``R.call_tir`` in one dataflow block::
         lv1 = R.call_tir(cls.add, (lv, b0), ...)
         gv = R.call_tir(cls.relu, (lv1,), ...)
 
-FuseTIR writes one PrimFunc ``fused_matmul_add_relu(x, w0, b0, T_relu)`` whose root block
-holds the blocks of ``matmul``, ``add`` and ``relu`` one after another:
+FuseTIR writes one PrimFunc ``fused_matmul_add_relu(x, w0, b0, T_relu_intermediate)`` whose
+root block holds the blocks of ``matmul``, ``add`` and ``relu`` one after another, named as
+TVM names them:
 
-* the fused function's parameters become buffers of the new PrimFunc (named after them,
-  shaped by their struct info), and the last call's output buffer its output;
-* each intermediate value (``lv``, ``lv1``) becomes an ``alloc_buffer`` of the root block,
-  named after the output buffer of the kernel that writes it (``T_matmul``);
+* the fused function's parameters become buffers of the new PrimFunc, named after them and
+  shaped by their struct info (the handle parameters are ``p_x`` ...; the output's is
+  ``p_output0``);
+* each kernel's output becomes a buffer named after the kernel's output buffer plus
+  ``_intermediate`` (``T_matmul_intermediate``): an ``alloc_buffer`` of the root block for
+  the values used inside (``lv``, ``lv1``), the last one the output parameter;
 * each kernel's body is copied with its parameter buffers replaced by those buffers and
   new loop/block variables (a kernel may be called twice in one group); its own root
-  ``alloc_buffers`` move, renewed, to the new root block; block and buffer names that
-  repeat get a suffix (``T_add``, ``T_add_1``).
+  ``alloc_buffers`` move, renewed, to the new root block, before its output; a block name
+  that repeats gets a number (``T_add``, ``T_add1``; ``compute1`` -> ``compute2``).
 
 Calls ``cls.fused_matmul_add_relu(x, w0, b0)`` become
 ``R.call_tir(cls.fused_matmul_add_relu, (x, w0, b0), out_sinfo=...)``; the Primitive
-functions are removed, and so are the PrimFuncs nothing calls any more.
+functions are removed, and then, as TVM's FuseTIR ends, ``DeadCodeElimination`` runs (the
+kernels nothing calls any more go).
 
 Symbolic dimensions (``n``) carry over: each kernel's own shape variables are replaced
 by the fused function's, read off the buffers they meet.  A Primitive function this cannot
@@ -44,10 +48,11 @@ from ...tir.functor import StmtExprMutator, post_order_visit, substitute
 from ...tir.stmt import Block, BlockRealize, BufferStore, For, LetStmt, seq
 from ...transform import PassContext, module_pass
 from ..expr import Call, DataflowBlock, Function, SeqExpr, VarBinding
-from ..expr_functor import ExprMutator, ExprVisitor
+from ..expr_functor import ExprMutator
 from ..op.base import call_tir
 from ..struct_info import TensorStructInfo
 from ._util import map_functions
+from .dead_code_elimination import DeadCodeElimination
 
 __all__ = ["FuseTIR"]
 
@@ -79,12 +84,23 @@ class _BufferRenamer(StmtExprMutator):
 
     def visit_block_(self, op: Block) -> Any:
         op = self.visit_children(op)
-        name, n = op.name_hint, 0
-        while name in self.taken:
-            n += 1
-            name = f"{op.name_hint}_{n}"
-        self.taken.add(name)
+        name = _numbered(op.name_hint, self.taken)
         return op if name == op.name_hint else replace(op, name_hint=name)
+
+
+def _numbered(name: str, taken: set[str]) -> str:
+    """``name``, or when taken the first free ``base<k>`` counting on from its trailing
+    number (``T_add`` -> ``T_add1``, ``compute1`` -> ``compute2``), as TVM's FuseTIR names
+    repeated blocks."""
+    candidate = name
+    if candidate in taken:
+        base = name.rstrip("0123456789")
+        k = int(name[len(base):]) + 1 if len(base) < len(name) else 1
+        while f"{base}{k}" in taken:
+            k += 1
+        candidate = f"{base}{k}"
+    taken.add(candidate)
+    return candidate
 
 
 def _shape_ok(sinfo: Any) -> bool:
@@ -116,10 +132,11 @@ def _new_buffer(sinfo: TensorStructInfo, name: str) -> Buffer:
 
 
 def _unique(name: str, taken: set[str]) -> str:
+    """``name``, else ``name_1``, then ``name_1_2`` ... (TVM's intermediate-buffer names)."""
     candidate, n = name, 0
     while candidate in taken:
         n += 1
-        candidate = f"{name}_{n}"
+        candidate = f"{candidate}_{n}"
     taken.add(candidate)
     return candidate
 
@@ -159,9 +176,9 @@ def fuse_primitive(func: Function, mod: IRModule) -> PrimFunc | None:
     value_buffer: dict[int, Buffer] = {}  # id(relax var) -> the buffer holding it
     params, buffer_map = [], {}
     for p in func.params:
-        buf = _new_buffer(p.struct_info, _unique(p.name_hint, buffer_names))
+        buf = _new_buffer(p.struct_info, p.name_hint)
         value_buffer[id(p)] = buf
-        params.append(Var(buf.name, "handle"))
+        params.append(Var(f"p_{buf.name}", "handle"))
         buffer_map[params[-1]] = buf
 
     block_names: set[str] = set()
@@ -183,25 +200,25 @@ def fuse_primitive(func: Function, mod: IRModule) -> PrimFunc | None:
         if (len(kernel.params) != len(kernel_buffers) or len(kernel_buffers) != len(args) + 1
                 or any(id(a) not in value_buffer for a in args)):
             return None  # scalar parameters, several outputs, or an argument we do not know
-        out_name = _unique(kernel_buffers[-1].name, buffer_names)
-        out_buf = _new_buffer(out_sinfo, out_name)
-        if n + 1 < len(bindings):
-            allocs.append(out_buf)
-        else:
-            params.append(Var(out_buf.name, "handle"))
-            buffer_map[params[-1]] = out_buf
+        root = kernel.body.block
+        for buf in root.alloc_buffers:
+            buffer_names.add(buf.name)
+        out_buf = _new_buffer(out_sinfo, _unique(f"{kernel_buffers[-1].name}_intermediate", buffer_names))
         value_buffer[id(b.var)] = out_buf
         targets = [*(value_buffer[id(a)] for a in args), out_buf]
         dims = _bind_dims(kernel_buffers, targets)
         if dims is None:
             return None
         mapping = {id(kb): target for kb, target in zip(kernel_buffers, targets)}
-        root = kernel.body.block
         for buf in root.alloc_buffers:  # the kernel's own temporaries: a new buffer per call
             mapping[id(buf)] = replace(buf, data=Var(buf.data.name, buf.data.dtype),
-                                       shape=tuple(substitute(d, dims) for d in buf.shape),
-                                       name=_unique(buf.name, buffer_names))
+                                       shape=tuple(substitute(d, dims) for d in buf.shape))
             allocs.append(mapping[id(buf)])
+        if n + 1 < len(bindings):
+            allocs.append(out_buf)
+        else:
+            params.append(Var("p_output0", "handle"))
+            buffer_map[params[-1]] = out_buf
         kernel_body = substitute(_fresh_vars(root.body), dims)
         stmts.append(_BufferRenamer(mapping, block_names).visit(kernel_body))
     if body.body is not bindings[-1].var:
@@ -226,14 +243,6 @@ class _CallsToCallTIR(ExprMutator):
         return call
 
 
-class _Callees(ExprVisitor):
-    def __init__(self) -> None:
-        self.gvs: set[GlobalVar] = set()
-
-    def visit_global_var_(self, op: GlobalVar) -> None:
-        self.gvs.add(op)
-
-
 @module_pass(opt_level=0, name="FuseTIR")
 class FuseTIR:
     """Merge each ``Primitive`` function's PrimFuncs into one PrimFunc: ``FuseTIR()(mod)``."""
@@ -252,13 +261,4 @@ class FuseTIR:
         rewritten = map_functions(mod, lambda f, m: f if f.attrs.get("Primitive") else
                                   _CallsToCallTIR(m, fused).visit_expr(f))
         functions = {gv: prim_funcs.get(gv, f) for gv, f in rewritten.functions.items()}
-        # drop the kernels only the Primitive functions called
-        callees = _Callees()
-        for f in functions.values():
-            if isinstance(f, Function):
-                callees.visit_expr(f)
-        was_called = _Callees()
-        for f in fused.values():
-            was_called.visit_expr(f)
-        return IRModule({gv: f for gv, f in functions.items()
-                         if not (gv in was_called.gvs and gv not in callees.gvs)}, mod.attrs)
+        return DeadCodeElimination()(IRModule(functions, mod.attrs))

@@ -382,7 +382,7 @@ def test_ops_without_legalization_or_unknown_shapes_stay():
         bb.emit_func_output(relax.Tuple([b, c]))
     mod = LegalizeOps()(bb.get())
     assert high_level_ops(mod) == [name, "relax.exp"]
-    assert _prim_funcs(mod) == ["exp"]
+    assert _prim_funcs(mod) == ["tir_exp"]
     with pytest.raises(RelaxEvalError, match=f"cannot evaluate a call of {name}"):
         evaluate(mod, "main", rand(2, 3), rand(2, 3))
     with pytest.warns(UserWarning, match="LegalizeOps left these operators as they were"):
@@ -404,3 +404,17 @@ def test_custom_legalization_and_pass_infra():
         seq = transform.Sequential([LegalizeOps()])(mod)
     assert _prim_funcs(seq) == ["add"]
     assert high_level_ops(mod) == ["relax.add"]  # the input module is unchanged
+
+
+def test_legalize_ops_common_helpers_as_in_tvm():
+    from minitvm.relax.transform.legalize_ops.common import _try_convert_to_scalar_const, register_legalize
+
+    c = relax.const(np.float32(2.5))
+    imm = _try_convert_to_scalar_const(c)
+    assert isinstance(imm, tir.FloatImm) and imm.dtype == "float32" and imm.value == 2.5
+    assert _try_convert_to_scalar_const(c, python_native=True) == 2.5
+    vec = relax.const(np.ones(3, "float32"))
+    assert _try_convert_to_scalar_const(vec) is vec
+    # the common register_legalize is the one LegalizeOps reads
+    from minitvm.relax.transform import legalize_ops
+    assert legalize_ops.register_legalize is register_legalize

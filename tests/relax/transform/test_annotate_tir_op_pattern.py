@@ -21,7 +21,9 @@ def pattern_of(fn, *shapes):
 def test_patterns_of_topi_kernels():
     assert pattern_of(topi.add, (4, 8), (4, 8)) == OpPattern.ELEMWISE
     assert pattern_of(topi.nn.relu, (4, 8)) == OpPattern.ELEMWISE
-    assert pattern_of(topi.add, (4, 8), (8,)) == OpPattern.BROADCAST
+    # TVM's rule: an elementwise load next to a broadcast one keeps the block elementwise
+    assert pattern_of(topi.add, (4, 8), (8,)) == OpPattern.ELEMWISE
+    assert pattern_of(lambda a: topi.broadcast_to(a, (4, 8)), (8,)) == OpPattern.BROADCAST
     assert pattern_of(lambda a: topi.transpose(a, (1, 0)), (4, 8)) == OpPattern.INJECTIVE
     assert pattern_of(lambda a: topi.reshape(a, (32,)), (4, 8)) == OpPattern.INJECTIVE
     assert pattern_of(lambda a: topi.sum(a, axis=1), (4, 8)) == OpPattern.COMM_REDUCE
@@ -44,8 +46,28 @@ def clip_if(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
                 B[vi] = T.float32(0)
 
 
-def test_a_block_that_is_not_one_store_is_opaque():
-    assert analyze_op_pattern(clip_if) == OpPattern.OPAQUE
+@T.prim_func
+def reverse(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+    for i in range(8):
+        with T.block("B"):
+            vi = T.axis.spatial(8, i)
+            B[7 - vi] = A[vi]
+
+
+@T.prim_func
+def no_store(A: T.Buffer((8,), "float32")):
+    for i in range(8):
+        with T.block("B"):
+            vi = T.axis.spatial(8, i)
+            T.evaluate(A[vi])
+
+
+def test_opaque_blocks_as_tvm_judges_them():
+    # TVM looks at the stores, not the control flow: both stores of clip_if use the same
+    # indices and its loads match them, so it is elementwise
+    assert analyze_op_pattern(clip_if) == OpPattern.ELEMWISE
+    assert analyze_op_pattern(reverse) == OpPattern.OPAQUE    # a store index the loads do not share
+    assert analyze_op_pattern(no_store) == OpPattern.OPAQUE
 
 
 def test_pass_sets_the_attribute_and_keeps_an_existing_one():

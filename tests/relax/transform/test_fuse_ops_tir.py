@@ -68,7 +68,10 @@ def test_mlp_fuse_ops_groups_matmul_with_its_epilogue():
     assert [p.name_hint for p in fused.params] == ["x", "w0", "b0"]
     text = mod.script()
     assert "cls.fused_matmul_add_relu(x, w0, b0)" in text
-    assert "cls.fused_matmul1_add1(lv2, w1, b1)" in text
+    # the fused calls bind new variables, named as TVM's FuseOps names them
+    assert [b.var.name_hint for b in mod["main"].body.blocks[0].bindings] == ["lv", "gv"]
+    assert "cls.fused_matmul_add_relu(x, w0, b0)" in text
+    assert "cls.fused_matmul1_add1(lv, w1, b1)" in text
     assert text.count("R.call_tir") == 5   # all inside the fused functions now
 
 
@@ -81,9 +84,11 @@ def test_mlp_fuse_tir_makes_one_primfunc_per_group():
     text = mod.script()
     assert 'R.call_tir(cls.fused_matmul_add_relu, (x, w0, b0), out_sinfo=R.Tensor((4, 32), dtype="float32"))' in text
     fused = mod["fused_matmul_add_relu"]
-    assert [fused.buffer_map[p].name for p in fused.params] == ["x", "w0", "b0", "T_relu"]
+    # TVM's names: buffers after the Relax parameters, each kernel output + "_intermediate"
+    assert [fused.buffer_map[p].name for p in fused.params] == ["x", "w0", "b0", "T_relu_intermediate"]
+    assert [p.name for p in fused.params] == ["p_x", "p_w0", "p_b0", "p_output0"]
     root = fused.body.block
-    assert [b.name for b in root.alloc_buffers] == ["T_matmul", "T_add"]
+    assert [b.name for b in root.alloc_buffers] == ["T_matmul_intermediate", "T_add_intermediate"]
     for block in ("T_matmul", "T_add", "T_relu"):
         assert f'T.block("{block}")' in text
     # the printed module parses back to the same module
@@ -164,13 +169,11 @@ def test_output_of_the_dataflow_block_is_not_fused_into_its_consumer():
 
 @T.prim_func
 def clip_if(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+    # a store indexed by an expression the loads do not share: opaque by TVM's rules
     for i in range(8):
         with T.block("B"):
             vi = T.axis.spatial(8, i)
-            if A[vi] > T.float32(1):
-                B[vi] = T.float32(1)
-            else:
-                B[vi] = A[vi]
+            B[7 - vi] = T.min(A[vi], T.float32(1))
 
 
 def test_an_opaque_kernel_stands_alone():
@@ -186,11 +189,11 @@ def test_an_opaque_kernel_stands_alone():
         bb.emit_func_output(out)
     mod = fuse_ops(bb.get())
     assert mod["clip_if"].attrs["op_pattern"] == 8
-    assert relax_funcs(mod) == ["fused_relu_negative", "main"]   # exp alone, clip_if alone
+    assert relax_funcs(mod) == ["fused_relu_tir_negative", "main"]   # exp alone, clip_if alone
     fused = FuseTIR()(mod)
-    assert prim_funcs(fused) == ["clip_if", "exp", "fused_relu_negative"]
+    assert prim_funcs(fused) == ["clip_if", "fused_relu_tir_negative", "tir_exp"]
     xv = rand(8)
-    np.testing.assert_allclose(run_vm(fused, xv), -np.maximum(np.minimum(np.exp(xv), 1), 0), rtol=1e-6)
+    np.testing.assert_allclose(run_vm(fused, xv), -np.maximum(np.minimum(np.exp(xv), 1)[::-1], 0), rtol=1e-6)
 
 
 def test_groups_of_several_arguments_merge_and_injective_ops_feed_a_reduction():
@@ -204,9 +207,9 @@ def test_groups_of_several_arguments_merge_and_injective_ops_feed_a_reduction():
             out = bb.emit_output(R.sum(c, axis=[1]))  # a reduction after injective ops
         bb.emit_func_output(out)
     mod = fuse_ops(bb.get())
-    assert relax_funcs(mod) == ["fused_exp_transpose_add_sum", "main"]
+    assert relax_funcs(mod) == ["fused_tir_exp_transpose_add_sum", "main"]
     fused = FuseTIR()(mod)
-    assert prim_funcs(fused) == ["fused_exp_transpose_add_sum"]
+    assert prim_funcs(fused) == ["fused_tir_exp_transpose_add_sum"]
     xv, yv = rand(4, 6), rand(6, 4)
     np.testing.assert_allclose(run_vm(fused, xv, yv), (np.exp(xv) + yv.T).sum(1), rtol=1e-5)
 
@@ -230,9 +233,10 @@ def test_a_kernel_called_twice_in_a_group_gets_two_copies():
             out = bb.emit_output(relax.call_tir(add, (a, x), sinfo))
         bb.emit_func_output(out)
     mod = FuseTIR()(fuse_ops(bb.get()))
-    assert prim_funcs(mod) == ["fused_vadd_vadd"]
+    # vadd is public (it has a global_symbol): DeadCodeElimination keeps it, as in TVM
+    assert prim_funcs(mod) == ["fused_vadd_vadd", "vadd"]
     text = mod.script()
-    assert 'T.block("C")' in text and 'T.block("C_1")' in text    # repeated names get a suffix
+    assert 'T.block("C")' in text and 'T.block("C1")' in text    # a repeated name gets a number
     loop_vars = []
     post_order_visit(mod["fused_vadd_vadd"].body,
                      lambda n: loop_vars.append(n.loop_var) if isinstance(n, For) else None)

@@ -20,46 +20,36 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ... import te, topi
-from ...ir.module import IRModule
-from ...ir.op import Op
-from ...ir.structural import structural_equal
-from ...tir.expr import IntImm, PrimExpr
-from ...tir.expr import Var as TirVar
-from ...tir.function import PrimFunc
-from ...tir.functor import post_order_visit
-from ...transform import PassContext, module_pass
-from ..analysis.struct_info_analysis import is_base_of
-from ..block_builder import BlockBuilder
-from ..expr import Call, Expr, Tuple, TupleGetItem, struct_info_of
-from ..expr_functor import ExprMutator
-from ..op.base import call_tir
-from ..struct_info import StructInfo, TensorStructInfo, TupleStructInfo
-from ._util import rewrite_with_builder
+from .... import te, topi
+from ....ir.module import IRModule
+from ....ir.op import Op
+from ....ir.structural import structural_equal
+from ....tir.expr import FloatImm, IntImm, PrimExpr
+from ....tir.expr import Var as TirVar
+from ....tir.function import PrimFunc
+from ....tir.functor import post_order_visit
+from ....transform import PassContext, module_pass
+from ...analysis.struct_info_analysis import is_base_of
+from ...block_builder import BlockBuilder
+from ...expr import Call, Constant, Expr, Tuple, TupleGetItem, struct_info_of
+from ...expr_functor import ExprMutator
+from ...op.base import call_tir
+from ...struct_info import StructInfo, TensorStructInfo, TupleStructInfo
+from .._util import rewrite_with_builder
+from .common import LegalizeFunc, _try_convert_to_scalar_const, register_legalize
 
 __all__ = ["LegalizeOps", "register_legalize", "legalize_call"]
-
-LegalizeFunc = Callable[[BlockBuilder, Call], Expr]
-
-
-def register_legalize(op_name: str, func: LegalizeFunc | None = None, level: int = 10) -> Any:
-    """Set the ``FLegalize`` attribute of ``op_name`` (usable as a decorator)."""
-    def wrap(f: LegalizeFunc) -> LegalizeFunc:
-        Op.get(op_name).set_attr("FLegalize", f, level)
-        return f
-
-    return wrap if func is None else wrap(func)
-
 
 def _name(call: Call) -> str:
     """The PrimFunc name TVM would give: the op name without ``relax.`` / ``nn.``."""
     return call.op.name.split(".")[-1]
 
 
-def _te(fn: Callable, *args: Any, **attrs: Any) -> LegalizeFunc:
-    """A legalization that is one ``call_te`` of ``fn`` on the call's arguments."""
+def _te(fn: Callable, name: str | None = None, **attrs: Any) -> LegalizeFunc:
+    """A legalization that is one ``call_te`` of ``fn`` on the call's arguments, the kernel
+    named ``name`` (default: after the op)."""
     def legalize(bb: BlockBuilder, call: Call) -> Expr:
-        return bb.call_te(fn, *call.args, primfunc_name_hint=_name(call), **attrs)
+        return bb.call_te(fn, *call.args, primfunc_name_hint=name or _name(call), **attrs)
     return legalize
 
 
@@ -73,21 +63,44 @@ def _out_dtype(call: Call) -> str:
 
 # -- element-wise ------------------------------------------------------------------------------
 
+def _binary(fn: Callable) -> LegalizeFunc:
+    """``fn(a, b)`` with a scalar constant operand folded in (the second one first)."""
+    def legalize(bb: BlockBuilder, call: Call) -> Expr:
+        lhs, rhs = call.args
+        rhs = _try_convert_to_scalar_const(rhs)
+        if isinstance(rhs, Expr):
+            lhs = _try_convert_to_scalar_const(lhs)
+        if not isinstance(lhs, Expr) and not isinstance(rhs, Expr):
+            lhs = call.args[0]
+        return bb.call_te(fn, lhs, rhs, primfunc_name_hint=_name(call))
+    return legalize
+
+
 for _op_name, _fn in [
     ("add", topi.add), ("subtract", topi.subtract), ("multiply", topi.multiply), ("divide", topi.divide),
     ("floor_divide", topi.floor_divide), ("power", topi.power), ("maximum", topi.maximum),
     ("minimum", topi.minimum), ("equal", topi.equal), ("not_equal", topi.not_equal),
     ("less", topi.less), ("less_equal", topi.less_equal), ("greater", topi.greater),
-    ("greater_equal", topi.greater_equal), ("where", topi.where),
-    ("logical_and", topi.logical_and), ("logical_or", topi.logical_or), ("logical_not", topi.logical_not),
-    ("exp", topi.exp), ("log", topi.log), ("sqrt", topi.sqrt), ("rsqrt", topi.rsqrt),
-    ("tanh", topi.tanh), ("sigmoid", topi.sigmoid), ("erf", topi.erf), ("negative", topi.negative),
-    ("abs", topi.abs), ("nn.relu", topi.nn.relu), ("nn.gelu", topi.nn.gelu),
-    ("nn.gelu_tanh", topi.nn.gelu_tanh), ("nn.silu", topi.nn.silu),
+    ("greater_equal", topi.greater_equal),
+    ("logical_and", topi.logical_and), ("logical_or", topi.logical_or),
+]:
+    register_legalize(f"relax.{_op_name}", _binary(_fn))
+
+register_legalize("relax.where", _te(topi.where))
+
+# TVM names the kernels of unary math ops ``tir_<op>`` (``tir_exp``); the activations keep theirs
+for _op_name, _fn in [
+    ("logical_not", topi.logical_not), ("exp", topi.exp), ("log", topi.log), ("sqrt", topi.sqrt),
+    ("rsqrt", topi.rsqrt), ("tanh", topi.tanh), ("sigmoid", topi.sigmoid), ("negative", topi.negative),
+    ("abs", topi.abs),
     *((name, getattr(topi, name)) for name in (
         "ceil", "floor", "round", "sin", "cos", "tan", "sinh", "cosh", "asin", "acos", "atan", "asinh",
-        "acosh", "atanh", "sign", "square", "isnan", "isinf", "isfinite")),
+        "acosh", "atanh", "sign", "square")),
 ]:
+    register_legalize(f"relax.{_op_name}", _te(_fn, name=f"tir_{_op_name}"))
+
+for _op_name, _fn in [("isnan", topi.isnan), ("isinf", topi.isinf), ("isfinite", topi.isfinite), ("erf", topi.erf), ("nn.relu", topi.nn.relu), ("nn.gelu", topi.nn.gelu),
+                      ("nn.gelu_tanh", topi.nn.gelu_tanh), ("nn.silu", topi.nn.silu)]:
     register_legalize(f"relax.{_op_name}", _te(_fn))
 
 
@@ -100,7 +113,7 @@ def _ewise_fma(bb: BlockBuilder, call: Call) -> Expr:
 
 @register_legalize("relax.clip")
 def _clip(bb: BlockBuilder, call: Call) -> Expr:
-    return bb.call_te(topi.clip, call.args[0], call.attrs["min"], call.attrs["max"], primfunc_name_hint="clip")
+    return bb.call_te(topi.clip, call.args[0], call.attrs["min"], call.attrs["max"], primfunc_name_hint="tir_clip")
 
 
 @register_legalize("relax.astype")
@@ -249,17 +262,18 @@ def _full(bb: BlockBuilder, call: Call) -> Expr:
     return bb.call_te(topi.full, _out_shape(call), _out_dtype(call), call.args[1], primfunc_name_hint="full")
 
 
-def _fill_like(value: Any) -> LegalizeFunc:
+def _fill_like(value: Any, name: str) -> LegalizeFunc:
     def legalize(bb: BlockBuilder, call: Call) -> Expr:
         def fill(x: te.Tensor, *fill_value: te.Tensor, dtype: str) -> te.Tensor:
             return topi.full(x.shape, dtype, fill_value[0] if fill_value else value)
-        return bb.call_te(fill, *call.args, dtype=_out_dtype(call), primfunc_name_hint=_name(call))
+        return bb.call_te(fill, *call.args, dtype=_out_dtype(call), primfunc_name_hint=name)
     return legalize
 
 
-register_legalize("relax.zeros_like", _fill_like(0))
-register_legalize("relax.ones_like", _fill_like(1))
-register_legalize("relax.full_like", _fill_like(None))
+# TVM names the ``*_like`` kernels as the plain ones
+register_legalize("relax.zeros_like", _fill_like(0, "zeros"))
+register_legalize("relax.ones_like", _fill_like(1, "ones"))
+register_legalize("relax.full_like", _fill_like(None, "full"))
 
 
 # -- neural networks -----------------------------------------------------------------------------
@@ -394,7 +408,7 @@ class LegalizeOps:
         if self.enable_warning:
             import warnings
 
-            from ..pipeline import high_level_ops
+            from ...pipeline import high_level_ops
             left = high_level_ops(out)
             if left:
                 warnings.warn(f"LegalizeOps left these operators as they were: {', '.join(left)}", stacklevel=2)
