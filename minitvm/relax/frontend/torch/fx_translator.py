@@ -423,7 +423,8 @@ class FxConverter(ExportedProgramConverter):
         target, args, kwargs = fn(self, node, tuple(node.args), dict(node.kwargs), mod)
         return self.convert_map[target](_AtenCall(target, args, kwargs, node), self)
 
-    def convert_fx(self, input_info: list, unwrap_unit_return_tuple: bool, no_bind_return_tuple: bool = False) -> IRModule:
+    def convert_fx(self, input_info: list, unwrap_unit_return_tuple: bool,
+                   no_bind_return_tuple: bool = False) -> IRModule:
         import torch
 
         graph = self.gm.graph
