@@ -9,3 +9,13 @@ from .structural import assert_structural_equal, structural_equal, structural_ha
 __all__ = ["Node", "node", "replace", "GlobalVar", "IRModule", "dtype", "Op", "register_op",
            "register_op_attr",
            "structural_equal", "structural_hash", "assert_structural_equal"]
+
+
+def __getattr__(name: str):
+    # ``tvm.ir.transform`` is the pass infrastructure; import it on first use, since
+    # minitvm.transform itself imports this package
+    if name == "transform":
+        import importlib
+
+        return importlib.import_module(".transform", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
