@@ -7,11 +7,11 @@ Compile time, per pipeline and batch size (median of ``--compile-repeat`` fresh 
 warm process):
 
 * ``export``   -- ``model.export_tvm(spec)``: tracing the nn.Module into Relax;
-* ``pipeline`` -- ``relax.get_pipeline(name)(mod)``: ``"default"`` (LegalizeOps +
-  DefaultCPUSchedule + VM lowering, what ``minitvm.compile`` runs) or ``"zero"`` (LegalizeOps
-  + fusion + VM lowering, no schedule: TVM's zero pipeline);
-* ``codegen``  -- ``minitvm.compile(lowered, "llvm", relax_pipeline=None)``: TIR lowering,
-  LLVM, bytecode.
+* ``pipeline`` -- ``relax.get_pipeline(name)(mod)``: ``"default"`` (LegalizeOps + fusion +
+  DefaultCPUSchedule, what ``minitvm.compile`` runs) or ``"zero"`` (LegalizeOps + fusion, no
+  schedule: TVM's zero pipeline);
+* ``codegen``  -- ``minitvm.compile(lowered, "llvm", relax_pipeline=None)``: the lowering to
+  the VM, TIR lowering, LLVM, bytecode.
 
 Run latency rows (inputs already in each library's array type; the VM rows include
 allocating the output, as ``vm["forward"](...)`` does):

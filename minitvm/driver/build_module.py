@@ -127,12 +127,23 @@ def _has_relax(mod: IRModule) -> bool:
     return any(not isinstance(f, PrimFunc) for _, f in mod.items())
 
 
-def compile(mod_or_func: Any, target: Any = "llvm", **kwargs: Any) -> Any:  # noqa: A001 - TVM's name
-    """Compile a module for ``target``: TIR-only modules give a runtime Module (as ``build``);
-    modules with Relax functions give a VM executable."""
+def compile(mod_or_func: Any, target: Any = None, *, relax_pipeline: Any = "default",  # noqa: A001 - TVM's name
+            tir_pipeline: Any = "default", **kwargs: Any) -> Any:
+    """Compile a module for ``target`` (default: the current target, else llvm), as TVM's
+    ``tvm.compile``: modules with Relax functions go to ``relax.build`` (the Relax pipeline
+    ``relax_pipeline`` -- a name, a Pass or None -- then the lowering to the VM; a VM
+    Executable); TIR-only modules go to ``build`` (a runtime Module), where
+    ``relax_pipeline`` does not apply."""
     if isinstance(mod_or_func, IRModule) and _has_relax(mod_or_func):
-        return _compile_relax(mod_or_func, _target(target), **kwargs)
-    return build(mod_or_func, target, kwargs.pop("name", None))
+        return _compile_relax(mod_or_func, _target(target), relax_pipeline=relax_pipeline,
+                              tir_pipeline=tir_pipeline, **kwargs)
+    if tir_pipeline not in (None, "default"):
+        raise NotImplementedError("minitvm.compile: only the default TIR pipeline (tir_pipeline='default') "
+                                  "is supported")
+    name = kwargs.pop("name", None)
+    if kwargs:
+        raise TypeError(f"minitvm.compile: unexpected arguments {', '.join(kwargs)}")
+    return build(mod_or_func, target, name)
 
 
 def _compile_relax(mod: IRModule, target: Target, **kwargs: Any) -> Any:

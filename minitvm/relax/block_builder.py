@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import threading
 from typing import Any, Callable, Iterator, Sequence
 
 from ..ir.module import GlobalVar, IRModule
@@ -76,6 +77,8 @@ class _FunctionFrame:
     private: bool
     blocks: list = dataclasses.field(default_factory=list)
     output_emitted: bool = False
+    #: id(DataflowVar) -> the Var ``bb.emit_output(that DataflowVar)`` bound it to
+    emitted_outputs: dict = dataclasses.field(default_factory=dict)
 
 
 class _NameTable:
@@ -107,8 +110,35 @@ class BlockBuilder:
         self._func: _FunctionFrame | None = None
         self._blocks: list[_BlockFrame] = []
         self._bindings: dict[int, tuple[Var, Any]] = {}
+        # one table for the builder's lifetime, as TVM's: a second function's first binding
+        # is ``lv1`` when the first function had ``lv``
         self._local_names = _NameTable()
         self._global_names = _NameTable(lambda name: name in self._mod)
+
+    _current = threading.local()
+
+    @classmethod
+    def current(cls) -> "BlockBuilder | None":
+        """The builder whose ``with bb.function(...)`` (or ``with bb:``) scope is open, or None."""
+        stack = getattr(cls._current, "stack", None)
+        return stack[-1] if stack else None
+
+    def _push_current(self) -> None:
+        if not hasattr(BlockBuilder._current, "stack"):
+            BlockBuilder._current.stack = []
+        BlockBuilder._current.stack.append(self)
+
+    def _pop_current(self) -> None:
+        stack = BlockBuilder._current.stack
+        if stack and stack[-1] is self:
+            stack.pop()
+
+    def __enter__(self) -> "BlockBuilder":
+        self._push_current()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._pop_current()
 
     # -- scopes ----------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -126,15 +156,16 @@ class BlockBuilder:
             params = [params]
         self._func = _FunctionFrame(name, None if params is None else list(params), dict(attrs or {}),
                                     pure, private)
-        self._local_names = _NameTable()
         self._local_names.used.update(p.name for p in self._func.params or ())
         depth = len(self._blocks)
         self.begin_binding_block()
+        self._push_current()
         try:
             yield
             if not self._func.output_emitted:
                 raise RuntimeError(f"bb.function({name!r}) ended without bb.emit_func_output(...)")
         finally:
+            self._pop_current()
             del self._blocks[depth:]
             self._func = None
 
@@ -197,27 +228,60 @@ class BlockBuilder:
         block = self._current_block("bb.emit")
         prefix = name_hint or ("lv" if block.is_dataflow else "gv")
         try:
-            value = self.normalize(expr)
+            value = self.normalize(_python_tuple(expr))
         except StructInfoError as err:  # say which binding of which function, too
             where = f"binding {self._local_names.peek(prefix)}"
             if self._func is not None:
                 where += f" of function {self._func.name}"
             raise StructInfoError(f"{err} (in {where})") from None
+        if isinstance(value, SeqExpr) and self._func is not None:
+            value = self._inline_seq(value)
         cls = DataflowVar if block.is_dataflow else Var
         var = cls(self._local_names.get(prefix), self._sinfo(value, "bb.emit"))
         self.emit_normalized(VarBinding(var, value))
         return var
 
+    def _inline_seq(self, seq: SeqExpr) -> Any:
+        """Emit the bindings of ``seq`` into the function being built and return its result,
+        as TVM's builder does with an emitted SeqExpr: a block of the other kind (bindings
+        inside a dataflow block, or the reverse) splits the current block around it."""
+        for block in seq.blocks:
+            kind = isinstance(block, DataflowBlock)
+            here = self._blocks[-1].is_dataflow
+            if kind != here:
+                self._close_block_into_function()
+                self._blocks.append(_BlockFrame(kind))
+            for binding in block.bindings:
+                self._local_names.used.add(binding.var.name)
+                self.emit_normalized(binding)
+            if kind != here:
+                self._close_block_into_function()
+                self._blocks.append(_BlockFrame(here))
+        return seq.body
+
     def emit_output(self, output: Any, name_hint: str = "") -> Var:
         """Bind ``output`` to a variable visible after the dataflow block."""
         if not self.current_block_is_dataflow():
             raise RuntimeError("bb.emit_output is only allowed inside `with bb.dataflow()`")
-        if isinstance(output, (list, tuple)):
-            output = Tuple(list(output))
-        value = self.normalize(output)
+        value = self.normalize(_python_tuple(output))
         var = Var(self._local_names.get(name_hint or "gv"), self._sinfo(value, "bb.emit_output"))
         self.emit_normalized(VarBinding(var, value))
+        if isinstance(value, DataflowVar) and self._func is not None:
+            self._func.emitted_outputs.setdefault(id(value), (value, var))
         return var
+
+    def _emitted_output(self, expr: Any) -> Any:
+        """``expr`` with each DataflowVar that ``bb.emit_output`` turned into a returned Var
+        replaced by that Var: TVM's builder lets ``bb.emit_func_output(lv)`` name the dataflow
+        variable (the MLC course's ``from_fx`` does), and the function returns the output."""
+        emitted = self._func.emitted_outputs if self._func is not None else {}
+        if isinstance(expr, DataflowVar):
+            entry = emitted.get(id(expr))
+            return entry[1] if entry is not None and entry[0] is expr else expr
+        if isinstance(expr, Tuple):
+            fields = [self._emitted_output(f) for f in expr.fields]
+            return expr if _same(fields, expr.fields) else self.normalize(Tuple(fields))
+        return expr
 
     def match_cast(self, value: Any, struct_info: StructInfo, name_hint: str = "") -> Var:
         """``R.match_cast(value, struct_info)``: a variable with the more precise struct info
@@ -263,12 +327,13 @@ class BlockBuilder:
         if frame.params is None:
             raise RuntimeError(f"function {frame.name!r} has no parameters: pass params to "
                                "bb.function or bb.emit_func_output")
-        if isinstance(output, (list, tuple)):
-            output = Tuple(list(output))
-        output = self.normalize(output)
-        if isinstance(output, DataflowVar):
-            raise RuntimeError(f"the function output {output.name} is a DataflowVar; "
-                               "use bb.emit_output inside the dataflow block")
+        output = self._emitted_output(self.normalize(_python_tuple(output)))
+        leaked = [v for v in ([output] if not isinstance(output, Tuple) else output.fields)
+                  if isinstance(v, DataflowVar)]
+        if leaked:
+            raise RuntimeError(f"the function output {leaked[0].name} is a DataflowVar that "
+                               "bb.emit_output did not emit; emit it with bb.emit_output inside "
+                               "the dataflow block")
         self._close_block_into_function()
         self.begin_binding_block()  # keeps the stack balanced for the enclosing `with`
         body = SeqExpr(tuple(frame.blocks), output)
@@ -338,7 +403,7 @@ class BlockBuilder:
             return self._normalize_call(expr)
         if isinstance(expr, Tuple):
             fields = [self._normalize_arg(f) for f in expr.fields]
-            return expr if _same(fields, expr.fields) else Tuple(fields)
+            return expr if _same(fields, expr.fields) else self.normalize(Tuple(fields))
         if isinstance(expr, TupleGetItem):
             return self._normalize_get_item(expr)
         if isinstance(expr, SeqExpr):
@@ -479,6 +544,14 @@ class BlockBuilder:
         if sinfo is None:
             raise StructInfoError(f"{where}: {expr!r} has no struct info")
         return sinfo
+
+
+def _python_tuple(expr: Any) -> Any:
+    """A (nested) Python list or tuple of Relax expressions as a Relax Tuple, as TVM's builder
+    takes them in emit, emit_output and emit_func_output."""
+    if isinstance(expr, (list, tuple)):
+        return Tuple([_python_tuple(e) for e in expr])
+    return expr
 
 
 def _same(new: Sequence, old: Sequence) -> bool:

@@ -1,29 +1,39 @@
-"""Named Relax pipelines: ``relax.get_pipeline("zero")`` is a pass that takes a module of
-high-level Relax to one the VM code generator accepts.
+"""Named Relax pipelines, as TVM's ``relax.get_pipeline(name)``: each returns a Pass that
+rewrites a module of Relax functions and PrimFuncs and leaves it at the level of
+``R.call_tir`` into PrimFuncs (what ``mod.show()`` then prints).
 
-* ``"zero"``    -- ``LegalizeOps`` (high-level ops -> ``call_tir`` of PrimFuncs), operator
-  fusion (``AnnotateTIROpPattern``, ``FoldConstant``, ``FuseOps``, ``FuseTIR``), then the VM
-  lowering: ``ToNonDataflow``, ``CallTIRRewrite``, ``StaticPlanBlockMemory``,
-  ``VMBuiltinLower``, ``VMShapeLower``.
-* ``"default"`` -- what ``minitvm.compile`` runs: ``FuseTransposeMatmul`` (a dense layer's
-  ``x @ W.T`` as one kernel at small batch), ``DeadCodeElimination``, the same legalization
-  and fusion as "zero", ``DefaultCPUSchedule`` (a schedule for every fused kernel), then the
-  VM lowering.
+* ``"zero"``    -- TVM's zero pipeline: ``LegalizeOps`` (high-level ops -> ``call_tir`` of
+  PrimFuncs), then operator fusion (``AnnotateTIROpPattern``, ``FoldConstant``, ``FuseOps``,
+  ``FuseTIR``); then, once a MetaSchedule database is current, the tuned schedules from it.
+* ``"default"`` (also ``"default_build"``) -- what ``minitvm.compile`` runs on a module
+  unless told otherwise: ``FuseTransposeMatmul`` (a dense layer's ``x @ W.T`` as one kernel
+  at small batch), ``DeadCodeElimination``, the same legalization and fusion as "zero",
+  ``DefaultCPUSchedule`` (a schedule for every fused kernel).  Every pass in it leaves code
+  it has already handled alone, so a module that went through "zero" first compiles fine.
+
+The lowering to VM builtins is not part of any of them: ``relax.build`` (and so
+``minitvm.compile``) runs it after the pipeline, as two stages named as TVM's backends name
+them -- :func:`dataflow_lower_passes` (``ToNonDataflow``, ``CallTIRRewrite``) and
+:func:`finalize_passes` (``StaticPlanBlockMemory``, ``VMBuiltinLower``, ``VMShapeLower``);
+:func:`vm_lowering_passes` is both.  Those passes leave lowered code alone, so compiling a
+module that is already lowered does not lower it again.
 
 ``register_pipeline(name, fn)`` adds one: ``fn(**kwargs)`` returns a Pass.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable
 
 from ..ir.module import IRModule
 from ..ir.op import Op
-from ..transform import Pass, Sequential
+from ..transform import Pass, PassContext, Sequential
 from .expr import Call, Function
 from .expr_functor import ExprVisitor
 
-__all__ = ["get_pipeline", "register_pipeline", "vm_lowering_passes", "zero_pipeline", "default_pipeline"]
+__all__ = ["get_pipeline", "register_pipeline", "zero_pipeline", "default_pipeline", "default_build_pipeline",
+           "legalize_passes", "dataflow_lower_passes", "finalize_passes", "vm_lowering_passes"]
 
 #: operators the VM lowering handles itself (everything else needs LegalizeOps)
 _LOWERED_BY_VM = frozenset({"relax.call_tir", "relax.call_dps_packed", "relax.call_pure_packed",
@@ -31,12 +41,37 @@ _LOWERED_BY_VM = frozenset({"relax.call_tir", "relax.call_dps_packed", "relax.ca
                             "relax.memory.alloc_tensor"})
 
 
-def vm_lowering_passes() -> list[Pass]:
-    """The passes from call_tir-level Relax to what the VM code generator emits."""
+def legalize_passes(target: Any = None) -> list[Pass]:
+    """High-level ops to PrimFuncs, then operator fusion: TVM's CPU ``legalize_passes``, the
+    body of the zero pipeline.  ``target`` is accepted as TVM's backends take it; the passes
+    are the same for every target minitvm has."""
     from . import transform as T
 
-    return [T.ToNonDataflow(), T.CallTIRRewrite(), T.StaticPlanBlockMemory(), T.VMBuiltinLower(),
-            T.VMShapeLower()]
+    return [T.LegalizeOps(), T.AnnotateTIROpPattern(), T.FoldConstant(), T.FuseOps(), T.FuseTIR()]
+
+
+#: the older name of :func:`legalize_passes`
+optimization_passes = legalize_passes
+
+
+def dataflow_lower_passes(target: Any = None) -> list[Pass]:
+    """Out of dataflow blocks, ``call_tir`` -> explicit output allocation + a kernel call."""
+    from . import transform as T
+
+    return [T.ToNonDataflow(), T.CallTIRRewrite()]
+
+
+def finalize_passes(target: Any = None) -> list[Pass]:
+    """Memory planning, allocations -> VM builtins, shapes -> the VM's shape heap."""
+    from . import transform as T
+
+    return [T.StaticPlanBlockMemory(), T.VMBuiltinLower(), T.VMShapeLower()]
+
+
+def vm_lowering_passes(target: Any = None) -> list[Pass]:
+    """The passes from call_tir-level Relax to what the VM code generator emits: what
+    ``relax.build`` runs after the Relax pipeline."""
+    return [*dataflow_lower_passes(target), *finalize_passes(target)]
 
 
 class _OpCollector(ExprVisitor):
@@ -58,32 +93,57 @@ def high_level_ops(mod: IRModule) -> list[str]:
     return list(c.ops)
 
 
-def optimization_passes() -> list[Pass]:
-    """High-level ops to PrimFuncs, then operator fusion: what "zero" runs before the lowering."""
-    from . import transform as T
+def _current_tuning_database() -> Any:
+    """The MetaSchedule database in effect (``with database:``), or None.
 
-    return [T.LegalizeOps(), T.AnnotateTIROpPattern(), T.FoldConstant(), T.FuseOps(), T.FuseTIR()]
-
-
-def zero_pipeline(**kwargs: Any) -> Pass:
-    """LegalizeOps, operator fusion (AnnotateTIROpPattern, FoldConstant, FuseOps, FuseTIR),
-    then the VM lowering -- TVM's zero pipeline."""
-    return Sequential([*optimization_passes(), *vm_lowering_passes()], name="zero")
+    Read without importing ``minitvm.meta_schedule`` (it sits above relax): if no one has
+    imported it, no database can be current."""
+    ms = sys.modules.get("minitvm.meta_schedule")
+    database = getattr(ms, "Database", None) if ms is not None else None
+    return database.current() if database is not None and hasattr(database, "current") else None
 
 
-def default_pipeline(**kwargs: Any) -> Pass:
+class _ZeroPipeline(Sequential):
+    """The zero pipeline's passes, then the tuning database's schedules when one is current
+    (TVM runs ``MetaScheduleApplyDatabase`` then)."""
+
+    def transform(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        mod = super().transform(mod, ctx)
+        database = _current_tuning_database()
+        if database is not None:
+            raise NotImplementedError(
+                f"relax.get_pipeline('zero'): a MetaSchedule database is current ({database!r}), but "
+                "applying it (MetaScheduleApplyDatabase) is not implemented yet")
+        return mod
+
+
+def zero_pipeline(*, enable_warning: bool = False) -> Pass:
+    """TVM's zero pipeline: LegalizeOps, AnnotateTIROpPattern, FoldConstant, FuseOps, FuseTIR
+    (then a current tuning database).  ``enable_warning`` makes LegalizeOps warn about ops it
+    has no legalization for."""
+    from .transform import LegalizeOps
+
+    passes = legalize_passes()
+    passes[0] = LegalizeOps(enable_warning=enable_warning)
+    return _ZeroPipeline(passes, name="zero")
+
+
+def default_pipeline() -> Pass:
     """What ``minitvm.compile`` runs: FuseTransposeMatmul + DeadCodeElimination, the zero
-    pipeline's legalization and fusion, default CPU schedules for every (fused) kernel
-    (``tir.transform.DefaultCPUSchedule``), then the VM lowering."""
+    pipeline's legalization and fusion, then default CPU schedules for every (fused) kernel
+    (``tir.transform.DefaultCPUSchedule``).  The VM lowering follows in ``relax.build``."""
     from ..tir.transform import DefaultCPUSchedule
     from .transform import DeadCodeElimination, FuseTransposeMatmul
 
-    return Sequential([FuseTransposeMatmul(), DeadCodeElimination(), *optimization_passes(), DefaultCPUSchedule(),
-                       *vm_lowering_passes()], name="default")
+    return Sequential([FuseTransposeMatmul(), DeadCodeElimination(), *legalize_passes(), DefaultCPUSchedule()],
+                      name="default")
 
+
+#: TVM's name for the pipeline ``tvm.compile`` runs by default
+default_build_pipeline = default_pipeline
 
 _PIPELINES: dict[str, Callable[..., Pass]] = {"zero": zero_pipeline, "default": default_pipeline,
-                                              "default_build": default_pipeline}
+                                              "default_build": default_build_pipeline}
 
 
 def register_pipeline(name: str, fn: Callable[..., Pass], override: bool = False) -> None:

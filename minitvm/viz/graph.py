@@ -164,14 +164,12 @@ class _Graph:
                 self.lines.append(f"{indent}{src} -> {out}")
 
 
-def graph_dot(mod_or_func: Any, name: str = "main") -> str:
+def graph_dot(mod_or_func: Any, name: str | None = None) -> str:
     """The DOT text of :func:`graph` (stable; tests compare it)."""
-    from ..relax.expr import Function
+    from .entry import entry_function
 
     mod = mod_or_func if isinstance(mod_or_func, IRModule) else None
-    func = mod[name] if mod is not None else mod_or_func
-    if not isinstance(func, Function):
-        raise TypeError(f"viz.graph draws Relax functions; {name!r} is a {type(func).__name__}")
+    func = entry_function(mod_or_func, "relax", name, "viz.graph")
     g = _Graph(mod)
     g.function(func)
     if mod is not None:
@@ -203,8 +201,9 @@ def _fused_clusters(g: _Graph, mod: IRModule) -> None:
                            'arrowhead="none" color="#868e96"]')
 
 
-def graph(mod_or_func: Any, name: str = "main") -> Any:
-    """A graphviz picture of a Relax function's dataflow (``name`` in a module)."""
+def graph(mod_or_func: Any, name: str | None = None) -> Any:
+    """A graphviz picture of a Relax function's dataflow: ``name`` in a module, else its entry
+    (``main``, or the only function FuseOps did not make; see :mod:`minitvm.viz.entry`)."""
     import graphviz
 
     return graphviz.Source(graph_dot(mod_or_func, name))

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..ir.module import IRModule
 from ..tir.function import PrimFunc
+from .entry import entry_function
 
 __all__ = ["iteration_order", "IterationOrder"]
 
@@ -112,9 +113,7 @@ def iteration_order(func: PrimFunc | IRModule, buffer: str | None = None, kind: 
 
     if kind not in ("write", "read"):
         raise ValueError(f"iteration_order: kind must be 'write' or 'read', got {kind!r}")
-    if isinstance(func, IRModule):
-        names = [gv.name_hint for gv, f in func.items() if isinstance(f, PrimFunc)]
-        func = func[name or ("main" if "main" in names else names[0])]
+    func = entry_function(func, "tir", name, "viz.iteration_order")
     buffers = {b.name: b for b in func.buffer_map.values()}
     target = buffer or func.buffers[-1].name
     if target not in buffers:

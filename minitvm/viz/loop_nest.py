@@ -13,6 +13,7 @@ from typing import Any
 from ..ir.module import IRModule
 from ..tir.function import PrimFunc
 from ..tir.stmt import Allocate, BlockRealize, For, ForKind, IfThenElse, SeqStmt
+from .entry import entry_function
 
 __all__ = ["loop_nest", "loop_nest_dot"]
 
@@ -112,9 +113,7 @@ class _DotWriter:
 
 def loop_nest_dot(func: PrimFunc | IRModule, name: str | None = None) -> str:
     """The DOT text of :func:`loop_nest`."""
-    if isinstance(func, IRModule):
-        names = [gv.name_hint for gv, f in func.items() if isinstance(f, PrimFunc)]
-        func = func[name or ("main" if "main" in names else names[0])]
+    func = entry_function(func, "tir", name, "viz.loop_nest")
     writer = _DotWriter()
     writer.walk(func.body, None)
     body = "\n".join(writer.lines)

@@ -21,17 +21,19 @@ __all__ = ["PassStepper"]
 
 
 def _entry_relax_function(mod: IRModule) -> str | None:
-    """The Relax function a picture should show: ``main``, else the first one FuseOps did not make."""
+    """The Relax function a picture shows (:func:`viz.entry.entry_name`); when several could
+    be and none is ``main``, the first of them rather than no picture."""
     from ..relax.expr import Function
-    from .graph import is_fused
+    from .entry import entry_name
 
-    funcs = [(gv.name_hint, f) for gv, f in mod.items() if isinstance(f, Function)]
-    names = [name for name, _ in funcs]
-    if "main" in names:
-        return "main"
-    # fused functions (attrs Primitive) are drawn as clusters inside the entry function's picture
-    entries = [name for name, f in funcs if not is_fused(f)]
-    return (entries or names or [None])[0]
+    try:
+        return entry_name(mod, "relax", what="PassStepper")
+    except ValueError:
+        from .graph import is_fused
+
+        funcs = [(gv.name_hint, f) for gv, f in mod.items() if isinstance(f, Function)]
+        entries = [name for name, f in funcs if not is_fused(f)]
+        return (entries or [name for name, _ in funcs] or [None])[0]
 
 
 def _picture_svg(mod: IRModule) -> str:

@@ -276,3 +276,18 @@ def test_compiled_tir_module_has_mod_for_time_evaluator():
     result = lib.mod.time_evaluator("main", minitvm.cpu(), number=3)(a, b)
     assert result.mean > 0
     np.testing.assert_allclose(b.numpy(), a.numpy() * 2, rtol=1e-6)
+
+
+def test_compile_of_tir_refuses_what_it_cannot_honour():
+    """minitvm.compile takes TVM's keywords; for TIR only the default TIR pipeline exists."""
+    import pytest
+
+    import minitvm
+    from minitvm.ir import IRModule
+    from minitvm.testing.programs import mm_relu
+
+    mod = IRModule({"mm_relu": mm_relu})
+    with pytest.raises(NotImplementedError, match="only the default TIR pipeline"):
+        minitvm.compile(mod, "llvm", tir_pipeline=minitvm.transform.Sequential([]))
+    with pytest.raises(TypeError, match="unexpected arguments params"):
+        minitvm.compile(mod, "llvm", params={})

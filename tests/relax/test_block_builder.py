@@ -276,3 +276,134 @@ def test_params_given_at_emit_func_output_as_in_the_mlc_course():
     assert list(mod["main"].params) == [A, B]
     assert sorted(mod.keys()) == ["main", "te_matmul", "te_relu"]
     assert relax.analysis.well_formed(mod)
+
+
+def test_func_output_may_name_the_dataflow_var_that_emit_output_emitted():
+    """The MLC course's from_fx keeps the DataflowVar and returns it after bb.emit_output(it):
+    the function returns the emitted output, as TVM's builder lets it."""
+    import minitvm
+
+    x = relax.Var("x", relax.TensorStructInfo((2, 3), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main"):
+        with bb.dataflow():
+            lv = bb.emit(relax.op.exp(x))
+            lv2 = bb.emit(relax.op.add(lv, x))
+            out = bb.emit_output(lv2)
+        bb.emit_func_output(lv2, [x])
+    main = bb.get()["main"]
+    assert main.body.body is out and type(out) is relax.Var
+    assert relax.analysis.well_formed(bb.get())
+    data = np.random.default_rng(2).standard_normal((2, 3)).astype("float32")
+    vm = relax.VirtualMachine(minitvm.compile(bb.get()), minitvm.cpu())
+    np.testing.assert_allclose(vm["main"](data).numpy(), np.exp(data) + data, rtol=1e-6)
+
+    # in a tuple, too; a DataflowVar that was never emitted is still refused
+    bb = relax.BlockBuilder()
+    with bb.function("pair", [x]):
+        with bb.dataflow():
+            a = bb.emit(relax.op.exp(x))
+            b = bb.emit(relax.op.negative(x))
+            ga, gb = bb.emit_output(a), bb.emit_output(b)
+        bb.emit_func_output([a, b])
+    assert list(bb.get()["pair"].body.body.fields) == [ga, gb]
+    with pytest.raises(RuntimeError, match="DataflowVar that bb.emit_output did not emit"):
+        with bb.function("h", [x]):
+            with bb.dataflow():
+                c = bb.emit(relax.op.exp(x))
+                bb.emit_output(bb.emit(relax.op.negative(c)))
+            bb.emit_func_output(c)
+
+
+def test_current_builder_is_set_inside_a_function_scope_and_recovered_after_an_error():
+    x = relax.Var("x", relax.TensorStructInfo((2,), "float32"))
+    bb = relax.BlockBuilder()
+    assert relax.BlockBuilder.current() is None
+    with pytest.raises(RuntimeError, match="without bb.emit_func_output"):
+        with bb.function("f", [x]):
+            assert relax.BlockBuilder.current() is bb
+            bb.emit(relax.op.exp(x))
+    assert relax.BlockBuilder.current() is None
+    with bb:
+        assert relax.BlockBuilder.current() is bb
+    assert relax.BlockBuilder.current() is None
+
+
+def test_names_are_unique_across_the_functions_of_one_builder():
+    """As TVM's builder: one name table for its lifetime (the second function's first binding is lv1)."""
+    x = relax.Var("x", relax.TensorStructInfo((2,), "float32"))
+    bb = relax.BlockBuilder()
+    names = []
+    for fname in ("f", "g"):
+        with bb.function(fname, [x]):
+            with bb.dataflow():
+                lv = bb.emit(relax.op.exp(x))
+                gv = bb.emit_output(lv)
+            bb.emit_func_output(gv)
+        names.append((lv.name_hint, gv.name_hint))
+    assert names == [("lv", "gv"), ("lv1", "gv1")]
+
+
+def test_python_tuples_become_relax_tuples_even_nested():
+    n, m = tir.Var("n", "int64"), tir.Var("m", "int64")
+    a = relax.Var("a", relax.PrimStructInfo(value=n))
+    b = relax.Var("b", relax.PrimStructInfo(value=m))
+    x = relax.Var("x", relax.TensorStructInfo((n, m), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("f", [a, b, x]):
+        pair = bb.emit((a, b))
+        bb.emit_func_output((pair, (a, x)))
+    out = bb.get()["f"].body.body
+    assert isinstance(out, relax.Tuple) and out.fields[0] is pair
+    assert isinstance(out.fields[1], relax.Tuple) and list(out.fields[1].fields) == [a, x]
+    assert isinstance(pair.struct_info, relax.TupleStructInfo)
+
+
+def _seq_one_plus_two():
+    """The body of `c = 1 + 2` built on its own: a SeqExpr with one binding block."""
+    bb = relax.BlockBuilder()
+    with bb.function("seq", []):
+        one = bb.emit(relax.const(1, "int64"), "a")
+        two = bb.emit(relax.const(2, "int64"), "b")
+        bb.emit_func_output(bb.emit(relax.op.add(one, two), "c"))
+    return bb.get()["seq"].body
+
+
+def test_emitting_a_seq_expr_inlines_its_bindings():
+    seq = _seq_one_plus_two()
+    bb = relax.BlockBuilder()
+    with bb.function("f", []):
+        d = bb.emit(relax.const(3, "int64"), "d")
+        e = bb.emit(seq, "e")
+        bb.emit_func_output(bb.emit(relax.op.add(d, e), "f"))
+    (block,) = bb.get()["f"].body.blocks
+    assert [b.var.name_hint for b in block.bindings] == ["d", "a", "b", "c", "e", "f"]
+    assert block.bindings[4].value is seq.body  # e = c
+
+    # inside a dataflow block the seq's plain bindings split it: dataflow, plain, dataflow
+    bb = relax.BlockBuilder()
+    with bb.function("g", []):
+        with bb.dataflow():
+            bb.emit(relax.const(3, "int64"), "d")
+            e = bb.emit(seq, "e")
+            out = bb.emit_output(e, "f")
+        bb.emit_func_output(out)
+    mod = bb.get()
+    blocks = mod["g"].body.blocks
+    assert [type(b).__name__ for b in blocks] == ["DataflowBlock", "BindingBlock", "DataflowBlock"]
+    assert [[b.var.name_hint for b in blk.bindings] for blk in blocks] == [["d"], ["a", "b", "c"], ["e", "f"]]
+    assert relax.analysis.well_formed(mod)
+
+
+def test_emit_te_of_a_kernel_without_tensor_arguments():
+    """TVM's emit_te takes a TE function of no tensors (a kernel that fills a constant)."""
+    import minitvm
+    from minitvm import topi
+
+    bb = relax.BlockBuilder()
+    with bb.function("main", []):
+        out = bb.emit_te(lambda: topi.full((2, 3), "float32", tir.FloatImm("float32", 1.5)),
+                         primfunc_name_hint="fill")
+        bb.emit_func_output(out)
+    vm = relax.VirtualMachine(minitvm.compile(bb.get()), minitvm.cpu())
+    np.testing.assert_array_equal(vm["main"]().numpy(), np.full((2, 3), 1.5, "float32"))

@@ -72,10 +72,7 @@ def test_quick_start_mlp_through_the_zero_pipeline(mlp):
     fuse_tir = stepper.diff(step["FuseTIR"])  # the fused Relax functions become one PrimFunc each
     assert "R.call_tir(cls.fused_matmul_add_relu, (x, permute_dims, fc1_bias)" in _added(fuse_tir)
     assert "@R.function(private=True)" in _removed(fuse_tir) and "def add(" in _removed(fuse_tir)
-    assert "with R.dataflow():" in _removed(stepper.diff(step["ToNonDataflow"]))
-    assert _added(stepper.diff(step["CallTIRRewrite"])).count("R.builtin.alloc_tensor") == 4
-    assert "R.memory.alloc_storage" in _added(stepper.diff(step["StaticPlanBlockMemory"]))
-    assert 'R.call_packed("vm.builtin.alloc_storage"' in _added(stepper.diff(step["VMBuiltinLower"]))
+    assert "alloc_tensor" not in stepper.result.script()  # the zero pipeline does not lower to the VM
 
     box = stepper.widget()
     assert (box.slider.min, box.slider.max) == (0, len(pipeline.passes) - 1)
@@ -91,6 +88,25 @@ def test_quick_start_mlp_through_the_zero_pipeline(mlp):
     assert "gv = call_tir <b>relu</b><br/><i>elementwise</i>" in dot and 'fillcolor="#d3f9d8"' in dot
     assert "add = call_tir <b>add</b><br/><i>broadcast</i>" in dot and 'fillcolor="#c5f6fa"' in dot
     assert "<i>fused, out_ewise_fusable</i>" in dot and 'lhead="cluster_fused_matmul1_add1"' in dot
+
+
+def test_stepping_the_vm_lowering_that_compile_runs_after_the_zero_pipeline(mlp):
+    """relax.build lowers a fused module to VM builtins: the same passes, stepped one by one."""
+    mod, _ = mlp
+    fused = relax.get_pipeline("zero")(mod)
+    passes = relax.pipeline.vm_lowering_passes()
+    stepper = viz.PassStepper(fused, passes)
+    assert stepper.names == ["ToNonDataflow", "CallTIRRewrite", "StaticPlanBlockMemory", "VMBuiltinLower",
+                             "VMShapeLower"]
+    step = {name: k for k, name in enumerate(stepper.names)}
+    assert "with R.dataflow():" in _removed(stepper.diff(step["ToNonDataflow"]))
+    call_tir = stepper.diff(step["CallTIRRewrite"])  # one output allocation per kernel call
+    assert _added(call_tir).count("R.builtin.alloc_tensor") == 4 and "R.call_tir" in _removed(call_tir)
+    assert "R.memory.alloc_storage" in _added(stepper.diff(step["StaticPlanBlockMemory"]))
+    assert 'R.call_packed("vm.builtin.alloc_storage"' in _added(stepper.diff(step["VMBuiltinLower"]))
+    # what the stepper ends with is what minitvm.compile hands to the VM code generator
+    ex = minitvm.compile(fused, "llvm", relax_pipeline=None)
+    assert stepper.result.script() == ex.ir_module.script()
 
 
 def test_the_stepped_module_computes_the_mlp(mlp):

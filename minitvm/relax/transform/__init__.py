@@ -1,6 +1,6 @@
 """Relax passes, one per module (TVM's names): ``relax.transform.CallTIRRewrite()(mod)``.
 
-Lowering to the VM, in the order :func:`minitvm.relax.get_pipeline` runs them:
+Lowering to the VM, in the order ``relax.build`` runs them after the Relax pipeline:
 :class:`ToNonDataflow`, :class:`CallTIRRewrite`, :class:`StaticPlanBlockMemory`,
 :class:`VMBuiltinLower`, :class:`VMShapeLower`.  ``LegalizeOps`` (high-level ops ->
 ``call_tir`` of PrimFuncs) comes first.

@@ -1,0 +1,128 @@
+"""relax.get_pipeline: the zero pipeline is TVM's (legalize + fusion); relax.build / minitvm.compile
+lower to the VM after whatever pipeline ran."""
+
+import sys
+import types
+
+import numpy as np
+import pytest
+
+import minitvm
+from minitvm import relax
+from minitvm.testing.nn_models import export_quick_start_mlp
+
+LOWERING = ["ToNonDataflow", "CallTIRRewrite", "StaticPlanBlockMemory", "VMBuiltinLower", "VMShapeLower"]
+
+
+def _names(pipeline):
+    return [p.info.name for p in pipeline.passes]
+
+
+def _mlp_inputs(spec, batch=1, seed=5):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((batch, 784)).astype("float32")
+    params = [(rng.standard_normal(tuple(int(s) for s in p.shape)) * 0.1).astype("float32") for _, p in spec]
+    w1, b1, w2, b2 = params
+    return x, params, np.maximum(x @ w1.T + b1, 0) @ w2.T + b2
+
+
+def _run(ex, x, params):
+    vm = relax.VirtualMachine(ex, minitvm.cpu())
+    return vm["forward"](minitvm.nd.array(x), *[minitvm.nd.array(p) for p in params]).numpy()
+
+
+def test_the_named_pipelines_stop_before_the_vm_lowering():
+    assert _names(relax.get_pipeline("zero")) == ["LegalizeOps", "AnnotateTIROpPattern", "FoldConstant",
+                                                  "FuseOps", "FuseTIR"]
+    default = _names(relax.get_pipeline("default"))
+    assert default[:2] == ["FuseTransposeMatmul", "DeadCodeElimination"]
+    assert default[-1] == "DefaultCPUSchedule" and "FuseTIR" in default
+    assert not set(default) & set(LOWERING) and _names(relax.get_pipeline("default_build")) == default
+    # the lowering relax.build runs, in TVM's two stages
+    assert [p.info.name for p in relax.pipeline.vm_lowering_passes()] == LOWERING
+    assert [p.info.name for p in relax.pipeline.dataflow_lower_passes()] == LOWERING[:2]
+    assert [p.info.name for p in relax.pipeline.finalize_passes()] == LOWERING[2:]
+
+
+def test_zero_pipeline_takes_tvms_keyword_only():
+    assert relax.get_pipeline("zero", enable_warning=True).passes[0].info.name == "LegalizeOps"
+    with pytest.raises(TypeError):
+        relax.get_pipeline("zero", database="tuning_logs")
+
+
+def test_a_current_tuning_database_is_refused_by_name(monkeypatch):
+    """Until minitvm has a tuner, a current MetaSchedule database cannot be applied silently."""
+    class Database:
+        @staticmethod
+        def current():
+            return "JSONDatabase(tuning_logs)"
+
+    monkeypatch.setitem(sys.modules, "minitvm.meta_schedule", types.SimpleNamespace(Database=Database))
+    mod, _ = export_quick_start_mlp(1)
+    with pytest.raises(NotImplementedError, match=r"JSONDatabase\(tuning_logs\).*MetaScheduleApplyDatabase"):
+        relax.get_pipeline("zero")(mod)
+
+
+def test_compile_lowers_what_the_zero_pipeline_leaves():
+    mod, spec = export_quick_start_mlp(1)
+    fused = relax.get_pipeline("zero")(mod)
+    x, params, want = _mlp_inputs(spec)
+    for ex in (minitvm.compile(fused, "llvm"),  # default pipeline again: nothing left to fuse
+               minitvm.compile(fused, "llvm", relax_pipeline=None),
+               relax.build(fused, "llvm", relax_pipeline=None)):
+        np.testing.assert_allclose(_run(ex, x, params), want, rtol=1e-4, atol=1e-4)
+    # fusing a fused module again changes nothing: the same kernels reach the VM
+    ex = minitvm.compile(fused, "llvm")
+    assert sorted(gv.name_hint for gv in ex.ir_module.get_global_vars()) == [
+        "forward", "fused_matmul1_add1", "fused_matmul_add_relu", "transpose", "transpose1"]
+    assert "alloc_storage" in ex.ir_module["forward"].script()
+
+
+def test_compile_of_a_module_lowered_by_hand_lowers_nothing_twice():
+    mod, spec = export_quick_start_mlp(1)
+    fused = relax.get_pipeline("zero")(mod)
+    lowered = minitvm.transform.Sequential(relax.pipeline.vm_lowering_passes())(fused)
+    ex = relax.build(lowered, "llvm", relax_pipeline=None)
+    assert minitvm.ir.structural_equal(ex.ir_module, lowered)
+    assert ex.as_text() == relax.build(fused, "llvm", relax_pipeline=None).as_text()
+    x, params, want = _mlp_inputs(spec, seed=8)
+    np.testing.assert_allclose(_run(ex, x, params), want, rtol=1e-4, atol=1e-4)
+
+
+def test_default_pipeline_on_a_raw_module_and_the_executable_saves(tmp_path):
+    mod, spec = export_quick_start_mlp(4)
+    ex = minitvm.compile(mod, minitvm.target.Target("llvm"))
+    x, params, want = _mlp_inputs(spec, batch=4, seed=9)
+    np.testing.assert_allclose(_run(ex, x, params), want, rtol=1e-4, atol=1e-4)
+    assert "forward" in ex.as_text() and "vm.builtin.alloc_storage" in ex.as_text()
+    path = tmp_path / "mlp.so"
+    ex.save(str(path))
+    loaded = minitvm.runtime.vm.Executable.load(str(path))
+    np.testing.assert_allclose(_run(loaded, x, params), want, rtol=1e-4, atol=1e-4)
+
+
+def test_build_refuses_a_pipeline_that_is_not_one():
+    mod, _ = export_quick_start_mlp(1)
+    with pytest.raises(TypeError, match=r"relax_pipeline must be a pipeline name, a Pass \(or a function.*got list"):
+        relax.build(mod, "llvm", relax_pipeline=[relax.transform.LegalizeOps()])
+    with pytest.raises(ValueError, match="unknown pipeline 'fastest'"):
+        minitvm.compile(mod, "llvm", relax_pipeline="fastest")
+    with pytest.raises(TypeError, match="unexpected arguments exec_mod"):
+        minitvm.compile(mod, "llvm", exec_mod="bytecode")
+
+
+def test_compile_takes_tvms_keywords_and_the_current_target():
+    mod, spec = export_quick_start_mlp(2)
+    calls = []
+
+    def my_pipeline(m):  # TVM accepts any function of the module as relax_pipeline
+        calls.append(minitvm.target.Target.current().kind.name)
+        return relax.get_pipeline("zero")(m)
+
+    with minitvm.target.Target("llvm"):
+        ex = minitvm.compile(mod, relax_pipeline=my_pipeline, tir_pipeline="default")
+    assert calls == ["llvm"]  # the pipeline runs under the build's target
+    x, params, want = _mlp_inputs(spec, batch=2, seed=11)
+    np.testing.assert_allclose(_run(ex, x, params), want, rtol=1e-4, atol=1e-4)
+    with pytest.raises(NotImplementedError, match="only the default TIR pipeline"):
+        minitvm.compile(mod, "llvm", tir_pipeline=minitvm.transform.Sequential([]))
