@@ -26,8 +26,9 @@ def normalize_module(mod_or_func: Any, name: str | None = None) -> IRModule:
     if isinstance(mod_or_func, IRModule):
         return mod_or_func
     if isinstance(mod_or_func, PrimFunc):
-        gname = name or mod_or_func.attrs.get("global_symbol") or "main"
-        return IRModule({gname: mod_or_func})
+        if name:  # an explicit name is also the exported symbol
+            return IRModule({name: mod_or_func.with_attr("global_symbol", name)})
+        return IRModule({mod_or_func.attrs.get("global_symbol") or "main": mod_or_func})
     raise TypeError(f"expected an IRModule or a tir.PrimFunc, got {type(mod_or_func).__name__}")
 
 
@@ -84,11 +85,20 @@ def _instrument(mod: IRModule, target: Target) -> IRModule:
     return InstrumentBoundCheckers()(mod)
 
 
+def export_name(name_hint: str, func: PrimFunc) -> str:
+    """The symbol a built PrimFunc is exported under: its ``global_symbol`` attribute when it
+    has one, else its name in the module (as TVM: ``tir.Schedule(add1).mod`` names the
+    function ``main`` but ``lib["add1"]`` calls it)."""
+    symbol = func.attrs.get("global_symbol") if func.attrs else None
+    return str(symbol) if symbol else name_hint
+
+
 def build(mod_or_func: Any, target: Any = "llvm", name: str | None = None) -> Module:
     """Compile the PrimFuncs of a module (or one PrimFunc) for ``target``.
 
-    ``lib[name](*arrays)`` then calls a function by its global name; arguments are checked
-    (count, dtype, shape) before any code runs.
+    ``lib[symbol](*arrays)`` then calls a function by its exported symbol (``export_name``:
+    the ``global_symbol``, else the module's name for it); arguments are checked (count,
+    dtype, shape) before any code runs.
     """
     from ..target.codegen import build_module
 
@@ -99,7 +109,13 @@ def build(mod_or_func: Any, target: Any = "llvm", name: str | None = None) -> Mo
         raise TypeError(f"build compiles TIR functions only; {', '.join(others)} are not PrimFuncs — "
                         "use minitvm.compile for modules with Relax functions")
     lowered = _instrument(lower(mod), target)
-    funcs = {gv.name_hint: f for gv, f in lowered.items() if isinstance(f, PrimFunc)}
+    funcs: dict[str, PrimFunc] = {}
+    for gv, f in lowered.items():
+        if isinstance(f, PrimFunc):
+            symbol = export_name(gv.name_hint, f)
+            if symbol in funcs:
+                raise ValueError(f"build: two functions export the symbol {symbol!r} (global_symbol)")
+            funcs[symbol] = f
     if not funcs:
         raise ValueError("build: the module has no PrimFunc to compile")
     lib = build_module(funcs, target)

@@ -35,3 +35,13 @@ def _from_min_extent(min_value: object, extent: object) -> object:
 
 
 Range.from_min_extent = _from_min_extent  # type: ignore[attr-defined]
+
+
+def __getattr__(name: str):
+    # ``tvm.ir.transform`` is the pass infrastructure; import it on first use, since
+    # minitvm.transform itself imports this package
+    if name == "transform":
+        import importlib
+
+        return importlib.import_module(".transform", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

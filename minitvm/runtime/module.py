@@ -76,6 +76,13 @@ class Module:
 
     # -- lookup -----------------------------------------------------------------
     @property
+    def mod(self) -> "Module":
+        """The library itself: ``tvm.compile(tir_mod)`` returns an Executable in TVM 0.2x whose
+        ``.mod`` is the runtime module (``lib.mod.time_evaluator("main", dev)``); here the
+        build result is that module."""
+        return self
+
+    @property
     def entry_name(self) -> str | None:
         """The function called by ``lib(...)``: "main" if present, else the only one."""
         if self._entry_name is not None:

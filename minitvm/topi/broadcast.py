@@ -83,9 +83,29 @@ def _pow(a: PrimExpr, b: PrimExpr) -> PrimExpr:
     return _op.pow(a, b)
 
 
-add = _binary(_op.add, "add")
-subtract = _binary(_op.sub, "subtract")
-multiply = _binary(_op.mul, "multiply")
+def _both_bool(a: PrimExpr, b: PrimExpr) -> bool:
+    return a.dtype == "bool" and b.dtype == "bool"
+
+
+def _add(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    # bool + bool is "or" (numpy and torch); a 1-bit add would wrap True + True to False
+    return _op.logical_or(a, b) if _both_bool(a, b) else _op.add(a, b)
+
+
+def _sub(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    if _both_bool(a, b):
+        raise TypeError("topi.subtract: subtracting two bool tensors is not supported (numpy and "
+                        "torch refuse it too); use logical_xor (not_equal) or cast to an integer dtype")
+    return _op.sub(a, b)
+
+
+def _mul(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    return _op.logical_and(a, b) if _both_bool(a, b) else _op.mul(a, b)
+
+
+add = _binary(_add, "add")
+subtract = _binary(_sub, "subtract")
+multiply = _binary(_mul, "multiply")
 divide = _binary(_op.div, "divide")
 floor_divide = _binary(_op.floordiv, "floor_divide")
 power = _binary(_pow, "power")

@@ -145,12 +145,13 @@ class ScheduleLab:
     def measure(self, number: int = 5) -> dict[str, float]:
         """Seconds per call now and at the start (and GFLOP/s when ``flops`` was given)."""
         from ..driver import build
+        from ..driver.build_module import export_name
         from ..testing.tir_builders import random_arguments
 
         def seconds(mod: IRModule) -> float:
             name = mod.keys()[0]
             args = random_arguments(mod[name], self.seed)
-            fn = build(mod)[name]
+            fn = build(mod)[export_name(name, mod[name])]  # exported under its global_symbol
             fn(*args)
             start = time.perf_counter()
             for _ in range(number):

@@ -230,6 +230,54 @@ def test_python_target_runs_kernels():
     np.testing.assert_allclose(b, a * 2 + 1, rtol=1e-6)
 
 
+@T.prim_func
+def add1(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+    for i in range(16):
+        with T.block("B"):
+            vi = T.axis.spatial(16, i)
+            B[vi] = A[vi] + T.float32(1)
+
+
+def test_build_exports_a_function_under_its_global_symbol():
+    # tir.Schedule(prim_func) names the module's function "main"; the build exports it as its
+    # global_symbol ("add1"), as TVM does, and "main" is not a symbol of the library
+    mod = minitvm.tir.Schedule(add1).mod
+    assert [gv.name_hint for gv in mod.get_global_vars()] == ["main"]
+    lib = minitvm.build(mod, target="llvm")
+    a = np.random.default_rng(2).standard_normal(16).astype("float32")
+    b = minitvm.nd.array(np.zeros(16, "float32"))
+    lib["add1"](minitvm.nd.array(a), b)
+    np.testing.assert_allclose(b.numpy(), a + 1, rtol=1e-6)
+    with pytest.raises(AttributeError, match="no function 'main'; it has: add1"):
+        lib["main"]
+
+
+def test_build_without_global_symbol_exports_the_module_name():
+    attrs = {k: v for k, v in add1.attrs.items() if k != "global_symbol"}
+    func = minitvm.tir.PrimFunc(add1.params, add1.buffer_map, add1.body, add1.ret_type, attrs)
+    lib = minitvm.build(minitvm.IRModule({"my_add": func}), target="llvm")
+    assert lib.function_names() == ["my_add"]
+
+
+def test_compiled_tir_module_has_mod_for_time_evaluator():
+    # the MLC course: tvm.compile(MyModule).mod.time_evaluator("main", dev)
+    @I.ir_module
+    class Mod:
+        @T.prim_func
+        def main(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+            for i in range(16):
+                with T.block("B"):
+                    vi = T.axis.spatial(16, i)
+                    B[vi] = A[vi] * T.float32(2)
+
+    lib = minitvm.compile(Mod, target="llvm")
+    a = minitvm.nd.array(np.random.default_rng(3).standard_normal(16).astype("float32"))
+    b = minitvm.nd.array(np.zeros(16, "float32"))
+    result = lib.mod.time_evaluator("main", minitvm.cpu(), number=3)(a, b)
+    assert result.mean > 0
+    np.testing.assert_allclose(b.numpy(), a.numpy() * 2, rtol=1e-6)
+
+
 def test_compile_of_tir_refuses_what_it_cannot_honour():
     """minitvm.compile takes TVM's keywords; for TIR only the default TIR pipeline exists."""
     import pytest

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import minitvm
+from minitvm.driver.build_module import export_name
 from minitvm.ir import IRModule, assert_structural_equal
 from minitvm.script import tir as T
 from minitvm.tir import Block, PrimFunc, post_order_visit
@@ -38,7 +39,7 @@ def _run(f, *arrays):
     func = _func(f)
     mod = IRModule({"main": func})
     out = [np.array(a, copy=True) for a in arrays]
-    minitvm.build(mod, target="llvm")["main"](*out)
+    minitvm.build(mod, target="llvm")[export_name("main", func)](*out)  # the global_symbol, as TVM
     return out
 
 

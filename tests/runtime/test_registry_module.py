@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
 import pytest
 
 import minitvm
@@ -77,3 +78,25 @@ def test_time_evaluator_min_repeat_ms_grows_number():
 
     Module({"f": fast}).time_evaluator("f", number=1, repeat=1, min_repeat_ms=5)()
     assert count[0] > 10
+
+
+def test_tvm_names_for_runtime_objects():
+    # the names the MLC course reaches for: tvm.runtime.ShapeTuple / Tensor, tvm.nd.NDArray
+    shape = minitvm.runtime.ShapeTuple([2, 3])
+    assert shape == (2, 3) and len(shape) == 2 and shape[1] == 3
+    arr = minitvm.nd.array(np.arange(6, dtype="float32").reshape(2, 3))
+    assert isinstance(arr, minitvm.runtime.Tensor) and isinstance(arr, minitvm.nd.NDArray)
+    assert minitvm.runtime.ShapeTuple(arr.shape) == shape
+
+
+def test_register_global_func_with_output_argument():
+    # the integration chapter's pattern: a registered function that writes its last argument
+    @minitvm.register_global_func("test.runtime.double_into", override=True)
+    def double_into(x, out):
+        out.copyfrom(x.numpy() * 2)
+
+    x = minitvm.nd.array(np.random.default_rng(1).standard_normal((3, 4)).astype("float32"))
+    out = minitvm.nd.empty((3, 4), "float32")
+    minitvm.get_global_func("test.runtime.double_into")(x, out)
+    np.testing.assert_allclose(out.numpy(), x.numpy() * 2, rtol=1e-6)
+    assert minitvm.runtime.get_global_func("test.runtime.double_into") is not None

@@ -40,7 +40,7 @@ def test_tiled_matmul_keeps_accumulators_in_vector_registers():
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal((2, 64, 64)).astype("float32")
     c = np.empty((64, 64), "float32")
-    lib["main"](a, b, c)
+    lib["matmul"](a, b, c)
     np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
 
 
@@ -61,7 +61,7 @@ def test_elementwise_vector_loop_all_dtypes(dtype):
     a = (rng.standard_normal(100) * 10).astype(dtype)
     b = (rng.standard_normal(100) * 10).astype(dtype)
     c = np.zeros(100, dtype)
-    minitvm.build(sch.mod)["main"](a, b, c)
+    minitvm.build(sch.mod)["f"](a, b, c)
     np.testing.assert_allclose(c, np.maximum(a * b + a, b) - a[::-1], rtol=1e-5)
 
 
@@ -93,5 +93,5 @@ def test_gather_and_broadcast_loads():
     rng = np.random.default_rng(3)
     a, s = rng.standard_normal((64, 8)).astype("float32"), np.array([2.5], "float32")
     b = np.zeros((8, 64), "float32")
-    minitvm.build(sch.mod)["main"](a, s, b)
+    minitvm.build(sch.mod)["f"](a, s, b)
     np.testing.assert_allclose(b, a.T * 2.5, rtol=1e-6)

@@ -260,3 +260,33 @@ def test_mlc_course_spellings():
     x, w = rand(2, 4), rand(3, 4)
     out = run(lambda X, W: topi.nn.relu(topi.add(topi.nn.matmul(X, topi.transpose(W, [1, 0])), 1.0)), x, w)
     close(out, np.maximum(x @ w.T + 1.0, 0))
+
+
+def test_bool_add_is_or_and_multiply_is_and():
+    # a 1-bit add would wrap True + True to False; numpy and torch give True
+    a, b = RNG.random((7, 9)) > 0.5, RNG.random((7, 9)) > 0.5
+    np.testing.assert_array_equal(run(topi.add, a, b), a + b)
+    np.testing.assert_array_equal(run(topi.multiply, a, b), a * b)
+
+
+def test_bool_subtract_is_refused():
+    a = te.placeholder((4,), "bool", name="a")
+    with pytest.raises(TypeError, match="subtracting two bool tensors"):
+        topi.subtract(a, a)
+
+
+@pytest.mark.parametrize("kind", ["avg", "max"])
+@pytest.mark.parametrize("size,kernel,stride,padding", [(7, 3, 2, 1), (6, 2, 2, 1), (5, 3, 3, 1), (8, 3, 2, 0)])
+@pytest.mark.parametrize("count_include_pad", [True, False])
+def test_pool2d_ceil_mode_matches_torch(kind, size, kernel, stride, padding, count_include_pad):
+    # the last ceil-mode window: torch divides by the positions inside data + padding only,
+    # and drops a window that would start in the trailing padding
+    import torch
+    x = rand(2, 3, size, size + 1)
+    fn = torch.nn.functional.avg_pool2d if kind == "avg" else torch.nn.functional.max_pool2d
+    extra = {"count_include_pad": count_include_pad} if kind == "avg" else {}
+    want = fn(torch.from_numpy(x), kernel, stride, padding, ceil_mode=True, **extra).numpy()
+    got = run(topi.nn.pool2d, x, kernel=kernel, stride=stride, padding=padding, pool_type=kind,
+              ceil_mode=True, count_include_pad=count_include_pad)
+    assert got.shape == want.shape
+    close(got, want)

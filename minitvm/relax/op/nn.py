@@ -173,9 +173,11 @@ def _padding4(v: Any, what: str) -> tuple:
 
 
 def _window_out(size: Any, lo: int, hi: int, k: Any, stride: int, dilation: int, ceil_mode: bool = False) -> Any:
-    span = size + (lo + hi) - ((k - 1) * dilation + 1)
     if ceil_mode:
-        span = span + (stride - 1)
+        from ...topi.nn.pooling import pool_out_size  # one rule for the op and its kernel
+
+        return simplify(pool_out_size(size, lo, hi, k, stride, dilation, True))
+    span = size + (lo + hi) - ((k - 1) * dilation + 1)
     return simplify(span // stride + 1)
 
 

@@ -13,11 +13,19 @@ from .conv2d import _pair, conv2d_padding
 from .pad import pad as _pad
 
 
-def _out_size(size: Any, lo: int, hi: int, k: int, s: int, d: int, ceil_mode: bool) -> Any:
+def pool_out_size(size: Any, lo: int, hi: int, k: int, s: int, d: int, ceil_mode: bool) -> Any:
+    """Windows along one axis.  With ``ceil_mode`` a last, partial window counts, but only
+    when it starts inside the data or the leading padding (torch's and TVM's rule: a
+    window that would start in the trailing padding is dropped)."""
     span = _op.sub(_op.add(size, lo + hi), (k - 1) * d + 1)
-    if ceil_mode:
-        span = _op.add(span, s - 1)
-    return _op.add(_op.floordiv(span, s), 1)
+    if not ceil_mode:
+        return _op.add(_op.floordiv(span, s), 1)
+    out = _op.add(_op.floordiv(_op.add(span, s - 1), s), 1)
+    starts_in_trailing_pad = _op.greater_equal(_op.mul(_op.sub(out, 1), s), _op.add(size, lo))
+    known = const_int(starts_in_trailing_pad)
+    if known is not None:
+        return _op.sub(out, 1) if known else out
+    return _op.if_then_else(starts_in_trailing_pad, _op.sub(out, 1), out)
 
 
 def pool2d(data: te.Tensor, kernel: Any, stride: Any = 1, dilation: Any = 1, padding: Any = 0,
@@ -35,8 +43,8 @@ def pool2d(data: te.Tensor, kernel: Any, stride: Any = 1, dilation: Any = 1, pad
     dh, dw = (int(v) for v in _pair(dilation))
     top, left, bottom, right = (int(v) for v in conv2d_padding(padding))
     n, c, h, w = data.shape
-    out_h = _out_size(h, top, bottom, kh, sh, dh, ceil_mode)
-    out_w = _out_size(w, left, right, kw, sw, dw, ceil_mode)
+    out_h = pool_out_size(h, top, bottom, kh, sh, dh, ceil_mode)
+    out_w = pool_out_size(w, left, right, kw, sw, dw, ceil_mode)
     # ceil mode may let the last window run past the bottom/right padding: pad that too
     extra_h = _op.sub(_op.add(_op.mul(_op.sub(out_h, 1), sh), (kh - 1) * dh + 1), _op.add(h, top + bottom))
     extra_w = _op.sub(_op.add(_op.mul(_op.sub(out_w, 1), sw), (kw - 1) * dw + 1), _op.add(w, left + right))
@@ -62,19 +70,21 @@ def pool2d(data: te.Tensor, kernel: Any, stride: Any = 1, dilation: Any = 1, pad
 
     total = te.compute((n, c, out_h, out_w), fsum, name="pool_sum")
 
-    def count(y: Any, size: Any, lo: int, k: int, s: int, d: int) -> Any:
-        """Window elements on the data (not the padding) along one axis."""
-        if count_include_pad:
-            return const(k, "int64")
+    def count(y: Any, size: Any, lo: int, hi: int, k: int, s: int, d: int) -> Any:
+        """The divisor along one axis (torch's rule): window positions on the data, or with
+        ``count_include_pad`` on the data or its padding; positions a ceil-mode window
+        reaches past the trailing padding never count."""
         start = _op.sub(_op.mul(y, s), lo)
-        # positions start + t·d for t < k that land in [0, size)
-        first = _op.max(const(0, "int64"), _op.floordiv(_op.add(_op.sub(0, start), d - 1), d))
-        last = _op.min(const(k, "int64"), _op.floordiv(_op.add(_op.sub(size, start), d - 1), d))
+        lo_bound = -lo if count_include_pad else 0
+        hi_bound = _op.add(size, hi) if count_include_pad else size
+        # positions start + t·d for t < k that land in [lo_bound, hi_bound)
+        first = _op.max(const(0, "int64"), _op.floordiv(_op.add(_op.sub(lo_bound, start), d - 1), d))
+        last = _op.min(const(k, "int64"), _op.floordiv(_op.add(_op.sub(hi_bound, start), d - 1), d))
         return _op.max(_op.sub(last, first), const(1, "int64"))
 
     def favg(b: Any, ch: Any, y: Any, x: Any) -> Any:
-        cnt = _op.mul(count(_op.cast(y, "int64"), _op.cast(h, "int64"), top, kh, sh, dh),
-                      count(_op.cast(x, "int64"), _op.cast(w, "int64"), left, kw, sw, dw))
+        cnt = _op.mul(count(_op.cast(y, "int64"), _op.cast(h, "int64"), top, bottom, kh, sh, dh),
+                      count(_op.cast(x, "int64"), _op.cast(w, "int64"), left, right, kw, sw, dw))
         return total[b, ch, y, x] / _op.cast(cnt, data.dtype)
 
     return te.compute((n, c, out_h, out_w), favg, name="pool_avg")
@@ -126,4 +136,4 @@ def adaptive_pool(data: te.Tensor, output_size: Any, pool_type: str = "avg",
     return te.compute((n, c, oh, ow), favg, name="adaptive_pool_avg")
 
 
-__all__: Sequence[str] = ["pool2d", "adaptive_pool"]
+__all__: Sequence[str] = ["pool2d", "pool_out_size", "adaptive_pool"]

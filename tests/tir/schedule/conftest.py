@@ -4,13 +4,15 @@ import numpy as np
 import pytest
 
 import minitvm
+from minitvm.driver.build_module import export_name
 from minitvm.ir import IRModule
 from minitvm.testing.tir_builders import random_arguments
 
 
 def run(mod_or_func, args, target):
     mod = mod_or_func if isinstance(mod_or_func, IRModule) else IRModule({"main": mod_or_func})
-    name = mod.keys()[0]
+    gv = mod.get_global_vars()[0]
+    name = export_name(gv.name_hint, mod[gv])  # the build exports the global_symbol, as TVM
     arrays = [a.copy() for a in args]
     minitvm.build(mod, target=target)[name](*arrays)
     return arrays

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import minitvm
 from minitvm import tir
+from minitvm.driver.build_module import export_name
 from minitvm.testing import tir_builders as kernels
 from minitvm.testing.tir_builders import random_arguments
 
@@ -68,7 +69,7 @@ def _block_names(sch: tir.Schedule) -> list[str]:
 
 def _run(mod, args, target):
     arrays = [a.copy() for a in args]
-    minitvm.build(mod, target=target)["main"](*arrays)
+    minitvm.build(mod, target=target)[export_name("main", mod["main"])](*arrays)
     return arrays
 
 

@@ -34,5 +34,5 @@ def test_rfactor_under_a_spatial_tile_loop_writes_back_only_that_tile():
     x, w = rng.standard_normal((1, 64)).astype("float32"), rng.standard_normal((32, 64)).astype("float32")
     for target in ("llvm", "python"):
         out = minitvm.nd.array(np.full((1, 32), np.nan, "float32"))
-        minitvm.build(sch.mod, target=target)["main"](minitvm.nd.array(x), minitvm.nd.array(w), out)
+        minitvm.build(sch.mod, target=target)["row_dot"](minitvm.nd.array(x), minitvm.nd.array(w), out)
         np.testing.assert_allclose(out.numpy(), x @ w.T, rtol=1e-5, atol=1e-5)

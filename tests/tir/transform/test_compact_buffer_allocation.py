@@ -63,5 +63,5 @@ def test_numbers_unchanged_on_both_backends():
     a, b = rng.standard_normal((2, 64, 64)).astype("float32")
     for target in ("llvm", "python"):
         c = np.zeros((64, 64), "float32")
-        minitvm.build(mod, target=target)["main"](a, b, c)
+        minitvm.build(mod, target=target)["matmul"](a, b, c)
         np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)

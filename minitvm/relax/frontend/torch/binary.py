@@ -3,24 +3,23 @@
 from __future__ import annotations
 
 from ... import op as _op
+from ...expr import struct_info_of
 
 
 def _compute_dtype(node, conv) -> str:
     """The dtype torch computes in: the result's, or for a comparison (a bool result) the
-    operands' promoted dtype (a Python float promotes an integer tensor to float32)."""
+    operands' promoted dtype by torch's rules (``torch.result_type``: a bool tensor against
+    the number 2 compares as int64, an int tensor against 1.5 as float32)."""
     out = conv.dtype_of(node)
     if out != "bool":
         return out
     import torch
 
-    a, b = node.args[0], node.args[1]
-    tensors = [x for x in (a, b) if hasattr(getattr(x, "meta", {}).get("val"), "dtype")]
-    if len(tensors) == 2:
-        return conv.dtype_name(torch.promote_types(a.meta["val"].dtype, b.meta["val"].dtype))
-    scalar = conv.arg(b if tensors[0] is a else a)
-    if isinstance(scalar, float) and not tensors[0].meta["val"].dtype.is_floating_point:
-        return "float32"
-    return conv.dtype_of(tensors[0])
+    def operand(x):
+        val = getattr(x, "meta", {}).get("val")
+        return val if isinstance(val, torch.Tensor) else conv.arg(x)
+
+    return conv.dtype_name(torch.result_type(operand(node.args[0]), operand(node.args[1])))
 
 
 def _binary(fn):
@@ -35,15 +34,22 @@ def _binary(fn):
 
 
 def _logical(fn):
-    """and / or of bool tensors (``bitwise_and`` of two masks is the same thing)."""
+    """and / or / xor of bool tensors (``bitwise_and`` of two masks is the same thing, and
+    xor of two masks is ``not_equal``); the other operand may be a Python bool."""
     def convert(node, conv):
         if conv.dtype_of(node) != "bool":
             raise ValueError(f"from_exported_program: {node.target} is supported on bool tensors only, "
                              f"got {conv.dtype_of(node)}")
-        a, b = conv.operands(node.args[0], node.args[1])
+        a, b = (_truth(conv, x) for x in conv.operands(node.args[0], node.args[1]))
         return conv.bb.emit(fn(a, b))
     convert.__name__ = f"convert_{fn.__name__}"
     return convert
+
+
+def _truth(conv, x):
+    """A bool tensor as it is; another (``logical_and`` of two float tensors) as ``x != 0``."""
+    dtype = struct_info_of(x).dtype
+    return x if dtype == "bool" else conv.bb.emit(_op.not_equal(x, conv.scalar_of(0, dtype)))
 
 
 def rsub(node, conv):
@@ -109,6 +115,11 @@ CONVERTERS = {
     "aten.logical_or.default": _logical(_op.logical_or),
     "aten.bitwise_and.Tensor": _logical(_op.logical_and),
     "aten.bitwise_or.Tensor": _logical(_op.logical_or),
+    "aten.bitwise_xor.Tensor": _logical(_op.not_equal),
+    "aten.bitwise_and.Scalar": _logical(_op.logical_and),
+    "aten.bitwise_or.Scalar": _logical(_op.logical_or),
+    "aten.bitwise_xor.Scalar": _logical(_op.not_equal),
+    "aten.logical_xor.default": _logical(_op.not_equal),
     "aten.__and__.Tensor": _logical(_op.logical_and),
     "aten.__or__.Tensor": _logical(_op.logical_or),
     "aten.mm.default": matmul,

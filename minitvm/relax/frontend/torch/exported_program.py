@@ -170,13 +170,18 @@ class ExportedProgramConverter:
             return value
         return self.bb.emit(astype(value, dtype))
 
-    def emit_result(self, results: Any, unwrap_unit_return_tuple: bool) -> Var:
-        """The graph's output as the dataflow block's output: a tuple, or the single value
-        when ``unwrap_unit_return_tuple``."""
+    def emit_result(self, results: Any, unwrap_unit_return_tuple: bool, no_bind_return_tuple: bool = False) -> Any:
+        """The graph's output as the dataflow block's output: a tuple bound to one variable,
+        the single value when ``unwrap_unit_return_tuple``, or with ``no_bind_return_tuple``
+        each value bound to its own output variable and the function returning the tuple of
+        those (as TVM)."""
         results = list(results) if isinstance(results, (list, tuple)) else [results]
         values = [self.arg(r) for r in results]
-        out = values[0] if unwrap_unit_return_tuple and len(values) == 1 else Tuple(values)
-        return self.bb.emit_output(out, "gv")
+        if unwrap_unit_return_tuple and len(values) == 1:
+            return self.bb.emit_output(values[0], "gv")
+        if no_bind_return_tuple:
+            return Tuple([self.bb.emit_output(v, "gv") for v in values])
+        return self.bb.emit_output(Tuple(values), "gv")
 
     # -- the walk -----------------------------------------------------------------------------
     def check_supported(self, graph: Any) -> None:
@@ -193,7 +198,8 @@ class ExportedProgramConverter:
                 lines.append(f"  {name}" + (f"  ({place})" if place else ""))
             raise ValueError("from_exported_program: unsupported operators:\n" + "\n".join(lines))
 
-    def convert(self, ep: Any, keep_params_as_input: bool, unwrap_unit_return_tuple: bool) -> IRModule:
+    def convert(self, ep: Any, keep_params_as_input: bool, unwrap_unit_return_tuple: bool,
+                no_bind_return_tuple: bool = False) -> IRModule:
         from torch.export.graph_signature import InputKind
 
         graph = ep.graph_module.graph
@@ -223,7 +229,8 @@ class ExportedProgramConverter:
             else:
                 self.env[node] = const(array)
 
-        attrs: dict[str, Any] = {"num_input": len(user_vars)}
+        # as TVM: "num_input" only where parameters follow the inputs
+        attrs: dict[str, Any] = {"num_input": len(user_vars)} if keep_params_as_input else {}
         if keep_params_as_input:
             attrs["params"] = param_values
         with self.bb.function("main", user_vars + param_vars, attrs=attrs):
@@ -233,7 +240,7 @@ class ExportedProgramConverter:
                     if node.op == "call_function":
                         self.env[node] = self.convert_map[op_name(node)](node, self)
                     elif node.op == "output":
-                        output = self.emit_result(node.args[0], unwrap_unit_return_tuple)
+                        output = self.emit_result(node.args[0], unwrap_unit_return_tuple, no_bind_return_tuple)
                     elif node.op not in ("placeholder",):
                         raise ValueError(f"from_exported_program: graph node kind {node.op!r} is not supported")
             self.bb.emit_func_output(output)
@@ -241,15 +248,19 @@ class ExportedProgramConverter:
 
 
 def from_exported_program(ep: Any, *, keep_params_as_input: bool = False, unwrap_unit_return_tuple: bool = False,
-                          run_ep_decomposition: bool = True,
-                          custom_convert_map: dict[str, Callable] | None = None) -> IRModule:
+                          no_bind_return_tuple: bool = False,
+                          custom_convert_map: dict[str, Callable] | None = None,
+                          run_ep_decomposition: bool = True) -> IRModule:
     """Convert ``ep`` (from ``torch.export.export``) to an IRModule whose ``main`` takes the
     user inputs.
 
     Parameters and buffers become constants, or with ``keep_params_as_input`` extra
     parameters after the inputs (``attrs["num_input"]`` counts the inputs and
     ``attrs["params"]`` holds their values, see ``relax.frontend.detach_params``).  The result
-    is a tuple unless ``unwrap_unit_return_tuple`` and there is one output.
+    is a tuple unless ``unwrap_unit_return_tuple`` and there is one output; the tuple is bound
+    to one variable, or with ``no_bind_return_tuple`` built in the ``return`` from one output
+    variable per value.  ``run_ep_decomposition`` (default True) first runs
+    ``ep.run_decompositions()``.
     ``custom_convert_map`` adds or overrides converters: ``{"aten.op.overload": fn(node, converter)}``.
     Dynamic dimensions (``torch.export.Dim``) become int64 tir variables named after torch's
     symbols.
@@ -257,4 +268,5 @@ def from_exported_program(ep: Any, *, keep_params_as_input: bool = False, unwrap
     if run_ep_decomposition:
         ep = ep.run_decompositions()
     convert_map = {**CONVERTERS, **(custom_convert_map or {})}
-    return ExportedProgramConverter(convert_map).convert(ep, keep_params_as_input, unwrap_unit_return_tuple)
+    return ExportedProgramConverter(convert_map).convert(ep, keep_params_as_input, unwrap_unit_return_tuple,
+                                                         no_bind_return_tuple)

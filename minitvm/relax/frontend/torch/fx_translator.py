@@ -334,6 +334,7 @@ class FxConverter(ExportedProgramConverter):
         self.consts: dict[int, Expr] = {}
         self.param_vars: list[Var] = []
         self.param_values: list[np.ndarray] = []
+        self.keep_params_as_input = keep_params_as_input
         if keep_params_as_input:
             for name, p in gm.named_parameters():
                 array = p.detach().cpu().contiguous().numpy()
@@ -422,7 +423,8 @@ class FxConverter(ExportedProgramConverter):
         target, args, kwargs = fn(self, node, tuple(node.args), dict(node.kwargs), mod)
         return self.convert_map[target](_AtenCall(target, args, kwargs, node), self)
 
-    def convert_fx(self, input_info: list, unwrap_unit_return_tuple: bool) -> IRModule:
+    def convert_fx(self, input_info: list, unwrap_unit_return_tuple: bool,
+                   no_bind_return_tuple: bool = False) -> IRModule:
         import torch
 
         graph = self.gm.graph
@@ -437,7 +439,8 @@ class FxConverter(ExportedProgramConverter):
             var = Var(node.name, TensorStructInfo([int(d) for d in shape], str(dtype)))
             user_vars.append(var)
             self.env[node] = var
-        attrs: dict[str, Any] = {"num_input": len(user_vars)}
+        # as TVM: "num_input" only where parameters follow the inputs
+        attrs: dict[str, Any] = {"num_input": len(user_vars)} if self.keep_params_as_input else {}
         if self.param_vars:
             attrs["params"] = self.param_values
         with self.bb.function("main", user_vars + self.param_vars, attrs=attrs):
@@ -452,7 +455,7 @@ class FxConverter(ExportedProgramConverter):
                         if _has_tensor(self.values[node]):
                             self.env[node] = self.convert_node(node)
                     elif node.op == "output":
-                        output = self.emit_result(node.args[0], unwrap_unit_return_tuple)
+                        output = self.emit_result(node.args[0], unwrap_unit_return_tuple, no_bind_return_tuple)
             self.bb.emit_func_output(output)
         return self.bb.get()
 
@@ -471,8 +474,7 @@ def from_fx(model: Any, input_info: list, *, keep_params_as_input: bool = False,
     """
     import torch.fx
 
-    if no_bind_return_tuple:
-        raise NotImplementedError("from_fx: no_bind_return_tuple is not supported")
     gm = model if isinstance(model, torch.fx.GraphModule) else torch.fx.symbolic_trace(model)
     convert_map = {**CONVERTERS, **(custom_convert_map or {})}
-    return FxConverter(convert_map, gm, keep_params_as_input).convert_fx(list(input_info), unwrap_unit_return_tuple)
+    return FxConverter(convert_map, gm, keep_params_as_input).convert_fx(list(input_info), unwrap_unit_return_tuple,
+                                                                           no_bind_return_tuple)

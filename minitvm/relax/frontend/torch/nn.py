@@ -55,6 +55,8 @@ def max_pool2d_with_indices(node, conv):
 
 
 def avg_pool2d(node, conv):
+    if arg_or(node, 6, "divisor_override", None) is not None:
+        raise NotImplementedError("from_exported_program: avg_pool2d's divisor_override is not supported")
     x = conv.arg(node.args[0])
     kernel = arg_or(node, 1, "kernel_size", None)
     stride = arg_or(node, 2, "stride", None) or kernel

@@ -227,3 +227,37 @@ def test_without_decomposition_uses_the_high_level_converters():
     ops = {str(n.target) for n in ep.graph.nodes if n.op == "call_function"}
     assert {"aten.linear.default", "aten.layer_norm.default", "aten.softmax.int"} <= ops
     _check(net, x, run_ep_decomposition=False)
+
+
+class _Pair(torch.nn.Module):
+    def forward(self, x, y):
+        return x + y, x * y
+
+
+def test_no_bind_return_tuple_binds_each_output_and_returns_their_tuple():
+    from minitvm.relax.expr import Tuple as RelaxTuple
+
+    gen = torch.Generator().manual_seed(3)
+    x, y = torch.randn(4, 5, generator=gen), torch.randn(4, 5, generator=gen)
+    ep = torch.export.export(_Pair(), (x, y))
+    bound = from_exported_program(ep)["main"]
+    unbound = from_exported_program(ep, no_bind_return_tuple=True)["main"]
+    # the default binds the tuple to one output variable; the flag returns a literal tuple
+    assert not isinstance(bound.body.body, RelaxTuple)
+    assert isinstance(unbound.body.body, RelaxTuple) and len(unbound.body.body.fields) == 2
+    assert "num_input" not in unbound.attrs  # TVM sets it only with keep_params_as_input
+    got = _compile(from_exported_program(ep, no_bind_return_tuple=True))["main"](
+        minitvm.nd.array(x.numpy()), minitvm.nd.array(y.numpy()))
+    np.testing.assert_allclose(got[0].numpy(), (x + y).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(got[1].numpy(), (x * y).numpy(), rtol=1e-6)
+
+
+def test_run_ep_decomposition_false_converts_the_program_as_exported():
+    torch.manual_seed(4)
+    model, x = MLP().eval(), torch.randn(2, 784)
+    ep = torch.export.export(model, (x,))
+    assert any(str(n.target) == "aten.linear.default" for n in ep.graph.nodes)
+    mod = from_exported_program(ep, run_ep_decomposition=False, unwrap_unit_return_tuple=True)
+    got = _compile(mod)["main"](minitvm.nd.array(x.numpy())).numpy()
+    with torch.no_grad():
+        np.testing.assert_allclose(got, model(x).numpy(), rtol=1e-4, atol=1e-5)

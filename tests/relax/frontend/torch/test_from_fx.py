@@ -110,3 +110,21 @@ def test_wrong_input_info_and_symbolic_dims_are_errors():
         from_fx(gm, [(("n", 784), "float32")])
     with pytest.raises(ValueError, match="BatchNorm in training mode"):
         from_fx(torch.nn.Sequential(torch.nn.BatchNorm2d(2)).train(), [((1, 2, 3, 3), "float32")])
+
+
+def test_no_bind_return_tuple_returns_a_tuple_of_output_variables():
+    from minitvm.relax.expr import Tuple as RelaxTuple
+
+    class Pair(torch.nn.Module):
+        def forward(self, x, y):
+            return x - y, x * y
+
+    rng = np.random.default_rng(8)
+    x, y = (rng.standard_normal((3, 4)).astype("float32") for _ in range(2))
+    mod = from_fx(torch.fx.symbolic_trace(Pair()), [((3, 4), "float32")] * 2, no_bind_return_tuple=True)
+    assert isinstance(mod["main"].body.body, RelaxTuple)
+    assert "num_input" not in mod["main"].attrs
+    vm = minitvm.relax.VirtualMachine(minitvm.compile(mod, "llvm"), minitvm.cpu())
+    got = vm["main"](minitvm.nd.array(x), minitvm.nd.array(y))
+    np.testing.assert_allclose(got[0].numpy(), x - y, rtol=1e-6)
+    np.testing.assert_allclose(got[1].numpy(), x * y, rtol=1e-6)
