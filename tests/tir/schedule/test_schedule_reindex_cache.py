@@ -160,7 +160,7 @@ def test_reindex_cache_with_a_symbolic_extent(trace_replays):
     trace_replays(sch, scale_rows)
     a = np.random.default_rng(0).random((5, 8), dtype="float32")
     out = minitvm.nd.array(np.zeros((5, 8), "float32"))
-    minitvm.build(sch.mod)["main"](minitvm.nd.array(a), out)
+    minitvm.build(sch.mod)["scale_rows"](minitvm.nd.array(a), out)
     np.testing.assert_allclose(out.numpy(), a * 2, rtol=1e-6)
 
 

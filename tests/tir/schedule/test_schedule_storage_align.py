@@ -93,7 +93,7 @@ def test_storage_align_with_compacted_allocation_still_computes_the_same(same_nu
     args = [np.random.default_rng(1).random((32, 16), dtype="float32"), np.zeros((32, 16), "float32")]
     f = minitvm.build(sch.mod)
     out = minitvm.nd.array(args[1])
-    f["main"](minitvm.nd.array(args[0]), out)
+    f["two_stage"](minitvm.nd.array(args[0]), out)
     np.testing.assert_allclose(out.numpy(), args[0] * 2 + 1, rtol=1e-6)
 
 

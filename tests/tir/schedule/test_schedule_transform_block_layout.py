@@ -127,7 +127,7 @@ def test_transform_block_layout_fuses_a_symbolic_extent():
                             map_free_vars=True)
     a = np.random.default_rng(0).random((4, 5), dtype="float32")
     out = minitvm.nd.array(np.zeros(20, "float32"))
-    minitvm.build(sch.mod)["main"](minitvm.nd.array(a), out)
+    minitvm.build(sch.mod)["batched_rows"](minitvm.nd.array(a), out)
     np.testing.assert_allclose(out.numpy(), (a + 1).reshape(-1), rtol=1e-6)
 
 
