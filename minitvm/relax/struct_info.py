@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..ir.node import Node, node
+from ..ir.structural import StructuralEqMixin
 from ..tir.expr import IntImm, PrimExpr
+from ..error import TVMError
 from .expr import Expr, ShapeExpr, Var, _shape_value
 
 __all__ = [
@@ -22,12 +24,13 @@ __all__ = [
 _UNKNOWN_DTYPES = (None, "", "void")
 
 
-class StructInfoError(ValueError):
+class StructInfoError(TVMError, ValueError):
     """Struct info of a call cannot be inferred: wrong shapes, dtypes or arguments."""
 
 
-class StructInfo(Node):
-    """Base of struct infos; compare them with ``tvm.ir.structural_equal``."""
+class StructInfo(StructuralEqMixin, Node):
+    """Base of struct infos.  As in TVM, ``==`` compares structurally (a symbolic dimension
+    matches only the same ``tir.Var``); ``same_as`` compares identity."""
 
     __slots__ = ()
 

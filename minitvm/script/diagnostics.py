@@ -12,10 +12,12 @@ import inspect
 import textwrap
 from dataclasses import dataclass, field
 
+from ..error import DiagnosticError
+
 __all__ = ["TVMScriptError", "Source"]
 
 
-class TVMScriptError(Exception):
+class TVMScriptError(DiagnosticError):
     """A mistake in TVMScript: the message names file, line and column and shows the line.
 
     ``reason`` is the one-line explanation alone; ``filename``, ``lineno`` and
