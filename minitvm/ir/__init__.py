@@ -7,6 +7,7 @@ from .node import Node, node, replace
 from .op import Op, register_op, register_op_attr
 from .structural import assert_structural_equal, structural_equal, structural_hash
 
-__all__ = ["base", "GlobalInfo", "DummyGlobalInfo", "VDevice", "Node", "node", "replace", "GlobalVar", "IRModule", "dtype", "Op", "register_op",
+__all__ = ["base", "GlobalInfo", "DummyGlobalInfo", "VDevice",
+           "Node", "node", "replace", "GlobalVar", "IRModule", "dtype", "Op", "register_op",
            "register_op_attr",
            "structural_equal", "structural_hash", "assert_structural_equal"]

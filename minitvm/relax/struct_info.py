@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from ..error import TVMError
 from ..ir.node import Node, node
 from ..ir.structural import StructuralEqMixin
 from ..tir.expr import IntImm, PrimExpr
-from ..error import TVMError
 from .expr import Expr, ShapeExpr, Var, _shape_value
 
 __all__ = [
