@@ -34,7 +34,39 @@ from .registry import OpPattern, register
 from .search import argmax, argmin, where
 from .statistical import max, mean, min, prod, sum
 from .ternary import ewise_fma
-from .unary import abs, clip, erf, exp, log, logical_not, negative, rsqrt, sigmoid, sqrt, tanh
+from .unary import (
+    abs,
+    acos,
+    acosh,
+    asin,
+    asinh,
+    atan,
+    atanh,
+    ceil,
+    clip,
+    cos,
+    cosh,
+    erf,
+    exp,
+    floor,
+    isfinite,
+    isinf,
+    isnan,
+    log,
+    logical_not,
+    negative,
+    round,
+    rsqrt,
+    sigmoid,
+    sign,
+    sin,
+    sinh,
+    sqrt,
+    square,
+    tan,
+    tanh,
+    trunc,
+)
 
 __all__ = [
     "nn", "call_tir", "call_dps_packed", "call_pure_packed", "OpPattern", "register",
@@ -43,6 +75,8 @@ __all__ = [
     "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "where", "ewise_fma",
     "logical_and", "logical_or", "logical_not", "clip",
     "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "negative", "abs", "astype",
+    "acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "sin", "sinh", "tan",
+    "ceil", "floor", "round", "trunc", "sign", "square", "isfinite", "isinf", "isnan",
     # linear algebra
     "matmul", "linear",
     # shapes and indexing

@@ -82,7 +82,8 @@ for _op_name, _fn in [
     ("logical_and", topi.logical_and), ("logical_or", topi.logical_or), ("logical_not", topi.logical_not),
     ("exp", topi.exp), ("log", topi.log), ("sqrt", topi.sqrt), ("rsqrt", topi.rsqrt),
     ("tanh", topi.tanh), ("sigmoid", topi.sigmoid), ("erf", topi.erf), ("negative", topi.negative),
-    ("abs", topi.abs), ("nn.relu", topi.nn.relu), ("nn.gelu", topi.nn.gelu),
+    ("abs", topi.abs), ("floor", topi.floor), ("ceil", topi.ceil), ("round", topi.round),
+    ("sin", topi.sin), ("cos", topi.cos), ("nn.relu", topi.nn.relu), ("nn.gelu", topi.nn.gelu),
     ("nn.gelu_tanh", topi.nn.gelu_tanh), ("nn.silu", topi.nn.silu),
 ]:
     register_legalize(f"relax.{_op_name}", _te(_fn))
