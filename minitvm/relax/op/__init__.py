@@ -5,7 +5,7 @@ Legalization (``FLegalize``: a Relax op call to ``R.call_tir`` of a TOPI PrimFun
 registered by :mod:`minitvm.relax.transform.legalize_ops`.
 """
 
-from . import nn
+from . import builtin, memory, nn
 from .base import call_dps_packed, call_pure_packed, call_tir
 from .binary import (
     add,
@@ -69,7 +69,7 @@ from .unary import (
 )
 
 __all__ = [
-    "nn", "call_tir", "call_dps_packed", "call_pure_packed", "OpPattern", "register",
+    "nn", "builtin", "memory", "call_tir", "call_dps_packed", "call_pure_packed", "OpPattern", "register",
     # element-wise
     "add", "subtract", "multiply", "divide", "floor_divide", "power", "maximum", "minimum",
     "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "where", "ewise_fma",
