@@ -317,6 +317,14 @@ class ExternFunc(Expr):
         _set_struct_info(self, FuncStructInfo.opaque_func())
 
 
+def extern(name: str, struct_info: Any = None) -> ExternFunc:
+    """An ExternFunc for the packed function registered as ``name`` (TVM's ``relax.extern``)."""
+    if struct_info is not None:
+        raise NotImplementedError("relax.extern: struct_info= is not supported; an ExternFunc is an "
+                                  "opaque function here")
+    return ExternFunc(name)
+
+
 # -- compound expressions --------------------------------------------------------------
 
 def _as_expr(value: Any, where: str) -> Any:
@@ -532,6 +540,17 @@ class Function(Expr):
     def without_attr(self, key: str) -> "Function":
         return Function(self.params, self.body, self.ret_struct_info, self.is_pure,
                         {k: v for k, v in self.attrs.items() if k != key})
+
+    def bind_params(self, binding_map: dict) -> "Function":
+        """This function with some parameters replaced (TVM's ``Function.bind_params``).
+
+        Keys are parameters (``relax.Var``) or their names; values are Relax expressions,
+        or arrays (numpy, NDArray) that become constants.  Bound parameters leave the
+        parameter list; symbolic dimensions a constant fixes are substituted too.
+        """
+        from .transform.bind_params import bind_params  # the same code as the BindParams pass
+
+        return bind_params(self, binding_map)
 
     def __repr__(self) -> str:
         name = self.attrs.get("global_symbol", "")
