@@ -1,21 +1,26 @@
-"""Error classes by TVM's names (``tvm.error.DiagnosticError``, ``tvm.TVMError``).
+"""Error classes with TVM's names (``tvm.error``, ``tvm.TVMError``).
 
-A TVMScript mistake raises :class:`minitvm.script.TVMScriptError`, a ``DiagnosticError``,
-so code written against TVM's exception names catches it.
+TVM reports failures inside the compiler as ``TVMError`` (a ``RuntimeError``), and
+TVMScript mistakes as ``DiagnosticError`` (a ``TVMError``).  minitvm's own error
+classes (struct info inference, schedule preconditions, TVMScript) derive from these
+as well as from the builtin class they always had, so code written for TVM
+(``pytest.raises(tvm.TVMError)``) and code written for minitvm both catch them.
+
+This module imports nothing, so every layer may use it.
 """
 
 from __future__ import annotations
 
-__all__ = ["TVMError", "DiagnosticError", "InternalError"]
+__all__ = ["TVMError", "InternalError", "DiagnosticError"]
 
 
 class TVMError(RuntimeError):
-    """Base of the errors minitvm raises under TVM's names."""
-
-
-class DiagnosticError(TVMError):
-    """A mistake in user-written IR, reported with where it is (TVMScript parse errors)."""
+    """Base of the errors the compiler raises (TVM's name)."""
 
 
 class InternalError(TVMError):
-    """A check inside the compiler failed."""
+    """An invariant inside the compiler was broken (TVM's name)."""
+
+
+class DiagnosticError(TVMError):
+    """A program (e.g. TVMScript) was rejected with a located diagnostic (TVM's name)."""

@@ -1,7 +1,8 @@
-"""Module-level global infos (``I.module_global_infos({"vdevice": [...]})``).
+"""Global infos: module-level facts a Relax module carries (``tvm.ir.VDevice`` ...).
 
-minitvm compiles for the host CPU only, so a virtual device here is a record that prints
-and compares; nothing places tensors by it.
+A module keeps them in ``mod.global_infos`` under a name (``{"vdevice": [VDevice("llvm")]}``);
+struct infos and ``R.to_vdevice`` refer to a virtual device by its entry there.  Like TVM's,
+global infos compare with ``==`` structurally.
 """
 
 from __future__ import annotations
@@ -9,17 +10,32 @@ from __future__ import annotations
 from typing import Any
 
 from .node import Node, node
+from .structural import StructuralEqMixin
 
-__all__ = ["GlobalInfo", "VDevice", "DummyGlobalInfo"]
+__all__ = ["GlobalInfo", "DummyGlobalInfo", "VDevice"]
 
 
-class GlobalInfo(Node):
-    """Base of the infos an IRModule keeps beside its functions."""
+class GlobalInfo(StructuralEqMixin, Node):
+    """Base of module-level global infos; ``==`` is structural equality, as in TVM."""
+
+    __slots__ = ()
+
+
+@node
+class DummyGlobalInfo(GlobalInfo):
+    """A placeholder global info with no content (TVM uses it in tests of the mechanism)."""
+
+    def __repr__(self) -> str:
+        return "I.dummy_global_info()"
 
 
 @node
 class VDevice(GlobalInfo):
-    """A virtual device: target, index among devices of that kind, memory scope."""
+    """A virtual device: the target code for it is built for, its id and its memory scope.
+
+    ``target`` is kept as text (``"llvm"``; a ``Target`` becomes its string);
+    ``vdevice_id`` tells apart several devices of one kind.
+    """
 
     target: Any = None
     vdevice_id: int = 0
@@ -27,15 +43,12 @@ class VDevice(GlobalInfo):
 
     def __post_init__(self) -> None:
         if self.target is not None and not isinstance(self.target, str):
-            object.__setattr__(self, "target", str(self.target))
+            object.__setattr__(self, "target", str(self.target))  # prints and compares as text
+        if not isinstance(self.vdevice_id, int):
+            raise TypeError(f"VDevice: vdevice_id must be an int, got {self.vdevice_id!r}")
+        if not isinstance(self.memory_scope, str):
+            raise TypeError(f"VDevice: memory_scope must be a string, got {self.memory_scope!r}")
+        super().__post_init__()
 
     def __repr__(self) -> str:
         return f"I.vdevice({self.target!r}, {self.vdevice_id}, {self.memory_scope!r})"
-
-
-@node
-class DummyGlobalInfo(GlobalInfo):
-    """A placeholder info (TVM's tests use it to check that infos round-trip)."""
-
-    def __repr__(self) -> str:
-        return "I.dummy_global_info()"

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..error import TVMError
 from .node import Node, node
 
 __all__ = ["Op", "register_op", "register_op_attr", "OpNotRegisteredError"]
 
 
-class OpNotRegisteredError(KeyError):
+class OpNotRegisteredError(TVMError, KeyError):
     """``Op.get`` of a name nobody registered."""
 
     def __str__(self) -> str:  # KeyError quotes its message; show it plainly

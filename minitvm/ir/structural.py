@@ -15,7 +15,8 @@ from typing import Any
 
 from .node import Node
 
-__all__ = ["structural_equal", "structural_hash", "assert_structural_equal", "StructuralMismatch"]
+__all__ = ["structural_equal", "structural_hash", "assert_structural_equal", "StructuralMismatch",
+           "StructuralEqMixin"]
 
 
 class StructuralMismatch(Exception):
@@ -217,3 +218,22 @@ def structural_hash(value: Any, map_free_vars: bool = False) -> int:
         return hash((type(x).__name__, x))
 
     return h(value, False)
+
+
+class StructuralEqMixin:
+    """Makes ``==`` on a node class structural equality, as TVM does for its struct infos,
+    types and global infos (``same_as`` stays identity).  Put it before ``Node`` in the bases."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: Any) -> bool:
+        if not isinstance(other, StructuralEqMixin):
+            return NotImplemented
+        return structural_equal(self, other)
+
+    def __ne__(self, other: Any) -> bool:
+        result = self.__eq__(other)
+        return result if result is NotImplemented else not result
+
+    def __hash__(self) -> int:
+        return structural_hash(self)

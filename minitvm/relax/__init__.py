@@ -51,13 +51,14 @@ from .struct_info import (
                    TensorStructInfo,
                    TensorType,
                    TupleStructInfo,
+                   get_shape_of,
 )
 from .vm_build import VirtualMachine, build, get_pipeline, register_pipeline, transform, vm  # noqa: F401
 
 __all__ = [
     # expressions
     "Expr", "Var", "DataflowVar", "Constant", "const", "Call", "Tuple", "TupleGetItem",
-    "ShapeExpr", "PrimValue", "StringImm", "DataTypeImm", "If", "Function", "ExternFunc", "extern",
+    "ShapeExpr", "PrimValue", "StringImm", "DataTypeImm", "If", "Function", "ExternFunc", "extern", "get_shape_of",
     "SeqExpr", "Binding", "VarBinding", "MatchCast", "BindingBlock", "DataflowBlock",
     "GlobalVar", "Op",
     # struct info

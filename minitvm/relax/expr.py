@@ -578,6 +578,17 @@ class Function(Expr):
         return Function(self.params, self.body, self.ret_struct_info, self.is_pure,
                         {k: v for k, v in self.attrs.items() if k != key})
 
+    def bind_params(self, binding_map: dict) -> "Function":
+        """This function with some parameters replaced (TVM's ``Function.bind_params``).
+
+        Keys are parameters (``relax.Var``) or their names; values are Relax expressions,
+        or arrays (numpy, NDArray) that become constants.  Bound parameters leave the
+        parameter list; symbolic dimensions a constant fixes are substituted too.
+        """
+        from .transform.bind_params import bind_params  # the same code as the BindParams pass
+
+        return bind_params(self, binding_map)
+
     def __repr__(self) -> str:
         name = self.attrs.get("global_symbol", "")
         return f"Function({name!r}, params=[{', '.join(p.name for p in self.params)}])"

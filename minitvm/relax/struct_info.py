@@ -10,24 +10,28 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from ..error import TVMError
 from ..ir.node import Node, node
+from ..ir.structural import StructuralEqMixin
 from ..tir.expr import IntImm, PrimExpr
 from .expr import Expr, ShapeExpr, Var, _shape_value
 
 __all__ = [
     "StructInfo", "ObjectStructInfo", "PrimStructInfo", "ShapeStructInfo", "TensorStructInfo",
     "TupleStructInfo", "FuncStructInfo", "TensorType", "StructInfoError", "shape_text", "dim_text",
+    "get_shape_of",
 ]
 
 _UNKNOWN_DTYPES = (None, "", "void")
 
 
-class StructInfoError(ValueError):
+class StructInfoError(TVMError, ValueError):
     """Struct info of a call cannot be inferred: wrong shapes, dtypes or arguments."""
 
 
-class StructInfo(Node):
-    """Base of struct infos; compare them with ``tvm.ir.structural_equal``."""
+class StructInfo(StructuralEqMixin, Node):
+    """Base of struct infos.  As in TVM, ``==`` compares structurally (a symbolic dimension
+    matches only the same ``tir.Var``); ``same_as`` compares identity."""
 
     __slots__ = ()
 
@@ -236,3 +240,18 @@ def struct_info_text(s: Any) -> str:
 for _cls in (ObjectStructInfo, PrimStructInfo, ShapeStructInfo, TensorStructInfo, TupleStructInfo,
              FuncStructInfo):
     _cls.__repr__ = StructInfo.__repr__  # the node decorator gave each its generic repr
+
+
+def get_shape_of(expr: Expr) -> Expr:
+    """The shape of a tensor-valued ``expr`` as a Relax expression (``relax.get_shape_of``):
+    the ``ShapeExpr`` (or shape-valued Var) its struct info records."""
+    sinfo = getattr(expr, "struct_info_", None)
+    if sinfo is None:
+        raise ValueError(f"relax.get_shape_of: {expr!r} has no struct info yet; normalize it first "
+                         "(bb.emit / bb.normalize)")
+    if not isinstance(sinfo, TensorStructInfo):
+        raise TypeError(f"relax.get_shape_of: expected a tensor, got {struct_info_text(sinfo)}")
+    if sinfo.shape is None:
+        raise NotImplementedError(f"relax.get_shape_of: the tensor's shape is not known at compile time "
+                                  f"({struct_info_text(sinfo)}); minitvm has no relax.shape_of operator")
+    return sinfo.shape

@@ -4,6 +4,7 @@ This is the bottom layer: it knows nothing of the IR, so compiled code can run
 without the compiler.
 """
 
+from ..error import TVMError
 from . import ndarray, registry
 from . import ndarray as nd
 from .device import Device, cpu, device
@@ -16,4 +17,4 @@ from .vm.builtins import ShapeTuple
 __all__ = ["Device", "cpu", "device", "NDArray", "Tensor", "tensor", "empty", "from_dlpack", "nd",
            "ndarray", "registry", "Module", "BenchmarkResult", "BoundsError", "PackedFunc",
            "register_func", "register_global_func", "get_global_func", "list_global_func_names",
-           "Executable", "VirtualMachine", "load_executable", "ShapeTuple"]
+           "Executable", "VirtualMachine", "load_executable", "ShapeTuple", "TVMError"]

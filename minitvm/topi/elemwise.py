@@ -12,7 +12,7 @@ from ..tir.expr import PrimExpr, const
 from .utils import as_expr
 
 __all__ = ["exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "negative", "abs",
-           "floor", "ceil", "round", "sin", "cos", "identity", "cast", "full", "full_like",
+           "floor", "ceil", "round", "trunc", "sin", "cos", "identity", "cast", "full", "full_like",
            "zeros", "ones", "clip", "logical_not"]
 
 
@@ -37,6 +37,7 @@ abs = _unary(_op.abs, "abs")  # noqa: A001 - TVM's name
 floor = _unary(_op.floor, "floor")
 ceil = _unary(_op.ceil, "ceil")
 round = _unary(_op.round, "round")  # noqa: A001
+trunc = _unary(_op.trunc, "trunc")
 sin = _unary(_op.sin, "sin")
 cos = _unary(_op.cos, "cos")
 tan = _unary(_op.tan, "tan")

@@ -5,7 +5,7 @@ Legalization (``FLegalize``: a Relax op call to ``R.call_tir`` of a TOPI PrimFun
 registered by :mod:`minitvm.relax.transform.legalize_ops`.
 """
 
-from . import nn
+from . import builtin, memory, nn
 from .base import (
     assert_op,
     call_dps_packed,
@@ -72,18 +72,19 @@ from .unary import (
     square,
     tan,
     tanh,
+    trunc,
 )
 
 __all__ = [
-    "nn", "call_tir", "call_tir_inplace", "print", "assert_op", "call_dps_packed", "call_pure_packed",
-    "OpPattern", "register",
+    "nn", "builtin", "memory", "call_tir", "call_tir_inplace", "print", "assert_op", "call_dps_packed",
+    "call_pure_packed", "OpPattern", "register",
     # element-wise
     "add", "subtract", "multiply", "divide", "floor_divide", "power", "maximum", "minimum",
     "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "where", "ewise_fma",
     "logical_and", "logical_or", "logical_not", "clip",
     "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "negative", "abs", "astype",
-    "ceil", "floor", "round", "sin", "cos", "tan", "sinh", "cosh", "asin", "acos", "atan", "asinh", "acosh",
-    "atanh", "sign", "square", "isnan", "isinf", "isfinite",
+    "acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "sin", "sinh", "tan",
+    "ceil", "floor", "round", "trunc", "sign", "square", "isfinite", "isinf", "isnan",
     # linear algebra
     "matmul", "linear",
     # shapes and indexing

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from ...ir import dtype as _dt
+from ...ir.node import replace
 from ..expr import Call, Expr
-from ..struct_info import StructInfo, StructInfoError, TensorStructInfo
+from ..struct_info import StructInfo, StructInfoError
 from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
 
 __all__ = ["exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "negative", "abs", "logical_not", "clip",
-           "unary_sinfo", "ceil", "floor", "round", "sin", "cos", "tan", "sinh", "cosh", "asin", "acos", "atan",
-           "asinh", "acosh", "atanh", "sign", "square", "isnan", "isinf", "isfinite"]
+           "acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "sin", "sinh", "tan",
+           "ceil", "floor", "round", "trunc", "sign", "square", "isfinite", "isinf", "isnan",
+           "unary_sinfo"]
 
 
 def unary_sinfo(call: Call, op_name: str, require_float: bool = False) -> StructInfo:
@@ -45,57 +47,6 @@ for _name, _doc, _float in [
     ("abs", "Element-wise |x|.", False),
 ]:
     _register_unary(_name, _doc, _float)
-
-
-#: element-wise unary ops whose result has the input's struct info: name -> (doc, float only)
-_MORE_UNARY = {
-    "ceil": ("Round up, element-wise.", False), "floor": ("Round down, element-wise.", False),
-    "round": ("Round half to even, element-wise.", False), "sin": ("Sine, element-wise.", True),
-    "cos": ("Cosine, element-wise.", True), "tan": ("Tangent, element-wise.", True),
-    "sinh": ("Hyperbolic sine, element-wise.", True), "cosh": ("Hyperbolic cosine, element-wise.", True),
-    "asin": ("Arc sine, element-wise.", True), "acos": ("Arc cosine, element-wise.", True),
-    "atan": ("Arc tangent, element-wise.", True), "asinh": ("Inverse hyperbolic sine.", True),
-    "acosh": ("Inverse hyperbolic cosine.", True), "atanh": ("Inverse hyperbolic tangent.", True),
-    "sign": ("-1, 0 or 1 by the sign, element-wise.", False), "square": ("x * x, element-wise.", False),
-}
-for _name, (_doc, _float) in _MORE_UNARY.items():
-    _register_unary(_name, _doc, _float)
-
-
-def _register_unary_check(name: str, doc: str) -> None:
-    """``isnan`` & co: a bool tensor of the input's shape."""
-    op_name = f"relax.{name}"
-
-    def infer(call: Call, ctx: Any) -> StructInfo:
-        x = unary_sinfo(call, op_name)
-        return TensorStructInfo(x.shape, "bool", x.vdevice, x.ndim) if x.shape is not None else \
-            TensorStructInfo(None, "bool", x.vdevice, x.ndim)
-
-    infer.__doc__ = doc
-    register(op_name, pattern=OpPattern.ELEMWISE, num_inputs=1)(infer)
-
-
-for _name, _doc in [("isnan", "Whether each element is NaN."), ("isinf", "Whether each element is infinite."),
-                    ("isfinite", "Whether each element is neither NaN nor infinite.")]:
-    _register_unary_check(_name, _doc)
-
-
-def _unary_builder(name: str) -> Any:
-    def build(x: Expr) -> Call:
-        return make_call(f"relax.{name}", x)
-
-    build.__name__ = name
-    build.__doc__ = _MORE_UNARY[name][0] if name in _MORE_UNARY else f"``{name}`` element-wise (a bool tensor)."
-    return build
-
-
-ceil, floor, round = _unary_builder("ceil"), _unary_builder("floor"), _unary_builder("round")  # noqa: A001
-sin, cos, tan = _unary_builder("sin"), _unary_builder("cos"), _unary_builder("tan")
-sinh, cosh = _unary_builder("sinh"), _unary_builder("cosh")
-asin, acos, atan = _unary_builder("asin"), _unary_builder("acos"), _unary_builder("atan")
-asinh, acosh, atanh = _unary_builder("asinh"), _unary_builder("acosh"), _unary_builder("atanh")
-sign, square = _unary_builder("sign"), _unary_builder("square")
-isnan, isinf, isfinite = _unary_builder("isnan"), _unary_builder("isinf"), _unary_builder("isfinite")
 
 
 def exp(x: Expr) -> Call:
@@ -173,3 +124,77 @@ def clip(x: Expr, min: float | None = None, max: float | None = None) -> Call:  
     ``torch.clamp`` and ``hardtanh`` / ``relu6``."""
     return make_call("relax.clip", x, attrs={"min": None if min is None else float(min),
                                              "max": None if max is None else float(max)})
+
+
+# -- more element-wise math, as TVM registers it: the trigonometric family needs floats,
+# the rounding family and sign/square take any dtype ------------------------------------------
+
+def _unary_builder(name: str, doc: str) -> Callable[[Expr], Call]:
+    op_name = f"relax.{name}"
+
+    def build(x: Expr) -> Call:
+        return make_call(op_name, x)
+
+    build.__name__ = build.__qualname__ = name
+    build.__doc__ = doc
+    return build
+
+
+_MORE_UNARY = [
+    ("acos", "Element-wise arc cosine.", True),
+    ("acosh", "Element-wise inverse hyperbolic cosine.", True),
+    ("asin", "Element-wise arc sine.", True),
+    ("asinh", "Element-wise inverse hyperbolic sine.", True),
+    ("atan", "Element-wise arc tangent.", True),
+    ("atanh", "Element-wise inverse hyperbolic tangent.", True),
+    ("cos", "Element-wise cosine.", True),
+    ("cosh", "Element-wise hyperbolic cosine.", True),
+    ("sin", "Element-wise sine.", True),
+    ("sinh", "Element-wise hyperbolic sine.", True),
+    ("tan", "Element-wise tangent.", True),
+    ("ceil", "Element-wise rounding up to an integer.", False),
+    ("floor", "Element-wise rounding down to an integer.", False),
+    ("round", "Element-wise rounding to the nearest integer.", False),
+    ("trunc", "Element-wise rounding towards zero.", False),
+    ("sign", "Element-wise sign: -1, 0 or 1.", False),
+    ("square", "Element-wise x * x.", False),
+]
+for _name, _doc, _float in _MORE_UNARY:
+    _register_unary(_name, _doc, _float)
+
+acos = _unary_builder("acos", "Arc cosine, element-wise (float tensors).")
+acosh = _unary_builder("acosh", "Inverse hyperbolic cosine, element-wise (float tensors).")
+asin = _unary_builder("asin", "Arc sine, element-wise (float tensors).")
+asinh = _unary_builder("asinh", "Inverse hyperbolic sine, element-wise (float tensors).")
+atan = _unary_builder("atan", "Arc tangent, element-wise (float tensors).")
+atanh = _unary_builder("atanh", "Inverse hyperbolic tangent, element-wise (float tensors).")
+cos = _unary_builder("cos", "Cosine, element-wise (float tensors).")
+cosh = _unary_builder("cosh", "Hyperbolic cosine, element-wise (float tensors).")
+sin = _unary_builder("sin", "Sine, element-wise (float tensors).")
+sinh = _unary_builder("sinh", "Hyperbolic sine, element-wise (float tensors).")
+tan = _unary_builder("tan", "Tangent, element-wise (float tensors).")
+ceil = _unary_builder("ceil", "Round up to an integer value, element-wise.")
+floor = _unary_builder("floor", "Round down to an integer value, element-wise.")
+round = _unary_builder("round", "Round to the nearest integer value, element-wise.")  # noqa: A001 - TVM's name
+trunc = _unary_builder("trunc", "Round towards zero, element-wise.")
+sign = _unary_builder("sign", "The sign of each element: -1, 0 or 1.")
+square = _unary_builder("square", "``x * x`` element-wise.")
+
+
+# -- checks: a bool tensor of the input's shape --------------------------------------------------
+
+def _register_check(name: str, doc: str) -> Callable[[Expr], Call]:
+    op_name = f"relax.{name}"
+
+    def infer(call: Call, ctx: Any) -> StructInfo:
+        x = unary_sinfo(call, op_name)
+        return replace(x, dtype="bool")
+
+    infer.__doc__ = doc
+    register(op_name, pattern=OpPattern.ELEMWISE, num_inputs=1)(infer)
+    return _unary_builder(name, doc)
+
+
+isfinite = _register_check("isfinite", "True where the element is neither infinite nor NaN.")
+isinf = _register_check("isinf", "True where the element is +inf or -inf.")
+isnan = _register_check("isnan", "True where the element is NaN.")

@@ -23,18 +23,18 @@ from ...tir.expr import Var as TirVar
 from ...tir.functor import substitute
 from ...transform import PassContext, module_pass
 from ..analysis.struct_info_analysis import substitute_struct_info
-from ..expr import Call, Constant, Function, PrimValue, ShapeExpr, Var
+from ..expr import Call, Constant, Expr, Function, PrimValue, ShapeExpr, Var
 from ..expr_functor import ExprMutator
 from ..struct_info import TensorStructInfo, struct_info_text
 
 __all__ = ["BindParams", "bind_params"]
 
 
-def _match_params(func: Function, params: dict) -> dict[Var, Constant]:
+def _match_params(func: Function, params: dict) -> dict[Var, Expr]:
     by_name: dict[str, list[Var]] = {}
     for p in func.params:
         by_name.setdefault(p.name, []).append(p)
-    out: dict[Var, Constant] = {}
+    out: dict[Var, Expr] = {}
     for key, value in params.items():
         if isinstance(key, Var):
             if key not in func.params:
@@ -48,7 +48,7 @@ def _match_params(func: Function, params: dict) -> dict[Var, Constant]:
                 raise ValueError(f"BindParams: the function has {len(found)} parameters named {key!r}; "
                                  "pass the relax.Var instead of the name")
             param = found[0]
-        if not isinstance(value, Constant):
+        if not isinstance(value, Expr):  # arrays become constants; Relax expressions stay as given
             if hasattr(value, "numpy") and not isinstance(value, np.ndarray):
                 value = value.numpy()
             value = Constant(np.asarray(value))
@@ -110,7 +110,8 @@ def bind_params(func: Function, params: dict) -> Function:
         return func
     sym: dict[int, IntImm] = {}
     for p, c in consts.items():
-        _bind_symbolic(p, c, sym)
+        if isinstance(c, Constant):
+            _bind_symbolic(p, c, sym)
     mutator = _SymbolicBinder(lambda v: sym.get(id(v))) if sym else ExprMutator()
     new_params = []
     for p in func.params:

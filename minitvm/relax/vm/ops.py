@@ -16,59 +16,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...ir.op import Op, register_op
-from ..expr import Call, DataTypeImm, Expr, PrimValue, ShapeExpr, StringImm, struct_info_of
-from ..struct_info import ObjectStructInfo, ShapeStructInfo, StructInfo, StructInfoError, TensorStructInfo
+from ...ir.op import Op
+from ..expr import Call, DataTypeImm, Expr, PrimValue, ShapeExpr, StringImm
+from ..op.memory import ALLOC_STORAGE, ALLOC_TENSOR, MEMORY_ALLOC_TENSOR  # registers the operators
 
 __all__ = ["alloc_tensor", "alloc_storage", "memory_alloc_tensor", "ALLOC_TENSOR", "ALLOC_STORAGE",
            "MEMORY_ALLOC_TENSOR", "is_op"]
-
-ALLOC_TENSOR = "relax.builtin.alloc_tensor"
-ALLOC_STORAGE = "relax.memory.alloc_storage"
-MEMORY_ALLOC_TENSOR = "relax.memory.alloc_tensor"
-
-
-def _register(name: str, doc: str, infer: Any) -> Op:
-    op = register_op(name, doc, -1)
-    if not op.has_attr("FInferStructInfo"):
-        op.set_attr("FInferStructInfo", infer)
-        op.set_attr("TOpPattern", 8)  # opaque
-        op.set_attr("FPurity", True)
-    return op
-
-
-def _tensor_sinfo(shape: Any, dtype: Any, name: str) -> StructInfo:
-    if not isinstance(dtype, DataTypeImm):
-        raise StructInfoError(f"{name}: the dtype must be R.dtype(...), got {dtype!r}")
-    sinfo = struct_info_of(shape)
-    if isinstance(shape, ShapeExpr):
-        return TensorStructInfo(shape, dtype.value)
-    if isinstance(sinfo, ShapeStructInfo):
-        return TensorStructInfo(None, dtype.value, ndim=sinfo.ndim)
-    raise StructInfoError(f"{name}: the shape must be a shape value, got {shape!r}")
-
-
-def _infer_alloc_tensor(call: Call, ctx: Any) -> StructInfo:
-    if len(call.args) != 3:
-        raise StructInfoError(f"{ALLOC_TENSOR} takes shape, dtype, runtime_device_index")
-    return _tensor_sinfo(call.args[0], call.args[1], ALLOC_TENSOR)
-
-
-def _infer_alloc_storage(call: Call, ctx: Any) -> StructInfo:
-    if len(call.args) != 4:
-        raise StructInfoError(f"{ALLOC_STORAGE} takes size, virtual_device_index, storage_scope, dtype")
-    return ObjectStructInfo()
-
-
-def _infer_memory_alloc_tensor(call: Call, ctx: Any) -> StructInfo:
-    if len(call.args) != 4:
-        raise StructInfoError(f"{MEMORY_ALLOC_TENSOR} takes storage, offset, shape, dtype")
-    return _tensor_sinfo(call.args[2], call.args[3], MEMORY_ALLOC_TENSOR)
-
-
-_register(ALLOC_TENSOR, "A tensor with its own memory.", _infer_alloc_tensor)
-_register(ALLOC_STORAGE, "A block of memory that tensors are placed in.", _infer_alloc_storage)
-_register(MEMORY_ALLOC_TENSOR, "A tensor placed in a storage at a byte offset.", _infer_memory_alloc_tensor)
 
 
 def is_op(expr: Any, name: str) -> bool:

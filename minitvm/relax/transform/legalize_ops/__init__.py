@@ -95,11 +95,12 @@ for _op_name, _fn in [
     ("abs", topi.abs),
     *((name, getattr(topi, name)) for name in (
         "ceil", "floor", "round", "sin", "cos", "tan", "sinh", "cosh", "asin", "acos", "atan", "asinh",
-        "acosh", "atanh", "sign", "square")),
+        "acosh", "atanh", "sign", "square", "trunc")),
 ]:
     register_legalize(f"relax.{_op_name}", _te(_fn, name=f"tir_{_op_name}"))
 
-for _op_name, _fn in [("isnan", topi.isnan), ("isinf", topi.isinf), ("isfinite", topi.isfinite), ("erf", topi.erf), ("nn.relu", topi.nn.relu), ("nn.gelu", topi.nn.gelu),
+for _op_name, _fn in [("isnan", topi.isnan), ("isinf", topi.isinf), ("isfinite", topi.isfinite),
+                      ("erf", topi.erf), ("nn.relu", topi.nn.relu), ("nn.gelu", topi.nn.gelu),
                       ("nn.gelu_tanh", topi.nn.gelu_tanh), ("nn.silu", topi.nn.silu)]:
     register_legalize(f"relax.{_op_name}", _te(_fn))
 

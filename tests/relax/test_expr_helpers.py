@@ -1,0 +1,61 @@
+"""``relax.get_shape_of``, ``relax.extern`` and ``Function.bind_params`` as in TVM."""
+
+import numpy as np
+import pytest
+
+import minitvm
+from minitvm import relax, tir
+
+
+def _add_function():
+    n = tir.Var("n", "int64")
+    x = relax.Var("x", relax.TensorStructInfo((n, 4), "float32"))
+    y = relax.Var("y", relax.TensorStructInfo((n, 4), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, y]):
+        with bb.dataflow():
+            out = bb.emit_output(relax.op.add(x, y))
+        bb.emit_func_output(out)
+    return bb.get()["main"], n
+
+
+def test_get_shape_of_returns_the_recorded_symbolic_shape():
+    func, n = _add_function()
+    shape = relax.get_shape_of(func.params[0])
+    assert isinstance(shape, relax.ShapeExpr)
+    assert shape.values[0] is n and int(shape.values[1]) == 4
+
+
+def test_get_shape_of_refuses_non_tensors_and_unknown_shapes():
+    with pytest.raises(TypeError, match="expected a tensor"):
+        relax.get_shape_of(relax.Var("s", relax.ShapeStructInfo(ndim=2)))
+    with pytest.raises(NotImplementedError, match="shape_of"):
+        relax.get_shape_of(relax.Var("t", relax.TensorStructInfo(ndim=2, dtype="float32")))
+
+
+def test_extern_names_a_packed_function():
+    f = relax.extern("my.packed")
+    assert isinstance(f, relax.ExternFunc) and f.global_symbol == "my.packed"
+
+
+def test_bind_params_with_a_relax_expression_substitutes_it():
+    func, _ = _add_function()
+    other = relax.Var("z", func.params[1].struct_info)
+    bound = func.bind_params({func.params[1]: other})
+    assert [p.name for p in bound.params] == ["x"]
+    call = bound.body.blocks[0].bindings[0].value
+    assert call.args[1] is other
+
+
+def test_bind_params_with_an_array_computes_with_the_constant():
+    func, _ = _add_function()
+    rng = np.random.default_rng(7)
+    y_np = rng.standard_normal((3, 4)).astype("float32")
+    x_np = rng.standard_normal((3, 4)).astype("float32")
+    bound = func.bind_params({"y": y_np})
+    assert [p.name for p in bound.params] == ["x"]
+    # the constant fixes n = 3 in the remaining parameter's shape too
+    assert bound.params[0].struct_info == relax.TensorStructInfo((3, 4), "float32")
+    ex = minitvm.compile(minitvm.IRModule({"main": bound}), target="llvm")
+    got = relax.VirtualMachine(ex, minitvm.cpu())["main"](minitvm.nd.array(x_np)).numpy()
+    np.testing.assert_allclose(got, x_np + y_np, rtol=1e-6)
