@@ -370,6 +370,8 @@ class _TIRPrinter:
             args.append(f"elem_offset={self.expr(b.elem_offset)}")
         if b.scope != "global":
             args.append(f'scope="{b.scope}"')
+        if b.axis_separators:
+            args.append(f"axis_separators={list(b.axis_separators)}")
         return f"{ctor}({', '.join(args)})"
 
     # -- functions and modules ---------------------------------------------------------------

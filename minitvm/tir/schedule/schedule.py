@@ -14,7 +14,9 @@ from typing import Any
 from ...ir.module import IRModule
 from ..expr import IntImm, PrimExpr
 from ..function import PrimFunc
+from ..index_map import as_index_map
 from ..stmt import Block, BlockRealize, For, ForKind
+from . import axis_separator as _axis_separator
 from . import block_annotate as _block_annotate
 from . import blockize as _blockize
 from . import compute as _compute
@@ -30,6 +32,10 @@ from .tree import block_realizes, child_stmts, loops_above, walk_stmts
 from .tree import blocks_under as _blocks_under
 
 __all__ = ["Schedule"]
+
+
+class BufferArgumentError(ScheduleError, AssertionError):
+    """A buffer argument names no buffer the block accesses (TVM asserts on it)."""
 
 
 class Schedule:
@@ -520,11 +526,11 @@ class Schedule:
         if isinstance(buffer, (tuple, list)):
             kind, index = buffer
             if kind not in ("read", "write"):
-                raise ScheduleError(f"buffer kind must be 'read' or 'write', got {kind!r}")
+                raise BufferArgumentError(f"buffer kind must be 'read' or 'write', got {kind!r}")
             regions = blk.reads if kind == "read" else blk.writes
             if not 0 <= index < len(regions):
                 plural = "buffer" if len(regions) == 1 else "buffers"
-                raise ScheduleError(f"block {blk.name_hint} {kind}s {len(regions)} {plural}; "
+                raise BufferArgumentError(f"block {blk.name_hint} {kind}s {len(regions)} {plural}; "
                                     f"buffer index {index} is out of range")
             found = (kind, index, regions[index].buffer)
         else:
@@ -533,12 +539,12 @@ class Schedule:
                 matches = [a for a in matches if a[0] == required] or matches
             name = buffer if isinstance(buffer, str) else buffer.name
             if not matches:
-                raise ScheduleError(f"block {blk.name_hint} does not access a buffer named {name!r}")
+                raise BufferArgumentError(f"block {blk.name_hint} does not access a buffer named {name!r}")
             if len({id(m[2]) for m in matches}) > 1:
-                raise ScheduleError(f"block {blk.name_hint} accesses several buffers named {name!r}")
+                raise BufferArgumentError(f"block {blk.name_hint} accesses several buffers named {name!r}")
             found = matches[0]
         if required is not None and found[0] != required:
-            raise ScheduleError(f"buffer {found[2].name} is a {found[0]} buffer of block {blk.name_hint}, "
+            raise BufferArgumentError(f"buffer {found[2].name} is a {found[0]} buffer of block {blk.name_hint}, "
                                 f"not a {required} buffer")
         return found
 
@@ -581,11 +587,18 @@ class Schedule:
             raise NotImplementedError("transform_layout(pad_value=...): padding layouts are not implemented")
         block = self._normalize_block_arg(block)
         kind, index, target = self._normalize_buffer_arg(block, buffer)
+        # a function becomes an IndexMap over the block's index type; IndexMap.AXIS_SEPARATOR
+        # entries become a set_axis_separator step after the layout change, as in TVM
+        index_map, separators = as_index_map(index_map, target.ndim, self._block_index_dtype(block),
+                                             allow_separators=True)
         func = self._func(block.func_name)
-        self._mod = self._mod.with_function(block.func_name, _data.transform_layout(func, target, index_map))
+        if not index_map.is_identity():  # the identity (axis separators alone) changes nothing
+            self._mod = self._mod.with_function(block.func_name, _data.transform_layout(func, target, index_map))
         self._record("transform_layout", {"block": block, "buffer": (kind, index), "index_map": index_map,
                                           "pad_value": pad_value,
                                           "assume_injective_transform": assume_injective_transform}, [])
+        if separators:
+            self.set_axis_separator(block, (kind, index), separators)
 
     # -- sampling -------------------------------------------------------------------------
     def _sampled(self, value: int, dtype: str = "int32") -> ExprRV:
@@ -748,6 +761,26 @@ class Schedule:
         body = _pad_einsum.pad_einsum(self._func(block.func_name).body, realize, path, padding)
         self._commit(block.func_name, body)
         self._record("pad_einsum", {"block": block, "padding": [int(p) for p in padding]}, [])
+
+    # == schedmore: buffer axis separators, ... ================================================
+
+    def _block_index_dtype(self, block: BlockRV) -> str:
+        """The index type a function index map gets: the block's first iterator's (TVM's rule)."""
+        blk = self._block(block)[0].block
+        return blk.iter_vars[0].var.dtype if blk.iter_vars else "int32"
+
+    def set_axis_separator(self, block: BlockRV | str, buffer: tuple[str, int] | str | Any,
+                           axis_separators: list[int] | None) -> None:
+        """Split the axes of a buffer ``block`` accesses into physical groups at
+        ``axis_separators``; ``buffer`` is ("read", i), ("write", i), a name or a Buffer."""
+        block = self._normalize_block_arg(block)
+        kind, index, target = self._normalize_buffer_arg(block, buffer)
+        seps = [int(getattr(a, "value", a)) for a in (axis_separators or [])]
+        func = self._func(block.func_name)
+        self._mod = self._mod.with_function(block.func_name,
+                                            _axis_separator.set_axis_separator(func, target, seps))
+        self._record("set_axis_separator", {"block": block, "buffer": (kind, index),
+                                            "axis_separators": seps}, [])
 
 
 def _sample_tile(rng: random.Random, extent: int, n: int, max_innermost: int) -> list[int]:

@@ -204,6 +204,7 @@ _kind("SetScope", "set_scope", ("block",), ("buffer_index", "storage_scope"))
 _kind("StorageAlign", "storage_align", ("block",), ("buffer_index", "axis", "factor", "offset"))
 _kind("AddUnitLoop", "add_unit_loop", ("block_or_loop",), (), "single")
 _kind("PadEinsum", "pad_einsum", ("block",), ("padding",))
+_kind("SetAxisSeparator", "set_axis_separator", ("block",), ("buffer", "axis_separators"))
 
 
 def _contains_rv(x: Any) -> bool:
@@ -256,6 +257,10 @@ def _lambda_text(fn: Any) -> str:
     """An index map as ``lambda i0, i1: (...)`` text, by applying it to fresh variables."""
     import inspect
 
+    from ..index_map import IndexMap
+
+    if isinstance(fn, IndexMap):
+        return repr(fn)
     names = list(inspect.signature(fn).parameters)
     params = [Var(n) for n in names]
     result = fn(*params)
@@ -300,11 +305,17 @@ def _py_value(x: Any, names: dict[int, str]) -> str:
         return f"({inner},)" if len(x) == 1 else f"({inner})"
     if isinstance(x, dict):
         return "{" + ", ".join(f"{_py_value(k, names)}: {_py_value(v, names)}" for k, v in x.items()) + "}"
-    if callable(x):
+    if callable(x) or _is_index_map(x):
         return _lambda_text(x)
     if hasattr(x, "value") and not hasattr(x, "shape"):  # IntImm / FloatImm / StringImm
         return _py_value(bool(x.value) if getattr(x, "dtype", "") == "bool" else x.value, names)
     return x.script() if hasattr(x, "script") else repr(x)
+
+
+def _is_index_map(x: Any) -> bool:
+    from ..index_map import IndexMap
+
+    return isinstance(x, IndexMap)
 
 
 def _json_value(x: Any) -> Any:
@@ -315,7 +326,7 @@ def _json_value(x: Any) -> Any:
         return {k: _json_value(v) for k, v in x.items()}
     if x is None or isinstance(x, (bool, int, float, str)):
         return x
-    if callable(x):
+    if callable(x) or _is_index_map(x):
         return _lambda_text(x)
     if hasattr(x, "value"):
         return x.value
