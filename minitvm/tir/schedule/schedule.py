@@ -21,6 +21,7 @@ from . import block_annotate as _block_annotate
 from . import blockize as _blockize
 from . import compute as _compute
 from . import data as _data
+from . import epilogue as _epilogue
 from . import layout as _layout
 from . import loops as _loops
 from . import pad_einsum as _pad_einsum
@@ -781,6 +782,19 @@ class Schedule:
                                             _axis_separator.set_axis_separator(func, target, seps))
         self._record("set_axis_separator", {"block": block, "buffer": (kind, index),
                                             "axis_separators": seps}, [])
+
+    def fuse_reduction_epilogue(self, reduction_block: BlockRV | str, epilogue_block: BlockRV | str) -> None:
+        """Fold an elementwise epilogue (bias, bias + ReLU, clipping) into the reduction it reads:
+        the reduction then writes the epilogue's output (see ``schedule/epilogue.py``)."""
+        reduction_block = self._normalize_block_arg(reduction_block)
+        epilogue_block = self._normalize_block_arg(epilogue_block)
+        reduction, _ = self._block(reduction_block)
+        epilogue, _ = self._block(epilogue_block)
+        func = self._func(reduction_block.func_name)
+        body = _epilogue.fuse_reduction_epilogue(func.body, reduction, epilogue, self._output_buffers(func))
+        self._commit(reduction_block.func_name, body)
+        self._record("fuse_reduction_epilogue", {"reduction_block": reduction_block,
+                                                 "epilogue_block": epilogue_block}, [])
 
 
 def _sample_tile(rng: random.Random, extent: int, n: int, max_innermost: int) -> list[int]:

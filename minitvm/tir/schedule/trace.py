@@ -204,6 +204,7 @@ _kind("SetScope", "set_scope", ("block",), ("buffer_index", "storage_scope"))
 _kind("StorageAlign", "storage_align", ("block",), ("buffer_index", "axis", "factor", "offset"))
 _kind("AddUnitLoop", "add_unit_loop", ("block_or_loop",), (), "single")
 _kind("PadEinsum", "pad_einsum", ("block",), ("padding",))
+_kind("FuseReductionEpilogue", "fuse_reduction_epilogue", ("reduction_block", "epilogue_block"))
 _kind("SetAxisSeparator", "set_axis_separator", ("block",), ("buffer", "axis_separators"))
 
 
