@@ -26,6 +26,7 @@ from . import layout as _layout
 from . import loops as _loops
 from . import pad_einsum as _pad_einsum
 from . import reindex as _reindex
+from . import rolling_buffer as _rolling_buffer
 from . import rfactor as _rfactor
 from .error import ScheduleError
 from .trace import BlockRV, ExprRV, Instruction, LoopRV, Trace, kind_for
@@ -795,6 +796,17 @@ class Schedule:
         self._commit(reduction_block.func_name, body)
         self._record("fuse_reduction_epilogue", {"reduction_block": reduction_block,
                                                  "epilogue_block": epilogue_block}, [])
+
+    def rolling_buffer(self, block: BlockRV | str, write_buffer_index: int) -> None:
+        """Shrink the ``write_buffer_index``-th buffer ``block`` writes to the window one tile
+        needs, addressed circularly, with overlapping rows computed once (see rolling_buffer.py)."""
+        block = self._normalize_block_arg(block)
+        realize, _ = self._block(block)
+        func = self._func(block.func_name)
+        body = _rolling_buffer.rolling_buffer(func.body, realize, int(write_buffer_index),
+                                              self._output_buffers(func))
+        self._commit(block.func_name, body)
+        self._record("rolling_buffer", {"block": block, "write_buffer_index": int(write_buffer_index)}, [])
 
 
 def _sample_tile(rng: random.Random, extent: int, n: int, max_innermost: int) -> list[int]:

@@ -205,6 +205,7 @@ _kind("StorageAlign", "storage_align", ("block",), ("buffer_index", "axis", "fac
 _kind("AddUnitLoop", "add_unit_loop", ("block_or_loop",), (), "single")
 _kind("PadEinsum", "pad_einsum", ("block",), ("padding",))
 _kind("FuseReductionEpilogue", "fuse_reduction_epilogue", ("reduction_block", "epilogue_block"))
+_kind("RollingBuffer", "rolling_buffer", ("block",), ("write_buffer_index",))
 _kind("SetAxisSeparator", "set_axis_separator", ("block",), ("buffer", "axis_separators"))
 
 
