@@ -26,8 +26,8 @@ from . import layout as _layout
 from . import loops as _loops
 from . import pad_einsum as _pad_einsum
 from . import reindex as _reindex
-from . import rolling_buffer as _rolling_buffer
 from . import rfactor as _rfactor
+from . import rolling_buffer as _rolling_buffer
 from .error import ScheduleError
 from .trace import BlockRV, ExprRV, Instruction, LoopRV, Trace, kind_for
 from .tree import block_realizes, child_stmts, loops_above, walk_stmts
