@@ -46,7 +46,8 @@ __all__ = [
     "Add", "Sub", "Mul", "Div", "Mod", "FloorDiv", "FloorMod", "Min", "Max", "EQ", "NE", "LT", "LE", "GT", "GE",
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
     "uint64", "bool", "Var", "SizeVar", "likely", "ret", "decl_buffer", "Ramp", "Broadcast",
-    "allocate_const", "macro", "buffer", "LetStmt",
+    "allocate_const", "macro", "buffer", "LetStmt", "launch_thread", "env_thread", "attr",
+    *_op.BUILTINS,
 ]
 
 SizeVar = _ex.SizeVar
@@ -227,6 +228,62 @@ class MetaVar:
     """``x = T.meta_var(expr)`` binds the Python name ``x`` to ``expr`` (no LetStmt)."""
 
     value: Any
+
+
+@dataclass(frozen=True)
+class EnvThreadDecl:
+    """``tx = T.env_thread("threadIdx.x")``: a GPU thread index, launched by ``T.launch_thread``."""
+
+    tag: str
+    dtype: str = "int32"
+
+
+@dataclass(frozen=True)
+class LaunchThreadDecl:
+    """``T.launch_thread(thread, extent)``: ``extent`` GPU threads run the rest of the body (or
+    the ``with`` body); ``thread`` is a tag like ``"blockIdx.x"`` or a ``T.env_thread`` variable."""
+
+    thread: Any
+    extent: PrimExpr
+
+
+@dataclass(frozen=True)
+class AttrDecl:
+    """``T.attr(node, key, value)``: an attribute statement (TVM's AttrStmt) over a body."""
+
+    node: Any
+    key: str
+    value: PrimExpr
+
+
+def env_thread(thread_tag: str, dtype: str = "int32") -> EnvThreadDecl:
+    """A GPU thread index variable (``blockIdx.x``, ``threadIdx.y``, ``vthread`` ...); minitvm
+    parses and prints it, and refuses to build it (it compiles for the CPU)."""
+    if not isinstance(thread_tag, str):
+        raise TypeError(f"T.env_thread takes a thread tag string like \"threadIdx.x\", got {thread_tag!r}")
+    return EnvThreadDecl(thread_tag, _dt.check(str(dtype)))
+
+
+def launch_thread(thread: Any, extent: Any) -> LaunchThreadDecl:
+    """Launch ``extent`` GPU threads along ``thread`` (a tag or a ``T.env_thread`` variable)."""
+    if not isinstance(thread, (str, Var)):
+        raise TypeError(f"T.launch_thread takes a thread tag or a T.env_thread variable, got {thread!r}")
+    extent = convert(extent)
+    if not _dt.is_int(extent.dtype):
+        raise TypeError(f"T.launch_thread: the extent must be an integer, got {extent.dtype}")
+    return LaunchThreadDecl(thread, extent)
+
+
+def attr(node: Any, attr_key: str, value: Any) -> AttrDecl:
+    """``T.attr(node, "key", value)``: annotate the rest of the body (or the ``with`` body)."""
+    if not isinstance(attr_key, str):
+        raise TypeError(f"T.attr: the attribute key must be a string, got {attr_key!r}")
+    if isinstance(node, str):
+        node = _ex.StringImm(node)
+    elif isinstance(node, (int, float)) and not isinstance(node, builtins.bool):
+        node = convert(node)
+    value = _ex.StringImm(value) if isinstance(value, str) else convert(value)
+    return AttrDecl(node, attr_key, value)
 
 
 # -- buffers --------------------------------------------------------------------------------------
@@ -598,6 +655,11 @@ Ramp = _unsupported("Ramp", "TIR has no vector dtypes; write a T.vectorized loop
 Broadcast = _unsupported("Broadcast", "TIR has no vector dtypes; write a T.vectorized loop instead")
 allocate_const = _unsupported("allocate_const", "there is no constant-allocation statement; "
                                                  "fill a T.alloc_buffer or pass the data as a parameter")
+
+
+# T.tvm_load_matrix_sync, T.tvm_access_ptr, T.type_annotation, T.ptx_mma ...: TVM's builtin
+# intrinsics (one table, minitvm.tir.op.BUILTINS); they parse and print, the CPU build refuses them
+globals().update(_op.BUILTINS)
 
 
 def Range(begin: Any, end: Any) -> _RangeNode:  # noqa: N802

@@ -55,8 +55,17 @@ class Buffer(Node):
     def vload(self, indices: Any) -> BufferLoad:
         return self[tuple(indices)]
 
-    def access_ptr(self, *args: Any) -> Any:  # pragma: no cover - not needed on CPU
-        raise NotImplementedError("access_ptr is not supported by minitvm")
+    #: access-mask bits of :meth:`access_ptr`
+    READ, WRITE = 1, 2
+
+    def access_ptr(self, access_mask: Any, ptr_type: str = "handle", content_lanes: int = 1,
+                   offset: Any = 0, extent: Any = None) -> PrimExpr:
+        """A ``tvm_access_ptr`` call: this buffer's memory from element ``offset`` on, for
+        ``extent`` elements (default: the rest of the buffer), read (``"r"``), written (``"w"``)
+        or both (``"rw"``).  An opaque access: schedules see it as reading/writing the buffer."""
+        from .op import access_ptr
+
+        return access_ptr(self, access_mask, ptr_type, content_lanes, offset, extent)
 
 
 def _as_index(k: Any) -> PrimExpr:
