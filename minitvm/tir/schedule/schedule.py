@@ -18,6 +18,7 @@ from ..index_map import as_index_map
 from ..stmt import Block, BlockRealize, For, ForKind
 from . import axis_separator as _axis_separator
 from . import block_annotate as _block_annotate
+from . import block_iters as _block_iters
 from . import blockize as _blockize
 from . import compute as _compute
 from . import data as _data
@@ -807,6 +808,25 @@ class Schedule:
                                               self._output_buffers(func))
         self._commit(block.func_name, body)
         self._record("rolling_buffer", {"block": block, "write_buffer_index": int(write_buffer_index)}, [])
+
+    def reorder_block_iter_var(self, block: BlockRV | str, new_order: list[int]) -> None:
+        """Permute ``block``'s iterators (with their bindings) into ``new_order``."""
+        block = self._normalize_block_arg(block)
+        realize, _ = self._block(block)
+        order = [int(getattr(k, "value", k)) for k in new_order]
+        body = _block_iters.reorder_block_iter_var(self._func(block.func_name).body, realize, order)
+        self._commit(block.func_name, body)
+        self._record("reorder_block_iter_var", {"block": block, "new_order": order}, [])
+
+    def unsafe_set_dtype(self, block: BlockRV | str, buffer_index: int, dtype: str) -> None:
+        """Store the ``buffer_index``-th buffer ``block`` writes (block-allocated) as ``dtype``,
+        casting at every store and load; unchecked, as in TVM: precision may be lost."""
+        block = self._normalize_block_arg(block)
+        realize, _ = self._block(block)
+        index = int(buffer_index)
+        body = _block_annotate.unsafe_set_dtype(self._func(block.func_name).body, realize.block, index, dtype)
+        self._commit(block.func_name, body)
+        self._record("unsafe_set_dtype", {"block": block, "buffer_index": index, "dtype": dtype}, [])
 
 
 def _sample_tile(rng: random.Random, extent: int, n: int, max_innermost: int) -> list[int]:

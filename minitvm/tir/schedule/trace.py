@@ -206,6 +206,8 @@ _kind("AddUnitLoop", "add_unit_loop", ("block_or_loop",), (), "single")
 _kind("PadEinsum", "pad_einsum", ("block",), ("padding",))
 _kind("FuseReductionEpilogue", "fuse_reduction_epilogue", ("reduction_block", "epilogue_block"))
 _kind("RollingBuffer", "rolling_buffer", ("block",), ("write_buffer_index",))
+_kind("ReorderBlockIterVar", "reorder_block_iter_var", ("block",), ("new_order",))
+_kind("UnsafeSetDType", "unsafe_set_dtype", ("block",), ("buffer_index", "dtype"))
 _kind("SetAxisSeparator", "set_axis_separator", ("block",), ("buffer", "axis_separators"))
 
 
