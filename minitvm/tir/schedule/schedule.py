@@ -26,6 +26,7 @@ from . import epilogue as _epilogue
 from . import layout as _layout
 from . import loops as _loops
 from . import pad_einsum as _pad_einsum
+from . import partition as _partition
 from . import reindex as _reindex
 from . import rfactor as _rfactor
 from . import rolling_buffer as _rolling_buffer
@@ -827,6 +828,22 @@ class Schedule:
         body = _block_annotate.unsafe_set_dtype(self._func(block.func_name).body, realize.block, index, dtype)
         self._commit(block.func_name, body)
         self._record("unsafe_set_dtype", {"block": block, "buffer_index": index, "dtype": dtype}, [])
+
+    def loop_partition(self, loop: LoopRV, factors: list[Any], preserve_unit_iters: bool = True) -> list[LoopRV]:
+        """Cut ``loop``'s range into consecutive pieces of the given lengths (one may be None; the
+        rest of the range is a last piece), each a copy of the body in its own block (see
+        partition.py).  ``preserve_unit_iters`` is recorded and, as in TVM, changes nothing."""
+        node, _ = self._loop(loop)
+        recorded = list(factors)
+        ints = [self._int_value(f, f"partition factor of loop {node.loop_var.name}") for f in recorded]
+        bits = max([int("".join(c for c in getattr(f, "dtype", "int32") if c.isdigit()) or 32)
+                    for f in recorded if f is not None] or [32])
+        body, new_vars = _partition.loop_partition(self._func(loop.func_name).body, node, ints, bits)
+        self._commit(loop.func_name, body)
+        rvs = [LoopRV(v, loop.func_name) for v in new_vars]
+        self._record("loop_partition", {"loop": loop, "factors": recorded,
+                                        "preserve_unit_iters": preserve_unit_iters}, rvs)
+        return rvs
 
 
 def _sample_tile(rng: random.Random, extent: int, n: int, max_innermost: int) -> list[int]:
