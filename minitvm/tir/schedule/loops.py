@@ -55,10 +55,11 @@ def _rebind(root: Stmt, vmap: dict[Var, PrimExpr], bounds: dict, extra_predicate
     new = substitute(scope, vmap)
     for realize in blocks_under(new):
         values = tuple(simplify(v, bounds) for v in realize.iter_values)
-        pred = realize.predicate
-        if extra_predicate is not None:  # every block under a split loop sees its padding
-            pred = logical_and(extra_predicate, pred) if not _is_true(pred) else extra_predicate
-        pred = simplify(pred, bounds)
+        pred = realize.predicate  # substituted, not re-simplified (TVM leaves predicates as built)
+        if extra_predicate is not None:
+            # every block under a split loop sees its padding guard, appended unsimplified
+            # (``(i0 * 2 + i1) * 3 + i2 < 128``) after what it had, as TVM appends it
+            pred = logical_and(pred, extra_predicate) if not _is_true(pred) else extra_predicate
         if values != realize.iter_values or pred is not realize.predicate:
             new = replace_stmt(new, realize, BlockRealize(values, pred, realize.block))
     return new
@@ -165,8 +166,9 @@ def fuse(root: Stmt, loops: list[For]) -> tuple[Stmt, Var]:
         total *= e
     vmap, stride = {}, 1
     for lp, e in reversed(list(zip(loops, extents))):
-        value = floordiv(fused, const(stride, dtype)) if stride > 1 else fused
-        vmap[lp.loop_var] = floormod(value, const(e, dtype)) if stride * e < total else value
+        # TVM's form: outermost fused // s, middle fused % (s * e) // s, innermost fused % e
+        value = floormod(fused, const(stride * e, dtype)) if stride * e < total else fused
+        vmap[lp.loop_var] = floordiv(value, const(stride, dtype)) if stride > 1 else value
         stride *= e
     bounds = loop_bounds(root)
     bounds[fused] = const(total, dtype)
