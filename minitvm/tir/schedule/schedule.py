@@ -25,6 +25,7 @@ from . import data as _data
 from . import epilogue as _epilogue
 from . import layout as _layout
 from . import loops as _loops
+from . import merge as _merge
 from . import pad_einsum as _pad_einsum
 from . import partition as _partition
 from . import reindex as _reindex
@@ -844,6 +845,21 @@ class Schedule:
         self._record("loop_partition", {"loop": loop, "factors": recorded,
                                         "preserve_unit_iters": preserve_unit_iters}, rvs)
         return rvs
+
+    def merge(self, *loops: LoopRV) -> LoopRV:
+        """Merge sibling loop nests of equal extents (the loops given and those around them up to
+        their common ancestor) into one nest running each body in turn; returns its inner loop."""
+        if len(loops) == 1 and isinstance(loops[0], (list, tuple)):
+            loops = tuple(loops[0])
+        if len(loops) < 2:
+            raise ValueError("'merge' requires at least 2 loop(s)")
+        nodes = [self._loop(lp)[0] for lp in loops]
+        func_name = loops[0].func_name
+        body, var = _merge.merge(self._func(func_name).body, nodes)
+        self._commit(func_name, body)
+        rv = LoopRV(var, func_name)
+        self._record("merge", {"*loops": list(loops)}, [rv])
+        return rv
 
 
 def _sample_tile(rng: random.Random, extent: int, n: int, max_innermost: int) -> list[int]:

@@ -209,6 +209,7 @@ _kind("RollingBuffer", "rolling_buffer", ("block",), ("write_buffer_index",))
 _kind("ReorderBlockIterVar", "reorder_block_iter_var", ("block",), ("new_order",))
 _kind("UnsafeSetDType", "unsafe_set_dtype", ("block",), ("buffer_index", "dtype"))
 _kind("LoopPartition", "loop_partition", ("loop", "+factors"), ("preserve_unit_iters",), "list")
+_kind("Merge", "merge", ("*loops",), (), "single")
 _kind("SetAxisSeparator", "set_axis_separator", ("block",), ("buffer", "axis_separators"))
 
 
