@@ -349,6 +349,8 @@ class _TIRPrinter:
 
     def value(self, v: Any) -> str:
         """A Python value inside an attribute dict."""
+        if isinstance(v, IntImm) and v.dtype != "bool":
+            return f"T.{v.dtype}({v.value})"  # typed, so it parses back as an IntImm, not an int
         if isinstance(v, Node):
             return self.expr(v) if isinstance(v, PrimExpr) else script(v)
         if isinstance(v, str):

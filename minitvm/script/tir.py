@@ -395,7 +395,9 @@ def extent_between(begin: PrimExpr, end: PrimExpr) -> PrimExpr:
     begin, end = convert(begin), convert(end)
     if isinstance(end, _ex.Add) and structural_equal(end.a, begin):
         return end.b
-    return _op.sub(end, begin)
+    from ..arith import Analyzer
+
+    return Analyzer().simplify(_op.sub(end, begin))  # as TVM's Buffer.__getitem__ simplifies it
 
 
 def _loop(kind: str, start: Any, stop: Any, annotations: dict | None, thread: str | None = None

@@ -20,6 +20,7 @@ from . import axis_separator as _axis_separator
 from . import block_annotate as _block_annotate
 from . import block_iters as _block_iters
 from . import blockize as _blockize
+from . import buffer_access as _buffer_access
 from . import compute as _compute
 from . import data as _data
 from . import epilogue as _epilogue
@@ -860,6 +861,22 @@ class Schedule:
         rv = LoopRV(var, func_name)
         self._record("merge", {"*loops": list(loops)}, [rv])
         return rv
+
+    def annotate_buffer_access(self, block: BlockRV | str, buffer_index: int, buf_type: str,
+                               gen_new_ranges: Any) -> None:
+        """Set the region ``block`` reads (``buf_type="read"``) or writes of its ``buffer_index``-th
+        buffer to what ``gen_new_ranges(*block iterators)`` says — one ``(begin, end)`` or index per
+        iterator — and mark it explicit (trusted, as in TVM)."""
+        from .tree import replace_stmt
+
+        block = self._normalize_block_arg(block)
+        realize, _ = self._block(block)
+        ranges = _buffer_access.ranges_map(realize.block, gen_new_ranges)
+        new = _buffer_access.annotate_buffer_access(realize.block, int(buffer_index), buf_type, ranges)
+        root = self._func(block.func_name).body
+        self._commit(block.func_name, replace_stmt(root, realize.block, new))
+        self._record("annotate_buffer_access", {"block": block, "buffer_index": int(buffer_index),
+                                                "buf_type": buf_type, "gen_new_ranges": ranges}, [])
 
 
 def _sample_tile(rng: random.Random, extent: int, n: int, max_innermost: int) -> list[int]:

@@ -210,6 +210,7 @@ _kind("ReorderBlockIterVar", "reorder_block_iter_var", ("block",), ("new_order",
 _kind("UnsafeSetDType", "unsafe_set_dtype", ("block",), ("buffer_index", "dtype"))
 _kind("LoopPartition", "loop_partition", ("loop", "+factors"), ("preserve_unit_iters",), "list")
 _kind("Merge", "merge", ("*loops",), (), "single")
+_kind("AnnotateBufferAccess", "annotate_buffer_access", ("block",), ("buffer_index", "buf_type", "gen_new_ranges"))
 _kind("SetAxisSeparator", "set_axis_separator", ("block",), ("buffer", "axis_separators"))
 
 
@@ -336,12 +337,14 @@ def _json_value(x: Any) -> Any:
         return _lambda_text(x)
     if hasattr(x, "value"):
         return x.value
+    if hasattr(x, "script"):  # a function attribute that prints as a lambda (gen_new_ranges)
+        return x.script()
     raise TypeError(f"cannot write {x!r} into a trace's JSON")
 
 
 def _from_json_value(name: str, x: Any) -> Any:
     """Undo what JSON loses: index maps come back from their text, buffer pairs as tuples."""
-    if name in ("index_map", "pad_value") and isinstance(x, str) and x.startswith("lambda"):
+    if name in ("index_map", "pad_value", "gen_new_ranges") and isinstance(x, str) and x.startswith("lambda"):
         return _eval_lambda(x)
     if name == "buffer" and isinstance(x, list):
         return tuple(x)
