@@ -29,6 +29,7 @@ from . import loops as _loops
 from . import merge as _merge
 from . import pad_einsum as _pad_einsum
 from . import partition as _partition
+from . import random_engine as _random_engine
 from . import reindex as _reindex
 from . import rfactor as _rfactor
 from . import rolling_buffer as _rolling_buffer
@@ -88,10 +89,12 @@ class Schedule:
         other._rng = random.Random()
         other._rng.setstate(self._rng.getstate())
         other._func_name = self._func_name
+        other._lcg_state = getattr(self, "_lcg_state", None)
         return other
 
     def seed(self, seed: int) -> None:
         self._rng = random.Random(seed)
+        self._lcg_state = _random_engine.normalize_seed(seed)
 
     def fork_seed(self) -> int:
         """A new seed drawn from this schedule's random state (for a forked schedule)."""
@@ -877,6 +880,113 @@ class Schedule:
         self._commit(block.func_name, replace_stmt(root, realize.block, new))
         self._record("annotate_buffer_access", {"block": block, "buffer_index": int(buffer_index),
                                                 "buf_type": buf_type, "gen_new_ranges": ranges}, [])
+
+    def sample_compute_location(self, block: BlockRV | str, decision: int | None = None) -> LoopRV:
+        """Sample where ``block`` could be computed: a loop of its consumers (``compute_at``), the
+        root (decision -1, a LoopRV whose ``mark`` is "root") or inlined (-2, mark "inline"), each
+        allowed candidate equally likely, as TVM does.  A replayed decision that is no longer a
+        candidate falls back to the nearest one before it."""
+        import bisect
+
+        block = self._normalize_block_arg(block)
+        candidates = self._compute_location_candidates(block)
+        indices = [k for k, _ in candidates]
+        if decision is None:
+            # TVM's generator and integer sampling, so a seed picks what it picks in TVM
+            pick, self._lcg_state = _random_engine.sample_int(self._lcg_state_now(), 0, len(candidates))
+        else:
+            decision = int(getattr(decision, "value", decision))
+            pos = bisect.bisect_left(indices, decision)
+            pick = pos if pos < len(indices) and indices[pos] == decision else pos - 1
+        if pick < 0:
+            index, target = -1, None
+        else:
+            index, target = candidates[pick]
+        if target is None:
+            rv = LoopRV(None, block.func_name)
+            rv.mark = "inline" if index == -2 else "root"
+        else:
+            rv = LoopRV(target.loop_var, block.func_name)
+        self._record("sample_compute_location", {"block": block}, [rv], decision=index)
+        return rv
+
+    def _lcg_state_now(self) -> int:
+        """The state of TVM's generator for this schedule (made from the seed on first use)."""
+        state = getattr(self, "_lcg_state", None)
+        if state is None:
+            state = _random_engine.normalize_seed(self._seed)
+        return state
+
+    def _compute_location_candidates(self, block: BlockRV) -> list[tuple[int, For | None]]:
+        """TVM's CollectComputeLocation: (-2 inline,) -1 root, then the consumer loops (by
+        position) where compute_at succeeds: no unit loops, no spatial loop after a reduction
+        loop, no reduction loop after the last spatial one."""
+        from .checks import child_blocks
+
+        realize, path = self._block(block)
+        func = self._func(block.func_name)
+        outputs = self._output_buffers(func)
+        out: list[tuple[int, For | None]] = []
+        try:
+            _compute.compute_inline(func.body, realize, outputs)
+            out.append((-2, None))
+        except ScheduleError:
+            pass
+        out.append((-1, None))
+        written = {id(w.buffer) for w in realize.block.writes}
+        consumers = [(r, p) for r, p in block_realizes(func.body)
+                     if r is not realize and r.block.name_hint != "root"
+                     and any(id(x.buffer) in written for x in r.block.reads)
+                     and next((s for s in reversed(p) if isinstance(s, Block)), None)
+                     is next((s for s in reversed(path) if isinstance(s, Block)), None)]
+        if not consumers:
+            return out
+        paths = [p for _, p in consumers]
+        boundary = None
+        for depth in range(min(len(p) for p in paths)):
+            if all(p[depth] is paths[0][depth] for p in paths) and isinstance(paths[0][depth], (For, Block)):
+                boundary = paths[0][depth]
+            elif not all(p[depth] is paths[0][depth] for p in paths):
+                break
+        if not isinstance(boundary, For):
+            return out
+        loops = loops_above(paths[0])
+        n_candidate = next(k for k, lp in enumerate(loops) if lp is boundary) + 1
+
+        def iter_type(lp: For) -> str:
+            kinds = set()
+            for r in child_blocks(lp):
+                for iv, value in zip(r.block.iter_vars, r.iter_values):
+                    found: list = []
+                    from ..functor import post_order_visit
+
+                    post_order_visit(value, lambda n: found.append(n) if n is lp.loop_var else None)
+                    if found:
+                        kinds.add(iv.iter_type)
+            if kinds - {"spatial", "reduce"} or {"spatial", "reduce"} <= kinds:
+                return "opaque"
+            return "reduce" if "reduce" in kinds else "spatial"
+
+        types = [iter_type(lp) for lp in loops[:n_candidate]]
+        last_spatial = max((k for k, t in enumerate(types) if t == "spatial"), default=-1)
+        visited_reduce = False
+        for k, lp in enumerate(loops[:n_candidate]):
+            if isinstance(lp.extent, IntImm) and lp.extent.value == 1:
+                continue
+            if types[k] == "spatial":
+                if visited_reduce:
+                    break
+            else:
+                visited_reduce = True
+                if k > last_spatial:
+                    break
+            try:
+                _compute.compute_at(func.body, realize, lp, reverse=False, preserve_unit_loops=True,
+                                    output_buffers=outputs)
+                out.append((k, lp))
+            except ScheduleError:
+                pass
+        return out
 
 
 def _sample_tile(rng: random.Random, extent: int, n: int, max_innermost: int) -> list[int]:
