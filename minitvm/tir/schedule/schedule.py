@@ -954,15 +954,11 @@ class Schedule:
         n_candidate = next(k for k, lp in enumerate(loops) if lp is boundary) + 1
 
         def iter_type(lp: For) -> str:
-            kinds = set()
-            for r in child_blocks(lp):
-                for iv, value in zip(r.block.iter_vars, r.iter_values):
-                    found: list = []
-                    from ..functor import post_order_visit
+            """TVM's GetLoopIterType: what kind of block iterator the loop's variable feeds."""
+            from ..analysis import uses_var
 
-                    post_order_visit(value, lambda n: found.append(n) if n is lp.loop_var else None)
-                    if found:
-                        kinds.add(iv.iter_type)
+            kinds = {iv.iter_type for r in child_blocks(lp) for iv, value in zip(r.block.iter_vars, r.iter_values)
+                     if uses_var(value, lp.loop_var)}
             if kinds - {"spatial", "reduce"} or {"spatial", "reduce"} <= kinds:
                 return "opaque"
             return "reduce" if "reduce" in kinds else "spatial"
