@@ -23,6 +23,7 @@ from . import blockize as _blockize
 from . import buffer_access as _buffer_access
 from . import compute as _compute
 from . import data as _data
+from . import decompose_padding as _decompose_padding
 from . import epilogue as _epilogue
 from . import layout as _layout
 from . import loops as _loops
@@ -983,6 +984,29 @@ class Schedule:
             except ScheduleError:
                 pass
         return out
+
+    def decompose_padding(self, block: BlockRV | str, loop: LoopRV) -> BlockRV:
+        """Split padding ``block`` into a block filling the pad value (placed before ``loop``)
+        and the block itself restricted to the in-bound region; returns the filling block."""
+        block = self._normalize_block_arg(block)
+        realize, _ = self._block(block)
+        target, _ = self._loop(loop)
+        body, name = _decompose_padding.decompose_padding(self._func(block.func_name).body, realize, target)
+        self._commit(block.func_name, body)
+        rv = BlockRV(name, block.func_name)
+        self._record("decompose_padding", {"block": block, "loop": loop}, [rv])
+        return rv
+
+    def can_decompose_padding(self, block: BlockRV | str, loop: LoopRV) -> bool:
+        """Whether ``decompose_padding(block, loop)`` would succeed (nothing changes, nothing recorded)."""
+        block = self._normalize_block_arg(block)
+        realize, _ = self._block(block)
+        target, _ = self._loop(loop)
+        try:
+            _decompose_padding.decompose_padding(self._func(block.func_name).body, realize, target)
+        except ScheduleError:
+            return False
+        return True
 
 
 def _sample_tile(rng: random.Random, extent: int, n: int, max_innermost: int) -> list[int]:

@@ -211,6 +211,7 @@ _kind("UnsafeSetDType", "unsafe_set_dtype", ("block",), ("buffer_index", "dtype"
 _kind("LoopPartition", "loop_partition", ("loop", "+factors"), ("preserve_unit_iters",), "list")
 _kind("Merge", "merge", ("*loops",), (), "single")
 _kind("AnnotateBufferAccess", "annotate_buffer_access", ("block",), ("buffer_index", "buf_type", "gen_new_ranges"))
+_kind("DecomposePadding", "decompose_padding", ("block", "loop"), (), "single")
 _kind("SetAxisSeparator", "set_axis_separator", ("block",), ("buffer", "axis_separators"))
 
 
