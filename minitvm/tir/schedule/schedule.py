@@ -20,6 +20,7 @@ from . import axis_separator as _axis_separator
 from . import block_annotate as _block_annotate
 from . import block_iters as _block_iters
 from . import blockize as _blockize
+from . import cache_index as _cache_index
 from . import buffer_access as _buffer_access
 from . import compute as _compute
 from . import data as _data
@@ -1007,6 +1008,20 @@ class Schedule:
         except ScheduleError:
             return False
         return True
+
+    def cache_index(self, block: BlockRV | str, storage_scope: str, cse_thresh: int = 0) -> list[BlockRV]:
+        """Precompute ``block``'s index arithmetic into ``index_var_k`` buffers filled by blocks
+        ``index_k`` placed before it; ``cse_thresh`` > 0 caches only expressions that occur at
+        least that often (see cache_index.py).  Returns the new blocks."""
+        block = self._normalize_block_arg(block)
+        realize, _ = self._block(block)
+        body, names = _cache_index.cache_index(self._func(block.func_name).body, realize, storage_scope,
+                                               int(cse_thresh))
+        self._commit(block.func_name, body)
+        rvs = [BlockRV(n, block.func_name) for n in names]
+        self._record("cache_index", {"block": block, "storage_scope": storage_scope,
+                                     "cse_thresh": int(cse_thresh)}, rvs)
+        return rvs
 
 
 def _sample_tile(rng: random.Random, extent: int, n: int, max_innermost: int) -> list[int]:

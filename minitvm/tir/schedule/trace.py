@@ -212,6 +212,7 @@ _kind("LoopPartition", "loop_partition", ("loop", "+factors"), ("preserve_unit_i
 _kind("Merge", "merge", ("*loops",), (), "single")
 _kind("AnnotateBufferAccess", "annotate_buffer_access", ("block",), ("buffer_index", "buf_type", "gen_new_ranges"))
 _kind("DecomposePadding", "decompose_padding", ("block", "loop"), (), "single")
+_kind("CacheIndex", "cache_index", ("block",), ("storage_scope", "cse_thresh"), "list")
 _kind("SetAxisSeparator", "set_axis_separator", ("block",), ("buffer", "axis_separators"))
 
 
