@@ -120,13 +120,8 @@ def cache_index(root: Stmt, realize: BlockRealize, storage_scope: str, cse_thres
     ana = Analyzer()
     buffers, stages, names = [], [], []
     for k, e in enumerate(exprs):
-        block_vars: list[Var] = []
-        post_order_visit(e, lambda n: block_vars.append(n) if isinstance(n, Var) and n in bindings
-                         and not any(n is b for b in block_vars) else None)
-        loop_vars: list[Var] = []
-        for bv in block_vars:
-            post_order_visit(bindings[bv], lambda n: loop_vars.append(n) if isinstance(n, Var)
-                             and id(n) in ranges and not any(n is x for x in loop_vars) else None)
+        block_vars = _vars_in_order([e], lambda n: n in bindings)
+        loop_vars = _vars_in_order([bindings[bv] for bv in block_vars], lambda n: id(n) in ranges)
         for lv in loop_vars:
             ana.bind(lv, ranges[id(lv)], allow_override=True)
         shape = tuple(ana.simplify(const(ana.interval(bindings[bv])[1] + 1, bv.dtype)) for bv in block_vars)
@@ -157,12 +152,7 @@ def cache_index(root: Stmt, realize: BlockRealize, storage_scope: str, cse_thres
                         return BufferLoad(buf, tuple(in_vars))
             return super().visit(n)
 
-    vars_of = []
-    for e in exprs:
-        found: list[Var] = []
-        post_order_visit(e, lambda n: found.append(n) if isinstance(n, Var) and n in bindings
-                         and not any(n is b for b in found) else None)
-        vars_of.append(found)
+    vars_of = [_vars_in_order([e], lambda n: n in bindings) for e in exprs]
     new_store = _Replace().visit(store)
     out = replace_stmt(root, store, new_store)
     scope = next(s for s in reversed(_path(out, next(r for r, _ in _realizes(out) if r.block.name_hint
@@ -178,6 +168,19 @@ def cache_index(root: Stmt, realize: BlockRealize, storage_scope: str, cse_thres
 
     new_scope = replace(scope, body=new_body, alloc_buffers=tuple(scope.alloc_buffers) + tuple(buffers))
     return replace_stmt(out, scope, new_scope), names
+
+
+def _vars_in_order(exprs: list[PrimExpr], keep: Any) -> list[Var]:
+    """The variables of ``exprs`` that ``keep`` accepts, each once, in post-order."""
+    found: list[Var] = []
+
+    def visit(n: Any) -> None:
+        if isinstance(n, Var) and keep(n) and not any(n is f for f in found):
+            found.append(n)
+
+    for e in exprs:
+        post_order_visit(e, visit)
+    return found
 
 
 def _iter_var(v: Var, extent: PrimExpr) -> Any:

@@ -20,8 +20,8 @@ from . import axis_separator as _axis_separator
 from . import block_annotate as _block_annotate
 from . import block_iters as _block_iters
 from . import blockize as _blockize
-from . import cache_index as _cache_index
 from . import buffer_access as _buffer_access
+from . import cache_index as _cache_index
 from . import compute as _compute
 from . import data as _data
 from . import decompose_padding as _decompose_padding
