@@ -626,6 +626,13 @@ class Schedule:
         and the trace records the decision, so a replay picks the same factors.
         """
         node, _ = self._loop(loop)
+        if not isinstance(node.extent, IntImm):
+            # a loop of symbolic extent is tiled trivially, as in TVM: [None, 1, ..., 1], where
+            # None (decision -1) lets split infer the outer factor
+            outs = [None] + [self._sampled(1, node.loop_var.dtype) for _ in range(n - 1)]
+            self._record("sample_perfect_tile", {"loop": loop, "n": n, "max_innermost_factor": max_innermost_factor},
+                         outs, decision=[IntImm("int64", -1)] + [IntImm("int64", 1)] * (n - 1))
+            return outs
         extent = _loops._const_extent(node)
         if decision is None:
             decision = _sample_tile(self._rng, extent, n, max_innermost_factor)

@@ -1,4 +1,4 @@
-"""sch.sample_compute_location and the TVM random engine behind it."""
+"""sch.sample_compute_location, TVM's random engine behind it, and trivial tiling of symbolic loops."""
 
 import pytest
 
@@ -70,3 +70,32 @@ def test_same_seed_same_decisions():
     da = [a.trace.decisions[a.trace.insts[-1]] for _ in range(10) if a.sample_compute_location("B")]
     db = [b.trace.decisions[b.trace.insts[-1]] for _ in range(10) if b.sample_compute_location("B")]
     assert da == db
+
+
+@T.prim_func
+def dynamic_rows(a: T.handle, b: T.handle, n: T.int32):
+    A = T.match_buffer(a, (n, 8))
+    B = T.match_buffer(b, (n, 8))
+    for i, j in T.grid(n, 8):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] + 1.0
+
+
+def test_symbolic_loop_is_tiled_trivially(trace_replays):
+    import numpy as np
+
+    import minitvm
+    from minitvm.driver.build_module import export_name
+
+    sch = tir.Schedule(dynamic_rows, seed=1)
+    i, _ = sch.get_loops("B")
+    factors = sch.sample_perfect_tile(i, n=3)
+    assert factors[0] is None and [sch.get(f) for f in factors[1:]] == [1, 1]
+    sch.split(i, factors=factors)
+    trace_replays(sch, dynamic_rows)
+    gv = sch.mod.get_global_vars()[0]
+    a = np.random.default_rng(0).standard_normal((5, 8)).astype("float32")
+    b = np.zeros((5, 8), "float32")
+    minitvm.build(sch.mod, target="llvm")[export_name(gv.name_hint, sch.mod[gv])](a, b, 5)
+    np.testing.assert_allclose(b, a + 1, rtol=1e-6)
