@@ -472,30 +472,34 @@ class Schedule:
         self._record("rfactor", {"loop": loop, "factor_axis": factor_axis}, [rv])
         return rv
 
-    def blockize(self, target: LoopRV, preserve_unit_iters: bool = True) -> BlockRV:
-        """Wrap the loops from ``target`` down to its block into a new outer block ``<name>_o``."""
+    def blockize(self, target: LoopRV | list[BlockRV], preserve_unit_iters: bool = True) -> BlockRV:
+        """Wrap the loops from ``target`` down to its block into a new outer block ``<name>_o``
+        (or, given a list of sibling blocks, the loops under their common ancestor)."""
         if isinstance(target, (list, tuple)):
-            raise NotImplementedError("blockize(target=[blocks]): minitvm blockizes the loops under one "
-                                      "loop only; pass a LoopRV")
-        if not preserve_unit_iters:
-            raise NotImplementedError("blockize(preserve_unit_iters=False) is not implemented")
-        node, _ = self._loop(target)
-        body, name = _blockize.blockize(self._func(target.func_name).body, node)
-        self._commit(target.func_name, body)
-        rv = BlockRV(name, target.func_name)
+            blocks = [self._normalize_block_arg(b) for b in target]
+            if not blocks:
+                raise ScheduleError("cannot blockize an empty list of blocks")
+            func_name = blocks[0].func_name
+            realizes = [self._block(b)[0] for b in blocks]
+            body, name = _blockize.blockize_blocks(self._func(func_name).body, realizes, preserve_unit_iters)
+            target = blocks
+        else:
+            func_name = target.func_name
+            node, _ = self._loop(target)
+            body, name = _blockize.blockize(self._func(func_name).body, node, preserve_unit_iters)
+        self._commit(func_name, body)
+        rv = BlockRV(name, func_name)
         self._record("blockize", {"target": target, "preserve_unit_iters": preserve_unit_iters}, [rv])
         return rv
 
     def tensorize(self, block_or_loop: BlockRV | LoopRV, tensor_intrin: str,
                   preserve_unit_iters: bool = True) -> None:
         """Replace a block (or the loops under a loop, blockized first) with a registered intrinsic."""
-        if not preserve_unit_iters:
-            raise NotImplementedError("tensorize(preserve_unit_iters=False) is not implemented")
         intrin = _blockize.TensorIntrin.get(tensor_intrin)
         func_name = block_or_loop.func_name
         if isinstance(block_or_loop, LoopRV):
             node, _ = self._loop(block_or_loop)
-            body, name = _blockize.blockize(self._func(func_name).body, node)
+            body, name = _blockize.blockize(self._func(func_name).body, node, preserve_unit_iters)
         else:
             body, name = self._func(func_name).body, block_or_loop.name
         realize = next(r for r, _ in block_realizes(body) if r.block.name_hint == name)
