@@ -411,14 +411,12 @@ class Schedule:
         self._compute_location("reverse_compute_at", block, loop, preserve_unit_loops, index)
 
     def _compute_location(self, kind: str, block: BlockRV, loop: LoopRV, preserve: bool, index: int) -> None:
-        if index != -1:
-            raise NotImplementedError(f"{kind}(index={index}): minitvm places the block at the default "
-                                      "position only (index=-1)")
         realize, _ = self._block(block)
         target, _ = self._loop(loop)
         func = self._func(block.func_name)
         body = _compute.compute_at(func.body, realize, target, reverse=kind == "reverse_compute_at",
-                                   preserve_unit_loops=preserve, output_buffers=self._output_buffers(func))
+                                   preserve_unit_loops=preserve, output_buffers=self._output_buffers(func),
+                                   index=index)
         self._commit(block.func_name, body)
         self._record(kind, {"block": block, "loop": loop, "preserve_unit_loops": preserve,
                             "index": index}, [])
