@@ -204,6 +204,7 @@ def compute_at(root: Stmt, realize: BlockRealize, loop: For, reverse: bool,
             for cond in ((None if info.bound[0] is None else value >= info.bound[0]),
                          (None if info.bound[1] is None else value < info.bound[1] + 1)):
                 if cond is not None and not ana.can_prove(cond):
+                    cond = rc.constant_on_one_side(cond, ana)
                     predicate = cond if _is_true(predicate) else logical_and(predicate, cond)
     predicate = ana.simplify(predicate)
     if reverse:

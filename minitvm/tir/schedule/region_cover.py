@@ -258,6 +258,25 @@ def block_var_domains(block: Block, own_kind: str, partners: list, partner_kind:
     return result
 
 
+def constant_on_one_side(cond: PrimExpr, ana: Any) -> PrimExpr:
+    """``x + k >= c`` as ``c - k <= x`` and ``x + k < c`` as ``x < c - k``: the forms TVM's
+    simplifier gives these guards (constants gathered on one side, ``>=`` turned around)."""
+    from ..expr import GE, LE, LT, Add, Sub
+
+    if not isinstance(cond, (GE, LT)):
+        return cond
+    lhs, rhs = ana.simplify(cond.a), ana.simplify(cond.b)
+    if not isinstance(rhs, IntImm):
+        return ana.simplify(cond)
+    k = 0
+    if isinstance(lhs, Add) and isinstance(lhs.b, IntImm):
+        lhs, k = lhs.a, lhs.b.value
+    elif isinstance(lhs, Sub) and isinstance(lhs.b, IntImm):
+        lhs, k = lhs.a, -lhs.b.value
+    c = const(rhs.value - k, rhs.dtype)
+    return LE(c, lhs) if isinstance(cond, GE) else LT(lhs, c)
+
+
 def insertion_point(items: list, producers: set[int], consumers: set[int], index: int, here: str) -> int:
     """Where under the loop the block may go: after every subtree holding one of its producers
     and no later than the first holding one of its consumers; ``index`` -1 is the latest such
