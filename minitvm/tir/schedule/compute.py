@@ -196,7 +196,8 @@ def compute_at(root: Stmt, realize: BlockRealize, loop: For, reverse: bool,
             extent = ana.simplify(extent)
             new_loops.append((var, extent))
             value = var if _is_int(lo, 0) else lo + var
-            ana.bind(var, Range(const(0, var.dtype), extent))
+            # a unit loop's variable is 0 to the simplifier (TVM folds single-point ranges)
+            ana.bind(var, const(0, var.dtype) if _is_int(extent, 1) else Range(const(0, var.dtype), extent))
         else:
             value = lo
         values.append(value)

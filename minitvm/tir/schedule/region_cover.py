@@ -38,7 +38,9 @@ def analyzer_for(loop: For, loop_path: tuple) -> Any:
         if isinstance(s, Block):
             ana = Analyzer()
         elif isinstance(s, For):
-            ana.bind(s.loop_var, Range(s.min, s.extent))
+            unit = isinstance(s.extent, IntImm) and s.extent.value == 1
+            # a unit loop's variable is its minimum (TVM's simplifier folds single-point ranges)
+            ana.bind(s.loop_var, s.min if unit else Range(s.min, s.extent))
     return ana
 
 
