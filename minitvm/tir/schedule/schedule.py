@@ -577,14 +577,14 @@ class Schedule:
         """Store a buffer in a new layout; ``buffer`` is ("read", i), ("write", i), a name or a Buffer.
 
         A buffer that is a function parameter changes the function's signature.
-        ``assume_injective_transform`` only skips a check TVM makes; minitvm needs none.
+        A layout with padding needs ``pad_value`` (a padded layout is refused unless
+        ``assume_injective_transform`` says the padding is never read).
         """
-        if pad_value is not None:
-            raise NotImplementedError("transform_layout(pad_value=...): padding layouts are not implemented")
         block = self._normalize_block_arg(block)
         kind, index, target = self._normalize_buffer_arg(block, buffer)
         func = self._func(block.func_name)
-        self._mod = self._mod.with_function(block.func_name, _data.transform_layout(func, target, index_map))
+        new_func = _data.transform_layout(func, target, index_map, pad_value, assume_injective_transform)
+        self._mod = self._mod.with_function(block.func_name, new_func)
         self._record("transform_layout", {"block": block, "buffer": (kind, index), "index_map": index_map,
                                           "pad_value": pad_value,
                                           "assume_injective_transform": assume_injective_transform}, [])
