@@ -210,6 +210,7 @@ def compute_at(root: Stmt, realize: BlockRealize, loop: For, reverse: bool,
     predicate = ana.simplify(predicate)
     if reverse:
         _check_consumer_covered(block, var_doms, ana, here)
+        rc.check_reads_inside(block, own_kind, linked, partners, partner_kind, loop, var_doms, ana, here)
 
     nest: Stmt = BlockRealize(tuple(values), predicate, block)
     for var, extent in reversed(new_loops):

@@ -192,6 +192,14 @@ def _pad_value_of(buffer: Buffer, pad_value: Any, new_indices: list[Var]) -> Pri
         if is_int:
             raise ScheduleError(f"{what}: pad_value {value} is a float but {buffer.name} holds {buffer.dtype}")
         return FloatImm(buffer.dtype, value)
+    from ..functor import post_order_visit
+
+    others: list = []
+    post_order_visit(value, lambda x: others.append(x.buffer.name) if isinstance(x, BufferLoad)
+                     and x.buffer is not buffer else None)
+    if others:
+        raise ScheduleError(f"{what}: pad_value may not read another buffer ({others[0]}); only constants, "
+                            "the new indices and the buffer itself")
     if value.dtype != buffer.dtype:
         raise ScheduleError(f"{what}: pad_value {value} has dtype {value.dtype} but {buffer.name} holds "
                             f"{buffer.dtype}")

@@ -279,6 +279,43 @@ def constant_on_one_side(cond: PrimExpr, ana: Any) -> PrimExpr:
     return LE(c, lhs) if isinstance(cond, GE) else LT(lhs, c)
 
 
+def check_reads_inside(block: Block, own_kind: str, linked: dict, partners: list, partner_kind: str,
+                       loop: For, var_doms: list, ana: Any, here: str) -> None:
+    """A consumer moved under ``loop`` must read only what its producers write in the same
+    iteration of ``loop``: a strided access (``B[v * 2]``) can make it read an element written
+    in an earlier iteration, which a buffer allocated inside the loop no longer holds."""
+    from .compute import relax
+
+    doms = {}
+    for iv, info in zip(block.iter_vars, var_doms):
+        if info.dom is NOTHING or has_inf(info.dom):
+            doms[id(iv.var)] = (iv.dom.min, iv.dom.min + iv.dom.extent - 1)
+        else:
+            doms[id(iv.var)] = info.dom
+    for buffer in linked.values():
+        required = None
+        for r, path in partners:
+            bind = {iv.var: v for iv, v in zip(r.block.iter_vars, r.iter_values)}
+            for region in getattr(r.block, partner_kind):
+                if region.buffer is buffer:
+                    dims = _relax_region(region, bind, loops_between(loop, path), ana)
+                    required = dims if required is None else [union(a, b) for a, b in zip(required, dims)]
+        if required is None:
+            continue
+        for region in getattr(block, own_kind):
+            if region.buffer is not buffer:
+                continue
+            for (r_lo, r_hi), rng in zip(required, region.region):
+                lo = relax(rng.min, doms)
+                hi = relax(rng.min + rng.extent - 1, doms)
+                if lo is None or hi is None:
+                    continue
+                if not (ana.can_prove(lo[0] >= r_lo) and ana.can_prove(hi[1] <= r_hi)):
+                    raise ScheduleError(f"cannot {here}: under the loop the block would read {buffer.name} "
+                                        f"at [{ana.simplify(lo[0])}, {ana.simplify(hi[1])}], beyond what its "
+                                        f"producers write in that iteration ([{r_lo}, {r_hi}])")
+
+
 def insertion_point(items: list, producers: set[int], consumers: set[int], index: int, here: str) -> int:
     """Where under the loop the block may go: after every subtree holding one of its producers
     and no later than the first holding one of its consumers; ``index`` -1 is the latest such
