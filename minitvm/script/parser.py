@@ -477,7 +477,8 @@ class _TIRParser:
         block = Block(spec.name, tuple(frame.iter_vars), tuple(frame.alloc_buffers),
                       tuple(frame.match_buffers), (), (), frame.init, body, dict(frame.annotations))
         if frame.reads is None or frame.writes is None:
-            reads, writes = get_block_read_write_region(block)
+            visible = [v for scope in self.scopes for v in scope.values() if isinstance(v, Buffer)]
+            reads, writes = get_block_read_write_region(block, visible)
             frame.reads = tuple(reads) if frame.reads is None else frame.reads
             frame.writes = tuple(writes) if frame.writes is None else frame.writes
         block = Block(spec.name, tuple(frame.iter_vars), tuple(frame.alloc_buffers),

@@ -18,6 +18,7 @@ from ..stmt import Block, BlockRealize, For, ForKind
 from . import block_annotate as _block_annotate
 from . import blockize as _blockize
 from . import compute as _compute
+from . import compute_inline as _compute_inline
 from . import data as _data
 from . import layout as _layout
 from . import loops as _loops
@@ -428,7 +429,7 @@ class Schedule:
         block = self._normalize_block_arg(block)
         realize, _ = self._block(block)
         func = self._func(block.func_name)
-        body = _compute.compute_inline(func.body, realize, self._output_buffers(func))
+        body = _compute_inline.compute_inline(func.body, realize, self._output_buffers(func))
         self._commit(block.func_name, body)
         self._record("compute_inline", {"block": block}, [])
 
@@ -437,7 +438,7 @@ class Schedule:
         block = self._normalize_block_arg(block)
         realize, _ = self._block(block)
         func = self._func(block.func_name)
-        body = _compute.reverse_compute_inline(func.body, realize, self._output_buffers(func))
+        body = _compute_inline.reverse_compute_inline(func.body, realize, self._output_buffers(func))
         self._commit(block.func_name, body)
         self._record("reverse_compute_inline", {"block": block}, [])
 
