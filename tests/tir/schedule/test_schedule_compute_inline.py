@@ -252,7 +252,7 @@ def test_reverse_compute_inline_with_a_symbolic_extent(same_numbers):
         A = T.match_buffer(a, (T.int64(1), n))
         C = T.match_buffer(c, (T.int64(1), n), "float16")
         B = T.alloc_buffer((T.int64(1), n))
-        for i, j in T.grid(T.int64(1), n):
+        for _unit, j in T.grid(T.int64(1), n):
             with T.block("B"):
                 vi = T.axis.spatial(T.int64(1), T.int64(0))
                 vj = T.axis.spatial(n, j)
