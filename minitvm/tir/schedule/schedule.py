@@ -17,6 +17,7 @@ from ..function import PrimFunc
 from ..stmt import Block, BlockRealize, For, ForKind
 from . import block_annotate as _block_annotate
 from . import blockize as _blockize
+from . import cache as _cache_mod
 from . import compute as _compute
 from . import compute_inline as _compute_inline
 from . import data as _data
@@ -558,12 +559,10 @@ class Schedule:
         block = self._normalize_block_arg(block)
         read = kind == "cache_read"
         _, index, _ = self._normalize_buffer_arg(block, index, "read" if read else "write")
-        if consumers and not (read and [c.name for c in consumers] == [block.name]):
-            raise NotImplementedError(f"{kind}(consumer_blocks=...): minitvm redirects only the given "
-                                      "block's accesses; consumer_blocks other than [block] are not implemented")
         realize, _ = self._block(block)
-        cache = _data.cache_read if read else _data.cache_write
-        body, name = cache(self._func(block.func_name).body, realize, index, scope)
+        consumer_realizes = [self._block(c)[0] for c in consumers]
+        cache = _cache_mod.cache_read if read else _cache_mod.cache_write
+        body, name = cache(self._func(block.func_name).body, realize, index, scope, consumer_realizes)
         self._commit(block.func_name, body)
         rv = BlockRV(name, block.func_name)
         key = "read_buffer_index" if read else "write_buffer_index"
