@@ -37,6 +37,7 @@ from ..tir.function import PrimFunc
 from ..tir.functor import pre_order_visit
 from ..tir.stmt import (
     Allocate,
+    AllocateConst,
     AssertStmt,
     AttrStmt,
     Block,
@@ -581,6 +582,11 @@ class _TIRParser:
             buffer = self._make_buffer(value.spec, name, value_node)
             self.bind(name, buffer)
             return _NeedsRest(lambda rest: Allocate(buffer, rest))
+        if isinstance(value, T.AllocateConstDecl):
+            var = Var(name, "handle")
+            self.bind(name, var)
+            return _NeedsRest(lambda rest: AllocateConst(var, value.dtype, value.extents, value.data, rest,
+                                                         dict(value.annotations)))
         if isinstance(value, T.MatchBufferDecl):
             return self._match_buffer(target, value, value_node)
         if isinstance(value, T.BufferSpec):

@@ -62,6 +62,7 @@ from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
 from ..tir.stmt import (
     Allocate,
+    AllocateConst,
     AssertStmt,
     AttrStmt,
     Block,
@@ -471,26 +472,15 @@ class _TIRPrinter:
         """``A_1 = T.Buffer((16384,), data=A.data)`` for buffers the body uses but never declares.
 
         Lowering (flattening) makes such views of the parameters' memory; TVM declares
-        them the same way at the top of the function.
+        them the same way at the top of the function.  Views of ``T.allocate_const`` data are
+        declared where that data is (see ``stmt_AllocateConst``).
         """
-        declared = {id(b) for b in f.buffer_map.values()}
-        used: list[Buffer] = []
-
-        def visit(n: Any) -> None:
-            if isinstance(n, Block):
-                declared.update(id(b) for b in n.alloc_buffers)
-                declared.update(id(m.buffer) for m in n.match_buffers)
-            elif isinstance(n, Allocate):
-                declared.add(id(n.buffer))
-            elif isinstance(n, (BufferLoad, BufferStore, BufferRegion)):
-                if all(n.buffer is not u for u in used):
-                    used.append(n.buffer)
-
-        post_order_visit(f.body, visit)
+        consts: set[int] = set()
+        post_order_visit(f.body, lambda n: consts.add(id(n.buffer_var)) if isinstance(n, AllocateConst) else None)
         owners = {id(b.data): b for b in f.buffer_map.values()}
         lines = []
-        for b in used:
-            if id(b) in declared:
+        for b in _undeclared_buffers(f.body, f.buffer_map.values()):
+            if id(b.data) in consts:
                 continue
             owner = owners.get(id(b.data))
             data = f"{self.name_of(owner)}.data" if owner is not None else self.name_of(b.data)
@@ -603,6 +593,19 @@ class _TIRPrinter:
         name = self.define(b, b.name)
         return [self._line(f"{name} = T.allocate({', '.join(args)})")] + self.print_stmt(s.body)
 
+    def stmt_AllocateConst(self, s: AllocateConst) -> list[str]:
+        extents = ", ".join(self.expr(e) for e in s.extents)
+        name = self.define(s.buffer_var, s.buffer_var.name)
+        args = [self.value(list(s.data)), _str(s.dtype), f"[{extents}]"]
+        if s.annotations:
+            args.append(f"annotations={self.value(dict(s.annotations))}")
+        lines = [self._line(f"{name} = T.allocate_const({', '.join(args)})")]
+        for b in _undeclared_buffers(s.body, ()):
+            if b.data is s.buffer_var and id(b) not in self.names:
+                decl = self.buffer_decl(b, "T.decl_buffer")
+                lines.append(self._line(f"{self.define(b, b.name)} = {decl[:-1]}, data={name})"))
+        return lines + self.print_stmt(s.body)
+
     def stmt_IfThenElse(self, s: IfThenElse) -> list[str]:
         lines = [self._line(f"if {self.expr(s.condition)}:")] + self._body(s.then_case)
         if s.else_case is not None:
@@ -704,6 +707,25 @@ class _TIRPrinter:
             name = self.define(iv.var, iv.var.name)
             lines.append(self._line(f"{name} = T.axis.{iv.iter_type}({dom_text}, {text})"))
         return lines
+
+
+def _undeclared_buffers(body: Any, declared_buffers: Any) -> list[Buffer]:
+    """Buffers ``body`` accesses that no block, allocation or ``declared_buffers`` declares."""
+    declared = {id(b) for b in declared_buffers}
+    used: list[Buffer] = []
+
+    def visit(n: Any) -> None:
+        if isinstance(n, Block):
+            declared.update(id(b) for b in n.alloc_buffers)
+            declared.update(id(m.buffer) for m in n.match_buffers)
+        elif isinstance(n, Allocate):
+            declared.add(id(n.buffer))
+        elif isinstance(n, (BufferLoad, BufferStore, BufferRegion)):
+            if all(n.buffer is not u for u in used):
+                used.append(n.buffer)
+
+    post_order_visit(body, visit)
+    return [b for b in used if id(b) not in declared]
 
 
 def _builtin_dtype_readable(builtin: Any, e: Call) -> bool:

@@ -648,8 +648,36 @@ def _unsupported(name: str, why: str) -> Callable[..., Any]:
 #: vector expressions: minitvm's TIR has scalar dtypes only (vectors come from T.vectorized loops)
 Ramp = _unsupported("Ramp", "TIR has no vector dtypes; write a T.vectorized loop instead")
 Broadcast = _unsupported("Broadcast", "TIR has no vector dtypes; write a T.vectorized loop instead")
-allocate_const = _unsupported("allocate_const", "there is no constant-allocation statement; "
-                                                 "fill a T.alloc_buffer or pass the data as a parameter")
+
+
+@dataclass(frozen=True)
+class AllocateConstDecl:
+    """``c = T.allocate_const(values, dtype, extents)``: constant data for the rest of the body."""
+
+    dtype: str
+    extents: tuple
+    data: tuple
+    annotations: dict = field(default_factory=dict)
+
+
+def allocate_const(data: Any, dtype: str, extents: Any, annotations: dict | None = None) -> AllocateConstDecl:
+    """Constant ``data`` (a nested list or array) of ``dtype`` with shape ``extents``; name it
+    and view it through ``T.decl_buffer(extents, dtype, data=c)``.  minitvm parses, prints and
+    schedules it; its code generators refuse it."""
+    import numpy as np
+
+    dtype = _dt.check(str(dtype))
+    extents = tuple(convert(e) for e in (extents if isinstance(extents, (list, tuple)) else [extents]))
+    values = np.asarray(data, dtype=_dt.to_numpy(dtype)).ravel()
+    size = 1
+    for e in extents:
+        if not isinstance(e, _ex.IntImm):
+            raise TypeError(f"T.allocate_const needs constant extents, got {e}")
+        size *= e.value
+    if values.size != size:
+        raise ValueError(f"T.allocate_const: {values.size} values do not fill extents "
+                         f"{[e.value for e in extents]} ({size} elements)")
+    return AllocateConstDecl(dtype, extents, tuple(values.tolist()), dict(annotations or {}))
 
 
 # T.tvm_load_matrix_sync, T.tvm_access_ptr, T.type_annotation, T.ptx_mma ...: TVM's builtin

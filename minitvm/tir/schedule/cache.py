@@ -21,7 +21,17 @@ from ...ir import replace
 from ..buffer import Buffer, BufferRegion, decl_buffer
 from ..expr import BufferLoad, IntImm, IterVar, PrimExpr, Range, Var, const
 from ..functor import StmtExprMutator, substitute
-from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, MatchBufferRegion, SeqStmt, Stmt
+from ..stmt import (
+    AllocateConst,
+    Block,
+    BlockRealize,
+    BufferStore,
+    For,
+    ForKind,
+    MatchBufferRegion,
+    SeqStmt,
+    Stmt,
+)
 from .compute import relax
 from .data import check_storage_scope
 from .error import ScheduleError
@@ -131,10 +141,17 @@ class _Location:
 
 
 def _at_end(scope: Block) -> tuple[Stmt, int]:
-    return scope, len(scope.body.seq) if isinstance(scope.body, SeqStmt) else 1
+    body = scope.body
+    while isinstance(body, AllocateConst):
+        body = body.body
+    return scope, len(body.seq) if isinstance(body, SeqStmt) else 1
 
 
 def _insert(body: Stmt, pos: int, stage: Stmt) -> Stmt:
+    """``stage`` at index ``pos`` of ``body``, inside the constants it declares (their data
+    must exist where the stage runs)."""
+    if isinstance(body, AllocateConst):
+        return replace(body, body=_insert(body.body, pos, stage))
     items = list(body.seq) if isinstance(body, SeqStmt) else [body]
     items.insert(pos, stage)
     return SeqStmt(tuple(items))
