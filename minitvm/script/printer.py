@@ -472,11 +472,18 @@ class _TIRPrinter:
         """``A_1 = T.Buffer((16384,), data=A.data)`` for buffers the body uses but never declares.
 
         Lowering (flattening) makes such views of the parameters' memory; TVM declares
-        them the same way at the top of the function.  Views of ``T.allocate_const`` data are
-        declared where that data is (see ``stmt_AllocateConst``).
+        them the same way at the top of the function.  Views of ``T.allocate`` /
+        ``T.allocate_const`` storage are declared where that storage is (``_views_of``).
         """
-        consts: set[int] = set()
-        post_order_visit(f.body, lambda n: consts.add(id(n.buffer_var)) if isinstance(n, AllocateConst) else None)
+        consts: set[int] = set()  # storage allocated in the body: its views are declared there
+
+        def storage(n: Any) -> None:
+            if isinstance(n, AllocateConst):
+                consts.add(id(n.buffer_var))
+            elif isinstance(n, Allocate):
+                consts.add(id(n.buffer.data))
+
+        post_order_visit(f.body, storage)
         owners = {id(b.data): b for b in f.buffer_map.values()}
         lines = []
         for b in _undeclared_buffers(f.body, f.buffer_map.values()):
@@ -591,7 +598,18 @@ class _TIRPrinter:
         b = s.buffer
         args = [self.shape(b.shape), f'"{b.dtype}"', f'"{b.scope}"']
         name = self.define(b, b.name)
-        return [self._line(f"{name} = T.allocate({', '.join(args)})")] + self.print_stmt(s.body)
+        lines = [self._line(f"{name} = T.allocate({', '.join(args)})")]
+        return lines + self._views_of(s.body, b.data, name) + self.print_stmt(s.body)
+
+    def _views_of(self, body: Stmt, data: Var, source: str) -> list[str]:
+        """``V = T.decl_buffer(shape, dtype, data=source)`` for the buffers ``body`` uses that view
+        the storage ``data`` (declared here, where the storage exists)."""
+        lines = []
+        for b in _undeclared_buffers(body, ()):
+            if b.data is data and id(b) not in self.names:
+                decl = self.buffer_decl(b, "T.decl_buffer")
+                lines.append(self._line(f"{self.define(b, b.name)} = {decl[:-1]}, data={source})"))
+        return lines
 
     def stmt_AllocateConst(self, s: AllocateConst) -> list[str]:
         extents = ", ".join(self.expr(e) for e in s.extents)
@@ -600,11 +618,7 @@ class _TIRPrinter:
         if s.annotations:
             args.append(f"annotations={self.value(dict(s.annotations))}")
         lines = [self._line(f"{name} = T.allocate_const({', '.join(args)})")]
-        for b in _undeclared_buffers(s.body, ()):
-            if b.data is s.buffer_var and id(b) not in self.names:
-                decl = self.buffer_decl(b, "T.decl_buffer")
-                lines.append(self._line(f"{self.define(b, b.name)} = {decl[:-1]}, data={name})"))
-        return lines + self.print_stmt(s.body)
+        return lines + self._views_of(s.body, s.buffer_var, name) + self.print_stmt(s.body)
 
     def stmt_IfThenElse(self, s: IfThenElse) -> list[str]:
         lines = [self._line(f"if {self.expr(s.condition)}:")] + self._body(s.then_case)

@@ -299,6 +299,8 @@ class _BufferProxy:
     def __call__(self, shape: Any, dtype: str = "float32", data: Any = None, strides: Any = None,
                  elem_offset: Any = None, scope: str = "global", align: int = -1,
                  offset_factor: int = 0, buffer_type: str = "", axis_separators: Any = None) -> BufferSpec:
+        if isinstance(data, _TirBuffer):  # T.allocate's storage (TVM returns its pointer)
+            data = data.data
         if data is not None and not (isinstance(data, Var) and data.dtype == "handle"):
             raise TypeError(f"T.Buffer(data=...) takes a handle such as A.data, got {data!r}")
         return BufferSpec(_shape(shape), _dt.check(dtype), tuple(strides or ()), elem_offset, scope, data)

@@ -69,3 +69,21 @@ def test_cache_read_of_constant_data_goes_inside_its_scope():
 def test_build_refuses_constant_data_by_name(target):
     with pytest.raises(NotImplementedError, match=r"constant data \(T.allocate_const w\)"):
         minitvm.build(scaled, target=target)
+
+
+def test_views_of_allocated_storage_are_declared_after_the_allocation():
+    # as in TVM, a buffer may view T.allocate's storage (TVM's T.allocate returns its pointer)
+    @T.prim_func
+    def f(A: T.Buffer((16,), "float32")):
+        tmp = T.allocate([16], "float32", "global")
+        tmp_2d = T.Buffer((4, 4), "float32", data=tmp)
+        for i, j in T.grid(4, 4):
+            tmp_2d[i, j] = A[i * 4 + j]
+        for k in range(16):
+            A[k] = tmp[k] * T.float32(2)
+
+    text = f.script()
+    assert text.index("tmp = T.allocate(") < text.index('tmp_2d = T.decl_buffer((4, 4), "float32", data=tmp)')
+    reparsed = from_source(text)
+    assert_structural_equal(reparsed, f)
+    assert reparsed.script() == text
