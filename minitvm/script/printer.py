@@ -587,8 +587,31 @@ class _TIRPrinter:
 
     def stmt_LetStmt(self, s: LetStmt) -> list[str]:
         value = self.expr(s.value)
+        if not self.tail:  # more statements follow: the let scopes only its own body
+            return self._scoped(lambda: self.define(s.var, s.var.name),
+                                lambda name: f"with T.LetStmt({value}) as {name}:", s.body)
         name = self.define(s.var, s.var.name)
         return [self._line(f"{name}: T.{s.var.dtype} = {value}")] + self.print_stmt(s.body)
+
+    def _scoped(self, define: Callable[[], str], head: Callable[[str], str], body: Stmt,
+                prelude: Callable[[str], list[str]] | None = None) -> list[str]:
+        """``with <head> as name:`` and the indented body (after ``prelude`` lines), the name
+        scoped to it."""
+        self.indent += 1
+        self.push()
+        tail, self.tail = self.tail, True
+        try:
+            name = define()
+            lines = [self._line(head(name))]
+            if prelude is not None:
+                lines += prelude(name)
+            lines += self.print_stmt(body)
+        finally:
+            self.tail = tail
+            self.pop()
+            self.indent -= 1
+        lines[0] = lines[0][4:]  # the `with` line sits at the outer indentation
+        return lines
 
     def stmt_AssertStmt(self, s: AssertStmt) -> list[str]:
         return ([self._line(f"assert {self.expr(s.condition)}, {_str(s.message)}")]
@@ -597,6 +620,10 @@ class _TIRPrinter:
     def stmt_Allocate(self, s: Allocate) -> list[str]:
         b = s.buffer
         args = [self.shape(b.shape), f'"{b.dtype}"', f'"{b.scope}"']
+        if not self.tail:  # more statements follow: the storage lives for its own body only
+            return self._scoped(lambda: self.define(b, b.name),
+                                lambda name: f"with T.allocate({', '.join(args)}) as {name}:", s.body,
+                                lambda name: self._views_of(s.body, b.data, name))
         name = self.define(b, b.name)
         lines = [self._line(f"{name} = T.allocate({', '.join(args)})")]
         return lines + self._views_of(s.body, b.data, name) + self.print_stmt(s.body)

@@ -324,18 +324,20 @@ class LetStmtDecl:
 
     value: PrimExpr
     var: Var
+    named: Any = True  # False: the variable was made here (``with T.LetStmt(v) as x`` names it x)
 
 
 def LetStmt(value: Any, var: Any = None, type_annotation: Any = None) -> LetStmtDecl:  # noqa: N802
     """TVM's explicit let statement (kept even where ``v = value`` would be inlined)."""
     value = convert(value)
+    named = var is not None
     if var is None:
         var = Var("v", value.dtype)
     if not isinstance(var, Var):
         raise TypeError(f"T.LetStmt(var=...) takes a variable declared with T.{value.dtype}(), got {var!r}")
     if var.dtype != value.dtype:
         raise TypeError(f"T.LetStmt: the variable is {var.dtype} but the value is {value.dtype}")
-    return LetStmtDecl(value, var)
+    return LetStmtDecl(value, var, named)
 
 
 def alloc_buffer(shape: Any, dtype: str = "float32", data: Any = None, strides: Any = None,
