@@ -46,6 +46,11 @@ class Schedule:
         if debug_mask is not None and debug_mask != "all":
             raise NotImplementedError("Schedule(debug_mask=...): minitvm always runs every check; "
                                       "only None or 'all' is accepted")
+        level = "detail" if error_render_level is None else error_render_level
+        if level not in ("detail", "fast", "none"):
+            raise ValueError(f"Schedule(error_render_level={error_render_level!r}): use 'detail', 'fast' "
+                             "or 'none'")
+        self._render_level = level
         self._mod = mod.copy()
         self._trace = Trace()
         self._values: dict[ExprRV, int] = {}  # what each sampled random variable evaluates to
@@ -55,6 +60,23 @@ class Schedule:
         # the entry function, as TVM finds it: the only PrimFunc, or the one named main
         prim_names = [gv.name_hint for gv, f in mod.items() if isinstance(f, PrimFunc)]
         self._func_name = prim_names[0] if len(prim_names) == 1 else "main" if "main" in prim_names else None
+
+    def __getattribute__(self, name: str) -> Any:
+        # error_render_level="fast"/"none": a primitive's ScheduleError is shown shortened, as TVM
+        attr = object.__getattribute__(self, name)
+        if name.startswith("_") or not callable(attr) or \
+                object.__getattribute__(self, "__dict__").get("_render_level", "detail") == "detail":
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return attr(*args, **kwargs)
+            except ScheduleError as err:
+                raise err.rendered(object.__getattribute__(self, "_render_level")) from None
+
+        call.__name__ = name
+        call.__doc__ = attr.__doc__
+        return call
 
     # -- state --------------------------------------------------------------------
     @property
@@ -224,7 +246,9 @@ class Schedule:
         matches = [r for r, _ in block_realizes(body) if r.block.name_hint == name]
         if not matches:
             names = sorted({r.block.name_hint for r, _ in block_realizes(body)} - {"root"})
-            raise ScheduleError(f"no block named {name!r} in function {func_name!r}; blocks: {names}")
+            raise ScheduleError(f"Cannot find a block with the name: {name} (no block named {name!r} in "
+                                f"function {func_name!r}; blocks: {names})",
+                                fast="Cannot find a block with the specified name")
         if len(matches) > 1:
             raise ScheduleError(f"{len(matches)} blocks are named {name!r} in {func_name!r}")
         rv = BlockRV(name, func_name)
