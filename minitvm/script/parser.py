@@ -80,6 +80,12 @@ class DeferredFunction:
     options: dict
     extra_vars: dict
 
+    @property
+    def __wrapped__(self) -> Callable:
+        """The Python function, so ``inspect.getsource`` finds its text (TVM leaves a class
+        body's decorated function a plain function)."""
+        return self.func
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError(f"{self.func.__name__} is a TVMScript function of an @I.ir_module class; "
                         "decorate the class with @I.ir_module and call the built module instead")

@@ -350,6 +350,8 @@ class _TIRPrinter:
 
     def value(self, v: Any) -> str:
         """A Python value inside an attribute dict."""
+        if isinstance(v, IntImm) and v.dtype != "bool":
+            return f"T.{v.dtype}({v.value})"  # typed, so it parses back as an IntImm, not an int
         if isinstance(v, Node):
             return self.expr(v) if isinstance(v, PrimExpr) else script(v)
         if isinstance(v, str):
@@ -387,6 +389,8 @@ class _TIRPrinter:
             args.append(f"elem_offset={self.expr(b.elem_offset)}")
         if b.scope != "global":
             args.append(f'scope="{b.scope}"')
+        if b.axis_separators:
+            args.append(f"axis_separators={list(b.axis_separators)}")
         return f"{ctor}({', '.join(args)})"
 
     # -- functions and modules ---------------------------------------------------------------

@@ -106,12 +106,14 @@ class BufferSpec:
     elem_offset: Any = None
     scope: str = "global"
     data: Any = None  # a handle Var: this buffer views existing memory (e.g. `data=A.data`)
+    axis_separators: tuple = ()
 
     def make(self, name: str) -> _TirBuffer:
         from ..tir.buffer import decl_buffer
 
         return decl_buffer(self.shape, self.dtype, name, data=self.data, strides=self.strides,
-                           elem_offset=self.elem_offset, scope=self.scope)
+                           elem_offset=self.elem_offset, scope=self.scope,
+                           axis_separators=self.axis_separators)
 
 
 @dataclass(frozen=True)
@@ -303,7 +305,8 @@ class _BufferProxy:
             data = data.data
         if data is not None and not (isinstance(data, Var) and data.dtype == "handle"):
             raise TypeError(f"T.Buffer(data=...) takes a handle such as A.data, got {data!r}")
-        return BufferSpec(_shape(shape), _dt.check(dtype), tuple(strides or ()), elem_offset, scope, data)
+        return BufferSpec(_shape(shape), _dt.check(dtype), tuple(strides or ()), elem_offset, scope, data,
+                          tuple(axis_separators or ()))
 
     def __getitem__(self, key: Any) -> BufferSpec:
         if isinstance(key, tuple) and len(key) == 2 and isinstance(key[1], str):
@@ -345,7 +348,8 @@ def alloc_buffer(shape: Any, dtype: str = "float32", data: Any = None, strides: 
                  offset_factor: int = 0, buffer_type: str = "default",
                  axis_separators: Any = None) -> AllocBufferDecl:
     """An intermediate buffer of the enclosing block (the function's root block at top level)."""
-    return AllocBufferDecl(Buffer(shape, dtype, strides=strides, elem_offset=elem_offset, scope=scope))
+    return AllocBufferDecl(Buffer(shape, dtype, strides=strides, elem_offset=elem_offset, scope=scope,
+                                  axis_separators=axis_separators))
 
 
 def allocate(shape: Any, dtype: str = "float32", scope: str = "global") -> AllocateDecl:
@@ -365,7 +369,8 @@ def decl_buffer(shape: Any, dtype: str = "float32", data: Any = None, strides: A
     With ``data=B.data`` it views existing memory (as ``T.Buffer(..., data=...)``); without,
     it allocates its own storage (the same statement as ``T.allocate``).
     """
-    spec = Buffer(shape, dtype, data=data, strides=strides, elem_offset=elem_offset, scope=scope)
+    spec = Buffer(shape, dtype, data=data, strides=strides, elem_offset=elem_offset, scope=scope,
+                  axis_separators=axis_separators)
     return spec if data is not None else AllocateDecl(spec)
 
 
@@ -379,7 +384,7 @@ def match_buffer(param: Any, shape: Any, dtype: str = "float32", data: Any = Non
     if not (isinstance(param, BufferRegion) or (isinstance(param, Var) and param.dtype == "handle")):
         raise TypeError("T.match_buffer needs a T.handle parameter or a buffer region like A[0:4, vi]")
     return MatchBufferDecl(param, Buffer(shape, dtype, strides=strides, elem_offset=elem_offset,
-                                         scope=scope))
+                                         axis_separators=axis_separators, scope=scope))
 
 
 # -- loops --------------------------------------------------------------------------------------
@@ -394,7 +399,9 @@ def extent_between(begin: PrimExpr, end: PrimExpr) -> PrimExpr:
     begin, end = convert(begin), convert(end)
     if isinstance(end, _ex.Add) and structural_equal(end.a, begin):
         return end.b
-    return _op.sub(end, begin)
+    from ..arith import Analyzer
+
+    return Analyzer().simplify(_op.sub(end, begin))  # as TVM's Buffer.__getitem__ simplifies it
 
 
 def _loop(kind: str, start: Any, stop: Any, annotations: dict | None, thread: str | None = None
@@ -850,3 +857,10 @@ def _caller_namespace(frame: Any) -> dict:
             continue
         names.update(fr.f_locals)
     return names
+
+
+def index_map(mapping: Any, *, inverse_index_map: Any = None, index_dtype: str = "int64") -> Any:
+    """``T.index_map(lambda i, j: (j, i))``: the text an IndexMap prints as, read back."""
+    from ..tir.index_map import IndexMap
+
+    return IndexMap.from_func(mapping, inverse_index_map=inverse_index_map, index_dtype=index_dtype)

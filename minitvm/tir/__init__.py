@@ -41,6 +41,7 @@ from .expr import (
 )
 from .function import PrimFunc
 from .functor import StmtExprMutator, StmtExprVisitor, post_order_visit, pre_order_visit, substitute
+from .index_map import IndexMap
 from .op import BUILTINS as _BUILTINS
 from .op import (
                    abs,

@@ -25,9 +25,13 @@ class Buffer(Node):
     elem_offset: Any = 0
     scope: str = "global"
     name: str = "buffer"
+    #: where the logical axes split into groups that flatten separately (TVM's physical
+    #: dimensions); on the CPU the groups are laid out one after another, row-major
+    axis_separators: tuple = ()
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        object.__setattr__(self, "axis_separators", tuple(int(a) for a in self.axis_separators))
         object.__setattr__(self, "shape", tuple(convert(s, "int32") if isinstance(s, int) else convert(s)
                                                 for s in self.shape))
         object.__setattr__(self, "strides", tuple(convert(s) for s in self.strides))
@@ -96,11 +100,12 @@ class BufferRegion(Node):
 
 
 def decl_buffer(shape: Any, dtype: str = "float32", name: str = "buffer", data: Var | None = None,
-                strides: Any = None, elem_offset: Any = None, scope: str = "global") -> Buffer:
+                strides: Any = None, elem_offset: Any = None, scope: str = "global",
+                axis_separators: Any = None) -> Buffer:
     """Declare a new buffer (TVM's ``tir.decl_buffer``)."""
     dtype = _dt.check(dtype)
     if isinstance(shape, (int, PrimExpr)):
         shape = (shape,)
     data = data if data is not None else Var(name, "handle")
     return Buffer(data, dtype, tuple(shape), tuple(strides or ()),
-                  0 if elem_offset is None else elem_offset, scope, name)
+                  0 if elem_offset is None else elem_offset, scope, name, tuple(axis_separators or ()))
