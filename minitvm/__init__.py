@@ -36,8 +36,6 @@ _LAZY = {
     "register_global_func": ("minitvm.runtime.registry", "register_global_func"),
     "build": ("minitvm.driver", "build"),
     "compile": ("minitvm.driver", "compile"),
-    "error": ("minitvm.error", None),
-    "TVMError": ("minitvm.error", "TVMError"),
     "lower": ("minitvm.driver", "lower"),
 }
 

@@ -37,6 +37,7 @@ from ..tir.function import PrimFunc
 from ..tir.functor import pre_order_visit
 from ..tir.stmt import (
     Allocate,
+    AllocateConst,
     AssertStmt,
     AttrStmt,
     Block,
@@ -422,8 +423,10 @@ class _TIRParser:
             finally:
                 self.scopes.pop()
             return wrap(body)
+        if isinstance(ctx, (T.LetStmtDecl, T.AllocateDecl)):
+            return self._scoped_with(ctx, target, node)
         if target is not None:
-            raise self.error(target, "`with ... as name` is only for T.launch_thread")
+            raise self.error(target, "`with ... as name` is only for T.launch_thread, T.LetStmt and T.allocate")
         if isinstance(ctx, T.BlockSpec):
             return self.visit_block(node, ctx)
         if isinstance(ctx, T.InitSpec):
@@ -436,6 +439,27 @@ class _TIRParser:
             return None
         raise self.error(node.items[0].context_expr,
                          f"`with` needs T.block(\"name\") or T.init(), got {ctx!r}")
+
+    def _scoped_with(self, decl: Any, target: ast.expr | None, node: ast.With) -> Stmt:
+        """``with T.LetStmt(value) as x:`` / ``with T.allocate(...) as buf:`` over the with body."""
+        if target is not None and not isinstance(target, ast.Name):
+            raise self.error(target, "`with ... as` needs a plain name")
+        name = target.id if target is not None else None
+        self.scopes.append({})
+        try:
+            if isinstance(decl, T.LetStmtDecl):
+                var = decl.var if decl.named or name is None else Var(name, decl.value.dtype)
+                if name is not None:
+                    self.bind(name, var)
+                body = self.visit_body(node.body) or Evaluate(IntImm("int32", 0))
+                return LetStmt(var, decl.value, body)
+            buffer = self._make_buffer(decl.spec, name or "buffer", node)
+            if name is not None:
+                self.bind(name, buffer)
+            body = self.visit_body(node.body) or Evaluate(IntImm("int32", 0))
+            return Allocate(buffer, body)
+        finally:
+            self.scopes.pop()
 
     def _scoped_attr(self, decl: Any, name: str | None, node: ast.AST) -> Callable[[Stmt], Stmt]:
         """The AttrStmt a T.launch_thread / T.attr wraps its body in (a thread launch binds
@@ -483,7 +507,8 @@ class _TIRParser:
         block = Block(spec.name, tuple(frame.iter_vars), tuple(frame.alloc_buffers),
                       tuple(frame.match_buffers), (), (), frame.init, body, dict(frame.annotations))
         if frame.reads is None or frame.writes is None:
-            reads, writes = get_block_read_write_region(block)
+            visible = [v for scope in self.scopes for v in scope.values() if isinstance(v, Buffer)]
+            reads, writes = get_block_read_write_region(block, visible)
             frame.reads = tuple(reads) if frame.reads is None else frame.reads
             frame.writes = tuple(writes) if frame.writes is None else frame.writes
         block = Block(spec.name, tuple(frame.iter_vars), tuple(frame.alloc_buffers),
@@ -586,6 +611,11 @@ class _TIRParser:
             buffer = self._make_buffer(value.spec, name, value_node)
             self.bind(name, buffer)
             return _NeedsRest(lambda rest: Allocate(buffer, rest))
+        if isinstance(value, T.AllocateConstDecl):
+            var = Var(name, "handle")
+            self.bind(name, var)
+            return _NeedsRest(lambda rest: AllocateConst(var, value.dtype, value.extents, value.data, rest,
+                                                         dict(value.annotations)))
         if isinstance(value, T.MatchBufferDecl):
             return self._match_buffer(target, value, value_node)
         if isinstance(value, T.BufferSpec):

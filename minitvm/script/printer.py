@@ -62,6 +62,7 @@ from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
 from ..tir.stmt import (
     Allocate,
+    AllocateConst,
     AssertStmt,
     AttrStmt,
     Block,
@@ -475,26 +476,22 @@ class _TIRPrinter:
         """``A_1 = T.Buffer((16384,), data=A.data)`` for buffers the body uses but never declares.
 
         Lowering (flattening) makes such views of the parameters' memory; TVM declares
-        them the same way at the top of the function.
+        them the same way at the top of the function.  Views of ``T.allocate`` /
+        ``T.allocate_const`` storage are declared where that storage is (``_views_of``).
         """
-        declared = {id(b) for b in f.buffer_map.values()}
-        used: list[Buffer] = []
+        consts: set[int] = set()  # storage allocated in the body: its views are declared there
 
-        def visit(n: Any) -> None:
-            if isinstance(n, Block):
-                declared.update(id(b) for b in n.alloc_buffers)
-                declared.update(id(m.buffer) for m in n.match_buffers)
+        def storage(n: Any) -> None:
+            if isinstance(n, AllocateConst):
+                consts.add(id(n.buffer_var))
             elif isinstance(n, Allocate):
-                declared.add(id(n.buffer))
-            elif isinstance(n, (BufferLoad, BufferStore, BufferRegion)):
-                if all(n.buffer is not u for u in used):
-                    used.append(n.buffer)
+                consts.add(id(n.buffer.data))
 
-        post_order_visit(f.body, visit)
+        post_order_visit(f.body, storage)
         owners = {id(b.data): b for b in f.buffer_map.values()}
         lines = []
-        for b in used:
-            if id(b) in declared:
+        for b in _undeclared_buffers(f.body, f.buffer_map.values()):
+            if id(b.data) in consts:
                 continue
             owner = owners.get(id(b.data))
             data = f"{self.name_of(owner)}.data" if owner is not None else self.name_of(b.data)
@@ -594,8 +591,31 @@ class _TIRPrinter:
 
     def stmt_LetStmt(self, s: LetStmt) -> list[str]:
         value = self.expr(s.value)
+        if not self.tail:  # more statements follow: the let scopes only its own body
+            return self._scoped(lambda: self.define(s.var, s.var.name),
+                                lambda name: f"with T.LetStmt({value}) as {name}:", s.body)
         name = self.define(s.var, s.var.name)
         return [self._line(f"{name}: T.{s.var.dtype} = {value}")] + self.print_stmt(s.body)
+
+    def _scoped(self, define: Callable[[], str], head: Callable[[str], str], body: Stmt,
+                prelude: Callable[[str], list[str]] | None = None) -> list[str]:
+        """``with <head> as name:`` and the indented body (after ``prelude`` lines), the name
+        scoped to it."""
+        self.indent += 1
+        self.push()
+        tail, self.tail = self.tail, True
+        try:
+            name = define()
+            lines = [self._line(head(name))]
+            if prelude is not None:
+                lines += prelude(name)
+            lines += self.print_stmt(body)
+        finally:
+            self.tail = tail
+            self.pop()
+            self.indent -= 1
+        lines[0] = lines[0][4:]  # the `with` line sits at the outer indentation
+        return lines
 
     def stmt_AssertStmt(self, s: AssertStmt) -> list[str]:
         return ([self._line(f"assert {self.expr(s.condition)}, {_str(s.message)}")]
@@ -604,8 +624,32 @@ class _TIRPrinter:
     def stmt_Allocate(self, s: Allocate) -> list[str]:
         b = s.buffer
         args = [self.shape(b.shape), f'"{b.dtype}"', f'"{b.scope}"']
+        if not self.tail:  # more statements follow: the storage lives for its own body only
+            return self._scoped(lambda: self.define(b, b.name),
+                                lambda name: f"with T.allocate({', '.join(args)}) as {name}:", s.body,
+                                lambda name: self._views_of(s.body, b.data, name))
         name = self.define(b, b.name)
-        return [self._line(f"{name} = T.allocate({', '.join(args)})")] + self.print_stmt(s.body)
+        lines = [self._line(f"{name} = T.allocate({', '.join(args)})")]
+        return lines + self._views_of(s.body, b.data, name) + self.print_stmt(s.body)
+
+    def _views_of(self, body: Stmt, data: Var, source: str) -> list[str]:
+        """``V = T.decl_buffer(shape, dtype, data=source)`` for the buffers ``body`` uses that view
+        the storage ``data`` (declared here, where the storage exists)."""
+        lines = []
+        for b in _undeclared_buffers(body, ()):
+            if b.data is data and id(b) not in self.names:
+                decl = self.buffer_decl(b, "T.decl_buffer")
+                lines.append(self._line(f"{self.define(b, b.name)} = {decl[:-1]}, data={source})"))
+        return lines
+
+    def stmt_AllocateConst(self, s: AllocateConst) -> list[str]:
+        extents = ", ".join(self.expr(e) for e in s.extents)
+        name = self.define(s.buffer_var, s.buffer_var.name)
+        args = [self.value(list(s.data)), _str(s.dtype), f"[{extents}]"]
+        if s.annotations:
+            args.append(f"annotations={self.value(dict(s.annotations))}")
+        lines = [self._line(f"{name} = T.allocate_const({', '.join(args)})")]
+        return lines + self._views_of(s.body, s.buffer_var, name) + self.print_stmt(s.body)
 
     def stmt_IfThenElse(self, s: IfThenElse) -> list[str]:
         lines = [self._line(f"if {self.expr(s.condition)}:")] + self._body(s.then_case)
@@ -708,6 +752,25 @@ class _TIRPrinter:
             name = self.define(iv.var, iv.var.name)
             lines.append(self._line(f"{name} = T.axis.{iv.iter_type}({dom_text}, {text})"))
         return lines
+
+
+def _undeclared_buffers(body: Any, declared_buffers: Any) -> list[Buffer]:
+    """Buffers ``body`` accesses that no block, allocation or ``declared_buffers`` declares."""
+    declared = {id(b) for b in declared_buffers}
+    used: list[Buffer] = []
+
+    def visit(n: Any) -> None:
+        if isinstance(n, Block):
+            declared.update(id(b) for b in n.alloc_buffers)
+            declared.update(id(m.buffer) for m in n.match_buffers)
+        elif isinstance(n, Allocate):
+            declared.add(id(n.buffer))
+        elif isinstance(n, (BufferLoad, BufferStore, BufferRegion)):
+            if all(n.buffer is not u for u in used):
+                used.append(n.buffer)
+
+    post_order_visit(body, visit)
+    return [b for b in used if id(b) not in declared]
 
 
 def _builtin_dtype_readable(builtin: Any, e: Call) -> bool:

@@ -301,6 +301,8 @@ class _BufferProxy:
     def __call__(self, shape: Any, dtype: str = "float32", data: Any = None, strides: Any = None,
                  elem_offset: Any = None, scope: str = "global", align: int = -1,
                  offset_factor: int = 0, buffer_type: str = "", axis_separators: Any = None) -> BufferSpec:
+        if isinstance(data, _TirBuffer):  # T.allocate's storage (TVM returns its pointer)
+            data = data.data
         if data is not None and not (isinstance(data, Var) and data.dtype == "handle"):
             raise TypeError(f"T.Buffer(data=...) takes a handle such as A.data, got {data!r}")
         return BufferSpec(_shape(shape), _dt.check(dtype), tuple(strides or ()), elem_offset, scope, data,
@@ -325,18 +327,20 @@ class LetStmtDecl:
 
     value: PrimExpr
     var: Var
+    named: Any = True  # False: the variable was made here (``with T.LetStmt(v) as x`` names it x)
 
 
 def LetStmt(value: Any, var: Any = None, type_annotation: Any = None) -> LetStmtDecl:  # noqa: N802
     """TVM's explicit let statement (kept even where ``v = value`` would be inlined)."""
     value = convert(value)
+    named = var is not None
     if var is None:
         var = Var("v", value.dtype)
     if not isinstance(var, Var):
         raise TypeError(f"T.LetStmt(var=...) takes a variable declared with T.{value.dtype}(), got {var!r}")
     if var.dtype != value.dtype:
         raise TypeError(f"T.LetStmt: the variable is {var.dtype} but the value is {value.dtype}")
-    return LetStmtDecl(value, var)
+    return LetStmtDecl(value, var, named)
 
 
 def alloc_buffer(shape: Any, dtype: str = "float32", data: Any = None, strides: Any = None,
@@ -655,8 +659,36 @@ def _unsupported(name: str, why: str) -> Callable[..., Any]:
 #: vector expressions: minitvm's TIR has scalar dtypes only (vectors come from T.vectorized loops)
 Ramp = _unsupported("Ramp", "TIR has no vector dtypes; write a T.vectorized loop instead")
 Broadcast = _unsupported("Broadcast", "TIR has no vector dtypes; write a T.vectorized loop instead")
-allocate_const = _unsupported("allocate_const", "there is no constant-allocation statement; "
-                                                 "fill a T.alloc_buffer or pass the data as a parameter")
+
+
+@dataclass(frozen=True)
+class AllocateConstDecl:
+    """``c = T.allocate_const(values, dtype, extents)``: constant data for the rest of the body."""
+
+    dtype: str
+    extents: tuple
+    data: tuple
+    annotations: dict = field(default_factory=dict)
+
+
+def allocate_const(data: Any, dtype: str, extents: Any, annotations: dict | None = None) -> AllocateConstDecl:
+    """Constant ``data`` (a nested list or array) of ``dtype`` with shape ``extents``; name it
+    and view it through ``T.decl_buffer(extents, dtype, data=c)``.  minitvm parses, prints and
+    schedules it; its code generators refuse it."""
+    import numpy as np
+
+    dtype = _dt.check(str(dtype))
+    extents = tuple(convert(e) for e in (extents if isinstance(extents, (list, tuple)) else [extents]))
+    values = np.asarray(data, dtype=_dt.to_numpy(dtype)).ravel()
+    size = 1
+    for e in extents:
+        if not isinstance(e, _ex.IntImm):
+            raise TypeError(f"T.allocate_const needs constant extents, got {e}")
+        size *= e.value
+    if values.size != size:
+        raise ValueError(f"T.allocate_const: {values.size} values do not fill extents "
+                         f"{[e.value for e in extents]} ({size} elements)")
+    return AllocateConstDecl(dtype, extents, tuple(values.tolist()), dict(annotations or {}))
 
 
 # T.tvm_load_matrix_sync, T.tvm_access_ptr, T.type_annotation, T.ptx_mma ...: TVM's builtin

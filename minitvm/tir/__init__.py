@@ -82,6 +82,7 @@ from .op import (
 from .schedule import BlockRV, LoopRV, Schedule, ScheduleError, TensorIntrin, Trace
 from .stmt import (
                    Allocate,
+                   AllocateConst,
                    AssertStmt,
                    AttrStmt,
                    Block,

@@ -96,9 +96,13 @@ def _region(buffer: Buffer, indices: tuple, dom: dict) -> tuple[Range, ...]:
 
 
 class _Collector(StmtExprVisitor):
-    def __init__(self) -> None:
+    def __init__(self, data_vars: dict[int, Buffer] | None = None) -> None:
         self.reads: list[tuple[Buffer, tuple]] = []
         self.writes: list[tuple[Buffer, tuple]] = []
+        # a buffer's data pointer used directly (T.call_extern(.., A.data)) or through
+        # T.tvm_access_ptr: the whole buffer is accessed, as TVM's detector assumes
+        self.data_vars: dict[int, Buffer] = dict(data_vars or {})
+        self.opaque: list[tuple[Buffer, tuple]] = []
         self.dom: dict[int, tuple[PrimExpr, PrimExpr]] = {}  # loop var id -> (min, extent)
         self.lets: dict[Var, PrimExpr] = {}  # let-bound vars do not exist at the block signature
         self.local: set[int] = set()
@@ -124,6 +128,26 @@ class _Collector(StmtExprVisitor):
     def visit_buffer_load_(self, n: BufferLoad) -> None:
         self._add(self.reads, n.buffer, n.indices)
         self.visit(n.indices)
+
+    def _whole(self, into: list, buffer: Buffer) -> None:
+        if id(buffer) not in self.local:
+            self._add_region(into, buffer, tuple(Range(const(0, d.dtype), d) for d in buffer.shape))
+
+    def visit_var_(self, n: Var) -> None:
+        buffer = self.data_vars.get(id(n))
+        if buffer is not None:
+            self._whole(self.opaque, buffer)
+
+    def visit_call_(self, n: Any) -> None:
+        if n.op == "tir.tvm_access_ptr" and len(n.args) == 5 and isinstance(n.args[1], Var) \
+                and isinstance(n.args[4], IntImm):
+            buffer = self.data_vars.get(id(n.args[1]))
+            if buffer is not None:
+                mask = n.args[4].value
+                self._whole(self.opaque if mask & 3 == 3 else self.reads if mask & 1 else
+                            self.writes if mask & 2 else [], buffer)
+                return
+        self.visit(n.args)
 
     def visit_buffer_store_(self, n: BufferStore) -> None:
         self._add(self.writes, n.buffer, n.indices)
@@ -195,23 +219,53 @@ def _merge(accesses: list[tuple[Buffer, tuple]]) -> list[BufferRegion]:
     return [BufferRegion(b, r) for b, r in merged.values()]
 
 
-def get_block_read_write_region(block: Block) -> tuple[list[BufferRegion], list[BufferRegion]]:
+def get_block_read_write_region(block: Block, buffers: Any = ()) -> tuple[list[BufferRegion], list[BufferRegion]]:
     """The (reads, writes) a block's body implies, as TVMScript infers ``T.reads/T.writes``.
 
     Buffers allocated inside the block are not part of its signature; in a block with
     ``T.init`` the read of the reduction output is implied and left out, as in TVM.
+    A buffer used through its data pointer (``T.tvm_access_ptr`` with a read or write
+    mask, or the bare ``A.data``, an opaque access read and written) counts as a whole;
+    ``buffers`` names the buffers whose pointers may appear (besides those the block
+    loads, stores or declares).
     """
-    c = _Collector()
+    c = _Collector(_data_vars(block, buffers))
     c.local = {id(b) for b in block.alloc_buffers}
     c.matched = {id(m.buffer): m.source for m in block.match_buffers}
     if block.init is not None:
         c.visit(block.init)
     c.visit(block.body)
-    reads, writes = _merge(c.reads), _merge(c.writes)
+    opaque = _merge(c.opaque)
+    opaque_ids = {id(r.buffer) for r in opaque}
+    writes = [w for w in _merge(c.writes) if id(w.buffer) not in opaque_ids]
+    excluded = set(opaque_ids)
     if block.init is not None:
-        written = {id(w.buffer) for w in writes}
-        reads = [r for r in reads if id(r.buffer) not in written]
-    return reads, writes
+        excluded |= {id(w.buffer) for w in writes}
+    reads = [r for r in _merge(c.reads) if id(r.buffer) not in excluded]
+    return reads + opaque, writes + opaque
+
+
+def _data_vars(block: Block, buffers: Any) -> dict[int, Buffer]:
+    """Data pointer id -> buffer, for the buffers a block can reach."""
+    from .functor import post_order_visit
+
+    found: dict[int, Buffer] = {}
+    for b in buffers:
+        found.setdefault(id(b.data), b)
+    for region in (*block.reads, *block.writes):
+        found.setdefault(id(region.buffer.data), region.buffer)
+    for b in block.alloc_buffers:
+        found.setdefault(id(b.data), b)
+
+    def visit(n: Any) -> None:
+        if isinstance(n, (BufferLoad, BufferStore)):
+            found.setdefault(id(n.buffer.data), n.buffer)
+        elif isinstance(n, Block):
+            for b in n.alloc_buffers:
+                found.setdefault(id(b.data), b)
+
+    post_order_visit((block.init, block.body), visit)
+    return found
 
 
 get_block_access_region = get_block_read_write_region

@@ -17,6 +17,7 @@ __all__ = [
     "BinaryOp", "Add", "Sub", "Mul", "Div", "Mod", "FloorDiv", "FloorMod", "Min", "Max",
     "CmpOp", "EQ", "NE", "LT", "LE", "GT", "GE", "And", "Or", "Not",
     "Select", "BufferLoad", "Call", "Let", "Range", "IterVar", "const", "convert",
+    "is_const_int",
 ]
 
 
@@ -315,6 +316,11 @@ def const(value: Any, dtype: str | None = None) -> PrimExpr:
             raise TypeError(f"cannot make a {dtype} constant from {value!r}")
         return IntImm(dtype, int(value))
     raise TypeError(f"cannot make a constant of dtype {dtype!r}")
+
+
+def is_const_int(e: Any, value: int) -> bool:
+    """True when ``e`` is the integer constant ``value`` (TVM's ``is_const_int``)."""
+    return isinstance(e, IntImm) and e.value == value
 
 
 def convert(value: Any, dtype: str | None = None) -> PrimExpr:

@@ -9,7 +9,7 @@ from .buffer import Buffer, BufferRegion
 from .expr import PrimExpr, Var
 
 __all__ = ["Stmt", "BufferStore", "Evaluate", "LetStmt", "AttrStmt", "AssertStmt", "ForKind", "For",
-           "IfThenElse", "SeqStmt", "Allocate", "MatchBufferRegion", "Block", "BlockRealize",
+           "IfThenElse", "SeqStmt", "Allocate", "AllocateConst", "MatchBufferRegion", "Block", "BlockRealize",
            "seq"]
 
 
@@ -134,6 +134,27 @@ class Allocate(Stmt):
 
     buffer: Buffer = defines()
     body: Stmt = None  # type: ignore[assignment]
+
+
+@node
+class AllocateConst(Stmt):
+    """Constant data (``T.allocate_const``) at ``buffer_var`` while ``body`` runs; buffers view
+    it with ``T.decl_buffer(shape, dtype, data=buffer_var)``.
+
+    ``data`` holds the values flat, in row-major order of ``extents``.
+    """
+
+    buffer_var: Var = defines()
+    dtype: str = "float32"
+    extents: tuple = ()
+    data: tuple = ()
+    body: Stmt = None  # type: ignore[assignment]
+    annotations: dict = None  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.annotations is None:
+            object.__setattr__(self, "annotations", {})
 
 
 @node

@@ -14,7 +14,8 @@ __all__ = ["build_module", "check_buildable"]
 def check_buildable(funcs: dict[str, Any], target: Any) -> None:
     """Refuse what parses and schedules but has no CPU code: TVM's GPU and C-runtime builtins
     (``T.tvm_load_matrix_sync``, ``T.tvm_access_ptr`` ...) and GPU thread launches
-    (``T.launch_thread`` / ``T.attr``).  Raises NotImplementedError naming the first one met."""
+    (``T.launch_thread`` / ``T.attr``), and constant data (``T.allocate_const``).  Raises
+    NotImplementedError naming the first one met."""
     kind = getattr(getattr(target, "kind", None), "name", str(target))
     for name, func in funcs.items():
         problem = _cpu_refusal(func.body, kind)
@@ -27,7 +28,7 @@ def _cpu_refusal(body: Any, kind: str) -> str | None:
     from ...tir.expr import Call, IterVar
     from ...tir.functor import pre_order_visit
     from ...tir.op import BUILTIN_OPS
-    from ...tir.stmt import AttrStmt
+    from ...tir.stmt import AllocateConst, AttrStmt
 
     problem: list[str] = []
 
@@ -38,6 +39,9 @@ def _cpu_refusal(body: Any, kind: str) -> str | None:
             builtin = BUILTIN_OPS[n.op]
             problem.append(f"it calls T.{builtin.name}, {builtin.family}; minitvm builds for the CPU "
                            f"(target {kind!r}) and has no code for it")
+        elif isinstance(n, AllocateConst):
+            problem.append(f"it has constant data (T.allocate_const {n.buffer_var.name}), which minitvm's "
+                           f"code generators (target {kind!r}) do not implement; pass the values as a parameter")
         elif isinstance(n, AttrStmt):
             if isinstance(n.node, IterVar) and n.node.thread_tag:
                 problem.append(f"it launches GPU threads (T.launch_thread({n.node.thread_tag!r}, ...)); "

@@ -1,5 +1,5 @@
-"""Compute-location primitives: compute_at, reverse_compute_at, compute_inline,
-reverse_compute_inline and decompose_reduction.
+"""Compute-location primitives: compute_at, reverse_compute_at and decompose_reduction
+(compute_inline and reverse_compute_inline are in :mod:`.compute_inline`).
 
 The idea behind compute_at: a consumer under loop ``L`` needs only a *region* of the
 producer's output per iteration of ``L``.  Express that region in the variables of
@@ -14,10 +14,8 @@ from typing import Any
 from ...ir import replace
 from ...ir.structural import structural_equal
 from ..analysis import get_block_read_write_region, uses_var, vars_used
-from ..buffer import Buffer
 from ..expr import (
     Add,
-    BufferLoad,
     FloorDiv,
     FloorMod,
     IntImm,
@@ -30,15 +28,16 @@ from ..expr import (
     Sub,
     Var,
     const,
+    is_const_int,
 )
-from ..functor import StmtExprMutator, post_order_visit, substitute
+from ..functor import substitute
 from ..op import logical_and
-from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, SeqStmt, Stmt, seq
+from ..stmt import Block, BlockRealize, For, ForKind, SeqStmt, Stmt, seq
 from .error import ScheduleError
 from .loops import simplify
 from .tree import replace_stmt, walk_stmts
 
-__all__ = ["compute_at", "compute_inline", "reverse_compute_inline", "decompose_reduction"]
+__all__ = ["compute_at", "decompose_reduction"]
 
 
 # -- bounds of index expressions ----------------------------------------------------------
@@ -191,13 +190,13 @@ def compute_at(root: Stmt, realize: BlockRealize, loop: For, reverse: bool,
         else:
             lo = Analyzer().simplify(info.dom[0])
             extent = Analyzer().simplify(info.dom[1] + 1 - info.dom[0])
-        if preserve_unit_loops or not _is_int(extent, 1):
+        if preserve_unit_loops or not is_const_int(extent, 1):
             var = Var(f"ax{len(new_loops)}", f"int{max(_bits(lo.dtype), _bits(extent.dtype))}")
             extent = ana.simplify(extent)
             new_loops.append((var, extent))
-            value = var if _is_int(lo, 0) else lo + var
+            value = var if is_const_int(lo, 0) else lo + var
             # a unit loop's variable is 0 to the simplifier (TVM folds single-point ranges)
-            ana.bind(var, const(0, var.dtype) if _is_int(extent, 1) else Range(const(0, var.dtype), extent))
+            ana.bind(var, const(0, var.dtype) if is_const_int(extent, 1) else Range(const(0, var.dtype), extent))
         else:
             value = lo
         values.append(value)
@@ -299,188 +298,9 @@ def _remove_block_with_loops(root: Stmt, realize: BlockRealize, path: tuple) -> 
     return replace_stmt(root, victim, None)
 
 
-# -- inlining ------------------------------------------------------------------------------
-
-
-def _single_store(block: Block, what: str) -> BufferStore:
-    store = block.body
-    if block.init is not None or not isinstance(store, BufferStore):
-        raise ScheduleError(f"cannot {what} block {block.name_hint}: its body must be a single "
-                            "buffer store without T.init")
-    if any(iv.iter_type != "spatial" for iv in block.iter_vars):
-        raise ScheduleError(f"cannot {what} block {block.name_hint}: it has reduction iterators")
-    return store
-
-
 def _refresh_regions(block: Block) -> Block:
     reads, writes = get_block_read_write_region(block)
     return replace(block, reads=tuple(reads), writes=tuple(writes))
-
-
-def _accesses(node: Any, buffer: Buffer) -> list[BufferLoad | BufferStore]:
-    """Every load and store of ``buffer`` inside ``node``."""
-    found: list = []
-    post_order_visit(node, lambda x: found.append(x)
-                     if isinstance(x, (BufferLoad, BufferStore)) and x.buffer is buffer else None)
-    return found
-
-
-def _remove_alloc(root: Stmt, buffer: Buffer) -> Stmt:
-    for s, _ in walk_stmts(root):
-        if isinstance(s, Block) and any(b is buffer for b in s.alloc_buffers):
-            if _accesses(s.body, buffer):
-                return root
-            allocs = tuple(b for b in s.alloc_buffers if b is not buffer)
-            return replace_stmt(root, s, replace(s, alloc_buffers=allocs))
-    return root
-
-
-class _InlineLoads(StmtExprMutator):
-    def __init__(self, buffer: Buffer, params: list[Var], value: PrimExpr):
-        self.buffer, self.params, self.value = buffer, params, value
-
-    def visit_buffer_load_(self, n: BufferLoad) -> PrimExpr:
-        indices = self.visit(n.indices)
-        if n.buffer is not self.buffer:
-            return n if indices is n.indices else BufferLoad(n.buffer, indices)
-        # substituted indices are folded (0 * 16 + i -> i), as the same text would be when parsed
-        return _SimplifyIndices().visit(substitute(self.value, dict(zip(self.params, indices))))
-
-
-class _SimplifyIndices(StmtExprMutator):
-    def __init__(self) -> None:
-        from ...arith import Analyzer
-
-        self.ana = Analyzer()
-
-    def visit_buffer_load_(self, n: BufferLoad) -> PrimExpr:
-        indices = tuple(self.ana.simplify(i) for i in self.visit(n.indices))
-        return BufferLoad(n.buffer, indices)
-
-
-def compute_inline(root: Stmt, realize: BlockRealize, param_buffers: set[int]) -> Stmt:
-    """Replace reads of the block's output by the expression the block computes."""
-    block = realize.block
-    store = _single_store(block, "compute_inline")
-    buffer = store.buffer
-    if id(buffer) in param_buffers:
-        raise ScheduleError(f"cannot compute_inline block {block.name_hint}: its output {buffer.name} "
-                            "is a parameter of the function, which must still be written")
-    params = []
-    for idx in store.indices:
-        if not isinstance(idx, Var) or not any(iv.var is idx for iv in block.iter_vars) or idx in params:
-            raise ScheduleError(f"cannot compute_inline block {block.name_hint}: it must store to "
-                                f"{buffer.name} at distinct iteration variables, not {list(store.indices)}")
-        params.append(idx)
-    if uses_var(store.value, buffer):
-        raise ScheduleError(f"cannot compute_inline block {block.name_hint}: it reads its own output")
-    _check_plain_accesses(root, block, buffer, "compute_inline")
-    other_writers = [r.block.name_hint for r, _ in walk_stmts(root) if isinstance(r, BlockRealize)
-                     and r is not realize and any(w.buffer is buffer for w in r.block.writes)]
-    if other_writers:
-        raise ScheduleError(f"cannot compute_inline block {block.name_hint}: it is not the only block "
-                            f"writing {buffer.name} ({', '.join(other_writers)} also do)")
-    path = _path(root, realize)
-    out = _remove_block_with_loops(root, realize, path)
-    inliner = _InlineLoads(buffer, params, store.value)
-    for r, _ in [(r, p) for r, p in walk_stmts(out) if isinstance(r, Block)]:
-        if r.name_hint == "root":
-            continue
-        reads_it = [x for x in r.reads if x.buffer is buffer]
-        if not reads_it:
-            continue
-        new_block = replace(r, body=inliner.visit(r.body),
-                            init=None if r.init is None else inliner.visit(r.init))
-        out = replace_stmt(out, r, _refresh_regions(new_block))
-    return _remove_alloc(out, buffer)
-
-
-def _check_plain_accesses(root: Stmt, block: Block, buffer: Buffer, what: str) -> None:
-    """Inlining rewrites loads and stores of ``buffer``; a block that views it through
-    ``T.match_buffer`` or touches its data pointer (an opaque access) cannot be rewritten."""
-    opaque = []
-    for other, _ in walk_stmts(root):
-        if not isinstance(other, Block) or other is block:
-            continue
-        if any(mb.source.buffer is buffer for mb in other.match_buffers):
-            raise ScheduleError(f"cannot {what} block {block.name_hint}: block {other.name_hint} views "
-                                f"{buffer.name} through T.match_buffer, which inlining cannot rewrite")
-        if uses_var(other.body, buffer.data):
-            opaque.append(other)  # the innermost such block comes last (outer blocks contain it)
-    if opaque:
-        raise ScheduleError(f"cannot {what} block {block.name_hint}: block {opaque[-1].name_hint} accesses "
-                            f"{buffer.name} opaquely (through its data pointer), not by loads and stores")
-
-
-def reverse_compute_inline(root: Stmt, realize: BlockRealize, param_buffers: set[int] = frozenset()) -> Stmt:
-    """Fold an elementwise consumer into its producer's store."""
-    block = realize.block
-    store = _single_store(block, "reverse_compute_inline")
-    reads = [r for r in block.reads]
-    producers = []
-    for r, _ in walk_stmts(root):
-        if isinstance(r, BlockRealize) and r is not realize and r.block.name_hint != "root":
-            if any(w.buffer is x.buffer for w in r.block.writes for x in reads):
-                producers.append(r)
-    if len(producers) != 1:
-        raise ScheduleError(f"cannot reverse_compute_inline block {block.name_hint}: it needs exactly "
-                            f"one producer block, found {len(producers)}")
-    producer = producers[0]
-    pstore = producer.block.body
-    if not isinstance(pstore, BufferStore) or producer.block.init is not None:
-        raise ScheduleError(f"cannot reverse_compute_inline block {block.name_hint}: its producer "
-                            f"{producer.block.name_hint} must be a single store without T.init")
-    buffer = pstore.buffer
-    if id(buffer) in param_buffers:
-        raise ScheduleError(f"cannot reverse_compute_inline block {block.name_hint}: its producer "
-                            f"{producer.block.name_hint} writes {buffer.name}, a parameter of the function, "
-                            "which must still be written")
-    _check_plain_accesses(root, block, buffer, "reverse_compute_inline")
-    loads = _accesses(store.value, buffer)
-    if not loads or any(not structural_equal(ld.indices, loads[0].indices) for ld in loads):
-        raise ScheduleError(f"cannot reverse_compute_inline block {block.name_hint}: it must read "
-                            f"{buffer.name} at one place only")
-    vmap = {}
-    for idx, pidx in zip(loads[0].indices, pstore.indices):
-        if not isinstance(idx, Var) or idx in vmap:
-            raise ScheduleError(f"cannot reverse_compute_inline block {block.name_hint}: it must read "
-                                f"{buffer.name} at distinct iteration variables")
-        vmap[idx] = pidx
-    if len(vmap) != len(block.iter_vars):
-        raise ScheduleError(f"cannot reverse_compute_inline block {block.name_hint}: every iteration "
-                            f"variable must index {buffer.name}")
-    _check_covers(block, realize, loads[0].indices, buffer)
-    value = _InlineLoads(buffer, list(loads[0].indices), pstore.value).visit(store.value)
-    new_store = BufferStore(store.buffer, substitute(value, vmap), tuple(substitute(i, vmap) for i in store.indices))
-    new_producer = _refresh_regions(replace(producer.block, body=new_store))
-    out = _remove_block_with_loops(root, realize, _path(root, realize))
-    out = replace_stmt(out, producer.block, new_producer)
-    return _remove_alloc(out, buffer)
-
-
-def _is_int(e: Any, value: int) -> bool:
-    return isinstance(e, IntImm) and e.value == value
-
-
-def _same_extent(a: Any, b: Any) -> bool:
-    """Equal extents (constants compare by value, whatever their int dtype)."""
-    if isinstance(a, IntImm) and isinstance(b, IntImm):
-        return a.value == b.value
-    return structural_equal(a, b)
-
-
-def _check_covers(block: Block, realize: BlockRealize, indices: tuple, buffer: Any) -> None:
-    """The consumer must visit every element of ``buffer`` exactly once: its store moves into
-    the producer, which runs for every element (a consumer reading a part would be widened
-    to write out of its bounds; a predicated one would lose its predicate)."""
-    doms = {id(iv.var): iv.dom for iv in block.iter_vars}
-    for d, idx in enumerate(indices):
-        dom = doms[id(idx)]
-        if not (_is_int(dom.min, 0) and _same_extent(dom.extent, buffer.shape[d])):
-            raise ScheduleError(f"cannot reverse_compute_inline block {block.name_hint}: it reads only part of "
-                                f"{buffer.name} (dim {d}: {dom.extent} of {buffer.shape[d]} elements)")
-    if not _is_int(realize.predicate, 1):
-        raise ScheduleError(f"cannot reverse_compute_inline block {block.name_hint}: it has a predicate")
 
 
 # -- decompose_reduction --------------------------------------------------------------------

@@ -1,9 +1,4 @@
-"""Data-movement primitives: cache_read, cache_write, transform_layout.
-
-A cache stage is a new buffer plus a copy block.  The copy first covers the whole
-buffer at the top of the scope; ``compute_at``/``reverse_compute_at`` then move it
-under a tile loop, where it copies just the tile.
-"""
+"""Data-movement helpers and transform_layout (cache_read / cache_write are in :mod:`.cache`)."""
 
 from __future__ import annotations
 
@@ -14,13 +9,13 @@ from ..buffer import Buffer, BufferRegion, decl_buffer
 from ..expr import BufferLoad, IntImm, IterVar, PrimExpr, Range, Var, const
 from ..functor import StmtExprMutator
 from ..index_map import IndexMap, substitute_indices
-from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, SeqStmt, Stmt, seq
-from .compute import _path, _refresh_regions, relax
+from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, Stmt
+from .compute import _refresh_regions, relax
 from .error import ScheduleError
 from .loops import simplify
-from .tree import replace_stmt, unique_block_name, walk_stmts
+from .tree import replace_stmt, walk_stmts
 
-__all__ = ["cache_read", "cache_write", "transform_layout", "copy_block", "BufferSwap"]
+__all__ = ["transform_layout", "copy_block", "BufferSwap", "check_storage_scope"]
 
 
 class BufferSwap(StmtExprMutator):
@@ -67,45 +62,6 @@ def copy_block(name: str, src: Buffer, dst: Buffer) -> Stmt:
     return body
 
 
-def _scope_and_top(root: Stmt, realize: BlockRealize) -> tuple[Block, Stmt]:
-    """The block's enclosing block, and the statement in that scope's body holding it."""
-    path = _path(root, realize)
-    i = max(k for k, s in enumerate(path) if isinstance(s, Block))
-    scope = path[i]
-    rest = path[i + 1:]
-    top = rest[1] if rest and isinstance(rest[0], SeqStmt) and len(rest) > 1 else (rest[0] if rest else realize)
-    if isinstance(top, SeqStmt):
-        top = realize
-    return scope, top
-
-
-def _insert_next_to(root: Stmt, scope: Block, anchor: Stmt, new: Stmt, after: bool, alloc: Buffer) -> Stmt:
-    body = scope.body
-    items = list(body.seq) if isinstance(body, SeqStmt) else [body]
-    i = next(k for k, s in enumerate(items) if s is anchor)
-    items.insert(i + 1 if after else i, new)
-    new_scope = replace(scope, body=seq(*items), alloc_buffers=scope.alloc_buffers + (alloc,))
-    return replace_stmt(root, scope, new_scope)
-
-
-def _check_alone(root: Stmt, realize: BlockRealize, buffer: Buffer, write: bool) -> None:
-    """The copy sits before (after) the whole statement holding the block: no other block
-    there may touch the buffer in between, and a cached output needs a single writer."""
-    what = "cache_write" if write else "cache_read"
-    _, top = _scope_and_top(root, realize)
-    others = [r.block for r, _ in walk_stmts(top) if isinstance(r, BlockRealize) and r is not realize]
-    if write:
-        scope, _ = _scope_and_top(root, realize)
-        others += [r.block for r, _ in walk_stmts(scope.body) if isinstance(r, BlockRealize)
-                   and r is not realize and any(w.buffer is buffer for w in r.block.writes)]
-    for other in others:
-        touches = other.writes + (other.reads if write else ())
-        if any(x.buffer is buffer for x in touches):
-            raise ScheduleError(f"cannot {what} {buffer.name} of block {realize.block.name_hint}: block "
-                                f"{other.name_hint} also {'accesses' if write else 'writes'} it, so the "
-                                "copy would be out of date")
-
-
 _SCOPE_RANKS = ("global", "shared", "warp", "local")
 
 
@@ -118,59 +74,6 @@ def check_storage_scope(scope: str, what: str) -> None:
         return
     raise ScheduleError(f"cannot {what}: {scope!r} is not a storage scope (use global, shared, local, "
                         "warp or one of those with a .tag)")
-
-
-def _cache(root: Stmt, realize: BlockRealize, buffer: Buffer, scope_name: str, write: bool) -> tuple[Stmt, str]:
-    what = "cache_write" if write else "cache_read"
-    check_storage_scope(scope_name, f"{what} of block {realize.block.name_hint}")
-    if not write:  # the copy must follow the one block that produces the buffer
-        scope, _ = _scope_and_top(root, realize)
-        from .checks import child_blocks
-
-        writers = sorted({r.block.name_hint for r in child_blocks(scope)
-                          if any(w.buffer is buffer for w in r.block.writes)})
-        if len(writers) > 1:
-            raise ScheduleError(f"cannot cache_read {buffer.name} of block {realize.block.name_hint}: "
-                                f"{len(writers)} blocks write it ({', '.join(writers)}); a read cache needs "
-                                "at most one producer")
-    _check_alone(root, realize, buffer, write)
-    block = realize.block
-    cache = decl_buffer(buffer.shape, buffer.dtype, f"{buffer.name}_{scope_name}", scope=scope_name)
-    swapped = BufferSwap(buffer, cache).visit(block)
-    out = replace_stmt(root, block, swapped)
-    realize = next(r for r, _ in walk_stmts(out) if isinstance(r, BlockRealize) and r.block is swapped)
-    scope, top = _scope_and_top(out, realize)
-    name = unique_block_name(out, cache.name)  # a second cache of the same buffer gets ``_1``
-    copy = copy_block(name, cache, buffer) if write else copy_block(name, buffer, cache)
-    return _insert_next_to(out, scope, top, copy, after=write, alloc=cache), name
-
-
-def _pick(regions: tuple, index: int | Buffer | str, what: str, block: Block) -> Buffer:
-    buffers = [r.buffer for r in regions]
-    if isinstance(index, int):
-        if not 0 <= index < len(buffers):
-            plural = "buffer" if len(buffers) == 1 else "buffers"
-            raise ScheduleError(f"block {block.name_hint} {what[:-1]}s {len(buffers)} {plural}; "
-                                f"buffer index {index} is out of range")
-        return buffers[index]
-    for b in buffers:
-        if b is index or b.name == index:
-            return b
-    raise ScheduleError(f"block {block.name_hint} does not access a buffer named {index!r}")
-
-
-def cache_read(root: Stmt, realize: BlockRealize, index: int | str, scope: str) -> tuple[Stmt, str]:
-    buffer = _pick(realize.block.reads, index, "reads", realize.block)
-    if any(w.buffer is buffer for w in realize.block.writes):
-        # the block's writes would go to the cache and never reach the buffer
-        raise ScheduleError(f"cannot cache_read {buffer.name} of block {realize.block.name_hint}: the block "
-                            "also writes it (a reduction's accumulator); use cache_write for that buffer")
-    return _cache(root, realize, buffer, scope, write=False)
-
-
-def cache_write(root: Stmt, realize: BlockRealize, index: int | str, scope: str) -> tuple[Stmt, str]:
-    buffer = _pick(realize.block.writes, index, "writes", realize.block)
-    return _cache(root, realize, buffer, scope, write=True)
 
 
 def _pad_value_of(buffer: Buffer, pad_value: Any, new_indices: list[Var]) -> PrimExpr:

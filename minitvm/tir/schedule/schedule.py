@@ -21,8 +21,10 @@ from . import block_annotate as _block_annotate
 from . import block_iters as _block_iters
 from . import blockize as _blockize
 from . import buffer_access as _buffer_access
+from . import cache as _cache_mod
 from . import cache_index as _cache_index
 from . import compute as _compute
+from . import compute_inline as _compute_inline
 from . import data as _data
 from . import decompose_padding as _decompose_padding
 from . import epilogue as _epilogue
@@ -59,6 +61,11 @@ class Schedule:
         if debug_mask is not None and debug_mask != "all":
             raise NotImplementedError("Schedule(debug_mask=...): minitvm always runs every check; "
                                       "only None or 'all' is accepted")
+        level = "detail" if error_render_level is None else error_render_level
+        if level not in ("detail", "fast", "none"):
+            raise ValueError(f"Schedule(error_render_level={error_render_level!r}): use 'detail', 'fast' "
+                             "or 'none'")
+        self._render_level = level
         self._mod = mod.copy()
         self._trace = Trace()
         self._values: dict[ExprRV, int] = {}  # what each sampled random variable evaluates to
@@ -68,6 +75,23 @@ class Schedule:
         # the entry function, as TVM finds it: the only PrimFunc, or the one named main
         prim_names = [gv.name_hint for gv, f in mod.items() if isinstance(f, PrimFunc)]
         self._func_name = prim_names[0] if len(prim_names) == 1 else "main" if "main" in prim_names else None
+
+    def __getattribute__(self, name: str) -> Any:
+        # error_render_level="fast"/"none": a primitive's ScheduleError is shown shortened, as TVM
+        attr = object.__getattribute__(self, name)
+        if name.startswith("_") or not callable(attr) or \
+                object.__getattribute__(self, "__dict__").get("_render_level", "detail") == "detail":
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return attr(*args, **kwargs)
+            except ScheduleError as err:
+                raise err.rendered(object.__getattribute__(self, "_render_level")) from None
+
+        call.__name__ = name
+        call.__doc__ = attr.__doc__
+        return call
 
     # -- state --------------------------------------------------------------------
     @property
@@ -239,7 +263,9 @@ class Schedule:
         matches = [r for r, _ in block_realizes(body) if r.block.name_hint == name]
         if not matches:
             names = sorted({r.block.name_hint for r, _ in block_realizes(body)} - {"root"})
-            raise ScheduleError(f"no block named {name!r} in function {func_name!r}; blocks: {names}")
+            raise ScheduleError(f"Cannot find a block with the name: {name} (no block named {name!r} in "
+                                f"function {func_name!r}; blocks: {names})",
+                                fast="Cannot find a block with the specified name")
         if len(matches) > 1:
             raise ScheduleError(f"{len(matches)} blocks are named {name!r} in {func_name!r}")
         rv = BlockRV(name, func_name)
@@ -443,7 +469,7 @@ class Schedule:
         block = self._normalize_block_arg(block)
         realize, _ = self._block(block)
         func = self._func(block.func_name)
-        body = _compute.compute_inline(func.body, realize, self._output_buffers(func))
+        body = _compute_inline.compute_inline(func.body, realize, self._output_buffers(func))
         self._commit(block.func_name, body)
         self._record("compute_inline", {"block": block}, [])
 
@@ -452,7 +478,7 @@ class Schedule:
         block = self._normalize_block_arg(block)
         realize, _ = self._block(block)
         func = self._func(block.func_name)
-        body = _compute.reverse_compute_inline(func.body, realize, self._output_buffers(func))
+        body = _compute_inline.reverse_compute_inline(func.body, realize, self._output_buffers(func))
         self._commit(block.func_name, body)
         self._record("reverse_compute_inline", {"block": block}, [])
 
@@ -576,12 +602,10 @@ class Schedule:
         block = self._normalize_block_arg(block)
         read = kind == "cache_read"
         _, index, _ = self._normalize_buffer_arg(block, index, "read" if read else "write")
-        if consumers and not (read and [c.name for c in consumers] == [block.name]):
-            raise NotImplementedError(f"{kind}(consumer_blocks=...): minitvm redirects only the given "
-                                      "block's accesses; consumer_blocks other than [block] are not implemented")
         realize, _ = self._block(block)
-        cache = _data.cache_read if read else _data.cache_write
-        body, name = cache(self._func(block.func_name).body, realize, index, scope)
+        consumer_realizes = [self._block(c)[0] for c in consumers]
+        cache = _cache_mod.cache_read if read else _cache_mod.cache_write
+        body, name = cache(self._func(block.func_name).body, realize, index, scope, consumer_realizes)
         self._commit(block.func_name, body)
         rv = BlockRV(name, block.func_name)
         key = "read_buffer_index" if read else "write_buffer_index"
@@ -939,7 +963,7 @@ class Schedule:
         outputs = self._output_buffers(func)
         out: list[tuple[int, For | None]] = []
         try:
-            _compute.compute_inline(func.body, realize, outputs)
+            _compute_inline.compute_inline(func.body, realize, outputs)
             out.append((-2, None))
         except ScheduleError:
             pass

@@ -144,3 +144,24 @@ def test_reverse_compute_at_inside_a_reduction():
     _, _, k = sch.get_loops(sch.get_block("Y"))
     _fails(sch, lambda: sch.reverse_compute_at(sch.get_block("C"), k),
            "loop k drives the reduction of producer Y")
+
+
+@pytest.mark.parametrize("level,shown", [
+    ("detail", "Cannot find a block with the name: D (no block named 'D'"),
+    ("fast", "Cannot find a block with the specified name"),
+    ("none", "ScheduleError: (not rendered)"),
+])
+def test_error_render_level_shortens_schedule_errors(level, shown):
+    sch = tir.Schedule(two_stage, error_render_level=level)
+    with pytest.raises(tir.ScheduleError) as info:
+        sch.get_block("D")
+    assert str(info.value).startswith(shown)
+    # an error without a short form shows its whole message when "fast"
+    with pytest.raises(tir.ScheduleError) as info:
+        sch.compute_inline(sch.get_block("C"))
+    assert ("(not rendered)" in str(info.value)) == (level == "none")
+
+
+def test_error_render_level_must_be_known():
+    with pytest.raises(ValueError, match="error_render_level='loud'"):
+        tir.Schedule(two_stage, error_render_level="loud")
