@@ -317,6 +317,9 @@ class _RelaxParser(_TIRParser):
             ast.Assign: self.visit_assign, ast.AnnAssign: self.visit_ann_assign,
             ast.Expr: self.visit_expr_stmt, ast.With: self.visit_with, ast.Return: self.visit_return,
             ast.If: self.visit_if, ast.Pass: lambda n: None,
+            # `nonlocal x` only makes Python keep x in the closure the parser reads names from
+            ast.Nonlocal: lambda n: None,
+            ast.FunctionDef: self.visit_local_function,
         }.get(type(node))
         if handler is None:
             raise self.error(node, f"unsupported Python syntax in a Relax function: {type(node).__name__}")
@@ -510,6 +513,58 @@ class _RelaxParser(_TIRParser):
 
     return_node: ast.AST | None = None
 
+    # -- local functions --------------------------------------------------------------------------
+    def visit_local_function(self, node: ast.FunctionDef) -> None:
+        """``@R.function def f(...)`` inside a function: a private Relax function bound to the
+        variable ``f`` (as TVM does); it reads the enclosing function's variables, and a
+        function that calls itself gets its variable before its body is parsed."""
+        if not node.decorator_list:
+            raise self.error(node, f"local function {node.name!r} needs a decorator: @R.function")
+        deco = node.decorator_list[-1]
+        target, options = (deco.func, deco.keywords) if isinstance(deco, ast.Call) else (deco, [])
+        dialect = self.eval(target)
+        if dialect is T.prim_func:
+            raise self.error(node, f"{node.name!r}: a PrimFunc cannot be defined inside a Relax function; "
+                                   "make it a function of the module and call it with R.call_tir")
+        if dialect is not R.function:
+            raise self.error(deco, f"local function {node.name!r}: expected @R.function, got "
+                                   f"@{ast.unparse(deco)}")
+        opts = {kw.arg: self.eval(kw.value) for kw in options}
+        # the enclosing function checks the well-formedness of the whole, free variables included
+        opts.update(private=True, check_well_formed=False)
+        inner = _RelaxParser(self.source, self.namespace, self.global_vars)
+        visible: dict = {}
+        for scope in self.scopes:
+            visible.update(scope)
+        visible.pop("cls", None)
+        inner.scopes.append(visible)
+        inner.tir_vars = self.tir_vars  # the enclosing function's dimensions keep their meaning
+        reserved = None
+        if visible.get(node.name) is None and _calls_itself(node):
+            reserved = inner._reserve_recursive(node)
+            visible[node.name] = reserved
+        func = inner.parse_function(node, opts, node.name)
+        if reserved is None:
+            self.emit(ast.Name(node.name), node.name, func, None, node)
+            return
+        self.bb.emit_normalized(VarBinding(reserved, func))  # TVM binds the reserved variable itself
+        self.bind(node.name, reserved)
+
+    def _reserve_recursive(self, node: ast.FunctionDef) -> Var:
+        """The variable a recursive local function calls itself through: its signature's struct
+        info (``R.Tuple()`` as the result when the function has no return annotation)."""
+        token = R._DIM_RESOLVER.set(self.resolve_dim)
+        try:
+            self.scopes.append({})
+            params = [self.annotation(a.annotation) for a in node.args.args if a.annotation is not None]
+            if len(params) != len(node.args.args):
+                raise self.error(node, f"every parameter of {node.name!r} needs a struct-info annotation")
+            ret = self.annotation(node.returns) if node.returns is not None else TupleStructInfo([])
+            self.scopes.pop()
+        finally:
+            R._DIM_RESOLVER.reset(token)
+        return Var(node.name, FuncStructInfo(params, ret))
+
     # -- if / else --------------------------------------------------------------------------------
     def visit_if(self, node: ast.If) -> None:
         if self.bb.current_block_is_dataflow():
@@ -549,6 +604,12 @@ class _RelaxParser(_TIRParser):
             self.blocks, self.returned = saved_blocks, saved_returned
             self.scopes.pop()
         return name, SeqExpr(tuple(blocks), value), sinfo
+
+
+def _calls_itself(fdef: ast.FunctionDef) -> bool:
+    """Whether the body of ``fdef`` calls a function by ``fdef``'s own name."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == fdef.name
+               for stmt in fdef.body for n in ast.walk(stmt))
 
 
 class _DimScope(dict):
