@@ -29,6 +29,7 @@ from .analysis.struct_info_analysis import (
     definable_tir_vars_in_struct_info,
     derive_call_ret_struct_info,
     erase_to_well_defined,
+    is_base_of,
     struct_info_lca,
 )
 from .expr import (
@@ -531,11 +532,16 @@ class BlockBuilder:
 
     def _make_function(self, params: Sequence[Var], body: SeqExpr, ret: StructInfo | None,
                        is_pure: bool, attrs: dict) -> Function:
-        if ret is None:
+        body_sinfo = struct_info_of(body)
+        if ret is None or body_sinfo is not None:
             defined = {id(v) for p in params for v in definable_tir_vars_in_struct_info(p.struct_info)}
             param_ids = {id(p) for p in params}
-            ret = erase_to_well_defined(self._sinfo(body, "function body"),
-                                        lambda v: id(v) in defined, lambda v: id(v) in param_ids)
+            derived = erase_to_well_defined(self._sinfo(body, "function body"),
+                                            lambda v: id(v) in defined, lambda v: id(v) in param_ids)
+            # as TVM's Function: the body's struct info when there is no annotation, or when it
+            # is more precise than the annotation
+            if ret is None or (is_base_of(ret, derived) and not is_base_of(derived, ret)):
+                ret = derived
         return Function(tuple(params), body, ret, is_pure, attrs)
 
     @staticmethod

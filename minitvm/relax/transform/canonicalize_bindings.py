@@ -30,6 +30,7 @@ from ...ir.module import IRModule
 from ...ir.structural import structural_equal
 from ...transform import PassContext, module_pass
 from ..analysis.vars import all_vars, free_vars
+from ..block_builder import BlockBuilder
 from ..expr import (
     Binding,
     BindingBlock,
@@ -258,7 +259,12 @@ def _canonicalize_relax_bindings(func: Function, mod: IRModule | None) -> Functi
 def _rewrite(func: Function, mod: IRModule) -> Function:
     from ._symbolic_vars import canonicalize_tir_variables
 
-    return _canonicalize_relax_bindings(canonicalize_tir_variables(func, mod), mod)
+    new = _canonicalize_relax_bindings(canonicalize_tir_variables(func, mod), mod)
+    if new is func:
+        return func
+    # the body may now say more than before (a dimension pinned down): the return struct info
+    # follows it, as TVM's Function constructor does
+    return BlockBuilder(mod)._make_function(new.params, new.body, new.ret_struct_info, new.is_pure, new.attrs)
 
 
 @module_pass(opt_level=1, name="CanonicalizeBindings")
