@@ -269,7 +269,8 @@ class _RelaxParser(_TIRParser):
             if not self.returned:
                 raise self.error(fdef, f"Relax function {fdef.name!r} has no return statement")
             self.close_block()
-            body = SeqExpr(tuple(self.blocks), self.result)
+            # normalized as TVM: a returned call is bound to a variable of a last block
+            body = self._normalize(SeqExpr(tuple(self.blocks), self.result), fdef)
             attrs = dict(self.attrs)
             if options.get("private", False) and "global_symbol" in attrs:
                 raise self.error(fdef, f"{fdef.name} is private (not exported), so it cannot also have a "

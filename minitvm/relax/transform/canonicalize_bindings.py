@@ -256,7 +256,8 @@ def _canonicalize_relax_bindings(func: Function, mod: IRModule | None) -> Functi
     return _Canonicalizer(_Plan(planner), mod).visit_expr(func)
 
 
-def _rewrite(func: Function, mod: IRModule) -> Function:
+def canonicalize_bindings(func: Function, mod: IRModule | None = None) -> Function:
+    """One function through the whole pass (ConvertToDataflow runs it afterwards)."""
     from ._symbolic_vars import canonicalize_tir_variables
 
     new = _canonicalize_relax_bindings(canonicalize_tir_variables(func, mod), mod)
@@ -273,4 +274,4 @@ class CanonicalizeBindings:
     and replace symbolic variables a match_cast pins down: ``CanonicalizeBindings()(mod)``."""
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        return map_functions(mod, _rewrite)
+        return map_functions(mod, canonicalize_bindings)

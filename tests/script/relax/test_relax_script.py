@@ -326,7 +326,9 @@ def test_if_else():
     (block,) = f.body.blocks
     (binding,) = block.bindings
     assert isinstance(binding.value, relax.If)
-    assert len(binding.value.false_branch.blocks[0].bindings) == 1
+    # as TVM's normalizer, the branch's value (a call) is bound to a variable the branch returns
+    (z_binding, exp_binding) = binding.value.false_branch.blocks[0].bindings
+    assert binding.value.false_branch.body is exp_binding.var
     text = assert_roundtrip(f)
     assert "    if c:\n" in text and "    else:\n" in text
 
@@ -526,7 +528,8 @@ def test_call_tir_with_tir_vars_and_empty_output():
     call = Mod["main"].body.blocks[0].bindings[0].value
     assert len(call.args) == 3 and isinstance(call.args[2], relax.ShapeExpr)
     text = assert_roundtrip(Mod)
-    assert "tir_vars=R.shape([n])" in text and "R.output()" in text
+    # as TVM's normalizer, the two neighbouring dataflow blocks are one
+    assert "tir_vars=R.shape([n])" in text and text.count("with R.dataflow():") == 1
 
 
 def test_names_are_made_unique_when_printed():
