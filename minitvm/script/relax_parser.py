@@ -46,6 +46,7 @@ from ..relax.expr import (
     VarBinding,
     _as_expr,
     _set_struct_info,
+    is_leaf,
     struct_info_of,
 )
 from ..relax.expr import (
@@ -283,14 +284,8 @@ class _RelaxParser(_TIRParser):
                 func = self.bb._make_function(params, body, ret, pure, attrs)
             except Exception as e:
                 raise self.error(fdef, _explain(e)) from None
-            body_sinfo = struct_info_of(self.result)
-            # as TVM, an annotation more precise than the body is trusted (`-> R.Tensor((n, 16))`
-            # over a body of R.Tensor(ndim=2)); only one that contradicts it is an error
-            if ret is not None and body_sinfo is not None and not is_base_of(ret, body_sinfo) \
-                    and not is_base_of(body_sinfo, ret):
-                where = self.return_node or fdef
-                raise self.error(where, f"the function returns {struct_info_text(body_sinfo)}, "
-                                        f"which does not match its annotation {struct_info_text(ret)}")
+            # TVM checks no return annotation against the body: it is kept as written unless the
+            # body is more precise (then the body's struct info is the function's result)
             if options.get("check_well_formed", True):
                 errors = well_formed_errors(func)
                 if errors:
@@ -338,10 +333,16 @@ class _RelaxParser(_TIRParser):
         if self.outputs is not None or self.bb.current_block_is_dataflow():
             raise self.error(node, "a dataflow block cannot be nested")
         self.outputs = self._output_names(node)
+        # as TVM, `return` may end the dataflow block: what it returns is output implicitly
+        body, ret = node.body, None
+        if isinstance(body[-1], ast.Return):
+            body, ret = body[:-1], body[-1]
+            assigned = {t.id for st in body for t in _assigned_names(st)}
+            self.outputs |= {n.id for n in ast.walk(ret) if isinstance(n, ast.Name) and n.id in assigned}
         self.close_block()
         self.bb.begin_dataflow_block()
         self.scopes.append({})
-        self.visit_stmts(node.body)
+        self.visit_stmts(body)
         dataflow_scope = self.scopes.pop()
         self.close_block()
         self.bb.begin_binding_block()
@@ -352,6 +353,8 @@ class _RelaxParser(_TIRParser):
             self.bind(name, dataflow_scope[name])
         self.dataflow_only |= set(dataflow_scope) - self.outputs
         self.outputs = None
+        if ret is not None:
+            self.visit_relax_stmt(ret)
 
     def _output_names(self, node: ast.With) -> set[str]:
         """The names ``R.output(...)`` lists: bound as Vars (not DataflowVars) in the block."""
@@ -364,7 +367,7 @@ class _RelaxParser(_TIRParser):
                     continue
                 if not is_output:
                     continue
-                if i != len(node.body) - 1:
+                if i != len(node.body) - 1 - isinstance(node.body[-1], ast.Return):
                     raise self.error(stmt, "R.output(...) must be the last statement of the dataflow block")
                 for arg in stmt.value.args:
                     if not isinstance(arg, ast.Name):
@@ -571,8 +574,8 @@ class _RelaxParser(_TIRParser):
         if not node.orelse:
             raise self.error(node, "a Relax `if` needs an `else` branch (both assign the result)")
         cond = self._relax_value(self.eval(node.test), node.test)
-        then_name, then_seq, then_sinfo = self._branch(node.body, node)
-        else_name, else_seq, else_sinfo = self._branch(node.orelse, node)
+        then_name, then_seq, then_sinfo = self._branch(node.body, node, "_then")
+        else_name, else_seq, else_sinfo = self._branch(node.orelse, node, "_else")
         if then_name != else_name:
             raise self.error(node, f"both branches must end by assigning the same name "
                                    f"(got {then_name!r} and {else_name!r})")
@@ -581,28 +584,44 @@ class _RelaxParser(_TIRParser):
         target = ast.Name(then_name)
         self.emit(target, then_name, expr, sinfo, node.test)
 
-    def _branch(self, stmts: list[ast.stmt], node: ast.If) -> tuple[str, SeqExpr, StructInfo | None]:
-        last = stmts[-1]
-        if isinstance(last, ast.Assign) and len(last.targets) == 1 and isinstance(last.targets[0], ast.Name):
-            name, ann, value_node = last.targets[0].id, None, last.value
-        elif isinstance(last, ast.AnnAssign) and isinstance(last.target, ast.Name) and last.value is not None:
-            name, ann, value_node = last.target.id, last.annotation, last.value
-        else:
-            raise self.error(last, "a branch of a Relax `if` ends by assigning its result: `y = ...`")
+    def _branch(self, stmts: list[ast.stmt], node: ast.If, suffix: str) -> tuple[str, SeqExpr, StructInfo | None]:
+        """One branch, as TVM reads it: its statements, then its last binding gives the result
+        (a leaf value directly; any other value, or a match_cast, bound to ``<name>_then`` /
+        ``<name>_else``) and the name the If's variable takes."""
         self.scopes.append({})
         saved_blocks, saved_returned = self.blocks, self.returned
         self.blocks = []
         self.bb.begin_binding_block()
         try:
-            self.visit_stmts(stmts[:-1])
-            value = self._relax_value(self.eval(value_node), value_node)
-            sinfo = self.annotation(ann) if ann is not None else None
+            self.visit_stmts(stmts)
             self.close_block()
             blocks = self.blocks
         finally:
             self.blocks, self.returned = saved_blocks, saved_returned
             self.scopes.pop()
-        return name, SeqExpr(tuple(blocks), value), sinfo
+        if not blocks:
+            raise self.error(stmts[-1], "a branch of a Relax `if` ends by binding its result: `y = ...`")
+        *blocks, last_block = blocks
+        *bindings, last = last_block.bindings
+        if isinstance(last.var, DataflowVar):
+            raise self.error(stmts[-1], "the last binding of a branch must not be a DataflowVar")
+        name = last.var.name
+        if isinstance(last, VarBinding) and (is_leaf(last.value) or isinstance(last.value, RelaxTuple)):
+            body = last.value
+        else:
+            out = Var(name + suffix, last.var.struct_info)
+            bindings.append(MatchCast(out, last.value, last.struct_info) if isinstance(last, MatchCast)
+                            else VarBinding(out, last.value))
+            body = out
+        if bindings:
+            blocks.append(type(last_block)(tuple(bindings)))
+        return name, SeqExpr(tuple(blocks), body), None
+
+
+def _assigned_names(stmt: ast.stmt) -> list[ast.Name]:
+    """The names a statement of a dataflow block binds (``a = ...``, ``a, b = ...``, ``a: ... = ...``)."""
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
+    return [n for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
 
 
 def _calls_itself(fdef: ast.FunctionDef) -> bool:
