@@ -1,0 +1,149 @@
+"""Relax parser forms TVM accepts: local functions, ``nonlocal``, branch results that are
+match_casts or bare calls, ``return`` inside a dataflow block."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minitvm
+from minitvm import relax
+from minitvm.ir import assert_structural_equal
+from minitvm.script import TVMScriptError, from_source
+from minitvm.script import ir as I
+from minitvm.script import relax as R
+from minitvm.script import tir as T
+
+RNG = np.random.default_rng(7)
+
+
+def roundtrip(obj):
+    again = from_source(obj.script())
+    assert_structural_equal(again, obj)
+
+
+def _make_module(dtype: str):
+    @I.ir_module
+    class Mod:
+        @R.function
+        def main(x: R.Tensor((2, 3), dtype)):
+            nonlocal dtype  # keeps `dtype` in main's closure, where the parser reads it
+            y = R.add(x, x)
+            return y
+
+    return Mod
+
+
+def test_nonlocal_reads_the_enclosing_function():
+    for dtype in ("float32", "int32"):
+        mod = _make_module(dtype)
+        assert mod["main"].params[0].struct_info.dtype == dtype
+
+
+def test_local_function_is_a_private_function_bound_to_its_name():
+    @I.ir_module
+    class Mod:
+        @R.function
+        def main(x: R.Tensor((2, 3), "float32"), y: R.Tensor((2, 3), "float32")):
+            @R.function
+            def scale(a: R.Tensor((2, 3), "float32")) -> R.Tensor((2, 3), "float32"):
+                b = R.multiply(a, y)  # reads the enclosing function's parameter
+                return b
+
+            z = scale(x)
+            w = scale(z)
+            return w
+
+    first = Mod["main"].body.blocks[0].bindings[0]
+    assert first.var.name == "scale" and isinstance(first.value, relax.Function)
+    assert "global_symbol" not in (first.value.attrs or {})
+    assert isinstance(first.var.struct_info, relax.FuncStructInfo)
+    roundtrip(Mod)
+    assert relax.analysis.well_formed(Mod)
+
+
+def test_recursive_local_function_calls_itself_through_its_variable():
+    @R.function
+    def f(x: R.Tensor((), "int32")) -> R.Tensor((), "int32"):
+        @R.function
+        def loop(k: R.Tensor((), "int32")) -> R.Tensor((), "int32"):
+            r = loop(k)
+            return r
+
+        out = loop(x)
+        return out
+
+    binding = f.body.blocks[0].bindings[0]
+    inner_call = binding.value.body.blocks[0].bindings[0].value
+    assert inner_call.op is binding.var
+    roundtrip(f)
+
+
+def test_local_prim_func_is_refused():
+    with pytest.raises(TVMScriptError, match="PrimFunc cannot be defined inside a Relax function"):
+        @R.function
+        def f(x: R.Tensor((2,), "float32")):
+            @T.prim_func
+            def k(a: T.Buffer((2,), "float32")):
+                T.evaluate(0)
+
+            return x
+
+
+def test_branch_ending_in_match_cast_keeps_it():
+    @R.function
+    def f(a: R.Tensor((4,)), flag: R.Prim("bool")):
+        if flag:
+            b = R.match_cast(a, R.Tensor((4,), "float32"))
+        else:
+            b = R.match_cast(a, R.Tensor((4,), "float32"))
+        return b
+
+    (binding,) = f.body.blocks[0].bindings
+    for branch in (binding.value.true_branch, binding.value.false_branch):
+        (cast,) = branch.blocks[0].bindings
+        assert isinstance(cast, relax.MatchCast) and branch.body is cast.var
+    assert_structural_equal(f.ret_struct_info, relax.TensorStructInfo((4,), "float32"))
+
+
+def test_branch_ending_in_a_bare_call_equals_the_bound_form():
+    @R.function(pure=False, private=True)
+    def bare(x: R.Tensor((), "int32"), c: R.Tensor((), "bool")) -> R.Tensor((), "int32"):
+        if c:
+            R.print(x, format="yes {}")
+        else:
+            R.print(x, format="no {}")
+        return x
+
+    @R.function(pure=False, private=True)
+    def bound(x: R.Tensor((), "int32"), c: R.Tensor((), "bool")) -> R.Tensor((), "int32"):
+        if c:
+            y = R.print(x, format="yes {}")
+        else:
+            y = R.print(x, format="no {}")  # noqa: F841
+        return x
+
+    assert_structural_equal(bare, bound)
+
+
+def test_return_inside_a_dataflow_block_outputs_what_it_returns():
+    @R.function(private=True)
+    def inside(a: R.Tensor((5,), "float32")):
+        with R.dataflow():
+            b = R.add(a, a)
+            c = R.exp(b)
+            return c
+
+    @R.function(private=True)
+    def after(a: R.Tensor((5,), "float32")):
+        with R.dataflow():
+            b = R.add(a, a)
+            c = R.exp(b)
+            R.output(c)
+        return c
+
+    assert_structural_equal(inside, after)
+    x = RNG.uniform(-1, 1, 5).astype("float32")
+    mod = minitvm.IRModule({"main": inside.with_attr("global_symbol", "main")})
+    vm = relax.VirtualMachine(minitvm.compile(mod, relax_pipeline="zero"))
+    np.testing.assert_allclose(vm["main"](minitvm.nd.array(x)).numpy(), np.exp(x + x), rtol=1e-5)
