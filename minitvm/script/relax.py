@@ -35,6 +35,7 @@ from ..relax.expr import (
     PrimValue,
     ShapeExpr,
     StringImm,
+    TupleGetItem,
     Var,
     _as_expr,
 )
@@ -57,7 +58,7 @@ __all__ = [
     "function", "Tensor", "Shape", "Tuple", "Object", "Prim", "Callable",
     "dataflow", "output", "func_attr", "match_cast", "const", "shape", "prim_value", "str",
     "dtype", "call_tir", "call_dps_packed", "call_pure_packed", "call_packed", "ExternFunc", "nn",
-    "emit_te", "call_tir_inplace", "tuple",
+    "emit_te", "call_tir_inplace", "tuple", "TupleGetItem",
 ]
 
 _builtin_str = str

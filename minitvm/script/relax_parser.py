@@ -255,7 +255,11 @@ class _RelaxParser(_TIRParser):
             var = Var(arg.arg, sinfo)
             params.append(var)
             self.bind(arg.arg, var)
-        ret = self.annotation(fdef.returns) if fdef.returns is not None else None
+        ret = None
+        if isinstance(fdef.returns, ast.Constant) and fdef.returns.value is None:
+            ret = TupleStructInfo([])  # `-> None`: the function returns R.Tuple(), as TVM reads it
+        elif fdef.returns is not None:
+            ret = self.annotation(fdef.returns)
         return params, ret
 
     def parse_function(self, fdef: ast.FunctionDef, options: dict, name: str | None) -> Function:
@@ -455,6 +459,13 @@ class _RelaxParser(_TIRParser):
             if value.dtype != "int64":
                 raise self.error(value_node, f"symbolic dimensions of Relax shapes are int64, not {value.dtype}")
             self.bind(target.id, self.tir_var(target.id))
+            return
+        existing = self.tir_vars.get(target.id)
+        if isinstance(value, TirVar) and existing is not None and value.name == target.id \
+                and value.dtype == existing.dtype:
+            # `n = T.Var("n", "int64")` naming a dimension of the signature is that dimension,
+            # as TVM's parser reads such a prelude
+            self.bind(target.id, existing)
             return
         if isinstance(value, (TirVar, PrimExpr)) and not isinstance(value, Expr):
             self.bind(target.id, value)  # a PrimExpr used in later shapes (T.meta_var style)
