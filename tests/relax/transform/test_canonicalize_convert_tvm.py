@@ -238,3 +238,23 @@ def test_if_is_never_inside_a_dataflow_block_but_its_branches_are_converted():
     assert isinstance(if_binding.value, relax.If)
     for branch in (if_binding.value.true_branch, if_binding.value.false_branch):
         assert [type(b).__name__ for b in branch.blocks] == ["DataflowBlock"]
+
+
+def test_fold_constant_folds_operators_only_inside_dataflow_blocks():
+    data = RNG.uniform(-1, 1, (3, 2)).astype("float32")
+    outside = relax.BlockBuilder()
+    with outside.function("main", []):
+        gv = outside.emit(relax.op.add(relax.const(data), relax.const(data)))
+        outside.emit_func_output(gv)
+    mod = outside.get()
+    assert transform.FoldConstant()(mod) is mod  # TVM leaves calls outside dataflow alone
+
+    inside = relax.BlockBuilder()
+    with inside.function("main", []):
+        with inside.dataflow():
+            lv = inside.emit(relax.op.add(relax.const(data), relax.const(data)))
+            gv = inside.emit_output(relax.op.multiply(lv, relax.const(data)))
+        inside.emit_func_output(gv)
+    folded = transform.FoldConstant()(inside.get())
+    assert isinstance(folded["main"].body.body, relax.Constant)
+    np.testing.assert_allclose(folded["main"].body.body.data.numpy(), (data + data) * data, rtol=1e-6)
