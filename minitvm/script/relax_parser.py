@@ -489,12 +489,17 @@ class _RelaxParser(_TIRParser):
             raise self.error(value_node, f"{value.name_hint} is a function of the module; bind a "
                                          "call of it instead")
         value_sinfo = struct_info_of(value)
-        if sinfo is None:
-            sinfo = value_sinfo
-        elif value_sinfo is not None and not is_base_of(sinfo, value_sinfo) \
+        if sinfo is not None and value_sinfo is not None and not is_base_of(sinfo, value_sinfo) \
                 and not is_base_of(value_sinfo, sinfo):
             raise self.error(value_node, f"the value has struct info {struct_info_text(value_sinfo)}, "
                                          f"which does not match the annotation {struct_info_text(sinfo)}")
+        if sinfo is not None and isinstance(value, Call):
+            # as TVM: the annotation is the struct info of the call the statement makes
+            # (`w: R.Tensor(ndim=2) = R.multiply(z, z)`); a value that already exists (a
+            # variable, a constant, a tuple) keeps its own and the annotation only checks it
+            value = Call(value.op, value.args, value.attrs, value.sinfo_args)
+            _set_struct_info(value, sinfo)
+        sinfo = struct_info_of(value)
         var = self._new_var(name, sinfo)
         self.bb.emit_normalized(VarBinding(var, value))
         if target is not None:

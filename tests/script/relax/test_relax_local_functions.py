@@ -147,3 +147,22 @@ def test_return_inside_a_dataflow_block_outputs_what_it_returns():
     mod = minitvm.IRModule({"main": inside.with_attr("global_symbol", "main")})
     vm = relax.VirtualMachine(minitvm.compile(mod, relax_pipeline="zero"))
     np.testing.assert_allclose(vm["main"](minitvm.nd.array(x)).numpy(), np.exp(x + x), rtol=1e-5)
+
+
+def test_annotation_of_a_call_is_its_struct_info_and_of_a_variable_only_a_check():
+    @R.function
+    def f(x: R.Tensor((3, 4), "float32")):
+        y: R.Tensor(ndim=2) = R.add(x, x)  # noqa: F841  (the call takes the annotation)
+        z: R.Object = x  # an existing value keeps its own struct info
+        return z
+
+    y_binding, z_binding = f.body.blocks[0].bindings
+    want = relax.TensorStructInfo(None, "", ndim=2)
+    assert_structural_equal(y_binding.var.struct_info, want)
+    assert_structural_equal(y_binding.value.struct_info, want)
+    assert_structural_equal(z_binding.var.struct_info, relax.TensorStructInfo((3, 4), "float32"))
+    with pytest.raises(TVMScriptError, match="does not match the annotation"):
+        @R.function
+        def g(x: R.Tensor((3, 4), "float32")):
+            s: R.Shape = x
+            return s
