@@ -166,3 +166,46 @@ def test_annotation_of_a_call_is_its_struct_info_and_of_a_variable_only_a_check(
         def g(x: R.Tensor((3, 4), "float32")):
             s: R.Shape = x
             return s
+
+
+def test_relax_macro_pastes_its_bindings_and_returns_its_value():
+    scale = R.const(2.0, "float32")
+
+    @R.macro
+    def double_then_exp(v):
+        d = R.multiply(v, scale)  # `scale` as it was where the macro was defined
+        e = R.exp(d)
+        return e
+
+    scale = R.const(100.0, "float32")  # noqa: F841  (a hygienic macro does not see this)
+
+    @R.function(private=True)
+    def with_macro(x: R.Tensor((4,), "float32")):
+        y = double_then_exp(x)
+        return y
+
+    @R.function(private=True)
+    def by_hand(x: R.Tensor((4,), "float32")):
+        d = R.multiply(x, R.const(2.0, "float32"))
+        e = R.exp(d)
+        y = e
+        return y
+
+    assert_structural_equal(with_macro, by_hand)
+    x = RNG.uniform(-1, 1, 4).astype("float32")
+    mod = minitvm.IRModule({"main": with_macro.with_attr("global_symbol", "main")})
+    vm = relax.VirtualMachine(minitvm.compile(mod, relax_pipeline="zero"))
+    np.testing.assert_allclose(vm["main"](minitvm.nd.array(x)).numpy(), np.exp(2 * x), rtol=1e-5)
+
+
+def test_relax_macro_names_stay_inside_it():
+    @R.macro
+    def add_one(v):
+        inner = R.add(v, R.const(1, "int32"))
+        return inner
+
+    with pytest.raises(TVMScriptError, match="inner"):
+        @R.function
+        def f(t: R.Tensor((), "int32")):
+            u = add_one(t)  # noqa: F841
+            return inner  # noqa: F821
