@@ -299,6 +299,10 @@ def call_tir_inplace(gvar: GlobalVar, args: Any, inplace_indices: Any, out_sinfo
     out_sinfo = out_sinfo if out_sinfo is not None else out_ty
     if out_sinfo is None:
         raise TypeError("R.call_tir_inplace needs out_sinfo=R.Tensor(...) (the outputs' struct info)")
+    if isinstance(args, Var):
+        # as TVM: which argument is overwritten must be visible, so no variable holding a tuple
+        raise TypeError(f"R.call_tir_inplace takes its arguments as an in-line tuple such as (x, y), "
+                        f"not the variable {args.name}")
     if tir_vars is not None and not isinstance(tir_vars, Expr):
         tir_vars = shape(tir_vars)
     return _op.call_tir_inplace(gvar, args, inplace_indices, _out(out_sinfo, "R.call_tir_inplace"), tir_vars)

@@ -209,3 +209,37 @@ def test_relax_macro_names_stay_inside_it():
         def f(t: R.Tensor((), "int32")):
             u = add_one(t)  # noqa: F841
             return inner  # noqa: F821
+
+
+def test_extern_func_in_a_module_class_round_trips():
+    @I.ir_module
+    class Mod:
+        ext = R.ExternFunc("my_ext")
+
+        @R.function
+        def main(a: R.Tensor((2,), "float32")) -> R.Tensor((2,), "float32"):
+            return a
+
+    assert isinstance(Mod["ext"], relax.ExternFunc) and Mod["ext"].global_symbol == "my_ext"
+    assert 'ext = R.ExternFunc("my_ext")' in Mod.script()
+    roundtrip(Mod)
+
+
+def test_call_tir_inplace_needs_an_inline_tuple():
+    with pytest.raises(TVMScriptError, match="in-line tuple"):
+        @I.ir_module
+        class Mod:  # noqa: F841
+            @R.function
+            def main(x: R.Tensor((2,), "float32"), y: R.Tensor((2,), "float32")):
+                cls = Mod
+                args = (x, y)
+                res = R.call_tir_inplace(cls.copy, args, inplace_indices=[0],
+                                         out_sinfo=R.Tensor((2,), "float32"))
+                return res
+
+            @T.prim_func
+            def copy(A: T.Buffer((2,), "float32"), B: T.Buffer((2,), "float32")):
+                for i in range(2):
+                    with T.block("c"):
+                        vi = T.axis.remap("S", [i])
+                        A[vi] = B[vi]
