@@ -28,6 +28,7 @@ from ..ir.op import Op
 from ..relax.analysis.struct_info_analysis import (
     derive_call_ret_struct_info,
     is_base_of,
+    prove_dim_differ,
 )
 from ..relax.analysis.well_formed import well_formed_errors
 from ..relax.block_builder import BlockBuilder
@@ -52,7 +53,14 @@ from ..relax.expr import (
 from ..relax.expr import (
     Tuple as RelaxTuple,
 )
-from ..relax.struct_info import FuncStructInfo, StructInfo, TupleStructInfo, struct_info_text
+from ..relax.struct_info import (
+    FuncStructInfo,
+    ShapeStructInfo,
+    StructInfo,
+    TensorStructInfo,
+    TupleStructInfo,
+    struct_info_text,
+)
 from ..tir.expr import PrimExpr
 from ..tir.expr import Var as TirVar
 from . import relax as R
@@ -522,8 +530,7 @@ class _RelaxParser(_TIRParser):
             raise self.error(value_node, f"{value.name_hint} is a function of the module; bind a "
                                          "call of it instead")
         value_sinfo = struct_info_of(value)
-        if sinfo is not None and value_sinfo is not None and not is_base_of(sinfo, value_sinfo) \
-                and not is_base_of(value_sinfo, sinfo):
+        if sinfo is not None and value_sinfo is not None and _contradicts(sinfo, value_sinfo):
             raise self.error(value_node, f"the value has struct info {struct_info_text(value_sinfo)}, "
                                          f"which does not match the annotation {struct_info_text(sinfo)}")
         if sinfo is not None and isinstance(value, Call):
@@ -665,6 +672,30 @@ class _RelaxParser(_TIRParser):
         if bindings:
             blocks.append(type(last_block)(tuple(bindings)))
         return name, SeqExpr(tuple(blocks), body), None
+
+
+def _contradicts(annotation: StructInfo, actual: StructInfo) -> bool:
+    """Whether an annotation is provably wrong for a value (TVM's well-formed check on
+    annotations): another kind of value, another dtype or rank, or a dimension that differs
+    for every value of the symbolic variables (``(10,)`` does not contradict ``(2 * n + 2,)``)."""
+    if is_base_of(annotation, actual) or is_base_of(actual, annotation):
+        return False
+    if isinstance(annotation, TensorStructInfo) and isinstance(actual, TensorStructInfo):
+        if not (annotation.is_unknown_dtype or actual.is_unknown_dtype) and annotation.dtype != actual.dtype:
+            return True
+        if not (annotation.is_unknown_ndim or actual.is_unknown_ndim) and annotation.ndim != actual.ndim:
+            return True
+        a, b = annotation.shape_values, actual.shape_values
+        return a is not None and b is not None and any(prove_dim_differ(x, y) for x, y in zip(a, b))
+    if isinstance(annotation, ShapeStructInfo) and isinstance(actual, ShapeStructInfo):
+        if annotation.values is None or actual.values is None:
+            return annotation.ndim != actual.ndim and -1 not in (annotation.ndim, actual.ndim)
+        return len(annotation.values) != len(actual.values) or \
+            any(prove_dim_differ(x, y) for x, y in zip(annotation.values, actual.values))
+    if isinstance(annotation, TupleStructInfo) and isinstance(actual, TupleStructInfo):
+        return len(annotation.fields) != len(actual.fields) or \
+            any(_contradicts(x, y) for x, y in zip(annotation.fields, actual.fields))
+    return True
 
 
 def _assigned_names(stmt: ast.stmt) -> list[ast.Name]:

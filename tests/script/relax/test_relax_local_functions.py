@@ -243,3 +243,25 @@ def test_call_tir_inplace_needs_an_inline_tuple():
                     with T.block("c"):
                         vi = T.axis.remap("S", [i])
                         A[vi] = B[vi]
+
+
+def test_annotation_of_a_call_is_refused_only_when_provably_wrong():
+    @R.function
+    def f(x: R.Tensor(("n",), "float32")):
+        n = T.int64()
+        # (n,) might be (2 * n - n,): not provably wrong, so the annotation is taken
+        y: R.Tensor((2 * n - n,), "float32") = R.exp(x)
+        return y
+
+    (binding,) = f.body.blocks[0].bindings
+    assert len(binding.var.struct_info.shape.values) == 1
+    with pytest.raises(TVMScriptError, match="does not match the annotation"):
+        @R.function
+        def g(x: R.Tensor((4,), "float32")):
+            y: R.Tensor((5,), "float32") = R.exp(x)
+            return y
+    with pytest.raises(TVMScriptError, match="does not match the annotation"):
+        @R.function
+        def h(x: R.Tensor((4,), "float32")):
+            y: R.Tensor((4,), "int32") = R.exp(x)
+            return y
