@@ -29,6 +29,7 @@ from .analysis.struct_info_analysis import (
     definable_tir_vars_in_struct_info,
     derive_call_ret_struct_info,
     erase_to_well_defined,
+    is_base_of,
     struct_info_lca,
 )
 from .expr import (
@@ -488,12 +489,19 @@ class BlockBuilder:
                 self.emit_normalized(new)
             new_block = self.end_block()
             blocks.append(block if _same(new_block.bindings, block.bindings) else new_block)
-        self.begin_binding_block()
+        # as TVM's normalizer, a body that is not a leaf (nor a tuple) is bound to a variable
+        # of a trailing block, a dataflow one when the enclosing block is
+        if self._blocks and self.current_block_is_dataflow():
+            self.begin_dataflow_block()
+        else:
+            self.begin_binding_block()
         body = self.normalize(seq.body)
+        if not (is_leaf(body) or isinstance(body, (Tuple, Function))):
+            body = self.emit(body)
         prologue = self.end_block()
         if prologue.bindings:
             blocks.append(prologue)
-        blocks = [b for b in blocks if b.bindings]
+        blocks = _merge_blocks(blocks)
         if _same(blocks, seq.blocks) and body is seq.body:
             new_seq = seq
         else:
@@ -531,11 +539,16 @@ class BlockBuilder:
 
     def _make_function(self, params: Sequence[Var], body: SeqExpr, ret: StructInfo | None,
                        is_pure: bool, attrs: dict) -> Function:
-        if ret is None:
+        body_sinfo = struct_info_of(body)
+        if ret is None or body_sinfo is not None:
             defined = {id(v) for p in params for v in definable_tir_vars_in_struct_info(p.struct_info)}
             param_ids = {id(p) for p in params}
-            ret = erase_to_well_defined(self._sinfo(body, "function body"),
-                                        lambda v: id(v) in defined, lambda v: id(v) in param_ids)
+            derived = erase_to_well_defined(self._sinfo(body, "function body"),
+                                            lambda v: id(v) in defined, lambda v: id(v) in param_ids)
+            # as TVM's Function: the body's struct info when there is no annotation, or when it
+            # is more precise than the annotation
+            if ret is None or (is_base_of(ret, derived) and not is_base_of(derived, ret)):
+                ret = derived
         return Function(tuple(params), body, ret, is_pure, attrs)
 
     @staticmethod
@@ -544,6 +557,19 @@ class BlockBuilder:
         if sinfo is None:
             raise StructInfoError(f"{where}: {expr!r} has no struct info")
         return sinfo
+
+
+def _merge_blocks(blocks: list[BindingBlock]) -> list[BindingBlock]:
+    """Empty blocks dropped, neighbours of the same kind joined into one (TVM's normalizer)."""
+    merged: list[BindingBlock] = []
+    for block in blocks:
+        if not block.bindings:
+            continue
+        if merged and type(merged[-1]) is type(block):
+            merged[-1] = type(block)(tuple(merged[-1].bindings) + tuple(block.bindings))
+        else:
+            merged.append(block)
+    return merged
 
 
 def _python_tuple(expr: Any) -> Any:

@@ -172,10 +172,11 @@ def _build_module(cls: type, deferred_type: type, check_well_formed: bool = True
 
 
 def _is_function_node(value: Any) -> bool:
-    from ..relax.expr import Function
+    from ..relax.expr import ExternFunc, Function
     from ..tir.function import PrimFunc
 
-    return isinstance(value, (PrimFunc, Function))
+    # (an ExternFunc written in the class body is a module function too, as in TVM)
+    return isinstance(value, (PrimFunc, Function, ExternFunc))
 
 
 def parse_module_class(cdef: ast.ClassDef, source: Source, namespace: dict,
@@ -219,9 +220,21 @@ def _parse_class_body(cdef: ast.ClassDef, source: Source, namespace: dict, evalu
             attrs = evaluator.eval(stmt.value.args[0])
         elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
             continue  # docstring
+        elif (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+              and _is_function_node(value := _try_eval(evaluator, stmt.value))):
+            # `my_ext = R.ExternFunc("my_ext")`: a module function written as a value
+            gv = global_vars.setdefault(stmt.targets[0].id, GlobalVar(stmt.targets[0].id))
+            functions[gv] = value
         else:
             raise source.error(stmt, "an @I.ir_module class holds decorated functions only")
     return attrs
+
+
+def _try_eval(evaluator: Any, node: ast.expr) -> Any:
+    try:
+        return evaluator.eval(node)
+    except TVMScriptError:
+        return None  # not a module function: reported as a statement the class cannot hold
 
 
 def function_decorator(fdef: ast.FunctionDef, evaluator: Any) -> tuple[FunctionParser, dict]:

@@ -407,6 +407,8 @@ class _TIRPrinter:
             first = False
             if isinstance(func, PrimFunc):
                 body = _TIRPrinter().print_prim_func(func, gv.name_hint)
+            elif not hasattr(func, "params"):  # a Relax ExternFunc: `name = R.ExternFunc("symbol")`
+                body = [f"{gv.name_hint} = {script(func, show_header=False)}"]
             else:
                 # other dialects (Relax) print their functions; `in_module` lets them write
                 # `cls.name` for the module's GlobalVars

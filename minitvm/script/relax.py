@@ -35,6 +35,7 @@ from ..relax.expr import (
     PrimValue,
     ShapeExpr,
     StringImm,
+    TupleGetItem,
     Var,
     _as_expr,
 )
@@ -57,7 +58,7 @@ __all__ = [
     "function", "Tensor", "Shape", "Tuple", "Object", "Prim", "Callable",
     "dataflow", "output", "func_attr", "match_cast", "const", "shape", "prim_value", "str",
     "dtype", "call_tir", "call_dps_packed", "call_pure_packed", "call_packed", "ExternFunc", "nn",
-    "emit_te", "call_tir_inplace", "tuple",
+    "emit_te", "call_tir_inplace", "tuple", "TupleGetItem", "macro",
 ]
 
 _builtin_str = str
@@ -298,6 +299,10 @@ def call_tir_inplace(gvar: GlobalVar, args: Any, inplace_indices: Any, out_sinfo
     out_sinfo = out_sinfo if out_sinfo is not None else out_ty
     if out_sinfo is None:
         raise TypeError("R.call_tir_inplace needs out_sinfo=R.Tensor(...) (the outputs' struct info)")
+    if isinstance(args, Var):
+        # as TVM: which argument is overwritten must be visible, so no variable holding a tuple
+        raise TypeError(f"R.call_tir_inplace takes its arguments as an in-line tuple such as (x, y), "
+                        f"not the variable {args.name}")
     if tir_vars is not None and not isinstance(tir_vars, Expr):
         tir_vars = shape(tir_vars)
     return _op.call_tir_inplace(gvar, args, inplace_indices, _out(out_sinfo, "R.call_tir_inplace"), tir_vars)
@@ -346,6 +351,41 @@ def emit_te(func: Any, *args: Any, **kwargs: Any) -> EmitTEValue:
     if not callable(func):
         raise TypeError(f"R.emit_te needs a tensor-expression function first, got {func!r}")
     return EmitTEValue(func, args, dict(kwargs))
+
+
+# -- macros ------------------------------------------------------------------------------------------
+
+def macro(*args: Any, hygienic: Any = True) -> Any:
+    """``@R.macro`` or ``@R.macro(hygienic=False)``: a Relax fragment pasted where it is called
+    inside an ``@R.function``; what it returns is the value of the call.  ``hygienic=True``
+    (the default) reads the body's other names where the macro was defined, as they were
+    then; ``hygienic=False`` where it is called."""
+    from .tir import Macro, _caller_namespace
+
+    caller = sys._getframe(1)
+    if len(args) > 1 or (args and not callable(args[0])):
+        raise ValueError("R.macro takes only keyword arguments: @R.macro or @R.macro(hygienic=...)")
+
+    class RelaxMacro(Macro):
+        def __call__(self, *a: Any, **k: Any) -> Any:
+            raise TypeError(f"R.macro {self.__name__} can only be called inside an @R.function")
+
+        def __repr__(self) -> _builtin_str:
+            return f"R.macro {self.__name__}"
+
+    def decorate(f: Any) -> Any:
+        namespace = dict(getattr(f, "__globals__", {}))
+        namespace.update(_caller_namespace(caller))
+        for name, cell in zip(f.__code__.co_freevars, f.__closure__ or ()):
+            try:
+                namespace[name] = cell.cell_contents
+            except ValueError:
+                pass
+        m = RelaxMacro(f, hygienic, namespace)
+        m.dialect = "relax"
+        return m
+
+    return decorate(args[0]) if args else decorate
 
 
 # -- the decorator ----------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from ..ir.op import Op
 from ..relax.analysis.struct_info_analysis import (
     derive_call_ret_struct_info,
     is_base_of,
+    prove_dim_differ,
 )
 from ..relax.analysis.well_formed import well_formed_errors
 from ..relax.block_builder import BlockBuilder
@@ -46,12 +47,20 @@ from ..relax.expr import (
     VarBinding,
     _as_expr,
     _set_struct_info,
+    is_leaf,
     struct_info_of,
 )
 from ..relax.expr import (
     Tuple as RelaxTuple,
 )
-from ..relax.struct_info import FuncStructInfo, StructInfo, TupleStructInfo, struct_info_text
+from ..relax.struct_info import (
+    FuncStructInfo,
+    ShapeStructInfo,
+    StructInfo,
+    TensorStructInfo,
+    TupleStructInfo,
+    struct_info_text,
+)
 from ..tir.expr import PrimExpr
 from ..tir.expr import Var as TirVar
 from . import relax as R
@@ -154,6 +163,39 @@ class _RelaxParser(_TIRParser):
             result = self._normalize(result, node)
         return result
 
+    def expand_macro(self, func: Any, args: list, kwargs: dict, node: ast.Call) -> Any:
+        """``m(args)`` of an ``@R.macro``: its statements emitted here with its parameters
+        bound to the arguments; the value of its ``return`` is the value of the call."""
+        import inspect
+
+        macro = func.macro if isinstance(func, T.BoundMacro) else func
+        if getattr(macro, "dialect", "tir") != "relax":
+            raise self.error(node, f"{macro!r} is a TIR macro; a Relax function calls R.macro macros")
+        if isinstance(func, T.BoundMacro):
+            args = [func.obj, *args]
+        try:
+            bound = inspect.signature(macro.func).bind(*args, **kwargs)
+        except TypeError as e:
+            raise self.error(node, f"macro {macro.__name__}: {e}") from None
+        bound.apply_defaults()
+        source = Source.from_object(macro.func)
+        fdef = _function_def(source.parse(), macro.func.__name__)
+        body, ret = fdef.body, None
+        if body and isinstance(body[-1], ast.Return):
+            body, ret = body[:-1], body[-1]
+        saved = self.source, self.namespace, self.scopes
+        self.source = source
+        if macro.hygienic:  # names resolve where the macro was defined, its own stay inside
+            self.namespace, self.scopes = macro.namespace, [dict(bound.arguments)]
+        else:
+            self.namespace = {**macro.namespace, **self.namespace}
+            self.scopes = [*self.scopes, dict(bound.arguments)]
+        try:
+            self.visit_stmts(body)
+            return None if ret is None or ret.value is None else self.eval(ret.value)
+        finally:
+            self.source, self.namespace, self.scopes = saved
+
     def _emit_te(self, value: R.EmitTEValue, node: ast.Call) -> Call:
         """``R.emit_te``: build the PrimFunc from the TE function, add it to the module being
         parsed (a fresh name), and give back its ``R.call_tir``."""
@@ -254,7 +296,11 @@ class _RelaxParser(_TIRParser):
             var = Var(arg.arg, sinfo)
             params.append(var)
             self.bind(arg.arg, var)
-        ret = self.annotation(fdef.returns) if fdef.returns is not None else None
+        ret = None
+        if isinstance(fdef.returns, ast.Constant) and fdef.returns.value is None:
+            ret = TupleStructInfo([])  # `-> None`: the function returns R.Tuple(), as TVM reads it
+        elif fdef.returns is not None:
+            ret = self.annotation(fdef.returns)
         return params, ret
 
     def parse_function(self, fdef: ast.FunctionDef, options: dict, name: str | None) -> Function:
@@ -269,7 +315,8 @@ class _RelaxParser(_TIRParser):
             if not self.returned:
                 raise self.error(fdef, f"Relax function {fdef.name!r} has no return statement")
             self.close_block()
-            body = SeqExpr(tuple(self.blocks), self.result)
+            # normalized as TVM: a returned call is bound to a variable of a last block
+            body = self._normalize(SeqExpr(tuple(self.blocks), self.result), fdef)
             attrs = dict(self.attrs)
             if options.get("private", False) and "global_symbol" in attrs:
                 raise self.error(fdef, f"{fdef.name} is private (not exported), so it cannot also have a "
@@ -278,20 +325,12 @@ class _RelaxParser(_TIRParser):
                 attrs.setdefault("global_symbol", name or fdef.name)
             pure = bool(options.get("pure", True))
             try:
+                # (a body more precise than the annotation gives the return struct info, as TVM)
                 func = self.bb._make_function(params, body, ret, pure, attrs)
-                if ret is not None:
-                    # as TVM's Function: a body more precise than the annotation gives the return
-                    # struct info (`-> R.Tensor(ndim=2)` returning a (128, 128) tensor)
-                    derived = self.bb._make_function(params, body, None, pure, attrs).ret_struct_info
-                    if derived is not None and is_base_of(ret, derived) and not is_base_of(derived, ret):
-                        func = self.bb._make_function(params, body, derived, pure, attrs)
             except Exception as e:
                 raise self.error(fdef, _explain(e)) from None
-            body_sinfo = struct_info_of(self.result)
-            if ret is not None and body_sinfo is not None and not is_base_of(ret, body_sinfo):
-                where = self.return_node or fdef
-                raise self.error(where, f"the function returns {struct_info_text(body_sinfo)}, "
-                                        f"which does not match its annotation {struct_info_text(ret)}")
+            # TVM checks no return annotation against the body: it is kept as written unless the
+            # body is more precise (then the body's struct info is the function's result)
             if options.get("check_well_formed", True):
                 errors = well_formed_errors(func)
                 if errors:
@@ -317,6 +356,9 @@ class _RelaxParser(_TIRParser):
             ast.Assign: self.visit_assign, ast.AnnAssign: self.visit_ann_assign,
             ast.Expr: self.visit_expr_stmt, ast.With: self.visit_with, ast.Return: self.visit_return,
             ast.If: self.visit_if, ast.Pass: lambda n: None,
+            # `nonlocal x` only makes Python keep x in the closure the parser reads names from
+            ast.Nonlocal: lambda n: None,
+            ast.FunctionDef: self.visit_local_function,
         }.get(type(node))
         if handler is None:
             raise self.error(node, f"unsupported Python syntax in a Relax function: {type(node).__name__}")
@@ -336,10 +378,16 @@ class _RelaxParser(_TIRParser):
         if self.outputs is not None or self.bb.current_block_is_dataflow():
             raise self.error(node, "a dataflow block cannot be nested")
         self.outputs = self._output_names(node)
+        # as TVM, `return` may end the dataflow block: what it returns is output implicitly
+        body, ret = node.body, None
+        if isinstance(body[-1], ast.Return):
+            body, ret = body[:-1], body[-1]
+            assigned = {t.id for st in body for t in _assigned_names(st)}
+            self.outputs |= {n.id for n in ast.walk(ret) if isinstance(n, ast.Name) and n.id in assigned}
         self.close_block()
         self.bb.begin_dataflow_block()
         self.scopes.append({})
-        self.visit_stmts(node.body)
+        self.visit_stmts(body)
         dataflow_scope = self.scopes.pop()
         self.close_block()
         self.bb.begin_binding_block()
@@ -350,6 +398,8 @@ class _RelaxParser(_TIRParser):
             self.bind(name, dataflow_scope[name])
         self.dataflow_only |= set(dataflow_scope) - self.outputs
         self.outputs = None
+        if ret is not None:
+            self.visit_relax_stmt(ret)
 
     def _output_names(self, node: ast.With) -> set[str]:
         """The names ``R.output(...)`` lists: bound as Vars (not DataflowVars) in the block."""
@@ -362,7 +412,7 @@ class _RelaxParser(_TIRParser):
                     continue
                 if not is_output:
                     continue
-                if i != len(node.body) - 1:
+                if i != len(node.body) - 1 - isinstance(node.body[-1], ast.Return):
                     raise self.error(stmt, "R.output(...) must be the last statement of the dataflow block")
                 for arg in stmt.value.args:
                     if not isinstance(arg, ast.Name):
@@ -451,6 +501,13 @@ class _RelaxParser(_TIRParser):
                 raise self.error(value_node, f"symbolic dimensions of Relax shapes are int64, not {value.dtype}")
             self.bind(target.id, self.tir_var(target.id))
             return
+        existing = self.tir_vars.get(target.id)
+        if isinstance(value, TirVar) and existing is not None and value.name == target.id \
+                and value.dtype == existing.dtype:
+            # `n = T.Var("n", "int64")` naming a dimension of the signature is that dimension,
+            # as TVM's parser reads such a prelude
+            self.bind(target.id, existing)
+            return
         if isinstance(value, (TirVar, PrimExpr)) and not isinstance(value, Expr):
             self.bind(target.id, value)  # a PrimExpr used in later shapes (T.meta_var style)
             return
@@ -473,12 +530,16 @@ class _RelaxParser(_TIRParser):
             raise self.error(value_node, f"{value.name_hint} is a function of the module; bind a "
                                          "call of it instead")
         value_sinfo = struct_info_of(value)
-        if sinfo is None:
-            sinfo = value_sinfo
-        elif value_sinfo is not None and not is_base_of(sinfo, value_sinfo) \
-                and not is_base_of(value_sinfo, sinfo):
+        if sinfo is not None and value_sinfo is not None and _contradicts(sinfo, value_sinfo):
             raise self.error(value_node, f"the value has struct info {struct_info_text(value_sinfo)}, "
                                          f"which does not match the annotation {struct_info_text(sinfo)}")
+        if sinfo is not None and isinstance(value, Call):
+            # as TVM: the annotation is the struct info of the call the statement makes
+            # (`w: R.Tensor(ndim=2) = R.multiply(z, z)`); a value that already exists (a
+            # variable, a constant, a tuple) keeps its own and the annotation only checks it
+            value = Call(value.op, value.args, value.attrs, value.sinfo_args)
+            _set_struct_info(value, sinfo)
+        sinfo = struct_info_of(value)
         var = self._new_var(name, sinfo)
         self.bb.emit_normalized(VarBinding(var, value))
         if target is not None:
@@ -510,6 +571,58 @@ class _RelaxParser(_TIRParser):
 
     return_node: ast.AST | None = None
 
+    # -- local functions --------------------------------------------------------------------------
+    def visit_local_function(self, node: ast.FunctionDef) -> None:
+        """``@R.function def f(...)`` inside a function: a private Relax function bound to the
+        variable ``f`` (as TVM does); it reads the enclosing function's variables, and a
+        function that calls itself gets its variable before its body is parsed."""
+        if not node.decorator_list:
+            raise self.error(node, f"local function {node.name!r} needs a decorator: @R.function")
+        deco = node.decorator_list[-1]
+        target, options = (deco.func, deco.keywords) if isinstance(deco, ast.Call) else (deco, [])
+        dialect = self.eval(target)
+        if dialect is T.prim_func:
+            raise self.error(node, f"{node.name!r}: a PrimFunc cannot be defined inside a Relax function; "
+                                   "make it a function of the module and call it with R.call_tir")
+        if dialect is not R.function:
+            raise self.error(deco, f"local function {node.name!r}: expected @R.function, got "
+                                   f"@{ast.unparse(deco)}")
+        opts = {kw.arg: self.eval(kw.value) for kw in options}
+        # the enclosing function checks the well-formedness of the whole, free variables included
+        opts.update(private=True, check_well_formed=False)
+        inner = _RelaxParser(self.source, self.namespace, self.global_vars)
+        visible: dict = {}
+        for scope in self.scopes:
+            visible.update(scope)
+        visible.pop("cls", None)
+        inner.scopes.append(visible)
+        inner.tir_vars = self.tir_vars  # the enclosing function's dimensions keep their meaning
+        reserved = None
+        if visible.get(node.name) is None and _calls_itself(node):
+            reserved = inner._reserve_recursive(node)
+            visible[node.name] = reserved
+        func = inner.parse_function(node, opts, node.name)
+        if reserved is None:
+            self.emit(ast.Name(node.name), node.name, func, None, node)
+            return
+        self.bb.emit_normalized(VarBinding(reserved, func))  # TVM binds the reserved variable itself
+        self.bind(node.name, reserved)
+
+    def _reserve_recursive(self, node: ast.FunctionDef) -> Var:
+        """The variable a recursive local function calls itself through: its signature's struct
+        info (``R.Tuple()`` as the result when the function has no return annotation)."""
+        token = R._DIM_RESOLVER.set(self.resolve_dim)
+        try:
+            self.scopes.append({})
+            params = [self.annotation(a.annotation) for a in node.args.args if a.annotation is not None]
+            if len(params) != len(node.args.args):
+                raise self.error(node, f"every parameter of {node.name!r} needs a struct-info annotation")
+            ret = self.annotation(node.returns) if node.returns is not None else TupleStructInfo([])
+            self.scopes.pop()
+        finally:
+            R._DIM_RESOLVER.reset(token)
+        return Var(node.name, FuncStructInfo(params, ret))
+
     # -- if / else --------------------------------------------------------------------------------
     def visit_if(self, node: ast.If) -> None:
         if self.bb.current_block_is_dataflow():
@@ -517,8 +630,8 @@ class _RelaxParser(_TIRParser):
         if not node.orelse:
             raise self.error(node, "a Relax `if` needs an `else` branch (both assign the result)")
         cond = self._relax_value(self.eval(node.test), node.test)
-        then_name, then_seq, then_sinfo = self._branch(node.body, node)
-        else_name, else_seq, else_sinfo = self._branch(node.orelse, node)
+        then_name, then_seq, then_sinfo = self._branch(node.body, node, "_then")
+        else_name, else_seq, else_sinfo = self._branch(node.orelse, node, "_else")
         if then_name != else_name:
             raise self.error(node, f"both branches must end by assigning the same name "
                                    f"(got {then_name!r} and {else_name!r})")
@@ -527,28 +640,74 @@ class _RelaxParser(_TIRParser):
         target = ast.Name(then_name)
         self.emit(target, then_name, expr, sinfo, node.test)
 
-    def _branch(self, stmts: list[ast.stmt], node: ast.If) -> tuple[str, SeqExpr, StructInfo | None]:
-        last = stmts[-1]
-        if isinstance(last, ast.Assign) and len(last.targets) == 1 and isinstance(last.targets[0], ast.Name):
-            name, ann, value_node = last.targets[0].id, None, last.value
-        elif isinstance(last, ast.AnnAssign) and isinstance(last.target, ast.Name) and last.value is not None:
-            name, ann, value_node = last.target.id, last.annotation, last.value
-        else:
-            raise self.error(last, "a branch of a Relax `if` ends by assigning its result: `y = ...`")
+    def _branch(self, stmts: list[ast.stmt], node: ast.If, suffix: str) -> tuple[str, SeqExpr, StructInfo | None]:
+        """One branch, as TVM reads it: its statements, then its last binding gives the result
+        (a leaf value directly; any other value, or a match_cast, bound to ``<name>_then`` /
+        ``<name>_else``) and the name the If's variable takes."""
         self.scopes.append({})
         saved_blocks, saved_returned = self.blocks, self.returned
         self.blocks = []
         self.bb.begin_binding_block()
         try:
-            self.visit_stmts(stmts[:-1])
-            value = self._relax_value(self.eval(value_node), value_node)
-            sinfo = self.annotation(ann) if ann is not None else None
+            self.visit_stmts(stmts)
             self.close_block()
             blocks = self.blocks
         finally:
             self.blocks, self.returned = saved_blocks, saved_returned
             self.scopes.pop()
-        return name, SeqExpr(tuple(blocks), value), sinfo
+        if not blocks:
+            raise self.error(stmts[-1], "a branch of a Relax `if` ends by binding its result: `y = ...`")
+        *blocks, last_block = blocks
+        *bindings, last = last_block.bindings
+        if isinstance(last.var, DataflowVar):
+            raise self.error(stmts[-1], "the last binding of a branch must not be a DataflowVar")
+        name = last.var.name
+        if isinstance(last, VarBinding) and (is_leaf(last.value) or isinstance(last.value, RelaxTuple)):
+            body = last.value
+        else:
+            out = Var(name + suffix, last.var.struct_info)
+            bindings.append(MatchCast(out, last.value, last.struct_info) if isinstance(last, MatchCast)
+                            else VarBinding(out, last.value))
+            body = out
+        if bindings:
+            blocks.append(type(last_block)(tuple(bindings)))
+        return name, SeqExpr(tuple(blocks), body), None
+
+
+def _contradicts(annotation: StructInfo, actual: StructInfo) -> bool:
+    """Whether an annotation is provably wrong for a value (TVM's well-formed check on
+    annotations): another kind of value, another dtype or rank, or a dimension that differs
+    for every value of the symbolic variables (``(10,)`` does not contradict ``(2 * n + 2,)``)."""
+    if is_base_of(annotation, actual) or is_base_of(actual, annotation):
+        return False
+    if isinstance(annotation, TensorStructInfo) and isinstance(actual, TensorStructInfo):
+        if not (annotation.is_unknown_dtype or actual.is_unknown_dtype) and annotation.dtype != actual.dtype:
+            return True
+        if not (annotation.is_unknown_ndim or actual.is_unknown_ndim) and annotation.ndim != actual.ndim:
+            return True
+        a, b = annotation.shape_values, actual.shape_values
+        return a is not None and b is not None and any(prove_dim_differ(x, y) for x, y in zip(a, b))
+    if isinstance(annotation, ShapeStructInfo) and isinstance(actual, ShapeStructInfo):
+        if annotation.values is None or actual.values is None:
+            return annotation.ndim != actual.ndim and -1 not in (annotation.ndim, actual.ndim)
+        return len(annotation.values) != len(actual.values) or \
+            any(prove_dim_differ(x, y) for x, y in zip(annotation.values, actual.values))
+    if isinstance(annotation, TupleStructInfo) and isinstance(actual, TupleStructInfo):
+        return len(annotation.fields) != len(actual.fields) or \
+            any(_contradicts(x, y) for x, y in zip(annotation.fields, actual.fields))
+    return True
+
+
+def _assigned_names(stmt: ast.stmt) -> list[ast.Name]:
+    """The names a statement of a dataflow block binds (``a = ...``, ``a, b = ...``, ``a: ... = ...``)."""
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
+    return [n for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+
+
+def _calls_itself(fdef: ast.FunctionDef) -> bool:
+    """Whether the body of ``fdef`` calls a function by ``fdef``'s own name."""
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == fdef.name
+               for stmt in fdef.body for n in ast.walk(stmt))
 
 
 class _DimScope(dict):

@@ -265,6 +265,9 @@ class RelaxPrinter:
             return [f"{pad}{self.define(b.var, b.var.name)} = R.match_cast({value}, {self.sinfo(b.struct_info)})"]
         if isinstance(b.value, If):
             return self.if_binding(b, depth)
+        if isinstance(b.value, Function):  # a local function: a nested def named by its variable
+            name = self.define(b.var, b.var.name)
+            return [f"{pad}{ln}" if ln else ln for ln in self.function(b.value, name, local=True)]
         value = self.expr(b.value)
         name = self.define(b.var, b.var.name)
         return [f"{pad}{name}{self.annotation(b.var, b.value)} = {value}"]
@@ -306,7 +309,7 @@ class RelaxPrinter:
         return lines
 
     # -- functions --------------------------------------------------------------------------------------
-    def function(self, f: Function, name: str) -> list[str]:
+    def function(self, f: Function, name: str, local: bool = False) -> list[str]:
         self.tp.push()
         tir_vars = _function_tir_vars(f)
         for v in tir_vars:
@@ -321,7 +324,7 @@ class RelaxPrinter:
         attrs = dict(f.attrs or {})
         if attrs.get("global_symbol") == name:
             del attrs["global_symbol"]
-        elif "global_symbol" not in attrs:
+        elif "global_symbol" not in attrs and not local:  # local functions are always private
             options.append("private=True")
         deco = f"@R.function({', '.join(options)})" if options else "@R.function"
         head = [deco, f"def {name}({', '.join(params)}){ret}:"]

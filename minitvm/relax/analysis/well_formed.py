@@ -141,7 +141,12 @@ class _Checker(ExprVisitor):
         self.visit_var_def(binding.var)
 
     def visit_var_binding_(self, binding: VarBinding) -> None:
-        self.visit_expr(binding.value)
+        if isinstance(binding.value, Function):  # a local function may call itself by its variable
+            self.scopes.append({binding.var})
+            self.visit_expr(binding.value)
+            self.scopes.pop()
+        else:
+            self.visit_expr(binding.value)
         if self.check_sinfo and struct_info_of(binding.value) is None:
             self.error(f"the value bound to {binding.var.name} has no struct info")
         self.visit_var_def(binding.var)

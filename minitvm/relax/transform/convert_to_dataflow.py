@@ -1,4 +1,5 @@
-"""ConvertToDataflow: runs of pure bindings outside dataflow blocks become dataflow blocks.
+"""ConvertToDataflow: runs of dataflow-safe bindings outside dataflow blocks become
+dataflow blocks, as TVM's pass does.
 
 ::
 
@@ -8,12 +9,13 @@
                                        R.output(gv1)
                                    return gv1
 
-A binding is pure when it binds a plain value, a tuple, a tuple item, a ``match_cast``, a
-call of a pure operator (``FPurity``), or a call of a pure Relax function; ``If``,
-nested functions and impure calls end a run.  Each run of at least ``min_size``
-bindings becomes a DataflowBlock; the variables only it uses become DataflowVars (same
-names), those used after it stay Vars (the block's outputs).  Existing dataflow blocks
-are kept as they are.
+Every binding may sit in a dataflow block except an ``If`` and a call with side effects
+(an impure operator, ``R.call_packed``, a call of an impure function); those end a run.  A
+run of at least ``min_size`` bindings becomes a DataflowBlock; an existing dataflow block
+is kept whatever its size and absorbs the runs right before and after it.  Branches of an
+``If`` and local functions are converted the same way.  CanonicalizeBindings runs
+afterwards (as in TVM), so the variables used only inside their new block become
+DataflowVars (and trivial bindings and constants are folded).
 
 ::
 
@@ -22,7 +24,6 @@ are kept as they are.
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 from ...ir.module import IRModule
@@ -32,138 +33,83 @@ from ..expr import (
     BindingBlock,
     Call,
     DataflowBlock,
-    DataflowVar,
     Function,
-    MatchCast,
+    If,
     SeqExpr,
-    Tuple,
-    TupleGetItem,
-    Var,
-    is_leaf,
 )
-from ..expr_functor import ExprMutator, ExprVisitor
+from ..expr_functor import ExprMutator
 from ._util import map_functions
+from .canonicalize_bindings import canonicalize_bindings
 
 __all__ = ["ConvertToDataflow"]
 
 
-class _UseCounter(ExprVisitor):
-    def __init__(self) -> None:
-        self.count: Counter = Counter()
-
-    def visit_var_(self, op: Var) -> None:
-        self.count[op] += 1
-
-    def visit_dataflow_var_(self, op: DataflowVar) -> None:
-        self.count[op] += 1
-
-
-def _uses(expr: Any) -> Counter:
-    c = _UseCounter()
-    c.visit_expr(expr)
-    return c.count
-
-
-def _is_pure(binding: Any, mod: IRModule) -> bool:
-    value = binding.value
-    if isinstance(binding, MatchCast):
-        return is_leaf(value)
-    if isinstance(value, Function):
-        return False
-    if is_leaf(value) or isinstance(value, (Tuple, TupleGetItem)):
-        return True
-    if isinstance(value, Call):
-        return not is_impure_call(value, mod)
-    return False
-
-
-class _Converter(ExprMutator):
-    def __init__(self, mod: IRModule, min_size: int, total_uses: Counter) -> None:
+class _Extractor(ExprMutator):
+    def __init__(self, mod: IRModule, min_size: int) -> None:
         super().__init__(mod)
         self.mod = mod
         self.min_size = min_size
-        self.total_uses = total_uses
-        self.locals: set[Var] = set()  # variables to become DataflowVars
+
+    def _dataflow_safe(self, value: Any) -> bool:
+        return not isinstance(value, If) and not (isinstance(value, Call) and is_impure_call(value, self.mod))
 
     def visit_seq_expr_(self, op: SeqExpr) -> Any:
-        blocks = []
-        for block in op.blocks:
-            if isinstance(block, DataflowBlock):
-                blocks.append(self.visit_binding_block(block))
-            else:
-                blocks.extend(self._split(block))
+        visited = [self.visit_binding_block(b) for b in op.blocks]
         self.builder_.begin_binding_block()
         try:
             body = self.visit_expr(op.body)
         finally:
             prologue = self.builder_.end_block()
         if prologue.bindings:
-            blocks.append(prologue)
-        kept = [b for b in blocks if b.bindings]
-        if len(kept) == len(op.blocks) and all(a is b for a, b in zip(kept, op.blocks)) and body is op.body:
+            visited.append(prologue)
+        changed = body is not op.body or len(visited) != len(op.blocks) \
+            or any(a is not b for a, b in zip(visited, op.blocks))
+
+        blocks: list[BindingBlock] = []
+        plain: list = []     # bindings kept out of dataflow blocks, before `run`
+        run: list = []       # the current run of dataflow-safe bindings
+        existing: list[DataflowBlock | None] = [None]  # the input dataflow block `run` started from
+
+        def end_run() -> None:
+            nonlocal plain, run, changed
+            if not run:
+                return
+            if len(run) < self.min_size and existing[0] is None:
+                plain += run  # too short for a block of its own
+            else:
+                blocks.append(BindingBlock(tuple(plain)))
+                blocks.append(DataflowBlock(tuple(run)))
+                plain = []
+                changed = changed or existing[0] is None or len(existing[0].bindings) != len(run)
+            run = []
+            existing[0] = None
+
+        for block in visited:
+            if isinstance(block, DataflowBlock):
+                run += block.bindings
+                existing[0] = block
+                continue
+            for binding in block.bindings:
+                if self._dataflow_safe(binding.value):
+                    run.append(binding)
+                else:
+                    end_run()
+                    plain.append(binding)
+        end_run()
+        blocks.append(BindingBlock(tuple(plain)))
+        if not changed:
             return op
-        return SeqExpr(tuple(kept), body)
-
-    def _split(self, block: BindingBlock) -> list[BindingBlock]:
-        runs: list[tuple[bool, list]] = []
-        for b in block.bindings:
-            pure = _is_pure(b, self.mod)
-            if runs and runs[-1][0] == pure:
-                runs[-1][1].append(b)
-            else:
-                runs.append((pure, [b]))
-        out: list[BindingBlock] = []
-        pending: list = []  # impure bindings and short runs, kept in one binding block
-        for pure, bindings in runs:
-            if pure and len(bindings) >= self.min_size:
-                if pending:
-                    out.append(self._emit_block(pending, dataflow=False))
-                    pending = []
-                inside = Counter()
-                for b in bindings:
-                    inside.update(_uses(b.value))
-                for b in bindings:
-                    if self.total_uses[b.var] == inside[b.var]:
-                        self.locals.add(b.var)
-                out.append(self._emit_block(bindings, dataflow=True))
-            else:
-                pending.extend(bindings)
-        if pending:
-            out.append(self._emit_block(pending, dataflow=False))
-        if len(out) == 1 and type(out[0]) is type(block) and len(out[0].bindings) == len(block.bindings) \
-                and all(a is b for a, b in zip(out[0].bindings, block.bindings)):
-            return [block]
-        return out
-
-    def _emit_block(self, bindings: list, dataflow: bool) -> BindingBlock:
-        if dataflow:
-            self.builder_.begin_dataflow_block()
-        else:
-            self.builder_.begin_binding_block()
-        try:
-            for b in bindings:
-                self.visit_binding(b)
-        finally:
-            new = self.builder_.end_block()
-        return new
-
-    def visit_var_def_(self, var: Var) -> Var:
-        if var in self.locals:
-            new = DataflowVar(var.name, var.struct_info)
-            self.set_var_remap(var, new)
-            return new
-        return var
+        return SeqExpr(tuple(b for b in blocks if b.bindings), body)
 
 
-def _rewrite(func: Function, mod: IRModule, min_size: int) -> Function:
-    new = _Converter(mod, min_size, _uses(func)).visit_expr(func)
-    return new
+def _convert(func: Function, mod: IRModule, min_size: int) -> Function:
+    return _Extractor(mod, min_size).visit_expr(func)
 
 
 @module_pass(opt_level=0, name="ConvertToDataflow")
 class ConvertToDataflow:
-    """Wrap runs of at least ``min_size`` pure bindings in dataflow blocks:
-    ``ConvertToDataflow(min_size=2)(mod)``."""
+    """Wrap runs of at least ``min_size`` dataflow-safe bindings in dataflow blocks, then
+    canonicalize the bindings: ``ConvertToDataflow(min_size=2)(mod)``."""
 
     def __init__(self, min_size: int = 2):
         if min_size < 1:
@@ -171,4 +117,5 @@ class ConvertToDataflow:
         self.min_size = min_size
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        return map_functions(mod, lambda f, m: _rewrite(f, m, self.min_size))
+        converted = map_functions(mod, lambda f, m: _convert(f, m, self.min_size))
+        return map_functions(converted, canonicalize_bindings)

@@ -4,8 +4,8 @@
   variables bound to constants) and whose output shape is static: the PrimFunc ``f`` is
   compiled with ``minitvm.build`` and run on the constant data; the call becomes
   ``R.const(result)`` (a tuple of constants for several outputs).
-* A high-level operator call (``R.add(c0, c1)``) with constant arguments is legalized on
-  the side (its ``FLegalize``, as LegalizeOps would) and folded the same way; the module
+* A high-level operator call (``R.add(c0, c1)``) with constant arguments, inside a
+  dataflow block, is legalized on the side (its ``FLegalize``, as LegalizeOps would) and folded the same way; the module
   gets no new PrimFunc.  Ops without a legalization are left alone.
 * ``t[i]`` of a tuple of known values becomes the value.
 * Uses of a variable bound to a constant read the constant itself; bindings left unused
@@ -89,6 +89,9 @@ class _Folder(ExprMutator):
 
     # -- folding ------------------------------------------------------------------------
     def _fold_op(self, call: Call) -> Any:
+        # as TVM, high-level operators fold only inside dataflow blocks (call_tir anywhere)
+        if not self.builder_.current_block_is_dataflow():
+            return None
         if not call.op.get_attr("FPurity") or call.op.get_attr("FLegalize") is None:
             return None
         if not call.args or not all(isinstance(a, Constant) or _const_tuple(a) for a in call.args):

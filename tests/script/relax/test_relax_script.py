@@ -326,7 +326,9 @@ def test_if_else():
     (block,) = f.body.blocks
     (binding,) = block.bindings
     assert isinstance(binding.value, relax.If)
-    assert len(binding.value.false_branch.blocks[0].bindings) == 1
+    # as TVM's normalizer, the branch's value (a call) is bound to a variable the branch returns
+    (z_binding, exp_binding) = binding.value.false_branch.blocks[0].bindings
+    assert binding.value.false_branch.body is exp_binding.var
     text = assert_roundtrip(f)
     assert "    if c:\n" in text and "    else:\n" in text
 
@@ -476,12 +478,13 @@ def test_error_bad_symbolic_dimension_points_at_annotation():
     assert err.lineno == 2 and "symbolic dimension 'n +'" in err.reason
 
 
-def test_error_return_annotation_mismatch():
-    err = _error_of(
+def test_return_annotation_is_not_checked_against_the_body():
+    # as TVM's parser: the annotation is taken as written
+    f = from_source(
         "@R.function\n"
         "def f(x: R.Tensor((2,), \"float32\")) -> R.Tensor((3,), \"float32\"):\n"
         "    return x\n")
-    assert err.lineno == 3 and "does not match" in err.reason
+    ir.assert_structural_equal(f.ret_struct_info, relax.TensorStructInfo((3,), "float32"))
 
 
 def test_error_impure_call_in_pure_function():
@@ -526,7 +529,8 @@ def test_call_tir_with_tir_vars_and_empty_output():
     call = Mod["main"].body.blocks[0].bindings[0].value
     assert len(call.args) == 3 and isinstance(call.args[2], relax.ShapeExpr)
     text = assert_roundtrip(Mod)
-    assert "tir_vars=R.shape([n])" in text and "R.output()" in text
+    # as TVM's normalizer, the two neighbouring dataflow blocks are one
+    assert "tir_vars=R.shape([n])" in text and text.count("with R.dataflow():") == 1
 
 
 def test_names_are_made_unique_when_printed():
