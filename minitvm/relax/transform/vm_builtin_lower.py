@@ -3,7 +3,7 @@
 =====================================================  ===============================================
 ``R.builtin.alloc_tensor(shape, dtype, dev)``           ``storage = vm.builtin.alloc_storage(shape, dtype)``
                                                         ``vm.builtin.alloc_tensor(storage, 0, shape, dtype)``
-``R.memory.alloc_storage(size, dev, scope, dtype)``     ``vm.builtin.alloc_storage(size, dtype)``
+``R.memory.alloc_storage(size, dev, scope, dtype)``     ``vm.builtin.alloc_storage(size, "uint8")``  (size in bytes)
 ``R.memory.alloc_tensor(storage, offset, shape, dt)``   ``vm.builtin.alloc_tensor(storage, offset, shape, dt)``
 ``R.call_pure_packed(f, *args)``                        ``f(*args)``
 =====================================================  ===============================================
@@ -19,7 +19,7 @@ from typing import Any
 from ...ir.module import IRModule
 from ...ir.op import Op
 from ...transform import PassContext, module_pass
-from ..expr import Call, ExternFunc, Function, PrimValue
+from ..expr import Call, DataTypeImm, ExternFunc, Function, PrimValue
 from ..struct_info import ObjectStructInfo
 from ..vm.ops import ALLOC_STORAGE, ALLOC_TENSOR, MEMORY_ALLOC_TENSOR
 from ._util import KernelCallMutator, map_functions
@@ -43,9 +43,10 @@ class _BuiltinLower(KernelCallMutator):
             storage = self.builder_.emit(builtin_call("vm.builtin.alloc_storage", [shape, dtype]), "storage")
             return builtin_call("vm.builtin.alloc_tensor", [storage, PrimValue(0), shape, dtype], call.struct_info)
         if name == ALLOC_STORAGE:
-            return builtin_call("vm.builtin.alloc_storage", [call.args[0], call.args[3]])
+            # the size is in bytes whatever the dtype (the dtype only tells what it will hold)
+            return builtin_call("vm.builtin.alloc_storage", [call.args[0], DataTypeImm("uint8")])
         if name == MEMORY_ALLOC_TENSOR:
-            return builtin_call("vm.builtin.alloc_tensor", list(call.args), call.struct_info)
+            return builtin_call("vm.builtin.alloc_tensor", list(call.args[:4]), call.struct_info)
         if name in ("relax.print", "relax.assert_op"):  # run-time builtins of the VM
             return Call(ExternFunc("vm.builtin." + name.removeprefix("relax.")), list(call.args), None,
                         [call.struct_info])
