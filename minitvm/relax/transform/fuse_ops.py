@@ -658,7 +658,8 @@ class _Fusor(ExprMutator):
                     new_var = self.builder_.emit_output(call)
                 if tuple_out and pending:
                     for var in pending.get(id(g), []):
-                        self.set_var_remap(var, self.builder_.emit(TupleGetItem(new_var, self.tuple_get_index[id(var)])))
+                        item = TupleGetItem(new_var, self.tuple_get_index[id(var)])
+                        self.set_var_remap(var, self.builder_.emit(item))
                 else:
                     self.set_var_remap(b.var, new_var)
         finally:
@@ -708,8 +709,8 @@ class FuseOps:
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         opt_level = ctx.opt_level if self.fuse_opt_level == -1 else self.fuse_opt_level
         max_depth = int(ctx.config.get("relax.FuseOps.max_depth", MAX_FUSED_OPS))
-        targets = [(gv, f) for gv, f in mod.functions.items()
-                   if isinstance(f, Function) and not (f.attrs and (f.attrs.get("Primitive") or f.attrs.get("Codegen")))]
+        targets = [(gv, f) for gv, f in mod.functions.items() if isinstance(f, Function)
+                   and not (f.attrs and (f.attrs.get("Primitive") or f.attrs.get("Codegen")))]
         graph = _Graph(mod)
         for _, f in targets:
             graph.add_function(f)

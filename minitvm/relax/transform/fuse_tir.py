@@ -47,10 +47,23 @@ from ...tir.function import PrimFunc
 from ...tir.functor import StmtExprMutator, post_order_visit, substitute
 from ...tir.stmt import Block, BlockRealize, BufferStore, For, LetStmt, seq
 from ...transform import PassContext, module_pass
-from ..expr import Call, DataflowBlock, Function, SeqExpr, VarBinding
+from ..analysis.struct_info_analysis import definable_tir_vars_in_struct_info
+from ..analysis.vars import free_vars
+from ..expr import (
+    BindingBlock,
+    Call,
+    DataflowBlock,
+    Function,
+    SeqExpr,
+    Tuple,
+    TupleGetItem,
+    VarBinding,
+    _set_struct_info,
+)
+from ..expr import Var as RelaxVar
 from ..expr_functor import ExprMutator
 from ..op.base import call_tir
-from ..struct_info import TensorStructInfo
+from ..struct_info import TensorStructInfo, TupleStructInfo
 from ._util import map_functions
 from .dead_code_elimination import DeadCodeElimination
 
@@ -243,22 +256,142 @@ class _CallsToCallTIR(ExprMutator):
         return call
 
 
+def _is_exposed(func: Function) -> bool:
+    return bool(func.attrs and func.attrs.get("global_symbol"))
+
+
+def _replace_callees(mod: IRModule, new_funcs: dict[GlobalVar, tuple[GlobalVar, Function]],
+                     update_args: Any) -> IRModule:
+    """``mod`` with the private functions in ``new_funcs`` replaced (under a new GlobalVar of
+    the same name) and every call of them rewritten by ``update_args(old_gv, args)``."""
+    replacements = {old: new for old, (new, _) in new_funcs.items()}
+
+    class _CallSites(ExprMutator):
+        def visit_call_(self, op: Call) -> Any:
+            call = super().visit_call_(op)
+            if isinstance(call.op, GlobalVar) and call.op in replacements:
+                new = Call(replacements[call.op], update_args(call.op, list(call.args)), call.attrs, call.sinfo_args)
+                return self.builder_.normalize(new)
+            return call
+
+    functions = {}
+    for gv, func in mod.functions.items():
+        if gv in new_funcs:
+            new_gv, new_func = new_funcs[gv]
+            functions[new_gv] = new_func
+        else:
+            functions[gv] = func
+    out = IRModule(functions, mod.attrs)
+    return map_functions(out, lambda f, m: _CallSites(m).visit_expr(f))
+
+
+def expand_tuple_arguments(mod: IRModule) -> IRModule:
+    """TVM's ExpandTupleArguments (without its cleanup): a private function's tuple parameter
+    ``p`` becomes one parameter per field (``p_0``, ``p_1`` ..., nested tuples recursively),
+    rebuilt as ``p = (p_0, p_1)`` at the top of its body; callers pass ``t[0], t[1]``."""
+    new_funcs: dict[GlobalVar, tuple[GlobalVar, Function]] = {}
+    for gv, func in mod.functions.items():
+        if not isinstance(func, Function) or _is_exposed(func):
+            continue
+        if not any(isinstance(p.struct_info, TupleStructInfo) for p in func.params):
+            continue
+        params: list[Var] = []
+        bindings: list[VarBinding] = []
+
+        def expand(param: Var, params: list = params, bindings: list = bindings) -> None:
+            sinfo = param.struct_info
+            if isinstance(sinfo, TupleStructInfo):
+                fields = []
+                for i, field in enumerate(sinfo.fields):
+                    new = RelaxVar(f"{param.name_hint}_{i}", field)
+                    fields.append(new)
+                    expand(new)
+                tup = Tuple(fields)
+                _set_struct_info(tup, sinfo)
+                bindings.append(VarBinding(param, tup))
+            else:
+                params.append(param)
+
+        for p in func.params:
+            expand(p)
+        body = SeqExpr((BindingBlock(tuple(bindings)), *func.body.blocks), func.body.body) \
+            if isinstance(func.body, SeqExpr) else SeqExpr((BindingBlock(tuple(bindings)),), func.body)
+        new_func = Function(params, body, func.ret_struct_info, func.is_pure, func.attrs)
+        new_funcs[gv] = (GlobalVar(gv.name_hint), new_func)
+    if not new_funcs:
+        return mod
+
+    def flatten(_: GlobalVar, args: list) -> list:
+        out: list = []
+
+        def expand_arg(arg: Any) -> None:
+            sinfo = arg.struct_info
+            if isinstance(sinfo, TupleStructInfo):
+                for i in range(len(sinfo.fields)):
+                    expand_arg(TupleGetItem(arg, i))
+            else:
+                out.append(arg)
+
+        for a in args:
+            expand_arg(a)
+        return out
+
+    return _replace_callees(mod, new_funcs, flatten)
+
+
+def remove_unused_parameters(mod: IRModule) -> IRModule:
+    """TVM's RemoveUnusedParameters: a private function's parameters its body never reads go,
+    and the callers stop passing them."""
+    new_funcs: dict[GlobalVar, tuple[GlobalVar, Function]] = {}
+    masks: dict[GlobalVar, list[bool]] = {}
+    for gv, func in mod.functions.items():
+        if not isinstance(func, Function) or _is_exposed(func):
+            continue
+        used = {id(v) for v in free_vars(func.body)}
+        mask = [id(p) in used for p in func.params]
+        if all(mask):
+            continue
+        kept = [p for p, m in zip(func.params, mask) if m]
+        defined = {id(v) for p in kept for v in definable_tir_vars_in_struct_info(p.struct_info)}
+        needed = [v for p in func.params for v in definable_tir_vars_in_struct_info(p.struct_info)
+                  if id(v) not in defined]
+        if needed:
+            continue  # a dropped parameter defines a symbolic variable: kept (no PrimValue params here)
+        new_funcs[gv] = (GlobalVar(gv.name_hint), Function(kept, func.body, func.ret_struct_info, func.is_pure,
+                                                           func.attrs))
+        masks[gv] = mask
+    if not new_funcs:
+        return mod
+    return _replace_callees(mod, new_funcs, lambda gv, args: [a for a, m in zip(args, masks[gv]) if m])
+
+
 @module_pass(opt_level=0, name="FuseTIR")
 class FuseTIR:
-    """Merge each ``Primitive`` function's PrimFuncs into one PrimFunc: ``FuseTIR()(mod)``."""
+    """Merge each ``Primitive`` function's PrimFuncs into one PrimFunc: ``FuseTIR()(mod)``.
+
+    As TVM's FuseTIR, it first flattens the tuple parameters of private functions
+    (ExpandTupleArguments), canonicalizes bindings, removes dead code and unused parameters,
+    and ends with DeadCodeElimination."""
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        fused: dict[GlobalVar, Function] = {}
-        prim_funcs: dict[GlobalVar, PrimFunc] = {}
-        for gv, func in mod.functions.items():
-            if isinstance(func, Function) and func.attrs.get("Primitive"):
-                prim = fuse_primitive(func, mod)
-                if prim is not None:
-                    fused[gv] = func
-                    prim_funcs[gv] = prim
-        if not fused:
-            return mod
-        rewritten = map_functions(mod, lambda f, m: f if f.attrs.get("Primitive") else
-                                  _CallsToCallTIR(m, fused).visit_expr(f))
-        functions = {gv: prim_funcs.get(gv, f) for gv, f in rewritten.functions.items()}
-        return DeadCodeElimination()(IRModule(functions, mod.attrs))
+        from .canonicalize_bindings import CanonicalizeBindings  # noqa: PLC0415 - a sibling pass
+
+        mod = DeadCodeElimination()(CanonicalizeBindings()(expand_tuple_arguments(mod)))
+        mod = remove_unused_parameters(mod)
+        return _fuse_tir(mod)
+
+
+def _fuse_tir(mod: IRModule) -> IRModule:
+    fused: dict[GlobalVar, Function] = {}
+    prim_funcs: dict[GlobalVar, PrimFunc] = {}
+    for gv, func in mod.functions.items():
+        if isinstance(func, Function) and func.attrs.get("Primitive"):
+            prim = fuse_primitive(func, mod)
+            if prim is not None:
+                fused[gv] = func
+                prim_funcs[gv] = prim
+    if fused:
+        mod = map_functions(mod, lambda f, m: f if f.attrs.get("Primitive") else
+                            _CallsToCallTIR(m, fused).visit_expr(f))
+        mod = IRModule({gv: prim_funcs.get(gv, f) for gv, f in mod.functions.items()}, mod.attrs)
+    return DeadCodeElimination()(mod)
