@@ -376,6 +376,10 @@ class FuseTIR:
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         from .canonicalize_bindings import CanonicalizeBindings  # noqa: PLC0415 - a sibling pass
 
+        if not any(isinstance(f, Function) and f.attrs.get("Primitive") for f in mod.functions.values()):
+            # nothing to fuse (e.g. a module already lowered for the VM, whose direct PrimFunc
+            # calls the cleanup passes cannot re-normalize): only the final cleanup
+            return DeadCodeElimination()(mod)
         mod = DeadCodeElimination()(CanonicalizeBindings()(expand_tuple_arguments(mod)))
         mod = remove_unused_parameters(mod)
         return _fuse_tir(mod)
