@@ -648,7 +648,10 @@ class _Fusor(ExprMutator):
                 if creator.bindings[-1] is not b:
                     continue
                 gv = self.builder_.add_func(func, creator.name)
-                call = Call(gv, [self.visit_expr(a) for a in creator.arguments])
+                args = [self.visit_expr(a) for a in creator.arguments]
+                # a field of a tuple is bound first (call arguments are leaves), as normalizing would
+                args = [self.builder_.emit(a) if isinstance(a, TupleGetItem) else a for a in args]
+                call = Call(gv, args)
                 # the fused function's parameters carry the caller's symbolic variables, so its
                 # result's struct info is the call's as it stands
                 _set_struct_info(call, func.ret_struct_info)

@@ -52,9 +52,9 @@ from ..analysis.vars import free_vars
 from ..expr import (
     BindingBlock,
     Call,
-    DataflowBlock,
     Function,
     SeqExpr,
+    ShapeExpr,
     Tuple,
     TupleGetItem,
     VarBinding,
@@ -62,8 +62,8 @@ from ..expr import (
 )
 from ..expr import Var as RelaxVar
 from ..expr_functor import ExprMutator
-from ..op.base import call_tir
-from ..struct_info import TensorStructInfo, TupleStructInfo
+from ..op.base import call_tir, call_tir_inplace
+from ..struct_info import PrimStructInfo, ShapeStructInfo, TensorStructInfo, TupleStructInfo
 from ._util import map_functions
 from .dead_code_elimination import DeadCodeElimination
 
@@ -98,7 +98,19 @@ class _BufferRenamer(StmtExprMutator):
     def visit_block_(self, op: Block) -> Any:
         op = self.visit_children(op)
         name = _numbered(op.name_hint, self.taken)
-        return op if name == op.name_hint else replace(op, name_hint=name)
+        # two regions of one kernel may now be one buffer's same region: listed once (as TVM does)
+        reads, writes = _union_regions(op.reads), _union_regions(op.writes)
+        if name == op.name_hint and len(reads) == len(op.reads) and len(writes) == len(op.writes):
+            return op
+        return replace(op, name_hint=name, reads=reads, writes=writes)
+
+
+def _union_regions(regions: tuple) -> tuple:
+    out: list = []
+    for r in regions:
+        if not any(r.buffer is o.buffer and structural_equal(r.region, o.region) for o in out):
+            out.append(r)
+    return tuple(out)
 
 
 def _numbered(name: str, taken: set[str]) -> str:
@@ -116,32 +128,10 @@ def _numbered(name: str, taken: set[str]) -> str:
     return candidate
 
 
-def _shape_ok(sinfo: Any) -> bool:
-    """A tensor whose dimensions are numbers or symbolic variables (no expressions)."""
-    return (isinstance(sinfo, TensorStructInfo) and sinfo.shape_values is not None and not sinfo.is_unknown_dtype
-            and all(isinstance(d, (IntImm, Var)) for d in sinfo.shape_values))
 
 
-def _bind_dims(kernel_buffers: list[Buffer], buffers: list[Buffer]) -> dict[Var, Any] | None:
-    """The kernel's symbolic dimensions in terms of the fused function's (``n`` -> ``n``,
-    or -> ``4`` ...), reading each kernel buffer's shape against the buffer it becomes;
-    None when the shapes do not fit."""
-    dims: dict[int, tuple[Var, Any]] = {}
-    for kb, b in zip(kernel_buffers, buffers):
-        if kb.ndim != b.ndim or kb.dtype != b.dtype:
-            return None
-        for kd, d in zip(kb.shape, b.shape):
-            if isinstance(kd, Var):
-                if id(kd) in dims and not structural_equal(dims[id(kd)][1], d):
-                    return None
-                dims[id(kd)] = (kd, d)
-            elif not (isinstance(kd, IntImm) and isinstance(d, IntImm) and kd.value == d.value):
-                return None  # (int32 and int64 sizes are the same size)
-    return dict(dims.values())
 
 
-def _new_buffer(sinfo: TensorStructInfo, name: str) -> Buffer:
-    return decl_buffer(tuple(sinfo.shape_values), sinfo.dtype, name)
 
 
 def _unique(name: str, taken: set[str]) -> str:
@@ -176,84 +166,213 @@ def _fresh_vars(stmt: Any) -> Any:
     return substitute(stmt, {v: Var(v.name, v.dtype) for v in _defined_vars(stmt)})
 
 
-def fuse_primitive(func: Function, mod: IRModule) -> PrimFunc | None:
-    """The PrimFunc doing what the Primitive function ``func`` does, or None when it is not
-    a chain of call_tir this pass can merge."""
-    body = func.body
-    if not (isinstance(body, SeqExpr) and len(body.blocks) == 1 and isinstance(body.blocks[0], DataflowBlock)):
-        return None
-    bindings = body.blocks[0].bindings
-    if not all(_shape_ok(p.struct_info) for p in func.params):
-        return None
-    buffer_names: set[str] = set()
-    value_buffer: dict[int, Buffer] = {}  # id(relax var) -> the buffer holding it
-    params, buffer_map = [], {}
-    for p in func.params:
-        buf = _new_buffer(p.struct_info, p.name_hint)
-        value_buffer[id(p)] = buf
-        params.append(Var(f"p_{buf.name}", "handle"))
-        buffer_map[params[-1]] = buf
+class _Unsupported(Exception):
+    """The Primitive function is not something FuseTIR can merge (it is then left as it is)."""
 
-    block_names: set[str] = set()
-    allocs: list[Buffer] = []
-    stmts = []
-    for n, b in enumerate(bindings):
-        call = b.value
-        if not (isinstance(b, VarBinding) and isinstance(call, Call) and len(call.args) == 2
-                and getattr(call.op, "name", None) == "relax.call_tir"):
-            return None
-        kernel = mod[call.args[0]]
+
+def _match_dims(pattern: Any, value: Any, binding: dict[int, tuple[Var, Any]]) -> None:
+    """Bind the kernel's symbolic variables in ``pattern`` to the parts of ``value``
+    (``n`` -> ``m``, ``n * 2`` against ``m * 2`` -> ``n`` -> ``m``); first binding wins."""
+    if isinstance(pattern, Var):
+        binding.setdefault(id(pattern), (pattern, value))
+    elif type(pattern) is type(value) and hasattr(pattern, "a") and hasattr(pattern, "b"):
+        _match_dims(pattern.a, value.a, binding)
+        _match_dims(pattern.b, value.b, binding)
+
+
+def _n_tensors(sinfo: Any) -> int:
+    if isinstance(sinfo, TupleStructInfo):
+        return sum(_n_tensors(f) for f in sinfo.fields)
+    return 1
+
+
+class _FusedBuilder:
+    """Builds the PrimFunc of one Primitive function (TVM's FusedTIRConstructor)."""
+
+    def __init__(self, func: Function, mod: IRModule) -> None:
+        self.func, self.mod = func, mod
+        self.sym: dict[int, Var] = {}  # id(relax-side symbolic var) -> the fused function's own
+        self.buffers_of: dict[int, list[Buffer]] = {}  # id(relax expr) -> the buffers holding it
+        self.allocs: list[Buffer] = []
+        self.stmts: list[Any] = []
+        self.block_names: set[str] = set()
+
+    def own(self, expr: Any) -> Any:
+        """``expr`` over the fused function's own symbolic variables (fresh ones, so the
+        PrimFunc shares no variable with the Relax functions)."""
+        def fresh(v: Var) -> Var:
+            if id(v) not in self.sym:
+                self.sym[id(v)] = Var(v.name, v.dtype)
+            return self.sym[id(v)]
+        return substitute(expr, lambda v: fresh(v) if isinstance(v, Var) else None)
+
+    def shape_of(self, sinfo: Any) -> tuple:
+        if not (isinstance(sinfo, TensorStructInfo) and sinfo.shape_values is not None
+                and not sinfo.is_unknown_dtype):
+            raise _Unsupported("a tensor without a known shape and dtype")
+        return tuple(self.own(d) for d in sinfo.shape_values)
+
+    def build(self) -> tuple[PrimFunc, list[int]]:
+        body = self.func.body
+        if not isinstance(body, SeqExpr):
+            raise _Unsupported("the body is not a sequence of bindings")
+        buffer_params: list[tuple[Var, Buffer]] = []
+        scalar_params: list[Var] = []
+        for p in self.func.params:
+            sinfo = p.struct_info
+            if isinstance(sinfo, TensorStructInfo):
+                buf = decl_buffer(self.shape_of(sinfo), sinfo.dtype, p.name_hint)
+                self.buffers_of[id(p)] = [buf]
+                buffer_params.append((Var(f"p_{buf.name}", "handle"), buf))
+            elif isinstance(sinfo, PrimStructInfo) and isinstance(sinfo.value, Var):
+                scalar_params.append(self.own(sinfo.value))
+            elif isinstance(sinfo, ShapeStructInfo) and sinfo.values is not None \
+                    and all(isinstance(v, Var) for v in sinfo.values):
+                scalar_params.extend(self.own(v) for v in sinfo.values)
+            else:
+                raise _Unsupported(f"parameter {p.name_hint} of struct info {sinfo}")
+        for block in body.blocks:
+            for b in block.bindings:
+                if not isinstance(b, VarBinding):
+                    raise _Unsupported("a match_cast")
+                self.buffers_of[id(b.var)] = self.visit(b.value)
+        outputs = self.visit(body.body)
+        param_index = {id(buf): k for k, (_, buf) in enumerate(buffer_params)}
+        params = [v for v, _ in buffer_params]
+        buffer_map = dict(buffer_params)
+        inplace: list[int] = []
+        out_ids: set[int] = set()
+        n_out = 0
+        for buf in outputs:
+            if id(buf) in param_index:  # written in place into an argument
+                if param_index[id(buf)] in inplace:
+                    raise _Unsupported("an argument written in place twice")
+                inplace.append(param_index[id(buf)])
+                continue
+            handle = Var(f"p_output{n_out}", "handle")
+            n_out += 1
+            params.append(handle)
+            buffer_map[handle] = buf
+            out_ids.add(id(buf))
+        params.extend(scalar_params)
+        allocs = [b for b in self.allocs if id(b) not in out_ids]
+        root = Block("root", iter_vars=(), alloc_buffers=tuple(allocs), reads=(), writes=(), body=seq(*self.stmts))
+        realize = BlockRealize((), IntImm("bool", 1), root)
+        return PrimFunc(tuple(params), buffer_map, realize, None, {"tir.noalias": True}), inplace
+
+    def visit(self, expr: Any) -> list[Buffer]:
+        if isinstance(expr, RelaxVar):
+            if id(expr) not in self.buffers_of:
+                raise _Unsupported(f"{expr.name_hint} is not a tensor this function computes")
+            return self.buffers_of[id(expr)]
+        if isinstance(expr, Tuple):
+            return [b for f in expr.fields for b in self.visit(f)]
+        if isinstance(expr, TupleGetItem):
+            whole = self.visit(expr.tuple_value)
+            fields = expr.tuple_value.struct_info.fields
+            begin = sum(_n_tensors(f) for f in fields[:expr.index])
+            return whole[begin:begin + _n_tensors(fields[expr.index])]
+        if isinstance(expr, Call) and getattr(expr.op, "name", None) in ("relax.call_tir", "relax.call_tir_inplace"):
+            return self.visit_call(expr)
+        raise _Unsupported(f"{type(expr).__name__} in a Primitive function")
+
+    def visit_call(self, call: Call) -> list[Buffer]:
+        kernel = self.mod[call.args[0]] if call.args[0] in self.mod else None
+        if not isinstance(kernel, PrimFunc) or not isinstance(kernel.body, BlockRealize) \
+                or kernel.body.block.name_hint != "root":
+            raise _Unsupported("a kernel whose body is not a root block")
+        args = list(call.args[1].fields) if isinstance(call.args[1], Tuple) else [call.args[1]]
+        in_buffers = [b for a in args for b in self.visit(a)]
+        n_in = len(args)
         out_sinfo = call.sinfo_args[0]
-        if not isinstance(kernel, PrimFunc) or not _shape_ok(out_sinfo):
-            return None
-        if not isinstance(kernel.body, BlockRealize) or kernel.body.block.name_hint != "root":
-            return None
-        args = list(call.args[1].fields)
-        kernel_buffers = kernel.buffers
-        if (len(kernel.params) != len(kernel_buffers) or len(kernel_buffers) != len(args) + 1
-                or any(id(a) not in value_buffer for a in args)):
-            return None  # scalar parameters, several outputs, or an argument we do not know
+        out_sinfos = list(out_sinfo.fields) if isinstance(out_sinfo, TupleStructInfo) else [out_sinfo]
+        if call.op.name == "relax.call_tir_inplace":
+            idx, nxt = [], n_in
+            for i in call.attrs["inplace_indices"]:
+                idx.append(int(i) if int(i) >= 0 else nxt)
+                nxt += int(i) < 0
+        else:
+            idx = list(range(n_in, n_in + len(out_sinfos)))
+        mapping: dict[int, Buffer] = {}
+        dims: dict[int, tuple[Var, Any]] = {}
+        params = list(kernel.params)
+        if len(in_buffers) != n_in or any(p not in kernel.buffer_map for p in params[:n_in]):
+            raise _Unsupported("a kernel argument that is not one tensor")
+        for p, target in zip(params[:n_in], in_buffers):
+            kb = kernel.buffer_map[p]
+            if kb.ndim != target.ndim:
+                raise _Unsupported("an argument of another rank than the kernel's buffer")
+            for kd, d in zip(kb.shape, target.shape):
+                _match_dims(kd, d, dims)
+            mapping[id(kb)] = target
         root = kernel.body.block
-        for buf in root.alloc_buffers:
-            buffer_names.add(buf.name)
-        out_buf = _new_buffer(out_sinfo, _unique(f"{kernel_buffers[-1].name}_intermediate", buffer_names))
-        value_buffer[id(b.var)] = out_buf
-        targets = [*(value_buffer[id(a)] for a in args), out_buf]
-        dims = _bind_dims(kernel_buffers, targets)
-        if dims is None:
-            return None
-        mapping = {id(kb): target for kb, target in zip(kernel_buffers, targets)}
+        taken = {b.name for b in self.allocs}
+        outputs: list[Buffer] = []
+        for i, sinfo in zip(idx, out_sinfos):
+            if i < n_in:
+                outputs.append(in_buffers[i])
+                continue
+            if i >= len(params) or params[i] not in kernel.buffer_map:
+                raise _Unsupported("an output that is not a buffer parameter")
+            kb = kernel.buffer_map[params[i]]
+            shape = self.shape_of(sinfo)
+            name = _unique(f"{kb.name}_intermediate", taken | {b.name for b in root.alloc_buffers})
+            buf = decl_buffer(shape, kb.dtype, name)
+            for kd, d in zip(kb.shape, shape):
+                _match_dims(kd, d, dims)
+            mapping[id(kb)] = buf
+            outputs.append(buf)
+        if len(call.args) > 2:  # tir_vars: the kernel's trailing scalar parameters
+            values = call.args[2].values if isinstance(call.args[2], ShapeExpr) else None
+            if values is None:
+                raise _Unsupported("tir_vars that are not an R.shape")
+            for p, v in zip(params[len(params) - len(values):], values):
+                dims.setdefault(id(p), (p, self.own(v)))
+        dim_map = dict(dims.values())
         for buf in root.alloc_buffers:  # the kernel's own temporaries: a new buffer per call
             mapping[id(buf)] = replace(buf, data=Var(buf.data.name, buf.data.dtype),
-                                       shape=tuple(substitute(d, dims) for d in buf.shape))
-            allocs.append(mapping[id(buf)])
-        if n + 1 < len(bindings):
-            allocs.append(out_buf)
-        else:
-            params.append(Var("p_output0", "handle"))
-            buffer_map[params[-1]] = out_buf
-        kernel_body = substitute(_fresh_vars(root.body), dims)
-        stmts.append(_BufferRenamer(mapping, block_names).visit(kernel_body))
-    if body.body is not bindings[-1].var:
+                                       shape=tuple(substitute(d, dim_map) for d in buf.shape))
+            self.allocs.append(mapping[id(buf)])
+        self.allocs.extend(b for b, i in zip(outputs, idx) if i >= n_in)
+        kernel_body = substitute(_fresh_vars(root.body), dim_map)
+        self.stmts.append(_BufferRenamer(mapping, self.block_names).visit(kernel_body))
+        return outputs
+
+
+def fuse_primitive(func: Function, mod: IRModule) -> tuple[PrimFunc, list[int]] | None:
+    """The PrimFunc doing what the Primitive function ``func`` does and the indices of the
+    arguments it writes in place, or None when this pass cannot merge it."""
+    try:
+        return _FusedBuilder(func, mod).build()
+    except _Unsupported:
         return None
-    known = {id(d) for buf in buffer_map.values() for d in buf.shape if isinstance(d, Var)}
-    if any(isinstance(d, Var) and id(d) not in known for buf in allocs for d in buf.shape):
-        return None  # a temporary's size no parameter tells
-    root = Block("root", iter_vars=(), alloc_buffers=tuple(allocs), reads=(), writes=(), body=seq(*stmts))
-    realize = BlockRealize((), IntImm("bool", 1), root)
-    return PrimFunc(tuple(params), buffer_map, realize, None, {"tir.noalias": True})
 
 
 class _CallsToCallTIR(ExprMutator):
-    def __init__(self, mod: IRModule, fused: dict[GlobalVar, Function]) -> None:
+    def __init__(self, mod: IRModule, fused: dict[GlobalVar, tuple[Function, list[int]]]) -> None:
         super().__init__(mod)
         self.fused = fused
 
     def visit_call_(self, op: Call) -> Any:
         call = super().visit_call_(op)
-        if isinstance(call.op, GlobalVar) and call.op in self.fused:
-            return call_tir(call.op, list(call.args), self.fused[call.op].ret_struct_info)
-        return call
+        if not (isinstance(call.op, GlobalVar) and call.op in self.fused):
+            return call
+        func, inplace = self.fused[call.op]
+        tensors, tir_vars = [], []
+        for a in call.args:
+            sinfo = a.struct_info
+            if isinstance(sinfo, ShapeStructInfo):
+                tir_vars.extend(sinfo.values)
+            elif isinstance(sinfo, PrimStructInfo):
+                tir_vars.append(sinfo.value)
+            else:
+                tensors.append(a)
+        shape = ShapeExpr(tir_vars) if tir_vars else None
+        sinfo = op.struct_info  # (re-deriving it from the callee may lose symbolic shapes)
+        out = list(sinfo.fields) if isinstance(sinfo, TupleStructInfo) else sinfo
+        if inplace:
+            return call_tir_inplace(call.op, tensors, inplace, out, shape)
+        return call_tir(call.op, tensors, out, shape)
 
 
 def _is_exposed(func: Function) -> bool:
@@ -271,7 +390,10 @@ def _replace_callees(mod: IRModule, new_funcs: dict[GlobalVar, tuple[GlobalVar, 
             call = super().visit_call_(op)
             if isinstance(call.op, GlobalVar) and call.op in replacements:
                 new = Call(replacements[call.op], update_args(call.op, list(call.args)), call.attrs, call.sinfo_args)
-                return self.builder_.normalize(new)
+                # the result is the same value: keep its struct info (the callee's result may
+                # be in terms of its own symbolic variables)
+                _set_struct_info(new, op.struct_info)
+                return new
             return call
 
     functions = {}
@@ -386,14 +508,14 @@ class FuseTIR:
 
 
 def _fuse_tir(mod: IRModule) -> IRModule:
-    fused: dict[GlobalVar, Function] = {}
+    fused: dict[GlobalVar, tuple[Function, list[int]]] = {}
     prim_funcs: dict[GlobalVar, PrimFunc] = {}
     for gv, func in mod.functions.items():
         if isinstance(func, Function) and func.attrs.get("Primitive"):
-            prim = fuse_primitive(func, mod)
-            if prim is not None:
-                fused[gv] = func
-                prim_funcs[gv] = prim
+            result = fuse_primitive(func, mod)
+            if result is not None:
+                fused[gv] = (func, result[1])
+                prim_funcs[gv] = result[0]
     if fused:
         mod = map_functions(mod, lambda f, m: f if f.attrs.get("Primitive") else
                             _CallsToCallTIR(m, fused).visit_expr(f))
