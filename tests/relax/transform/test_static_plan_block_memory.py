@@ -112,3 +112,45 @@ def test_a_tensor_passed_to_a_relax_function_is_not_planned():
     plan = memory_plan(PassedToRelaxFunction["main"], PassedToRelaxFunction)
     assert plan.num_allocations == 0 and plan.not_planned == ["a", "b"]
     assert StaticPlanBlockMemory()(PassedToRelaxFunction) is PassedToRelaxFunction
+
+
+@I.ir_module
+class FillDynamic:
+    @T.prim_func
+    def iota(var_out: T.handle, n: T.int64):
+        out = T.match_buffer(var_out, (n,), "float32")
+        for i in range(n):
+            with T.block("iota"):
+                vi = T.axis.spatial(n, i)
+                out[vi] = T.Cast("float32", vi)
+
+    @T.prim_func
+    def exp(var_a: T.handle, var_b: T.handle):
+        n = T.int64()
+        A = T.match_buffer(var_a, (n,), "float32")
+        B = T.match_buffer(var_b, (n,), "float32")
+        for i in range(n):
+            with T.block("exp"):
+                vi = T.axis.spatial(n, i)
+                B[vi] = T.exp(A[vi])
+
+    @R.function
+    def main(s: R.Shape(["n"])) -> R.Tensor(("n",), "float32"):
+        n = T.int64()
+        R.func_attr({"tir_var_upper_bound": {"n": 16}, "relax.force_pure": True})
+        cls = FillDynamic
+        a = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), R.prim_value(0))
+        _ = R.vm.call_tir_dyn(cls.iota, (a, R.shape([n])))
+        b = R.builtin.alloc_tensor(R.shape([n]), R.dtype("float32"), R.prim_value(0))
+        _1 = cls.exp(a, b)
+        return b
+
+
+def test_call_tir_dyn_arguments_are_planned_at_the_upper_bound_and_run():
+    plan = memory_plan(FillDynamic["main"], FillDynamic)
+    # n <= 16: a 64-byte storage for a; b is the result
+    assert str(plan).splitlines()[1:] == ["  storage (64 bytes, float32): a", "  not planned (own memory): b"]
+    vm = relax.VirtualMachine(minitvm.compile(FillDynamic, target="llvm"), minitvm.cpu())
+    for n in (3, 16):
+        got = vm["main"](minitvm.runtime.ShapeTuple([n])).numpy()
+        np.testing.assert_allclose(got, np.exp(np.arange(n, dtype="float32")), rtol=1e-6)
