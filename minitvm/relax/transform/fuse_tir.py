@@ -40,7 +40,6 @@ from typing import Any
 
 from ...ir.module import GlobalVar, IRModule
 from ...ir.node import replace
-from ...ir.structural import structural_equal
 from ...tir.buffer import Buffer, BufferRegion, decl_buffer
 from ...tir.expr import BufferLoad, IntImm, IterVar, Var
 from ...tir.function import PrimFunc
@@ -98,7 +97,7 @@ class _BufferRenamer(StmtExprMutator):
     def visit_block_(self, op: Block) -> Any:
         op = self.visit_children(op)
         name = _numbered(op.name_hint, self.taken)
-        # two regions of one kernel may now be one buffer's same region: listed once (as TVM does)
+        # two regions of one kernel may now be of one buffer: listed once (as TVM does)
         reads, writes = _union_regions(op.reads), _union_regions(op.writes)
         if name == op.name_hint and len(reads) == len(op.reads) and len(writes) == len(op.writes):
             return op
@@ -106,9 +105,11 @@ class _BufferRenamer(StmtExprMutator):
 
 
 def _union_regions(regions: tuple) -> tuple:
+    """One region per buffer, the first listed (TVM's FuseTIR does the same: a kernel reading
+    two arguments that are now one buffer keeps the first access)."""
     out: list = []
     for r in regions:
-        if not any(r.buffer is o.buffer and structural_equal(r.region, o.region) for o in out):
+        if not any(r.buffer is o.buffer for o in out):
             out.append(r)
     return tuple(out)
 
@@ -386,10 +387,25 @@ def _replace_callees(mod: IRModule, new_funcs: dict[GlobalVar, tuple[GlobalVar, 
     replacements = {old: new for old, (new, _) in new_funcs.items()}
 
     class _CallSites(ExprMutator):
+        def _bind_fields(self, args: list) -> list:
+            """Fields of tuples bound first, each shared sub-expression once (as the
+            normalizer binds a call's non-leaf arguments)."""
+            memo: dict[int, Any] = {}
+
+            def leaf(e: Any) -> Any:
+                if not isinstance(e, TupleGetItem):
+                    return e
+                if id(e) not in memo:
+                    memo[id(e)] = self.builder_.emit(TupleGetItem(leaf(e.tuple_value), e.index))
+                return memo[id(e)]
+
+            return [leaf(a) for a in args]
+
         def visit_call_(self, op: Call) -> Any:
             call = super().visit_call_(op)
             if isinstance(call.op, GlobalVar) and call.op in replacements:
-                new = Call(replacements[call.op], update_args(call.op, list(call.args)), call.attrs, call.sinfo_args)
+                args = self._bind_fields(update_args(call.op, list(call.args)))
+                new = Call(replacements[call.op], args, call.attrs, call.sinfo_args)
                 # the result is the same value: keep its struct info (the callee's result may
                 # be in terms of its own symbolic variables)
                 _set_struct_info(new, op.struct_info)
