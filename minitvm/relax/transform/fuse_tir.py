@@ -46,7 +46,7 @@ from ...tir.function import PrimFunc
 from ...tir.functor import StmtExprMutator, post_order_visit, substitute
 from ...tir.stmt import Block, BlockRealize, BufferStore, For, LetStmt, seq
 from ...transform import PassContext, module_pass
-from ..analysis.struct_info_analysis import definable_tir_vars_in_struct_info
+from ..analysis.struct_info_analysis import definable_tir_vars_in_struct_info, tir_vars_in_struct_info
 from ..analysis.vars import free_vars
 from ..expr import (
     BindingBlock,
@@ -370,6 +370,9 @@ class _CallsToCallTIR(ExprMutator):
                 tensors.append(a)
         shape = ShapeExpr(tir_vars) if tir_vars else None
         sinfo = op.struct_info  # (re-deriving it from the callee may lose symbolic shapes)
+        if not isinstance(sinfo, (TensorStructInfo, TupleStructInfo)) and not tir_vars_in_struct_info(
+                func.ret_struct_info):
+            sinfo = func.ret_struct_info  # the call's result was left unknown; the callee's is static
         out = list(sinfo.fields) if isinstance(sinfo, TupleStructInfo) else sinfo
         if inplace:
             return call_tir_inplace(call.op, tensors, inplace, out, shape)
