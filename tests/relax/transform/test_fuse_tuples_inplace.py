@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+import minitvm
 from minitvm import relax, topi
 from minitvm.relax import op as R
 from minitvm.relax.transform import AnnotateTIROpPattern, FuseOps, FuseTIR
@@ -147,3 +148,29 @@ def test_a_group_whose_value_nothing_reads_is_dropped():
     assert relax_funcs(mod) == ["main"] and len(names) == 1   # only the add is left
     xv = rand(4)
     np.testing.assert_allclose(run_vm(FuseTIR()(mod), xv), 2 * xv, rtol=1e-6)
+
+
+def _chain_of_three():
+    x = tensor("x", 5)
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            a = bb.emit(R.add(x, x))
+            b = bb.emit(R.exp(a))
+            gv = bb.emit_output(R.negative(b))
+        bb.emit_func_output(gv)
+    return AnnotateTIROpPattern()(relax.transform.LegalizeOps()(bb.get()))
+
+
+def test_fusion_depth_and_level_are_configurable():
+    mod = _chain_of_three()
+    assert relax_funcs(FuseOps()(mod)) == ["fused_add_tir_exp_tir_negative", "main"]
+    assert FuseOps(fuse_opt_level=0)(mod) is mod                 # level 0: no fusion
+    with minitvm.transform.PassContext(opt_level=0):
+        assert FuseOps()(mod) is mod                             # -1 follows the context's level
+    with minitvm.transform.PassContext(config={"relax.FuseOps.max_depth": 2}):
+        capped = FuseOps()(mod)
+    # add joins exp (2 nodes); exp's group joining negative would make 3
+    assert relax_funcs(capped) == ["fused_add_tir_exp", "main"]
+    xv = rand(5)
+    np.testing.assert_allclose(run_vm(FuseTIR()(capped), xv), -np.exp(2 * xv), rtol=1e-6)
