@@ -7,29 +7,35 @@ A fused function is a chain of ``R.call_tir`` in one dataflow block::
         lv1 = R.call_tir(cls.add, (lv, b0), ...)
         gv = R.call_tir(cls.relu, (lv1,), ...)
 
-FuseTIR writes one PrimFunc ``fused_matmul_add_relu(x, w0, b0, T_relu_intermediate)`` whose
-root block holds the blocks of ``matmul``, ``add`` and ``relu`` one after another, named as
-TVM names them:
+As TVM's FuseTIR, the pass first tidies the module: the tuple parameters of private
+functions are expanded (``p`` -> ``p_0``, ``p_1``, the callers passing ``t[0]``, ``t[1]``),
+bindings are canonicalized (``lv = ...; gv = lv`` -> ``gv = ...``), dead code and unused
+parameters are removed.  Then it writes one PrimFunc
+``fused_matmul_add_relu(x, w0, b0, T_relu_intermediate)`` whose root block holds the blocks
+of ``matmul``, ``add`` and ``relu`` one after another:
 
-* the fused function's parameters become buffers of the new PrimFunc, named after them and
-  shaped by their struct info (the handle parameters are ``p_x`` ...; the output's is
-  ``p_output0``);
-* each kernel's output becomes a buffer named after the kernel's output buffer plus
-  ``_intermediate`` (``T_matmul_intermediate``): an ``alloc_buffer`` of the root block for
-  the values used inside (``lv``, ``lv1``), the last one the output parameter;
-* each kernel's body is copied with its parameter buffers replaced by those buffers and
-  new loop/block variables (a kernel may be called twice in one group); its own root
-  ``alloc_buffers`` move, renewed, to the new root block, before its output; a block name
-  that repeats gets a number (``T_add``, ``T_add1``; ``compute1`` -> ``compute2``).
+* tensor parameters become buffers named after them (the handle parameters are ``p_x`` ...),
+  scalar ones (``R.Prim`` / ``R.Shape`` of symbolic variables) trailing scalar parameters;
+* each kernel output becomes a buffer named after the kernel's output buffer plus
+  ``_intermediate`` (``T_matmul_intermediate``, then ``..._intermediate_1``): an
+  ``alloc_buffer`` of the root block, unless the function returns it -- then it is an output
+  parameter ``p_output0``, ``p_output1`` ... (a tuple result gives several);
+* ``call_tir_inplace`` outputs are the argument buffers themselves; a fused function whose
+  result is one of its own arguments is called with ``R.call_tir_inplace``;
+* tuples inside the function (``TupleGetItem`` of a multi-output kernel) are followed buffer
+  by buffer;
+* each kernel body is copied with its buffers replaced and new loop/block variables (a kernel
+  may be called twice); its symbolic variables are matched against the buffers they meet and
+  its ``tir_vars`` scalars against the values passed; its own root ``alloc_buffers`` move,
+  renewed, to the new root block; a repeated block name gets a number (``T_add``, ``T_add1``);
+  a block reading one buffer through two regions keeps the first;
+* the PrimFunc has its own symbolic variables (none shared with the Relax functions).
 
 Calls ``cls.fused_matmul_add_relu(x, w0, b0)`` become
-``R.call_tir(cls.fused_matmul_add_relu, (x, w0, b0), out_sinfo=...)``; the Primitive
-functions are removed, and then, as TVM's FuseTIR ends, ``DeadCodeElimination`` runs (the
-kernels nothing calls any more go).
-
-Symbolic dimensions (``n``) carry over: each kernel's own shape variables are replaced
-by the fused function's, read off the buffers they meet.  A Primitive function this cannot
-handle (a dimension that is an expression, a kernel with scalar parameters) is left as it is.
+``R.call_tir(cls.fused_matmul_add_relu, (x, w0, b0), out_sinfo=...)`` (scalar arguments as
+``tir_vars``); the Primitive functions are replaced, and ``DeadCodeElimination`` removes the
+kernels nothing calls any more.  A Primitive function this cannot merge (a match_cast, an
+operator that is not ``call_tir``, a kernel whose body is not a root block) is left as it is.
 
     mod = relax.transform.FuseTIR()(relax.transform.FuseOps()(mod))
 """
