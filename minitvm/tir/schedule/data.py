@@ -13,6 +13,7 @@ from ...ir import replace
 from ..buffer import Buffer, BufferRegion, decl_buffer
 from ..expr import BufferLoad, IntImm, IterVar, PrimExpr, Range, Var, const
 from ..functor import StmtExprMutator
+from ..index_map import IndexMap, substitute_indices
 from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, SeqStmt, Stmt, seq
 from .compute import _path, _refresh_regions, relax
 from .error import ScheduleError
@@ -176,8 +177,11 @@ def transform_layout(func: Any, buffer: Buffer, index_map: Callable[..., Any]) -
     """Store ``buffer`` in a new layout: element ``idx`` moves to ``index_map(*idx)``."""
     params = [Var(f"i{k}", s.dtype) for k, s in enumerate(buffer.shape)]
     try:
-        mapped = index_map(*params)
-    except TypeError as e:
+        if isinstance(index_map, IndexMap):
+            mapped = substitute_indices(index_map, params)
+        else:
+            mapped = index_map(*params)
+    except (TypeError, ValueError) as e:
         raise ScheduleError(f"cannot transform_layout of {buffer.name}: the index map must take "
                             f"{len(params)} indices ({e})") from None
     mapped = tuple(mapped) if isinstance(mapped, (tuple, list)) else (mapped,)
