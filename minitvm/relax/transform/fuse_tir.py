@@ -44,8 +44,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...error import TVMError
 from ...ir.module import GlobalVar, IRModule
 from ...ir.node import replace
+from ...ir.structural import structural_equal
 from ...tir.buffer import Buffer, BufferRegion, decl_buffer
 from ...tir.expr import BufferLoad, IntImm, IterVar, Var
 from ...tir.function import PrimFunc
@@ -219,16 +221,63 @@ class _FusedBuilder:
             raise _Unsupported("a tensor without a known shape and dtype")
         return tuple(self.own(d) for d in sinfo.shape_values)
 
+    def kernel_buffers(self) -> dict[int, Buffer]:
+        """The kernel buffer each value meets (its scope and axis separators carry over to
+        the fused parameter); one value meeting two different buffers is an error, as in TVM."""
+        met: dict[int, Buffer] = {}
+
+        def meet(expr: Any, buf: Buffer) -> None:
+            if id(expr) in met and not structural_equal(met[id(expr)], buf, map_free_vars=True):
+                raise TVMError(f"FuseTIR: Inconsistent buffers {met[id(expr)]} and {buf} mapped to the same "
+                               f"relax var: {expr}")
+            met[id(expr)] = buf
+
+        for block in self.func.body.blocks:
+            for b in block.bindings:
+                call = b.value
+                if not (isinstance(call, Call) and getattr(call.op, "name", None) in
+                        ("relax.call_tir", "relax.call_tir_inplace") and call.args[0] in self.mod):
+                    continue
+                kernel = self.mod[call.args[0]]
+                if not isinstance(kernel, PrimFunc) or not isinstance(call.args[1], Tuple):
+                    continue
+                args = list(call.args[1].fields)
+                for p, a in zip(kernel.params, args):
+                    if p in kernel.buffer_map:
+                        meet(a, kernel.buffer_map[p])
+                out_idx = self.output_indices(call, len(args))
+                results = list(b.var.fields) if isinstance(b.var, Tuple) else [b.var]
+                for i, p in enumerate(kernel.params):
+                    if p in kernel.buffer_map and i in out_idx and out_idx.index(i) < len(results):
+                        meet(results[out_idx.index(i)], kernel.buffer_map[p])
+        return met
+
+    @staticmethod
+    def output_indices(call: Call, n_in: int) -> list[int]:
+        """Which kernel parameters are the call's outputs (in-place ones are arguments)."""
+        if call.op.name == "relax.call_tir_inplace":
+            idx, nxt = [], n_in
+            for i in call.attrs["inplace_indices"]:
+                idx.append(int(i) if int(i) >= 0 else nxt)
+                nxt += int(i) < 0
+            return idx
+        out = call.sinfo_args[0]
+        return list(range(n_in, n_in + (len(out.fields) if isinstance(out, TupleStructInfo) else 1)))
+
     def build(self) -> tuple[PrimFunc, list[int]]:
         body = self.func.body
         if not isinstance(body, SeqExpr):
             raise _Unsupported("the body is not a sequence of bindings")
+        met = self.kernel_buffers()
         buffer_params: list[tuple[Var, Buffer]] = []
         scalar_params: list[Var] = []
         for p in self.func.params:
             sinfo = p.struct_info
             if isinstance(sinfo, TensorStructInfo):
-                buf = decl_buffer(self.shape_of(sinfo), sinfo.dtype, p.name_hint)
+                kb = met.get(id(p))
+                buf = decl_buffer(self.shape_of(sinfo), sinfo.dtype, p.name_hint,
+                                  scope=kb.scope if kb is not None else "global",
+                                  axis_separators=kb.axis_separators if kb is not None else None)
                 self.buffers_of[id(p)] = [buf]
                 buffer_params.append((Var(f"p_{buf.name}", "handle"), buf))
             elif isinstance(sinfo, PrimStructInfo) and isinstance(sinfo.value, Var):
@@ -293,13 +342,7 @@ class _FusedBuilder:
         n_in = len(args)
         out_sinfo = call.sinfo_args[0]
         out_sinfos = list(out_sinfo.fields) if isinstance(out_sinfo, TupleStructInfo) else [out_sinfo]
-        if call.op.name == "relax.call_tir_inplace":
-            idx, nxt = [], n_in
-            for i in call.attrs["inplace_indices"]:
-                idx.append(int(i) if int(i) >= 0 else nxt)
-                nxt += int(i) < 0
-        else:
-            idx = list(range(n_in, n_in + len(out_sinfos)))
+        idx = self.output_indices(call, n_in)
         mapping: dict[int, Buffer] = {}
         dims: dict[int, tuple[Var, Any]] = {}
         params = list(kernel.params)
@@ -324,7 +367,8 @@ class _FusedBuilder:
             kb = kernel.buffer_map[params[i]]
             shape = self.shape_of(sinfo)
             name = _unique(f"{kb.name}_intermediate", taken | {b.name for b in root.alloc_buffers})
-            buf = decl_buffer(shape, kb.dtype, name)
+            # the kernel's buffer with the call's shape (scope, axis separators kept)
+            buf = replace(kb, data=Var(name, "handle"), shape=shape, name=name)
             for kd, d in zip(kb.shape, shape):
                 _match_dims(kd, d, dims)
             mapping[id(kb)] = buf

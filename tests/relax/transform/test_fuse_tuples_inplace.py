@@ -4,6 +4,7 @@ values, tuple parameters) and in-place kernels; each checked against numpy."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import minitvm
 from minitvm import relax, topi
@@ -174,3 +175,37 @@ def test_fusion_depth_and_level_are_configurable():
     assert relax_funcs(capped) == ["fused_add_tir_exp", "main"]
     xv = rand(5)
     np.testing.assert_allclose(run_vm(FuseTIR()(capped), xv), -np.exp(2 * xv), rtol=1e-6)
+
+
+@T.prim_func
+def mul_split_axes(a: T.handle, b: T.handle, c: T.handle):
+    A = T.match_buffer(a, (4, 8), "float32", axis_separators=[1])
+    B = T.match_buffer(b, (4, 8), "float32")
+    C = T.match_buffer(c, (4, 8), "float32", axis_separators=[1])
+    for i, j in T.grid(4, 8):
+        with T.block("mul"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = A[vi, vj] * B[vi, vj]
+
+
+def _primitive_passing_x_twice():
+    x = tensor("x", 4, 8)
+    bb = relax.BlockBuilder()
+    mul = bb.add_func(mul_split_axes, "mul")
+    with bb.function("fused_mul", [x], attrs={"Primitive": True}, private=True):
+        with bb.dataflow():
+            out = bb.emit_output(relax.call_tir(mul, (x, x), relax.TensorStructInfo((4, 8), "float32")))
+        bb.emit_func_output(out)
+    fn = bb.get().get_global_var("fused_mul")
+    z = tensor("z", 4, 8)
+    with bb.function("main", [z]):
+        with bb.dataflow():
+            gv = bb.emit_output(relax.Call(fn, [z]))
+        bb.emit_func_output(gv)
+    return bb.get()
+
+
+def test_one_value_passed_as_buffers_of_different_layouts_is_refused():
+    # x is both A (axis separators [1]) and B (none): no single fused buffer can be both
+    with pytest.raises(minitvm.TVMError, match="Inconsistent buffers .* mapped to the same relax var: x"):
+        FuseTIR()(_primitive_passing_x_twice())
