@@ -428,14 +428,12 @@ class Schedule:
         self._compute_location("reverse_compute_at", block, loop, preserve_unit_loops, index)
 
     def _compute_location(self, kind: str, block: BlockRV, loop: LoopRV, preserve: bool, index: int) -> None:
-        if index != -1:
-            raise NotImplementedError(f"{kind}(index={index}): minitvm places the block at the default "
-                                      "position only (index=-1)")
         realize, _ = self._block(block)
         target, _ = self._loop(loop)
         func = self._func(block.func_name)
         body = _compute.compute_at(func.body, realize, target, reverse=kind == "reverse_compute_at",
-                                   preserve_unit_loops=preserve, output_buffers=self._output_buffers(func))
+                                   preserve_unit_loops=preserve, output_buffers=self._output_buffers(func),
+                                   index=index)
         self._commit(block.func_name, body)
         self._record(kind, {"block": block, "loop": loop, "preserve_unit_loops": preserve,
                             "index": index}, [])
@@ -489,30 +487,34 @@ class Schedule:
         self._record("rfactor", {"loop": loop, "factor_axis": factor_axis}, [rv])
         return rv
 
-    def blockize(self, target: LoopRV, preserve_unit_iters: bool = True) -> BlockRV:
-        """Wrap the loops from ``target`` down to its block into a new outer block ``<name>_o``."""
+    def blockize(self, target: LoopRV | list[BlockRV], preserve_unit_iters: bool = True) -> BlockRV:
+        """Wrap the loops from ``target`` down to its block into a new outer block ``<name>_o``
+        (or, given a list of sibling blocks, the loops under their common ancestor)."""
         if isinstance(target, (list, tuple)):
-            raise NotImplementedError("blockize(target=[blocks]): minitvm blockizes the loops under one "
-                                      "loop only; pass a LoopRV")
-        if not preserve_unit_iters:
-            raise NotImplementedError("blockize(preserve_unit_iters=False) is not implemented")
-        node, _ = self._loop(target)
-        body, name = _blockize.blockize(self._func(target.func_name).body, node)
-        self._commit(target.func_name, body)
-        rv = BlockRV(name, target.func_name)
+            blocks = [self._normalize_block_arg(b) for b in target]
+            if not blocks:
+                raise ScheduleError("cannot blockize an empty list of blocks")
+            func_name = blocks[0].func_name
+            realizes = [self._block(b)[0] for b in blocks]
+            body, name = _blockize.blockize_blocks(self._func(func_name).body, realizes, preserve_unit_iters)
+            target = blocks
+        else:
+            func_name = target.func_name
+            node, _ = self._loop(target)
+            body, name = _blockize.blockize(self._func(func_name).body, node, preserve_unit_iters)
+        self._commit(func_name, body)
+        rv = BlockRV(name, func_name)
         self._record("blockize", {"target": target, "preserve_unit_iters": preserve_unit_iters}, [rv])
         return rv
 
     def tensorize(self, block_or_loop: BlockRV | LoopRV, tensor_intrin: str,
                   preserve_unit_iters: bool = True) -> None:
         """Replace a block (or the loops under a loop, blockized first) with a registered intrinsic."""
-        if not preserve_unit_iters:
-            raise NotImplementedError("tensorize(preserve_unit_iters=False) is not implemented")
         intrin = _blockize.TensorIntrin.get(tensor_intrin)
         func_name = block_or_loop.func_name
         if isinstance(block_or_loop, LoopRV):
             node, _ = self._loop(block_or_loop)
-            body, name = _blockize.blockize(self._func(func_name).body, node)
+            body, name = _blockize.blockize(self._func(func_name).body, node, preserve_unit_iters)
         else:
             body, name = self._func(func_name).body, block_or_loop.name
         realize = next(r for r, _ in block_realizes(body) if r.block.name_hint == name)
@@ -592,10 +594,9 @@ class Schedule:
         """Store a buffer in a new layout; ``buffer`` is ("read", i), ("write", i), a name or a Buffer.
 
         A buffer that is a function parameter changes the function's signature.
-        ``assume_injective_transform`` only skips a check TVM makes; minitvm needs none.
+        A layout with padding needs ``pad_value`` (a padded layout is refused unless
+        ``assume_injective_transform`` says the padding is never read).
         """
-        if pad_value is not None:
-            raise NotImplementedError("transform_layout(pad_value=...): padding layouts are not implemented")
         block = self._normalize_block_arg(block)
         kind, index, target = self._normalize_buffer_arg(block, buffer)
         # a function becomes an IndexMap over the block's index type; IndexMap.AXIS_SEPARATOR
@@ -604,7 +605,8 @@ class Schedule:
                                              allow_separators=True)
         func = self._func(block.func_name)
         if not index_map.is_identity():  # the identity (axis separators alone) changes nothing
-            self._mod = self._mod.with_function(block.func_name, _data.transform_layout(func, target, index_map))
+            new_func = _data.transform_layout(func, target, index_map, pad_value, assume_injective_transform)
+            self._mod = self._mod.with_function(block.func_name, new_func)
         self._record("transform_layout", {"block": block, "buffer": (kind, index), "index_map": index_map,
                                           "pad_value": pad_value,
                                           "assume_injective_transform": assume_injective_transform}, [])
