@@ -151,11 +151,13 @@ class _RelaxParser(_TIRParser):
             result = super().eval_Call(node)
         if isinstance(result, R.EmitTEValue):
             result = self._emit_te(result, node)
-        if isinstance(result, Call) and isinstance(result.op, ExternFunc) and self.pure:
+        # R.func_attr({"relax.force_pure": True}) declares the function pure whatever it calls (TVM)
+        checks_purity = self.pure and not self.attrs.get("relax.force_pure")
+        if isinstance(result, Call) and isinstance(result.op, ExternFunc) and checks_purity:
             raise self.error(node, f"R.call_packed({result.op.global_symbol!r}, ...) may have side effects, "
                                    "which a pure function cannot have: use @R.function(pure=False), or "
                                    "R.call_pure_packed when the function is in fact pure")
-        if (isinstance(result, Call) and isinstance(result.op, Op) and self.pure
+        if (isinstance(result, Call) and isinstance(result.op, Op) and checks_purity
                 and result.op.get_attr("FPurity") is False):
             raise self.error(node, f"{result.op.name} has side effects, which a pure function cannot have: "
                                    "use @R.function(pure=False)")

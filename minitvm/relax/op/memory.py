@@ -4,7 +4,7 @@
   one output (what ``CallTIRRewrite`` emits; :mod:`.builtin` holds its builder);
 * ``R.memory.alloc_storage(size, virtual_device_index, storage_scope, dtype)`` -- a block
   of ``size`` bytes (``size`` is a one-value shape);
-* ``R.memory.alloc_tensor(storage, offset, shape, dtype)`` -- a tensor placed in a
+* ``R.memory.alloc_tensor(storage, offset, shape, dtype, runtime_device_index)`` -- a tensor placed in a
   storage at a byte offset (what ``StaticPlanBlockMemory`` emits so that tensors with
   disjoint lifetimes share memory).
 
@@ -62,8 +62,8 @@ def _infer_alloc_storage(call: Call, ctx: Any) -> StructInfo:
 
 
 def _infer_memory_alloc_tensor(call: Call, ctx: Any) -> StructInfo:
-    if len(call.args) != 4:
-        raise StructInfoError(f"{MEMORY_ALLOC_TENSOR} takes storage, offset, shape, dtype")
+    if len(call.args) not in (4, 5):
+        raise StructInfoError(f"{MEMORY_ALLOC_TENSOR} takes storage, offset, shape, dtype, runtime_device_index")
     return _tensor_sinfo(call.args[2], call.args[3], MEMORY_ALLOC_TENSOR)
 
 
@@ -117,6 +117,6 @@ def alloc_storage(size: Any, virtual_device_index: Any, storage_scope: Any, dtyp
 
 def alloc_tensor(storage: Expr, offset: Any, shape: Any, dtype: Any, runtime_device_ind: Any = 0) -> Call:
     """``R.memory.alloc_tensor``: a tensor of ``shape``/``dtype`` at byte ``offset`` of ``storage``."""
-    device_index(runtime_device_ind, MEMORY_ALLOC_TENSOR, "runtime_device_ind")
+    device = device_index(runtime_device_ind, MEMORY_ALLOC_TENSOR, "runtime_device_ind")
     return Call(Op.get(MEMORY_ALLOC_TENSOR), [storage, as_prim(offset), as_shape(shape, MEMORY_ALLOC_TENSOR),
-                                              as_dtype(dtype)])
+                                              as_dtype(dtype), device])

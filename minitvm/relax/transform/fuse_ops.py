@@ -1,38 +1,49 @@
-"""FuseOps: group ``call_tir`` bindings of a dataflow block into fused Relax functions.
+"""FuseOps: group the bindings of each dataflow block into fused ``Primitive`` functions.
 
 After ``LegalizeOps`` and ``AnnotateTIROpPattern`` every kernel call is
-``R.call_tir(cls.f, args, out_sinfo)`` and ``f`` carries an ``op_pattern``.  FuseOps
-walks each dataflow block in order and lets a call join the group of the call that
-produced one of its arguments when TVM's rules (in spirit) allow it:
+``R.call_tir(cls.f, args, out_sinfo)`` and ``f`` carries an ``op_pattern``.  FuseOps decides
+groups as TVM's FuseOps does, on a dataflow graph of the whole module:
 
-* the producer's value has one consumer (this call) and is a DataflowVar: a value used
-  by several bindings, or leaving the block (an ``R.output``), ends its group;
-* the consumer's pattern fits the group's pattern (the largest pattern in it):
+* **The graph.**  One node per function parameter, binding variable and constant (in
+  definition order).  A ``call_tir`` / ``call_tir_inplace`` node has its PrimFunc's pattern;
+  a ``TupleGetItem`` is injective; any other binding (an operator call, a tuple, a call of a
+  Relax function) is opaque.  Edges run from each argument to its user, carrying the user's
+  pattern.  Parameters, and variables that leave their dataflow block (non-dataflow
+  variables), are *external*: nothing may fuse through them.
+* **Post-dominators.**  Each node's immediate post-dominator is the closest node every path
+  from it reaches (the least common ancestor of its users'); the pattern on the way is the
+  largest met.
+* **Fusion**, three sweeps over the nodes in order, each node trying to join the group of its
+  post-dominator when every node on every path in between allows it:
 
-  ========================  =========================================================
-  group                     may absorb a consumer that is
-  ========================  =========================================================
-  elementwise .. injective  elementwise, broadcast, injective (injective chains), or a
-                            comm_reduce (the injective ops feed the reduction)
-  comm_reduce,              elementwise or broadcast (an epilogue: ``matmul`` +
-  out_ewise_fusable         ``add`` + ``relu``)
-  opaque                    nothing; an opaque call also never joins a group
-  ========================  =========================================================
+  ======================  ==========  ===================================================
+  node                    sweep       paths and post-dominator
+  ======================  ==========  ===================================================
+  out_ewise_fusable       first       an elementwise relation; broadcast on the way
+  (``matmul``, ``conv``)
+  elementwise, broadcast  first, 2nd  injective on the way; the post-dominator (reached
+                                      through injective or reduce) elementwise, broadcast,
+                                      injective, reduce or out_ewise_fusable
+  injective               second      injective all the way
+  injective or less       third       into a group rooted at injective through a tuple
+  comm_reduce, opaque     never       (a reduction can only be the end of a group)
+  ======================  ==========  ===================================================
 
-When a call may join the groups of several of its arguments, those groups merge into
-one, as long as it holds at most one reduction (comm_reduce / out_ewise_fusable).
+  A group holds at most 256 nodes (``PassContext(config={"relax.FuseOps.max_depth": n})``),
+  and ``FuseOps(fuse_opt_level=0)`` (or a ``PassContext`` at opt_level 0 with the default
+  ``-1``) fuses nothing.
 
-Every group of two or more calls becomes a private Relax function with
+Every group of two or more bindings becomes a private function with
 ``attrs {"Primitive": True}``, named ``fused_`` + the called PrimFuncs' names
-(``fused_matmul_add_relu``); its parameters are the values the group reads from outside
-and it returns the group's one output.  The group's bindings are replaced by one binding
-of a new variable, ``lv = cls.fused_matmul_add_relu(x, w0, b0)``, where the last of them
-was (named as TVM's FuseOps names it: ``lv``, ``lv1`` ... in a dataflow block, ``gv`` for a
-block output); later uses read it.  A single call stays as it is.  ``FuseTIR`` then merges each fused function's
-PrimFuncs into one.
-
-Only calls with a single tensor output, no ``tir_vars`` and dimensions that are numbers or
-symbolic variables (``(n, 128)``, what FuseTIR can merge) are grouped; others stand alone.
+(``fused_matmul_add_relu``).  Its parameters are what the group reads from outside, in order
+of first use, named after the variables (a constant argument becomes ``param_0`` ...; a tuple
+of which the group only takes some fields becomes one parameter per field, ``lv_0``,
+``lv_2``), plus ``tir_vars`` (an ``R.shape``) when a symbolic variable is not known from the
+parameters' shapes.  It returns the group's values used outside it: one value, or a tuple
+(then read back with ``TupleGetItem``).  The call takes the place of the group's last binding:
+``lv = cls.fused_matmul_add_relu(x, w, b)`` (``gv`` when the value leaves the block); a group
+whose value nothing uses is dropped.  Identical fused functions are added once.
+``FuseTIR`` then merges each fused function's PrimFuncs into one.
 
     mod = relax.transform.FuseOps()(relax.transform.AnnotateTIROpPattern()(mod))
 """
@@ -43,234 +54,677 @@ from typing import Any
 
 from ...ir.module import GlobalVar, IRModule
 from ...ir.op import Op
-from ...tir.expr import IntImm
-from ...tir.expr import Var as TirVar
 from ...tir.function import PrimFunc
-from ...transform import PassContext, module_pass
-from ..analysis.vars import all_vars
-from ..block_builder import BlockBuilder, _NameTable
+from ...tir.functor import post_order_visit as tir_post_order_visit
+from ...transform import PassContext, module_pass, register_pass_config
+from ..analysis.struct_info_analysis import definable_tir_vars_in_struct_info, tir_vars_in_struct_info
 from ..expr import (
     Call,
+    Constant,
     DataflowBlock,
     DataflowVar,
+    DataTypeImm,
     Function,
+    MatchCast,
+    PrimValue,
     SeqExpr,
+    ShapeExpr,
+    StringImm,
     Tuple,
+    TupleGetItem,
     Var,
     VarBinding,
     _set_struct_info,
-    struct_info_of,
 )
-from ..expr_functor import ExprMutator, ExprVisitor
-from ..op.base import call_tir
+from ..expr_functor import ExprMutator
 from ..op.registry import OpPattern
-from ..struct_info import TensorStructInfo
+from ..struct_info import ShapeStructInfo, TupleStructInfo
 
 __all__ = ["FuseOps"]
 
+MAX_FUSED_OPS = 256
+register_pass_config("relax.FuseOps.max_depth", int)
 
-def _kernel_call(binding: Any, mod: IRModule) -> tuple[GlobalVar, list, OpPattern] | None:
-    """``(kernel, args, pattern)`` when ``binding`` is a call_tir FuseOps may group."""
-    if not isinstance(binding, VarBinding):
-        return None
-    call = binding.value
-    if not (isinstance(call, Call) and isinstance(call.op, Op) and call.op.name == "relax.call_tir"):
-        return None
-    if len(call.args) != 2 or not isinstance(call.args[1], Tuple):
-        return None  # tir_vars, or the arguments as a tuple-valued variable
-    if not isinstance(call.sinfo_args[0], TensorStructInfo):
-        return None  # several outputs
-    if not all(_shape_ok(struct_info_of(x)) for x in (*call.args[1].fields, call)):
-        return None  # a dimension that is an expression: FuseTIR could not merge the kernels
-    kernel = call.args[0]
-    func = mod[kernel] if kernel in mod else None
-    if not isinstance(func, PrimFunc) or "op_pattern" not in func.attrs:
-        return None
-    return kernel, list(call.args[1].fields), OpPattern(func.attrs["op_pattern"])
+_LEAVES = (Var, Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm)
+ELEMWISE, BROADCAST, INJECTIVE = OpPattern.ELEMWISE, OpPattern.BROADCAST, OpPattern.INJECTIVE
+COMM_REDUCE, OUT_EWISE, TUPLE, OPAQUE = (OpPattern.COMM_REDUCE, OpPattern.OUT_ELEMWISE_FUSABLE, OpPattern.TUPLE,
+                                         OpPattern.OPAQUE)
 
 
-def _shape_ok(sinfo: Any) -> bool:
-    """A tensor of known dtype whose dimensions are numbers or symbolic variables."""
-    return (isinstance(sinfo, TensorStructInfo) and sinfo.shape_values is not None and not sinfo.is_unknown_dtype
-            and all(isinstance(d, (IntImm, TirVar)) for d in sinfo.shape_values))
+def _is_call_tir(call: Any) -> bool:
+    return isinstance(call, Call) and isinstance(call.op, Op) and call.op.name in ("relax.call_tir",
+                                                                                   "relax.call_tir_inplace")
 
 
-def _can_absorb(group: OpPattern, consumer: OpPattern) -> bool:
-    """May a group whose largest pattern is ``group`` take in a call of pattern ``consumer``?"""
-    if consumer == OpPattern.OPAQUE or group == OpPattern.OPAQUE:
-        return False
-    if group <= OpPattern.INJECTIVE:
-        return consumer <= OpPattern.COMM_REDUCE
-    if group in (OpPattern.COMM_REDUCE, OpPattern.OUT_ELEMWISE_FUSABLE):
-        return consumer <= OpPattern.BROADCAST
+def _combine(a: OpPattern, b: OpPattern) -> OpPattern:
+    if a > BROADCAST and b > BROADCAST:
+        raise ValueError("FuseOps: cannot merge two complex groups together")
+    return max(a, b)
+
+
+# -- the dataflow graph ------------------------------------------------------------------------
+
+class _Node:
+    __slots__ = ("ref", "index", "pattern", "extern_ref", "outputs")
+
+    def __init__(self, ref: Any) -> None:
+        self.ref = ref
+        self.index = -1
+        self.pattern = OPAQUE
+        self.extern_ref = False
+        self.outputs: list[tuple[_Node, OpPattern]] = []
+
+
+class _Graph:
+    """TVM's IndexedForwardGraph of the module's (non-Primitive) Relax functions."""
+
+    def __init__(self, mod: IRModule) -> None:
+        self.mod = mod
+        self.node_of: dict[int, _Node] = {}  # id(var / constant) -> node
+        self.order: list[_Node] = []  # post-DFS order: a node after every node it reads
+        self.num_input_params: set[int] = set()
+
+    def _new(self, ref: Any, pattern: OpPattern, extern: bool = False) -> _Node:
+        node = _Node(ref)
+        node.pattern, node.extern_ref = pattern, extern
+        self.node_of[id(ref)] = node
+        return node
+
+    def _add(self, node: _Node) -> None:
+        node.index = len(self.order)
+        self.order.append(node)
+
+    def add_function(self, func: Function) -> None:
+        for p in func.params:
+            self._add(self._new(p, OPAQUE, extern=True))
+        num_input = func.attrs.get("num_input") if func.attrs else None
+        if num_input is not None:
+            self.num_input_params = {id(p) for p in func.params[int(num_input):]}
+        self._visit(func.body)
+
+    def _visit(self, expr: Any) -> None:
+        """Bindings anywhere below ``expr`` (nested sequences, branches, closures)."""
+        if isinstance(expr, SeqExpr):
+            for block in expr.blocks:
+                for b in block.bindings:
+                    self._visit(b.value)
+                    self._binding(b)
+            self._visit(expr.body)
+        elif isinstance(expr, Function):
+            self.add_function(expr)
+        elif hasattr(expr, "true_branch"):
+            self._visit(expr.true_branch)
+            self._visit(expr.false_branch)
+
+    def _binding(self, b: Any) -> None:
+        if isinstance(b, MatchCast):
+            self._add(self._new(b.var, OPAQUE))
+            return
+        node = self._new(b.var, OPAQUE, extern=not isinstance(b.var, DataflowVar))
+        value = b.value
+        if isinstance(value, Call):
+            pattern, args = OPAQUE, list(value.args)
+            if _is_call_tir(value):
+                func = self.mod[value.args[0]] if value.args[0] in self.mod else None
+                args = list(value.args[1].fields) if isinstance(value.args[1], Tuple) else [value.args[1]]
+                if isinstance(func, PrimFunc) and "op_pattern" in func.attrs:
+                    pattern = OpPattern(int(func.attrs["op_pattern"]))
+            node.pattern = pattern
+            for a in args:
+                self._leaf(a, node, pattern)
+        elif isinstance(value, TupleGetItem):
+            pattern = OPAQUE if id(value.tuple_value) in self.num_input_params else INJECTIVE
+            node.pattern = pattern
+            self._leaf(value.tuple_value, node, pattern)
+        else:
+            node.pattern = OPAQUE
+            for leaf in _leaves_below(value):
+                self._leaf(leaf, node, OPAQUE)
+        self._add(node)
+
+    def _leaf(self, expr: Any, user: _Node, pattern: OpPattern) -> None:
+        if isinstance(expr, Tuple):
+            for f in expr.fields:
+                self._leaf(f, user, pattern)
+            return
+        if not isinstance(expr, _LEAVES):
+            return  # a GlobalVar, an ExternFunc, an Op
+        node = self.node_of.get(id(expr))
+        if node is None:
+            node = self._new(expr, OPAQUE)
+            self._add(node)
+        node.outputs.append((user, pattern))
+
+
+def _leaves_below(expr: Any) -> list[Any]:
+    """The variables and constants an expression reads (post order, as TVM visits them)."""
+    found: list[Any] = []
+
+    def visit(e: Any) -> None:
+        if isinstance(e, (Var, Constant)):
+            found.append(e)
+        elif isinstance(e, Tuple):
+            for f in e.fields:
+                visit(f)
+        elif isinstance(e, TupleGetItem):
+            visit(e.tuple_value)
+        elif isinstance(e, Call):
+            visit(e.op)
+            for a in e.args:
+                visit(a)
+
+    visit(expr)
+    return found
+
+
+# -- post-dominator tree --------------------------------------------------------------------
+
+class _DomNode:
+    __slots__ = ("gnode", "parent", "depth", "pattern")
+
+    def __init__(self, gnode: _Node) -> None:
+        self.gnode = gnode
+        self.parent: _DomNode | None = None
+        self.depth = 1
+        self.pattern = OPAQUE
+
+
+def _post_dominators(graph: _Graph) -> list[_DomNode]:
+    nodes: list[_DomNode | None] = [None] * len(graph.order)
+    for index in range(len(graph.order) - 1, -1, -1):
+        gnode = graph.order[index]
+        t = _DomNode(gnode)
+        if not gnode.extern_ref:
+            pattern = ELEMWISE
+            parent = None
+            for k, (user, edge_pattern) in enumerate(gnode.outputs):
+                other = nodes[user.index]
+                if k == 0:
+                    parent = other
+                else:
+                    parent, pattern = _lca(parent, other, pattern)
+                pattern = max(pattern, edge_pattern)
+            t.parent = parent
+            t.depth = parent.depth + 1 if parent else 1
+            t.pattern = pattern
+        nodes[index] = t
+    return nodes  # type: ignore[return-value]
+
+
+def _lca(lhs: _DomNode | None, rhs: _DomNode | None, pattern: OpPattern) -> tuple[_DomNode | None, OpPattern]:
+    while lhs is not rhs:
+        if lhs is None or rhs is None:
+            return None, pattern
+        if lhs.depth < rhs.depth:
+            pattern = max(pattern, rhs.pattern)
+            rhs = rhs.parent
+        elif rhs.depth < lhs.depth:
+            pattern = max(pattern, lhs.pattern)
+            lhs = lhs.parent
+        else:
+            pattern = max(max(pattern, lhs.pattern), rhs.pattern)
+            lhs, rhs = lhs.parent, rhs.parent
+    return lhs, pattern
+
+
+# -- partitioning ------------------------------------------------------------------------------
+
+class _Group:
+    __slots__ = ("parent", "pattern", "anchor", "num_nodes")
+
+    def __init__(self, node: _Node) -> None:
+        self.parent: _Group | None = None
+        self.pattern = node.pattern
+        self.anchor = node.ref if node.pattern == OUT_EWISE else None
+        self.num_nodes = 1
+
+    def root(self) -> "_Group":
+        g = self
+        while g.parent is not None:
+            g = g.parent
+        p = self
+        while p is not g:  # path compression
+            p.parent, p = g, p.parent
+        return g
+
+
+class _Partitioner:
+    def __init__(self, graph: _Graph, max_depth: int) -> None:
+        self.graph = graph
+        self.max_depth = max_depth
+        self.groups = [_Group(n) for n in graph.order]
+        self.visited: set[int] = set()
+
+    def partition(self, opt_level: int) -> list[_Group]:
+        if opt_level == 0:
+            return self.groups
+        dom = _post_dominators(self.graph)
+        for phase in range(3):
+            self._run(dom, phase)
+        return self.groups
+
+    def _check_path(self, src: _Node, sink: _Node, cond: Any) -> bool:
+        self.visited = set()
+        return all(self._check(user, sink, cond) for user, _ in src.outputs)
+
+    def _check(self, src: _Node, sink: _Node, cond: Any) -> bool:
+        if src.index in self.visited:
+            return True
+        self.visited.add(src.index)
+        if not cond(self.groups[src.index].root().pattern, src is sink):
+            return False
+        if src is sink:
+            return True
+        return all(self._check(user, sink, cond) for user, _ in src.outputs)
+
+    def _merge(self, child: _Group, parent: _Group) -> None:
+        child, parent = child.root(), parent.root()
+        if child is parent:
+            return
+        parent.num_nodes += child.num_nodes
+        child.parent = parent
+        if child.anchor is not None:
+            parent.anchor = child.anchor
+            parent.pattern = _combine(child.pattern, parent.pattern)
+
+    def _commit(self, src: _Node, sink: _Node) -> None:
+        target = self.groups[sink.index]
+        self.visited = set()
+        self._commit_from(src, sink, target)
+
+    def _commit_from(self, src: _Node, sink: _Node, target: _Group) -> None:
+        if src is sink or src.index in self.visited:
+            return
+        self.visited.add(src.index)
+        self._merge(self.groups[src.index], target)
+        for user, _ in src.outputs:
+            self._commit_from(user, sink, target)
+
+    def _count_upto(self, src: _Node, sink: _Node) -> int:
+        if src is sink or src.index in self.visited:
+            return 0
+        self.visited.add(src.index)
+        return self.groups[src.index].num_nodes + sum(self._count_upto(u, sink) for u, _ in src.outputs)
+
+    def _run(self, dom: list[_DomNode], phase: int) -> None:
+        for nid, gnode in enumerate(self.graph.order):
+            dnode, group = dom[nid], self.groups[nid]
+            if group.pattern == OPAQUE or dnode.parent is None:
+                continue
+            sink = dnode.parent.gnode
+            self.visited = set()
+            if self.groups[sink.index].root().num_nodes + self._count_upto(gnode, sink) > self.max_depth:
+                continue
+            sink_group = self.groups[sink.index]
+            if phase == 2:
+                if group.pattern > INJECTIVE:
+                    continue
+                root = sink_group.root()
+                if root.pattern == TUPLE:
+                    continue
+                if sink_group.pattern == TUPLE and root.pattern <= INJECTIVE:
+                    if self._check_path(gnode, sink, lambda k, is_sink: k <= INJECTIVE):
+                        self._commit(gnode, sink)
+                continue
+            if group.root() is sink_group.root():
+                continue
+            if sink_group.pattern == TUPLE:
+                continue
+            if group.pattern == OUT_EWISE:
+                if phase != 0:
+                    continue
+                if dnode.pattern == ELEMWISE and self._check_path(gnode, sink, lambda k, is_sink: k <= BROADCAST):
+                    self._commit(gnode, sink)
+            elif group.pattern <= BROADCAST:
+                if dnode.pattern <= INJECTIVE or dnode.pattern == COMM_REDUCE:
+                    def cond(k: OpPattern, is_sink: bool) -> bool:
+                        if not is_sink:
+                            return k <= INJECTIVE
+                        return k <= BROADCAST or k in (COMM_REDUCE, INJECTIVE, OUT_EWISE)
+                    if self._check_path(gnode, sink, cond):
+                        self._commit(gnode, sink)
+            elif group.pattern in (INJECTIVE, TUPLE):
+                if phase != 1:
+                    continue
+                if self._check_path(gnode, sink, lambda k, is_sink: k <= INJECTIVE):
+                    self._commit(gnode, sink)
+
+
+# -- building the fused functions -------------------------------------------------------------
+
+def _inlinable(expr: Any) -> bool:
+    """A PrimValue / ShapeExpr (or tuple of them) with no symbolic variable: kept in the body."""
+    if isinstance(expr, Tuple):
+        return all(_inlinable(f) for f in expr.fields)
+    if isinstance(expr, PrimValue):
+        return not _tir_vars_in(expr.value)
+    if isinstance(expr, ShapeExpr):
+        return not any(_tir_vars_in(v) for v in expr.values)
     return False
 
 
-class _VarUses(ExprVisitor):
-    """The variables an expression reads (by identity)."""
+def _tir_vars_in(expr: Any) -> list:
+    from ...tir.expr import Var as TirVar  # noqa: PLC0415 - relax and tir Var share a name here
+
+    found: list = []
+    tir_post_order_visit(expr, lambda n: found.append(n) if isinstance(n, TirVar) else None)
+    return found
+
+
+class _FunctionCreator:
+    """Collects one group's bindings, parameters and outputs (TVM's FunctionCreator)."""
 
     def __init__(self) -> None:
-        self.used: list[Var] = []
+        self.bindings: list[Any] = []
+        self.params: list[Var] = []
+        self.arguments: list[Any] = []
+        self.name = "fused"
+        self.defined: set[int] = set()
+        self.outputs: list[Var] = []
+        self.n_const_params = 0
+        self.tuple_param_index: dict[int, int] = {}
+        self.partial_tuples: dict[int, list[int]] = {}  # id(tuple arg) -> the fields the group takes
+        self.function: Function | None = None
 
-    def visit_var_(self, op: Var) -> None:
-        self.used.append(op)
+    def append_binding(self, b: Any) -> None:
+        if isinstance(b, VarBinding):
+            value = b.value
+            if isinstance(value, Call) and _is_call_tir(value):
+                self.name += "_" + value.args[0].name_hint
+                for a in value.args[1].fields:
+                    self._param(a)
+            elif isinstance(value, Call):
+                if isinstance(value.op, Op):
+                    self.name += "_" + value.op.name
+                elif isinstance(value.op, GlobalVar):
+                    self.name += "_" + value.op.name_hint.removeprefix("fused_")
+                for a in value.args:
+                    for f in (a.fields if isinstance(a, Tuple) else [a]):
+                        self._param(f)
+                    if isinstance(a.struct_info, TupleStructInfo):
+                        self.partial_tuples.pop(id(a), None)  # used whole
+            elif isinstance(value, TupleGetItem):
+                self._param(value.tuple_value)
+                if id(value.tuple_value) in self.partial_tuples:
+                    self.partial_tuples[id(value.tuple_value)].append(value.index)
+            self.defined.add(id(b.var))
+            if not isinstance(b.var, DataflowVar):
+                self.append_output(b.var)
+        self.bindings.append(b)
 
-    def visit_dataflow_var_(self, op: DataflowVar) -> None:
-        self.used.append(op)
+    def append_output(self, var: Var) -> int:
+        for k, v in enumerate(self.outputs):
+            if v is var:
+                return k
+        self.outputs.append(var)
+        return len(self.outputs) - 1
 
+    def _param(self, expr: Any) -> None:
+        if any(expr is a for a in self.arguments):
+            return
+        if isinstance(expr, Var) and id(expr) in self.defined:
+            return
+        if isinstance(expr, Var):
+            name = expr.name_hint
+        else:
+            name = f"param_{self.n_const_params}"
+            self.n_const_params += 1
+        if not _inlinable(expr):
+            self.arguments.append(expr)
+            self.params.append(Var(name, expr.struct_info))
+        if isinstance(expr.struct_info, TupleStructInfo):
+            self.partial_tuples[id(expr)] = []
+            self.tuple_param_index[id(expr)] = len(self.arguments) - 1
 
-def _used_vars(expr: Any) -> list[Var]:
-    v = _VarUses()
-    v.visit_expr(expr)
-    return v.used
-
-
-class _Group:
-    def __init__(self, index: int, pattern: OpPattern) -> None:
-        self.members = [index]  # binding indices, in block order
-        self.pattern = pattern
-
-
-def _partition(block: DataflowBlock, mod: IRModule) -> list[list[int]]:
-    """The groups of two or more bindings of ``block`` (binding indices)."""
-    bindings = block.bindings
-    calls = [_kernel_call(b, mod) for b in bindings]
-    consumers: dict[int, set[int]] = {}  # id(var) -> indices of the bindings reading it
-    for i, b in enumerate(bindings):
-        for v in _used_vars(b.value):
-            consumers.setdefault(id(v), set()).add(i)
-    defined_at = {id(b.var): i for i, b in enumerate(bindings)}
-    group_of: dict[int, _Group] = {}
-
-    for i, info in enumerate(calls):
-        if info is None:
-            continue
-        _, args, pattern = info
-        group = _Group(i, pattern)
-        for arg in args:
-            j = defined_at.get(id(arg))
-            if j is None or calls[j] is None:
-                continue  # a parameter, a constant, or a value from a binding we do not group
-            producer = group_of[j]
-            if (producer is group or not isinstance(arg, DataflowVar) or consumers.get(id(arg)) != {i}
-                    or not _can_absorb(producer.pattern, pattern)):
+    def create(self, mod: IRModule) -> None:
+        # a tuple parameter of which only some fields are read: one parameter per field read
+        item_remap: dict[int, dict[int, Var]] = {}
+        for tuple_id, indices in self.partial_tuples.items():
+            k = self.tuple_param_index[tuple_id]
+            tuple_arg, param = self.arguments[k], self.params[k]
+            fields = param.struct_info.fields
+            new_args = [TupleGetItem(tuple_arg, i) for i in indices]
+            new_params = [Var(f"{param.name_hint}_{i}", fields[i]) for i in indices]
+            item_remap[tuple_id] = dict(zip(indices, new_params))
+            self.arguments[k:k + 1] = new_args
+            self.params[k:k + 1] = new_params
+        if not self.outputs:
+            self.function = None  # nothing outside reads the group: dead code
+            return
+        mutator = _ParamSubstituter(mod, self.arguments, self.params)
+        bb = mutator.builder_
+        bb.begin_dataflow_block()
+        outputs: list[Any] = [None] * len(self.outputs)
+        for b in self.bindings:
+            value = b.value
+            if isinstance(b, VarBinding) and isinstance(value, TupleGetItem) and id(value.tuple_value) in item_remap:
+                replacement = item_remap[id(value.tuple_value)][value.index]
+                mutator.set_var_remap(b.var, replacement)
+                k = self._output_index(b.var)
+                if k is not None:
+                    outputs[k] = replacement
                 continue
-            if min(producer.pattern, group.pattern) >= OpPattern.COMM_REDUCE:
-                continue  # one reduction per group
-            group.members = sorted(set(group.members) | set(producer.members))
-            group.pattern = max(group.pattern, producer.pattern)
-        for k in group.members:
-            group_of[k] = group
-    groups = {id(g): g for g in group_of.values()}.values()
-    return [g.members for g in groups if len(g.members) > 1]
+            k = self._output_index(b.var)
+            if k is not None:
+                out = bb.emit_output(mutator.visit_expr(value))
+                mutator.set_var_remap(b.var, out)
+                outputs[k] = out
+            else:
+                mutator.visit_binding(b)
+        block = bb.end_block()
+        body = outputs[0] if len(outputs) == 1 else bb.normalize(Tuple(outputs))
+        attrs = {"Primitive": True}
+        func = bb.normalize(Function(self.params, SeqExpr((block,), body), None, True, attrs))
+        free = _free_symbolic_vars(func)
+        if free:
+            self.params.append(Var("tir_vars", ShapeStructInfo(free)))
+            self.arguments.append(ShapeExpr(free))
+            func = bb.normalize(Function(self.params, SeqExpr((block,), body), None, True, attrs))
+        self.function = func
+
+    def _output_index(self, var: Var) -> int | None:
+        for k, v in enumerate(self.outputs):
+            if v is var:
+                return k
+        return None
 
 
-def _make_fused_function(bb: BlockBuilder, bindings: list, mod: IRModule) -> tuple[GlobalVar, list]:
-    """A Primitive function computing ``bindings`` (a group); returns it and its arguments."""
-    defined = {id(b.var) for b in bindings}
-    inputs: list[Any] = []
-    for b in bindings:
-        for arg in b.value.args[1].fields:
-            if id(arg) not in defined and not any(arg is x for x in inputs):
-                inputs.append(arg)
-    params = []
-    remap: dict[int, Any] = {}
-    for k, arg in enumerate(inputs):
-        name = arg.name_hint if isinstance(arg, Var) else f"param_{k}"
-        p = Var(name, arg.struct_info)
-        params.append(p)
-        remap[id(arg)] = p
-    kernels = [b.value.args[0] for b in bindings]
-    name = bb.get_unique_name("fused_" + "_".join(gv.name_hint for gv in kernels))
-    with bb.function(name, params, attrs={"Primitive": True}, private=True):
-        with bb.dataflow():
-            out = None
-            for n, b in enumerate(bindings):
-                call = b.value
-                args = [remap.get(id(a), a) for a in call.args[1].fields]
-                new_call = call_tir(call.args[0], args, call.sinfo_args[0])
-                if n + 1 < len(bindings):
-                    remap[id(b.var)] = bb.emit(new_call, b.var.name_hint)
+def _free_symbolic_vars(func: Function) -> list:
+    """Symbolic variables the function uses that its parameters' shapes do not define."""
+    definable: set[int] = set()
+    for p in func.params:
+        definable |= {id(v) for v in definable_tir_vars_in_struct_info(p.struct_info)}
+    used: dict[int, Any] = {}
+
+    def visit(expr: Any) -> None:
+        sinfo = getattr(expr, "struct_info", None)
+        if sinfo is not None:
+            for v in tir_vars_in_struct_info(sinfo):
+                used.setdefault(id(v), v)
+
+    _visit_exprs(func.body, visit)
+    return [v for k, v in used.items() if k not in definable]
+
+
+def _visit_exprs(expr: Any, fn: Any) -> None:
+    if isinstance(expr, SeqExpr):
+        for block in expr.blocks:
+            for b in block.bindings:
+                fn(b.var)
+                _visit_exprs(b.value, fn)
+        _visit_exprs(expr.body, fn)
+        return
+    fn(expr)
+    if isinstance(expr, Call):
+        for a in expr.args:
+            _visit_exprs(a, fn)
+    elif isinstance(expr, Tuple):
+        for f in expr.fields:
+            _visit_exprs(f, fn)
+    elif isinstance(expr, ShapeExpr):
+        for v in expr.values:
+            for tv in _tir_vars_in(v):
+                fn(_ShapeVarHolder(tv))
+
+
+class _ShapeVarHolder:
+    """Lets a symbolic variable met inside an ``R.shape`` count as used."""
+
+    def __init__(self, var: Any) -> None:
+        self.struct_info = ShapeStructInfo([var])
+
+
+class _ParamSubstituter(ExprMutator):
+    """Reads of the group's arguments become reads of its parameters."""
+
+    def __init__(self, mod: IRModule, arguments: list, params: list) -> None:
+        super().__init__(mod)
+        self.arguments = arguments
+        self.params = params
+
+    def visit_expr(self, expr: Any) -> Any:
+        for a, p in zip(self.arguments, self.params):
+            if a is expr:
+                return p
+        return super().visit_expr(expr)
+
+
+class _Fusor(ExprMutator):
+    """Replaces each group of a dataflow block by a call of its fused function."""
+
+    def __init__(self, mod: IRModule, graph: _Graph, groups: list[_Group]) -> None:
+        super().__init__(mod)
+        self.group_of = {id(n.ref): groups[i].root() for i, n in enumerate(graph.order)}
+        self.tuple_get_index: dict[int, int] = {}
+        self.group_deps: dict[int, list[_Group]] = {}
+
+    def _group(self, var: Any) -> _Group | None:
+        return self.group_of.get(id(var))
+
+    def visit_dataflow_block_(self, block: DataflowBlock) -> Any:
+        creators: dict[int, _FunctionCreator] = {}
+        order: list[_Group] = []
+        for b in block.bindings:  # the bindings of each group
+            g = self._group(b.var)
+            if g is None or g.num_nodes == 1:
+                continue
+            if id(g) not in creators:
+                creators[id(g)] = _FunctionCreator()
+                order.append(g)
+            creators[id(g)].append_binding(b)
+        for b in block.bindings:  # what each group must return
+            cur = self._group(b.var)
+            for used in _vars_read(b.value):
+                producer = self._group(used)
+                if producer is None or producer is cur:
+                    continue
+                for dep in self.group_deps.get(id(producer), []):
+                    if dep is cur:
+                        raise ValueError(f"FuseOps: a cyclic dependency between the groups of {b.var.name_hint} "
+                                         f"and {used.name_hint}")
+                self.group_deps.setdefault(id(cur), []).append(producer)
+                if id(producer) in creators:
+                    self.tuple_get_index[id(used)] = creators[id(producer)].append_output(used)
+        for g in order:
+            creators[id(g)].create(self.builder_.get())
+
+        self.builder_.begin_dataflow_block()
+        pending: dict[int, list[Var]] = {}
+        try:
+            for b in self._topo_sort(block.bindings):
+                g = self._group(b.var)
+                if g is None or g.num_nodes == 1:
+                    self.visit_binding(b)
+                    continue
+                creator = creators[id(g)]
+                func = creator.function
+                if func is None:
+                    continue
+                tuple_out = isinstance(func.ret_struct_info, TupleStructInfo)
+                if tuple_out and id(b.var) in self.tuple_get_index:
+                    nested = any(isinstance(f, TupleStructInfo) for f in func.ret_struct_info.fields)
+                    if not isinstance(b.var.struct_info, TupleStructInfo) or nested:
+                        pending.setdefault(id(g), []).append(b.var)
+                if creator.bindings[-1] is not b:
+                    continue
+                gv = self.builder_.add_func(func, creator.name)
+                args = [self.visit_expr(a) for a in creator.arguments]
+                # a field of a tuple is bound first (call arguments are leaves), as normalizing would
+                args = [self.builder_.emit(a) if isinstance(a, TupleGetItem) else a for a in args]
+                call = Call(gv, args)
+                # the fused function's parameters carry the caller's symbolic variables, so its
+                # result's struct info is the call's as it stands
+                _set_struct_info(call, func.ret_struct_info)
+                if isinstance(b.var, DataflowVar):
+                    new_var = self.builder_.emit(call)
                 else:
-                    out = bb.emit_output(new_call, "gv")
-        bb.emit_func_output(out)
-    return bb.get().get_global_var(name), inputs
+                    new_var = self.builder_.emit_output(call)
+                if tuple_out and pending:
+                    for var in pending.get(id(g), []):
+                        item = TupleGetItem(new_var, self.tuple_get_index[id(var)])
+                        self.set_var_remap(var, self.builder_.emit(item))
+                else:
+                    self.set_var_remap(b.var, new_var)
+        finally:
+            new = self.builder_.end_block()
+        return new
+
+    def _topo_sort(self, bindings: Any) -> list:
+        per_group: dict[int, list] = {}
+        order: list[Any] = []
+        for b in bindings:
+            g = self._group(b.var)
+            key = id(g) if g is not None else id(b)
+            order.append((key, g))
+            per_group.setdefault(key, []).append(b)
+        visited: set[int] = set()
+        out: list = []
+
+        def visit(key: int, g: _Group | None) -> None:
+            if key in visited:
+                return
+            visited.add(key)
+            for dep in (self.group_deps.get(key, []) if g is not None else []):
+                visit(id(dep), dep)
+            out.extend(per_group.get(key, []))
+
+        for key, g in order:
+            visit(key, g)
+        return out
 
 
-def _fuse_function(func: Function, bb: BlockBuilder, mod: IRModule) -> Function:
-    body = func.body
-    if not isinstance(body, SeqExpr):
-        return func
-    partitions = [_partition(block, mod) if isinstance(block, DataflowBlock) else [] for block in body.blocks]
-    fused_away = {block.bindings[k].var for block, groups in zip(body.blocks, partitions)
-                  for members in groups for k in members}
-    names = {v.name_hint for v in all_vars(func) if v not in fused_away}
-    fresh = _NameTable(lambda name: name in names)
-    remap: dict[Var, Var] = {}  # the group's last variable -> the variable of the fused call
-    new_blocks, changed = [], False
-    for block, groups in zip(body.blocks, partitions):
-        if not groups:
-            new_blocks.append(block)
-            continue
-        changed = True
-        replaced: dict[int, Any] = {}  # binding index -> new binding (None: dropped)
-        for members in groups:
-            group_bindings = [block.bindings[k] for k in members]
-            gv, inputs = _make_fused_function(bb, group_bindings, mod)
-            last = group_bindings[-1].var
-            call = Call(gv, inputs)
-            _set_struct_info(call, last.struct_info)
-            # a new variable, as TVM's FuseOps emits the call: lv, lv1 ... (gv for an output)
-            kind = DataflowVar if isinstance(last, DataflowVar) else Var
-            remap[last] = kind(fresh.get("lv" if kind is DataflowVar else "gv"), last.struct_info)
-            for k in members:
-                replaced[k] = None
-            replaced[members[-1]] = VarBinding(remap[last], call)
-        new_bindings = [replaced.get(k, b) for k, b in enumerate(block.bindings)]
-        new_blocks.append(DataflowBlock(tuple(b for b in new_bindings if b is not None)))
-    if not changed:
-        return func
-    new = Function(func.params, SeqExpr(tuple(new_blocks), body.body), func.ret_struct_info, func.is_pure,
-                   func.attrs)
-    renamer = _Renamer(bb.get())
-    for old, var in remap.items():
-        renamer.set_var_remap(old, var)
-    return renamer.visit_expr(new)
-
-
-class _Renamer(ExprMutator):
-    """Uses of a group's last variable read the fused call's; remaps chain (the mutator may
-    in turn renew that variable when it re-derives its struct info)."""
-
-    def _resolve(self, op: Var) -> Var:
-        while op in self.var_remap_ and self.var_remap_[op] is not op:
-            op = self.var_remap_[op]
-        return op
-
-    def visit_var_(self, op: Var) -> Any:
-        return self._resolve(op)
-
-    def visit_dataflow_var_(self, op: DataflowVar) -> Any:
-        return self._resolve(op)
+def _vars_read(expr: Any) -> list[Var]:
+    return [v for v in _leaves_below(expr) if isinstance(v, Var)]
 
 
 @module_pass(opt_level=0, name="FuseOps")
 class FuseOps:
-    """Group call_tir bindings into ``Primitive`` functions: ``FuseOps()(mod)``.
+    """Group bindings into ``Primitive`` functions: ``FuseOps()(mod)`` (see the module docstring).
 
-    Needs ``op_pattern`` on the PrimFuncs (run ``AnnotateTIROpPattern`` first); calls of
-    PrimFuncs without one are left alone.
+    ``fuse_opt_level`` -1 takes the PassContext's opt_level; 0 fuses nothing.  Needs
+    ``op_pattern`` on the PrimFuncs (run ``AnnotateTIROpPattern`` first); a call of a PrimFunc
+    without one is opaque.
     """
 
+    def __init__(self, fuse_opt_level: int = -1) -> None:
+        self.fuse_opt_level = fuse_opt_level
+
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        bb = BlockBuilder(mod)
-        changed = {}
-        for gv, func in mod.functions.items():
-            if isinstance(func, Function) and not func.attrs.get("Primitive"):
-                new = _fuse_function(func, bb, mod)
-                if new is not func:
-                    changed[gv] = new
-        if not changed:
+        opt_level = ctx.opt_level if self.fuse_opt_level == -1 else self.fuse_opt_level
+        max_depth = int(ctx.config.get("relax.FuseOps.max_depth", MAX_FUSED_OPS))
+        targets = [(gv, f) for gv, f in mod.functions.items() if isinstance(f, Function)
+                   and not (f.attrs and (f.attrs.get("Primitive") or f.attrs.get("Codegen")))]
+        graph = _Graph(mod)
+        for _, f in targets:
+            graph.add_function(f)
+        groups = _Partitioner(graph, max_depth).partition(opt_level)
+        if all(g.root().num_nodes == 1 for g in groups):
             return mod
-        out = bb.get()
-        return IRModule({gv: changed.get(gv, f) for gv, f in out.functions.items()}, mod.attrs)
+        fusor = _Fusor(mod, graph, groups)
+        changed = False
+        for gv, f in targets:
+            new = fusor.visit_expr(f)
+            if new is not f:
+                fusor.builder_.update_func(gv, new)
+                changed = True
+        return fusor.builder_.get() if changed else mod

@@ -3,9 +3,10 @@
 =====================================================  ===============================================
 ``R.builtin.alloc_tensor(shape, dtype, dev)``           ``storage = vm.builtin.alloc_storage(shape, dtype)``
                                                         ``vm.builtin.alloc_tensor(storage, 0, shape, dtype)``
-``R.memory.alloc_storage(size, dev, scope, dtype)``     ``vm.builtin.alloc_storage(size, dtype)``
+``R.memory.alloc_storage(size, dev, scope, dtype)``     ``vm.builtin.alloc_storage(size, "uint8")``  (size in bytes)
 ``R.memory.alloc_tensor(storage, offset, shape, dt)``   ``vm.builtin.alloc_tensor(storage, offset, shape, dt)``
 ``R.call_pure_packed(f, *args)``                        ``f(*args)``
+``R.vm.call_tir_dyn(f, (a, out, R.shape([n])))``        ``f(a, out, n)`` (a PrimFunc of the module)
 =====================================================  ===============================================
 
 Afterwards every call in a function is a call of a name (``R.ExternFunc``) or of a module
@@ -19,8 +20,9 @@ from typing import Any
 from ...ir.module import IRModule
 from ...ir.op import Op
 from ...transform import PassContext, module_pass
-from ..expr import Call, ExternFunc, Function, PrimValue
-from ..struct_info import ObjectStructInfo
+from ..expr import Call, DataTypeImm, ExternFunc, Function, PrimValue, ShapeExpr, _set_struct_info
+from ..op.vm import CALL_TIR_DYN
+from ..struct_info import ObjectStructInfo, TupleStructInfo
 from ..vm.ops import ALLOC_STORAGE, ALLOC_TENSOR, MEMORY_ALLOC_TENSOR
 from ._util import KernelCallMutator, map_functions
 
@@ -43,12 +45,21 @@ class _BuiltinLower(KernelCallMutator):
             storage = self.builder_.emit(builtin_call("vm.builtin.alloc_storage", [shape, dtype]), "storage")
             return builtin_call("vm.builtin.alloc_tensor", [storage, PrimValue(0), shape, dtype], call.struct_info)
         if name == ALLOC_STORAGE:
-            return builtin_call("vm.builtin.alloc_storage", [call.args[0], call.args[3]])
+            # the size is in bytes whatever the dtype (the dtype only tells what it will hold)
+            return builtin_call("vm.builtin.alloc_storage", [call.args[0], DataTypeImm("uint8")])
         if name == MEMORY_ALLOC_TENSOR:
-            return builtin_call("vm.builtin.alloc_tensor", list(call.args), call.struct_info)
+            return builtin_call("vm.builtin.alloc_tensor", list(call.args[:4]), call.struct_info)
         if name in ("relax.print", "relax.assert_op"):  # run-time builtins of the VM
             return Call(ExternFunc("vm.builtin." + name.removeprefix("relax.")), list(call.args), None,
                         [call.struct_info])
+        if name == CALL_TIR_DYN:  # the PrimFunc called directly, the shape's values as scalars
+            *tensors, shape = call.args[1].fields
+            values = shape.values if isinstance(shape, ShapeExpr) else None
+            if values is None:
+                raise ValueError(f"VMBuiltinLower: {name} needs its last argument to be an R.shape, got {shape!r}")
+            kernel = Call(call.args[0], [*tensors, *(PrimValue(v) for v in values)])
+            _set_struct_info(kernel, TupleStructInfo([]))
+            return kernel
         if name == "relax.call_pure_packed":
             return Call(call.args[0], list(call.args[1:]), None, [call.struct_info])
         if name in ("relax.call_tir", "relax.call_tir_inplace", "relax.call_dps_packed"):

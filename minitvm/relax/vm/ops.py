@@ -4,7 +4,7 @@
   one output (what :func:`~minitvm.relax.transform.CallTIRRewrite` emits);
 * ``R.memory.alloc_storage(size, virtual_device_index, storage_scope, dtype)`` -- a block
   of ``size`` bytes (``size`` is a one-value shape);
-* ``R.memory.alloc_tensor(storage, offset, shape, dtype)`` -- a tensor placed in a
+* ``R.memory.alloc_tensor(storage, offset, shape, dtype, runtime_device_index)`` -- a tensor placed in a
   storage at a byte offset (what :func:`~minitvm.relax.transform.StaticPlanBlockMemory`
   emits so that tensors with disjoint lifetimes share memory).
 
@@ -39,4 +39,4 @@ def alloc_storage(nbytes: int, dtype: str = "uint8") -> Call:
 
 
 def memory_alloc_tensor(storage: Expr, offset: int, shape: Expr, dtype: str) -> Call:
-    return Call(Op.get(MEMORY_ALLOC_TENSOR), [storage, PrimValue(offset), shape, DataTypeImm(dtype)])
+    return Call(Op.get(MEMORY_ALLOC_TENSOR), [storage, PrimValue(offset), shape, DataTypeImm(dtype), PrimValue(0)])

@@ -66,24 +66,25 @@ def test_static_plan_block_memory_golden_and_counts():
     lowered = transform.CallTIRRewrite()(transform.ToNonDataflow()(mlp_call_tir()))
     before = _count_ops(lowered["main"], ALLOC_TENSOR)
     plan = memory_plan(lowered["main"], lowered)
+    # alloc is still read by relu0 when alloc1 is made: two storages; alloc2 is returned
     assert str(plan).splitlines() == [
         "memory plan of main: 2 tensors in 2 storages (1024 bytes)",
-        "  storage (512 bytes): alloc",
-        "  storage1 (512 bytes): alloc1",
-        "  not planned (escape as results): alloc2",
+        "  storage (512 bytes, float32): alloc",
+        "  storage1 (512 bytes, float32): alloc1",
+        "  not planned (own memory): alloc2",
     ]
     planned = transform.StaticPlanBlockMemory()(lowered)
     assert (before, _count_ops(planned["main"], ALLOC_TENSOR), _count_ops(planned["main"], MEMORY_ALLOC_TENSOR)) \
         == (3, 1, 2)
     lines = _lines(planned)
+    # each storage is allocated right before its first tensor, sized in bytes, with the tensor's dtype
     assert lines[:2] == [
         'storage: R.Object = R.memory.alloc_storage(R.shape([512]), R.prim_value(0), R.str("global"), '
-        'R.dtype("uint8"))',
-        'storage1: R.Object = R.memory.alloc_storage(R.shape([512]), R.prim_value(0), R.str("global"), '
-        'R.dtype("uint8"))',
+        'R.dtype("float32"))',
+        'alloc: R.Tensor((1, 128), "float32") = R.memory.alloc_tensor(storage, R.prim_value(0), '
+        'R.shape([1, 128]), R.dtype("float32"), R.prim_value(0))',
     ]
-    assert lines[2] == ('alloc: R.Tensor((1, 128), "float32") = R.memory.alloc_tensor(storage, R.prim_value(0), '
-                        'R.shape([1, 128]), R.dtype("float32"))')
+    assert lines[4].startswith("storage1: R.Object = R.memory.alloc_storage(R.shape([512])")
 
 
 def _relu_chain(length, shape=(4, 64)):
@@ -100,18 +101,63 @@ def _relu_chain(length, shape=(4, 64)):
 
 
 def test_static_plan_reuses_a_storage_once_its_tensor_is_dead():
-    plan = memory_plan(_relu_chain(6)["main"])
-    assert str(plan).splitlines()[1:] == [
-        "  storage (1024 bytes): alloc, alloc2, alloc4",
-        "  storage1 (1024 bytes): alloc1, alloc3",
-        "  not planned (escape as results): alloc5",
+    mod = _relu_chain(6)
+    assert str(memory_plan(mod["main"], mod)).splitlines()[1:] == [
+        "  storage (1024 bytes, float32): alloc, alloc2, alloc4",
+        "  storage1 (1024 bytes, float32): alloc1, alloc3",
+        "  not planned (own memory): alloc5",
     ]
 
 
-def test_static_plan_leaves_symbolic_shapes_alone():
+def test_static_plan_needs_the_callee_to_be_a_primfunc_of_the_module():
+    # without the module the callee may keep its arguments: nothing is planned
+    mod = _relu_chain(3)
+    assert memory_plan(mod["main"]).num_allocations == 0
+
+
+def test_static_plan_sizes_symbolic_shapes_symbolically():
     n = tir.Var("n", "int64")
-    lowered = transform.CallTIRRewrite()(mlp_emit_te(n))
-    assert transform.StaticPlanBlockMemory()(lowered) is lowered
+    lowered = transform.CallTIRRewrite()(transform.ToNonDataflow()(mlp_emit_te(n)))
+    plan = memory_plan(lowered["main"], lowered)
+    assert str(plan).splitlines() == [
+        "memory plan of main: 2 tensors in 2 storages",
+        "  storage (T.int64(512) * n bytes, float32): alloc",
+        "  storage1 (T.int64(512) * n bytes, float32): alloc1",
+        "  not planned (own memory): alloc2",
+    ]
+
+
+def _bounded_relu_chain(attrs):
+    n = tir.Var("n", "int64")
+    x = relax.Var("x", relax.TensorStructInfo((n, 8), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x], attrs=attrs):
+        lv = x
+        for _ in range(4):
+            lv = bb.emit_te(te_relu, lv)
+        bb.emit_func_output(lv)
+    return transform.CallTIRRewrite()(bb.get())
+
+
+def test_static_plan_uses_the_upper_bound_of_a_symbolic_dimension():
+    mod = _bounded_relu_chain({"tir_var_upper_bound": {"n": 16}})
+    assert str(memory_plan(mod["main"], mod)).splitlines()[:3] == [
+        "memory plan of main: 3 tensors in 2 storages (1024 bytes)",
+        "  storage (512 bytes, float32): alloc, alloc2",
+        "  storage1 (512 bytes, float32): alloc1",
+    ]
+    with pytest.raises(TypeError, match="tir_var_upper_bound.*must be an integer"):
+        memory_plan(_bounded_relu_chain({"tir_var_upper_bound": {"n": "big"}})["main"], mod)
+
+
+def test_static_plan_of_bounded_symbolic_shapes_runs(tmp_path):
+    mod = _bounded_relu_chain({"tir_var_upper_bound": {"n": 16}, "relax.memory_plan_dynamic_func_output": True})
+    planned = transform.StaticPlanBlockMemory()(mod)
+    assert _count_ops(planned["main"], ALLOC_TENSOR) == 0  # even the result has an upper-bound storage
+    assert "relax.memory_plan_dynamic_func_output" not in planned["main"].attrs
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), minitvm.cpu())
+    x = np.random.default_rng(3).standard_normal((5, 8)).astype("float32")
+    np.testing.assert_allclose(vm["main"](minitvm.nd.array(x)).numpy(), np.maximum(x, 0))
 
 
 def test_tensors_held_in_a_returned_tuple_escape():
@@ -124,8 +170,8 @@ def test_tensors_held_in_a_returned_tuple_escape():
             gv = bb.emit_output(relax.Tuple([a, b]))
         bb.emit_func_output(gv)
     lowered = transform.CallTIRRewrite()(bb.get())
-    plan = memory_plan(lowered["main"])
-    assert plan.num_allocations == 0 and plan.escaping == ["alloc", "alloc1"]
+    plan = memory_plan(lowered["main"], lowered)
+    assert plan.num_allocations == 0 and plan.not_planned == ["alloc", "alloc1"]
 
 
 def test_vm_builtin_lower_golden():
@@ -158,18 +204,20 @@ def test_vm_shape_lower_golden():
               transform.VMBuiltinLower(), transform.VMShapeLower()):
         mod = p(mod)
     lines = _lines(mod)
-    assert lines[:4] == [
-        'shape_heap: R.Object = R.ExternFunc("vm.builtin.alloc_shape_heap")(R.prim_value(1), sinfo_args=R.Object)',
+    assert lines[:3] == [
+        # two slots: n, and the storage size 512 * n computed from it
+        'shape_heap: R.Object = R.ExternFunc("vm.builtin.alloc_shape_heap")(R.prim_value(2), sinfo_args=R.Object)',
         '_: R.Object = R.ExternFunc("vm.builtin.check_tensor_info")(x, R.prim_value(2), R.str("float32"), '
         'R.str("main: argument \'x\'"), sinfo_args=R.Object)',
         # match_shape codes: 2 = store n into slot 0, 1 = the constant 784
         '_1: R.Object = R.ExternFunc("vm.builtin.match_shape")(x, shape_heap, R.prim_value(2), R.prim_value(2), '
         'R.prim_value(0), R.prim_value(1), R.prim_value(784), R.str("main: argument \'x\'"), sinfo_args=R.Object)',
-        # make_shape codes: 1 = load slot 0, 0 = the constant 128
-        'shape: R.Shape((n, 128)) = R.ExternFunc("vm.builtin.make_shape")(shape_heap, R.prim_value(2), '
-        'R.prim_value(1), R.prim_value(0), R.prim_value(0), R.prim_value(128), sinfo_args=R.Shape((n, 128)))',
     ]
-    assert sum("make_shape" in line for line in lines) == 2  # one per distinct shape
+    # make_shape codes: 1 = load slot 0, 0 = the constant 128
+    assert ('shape1: R.Shape((n, 128)) = R.ExternFunc("vm.builtin.make_shape")(shape_heap, R.prim_value(2), '
+            'R.prim_value(1), R.prim_value(0), R.prim_value(0), R.prim_value(128), sinfo_args=R.Shape((n, 128)))') \
+        in lines
+    assert sum("make_shape" in line for line in lines) == 3  # one per distinct shape
     again = transform.VMShapeLower()(mod)
     assert again is mod
 

@@ -1,0 +1,48 @@
+"""``R.vm.*``: operators of the VM's calling convention (TVM's names and arguments).
+
+* ``R.vm.call_tir_dyn(func, (a, b, ..., R.shape([n, m])))`` -- call the PrimFunc ``func``
+  on tensors it writes in place (its outputs already allocated), the symbolic values of
+  the trailing shape passed as its scalar parameters.  It returns nothing (``R.Tuple()``)
+  and, writing its arguments, is impure.
+
+:class:`~minitvm.relax.transform.VMBuiltinLower` turns it into a direct call of the PrimFunc
+(``cls.func(a, b, ..., n, m)``), the form ``CallTIRRewrite`` gives ``call_tir`` with ``tir_vars``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...ir.module import GlobalVar
+from ...ir.op import Op, register_op
+from ..expr import Call, Tuple
+from ..struct_info import StructInfo, StructInfoError, TupleStructInfo
+
+__all__ = ["call_tir_dyn", "CALL_TIR_DYN"]
+
+CALL_TIR_DYN = "relax.vm.call_tir_dyn"
+
+
+def _infer_call_tir_dyn(call: Call, ctx: Any) -> StructInfo:
+    if len(call.args) != 2 or not isinstance(call.args[1], Tuple):
+        raise StructInfoError(f"{CALL_TIR_DYN} takes a PrimFunc and a tuple of its arguments")
+    return TupleStructInfo([])
+
+
+_op = register_op(CALL_TIR_DYN, "Call a PrimFunc in destination-passing style, symbolic values last.", 2)
+if not _op.has_attr("FInferStructInfo"):
+    _op.set_attr("FInferStructInfo", _infer_call_tir_dyn)
+    _op.set_attr("TOpPattern", 8)  # opaque
+    _op.set_attr("FPurity", False)  # it writes its arguments
+
+
+def call_tir_dyn(func: GlobalVar, args: Any) -> Call:
+    """``R.vm.call_tir_dyn(cls.f, (x, out, R.shape([n])))``."""
+    if not isinstance(func, GlobalVar):
+        raise TypeError(f"{CALL_TIR_DYN}: expected the GlobalVar of a PrimFunc, got {func!r}")
+    if isinstance(args, (list, tuple)):
+        args = Tuple(list(args))
+    if not isinstance(args, Tuple):
+        raise TypeError(f"{CALL_TIR_DYN}: the arguments must be a tuple, got {args!r}")
+    return Call(Op.get(CALL_TIR_DYN), [func, args])
+
