@@ -81,6 +81,7 @@ from .transform import (
     strided_slice,
     take,
     transpose,
+    trilu,
 )
 
 __all__ = [
@@ -93,5 +94,5 @@ __all__ = [
     "zeros", "ones",
     "sum", "max", "min", "prod", "mean", "argmax", "argmin",
     "transpose", "reshape", "flatten", "expand_dims", "squeeze", "concatenate", "split",
-    "strided_slice", "take", "arange",
+    "strided_slice", "take", "arange", "trilu",
 ]

@@ -113,6 +113,8 @@ def full(shape: Sequence[Any], dtype: str, fill_value: Any) -> te.Tensor:
     dtype = _dt.check(dtype)
     if isinstance(fill_value, te.Tensor):
         return te.compute(list(shape), lambda *i: _op.cast(fill_value[()], dtype), name="T_full")
+    if isinstance(fill_value, float) and not dtype.startswith(("float", "bfloat")):
+        fill_value = bool(fill_value) if dtype == "bool" else int(fill_value)  # 3.5 -> 3, as a cast does
     value = as_expr(fill_value, dtype)
     return te.compute(list(shape), lambda *i: value, name="T_full")
 

@@ -8,10 +8,10 @@ from typing import Any, Sequence
 from .. import te
 from ..tir import op as _op
 from ..tir.expr import IntImm, PrimExpr, const, convert
-from .utils import const_int, normalize_axes, prod, ravel_index, unravel_index
+from .utils import as_expr, const_int, normalize_axes, prod, ravel_index, unravel_index
 
 __all__ = ["transpose", "reshape", "flatten", "expand_dims", "squeeze", "concatenate", "split",
-           "strided_slice", "take", "arange"]
+           "strided_slice", "take", "arange", "trilu"]
 
 
 def transpose(a: te.Tensor, axes: Sequence[int] | None = None) -> te.Tensor:
@@ -191,14 +191,51 @@ def take(a: te.Tensor, indices: te.Tensor, axis: int | None = None, mode: str = 
 
 
 def arange(start: Any, stop: Any = None, step: Any = 1, dtype: str = "float32") -> te.Tensor:
-    """``start, start + step, ...`` below ``stop`` (constants: the length must be known)."""
+    """``start, start + step, ...`` below ``stop``; element ``i`` is ``i * step + start``.
+
+    Constant bounds give a constant length; integer bounds may be symbolic (the length is
+    then ``ceil((stop - start) / step)`` written as a floor division, simplified)."""
     if stop is None:
         start, stop = 0, start
     vals = [const_int(v) if isinstance(v, (int, IntImm)) else v for v in (start, stop, step)]
-    if not all(isinstance(v, (int, float)) for v in vals):
-        raise ValueError("topi.arange: start, stop and step must be constants")
-    import math
-    n = max(0, math.ceil((vals[1] - vals[0]) / vals[2]))
-    first, step_c = const(vals[0], dtype), const(vals[2], dtype)
-    return te.compute([const(n, "int64")], lambda i: _op.add(first, _op.mul(_op.cast(i, dtype), step_c)),
-                      name="T_arange")
+    if all(isinstance(v, (int, float)) for v in vals):
+        import math
+        length: Any = const(max(0, math.ceil((vals[1] - vals[0]) / vals[2])), "int64")
+    else:
+        exprs = [v if isinstance(v, PrimExpr) else const(v, "int64") for v in vals]
+        if not all(e.dtype.startswith("int") for e in exprs):
+            raise ValueError("topi.arange: symbolic start, stop and step must be integers")
+        lo, hi, st = (_op.cast(e, "int64") for e in exprs)
+        if const_int(st) is None or const_int(st) <= 0:
+            raise ValueError("topi.arange: a symbolic range needs a constant positive step")
+        from ..arith import Analyzer
+        length = Analyzer().simplify(_op.floordiv(_op.sub(_op.add(_op.sub(hi, lo), st), const(1, "int64")), st))
+    first = as_expr(vals[0], dtype)
+    step_c = as_expr(vals[2], dtype)
+    return te.compute([length], lambda i: _op.add(_op.mul(_op.cast(i, dtype), step_c), first), name="T_arange")
+
+def trilu(data: te.Tensor, k: Any, upper: bool) -> te.Tensor:
+    """``data`` with the elements below (``upper``) or above diagonal ``k`` of its last two
+    dimensions set to 0."""
+    if data.ndim < 2:
+        raise ValueError(f"topi.trilu needs at least 2 dimensions, got shape {list(data.shape)}")
+    def keep(row: PrimExpr, col: PrimExpr) -> PrimExpr:
+        # the element is on diagonal col - row; the comparison is written in the
+        # simplified form TVM's kernels print (col <= row + 1, row < col, col + 2 <= row)
+        kc = const_int(k)
+        if kc is None:
+            off = _op.cast(convert(k), row.dtype)
+            return _op.less_equal(_op.add(row, off), col) if upper else _op.less_equal(col, _op.add(row, off))
+        shift = const(abs(kc), row.dtype)
+        if upper:
+            if kc == 1:
+                return _op.less(row, col)
+            return (_op.less_equal(row, col) if kc == 0 else _op.less_equal(_op.add(row, shift), col) if kc > 0
+                    else _op.less_equal(row, _op.add(col, shift)))
+        return (_op.less_equal(col, row) if kc == 0 else _op.less_equal(col, _op.add(row, shift)) if kc > 0
+                else _op.less_equal(_op.add(col, shift), row))
+
+    def fcompute(*idx: Any) -> PrimExpr:
+        return _op.Select(keep(idx[-2], idx[-1]), data[idx], const(0, data.dtype))
+
+    return te.compute(data.shape, fcompute, name="trilu")

@@ -32,7 +32,7 @@ from .binary import (
     power,
     subtract,
 )
-from .create import arange, full, full_like, ones, ones_like, zeros, zeros_like
+from .create import arange, full, full_like, ones, ones_like, tril, triu, zeros, zeros_like
 from .datatype import astype
 from .index import strided_slice, take
 from .linear_algebra import linear, matmul
@@ -93,5 +93,5 @@ __all__ = [
     # reductions and search
     "sum", "mean", "max", "min", "prod", "argmax", "argmin",
     # creation
-    "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "arange",
+    "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "arange", "tril", "triu",
 ]

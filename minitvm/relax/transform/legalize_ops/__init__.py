@@ -36,6 +36,7 @@ from ...expr_functor import ExprMutator
 from ...op.base import call_tir
 from ...struct_info import StructInfo, TensorStructInfo, TupleStructInfo
 from .._util import rewrite_with_builder
+from . import create  # noqa: F401 - registers the creation and datatype rules
 from .common import LegalizeFunc, _try_convert_to_scalar_const, register_legalize
 
 __all__ = ["LegalizeOps", "register_legalize", "legalize_call"]
@@ -115,11 +116,6 @@ def _ewise_fma(bb: BlockBuilder, call: Call) -> Expr:
 @register_legalize("relax.clip")
 def _clip(bb: BlockBuilder, call: Call) -> Expr:
     return bb.call_te(topi.clip, call.args[0], call.attrs["min"], call.attrs["max"], primfunc_name_hint="tir_clip")
-
-
-@register_legalize("relax.astype")
-def _astype(bb: BlockBuilder, call: Call) -> Expr:
-    return bb.call_te(topi.cast, call.args[0], call.attrs["dtype"], primfunc_name_hint="cast")
 
 
 # -- linear algebra ----------------------------------------------------------------------------
@@ -217,64 +213,6 @@ for _op_name, _fn in [("sum", topi.sum), ("mean", topi.mean), ("max", topi.max),
                               call.attrs["keepdims"], primfunc_name_hint=_name(call))
         return legalize
     register_legalize(f"relax.{_op_name}", _make(_fn))
-
-
-# -- creation ------------------------------------------------------------------------------------
-
-def _vars_of(exprs: list[PrimExpr]) -> list[TirVar]:
-    out: list[TirVar] = []
-    for e in exprs:
-        post_order_visit(e, lambda n: out.append(n) if isinstance(n, TirVar) and all(n is not o for o in out)
-                         else None)
-    return out
-
-
-def _call_te_without_inputs(bb: BlockBuilder, out: te.Tensor, name: str, out_sinfo: StructInfo) -> Expr:
-    """``call_tir`` of a PrimFunc that reads no tensor (its symbolic sizes come as tir_vars)."""
-    tir_vars = _vars_of(list(out.shape))
-    prim = te.create_prim_func([out, *tir_vars], index_dtype_override="int64")
-    attrs = {k: v for k, v in prim.attrs.items() if k != "global_symbol"}
-    prim = PrimFunc(prim.params, prim.buffer_map, prim.body, prim.ret_type, attrs)
-    gv = bb.add_func(prim, name)
-    return call_tir(gv, [], out_sinfo, tir_vars=tir_vars or None)
-
-
-@register_legalize("relax.zeros")
-def _zeros(bb: BlockBuilder, call: Call) -> Expr:
-    out = topi.full(_out_shape(call), _out_dtype(call), 0)
-    return _call_te_without_inputs(bb, out, "zeros", call.struct_info)
-
-
-@register_legalize("relax.ones")
-def _ones(bb: BlockBuilder, call: Call) -> Expr:
-    out = topi.full(_out_shape(call), _out_dtype(call), 1)
-    return _call_te_without_inputs(bb, out, "ones", call.struct_info)
-
-
-@register_legalize("relax.arange")
-def _arange(bb: BlockBuilder, call: Call) -> Expr:
-    start, end, step = (struct_info_of(a).value.value for a in call.args)
-    out = topi.arange(start, end, step, _out_dtype(call))
-    return _call_te_without_inputs(bb, out, "arange", call.struct_info)
-
-
-@register_legalize("relax.full")
-def _full(bb: BlockBuilder, call: Call) -> Expr:
-    return bb.call_te(topi.full, _out_shape(call), _out_dtype(call), call.args[1], primfunc_name_hint="full")
-
-
-def _fill_like(value: Any, name: str) -> LegalizeFunc:
-    def legalize(bb: BlockBuilder, call: Call) -> Expr:
-        def fill(x: te.Tensor, *fill_value: te.Tensor, dtype: str) -> te.Tensor:
-            return topi.full(x.shape, dtype, fill_value[0] if fill_value else value)
-        return bb.call_te(fill, *call.args, dtype=_out_dtype(call), primfunc_name_hint=name)
-    return legalize
-
-
-# TVM names the ``*_like`` kernels as the plain ones
-register_legalize("relax.zeros_like", _fill_like(0, "zeros"))
-register_legalize("relax.ones_like", _fill_like(1, "ones"))
-register_legalize("relax.full_like", _fill_like(None, "full"))
 
 
 # -- neural networks -----------------------------------------------------------------------------
