@@ -57,7 +57,6 @@ from .elemwise import (
     negative,
     ones,
     round,
-    trunc,
     rsqrt,
     sigmoid,
     sign,
@@ -67,6 +66,7 @@ from .elemwise import (
     square,
     tan,
     tanh,
+    trunc,
     zeros,
 )
 from .reduction import argmax, argmin, max, mean, min, prod, sum

@@ -6,10 +6,10 @@ import math
 from typing import Any
 
 from ...ir import dtype as _dt
-from ..expr import Call, Expr, PrimValue, struct_info_of
-from ..struct_info import PrimStructInfo, StructInfo, StructInfoError, TensorStructInfo, struct_info_text
 from ...tir import op as tir_op
 from ...tir.expr import FloatImm, IntImm
+from ..expr import Call, Expr, PrimValue, struct_info_of
+from ..struct_info import PrimStructInfo, StructInfo, StructInfoError, TensorStructInfo, struct_info_text
 from ._utils import as_shape_expr, shape_arg, simplify
 from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
 
