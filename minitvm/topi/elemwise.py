@@ -17,8 +17,9 @@ __all__ = ["exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "negative", 
 
 
 def _unary(fop: Callable[[PrimExpr], PrimExpr], name: str) -> Callable[[te.Tensor], te.Tensor]:
+    # TVM's Python TOPI leaves these computes unnamed: their blocks are called "compute"
     def compute(x: te.Tensor) -> te.Tensor:
-        return te.compute(x.shape, lambda *i: fop(x(*i)), name=f"T_{name}")
+        return te.compute(x.shape, lambda *i: fop(x(*i)), name="compute")
 
     compute.__name__ = name
     compute.__doc__ = f"Element-wise ``{name}``."
@@ -83,8 +84,8 @@ def cast(x: te.Tensor, dtype: str) -> te.Tensor:
     """``x`` converted element-wise to ``dtype`` (to bool: ``x != 0``)."""
     dtype = _dt.check(dtype)
     if dtype == "bool":
-        return te.compute(x.shape, lambda *i: _op.not_equal(x(*i), const(0, x.dtype)), name="T_cast")
-    return te.compute(x.shape, lambda *i: _op.cast(x(*i), dtype), name="T_cast")
+        return te.compute(x.shape, lambda *i: _op.not_equal(x(*i), const(0, x.dtype)), name="compute")
+    return te.compute(x.shape, lambda *i: _op.cast(x(*i), dtype), name="compute")
 
 
 def clip(x: te.Tensor, a_min: Any, a_max: Any) -> te.Tensor:
@@ -104,7 +105,7 @@ def clip(x: te.Tensor, a_min: Any, a_max: Any) -> te.Tensor:
         v = v if lo is None else _op.max(v, lo)
         return v if hi is None else _op.min(v, hi)
 
-    return te.compute(x.shape, f, name="T_clip")
+    return te.compute(x.shape, f, name="compute")
 
 
 def full(shape: Sequence[Any], dtype: str, fill_value: Any) -> te.Tensor:

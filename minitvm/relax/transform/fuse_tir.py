@@ -7,7 +7,7 @@ A fused function is a chain of ``R.call_tir`` in one dataflow block::
         lv1 = R.call_tir(cls.add, (lv, b0), ...)
         gv = R.call_tir(cls.relu, (lv1,), ...)
 
-FuseTIR writes one PrimFunc ``fused_matmul_add_relu(x, w0, b0, T_relu_intermediate)`` whose
+FuseTIR writes one PrimFunc ``fused_matmul_add_relu(x, w0, b0, compute_intermediate)`` whose
 root block holds the blocks of ``matmul``, ``add`` and ``relu`` one after another, named as
 TVM names them:
 

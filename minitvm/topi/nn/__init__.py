@@ -4,7 +4,7 @@
 from ..transform import flatten
 from .conv2d import conv2d, conv2d_nchw
 from .dense import batch_matmul, dense, matmul
-from .elemwise import dropout, gelu, gelu_tanh, leaky_relu, relu, silu
+from .elemwise import dropout, gelu, gelu_tanh, leaky_relu, prelu, relu, silu
 from .norm import batch_norm, layer_norm
 from .pad import pad
 from .pooling import adaptive_pool, pool2d
