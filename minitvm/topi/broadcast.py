@@ -155,7 +155,9 @@ def where(condition: Any, x: Any, y: Any) -> te.Tensor:
 
     def fcompute(*idx: Any) -> PrimExpr:
         cond = rc(idx)
-        if cond.dtype != "bool":
+        if cond.dtype == "bool":  # TVM's kernels test a bool condition as 0 < int64(c)
+            cond = _op.less(const(0, "int64"), _op.cast(cond, "int64"))
+        else:
             cond = _op.not_equal(cond, const(0, cond.dtype))
         return _op.Select(cond, *_op._promote(rx(idx), ry(idx)))
 

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from .. import te
 from ..tir import op as _op
-from ..tir.expr import PrimExpr, Select, const
+from ..tir.expr import IntImm, PrimExpr, Select, const
 from .utils import normalize_axes
 from .utils import prod as _prod
 
@@ -19,13 +19,14 @@ __all__ = ["sum", "max", "min", "prod", "mean", "argmax", "argmin", "reduce_over
 
 
 def reduce_over(data: te.Tensor, axis: Any, keepdims: bool, name: str,
-                body: Callable[[list, list], PrimExpr]) -> te.Tensor:
+                body: Callable[[list, list], PrimExpr], plain_name: bool = False) -> te.Tensor:
     """The compute that reduces ``data`` over ``axis``.
 
     ``body(data_indices, reduce_axes)`` returns the reducer expression; data_indices mix
     the output's spatial indices and the reduce axes in ``data``'s dimension order.
     """
-    axes = normalize_axes(axis, data.ndim, f"topi.{name}")
+    axes = normalize_axes(axis, data.ndim, "topi reduction")
+    cname = name if plain_name else f"T_{name}"
     out_shape = []
     for k, d in enumerate(data.shape):
         if k not in axes:
@@ -33,7 +34,7 @@ def reduce_over(data: te.Tensor, axis: Any, keepdims: bool, name: str,
         elif keepdims:
             out_shape.append(const(1, d.dtype))
     if not axes:  # over no axis at all (a 0-d tensor): every value is its own sum, max ..., as numpy
-        return te.compute(out_shape, lambda *i: data(*i), name=f"T_{name}")
+        return te.compute(out_shape, lambda *i: data(*i), name=cname)
 
     def fcompute(*out_idx: Any) -> PrimExpr:
         raxes = [te.reduce_axis((0, data.shape[k]), f"k{k}") for k in axes]
@@ -48,12 +49,14 @@ def reduce_over(data: te.Tensor, axis: Any, keepdims: bool, name: str,
                 pos += 1
         return body([i.var if isinstance(i, te.IterVar) else i for i in idx], raxes)
 
-    return te.compute(out_shape, fcompute, name=f"T_{name}")
+    return te.compute(out_shape, fcompute, name=cname)
 
 
 def _simple(reducer: Any, name: str) -> Callable:
     def compute(data: te.Tensor, axis: Any = None, keepdims: bool = False) -> te.Tensor:
-        return reduce_over(data, axis, keepdims, name, lambda idx, r: reducer(data[tuple(idx)], axis=r))
+        # TVM names a reduction after its input: "A_red"
+        return reduce_over(data, axis, keepdims, f"{data.op.name}_red",
+                           lambda idx, r: reducer(data[tuple(idx)], axis=r), plain_name=True)
 
     compute.__name__ = name
     compute.__doc__ = f"The {name} of ``data`` over ``axis`` (None: all axes)."
@@ -68,10 +71,13 @@ prod = _simple(te.comm_reducer(lambda x, y: _op.mul(x, y), lambda t: const(1, t)
 
 def mean(data: te.Tensor, axis: Any = None, keepdims: bool = False) -> te.Tensor:
     """The average of ``data`` over ``axis``: a sum, then a division by the count."""
+    from .broadcast import divide
     axes = normalize_axes(axis, data.ndim, "topi.mean")
     total = sum(data, axes, keepdims)
-    count = _op.cast(_prod([data.shape[k] for k in axes]), data.dtype)
-    return te.compute(total.shape, lambda *i: total(*i) / count, name="T_mean")
+    count = _prod([data.shape[k] for k in axes])
+    if isinstance(count, IntImm):
+        count = const(float(count.value), data.dtype)
+    return divide(total, _op.cast(count, data.dtype))
 
 
 def _arg_reducer(better: Callable[[PrimExpr, PrimExpr], PrimExpr], worst: Callable, name: str) -> Any:
@@ -79,7 +85,7 @@ def _arg_reducer(better: Callable[[PrimExpr, PrimExpr], PrimExpr], worst: Callab
     def combine(x: tuple, y: tuple) -> tuple:
         keep = _op.logical_or(better(x[1], y[1]),
                               _op.logical_and(_op.equal(x[1], y[1]), _op.less(x[0], y[0])))
-        return Select(keep, x[0], y[0]), Select(keep, x[1], y[1])
+        return Select(keep, x[0], y[0]), Select(better(x[1], y[1]), x[1], y[1])
 
     return te.comm_reducer(combine, lambda ti, tv: (const(-1, ti), worst(tv)), name=name)
 
@@ -88,25 +94,32 @@ _argmax = _arg_reducer(_op.greater, _op.min_value, "argmax")
 _argmin = _arg_reducer(_op.less, _op.max_value, "argmin")
 
 
+def _flat_reduce_index(r: list, dims: list) -> PrimExpr:
+    """The row-major position of the reduce axes ``r`` over the reduced dimensions ``dims``
+    (simplified: constant strides fold to k0 * 60 + k1 * 20 + ...)."""
+    from ..arith import Analyzer
+    from .utils import ravel_index
+    return Analyzer().simplify(ravel_index([rv.var for rv in r], dims))
+
+
 def _arg(reducer: Any, name: str) -> Callable:
-    def compute(data: te.Tensor, axis: int | None = None, keepdims: bool = False) -> te.Tensor:
-        if axis is None:  # over the flattened tensor, as numpy
-            from .transform import reshape
-            flat = reshape(data, [_prod(data.shape)])
-            return compute(flat, 0, keepdims) if not keepdims else \
-                reshape(compute(flat, 0, False), [1] * data.ndim)
+    def compute(data: te.Tensor, axis: Any = None, keepdims: bool = False) -> te.Tensor:
+        axes = normalize_axes(axis, data.ndim, f"topi.{name}")
+        dims = [data.shape[k] for k in axes]
 
         def body(idx: list, r: list) -> PrimExpr:
-            index = _op.cast(r[0].var, "int64")
+            index = _op.cast(_flat_reduce_index(r, dims), "int64")
             return reducer((index, data[tuple(idx)]), axis=r)
 
-        # the compute has two outputs (index, value); the value is a scratch buffer
-        return reduce_over(data, [axis], keepdims, name, body)[0]
+        # a two-output reduction (index, value) "A_red_temp", then its index copied out as
+        # "A_red": TVM's argmax/argmin kernels have both blocks
+        temp = reduce_over(data, axes, keepdims, f"{data.op.name}_red_temp", body, plain_name=True)
+        index = temp[0]
+        return te.compute(index.shape, lambda *i: index(*i), name=f"{data.op.name}_red")
 
     compute.__name__ = name
-    compute.__doc__ = f"The int64 index of the {name[3:]} of ``data`` along ``axis`` (first on ties)."
+    compute.__doc__ = f"The int64 index of the {name[3:]} of ``data`` over ``axis`` (None: the flattened tensor; first on ties)."
     return compute
-
 
 argmax = _arg(_argmax, "argmax")
 argmin = _arg(_argmin, "argmin")

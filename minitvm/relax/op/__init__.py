@@ -39,7 +39,7 @@ from .linear_algebra import linear, matmul
 from .manipulate import broadcast_to, concat, expand_dims, flatten, permute_dims, reshape, split, squeeze
 from .registry import OpPattern, register
 from .search import argmax, argmin, where
-from .statistical import max, mean, min, prod, sum
+from .statistical import max, mean, min, prod, std, sum, variance
 from .ternary import ewise_fma
 from .unary import (
     abs,
@@ -91,7 +91,7 @@ __all__ = [
     "permute_dims", "reshape", "flatten", "expand_dims", "squeeze", "concat", "split",
     "broadcast_to", "take", "strided_slice",
     # reductions and search
-    "sum", "mean", "max", "min", "prod", "argmax", "argmin",
+    "sum", "mean", "max", "min", "prod", "variance", "std", "argmax", "argmin",
     # creation
     "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "arange", "tril", "triu",
 ]

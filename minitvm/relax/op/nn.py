@@ -354,3 +354,8 @@ def dropout(data: Expr, rate: float = 0.5) -> Call:
     """Dropout, as TVM returns it: a tuple (output, mask).  Compiled code is for
     inference, where the output is ``data`` unchanged and the mask all ones."""
     return make_call("relax.nn.dropout", data, attrs={"rate": float(rate)})
+
+
+from .nn_more import cross_entropy_with_logits, leakyrelu, nll_loss, prelu, rms_norm  # noqa: E402
+
+__all__ += ["leakyrelu", "prelu", "rms_norm", "cross_entropy_with_logits", "nll_loss"]

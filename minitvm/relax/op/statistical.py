@@ -1,4 +1,5 @@
-"""Reductions over axes: sum, mean, max, min, prod (``axis=None``: every axis)."""
+"""Reductions over axes: sum, mean, max, min, prod, variance, std (``axis=None``: every
+axis)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from ..struct_info import StructInfo, TensorStructInfo
 from ._utils import normalize_axes
 from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
 
-__all__ = ["sum", "mean", "max", "min", "prod", "reduction_sinfo"]
+__all__ = ["sum", "mean", "max", "min", "prod", "variance", "std", "reduction_sinfo"]
 
 
 def reduction_sinfo(call: Call, op: str) -> StructInfo:
@@ -33,7 +34,7 @@ def _axes(axis: int | Sequence[int] | None) -> tuple | None:
     return (int(axis),) if isinstance(axis, int) else tuple(int(a) for a in axis)
 
 
-for _name in ("sum", "mean", "max", "min", "prod"):
+for _name in ("sum", "mean", "max", "min", "prod", "variance", "std"):
     def _make(op: str):
         def infer(call: Call, ctx: Any) -> StructInfo:
             return reduction_sinfo(call, op)
@@ -65,3 +66,13 @@ def min(x: Expr, axis: int | Sequence[int] | None = None, keepdims: bool = False
 def prod(x: Expr, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Call:
     """The product over ``axis`` (None: all axes)."""
     return make_call("relax.prod", x, attrs={"axis": _axes(axis), "keepdims": bool(keepdims)})
+
+
+def variance(x: Expr, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Call:
+    """The (biased, numpy's default) variance over ``axis`` (None: all axes)."""
+    return make_call("relax.variance", x, attrs={"axis": _axes(axis), "keepdims": bool(keepdims)})
+
+
+def std(x: Expr, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Call:
+    """The (biased) standard deviation over ``axis`` (None: all axes)."""
+    return make_call("relax.std", x, attrs={"axis": _axes(axis), "keepdims": bool(keepdims)})

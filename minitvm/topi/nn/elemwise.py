@@ -7,6 +7,7 @@ import math
 from ... import te
 from ...tir import op as _op
 from ...tir.expr import const
+from ..utils import const_int
 from ..broadcast import add, multiply
 from ..elemwise import cast, erf, sigmoid, tanh
 
@@ -27,6 +28,11 @@ def leaky_relu(x: te.Tensor, alpha: float = 0.01) -> te.Tensor:
 def prelu(x: te.Tensor, slope: te.Tensor, axis: int = 1) -> te.Tensor:
     """``x`` where positive, else ``slope[c] * x`` with ``c`` the index along ``axis``."""
     axis = axis % x.ndim
+    if slope.ndim != 1:
+        raise ValueError(f"topi.nn.prelu: the slope must be 1-d, got shape {list(slope.shape)}")
+    if const_int(slope.shape[0]) == 1:  # one slope for every channel
+        one = slope
+        slope = te.compute((x.shape[axis],), lambda c: one[0], name="slope_broadcasted")
 
     def f(*i):
         v = x(*i)

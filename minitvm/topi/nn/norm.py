@@ -7,39 +7,111 @@ from typing import Any, Sequence
 
 from ... import te
 from ...tir import op as _op
-from ...tir.expr import const
+from ...tir.expr import Cast, FloatImm, IntImm, const
 from ..reduction import sum as _sum
 from ..utils import normalize_axes, prod
 
 
-def layer_norm(data: te.Tensor, gamma: te.Tensor, beta: te.Tensor, axis: Any = -1,
-               epsilon: float = 1e-5, center: bool = True, scale: bool = True) -> te.Tensor:
-    """``(x - mean) / sqrt(var + eps) * gamma + beta`` with mean and (biased) variance over
-    ``axis``; gamma and beta have the shape of those axes (``scale=False`` leaves out
-    gamma, ``center=False`` beta)."""
-    axes = normalize_axes(axis, data.ndim, "topi.nn.layer_norm")
-    count = _op.cast(prod([data.shape[k] for k in axes]), data.dtype)
-    total = _sum(data, axes, keepdims=True)
+def _split_axes(idx: Sequence[Any], axes: list[int]) -> tuple[list, list]:
+    """The indices on the reduced axes and the others, in order."""
+    return [v for k, v in enumerate(idx) if k in axes], [v for k, v in enumerate(idx) if k not in axes]
 
-    def reduced(t: te.Tensor, idx: Sequence[Any]) -> Any:
-        return t[tuple(0 if k in axes else i for k, i in enumerate(idx))]
 
-    mean = te.compute(total.shape, lambda *i: total(*i) / count, name="T_layer_norm_mean")
-    sq = te.compute(data.shape, lambda *i: (data(*i) - reduced(mean, i)) * (data(*i) - reduced(mean, i)),
-                    name="T_layer_norm_sq")
-    var_sum = _sum(sq, axes, keepdims=True)
-    eps = const(epsilon, data.dtype)
+def _reduce_extent(data: te.Tensor, axes: list[int], dtype: str) -> Any:
+    """The number of reduced elements as a ``dtype`` value, folded as TVM folds it (float32
+    constants multiply out; float16 ones do not; symbolic sizes are cast)."""
+    out: Any = None
+    for k in axes:
+        d = data.shape[k]
+        d = FloatImm(dtype, float(d.value)) if isinstance(d, IntImm) else _op.cast(d, dtype)
+        if out is None:
+            out = d
+        elif isinstance(out, FloatImm) and isinstance(d, FloatImm):
+            out = FloatImm(dtype, out.value * d.value)
+        else:
+            out = _op.mul(out, d)
+    return out
+
+
+def _sum_and_squares(data: te.Tensor, axes: list[int], as_float32: bool) -> tuple[te.Tensor, te.Tensor]:
+    """One two-output reduction: the sum and the sum of squares over ``axes`` ("A_red_temp")."""
+    reducer = te.comm_reducer(lambda x, y: (_op.add(x[0], y[0]), _op.add(x[1], y[1])),
+                              lambda t0, t1: (const(0, t0), const(0, t1)), name="tuple_sum")
+    shape = [d for k, d in enumerate(data.shape) if k not in axes]
 
     def fcompute(*i: Any) -> Any:
-        g_idx = tuple(i[k] for k in axes)
-        out = (data(*i) - reduced(mean, i)) * _op.rsqrt(reduced(var_sum, i) / count + eps)
-        if scale:
-            out = out * gamma[g_idx]
-        if center:
-            out = out + beta[g_idx]
+        raxes = [te.reduce_axis((0, data.shape[k]), f"k{k}") for k in axes]
+        idx, pos, r = [], 0, 0
+        for k in range(data.ndim):
+            if k in axes:
+                idx.append(raxes[r].var)
+                r += 1
+            else:
+                idx.append(i[pos])
+                pos += 1
+        v = data[tuple(idx)]
+        if as_float32:
+            v = _op.cast(v, "float32")
+        sq = _op.mul(_op.cast(data[tuple(idx)], "float32"), _op.cast(data[tuple(idx)], "float32")) \
+            if as_float32 else _op.mul(v, v)
+        return reducer((v, sq), axis=raxes)
+
+    temp = te.compute(shape, fcompute, name=f"{data.op.name}_red_temp")
+    return temp[0], temp[1]
+
+
+def layer_norm(data: te.Tensor, gamma: te.Tensor, beta: te.Tensor | None, axis: Any = -1,
+               epsilon: float = 1e-5) -> te.Tensor:
+    """``(x - mean) / sqrt(var + eps) * gamma + beta`` with mean and (biased) variance over
+    ``axis`` from one pass summing x and x² (float16 data accumulates in float32); gamma and
+    beta have the shape of those axes."""
+    axes = normalize_axes(axis, data.ndim, "topi.nn.layer_norm")
+    fp16 = data.dtype == "float16"
+    temp_x, temp_x2 = _sum_and_squares(data, axes, fp16)
+    extent = _reduce_extent(data, axes, data.dtype)
+    if fp16:  # the float16 count, widened (kept as a Cast node, as TVM prints it)
+        extent = Cast("float32", extent)
+
+    def fcompute(*i: Any) -> Any:
+        red, rest = _split_axes(i, axes)
+        mean = temp_x[tuple(rest)] / extent
+        var = temp_x2[tuple(rest)] / extent - mean * mean
+        x = _op.cast(data(*i), "float32") if fp16 else data(*i)
+        out = (x - mean) * _op.rsqrt(var + const(epsilon, var.dtype))
+        if fp16:
+            out = _op.cast(out, "float16")
+        out = out * gamma[tuple(red)]
+        if beta is not None:
+            out = out + beta[tuple(red)]
         return out
 
     return te.compute(data.shape, fcompute, name="T_layer_norm")
+
+
+def _cast_t(x: te.Tensor, dtype: str) -> te.Tensor:
+    # the cast TVM's C++ TOPI inserts inside its kernels: always a compute, named T_cast
+    return te.compute(x.shape, lambda *i: _op.cast(x(*i), dtype), name="T_cast")
+
+
+def rms_norm(data: te.Tensor, weight: te.Tensor, axis: Any = -1, epsilon: float = 1e-5) -> te.Tensor:
+    """``x / sqrt(mean(x²) + eps) * weight`` over ``axis``, computed in float32 and cast
+    back to the data's dtype."""
+    from ..broadcast import multiply
+    axes = normalize_axes(axis, data.ndim, "topi.nn.rms_norm")
+    data32 = _cast_t(data, "float32")
+    square_sum = _sum(multiply(data32, data32), axes, False)
+    extent = _reduce_extent(data32, axes, "float32")
+    rest_shape = [d for k, d in enumerate(data.shape) if k not in axes]
+    eps = const(epsilon, "float32")
+    rsqrt = te.compute(rest_shape, lambda *i: _op.rsqrt(square_sum(*i) / extent + eps),
+                       name="rsqrt")
+    weight32 = _cast_t(weight, "float32")
+
+    def fcompute(*i: Any) -> Any:
+        red, rest = _split_axes(i, axes)
+        return rsqrt[tuple(rest)] * data32(*i) * weight32[tuple(red)]
+
+    return _cast_t(te.compute(data.shape, fcompute, name="T_rms_norm"), data.dtype)
 
 
 def batch_norm(data: te.Tensor, gamma: te.Tensor, beta: te.Tensor, moving_mean: te.Tensor,
@@ -65,4 +137,4 @@ def batch_norm(data: te.Tensor, gamma: te.Tensor, beta: te.Tensor, moving_mean: 
     return [out, mean, var]
 
 
-__all__: Sequence[str] = ["layer_norm", "batch_norm"]
+__all__: Sequence[str] = ["layer_norm", "rms_norm", "batch_norm"]

@@ -36,7 +36,7 @@ from ...expr_functor import ExprMutator
 from ...op.base import call_tir
 from ...struct_info import StructInfo, TensorStructInfo, TupleStructInfo
 from .._util import rewrite_with_builder
-from . import create  # noqa: F401 - registers the creation and datatype rules
+from . import create, nn, statistical  # noqa: F401 - register their rules
 from .common import LegalizeFunc, _try_convert_to_scalar_const, register_legalize
 
 __all__ = ["LegalizeOps", "register_legalize", "legalize_call"]
@@ -225,13 +225,6 @@ def _softmax(bb: BlockBuilder, call: Call) -> Expr:
 @register_legalize("relax.nn.log_softmax")
 def _log_softmax(bb: BlockBuilder, call: Call) -> Expr:
     return bb.call_te(topi.nn.log_softmax, call.args[0], call.attrs["axis"], primfunc_name_hint="log_softmax")
-
-
-@register_legalize("relax.nn.layer_norm")
-def _layer_norm(bb: BlockBuilder, call: Call) -> Expr:
-    a = call.attrs
-    return bb.call_te(topi.nn.layer_norm, *call.args, axis=list(a["axes"]), epsilon=a["epsilon"],
-                      center=a["center"], scale=a["scale"], primfunc_name_hint="layer_norm")
 
 
 @register_legalize("relax.nn.batch_norm")
