@@ -39,8 +39,49 @@ def reshape(a: te.Tensor, newshape: Sequence[Any]) -> te.Tensor:
     if holes:
         rest = prod([d for k, d in enumerate(newshape) if k != holes[0]])
         newshape[holes[0]] = _op.floordiv(prod(a.shape), rest)
-    return te.compute(newshape, lambda *idx: a[tuple(unravel_index(ravel_index(idx, newshape), a.shape))],
+    return te.compute(newshape, lambda *idx: a[tuple(_unravel_simplified(_ravel_simplified(idx, newshape), a.shape))],
                       name="T_reshape")
+
+
+def _ravel_simplified(idx: Sequence[Any], shape: Sequence[Any]) -> PrimExpr:
+    """The row-major offset of ``idx``, simplified; a product dimension multiplies factor by
+    factor (``i * b * 2`` for a dimension ``b * 2``), the canonical form TVM prints."""
+    from ..arith import Analyzer
+    from ..tir.expr import Mul
+
+    def factors(d: Any) -> list:
+        return factors(d.a) + factors(d.b) if isinstance(d, Mul) else [d]
+
+    flat: Any = None
+    for i, d in zip(idx, shape):
+        if flat is None:
+            flat = i
+            continue
+        for f in factors(d):
+            flat = _op.mul(flat, f)
+        flat = _op.add(flat, i)
+    return const(0, "int64") if flat is None else Analyzer().simplify(flat)
+
+
+def _unravel_simplified(flat: PrimExpr, shape: Sequence[Any]) -> list[PrimExpr]:
+    """The indices of the row-major offset ``flat`` in ``shape``, in the form TVM's kernels
+    have: for constant shapes the simplifier's ``flat % (s * n) // s`` (stride ``s``, size
+    ``n``; ``flat % n`` for the last, 0 for a size-1 dimension), for symbolic ones the plain
+    ``flat // c // b % a``."""
+    if not all(const_int(d) is not None for d in shape):
+        return unravel_index(flat, shape)
+    out: list[PrimExpr] = []
+    stride = 1
+    for d in reversed(list(shape)):
+        n = const_int(d)
+        if n == 1:
+            out.append(const(0, flat.dtype))
+        elif stride == 1:
+            out.append(_op.floormod(flat, d))
+        else:
+            out.append(_op.floordiv(_op.floormod(flat, const(n * stride, flat.dtype)), const(stride, flat.dtype)))
+        stride *= n
+    return list(reversed(out))
 
 
 def flatten(data: te.Tensor) -> te.Tensor:
@@ -97,14 +138,30 @@ def concatenate(tensors: Sequence[te.Tensor], axis: int = 0) -> te.Tensor:
     shape[axis] = offsets[-1]
 
     def fcompute(*idx: Any) -> PrimExpr:
-        # the last tensor is the default; each earlier one claims the indices below its end
+        # TVM's form: the first tensor is the default; from the last one down, each claims
+        # the indices from its offset on (a symbolic offset is subtracted size by size and
+        # tested as 0 <= i - b0 - b1, a constant one as 5 <= i)
+        def position(k: int) -> PrimExpr:
+            sizes = [t.shape[axis] for t in tensors[:k]]
+            if all(const_int(d) is not None for d in sizes):
+                return _op.sub(idx[axis], const(sum(const_int(d) for d in sizes), idx[axis].dtype))
+            out = idx[axis]
+            for d in sizes:
+                out = _op.sub(out, d)
+            return out
+
         def read(k: int) -> PrimExpr:
             src = list(idx)
-            src[axis] = _op.sub(idx[axis], offsets[k])
+            if k:
+                src[axis] = position(k)
             return tensors[k][tuple(src)]
-        value = read(len(tensors) - 1)
-        for k in range(len(tensors) - 2, -1, -1):
-            value = _op.if_then_else(_op.less(idx[axis], offsets[k + 1]), read(k), value)
+
+        value = read(0)
+        for k in range(1, len(tensors)):
+            off = const_int(offsets[k])
+            cond = (_op.less_equal(const(off, idx[axis].dtype), idx[axis]) if off is not None
+                    else _op.less_equal(const(0, idx[axis].dtype), position(k)))
+            value = _op.if_then_else(cond, read(k), value)
         return value
 
     return te.compute(shape, fcompute, name="T_concat")
@@ -114,6 +171,7 @@ def strided_slice(a: te.Tensor, begin: Sequence[int], end: Sequence[int],
                   strides: Sequence[int] | None = None, axes: Sequence[int] | None = None) -> te.Tensor:
     """``a[begin:end:strides]`` along ``axes`` (default: the first len(begin) axes), with
     numpy's clamping of out-of-range bounds; constant dimensions only along sliced axes."""
+    explicit_axes = axes is not None
     axes = list(range(len(begin))) if axes is None else [int(x) % a.ndim for x in axes]
     strides = [1] * len(axes) if strides is None else list(strides)
     shape = list(a.shape)
@@ -129,30 +187,44 @@ def strided_slice(a: te.Tensor, begin: Sequence[int], end: Sequence[int],
         starts[ax] = const(start, "int64")
         steps[ax] = step
 
-    def fcompute(*idx: Any) -> PrimExpr:
-        return a[tuple(_op.add(starts[k], _op.mul(i, steps[k])) if steps[k] != 1 else _op.add(starts[k], i)
-                       for k, i in enumerate(idx))]
+    def position(k: int, i: PrimExpr) -> PrimExpr:
+        # TVM's forms: i, i + start, i * step + start, start - i * |step|
+        start, step = starts[k], steps[k]
+        if step < 0:
+            return _op.sub(start, _op.mul(i, const(-step, i.dtype)))
+        scaled = i if step == 1 else _op.mul(i, const(step, i.dtype))
+        return scaled if const_int(start) == 0 else _op.add(scaled, start)
 
-    return te.compute(shape, fcompute, name="T_strided_slice")
+    def fcompute(*idx: Any) -> PrimExpr:
+        return a[tuple(position(k, i) for k, i in enumerate(idx))]
+
+    return te.compute(shape, fcompute, name="T_strided_slice_with_axes" if explicit_axes else "T_strided_slice")
 
 
 def split(a: te.Tensor, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[te.Tensor]:
-    """``a`` cut along ``axis`` into equal sections (an int; a symbolic length is assumed
-    to divide) or at the given constant indices."""
+    """``a`` cut along ``axis`` into sections of ``ceil(n / sections)`` (an int; the last
+    takes what remains; a symbolic length is assumed to divide) or at the given constant
+    indices (each piece the Python slice between two of them)."""
     axis = normalize_axes(axis, a.ndim, "topi.split")[0]
     dim = a.shape[axis]
+    n = const_int(dim)
     if isinstance(indices_or_sections, int):
         sections = indices_or_sections
-        n = const_int(dim)
-        if n is not None and n % sections:
-            raise ValueError(f"topi.split: axis {axis} of length {n} does not split into "
-                             f"{sections} equal sections")
-        size = _op.floordiv(dim, sections)
-        pieces = [(_op.mul(size, k), size) for k in range(sections)]
+        prefix = "T_split_sections"
+        if n is not None:
+            size = -(-n // sections)
+            pieces = [(const(k * size, dim.dtype), const(max(0, min(size, n - k * size)), dim.dtype))
+                      for k in range(sections)]
+        else:
+            size_e = _op.floordiv(dim, sections)
+            pieces = [(_op.mul(size_e, k), size_e) for k in range(sections)]
     else:
-        cuts = [0, *(int(c) for c in indices_or_sections)]
-        pieces = [(const(b, dim.dtype), const(e - b, dim.dtype)) for b, e in zip(cuts, cuts[1:])]
-        pieces.append((const(cuts[-1], dim.dtype), _op.sub(dim, cuts[-1])))
+        prefix = "T_split"
+        if n is None:
+            raise ValueError(f"topi.split: splitting the symbolic axis {axis} at indices needs a constant length")
+        # indices are clamped to [0, n]; a piece between two of them may be empty (as TVM)
+        cuts = [0, *(min(max(int(c), 0), n) for c in indices_or_sections), n]
+        pieces = [(const(b, dim.dtype), const(max(0, e - b), dim.dtype)) for b, e in zip(cuts, cuts[1:])]
     outs = []
     for k, (begin, length) in enumerate(pieces):
         shape = list(a.shape)
@@ -160,31 +232,36 @@ def split(a: te.Tensor, indices_or_sections: int | Sequence[int], axis: int = 0)
 
         def fcompute(*idx: Any, begin: PrimExpr = begin) -> PrimExpr:
             src = list(idx)
-            src[axis] = _op.add(begin, idx[axis])
+            if const_int(begin) != 0:  # TVM's kernels read x[i + begin] (x[i] for the first piece)
+                src[axis] = _op.add(idx[axis], begin)
             return a[tuple(src)]
 
-        outs.append(te.compute(shape, fcompute, name=f"T_split_{k}" if k else "T_split"))
+        outs.append(te.compute(shape, fcompute, name=f"{prefix}_{k}" if k else prefix))
     return outs
 
 
-def take(a: te.Tensor, indices: te.Tensor, axis: int | None = None, mode: str = "clip") -> te.Tensor:
-    """Elements of ``a`` at ``indices`` along ``axis`` (None: of the flattened ``a``);
-    out-of-range indices are clipped ("clip") or wrapped ("wrap"); negative ones count
-    from the end in "wrap" mode."""
+def take(a: te.Tensor, indices: Any, axis: int | None = None, mode: str = "fast") -> te.Tensor:
+    """Elements of ``a`` at ``indices`` (a tensor, or one scalar index) along ``axis``
+    (None: of the flattened ``a``).  An out-of-range index is undefined in "fast" mode (the
+    default, TVM's), clamped in "clip" mode, wrapped (negatives from the end) in "wrap"."""
+    if mode not in ("fast", "clip", "wrap"):
+        raise ValueError(f"topi.take: mode must be fast, clip or wrap, got {mode!r}")
     if axis is None:
         a = reshape(a, [prod(a.shape)])
         axis = 0
     axis = normalize_axes(axis, a.ndim, "topi.take")[0]
     dim = a.shape[axis]
-    shape = list(a.shape[:axis]) + list(indices.shape) + list(a.shape[axis + 1:])
-    m = indices.ndim
+    scalar = not isinstance(indices, te.Tensor)
+    ishape = [] if scalar else list(indices.shape)
+    shape = list(a.shape[:axis]) + ishape + list(a.shape[axis + 1:])
+    m = len(ishape)
 
     def fcompute(*idx: Any) -> PrimExpr:
-        i = _op.cast(indices[tuple(idx[axis:axis + m])], dim.dtype)
+        i = convert(indices) if scalar else indices[tuple(idx[axis:axis + m])]
         if mode == "wrap":
-            i = _op.floormod(i, dim)
-        else:
-            i = _op.min(_op.max(i, const(0, dim.dtype)), _op.sub(dim, const(1, dim.dtype)))
+            i = _op.floormod(_op.cast(i, dim.dtype), dim)
+        elif mode == "clip":
+            i = _op.min(_op.max(_op.cast(i, dim.dtype), const(0, dim.dtype)), _op.sub(dim, const(1, dim.dtype)))
         return a[tuple(idx[:axis]) + (i,) + tuple(idx[axis + m:])]
 
     return te.compute(shape, fcompute, name="T_take")

@@ -258,21 +258,19 @@ def _infer_split(call: Call, ctx: Any) -> StructInfo:
         if n is None:
             piece = simplify(dim // spec) if spec > 1 else dim
             sizes = [piece] * spec
-        elif n % spec:
-            raise StructInfoError(f"{op}: axis {axis} of shape {shape_text(vals)} has length {n}, "
-                                  f"which does not split into {spec} equal sections")
         else:
-            sizes = [IntImm("int64", n // spec)] * spec
+            # as TVM: sections of ceil(n / count), the last one what remains
+            size = -(-n // spec)
+            sizes = [IntImm("int64", max(0, min(size, n - k * size))) for k in range(spec)]
     else:
         n = const_dim(dim)
         if n is None:
             raise StructInfoError(f"{op}: splitting the symbolic axis {axis} of {shape_text(vals)} "
                                   "at indices needs a constant length")
-        bounds = [0] + [int(i) for i in spec] + [n]
-        if any(b > e for b, e in zip(bounds[:-1], bounds[1:])) or bounds[-2] > n:
-            raise StructInfoError(f"{op}: indices {list(spec)} must be sorted and within the "
-                                  f"length {n} of axis {axis} of shape {shape_text(vals)}")
-        sizes = [IntImm("int64", e - b) for b, e in zip(bounds[:-1], bounds[1:])]
+        # as TVM: indices are clamped to [0, n], each piece runs from one to the next and is
+        # empty when they are out of order
+        bounds = [0] + [min(max(int(i), 0), n) for i in spec] + [n]
+        sizes = [IntImm("int64", max(0, e - b)) for b, e in zip(bounds[:-1], bounds[1:])]
     fields = []
     for size in sizes:
         out = list(vals)

@@ -192,7 +192,8 @@ def _split(bb: BlockBuilder, call: Call) -> Expr:
 
 @register_legalize("relax.take")
 def _take(bb: BlockBuilder, call: Call) -> Expr:
-    return bb.call_te(topi.take, call.args[0], call.args[1], call.attrs["axis"], primfunc_name_hint="take")
+    return bb.call_te(topi.take, call.args[0], call.args[1], call.attrs["axis"], mode=call.attrs.get("mode", "fast"),
+                      primfunc_name_hint="take")
 
 
 @register_legalize("relax.strided_slice")
