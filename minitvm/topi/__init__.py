@@ -69,17 +69,20 @@ from .elemwise import (
     trunc,
     zeros,
 )
-from .reduction import argmax, argmin, max, mean, min, prod, sum
+from .reduction import argmax, argmin, collapse_sum, max, mean, min, prod, sum
 from .transform import (
     arange,
     concatenate,
     expand_dims,
     flatten,
+    flip,
+    repeat,
     reshape,
     split,
     squeeze,
     strided_slice,
     take,
+    tile,
     transpose,
     trilu,
 )
@@ -92,7 +95,7 @@ __all__ = [
     "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "negative", "abs", "floor", "ceil",
     "round", "trunc", "sin", "cos", "identity", "logical_not", "cast", "clip", "full", "full_like",
     "zeros", "ones",
-    "sum", "max", "min", "prod", "mean", "argmax", "argmin",
+    "sum", "max", "min", "prod", "mean", "argmax", "argmin", "collapse_sum",
     "transpose", "reshape", "flatten", "expand_dims", "squeeze", "concatenate", "split",
-    "strided_slice", "take", "arange", "trilu",
+    "strided_slice", "take", "arange", "trilu", "repeat", "tile", "flip",
 ]

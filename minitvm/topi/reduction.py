@@ -12,10 +12,10 @@ from typing import Any, Callable
 from .. import te
 from ..tir import op as _op
 from ..tir.expr import IntImm, PrimExpr, Select, const
-from .utils import normalize_axes
+from .utils import const_int, normalize_axes
 from .utils import prod as _prod
 
-__all__ = ["sum", "max", "min", "prod", "mean", "argmax", "argmin", "reduce_over"]
+__all__ = ["sum", "max", "min", "prod", "mean", "argmax", "argmin", "reduce_over", "collapse_sum"]
 
 
 def reduce_over(data: te.Tensor, axis: Any, keepdims: bool, name: str,
@@ -123,3 +123,31 @@ def _arg(reducer: Any, name: str) -> Callable:
 
 argmax = _arg(_argmax, "argmax")
 argmin = _arg(_argmin, "argmin")
+
+
+def collapse_sum(data: te.Tensor, target_shape: Any) -> te.Tensor:
+    """``data`` summed down to ``target_shape``, a shape it broadcasts from: the leading
+    extra dimensions are summed away, a target dimension of 1 over a larger one is summed
+    and kept."""
+    target = list(target_shape)
+    offset = data.ndim - len(target)
+    if offset < 0:
+        raise ValueError(f"topi.collapse_sum: cannot collapse shape {list(data.shape)} to the "
+                         f"larger rank shape {target}")
+    summed = [k for k in range(data.ndim)
+              if k < offset or (const_int(target[k - offset]) == 1 and const_int(data.shape[k]) != 1)]
+    if not summed:
+        return te.compute(target, lambda *i: data(*i), name=f"{data.op.name}_red")
+
+    def fcompute(*out_idx: Any) -> PrimExpr:
+        raxes = [te.reduce_axis((0, data.shape[k]), f"k{k}") for k in summed]
+        idx, r = [], 0
+        for k in range(data.ndim):
+            if k in summed:
+                idx.append(raxes[r].var)
+                r += 1
+            else:
+                idx.append(out_idx[k - offset])
+        return te.sum(data[tuple(idx)], axis=raxes)
+
+    return te.compute(target, fcompute, name=f"{data.op.name}_red")

@@ -11,7 +11,7 @@ from ..tir.expr import IntImm, PrimExpr, const, convert
 from .utils import as_expr, const_int, normalize_axes, prod, ravel_index, unravel_index
 
 __all__ = ["transpose", "reshape", "flatten", "expand_dims", "squeeze", "concatenate", "split",
-           "strided_slice", "take", "arange", "trilu"]
+           "strided_slice", "take", "arange", "trilu", "repeat", "tile", "flip"]
 
 
 def transpose(a: te.Tensor, axes: Sequence[int] | None = None) -> te.Tensor:
@@ -316,3 +316,61 @@ def trilu(data: te.Tensor, k: Any, upper: bool) -> te.Tensor:
         return _op.Select(keep(idx[-2], idx[-1]), data[idx], const(0, data.dtype))
 
     return te.compute(data.shape, fcompute, name="trilu")
+
+
+def repeat(a: te.Tensor, repeats: int, axis: int) -> te.Tensor:
+    """Each element of ``a`` repeated ``repeats`` times along ``axis`` (numpy.repeat)."""
+    if int(repeats) < 1:
+        raise ValueError(f"topi.repeat: repeats must be positive, got {repeats}")
+    axis = normalize_axes(axis, a.ndim, "topi.repeat")[0]
+    reps = const(int(repeats), a.shape[axis].dtype)
+    shape = list(a.shape)
+    shape[axis] = _fold_mul(reps, shape[axis])
+
+    def fcompute(*idx: Any) -> PrimExpr:
+        src = list(idx)
+        src[axis] = _op.floordiv(idx[axis], reps)
+        return a[tuple(src)]
+
+    return te.compute(shape, fcompute, name="T_repeat")
+
+
+def _fold_mul(x: Any, y: Any) -> PrimExpr:
+    cx, cy = const_int(x), const_int(y)
+    if cx is not None and cy is not None:
+        return const(cx * cy, "int64")
+    return _op.mul(x, y)
+
+
+def tile(a: te.Tensor, reps: Sequence[int]) -> te.Tensor:
+    """``a`` repeated ``reps[k]`` times along each dimension (numpy.tile: the shorter of
+    ``reps`` and the shape is padded with 1s in front)."""
+    reps = [int(r) for r in reps]
+    if any(r < 1 for r in reps):
+        raise ValueError(f"topi.tile: repeats must be positive, got {reps}")
+    ndim = max(a.ndim, len(reps))
+    reps = [1] * (ndim - len(reps)) + reps
+    offset = ndim - a.ndim
+    dims = [const(1, "int64")] * offset + list(a.shape)
+    shape = [_fold_mul(d, const(r, "int64")) if r != 1 else d for d, r in zip(dims, reps)]
+
+    def fcompute(*idx: Any) -> PrimExpr:
+        return a[tuple(_op.floormod(idx[offset + k], a.shape[k]) for k in range(a.ndim))]
+
+    return te.compute(shape, fcompute, name="T_tile")
+
+
+def flip(a: te.Tensor, axis: int = 0) -> te.Tensor:
+    """``a`` with the order of ``axis`` reversed."""
+    axis = normalize_axes(axis, a.ndim, "topi.flip")[0]
+    n = a.shape[axis]
+
+    def fcompute(*idx: Any) -> PrimExpr:
+        src = list(idx)
+        i = idx[axis]
+        cn = const_int(n)
+        # TVM's kernels read x[n - 1 - i] as (n - 1) - i for a constant n, n - i - 1 otherwise
+        src[axis] = _op.sub(const(cn - 1, i.dtype), i) if cn is not None else _op.sub(_op.sub(n, i), const(1, i.dtype))
+        return a[tuple(src)]
+
+    return te.compute(a.shape, fcompute, name="T_reverse_sequence")

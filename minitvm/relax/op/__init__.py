@@ -37,6 +37,7 @@ from .datatype import astype
 from .index import strided_slice, take
 from .linear_algebra import linear, matmul
 from .manipulate import broadcast_to, concat, expand_dims, flatten, permute_dims, reshape, split, squeeze
+from .rearrange import collapse_sum_like, collapse_sum_to, flip, repeat, tile
 from .registry import OpPattern, register
 from .search import argmax, argmin, where
 from .statistical import max, mean, min, prod, std, sum, variance
@@ -89,7 +90,7 @@ __all__ = [
     "matmul", "linear",
     # shapes and indexing
     "permute_dims", "reshape", "flatten", "expand_dims", "squeeze", "concat", "split",
-    "broadcast_to", "take", "strided_slice",
+    "broadcast_to", "take", "strided_slice", "repeat", "tile", "flip", "collapse_sum_like", "collapse_sum_to",
     # reductions and search
     "sum", "mean", "max", "min", "prod", "variance", "std", "argmax", "argmin",
     # creation
