@@ -2,6 +2,7 @@
 ``topi.nn.softmax``, ``topi.nn.conv2d_nchw``, ``topi.nn.pool2d`` ..."""
 
 from ..transform import flatten
+from .conv import conv, conv1d
 from .conv2d import conv2d, conv2d_nchw
 from .dense import batch_matmul, dense, matmul
 from .elemwise import dropout, gelu, gelu_tanh, leaky_relu, prelu, relu, silu
@@ -13,4 +14,4 @@ from .softmax import log_softmax, softmax
 
 __all__ = ["relu", "leaky_relu", "gelu", "gelu_tanh", "silu", "dropout", "matmul", "dense",
            "batch_matmul", "softmax", "log_softmax", "conv2d", "conv2d_nchw", "pool2d",
-           "adaptive_pool", "pad", "layer_norm", "rms_norm", "batch_norm", "flatten", "prelu", "nll_loss"]
+           "adaptive_pool", "pad", "layer_norm", "rms_norm", "batch_norm", "flatten", "prelu", "nll_loss", "conv", "conv1d"]

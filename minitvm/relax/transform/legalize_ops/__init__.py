@@ -235,14 +235,6 @@ def _batch_norm(bb: BlockBuilder, call: Call) -> Expr:
                       center=a["center"], scale=a["scale"], primfunc_name_hint="batch_norm")
 
 
-@register_legalize("relax.nn.conv2d")
-def _conv2d(bb: BlockBuilder, call: Call) -> Expr:
-    a = call.attrs
-    return bb.call_te(topi.nn.conv2d_nchw, call.args[0], call.args[1], stride=list(a["strides"]),
-                      padding=list(a["padding"]), dilation=list(a["dilation"]), groups=a["groups"],
-                      out_dtype=_out_dtype(call), primfunc_name_hint="conv2d")
-
-
 def _pool(pool_type: str) -> LegalizeFunc:
     def legalize(bb: BlockBuilder, call: Call) -> Expr:
         a = call.attrs

@@ -4,6 +4,8 @@ builds the kernel TVM's LegalizeOps builds, from the same TOPI pieces."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from .... import te, topi
 from ....tir.expr import FloatImm, IntImm
 from ...block_builder import BlockBuilder
@@ -65,3 +67,17 @@ def _nll_loss(bb: BlockBuilder, call: Call) -> Expr:
         return topi.nn.nll_loss(pred, targets, ones, reduction, ignore_index)
     return bb.call_te(nll_loss_without_weight, call.args[0], call.args[1], reduction=a["reduction"],
                       ignore_index=a["ignore_index"])
+
+
+def _conv(name: str) -> Any:
+    def legalize(bb: BlockBuilder, call: Call) -> Expr:
+        a = call.attrs
+        return bb.call_te(topi.nn.conv, call.args[0], call.args[1], strides=list(a["strides"]),
+                          padding=list(a["padding"]), dilation=list(a["dilation"]), groups=a["groups"],
+                          data_layout=a["data_layout"], kernel_layout=a["kernel_layout"],
+                          out_dtype=a["out_dtype"] or None, primfunc_name_hint=name)
+    return legalize
+
+
+register_legalize("relax.nn.conv1d", _conv("conv1d"))
+register_legalize("relax.nn.conv2d", _conv("conv2d"))
