@@ -37,6 +37,7 @@ from .datatype import astype
 from .index import strided_slice, take
 from .linear_algebra import linear, matmul
 from .manipulate import broadcast_to, concat, expand_dims, flatten, permute_dims, reshape, split, squeeze
+from .qdq import dequantize, quantize
 from .rearrange import collapse_sum_like, collapse_sum_to, flip, repeat, tile
 from .registry import OpPattern, register
 from .search import argmax, argmin, where
@@ -93,6 +94,8 @@ __all__ = [
     "broadcast_to", "take", "strided_slice", "repeat", "tile", "flip", "collapse_sum_like", "collapse_sum_to",
     # reductions and search
     "sum", "mean", "max", "min", "prod", "variance", "std", "argmax", "argmin",
+    # quantization
+    "quantize", "dequantize",
     # creation
     "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "arange", "tril", "triu",
 ]
