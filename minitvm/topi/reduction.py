@@ -118,7 +118,8 @@ def _arg(reducer: Any, name: str) -> Callable:
         return te.compute(index.shape, lambda *i: index(*i), name=f"{data.op.name}_red")
 
     compute.__name__ = name
-    compute.__doc__ = f"The int64 index of the {name[3:]} of ``data`` over ``axis`` (None: the flattened tensor; first on ties)."
+    compute.__doc__ = (f"The int64 index of the {name[3:]} of ``data`` over ``axis`` (None: every axis, "
+                       "as in the flattened tensor; the first on ties).")
     return compute
 
 argmax = _arg(_argmax, "argmax")

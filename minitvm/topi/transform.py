@@ -8,7 +8,7 @@ from typing import Any, Sequence
 from .. import te
 from ..tir import op as _op
 from ..tir.expr import IntImm, PrimExpr, const, convert
-from .utils import as_expr, const_int, normalize_axes, prod, ravel_index, unravel_index
+from .utils import as_expr, const_int, normalize_axes, prod, unravel_index
 
 __all__ = ["transpose", "reshape", "flatten", "expand_dims", "squeeze", "concatenate", "split",
            "strided_slice", "take", "arange", "trilu", "repeat", "tile", "flip"]

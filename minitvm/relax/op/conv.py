@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...topi.nn.conv import conv_out_size
 from ..expr import Call, Expr
 from ..struct_info import StructInfo, StructInfoError, TensorStructInfo, dim_text, shape_text
-from ...topi.nn.conv import conv_out_size
 from ._utils import const_dim, same_dtype
 from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
 

@@ -7,10 +7,10 @@ from typing import Any, Sequence
 
 from ...ir import dtype as _dt
 from ..expr import Call, Expr
-from ..struct_info import StructInfo, StructInfoError, TensorStructInfo, TupleStructInfo, dim_text, shape_text
+from ..struct_info import StructInfo, StructInfoError, TensorStructInfo, TupleStructInfo, shape_text
 from ._utils import const_dim, normalize_axes, normalize_axis, same_dtype, simplify
-from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
 from .conv import conv_attrs, conv_sinfo
+from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
 from .unary import unary_sinfo
 
 __all__ = ["relu", "gelu", "gelu_tanh", "silu", "softmax", "log_softmax", "layer_norm",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..expr import Call, Expr
-from ..struct_info import StructInfo, StructInfoError, TensorStructInfo, struct_info_text
+from ..struct_info import StructInfo, StructInfoError, TensorStructInfo, shape_text, struct_info_text
 from ._utils import const_dim, normalize_axes, normalize_axis, same_dtype
 from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
 from .unary import unary_sinfo
@@ -69,8 +69,8 @@ def _infer_rms_norm(call: Call, ctx: Any) -> StructInfo:
         if got is not None and (len(got) != len(want) or any(
                 const_dim(a) is not None and const_dim(b) is not None and const_dim(a) != const_dim(b)
                 for a, b in zip(got, want))):
-            raise StructInfoError(f"{op}: weight has shape {list(got)} but normalizing axes {axes} "
-                                  f"of the data needs {want}")
+            raise StructInfoError(f"{op}: weight has shape {shape_text(got)} but normalizing axes {axes} "
+                                  f"of the data needs {shape_text(want)}")
     return x
 
 

@@ -14,4 +14,5 @@ from .softmax import log_softmax, softmax
 
 __all__ = ["relu", "leaky_relu", "gelu", "gelu_tanh", "silu", "dropout", "matmul", "dense",
            "batch_matmul", "softmax", "log_softmax", "conv2d", "conv2d_nchw", "pool2d",
-           "adaptive_pool", "pad", "layer_norm", "rms_norm", "batch_norm", "flatten", "prelu", "nll_loss", "conv", "conv1d"]
+           "adaptive_pool", "pad", "layer_norm", "rms_norm", "batch_norm", "flatten", "prelu", "nll_loss",
+           "conv", "conv1d"]

@@ -7,9 +7,9 @@ import math
 from ... import te
 from ...tir import op as _op
 from ...tir.expr import const
-from ..utils import const_int
 from ..broadcast import add, multiply
 from ..elemwise import cast, erf, sigmoid, tanh
+from ..utils import const_int
 
 
 def relu(x: te.Tensor) -> te.Tensor:

@@ -9,7 +9,7 @@ from ... import te
 from ...tir import op as _op
 from ...tir.expr import Cast, FloatImm, IntImm, const
 from ..reduction import sum as _sum
-from ..utils import normalize_axes, prod
+from ..utils import normalize_axes
 
 
 def _split_axes(idx: Sequence[Any], axes: list[int]) -> tuple[list, list]:
