@@ -9,7 +9,8 @@ PrimFuncs, and ``BlockBuilder.add_func`` reuses a structurally equal PrimFunc, s
 
 A call is left as it is when its operator has no ``FLegalize`` (as in TVM: later passes
 or the VM may know it, and the build reports it if nobody does), or when an argument or
-the result has no known shape or dtype (nothing to write a kernel for yet).  Symbolic
+the result has no written-out shape (nothing to write a kernel for yet; an unknown dtype
+is the legalization's to refuse).  Symbolic
 dimensions stay ``tir.Var``s: the PrimFunc is generic over them, and a variable it cannot
 read off its input buffers is passed as a trailing scalar argument (``tir_vars``).
 
@@ -31,7 +32,7 @@ from ....tir.functor import post_order_visit
 from ....transform import PassContext, module_pass
 from ...analysis.struct_info_analysis import is_base_of
 from ...block_builder import BlockBuilder
-from ...expr import Call, Constant, Expr, Tuple, TupleGetItem, struct_info_of
+from ...expr import Call, Constant, Expr, ShapeExpr, Tuple, TupleGetItem, struct_info_of
 from ...expr_functor import ExprMutator
 from ...op.base import call_tir
 from ...struct_info import StructInfo, TensorStructInfo, TupleStructInfo
@@ -122,6 +123,11 @@ def _clip(bb: BlockBuilder, call: Call) -> Expr:
 
 @register_legalize("relax.matmul")
 def _matmul(bb: BlockBuilder, call: Call) -> Expr:
+    for name, arg in zip(("first", "second"), call.args):
+        sinfo = struct_info_of(arg)
+        assert not sinfo.is_unknown_dtype, (
+            f"To legalize R.matmul, the dtype of both arguments must be known, but the {name} argument "
+            f"{arg} has struct info {sinfo}")
     return bb.call_te(topi.nn.matmul, call.args[0], call.args[1], out_dtype=_out_dtype(call),
                       primfunc_name_hint="matmul")
 
@@ -272,9 +278,11 @@ def _dropout(bb: BlockBuilder, call: Call) -> Expr:
 # -- the pass ------------------------------------------------------------------------------------
 
 def _fully_known(sinfo: Any) -> bool:
-    """A tensor (or tuple of tensors) with known shape and dtype; other values pass."""
+    """A tensor (or tuple of tensors) with a known shape; other values pass.  As in TVM the
+    shape must be written out (one held by a variable is not known here), and the dtype is
+    the legalization's business (R.matmul asks for it with a clear message)."""
     if isinstance(sinfo, TensorStructInfo):
-        return sinfo.shape_values is not None and not sinfo.is_unknown_dtype
+        return isinstance(sinfo.shape, ShapeExpr)
     if isinstance(sinfo, TupleStructInfo):
         return all(_fully_known(f) for f in sinfo.fields)
     return True
