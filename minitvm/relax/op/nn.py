@@ -323,7 +323,8 @@ def dropout(data: Expr, rate: float = 0.5) -> Call:
     return make_call("relax.nn.dropout", data, attrs={"rate": float(rate)})
 
 
-from .conv import conv1d  # noqa: E402
+from .conv import conv1d, conv1d_transpose, conv2d_transpose  # noqa: E402
 from .nn_more import cross_entropy_with_logits, leakyrelu, nll_loss, prelu, rms_norm  # noqa: E402
 
-__all__ += ["leakyrelu", "prelu", "rms_norm", "cross_entropy_with_logits", "nll_loss", "conv1d"]
+__all__ += ["leakyrelu", "prelu", "rms_norm", "cross_entropy_with_logits", "nll_loss", "conv1d",
+            "conv1d_transpose", "conv2d_transpose"]

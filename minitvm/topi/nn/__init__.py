@@ -4,6 +4,7 @@
 from ..transform import flatten
 from .conv import conv, conv1d
 from .conv2d import conv2d, conv2d_nchw
+from .conv_transpose import conv_transpose
 from .dense import batch_matmul, dense, matmul
 from .elemwise import dropout, gelu, gelu_tanh, leaky_relu, prelu, relu, silu
 from .loss import nll_loss
@@ -15,4 +16,4 @@ from .softmax import log_softmax, softmax
 __all__ = ["relu", "leaky_relu", "gelu", "gelu_tanh", "silu", "dropout", "matmul", "dense",
            "batch_matmul", "softmax", "log_softmax", "conv2d", "conv2d_nchw", "pool2d",
            "adaptive_pool", "pad", "layer_norm", "rms_norm", "batch_norm", "flatten", "prelu", "nll_loss",
-           "conv", "conv1d"]
+           "conv", "conv1d", "conv_transpose"]

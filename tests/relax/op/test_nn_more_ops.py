@@ -113,3 +113,26 @@ def test_conv_layouts_are_checked():
         _sinfo(R.nn.conv1d(v((1, 2, 5)), v((3, 2, 1), name="w"), data_layout="NCHW"))
     with pytest.raises(NotImplementedError, match="out_layout"):
         _sinfo(R.nn.conv1d(v((1, 2, 5)), v((3, 2, 1), name="w"), out_layout="NWC"))
+
+
+def test_conv_transpose_matches_torch():
+    rng = np.random.default_rng(7)
+    x, w = rand(rng, 2, 4, 5, 6), rand(rng, 4, 3, 3, 3)
+    got = run_op(lambda a, k: R.nn.conv2d_transpose(a, k, strides=(2, 3), padding=(1, 1), output_padding=(1, 2),
+                                                    groups=2), x, w)
+    want = torch.nn.functional.conv_transpose2d(torch.tensor(x), torch.tensor(w), stride=(2, 3), padding=(1, 1),
+                                                output_padding=(1, 2), groups=2).numpy()
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    x1, w1 = rand(rng, 1, 3, 7), rand(rng, 3, 2, 4)
+    got = run_op(lambda a, k: R.nn.conv1d_transpose(a, k, strides=2, padding=1, output_padding=1), x1, w1)
+    want = torch.nn.functional.conv_transpose1d(torch.tensor(x1), torch.tensor(w1), stride=2, padding=1,
+                                                output_padding=1).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_conv_transpose_refuses_what_it_does_not_implement():
+    with pytest.raises(NotImplementedError, match="dilation"):
+        _sinfo(R.nn.conv2d_transpose(v((1, 2, 4, 4)), v((2, 2, 3, 3), name="w"), dilation=2))
+    with pytest.raises(StructInfoError, match="output_padding 2 must be smaller than the stride 2"):
+        _sinfo(R.nn.conv1d_transpose(v((1, 2, 4)), v((2, 2, 3), name="w"), strides=2, output_padding=2))

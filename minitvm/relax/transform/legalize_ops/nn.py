@@ -81,3 +81,16 @@ def _conv(name: str) -> Any:
 
 register_legalize("relax.nn.conv1d", _conv("conv1d"))
 register_legalize("relax.nn.conv2d", _conv("conv2d"))
+
+
+def _conv_transpose(name: str, kernel_name: str) -> Any:
+    def legalize(bb: BlockBuilder, call: Call) -> Expr:
+        a = call.attrs
+        return bb.call_te(topi.nn.conv_transpose, call.args[0], call.args[1], strides=list(a["strides"]),
+                          padding=list(a["padding"]), output_padding=list(a["output_padding"]), groups=a["groups"],
+                          out_dtype=a["out_dtype"] or None, kernel_name=kernel_name, primfunc_name_hint=name)
+    return legalize
+
+
+register_legalize("relax.nn.conv1d_transpose", _conv_transpose("conv1d_transpose", "kernel"))
+register_legalize("relax.nn.conv2d_transpose", _conv_transpose("conv2d_transpose", "kernel_transform"))
