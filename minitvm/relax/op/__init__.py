@@ -5,7 +5,7 @@ Legalization (``FLegalize``: a Relax op call to ``R.call_tir`` of a TOPI PrimFun
 registered by :mod:`minitvm.relax.transform.legalize_ops`.
 """
 
-from . import builtin, memory, nn
+from . import builtin, grad, memory, nn
 from .base import (
     assert_op,
     call_dps_packed,
@@ -78,7 +78,7 @@ from .unary import (
 )
 
 __all__ = [
-    "nn", "builtin", "memory", "call_tir", "call_tir_inplace", "print", "assert_op", "call_dps_packed",
+    "nn", "grad", "builtin", "memory", "call_tir", "call_tir_inplace", "print", "assert_op", "call_dps_packed",
     "call_pure_packed", "OpPattern", "register",
     # element-wise
     "add", "subtract", "multiply", "divide", "floor_divide", "power", "maximum", "minimum",

@@ -136,3 +136,19 @@ def test_conv_transpose_refuses_what_it_does_not_implement():
         _sinfo(R.nn.conv2d_transpose(v((1, 2, 4, 4)), v((2, 2, 3, 3), name="w"), dilation=2))
     with pytest.raises(StructInfoError, match="output_padding 2 must be smaller than the stride 2"):
         _sinfo(R.nn.conv1d_transpose(v((1, 2, 4)), v((2, 2, 3), name="w"), strides=2, output_padding=2))
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_nll_loss_backward_matches_torch_autograd(reduction):
+    rng = np.random.default_rng(8)
+    pred, weights = rand(rng, 3, 4, 2), rand(rng, 4, low=0.5, high=2.0)
+    target = rng.integers(0, 4, size=(3, 2)).astype("int64")
+    out_grad = np.array(1.5, "float32")
+    got = run_op(lambda g, p, t, w: R.grad.nll_loss_backward(g, p, t, w, reduction=reduction), out_grad, pred,
+                 target, weights)
+    p = torch.tensor(pred, requires_grad=True)
+    loss = torch.nn.functional.nll_loss(p, torch.tensor(target), torch.tensor(weights), reduction=reduction)
+    (loss * float(out_grad)).backward()
+    np.testing.assert_allclose(got, p.grad.numpy(), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="reduction must be one of mean, sum, none"):
+        R.grad.nll_loss_backward(v(()), v((2, 3)), v((2,), "int64", name="t"), reduction="avg")

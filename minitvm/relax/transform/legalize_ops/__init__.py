@@ -37,7 +37,7 @@ from ...expr_functor import ExprMutator
 from ...op.base import call_tir
 from ...struct_info import StructInfo, TensorStructInfo, TupleStructInfo
 from .._util import rewrite_with_builder
-from . import create, manipulate, nn, qdq, statistical  # noqa: F401 - register their rules
+from . import create, grad, manipulate, nn, qdq, statistical  # noqa: F401 - register their rules
 from .common import LegalizeFunc, _try_convert_to_scalar_const, register_legalize
 
 __all__ = ["LegalizeOps", "register_legalize", "legalize_call"]
