@@ -167,25 +167,52 @@ def concatenate(tensors: Sequence[te.Tensor], axis: int = 0) -> te.Tensor:
     return te.compute(shape, fcompute, name="T_concat")
 
 
-def strided_slice(a: te.Tensor, begin: Sequence[int], end: Sequence[int],
-                  strides: Sequence[int] | None = None, axes: Sequence[int] | None = None) -> te.Tensor:
+def slice_extent(dim: Any, begin: Any, end: Any, stride: int, assume_inbound: bool) -> tuple | None:
+    """(start, length) of ``begin:end:stride`` along an axis of length ``dim``, or None
+    when that needs a symbolic clamp: constants follow Python's slicing, a symbolic axis is
+    sliced whole (0 to its own length) or, with ``assume_inbound``, between constant bounds."""
+    from ..ir.structural import structural_equal
+    n, b, e = const_int(dim), _int_or_none(begin), _int_or_none(end)
+    if n is not None and b is not None and e is not None:
+        start, stop, step = slice(b, e, stride).indices(n)
+        return const(start, "int64"), const(len(range(start, stop, step)), "int64")
+    if stride == 1 and b == 0 and not isinstance(end, int) and structural_equal(end, dim):
+        return const(0, "int64"), dim
+    if assume_inbound and b is not None and e is not None:
+        return const(b, "int64"), const(len(range(b, e, stride)), "int64")
+    return None
+
+
+def _int_or_none(v: Any) -> int | None:
+    if isinstance(v, int):
+        return v
+    return v.value if isinstance(v, IntImm) else None
+
+
+def strided_slice(a: te.Tensor, begin: Sequence[Any], end: Sequence[Any],
+                  strides: Sequence[int] | None = None, axes: Sequence[int] | None = None,
+                  assume_inbound: bool = False) -> te.Tensor:
     """``a[begin:end:strides]`` along ``axes`` (default: the first len(begin) axes), with
-    numpy's clamping of out-of-range bounds; constant dimensions only along sliced axes."""
+    numpy's clamping of out-of-range bounds.  A symbolic axis is sliced whole (0 to its
+    length) or, with ``assume_inbound``, between constant bounds."""
     explicit_axes = axes is not None
     axes = list(range(len(begin))) if axes is None else [int(x) % a.ndim for x in axes]
     strides = [1] * len(axes) if strides is None else list(strides)
     shape = list(a.shape)
     starts = [const(0, d.dtype) for d in a.shape]
     steps = [1] * a.ndim
+    dynamic = False
     for ax, b, e, s in zip(axes, begin, end, strides):
-        dim = const_int(a.shape[ax])
-        if dim is None:
-            raise ValueError(f"topi.strided_slice: axis {ax} has symbolic length {a.shape[ax]}")
-        start, stop, step = slice(int(b), int(e), int(s)).indices(dim)
-        n = len(range(start, stop, step))
-        shape[ax] = const(n, "int64")
-        starts[ax] = const(start, "int64")
-        steps[ax] = step
+        found = slice_extent(a.shape[ax], b, e, int(s), assume_inbound)
+        if found is None:
+            raise ValueError(f"topi.strided_slice: cannot slice axis {ax} of length {a.shape[ax]} from {b} to {e}")
+        starts[ax], shape[ax] = found
+        steps[ax] = int(s)
+        dynamic |= const_int(a.shape[ax]) is None and assume_inbound
+    if dynamic:
+        name = "T_dynamic_strided_slice_with_axes"
+    else:
+        name = "T_strided_slice_with_axes" if explicit_axes else "T_strided_slice"
 
     def position(k: int, i: PrimExpr) -> PrimExpr:
         # TVM's forms: i, i + start, i * step + start, start - i * |step|
@@ -198,7 +225,7 @@ def strided_slice(a: te.Tensor, begin: Sequence[int], end: Sequence[int],
     def fcompute(*idx: Any) -> PrimExpr:
         return a[tuple(position(k, i) for k, i in enumerate(idx))]
 
-    return te.compute(shape, fcompute, name="T_strided_slice_with_axes" if explicit_axes else "T_strided_slice")
+    return te.compute(shape, fcompute, name=name)
 
 
 def split(a: te.Tensor, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[te.Tensor]:

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ...ir import dtype as _dt
-from ...tir.expr import IntImm
+from ...tir.expr import IntImm, PrimExpr
+from ...topi.transform import slice_extent
 from ..expr import Call, Expr, struct_info_of
 from ..struct_info import PrimStructInfo, StructInfo, StructInfoError, TensorStructInfo, shape_text, struct_info_text
-from ._utils import const_dim, normalize_axis
+from ._utils import normalize_axis
 from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
 
 __all__ = ["take", "strided_slice"]
@@ -81,11 +82,11 @@ def _infer_strided_slice(call: Call, ctx: Any) -> StructInfo:
         return TensorStructInfo(None, x.dtype, None, x.ndim)
     out = list(vals)
     for ax, b, e, s in zip(norm, begin, end, strides):
-        n = const_dim(vals[ax])
-        if n is None:
-            raise StructInfoError(f"{op}: axis {ax} of shape {shape_text(vals)} is symbolic; "
-                                  "slicing it needs a constant length")
-        out[ax] = IntImm("int64", len(range(*slice(b, e, s).indices(n))))
+        start_len = slice_extent(vals[ax], b, e, s, a.get("assume_inbound", False))
+        if start_len is None:
+            raise StructInfoError(f"{op}: slicing axis {ax} of shape {shape_text(vals)} from {b} to {e} needs "
+                                  "constant bounds and length (or the whole axis, or assume_inbound=True)")
+        out[ax] = start_len[1]
     return TensorStructInfo(out, x.dtype)
 
 
@@ -94,7 +95,9 @@ def strided_slice(x: Expr, axes: Sequence[int], begin: Sequence[int], end: Seque
     """``x[begin:end:strides]`` along ``axes`` (strides default to 1).  ``assume_inbound``
     promises the bounds are inside the axes (no clamping needed)."""
     strides = [1] * len(axes) if strides is None else strides
+    # a bound may be symbolic (end=[8, n]); constants are kept as ints
+    bound = lambda v: v if isinstance(v, PrimExpr) and not isinstance(v, IntImm) else int(v)  # noqa: E731
     return make_call("relax.strided_slice", x, attrs={
-        "axes": tuple(int(v) for v in axes), "begin": tuple(int(v) for v in begin),
-        "end": tuple(int(v) for v in end), "strides": tuple(int(v) for v in strides),
+        "axes": tuple(int(v) for v in axes), "begin": tuple(bound(v) for v in begin),
+        "end": tuple(bound(v) for v in end), "strides": tuple(int(v) for v in strides),
         "assume_inbound": bool(assume_inbound)})

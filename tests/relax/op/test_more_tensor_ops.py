@@ -133,3 +133,15 @@ def test_arange_with_a_symbolic_end_has_a_symbolic_length():
     n = tir.Var("n", "int64")
     s = _sinfo(R.arange(1, relax.PrimValue(n), 2), [])
     assert str(s.shape.values[0]) == str(n // 2)
+
+
+def test_strided_slice_of_a_symbolic_axis_runs():
+    n = tir.Var("n", "int64")
+    x = v((n, 6))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        out = bb.emit(R.strided_slice(x, [0, 1], [1, 0], [7, 6], [3, 2], assume_inbound=True))
+        bb.emit_func_output(out)
+    vm = relax.VirtualMachine(minitvm.compile(bb.get(), target="llvm"), minitvm.cpu())
+    data = rand(np.random.default_rng(18), 9, 6)
+    np.testing.assert_array_equal(vm["main"](minitvm.nd.array(data)).numpy(), data[1:7:3, 0:6:2])

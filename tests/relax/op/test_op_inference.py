@@ -190,7 +190,11 @@ def test_take_and_strided_slice(n):
         infer(R.take(v((10, 8)), v((5,)), axis=0))
     assert dims(infer(R.strided_slice(v((n, 10)), [1], [2], [9], [3]))) == [n, 3]
     assert dims(infer(R.strided_slice(v((6, 4)), [0, 1], [-1, 0], [-10, 100], [-2, 1]))) == [3, 4]
-    with pytest.raises(StructInfoError, match=r"relax.strided_slice: axis 0 of shape \(n, 10\) is symbolic"):
+    # a symbolic axis: sliced whole, or between constant bounds promised in range
+    assert dims(infer(R.strided_slice(v((n, 10)), [0], [0], [n]))) == [n, 10]
+    assert dims(infer(R.strided_slice(v((n, 10)), [0], [1], [7], [2], assume_inbound=True))) == [3, 10]
+    with pytest.raises(StructInfoError, match=r"relax.strided_slice: slicing axis 0 of shape \(n, 10\) from 0 "
+                       r"to 2 needs constant bounds and length"):
         infer(R.strided_slice(v((n, 10)), [0], [0], [2]))
 
 

@@ -206,7 +206,8 @@ def _take(bb: BlockBuilder, call: Call) -> Expr:
 def _strided_slice(bb: BlockBuilder, call: Call) -> Expr:
     a = call.attrs
     return bb.call_te(topi.strided_slice, call.args[0], list(a["begin"]), list(a["end"]),
-                      list(a["strides"]), list(a["axes"]), primfunc_name_hint="strided_slice")
+                      list(a["strides"]), list(a["axes"]), assume_inbound=a.get("assume_inbound", False),
+                      primfunc_name_hint="strided_slice")
 
 
 # -- reductions and search ---------------------------------------------------------------------
