@@ -56,3 +56,10 @@ def test_checks_give_bool_tensors():
         return y
 
     assert f.ret_struct_info.dtype == "bool"
+
+
+@pytest.mark.parametrize("name, ref", [("trunc", np.trunc), ("ceil", np.ceil), ("floor", np.floor),
+                                       ("round", np.rint)])
+def test_rounding_ops_on_a_wide_range(name, ref):
+    x = np.random.default_rng(11).uniform(-4.0, 4.0, (4, 6)).astype("float32")
+    np.testing.assert_array_equal(_run(getattr(relax.op, name), x), ref(x))

@@ -9,19 +9,7 @@ import minitvm as tvm
 from minitvm import relax
 from minitvm.relax.frontend import nn
 
-
-class MLPModel(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1 = nn.Linear(784, 256)
-        self.relu1 = nn.ReLU()
-        self.fc2 = nn.Linear(256, 10)
-
-    def forward(self, x):
-        x = self.fc1(x)
-        x = self.relu1(x)
-        x = self.fc2(x)
-        return x
+from .models import QuickStartMLP as MLPModel
 
 
 def _call_tirs(func):

@@ -14,19 +14,7 @@ from minitvm.relax.frontend import nn
 from minitvm.script import from_source
 from minitvm.tir import PrimFunc
 
-
-class MLPModel(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.fc1 = nn.Linear(784, 256)
-        self.relu1 = nn.ReLU()
-        self.fc2 = nn.Linear(256, 10)
-
-    def forward(self, x):
-        x = self.fc1(x)
-        x = self.relu1(x)
-        x = self.fc2(x)
-        return x
+from ..models import QuickStartMLP as MLPModel
 
 
 def _zero_passes(mod):

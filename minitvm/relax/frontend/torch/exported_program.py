@@ -171,11 +171,12 @@ class ExportedProgramConverter:
         return self.bb.emit(astype(value, dtype))
 
     def emit_result(self, results: Any, unwrap_unit_return_tuple: bool, no_bind_return_tuple: bool = False) -> Any:
-        """The graph's output as the dataflow block's output: a tuple bound to one variable,
-        the single value when ``unwrap_unit_return_tuple``, or with ``no_bind_return_tuple``
-        each value bound to its own output variable and the function returning the tuple of
-        those (as TVM)."""
-        results = list(results) if isinstance(results, (list, tuple)) else [results]
+        """The graph's output as the dataflow block's output, as TVM: a single value (an fx
+        graph returning one tensor) as it is; a tuple bound to one variable, or its only value
+        when ``unwrap_unit_return_tuple``, or with ``no_bind_return_tuple`` each value bound to
+        its own output variable and the function returning the tuple of those."""
+        if not isinstance(results, (list, tuple)):
+            return self.bb.emit_output(self.arg(results), "gv")
         values = [self.arg(r) for r in results]
         if unwrap_unit_return_tuple and len(values) == 1:
             return self.bb.emit_output(values[0], "gv")

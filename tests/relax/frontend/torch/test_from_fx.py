@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import minitvm
+from minitvm.relax import TensorStructInfo, TupleStructInfo
 from minitvm.relax.frontend import detach_params
 from minitvm.relax.frontend.torch import from_fx
 from minitvm.testing import zoo
@@ -46,7 +47,7 @@ def test_mlp_module_types_and_keep_params_as_input():
     assert [p.name for p in mod["main"].params][1:] == ["0_weight", "0_bias", "2_weight", "2_bias"]
     mod, params = detach_params(mod)
     assert [a.shape for a in params["main"]] == [(256, 784), (256,), (10, 256), (10,)]
-    (got,) = compile_zero(mod)["main"](minitvm.nd.array(x.numpy()), *map(minitvm.nd.array, params["main"]))
+    got = compile_zero(mod)["main"](minitvm.nd.array(x.numpy()), *map(minitvm.nd.array, params["main"]))
     with torch.no_grad():
         np.testing.assert_allclose(got.numpy(), model(x).numpy(), rtol=1e-4, atol=1e-5)
 
@@ -128,3 +129,22 @@ def test_no_bind_return_tuple_returns_a_tuple_of_output_variables():
     got = vm["main"](minitvm.nd.array(x), minitvm.nd.array(y))
     np.testing.assert_allclose(got[0].numpy(), x - y, rtol=1e-6)
     np.testing.assert_allclose(got[1].numpy(), x * y, rtol=1e-6)
+
+
+def test_a_single_tensor_output_is_returned_as_it_is():
+    # as TVM: an fx graph that returns one tensor gives a function returning that tensor;
+    # only a returned tuple (or list) becomes a Relax tuple
+    class Twice(torch.nn.Module):
+        def forward(self, x):
+            return x * 2.0
+
+    class Pair(torch.nn.Module):
+        def forward(self, x):
+            return (x * 2.0,)
+
+    single = from_fx(torch.fx.symbolic_trace(Twice()), [((2, 3), "float32")])
+    assert isinstance(single["main"].ret_struct_info, TensorStructInfo)
+    pair = from_fx(torch.fx.symbolic_trace(Pair()), [((2, 3), "float32")])
+    assert isinstance(pair["main"].ret_struct_info, TupleStructInfo)
+    x = np.random.default_rng(3).standard_normal((2, 3)).astype("float32")
+    np.testing.assert_allclose(compile_zero(single)["main"](minitvm.nd.array(x)).numpy(), x * 2.0)
