@@ -32,15 +32,17 @@ def transpose(a: te.Tensor, axes: Sequence[int] | None = None) -> te.Tensor:
 
 def reshape(a: te.Tensor, newshape: Sequence[Any]) -> te.Tensor:
     """``a``'s elements in row-major order, in ``newshape`` (one -1 is inferred)."""
-    newshape = [convert(d) for d in newshape]
+    newshape = [const(d, "int64") if isinstance(d, int) else convert(d) for d in newshape]
     holes = [k for k, d in enumerate(newshape) if const_int(d) == -1]
     if len(holes) > 1:
         raise ValueError(f"topi.reshape: the new shape {newshape} has more than one -1")
     if holes:
         rest = prod([d for k, d in enumerate(newshape) if k != holes[0]])
         newshape[holes[0]] = _op.floordiv(prod(a.shape), rest)
-    return te.compute(newshape, lambda *idx: a[tuple(_unravel_simplified(_ravel_simplified(idx, newshape), a.shape))],
-                      name="T_reshape")
+    def fcompute(*idx: Any) -> PrimExpr:
+        return a[tuple(_unravel_simplified(_ravel_simplified(idx, newshape), a.shape))]
+
+    return te.compute(newshape, fcompute, name="T_reshape")
 
 
 def _ravel_simplified(idx: Sequence[Any], shape: Sequence[Any]) -> PrimExpr:
@@ -63,6 +65,11 @@ def _ravel_simplified(idx: Sequence[Any], shape: Sequence[Any]) -> PrimExpr:
     return const(0, "int64") if flat is None else Analyzer().simplify(flat)
 
 
+def _simplify(e: PrimExpr) -> PrimExpr:
+    from ..arith import Analyzer
+    return Analyzer().simplify(e)
+
+
 def _unravel_simplified(flat: PrimExpr, shape: Sequence[Any]) -> list[PrimExpr]:
     """The indices of the row-major offset ``flat`` in ``shape``, in the form TVM's kernels
     have: for constant shapes the simplifier's ``flat % (s * n) // s`` (stride ``s``, size
@@ -76,8 +83,8 @@ def _unravel_simplified(flat: PrimExpr, shape: Sequence[Any]) -> list[PrimExpr]:
         n = const_int(d)
         if n == 1:
             out.append(const(0, flat.dtype))
-        elif stride == 1:
-            out.append(_op.floormod(flat, d))
+        elif stride == 1:  # (simplified: a multiple of n in flat drops out of flat % n)
+            out.append(_simplify(_op.floormod(flat, d)))
         else:
             out.append(_op.floordiv(_op.floormod(flat, const(n * stride, flat.dtype)), const(stride, flat.dtype)))
         stride *= n

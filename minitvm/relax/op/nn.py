@@ -143,11 +143,15 @@ def _infer_batch_norm(call: Call, ctx: Any) -> StructInfo:
 
 
 def batch_norm(data: Expr, gamma: Expr, beta: Expr, moving_mean: Expr, moving_var: Expr,
-               axis: int = 1, epsilon: float = 1e-5, center: bool = True, scale: bool = True) -> Call:
-    """Inference batch norm with the moving statistics; returns the tuple
-    ``(output, moving_mean, moving_var)`` as TVM does (take ``[0]`` for the output)."""
+               axis: int = 1, epsilon: float = 1e-5, center: bool = True, scale: bool = True,
+               momentum: float = 0.1, training: bool = True) -> Call:
+    """Batch norm; returns the tuple ``(output, mean, var)`` as TVM does (take ``[0]`` for
+    the output).  ``training`` (TVM's default) normalizes with the batch's statistics and
+    returns the moving ones updated by ``momentum``; ``training=False`` uses the moving
+    statistics and returns them unchanged."""
     return make_call("relax.nn.batch_norm", data, gamma, beta, moving_mean, moving_var,
-                     attrs={"axis": int(axis), "epsilon": float(epsilon), "center": center, "scale": scale})
+                     attrs={"axis": int(axis), "epsilon": float(epsilon), "center": center, "scale": scale,
+                            "momentum": float(momentum), "training": bool(training)})
 
 
 # -- conv2d -------------------------------------------------------------------------------------

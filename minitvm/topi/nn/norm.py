@@ -9,7 +9,7 @@ from ... import te
 from ...tir import op as _op
 from ...tir.expr import Cast, FloatImm, IntImm, const
 from ..reduction import sum as _sum
-from ..utils import normalize_axes
+from ..utils import normalize_axes, prod
 
 
 def _split_axes(idx: Sequence[Any], axes: list[int]) -> tuple[list, list]:
@@ -115,26 +115,44 @@ def rms_norm(data: te.Tensor, weight: te.Tensor, axis: Any = -1, epsilon: float 
 
 
 def batch_norm(data: te.Tensor, gamma: te.Tensor, beta: te.Tensor, moving_mean: te.Tensor,
-               moving_var: te.Tensor, axis: int = 1, epsilon: float = 1e-5,
-               center: bool = True, scale: bool = True) -> list[te.Tensor]:
-    """Inference batch norm along channel ``axis``: ``(x - mean) / sqrt(var + eps) * gamma
-    + beta``.  Returns [output, moving_mean, moving_var] (the statistics unchanged)."""
+               moving_var: te.Tensor, axis: int = 1, epsilon: float = 1e-5, center: bool = True,
+               scale: bool = True, training: bool = False, momentum: float = 0.1) -> list[te.Tensor]:
+    """Batch norm along channel ``axis``: ``(x - mean) / sqrt(var + eps) * gamma + beta``.
+
+    In training the mean and (biased) variance are the batch's, and the moving statistics
+    come back updated (``(1 - momentum) * moving + momentum * batch``); at inference they
+    are used as they are and come back unchanged.  Returns [output, mean, var], built from
+    TOPI's reshape / broadcast ops as TVM's is."""
+    from ..broadcast import add, divide, multiply, subtract
+    from ..elemwise import sqrt
+    from ..transform import reshape
     axis = normalize_axes(axis, data.ndim, "topi.nn.batch_norm")[0]
+    shape = [1] * data.ndim
+    shape[axis] = data.shape[axis]
     eps = const(epsilon, data.dtype)
-
-    def fcompute(*i: Any) -> Any:
-        c = i[axis]
-        out = (data(*i) - moving_mean[c]) * _op.rsqrt(moving_var[c] + eps)
-        if scale:
-            out = out * gamma[c]
-        if center:
-            out = out + beta[c]
-        return out
-
-    out = te.compute(data.shape, fcompute, name="T_batch_norm")
-    mean = te.compute(moving_mean.shape, lambda c: moving_mean[c], name="T_batch_norm_mean")
-    var = te.compute(moving_var.shape, lambda c: moving_var[c], name="T_batch_norm_var")
-    return [out, mean, var]
+    if training:
+        if not 0 <= momentum <= 1:
+            raise ValueError(f"topi.nn.batch_norm: momentum must be in [0, 1], got {momentum}")
+        reduce_axes = [k for k in range(data.ndim) if k != axis]
+        count = prod([data.shape[k] for k in reduce_axes])
+        count = const(float(count.value), data.dtype) if isinstance(count, IntImm) else _op.cast(count, data.dtype)
+        data_mean = divide(_sum(data, reduce_axes), count)
+        mean_rs = reshape(data_mean, shape)
+        centered = subtract(data, mean_rs)
+        data_var = divide(_sum(multiply(subtract(data, mean_rs), subtract(data, mean_rs)), reduce_axes), count)
+        out = divide(centered, sqrt(add(reshape(data_var, shape), eps)))
+    else:
+        out = divide(subtract(data, reshape(moving_mean, shape)), sqrt(add(reshape(moving_var, shape), eps)))
+    if scale:
+        out = multiply(out, reshape(gamma, shape))
+    if center:
+        out = add(out, reshape(beta, shape))
+    if training:
+        keep, take = const(1 - momentum, data.dtype), const(momentum, data.dtype)
+        return [out, add(multiply(keep, moving_mean), multiply(take, data_mean)),
+                add(multiply(keep, moving_var), multiply(take, data_var))]
+    one = const(1, data.dtype)  # copies, so no output is an input
+    return [out, multiply(moving_mean, one), multiply(moving_var, one)]
 
 
 __all__: Sequence[str] = ["layer_norm", "rms_norm", "batch_norm"]

@@ -152,3 +152,18 @@ def test_nll_loss_backward_matches_torch_autograd(reduction):
     np.testing.assert_allclose(got, p.grad.numpy(), rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="reduction must be one of mean, sum, none"):
         R.grad.nll_loss_backward(v(()), v((2, 3)), v((2,), "int64", name="t"), reduction="avg")
+
+
+def test_batch_norm_in_training_mode_matches_torch():
+    # TVM's default: normalize with the batch statistics, update the moving ones
+    rng = np.random.default_rng(9)
+    x, g, b = rand(rng, 4, 3, 5, 2), rand(rng, 3), rand(rng, 3)
+    m, var = rand(rng, 3), rand(rng, 3, low=0.5, high=1.5)
+    out, m2, v2 = run_op(lambda *t: R.nn.batch_norm(*t, axis=1, momentum=0.2), x, g, b, m, var)
+    tm, tv = torch.tensor(m), torch.tensor(var)  # torch updates these in place
+    want = torch.nn.functional.batch_norm(torch.tensor(x), tm, tv, torch.tensor(g), torch.tensor(b),
+                                          training=True, momentum=0.2, eps=1e-5).numpy()
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(m2, tm.numpy(), rtol=1e-5)
+    # torch updates the moving variance with the unbiased batch variance, TVM with the biased one
+    np.testing.assert_allclose(v2, 0.8 * var + 0.2 * x.var(axis=(0, 2, 3)), rtol=1e-5)

@@ -239,7 +239,8 @@ def _log_softmax(bb: BlockBuilder, call: Call) -> Expr:
 def _batch_norm(bb: BlockBuilder, call: Call) -> Expr:
     a = call.attrs
     return bb.call_te(topi.nn.batch_norm, *call.args, axis=a["axis"], epsilon=a["epsilon"],
-                      center=a["center"], scale=a["scale"], primfunc_name_hint="batch_norm")
+                      center=a["center"], scale=a["scale"], training=a.get("training", False),
+                      momentum=a.get("momentum", 0.1), primfunc_name_hint="batch_norm")
 
 
 def _pool(pool_type: str) -> LegalizeFunc:
