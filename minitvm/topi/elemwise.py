@@ -35,10 +35,15 @@ sigmoid = _unary(_op.sigmoid, "sigmoid")
 erf = _unary(_op.erf, "erf")
 negative = _unary(_op.neg, "negative")
 abs = _unary(_op.abs, "abs")  # noqa: A001 - TVM's name
-floor = _unary(_op.floor, "floor")
-ceil = _unary(_op.ceil, "ceil")
-round = _unary(_op.round, "round")  # noqa: A001
-trunc = _unary(_op.trunc, "trunc")
+def _integers_unchanged(fop: Callable[[PrimExpr], PrimExpr]) -> Callable[[PrimExpr], PrimExpr]:
+    # rounding an integer gives it back (TVM's te.floor etc. return an integer operand as is)
+    return lambda v: v if _dt.is_int(v.dtype) or _dt.is_uint(v.dtype) else fop(v)
+
+
+floor = _unary(_integers_unchanged(_op.floor), "floor")
+ceil = _unary(_integers_unchanged(_op.ceil), "ceil")
+round = _unary(_integers_unchanged(_op.round), "round")  # noqa: A001
+trunc = _unary(_integers_unchanged(_op.trunc), "trunc")
 sin = _unary(_op.sin, "sin")
 cos = _unary(_op.cos, "cos")
 tan = _unary(_op.tan, "tan")

@@ -54,3 +54,12 @@ def test_softmax_has_tvms_four_stages():
     e = np.exp(x - x.max(axis=1, keepdims=True))
     got = _run(_func(a, topi.nn.softmax(a, axis=1)), x, out_shape=(3, 5))
     np.testing.assert_allclose(got, e / e.sum(axis=1, keepdims=True), rtol=1e-5)
+
+
+def test_rounding_an_integer_tensor_copies_it():
+    a = te.placeholder((5,), "int32", name="A")
+    for fn in (topi.floor, topi.ceil, topi.round, topi.trunc):
+        func = _func(a, fn(a))
+        assert "A[v_i0]" in func.script() and "T.floor" not in func.script()
+        x = np.array([-3, -1, 0, 2, 7], "int32")
+        np.testing.assert_array_equal(_run(func, x, out_shape=(5,), out_dtype="int32"), x)
