@@ -216,7 +216,11 @@ def _infer_concat(call: Call, ctx: Any) -> StructInfo:
     if not ndims:
         return TensorStructInfo(None, dtype, None, -1)
     ndim = ndims.pop()
-    axis = normalize_axis(op, call.attrs["axis"], ndim)
+    if call.attrs["axis"] is None and ndim != 1:
+        # as TVM: without an axis the tensors must already be flattened
+        raise StructInfoError(f"{op}: without an axis the tensors must be 1-D (flattened), got "
+                              f"{', '.join(shape_text(x.shape_values) for x in xs)}")
+    axis = normalize_axis(op, 0 if call.attrs["axis"] is None else call.attrs["axis"], ndim)
     shapes = [x.shape_values for x in xs]
     if any(s is None for s in shapes):
         return TensorStructInfo(None, dtype, None, ndim)
@@ -231,11 +235,12 @@ def _infer_concat(call: Call, ctx: Any) -> StructInfo:
     return TensorStructInfo(out, dtype)
 
 
-def concat(tensors: Any, axis: int = 0) -> Call:
-    """The tensors joined along ``axis`` (a list, a Relax Tuple, or a tuple-valued var)."""
+def concat(tensors: Any, axis: int | None = 0) -> Call:
+    """The tensors joined along ``axis`` (a list, a Relax Tuple, or a tuple-valued var);
+    ``axis=None`` joins 1-D (flattened) tensors."""
     if isinstance(tensors, (list, tuple)):
         tensors = Tuple(list(tensors))
-    return make_call("relax.concat", tensors, attrs={"axis": int(axis)})
+    return make_call("relax.concat", tensors, attrs={"axis": None if axis is None else int(axis)})
 
 
 @register("relax.split", pattern=OpPattern.INJECTIVE, num_inputs=1)

@@ -145,3 +145,11 @@ def test_strided_slice_of_a_symbolic_axis_runs():
     vm = relax.VirtualMachine(minitvm.compile(bb.get(), target="llvm"), minitvm.cpu())
     data = rand(np.random.default_rng(18), 9, 6)
     np.testing.assert_array_equal(vm["main"](minitvm.nd.array(data)).numpy(), data[1:7:3, 0:6:2])
+
+
+def test_concat_without_an_axis_joins_flat_tensors():
+    rng = np.random.default_rng(19)
+    a, b = rand(rng, 3), rand(rng, 5)
+    np.testing.assert_array_equal(run_op(lambda x, y: R.concat([x, y], axis=None), a, b), np.concatenate([a, b]))
+    with pytest.raises(StructInfoError, match="without an axis the tensors must be 1-D"):
+        _sinfo(R.concat([v((2, 2)), v((2, 2), name="y")], axis=None), [])

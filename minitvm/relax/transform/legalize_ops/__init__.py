@@ -182,7 +182,8 @@ def _tensors_of(bb: BlockBuilder, tup: Expr) -> list[Expr]:
 def _concat(bb: BlockBuilder, call: Call) -> Expr:
     def concat(*ts: te.Tensor, axis: int) -> te.Tensor:
         return topi.concatenate(ts, axis)
-    return bb.call_te(concat, *_tensors_of(bb, call.args[0]), axis=call.attrs["axis"],
+    axis = call.attrs["axis"]
+    return bb.call_te(concat, *_tensors_of(bb, call.args[0]), axis=0 if axis is None else axis,
                       primfunc_name_hint="concatenate")
 
 
