@@ -69,7 +69,7 @@ from .elemwise import (
     trunc,
     zeros,
 )
-from .reduction import argmax, argmin, collapse_sum, max, mean, min, prod, sum
+from .reduction import argmax, argmin, collapse_sum, cumprod, cumsum, max, mean, min, prod, sum
 from .transform import (
     arange,
     concatenate,
@@ -95,7 +95,7 @@ __all__ = [
     "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "negative", "abs", "floor", "ceil",
     "round", "trunc", "sin", "cos", "identity", "logical_not", "cast", "clip", "full", "full_like",
     "zeros", "ones",
-    "sum", "max", "min", "prod", "mean", "argmax", "argmin", "collapse_sum",
+    "sum", "max", "min", "prod", "mean", "argmax", "argmin", "collapse_sum", "cumsum", "cumprod",
     "transpose", "reshape", "flatten", "expand_dims", "squeeze", "concatenate", "split",
     "strided_slice", "take", "arange", "trilu", "repeat", "tile", "flip",
 ]

@@ -15,7 +15,7 @@ from ..tir.expr import IntImm, PrimExpr, Select, const
 from .utils import const_int, normalize_axes
 from .utils import prod as _prod
 
-__all__ = ["sum", "max", "min", "prod", "mean", "argmax", "argmin", "reduce_over", "collapse_sum"]
+__all__ = ["sum", "max", "min", "prod", "mean", "argmax", "argmin", "reduce_over", "collapse_sum", "cumsum", "cumprod"]
 
 
 def reduce_over(data: te.Tensor, axis: Any, keepdims: bool, name: str,
@@ -66,7 +66,8 @@ def _simple(reducer: Any, name: str) -> Callable:
 sum = _simple(te.sum, "sum")  # noqa: A001 - TVM's names
 max = _simple(te.max, "max")  # noqa: A001
 min = _simple(te.min, "min")  # noqa: A001
-prod = _simple(te.comm_reducer(lambda x, y: _op.mul(x, y), lambda t: const(1, t), name="prod"), "prod")
+_product = te.comm_reducer(lambda x, y: _op.mul(x, y), lambda t: const(1, t), name="prod")
+prod = _simple(_product, "prod")
 
 
 def mean(data: te.Tensor, axis: Any = None, keepdims: bool = False) -> te.Tensor:
@@ -152,3 +153,33 @@ def collapse_sum(data: te.Tensor, target_shape: Any) -> te.Tensor:
         return te.sum(data[tuple(idx)], axis=raxes)
 
     return te.compute(target, fcompute, name=f"{data.op.name}_red")
+
+
+def _scan(reducer: Any, name: str) -> Callable:
+    def compute(data: te.Tensor, axis: int | None = None, dtype: str | None = None,
+                exclusive: bool = False) -> te.Tensor:
+        from .transform import reshape
+        if axis is None:  # over the flattened tensor, as numpy
+            data = reshape(data, [_prod(data.shape)])
+            axis = 0
+        axis = normalize_axes(axis, data.ndim, f"topi.{name}")[0]
+        dtype = dtype or data.dtype
+
+        def fcompute(*idx: Any) -> PrimExpr:
+            k = te.reduce_axis((0, data.shape[axis]), "k")
+            src = list(idx)
+            src[axis] = k.var
+            # element i gathers the elements up to i (before i when exclusive)
+            upto = _op.less(k.var, idx[axis]) if exclusive else _op.less_equal(k.var, idx[axis])
+            return reducer(_op.cast(data[tuple(src)], dtype), axis=k, where=upto)
+
+        return te.compute(data.shape, fcompute, name=f"T_{name}")
+
+    compute.__name__ = name
+    compute.__doc__ = (f"The running {name[3:]} of ``data`` along ``axis`` (None: the flattened tensor) "
+                       "in ``dtype``; ``exclusive`` leaves each element out of its own result.")
+    return compute
+
+
+cumsum = _scan(te.sum, "cumsum")
+cumprod = _scan(_product, "cumprod")

@@ -41,7 +41,7 @@ from .qdq import dequantize, quantize
 from .rearrange import collapse_sum_like, collapse_sum_to, flip, repeat, tile
 from .registry import OpPattern, register
 from .search import argmax, argmin, where
-from .statistical import max, mean, min, prod, std, sum, variance
+from .statistical import cumprod, cumsum, max, mean, min, prod, std, sum, variance
 from .ternary import ewise_fma
 from .unary import (
     abs,
@@ -93,7 +93,7 @@ __all__ = [
     "permute_dims", "reshape", "flatten", "expand_dims", "squeeze", "concat", "split",
     "broadcast_to", "take", "strided_slice", "repeat", "tile", "flip", "collapse_sum_like", "collapse_sum_to",
     # reductions and search
-    "sum", "mean", "max", "min", "prod", "variance", "std", "argmax", "argmin",
+    "sum", "mean", "max", "min", "prod", "variance", "std", "cumsum", "cumprod", "argmax", "argmin",
     # quantization
     "quantize", "dequantize",
     # creation

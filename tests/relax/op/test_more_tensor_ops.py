@@ -153,3 +153,16 @@ def test_concat_without_an_axis_joins_flat_tensors():
     np.testing.assert_array_equal(run_op(lambda x, y: R.concat([x, y], axis=None), a, b), np.concatenate([a, b]))
     with pytest.raises(StructInfoError, match="without an axis the tensors must be 1-D"):
         _sinfo(R.concat([v((2, 2)), v((2, 2), name="y")], axis=None), [])
+
+
+def test_cumsum_and_cumprod_match_numpy():
+    rng = np.random.default_rng(20)
+    x = rand(rng, 2, 5, 3, low=0.5, high=1.5)
+    np.testing.assert_allclose(run_op(lambda a: R.cumsum(a, axis=1), x), np.cumsum(x, axis=1), rtol=1e-5)
+    np.testing.assert_allclose(run_op(lambda a: R.cumprod(a, axis=-1), x), np.cumprod(x, axis=-1), rtol=1e-5)
+    np.testing.assert_allclose(run_op(lambda a: R.cumsum(a), x), np.cumsum(x), rtol=1e-5)
+    got = run_op(lambda a: R.cumsum(a, axis=1, exclusive=True), x)
+    np.testing.assert_allclose(got, np.cumsum(x, axis=1) - x, rtol=1e-5, atol=1e-6)
+    ints = rng.integers(-3, 4, size=(4, 3)).astype("int32")
+    np.testing.assert_array_equal(run_op(lambda a: R.cumsum(a, axis=0, dtype="int64"), ints),
+                                  np.cumsum(ints, axis=0, dtype="int64"))

@@ -32,3 +32,14 @@ def _legalize_std(bb: BlockBuilder, call: Call) -> Expr:
     axis = call.attrs["axis"]
     return bb.call_te(_std, call.args[0], None if axis is None else list(axis), call.attrs["keepdims"],
                       primfunc_name_hint="std")
+
+
+def _scan(fn: Any, name: str) -> Any:
+    def legalize(bb: BlockBuilder, call: Call) -> Expr:
+        a = call.attrs
+        return bb.call_te(fn, call.args[0], a["axis"], a["dtype"] or None, a["exclusive"], primfunc_name_hint=name)
+    return legalize
+
+
+register_legalize("relax.cumsum", _scan(topi.cumsum, "cumsum"))
+register_legalize("relax.cumprod", _scan(topi.cumprod, "cumprod"))
