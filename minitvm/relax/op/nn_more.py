@@ -12,7 +12,7 @@ from ._utils import const_dim, normalize_axes, normalize_axis, same_dtype
 from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
 from .unary import unary_sinfo
 
-__all__ = ["leakyrelu", "prelu", "rms_norm", "cross_entropy_with_logits", "nll_loss"]
+__all__ = ["leakyrelu", "prelu", "rms_norm", "group_norm", "cross_entropy_with_logits", "nll_loss"]
 
 
 # -- activations with a parameter ---------------------------------------------------------------
@@ -78,6 +78,42 @@ def rms_norm(data: Expr, weight: Expr, axes: int | Sequence[int] = -1, epsilon: 
     """Root-mean-square normalization over ``axes``, scaled by ``weight``."""
     axes = (int(axes),) if isinstance(axes, int) else tuple(int(a) for a in axes)
     return make_call("relax.nn.rms_norm", data, weight, attrs={"axes": axes, "epsilon": float(epsilon)})
+
+
+@register("relax.nn.group_norm", pattern=OpPattern.OUT_ELEMWISE_FUSABLE, num_inputs=3)
+def _infer_group_norm(call: Call, ctx: Any) -> StructInfo:
+    """Each group of channels normalized over itself and ``axes``; gamma and beta hold one
+    value per channel.  The data's struct info."""
+    op = "relax.nn.group_norm"
+    check_num_args(call, op, 3)
+    x = tensor_arg(call, 0, op, "data")
+    gamma, beta = tensor_arg(call, 1, op, "gamma"), tensor_arg(call, 2, op, "beta")
+    same_dtype(op, [x, gamma, beta])
+    a = call.attrs
+    if x.ndim == -1:
+        return x
+    channel_axis = normalize_axis(op, a["channel_axis"], x.ndim)
+    axes = normalize_axes(op, a["axes"], x.ndim)
+    if channel_axis in axes:
+        raise StructInfoError(f"{op}: axes {list(a['axes'])} must not contain the channel axis {channel_axis}")
+    c = const_dim(x.shape_values[channel_axis]) if x.shape_values is not None else None
+    if c is not None and c % a["num_groups"]:
+        raise StructInfoError(f"{op}: {c} channels do not divide into {a['num_groups']} groups")
+    for name, p in (("gamma", gamma), ("beta", beta)):
+        size = const_dim(p.shape_values[0]) if p.shape_values is not None and p.ndim == 1 else None
+        if p.ndim not in (-1, 1) or (c is not None and size is not None and size != c):
+            raise StructInfoError(f"{op}: {name} must hold one value per channel ({c}), got {struct_info_text(p)}")
+    return x
+
+
+def group_norm(data: Expr, gamma: Expr, beta: Expr, num_groups: int, channel_axis: int,
+               axes: int | Sequence[int], epsilon: float = 1e-5, center: bool = True, scale: bool = True) -> Call:
+    """Group normalization: channels in ``num_groups`` groups, each normalized over itself
+    and ``axes``, then ``* gamma + beta`` per channel."""
+    axes = (int(axes),) if isinstance(axes, int) else tuple(int(v) for v in axes)
+    return make_call("relax.nn.group_norm", data, gamma, beta, attrs={
+        "num_groups": int(num_groups), "channel_axis": int(channel_axis), "axes": axes,
+        "epsilon": float(epsilon), "center": bool(center), "scale": bool(scale)})
 
 
 # -- losses ----------------------------------------------------------------------------------------

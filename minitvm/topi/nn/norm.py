@@ -9,7 +9,7 @@ from ... import te
 from ...tir import op as _op
 from ...tir.expr import Cast, FloatImm, IntImm, const
 from ..reduction import sum as _sum
-from ..utils import normalize_axes, prod
+from ..utils import const_int, normalize_axes, prod
 
 
 def _split_axes(idx: Sequence[Any], axes: list[int]) -> tuple[list, list]:
@@ -155,4 +155,51 @@ def batch_norm(data: te.Tensor, gamma: te.Tensor, beta: te.Tensor, moving_mean: 
     return [out, multiply(moving_mean, one), multiply(moving_var, one)]
 
 
-__all__: Sequence[str] = ["layer_norm", "rms_norm", "batch_norm"]
+
+
+def group_norm(data: te.Tensor, gamma: te.Tensor | None, beta: te.Tensor | None, num_groups: int,
+               channel_axis: int, axes: Sequence[int], epsilon: float = 1e-5) -> te.Tensor:
+    """Normalize each group of ``C / num_groups`` channels over itself and ``axes``, then
+    scale and shift per channel.  The channels are reshaped into (groups, group size), the
+    statistics come from one sum / sum-of-squares pass (in float32 for float16 data)."""
+    from ..transform import reshape
+    ndim = data.ndim
+    channel_axis = normalize_axes(channel_axis, ndim, "topi.nn.group_norm")[0]
+    c = data.shape[channel_axis]
+    group_size = _op.floordiv(c, num_groups) if const_int(c) is None else const(const_int(c) // num_groups, "int64")
+    new_shape = []
+    for k, d in enumerate(data.shape):
+        new_shape += [const(num_groups, "int64"), group_size] if k == channel_axis else [d]
+    fp16 = data.dtype == "float16"
+    grouped = reshape(data, new_shape)
+    if fp16:
+        grouped = _cast_t(grouped, "float32")
+    new_axes = [channel_axis + 1]
+    for a in normalize_axes(list(axes), ndim, "topi.nn.group_norm"):
+        if a == channel_axis:
+            raise ValueError("topi.nn.group_norm: axes must not contain the channel axis")
+        new_axes.append(a if a < channel_axis else a + 1)
+    new_axes.sort()
+    temp_x, temp_x2 = _sum_and_squares(grouped, new_axes, False)
+    extent = _reduce_extent(grouped, new_axes, "float32")
+    g = None if gamma is None else reshape(gamma, [const(num_groups, "int64"), group_size])
+    b = None if beta is None else reshape(beta, [const(num_groups, "int64"), group_size])
+
+    def fcompute(*i: Any) -> Any:
+        _, rest = _split_axes(i, new_axes)
+        mean = temp_x[tuple(rest)] / extent
+        var = temp_x2[tuple(rest)] / extent - mean * mean
+        out = (grouped(*i) - mean) * _op.rsqrt(var + const(epsilon, var.dtype))
+        if fp16:
+            out = _op.cast(out, "float16")
+        gi = (i[channel_axis], i[channel_axis + 1])
+        if g is not None:
+            out = out * g[gi]
+        if b is not None:
+            out = out + b[gi]
+        return out
+
+    return reshape(te.compute(grouped.shape, fcompute, name="T_group_norm"), data.shape)
+
+
+__all__: Sequence[str] = ["layer_norm", "rms_norm", "batch_norm", "group_norm"]

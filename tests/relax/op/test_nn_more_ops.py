@@ -167,3 +167,13 @@ def test_batch_norm_in_training_mode_matches_torch():
     np.testing.assert_allclose(m2, tm.numpy(), rtol=1e-5)
     # torch updates the moving variance with the unbiased batch variance, TVM with the biased one
     np.testing.assert_allclose(v2, 0.8 * var + 0.2 * x.var(axis=(0, 2, 3)), rtol=1e-5)
+
+
+def test_group_norm_matches_torch():
+    rng = np.random.default_rng(10)
+    x, g, b = rand(rng, 2, 6, 4, 3), rand(rng, 6), rand(rng, 6)
+    got = run_op(lambda a, gg, bb: R.nn.group_norm(a, gg, bb, num_groups=3, channel_axis=1, axes=[2, 3]), x, g, b)
+    want = torch.nn.functional.group_norm(torch.tensor(x), 3, torch.tensor(g), torch.tensor(b), eps=1e-5).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    with pytest.raises(StructInfoError, match="6 channels do not divide into 4 groups"):
+        _sinfo(R.nn.group_norm(v((2, 6, 4)), v((6,), name="g"), v((6,), name="b"), 4, 1, [2]))

@@ -94,3 +94,11 @@ def _conv_transpose(name: str, kernel_name: str) -> Any:
 
 register_legalize("relax.nn.conv1d_transpose", _conv_transpose("conv1d_transpose", "kernel"))
 register_legalize("relax.nn.conv2d_transpose", _conv_transpose("conv2d_transpose", "kernel_transform"))
+
+
+@register_legalize("relax.nn.group_norm")
+def _group_norm(bb: BlockBuilder, call: Call) -> Expr:
+    a = call.attrs
+    data, gamma, beta = call.args
+    return bb.call_te(topi.nn.group_norm, data, gamma if a["scale"] else None, beta if a["center"] else None,
+                      a["num_groups"], a["channel_axis"], list(a["axes"]), a["epsilon"], primfunc_name_hint="group_norm")
