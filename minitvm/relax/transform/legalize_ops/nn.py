@@ -101,4 +101,5 @@ def _group_norm(bb: BlockBuilder, call: Call) -> Expr:
     a = call.attrs
     data, gamma, beta = call.args
     return bb.call_te(topi.nn.group_norm, data, gamma if a["scale"] else None, beta if a["center"] else None,
-                      a["num_groups"], a["channel_axis"], list(a["axes"]), a["epsilon"], primfunc_name_hint="group_norm")
+                      a["num_groups"], a["channel_axis"], list(a["axes"]), a["epsilon"],
+                      primfunc_name_hint="group_norm")
