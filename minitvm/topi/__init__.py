@@ -30,6 +30,7 @@ from .broadcast import (
     subtract,
     where,
 )
+from .einsum import einsum
 from .elemwise import (
     abs,
     acos,
@@ -88,7 +89,7 @@ from .transform import (
 )
 
 __all__ = [
-    "nn", "utils",
+    "nn", "utils", "einsum",
     "add", "subtract", "multiply", "divide", "floor_divide", "power", "maximum", "minimum",
     "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
     "logical_or", "where", "broadcast_to",

@@ -35,7 +35,7 @@ from .binary import (
 from .create import arange, full, full_like, ones, ones_like, tril, triu, zeros, zeros_like
 from .datatype import astype
 from .index import strided_slice, take
-from .linear_algebra import linear, matmul
+from .linear_algebra import einsum, linear, matmul
 from .manipulate import broadcast_to, concat, expand_dims, flatten, permute_dims, reshape, split, squeeze
 from .qdq import dequantize, quantize
 from .rearrange import collapse_sum_like, collapse_sum_to, flip, repeat, tile
@@ -88,7 +88,7 @@ __all__ = [
     "acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "sin", "sinh", "tan",
     "ceil", "floor", "round", "trunc", "sign", "square", "isfinite", "isinf", "isnan",
     # linear algebra
-    "matmul", "linear",
+    "matmul", "linear", "einsum",
     # shapes and indexing
     "permute_dims", "reshape", "flatten", "expand_dims", "squeeze", "concat", "split",
     "broadcast_to", "take", "strided_slice", "repeat", "tile", "flip", "collapse_sum_like", "collapse_sum_to",

@@ -166,3 +166,16 @@ def test_cumsum_and_cumprod_match_numpy():
     ints = rng.integers(-3, 4, size=(4, 3)).astype("int32")
     np.testing.assert_array_equal(run_op(lambda a: R.cumsum(a, axis=0, dtype="int64"), ints),
                                   np.cumsum(ints, axis=0, dtype="int64"))
+
+
+def test_einsum_matches_numpy():
+    rng = np.random.default_rng(21)
+    a, b = rand(rng, 2, 3), rand(rng, 3, 4)
+    np.testing.assert_allclose(run_op(lambda x, y: R.einsum((x, y), "ij,jk->ik"), a, b), a @ b, rtol=1e-5)
+    c = rand(rng, 1, 3)  # a size-1 dimension broadcasts against the other operand's
+    np.testing.assert_allclose(run_op(lambda x, y: R.einsum((x, y), "ij, ij -> i"), a, c),
+                               np.einsum("ij,ij->i", a, np.broadcast_to(c, a.shape)), rtol=1e-5)
+    d = rand(rng, 3, 3)
+    np.testing.assert_allclose(run_op(lambda x: R.einsum((x,), "ii"), d), np.trace(d), rtol=1e-5)
+    with pytest.raises(StructInfoError, match="has 1 letters for a 2-d operand"):
+        _sinfo(R.einsum((v((2, 3)),), "i->i"), [])

@@ -38,7 +38,7 @@ from ...op.base import call_tir
 from ...struct_info import StructInfo, TensorStructInfo, TupleStructInfo
 from .._util import rewrite_with_builder
 from . import create, grad, manipulate, nn, qdq, statistical  # noqa: F401 - register their rules
-from .common import LegalizeFunc, _try_convert_to_scalar_const, register_legalize
+from .common import LegalizeFunc, _tensors_of, _try_convert_to_scalar_const, register_legalize
 
 __all__ = ["LegalizeOps", "register_legalize", "legalize_call"]
 
@@ -168,14 +168,6 @@ def _squeeze(bb: BlockBuilder, call: Call) -> Expr:
         vals = struct_info_of(call.args[0]).shape_values
         axis = [k for k, d in enumerate(vals) if isinstance(d, IntImm) and d.value == 1]
     return bb.call_te(topi.squeeze, call.args[0], list(axis), primfunc_name_hint="squeeze")
-
-
-def _tensors_of(bb: BlockBuilder, tup: Expr) -> list[Expr]:
-    """The fields of a tuple-valued expression, as separate Relax values."""
-    if isinstance(tup, Tuple):
-        return list(tup.fields)
-    sinfo = struct_info_of(tup)
-    return [bb.emit(TupleGetItem(tup, k)) for k in range(len(sinfo.fields))]
 
 
 @register_legalize("relax.concat")

@@ -9,7 +9,7 @@ from .... import te, topi
 from ...block_builder import BlockBuilder
 from ...expr import Call, Expr, struct_info_of
 from ...op._utils import product
-from .common import register_legalize
+from .common import _tensors_of, register_legalize
 
 
 @register_legalize("relax.repeat")
@@ -41,3 +41,9 @@ def _collapse_sum_like(bb: BlockBuilder, call: Call) -> Expr:
 @register_legalize("relax.collapse_sum_to")
 def _collapse_sum_to(bb: BlockBuilder, call: Call) -> Expr:
     return bb.call_te(topi.collapse_sum, call.args[0], call.args[1], primfunc_name_hint="collapse_sum")
+
+
+@register_legalize("relax.einsum")
+def _einsum(bb: BlockBuilder, call: Call) -> Expr:
+    return bb.call_te(topi.einsum, call.attrs["subscripts"], *_tensors_of(bb, call.args[0]),
+                      primfunc_name_hint="einsum")
