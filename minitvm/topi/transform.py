@@ -32,7 +32,9 @@ def transpose(a: te.Tensor, axes: Sequence[int] | None = None) -> te.Tensor:
 
 def reshape(a: te.Tensor, newshape: Sequence[Any]) -> te.Tensor:
     """``a``'s elements in row-major order, in ``newshape`` (one -1 is inferred)."""
-    newshape = [const(d, "int64") if isinstance(d, int) else convert(d) for d in newshape]
+    # Python ints take the index dtype of the data's shape (int64 under Relax, maybe int32 in TE)
+    index_dtype = a.shape[0].dtype if a.ndim else "int64"
+    newshape = [const(d, index_dtype) if isinstance(d, int) else convert(d) for d in newshape]
     holes = [k for k, d in enumerate(newshape) if const_int(d) == -1]
     if len(holes) > 1:
         raise ValueError(f"topi.reshape: the new shape {newshape} has more than one -1")

@@ -71,7 +71,7 @@ def conv(data: te.Tensor, kernel: te.Tensor, strides: Any = 1, padding: Any = 0,
     strides = _per_dim(strides, dim, "strides")
     dilation = _per_dim(dilation, dim, "dilation")
     d_sp, k_sp = _spatial(data_layout, "NC"), _spatial(kernel_layout, "OI")
-    n_ax, c_ax = data_layout.index("N"), data_layout.index("C")
+    c_ax = data_layout.index("C")
     o_ax, i_ax = kernel_layout.index("O"), kernel_layout.index("I")
     in_c, out_c, in_c_per_group = data.shape[c_ax], kernel.shape[o_ax], kernel.shape[i_ax]
     if const_int(in_c) is not None and const_int(in_c_per_group) is not None and \
@@ -115,7 +115,6 @@ def conv(data: te.Tensor, kernel: te.Tensor, strides: Any = 1, padding: Any = 0,
     spatial_names = iter(["yy", "xx", "zz"])
     arg_names = [names.get(ch) or next(spatial_names) for ch in data_layout]
     name = f"{'group_' if groups > 1 else ''}conv{dim}d_{data_layout.lower()}"
-    del n_ax
     return te.compute(out_shape, fcompute, name=name, varargs_names=arg_names)
 
 
