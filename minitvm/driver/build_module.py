@@ -100,7 +100,7 @@ def build(mod_or_func: Any, target: Any = "llvm", name: str | None = None) -> Mo
     the ``global_symbol``, else the module's name for it); arguments are checked (count,
     dtype, shape) before any code runs.
     """
-    from ..target.codegen import build_module
+    from ..target.codegen import build_module, check_buildable
 
     target = _target(target)
     mod = normalize_module(mod_or_func, name)
@@ -108,6 +108,8 @@ def build(mod_or_func: Any, target: Any = "llvm", name: str | None = None) -> Mo
     if others:
         raise TypeError(f"build compiles TIR functions only; {', '.join(others)} are not PrimFuncs — "
                         "use minitvm.compile for modules with Relax functions")
+    # GPU builtins and thread launches are refused by name before lowering trips over them
+    check_buildable({gv.name_hint: f for gv, f in mod.items()}, target)
     lowered = _instrument(lower(mod), target)
     funcs: dict[str, PrimFunc] = {}
     for gv, f in lowered.items():

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..ir import dtype as _dt
+from ..ir.structural import structural_equal
 from ..tir import op as _op
 from ..tir.analysis import get_block_read_write_region
 from ..tir.buffer import Buffer, BufferRegion
@@ -37,6 +38,7 @@ from ..tir.functor import pre_order_visit
 from ..tir.stmt import (
     Allocate,
     AssertStmt,
+    AttrStmt,
     Block,
     BlockRealize,
     BufferStore,
@@ -76,6 +78,12 @@ class DeferredFunction:
     dialect: str
     options: dict
     extra_vars: dict
+
+    @property
+    def __wrapped__(self) -> Callable:
+        """The Python function, so ``inspect.getsource`` finds its text (TVM leaves a class
+        body's decorated function a plain function)."""
+        return self.func
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError(f"{self.func.__name__} is a TVMScript function of an @I.ir_module class; "
@@ -125,6 +133,8 @@ class _FunctionFrame:
     root_alloc_buffers: list = field(default_factory=list)
     buffer_map: dict = field(default_factory=dict)
     params: list = field(default_factory=list)
+    # T.env_thread variables (by id) -> [tag, the IterVar of their first launch or None]
+    env_threads: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -398,9 +408,22 @@ class _TIRParser:
         return not any(name in s for s in self.scopes) and name not in self.namespace
 
     def visit_with(self, node: ast.With) -> Stmt | None:
-        if len(node.items) != 1 or node.items[0].optional_vars is not None:
+        if len(node.items) != 1:
             raise self.error(node, "expected `with T.block(\"name\"):` or `with T.init():`")
         ctx = self.eval(node.items[0].context_expr)
+        target = node.items[0].optional_vars
+        if isinstance(ctx, (T.LaunchThreadDecl, T.AttrDecl)):
+            if target is not None and not (isinstance(target, ast.Name) and isinstance(ctx, T.LaunchThreadDecl)):
+                raise self.error(target, "only `with T.launch_thread(...) as name:` names a variable")
+            self.scopes.append({})
+            try:
+                wrap = self._scoped_attr(ctx, target.id if target is not None else None, node)
+                body = self.visit_body(node.body) or Evaluate(IntImm("int32", 0))
+            finally:
+                self.scopes.pop()
+            return wrap(body)
+        if target is not None:
+            raise self.error(target, "`with ... as name` is only for T.launch_thread")
         if isinstance(ctx, T.BlockSpec):
             return self.visit_block(node, ctx)
         if isinstance(ctx, T.InitSpec):
@@ -413,6 +436,36 @@ class _TIRParser:
             return None
         raise self.error(node.items[0].context_expr,
                          f"`with` needs T.block(\"name\") or T.init(), got {ctx!r}")
+
+    def _scoped_attr(self, decl: Any, name: str | None, node: ast.AST) -> Callable[[Stmt], Stmt]:
+        """The AttrStmt a T.launch_thread / T.attr wraps its body in (a thread launch binds
+        ``name`` to the thread index in the current scope)."""
+        if isinstance(decl, T.AttrDecl):
+            return lambda body: AttrStmt(decl.node, decl.key, decl.value, body)
+        iv = self._launch(decl, name, node)
+        key = "virtual_thread" if iv.thread_tag == "vthread" else "thread_extent"
+        return lambda body: AttrStmt(iv, key, decl.extent, body)
+
+    def _launch(self, decl: Any, name: str | None, node: ast.AST) -> IterVar:
+        """The thread IterVar of a launch: new for a tag, shared by every launch of an env_thread."""
+        extent = decl.extent
+        if isinstance(decl.thread, str):
+            var = Var(name or decl.thread.replace(".", "_"), extent.dtype)
+            iv = IterVar(Range(const(0, extent.dtype), extent), var, IterVar.ThreadIndex, decl.thread)
+        else:
+            entry = self.frames[0].env_threads.get(id(decl.thread))
+            if entry is None:
+                raise self.error(node, f"{decl.thread.name} is not a thread variable made by T.env_thread")
+            iv = entry[1]
+            if iv is None:
+                iv = entry[1] = IterVar(Range(const(0, extent.dtype), extent), decl.thread,
+                                        IterVar.ThreadIndex, entry[0])
+            elif not structural_equal(iv.dom.extent, extent):
+                raise self.error(node, f"thread {decl.thread.name} ({entry[0]}) is launched with extent "
+                                       f"{extent} but was launched before with {iv.dom.extent}")
+        if name is not None:
+            self.bind(name, iv.var)
+        return iv
 
     def visit_block(self, node: ast.With, spec: T.BlockSpec) -> Stmt:
         if self.macro_depth and spec.name in self.block_names:  # as TVM: op, op_1, op_2 ...
@@ -542,6 +595,13 @@ class _TIRParser:
         if isinstance(value, T.ScalarVarDecl):
             self.bind(name, value.make(name))
             return None
+        if isinstance(value, T.EnvThreadDecl):
+            var = Var(name, value.dtype)
+            self.frames[0].env_threads[id(var)] = [value.tag, None]
+            self.bind(name, var)
+            return None
+        if isinstance(value, T.LaunchThreadDecl):  # `tx = T.launch_thread("threadIdx.x", 32)`
+            return _NeedsRest(self._scoped_attr(value, name, value_node))
         if isinstance(value, T.MetaVar):
             self.bind(name, value.value)
             return None
@@ -550,7 +610,7 @@ class _TIRParser:
             self.bind(name, var)
             return _NeedsRest(lambda rest: LetStmt(var, value, rest))
         if isinstance(value, (T.LoopSpec, T.BlockSpec, T.InitSpec, T.ReadsDecl, T.WritesDecl,
-                              T.WhereDecl, T.FuncAttrDecl, Stmt)):
+                              T.WhereDecl, T.FuncAttrDecl, T.AttrDecl, Stmt)):
             raise self.error(value_node, f"{ast.unparse(value_node)} cannot be assigned to a name")
         self.bind(name, value)  # a Python value (number, tuple, buffer alias ...)
         return None
@@ -656,6 +716,8 @@ class _TIRParser:
             return None
         if isinstance(value, T.LetStmtDecl):
             return _NeedsRest(lambda rest: LetStmt(value.var, value.value, rest))
+        if isinstance(value, (T.LaunchThreadDecl, T.AttrDecl)):  # over the rest of the body
+            return _NeedsRest(self._scoped_attr(value, None, node.value))
         if isinstance(value, Stmt):
             return value
         if isinstance(value, PrimExpr):

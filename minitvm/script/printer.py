@@ -63,6 +63,7 @@ from ..tir.functor import post_order_visit
 from ..tir.stmt import (
     Allocate,
     AssertStmt,
+    AttrStmt,
     Block,
     BlockRealize,
     BufferStore,
@@ -209,6 +210,9 @@ class _TIRPrinter:
         self.keep: list[Any] = []
         self.loops: dict[int, For] = {}  # live loop var id -> its loop (for T.axis.remap)
         self.indent = 0
+        # whether the statement being printed ends its body, so a statement scoping "the rest
+        # of the body" (T.launch_thread, T.attr) may print without a `with`
+        self.tail = True
 
     # -- naming ------------------------------------------------------------------------------
     def define(self, obj: Any, hint: str) -> str:
@@ -223,6 +227,10 @@ class _TIRPrinter:
         self.names[id(obj)] = name
         self.scopes[-1].append(id(obj))
         self.keep.append(obj)
+        if isinstance(obj, Buffer) and id(obj.data) not in self.names:
+            # the buffer's data pointer (in T.tvm_access_ptr, T.call_extern ...) reads `A.data`
+            self.names[id(obj.data)] = f"{name}.data"
+            self.scopes[-1].append(id(obj.data))
         return name
 
     def name_of(self, obj: Any) -> str:
@@ -324,6 +332,14 @@ class _TIRPrinter:
             return f"T.if_then_else({', '.join(args)})"
         if e.op == "tir.call_extern" and e.args and isinstance(e.args[0], StringImm):
             return f'T.call_extern("{e.dtype}", {", ".join(args)})'
+        builtin = _op.BUILTIN_OPS.get(e.op)
+        if builtin is not None and _builtin_dtype_readable(builtin, e):
+            # as TVM prints builtins: the dtype only where the builtin takes it as an argument
+            if builtin.dtype == "first":
+                args.insert(0, _str(e.dtype))
+            elif builtin.dtype == "last":
+                args.append(_str(e.dtype))
+            return f"T.{builtin.name}({', '.join(args)})"
         return f'T.call_intrin("{e.dtype}", {_str(e.op)}, {", ".join(args)})'.replace(", )", ")")
 
     def indices(self, indices: tuple) -> str:
@@ -333,6 +349,8 @@ class _TIRPrinter:
 
     def value(self, v: Any) -> str:
         """A Python value inside an attribute dict."""
+        if isinstance(v, IntImm) and v.dtype != "bool":
+            return f"T.{v.dtype}({v.value})"  # typed, so it parses back as an IntImm, not an int
         if isinstance(v, Node):
             return self.expr(v) if isinstance(v, PrimExpr) else script(v)
         if isinstance(v, str):
@@ -370,6 +388,8 @@ class _TIRPrinter:
             args.append(f"elem_offset={self.expr(b.elem_offset)}")
         if b.scope != "global":
             args.append(f'scope="{b.scope}"')
+        if b.axis_separators:
+            args.append(f"axis_separators={list(b.axis_separators)}")
         return f"{ctor}({', '.join(args)})"
 
     # -- functions and modules ---------------------------------------------------------------
@@ -437,6 +457,9 @@ class _TIRPrinter:
             decl = self.buffer_decl(buffer, "T.match_buffer", first_arg=self.name_of(p))
             lines.append(self._line(f"{self.define(buffer, buffer.name)} = {decl}"))
         lines += self._declare_views(f)
+        for iv in _env_threads(f.body):
+            dtype = "" if iv.var.dtype == "int32" else f", {_str(iv.var.dtype)}"
+            lines.append(self._line(f"{self.define(iv.var, iv.var.name)} = T.env_thread({_str(iv.thread_tag)}{dtype})"))
         body = f.body
         if self._root_elidable(body):
             lines.append(self._line('# with T.block("root"):'))
@@ -511,17 +534,57 @@ class _TIRPrinter:
     def _body(self, s: Stmt) -> list[str]:
         self.indent += 1
         self.push()
+        tail, self.tail = self.tail, True
         try:
             return self.print_stmt(s)
         finally:
+            self.tail = tail
             self.pop()
             self.indent -= 1
 
     def stmt_SeqStmt(self, s: SeqStmt) -> list[str]:
         lines: list[str] = []
-        for x in s.seq:
+        tail = self.tail
+        for k, x in enumerate(s.seq):
+            self.tail = tail and k == len(s.seq) - 1
             lines += self.print_stmt(x)
+        self.tail = tail
         return lines
+
+    def stmt_AttrStmt(self, s: AttrStmt) -> list[str]:
+        value = self.expr(s.value)
+        node = s.node
+        target = None
+        if s.attr_key in ("thread_extent", "virtual_thread") and isinstance(node, IterVar):
+            if id(node.var) in self.names:  # declared by T.env_thread at the top
+                head = f"T.launch_thread({self.name_of(node.var)}, {value})"
+            else:
+                head = f"T.launch_thread({_str(node.thread_tag)}, {value})"
+                target = node.var
+        else:
+            if isinstance(node, Buffer):
+                node_text = self.name_of(node)
+            elif isinstance(node, StringImm):
+                node_text = _str(node.value)
+            else:
+                node_text = self.expr(node)
+            head = f"T.attr({node_text}, {_str(s.attr_key)}, {value})"
+        if self.tail:  # concise, as TVM: the statement scopes the rest of this body
+            if target is not None:
+                head = f"{self.define(target, target.name)} = {head}"
+            return [self._line(head)] + self.print_stmt(s.body)
+        self.indent += 1
+        self.push()
+        tail, self.tail = self.tail, True
+        try:
+            if target is not None:
+                head = f"{head} as {self.define(target, target.name)}"
+            body = self.print_stmt(s.body)
+        finally:
+            self.tail = tail
+            self.pop()
+            self.indent -= 1
+        return [self._line(f"with {head}:")] + body
 
     def stmt_BufferStore(self, s: BufferStore) -> list[str]:
         return [self._line(f"{self.name_of(s.buffer)}[{self.indices(s.indices)}] = {self.expr(s.value)}")]
@@ -617,7 +680,9 @@ class _TIRPrinter:
         if b.init is not None:
             lines.append(self._line("with T.init():"))
             lines += self._body(b.init)
+        tail, self.tail = self.tail, True
         lines += self.print_stmt(b.body)
+        self.tail = tail
         self.pop()
         self.indent -= 1
         return lines
@@ -645,6 +710,41 @@ class _TIRPrinter:
         return lines
 
 
+def _builtin_dtype_readable(builtin: Any, e: Call) -> bool:
+    """Whether ``T.<builtin>(args)`` parses back to a call of ``e``'s dtype."""
+    if builtin.dtype in ("first", "last"):
+        return True
+    if builtin.dtype.startswith("arg:"):
+        k = int(builtin.dtype[4:])
+        return k < len(e.args) and e.args[k].dtype == e.dtype
+    return builtin.dtype == e.dtype
+
+
+def _env_threads(body: Stmt) -> list[IterVar]:
+    """Thread indices printed as ``T.env_thread`` at the top of the function: those launched
+    more than once, or used outside their launch (as TVM's printer decides)."""
+    launches: dict[int, list[AttrStmt]] = {}
+
+    def collect(n: Any) -> None:
+        if isinstance(n, AttrStmt) and isinstance(n.node, IterVar) and n.attr_key in (
+                "thread_extent", "virtual_thread"):
+            launches.setdefault(id(n.node.var), []).append(n)
+
+    post_order_visit(body, collect)
+
+    def uses(tree: Any, var: Var) -> int:
+        found: list[Any] = []
+        post_order_visit(tree, lambda x: found.append(x) if x is var else None)
+        return len(found)
+
+    out = []
+    for stmts in launches.values():
+        var = stmts[0].node.var
+        if len(stmts) > 1 or uses(body, var) - 1 > uses((stmts[0].value, stmts[0].body), var):
+            out.append(stmts[0].node)
+    return out
+
+
 def _free_scalar_vars(f: PrimFunc, known: set[int]) -> list[Var]:
     """Non-handle variables ``f``'s body reads that no parameter, buffer shape, loop, let or
     block iterator defines (a function parsed with ``check_well_formed=False``)."""
@@ -660,6 +760,8 @@ def _free_scalar_vars(f: PrimFunc, known: set[int]) -> list[Var]:
             defined.add(id(x.loop_var))
         elif isinstance(x, (LetStmt, _Let)):
             defined.add(id(x.var))
+        elif isinstance(x, AttrStmt) and isinstance(x.node, IterVar):
+            defined.add(id(x.node.var))
         elif isinstance(x, Block):
             defined.update(id(iv.var) for iv in x.iter_vars)
             for buf in x.alloc_buffers:

@@ -46,7 +46,8 @@ __all__ = [
     "Add", "Sub", "Mul", "Div", "Mod", "FloorDiv", "FloorMod", "Min", "Max", "EQ", "NE", "LT", "LE", "GT", "GE",
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
     "uint64", "bool", "Var", "SizeVar", "likely", "ret", "decl_buffer", "Ramp", "Broadcast",
-    "allocate_const", "macro", "buffer", "LetStmt",
+    "allocate_const", "macro", "buffer", "LetStmt", "launch_thread", "env_thread", "attr",
+    *_op.BUILTINS,
 ]
 
 SizeVar = _ex.SizeVar
@@ -105,12 +106,14 @@ class BufferSpec:
     elem_offset: Any = None
     scope: str = "global"
     data: Any = None  # a handle Var: this buffer views existing memory (e.g. `data=A.data`)
+    axis_separators: tuple = ()
 
     def make(self, name: str) -> _TirBuffer:
         from ..tir.buffer import decl_buffer
 
         return decl_buffer(self.shape, self.dtype, name, data=self.data, strides=self.strides,
-                           elem_offset=self.elem_offset, scope=self.scope)
+                           elem_offset=self.elem_offset, scope=self.scope,
+                           axis_separators=self.axis_separators)
 
 
 @dataclass(frozen=True)
@@ -227,6 +230,62 @@ class MetaVar:
     value: Any
 
 
+@dataclass(frozen=True)
+class EnvThreadDecl:
+    """``tx = T.env_thread("threadIdx.x")``: a GPU thread index, launched by ``T.launch_thread``."""
+
+    tag: str
+    dtype: str = "int32"
+
+
+@dataclass(frozen=True)
+class LaunchThreadDecl:
+    """``T.launch_thread(thread, extent)``: ``extent`` GPU threads run the rest of the body (or
+    the ``with`` body); ``thread`` is a tag like ``"blockIdx.x"`` or a ``T.env_thread`` variable."""
+
+    thread: Any
+    extent: PrimExpr
+
+
+@dataclass(frozen=True)
+class AttrDecl:
+    """``T.attr(node, key, value)``: an attribute statement (TVM's AttrStmt) over a body."""
+
+    node: Any
+    key: str
+    value: PrimExpr
+
+
+def env_thread(thread_tag: str, dtype: str = "int32") -> EnvThreadDecl:
+    """A GPU thread index variable (``blockIdx.x``, ``threadIdx.y``, ``vthread`` ...); minitvm
+    parses and prints it, and refuses to build it (it compiles for the CPU)."""
+    if not isinstance(thread_tag, str):
+        raise TypeError(f"T.env_thread takes a thread tag string like \"threadIdx.x\", got {thread_tag!r}")
+    return EnvThreadDecl(thread_tag, _dt.check(str(dtype)))
+
+
+def launch_thread(thread: Any, extent: Any) -> LaunchThreadDecl:
+    """Launch ``extent`` GPU threads along ``thread`` (a tag or a ``T.env_thread`` variable)."""
+    if not isinstance(thread, (str, Var)):
+        raise TypeError(f"T.launch_thread takes a thread tag or a T.env_thread variable, got {thread!r}")
+    extent = convert(extent)
+    if not _dt.is_int(extent.dtype):
+        raise TypeError(f"T.launch_thread: the extent must be an integer, got {extent.dtype}")
+    return LaunchThreadDecl(thread, extent)
+
+
+def attr(node: Any, attr_key: str, value: Any) -> AttrDecl:
+    """``T.attr(node, "key", value)``: annotate the rest of the body (or the ``with`` body)."""
+    if not isinstance(attr_key, str):
+        raise TypeError(f"T.attr: the attribute key must be a string, got {attr_key!r}")
+    if isinstance(node, str):
+        node = _ex.StringImm(node)
+    elif isinstance(node, (int, float)) and not isinstance(node, builtins.bool):
+        node = convert(node)
+    value = _ex.StringImm(value) if isinstance(value, str) else convert(value)
+    return AttrDecl(node, attr_key, value)
+
+
 # -- buffers --------------------------------------------------------------------------------------
 
 
@@ -244,7 +303,8 @@ class _BufferProxy:
                  offset_factor: int = 0, buffer_type: str = "", axis_separators: Any = None) -> BufferSpec:
         if data is not None and not (isinstance(data, Var) and data.dtype == "handle"):
             raise TypeError(f"T.Buffer(data=...) takes a handle such as A.data, got {data!r}")
-        return BufferSpec(_shape(shape), _dt.check(dtype), tuple(strides or ()), elem_offset, scope, data)
+        return BufferSpec(_shape(shape), _dt.check(dtype), tuple(strides or ()), elem_offset, scope, data,
+                          tuple(axis_separators or ()))
 
     def __getitem__(self, key: Any) -> BufferSpec:
         if isinstance(key, tuple) and len(key) == 2 and isinstance(key[1], str):
@@ -284,7 +344,8 @@ def alloc_buffer(shape: Any, dtype: str = "float32", data: Any = None, strides: 
                  offset_factor: int = 0, buffer_type: str = "default",
                  axis_separators: Any = None) -> AllocBufferDecl:
     """An intermediate buffer of the enclosing block (the function's root block at top level)."""
-    return AllocBufferDecl(Buffer(shape, dtype, strides=strides, elem_offset=elem_offset, scope=scope))
+    return AllocBufferDecl(Buffer(shape, dtype, strides=strides, elem_offset=elem_offset, scope=scope,
+                                  axis_separators=axis_separators))
 
 
 def allocate(shape: Any, dtype: str = "float32", scope: str = "global") -> AllocateDecl:
@@ -304,7 +365,8 @@ def decl_buffer(shape: Any, dtype: str = "float32", data: Any = None, strides: A
     With ``data=B.data`` it views existing memory (as ``T.Buffer(..., data=...)``); without,
     it allocates its own storage (the same statement as ``T.allocate``).
     """
-    spec = Buffer(shape, dtype, data=data, strides=strides, elem_offset=elem_offset, scope=scope)
+    spec = Buffer(shape, dtype, data=data, strides=strides, elem_offset=elem_offset, scope=scope,
+                  axis_separators=axis_separators)
     return spec if data is not None else AllocateDecl(spec)
 
 
@@ -318,7 +380,7 @@ def match_buffer(param: Any, shape: Any, dtype: str = "float32", data: Any = Non
     if not (isinstance(param, BufferRegion) or (isinstance(param, Var) and param.dtype == "handle")):
         raise TypeError("T.match_buffer needs a T.handle parameter or a buffer region like A[0:4, vi]")
     return MatchBufferDecl(param, Buffer(shape, dtype, strides=strides, elem_offset=elem_offset,
-                                         scope=scope))
+                                         axis_separators=axis_separators, scope=scope))
 
 
 # -- loops --------------------------------------------------------------------------------------
@@ -333,7 +395,9 @@ def extent_between(begin: PrimExpr, end: PrimExpr) -> PrimExpr:
     begin, end = convert(begin), convert(end)
     if isinstance(end, _ex.Add) and structural_equal(end.a, begin):
         return end.b
-    return _op.sub(end, begin)
+    from ..arith import Analyzer
+
+    return Analyzer().simplify(_op.sub(end, begin))  # as TVM's Buffer.__getitem__ simplifies it
 
 
 def _loop(kind: str, start: Any, stop: Any, annotations: dict | None, thread: str | None = None
@@ -595,6 +659,11 @@ allocate_const = _unsupported("allocate_const", "there is no constant-allocation
                                                  "fill a T.alloc_buffer or pass the data as a parameter")
 
 
+# T.tvm_load_matrix_sync, T.tvm_access_ptr, T.type_annotation, T.ptx_mma ...: TVM's builtin
+# intrinsics (one table, minitvm.tir.op.BUILTINS); they parse and print, the CPU build refuses them
+globals().update(_op.BUILTINS)
+
+
 def Range(begin: Any, end: Any) -> _RangeNode:  # noqa: N802
     """``T.Range(begin, end)``: the half-open range [begin, end)."""
     begin = convert(begin)
@@ -756,3 +825,10 @@ def _caller_namespace(frame: Any) -> dict:
             continue
         names.update(fr.f_locals)
     return names
+
+
+def index_map(mapping: Any, *, inverse_index_map: Any = None, index_dtype: str = "int64") -> Any:
+    """``T.index_map(lambda i, j: (j, i))``: the text an IndexMap prints as, read back."""
+    from ..tir.index_map import IndexMap
+
+    return IndexMap.from_func(mapping, inverse_index_map=inverse_index_map, index_dtype=index_dtype)

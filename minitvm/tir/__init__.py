@@ -41,11 +41,16 @@ from .expr import (
 )
 from .function import PrimFunc
 from .functor import StmtExprMutator, StmtExprVisitor, post_order_visit, pre_order_visit, substitute
+from .index_map import IndexMap
+from .op import BUILTINS as _BUILTINS
 from .op import (
                    abs,
+                   access_ptr,
                    all,
                    any,
+                   call_builtin,
                    call_extern,
+                   call_intrin,
                    cast,
                    ceil,
                    cos,
@@ -78,6 +83,7 @@ from .schedule import BlockRV, LoopRV, Schedule, ScheduleError, TensorIntrin, Tr
 from .stmt import (
                    Allocate,
                    AssertStmt,
+                   AttrStmt,
                    Block,
                    BlockRealize,
                    BufferStore,
@@ -91,3 +97,5 @@ from .stmt import (
                    Stmt,
                    seq,
 )
+
+globals().update(_BUILTINS)  # tir.tvm_access_ptr, tir.type_annotation ... (see tir.op.BUILTINS)

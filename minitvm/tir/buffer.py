@@ -25,9 +25,13 @@ class Buffer(Node):
     elem_offset: Any = 0
     scope: str = "global"
     name: str = "buffer"
+    #: where the logical axes split into groups that flatten separately (TVM's physical
+    #: dimensions); on the CPU the groups are laid out one after another, row-major
+    axis_separators: tuple = ()
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        object.__setattr__(self, "axis_separators", tuple(int(a) for a in self.axis_separators))
         object.__setattr__(self, "shape", tuple(convert(s, "int32") if isinstance(s, int) else convert(s)
                                                 for s in self.shape))
         object.__setattr__(self, "strides", tuple(convert(s) for s in self.strides))
@@ -51,8 +55,17 @@ class Buffer(Node):
     def vload(self, indices: Any) -> BufferLoad:
         return self[tuple(indices)]
 
-    def access_ptr(self, *args: Any) -> Any:  # pragma: no cover - not needed on CPU
-        raise NotImplementedError("access_ptr is not supported by minitvm")
+    #: access-mask bits of :meth:`access_ptr`
+    READ, WRITE = 1, 2
+
+    def access_ptr(self, access_mask: Any, ptr_type: str = "handle", content_lanes: int = 1,
+                   offset: Any = 0, extent: Any = None) -> PrimExpr:
+        """A ``tvm_access_ptr`` call: this buffer's memory from element ``offset`` on, for
+        ``extent`` elements (default: the rest of the buffer), read (``"r"``), written (``"w"``)
+        or both (``"rw"``).  An opaque access: schedules see it as reading/writing the buffer."""
+        from .op import access_ptr
+
+        return access_ptr(self, access_mask, ptr_type, content_lanes, offset, extent)
 
 
 def _as_index(k: Any) -> PrimExpr:
@@ -87,11 +100,12 @@ class BufferRegion(Node):
 
 
 def decl_buffer(shape: Any, dtype: str = "float32", name: str = "buffer", data: Var | None = None,
-                strides: Any = None, elem_offset: Any = None, scope: str = "global") -> Buffer:
+                strides: Any = None, elem_offset: Any = None, scope: str = "global",
+                axis_separators: Any = None) -> Buffer:
     """Declare a new buffer (TVM's ``tir.decl_buffer``)."""
     dtype = _dt.check(dtype)
     if isinstance(shape, (int, PrimExpr)):
         shape = (shape,)
     data = data if data is not None else Var(name, "handle")
     return Buffer(data, dtype, tuple(shape), tuple(strides or ()),
-                  0 if elem_offset is None else elem_offset, scope, name)
+                  0 if elem_offset is None else elem_offset, scope, name, tuple(axis_separators or ()))

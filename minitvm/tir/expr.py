@@ -261,14 +261,17 @@ class Range(Node):
 
 @node
 class IterVar(Node):
-    """A block iteration variable with its domain and kind."""
+    """An iteration variable with its domain and kind: a block's, or a GPU thread index
+    (``T.launch_thread``, with its ``thread_tag``)."""
 
     dom: Range
     var: Var
-    iter_type: str  # "spatial" (DataPar) or "reduce" (CommReduce) or "opaque"
+    iter_type: str  # "spatial" (DataPar), "reduce" (CommReduce), "opaque" or "thread" (ThreadIndex)
+    thread_tag: str = ""  # for a thread index: "blockIdx.x", "threadIdx.x", "vthread" ...
 
     DataPar = "spatial"
     CommReduce = "reduce"
+    ThreadIndex = "thread"
 
 
 # the variable of a Let and of an IterVar is defined there

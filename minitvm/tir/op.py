@@ -19,6 +19,7 @@ from .expr import (
     NE,
     Add,
     And,
+    BufferLoad,
     Call,
     Cast,
     Div,
@@ -50,6 +51,7 @@ __all__ = [
     "likely", "all", "any", "ret", "call_extern", "exp10", "log1p", "log10", "tan", "acos", "acosh",
     "asin", "asinh", "atan", "atanh", "sinh", "cosh", "trunc", "nearbyint", "atan2", "nextafter",
     "hypot", "copysign", "fmod", "fabs", "isnan", "popcount", "ceildiv", "LIBM_UNARY", "LIBM_BINARY",
+    "Builtin", "BUILTINS", "BUILTIN_OPS", "call_builtin", "access_ptr", "ACCESS_READ", "ACCESS_WRITE",
 ]
 
 #: unary float intrinsics computed by the C math library (``tir.tan`` -> libm ``tan``/``tanf``)
@@ -311,14 +313,15 @@ def if_then_else(cond: Any, t: Any, f: Any) -> PrimExpr:
 
 
 def call_intrin(dtype: str, op: str, *args: Any) -> PrimExpr:
-    return Call(str(dtype), op, tuple(convert(a) for a in args))
+    """A call of the intrinsic ``op`` (``"tir.exp"``); string arguments become StringImms."""
+    return Call(_void(dtype), op, tuple(_builtin_arg(a) for a in args))
 
 
 def call_extern(dtype: str, func_name: str, *args: Any) -> PrimExpr:
     """A call of the external C function ``func_name`` (e.g. libm's ``"expf"``) returning ``dtype``."""
     if not isinstance(func_name, str):
         raise TypeError(f"call_extern: the function name must be a string, got {func_name!r}")
-    return Call(_dt.check(str(dtype)), "tir.call_extern",
+    return Call(_dt.check(_void(dtype)), "tir.call_extern",
                 (StringImm(func_name),) + tuple(convert(a) for a in args))
 
 
@@ -483,3 +486,209 @@ def min_value(dtype: str) -> PrimExpr:
         return IntImm("bool", 0)
     return IntImm(dtype, int(np.iinfo(dtype).min))
 
+
+
+# -- TVM's builtin intrinsics for GPUs and its C runtime --------------------------------------------
+#
+# TVMScript written for TVM (tensor-core kernels, lowered IR with access pointers, thread
+# reductions ...) calls these.  minitvm parses, prints and transforms them like any call,
+# but its code generators target the CPU and implement none of them: a build that meets one
+# is refused (minitvm.target.codegen.check_buildable) with the intrinsic's name.
+
+
+class Builtin:
+    """One builtin intrinsic: ``T.<name>(params...)`` builds ``Call(dtype, "tir.<name>", args)``.
+
+    ``dtype`` says how the call's dtype is found: a fixed dtype (``"void"`` for none), ``"first"``
+    (the first argument is the dtype, and prints first, as ``T.ptx_mma("float32", ...)``),
+    ``"last"`` (the last argument, printed last) or ``"arg:N"`` (the dtype of argument N).
+    A parameter named ``*rest`` takes any number of trailing arguments.
+    """
+
+    __slots__ = ("name", "params", "dtype", "family")
+
+    def __init__(self, name: str, params: str, dtype: str, family: str):
+        self.name = name
+        self.params = tuple(params.split()) if params else ()
+        self.dtype = dtype
+        self.family = family
+
+    @property
+    def op(self) -> str:
+        return "tir." + self.name
+
+    @property
+    def variadic(self) -> bool:
+        return bool(self.params) and self.params[-1].startswith("*")
+
+    def __repr__(self) -> str:
+        return f"Builtin({self.name}({', '.join(self.params)}) -> {self.dtype})"
+
+    def __call__(self, *args: Any, dtype: Any = None) -> PrimExpr:
+        return call_builtin(self.name, *args, dtype=dtype)
+
+
+_WMMA = "a CUDA tensor-core (WMMA) intrinsic"
+_PTX = "a CUDA PTX intrinsic"
+_THREAD = "a GPU thread intrinsic"
+_SIMD = "a Metal simdgroup intrinsic"
+_RUNTIME = "a TVM C-runtime intrinsic"
+_FIXED = "a fixed-point intrinsic TVM lowers with target-specific passes"
+_SVE = "an ARM scalable-vector (SVE) intrinsic"
+_FRAG_LOAD = "fragment m n k index buffer_ptr stride layout"
+_MMA = "fragment_d index_d fragment_a index_a fragment_b index_b fragment_c index_c"
+_SIMD_MEM = "d index ptr stride col row transpose_matrix"
+
+#: every builtin TVM's ``T`` namespace offers beyond arithmetic, by name (``tir.<name>`` ops)
+BUILTINS: dict[str, Builtin] = {b.name: b for b in (
+    Builtin("tvm_load_matrix_sync", _FRAG_LOAD, "handle", _WMMA),
+    Builtin("tvm_store_matrix_sync", _FRAG_LOAD, "handle", _WMMA),
+    Builtin("tvm_mma_sync", _MMA, "handle", _WMMA),
+    Builtin("tvm_bmma_sync", _MMA, "handle", _WMMA),
+    Builtin("tvm_fill_fragment", "fragment m n k index value", "handle", _WMMA),
+    Builtin("ptx_mma", "dtype shape A_layout B_layout A_dtype B_dtype C_dtype multiplicand_a a_index "
+                       "multiplicand_b b_index accumulator c_index saturate *operator", "first", _PTX),
+    Builtin("ptx_mma_sp", "dtype shape A_layout B_layout A_dtype B_dtype C_dtype multiplicand_a a_index "
+                          "multiplicand_b b_index accumulator c_index metadata meta_index sparse_selector "
+                          "saturate", "first", _PTX),
+    Builtin("ptx_ldmatrix", "dtype trans num type local_ptr local_offset smem_ptr smem_offset", "first", _PTX),
+    Builtin("ptx_cp_async", "dtype shared_ptr shared_offset global_ptr global_offset bytes", "first", _PTX),
+    Builtin("ptx_cp_async_bulk", "dtype shared_ptr shared_offset global_ptr global_offset bytes barrier_id",
+            "first", _PTX),
+    Builtin("ptx_commit_group", "", "void", _PTX),
+    Builtin("ptx_wait_group", "num", "void", _PTX),
+    Builtin("ptx_cp_async_barrier", "barrier_id", "void", _PTX),
+    Builtin("ptx_init_barrier_thread_count", "barrier_id thread_count", "void", _PTX),
+    Builtin("ptx_arrive_barrier", "barrier_id", "void", _PTX),
+    Builtin("ptx_arrive_barrier_expect_tx", "barrier_id byte_count", "void", _PTX),
+    Builtin("ptx_wait_barrier", "barrier_id", "void", _PTX),
+    Builtin("create_barriers", "barrier_count", "void", _PTX),
+    Builtin("mma_store", "dtype m n dst_ptr src_ptr src_offset dst_stride", "first", _PTX),
+    Builtin("mma_fill", "dtype local_size local_ptr offset", "first", _PTX),
+    Builtin("tvm_thread_allreduce", "*freduce_args", "handle", _THREAD),
+    Builtin("tvm_thread_invariant", "cond", "arg:0", _THREAD),
+    Builtin("tvm_storage_sync", "storage_scope", "int32", _THREAD),
+    Builtin("tvm_warp_shuffle", "mask value warp_id width warp_size", "arg:1", _THREAD),
+    Builtin("tvm_warp_shuffle_up", "mask value offset width warp_size", "arg:1", _THREAD),
+    Builtin("tvm_warp_shuffle_down", "mask value offset width warp_size", "arg:1", _THREAD),
+    Builtin("tvm_warp_activemask", "", "uint32", _THREAD),
+    Builtin("make_filled_simdgroup_matrix", "d index value col row", "handle", _SIMD),
+    Builtin("simdgroup_load", _SIMD_MEM, "handle", _SIMD),
+    Builtin("simdgroup_store", _SIMD_MEM, "handle", _SIMD),
+    Builtin("simdgroup_multiply_accumulate", "d index_d a index_a b index_b c index_c", "handle", _SIMD),
+    Builtin("tvm_access_ptr", "ptype data offset extent rw_mask", "handle", _RUNTIME),
+    Builtin("type_annotation", "dtype", "first", _RUNTIME),
+    Builtin("address_of", "buffer_load", "handle", _RUNTIME),
+    Builtin("tvm_stack_alloca", "dtype_str num", "handle", _RUNTIME),
+    Builtin("tvm_stack_make_shape", "*shape", "handle", _RUNTIME),
+    Builtin("tvm_stack_make_array", "data shape strides ndim arr_dtype elem_offset", "handle", _RUNTIME),
+    Builtin("tvm_struct_get", "arr index field dtype", "last", _RUNTIME),
+    Builtin("tvm_struct_set", "arr index field value", "int32", _RUNTIME),
+    Builtin("tvm_tuple", "*value", "handle", _RUNTIME),
+    Builtin("handle_add_byte_offset", "handle offset", "handle", _RUNTIME),
+    Builtin("tvm_throw_last_error", "", "handle", _RUNTIME),
+    Builtin("lookup_param", "param_name", "handle", _RUNTIME),
+    Builtin("TVMBackendAllocWorkspace", "device_type device_id nbytes dtype_code_hint dtype_bits_hint",
+            "handle", _RUNTIME),
+    Builtin("TVMBackendFreeWorkspace", "device_type device_id ptr", "int32", _RUNTIME),
+    Builtin("q_multiply_shift", "x y q s", "int32", _FIXED),
+    Builtin("q_multiply_shift_per_axis", "x y ls rs q is_lshift_required is_rshift_required", "int32", _FIXED),
+    Builtin("vscale", "", "int32", _SVE),
+)}
+
+#: ``tir.<name>`` op -> its Builtin
+BUILTIN_OPS: dict[str, Builtin] = {b.op: b for b in BUILTINS.values()}
+# tir.tvm_fill_fragment(...) & co, as in TVM's tvm.tir
+globals().update(BUILTINS)
+__all__ += list(BUILTINS)
+
+
+def _builtin_arg(value: Any) -> PrimExpr:
+    if isinstance(value, str):
+        return StringImm(value)
+    if type(value).__name__ == "Buffer":  # a whole buffer stands for its data pointer
+        return value.data
+    return convert(value)
+
+
+def call_builtin(name: str, *args: Any, dtype: Any = None) -> PrimExpr:
+    """``Call`` of the builtin ``name`` (see :data:`BUILTINS`), checking its arguments.
+
+    ``dtype=`` (TVMScript lets every intrinsic take it) names the dtype of a ``"first"``/``"last"``
+    builtin; for the others it must agree with the dtype the builtin returns.
+    """
+    spec = BUILTINS.get(name)
+    if spec is None:
+        raise ValueError(f"unknown builtin intrinsic {name!r}")
+    args = list(args)
+    if spec.dtype in ("first", "last") and dtype is not None:
+        # TVM forwards dtype= into the dtype parameter's place
+        args = [dtype, *args] if spec.dtype == "first" else [*args, dtype]
+        dtype = None
+    fixed = len(spec.params) - (1 if spec.variadic else 0)
+    if len(args) < fixed or (len(args) > fixed and not spec.variadic):
+        want = f"at least {fixed}" if spec.variadic else str(fixed)
+        raise TypeError(f"T.{name}({', '.join(spec.params)}) takes {want} arguments, got {len(args)}")
+    if spec.dtype in ("first", "last"):
+        result = _dt.check(_void(args.pop(0 if spec.dtype == "first" else -1)))
+        if name == "type_annotation":
+            return Call(result, spec.op, ())
+    if name == "address_of":
+        load = args[0]
+        if type(load).__name__ == "Buffer":
+            load = load.vload([0] * load.ndim)
+        if not isinstance(load, BufferLoad):
+            raise TypeError(f"T.address_of takes a buffer element like A[i], got {load!r}")
+        args = [load]
+    converted = tuple(_builtin_arg(a) for a in args)
+    if spec.dtype.startswith("arg:"):
+        result = converted[int(spec.dtype[4:])].dtype
+    elif spec.dtype not in ("first", "last"):
+        result = spec.dtype
+    if dtype is not None and _void(dtype) != result:
+        raise TypeError(f"T.{name} returns {result}, not dtype={dtype!r}")
+    return Call(result, spec.op, converted)
+
+
+def _void(dtype: Any) -> str:
+    """TVM spells the dtype of a call with no value ``""`` or ``"void"``."""
+    dtype = str(dtype)
+    return "void" if dtype == "" else dtype
+
+
+#: access masks of ``Buffer.access_ptr`` (TVM's ``Buffer.READ`` / ``Buffer.WRITE``)
+ACCESS_READ, ACCESS_WRITE = 1, 2
+
+
+def access_ptr(buffer: Any, access_mask: Any, ptr_type: str = "handle", content_lanes: int = 1,
+               offset: Any = 0, extent: Any = None) -> PrimExpr:
+    """``tvm_access_ptr`` to ``buffer``'s data from element ``offset`` on (TVM's ``Buffer.access_ptr``).
+
+    ``access_mask`` is ``"r"``, ``"w"``, ``"rw"`` or the bits ``ACCESS_READ | ACCESS_WRITE``; the
+    extent defaults to the rest of the buffer after ``offset``.
+    """
+    if isinstance(access_mask, str):
+        mask = 0
+        for ch in access_mask:
+            if ch not in "rw":
+                raise ValueError(f"access_ptr: unknown access mask {access_mask!r}; use 'r', 'w' or 'rw'")
+            mask |= ACCESS_READ if ch == "r" else ACCESS_WRITE
+        access_mask = mask
+    if not isinstance(access_mask, int) or isinstance(access_mask, bool):
+        raise TypeError(f"access_ptr: the access mask is 'r', 'w', 'rw' or an int, got {access_mask!r}")
+    if content_lanes != 1:
+        raise NotImplementedError("access_ptr(content_lanes=...) is not supported by minitvm: TIR has no "
+                                  "vector dtypes")
+    offset = convert(offset)
+    if buffer.ndim == 0:
+        whole = const(1, "int32")
+    elif len(buffer.strides) == buffer.ndim:
+        whole = mul(buffer.strides[0], buffer.shape[0])
+    else:
+        whole = const(1, "int32")
+        for dim in buffer.shape:
+            whole = mul(whole, dim)
+    size = sub(whole, offset) if extent is None else convert(extent)
+    return Call(_dt.check(str(ptr_type)), "tir.tvm_access_ptr",
+                (Call(buffer.dtype, "tir.type_annotation", ()), buffer.data, add(buffer.elem_offset, offset),
+                 size, const(access_mask, "int32")))

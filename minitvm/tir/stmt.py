@@ -8,7 +8,7 @@ from ..ir.node import Node, defines, node
 from .buffer import Buffer, BufferRegion
 from .expr import PrimExpr, Var
 
-__all__ = ["Stmt", "BufferStore", "Evaluate", "LetStmt", "AssertStmt", "ForKind", "For",
+__all__ = ["Stmt", "BufferStore", "Evaluate", "LetStmt", "AttrStmt", "AssertStmt", "ForKind", "For",
            "IfThenElse", "SeqStmt", "Allocate", "MatchBufferRegion", "Block", "BlockRealize",
            "seq"]
 
@@ -38,6 +38,20 @@ class LetStmt(Stmt):
     var: Var = defines()
     value: PrimExpr = None  # type: ignore[assignment]
     body: Stmt = None  # type: ignore[assignment]
+
+
+@node
+class AttrStmt(Stmt):
+    """``body`` annotated with ``attr_key = value`` about ``node`` (TVM's AttrStmt).
+
+    ``attr_key == "thread_extent"`` with an :class:`IterVar` node launches GPU threads
+    (``T.launch_thread``): the thread index ``node.var`` runs over ``[0, value)`` in ``body``.
+    """
+
+    node: Any
+    attr_key: str
+    value: PrimExpr
+    body: Stmt
 
 
 @node

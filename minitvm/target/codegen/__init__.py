@@ -8,7 +8,47 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["build_module"]
+__all__ = ["build_module", "check_buildable"]
+
+
+def check_buildable(funcs: dict[str, Any], target: Any) -> None:
+    """Refuse what parses and schedules but has no CPU code: TVM's GPU and C-runtime builtins
+    (``T.tvm_load_matrix_sync``, ``T.tvm_access_ptr`` ...) and GPU thread launches
+    (``T.launch_thread`` / ``T.attr``).  Raises NotImplementedError naming the first one met."""
+    kind = getattr(getattr(target, "kind", None), "name", str(target))
+    for name, func in funcs.items():
+        problem = _cpu_refusal(func.body, kind)
+        if problem:
+            raise NotImplementedError(f"cannot build {name!r}: {problem}")
+
+
+def _cpu_refusal(body: Any, kind: str) -> str | None:
+    """Why ``body`` cannot be built for the CPU target ``kind`` (None if it can)."""
+    from ...tir.expr import Call, IterVar
+    from ...tir.functor import pre_order_visit
+    from ...tir.op import BUILTIN_OPS
+    from ...tir.stmt import AttrStmt
+
+    problem: list[str] = []
+
+    def visit(n: Any) -> bool:
+        if problem:
+            return False
+        if isinstance(n, Call) and n.op in BUILTIN_OPS:
+            builtin = BUILTIN_OPS[n.op]
+            problem.append(f"it calls T.{builtin.name}, {builtin.family}; minitvm builds for the CPU "
+                           f"(target {kind!r}) and has no code for it")
+        elif isinstance(n, AttrStmt):
+            if isinstance(n.node, IterVar) and n.node.thread_tag:
+                problem.append(f"it launches GPU threads (T.launch_thread({n.node.thread_tag!r}, ...)); "
+                               f"minitvm builds for the CPU (target {kind!r}), where there are none")
+            else:
+                problem.append(f"it has a T.attr statement ({n.attr_key!r}), which minitvm's CPU code "
+                               f"generators (target {kind!r}) do not implement")
+        return not problem
+
+    pre_order_visit(body, visit)
+    return problem[0] if problem else None
 
 
 def build_module(funcs: dict[str, Any], target: Any) -> Any:
@@ -16,6 +56,7 @@ def build_module(funcs: dict[str, Any], target: Any) -> Any:
     from ..target import Target
 
     target = target if isinstance(target, Target) else Target(target)
+    check_buildable(funcs, target)
     if target.kind.name == "llvm":
         from .llvm import build_llvm
 

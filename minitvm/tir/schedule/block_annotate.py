@@ -17,7 +17,7 @@ from ..expr import BufferLoad
 from ..functor import StmtExprMutator
 from ..stmt import Block, BufferStore, MatchBufferRegion, Stmt
 from .error import ScheduleError
-from .tree import walk_stmts
+from .tree import replace_stmt, walk_stmts
 
 __all__ = ["BufferReplacer", "access_buffer", "write_buffer", "allocation_site", "set_scope", "storage_align",
            "DIM_ALIGN_KEY", "valid_storage_scope"]
@@ -172,3 +172,40 @@ def storage_align(root: Stmt, block: Block, index: int, axis: int, factor: int, 
     else:
         entries.append(entry)
     return replace(block, annotations={**block.annotations, DIM_ALIGN_KEY: entries})
+
+
+class _DTypeReplacer(BufferReplacer):
+    """BufferReplacer that also converts values: stores cast to the new type, loads back."""
+
+    def __init__(self, mapping: dict[int, Buffer], old_dtype: str, new_dtype: str):
+        super().__init__(mapping, on_match=lambda view, source: replace(view, dtype=source.dtype))
+        self.old_dtype, self.new_dtype = old_dtype, new_dtype
+
+    def visit_buffer_load_(self, n: BufferLoad) -> Any:
+        from ..expr import Cast
+
+        new = super().visit_buffer_load_(n)
+        return Cast(self.old_dtype, new) if id(n.buffer) in self.mapping else new
+
+    def visit_buffer_store_(self, n: BufferStore) -> Stmt:
+        from ..expr import Cast
+
+        new = super().visit_buffer_store_(n)
+        if id(n.buffer) in self.mapping:
+            return BufferStore(new.buffer, Cast(self.new_dtype, new.value), new.indices)
+        return new
+
+
+def unsafe_set_dtype(root: Stmt, block: Block, buffer_index: int, dtype: str) -> Stmt:
+    """``root`` with the ``buffer_index``-th buffer ``block`` writes stored as ``dtype``; every
+    store casts into it and every load casts back (TVM's unchecked conversion)."""
+    from ...ir import dtype as _dt
+
+    dtype = _dt.check(dtype)
+    _, buffer = write_buffer(block, buffer_index, "unsafe_set_dtype")
+    if buffer.dtype == dtype:
+        return root
+    site = allocation_site(root, buffer, block, "unsafe_set_dtype")
+    new = replace(buffer, dtype=dtype)
+    new_site = _DTypeReplacer({id(buffer): new}, buffer.dtype, dtype).visit(site)
+    return replace_stmt(root, site, new_site)

@@ -15,19 +15,19 @@ from typing import Any
 
 from ...ir import replace
 from ...ir.structural import structural_equal
-from ..analysis import vars_used
+from ..analysis import uses_var, vars_used
 from ..buffer import Buffer, BufferRegion, decl_buffer
-from ..expr import Add, IntImm, IterVar, Mul, PrimExpr, Range, Var, const
+from ..expr import Add, IntImm, IterVar, Max, Min, Mul, PrimExpr, Range, Var, const
 from ..function import PrimFunc
 from ..functor import substitute
-from ..stmt import Block, BlockRealize, For, MatchBufferRegion, Stmt
-from .compute import _refresh_regions, relax
+from ..stmt import Block, BlockRealize, For, MatchBufferRegion, SeqStmt, Stmt, seq
+from .compute import relax
 from .data import BufferSwap
 from .error import ScheduleError
 from .loops import loop_bounds, simplify
-from .tree import replace_stmt
+from .tree import blocks_under, replace_stmt
 
-__all__ = ["blockize", "tensorize", "TensorIntrin"]
+__all__ = ["blockize", "blockize_blocks", "tensorize", "TensorIntrin"]
 
 
 def _terms(e: PrimExpr) -> list[PrimExpr]:
@@ -63,7 +63,147 @@ def _split_binding(value: PrimExpr, inner: dict[int, For], bounds: dict) -> tupl
     return None
 
 
-def blockize(root: Stmt, loop: For) -> tuple[Stmt, str]:
+def _is_one(e: Any) -> bool:
+    return isinstance(e, IntImm) and e.value == 1
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    if isinstance(a, IntImm) and isinstance(b, IntImm):
+        return a.value == b.value
+    return structural_equal(a, b)
+
+
+class _Division:
+    """One block's iterators divided into an outer and an inner subspace (as TVM's
+    subspace division): ``v = v_o * inner_extent + v_i``, where an iterator with a unit
+    inner (or outer) part is not split but rebound whole."""
+
+    def __init__(self) -> None:
+        self.outer_ivs: list[IterVar] = []
+        self.outer_values: list[PrimExpr] = []
+        self.inner_ivs: list[IterVar] = []
+        self.inner_values: list[PrimExpr] = []
+        self.subst: dict[Var, PrimExpr] = {}
+
+
+def _divide(realize: BlockRealize, inner_loops: list[For], all_loops: list[For], bounds: dict,
+            preserve_unit_iters: bool, here: str, reuse: _Division | None = None) -> _Division:
+    """Divide ``realize``'s bindings into the part over ``inner_loops`` and the rest
+    (``reuse``: another block's division whose outer iterators this one must share)."""
+    block = realize.block
+    inner = {id(lp.loop_var): lp for lp in inner_loops}
+    # without preserve_unit_iters a unit loop is no iterator at all: it binds as 0
+    unit = {} if preserve_unit_iters else {lp.loop_var: const(0, lp.loop_var.dtype)
+                                           for lp in all_loops if _is_one(lp.extent)}
+    div = _Division()
+    for iv, value in zip(block.iter_vars, realize.iter_values):
+        value = simplify(substitute(value, unit), bounds) if unit else value
+        dtype = iv.var.dtype
+        used = vars_used(value)
+        if not used & set(inner):  # outer only (or a constant): the inner part is a unit
+            outer, outer_extent, inner_value, inner_extent = value, iv.dom.extent, None, const(1, dtype)
+            if not used:
+                outer_extent = const(1, dtype)
+        elif not used - set(inner):  # inner only: the outer part is a unit
+            outer, outer_extent, inner_value, inner_extent = const(0, dtype), const(1, dtype), value, iv.dom.extent
+        else:
+            split = _split_binding(value, inner, bounds)
+            if split is None or not isinstance(iv.dom.extent, IntImm) or iv.dom.extent.value % split[1]:
+                raise ScheduleError(f"{here}: the binding {iv.var.name} = {value} does not split into an "
+                                    f"outer part times the inner loops' extent plus an inner part")
+            outer, factor, inner_value = split
+            outer_extent = const(iv.dom.extent.value // factor, dtype)
+            inner_extent = const(factor, dtype)
+        k = len(div.outer_ivs)
+        if reuse is not None:
+            if k >= len(reuse.outer_ivs) or not structural_equal(simplify(outer, bounds),
+                                                                 simplify(reuse.outer_values[k], bounds)) \
+                    or not _same_value(outer_extent, reuse.outer_ivs[k].dom.extent):
+                raise ScheduleError(f"{here}: block {block.name_hint} does not iterate the outer loops as "
+                                    "the first block does, so they cannot share one outer block")
+            ov = reuse.outer_ivs[k].var
+        else:
+            ov = Var(f"{iv.var.name}_o", dtype)
+        div.outer_ivs.append(IterVar(Range(const(0, dtype), outer_extent), ov, iv.iter_type))
+        div.outer_values.append(outer)
+        if _is_one(inner_extent):
+            div.subst[iv.var] = const(0, dtype) if _is_one(outer_extent) and not preserve_unit_iters else ov
+            continue
+        iv_i = Var(f"{iv.var.name}_i", dtype)
+        div.inner_ivs.append(IterVar(Range(const(0, dtype), inner_extent), iv_i, iv.iter_type))
+        div.inner_values.append(inner_value)
+        div.subst[iv.var] = iv_i if _is_one(outer_extent) else ov * inner_extent + iv_i
+    return div
+
+
+def _substitute_block(block: Block, div: _Division, bounds: dict) -> Block:
+    """The block with its iterators rebound, every changed expression simplified."""
+    from ..functor import StmtExprMutator
+
+    known = dict(bounds)
+    known.update({iv.var: iv.dom.extent for iv in div.inner_ivs})
+
+    class _Rebind(StmtExprMutator):
+        def visit(self, n: Any) -> Any:
+            if isinstance(n, Var):
+                return div.subst.get(n, n)
+            out = super().visit(n)
+            if out is not n and isinstance(out, PrimExpr):
+                return simplify(out, known)
+            return out
+
+    return _Rebind().visit(block)
+
+
+def _relax_regions(regions: tuple, doms: dict[int, tuple[PrimExpr, PrimExpr]], bounds: dict) -> tuple:
+    """Each region widened over the variables of ``doms`` (the whole buffer where unknown)."""
+    out = []
+    for region in regions:
+        ranges = []
+        for dim, r in enumerate(region.region):
+            lo = relax(r.min, doms)
+            hi = relax(r.min + r.extent - 1, doms)
+            if lo is None or hi is None:
+                ranges.append(Range(const(0, r.min.dtype), region.buffer.shape[dim]))
+                continue
+            lo_s = simplify(lo[0], bounds)
+            ranges.append(Range(lo_s, simplify(hi[1] + 1 - lo[0], bounds)))
+        out.append(BufferRegion(region.buffer, tuple(ranges)))
+    return tuple(out)
+
+
+def _outer_init(init: Stmt, inner: BlockRealize, loops: list[For], name: str) -> Stmt:
+    """The outer block's ``T.init``: the init statement in a block of its own, over the spatial
+    iterators it uses and the inner loops those bind."""
+    block = inner.block
+    ivs, values, vmap = [], [], {}
+    for iv, value in zip(block.iter_vars, inner.iter_values):
+        if iv.iter_type == "spatial" and uses_var(init, iv.var):
+            nv = Var(f"{iv.var.name}_init", iv.var.dtype)
+            vmap[iv.var] = nv
+            ivs.append(IterVar(iv.dom, nv, iv.iter_type))
+            values.append(value)
+    stmt: Stmt = BlockRealize(tuple(values), inner.predicate,
+                              Block(name_hint=name, iter_vars=tuple(ivs), writes=block.writes, body=init))
+    for lp in reversed(loops):
+        if any(uses_var(v, lp.loop_var) for v in values):
+            nv = Var(lp.loop_var.name, lp.loop_var.dtype)
+            vmap[lp.loop_var] = nv
+            stmt = replace(lp, loop_var=nv, body=stmt)
+    return substitute(stmt, vmap)
+
+
+def _inner_realize(block: Block, div: _Division, predicate: PrimExpr) -> BlockRealize:
+    """The original block over the inner iterators; a reduction split over the outer block
+    reads what it writes (the outer block's init zeroes it once)."""
+    outer_reduce = block.init is not None and any(iv.iter_type == "reduce" for iv in div.outer_ivs)
+    reads = tuple(block.writes) + tuple(block.reads) if outer_reduce else block.reads
+    inner = replace(block, iter_vars=tuple(div.inner_ivs), init=None, reads=reads)
+    return BlockRealize(tuple(div.inner_values), predicate, inner)
+
+
+def blockize(root: Stmt, loop: For, preserve_unit_iters: bool = True) -> tuple[Stmt, str]:
+    """Wrap the loops from ``loop`` down to its block in a new block ``<name>_o``."""
     here = f"cannot blockize loop {loop.loop_var.name}"
     chain: list[For] = [loop]
     while isinstance(chain[-1].body, For):
@@ -73,45 +213,99 @@ def blockize(root: Stmt, loop: For) -> tuple[Stmt, str]:
         raise ScheduleError(f"{here}: the loops under it must lead to exactly one block "
                             "(no other statements in between)")
     block = realize.block
-    if block.init is not None:
-        raise ScheduleError(f"{here}: block {block.name_hint} has a T.init; "
-                            "run decompose_reduction first")
-    inner = {id(lp.loop_var): lp for lp in chain}
     bounds = loop_bounds(root)
-    outer_ivs: list[IterVar] = []
-    outer_values: list[PrimExpr] = []
-    inner_values: list[PrimExpr] = []
-    for iv, value in zip(block.iter_vars, realize.iter_values):
-        used = vars_used(value)
-        if not used & set(inner):
-            ov = Var(f"{iv.var.name}_o", iv.var.dtype)
-            outer_ivs.append(IterVar(iv.dom, ov, iv.iter_type))
-            outer_values.append(value)
-            inner_values.append(ov)
-            continue
-        if not used - set(inner):
-            inner_values.append(value)
-            continue
-        split = _split_binding(value, inner, bounds)
-        if split is None or not isinstance(iv.dom.extent, IntImm) or iv.dom.extent.value % split[1]:
-            raise ScheduleError(f"{here}: the binding {iv.var.name} = {value} does not split into an "
-                                f"outer part times the inner loops' extent plus an inner part")
-        outer, factor, inner_part = split
-        ov = Var(f"{iv.var.name}_o", iv.var.dtype)
-        outer_ivs.append(IterVar(Range(const(0, iv.var.dtype), const(iv.dom.extent.value // factor,
-                                                                         iv.var.dtype)), ov, iv.iter_type))
-        outer_values.append(outer)
-        inner_values.append(ov * const(factor, iv.var.dtype) + inner_part)
-    if vars_used(realize.predicate) - set(inner) - {id(iv.var) for iv in block.iter_vars}:
+    path = _path_to(root, realize)
+    all_loops = [s for s in path if isinstance(s, For)]
+    inner = {id(lp.loop_var) for lp in chain}
+    if vars_used(realize.predicate) - inner - {id(iv.var) for iv in block.iter_vars}:
         raise ScheduleError(f"{here}: the block's predicate uses loops outside {loop.loop_var.name}")
-    new_inner = BlockRealize(tuple(inner_values), realize.predicate, block)
-    body: Stmt = new_inner
+    div = _divide(realize, chain, all_loops, bounds, preserve_unit_iters, here)
+    new_block = _substitute_block(block, div, bounds)
+    inner_realize = _inner_realize(new_block, div, realize.predicate)
+    body: Stmt = inner_realize
     for lp in reversed(chain):
         body = replace(lp, body=body)
-    outer_block = _refresh_regions(Block(name_hint=f"{block.name_hint}_o", iter_vars=tuple(outer_ivs),
-                                         body=body))
-    outer_realize = BlockRealize(tuple(outer_values), const(True, "bool"), outer_block)
-    return replace_stmt(root, loop, outer_realize), outer_block.name_hint
+    doms = {id(iv.var): (iv.dom.min, iv.dom.min + iv.dom.extent - 1) for iv in div.inner_ivs}
+    name = f"{block.name_hint}_o"
+    init = None if new_block.init is None else _outer_init(new_block.init, inner_realize, chain,
+                                                           f"{block.name_hint}_init")
+    outer_block = Block(name_hint=name, iter_vars=tuple(div.outer_ivs),
+                        reads=_relax_regions(new_block.reads, doms, bounds),
+                        writes=_relax_regions(new_block.writes, doms, bounds), init=init, body=body)
+    outer_realize = BlockRealize(tuple(div.outer_values), const(True, "bool"), outer_block)
+    return replace_stmt(root, loop, outer_realize), name
+
+
+def blockize_blocks(root: Stmt, realizes: list[BlockRealize], preserve_unit_iters: bool = True) -> tuple[Stmt, str]:
+    """Wrap consecutive sibling subtrees holding ``realizes`` in one new outer block: the
+    loops below the blocks' lowest common loop (or block) become the inner loops."""
+    names = ", ".join(r.block.name_hint for r in realizes)
+    here = f"cannot blockize blocks {names}"
+    paths = [_path_to(root, r) for r in realizes]
+    common = 0
+    while all(len(p) > common for p in paths) and all(p[common] is paths[0][common] for p in paths):
+        common += 1
+    lca = next((s for s in reversed(paths[0][:common]) if isinstance(s, (For, Block))), None)
+    if lca is None:
+        raise ScheduleError(f"{here}: they have no common loop or block")
+    items = list(lca.body.seq) if isinstance(lca.body, SeqStmt) else [lca.body]
+    holders = []
+    for r in realizes:
+        k = next((k for k, it in enumerate(items) if it is r or any(x is r for x in blocks_under(it))), None)
+        if k is None:
+            raise ScheduleError(f"{here}: block {r.block.name_hint} is nested inside another target")
+        holders.append(k)
+    first, last = min(holders), max(holders)
+    if sorted(set(holders)) != list(range(first, last + 1)) or len(set(holders)) != len(holders):
+        raise ScheduleError(f"{here}: the blocks must be consecutive siblings under their common "
+                            "ancestor, each in its own subtree")
+    bounds = loop_bounds(root)
+    shared: _Division | None = None
+    bodies, reads, writes = [], [], []
+    for r, path in sorted(zip(realizes, paths), key=lambda rp: holders[realizes.index(rp[0])]):
+        start = next(i for i, s in enumerate(path) if s is lca)
+        inner_loops = [s for s in path[start + 1:] if isinstance(s, For)]
+        all_loops = [s for s in path if isinstance(s, For)]
+        div = _divide(r, inner_loops, all_loops, bounds, preserve_unit_iters, here, shared)
+        shared = shared or div
+        if r.block.init is not None and any(iv.iter_type == "reduce" for iv in div.outer_ivs):
+            raise ScheduleError(f"{here}: block {r.block.name_hint} reduces over a loop outside the new "
+                                "block, which blockizing several blocks does not allow")
+        new_block = _substitute_block(r.block, div, bounds)
+        doms = {id(iv.var): (iv.dom.min, iv.dom.min + iv.dom.extent - 1) for iv in div.inner_ivs}
+        reads += _relax_regions(new_block.reads, doms, bounds)
+        writes += _relax_regions(new_block.writes, doms, bounds)
+        body: Stmt = _inner_realize(new_block, div, r.predicate)
+        for lp in reversed(inner_loops):
+            body = replace(lp, body=body)
+        bodies.append(body)
+    name = "outer_" + "".join(f"{r.block.name_hint}_" for r in realizes)
+    outer = Block(name_hint=name, iter_vars=tuple(shared.outer_ivs), reads=_union_regions(reads, bounds),
+                  writes=_union_regions(writes, bounds), body=seq(*bodies))
+    outer_realize = BlockRealize(tuple(shared.outer_values), const(True, "bool"), outer)
+    new_items = items[:first] + [outer_realize] + items[last + 1:]
+    return replace_stmt(root, lca, replace(lca, body=seq(*new_items))), name
+
+
+def _union_regions(regions: list, bounds: dict) -> tuple:
+    """One hull region per buffer (first-use order)."""
+    hulls: dict[int, tuple] = {}
+    for region in regions:
+        key = id(region.buffer)
+        if key not in hulls:
+            hulls[key] = (region.buffer, [(r.min, r.min + r.extent) for r in region.region])
+            continue
+        buf, dims = hulls[key]
+        hulls[key] = (buf, [(simplify(Min(lo, r.min), bounds), simplify(Max(hi, r.min + r.extent), bounds))
+                            for (lo, hi), r in zip(dims, region.region)])
+    return tuple(BufferRegion(buf, tuple(Range(lo, simplify(hi - lo, bounds)) for lo, hi in dims))
+                 for buf, dims in hulls.values())
+
+
+def _path_to(root: Stmt, target: Stmt) -> tuple:
+    from .tree import walk_stmts
+
+    return next(p for s, p in walk_stmts(root) if s is target)
 
 
 # -- tensor intrinsics ------------------------------------------------------------------------

@@ -191,15 +191,17 @@ def is_affine_binding(realize: BlockRealize, iters: dict[int, int | None]) -> bo
         terms = _linear_terms(value, iters)
         if terms is None:
             return False
-        expected: int | None = 1  # None once a symbolic extent makes the next stride unknown
+        # surjective, as TVM checks it: sorted by coefficient, each term may overlap what the
+        # smaller ones reach (``v0 * 2 + v1`` with v1 < 4) but must leave no gap (``l * 16``)
+        reach: int | None = 1  # first value not yet reachable; None once an extent is symbolic
         # a loop of extent 1 only ever adds 0, wherever it appears
         steps = [(k, c) for k, c in terms.items() if c != 0 and iters.get(k) != 1]
         for var_id, coeff in sorted(steps, key=lambda kc: kc[1]):
-            if var_id in used or (expected is not None and coeff != expected):
+            if var_id in used or coeff < 0 or (reach is not None and coeff > reach):
                 return False
             used.add(var_id)
             extent = iters[var_id]
-            expected = None if expected is None or extent is None else expected * extent
+            reach = None if reach is None or extent is None else reach + coeff * (extent - 1)
     return True
 
 

@@ -35,8 +35,8 @@ from ..functor import StmtExprMutator, post_order_visit, substitute
 from ..op import logical_and
 from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, SeqStmt, Stmt, seq
 from .error import ScheduleError
-from .loops import loop_bounds, simplify
-from .tree import blocks_under, replace_stmt, walk_stmts
+from .loops import simplify
+from .tree import replace_stmt, walk_stmts
 
 __all__ = ["compute_at", "compute_inline", "reverse_compute_inline", "decompose_reduction"]
 
@@ -100,49 +100,11 @@ def _path(root: Stmt, target: Stmt) -> tuple:
     raise ScheduleError("internal: statement not found in the function")
 
 
-def _block_region_under(loop: For, realize: BlockRealize, path: tuple, buffer: Buffer, kind: str,
-                        bounds: dict) -> list[tuple[PrimExpr, PrimExpr]] | None:
-    """Region of ``buffer`` that ``realize`` reads/writes, over the loops below ``loop``."""
-    block = realize.block
-    regions = [r for r in getattr(block, kind) if r.buffer is buffer]
-    if not regions:
-        return None
-    # loops strictly between `loop` and the block range over their domain
-    inner = {}
-    below = False
-    for s in path:
-        if s is loop:
-            below = True
-            continue
-        if below and isinstance(s, For):
-            inner[id(s.loop_var)] = (s.min, s.min + s.extent - 1)
-    bind = {iv.var: v for iv, v in zip(block.iter_vars, realize.iter_values)}
-    result: list[tuple[PrimExpr, PrimExpr]] | None = None
-    for region in regions:
-        dims = []
-        for r in region.region:
-            lo = relax(substitute(r.min, bind), inner)
-            hi = relax(substitute(r.min + r.extent - 1, bind), inner)
-            if lo is None or hi is None:
-                dims.append((const(0, r.min.dtype), buffer.shape[len(dims)] - 1))
-            else:
-                dims.append((simplify(lo[0], bounds), simplify(hi[1], bounds)))
-        result = dims if result is None else _hull(result, dims, bounds)
-    return result
-
-
-def _hull(a: list, b: list, bounds: dict) -> list:
-    out = []
-    for (lo0, hi0), (lo1, hi1) in zip(a, b):
-        lo = lo0 if structural_equal(lo0, lo1) else simplify(Min(lo0, lo1), bounds)
-        hi = hi0 if structural_equal(hi0, hi1) else simplify(Max(hi0, hi1), bounds)
-        out.append((lo, hi))
-    return out
-
-
 def compute_at(root: Stmt, realize: BlockRealize, loop: For, reverse: bool,
-               preserve_unit_loops: bool, output_buffers: set[int] = frozenset()) -> Stmt:
+               preserve_unit_loops: bool, output_buffers: set[int] = frozenset(), index: int = -1) -> Stmt:
     """Move ``realize``'s block under ``loop`` (see the module docstring)."""
+    from . import region_cover as rc
+
     block = realize.block
     what = "reverse_compute_at" if reverse else "compute_at"
     here = f"{what}: block {block.name_hint}, loop {loop.loop_var.name}"
@@ -167,36 +129,41 @@ def compute_at(root: Stmt, realize: BlockRealize, loop: For, reverse: bool,
         raise ScheduleError(f"cannot {here}: the block updates a buffer in place (it reads what it "
                             "writes, without T.init, as after decompose_reduction), so recomputing it "
                             "would repeat the update")
-    if block.init is not None and reverse:
-        raise ScheduleError(f"cannot {here}: a reduction block cannot be moved after its producers")
     from .checks import check_complete_or_reduction, loop_var_ids
 
     check_complete_or_reduction(realize, scope, loop_var_ids(block_path), here)
     if not _only_padding_guards(realize):
         raise ScheduleError(f"cannot {here}: the block has a predicate ({realize.predicate}) that is "
                             "more than a guard against split padding")
-    bounds = loop_bounds(root)
 
-    # the buffers linking the block to the blocks under `loop`
+    # the blocks of the scope (not those nested in them) that produce for / consume from it
+    siblings = _scope_blocks(scope)
+    reads = {id(r.buffer) for r in block.reads}
+    writes = {id(w.buffer) for w in block.writes}
+    producers = {id(r.block) for r, _ in siblings if r is not realize
+                 and any(id(w.buffer) in reads for w in r.block.writes)}
+    consumers = {id(r.block) for r, _ in siblings if r is not realize
+                 and any(id(x.buffer) in writes for x in r.block.reads)}
     if reverse:
         linked = {id(r.buffer): r.buffer for r in block.reads}
-        partner_kind, own_kind, role = "writes", "reads", "producer"
+        partner_kind, own_kind, role, partner_ids = "writes", "reads", "producer", producers
     else:
         linked = {id(w.buffer): w.buffer for w in block.writes}
-        partner_kind, own_kind, role = "reads", "writes", "consumer"
-    partners = []
-    for r, p in walk_stmts(loop):
-        if isinstance(r, BlockRealize) and r is not realize:
-            if any(id(x.buffer) in linked for x in getattr(r.block, partner_kind)):
-                partners.append((r, loop_path + p))
+        partner_kind, own_kind, role, partner_ids = "reads", "writes", "consumer", consumers
+    under = {id(r.block): (r, p) for r, p in _scope_blocks(loop, loop_path)}
+    partners = [under[b] for b in partner_ids if b in under]
     if not partners:
         raise ScheduleError(f"cannot {here}: loop {loop.loop_var.name} is not an ancestor of any "
                             f"{role} of block {block.name_hint}")
+    # every consumer (producer) must be under the loop, or one outside would miss data
+    outside = [r.block.name_hint for r, _ in siblings if id(r.block) in partner_ids and id(r.block) not in under]
+    if outside:
+        raise ScheduleError(f"cannot {here}: {what} requires all the {role}s of block {block.name_hint} "
+                            f"to be under loop {loop.loop_var.name}; {', '.join(outside)} is not")
     # a partner writing the same buffer would interleave with the moved block's writes
-    mine = {id(w.buffer) for w in block.writes}
     for r, _ in partners:
         touched = r.block.writes if not reverse else r.block.writes + r.block.reads
-        clash = [x.buffer.name for x in touched if id(x.buffer) in mine]
+        clash = [x.buffer.name for x in touched if id(x.buffer) in writes]
         if clash:
             raise ScheduleError(f"cannot {here}: block {r.block.name_hint} under the loop also "
                                 f"{'writes' if not reverse else 'uses'} {clash[0]}, which the block writes")
@@ -207,69 +174,44 @@ def compute_at(root: Stmt, realize: BlockRealize, loop: For, reverse: bool,
                     raise ScheduleError(f"cannot {here}: loop {loop.loop_var.name} drives the reduction "
                                         f"of producer {r.block.name_hint}, whose result is not complete "
                                         "inside it")
-    # every consumer (producer) must be under the loop, or one outside would miss data
-    under = {id(r) for r, _ in partners}
-    outside = [r.block.name_hint for r, _ in walk_stmts(scope.body) if isinstance(r, BlockRealize)
-               and r is not realize and id(r) not in under
-               and any(id(x.buffer) in linked for x in getattr(r.block, partner_kind))]
-    if outside:
-        raise ScheduleError(f"cannot {here}: {what} requires all the {role}s of block {block.name_hint} "
-                            f"to be under loop {loop.loop_var.name}; {', '.join(outside)} is not")
 
-    # region needed per buffer, in the variables of `loop` and above
-    needed: dict[int, list] = {}
-    for r, p in partners:
-        for buf in linked.values():
-            region = _block_region_under(loop, r, p, buf, partner_kind, bounds)
-            if region is not None:
-                needed[id(buf)] = region if id(buf) not in needed else _hull(needed[id(buf)], region, bounds)
-
-    # which range each iteration variable of the moved block must cover
-    ranges: dict[int, tuple[PrimExpr, PrimExpr]] = {}
-    for region in getattr(block, own_kind):
-        if id(region.buffer) not in needed:
-            continue
-        for dim, (r, (lo, hi)) in enumerate(zip(region.region, needed[id(region.buffer)])):
-            iv = next((iv for iv in block.iter_vars if r.min is iv.var), None)
-            if iv is None or not (isinstance(r.extent, IntImm) and r.extent.value == 1):
-                raise ScheduleError(
-                    f"cannot {here}: the block must access {region.buffer.name} at its iteration "
-                    f"variables (dimension {dim} is indexed by {r.min})")
-            if id(iv.var) in ranges:
-                old = ranges[id(iv.var)]
-                lo, hi = simplify(Min(old[0], lo), bounds), simplify(Max(old[1], hi), bounds)
-            ranges[id(iv.var)] = (lo, hi)
-
-    if reverse:
-        _check_consumer_covered(block, ranges, bounds, here)
+    # the range each block variable must cover, solved from the regions the partners need
+    ana = rc.analyzer_for(loop, loop_path)
+    var_doms = rc.block_var_domains(block, own_kind, partners, partner_kind, loop, linked, ana, here)
 
     # new loops covering those ranges, in the order of the block's iteration variables
+    from ...arith import Analyzer
+
     new_loops: list[tuple[Var, PrimExpr]] = []
     values: list[PrimExpr] = []
-    predicates: list[PrimExpr] = []
-    for iv in block.iter_vars:
-        dom_lo, dom_hi = iv.dom.min, iv.dom.min + iv.dom.extent - 1
-        lo, hi = ranges.get(id(iv.var), (dom_lo, dom_hi))
-        extent = simplify(hi - lo + 1, bounds)
-        if not isinstance(extent, IntImm):
-            raise ScheduleError(f"cannot {here}: the range of {iv.var.name} needed under the loop has "
-                                f"a size that is not constant ({extent})")
-        if extent.value == 1 and not preserve_unit_loops:
-            value = simplify(lo, bounds)
-        else:
-            var = Var(f"ax{len(new_loops)}", iv.var.dtype)
-            new_loops.append((var, extent))
-            bounds[var] = extent
-            value = simplify(lo + var, bounds)
-        values.append(value)
-        # consumers may ask for padding iterations (a non-dividing split): guard them
-        if not _provably_in(value, iv.dom, bounds):
-            predicates.append(value < iv.dom.min + iv.dom.extent)
-
-    # the old predicate spoke of the old loops; only padding guards may be dropped with them
     predicate: PrimExpr = const(True, "bool")
-    for p in predicates:
-        predicate = p if _is_true(predicate) else logical_and(predicate, p)
+    for iv, info in zip(block.iter_vars, var_doms):
+        if info.dom is rc.NOTHING or rc.has_inf(info.dom):
+            lo, extent = iv.dom.min, iv.dom.extent
+        else:
+            lo = Analyzer().simplify(info.dom[0])
+            extent = Analyzer().simplify(info.dom[1] + 1 - info.dom[0])
+        if preserve_unit_loops or not _is_int(extent, 1):
+            var = Var(f"ax{len(new_loops)}", f"int{max(_bits(lo.dtype), _bits(extent.dtype))}")
+            extent = ana.simplify(extent)
+            new_loops.append((var, extent))
+            value = var if _is_int(lo, 0) else lo + var
+            # a unit loop's variable is 0 to the simplifier (TVM folds single-point ranges)
+            ana.bind(var, const(0, var.dtype) if _is_int(extent, 1) else Range(const(0, var.dtype), extent))
+        else:
+            value = lo
+        values.append(value)
+        if info.bound is not rc.NOTHING:
+            for cond in ((None if info.bound[0] is None else value >= info.bound[0]),
+                         (None if info.bound[1] is None else value < info.bound[1] + 1)):
+                if cond is not None and not ana.can_prove(cond):
+                    cond = rc.constant_on_one_side(cond, ana)
+                    predicate = cond if _is_true(predicate) else logical_and(predicate, cond)
+    predicate = ana.simplify(predicate)
+    if reverse:
+        _check_consumer_covered(block, var_doms, ana, here)
+        rc.check_reads_inside(block, own_kind, linked, partners, partner_kind, loop, var_doms, ana, here)
+
     nest: Stmt = BlockRealize(tuple(values), predicate, block)
     for var, extent in reversed(new_loops):
         nest = For(var, const(0, var.dtype), extent, ForKind.SERIAL, nest)
@@ -278,15 +220,33 @@ def compute_at(root: Stmt, realize: BlockRealize, loop: For, reverse: bool,
     removed = _remove_block_with_loops(root, realize, block_path)
     new_loop = next(s for s, _ in walk_stmts(removed) if isinstance(s, For) and s.loop_var is loop.loop_var)
     body_items = list(new_loop.body.seq) if isinstance(new_loop.body, SeqStmt) else [new_loop.body]
-    partner_ids = {id(r.block) for r, _ in partners}
-
-    def holds_partner(s: Stmt) -> bool:
-        return any(id(r.block) in partner_ids for r in ([s] if isinstance(s, BlockRealize) else blocks_under(s)))
-
-    positions = [i for i, s in enumerate(body_items) if holds_partner(s)]
-    at = positions[-1] + 1 if reverse else positions[0]
+    at = rc.insertion_point(body_items, producers, consumers, index, here)
     body_items.insert(at, nest)
     return replace_stmt(removed, new_loop, replace(new_loop, body=seq(*body_items)))
+
+
+def _scope_blocks(s: Stmt, path: tuple = ()) -> list[tuple[BlockRealize, tuple]]:
+    """The block realizes directly in ``s``'s block scope (not those nested inside them),
+    each with its ancestors (``path`` is ``s``'s own)."""
+    out = []
+
+    def walk(x: Stmt, p: tuple) -> None:
+        if isinstance(x, BlockRealize):
+            out.append((x, p))
+            return
+        from .tree import child_stmts
+
+        for c in child_stmts(x):
+            walk(c, p + (x,))
+
+    start = s.body if isinstance(s, Block) else s
+    walk(start, path + ((s,) if isinstance(s, Block) else ()))
+    return out
+
+
+def _bits(dtype: str) -> int:
+    digits = "".join(ch for ch in dtype if ch.isdigit())
+    return int(digits) if digits else 32
 
 
 def _only_padding_guards(realize: BlockRealize) -> bool:
@@ -311,19 +271,14 @@ def _is_true(e: PrimExpr) -> bool:
     return isinstance(e, IntImm) and e.dtype == "bool" and e.value == 1
 
 
-def _check_consumer_covered(block: Block, ranges: dict, bounds: dict, here: str) -> None:
+def _check_consumer_covered(block: Block, var_doms: list, ana: Any, here: str) -> None:
     """Under the loop a consumer only runs where its producer wrote; over all iterations that
     must still be its whole domain (a padded consumer has points no producer tile reaches,
     and they would never be computed)."""
-    from ...arith import Analyzer
-
-    ana = Analyzer()
-    for var, extent in bounds.items():
-        ana.bind(var, Range(const(0, extent.dtype), extent))
-    for iv in block.iter_vars:
-        if id(iv.var) not in ranges:
+    for iv, info in zip(block.iter_vars, var_doms):
+        if info.dom is None or info.dom[0] is None or info.dom[1] is None:
             continue
-        lo, hi = ranges[id(iv.var)]
+        lo, hi = info.dom
         dom_lo, dom_hi = iv.dom.min, iv.dom.min + iv.dom.extent - 1
         if not (isinstance(dom_lo, IntImm) and isinstance(iv.dom.extent, IntImm)):
             continue
@@ -331,15 +286,6 @@ def _check_consumer_covered(block: Block, ranges: dict, bounds: dict, here: str)
             raise ScheduleError(f"cannot {here}: block {block.name_hint} iterates {iv.var.name} over "
                                 f"[{dom_lo.value}, {dom_hi.value}], beyond what its producers write "
                                 "under the loop, so some of its points would never run")
-
-
-def _provably_in(value: PrimExpr, dom: Range, bounds: dict) -> bool:
-    from ...arith import Analyzer
-
-    ana = Analyzer()
-    for var, extent in bounds.items():
-        ana.bind(var, Range(const(0, extent.dtype), extent))
-    return bool(ana.can_prove(value >= dom.min) and ana.can_prove(value < dom.min + dom.extent))
 
 
 def _remove_block_with_loops(root: Stmt, realize: BlockRealize, path: tuple) -> Stmt:

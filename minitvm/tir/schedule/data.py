@@ -13,6 +13,7 @@ from ...ir import replace
 from ..buffer import Buffer, BufferRegion, decl_buffer
 from ..expr import BufferLoad, IntImm, IterVar, PrimExpr, Range, Var, const
 from ..functor import StmtExprMutator
+from ..index_map import IndexMap, substitute_indices
 from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, SeqStmt, Stmt, seq
 from .compute import _path, _refresh_regions, relax
 from .error import ScheduleError
@@ -172,12 +173,64 @@ def cache_write(root: Stmt, realize: BlockRealize, index: int | str, scope: str)
     return _cache(root, realize, buffer, scope, write=True)
 
 
-def transform_layout(func: Any, buffer: Buffer, index_map: Callable[..., Any]) -> Any:
-    """Store ``buffer`` in a new layout: element ``idx`` moves to ``index_map(*idx)``."""
+def _pad_value_of(buffer: Buffer, pad_value: Any, new_indices: list[Var]) -> PrimExpr:
+    """``pad_value`` as an expression of the buffer's dtype (a constant, an expression, or a
+    function of the transformed indices); TVM refuses a value of another type."""
+    from ..expr import FloatImm
+
+    what = f"cannot transform_layout of {buffer.name}"
+    value = pad_value(*new_indices) if callable(pad_value) and not isinstance(pad_value, PrimExpr) else pad_value
+    if isinstance(value, (list, tuple)) and len(value) == 1:
+        value = value[0]
+    is_int = buffer.dtype.startswith(("int", "uint"))
+    if isinstance(value, bool) or not isinstance(value, (int, float, PrimExpr)):
+        raise ScheduleError(f"{what}: pad_value {value!r} is not a number or expression")
+    if isinstance(value, int):
+        if not is_int:
+            raise ScheduleError(f"{what}: pad_value {value} is an integer but {buffer.name} holds {buffer.dtype}")
+        return const(value, buffer.dtype)
+    if isinstance(value, float):
+        if is_int:
+            raise ScheduleError(f"{what}: pad_value {value} is a float but {buffer.name} holds {buffer.dtype}")
+        return FloatImm(buffer.dtype, value)
+    from ..functor import post_order_visit
+
+    others: list = []
+    post_order_visit(value, lambda x: others.append(x.buffer.name) if isinstance(x, BufferLoad)
+                     and x.buffer is not buffer else None)
+    if others:
+        raise ScheduleError(f"{what}: pad_value may not read another buffer ({others[0]}); only constants, "
+                            "the new indices and the buffer itself")
+    if value.dtype != buffer.dtype:
+        raise ScheduleError(f"{what}: pad_value {value} has dtype {value.dtype} but {buffer.name} holds "
+                            f"{buffer.dtype}")
+    return value
+
+
+def _has_padding(old_shape: tuple, new_shape: list) -> bool:
+    """True when the new layout has more elements than the old one (the map is not onto)."""
+    import math
+
+    if not all(isinstance(s, IntImm) for s in (*old_shape, *new_shape)):
+        return False
+    return math.prod(s.value for s in new_shape) > math.prod(s.value for s in old_shape)
+
+
+def transform_layout(func: Any, buffer: Buffer, index_map: Callable[..., Any], pad_value: Any = None,
+                     assume_injective_transform: bool = False) -> Any:
+    """Store ``buffer`` in a new layout: element ``idx`` moves to ``index_map(*idx)``.
+
+    A layout with more elements than the buffer (``i -> [i // 4, i % 4]`` of 14 elements)
+    has padding: TVM refuses it unless a ``pad_value`` says what the padding holds or
+    ``assume_injective_transform`` says it is never read.
+    """
     params = [Var(f"i{k}", s.dtype) for k, s in enumerate(buffer.shape)]
     try:
-        mapped = index_map(*params)
-    except TypeError as e:
+        if isinstance(index_map, IndexMap):
+            mapped = substitute_indices(index_map, params)
+        else:
+            mapped = index_map(*params)
+    except (TypeError, ValueError) as e:
         raise ScheduleError(f"cannot transform_layout of {buffer.name}: the index map must take "
                             f"{len(params)} indices ({e})") from None
     mapped = tuple(mapped) if isinstance(mapped, (tuple, list)) else (mapped,)
@@ -189,6 +242,17 @@ def transform_layout(func: Any, buffer: Buffer, index_map: Callable[..., Any]) -
         if not isinstance(extent, IntImm):
             raise ScheduleError(f"cannot transform_layout of {buffer.name}: cannot bound index {e}")
         shape.append(extent)
+    if pad_value is not None:
+        _pad_value_of(buffer, pad_value, [Var(f"i{k}", e.dtype) for k, e in enumerate(shape)])
+    if _has_padding(buffer.shape, shape):
+        if pad_value is None and not assume_injective_transform:
+            raise ScheduleError(f"cannot transform_layout of {buffer.name}: the new layout "
+                                f"{[int(x.value) for x in shape]} has padding (more elements than "
+                                f"{[int(x.value) for x in buffer.shape]}); pass pad_value to fill it, or "
+                                "assume_injective_transform=True if it is never read")
+        if pad_value is not None:
+            raise NotImplementedError("transform_layout(pad_value=...) of a layout with padding: minitvm "
+                                      "does not write the padding; the layout without padding works")
     new = decl_buffer(tuple(shape), buffer.dtype, buffer.name, scope=buffer.scope)
 
     def remap(idx: tuple) -> tuple:

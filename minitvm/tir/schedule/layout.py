@@ -77,6 +77,12 @@ def _fold_div_mod(e: PrimExpr) -> PrimExpr:
 
 def apply_index_map(index_map: Any, args: list[PrimExpr], what: str) -> list[PrimExpr]:
     """``index_map(*args)`` as a list of expressions; a map of the wrong arity is refused."""
+    from ..index_map import IndexMap, substitute_indices
+
+    if isinstance(index_map, IndexMap):
+        if index_map.ndim != len(args):
+            raise ScheduleError(f"{what}: the index map takes {index_map.ndim} indices but there are {len(args)}")
+        return substitute_indices(index_map, args)
     fn: Callable[..., Any] = getattr(index_map, "func", index_map)
     try:
         n_params = len(inspect.signature(fn).parameters)

@@ -55,10 +55,11 @@ def _rebind(root: Stmt, vmap: dict[Var, PrimExpr], bounds: dict, extra_predicate
     new = substitute(scope, vmap)
     for realize in blocks_under(new):
         values = tuple(simplify(v, bounds) for v in realize.iter_values)
-        pred = realize.predicate
-        if extra_predicate is not None:  # every block under a split loop sees its padding
-            pred = logical_and(extra_predicate, pred) if not _is_true(pred) else extra_predicate
-        pred = simplify(pred, bounds)
+        pred = realize.predicate  # substituted, not re-simplified (TVM leaves predicates as built)
+        if extra_predicate is not None:
+            # every block under a split loop sees its padding guard, appended unsimplified
+            # (``(i0 * 2 + i1) * 3 + i2 < 128``) after what it had, as TVM appends it
+            pred = logical_and(pred, extra_predicate) if not _is_true(pred) else extra_predicate
         if values != realize.iter_values or pred is not realize.predicate:
             new = replace_stmt(new, realize, BlockRealize(values, pred, realize.block))
     return new
@@ -83,13 +84,13 @@ def split(root: Stmt, loop: For, factors: list[Any], preserve_unit_iters: bool =
     """Split ``loop`` into nested loops whose extents are ``factors`` (one may be None).
 
     ``disable_predication`` leaves out the guard of a non-dividing split (the caller promises
-    the padding iterations are harmless), as TVM does.
+    the padding iterations are harmless), as TVM does.  A loop of symbolic extent ``n`` splits
+    too: the inferred factor is ``(n + k - 1) // k`` and the guard is always added.
     """
     name = loop.loop_var.name
     _check_plain_loop(loop, "split")
     if not (isinstance(loop.min, IntImm) and loop.min.value == 0):
         raise ScheduleError(f"cannot split loop {name}: it does not start at 0")
-    extent = _const_extent(loop)
     if not factors:
         raise ScheduleError(f"cannot split loop {name}: factors must not be empty")
     nones = [i for i, f in enumerate(factors) if f is None or (isinstance(f, int) and f == -1)]
@@ -108,26 +109,42 @@ def split(root: Stmt, loop: For, factors: list[Any], preserve_unit_iters: bool =
     for f in ints:
         if f is not None:
             known *= f
-    if nones:
-        ints[nones[0]] = -(-extent // known)
-    elif known < extent:
-        raise ScheduleError(f"cannot split loop {name} of extent {extent} by factors {factors}: "
-                            f"their product {known} is smaller than the extent")
-    total = 1
-    for f in ints:
-        total *= f
     dtype = loop.loop_var.dtype
-    new_vars = [Var(f"{name}_{i}", dtype) for i in range(len(ints))]
+    symbolic = not isinstance(loop.extent, IntImm)
+    extent_expr = loop.extent if loop.extent.dtype == dtype else const(loop.extent.value, dtype)
+    sizes: list[PrimExpr] = [const(f, dtype) if f is not None else None for f in ints]
+    if nones:
+        if symbolic:
+            sizes[nones[0]] = simplify(floordiv(extent_expr + const(known - 1, dtype), const(known, dtype)))
+        else:
+            sizes[nones[0]] = const(-(-extent_expr.value // known), dtype)
+    elif symbolic:
+        raise ScheduleError(f"cannot split loop {name} of extent {loop.extent} by factors {factors}: "
+                            "the product of factors is not larger than or equal to the extent of the "
+                            "loop (it cannot be proven for a symbolic extent; make one factor None)")
+    elif known < extent_expr.value:
+        raise ScheduleError(f"cannot split loop {name} of extent {extent_expr.value} by factors {factors}: "
+                            f"their product {known} is smaller than the extent")
+    exact = not symbolic and all(isinstance(f, IntImm) for f in sizes) and \
+        _product(f.value for f in sizes) == extent_expr.value
+    new_vars = [Var(f"{name}_{i}", dtype) for i in range(len(sizes))]
     fused: PrimExpr = new_vars[0]
-    for v, f in zip(new_vars[1:], ints[1:]):
-        fused = fused * const(f, dtype) + v
+    for v, f in zip(new_vars[1:], sizes[1:]):
+        fused = fused * f + v
     bounds = loop_bounds(root)
-    bounds.update({v: const(f, dtype) for v, f in zip(new_vars, ints)})
-    predicate = (fused < const(extent, dtype)) if total != extent and not disable_predication else None
+    bounds.update({v: f for v, f in zip(new_vars, sizes)})
+    predicate = (fused < extent_expr) if not exact and not disable_predication else None
     body = _rebind(root, {loop.loop_var: fused}, bounds, predicate, loop.body)
-    for v, f in reversed(list(zip(new_vars, ints))):
-        body = For(v, const(0, dtype), const(f, dtype), ForKind.SERIAL, body)
+    for v, f in reversed(list(zip(new_vars, sizes))):
+        body = For(v, const(0, dtype), f, ForKind.SERIAL, body)
     return replace_stmt(root, loop, body), new_vars
+
+
+def _product(values: Any) -> int:
+    out = 1
+    for v in values:
+        out *= v
+    return out
 
 
 def _chain(outer: For, inner: For) -> list[For] | None:
@@ -152,26 +169,36 @@ def fuse(root: Stmt, loops: list[For]) -> tuple[Stmt, Var]:
         if outer.body is not inner:
             raise ScheduleError(f"cannot fuse {names}: {inner.loop_var.name} is not the only statement "
                                 f"directly inside {outer.loop_var.name}")
-    extents = []
+    dtype = loops[0].loop_var.dtype
+    extents: list[PrimExpr] = []
     for lp in loops:
         _check_plain_loop(lp, "fuse")
         if not (isinstance(lp.min, IntImm) and lp.min.value == 0):
             raise ScheduleError(f"cannot fuse {names}: loop {lp.loop_var.name} does not start at 0")
-        extents.append(_const_extent(lp))
-    dtype = loops[0].loop_var.dtype
+        extents.append(lp.extent if lp.extent.dtype == dtype or not isinstance(lp.extent, IntImm)
+                       else const(lp.extent.value, dtype))
+    for lp, e in zip(loops, extents):  # an extent may use outer loops, not the fused ones
+        if any(uses_var(e, other.loop_var) for other in loops if other is not lp):
+            raise ScheduleError(f"cannot fuse {names}: the extent {e} of loop {lp.loop_var.name} "
+                                "depends on another of the fused loops")
     fused = Var("_".join(lp.loop_var.name for lp in loops) + "_fused", dtype)
-    total = 1
-    for e in extents:
-        total *= e
-    vmap, stride = {}, 1
-    for lp, e in reversed(list(zip(loops, extents))):
-        value = floordiv(fused, const(stride, dtype)) if stride > 1 else fused
-        vmap[lp.loop_var] = floormod(value, const(e, dtype)) if stride * e < total else value
-        stride *= e
+    total: PrimExpr = extents[0]
+    for e in extents[1:]:
+        total = total * e
+    total = simplify(total)
+    vmap: dict[Var, PrimExpr] = {}
+    stride: PrimExpr | None = None  # None: 1
+    for k in range(len(loops) - 1, -1, -1):
+        lp, e = loops[k], extents[k]
+        span = e if stride is None else simplify(stride * e)
+        # TVM's form: outermost fused // s, middle fused % (s * e) // s, innermost fused % e
+        value = floormod(fused, span) if k > 0 else fused
+        vmap[lp.loop_var] = floordiv(value, stride) if stride is not None else value
+        stride = span
     bounds = loop_bounds(root)
-    bounds[fused] = const(total, dtype)
+    bounds[fused] = total
     body = _rebind(root, vmap, bounds, None, loops[-1].body)
-    new_loop = For(fused, const(0, dtype), const(total, dtype), ForKind.SERIAL, body)
+    new_loop = For(fused, const(0, dtype), total, ForKind.SERIAL, body)
     return replace_stmt(root, loops[0], new_loop), fused
 
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from ...ir import replace
 from ...ir.structural import structural_equal
-from ..analysis import uses_var
-from ..buffer import decl_buffer
+from ..analysis import uses_var, vars_used
+from ..buffer import BufferRegion
 from ..expr import Add, BufferLoad, FloatImm, IntImm, IterVar, Max, Min, PrimExpr, Range, Var, const
 from ..functor import substitute
 from ..op import max_value, min_value
 from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, SeqStmt, Stmt, seq
-from .compute import _path, _refresh_regions
+from .compute import _path
 from .error import ScheduleError
 from .tree import replace_stmt, unique_block_name, walk_stmts
 
@@ -68,7 +68,42 @@ def _combine(kind: type, acc: PrimExpr, rhs: PrimExpr) -> PrimExpr:
     return acc + rhs if kind is Add else kind(acc, rhs)
 
 
+def _check_loops(loops: list[For], rf_loop: For, realize: BlockRealize, spatial_vars: set[int],
+                 reduce_vars: set[int], name: str) -> None:
+    """TVM's loop conditions: no loop drives both kinds of iterators, the rfactor loop drives a
+    reduction one, the outermost loop starts with the block, the outermost reduction loop holds
+    only the block, and no unbound loop (extent > 1) sits under a reduction loop."""
+    from .tree import blocks_under
+
+    block = realize.block
+    first = blocks_under(loops[0])
+    if not first or first[0] is not realize:
+        raise ScheduleError(f"cannot {name}: block {block.name_hint} is not the first block under the "
+                            f"outermost loop {loops[0].loop_var.name}")
+    met_reduction = False
+    for lp in loops:
+        var = id(lp.loop_var)
+        if var in spatial_vars and var in reduce_vars:
+            raise ScheduleError(f"cannot {name}: loop {lp.loop_var.name} drives both spatial and "
+                                f"reduction iterators of block {block.name_hint} (fused across them)")
+        if var in spatial_vars:
+            if lp is rf_loop:
+                raise ScheduleError(f"cannot {name}: {lp.loop_var.name} is bound to a spatial iterator of "
+                                    f"block {block.name_hint}, not a reduction one")
+        elif var in reduce_vars:
+            if not met_reduction and len(blocks_under(lp)) != 1:
+                raise ScheduleError(f"cannot {name}: the outermost reduction loop {lp.loop_var.name} holds "
+                                    f"more than block {block.name_hint}")
+            met_reduction = True
+        elif met_reduction and not (isinstance(lp.extent, IntImm) and lp.extent.value == 1):
+            raise ScheduleError(f"cannot {name}: loop {lp.loop_var.name} binds no iterator of block "
+                                f"{block.name_hint} yet sits under a reduction loop")
+
+
 def rfactor(root: Stmt, realize: BlockRealize, loop: For, factor_axis: int) -> tuple[Stmt, str]:
+    """TVM's rfactor: a copy of the whole loop nest computes partial results into ``<Y>_rf``
+    (the rfactor loop a spatial iterator there), then the original loops without the other
+    reduction loops combine them into ``Y`` (the rfactor loop its reduction iterator)."""
     block = realize.block
     kind, store, rhs = match_reduction(block)
     lv = loop.loop_var
@@ -77,128 +112,135 @@ def rfactor(root: Stmt, realize: BlockRealize, loop: For, factor_axis: int) -> t
     if not any(s is loop for s in path):
         raise ScheduleError(f"cannot {name}: the loop is not around block {block.name_hint}")
     _check_reduction(realize, path, name)
+    if loop.kind != ForKind.SERIAL:
+        raise ScheduleError(f"cannot {name}: reduction loop {lv.name} is {loop.kind}, not serial")
     spatial = [(iv, v) for iv, v in zip(block.iter_vars, realize.iter_values) if iv.iter_type == "spatial"]
     reduce = [(iv, v) for iv, v in zip(block.iter_vars, realize.iter_values) if iv.iter_type == "reduce"]
-    if any(uses_var(v, lv) for _, v in spatial):
-        raise ScheduleError(f"cannot {name}: {lv.name} is bound to a spatial iterator of block "
-                            f"{block.name_hint}, not a reduction one")
-    if not any(uses_var(v, lv) for _, v in reduce):
-        raise ScheduleError(f"cannot {name}: {lv.name} does not take part in the reduction of block "
-                            f"{block.name_hint}")
-    if not isinstance(loop.extent, IntImm) or not (isinstance(loop.min, IntImm) and loop.min.value == 0):
-        raise ScheduleError(f"cannot {name}: the loop must start at 0 and have a constant extent")
+    spatial_vars = set().union(*[vars_used(v) for _, v in spatial]) if spatial else set()
+    reduce_vars = set().union(*[vars_used(v) for _, v in reduce]) if reduce else set()
+    scope_at = max(i for i, s in enumerate(path) if isinstance(s, Block))
+    loops = [s for s in path[scope_at:] if isinstance(s, For)]
+    _check_loops(loops, loop, realize, spatial_vars, reduce_vars, name)
     out = store.buffer
     ndim = len(out.shape)
-    if not 0 <= factor_axis <= ndim:
+    if not -(ndim + 1) <= factor_axis <= ndim:
         raise ScheduleError(f"cannot {name}: factor_axis {factor_axis} is out of range for the "
-                            f"{ndim}-D buffer {out.name}")
-    rf_shape = list(out.shape)
-    rf_shape.insert(factor_axis, loop.extent)
-    rf_buf = decl_buffer(tuple(rf_shape), out.dtype, f"{out.name}_rf")
-
-    # the partial reduction: every loop in the reduction bindings gets its own iterator —
-    # the rfactored loop a spatial one, the others reduction ones — so that T.init runs
-    # once per partial result
-    red_loops = [s for s in path if isinstance(s, For) and any(uses_var(v, s.loop_var) for _, v in reduce)]
-    loop_iters: dict[Var, IterVar] = {}
-    for lp in red_loops:
-        if any(uses_var(v, lp.loop_var) for _, v in spatial):
-            raise ScheduleError(f"cannot {name}: loop {lp.loop_var.name} drives both spatial and "
-                                f"reduction iterators of block {block.name_hint} (fused across them)")
-        if lp.kind != ForKind.SERIAL:
-            raise ScheduleError(f"cannot {name}: reduction loop {lp.loop_var.name} is {lp.kind}, not serial")
-        if not (isinstance(lp.min, IntImm) and lp.min.value == 0 and isinstance(lp.extent, IntImm)):
-            raise ScheduleError(f"cannot {name}: reduction loop {lp.loop_var.name} must start at 0 "
-                                "and have a constant extent")
-        kind_of = "spatial" if lp is loop else "reduce"
-        loop_iters[lp.loop_var] = IterVar(Range(const(0, lp.extent.dtype), lp.extent),
-                                          Var(f"v{lp.loop_var.name}", lp.loop_var.dtype), kind_of)
-    as_iters = {lv_: iv.var for lv_, iv in loop_iters.items()}
-    old_reduce = {iv.var: substitute(v, as_iters) for iv, v in reduce}
-    v_rf = loop_iters[lv].var
-    rf_index = list(store.indices)
-    rf_index.insert(factor_axis, v_rf)
-    rf_index = tuple(rf_index)
+                            f"{ndim}-D buffer {out.name} (it must be in [{-(ndim + 1)}, {ndim}])")
+    if factor_axis < 0:
+        factor_axis += ndim + 1
+    predicate = realize.predicate
+    dropped = {id(lp.loop_var) for lp in loops if lp is not loop and id(lp.loop_var) in reduce_vars}
+    if vars_used(predicate) & dropped:
+        raise ScheduleError(f"cannot {name}: block {block.name_hint} has a predicate ({predicate}) over "
+                            "reduction loops the final reduction would not keep")
     init_value = block.init.value if isinstance(block.init, BufferStore) else None
     if init_value is None:
         raise ScheduleError(f"cannot {name}: the T.init of block {block.name_hint} must be one store")
-    rf_spatial = tuple(iv for iv, _ in spatial) + (loop_iters[lv],)
-    rf_reduce = tuple(iv for lp_var, iv in loop_iters.items() if lp_var is not lv)
+    rf_shape = list(out.shape)
+    rf_shape.insert(factor_axis, loop.extent)
+    rf_buf = replace(out, shape=tuple(rf_shape), name=f"{out.name}_rf", data=Var(f"{out.name}_rf", "handle"))
+
+    # -- the rfactor block: the rfactor loop a new spatial iterator; every loop in a reduction
+    # binding that uses it becomes a reduction iterator of its own
+    loop_of = {id(lp.loop_var): lp for lp in loops}
+    v_rf = IterVar(Range(const(0, loop.extent.dtype), loop.extent), Var(f"v{lv.name}", lv.dtype), "spatial")
+    as_iter: dict[Var, Var] = {lv: v_rf.var}
+    rf_ivs, rf_values, var_map = [v_rf], [lv], {}
+    for iv, value in zip(block.iter_vars, realize.iter_values):
+        if iv.iter_type == "spatial" or not uses_var(value, lv):
+            rf_ivs.append(iv)
+            rf_values.append(value)
+            continue
+        for var in _vars_in_order(value):
+            lp = loop_of.get(id(var))
+            if lp is None or var in as_iter:
+                continue
+            new = IterVar(Range(const(0, lp.extent.dtype), lp.extent), Var(f"v{var.name}", var.dtype), "reduce")
+            as_iter[var] = new.var
+            rf_ivs.append(new)
+            rf_values.append(var)
+        var_map[iv.var] = substitute(value, as_iter)
+    rf_index = list(store.indices)
+    rf_index.insert(factor_axis, v_rf.var)
+    rf_index = tuple(rf_index)
+    rf_reads = tuple(BufferRegion(r.buffer, substitute(r.region, var_map)) for r in block.reads)
+    rf_writes = []
+    for w in block.writes:
+        region = list(w.region)
+        region.insert(factor_axis, Range(v_rf.var, const(1, v_rf.var.dtype)))
+        rf_writes.append(BufferRegion(rf_buf if w.buffer is out else w.buffer, substitute(tuple(region), var_map)))
+    # without a reduction iterator left, each partial result is one value: stored, not reduced
+    reduces = any(iv.iter_type == "reduce" for iv in rf_ivs)
+    rf_value = _combine(kind, BufferLoad(rf_buf, rf_index), rhs) if reduces else rhs
     rf_block = Block(
         name_hint=unique_block_name(root, f"{block.name_hint}_rf"),  # a second rfactor gets _rf_1
-        iter_vars=rf_spatial + rf_reduce,
-        init=BufferStore(rf_buf, init_value, rf_index),
-        body=BufferStore(rf_buf, _combine(kind, BufferLoad(rf_buf, rf_index), substitute(rhs, old_reduce)),
-                         rf_index),
+        iter_vars=tuple(rf_ivs), reads=rf_reads, writes=tuple(rf_writes),
+        init=substitute(BufferStore(rf_buf, init_value, rf_index), var_map) if reduces else None,
+        body=substitute(BufferStore(rf_buf, rf_value, rf_index), var_map),
+        annotations=dict(block.annotations),
     )
-    rf_values = tuple(v for _, v in spatial) + (lv,) + tuple(
-        lp_var for lp_var in loop_iters if lp_var is not lv)
-    rf_realize = BlockRealize(rf_values, realize.predicate, _refresh_regions(rf_block))
+    # the rfactor block runs in a copy of the whole loop nest
+    copies = {lp.loop_var: Var(lp.loop_var.name, lp.loop_var.dtype) for lp in loops}
+    rf_block = substitute(rf_block, copies)  # a body naming a loop variable follows the copy
+    rf_body: Stmt = BlockRealize(tuple(substitute(v, copies) for v in rf_values),
+                                 substitute(realize.predicate, copies), rf_block)
+    for lp in reversed(loops):
+        rf_body = replace(lp, loop_var=copies[lp.loop_var], body=rf_body)
 
-    # the final reduction over the rfactored axis, in its own loops after the partial one
-    outer = next(i for i, s in enumerate(path) if isinstance(s, For) and any(
-        uses_var(v, s.loop_var) for _, v in reduce))
-    anchor = path[outer]
-    above = {id(s.loop_var) for s in path[:outer] if isinstance(s, For)}
-    # spatial loops between the anchor and the block (j1 in j0, k0, j1, k1) get a copy each,
-    # so the final reduction covers the same tile as the partial one (not the whole axis)
-    inner_spatial = [s for s in path[outer + 1:] if isinstance(s, For) and s.loop_var not in loop_iters
-                     and any(uses_var(v, s.loop_var) for _, v in spatial)]
-    copies = {s.loop_var: Var(f"ax{n}", s.loop_var.dtype) for n, s in enumerate(inner_spatial)}
-    new_loops: list[tuple[Var, PrimExpr]] = [(copies[s.loop_var], s.extent) for s in inner_spatial]
-    allowed = above | {id(v) for v in copies}
-    wb_ivs, wb_values = [], []
-    vmap = {}
-    for iv, v in spatial:
+    # -- the write-back block: the rfactor loop its reduction iterator, the spatial ones kept
+    v_wb = IterVar(v_rf.dom, Var(f"v{lv.name}", lv.dtype), "reduce")
+    wb_map: dict[Var, PrimExpr] = {v_rf.var: v_wb.var}
+    wb_ivs, wb_values = [v_wb], [lv]
+    for iv, value in spatial:
         nv = Var(iv.var.name, iv.var.dtype)
-        vmap[iv.var] = nv
+        wb_map[iv.var] = nv
         wb_ivs.append(IterVar(iv.dom, nv, "spatial"))
-        if _only_uses(v, allowed):
-            wb_values.append(substitute(v, copies) if copies else v)
-        else:
-            loop_var = Var(f"ax{len(new_loops)}", iv.var.dtype)
-            new_loops.append((loop_var, iv.dom.extent))
-            wb_values.append(iv.dom.min + loop_var if not _is_zero(iv.dom.min) else loop_var)
-    red_loop = Var(f"{lv.name}_rf", lv.dtype)
-    new_loops.append((red_loop, loop.extent))
-    v_red = Var(f"v{lv.name}", lv.dtype)
-    wb_ivs.append(IterVar(Range(const(0, lv.dtype), loop.extent), v_red, "reduce"))
-    wb_values.append(red_loop)
-    out_index = tuple(substitute(i, vmap) for i in store.indices)
-    rf_read = list(out_index)
-    rf_read.insert(factor_axis, v_red)
+        wb_values.append(value)
+    out_index = tuple(substitute(i, wb_map) for i in store.indices)
+    rf_load = BufferLoad(rf_buf, tuple(substitute(i, wb_map) for i in rf_index))
     wb_block = Block(
-        name_hint=block.name_hint,
-        iter_vars=tuple(wb_ivs),
+        name_hint=block.name_hint, iter_vars=tuple(wb_ivs),
+        reads=(BufferRegion(rf_buf, tuple(Range(i, const(1, i.dtype)) for i in rf_load.indices)),),
+        writes=(BufferRegion(out, tuple(Range(i, const(1, i.dtype)) for i in out_index)),),
         init=BufferStore(out, init_value, out_index),
-        body=BufferStore(out, _combine(kind, BufferLoad(out, out_index), BufferLoad(rf_buf, tuple(rf_read))),
-                         out_index),
+        body=BufferStore(out, _combine(kind, BufferLoad(out, out_index), rf_load), out_index),
+        annotations=dict(block.annotations),
     )
-    # a predicate (from a non-dividing split) must hold for the final reduction too
-    predicate = realize.predicate
-    if not (isinstance(predicate, IntImm) and predicate.value == 1) and not _only_uses(predicate, above):
-        raise ScheduleError(f"cannot {name}: block {block.name_hint} has a predicate ({predicate}) over "
-                            "loops inside the reduction")
-    nest: Stmt = BlockRealize(tuple(wb_values), predicate, _refresh_regions(wb_block))
-    for var, extent in reversed(new_loops):
-        nest = For(var, const(0, var.dtype), extent, ForKind.SERIAL, nest)
+    wb_realize = BlockRealize(tuple(wb_values), const(True, "bool"), wb_block)
 
-    result = replace_stmt(root, realize, rf_realize)
-    new_anchor = next(s for s, _ in walk_stmts(result) if isinstance(s, For) and s.loop_var is anchor.loop_var)
-    parent = _path(result, new_anchor)[-1]
-    if isinstance(parent, SeqStmt):
-        items = list(parent.seq)
-        i = next(k for k, s in enumerate(items) if s is new_anchor)
-        items.insert(i + 1, nest)
-        result = replace_stmt(result, parent, SeqStmt(tuple(items)))
+    def rebuild(s: Stmt) -> Stmt:
+        """The old nest with the write-back block in place of the reduction, and without the
+        loops only reduction iterators use (the rfactor loop stays: it is reduced over)."""
+        if s is realize:
+            return wb_realize
+        if isinstance(s, SeqStmt):
+            return seq(*[rebuild(x) if any(x is p for p in path) else x for x in s.seq])
+        assert isinstance(s, For)
+        body = rebuild(s.body)
+        return replace(s, body=body) if s is loop or id(s.loop_var) not in reduce_vars else body
+
+    parent = path[path.index(loops[0]) - 1]
+    if isinstance(parent, SeqStmt):  # splice into the enclosing sequence (no nested sequences)
+        items = []
+        for x in parent.seq:
+            items += [rf_body, rebuild(x)] if x is loops[0] else [x]
+        result = replace_stmt(root, parent, SeqStmt(tuple(items)))
     else:
-        result = replace_stmt(result, new_anchor, seq(new_anchor, nest))
-    # the new buffer lives in the enclosing block
+        result = replace_stmt(root, loops[0], seq(rf_body, rebuild(loops[0])))
     scope = next(s for s in reversed(_path(result, next(
-        r for r, _ in walk_stmts(result) if isinstance(r, BlockRealize) and r.block.name_hint == rf_block.name_hint)))
+        r for r, _ in walk_stmts(result) if isinstance(r, BlockRealize) and r.block is rf_block)))
         if isinstance(s, Block))
     result = replace_stmt(result, scope, replace(scope, alloc_buffers=scope.alloc_buffers + (rf_buf,)))
     return result, rf_block.name_hint
+
+
+def _vars_in_order(e: PrimExpr) -> list[Var]:
+    """The variables of ``e`` in order of first appearance."""
+    from ..functor import pre_order_visit
+
+    seen: list[Var] = []
+    pre_order_visit(e, lambda x: seen.append(x) if isinstance(x, Var) and all(x is not s for s in seen) else None)
+    return seen
 
 
 def _only_uses(e: PrimExpr, allowed: set[int]) -> bool:

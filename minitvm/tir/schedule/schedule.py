@@ -14,22 +14,37 @@ from typing import Any
 from ...ir.module import IRModule
 from ..expr import IntImm, PrimExpr
 from ..function import PrimFunc
+from ..index_map import as_index_map
 from ..stmt import Block, BlockRealize, For, ForKind
+from . import axis_separator as _axis_separator
 from . import block_annotate as _block_annotate
+from . import block_iters as _block_iters
 from . import blockize as _blockize
+from . import buffer_access as _buffer_access
+from . import cache_index as _cache_index
 from . import compute as _compute
 from . import data as _data
+from . import decompose_padding as _decompose_padding
+from . import epilogue as _epilogue
 from . import layout as _layout
 from . import loops as _loops
+from . import merge as _merge
 from . import pad_einsum as _pad_einsum
+from . import partition as _partition
+from . import random_engine as _random_engine
 from . import reindex as _reindex
 from . import rfactor as _rfactor
+from . import rolling_buffer as _rolling_buffer
 from .error import ScheduleError
 from .trace import BlockRV, ExprRV, Instruction, LoopRV, Trace, kind_for
 from .tree import block_realizes, child_stmts, loops_above, walk_stmts
 from .tree import blocks_under as _blocks_under
 
 __all__ = ["Schedule"]
+
+
+class BufferArgumentError(ScheduleError, AssertionError):
+    """A buffer argument names no buffer the block accesses (TVM asserts on it)."""
 
 
 class Schedule:
@@ -76,10 +91,12 @@ class Schedule:
         other._rng = random.Random()
         other._rng.setstate(self._rng.getstate())
         other._func_name = self._func_name
+        other._lcg_state = getattr(self, "_lcg_state", None)
         return other
 
     def seed(self, seed: int) -> None:
         self._rng = random.Random(seed)
+        self._lcg_state = _random_engine.normalize_seed(seed)
 
     def fork_seed(self) -> int:
         """A new seed drawn from this schedule's random state (for a forked schedule)."""
@@ -411,14 +428,12 @@ class Schedule:
         self._compute_location("reverse_compute_at", block, loop, preserve_unit_loops, index)
 
     def _compute_location(self, kind: str, block: BlockRV, loop: LoopRV, preserve: bool, index: int) -> None:
-        if index != -1:
-            raise NotImplementedError(f"{kind}(index={index}): minitvm places the block at the default "
-                                      "position only (index=-1)")
         realize, _ = self._block(block)
         target, _ = self._loop(loop)
         func = self._func(block.func_name)
         body = _compute.compute_at(func.body, realize, target, reverse=kind == "reverse_compute_at",
-                                   preserve_unit_loops=preserve, output_buffers=self._output_buffers(func))
+                                   preserve_unit_loops=preserve, output_buffers=self._output_buffers(func),
+                                   index=index)
         self._commit(block.func_name, body)
         self._record(kind, {"block": block, "loop": loop, "preserve_unit_loops": preserve,
                             "index": index}, [])
@@ -472,30 +487,34 @@ class Schedule:
         self._record("rfactor", {"loop": loop, "factor_axis": factor_axis}, [rv])
         return rv
 
-    def blockize(self, target: LoopRV, preserve_unit_iters: bool = True) -> BlockRV:
-        """Wrap the loops from ``target`` down to its block into a new outer block ``<name>_o``."""
+    def blockize(self, target: LoopRV | list[BlockRV], preserve_unit_iters: bool = True) -> BlockRV:
+        """Wrap the loops from ``target`` down to its block into a new outer block ``<name>_o``
+        (or, given a list of sibling blocks, the loops under their common ancestor)."""
         if isinstance(target, (list, tuple)):
-            raise NotImplementedError("blockize(target=[blocks]): minitvm blockizes the loops under one "
-                                      "loop only; pass a LoopRV")
-        if not preserve_unit_iters:
-            raise NotImplementedError("blockize(preserve_unit_iters=False) is not implemented")
-        node, _ = self._loop(target)
-        body, name = _blockize.blockize(self._func(target.func_name).body, node)
-        self._commit(target.func_name, body)
-        rv = BlockRV(name, target.func_name)
+            blocks = [self._normalize_block_arg(b) for b in target]
+            if not blocks:
+                raise ScheduleError("cannot blockize an empty list of blocks")
+            func_name = blocks[0].func_name
+            realizes = [self._block(b)[0] for b in blocks]
+            body, name = _blockize.blockize_blocks(self._func(func_name).body, realizes, preserve_unit_iters)
+            target = blocks
+        else:
+            func_name = target.func_name
+            node, _ = self._loop(target)
+            body, name = _blockize.blockize(self._func(func_name).body, node, preserve_unit_iters)
+        self._commit(func_name, body)
+        rv = BlockRV(name, func_name)
         self._record("blockize", {"target": target, "preserve_unit_iters": preserve_unit_iters}, [rv])
         return rv
 
     def tensorize(self, block_or_loop: BlockRV | LoopRV, tensor_intrin: str,
                   preserve_unit_iters: bool = True) -> None:
         """Replace a block (or the loops under a loop, blockized first) with a registered intrinsic."""
-        if not preserve_unit_iters:
-            raise NotImplementedError("tensorize(preserve_unit_iters=False) is not implemented")
         intrin = _blockize.TensorIntrin.get(tensor_intrin)
         func_name = block_or_loop.func_name
         if isinstance(block_or_loop, LoopRV):
             node, _ = self._loop(block_or_loop)
-            body, name = _blockize.blockize(self._func(func_name).body, node)
+            body, name = _blockize.blockize(self._func(func_name).body, node, preserve_unit_iters)
         else:
             body, name = self._func(func_name).body, block_or_loop.name
         realize = next(r for r, _ in block_realizes(body) if r.block.name_hint == name)
@@ -520,11 +539,11 @@ class Schedule:
         if isinstance(buffer, (tuple, list)):
             kind, index = buffer
             if kind not in ("read", "write"):
-                raise ScheduleError(f"buffer kind must be 'read' or 'write', got {kind!r}")
+                raise BufferArgumentError(f"buffer kind must be 'read' or 'write', got {kind!r}")
             regions = blk.reads if kind == "read" else blk.writes
             if not 0 <= index < len(regions):
                 plural = "buffer" if len(regions) == 1 else "buffers"
-                raise ScheduleError(f"block {blk.name_hint} {kind}s {len(regions)} {plural}; "
+                raise BufferArgumentError(f"block {blk.name_hint} {kind}s {len(regions)} {plural}; "
                                     f"buffer index {index} is out of range")
             found = (kind, index, regions[index].buffer)
         else:
@@ -533,12 +552,12 @@ class Schedule:
                 matches = [a for a in matches if a[0] == required] or matches
             name = buffer if isinstance(buffer, str) else buffer.name
             if not matches:
-                raise ScheduleError(f"block {blk.name_hint} does not access a buffer named {name!r}")
+                raise BufferArgumentError(f"block {blk.name_hint} does not access a buffer named {name!r}")
             if len({id(m[2]) for m in matches}) > 1:
-                raise ScheduleError(f"block {blk.name_hint} accesses several buffers named {name!r}")
+                raise BufferArgumentError(f"block {blk.name_hint} accesses several buffers named {name!r}")
             found = matches[0]
         if required is not None and found[0] != required:
-            raise ScheduleError(f"buffer {found[2].name} is a {found[0]} buffer of block {blk.name_hint}, "
+            raise BufferArgumentError(f"buffer {found[2].name} is a {found[0]} buffer of block {blk.name_hint}, "
                                 f"not a {required} buffer")
         return found
 
@@ -575,17 +594,24 @@ class Schedule:
         """Store a buffer in a new layout; ``buffer`` is ("read", i), ("write", i), a name or a Buffer.
 
         A buffer that is a function parameter changes the function's signature.
-        ``assume_injective_transform`` only skips a check TVM makes; minitvm needs none.
+        A layout with padding needs ``pad_value`` (a padded layout is refused unless
+        ``assume_injective_transform`` says the padding is never read).
         """
-        if pad_value is not None:
-            raise NotImplementedError("transform_layout(pad_value=...): padding layouts are not implemented")
         block = self._normalize_block_arg(block)
         kind, index, target = self._normalize_buffer_arg(block, buffer)
+        # a function becomes an IndexMap over the block's index type; IndexMap.AXIS_SEPARATOR
+        # entries become a set_axis_separator step after the layout change, as in TVM
+        index_map, separators = as_index_map(index_map, target.ndim, self._block_index_dtype(block),
+                                             allow_separators=True)
         func = self._func(block.func_name)
-        self._mod = self._mod.with_function(block.func_name, _data.transform_layout(func, target, index_map))
+        if not index_map.is_identity():  # the identity (axis separators alone) changes nothing
+            new_func = _data.transform_layout(func, target, index_map, pad_value, assume_injective_transform)
+            self._mod = self._mod.with_function(block.func_name, new_func)
         self._record("transform_layout", {"block": block, "buffer": (kind, index), "index_map": index_map,
                                           "pad_value": pad_value,
                                           "assume_injective_transform": assume_injective_transform}, [])
+        if separators:
+            self.set_axis_separator(block, (kind, index), separators)
 
     # -- sampling -------------------------------------------------------------------------
     def _sampled(self, value: int, dtype: str = "int32") -> ExprRV:
@@ -602,6 +628,13 @@ class Schedule:
         and the trace records the decision, so a replay picks the same factors.
         """
         node, _ = self._loop(loop)
+        if not isinstance(node.extent, IntImm):
+            # a loop of symbolic extent is tiled trivially, as in TVM: [None, 1, ..., 1], where
+            # None (decision -1) lets split infer the outer factor
+            outs = [None] + [self._sampled(1, node.loop_var.dtype) for _ in range(n - 1)]
+            self._record("sample_perfect_tile", {"loop": loop, "n": n, "max_innermost_factor": max_innermost_factor},
+                         outs, decision=[IntImm("int64", -1)] + [IntImm("int64", 1)] * (n - 1))
+            return outs
         extent = _loops._const_extent(node)
         if decision is None:
             decision = _sample_tile(self._rng, extent, n, max_innermost_factor)
@@ -748,6 +781,256 @@ class Schedule:
         body = _pad_einsum.pad_einsum(self._func(block.func_name).body, realize, path, padding)
         self._commit(block.func_name, body)
         self._record("pad_einsum", {"block": block, "padding": [int(p) for p in padding]}, [])
+
+    # == schedmore: buffer axis separators, ... ================================================
+
+    def _block_index_dtype(self, block: BlockRV) -> str:
+        """The index type a function index map gets: the block's first iterator's (TVM's rule)."""
+        blk = self._block(block)[0].block
+        return blk.iter_vars[0].var.dtype if blk.iter_vars else "int32"
+
+    def set_axis_separator(self, block: BlockRV | str, buffer: tuple[str, int] | str | Any,
+                           axis_separators: list[int] | None) -> None:
+        """Split the axes of a buffer ``block`` accesses into physical groups at
+        ``axis_separators``; ``buffer`` is ("read", i), ("write", i), a name or a Buffer."""
+        block = self._normalize_block_arg(block)
+        kind, index, target = self._normalize_buffer_arg(block, buffer)
+        seps = [int(getattr(a, "value", a)) for a in (axis_separators or [])]
+        func = self._func(block.func_name)
+        self._mod = self._mod.with_function(block.func_name,
+                                            _axis_separator.set_axis_separator(func, target, seps))
+        self._record("set_axis_separator", {"block": block, "buffer": (kind, index),
+                                            "axis_separators": seps}, [])
+
+    def fuse_reduction_epilogue(self, reduction_block: BlockRV | str, epilogue_block: BlockRV | str) -> None:
+        """Fold an elementwise epilogue (bias, bias + ReLU, clipping) into the reduction it reads:
+        the reduction then writes the epilogue's output (see ``schedule/epilogue.py``)."""
+        reduction_block = self._normalize_block_arg(reduction_block)
+        epilogue_block = self._normalize_block_arg(epilogue_block)
+        reduction, _ = self._block(reduction_block)
+        epilogue, _ = self._block(epilogue_block)
+        func = self._func(reduction_block.func_name)
+        body = _epilogue.fuse_reduction_epilogue(func.body, reduction, epilogue, self._output_buffers(func))
+        self._commit(reduction_block.func_name, body)
+        self._record("fuse_reduction_epilogue", {"reduction_block": reduction_block,
+                                                 "epilogue_block": epilogue_block}, [])
+
+    def rolling_buffer(self, block: BlockRV | str, write_buffer_index: int) -> None:
+        """Shrink the ``write_buffer_index``-th buffer ``block`` writes to the window one tile
+        needs, addressed circularly, with overlapping rows computed once (see rolling_buffer.py)."""
+        block = self._normalize_block_arg(block)
+        realize, _ = self._block(block)
+        func = self._func(block.func_name)
+        body = _rolling_buffer.rolling_buffer(func.body, realize, int(write_buffer_index),
+                                              self._output_buffers(func))
+        self._commit(block.func_name, body)
+        self._record("rolling_buffer", {"block": block, "write_buffer_index": int(write_buffer_index)}, [])
+
+    def reorder_block_iter_var(self, block: BlockRV | str, new_order: list[int]) -> None:
+        """Permute ``block``'s iterators (with their bindings) into ``new_order``."""
+        block = self._normalize_block_arg(block)
+        realize, _ = self._block(block)
+        order = [int(getattr(k, "value", k)) for k in new_order]
+        body = _block_iters.reorder_block_iter_var(self._func(block.func_name).body, realize, order)
+        self._commit(block.func_name, body)
+        self._record("reorder_block_iter_var", {"block": block, "new_order": order}, [])
+
+    def unsafe_set_dtype(self, block: BlockRV | str, buffer_index: int, dtype: str) -> None:
+        """Store the ``buffer_index``-th buffer ``block`` writes (block-allocated) as ``dtype``,
+        casting at every store and load; unchecked, as in TVM: precision may be lost."""
+        block = self._normalize_block_arg(block)
+        realize, _ = self._block(block)
+        index = int(buffer_index)
+        body = _block_annotate.unsafe_set_dtype(self._func(block.func_name).body, realize.block, index, dtype)
+        self._commit(block.func_name, body)
+        self._record("unsafe_set_dtype", {"block": block, "buffer_index": index, "dtype": dtype}, [])
+
+    def loop_partition(self, loop: LoopRV, factors: list[Any], preserve_unit_iters: bool = True) -> list[LoopRV]:
+        """Cut ``loop``'s range into consecutive pieces of the given lengths (one may be None; the
+        rest of the range is a last piece), each a copy of the body in its own block (see
+        partition.py).  ``preserve_unit_iters`` is recorded and, as in TVM, changes nothing."""
+        node, _ = self._loop(loop)
+        recorded = list(factors)
+        ints = [self._int_value(f, f"partition factor of loop {node.loop_var.name}") for f in recorded]
+        bits = max([int("".join(c for c in getattr(f, "dtype", "int32") if c.isdigit()) or 32)
+                    for f in recorded if f is not None] or [32])
+        body, new_vars = _partition.loop_partition(self._func(loop.func_name).body, node, ints, bits)
+        self._commit(loop.func_name, body)
+        rvs = [LoopRV(v, loop.func_name) for v in new_vars]
+        self._record("loop_partition", {"loop": loop, "factors": recorded,
+                                        "preserve_unit_iters": preserve_unit_iters}, rvs)
+        return rvs
+
+    def merge(self, *loops: LoopRV) -> LoopRV:
+        """Merge sibling loop nests of equal extents (the loops given and those around them up to
+        their common ancestor) into one nest running each body in turn; returns its inner loop."""
+        if len(loops) == 1 and isinstance(loops[0], (list, tuple)):
+            loops = tuple(loops[0])
+        if len(loops) < 2:
+            raise ValueError("'merge' requires at least 2 loop(s)")
+        nodes = [self._loop(lp)[0] for lp in loops]
+        func_name = loops[0].func_name
+        body, var = _merge.merge(self._func(func_name).body, nodes)
+        self._commit(func_name, body)
+        rv = LoopRV(var, func_name)
+        self._record("merge", {"*loops": list(loops)}, [rv])
+        return rv
+
+    def annotate_buffer_access(self, block: BlockRV | str, buffer_index: int, buf_type: str,
+                               gen_new_ranges: Any) -> None:
+        """Set the region ``block`` reads (``buf_type="read"``) or writes of its ``buffer_index``-th
+        buffer to what ``gen_new_ranges(*block iterators)`` says — one ``(begin, end)`` or index per
+        iterator — and mark it explicit (trusted, as in TVM)."""
+        from .tree import replace_stmt
+
+        block = self._normalize_block_arg(block)
+        realize, _ = self._block(block)
+        ranges = _buffer_access.ranges_map(realize.block, gen_new_ranges)
+        new = _buffer_access.annotate_buffer_access(realize.block, int(buffer_index), buf_type, ranges)
+        root = self._func(block.func_name).body
+        self._commit(block.func_name, replace_stmt(root, realize.block, new))
+        self._record("annotate_buffer_access", {"block": block, "buffer_index": int(buffer_index),
+                                                "buf_type": buf_type, "gen_new_ranges": ranges}, [])
+
+    def sample_compute_location(self, block: BlockRV | str, decision: int | None = None) -> LoopRV:
+        """Sample where ``block`` could be computed: a loop of its consumers (``compute_at``), the
+        root (decision -1, a LoopRV whose ``mark`` is "root") or inlined (-2, mark "inline"), each
+        allowed candidate equally likely, as TVM does.  A replayed decision that is no longer a
+        candidate falls back to the nearest one before it."""
+        import bisect
+
+        block = self._normalize_block_arg(block)
+        candidates = self._compute_location_candidates(block)
+        indices = [k for k, _ in candidates]
+        if decision is None:
+            # TVM's generator and integer sampling, so a seed picks what it picks in TVM
+            pick, self._lcg_state = _random_engine.sample_int(self._lcg_state_now(), 0, len(candidates))
+        else:
+            decision = int(getattr(decision, "value", decision))
+            pos = bisect.bisect_left(indices, decision)
+            pick = pos if pos < len(indices) and indices[pos] == decision else pos - 1
+        if pick < 0:
+            index, target = -1, None
+        else:
+            index, target = candidates[pick]
+        if target is None:
+            rv = LoopRV(None, block.func_name)
+            rv.mark = "inline" if index == -2 else "root"
+        else:
+            rv = LoopRV(target.loop_var, block.func_name)
+        self._record("sample_compute_location", {"block": block}, [rv], decision=index)
+        return rv
+
+    def _lcg_state_now(self) -> int:
+        """The state of TVM's generator for this schedule (made from the seed on first use)."""
+        state = getattr(self, "_lcg_state", None)
+        if state is None:
+            state = _random_engine.normalize_seed(self._seed)
+        return state
+
+    def _compute_location_candidates(self, block: BlockRV) -> list[tuple[int, For | None]]:
+        """TVM's CollectComputeLocation: (-2 inline,) -1 root, then the consumer loops (by
+        position) where compute_at succeeds: no unit loops, no spatial loop after a reduction
+        loop, no reduction loop after the last spatial one."""
+        from .checks import child_blocks
+
+        realize, path = self._block(block)
+        func = self._func(block.func_name)
+        outputs = self._output_buffers(func)
+        out: list[tuple[int, For | None]] = []
+        try:
+            _compute.compute_inline(func.body, realize, outputs)
+            out.append((-2, None))
+        except ScheduleError:
+            pass
+        out.append((-1, None))
+        written = {id(w.buffer) for w in realize.block.writes}
+        consumers = [(r, p) for r, p in block_realizes(func.body)
+                     if r is not realize and r.block.name_hint != "root"
+                     and any(id(x.buffer) in written for x in r.block.reads)
+                     and next((s for s in reversed(p) if isinstance(s, Block)), None)
+                     is next((s for s in reversed(path) if isinstance(s, Block)), None)]
+        if not consumers:
+            return out
+        paths = [p for _, p in consumers]
+        boundary = None
+        for depth in range(min(len(p) for p in paths)):
+            if all(p[depth] is paths[0][depth] for p in paths) and isinstance(paths[0][depth], (For, Block)):
+                boundary = paths[0][depth]
+            elif not all(p[depth] is paths[0][depth] for p in paths):
+                break
+        if not isinstance(boundary, For):
+            return out
+        loops = loops_above(paths[0])
+        n_candidate = next(k for k, lp in enumerate(loops) if lp is boundary) + 1
+
+        def iter_type(lp: For) -> str:
+            """TVM's GetLoopIterType: what kind of block iterator the loop's variable feeds."""
+            from ..analysis import uses_var
+
+            kinds = {iv.iter_type for r in child_blocks(lp) for iv, value in zip(r.block.iter_vars, r.iter_values)
+                     if uses_var(value, lp.loop_var)}
+            if kinds - {"spatial", "reduce"} or {"spatial", "reduce"} <= kinds:
+                return "opaque"
+            return "reduce" if "reduce" in kinds else "spatial"
+
+        types = [iter_type(lp) for lp in loops[:n_candidate]]
+        last_spatial = max((k for k, t in enumerate(types) if t == "spatial"), default=-1)
+        visited_reduce = False
+        for k, lp in enumerate(loops[:n_candidate]):
+            if isinstance(lp.extent, IntImm) and lp.extent.value == 1:
+                continue
+            if types[k] == "spatial":
+                if visited_reduce:
+                    break
+            else:
+                visited_reduce = True
+                if k > last_spatial:
+                    break
+            try:
+                _compute.compute_at(func.body, realize, lp, reverse=False, preserve_unit_loops=True,
+                                    output_buffers=outputs)
+                out.append((k, lp))
+            except ScheduleError:
+                pass
+        return out
+
+    def decompose_padding(self, block: BlockRV | str, loop: LoopRV) -> BlockRV:
+        """Split padding ``block`` into a block filling the pad value (placed before ``loop``)
+        and the block itself restricted to the in-bound region; returns the filling block."""
+        block = self._normalize_block_arg(block)
+        realize, _ = self._block(block)
+        target, _ = self._loop(loop)
+        body, name = _decompose_padding.decompose_padding(self._func(block.func_name).body, realize, target)
+        self._commit(block.func_name, body)
+        rv = BlockRV(name, block.func_name)
+        self._record("decompose_padding", {"block": block, "loop": loop}, [rv])
+        return rv
+
+    def can_decompose_padding(self, block: BlockRV | str, loop: LoopRV) -> bool:
+        """Whether ``decompose_padding(block, loop)`` would succeed (nothing changes, nothing recorded)."""
+        block = self._normalize_block_arg(block)
+        realize, _ = self._block(block)
+        target, _ = self._loop(loop)
+        try:
+            _decompose_padding.decompose_padding(self._func(block.func_name).body, realize, target)
+        except ScheduleError:
+            return False
+        return True
+
+    def cache_index(self, block: BlockRV | str, storage_scope: str, cse_thresh: int = 0) -> list[BlockRV]:
+        """Precompute ``block``'s index arithmetic into ``index_var_k`` buffers filled by blocks
+        ``index_k`` placed before it; ``cse_thresh`` > 0 caches only expressions that occur at
+        least that often (see cache_index.py).  Returns the new blocks."""
+        block = self._normalize_block_arg(block)
+        realize, _ = self._block(block)
+        body, names = _cache_index.cache_index(self._func(block.func_name).body, realize, storage_scope,
+                                               int(cse_thresh))
+        self._commit(block.func_name, body)
+        rvs = [BlockRV(n, block.func_name) for n in names]
+        self._record("cache_index", {"block": block, "storage_scope": storage_scope,
+                                     "cse_thresh": int(cse_thresh)}, rvs)
+        return rvs
 
 
 def _sample_tile(rng: random.Random, extent: int, n: int, max_innermost: int) -> list[int]:

@@ -204,6 +204,16 @@ _kind("SetScope", "set_scope", ("block",), ("buffer_index", "storage_scope"))
 _kind("StorageAlign", "storage_align", ("block",), ("buffer_index", "axis", "factor", "offset"))
 _kind("AddUnitLoop", "add_unit_loop", ("block_or_loop",), (), "single")
 _kind("PadEinsum", "pad_einsum", ("block",), ("padding",))
+_kind("FuseReductionEpilogue", "fuse_reduction_epilogue", ("reduction_block", "epilogue_block"))
+_kind("RollingBuffer", "rolling_buffer", ("block",), ("write_buffer_index",))
+_kind("ReorderBlockIterVar", "reorder_block_iter_var", ("block",), ("new_order",))
+_kind("UnsafeSetDType", "unsafe_set_dtype", ("block",), ("buffer_index", "dtype"))
+_kind("LoopPartition", "loop_partition", ("loop", "+factors"), ("preserve_unit_iters",), "list")
+_kind("Merge", "merge", ("*loops",), (), "single")
+_kind("AnnotateBufferAccess", "annotate_buffer_access", ("block",), ("buffer_index", "buf_type", "gen_new_ranges"))
+_kind("DecomposePadding", "decompose_padding", ("block", "loop"), (), "single")
+_kind("CacheIndex", "cache_index", ("block",), ("storage_scope", "cse_thresh"), "list")
+_kind("SetAxisSeparator", "set_axis_separator", ("block",), ("buffer", "axis_separators"))
 
 
 def _contains_rv(x: Any) -> bool:
@@ -256,6 +266,10 @@ def _lambda_text(fn: Any) -> str:
     """An index map as ``lambda i0, i1: (...)`` text, by applying it to fresh variables."""
     import inspect
 
+    from ..index_map import IndexMap
+
+    if isinstance(fn, IndexMap):
+        return repr(fn)
     names = list(inspect.signature(fn).parameters)
     params = [Var(n) for n in names]
     result = fn(*params)
@@ -300,11 +314,17 @@ def _py_value(x: Any, names: dict[int, str]) -> str:
         return f"({inner},)" if len(x) == 1 else f"({inner})"
     if isinstance(x, dict):
         return "{" + ", ".join(f"{_py_value(k, names)}: {_py_value(v, names)}" for k, v in x.items()) + "}"
-    if callable(x):
+    if callable(x) or _is_index_map(x):
         return _lambda_text(x)
     if hasattr(x, "value") and not hasattr(x, "shape"):  # IntImm / FloatImm / StringImm
         return _py_value(bool(x.value) if getattr(x, "dtype", "") == "bool" else x.value, names)
     return x.script() if hasattr(x, "script") else repr(x)
+
+
+def _is_index_map(x: Any) -> bool:
+    from ..index_map import IndexMap
+
+    return isinstance(x, IndexMap)
 
 
 def _json_value(x: Any) -> Any:
@@ -315,16 +335,18 @@ def _json_value(x: Any) -> Any:
         return {k: _json_value(v) for k, v in x.items()}
     if x is None or isinstance(x, (bool, int, float, str)):
         return x
-    if callable(x):
+    if callable(x) or _is_index_map(x):
         return _lambda_text(x)
     if hasattr(x, "value"):
         return x.value
+    if hasattr(x, "script"):  # a function attribute that prints as a lambda (gen_new_ranges)
+        return x.script()
     raise TypeError(f"cannot write {x!r} into a trace's JSON")
 
 
 def _from_json_value(name: str, x: Any) -> Any:
     """Undo what JSON loses: index maps come back from their text, buffer pairs as tuples."""
-    if name in ("index_map", "pad_value") and isinstance(x, str) and x.startswith("lambda"):
+    if name in ("index_map", "pad_value", "gen_new_ranges") and isinstance(x, str) and x.startswith("lambda"):
         return _eval_lambda(x)
     if name == "buffer" and isinstance(x, list):
         return tuple(x)

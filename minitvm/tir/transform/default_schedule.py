@@ -190,7 +190,11 @@ def schedule_matmul_nt(sch: Schedule) -> bool:
     i0, i1 = sch.split(i, [None, mi])
     sch.reorder(*batch, i0, j0, k0, i1, j1, k1)
     rf = sch.rfactor(k1, len(sch.get(mm).body.indices))
-    *_, i1, j1, k1 = sch.get_loops(rf)
+    # as in TVM, rfactor computes the partial sums in a loop nest of their own; compute them
+    # per tile, under the final reduction's j0, in the order (k0, i1, j1, k1)
+    sch.compute_at(rf, j0, preserve_unit_loops=True)
+    k1, i1, j1, k0 = sch.get_loops(rf)[-4:]
+    sch.reorder(k0, i1, j1, k1)
     # loop kinds first: as in TVM, a loop over a decomposed update (no T.init) cannot change kind
     sch.vectorize(k1)
     sch.unroll(j1)

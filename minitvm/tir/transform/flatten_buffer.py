@@ -42,8 +42,16 @@ def _index_dtype(buffer: Buffer) -> str:
     return "int32"
 
 
+def _check_strides(buffer: Buffer) -> None:
+    """A stride list must give one stride per dimension (TVM checks the same when flattening)."""
+    if buffer.strides and len(buffer.strides) != buffer.ndim:
+        raise ValueError(f"buffer {buffer.name} has {len(buffer.strides)} strides for {buffer.ndim} "
+                         "dimensions; it cannot be flattened")
+
+
 def flattened(buffer: Buffer) -> Buffer:
     """The 1-D buffer over ``buffer``'s memory: same data, dtype and name."""
+    _check_strides(buffer)
     if _is_flat(buffer):
         return buffer
     dtype = _index_dtype(buffer)

@@ -110,11 +110,31 @@ def test_cache_write_bad_index():
     _fails(sch, lambda: sch.cache_write(b, 3, "local"), "block B writes 1 buffer; buffer index 3 is out of range")
 
 
-def test_blockize_with_init_and_unknown_intrinsic():
+def test_tensorize_unknown_intrinsic():
     sch, _, c = _sch()
     _, _, k = sch.get_loops(c)
-    _fails(sch, lambda: sch.blockize(k), "run decompose_reduction first")
     _fails(sch, lambda: sch.tensorize(k, "no_such_intrin"), "no tensor intrinsic named 'no_such_intrin'")
+
+
+def test_blockize_blocks_not_consecutive():
+    @T.prim_func
+    def three(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32"),
+              D: T.Buffer((8,), "float32")):
+        for i in range(8):
+            with T.block("B"):
+                vi = T.axis.spatial(8, i)
+                B[vi] = A[vi]
+        for i in range(8):
+            with T.block("C"):
+                vi = T.axis.spatial(8, i)
+                C[vi] = A[vi]
+        for i in range(8):
+            with T.block("D"):
+                vi = T.axis.spatial(8, i)
+                D[vi] = A[vi]
+
+    sch = tir.Schedule(three)
+    _fails(sch, lambda: sch.blockize([sch.get_block("B"), sch.get_block("D")]), "consecutive siblings")
 
 
 def test_reverse_compute_at_inside_a_reduction():

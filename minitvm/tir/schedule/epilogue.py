@@ -1,0 +1,197 @@
+"""fuse_reduction_epilogue: fold an elementwise epilogue into the reduction it follows.
+
+A reduction ``temp[i, j] += ...`` followed by an epilogue ``D[i, j] = f(temp[i, j])`` becomes
+one reduction block writing ``D`` directly, for the three epilogues TVM recognises:
+
+* bias ``temp + C`` (either order): ``D`` starts at ``C`` and accumulates — exactly the same;
+* bias + ReLU ``max(temp + C, 0)`` (or ``max(temp, 0)``): ``D`` starts at ``max(C, 0)`` and
+  every update is clamped at 0;
+* clipping ``min(max(temp, lo), hi)`` and its commuted forms: ``D`` starts at the clipped zero
+  and every update is clipped.
+
+The non-linear two apply the epilogue *per iteration*, not once at the end, which changes
+the result whenever an intermediate sum leaves the range — TVM documents this, and minitvm
+does the same.  The epilogue block and its loops disappear; ``temp`` stays allocated (other
+blocks may still read it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ...ir import replace
+from ...ir.structural import structural_equal
+from ..buffer import BufferRegion
+from ..expr import Add, BufferLoad, FloatImm, IntImm, Max, Min, PrimExpr, const
+from ..functor import post_order_visit, substitute
+from ..stmt import Block, BlockRealize, BufferStore, Stmt
+from .block_annotate import BufferReplacer
+from .checks import complete_block_problem, loop_var_ids, reduction_block_problem
+from .compute import _path, _remove_block_with_loops
+from .error import ScheduleError
+from .tree import replace_stmt
+
+__all__ = ["fuse_reduction_epilogue"]
+
+
+@dataclass
+class _Pattern:
+    kind: str                      # "bias", "bias_relu" or "clipping"
+    addend: PrimExpr | None = None  # C[vi, vj] of a bias
+    lower: PrimExpr | None = None
+    upper: PrimExpr | None = None
+
+
+def _is_load_of(e: PrimExpr, buffer: Any) -> bool:
+    return isinstance(e, BufferLoad) and e.buffer is buffer
+
+
+def _is_zero(e: PrimExpr) -> bool:
+    return isinstance(e, (IntImm, FloatImm)) and e.value == 0
+
+
+def _bias_of(e: PrimExpr, buffer: Any) -> PrimExpr | None:
+    """``C`` when ``e`` is ``temp + C`` or ``C + temp`` (exactly one side reads temp)."""
+    if isinstance(e, Add):
+        a, b = _is_load_of(e.a, buffer), _is_load_of(e.b, buffer)
+        if a != b:
+            return e.b if a else e.a
+    return None
+
+
+def _match(value: PrimExpr, buffer: Any) -> _Pattern | None:
+    """Which supported epilogue ``value`` is (TVM's order of tries), or None."""
+    addend = _bias_of(value, buffer)
+    if addend is not None:
+        return _Pattern("bias", addend)
+
+    def other_of(x: PrimExpr, y: PrimExpr) -> PrimExpr | None:
+        return y if _is_load_of(x, buffer) else x if _is_load_of(y, buffer) else None
+
+    # clipping: min(max(temp, lo), hi) / max(min(temp, hi), lo), operands in either order
+    if isinstance(value, Min):
+        inner, upper = (value.a, value.b) if isinstance(value.a, Max) else (value.b, value.a)
+        if isinstance(inner, Max):
+            lower = other_of(inner.a, inner.b)
+            if lower is not None:
+                return _Pattern("clipping", lower=lower, upper=upper)
+    if isinstance(value, Max):
+        inner, lower = (value.a, value.b) if isinstance(value.a, Min) else (value.b, value.a)
+        if isinstance(inner, Min):
+            upper = other_of(inner.a, inner.b)
+            if upper is not None:
+                return _Pattern("clipping", lower=lower, upper=upper)
+    # ReLU with or without a bias: max(temp + C, 0), max(0, C + temp), max(temp, 0)
+    if isinstance(value, Max):
+        rest = value.b if _is_zero(value.a) else value.a if _is_zero(value.b) else None
+        if rest is not None:
+            addend = _bias_of(rest, buffer)
+            if addend is not None:
+                return _Pattern("bias_relu", addend)
+            if _is_load_of(rest, buffer):
+                return _Pattern("bias_relu", const(0, rest.dtype))
+    return None
+
+
+def _loads_of(node: Any, buffer: Any) -> list[BufferLoad]:
+    found: list = []
+    post_order_visit(node, lambda x: found.append(x) if _is_load_of(x, buffer) else None)
+    return found
+
+
+def fuse_reduction_epilogue(root: Stmt, reduction: BlockRealize, epilogue: BlockRealize,
+                            param_buffers: set[int]) -> Stmt:
+    """``root`` with ``epilogue`` folded into ``reduction`` (see the module docstring)."""
+    red, epi = reduction.block, epilogue.block
+    rname, ename = red.name_hint, epi.name_hint
+    what = f"cannot fuse epilogue block {ename} into reduction block {rname}"
+    rpath, epath = _path(root, reduction), _path(root, epilogue)
+    scope = next((s for s in reversed(rpath) if isinstance(s, Block)), None)
+    escope = next((s for s in reversed(epath) if isinstance(s, Block)), None)
+    if scope is None or scope is not escope:
+        raise ScheduleError(f"{what}: the two blocks are not in the same scope block")
+    if len(red.writes) != 1:
+        raise ScheduleError(f"{what}: block {rname} must write exactly one buffer, it writes "
+                            f"{len(red.writes)}")
+    temp = red.writes[0].buffer
+    why = reduction_block_problem(reduction, scope, loop_var_ids(rpath))
+    if why is not None:
+        raise ScheduleError(f"{what}: block {rname} is not a reduction block: {why}")
+    why = complete_block_problem(epilogue, scope)
+    if why is not None:
+        raise ScheduleError(f"{what}: block {ename} is not a complete block: {why}")
+    if id(temp) in param_buffers:
+        raise ScheduleError(f"{what}: block {rname} is an output block (it writes {temp.name}, a "
+                            "parameter of the function)")
+
+    store = epi.body
+    body_error = (f"{what}: the epilogue must be a single store of temp + C, max(temp + C, 0) or "
+                  f"min(max(temp, lower), upper) reading {temp.name} once, without a predicate")
+    if not isinstance(store, BufferStore) or epi.init is not None:
+        raise ScheduleError(body_error)
+    if not (isinstance(epilogue.predicate, IntImm) and epilogue.predicate.value == 1):
+        raise ScheduleError(body_error)
+    loads = _loads_of(store.value, temp) + [x for i in store.indices for x in _loads_of(i, temp)]
+    pattern = _match(store.value, temp) if loads else None
+    if pattern is None or len(loads) != 1:
+        raise ScheduleError(body_error)
+
+    # the epilogue's spatial iterators stand for the reduction's, in order
+    red_vars = [iv for iv in red.iter_vars if iv.iter_type == "spatial"]
+    epi_vars = [iv for iv in epi.iter_vars if iv.iter_type == "spatial"]
+    if len(red_vars) != len(epi_vars):
+        raise ScheduleError(f"{what}: the blocks have {len(red_vars)} and {len(epi_vars)} spatial "
+                            "iterators; they must have as many")
+    for a, b in zip(red_vars, epi_vars):
+        if not structural_equal(a.dom, b.dom, map_free_vars=True):
+            raise ScheduleError(f"{what}: iterator {b.var.name} of {ename} does not cover the same "
+                                f"range as {a.var.name} of {rname}")
+    vmap = {b.var: a.var for a, b in zip(red_vars, epi_vars)}
+    temp_store = red.body
+    if not (isinstance(temp_store, BufferStore) and temp_store.buffer is temp):
+        raise ScheduleError(f"{what}: block {rname} must be a single store into {temp.name}")
+    mapped = tuple(substitute(i, vmap) for i in loads[0].indices)
+    if not structural_equal(mapped, temp_store.indices):
+        raise ScheduleError(f"{what}: {ename} reads {temp.name} at other indices than {rname} "
+                            "writes it, so its iterators do not line up with the reduction's")
+
+    out_buf = store.buffer
+    out_idx = tuple(substitute(i, vmap) for i in store.indices)
+    lower = upper = None
+    if pattern.kind == "clipping":
+        lower, upper = substitute(pattern.lower, vmap), substitute(pattern.upper, vmap)
+        init_value: PrimExpr = Min(Max(const(0, out_buf.dtype), lower), upper)
+    else:
+        init_value = substitute(pattern.addend, vmap)
+        if pattern.kind == "bias_relu":
+            init_value = Max(init_value, const(0, init_value.dtype))
+
+    # the update now accumulates into the output, the non-linearity applied at every step
+    redirected = BufferReplacer({id(temp): out_buf}).visit(temp_store)
+    value = redirected.value
+    if pattern.kind == "bias_relu":
+        value = Max(value, const(0, out_buf.dtype))
+    elif pattern.kind == "clipping":
+        value = Min(Max(value, lower), upper)
+    new_body = BufferStore(out_buf, value, redirected.indices)
+    new_init = BufferStore(out_buf, init_value, out_idx)
+
+    # regions: the output replaces temp; the addend's region is read first (the init reads it)
+    writes = tuple(BufferRegion(out_buf, substitute(w.region, vmap)) if w.buffer is temp else w
+                   for w in red.writes)
+    reads: list[BufferRegion] = []
+    addend = pattern.addend
+    if isinstance(addend, BufferLoad):
+        region = next((r for r in epi.reads if r.buffer is addend.buffer), None)
+        if region is not None:
+            reads.append(BufferRegion(region.buffer, substitute(region.region, vmap)))
+    seen = {id(r.buffer) for r in reads}
+    for r in red.reads:
+        if r.buffer is not temp and id(r.buffer) not in seen:
+            reads.append(r)
+            seen.add(id(r.buffer))
+    fused = replace(red, init=new_init, body=new_body, reads=tuple(reads), writes=writes)
+
+    out = _remove_block_with_loops(root, epilogue, epath)
+    return replace_stmt(out, red, fused)

@@ -1,0 +1,151 @@
+"""loop_partition: cut a loop's range into consecutive pieces, each its own loop nest.
+
+``loop_partition(i, factors=[2, 1, 64])`` on ``for i in range(128)`` gives loops over
+``[0, 2)``, ``[2, 3)``, ``[3, 67)`` and the rest ``[67, 128)`` (one factor may be None: it
+takes what the others leave, and then nothing is appended).  As in TVM each piece is a copy
+of the loop body wrapped in an opaque block ``<block>_<loop><k>_partition``, all of them in
+a block ``<block>_<loop>_common``; a copied block whose iterator is bound to the piece's loop
+is renamed ``<name>_<loop><k>``, its iterator's domain narrowed to the piece and the regions
+of buffers it indexes directly by its iterators narrowed with it.  Other copied blocks are
+renamed the same way and left alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...ir import replace
+from ..buffer import BufferRegion
+from ..expr import IntImm, PrimExpr, Range, Var, const
+from ..functor import StmtExprMutator, pre_order_visit, substitute
+from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, SeqStmt, Stmt
+from .error import ScheduleError
+from .tree import replace_stmt
+
+__all__ = ["loop_partition"]
+
+
+def _first_block_name(s: Stmt) -> str:
+    while not isinstance(s, BlockRealize):
+        if isinstance(s, For):
+            s = s.body
+        elif isinstance(s, SeqStmt):
+            s = s.seq[0]
+        else:
+            s = getattr(s, "body", None)
+            if s is None:
+                raise ScheduleError("cannot loop_partition: no block under the loop")
+    return s.block.name_hint
+
+
+def _direct_indices(block: Block) -> dict[str, list[str]]:
+    """Buffer name -> the iterator names of its first access whose indices are all variables."""
+    found: dict[str, list[str]] = {}
+
+    def visit(n: Any) -> None:
+        if isinstance(n, BufferStore) or type(n).__name__ == "BufferLoad":
+            if n.buffer.name not in found and all(isinstance(i, Var) for i in n.indices):
+                found[n.buffer.name] = [i.name for i in n.indices]
+
+    pre_order_visit(block.body, visit)  # a store is seen before the loads in its value, as in TVM
+    return found
+
+
+class _Piece(StmtExprMutator):
+    """One copy of the loop body for the piece ``[lo, end)`` of loop variable ``var``."""
+
+    def __init__(self, var: Var, lo: PrimExpr, end: PrimExpr):
+        self.var, self.lo, self.end = var, lo, end
+        self.inner = -1  # which iterator of the block being visited is bound to ``var``
+
+    def visit_for_(self, n: For) -> Stmt:
+        new = self.visit_children(n)
+        fresh = Var(n.loop_var.name, n.loop_var.dtype)  # each copy has its own loop variables
+        return replace(new, loop_var=fresh, body=substitute(new.body, {n.loop_var: fresh}))
+
+    def visit_block_realize_(self, n: BlockRealize) -> Stmt:
+        self.inner = next((k for k, v in enumerate(n.iter_values) if v is self.var), -1)
+        return self.visit_children(n)
+
+    def visit_block_(self, n: Block) -> Stmt:
+        new = self.visit_children(n)
+        inner, self.inner = self.inner, -1
+        name = f"{n.name_hint}_{self.var.name}"
+        if not new.iter_vars or inner < 0:
+            return replace(new, name_hint=name)
+        target = new.iter_vars[inner].var
+        fresh = {iv.var: Var(iv.var.name, iv.var.dtype) for iv in new.iter_vars}
+        dtype = target.dtype
+        lo = const(self.lo.value, dtype) if isinstance(self.lo, IntImm) else self.lo
+        end = const(self.end.value, dtype) if isinstance(self.end, IntImm) else self.end
+        iter_vars = tuple(replace(iv, var=fresh[iv.var],
+                                  dom=Range(lo, const(end.value - lo.value, dtype))
+                                  if iv.var is target else iv.dom)
+                          for iv in new.iter_vars)
+        doms = {iv.var.name: iv.dom for iv in iter_vars}
+        direct = _direct_indices(new)
+
+        def narrowed(regions: tuple) -> tuple:
+            out = []
+            for r in regions:
+                names = direct.get(r.buffer.name)
+                if names is not None and len(names) == len(r.region) and all(x in doms for x in names):
+                    r = BufferRegion(r.buffer, tuple(doms[x] for x in names))
+                out.append(r)
+            return tuple(out)
+
+        new = replace(new, name_hint=name, iter_vars=iter_vars, reads=narrowed(new.reads),
+                      writes=narrowed(new.writes))
+        body = substitute(new.body, fresh)
+        init = substitute(new.init, fresh) if new.init is not None else None
+        return replace(new, body=body, init=init, reads=substitute(new.reads, fresh),
+                       writes=substitute(new.writes, fresh))
+
+
+def loop_partition(root: Stmt, loop: For, factors: list[int | None], factor_bits: int) -> tuple[Stmt, list[Var]]:
+    """``root`` with ``loop`` partitioned by ``factors`` (see the module docstring); returns the
+    new tree and the loop variable of each piece."""
+    name = loop.loop_var.name
+    if loop.annotations or loop.thread_binding is not None or loop.kind == ForKind.THREAD_BINDING:
+        raise ScheduleError(f"cannot loop_partition loop {name}: it has an annotation or a thread binding")
+    if not (isinstance(loop.min, IntImm) and isinstance(loop.extent, IntImm)):
+        raise ScheduleError(f"cannot loop_partition loop {name}: its min and extent must be known "
+                            f"constants, but it runs over [{loop.min}, {loop.min} + {loop.extent})")
+    extent = loop.extent.value
+    nones = [k for k, f in enumerate(factors) if f is None or f == -1]
+    if len(nones) > 1:
+        raise ScheduleError(f"cannot loop_partition loop {name}: only one factor can be None")
+    total = 0
+    for k, f in enumerate(factors):
+        if k in nones:
+            continue
+        if f <= 0:
+            raise ScheduleError(f"cannot loop_partition loop {name}: factor {f} (position {k}) is not positive")
+        total += f
+    if total >= extent:
+        raise ScheduleError(f"cannot loop_partition loop {name} of extent {extent}: the factors {factors} "
+                            f"add up to {total}, which leaves no iterations for the last piece")
+    sizes = [extent - total if k in nones else f for k, f in enumerate(factors)]
+    ends, acc = [], 0
+    for s in sizes:
+        acc += s
+        ends.append(acc)
+    if not nones:
+        ends.append(extent)
+    bits = max(int("".join(c for c in loop.loop_var.dtype if c.isdigit()) or 32), factor_bits)
+    dtype = f"int{bits}"
+    block_name = f"{_first_block_name(loop.body)}_{name}"
+    pieces, new_vars = [], []
+    lo = loop.min.value
+    for k, end in enumerate(ends):
+        var = Var(f"{name}{k}", dtype)
+        body = substitute(loop.body, {loop.loop_var: var})
+        body = _Piece(var, const(lo, dtype), const(end, dtype)).visit(body)
+        piece = For(var, const(lo, dtype), const(end - lo, dtype), ForKind.SERIAL, body)
+        pieces.append(BlockRealize((), const(True, "bool"),
+                                   Block(name_hint=f"{block_name}{k}_partition", body=piece)))
+        new_vars.append(var)
+        lo = end
+    common = BlockRealize((), const(True, "bool"), Block(name_hint=f"{block_name}_common", body=SeqStmt(tuple(pieces))))
+    return replace_stmt(root, loop, common), new_vars
+
