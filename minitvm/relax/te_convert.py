@@ -57,6 +57,8 @@ class _ArgConverter:
         if isinstance(sinfo, PrimStructInfo) and sinfo.value is not None:
             self._note_vars(sinfo.value)
             return sinfo.value
+        if isinstance(sinfo, PrimStructInfo) and sinfo.dtype != "void":
+            return self._scalar_param(value, sinfo)
         raise TypeError(f"emit_te: cannot pass a value of struct info {sinfo!r} to a TE function "
                         "(tensors need a known shape, shapes and scalars known values)")
 
@@ -76,6 +78,19 @@ class _ArgConverter:
         self.placeholders.append(t)
         self.relax_args.append(value)
         return t
+
+    def _scalar_param(self, value: Expr, sinfo: PrimStructInfo) -> TirVar:
+        """A scalar known only at run time (``R.Prim("float32")``) becomes a scalar
+        parameter of the PrimFunc, passed by the call like a tensor, as in TVM."""
+        known = self.by_expr.get(id(value))
+        if known is not None:
+            return known
+        name = value.name if isinstance(value, Var) else "abcdefghijklmnopqrstuvwxyz"[len(self.placeholders) % 26]
+        param = TirVar(name, sinfo.dtype)
+        self.by_expr[id(value)] = param
+        self.placeholders.append(param)
+        self.relax_args.append(value)
+        return param
 
     def _note_vars(self, e: PrimExpr) -> None:
         for v in _vars_of(e):
@@ -111,14 +126,17 @@ def te_to_call_tir(bb: Any, func: Callable, args: tuple, kwargs: dict) -> Call:
         raise TypeError(f"emit_te: {name_hint} must return a te.Tensor or a list of them, got {result!r}")
     # no tensor argument at all is fine (a kernel that fills a constant), as in TVM
 
-    # symbolic variables readable from input buffer shapes are bound there; others are passed
-    from_inputs = [d for t in conv.placeholders for d in t.shape if isinstance(d, TirVar)]
-    # (a variable seen only inside an expression, y: (n * 2 + 1,), is not readable and is passed)
+    # symbolic variables that are a whole dimension of some input or output buffer are bound
+    # by that buffer (and scalar parameters by themselves); the others are passed as tir_vars
+    # (a variable seen only inside an expression, y: (n * 2 + 1,), is not readable)
+    tensors = [t for t in conv.placeholders if isinstance(t, te.Tensor)]
+    bound = [d for t in [*tensors, *outs] for d in t.shape if isinstance(d, TirVar)]
+    bound += [p for p in conv.placeholders if isinstance(p, TirVar)]
     needed = list(conv.scalar_vars)
-    for t in [*conv.placeholders, *outs]:
+    for t in [*tensors, *outs]:
         for d in t.shape:
             needed += [v for v in _vars_of(d) if all(v is not n for n in needed)]
-    tir_vars = [v for v in needed if all(v is not d for d in from_inputs)]
+    tir_vars = [v for v in needed if all(v is not d for d in bound)]
 
     prim = te.create_prim_func([*conv.placeholders, *outs, *tir_vars], index_dtype_override="int64")
     # private, as TVM's emit_te makes it: the module's GlobalVar names it

@@ -242,7 +242,15 @@ def _lower_compute(op: ComputeOp, name: str, outs: list[Buffer], buffers: dict[T
     reads, writes = analysis.get_block_read_write_region(block)
     block = Block(name, iter_vars=iter_vars, reads=tuple(reads), writes=tuple(writes),
                   init=init, body=body, annotations=dict(op.attrs) if op.attrs else None)
-    stmt: Stmt = BlockRealize(tuple(loop_vars), const(True, "bool"), block)
+    bindings: tuple = tuple(loop_vars)
+    if not axes:
+        # a 0-d element-wise compute gets one unit spatial block var bound to 0, as in TVM
+        dtype = index_dtype or "int32"
+        unit = IterVar(Range(const(0, dtype), const(1, dtype)), Var("vi", dtype), IterVar.DataPar)
+        block = Block(name, iter_vars=(unit,), reads=block.reads, writes=block.writes, init=init,
+                      body=body, annotations=block.annotations)
+        bindings = (const(0, dtype),)
+    stmt: Stmt = BlockRealize(bindings, const(True, "bool"), block)
     for dom, lv in reversed(list(zip(doms, loop_vars))):
         stmt = For(lv, dom.min, dom.extent, "serial", stmt)
     return stmt

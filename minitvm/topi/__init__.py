@@ -30,6 +30,7 @@ from .broadcast import (
     subtract,
     where,
 )
+from .einsum import einsum
 from .elemwise import (
     abs,
     acos,
@@ -69,29 +70,33 @@ from .elemwise import (
     trunc,
     zeros,
 )
-from .reduction import argmax, argmin, max, mean, min, prod, sum
+from .reduction import argmax, argmin, collapse_sum, cumprod, cumsum, max, mean, min, prod, sum
 from .transform import (
     arange,
     concatenate,
     expand_dims,
     flatten,
+    flip,
+    repeat,
     reshape,
     split,
     squeeze,
     strided_slice,
     take,
+    tile,
     transpose,
+    trilu,
 )
 
 __all__ = [
-    "nn", "utils",
+    "nn", "utils", "einsum",
     "add", "subtract", "multiply", "divide", "floor_divide", "power", "maximum", "minimum",
     "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
     "logical_or", "where", "broadcast_to",
     "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "negative", "abs", "floor", "ceil",
     "round", "trunc", "sin", "cos", "identity", "logical_not", "cast", "clip", "full", "full_like",
     "zeros", "ones",
-    "sum", "max", "min", "prod", "mean", "argmax", "argmin",
+    "sum", "max", "min", "prod", "mean", "argmax", "argmin", "collapse_sum", "cumsum", "cumprod",
     "transpose", "reshape", "flatten", "expand_dims", "squeeze", "concatenate", "split",
-    "strided_slice", "take", "arange",
+    "strided_slice", "take", "arange", "trilu", "repeat", "tile", "flip",
 ]

@@ -107,7 +107,23 @@ add = _binary(_add, "add")
 subtract = _binary(_sub, "subtract")
 multiply = _binary(_mul, "multiply")
 divide = _binary(_op.div, "divide")
-floor_divide = _binary(_op.floordiv, "floor_divide")
+def _floor_div(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    # floats divide then round down (TVM's topi spells it floor(a / b)); integers floordiv
+    if a.dtype.startswith(("float", "bfloat")):
+        return _op.floor(_op.div(a, b))
+    return _op.floordiv(a, b)
+
+
+def _greater(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    # TVM's TOPI writes a > b as b < a (and a >= b as b <= a); the kernels print that way
+    return _op.less(b, a)
+
+
+def _greater_equal(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    return _op.less_equal(b, a)
+
+
+floor_divide = _binary(_floor_div, "floor_divide")
 power = _binary(_pow, "power")
 maximum = _binary(_op.max, "maximum")
 minimum = _binary(_op.min, "minimum")
@@ -115,8 +131,8 @@ equal = _binary(_op.equal, "equal")
 not_equal = _binary(_op.not_equal, "not_equal")
 less = _binary(_op.less, "less")
 less_equal = _binary(_op.less_equal, "less_equal")
-greater = _binary(_op.greater, "greater")
-greater_equal = _binary(_op.greater_equal, "greater_equal")
+greater = _binary(_greater, "greater")
+greater_equal = _binary(_greater_equal, "greater_equal")
 logical_and = _binary(_op.logical_and, "logical_and")
 logical_or = _binary(_op.logical_or, "logical_or")
 
@@ -139,7 +155,9 @@ def where(condition: Any, x: Any, y: Any) -> te.Tensor:
 
     def fcompute(*idx: Any) -> PrimExpr:
         cond = rc(idx)
-        if cond.dtype != "bool":
+        if cond.dtype == "bool":  # TVM's kernels test a bool condition as 0 < int64(c)
+            cond = _op.less(const(0, "int64"), _op.cast(cond, "int64"))
+        else:
             cond = _op.not_equal(cond, const(0, cond.dtype))
         return _op.Select(cond, *_op._promote(rx(idx), ry(idx)))
 

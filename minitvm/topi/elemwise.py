@@ -17,8 +17,9 @@ __all__ = ["exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "negative", 
 
 
 def _unary(fop: Callable[[PrimExpr], PrimExpr], name: str) -> Callable[[te.Tensor], te.Tensor]:
+    # TVM's Python TOPI leaves these computes unnamed: their blocks are called "compute"
     def compute(x: te.Tensor) -> te.Tensor:
-        return te.compute(x.shape, lambda *i: fop(x(*i)), name=f"T_{name}")
+        return te.compute(x.shape, lambda *i: fop(x(*i)), name="compute")
 
     compute.__name__ = name
     compute.__doc__ = f"Element-wise ``{name}``."
@@ -34,10 +35,15 @@ sigmoid = _unary(_op.sigmoid, "sigmoid")
 erf = _unary(_op.erf, "erf")
 negative = _unary(_op.neg, "negative")
 abs = _unary(_op.abs, "abs")  # noqa: A001 - TVM's name
-floor = _unary(_op.floor, "floor")
-ceil = _unary(_op.ceil, "ceil")
-round = _unary(_op.round, "round")  # noqa: A001
-trunc = _unary(_op.trunc, "trunc")
+def _integers_unchanged(fop: Callable[[PrimExpr], PrimExpr]) -> Callable[[PrimExpr], PrimExpr]:
+    # rounding an integer gives it back (TVM's te.floor etc. return an integer operand as is)
+    return lambda v: v if _dt.is_int(v.dtype) or _dt.is_uint(v.dtype) else fop(v)
+
+
+floor = _unary(_integers_unchanged(_op.floor), "floor")
+ceil = _unary(_integers_unchanged(_op.ceil), "ceil")
+round = _unary(_integers_unchanged(_op.round), "round")  # noqa: A001
+trunc = _unary(_integers_unchanged(_op.trunc), "trunc")
 sin = _unary(_op.sin, "sin")
 cos = _unary(_op.cos, "cos")
 tan = _unary(_op.tan, "tan")
@@ -83,8 +89,8 @@ def cast(x: te.Tensor, dtype: str) -> te.Tensor:
     """``x`` converted element-wise to ``dtype`` (to bool: ``x != 0``)."""
     dtype = _dt.check(dtype)
     if dtype == "bool":
-        return te.compute(x.shape, lambda *i: _op.not_equal(x(*i), const(0, x.dtype)), name="T_cast")
-    return te.compute(x.shape, lambda *i: _op.cast(x(*i), dtype), name="T_cast")
+        return te.compute(x.shape, lambda *i: _op.not_equal(x(*i), const(0, x.dtype)), name="compute")
+    return te.compute(x.shape, lambda *i: _op.cast(x(*i), dtype), name="compute")
 
 
 def clip(x: te.Tensor, a_min: Any, a_max: Any) -> te.Tensor:
@@ -104,7 +110,7 @@ def clip(x: te.Tensor, a_min: Any, a_max: Any) -> te.Tensor:
         v = v if lo is None else _op.max(v, lo)
         return v if hi is None else _op.min(v, hi)
 
-    return te.compute(x.shape, f, name="T_clip")
+    return te.compute(x.shape, f, name="compute")
 
 
 def full(shape: Sequence[Any], dtype: str, fill_value: Any) -> te.Tensor:
@@ -113,6 +119,8 @@ def full(shape: Sequence[Any], dtype: str, fill_value: Any) -> te.Tensor:
     dtype = _dt.check(dtype)
     if isinstance(fill_value, te.Tensor):
         return te.compute(list(shape), lambda *i: _op.cast(fill_value[()], dtype), name="T_full")
+    if isinstance(fill_value, float) and not dtype.startswith(("float", "bfloat")):
+        fill_value = bool(fill_value) if dtype == "bool" else int(fill_value)  # 3.5 -> 3, as a cast does
     value = as_expr(fill_value, dtype)
     return te.compute(list(shape), lambda *i: value, name="T_full")
 

@@ -8,10 +8,10 @@ from typing import Any, Sequence
 from .. import te
 from ..tir import op as _op
 from ..tir.expr import IntImm, PrimExpr, const, convert
-from .utils import const_int, normalize_axes, prod, ravel_index, unravel_index
+from .utils import as_expr, const_int, normalize_axes, prod, unravel_index
 
 __all__ = ["transpose", "reshape", "flatten", "expand_dims", "squeeze", "concatenate", "split",
-           "strided_slice", "take", "arange"]
+           "strided_slice", "take", "arange", "trilu", "repeat", "tile", "flip"]
 
 
 def transpose(a: te.Tensor, axes: Sequence[int] | None = None) -> te.Tensor:
@@ -32,15 +32,65 @@ def transpose(a: te.Tensor, axes: Sequence[int] | None = None) -> te.Tensor:
 
 def reshape(a: te.Tensor, newshape: Sequence[Any]) -> te.Tensor:
     """``a``'s elements in row-major order, in ``newshape`` (one -1 is inferred)."""
-    newshape = [convert(d) for d in newshape]
+    # Python ints take the index dtype of the data's shape (int64 under Relax, maybe int32 in TE)
+    index_dtype = a.shape[0].dtype if a.ndim else "int64"
+    newshape = [const(d, index_dtype) if isinstance(d, int) else convert(d) for d in newshape]
     holes = [k for k, d in enumerate(newshape) if const_int(d) == -1]
     if len(holes) > 1:
         raise ValueError(f"topi.reshape: the new shape {newshape} has more than one -1")
     if holes:
         rest = prod([d for k, d in enumerate(newshape) if k != holes[0]])
         newshape[holes[0]] = _op.floordiv(prod(a.shape), rest)
-    return te.compute(newshape, lambda *idx: a[tuple(unravel_index(ravel_index(idx, newshape), a.shape))],
-                      name="T_reshape")
+    def fcompute(*idx: Any) -> PrimExpr:
+        return a[tuple(_unravel_simplified(_ravel_simplified(idx, newshape), a.shape))]
+
+    return te.compute(newshape, fcompute, name="T_reshape")
+
+
+def _ravel_simplified(idx: Sequence[Any], shape: Sequence[Any]) -> PrimExpr:
+    """The row-major offset of ``idx``, simplified; a product dimension multiplies factor by
+    factor (``i * b * 2`` for a dimension ``b * 2``), the canonical form TVM prints."""
+    from ..arith import Analyzer
+    from ..tir.expr import Mul
+
+    def factors(d: Any) -> list:
+        return factors(d.a) + factors(d.b) if isinstance(d, Mul) else [d]
+
+    flat: Any = None
+    for i, d in zip(idx, shape):
+        if flat is None:
+            flat = i
+            continue
+        for f in factors(d):
+            flat = _op.mul(flat, f)
+        flat = _op.add(flat, i)
+    return const(0, "int64") if flat is None else Analyzer().simplify(flat)
+
+
+def _simplify(e: PrimExpr) -> PrimExpr:
+    from ..arith import Analyzer
+    return Analyzer().simplify(e)
+
+
+def _unravel_simplified(flat: PrimExpr, shape: Sequence[Any]) -> list[PrimExpr]:
+    """The indices of the row-major offset ``flat`` in ``shape``, in the form TVM's kernels
+    have: for constant shapes the simplifier's ``flat % (s * n) // s`` (stride ``s``, size
+    ``n``; ``flat % n`` for the last, 0 for a size-1 dimension), for symbolic ones the plain
+    ``flat // c // b % a``."""
+    if not all(const_int(d) is not None for d in shape):
+        return unravel_index(flat, shape)
+    out: list[PrimExpr] = []
+    stride = 1
+    for d in reversed(list(shape)):
+        n = const_int(d)
+        if n == 1:
+            out.append(const(0, flat.dtype))
+        elif stride == 1:  # (simplified: a multiple of n in flat drops out of flat % n)
+            out.append(_simplify(_op.floormod(flat, d)))
+        else:
+            out.append(_op.floordiv(_op.floormod(flat, const(n * stride, flat.dtype)), const(stride, flat.dtype)))
+        stride *= n
+    return list(reversed(out))
 
 
 def flatten(data: te.Tensor) -> te.Tensor:
@@ -97,62 +147,120 @@ def concatenate(tensors: Sequence[te.Tensor], axis: int = 0) -> te.Tensor:
     shape[axis] = offsets[-1]
 
     def fcompute(*idx: Any) -> PrimExpr:
-        # the last tensor is the default; each earlier one claims the indices below its end
+        # TVM's form: the first tensor is the default; from the last one down, each claims
+        # the indices from its offset on (a symbolic offset is subtracted size by size and
+        # tested as 0 <= i - b0 - b1, a constant one as 5 <= i)
+        def position(k: int) -> PrimExpr:
+            sizes = [t.shape[axis] for t in tensors[:k]]
+            if all(const_int(d) is not None for d in sizes):
+                return _op.sub(idx[axis], const(sum(const_int(d) for d in sizes), idx[axis].dtype))
+            out = idx[axis]
+            for d in sizes:
+                out = _op.sub(out, d)
+            return out
+
         def read(k: int) -> PrimExpr:
             src = list(idx)
-            src[axis] = _op.sub(idx[axis], offsets[k])
+            if k:
+                src[axis] = position(k)
             return tensors[k][tuple(src)]
-        value = read(len(tensors) - 1)
-        for k in range(len(tensors) - 2, -1, -1):
-            value = _op.if_then_else(_op.less(idx[axis], offsets[k + 1]), read(k), value)
+
+        value = read(0)
+        for k in range(1, len(tensors)):
+            off = const_int(offsets[k])
+            cond = (_op.less_equal(const(off, idx[axis].dtype), idx[axis]) if off is not None
+                    else _op.less_equal(const(0, idx[axis].dtype), position(k)))
+            value = _op.if_then_else(cond, read(k), value)
         return value
 
     return te.compute(shape, fcompute, name="T_concat")
 
 
-def strided_slice(a: te.Tensor, begin: Sequence[int], end: Sequence[int],
-                  strides: Sequence[int] | None = None, axes: Sequence[int] | None = None) -> te.Tensor:
+def slice_extent(dim: Any, begin: Any, end: Any, stride: int, assume_inbound: bool) -> tuple | None:
+    """(start, length) of ``begin:end:stride`` along an axis of length ``dim``, or None
+    when that needs a symbolic clamp: constants follow Python's slicing, a symbolic axis is
+    sliced whole (0 to its own length) or, with ``assume_inbound``, between constant bounds."""
+    from ..ir.structural import structural_equal
+    n, b, e = const_int(dim), _int_or_none(begin), _int_or_none(end)
+    if n is not None and b is not None and e is not None:
+        start, stop, step = slice(b, e, stride).indices(n)
+        return const(start, "int64"), const(len(range(start, stop, step)), "int64")
+    if stride == 1 and b == 0 and not isinstance(end, int) and structural_equal(end, dim):
+        return const(0, "int64"), dim
+    if assume_inbound and b is not None and e is not None:
+        return const(b, "int64"), const(len(range(b, e, stride)), "int64")
+    return None
+
+
+def _int_or_none(v: Any) -> int | None:
+    if isinstance(v, int):
+        return v
+    return v.value if isinstance(v, IntImm) else None
+
+
+def strided_slice(a: te.Tensor, begin: Sequence[Any], end: Sequence[Any],
+                  strides: Sequence[int] | None = None, axes: Sequence[int] | None = None,
+                  assume_inbound: bool = False) -> te.Tensor:
     """``a[begin:end:strides]`` along ``axes`` (default: the first len(begin) axes), with
-    numpy's clamping of out-of-range bounds; constant dimensions only along sliced axes."""
+    numpy's clamping of out-of-range bounds.  A symbolic axis is sliced whole (0 to its
+    length) or, with ``assume_inbound``, between constant bounds."""
+    explicit_axes = axes is not None
     axes = list(range(len(begin))) if axes is None else [int(x) % a.ndim for x in axes]
     strides = [1] * len(axes) if strides is None else list(strides)
     shape = list(a.shape)
     starts = [const(0, d.dtype) for d in a.shape]
     steps = [1] * a.ndim
+    dynamic = False
     for ax, b, e, s in zip(axes, begin, end, strides):
-        dim = const_int(a.shape[ax])
-        if dim is None:
-            raise ValueError(f"topi.strided_slice: axis {ax} has symbolic length {a.shape[ax]}")
-        start, stop, step = slice(int(b), int(e), int(s)).indices(dim)
-        n = len(range(start, stop, step))
-        shape[ax] = const(n, "int64")
-        starts[ax] = const(start, "int64")
-        steps[ax] = step
+        found = slice_extent(a.shape[ax], b, e, int(s), assume_inbound)
+        if found is None:
+            raise ValueError(f"topi.strided_slice: cannot slice axis {ax} of length {a.shape[ax]} from {b} to {e}")
+        starts[ax], shape[ax] = found
+        steps[ax] = int(s)
+        dynamic |= const_int(a.shape[ax]) is None and assume_inbound
+    if dynamic:
+        name = "T_dynamic_strided_slice_with_axes"
+    else:
+        name = "T_strided_slice_with_axes" if explicit_axes else "T_strided_slice"
+
+    def position(k: int, i: PrimExpr) -> PrimExpr:
+        # TVM's forms: i, i + start, i * step + start, start - i * |step|
+        start, step = starts[k], steps[k]
+        if step < 0:
+            return _op.sub(start, _op.mul(i, const(-step, i.dtype)))
+        scaled = i if step == 1 else _op.mul(i, const(step, i.dtype))
+        return scaled if const_int(start) == 0 else _op.add(scaled, start)
 
     def fcompute(*idx: Any) -> PrimExpr:
-        return a[tuple(_op.add(starts[k], _op.mul(i, steps[k])) if steps[k] != 1 else _op.add(starts[k], i)
-                       for k, i in enumerate(idx))]
+        return a[tuple(position(k, i) for k, i in enumerate(idx))]
 
-    return te.compute(shape, fcompute, name="T_strided_slice")
+    return te.compute(shape, fcompute, name=name)
 
 
 def split(a: te.Tensor, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[te.Tensor]:
-    """``a`` cut along ``axis`` into equal sections (an int; a symbolic length is assumed
-    to divide) or at the given constant indices."""
+    """``a`` cut along ``axis`` into sections of ``ceil(n / sections)`` (an int; the last
+    takes what remains; a symbolic length is assumed to divide) or at the given constant
+    indices (each piece the Python slice between two of them)."""
     axis = normalize_axes(axis, a.ndim, "topi.split")[0]
     dim = a.shape[axis]
+    n = const_int(dim)
     if isinstance(indices_or_sections, int):
         sections = indices_or_sections
-        n = const_int(dim)
-        if n is not None and n % sections:
-            raise ValueError(f"topi.split: axis {axis} of length {n} does not split into "
-                             f"{sections} equal sections")
-        size = _op.floordiv(dim, sections)
-        pieces = [(_op.mul(size, k), size) for k in range(sections)]
+        prefix = "T_split_sections"
+        if n is not None:
+            size = -(-n // sections)
+            pieces = [(const(k * size, dim.dtype), const(max(0, min(size, n - k * size)), dim.dtype))
+                      for k in range(sections)]
+        else:
+            size_e = _op.floordiv(dim, sections)
+            pieces = [(_op.mul(size_e, k), size_e) for k in range(sections)]
     else:
-        cuts = [0, *(int(c) for c in indices_or_sections)]
-        pieces = [(const(b, dim.dtype), const(e - b, dim.dtype)) for b, e in zip(cuts, cuts[1:])]
-        pieces.append((const(cuts[-1], dim.dtype), _op.sub(dim, cuts[-1])))
+        prefix = "T_split"
+        if n is None:
+            raise ValueError(f"topi.split: splitting the symbolic axis {axis} at indices needs a constant length")
+        # indices are clamped to [0, n]; a piece between two of them may be empty (as TVM)
+        cuts = [0, *(min(max(int(c), 0), n) for c in indices_or_sections), n]
+        pieces = [(const(b, dim.dtype), const(max(0, e - b), dim.dtype)) for b, e in zip(cuts, cuts[1:])]
     outs = []
     for k, (begin, length) in enumerate(pieces):
         shape = list(a.shape)
@@ -160,45 +268,145 @@ def split(a: te.Tensor, indices_or_sections: int | Sequence[int], axis: int = 0)
 
         def fcompute(*idx: Any, begin: PrimExpr = begin) -> PrimExpr:
             src = list(idx)
-            src[axis] = _op.add(begin, idx[axis])
+            if const_int(begin) != 0:  # TVM's kernels read x[i + begin] (x[i] for the first piece)
+                src[axis] = _op.add(idx[axis], begin)
             return a[tuple(src)]
 
-        outs.append(te.compute(shape, fcompute, name=f"T_split_{k}" if k else "T_split"))
+        outs.append(te.compute(shape, fcompute, name=f"{prefix}_{k}" if k else prefix))
     return outs
 
 
-def take(a: te.Tensor, indices: te.Tensor, axis: int | None = None, mode: str = "clip") -> te.Tensor:
-    """Elements of ``a`` at ``indices`` along ``axis`` (None: of the flattened ``a``);
-    out-of-range indices are clipped ("clip") or wrapped ("wrap"); negative ones count
-    from the end in "wrap" mode."""
+def take(a: te.Tensor, indices: Any, axis: int | None = None, mode: str = "fast") -> te.Tensor:
+    """Elements of ``a`` at ``indices`` (a tensor, or one scalar index) along ``axis``
+    (None: of the flattened ``a``).  An out-of-range index is undefined in "fast" mode (the
+    default, TVM's), clamped in "clip" mode, wrapped (negatives from the end) in "wrap"."""
+    if mode not in ("fast", "clip", "wrap"):
+        raise ValueError(f"topi.take: mode must be fast, clip or wrap, got {mode!r}")
     if axis is None:
         a = reshape(a, [prod(a.shape)])
         axis = 0
     axis = normalize_axes(axis, a.ndim, "topi.take")[0]
     dim = a.shape[axis]
-    shape = list(a.shape[:axis]) + list(indices.shape) + list(a.shape[axis + 1:])
-    m = indices.ndim
+    scalar = not isinstance(indices, te.Tensor)
+    ishape = [] if scalar else list(indices.shape)
+    shape = list(a.shape[:axis]) + ishape + list(a.shape[axis + 1:])
+    m = len(ishape)
 
     def fcompute(*idx: Any) -> PrimExpr:
-        i = _op.cast(indices[tuple(idx[axis:axis + m])], dim.dtype)
+        i = convert(indices) if scalar else indices[tuple(idx[axis:axis + m])]
         if mode == "wrap":
-            i = _op.floormod(i, dim)
-        else:
-            i = _op.min(_op.max(i, const(0, dim.dtype)), _op.sub(dim, const(1, dim.dtype)))
+            i = _op.floormod(_op.cast(i, dim.dtype), dim)
+        elif mode == "clip":
+            i = _op.min(_op.max(_op.cast(i, dim.dtype), const(0, dim.dtype)), _op.sub(dim, const(1, dim.dtype)))
         return a[tuple(idx[:axis]) + (i,) + tuple(idx[axis + m:])]
 
     return te.compute(shape, fcompute, name="T_take")
 
 
 def arange(start: Any, stop: Any = None, step: Any = 1, dtype: str = "float32") -> te.Tensor:
-    """``start, start + step, ...`` below ``stop`` (constants: the length must be known)."""
+    """``start, start + step, ...`` below ``stop``; element ``i`` is ``i * step + start``.
+
+    Constant bounds give a constant length; integer bounds may be symbolic (the length is
+    then ``ceil((stop - start) / step)`` written as a floor division, simplified)."""
     if stop is None:
         start, stop = 0, start
     vals = [const_int(v) if isinstance(v, (int, IntImm)) else v for v in (start, stop, step)]
-    if not all(isinstance(v, (int, float)) for v in vals):
-        raise ValueError("topi.arange: start, stop and step must be constants")
-    import math
-    n = max(0, math.ceil((vals[1] - vals[0]) / vals[2]))
-    first, step_c = const(vals[0], dtype), const(vals[2], dtype)
-    return te.compute([const(n, "int64")], lambda i: _op.add(first, _op.mul(_op.cast(i, dtype), step_c)),
-                      name="T_arange")
+    if all(isinstance(v, (int, float)) for v in vals):
+        import math
+        length: Any = const(max(0, math.ceil((vals[1] - vals[0]) / vals[2])), "int64")
+    else:
+        exprs = [v if isinstance(v, PrimExpr) else const(v, "int64") for v in vals]
+        if not all(e.dtype.startswith("int") for e in exprs):
+            raise ValueError("topi.arange: symbolic start, stop and step must be integers")
+        lo, hi, st = (_op.cast(e, "int64") for e in exprs)
+        if const_int(st) is None or const_int(st) <= 0:
+            raise ValueError("topi.arange: a symbolic range needs a constant positive step")
+        from ..arith import Analyzer
+        length = Analyzer().simplify(_op.floordiv(_op.sub(_op.add(_op.sub(hi, lo), st), const(1, "int64")), st))
+    first = as_expr(vals[0], dtype)
+    step_c = as_expr(vals[2], dtype)
+    return te.compute([length], lambda i: _op.add(_op.mul(_op.cast(i, dtype), step_c), first), name="T_arange")
+
+def trilu(data: te.Tensor, k: Any, upper: bool) -> te.Tensor:
+    """``data`` with the elements below (``upper``) or above diagonal ``k`` of its last two
+    dimensions set to 0."""
+    if data.ndim < 2:
+        raise ValueError(f"topi.trilu needs at least 2 dimensions, got shape {list(data.shape)}")
+    def keep(row: PrimExpr, col: PrimExpr) -> PrimExpr:
+        # the element is on diagonal col - row; the comparison is written in the
+        # simplified form TVM's kernels print (col <= row + 1, row < col, col + 2 <= row)
+        kc = const_int(k)
+        if kc is None:
+            off = _op.cast(convert(k), row.dtype)
+            return _op.less_equal(_op.add(row, off), col) if upper else _op.less_equal(col, _op.add(row, off))
+        shift = const(abs(kc), row.dtype)
+        if upper:
+            if kc == 1:
+                return _op.less(row, col)
+            return (_op.less_equal(row, col) if kc == 0 else _op.less_equal(_op.add(row, shift), col) if kc > 0
+                    else _op.less_equal(row, _op.add(col, shift)))
+        return (_op.less_equal(col, row) if kc == 0 else _op.less_equal(col, _op.add(row, shift)) if kc > 0
+                else _op.less_equal(_op.add(col, shift), row))
+
+    def fcompute(*idx: Any) -> PrimExpr:
+        return _op.Select(keep(idx[-2], idx[-1]), data[idx], const(0, data.dtype))
+
+    return te.compute(data.shape, fcompute, name="trilu")
+
+
+def repeat(a: te.Tensor, repeats: int, axis: int) -> te.Tensor:
+    """Each element of ``a`` repeated ``repeats`` times along ``axis`` (numpy.repeat)."""
+    if int(repeats) < 1:
+        raise ValueError(f"topi.repeat: repeats must be positive, got {repeats}")
+    axis = normalize_axes(axis, a.ndim, "topi.repeat")[0]
+    reps = const(int(repeats), a.shape[axis].dtype)
+    shape = list(a.shape)
+    shape[axis] = _fold_mul(reps, shape[axis])
+
+    def fcompute(*idx: Any) -> PrimExpr:
+        src = list(idx)
+        src[axis] = _op.floordiv(idx[axis], reps)
+        return a[tuple(src)]
+
+    return te.compute(shape, fcompute, name="T_repeat")
+
+
+def _fold_mul(x: Any, y: Any) -> PrimExpr:
+    cx, cy = const_int(x), const_int(y)
+    if cx is not None and cy is not None:
+        return const(cx * cy, "int64")
+    return _op.mul(x, y)
+
+
+def tile(a: te.Tensor, reps: Sequence[int]) -> te.Tensor:
+    """``a`` repeated ``reps[k]`` times along each dimension (numpy.tile: the shorter of
+    ``reps`` and the shape is padded with 1s in front)."""
+    reps = [int(r) for r in reps]
+    if any(r < 1 for r in reps):
+        raise ValueError(f"topi.tile: repeats must be positive, got {reps}")
+    ndim = max(a.ndim, len(reps))
+    reps = [1] * (ndim - len(reps)) + reps
+    offset = ndim - a.ndim
+    dims = [const(1, "int64")] * offset + list(a.shape)
+    shape = [_fold_mul(d, const(r, "int64")) if r != 1 else d for d, r in zip(dims, reps)]
+
+    def fcompute(*idx: Any) -> PrimExpr:
+        return a[tuple(_op.floormod(idx[offset + k], a.shape[k]) for k in range(a.ndim))]
+
+    return te.compute(shape, fcompute, name="T_tile")
+
+
+def flip(a: te.Tensor, axis: int = 0) -> te.Tensor:
+    """``a`` with the order of ``axis`` reversed."""
+    axis = normalize_axes(axis, a.ndim, "topi.flip")[0]
+    n = a.shape[axis]
+
+    def fcompute(*idx: Any) -> PrimExpr:
+        src = list(idx)
+        i = idx[axis]
+        cn = const_int(n)
+        # TVM's kernels read x[n - 1 - i] as (n - 1) - i for a constant n, n - i - 1 otherwise
+        src[axis] = _op.sub(const(cn - 1, i.dtype), i) if cn is not None else _op.sub(_op.sub(n, i), const(1, i.dtype))
+        return a[tuple(src)]
+
+    return te.compute(a.shape, fcompute, name="T_reverse_sequence")

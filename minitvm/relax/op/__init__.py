@@ -5,7 +5,7 @@ Legalization (``FLegalize``: a Relax op call to ``R.call_tir`` of a TOPI PrimFun
 registered by :mod:`minitvm.relax.transform.legalize_ops`.
 """
 
-from . import builtin, memory, nn, vm
+from . import builtin, grad, memory, nn, vm
 from .base import (
     assert_op,
     call_dps_packed,
@@ -32,14 +32,16 @@ from .binary import (
     power,
     subtract,
 )
-from .create import arange, full, full_like, ones, ones_like, zeros, zeros_like
+from .create import arange, full, full_like, ones, ones_like, tril, triu, zeros, zeros_like
 from .datatype import astype
 from .index import strided_slice, take
-from .linear_algebra import linear, matmul
+from .linear_algebra import einsum, linear, matmul
 from .manipulate import broadcast_to, concat, expand_dims, flatten, permute_dims, reshape, split, squeeze
+from .qdq import dequantize, quantize
+from .rearrange import collapse_sum_like, collapse_sum_to, flip, repeat, tile
 from .registry import OpPattern, register
 from .search import argmax, argmin, where
-from .statistical import max, mean, min, prod, sum
+from .statistical import cumprod, cumsum, max, mean, min, prod, std, sum, variance
 from .ternary import ewise_fma
 from .unary import (
     abs,
@@ -76,7 +78,8 @@ from .unary import (
 )
 
 __all__ = [
-    "nn", "builtin", "memory", "vm", "call_tir", "call_tir_inplace", "print", "assert_op", "call_dps_packed",
+    "nn", "grad", "builtin", "memory", "vm", "call_tir", "call_tir_inplace", "print", "assert_op",
+    "call_dps_packed",
     "call_pure_packed", "OpPattern", "register",
     # element-wise
     "add", "subtract", "multiply", "divide", "floor_divide", "power", "maximum", "minimum",
@@ -86,12 +89,14 @@ __all__ = [
     "acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "sin", "sinh", "tan",
     "ceil", "floor", "round", "trunc", "sign", "square", "isfinite", "isinf", "isnan",
     # linear algebra
-    "matmul", "linear",
+    "matmul", "linear", "einsum",
     # shapes and indexing
     "permute_dims", "reshape", "flatten", "expand_dims", "squeeze", "concat", "split",
-    "broadcast_to", "take", "strided_slice",
+    "broadcast_to", "take", "strided_slice", "repeat", "tile", "flip", "collapse_sum_like", "collapse_sum_to",
     # reductions and search
-    "sum", "mean", "max", "min", "prod", "argmax", "argmin",
+    "sum", "mean", "max", "min", "prod", "variance", "std", "cumsum", "cumprod", "argmax", "argmin",
+    # quantization
+    "quantize", "dequantize",
     # creation
-    "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "arange",
+    "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "arange", "tril", "triu",
 ]

@@ -8,8 +8,8 @@ from typing import Any
 
 from ...tir.expr import IntImm, PrimExpr
 from ..analysis.struct_info_analysis import prove_dim_equal
-from ..expr import Call, Expr
-from ..struct_info import StructInfo, StructInfoError, TensorStructInfo, shape_text
+from ..expr import Call, Expr, struct_info_of
+from ..struct_info import PrimStructInfo, StructInfo, StructInfoError, TensorStructInfo, shape_text
 from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
 
 __all__ = ["add", "subtract", "multiply", "divide", "floor_divide", "power", "maximum", "minimum",
@@ -43,12 +43,25 @@ def broadcast_shapes(op_name: str, a: tuple, b: tuple) -> tuple | None:
     return tuple(reversed(out))
 
 
+def _tensor_or_scalar(call: Call, index: int, op_name: str, arg_name: str) -> StructInfo:
+    sinfo = struct_info_of(call.args[index])
+    if isinstance(sinfo, PrimStructInfo):
+        return sinfo
+    return tensor_arg(call, index, op_name, arg_name)
+
+
 def binary_broadcast_sinfo(call: Call, op_name: str, out_dtype: str | None = None) -> StructInfo:
     """Struct info of an element-wise binary op: same dtypes, broadcast shapes; the result
     has the operands' dtype unless ``out_dtype`` is given (bool for comparisons)."""
     check_num_args(call, op_name, 2)
-    x1 = tensor_arg(call, 0, op_name, "x1")
-    x2 = tensor_arg(call, 1, op_name, "x2")
+    x1 = _tensor_or_scalar(call, 0, op_name, "x1")
+    x2 = _tensor_or_scalar(call, 1, op_name, "x2")
+    if isinstance(x1, PrimStructInfo) and isinstance(x2, PrimStructInfo):
+        if x1.dtype != x2.dtype:
+            raise StructInfoError(f"{op_name}: operands have different dtypes {x1.dtype} and {x2.dtype}")
+        return PrimStructInfo(out_dtype or x1.dtype)
+    # a scalar operand (R.Prim) broadcasts as a 0-d tensor of its dtype
+    x1, x2 = (TensorStructInfo([], x.dtype) if isinstance(x, PrimStructInfo) else x for x in (x1, x2))
     if x1.is_unknown_dtype or x2.is_unknown_dtype:
         dtype = "void"
     elif x1.dtype != x2.dtype:

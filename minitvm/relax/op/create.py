@@ -6,12 +6,14 @@ import math
 from typing import Any
 
 from ...ir import dtype as _dt
+from ...tir import op as tir_op
+from ...tir.expr import FloatImm, IntImm
 from ..expr import Call, Expr, PrimValue, struct_info_of
 from ..struct_info import PrimStructInfo, StructInfo, StructInfoError, TensorStructInfo, struct_info_text
-from ._utils import as_shape_expr, shape_arg
+from ._utils import as_shape_expr, shape_arg, simplify
 from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
 
-__all__ = ["zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "arange"]
+__all__ = ["zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "arange", "tril", "triu"]
 
 
 def _shape_sinfo(call: Call, op: str, dtype: str) -> StructInfo:
@@ -120,10 +122,19 @@ def _infer_arange(call: Call, ctx: Any) -> StructInfo:
         sinfo = struct_info_of(call.args[k])
         if not isinstance(sinfo, PrimStructInfo):
             raise StructInfoError(f"{op}: {name} must be a PrimValue, got {struct_info_text(sinfo)}")
-        values.append(getattr(sinfo.value, "value", None))
+        values.append(sinfo.value)
     dtype = call.attrs["dtype"]
     if any(v is None for v in values):
         return TensorStructInfo(None, dtype, None, 1)
+    if not all(isinstance(v, (IntImm, FloatImm)) for v in values):
+        # symbolic integer bounds with a constant positive step: ceil((end - start) / step)
+        step = values[2]
+        if isinstance(step, IntImm) and step.value > 0 and all(v.dtype.startswith("int") for v in values):
+            lo, hi = (tir_op.cast(v, "int64") for v in values[:2])
+            length = tir_op.floordiv(hi - lo + (step.value - 1), step.value)
+            return TensorStructInfo([simplify(length)], dtype)
+        return TensorStructInfo(None, dtype, None, 1)
+    values = [v.value for v in values]
     start, end, step = values
     if step == 0:
         raise StructInfoError(f"{op}: step must not be 0")
@@ -142,3 +153,37 @@ def arange(start: Any, end: Any = None, step: Any = 1, dtype: str = "int64") -> 
         return PrimValue(const(v, "float64" if isinstance(v, float) else "int64"))
 
     return make_call("relax.arange", prim(start), prim(end), prim(step), attrs={"dtype": _dt.check(dtype)})
+
+
+def _infer_trilu(op: str) -> Any:
+    def infer(call: Call, ctx: Any) -> StructInfo:
+        check_num_args(call, op, 2)
+        x = tensor_arg(call, 0, op, "x")
+        k = struct_info_of(call.args[1])
+        if not isinstance(k, PrimStructInfo) or not k.dtype.startswith("int"):
+            raise StructInfoError(f"{op}: the diagonal offset k must be an integer (R.prim_value), "
+                                  f"got {struct_info_text(k)}")
+        if x.ndim != -1 and x.ndim < 2:
+            raise StructInfoError(f"{op} needs a tensor of at least 2 dimensions, got {struct_info_text(x)}")
+        return x
+    infer.__doc__ = f"The {'lower' if op.endswith('l') else 'upper'} triangle of the last two dimensions."
+    return infer
+
+
+register("relax.tril", pattern=OpPattern.INJECTIVE, num_inputs=2)(_infer_trilu("relax.tril"))
+register("relax.triu", pattern=OpPattern.INJECTIVE, num_inputs=2)(_infer_trilu("relax.triu"))
+
+
+def _diagonal(k: Any) -> Expr:
+    return k if isinstance(k, Expr) else PrimValue(k)
+
+
+def tril(x: Expr, k: Any = 0) -> Call:
+    """``x`` with the elements above diagonal ``k`` of its last two dimensions set to 0
+    (k > 0: above the main diagonal, k < 0: below)."""
+    return make_call("relax.tril", x, _diagonal(k))
+
+
+def triu(x: Expr, k: Any = 0) -> Call:
+    """``x`` with the elements below diagonal ``k`` of its last two dimensions set to 0."""
+    return make_call("relax.triu", x, _diagonal(k))

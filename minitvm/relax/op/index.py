@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ...ir import dtype as _dt
-from ...tir.expr import IntImm
-from ..expr import Call, Expr
-from ..struct_info import StructInfo, StructInfoError, TensorStructInfo, shape_text
-from ._utils import const_dim, normalize_axis
+from ...tir.expr import IntImm, PrimExpr
+from ...topi.transform import slice_extent
+from ..expr import Call, Expr, struct_info_of
+from ..struct_info import PrimStructInfo, StructInfo, StructInfoError, TensorStructInfo, shape_text, struct_info_text
+from ._utils import normalize_axis
 from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
 
 __all__ = ["take", "strided_slice"]
@@ -21,7 +22,16 @@ def _infer_take(call: Call, ctx: Any) -> StructInfo:
     op = "relax.take"
     check_num_args(call, op, 2)
     x = tensor_arg(call, 0, op, "x")
-    idx = tensor_arg(call, 1, op, "indices")
+    if call.attrs.get("mode", "fast") not in _TAKE_MODES:
+        raise StructInfoError(f"{op}: mode must be one of {', '.join(_TAKE_MODES)}, got {call.attrs['mode']!r}")
+    scalar = struct_info_of(call.args[1])
+    if isinstance(scalar, PrimStructInfo):
+        # one index (R.Prim): the axis disappears, as with a 0-d index tensor
+        if not _dt.is_int(scalar.dtype):
+            raise StructInfoError(f"{op}: the index must be an integer, got {struct_info_text(scalar)}")
+        idx = TensorStructInfo([], scalar.dtype)
+    else:
+        idx = tensor_arg(call, 1, op, "indices")
     if not idx.is_unknown_dtype and not _dt.is_int(idx.dtype):
         raise StructInfoError(f"{op}: indices must be an integer tensor, got dtype {idx.dtype}")
     axis = call.attrs["axis"]
@@ -38,9 +48,16 @@ def _infer_take(call: Call, ctx: Any) -> StructInfo:
     return TensorStructInfo(list(xv[:axis]) + list(iv) + list(xv[axis + 1:]), x.dtype)
 
 
-def take(x: Expr, indices: Expr, axis: int | None = None) -> Call:
-    """The elements of ``x`` at ``indices`` along ``axis`` (embedding lookups)."""
-    return make_call("relax.take", x, indices, attrs={"axis": None if axis is None else int(axis)})
+_TAKE_MODES = ("fast", "clip", "wrap")
+
+
+def take(x: Expr, indices: Expr, axis: int | None = None, mode: str = "fast") -> Call:
+    """The elements of ``x`` at ``indices`` (a tensor, or one R.Prim index) along ``axis``
+    (embedding lookups).  ``mode`` says what an out-of-range index does: "fast" assumes
+    there is none (TVM's default), "clip" clamps it, "wrap" wraps it around."""
+    if mode not in _TAKE_MODES:
+        raise ValueError(f"relax.take: mode must be one of {', '.join(_TAKE_MODES)}, got {mode!r}")
+    return make_call("relax.take", x, indices, attrs={"axis": None if axis is None else int(axis), "mode": mode})
 
 
 @register("relax.strided_slice", pattern=OpPattern.INJECTIVE, num_inputs=1)
@@ -65,18 +82,22 @@ def _infer_strided_slice(call: Call, ctx: Any) -> StructInfo:
         return TensorStructInfo(None, x.dtype, None, x.ndim)
     out = list(vals)
     for ax, b, e, s in zip(norm, begin, end, strides):
-        n = const_dim(vals[ax])
-        if n is None:
-            raise StructInfoError(f"{op}: axis {ax} of shape {shape_text(vals)} is symbolic; "
-                                  "slicing it needs a constant length")
-        out[ax] = IntImm("int64", len(range(*slice(b, e, s).indices(n))))
+        start_len = slice_extent(vals[ax], b, e, s, a.get("assume_inbound", False))
+        if start_len is None:
+            raise StructInfoError(f"{op}: slicing axis {ax} of shape {shape_text(vals)} from {b} to {e} needs "
+                                  "constant bounds and length (or the whole axis, or assume_inbound=True)")
+        out[ax] = start_len[1]
     return TensorStructInfo(out, x.dtype)
 
 
 def strided_slice(x: Expr, axes: Sequence[int], begin: Sequence[int], end: Sequence[int],
-                  strides: Sequence[int] | None = None) -> Call:
-    """``x[begin:end:strides]`` along ``axes`` (strides default to 1)."""
+                  strides: Sequence[int] | None = None, assume_inbound: bool = False) -> Call:
+    """``x[begin:end:strides]`` along ``axes`` (strides default to 1).  ``assume_inbound``
+    promises the bounds are inside the axes (no clamping needed)."""
     strides = [1] * len(axes) if strides is None else strides
+    # a bound may be symbolic (end=[8, n]); constants are kept as ints
+    bound = lambda v: v if isinstance(v, PrimExpr) and not isinstance(v, IntImm) else int(v)  # noqa: E731
     return make_call("relax.strided_slice", x, attrs={
-        "axes": tuple(int(v) for v in axes), "begin": tuple(int(v) for v in begin),
-        "end": tuple(int(v) for v in end), "strides": tuple(int(v) for v in strides)})
+        "axes": tuple(int(v) for v in axes), "begin": tuple(bound(v) for v in begin),
+        "end": tuple(bound(v) for v in end), "strides": tuple(int(v) for v in strides),
+        "assume_inbound": bool(assume_inbound)})

@@ -10,7 +10,7 @@ from ..struct_info import StructInfo, StructInfoError, TensorStructInfo, dim_tex
 from .binary import broadcast_shapes
 from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
 
-__all__ = ["matmul", "linear"]
+__all__ = ["matmul", "linear", "einsum"]
 
 _OP = "relax.matmul"
 
@@ -78,3 +78,48 @@ def linear(x: Expr, w: Expr, b: Expr | None = None, out_dtype: str | None = None
 
     out = matmul(x, permute_dims(w), out_dtype)
     return out if b is None else add(out, b)
+
+
+@register("relax.einsum", pattern=OpPattern.OUT_ELEMWISE_FUSABLE, num_inputs=1)
+def _infer_einsum(call: Call, ctx: Any) -> StructInfo:
+    """The Einstein summation of a tuple of tensors: the output letters' sizes."""
+    from ...topi.einsum import parse_subscripts
+    from ..expr import struct_info_of
+    from ..struct_info import TupleStructInfo, struct_info_text
+    op = "relax.einsum"
+    check_num_args(call, op, 1)
+    sinfo = struct_info_of(call.args[0])
+    if not isinstance(sinfo, TupleStructInfo) or not all(isinstance(f, TensorStructInfo) for f in sinfo.fields):
+        raise StructInfoError(f"{op} expects a tuple of tensors, got {struct_info_text(sinfo)}")
+    xs = list(sinfo.fields)
+    dtypes = {x.dtype for x in xs if not x.is_unknown_dtype}
+    if len(dtypes) > 1:
+        raise StructInfoError(f"{op}: operands have different dtypes {', '.join(sorted(dtypes))}")
+    dtype = dtypes.pop() if dtypes and all(not x.is_unknown_dtype for x in xs) else "void"
+    try:
+        inputs, out = parse_subscripts(call.attrs["subscripts"], [x.ndim for x in xs])
+    except ValueError as e:
+        raise StructInfoError(f"{op}: {e}") from None
+    if any(x.shape_values is None for x in xs):
+        return TensorStructInfo(None, dtype, None, len(out))
+    size: dict = {}
+    for letters, x in zip(inputs, xs):
+        for ch, d in zip(letters, x.shape_values):
+            old = size.get(ch)
+            if old is None or _is_one(old):  # a size of 1 broadcasts
+                size[ch] = d
+            elif not _is_one(d) and prove_dim_differ(old, d):
+                raise StructInfoError(f"{op}: letter {ch!r} has sizes {dim_text(old)} and {dim_text(d)}")
+    return TensorStructInfo([size[ch] for ch in out], dtype)
+
+
+def _is_one(d: Any) -> bool:
+    return getattr(d, "value", None) == 1
+
+
+def einsum(operands: Any, subscripts: str) -> Call:
+    """The Einstein summation ``subscripts`` ("ij,jk->ik") of a tuple of tensors."""
+    from ..expr import Tuple
+    if isinstance(operands, (list, tuple)):
+        operands = Tuple(list(operands))
+    return make_call("relax.einsum", operands, attrs={"subscripts": str(subscripts)})

@@ -216,7 +216,11 @@ def _infer_concat(call: Call, ctx: Any) -> StructInfo:
     if not ndims:
         return TensorStructInfo(None, dtype, None, -1)
     ndim = ndims.pop()
-    axis = normalize_axis(op, call.attrs["axis"], ndim)
+    if call.attrs["axis"] is None and ndim != 1:
+        # as TVM: without an axis the tensors must already be flattened
+        raise StructInfoError(f"{op}: without an axis the tensors must be 1-D (flattened), got "
+                              f"{', '.join(shape_text(x.shape_values) for x in xs)}")
+    axis = normalize_axis(op, 0 if call.attrs["axis"] is None else call.attrs["axis"], ndim)
     shapes = [x.shape_values for x in xs]
     if any(s is None for s in shapes):
         return TensorStructInfo(None, dtype, None, ndim)
@@ -231,11 +235,12 @@ def _infer_concat(call: Call, ctx: Any) -> StructInfo:
     return TensorStructInfo(out, dtype)
 
 
-def concat(tensors: Any, axis: int = 0) -> Call:
-    """The tensors joined along ``axis`` (a list, a Relax Tuple, or a tuple-valued var)."""
+def concat(tensors: Any, axis: int | None = 0) -> Call:
+    """The tensors joined along ``axis`` (a list, a Relax Tuple, or a tuple-valued var);
+    ``axis=None`` joins 1-D (flattened) tensors."""
     if isinstance(tensors, (list, tuple)):
         tensors = Tuple(list(tensors))
-    return make_call("relax.concat", tensors, attrs={"axis": int(axis)})
+    return make_call("relax.concat", tensors, attrs={"axis": None if axis is None else int(axis)})
 
 
 @register("relax.split", pattern=OpPattern.INJECTIVE, num_inputs=1)
@@ -258,21 +263,19 @@ def _infer_split(call: Call, ctx: Any) -> StructInfo:
         if n is None:
             piece = simplify(dim // spec) if spec > 1 else dim
             sizes = [piece] * spec
-        elif n % spec:
-            raise StructInfoError(f"{op}: axis {axis} of shape {shape_text(vals)} has length {n}, "
-                                  f"which does not split into {spec} equal sections")
         else:
-            sizes = [IntImm("int64", n // spec)] * spec
+            # as TVM: sections of ceil(n / count), the last one what remains
+            size = -(-n // spec)
+            sizes = [IntImm("int64", max(0, min(size, n - k * size))) for k in range(spec)]
     else:
         n = const_dim(dim)
         if n is None:
             raise StructInfoError(f"{op}: splitting the symbolic axis {axis} of {shape_text(vals)} "
                                   "at indices needs a constant length")
-        bounds = [0] + [int(i) for i in spec] + [n]
-        if any(b > e for b, e in zip(bounds[:-1], bounds[1:])) or bounds[-2] > n:
-            raise StructInfoError(f"{op}: indices {list(spec)} must be sorted and within the "
-                                  f"length {n} of axis {axis} of shape {shape_text(vals)}")
-        sizes = [IntImm("int64", e - b) for b, e in zip(bounds[:-1], bounds[1:])]
+        # as TVM: indices are clamped to [0, n], each piece runs from one to the next and is
+        # empty when they are out of order
+        bounds = [0] + [min(max(int(i), 0), n) for i in spec] + [n]
+        sizes = [IntImm("int64", max(0, e - b)) for b, e in zip(bounds[:-1], bounds[1:])]
     fields = []
     for size in sizes:
         out = list(vals)

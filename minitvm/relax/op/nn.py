@@ -7,8 +7,9 @@ from typing import Any, Sequence
 
 from ...ir import dtype as _dt
 from ..expr import Call, Expr
-from ..struct_info import StructInfo, StructInfoError, TensorStructInfo, TupleStructInfo, dim_text, shape_text
+from ..struct_info import StructInfo, StructInfoError, TensorStructInfo, TupleStructInfo, shape_text
 from ._utils import const_dim, normalize_axes, normalize_axis, same_dtype, simplify
+from .conv import conv_attrs, conv_sinfo
 from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
 from .unary import unary_sinfo
 
@@ -142,11 +143,15 @@ def _infer_batch_norm(call: Call, ctx: Any) -> StructInfo:
 
 
 def batch_norm(data: Expr, gamma: Expr, beta: Expr, moving_mean: Expr, moving_var: Expr,
-               axis: int = 1, epsilon: float = 1e-5, center: bool = True, scale: bool = True) -> Call:
-    """Inference batch norm with the moving statistics; returns the tuple
-    ``(output, moving_mean, moving_var)`` as TVM does (take ``[0]`` for the output)."""
+               axis: int = 1, epsilon: float = 1e-5, center: bool = True, scale: bool = True,
+               momentum: float = 0.1, training: bool = True) -> Call:
+    """Batch norm; returns the tuple ``(output, mean, var)`` as TVM does (take ``[0]`` for
+    the output).  ``training`` (TVM's default) normalizes with the batch's statistics and
+    returns the moving ones updated by ``momentum``; ``training=False`` uses the moving
+    statistics and returns them unchanged."""
     return make_call("relax.nn.batch_norm", data, gamma, beta, moving_mean, moving_var,
-                     attrs={"axis": int(axis), "epsilon": float(epsilon), "center": center, "scale": scale})
+                     attrs={"axis": int(axis), "epsilon": float(epsilon), "center": center, "scale": scale,
+                            "momentum": float(momentum), "training": bool(training)})
 
 
 # -- conv2d -------------------------------------------------------------------------------------
@@ -183,51 +188,17 @@ def _window_out(size: Any, lo: int, hi: int, k: Any, stride: int, dilation: int,
 
 @register("relax.nn.conv2d", pattern=OpPattern.OUT_ELEMWISE_FUSABLE, num_inputs=2)
 def _infer_conv2d(call: Call, ctx: Any) -> StructInfo:
-    """NCHW data, OIHW weight: ``(N, O, H', W')`` with the usual window arithmetic."""
-    op = "relax.nn.conv2d"
-    check_num_args(call, op, 2)
-    x, w = tensor_arg(call, 0, op, "data"), tensor_arg(call, 1, op, "weight")
-    a = call.attrs
-    if a["data_layout"] != "NCHW" or a["kernel_layout"] != "OIHW":
-        raise StructInfoError(f"{op}: only NCHW data with OIHW weights is supported, got "
-                              f"{a['data_layout']}/{a['kernel_layout']}")
-    out_dtype = a["out_dtype"] or same_dtype(op, [x, w])
-    for name, t in (("data", x), ("weight", w)):
-        if t.ndim not in (-1, 4):
-            raise StructInfoError(f"{op}: {name} must be 4-D, got shape {shape_text(t.shape_values)}")
-    xs, ws = x.shape_values, w.shape_values
-    if xs is None or ws is None:
-        return TensorStructInfo(None, out_dtype, None, 4)
-    n, c, h, wd = xs
-    o, cg, kh, kw = ws
-    groups = a["groups"]
-    if const_dim(c) is not None and const_dim(cg) is not None and const_dim(c) != const_dim(cg) * groups:
-        raise StructInfoError(f"{op}: data {shape_text(xs)} has {const_dim(c)} channels but weight "
-                              f"{shape_text(ws)} expects {dim_text(cg)} per group x {groups} groups")
-    if const_dim(o) is not None and const_dim(o) % groups:
-        raise StructInfoError(f"{op}: {const_dim(o)} output channels of weight {shape_text(ws)} do not "
-                              f"divide into {groups} groups")
-    top, left, bottom, right = a["padding"]
-    (sh, sw), (dh, dw) = a["strides"], a["dilation"]
-    oh = _window_out(h, top, bottom, kh, sh, dh)
-    ow = _window_out(wd, left, right, kw, sw, dw)
-    for v, what in ((oh, "height"), (ow, "width")):
-        if const_dim(v) is not None and const_dim(v) <= 0:
-            raise StructInfoError(f"{op}: the kernel {shape_text(ws)} does not fit the padded data "
-                                  f"{shape_text(xs)} (output {what} {const_dim(v)})")
-    return TensorStructInfo([n, o, oh, ow], out_dtype)
+    """2-D convolution (NCHW data with OIHW weight by default; NHWC, HWIO ... too)."""
+    return conv_sinfo(call, "relax.nn.conv2d", 2)
 
 
 def conv2d(data: Expr, weight: Expr, strides: Any = (1, 1), padding: Any = (0, 0), dilation: Any = (1, 1),
            groups: int = 1, data_layout: str = "NCHW", kernel_layout: str = "OIHW",
            out_layout: str | None = None, out_dtype: str | None = None) -> Call:
-    """2-D convolution of NCHW ``data`` with OIHW ``weight``; ``padding`` is an int, (h, w)
-    or (top, left, bottom, right)."""
-    return make_call("relax.nn.conv2d", data, weight, attrs={
-        "strides": _pair(strides, "conv2d strides"), "padding": _padding4(padding, "conv2d padding"),
-        "dilation": _pair(dilation, "conv2d dilation"), "groups": int(groups),
-        "data_layout": data_layout, "kernel_layout": kernel_layout,
-        "out_layout": out_layout or data_layout, "out_dtype": out_dtype})
+    """2-D convolution of ``data`` with ``weight`` (NCHW and OIHW by default); ``padding``
+    is an int, (h, w) or (top, left, bottom, right)."""
+    return make_call("relax.nn.conv2d", data, weight, attrs=conv_attrs(
+        2, "conv2d", strides, padding, dilation, groups, data_layout, kernel_layout, out_layout, out_dtype))
 
 
 # -- pooling --------------------------------------------------------------------------------------
@@ -354,3 +325,10 @@ def dropout(data: Expr, rate: float = 0.5) -> Call:
     """Dropout, as TVM returns it: a tuple (output, mask).  Compiled code is for
     inference, where the output is ``data`` unchanged and the mask all ones."""
     return make_call("relax.nn.dropout", data, attrs={"rate": float(rate)})
+
+
+from .conv import conv1d, conv1d_transpose, conv2d_transpose  # noqa: E402
+from .nn_more import cross_entropy_with_logits, group_norm, leakyrelu, nll_loss, prelu, rms_norm  # noqa: E402
+
+__all__ += ["leakyrelu", "prelu", "rms_norm", "group_norm", "cross_entropy_with_logits", "nll_loss", "conv1d",
+            "conv1d_transpose", "conv2d_transpose"]

@@ -1,4 +1,6 @@
-"""Reductions over axes: sum, mean, max, min, prod (``axis=None``: every axis)."""
+"""Reductions over axes: sum, mean, max, min, prod, variance, std (``axis=None``: every
+axis), and the running sum and product cumsum, cumprod (``axis=None``: of the flattened
+tensor)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from ..struct_info import StructInfo, TensorStructInfo
 from ._utils import normalize_axes
 from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
 
-__all__ = ["sum", "mean", "max", "min", "prod", "reduction_sinfo"]
+__all__ = ["sum", "mean", "max", "min", "prod", "variance", "std", "cumsum", "cumprod", "reduction_sinfo"]
 
 
 def reduction_sinfo(call: Call, op: str) -> StructInfo:
@@ -33,7 +35,7 @@ def _axes(axis: int | Sequence[int] | None) -> tuple | None:
     return (int(axis),) if isinstance(axis, int) else tuple(int(a) for a in axis)
 
 
-for _name in ("sum", "mean", "max", "min", "prod"):
+for _name in ("sum", "mean", "max", "min", "prod", "variance", "std"):
     def _make(op: str):
         def infer(call: Call, ctx: Any) -> StructInfo:
             return reduction_sinfo(call, op)
@@ -65,3 +67,52 @@ def min(x: Expr, axis: int | Sequence[int] | None = None, keepdims: bool = False
 def prod(x: Expr, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Call:
     """The product over ``axis`` (None: all axes)."""
     return make_call("relax.prod", x, attrs={"axis": _axes(axis), "keepdims": bool(keepdims)})
+
+
+def variance(x: Expr, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Call:
+    """The (biased, numpy's default) variance over ``axis`` (None: all axes)."""
+    return make_call("relax.variance", x, attrs={"axis": _axes(axis), "keepdims": bool(keepdims)})
+
+
+def std(x: Expr, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Call:
+    """The (biased) standard deviation over ``axis`` (None: all axes)."""
+    return make_call("relax.std", x, attrs={"axis": _axes(axis), "keepdims": bool(keepdims)})
+
+
+def _scan_sinfo(call: Call, op: str) -> StructInfo:
+    """The input's shape (flattened when ``axis`` is None) in ``dtype`` (default: the input's)."""
+    check_num_args(call, op, 1)
+    x = tensor_arg(call, 0, op, "data")
+    dtype = call.attrs["dtype"] or x.dtype
+    axis = call.attrs["axis"]
+    if x.ndim != -1 and axis is not None:
+        normalize_axes(op, [axis], x.ndim)
+    if axis is None:
+        if x.shape_values is None:
+            return TensorStructInfo(None, dtype, None, 1)
+        from ._utils import product
+        return TensorStructInfo([product(x.shape_values)], dtype)
+    if x.shape_values is None:
+        return TensorStructInfo(None, dtype, None, x.ndim)
+    return TensorStructInfo(list(x.shape_values), dtype)
+
+
+for _name in ("cumsum", "cumprod"):
+    def _make_scan(op: str):
+        def infer(call: Call, ctx: Any) -> StructInfo:
+            return _scan_sinfo(call, op)
+        infer.__doc__ = f"The running {op[9:]} along an axis."
+        return infer
+    register(f"relax.{_name}", pattern=OpPattern.OPAQUE, num_inputs=1)(_make_scan(f"relax.{_name}"))
+
+
+def cumsum(data: Expr, axis: int | None = None, dtype: str | None = None, exclusive: bool = False) -> Call:
+    """The running sum along ``axis`` (None: of the flattened tensor), numpy.cumsum."""
+    return make_call("relax.cumsum", data, attrs={"axis": None if axis is None else int(axis), "dtype": dtype,
+                                                  "exclusive": bool(exclusive)})
+
+
+def cumprod(data: Expr, axis: int | None = None, dtype: str | None = None, exclusive: bool = False) -> Call:
+    """The running product along ``axis`` (None: of the flattened tensor), numpy.cumprod."""
+    return make_call("relax.cumprod", data, attrs={"axis": None if axis is None else int(axis), "dtype": dtype,
+                                                   "exclusive": bool(exclusive)})

@@ -11,7 +11,7 @@ As TVM's FuseTIR, the pass first tidies the module: the tuple parameters of priv
 functions are expanded (``p`` -> ``p_0``, ``p_1``, the callers passing ``t[0]``, ``t[1]``),
 bindings are canonicalized (``lv = ...; gv = lv`` -> ``gv = ...``), dead code and unused
 parameters are removed.  Then it writes one PrimFunc
-``fused_matmul_add_relu(x, w0, b0, T_relu_intermediate)`` whose root block holds the blocks
+``fused_matmul_add_relu(x, w0, b0, compute_intermediate)`` whose root block holds the blocks
 of ``matmul``, ``add`` and ``relu`` one after another:
 
 * tensor parameters become buffers named after them (the handle parameters are ``p_x`` ...),

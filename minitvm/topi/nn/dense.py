@@ -33,7 +33,9 @@ def matmul(tensor_a: te.Tensor, tensor_b: te.Tensor, bias: te.Tensor | None = No
 
     def index(t: te.Tensor, shape: list, bidx: list, row: Any, col: Any, trans: bool, vec: str) -> Any:
         offset = len(batch) - (len(shape) - 2)
-        lead = [0 if is_one(d) else bidx[offset + j] for j, d in enumerate(shape[:-2])]
+        # a batch dimension of 1 is read at 0 only where the output's is wider (as TVM)
+        lead = [0 if is_one(d) and not is_one(batch[offset + j]) else bidx[offset + j]
+                for j, d in enumerate(shape[:-2])]
         r, c = (col, row) if trans else (row, col)
         if vec == "row":
             return t[tuple(lead + [c])]

@@ -7,43 +7,65 @@ import math
 from ... import te
 from ...tir import op as _op
 from ...tir.expr import const
+from ..broadcast import add, multiply
+from ..elemwise import cast, erf, sigmoid, tanh
+from ..utils import const_int
 
 
 def relu(x: te.Tensor) -> te.Tensor:
     """``max(x, 0)`` element-wise."""
-    return te.compute(x.shape, lambda *i: _op.max(x(*i), const(0, x.dtype)), name="T_relu")
+    return te.compute(x.shape, lambda *i: _op.max(x(*i), const(0, x.dtype)), name="compute")
 
 
 def leaky_relu(x: te.Tensor, alpha: float = 0.01) -> te.Tensor:
     """``x`` where positive, else ``alpha * x``."""
     def f(*i):
         v = x(*i)
-        return _op.Select(_op.greater(v, const(0, x.dtype)), v, _op.mul(v, const(alpha, x.dtype)))
-    return te.compute(x.shape, f, name="T_leaky_relu")
+        return _op.Select(_op.less(const(0, x.dtype), v), v, _op.mul(v, const(alpha, x.dtype)))
+    return te.compute(x.shape, f, name="compute")
 
 
-def gelu(x: te.Tensor) -> te.Tensor:
-    """``x * Φ(x)`` with the exact normal CDF: ``0.5 * x * (1 + erf(x / √2))``."""
+def prelu(x: te.Tensor, slope: te.Tensor, axis: int = 1) -> te.Tensor:
+    """``x`` where positive, else ``slope[c] * x`` with ``c`` the index along ``axis``."""
+    axis = axis % x.ndim
+    if slope.ndim != 1:
+        raise ValueError(f"topi.nn.prelu: the slope must be 1-d, got shape {list(slope.shape)}")
+    if const_int(slope.shape[0]) == 1:  # one slope for every channel
+        one = slope
+        slope = te.compute((x.shape[axis],), lambda c: one[0], name="slope_broadcasted")
+
     def f(*i):
         v = x(*i)
-        half, one = const(0.5, x.dtype), const(1.0, x.dtype)
-        return half * v * (one + _op.erf(v * const(1 / math.sqrt(2), x.dtype)))
-    return te.compute(x.shape, f, name="T_gelu")
+        return _op.Select(_op.less(const(0, x.dtype), v), v, _op.mul(v, slope(i[axis])))
+    return te.compute(x.shape, f, name="compute")
+
+
+# The composite activations are built from TOPI's element-wise ops, one compute each, as
+# TVM's legalization writes them (its kernels have the same blocks: T_multiply, compute, ...).
+
+def gelu(x: te.Tensor) -> te.Tensor:
+    """``x * Φ(x)`` with the exact normal CDF: ``x * (0.5 + erf(x / √2) * 0.5)``."""
+    dtype = x.dtype
+    erf_in = multiply(x, const(0.5 ** 0.5, dtype))
+    if dtype == "float16":  # erf in float32, as TVM
+        erf_v = cast(erf(cast(erf_in, "float32")), "float16")
+    else:
+        erf_v = erf(erf_in)
+    return multiply(x, add(const(0.5, dtype), multiply(erf_v, const(0.5, dtype))))
 
 
 def gelu_tanh(x: te.Tensor) -> te.Tensor:
-    """The tanh approximation of gelu: ``0.5x(1 + tanh(√(2/π)(x + 0.044715x³)))``."""
-    def f(*i):
-        v = x(*i)
-        c = const(math.sqrt(2 / math.pi), x.dtype)
-        inner = c * (v + const(0.044715, x.dtype) * v * v * v)
-        return const(0.5, x.dtype) * v * (const(1.0, x.dtype) + _op.tanh(inner))
-    return te.compute(x.shape, f, name="T_gelu_tanh")
+    """The tanh approximation of gelu: ``0.5x(1 + tanh(√(2/π)x(1 + 0.044715x²)))``."""
+    dtype = x.dtype
+    half_x = multiply(const(0.5, dtype), x)
+    scaled = multiply(const(math.sqrt(2.0 / math.pi), dtype), x)
+    cubic = add(const(1, dtype), multiply(multiply(const(0.044715, dtype), x), x))
+    return multiply(half_x, add(const(1.0, dtype), tanh(multiply(scaled, cubic))))
 
 
 def silu(x: te.Tensor) -> te.Tensor:
     """``x * sigmoid(x)`` element-wise."""
-    return te.compute(x.shape, lambda *i: x(*i) * _op.sigmoid(x(*i)), name="T_silu")
+    return multiply(x, sigmoid(x))
 
 
 def dropout(x: te.Tensor, rate: float = 0.5) -> te.Tensor:

@@ -28,10 +28,13 @@ def pad(data: te.Tensor, pad_before: Sequence[Any], pad_after: Sequence[Any] | N
                 src.append(i)
                 continue
             src.append(_op.sub(i, b))
+            # TVM's kernels test b <= i and i < b + n (folded when constant)
             if const_int(b) != 0:
-                conds.append(_op.greater_equal(i, b))
+                conds.append(_op.less_equal(as_expr(b, i.dtype), i))
             if const_int(a) != 0:
-                conds.append(_op.less(i, _op.add(data.shape[k], b)))
+                end = const_int(data.shape[k]) + const_int(b) if const_int(data.shape[k]) is not None and \
+                    const_int(b) is not None else None
+                conds.append(_op.less(i, as_expr(end, i.dtype) if end is not None else _op.add(b, data.shape[k])))
         if not conds:
             return data[tuple(src)]
         return _op.if_then_else(te.all(*conds), data[tuple(src)], value)

@@ -168,9 +168,12 @@ def test_split(n):
     assert isinstance(s, relax.TupleStructInfo) and [dims(f) for f in s.fields] == [[n, 2]] * 3
     s = infer(R.split(v((7, 2)), [2, 5]))
     assert [dims(f) for f in s.fields] == [[2, 2], [3, 2], [2, 2]]
-    with pytest.raises(StructInfoError, match=r"relax.split: axis 1 of shape \(2, 5\) has length 5, "
-                       r"which does not split into 2 equal sections"):
-        infer(R.split(v((2, 5)), 2, axis=1))
+    # as TVM: sections of ceil(n / count), the last one shorter
+    s = infer(R.split(v((2, 5)), 2, axis=1))
+    assert [dims(f) for f in s.fields] == [[2, 3], [2, 2]]
+    # indices are clamped to the axis; out-of-order ones give empty pieces
+    s = infer(R.split(v((10,)), [-2, 6, 4, 12]))
+    assert [dims(f) for f in s.fields] == [[0], [6], [0], [6], [0]]
 
 
 def test_broadcast_to(n):
@@ -187,7 +190,11 @@ def test_take_and_strided_slice(n):
         infer(R.take(v((10, 8)), v((5,)), axis=0))
     assert dims(infer(R.strided_slice(v((n, 10)), [1], [2], [9], [3]))) == [n, 3]
     assert dims(infer(R.strided_slice(v((6, 4)), [0, 1], [-1, 0], [-10, 100], [-2, 1]))) == [3, 4]
-    with pytest.raises(StructInfoError, match=r"relax.strided_slice: axis 0 of shape \(n, 10\) is symbolic"):
+    # a symbolic axis: sliced whole, or between constant bounds promised in range
+    assert dims(infer(R.strided_slice(v((n, 10)), [0], [0], [n]))) == [n, 10]
+    assert dims(infer(R.strided_slice(v((n, 10)), [0], [1], [7], [2], assume_inbound=True))) == [3, 10]
+    with pytest.raises(StructInfoError, match=r"relax.strided_slice: slicing axis 0 of shape \(n, 10\) from 0 "
+                       r"to 2 needs constant bounds and length"):
         infer(R.strided_slice(v((n, 10)), [0], [0], [2]))
 
 
@@ -264,8 +271,14 @@ def test_conv2d(n):
         infer(R.nn.conv2d(v((1, 4, 6, 6)), w))
     with pytest.raises(StructInfoError, match=r"relax.nn.conv2d: the kernel \(8, 3, 5, 5\) does not fit"):
         infer(R.nn.conv2d(v((1, 3, 4, 4)), w))
-    with pytest.raises(StructInfoError, match="only NCHW data with OIHW weights"):
-        infer(R.nn.conv2d(x, w, data_layout="NHWC"))
+    # other layouts: NHWC data (the output laid out alike) with an OIHW or HWIO kernel
+    assert dims(infer(R.nn.conv2d(v((n, 32, 32, 3)), w, data_layout="NHWC"))) == [n, 28, 28, 8]
+    assert dims(infer(R.nn.conv2d(v((n, 32, 32, 3)), v((5, 5, 3, 8)), data_layout="NHWC",
+                                  kernel_layout="HWIO"))) == [n, 28, 28, 8]
+    with pytest.raises(StructInfoError, match=r"relax.nn.conv2d: data layout 'NCXY' must name N, C"):
+        infer(R.nn.conv2d(x, w, data_layout="NCXY"))
+    with pytest.raises(NotImplementedError, match="out_layout 'NHWC' different from data_layout 'NCHW'"):
+        infer(R.nn.conv2d(x, w, out_layout="NHWC"))
 
 
 def test_pooling(n):

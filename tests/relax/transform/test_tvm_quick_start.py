@@ -56,7 +56,7 @@ def test_fused_kernels_use_tvms_buffer_and_block_names():
     mod = _zero_passes(_exported()[0])
     first, second = mod["fused_matmul_add_relu"], mod["fused_matmul1_add1"]
     assert isinstance(first, PrimFunc) and dict(first.attrs) == {"tir.noalias": True}
-    assert [first.buffer_map[p].name for p in first.params] == ["x", "permute_dims", "fc1_bias", "T_relu_intermediate"]
+    assert [first.buffer_map[p].name for p in first.params] == ["x", "permute_dims", "fc1_bias", "compute_intermediate"]
     assert [b.name for b in first.body.block.alloc_buffers] == ["T_matmul_intermediate", "T_add_intermediate"]
     # FuseOps names a fused function's parameters after the values the group read (``relu``),
     # before the call that makes it is renamed ``lv``
@@ -65,7 +65,7 @@ def test_fused_kernels_use_tvms_buffer_and_block_names():
     assert [b.name for b in second.body.block.alloc_buffers] == ["T_matmul_intermediate"]
     text = first.script()
     assert [line.strip() for line in text.splitlines() if line.strip().startswith("with T.block(")] == [
-        'with T.block("T_matmul"):', 'with T.block("T_add"):', 'with T.block("T_relu"):']
+        'with T.block("T_matmul"):', 'with T.block("T_add"):', 'with T.block("compute"):']
     # the transposes are untouched kernels, still carrying their fusion pattern
     assert mod["transpose"].attrs["op_pattern"] == 2
 

@@ -118,7 +118,7 @@ def _batch_norm_output(conv, node, x, w, b, mean, var, eps):
         w = const(np.ones((channels,), dtype))
     if b is None:
         b = const(np.zeros((channels,), dtype))
-    out = conv.bb.emit(_op.nn.batch_norm(x, w, b, mean, var, axis=1, epsilon=eps))
+    out = conv.bb.emit(_op.nn.batch_norm(x, w, b, mean, var, axis=1, epsilon=eps, training=False))
     return conv.bb.emit(TupleGetItem(out, 0))
 
 

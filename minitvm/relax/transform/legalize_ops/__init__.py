@@ -9,7 +9,8 @@ PrimFuncs, and ``BlockBuilder.add_func`` reuses a structurally equal PrimFunc, s
 
 A call is left as it is when its operator has no ``FLegalize`` (as in TVM: later passes
 or the VM may know it, and the build reports it if nobody does), or when an argument or
-the result has no known shape or dtype (nothing to write a kernel for yet).  Symbolic
+the result has no written-out shape (nothing to write a kernel for yet; an unknown dtype
+is the legalization's to refuse).  Symbolic
 dimensions stay ``tir.Var``s: the PrimFunc is generic over them, and a variable it cannot
 read off its input buffers is passed as a trailing scalar argument (``tir_vars``).
 
@@ -31,12 +32,13 @@ from ....tir.functor import post_order_visit
 from ....transform import PassContext, module_pass
 from ...analysis.struct_info_analysis import is_base_of
 from ...block_builder import BlockBuilder
-from ...expr import Call, Constant, Expr, Tuple, TupleGetItem, struct_info_of
+from ...expr import Call, Constant, Expr, ShapeExpr, Tuple, TupleGetItem, struct_info_of
 from ...expr_functor import ExprMutator
 from ...op.base import call_tir
 from ...struct_info import StructInfo, TensorStructInfo, TupleStructInfo
 from .._util import rewrite_with_builder
-from .common import LegalizeFunc, _try_convert_to_scalar_const, register_legalize
+from . import create, grad, manipulate, nn, qdq, statistical  # noqa: F401 - register their rules
+from .common import LegalizeFunc, _tensors_of, _try_convert_to_scalar_const, register_legalize
 
 __all__ = ["LegalizeOps", "register_legalize", "legalize_call"]
 
@@ -117,15 +119,15 @@ def _clip(bb: BlockBuilder, call: Call) -> Expr:
     return bb.call_te(topi.clip, call.args[0], call.attrs["min"], call.attrs["max"], primfunc_name_hint="tir_clip")
 
 
-@register_legalize("relax.astype")
-def _astype(bb: BlockBuilder, call: Call) -> Expr:
-    return bb.call_te(topi.cast, call.args[0], call.attrs["dtype"], primfunc_name_hint="cast")
-
-
 # -- linear algebra ----------------------------------------------------------------------------
 
 @register_legalize("relax.matmul")
 def _matmul(bb: BlockBuilder, call: Call) -> Expr:
+    for name, arg in zip(("first", "second"), call.args):
+        sinfo = struct_info_of(arg)
+        assert not sinfo.is_unknown_dtype, (
+            f"To legalize R.matmul, the dtype of both arguments must be known, but the {name} argument "
+            f"{arg} has struct info {sinfo}")
     return bb.call_te(topi.nn.matmul, call.args[0], call.args[1], out_dtype=_out_dtype(call),
                       primfunc_name_hint="matmul")
 
@@ -168,19 +170,12 @@ def _squeeze(bb: BlockBuilder, call: Call) -> Expr:
     return bb.call_te(topi.squeeze, call.args[0], list(axis), primfunc_name_hint="squeeze")
 
 
-def _tensors_of(bb: BlockBuilder, tup: Expr) -> list[Expr]:
-    """The fields of a tuple-valued expression, as separate Relax values."""
-    if isinstance(tup, Tuple):
-        return list(tup.fields)
-    sinfo = struct_info_of(tup)
-    return [bb.emit(TupleGetItem(tup, k)) for k in range(len(sinfo.fields))]
-
-
 @register_legalize("relax.concat")
 def _concat(bb: BlockBuilder, call: Call) -> Expr:
     def concat(*ts: te.Tensor, axis: int) -> te.Tensor:
         return topi.concatenate(ts, axis)
-    return bb.call_te(concat, *_tensors_of(bb, call.args[0]), axis=call.attrs["axis"],
+    axis = call.attrs["axis"]
+    return bb.call_te(concat, *_tensors_of(bb, call.args[0]), axis=0 if axis is None else axis,
                       primfunc_name_hint="concatenate")
 
 
@@ -196,14 +191,16 @@ def _split(bb: BlockBuilder, call: Call) -> Expr:
 
 @register_legalize("relax.take")
 def _take(bb: BlockBuilder, call: Call) -> Expr:
-    return bb.call_te(topi.take, call.args[0], call.args[1], call.attrs["axis"], primfunc_name_hint="take")
+    return bb.call_te(topi.take, call.args[0], call.args[1], call.attrs["axis"], mode=call.attrs.get("mode", "fast"),
+                      primfunc_name_hint="take")
 
 
 @register_legalize("relax.strided_slice")
 def _strided_slice(bb: BlockBuilder, call: Call) -> Expr:
     a = call.attrs
     return bb.call_te(topi.strided_slice, call.args[0], list(a["begin"]), list(a["end"]),
-                      list(a["strides"]), list(a["axes"]), primfunc_name_hint="strided_slice")
+                      list(a["strides"]), list(a["axes"]), assume_inbound=a.get("assume_inbound", False),
+                      primfunc_name_hint="strided_slice")
 
 
 # -- reductions and search ---------------------------------------------------------------------
@@ -219,64 +216,6 @@ for _op_name, _fn in [("sum", topi.sum), ("mean", topi.mean), ("max", topi.max),
     register_legalize(f"relax.{_op_name}", _make(_fn))
 
 
-# -- creation ------------------------------------------------------------------------------------
-
-def _vars_of(exprs: list[PrimExpr]) -> list[TirVar]:
-    out: list[TirVar] = []
-    for e in exprs:
-        post_order_visit(e, lambda n: out.append(n) if isinstance(n, TirVar) and all(n is not o for o in out)
-                         else None)
-    return out
-
-
-def _call_te_without_inputs(bb: BlockBuilder, out: te.Tensor, name: str, out_sinfo: StructInfo) -> Expr:
-    """``call_tir`` of a PrimFunc that reads no tensor (its symbolic sizes come as tir_vars)."""
-    tir_vars = _vars_of(list(out.shape))
-    prim = te.create_prim_func([out, *tir_vars], index_dtype_override="int64")
-    attrs = {k: v for k, v in prim.attrs.items() if k != "global_symbol"}
-    prim = PrimFunc(prim.params, prim.buffer_map, prim.body, prim.ret_type, attrs)
-    gv = bb.add_func(prim, name)
-    return call_tir(gv, [], out_sinfo, tir_vars=tir_vars or None)
-
-
-@register_legalize("relax.zeros")
-def _zeros(bb: BlockBuilder, call: Call) -> Expr:
-    out = topi.full(_out_shape(call), _out_dtype(call), 0)
-    return _call_te_without_inputs(bb, out, "zeros", call.struct_info)
-
-
-@register_legalize("relax.ones")
-def _ones(bb: BlockBuilder, call: Call) -> Expr:
-    out = topi.full(_out_shape(call), _out_dtype(call), 1)
-    return _call_te_without_inputs(bb, out, "ones", call.struct_info)
-
-
-@register_legalize("relax.arange")
-def _arange(bb: BlockBuilder, call: Call) -> Expr:
-    start, end, step = (struct_info_of(a).value.value for a in call.args)
-    out = topi.arange(start, end, step, _out_dtype(call))
-    return _call_te_without_inputs(bb, out, "arange", call.struct_info)
-
-
-@register_legalize("relax.full")
-def _full(bb: BlockBuilder, call: Call) -> Expr:
-    return bb.call_te(topi.full, _out_shape(call), _out_dtype(call), call.args[1], primfunc_name_hint="full")
-
-
-def _fill_like(value: Any, name: str) -> LegalizeFunc:
-    def legalize(bb: BlockBuilder, call: Call) -> Expr:
-        def fill(x: te.Tensor, *fill_value: te.Tensor, dtype: str) -> te.Tensor:
-            return topi.full(x.shape, dtype, fill_value[0] if fill_value else value)
-        return bb.call_te(fill, *call.args, dtype=_out_dtype(call), primfunc_name_hint=name)
-    return legalize
-
-
-# TVM names the ``*_like`` kernels as the plain ones
-register_legalize("relax.zeros_like", _fill_like(0, "zeros"))
-register_legalize("relax.ones_like", _fill_like(1, "ones"))
-register_legalize("relax.full_like", _fill_like(None, "full"))
-
-
 # -- neural networks -----------------------------------------------------------------------------
 
 @register_legalize("relax.nn.softmax")
@@ -289,26 +228,12 @@ def _log_softmax(bb: BlockBuilder, call: Call) -> Expr:
     return bb.call_te(topi.nn.log_softmax, call.args[0], call.attrs["axis"], primfunc_name_hint="log_softmax")
 
 
-@register_legalize("relax.nn.layer_norm")
-def _layer_norm(bb: BlockBuilder, call: Call) -> Expr:
-    a = call.attrs
-    return bb.call_te(topi.nn.layer_norm, *call.args, axis=list(a["axes"]), epsilon=a["epsilon"],
-                      center=a["center"], scale=a["scale"], primfunc_name_hint="layer_norm")
-
-
 @register_legalize("relax.nn.batch_norm")
 def _batch_norm(bb: BlockBuilder, call: Call) -> Expr:
     a = call.attrs
     return bb.call_te(topi.nn.batch_norm, *call.args, axis=a["axis"], epsilon=a["epsilon"],
-                      center=a["center"], scale=a["scale"], primfunc_name_hint="batch_norm")
-
-
-@register_legalize("relax.nn.conv2d")
-def _conv2d(bb: BlockBuilder, call: Call) -> Expr:
-    a = call.attrs
-    return bb.call_te(topi.nn.conv2d_nchw, call.args[0], call.args[1], stride=list(a["strides"]),
-                      padding=list(a["padding"]), dilation=list(a["dilation"]), groups=a["groups"],
-                      out_dtype=_out_dtype(call), primfunc_name_hint="conv2d")
+                      center=a["center"], scale=a["scale"], training=a.get("training", False),
+                      momentum=a.get("momentum", 0.1), primfunc_name_hint="batch_norm")
 
 
 def _pool(pool_type: str) -> LegalizeFunc:
@@ -348,9 +273,11 @@ def _dropout(bb: BlockBuilder, call: Call) -> Expr:
 # -- the pass ------------------------------------------------------------------------------------
 
 def _fully_known(sinfo: Any) -> bool:
-    """A tensor (or tuple of tensors) with known shape and dtype; other values pass."""
+    """A tensor (or tuple of tensors) with a known shape; other values pass.  As in TVM the
+    shape must be written out (one held by a variable is not known here), and the dtype is
+    the legalization's business (R.matmul asks for it with a clear message)."""
     if isinstance(sinfo, TensorStructInfo):
-        return sinfo.shape_values is not None and not sinfo.is_unknown_dtype
+        return isinstance(sinfo.shape, ShapeExpr)
     if isinstance(sinfo, TupleStructInfo):
         return all(_fully_known(f) for f in sinfo.fields)
     return True

@@ -8,7 +8,7 @@ from typing import Any, Callable
 from ....ir.op import Op
 from ....tir.expr import FloatImm, IntImm
 from ...block_builder import BlockBuilder
-from ...expr import Call, Constant, Expr
+from ...expr import Call, Constant, Expr, Tuple, TupleGetItem, struct_info_of
 
 __all__ = ["LegalizeFunc", "register_legalize"]
 
@@ -42,3 +42,11 @@ def _try_convert_to_scalar_const(expr: Expr, python_native: bool = False) -> Any
         dtype = str(expr.data.numpy().dtype)
         return FloatImm(dtype, value) if dtype.startswith("float") else IntImm(dtype, int(value))
     return expr
+
+
+def _tensors_of(bb: BlockBuilder, tup: Expr) -> list[Expr]:
+    """The fields of a tuple-valued expression, as separate Relax values."""
+    if isinstance(tup, Tuple):
+        return list(tup.fields)
+    sinfo = struct_info_of(tup)
+    return [bb.emit(TupleGetItem(tup, k)) for k in range(len(sinfo.fields))]

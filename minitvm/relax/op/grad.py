@@ -1,0 +1,47 @@
+"""Gradient operators (``relax.op.grad``, ``R.grad.*``): the backward of ``nn.nll_loss``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..expr import Call, Expr
+from ..struct_info import StructInfo, StructInfoError, struct_info_text
+from ._utils import same_dtype
+from .registry import OpPattern, make_call, register, tensor_arg
+
+__all__ = ["nll_loss_backward"]
+
+_REDUCTIONS = ("mean", "sum", "none")
+
+
+@register("relax.grad.nll_loss_backward", pattern=OpPattern.OUT_ELEMWISE_FUSABLE, num_inputs=4)
+def _infer_nll_loss_backward(call: Call, ctx: Any) -> StructInfo:
+    """The gradient of nll_loss with respect to its predictions: the predictions' struct info."""
+    op = "relax.grad.nll_loss_backward"
+    if len(call.args) not in (3, 4):
+        raise StructInfoError(f"{op} takes output_grad, predictions, targets and optionally weights, "
+                              f"got {len(call.args)} arguments")
+    grad = tensor_arg(call, 0, op, "output_grad")
+    pred = tensor_arg(call, 1, op, "predictions")
+    targets = tensor_arg(call, 2, op, "targets")
+    same_dtype(op, [grad, pred] + ([tensor_arg(call, 3, op, "weights")] if len(call.args) == 4 else []))
+    if not targets.is_unknown_dtype and not targets.dtype.startswith(("int", "uint")):
+        raise StructInfoError(f"{op}: targets must be integer class indices, got {struct_info_text(targets)}")
+    if call.attrs["reduction"] not in _REDUCTIONS:
+        raise StructInfoError(f"{op}: reduction must be one of {', '.join(_REDUCTIONS)}, got "
+                              f"{call.attrs['reduction']!r}")
+    return pred
+
+
+def nll_loss_backward(output_grad: Expr, predictions: Expr, targets: Expr, weights: Expr | None = None,
+                      reduction: str = "mean", ignore_index: int = -100) -> Call:
+    """The gradient of ``nn.nll_loss(predictions, targets, weights, reduction, ignore_index)``
+    with respect to ``predictions``, given the loss's gradient ``output_grad``."""
+    if isinstance(weights, str):  # weights left out, the reduction given in its place
+        weights, reduction, ignore_index = None, weights, reduction if not isinstance(reduction, str) else ignore_index
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"relax.grad.nll_loss_backward: reduction must be one of {', '.join(_REDUCTIONS)}, "
+                         f"got {reduction!r}")
+    args = [output_grad, predictions, targets] + ([] if weights is None else [weights])
+    return make_call("relax.grad.nll_loss_backward", *args,
+                     attrs={"reduction": reduction, "ignore_index": int(ignore_index)})

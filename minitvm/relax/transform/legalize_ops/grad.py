@@ -1,0 +1,58 @@
+"""Legalization of the gradient operators, as TVM's LegalizeOps writes them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .... import te, topi
+from ....tir import op as _op
+from ....tir.expr import PrimExpr, const
+from ...block_builder import BlockBuilder
+from ...expr import Call, Expr
+from .common import register_legalize
+
+
+def _neg(x: PrimExpr) -> PrimExpr:
+    return _op.mul(x, const(-1, x.dtype))  # TVM's kernels negate as x * -1
+
+
+def _nll_loss_backward(output_grad: te.Tensor, predictions: te.Tensor, targets: te.Tensor, weights: te.Tensor,
+                       reduction: str, ignore_index: int) -> te.Tensor:
+    if ignore_index >= 0:  # the ignored class weighs nothing
+        old = weights
+        weights = te.compute(old.shape, lambda i: _op.Select(_op.equal(i, const(ignore_index, i.dtype)),
+                                                             const(0, old.dtype), old(i)), name="weights_new")
+    all_weights = te.compute(targets.shape, lambda *i: weights(targets(*i)), name="all_weights")
+    if reduction == "sum":
+        output_grad = topi.broadcast_to(output_grad, targets.shape)
+    elif reduction == "mean":
+        weight_sum = all_weights if all_weights.ndim == 0 else topi.sum(all_weights)
+        output_grad = topi.divide(topi.broadcast_to(output_grad, targets.shape), weight_sum)
+    zero = const(0, predictions.dtype)
+    if predictions.ndim == 1:  # no batch
+        return te.compute(predictions.shape, lambda i: _op.Select(
+            _op.equal(i, targets()), _op.mul(_neg(all_weights()), output_grad()), zero), name="pred_grad")
+
+    def grad(*i: Any) -> PrimExpr:
+        rest = (i[0], *i[2:])
+        return _op.Select(_op.equal(i[1], targets(*rest)), _op.mul(_neg(all_weights(*rest)), output_grad(*rest)), zero)
+
+    return te.compute(predictions.shape, grad, name="pred_grad")
+
+
+@register_legalize("relax.grad.nll_loss_backward")
+def _legalize_nll_loss_backward(bb: BlockBuilder, call: Call) -> Expr:
+    a = call.attrs
+    if len(call.args) == 4:
+        return bb.call_te(_nll_loss_backward, *call.args, reduction=a["reduction"], ignore_index=a["ignore_index"],
+                          primfunc_name_hint="nll_loss_backward")
+
+    # (TVM's kernel keeps this helper's name)
+    def te_nll_loss_backward_no_weight(output_grad: te.Tensor, predictions: te.Tensor, targets: te.Tensor,
+                                       reduction: str, ignore_index: int) -> te.Tensor:
+        classes = predictions.shape[1] if predictions.ndim > 1 else predictions.shape[0]
+        ones = topi.full([classes], predictions.dtype, 1.0)
+        return _nll_loss_backward(output_grad, predictions, targets, ones, reduction, ignore_index)
+
+    return bb.call_te(te_nll_loss_backward_no_weight, *call.args, reduction=a["reduction"],
+                      ignore_index=a["ignore_index"])

@@ -1,0 +1,49 @@
+"""Legalization of repeat, tile, flip and the collapse sums, as TVM's LegalizeOps writes
+them (repeat without an axis flattens first)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .... import te, topi
+from ...block_builder import BlockBuilder
+from ...expr import Call, Expr, struct_info_of
+from ...op._utils import product
+from .common import _tensors_of, register_legalize
+
+
+@register_legalize("relax.repeat")
+def _repeat(bb: BlockBuilder, call: Call) -> Expr:
+    def te_repeat(data: te.Tensor, repeats: int, axis: Any) -> te.Tensor:
+        if axis is None:
+            data = topi.reshape(data, [product(data.shape)])
+            axis = 0
+        return topi.repeat(data, repeats, axis)
+    return bb.call_te(te_repeat, call.args[0], call.attrs["repeats"], call.attrs["axis"], primfunc_name_hint="repeat")
+
+
+@register_legalize("relax.tile")
+def _tile(bb: BlockBuilder, call: Call) -> Expr:
+    return bb.call_te(topi.tile, call.args[0], list(call.attrs["repeats"]), primfunc_name_hint="tile")
+
+
+@register_legalize("relax.flip")
+def _flip(bb: BlockBuilder, call: Call) -> Expr:
+    return bb.call_te(topi.flip, call.args[0], call.attrs["axis"], primfunc_name_hint="flip")
+
+
+@register_legalize("relax.collapse_sum_like")
+def _collapse_sum_like(bb: BlockBuilder, call: Call) -> Expr:
+    target = struct_info_of(call.args[1]).shape_values
+    return bb.call_te(topi.collapse_sum, call.args[0], list(target), primfunc_name_hint="collapse_sum")
+
+
+@register_legalize("relax.collapse_sum_to")
+def _collapse_sum_to(bb: BlockBuilder, call: Call) -> Expr:
+    return bb.call_te(topi.collapse_sum, call.args[0], call.args[1], primfunc_name_hint="collapse_sum")
+
+
+@register_legalize("relax.einsum")
+def _einsum(bb: BlockBuilder, call: Call) -> Expr:
+    return bb.call_te(topi.einsum, call.attrs["subscripts"], *_tensors_of(bb, call.args[0]),
+                      primfunc_name_hint="einsum")

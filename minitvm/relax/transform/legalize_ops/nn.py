@@ -1,0 +1,105 @@
+"""Legalization of the neural-network operators added after the first set (which lives in
+this package's ``__init__``): leakyrelu, prelu, rms_norm, layer_norm, the losses.  Each
+builds the kernel TVM's LegalizeOps builds, from the same TOPI pieces."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .... import te, topi
+from ....tir.expr import FloatImm, IntImm
+from ...block_builder import BlockBuilder
+from ...expr import Call, Expr
+from .common import register_legalize
+
+
+@register_legalize("relax.nn.leakyrelu")
+def _leakyrelu(bb: BlockBuilder, call: Call) -> Expr:
+    return bb.call_te(topi.nn.leaky_relu, call.args[0], call.attrs["alpha"], primfunc_name_hint="leaky_relu")
+
+
+@register_legalize("relax.nn.prelu")
+def _prelu(bb: BlockBuilder, call: Call) -> Expr:
+    return bb.call_te(topi.nn.prelu, call.args[0], call.args[1], call.attrs["axis"], primfunc_name_hint="prelu")
+
+
+@register_legalize("relax.nn.layer_norm")
+def _layer_norm(bb: BlockBuilder, call: Call) -> Expr:
+    a = call.attrs
+    if not a["scale"]:
+        raise NotImplementedError("relax.nn.layer_norm with scale=False has no legalization (TVM's has none)")
+    return bb.call_te(topi.nn.layer_norm, call.args[0], call.args[1], call.args[2] if a["center"] else None,
+                      axis=list(a["axes"]), epsilon=a["epsilon"], primfunc_name_hint="layer_norm")
+
+
+@register_legalize("relax.nn.rms_norm")
+def _rms_norm(bb: BlockBuilder, call: Call) -> Expr:
+    return bb.call_te(topi.nn.rms_norm, call.args[0], call.args[1], axis=list(call.attrs["axes"]),
+                      epsilon=call.attrs["epsilon"], primfunc_name_hint="rms_norm")
+
+
+def _as_dtype(value: IntImm | FloatImm | int, dtype: str) -> FloatImm:
+    return FloatImm(dtype, float(value.value if isinstance(value, (IntImm, FloatImm)) else value))
+
+
+@register_legalize("relax.nn.cross_entropy_with_logits")
+def _cross_entropy_with_logits(bb: BlockBuilder, call: Call) -> Expr:
+    def cross_entropy(x: te.Tensor, y: te.Tensor) -> te.Tensor:
+        loss = topi.multiply(topi.sum(topi.multiply(x, y)), _as_dtype(-1.0, x.dtype))
+        if x.ndim > 1:  # averaged over the batch
+            n = x.shape[0]
+            loss = topi.divide(loss, _as_dtype(n, x.dtype) if isinstance(n, IntImm) else topi.utils.as_expr(n, x.dtype))
+        return loss
+    return bb.call_te(cross_entropy, call.args[0], call.args[1], primfunc_name_hint="cross_entropy_with_logits")
+
+
+@register_legalize("relax.nn.nll_loss")
+def _nll_loss(bb: BlockBuilder, call: Call) -> Expr:
+    a = call.attrs
+    if len(call.args) == 3:
+        return bb.call_te(topi.nn.nll_loss, *call.args, reduction=a["reduction"], ignore_index=a["ignore_index"],
+                          primfunc_name_hint="nll_loss")
+
+    # (TVM's kernel keeps this helper's name)
+    def nll_loss_without_weight(pred: te.Tensor, targets: te.Tensor, reduction: str, ignore_index: int) -> te.Tensor:
+        classes = pred.shape[1] if pred.ndim > 1 else pred.shape[0]
+        ones = topi.full([classes], pred.dtype, 1.0)
+        return topi.nn.nll_loss(pred, targets, ones, reduction, ignore_index)
+    return bb.call_te(nll_loss_without_weight, call.args[0], call.args[1], reduction=a["reduction"],
+                      ignore_index=a["ignore_index"])
+
+
+def _conv(name: str) -> Any:
+    def legalize(bb: BlockBuilder, call: Call) -> Expr:
+        a = call.attrs
+        return bb.call_te(topi.nn.conv, call.args[0], call.args[1], strides=list(a["strides"]),
+                          padding=list(a["padding"]), dilation=list(a["dilation"]), groups=a["groups"],
+                          data_layout=a["data_layout"], kernel_layout=a["kernel_layout"],
+                          out_dtype=a["out_dtype"] or None, primfunc_name_hint=name)
+    return legalize
+
+
+register_legalize("relax.nn.conv1d", _conv("conv1d"))
+register_legalize("relax.nn.conv2d", _conv("conv2d"))
+
+
+def _conv_transpose(name: str, kernel_name: str) -> Any:
+    def legalize(bb: BlockBuilder, call: Call) -> Expr:
+        a = call.attrs
+        return bb.call_te(topi.nn.conv_transpose, call.args[0], call.args[1], strides=list(a["strides"]),
+                          padding=list(a["padding"]), output_padding=list(a["output_padding"]), groups=a["groups"],
+                          out_dtype=a["out_dtype"] or None, kernel_name=kernel_name, primfunc_name_hint=name)
+    return legalize
+
+
+register_legalize("relax.nn.conv1d_transpose", _conv_transpose("conv1d_transpose", "kernel"))
+register_legalize("relax.nn.conv2d_transpose", _conv_transpose("conv2d_transpose", "kernel_transform"))
+
+
+@register_legalize("relax.nn.group_norm")
+def _group_norm(bb: BlockBuilder, call: Call) -> Expr:
+    a = call.attrs
+    data, gamma, beta = call.args
+    return bb.call_te(topi.nn.group_norm, data, gamma if a["scale"] else None, beta if a["center"] else None,
+                      a["num_groups"], a["channel_axis"], list(a["axes"]), a["epsilon"],
+                      primfunc_name_hint="group_norm")
