@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import operator
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ..ir import dtype as _dt
 from ..ir.structural import structural_equal
@@ -846,6 +847,17 @@ class _TIRParser:
 
     def expand_macro(self, func: Any, args: list, kwargs: dict, node: ast.Call) -> Stmt | None:
         """The statements of a ``T.macro`` body with its parameters bound to the arguments."""
+        with self.macro_scope(func, args, kwargs, node) as body:
+            self.macro_depth += 1
+            try:
+                return self.visit_body(body)
+            finally:
+                self.macro_depth -= 1
+
+    @contextlib.contextmanager
+    def macro_scope(self, func: Any, args: list, kwargs: dict, node: ast.Call) -> Iterator[list[ast.stmt]]:
+        """Parse inside a macro's body (given to the ``with``): its parameters bound to the
+        arguments, its names resolved where it was defined (hygienic) or where it is called."""
         import inspect
 
         macro = func.macro if isinstance(func, T.BoundMacro) else func
@@ -860,16 +872,14 @@ class _TIRParser:
         fdef = _function_def(source.parse(), macro.func.__name__)
         saved = self.source, self.namespace, self.scopes
         self.source = source
-        if macro.hygienic:  # names resolve where the macro was defined
+        if macro.hygienic:  # names resolve where the macro was defined, its own stay inside
             self.namespace, self.scopes = macro.namespace, [dict(bound.arguments)]
         else:  # names resolve where it is called
             self.namespace = {**macro.namespace, **self.namespace}
             self.scopes = [*self.scopes, dict(bound.arguments)]
-        self.macro_depth += 1
         try:
-            return self.visit_body(fdef.body)
+            yield fdef.body
         finally:
-            self.macro_depth -= 1
             self.source, self.namespace, self.scopes = saved
 
     def eval_BinOp(self, node: ast.BinOp) -> Any:

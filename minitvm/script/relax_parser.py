@@ -168,35 +168,15 @@ class _RelaxParser(_TIRParser):
     def expand_macro(self, func: Any, args: list, kwargs: dict, node: ast.Call) -> Any:
         """``m(args)`` of an ``@R.macro``: its statements emitted here with its parameters
         bound to the arguments; the value of its ``return`` is the value of the call."""
-        import inspect
-
         macro = func.macro if isinstance(func, T.BoundMacro) else func
         if getattr(macro, "dialect", "tir") != "relax":
             raise self.error(node, f"{macro!r} is a TIR macro; a Relax function calls R.macro macros")
-        if isinstance(func, T.BoundMacro):
-            args = [func.obj, *args]
-        try:
-            bound = inspect.signature(macro.func).bind(*args, **kwargs)
-        except TypeError as e:
-            raise self.error(node, f"macro {macro.__name__}: {e}") from None
-        bound.apply_defaults()
-        source = Source.from_object(macro.func)
-        fdef = _function_def(source.parse(), macro.func.__name__)
-        body, ret = fdef.body, None
-        if body and isinstance(body[-1], ast.Return):
-            body, ret = body[:-1], body[-1]
-        saved = self.source, self.namespace, self.scopes
-        self.source = source
-        if macro.hygienic:  # names resolve where the macro was defined, its own stay inside
-            self.namespace, self.scopes = macro.namespace, [dict(bound.arguments)]
-        else:
-            self.namespace = {**macro.namespace, **self.namespace}
-            self.scopes = [*self.scopes, dict(bound.arguments)]
-        try:
+        with self.macro_scope(func, args, kwargs, node) as body:
+            ret = None
+            if body and isinstance(body[-1], ast.Return):
+                body, ret = body[:-1], body[-1]
             self.visit_stmts(body)
             return None if ret is None or ret.value is None else self.eval(ret.value)
-        finally:
-            self.source, self.namespace, self.scopes = saved
 
     def _emit_te(self, value: R.EmitTEValue, node: ast.Call) -> Call:
         """``R.emit_te``: build the PrimFunc from the TE function, add it to the module being

@@ -1,10 +1,9 @@
-"""Models the Relax tests build: the MLC course's linear + relu with emit_te, and TVM's quick
-start MLP as an nn.Module."""
+"""Models the Relax tests build: the MLC course's linear + relu with emit_te (TVM's quick
+start MLP is ``minitvm.testing.nn_models.QuickStartMLP``)."""
 
 from __future__ import annotations
 
 from minitvm import relax, te
-from minitvm.relax.frontend import nn
 
 
 def te_matmul(A: te.Tensor, B: te.Tensor) -> te.Tensor:
@@ -30,19 +29,3 @@ def build_linear_relu(batch=1, in_features=784, out_features=128):
             gv = bb.emit_output(lv1)
         bb.emit_func_output(gv)
     return bb.get()
-
-
-class QuickStartMLP(nn.Module):
-    """TVM's quick start model: 784 -> 256 -> ReLU -> 10."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.fc1 = nn.Linear(784, 256)
-        self.relu1 = nn.ReLU()
-        self.fc2 = nn.Linear(256, 10)
-
-    def forward(self, x):
-        x = self.fc1(x)
-        x = self.relu1(x)
-        x = self.fc2(x)
-        return x

@@ -8,8 +8,7 @@ import numpy as np
 import minitvm as tvm
 from minitvm import relax
 from minitvm.relax.frontend import nn
-
-from .models import QuickStartMLP as MLPModel
+from minitvm.testing.nn_models import QuickStartMLP as MLPModel
 
 
 def _call_tirs(func):

@@ -12,9 +12,8 @@ from minitvm import relax
 from minitvm.relax import transform
 from minitvm.relax.frontend import nn
 from minitvm.script import from_source
+from minitvm.testing.nn_models import QuickStartMLP as MLPModel
 from minitvm.tir import PrimFunc
-
-from ..models import QuickStartMLP as MLPModel
 
 
 def _zero_passes(mod):
