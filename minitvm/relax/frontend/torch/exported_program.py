@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import operator
 import re
+import warnings
 from typing import Any, Callable
 
 import numpy as np
@@ -267,7 +268,11 @@ def from_exported_program(ep: Any, *, keep_params_as_input: bool = False, unwrap
     symbols.
     """
     if run_ep_decomposition:
-        ep = ep.run_decompositions()
+        with warnings.catch_warnings():
+            # torch 2.13's own run_decompositions deep-copies a LeafSpec and warns about it;
+            # nothing the caller can act on
+            warnings.filterwarnings("ignore", message=r".*LeafSpec.* is deprecated", category=FutureWarning)
+            ep = ep.run_decompositions()
     convert_map = {**CONVERTERS, **(custom_convert_map or {})}
     return ExportedProgramConverter(convert_map).convert(ep, keep_params_as_input, unwrap_unit_return_tuple,
                                                          no_bind_return_tuple)
