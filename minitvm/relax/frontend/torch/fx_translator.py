@@ -324,8 +324,11 @@ def _example_input(shape: Any, dtype: str, gen: Any) -> Any:
 class FxConverter(ExportedProgramConverter):
     """The state of one ``from_fx`` conversion (the converters see the same helpers)."""
 
-    def __init__(self, convert_map: dict[str, Callable], gm: Any, keep_params_as_input: bool):
+    def __init__(self, convert_map: dict[str, Callable], gm: Any, keep_params_as_input: bool,
+                 custom: dict[Any, Callable] | None = None):
         super().__init__({**convert_map, _TENSOR_INDEX: _tensor_index})
+        #: converters keyed as in TVM's from_fx: a torch function's or method's name, or a module type
+        self.custom = custom or {}
         self.gm = gm
         self.modules = dict(gm.named_modules())
         self.functions = _function_adapters()
@@ -382,6 +385,16 @@ class FxConverter(ExportedProgramConverter):
                 node.meta["val"] = value
         return inputs
 
+    def custom_converter(self, node: Any) -> Callable | None:
+        """The ``custom_convert_map`` entry for a call node (module type, function or method name)."""
+        if not self.custom:
+            return None
+        if node.op == "call_module":
+            return self.custom.get(type(self.modules[node.target]))
+        if node.op == "call_method":
+            return self.custom.get(node.target)
+        return self.custom.get(getattr(node.target, "__name__", None))
+
     def adapter(self, node: Any) -> tuple[Adapter | None, Any, str]:
         """The adapter of a call node, the module it calls, and how to name it in an error."""
         if node.op == "call_module":
@@ -404,6 +417,8 @@ class FxConverter(ExportedProgramConverter):
         missing = []
         for node in graph.nodes:
             if node.op in ("call_module", "call_function", "call_method") and _has_tensor(self.values.get(node)):
+                if self.custom_converter(node) is not None:
+                    continue
                 fn, mod, what = self.adapter(node)
                 if fn is None:
                     missing.append(what)
@@ -419,6 +434,9 @@ class FxConverter(ExportedProgramConverter):
             raise ValueError("from_fx: unsupported operators:\n" + "\n".join(f"  {m}" for m in missing))
 
     def convert_node(self, node: Any) -> Any:
+        custom = self.custom_converter(node)
+        if custom is not None:  # as TVM: the fx node itself and this converter
+            return custom(node, self)
         fn, mod, _ = self.adapter(node)
         target, args, kwargs = fn(self, node, tuple(node.args), dict(node.kwargs), mod)
         return self.convert_map[target](_AtenCall(target, args, kwargs, node), self)
@@ -469,12 +487,16 @@ def from_fx(model: Any, input_info: list, *, keep_params_as_input: bool = False,
 
     Parameters become constants, or with ``keep_params_as_input`` parameters of ``main`` after
     the inputs (see ``relax.frontend.detach_params``).  ``custom_convert_map`` adds converters
-    by ATen name, as in ``from_exported_program``.  Unsupported calls are listed together
-    before any conversion.
+    ``fn(node, importer)``: keyed as in TVM by the called function's or method's name
+    (``"log1p"`` for ``torch.log1p``) or by an ``nn.Module`` subclass, they get the fx node;
+    keyed by an ATen name (``"aten.log1p.default"``) they replace the converter an fx call is
+    restated as.  Unsupported calls are listed together before any conversion.
     """
     import torch.fx
 
     gm = model if isinstance(model, torch.fx.GraphModule) else torch.fx.symbolic_trace(model)
-    convert_map = {**CONVERTERS, **(custom_convert_map or {})}
-    return FxConverter(convert_map, gm, keep_params_as_input).convert_fx(list(input_info), unwrap_unit_return_tuple,
-                                                                           no_bind_return_tuple)
+    custom_convert_map = custom_convert_map or {}
+    aten = {k: v for k, v in custom_convert_map.items() if isinstance(k, str) and k.startswith("aten.")}
+    custom = {k: v for k, v in custom_convert_map.items() if k not in aten}
+    converter = FxConverter({**CONVERTERS, **aten}, gm, keep_params_as_input, custom)
+    return converter.convert_fx(list(input_info), unwrap_unit_return_tuple, no_bind_return_tuple)

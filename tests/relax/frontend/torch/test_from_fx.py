@@ -148,3 +148,47 @@ def test_a_single_tensor_output_is_returned_as_it_is():
     assert isinstance(pair["main"].ret_struct_info, TupleStructInfo)
     x = np.random.default_rng(3).standard_normal((2, 3)).astype("float32")
     np.testing.assert_allclose(compile_zero(single)["main"](minitvm.nd.array(x)).numpy(), x * 2.0)
+
+
+def test_custom_convert_map_keyed_as_in_tvm_by_function_method_and_module_type():
+    """TVM's from_fx looks custom converters up by the called function's name, the method's
+    name or the module's type, and calls them with the fx node and the importer."""
+    from minitvm import relax
+
+    class Scale2(torch.nn.Module):
+        def forward(self, x):
+            return x * 2
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = Scale2()
+
+        def forward(self, x):
+            return self.scale(torch.log1p(x)).square()
+
+    def log1p(node, importer):
+        x = importer.arg(node.args[0])
+        return importer.bb.emit(relax.op.log(relax.op.add(x, importer.scalar(1.0, x))))
+
+    def square(node, importer):
+        x = importer.arg(node.args[0])
+        return importer.bb.emit(relax.op.multiply(x, x))
+
+    def scale2(node, importer):  # x + x, so that the op list shows this converter ran
+        x = importer.arg(node.args[0])
+        return importer.bb.emit(relax.op.add(x, x))
+
+    class LeafScale2(torch.fx.Tracer):  # keep self.scale a call_module node
+        def is_leaf_module(self, m, qualname):
+            return isinstance(m, Scale2) or super().is_leaf_module(m, qualname)
+
+    net = Net().eval()
+    gm = torch.fx.GraphModule(net, LeafScale2().trace(net))
+    x = torch.rand(3, 5)
+    mod = from_fx(gm, _info(x), unwrap_unit_return_tuple=True,
+                  custom_convert_map={"log1p": log1p, "square": square, Scale2: scale2})
+    got = compile_zero(mod)["main"](minitvm.nd.array(x.numpy())).numpy()
+    np.testing.assert_allclose(got, net(x).numpy(), rtol=1e-5, atol=1e-6)
+    ops = [b.value.op.name for b in mod["main"].body.blocks[0].bindings if isinstance(b.value, relax.Call)]
+    assert ops == ["relax.add", "relax.log", "relax.add", "relax.multiply"]
