@@ -332,7 +332,7 @@ def schedule_conv2d_like(sch: Schedule) -> bool:
        loops is used by ``co_t`` accumulators, every weight by ``ow_t``.
     3. As the matmul rule: accumulate in a ``cache_write("local")`` tile written back (through
        the epilogue) after each tile, zero it before ci, vectorize w1, unroll c1, and parallel
-       over (n, c0).
+       over (n, c0) when the kernel does more than ``MATMUL_PARALLEL_WORK`` multiply-adds.
     """
     conv = _conv_block(sch)
     if conv is None:

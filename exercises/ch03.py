@@ -1,0 +1,91 @@
+# Generated from solutions/ch03.py by `python -m minitvm.grade.make_stubs`: edit the bodies that raise.
+"""Chapter 3 exercises: from PyTorch to native code (to solve).
+
+Import a model, read its Relax, find the operators minitvm lacks and add a converter, see
+what fusion made of it, and compile once for every batch size. Try them in a notebook::
+
+    import sys; sys.path.insert(0, "..")
+    import torch
+    from exercises import ch03
+    model = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.ReLU())
+    mod = ch03.import_model(model, torch.randn(2, 8))
+    mod.show()
+
+The graders (``tests/grade/test_ch03.py``) use their own models and fresh random data and
+compare with torch. Run them with ``minitvm grade ch03`` or ``minitvm.grade.check("ch03")``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+import minitvm
+from minitvm import relax
+from minitvm.ir import IRModule
+from minitvm.relax.frontend.torch import CONVERTERS, from_exported_program
+
+
+def import_model(model: torch.nn.Module, example: torch.Tensor) -> IRModule:
+    """Exercise 3.1: export ``model`` with ``torch.export.export`` on the single input
+    ``example`` and import it with ``from_exported_program``.
+
+    ``main`` must take one tensor of ``example``'s shape and return a tensor (not a 1-tuple:
+    ``unwrap_unit_return_tuple=True``); the weights become constants.
+    """
+    raise NotImplementedError("exercise 3.1: write import_model")
+
+
+def relax_ops(mod: IRModule) -> list[str]:
+    """Exercise 3.2: the Relax operators that ``mod["main"]`` calls, in order.
+
+    Walk the bindings of main's dataflow block (``mod["main"].body.blocks[0].bindings``);
+    each binding has a ``var`` and a ``value``. Where the value is a ``relax.Call`` whose
+    ``op`` is an operator, collect ``value.op.name`` (such as ``"relax.matmul"``). Skip
+    other values (a variable bound to a variable, a tuple, ...).
+    """
+    raise NotImplementedError("exercise 3.2: write relax_ops")
+
+
+def convert_expm1(node: Any, importer: Any) -> Any:
+    """Exercise 3.3: a converter for ``aten.expm1.default`` (``exp(x) - 1``), which minitvm
+    does not have, used as ``custom_convert_map={"aten.expm1.default": convert_expm1}``.
+
+    Chapter 3's ``convert_log1p`` shows the pattern: ``importer.arg(node.args[0])`` is the
+    input, ``importer.scalar(1.0, x)`` a constant of its dtype, ``relax.op`` builds the
+    expression, ``importer.bb.emit(...)`` emits it; return what ``emit`` returns.
+    """
+    raise NotImplementedError("exercise 3.3: write convert_expm1")
+
+
+def compile_dynamic_batch(model: torch.nn.Module, example: torch.Tensor) -> relax.VirtualMachine:
+    """Exercise 3.4: compile ``model`` once for any batch size.
+
+    Export it with dimension 0 of ``example`` dynamic (``torch.export.Dim``, passed as
+    ``dynamic_shapes``), import it (``unwrap_unit_return_tuple=True``), compile it with
+    ``minitvm.compile(mod, "llvm")`` and return a ``relax.VirtualMachine`` on ``minitvm.cpu()``
+    whose ``main`` accepts inputs of every batch size.
+    """
+    raise NotImplementedError("exercise 3.4: write compile_dynamic_batch")
+
+
+def missing_ops(model: torch.nn.Module, example: torch.Tensor) -> list[str]:
+    """Exercise 3.5: the ATen operators of ``model`` that minitvm has no converter for, sorted.
+
+    Export the model on ``example`` and call ``run_decompositions()`` on the result: that graph
+    is what ``from_exported_program`` converts. Its ``call_function`` nodes call the operators
+    (``str(node.target)`` is a name such as ``"aten.addmm.default"``; count only names starting
+    with ``"aten."``: Python's ``getitem``, which picks one output of an operator, is not one).
+    Those that are not keys of ``minitvm.relax.frontend.torch.CONVERTERS`` are missing. Each
+    name once.
+    """
+    raise NotImplementedError("exercise 3.5: write missing_ops")
+
+
+def fused_kernels(mod: IRModule) -> list[str]:
+    """Exercise 3.6: run the ``"zero"`` pipeline (``relax.get_pipeline("zero")``) on ``mod`` and
+    return the names of the TensorIR functions it produced that FuseOps/FuseTIR made from more
+    than one operator (their names start with ``"fused_"``), sorted.
+    """
+    raise NotImplementedError("exercise 3.6: write fused_kernels")
