@@ -19,6 +19,7 @@ from minitvm.ir import IRModule, assert_structural_equal
 from minitvm.relax.frontend.torch import from_exported_program, from_fx
 from minitvm.script import ir as I
 from minitvm.script import relax as R
+from minitvm.testing import assert_allclose
 
 
 @pytest.fixture
@@ -71,6 +72,7 @@ class TwoLayer(torch.nn.Module):
 # ------------------------------------------------------------------ graders
 
 
+@pytest.mark.hint("write into np.from_dlpack(out) (np.add(..., out=...)); rebinding the name `out` changes nothing")
 @pytest.mark.points(1)
 def test_register_scaled_add(ex):
     """Exercise 5.1: a numpy function in destination-passing style, registered."""
@@ -82,8 +84,7 @@ def test_register_scaled_add(ex):
     out = minitvm.nd.array(np.full((5, 7), 123.0, "float32"))
     result = fn(minitvm.nd.array(a), minitvm.nd.array(b), out)
     assert result is None, "a destination-passing function returns nothing: write into `out`"
-    np.testing.assert_allclose(out.numpy(), a + 2 * b, rtol=1e-6, atol=1e-6,
-                               err_msg="`out` must hold a + 2 * b after the call")
+    assert_allclose(out.numpy(), a + 2 * b, rtol=1e-6, atol=1e-6, err_msg="`out` must hold a + 2 * b after the call")
 
 
 @pytest.mark.points(2)
@@ -115,9 +116,10 @@ def test_module_calling(ex):
     rng = np.random.default_rng(52)
     a, b = (rng.standard_normal((m, n)).astype("float32") for _ in range(2))
     got = _vm(mod)["main"](minitvm.nd.array(a), minitvm.nd.array(b)).numpy()
-    np.testing.assert_allclose(got, a - b, rtol=1e-6)
+    assert_allclose(got, a - b, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.hint("minitvm.nd.array(...) copies; minitvm.nd.from_dlpack(t) and torch.from_dlpack(nd) share the memory")
 @pytest.mark.points(1)
 def test_zero_copy_round_trip(ex):
     """Exercise 5.3: torch -> minitvm -> torch, sharing one buffer."""
@@ -130,10 +132,11 @@ def test_zero_copy_round_trip(ex):
     assert nd.data_ptr == t.data_ptr(), "nd does not share t's memory: use minitvm.nd.from_dlpack, not nd.array"
     assert back.data_ptr() == t.data_ptr(), "back does not share t's memory: use torch.from_dlpack(nd)"
     t.mul_(3.0)  # one buffer: the change shows through both
-    np.testing.assert_array_equal(nd.numpy(), t.numpy())
-    torch.testing.assert_close(back, t)
+    assert_allclose(nd.numpy(), t.numpy())
+    assert_allclose(back, t)
 
 
+@pytest.mark.hint("torch.addmm(b, x, w.T, out=torch.from_dlpack(out)) writes into the VM's buffer")
 @pytest.mark.points(2)
 def test_register_torch_linear(ex):
     """Exercise 5.4: a torch-backed linear layer writing into the VM's buffer."""
@@ -147,8 +150,8 @@ def test_register_torch_linear(ex):
     assert fn(*(minitvm.nd.array(t.numpy()) for t in (x, w, b)), out) is None, \
         "a destination-passing function returns nothing: write into `out`"
     assert out.data_ptr == address
-    torch.testing.assert_close(torch.from_dlpack(out), x @ w.T + b, rtol=1e-5, atol=1e-5,
-                               msg=lambda m: "`out` must hold x @ w.T + b after the call\n" + m)
+    assert_allclose(torch.from_dlpack(out), x @ w.T + b, rtol=1e-5, atol=1e-5,
+                    err_msg="`out` must hold x @ w.T + b after the call")
     # and inside a compiled module, called by the VM
     bb = relax.BlockBuilder()
     xs = [relax.Var(v, relax.TensorStructInfo(s, "float32")) for v, s in (("x", (n, k)), ("w", (m, k)), ("b", (m,)))]
@@ -157,7 +160,7 @@ def test_register_torch_linear(ex):
             gv = bb.emit_output(relax.call_dps_packed(name, xs, out_sinfo=relax.TensorStructInfo((n, m), "float32")))
         bb.emit_func_output(gv)
     got = _vm(bb.get())["main"](x, w, b)
-    torch.testing.assert_close(torch.from_dlpack(got), x @ w.T + b, rtol=1e-5, atol=1e-5)
+    assert_allclose(torch.from_dlpack(got), x @ w.T + b, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.points(2)
@@ -186,9 +189,10 @@ def test_mixed_module(ex):
     w = rng.standard_normal((k, m)).astype("float32")
     got = _vm(mod)["main"](minitvm.nd.array(x), minitvm.nd.array(w)).numpy()
     assert len(calls) == 1, f"the library function ran {len(calls)} times for one call of main"
-    np.testing.assert_allclose(got, np.maximum(x @ w, 0), rtol=1e-5, atol=1e-5)
+    assert_allclose(got, np.maximum(x @ w, 0), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.hint("importer.arg(node.args[0]) is the input; return what importer.bb.emit(expression) returns")
 @pytest.mark.points(2)
 def test_convert_sinh(ex):
     """Exercise 5.6: a converter for an unsupported ATen operator (aten.sinh)."""
@@ -203,9 +207,10 @@ def test_convert_sinh(ex):
                                 custom_convert_map={"aten.sinh.default": ex.convert_sinh})
     for shape_x in (x, torch.randn(3, 8)):
         got = torch.from_dlpack(_vm(mod)["main"](shape_x))
-        torch.testing.assert_close(got, Net()(shape_x), rtol=1e-5, atol=1e-5)
+        assert_allclose(got, Net()(shape_x), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.hint('from_fx looks a called function up by its name: the key is "softsign", the value fn(node, importer)')
 @pytest.mark.points(2)
 def test_fx_softsign_map(ex):
     """Exercise 5.7: a custom_convert_map for from_fx (a function looked up by its name)."""
@@ -224,7 +229,7 @@ def test_fx_softsign_map(ex):
     mod = from_fx(net, [((5, 6), "float32")], unwrap_unit_return_tuple=True, custom_convert_map=cmap)
     x = torch.randn(5, 6) * 3
     with torch.no_grad():
-        torch.testing.assert_close(torch.from_dlpack(_vm(mod)["main"](x)), net(x), rtol=1e-5, atol=1e-5)
+        assert_allclose(torch.from_dlpack(_vm(mod)["main"](x)), net(x), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.points(2)
@@ -247,14 +252,15 @@ def test_import_params_as_input(ex):
     with torch.no_grad():
         want = model(x)
     got = vm["main"](x, *(minitvm.nd.array(np.asarray(p)) for p in params))
-    torch.testing.assert_close(torch.from_dlpack(got), want, rtol=1e-5, atol=1e-5)
+    assert_allclose(torch.from_dlpack(got), want, rtol=1e-5, atol=1e-5)
     # other weights, same executable
     other = TwoLayer(k, h, m).eval()
     weights = [minitvm.nd.array(p.detach().numpy()) for p in other.parameters()]
     with torch.no_grad():
-        torch.testing.assert_close(torch.from_dlpack(vm["main"](x, *weights)), other(x), rtol=1e-5, atol=1e-5)
+        assert_allclose(torch.from_dlpack(vm["main"](x, *weights)), other(x), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.hint('BindParams("main", {name: array}), named as the parameters of main after the first num_input')
 @pytest.mark.points(2)
 def test_bind_params(ex):
     """Exercise 5.9: bind the weights back as constants."""
@@ -269,4 +275,4 @@ def test_bind_params(ex):
     assert names == ["x"], f"main should take only the input x once the weights are bound, it takes {names}"
     x = torch.randn(3, k)
     with torch.no_grad():
-        torch.testing.assert_close(torch.from_dlpack(_vm(bound)["main"](x)), model(x), rtol=1e-5, atol=1e-5)
+        assert_allclose(torch.from_dlpack(_vm(bound)["main"](x)), model(x), rtol=1e-5, atol=1e-5)
