@@ -174,15 +174,16 @@ def _drive(page, lab: Lab, shots: list[Path]) -> None:
     page.locator(".jp-Notebook").first.click()  # the notebook panel must be current for Run All
     page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
 
-    picture = page.locator(".jp-RenderedSVG img").first
+    # viz.graph displays as HTML holding the SVG, scaled to the notebook panel
+    picture = page.locator(".jp-RenderedHTMLCommon svg").first
     picture.wait_for(state="visible", timeout=clock.ms())
-    src = urllib.parse.unquote(picture.get_attribute("src") or "")
-    assert "svg" in src[:40], f"the graph is not shown as an SVG image (src starts {src[:40]!r})"
-    assert "fused_matmul_add_relu (out_ewise_fusable)" in src, "the picture is not the fused graph with its clusters"
-    # a data: image decodes asynchronously; wait for it before measuring
-    width = picture.evaluate("img => img.decode().then(() => img.naturalWidth)")
+    assert "fused_matmul_add_relu (out_ewise_fusable)" in picture.inner_html(), \
+        "the picture is not the fused graph with its clusters"
     box = picture.bounding_box()
-    assert width > 0 and box and box["width"] > 200 and box["height"] > 200, f"the graph picture is {box}"
+    panel = page.locator(".jp-Notebook").first.bounding_box()
+    assert box and box["width"] > 200 and box["height"] > 200, f"the graph picture is {box}"
+    assert panel and box["x"] + box["width"] <= panel["x"] + panel["width"] + 1, \
+        f"the graph picture ({box}) is wider than the notebook panel ({panel})"
 
     slider = page.locator(".jp-OutputArea-output .widget-slider").first
     slider.wait_for(state="visible", timeout=clock.ms())
