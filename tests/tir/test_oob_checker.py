@@ -12,8 +12,8 @@ import minitvm
 from minitvm import tir
 from minitvm.ir import IRModule
 from minitvm.script import tir as T
-from minitvm.tir.oob_checker import out_of_bounds_accesses
 from minitvm.testing.programs import mm_relu, split_with_where
+from minitvm.tir.oob_checker import out_of_bounds_accesses
 
 
 @T.prim_func
