@@ -26,7 +26,7 @@ from ...runtime.registry import register_func
 from ...tir import expr as _e
 from ..signature import FunctionSignature, ParamSpec
 from ..target import Target, host_cpu_features
-from . import llvm as _llvm
+from .llvm_jit import LLVM_LOCK, LLVMModule, features_string, init_llvm, jit_compile, target_machine
 
 __all__ = ["export_llvm", "load_llvm_ir", "signature_to_json", "signature_from_json", "FORMAT"]
 
@@ -152,9 +152,9 @@ def _signatures(metadata: dict) -> dict[str, FunctionSignature]:
 # -- the hooks ---------------------------------------------------------------------------------------
 
 
-def export_llvm(lib: _llvm.LLVMModule) -> dict:
+def export_llvm(lib: LLVMModule) -> dict:
     """``{"format", "payload", "metadata"}`` of an LLVM library, for an Executable file."""
-    if not isinstance(lib, _llvm.LLVMModule):
+    if not isinstance(lib, LLVMModule):
         raise TypeError(f"export_llvm: expected an LLVMModule, got {type(lib).__name__}")
     signatures, messages = {}, None
     for name in lib.function_names():
@@ -169,7 +169,7 @@ def export_llvm(lib: _llvm.LLVMModule) -> dict:
                          "opt_level": target.opt_level}}
 
 
-def load_llvm_ir(payload: str, metadata: dict) -> _llvm.LLVMModule:
+def load_llvm_ir(payload: str, metadata: dict) -> LLVMModule:
     """JIT-compile saved, optimized LLVM IR again; functions get their saved signatures."""
     if not isinstance(metadata, dict):
         raise ValueError(f"the kernel library's metadata is corrupted: expected a JSON object, got {metadata!r:.60}")
@@ -186,22 +186,20 @@ def load_llvm_ir(payload: str, metadata: dict) -> _llvm.LLVMModule:
         raise RuntimeError(f"the kernels were compiled for a CPU ({metadata['mcpu']}) with features this "
                            f"machine lacks: {', '.join(missing[:8])}{' ...' if len(missing) > 8 else ''}; "
                            "build the model again here")
-    _llvm._init_llvm()  # the native target, and libgomp for parallel loops
+    init_llvm()  # the native target, and libgomp for parallel loops
     sigs = _signatures(metadata)
     messages = metadata.get("assert_messages", [])
     if not isinstance(messages, list) or not all(isinstance(m, str) for m in messages):
         raise ValueError("the kernel library's assert messages are corrupted: expected a list of strings")
-    with _llvm._lock:
+    with LLVM_LOCK:
         mod = _parse_kernels(payload)
-        tm = _llvm._target_machine(str(metadata.get("mcpu", "")), ",".join(f"+{f}" for f in features),
-                                   int(metadata.get("opt_level", 3)))
-        engine = llvm.create_mcjit_compiler(mod, tm)
-        engine.finalize_object()
-        entry = {name: (engine.get_function_address(name), sig) for name, sig in sigs.items()}
+        tm = target_machine(str(metadata.get("mcpu", "")), features_string(features),
+                            int(metadata.get("opt_level", 3)))
+        engine, entry = jit_compile(mod, tm, sigs)
     for name, (addr, _) in entry.items():
         if not addr:
             raise RuntimeError(f"loading kernels: no code for function {name!r} in the saved LLVM IR")
-    return _llvm.LLVMModule(payload, payload, engine, tm, Target(str(metadata.get("target", "llvm"))), entry,
+    return LLVMModule(payload, payload, engine, tm, Target(str(metadata.get("target", "llvm"))), entry,
                             messages)
 
 
