@@ -13,6 +13,7 @@ code through ctypes (without the GIL), and turns a nonzero result into an except
 from __future__ import annotations
 
 import ctypes
+import operator
 from typing import Any
 
 from ...runtime.module import BoundsCheck
@@ -20,6 +21,7 @@ from ..signature import FunctionSignature
 
 __all__ = ["ERROR_INDEX_SYMBOL", "CompiledFunction", "ctype"]
 
+_DATA_POINTER = operator.attrgetter("_ptr")  # of an NDArray: the address a kernel receives
 #: the global where a failed bounds check stores the bad index (read by :class:`CompiledFunction`)
 ERROR_INDEX_SYMBOL = "__minitvm_bounds_error_index"
 
@@ -62,7 +64,7 @@ class CompiledFunction:
     def __call__(self, *args: Any) -> None:
         values, sizes = self._check(args)
         if self._all_buffers:
-            rc = self._cfunc(*[v._ptr for v in values], *sizes)
+            rc = self._cfunc(*map(_DATA_POINTER, values), *sizes)
         else:
             rc = self._cfunc(*[v._ptr if b else v for v, b in zip(values, self._is_buffer)], *sizes)
         if rc != 0:
