@@ -10,7 +10,9 @@ Symbolic dimensions (``n``) bind at their first use and must agree everywhere el
 call; a dimension computed from them (``n * 2``, a :class:`DerivedDim`) is checked once all
 are bound.  The full check runs once per combination of shapes and dtypes: the next call
 with the same ones (NDArrays or C-contiguous numpy arrays, plain scalars) takes the fast
-path, which only looks the combination up (``ArgumentCheck.fast_calls`` counts those calls).
+path, which only looks the combination up (``ArgumentCheck.fast_calls`` counts those calls);
+the shapes of the last all-NDArray call -- what the VM passes its kernels -- are compared
+first, without hashing.
 """
 
 from __future__ import annotations
