@@ -292,3 +292,23 @@ def test_the_failed_check_reaches_the_error_as_a_record():
     assert err.value.check == record
     assert err.value.index == 8
     assert (err.value.check.buffer, err.value.check.index, err.value.check.extent) == ("B", "i + 1", "8")
+
+
+def test_in_a_notebook_build_checks_by_default_and_the_config_still_decides(monkeypatch):
+    """Where a learner is (an IPython kernel), minitvm.build checks what it cannot prove; an
+    explicit config wins either way; relax.build's kernels are checked only when asked."""
+    from minitvm.driver import build_module
+
+    monkeypatch.setattr(build_module, "in_notebook", lambda: True)
+    assert _asserts(minitvm.build(gather)) != []  # idx[i] cannot be proven in range
+    with PassContext(config={"tir.bounds_check": False}):
+        assert _asserts(minitvm.build(gather)) == []
+    assert _asserts(build_module.build_kernels(gather)) == []  # what relax.build uses for models
+    monkeypatch.setattr(build_module, "in_notebook", lambda: False)
+    assert _asserts(minitvm.build(gather)) == []
+
+
+def test_the_notebook_test_is_false_outside_a_kernel():
+    from minitvm.driver import in_notebook
+
+    assert in_notebook() is False  # pytest is no IPython kernel
