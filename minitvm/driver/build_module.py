@@ -8,17 +8,18 @@ functions go to the Relax virtual-machine builder.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from ..ir.module import IRModule
 from ..runtime.module import Module
 from ..target import Target
-from ..tir import expr as _e
-from ..tir import stmt as _s
 from ..tir.function import PrimFunc
-from ..tir.functor import pre_order_visit
+from ..tir.transform import InstrumentBoundCheckers, lower_pipeline
+from ..tir.transform.instrument_bound_checkers import bounds_check_requested
+from ..transform import PassContext
 
-__all__ = ["build", "compile", "lower", "normalize_module"]
+__all__ = ["build", "build_kernels", "compile", "lower", "lower_to_module", "normalize_module", "in_notebook"]
 
 
 def normalize_module(mod_or_func: Any, name: str | None = None) -> IRModule:
@@ -38,49 +39,29 @@ def _target(target: Any) -> Target:
     return target if isinstance(target, Target) else Target(target)
 
 
-def _not_lowered_reason(func: PrimFunc) -> str | None:
-    """Why ``func`` is not yet in the form code generators accept (None if it is)."""
-    reason: list[str] = []
-
-    def visit(n: Any) -> bool:
-        if reason:
-            return False
-        if isinstance(n, (_s.Block, _s.BlockRealize)):
-            reason.append(f"it still has blocks ({getattr(n, 'name_hint', 'root')})")
-        elif isinstance(n, (_e.BufferLoad, _s.BufferStore)) and len(n.indices) != 1:
-            reason.append(f"buffer {n.buffer.name} is accessed with {len(n.indices)} indices")
-        return True
-
-    pre_order_visit(func.body, visit)
-    return reason[0] if reason else None
+def lower_to_module(mod_or_func: Any, name: str | None = None) -> IRModule:
+    """An IRModule with every PrimFunc lowered (blocks -> loops, flat buffers, simplified): TVM's
+    ``minitvm.lower`` (``lower`` below), which returns an IRModule even for one PrimFunc."""
+    return lower_pipeline()(normalize_module(mod_or_func, name))
 
 
-def lower(mod_or_func: Any, name: str | None = None) -> IRModule:
-    """Run the TIR lowering pipeline (blocks -> loops, flat buffers, simplified) on a module."""
-    mod = normalize_module(mod_or_func, name)
-    try:
-        from ..tir.transform import lower_pipeline
-    except ImportError:
-        lower_pipeline = None
-    if lower_pipeline is None:
-        for gv, func in mod.items():
-            if isinstance(func, PrimFunc):
-                why = _not_lowered_reason(func)
-                if why is not None:
-                    raise NotImplementedError(
-                        f"cannot lower {gv.name_hint!r}: {why}, and the TIR lowering pipeline "
-                        "(minitvm.tir.transform.lower_pipeline) is not available")
-        return mod
-    return lower_pipeline()(mod)
+#: TVM's public name (``minitvm.lower``)
+lower = lower_to_module
 
 
-def _instrument(mod: IRModule, target: Target) -> IRModule:
-    """Bounds checks for native code when ``PassContext(config={"tir.bounds_check": True})`` asks
-    (the python target's interpreter checks every access itself)."""
-    from ..tir.transform.instrument_bound_checkers import InstrumentBoundCheckers, bounds_check_requested
-    from ..transform import PassContext
+def in_notebook() -> bool:
+    """True inside a Jupyter (IPython) kernel: where a learner is."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    return shell is not None and getattr(shell, "kernel", None) is not None
 
-    if target.kind.name != "llvm" or not bounds_check_requested(PassContext.current()):
+
+def _instrument(mod: IRModule, target: Target, checks_by_default: bool) -> IRModule:
+    """Bounds checks for native code when ``PassContext(config={"tir.bounds_check": ...})`` asks,
+    else ``checks_by_default`` (the python target's interpreter checks every access itself).
+    The one place the instrumentation runs, so that ``lib.ir_module`` shows the checks that were
+    compiled."""
+    if target.kind.name != "llvm" or not bounds_check_requested(PassContext.current(), checks_by_default):
         return mod
     return InstrumentBoundCheckers()(mod)
 
@@ -98,8 +79,20 @@ def build(mod_or_func: Any, target: Any = "llvm", name: str | None = None) -> Mo
 
     ``lib[symbol](*arrays)`` then calls a function by its exported symbol (``export_name``:
     the ``global_symbol``, else the module's name for it); arguments are checked (count,
-    dtype, shape) before any code runs.
+    dtype, shape) before any code runs.  A provable out-of-bounds access is refused while
+    lowering; what cannot be proven is checked at run time inside a notebook unless
+    ``PassContext(config={"tir.bounds_check": False})`` says otherwise (a learner's wrong index
+    then raises ``BoundsError`` instead of killing the kernel), and elsewhere only when the
+    config asks.
     """
+    return build_kernels(mod_or_func, target, name, checks_by_default=in_notebook())
+
+
+def build_kernels(mod_or_func: Any, target: Any = "llvm", name: str | None = None, *,
+                  checks_by_default: bool = False) -> Module:
+    """:func:`build` with the bounds-check default given: ``relax.build`` builds a model's
+    kernels with checks only when the PassContext asks (a model's kernels are generated, and
+    the checks would cost speed)."""
     from ..target.codegen import build_module, check_buildable
 
     target = _target(target)
@@ -110,7 +103,7 @@ def build(mod_or_func: Any, target: Any = "llvm", name: str | None = None) -> Mo
                         "use minitvm.compile for modules with Relax functions")
     # GPU builtins and thread launches are refused by name before lowering trips over them
     check_buildable({gv.name_hint: f for gv, f in mod.items()}, target)
-    lowered = _instrument(lower(mod), target)
+    lowered = _instrument(lower_to_module(mod), target, checks_by_default)
     funcs: dict[str, PrimFunc] = {}
     for gv, f in lowered.items():
         if isinstance(f, PrimFunc):

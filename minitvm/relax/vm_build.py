@@ -72,7 +72,7 @@ def build(mod: IRModule, target: Any = None, params: dict | None = None,
             mod = relax_pipeline(mod)
     mod = Sequential(vm_lowering_passes(target), name="vm_lowering")(mod)
     prims = {gv: f for gv, f in mod.items() if isinstance(f, PrimFunc)}
-    lib = driver.build(IRModule(prims), target) if prims else None
+    lib = driver.build_kernels(IRModule(prims), target) if prims else None
     exe = codegen(mod, lib)
     exe.ir_module = mod  # what was compiled, for inspection
     return exe

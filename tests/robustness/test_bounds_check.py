@@ -274,5 +274,41 @@ def test_conditions_that_read_memory_prove_nothing():
 
 def test_checks_show_in_the_lowered_module():
     text = _build(shift).ir_module.script()
-    assert ('assert 0 <= i + 1 and i + 1 < 8, "bounds check: buffer B: index {index} is out of bounds for '
+    assert ('assert 0 <= i + 1 and i + 1 < 8, "buffer B: index out of bounds for '
             'extent 8 (at B[i + 1])"\n            B[i + 1] = A[i]') in text
+
+
+def test_the_failed_check_reaches_the_error_as_a_record():
+    from minitvm.runtime import BoundsCheck
+    from minitvm.tir.transform.instrument_bound_checkers import CHECKS_ATTR, bounds_checks
+
+    lib = _build(shift)
+    func = lib.ir_module["shift"]
+    record = BoundsCheck(buffer="B", index="i + 1", extent="8", line=None)
+    assert func.attrs[CHECKS_ATTR] == [record.to_json()]  # the pass records the check as data
+    assert bounds_checks(func) == {_asserts(lib)[0]: record}  # ... tied to the assert it made
+    with pytest.raises(BoundsError) as err:
+        lib["shift"](_rand(8), _rand(8))
+    assert err.value.check == record
+    assert err.value.index == 8
+    assert (err.value.check.buffer, err.value.check.index, err.value.check.extent) == ("B", "i + 1", "8")
+
+
+def test_in_a_notebook_build_checks_by_default_and_the_config_still_decides(monkeypatch):
+    """Where a learner is (an IPython kernel), minitvm.build checks what it cannot prove; an
+    explicit config wins either way; relax.build's kernels are checked only when asked."""
+    from minitvm.driver import build_module
+
+    monkeypatch.setattr(build_module, "in_notebook", lambda: True)
+    assert _asserts(minitvm.build(gather)) != []  # idx[i] cannot be proven in range
+    with PassContext(config={"tir.bounds_check": False}):
+        assert _asserts(minitvm.build(gather)) == []
+    assert _asserts(build_module.build_kernels(gather)) == []  # what relax.build uses for models
+    monkeypatch.setattr(build_module, "in_notebook", lambda: False)
+    assert _asserts(minitvm.build(gather)) == []
+
+
+def test_the_notebook_test_is_false_outside_a_kernel():
+    from minitvm.driver import in_notebook
+
+    assert in_notebook() is False  # pytest is no IPython kernel
