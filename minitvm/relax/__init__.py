@@ -53,7 +53,7 @@ from .struct_info import (
                    TupleStructInfo,
                    get_shape_of,
 )
-from .vm_build import VirtualMachine, build, get_pipeline, register_pipeline, transform, vm  # noqa: F401
+from .vm_build import VirtualMachine, VMInstrumentReturnKind, build, get_pipeline, register_pipeline, transform, vm  # noqa: F401
 
 __all__ = [
     # expressions

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..ir.module import IRModule
-from ..runtime.vm import Executable, VirtualMachine
+from ..runtime.vm import Executable, VirtualMachine, VMInstrumentReturnKind
 from ..target import Target
 from ..target.codegen import llvm_export  # noqa: F401 - registers the hooks that save/load kernels
 from ..tir.function import PrimFunc
@@ -29,7 +29,7 @@ from .pipeline import get_pipeline, register_pipeline, vm_lowering_passes
 from .vm.codegen import codegen
 
 # re-exported so that minitvm/relax/__init__.py needs a single import line
-__all__ = ["build", "VirtualMachine", "get_pipeline", "register_pipeline", "transform", "vm"]
+__all__ = ["build", "VirtualMachine", "VMInstrumentReturnKind", "get_pipeline", "register_pipeline", "transform", "vm"]
 
 
 def _as_target(target: Any) -> Target:
