@@ -174,15 +174,13 @@ def _drive(page, lab: Lab, shots: list[Path]) -> None:
     page.locator(".jp-Notebook").first.click()  # the notebook panel must be current for Run All
     page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
 
-    picture = page.locator(".jp-RenderedSVG img").first
+    # a viz picture comes as inline SVG (text/html) that may shrink to the output's width
+    picture = page.locator(".jp-RenderedHTMLCommon svg", has_text="fused_matmul_add_relu (out_ewise_fusable)").first
     picture.wait_for(state="visible", timeout=clock.ms())
-    src = urllib.parse.unquote(picture.get_attribute("src") or "")
-    assert "svg" in src[:40], f"the graph is not shown as an SVG image (src starts {src[:40]!r})"
-    assert "fused_matmul_add_relu (out_ewise_fusable)" in src, "the picture is not the fused graph with its clusters"
-    # a data: image decodes asynchronously; wait for it before measuring
-    width = picture.evaluate("img => img.decode().then(() => img.naturalWidth)")
     box = picture.bounding_box()
-    assert width > 0 and box and box["width"] > 200 and box["height"] > 200, f"the graph picture is {box}"
+    area = picture.evaluate("svg => svg.closest('.jp-OutputArea-output').getBoundingClientRect().width")
+    assert box and box["width"] > 200 and box["height"] > 200, f"the graph picture is {box}"
+    assert box["width"] <= area + 1, f"the graph ({box['width']:.0f} px) is wider than its output area ({area:.0f} px)"
 
     slider = page.locator(".jp-OutputArea-output .widget-slider").first
     slider.wait_for(state="visible", timeout=clock.ms())
