@@ -184,8 +184,9 @@ def predict_vm_counts() -> dict[str, int]:
 def save_load_run(ex: Any, x: np.ndarray, directory: str) -> np.ndarray:
     """Exercise 4.8: an executable on disk.
 
-    Save the executable ``ex`` into a file in ``directory`` (any name), load it back with
-    ``minitvm.runtime.load_executable``, run the loaded executable's ``main`` on ``x`` with a
-    new ``relax.VirtualMachine``, and return the result as a numpy array.
+    Save the executable ``ex`` into a file in ``directory`` (any name; ``ex.export_library``,
+    or minitvm's ``ex.save``), load it back with ``minitvm.runtime.load_module`` (or
+    ``load_executable``), run the loaded executable's ``main`` on ``x`` with a new
+    ``relax.VirtualMachine``, and return the result as a numpy array.
     """
     raise NotImplementedError("exercise 4.8: write save_load_run")

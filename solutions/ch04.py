@@ -275,13 +275,14 @@ def predict_vm_counts() -> dict[str, int]:
 def save_load_run(ex: Any, x: np.ndarray, directory: str) -> np.ndarray:
     """Exercise 4.8: an executable on disk.
 
-    Save the executable ``ex`` into a file in ``directory`` (any name), load it back with
-    ``minitvm.runtime.load_executable``, run the loaded executable's ``main`` on ``x`` with a
-    new ``relax.VirtualMachine``, and return the result as a numpy array.
+    Save the executable ``ex`` into a file in ``directory`` (any name; ``ex.export_library``,
+    or minitvm's ``ex.save``), load it back with ``minitvm.runtime.load_module`` (or
+    ``load_executable``), run the loaded executable's ``main`` on ``x`` with a new
+    ``relax.VirtualMachine``, and return the result as a numpy array.
     """
     # BEGIN SOLUTION
-    path = os.path.join(directory, "model.minitvm")
-    ex.save(path)
-    loaded = minitvm.runtime.load_executable(path)
+    path = os.path.join(directory, "model.so")
+    ex.export_library(path)
+    loaded = minitvm.runtime.load_module(path)
     return relax.VirtualMachine(loaded, minitvm.cpu())["main"](x).numpy()
     # END SOLUTION

@@ -232,7 +232,7 @@ def test_predict_vm_counts(ex):
 
 
 @pytest.mark.points(1)
-@pytest.mark.hint('ex.save(path), minitvm.runtime.load_executable(path), '
+@pytest.mark.hint('ex.export_library(path), minitvm.runtime.load_module(path), '
                    'relax.VirtualMachine(loaded, minitvm.cpu())["main"](x)')
 def test_save_load_run(ex, tmp_path):
     """Exercise 4.8: an executable on disk."""
