@@ -174,13 +174,16 @@ def _drive(page, lab: Lab, shots: list[Path]) -> None:
     page.locator(".jp-Notebook").first.click()  # the notebook panel must be current for Run All
     page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
 
-    # a viz picture comes as inline SVG (text/html) that may shrink to the output's width
-    picture = page.locator(".jp-RenderedHTMLCommon svg", has_text="fused_matmul_add_relu (out_ewise_fusable)").first
+    # viz.graph displays as HTML holding the SVG, scaled to the notebook panel
+    picture = page.locator(".jp-RenderedHTMLCommon svg").first
     picture.wait_for(state="visible", timeout=clock.ms())
+    assert "fused_matmul_add_relu (out_ewise_fusable)" in picture.inner_html(), \
+        "the picture is not the fused graph with its clusters"
     box = picture.bounding_box()
-    area = picture.evaluate("svg => svg.closest('.jp-OutputArea-output').getBoundingClientRect().width")
+    panel = page.locator(".jp-Notebook").first.bounding_box()
     assert box and box["width"] > 200 and box["height"] > 200, f"the graph picture is {box}"
-    assert box["width"] <= area + 1, f"the graph ({box['width']:.0f} px) is wider than its output area ({area:.0f} px)"
+    assert panel and box["x"] + box["width"] <= panel["x"] + panel["width"] + 1, \
+        f"the graph picture ({box}) is wider than the notebook panel ({panel})"
 
     slider = page.locator(".jp-OutputArea-output .widget-slider").first
     slider.wait_for(state="visible", timeout=clock.ms())
