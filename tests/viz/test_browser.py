@@ -13,6 +13,7 @@ the message says where.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -118,13 +119,16 @@ def _wait_for_server(lab: Lab) -> None:
     pytest.fail(f"JupyterLab did not answer {lab.url}/api/status within {SERVER_START_S} s:\n{lab.log_tail()}")
 
 
-@pytest.fixture
-def lab(tmp_path):
-    """JupyterLab, headless, on a free port, serving a temporary copy of the demo notebook."""
+@contextlib.contextmanager
+def serve(tmp_path: Path, notebooks: list[Path]):
+    """JupyterLab, headless, on a free port, serving temporary copies of ``notebooks`` (the
+    project root on PYTHONPATH, as ``./dev lab`` has it)."""
     root = tmp_path / "root"
     root.mkdir()
-    shutil.copy(HERE / NOTEBOOK, root / NOTEBOOK)
+    for nb in notebooks:
+        shutil.copy(nb, root / nb.name)
     env = _jupyter_env(tmp_path / "jupyter")
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
     port, token = _free_port(), secrets.token_hex(16)
     cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
            f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
@@ -148,6 +152,13 @@ def lab(tmp_path):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture
+def lab(tmp_path):
+    """JupyterLab serving a temporary copy of the demo notebook."""
+    with serve(tmp_path, [HERE / NOTEBOOK]) as server:
+        yield server
 
 
 def _wait_for_idle_kernel(lab: Lab, page, clock: Clock) -> None:
