@@ -100,3 +100,5 @@ from .stmt import (
 )
 
 globals().update(_BUILTINS)  # tir.tvm_access_ptr, tir.type_annotation ... (see tir.op.BUILTINS)
+
+from . import transform  # noqa: E402 - as TVM: ``tvm.tir.transform`` is there after ``import tvm``

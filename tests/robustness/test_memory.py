@@ -12,7 +12,7 @@ import numpy as np
 import minitvm
 from minitvm import te
 from minitvm.script import tir as T
-from minitvm.target.codegen import llvm as codegen_llvm
+from minitvm.target.codegen import llvm_jit
 
 RNG = np.random.default_rng(5)
 
@@ -73,11 +73,11 @@ def _add_constant(k: float):
 
 
 def test_optimized_ir_cache_is_bounded_and_gives_the_same_code():
-    size = codegen_llvm.OPTIMIZED_IR_CACHE_SIZE
+    size = llvm_jit.OPTIMIZED_IR_CACHE_SIZE
     a = RNG.standard_normal(16).astype("float32")
     for k in range(size + 5):
         lib = minitvm.build(_add_constant(k + 0.5), target="llvm")
-    assert len(codegen_llvm._optimized_cache) == size
+    assert llvm_jit._optimized_text.cache_info().currsize == size
     again = minitvm.build(_add_constant(size + 4.5), target="llvm")  # the most recent: a cache hit
     assert again.get_source("ll") == lib.get_source("ll")
     b = np.zeros(16, "float32")

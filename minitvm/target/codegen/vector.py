@@ -24,6 +24,7 @@ from ...tir import stmt as _s
 from ...tir.analysis import uses_var
 from ...tir.functor import post_order_visit, substitute
 from .fastmath import FAST_FLOAT32, call_intrinsic
+from .llvm_types import llvm_type, mem_type
 
 __all__ = ["NotVectorizable", "emit_vector_loop", "MAX_LANES"]
 
@@ -53,8 +54,6 @@ class _VectorEmitter:
 
     # -- helpers ------------------------------------------------------------------------
     def vec_type(self, dtype: str) -> ir.VectorType:
-        from .llvm import llvm_type
-
         return ir.VectorType(llvm_type(dtype), self.lanes)
 
     def broadcast(self, value: ir.Value, dtype: str) -> ir.Value:
@@ -204,30 +203,26 @@ class _VectorEmitter:
 
     def _pointer(self, buffer: Any, index: _e.PrimExpr) -> ir.Value:
         """Address of lane 0's element."""
-        from .llvm import _mem_type
-
         ptr = self.cg.st.buffers.get(id(buffer.data))
         if ptr is None:
             raise NotVectorizable("unknown buffer")
         first = self.scalar_at(index, 0)
         first = self.cg._cast(first, index.dtype, "int64") if index.dtype != "int64" else first
-        return self.b.gep(ptr, [first], inbounds=True, source_etype=_mem_type(buffer.dtype))
+        return self.b.gep(ptr, [first], inbounds=True, source_etype=mem_type(buffer.dtype))
 
     def v_BufferLoad(self, e: _e.BufferLoad) -> ir.Value:
-        from .llvm import _mem_type
-
         (index,) = e.indices
         dtype = e.buffer.dtype
         if _stride(index, self.var) == 1:
-            mem_vec = ir.VectorType(_mem_type(dtype), self.lanes)
+            mem_vec = ir.VectorType(mem_type(dtype), self.lanes)
             value = self.b.load(self._pointer(e.buffer, index), typ=mem_vec, align=self.cg._align(dtype))
         else:  # a gather: one scalar load per lane
-            value = ir.Constant(ir.VectorType(_mem_type(dtype), self.lanes), ir.Undefined)
+            value = ir.Constant(ir.VectorType(mem_type(dtype), self.lanes), ir.Undefined)
             for lane in range(self.lanes):
                 saved = self.cg.st.vars.get(id(self.var))
                 self.cg.st.vars[id(self.var)] = self.b.add(self.begin, ir.Constant(self.begin.type, lane))
                 try:
-                    scalar = self.b.load(self.cg._address(e.buffer, e.indices), typ=_mem_type(dtype),
+                    scalar = self.b.load(self.cg._address(e.buffer, e.indices), typ=mem_type(dtype),
                                          align=self.cg._align(dtype))
                 finally:
                     self.cg.st.vars[id(self.var)] = saved

@@ -1,0 +1,756 @@
+"""Lowered TIR -> LLVM IR (llvmlite.ir): :class:`CodeGenLLVM`, the scalar emitter.
+
+Input contract (what the TIR lowering pipeline produces): flat loops and 1-D buffer
+accesses with one index each; the buffers' ``data`` variables are those of the parameter
+buffers (``buffer_map``) or of ``Allocate`` statements.  Functions follow the calling
+convention described in ``calling.py``.
+
+Float ``a * b + c`` may become one fused multiply-add (the ``contract`` flag, as TVM's
+default): one rounding instead of two.
+
+Loops: ``vectorized`` loops of constant extent are emitted as SIMD code directly
+(see ``vector.py``); other ones carry ``llvm.loop.vectorize.enable`` metadata,
+``unrolled`` loops with a constant extent are unrolled here, ``parallel`` loops are
+outlined into a function that OpenMP's ``GOMP_parallel`` runs on every core (see
+``openmp.py``).  Inside a ``parallel`` loop a failing worker stores its code in a flag
+(atomically) and stops; the others finish their chunks, and the function returns the flag.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import llvmlite.binding as llvm
+from llvmlite import ir
+
+from ...ir import dtype as _dt
+from ...runtime.module import BoundsCheck
+from ...tir import expr as _e
+from ...tir import stmt as _s
+from ...tir.function import PrimFunc
+from ...tir.functor import post_order_visit
+from ...tir.op import LIBM_BINARY, LIBM_UNARY
+from ...tir.transform.instrument_bound_checkers import bounds_checks, checked_index
+from ..signature import FunctionSignature
+from ..target import Target
+from .calling import ERROR_INDEX_SYMBOL
+from .fastmath import FAST_FLOAT32, call_intrinsic
+from .llvm_jit import features_string, init_llvm, target_machine
+from .llvm_types import (
+    I1,
+    I8,
+    I32,
+    I64,
+    PTR,
+    VOID,
+    CodegenError,
+    FunctionAttrs,
+    LoopID,
+    alloca,
+    llvm_type,
+    mem_type,
+    store_atomic,
+)
+from .vector import emit_vector_loop
+
+__all__ = ["CodeGenLLVM", "STACK_ALLOC_LIMIT", "MAX_CODEGEN_UNROLL"]
+
+#: arrays up to this many bytes with a constant size live on the stack
+STACK_ALLOC_LIMIT = 32 * 1024
+#: ``unrolled`` loops with a constant extent up to this are unrolled by the code generator;
+#: longer ones (or symbolic extents) are left to LLVM's unroller through loop metadata
+MAX_CODEGEN_UNROLL = 64
+
+
+# -- the code generator ------------------------------------------------------------------------
+
+
+class _FuncState:
+    """Per-LLVM-function state: builder, variable values, where allocas go, how asserts fail."""
+
+    def __init__(self, fn: ir.Function, error_slot: ir.Value | None):
+        self.fn = fn
+        entry = fn.append_basic_block("entry")
+        self.alloca_builder = ir.IRBuilder(entry)
+        body = fn.append_basic_block("body")
+        self.alloca_builder.branch(body)
+        self.alloca_builder.position_at_start(entry)
+        self.builder = ir.IRBuilder(body)
+        self.vars: dict[int, ir.Value] = {}
+        self.buffers: dict[int, ir.Value] = {}  # id(data var) -> pointer
+        self.error_slot = error_slot  # outlined functions report assert failures here
+
+
+class CodeGenLLVM:
+    """Emits LLVM IR for lowered PrimFuncs into one llvmlite module."""
+
+    def __init__(self, target: Target, module_name: str = "minitvm", noalias: bool = False,
+                 disable_vectorize: bool = False):
+        self.target = target
+        self.noalias_default = noalias
+        self.disable_vectorize = disable_vectorize
+        self.openmp = init_llvm()
+        self.tm = target_machine(target.mcpu, features_string(target.features), target.opt_level)
+        self.module = ir.Module(name=module_name)
+        self.module.triple = llvm.get_process_triple()
+        self.module.data_layout = str(self.tm.target_data)
+        #: what failure code k means: ``failures[k - 1]``, an assert's message or a bounds check
+        self.failures: list[str | BoundsCheck] = []
+        self._bounds_checks: dict[str, BoundsCheck] = {}  # of the function being emitted
+        self._decls: dict[str, ir.Function] = {}
+        self._fn_attrs = ['"target-cpu"="' + target.mcpu + '"']
+        if "avx512f" in target.features:
+            self._fn_attrs.append('"prefer-vector-width"="512"')
+        self._outlined = 0
+        self._loops: list[_s.For] = []  # the loops around the code being emitted
+        self.st: _FuncState
+
+    # -- functions ------------------------------------------------------------------------
+    def add_function(self, name: str, func: PrimFunc, sig: FunctionSignature) -> None:
+        params = []
+        for spec in sig.params:
+            params.append(PTR if spec.is_buffer else mem_type(spec.dtype))
+        params += [llvm_type(v.dtype) for v in sig.shape_vars]
+        fn = ir.Function(self.module, ir.FunctionType(I32, params), name=name)
+        self._decorate(fn)
+        noalias = bool(func.attrs.get("tir.noalias", self.noalias_default))
+        self._fn_noalias = noalias
+        self.st = _FuncState(fn, None)
+        self._bounds_checks = bounds_checks(func)
+        for i, spec in enumerate(sig.params):
+            arg = fn.args[i]
+            arg.name = spec.name
+            if spec.is_buffer:
+                if noalias:
+                    arg.add_attribute("noalias")
+                self.st.buffers[id(func.buffer_map[spec.var].data)] = arg
+            else:
+                value = arg if spec.dtype != "bool" else self.st.builder.trunc(arg, I1)
+                self.st.vars[id(spec.var)] = value
+        for j, var in enumerate(sig.shape_vars):
+            arg = fn.args[len(sig.params) + j]
+            arg.name = var.name
+            self.st.vars[id(var)] = arg
+        self.visit_stmt(func.body)
+        if not self.st.builder.block.is_terminated:
+            self.st.builder.ret(ir.Constant(I32, 0))
+
+    def _decorate(self, fn: ir.Function) -> None:
+        fn.attributes = FunctionAttrs()
+        fn.attributes.add("nounwind")
+        for a in self._fn_attrs:
+            fn.attributes.add(a)
+
+    def _declare(self, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
+        fn = self._decls.get(name)
+        if fn is None:
+            fn = self.module.globals.get(name) or ir.Function(self.module, ir.FunctionType(ret, args), name)
+            self._decls[name] = fn
+        return fn
+
+    # -- helpers ----------------------------------------------------------------------------
+    @property
+    def b(self) -> ir.IRBuilder:
+        return self.st.builder
+
+    def _cast(self, value: ir.Value, src: str, dst: str) -> ir.Value:
+        """Convert a register value between TIR dtypes (C semantics, bool = nonzero)."""
+        if src == dst:
+            return value
+        b = self.b
+        to = llvm_type(dst)
+        if dst == "bool":
+            if _dt.is_float(src):
+                return b.fcmp_unordered("!=", value, ir.Constant(value.type, 0.0))
+            return b.icmp_unsigned("!=", value, ir.Constant(value.type, 0))
+        if _dt.is_float(dst):
+            if _dt.is_float(src):
+                if _dt.bits(src) < _dt.bits(dst):
+                    return b.fpext(value, to)
+                return b.fptrunc(value, to)
+            if src == "bool" or _dt.is_uint(src):
+                return b.uitofp(value, to)
+            return b.sitofp(value, to)
+        # integer destination
+        if _dt.is_float(src):
+            return b.fptoui(value, to) if _dt.is_uint(dst) else b.fptosi(value, to)
+        sbits, dbits = value.type.width, to.width
+        if sbits == dbits:
+            return value
+        if sbits > dbits:
+            return b.trunc(value, to)
+        if src == "bool" or _dt.is_uint(src):
+            return b.zext(value, to)
+        return b.sext(value, to)
+
+    def _index(self, e: _e.PrimExpr) -> ir.Value:
+        """An index expression as i64 (addresses are computed in 64 bits)."""
+        value = self.visit_expr(e)
+        return self._cast(value, e.dtype, "int64") if e.dtype != "int64" else value
+
+    def _address(self, buffer: Any, indices: tuple) -> ir.Value:
+        if len(indices) != 1:
+            raise CodegenError(f"buffer {buffer.name} is accessed with {len(indices)} indices; the LLVM "
+                               "code generator needs flattened (1-D) accesses — run the lowering pipeline")
+        ptr = self.st.buffers.get(id(buffer.data))
+        if ptr is None:
+            raise CodegenError(f"buffer {buffer.name} is neither a parameter nor allocated in the function")
+        index = self._index(indices[0])
+        return self.b.gep(ptr, [index], inbounds=True, source_etype=mem_type(buffer.dtype))
+
+    def _align(self, dtype: str) -> int:
+        return max(1, _dt.bits(dtype) // 8)
+
+    # -- statements ---------------------------------------------------------------------------
+    def visit_stmt(self, s: Any) -> None:
+        if self.b.block.is_terminated:  # code after a failed-assert return is unreachable
+            self.st.builder.position_at_end(self.st.fn.append_basic_block("dead"))
+        method = getattr(self, "stmt_" + type(s).__name__, None)
+        if method is None:
+            raise CodegenError(f"LLVM codegen: {type(s).__name__} must be lowered before code generation "
+                               "(run minitvm.tir.transform.lower_pipeline())")
+        method(s)
+
+    def stmt_SeqStmt(self, s: _s.SeqStmt) -> None:
+        for x in s.seq:
+            self.visit_stmt(x)
+
+    def stmt_Evaluate(self, s: _s.Evaluate) -> None:
+        if not isinstance(s.value, (_e.IntImm, _e.FloatImm, _e.StringImm)):
+            self.visit_expr(s.value)
+
+    def stmt_LetStmt(self, s: _s.LetStmt) -> None:
+        value = self.visit_expr(s.value)
+        if s.var.dtype == "handle":
+            self.st.buffers[id(s.var)] = value
+        self.st.vars[id(s.var)] = value
+        self.visit_stmt(s.body)
+
+    def stmt_BufferStore(self, s: _s.BufferStore) -> None:
+        value = self.visit_expr(s.value)
+        if s.value.dtype != s.buffer.dtype:
+            value = self._cast(value, s.value.dtype, s.buffer.dtype)
+        if s.buffer.dtype == "bool":
+            value = self.b.zext(value, I8)
+        self.b.store(value, self._address(s.buffer, s.indices), align=self._align(s.buffer.dtype))
+
+    def stmt_IfThenElse(self, s: _s.IfThenElse) -> None:
+        cond = self._bool(s.condition)
+        fn = self.st.fn
+        then_bb = fn.append_basic_block("if_then")
+        else_bb = fn.append_basic_block("if_else") if s.else_case is not None else None
+        end_bb = fn.append_basic_block("if_end")
+        self.b.cbranch(cond, then_bb, else_bb or end_bb)
+        self.b.position_at_end(then_bb)
+        self.visit_stmt(s.then_case)
+        if not self.b.block.is_terminated:
+            self.b.branch(end_bb)
+        if else_bb is not None:
+            self.b.position_at_end(else_bb)
+            self.visit_stmt(s.else_case)
+            if not self.b.block.is_terminated:
+                self.b.branch(end_bb)
+        self.b.position_at_end(end_bb)
+
+    def stmt_AssertStmt(self, s: _s.AssertStmt) -> None:
+        cond = self._bool(s.condition)
+        check = self._bounds_checks.get(str(s.message))
+        bad_index = None if check is None else checked_index(s)
+        self.failures.append(str(s.message) if bad_index is None else check)
+        code = ir.Constant(I32, len(self.failures))
+        fail = self.st.fn.append_basic_block("assert_fail")
+        ok = self.st.fn.append_basic_block("assert_ok")
+        self.b.cbranch(cond, ok, fail)
+        self.b.position_at_end(fail)
+        if bad_index is not None:  # a bounds check: tell the runtime which index was wrong
+            store_atomic(self.b, self._index(bad_index), self._error_index(), 8)
+        self._fail(code)
+        self.b.position_at_end(ok)
+        self.visit_stmt(s.body)
+
+    def _fail(self, code: ir.Value) -> None:
+        if self.st.error_slot is None:
+            self.b.ret(code)
+        else:  # a parallel worker: several threads may fail at once, hence an atomic store
+            store_atomic(self.b, code, self.st.error_slot, 4)
+            self.b.ret_void()
+
+    def _error_index(self) -> ir.GlobalVariable:
+        """The module's ``i64`` slot where a failed bounds check leaves the index it saw."""
+        slot = self.module.globals.get(ERROR_INDEX_SYMBOL)
+        if slot is None:
+            slot = ir.GlobalVariable(self.module, I64, ERROR_INDEX_SYMBOL)
+            slot.initializer = ir.Constant(I64, 0)
+            slot.align = 8
+        return slot
+
+    def stmt_Allocate(self, s: _s.Allocate) -> None:
+        buf = s.buffer
+        elem = mem_type(buf.dtype)
+        count: Any = 1
+        for dim in buf.shape:
+            count = count * dim
+        count = _e.convert(count) if not isinstance(count, _e.PrimExpr) else count
+        nbytes = count.value * max(1, _dt.bits(buf.dtype) // 8) if isinstance(count, _e.IntImm) else None
+        if nbytes is not None and nbytes <= STACK_ALLOC_LIMIT:
+            ptr = alloca(self.st.alloca_builder, elem, ir.Constant(I64, max(count.value, 1)), buf.name)
+            ptr.align = 64
+            self.st.buffers[id(buf.data)] = ptr
+            self.visit_stmt(s.body)
+            return
+        malloc = self._declare("malloc", PTR, [I64])
+        free = self._declare("free", VOID, [PTR])
+        size = self.b.mul(self._index(count), ir.Constant(I64, elem.get_abi_size(self.tm.target_data)))
+        ptr = self.b.call(malloc, [size], name=buf.name)
+        failed = self.b.icmp_unsigned("==", ptr, ir.Constant(PTR, None))
+        self.failures.append(f"out of memory allocating buffer {buf.name}")
+        code = ir.Constant(I32, len(self.failures))
+        with self.b.if_then(failed, likely=False):
+            self._fail(code)
+        self.st.buffers[id(buf.data)] = ptr
+        self.visit_stmt(s.body)
+        if not self.b.block.is_terminated:
+            self.b.call(free, [ptr])
+
+    def stmt_For(self, s: _s.For) -> None:
+        self._loops.append(s)
+        try:
+            self._emit_for(s)
+        finally:
+            self._loops.pop()
+
+    def _non_negative(self, e: _e.PrimExpr) -> bool:
+        """Provably >= 0 given the enclosing loops' ranges (loop indices usually are)."""
+        from ...arith import Analyzer
+
+        ana = Analyzer()
+        for loop in self._loops:
+            ana.bind(loop.loop_var, _e.Range(loop.min, loop.extent))
+        return bool(ana.can_prove(e >= 0))
+
+    def _emit_for(self, s: _s.For) -> None:
+        kind = s.kind
+        if (kind == _s.ForKind.UNROLLED and isinstance(s.extent, _e.IntImm) and isinstance(s.min, _e.IntImm)
+                and s.extent.value <= MAX_CODEGEN_UNROLL):
+            for k in range(s.extent.value):
+                self.st.vars[id(s.loop_var)] = ir.Constant(llvm_type(s.loop_var.dtype), s.min.value + k)
+                self.visit_stmt(s.body)
+            return
+        if kind == _s.ForKind.PARALLEL and self.openmp:
+            self._parallel_for(s)
+            return
+        if kind == _s.ForKind.VECTORIZED and not self.disable_vectorize and emit_vector_loop(self, s):
+            return
+        begin = self._loop_bound(s.min, s.loop_var.dtype)
+        extent = self._loop_bound(s.extent, s.loop_var.dtype)
+        end = self.b.add(begin, extent)
+        self._serial_loop(s.loop_var, begin, end, s.body, kind)
+
+    def _loop_bound(self, e: _e.PrimExpr, dtype: str) -> ir.Value:
+        return self._cast(self.visit_expr(e), e.dtype, dtype)
+
+    def _serial_loop(self, var: _e.Var, begin: ir.Value, end: ir.Value, body: Any, kind: str) -> None:
+        fn = self.st.fn
+        pre = self.b.block
+        head = fn.append_basic_block(f"for_{var.name}")
+        body_bb = fn.append_basic_block(f"for_{var.name}_body")
+        exit_bb = fn.append_basic_block(f"for_{var.name}_end")
+        self.b.branch(head)
+        self.b.position_at_end(head)
+        i = self.b.phi(begin.type, name=var.name)
+        i.add_incoming(begin, pre)
+        signed = not _dt.is_uint(var.dtype)
+        cmp = self.b.icmp_signed if signed else self.b.icmp_unsigned
+        self.b.cbranch(cmp("<", i, end), body_bb, exit_bb)
+        self.b.position_at_end(body_bb)
+        self.st.vars[id(var)] = i
+        self.visit_stmt(body)
+        if not self.b.block.is_terminated:
+            nxt = self.b.add(i, ir.Constant(i.type, 1), name=f"{var.name}.next",
+                             flags=("nsw",) if signed else ("nuw",))
+            latch = self.b.branch(head)
+            i.add_incoming(nxt, self.b.block)
+            props = self._loop_properties(kind)
+            if props:
+                latch.set_metadata("llvm.loop", LoopID(self.module, props))
+        self.b.position_at_end(exit_bb)
+
+    def _loop_properties(self, kind: str) -> list:
+        md = self.module.add_metadata
+        if kind == _s.ForKind.VECTORIZED and not self.disable_vectorize:
+            return [md([ir.MetaDataString(self.module, "llvm.loop.vectorize.enable"), ir.Constant(I1, 1)])]
+        if kind == _s.ForKind.UNROLLED:
+            return [md([ir.MetaDataString(self.module, "llvm.loop.unroll.enable")])]
+        return []
+
+    # -- parallel loops (OpenMP outlining) --------------------------------------------------------
+    def _parallel_for(self, s: _s.For) -> None:
+        """Outline the loop into ``void body(ptr closure)``; ``GOMP_parallel`` runs it on every
+        thread, and each thread takes one contiguous chunk of the iterations."""
+        dtype = s.loop_var.dtype
+        begin = self._loop_bound(s.min, dtype)
+        extent = self._loop_bound(s.extent, dtype)
+        captured = self._captured(s.body)
+        outer = self.st
+        error_slot = alloca(outer.alloca_builder, I32, name="par_error")
+        self.b.store(ir.Constant(I32, 0), error_slot)
+        fields = [begin.type, begin.type, PTR] + [v.type for _, v, _ in captured]
+        closure_ty = ir.LiteralStructType(fields)
+        closure = alloca(outer.alloca_builder, closure_ty, name="closure")
+        for idx, value in enumerate([begin, extent, error_slot] + [v for _, v, _ in captured]):
+            self.b.store(value, self.b.gep(closure, [I32(0), I32(idx)], inbounds=True,
+                                           source_etype=closure_ty))
+        self._outlined += 1
+        name = f"{outer.fn.name}.parallel{self._outlined}"
+        body_fn = self._internal_function(name, [PTR])
+        body_fn.args[0].add_attribute("noalias")
+        # body(closure) unpacks the closure and calls chunk(values...), whose buffer pointers are
+        # `noalias` parameters: pointers loaded from memory would tell LLVM nothing, and it would
+        # then keep storing accumulators on every iteration instead of holding them in registers
+        chunk_fn = self._internal_function(name + ".chunk", fields)
+        self.st = _FuncState(body_fn, None)
+        b = self.b
+        loaded = [b.load(b.gep(body_fn.args[0], [I32(0), I32(idx)], inbounds=True, source_etype=closure_ty),
+                         typ=fields[idx]) for idx in range(len(fields))]
+        b.call(chunk_fn, loaded)
+        b.ret_void()
+        self._emit_chunk(s, chunk_fn, captured, outer)
+        self.st = outer
+        gomp = self._declare("GOMP_parallel", VOID, [PTR, PTR, I32, I32])
+        # 0 threads: OpenMP's default team (OMP_NUM_THREADS, else one per core) unless -num-cores says
+        nthreads = int(self.target.attrs.get("num-cores", 0))
+        self.b.call(gomp, [body_fn, closure, ir.Constant(I32, nthreads), ir.Constant(I32, 0)])
+        err = self.b.load(error_slot, typ=I32)
+        with self.b.if_then(self.b.icmp_unsigned("!=", err, ir.Constant(I32, 0)), likely=False):
+            self._fail(err)
+
+    def _captured(self, body: Any) -> list[tuple[int, ir.Value, str]]:
+        """What a parallel loop's body needs from the enclosing function: ``(key, value, kind)``
+        for the variables (kind ``"var"``) and buffer pointers (``"buf"``) bound now."""
+        used: list[int] = []
+        seen: set[int] = set()
+
+        def collect(n: Any) -> None:
+            key = None
+            if isinstance(n, _e.Var):
+                key = id(n)
+            elif isinstance(n, (_e.BufferLoad, _s.BufferStore)):
+                key = id(n.buffer.data)
+            if key is not None and key not in seen:
+                seen.add(key)
+                used.append(key)
+
+        post_order_visit(body, collect)
+        captured = [(k, self.st.vars[k], "var") for k in used if k in self.st.vars]
+        captured += [(k, self.st.buffers[k], "buf") for k in used if k in self.st.buffers and k not in self.st.vars]
+        return captured
+
+    def _internal_function(self, name: str, params: list[ir.Type]) -> ir.Function:
+        fn = ir.Function(self.module, ir.FunctionType(VOID, params), name=name)
+        fn.linkage = "internal"
+        self._decorate(fn)
+        return fn
+
+    def _emit_chunk(self, s: _s.For, chunk_fn: ir.Function, captured: list, outer: _FuncState) -> None:
+        """``chunk(lo, count, error_slot, captured...)``: this thread's share of the iterations."""
+        self.st = _FuncState(chunk_fn, None)
+        b = self.b
+        dtype = s.loop_var.dtype
+        for (_, _, kind), arg in zip(captured, chunk_fn.args[3:]):
+            if kind == "buf" and self._fn_noalias:
+                arg.add_attribute("noalias")
+        lo, count, self.st.error_slot = chunk_fn.args[0], chunk_fn.args[1], chunk_fn.args[2]
+        for (key, _, kind), value in zip(captured, chunk_fn.args[3:]):
+            (self.st.vars if kind == "var" else self.st.buffers)[key] = value
+        for key, _value, kind in captured:  # a handle LetStmt var is both a var and a buffer
+            if kind == "var" and key in outer.buffers:
+                self.st.buffers[key] = self.st.vars[key]
+        tid = self._cast(b.call(self._declare("omp_get_thread_num", I32, []), []), "int32", dtype)
+        nthreads = self._cast(b.call(self._declare("omp_get_num_threads", I32, []), []), "int32", dtype)
+        one = ir.Constant(count.type, 1)
+        chunk = b.sdiv(b.sub(b.add(count, nthreads), one), nthreads)
+        start = b.mul(tid, chunk)
+        stop = b.add(start, chunk)
+        stop = b.select(b.icmp_signed("<", stop, count), stop, count)
+        self._serial_loop(s.loop_var, b.add(lo, start), b.add(lo, stop), s.body, _s.ForKind.SERIAL)
+        if not self.b.block.is_terminated:
+            self.b.ret_void()
+
+    # -- expressions ------------------------------------------------------------------------------
+    def visit_expr(self, e: Any) -> ir.Value:
+        method = getattr(self, "expr_" + type(e).__name__, None)
+        if method is None:
+            raise CodegenError(f"LLVM codegen: unsupported expression {type(e).__name__}")
+        return method(e)
+
+    def _bool(self, e: _e.PrimExpr) -> ir.Value:
+        value = self.visit_expr(e)
+        return value if e.dtype == "bool" else self._cast(value, e.dtype, "bool")
+
+    def expr_Var(self, e: _e.Var) -> ir.Value:
+        value = self.st.vars.get(id(e))
+        if value is None:
+            raise CodegenError(f"LLVM codegen: variable {e.name!r} is used but never defined")
+        return value
+
+    expr_SizeVar = expr_Var
+
+    def expr_IntImm(self, e: _e.IntImm) -> ir.Value:
+        return ir.Constant(llvm_type(e.dtype), e.value)
+
+    def expr_FloatImm(self, e: _e.FloatImm) -> ir.Value:
+        return ir.Constant(llvm_type(e.dtype), e.value)
+
+    def expr_Cast(self, e: _e.Cast) -> ir.Value:
+        return self._cast(self.visit_expr(e.value), e.value.dtype, e.dtype)
+
+    def _operands(self, e: Any) -> tuple[ir.Value, ir.Value, str]:
+        a, b = self.visit_expr(e.a), self.visit_expr(e.b)
+        dtype = e.a.dtype
+        if e.b.dtype != dtype:  # defensive: mixed index widths
+            b = self._cast(b, e.b.dtype, dtype)
+        return a, b, dtype
+
+    def expr_Add(self, e: Any) -> ir.Value:
+        a, b, t = self._operands(e)
+        return self.b.fadd(a, b, flags=("contract",)) if _dt.is_float(t) else self.b.add(a, b)
+
+    def expr_Sub(self, e: Any) -> ir.Value:
+        a, b, t = self._operands(e)
+        return self.b.fsub(a, b) if _dt.is_float(t) else self.b.sub(a, b)
+
+    def expr_Mul(self, e: Any) -> ir.Value:
+        a, b, t = self._operands(e)
+        return self.b.fmul(a, b, flags=("contract",)) if _dt.is_float(t) else self.b.mul(a, b)
+
+    def _safe_divisor(self, a: ir.Value, b: ir.Value, t: str) -> tuple[ir.Value, ir.Value | None]:
+        """Integer division by 0 (and INT_MIN / -1) traps on x86; make those cases divide by 1
+        and return 0 (numpy's answer for x // 0) instead of crashing the process."""
+        if isinstance(b, ir.Constant) and b.constant not in (0, -1):
+            return b, None
+        zero, one = ir.Constant(b.type, 0), ir.Constant(b.type, 1)
+        bad = self.b.icmp_unsigned("==", b, zero)
+        if not _dt.is_uint(t):
+            int_min = ir.Constant(a.type, -(1 << (a.type.width - 1)))
+            overflow = self.b.and_(self.b.icmp_signed("==", b, ir.Constant(b.type, -1)),
+                                   self.b.icmp_signed("==", a, int_min))
+            return self.b.select(self.b.or_(bad, overflow), one, b), bad
+        return self.b.select(bad, one, b), bad
+
+    def _int_divmod(self, e: Any, want: str) -> ir.Value:
+        a, b, t = self._operands(e)
+        b_safe, zero_div = self._safe_divisor(a, b, t)
+        bld = self.b
+        # x // c and x % c with x >= 0 (fused loop indices): unsigned division, which LLVM's
+        # address analysis understands, so it can still tell the accessed elements apart
+        unsigned_ok = (want in ("floordiv", "floormod") and isinstance(e.b, _e.IntImm) and e.b.value > 0
+                       and self._non_negative(e.a))
+        if _dt.is_uint(t) or t == "bool" or unsigned_ok:
+            r = bld.udiv(a, b_safe) if want in ("div", "floordiv") else bld.urem(a, b_safe)
+        else:
+            q, rem = bld.sdiv(a, b_safe), bld.srem(a, b_safe)
+            if want == "div":
+                r = q
+            elif want == "mod":
+                r = rem
+            else:
+                # floor semantics: adjust when the remainder is nonzero and its sign differs from b's
+                zero = ir.Constant(a.type, 0)
+                adjust = bld.and_(bld.icmp_signed("!=", rem, zero),
+                                  bld.icmp_signed("!=", bld.icmp_signed("<", rem, zero),
+                                                  bld.icmp_signed("<", b_safe, zero)))
+                if want == "floordiv":
+                    r = bld.select(adjust, bld.sub(q, ir.Constant(a.type, 1)), q)
+                else:
+                    r = bld.select(adjust, bld.add(rem, b_safe), rem)
+        if zero_div is not None:
+            r = bld.select(zero_div, ir.Constant(r.type, 0), r)
+        return r
+
+    def expr_Div(self, e: Any) -> ir.Value:
+        if _dt.is_float(e.a.dtype):
+            a, b, _ = self._operands(e)
+            return self.b.fdiv(a, b)
+        return self._int_divmod(e, "div")
+
+    def expr_Mod(self, e: Any) -> ir.Value:
+        if _dt.is_float(e.a.dtype):
+            a, b, _ = self._operands(e)
+            return self.b.frem(a, b)
+        return self._int_divmod(e, "mod")
+
+    def expr_FloorDiv(self, e: Any) -> ir.Value:
+        if _dt.is_float(e.a.dtype):
+            a, b, t = self._operands(e)
+            return self._intrinsic("llvm.floor", [self.b.fdiv(a, b)])
+        return self._int_divmod(e, "floordiv")
+
+    def expr_FloorMod(self, e: Any) -> ir.Value:
+        if _dt.is_float(e.a.dtype):
+            a, b, t = self._operands(e)
+            q = self._intrinsic("llvm.floor", [self.b.fdiv(a, b)])
+            return self.b.fsub(a, self.b.fmul(q, b))
+        return self._int_divmod(e, "floormod")
+
+    def _minmax(self, e: Any, is_min: bool) -> ir.Value:
+        a, b, t = self._operands(e)
+        if _dt.is_float(t):  # NaN-propagating, -0.0 < +0.0: numpy's minimum/maximum
+            return self._intrinsic("llvm.minimum" if is_min else "llvm.maximum", [a, b])
+        signed = not (_dt.is_uint(t) or t == "bool")
+        cmp = self.b.icmp_signed if signed else self.b.icmp_unsigned
+        return self.b.select(cmp("<" if is_min else ">", a, b), a, b)
+
+    def expr_Min(self, e: Any) -> ir.Value:
+        return self._minmax(e, True)
+
+    def expr_Max(self, e: Any) -> ir.Value:
+        return self._minmax(e, False)
+
+    def _compare(self, e: Any, op: str) -> ir.Value:
+        a, b, t = self._operands(e)
+        if _dt.is_float(t):
+            if op == "!=":  # NaN != x is true, as in numpy
+                return self.b.fcmp_unordered(op, a, b)
+            return self.b.fcmp_ordered(op, a, b)
+        if _dt.is_uint(t) or t == "bool":
+            return self.b.icmp_unsigned(op, a, b)
+        return self.b.icmp_signed(op, a, b)
+
+    def expr_EQ(self, e: Any) -> ir.Value: return self._compare(e, "==")
+    def expr_NE(self, e: Any) -> ir.Value: return self._compare(e, "!=")
+    def expr_LT(self, e: Any) -> ir.Value: return self._compare(e, "<")
+    def expr_LE(self, e: Any) -> ir.Value: return self._compare(e, "<=")
+    def expr_GT(self, e: Any) -> ir.Value: return self._compare(e, ">")
+    def expr_GE(self, e: Any) -> ir.Value: return self._compare(e, ">=")
+
+    def expr_And(self, e: Any) -> ir.Value:
+        return self.b.and_(self._bool(e.a), self._bool(e.b))
+
+    def expr_Or(self, e: Any) -> ir.Value:
+        return self.b.or_(self._bool(e.a), self._bool(e.b))
+
+    def expr_Not(self, e: Any) -> ir.Value:
+        return self.b.xor(self._bool(e.a), ir.Constant(I1, 1))
+
+    def expr_Select(self, e: _e.Select) -> ir.Value:
+        cond = self._bool(e.condition)
+        t, f = self.visit_expr(e.true_value), self.visit_expr(e.false_value)
+        if e.false_value.dtype != e.true_value.dtype:
+            f = self._cast(f, e.false_value.dtype, e.true_value.dtype)
+        return self.b.select(cond, t, f)
+
+    def expr_Let(self, e: _e.Let) -> ir.Value:
+        self.st.vars[id(e.var)] = self.visit_expr(e.value)
+        return self.visit_expr(e.body)
+
+    def expr_BufferLoad(self, e: _e.BufferLoad) -> ir.Value:
+        value = self.b.load(self._address(e.buffer, e.indices), typ=mem_type(e.buffer.dtype),
+                            align=self._align(e.buffer.dtype))
+        if e.buffer.dtype == "bool":
+            value = self.b.icmp_unsigned("!=", value, ir.Constant(I8, 0))
+        return value
+
+    # -- intrinsics -----------------------------------------------------------------------------
+    def _intrinsic(self, name: str, args: list[ir.Value]) -> ir.Value:
+        """Call an overloaded float intrinsic (``llvm.exp`` -> ``llvm.exp.f32``) on scalars."""
+        return call_intrinsic(self.b, self._declare, name, args)
+
+    def _libm(self, name: str, args: list[ir.Value], dtype: str) -> ir.Value:
+        suffix = {"float32": "f", "float64": ""}.get(dtype)
+        if suffix is None:  # float16: compute in float32
+            wide = [self.b.fpext(a, ir.FloatType()) for a in args]
+            r = self._libm(name, wide, "float32")
+            return self.b.fptrunc(r, args[0].type)
+        fn = self._declare(name + suffix, args[0].type, [a.type for a in args])
+        call = self.b.call(fn, args)
+        return call
+
+    _LLVM_UNARY = {"tir.exp": "llvm.exp", "tir.exp2": "llvm.exp2", "tir.log": "llvm.log",
+                   "tir.log2": "llvm.log2", "tir.sqrt": "llvm.sqrt", "tir.fabs": "llvm.fabs",
+                   "tir.floor": "llvm.floor", "tir.ceil": "llvm.ceil", "tir.round": "llvm.roundeven",
+                   "tir.nearbyint": "llvm.roundeven", "tir.trunc": "llvm.trunc", "tir.sin": "llvm.sin",
+                   "tir.cos": "llvm.cos", "tir.tanh": "llvm.tanh"}
+
+    def expr_Call(self, e: _e.Call) -> ir.Value:
+        op = e.op if isinstance(e.op, str) else getattr(e.op, "name", str(e.op))
+        if op == "tir.if_then_else":
+            return self._if_then_else(e)
+        if op in ("tir.likely",):
+            return self.visit_expr(e.args[0])
+        if op == "tir.call_extern":
+            return self._call_extern(e)
+        if op == "tir.ret":
+            raise NotImplementedError("LLVM codegen: T.ret (returning a value from a prim func) is not "
+                                      "supported; write the result into an output buffer")
+        if op == "tir.isnan":
+            value = self.visit_expr(e.args[0])
+            return self.b.fcmp_unordered("uno", value, value)
+        if op == "tir.popcount":
+            value = self.visit_expr(e.args[0])
+            return self.b.call(self._declare(f"llvm.ctpop.i{value.type.width}", value.type, [value.type]), [value])
+        args = [self.visit_expr(a) for a in e.args]
+        for i, a in enumerate(e.args):
+            if a.dtype != e.dtype and _dt.is_float(e.dtype):
+                args[i] = self._cast(args[i], a.dtype, e.dtype)
+        if not _dt.is_float(e.dtype):
+            raise CodegenError(f"LLVM codegen: {op} needs float arguments, got {e.dtype}")
+        if e.dtype == "float32" and op in FAST_FLOAT32:  # vectorizable (see fastmath.py)
+            return FAST_FLOAT32[op](self.b, args[0], self._declare)
+        if op in self._LLVM_UNARY:
+            return self._intrinsic(self._LLVM_UNARY[op], args[:1])
+        one = ir.Constant(args[0].type, 1.0) if args else None
+        if op == "tir.rsqrt":
+            return self.b.fdiv(one, self._intrinsic("llvm.sqrt", args))
+        if op == "tir.sigmoid":
+            neg = self.b.fneg(args[0])
+            return self.b.fdiv(one, self.b.fadd(one, self._intrinsic("llvm.exp", [neg])))
+        if op == "tir.pow":
+            return self._intrinsic("llvm.pow", args[:2])
+        if op == "tir.erf":
+            return self._libm("erf", args[:1], e.dtype)
+        libm = op.removeprefix("tir.")
+        if libm in LIBM_UNARY:
+            return self._libm(libm, args[:1], e.dtype)
+        if libm in LIBM_BINARY:
+            return self._libm(libm, args[:2], e.dtype)
+        raise CodegenError(f"LLVM codegen: unsupported intrinsic {op!r}")
+
+    def _call_extern(self, e: _e.Call) -> ir.Value:
+        """``T.call_extern(dtype, "name", *args)``: a C call, declared from the argument types
+        (resolved by the JIT among the process's symbols, e.g. libm's ``expf``)."""
+        name = e.args[0].value if isinstance(e.args[0], _e.StringImm) else None
+        if name is None:
+            raise CodegenError(f"LLVM codegen: T.call_extern needs a function name string, got {e.args[0]}")
+        args = [self.visit_expr(a) for a in e.args[1:]]
+        types = [llvm_type(a.dtype) for a in e.args[1:]]
+        fn = self._declare(name, llvm_type(e.dtype), types)
+        if list(fn.function_type.args) != types or fn.function_type.return_type != llvm_type(e.dtype):
+            raise CodegenError(f"LLVM codegen: T.call_extern({name!r}) is called with different types "
+                               "in the same module")
+        return self.b.call(fn, args)
+
+    def _if_then_else(self, e: _e.Call) -> ir.Value:
+        """``cond ? t : f`` with only the taken side evaluated (it may read out of bounds)."""
+        cond = self._bool(e.args[0])
+        fn = self.st.fn
+        then_bb, else_bb = fn.append_basic_block("ite_then"), fn.append_basic_block("ite_else")
+        end_bb = fn.append_basic_block("ite_end")
+        self.b.cbranch(cond, then_bb, else_bb)
+        self.b.position_at_end(then_bb)
+        tv = self.visit_expr(e.args[1])
+        if e.args[1].dtype != e.dtype:
+            tv = self._cast(tv, e.args[1].dtype, e.dtype)
+        then_end = self.b.block
+        self.b.branch(end_bb)
+        self.b.position_at_end(else_bb)
+        fv = self.visit_expr(e.args[2])
+        if e.args[2].dtype != e.dtype:
+            fv = self._cast(fv, e.args[2].dtype, e.dtype)
+        else_end = self.b.block
+        self.b.branch(end_bb)
+        self.b.position_at_end(end_bb)
+        phi = self.b.phi(tv.type)
+        phi.add_incoming(tv, then_end)
+        phi.add_incoming(fv, else_end)
+        return phi
+
