@@ -21,10 +21,10 @@ from ..expr import Add, IntImm, IterVar, Max, Min, Mul, PrimExpr, Range, Var, co
 from ..function import PrimFunc
 from ..functor import substitute
 from ..stmt import Block, BlockRealize, For, MatchBufferRegion, SeqStmt, Stmt, seq
-from .compute import relax
 from .data import BufferSwap
 from .error import ScheduleError
 from .loops import loop_bounds, simplify
+from .shared_analyses import index_bounds
 from .tree import blocks_under, replace_stmt
 
 __all__ = ["blockize", "blockize_blocks", "tensorize", "TensorIntrin"]
@@ -45,7 +45,7 @@ def _split_binding(value: PrimExpr, inner: dict[int, For], bounds: dict) -> tupl
     for t in inner_terms[1:]:
         inner_part = inner_part + t
     dom = {k: (lp.min, lp.min + lp.extent - 1) for k, lp in inner.items()}
-    b = relax(inner_part, dom)
+    b = index_bounds(inner_part, dom)
     if b is None:
         return None
     lo, hi = simplify(b[0], bounds), simplify(b[1], bounds)
@@ -161,8 +161,8 @@ def _relax_regions(regions: tuple, doms: dict[int, tuple[PrimExpr, PrimExpr]], b
     for region in regions:
         ranges = []
         for dim, r in enumerate(region.region):
-            lo = relax(r.min, doms)
-            hi = relax(r.min + r.extent - 1, doms)
+            lo = index_bounds(r.min, doms)
+            hi = index_bounds(r.min + r.extent - 1, doms)
             if lo is None or hi is None:
                 ranges.append(Range(const(0, r.min.dtype), region.buffer.shape[dim]))
                 continue
@@ -214,7 +214,7 @@ def blockize(root: Stmt, loop: For, preserve_unit_iters: bool = True) -> tuple[S
                             "(no other statements in between)")
     block = realize.block
     bounds = loop_bounds(root)
-    path = _path_to(root, realize)
+    path = ancestors(root, realize)
     all_loops = [s for s in path if isinstance(s, For)]
     inner = {id(lp.loop_var) for lp in chain}
     if vars_used(realize.predicate) - inner - {id(iv.var) for iv in block.iter_vars}:
@@ -241,7 +241,7 @@ def blockize_blocks(root: Stmt, realizes: list[BlockRealize], preserve_unit_iter
     loops below the blocks' lowest common loop (or block) become the inner loops."""
     names = ", ".join(r.block.name_hint for r in realizes)
     here = f"cannot blockize blocks {names}"
-    paths = [_path_to(root, r) for r in realizes]
+    paths = [ancestors(root, r) for r in realizes]
     common = 0
     while all(len(p) > common for p in paths) and all(p[common] is paths[0][common] for p in paths):
         common += 1
@@ -302,7 +302,7 @@ def _union_regions(regions: list, bounds: dict) -> tuple:
                  for buf, dims in hulls.values())
 
 
-def _path_to(root: Stmt, target: Stmt) -> tuple:
+def ancestors(root: Stmt, target: Stmt) -> tuple:
     from .tree import walk_stmts
 
     return next(p for s, p in walk_stmts(root) if s is target)

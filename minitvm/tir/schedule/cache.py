@@ -32,10 +32,10 @@ from ..stmt import (
     SeqStmt,
     Stmt,
 )
-from .compute import relax
 from .data import check_storage_scope
 from .error import ScheduleError
 from .loops import simplify
+from .shared_analyses import index_bounds
 from .tree import child_stmts, replace_stmt, unique_block_name, walk_stmts
 
 __all__ = ["cache_read", "cache_write"]
@@ -179,8 +179,8 @@ def _relaxed_region(writer: BlockRealize, buffer: Buffer, path: tuple, loc: Stmt
                 bounds[s.loop_var] = s.extent
     out = []
     for dim, r in zip(buffer.shape, region.region):
-        lo = relax(substitute(r.min, binding), dom)
-        hi = relax(substitute(r.min + r.extent - 1, binding), dom)
+        lo = index_bounds(substitute(r.min, binding), dom)
+        hi = index_bounds(substitute(r.min + r.extent - 1, binding), dom)
         if lo is None or hi is None:
             out.append(Range(const(0, dim.dtype), dim))
             continue

@@ -20,9 +20,8 @@ from ..buffer import Buffer, BufferRegion
 from ..expr import BufferLoad, Call, PrimExpr, Range, Var, const
 from ..functor import StmtExprMutator, post_order_visit, substitute
 from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, SeqStmt, Stmt
-from .compute import _path
 from .error import ScheduleError
-from .tree import replace_stmt, walk_stmts
+from .tree import ancestors, replace_stmt, walk_stmts
 
 __all__ = ["cache_index"]
 
@@ -81,7 +80,7 @@ def cache_index(root: Stmt, realize: BlockRealize, storage_scope: str, cse_thres
         raise ScheduleError("cache_index: cse_thresh should not be a negative number")
     block = realize.block
     store = block.body
-    path = _path(root, realize)
+    path = ancestors(root, realize)
     scope = next((s for s in reversed(path) if isinstance(s, Block)), None)
     if scope is None:
         raise ScheduleError(f"cannot cache_index block {block.name_hint}: it is the root block")
@@ -155,7 +154,7 @@ def cache_index(root: Stmt, realize: BlockRealize, storage_scope: str, cse_thres
     vars_of = [_vars_in_order([e], lambda n: n in bindings) for e in exprs]
     new_store = _Replace().visit(store)
     out = replace_stmt(root, store, new_store)
-    scope = next(s for s in reversed(_path(out, next(r for r, _ in _realizes(out) if r.block.name_hint
+    scope = next(s for s in reversed(ancestors(out, next(r for r, _ in _realizes(out) if r.block.name_hint
                                                          == block.name_hint))) if isinstance(s, Block))
     top = _top_of(scope, block.name_hint)
     body = scope.body

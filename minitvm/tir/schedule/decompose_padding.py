@@ -39,9 +39,8 @@ from ..expr import (
 from ..functor import substitute
 from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, SeqStmt, Stmt
 from .checks import complete_block_problem
-from .compute import _path
 from .error import ScheduleError
-from .tree import replace_stmt
+from .tree import ancestors, replace_stmt
 
 __all__ = ["decompose_padding"]
 
@@ -90,7 +89,7 @@ def decompose_padding(root: Stmt, realize: BlockRealize, loop: For) -> tuple[Stm
     block = realize.block
     name = block.name_hint
     what = f"cannot decompose_padding of block {name}"
-    path = _path(root, realize)
+    path = ancestors(root, realize)
     scope = next((s for s in reversed(path) if isinstance(s, Block)), None)
     why = complete_block_problem(realize, scope) if scope is not None else "it is the root block"
     if why is not None:
@@ -224,9 +223,9 @@ def decompose_padding(root: Stmt, realize: BlockRealize, loop: For) -> tuple[Stm
         in_stmt = replace(lp, min=lo, extent=ext, body=in_stmt)
 
     out = replace_stmt(root, in_bound_pos, in_stmt)
-    anchor = in_stmt if in_bound_pos is loop else next(s for s in _path(out, in_realize) if isinstance(s, For)
+    anchor = in_stmt if in_bound_pos is loop else next(s for s in ancestors(out, in_realize) if isinstance(s, For)
                                                           and s.loop_var is loop.loop_var)
-    parent = _path(out, anchor)[-1]
+    parent = ancestors(out, anchor)[-1]
     if isinstance(parent, SeqStmt):  # spliced into the sequence, as TVM flattens it
         k = next(k for k, x in enumerate(parent.seq) if x is anchor)
         out = replace_stmt(out, parent, SeqStmt(parent.seq[:k] + (const_stmt, anchor) + parent.seq[k + 1:]))

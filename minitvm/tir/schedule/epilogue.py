@@ -28,9 +28,8 @@ from ..functor import post_order_visit, substitute
 from ..stmt import Block, BlockRealize, BufferStore, Stmt
 from .block_annotate import BufferReplacer
 from .checks import complete_block_problem, loop_var_ids, reduction_block_problem
-from .compute import _path, _remove_block_with_loops
 from .error import ScheduleError
-from .tree import replace_stmt
+from .tree import ancestors, remove_block_with_empty_loops, replace_stmt
 
 __all__ = ["fuse_reduction_epilogue"]
 
@@ -106,7 +105,7 @@ def fuse_reduction_epilogue(root: Stmt, reduction: BlockRealize, epilogue: Block
     red, epi = reduction.block, epilogue.block
     rname, ename = red.name_hint, epi.name_hint
     what = f"cannot fuse epilogue block {ename} into reduction block {rname}"
-    rpath, epath = _path(root, reduction), _path(root, epilogue)
+    rpath, epath = ancestors(root, reduction), ancestors(root, epilogue)
     scope = next((s for s in reversed(rpath) if isinstance(s, Block)), None)
     escope = next((s for s in reversed(epath) if isinstance(s, Block)), None)
     if scope is None or scope is not escope:
@@ -193,5 +192,5 @@ def fuse_reduction_epilogue(root: Stmt, reduction: BlockRealize, epilogue: Block
             seen.add(id(r.buffer))
     fused = replace(red, init=new_init, body=new_body, reads=tuple(reads), writes=writes)
 
-    out = _remove_block_with_loops(root, epilogue, epath)
+    out = remove_block_with_empty_loops(root, epilogue, epath)
     return replace_stmt(out, red, fused)

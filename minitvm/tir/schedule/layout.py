@@ -22,8 +22,8 @@ from ..buffer import BufferRegion
 from ..expr import Add, BufferLoad, FloorDiv, FloorMod, IntImm, IterVar, Mul, PrimExpr, Range, Var, const
 from ..functor import StmtExprMutator, post_order_visit, substitute
 from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, Stmt
-from .compute import _refresh_regions
 from .error import ScheduleError
+from .shared_analyses import recompute_access_regions
 from .tree import loops_above, replace_stmt
 
 __all__ = ["add_unit_loop", "transform_block_layout", "SimplifyAccesses", "apply_index_map", "check_trivial_nest"]
@@ -277,7 +277,7 @@ def transform_block_layout(root: Stmt, realize: BlockRealize, path: tuple, index
 
     new_block = substitute(replace(block, iter_vars=()), inverse)
     new_block = SimplifyAccesses(ranges).visit(replace(new_block, iter_vars=tuple(new_iters)))
-    new_block = _refresh_regions(new_block)
+    new_block = recompute_access_regions(new_block)
     loop_vars = [Var(f"ax{k}", it.var.dtype) for k, it in enumerate(new_iters)]
     body: Stmt = BlockRealize(tuple(loop_vars), realize.predicate, new_block)
     for lv, it in reversed(list(zip(loop_vars, new_iters))):

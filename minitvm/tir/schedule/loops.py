@@ -15,31 +15,10 @@ from ..functor import substitute
 from ..op import floordiv, floormod, logical_and
 from ..stmt import BlockRealize, For, ForKind, Stmt
 from .error import ScheduleError
+from .shared_analyses import is_const_true, loop_bounds, simplify
 from .tree import blocks_under, replace_stmt, walk_stmts
 
 __all__ = ["split", "fuse", "reorder", "set_loop_kind"]
-
-
-def simplify(e: Any, bounds: dict | None = None) -> Any:
-    """Simplify with the arith analyzer, knowing each loop variable's range."""
-    from ...arith import Analyzer
-
-    ana = Analyzer()
-    for var, extent in (bounds or {}).items():
-        ana.bind(var, ir_range(extent))
-    return ana.simplify(e)
-
-
-def ir_range(extent: PrimExpr) -> Any:
-    from ..expr import Range
-
-    return Range(const(0, extent.dtype), extent)
-
-
-def loop_bounds(root: Stmt) -> dict[Var, PrimExpr]:
-    """Extent of every zero-based loop in ``root`` (for the simplifier)."""
-    return {s.loop_var: s.extent for s, _ in walk_stmts(root)
-            if isinstance(s, For) and isinstance(s.min, IntImm) and s.min.value == 0}
 
 
 def _const_extent(loop: For) -> int:
@@ -59,14 +38,10 @@ def _rebind(root: Stmt, vmap: dict[Var, PrimExpr], bounds: dict, extra_predicate
         if extra_predicate is not None:
             # every block under a split loop sees its padding guard, appended unsimplified
             # (``(i0 * 2 + i1) * 3 + i2 < 128``) after what it had, as TVM appends it
-            pred = logical_and(pred, extra_predicate) if not _is_true(pred) else extra_predicate
+            pred = logical_and(pred, extra_predicate) if not is_const_true(pred) else extra_predicate
         if values != realize.iter_values or pred is not realize.predicate:
             new = replace_stmt(new, realize, BlockRealize(values, pred, realize.block))
     return new
-
-
-def _is_true(e: PrimExpr) -> bool:
-    return isinstance(e, IntImm) and e.dtype == "bool" and e.value == 1
 
 
 def _check_plain_loop(loop: For, what: str) -> None:

@@ -15,9 +15,8 @@ from ..expr import Add, BufferLoad, FloatImm, IntImm, IterVar, Max, Min, PrimExp
 from ..functor import substitute
 from ..op import max_value, min_value
 from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, SeqStmt, Stmt, seq
-from .compute import _path
 from .error import ScheduleError
-from .tree import replace_stmt, unique_block_name, walk_stmts
+from .tree import ancestors, replace_stmt, unique_block_name, walk_stmts
 
 __all__ = ["rfactor", "match_reduction"]
 
@@ -108,7 +107,7 @@ def rfactor(root: Stmt, realize: BlockRealize, loop: For, factor_axis: int) -> t
     kind, store, rhs = match_reduction(block)
     lv = loop.loop_var
     name = f"rfactor at loop {lv.name}"
-    path = _path(root, realize)
+    path = ancestors(root, realize)
     if not any(s is loop for s in path):
         raise ScheduleError(f"cannot {name}: the loop is not around block {block.name_hint}")
     _check_reduction(realize, path, name)
@@ -227,7 +226,7 @@ def rfactor(root: Stmt, realize: BlockRealize, loop: For, factor_axis: int) -> t
         result = replace_stmt(root, parent, SeqStmt(tuple(items)))
     else:
         result = replace_stmt(root, loops[0], seq(rf_body, rebuild(loops[0])))
-    scope = next(s for s in reversed(_path(result, next(
+    scope = next(s for s in reversed(ancestors(result, next(
         r for r, _ in walk_stmts(result) if isinstance(r, BlockRealize) and r.block is rf_block)))
         if isinstance(s, Block))
     result = replace_stmt(result, scope, replace(scope, alloc_buffers=scope.alloc_buffers + (rf_buf,)))

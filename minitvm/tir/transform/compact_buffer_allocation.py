@@ -77,7 +77,7 @@ def _placement(users: list[tuple[BlockRealize, tuple]]) -> Stmt | None:
 def _region(users: list[tuple[BlockRealize, tuple]], buffer: Buffer, loop: For) -> list[tuple[PrimExpr, PrimExpr]]:
     """Per dimension [lo, hi] of what the users touch inside ``loop``'s body."""
     from ...arith import Analyzer
-    from ..schedule.compute import relax
+    from ..schedule.shared_analyses import index_bounds
 
     ana = Analyzer()
     hull: list[tuple[PrimExpr, PrimExpr]] | None = None
@@ -90,8 +90,8 @@ def _region(users: list[tuple[BlockRealize, tuple]], buffer: Buffer, loop: For) 
                 continue
             dims = []
             for k, r in enumerate(region.region):
-                lo = relax(substitute(r.min, bind), dom)
-                hi = relax(substitute(r.min + r.extent - 1, bind), dom)
+                lo = index_bounds(substitute(r.min, bind), dom)
+                hi = index_bounds(substitute(r.min + r.extent - 1, bind), dom)
                 if lo is None or hi is None:
                     dims.append((const(0, buffer.shape[k].dtype), buffer.shape[k] - 1))
                 else:
