@@ -35,6 +35,7 @@ from ..expr import (
     Range,
     Var,
     const,
+    is_const_int,
 )
 from ..functor import substitute
 from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, SeqStmt, Stmt
@@ -194,12 +195,12 @@ def decompose_padding(root: Stmt, realize: BlockRealize, loop: For) -> tuple[Stm
         new_var = Var(iv.var.name, iv.var.dtype)
         new_iters.append(replace(iv, var=new_var, dom=Range(const(0, new_var.dtype), region.extent),
                                  iter_type="spatial"))
-        repl[iv.var] = new_var + region.min if not _is_zero(region.min) else new_var
+        repl[iv.var] = new_var + region.min if not is_const_int(region.min, 0) else new_var
         if isinstance(value_k, Var) and id(value_k) in loop_ranges:
             # a loop binding the iterator directly shrinks to the region instead of a guard
             loop_ranges[id(value_k)] = (const(0, value_k.dtype), region.extent)
             new_values.append(value_k)
-            if not _is_zero(region.min):
+            if not is_const_int(region.min, 0):
                 repl[value_k] = value_k + region.min
             ana2.bind(value_k, Range(const(0, value_k.dtype), region.extent), allow_override=True)
         else:
@@ -232,7 +233,3 @@ def decompose_padding(root: Stmt, realize: BlockRealize, loop: For) -> tuple[Stm
     else:
         out = replace_stmt(out, anchor, SeqStmt((const_stmt, anchor)))
     return out, const_block.name_hint
-
-
-def _is_zero(e: PrimExpr) -> bool:
-    return isinstance(e, IntImm) and e.value == 0
