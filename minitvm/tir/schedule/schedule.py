@@ -52,15 +52,18 @@ class BufferArgumentError(ScheduleError, AssertionError):
 class Schedule:
     """``Schedule(mod_or_func, seed=None)``: a schedule over a copy of the module."""
 
-    def __init__(self, mod: IRModule | PrimFunc, seed: int | None = None, debug_mask: Any = None,
+    def __init__(self, mod: IRModule | PrimFunc, seed: int | None = None, debug_mask: str | int | None = None,
                  error_render_level: Any = None, enable_check: bool = True):
         if isinstance(mod, PrimFunc):
             mod = IRModule({"main": mod})
         if not isinstance(mod, IRModule):
             raise TypeError(f"Schedule expects an IRModule or a PrimFunc, got {type(mod).__name__}")
-        if debug_mask is not None and debug_mask != "all":
-            raise NotImplementedError("Schedule(debug_mask=...): minitvm always runs every check; "
-                                      "only None or 'all' is accepted")
+        self._verify_state = _parse_debug_mask(debug_mask) != 0
+        if not isinstance(enable_check, bool):
+            raise TypeError(f"Schedule(enable_check=...) takes a bool, got {type(enable_check).__name__}")
+        if not enable_check:
+            raise NotImplementedError("Schedule(enable_check=False): minitvm cannot skip the prerequisite "
+                                      "checks of its primitives; every primitive checks its conditions")
         level = "detail" if error_render_level is None else error_render_level
         if level not in ("detail", "fast", "none"):
             raise ValueError(f"Schedule(error_render_level={error_render_level!r}): use 'detail', 'fast' "
@@ -115,6 +118,7 @@ class Schedule:
         other._rng = random.Random()
         other._rng.setstate(self._rng.getstate())
         other._func_name = self._func_name
+        other._render_level, other._verify_state = self._render_level, self._verify_state
         other._lcg_state = getattr(self, "_lcg_state", None)
         return other
 
@@ -154,6 +158,8 @@ class Schedule:
         return func
 
     def _commit(self, func_name: str, body: Any) -> None:
+        if self._verify_state:
+            _verify_block_names(body)
         self._mod = self._mod.with_function(func_name, self._func(func_name).with_body(body))
 
     def _record(self, kind: str, inputs: dict, outputs: list, decision: Any = None) -> None:
@@ -371,7 +377,7 @@ class Schedule:
         """Fuse perfectly nested loops (outer to inner) into one."""
         nodes = [self._loop(lp)[0] for lp in loops]
         func_name = loops[0].func_name
-        body, var = _loops.fuse(self._func(func_name).body, nodes)
+        body, var = _loops.fuse(self._func(func_name).body, nodes, preserve_unit_iters)
         self._commit(func_name, body)
         rv = LoopRV(var, func_name)
         self._record("fuse", {"*loops": list(loops), "preserve_unit_iters": preserve_unit_iters}, [rv])
@@ -1055,6 +1061,34 @@ class Schedule:
         self._record("cache_index", {"block": block, "storage_scope": storage_scope,
                                      "cse_thresh": int(cse_thresh)}, rvs)
         return rvs
+
+
+def _parse_debug_mask(debug_mask: Any) -> int:
+    """TVM's debug_mask: "all" (-1), "none" (0) or a bit mask; None is minitvm's "none"."""
+    if debug_mask is None or debug_mask == "none":
+        return 0
+    if debug_mask == "all":
+        return -1
+    if isinstance(debug_mask, str):
+        raise ValueError(f"Schedule(debug_mask={debug_mask!r}): use 'all', 'none' or an integer bit mask")
+    if not isinstance(debug_mask, int):
+        raise TypeError(f"Schedule(debug_mask=...) takes 'all', 'none' or an integer, got {debug_mask!r}")
+    if debug_mask < -1:
+        raise ValueError(f"Schedule(debug_mask={debug_mask}): a negative mask other than -1 is not supported")
+    return debug_mask
+
+
+def _verify_block_names(body: Any) -> None:
+    """debug_mask's check after every primitive.  TVM verifies its statement-reference tree
+    and cached block flags; minitvm keeps neither (it finds blocks by name in the IR itself),
+    so the state to verify is that every block name is unique."""
+    names = [r.block.name_hint for r, _ in block_realizes(body)]
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise ScheduleError(f"internal: the schedule state is inconsistent after a primitive: "
+                                f"{names.count(name)} blocks named {name}")
+        seen.add(name)
 
 
 def _sample_tile(rng: random.Random, extent: int, n: int, max_innermost: int) -> list[int]:

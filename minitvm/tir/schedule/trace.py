@@ -555,7 +555,14 @@ class Trace:
         return "\n".join(["# from tvm import tir", "def apply_trace(sch: tir.Schedule) -> None:"]
                          + [f"  {line}" for line in lines])
 
-    def show(self, style: Any = None, black_format: bool = False) -> None:
+    def show(self, style: str | None = None, black_format: bool | None = False) -> None:
+        """Print the trace as Python.  TVM highlights it with a pygments ``style`` and may format
+        it with black; minitvm prints it plain, so those options are refused, not ignored."""
+        if style is not None:
+            raise NotImplementedError(f"Trace.show(style={style!r}): minitvm prints the trace without "
+                                      "highlighting")
+        if black_format:
+            raise NotImplementedError("Trace.show(black_format=True): minitvm does not format with black")
         print(str(self))
 
     def _repr_html_(self) -> str:
