@@ -103,3 +103,12 @@ def test_bad_config_and_bad_input_are_named():
         transform.PassContext(config={"tir.bound_check": True})
     with pytest.raises(TypeError, match="expects an IRModule"):
         _counting_pass("P", 0, [])("not a module")
+
+
+def test_pass_context_takes_only_what_it_uses():
+    # TVM v0.23's PassContext has no `trace`, and no pass reads a "use_default_schedule" key
+    with pytest.raises(TypeError, match="trace"):
+        transform.PassContext(trace=print)
+    with pytest.raises(ValueError, match="unknown config key 'relax.backend.use_default_schedule'"):
+        transform.PassContext(config={"relax.backend.use_default_schedule": True})
+    assert transform.PassContext(config={"tir.enable_debug": True}).get_config("tir.enable_debug") is True
