@@ -143,13 +143,16 @@ class Module:
         least that long.  One untimed call warms up first.
         """
         fn = self.get_function(func_name)
-        return make_time_evaluator(fn, dev, number, repeat, min_repeat_ms, cooldown_interval_ms)
+        return make_time_evaluator(fn, dev, number, repeat, min_repeat_ms, cooldown_interval_ms, f_preproc)
 
 
 def make_time_evaluator(fn: Callable[..., Any], dev: Device | None = None, number: int = 10,
                         repeat: int = 1, min_repeat_ms: float = 0,
-                        cooldown_interval_ms: float = 0) -> Callable[..., BenchmarkResult]:
+                        cooldown_interval_ms: float = 0, f_preproc: str = "") -> Callable[..., BenchmarkResult]:
     """Timing wrapper shared by modules and the VM."""
+    if f_preproc:
+        raise NotImplementedError(f"time_evaluator(f_preproc={f_preproc!r}): minitvm runs no preprocessing "
+                                  "function between measurements")
     if number < 1 or repeat < 1:
         raise ValueError(f"time_evaluator: number and repeat must be >= 1, got {number} and {repeat}")
 

@@ -291,3 +291,8 @@ def test_compile_of_tir_refuses_what_it_cannot_honour():
         minitvm.compile(mod, "llvm", tir_pipeline=minitvm.transform.Sequential([]))
     with pytest.raises(TypeError, match="unexpected arguments params"):
         minitvm.compile(mod, "llvm", params={})
+
+
+def test_time_evaluator_refuses_a_preprocessing_function_by_name(mm_lib):
+    with pytest.raises(NotImplementedError, match="f_preproc='cache_flush_cpu_non_first_arg'"):
+        mm_lib.time_evaluator("mm_relu", minitvm.cpu(), f_preproc="cache_flush_cpu_non_first_arg")

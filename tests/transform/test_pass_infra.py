@@ -112,3 +112,19 @@ def test_pass_context_takes_only_what_it_uses():
     with pytest.raises(ValueError, match="unknown config key 'relax.backend.use_default_schedule'"):
         transform.PassContext(config={"relax.backend.use_default_schedule": True})
     assert transform.PassContext(config={"tir.enable_debug": True}).get_config("tir.enable_debug") is True
+
+
+def test_print_ir_show_meta_data_prints_the_constants(capsys):
+    import numpy as np
+
+    from minitvm import relax
+
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorStructInfo((40,), "float32"))
+    with bb.function("main", [x]):
+        bb.emit_func_output(bb.emit(relax.op.add(x, relax.const(np.arange(40, dtype="float32") + 0.5))))
+    mod = bb.get()
+    transform.PrintIR()(mod)
+    assert 'metadata["relax.expr.Constant"][0]' in capsys.readouterr().out
+    transform.PrintIR(show_meta_data=True)(mod)
+    assert "39.5" in capsys.readouterr().out

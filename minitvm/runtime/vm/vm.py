@@ -341,7 +341,7 @@ class VirtualMachine:
                        f_preproc: str = "") -> Callable[..., BenchmarkResult]:
         """A function that times ``func_name`` on given arguments (as ``Module.time_evaluator``)."""
         return make_time_evaluator(self[func_name], dev or self.device, number, repeat, min_repeat_ms,
-                                   cooldown_interval_ms)
+                                   cooldown_interval_ms, f_preproc)
 
     def __repr__(self) -> str:
         return f"<minitvm VirtualMachine on {self.device}: {', '.join(self._func_index)}>"
