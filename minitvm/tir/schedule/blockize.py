@@ -24,7 +24,7 @@ from ..stmt import Block, BlockRealize, For, MatchBufferRegion, SeqStmt, Stmt, s
 from .data import BufferSwap
 from .error import ScheduleError
 from .loops import loop_bounds, simplify
-from .shared_analyses import index_bounds
+from .shared_analyses import index_bounds, range_bounds
 from .tree import blocks_under, replace_stmt
 
 __all__ = ["blockize", "blockize_blocks", "tensorize", "TensorIntrin"]
@@ -161,13 +161,11 @@ def _relax_regions(regions: tuple, doms: dict[int, tuple[PrimExpr, PrimExpr]], b
     for region in regions:
         ranges = []
         for dim, r in enumerate(region.region):
-            lo = index_bounds(r.min, doms)
-            hi = index_bounds(r.min + r.extent - 1, doms)
-            if lo is None or hi is None:
+            b = range_bounds(r, doms)
+            if b is None:
                 ranges.append(Range(const(0, r.min.dtype), region.buffer.shape[dim]))
                 continue
-            lo_s = simplify(lo[0], bounds)
-            ranges.append(Range(lo_s, simplify(hi[1] + 1 - lo[0], bounds)))
+            ranges.append(Range(simplify(b[0], bounds), simplify(b[1] + 1 - b[0], bounds)))
         out.append(BufferRegion(region.buffer, tuple(ranges)))
     return tuple(out)
 

@@ -2,7 +2,8 @@
 
 - :func:`index_bounds`: the inclusive range an index expression covers while some loop
   variables run over their ranges (the interval arithmetic behind compute_at, cache_read,
-  blockize, rolling_buffer, reindex and CompactBufferAllocation);
+  blockize, rolling_buffer, reindex and CompactBufferAllocation), and :func:`range_bounds`
+  for every index of a range;
 - :func:`recompute_access_regions`: a block's read/write regions recomputed from its body;
 - :func:`is_padding_guard_only` and :func:`is_const_true`: what a block predicate says;
 - :func:`simplify` with the loop ranges of :func:`loop_bounds`.
@@ -19,11 +20,12 @@ from ...ir import replace
 from ...ir.structural import structural_equal
 from ..analysis import get_block_read_write_region, vars_used
 from ..expr import LT, Add, And, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr, Range, Sub, Var, const
+from ..functor import substitute
 from ..stmt import Block, BlockRealize, For, Stmt
 from .tree import walk_stmts
 
-__all__ = ["index_bounds", "recompute_access_regions", "is_padding_guard_only", "is_const_true", "simplify",
-           "loop_bounds"]
+__all__ = ["index_bounds", "range_bounds", "recompute_access_regions", "is_padding_guard_only", "is_const_true",
+           "simplify", "loop_bounds"]
 
 #: variable id -> inclusive (lo, hi) it ranges over
 VarRanges = dict[int, tuple[PrimExpr, PrimExpr]]
@@ -69,6 +71,16 @@ def index_bounds(e: PrimExpr, var_ranges: VarRanges) -> tuple[PrimExpr, PrimExpr
     if not vars_used(e) & set(var_ranges):
         return e, e  # an expression free of the ranging variables is one point
     return None
+
+
+def range_bounds(rng: Range, var_ranges: VarRanges, bind: dict | None = None) -> tuple[PrimExpr, PrimExpr] | None:
+    """Inclusive bounds ``(lo, hi)`` of every index ``rng`` covers while the variables in
+    ``var_ranges`` run over theirs (after substituting ``bind``); None when unbounded."""
+    first, last = rng.min, rng.min + rng.extent - 1
+    if bind:
+        first, last = substitute(first, bind), substitute(last, bind)
+    lo, hi = index_bounds(first, var_ranges), index_bounds(last, var_ranges)
+    return None if lo is None or hi is None else (lo[0], hi[1])
 
 
 def recompute_access_regions(block: Block) -> Block:
