@@ -17,7 +17,7 @@ from ...ir import replace
 from ...ir.structural import structural_equal
 from ..analysis import uses_var, vars_used
 from ..buffer import Buffer, BufferRegion, decl_buffer
-from ..expr import Add, IntImm, IterVar, Max, Min, Mul, PrimExpr, Range, Var, const
+from ..expr import Add, IntImm, IterVar, Max, Min, Mul, PrimExpr, Range, Var, const, is_const_int
 from ..function import PrimFunc
 from ..functor import substitute
 from ..stmt import Block, BlockRealize, For, MatchBufferRegion, SeqStmt, Stmt, seq
@@ -63,9 +63,6 @@ def _split_binding(value: PrimExpr, inner: dict[int, For], bounds: dict) -> tupl
     return None
 
 
-def _is_one(e: Any) -> bool:
-    return isinstance(e, IntImm) and e.value == 1
-
 
 def _same_value(a: Any, b: Any) -> bool:
     if isinstance(a, IntImm) and isinstance(b, IntImm):
@@ -94,7 +91,7 @@ def _divide(realize: BlockRealize, inner_loops: list[For], all_loops: list[For],
     inner = {id(lp.loop_var): lp for lp in inner_loops}
     # without preserve_unit_iters a unit loop is no iterator at all: it binds as 0
     unit = {} if preserve_unit_iters else {lp.loop_var: const(0, lp.loop_var.dtype)
-                                           for lp in all_loops if _is_one(lp.extent)}
+                                           for lp in all_loops if is_const_int(lp.extent, 1)}
     div = _Division()
     for iv, value in zip(block.iter_vars, realize.iter_values):
         value = simplify(substitute(value, unit), bounds) if unit else value
@@ -126,13 +123,13 @@ def _divide(realize: BlockRealize, inner_loops: list[For], all_loops: list[For],
             ov = Var(f"{iv.var.name}_o", dtype)
         div.outer_ivs.append(IterVar(Range(const(0, dtype), outer_extent), ov, iv.iter_type))
         div.outer_values.append(outer)
-        if _is_one(inner_extent):
-            div.subst[iv.var] = const(0, dtype) if _is_one(outer_extent) and not preserve_unit_iters else ov
+        if is_const_int(inner_extent, 1):
+            div.subst[iv.var] = const(0, dtype) if is_const_int(outer_extent, 1) and not preserve_unit_iters else ov
             continue
         iv_i = Var(f"{iv.var.name}_i", dtype)
         div.inner_ivs.append(IterVar(Range(const(0, dtype), inner_extent), iv_i, iv.iter_type))
         div.inner_values.append(inner_value)
-        div.subst[iv.var] = iv_i if _is_one(outer_extent) else ov * inner_extent + iv_i
+        div.subst[iv.var] = iv_i if is_const_int(outer_extent, 1) else ov * inner_extent + iv_i
     return div
 
 

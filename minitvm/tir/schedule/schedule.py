@@ -38,7 +38,8 @@ from . import reindex as _reindex
 from . import rfactor as _rfactor
 from . import rolling_buffer as _rolling_buffer
 from .error import ScheduleError
-from .trace import BlockRV, ExprRV, Instruction, LoopRV, Trace, kind_for
+from .shared_analyses import simplify
+from .trace import BlockRV, ExprRV, Instruction, LoopRV, Trace, kind_for, random_vars_in
 from .tree import block_realizes, child_stmts, loops_above, walk_stmts
 from .tree import blocks_under as _blocks_under
 
@@ -247,9 +248,8 @@ class Schedule:
             return int(self.get(x))
         if isinstance(x, PrimExpr):
             from ..functor import substitute
-            from .trace import _expr_rvs
 
-            folded = _loops.simplify(substitute(x, {v: self.get(v) for v in _expr_rvs(x)}))
+            folded = simplify(substitute(x, {v: self.get(v) for v in random_vars_in(x)}))
             if not isinstance(folded, IntImm):
                 raise ScheduleError(f"{what} {x} is not a constant")
             return folded.value

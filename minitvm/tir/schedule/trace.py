@@ -15,7 +15,7 @@ from typing import Any, Callable
 from ...ir.node import node
 from ..expr import Var
 
-__all__ = ["BlockRV", "LoopRV", "ExprRV", "Instruction", "InstructionKind", "Trace"]
+__all__ = ["BlockRV", "LoopRV", "ExprRV", "Instruction", "InstructionKind", "Trace", "random_vars_in"]
 
 
 def _func_name(f: Any) -> str | None:
@@ -538,7 +538,7 @@ class Trace:
             if hasattr(x, "dtype") and not isinstance(x, Var):  # an expression over sampled values
                 from ..functor import substitute
 
-                return substitute(x, {v: mapping[id(v)] for v in _expr_rvs(x) if id(v) in mapping})
+                return substitute(x, {v: mapping[id(v)] for v in random_vars_in(x) if id(v) in mapping})
             return x
 
         for inst in self._kept(remove_postproc):
@@ -579,11 +579,12 @@ def _collect_rvs(x: Any, into: set[int]) -> None:
         for e in x:
             _collect_rvs(e, into)
     elif hasattr(x, "dtype"):
-        for v in _expr_rvs(x):
+        for v in random_vars_in(x):
             into.add(id(v))
 
 
-def _expr_rvs(e: Any) -> list[ExprRV]:
+def random_vars_in(e: Any) -> list[ExprRV]:
+    """The sampled random variables (ExprRV) an expression uses."""
     from ..functor import post_order_visit
 
     found: list = []
