@@ -15,15 +15,7 @@ from typing import Any
 from ...ir import replace
 from ..analysis import uses_var
 from ..buffer import Buffer
-from ..expr import (
-    IntImm,
-    IterVar,
-    PrimExpr,
-    Range,
-    Var,
-    const,
-    is_const_int,
-)
+from ..expr import IntImm, IterVar, PrimExpr, Range, Var, const, is_const_int
 from ..functor import substitute
 from ..op import logical_and
 from ..stmt import Block, BlockRealize, For, ForKind, SeqStmt, Stmt, seq
