@@ -51,7 +51,12 @@ class BufferArgumentError(ScheduleError, AssertionError):
 
 
 class Schedule:
-    """``Schedule(mod_or_func, seed=None)``: a schedule over a copy of the module."""
+    """``Schedule(mod_or_func, seed=None)``: a schedule over a copy of the module.
+
+    ``debug_mask`` ("all", "none" or TVM's bit mask) turns on the state check after every
+    primitive; ``error_render_level`` shortens ScheduleError messages; ``enable_check=False``
+    (skip prerequisite checks) is refused: every primitive here checks its conditions.
+    """
 
     def __init__(self, mod: IRModule | PrimFunc, seed: int | None = None, debug_mask: str | int | None = None,
                  error_render_level: Any = None, enable_check: bool = True):
