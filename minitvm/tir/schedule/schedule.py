@@ -9,6 +9,7 @@ that replays the same steps on another copy.  A failed primitive raises
 from __future__ import annotations
 
 import random
+from collections import Counter
 from typing import Any
 
 from ...ir.module import IRModule
@@ -164,9 +165,13 @@ class Schedule:
         return func
 
     def _commit(self, func_name: str, body: Any) -> None:
+        self._commit_function(func_name, self._func(func_name).with_body(body))
+
+    def _commit_function(self, func_name: str, func: PrimFunc) -> None:
+        """The one place a primitive's result enters the schedule (checked under debug_mask)."""
         if self._verify_state:
-            _verify_block_names(body)
-        self._mod = self._mod.with_function(func_name, self._func(func_name).with_body(body))
+            _verify_block_names(self._func(func_name).body, func.body)
+        self._mod = self._mod.with_function(func_name, func)
 
     def _record(self, kind: str, inputs: dict, outputs: list, decision: Any = None) -> None:
         """Append the call ``sch.<kind>(**inputs)`` to the trace (a ``*name`` key holds the
@@ -641,7 +646,7 @@ class Schedule:
         func = self._func(block.func_name)
         if not index_map.is_identity():  # the identity (axis separators alone) changes nothing
             new_func = _data.transform_layout(func, target, index_map, pad_value, assume_injective_transform)
-            self._mod = self._mod.with_function(block.func_name, new_func)
+            self._commit_function(block.func_name, new_func)
         self._record("transform_layout", {"block": block, "buffer": (kind, index), "index_map": index_map,
                                           "pad_value": pad_value,
                                           "assume_injective_transform": assume_injective_transform}, [])
@@ -832,8 +837,7 @@ class Schedule:
         kind, index, target = self._normalize_buffer_arg(block, buffer)
         seps = [int(getattr(a, "value", a)) for a in (axis_separators or [])]
         func = self._func(block.func_name)
-        self._mod = self._mod.with_function(block.func_name,
-                                            _axis_separator.set_axis_separator(func, target, seps))
+        self._commit_function(block.func_name, _axis_separator.set_axis_separator(func, target, seps))
         self._record("set_axis_separator", {"block": block, "buffer": (kind, index),
                                             "axis_separators": seps}, [])
 
@@ -1083,17 +1087,16 @@ def _parse_debug_mask(debug_mask: Any) -> int:
     return debug_mask
 
 
-def _verify_block_names(body: Any) -> None:
+def _verify_block_names(before: Any, after: Any) -> None:
     """debug_mask's check after every primitive.  TVM verifies its statement-reference tree
     and cached block flags; minitvm keeps neither (it finds blocks by name in the IR itself),
-    so the state to verify is that every block name is unique."""
-    names = [r.block.name_hint for r, _ in block_realizes(body)]
-    seen: set[str] = set()
-    for name in names:
-        if name in seen:
+    so the state to verify is that the primitive left no block name ambiguous that was not
+    already (a function may come in with repeated names; no primitive may add one)."""
+    had = Counter(r.block.name_hint for r, _ in block_realizes(before))
+    for name, count in Counter(r.block.name_hint for r, _ in block_realizes(after)).items():
+        if count > 1 and count > had[name]:
             raise ScheduleError(f"internal: the schedule state is inconsistent after a primitive: "
-                                f"{names.count(name)} blocks named {name}")
-        seen.add(name)
+                                f"{count} blocks named {name}")
 
 
 def _sample_tile(rng: random.Random, extent: int, n: int, max_innermost: int) -> list[int]:

@@ -167,7 +167,8 @@ def test_schedule_refuses_what_tvm_refuses_as_debug_mask(mask, error):
 
 def test_debug_mask_verifies_the_state_after_each_primitive():
     """With the checks on, a primitive that left two blocks of one name (blocks are found by
-    name) is caught as it commits; with debug_mask="none" it is not."""
+    name) is caught as it commits; with debug_mask="none" it is not; a function that came in
+    with a repeated name is not the primitive's fault."""
     from minitvm.ir import replace
     from minitvm.tir.schedule.tree import replace_stmt
 
@@ -203,3 +204,15 @@ def test_trace_show_refuses_styles_it_cannot_apply(capsys):
         sch.trace.show(black_format=True)
     with pytest.raises(NotImplementedError, match="style"):
         sch.trace.show(style="monokai")
+
+
+def test_debug_mask_does_not_blame_a_primitive_for_names_the_function_repeated():
+    from minitvm.ir import replace
+    from minitvm.tir.schedule.tree import replace_stmt
+
+    body = two_stage.body
+    c = next(r for r in _realizes(body) if r.block.name_hint == "C")
+    repeated = two_stage.with_body(replace_stmt(body, c.block, replace(c.block, name_hint="B")))
+    sch = tir.Schedule(repeated, debug_mask="all")
+    sch.annotate(sch.get_loops(sch.get_child_blocks(sch.get_block("root"))[0])[0], "k", 1)
+    assert "k" in sch.get(sch.get_loops(sch.get_child_blocks(sch.get_block("root"))[0])[0]).annotations
