@@ -280,9 +280,8 @@ def test_dense_add_pattern(ex):
     var2val = get_var2val(func)
     for var, want in cases.items():
         got = pattern.match(var2val[var], var2val)
-        assert got == want, (f"{pattern!r} should {'' if want else 'not '}match "
-                             f"{var.name_hint} = {relax.BlockBuilder().normalize(var2val[var]).__class__.__name__} "
-                             f"in:\n{func.script()}")
+        assert got == want, (f"{pattern!r} should {'' if want else 'not '}match the value bound to "
+                             f"{var.name_hint} in:\n{func.script()}")
 
 
 # ------------------------------------------------------------------ 6.6: a pattern rewrite
