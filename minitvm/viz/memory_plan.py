@@ -74,7 +74,7 @@ class MemoryPlanPicture:
                 f"{len(self.steps)} calls>")
 
     def __str__(self) -> str:
-        lines = [f"{self.function}: {len(self.tensors)} tensors in {len(self.storages)} storages "
+        lines = [f"{self.function}: {_count(len(self.tensors), 'tensor')} in {_count(len(self.storages), 'storage')} "
                  f"(+ {sum(t.storage is None for t in self.tensors)} with memory of their own)"]
         for s in self.storages:
             size = f"{s.nbytes} bytes" if s.nbytes is not None else "symbolic size"
@@ -101,7 +101,7 @@ class MemoryPlanPicture:
                'patternTransform="rotate(45)"><rect width="6" height="6" fill="#dee2e6"/>'
                f'<line x1="0" y1="0" x2="0" y2="6" stroke="{_OWN}" stroke-width="3"/></pattern></defs>',
                f'<text x="4" y="16" font-size="13" font-weight="bold">tensor lifetimes in {_esc(self.function)}: '
-               f'{len(self.tensors)} tensors, {len(self.storages)} storages</text>']
+               f'{_count(len(self.tensors), "tensor")}, {_count(len(self.storages), "storage")}</text>']
         # the calls, as column headings (slanted so that long kernel names fit)
         for k, name in enumerate(self.steps):
             x = label_w + col_w * k + col_w / 2
@@ -147,6 +147,10 @@ class MemoryPlanPicture:
 
     def _repr_svg_(self) -> str:
         return self.svg()
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def _esc(text: str) -> str:

@@ -24,6 +24,7 @@ from ...ir.module import GlobalVar
 from ...ir.op import Op
 from ...ir.structural import structural_equal
 from ...tir.expr import IntImm, PrimExpr
+from ..analysis.struct_info_analysis import is_base_of
 from ..expr import Call, Constant, DataflowVar, ExternFunc, SeqExpr, ShapeExpr, Tuple, TupleGetItem, Var, struct_info_of
 from ..struct_info import StructInfo, TensorStructInfo
 
@@ -118,6 +119,10 @@ class VarPattern(DFPattern):
 
     def __init__(self, name_hint: str = ""):
         self.name_hint = name_hint
+
+    @property
+    def name(self) -> str:
+        return self.name_hint
 
     def _text(self) -> str:
         return f'is_var("{self.name_hint}")' if self.name_hint else "is_var()"
@@ -251,7 +256,7 @@ class NotPattern(DFPattern):
 
 
 class StructInfoPattern(DFPattern):
-    """``pattern``, where the matched expression's struct info also equals ``struct_info``."""
+    """``pattern``, where the matched expression's struct info is also ``struct_info`` or more precise."""
 
     def __init__(self, pattern: DFPattern, struct_info: StructInfo):
         self.pattern, self.struct_info = pattern, struct_info
@@ -346,16 +351,20 @@ def reject(pattern: DFPattern) -> NotPattern:
     return NotPattern(pattern)
 
 
-def is_call_tir(func_name: str, args: Any = None) -> CallPattern:
+def is_call_tir(func_name: str, args: Any = None, tir_vars: DFPattern | None = None) -> CallPattern:
     """``R.call_tir(func_name, args, ...)``: the PrimFunc's name contains ``func_name``;
-    ``args`` a list of patterns, a tuple pattern, or None for any arguments."""
+    ``args`` a list of patterns, a tuple pattern, or None for any arguments; ``tir_vars`` a
+    pattern for the symbolic-variable argument (None: the call has none)."""
     if args is None:
         args_pattern: DFPattern = wildcard()
     elif isinstance(args, (list, tuple)):
         args_pattern = TuplePattern(args)
     else:
         args_pattern = _as_pattern(args, "is_call_tir args")
-    return is_op("relax.call_tir")(GlobalVarPattern(func_name), args_pattern, varg_default_wildcard=True)
+    call_tir = is_op("relax.call_tir")
+    if tir_vars is None:
+        return call_tir(GlobalVarPattern(func_name), args_pattern)
+    return call_tir(GlobalVarPattern(func_name), args_pattern, _as_pattern(tir_vars, "is_call_tir tir_vars"))
 
 
 # ------------------------------------------------------------------------------ the matcher
@@ -446,7 +455,9 @@ class _Matcher:
             return _shape_equal(struct_info_of(expr0), p.shape) and self.visit(p.pattern, expr0)
         if isinstance(p, StructInfoPattern):
             sinfo = struct_info_of(expr0)
-            return sinfo is not None and structural_equal(sinfo, p.struct_info) and self.visit(p.pattern, expr0)
+            # TVM's test: the pattern's struct info is a base of the expression's (R.Tensor([2, 3])
+            # takes any dtype)
+            return sinfo is not None and is_base_of(p.struct_info, sinfo) and self.visit(p.pattern, expr0)
         if isinstance(p, AttrPattern):
             return self.visit(p.pattern, expr) and _attrs_match(expr, p.attrs)
         raise TypeError(f"unknown pattern kind {type(p).__name__}")
@@ -498,11 +509,16 @@ def _same_leaf(a: Any, b: Any) -> bool:
 
 
 def _dim_equal(want: Any, got: Any) -> bool:
+    """Equal dimensions: the same number, or symbolic expressions the analyzer proves equal."""
+    from ...arith.analyzer import Analyzer
+
     if isinstance(want, int) and not isinstance(want, bool):
-        return isinstance(got, IntImm) and got.value == want
+        want = IntImm("int64", want)
     if isinstance(want, IntImm) and isinstance(got, IntImm):
         return want.value == got.value
-    return structural_equal(want, got, map_free_vars=False)
+    if not isinstance(want, PrimExpr) or not isinstance(got, PrimExpr):
+        return False
+    return structural_equal(want, got) or Analyzer().can_prove_equal(want, got)
 
 
 def _shape_equal(sinfo: Any, shape: list[Any]) -> bool:

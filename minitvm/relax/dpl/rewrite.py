@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ...ir.structural import structural_equal
-from ..analysis import remove_all_unused
+from ..analysis import get_var2val, remove_all_unused
 from ..analysis.purity import contains_impure_call
 from ..expr import (
     Binding,
@@ -26,32 +26,14 @@ from ..expr import (
     Var,
     VarBinding,
 )
-from ..expr_functor import ExprMutator, ExprVisitor
-from .pattern import DFPattern
+from ..expr_functor import ExprMutator
+from .pattern import DFPattern, OrPattern, _Matcher
 
 __all__ = ["rewrite_call", "get_var2val"]
 
 Rewriter = Callable[[Any, "dict[DFPattern, Any]"], Any]
 
 _MAX_ROUNDS = 100  # a rewriter that keeps changing its own output would loop for ever
-
-
-def get_var2val(func: Function) -> dict[Var, Any]:
-    """Every variable bound in ``func`` -> the value bound to it (the ``var2val`` of
-    ``DFPattern.match``; TVM has it as ``relax.analysis.get_var2val``)."""
-    out: dict[Var, Any] = {}
-
-    class _Collect(ExprVisitor):
-        def visit_var_binding_(self, binding: VarBinding) -> None:
-            out[binding.var] = binding.value
-            super().visit_var_binding_(binding)
-
-        def visit_match_cast_(self, binding: MatchCast) -> None:
-            out[binding.var] = binding.value
-            super().visit_match_cast_(binding)
-
-    _Collect().visit_expr(func)
-    return out
 
 
 def rewrite_call(pattern: DFPattern, rewriter: Rewriter, func: Function) -> Function:
@@ -156,10 +138,24 @@ class _Rewrite(ExprMutator):
         return type(block)(tuple(bindings))
 
     def _rewrite_value(self, value: Any, lookup: dict[Var, Any]) -> Any:
-        matches = self.pattern.extract_matched_expr(value, lookup)
-        if matches is None:
-            return None
-        new = self.rewriter(value, matches)
-        if new is None or new is value:
-            return None
-        return new
+        """The rewriter's replacement for ``value``, or None. A top-level ``p | q`` tries its
+        alternatives in order, and one whose rewriter declines (returns the value itself) lets
+        the next try, as in TVM."""
+        for alternative, ors in _alternatives(self.pattern):
+            matches = alternative.extract_matched_expr(value, lookup)
+            if matches is None:
+                continue
+            for p in ors:  # the `|` patterns above the alternative matched the value too
+                matches[p] = _Matcher(lookup).unwrap(value)
+            new = self.rewriter(value, matches)
+            if new is not None and new is not value:
+                return new
+        return None
+
+
+def _alternatives(pattern: DFPattern, ors: tuple = ()) -> list[tuple[DFPattern, tuple]]:
+    """``a | (b | c)`` -> [(a, ors), (b, ors), (c, ors)], each with the OrPatterns above it."""
+    if isinstance(pattern, OrPattern):
+        inner = (*ors, pattern)
+        return _alternatives(pattern.left, inner) + _alternatives(pattern.right, inner)
+    return [(pattern, ors)]

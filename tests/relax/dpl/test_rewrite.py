@@ -125,3 +125,36 @@ def test_rewrite_call_names_bad_arguments():
         rewrite_call("relax.add", lambda e, m: e, Dense["main"])
     with pytest.raises(TypeError, match="relax.Function"):
         rewrite_call(wildcard(), lambda e, m: e, Dense)
+
+
+def test_a_declined_alternative_lets_the_next_one_try():
+    """With `p | q` at the top, a rewriter returning the match unchanged for `p` lets `q` try (as in TVM)."""
+    any_add = is_op("relax.add")(wildcard(), wildcard())
+    x, c = wildcard(), is_const()
+    add_const = is_op("relax.add")(x, c)
+    seen = []
+
+    def rewriter(expr, m):
+        seen.append(any_add in m)
+        if any_add in m:
+            return expr  # declined
+        return relax.op.subtract(m[x], relax.op.negative(m[c]))
+
+    bb = relax.BlockBuilder()
+    v = relax.Var("v", relax.TensorStructInfo((3,), "float32"))
+    with bb.function("main", [v]):
+        with bb.dataflow():
+            out = bb.emit_output(relax.op.add(v, relax.const(np.ones(3, "float32"))))
+        bb.emit_func_output(out)
+    new = rewrite_call(any_add | add_const, rewriter, bb.get()["main"])
+    assert seen[:2] == [True, False]
+    ops = [b.value.op.name for b in new.body.blocks[0].bindings]
+    assert ops == ["relax.negative", "relax.subtract"]
+
+
+def test_struct_info_condition_accepts_a_more_precise_struct_info():
+    """`has_struct_info(R.Tensor([2, 3]))` (any dtype) matches an int32 tensor of that shape."""
+    v = relax.Var("v", relax.TensorStructInfo((2, 3), "int32"))
+    assert wildcard().has_struct_info(R.Tensor((2, 3))).match(v)
+    assert not wildcard().has_struct_info(R.Tensor((3, 2))).match(v)
+    assert not wildcard().has_struct_info(R.Tensor((2, 3), "float32")).match(v)
