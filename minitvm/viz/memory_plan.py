@@ -89,7 +89,7 @@ class MemoryPlanPicture:
         """The picture as SVG text, at most ~880 px wide."""
         n_steps = max(len(self.steps), 1)
         label_w = 170
-        row_h, top = 22, 80
+        row_h, top = 22, 104  # room for the slanted call names under the title
         col_w = max(12, min(64, (_MAX_WIDTH - label_w - 20) // (n_steps + 1)))
         width = label_w + col_w * (n_steps + 1) + 20
         legend_top = top + row_h * len(self.tensors) + 14
@@ -107,7 +107,7 @@ class MemoryPlanPicture:
             x = label_w + col_w * k + col_w / 2
             out.append(f'<line x1="{x}" y1="{top - 4}" x2="{x}" y2="{legend_top - 10}" stroke="#e9ecef"/>')
             out.append(f'<text x="{x}" y="{top - 8}" font-size="10" transform="rotate(-35 {x} {top - 8})">'
-                       f'{k}: {_esc(_short(name, 16))}</text>')
+                       f'{k}: {_esc(_short(name, 20))}</text>')
         end_x = label_w + col_w * n_steps + col_w / 2
         out.append(f'<text x="{end_x}" y="{top - 8}" font-size="10" fill="#868e96" '
                    f'transform="rotate(-35 {end_x} {top - 8})">return</text>')
