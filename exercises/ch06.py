@@ -106,7 +106,7 @@ def fuse_dense_add_pass() -> minitvm.transform.Pass:
     ``Primitive``) by a call of a new function that does just that: named ``fused_dense_add0``,
     ``fused_dense_add1`` ... in the order met, made with a fresh ``relax.BlockBuilder``
     (``bb.function(name, [x, w, b])`` -- parameters named ``x``, ``w``, ``b`` -- a dataflow
-    block with ``lv0 = matmul``, ``gv = add`` as output), marked ``.with_attr("Primitive", 1)``
+    block binding the matmul, then the add as its output), marked ``.with_attr("Primitive", 1)``
     and added with ``self.builder_.add_func``. Unused bindings go (``remove_all_unused``).
     The grader compares the result with a target module and runs it."""
     raise NotImplementedError("exercise 6.2: write fuse_dense_add_pass")
