@@ -8,6 +8,7 @@ functions go to the Relax virtual-machine builder.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from ..ir.module import IRModule
@@ -18,7 +19,7 @@ from ..tir.transform import InstrumentBoundCheckers, lower_pipeline
 from ..tir.transform.instrument_bound_checkers import bounds_check_requested
 from ..transform import PassContext
 
-__all__ = ["build", "compile", "lower", "lower_to_module", "normalize_module"]
+__all__ = ["build", "build_kernels", "compile", "lower", "lower_to_module", "normalize_module", "in_notebook"]
 
 
 def normalize_module(mod_or_func: Any, name: str | None = None) -> IRModule:
@@ -48,11 +49,19 @@ def lower_to_module(mod_or_func: Any, name: str | None = None) -> IRModule:
 lower = lower_to_module
 
 
-def _instrument(mod: IRModule, target: Target) -> IRModule:
-    """Bounds checks for native code when ``PassContext(config={"tir.bounds_check": True})`` asks
-    (the python target's interpreter checks every access itself).  The one place the
-    instrumentation runs, so that ``lib.ir_module`` shows the checks that were compiled."""
-    if target.kind.name != "llvm" or not bounds_check_requested(PassContext.current()):
+def in_notebook() -> bool:
+    """True inside a Jupyter (IPython) kernel: where a learner is."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+def _instrument(mod: IRModule, target: Target, checks_by_default: bool) -> IRModule:
+    """Bounds checks for native code when ``PassContext(config={"tir.bounds_check": ...})`` asks,
+    else ``checks_by_default`` (the python target's interpreter checks every access itself).
+    The one place the instrumentation runs, so that ``lib.ir_module`` shows the checks that were
+    compiled."""
+    if target.kind.name != "llvm" or not bounds_check_requested(PassContext.current(), checks_by_default):
         return mod
     return InstrumentBoundCheckers()(mod)
 
@@ -65,13 +74,28 @@ def export_name(name_hint: str, func: PrimFunc) -> str:
     return str(symbol) if symbol else name_hint
 
 
-def build(mod_or_func: Any, target: Any = "llvm", name: str | None = None) -> Module:
-    """Compile the PrimFuncs of a module (or one PrimFunc) for ``target``.
+def build(mod_or_func: Any, target: Any = "llvm", pipeline: Any = "default", *, name: str | None = None) -> Module:
+    """Compile the PrimFuncs of a module (or one PrimFunc) for ``target``, as TVM's ``tvm.build``
+    (``pipeline``: "default" or None, the TIR lowering pipeline; ``name``: minitvm's, the
+    name a lone PrimFunc is exported under).
 
     ``lib[symbol](*arrays)`` then calls a function by its exported symbol (``export_name``:
     the ``global_symbol``, else the module's name for it); arguments are checked (count,
-    dtype, shape) before any code runs.
+    dtype, shape) before any code runs.  A provable out-of-bounds access is refused while
+    lowering; what cannot be proven is checked at run time inside a notebook unless
+    ``PassContext(config={"tir.bounds_check": False})`` says otherwise (a learner's wrong index
+    then raises ``BoundsError`` instead of killing the kernel), and elsewhere only when the
+    config asks.
     """
+    _check_default_tir_pipeline("minitvm.build(pipeline=...)", pipeline)
+    return build_kernels(mod_or_func, target, name, checks_by_default=in_notebook())
+
+
+def build_kernels(mod_or_func: Any, target: Any = "llvm", name: str | None = None, *,
+                  checks_by_default: bool = False) -> Module:
+    """:func:`build` with the bounds-check default given: ``relax.build`` builds a model's
+    kernels with checks only when the PassContext asks (a model's kernels are generated, and
+    the checks would cost speed)."""
     from ..target.codegen import build_module, check_buildable
 
     target = _target(target)
@@ -82,7 +106,7 @@ def build(mod_or_func: Any, target: Any = "llvm", name: str | None = None) -> Mo
                         "use minitvm.compile for modules with Relax functions")
     # GPU builtins and thread launches are refused by name before lowering trips over them
     check_buildable({gv.name_hint: f for gv, f in mod.items()}, target)
-    lowered = _instrument(lower_to_module(mod), target)
+    lowered = _instrument(lower_to_module(mod), target, checks_by_default)
     funcs: dict[str, PrimFunc] = {}
     for gv, f in lowered.items():
         if isinstance(f, PrimFunc):
@@ -111,13 +135,18 @@ def compile(mod_or_func: Any, target: Any = None, *, relax_pipeline: Any = "defa
     if isinstance(mod_or_func, IRModule) and _has_relax(mod_or_func):
         return _compile_relax(mod_or_func, _target(target), relax_pipeline=relax_pipeline,
                               tir_pipeline=tir_pipeline, **kwargs)
-    if tir_pipeline not in (None, "default"):
-        raise NotImplementedError("minitvm.compile: only the default TIR pipeline (tir_pipeline='default') "
-                                  "is supported")
+    _check_default_tir_pipeline("minitvm.compile(tir_pipeline=...)", tir_pipeline)
     name = kwargs.pop("name", None)
     if kwargs:
         raise TypeError(f"minitvm.compile: unexpected arguments {', '.join(kwargs)}")
-    return build(mod_or_func, target, name)
+    return build(mod_or_func, target, name=name)
+
+
+def _check_default_tir_pipeline(what: str, pipeline: Any) -> None:
+    """TVM runs any TIR pipeline it is given; minitvm has its one lowering pipeline."""
+    if pipeline not in (None, "default"):
+        raise NotImplementedError(f"{what}: only the default TIR pipeline ('default' or None) is supported, "
+                                  f"got {pipeline!r}")
 
 
 def _compile_relax(mod: IRModule, target: Target, **kwargs: Any) -> Any:

@@ -70,4 +70,4 @@ __all__ = [
     # subpackages
     "op", "analysis", "expr_functor",
 ]
-from . import frontend  # noqa: E402,F401 : relax.frontend.nn, relax.frontend.detach_params
+from . import dpl, frontend  # noqa: E402,F401 : relax.frontend.nn, relax.frontend.detach_params; relax.dpl

@@ -41,7 +41,7 @@ def _as_target(target: Any) -> Target:
 
 def build(mod: IRModule, target: Any = None, params: dict | None = None,
           relax_pipeline: str | Pass | None = "default", tir_pipeline: str | None = "default",
-          exec_mode: str = "bytecode", **kwargs: Any) -> Executable:
+          exec_mode: str = "bytecode", *, system_lib: bool | None = None, **kwargs: Any) -> Executable:
     """Compile ``mod`` for the VM: ``relax_pipeline`` (a name for :func:`get_pipeline`, a Pass
     or a function of the module; None runs none) under ``target`` (default: the current
     target, else llvm), then the lowering to VM builtins, the kernels, the bytecode.
@@ -59,6 +59,9 @@ def build(mod: IRModule, target: Any = None, params: dict | None = None,
         raise NotImplementedError("relax.build: only the default TIR pipeline is supported")
     if kwargs:
         raise TypeError(f"relax.build: unexpected arguments {', '.join(kwargs)}")
+    if system_lib:
+        raise NotImplementedError("relax.build(system_lib=True): minitvm builds no system library; "
+                                  "the kernels are JIT-compiled in process")
     if not any(isinstance(f, Function) for _, f in mod.items()):
         raise ValueError("relax.build: the module has no Relax function; use minitvm.build for TIR only")
     target = _as_target(target)
@@ -72,7 +75,7 @@ def build(mod: IRModule, target: Any = None, params: dict | None = None,
             mod = relax_pipeline(mod)
     mod = Sequential(vm_lowering_passes(target), name="vm_lowering")(mod)
     prims = {gv: f for gv, f in mod.items() if isinstance(f, PrimFunc)}
-    lib = driver.build(IRModule(prims), target) if prims else None
+    lib = driver.build_kernels(IRModule(prims), target) if prims else None
     exe = codegen(mod, lib)
     exe.ir_module = mod  # what was compiled, for inspection
     return exe

@@ -21,7 +21,7 @@ from ..analysis import uses_var
 from ..buffer import Buffer, BufferRegion, decl_buffer
 from ..expr import BufferLoad, IntImm, Max, Min, PrimExpr, Range, const
 from ..function import PrimFunc
-from ..functor import StmtExprMutator, post_order_visit, substitute
+from ..functor import StmtExprMutator, post_order_visit
 from ..stmt import Allocate, Block, BlockRealize, BufferStore, For, Stmt
 from .function_pass import prim_func_pass
 
@@ -77,7 +77,7 @@ def _placement(users: list[tuple[BlockRealize, tuple]]) -> Stmt | None:
 def _region(users: list[tuple[BlockRealize, tuple]], buffer: Buffer, loop: For) -> list[tuple[PrimExpr, PrimExpr]]:
     """Per dimension [lo, hi] of what the users touch inside ``loop``'s body."""
     from ...arith import Analyzer
-    from ..schedule.compute import relax
+    from ..schedule.shared_analyses import range_bounds
 
     ana = Analyzer()
     hull: list[tuple[PrimExpr, PrimExpr]] | None = None
@@ -90,12 +90,11 @@ def _region(users: list[tuple[BlockRealize, tuple]], buffer: Buffer, loop: For) 
                 continue
             dims = []
             for k, r in enumerate(region.region):
-                lo = relax(substitute(r.min, bind), dom)
-                hi = relax(substitute(r.min + r.extent - 1, bind), dom)
-                if lo is None or hi is None:
+                b = range_bounds(r, dom, bind)
+                if b is None:
                     dims.append((const(0, buffer.shape[k].dtype), buffer.shape[k] - 1))
                 else:
-                    dims.append((ana.simplify(lo[0]), ana.simplify(hi[1])))
+                    dims.append((ana.simplify(b[0]), ana.simplify(b[1])))
             if hull is None:
                 hull = dims
             else:

@@ -259,10 +259,14 @@ class InstrumentBoundCheckers:
         return out
 
 
-def bounds_check_requested(ctx: Any) -> bool:
+def bounds_check_requested(ctx: Any, default: bool = False) -> bool:
     """Whether a PassContext asks for bounds checks (``tir.bounds_check``, or TVM's spelling
-    ``tir.instrument_bound_checkers``)."""
-    return bool(ctx.get_config("tir.bounds_check") or ctx.get_config("tir.instrument_bound_checkers"))
+    ``tir.instrument_bound_checkers``); ``default`` when it says nothing either way."""
+    for key in ("tir.bounds_check", "tir.instrument_bound_checkers"):
+        value = ctx.get_config(key)
+        if value is not None:
+            return bool(value)
+    return default
 
 
 def bounds_checks(func: PrimFunc) -> dict[str, BoundsCheck]:

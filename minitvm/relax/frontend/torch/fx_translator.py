@@ -462,7 +462,8 @@ class FxConverter(ExportedProgramConverter):
 
 def from_fx(model: Any, input_info: list, *, keep_params_as_input: bool = False,
             unwrap_unit_return_tuple: bool = False, no_bind_return_tuple: bool = False,
-            custom_convert_map: dict[str, Callable] | None = None) -> IRModule:
+            custom_convert_map: dict[str, Callable] | None = None,
+            default_image_layout: str = "NCHW") -> IRModule:
     """Convert a ``torch.fx.GraphModule`` (``torch.fx.symbolic_trace(model)``; a plain
     ``nn.Module`` is traced here) to an IRModule whose ``main`` takes inputs described by
     ``input_info``, a list of ``(shape, dtype)`` such as ``[((1, 784), "float32")]``.
@@ -472,6 +473,9 @@ def from_fx(model: Any, input_info: list, *, keep_params_as_input: bool = False,
     by ATen name, as in ``from_exported_program``.  Unsupported calls are listed together
     before any conversion.
     """
+    if default_image_layout != "NCHW":
+        raise NotImplementedError(f"from_fx(default_image_layout={default_image_layout!r}): minitvm converts "
+                                  "images in torch's NCHW layout only")
     import torch.fx
 
     gm = model if isinstance(model, torch.fx.GraphModule) else torch.fx.symbolic_trace(model)

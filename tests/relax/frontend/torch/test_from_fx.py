@@ -148,3 +148,11 @@ def test_a_single_tensor_output_is_returned_as_it_is():
     assert isinstance(pair["main"].ret_struct_info, TupleStructInfo)
     x = np.random.default_rng(3).standard_normal((2, 3)).astype("float32")
     np.testing.assert_allclose(compile_zero(single)["main"](minitvm.nd.array(x)).numpy(), x * 2.0)
+
+
+def test_from_fx_default_image_layout_other_than_nchw_is_refused_by_name():
+    model = torch.nn.Sequential(torch.nn.ReLU())
+    mod = from_fx(model, [((1, 4), "float32")], default_image_layout="NCHW")
+    assert "main" in mod
+    with pytest.raises(NotImplementedError, match="default_image_layout='NHWC'"):
+        from_fx(model, [((1, 4), "float32")], default_image_layout="NHWC")
