@@ -131,7 +131,9 @@ class Semantics:
                 out = self.numpy(dtype, *(scalar(v) for v in values))
             return bool(out) if self.result == "bool" else float(out)
         out = self.numpy(dtype, *(int(v) for v in values))
-        return bool(out) if self.result == "bool" or dtype == "bool" else int(out)
+        if self.result == "bool" or dtype == "bool":
+            return bool(out)
+        return _e._wrap_int(dtype, int(out))
 
 
 # -- shared pieces -----------------------------------------------------------------------------
