@@ -37,6 +37,8 @@ import numpy as np
 from hypothesis import strategies as st
 
 from .. import te, tir
+from ..driver import build as build_module
+from ..ir import dtype as _dt
 from ..ir.structural import assert_structural_equal, structural_equal
 from ..tir import op as _op
 from ..tir import semantics as _semantics
@@ -464,7 +466,7 @@ def edge_values(dtype: str, n: int, seed: int, shift_amounts: bool = False) -> n
     rng = np.random.default_rng(seed)
     if dtype == "bool":
         return rng.integers(0, 2, n).astype(bool)
-    if _dt_is_float(dtype):
+    if _dt.is_float(dtype):
         edges = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, np.nan, np.inf, -np.inf, 3e9, -3e9, 1e30, 255.5, -129.0]
         common = rng.standard_normal(n) * rng.choice([1.0, 100.0], n)
     else:
@@ -476,13 +478,9 @@ def edge_values(dtype: str, n: int, seed: int, shift_amounts: bool = False) -> n
         else:
             edges = [0, 1, info.max, info.min, info.max - 1] + ([-1, info.min + 1] if info.min < 0 else [])
             common = rng.integers(max(info.min, -100), min(info.max, 100) + 1, n)
-    picked = np.where(rng.random(n) < 0.5, rng.choice(np.array(edges, dtype="float64" if _dt_is_float(dtype)
+    picked = np.where(rng.random(n) < 0.5, rng.choice(np.array(edges, dtype="float64" if _dt.is_float(dtype)
                                                                 else "int64"), n), common)
     return picked.astype(dtype)
-
-
-def _dt_is_float(dtype: str) -> bool:
-    return dtype.startswith("float")
 
 
 @dataclass(frozen=True)
@@ -575,9 +573,7 @@ def check_op_case(case: OpCase) -> None:
 
 
 def _build_for(func: PrimFunc, target: str) -> Callable[..., None]:
-    from .. import build
-
-    lib = build(func, target=target)
+    lib = build_module(func, target=target)
     return lambda *arrays: lib["main"](*arrays)
 
 
@@ -590,7 +586,7 @@ def _assert_same(got: np.ndarray, want: np.ndarray, case: OpCase, target: str) -
                                    atol=1e-6 if case.dtype == "float32" else 1e-12, err_msg=message)
         return
     np.testing.assert_array_equal(got, want, err_msg=message)
-    if _dt_is_float(str(got.dtype)):  # signed zeros (min/max, casts) too
+    if _dt.is_float(str(got.dtype)):  # signed zeros (min/max, casts) too
         np.testing.assert_array_equal(np.signbit(got), np.signbit(want), err_msg=message)
 
 

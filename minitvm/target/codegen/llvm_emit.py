@@ -80,6 +80,20 @@ class _FuncState:
         self.error_slot = error_slot  # outlined functions report assert failures here
 
 
+def _divides_by_variable(body: Any) -> bool:
+    """Whether ``body`` has an integer division by a non-constant: its zero check may leave the
+    loop early, which LLVM's loop vectorizer cannot vectorize (asked to, it prints a warning)."""
+    found: list[bool] = []
+
+    def visit(n: Any) -> None:
+        if (isinstance(n, (_e.Div, _e.Mod, _e.FloorDiv, _e.FloorMod)) and not _dt.is_float(n.dtype)
+                and not isinstance(n.b, _e.IntImm)):
+            found.append(True)
+
+    post_order_visit(body, visit)
+    return bool(found)
+
+
 class CodeGenLLVM:
     """Emits LLVM IR for lowered PrimFuncs into one llvmlite module."""
 
@@ -339,14 +353,14 @@ class CodeGenLLVM:
                              flags=("nsw",) if signed else ("nuw",))
             latch = self.b.branch(head)
             i.add_incoming(nxt, self.b.block)
-            props = self._loop_properties(kind)
+            props = self._loop_properties(kind, body)
             if props:
                 latch.set_metadata("llvm.loop", LoopID(self.module, props))
         self.b.position_at_end(exit_bb)
 
-    def _loop_properties(self, kind: str) -> list:
+    def _loop_properties(self, kind: str, body: Any) -> list:
         md = self.module.add_metadata
-        if kind == _s.ForKind.VECTORIZED and not self.disable_vectorize:
+        if kind == _s.ForKind.VECTORIZED and not self.disable_vectorize and not _divides_by_variable(body):
             return [md([ir.MetaDataString(self.module, "llvm.loop.vectorize.enable"), ir.Constant(I1, 1)])]
         if kind == _s.ForKind.UNROLLED:
             return [md([ir.MetaDataString(self.module, "llvm.loop.unroll.enable")])]
@@ -575,15 +589,11 @@ class CodeGenLLVM:
         end_bb = fn.append_basic_block("ite_end")
         self.b.cbranch(cond, then_bb, else_bb)
         self.b.position_at_end(then_bb)
-        tv = self.visit_expr(e.args[1])
-        if e.args[1].dtype != e.dtype:
-            tv = self._cast(tv, e.args[1].dtype, e.dtype)
+        tv = self._operand(e.args[1], e.dtype)
         then_end = self.b.block
         self.b.branch(end_bb)
         self.b.position_at_end(else_bb)
-        fv = self.visit_expr(e.args[2])
-        if e.args[2].dtype != e.dtype:
-            fv = self._cast(fv, e.args[2].dtype, e.dtype)
+        fv = self._operand(e.args[2], e.dtype)
         else_end = self.b.block
         self.b.branch(end_bb)
         self.b.position_at_end(end_bb)
