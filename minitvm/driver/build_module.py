@@ -13,12 +13,12 @@ from typing import Any
 from ..ir.module import IRModule
 from ..runtime.module import Module
 from ..target import Target
-from ..tir import expr as _e
-from ..tir import stmt as _s
 from ..tir.function import PrimFunc
-from ..tir.functor import pre_order_visit
+from ..tir.transform import InstrumentBoundCheckers, lower_pipeline
+from ..tir.transform.instrument_bound_checkers import bounds_check_requested
+from ..transform import PassContext
 
-__all__ = ["build", "compile", "lower", "normalize_module"]
+__all__ = ["build", "compile", "lower", "lower_to_module", "normalize_module"]
 
 
 def normalize_module(mod_or_func: Any, name: str | None = None) -> IRModule:
@@ -38,48 +38,20 @@ def _target(target: Any) -> Target:
     return target if isinstance(target, Target) else Target(target)
 
 
-def _not_lowered_reason(func: PrimFunc) -> str | None:
-    """Why ``func`` is not yet in the form code generators accept (None if it is)."""
-    reason: list[str] = []
-
-    def visit(n: Any) -> bool:
-        if reason:
-            return False
-        if isinstance(n, (_s.Block, _s.BlockRealize)):
-            reason.append(f"it still has blocks ({getattr(n, 'name_hint', 'root')})")
-        elif isinstance(n, (_e.BufferLoad, _s.BufferStore)) and len(n.indices) != 1:
-            reason.append(f"buffer {n.buffer.name} is accessed with {len(n.indices)} indices")
-        return True
-
-    pre_order_visit(func.body, visit)
-    return reason[0] if reason else None
+def lower_to_module(mod_or_func: Any, name: str | None = None) -> IRModule:
+    """An IRModule with every PrimFunc lowered (blocks -> loops, flat buffers, simplified): TVM's
+    ``minitvm.lower`` (``lower`` below), which returns an IRModule even for one PrimFunc."""
+    return lower_pipeline()(normalize_module(mod_or_func, name))
 
 
-def lower(mod_or_func: Any, name: str | None = None) -> IRModule:
-    """Run the TIR lowering pipeline (blocks -> loops, flat buffers, simplified) on a module."""
-    mod = normalize_module(mod_or_func, name)
-    try:
-        from ..tir.transform import lower_pipeline
-    except ImportError:
-        lower_pipeline = None
-    if lower_pipeline is None:
-        for gv, func in mod.items():
-            if isinstance(func, PrimFunc):
-                why = _not_lowered_reason(func)
-                if why is not None:
-                    raise NotImplementedError(
-                        f"cannot lower {gv.name_hint!r}: {why}, and the TIR lowering pipeline "
-                        "(minitvm.tir.transform.lower_pipeline) is not available")
-        return mod
-    return lower_pipeline()(mod)
+#: TVM's public name (``minitvm.lower``)
+lower = lower_to_module
 
 
 def _instrument(mod: IRModule, target: Target) -> IRModule:
     """Bounds checks for native code when ``PassContext(config={"tir.bounds_check": True})`` asks
-    (the python target's interpreter checks every access itself)."""
-    from ..tir.transform.instrument_bound_checkers import InstrumentBoundCheckers, bounds_check_requested
-    from ..transform import PassContext
-
+    (the python target's interpreter checks every access itself).  The one place the
+    instrumentation runs, so that ``lib.ir_module`` shows the checks that were compiled."""
     if target.kind.name != "llvm" or not bounds_check_requested(PassContext.current()):
         return mod
     return InstrumentBoundCheckers()(mod)
@@ -110,7 +82,7 @@ def build(mod_or_func: Any, target: Any = "llvm", name: str | None = None) -> Mo
                         "use minitvm.compile for modules with Relax functions")
     # GPU builtins and thread launches are refused by name before lowering trips over them
     check_buildable({gv.name_hint: f for gv, f in mod.items()}, target)
-    lowered = _instrument(lower(mod), target)
+    lowered = _instrument(lower_to_module(mod), target)
     funcs: dict[str, PrimFunc] = {}
     for gv, f in lowered.items():
         if isinstance(f, PrimFunc):

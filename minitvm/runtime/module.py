@@ -4,16 +4,50 @@ from __future__ import annotations
 
 import statistics
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from .device import Device
 from .registry import PackedFunc
 
-__all__ = ["Module", "BenchmarkResult", "make_time_evaluator", "BoundsError", "BOUNDS_CHECK_PREFIX",
-           "bounds_error"]
+__all__ = ["Module", "BenchmarkResult", "make_time_evaluator", "BoundsError", "BoundsCheck"]
 
-#: how the message of a bounds check (``tir.transform.InstrumentBoundCheckers``) starts
-BOUNDS_CHECK_PREFIX = "bounds check: "
+@dataclass(frozen=True)
+class BoundsCheck:
+    """One bounds check that ``tir.transform.InstrumentBoundCheckers`` put before an access.
+
+    The pass records it on the function (attribute ``tir.bounds_checks``), the code
+    generator keeps it in the compiled function's table of failures, and the runtime raises
+    :meth:`error` with it and the index the program computed.  ``index`` and ``extent`` are
+    the TIR expressions as text (``i + 1``, ``n``); ``line`` is the TVMScript line of the
+    access when the IR knows it (None otherwise).
+    """
+
+    buffer: str
+    index: str
+    extent: str
+    line: int | None = None
+
+    def message(self, value: int | None = None) -> str:
+        """``buffer B: index 8 is out of bounds for extent 8 (at B[i + 1])``; without a value, the
+        text of the check in the IR."""
+        where = f"{self.buffer}[{self.index}]" + ("" if self.line is None else f", line {self.line}")
+        index = "index out of bounds" if value is None else f"index {value} is out of bounds"
+        return f"buffer {self.buffer}: {index} for extent {self.extent} (at {where})"
+
+    def error(self, func_name: str, value: int | None) -> "BoundsError":
+        """The exception for this check failing in ``func_name`` with index ``value`` (None: unknown)."""
+        err = BoundsError(f"{func_name}: " + self.message("?" if value is None else value))
+        err.check, err.index = self, value
+        return err
+
+    def to_json(self) -> dict[str, Any]:
+        return {"buffer": self.buffer, "index": self.index, "extent": self.extent, "line": self.line}
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> "BoundsCheck":
+        line = d.get("line")
+        return BoundsCheck(str(d["buffer"]), str(d["index"]), str(d["extent"]), None if line is None else int(line))
 
 
 class BoundsError(IndexError):
@@ -21,14 +55,12 @@ class BoundsError(IndexError):
 
     Raised instead of a segfault when code built under
     ``PassContext(config={"tir.bounds_check": True})`` computes a bad index; the message names
-    the function, the buffer, the index and the buffer's extent.
+    the function, the buffer, the index and the buffer's extent.  ``check`` is the
+    :class:`BoundsCheck` that failed, ``index`` the index the program computed (None if unknown).
     """
 
-
-def bounds_error(func_name: str, message: str, index: int | None) -> BoundsError:
-    """The exception for a failed bounds check: ``message`` (its ``{index}`` filled in) of ``func_name``."""
-    text = message[len(BOUNDS_CHECK_PREFIX):] if message.startswith(BOUNDS_CHECK_PREFIX) else message
-    return BoundsError(f"{func_name}: " + text.replace("{index}", "?" if index is None else str(index)))
+    check: BoundsCheck | None = None
+    index: int | None = None
 
 
 class BenchmarkResult:
@@ -143,13 +175,16 @@ class Module:
         least that long.  One untimed call warms up first.
         """
         fn = self.get_function(func_name)
-        return make_time_evaluator(fn, dev, number, repeat, min_repeat_ms, cooldown_interval_ms)
+        return make_time_evaluator(fn, dev, number, repeat, min_repeat_ms, cooldown_interval_ms, f_preproc)
 
 
 def make_time_evaluator(fn: Callable[..., Any], dev: Device | None = None, number: int = 10,
                         repeat: int = 1, min_repeat_ms: float = 0,
-                        cooldown_interval_ms: float = 0) -> Callable[..., BenchmarkResult]:
+                        cooldown_interval_ms: float = 0, f_preproc: str = "") -> Callable[..., BenchmarkResult]:
     """Timing wrapper shared by modules and the VM."""
+    if f_preproc:  # TVM names a registered function run before each repeat (cache flushing)
+        raise NotImplementedError(f"time_evaluator(f_preproc={f_preproc!r}): minitvm runs no preprocessing "
+                                  "function between repeats")
     if number < 1 or repeat < 1:
         raise ValueError(f"time_evaluator: number and repeat must be >= 1, got {number} and {repeat}")
 

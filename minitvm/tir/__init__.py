@@ -101,5 +101,4 @@ from .stmt import (
 
 globals().update(_BUILTINS)  # tir.tvm_access_ptr, tir.type_annotation ... (see tir.op.BUILTINS)
 
-# ``tvm.tir.transform`` is there after ``import tvm``, as in TVM (the passes import the nodes above)
-from . import transform  # noqa: E402
+from . import transform  # noqa: E402 - as TVM: ``tvm.tir.transform`` is there after ``import tvm``

@@ -274,5 +274,21 @@ def test_conditions_that_read_memory_prove_nothing():
 
 def test_checks_show_in_the_lowered_module():
     text = _build(shift).ir_module.script()
-    assert ('assert 0 <= i + 1 and i + 1 < 8, "bounds check: buffer B: index {index} is out of bounds for '
+    assert ('assert 0 <= i + 1 and i + 1 < 8, "buffer B: index out of bounds for '
             'extent 8 (at B[i + 1])"\n            B[i + 1] = A[i]') in text
+
+
+def test_the_failed_check_reaches_the_error_as_a_record():
+    from minitvm.runtime import BoundsCheck
+    from minitvm.tir.transform.instrument_bound_checkers import CHECKS_ATTR, bounds_checks
+
+    lib = _build(shift)
+    func = lib.ir_module["shift"]
+    record = BoundsCheck(buffer="B", index="i + 1", extent="8", line=None)
+    assert func.attrs[CHECKS_ATTR] == [record.to_json()]  # the pass records the check as data
+    assert bounds_checks(func) == {_asserts(lib)[0]: record}  # ... tied to the assert it made
+    with pytest.raises(BoundsError) as err:
+        lib["shift"](_rand(8), _rand(8))
+    assert err.value.check == record
+    assert err.value.index == 8
+    assert (err.value.check.buffer, err.value.check.index, err.value.check.extent) == ("B", "i + 1", "8")

@@ -100,3 +100,11 @@ def test_register_global_func_with_output_argument():
     minitvm.get_global_func("test.runtime.double_into")(x, out)
     np.testing.assert_allclose(out.numpy(), x.numpy() * 2, rtol=1e-6)
     assert minitvm.runtime.get_global_func("test.runtime.double_into") is not None
+
+
+def test_time_evaluator_refuses_a_preprocessing_function_it_would_not_run():
+    from minitvm.runtime.module import make_time_evaluator
+
+    with pytest.raises(NotImplementedError, match="f_preproc='cache_flush_cpu_non_first_arg'"):
+        make_time_evaluator(lambda: None, f_preproc="cache_flush_cpu_non_first_arg")
+    assert make_time_evaluator(lambda: None, number=1)().mean >= 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import minitvm
 from minitvm import tir
 from minitvm.target.codegen.llvm import build_llvm
 
@@ -390,7 +391,7 @@ def test_pass_context_bounds_check_turns_bad_accesses_into_errors():
 
     func = _flat_kernel(body, [("A", n), ("B", n)], scalars=[shift])
     with PassContext(config={"tir.bounds_check": True}):
-        lib = build_llvm({"f": func})
+        lib = minitvm.build(func, name="f")
     a, b = rand("float32", n), np.zeros(n, "float32")
     lib["f"](a, b, 0)
     np.testing.assert_allclose(b, a * 2)

@@ -8,14 +8,14 @@ import pytest
 from minitvm import tir
 from minitvm.target.interpreter import compile_prim_func, python_source, run_prim_func
 from minitvm.testing import tir_builders as tb
-from minitvm.tir.transform import lower
+from minitvm.tir.transform import lowered
 
 C = tir.const
 
 
 def both_forms(func):
     """The function as written (with blocks) and after the lowering pipeline."""
-    return [func, lower(func)]
+    return [func, lowered(func)]
 
 
 # -- whole kernels against numpy ------------------------------------------------------------------
@@ -77,7 +77,7 @@ def test_softmax(form):
 
 def test_a_64_cube_matmul_in_lowered_form():
     # speed is measured in benchmarks/, never asserted here
-    func = lower(tb.mm_relu(64, 64, 64))
+    func = lowered(tb.mm_relu(64, 64, 64))
     A, B, out = tb.random_arguments(func)
     run_prim_func(func, [A, B, out])
     np.testing.assert_allclose(out, np.maximum(A @ B, 0), rtol=1e-4, atol=1e-4)
@@ -213,11 +213,11 @@ def test_negative_index_never_wraps():
     with pytest.raises(IndexError, match=r"buffer A: index -1 is out of bounds for extent 8"):
         run_prim_func(func, tb.random_arguments(func))
     with pytest.raises(IndexError, match="buffer A"):
-        run_prim_func(lower(func), tb.random_arguments(func))
+        run_prim_func(lowered(func), tb.random_arguments(func))
 
 
 def test_in_bounds_accesses_are_proven_and_not_checked():
-    source = python_source(lower(tb.mm_relu()))
+    source = python_source(lowered(tb.mm_relu()))
     assert "_checked" not in source
     assert "for i in range(16):" in source and "Y[i * 16 + j]" in source
 
@@ -234,7 +234,7 @@ def test_trace_reports_every_access_in_order():
                           ("read", "B", (0, 0)), ("write", "Y", (0, 0))]
     assert len(events) == 8 * 4 + 4 + 4 * 2  # 8 updates, 4 inits, 4 relus (read + write)
     flat_events = []
-    run_prim_func(lower(func), tb.random_arguments(func), trace=lambda *e: flat_events.append(e))
+    run_prim_func(lowered(func), tb.random_arguments(func), trace=lambda *e: flat_events.append(e))
     assert flat_events[4] == ("write", "Y", 0) and flat_events[-1] == ("write", "C", 3)
     assert "_trace" not in python_source(func)
 
@@ -294,7 +294,7 @@ def mm_relu(A, B, C):
         for j_1 in range(4):
             C[i_1 * 4 + j_1] = _max_float32(Y[i_1 * 4 + j_1], float32(0.0))
 '''
-    assert python_source(lower(tb.mm_relu(4, 4, 4))) == expected
+    assert python_source(lowered(tb.mm_relu(4, 4, 4))) == expected
 
 
 # -- random expressions against numpy's vectorized arithmetic (which wraps and rounds alike) ---------

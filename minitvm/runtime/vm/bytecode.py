@@ -25,6 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Union
 
+from ..arguments import format_dims
+
 __all__ = ["Reg", "Const", "Imm", "Arg", "Call", "Ret", "Goto", "If", "Instruction",
            "ParamInfo", "VMFunction", "format_dims"]
 
@@ -107,12 +109,6 @@ Instruction = Union[Call, Ret, Goto, If]
 # -- parameter descriptions ---------------------------------------------------------------------------
 
 _KINDS = ("tensor", "shape", "tuple", "any")
-
-
-def format_dims(dims: tuple) -> str:
-    """``(1, 'n')`` -> ``"(1, n)"``; unknown dims (None) print as ``?``."""
-    text = ["?" if d is None else str(d) for d in dims]
-    return "(" + ", ".join(text) + ("," if len(text) == 1 else "") + ")"
 
 
 @dataclass(frozen=True)

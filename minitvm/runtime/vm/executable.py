@@ -321,7 +321,7 @@ def _parse(blob: bytes, where: str) -> Executable:
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise ValueError(f"{where}: corrupted: the metadata is not valid JSON ({err})") from err
     try:
-        exe = _build(meta, data, where)
+        exe = _build(meta, data)
         if len(data) != data_len:  # the sections were all there: it is the header that is wrong
             raise ValueError(f"corrupted: the header says {data_len} bytes of data, the sections hold {len(data)}")
         return exe
@@ -333,7 +333,7 @@ def _parse(blob: bytes, where: str) -> Executable:
         raise ValueError(f"{where}: corrupted metadata ({type(err).__name__}: {err})") from err
 
 
-def _build(meta: dict, data: bytes, where: str) -> Executable:
+def _build(meta: dict, data: bytes) -> Executable:
     reader = _SectionReader(data)
     constants = [_constant_from_json(c, reader, f"constant {i}") for i, c in enumerate(meta["constants"])]
     functions = {f.name: f for f in (VMFunction.from_json(d) for d in meta["functions"])}

@@ -15,13 +15,14 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..arguments import ArgSpec, ArgumentCheck
 from ..device import Device, cpu
 from ..device import device as _device
 from ..module import BenchmarkResult, Module, make_time_evaluator
-from ..ndarray import NDArray, from_dlpack
+from ..ndarray import NDArray
 from ..registry import PackedFunc, get_global_func
 from .builtins import SPECIALIZERS, ShapeTuple
-from .bytecode import Call, Const, Goto, If, Imm, ParamInfo, Reg, Ret, VMFunction, format_dims
+from .bytecode import Call, Const, Goto, If, Imm, ParamInfo, Reg, Ret, VMFunction
 from .executable import Executable
 
 __all__ = ["VirtualMachine", "ProfileReport"]
@@ -113,7 +114,7 @@ class VirtualMachine:
         self._callables = self._resolve_functions()
         self._programs: dict[int, _Program] = {i: self._compile(e) for i, e in enumerate(exe.func_table)
                                                if isinstance(e, VMFunction)}
-        self._checks = {e.name: _EntryCheck(e) for e in exe.func_table if isinstance(e, VMFunction)}
+        self._checks = {e.name: _entry_check(e) for e in exe.func_table if isinstance(e, VMFunction)}
         self._bound: dict[str, PackedFunc] = {}
         self.module = Module({name: self[name] for name in self._func_index}, type_key="vm")
 
@@ -251,7 +252,7 @@ class VirtualMachine:
         if index is None:
             raise AttributeError(f"the executable has no VM function {func_name!r}; it has: "
                                  f"{', '.join(self._func_index) or '(none)'}")
-        return _wrap_result(self._run(index, self._checks[func_name](args)))
+        return _wrap_result(self._run(index, self._checks[func_name](args)[0]))
 
     def __getitem__(self, func_name: str) -> PackedFunc:
         fn = self._bound.get(func_name)
@@ -263,7 +264,7 @@ class VirtualMachine:
             check, run = self._checks[func_name], self._run
 
             def call(*args: Any) -> Any:
-                return _wrap_result(run(index, check(args)))
+                return _wrap_result(run(index, check(args)[0]))
 
             fn = self._bound[func_name] = PackedFunc(call, func_name)
         return fn
@@ -274,7 +275,7 @@ class VirtualMachine:
     # stateful calling (as TVM): set the inputs once, run many times, read the outputs
     def set_input(self, func_name: str, *args: Any) -> None:
         self[func_name]  # noqa: B018 - raises for an unknown name
-        self._inputs[func_name] = self._checks[func_name](args)
+        self._inputs[func_name] = self._checks[func_name](args)[0]
 
     def invoke_stateful(self, func_name: str) -> None:
         if func_name not in self._inputs:
@@ -341,7 +342,7 @@ class VirtualMachine:
                        f_preproc: str = "") -> Callable[..., BenchmarkResult]:
         """A function that times ``func_name`` on given arguments (as ``Module.time_evaluator``)."""
         return make_time_evaluator(self[func_name], dev or self.device, number, repeat, min_repeat_ms,
-                                   cooldown_interval_ms)
+                                   cooldown_interval_ms, f_preproc)
 
     def __repr__(self) -> str:
         return f"<minitvm VirtualMachine on {self.device}: {', '.join(self._func_index)}>"
@@ -371,139 +372,16 @@ def _wrap_result(value: Any) -> Any:
     return value
 
 
-def _to_tensor(arg: Any, where: str) -> NDArray:
-    """An NDArray sharing ``arg``'s memory where possible (numpy, DLPack tensors)."""
-    if type(arg) is NDArray:
-        return arg
-    if isinstance(arg, np.ndarray):
-        if arg.dtype.kind not in "biuf":
-            raise TypeError(f"{where} expects a numeric array, got dtype {arg.dtype}")
-        return NDArray(np.require(arg, requirements="C"))
-    if hasattr(arg, "__dlpack__") and not isinstance(arg, (np.generic, int, float)):
-        return from_dlpack(arg)
-    raise TypeError(f"{where} expects a tensor (NDArray, numpy array or DLPack tensor such as torch), "
-                    f"got {type(arg).__name__}")
+def _entry_check(func: VMFunction) -> ArgumentCheck:
+    """The argument check of a VM function called from Python (the one kernels use too)."""
+    infos = list(func.param_info) if func.param_info is not None else [ParamInfo()] * len(func.params)
+    specs = [_arg_spec(name, info) for name, info in zip(func.params, infos)]
+    return ArgumentCheck(func.name, specs, copy_strided=True, shape_type=ShapeTuple)
 
 
-def _to_value(arg: Any, where: str) -> Any:
-    """Convert an argument with no declared kind: arrays to NDArray, lists to tuples."""
-    if type(arg) is NDArray or isinstance(arg, (int, float, str, ShapeTuple)) or arg is None:
-        return arg
-    if isinstance(arg, (tuple, list)):
-        return tuple(_to_value(a, f"{where}[{i}]") for i, a in enumerate(arg))
-    return _to_tensor(arg, where)
-
-
-class _EntryCheck:
-    """Checks and converts the arguments of one VM function when it is called from Python."""
-
-    def __init__(self, func: VMFunction):
-        self.name = func.name
-        self.params = list(func.params)
-        self.infos = list(func.param_info) if func.param_info is not None else [ParamInfo()] * len(func.params)
-        # for the fast path: per tensor parameter (numpy dtype or None, ndim, dims or None)
-        self.tensor_specs = [(np.dtype(i.dtype) if i.dtype else None, i.ndim, i.shape) if i.kind == "tensor"
-                             else None for i in self.infos]
-        self.can_be_fast = all(i.kind in ("tensor", "any") for i in self.infos)
-
-    def __call__(self, args: tuple) -> list:
-        if len(args) != len(self.params):
-            n = len(self.params)
-            raise ValueError(f"{self.name}: expects {n} argument{'s' if n != 1 else ''} "
-                             f"({', '.join(self.params)}), got {len(args)}")
-        out = self._fast(args) if self.can_be_fast else None
-        # the slow path converts every kind of argument, and raises the precise error
-        return out if out is not None else self._slow(args)
-
-    def _fast(self, args: tuple) -> list | None:
-        """Converted arguments when every one is plainly right (NDArray or numpy), else None."""
-        out = []
-        bound: dict[str, int] = {}
-        for spec, arg in zip(self.tensor_specs, args):
-            if spec is None:  # "any"
-                if type(arg) is NDArray or type(arg) is int:
-                    out.append(arg)
-                    continue
-                return None
-            if type(arg) is not NDArray:
-                if type(arg) is not np.ndarray or not arg.flags.c_contiguous or arg.dtype.kind not in "biuf":
-                    return None
-                arg = NDArray(arg)
-            arr = arg._array
-            dtype, ndim, dims = spec
-            if dtype is not None and arr.dtype != dtype:
-                return None
-            shape = arr.shape
-            if dims is None:
-                if ndim >= 0 and len(shape) != ndim:
-                    return None
-            elif shape != dims:
-                if len(shape) != len(dims):
-                    return None
-                for got, want in zip(shape, dims):
-                    if type(want) is int:
-                        if got != want:
-                            return None
-                    elif want is not None and bound.setdefault(want, got) != got:
-                        return None
-            out.append(arg)
-        return out
-
-    def _slow(self, args: tuple) -> list:
-        bound: dict[str, tuple[int, str]] = {}
-        return [self._check(info, arg, name, bound) for name, info, arg in zip(self.params, self.infos, args)]
-
-    def _check(self, info: ParamInfo, arg: Any, name: str, bound: dict[str, tuple[int, str]]) -> Any:
-        who = f"argument '{name}'"
-        where = f"{self.name}: {who}"
-        if info.kind == "any":
-            return _to_value(arg, where)
-        if info.kind == "tensor":
-            value = _to_tensor(arg, where)
-            if info.dtype and value.dtype != info.dtype:
-                raise TypeError(f"{where} expects dtype {info.dtype}, got {value.dtype}")
-            self._check_dims(info, value.shape, where, who, bound, "shape")
-            return value
-        if info.kind == "shape":
-            if isinstance(arg, int) and not isinstance(arg, bool):
-                arg = (arg,)
-            if not isinstance(arg, (tuple, list)) or not all(
-                    isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in arg):
-                raise TypeError(f"{where} expects a shape (a tuple of ints), got {type(arg).__name__} {arg!r}")
-            value = ShapeTuple(arg)
-            self._check_dims(info, tuple(value), where, who, bound, "shape value")
-            return value
-        # tuple
-        if not isinstance(arg, (tuple, list)) or isinstance(arg, ShapeTuple):
-            raise TypeError(f"{where} expects a tuple, got {type(arg).__name__}")
-        if info.fields is None:
-            return _to_value(arg, where)
-        if len(arg) != len(info.fields):
-            raise ValueError(f"{where} expects a tuple of {len(info.fields)} fields, got {len(arg)}")
-        return tuple(self._check(f, a, f"{name}[{i}]", bound) for i, (f, a) in enumerate(zip(info.fields, arg)))
-
-    @staticmethod
-    def _check_dims(info: ParamInfo, got: tuple, where: str, who: str,
-                    bound: dict[str, tuple[int, str]], what: str) -> None:
-        got = tuple(int(d) for d in got)
-        if info.shape is None:
-            if info.ndim >= 0 and len(got) != info.ndim:
-                raise ValueError(f"{where} expects {info.ndim} dimensions, got {what} {got}")
-            return
-        want = format_dims(info.shape)
-        if len(got) != len(info.shape):
-            raise ValueError(f"{where} expects {what} {want} ({len(info.shape)}-D), got {got} ({len(got)}-D)")
-        for axis, (dim, d) in enumerate(zip(info.shape, got)):
-            if isinstance(dim, int):
-                if dim != d:
-                    raise ValueError(f"{where} expects {what} {want}, got {got}")
-            elif isinstance(dim, str):
-                seen = bound.get(dim)
-                if seen is None:
-                    bound[dim] = (d, who)
-                elif seen[0] != d:
-                    raise ValueError(f"{where} expects {what} {want}, got {got}: dimension {axis} is "
-                                     f"{dim} = {d}, but {dim} = {seen[0]} from {seen[1]}")
+def _arg_spec(name: str, info: ParamInfo) -> ArgSpec:
+    fields = None if info.fields is None else tuple(_arg_spec(f"{name}[{i}]", f) for i, f in enumerate(info.fields))
+    return ArgSpec(name, info.kind, info.dtype, info.shape, info.ndim, fields=fields)
 
 
 # -- profiling ---------------------------------------------------------------------------------------

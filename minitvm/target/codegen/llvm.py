@@ -15,7 +15,6 @@ their concern:
 from __future__ import annotations
 
 from ...tir.function import PrimFunc
-from ...tir.transform.instrument_bound_checkers import InstrumentBoundCheckers, bounds_check_requested
 from ..signature import FunctionSignature
 from ..target import Target
 from .calling import ERROR_INDEX_SYMBOL, CompiledFunction
@@ -24,16 +23,7 @@ from .llvm_jit import LLVM_LOCK, LLVMModule, has_openmp, jit_compile, optimized_
 from .llvm_types import CodegenError, llvm_type
 
 __all__ = ["build_llvm", "LLVMModule", "CodeGenLLVM", "llvm_type", "has_openmp", "CompiledFunction",
-           "CodegenError", "ERROR_INDEX_SYMBOL", "instrument_bound_checkers"]
-
-
-def instrument_bound_checkers(funcs: dict[str, PrimFunc]) -> dict[str, PrimFunc]:
-    """Run InstrumentBoundCheckers on functions that have not been through it yet (``minitvm.build``
-    runs it itself, so that ``lib.ir_module`` shows the checks)."""
-    from ...ir.module import IRModule
-
-    mod = InstrumentBoundCheckers()(IRModule(dict(funcs)))
-    return {gv.name_hint: f for gv, f in mod.items()}
+           "CodegenError", "ERROR_INDEX_SYMBOL"]
 
 
 def build_llvm(funcs: dict[str, PrimFunc], target: Target | str = "llvm",
@@ -41,9 +31,9 @@ def build_llvm(funcs: dict[str, PrimFunc], target: Target | str = "llvm",
     """Compile lowered PrimFuncs (global name -> function) into a runnable module.
 
     Honors the current PassContext's ``tir.noalias`` (default for functions without the
-    attribute), ``tir.disable_vectorize`` and ``tir.bounds_check`` (accesses not proven in range
-    are checked by :class:`~minitvm.tir.transform.InstrumentBoundCheckers` and raise
-    :class:`~minitvm.runtime.BoundsError` instead of touching memory outside the buffer) settings.
+    attribute) and ``tir.disable_vectorize`` settings.  Bounds checks
+    (:class:`~minitvm.tir.transform.InstrumentBoundCheckers`, which ``minitvm.build`` runs under
+    ``tir.bounds_check``) become :class:`~minitvm.runtime.BoundsError` s naming the check.
     """
     from ...transform import PassContext
 
@@ -54,8 +44,6 @@ def build_llvm(funcs: dict[str, PrimFunc], target: Target | str = "llvm",
     # ("tir.noalias": False) or the PassContext does: it is what lets LLVM vectorize freely
     cg = CodeGenLLVM(target, module_name, noalias=bool(ctx.get_config("tir.noalias", True)),
                      disable_vectorize=disable_vectorize)
-    if bounds_check_requested(ctx):
-        funcs = instrument_bound_checkers(funcs)
     sigs: dict[str, FunctionSignature] = {}
     for name, func in funcs.items():
         sig = FunctionSignature.from_prim_func(name, func)
@@ -68,4 +56,4 @@ def build_llvm(funcs: dict[str, PrimFunc], target: Target | str = "llvm",
     for name, (addr, _) in entry.items():
         if not addr:
             raise RuntimeError(f"LLVM JIT: no code for function {name!r}")
-    return LLVMModule(raw, optimized, engine, cg.tm, target, entry, cg.assert_messages)
+    return LLVMModule(raw, optimized, engine, cg.tm, target, entry, cg.failures)

@@ -24,12 +24,13 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from ...ir import dtype as _dt
+from ...runtime.module import BoundsCheck
 from ...tir import expr as _e
 from ...tir import stmt as _s
 from ...tir.function import PrimFunc
 from ...tir.functor import post_order_visit
 from ...tir.semantics import BOOL_ONLY, BY_NODE, BY_OP, FLOAT_ONLY, Semantics, emit_cast, kind_of, node_operands
-from ...tir.transform.instrument_bound_checkers import bounds_check_index
+from ...tir.transform.instrument_bound_checkers import bounds_checks, checked_index
 from ..signature import FunctionSignature
 from ..target import Target
 from .calling import ERROR_INDEX_SYMBOL
@@ -107,7 +108,9 @@ class CodeGenLLVM:
         self.module = ir.Module(name=module_name)
         self.module.triple = llvm.get_process_triple()
         self.module.data_layout = str(self.tm.target_data)
-        self.assert_messages: list[str] = []
+        #: what failure code k means: ``failures[k - 1]``, an assert's message or a bounds check
+        self.failures: list[str | BoundsCheck] = []
+        self._bounds_checks: dict[str, BoundsCheck] = {}  # of the function being emitted
         self._decls: dict[str, ir.Function] = {}
         self._fn_attrs = ['"target-cpu"="' + target.mcpu + '"']
         if "avx512f" in target.features:
@@ -127,6 +130,7 @@ class CodeGenLLVM:
         noalias = bool(func.attrs.get("tir.noalias", self.noalias_default))
         self._fn_noalias = noalias
         self.st = _FuncState(fn, None)
+        self._bounds_checks = bounds_checks(func)
         for i, spec in enumerate(sig.params):
             arg = fn.args[i]
             arg.name = spec.name
@@ -238,13 +242,14 @@ class CodeGenLLVM:
 
     def stmt_AssertStmt(self, s: _s.AssertStmt) -> None:
         cond = self._bool(s.condition)
-        self.assert_messages.append(str(s.message))
-        code = ir.Constant(I32, len(self.assert_messages))
+        check = self._bounds_checks.get(str(s.message))
+        bad_index = None if check is None else checked_index(s)
+        self.failures.append(str(s.message) if bad_index is None else check)
+        code = ir.Constant(I32, len(self.failures))
         fail = self.st.fn.append_basic_block("assert_fail")
         ok = self.st.fn.append_basic_block("assert_ok")
         self.b.cbranch(cond, ok, fail)
         self.b.position_at_end(fail)
-        bad_index = bounds_check_index(s)
         if bad_index is not None:  # a bounds check: tell the runtime which index was wrong
             store_atomic(self.b, self._index(bad_index), self._error_index(), 8)
         self._fail(code)
@@ -286,8 +291,8 @@ class CodeGenLLVM:
         size = self.b.mul(self._index(count), ir.Constant(I64, elem.get_abi_size(self.tm.target_data)))
         ptr = self.b.call(malloc, [size], name=buf.name)
         failed = self.b.icmp_unsigned("==", ptr, ir.Constant(PTR, None))
-        self.assert_messages.append(f"out of memory allocating buffer {buf.name}")
-        code = ir.Constant(I32, len(self.assert_messages))
+        self.failures.append(f"out of memory allocating buffer {buf.name}")
+        code = ir.Constant(I32, len(self.failures))
         with self.b.if_then(failed, likely=False):
             self._fail(code)
         self.st.buffers[id(buf.data)] = ptr
@@ -515,8 +520,8 @@ class CodeGenLLVM:
 
     # what the rows of the semantics table use (see minitvm.tir.semantics.LLVMContext)
     def fail_if(self, bad: ir.Value, message: str) -> None:
-        self.assert_messages.append(message)
-        code = ir.Constant(I32, len(self.assert_messages))
+        self.failures.append(message)
+        code = ir.Constant(I32, len(self.failures))
         with self.b.if_then(bad, likely=False):
             self._fail(code)
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import llvmlite.binding as llvm
 
+from ...runtime.module import BoundsCheck
 from ...runtime.registry import register_func
 from ...tir import expr as _e
 from ..signature import FunctionSignature, ParamSpec
@@ -32,7 +33,7 @@ __all__ = ["export_llvm", "load_llvm_ir", "signature_to_json", "signature_from_j
 
 #: the kernel format name in an Executable file (the loader is ``runtime.module.loadfrom_<FORMAT>``)
 FORMAT = "llvm_ir"
-_METADATA_VERSION = 1
+_METADATA_VERSION = 2  # 2: failures hold bounds checks as records
 _BINARY = {cls.__name__: cls for cls in (_e.Add, _e.Sub, _e.Mul, _e.Div, _e.Mod, _e.FloorDiv, _e.FloorMod,
                                          _e.Min, _e.Max)}
 
@@ -156,15 +157,15 @@ def export_llvm(lib: LLVMModule) -> dict:
     """``{"format", "payload", "metadata"}`` of an LLVM library, for an Executable file."""
     if not isinstance(lib, LLVMModule):
         raise TypeError(f"export_llvm: expected an LLVMModule, got {type(lib).__name__}")
-    signatures, messages = {}, None
+    signatures, failures = {}, None
     for name in lib.function_names():
         compiled = lib.get_function(name)._fn
         signatures[name] = signature_to_json(compiled.signature)
-        messages = compiled._messages  # one list shared by the module's functions
+        failures = compiled._failures  # one list shared by the module's functions
     target = lib.target
     return {"format": FORMAT, "payload": lib.get_source("ll"),
             "metadata": {"version": _METADATA_VERSION, "functions": lib.function_names(),
-                         "signatures": signatures, "assert_messages": list(messages or []),
+                         "signatures": signatures, "failures": [_failure_to_json(f) for f in failures or []],
                          "target": str(target), "mcpu": target.mcpu, "features": list(target.features),
                          "opt_level": target.opt_level}}
 
@@ -188,9 +189,7 @@ def load_llvm_ir(payload: str, metadata: dict) -> LLVMModule:
                            "build the model again here")
     init_llvm()  # the native target, and libgomp for parallel loops
     sigs = _signatures(metadata)
-    messages = metadata.get("assert_messages", [])
-    if not isinstance(messages, list) or not all(isinstance(m, str) for m in messages):
-        raise ValueError("the kernel library's assert messages are corrupted: expected a list of strings")
+    failures = _failures_from_json(metadata.get("failures", []))
     with LLVM_LOCK:
         mod = _parse_kernels(payload)
         tm = target_machine(str(metadata.get("mcpu", "")), features_string(features),
@@ -200,7 +199,22 @@ def load_llvm_ir(payload: str, metadata: dict) -> LLVMModule:
         if not addr:
             raise RuntimeError(f"loading kernels: no code for function {name!r} in the saved LLVM IR")
     return LLVMModule(payload, payload, engine, tm, Target(str(metadata.get("target", "llvm"))), entry,
-                            messages)
+                      failures)
+
+
+def _failure_to_json(failure: str | BoundsCheck) -> str | dict:
+    return {"bounds_check": failure.to_json()} if isinstance(failure, BoundsCheck) else failure
+
+
+def _failures_from_json(saved: Any) -> list[str | BoundsCheck]:
+    """What the kernels' failure codes mean: assert messages (strings) and bounds checks."""
+    try:
+        if not isinstance(saved, list):
+            raise TypeError(f"a {type(saved).__name__}")
+        return [f if isinstance(f, str) else BoundsCheck.from_json(f["bounds_check"]) for f in saved]
+    except (TypeError, KeyError, ValueError) as err:
+        raise ValueError("the kernel library's failure table is corrupted: expected strings and "
+                         f"bounds-check records ({err})") from None
 
 
 register_func("runtime.module.export_llvm", export_llvm, override=True)

@@ -107,7 +107,7 @@ class LLVMModule(Module):
     """Native code for a set of PrimFuncs, JIT-compiled by LLVM's MCJIT."""
 
     def __init__(self, ll_unoptimized: str, ll_optimized: str, engine: Any, tm: llvm.TargetMachine,
-                 target: Target, entry: dict[str, tuple[int, FunctionSignature]], messages: list[str]):
+                 target: Target, entry: dict[str, tuple[int, FunctionSignature]], failures: list[Any]):
         super().__init__(type_key="llvm")
         self._engine = engine
         self._tm = tm
@@ -117,7 +117,7 @@ class LLVMModule(Module):
         self.target = target
         error_index = engine.get_global_value_address(ERROR_INDEX_SYMBOL) if ERROR_INDEX_SYMBOL in ll_optimized else 0
         for name, (addr, sig) in entry.items():
-            fn = CompiledFunction(name, addr, sig, messages, engine, error_index)
+            fn = CompiledFunction(name, addr, sig, failures, engine, error_index)
             self._functions[name] = PackedFunc(fn, name)
 
     def get_source(self, fmt: str = "ll") -> str:

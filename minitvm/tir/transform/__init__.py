@@ -6,14 +6,14 @@ from .function_pass import PrimFuncPass, prim_func_pass
 from .instrument_bound_checkers import InstrumentBoundCheckers
 from .lower_init_block import LowerInitBlock
 from .lower_opaque_block import ConvertBlocksToOpaque, LowerOpaqueBlock
-from .pipeline import lower, lower_pipeline
+from .pipeline import lower_pipeline, lowered
 from .simplify import Simplify
 from .verify_lowered import VerifyLowered, lowered_form_errors
 
 __all__ = ["PrimFuncPass", "prim_func_pass", "LowerInitBlock", "ConvertBlocksToOpaque",
            "LowerOpaqueBlock", "CompactBufferAllocation", "FlattenBuffer", "Simplify", "VerifyLowered",
            "lowered_form_errors",
-           "lower_pipeline", "lower"]
+           "lower_pipeline", "lowered"]
 from .default_schedule import DefaultCPUSchedule  # noqa: E402
 
 __all__ += ["DefaultCPUSchedule"]

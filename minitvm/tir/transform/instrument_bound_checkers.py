@@ -6,12 +6,15 @@ the ranges of the loops, lets and ``if`` conditions around the access, whether
 ``0 <= index < extent`` always holds.  Only where it cannot prove that does it put an
 ``AssertStmt`` before the statement that makes the access::
 
-    assert 0 <= i + 1 and i + 1 < 8, "bounds check: buffer B: index {index} is out of ..."
+    assert 0 <= i + 1 and i + 1 < 8, "buffer B: index out of bounds for extent 8 (at B[i + 1])"
     B[i + 1] = A[i]
 
-A code generator turns a failed check into an error return (never a wild memory access);
-the runtime raises :class:`minitvm.runtime.BoundsError` with the message, the function's
-name and the index the program computed (``{index}``).  Affine indices in loop variables
+and records each check as data, a :class:`minitvm.runtime.BoundsCheck` (buffer, index and
+extent as text), in the function's ``tir.bounds_checks`` attribute; :func:`bounds_checks`
+gives a code generator the record of an assert.  A code generator turns a failed check into
+an error return (never a wild memory access) that remembers the record; the runtime raises
+:meth:`BoundsCheck.error <minitvm.runtime.BoundsCheck.error>` with the function's name and
+the index the program computed.  Affine indices in loop variables
 are proven, so a correctly written kernel carries no check at all.
 
 Accesses in one arm of ``tir.if_then_else(c, t, f)`` run only when that arm is taken: their
@@ -27,17 +30,20 @@ from typing import Any, Iterator
 from ...arith import Analyzer
 from ...ir import dtype as _dt
 from ...ir.node import replace
-from ...runtime.module import BOUNDS_CHECK_PREFIX
+from ...runtime.module import BoundsCheck
 from .. import expr as _e
 from .. import stmt as _s
 from ..function import PrimFunc
 from ..functor import StmtExprMutator, pre_order_visit, substitute
 from .function_pass import prim_func_pass
 
-__all__ = ["InstrumentBoundCheckers", "bounds_check_index", "bounds_check_requested", "ATTR"]
+__all__ = ["InstrumentBoundCheckers", "bounds_checks", "checked_index", "bounds_check_requested", "ATTR",
+           "CHECKS_ATTR"]
 
 #: function attribute set once a function is instrumented (so the pass runs once)
 ATTR = "tir.bounds_checked"
+#: function attribute listing the checks (``BoundsCheck.to_json`` of each)
+CHECKS_ATTR = "tir.bounds_checks"
 
 
 @dataclass(frozen=True)
@@ -133,6 +139,7 @@ class _Instrumenter(StmtExprMutator):
 
     def __init__(self) -> None:
         self.analyzer = Analyzer()
+        self.records: dict[str, BoundsCheck] = {}  # assert message -> the check it makes
         # conditions known to hold here (enclosing ifs and loops), for indices that the
         # variables' ranges alone do not bound: ``if io * 4 + ii < 10: B[io * 4 + ii] = ...``
         self.facts: list[tuple[str, _e.PrimExpr, _e.PrimExpr]] = []
@@ -184,8 +191,10 @@ class _Instrumenter(StmtExprMutator):
         return inside if access.guard is None else _e.Or(_e.Not(access.guard), inside)
 
     def _message(self, access: _Access) -> str:
-        return (f"{BOUNDS_CHECK_PREFIX}buffer {access.buffer.name}: index {{index}} is out of bounds for "
-                f"extent {_extent(access.buffer)} (at {access.buffer.name}[{access.index}])")
+        record = BoundsCheck(access.buffer.name, str(access.index), str(_extent(access.buffer)))
+        message = record.message()  # the whole record is in its text: same text, same record
+        self.records[message] = record
+        return message
 
     def _guard(self, stmt: _s.Stmt, *exprs: Any) -> _s.Stmt:
         """``stmt`` preceded by a check of every access ``exprs`` make that is not proven in range."""
@@ -242,8 +251,12 @@ class InstrumentBoundCheckers:
     def transform_function(self, func: PrimFunc, mod: Any, ctx: Any) -> PrimFunc:
         if func.attrs.get(ATTR):
             return func
-        body = _Instrumenter().visit(func.body)
-        return func.with_body(body).with_attr(ATTR, True)
+        instrumenter = _Instrumenter()
+        body = instrumenter.visit(func.body)
+        out = func.with_body(body).with_attr(ATTR, True)
+        if instrumenter.records:
+            out = out.with_attr(CHECKS_ATTR, [r.to_json() for r in instrumenter.records.values()])
+        return out
 
 
 def bounds_check_requested(ctx: Any) -> bool:
@@ -252,12 +265,16 @@ def bounds_check_requested(ctx: Any) -> bool:
     return bool(ctx.get_config("tir.bounds_check") or ctx.get_config("tir.instrument_bound_checkers"))
 
 
-def bounds_check_index(s: _s.AssertStmt) -> _e.PrimExpr | None:
-    """The index an AssertStmt made by this pass checks (None for any other assert).
+def bounds_checks(func: PrimFunc) -> dict[str, BoundsCheck]:
+    """The bounds checks of an instrumented function, by the message of their assert."""
+    records = (BoundsCheck.from_json(d) for d in func.attrs.get(CHECKS_ATTR, ()))
+    return {r.message(): r for r in records}
 
-    Code generators use it to report the value the program computed."""
-    if not isinstance(s.message, str) or not s.message.startswith(BOUNDS_CHECK_PREFIX):
-        return None
+
+def checked_index(s: _s.AssertStmt) -> _e.PrimExpr | None:
+    """The index a bounds-check assert (``[not guard or] 0 <= index and index < extent``) tests.
+
+    Code generators store its value, which the runtime reports."""
     cond = s.condition
     if isinstance(cond, _e.Or) and isinstance(cond.a, _e.Not):
         cond = cond.b

@@ -14,7 +14,7 @@ from .lower_opaque_block import LowerOpaqueBlock
 from .simplify import Simplify
 from .verify_lowered import VerifyLowered
 
-__all__ = ["lower_pipeline", "lower"]
+__all__ = ["lower_pipeline", "lowered"]
 
 
 def lower_pipeline() -> Sequential:
@@ -24,11 +24,12 @@ def lower_pipeline() -> Sequential:
                        VerifyLowered()], name="tir.lower")
 
 
-def lower(mod: IRModule | PrimFunc, name: str = "main") -> Any:
-    """Lower every PrimFunc of ``mod`` (a lone PrimFunc comes back as a PrimFunc)."""
+def lowered(mod: IRModule | PrimFunc, name: str = "main") -> Any:
+    """The lowered form of what it is given: a PrimFunc for a PrimFunc, an IRModule (every
+    PrimFunc lowered) for an IRModule.  (``minitvm.lower``, TVM's, always returns an IRModule.)"""
     if isinstance(mod, PrimFunc):
-        return lower(IRModule({mod.attrs.get("global_symbol", name): mod}))[
-            mod.attrs.get("global_symbol", name)]
+        symbol = mod.attrs.get("global_symbol", name)
+        return lowered(IRModule({symbol: mod}))[symbol]
     if not isinstance(mod, IRModule):
-        raise TypeError(f"lower expects an IRModule or a PrimFunc, got {type(mod).__name__}")
+        raise TypeError(f"lowered expects an IRModule or a PrimFunc, got {type(mod).__name__}")
     return lower_pipeline()(mod)

@@ -40,7 +40,7 @@ def test_dtype(vm):
 
 def test_kind(vm):
     _, w1, w2 = mlp_inputs(2)
-    with pytest.raises(TypeError, match=r"argument 'x' expects a tensor .*got list"):
+    with pytest.raises(TypeError, match=r"argument 'x' expects an array .*got list"):
         vm["forward"]([[1.0] * IN], w1, w2)
 
 

@@ -79,7 +79,7 @@ def test_storage_align_pads_the_lowered_buffer_and_computes_the_same(same_number
     sch = tir.Schedule(staged_3d)
     sch.storage_align("B", 0, axis=1, factor=16, offset=1)
     sch.storage_align("B", 0, axis=0, factor=32, offset=0)
-    lowered = minitvm.tir.transform.lower(sch.mod)["main"].script()
+    lowered = minitvm.tir.transform.lowered(sch.mod)["main"].script()
     assert "T.allocate((477,)" in lowered  # 3 * 128 + 5 * 17 + 7 * 1 + 1 elements
     assert "* 128" in lowered and "* 17" in lowered
     same_numbers(staged_3d, sch.mod)
@@ -146,6 +146,6 @@ def test_storage_align_of_a_shared_tile_under_compute_at(same_numbers):
     a_shared = sch.cache_read(block, 0, "shared")
     sch.compute_at(a_shared, ko)
     sch.storage_align(a_shared, 0, axis=-2, factor=16, offset=4)
-    lowered = minitvm.tir.transform.lower(sch.mod)["main"].script()
+    lowered = minitvm.tir.transform.lowered(sch.mod)["main"].script()
     assert "A_shared[ax0 * 36 + " in lowered  # row stride 32 -> 36 = 16 * 2 + 4
     same_numbers(matmul, sch.mod)

@@ -8,7 +8,7 @@ from minitvm.ir import IRModule
 from minitvm.target.interpreter import run_prim_func
 from minitvm.testing import tir_builders as tb
 from minitvm.tir import post_order_visit
-from minitvm.tir.transform import VerifyLowered, lower, lower_pipeline, lowered_form_errors
+from minitvm.tir.transform import VerifyLowered, lower_pipeline, lowered, lowered_form_errors
 
 
 def test_pipeline_runs_the_passes_in_order():
@@ -20,7 +20,7 @@ def test_pipeline_runs_the_passes_in_order():
 @pytest.mark.parametrize("kernel", sorted(tb.KERNELS))
 def test_lowered_kernel_keeps_the_contract(kernel):
     func = tb.KERNELS[kernel]()
-    low = lower(func)
+    low = lowered(func)
     assert low.attrs["tir.lowered"] is True
     assert low.params is func.params and low.buffer_map is func.buffer_map
     assert lowered_form_errors(low) == []
@@ -35,16 +35,16 @@ def test_lowered_kernel_computes_the_same_numbers(kernel):
     func = tb.KERNELS[kernel]()
     before, after = tb.random_arguments(func, seed=1), tb.random_arguments(func, seed=1)
     run_prim_func(func, before)
-    run_prim_func(lower(func), after)
+    run_prim_func(lowered(func), after)
     for x, y in zip(before, after):
         np.testing.assert_array_equal(x, y)
 
 
 def test_lower_accepts_modules_and_functions():
     mod = IRModule({"a": tb.broadcast_add(), "b": tb.softmax()})
-    low = lower(mod)
+    low = lowered(mod)
     assert isinstance(low, IRModule) and all(f.attrs["tir.lowered"] for _, f in low.items())
-    assert isinstance(lower(tb.softmax()), tir.PrimFunc)
+    assert isinstance(lowered(tb.softmax()), tir.PrimFunc)
 
 
 def test_verify_lowered_names_what_is_wrong():
@@ -59,8 +59,8 @@ def test_verify_lowered_names_what_is_wrong():
 
 
 def test_lowering_is_idempotent():
-    once = lower(tb.mm_relu())
-    assert lower(once).body is once.body
+    once = lowered(tb.mm_relu())
+    assert lowered(once).body is once.body
 
 
 def test_verify_lowered_checks_index_and_value_dtypes():

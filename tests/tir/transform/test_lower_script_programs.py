@@ -6,7 +6,7 @@ import numpy as np
 from minitvm.target.interpreter import run_prim_func
 from minitvm.testing.programs import ALL_FUNCS
 from minitvm.testing.tir_builders import random_arguments
-from minitvm.tir.transform import lower, lowered_form_errors
+from minitvm.tir.transform import lowered, lowered_form_errors
 
 
 def _arguments(func, seed):
@@ -17,7 +17,7 @@ def _arguments(func, seed):
 
 def test_every_program_lowers_and_computes_the_same_numbers():
     for name, func in ALL_FUNCS.items():
-        low = lower(func)
+        low = lowered(func)
         assert lowered_form_errors(low) == [], name
         before, after = _arguments(func, 2), _arguments(func, 2)
         run_prim_func(func, before)
