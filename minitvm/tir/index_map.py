@@ -13,7 +13,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..ir.node import Node, defines, node
+from ..ir.node import Node, defines, node, script_printer
 from .expr import FloorDiv, FloorMod, IntImm, PrimExpr, Range, Var, const, convert
 
 __all__ = ["IndexMap"]
@@ -226,9 +226,7 @@ class IndexMap(Node):
         return self.script()
 
     def _repr_html_(self) -> str:
-        from minitvm.script.printer import to_html
-
-        return to_html(self.script())
+        return script_printer().to_html(self.script())
 
 
 def _dtype_of(x: Any) -> str:
