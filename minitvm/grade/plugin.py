@@ -18,6 +18,8 @@ from typing import Any, Callable
 
 import pytest
 
+from minitvm.transform import PassContext
+
 TARGETS = ("solutions", "exercises")
 #: the PassContext config graded code runs under
 GRADING_CONFIG = {"tir.bounds_check": True}
@@ -41,7 +43,6 @@ def pytest_runtest_call(item: Any) -> Any:
     if item.get_closest_marker("points") is None:
         yield
         return
-    from minitvm.transform import PassContext
 
     with PassContext(config=GRADING_CONFIG):
         yield

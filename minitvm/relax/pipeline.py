@@ -28,9 +28,12 @@ from typing import Any, Callable
 
 from ..ir.module import IRModule
 from ..ir.op import Op
+from ..tir.transform import DefaultCPUSchedule
 from ..transform import Pass, PassContext, Sequential
+from . import transform as T
 from .expr import Call, Function
 from .expr_functor import ExprVisitor
+from .transform import DeadCodeElimination, FuseTransposeMatmul, LegalizeOps
 
 __all__ = ["get_pipeline", "register_pipeline", "zero_pipeline", "default_pipeline", "default_build_pipeline",
            "legalize_passes", "dataflow_lower_passes", "finalize_passes", "vm_lowering_passes"]
@@ -45,7 +48,6 @@ def legalize_passes(target: Any = None) -> list[Pass]:
     """High-level ops to PrimFuncs, then operator fusion: TVM's CPU ``legalize_passes``, the
     body of the zero pipeline.  ``target`` is accepted as TVM's backends take it; the passes
     are the same for every target minitvm has."""
-    from . import transform as T
 
     return [T.LegalizeOps(), T.AnnotateTIROpPattern(), T.FoldConstant(), T.FuseOps(), T.FuseTIR()]
 
@@ -56,14 +58,12 @@ optimization_passes = legalize_passes
 
 def dataflow_lower_passes(target: Any = None) -> list[Pass]:
     """Out of dataflow blocks, ``call_tir`` -> explicit output allocation + a kernel call."""
-    from . import transform as T
 
     return [T.ToNonDataflow(), T.CallTIRRewrite()]
 
 
 def finalize_passes(target: Any = None) -> list[Pass]:
     """Memory planning, allocations -> VM builtins, shapes -> the VM's shape heap."""
-    from . import transform as T
 
     return [T.StaticPlanBlockMemory(), T.VMBuiltinLower(), T.VMShapeLower()]
 
@@ -121,7 +121,6 @@ def zero_pipeline(*, enable_warning: bool = False) -> Pass:
     """TVM's zero pipeline: LegalizeOps, AnnotateTIROpPattern, FoldConstant, FuseOps, FuseTIR
     (then a current tuning database).  ``enable_warning`` makes LegalizeOps warn about ops it
     has no legalization for."""
-    from .transform import LegalizeOps
 
     passes = legalize_passes()
     passes[0] = LegalizeOps(enable_warning=enable_warning)
@@ -132,8 +131,6 @@ def default_pipeline() -> Pass:
     """What ``minitvm.compile`` runs: FuseTransposeMatmul + DeadCodeElimination, the zero
     pipeline's legalization and fusion, then default CPU schedules for every (fused) kernel
     (``tir.transform.DefaultCPUSchedule``).  The VM lowering follows in ``relax.build``."""
-    from ..tir.transform import DefaultCPUSchedule
-    from .transform import DeadCodeElimination, FuseTransposeMatmul
 
     return Sequential([FuseTransposeMatmul(), DeadCodeElimination(), *legalize_passes(), DefaultCPUSchedule()],
                       name="default")

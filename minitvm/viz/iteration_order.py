@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 
 from ..ir.module import IRModule
+from ..target.interpreter import run_prim_func
+from ..testing.tir_builders import random_arguments
 from ..tir.function import PrimFunc
 from .entry import entry_function
 
@@ -108,8 +110,6 @@ def iteration_order(func: PrimFunc | IRModule, buffer: str | None = None, kind: 
 
     ``kind`` is "write" or "read".  Keep shapes small (the interpreter runs every iteration).
     """
-    from ..target.interpreter import run_prim_func
-    from ..testing.tir_builders import random_arguments
 
     if kind not in ("write", "read"):
         raise ValueError(f"iteration_order: kind must be 'write' or 'read', got {kind!r}")

@@ -13,8 +13,12 @@ import html
 from typing import Any, Sequence
 
 from ..ir.module import IRModule
+from ..relax.expr import Function
 from ..transform import PassContext, PassRecordingInstrument, Sequential
 from .diff import diff
+from .entry import entry_name
+from .graph import graph
+from .loop_nest import loop_nest
 from .render import svg_html
 
 __all__ = ["PassStepper"]
@@ -23,8 +27,6 @@ __all__ = ["PassStepper"]
 def _entry_relax_function(mod: IRModule) -> str | None:
     """The Relax function a picture shows (:func:`viz.entry.entry_name`); when several could
     be and none is ``main``, the first of them rather than no picture."""
-    from ..relax.expr import Function
-    from .entry import entry_name
 
     try:
         return entry_name(mod, "relax", what="PassStepper")
@@ -38,8 +40,6 @@ def _entry_relax_function(mod: IRModule) -> str | None:
 
 def _picture_svg(mod: IRModule) -> str:
     """The dataflow graph of the entry Relax function (e.g. ``main`` or ``forward``), else a TIR loop nest."""
-    from .graph import graph
-    from .loop_nest import loop_nest
 
     entry = _entry_relax_function(mod)
     return svg_html(lambda: graph(mod, entry) if entry is not None else loop_nest(mod))

@@ -16,11 +16,16 @@ import html
 import time
 from typing import Any
 
+from ..driver import build
+from ..driver.build_module import export_name
 from ..ir.module import IRModule
+from ..testing.tir_builders import random_arguments
 from ..tir.function import PrimFunc
 from ..tir.schedule import LoopRV, Schedule, ScheduleError
 from ..tir.schedule.tree import block_realizes, walk_stmts
 from ..tir.stmt import Block, For
+from .loop_nest import loop_nest
+from .render import svg_html
 
 __all__ = ["ScheduleLab", "PRIMITIVES"]
 
@@ -144,9 +149,6 @@ class ScheduleLab:
 
     def measure(self, number: int = 5) -> dict[str, float]:
         """Seconds per call now and at the start (and GFLOP/s when ``flops`` was given)."""
-        from ..driver import build
-        from ..driver.build_module import export_name
-        from ..testing.tir_builders import random_arguments
 
         def seconds(mod: IRModule) -> float:
             name = mod.keys()[0]
@@ -174,9 +176,6 @@ class ScheduleLab:
 
     def widget(self) -> Any:
         import ipywidgets as w
-
-        from .loop_nest import loop_nest
-        from .render import svg_html
 
         primitive = w.Dropdown(options=list(PRIMITIVES), value="split", description="primitive")
         block = w.Dropdown(options=self.blocks(), description="block")

@@ -16,6 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ....ir.module import IRModule
+from ... import op as _op
 from ...expr import Expr, Var, const
 from ...struct_info import TensorStructInfo
 from .exported_program import CONVERTERS, ExportedProgramConverter
@@ -134,7 +135,6 @@ _TENSOR_INDEX = "fx.tensor_getitem"
 def _tensor_index(node, conv):
     """``x[index]``: one strided slice per sliced or indexed axis, then a reshape to the
     recorded result shape (which drops int-indexed axes and adds the None ones)."""
-    from ... import op as _op
 
     x, index = conv.arg(node.args[0]), node.args[1]
     ndim = len(conv.shape_of(node.args[0]))

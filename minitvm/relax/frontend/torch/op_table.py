@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from .exported_program import CONVERTER_KINDS
+from .fx_translator import _METHODS, _function_adapters, _module_adapters
 
 __all__ = ["supported_ops_markdown", "REGENERATE"]
 
@@ -56,7 +57,6 @@ def _function_name(fn: Any) -> str:
 
 def _fx_section() -> list[str]:
     """What ``from_fx`` maps onto those converters (needs torch to name the functions)."""
-    from .fx_translator import _METHODS, _function_adapters, _module_adapters
 
     modules = sorted(f"nn.{t.__name__}" for t in _module_adapters())
     functions = sorted({_function_name(f) for f in _function_adapters()})
