@@ -30,6 +30,7 @@ from ..tir import expr as _ex
 from ..tir import op as _op
 from ..tir.buffer import Buffer as _TirBuffer
 from ..tir.buffer import BufferRegion
+from ..tir.buffer import decl_buffer as tir_decl_buffer
 from ..tir.expr import And as _AndNode
 from ..tir.expr import BufferLoad, Let, PrimExpr, Var, const, convert
 from ..tir.expr import Cast as _CastNode
@@ -115,9 +116,7 @@ class BufferSpec:
     axis_separators: tuple = ()
 
     def make(self, name: str) -> _TirBuffer:
-        from ..tir.buffer import decl_buffer
-
-        return decl_buffer(self.shape, self.dtype, name, data=self.data, strides=self.strides,
+        return tir_decl_buffer(self.shape, self.dtype, name, data=self.data, strides=self.strides,
                            elem_offset=self.elem_offset, scope=self.scope,
                            axis_separators=self.axis_separators)
 

@@ -114,8 +114,6 @@ class IndexMap(Node):
 
     def map_indices(self, indices: list[PrimExpr]) -> list[PrimExpr]:
         """The final indices for the given initial ones (simplified)."""
-        from .functor import substitute
-
         indices = [convert(i) for i in indices]
         if len(indices) != self.ndim:
             raise ValueError(f"the index map takes {self.ndim} indices, got {len(indices)}")

@@ -13,9 +13,13 @@ from typing import Any
 from ..ir.module import IRModule
 from ..relax.expr import Function
 from ..tir.function import PrimFunc
-from .graph import is_fused
 
-__all__ = ["entry_function", "entry_name"]
+__all__ = ["entry_function", "entry_name", "is_fused"]
+
+
+def is_fused(func: Any) -> bool:
+    """Whether ``func`` is a Relax function FuseOps made (attrs ``Primitive``)."""
+    return isinstance(func, Function) and bool(func.attrs) and bool(func.attrs.get("Primitive"))
 
 
 def _kind_of(kind: str) -> tuple[type, str]:

@@ -16,7 +16,7 @@ from ..ir.module import IRModule
 from ..relax.expr import Function
 from ..transform import PassContext, PassRecordingInstrument, Sequential
 from .diff import diff
-from .entry import entry_name
+from .entry import entry_name, is_fused
 from .graph import graph
 from .loop_nest import loop_nest
 from .render import svg_html
@@ -27,12 +27,9 @@ __all__ = ["PassStepper"]
 def _entry_relax_function(mod: IRModule) -> str | None:
     """The Relax function a picture shows (:func:`viz.entry.entry_name`); when several could
     be and none is ``main``, the first of them rather than no picture."""
-
     try:
         return entry_name(mod, "relax", what="PassStepper")
     except ValueError:
-        from .graph import is_fused
-
         funcs = [(gv.name_hint, f) for gv, f in mod.items() if isinstance(f, Function)]
         entries = [name for name, f in funcs if not is_fused(f)]
         return (entries or [name for name, _ in funcs] or [None])[0]
@@ -40,7 +37,6 @@ def _entry_relax_function(mod: IRModule) -> str | None:
 
 def _picture_svg(mod: IRModule) -> str:
     """The dataflow graph of the entry Relax function (e.g. ``main`` or ``forward``), else a TIR loop nest."""
-
     entry = _entry_relax_function(mod)
     return svg_html(lambda: graph(mod, entry) if entry is not None else loop_nest(mod))
 

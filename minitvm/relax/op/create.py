@@ -10,6 +10,7 @@ import numpy as np
 from ...ir import dtype as _dt
 from ...tir import op as tir_op
 from ...tir.expr import FloatImm, IntImm
+from ...tir.expr import const as tir_const
 from ..expr import Call, Expr, PrimValue, const, struct_info_of
 from ..struct_info import PrimStructInfo, StructInfo, StructInfoError, TensorStructInfo, struct_info_text
 from ._utils import as_shape_expr, shape_arg, simplify
@@ -149,8 +150,7 @@ def arange(start: Any, end: Any = None, step: Any = 1, dtype: str = "int64") -> 
     def prim(v: Any) -> Expr:
         if isinstance(v, Expr):
             return v
-        from ...tir.expr import const
-        return PrimValue(const(v, "float64" if isinstance(v, float) else "int64"))
+        return PrimValue(tir_const(v, "float64" if isinstance(v, float) else "int64"))
 
     return make_call("relax.arange", prim(start), prim(end), prim(step), attrs={"dtype": _dt.check(dtype)})
 

@@ -8,7 +8,7 @@ from typing import Any, Sequence
 from ... import te
 from ...tir import op as _op
 from ...tir.expr import Cast, FloatImm, IntImm, const
-from ..broadcast import multiply
+from ..broadcast import add, divide, multiply, subtract
 from ..elemwise import sqrt
 from ..reduction import sum as _sum
 from ..transform import reshape
@@ -125,7 +125,6 @@ def batch_norm(data: te.Tensor, gamma: te.Tensor, beta: te.Tensor, moving_mean: 
     come back updated (``(1 - momentum) * moving + momentum * batch``); at inference they
     are used as they are and come back unchanged.  Returns [output, mean, var], built from
     TOPI's reshape / broadcast ops as TVM's is."""
-    from ..broadcast import add, divide, multiply, subtract
     axis = normalize_axes(axis, data.ndim, "topi.nn.batch_norm")[0]
     shape = [1] * data.ndim
     shape[axis] = data.shape[axis]
