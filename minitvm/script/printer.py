@@ -126,11 +126,11 @@ def script(node: Any, show_header: bool = True, **kwargs: Any) -> str:
 def show(node: Any, **kwargs: Any) -> None:
     """Print the text; in a Jupyter kernel, display it highlighted."""
     try:
-        from IPython import get_ipython
+        from IPython import get_ipython  # IPython is optional: imported when displaying
 
         shell = get_ipython()
         if shell is not None and getattr(shell, "kernel", None) is not None:
-            from IPython.display import HTML, display
+            from IPython.display import HTML, display  # IPython is optional: imported when displaying
 
             display(HTML(to_html(node, **kwargs)))
             return

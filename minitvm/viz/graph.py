@@ -194,6 +194,6 @@ def _fused_clusters(g: _Graph, mod: IRModule) -> None:
 def graph(mod_or_func: Any, name: str | None = None) -> Any:
     """A graphviz picture of a Relax function's dataflow: ``name`` in a module, else its entry
     (``main``, or the only function FuseOps did not make; see :mod:`minitvm.viz.entry`)."""
-    import graphviz
+    import graphviz  # graphviz is optional: imported when a picture is drawn
 
     return graphviz.Source(graph_dot(mod_or_func, name))

@@ -69,7 +69,7 @@ class IterationOrder:
 
     def widget(self, frames: int = 60) -> Any:
         """Play button + slider replaying the visit (ipywidgets)."""
-        import ipywidgets as w
+        import ipywidgets as w  # ipywidgets is optional: imported when a widget is built
 
         step = max(1, self.steps // frames)
         play = w.Play(min=0, max=self.steps, step=step, interval=100, value=self.steps)
@@ -85,7 +85,7 @@ class IterationOrder:
         return w.VBox([w.HBox([play, slider]), picture])
 
     def _ipython_display_(self) -> None:
-        from IPython.display import HTML, display
+        from IPython.display import HTML, display  # IPython is optional: imported when displaying
 
         try:
             display(self.widget())

@@ -123,6 +123,6 @@ def loop_nest_dot(func: PrimFunc | IRModule, name: str | None = None) -> str:
 
 def loop_nest(func: PrimFunc | IRModule, name: str | None = None) -> Any:
     """A picture of the loop nest of ``func`` (or of function ``name`` of a module)."""
-    import graphviz
+    import graphviz  # graphviz is optional: imported when a picture is drawn
 
     return graphviz.Source(loop_nest_dot(func, name))

@@ -93,7 +93,7 @@ class PassStepper:
                 "picture": _picture_svg(r.after)}
 
     def widget(self) -> Any:
-        import ipywidgets as w
+        import ipywidgets as w  # ipywidgets is optional: imported when a widget is built
 
         if not self.records:
             return w.HTML("<i>no pass ran</i>")
@@ -118,6 +118,6 @@ class PassStepper:
         return self._widget
 
     def _ipython_display_(self) -> None:
-        from IPython.display import display
+        from IPython.display import display  # IPython is optional: imported when displaying
 
         display(self.widget())

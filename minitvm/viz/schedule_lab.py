@@ -175,7 +175,7 @@ class ScheduleLab:
             self._widget.refresh()
 
     def widget(self) -> Any:
-        import ipywidgets as w
+        import ipywidgets as w  # ipywidgets is optional: imported when a widget is built
 
         primitive = w.Dropdown(options=list(PRIMITIVES), value="split", description="primitive")
         block = w.Dropdown(options=self.blocks(), description="block")
@@ -235,7 +235,7 @@ class ScheduleLab:
         return box
 
     def _ipython_display_(self) -> None:
-        from IPython.display import display
+        from IPython.display import display  # IPython is optional: imported when displaying
 
         display(self.widget())
 

@@ -45,8 +45,8 @@ def _function_name(fn: Any) -> str:
     """The spelling a user writes: ``F.relu``, ``torch.cat``, ``operator.add``."""
     import operator
 
-    import torch
-    import torch.nn.functional as F
+    import torch  # torch is optional and heavy: imported on first use
+    import torch.nn.functional as F  # torch is optional and heavy: imported on first use
 
     name = fn.__name__
     for prefix, namespace in (("F", F), ("torch", torch), ("operator", operator)):
