@@ -20,12 +20,14 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--timeout", type=float, default=60.0, help="seconds each grader may take (default 60)")
     g.add_argument("--only", nargs="*", help="only these graders (test names or exercise numbers like 1.3)")
     g.add_argument("--root", default=None, help="repository root (default: found from the current directory)")
+    g.add_argument("-v", "--verbose", action="store_true", help="show each failure whole, not cut short")
     args = parser.parse_args(argv)
     if args.command == "grade":
         from minitvm.grade import check
 
         try:
-            report = check(args.chapter, target=args.target, timeout=args.timeout, root=args.root, only=args.only)
+            report = check(args.chapter, target=args.target, timeout=args.timeout, root=args.root, only=args.only,
+                           verbose=args.verbose)
         except FileNotFoundError as err:
             print(f"minitvm grade: {err}", file=sys.stderr)
             return 2

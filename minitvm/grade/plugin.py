@@ -8,15 +8,22 @@ provides the ``grade_module`` fixture that loads the chosen one.
 Every grader (a test with a ``points`` marker) runs inside ``PassContext(config=GRADING_CONFIG)``:
 bounds-checked native code, so a learner's wrong index fails that exercise with a
 ``BoundsError`` naming the buffer instead of crashing the grader.
+
+A failing grader's message is written for the learner (see :mod:`minitvm.grade.messages`):
+numbers that differ say how many and the worst one, a structure that differs shows the two
+programs around the first difference, a broken exercise file names the line, and a
+``@pytest.mark.hint("...")`` on the grader adds its hint.  Graders pass the learner's value
+first: ``assert_structural_equal(yours, expected)``, ``assert_allclose(yours, expected)``.
 """
 
 from __future__ import annotations
 
-import importlib
 import sys
 from typing import Any, Callable
 
 import pytest
+
+from .loader import load_exercises
 
 TARGETS = ("solutions", "exercises")
 #: the PassContext config graded code runs under
@@ -30,6 +37,7 @@ def pytest_addoption(parser: Any) -> None:
 
 def pytest_configure(config: Any) -> None:
     config.addinivalue_line("markers", "points(n): what a grader in tests/grade is worth")
+    config.addinivalue_line("markers", "hint(text): what a grader says when it fails (the usual cause)")
     root = str(config.rootpath)
     if root not in sys.path:
         sys.path.insert(0, root)
@@ -49,12 +57,28 @@ def pytest_runtest_call(item: Any) -> Any:
         yield
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: Any, call: Any) -> Any:
+    """A graded failure's report says what went wrong in the learner's words."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.when != "call" or not report.failed or item.get_closest_marker("points") is None:
+        return
+    from .messages import learner_message  # imports the IR: only when a grader has failed
+
+    hint = item.get_closest_marker("hint")
+    text = learner_message(call.excinfo.value, hint.args[0] if hint and hint.args else None)
+    if text is not None:
+        report.longrepr = text
+
+
 @pytest.fixture
 def grade_module(request: Any) -> Callable[[str], Any]:
-    """``grade_module("ch01")`` -> the module ``<grade-target>.ch01``."""
+    """``grade_module("ch01")`` -> the module ``<grade-target>.ch01`` (a broken exercise in it
+    costs only that exercise: see :mod:`minitvm.grade.loader`)."""
     target = request.config.getoption("--grade-target")
 
     def load(chapter: str) -> Any:
-        return importlib.import_module(f"{target}.{chapter}")
+        return load_exercises(f"{target}.{chapter}")
 
     return load

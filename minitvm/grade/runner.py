@@ -17,11 +17,12 @@ import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
 EXERCISE = re.compile(r"[Ee]xercise (\d+\.\d+)")
+_JUNIT_CUT = re.compile(r"\[\+\d+ more lines; full report in element text\]$")
 
 
 def find_root(start: str | Path | None = None) -> Path:
@@ -71,6 +72,11 @@ class GradeResult:
     status: str  # passed | todo (stub untouched) | failed | error | timeout | crashed
     message: str = ""
     seconds: float = 0.0
+    details: str = ""  # the whole failure as pytest printed it (shown with verbose=True)
+
+
+#: lines of each failure shown under the table (``verbose=True`` shows the whole failure)
+DETAIL_LINES = 14
 
 
 @dataclass
@@ -78,6 +84,7 @@ class GradeReport:
     chapter: str
     target: str
     results: list[GradeResult] = field(default_factory=list)
+    verbose: bool = False
 
     @property
     def earned(self) -> int:
@@ -95,7 +102,22 @@ class GradeReport:
         lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[4] for row in rows]
         lines.insert(1, "-" * max(len(x) for x in lines))
         lines.append(f"total: {self.earned}/{self.total} points ({self.chapter}, {self.target}/)")
+        lines += self._failures()
         return "\n".join(line.rstrip() for line in lines)
+
+    def _failures(self) -> list[str]:
+        """Each failure in full below the table (cut to DETAIL_LINES lines unless verbose)."""
+        out: list[str] = []
+        for r in self.results:
+            if r.status in ("passed", "todo"):
+                continue
+            text = (r.details or r.message) if self.verbose else r.message
+            body = [x for x in text.rstrip().splitlines()]
+            if not self.verbose and len(body) > DETAIL_LINES:
+                body = body[:DETAIL_LINES] + [f"... ({len(body) - DETAIL_LINES} more lines: "
+                                              "`minitvm grade -v` or check(..., verbose=True) shows them)"]
+            out += ["", f"exercise {r.exercise} ({r.grader}): {r.status}", *("  " + x for x in body)]
+        return out
 
     def _repr_html_(self) -> str:
         color = {"passed": "#2e7d32"}
@@ -104,9 +126,12 @@ class GradeReport:
             f"<td style='color:{color.get(r.status, '#c62828')}'>{r.status}</td>"
             f"<td style='text-align:left'>{html.escape(_clip(r.message, 160))}</td></tr>"
             for r in self.results)
+        failures = "\n".join(self._failures()).strip()
+        details = (f"<pre style='white-space:pre-wrap;max-width:100%'>{html.escape(failures)}</pre>"
+                   if failures else "")
         return (f"<table><tr><th>exercise</th><th>grader</th><th>points</th><th>status</th>"
                 f"<th>first line of the failure</th></tr>{cells}</table>"
-                f"<p><b>total: {self.earned}/{self.total} points</b> ({self.chapter}, {self.target}/)</p>")
+                f"<p><b>total: {self.earned}/{self.total} points</b> ({self.chapter}, {self.target}/)</p>{details}")
 
     def __repr__(self) -> str:
         return str(self)
@@ -118,13 +143,10 @@ def _clip(text: str, n: int) -> str:
     if not lines:
         return ""
     first = lines[0]
-    if "StructuralEqual check failed" in first:
-        first += "".join(f" | {x}" for x in lines[1:3] if x.startswith(("lhs", "rhs")))
-    else:  # numpy's assert_allclose starts with an empty line: take the next ones too
-        for more in lines[1:4]:
-            if len(first) >= 40:
-                break
-            first += " " + more
+    for more in lines[1:4]:  # numpy's assert_allclose starts with a short line: take the next ones too
+        if len(first) >= 40:
+            break
+        first += " " + more
     return first if len(first) <= n else first[: n - 1] + "…"
 
 
@@ -150,7 +172,7 @@ def run_grader(chapter: str, grader: Grader, root: Path, target: str = "exercise
                                f"did not finish within {timeout:g} s (an endless loop, or far too slow)",
                                time.perf_counter() - start)
         seconds = time.perf_counter() - start
-        status, message = _parse_junit(xml) if xml.exists() else (None, "")
+        status, message, details = _parse_junit(xml) if xml.exists() else (None, "", "")
     if status is None:
         tail = [x for x in out.strip().splitlines() if x.strip()]
         why = f"exit code {proc.returncode}" + (f" (signal {-proc.returncode})" if proc.returncode < 0 else "")
@@ -159,38 +181,52 @@ def run_grader(chapter: str, grader: Grader, root: Path, target: str = "exercise
     earned = grader.points if status == "passed" else 0
     if status == "failed" and message.startswith("NotImplementedError: exercise"):
         status = "todo"  # the untouched stub
-    return GradeResult(grader.exercise, grader.name, grader.points, earned, status, message, seconds)
+    return GradeResult(grader.exercise, grader.name, grader.points, earned, status, message, seconds, details)
 
 
-def _parse_junit(path: Path) -> tuple[str | None, str]:
-    """(status, first failure message) over all test cases of one grader (parametrized ones have several)."""
+def _parse_junit(path: Path) -> tuple[str | None, str, str]:
+    """(status, first failure message, its whole text) over all test cases of one grader
+    (parametrized ones have several)."""
     cases = list(ET.parse(path).getroot().iter("testcase"))
     if not cases:
-        return None, ""
+        return None, "", ""
     for case in cases:
         for tag in ("failure", "error"):
             node = case.find(tag)
             if node is not None:
                 message = node.get("message") or (node.text or "")
-                return ("failed" if tag == "failure" else "error"), message
+                if _JUNIT_CUT.search(message):  # junit keeps a few lines in the attribute
+                    message = node.text or message
+                return ("failed" if tag == "failure" else "error"), message, node.text or message
     skipped = [c.find("skipped") for c in cases if c.find("skipped") is not None]
     if len(skipped) == len(cases):
-        return "skipped", skipped[0].get("message") or ""
-    return "passed", ""
+        return "skipped", skipped[0].get("message") or "", ""
+    return "passed", "", ""
 
 
 def check(chapter: str, target: str = "exercises", timeout: float = 60.0, root: str | Path | None = None,
-          jobs: int | None = None, only: list[str] | None = None) -> GradeReport:
+          jobs: int | None = None, only: list[str] | None = None, verbose: bool = False,
+          progress: bool = True) -> GradeReport:
     """Grade ``<target>/<chapter>.py``: each grader in its own subprocess; returns the points table.
 
-    In a notebook the returned report shows as a table; ``str(report)`` is the text table.
-    ``only`` restricts to graders whose name or exercise number is listed.
+    In a notebook the returned report shows as a table; ``str(report)`` is the text table, with
+    each failure below it (cut short unless ``verbose``).  ``only`` restricts to graders whose
+    name or exercise number is listed; ``progress`` prints a line as each grader finishes.
     """
     root = find_root(root)
     graders = list_graders(chapter, root)
     if only:
         graders = [g for g in graders if g.name in only or g.exercise in only]
     jobs = jobs or min(2, os.cpu_count() or 1)
+    if progress:
+        print(f"grading {chapter} ({target}/): {len(graders)} exercises, up to {timeout:g} s each", flush=True)
+    results: dict[str, GradeResult] = {}
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        results = list(pool.map(lambda g: run_grader(chapter, g, root, target, timeout), graders))
-    return GradeReport(chapter, target, results)
+        running = {pool.submit(run_grader, chapter, g, root, target, timeout): g for g in graders}
+        for future in as_completed(running):
+            r = future.result()
+            results[r.grader] = r
+            if progress:
+                print(f"  [{len(results)}/{len(graders)}] exercise {r.exercise}: {r.status} ({r.seconds:.1f} s)",
+                      flush=True)
+    return GradeReport(chapter, target, [results[g.name] for g in graders], verbose)

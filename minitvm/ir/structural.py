@@ -17,7 +17,7 @@ from .module import GlobalVar
 from .node import Node
 
 __all__ = ["structural_equal", "structural_hash", "assert_structural_equal", "StructuralMismatch",
-           "StructuralEqMixin"]
+           "StructuralEqualError", "StructuralEqMixin"]
 
 
 class StructuralMismatch(Exception):
@@ -164,16 +164,25 @@ def _show(x: Any, limit: int = 12) -> str:
     return "\n    ".join(lines)
 
 
+class StructuralEqualError(ValueError):
+    """``assert_structural_equal`` failed (a ``ValueError``, as TVM raises); ``lhs_root`` and
+    ``rhs_root`` keep the two objects compared, so a reader (the grader) can show them."""
+
+    def __init__(self, message: str, lhs_root: Any, rhs_root: Any, path: str):
+        super().__init__(message)
+        self.lhs_root, self.rhs_root, self.path = lhs_root, rhs_root, path
+
+
 def assert_structural_equal(lhs: Any, rhs: Any, map_free_vars: bool = False) -> None:
-    """Raise ``ValueError`` saying where ``lhs`` and ``rhs`` first differ."""
+    """Raise :class:`StructuralEqualError` saying where ``lhs`` and ``rhs`` first differ."""
     try:
         _Equal(map_free_vars).equal(lhs, rhs, "root", False)
     except StructuralMismatch as m:
         why = f" ({m.reason})" if m.reason else ""
-        raise ValueError(
+        raise StructuralEqualError(
             f"StructuralEqual check failed at {m.path}{why}\n"
             f"  lhs: {_show(m.lhs)}\n"
-            f"  rhs: {_show(m.rhs)}"
+            f"  rhs: {_show(m.rhs)}", lhs, rhs, m.path,
         ) from None
 
 

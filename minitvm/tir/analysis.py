@@ -9,9 +9,10 @@ from ..ir.structural import structural_equal
 from .buffer import Buffer, BufferRegion
 from .expr import Add, BufferLoad, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Range, Sub, Var, const
 from .functor import StmtExprVisitor, post_order_visit, substitute
+from .oob_checker import OOBChecker
 from .stmt import Block, BlockRealize, BufferStore, For, LetStmt
 
-__all__ = ["get_block_read_write_region", "get_block_access_region", "uses_var", "vars_used"]
+__all__ = ["get_block_read_write_region", "get_block_access_region", "uses_var", "vars_used", "OOBChecker"]
 
 
 def vars_used(node: Any) -> set[int]:

@@ -1,8 +1,9 @@
-"""Side-by-side IR text with the changed lines marked: what a pass or a primitive did.
+"""IR text with the changed lines marked: what a pass or a primitive did.
 
-``diff(before, after)`` returns an object that prints as a unified diff in a terminal and
-shows as a two-column HTML table in Jupyter (removed lines red on the left, added lines
-green on the right).
+``diff(before, after)`` returns an object that prints as a unified diff in a terminal. In
+Jupyter it shows only the changed hunks, stacked, with a few lines of context around each
+(removed lines red, added lines green), and a toggle that opens the whole text side by side;
+both sit in boxes that scroll sideways rather than widen the notebook.
 """
 
 from __future__ import annotations
@@ -53,7 +54,42 @@ class IRDiff:
 
     __repr__ = __str__
 
+    def hunks(self, context: int = 3) -> list[list[tuple[str, str]]]:
+        """The changed places: per hunk, (mark, line) with mark ``-`` removed, ``+`` added or
+        `` `` context, ``context`` unchanged lines around each change."""
+        matcher = difflib.SequenceMatcher(a=self.before, b=self.after, autojunk=False)
+        out = []
+        for group in matcher.get_grouped_opcodes(context):
+            hunk: list[tuple[str, str]] = []
+            for op, a0, a1, b0, b1 in group:
+                if op == "equal":
+                    hunk += [(" ", x) for x in self.before[a0:a1]]
+                    continue
+                hunk += [("-", x) for x in self.before[a0:a1]]
+                hunk += [("+", y) for y in self.after[b0:b1]]
+            out.append(hunk)
+        return out
+
     def _repr_html_(self) -> str:
+        if not self.changed:
+            return '<div class="minitvm-diff"><i>no change</i></div>'
+        colours = {"-": "#ffe3e3", "+": "#d3f9d8", " ": ""}
+        rows = []
+        for k, hunk in enumerate(self.hunks()):
+            if k:
+                rows.append('<tr><td style="color:#868e96">⋯</td><td></td></tr>')
+            rows += [f'<tr class="{"removed" if m == "-" else "added" if m == "+" else "equal"}" '
+                     f'style="background:{colours[m]}"><td>{m}</td><td>{html.escape(line)}</td></tr>'
+                     for m, line in hunk]
+        legend = (f'<div style="font-size:12px"><span style="background:#ffe3e3">&nbsp;- {html.escape(self.labels[0])}'
+                  f'&nbsp;</span> <span style="background:#d3f9d8">&nbsp;+ {html.escape(self.labels[1])}&nbsp;</span>'
+                  "</div>")
+        return (f'<div class="minitvm-diff" style="max-width:100%">{legend}'
+                f'<div style="overflow-x:auto">{_TABLE}{"".join(rows)}</table></div>'
+                f"<details><summary>the whole text, side by side</summary>"
+                f'<div style="overflow-x:auto">{self._side_by_side()}</div></details></div>')
+
+    def _side_by_side(self) -> str:
         colours = {"removed": ("#ffe3e3", ""), "added": ("", "#d3f9d8"),
                    "changed": ("#ffe3e3", "#d3f9d8"), "equal": ("", "")}
         cells = []
@@ -62,8 +98,11 @@ class IRDiff:
             cells.append(f'<tr class="{tag}"><td style="background:{lc}">{html.escape(left)}</td>'
                          f'<td style="background:{rc}">{html.escape(right)}</td></tr>')
         head = "".join(f"<th>{html.escape(x)}</th>" for x in self.labels)
-        return ('<table class="minitvm-diff" style="font-family:monospace;white-space:pre;'
-                f'font-size:12px;text-align:left"><tr>{head}</tr>{"".join(cells)}</table>')
+        return f"{_TABLE}<tr>{head}</tr>{''.join(cells)}</table>"
+
+
+#: one look for both tables: monospace lines, never wrapped (the box around them scrolls)
+_TABLE = '<table style="font-family:monospace;white-space:pre;font-size:12px;text-align:left;line-height:1.25">'
 
 
 def diff(before: Any, after: Any, labels: tuple[str, str] = ("before", "after")) -> IRDiff:

@@ -18,6 +18,7 @@ from ..ir.op import Op
 from ..relax.expr import Call, Constant, SeqExpr, ShapeExpr, Tuple, TupleGetItem, Var, struct_info_of
 from ..relax.struct_info import struct_info_text
 from .entry import entry_function, is_fused
+from .render import Picture
 
 __all__ = ["graph", "graph_dot", "fused_pattern", "is_fused", "PATTERN_COLOURS"]
 
@@ -191,9 +192,10 @@ def _fused_clusters(g: _Graph, mod: IRModule) -> None:
                            'arrowhead="none" color="#868e96"]')
 
 
-def graph(mod_or_func: Any, name: str | None = None) -> Any:
+def graph(mod_or_func: Any, name: str | None = None, title: str | None = None) -> Picture:
     """A graphviz picture of a Relax function's dataflow: ``name`` in a module, else its entry
-    (``main``, or the only function FuseOps did not make; see :mod:`minitvm.viz.entry`)."""
+    (``main``, or the only function FuseOps did not make; see :mod:`minitvm.viz.entry`);
+    fitted to the notebook's width, with ``title`` above it."""
     import graphviz  # graphviz is optional: imported when a picture is drawn
 
-    return graphviz.Source(graph_dot(mod_or_func, name))
+    return Picture(graphviz.Source(graph_dot(mod_or_func, name)), title)

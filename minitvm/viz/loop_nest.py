@@ -8,12 +8,14 @@ their place with the buffer regions they read and write.
 from __future__ import annotations
 
 import html
+import re
 from typing import Any
 
 from ..ir.module import IRModule
 from ..tir.function import PrimFunc
 from ..tir.stmt import Allocate, BlockRealize, For, ForKind, IfThenElse, SeqStmt
 from .entry import entry_function
+from .render import Picture
 
 __all__ = ["loop_nest", "loop_nest_dot"]
 
@@ -28,10 +30,16 @@ KIND_COLOURS = {
 
 
 def _text(node: Any) -> str:
+    """Short text of an expression for a picture: integer constants as plain numbers
+    (``8``, not ``T.int64(8)``: the dtype is noise in a drawing)."""
     try:
-        return node.script()
+        text = node.script()
     except Exception:  # a picture must not fail on a node the printer cannot show alone
         return repr(node)
+    return _TYPED_INT.sub(r"\1", text)
+
+
+_TYPED_INT = re.compile(r"T\.u?int(?:8|16|32|64)\((-?\d+)\)")
 
 
 def _region_text(region: Any) -> str:
@@ -121,8 +129,9 @@ def loop_nest_dot(func: PrimFunc | IRModule, name: str | None = None) -> str:
             f"{body}\n}}\n")
 
 
-def loop_nest(func: PrimFunc | IRModule, name: str | None = None) -> Any:
-    """A picture of the loop nest of ``func`` (or of function ``name`` of a module)."""
+def loop_nest(func: PrimFunc | IRModule, name: str | None = None, title: str | None = None) -> Picture:
+    """A picture of the loop nest of ``func`` (or of function ``name`` of a module), fitted to
+    the notebook's width, with ``title`` above it (e.g. "before" / "after split")."""
     import graphviz  # graphviz is optional: imported when a picture is drawn
 
-    return graphviz.Source(loop_nest_dot(func, name))
+    return Picture(graphviz.Source(loop_nest_dot(func, name)), title)

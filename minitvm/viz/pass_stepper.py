@@ -19,7 +19,7 @@ from .diff import diff
 from .entry import entry_name, is_fused
 from .graph import graph
 from .loop_nest import loop_nest
-from .render import svg_html
+from .render import svg_html, text_html
 
 __all__ = ["PassStepper"]
 
@@ -35,10 +35,10 @@ def _entry_relax_function(mod: IRModule) -> str | None:
         return (entries or [name for name, _ in funcs] or [None])[0]
 
 
-def _picture_svg(mod: IRModule) -> str:
+def _picture_svg(mod: IRModule, title: str) -> str:
     """The dataflow graph of the entry Relax function (e.g. ``main`` or ``forward``), else a TIR loop nest."""
     entry = _entry_relax_function(mod)
-    return svg_html(lambda: graph(mod, entry) if entry is not None else loop_nest(mod))
+    return svg_html(lambda: graph(mod, entry) if entry is not None else loop_nest(mod), title)
 
 
 class PassStepper:
@@ -90,7 +90,7 @@ class PassStepper:
         """What the widget shows for pass ``k``: header, IR text, diff HTML and picture SVG."""
         r = self.records[k]
         return {"header": self._panel_html(k), "ir": r.after.script(), "diff": self.diff(k)._repr_html_(),
-                "picture": _picture_svg(r.after)}
+                "picture": _picture_svg(r.after, f"after {r.name}")}
 
     def widget(self) -> Any:
         import ipywidgets as w  # ipywidgets is optional: imported when a widget is built
@@ -106,7 +106,7 @@ class PassStepper:
         def render(k: int) -> None:
             view = self.show(k)
             header.value = view["header"]
-            ir.value = f"<pre style='font-size:12px'>{html.escape(view['ir'])}</pre>"
+            ir.value = text_html(view["ir"])
             changes.value = view["diff"]
             picture.value = view["picture"]
 

@@ -25,7 +25,7 @@ from ..tir.schedule import LoopRV, Schedule, ScheduleError
 from ..tir.schedule.tree import block_realizes, walk_stmts
 from ..tir.stmt import Block, For
 from .loop_nest import loop_nest
-from .render import svg_html
+from .render import svg_html, text_html
 
 __all__ = ["ScheduleLab", "PRIMITIVES"]
 
@@ -190,9 +190,10 @@ class ScheduleLab:
             block.options, loop.options, loop2.options = self.blocks(), self.loops(), self.loops()
             message.value = (f"<span style='color:#c92a2a'>{html.escape(self.error)}</span>" if self.error
                              else f"{len(self.steps)} step(s) applied")
-            picture.value = svg_html(lambda: loop_nest(self.schedule.mod))
-            script.value = f"<pre style='font-size:11px'>{html.escape(self.schedule.mod.script())}</pre>"
-            trace.value = f"<pre style='font-size:11px'>{html.escape(self.trace())}</pre>"
+            after = f"after {len(self.steps)} step(s)" if self.steps else "before any step"
+            picture.value = svg_html(lambda: loop_nest(self.schedule.mod), f"loop nest, {after}")
+            script.value = text_html(self.schedule.mod.script(), 11)
+            trace.value = text_html(self.trace(), 11)
 
         def on_apply(_: Any) -> None:
             name = primitive.value

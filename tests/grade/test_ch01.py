@@ -14,6 +14,7 @@ import minitvm
 from minitvm.driver.build_module import export_name
 from minitvm.ir import IRModule, assert_structural_equal
 from minitvm.script import tir as T
+from minitvm.testing import assert_allclose
 from minitvm.tir import Block, PrimFunc, post_order_visit
 
 RTOL = ATOL = 1e-4
@@ -61,7 +62,7 @@ def test_broadcast_add(ex, seed):
     m, n = (int(x) for x in rng.integers(2, 40, 2))
     a, b, c = _rand(rng, m, n), _rand(rng, n), _rand(rng, m, n)
     _, _, c = _run(ex.broadcast_add(m, n), a, b, c)
-    np.testing.assert_allclose(c, a + b, rtol=RTOL, atol=ATOL)
+    assert_allclose(c, a + b, rtol=RTOL, atol=ATOL)
     assert [blk.name_hint for blk in _blocks(ex.broadcast_add(m, n))] == ["C"], "expected one block named 'C'"
 
 
@@ -72,7 +73,7 @@ def test_transpose_pad(ex):
     for m, n, p in [(int(rng.integers(2, 20)), int(rng.integers(2, 20)), int(rng.integers(1, 4))), (5, 3, 0)]:
         a, b = _rand(rng, m, n), _rand(rng, n + 2 * p, m + 2 * p)  # b starts as noise: every element must be written
         _, b = _run(ex.transpose_pad(m, n, p), a, b)
-        np.testing.assert_allclose(b, np.pad(a.T, p), rtol=RTOL, atol=ATOL, err_msg=f"m={m}, n={n}, p={p}")
+        assert_allclose(b, np.pad(a.T, p), rtol=RTOL, atol=ATOL, err_msg=f"m={m}, n={n}, p={p}")
 
 
 @pytest.mark.points(2)
@@ -82,7 +83,7 @@ def test_row_sum_of_squares(ex):
     m, n = (int(x) for x in rng.integers(2, 50, 2))
     a, b = _rand(rng, m, n), _rand(rng, m)  # b starts as noise: the init must zero it
     _, b = _run(ex.row_sum_of_squares(m, n), a, b)
-    np.testing.assert_allclose(b, (a * a).sum(axis=1), rtol=RTOL, atol=ATOL)
+    assert_allclose(b, (a * a).sum(axis=1), rtol=RTOL, atol=ATOL)
     (block,) = _blocks(ex.row_sum_of_squares(m, n))
     kinds = [str(iv.iter_type) for iv in block.iter_vars]
     assert block.name_hint == "B", f"the block should be named 'B', not {block.name_hint!r}"
@@ -110,7 +111,7 @@ def test_conv2d(ex):
         x, wt = _rand(rng, n, ci, h, w), _rand(rng, co, ci, k, k)
         y = _rand(rng, n, co, h - k + 1, w - k + 1)
         _, _, y = _run(ex.conv2d(n, ci, h, w, co, k), x, wt, y)
-        np.testing.assert_allclose(y, _conv_ref(x, wt), rtol=1e-3, atol=1e-3, err_msg=f"shape {(n, ci, h, w, co, k)}")
+        assert_allclose(y, _conv_ref(x, wt), rtol=1e-3, atol=1e-3, err_msg=f"shape {(n, ci, h, w, co, k)}")
 
 
 @pytest.mark.points(2)
@@ -121,7 +122,7 @@ def test_bmm_relu(ex):
     a, bb, c = _rand(rng, b, m, k), _rand(rng, b, k, n), _rand(rng, b, m, n)
     func = ex.bmm_relu(b, m, n, k)
     _, _, c = _run(func, a, bb, c)
-    np.testing.assert_allclose(c, np.maximum(a @ bb, 0), rtol=RTOL, atol=ATOL)
+    assert_allclose(c, np.maximum(a @ bb, 0), rtol=RTOL, atol=ATOL)
     names = [blk.name_hint for blk in _blocks(func)]
     assert names == ["Y", "C"], f"expected blocks 'Y' (matmul) then 'C' (ReLU), found {names}"
     assert len(_func(func).body.block.alloc_buffers) == 1, "Y should be one T.alloc_buffer"
@@ -157,7 +158,7 @@ def test_te_mm_relu(ex):
         raise AssertionError(f"not the TVMScript mm_relu (lhs: yours, rhs: target): {err}") from None
     a, b, c = (_rand(np.random.default_rng(n), n, n) for _ in range(3))
     _, _, c = _run(func, a, b, c)
-    np.testing.assert_allclose(c, np.maximum(a @ b, 0), rtol=RTOL, atol=ATOL)
+    assert_allclose(c, np.maximum(a @ b, 0), rtol=RTOL, atol=ATOL)
 
 
 @pytest.mark.points(3)
@@ -169,4 +170,4 @@ def test_te_softmax(ex):
     out = _rand(rng, m, n)
     _, out = _run(ex.te_softmax(m, n), a, out)
     e = np.exp(a - a.max(axis=1, keepdims=True))
-    np.testing.assert_allclose(out, e / e.sum(axis=1, keepdims=True), rtol=1e-4, atol=1e-6)
+    assert_allclose(out, e / e.sum(axis=1, keepdims=True), rtol=1e-4, atol=1e-6)

@@ -15,6 +15,7 @@ from minitvm import tir
 from minitvm.ir import IRModule, assert_structural_equal
 from minitvm.script import ir as I
 from minitvm.script import tir as T
+from minitvm.testing import assert_allclose
 from minitvm.testing.programs import BmmRelu, BmmReluTarget
 
 
@@ -186,7 +187,7 @@ def _check_numbers(original: IRModule, scheduled: IRModule, seed: int, rtol=1e-4
         minitvm.build(mod, target="llvm")[name](*arrays)
         outs.append(arrays)
     for want, got in zip(*outs):
-        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol)
+        assert_allclose(got, want, rtol=rtol, atol=rtol)
 
 
 def _check(ex_fn, start: IRModule, target, seed: int):
@@ -254,7 +255,7 @@ def test_fast_matmul(ex):
     a, b = (rng.standard_normal((n, n)).astype("float32") for _ in range(2))
     args = [minitvm.nd.array(a), minitvm.nd.array(b), minitvm.nd.empty((n, n), "float32")]
     minitvm.build(mod, target="llvm")["main"](*args)
-    np.testing.assert_allclose(args[2].numpy(), a @ b, rtol=1e-3, atol=1e-3)
+    assert_allclose(args[2].numpy(), a @ b, rtol=1e-3, atol=1e-3)
     naive = _gflops(start, n, args, number=1)
     fast = _gflops(mod, n, args, number=5)
     assert fast >= 3 * naive, f"{fast:.1f} GFLOP/s is less than 3x the naive {naive:.1f} GFLOP/s"

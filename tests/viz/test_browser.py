@@ -13,6 +13,7 @@ the message says where.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -118,13 +119,16 @@ def _wait_for_server(lab: Lab) -> None:
     pytest.fail(f"JupyterLab did not answer {lab.url}/api/status within {SERVER_START_S} s:\n{lab.log_tail()}")
 
 
-@pytest.fixture
-def lab(tmp_path):
-    """JupyterLab, headless, on a free port, serving a temporary copy of the demo notebook."""
+@contextlib.contextmanager
+def serve(tmp_path: Path, notebooks: list[Path]):
+    """JupyterLab, headless, on a free port, serving temporary copies of ``notebooks`` (the
+    project root on PYTHONPATH, as ``./dev lab`` has it)."""
     root = tmp_path / "root"
     root.mkdir()
-    shutil.copy(HERE / NOTEBOOK, root / NOTEBOOK)
+    for nb in notebooks:
+        shutil.copy(nb, root / nb.name)
     env = _jupyter_env(tmp_path / "jupyter")
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
     port, token = _free_port(), secrets.token_hex(16)
     cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
            f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
@@ -148,6 +152,13 @@ def lab(tmp_path):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture
+def lab(tmp_path):
+    """JupyterLab serving a temporary copy of the demo notebook."""
+    with serve(tmp_path, [HERE / NOTEBOOK]) as server:
+        yield server
 
 
 def _wait_for_idle_kernel(lab: Lab, page, clock: Clock) -> None:
@@ -174,15 +185,16 @@ def _drive(page, lab: Lab, shots: list[Path]) -> None:
     page.locator(".jp-Notebook").first.click()  # the notebook panel must be current for Run All
     page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
 
-    picture = page.locator(".jp-RenderedSVG img").first
+    # viz.graph displays as HTML holding the SVG, scaled to the notebook panel
+    picture = page.locator(".jp-RenderedHTMLCommon svg").first
     picture.wait_for(state="visible", timeout=clock.ms())
-    src = urllib.parse.unquote(picture.get_attribute("src") or "")
-    assert "svg" in src[:40], f"the graph is not shown as an SVG image (src starts {src[:40]!r})"
-    assert "fused_matmul_add_relu (out_ewise_fusable)" in src, "the picture is not the fused graph with its clusters"
-    # a data: image decodes asynchronously; wait for it before measuring
-    width = picture.evaluate("img => img.decode().then(() => img.naturalWidth)")
+    assert "fused_matmul_add_relu (out_ewise_fusable)" in picture.inner_html(), \
+        "the picture is not the fused graph with its clusters"
     box = picture.bounding_box()
-    assert width > 0 and box and box["width"] > 200 and box["height"] > 200, f"the graph picture is {box}"
+    panel = page.locator(".jp-Notebook").first.bounding_box()
+    assert box and box["width"] > 200 and box["height"] > 200, f"the graph picture is {box}"
+    assert panel and box["x"] + box["width"] <= panel["x"] + panel["width"] + 1, \
+        f"the graph picture ({box}) is wider than the notebook panel ({panel})"
 
     slider = page.locator(".jp-OutputArea-output .widget-slider").first
     slider.wait_for(state="visible", timeout=clock.ms())

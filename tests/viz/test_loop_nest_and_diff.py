@@ -48,9 +48,53 @@ def test_diff_marks_changed_lines():
     assert "changed" in tags or {"removed", "added"} <= tags
     text = str(d)
     assert "-    for i in range(64):" in text and "T.parallel(4)" in text
-    html_table = d._repr_html_()
-    assert html_table.startswith('<table class="minitvm-diff"') and "#d3f9d8" in html_table
+    markup = d._repr_html_()
+    assert markup.startswith('<div class="minitvm-diff"') and "#d3f9d8" in markup
+    assert "<details><summary>the whole text, side by side</summary>" in markup
     assert not viz.diff(add, add).changed and str(viz.diff(add, add)) == "(no change)"
+    assert "no change" in viz.diff(add, add)._repr_html_()
+
+
+def test_diff_shows_only_the_changed_hunks_stacked():
+    before = "\n".join(f"line {k}" for k in range(40))
+    after = before.replace("line 5\n", "line five\n").replace("line 30\n", "")
+    d = viz.diff(before, after)
+    hunks = d.hunks(context=2)
+    assert [[mark + text for mark, text in h] for h in hunks] == [
+        [" line 3", " line 4", "-line 5", "+line five", " line 6", " line 7"],
+        [" line 28", " line 29", "-line 30", " line 31", " line 32"]]
+    stacked = d._repr_html_().split("<details>")[0]
+    assert "line 17" not in stacked and "⋯" in stacked  # far-away unchanged lines are left out
+    assert "overflow-x:auto" in stacked  # long lines scroll inside the box, not the notebook
+
+
+def test_loop_boxes_show_plain_extents():
+    @T.prim_func
+    def wide(A: T.Buffer((T.int64(8),), "float32"), B: T.Buffer((T.int64(8),), "float32")):
+        for i in range(T.int64(8)):
+            with T.block("B"):
+                vi = T.axis.spatial(T.int64(8), i)
+                B[vi] = A[vi]
+
+    dot = viz.loop_nest_dot(wide)
+    assert "<b>for i</b> in 8" in dot and "T.int64" not in dot
+
+
+def test_pictures_fit_the_notebook_and_carry_a_title():
+    picture = viz.loop_nest(BmmRelu, title="before")
+    markup = picture._repr_html_()
+    assert markup.startswith('<div style="font-weight:bold;margin:4px 0">before</div>')
+    assert '<svg style="max-width:100%;height:auto"' in markup  # scaled down to the panel
+    assert picture.source.startswith("digraph loop_nest")  # still graphviz's object underneath
+
+
+def test_a_very_wide_picture_scrolls_in_its_own_box():
+    from minitvm.viz.render import MAX_SCALED_PX, fit_svg
+
+    wide = f'<svg width="{MAX_SCALED_PX}pt" height="10pt"></svg>'  # 4/3 px per pt: over the limit
+    assert fit_svg(wide) == f'<div style="max-width:100%;overflow-x:auto">{wide}</div>'
+    narrow = '<svg width="300pt" height="10pt"></svg>'
+    assert fit_svg(narrow).startswith('<svg style="max-width:100%;height:auto"')
 
 
 def _matmul(tiled: bool):

@@ -1,0 +1,178 @@
+"""OOBChecker: out-of-bounds accesses that can be proven before the code runs.
+
+As TVM's ``tir.analysis.OOBChecker``, every buffer load and store is checked against the
+buffer's shape, with each loop variable ranging over its loop and each block variable over its
+domain: an index whose range reaches past the last element, or below zero, is an error. The
+check is conservative: an index it cannot bound (it reads a function parameter, a loaded value,
+a ``let`` variable) is left to the run-time checks (``tir.bounds_check``).
+
+minitvm also checks each block's bindings against the block's domain (a loop ``range(17)``
+bound to ``T.axis.spatial(16, i)``): TVM's block verification refuses those too.  Both run at
+the start of the lowering pipeline, so ``minitvm.build`` refuses such a program with a message
+naming the buffer, the index, the range it reaches and the extent, instead of running it and
+writing past the array.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any
+
+from ..ir.module import IRModule
+from ..transform import module_pass
+from .buffer import Buffer
+from .expr import BufferLoad, Call, IntImm, PrimExpr, Range, Var
+from .function import PrimFunc
+from .functor import StmtExprVisitor, post_order_visit
+from .stmt import BlockRealize, BufferStore, For, IfThenElse
+
+__all__ = ["OOBChecker", "out_of_bounds_accesses", "OOBLocation"]
+
+
+@dataclass(frozen=True)
+class OOBLocation:
+    """One provable out-of-bounds index (or block binding outside its domain)."""
+
+    what: str  # "buffer B dimension 0" or "block B binding vi"
+    index: str  # the index (or binding) expression, as TVMScript
+    lo: int
+    hi: int
+    extent: int
+    statement: str  # the statement holding it, as TVMScript
+
+    def __str__(self) -> str:
+        if self.what.startswith("block"):
+            return (f"{self.what}: {self.index} reaches [{self.lo}, {self.hi}] but the block's domain "
+                    f"is [0, {self.extent - 1}] (extent {self.extent}); the loops run past it")
+        return (f"Out of bounds memory access on {self.what}: index {self.index} reaches "
+                f"[{self.lo}, {self.hi}] but the valid range is [0, {self.extent - 1}] "
+                f"(extent {self.extent}); in `{self.statement}`")
+
+
+class _Checker(StmtExprVisitor):
+    def __init__(self) -> None:
+        from ..arith import Analyzer  # arith imports tir: the analyzer is built per check
+
+        self.analyzer = Analyzer()
+        self.bound: set[int] = set()  # variables with a known range: loop and block variables
+        self.errors: list[OOBLocation] = []
+        self.statement = ""
+        self.conditional = 0  # > 0 inside a branch of a condition
+
+    # -- where variables get their ranges ---------------------------------------------------
+    def visit_for_(self, n: For) -> None:
+        self.visit((n.min, n.extent))
+        with self.analyzer.bound_scope(n.loop_var, Range(n.min, n.extent)):
+            self.bound.add(id(n.loop_var))
+            self.visit(n.body)
+            self.bound.discard(id(n.loop_var))
+
+    # -- accesses under a condition are left to the run-time checks: the condition may be
+    #    what keeps them in bounds (padding), and the analyzer learns only simple conditions
+    def visit_if_then_else_(self, n: IfThenElse) -> None:
+        self.visit(n.condition)
+        self.conditional += 1
+        self.visit((n.then_case, n.else_case))
+        self.conditional -= 1
+
+    def visit_call_(self, n: Call) -> None:
+        if n.op not in ("tir.if_then_else", "tir.likely"):
+            self.visit(n.args)
+            return
+        self.visit(n.args[0])
+        self.conditional += 1
+        self.visit(n.args[1:])
+        self.conditional -= 1
+
+    def visit_block_realize_(self, n: BlockRealize) -> None:
+        block = n.block
+        predicated = not (isinstance(n.predicate, IntImm) and n.predicate.value == 1)
+        for iv, value in zip(block.iter_vars, n.iter_values):
+            if not predicated:  # a predicate (from a split) keeps the binding in range
+                self._check(value, iv.dom.min, iv.dom.extent, f"block {block.name_hint} binding {iv.var.name}",
+                            f"{iv.var.name} = {_text(value)}")
+        with contextlib.ExitStack() as scopes:
+            for iv in block.iter_vars:
+                scopes.enter_context(self.analyzer.bound_scope(iv.var, iv.dom))
+                self.bound.add(id(iv.var))
+            try:
+                self.visit((block.init, block.body))
+            finally:
+                self.bound.difference_update(id(iv.var) for iv in block.iter_vars)
+
+    # -- the accesses ---------------------------------------------------------------------
+    def visit_buffer_store_(self, n: BufferStore) -> None:
+        self.statement = _text(n)
+        self._access(n.buffer, n.indices)
+        self.visit((n.value, n.indices))
+
+    def visit_buffer_load_(self, n: BufferLoad) -> None:
+        self._access(n.buffer, n.indices)
+        self.visit(n.indices)
+
+    def _access(self, buffer: Buffer, indices: tuple) -> None:
+        if len(indices) != len(buffer.shape) or self.conditional:  # flattened, or guarded by a condition
+            return
+        for dim, (index, extent) in enumerate(zip(indices, buffer.shape)):
+            self._check(index, 0, extent, f"buffer {buffer.name} dimension {dim}", _text(index))
+
+    def _check(self, index: PrimExpr, lo_bound: Any, extent: Any, what: str, shown: str) -> None:
+        if not (isinstance(extent, IntImm) and isinstance(lo_bound, (IntImm, int))):
+            return
+        if not isinstance(index, PrimExpr) or not index.dtype.startswith(("int", "uint")):
+            return
+        if not self._all_bound(index):
+            return
+        lo, hi = self.analyzer.interval(index)
+        low = lo_bound.value if isinstance(lo_bound, IntImm) else lo_bound
+        if lo < low or hi >= low + extent.value:
+            statement = self.statement or shown
+            self.errors.append(OOBLocation(what, shown, lo - low, hi - low, extent.value, statement))
+
+    def _all_bound(self, expr: PrimExpr) -> bool:
+        free: list[Var] = []
+        post_order_visit(expr, lambda x: free.append(x) if isinstance(x, Var) and id(x) not in self.bound else None)
+        return not free and not _loads(expr)
+
+
+def _loads(expr: PrimExpr) -> bool:
+    found: list[Any] = []
+    post_order_visit(expr, lambda x: found.append(x) if isinstance(x, BufferLoad) else None)
+    return bool(found)
+
+
+def _text(node: Any) -> str:
+    try:
+        return node.script().strip().splitlines()[-1].strip()
+    except Exception:  # noqa: BLE001 - an error message must not fail on printing
+        return repr(node)
+
+
+def out_of_bounds_accesses(func: PrimFunc) -> list[OOBLocation]:
+    """The provable out-of-bounds accesses (and out-of-domain block bindings) of ``func``."""
+    checker = _Checker()
+    checker.visit(func.body)
+    return list(dict.fromkeys(checker.errors))  # a load met twice is reported once
+
+
+def OOBChecker() -> Any:  # noqa: N802 - TVM's name
+    """A pass that raises ``ScheduleError`` when a PrimFunc of the module provably reads or
+    writes outside a buffer (TVM's ``tir.analysis.OOBChecker``)."""
+
+    @module_pass(opt_level=0, name="tir.OOBChecker")
+    def check(mod: IRModule, ctx: Any) -> IRModule:
+        for gv, func in mod.items():
+            if not isinstance(func, PrimFunc):
+                continue
+            errors = out_of_bounds_accesses(func)
+            if errors:
+                from .schedule.error import ScheduleError  # the schedule package imports this one
+
+                lines = "\n".join(f"  {e}" for e in errors[:5])
+                more = f"\n  ... and {len(errors) - 5} more" if len(errors) > 5 else ""
+                raise ScheduleError(f"{gv.name_hint}: out of bounds memory access, provable before running:\n"
+                                    f"{lines}{more}")
+        return mod
+
+    return check

@@ -1,0 +1,126 @@
+"""tir.analysis.OOBChecker: out-of-bounds accesses refused when they can be proven.
+
+The first cases are TVM's own (tests/python/tir-analysis/test_tir_analysis_oob.py): a load or
+store past the end, with or without a loop, and an index of unknown range that is not flagged.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import minitvm
+from minitvm import tir
+from minitvm.ir import IRModule
+from minitvm.script import tir as T
+from minitvm.testing.programs import mm_relu, split_with_where
+from minitvm.tir.oob_checker import out_of_bounds_accesses
+
+
+@T.prim_func
+def bad_load(A: T.Buffer((2, 3), "float32"), B: T.Buffer((3, 2), "float32")):
+    B[0, 0] = A[2, 2]
+
+
+@T.prim_func
+def bad_load_loop(A: T.Buffer((2, 3), "float32"), B: T.Buffer((3, 2), "float32")):
+    for i in range(3):
+        B[i, 0] = A[i, 2]
+
+
+@T.prim_func
+def bad_store(A: T.Buffer((2, 3), "float32"), B: T.Buffer((3, 2), "float32")):
+    B[0, 3] = A[1, 2]
+
+
+@T.prim_func
+def bad_store_loop(A: T.Buffer((2, 3), "float32"), B: T.Buffer((3, 2), "float32")):
+    for i in range(3):
+        B[0, i] = A[1, i]
+
+
+@T.prim_func
+def unknown_bounds(A: T.Buffer((2, 3), "float32"), B: T.Buffer((3, 2), "float32"), N: T.int32):
+    for i in range(3):
+        B[0, N] = A[1, i]
+
+
+def _check(func):
+    return tir.analysis.OOBChecker()(IRModule({"main": func}))
+
+
+@pytest.mark.parametrize("func, buffer", [(bad_load, "A"), (bad_load_loop, "A"), (bad_store, "B"),
+                                          (bad_store_loop, "B")])
+def test_tvm_cases_are_refused_naming_the_buffer(func, buffer):
+    with pytest.raises(tir.ScheduleError, match=f"buffer {buffer}"):
+        _check(func)
+
+
+def test_an_index_of_unknown_range_is_left_to_run_time():
+    _check(unknown_bounds)
+
+
+def test_the_message_names_index_range_extent_and_statement():
+    (loc,) = out_of_bounds_accesses(bad_load_loop)
+    assert str(loc) == ("Out of bounds memory access on buffer A dimension 0: index i reaches [0, 2] but the "
+                        "valid range is [0, 1] (extent 2); in `B[i, 0] = A[i, 2]`")
+
+
+@T.prim_func
+def one_past(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+    for i in range(17):
+        with T.block("B"):
+            vi = T.axis.spatial(16, i)
+            B[vi] = A[vi] + T.float32(1)
+
+
+@T.prim_func
+def far(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+    for i in range(8):
+        with T.block("B"):
+            vi = T.axis.spatial(8, i)
+            B[vi * 100000000] = A[vi]
+
+
+def test_a_loop_past_the_blocks_domain_is_refused():
+    (loc,) = out_of_bounds_accesses(one_past)
+    assert str(loc) == ("block B binding vi: vi = i reaches [0, 16] but the block's domain is [0, 15] "
+                        "(extent 16); the loops run past it")
+
+
+def test_block_variables_range_over_their_domain():
+    (loc,) = out_of_bounds_accesses(far)
+    assert (loc.what, loc.index, loc.lo, loc.hi, loc.extent) == (
+        "buffer B dimension 0", "vi * 100000000", 0, 700000000, 8)
+
+
+@T.prim_func
+def padded(A: T.Buffer((8,), "float32"), B: T.Buffer((10,), "float32")):
+    for i in range(10):
+        with T.block("B"):
+            vi = T.axis.spatial(10, i)
+            B[vi] = T.if_then_else(1 <= vi and vi < 9, A[vi - 1], T.float32(0))
+
+
+@T.prim_func
+def gathered(A: T.Buffer((8,), "float32"), idx: T.Buffer((4,), "int32"), B: T.Buffer((4,), "float32")):
+    for i in range(4):
+        with T.block("B"):
+            vi = T.axis.spatial(4, i)
+            B[vi] = A[idx[vi]]
+
+
+@pytest.mark.parametrize("func", [padded, gathered, split_with_where, mm_relu],
+                         ids=["guarded-by-a-condition", "index-read-from-a-buffer", "predicated-split", "matmul"])
+def test_what_cannot_be_proven_out_of_bounds_passes(func):
+    assert out_of_bounds_accesses(func) == []
+    _check(func)
+
+
+def test_scheduled_programs_pass():
+    sch = tir.Schedule(mm_relu)
+    i, j, k = sch.get_loops(sch.get_block("Y"))
+    io, ii = sch.split(i, factors=[None, 8])
+    sch.reorder(io, j, k, ii)
+    sch.parallel(io)
+    assert out_of_bounds_accesses(sch.mod["main"]) == []
+    minitvm.build(sch.mod, target="llvm")

@@ -1,0 +1,99 @@
+"""Every chapter, run in JupyterLab in a real browser: no output wider than the notebook panel.
+
+For each notebook in ``chapters/``: open it in headless Chromium (Debian's ``chromium``, as in
+``test_browser.py``), Run All, wait until every cell has run, then scroll through it a screen
+at a time and measure each output area on the way (JupyterLab lays out only what is near the
+screen): its content must fit its width (a picture too wide to scale may scroll inside its own
+box, which does not widen the output).  No cell may fail or write to stderr.  The screens go to
+``test-output/browser/chapters/<chapter>_NN.png`` for a person to look at.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import sync_playwright
+from test_browser import CHROMIUM_FLAGS, OUTPUT, ROOT, _wait_for_idle_kernel, chromium, serve  # noqa: F401
+
+CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
+CHAPTER_BUDGET_S = 240  # the slowest chapter runs in under a minute on two quiet cores
+
+#: JavaScript: the outputs whose content is wider than the output area, with their widths
+_OVERFLOWING = """() => {
+  const out = [];
+  document.querySelectorAll('.jp-Cell .jp-OutputArea-output').forEach((el, k) => {
+    if (el.scrollWidth > el.clientWidth + 2) {
+      const cell = el.closest('.jp-Cell');
+      const prompt = cell ? cell.querySelector('.jp-InputPrompt') : null;
+      out.push(`${prompt ? prompt.innerText.trim() : '#' + k}: content ${el.scrollWidth} px in ${el.clientWidth} px`);
+    }
+  });
+  return out;
+}"""
+
+_RUNNING = """() => Array.from(document.querySelectorAll('.jp-InputPrompt'))
+  .filter(p => p.innerText.includes('*')).length"""
+
+#: JavaScript: error and stderr outputs (a chapter has none), their first 300 characters
+_ERRORS = """() => Array.from(document.querySelectorAll(
+    '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'))
+  .map(e => e.innerText.slice(0, 300))"""
+
+
+class _Clock:
+    def __init__(self, seconds: float):
+        self.deadline = time.monotonic() + seconds
+
+    def ms(self) -> int:
+        return max(1000, int((self.deadline - time.monotonic()) * 1000))
+
+
+def _run_all(page, lab, chapter: Path) -> None:
+    clock = _Clock(CHAPTER_BUDGET_S)
+    page.goto(f"{lab.url}/lab/tree/{chapter.name}?token={lab.token}", timeout=clock.ms())
+    page.locator(".jp-Notebook").first.wait_for(state="visible", timeout=clock.ms())
+    _wait_for_idle_kernel(lab, page, clock)
+    page.locator(".jp-Notebook").first.click()
+    page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    page.wait_for_timeout(1500)
+    while page.evaluate(_RUNNING):
+        if time.monotonic() > clock.deadline:
+            raise AssertionError(f"{chapter.name} did not finish running in {CHAPTER_BUDGET_S} s")
+        page.wait_for_timeout(500)
+    page.wait_for_timeout(1500)  # the last outputs and widgets render
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=[c.stem for c in CHAPTERS])
+def test_chapter_outputs_fit_the_notebook_panel(chromium, tmp_path, chapter):  # noqa: F811
+    shots = OUTPUT / "chapters"
+    shots.mkdir(parents=True, exist_ok=True)
+    with serve(tmp_path, [chapter]) as lab, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            for old in shots.glob(f"{chapter.stem}_*.png"):
+                old.unlink()
+            _run_all(page, lab, chapter)
+            overflowing = _scroll_through(page, shots / chapter.stem)
+            errors = page.evaluate(_ERRORS)
+        finally:
+            browser.close()
+    assert not errors, f"{chapter.name}: a cell failed or wrote to stderr: {errors[0]}"
+    assert not overflowing, (f"{chapter.name}: outputs wider than the notebook panel (see "
+                             f"{shots}/{chapter.stem}_NN.png): {sorted(overflowing)}")
+
+
+def _scroll_through(page, stem: Path, max_screens: int = 60) -> set[str]:
+    """Screens of the notebook from top to bottom; the overflowing outputs met on the way."""
+    scroller = page.locator(".jp-NotebookPanel .jp-WindowedPanel-outer").first
+    overflowing: set[str] = set()
+    for k in range(max_screens):
+        scroller.evaluate(f"el => {{ el.scrollTop = {k} * (el.clientHeight - 60); }}")
+        page.wait_for_timeout(250)
+        overflowing |= set(page.evaluate(_OVERFLOWING))
+        page.screenshot(path=f"{stem}_{k:02d}.png")
+        if scroller.evaluate("el => el.scrollTop + el.clientHeight >= el.scrollHeight - 2"):
+            break
+    return overflowing
