@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import driver
 from ..ir.module import IRModule
 from ..runtime.vm import Executable, VirtualMachine, VMInstrumentReturnKind
 from ..target import Target
@@ -47,7 +48,6 @@ def build(mod: IRModule, target: Any = None, params: dict | None = None,
     target, else llvm), then the lowering to VM builtins, the kernels, the bytecode.
     ``params`` binds function parameters by name to constants (not supported yet: pass
     weights as arguments); the TIR pipeline is always ``minitvm.tir.transform.lower_pipeline()``."""
-    from .. import driver
 
     if not isinstance(mod, IRModule):
         raise TypeError(f"relax.build expects an IRModule, got {type(mod).__name__}")

@@ -36,13 +36,17 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from hypothesis import strategies as st
 
-from .. import te, tir
+from .. import relax, te, tir
 from ..driver import build as build_module
 from ..ir import dtype as _dt
 from ..ir.structural import assert_structural_equal, structural_equal
+from ..relax import op as R
+from ..script import from_source
 from ..tir import op as _op
 from ..tir import semantics as _semantics
 from ..tir.function import PrimFunc
+from ..tir.schedule import ScheduleError
+from ..tir.schedule.tree import block_realizes
 
 __all__ = [
     "Load", "Const", "Unary", "Binary", "Stage", "TirProgram", "tir_programs",
@@ -633,8 +637,6 @@ def schedule_steps(max_steps: int = 6) -> st.SearchStrategy[list[Step]]:
 
 
 def _block_names(sch: Any, reductions_only: bool = False) -> list[str]:
-    from ..tir.schedule.tree import block_realizes
-
     return [r.block.name_hint for r, _ in block_realizes(sch.mod[sch.func_working_on].body)
             if r.block.name_hint != "root" and (r.block.init is not None or not reductions_only)]
 
@@ -758,7 +760,6 @@ def _resolve(sch: Any, step: Step) -> _Call:
 def apply_schedule(sch: Any, steps: Sequence[Step]) -> list[str]:
     """Apply ``steps`` to ``sch`` in order; returns what was applied.  A step whose
     primitive raises ``ScheduleError`` is skipped, after checking it changed nothing."""
-    from ..tir.schedule import ScheduleError
 
     applied = []
     for step in steps:
@@ -832,8 +833,6 @@ def _binary(name: str, fn: Callable, bound: Callable[[float, float], float]) -> 
 
 
 def _emit_div_safe(bb: Any, R: Any, a: list, at: tuple) -> Any:
-    from .. import relax
-
     den = bb.emit(R.add(bb.emit(R.abs(a[1])), relax.const(np.float32(1))))
     return R.divide(a[0], den)
 
@@ -853,14 +852,10 @@ def _reduce(name: str, fn: Callable) -> _RelaxOp:
 
 
 def _relax_const(data: np.ndarray) -> Any:
-    from .. import relax
-
     return relax.const(data)
 
 
 def _emit_split_item(bb: Any, R: Any, a: list, at: tuple) -> Any:
-    from .. import relax
-
     return relax.TupleGetItem(bb.emit(R.split(a[0], at[0], at[1])), at[2])
 
 
@@ -963,8 +958,6 @@ class RelaxGraph:
 
     def build(self) -> Any:
         """The IRModule, emitted with ``relax.BlockBuilder`` inside one dataflow block."""
-        from .. import relax
-        from ..relax import op as R
 
         params = {k: relax.Var(f"x{k}", relax.TensorStructInfo(list(n.attrs[0]), "float32"))
                   for k, n in enumerate(self.nodes) if n.op == "param"}
@@ -1232,7 +1225,6 @@ def relax_graphs(draw: Any, max_ops: int = 5) -> RelaxGraph:
 def assert_round_trip(mod_or_func: Any) -> None:
     """``parse(print(x))`` must be structurally equal to ``x`` (a PrimFunc or an IRModule);
     large constants are printed in full (``show_meta``) so that the text holds everything."""
-    from ..script import from_source
 
     text = mod_or_func.script(show_meta=True)
     try:

@@ -267,6 +267,20 @@ class Range(Node):
         return f"Range({self.min!r}, {self.extent!r})"
 
 
+def ir_range(begin: Any, end: Any = None) -> Range:
+    """TVM's ``tvm.ir.Range(begin, end)`` (``Range(n)`` = ``[0, n)``): a :class:`Range` of
+    ``min=begin, extent=end - begin``.  The node lives here, on the tir floor; ``minitvm.ir``
+    names this constructor ``Range`` (installed by :mod:`minitvm.tir`, since ir cannot import tir)."""
+    if end is None:
+        begin, end = 0, begin
+    end = convert(end)
+    begin = const(begin, end.dtype) if isinstance(begin, int) else convert(begin)
+    return Range(begin, end - begin)
+
+
+ir_range.from_min_extent = Range.from_min_extent  # type: ignore[attr-defined]
+
+
 @node
 class IterVar(Node):
     """An iteration variable with its domain and kind: a block's, or a GPU thread index

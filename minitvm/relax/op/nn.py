@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ...ir import dtype as _dt
+from ...topi.nn.pooling import pool_out_size
 from ..expr import Call, Expr
 from ..struct_info import StructInfo, StructInfoError, TensorStructInfo, TupleStructInfo, shape_text
 from ._utils import const_dim, normalize_axes, normalize_axis, same_dtype, simplify
@@ -179,7 +180,6 @@ def _padding4(v: Any, what: str) -> tuple:
 
 def _window_out(size: Any, lo: int, hi: int, k: Any, stride: int, dilation: int, ceil_mode: bool = False) -> Any:
     if ceil_mode:
-        from ...topi.nn.pooling import pool_out_size  # one rule for the op and its kernel
 
         return simplify(pool_out_size(size, lo, hi, k, stride, dilation, True))
     span = size + (lo + hi) - ((k - 1) * dilation + 1)

@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from ...ir.node import script_printer
 from ..module import Module
 from ..ndarray import NDArray
 from ..registry import get_global_func
@@ -214,9 +215,7 @@ class Executable:
 
     def _repr_html_(self) -> str:
         """The bytecode listing, highlighted in Jupyter (the same highlighter as TVMScript)."""
-        from minitvm.script.printer import to_html  # upward call, lazily, as Node._repr_html_ does
-
-        return to_html(self.as_text())
+        return script_printer().to_html(self.as_text())
 
     # -- saving -----------------------------------------------------------------------------------
     def _export_kernels(self) -> tuple[str, bytes, str, dict] | None:

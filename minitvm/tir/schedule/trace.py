@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ...ir.node import node
+from ...ir.node import node, script_printer
 from ..expr import Var
 
 __all__ = ["BlockRV", "LoopRV", "ExprRV", "Instruction", "InstructionKind", "Trace", "random_vars_in"]
@@ -567,9 +567,7 @@ class Trace:
 
     def _repr_html_(self) -> str:
         """The trace as highlighted Python in Jupyter (the same highlighter as TVMScript)."""
-        from minitvm.script.printer import to_html  # upward call, lazily, as Node._repr_html_ does
-
-        return to_html(str(self))
+        return script_printer().to_html(str(self))
 
 
 def _collect_rvs(x: Any, into: set[int]) -> None:
