@@ -74,8 +74,10 @@ def export_name(name_hint: str, func: PrimFunc) -> str:
     return str(symbol) if symbol else name_hint
 
 
-def build(mod_or_func: Any, target: Any = "llvm", name: str | None = None) -> Module:
-    """Compile the PrimFuncs of a module (or one PrimFunc) for ``target``.
+def build(mod_or_func: Any, target: Any = "llvm", pipeline: Any = "default", *, name: str | None = None) -> Module:
+    """Compile the PrimFuncs of a module (or one PrimFunc) for ``target``, as TVM's ``tvm.build``
+    (``pipeline``: "default" or None, the TIR lowering pipeline; ``name``: minitvm's, the
+    name a lone PrimFunc is exported under).
 
     ``lib[symbol](*arrays)`` then calls a function by its exported symbol (``export_name``:
     the ``global_symbol``, else the module's name for it); arguments are checked (count,
@@ -85,6 +87,7 @@ def build(mod_or_func: Any, target: Any = "llvm", name: str | None = None) -> Mo
     then raises ``BoundsError`` instead of killing the kernel), and elsewhere only when the
     config asks.
     """
+    _check_default_tir_pipeline("minitvm.build(pipeline=...)", pipeline)
     return build_kernels(mod_or_func, target, name, checks_by_default=in_notebook())
 
 
@@ -132,13 +135,18 @@ def compile(mod_or_func: Any, target: Any = None, *, relax_pipeline: Any = "defa
     if isinstance(mod_or_func, IRModule) and _has_relax(mod_or_func):
         return _compile_relax(mod_or_func, _target(target), relax_pipeline=relax_pipeline,
                               tir_pipeline=tir_pipeline, **kwargs)
-    if tir_pipeline not in (None, "default"):
-        raise NotImplementedError("minitvm.compile: only the default TIR pipeline (tir_pipeline='default') "
-                                  "is supported")
+    _check_default_tir_pipeline("minitvm.compile(tir_pipeline=...)", tir_pipeline)
     name = kwargs.pop("name", None)
     if kwargs:
         raise TypeError(f"minitvm.compile: unexpected arguments {', '.join(kwargs)}")
-    return build(mod_or_func, target, name)
+    return build(mod_or_func, target, name=name)
+
+
+def _check_default_tir_pipeline(what: str, pipeline: Any) -> None:
+    """TVM runs any TIR pipeline it is given; minitvm has its one lowering pipeline."""
+    if pipeline not in (None, "default"):
+        raise NotImplementedError(f"{what}: only the default TIR pipeline ('default' or None) is supported, "
+                                  f"got {pipeline!r}")
 
 
 def _compile_relax(mod: IRModule, target: Target, **kwargs: Any) -> Any:

@@ -15,6 +15,8 @@ import re
 import sys
 from pathlib import Path
 
+from .runner import find_root
+
 BEGIN = re.compile(r"^(\s*)# BEGIN SOLUTION\s*$")
 END = re.compile(r"^\s*# END SOLUTION\s*$")
 DEF = re.compile(r"^\s*def (\w+)\(")
@@ -59,8 +61,6 @@ def generate(root: Path, out_dir: Path | None = None) -> dict[Path, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .runner import find_root
-
     parser = argparse.ArgumentParser(prog="python -m minitvm.grade.make_stubs", description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only compare; exit 1 when exercises/ are stale")
     parser.add_argument("--root", type=Path, default=None, help="repository root (default: found from the CWD)")

@@ -49,6 +49,8 @@ def pytest_runtest_call(item: Any) -> Any:
     if item.get_closest_marker("points") is None:
         yield
         return
+    # every pytest run in the repository loads this plugin (pyproject addopts): minitvm is
+    # imported when a graded test runs, not when pytest starts
     from minitvm.transform import PassContext
 
     with PassContext(config=GRADING_CONFIG):

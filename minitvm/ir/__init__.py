@@ -13,28 +13,8 @@ __all__ = ["base", "Node", "node", "replace", "GlobalVar", "IRModule", "dtype", 
            "GlobalInfo", "VDevice", "DummyGlobalInfo"]
 
 
-def Range(begin: object, end: object = None) -> object:  # noqa: N802 - TVM's tvm.ir.Range
-    """TVM's ``tvm.ir.Range(begin, end)`` (``Range(n)`` = ``[0, n)``): a ``tir.Range`` of
-    ``min=begin, extent=end - begin``.  The node lives in :mod:`minitvm.tir` (imported here
-    lazily: ``ir`` sits below ``tir``)."""
-    from ..tir import op
-    from ..tir.expr import Range as _Range
-    from ..tir.expr import const, convert
-
-    if end is None:
-        begin, end = 0, begin
-    end = convert(end)
-    begin = const(begin, end.dtype) if isinstance(begin, int) else convert(begin)
-    return _Range(begin, op.sub(end, begin))
-
-
-def _from_min_extent(min_value: object, extent: object) -> object:
-    from ..tir.expr import Range as _Range
-
-    return _Range.from_min_extent(min_value, extent)
-
-
-Range.from_min_extent = _from_min_extent  # type: ignore[attr-defined]
+# ``Range`` (TVM's ``tvm.ir.Range(begin, end)``) builds a ``tir.Range``, a node of the floor above;
+# minitvm.tir installs it here as ``tir.expr.ir_range`` when it loads (``import minitvm`` loads both).
 
 
 def __getattr__(name: str):

@@ -14,9 +14,23 @@ variables compare equal, as in TVM.
 from __future__ import annotations
 
 import dataclasses
+from types import ModuleType
 from typing import Any, ClassVar
 
-__all__ = ["Node", "node", "defines", "child_fields", "replace"]
+__all__ = ["Node", "node", "defines", "child_fields", "replace", "script_printer"]
+
+
+def script_printer() -> ModuleType:
+    """The TVMScript printer (:mod:`minitvm.script.printer`), for objects that print themselves.
+
+    ``ir`` sits on the lowest floor and the printer on the ``script`` floor; a node's
+    ``.script()``/``.show()`` is one of the two upward calls the floors allow, and this is its
+    one spot (imported on first print).  Other printable objects (IndexMap, Trace, Executable)
+    call this too, rather than importing the printer themselves.
+    """
+    from ..script import printer  # the allowed upward import (tests/test_import_floors.py)
+
+    return printer
 
 
 def defines(default: Any = dataclasses.MISSING, **kwargs: Any) -> Any:
@@ -58,20 +72,14 @@ class Node:
     # -- printing ---------------------------------------------------------------
     def script(self, **kwargs: Any) -> str:
         """TVMScript-like text of this node."""
-        from minitvm.script.printer import script  # upward call, in one place
-
-        return script(self, **kwargs)
+        return script_printer().script(self, **kwargs)
 
     def show(self, **kwargs: Any) -> None:
         """Print the TVMScript-like text (highlighted in Jupyter)."""
-        from minitvm.script.printer import show
-
-        show(self, **kwargs)
+        script_printer().show(self, **kwargs)
 
     def _repr_html_(self) -> str:
-        from minitvm.script.printer import to_html
-
-        return to_html(self)
+        return script_printer().to_html(self)
 
     def __str__(self) -> str:
         try:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from .module import GlobalVar
 from .node import Node
 
 __all__ = ["structural_equal", "structural_hash", "assert_structural_equal", "StructuralMismatch",
@@ -68,7 +69,6 @@ class _Equal:
     def _scoped(self, lhs: Any, rhs: Any, path: str) -> None:
         """Compare with variable bindings local to this subtree (a module's functions each
         bind their own variables; only global names stay bound afterwards)."""
-        from .module import GlobalVar
 
         start = len(self.log)
         self.equal(lhs, rhs, path, False)

@@ -53,7 +53,7 @@ from .struct_info import (
                    TupleStructInfo,
                    get_shape_of,
 )
-from .vm_build import VirtualMachine, build, get_pipeline, register_pipeline, transform, vm  # noqa: F401
+from .vm_build import VirtualMachine, VMInstrumentReturnKind, build, get_pipeline, register_pipeline, transform, vm  # noqa: F401
 
 __all__ = [
     # expressions
@@ -70,4 +70,4 @@ __all__ = [
     # subpackages
     "op", "analysis", "expr_functor",
 ]
-from . import frontend  # noqa: E402,F401 : relax.frontend.nn, relax.frontend.detach_params
+from . import dpl, frontend  # noqa: E402,F401 : relax.frontend.nn, relax.frontend.detach_params; relax.dpl

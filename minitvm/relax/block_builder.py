@@ -59,6 +59,7 @@ from .struct_info import (
     TupleStructInfo,
     struct_info_text,
 )
+from .te_convert import te_to_call_tir
 
 __all__ = ["BlockBuilder"]
 
@@ -380,7 +381,6 @@ class BlockBuilder:
         stay the same ``tir.Var`` in every placeholder); ``primfunc_name_hint`` names the
         PrimFunc (default: the function's name), ``primfunc_attrs`` adds attributes.
         """
-        from .te_convert import te_to_call_tir
         return te_to_call_tir(self, func, args, kwargs)
 
     def emit_te(self, func: Callable, *args: Any, **kwargs: Any) -> Var:

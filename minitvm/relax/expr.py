@@ -53,62 +53,49 @@ class Expr(Node):
 
     # -- operators build calls (TVM's ExprWithOp) ---------------------------------------
     def __add__(self, other: Any) -> "Call":
-        from .op import add
-        return add(self, other)
+        return _op.add(self, other)
 
     def __sub__(self, other: Any) -> "Call":
-        from .op import subtract
-        return subtract(self, other)
+        return _op.subtract(self, other)
 
     def __mul__(self, other: Any) -> "Call":
-        from .op import multiply
-        return multiply(self, other)
+        return _op.multiply(self, other)
 
     def __truediv__(self, other: Any) -> "Call":
-        from .op import divide
-        return divide(self, other)
+        return _op.divide(self, other)
 
     def __floordiv__(self, other: Any) -> "Call":
-        from .op import floor_divide
-        return floor_divide(self, other)
+        return _op.floor_divide(self, other)
 
     def __pow__(self, other: Any) -> "Call":
-        from .op import power
-        return power(self, other)
+        return _op.power(self, other)
 
     def __neg__(self) -> "Call":
-        from .op import negative
-        return negative(self)
+        return _op.negative(self)
 
     def __lt__(self, other: Any) -> "Call":
-        from .op import less
-        return less(self, other)
+        return _op.less(self, other)
 
     def __le__(self, other: Any) -> "Call":
-        from .op import less_equal
-        return less_equal(self, other)
+        return _op.less_equal(self, other)
 
     def __gt__(self, other: Any) -> "Call":
-        from .op import greater
-        return greater(self, other)
+        return _op.greater(self, other)
 
     def __ge__(self, other: Any) -> "Call":
-        from .op import greater_equal
-        return greater_equal(self, other)
+        return _op.greater_equal(self, other)
 
     def astype(self, dtype: str) -> "Call":
         """``x.astype("float16")``: ``relax.op.astype(x, dtype)``."""
-        from .op import astype
-        return astype(self, dtype)
+        return _op.astype(self, dtype)
 
     def __getitem__(self, index: int) -> "TupleGetItem":
         return TupleGetItem(self, index)
 
     def __iter__(self):
         # without this, Python would iterate through __getitem__ forever
-        from .struct_info import TupleStructInfo
         sinfo = struct_info_of(self)
-        if isinstance(sinfo, TupleStructInfo):
+        if isinstance(sinfo, _si.TupleStructInfo):
             return iter([TupleGetItem(self, i) for i in range(len(sinfo.fields))])
         raise TypeError(f"{self!r} is not iterable: only tuple-valued expressions are")
 
@@ -131,8 +118,7 @@ def _set_struct_info(expr: Expr, sinfo: Any) -> None:
 
 
 def _check_struct_info(owner: str, sinfo: Any) -> None:
-    from .struct_info import StructInfo
-    if sinfo is not None and not isinstance(sinfo, StructInfo):
+    if sinfo is not None and not isinstance(sinfo, _si.StructInfo):
         raise TypeError(f"{owner}: struct_info must be a StructInfo "
                         f"(e.g. relax.TensorStructInfo((n, 4), 'float32')), got {sinfo!r}")
 
@@ -223,8 +209,7 @@ class Constant(Expr):
     def __post_init__(self) -> None:
         if not isinstance(self.data, ConstantData):
             object.__setattr__(self, "data", ConstantData(self.data))
-        from .struct_info import TensorStructInfo
-        _set_struct_info(self, TensorStructInfo(list(self.data.shape), self.data.dtype))
+        _set_struct_info(self, _si.TensorStructInfo(list(self.data.shape), self.data.dtype))
 
     def __repr__(self) -> str:
         return f"Constant(shape={self.data.shape}, dtype={self.data.dtype})"
@@ -279,8 +264,7 @@ class ShapeExpr(Expr):
             raise TypeError(f"relax.ShapeExpr: values must be a list of dimensions, got {self.values!r}")
         values = tuple(_shape_value(v, "relax.ShapeExpr") for v in self.values)
         object.__setattr__(self, "values", values)
-        from .struct_info import ShapeStructInfo
-        _set_struct_info(self, ShapeStructInfo(values))
+        _set_struct_info(self, _si.ShapeStructInfo(values))
 
     def __len__(self) -> int:
         return len(self.values)
@@ -313,8 +297,7 @@ class PrimValue(Expr):
         if isinstance(value, int) and not isinstance(value, bool):
             value = IntImm("int64", value)
         object.__setattr__(self, "value", convert(value))
-        from .struct_info import PrimStructInfo
-        _set_struct_info(self, PrimStructInfo(value=self.value))
+        _set_struct_info(self, _si.PrimStructInfo(value=self.value))
 
 
 @node
@@ -324,8 +307,7 @@ class StringImm(Expr):
     value: str
 
     def __post_init__(self) -> None:
-        from .struct_info import ObjectStructInfo
-        _set_struct_info(self, ObjectStructInfo())
+        _set_struct_info(self, _si.ObjectStructInfo())
 
 
 @node
@@ -335,8 +317,7 @@ class DataTypeImm(Expr):
     value: str
 
     def __post_init__(self) -> None:
-        from .struct_info import ObjectStructInfo
-        _set_struct_info(self, ObjectStructInfo())
+        _set_struct_info(self, _si.ObjectStructInfo())
 
 
 @node
@@ -346,8 +327,7 @@ class ExternFunc(Expr):
     global_symbol: str
 
     def __post_init__(self) -> None:
-        from .struct_info import FuncStructInfo
-        _set_struct_info(self, FuncStructInfo.opaque_func())
+        _set_struct_info(self, _si.FuncStructInfo.opaque_func())
 
 
 def extern(name: str, struct_info: Any = None) -> ExternFunc:
@@ -355,8 +335,7 @@ def extern(name: str, struct_info: Any = None) -> ExternFunc:
     expression (optionally with a ``FuncStructInfo`` describing it)."""
     func = ExternFunc(name)
     if struct_info is not None:
-        from .struct_info import FuncStructInfo
-        if not isinstance(struct_info, FuncStructInfo):
+        if not isinstance(struct_info, _si.FuncStructInfo):
             raise TypeError(f"relax.extern({name!r}): struct_info must be a FuncStructInfo, got {struct_info!r}")
         _set_struct_info(func, struct_info)
     return func
@@ -439,8 +418,7 @@ class Tuple(Expr):
         object.__setattr__(self, "fields", fields)
         sinfos = [struct_info_of(f) for f in fields]
         if all(s is not None for s in sinfos):
-            from .struct_info import TupleStructInfo
-            _set_struct_info(self, TupleStructInfo(sinfos))
+            _set_struct_info(self, _si.TupleStructInfo(sinfos))
 
     def __len__(self) -> int:
         return len(self.fields)
@@ -463,8 +441,7 @@ class TupleGetItem(Expr):
         if not isinstance(self.index, int) or isinstance(self.index, bool):
             raise TypeError(f"relax.TupleGetItem: index must be an int, got {self.index!r}")
         sinfo = struct_info_of(self.tuple_value)
-        from .struct_info import TupleStructInfo
-        if isinstance(sinfo, TupleStructInfo):
+        if isinstance(sinfo, _si.TupleStructInfo):
             if not 0 <= self.index < len(sinfo.fields):
                 raise IndexError(f"relax.TupleGetItem: index {self.index} out of range for a "
                                  f"tuple of {len(sinfo.fields)} fields")
@@ -564,8 +541,7 @@ class Function(Expr):
         _check_struct_info("relax.Function ret_struct_info", self.ret_struct_info)
         params_sinfo = [p.struct_info for p in self.params]
         if self.ret_struct_info is not None and all(s is not None for s in params_sinfo):
-            from .struct_info import FuncStructInfo
-            _set_struct_info(self, FuncStructInfo(params_sinfo, self.ret_struct_info, self.is_pure))
+            _set_struct_info(self, _si.FuncStructInfo(params_sinfo, self.ret_struct_info, self.is_pure))
 
     def with_attr(self, key: str, value: Any) -> "Function":
         return self.with_attrs({key: value})
@@ -585,7 +561,10 @@ class Function(Expr):
         or arrays (numpy, NDArray) that become constants.  Bound parameters leave the
         parameter list; symbolic dimensions a constant fixes are substituted too.
         """
-        from .transform.bind_params import bind_params  # the same code as the BindParams pass
+
+        # the same code as the BindParams pass; relax.transform builds on this module (and on
+        # relax.analysis, which imports it), so the pass is imported when first called
+        from .transform.bind_params import bind_params
 
         return bind_params(self, binding_map)
 
@@ -602,3 +581,10 @@ def is_leaf(expr: Any) -> bool:
     if isinstance(expr, Tuple):
         return all(is_leaf(f) for f in expr.fields)
     return False
+
+
+# Expr's methods build ops (``x + y`` is ``relax.op.add``) and attach struct info; those modules
+# build on the nodes above, so they are imported here, after them, as modules whose names are
+# looked up when a method runs.
+from . import op as _op  # noqa: E402
+from . import struct_info as _si  # noqa: E402

@@ -27,25 +27,19 @@ import sys
 from typing import Any, Callable
 
 from ..ir.module import IRModule
-from ..ir.op import Op
+from ..tir.transform import DefaultCPUSchedule
 from ..transform import Pass, PassContext, Sequential
-from .expr import Call, Function
-from .expr_functor import ExprVisitor
+from . import transform as T
+from .transform import DeadCodeElimination, FuseTransposeMatmul, LegalizeOps
+from .transform.legalize_ops import high_level_ops  # noqa: F401 - where learners and tests look for it
 
 __all__ = ["get_pipeline", "register_pipeline", "zero_pipeline", "default_pipeline", "default_build_pipeline",
            "legalize_passes", "dataflow_lower_passes", "finalize_passes", "vm_lowering_passes"]
-
-#: operators the VM lowering handles itself (everything else needs LegalizeOps)
-_LOWERED_BY_VM = frozenset({"relax.call_tir", "relax.call_tir_inplace", "relax.call_dps_packed",
-                            "relax.call_pure_packed", "relax.builtin.alloc_tensor", "relax.memory.alloc_storage",
-                            "relax.memory.alloc_tensor", "relax.print", "relax.assert_op"})
-
 
 def legalize_passes(target: Any = None) -> list[Pass]:
     """High-level ops to PrimFuncs, then operator fusion: TVM's CPU ``legalize_passes``, the
     body of the zero pipeline.  ``target`` is accepted as TVM's backends take it; the passes
     are the same for every target minitvm has."""
-    from . import transform as T
 
     return [T.LegalizeOps(), T.AnnotateTIROpPattern(), T.FoldConstant(), T.FuseOps(), T.FuseTIR()]
 
@@ -56,14 +50,12 @@ optimization_passes = legalize_passes
 
 def dataflow_lower_passes(target: Any = None) -> list[Pass]:
     """Out of dataflow blocks, ``call_tir`` -> explicit output allocation + a kernel call."""
-    from . import transform as T
 
     return [T.ToNonDataflow(), T.CallTIRRewrite()]
 
 
 def finalize_passes(target: Any = None) -> list[Pass]:
     """Memory planning, allocations -> VM builtins, shapes -> the VM's shape heap."""
-    from . import transform as T
 
     return [T.StaticPlanBlockMemory(), T.VMBuiltinLower(), T.VMShapeLower()]
 
@@ -72,25 +64,6 @@ def vm_lowering_passes(target: Any = None) -> list[Pass]:
     """The passes from call_tir-level Relax to what the VM code generator emits: what
     ``relax.build`` runs after the Relax pipeline."""
     return [*dataflow_lower_passes(target), *finalize_passes(target)]
-
-
-class _OpCollector(ExprVisitor):
-    def __init__(self) -> None:
-        self.ops: dict[str, None] = {}
-
-    def visit_call_(self, op: Call) -> None:
-        if isinstance(op.op, Op) and op.op.name not in _LOWERED_BY_VM:
-            self.ops.setdefault(op.op.name)
-        super().visit_call_(op)
-
-
-def high_level_ops(mod: IRModule) -> list[str]:
-    """Names of the operators in ``mod`` that only LegalizeOps can lower, in order of use."""
-    c = _OpCollector()
-    for _, func in mod.items():
-        if isinstance(func, Function):
-            c.visit_expr(func)
-    return list(c.ops)
 
 
 def _current_tuning_database() -> Any:
@@ -121,7 +94,6 @@ def zero_pipeline(*, enable_warning: bool = False) -> Pass:
     """TVM's zero pipeline: LegalizeOps, AnnotateTIROpPattern, FoldConstant, FuseOps, FuseTIR
     (then a current tuning database).  ``enable_warning`` makes LegalizeOps warn about ops it
     has no legalization for."""
-    from .transform import LegalizeOps
 
     passes = legalize_passes()
     passes[0] = LegalizeOps(enable_warning=enable_warning)
@@ -132,8 +104,6 @@ def default_pipeline() -> Pass:
     """What ``minitvm.compile`` runs: FuseTransposeMatmul + DeadCodeElimination, the zero
     pipeline's legalization and fusion, then default CPU schedules for every (fused) kernel
     (``tir.transform.DefaultCPUSchedule``).  The VM lowering follows in ``relax.build``."""
-    from ..tir.transform import DefaultCPUSchedule
-    from .transform import DeadCodeElimination, FuseTransposeMatmul
 
     return Sequential([FuseTransposeMatmul(), DeadCodeElimination(), *legalize_passes(), DefaultCPUSchedule()],
                       name="default")

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import driver
 from ..ir.module import IRModule
-from ..runtime.vm import Executable, VirtualMachine
+from ..runtime.vm import Executable, VirtualMachine, VMInstrumentReturnKind
 from ..target import Target
 from ..target.codegen import llvm_export  # noqa: F401 - registers the hooks that save/load kernels
 from ..tir.function import PrimFunc
@@ -29,7 +30,7 @@ from .pipeline import get_pipeline, register_pipeline, vm_lowering_passes
 from .vm.codegen import codegen
 
 # re-exported so that minitvm/relax/__init__.py needs a single import line
-__all__ = ["build", "VirtualMachine", "get_pipeline", "register_pipeline", "transform", "vm"]
+__all__ = ["build", "VirtualMachine", "VMInstrumentReturnKind", "get_pipeline", "register_pipeline", "transform", "vm"]
 
 
 def _as_target(target: Any) -> Target:
@@ -41,13 +42,12 @@ def _as_target(target: Any) -> Target:
 
 def build(mod: IRModule, target: Any = None, params: dict | None = None,
           relax_pipeline: str | Pass | None = "default", tir_pipeline: str | None = "default",
-          exec_mode: str = "bytecode", **kwargs: Any) -> Executable:
+          exec_mode: str = "bytecode", *, system_lib: bool | None = None, **kwargs: Any) -> Executable:
     """Compile ``mod`` for the VM: ``relax_pipeline`` (a name for :func:`get_pipeline`, a Pass
     or a function of the module; None runs none) under ``target`` (default: the current
     target, else llvm), then the lowering to VM builtins, the kernels, the bytecode.
     ``params`` binds function parameters by name to constants (not supported yet: pass
     weights as arguments); the TIR pipeline is always ``minitvm.tir.transform.lower_pipeline()``."""
-    from .. import driver
 
     if not isinstance(mod, IRModule):
         raise TypeError(f"relax.build expects an IRModule, got {type(mod).__name__}")
@@ -59,6 +59,9 @@ def build(mod: IRModule, target: Any = None, params: dict | None = None,
         raise NotImplementedError("relax.build: only the default TIR pipeline is supported")
     if kwargs:
         raise TypeError(f"relax.build: unexpected arguments {', '.join(kwargs)}")
+    if system_lib:
+        raise NotImplementedError("relax.build(system_lib=True): minitvm builds no system library; "
+                                  "the kernels are JIT-compiled in process")
     if not any(isinstance(f, Function) for _, f in mod.items()):
         raise ValueError("relax.build: the module has no Relax function; use minitvm.build for TIR only")
     target = _as_target(target)

@@ -10,8 +10,9 @@ import ast
 from typing import Any
 
 from . import ir, relax, relax_parser, relax_printer, tir  # noqa: F401 - register the Relax dialect
-from .diagnostics import TVMScriptError
-from .ir import ir_module
+from .diagnostics import Source, TVMScriptError
+from .ir import function_decorator, ir_module, parse_module_class
+from .parser import _TIRParser
 from .printer import script, show, to_html
 
 __all__ = ["tir", "relax", "ir", "ir_module", "from_source", "TVMScriptError", "script", "show", "to_html"]
@@ -24,9 +25,6 @@ def from_source(text: str, extra_vars: dict[str, Any] | None = None, check_well_
     ``check_well_formed=False`` skips the well-formedness check of its Relax functions
     (as their own ``@R.function(check_well_formed=False)`` would).
     """
-    from .diagnostics import Source
-    from .ir import function_decorator, parse_module_class
-    from .parser import _TIRParser
 
     source = Source.from_text(text)
     namespace = {"T": tir, "R": relax, "I": ir, **(extra_vars or {})}

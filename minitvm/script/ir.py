@@ -15,7 +15,12 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..ir.module import GlobalVar, IRModule
+from ..ir.structural import structural_equal
+from ..relax.expr import ExternFunc, Function
+from ..tir.function import PrimFunc
+from . import tir as T
 from .diagnostics import Source, TVMScriptError
+from .parser import DeferredFunction, _TIRParser, parse_prim_func_ast
 
 __all__ = ["ir_module", "GlobalVar", "module_attrs", "register_function_parser", "FunctionParser"]
 
@@ -62,7 +67,6 @@ _GENERATED: list[dict] = []
 def add_generated_function(func: Any, name_hint: str, global_vars: dict[str, GlobalVar]) -> GlobalVar:
     """Add ``func`` to the module being parsed under a name no function of it uses (an
     identical function generated before is reused); ``global_vars`` learns the new name."""
-    from ..ir.structural import structural_equal
 
     if not _GENERATED:
         raise TVMScriptError(f"{name_hint}: R.emit_te adds a PrimFunc to the module, so it needs an "
@@ -102,15 +106,12 @@ def parser_for_dialect(dialect: str) -> FunctionParser:
 
 def _parse_tir(fdef: ast.FunctionDef, source: Source, namespace: dict, options: dict,
                global_vars: dict, name: str, annotations: dict | None = None) -> Any:
-    from .parser import parse_prim_func_ast
 
     return parse_prim_func_ast(fdef, source, namespace, private=bool(options.get("private", False)),
                                annotations=annotations, name=name)
 
 
 def _register_builtin_dialects() -> None:
-    from . import tir as T
-
     register_function_parser("tir", T.prim_func, _parse_tir)
 
 
@@ -128,7 +129,6 @@ def ir_module(cls: type | None = None, *, check_well_formed: bool = True) -> Any
     """Build an ``IRModule`` from a class whose methods are ``@T.prim_func`` / ``@R.function``
     functions; ``@I.ir_module(check_well_formed=False)`` skips the Relax functions'
     well-formedness checks."""
-    from .parser import DeferredFunction
 
     def build(c: type) -> IRModule:
         try:
@@ -172,9 +172,6 @@ def _build_module(cls: type, deferred_type: type, check_well_formed: bool = True
 
 
 def _is_function_node(value: Any) -> bool:
-    from ..relax.expr import ExternFunc, Function
-    from ..tir.function import PrimFunc
-
     # (an ExternFunc written in the class body is a module function too, as in TVM)
     return isinstance(value, (PrimFunc, Function, ExternFunc))
 
@@ -182,7 +179,6 @@ def _is_function_node(value: Any) -> bool:
 def parse_module_class(cdef: ast.ClassDef, source: Source, namespace: dict,
                        check_well_formed: bool = True) -> IRModule:
     """``from_source`` of a module: parse a class definition's methods by their decorators."""
-    from .parser import _TIRParser
 
     evaluator = _TIRParser(source, namespace)
     evaluator.scopes.append({})

@@ -24,6 +24,7 @@ from typing import Any, Callable
 from ..ir.module import GlobalVar, IRModule
 from ..ir.node import Node
 from ..ir.structural import structural_equal
+from ..tir import op
 from ..tir import op as _op
 from ..tir.buffer import Buffer, BufferRegion
 from ..tir.expr import (
@@ -58,6 +59,7 @@ from ..tir.expr import (
     Sub,
     Var,
 )
+from ..tir.expr import Let as _Let
 from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
 from ..tir.stmt import (
@@ -124,11 +126,11 @@ def script(node: Any, show_header: bool = True, **kwargs: Any) -> str:
 def show(node: Any, **kwargs: Any) -> None:
     """Print the text; in a Jupyter kernel, display it highlighted."""
     try:
-        from IPython import get_ipython
+        from IPython import get_ipython  # IPython is optional: imported when displaying
 
         shell = get_ipython()
         if shell is not None and getattr(shell, "kernel", None) is not None:
-            from IPython.display import HTML, display
+            from IPython.display import HTML, display  # IPython is optional: imported when displaying
 
             display(HTML(to_html(node, **kwargs)))
             return
@@ -181,8 +183,6 @@ _RESERVED = {"T", "I", "R", "range", "True", "False", "None"} | set(keyword.kwli
 
 
 def _add(a: PrimExpr, b: PrimExpr) -> PrimExpr:
-    from ..tir import op
-
     return op.add(a, b)
 
 
@@ -813,7 +813,6 @@ def _env_threads(body: Stmt) -> list[IterVar]:
 def _free_scalar_vars(f: PrimFunc, known: set[int]) -> list[Var]:
     """Non-handle variables ``f``'s body reads that no parameter, buffer shape, loop, let or
     block iterator defines (a function parsed with ``check_well_formed=False``)."""
-    from ..tir.expr import Let as _Let
 
     defined = set(known)
     for b in f.buffer_map.values():

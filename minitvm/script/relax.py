@@ -53,6 +53,10 @@ from ..relax.struct_info import (
 )
 from ..tir.expr import PrimExpr
 from ..tir.expr import Var as TirVar
+from . import tir as _T
+from .diagnostics import Source, TVMScriptError
+from .parser import DeferredFunction, _TIRParser
+from .tir import Macro, _caller_namespace, _defined_in_class_body
 
 __all__ = [
     "function", "Tensor", "Shape", "Tuple", "Object", "Prim", "Callable",
@@ -89,9 +93,6 @@ def _fresh_dim_expr(text: str) -> PrimExpr:
     with the function's own variables, so these never reach the IR."""
     import ast as _ast
 
-    from .diagnostics import Source
-    from .parser import _TIRParser
-
     try:
         tree = _ast.parse(text.strip(), mode="eval")
     except SyntaxError:
@@ -104,8 +105,6 @@ def _fresh_dim_expr(text: str) -> PrimExpr:
 
         def __getitem__(self, name: _builtin_str) -> TirVar:
             return fresh.setdefault(name, TirVar(name, "int64"))
-
-    from . import tir as _T
 
     sub = _TIRParser(Source.from_text(text), {"T": _T})
     sub.scopes.append(_Fresh())
@@ -360,8 +359,6 @@ def macro(*args: Any, hygienic: Any = True) -> Any:
     inside an ``@R.function``; what it returns is the value of the call.  ``hygienic=True``
     (the default) reads the body's other names where the macro was defined, as they were
     then; ``hygienic=False`` where it is called."""
-    from .tir import Macro, _caller_namespace
-
     caller = sys._getframe(1)
     if len(args) > 1 or (args and not callable(args[0])):
         raise ValueError("R.macro takes only keyword arguments: @R.macro or @R.macro(hygienic=...)")
@@ -399,18 +396,15 @@ def function(func: Any = None, *, pure: bool = True, private: bool = False,
     check of the parsed function.  Inside an ``@I.ir_module`` class the parsing waits for the
     module, so ``cls.other`` can name any function of it.
     """
-    from .tir import _caller_namespace, _defined_in_class_body
-
     caller = sys._getframe(1)
     options = {"pure": pure, "private": private, "check_well_formed": check_well_formed}
 
     def decorate(f: Any) -> Any:
-        from .parser import DeferredFunction
+        # relax_parser builds on this module (R.<op> names): imported when a function is parsed
         from .relax_parser import parse_relax_python_function
 
         if _defined_in_class_body(f):
             return DeferredFunction(f, "relax", options, _caller_namespace(caller))
-        from .diagnostics import TVMScriptError
         try:
             return parse_relax_python_function(f, options, _caller_namespace(caller))
         except TVMScriptError as err:

@@ -61,12 +61,13 @@ from ..relax.struct_info import (
     TupleStructInfo,
     struct_info_text,
 )
+from ..relax.te_convert import te_to_call_tir
 from ..tir.expr import PrimExpr
 from ..tir.expr import Var as TirVar
 from . import relax as R
 from . import tir as T
 from .diagnostics import Source, TVMScriptError
-from .ir import ModuleRef
+from .ir import ModuleRef, add_generated_function, register_function_parser
 from .parser import _explain, _function_def, _TIRParser
 
 __all__ = ["parse_relax_function_ast", "parse_relax_python_function", "declare_relax_function"]
@@ -181,8 +182,6 @@ class _RelaxParser(_TIRParser):
     def _emit_te(self, value: R.EmitTEValue, node: ast.Call) -> Call:
         """``R.emit_te``: build the PrimFunc from the TE function, add it to the module being
         parsed (a fresh name), and give back its ``R.call_tir``."""
-        from ..relax.te_convert import te_to_call_tir
-        from .ir import add_generated_function
 
         parser = self
 
@@ -750,8 +749,6 @@ def parse_relax_python_function(func: Callable, options: dict, extra_vars: dict 
 
 
 def _register() -> None:
-    from .ir import register_function_parser
-
     register_function_parser("relax", R.function, parse_relax_function_ast, declare_relax_function)
 
 

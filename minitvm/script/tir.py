@@ -21,12 +21,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
+import numpy as np
+
+from ..arith import Analyzer
 from ..ir import dtype as _dt
 from ..ir.structural import structural_equal
 from ..tir import expr as _ex
 from ..tir import op as _op
 from ..tir.buffer import Buffer as _TirBuffer
 from ..tir.buffer import BufferRegion
+from ..tir.buffer import decl_buffer as tir_decl_buffer
 from ..tir.expr import And as _AndNode
 from ..tir.expr import BufferLoad, Let, PrimExpr, Var, const, convert
 from ..tir.expr import Cast as _CastNode
@@ -34,7 +38,10 @@ from ..tir.expr import Not as _NotNode
 from ..tir.expr import Or as _OrNode
 from ..tir.expr import Range as _RangeNode
 from ..tir.expr import Select as _SelectNode
+from ..tir.index_map import IndexMap
 from ..tir.stmt import Evaluate, ForKind
+from .diagnostics import TVMScriptError
+from .parser import DeferredFunction, parse_python_function
 
 __all__ = [
     "prim_func", "Buffer", "match_buffer", "alloc_buffer", "allocate", "grid", "serial", "parallel",
@@ -109,9 +116,7 @@ class BufferSpec:
     axis_separators: tuple = ()
 
     def make(self, name: str) -> _TirBuffer:
-        from ..tir.buffer import decl_buffer
-
-        return decl_buffer(self.shape, self.dtype, name, data=self.data, strides=self.strides,
+        return tir_decl_buffer(self.shape, self.dtype, name, data=self.data, strides=self.strides,
                            elem_offset=self.elem_offset, scope=self.scope,
                            axis_separators=self.axis_separators)
 
@@ -399,7 +404,6 @@ def extent_between(begin: PrimExpr, end: PrimExpr) -> PrimExpr:
     begin, end = convert(begin), convert(end)
     if isinstance(end, _ex.Add) and structural_equal(end.a, begin):
         return end.b
-    from ..arith import Analyzer
 
     return Analyzer().simplify(_op.sub(end, begin))  # as TVM's Buffer.__getitem__ simplifies it
 
@@ -675,7 +679,6 @@ def allocate_const(data: Any, dtype: str, extents: Any, annotations: dict | None
     """Constant ``data`` (a nested list or array) of ``dtype`` with shape ``extents``; name it
     and view it through ``T.decl_buffer(extents, dtype, data=c)``.  minitvm parses, prints and
     schedules it; its code generators refuse it."""
-    import numpy as np
 
     dtype = _dt.check(str(dtype))
     extents = tuple(convert(e) for e in (extents if isinstance(extents, (list, tuple)) else [extents]))
@@ -826,8 +829,6 @@ def prim_func(func: Callable | None = None, *, private: Any = False,
 
 def _parse_decorated(f: Callable, private: Any, caller: Any) -> Any:
     """The PrimFunc (or, in a class body, a deferred function), or the TVMScriptError to raise."""
-    from .diagnostics import TVMScriptError
-    from .parser import DeferredFunction, parse_python_function
 
     if _defined_in_class_body(f):
         return DeferredFunction(f, "tir", {"private": private}, _caller_namespace(caller))
@@ -861,6 +862,5 @@ def _caller_namespace(frame: Any) -> dict:
 
 def index_map(mapping: Any, *, inverse_index_map: Any = None, index_dtype: str = "int64") -> Any:
     """``T.index_map(lambda i, j: (j, i))``: the text an IndexMap prints as, read back."""
-    from ..tir.index_map import IndexMap
 
     return IndexMap.from_func(mapping, inverse_index_map=inverse_index_map, index_dtype=index_dtype)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import functools
 import keyword
 import math
 import re
@@ -65,6 +66,7 @@ from ..tir.expr import (
     Var,
 )
 from ..tir.function import PrimFunc
+from ..tir.semantics import BY_NODE, BY_OP, ROWS, cast_value, kind_of
 from ..tir.stmt import (
     Allocate,
     AssertStmt,
@@ -97,63 +99,6 @@ def _checked(index: Any, extent: Any, buffer: str, dim: int | None) -> Any:
                      f"{int(extent)}{where}")
 
 
-def _nonzero(divisor: Any) -> Any:
-    if divisor == 0:
-        raise ZeroDivisionError("integer division by zero in TIR")
-    return divisor
-
-
-def _truncdiv(a: Any, b: Any) -> Any:
-    """C division: the quotient rounds toward zero."""
-    q = a // _nonzero(b)
-    if q < 0 and q * b != a:
-        q += 1
-    return q
-
-
-def _truncmod(a: Any, b: Any) -> Any:
-    """C remainder: takes the sign of the dividend."""
-    return a - _truncdiv(a, b) * b
-
-
-def _floordiv(a: Any, b: Any) -> Any:
-    return a // _nonzero(b)
-
-
-def _floormod(a: Any, b: Any) -> Any:
-    return a % _nonzero(b)
-
-
-def _float_floordiv(a: Any, b: Any) -> Any:
-    return np.floor(a / b)
-
-
-def _float_floormod(a: Any, b: Any) -> Any:
-    return a - np.floor(a / b) * b
-
-
-def _min(a: Any, b: Any) -> Any:
-    """``a < b ? a : b`` — what compiled code computes, NaN included."""
-    return a if a < b else b
-
-
-def _max(a: Any, b: Any) -> Any:
-    return a if a > b else b
-
-
-def _rsqrt(x: Any) -> Any:
-    return x.dtype.type(1) / np.sqrt(x)
-
-
-def _sigmoid(x: Any) -> Any:
-    one = x.dtype.type(1)
-    return one / (one + np.exp(-x))
-
-
-def _erf(x: Any) -> Any:
-    return x.dtype.type(math.erf(float(x)))
-
-
 def _uninitialized(size: int, dtype: type) -> np.ndarray:
     """Fresh storage, filled so that reading it before writing shows: NaN for floats, a
     0xA5A5... pattern for integers.  (Zeros would hide a missing init, as the reduction's
@@ -171,36 +116,15 @@ def _read(trace: TraceFn, name: str, array: np.ndarray, flat: int, index: Any) -
     return array[flat]
 
 
-_INTRINSICS = {
-    "tir.exp": "np.exp", "tir.exp2": "np.exp2", "tir.log": "np.log", "tir.log2": "np.log2",
-    "tir.sqrt": "np.sqrt", "tir.rsqrt": "_rsqrt", "tir.tanh": "np.tanh",
-    "tir.sigmoid": "_sigmoid", "tir.erf": "_erf", "tir.fabs": "np.abs", "tir.pow": "np.power",
-    "tir.floor": "np.floor", "tir.ceil": "np.ceil", "tir.trunc": "np.trunc",
-    # round half to even, as C's nearbyint in the default rounding mode
-    "tir.round": "np.rint", "tir.nearbyint": "np.rint", "tir.sin": "np.sin", "tir.cos": "np.cos",
-    "tir.exp10": "_exp10", "tir.log1p": "np.log1p", "tir.log10": "np.log10", "tir.tan": "np.tan",
-    "tir.acos": "np.arccos", "tir.acosh": "np.arccosh", "tir.asin": "np.arcsin", "tir.asinh": "np.arcsinh",
-    "tir.atan": "np.arctan", "tir.atanh": "np.arctanh", "tir.sinh": "np.sinh", "tir.cosh": "np.cosh",
-    "tir.atan2": "np.arctan2", "tir.nextafter": "np.nextafter", "tir.hypot": "np.hypot",
-    "tir.copysign": "np.copysign", "tir.fmod": "np.fmod",
-}
-#: intrinsics whose result is not the float type of their arguments
-_OTHER_INTRINSICS = {"tir.isnan": "np.isnan", "tir.popcount": "np.bitwise_count"}
-
-
-def _exp10(x: Any) -> Any:
-    return np.power(x.dtype.type(10), x)
-
-
 def _np_type_name(dtype: str) -> str:
     return "bool_" if dtype == "bool" else dtype
 
 
 _NAMESPACE: dict[str, Any] = {
-    "np": np, "_checked": _checked, "_truncdiv": _truncdiv, "_truncmod": _truncmod,
-    "_floordiv": _floordiv, "_floormod": _floormod, "_float_floordiv": _float_floordiv,
-    "_float_floormod": _float_floormod, "_min": _min, "_max": _max, "_rsqrt": _rsqrt,
-    "_sigmoid": _sigmoid, "_erf": _erf, "_exp10": _exp10, "_read": _read, "_uninitialized": _uninitialized,
+    "np": np, "_checked": _checked, "_read": _read, "_uninitialized": _uninitialized, "_cast": cast_value,
+    # every operation of the semantics table, for each dtype it takes: _floordiv_int32(a, b)
+    **{f"_{row.name}_{dtype}": functools.partial(row.numpy, dtype)
+       for row in ROWS for dtype in _dt.SUPPORTED if kind_of(dtype) in row.kinds},
     **{_np_type_name(d): np.dtype(d).type for d in _dt.SUPPORTED},
 }
 _RESERVED = set(_NAMESPACE) | set(dir(builtins)) | set(keyword.kwlist) | {"_trace", "_value"}
@@ -321,7 +245,11 @@ class _PythonCodegen:
     expr_SizeVar = expr_Var
 
     def _binary(self, e: PrimExpr, symbol: str, prec: int) -> Code:
+        row = BY_NODE[type(e)]
+        row.check(e.dtype, "the interpreter")
         a, b = self.expr(e.a), self.expr(e.b)
+        if e.dtype == "bool":  # + is or, * is and
+            return self._row(row.name, "bool", a, b, kind="py")
         if _dt.is_int(e.dtype) and a.kind != "np" and b.kind != "np" and self.fits(e):
             kind = "py"
         else:
@@ -342,7 +270,11 @@ class _PythonCodegen:
     def _call(self, fn: str, e: PrimExpr, *args: Code, kind: str) -> Code:
         return Code(f"{fn}({', '.join(a.text for a in args)})", _ATOM, kind)
 
-    def _int_division(self, e: PrimExpr, symbol: str, helper: str, exact_if_nonneg: bool) -> Code:
+    def _row(self, name: str, dtype: str, *args: Code, kind: str) -> Code:
+        """A call of the semantics table's meaning of ``name`` (``_floordiv_int32(a, b)``)."""
+        return Code(f"_{name}_{dtype}({', '.join(a.text for a in args)})", _ATOM, kind)
+
+    def _int_division(self, e: PrimExpr, symbol: str, row: str, exact_if_nonneg: bool) -> Code:
         a, b = self.expr(e.a), self.expr(e.b)
         divisor = e.b.value if isinstance(e.b, IntImm) else None
         kind = "py" if a.kind != "np" and b.kind != "np" and self.fits(e) else "np"
@@ -355,49 +287,50 @@ class _PythonCodegen:
             operator_ok = operator_ok and divisor > 0 and self.bound(e.a)[0] >= 0
         if operator_ok:
             return Code(f"{self.wrap(a, _MUL)} {symbol} {self.wrap(b, _MUL, strict=True)}", _MUL, kind)
-        return self._call(helper, e, a, b, kind=kind)
+        return self._row(row, e.dtype, a, b, kind=kind)
+
+    def _float_row(self, name: str, e: PrimExpr, *args: PrimExpr) -> Code:
+        codes = [self.as_np(self.expr(a), e.dtype) for a in args]
+        return self._row(name, e.dtype, *codes, kind="np")
 
     def expr_FloorDiv(self, e: FloorDiv) -> Code:
         if _dt.is_float(e.dtype):
-            return self._float_call("_float_floordiv", e, e.a, e.b)
-        return self._int_division(e, "//", "_floordiv", exact_if_nonneg=False)
+            return self._float_row("floordiv", e, e.a, e.b)
+        return self._int_division(e, "//", "floordiv", exact_if_nonneg=False)
 
     def expr_FloorMod(self, e: FloorMod) -> Code:
         if _dt.is_float(e.dtype):
-            return self._float_call("_float_floormod", e, e.a, e.b)
-        return self._int_division(e, "%", "_floormod", exact_if_nonneg=False)
+            return self._float_row("floormod", e, e.a, e.b)
+        return self._int_division(e, "%", "floormod", exact_if_nonneg=False)
 
     def expr_Div(self, e: Div) -> Code:
+        BY_NODE[Div].check(e.dtype, "the interpreter")
         if _dt.is_float(e.dtype):
             a, b = self.expr(e.a), self.expr(e.b)
             if a.kind != "np" and b.kind != "np":
                 a = self.as_np(a, e.dtype)
             return Code(f"{self.wrap(a, _MUL)} / {self.wrap(b, _MUL, strict=True)}", _MUL, "np")
-        return self._int_division(e, "//", "_truncdiv", exact_if_nonneg=True)
+        return self._int_division(e, "//", "div", exact_if_nonneg=True)
 
     def expr_Mod(self, e: Mod) -> Code:
+        BY_NODE[Mod].check(e.dtype, "the interpreter")
         if _dt.is_float(e.dtype):
-            return self._float_call("np.fmod", e, e.a, e.b)
-        return self._int_division(e, "%", "_truncmod", exact_if_nonneg=True)
+            return self._float_row("mod", e, e.a, e.b)
+        return self._int_division(e, "%", "mod", exact_if_nonneg=True)
 
-    def _float_call(self, fn: str, e: PrimExpr, *args: PrimExpr) -> Code:
-        codes = [self.as_np(self.expr(a), a.dtype) for a in args]
-        return self._call(fn, e, *codes, kind="np")
-
-    def _min_max(self, e: PrimExpr, builtin: str, helper: str) -> Code:
+    def _min_max(self, e: PrimExpr, builtin: str) -> Code:
         a, b = self.expr(e.a), self.expr(e.b)
-        if _dt.is_float(e.dtype):
-            # both sides numpy scalars, so the result has the dtype whichever side wins
-            return self._call(helper, e, self.as_np(a, e.dtype), self.as_np(b, e.dtype), kind="np")
+        if _dt.is_float(e.dtype):  # NaN and signed zeros: the table's meaning
+            return self._row(builtin, e.dtype, self.as_np(a, e.dtype), self.as_np(b, e.dtype), kind="np")
         if a.kind != "np" and b.kind != "np":
             return self._call(builtin, e, a, b, kind="py")
         return self._call(builtin, e, self.as_np(a, e.dtype), self.as_np(b, e.dtype), kind="np")
 
     def expr_Min(self, e: Min) -> Code:
-        return self._min_max(e, "min", "_min")
+        return self._min_max(e, "min")
 
     def expr_Max(self, e: Max) -> Code:
-        return self._min_max(e, "max", "_max")
+        return self._min_max(e, "max")
 
     def _compare(self, e: PrimExpr, symbol: str) -> Code:
         a, b = self.expr(e.a), self.expr(e.b)
@@ -440,13 +373,15 @@ class _PythonCodegen:
     def expr_Call(self, e: Call) -> Code:
         if e.op == "tir.if_then_else":
             return self._choice(e.dtype, *e.args, e)
-        if e.op in _OTHER_INTRINSICS:
-            args = ", ".join(self.expr(a).text for a in e.args)
-            return Code(f"{_np_type_name(e.dtype)}({_OTHER_INTRINSICS[e.op]}({args}))", _ATOM, "np")
-        fn = _INTRINSICS.get(e.op)
-        if fn is None:
+        row = BY_OP.get(e.op)
+        if row is None:
             raise NotImplementedError(f"the interpreter does not know the intrinsic {e.op}")
-        return self._float_call(fn, e, *e.args)
+        dtype = e.dtype if row.result is None else e.args[0].dtype
+        row.check(dtype, "the interpreter")
+        call = self._row(row.name, dtype, *(self.as_np(self.expr(a), dtype) for a in e.args), kind="np")
+        if row.result == "bool":
+            return Code(call.text, _ATOM, "py")
+        return Code(f"{_np_type_name(e.dtype)}({call.text})", _ATOM, "np")
 
     def expr_Cast(self, e: Cast) -> Code:
         value, target, source = self.expr(e.value), e.dtype, e.value.dtype
@@ -457,9 +392,11 @@ class _PythonCodegen:
         if (_dt.is_int(source) or source == "bool") and value.kind != "np" and self.fits(e):
             return Code(value.text, value.prec, "py") if source != "bool" else \
                 Code(f"int({value.text})", _ATOM, "py")
+        if _dt.is_float(source):  # saturating, NaN -> 0: the table's meaning
+            return Code(f'_cast({value.text}, "{source}", "{target}")', _ATOM, "np")
         if value.kind != "np" or source == "bool":
             value = Code(f"{_np_type_name(source)}({value.text})", _ATOM, "np")
-        # numpy's astype wraps integers and truncates floats, as a C cast does
+        # numpy's astype wraps integers, as the table's casts do
         return Code(f"{value.text}.astype({_np_type_name(target)})", _ATOM, "np")
 
     def expr_Let(self, e: Let) -> Code:

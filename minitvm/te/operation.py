@@ -47,6 +47,9 @@ def placeholder(shape: Any, dtype: str | None = None, name: str = "placeholder")
 
 def reduce_axis(dom: Any, name: str = "rv", thread_tag: str = "") -> IterVar:
     """A reduction axis over ``dom = (begin, end)`` (or a ``Range``): ``te.reduce_axis((0, n), "k")``."""
+    if thread_tag:
+        raise NotImplementedError(f"te.reduce_axis(thread_tag={thread_tag!r}): minitvm's iteration variables "
+                                  "carry no thread tag")
     if isinstance(dom, Range):
         rng = dom
     else:

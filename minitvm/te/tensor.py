@@ -18,6 +18,7 @@ from ..ir.node import node
 from ..tir import IterVar as _TirIterVar
 from ..tir import op as _op
 from ..tir.expr import IntImm, PrimExpr, Var, convert
+from ..tir.functor import post_order_visit
 
 __all__ = ["Tensor", "Operation", "PlaceholderOp", "ComputeOp", "ProducerLoad", "IterVar",
            "as_shape"]
@@ -183,7 +184,6 @@ class ComputeOp(Operation):
     @property
     def input_tensors(self) -> list["Tensor"]:
         """The tensors the body reads, in order of first use."""
-        from ..tir.functor import post_order_visit
 
         found: list[Tensor] = []
 

@@ -36,16 +36,24 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from hypothesis import strategies as st
 
-from .. import te, tir
+from .. import relax, te, tir
+from ..driver import build as build_module
+from ..ir import dtype as _dt
 from ..ir.structural import assert_structural_equal, structural_equal
+from ..relax import op as R
+from ..script import from_source
 from ..tir import op as _op
+from ..tir import semantics as _semantics
 from ..tir.function import PrimFunc
+from ..tir.schedule import ScheduleError
+from ..tir.schedule.tree import block_realizes
 
 __all__ = [
     "Load", "Const", "Unary", "Binary", "Stage", "TirProgram", "tir_programs",
     "Step", "PRIMITIVES", "schedule_steps", "apply_schedule",
     "RelaxNode", "RelaxGraph", "relax_graphs",
-    "assert_round_trip", "tolerance",
+    "assert_round_trip", "tolerance", "OpCase", "semantics_cases", "check_op_case", "edge_values",
+    "SEMANTICS_DTYPES",
 ]
 
 #: loop extents the programs use: 1, small primes and powers of two
@@ -132,6 +140,7 @@ class _Op:
     bound: Callable[..., float | None]
     dtypes: tuple[str, ...] = ("float32",)
     inputs_only: bool = False  # discontinuous: only applied to input loads
+    last_stage_only: bool = False  # may raise: only where every point is computed under any schedule
 
 
 def _f32(x: Any) -> Any:
@@ -174,7 +183,20 @@ BINARY: dict[str, _Op] = {
     # integer division and modulo by a positive constant (the rhs is always a Const)
     "floordiv_c": _Op(_op.floordiv, np.floor_divide, lambda a, b: a, ("int32",)),
     "floormod_c": _Op(_op.floormod, np.mod, lambda a, b: b, ("int32",)),
+    # ... and by computed values, zero included: then the program must fail in every backend
+    # (only in the last stage: inlining a producer into a strided consumer would skip some points)
+    "floordiv": _Op(_op.floordiv, lambda a, b: _np_int_division(np.floor_divide, a, b), lambda a, b: a,
+                    ("int32",), last_stage_only=True),
+    "floormod": _Op(_op.floormod, lambda a, b: _np_int_division(np.mod, a, b), lambda a, b: b,
+                    ("int32",), last_stage_only=True),
 }
+
+
+def _np_int_division(fn: Callable, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """numpy's integer division, raising where TIR's meaning is an error (a zero divisor)."""
+    if np.any(np.broadcast_to(b, np.broadcast_shapes(np.shape(a), np.shape(b))) == 0):
+        raise _semantics.IntegerDivisionByZero("integer division by zero")
+    return fn(a, b)
 
 _CONST_RHS = ("floordiv_c", "floormod_c")
 REDUCERS = {"sum": (te.sum, np.sum), "max": (te.max, np.max), "min": (te.min, np.min)}
@@ -310,15 +332,15 @@ def _leaf_op(draw: Any, expr: tuple[Any, float, bool], dtype: str) -> tuple[Any,
     return Unary(name, e), UNARY[name].bound(b), False
 
 
-def _combine(draw: Any, lhs: tuple, rhs: tuple, dtype: str) -> tuple[Any, float, bool]:
-    """A binary operator over two expressions (integer division takes a constant instead)."""
+def _combine(draw: Any, lhs: tuple, rhs: tuple, dtype: str, last: bool) -> tuple[Any, float, bool]:
+    """A binary operator over two expressions (``last``: in the last stage)."""
     names = [n for n, o in BINARY.items() if dtype in o.dtypes and n not in _CONST_RHS
-             and o.bound(lhs[1], rhs[1]) is not None]
+             and (last or not o.last_stage_only) and o.bound(lhs[1], rhs[1]) is not None]
     name = draw(st.sampled_from(names)) if names else "max"
     return Binary(name, lhs[0], rhs[0]), BINARY[name].bound(lhs[1], rhs[1]), False
 
 
-def _body(draw: Any, leaves: list[tuple[Any, float, bool]], dtype: str) -> tuple[Any, float]:
+def _body(draw: Any, leaves: list[tuple[Any, float, bool]], dtype: str, last: bool) -> tuple[Any, float]:
     """An expression tree using every leaf once (plus maybe a constant), smallest first."""
     items = [_leaf_op(draw, leaf, dtype) for leaf in leaves]
     if draw(st.booleans()):
@@ -326,7 +348,7 @@ def _body(draw: Any, leaves: list[tuple[Any, float, bool]], dtype: str) -> tuple
         items.insert(draw(st.integers(0, len(items))), (Const(value), abs(value), False))
     while len(items) > 1:
         k = draw(st.integers(0, len(items) - 2))
-        items[k:k + 2] = [_combine(draw, items[k], items[k + 1], dtype)]
+        items[k:k + 2] = [_combine(draw, items[k], items[k + 1], dtype, last)]
     e, b, _ = items[0]
     if dtype == "int32" and draw(st.booleans()):
         name = draw(st.sampled_from(_CONST_RHS))
@@ -416,7 +438,7 @@ def _draw_stage(draw: Any, name: str, prev: Stage | None, bounds: dict, dtype: s
         load, shape = _broadcast_load(draw, _input_name(n_inputs + len(new_inputs)), grid)
         new_inputs.append((load.tensor, shape))
         leaves.append((load, INPUT_BOUND[dtype], True))
-    body, bound = _body(draw, leaves, dtype)
+    body, bound = _body(draw, leaves, dtype, last=name == "out")
     reducer = draw(st.sampled_from(sorted(REDUCERS))) if reduce_extents else None
     if reducer == "sum":
         bound *= math.prod(reduce_extents)
@@ -431,6 +453,162 @@ def tolerance(dtype: str, scale: float) -> dict:
     if dtype.startswith("int"):
         return {"rtol": 0, "atol": 0}
     return {"rtol": 1e-4, "atol": 1e-4 * max(1.0, scale)}
+
+
+# =========================================================================================
+# The semantics table, row by row
+# =========================================================================================
+
+#: the dtypes :func:`semantics_cases` draws (float16 aside: LLVM may keep excess precision)
+SEMANTICS_DTYPES = ("bool", "int8", "int32", "int64", "uint8", "uint32", "float32", "float64")
+
+
+def edge_values(dtype: str, n: int, seed: int, shift_amounts: bool = False) -> np.ndarray:
+    """``n`` seeded values of ``dtype``, about half of them edges: 0, +-1, the type's extremes,
+    NaN, infinities, signed zeros, floats too large for any int (``shift_amounts``: integers
+    around the shift range [0, bits), the negative ones too)."""
+    rng = np.random.default_rng(seed)
+    if dtype == "bool":
+        return rng.integers(0, 2, n).astype(bool)
+    if _dt.is_float(dtype):
+        edges = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, np.nan, np.inf, -np.inf, 3e9, -3e9, 1e30, 255.5, -129.0]
+        common = rng.standard_normal(n) * rng.choice([1.0, 100.0], n)
+    else:
+        info = np.iinfo(dtype)
+        if shift_amounts:
+            bits = np.dtype(dtype).itemsize * 8
+            edges = [bits, bits - 1, bits + 1, 0, 2 * bits] + ([-1, -bits] if info.min < 0 else [])
+            common = rng.integers(0, bits, n)
+        else:
+            edges = [0, 1, info.max, info.min, info.max - 1] + ([-1, info.min + 1] if info.min < 0 else [])
+            common = rng.integers(max(info.min, -100), min(info.max, 100) + 1, n)
+    picked = np.where(rng.random(n) < 0.5, rng.choice(np.array(edges, dtype="float64" if _dt.is_float(dtype)
+                                                                else "int64"), n), common)
+    return picked.astype(dtype)
+
+
+@dataclass(frozen=True)
+class OpCase:
+    """One row of :data:`minitvm.tir.semantics.ROWS` (or a cast, ``row == "cast"`` to ``to``) on
+    ``n`` seeded values of ``dtype``, the loop ``vectorized`` or serial."""
+
+    row: str
+    dtype: str
+    seed: int
+    n: int = 16
+    vectorized: bool = False
+    to: str = ""
+
+    def semantics(self) -> Any:
+        return _ROWS_BY_NAME[self.row] if self.row != "cast" else None
+
+    def operand_dtypes(self) -> list[str]:
+        if self.row == "cast":
+            return [self.dtype]
+        row = self.semantics()
+        if row.node is not None and row.node.__name__ == "Select":
+            return ["bool", self.dtype, self.dtype]
+        return [self.dtype] * row.arity
+
+    def result_dtype(self) -> str:
+        return self.to if self.row == "cast" else self.semantics().result_dtype(self.dtype)
+
+    def inputs(self) -> list[np.ndarray]:
+        shifts = self.row.startswith("shift")
+        return [edge_values(d, self.n, self.seed + k, shift_amounts=shifts and k == 1)
+                for k, d in enumerate(self.operand_dtypes())]
+
+    def expression(self, operands: Sequence[Any]) -> Any:
+        """The operation on ``operands``, built without folding (as a node or a call)."""
+        if self.row == "cast":
+            return tir.Cast(self.to, operands[0])
+        row = self.semantics()
+        if row.node is not None:
+            return row.node(*operands)
+        return tir.Call(row.result_dtype(self.dtype), row.op, tuple(operands))
+
+    def folded(self, inputs: Sequence[np.ndarray]) -> np.ndarray:
+        """The constant folder's answer, element by element (raises what it raises)."""
+        out = []
+        for values in zip(*inputs):
+            values = [v.item() for v in values]
+            if self.row == "cast":
+                out.append(_semantics.cast_value(values[0], self.dtype, self.to))
+            else:
+                out.append(self.semantics().fold(self.dtype, *values))
+        return np.array(out).astype(self.result_dtype()) if out else np.zeros(0, self.result_dtype())
+
+    def build(self) -> PrimFunc:
+        """``out[i] = op(A0[i], A1[i], ...)``; its loop vectorized when ``vectorized``."""
+        args = [te.placeholder((self.n,), d, name=f"A{k}") for k, d in enumerate(self.operand_dtypes())]
+        out = te.compute((self.n,), lambda i: self.expression([a[i] for a in args]), name="out")
+        func = te.create_prim_func(args + [out])
+        if not self.vectorized:
+            return func
+        sch = tir.Schedule(func)
+        sch.vectorize(sch.get_loops(sch.get_block("out"))[0])
+        return sch.mod["main"]
+
+
+_ROWS_BY_NAME = {row.name: row for row in _semantics.ROWS}
+
+
+def check_op_case(case: OpCase) -> None:
+    """The folder, the interpreter and LLVM (scalar or vector code) agree on ``case``: the same
+    values (bit for bit, NaN included, except the math intrinsics' last bits), or the same error."""
+    inputs = case.inputs()
+    try:
+        want: Any = case.folded(inputs)
+    except ZeroDivisionError as err:
+        want = err
+    func = case.build()
+    for target in ("python", "llvm"):
+        fn = _build_for(func, target)
+        out = np.zeros(case.n, case.result_dtype())
+        if isinstance(want, Exception):
+            try:
+                fn(*inputs, out)
+            except RuntimeError as err:
+                assert "division by zero" in str(err), f"{target}: {err}"
+                continue
+            raise AssertionError(f"{target} computed {out} where the folder raised {want!r} ({case})")
+        fn(*inputs, out)
+        _assert_same(out, want, case, target)
+
+
+def _build_for(func: PrimFunc, target: str) -> Callable[..., None]:
+    lib = build_module(func, target=target)
+    return lambda *arrays: lib["main"](*arrays)
+
+
+def _assert_same(got: np.ndarray, want: np.ndarray, case: OpCase, target: str) -> None:
+    message = f"{target} differs from the folder on {case}\ninputs: {case.inputs()}"
+    row = case.semantics()
+    if row is not None and row.op is not None and row.kinds == _semantics.FLOAT_ONLY and row.result is None:
+        # math intrinsics: LLVM's float32 exp/tanh/erf approximations and libm differ in the last bits
+        np.testing.assert_allclose(got, want, rtol=2e-6 if case.dtype == "float32" else 1e-12,
+                                   atol=1e-6 if case.dtype == "float32" else 1e-12, err_msg=message)
+        return
+    np.testing.assert_array_equal(got, want, err_msg=message)
+    if _dt.is_float(str(got.dtype)):  # signed zeros (min/max, casts) too
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want), err_msg=message)
+
+
+@st.composite
+def semantics_cases(draw: Any) -> OpCase:
+    """A random :class:`OpCase`: any row of the semantics table (or a cast) on any dtype it
+    takes, seeded edge-heavy data, scalar or vector code."""
+    names = sorted(_ROWS_BY_NAME) + ["cast"]
+    name = draw(st.sampled_from(names))
+    seed = draw(st.integers(0, 2**16))
+    vectorized = draw(st.booleans())
+    n = draw(st.sampled_from([4, 8, 16]))
+    if name == "cast":
+        src, dst = draw(st.sampled_from(SEMANTICS_DTYPES)), draw(st.sampled_from(SEMANTICS_DTYPES))
+        return OpCase("cast", src, seed, n, vectorized, to=dst)
+    row = _ROWS_BY_NAME[name]
+    dtypes = [d for d in SEMANTICS_DTYPES if _semantics.kind_of(d) in row.kinds]
+    return OpCase(name, draw(st.sampled_from(dtypes)), seed, n, vectorized)
 
 
 # =========================================================================================
@@ -459,8 +637,6 @@ def schedule_steps(max_steps: int = 6) -> st.SearchStrategy[list[Step]]:
 
 
 def _block_names(sch: Any, reductions_only: bool = False) -> list[str]:
-    from ..tir.schedule.tree import block_realizes
-
     return [r.block.name_hint for r, _ in block_realizes(sch.mod[sch.func_working_on].body)
             if r.block.name_hint != "root" and (r.block.init is not None or not reductions_only)]
 
@@ -584,7 +760,6 @@ def _resolve(sch: Any, step: Step) -> _Call:
 def apply_schedule(sch: Any, steps: Sequence[Step]) -> list[str]:
     """Apply ``steps`` to ``sch`` in order; returns what was applied.  A step whose
     primitive raises ``ScheduleError`` is skipped, after checking it changed nothing."""
-    from ..tir.schedule import ScheduleError
 
     applied = []
     for step in steps:
@@ -658,8 +833,6 @@ def _binary(name: str, fn: Callable, bound: Callable[[float, float], float]) -> 
 
 
 def _emit_div_safe(bb: Any, R: Any, a: list, at: tuple) -> Any:
-    from .. import relax
-
     den = bb.emit(R.add(bb.emit(R.abs(a[1])), relax.const(np.float32(1))))
     return R.divide(a[0], den)
 
@@ -679,14 +852,10 @@ def _reduce(name: str, fn: Callable) -> _RelaxOp:
 
 
 def _relax_const(data: np.ndarray) -> Any:
-    from .. import relax
-
     return relax.const(data)
 
 
 def _emit_split_item(bb: Any, R: Any, a: list, at: tuple) -> Any:
-    from .. import relax
-
     return relax.TupleGetItem(bb.emit(R.split(a[0], at[0], at[1])), at[2])
 
 
@@ -789,8 +958,6 @@ class RelaxGraph:
 
     def build(self) -> Any:
         """The IRModule, emitted with ``relax.BlockBuilder`` inside one dataflow block."""
-        from .. import relax
-        from ..relax import op as R
 
         params = {k: relax.Var(f"x{k}", relax.TensorStructInfo(list(n.attrs[0]), "float32"))
                   for k, n in enumerate(self.nodes) if n.op == "param"}
@@ -1058,7 +1225,6 @@ def relax_graphs(draw: Any, max_ops: int = 5) -> RelaxGraph:
 def assert_round_trip(mod_or_func: Any) -> None:
     """``parse(print(x))`` must be structurally equal to ``x`` (a PrimFunc or an IRModule);
     large constants are printed in full (``show_meta``) so that the text holds everything."""
-    from ..script import from_source
 
     text = mod_or_func.script(show_meta=True)
     try:

@@ -15,10 +15,13 @@ from typing import Any
 
 import numpy as np
 
+from .. import nd, relax
 from ..arith import Analyzer
+from ..driver import build
 from ..ir.module import GlobalVar, IRModule
 from ..ir.op import Op
 from ..ir.structural import structural_equal, structural_hash
+from ..relax.struct_info import shape_text
 from ..tir.expr import IntImm, PrimExpr
 from ..tir.expr import Var as TirVar
 from ..tir.function import PrimFunc
@@ -36,7 +39,6 @@ _KERNELS: dict[tuple[int, str], list[tuple[PrimFunc, Any]]] = {}
 
 def build_kernel(func: PrimFunc, target: str = "llvm") -> Any:
     """``minitvm.build`` of one PrimFunc, cached by structural equality."""
-    from ..driver import build
 
     bucket = _KERNELS.setdefault((structural_hash(func), target), [])
     for known, fn in bucket:
@@ -52,8 +54,6 @@ def build_kernel(func: PrimFunc, target: str = "llvm") -> Any:
 
 class _Evaluator:
     def __init__(self, mod: IRModule, target: str):
-        from .. import relax
-
         self.relax = relax
         self.mod, self.target = mod, target
         self.values: dict[int, Any] = {}
@@ -88,7 +88,6 @@ class _Evaluator:
                 if isinstance(d, TirVar) and id(d) not in self.sym:
                     self.sym[id(d)], self.sym_vars[id(d)] = int(n), d
                 elif self.dim(d) != n:
-                    from ..relax.struct_info import shape_text
                     raise RelaxEvalError(f"{where}: expected shape {shape_text(vals)}, got {value.shape}")
         elif isinstance(sinfo, r.TupleStructInfo):
             for k, (f, v) in enumerate(zip(sinfo.fields, value)):
@@ -136,8 +135,6 @@ class _Evaluator:
         return np.empty([self.dim(d) for d in sinfo.shape_values], sinfo.dtype)
 
     def call_tir(self, call: Any) -> Any:
-        from .. import nd
-
         gv = call.args[0]
         func = self.mod[gv.name_hint] if isinstance(gv, GlobalVar) else None
         if not isinstance(func, PrimFunc):

@@ -43,7 +43,7 @@ class ZooModel:
 def _finish(model: "torch.nn.Module") -> "torch.nn.Module":
     """Eval mode, with every norm layer given random affine parameters and running stats
     (fresh ones are 0/1, which would hide a wrong formula)."""
-    import torch
+    import torch  # torch is optional and heavy: imported on first use
 
     gen = torch.Generator().manual_seed(_SEED + 1)
     with torch.no_grad():
@@ -60,7 +60,7 @@ def _finish(model: "torch.nn.Module") -> "torch.nn.Module":
 def _seeded(make: Callable[[], "torch.nn.Module"]) -> Callable[[], "torch.nn.Module"]:
     """``make`` run under a fixed seed, so every build has the same weights."""
     def build() -> "torch.nn.Module":
-        import torch
+        import torch  # torch is optional and heavy: imported on first use
 
         torch.manual_seed(_SEED)
         return _finish(make())
@@ -71,7 +71,7 @@ def _seeded(make: Callable[[], "torch.nn.Module"]) -> Callable[[], "torch.nn.Mod
 def _randn(*shape: int) -> Callable[[int], tuple["torch.Tensor", ...]]:
     """Inputs of shape ``(batch, *shape)`` from a normal distribution, seeded by the batch."""
     def inputs(batch: int) -> tuple["torch.Tensor", ...]:
-        import torch
+        import torch  # torch is optional and heavy: imported on first use
 
         gen = torch.Generator().manual_seed(1000 + batch)
         return (torch.randn((batch, *shape), generator=gen),)
@@ -80,7 +80,7 @@ def _randn(*shape: int) -> Callable[[int], tuple["torch.Tensor", ...]]:
 
 def _tokens(batch: int) -> tuple["torch.Tensor", ...]:
     """int64 token ids of shape ``(batch, seq)``."""
-    import torch
+    import torch  # torch is optional and heavy: imported on first use
 
     gen = torch.Generator().manual_seed(2000 + batch)
     return (torch.randint(0, _VOCAB, (batch, _SEQ), generator=gen, dtype=torch.int64),)
@@ -90,15 +90,15 @@ def _tokens(batch: int) -> tuple["torch.Tensor", ...]:
 
 def _mlp() -> "torch.nn.Module":
     """TVM's quick-start MLP: 784 -> 256 -> ReLU -> 10."""
-    from torch import nn
+    from torch import nn  # torch is optional and heavy: imported on first use
 
     return nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
 
 
 def _lenet() -> "torch.nn.Module":
     """LeNet-5 on 1x28x28: two conv + tanh + avg/max pooling stages, three linears."""
-    import torch
-    from torch import nn
+    import torch  # torch is optional and heavy: imported on first use
+    from torch import nn  # torch is optional and heavy: imported on first use
 
     class LeNet(nn.Module):
         def __init__(self):
@@ -124,7 +124,7 @@ def _lenet() -> "torch.nn.Module":
 
 def _mlc_mnist() -> "torch.nn.Module":
     """The MLC course's end-to-end model."""
-    from torch import nn
+    from torch import nn  # torch is optional and heavy: imported on first use
 
     return nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
                          nn.Linear(5408, 100), nn.ReLU(), nn.Linear(100, 10), nn.Softmax(dim=1))
@@ -132,8 +132,8 @@ def _mlc_mnist() -> "torch.nn.Module":
 
 def _resnet_block() -> "torch.nn.Module":
     """A ResNet basic block, 8 -> 16 channels at stride 2 with a 1x1 conv + BN projection."""
-    import torch
-    from torch import nn
+    import torch  # torch is optional and heavy: imported on first use
+    from torch import nn  # torch is optional and heavy: imported on first use
 
     class BasicBlock(nn.Module):
         def __init__(self, cin: int = 8, cout: int = 16, stride: int = 2):
@@ -155,7 +155,7 @@ def _resnet_block() -> "torch.nn.Module":
 
 def _depthwise_separable() -> "torch.nn.Module":
     """A MobileNet unit: 3x3 depthwise conv + BN + ReLU6, 1x1 pointwise conv + BN + ReLU6."""
-    from torch import nn
+    from torch import nn  # torch is optional and heavy: imported on first use
 
     c, cout = 8, 16
     return nn.Sequential(
@@ -167,9 +167,9 @@ def _depthwise_separable() -> "torch.nn.Module":
 def _transformer(explicit: bool) -> "torch.nn.Module":
     """A pre-norm transformer block with causal multi-head attention; ``explicit`` writes the
     attention as matmul/scale/masked_fill/softmax and uses a SiLU MLP (else SDPA and GELU)."""
-    import torch
-    import torch.nn.functional as F
-    from torch import nn
+    import torch  # torch is optional and heavy: imported on first use
+    import torch.nn.functional as F  # torch is optional and heavy: imported on first use
+    from torch import nn  # torch is optional and heavy: imported on first use
 
     class Block(nn.Module):
         def __init__(self, dim: int = _DIM, heads: int = _HEADS, seq: int = _SEQ):
@@ -213,8 +213,8 @@ def _transformer_explicit() -> "torch.nn.Module":
 
 def _embedding_posenc() -> "torch.nn.Module":
     """Token embedding + sinusoidal positions (arange, slicing) + LayerNorm + a linear head."""
-    import torch
-    from torch import nn
+    import torch  # torch is optional and heavy: imported on first use
+    from torch import nn  # torch is optional and heavy: imported on first use
 
     class EmbedHead(nn.Module):
         def __init__(self, vocab: int = _VOCAB, dim: int = 16, max_len: int = 32):
@@ -261,7 +261,7 @@ def export(model: ZooModel, batch: int, dynamic_batch: bool = False) -> "torch.e
     """``torch.export.export`` of ``model`` on its inputs for ``batch``; with
     ``dynamic_batch`` dimension 0 of every input is ``torch.export.Dim("batch")`` (1 to 1024),
     traced at batch 2 when ``batch`` is 1 since torch specializes a traced size of 1."""
-    import torch
+    import torch  # torch is optional and heavy: imported on first use
 
     module = model.build()
     dynamic_shapes = None

@@ -1,5 +1,6 @@
 """TensorIR: the loop-level IR that kernels are written, scheduled and compiled in."""
 
+from .. import ir as _ir
 from . import op
 from .buffer import Buffer, BufferRegion, decl_buffer
 from .expr import (
@@ -39,6 +40,7 @@ from .expr import (
                    const,
                    convert,
 )
+from .expr import ir_range as _ir_range
 from .function import PrimFunc
 from .functor import StmtExprMutator, StmtExprVisitor, post_order_visit, pre_order_visit, substitute
 from .index_map import IndexMap
@@ -100,5 +102,6 @@ from .stmt import (
 )
 
 globals().update(_BUILTINS)  # tir.tvm_access_ptr, tir.type_annotation ... (see tir.op.BUILTINS)
+_ir.Range = _ir_range  # tvm.ir.Range builds this floor's Range node (ir sits below tir)
 
 from . import transform  # noqa: E402 - as TVM: ``tvm.tir.transform`` is there after ``import tvm``

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..arith import Analyzer
 from ..ir.structural import structural_equal
 from .buffer import Buffer, BufferRegion
 from .expr import Add, BufferLoad, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Range, Sub, Var, const
-from .functor import StmtExprVisitor, substitute
+from .functor import StmtExprVisitor, post_order_visit, substitute
 from .oob_checker import OOBChecker
 from .stmt import Block, BlockRealize, BufferStore, For, LetStmt
 
@@ -16,7 +17,6 @@ __all__ = ["get_block_read_write_region", "get_block_access_region", "uses_var",
 
 def vars_used(node: Any) -> set[int]:
     """The ids of every variable that occurs in ``node``."""
-    from .functor import post_order_visit
 
     found: set[int] = set()
     post_order_visit(node, lambda x: found.add(id(x)) if isinstance(x, Var) else None)
@@ -60,7 +60,6 @@ def _bounds(e: PrimExpr, dom: dict[int, tuple[PrimExpr, PrimExpr]]) -> tuple[Pri
         r = _bounds(e.a, dom)
         if r is None or not isinstance(r[1], IntImm):
             return None
-        from ..arith import Analyzer
 
         lo = r[0] // e.b
         hi = (r[0] + r[1] - 1) // e.b
@@ -74,8 +73,6 @@ def _bounds(e: PrimExpr, dom: dict[int, tuple[PrimExpr, PrimExpr]]) -> tuple[Pri
 
 
 def _uses(e: Any, dom: dict) -> bool:
-    from .functor import post_order_visit
-
     found = []
     post_order_visit(e, lambda x: found.append(x) if isinstance(x, Var) and id(x) in dom else None)
     return bool(found)
@@ -196,7 +193,6 @@ class _Collector(StmtExprVisitor):
 
 def _same(a: tuple, b: tuple) -> bool:
     """Exact identity of variables too (not just renaming)."""
-    from .functor import post_order_visit
 
     va, vb = [], []
     post_order_visit(a, lambda x: va.append(x) if isinstance(x, Var) else None)
@@ -248,7 +244,6 @@ def get_block_read_write_region(block: Block, buffers: Any = ()) -> tuple[list[B
 
 def _data_vars(block: Block, buffers: Any) -> dict[int, Buffer]:
     """Data pointer id -> buffer, for the buffers a block can reach."""
-    from .functor import post_order_visit
 
     found: dict[int, Buffer] = {}
     for b in buffers:

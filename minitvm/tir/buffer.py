@@ -7,6 +7,7 @@ from typing import Any
 from ..ir import dtype as _dt
 from ..ir.node import Node, node
 from .expr import BufferLoad, PrimExpr, Range, Var, const, convert
+from .op import access_ptr
 
 __all__ = ["Buffer", "decl_buffer", "BufferRegion"]
 
@@ -63,7 +64,6 @@ class Buffer(Node):
         """A ``tvm_access_ptr`` call: this buffer's memory from element ``offset`` on, for
         ``extent`` elements (default: the rest of the buffer), read (``"r"``), written (``"w"``)
         or both (``"rw"``).  An opaque access: schedules see it as reading/writing the buffer."""
-        from .op import access_ptr
 
         return access_ptr(self, access_mask, ptr_type, content_lanes, offset, extent)
 

@@ -45,11 +45,18 @@ class PrimExpr(Node):
     def __le__(self, o): return _op.less_equal(self, o)
     def __gt__(self, o): return _op.greater(self, o)
     def __ge__(self, o): return _op.greater_equal(self, o)
-    def __and__(self, o): return _op.logical_and(self, o)
-    def __rand__(self, o): return _op.logical_and(o, self)
-    def __or__(self, o): return _op.logical_or(self, o)
-    def __ror__(self, o): return _op.logical_or(o, self)
-    def __invert__(self): return _op.logical_not(self)
+    # & | ~ are logical on bools, bitwise on integers
+    def __and__(self, o): return _op.and_(self, o)
+    def __rand__(self, o): return _op.and_(o, self)
+    def __or__(self, o): return _op.or_(self, o)
+    def __ror__(self, o): return _op.or_(o, self)
+    def __invert__(self): return _op.invert(self)
+    def __xor__(self, o): return _op.bitwise_xor(self, o)
+    def __rxor__(self, o): return _op.bitwise_xor(o, self)
+    def __lshift__(self, o): return _op.shift_left(self, o)
+    def __rlshift__(self, o): return _op.shift_left(o, self)
+    def __rshift__(self, o): return _op.shift_right(self, o)
+    def __rrshift__(self, o): return _op.shift_right(o, self)
 
     def __eq__(self, o):  # type: ignore[override]
         return _op.equal(self, o)
@@ -258,6 +265,20 @@ class Range(Node):
 
     def __repr__(self) -> str:
         return f"Range({self.min!r}, {self.extent!r})"
+
+
+def ir_range(begin: Any, end: Any = None) -> Range:
+    """TVM's ``tvm.ir.Range(begin, end)`` (``Range(n)`` = ``[0, n)``): a :class:`Range` of
+    ``min=begin, extent=end - begin``.  The node lives here, on the tir floor; ``minitvm.ir``
+    names this constructor ``Range`` (installed by :mod:`minitvm.tir`, since ir cannot import tir)."""
+    if end is None:
+        begin, end = 0, begin
+    end = convert(end)
+    begin = const(begin, end.dtype) if isinstance(begin, int) else convert(begin)
+    return Range(begin, end - begin)
+
+
+ir_range.from_min_extent = Range.from_min_extent  # type: ignore[attr-defined]
 
 
 @node

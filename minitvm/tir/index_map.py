@@ -13,8 +13,16 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..ir.node import Node, defines, node
+import numpy as np
+
+from ..arith import Analyzer
+from ..arith.linear import LinearSum
+from ..ir.node import Node, defines, node, script_printer
+from . import expr as _e
+from . import op as _op
 from .expr import FloorDiv, FloorMod, IntImm, PrimExpr, Range, Var, const, convert
+from .functor import StmtExprMutator, substitute
+from .op import logical_or
 
 __all__ = ["IndexMap"]
 
@@ -106,9 +114,6 @@ class IndexMap(Node):
 
     def map_indices(self, indices: list[PrimExpr]) -> list[PrimExpr]:
         """The final indices for the given initial ones (simplified)."""
-        from ..arith import Analyzer
-        from .functor import substitute
-
         indices = [convert(i) for i in indices]
         if len(indices) != self.ndim:
             raise ValueError(f"the index map takes {self.ndim} indices, got {len(indices)}")
@@ -118,7 +123,6 @@ class IndexMap(Node):
 
     def map_shape(self, shape: list[PrimExpr]) -> list[PrimExpr]:
         """The shape a buffer of ``shape`` has after the map (each output's extent)."""
-        from ..arith import Analyzer
 
         shape = [convert(s) for s in shape]
         if len(shape) != self.ndim:
@@ -141,9 +145,8 @@ class IndexMap(Node):
 
     def map_tensor(self, arr_src: Any) -> Any:
         """``arr_src`` rearranged into the mapped layout (elements not hit stay zero)."""
-        import numpy as np
-
-        from ..runtime import ndarray as _nd  # runtime sits below tir
+        # runtime sits below tir, but `import minitvm` does not load it: imported on first use
+        from ..runtime import ndarray as _nd
 
         src = arr_src.numpy() if hasattr(arr_src, "numpy") else np.asarray(arr_src)
         dst_shape = [int(_as_int(s)) for s in self.map_shape(list(src.shape))]
@@ -156,7 +159,6 @@ class IndexMap(Node):
 
     def is_equivalent_to(self, other_map: "IndexMap") -> bool:
         """Both maps compute provably the same final indices."""
-        from ..arith import Analyzer
 
         if self.ndim != other_map.ndim or len(self.final_indices) != len(other_map.final_indices):
             return False
@@ -181,9 +183,6 @@ class IndexMap(Node):
         return inverse, padding if padding is not None else const(False, "bool")
 
     def _inverse(self, shape: list) -> "tuple[IndexMap, PrimExpr | None]":
-        from ..arith import Analyzer
-        from .op import logical_or
-
         if self.inverse_index_map is not None:  # given by the user, trusted as TVM trusts it
             return self.inverse_index_map, None
         ranges = [s if isinstance(s, Range) else Range(const(0, _dtype_of(s)), convert(s)) for s in shape]
@@ -226,9 +225,7 @@ class IndexMap(Node):
         return self.script()
 
     def _repr_html_(self) -> str:
-        from minitvm.script.printer import to_html
-
-        return to_html(self.script())
+        return script_printer().to_html(self.script())
 
 
 def _dtype_of(x: Any) -> str:
@@ -244,8 +241,6 @@ def _as_int(e: Any) -> int:
 
 
 def _cast_like(value: Any, like: PrimExpr) -> PrimExpr:
-    from . import op as _op
-
     value = convert(value) if not isinstance(value, int) else const(value, like.dtype)
     if isinstance(value, IntImm) and value.dtype != like.dtype:
         return const(value.value, like.dtype)
@@ -264,9 +259,6 @@ def _expr_text(e: PrimExpr) -> str:
 
 def _eval_numpy(e: PrimExpr, env: dict[int, Any]) -> Any:
     """``e`` evaluated over integer numpy arrays bound to its variables."""
-    import numpy as np
-
-    from . import expr as _e
 
     if isinstance(e, Var):
         return env[id(e)]
@@ -333,8 +325,6 @@ class _IterSplits:
         return None
 
     def _parse(self, e: PrimExpr) -> tuple[list[tuple[int, _Split]] | None, str]:
-        from ..arith.linear import LinearSum
-
         lin = LinearSum.from_expr(e)
         if lin.constant != 0:
             return None, f"{e} has a constant offset"
@@ -364,7 +354,6 @@ class _IterSplits:
         ext = self.split_extent(split)
         if ext is not None:
             return const(ext, self.m.final_indices[0].dtype if self.m.final_indices else n.dtype)
-        from . import op as _op
 
         return n if split.lower == 1 else _op.floordiv(n + (split.lower - 1), split.lower)
 
@@ -404,8 +393,6 @@ class _IterSplits:
             else _cast_like(self._split_extent_expr(split), const(0, dtype))
 
     def inverse_exprs(self, outs: list[Var]) -> list[PrimExpr]:
-        from . import op as _op
-
         pieces: dict[int, list[tuple[int, PrimExpr]]] = {}
         for y, terms in zip(outs, self.outputs):
             for j, (scale, split) in enumerate(terms or ()):
@@ -453,7 +440,6 @@ def as_index_map(index_map: "IndexMap | Callable", ndim: int, index_dtype: str,
 def substitute_indices(m: IndexMap, indices: list[PrimExpr]) -> list[PrimExpr]:
     """``m``'s final indices for ``indices`` (unsimplified); a map written over another index
     type is first rewritten in the indices' type, so no casts appear."""
-    from .functor import StmtExprMutator, substitute
 
     if len(indices) != m.ndim:
         raise ValueError(f"the index map takes {m.ndim} indices, got {len(indices)}")

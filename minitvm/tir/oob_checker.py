@@ -96,9 +96,11 @@ class _Checker(StmtExprVisitor):
             for iv in block.iter_vars:
                 scopes.enter_context(self.analyzer.bound_scope(iv.var, iv.dom))
                 self.bound.add(id(iv.var))
+            self.conditional += predicated  # the predicate may be what keeps the accesses in bounds
             try:
                 self.visit((block.init, block.body))
             finally:
+                self.conditional -= predicated
                 self.bound.difference_update(id(iv.var) for iv in block.iter_vars)
 
     # -- the accesses ---------------------------------------------------------------------

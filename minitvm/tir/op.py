@@ -6,7 +6,6 @@ come here, so ``i * 1`` folds to ``i`` wherever it is written (as TVM's TryConst
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from ..ir import dtype as _dt
@@ -41,6 +40,7 @@ from .expr import (
     const,
     convert,
 )
+from .semantics import BY_NODE, BY_OP, IntegerDivisionByZero, Semantics
 
 __all__ = [
     "add", "sub", "mul", "div", "truncdiv", "truncmod", "floordiv", "floormod", "min", "max",
@@ -51,8 +51,12 @@ __all__ = [
     "likely", "all", "any", "ret", "call_extern", "exp10", "log1p", "log10", "tan", "acos", "acosh",
     "asin", "asinh", "atan", "atanh", "sinh", "cosh", "trunc", "nearbyint", "atan2", "nextafter",
     "hypot", "copysign", "fmod", "fabs", "isnan", "popcount", "ceildiv", "LIBM_UNARY", "LIBM_BINARY",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "shift_left", "shift_right",
     "Builtin", "BUILTINS", "BUILTIN_OPS", "call_builtin", "access_ptr", "ACCESS_READ", "ACCESS_WRITE",
 ]
+
+#: the semantics row of each operation, by name
+_ROW: dict[str, Semantics] = {row.name: row for row in (*BY_NODE.values(), *BY_OP.values())}
 
 #: unary float intrinsics computed by the C math library (``tir.tan`` -> libm ``tan``/``tanf``)
 LIBM_UNARY = ("exp10", "log1p", "log10", "tan", "acos", "acosh", "asin", "asinh", "atan", "atanh",
@@ -60,10 +64,9 @@ LIBM_UNARY = ("exp10", "log1p", "log10", "tan", "acos", "acosh", "asin", "asinh"
 #: binary float intrinsics computed by the C math library
 LIBM_BINARY = ("atan2", "nextafter", "hypot", "copysign", "fmod")
 
-#: intrinsics available in kernels (codegen and the interpreter implement each)
-INTRINSICS = ("exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "fabs", "pow", "floor",
-              "ceil", "round", "sin", "cos", "exp2", "log2", "trunc", "nearbyint", "isnan",
-              "popcount") + LIBM_UNARY + LIBM_BINARY
+#: intrinsics available in kernels: every intrinsic row of the semantics table (codegen and the
+#: interpreter implement each through it)
+INTRINSICS = tuple(op.removeprefix("tir.") for op in BY_OP)
 
 
 def _is_const(x: PrimExpr, value: Any = None) -> bool:
@@ -120,35 +123,34 @@ def cast(x: Any, dtype: str) -> PrimExpr:
     return Cast(dtype, x)
 
 
-def _fold(py, a: PrimExpr, b: PrimExpr) -> PrimExpr | None:
+def _fold(row: Semantics, a: PrimExpr, b: PrimExpr) -> PrimExpr | None:
+    """``row`` applied to two constants (its meaning from the semantics table), else None."""
     if _is_const(a) and _is_const(b):
-        x, y = a.value, b.value
-        if _dt.is_float(a.dtype):
-            # fold in the dtype's own precision, as the folded operation would have run:
-            # float32 math rounds to float32 after every step
-            import numpy as np
-
-            scalar = np.dtype(a.dtype).type
-            with np.errstate(all="ignore"):
-                value = py(scalar(x), scalar(y))
-            return None if value is None else const(float(value), a.dtype)
-        value = py(x, y)
-        if value is None:
-            return None
-        return const(value, a.dtype)
+        return const(row.fold(a.dtype, a.value, b.value), row.result_dtype(a.dtype))
     return None
 
 
-def _exact_truncdiv(x: int, y: int) -> int:
-    """C's integer division (rounds toward zero), exact for any size of int."""
-    q = x // y
-    # floor division rounds a negative inexact quotient down; C rounds it up
-    return q + 1 if q < 0 and q * y != x else q
+def _binary_operands(row: Semantics, a: Any, b: Any) -> tuple[PrimExpr, PrimExpr]:
+    """Promoted operands of ``row``; refuses operand kinds it does not take (``bool - bool``)."""
+    a, b = _promote(a, b)
+    row.check(a.dtype, f"tir.{row.name}")
+    return a, b
+
+
+def _divisor_checked(row: Semantics, a: PrimExpr, b: PrimExpr) -> bool:
+    """Refuse a constant integer zero divisor when the expression is built, as TVM's folder
+    ("Divide by zero"); True when the division is a float one by constant zero (left unfolded:
+    it is IEEE infinity or NaN at run time)."""
+    if _is_const(b, 0):
+        if not _dt.is_float(a.dtype):
+            raise IntegerDivisionByZero(f"Divide by zero: {row.name}({a}, {b})")
+        return True
+    return False
 
 
 def add(a: Any, b: Any) -> PrimExpr:
-    a, b = _promote(a, b)
-    folded = _fold(lambda x, y: x + y, a, b)
+    a, b = _binary_operands(_ROW["add"], a, b)
+    folded = _fold(_ROW["add"], a, b)
     if folded is not None:
         return folded
     if _is_const(a, 0):
@@ -159,8 +161,8 @@ def add(a: Any, b: Any) -> PrimExpr:
 
 
 def sub(a: Any, b: Any) -> PrimExpr:
-    a, b = _promote(a, b)
-    folded = _fold(lambda x, y: x - y, a, b)
+    a, b = _binary_operands(_ROW["sub"], a, b)
+    folded = _fold(_ROW["sub"], a, b)
     if folded is not None:
         return folded
     if _is_const(b, 0):
@@ -169,8 +171,8 @@ def sub(a: Any, b: Any) -> PrimExpr:
 
 
 def mul(a: Any, b: Any) -> PrimExpr:
-    a, b = _promote(a, b)
-    folded = _fold(lambda x, y: x * y, a, b)
+    a, b = _binary_operands(_ROW["mul"], a, b)
+    folded = _fold(_ROW["mul"], a, b)
     if folded is not None:
         return folded
     if _is_const(a, 1):
@@ -182,86 +184,127 @@ def mul(a: Any, b: Any) -> PrimExpr:
     return Mul(a, b)
 
 
-def _int_fold(py):
-    def f(x, y):
-        return None if y == 0 else py(x, y)
-    return f
+def _division(name: str, node: type, unit_result: str):
+    """The constructor of one division node: folds constants, refuses a constant integer zero
+    divisor, and simplifies a divisor of 1 (``unit_result``: "a" for quotients, "0" for
+    integer remainders)."""
+    row = _ROW[name]
 
-
-def div(a: Any, b: Any) -> PrimExpr:
-    """``a / b``: true division for floats, truncating division for integers (as in C)."""
-    a, b = _promote(a, b)
-    if _dt.is_float(a.dtype):
-        folded = _fold(lambda x, y: None if y == 0 else x / y, a, b)
-    else:
-        folded = _fold(_int_fold(_exact_truncdiv), a, b)
-    if folded is not None:
-        return folded
-    if _is_const(b, 1):
-        return a
-    return Div(a, b)
-
-
-truncdiv = div
-
-
-def truncmod(a: Any, b: Any) -> PrimExpr:
-    a, b = _promote(a, b)
-    folded = _fold(_int_fold(lambda x, y: x - _exact_truncdiv(x, y) * y), a, b)
-    return folded if folded is not None else Mod(a, b)
-
-
-def floordiv(a: Any, b: Any) -> PrimExpr:
-    a, b = _promote(a, b)
-    if _dt.is_float(a.dtype):
-        folded = _fold(lambda x, y: None if y == 0 else math.floor(x / y), a, b)
-    else:
-        folded = _fold(_int_fold(lambda x, y: x // y), a, b)
-    if folded is not None:
-        return folded
-    if _is_const(b, 1):
-        return a
-    return FloorDiv(a, b)
-
-
-def floormod(a: Any, b: Any) -> PrimExpr:
-    a, b = _promote(a, b)
-    folded = _fold(_int_fold(lambda x, y: x % y), a, b)
-    if folded is not None:
-        return folded
-    if _is_const(b, 1) and not _dt.is_float(a.dtype):
-        return const(0, a.dtype)
-    return FloorMod(a, b)
-
-
-def min(a: Any, b: Any) -> PrimExpr:  # noqa: A001 - mirrors tvm.tir.min
-    a, b = _promote(a, b)
-    folded = _fold(lambda x, y: x if x <= y else y, a, b)
-    return folded if folded is not None else Min(a, b)
-
-
-def max(a: Any, b: Any) -> PrimExpr:  # noqa: A001
-    a, b = _promote(a, b)
-    folded = _fold(lambda x, y: x if x >= y else y, a, b)
-    return folded if folded is not None else Max(a, b)
-
-
-def _cmp(cls, py):
     def build(a: Any, b: Any) -> PrimExpr:
-        a, b = _promote(a, b)
-        if _is_const(a) and _is_const(b):
-            return const(bool(py(a.value, b.value)), "bool")
-        return cls(a, b)
-    build.__name__ = cls.__name__.lower()
+        a, b = _binary_operands(row, a, b)
+        if _divisor_checked(row, a, b):
+            return node(a, b)
+        folded = _fold(row, a, b)
+        if folded is not None:
+            return folded
+        if _is_const(b, 1):
+            if unit_result == "a":
+                return a
+            if not _dt.is_float(a.dtype):
+                return const(0, a.dtype)
+        return node(a, b)
+
+    build.__name__ = name
     return build
 
 
-equal = _cmp(EQ, lambda x, y: x == y)
-not_equal = _cmp(NE, lambda x, y: x != y)
-less = _cmp(LT, lambda x, y: x < y)
-less_equal = _cmp(LE, lambda x, y: x <= y)
-greater = _cmp(GT, lambda x, y: x > y)
-greater_equal = _cmp(GE, lambda x, y: x >= y)
+div = _division("div", Div, "a")
+div.__doc__ = "``a / b``: true division for floats, truncating division for integers (as in C)."
+truncdiv = div
+truncmod = _division("mod", Mod, "0")
+truncmod.__name__ = "truncmod"
+floordiv = _division("floordiv", FloorDiv, "a")
+floormod = _division("floormod", FloorMod, "0")
+
+
+def _binary_folding(name: str, node: type):
+    row = _ROW[name]
+
+    def build(a: Any, b: Any) -> PrimExpr:
+        a, b = _binary_operands(row, a, b)
+        folded = _fold(row, a, b)
+        return folded if folded is not None else node(a, b)
+
+    build.__name__ = name
+    return build
+
+
+min = _binary_folding("min", Min)  # noqa: A001 - mirrors tvm.tir.min
+max = _binary_folding("max", Max)  # noqa: A001
+equal = _binary_folding("eq", EQ)
+not_equal = _binary_folding("ne", NE)
+less = _binary_folding("lt", LT)
+less_equal = _binary_folding("le", LE)
+greater = _binary_folding("gt", GT)
+greater_equal = _binary_folding("ge", GE)
+for _f, _n in ((equal, "equal"), (not_equal, "not_equal"), (less, "less"), (less_equal, "less_equal"),
+               (greater, "greater"), (greater_equal, "greater_equal")):
+    _f.__name__ = _n
+
+
+def _int_call(name: str, a: Any, b: Any) -> PrimExpr:
+    """``tir.<name>(a, b)`` on integers (bitwise operations and shifts), folded on constants."""
+    row = _ROW[name]
+    a, b = _promote(a, b)
+    row.check(a.dtype, f"tir.{name}")
+    if name.startswith("shift") and _is_const(b) and not 0 <= b.value < _dt.bits(a.dtype):
+        raise ValueError(f"tir.{name}: the shift amount {b.value} must be non-negative and less than "
+                         f"{_dt.bits(a.dtype)} for type {a.dtype}")
+    folded = _fold(row, a, b)
+    return folded if folded is not None else Call(a.dtype, row.op, (a, b))
+
+
+def bitwise_and(a: Any, b: Any) -> PrimExpr:
+    """``a & b`` bit by bit (integers)."""
+    return _int_call("bitwise_and", a, b)
+
+
+def bitwise_or(a: Any, b: Any) -> PrimExpr:
+    """``a | b`` bit by bit (integers)."""
+    return _int_call("bitwise_or", a, b)
+
+
+def bitwise_xor(a: Any, b: Any) -> PrimExpr:
+    """``a ^ b`` bit by bit (integers)."""
+    return _int_call("bitwise_xor", a, b)
+
+
+def shift_left(a: Any, b: Any) -> PrimExpr:
+    """``a << b``; a constant amount outside ``[0, bits)`` is refused, as TVM does."""
+    return _int_call("shift_left", a, b)
+
+
+def shift_right(a: Any, b: Any) -> PrimExpr:
+    """``a >> b`` (arithmetic for signed types); a constant amount outside ``[0, bits)`` is refused."""
+    return _int_call("shift_right", a, b)
+
+
+def bitwise_not(a: Any) -> PrimExpr:
+    """``~a`` bit by bit (integers)."""
+    a = convert(a)
+    row = _ROW["bitwise_not"]
+    row.check(a.dtype, "tir.bitwise_not")
+    if _is_const(a):
+        return const(row.fold(a.dtype, a.value), a.dtype)
+    return Call(a.dtype, row.op, (a,))
+
+
+def and_(a: Any, b: Any) -> PrimExpr:
+    """``a & b``: logical for bools, bitwise for integers (PrimExpr's ``&``)."""
+    a, b = convert(a), convert(b)
+    return logical_and(a, b) if a.dtype == "bool" and b.dtype == "bool" else bitwise_and(a, b)
+
+
+def or_(a: Any, b: Any) -> PrimExpr:
+    """``a | b``: logical for bools, bitwise for integers (PrimExpr's ``|``)."""
+    a, b = convert(a), convert(b)
+    return logical_or(a, b) if a.dtype == "bool" and b.dtype == "bool" else bitwise_or(a, b)
+
+
+def invert(a: Any) -> PrimExpr:
+    """``~a``: logical not for a bool, bitwise not for an integer (PrimExpr's ``~``)."""
+    a = convert(a)
+    return logical_not(a) if a.dtype == "bool" else bitwise_not(a)
 
 
 def _as_bool(x: Any) -> PrimExpr:

@@ -10,9 +10,12 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .. import te
+from ..arith import Analyzer
 from ..tir import op as _op
 from ..tir.expr import IntImm, PrimExpr, Select, const
-from .utils import const_int, normalize_axes
+from .broadcast import divide
+from .transform import reshape
+from .utils import const_int, normalize_axes, ravel_index
 from .utils import prod as _prod
 
 __all__ = ["sum", "max", "min", "prod", "mean", "argmax", "argmin", "reduce_over", "collapse_sum", "cumsum", "cumprod"]
@@ -72,7 +75,6 @@ prod = _simple(_product, "prod")
 
 def mean(data: te.Tensor, axis: Any = None, keepdims: bool = False) -> te.Tensor:
     """The average of ``data`` over ``axis``: a sum, then a division by the count."""
-    from .broadcast import divide
     axes = normalize_axes(axis, data.ndim, "topi.mean")
     total = sum(data, axes, keepdims)
     count = _prod([data.shape[k] for k in axes])
@@ -98,8 +100,6 @@ _argmin = _arg_reducer(_op.less, _op.max_value, "argmin")
 def _flat_reduce_index(r: list, dims: list) -> PrimExpr:
     """The row-major position of the reduce axes ``r`` over the reduced dimensions ``dims``
     (simplified: constant strides fold to k0 * 60 + k1 * 20 + ...)."""
-    from ..arith import Analyzer
-    from .utils import ravel_index
     return Analyzer().simplify(ravel_index([rv.var for rv in r], dims))
 
 
@@ -158,7 +158,6 @@ def collapse_sum(data: te.Tensor, target_shape: Any) -> te.Tensor:
 def _scan(reducer: Any, name: str) -> Callable:
     def compute(data: te.Tensor, axis: int | None = None, dtype: str | None = None,
                 exclusive: bool = False) -> te.Tensor:
-        from .transform import reshape
         if axis is None:  # over the flattened tensor, as numpy
             data = reshape(data, [_prod(data.shape)])
             axis = 0

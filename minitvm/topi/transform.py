@@ -6,8 +6,10 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from .. import te
+from ..arith import Analyzer
+from ..ir.structural import structural_equal
 from ..tir import op as _op
-from ..tir.expr import IntImm, PrimExpr, const, convert
+from ..tir.expr import IntImm, Mul, PrimExpr, const, convert
 from .utils import as_expr, const_int, normalize_axes, prod, unravel_index
 
 __all__ = ["transpose", "reshape", "flatten", "expand_dims", "squeeze", "concatenate", "split",
@@ -50,8 +52,6 @@ def reshape(a: te.Tensor, newshape: Sequence[Any]) -> te.Tensor:
 def _ravel_simplified(idx: Sequence[Any], shape: Sequence[Any]) -> PrimExpr:
     """The row-major offset of ``idx``, simplified; a product dimension multiplies factor by
     factor (``i * b * 2`` for a dimension ``b * 2``), the canonical form TVM prints."""
-    from ..arith import Analyzer
-    from ..tir.expr import Mul
 
     def factors(d: Any) -> list:
         return factors(d.a) + factors(d.b) if isinstance(d, Mul) else [d]
@@ -68,7 +68,6 @@ def _ravel_simplified(idx: Sequence[Any], shape: Sequence[Any]) -> PrimExpr:
 
 
 def _simplify(e: PrimExpr) -> PrimExpr:
-    from ..arith import Analyzer
     return Analyzer().simplify(e)
 
 
@@ -180,7 +179,6 @@ def slice_extent(dim: Any, begin: Any, end: Any, stride: int, assume_inbound: bo
     """(start, length) of ``begin:end:stride`` along an axis of length ``dim``, or None
     when that needs a symbolic clamp: constants follow Python's slicing, a symbolic axis is
     sliced whole (0 to its own length) or, with ``assume_inbound``, between constant bounds."""
-    from ..ir.structural import structural_equal
     n, b, e = const_int(dim), _int_or_none(begin), _int_or_none(end)
     if n is not None and b is not None and e is not None:
         start, stop, step = slice(b, e, stride).indices(n)
@@ -321,7 +319,6 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: str = "float32") 
         lo, hi, st = (_op.cast(e, "int64") for e in exprs)
         if const_int(st) is None or const_int(st) <= 0:
             raise ValueError("topi.arange: a symbolic range needs a constant positive step")
-        from ..arith import Analyzer
         length = Analyzer().simplify(_op.floordiv(_op.sub(_op.add(_op.sub(hi, lo), st), const(1, "int64")), st))
     first = as_expr(vals[0], dtype)
     step_c = as_expr(vals[2], dtype)

@@ -110,10 +110,12 @@ class PassPrintingInstrument(PassInstrument):
 
 
 def PrintIR(header: str = "", show_meta_data: bool = False) -> ModulePass:  # noqa: N802 - TVM name
-    """A pass that prints the module and returns it unchanged."""
+    """A pass that prints the module and returns it unchanged (``show_meta_data``: large
+    constants printed in full instead of as ``metadata[...]`` references)."""
 
     def print_ir(mod: IRModule, ctx: PassContext) -> IRModule:
-        print(f"PrintIR({header}):\n{mod.script()}" if header else mod.script())
+        text = mod.script(show_meta=show_meta_data)
+        print(f"PrintIR({header}):\n{text}" if header else text)
         return mod
 
     return ModulePass(print_ir, PassInfo(0, "PrintIR"))

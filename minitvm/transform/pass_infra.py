@@ -37,11 +37,10 @@ def register_pass_config(key: str, value_type: type = object) -> None:
     _CONFIG_KEYS[key] = value_type
 
 
-# "tir.instrument_bound_checkers" is TVM's name for "tir.bounds_check"
+# "tir.instrument_bound_checkers" is TVM's name for "tir.bounds_check"; "tir.enable_debug" is
+# registered and read by nothing, in TVM v0.23 as here
 for _key, _type in (("tir.bounds_check", bool), ("tir.instrument_bound_checkers", bool),
-                    ("tir.disable_vectorize", bool),
-                    ("tir.noalias", bool), ("relax.backend.use_default_schedule", bool),
-                    ("tir.enable_debug", bool)):
+                    ("tir.disable_vectorize", bool), ("tir.noalias", bool), ("tir.enable_debug", bool)):
     register_pass_config(_key, _type)
 
 
@@ -56,7 +55,7 @@ class PassContext:
 
     def __init__(self, opt_level: int = 2, required_pass: Iterable[str] | None = None,
                  disabled_pass: Iterable[str] | None = None, instruments: Iterable[Any] | None = None,
-                 config: dict[str, Any] | None = None, trace: Any = None):
+                 config: dict[str, Any] | None = None):
         if not isinstance(opt_level, int) or not 0 <= opt_level <= 4:
             raise ValueError(f"PassContext: opt_level must be an int from 0 to 4, got {opt_level!r}")
         self.opt_level = opt_level
@@ -72,7 +71,6 @@ class PassContext:
             if want is not object and not isinstance(value, want):
                 raise TypeError(f"PassContext: config {key!r} expects {want.__name__}, "
                                 f"got {type(value).__name__}")
-        self.trace = trace
         self._entered = False
 
     # context stack ------------------------------------------------------------------

@@ -77,9 +77,10 @@ class IRDiff:
         rows = []
         for k, hunk in enumerate(self.hunks()):
             if k:
-                rows.append('<tr><td style="color:#868e96">⋯</td><td></td></tr>')
+                rows.append(f'<tr><td style="{_TD}color:#868e96">⋯</td><td style="{_TD}"></td></tr>')
             rows += [f'<tr class="{"removed" if m == "-" else "added" if m == "+" else "equal"}" '
-                     f'style="background:{colours[m]}"><td>{m}</td><td>{html.escape(line)}</td></tr>'
+                     f'style="background:{colours[m]}"><td style="{_TD}">{m}</td>'
+                     f'<td style="{_TD}">{html.escape(line)}</td></tr>'
                      for m, line in hunk]
         legend = (f'<div style="font-size:12px"><span style="background:#ffe3e3">&nbsp;- {html.escape(self.labels[0])}'
                   f'&nbsp;</span> <span style="background:#d3f9d8">&nbsp;+ {html.escape(self.labels[1])}&nbsp;</span>'
@@ -95,14 +96,16 @@ class IRDiff:
         cells = []
         for tag, left, right in self.rows():
             lc, rc = colours[tag]
-            cells.append(f'<tr class="{tag}"><td style="background:{lc}">{html.escape(left)}</td>'
-                         f'<td style="background:{rc}">{html.escape(right)}</td></tr>')
-        head = "".join(f"<th>{html.escape(x)}</th>" for x in self.labels)
+            cells.append(f'<tr class="{tag}"><td style="{_TD}background:{lc}">{html.escape(left)}</td>'
+                         f'<td style="{_TD}background:{rc}">{html.escape(right)}</td></tr>')
+        head = "".join(f'<th style="{_TD}">{html.escape(x)}</th>' for x in self.labels)
         return f"{_TABLE}<tr>{head}</tr>{''.join(cells)}</table>"
 
 
 #: one look for both tables: monospace lines, never wrapped (the box around them scrolls)
 _TABLE = '<table style="font-family:monospace;white-space:pre;font-size:12px;text-align:left;line-height:1.25">'
+#: and on every cell: JupyterLab's own rule for table cells (right-aligned, wrapped) beats the table's
+_TD = "text-align:left;white-space:pre;padding:0 6px;"
 
 
 def diff(before: Any, after: Any, labels: tuple[str, str] = ("before", "after")) -> IRDiff:

@@ -11,14 +11,18 @@ from __future__ import annotations
 from typing import Any
 
 from ..ir.module import IRModule
+from ..relax.expr import Function
+from ..tir.function import PrimFunc
 
-__all__ = ["entry_function", "entry_name"]
+__all__ = ["entry_function", "entry_name", "is_fused"]
+
+
+def is_fused(func: Any) -> bool:
+    """Whether ``func`` is a Relax function FuseOps made (attrs ``Primitive``)."""
+    return isinstance(func, Function) and bool(func.attrs) and bool(func.attrs.get("Primitive"))
 
 
 def _kind_of(kind: str) -> tuple[type, str]:
-    from ..relax.expr import Function
-    from ..tir.function import PrimFunc
-
     if kind == "relax":
         return Function, "Relax function"
     if kind == "tir":
@@ -29,7 +33,6 @@ def _kind_of(kind: str) -> tuple[type, str]:
 def entry_name(mod: IRModule, kind: str, name: str | None = None, what: str = "viz") -> str:
     """The name of the ``kind`` ("relax" or "tir") function of ``mod`` a picture shows:
     ``name`` if given, else ``main``, else the only (not fused) one."""
-    from .graph import is_fused
 
     cls, noun = _kind_of(kind)
     funcs = [(gv.name_hint, f) for gv, f in mod.items() if isinstance(f, cls)]

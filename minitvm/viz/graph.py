@@ -14,6 +14,10 @@ import html
 from typing import Any
 
 from ..ir.module import GlobalVar, IRModule
+from ..ir.op import Op
+from ..relax.expr import Call, Constant, SeqExpr, ShapeExpr, Tuple, TupleGetItem, Var, struct_info_of
+from ..relax.struct_info import struct_info_text
+from .entry import entry_function, is_fused
 from .render import Picture
 
 __all__ = ["graph", "graph_dot", "fused_pattern", "is_fused", "PATTERN_COLOURS"]
@@ -27,8 +31,6 @@ PATTERN_COLOURS = {"elementwise": "#d3f9d8", "broadcast": "#c5f6fa", "injective"
 
 
 def _sinfo_text(expr: Any) -> str:
-    from ..relax.expr import struct_info_of
-    from ..relax.struct_info import struct_info_text
 
     try:
         sinfo = struct_info_of(expr)
@@ -41,13 +43,6 @@ def _small(text: str) -> str:
     return f'<br/><font point-size="10">{html.escape(text)}</font>' if text else ""
 
 
-def is_fused(func: Any) -> bool:
-    """Whether ``func`` is a Relax function FuseOps made (attrs ``Primitive``)."""
-    from ..relax.expr import Function
-
-    return isinstance(func, Function) and bool(func.attrs) and bool(func.attrs.get("Primitive"))
-
-
 def _tir_pattern(mod: IRModule | None, callee: Any) -> int | None:
     """The ``op_pattern`` number AnnotateTIROpPattern gave the PrimFunc ``callee``, if any."""
     if mod is None or not isinstance(callee, GlobalVar) or callee.name_hint not in mod:
@@ -58,7 +53,6 @@ def _tir_pattern(mod: IRModule | None, callee: Any) -> int | None:
 
 def fused_pattern(mod: IRModule, func: Any) -> str:
     """The pattern of a fused function: the strongest pattern among the kernels it calls, as in FuseOps."""
-    from ..relax.expr import Call, SeqExpr
 
     kinds = []
     for block in func.body.blocks if isinstance(func.body, SeqExpr) else ():
@@ -88,7 +82,6 @@ class _Graph:
 
     def source(self, expr: Any) -> str | None:
         """The node an argument comes from (creating one for constants)."""
-        from ..relax.expr import Constant, ShapeExpr, Tuple, Var
 
         if isinstance(expr, Var):
             return self.ids.get(id(expr))
@@ -103,7 +96,6 @@ class _Graph:
 
     def call_label(self, call: Any) -> tuple[str, str]:
         """(label, fill colour) of a call."""
-        from ..ir.op import Op
 
         op = call.op
         if isinstance(op, Op) and op.name in ("relax.call_tir", "relax.call_dps_packed"):
@@ -124,7 +116,6 @@ class _Graph:
         return f"call <b>{html.escape(name)}</b>", "#fff3bf"
 
     def function(self, func: Any, indent: str = "  ") -> None:
-        from ..relax.expr import Call, SeqExpr, Tuple, TupleGetItem, Var
 
         for p in func.params:
             label = f"<b>{html.escape(p.name_hint)}</b>{_small(_sinfo_text(p))}"
@@ -167,7 +158,6 @@ class _Graph:
 
 def graph_dot(mod_or_func: Any, name: str | None = None) -> str:
     """The DOT text of :func:`graph` (stable; tests compare it)."""
-    from .entry import entry_function
 
     mod = mod_or_func if isinstance(mod_or_func, IRModule) else None
     func = entry_function(mod_or_func, "relax", name, "viz.graph")
@@ -206,6 +196,6 @@ def graph(mod_or_func: Any, name: str | None = None, title: str | None = None) -
     """A graphviz picture of a Relax function's dataflow: ``name`` in a module, else its entry
     (``main``, or the only function FuseOps did not make; see :mod:`minitvm.viz.entry`);
     fitted to the notebook's width, with ``title`` above it."""
-    import graphviz
+    import graphviz  # graphviz is optional: imported when a picture is drawn
 
     return Picture(graphviz.Source(graph_dot(mod_or_func, name)), title)

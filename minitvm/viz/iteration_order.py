@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 
 from ..ir.module import IRModule
+from ..target.interpreter import run_prim_func
+from ..testing.tir_builders import random_arguments
 from ..tir.function import PrimFunc
 from .entry import entry_function
 
@@ -67,7 +69,7 @@ class IterationOrder:
 
     def widget(self, frames: int = 60) -> Any:
         """Play button + slider replaying the visit (ipywidgets)."""
-        import ipywidgets as w
+        import ipywidgets as w  # ipywidgets is optional: imported when a widget is built
 
         step = max(1, self.steps // frames)
         play = w.Play(min=0, max=self.steps, step=step, interval=100, value=self.steps)
@@ -83,7 +85,7 @@ class IterationOrder:
         return w.VBox([w.HBox([play, slider]), picture])
 
     def _ipython_display_(self) -> None:
-        from IPython.display import HTML, display
+        from IPython.display import HTML, display  # IPython is optional: imported when displaying
 
         try:
             display(self.widget())
@@ -108,8 +110,6 @@ def iteration_order(func: PrimFunc | IRModule, buffer: str | None = None, kind: 
 
     ``kind`` is "write" or "read".  Keep shapes small (the interpreter runs every iteration).
     """
-    from ..target.interpreter import run_prim_func
-    from ..testing.tir_builders import random_arguments
 
     if kind not in ("write", "read"):
         raise ValueError(f"iteration_order: kind must be 'write' or 'read', got {kind!r}")

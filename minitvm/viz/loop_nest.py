@@ -132,6 +132,6 @@ def loop_nest_dot(func: PrimFunc | IRModule, name: str | None = None) -> str:
 def loop_nest(func: PrimFunc | IRModule, name: str | None = None, title: str | None = None) -> Picture:
     """A picture of the loop nest of ``func`` (or of function ``name`` of a module), fitted to
     the notebook's width, with ``title`` above it (e.g. "before" / "after split")."""
-    import graphviz
+    import graphviz  # graphviz is optional: imported when a picture is drawn
 
     return Picture(graphviz.Source(loop_nest_dot(func, name)), title)

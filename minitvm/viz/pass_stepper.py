@@ -13,8 +13,12 @@ import html
 from typing import Any, Sequence
 
 from ..ir.module import IRModule
+from ..relax.expr import Function
 from ..transform import PassContext, PassRecordingInstrument, Sequential
 from .diff import diff
+from .entry import entry_name, is_fused
+from .graph import graph
+from .loop_nest import loop_nest
 from .render import svg_html, text_html
 
 __all__ = ["PassStepper"]
@@ -23,14 +27,9 @@ __all__ = ["PassStepper"]
 def _entry_relax_function(mod: IRModule) -> str | None:
     """The Relax function a picture shows (:func:`viz.entry.entry_name`); when several could
     be and none is ``main``, the first of them rather than no picture."""
-    from ..relax.expr import Function
-    from .entry import entry_name
-
     try:
         return entry_name(mod, "relax", what="PassStepper")
     except ValueError:
-        from .graph import is_fused
-
         funcs = [(gv.name_hint, f) for gv, f in mod.items() if isinstance(f, Function)]
         entries = [name for name, f in funcs if not is_fused(f)]
         return (entries or [name for name, _ in funcs] or [None])[0]
@@ -38,9 +37,6 @@ def _entry_relax_function(mod: IRModule) -> str | None:
 
 def _picture_svg(mod: IRModule, title: str) -> str:
     """The dataflow graph of the entry Relax function (e.g. ``main`` or ``forward``), else a TIR loop nest."""
-    from .graph import graph
-    from .loop_nest import loop_nest
-
     entry = _entry_relax_function(mod)
     return svg_html(lambda: graph(mod, entry) if entry is not None else loop_nest(mod), title)
 
@@ -97,7 +93,7 @@ class PassStepper:
                 "picture": _picture_svg(r.after, f"after {r.name}")}
 
     def widget(self) -> Any:
-        import ipywidgets as w
+        import ipywidgets as w  # ipywidgets is optional: imported when a widget is built
 
         if not self.records:
             return w.HTML("<i>no pass ran</i>")
@@ -122,6 +118,6 @@ class PassStepper:
         return self._widget
 
     def _ipython_display_(self) -> None:
-        from IPython.display import display
+        from IPython.display import display  # IPython is optional: imported when displaying
 
         display(self.widget())

@@ -16,11 +16,16 @@ import html
 import time
 from typing import Any
 
+from ..driver import build
+from ..driver.build_module import export_name
 from ..ir.module import IRModule
+from ..testing.tir_builders import random_arguments
 from ..tir.function import PrimFunc
 from ..tir.schedule import LoopRV, Schedule, ScheduleError
 from ..tir.schedule.tree import block_realizes, walk_stmts
 from ..tir.stmt import Block, For
+from .loop_nest import loop_nest
+from .render import svg_html, text_html
 
 __all__ = ["ScheduleLab", "PRIMITIVES"]
 
@@ -144,9 +149,6 @@ class ScheduleLab:
 
     def measure(self, number: int = 5) -> dict[str, float]:
         """Seconds per call now and at the start (and GFLOP/s when ``flops`` was given)."""
-        from ..driver import build
-        from ..driver.build_module import export_name
-        from ..testing.tir_builders import random_arguments
 
         def seconds(mod: IRModule) -> float:
             name = mod.keys()[0]
@@ -173,10 +175,7 @@ class ScheduleLab:
             self._widget.refresh()
 
     def widget(self) -> Any:
-        import ipywidgets as w
-
-        from .loop_nest import loop_nest
-        from .render import svg_html, text_html
+        import ipywidgets as w  # ipywidgets is optional: imported when a widget is built
 
         primitive = w.Dropdown(options=list(PRIMITIVES), value="split", description="primitive")
         block = w.Dropdown(options=self.blocks(), description="block")
@@ -237,7 +236,7 @@ class ScheduleLab:
         return box
 
     def _ipython_display_(self) -> None:
-        from IPython.display import display
+        from IPython.display import display  # IPython is optional: imported when displaying
 
         display(self.widget())
 

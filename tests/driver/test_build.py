@@ -291,3 +291,21 @@ def test_compile_of_tir_refuses_what_it_cannot_honour():
         minitvm.compile(mod, "llvm", tir_pipeline=minitvm.transform.Sequential([]))
     with pytest.raises(TypeError, match="unexpected arguments params"):
         minitvm.compile(mod, "llvm", params={})
+
+
+def test_time_evaluator_refuses_a_preprocessing_function_by_name(mm_lib):
+    with pytest.raises(NotImplementedError, match="f_preproc='cache_flush_cpu_non_first_arg'"):
+        mm_lib.time_evaluator("mm_relu", minitvm.cpu(), f_preproc="cache_flush_cpu_non_first_arg")
+
+
+def test_build_takes_tvms_pipeline_argument():
+    """tvm.build(mod, target, pipeline): "default" and None lower as usual; another pipeline is
+    refused by name (the third positional argument is TVM's pipeline, not a name)."""
+    from minitvm.ir import IRModule
+    from minitvm.testing.programs import mm_relu
+
+    mod = IRModule({"mm_relu": mm_relu})
+    for pipeline in ("default", None):
+        assert "mm_relu" in minitvm.build(mod, "llvm", pipeline).ir_module
+    with pytest.raises(NotImplementedError, match=r"minitvm.build\(pipeline=...\).*'s_tir'"):
+        minitvm.build(mod, "llvm", "s_tir")

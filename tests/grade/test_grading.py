@@ -40,7 +40,7 @@ def _exercise_functions(chapter: str) -> dict[str, str]:
 
 
 def test_there_are_chapters():
-    assert CHAPTERS == ["ch01", "ch02", "ch03", "ch05"]
+    assert CHAPTERS == ["ch01", "ch02", "ch03", "ch04", "ch05", "ch06"]
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
@@ -167,7 +167,7 @@ def test_runner_isolates_crashes_and_timeouts(tmp_path, monkeypatch):
     for pkg in ("solutions", "exercises"):  # regular packages, as in the repository
         (tmp_path / pkg / "__init__.py").write_text("")
     monkeypatch.setenv("PYTHONPATH", PKG_PARENT)
-    report = check("ch99", root=tmp_path, timeout=8)
+    report = check("ch99", root=tmp_path, timeout=20)  # a loaded machine takes seconds to start a grader
     status = {r.grader: r.status for r in report.results}
     assert status == {"test_ok": "passed", "test_wrong": "failed", "test_loops": "timeout",
                       "test_crashes": "crashed", "test_todo": "todo"}, str(report)
@@ -214,7 +214,7 @@ def far_index(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
 '''
 
 
-def test_a_wrong_index_fails_its_exercise_with_a_bounds_error(tmp_path, monkeypatch):
+def test_a_wrong_index_fails_its_exercise_before_it_runs(tmp_path, monkeypatch):
     (tmp_path / "tests" / "grade").mkdir(parents=True)
     for pkg in ("solutions", "exercises"):
         (tmp_path / pkg).mkdir()
@@ -225,8 +225,8 @@ def test_a_wrong_index_fails_its_exercise_with_a_bounds_error(tmp_path, monkeypa
     monkeypatch.setenv("PYTHONPATH", PKG_PARENT)
     (result,) = check("ch98", root=tmp_path, timeout=60).results
     assert result.status == "failed", result
-    assert ("BoundsError: far_index: buffer B: index 100000000 is out of bounds for extent 8 "
-            "(at B[i * 100000000])") in result.message
+    assert ("Out of bounds memory access on buffer B dimension 0: index vi * 100000000 reaches "
+            "[0, 700000000] but the valid range is [0, 7] (extent 8)") in result.message
 
 
 @pytest.mark.points(1)

@@ -126,3 +126,9 @@ def test_compile_takes_tvms_keywords_and_the_current_target():
     np.testing.assert_allclose(_run(ex, x, params), want, rtol=1e-4, atol=1e-4)
     with pytest.raises(NotImplementedError, match="only the default TIR pipeline"):
         minitvm.compile(mod, "llvm", tir_pipeline=minitvm.transform.Sequential([]))
+
+
+def test_build_refuses_a_system_library_by_name():
+    mod, _ = export_quick_start_mlp(1)
+    with pytest.raises(NotImplementedError, match=r"system_lib=True"):
+        relax.build(mod, "llvm", system_lib=True)

@@ -37,11 +37,13 @@ def _rand(*shape, dtype="float32"):
 
 
 @T.prim_func
-def shift(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+def shift(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32"), k: T.int32):
+    # shifted by an argument: nothing to prove at build time (B[vi + 1] would be refused then,
+    # see tests/tir/test_oob_checker.py), so the run-time checks are what catches k = 1
     for i in range(8):
         with T.block("B"):
             vi = T.axis.spatial(8, i)
-            B[vi + 1] = A[vi]
+            B[vi + k] = A[vi]
 
 
 def test_off_by_one_raises_bounds_error_naming_function_buffer_index_and_extent():
@@ -49,8 +51,8 @@ def test_off_by_one_raises_bounds_error_naming_function_buffer_index_and_extent(
     a, b = _rand(8), _rand(8)
     a_before = a.copy()
     with pytest.raises(BoundsError) as err:
-        lib["shift"](a, b)
-    assert str(err.value) == "shift: buffer B: index 8 is out of bounds for extent 8 (at B[i + 1])"
+        lib["shift"](a, b, 1)
+    assert str(err.value) == "shift: buffer B: index 8 is out of bounds for extent 8 (at B[i + k])"
     assert isinstance(err.value, IndexError)
     np.testing.assert_array_equal(a, a_before)  # the input is untouched
     # the seven good iterations ran before the bad one was stopped
@@ -137,20 +139,20 @@ def test_data_dependent_index_is_checked_at_run_time():
 
 
 @T.prim_func
-def shift_parallel(A: T.Buffer((1024,), "float32"), B: T.Buffer((1024,), "float32")):
+def shift_parallel(A: T.Buffer((1024,), "float32"), B: T.Buffer((1024,), "float32"), k: T.int32):
     for i in T.parallel(1024):
         with T.block("B"):
             vi = T.axis.spatial(1024, i)
-            B[vi] = A[vi + 1]
+            B[vi] = A[vi + k]
 
 
 @T.prim_func
-def shift_vectorized(A: T.Buffer((4, 16), "float32"), B: T.Buffer((4, 16), "float32")):
+def shift_vectorized(A: T.Buffer((4, 16), "float32"), B: T.Buffer((4, 16), "float32"), k: T.int32):
     for i in range(4):
         for j in T.vectorized(16):
             with T.block("B"):
                 vi, vj = T.axis.remap("SS", [i, j])
-                B[vi, vj] = A[vi, vj + 1]  # reads row vi + 1's first element, and past the end in the last row
+                B[vi, vj] = A[vi, vj + k]  # k = 1 reads row vi + 1's first element, and past the end in the last row
 
 
 def test_parallel_loop_with_a_bad_index_raises_cleanly():
@@ -159,8 +161,8 @@ def test_parallel_loop_with_a_bad_index_raises_cleanly():
     a, b = _rand(1024), np.zeros(1024, "float32")
     for _ in range(20):  # every worker thread runs; one of them fails, the call reports it
         with pytest.raises(BoundsError, match=r"^shift_parallel: buffer A: index 1024 is out of bounds "
-                                              r"for extent 1024 \(at A\[i \+ 1\]\)$"):
-            lib["shift_parallel"](a, b)
+                                              r"for extent 1024 \(at A\[i \+ k\]\)$"):
+            lib["shift_parallel"](a, b, 1)
     # the other workers finished their chunks
     np.testing.assert_array_equal(b[:512], a[1:513])
 
@@ -169,8 +171,8 @@ def test_vectorized_loop_with_a_bad_index_raises_cleanly():
     lib = _build(shift_vectorized)  # the check inside the loop makes it a scalar loop (an early exit)
     a, b = _rand(4, 16), np.zeros((4, 16), "float32")
     with pytest.raises(BoundsError, match=r"^shift_vectorized: buffer A: index 64 is out of bounds for extent 64 "
-                                          r"\(at A\[i \* 16 \+ j \+ 1\]\)$"):
-        lib["shift_vectorized"](a, b)
+                                          r"\(at A\[i \* 16 \+ j \+ k\]\)$"):
+        lib["shift_vectorized"](a, b, 1)
     np.testing.assert_array_equal(b[:3], a.reshape(-1)[1:49].reshape(3, 16))
 
 
@@ -202,7 +204,7 @@ def test_each_library_has_its_own_error_slot():
     with pytest.raises(BoundsError, match="index 99 "):
         second["gather"](_rand(16), idx, np.zeros(8, "float32"))
     with pytest.raises(BoundsError, match="index 8 "):
-        first["shift"](_rand(8), np.zeros(8, "float32"))
+        first["shift"](_rand(8), np.zeros(8, "float32"), 1)
 
 
 def test_relax_model_checked_kernels_survive_save_and_load(tmp_path):
@@ -229,7 +231,7 @@ def test_python_target_checks_every_access_itself():
     lib = _build(shift, target="python")
     assert "assert" not in lib.get_source()  # the pass is for native code only
     with pytest.raises(IndexError, match="buffer B: index 8 is out of bounds for extent 8"):
-        lib["shift"](_rand(8), np.zeros(8, "float32"))
+        lib["shift"](_rand(8), np.zeros(8, "float32"), 1)
 
 
 def test_the_pass_runs_once():
@@ -245,7 +247,7 @@ def test_tvm_spelling_of_the_config_key():
     with PassContext(config={"tir.instrument_bound_checkers": True}):
         lib = minitvm.build(shift)
     with pytest.raises(BoundsError, match="index 8 is out of bounds"):
-        lib["shift"](_rand(8), np.zeros(8, "float32"))
+        lib["shift"](_rand(8), np.zeros(8, "float32"), 1)
 
 
 def test_config_key_is_validated():
@@ -274,8 +276,8 @@ def test_conditions_that_read_memory_prove_nothing():
 
 def test_checks_show_in_the_lowered_module():
     text = _build(shift).ir_module.script()
-    assert ('assert 0 <= i + 1 and i + 1 < 8, "buffer B: index out of bounds for '
-            'extent 8 (at B[i + 1])"\n            B[i + 1] = A[i]') in text
+    assert ('assert 0 <= i + k and i + k < 8, "buffer B: index out of bounds for '
+            'extent 8 (at B[i + k])"\n            B[i + k] = A[i]') in text
 
 
 def test_the_failed_check_reaches_the_error_as_a_record():
@@ -284,14 +286,14 @@ def test_the_failed_check_reaches_the_error_as_a_record():
 
     lib = _build(shift)
     func = lib.ir_module["shift"]
-    record = BoundsCheck(buffer="B", index="i + 1", extent="8", line=None)
+    record = BoundsCheck(buffer="B", index="i + k", extent="8", line=None)
     assert func.attrs[CHECKS_ATTR] == [record.to_json()]  # the pass records the check as data
     assert bounds_checks(func) == {_asserts(lib)[0]: record}  # ... tied to the assert it made
     with pytest.raises(BoundsError) as err:
-        lib["shift"](_rand(8), _rand(8))
+        lib["shift"](_rand(8), _rand(8), 1)
     assert err.value.check == record
     assert err.value.index == 8
-    assert (err.value.check.buffer, err.value.check.index, err.value.check.extent) == ("B", "i + 1", "8")
+    assert (err.value.check.buffer, err.value.check.index, err.value.check.extent) == ("B", "i + k", "8")
 
 
 def test_in_a_notebook_build_checks_by_default_and_the_config_still_decides(monkeypatch):

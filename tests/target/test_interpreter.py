@@ -292,7 +292,7 @@ def mm_relu(A, B, C):
                 Y[i * 4 + j] = Y[i * 4 + j] + A[i * 4 + k] * B[k * 4 + j]
     for i_1 in range(4):
         for j_1 in range(4):
-            C[i_1 * 4 + j_1] = _max(Y[i_1 * 4 + j_1], float32(0.0))
+            C[i_1 * 4 + j_1] = _max_float32(Y[i_1 * 4 + j_1], float32(0.0))
 '''
     assert python_source(lowered(tb.mm_relu(4, 4, 4))) == expected
 

@@ -288,3 +288,9 @@ def test_reduce_range_depending_on_an_index_is_rejected():
 
     with pytest.raises(ValueError, match="range of reduce axis k depends on i; .* where="):
         te.compute((4,), prefix_sum, name="P")
+
+
+def test_reduce_axis_thread_tag_is_refused_by_name():
+    assert te.reduce_axis((0, 8), "k").var.name == "k"
+    with pytest.raises(NotImplementedError, match="thread_tag='threadIdx.x'"):
+        te.reduce_axis((0, 8), "k", thread_tag="threadIdx.x")

@@ -124,3 +124,16 @@ def test_scheduled_programs_pass():
     sch.parallel(io)
     assert out_of_bounds_accesses(sch.mod["main"]) == []
     minitvm.build(sch.mod, target="llvm")
+
+
+@T.prim_func
+def predicated(A: T.Buffer((16, 16), "float32"), C: T.Buffer((15, 13), "float32")):
+    for i, j in T.grid(16, 16):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            T.where(i < 15 and j < 13)
+            C[vi, vj] = A[vi, vj] * T.float32(0.5)
+
+
+def test_a_block_predicate_may_be_what_keeps_its_accesses_in_bounds():
+    assert out_of_bounds_accesses(predicated) == []

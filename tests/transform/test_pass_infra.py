@@ -103,3 +103,28 @@ def test_bad_config_and_bad_input_are_named():
         transform.PassContext(config={"tir.bound_check": True})
     with pytest.raises(TypeError, match="expects an IRModule"):
         _counting_pass("P", 0, [])("not a module")
+
+
+def test_pass_context_takes_only_what_it_uses():
+    # TVM v0.23's PassContext has no `trace`, and no pass reads a "use_default_schedule" key
+    with pytest.raises(TypeError, match="trace"):
+        transform.PassContext(trace=print)
+    with pytest.raises(ValueError, match="unknown config key 'relax.backend.use_default_schedule'"):
+        transform.PassContext(config={"relax.backend.use_default_schedule": True})
+    assert transform.PassContext(config={"tir.enable_debug": True}).get_config("tir.enable_debug") is True
+
+
+def test_print_ir_show_meta_data_prints_the_constants(capsys):
+    import numpy as np
+
+    from minitvm import relax
+
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorStructInfo((40,), "float32"))
+    with bb.function("main", [x]):
+        bb.emit_func_output(bb.emit(relax.op.add(x, relax.const(np.arange(40, dtype="float32") + 0.5))))
+    mod = bb.get()
+    transform.PrintIR()(mod)
+    assert 'metadata["relax.expr.Constant"][0]' in capsys.readouterr().out
+    transform.PrintIR(show_meta_data=True)(mod)
+    assert "39.5" in capsys.readouterr().out

@@ -1,5 +1,7 @@
 """viz.loop_nest draws loops and blocks; viz.diff marks what changed."""
 
+import re
+
 from minitvm import tir, viz
 from minitvm.script import tir as T
 from minitvm.testing.programs import BmmRelu
@@ -66,6 +68,9 @@ def test_diff_shows_only_the_changed_hunks_stacked():
     stacked = d._repr_html_().split("<details>")[0]
     assert "line 17" not in stacked and "⋯" in stacked  # far-away unchanged lines are left out
     assert "overflow-x:auto" in stacked  # long lines scroll inside the box, not the notebook
+    # JupyterLab right-aligns and wraps table cells by its own rule: every cell says otherwise
+    cells = re.findall(r"<t[dh]( style=\"[^\"]*\")?>", d._repr_html_())
+    assert cells and all("text-align:left;white-space:pre;" in c for c in cells), cells[:3]
 
 
 def test_loop_boxes_show_plain_extents():

@@ -7,8 +7,16 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ...ir.module import GlobalVar
+from ...ir.structural import structural_equal
 from ..expr import Call, Expr, ExternFunc, ShapeExpr, StringImm, Tuple, _as_expr, struct_info_of
-from ..struct_info import ShapeStructInfo, StructInfo, StructInfoError, TensorStructInfo, TupleStructInfo
+from ..struct_info import (
+    PrimStructInfo,
+    ShapeStructInfo,
+    StructInfo,
+    StructInfoError,
+    TensorStructInfo,
+    TupleStructInfo,
+)
 from .registry import OpPattern, make_call, register
 
 __all__ = ["call_tir", "call_tir_inplace", "call_dps_packed", "call_pure_packed", "print", "assert_op"]
@@ -76,7 +84,6 @@ def _infer_call_tir_inplace(call: Call, ctx: Any) -> StructInfo:
             raise StructInfoError(f"relax.call_tir_inplace: argument {i} is written in place twice")
         seen.add(i)
         arg = inputs[i]
-        from ...ir.structural import structural_equal
         if not (isinstance(arg, TensorStructInfo) and arg.dtype == o.dtype
                 and (arg.shape_values is None or o.shape_values is None
                      or structural_equal(list(arg.shape_values), list(o.shape_values)))):
@@ -175,7 +182,6 @@ def _infer_assert_op(call: Call, ctx: Any) -> StructInfo:
     if len(call.args) < 2 or not isinstance(call.args[1], StringImm):
         raise StructInfoError("relax.assert_op takes a condition, the format string and its arguments")
     cond = struct_info_of(call.args[0])
-    from ..struct_info import PrimStructInfo
     ok = (isinstance(cond, TensorStructInfo) and cond.dtype == "bool" and cond.ndim in (0, -1)) or \
         (isinstance(cond, PrimStructInfo) and cond.dtype == "bool")
     if not ok:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...topi.nn.conv import conv_out_size
+from ...topi.nn.conv_transpose import conv_transpose_out_size
 from ..expr import Call, Expr
 from ..struct_info import StructInfo, StructInfoError, TensorStructInfo, dim_text, shape_text
 from ._utils import const_dim, same_dtype
@@ -110,7 +111,6 @@ def conv1d(data: Expr, weight: Expr, strides: Any = 1, padding: Any = 0, dilatio
 
 def conv_transpose_sinfo(call: Call, op: str, dim: int) -> StructInfo:
     """The output of an N-d transposed convolution of NC... data with an IO... kernel."""
-    from ...topi.nn.conv_transpose import conv_transpose_out_size
     check_num_args(call, op, 2)
     x, w = tensor_arg(call, 0, op, "data"), tensor_arg(call, 1, op, "weight")
     a = call.attrs

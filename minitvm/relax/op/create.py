@@ -5,10 +5,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from ...ir import dtype as _dt
 from ...tir import op as tir_op
 from ...tir.expr import FloatImm, IntImm
-from ..expr import Call, Expr, PrimValue, struct_info_of
+from ...tir.expr import const as tir_const
+from ..expr import Call, Expr, PrimValue, const, struct_info_of
 from ..struct_info import PrimStructInfo, StructInfo, StructInfoError, TensorStructInfo, struct_info_text
 from ._utils import as_shape_expr, shape_arg, simplify
 from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
@@ -64,9 +67,7 @@ def _fill(value: Any, dtype: str | None) -> Expr:
     """A fill value as a 0-d Relax tensor (a Python number becomes a constant of ``dtype``)."""
     if isinstance(value, Expr):
         return value
-    import numpy as np
 
-    from ..expr import const
     return const(np.array(value, dtype or "float32"))
 
 
@@ -149,8 +150,7 @@ def arange(start: Any, end: Any = None, step: Any = 1, dtype: str = "int64") -> 
     def prim(v: Any) -> Expr:
         if isinstance(v, Expr):
             return v
-        from ...tir.expr import const
-        return PrimValue(const(v, "float64" if isinstance(v, float) else "int64"))
+        return PrimValue(tir_const(v, "float64" if isinstance(v, float) else "int64"))
 
     return make_call("relax.arange", prim(start), prim(end), prim(step), attrs={"dtype": _dt.check(dtype)})
 

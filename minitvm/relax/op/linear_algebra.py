@@ -4,10 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...topi.einsum import parse_subscripts
 from ..analysis.struct_info_analysis import prove_dim_differ, prove_dim_equal
-from ..expr import Call, Expr
-from ..struct_info import StructInfo, StructInfoError, TensorStructInfo, dim_text, shape_text
-from .binary import broadcast_shapes
+from ..expr import Call, Expr, Tuple, struct_info_of
+from ..struct_info import (
+    StructInfo,
+    StructInfoError,
+    TensorStructInfo,
+    TupleStructInfo,
+    dim_text,
+    shape_text,
+    struct_info_text,
+)
+from .binary import add, broadcast_shapes
+from .manipulate import permute_dims
 from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
 
 __all__ = ["matmul", "linear", "einsum"]
@@ -73,8 +83,6 @@ def matmul(x1: Expr, x2: Expr, out_dtype: str | None = None) -> Call:
 def linear(x: Expr, w: Expr, b: Expr | None = None, out_dtype: str | None = None) -> Expr:
     """``x @ w.T + b``: a composition of ``permute_dims``, ``matmul`` and ``add`` (as in
     TVM, not an operator of its own), so ``w`` is ``(out_features, in_features)``."""
-    from .binary import add
-    from .manipulate import permute_dims
 
     out = matmul(x, permute_dims(w), out_dtype)
     return out if b is None else add(out, b)
@@ -83,9 +91,6 @@ def linear(x: Expr, w: Expr, b: Expr | None = None, out_dtype: str | None = None
 @register("relax.einsum", pattern=OpPattern.OUT_ELEMWISE_FUSABLE, num_inputs=1)
 def _infer_einsum(call: Call, ctx: Any) -> StructInfo:
     """The Einstein summation of a tuple of tensors: the output letters' sizes."""
-    from ...topi.einsum import parse_subscripts
-    from ..expr import struct_info_of
-    from ..struct_info import TupleStructInfo, struct_info_text
     op = "relax.einsum"
     check_num_args(call, op, 1)
     sinfo = struct_info_of(call.args[0])
@@ -119,7 +124,6 @@ def _is_one(d: Any) -> bool:
 
 def einsum(operands: Any, subscripts: str) -> Call:
     """The Einstein summation ``subscripts`` ("ij,jk->ik") of a tuple of tensors."""
-    from ..expr import Tuple
     if isinstance(operands, (list, tuple)):
         operands = Tuple(list(operands))
     return make_call("relax.einsum", operands, attrs={"subscripts": str(subscripts)})

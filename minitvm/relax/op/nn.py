@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ...ir import dtype as _dt
+from ...topi.nn.pooling import pool_out_size
 from ..expr import Call, Expr
 from ..struct_info import StructInfo, StructInfoError, TensorStructInfo, TupleStructInfo, shape_text
 from ._utils import const_dim, normalize_axes, normalize_axis, same_dtype, simplify
@@ -179,7 +180,6 @@ def _padding4(v: Any, what: str) -> tuple:
 
 def _window_out(size: Any, lo: int, hi: int, k: Any, stride: int, dilation: int, ceil_mode: bool = False) -> Any:
     if ceil_mode:
-        from ...topi.nn.pooling import pool_out_size  # one rule for the op and its kernel
 
         return simplify(pool_out_size(size, lo, hi, k, stride, dilation, True))
     span = size + (lo + hi) - ((k - 1) * dilation + 1)
@@ -234,8 +234,16 @@ for _name in ("max_pool2d", "avg_pool2d"):
     register(f"relax.nn.{_name}", pattern=OpPattern.OUT_ELEMWISE_FUSABLE, num_inputs=1)(_make_pool(f"relax.nn.{_name}"))
 
 
+def _check_same_out_layout(name: str, layout: str, out_layout: str | None) -> None:
+    """A pooling output in another layout than its input is TVM's option minitvm lacks."""
+    if out_layout is not None and out_layout != layout:
+        raise NotImplementedError(f"relax.op.nn.{name}: out_layout {out_layout!r} different from layout "
+                                  f"{layout!r} is not supported")
+
+
 def _pool(name: str, data: Expr, pool_size: Any, strides: Any, padding: Any, dilation: Any,
-          ceil_mode: bool, count_include_pad: bool, layout: str) -> Call:
+          ceil_mode: bool, count_include_pad: bool, layout: str, out_layout: str | None) -> Call:
+    _check_same_out_layout(name, layout, out_layout)
     strides = pool_size if strides is None else strides
     return make_call(f"relax.nn.{name}", data, attrs={
         "pool_size": _pair(pool_size, f"{name} pool_size"), "strides": _pair(strides, f"{name} strides"),
@@ -248,7 +256,7 @@ def max_pool2d(data: Expr, pool_size: Any = (1, 1), strides: Any = (1, 1), paddi
                layout: str = "NCHW", out_layout: str | None = None) -> Call:
     """The maximum over each window of NCHW ``data`` (padding never wins)."""
     return _pool("max_pool2d", data, pool_size, strides, padding, dilation, ceil_mode,
-                 count_include_pad, layout)
+                 count_include_pad, layout, out_layout)
 
 
 def avg_pool2d(data: Expr, pool_size: Any = (1, 1), strides: Any = (1, 1), padding: Any = (0, 0),
@@ -256,7 +264,7 @@ def avg_pool2d(data: Expr, pool_size: Any = (1, 1), strides: Any = (1, 1), paddi
                layout: str = "NCHW", out_layout: str | None = None) -> Call:
     """The average over each window; padding counts only with ``count_include_pad``."""
     return _pool("avg_pool2d", data, pool_size, strides, padding, dilation, ceil_mode,
-                 count_include_pad, layout)
+                 count_include_pad, layout, out_layout)
 
 
 @register("relax.nn.adaptive_avg_pool2d", pattern=OpPattern.OUT_ELEMWISE_FUSABLE, num_inputs=1)
@@ -280,6 +288,7 @@ def _infer_adaptive_avg_pool2d(call: Call, ctx: Any) -> StructInfo:
 def adaptive_avg_pool2d(data: Expr, output_size: Any = None, layout: str = "NCHW",
                         out_layout: str | None = None) -> Call:
     """Average pooling to a fixed ``(OH, OW)`` (an int: square) whatever the input size."""
+    _check_same_out_layout("adaptive_avg_pool2d", layout, out_layout)
     size = None if output_size is None else _pair(output_size, "adaptive_avg_pool2d output_size")
     return make_call("relax.nn.adaptive_avg_pool2d", data, attrs={"output_size": size, "layout": layout})
 

@@ -8,7 +8,7 @@ from typing import Any, Sequence
 
 from ..expr import Call, Expr
 from ..struct_info import StructInfo, TensorStructInfo
-from ._utils import normalize_axes
+from ._utils import normalize_axes, product
 from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
 
 __all__ = ["sum", "mean", "max", "min", "prod", "variance", "std", "cumsum", "cumprod", "reduction_sinfo"]
@@ -90,7 +90,6 @@ def _scan_sinfo(call: Call, op: str) -> StructInfo:
     if axis is None:
         if x.shape_values is None:
             return TensorStructInfo(None, dtype, None, 1)
-        from ._utils import product
         return TensorStructInfo([product(x.shape_values)], dtype)
     if x.shape_values is None:
         return TensorStructInfo(None, dtype, None, x.ndim)

@@ -48,6 +48,7 @@ from ..expr import (
 )
 from ..expr_functor import ExprMutator, ExprVisitor
 from ..struct_info import TupleStructInfo
+from ._symbolic_vars import canonicalize_tir_variables
 from ._util import map_functions
 
 __all__ = ["CanonicalizeBindings"]
@@ -258,7 +259,6 @@ def _canonicalize_relax_bindings(func: Function, mod: IRModule | None) -> Functi
 
 def canonicalize_bindings(func: Function, mod: IRModule | None = None) -> Function:
     """One function through the whole pass (ConvertToDataflow runs it afterwards)."""
-    from ._symbolic_vars import canonicalize_tir_variables
 
     new = _canonicalize_relax_bindings(canonicalize_tir_variables(func, mod), mod)
     if new is func:

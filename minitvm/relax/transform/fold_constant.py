@@ -23,8 +23,10 @@ from typing import Any
 
 import numpy as np
 
+from ...driver import build
 from ...ir.module import GlobalVar, IRModule
 from ...ir.op import Op
+from ...runtime import ndarray as nd
 from ...tir.expr import IntImm
 from ...tir.function import PrimFunc
 from ...transform import PassContext, module_pass
@@ -34,6 +36,7 @@ from ..expr import Call, Constant, DataflowVar, Function, ShapeExpr, Tuple, Tupl
 from ..expr_functor import ExprMutator
 from ..struct_info import TensorStructInfo, TupleStructInfo
 from ._util import map_functions
+from .legalize_ops import legalize_call
 
 __all__ = ["FoldConstant"]
 
@@ -96,7 +99,6 @@ class _Folder(ExprMutator):
             return None
         if not call.args or not all(isinstance(a, Constant) or _const_tuple(a) for a in call.args):
             return None
-        from .legalize_ops import legalize_call
 
         scratch = BlockBuilder(self.mod)
         scratch.begin_binding_block()
@@ -133,7 +135,6 @@ class _Folder(ExprMutator):
     def _kernel(self, func: PrimFunc) -> Any:
         entry = self.kernels.get(id(func))
         if entry is None:
-            from ...driver import build
 
             attrs = dict(func.attrs)
             attrs["global_symbol"] = "fold_constant_kernel"
@@ -147,8 +148,6 @@ def _const_tuple(e: Any) -> bool:
 
 
 def _run(kernel: Any, inputs: list[np.ndarray], outs: list[TensorStructInfo], scalars: list[int]) -> list[np.ndarray]:
-    from ...runtime import ndarray as nd
-
     arrays = [nd.array(np.require(a, requirements="C")) for a in inputs]
     arrays += [nd.empty(tuple(d.value for d in s.shape_values), s.dtype) for s in outs]
     kernel(*arrays, *scalars)

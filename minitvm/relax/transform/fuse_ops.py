@@ -54,6 +54,7 @@ from typing import Any
 
 from ...ir.module import GlobalVar, IRModule
 from ...ir.op import Op
+from ...tir.expr import Var as TirVar
 from ...tir.function import PrimFunc
 from ...tir.functor import post_order_visit as tir_post_order_visit
 from ...transform import PassContext, module_pass, register_pass_config
@@ -404,8 +405,6 @@ def _inlinable(expr: Any) -> bool:
 
 
 def _tir_vars_in(expr: Any) -> list:
-    from ...tir.expr import Var as TirVar  # noqa: PLC0415 - relax and tir Var share a name here
-
     found: list = []
     tir_post_order_visit(expr, lambda n: found.append(n) if isinstance(n, TirVar) else None)
     return found

@@ -72,6 +72,7 @@ from ..expr_functor import ExprMutator
 from ..op.base import call_tir, call_tir_inplace
 from ..struct_info import PrimStructInfo, ShapeStructInfo, TensorStructInfo, TupleStructInfo
 from ._util import map_functions
+from .canonicalize_bindings import CanonicalizeBindings
 from .dead_code_elimination import DeadCodeElimination
 
 __all__ = ["FuseTIR"]
@@ -565,8 +566,6 @@ class FuseTIR:
     and ends with DeadCodeElimination."""
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        from .canonicalize_bindings import CanonicalizeBindings  # noqa: PLC0415 - a sibling pass
-
         if not any(isinstance(f, Function) and f.attrs.get("Primitive") for f in mod.functions.values()):
             # nothing to fuse (e.g. a module already lowered for the VM, whose direct PrimFunc
             # calls the cleanup passes cannot re-normalize): only the final cleanup

@@ -10,21 +10,17 @@ from __future__ import annotations
 
 from typing import Any
 
-
-def _package() -> Any:
-    from minitvm.relax import transform as package
-
-    return package
+from minitvm.relax import transform as _package
 
 
 def __getattr__(name: str) -> Any:
     if name.startswith("__"):
         raise AttributeError(name)
     try:
-        return getattr(_package(), name)
+        return getattr(_package, name)
     except AttributeError:
         raise AttributeError(f"module 'minitvm.relax.transform.transform' has no attribute {name!r}") from None
 
 
 def __dir__() -> list[str]:
-    return sorted(n for n in vars(_package()) if not n.startswith("_") and n != "transform")
+    return sorted(n for n in vars(_package) if not n.startswith("_") and n != "transform")

@@ -53,9 +53,11 @@ from . import builtins
 from .builder import ExecBuilder, Label
 from .builtins import ShapeTuple, Storage
 from .bytecode import Call, Const, Goto, If, Imm, ParamInfo, Reg, Ret, VMFunction
-from .executable import FORMAT_VERSION, MAGIC, Executable, load_executable
-from .vm import ProfileReport, VirtualMachine
+from .executable import FORMAT_VERSION, MAGIC, Executable, load_executable, load_module
+from .vm import ProfileReport, VirtualMachine, VMInstrumentReturnKind
 
-__all__ = ["VirtualMachine", "Executable", "ExecBuilder", "Label", "load_executable", "ProfileReport",
+__all__ = ["VirtualMachine", "VMInstrumentReturnKind", "Executable", "ExecBuilder", "Label", "load_executable",
+           "load_module",
+           "ProfileReport",
            "VMFunction", "ParamInfo", "Call", "Ret", "Goto", "If", "Reg", "Const", "Imm",
            "ShapeTuple", "Storage", "builtins", "MAGIC", "FORMAT_VERSION"]

@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from ...ir.node import script_printer
 from ..module import Module
 from ..ndarray import NDArray
 from ..registry import get_global_func
@@ -52,7 +53,7 @@ from .bytecode import Call, VMFunction
 #: kernel formats minitvm itself writes, and the module whose import registers their loader
 _KNOWN_LOADERS = {"llvm_ir": "minitvm.target.codegen.llvm_export"}
 
-__all__ = ["Executable", "load_executable", "MAGIC", "FORMAT_VERSION"]
+__all__ = ["Executable", "load_executable", "load_module", "MAGIC", "FORMAT_VERSION"]
 
 MAGIC = b"MINITVM-EXEC"
 FORMAT_VERSION = 1
@@ -214,9 +215,7 @@ class Executable:
 
     def _repr_html_(self) -> str:
         """The bytecode listing, highlighted in Jupyter (the same highlighter as TVMScript)."""
-        from minitvm.script.printer import to_html  # upward call, lazily, as Node._repr_html_ does
-
-        return to_html(self.as_text())
+        return script_printer().to_html(self.as_text())
 
     # -- saving -----------------------------------------------------------------------------------
     def _export_kernels(self) -> tuple[str, bytes, str, dict] | None:
@@ -286,6 +285,21 @@ def load_executable(path: str) -> Executable:
     with open(path, "rb") as f:
         blob = f.read()
     return _parse(blob, str(path))
+
+
+def load_module(path: str) -> Executable:
+    """TVM's ``tvm.runtime.load_module`` for the files minitvm writes: an executable saved by
+    ``ex.export_library(path)`` / ``ex.save(path)``, ready for ``relax.VirtualMachine(loaded, dev)``.
+
+    minitvm compiles in memory and writes no shared libraries, so any other file is refused
+    with a ValueError that says so.
+    """
+    with open(path, "rb") as f:
+        head = f.read(len(MAGIC))
+    if not MAGIC.startswith(head):  # an empty or truncated executable gets load_executable's message
+        raise ValueError(f"load_module: {path} is not a minitvm executable (what ex.export_library / ex.save "
+                         "write); minitvm does not load shared libraries")
+    return load_executable(path)
 
 
 def _parse(blob: bytes, where: str) -> Executable:

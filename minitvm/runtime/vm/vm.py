@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import time
+from enum import IntEnum
 from typing import Any, Callable
 
 import numpy as np
@@ -25,7 +26,7 @@ from .builtins import SPECIALIZERS, ShapeTuple
 from .bytecode import Call, Const, Goto, If, Imm, ParamInfo, Reg, Ret, VMFunction
 from .executable import Executable
 
-__all__ = ["VirtualMachine", "ProfileReport"]
+__all__ = ["VirtualMachine", "ProfileReport", "VMInstrumentReturnKind"]
 
 # opcodes of the resolved instructions (tuples) that the loop runs
 _CALL_REGS = 0  # (op, dst, fn, (reg, ...),           None,              callee name)
@@ -34,8 +35,15 @@ _RET = 2        # (op, src)
 _GOTO = 3       # (op, offset)
 _IF = 4         # (op, cond, false_offset)
 
-#: signature of an instrument: (func_name, instr_index, callee_name, args, result) -> None
-Instrument = Callable[[str, int, str, list, Any], None]
+#: signature of an instrument, as TVM's: (func, func_symbol, before_run, ret_value, *args) -> int | None
+Instrument = Callable[..., Any]
+
+
+class VMInstrumentReturnKind(IntEnum):
+    """What an instrument returns to steer the call it was shown (TVM's enum)."""
+
+    NO_OP = 0
+    SKIP_RUN = 1  # skip the call (only meaningful when returned before it runs)
 
 
 class _Program:
@@ -289,10 +297,16 @@ class VirtualMachine:
 
     # -- observing --------------------------------------------------------------------------------
     def set_instrument(self, fn: Instrument | None) -> None:
-        """Call ``fn(func_name, instr_index, callee_name, args, result)`` after every Call.
+        """Call ``fn`` before and after every Call instruction, as TVM's ``set_instrument``::
 
-        ``None`` removes it.  A notebook can record every intermediate tensor this way
-        (copy them: storage is reused).
+            def instrument(func, func_symbol, before_run, ret_value, *args): ...
+
+        ``func`` is the callee, ``func_symbol`` its name in the function table (a kernel,
+        ``vm.builtin.alloc_tensor`` ...), ``before_run`` True before the call (``ret_value``
+        None) and False after it (``ret_value`` the call's result), ``args`` its arguments --
+        for a kernel in destination-passing style the output is the last one.  Returning
+        ``VMInstrumentReturnKind.SKIP_RUN`` before the call skips it (and the after-call).
+        ``None`` removes the instrument.  Copy tensors you keep: storage is reused.
         """
         if fn is not None and not callable(fn):
             raise TypeError(f"set_instrument needs a callable or None, got {type(fn).__name__}")
@@ -307,6 +321,8 @@ class VirtualMachine:
         clock = time.perf_counter
 
         def hook(func_name: str, pc: int, callee: str, fn: Callable[..., Any], argv: list) -> Any:
+            if instrument is not None and instrument(fn, callee, True, None, *argv) == VMInstrumentReturnKind.SKIP_RUN:
+                return None
             if timings is not None:
                 start = clock()
                 result = fn(*argv)
@@ -314,7 +330,7 @@ class VirtualMachine:
             else:
                 result = fn(*argv)
             if instrument is not None:
-                instrument(func_name, pc, callee, argv, result)
+                instrument(fn, callee, False, result, *argv)
             return result
 
         self._hook = hook

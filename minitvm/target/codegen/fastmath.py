@@ -28,6 +28,8 @@ from typing import Callable
 
 from llvmlite import ir
 
+from ...tir.semantics import llvm_overload
+
 __all__ = ["exp_f32", "tanh_f32", "sigmoid_f32", "erf_f32", "FAST_FLOAT32", "call_intrinsic"]
 
 Declare = Callable[[str, ir.Type, list], ir.Function]
@@ -58,18 +60,11 @@ def _with_element(like: ir.Type, element: ir.Type) -> ir.Type:
     return ir.VectorType(element, like.count) if isinstance(like, ir.VectorType) else element
 
 
-_FLOAT_SUFFIX = {"float": "f32", "double": "f64", "half": "f16"}
-
-
 def call_intrinsic(b: ir.IRBuilder, declare: Declare, name: str, args: list[ir.Value]) -> ir.Value:
-    """Call an overloaded float intrinsic on scalars or vectors of the first argument's type
-    (``llvm.exp`` -> ``llvm.exp.f32`` or ``llvm.exp.v16f32``)."""
+    """Call an overloaded intrinsic on scalars or vectors of the first argument's type
+    (``llvm.exp`` -> ``llvm.exp.f32`` or ``llvm.exp.v16f32``, ``llvm.ctpop`` -> ``llvm.ctpop.i32``)."""
     ty = args[0].type
-    if isinstance(ty, ir.VectorType):
-        suffix = f"v{ty.count}{_FLOAT_SUFFIX[str(ty.element)]}"
-    else:
-        suffix = _FLOAT_SUFFIX[str(ty)]
-    return b.call(declare(f"{name}.{suffix}", ty, [ty] * len(args)), args)
+    return b.call(declare(f"{name}.{llvm_overload(ty)}", ty, [ty] * len(args)), args)
 
 
 def _horner(b: ir.IRBuilder, x: ir.Value, coefficients: tuple[float, ...]) -> ir.Value:

@@ -29,7 +29,7 @@ from ...tir import expr as _e
 from ...tir import stmt as _s
 from ...tir.function import PrimFunc
 from ...tir.functor import post_order_visit
-from ...tir.op import LIBM_BINARY, LIBM_UNARY
+from ...tir.semantics import BOOL_ONLY, BY_NODE, BY_OP, FLOAT_ONLY, Semantics, emit_cast, kind_of, node_operands
 from ...tir.transform.instrument_bound_checkers import bounds_checks, checked_index
 from ..signature import FunctionSignature
 from ..target import Target
@@ -79,6 +79,20 @@ class _FuncState:
         self.vars: dict[int, ir.Value] = {}
         self.buffers: dict[int, ir.Value] = {}  # id(data var) -> pointer
         self.error_slot = error_slot  # outlined functions report assert failures here
+
+
+def _divides_by_variable(body: Any) -> bool:
+    """Whether ``body`` has an integer division by a non-constant: its zero check may leave the
+    loop early, which LLVM's loop vectorizer cannot vectorize (asked to, it prints a warning)."""
+    found: list[bool] = []
+
+    def visit(n: Any) -> None:
+        if (isinstance(n, (_e.Div, _e.Mod, _e.FloorDiv, _e.FloorMod)) and not _dt.is_float(n.dtype)
+                and not isinstance(n.b, _e.IntImm)):
+            found.append(True)
+
+    post_order_visit(body, visit)
+    return bool(found)
 
 
 class CodeGenLLVM:
@@ -154,34 +168,8 @@ class CodeGenLLVM:
         return self.st.builder
 
     def _cast(self, value: ir.Value, src: str, dst: str) -> ir.Value:
-        """Convert a register value between TIR dtypes (C semantics, bool = nonzero)."""
-        if src == dst:
-            return value
-        b = self.b
-        to = llvm_type(dst)
-        if dst == "bool":
-            if _dt.is_float(src):
-                return b.fcmp_unordered("!=", value, ir.Constant(value.type, 0.0))
-            return b.icmp_unsigned("!=", value, ir.Constant(value.type, 0))
-        if _dt.is_float(dst):
-            if _dt.is_float(src):
-                if _dt.bits(src) < _dt.bits(dst):
-                    return b.fpext(value, to)
-                return b.fptrunc(value, to)
-            if src == "bool" or _dt.is_uint(src):
-                return b.uitofp(value, to)
-            return b.sitofp(value, to)
-        # integer destination
-        if _dt.is_float(src):
-            return b.fptoui(value, to) if _dt.is_uint(dst) else b.fptosi(value, to)
-        sbits, dbits = value.type.width, to.width
-        if sbits == dbits:
-            return value
-        if sbits > dbits:
-            return b.trunc(value, to)
-        if src == "bool" or _dt.is_uint(src):
-            return b.zext(value, to)
-        return b.sext(value, to)
+        """Convert a register value between TIR dtypes (the meaning is the semantics table's)."""
+        return emit_cast(self.b, value, src, dst, llvm_type(dst), self._declare)
 
     def _index(self, e: _e.PrimExpr) -> ir.Value:
         """An index expression as i64 (addresses are computed in 64 bits)."""
@@ -370,14 +358,14 @@ class CodeGenLLVM:
                              flags=("nsw",) if signed else ("nuw",))
             latch = self.b.branch(head)
             i.add_incoming(nxt, self.b.block)
-            props = self._loop_properties(kind)
+            props = self._loop_properties(kind, body)
             if props:
                 latch.set_metadata("llvm.loop", LoopID(self.module, props))
         self.b.position_at_end(exit_bb)
 
-    def _loop_properties(self, kind: str) -> list:
+    def _loop_properties(self, kind: str, body: Any) -> list:
         md = self.module.add_metadata
-        if kind == _s.ForKind.VECTORIZED and not self.disable_vectorize:
+        if kind == _s.ForKind.VECTORIZED and not self.disable_vectorize and not _divides_by_variable(body):
             return [md([ir.MetaDataString(self.module, "llvm.loop.vectorize.enable"), ir.Constant(I1, 1)])]
         if kind == _s.ForKind.UNROLLED:
             return [md([ir.MetaDataString(self.module, "llvm.loop.unroll.enable")])]
@@ -479,9 +467,12 @@ class CodeGenLLVM:
     # -- expressions ------------------------------------------------------------------------------
     def visit_expr(self, e: Any) -> ir.Value:
         method = getattr(self, "expr_" + type(e).__name__, None)
-        if method is None:
+        if method is not None:
+            return method(e)
+        row = BY_NODE.get(type(e))
+        if row is None:
             raise CodegenError(f"LLVM codegen: unsupported expression {type(e).__name__}")
-        return method(e)
+        return self._emit_row(row, e, node_operands(e))
 
     def _bool(self, e: _e.PrimExpr) -> ir.Value:
         value = self.visit_expr(e)
@@ -504,140 +495,51 @@ class CodeGenLLVM:
     def expr_Cast(self, e: _e.Cast) -> ir.Value:
         return self._cast(self.visit_expr(e.value), e.value.dtype, e.dtype)
 
-    def _operands(self, e: Any) -> tuple[ir.Value, ir.Value, str]:
-        a, b = self.visit_expr(e.a), self.visit_expr(e.b)
-        dtype = e.a.dtype
-        if e.b.dtype != dtype:  # defensive: mixed index widths
-            b = self._cast(b, e.b.dtype, dtype)
-        return a, b, dtype
-
-    def expr_Add(self, e: Any) -> ir.Value:
-        a, b, t = self._operands(e)
-        return self.b.fadd(a, b, flags=("contract",)) if _dt.is_float(t) else self.b.add(a, b)
-
-    def expr_Sub(self, e: Any) -> ir.Value:
-        a, b, t = self._operands(e)
-        return self.b.fsub(a, b) if _dt.is_float(t) else self.b.sub(a, b)
-
-    def expr_Mul(self, e: Any) -> ir.Value:
-        a, b, t = self._operands(e)
-        return self.b.fmul(a, b, flags=("contract",)) if _dt.is_float(t) else self.b.mul(a, b)
-
-    def _safe_divisor(self, a: ir.Value, b: ir.Value, t: str) -> tuple[ir.Value, ir.Value | None]:
-        """Integer division by 0 (and INT_MIN / -1) traps on x86; make those cases divide by 1
-        and return 0 (numpy's answer for x // 0) instead of crashing the process."""
-        if isinstance(b, ir.Constant) and b.constant not in (0, -1):
-            return b, None
-        zero, one = ir.Constant(b.type, 0), ir.Constant(b.type, 1)
-        bad = self.b.icmp_unsigned("==", b, zero)
-        if not _dt.is_uint(t):
-            int_min = ir.Constant(a.type, -(1 << (a.type.width - 1)))
-            overflow = self.b.and_(self.b.icmp_signed("==", b, ir.Constant(b.type, -1)),
-                                   self.b.icmp_signed("==", a, int_min))
-            return self.b.select(self.b.or_(bad, overflow), one, b), bad
-        return self.b.select(bad, one, b), bad
-
-    def _int_divmod(self, e: Any, want: str) -> ir.Value:
-        a, b, t = self._operands(e)
-        b_safe, zero_div = self._safe_divisor(a, b, t)
-        bld = self.b
-        # x // c and x % c with x >= 0 (fused loop indices): unsigned division, which LLVM's
-        # address analysis understands, so it can still tell the accessed elements apart
-        unsigned_ok = (want in ("floordiv", "floormod") and isinstance(e.b, _e.IntImm) and e.b.value > 0
-                       and self._non_negative(e.a))
-        if _dt.is_uint(t) or t == "bool" or unsigned_ok:
-            r = bld.udiv(a, b_safe) if want in ("div", "floordiv") else bld.urem(a, b_safe)
+    def _emit_row(self, row: Semantics, e: Any, operands: tuple) -> ir.Value:
+        """An operation of the semantics table: its operands, then the row's instructions."""
+        dtype = e.dtype if row.node is _e.Select else operands[0].dtype
+        row.check(dtype, "LLVM codegen")
+        if (row.node in (_e.FloorDiv, _e.FloorMod) and kind_of(dtype) == "int" and isinstance(e.b, _e.IntImm)
+                and e.b.value > 0 and self._non_negative(e.a)):
+            # x // c and x % c with x >= 0 (fused loop indices): unsigned division, which LLVM's
+            # address analysis understands, so it can still tell the accessed elements apart
+            dtype = "u" + dtype
+        if row.node is _e.Select:
+            values = [self._bool(operands[0])] + [self._operand(x, dtype) for x in operands[1:]]
+        elif row.kinds == BOOL_ONLY:
+            values = [self._bool(x) for x in operands]
         else:
-            q, rem = bld.sdiv(a, b_safe), bld.srem(a, b_safe)
-            if want == "div":
-                r = q
-            elif want == "mod":
-                r = rem
-            else:
-                # floor semantics: adjust when the remainder is nonzero and its sign differs from b's
-                zero = ir.Constant(a.type, 0)
-                adjust = bld.and_(bld.icmp_signed("!=", rem, zero),
-                                  bld.icmp_signed("!=", bld.icmp_signed("<", rem, zero),
-                                                  bld.icmp_signed("<", b_safe, zero)))
-                if want == "floordiv":
-                    r = bld.select(adjust, bld.sub(q, ir.Constant(a.type, 1)), q)
-                else:
-                    r = bld.select(adjust, bld.add(rem, b_safe), rem)
-        if zero_div is not None:
-            r = bld.select(zero_div, ir.Constant(r.type, 0), r)
-        return r
+            values = [self._operand(x, dtype) for x in operands]
+        return row.llvm(self, dtype, *values)
 
-    def expr_Div(self, e: Any) -> ir.Value:
-        if _dt.is_float(e.a.dtype):
-            a, b, _ = self._operands(e)
-            return self.b.fdiv(a, b)
-        return self._int_divmod(e, "div")
+    def _operand(self, x: _e.PrimExpr, dtype: str) -> ir.Value:
+        value = self.visit_expr(x)
+        if x.dtype != dtype and "u" + x.dtype != dtype:  # defensive: mixed index widths
+            value = self._cast(value, x.dtype, dtype)
+        return value
 
-    def expr_Mod(self, e: Any) -> ir.Value:
-        if _dt.is_float(e.a.dtype):
-            a, b, _ = self._operands(e)
-            return self.b.frem(a, b)
-        return self._int_divmod(e, "mod")
+    # what the rows of the semantics table use (see minitvm.tir.semantics.LLVMContext)
+    def fail_if(self, bad: ir.Value, message: str) -> None:
+        self.failures.append(message)
+        code = ir.Constant(I32, len(self.failures))
+        with self.b.if_then(bad, likely=False):
+            self._fail(code)
 
-    def expr_FloorDiv(self, e: Any) -> ir.Value:
-        if _dt.is_float(e.a.dtype):
-            a, b, t = self._operands(e)
-            return self._intrinsic("llvm.floor", [self.b.fdiv(a, b)])
-        return self._int_divmod(e, "floordiv")
+    def intrinsic(self, name: str, args: list[ir.Value]) -> ir.Value:
+        """Call an overloaded intrinsic (``llvm.exp`` -> ``llvm.exp.f32``)."""
+        return call_intrinsic(self.b, self._declare, name, args)
 
-    def expr_FloorMod(self, e: Any) -> ir.Value:
-        if _dt.is_float(e.a.dtype):
-            a, b, t = self._operands(e)
-            q = self._intrinsic("llvm.floor", [self.b.fdiv(a, b)])
-            return self.b.fsub(a, self.b.fmul(q, b))
-        return self._int_divmod(e, "floormod")
+    def fast_f32(self, op: str, x: ir.Value) -> ir.Value | None:
+        fast = FAST_FLOAT32.get(op)
+        return None if fast is None else fast(self.b, x, self._declare)
 
-    def _minmax(self, e: Any, is_min: bool) -> ir.Value:
-        a, b, t = self._operands(e)
-        if _dt.is_float(t):  # NaN-propagating, -0.0 < +0.0: numpy's minimum/maximum
-            return self._intrinsic("llvm.minimum" if is_min else "llvm.maximum", [a, b])
-        signed = not (_dt.is_uint(t) or t == "bool")
-        cmp = self.b.icmp_signed if signed else self.b.icmp_unsigned
-        return self.b.select(cmp("<" if is_min else ">", a, b), a, b)
-
-    def expr_Min(self, e: Any) -> ir.Value:
-        return self._minmax(e, True)
-
-    def expr_Max(self, e: Any) -> ir.Value:
-        return self._minmax(e, False)
-
-    def _compare(self, e: Any, op: str) -> ir.Value:
-        a, b, t = self._operands(e)
-        if _dt.is_float(t):
-            if op == "!=":  # NaN != x is true, as in numpy
-                return self.b.fcmp_unordered(op, a, b)
-            return self.b.fcmp_ordered(op, a, b)
-        if _dt.is_uint(t) or t == "bool":
-            return self.b.icmp_unsigned(op, a, b)
-        return self.b.icmp_signed(op, a, b)
-
-    def expr_EQ(self, e: Any) -> ir.Value: return self._compare(e, "==")
-    def expr_NE(self, e: Any) -> ir.Value: return self._compare(e, "!=")
-    def expr_LT(self, e: Any) -> ir.Value: return self._compare(e, "<")
-    def expr_LE(self, e: Any) -> ir.Value: return self._compare(e, "<=")
-    def expr_GT(self, e: Any) -> ir.Value: return self._compare(e, ">")
-    def expr_GE(self, e: Any) -> ir.Value: return self._compare(e, ">=")
-
-    def expr_And(self, e: Any) -> ir.Value:
-        return self.b.and_(self._bool(e.a), self._bool(e.b))
-
-    def expr_Or(self, e: Any) -> ir.Value:
-        return self.b.or_(self._bool(e.a), self._bool(e.b))
-
-    def expr_Not(self, e: Any) -> ir.Value:
-        return self.b.xor(self._bool(e.a), ir.Constant(I1, 1))
-
-    def expr_Select(self, e: _e.Select) -> ir.Value:
-        cond = self._bool(e.condition)
-        t, f = self.visit_expr(e.true_value), self.visit_expr(e.false_value)
-        if e.false_value.dtype != e.true_value.dtype:
-            f = self._cast(f, e.false_value.dtype, e.true_value.dtype)
-        return self.b.select(cond, t, f)
+    def libm(self, name: str, args: list[ir.Value], dtype: str) -> ir.Value:
+        suffix = {"float32": "f", "float64": ""}.get(dtype)
+        if suffix is None:  # float16: compute in float32
+            wide = [self.b.fpext(a, ir.FloatType()) for a in args]
+            return self.b.fptrunc(self.libm(name, wide, "float32"), args[0].type)
+        fn = self._declare(name + suffix, args[0].type, [a.type for a in args])
+        return self.b.call(fn, args)
 
     def expr_Let(self, e: _e.Let) -> ir.Value:
         self.st.vars[id(e.var)] = self.visit_expr(e.value)
@@ -650,27 +552,7 @@ class CodeGenLLVM:
             value = self.b.icmp_unsigned("!=", value, ir.Constant(I8, 0))
         return value
 
-    # -- intrinsics -----------------------------------------------------------------------------
-    def _intrinsic(self, name: str, args: list[ir.Value]) -> ir.Value:
-        """Call an overloaded float intrinsic (``llvm.exp`` -> ``llvm.exp.f32``) on scalars."""
-        return call_intrinsic(self.b, self._declare, name, args)
-
-    def _libm(self, name: str, args: list[ir.Value], dtype: str) -> ir.Value:
-        suffix = {"float32": "f", "float64": ""}.get(dtype)
-        if suffix is None:  # float16: compute in float32
-            wide = [self.b.fpext(a, ir.FloatType()) for a in args]
-            r = self._libm(name, wide, "float32")
-            return self.b.fptrunc(r, args[0].type)
-        fn = self._declare(name + suffix, args[0].type, [a.type for a in args])
-        call = self.b.call(fn, args)
-        return call
-
-    _LLVM_UNARY = {"tir.exp": "llvm.exp", "tir.exp2": "llvm.exp2", "tir.log": "llvm.log",
-                   "tir.log2": "llvm.log2", "tir.sqrt": "llvm.sqrt", "tir.fabs": "llvm.fabs",
-                   "tir.floor": "llvm.floor", "tir.ceil": "llvm.ceil", "tir.round": "llvm.roundeven",
-                   "tir.nearbyint": "llvm.roundeven", "tir.trunc": "llvm.trunc", "tir.sin": "llvm.sin",
-                   "tir.cos": "llvm.cos", "tir.tanh": "llvm.tanh"}
-
+    # -- calls ------------------------------------------------------------------------------------
     def expr_Call(self, e: _e.Call) -> ir.Value:
         op = e.op if isinstance(e.op, str) else getattr(e.op, "name", str(e.op))
         if op == "tir.if_then_else":
@@ -682,38 +564,13 @@ class CodeGenLLVM:
         if op == "tir.ret":
             raise NotImplementedError("LLVM codegen: T.ret (returning a value from a prim func) is not "
                                       "supported; write the result into an output buffer")
-        if op == "tir.isnan":
-            value = self.visit_expr(e.args[0])
-            return self.b.fcmp_unordered("uno", value, value)
-        if op == "tir.popcount":
-            value = self.visit_expr(e.args[0])
-            return self.b.call(self._declare(f"llvm.ctpop.i{value.type.width}", value.type, [value.type]), [value])
-        args = [self.visit_expr(a) for a in e.args]
-        for i, a in enumerate(e.args):
-            if a.dtype != e.dtype and _dt.is_float(e.dtype):
-                args[i] = self._cast(args[i], a.dtype, e.dtype)
-        if not _dt.is_float(e.dtype):
-            raise CodegenError(f"LLVM codegen: {op} needs float arguments, got {e.dtype}")
-        if e.dtype == "float32" and op in FAST_FLOAT32:  # vectorizable (see fastmath.py)
-            return FAST_FLOAT32[op](self.b, args[0], self._declare)
-        if op in self._LLVM_UNARY:
-            return self._intrinsic(self._LLVM_UNARY[op], args[:1])
-        one = ir.Constant(args[0].type, 1.0) if args else None
-        if op == "tir.rsqrt":
-            return self.b.fdiv(one, self._intrinsic("llvm.sqrt", args))
-        if op == "tir.sigmoid":
-            neg = self.b.fneg(args[0])
-            return self.b.fdiv(one, self.b.fadd(one, self._intrinsic("llvm.exp", [neg])))
-        if op == "tir.pow":
-            return self._intrinsic("llvm.pow", args[:2])
-        if op == "tir.erf":
-            return self._libm("erf", args[:1], e.dtype)
-        libm = op.removeprefix("tir.")
-        if libm in LIBM_UNARY:
-            return self._libm(libm, args[:1], e.dtype)
-        if libm in LIBM_BINARY:
-            return self._libm(libm, args[:2], e.dtype)
-        raise CodegenError(f"LLVM codegen: unsupported intrinsic {op!r}")
+        row = BY_OP.get(op)
+        if row is None:
+            raise CodegenError(f"LLVM codegen: unsupported intrinsic {op!r}")
+        dtype = e.dtype if row.result is None else e.args[0].dtype
+        if row.kinds == FLOAT_ONLY and not _dt.is_float(dtype):
+            raise CodegenError(f"LLVM codegen: {op} needs float arguments, got {dtype}")
+        return row.llvm(self, dtype, *[self._operand(a, dtype) for a in e.args])
 
     def _call_extern(self, e: _e.Call) -> ir.Value:
         """``T.call_extern(dtype, "name", *args)``: a C call, declared from the argument types
@@ -737,15 +594,11 @@ class CodeGenLLVM:
         end_bb = fn.append_basic_block("ite_end")
         self.b.cbranch(cond, then_bb, else_bb)
         self.b.position_at_end(then_bb)
-        tv = self.visit_expr(e.args[1])
-        if e.args[1].dtype != e.dtype:
-            tv = self._cast(tv, e.args[1].dtype, e.dtype)
+        tv = self._operand(e.args[1], e.dtype)
         then_end = self.b.block
         self.b.branch(end_bb)
         self.b.position_at_end(else_bb)
-        fv = self.visit_expr(e.args[2])
-        if e.args[2].dtype != e.dtype:
-            fv = self._cast(fv, e.args[2].dtype, e.dtype)
+        fv = self._operand(e.args[2], e.dtype)
         else_end = self.b.block
         self.b.branch(end_bb)
         self.b.position_at_end(end_bb)

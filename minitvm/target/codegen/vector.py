@@ -18,12 +18,12 @@ from typing import Any
 
 from llvmlite import ir
 
-from ...ir import dtype as _dt
 from ...tir import expr as _e
 from ...tir import stmt as _s
 from ...tir.analysis import uses_var
 from ...tir.functor import post_order_visit, substitute
-from .fastmath import FAST_FLOAT32, call_intrinsic
+from ...tir.semantics import BOOL_ONLY, BY_NODE, BY_OP, Semantics, emit_cast, kind_of, node_operands, row_of
+from .fastmath import call_intrinsic
 from .llvm_types import llvm_type, mem_type
 
 __all__ = ["NotVectorizable", "emit_vector_loop", "MAX_LANES"]
@@ -88,118 +88,46 @@ class _VectorEmitter:
         if not uses_var(e, self.var):
             return self.cg.visit_expr(e)
         method = getattr(self, "v_" + type(e).__name__, None)
-        if method is None:
+        if method is not None:
+            return method(e)
+        row = BY_NODE.get(type(e))
+        if row is None:
             raise NotVectorizable(type(e).__name__)
-        return method(e)
+        operands = node_operands(e)
+        return self.v_row(row, e, operands, e.dtype if row.node is _e.Select else operands[0].dtype)
 
     def v_Var(self, e: _e.Var) -> ir.Value:
         base = self.broadcast(self.begin, e.dtype)
         steps = ir.Constant(self.vec_type(e.dtype), list(range(self.lanes)))
         return self.b.add(base, steps)
 
-    def _arith(self, e: Any, float_op: str, int_op: str) -> ir.Value:
-        a, b, t = self.operands(e)
-        if _dt.is_float(t):
-            return getattr(self.b, float_op)(a, b, flags=("contract",))
-        return getattr(self.b, int_op)(a, b)
-
-    def v_Add(self, e: Any) -> ir.Value:
-        return self._arith(e, "fadd", "add")
-
-    def v_Sub(self, e: Any) -> ir.Value:
-        return self._arith(e, "fsub", "sub")
-
-    def v_Mul(self, e: Any) -> ir.Value:
-        return self._arith(e, "fmul", "mul")
-
-    def v_Div(self, e: Any) -> ir.Value:
-        if not _dt.is_float(e.dtype):
-            raise NotVectorizable("integer division")
-        a, b, _ = self.operands(e)
-        return self.b.fdiv(a, b)
-
-    def _minmax(self, e: Any, is_min: bool) -> ir.Value:
-        a, b, t = self.operands(e)
-        if _dt.is_float(t):
-            return self.intrinsic("llvm.minimum" if is_min else "llvm.maximum", [a, b], t)
-        signed = not (_dt.is_uint(t) or t == "bool")
-        cmp = self.b.icmp_signed if signed else self.b.icmp_unsigned
-        return self.b.select(cmp("<" if is_min else ">", a, b), a, b)
-
-    def v_Min(self, e: Any) -> ir.Value:
-        return self._minmax(e, True)
-
-    def v_Max(self, e: Any) -> ir.Value:
-        return self._minmax(e, False)
-
-    def _compare(self, e: Any, op: str) -> ir.Value:
-        a, b, t = self.operands(e)
-        if _dt.is_float(t):
-            return self.b.fcmp_unordered(op, a, b) if op == "!=" else self.b.fcmp_ordered(op, a, b)
-        if _dt.is_uint(t) or t == "bool":
-            return self.b.icmp_unsigned(op, a, b)
-        return self.b.icmp_signed(op, a, b)
-
-    def v_EQ(self, e: Any) -> ir.Value: return self._compare(e, "==")
-    def v_NE(self, e: Any) -> ir.Value: return self._compare(e, "!=")
-    def v_LT(self, e: Any) -> ir.Value: return self._compare(e, "<")
-    def v_LE(self, e: Any) -> ir.Value: return self._compare(e, "<=")
-    def v_GT(self, e: Any) -> ir.Value: return self._compare(e, ">")
-    def v_GE(self, e: Any) -> ir.Value: return self._compare(e, ">=")
-
-    def v_And(self, e: Any) -> ir.Value:
-        return self.b.and_(self.as_vec(self.expr(e.a), "bool"), self.as_vec(self.expr(e.b), "bool"))
-
-    def v_Or(self, e: Any) -> ir.Value:
-        return self.b.or_(self.as_vec(self.expr(e.a), "bool"), self.as_vec(self.expr(e.b), "bool"))
-
-    def v_Not(self, e: Any) -> ir.Value:
-        ones = ir.Constant(self.vec_type("bool"), [1] * self.lanes)
-        return self.b.xor(self.as_vec(self.expr(e.a), "bool"), ones)
-
-    def v_Select(self, e: _e.Select) -> ir.Value:
-        cond = self.as_vec(self.expr(e.condition), "bool")
-        t = self.as_vec(self.expr(e.true_value), e.dtype)
-        f = self.as_vec(self.expr(e.false_value), e.dtype)
-        return self.b.select(cond, t, f)
+    def v_row(self, row: Semantics, e: Any, operands: tuple, dtype: str) -> ir.Value:
+        """An operation of the semantics table on vectors (the scalar emitter runs the same row)."""
+        if row.node is _e.Select or row.kinds == BOOL_ONLY:
+            values = [self.as_vec(self.expr(x), x.dtype) for x in operands]
+        else:
+            values = [self.as_vec(self.expr(x), dtype) for x in operands]
+        return row.llvm(self, dtype, *values)
 
     def v_Cast(self, e: _e.Cast) -> ir.Value:
-        src, dst = e.value.dtype, e.dtype
-        value = self.as_vec(self.expr(e.value), src)
-        to = self.vec_type(dst)
-        b = self.b
-        if _dt.is_float(src) and _dt.is_float(dst):
-            return b.fpext(value, to) if _dt.bits(src) < _dt.bits(dst) else b.fptrunc(value, to)
-        if _dt.is_float(dst):
-            return b.uitofp(value, to) if (src == "bool" or _dt.is_uint(src)) else b.sitofp(value, to)
-        if dst == "bool" or src == "bool":
-            raise NotVectorizable("bool cast")
-        if _dt.is_float(src):
-            return b.fptoui(value, to) if _dt.is_uint(dst) else b.fptosi(value, to)
-        sbits, dbits = _dt.bits(src), _dt.bits(dst)
-        if sbits == dbits:
-            return value
-        if sbits > dbits:
-            return b.trunc(value, to)
-        return b.zext(value, to) if _dt.is_uint(src) else b.sext(value, to)
-
-    _UNARY = {"tir.exp": "llvm.exp", "tir.exp2": "llvm.exp2", "tir.log": "llvm.log",
-              "tir.log2": "llvm.log2", "tir.sqrt": "llvm.sqrt", "tir.fabs": "llvm.fabs",
-              "tir.floor": "llvm.floor", "tir.ceil": "llvm.ceil", "tir.round": "llvm.roundeven",
-              "tir.nearbyint": "llvm.roundeven", "tir.trunc": "llvm.trunc"}
-
-    def intrinsic(self, name: str, args: list[ir.Value], dtype: str) -> ir.Value:
-        if dtype not in ("float32", "float64"):
-            raise NotVectorizable(f"{name} on {dtype}")
-        return call_intrinsic(self.b, self.cg._declare, name, args)
+        value = self.as_vec(self.expr(e.value), e.value.dtype)
+        return emit_cast(self.b, value, e.value.dtype, e.dtype, self.vec_type(e.dtype), self.cg._declare)
 
     def v_Call(self, e: _e.Call) -> ir.Value:
-        op = e.op if isinstance(e.op, str) else str(e.op)
-        if e.dtype == "float32" and op in FAST_FLOAT32 and e.args[0].dtype == e.dtype:
-            return FAST_FLOAT32[op](self.b, self.as_vec(self.expr(e.args[0]), e.dtype), self.cg._declare)
-        if op not in self._UNARY or e.args[0].dtype != e.dtype:
-            raise NotVectorizable(op)
-        return self.intrinsic(self._UNARY[op], [self.as_vec(self.expr(e.args[0]), e.dtype)], e.dtype)
+        return self.v_row(BY_OP[e.op], e, e.args, e.dtype)
+
+    # what the rows of the semantics table use (see minitvm.tir.semantics.LLVMContext)
+    def intrinsic(self, name: str, args: list[ir.Value]) -> ir.Value:
+        return call_intrinsic(self.b, self.cg._declare, name, args)
+
+    def fast_f32(self, op: str, x: ir.Value) -> ir.Value | None:
+        return self.cg.fast_f32(op, x)
+
+    def libm(self, name: str, args: list[ir.Value], dtype: str) -> ir.Value:
+        raise NotVectorizable(f"{name} is a C library call")
+
+    def fail_if(self, bad: ir.Value, message: str) -> None:
+        raise NotVectorizable(message)
 
     def _pointer(self, buffer: Any, index: _e.PrimExpr) -> ir.Value:
         """Address of lane 0's element."""
@@ -255,10 +183,6 @@ class _VectorEmitter:
             raise NotVectorizable(type(s).__name__)
 
 
-_VECTOR_NODES = (_e.Var, _e.Add, _e.Sub, _e.Mul, _e.Div, _e.Min, _e.Max, _e.EQ, _e.NE, _e.LT, _e.LE,
-                 _e.GT, _e.GE, _e.And, _e.Or, _e.Not, _e.Select, _e.Cast, _e.Call, _e.BufferLoad)
-
-
 def _why_not(x: Any, var: _e.Var) -> str | None:
     """Why the vector emitter cannot handle node ``x`` (None if it can)."""
     if isinstance(x, (_s.SeqStmt,)):
@@ -273,20 +197,21 @@ def _why_not(x: Any, var: _e.Var) -> str | None:
         return type(x).__name__
     if not isinstance(x, _e.PrimExpr) or not uses_var(x, var):
         return None  # computed once, as a scalar
-    if not isinstance(x, _VECTOR_NODES):
-        return type(x).__name__
+    if isinstance(x, (_e.Var, _e.BufferLoad)):
+        return None
+    if isinstance(x, _e.Cast):
+        return "bool cast" if "bool" in (x.dtype, x.value.dtype) else None
+    row = row_of(x)
+    if row is None:
+        return x.op if isinstance(x, _e.Call) else type(x).__name__
     if isinstance(x, (_e.BinaryOp, _e.CmpOp)) and x.a.dtype != x.b.dtype:
         return "mixed operand dtypes"
-    if isinstance(x, _e.Div) and not _dt.is_float(x.dtype):
-        return "integer division"
-    if isinstance(x, (_e.Min, _e.Max)) and _dt.is_float(x.dtype) and x.dtype not in ("float32", "float64"):
-        return f"min/max on {x.dtype}"
-    if isinstance(x, _e.Cast) and "bool" in (x.dtype, x.value.dtype):
-        return "bool cast"
-    if isinstance(x, _e.Call):
-        op = x.op if isinstance(x.op, str) else str(x.op)
-        if op not in _VectorEmitter._UNARY or x.args[0].dtype != x.dtype or x.dtype not in ("float32", "float64"):
-            return op
+    operands = x.args if isinstance(x, _e.Call) else node_operands(x)
+    dtype = x.dtype if isinstance(x, _e.Select) else operands[0].dtype
+    if isinstance(x, _e.Call) and any(a.dtype != dtype for a in operands):
+        return f"{row.name} of mixed dtypes"
+    if kind_of(dtype) not in row.kinds or not row.vector(dtype):
+        return f"{row.name} on {dtype}"
     return None
 
 

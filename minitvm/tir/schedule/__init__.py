@@ -1,4 +1,12 @@
-"""tir.Schedule and its primitives (see schedule.py for the tour)."""
+"""tir.Schedule and its primitives (see schedule.py for the tour).
+
+Where things live: ``schedule.py`` checks arguments, calls a primitive and records the trace;
+each primitive is a module of its own (``loops``, ``compute``, ``rfactor``, ``cache`` ...) whose
+entry function reads as its steps; ``checks`` holds TVM's block conditions (complete,
+reduction, affine), ``region_cover`` the region solving of compute_at, ``shared_analyses``
+what several primitives compute (index bounds, access regions, predicates), ``tree`` how a
+statement is found, replaced or removed in the immutable tree.
+"""
 
 from .blockize import TensorIntrin
 from .error import ScheduleError

@@ -17,14 +17,14 @@ from ...ir import replace
 from ...ir.structural import structural_equal
 from ..analysis import uses_var, vars_used
 from ..buffer import Buffer, BufferRegion, decl_buffer
-from ..expr import Add, IntImm, IterVar, Max, Min, Mul, PrimExpr, Range, Var, const
+from ..expr import Add, IntImm, IterVar, Max, Min, Mul, PrimExpr, Range, Var, const, is_const_int
 from ..function import PrimFunc
 from ..functor import substitute
 from ..stmt import Block, BlockRealize, For, MatchBufferRegion, SeqStmt, Stmt, seq
-from .compute import relax
 from .data import BufferSwap
 from .error import ScheduleError
 from .loops import loop_bounds, simplify
+from .shared_analyses import index_bounds, range_bounds
 from .tree import blocks_under, replace_stmt
 
 __all__ = ["blockize", "blockize_blocks", "tensorize", "TensorIntrin"]
@@ -45,7 +45,7 @@ def _split_binding(value: PrimExpr, inner: dict[int, For], bounds: dict) -> tupl
     for t in inner_terms[1:]:
         inner_part = inner_part + t
     dom = {k: (lp.min, lp.min + lp.extent - 1) for k, lp in inner.items()}
-    b = relax(inner_part, dom)
+    b = index_bounds(inner_part, dom)
     if b is None:
         return None
     lo, hi = simplify(b[0], bounds), simplify(b[1], bounds)
@@ -62,9 +62,6 @@ def _split_binding(value: PrimExpr, inner: dict[int, For], bounds: dict) -> tupl
         return outer.a, factor, inner_part
     return None
 
-
-def _is_one(e: Any) -> bool:
-    return isinstance(e, IntImm) and e.value == 1
 
 
 def _same_value(a: Any, b: Any) -> bool:
@@ -94,7 +91,7 @@ def _divide(realize: BlockRealize, inner_loops: list[For], all_loops: list[For],
     inner = {id(lp.loop_var): lp for lp in inner_loops}
     # without preserve_unit_iters a unit loop is no iterator at all: it binds as 0
     unit = {} if preserve_unit_iters else {lp.loop_var: const(0, lp.loop_var.dtype)
-                                           for lp in all_loops if _is_one(lp.extent)}
+                                           for lp in all_loops if is_const_int(lp.extent, 1)}
     div = _Division()
     for iv, value in zip(block.iter_vars, realize.iter_values):
         value = simplify(substitute(value, unit), bounds) if unit else value
@@ -126,13 +123,13 @@ def _divide(realize: BlockRealize, inner_loops: list[For], all_loops: list[For],
             ov = Var(f"{iv.var.name}_o", dtype)
         div.outer_ivs.append(IterVar(Range(const(0, dtype), outer_extent), ov, iv.iter_type))
         div.outer_values.append(outer)
-        if _is_one(inner_extent):
-            div.subst[iv.var] = const(0, dtype) if _is_one(outer_extent) and not preserve_unit_iters else ov
+        if is_const_int(inner_extent, 1):
+            div.subst[iv.var] = const(0, dtype) if is_const_int(outer_extent, 1) and not preserve_unit_iters else ov
             continue
         iv_i = Var(f"{iv.var.name}_i", dtype)
         div.inner_ivs.append(IterVar(Range(const(0, dtype), inner_extent), iv_i, iv.iter_type))
         div.inner_values.append(inner_value)
-        div.subst[iv.var] = iv_i if _is_one(outer_extent) else ov * inner_extent + iv_i
+        div.subst[iv.var] = iv_i if is_const_int(outer_extent, 1) else ov * inner_extent + iv_i
     return div
 
 
@@ -161,13 +158,11 @@ def _relax_regions(regions: tuple, doms: dict[int, tuple[PrimExpr, PrimExpr]], b
     for region in regions:
         ranges = []
         for dim, r in enumerate(region.region):
-            lo = relax(r.min, doms)
-            hi = relax(r.min + r.extent - 1, doms)
-            if lo is None or hi is None:
+            b = range_bounds(r, doms)
+            if b is None:
                 ranges.append(Range(const(0, r.min.dtype), region.buffer.shape[dim]))
                 continue
-            lo_s = simplify(lo[0], bounds)
-            ranges.append(Range(lo_s, simplify(hi[1] + 1 - lo[0], bounds)))
+            ranges.append(Range(simplify(b[0], bounds), simplify(b[1] + 1 - b[0], bounds)))
         out.append(BufferRegion(region.buffer, tuple(ranges)))
     return tuple(out)
 
@@ -214,7 +209,7 @@ def blockize(root: Stmt, loop: For, preserve_unit_iters: bool = True) -> tuple[S
                             "(no other statements in between)")
     block = realize.block
     bounds = loop_bounds(root)
-    path = _path_to(root, realize)
+    path = ancestors(root, realize)
     all_loops = [s for s in path if isinstance(s, For)]
     inner = {id(lp.loop_var) for lp in chain}
     if vars_used(realize.predicate) - inner - {id(iv.var) for iv in block.iter_vars}:
@@ -241,7 +236,7 @@ def blockize_blocks(root: Stmt, realizes: list[BlockRealize], preserve_unit_iter
     loops below the blocks' lowest common loop (or block) become the inner loops."""
     names = ", ".join(r.block.name_hint for r in realizes)
     here = f"cannot blockize blocks {names}"
-    paths = [_path_to(root, r) for r in realizes]
+    paths = [ancestors(root, r) for r in realizes]
     common = 0
     while all(len(p) > common for p in paths) and all(p[common] is paths[0][common] for p in paths):
         common += 1
@@ -302,7 +297,7 @@ def _union_regions(regions: list, bounds: dict) -> tuple:
                  for buf, dims in hulls.values())
 
 
-def _path_to(root: Stmt, target: Stmt) -> tuple:
+def ancestors(root: Stmt, target: Stmt) -> tuple:
     from .tree import walk_stmts
 
     return next(p for s, p in walk_stmts(root) if s is target)

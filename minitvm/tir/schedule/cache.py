@@ -20,7 +20,7 @@ from typing import Any
 from ...ir import replace
 from ..buffer import Buffer, BufferRegion, decl_buffer
 from ..expr import BufferLoad, IntImm, IterVar, PrimExpr, Range, Var, const
-from ..functor import StmtExprMutator, substitute
+from ..functor import StmtExprMutator
 from ..stmt import (
     AllocateConst,
     Block,
@@ -32,10 +32,10 @@ from ..stmt import (
     SeqStmt,
     Stmt,
 )
-from .compute import relax
 from .data import check_storage_scope
 from .error import ScheduleError
 from .loops import simplify
+from .shared_analyses import range_bounds
 from .tree import child_stmts, replace_stmt, unique_block_name, walk_stmts
 
 __all__ = ["cache_read", "cache_write"]
@@ -179,12 +179,11 @@ def _relaxed_region(writer: BlockRealize, buffer: Buffer, path: tuple, loc: Stmt
                 bounds[s.loop_var] = s.extent
     out = []
     for dim, r in zip(buffer.shape, region.region):
-        lo = relax(substitute(r.min, binding), dom)
-        hi = relax(substitute(r.min + r.extent - 1, binding), dom)
-        if lo is None or hi is None:
+        b = range_bounds(r, dom, binding)
+        if b is None:
             out.append(Range(const(0, dim.dtype), dim))
             continue
-        lo_e, hi_e = simplify(lo[0], bounds), simplify(hi[1], bounds)
+        lo_e, hi_e = simplify(b[0], bounds), simplify(b[1], bounds)
         # a guarded tail (T.where(i * 8 + j < 120)) never writes past the buffer: clamp to it
         if isinstance(lo_e, IntImm) and lo_e.value < 0:
             lo_e = const(0, lo_e.dtype)

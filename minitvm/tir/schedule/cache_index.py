@@ -15,14 +15,14 @@ from __future__ import annotations
 from typing import Any
 
 from ...arith import Analyzer
+from ...ir import replace
 from ...ir.structural import structural_equal
 from ..buffer import Buffer, BufferRegion
 from ..expr import BufferLoad, Call, PrimExpr, Range, Var, const
 from ..functor import StmtExprMutator, post_order_visit, substitute
 from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, SeqStmt, Stmt
-from .compute import _path
 from .error import ScheduleError
-from .tree import replace_stmt, walk_stmts
+from .tree import ancestors, replace_stmt, walk_stmts
 
 __all__ = ["cache_index"]
 
@@ -76,73 +76,22 @@ def _add(table: list[list], e: PrimExpr, n: int) -> None:
 
 def cache_index(root: Stmt, realize: BlockRealize, storage_scope: str, cse_thresh: int) -> tuple[Stmt, list[str]]:
     """``root`` with ``realize``'s index computations cached; returns the new tree and the names
-    of the new blocks."""
+    of the new blocks.  Steps: choose the computations, build one stage per computation that
+    fills a buffer with its values, read the buffers instead, and put the stages first."""
     if cse_thresh < 0:
         raise ScheduleError("cache_index: cse_thresh should not be a negative number")
     block = realize.block
-    store = block.body
-    path = _path(root, realize)
-    scope = next((s for s in reversed(path) if isinstance(s, Block)), None)
+    scope = next((s for s in reversed(ancestors(root, realize)) if isinstance(s, Block)), None)
     if scope is None:
         raise ScheduleError(f"cannot cache_index block {block.name_hint}: it is the root block")
-    exprs: list[PrimExpr] = []
-    if isinstance(store, BufferStore):
-        table: list[list] = []
-        _computations(store.value, table)
-        for c in store.indices:
-            _computations(c, table)
-        k = 0
-        while k < len(table):  # rare expressions give way to their parts
-            e, n = table[k]
-            if n < cse_thresh:
-                for child in _children(e):
-                    sub: list[list] = []
-                    _computations(child, sub)
-                    for s, _ in sub:
-                        _add(table, s, n)
-            k += 1
-        chosen = [e for e, n in table if n >= cse_thresh]
-
-        def pick(node: Any) -> None:
-            if isinstance(node, PrimExpr):
-                for e in chosen:
-                    if structural_equal(node, e) and not any(x is e for x in exprs):
-                        exprs.append(e)
-
-        post_order_visit(store.value, pick)
-        exprs.sort(key=lambda e: -_complexity(e))  # stable: ties keep their order
-    # the loops in scope and the block's bindings
-    ranges: dict[int, Range] = {}
-    for s, _ in walk_stmts(scope.body):
-        if isinstance(s, For):
-            ranges[id(s.loop_var)] = Range(s.min, s.extent)
-    bindings = {iv.var: v for iv, v in zip(block.iter_vars, realize.iter_values)}
-    ana = Analyzer()
-    buffers, stages, names = [], [], []
-    for k, e in enumerate(exprs):
-        block_vars = _vars_in_order([e], lambda n: n in bindings)
-        loop_vars = _vars_in_order([bindings[bv] for bv in block_vars], lambda n: id(n) in ranges)
-        for lv in loop_vars:
-            ana.bind(lv, ranges[id(lv)], allow_override=True)
-        shape = tuple(ana.simplify(const(ana.interval(bindings[bv])[1] + 1, bv.dtype)) for bv in block_vars)
-        buf = Buffer(Var(f"index_var_{k}", "handle"), e.dtype, shape, (const(1, "int32"),), 0,
-                     storage_scope, f"index_var_{k}")
-        new_loops = {lv: Var(f"ax{j}", "int32") for j, lv in enumerate(loop_vars)}
-        new_block_vars = [Var(f"v{j}", bv.dtype) for j, bv in enumerate(block_vars)]
-        iter_vars = tuple(_iter_var(v, ranges[id(lv)].extent) for v, lv in zip(new_block_vars, loop_vars))
-        body = BufferStore(buf, substitute(e, dict(zip(block_vars, new_block_vars))), tuple(new_block_vars))
-        stage_block = Block(name_hint=f"index_{k}", iter_vars=iter_vars, reads=(),
-                            writes=(BufferRegion(buf, tuple(Range(v, const(1, v.dtype)) for v in new_block_vars)),),
-                            body=body)
-        stage: Stmt = BlockRealize(tuple(substitute(bindings[bv], new_loops) for bv in block_vars),
-                                   const(True, "bool"), stage_block)
-        for lv in reversed(loop_vars):
-            stage = For(new_loops[lv], const(0, "int32"), ranges[id(lv)].extent, ForKind.SERIAL, stage)
-        buffers.append(buf)
-        stages.append(stage)
-        names.append(stage_block.name_hint)
+    exprs = _chosen_computations(block.body, cse_thresh) if isinstance(block.body, BufferStore) else []
     if not exprs:
         return root, []
+    bindings = {iv.var: v for iv, v in zip(block.iter_vars, realize.iter_values)}
+    ranges = {id(s.loop_var): Range(s.min, s.extent) for s, _ in walk_stmts(scope.body) if isinstance(s, For)}
+    ana = Analyzer()
+    stages = [_index_stage(k, e, bindings, ranges, storage_scope, ana) for k, e in enumerate(exprs)]
+    buffers = [buf for _, buf, _ in stages]
 
     class _Replace(StmtExprMutator):
         def visit(self, n: Any) -> Any:
@@ -153,21 +102,75 @@ def cache_index(root: Stmt, realize: BlockRealize, storage_scope: str, cse_thres
             return super().visit(n)
 
     vars_of = [_vars_in_order([e], lambda n: n in bindings) for e in exprs]
-    new_store = _Replace().visit(store)
-    out = replace_stmt(root, store, new_store)
-    scope = next(s for s in reversed(_path(out, next(r for r, _ in _realizes(out) if r.block.name_hint
+    out = replace_stmt(root, block.body, _Replace().visit(block.body))
+    scope = next(s for s in reversed(ancestors(out, next(r for r, _ in _realizes(out) if r.block.name_hint
                                                          == block.name_hint))) if isinstance(s, Block))
     top = _top_of(scope, block.name_hint)
+    nests = tuple(nest for nest, _, _ in stages)
     body = scope.body
     if isinstance(body, SeqStmt):
         k = next(i for i, x in enumerate(body.seq) if x is top)
-        new_body = SeqStmt(body.seq[:k] + tuple(stages) + body.seq[k:])
+        new_body = SeqStmt(body.seq[:k] + nests + body.seq[k:])
     else:
-        new_body = SeqStmt(tuple(stages) + (body,))
-    from ...ir import replace
-
+        new_body = SeqStmt(nests + (body,))
     new_scope = replace(scope, body=new_body, alloc_buffers=tuple(scope.alloc_buffers) + tuple(buffers))
-    return replace_stmt(out, scope, new_scope), names
+    return replace_stmt(out, scope, new_scope), [name for _, _, name in stages]
+
+
+def _chosen_computations(store: BufferStore, cse_thresh: int) -> list[PrimExpr]:
+    """The index computations of ``store`` met at least ``cse_thresh`` times (a rarer one gives
+    way to its parts), in order of appearance, the most complex first."""
+    table: list[list] = []
+    _computations(store.value, table)
+    for c in store.indices:
+        _computations(c, table)
+    k = 0
+    while k < len(table):  # rare expressions give way to their parts
+        e, n = table[k]
+        if n < cse_thresh:
+            for child in _children(e):
+                sub: list[list] = []
+                _computations(child, sub)
+                for s, _ in sub:
+                    _add(table, s, n)
+        k += 1
+    chosen = [e for e, n in table if n >= cse_thresh]
+    exprs: list[PrimExpr] = []
+
+    def pick(node: Any) -> None:
+        if isinstance(node, PrimExpr):
+            for e in chosen:
+                if structural_equal(node, e) and not any(x is e for x in exprs):
+                    exprs.append(e)
+
+    post_order_visit(store.value, pick)
+    exprs.sort(key=lambda e: -_complexity(e))  # stable: ties keep their order
+    return exprs
+
+
+def _index_stage(k: int, e: PrimExpr, bindings: dict, ranges: dict[int, Range], storage_scope: str,
+                 ana: Analyzer) -> tuple[Stmt, Buffer, str]:
+    """Block ``index_<k>`` storing ``e`` for every value of the block iterators it uses, in
+    loops over the loops those iterators are bound to; returns the nest, its buffer, its name."""
+    block_vars = _vars_in_order([e], lambda n: n in bindings)
+    loop_vars = _vars_in_order([bindings[bv] for bv in block_vars], lambda n: id(n) in ranges)
+    for lv in loop_vars:
+        ana.bind(lv, ranges[id(lv)], allow_override=True)
+    shape = tuple(ana.simplify(const(ana.interval(bindings[bv])[1] + 1, bv.dtype)) for bv in block_vars)
+    buf = Buffer(Var(f"index_var_{k}", "handle"), e.dtype, shape, (const(1, "int32"),), 0,
+                 storage_scope, f"index_var_{k}")
+    new_loops = {lv: Var(f"ax{j}", "int32") for j, lv in enumerate(loop_vars)}
+    new_block_vars = [Var(f"v{j}", bv.dtype) for j, bv in enumerate(block_vars)]
+    iter_vars = tuple(_iter_var(v, ranges[id(lv)].extent) for v, lv in zip(new_block_vars, loop_vars))
+    body = BufferStore(buf, substitute(e, dict(zip(block_vars, new_block_vars))), tuple(new_block_vars))
+    stage_block = Block(name_hint=f"index_{k}", iter_vars=iter_vars, reads=(),
+                        writes=(BufferRegion(buf, tuple(Range(v, const(1, v.dtype)) for v in new_block_vars)),),
+                        body=body)
+    nest: Stmt = BlockRealize(tuple(substitute(bindings[bv], new_loops) for bv in block_vars),
+                              const(True, "bool"), stage_block)
+    for lv in reversed(loop_vars):
+        nest = For(new_loops[lv], const(0, "int32"), ranges[id(lv)].extent, ForKind.SERIAL, nest)
+    return nest, buf, stage_block.name_hint
 
 
 def _vars_in_order(exprs: list[PrimExpr], keep: Any) -> list[Var]:

@@ -15,6 +15,7 @@ from ..expr import Add, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Sub, Var
 from ..functor import post_order_visit
 from ..stmt import Block, BlockRealize, For, Stmt
 from .error import ScheduleError
+from .shared_analyses import is_padding_guard_only
 from .tree import child_stmts
 
 __all__ = ["is_quasi_affine", "child_blocks", "complete_block_problem", "reduction_block_problem",
@@ -180,7 +181,7 @@ def is_affine_binding(realize: BlockRealize, iters: dict[int, int | None]) -> bo
     """Each binding is a fused pattern of the iterating loops (``iters``: var id -> extent):
     coefficients 1, e1, e1*e2 ... with every loop used once; loops outside ``iters`` count as
     constants.  Bindings with // or % (from fuse) only need to be quasi-affine."""
-    if not _only_padding_predicate(realize):
+    if not is_padding_guard_only(realize):
         return False
     used: set[int] = set()
     for value in realize.iter_values:
@@ -209,9 +210,3 @@ def _has_div(e: PrimExpr) -> bool:
     found: list = []
     post_order_visit(e, lambda n: found.append(n) if isinstance(n, (FloorDiv, FloorMod)) else None)
     return bool(found)
-
-
-def _only_padding_predicate(realize: BlockRealize) -> bool:
-    from .compute import _only_padding_guards
-
-    return _only_padding_guards(realize)

@@ -9,109 +9,60 @@ give the producer new loops that cover exactly that region, placed inside ``L``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ...ir import replace
-from ...ir.structural import structural_equal
-from ..analysis import get_block_read_write_region, uses_var, vars_used
-from ..expr import (
-    Add,
-    FloorDiv,
-    FloorMod,
-    IntImm,
-    IterVar,
-    Max,
-    Min,
-    Mul,
-    PrimExpr,
-    Range,
-    Sub,
-    Var,
-    const,
-    is_const_int,
-)
+from ..analysis import uses_var
+from ..buffer import Buffer
+from ..expr import IntImm, IterVar, PrimExpr, Range, Var, const, is_const_int
 from ..functor import substitute
 from ..op import logical_and
 from ..stmt import Block, BlockRealize, For, ForKind, SeqStmt, Stmt, seq
+from . import region_cover as rc
+from .checks import check_complete_or_reduction, loop_var_ids
 from .error import ScheduleError
-from .loops import simplify
-from .tree import replace_stmt, walk_stmts
+from .shared_analyses import is_const_true, is_padding_guard_only, recompute_access_regions
+from .tree import ancestors, child_stmts, remove_block_with_empty_loops, replace_stmt, walk_stmts
 
 __all__ = ["compute_at", "decompose_reduction"]
-
-
-# -- bounds of index expressions ----------------------------------------------------------
-
-
-def relax(e: PrimExpr, dom: dict[int, tuple[PrimExpr, PrimExpr]]) -> tuple[PrimExpr, PrimExpr] | None:
-    """Inclusive bounds [lo, hi] of ``e`` when the variables in ``dom`` range over theirs."""
-    if isinstance(e, Var):
-        return dom.get(id(e), (e, e))
-    if isinstance(e, IntImm):
-        return e, e
-    if isinstance(e, (Add, Sub)):
-        a, b = relax(e.a, dom), relax(e.b, dom)
-        if a is None or b is None:
-            return None
-        return (a[0] + b[0], a[1] + b[1]) if isinstance(e, Add) else (a[0] - b[1], a[1] - b[0])
-    if isinstance(e, Mul):
-        for x, c in ((e.a, e.b), (e.b, e.a)):
-            if isinstance(c, IntImm):
-                r = relax(x, dom)
-                if r is None:
-                    return None
-                return (r[0] * c, r[1] * c) if c.value >= 0 else (r[1] * c, r[0] * c)
-        return None
-    if isinstance(e, FloorDiv) and isinstance(e.b, IntImm) and e.b.value > 0:
-        r = relax(e.a, dom)
-        return None if r is None else (r[0] // e.b, r[1] // e.b)
-    if isinstance(e, FloorMod) and isinstance(e.b, IntImm) and e.b.value > 0:
-        r = relax(e.a, dom)
-        if r is None:
-            return None
-        if r[0] is r[1] or structural_equal(r[0], r[1]):
-            return e, e
-        return const(0, e.dtype), e.b - 1
-    if isinstance(e, (Min, Max)):
-        a, b = relax(e.a, dom), relax(e.b, dom)
-        if a is None or b is None:
-            return None
-        f = type(e)
-        return f(a[0], b[0]), f(a[1], b[1])
-    if not _mentions_any(e, dom):
-        return e, e
-    return None
-
-
-def _mentions_any(e: Any, dom: dict) -> bool:
-    return bool(vars_used(e) & set(dom))
-
-
 
 
 # -- compute_at ---------------------------------------------------------------------------
 
 
-def _path(root: Stmt, target: Stmt) -> tuple:
-    for s, p in walk_stmts(root):
-        if s is target:
-            return p
-    raise ScheduleError("internal: statement not found in the function")
-
-
 def compute_at(root: Stmt, realize: BlockRealize, loop: For, reverse: bool,
                preserve_unit_loops: bool, output_buffers: set[int] = frozenset(), index: int = -1) -> Stmt:
-    """Move ``realize``'s block under ``loop`` (see the module docstring)."""
-    from . import region_cover as rc
-
-    block = realize.block
+    """Move ``realize``'s block under ``loop`` (see the module docstring), in four steps:
+    check the move is legal, find the partners under the loop and the region they link
+    through, build loops covering exactly that region, and put them under the loop."""
     what = "reverse_compute_at" if reverse else "compute_at"
-    here = f"{what}: block {block.name_hint}, loop {loop.loop_var.name}"
-    block_path = _path(root, realize)
+    here = f"{what}: block {realize.block.name_hint}, loop {loop.loop_var.name}"
+    block_path, loop_path, scope = _check_movable(root, realize, loop, reverse, output_buffers, here)
+    link = _find_partners(realize, loop, loop_path, scope, reverse, here)
+    ana = rc.analyzer_for(loop, loop_path)
+    var_doms = rc.block_var_domains(realize.block, link.own_kind, link.under_loop, link.partner_kind, loop,
+                                    link.buffers, ana, here)
+    nest = _covering_loop_nest(realize.block, var_doms, ana, preserve_unit_loops)
+    if reverse:
+        _check_consumer_covered(realize.block, var_doms, ana, here)
+        rc.check_reads_inside(realize.block, link.own_kind, link.buffers, link.under_loop, link.partner_kind,
+                              loop, var_doms, ana, here)
+    return _move_under_loop(root, realize, block_path, loop, nest, link, index, here)
+
+
+def _check_movable(root: Stmt, realize: BlockRealize, loop: For, reverse: bool, output_buffers: set[int],
+                   here: str) -> tuple[tuple, tuple, Block]:
+    """TVM's conditions on the block alone: not already under the loop, in the loop's block
+    scope, not an output block (compute_at), not an in-place update, complete (or a
+    reduction), and without a predicate other than a split's padding guard.  Returns the
+    block's and the loop's ancestors and their common scope block."""
+    block = realize.block
+    block_path = ancestors(root, realize)
     if any(s is loop for s in block_path):
         raise ScheduleError(f"cannot {here}: loop {loop.loop_var.name} is an ancestor of block "
                             f"{block.name_hint} (the block is already inside it)")
-    loop_path = _path(root, loop)
+    loop_path = ancestors(root, loop)
     scope = next((s for s in reversed(block_path) if isinstance(s, Block)), None)
     loop_scope = next((s for s in reversed(loop_path) if isinstance(s, Block)), None)
     if scope is None or loop_scope is not scope:
@@ -128,38 +79,51 @@ def compute_at(root: Stmt, realize: BlockRealize, loop: For, reverse: bool,
         raise ScheduleError(f"cannot {here}: the block updates a buffer in place (it reads what it "
                             "writes, without T.init, as after decompose_reduction), so recomputing it "
                             "would repeat the update")
-    from .checks import check_complete_or_reduction, loop_var_ids
-
     check_complete_or_reduction(realize, scope, loop_var_ids(block_path), here)
-    if not _only_padding_guards(realize):
+    if not is_padding_guard_only(realize):
         raise ScheduleError(f"cannot {here}: the block has a predicate ({realize.predicate}) that is "
                             "more than a guard against split padding")
+    return block_path, loop_path, scope
 
-    # the blocks of the scope (not those nested in them) that produce for / consume from it
-    siblings = _scope_blocks(scope)
+
+@dataclass
+class _Partners:
+    """The blocks a moved block is linked to: for compute_at its consumers (it provides what
+    they read), for reverse_compute_at its producers (it needs what they write)."""
+
+    producers: set[int]  # ids of the scope's blocks that write what the block reads
+    consumers: set[int]  # ... that read what the block writes
+    under_loop: list[tuple[BlockRealize, tuple]]  # the partners under the loop, with ancestors
+    buffers: dict[int, Buffer]  # the buffers linking the block and its partners, by id
+    own_kind: str  # "writes" (compute_at) or "reads": the block's regions on those buffers
+    partner_kind: str  # "reads" or "writes": the partners' regions on them
+
+
+def _find_partners(realize: BlockRealize, loop: For, loop_path: tuple, scope: Block, reverse: bool,
+                   here: str) -> _Partners:
+    """The partners of the block, checked: at least one under the loop, none outside it (it
+    would miss data), none under it touching what the block writes (the writes would
+    interleave) and, for reverse_compute_at, no producer whose reduction the loop drives."""
+    block = realize.block
+    what, role = ("reverse_compute_at", "producer") if reverse else ("compute_at", "consumer")
+    lv = loop.loop_var.name
+    siblings = _scope_blocks(scope)  # the scope's blocks, not those nested in them
     reads = {id(r.buffer) for r in block.reads}
     writes = {id(w.buffer) for w in block.writes}
     producers = {id(r.block) for r, _ in siblings if r is not realize
                  and any(id(w.buffer) in reads for w in r.block.writes)}
     consumers = {id(r.block) for r, _ in siblings if r is not realize
                  and any(id(x.buffer) in writes for x in r.block.reads)}
-    if reverse:
-        linked = {id(r.buffer): r.buffer for r in block.reads}
-        partner_kind, own_kind, role, partner_ids = "writes", "reads", "producer", producers
-    else:
-        linked = {id(w.buffer): w.buffer for w in block.writes}
-        partner_kind, own_kind, role, partner_ids = "reads", "writes", "consumer", consumers
+    partner_ids = producers if reverse else consumers
     under = {id(r.block): (r, p) for r, p in _scope_blocks(loop, loop_path)}
     partners = [under[b] for b in partner_ids if b in under]
     if not partners:
-        raise ScheduleError(f"cannot {here}: loop {loop.loop_var.name} is not an ancestor of any "
-                            f"{role} of block {block.name_hint}")
-    # every consumer (producer) must be under the loop, or one outside would miss data
+        raise ScheduleError(f"cannot {here}: loop {lv} is not an ancestor of any {role} of block "
+                            f"{block.name_hint}")
     outside = [r.block.name_hint for r, _ in siblings if id(r.block) in partner_ids and id(r.block) not in under]
     if outside:
         raise ScheduleError(f"cannot {here}: {what} requires all the {role}s of block {block.name_hint} "
-                            f"to be under loop {loop.loop_var.name}; {', '.join(outside)} is not")
-    # a partner writing the same buffer would interleave with the moved block's writes
+                            f"to be under loop {lv}; {', '.join(outside)} is not")
     for r, _ in partners:
         touched = r.block.writes if not reverse else r.block.writes + r.block.reads
         clash = [x.buffer.name for x in touched if id(x.buffer) in writes]
@@ -170,15 +134,17 @@ def compute_at(root: Stmt, realize: BlockRealize, loop: For, reverse: bool,
         for r, _ in partners:
             for iv, value in zip(r.block.iter_vars, r.iter_values):
                 if iv.iter_type == "reduce" and uses_var(value, loop.loop_var):
-                    raise ScheduleError(f"cannot {here}: loop {loop.loop_var.name} drives the reduction "
-                                        f"of producer {r.block.name_hint}, whose result is not complete "
-                                        "inside it")
+                    raise ScheduleError(f"cannot {here}: loop {lv} drives the reduction of producer "
+                                        f"{r.block.name_hint}, whose result is not complete inside it")
+    regions = block.reads if reverse else block.writes
+    return _Partners(producers, consumers, partners, {id(x.buffer): x.buffer for x in regions},
+                     own_kind="reads" if reverse else "writes", partner_kind="writes" if reverse else "reads")
 
-    # the range each block variable must cover, solved from the regions the partners need
-    ana = rc.analyzer_for(loop, loop_path)
-    var_doms = rc.block_var_domains(block, own_kind, partners, partner_kind, loop, linked, ana, here)
 
-    # new loops covering those ranges, in the order of the block's iteration variables
+def _covering_loop_nest(block: Block, var_doms: list, ana: Any, preserve_unit_loops: bool) -> Stmt:
+    """New loops over the range each block variable must cover, in the order of the block's
+    iterators (a unit range gets no loop unless ``preserve_unit_loops``), with a predicate
+    where the range reaches past the values the variable may take."""
     from ...arith import Analyzer
 
     new_loops: list[tuple[Var, PrimExpr]] = []
@@ -205,21 +171,22 @@ def compute_at(root: Stmt, realize: BlockRealize, loop: For, reverse: bool,
                          (None if info.bound[1] is None else value < info.bound[1] + 1)):
                 if cond is not None and not ana.can_prove(cond):
                     cond = rc.constant_on_one_side(cond, ana)
-                    predicate = cond if _is_true(predicate) else logical_and(predicate, cond)
-    predicate = ana.simplify(predicate)
-    if reverse:
-        _check_consumer_covered(block, var_doms, ana, here)
-        rc.check_reads_inside(block, own_kind, linked, partners, partner_kind, loop, var_doms, ana, here)
-
-    nest: Stmt = BlockRealize(tuple(values), predicate, block)
+                    predicate = cond if is_const_true(predicate) else logical_and(predicate, cond)
+    nest: Stmt = BlockRealize(tuple(values), ana.simplify(predicate), block)
     for var, extent in reversed(new_loops):
         nest = For(var, const(0, var.dtype), extent, ForKind.SERIAL, nest)
+    return nest
 
-    # take the block (and loops that held only it) out, then insert the nest under `loop`
-    removed = _remove_block_with_loops(root, realize, block_path)
+
+def _move_under_loop(root: Stmt, realize: BlockRealize, block_path: tuple, loop: For, nest: Stmt,
+                     link: _Partners, index: int, here: str) -> Stmt:
+    """Take the block (and the loops that held only it) out, then insert ``nest`` in the
+    loop's body at ``index`` (-1: between the producers and the consumers, see
+    :func:`region_cover.insertion_point`)."""
+    removed = remove_block_with_empty_loops(root, realize, block_path)
     new_loop = next(s for s, _ in walk_stmts(removed) if isinstance(s, For) and s.loop_var is loop.loop_var)
     body_items = list(new_loop.body.seq) if isinstance(new_loop.body, SeqStmt) else [new_loop.body]
-    at = rc.insertion_point(body_items, producers, consumers, index, here)
+    at = rc.insertion_point(body_items, link.producers, link.consumers, index, here)
     body_items.insert(at, nest)
     return replace_stmt(removed, new_loop, replace(new_loop, body=seq(*body_items)))
 
@@ -233,8 +200,6 @@ def _scope_blocks(s: Stmt, path: tuple = ()) -> list[tuple[BlockRealize, tuple]]
         if isinstance(x, BlockRealize):
             out.append((x, p))
             return
-        from .tree import child_stmts
-
         for c in child_stmts(x):
             walk(c, p + (x,))
 
@@ -246,28 +211,6 @@ def _scope_blocks(s: Stmt, path: tuple = ()) -> list[tuple[BlockRealize, tuple]]
 def _bits(dtype: str) -> int:
     digits = "".join(ch for ch in dtype if ch.isdigit())
     return int(digits) if digits else 32
-
-
-def _only_padding_guards(realize: BlockRealize) -> bool:
-    """True when the predicate only says "binding < domain end" for some iterators."""
-    from ..expr import LT, And
-
-    def conjuncts(e: PrimExpr) -> list[PrimExpr]:
-        return conjuncts(e.a) + conjuncts(e.b) if isinstance(e, And) else [e]
-
-    if _is_true(realize.predicate):
-        return True
-    for c in conjuncts(realize.predicate):
-        if not isinstance(c, LT):
-            return False
-        if not any(structural_equal(c.a, v) and structural_equal(simplify(c.b), simplify(iv.dom.min + iv.dom.extent))
-                   for iv, v in zip(realize.block.iter_vars, realize.iter_values)):
-            return False
-    return True
-
-
-def _is_true(e: PrimExpr) -> bool:
-    return isinstance(e, IntImm) and e.dtype == "bool" and e.value == 1
 
 
 def _check_consumer_covered(block: Block, var_doms: list, ana: Any, here: str) -> None:
@@ -287,22 +230,6 @@ def _check_consumer_covered(block: Block, var_doms: list, ana: Any, here: str) -
                                 "under the loop, so some of its points would never run")
 
 
-def _remove_block_with_loops(root: Stmt, realize: BlockRealize, path: tuple) -> Stmt:
-    """Remove ``realize`` together with the loops around it that hold nothing else."""
-    victim: Stmt = realize
-    for s in reversed(path):
-        if isinstance(s, For) and s.body is victim:
-            victim = s
-        else:
-            break
-    return replace_stmt(root, victim, None)
-
-
-def _refresh_regions(block: Block) -> Block:
-    reads, writes = get_block_read_write_region(block)
-    return replace(block, reads=tuple(reads), writes=tuple(writes))
-
-
 # -- decompose_reduction --------------------------------------------------------------------
 
 
@@ -311,7 +238,7 @@ def decompose_reduction(root: Stmt, realize: BlockRealize, loop: For) -> tuple[S
     block = realize.block
     if block.init is None:
         raise ScheduleError(f"cannot decompose_reduction of block {block.name_hint}: it has no T.init")
-    path = _path(root, realize)
+    path = ancestors(root, realize)
     if not any(s is loop for s in path):
         raise ScheduleError(f"cannot decompose_reduction of block {block.name_hint}: loop "
                             f"{loop.loop_var.name} is not an ancestor of the block")
@@ -341,19 +268,19 @@ def decompose_reduction(root: Stmt, realize: BlockRealize, loop: For) -> tuple[S
         body=substitute(block.init, new_ivs),
         annotations=dict(block.annotations),  # the init block keeps the block's annotations, as in TVM
     )
-    init_block = _refresh_regions(init_block)
+    init_block = recompute_access_regions(init_block)
     pred = realize.predicate
-    if not _is_true(pred) and any(uses_var(pred, lp.loop_var) for lp in loops if lp not in kept):
+    if not is_const_true(pred) and any(uses_var(pred, lp.loop_var) for lp in loops if lp not in kept):
         pred = const(True, "bool")
     init_realize = BlockRealize(tuple(substitute(v, new_vars) for _, v in spatial),
                                 substitute(pred, new_vars), init_block)
     nest: Stmt = init_realize
     for lp in reversed(kept):
         nest = For(new_vars[lp.loop_var], lp.min, lp.extent, lp.kind, nest, None, dict(lp.annotations))
-    update = _refresh_regions(replace(block, init=None, name_hint=f"{block.name_hint}_update"))
+    update = recompute_access_regions(replace(block, init=None, name_hint=f"{block.name_hint}_update"))
     out = replace_stmt(root, block, update)
     new_loop = next(s for s, _ in walk_stmts(out) if isinstance(s, For) and s.loop_var is loop.loop_var)
-    parent = _path(out, new_loop)[-1]
+    parent = ancestors(out, new_loop)[-1]
     if isinstance(parent, SeqStmt):
         items = list(parent.seq)
         i = next(k for k, s in enumerate(items) if s is new_loop)

@@ -10,9 +10,9 @@ from ..expr import BufferLoad, IntImm, IterVar, PrimExpr, Range, Var, const
 from ..functor import StmtExprMutator
 from ..index_map import IndexMap, substitute_indices
 from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, Stmt
-from .compute import _refresh_regions, relax
 from .error import ScheduleError
 from .loops import simplify
+from .shared_analyses import index_bounds, recompute_access_regions
 from .tree import replace_stmt, walk_stmts
 
 __all__ = ["transform_layout", "copy_block", "BufferSwap", "check_storage_scope"]
@@ -56,7 +56,7 @@ def copy_block(name: str, src: Buffer, dst: Buffer) -> Stmt:
                   iter_vars=tuple(IterVar(Range(const(0, s.dtype), s), v, "spatial")
                                   for v, s in zip(iter_vars, src.shape)),
                   body=store)
-    body: Stmt = BlockRealize(tuple(loop_vars), const(True, "bool"), _refresh_regions(block))
+    body: Stmt = BlockRealize(tuple(loop_vars), const(True, "bool"), recompute_access_regions(block))
     for v, s in reversed(list(zip(loop_vars, src.shape))):
         body = For(v, const(0, s.dtype), s, ForKind.SERIAL, body)
     return body
@@ -140,7 +140,7 @@ def transform_layout(func: Any, buffer: Buffer, index_map: Callable[..., Any], p
     dom = {id(p): (const(0, s.dtype), s - 1) for p, s in zip(params, buffer.shape)}
     shape = []
     for e in mapped:
-        b = relax(e, dom)
+        b = index_bounds(e, dom)
         extent = None if b is None else simplify(b[1] + 1)
         if not isinstance(extent, IntImm):
             raise ScheduleError(f"cannot transform_layout of {buffer.name}: cannot bound index {e}")
@@ -171,6 +171,6 @@ def transform_layout(func: Any, buffer: Buffer, index_map: Callable[..., Any], p
     for s, _ in list(walk_stmts(body)):
         if isinstance(s, Block) and s.name_hint != "root" and any(
                 r.buffer is new for r in s.reads + s.writes):
-            body = replace_stmt(body, s, _refresh_regions(s))
+            body = replace_stmt(body, s, recompute_access_regions(s))
     buffer_map = {p: (new if b is buffer else b) for p, b in func.buffer_map.items()}
     return type(func)(func.params, buffer_map, body, func.ret_type, func.attrs)

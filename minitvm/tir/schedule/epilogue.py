@@ -22,15 +22,15 @@ from typing import Any
 
 from ...ir import replace
 from ...ir.structural import structural_equal
-from ..buffer import BufferRegion
+from ..buffer import Buffer, BufferRegion
 from ..expr import Add, BufferLoad, FloatImm, IntImm, Max, Min, PrimExpr, const
 from ..functor import post_order_visit, substitute
 from ..stmt import Block, BlockRealize, BufferStore, Stmt
 from .block_annotate import BufferReplacer
 from .checks import complete_block_problem, loop_var_ids, reduction_block_problem
-from .compute import _path, _remove_block_with_loops
 from .error import ScheduleError
-from .tree import replace_stmt
+from .shared_analyses import is_const_true
+from .tree import ancestors, remove_block_with_empty_loops, replace_stmt
 
 __all__ = ["fuse_reduction_epilogue"]
 
@@ -102,42 +102,66 @@ def _loads_of(node: Any, buffer: Any) -> list[BufferLoad]:
 
 def fuse_reduction_epilogue(root: Stmt, reduction: BlockRealize, epilogue: BlockRealize,
                             param_buffers: set[int]) -> Stmt:
-    """``root`` with ``epilogue`` folded into ``reduction`` (see the module docstring)."""
+    """``root`` with ``epilogue`` folded into ``reduction`` (see the module docstring).  Steps:
+    check both blocks, match the epilogue's pattern, line up the iterators, build the fused
+    reduction, and remove the epilogue."""
     red, epi = reduction.block, epilogue.block
-    rname, ename = red.name_hint, epi.name_hint
-    what = f"cannot fuse epilogue block {ename} into reduction block {rname}"
-    rpath, epath = _path(root, reduction), _path(root, epilogue)
+    what = f"cannot fuse epilogue block {epi.name_hint} into reduction block {red.name_hint}"
+    epath = ancestors(root, epilogue)
+    temp = _check_blocks(root, reduction, epilogue, epath, param_buffers, what)
+    pattern, load = _match_epilogue(epilogue, temp, what)
+    vmap = _line_up_iterators(red, epi, temp, load, what)
+    fused = _fused_reduction(red, epi, temp, pattern, vmap)
+    out = remove_block_with_empty_loops(root, epilogue, epath)
+    return replace_stmt(out, red, fused)
+
+
+def _check_blocks(root: Stmt, reduction: BlockRealize, epilogue: BlockRealize, epath: tuple,
+                  param_buffers: set[int], what: str) -> Buffer:
+    """Both in one scope; the reduction a reduction block writing one intermediate buffer
+    (returned), not a parameter; the epilogue a complete block."""
+    red, epi = reduction.block, epilogue.block
+    rpath = ancestors(root, reduction)
     scope = next((s for s in reversed(rpath) if isinstance(s, Block)), None)
     escope = next((s for s in reversed(epath) if isinstance(s, Block)), None)
     if scope is None or scope is not escope:
         raise ScheduleError(f"{what}: the two blocks are not in the same scope block")
     if len(red.writes) != 1:
-        raise ScheduleError(f"{what}: block {rname} must write exactly one buffer, it writes "
+        raise ScheduleError(f"{what}: block {red.name_hint} must write exactly one buffer, it writes "
                             f"{len(red.writes)}")
     temp = red.writes[0].buffer
     why = reduction_block_problem(reduction, scope, loop_var_ids(rpath))
     if why is not None:
-        raise ScheduleError(f"{what}: block {rname} is not a reduction block: {why}")
+        raise ScheduleError(f"{what}: block {red.name_hint} is not a reduction block: {why}")
     why = complete_block_problem(epilogue, scope)
     if why is not None:
-        raise ScheduleError(f"{what}: block {ename} is not a complete block: {why}")
+        raise ScheduleError(f"{what}: block {epi.name_hint} is not a complete block: {why}")
     if id(temp) in param_buffers:
-        raise ScheduleError(f"{what}: block {rname} is an output block (it writes {temp.name}, a "
+        raise ScheduleError(f"{what}: block {red.name_hint} is an output block (it writes {temp.name}, a "
                             "parameter of the function)")
+    return temp
 
+
+def _match_epilogue(epilogue: BlockRealize, temp: Buffer, what: str) -> tuple[_Pattern, BufferLoad]:
+    """The epilogue's pattern (see :func:`_match`) and its one load of ``temp``."""
+    epi = epilogue.block
     store = epi.body
     body_error = (f"{what}: the epilogue must be a single store of temp + C, max(temp + C, 0) or "
                   f"min(max(temp, lower), upper) reading {temp.name} once, without a predicate")
     if not isinstance(store, BufferStore) or epi.init is not None:
         raise ScheduleError(body_error)
-    if not (isinstance(epilogue.predicate, IntImm) and epilogue.predicate.value == 1):
+    if not is_const_true(epilogue.predicate):
         raise ScheduleError(body_error)
     loads = _loads_of(store.value, temp) + [x for i in store.indices for x in _loads_of(i, temp)]
     pattern = _match(store.value, temp) if loads else None
     if pattern is None or len(loads) != 1:
         raise ScheduleError(body_error)
+    return pattern, loads[0]
 
-    # the epilogue's spatial iterators stand for the reduction's, in order
+
+def _line_up_iterators(red: Block, epi: Block, temp: Buffer, load: BufferLoad, what: str) -> dict:
+    """The epilogue's spatial iterators stand for the reduction's, in order: as many, over
+    the same ranges, reading ``temp`` where the reduction writes it.  Returns the mapping."""
     red_vars = [iv for iv in red.iter_vars if iv.iter_type == "spatial"]
     epi_vars = [iv for iv in epi.iter_vars if iv.iter_type == "spatial"]
     if len(red_vars) != len(epi_vars):
@@ -145,17 +169,23 @@ def fuse_reduction_epilogue(root: Stmt, reduction: BlockRealize, epilogue: Block
                             "iterators; they must have as many")
     for a, b in zip(red_vars, epi_vars):
         if not structural_equal(a.dom, b.dom, map_free_vars=True):
-            raise ScheduleError(f"{what}: iterator {b.var.name} of {ename} does not cover the same "
-                                f"range as {a.var.name} of {rname}")
+            raise ScheduleError(f"{what}: iterator {b.var.name} of {epi.name_hint} does not cover the same "
+                                f"range as {a.var.name} of {red.name_hint}")
     vmap = {b.var: a.var for a, b in zip(red_vars, epi_vars)}
     temp_store = red.body
     if not (isinstance(temp_store, BufferStore) and temp_store.buffer is temp):
-        raise ScheduleError(f"{what}: block {rname} must be a single store into {temp.name}")
-    mapped = tuple(substitute(i, vmap) for i in loads[0].indices)
+        raise ScheduleError(f"{what}: block {red.name_hint} must be a single store into {temp.name}")
+    mapped = tuple(substitute(i, vmap) for i in load.indices)
     if not structural_equal(mapped, temp_store.indices):
-        raise ScheduleError(f"{what}: {ename} reads {temp.name} at other indices than {rname} "
-                            "writes it, so its iterators do not line up with the reduction's")
+        raise ScheduleError(f"{what}: {epi.name_hint} reads {temp.name} at other indices than "
+                            f"{red.name_hint} writes it, so its iterators do not line up with the reduction's")
+    return vmap
 
+
+def _fused_reduction(red: Block, epi: Block, temp: Buffer, pattern: _Pattern, vmap: dict) -> Block:
+    """The reduction accumulating into the epilogue's output: the init starts from the
+    epilogue applied to 0, the update applies the non-linearity at every step."""
+    store = epi.body
     out_buf = store.buffer
     out_idx = tuple(substitute(i, vmap) for i in store.indices)
     lower = upper = None
@@ -166,17 +196,12 @@ def fuse_reduction_epilogue(root: Stmt, reduction: BlockRealize, epilogue: Block
         init_value = substitute(pattern.addend, vmap)
         if pattern.kind == "bias_relu":
             init_value = Max(init_value, const(0, init_value.dtype))
-
-    # the update now accumulates into the output, the non-linearity applied at every step
-    redirected = BufferReplacer({id(temp): out_buf}).visit(temp_store)
+    redirected = BufferReplacer({id(temp): out_buf}).visit(red.body)
     value = redirected.value
     if pattern.kind == "bias_relu":
         value = Max(value, const(0, out_buf.dtype))
     elif pattern.kind == "clipping":
         value = Min(Max(value, lower), upper)
-    new_body = BufferStore(out_buf, value, redirected.indices)
-    new_init = BufferStore(out_buf, init_value, out_idx)
-
     # regions: the output replaces temp; the addend's region is read first (the init reads it)
     writes = tuple(BufferRegion(out_buf, substitute(w.region, vmap)) if w.buffer is temp else w
                    for w in red.writes)
@@ -191,7 +216,5 @@ def fuse_reduction_epilogue(root: Stmt, reduction: BlockRealize, epilogue: Block
         if r.buffer is not temp and id(r.buffer) not in seen:
             reads.append(r)
             seen.add(id(r.buffer))
-    fused = replace(red, init=new_init, body=new_body, reads=tuple(reads), writes=writes)
-
-    out = _remove_block_with_loops(root, epilogue, epath)
-    return replace_stmt(out, red, fused)
+    return replace(red, init=BufferStore(out_buf, init_value, out_idx),
+                   body=BufferStore(out_buf, value, redirected.indices), reads=tuple(reads), writes=writes)

@@ -19,11 +19,11 @@ from ...arith import Analyzer
 from ...ir import replace
 from ...ir.structural import structural_equal
 from ..buffer import BufferRegion
-from ..expr import Add, BufferLoad, FloorDiv, FloorMod, IntImm, IterVar, Mul, PrimExpr, Range, Var, const
+from ..expr import Add, BufferLoad, FloorDiv, FloorMod, IntImm, IterVar, Mul, PrimExpr, Range, Var, const, is_const_int
 from ..functor import StmtExprMutator, post_order_visit, substitute
 from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, Stmt
-from .compute import _refresh_regions
 from .error import ScheduleError
+from .shared_analyses import recompute_access_regions
 from .tree import loops_above, replace_stmt
 
 __all__ = ["add_unit_loop", "transform_block_layout", "SimplifyAccesses", "apply_index_map", "check_trivial_nest"]
@@ -126,12 +126,12 @@ def _group(expr: PrimExpr, extents: dict[int, PrimExpr], iters: dict[int, Var],
     terms = _terms(expr, iters)
     not_affine = (f"transform_block_layout of block {block.name_hint}: {expr} is not a fusion of the "
                   "block's iterators, so the index map is not a bijective affine map")
-    if terms is None or any(t is None and not _is_zero(c) for t, c in terms):
+    if terms is None or any(t is None and not is_const_int(c, 0) for t, c in terms):
         raise ScheduleError(not_affine)
     terms = [(t, c) for t, c in terms if t is not None]
     ana = Analyzer()
-    live = [(t, c) for t, c in terms if not _is_one(extents[id(t)])]
-    unit = [(t, c) for t, c in terms if _is_one(extents[id(t)])]
+    live = [(t, c) for t, c in terms if not is_const_int(extents[id(t)], 1)]
+    unit = [(t, c) for t, c in terms if is_const_int(extents[id(t)], 1)]
     ordered: list[tuple[Var, PrimExpr]] = []
     expected: PrimExpr = const(1, expr.dtype)
     while live:  # innermost first: coefficient 1, then the product of the extents inside
@@ -164,7 +164,7 @@ def _split_pieces(fused: PrimExpr, total: PrimExpr, members: list[tuple[int, int
     if len(members) == 1 and members[0][1:] == (1, None):
         k = members[0][0]
         var = Var(f"v{k}", dtype)
-        new_iters[k] = IterVar(Range(const(0, dtype), total), var, "spatial" if _is_one(total) else kind)
+        new_iters[k] = IterVar(Range(const(0, dtype), total), var, "spatial" if is_const_int(total, 1) else kind)
         ranges[var] = total
         return var
     bad = ScheduleError(f"transform_block_layout of block {block.name_hint}: the pieces "
@@ -190,12 +190,6 @@ def _split_pieces(fused: PrimExpr, total: PrimExpr, members: list[tuple[int, int
     return value
 
 
-def _is_zero(e: PrimExpr) -> bool:
-    return isinstance(e, IntImm) and e.value == 0
-
-
-def _is_one(e: PrimExpr) -> bool:
-    return isinstance(e, IntImm) and e.value == 1
 
 
 def check_trivial_nest(realize: BlockRealize, path: tuple, primitive: str) -> list[For]:
@@ -238,7 +232,7 @@ def transform_block_layout(root: Stmt, realize: BlockRealize, path: tuple, index
         else:
             same[2].append(k)
     used = [id(t) for _, g, _ in fusions for t, _ in g]
-    if len(set(used)) != len(used) or any(id(v) not in used and not _is_one(extents[id(v)]) for v in old_vars):
+    if len(set(used)) != len(used) or any(id(v) not in used and not is_const_int(extents[id(v)], 1) for v in old_vars):
         raise ScheduleError(f"transform_block_layout of block {name}: the index map must use every "
                             "iterator exactly once (it is not bijective)")
 
@@ -247,11 +241,11 @@ def transform_block_layout(root: Stmt, realize: BlockRealize, path: tuple, index
     ranges: dict[Var, PrimExpr] = {}
     for fused, group, members in fusions:
         dtype = fused.dtype
-        live = [(t, c) for t, c in group if not _is_one(extents[id(t)])]
+        live = [(t, c) for t, c in group if not is_const_int(extents[id(t)], 1)]
         if live:  # the outermost coefficient times its extent
             c0, e0 = live[0][1], extents[id(live[0][0])]
             total = (const(c0.value * e0.value, dtype) if isinstance(c0, IntImm) and isinstance(e0, IntImm)
-                     else e0 if _is_one(c0) else c0 * e0)
+                     else e0 if is_const_int(c0, 1) else c0 * e0)
         else:
             total = const(1, dtype)
         kinds = {types[id(t)] for t, _ in live}
@@ -262,14 +256,14 @@ def transform_block_layout(root: Stmt, realize: BlockRealize, path: tuple, index
         value = _split_pieces(fused, total, [(k, pieces[k][1], pieces[k][2]) for k in members], block,
                               new_iters, ranges, kind, outputs)
         for t, _ in group:
-            if _is_one(extents[id(t)]) and (live or len(group) > 1):
+            if is_const_int(extents[id(t)], 1) and (live or len(group) > 1):
                 inverse[t] = const(0, t.dtype)
         if not live and len(group) == 1:
             inverse[group[0][0]] = value
         # as TVM writes the inverse of a fusion: x_j = f % c_{j-1} // c_j
         for j, (t, c) in enumerate(live):
             x: PrimExpr = value if j == 0 else value % live[j - 1][1]
-            if not _is_one(c):
+            if not is_const_int(c, 1):
                 x = x // c
             inverse[t] = x
     for v in old_vars:
@@ -277,7 +271,7 @@ def transform_block_layout(root: Stmt, realize: BlockRealize, path: tuple, index
 
     new_block = substitute(replace(block, iter_vars=()), inverse)
     new_block = SimplifyAccesses(ranges).visit(replace(new_block, iter_vars=tuple(new_iters)))
-    new_block = _refresh_regions(new_block)
+    new_block = recompute_access_regions(new_block)
     loop_vars = [Var(f"ax{k}", it.var.dtype) for k, it in enumerate(new_iters)]
     body: Stmt = BlockRealize(tuple(loop_vars), realize.predicate, new_block)
     for lv, it in reversed(list(zip(loop_vars, new_iters))):

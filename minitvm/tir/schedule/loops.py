@@ -10,36 +10,15 @@ from typing import Any
 
 from ... import ir
 from ..analysis import uses_var
-from ..expr import IntImm, PrimExpr, Var, const
+from ..expr import IntImm, PrimExpr, Var, const, is_const_int
 from ..functor import substitute
 from ..op import floordiv, floormod, logical_and
 from ..stmt import BlockRealize, For, ForKind, Stmt
 from .error import ScheduleError
+from .shared_analyses import is_const_true, loop_bounds, simplify
 from .tree import blocks_under, replace_stmt, walk_stmts
 
 __all__ = ["split", "fuse", "reorder", "set_loop_kind"]
-
-
-def simplify(e: Any, bounds: dict | None = None) -> Any:
-    """Simplify with the arith analyzer, knowing each loop variable's range."""
-    from ...arith import Analyzer
-
-    ana = Analyzer()
-    for var, extent in (bounds or {}).items():
-        ana.bind(var, ir_range(extent))
-    return ana.simplify(e)
-
-
-def ir_range(extent: PrimExpr) -> Any:
-    from ..expr import Range
-
-    return Range(const(0, extent.dtype), extent)
-
-
-def loop_bounds(root: Stmt) -> dict[Var, PrimExpr]:
-    """Extent of every zero-based loop in ``root`` (for the simplifier)."""
-    return {s.loop_var: s.extent for s, _ in walk_stmts(root)
-            if isinstance(s, For) and isinstance(s.min, IntImm) and s.min.value == 0}
 
 
 def _const_extent(loop: For) -> int:
@@ -50,23 +29,25 @@ def _const_extent(loop: For) -> int:
 
 
 def _rebind(root: Stmt, vmap: dict[Var, PrimExpr], bounds: dict, extra_predicate: PrimExpr | None,
-            scope: Stmt) -> Stmt:
-    """Substitute loop variables inside ``scope`` and simplify the block bindings."""
+            scope: Stmt, preserve_unit_iters: bool = True) -> Stmt:
+    """Substitute loop variables inside ``scope`` and simplify the block bindings.
+
+    Without ``preserve_unit_iters`` a unit loop's variable is its only value, 0, in the
+    bindings (TVM's IterMapSimplify with ``simplify_trivial_iterators``); the loop stays.
+    """
     new = substitute(scope, vmap)
+    unit = {} if preserve_unit_iters else \
+        {v: const(0, v.dtype) for v, extent in bounds.items() if is_const_int(extent, 1)}
     for realize in blocks_under(new):
-        values = tuple(simplify(v, bounds) for v in realize.iter_values)
+        values = tuple(simplify(substitute(v, unit) if unit else v, bounds) for v in realize.iter_values)
         pred = realize.predicate  # substituted, not re-simplified (TVM leaves predicates as built)
         if extra_predicate is not None:
             # every block under a split loop sees its padding guard, appended unsimplified
             # (``(i0 * 2 + i1) * 3 + i2 < 128``) after what it had, as TVM appends it
-            pred = logical_and(pred, extra_predicate) if not _is_true(pred) else extra_predicate
+            pred = logical_and(pred, extra_predicate) if not is_const_true(pred) else extra_predicate
         if values != realize.iter_values or pred is not realize.predicate:
             new = replace_stmt(new, realize, BlockRealize(values, pred, realize.block))
     return new
-
-
-def _is_true(e: PrimExpr) -> bool:
-    return isinstance(e, IntImm) and e.dtype == "bool" and e.value == 1
 
 
 def _check_plain_loop(loop: For, what: str) -> None:
@@ -83,6 +64,7 @@ def split(root: Stmt, loop: For, factors: list[Any], preserve_unit_iters: bool =
           disable_predication: bool = False) -> tuple[Stmt, list[Var]]:
     """Split ``loop`` into nested loops whose extents are ``factors`` (one may be None).
 
+    ``preserve_unit_iters=False`` binds unit loops as 0 (see :func:`_rebind`);
     ``disable_predication`` leaves out the guard of a non-dividing split (the caller promises
     the padding iterations are harmless), as TVM does.  A loop of symbolic extent ``n`` splits
     too: the inferred factor is ``(n + k - 1) // k`` and the guard is always added.
@@ -134,7 +116,7 @@ def split(root: Stmt, loop: For, factors: list[Any], preserve_unit_iters: bool =
     bounds = loop_bounds(root)
     bounds.update({v: f for v, f in zip(new_vars, sizes)})
     predicate = (fused < extent_expr) if not exact and not disable_predication else None
-    body = _rebind(root, {loop.loop_var: fused}, bounds, predicate, loop.body)
+    body = _rebind(root, {loop.loop_var: fused}, bounds, predicate, loop.body, preserve_unit_iters)
     for v, f in reversed(list(zip(new_vars, sizes))):
         body = For(v, const(0, dtype), f, ForKind.SERIAL, body)
     return replace_stmt(root, loop, body), new_vars
@@ -160,8 +142,9 @@ def _chain(outer: For, inner: For) -> list[For] | None:
     return chain
 
 
-def fuse(root: Stmt, loops: list[For]) -> tuple[Stmt, Var]:
-    """Fuse perfectly nested ``loops`` (outer to inner) into one loop."""
+def fuse(root: Stmt, loops: list[For], preserve_unit_iters: bool = True) -> tuple[Stmt, Var]:
+    """Fuse perfectly nested ``loops`` (outer to inner) into one loop (``preserve_unit_iters``:
+    see :func:`_rebind`)."""
     names = ", ".join(lp.loop_var.name for lp in loops)
     if len(loops) < 2:
         raise ScheduleError(f"cannot fuse {names}: need at least two loops")
@@ -197,7 +180,7 @@ def fuse(root: Stmt, loops: list[For]) -> tuple[Stmt, Var]:
         stride = span
     bounds = loop_bounds(root)
     bounds[fused] = total
-    body = _rebind(root, vmap, bounds, None, loops[-1].body)
+    body = _rebind(root, vmap, bounds, None, loops[-1].body, preserve_unit_iters)
     new_loop = For(fused, const(0, dtype), total, ForKind.SERIAL, body)
     return replace_stmt(root, loops[0], new_loop), fused
 

@@ -13,9 +13,8 @@ from ...arith import Analyzer
 from ..expr import IntImm, Var, const
 from ..functor import substitute
 from ..stmt import Block, For, ForKind, SeqStmt, Stmt
-from .compute import _path
 from .error import ScheduleError
-from .tree import replace_stmt
+from .tree import ancestors, replace_stmt
 
 __all__ = ["merge"]
 
@@ -25,7 +24,7 @@ def merge(root: Stmt, loops: list[For]) -> tuple[Stmt, Var]:
     names = ", ".join(lp.loop_var.name for lp in loops)
     if len(loops) < 2:
         raise ScheduleError(f"cannot merge {names}: merge needs at least 2 loops")
-    full = [_path(root, lp) + (lp,) for lp in loops]
+    full = [ancestors(root, lp) + (lp,) for lp in loops]
     lca_depth = -1
     for depth in range(min(len(p) for p in full)):
         node = full[0][depth]

@@ -23,6 +23,7 @@ from ..expr import FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr, Range, V
 from ..functor import substitute
 from ..stmt import Block, BlockRealize, For, Stmt
 from .error import ScheduleError
+from .shared_analyses import range_bounds
 from .tree import blocks_under
 
 NOTHING = None
@@ -201,16 +202,13 @@ def loops_between(loop: For, path: tuple) -> dict[int, tuple[PrimExpr, PrimExpr]
 
 def _relax_region(region: Any, bind: dict, inner: dict, ana: Any) -> list[Interval]:
     """Each dimension of ``region`` (after ``bind``) as an interval over the loops in ``inner``."""
-    from .compute import relax
-
     out = []
     for dim, r in enumerate(region.region):
-        lo = relax(substitute(r.min, bind), inner)
-        hi = relax(substitute(r.min + r.extent - 1, bind), inner)
-        if lo is None or hi is None:
+        b = range_bounds(r, inner, bind)
+        if b is None:
             out.append((const(0, r.min.dtype), ana.simplify(region.buffer.shape[dim] - 1)))
         else:
-            out.append((ana.simplify(lo[0]), ana.simplify(hi[1])))
+            out.append((ana.simplify(b[0]), ana.simplify(b[1])))
     return out
 
 
@@ -284,8 +282,6 @@ def check_reads_inside(block: Block, own_kind: str, linked: dict, partners: list
     """A consumer moved under ``loop`` must read only what its producers write in the same
     iteration of ``loop``: a strided access (``B[v * 2]``) can make it read an element written
     in an earlier iteration, which a buffer allocated inside the loop no longer holds."""
-    from .compute import relax
-
     doms = {}
     for iv, info in zip(block.iter_vars, var_doms):
         if info.dom is NOTHING or has_inf(info.dom):
@@ -306,13 +302,12 @@ def check_reads_inside(block: Block, own_kind: str, linked: dict, partners: list
             if region.buffer is not buffer:
                 continue
             for (r_lo, r_hi), rng in zip(required, region.region):
-                lo = relax(rng.min, doms)
-                hi = relax(rng.min + rng.extent - 1, doms)
-                if lo is None or hi is None:
+                b = range_bounds(rng, doms)
+                if b is None:
                     continue
-                if not (ana.can_prove(lo[0] >= r_lo) and ana.can_prove(hi[1] <= r_hi)):
+                if not (ana.can_prove(b[0] >= r_lo) and ana.can_prove(b[1] <= r_hi)):
                     raise ScheduleError(f"cannot {here}: under the loop the block would read {buffer.name} "
-                                        f"at [{ana.simplify(lo[0])}, {ana.simplify(hi[1])}], beyond what its "
+                                        f"at [{ana.simplify(b[0])}, {ana.simplify(b[1])}], beyond what its "
                                         f"producers write in that iteration ([{r_lo}, {r_hi}])")
 
 

@@ -28,9 +28,9 @@ from ..expr import BufferLoad, IntImm, IterVar, PrimExpr, Range, Var, const
 from ..functor import StmtExprMutator, post_order_visit, substitute
 from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, SeqStmt, Stmt
 from .block_annotate import access_buffer, valid_storage_scope
-from .compute import relax
 from .error import ScheduleError
 from .layout import apply_index_map
+from .shared_analyses import index_bounds
 from .tree import block_realizes, replace_stmt, unique_block_name
 
 __all__ = ["reindex", "reindex_cache"]
@@ -251,7 +251,7 @@ def reindex_cache(root: Stmt, realize: BlockRealize, path: tuple, index: int, sc
     ana = Analyzer()
     shape = []
     for e in new_idx:
-        b = relax(e, dom)
+        b = index_bounds(e, dom)
         extent = None if b is None else ana.simplify(b[1] + 1)
         if extent is None or _uses(extent) & set(dom):  # symbolic extents are fine, iterators not
             raise ScheduleError(f"{what} of block {block.name_hint}: cannot bound cache index {e}")

@@ -7,17 +7,18 @@ vectorized or parallelized) followed by ``Y[i] += Y_rf[i, k1]``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ...ir import replace
 from ...ir.structural import structural_equal
 from ..analysis import uses_var, vars_used
-from ..buffer import BufferRegion
+from ..buffer import Buffer, BufferRegion
 from ..expr import Add, BufferLoad, FloatImm, IntImm, IterVar, Max, Min, PrimExpr, Range, Var, const
 from ..functor import substitute
 from ..op import max_value, min_value
 from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, SeqStmt, Stmt, seq
-from .compute import _path
 from .error import ScheduleError
-from .tree import replace_stmt, unique_block_name, walk_stmts
+from .tree import ancestors, replace_stmt, unique_block_name, walk_stmts
 
 __all__ = ["rfactor", "match_reduction"]
 
@@ -100,49 +101,83 @@ def _check_loops(loops: list[For], rf_loop: For, realize: BlockRealize, spatial_
                                 f"{block.name_hint} yet sits under a reduction loop")
 
 
+@dataclass
+class _Reduction:
+    """What rfactor learns about the reduction while checking it."""
+
+    realize: BlockRealize
+    kind: type  # the combiner: Add, Max or Min
+    store: BufferStore  # the update's store into the output
+    rhs: PrimExpr  # what the update combines into the output
+    init_value: PrimExpr
+    path: tuple  # the block's ancestors
+    loops: list[For]  # the loops of the block's scope around it, outer to inner
+    reduce_vars: set[int]  # ids of the loop variables reduction bindings use
+    factor_axis: int  # where the rfactor loop's dimension goes in the new buffer (normalized)
+
+
 def rfactor(root: Stmt, realize: BlockRealize, loop: For, factor_axis: int) -> tuple[Stmt, str]:
     """TVM's rfactor: a copy of the whole loop nest computes partial results into ``<Y>_rf``
     (the rfactor loop a spatial iterator there), then the original loops without the other
     reduction loops combine them into ``Y`` (the rfactor loop its reduction iterator)."""
+    name = f"rfactor at loop {loop.loop_var.name}"
+    red = _check_rfactor(root, realize, loop, factor_axis, name)
+    out = red.store.buffer
+    rf_shape = list(out.shape)
+    rf_shape.insert(red.factor_axis, loop.extent)
+    rf_buf = replace(out, shape=tuple(rf_shape), name=f"{out.name}_rf", data=Var(f"{out.name}_rf", "handle"))
+    rf_nest, rf_block, rf_index = _rfactor_nest(root, red, loop, rf_buf)
+    write_back = _write_back_block(red, loop, rf_buf, rf_index)
+    result = _replace_reduction(root, red, loop, rf_nest, write_back)
+    # the partial results live in the block scope around the rfactor block
+    rf_path = ancestors(result, next(r for r, _ in walk_stmts(result)
+                                     if isinstance(r, BlockRealize) and r.block is rf_block))
+    scope = next(s for s in reversed(rf_path) if isinstance(s, Block))
+    result = replace_stmt(result, scope, replace(scope, alloc_buffers=scope.alloc_buffers + (rf_buf,)))
+    return result, rf_block.name_hint
+
+
+def _check_rfactor(root: Stmt, realize: BlockRealize, loop: For, factor_axis: int, name: str) -> _Reduction:
+    """The block is a reduction rfactor can split at ``loop`` (see :func:`_check_reduction`
+    and :func:`_check_loops`), ``factor_axis`` fits the output, and no predicate uses a loop
+    the final reduction drops."""
     block = realize.block
     kind, store, rhs = match_reduction(block)
     lv = loop.loop_var
-    name = f"rfactor at loop {lv.name}"
-    path = _path(root, realize)
+    path = ancestors(root, realize)
     if not any(s is loop for s in path):
         raise ScheduleError(f"cannot {name}: the loop is not around block {block.name_hint}")
     _check_reduction(realize, path, name)
     if loop.kind != ForKind.SERIAL:
         raise ScheduleError(f"cannot {name}: reduction loop {lv.name} is {loop.kind}, not serial")
-    spatial = [(iv, v) for iv, v in zip(block.iter_vars, realize.iter_values) if iv.iter_type == "spatial"]
-    reduce = [(iv, v) for iv, v in zip(block.iter_vars, realize.iter_values) if iv.iter_type == "reduce"]
-    spatial_vars = set().union(*[vars_used(v) for _, v in spatial]) if spatial else set()
-    reduce_vars = set().union(*[vars_used(v) for _, v in reduce]) if reduce else set()
+    used_by = {"spatial": set(), "reduce": set()}  # loop variable ids each kind of binding uses
+    for iv, v in zip(block.iter_vars, realize.iter_values):
+        used_by.get(iv.iter_type, set()).update(vars_used(v))
+    spatial_vars, reduce_vars = used_by["spatial"], used_by["reduce"]
     scope_at = max(i for i, s in enumerate(path) if isinstance(s, Block))
     loops = [s for s in path[scope_at:] if isinstance(s, For)]
     _check_loops(loops, loop, realize, spatial_vars, reduce_vars, name)
-    out = store.buffer
-    ndim = len(out.shape)
+    ndim = len(store.buffer.shape)
     if not -(ndim + 1) <= factor_axis <= ndim:
         raise ScheduleError(f"cannot {name}: factor_axis {factor_axis} is out of range for the "
-                            f"{ndim}-D buffer {out.name} (it must be in [{-(ndim + 1)}, {ndim}])")
-    if factor_axis < 0:
-        factor_axis += ndim + 1
-    predicate = realize.predicate
+                            f"{ndim}-D buffer {store.buffer.name} (it must be in [{-(ndim + 1)}, {ndim}])")
     dropped = {id(lp.loop_var) for lp in loops if lp is not loop and id(lp.loop_var) in reduce_vars}
-    if vars_used(predicate) & dropped:
-        raise ScheduleError(f"cannot {name}: block {block.name_hint} has a predicate ({predicate}) over "
-                            "reduction loops the final reduction would not keep")
-    init_value = block.init.value if isinstance(block.init, BufferStore) else None
-    if init_value is None:
+    if vars_used(realize.predicate) & dropped:
+        raise ScheduleError(f"cannot {name}: block {block.name_hint} has a predicate ({realize.predicate}) "
+                            "over reduction loops the final reduction would not keep")
+    if not isinstance(block.init, BufferStore):
         raise ScheduleError(f"cannot {name}: the T.init of block {block.name_hint} must be one store")
-    rf_shape = list(out.shape)
-    rf_shape.insert(factor_axis, loop.extent)
-    rf_buf = replace(out, shape=tuple(rf_shape), name=f"{out.name}_rf", data=Var(f"{out.name}_rf", "handle"))
+    return _Reduction(realize, kind, store, rhs, block.init.value, path, loops, reduce_vars,
+                      factor_axis + ndim + 1 if factor_axis < 0 else factor_axis)
 
-    # -- the rfactor block: the rfactor loop a new spatial iterator; every loop in a reduction
-    # binding that uses it becomes a reduction iterator of its own
-    loop_of = {id(lp.loop_var): lp for lp in loops}
+
+def _rfactor_nest(root: Stmt, red: _Reduction, loop: For, rf_buf: Buffer) -> tuple[Stmt, Block, tuple]:
+    """The rfactor block in a copy of the whole loop nest: the rfactor loop a new spatial
+    iterator, every loop in a reduction binding that uses it a reduction iterator of its own.
+    Returns the nest, the block and its index into ``rf_buf``."""
+    realize, lv = red.realize, loop.loop_var
+    block = realize.block
+    loop_of = {id(lp.loop_var): lp for lp in red.loops}
     v_rf = IterVar(Range(const(0, loop.extent.dtype), loop.extent), Var(f"v{lv.name}", lv.dtype), "spatial")
     as_iter: dict[Var, Var] = {lv: v_rf.var}
     rf_ivs, rf_values, var_map = [v_rf], [lv], {}
@@ -160,78 +195,82 @@ def rfactor(root: Stmt, realize: BlockRealize, loop: For, factor_axis: int) -> t
             rf_ivs.append(new)
             rf_values.append(var)
         var_map[iv.var] = substitute(value, as_iter)
-    rf_index = list(store.indices)
-    rf_index.insert(factor_axis, v_rf.var)
+    out = red.store.buffer
+    rf_index = list(red.store.indices)
+    rf_index.insert(red.factor_axis, v_rf.var)
     rf_index = tuple(rf_index)
     rf_reads = tuple(BufferRegion(r.buffer, substitute(r.region, var_map)) for r in block.reads)
     rf_writes = []
     for w in block.writes:
         region = list(w.region)
-        region.insert(factor_axis, Range(v_rf.var, const(1, v_rf.var.dtype)))
+        region.insert(red.factor_axis, Range(v_rf.var, const(1, v_rf.var.dtype)))
         rf_writes.append(BufferRegion(rf_buf if w.buffer is out else w.buffer, substitute(tuple(region), var_map)))
     # without a reduction iterator left, each partial result is one value: stored, not reduced
     reduces = any(iv.iter_type == "reduce" for iv in rf_ivs)
-    rf_value = _combine(kind, BufferLoad(rf_buf, rf_index), rhs) if reduces else rhs
+    rf_value = _combine(red.kind, BufferLoad(rf_buf, rf_index), red.rhs) if reduces else red.rhs
     rf_block = Block(
         name_hint=unique_block_name(root, f"{block.name_hint}_rf"),  # a second rfactor gets _rf_1
         iter_vars=tuple(rf_ivs), reads=rf_reads, writes=tuple(rf_writes),
-        init=substitute(BufferStore(rf_buf, init_value, rf_index), var_map) if reduces else None,
+        init=substitute(BufferStore(rf_buf, red.init_value, rf_index), var_map) if reduces else None,
         body=substitute(BufferStore(rf_buf, rf_value, rf_index), var_map),
         annotations=dict(block.annotations),
     )
-    # the rfactor block runs in a copy of the whole loop nest
-    copies = {lp.loop_var: Var(lp.loop_var.name, lp.loop_var.dtype) for lp in loops}
+    copies = {lp.loop_var: Var(lp.loop_var.name, lp.loop_var.dtype) for lp in red.loops}
     rf_block = substitute(rf_block, copies)  # a body naming a loop variable follows the copy
-    rf_body: Stmt = BlockRealize(tuple(substitute(v, copies) for v in rf_values),
-                                 substitute(realize.predicate, copies), rf_block)
-    for lp in reversed(loops):
-        rf_body = replace(lp, loop_var=copies[lp.loop_var], body=rf_body)
+    nest: Stmt = BlockRealize(tuple(substitute(v, copies) for v in rf_values),
+                              substitute(realize.predicate, copies), rf_block)
+    for lp in reversed(red.loops):
+        nest = replace(lp, loop_var=copies[lp.loop_var], body=nest)
+    return nest, rf_block, rf_index
 
-    # -- the write-back block: the rfactor loop its reduction iterator, the spatial ones kept
-    v_wb = IterVar(v_rf.dom, Var(f"v{lv.name}", lv.dtype), "reduce")
-    wb_map: dict[Var, PrimExpr] = {v_rf.var: v_wb.var}
+
+def _write_back_block(red: _Reduction, loop: For, rf_buf: Buffer, rf_index: tuple) -> BlockRealize:
+    """The block combining the partial results into the output: the rfactor loop its
+    reduction iterator, the original spatial iterators kept."""
+    lv, block, out = loop.loop_var, red.realize.block, red.store.buffer
+    v_wb = IterVar(Range(const(0, loop.extent.dtype), loop.extent), Var(f"v{lv.name}", lv.dtype), "reduce")
+    wb_map: dict[Var, PrimExpr] = {rf_index[red.factor_axis]: v_wb.var}
     wb_ivs, wb_values = [v_wb], [lv]
-    for iv, value in spatial:
-        nv = Var(iv.var.name, iv.var.dtype)
-        wb_map[iv.var] = nv
-        wb_ivs.append(IterVar(iv.dom, nv, "spatial"))
-        wb_values.append(value)
-    out_index = tuple(substitute(i, wb_map) for i in store.indices)
+    for iv, value in zip(block.iter_vars, red.realize.iter_values):
+        if iv.iter_type == "spatial":
+            nv = Var(iv.var.name, iv.var.dtype)
+            wb_map[iv.var] = nv
+            wb_ivs.append(IterVar(iv.dom, nv, "spatial"))
+            wb_values.append(value)
+    out_index = tuple(substitute(i, wb_map) for i in red.store.indices)
     rf_load = BufferLoad(rf_buf, tuple(substitute(i, wb_map) for i in rf_index))
     wb_block = Block(
         name_hint=block.name_hint, iter_vars=tuple(wb_ivs),
         reads=(BufferRegion(rf_buf, tuple(Range(i, const(1, i.dtype)) for i in rf_load.indices)),),
         writes=(BufferRegion(out, tuple(Range(i, const(1, i.dtype)) for i in out_index)),),
-        init=BufferStore(out, init_value, out_index),
-        body=BufferStore(out, _combine(kind, BufferLoad(out, out_index), rf_load), out_index),
+        init=BufferStore(out, red.init_value, out_index),
+        body=BufferStore(out, _combine(red.kind, BufferLoad(out, out_index), rf_load), out_index),
         annotations=dict(block.annotations),
     )
-    wb_realize = BlockRealize(tuple(wb_values), const(True, "bool"), wb_block)
+    return BlockRealize(tuple(wb_values), const(True, "bool"), wb_block)
+
+
+def _replace_reduction(root: Stmt, red: _Reduction, loop: For, rf_nest: Stmt, write_back: BlockRealize) -> Stmt:
+    """``rf_nest`` before the old nest, where the write-back block replaces the reduction and
+    the loops only reduction iterators use are gone (the rfactor loop stays: it is reduced over)."""
+    path, outermost = red.path, red.loops[0]
 
     def rebuild(s: Stmt) -> Stmt:
-        """The old nest with the write-back block in place of the reduction, and without the
-        loops only reduction iterators use (the rfactor loop stays: it is reduced over)."""
-        if s is realize:
-            return wb_realize
+        if s is red.realize:
+            return write_back
         if isinstance(s, SeqStmt):
             return seq(*[rebuild(x) if any(x is p for p in path) else x for x in s.seq])
         assert isinstance(s, For)
         body = rebuild(s.body)
-        return replace(s, body=body) if s is loop or id(s.loop_var) not in reduce_vars else body
+        return replace(s, body=body) if s is loop or id(s.loop_var) not in red.reduce_vars else body
 
-    parent = path[path.index(loops[0]) - 1]
+    parent = path[path.index(outermost) - 1]
     if isinstance(parent, SeqStmt):  # splice into the enclosing sequence (no nested sequences)
         items = []
         for x in parent.seq:
-            items += [rf_body, rebuild(x)] if x is loops[0] else [x]
-        result = replace_stmt(root, parent, SeqStmt(tuple(items)))
-    else:
-        result = replace_stmt(root, loops[0], seq(rf_body, rebuild(loops[0])))
-    scope = next(s for s in reversed(_path(result, next(
-        r for r, _ in walk_stmts(result) if isinstance(r, BlockRealize) and r.block is rf_block)))
-        if isinstance(s, Block))
-    result = replace_stmt(result, scope, replace(scope, alloc_buffers=scope.alloc_buffers + (rf_buf,)))
-    return result, rf_block.name_hint
+            items += [rf_nest, rebuild(x)] if x is outermost else [x]
+        return replace_stmt(root, parent, SeqStmt(tuple(items)))
+    return replace_stmt(root, outermost, seq(rf_nest, rebuild(outermost)))
 
 
 def _vars_in_order(e: PrimExpr) -> list[Var]:
@@ -241,15 +280,3 @@ def _vars_in_order(e: PrimExpr) -> list[Var]:
     seen: list[Var] = []
     pre_order_visit(e, lambda x: seen.append(x) if isinstance(x, Var) and all(x is not s for s in seen) else None)
     return seen
-
-
-def _only_uses(e: PrimExpr, allowed: set[int]) -> bool:
-    from ..functor import post_order_visit
-
-    bad: list = []
-    post_order_visit(e, lambda x: bad.append(x) if isinstance(x, Var) and id(x) not in allowed else None)
-    return not bad
-
-
-def _is_zero(e: PrimExpr) -> bool:
-    return isinstance(e, IntImm) and e.value == 0

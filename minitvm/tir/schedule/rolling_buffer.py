@@ -27,9 +27,9 @@ from ..expr import LE, FloorDiv, FloorMod, IntImm, Mul, Or, PrimExpr, Range, Var
 from ..functor import StmtExprMutator, substitute
 from ..op import logical_and
 from ..stmt import Block, BlockRealize, BufferStore, For, Stmt
-from .compute import _path, relax
 from .error import ScheduleError
-from .tree import block_realizes, replace_stmt
+from .shared_analyses import index_bounds
+from .tree import ancestors, block_realizes, replace_stmt
 
 __all__ = ["rolling_buffer"]
 
@@ -105,7 +105,7 @@ def _relaxed_region(realize: BlockRealize, region: BufferRegion, loops: list[For
     for rng, dim in zip(region.region, region.buffer.shape):
         lo_e = substitute(rng.min, bindings)
         hi_e = substitute(rng.min + rng.extent - 1, bindings)
-        lo, hi = relax(lo_e, dom), relax(hi_e, dom)
+        lo, hi = index_bounds(lo_e, dom), index_bounds(hi_e, dom)
         if lo is None or hi is None:
             out.append(Range(const(0, dim.dtype), dim))
             continue
@@ -210,7 +210,7 @@ def rolling_buffer(root: Stmt, realize: BlockRealize, index: int, param_buffers:
         raise ScheduleError(f"cannot rolling_buffer block {name}: it writes {len(block.writes)} "
                             f"buffer(s); write index {index} is out of range")
     region = block.writes[index]
-    path = _path(root, realize)
+    path = ancestors(root, realize)
     scope = next((s for s in reversed(path) if isinstance(s, Block)), None)
     if scope is None:
         raise ScheduleError(f"cannot rolling_buffer block {name}: it is the root block")
@@ -220,7 +220,7 @@ def rolling_buffer(root: Stmt, realize: BlockRealize, index: int, param_buffers:
     _check_only_raw(block, scope, name)
 
     written = {id(w.buffer) for w in block.writes}
-    paths = [path] + [_path(root, r) for r, _ in _scope_blocks(scope)
+    paths = [path] + [ancestors(root, r) for r, _ in _scope_blocks(scope)
                       if r is not realize and any(id(x.buffer) in written for x in r.block.reads)]
     lca: Stmt = scope
     for depth in range(min(len(p) for p in paths)):

@@ -9,6 +9,7 @@ that replays the same steps on another copy.  A failed primitive raises
 from __future__ import annotations
 
 import random
+from collections import Counter
 from typing import Any
 
 from ...ir.module import IRModule
@@ -38,7 +39,8 @@ from . import reindex as _reindex
 from . import rfactor as _rfactor
 from . import rolling_buffer as _rolling_buffer
 from .error import ScheduleError
-from .trace import BlockRV, ExprRV, Instruction, LoopRV, Trace, kind_for
+from .shared_analyses import simplify
+from .trace import BlockRV, ExprRV, Instruction, LoopRV, Trace, kind_for, random_vars_in
 from .tree import block_realizes, child_stmts, loops_above, walk_stmts
 from .tree import blocks_under as _blocks_under
 
@@ -50,17 +52,25 @@ class BufferArgumentError(ScheduleError, AssertionError):
 
 
 class Schedule:
-    """``Schedule(mod_or_func, seed=None)``: a schedule over a copy of the module."""
+    """``Schedule(mod_or_func, seed=None)``: a schedule over a copy of the module.
 
-    def __init__(self, mod: IRModule | PrimFunc, seed: int | None = None, debug_mask: Any = None,
+    ``debug_mask`` ("all", "none" or TVM's bit mask) turns on the state check after every
+    primitive; ``error_render_level`` shortens ScheduleError messages; ``enable_check=False``
+    (skip prerequisite checks) is refused: every primitive here checks its conditions.
+    """
+
+    def __init__(self, mod: IRModule | PrimFunc, seed: int | None = None, debug_mask: str | int | None = None,
                  error_render_level: Any = None, enable_check: bool = True):
         if isinstance(mod, PrimFunc):
             mod = IRModule({"main": mod})
         if not isinstance(mod, IRModule):
             raise TypeError(f"Schedule expects an IRModule or a PrimFunc, got {type(mod).__name__}")
-        if debug_mask is not None and debug_mask != "all":
-            raise NotImplementedError("Schedule(debug_mask=...): minitvm always runs every check; "
-                                      "only None or 'all' is accepted")
+        self._verify_state = _parse_debug_mask(debug_mask) != 0
+        if not isinstance(enable_check, bool):
+            raise TypeError(f"Schedule(enable_check=...) takes a bool, got {type(enable_check).__name__}")
+        if not enable_check:
+            raise NotImplementedError("Schedule(enable_check=False): minitvm cannot skip the prerequisite "
+                                      "checks of its primitives; every primitive checks its conditions")
         level = "detail" if error_render_level is None else error_render_level
         if level not in ("detail", "fast", "none"):
             raise ValueError(f"Schedule(error_render_level={error_render_level!r}): use 'detail', 'fast' "
@@ -115,6 +125,7 @@ class Schedule:
         other._rng = random.Random()
         other._rng.setstate(self._rng.getstate())
         other._func_name = self._func_name
+        other._render_level, other._verify_state = self._render_level, self._verify_state
         other._lcg_state = getattr(self, "_lcg_state", None)
         return other
 
@@ -154,7 +165,13 @@ class Schedule:
         return func
 
     def _commit(self, func_name: str, body: Any) -> None:
-        self._mod = self._mod.with_function(func_name, self._func(func_name).with_body(body))
+        self._commit_function(func_name, self._func(func_name).with_body(body))
+
+    def _commit_function(self, func_name: str, func: PrimFunc) -> None:
+        """The one place a primitive's result enters the schedule (checked under debug_mask)."""
+        if self._verify_state:
+            _verify_block_names(self._func(func_name).body, func.body)
+        self._mod = self._mod.with_function(func_name, func)
 
     def _record(self, kind: str, inputs: dict, outputs: list, decision: Any = None) -> None:
         """Append the call ``sch.<kind>(**inputs)`` to the trace (a ``*name`` key holds the
@@ -241,9 +258,8 @@ class Schedule:
             return int(self.get(x))
         if isinstance(x, PrimExpr):
             from ..functor import substitute
-            from .trace import _expr_rvs
 
-            folded = _loops.simplify(substitute(x, {v: self.get(v) for v in _expr_rvs(x)}))
+            folded = simplify(substitute(x, {v: self.get(v) for v in random_vars_in(x)}))
             if not isinstance(folded, IntImm):
                 raise ScheduleError(f"{what} {x} is not a constant")
             return folded.value
@@ -371,7 +387,7 @@ class Schedule:
         """Fuse perfectly nested loops (outer to inner) into one."""
         nodes = [self._loop(lp)[0] for lp in loops]
         func_name = loops[0].func_name
-        body, var = _loops.fuse(self._func(func_name).body, nodes)
+        body, var = _loops.fuse(self._func(func_name).body, nodes, preserve_unit_iters)
         self._commit(func_name, body)
         rv = LoopRV(var, func_name)
         self._record("fuse", {"*loops": list(loops), "preserve_unit_iters": preserve_unit_iters}, [rv])
@@ -630,7 +646,7 @@ class Schedule:
         func = self._func(block.func_name)
         if not index_map.is_identity():  # the identity (axis separators alone) changes nothing
             new_func = _data.transform_layout(func, target, index_map, pad_value, assume_injective_transform)
-            self._mod = self._mod.with_function(block.func_name, new_func)
+            self._commit_function(block.func_name, new_func)
         self._record("transform_layout", {"block": block, "buffer": (kind, index), "index_map": index_map,
                                           "pad_value": pad_value,
                                           "assume_injective_transform": assume_injective_transform}, [])
@@ -821,8 +837,7 @@ class Schedule:
         kind, index, target = self._normalize_buffer_arg(block, buffer)
         seps = [int(getattr(a, "value", a)) for a in (axis_separators or [])]
         func = self._func(block.func_name)
-        self._mod = self._mod.with_function(block.func_name,
-                                            _axis_separator.set_axis_separator(func, target, seps))
+        self._commit_function(block.func_name, _axis_separator.set_axis_separator(func, target, seps))
         self._record("set_axis_separator", {"block": block, "buffer": (kind, index),
                                             "axis_separators": seps}, [])
 
@@ -1055,6 +1070,33 @@ class Schedule:
         self._record("cache_index", {"block": block, "storage_scope": storage_scope,
                                      "cse_thresh": int(cse_thresh)}, rvs)
         return rvs
+
+
+def _parse_debug_mask(debug_mask: Any) -> int:
+    """TVM's debug_mask: "all" (-1), "none" (0) or a bit mask; None is minitvm's "none"."""
+    if debug_mask is None or debug_mask == "none":
+        return 0
+    if debug_mask == "all":
+        return -1
+    if isinstance(debug_mask, str):
+        raise ValueError(f"Schedule(debug_mask={debug_mask!r}): use 'all', 'none' or an integer bit mask")
+    if not isinstance(debug_mask, int):
+        raise TypeError(f"Schedule(debug_mask=...) takes 'all', 'none' or an integer, got {debug_mask!r}")
+    if debug_mask < -1:
+        raise ValueError(f"Schedule(debug_mask={debug_mask}): a negative mask other than -1 is not supported")
+    return debug_mask
+
+
+def _verify_block_names(before: Any, after: Any) -> None:
+    """debug_mask's check after every primitive.  TVM verifies its statement-reference tree
+    and cached block flags; minitvm keeps neither (it finds blocks by name in the IR itself),
+    so the state to verify is that the primitive left no block name ambiguous that was not
+    already (a function may come in with repeated names; no primitive may add one)."""
+    had = Counter(r.block.name_hint for r, _ in block_realizes(before))
+    for name, count in Counter(r.block.name_hint for r, _ in block_realizes(after)).items():
+        if count > 1 and count > had[name]:
+            raise ScheduleError(f"internal: the schedule state is inconsistent after a primitive: "
+                                f"{count} blocks named {name}")
 
 
 def _sample_tile(rng: random.Random, extent: int, n: int, max_innermost: int) -> list[int]:

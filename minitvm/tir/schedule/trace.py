@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ...ir.node import node
+from ...ir.node import node, script_printer
 from ..expr import Var
 
-__all__ = ["BlockRV", "LoopRV", "ExprRV", "Instruction", "InstructionKind", "Trace"]
+__all__ = ["BlockRV", "LoopRV", "ExprRV", "Instruction", "InstructionKind", "Trace", "random_vars_in"]
 
 
 def _func_name(f: Any) -> str | None:
@@ -538,7 +538,7 @@ class Trace:
             if hasattr(x, "dtype") and not isinstance(x, Var):  # an expression over sampled values
                 from ..functor import substitute
 
-                return substitute(x, {v: mapping[id(v)] for v in _expr_rvs(x) if id(v) in mapping})
+                return substitute(x, {v: mapping[id(v)] for v in random_vars_in(x) if id(v) in mapping})
             return x
 
         for inst in self._kept(remove_postproc):
@@ -555,14 +555,19 @@ class Trace:
         return "\n".join(["# from tvm import tir", "def apply_trace(sch: tir.Schedule) -> None:"]
                          + [f"  {line}" for line in lines])
 
-    def show(self, style: Any = None, black_format: bool = False) -> None:
+    def show(self, style: str | None = None, black_format: bool | None = False) -> None:
+        """Print the trace as Python.  TVM highlights it with a pygments ``style`` and may format
+        it with black; minitvm prints it plain, so those options are refused, not ignored."""
+        if style is not None:
+            raise NotImplementedError(f"Trace.show(style={style!r}): minitvm prints the trace without "
+                                      "highlighting")
+        if black_format:
+            raise NotImplementedError("Trace.show(black_format=True): minitvm does not format with black")
         print(str(self))
 
     def _repr_html_(self) -> str:
         """The trace as highlighted Python in Jupyter (the same highlighter as TVMScript)."""
-        from minitvm.script.printer import to_html  # upward call, lazily, as Node._repr_html_ does
-
-        return to_html(str(self))
+        return script_printer().to_html(str(self))
 
 
 def _collect_rvs(x: Any, into: set[int]) -> None:
@@ -572,11 +577,12 @@ def _collect_rvs(x: Any, into: set[int]) -> None:
         for e in x:
             _collect_rvs(e, into)
     elif hasattr(x, "dtype"):
-        for v in _expr_rvs(x):
+        for v in random_vars_in(x):
             into.add(id(v))
 
 
-def _expr_rvs(e: Any) -> list[ExprRV]:
+def random_vars_in(e: Any) -> list[ExprRV]:
+    """The sampled random variables (ExprRV) an expression uses."""
     from ..functor import post_order_visit
 
     found: list = []

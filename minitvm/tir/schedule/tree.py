@@ -14,9 +14,10 @@ from ...ir.node import Node
 from ..buffer import Buffer
 from ..functor import StmtExprMutator
 from ..stmt import Block, BlockRealize, For, SeqStmt, Stmt
+from .error import ScheduleError
 
-__all__ = ["walk_stmts", "path_to", "replace_stmt", "block_realizes", "loops_above",
-           "child_stmts", "blocks_under"]
+__all__ = ["walk_stmts", "path_to", "ancestors", "replace_stmt", "remove_block_with_empty_loops",
+           "block_realizes", "loops_above", "child_stmts", "blocks_under"]
 
 
 def child_stmts(s: Stmt) -> list[Stmt]:
@@ -45,6 +46,14 @@ def walk_stmts(s: Stmt, path: tuple = ()) -> Iterator[tuple[Stmt, tuple]]:
 def path_to(root: Stmt, pred: Callable[[Stmt], bool]) -> list[tuple[Stmt, tuple]]:
     """All statements matching ``pred``, each with its ancestors."""
     return [(s, p) for s, p in walk_stmts(root) if pred(s)]
+
+
+def ancestors(root: Stmt, target: Stmt) -> tuple:
+    """The statements from ``root`` down to ``target``'s parent (``target`` found by identity)."""
+    for s, p in walk_stmts(root):
+        if s is target:
+            return p
+    raise ScheduleError("internal: statement not found in the function")
 
 
 def block_realizes(root: Stmt) -> list[tuple[BlockRealize, tuple]]:
@@ -101,3 +110,15 @@ def replace_stmt(root: Stmt, old: Stmt, new: Stmt | None) -> Stmt:
                 return replace_stmt(root, s, rest[0] if len(rest) == 1 else SeqStmt(rest))
         raise ValueError("statement to remove is not inside a sequence")
     return _Replace(old, new).visit(root)
+
+
+def remove_block_with_empty_loops(root: Stmt, realize: BlockRealize, path: tuple) -> Stmt:
+    """``root`` without ``realize`` and the loops around it that hold nothing else
+    (``path``: its ancestors)."""
+    victim: Stmt = realize
+    for s in reversed(path):
+        if isinstance(s, For) and s.body is victim:
+            victim = s
+        else:
+            break
+    return replace_stmt(root, victim, None)

@@ -15,15 +15,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...arith import Analyzer
 from ...ir.node import replace
 from ...ir.structural import structural_equal
 from ..analysis import uses_var
 from ..buffer import Buffer, BufferRegion, decl_buffer
 from ..expr import BufferLoad, IntImm, Max, Min, PrimExpr, Range, const
 from ..function import PrimFunc
-from ..functor import StmtExprMutator, post_order_visit, substitute
+from ..functor import StmtExprMutator, post_order_visit
+from ..schedule.shared_analyses import range_bounds
+from ..schedule.tree import child_stmts, replace_stmt
 from ..stmt import Allocate, Block, BlockRealize, BufferStore, For, Stmt
 from .function_pass import prim_func_pass
+from .storage_align import apply_storage_align
 
 __all__ = ["CompactBufferAllocation"]
 
@@ -35,7 +39,6 @@ def _chains(root: Stmt) -> list[tuple[BlockRealize, tuple]]:
     def walk(s: Any, path: tuple) -> None:
         if isinstance(s, BlockRealize):
             out.append((s, path))
-        from ..schedule.tree import child_stmts
 
         for c in child_stmts(s):
             walk(c, path + (s,))
@@ -76,8 +79,6 @@ def _placement(users: list[tuple[BlockRealize, tuple]]) -> Stmt | None:
 
 def _region(users: list[tuple[BlockRealize, tuple]], buffer: Buffer, loop: For) -> list[tuple[PrimExpr, PrimExpr]]:
     """Per dimension [lo, hi] of what the users touch inside ``loop``'s body."""
-    from ...arith import Analyzer
-    from ..schedule.compute import relax
 
     ana = Analyzer()
     hull: list[tuple[PrimExpr, PrimExpr]] | None = None
@@ -90,12 +91,11 @@ def _region(users: list[tuple[BlockRealize, tuple]], buffer: Buffer, loop: For) 
                 continue
             dims = []
             for k, r in enumerate(region.region):
-                lo = relax(substitute(r.min, bind), dom)
-                hi = relax(substitute(r.min + r.extent - 1, bind), dom)
-                if lo is None or hi is None:
+                b = range_bounds(r, dom, bind)
+                if b is None:
                     dims.append((const(0, buffer.shape[k].dtype), buffer.shape[k] - 1))
                 else:
-                    dims.append((ana.simplify(lo[0]), ana.simplify(hi[1])))
+                    dims.append((ana.simplify(b[0]), ana.simplify(b[1])))
             if hull is None:
                 hull = dims
             else:
@@ -109,8 +109,6 @@ class _Shift(StmtExprMutator):
     """Accesses of ``old`` become accesses of ``new`` at ``index - lo``."""
 
     def __init__(self, old: Buffer, new: Buffer, lows: list[PrimExpr]):
-        from ...arith import Analyzer
-
         self.old, self.new, self.lows, self.ana = old, new, lows, Analyzer()
 
     def _shift(self, indices: tuple) -> tuple:
@@ -151,7 +149,6 @@ def compact(func: PrimFunc) -> PrimFunc:
         hull = _region(users, buffer, loop)
         shape, lows = [], []
         for (lo, hi), full in zip(hull, buffer.shape):
-            from ...arith import Analyzer
 
             extent = Analyzer().simplify(hi - lo + 1)
             if isinstance(extent, IntImm) and isinstance(full, IntImm) and extent.value <= full.value:
@@ -163,7 +160,6 @@ def compact(func: PrimFunc) -> PrimFunc:
         small = decl_buffer(tuple(shape), buffer.dtype, buffer.name, scope=buffer.scope)
         new_loop = _Shift(buffer, small, lows).visit(loop)
         new_loop = replace(new_loop, body=Allocate(small, new_loop.body))
-        from ..schedule.tree import replace_stmt
 
         new_body = replace_stmt(new_body, loop, new_loop)
     if len(kept) == len(root.alloc_buffers):
@@ -177,6 +173,4 @@ class CompactBufferAllocation:
     """Move each intermediate buffer's allocation into the loop that uses it, at the used size."""
 
     def transform_function(self, func: PrimFunc, mod: Any, ctx: Any) -> PrimFunc:
-        from .storage_align import apply_storage_align  # strides of the compacted shapes, as TVM
-
         return apply_storage_align(compact(func))

@@ -23,7 +23,7 @@ Usage (on a TIR module or a Relax module after FuseTIR -- only PrimFuncs are tou
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Any, Callable
 
 from ...ir.module import IRModule
 from ..analysis import uses_var
@@ -224,6 +224,39 @@ def _pack_right_operand(sch: Schedule, mm: BlockRV, nj: int) -> BlockRV | None:
     return None
 
 
+def _matmul_tile(M: int | None, N: int) -> tuple[int, int]:
+    """The register tile ``(nj, mi)`` of a matmul with M rows (None: symbolic) and N columns.
+
+    j: a multiple of the vector width when possible, the whole row when it is short (at
+    i == 1 a wider tile gives the k loop more independent accumulators); i: 8/4/2/1 rows."""
+    if N % 16 == 0:
+        nj = _largest_divisor(N, (32, 16) if M != 1 else ROW_TILE_CANDIDATES)
+    elif N <= 64:
+        nj = N
+    else:
+        nj = _largest_divisor(N, (8, 4, 2))
+    mi = _largest_divisor(M, (8, 4, 2)) if M is not None else 1
+    return nj, mi
+
+
+def _parallel_matmul_loop(sch: Schedule, batch: list, i0: Any, j0: Any, batch_size: int | None,
+                          rows: int | None, row_tiles: int, work_per_row: int) -> None:
+    """Make one outer loop of a tiled matmul parallel when the work is large: the row tiles
+    (batch fused with i0) when there are several, else j0.  ``batch_size`` and ``rows`` (M)
+    are None when they are symbolic; then only j0 can be parallel, and only for a large row."""
+    if batch_size is None or rows is None:
+        if work_per_row > MATMUL_PARALLEL_WORK:
+            sch.parallel(j0)
+        return
+    if batch_size * rows * work_per_row <= MATMUL_PARALLEL_WORK:
+        return
+    row_loops = list(batch) + ([i0] if row_tiles > 1 else [])
+    if batch_size * row_tiles >= 2:
+        sch.parallel(sch.fuse(*row_loops) if len(row_loops) > 1 else row_loops[0])
+    else:
+        sch.parallel(j0)
+
+
 def schedule_matmul_like(sch: Schedule) -> bool:
     """Tile a matmul into a register tile, with its epilogue (bias add, relu) computed per tile.
 
@@ -257,15 +290,7 @@ def schedule_matmul_like(sch: Schedule) -> bool:
     # a dynamic batch (symbolic rows): rows are not split, and only a large row is parallel
     rows_known = M is not None and all(e is not None for e in ext[:-3])
     B = math.prod(ext[:-3]) if rows_known else 1
-    # j tile: a multiple of the vector width when possible, the whole row when it is short
-    # (at i == 1 a wider tile gives the k loop more independent accumulators)
-    if N % 16 == 0:
-        nj = _largest_divisor(N, (32, 16) if M != 1 else ROW_TILE_CANDIDATES)
-    elif N <= 64:
-        nj = N
-    else:
-        nj = _largest_divisor(N, (8, 4, 2))
-    mi = _largest_divisor(M, (8, 4, 2)) if M is not None else 1
+    nj, mi = _matmul_tile(M, N)
     packed = _pack_right_operand(sch, mm, nj) if rows_known and B == 1 and M >= PACK_MIN_ROWS \
         and N % nj == 0 and M * N * K > MATMUL_PARALLEL_WORK else None
     if packed is not None:
@@ -293,21 +318,11 @@ def schedule_matmul_like(sch: Schedule) -> bool:
     sch.vectorize(j1)
     if i1 is not None:
         sch.unroll(i1)
-    wb_loops = sch.get_loops(wb)
-    sch.vectorize(wb_loops[-1])
+    sch.vectorize(sch.get_loops(wb)[-1])
     if packed is not None:
         sch.parallel(sch.get_loops(packed)[0])
-    if not rows_known:
-        if N * K > MATMUL_PARALLEL_WORK:
-            sch.parallel(j0)
-    elif B * M * N * K > MATMUL_PARALLEL_WORK:
-        # parallel over row tiles (batch fused with i0) when there are several, else over j0
-        row_tiles = M // mi if i1 is not None else M
-        row_loops = list(batch) + ([i0] if row_tiles > 1 else [])
-        if B * row_tiles >= 2:
-            sch.parallel(sch.fuse(*row_loops) if len(row_loops) > 1 else row_loops[0])
-        else:
-            sch.parallel(j0)
+    _parallel_matmul_loop(sch, batch, i0, j0, B if rows_known else None, M if rows_known else None,
+                          row_tiles=(M // mi if i1 is not None else M) if rows_known else 1, work_per_row=N * K)
     init = sch.decompose_reduction(mm, k)
     sch.vectorize(sch.get_loops(init)[-1])
     return True

@@ -7,6 +7,7 @@ from typing import Any
 from ...ir.module import IRModule
 from ...transform import Sequential
 from ..function import PrimFunc
+from ..oob_checker import OOBChecker
 from .compact_buffer_allocation import CompactBufferAllocation
 from .flatten_buffer import FlattenBuffer
 from .lower_init_block import LowerInitBlock
@@ -18,10 +19,10 @@ __all__ = ["lower_pipeline", "lowered"]
 
 
 def lower_pipeline() -> Sequential:
-    """allocations moved to where they are used, init -> if, blocks -> plain statements,
-    buffers -> flat 1-D, simplify, verify."""
-    return Sequential([CompactBufferAllocation(), LowerInitBlock(), LowerOpaqueBlock(), FlattenBuffer(), Simplify(),
-                       VerifyLowered()], name="tir.lower")
+    """provable out-of-bounds accesses refused, allocations moved to where they are used,
+    init -> if, blocks -> plain statements, buffers -> flat 1-D, simplify, verify."""
+    return Sequential([OOBChecker(), CompactBufferAllocation(), LowerInitBlock(), LowerOpaqueBlock(), FlattenBuffer(),
+                       Simplify(), VerifyLowered()], name="tir.lower")
 
 
 def lowered(mod: IRModule | PrimFunc, name: str = "main") -> Any:

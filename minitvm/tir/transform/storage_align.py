@@ -10,10 +10,13 @@ computes offsets from these strides, so the padding is real memory.
 
 from __future__ import annotations
 
+from ...arith import Analyzer
 from ...ir import replace
 from ..buffer import Buffer
 from ..expr import PrimExpr, const
 from ..function import PrimFunc
+from ..schedule.block_annotate import BufferReplacer
+from ..schedule.tree import walk_stmts
 from ..stmt import Allocate, Block, Stmt
 
 __all__ = ["aligned_strides", "apply_storage_align"]
@@ -23,7 +26,6 @@ DIM_ALIGN_KEY = "buffer_dim_align"
 
 def aligned_strides(shape: tuple, aligns: dict[int, tuple[int, int]]) -> tuple[PrimExpr, ...]:
     """Strides of a row-major buffer of ``shape`` whose axis ``a`` has stride ``k*factor+offset``."""
-    from ...arith import Analyzer
 
     ana = Analyzer()
     dtype = shape[0].dtype if shape else "int32"
@@ -40,8 +42,6 @@ def aligned_strides(shape: tuple, aligns: dict[int, tuple[int, int]]) -> tuple[P
 
 
 def _collect(body: Stmt) -> dict[int, tuple[Buffer, dict[int, tuple[int, int]]]]:
-    from ..schedule.tree import walk_stmts
-
     found: dict[int, tuple[Buffer, dict[int, tuple[int, int]]]] = {}
     for s, _ in walk_stmts(body):
         if isinstance(s, Block) and DIM_ALIGN_KEY in s.annotations:
@@ -53,7 +53,6 @@ def _collect(body: Stmt) -> dict[int, tuple[Buffer, dict[int, tuple[int, int]]]]
 
 def apply_storage_align(func: PrimFunc) -> PrimFunc:
     """``func`` with every storage-aligned buffer given padded strides."""
-    from ..schedule.block_annotate import BufferReplacer
 
     found = _collect(func.body)
     if not found:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ... import te
+from ...arith import Analyzer
 from ...tir import op as _op
 from ...tir.expr import PrimExpr, const
 from ..utils import const_int
@@ -31,7 +32,6 @@ def conv_padding(padding: Any, dim: int) -> tuple[list[int], list[int]]:
 def conv_out_size(d: Any, k: Any, pad_before: int, pad_after: int, stride: int, dilation: int) -> PrimExpr:
     """``(d + pads - (k - 1) * dilation - 1) // stride + 1``, simplified into the form TVM's
     kernels carry (``h + 1 - kh`` for a symbolic kernel at stride and dilation 1)."""
-    from ...arith import Analyzer
     if stride == 1 and dilation == 1 and const_int(k) is None:
         extra = pad_before + pad_after + 1
         return _op.sub(_op.add(d, const(extra, k.dtype)) if extra else d, k)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ... import te
+from ...arith import Analyzer
 from ...tir import op as _op
 from ...tir.expr import PrimExpr, const
 from ..utils import const_int
@@ -18,7 +19,6 @@ __all__ = ["conv_transpose", "conv_transpose_out_size"]
 def conv_transpose_out_size(d: Any, k: Any, pad_before: int, pad_after: int, stride: int, dilation: int,
                             output_padding: int) -> Any:
     """``(d - 1) * stride - pads + (k - 1) * dilation + 1 + output_padding``."""
-    from ...arith import Analyzer
     size = _op.add(_op.sub(_op.mul(_op.sub(d, 1), stride), pad_before + pad_after),
                    _op.add(_op.mul(_op.sub(k, 1), dilation), 1 + output_padding))
     return Analyzer().simplify(size)

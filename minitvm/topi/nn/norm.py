@@ -8,7 +8,10 @@ from typing import Any, Sequence
 from ... import te
 from ...tir import op as _op
 from ...tir.expr import Cast, FloatImm, IntImm, const
+from ..broadcast import add, divide, multiply, subtract
+from ..elemwise import sqrt
 from ..reduction import sum as _sum
+from ..transform import reshape
 from ..utils import const_int, normalize_axes, prod
 
 
@@ -96,7 +99,6 @@ def _cast_t(x: te.Tensor, dtype: str) -> te.Tensor:
 def rms_norm(data: te.Tensor, weight: te.Tensor, axis: Any = -1, epsilon: float = 1e-5) -> te.Tensor:
     """``x / sqrt(mean(x²) + eps) * weight`` over ``axis``, computed in float32 and cast
     back to the data's dtype."""
-    from ..broadcast import multiply
     axes = normalize_axes(axis, data.ndim, "topi.nn.rms_norm")
     data32 = _cast_t(data, "float32")
     square_sum = _sum(multiply(data32, data32), axes, False)
@@ -123,9 +125,6 @@ def batch_norm(data: te.Tensor, gamma: te.Tensor, beta: te.Tensor, moving_mean: 
     come back updated (``(1 - momentum) * moving + momentum * batch``); at inference they
     are used as they are and come back unchanged.  Returns [output, mean, var], built from
     TOPI's reshape / broadcast ops as TVM's is."""
-    from ..broadcast import add, divide, multiply, subtract
-    from ..elemwise import sqrt
-    from ..transform import reshape
     axis = normalize_axes(axis, data.ndim, "topi.nn.batch_norm")[0]
     shape = [1] * data.ndim
     shape[axis] = data.shape[axis]
@@ -162,7 +161,6 @@ def group_norm(data: te.Tensor, gamma: te.Tensor | None, beta: te.Tensor | None,
     """Normalize each group of ``C / num_groups`` channels over itself and ``axes``, then
     scale and shift per channel.  The channels are reshaped into (groups, group size), the
     statistics come from one sum / sum-of-squares pass (in float32 for float16 data)."""
-    from ..transform import reshape
     ndim = data.ndim
     channel_axis = normalize_axes(channel_axis, ndim, "topi.nn.group_norm")[0]
     c = data.shape[channel_axis]

@@ -234,3 +234,20 @@ def test_library_without_exporter_cannot_be_saved(tmp_path):
 def test_load_via_runtime_namespace(saved):
     exe = Executable.load(str(saved))
     assert VirtualMachine(exe)["forward"](mlp_inputs(1)[0]).shape == (1, OUT)
+
+
+def test_load_module_reads_what_export_library_wrote(tmp_path, weights):
+    """TVM's spelling of the round trip: ex.export_library(path), runtime.load_module(path)."""
+    path = tmp_path / "mlp.so"
+    build_mlp(weights, scale=1.5).export_library(str(path))
+    loaded = minitvm.runtime.load_module(str(path))
+    x = mlp_inputs(3, seed=13)[0]
+    np.testing.assert_allclose(VirtualMachine(loaded, minitvm.cpu())["forward"](x).numpy(),
+                               mlp_reference(x, *weights), rtol=1e-5, atol=1e-5)
+    other = tmp_path / "lib.so"
+    other.write_bytes(b"\x7fELF\x02\x01\x01" + bytes(64))
+    with pytest.raises(ValueError, match="is not a minitvm executable .*does not load shared libraries"):
+        minitvm.runtime.load_module(str(other))
+    (tmp_path / "empty.so").write_bytes(b"")
+    with pytest.raises(ValueError, match="the file is empty"):
+        minitvm.runtime.load_module(str(tmp_path / "empty.so"))

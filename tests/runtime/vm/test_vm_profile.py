@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from vm_programs import mlp_inputs, mlp_reference
 
+from minitvm import relax
 from minitvm.runtime.vm import ExecBuilder, VirtualMachine
 
 
@@ -47,23 +48,30 @@ def test_instrument_records_every_intermediate(mlp_exe):
     vm = VirtualMachine(mlp_exe)
     seen = []
 
-    def record(func_name, index, callee, args, result):
+    def record(func, func_symbol, before_run, ret_value, *args):
+        # TVM's signature: called before (ret_value None) and after every Call instruction
+        assert callable(func)
+        if before_run:
+            assert ret_value is None
+            seen.append(("before", func_symbol))
+            return None
         # DPS kernels return nothing: their output is the last argument; copy it, storage may be reused
-        value = args[-1] if callee.startswith("test.vm.") else result
-        seen.append((func_name, index, callee, value.numpy() if hasattr(value, "numpy") else value))
+        value = args[-1] if func_symbol.startswith("test.vm.") else ret_value
+        seen.append(("after", func_symbol, value.numpy() if hasattr(value, "numpy") else value))
+        return None
 
     vm.set_instrument(record)
     x, w1, w2 = mlp_inputs(2, seed=3)
     out = vm["forward"](x, w1, w2)
-    assert [s[2] for s in seen] == ["vm.builtin.alloc_shape_heap", "vm.builtin.match_shape", "vm.builtin.make_shape",
-                                    "vm.builtin.alloc_storage", "vm.builtin.alloc_tensor", "test.vm.linear_relu",
-                                    "vm.builtin.make_shape", "vm.builtin.alloc_storage", "vm.builtin.alloc_tensor",
-                                    "test.vm.linear"]
-    assert [s[1] for s in seen] == list(range(10)) and all(s[0] == "forward" for s in seen)
-    hidden = dict((s[2], s[3]) for s in seen)["test.vm.linear_relu"]
+    callees = ["vm.builtin.alloc_shape_heap", "vm.builtin.match_shape", "vm.builtin.make_shape",
+               "vm.builtin.alloc_storage", "vm.builtin.alloc_tensor", "test.vm.linear_relu",
+               "vm.builtin.make_shape", "vm.builtin.alloc_storage", "vm.builtin.alloc_tensor", "test.vm.linear"]
+    assert [s[:2] for s in seen] == [p for c in callees for p in (("before", c), ("after", c))]
+    after = [s for s in seen if s[0] == "after"]
+    hidden = dict((s[1], s[2]) for s in after)["test.vm.linear_relu"]
     np.testing.assert_allclose(hidden, np.maximum(x @ w1, 0), rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(seen[-1][3], out.numpy())
-    assert seen[2][3] == (2, 128)  # make_shape's result: the hidden shape with n = 2
+    np.testing.assert_allclose(after[-1][2], out.numpy())
+    assert after[2][2] == (2, 128)  # make_shape's result: the hidden shape with n = 2
     vm.set_instrument(None)
     seen.clear()
     vm["forward"](x, w1, w2)
@@ -72,10 +80,29 @@ def test_instrument_records_every_intermediate(mlp_exe):
         vm.set_instrument(42)
 
 
+def test_instrument_skip_run_skips_the_call(mlp_exe):
+    """Returning SKIP_RUN before a call skips it, and its after-call, as in TVM."""
+    vm = VirtualMachine(mlp_exe)
+    hits = []
+
+    def skip_linear(func, func_symbol, before_run, ret_value, *args):
+        hits.append((func_symbol, before_run))
+        if func_symbol == "test.vm.linear":
+            args[-1].copyfrom(np.full(args[-1].shape, 7.0, "float32"))  # what the skipped kernel would have written
+            return relax.VMInstrumentReturnKind.SKIP_RUN
+        return relax.VMInstrumentReturnKind.NO_OP
+
+    vm.set_instrument(skip_linear)
+    out = vm["forward"](*mlp_inputs(2))
+    assert ("test.vm.linear", True) in hits and ("test.vm.linear", False) not in hits
+    assert ("test.vm.linear_relu", False) in hits
+    np.testing.assert_array_equal(out.numpy(), np.full(out.shape, 7.0, "float32"))
+
+
 def test_instrument_sees_the_profile_too(mlp_exe):
     vm = VirtualMachine(mlp_exe)
     calls = []
-    vm.set_instrument(lambda *a: calls.append(a[2]))
+    vm.set_instrument(lambda func, name, before_run, *rest: calls.append(name) if before_run else None)
     report = vm.profile("forward", *mlp_inputs(1))
     assert len(calls) == len(report.events) == 10
     assert vm._hook is not None  # the instrument is still installed

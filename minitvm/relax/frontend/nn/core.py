@@ -85,43 +85,33 @@ class Tensor:
 
     # arithmetic: each emits one binding (see nn.op)
     def __add__(self, other: Any) -> "Tensor":
-        from . import op
         return op.add(self, other)
 
     def __radd__(self, other: Any) -> "Tensor":
-        from . import op
         return op.add(other, self)
 
     def __sub__(self, other: Any) -> "Tensor":
-        from . import op
         return op.subtract(self, other)
 
     def __rsub__(self, other: Any) -> "Tensor":
-        from . import op
         return op.subtract(other, self)
 
     def __mul__(self, other: Any) -> "Tensor":
-        from . import op
         return op.multiply(self, other)
 
     def __rmul__(self, other: Any) -> "Tensor":
-        from . import op
         return op.multiply(other, self)
 
     def __truediv__(self, other: Any) -> "Tensor":
-        from . import op
         return op.divide(self, other)
 
     def __rtruediv__(self, other: Any) -> "Tensor":
-        from . import op
         return op.divide(other, self)
 
     def __matmul__(self, other: Any) -> "Tensor":
-        from . import op
         return op.matmul(self, other)
 
     def __neg__(self) -> "Tensor":
-        from . import op
         return op.negative(self)
 
 
@@ -250,10 +240,9 @@ class Module:
 
         Returns ``(mod, [(name, Parameter), ...])``: one Relax function per spec entry,
         taking the spec's inputs followed by every parameter of :meth:`named_parameters`."""
-        from .exporter import export_module
         if debug:
             raise NotImplementedError("export_tvm(debug=True) (effects) is not supported")
-        return export_module(self, spec)
+        return exporter.export_module(self, spec)
 
     def __repr__(self) -> str:
         kids = "".join(f"\n  ({n}): " + repr(m).replace("\n", "\n  ") for n, m in self._modules.items())
@@ -289,3 +278,8 @@ class ModuleList(Module):
         for m in self:
             x = m(x)
         return x
+
+
+# Tensor's operators emit nn.op calls and Module.export_tvm runs the exporter; both modules build
+# on the classes above, so they are imported here, after them (their names are looked up at call time).
+from . import exporter, op  # noqa: E402

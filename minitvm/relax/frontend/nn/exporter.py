@@ -8,7 +8,7 @@ from typing import Any
 from ....ir.module import IRModule
 from ....tir.expr import Var as TirVar
 from ...block_builder import BlockBuilder
-from ...expr import Var
+from ...expr import Tuple, Var
 from ...struct_info import TensorStructInfo
 from . import spec as _spec
 from .core import Module, Parameter, Tensor, tracing
@@ -26,7 +26,6 @@ def _outputs(result: Any, method: str) -> Any:
     if isinstance(result, Tensor):
         return result._relax
     if isinstance(result, (tuple, list)):
-        from ...expr import Tuple
         return Tuple([_outputs(r, method) for r in result])
     raise TypeError(f"export_tvm: {method} returned {type(result).__name__}; return nn.Tensor(s)")
 

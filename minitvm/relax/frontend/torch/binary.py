@@ -13,7 +13,7 @@ def _compute_dtype(node, conv) -> str:
     out = conv.dtype_of(node)
     if out != "bool":
         return out
-    import torch
+    import torch  # torch is optional and heavy: imported on first use
 
     def operand(x):
         val = getattr(x, "meta", {}).get("val")

@@ -91,7 +91,7 @@ class ExportedProgramConverter:
     # -- helpers for converters ---------------------------------------------------------------
     def arg(self, a: Any) -> Any:
         """An fx argument with every graph node replaced by its Relax value."""
-        import torch.fx
+        import torch.fx  # torch is optional and heavy: imported on first use
 
         if isinstance(a, torch.fx.Node):
             return self.env[a]
@@ -107,7 +107,7 @@ class ExportedProgramConverter:
 
     def _prim(self, d: Any) -> Any:
         """A torch size (int or SymInt) as an int or a tir expression over int64 vars."""
-        import torch
+        import torch  # torch is optional and heavy: imported on first use
 
         if isinstance(d, int):
             return d
@@ -202,7 +202,7 @@ class ExportedProgramConverter:
 
     def convert(self, ep: Any, keep_params_as_input: bool, unwrap_unit_return_tuple: bool,
                 no_bind_return_tuple: bool = False) -> IRModule:
-        from torch.export.graph_signature import InputKind
+        from torch.export.graph_signature import InputKind  # torch is optional and heavy: imported on first use
 
         graph = ep.graph_module.graph
         self.check_supported(graph)

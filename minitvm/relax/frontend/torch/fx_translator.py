@@ -16,6 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ....ir.module import IRModule
+from ... import op as _op
 from ...expr import Expr, Var, const
 from ...struct_info import TensorStructInfo
 from .exported_program import CONVERTERS, ExportedProgramConverter
@@ -100,7 +101,7 @@ def _permute(conv, node, args, kwargs, mod):
 
 
 def _to(conv, node, args, kwargs, mod):
-    import torch
+    import torch  # torch is optional and heavy: imported on first use
 
     dtype = kwargs.get("dtype") or next((a for a in args[1:] if isinstance(a, torch.dtype)), None)
     return "aten._to_copy.default", args[:1], {"dtype": dtype}
@@ -108,7 +109,7 @@ def _to(conv, node, args, kwargs, mod):
 
 def _cast(dtype_name: str) -> Adapter:
     def adapt(conv, node, args, kwargs, mod):
-        import torch
+        import torch  # torch is optional and heavy: imported on first use
         return "aten._to_copy.default", args[:1], {"dtype": getattr(torch, dtype_name)}
     return adapt
 
@@ -134,7 +135,6 @@ _TENSOR_INDEX = "fx.tensor_getitem"
 def _tensor_index(node, conv):
     """``x[index]``: one strided slice per sliced or indexed axis, then a reshape to the
     recorded result shape (which drops int-indexed axes and adds the None ones)."""
-    from ... import op as _op
 
     x, index = conv.arg(node.args[0]), node.args[1]
     ndim = len(conv.shape_of(node.args[0]))
@@ -221,7 +221,7 @@ def _embedding_module(conv, node, args, kwargs, mod):
 
 
 def _module_adapters() -> dict[type, Adapter]:
-    from torch import nn
+    from torch import nn  # torch is optional and heavy: imported on first use
 
     return {
         nn.Linear: _linear_module, nn.Conv2d: _conv2d_module, nn.MaxPool2d: _max_pool2d_module,
@@ -241,8 +241,8 @@ def _module_adapters() -> dict[type, Adapter]:
 
 
 def _function_adapters() -> dict[Any, Adapter]:
-    import torch
-    import torch.nn.functional as F
+    import torch  # torch is optional and heavy: imported on first use
+    import torch.nn.functional as F  # torch is optional and heavy: imported on first use
 
     table: dict[Any, Adapter] = {
         torch.relu: _unary("aten.relu.default"), F.relu: _unary("aten.relu.default"),
@@ -299,7 +299,7 @@ _METHODS: dict[str, Adapter] = {
 
 
 def _has_tensor(value: Any) -> bool:
-    import torch
+    import torch  # torch is optional and heavy: imported on first use
 
     if isinstance(value, torch.Tensor):
         return True
@@ -308,7 +308,7 @@ def _has_tensor(value: Any) -> bool:
 
 def _example_input(shape: Any, dtype: str, gen: Any) -> Any:
     """A seeded random tensor of ``shape``; integer ids stay 0 or 1 so they index any table."""
-    import torch
+    import torch  # torch is optional and heavy: imported on first use
 
     if any(not isinstance(d, int) for d in shape):
         raise ValueError(f"from_fx: input shape {tuple(shape)} has a symbolic dim; from_fx takes static shapes "
@@ -355,7 +355,7 @@ class FxConverter(ExportedProgramConverter):
         return self.consts[id(t)]
 
     def arg(self, a: Any) -> Any:
-        import torch.fx
+        import torch.fx  # torch is optional and heavy: imported on first use
 
         if isinstance(a, torch.fx.Node) and a not in self.env:
             return self.values[a]  # a non-tensor value (a size, an int) as a Python constant
@@ -365,8 +365,8 @@ class FxConverter(ExportedProgramConverter):
     def record(self, input_info: list) -> list:
         """Run the module once on random inputs; every node keeps its value (and as ``meta["val"]``
         the converters read shapes and dtypes from)."""
-        import torch
-        import torch.fx
+        import torch  # torch is optional and heavy: imported on first use
+        import torch.fx  # torch is optional and heavy: imported on first use
 
         gen = torch.Generator().manual_seed(0)
         inputs = [_example_input(list(shape), str(dtype), gen) for shape, dtype in input_info]
@@ -443,7 +443,7 @@ class FxConverter(ExportedProgramConverter):
 
     def convert_fx(self, input_info: list, unwrap_unit_return_tuple: bool,
                    no_bind_return_tuple: bool = False) -> IRModule:
-        import torch
+        import torch  # torch is optional and heavy: imported on first use
 
         graph = self.gm.graph
         placeholders = [n for n in graph.nodes if n.op == "placeholder"]
@@ -480,7 +480,8 @@ class FxConverter(ExportedProgramConverter):
 
 def from_fx(model: Any, input_info: list, *, keep_params_as_input: bool = False,
             unwrap_unit_return_tuple: bool = False, no_bind_return_tuple: bool = False,
-            custom_convert_map: dict[str, Callable] | None = None) -> IRModule:
+            custom_convert_map: dict[str, Callable] | None = None,
+            default_image_layout: str = "NCHW") -> IRModule:
     """Convert a ``torch.fx.GraphModule`` (``torch.fx.symbolic_trace(model)``; a plain
     ``nn.Module`` is traced here) to an IRModule whose ``main`` takes inputs described by
     ``input_info``, a list of ``(shape, dtype)`` such as ``[((1, 784), "float32")]``.
@@ -492,7 +493,10 @@ def from_fx(model: Any, input_info: list, *, keep_params_as_input: bool = False,
     keyed by an ATen name (``"aten.log1p.default"``) they replace the converter an fx call is
     restated as.  Unsupported calls are listed together before any conversion.
     """
-    import torch.fx
+    if default_image_layout != "NCHW":
+        raise NotImplementedError(f"from_fx(default_image_layout={default_image_layout!r}): minitvm converts "
+                                  "images in torch's NCHW layout only")
+    import torch.fx  # torch is optional and heavy: imported on first use
 
     gm = model if isinstance(model, torch.fx.GraphModule) else torch.fx.symbolic_trace(model)
     custom_convert_map = custom_convert_map or {}

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from .exported_program import CONVERTER_KINDS
+from .fx_translator import _METHODS, _function_adapters, _module_adapters
 
 __all__ = ["supported_ops_markdown", "REGENERATE"]
 
@@ -44,8 +45,8 @@ def _function_name(fn: Any) -> str:
     """The spelling a user writes: ``F.relu``, ``torch.cat``, ``operator.add``."""
     import operator
 
-    import torch
-    import torch.nn.functional as F
+    import torch  # torch is optional and heavy: imported on first use
+    import torch.nn.functional as F  # torch is optional and heavy: imported on first use
 
     name = fn.__name__
     for prefix, namespace in (("F", F), ("torch", torch), ("operator", operator)):
@@ -56,7 +57,6 @@ def _function_name(fn: Any) -> str:
 
 def _fx_section() -> list[str]:
     """What ``from_fx`` maps onto those converters (needs torch to name the functions)."""
-    from .fx_translator import _METHODS, _function_adapters, _module_adapters
 
     modules = sorted(f"nn.{t.__name__}" for t in _module_adapters())
     functions = sorted({_function_name(f) for f in _function_adapters()})

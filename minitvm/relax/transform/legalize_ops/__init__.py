@@ -32,15 +32,15 @@ from ....tir.functor import post_order_visit
 from ....transform import PassContext, module_pass
 from ...analysis.struct_info_analysis import is_base_of
 from ...block_builder import BlockBuilder
-from ...expr import Call, Constant, Expr, ShapeExpr, Tuple, TupleGetItem, struct_info_of
-from ...expr_functor import ExprMutator
+from ...expr import Call, Constant, Expr, Function, ShapeExpr, Tuple, TupleGetItem, struct_info_of
+from ...expr_functor import ExprMutator, ExprVisitor
 from ...op.base import call_tir
 from ...struct_info import StructInfo, TensorStructInfo, TupleStructInfo
 from .._util import rewrite_with_builder
 from . import create, grad, manipulate, nn, qdq, statistical  # noqa: F401 - register their rules
 from .common import LegalizeFunc, _tensors_of, _try_convert_to_scalar_const, register_legalize
 
-__all__ = ["LegalizeOps", "register_legalize", "legalize_call"]
+__all__ = ["LegalizeOps", "register_legalize", "legalize_call", "high_level_ops"]
 
 def _name(call: Call) -> str:
     """The PrimFunc name TVM would give: the op name without ``relax.`` / ``nn.``."""
@@ -336,8 +336,32 @@ class LegalizeOps:
         if self.enable_warning:
             import warnings
 
-            from ...pipeline import high_level_ops
             left = high_level_ops(out)
             if left:
                 warnings.warn(f"LegalizeOps left these operators as they were: {', '.join(left)}", stacklevel=2)
         return out
+
+
+#: operators the VM lowering handles itself (everything else needs LegalizeOps)
+_LOWERED_BY_VM = frozenset({"relax.call_tir", "relax.call_tir_inplace", "relax.call_dps_packed",
+                            "relax.call_pure_packed", "relax.builtin.alloc_tensor", "relax.memory.alloc_storage",
+                            "relax.memory.alloc_tensor", "relax.print", "relax.assert_op"})
+
+
+class _OpCollector(ExprVisitor):
+    def __init__(self) -> None:
+        self.ops: dict[str, None] = {}
+
+    def visit_call_(self, op: Call) -> None:
+        if isinstance(op.op, Op) and op.op.name not in _LOWERED_BY_VM:
+            self.ops.setdefault(op.op.name)
+        super().visit_call_(op)
+
+
+def high_level_ops(mod: IRModule) -> list[str]:
+    """Names of the operators in ``mod`` that only LegalizeOps can lower, in order of use."""
+    c = _OpCollector()
+    for _, func in mod.items():
+        if isinstance(func, Function):
+            c.visit_expr(func)
+    return list(c.ops)

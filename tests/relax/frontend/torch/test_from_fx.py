@@ -192,3 +192,11 @@ def test_custom_convert_map_keyed_as_in_tvm_by_function_method_and_module_type()
     np.testing.assert_allclose(got, net(x).numpy(), rtol=1e-5, atol=1e-6)
     ops = [b.value.op.name for b in mod["main"].body.blocks[0].bindings if isinstance(b.value, relax.Call)]
     assert ops == ["relax.add", "relax.log", "relax.add", "relax.multiply"]
+
+
+def test_from_fx_default_image_layout_other_than_nchw_is_refused_by_name():
+    model = torch.nn.Sequential(torch.nn.ReLU())
+    mod = from_fx(model, [((1, 4), "float32")], default_image_layout="NCHW")
+    assert "main" in mod
+    with pytest.raises(NotImplementedError, match="default_image_layout='NHWC'"):
+        from_fx(model, [((1, 4), "float32")], default_image_layout="NHWC")

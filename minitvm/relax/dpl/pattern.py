@@ -1,0 +1,549 @@
+"""Dataflow patterns: small trees that describe the expressions a rewrite is looking for.
+
+A pattern is built from leaves (``wildcard()``, ``is_const()``, ``is_var()``, ``is_op(name)``,
+``is_expr(e)``) and combined: calling a pattern makes a call pattern
+(``is_op("relax.add")(a, b)``), ``p | q`` matches either, ``p & q`` both, ``~p`` what ``p``
+does not; ``p.has_dtype("float32")`` / ``p.has_shape([2, 3])`` / ``p.has_attr({...})`` add a
+condition.  ``p.match(expr, var2val)`` answers yes or no; ``p.extract_matched_expr(expr,
+var2val)`` says which expression each sub-pattern matched.
+
+As in TVM: a sub-pattern used twice must match the *same* expression both times
+(``x = wildcard(); is_op("relax.add")(x, x)`` matches ``a + a`` only); ``relax.add`` and
+``relax.multiply`` also match with their two arguments swapped; and given ``var2val`` (a
+variable -> the value bound to it, see :func:`minitvm.relax.analysis.get_var2val`) the matcher
+looks through a variable to the value it is bound to, so a pattern spanning several bindings
+of a dataflow block matches.  Patterns compare by identity: they are the keys of the dict a
+match returns.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ...ir.module import GlobalVar
+from ...ir.op import Op
+from ...ir.structural import structural_equal
+from ...tir.expr import IntImm, PrimExpr
+from ..analysis.struct_info_analysis import is_base_of
+from ..expr import Call, Constant, DataflowVar, ExternFunc, SeqExpr, ShapeExpr, Tuple, TupleGetItem, Var, struct_info_of
+from ..struct_info import StructInfo, TensorStructInfo
+
+__all__ = [
+    "DFPattern", "ExprPattern", "VarPattern", "DataflowVarPattern", "GlobalVarPattern", "ExternFuncPattern",
+    "ConstantPattern", "CallPattern", "TuplePattern", "UnorderedTuplePattern", "TupleGetItemPattern", "OrPattern",
+    "AndPattern", "NotPattern", "WildcardPattern", "StructInfoPattern", "DataTypePattern", "ShapePattern",
+    "AttrPattern",
+    "is_var", "is_dfv", "is_gv", "is_const", "is_expr", "is_op", "is_tuple", "is_tuple_get_item", "wildcard",
+    "has_dtype", "has_attr", "is_call_tir", "reject",
+]
+
+
+class DFPattern:
+    """Base of every pattern; see the module docstring for how to build and combine them."""
+
+    def __call__(self, *args: Any, varg_default_wildcard: bool = False, add_constraint: bool = True) -> CallPattern:
+        """The call of this pattern on ``args`` (patterns; a list or tuple of them is a tuple pattern)."""
+        return CallPattern(self, args, varg_default_wildcard, add_constraint)
+
+    def __or__(self, other: DFPattern) -> OrPattern:
+        return OrPattern(self, other)
+
+    def __and__(self, other: DFPattern) -> AndPattern:
+        return AndPattern(self, other)
+
+    def __invert__(self) -> NotPattern:
+        return reject(self)
+
+    def has_attr(self, attrs: dict[str, Any]) -> AttrPattern:
+        """This pattern, where the call (or function) also carries these attribute values."""
+        return AttrPattern(self, attrs)
+
+    def has_struct_info(self, struct_info: StructInfo) -> StructInfoPattern:
+        return StructInfoPattern(self, struct_info)
+
+    def has_dtype(self, dtype: str) -> DataTypePattern:
+        """This pattern, where the matched tensor also has element type ``dtype``."""
+        return has_dtype(dtype, self)
+
+    def has_shape(self, shape: Sequence[Any]) -> ShapePattern:
+        """This pattern, where the matched tensor also has this shape (ints or PrimExprs)."""
+        if not isinstance(shape, (list, tuple, PrimExpr)):
+            raise ValueError("has_shape takes a list or tuple as input.")
+        return ShapePattern(self, shape)
+
+    def match(self, expr: Any, var2val: dict[Var, Any] | None = None) -> bool:
+        """Whether ``expr`` matches; with ``var2val`` a variable stands for the value bound to it."""
+        return _Matcher(var2val).match(self, expr)
+
+    def extract_matched_expr(self, expr: Any, var2val: dict[Var, Any] | None = None) -> dict[DFPattern, Any] | None:
+        """Each sub-pattern -> the expression it matched, or None when ``expr`` does not match."""
+        matcher = _Matcher(var2val)
+        return dict(matcher.memo) if matcher.match(self, expr) else None
+
+    # patterns are dict keys by identity (two wildcards are two different holes)
+    __hash__ = object.__hash__
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __repr__(self) -> str:
+        return self._text()
+
+    def _text(self) -> str:  # pragma: no cover - every subclass has its own
+        return type(self).__name__
+
+
+def _as_pattern(value: Any, where: str) -> DFPattern:
+    if isinstance(value, DFPattern):
+        return value
+    if isinstance(value, (list, tuple)):
+        return TuplePattern([_as_pattern(v, where) for v in value])
+    raise TypeError(f"{where}: expected a pattern (wildcard(), is_const(), is_op(...)(...) ...), got "
+                    f"{type(value).__name__}: {value!r}")
+
+
+class ExprPattern(DFPattern):
+    """Matches an expression structurally equal to ``expr`` (``is_op`` makes one for an Op)."""
+
+    def __init__(self, expr: Any):
+        self.expr = expr
+
+    def _text(self) -> str:
+        if isinstance(self.expr, Op):
+            return f'is_op("{self.expr.name}")'
+        return f"is_expr({self.expr!r})"
+
+
+class VarPattern(DFPattern):
+    """Matches a variable; named ``name_hint`` unless that is empty."""
+
+    def __init__(self, name_hint: str = ""):
+        self.name_hint = name_hint
+
+    @property
+    def name(self) -> str:
+        return self.name_hint
+
+    def _text(self) -> str:
+        return f'is_var("{self.name_hint}")' if self.name_hint else "is_var()"
+
+
+class DataflowVarPattern(VarPattern):
+    """Matches a dataflow variable (``lv`` inside a dataflow block)."""
+
+    def _text(self) -> str:
+        return f'is_dfv("{self.name_hint}")' if self.name_hint else "is_dfv()"
+
+
+class GlobalVarPattern(DFPattern):
+    """Matches a GlobalVar whose name contains ``name_hint`` (any when empty), as TVM does."""
+
+    def __init__(self, name_hint: str = ""):
+        self.name_hint = name_hint
+
+    def _text(self) -> str:
+        return f'is_gv("{self.name_hint}")' if self.name_hint else "is_gv()"
+
+
+class ExternFuncPattern(DFPattern):
+    """Matches an ``R.ExternFunc`` of this symbol (any when empty)."""
+
+    def __init__(self, global_symbol: str = ""):
+        self.global_symbol = global_symbol
+
+    def _text(self) -> str:
+        return f'ExternFuncPattern("{self.global_symbol}")'
+
+
+class ConstantPattern(DFPattern):
+    """Matches a ``relax.Constant`` (also through a variable bound to one)."""
+
+    def _text(self) -> str:
+        return "is_const()"
+
+
+class WildcardPattern(DFPattern):
+    """Matches anything."""
+
+    def _text(self) -> str:
+        return "wildcard()"
+
+
+class CallPattern(DFPattern):
+    """Matches ``op(args...)``: the callee and every argument match their patterns.
+
+    With ``varg_default_wildcard`` a call with more arguments than patterns matches too (the
+    rest are wildcards).  ``add_constraint`` matters only inside a ``PatternContext``, which
+    minitvm does not have (it has no effect outside one in TVM either).
+    """
+
+    def __init__(self, op: DFPattern, args: Sequence[Any] | None, varg_default_wildcard: bool = False,
+                 add_constraint: bool = True):
+        self.op = _as_pattern(op, "CallPattern op")
+        self.args = None if args is None else [_as_pattern(a, f"{self.op!r}(...) argument") for a in args]
+        self.varg_default_wildcard = varg_default_wildcard
+        self.add_constraint = add_constraint
+
+    def _text(self) -> str:
+        args = ", ".join(repr(a) for a in self.args or ())
+        return f"{self.op!r}({args}{', ...' if self.varg_default_wildcard else ''})"
+
+
+class TuplePattern(DFPattern):
+    """Matches a ``relax.Tuple`` of as many fields, each matching its pattern in order."""
+
+    def __init__(self, fields: Sequence[Any]):
+        self.fields = [_as_pattern(f, "tuple field") for f in fields]
+
+    def __getitem__(self, index: int | None) -> TupleGetItemPattern:
+        if index is not None and not -len(self.fields) <= index < len(self.fields):
+            raise IndexError(f"TuplePattern has {len(self.fields)} fields, no index {index}")
+        return TupleGetItemPattern(self, index)
+
+    def __len__(self) -> int:
+        return len(self.fields)
+
+    def _text(self) -> str:
+        return f"is_tuple([{', '.join(repr(f) for f in self.fields)}])"
+
+
+class UnorderedTuplePattern(DFPattern):
+    """Matches a tuple whose fields match the patterns in some order."""
+
+    def __init__(self, fields: Sequence[Any]):
+        self.fields = [_as_pattern(f, "tuple field") for f in fields]
+
+    def __len__(self) -> int:
+        return len(self.fields)
+
+    def _text(self) -> str:
+        return f"is_tuple([{', '.join(repr(f) for f in self.fields)}], unordered=True)"
+
+
+class TupleGetItemPattern(DFPattern):
+    """Matches ``tup[index]`` (any index when ``index`` is None)."""
+
+    def __init__(self, tuple_value: DFPattern, index: int | None = None):
+        self.tuple = _as_pattern(tuple_value, "is_tuple_get_item")
+        self.index = -1 if index is None else index
+
+    def _text(self) -> str:
+        return f"is_tuple_get_item({self.tuple!r}{'' if self.index == -1 else f', {self.index}'})"
+
+
+class OrPattern(DFPattern):
+    def __init__(self, left: DFPattern, right: DFPattern):
+        self.left, self.right = _as_pattern(left, "|"), _as_pattern(right, "|")
+
+    def _text(self) -> str:
+        return f"({self.left!r} | {self.right!r})"
+
+
+class AndPattern(DFPattern):
+    def __init__(self, left: DFPattern, right: DFPattern):
+        self.left, self.right = _as_pattern(left, "&"), _as_pattern(right, "&")
+
+    def _text(self) -> str:
+        return f"({self.left!r} & {self.right!r})"
+
+
+class NotPattern(DFPattern):
+    def __init__(self, reject: DFPattern):
+        self.reject = _as_pattern(reject, "~")
+
+    def _text(self) -> str:
+        return f"~{self.reject!r}"
+
+
+class StructInfoPattern(DFPattern):
+    """``pattern``, where the matched expression's struct info is also ``struct_info`` or more precise."""
+
+    def __init__(self, pattern: DFPattern, struct_info: StructInfo):
+        self.pattern, self.struct_info = pattern, struct_info
+
+    def _text(self) -> str:
+        return f"{self.pattern!r}.has_struct_info(...)"
+
+
+class DataTypePattern(DFPattern):
+    def __init__(self, pattern: DFPattern, dtype: str):
+        self.pattern, self.dtype = pattern, str(dtype)
+
+    def _text(self) -> str:
+        return f'{self.pattern!r}.has_dtype("{self.dtype}")'
+
+
+class ShapePattern(DFPattern):
+    def __init__(self, pattern: DFPattern, shape: Sequence[Any]):
+        self.pattern = pattern
+        self.shape = list(shape) if isinstance(shape, (list, tuple)) else [shape]
+
+    def _text(self) -> str:
+        return f"{self.pattern!r}.has_shape({[int(d) if isinstance(d, IntImm) else d for d in self.shape]})"
+
+
+class AttrPattern(DFPattern):
+    def __init__(self, pattern: DFPattern, attrs: dict[str, Any]):
+        if not isinstance(attrs, dict):
+            raise TypeError(f"has_attr takes a dict of attribute values, got {attrs!r}")
+        self.pattern, self.attrs = pattern, dict(attrs)
+
+    def _text(self) -> str:
+        return f"{self.pattern!r}.has_attr({self.attrs!r})"
+
+
+# ------------------------------------------------------------------------------ constructors
+
+
+def is_var(name: str = "") -> VarPattern:
+    """A variable (a function parameter, or a bound variable the matcher does not look through)."""
+    return VarPattern(name)
+
+
+def is_dfv(name: str = "") -> DataflowVarPattern:
+    return DataflowVarPattern(name)
+
+
+def is_gv(name: str = "") -> GlobalVarPattern:
+    return GlobalVarPattern(name)
+
+
+def is_const() -> ConstantPattern:
+    """A constant tensor (``R.const`` or a bound parameter)."""
+    return ConstantPattern()
+
+
+def is_expr(expr: Any) -> ExprPattern:
+    """An expression structurally equal to ``expr``."""
+    return ExprPattern(expr)
+
+
+def is_op(op_name: str) -> ExprPattern:
+    """The operator named ``op_name``; call it to match a call: ``is_op("relax.add")(a, b)``."""
+    return ExprPattern(Op.get(op_name))
+
+
+def is_tuple(fields: Sequence[Any], unordered: bool = False) -> TuplePattern | UnorderedTuplePattern:
+    if not isinstance(fields, (list, tuple)):
+        raise TypeError(f"is_tuple takes a list of patterns, got {fields!r}")
+    return UnorderedTuplePattern(fields) if unordered else TuplePattern(fields)
+
+
+def is_tuple_get_item(tuple_value: DFPattern, index: int | None = None) -> TupleGetItemPattern:
+    return TupleGetItemPattern(tuple_value, index)
+
+
+def wildcard() -> WildcardPattern:
+    """A hole that matches any expression."""
+    return WildcardPattern()
+
+
+def has_dtype(dtype: str, pattern: DFPattern | None = None) -> DataTypePattern:
+    return DataTypePattern(wildcard() if pattern is None else pattern, dtype)
+
+
+def has_attr(attrs: dict[str, Any], pattern: DFPattern | None = None) -> AttrPattern:
+    return AttrPattern(wildcard() if pattern is None else pattern, attrs)
+
+
+def reject(pattern: DFPattern) -> NotPattern:
+    """Matches what ``pattern`` does not."""
+    return NotPattern(pattern)
+
+
+def is_call_tir(func_name: str, args: Any = None, tir_vars: DFPattern | None = None) -> CallPattern:
+    """``R.call_tir(func_name, args, ...)``: the PrimFunc's name contains ``func_name``;
+    ``args`` a list of patterns, a tuple pattern, or None for any arguments; ``tir_vars`` a
+    pattern for the symbolic-variable argument (None: the call has none)."""
+    if args is None:
+        args_pattern: DFPattern = wildcard()
+    elif isinstance(args, (list, tuple)):
+        args_pattern = TuplePattern(args)
+    else:
+        args_pattern = _as_pattern(args, "is_call_tir args")
+    call_tir = is_op("relax.call_tir")
+    if tir_vars is None:
+        return call_tir(GlobalVarPattern(func_name), args_pattern)
+    return call_tir(GlobalVarPattern(func_name), args_pattern, _as_pattern(tir_vars, "is_call_tir tir_vars"))
+
+
+# ------------------------------------------------------------------------------ the matcher
+
+
+class _Matcher:
+    """Matches a pattern against an expression, remembering what each sub-pattern matched."""
+
+    def __init__(self, var2val: dict[Var, Any] | None):
+        self.var2val = var2val or {}
+        self.memo: dict[DFPattern, Any] = {}
+        self.order: list[DFPattern] = []  # memo keys, newest last (to undo a failed branch)
+
+    def match(self, pattern: DFPattern, expr: Any) -> bool:
+        self.memo.clear()
+        self.order.clear()
+        return self.visit(pattern, expr)
+
+    def unwrap(self, expr: Any) -> Any:
+        """Look through variables bound to values, and through SeqExprs without bindings."""
+        while True:
+            if isinstance(expr, Var) and expr in self.var2val:
+                expr = self.var2val[expr]
+            elif isinstance(expr, SeqExpr) and not expr.blocks:
+                expr = expr.body
+            else:
+                return expr
+
+    def undo(self, watermark: int) -> None:
+        for p in self.order[watermark:]:
+            self.memo.pop(p, None)
+        del self.order[watermark:]
+
+    def visit(self, pattern: DFPattern, expr0: Any) -> bool:
+        if not isinstance(pattern, DFPattern):
+            raise TypeError(f"not a pattern: {pattern!r}")
+        expr = self.unwrap(expr0)
+        if pattern in self.memo:  # a pattern used twice matches one expression
+            return self.memo[pattern] is expr or _same_leaf(self.memo[pattern], expr)
+        watermark = len(self.order)
+        ok = self._dispatch(pattern, expr0, expr)
+        if ok:
+            self.memo[pattern] = expr
+            self.order.append(pattern)
+        else:
+            self.undo(watermark)
+        return ok
+
+    def _dispatch(self, p: DFPattern, expr0: Any, expr: Any) -> bool:  # noqa: C901 - one case per pattern kind
+        if isinstance(p, WildcardPattern):
+            return True
+        if isinstance(p, OrPattern):
+            return self.visit(p.left, expr) or self.visit(p.right, expr)
+        if isinstance(p, AndPattern):
+            return self.visit(p.left, expr) and self.visit(p.right, expr)
+        if isinstance(p, NotPattern):
+            watermark = len(self.order)
+            out = not self.visit(p.reject, expr)
+            self.undo(watermark)
+            return out
+        if isinstance(p, ExprPattern):
+            return _same_leaf(p.expr, expr) or structural_equal(p.expr, expr)
+        if isinstance(p, DataflowVarPattern):
+            return isinstance(expr, DataflowVar) and p.name_hint in ("", expr.name_hint)
+        if isinstance(p, VarPattern):
+            return isinstance(expr, Var) and p.name_hint in ("", expr.name_hint)
+        if isinstance(p, GlobalVarPattern):
+            return isinstance(expr, GlobalVar) and p.name_hint in expr.name_hint
+        if isinstance(p, ExternFuncPattern):
+            return isinstance(expr, ExternFunc) and p.global_symbol in ("", expr.global_symbol)
+        if isinstance(p, ConstantPattern):
+            return isinstance(expr, Constant)
+        if isinstance(p, CallPattern):
+            return self.visit_call(p, expr)
+        if isinstance(p, TuplePattern):
+            return (isinstance(expr, Tuple) and len(expr.fields) == len(p.fields)
+                    and all(self.visit(fp, f) for fp, f in zip(p.fields, expr.fields)))
+        if isinstance(p, UnorderedTuplePattern):
+            return isinstance(expr, Tuple) and len(expr.fields) == len(p.fields) \
+                and self.visit_unordered(p.fields, list(expr.fields))
+        if isinstance(p, TupleGetItemPattern):
+            return (isinstance(expr, TupleGetItem) and (p.index == -1 or p.index == expr.index)
+                    and self.visit(p.tuple, expr.tuple_value))
+        if isinstance(p, DataTypePattern):
+            sinfo = struct_info_of(expr0)
+            return isinstance(sinfo, TensorStructInfo) and sinfo.dtype == p.dtype and self.visit(p.pattern, expr0)
+        if isinstance(p, ShapePattern):
+            return _shape_equal(struct_info_of(expr0), p.shape) and self.visit(p.pattern, expr0)
+        if isinstance(p, StructInfoPattern):
+            sinfo = struct_info_of(expr0)
+            # TVM's test: the pattern's struct info is a base of the expression's (R.Tensor([2, 3])
+            # takes any dtype)
+            return sinfo is not None and is_base_of(p.struct_info, sinfo) and self.visit(p.pattern, expr0)
+        if isinstance(p, AttrPattern):
+            return self.visit(p.pattern, expr) and _attrs_match(expr, p.attrs)
+        raise TypeError(f"unknown pattern kind {type(p).__name__}")
+
+    def visit_call(self, p: CallPattern, expr: Any) -> bool:
+        if not isinstance(expr, Call):
+            return False
+        watermark = len(self.order)
+        if not self.visit(p.op, expr.op):
+            self.undo(watermark)
+            return False
+        args = list(expr.args)
+        patterns = p.args
+        if patterns is None:  # no argument patterns: any arguments
+            return True
+        if len(args) != len(patterns) and not (p.varg_default_wildcard and len(args) >= len(patterns)):
+            return False
+        orders = [args]
+        if isinstance(expr.op, Op) and expr.op.name in ("relax.add", "relax.multiply") and len(args) == 2:
+            orders.append(args[::-1])  # commutative: the swapped order matches too, as in TVM
+        inner = len(self.order)
+        for order in orders:
+            if all(self.visit(pa, a) for pa, a in zip(patterns, order)):
+                return True
+            self.undo(inner)
+        return False
+
+    def visit_unordered(self, patterns: list[DFPattern], fields: list[Any]) -> bool:
+        if not patterns:
+            return True
+        first, rest = patterns[0], patterns[1:]
+        for i, f in enumerate(fields):
+            watermark = len(self.order)
+            if self.visit(first, f) and self.visit_unordered(rest, fields[:i] + fields[i + 1:]):
+                return True
+            self.undo(watermark)
+        return False
+
+
+def _same_leaf(a: Any, b: Any) -> bool:
+    """Identity, or the same operator / global function (one object each in TVM)."""
+    if a is b:
+        return True
+    if isinstance(a, Op) and isinstance(b, Op):
+        return a.name == b.name
+    if isinstance(a, GlobalVar) and isinstance(b, GlobalVar):
+        return a.name_hint == b.name_hint
+    return False
+
+
+def _dim_equal(want: Any, got: Any) -> bool:
+    """Equal dimensions: the same number, or symbolic expressions the analyzer proves equal."""
+    from ...arith.analyzer import Analyzer
+
+    if isinstance(want, int) and not isinstance(want, bool):
+        want = IntImm("int64", want)
+    if isinstance(want, IntImm) and isinstance(got, IntImm):
+        return want.value == got.value
+    if not isinstance(want, PrimExpr) or not isinstance(got, PrimExpr):
+        return False
+    return structural_equal(want, got) or Analyzer().can_prove_equal(want, got)
+
+
+def _shape_equal(sinfo: Any, shape: list[Any]) -> bool:
+    if not isinstance(sinfo, TensorStructInfo) or not isinstance(sinfo.shape, ShapeExpr):
+        return False
+    values = list(sinfo.shape.values)
+    return len(values) == len(shape) and all(_dim_equal(w, g) for w, g in zip(shape, values))
+
+
+def _attr_equal(want: Any, got: Any) -> bool:
+    if isinstance(want, (list, tuple)) and isinstance(got, (list, tuple)):
+        return len(want) == len(got) and all(_attr_equal(w, g) for w, g in zip(want, got))
+    if isinstance(got, IntImm):
+        got = got.value
+    if isinstance(want, IntImm):
+        want = want.value
+    if isinstance(want, (int, float, str, bool)) or want is None:
+        return want == (str(got) if isinstance(want, str) and got is not None else got)
+    return structural_equal(want, got)
+
+
+def _attrs_match(expr: Any, attrs: dict[str, Any]) -> bool:
+    """A call's attributes (or a function's) hold every ``attrs`` value."""
+    if isinstance(expr, Call):
+        have = expr.attrs or {}
+    else:
+        have = getattr(expr, "attrs", None) or {}
+    return all(k in have and _attr_equal(v, have[k]) for k, v in attrs.items())

@@ -1,0 +1,161 @@
+"""``rewrite_call``: replace every match of a pattern in a function by what a rewriter returns.
+
+As TVM does it: the bindings of each block are visited in order; a binding whose value matches
+the pattern (looking through the block's earlier bindings that were not rewritten) is handed to
+``rewriter(matched_value, matches)``; if that returns another expression, it becomes the new
+value of the binding.  Afterwards the function is normalized (nested calls bound to new
+variables) and tidied -- trivial ``a = b`` bindings folded, repeated values bound once,
+unused bindings removed -- and the whole is repeated until nothing changes any more.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ...ir.structural import structural_equal
+from ..analysis import get_var2val, remove_all_unused
+from ..analysis.purity import contains_impure_call
+from ..expr import (
+    Binding,
+    BindingBlock,
+    DataflowBlock,
+    Function,
+    If,
+    MatchCast,
+    SeqExpr,
+    Var,
+    VarBinding,
+)
+from ..expr_functor import ExprMutator
+from .pattern import DFPattern, OrPattern, _Matcher
+
+__all__ = ["rewrite_call", "get_var2val"]
+
+Rewriter = Callable[[Any, "dict[DFPattern, Any]"], Any]
+
+_MAX_ROUNDS = 100  # a rewriter that keeps changing its own output would loop for ever
+
+
+def rewrite_call(pattern: DFPattern, rewriter: Rewriter, func: Function) -> Function:
+    """``func`` with each value matching ``pattern`` replaced by ``rewriter(value, matches)``.
+
+    ``matches`` maps each sub-pattern to the expression it matched (for a sub-pattern that
+    matched a variable bound earlier in the block: the value bound to it).  Return the value
+    itself (or None) to leave a match alone.  The result is the same object when nothing
+    matched.
+    """
+    if not isinstance(pattern, DFPattern):
+        raise TypeError(f"rewrite_call: pattern must be a DFPattern (is_op(...)(...), wildcard() ...), "
+                        f"got {type(pattern).__name__}")
+    if not callable(rewriter):
+        raise TypeError(f"rewrite_call: rewriter must be a function (matched_expr, matches) -> Expr, got {rewriter!r}")
+    if not isinstance(func, Function):
+        raise TypeError(f"rewrite_call rewrites a relax.Function, got {type(func).__name__}; "
+                        "for a module, rewrite each function: mod[name] = rewrite_call(pattern, rewriter, mod[name])")
+    current = func
+    for _ in range(_MAX_ROUNDS):
+        step = _Rewrite(pattern, rewriter).visit_expr(current)
+        if step is current:
+            return current
+        step = _tidy(step)
+        if structural_equal(step, current):
+            return current
+        current = step
+    return current
+
+
+def _tidy(func: Function) -> Function:
+    """Fold trivial bindings, bind repeated values once and drop unused ones, until stable."""
+    from ..transform.canonicalize_bindings import canonicalize_bindings
+    from ..transform.eliminate_common_subexpr import _CSE
+
+    while True:
+        new = canonicalize_bindings(func)
+        new = _CSE(None, False).visit_expr(new)
+        new = remove_all_unused(new)
+        if new is func or structural_equal(new, func):
+            return new
+        func = new
+
+
+class _Rewrite(ExprMutator):
+    """One round: rewrite the matching bindings of every block, then re-emit them normalized."""
+
+    def __init__(self, pattern: DFPattern, rewriter: Rewriter):
+        super().__init__()
+        self.pattern = pattern
+        self.rewriter = rewriter
+
+    def visit_seq_expr_(self, op: SeqExpr) -> Any:
+        seq = super().visit_seq_expr_(op)  # inner functions and branches first
+        blocks = [self._rewrite_block(b) for b in seq.blocks]
+        if all(a is b for a, b in zip(blocks, seq.blocks)):
+            return seq
+        # re-emit the rewritten values through the builder: nested calls get their own bindings
+        new_blocks = []
+        for block in blocks:
+            if isinstance(block, DataflowBlock):
+                self.builder_.begin_dataflow_block()
+            else:
+                self.builder_.begin_binding_block()
+            try:
+                for b in block.bindings:
+                    value = self.visit_expr(b.value)  # normalized, earlier new variables followed
+                    if isinstance(b, MatchCast):
+                        self.builder_.emit_normalized(MatchCast(b.var, value, b.struct_info))
+                    else:
+                        var = self.with_struct_info(b.var, value.struct_info)
+                        if var is not b.var:
+                            self.set_var_remap(b.var, var)
+                        self.builder_.emit_normalized(VarBinding(var, value))
+            finally:
+                new_blocks.append(self.builder_.end_block())
+        return SeqExpr(tuple(b for b in new_blocks if b.bindings), self.visit_expr(seq.body))
+
+    def _rewrite_block(self, block: BindingBlock) -> BindingBlock:
+        """The block with matching values replaced (a dataflow block as one piece; an ordinary
+        block in pieces between impure calls and branches, which nothing may move across)."""
+        lookup: dict[Var, Any] = {}
+        changed = False
+        bindings: list[Binding] = []
+        in_dataflow = isinstance(block, DataflowBlock)
+        for b in block.bindings:
+            value = b.value
+            if not in_dataflow and (isinstance(value, If) or contains_impure_call(value, unknown_is_impure=False)):
+                lookup = {}  # a barrier: later matches do not look through earlier bindings
+                bindings.append(b)
+                continue
+            new = self._rewrite_value(value, lookup)
+            if new is None:
+                lookup[b.var] = value
+                bindings.append(b)
+            else:
+                changed = True
+                bindings.append(MatchCast(b.var, new, b.struct_info) if isinstance(b, MatchCast)
+                                else VarBinding(b.var, new))
+        if not changed:
+            return block
+        return type(block)(tuple(bindings))
+
+    def _rewrite_value(self, value: Any, lookup: dict[Var, Any]) -> Any:
+        """The rewriter's replacement for ``value``, or None. A top-level ``p | q`` tries its
+        alternatives in order, and one whose rewriter declines (returns the value itself) lets
+        the next try, as in TVM."""
+        for alternative, ors in _alternatives(self.pattern):
+            matches = alternative.extract_matched_expr(value, lookup)
+            if matches is None:
+                continue
+            for p in ors:  # the `|` patterns above the alternative matched the value too
+                matches[p] = _Matcher(lookup).unwrap(value)
+            new = self.rewriter(value, matches)
+            if new is not None and new is not value:
+                return new
+        return None
+
+
+def _alternatives(pattern: DFPattern, ors: tuple = ()) -> list[tuple[DFPattern, tuple]]:
+    """``a | (b | c)`` -> [(a, ors), (b, ors), (c, ors)], each with the OrPatterns above it."""
+    if isinstance(pattern, OrPattern):
+        inner = (*ors, pattern)
+        return _alternatives(pattern.left, inner) + _alternatives(pattern.right, inner)
+    return [(pattern, ors)]

@@ -1,0 +1,129 @@
+"""Analyses several schedule primitives share (one home, public names).
+
+- :func:`index_bounds`: the inclusive range an index expression covers while some loop
+  variables run over their ranges (the interval arithmetic behind compute_at, cache_read,
+  blockize, rolling_buffer, reindex and CompactBufferAllocation), and :func:`range_bounds`
+  for every index of a range;
+- :func:`recompute_access_regions`: a block's read/write regions recomputed from its body;
+- :func:`is_padding_guard_only` and :func:`is_const_true`: what a block predicate says;
+- :func:`simplify` with the loop ranges of :func:`loop_bounds`.
+
+Statement-tree helpers (finding a statement's ancestors, removing a block with its empty
+loops) live in :mod:`.tree`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...ir import replace
+from ...ir.structural import structural_equal
+from ..analysis import get_block_read_write_region, vars_used
+from ..expr import LT, Add, And, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr, Range, Sub, Var, const
+from ..functor import substitute
+from ..stmt import Block, BlockRealize, For, Stmt
+from .tree import walk_stmts
+
+__all__ = ["index_bounds", "range_bounds", "recompute_access_regions", "is_padding_guard_only", "is_const_true",
+           "simplify", "loop_bounds"]
+
+#: variable id -> inclusive (lo, hi) it ranges over
+VarRanges = dict[int, tuple[PrimExpr, PrimExpr]]
+
+
+def index_bounds(e: PrimExpr, var_ranges: VarRanges) -> tuple[PrimExpr, PrimExpr] | None:
+    """Inclusive bounds ``(lo, hi)`` of ``e`` while each variable in ``var_ranges`` (keyed by
+    ``id``) runs over its range; None when the form is one interval arithmetic cannot bound
+    (a product of two variables, a division by a non-constant ...)."""
+    if isinstance(e, Var):
+        return var_ranges.get(id(e), (e, e))
+    if isinstance(e, IntImm):
+        return e, e
+    if isinstance(e, (Add, Sub)):
+        a, b = index_bounds(e.a, var_ranges), index_bounds(e.b, var_ranges)
+        if a is None or b is None:
+            return None
+        return (a[0] + b[0], a[1] + b[1]) if isinstance(e, Add) else (a[0] - b[1], a[1] - b[0])
+    if isinstance(e, Mul):
+        for x, c in ((e.a, e.b), (e.b, e.a)):
+            if isinstance(c, IntImm):
+                r = index_bounds(x, var_ranges)
+                if r is None:
+                    return None
+                return (r[0] * c, r[1] * c) if c.value >= 0 else (r[1] * c, r[0] * c)
+        return None
+    if isinstance(e, FloorDiv) and isinstance(e.b, IntImm) and e.b.value > 0:
+        r = index_bounds(e.a, var_ranges)
+        return None if r is None else (r[0] // e.b, r[1] // e.b)
+    if isinstance(e, FloorMod) and isinstance(e.b, IntImm) and e.b.value > 0:
+        r = index_bounds(e.a, var_ranges)
+        if r is None:
+            return None
+        if r[0] is r[1] or structural_equal(r[0], r[1]):
+            return e, e
+        return const(0, e.dtype), e.b - 1
+    if isinstance(e, (Min, Max)):
+        a, b = index_bounds(e.a, var_ranges), index_bounds(e.b, var_ranges)
+        if a is None or b is None:
+            return None
+        f = type(e)
+        return f(a[0], b[0]), f(a[1], b[1])
+    if not vars_used(e) & set(var_ranges):
+        return e, e  # an expression free of the ranging variables is one point
+    return None
+
+
+def range_bounds(rng: Range, var_ranges: VarRanges, bind: dict | None = None) -> tuple[PrimExpr, PrimExpr] | None:
+    """Inclusive bounds ``(lo, hi)`` of every index ``rng`` covers while the variables in
+    ``var_ranges`` run over theirs (after substituting ``bind``); None when unbounded."""
+    first, last = rng.min, rng.min + rng.extent - 1
+    if bind:
+        first, last = substitute(first, bind), substitute(last, bind)
+    lo, hi = index_bounds(first, var_ranges), index_bounds(last, var_ranges)
+    return None if lo is None or hi is None else (lo[0], hi[1])
+
+
+def recompute_access_regions(block: Block) -> Block:
+    """``block`` with its reads and writes recomputed from its body (after a primitive
+    rewrote the body, the declared regions would be stale)."""
+    reads, writes = get_block_read_write_region(block)
+    return replace(block, reads=tuple(reads), writes=tuple(writes))
+
+
+def is_const_true(e: PrimExpr) -> bool:
+    """True for the constant ``T.bool(True)`` (a block with no predicate carries it)."""
+    return isinstance(e, IntImm) and e.dtype == "bool" and e.value == 1
+
+
+def is_padding_guard_only(realize: BlockRealize) -> bool:
+    """True when the predicate only says "binding < domain end" for some iterators (the guard
+    a non-dividing split adds), so the block still covers its whole domain."""
+
+    def conjuncts(e: PrimExpr) -> list[PrimExpr]:
+        return conjuncts(e.a) + conjuncts(e.b) if isinstance(e, And) else [e]
+
+    if is_const_true(realize.predicate):
+        return True
+    for c in conjuncts(realize.predicate):
+        if not isinstance(c, LT):
+            return False
+        if not any(structural_equal(c.a, v) and structural_equal(simplify(c.b), simplify(iv.dom.min + iv.dom.extent))
+                   for iv, v in zip(realize.block.iter_vars, realize.iter_values)):
+            return False
+    return True
+
+
+def simplify(e: Any, bounds: dict | None = None) -> Any:
+    """Simplify with the arith analyzer, knowing each loop variable's range."""
+    from ...arith import Analyzer
+
+    ana = Analyzer()
+    for var, extent in (bounds or {}).items():
+        ana.bind(var, Range(const(0, extent.dtype), extent))
+    return ana.simplify(e)
+
+
+def loop_bounds(root: Stmt) -> dict[Var, PrimExpr]:
+    """Extent of every zero-based loop in ``root`` (for the simplifier)."""
+    return {s.loop_var: s.extent for s, _ in walk_stmts(root)
+            if isinstance(s, For) and isinstance(s.min, IntImm) and s.min.value == 0}

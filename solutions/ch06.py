@@ -1,0 +1,308 @@
+"""Chapter 6 exercises: graph optimization, write your own passes (solved).
+
+Each function takes a Relax ``IRModule`` or function (the starting programs are below; the
+graders pass their own copies, sometimes at other sizes) and returns the rewritten one, a
+pattern, a pass, an instrument or a number, as its docstring says. Try them here or in a
+notebook::
+
+    from exercises import ch06
+    ch06.ewise_fma_rewrite(ch06.MulAdd).show()
+
+The graders (``tests/grade/test_ch06.py``) compare the result with a target module
+(``assert_structural_equal``, whose message says where they first differ) and run it on
+random data against numpy. Run them with ``minitvm grade ch06`` or ``minitvm.grade.check("ch06")``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import minitvm
+from minitvm import relax
+from minitvm.ir import IRModule
+from minitvm.relax.dpl import is_const, is_op, rewrite_call, wildcard
+from minitvm.script import ir as I
+from minitvm.script import relax as R
+from minitvm.transform import PassInstrument
+
+# ---------------------------------------------------------------- starting programs
+
+
+@I.ir_module
+class MulAdd:
+    @R.function
+    def main(x: R.Tensor((3, 4), "float32"), y: R.Tensor((3, 4), "float32"), z: R.Tensor((3, 4), "float32")):
+        with R.dataflow():
+            lv0 = R.multiply(x, y)
+            lv1 = R.add(lv0, z)
+            gv = R.nn.relu(lv1)
+            R.output(gv)
+        return gv
+
+
+@I.ir_module
+class MLP:
+    @R.function
+    def main(x: R.Tensor((4, 16), "float32"), w0: R.Tensor((16, 32), "float32"), b0: R.Tensor((32,), "float32"),
+             w1: R.Tensor((32, 10), "float32"), b1: R.Tensor((10,), "float32")):
+        with R.dataflow():
+            lv0 = R.matmul(x, w0)
+            lv1 = R.add(lv0, b0)
+            lv2 = R.nn.relu(lv1)
+            lv3 = R.matmul(lv2, w1)
+            gv = R.add(lv3, b1)
+            R.output(gv)
+        return gv
+
+
+@I.ir_module
+class Chain:
+    @R.function
+    def main(x: R.Tensor((8, 8), "float32")):
+        with R.dataflow():
+            a = R.nn.relu(x)
+            b = R.exp(a)
+            c = R.add(a, b)
+            d = R.nn.relu(c)
+            e = R.multiply(d, b)
+            gv = R.add(e, x)
+            R.output(gv)
+        return gv
+
+
+def plan_memory(mod: IRModule) -> IRModule:
+    """The module as ``relax.build`` plans its memory (without fusion): operators legalized to
+    kernels, outputs allocated explicitly, then ``StaticPlanBlockMemory``."""
+    mod = relax.transform.LegalizeOps()(mod)
+    mod = relax.transform.CallTIRRewrite()(relax.transform.ToNonDataflow()(mod))
+    return relax.transform.StaticPlanBlockMemory()(mod)
+
+
+def tidy(func: relax.Function) -> relax.Function:
+    """``func`` without trivial bindings (``lv = x``: later uses read ``x``; a variable bound to
+    a constant is replaced by the constant) and without unused bindings:
+    ``CanonicalizeBindings`` and ``remove_all_unused``, the clean-up TVM runs after a rewrite."""
+    func = relax.transform.CanonicalizeBindings()(IRModule({"main": func}))["main"]
+    return relax.analysis.remove_all_unused(func)
+
+
+# ---------------------------------------------------------------- exercises
+
+
+def ewise_fma_rewrite(mod: IRModule) -> IRModule:
+    """Exercise 6.1: with a ``relax.PyExprMutator`` (decorated ``@relax.expr_functor.mutator``),
+    rewrite every ``R.add(R.multiply(a, b), c)`` in ``mod["main"]`` -- the multiply bound to a
+    variable of its own, as in ``MulAdd`` -- into ``R.ewise_fma(a, b, c)``, drop the bindings
+    nothing uses any more (``relax.analysis.remove_all_unused``), and return the new module.
+    Hints: ``self.lookup_binding(var)``, ``minitvm.ir.Op.get("relax.add")``."""
+    # BEGIN SOLUTION
+    add, multiply = minitvm.ir.Op.get("relax.add"), minitvm.ir.Op.get("relax.multiply")
+
+    @relax.expr_functor.mutator
+    class FmaRewriter(relax.PyExprMutator):
+        def visit_call_(self, call):
+            call = self.visit_expr_post_order(call)
+            if call.op != add:
+                return call
+            value = self.lookup_binding(call.args[0])
+            if not isinstance(value, relax.Call) or value.op != multiply:
+                return call
+            return relax.op.ewise_fma(value.args[0], value.args[1], call.args[1])
+
+    new = IRModule(dict(mod.functions))
+    new["main"] = relax.analysis.remove_all_unused(FmaRewriter(mod).visit_expr(mod["main"]))
+    return new
+    # END SOLUTION
+
+
+def fuse_dense_add_pass() -> minitvm.transform.Pass:
+    """Exercise 6.2: return a module pass (``@minitvm.transform.module_pass(opt_level=0,
+    name="FuseDenseAdd")`` on a class with ``transform_module(self, mod, ctx)``) that replaces
+    each ``R.add(R.matmul(x, w), b)`` in every Relax function (not the ones marked
+    ``Primitive``) by a call of a new function that does just that: named ``fused_dense_add0``,
+    ``fused_dense_add1`` ... in the order met, made with a fresh ``relax.BlockBuilder``
+    (``bb.function(name, [x, w, b])`` -- parameters named ``x``, ``w``, ``b`` -- a dataflow
+    block binding the matmul, then the add as its output), marked ``.with_attr("Primitive", 1)``
+    and added with ``self.builder_.add_func``. Unused bindings go (``remove_all_unused``).
+    The grader compares the result with a target module and runs it."""
+    # BEGIN SOLUTION
+    add, matmul = minitvm.ir.Op.get("relax.add"), minitvm.ir.Op.get("relax.matmul")
+
+    @relax.expr_functor.mutator
+    class DenseAddFusor(relax.PyExprMutator):
+        def __init__(self, mod):
+            super().__init__(mod)
+            self.mod_ = mod
+            self.counter = 0
+
+        def transform(self):
+            for gv, func in self.mod_.functions.items():
+                if not isinstance(func, relax.Function) or (func.attrs and func.attrs.get("Primitive")):
+                    continue
+                new = relax.analysis.remove_all_unused(self.visit_expr(func))
+                self.builder_.update_func(gv, new)
+            return self.builder_.get()
+
+        def visit_call_(self, call):
+            call = self.visit_expr_post_order(call)
+            if call.op != add:
+                return call
+            value = self.lookup_binding(call.args[0])
+            if not isinstance(value, relax.Call) or value.op != matmul:
+                return call
+            x, w, b = value.args[0], value.args[1], call.args[1]
+            params = [relax.Var(n, a.struct_info) for n, a in (("x", x), ("w", w), ("b", b))]
+            bb = relax.BlockBuilder()
+            name = f"fused_dense_add{self.counter}"
+            self.counter += 1
+            with bb.function(name, params):
+                with bb.dataflow():
+                    lv0 = bb.emit(relax.op.matmul(params[0], params[1]))
+                    gv = bb.emit_output(relax.op.add(lv0, params[2]))
+                bb.emit_func_output(gv)
+            fused = bb.get()[name].with_attr("Primitive", 1)
+            return relax.Call(self.builder_.add_func(fused, name), [x, w, b])
+
+    @minitvm.transform.module_pass(opt_level=0, name="FuseDenseAdd")
+    class FuseDenseAdd:
+        def transform_module(self, mod, ctx):
+            return DenseAddFusor(mod).transform()
+
+    return FuseDenseAdd()
+    # END SOLUTION
+
+
+_FOLDABLE = {"relax.add": np.add, "relax.subtract": np.subtract, "relax.multiply": np.multiply,
+             "relax.divide": np.divide}
+
+
+def fold_constants(func: relax.Function) -> relax.Function:
+    """Exercise 6.3: constant folding. Replace every call of ``relax.add``, ``relax.subtract``,
+    ``relax.multiply`` or ``relax.divide`` whose two arguments are constants (a
+    ``relax.Constant``, or a variable bound to one) by ``relax.const`` of the value numpy
+    computes (``_FOLDABLE`` maps each op name to its numpy function; ``c.data.numpy()`` is a
+    constant's array), so that chains of constants fold to one; then ``tidy`` the result (above)
+    and return it."""
+    # BEGIN SOLUTION
+    @relax.expr_functor.mutator
+    class Folder(relax.PyExprMutator):
+        def constant(self, expr):
+            if isinstance(expr, relax.Var):
+                expr = self.lookup_binding(expr)
+            return expr if isinstance(expr, relax.Constant) else None
+
+        def visit_call_(self, call):
+            call = self.visit_expr_post_order(call)
+            fn = _FOLDABLE.get(getattr(call.op, "name", None))
+            consts = [self.constant(a) for a in call.args]
+            if fn is None or any(c is None for c in consts):
+                return call
+            value = fn(*(c.data.numpy() for c in consts))
+            return relax.const(np.asarray(value, dtype=call.struct_info.dtype))
+
+    return tidy(Folder().visit_expr(func))
+    # END SOLUTION
+
+
+def simplify(func: relax.Function) -> relax.Function:
+    """Exercise 6.4: algebraic simplification. ``x * 1``, ``1 * x``, ``x + 0``, ``0 + x`` and
+    ``x - 0`` become ``x`` -- where the constant holds only ones (zeros) *and* the result has
+    exactly ``x``'s struct info (``x + zeros((4, 8))`` with ``x`` of shape ``(8,)`` broadcasts:
+    keep it). Repeat until nothing changes, ``tidy`` the result (above) and return it.
+    Compare struct info with ``minitvm.ir.structural_equal``."""
+    # BEGIN SOLUTION
+    neutral = {"relax.multiply": (1, (0, 1)), "relax.add": (0, (0, 1)), "relax.subtract": (0, (1,))}
+
+    @relax.expr_functor.mutator
+    class Simplifier(relax.PyExprMutator):
+        def constant(self, expr):
+            if isinstance(expr, relax.Var):
+                expr = self.lookup_binding(expr)
+            return expr.data.numpy() if isinstance(expr, relax.Constant) else None
+
+        def visit_call_(self, call):
+            call = self.visit_expr_post_order(call)
+            rule = neutral.get(getattr(call.op, "name", None))
+            if rule is None:
+                return call
+            unit, const_positions = rule
+            for pos in const_positions:
+                value = self.constant(call.args[pos])
+                other = call.args[1 - pos]
+                if value is not None and np.all(value == unit) and \
+                        minitvm.ir.structural_equal(other.struct_info, call.struct_info):
+                    return other
+            return call
+
+    while True:
+        new = tidy(Simplifier().visit_expr(func))
+        if minitvm.ir.structural_equal(new, func):
+            return new
+        func = new
+    # END SOLUTION
+
+
+def dense_add_pattern():
+    """Exercise 6.5: a ``relax.dpl`` pattern matching a dense layer with bound weights:
+    ``R.add(R.matmul(data, W), B)`` where ``W`` and ``B`` are constants and ``data`` is
+    anything. (The grader matches it against bindings with ``var2val``, so a variable bound
+    to a matmul, or to a constant, counts as that value.)"""
+    # BEGIN SOLUTION
+    return is_op("relax.add")(is_op("relax.matmul")(wildcard(), is_const()), is_const())
+    # END SOLUTION
+
+
+def remove_double_transpose(func: relax.Function) -> relax.Function:
+    """Exercise 6.6: with ``relax.dpl.rewrite_call``, replace ``R.permute_dims(R.permute_dims(x,
+    a), b)`` by ``x`` when the two permutations cancel, else by one ``R.permute_dims(x, c)``
+    doing both. A call's ``axes`` are ``call.attrs["axes"]`` (None: reverse all axes); element
+    ``i`` of ``permute_dims(x, a)`` has axis ``a[i]`` of ``x``. Return the rewritten function."""
+    # BEGIN SOLUTION
+    x = wildcard()
+    inner = is_op("relax.permute_dims")(x)
+    outer = is_op("relax.permute_dims")(inner)
+
+    def axes_of(call):
+        axes = call.attrs["axes"]
+        ndim = call.args[0].struct_info.ndim
+        return list(range(ndim))[::-1] if axes is None else [int(a) for a in axes]
+
+    def rewrite(expr, m):
+        a, b = axes_of(m[inner]), axes_of(expr)
+        composed = [a[i] for i in b]
+        if composed == list(range(len(composed))):
+            return m[x]
+        return relax.op.permute_dims(m[x], composed)
+
+    return rewrite_call(outer, rewrite, func)
+    # END SOLUTION
+
+
+def make_call_counter() -> PassInstrument:
+    """Exercise 6.7: return a ``PassInstrument`` whose ``counts`` dict says how many times each
+    pass (by ``info.name``) ran inside the current ``PassContext`` -- every pass, including
+    each ``Sequential`` and the passes inside it; a pass that ``should_run`` refused did not run.
+    ``counts`` starts empty each time a ``PassContext`` holding the instrument is entered."""
+    # BEGIN SOLUTION
+    class CallCounter(PassInstrument):
+        def __init__(self):
+            self.counts = {}
+
+        def enter_pass_ctx(self):
+            self.counts = {}
+
+        def run_after_pass(self, mod, info):
+            self.counts[info.name] = self.counts.get(info.name, 0) + 1
+
+    return CallCounter()
+    # END SOLUTION
+
+
+def predict_storages() -> int:
+    """Exercise 6.8: predict, without running it, how many storages
+    (``R.memory.alloc_storage``) ``plan_memory(Chain)`` makes for ``Chain``'s six tensors (all
+    8 x 8 float32): a tensor's storage is free again once its last reader has run, and the
+    returned tensor gets memory of its own. Then check with ``viz.memory_plan(plan_memory(Chain))``."""
+    # BEGIN SOLUTION
+    return 3  # a, b, c are alive together at `c = a + b`; d takes a's storage, e takes c's
+    # END SOLUTION

@@ -1,0 +1,248 @@
+"""Graders for chapter 4 (``exercises/ch04.py``): one test per exercise, worth ``points``.
+
+Modules are compiled with ``minitvm.compile`` and run on ``relax.VirtualMachine`` with fresh
+random data, compared with numpy; the BlockBuilder exercise is also compared structurally
+(``assert_structural_equal``) with a module built the way the exercise asks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minitvm
+from minitvm import relax, te, tir
+from minitvm.ir import assert_structural_equal
+from minitvm.runtime.vm import Call, Ret
+from minitvm.testing import assert_allclose
+
+
+@pytest.fixture
+def ex(grade_module):
+    return grade_module("ch04")
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def _rand(rng, *shape):
+    return rng.standard_normal(shape).astype("float32")
+
+
+def _residual_reference(x, w, b):
+    return np.maximum(x @ w.T + b, 0) + x
+
+
+def _call_tir_bindings(mod) -> list[str]:
+    """Names of the PrimFuncs ``main`` calls with R.call_tir, in order, from its dataflow blocks."""
+    func = mod["main"]
+    names = []
+    assert any(isinstance(block, relax.DataflowBlock) for block in func.body.blocks), \
+        "main has no dataflow block: put the bindings inside `with R.dataflow():`"
+    for block in func.body.blocks:
+        for binding in block.bindings:
+            value = binding.value
+            if isinstance(value, relax.Call) and getattr(value.op, "name", "") == "relax.call_tir":
+                names.append(value.args[0].name_hint)
+    return names
+
+
+def _run(mod, *args, pipeline=None):
+    exe = minitvm.compile(mod, "llvm", relax_pipeline=pipeline)
+    return relax.VirtualMachine(exe, minitvm.cpu())["main"](*args).numpy()
+
+
+def _chain_reference(x, w0, b0, w1, b1):
+    a = x @ w0.T + b0
+    b = np.maximum(a, 0)
+    c = b @ w1.T + b1
+    return [("linear", a), ("relu", b), ("linear", c), ("relu", np.maximum(c, 0))]
+
+
+# ------------------------------------------------------------------ graders
+
+
+@pytest.mark.points(1)
+@pytest.mark.hint("allocate with np.empty(shape, dtype), pass it as the kernel's last argument, return it")
+def test_dps_call(ex):
+    """Exercise 4.1: call_tir in numpy."""
+    rng = np.random.default_rng(41)
+    rows, cols = rng.integers(2, 9, size=2)
+    a, b = _rand(rng, rows, cols), _rand(rng, rows, cols)
+    a0, b0 = a.copy(), b.copy()
+    calls = []
+
+    def add(x, y, out):
+        calls.append(out)
+        out[...] = x + y
+
+    out = ex.dps_call(add, (a, b), (int(rows), int(cols)), "float32")
+    assert len(calls) == 1, f"the kernel must be called once, it was called {len(calls)} times"
+    assert out is calls[0], "return the array you passed to the kernel as its output"
+    assert out is not a and out is not b, "allocate a new output; do not write into an input"
+    assert out.shape == (rows, cols) and out.dtype == np.float32, f"got shape {out.shape}, dtype {out.dtype}"
+    assert_allclose(out, a0 + b0, rtol=1e-6, err_msg="the output is not what the kernel wrote")
+    assert_allclose(a, a0, rtol=0, atol=0, err_msg="input 0 changed")
+    assert_allclose(b, b0, rtol=0, atol=0, err_msg="input 1 changed")
+
+
+@pytest.mark.points(3)
+@pytest.mark.hint("three bindings inside `with R.dataflow():`, each "
+                   "R.call_tir(cls.<kernel>, (args,), out_sinfo=R.Tensor(shape, dtype)), then R.output")
+def test_residual_module(ex):
+    """Exercise 4.2: a residual block in TVMScript."""
+    mod = ex.residual_module()
+    assert "main" in mod, f"the module has no Relax function main; it has {list(mod.keys())}"
+    calls = _call_tir_bindings(mod)
+    assert len(calls) == 3, f"main should make three R.call_tir bindings in its dataflow block, it makes {calls}"
+    assert {"linear", "relu", "add"} <= set(mod.keys()), \
+        f"the module should hold PrimFuncs linear, relu and add; it has {sorted(mod.keys())}"
+    assert calls == ["linear", "relu", "add"], f"main calls {calls}, expected linear, relu, add in that order"
+    params = [p.name_hint for p in mod["main"].params]
+    assert params == ["x", "w", "b"], f"main's parameters are {params}, expected x, w, b"
+    rng = np.random.default_rng(42)
+    x, w, b = _rand(rng, 8, 32), _rand(rng, 32, 32), _rand(rng, 32)
+    assert_allclose(_run(mod, x, w, b), _residual_reference(x, w, b), rtol=1e-4, atol=1e-4,
+                               err_msg="main(x, w, b) differs from relu(x @ w.T + b) + x")
+
+
+@pytest.mark.points(3)
+@pytest.mark.hint("emit_te for linear and relu, then bb.emit_output(bb.call_te(te_add, lv1, x)); "
+                   "emit_te then emit_output would add a binding")
+def test_residual_bb(ex):
+    """Exercise 4.3: the residual block with the BlockBuilder."""
+    rng = np.random.default_rng(43)
+    batch, features = (int(v) for v in rng.integers(2, 12, size=2))
+    mod = ex.residual_bb(batch, features)
+    x = relax.Var("x", relax.TensorStructInfo((batch, features), "float32"))
+    w = relax.Var("w", relax.TensorStructInfo((features, features), "float32"))
+    b = relax.Var("b", relax.TensorStructInfo((features,), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, w, b]):
+        with bb.dataflow():
+            lv0 = bb.emit_te(ex.te_linear, x, w, b)
+            lv1 = bb.emit_te(ex.te_relu, lv0)
+            out = bb.emit_output(bb.call_te(ex.te_add, lv1, x))
+        bb.emit_func_output(out)
+    target = bb.get()
+    assert_structural_equal(mod, target)
+    x_np, w_np, b_np = _rand(rng, batch, features), _rand(rng, features, features), _rand(rng, features)
+    assert_allclose(_run(mod, x_np, w_np, b_np), _residual_reference(x_np, w_np, b_np),
+                               rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.points(2)
+@pytest.mark.hint('relax.transform.BindParams("main", {"w": w, "b": b}) returns a new module')
+def test_bind_weights(ex):
+    """Exercise 4.4: weights as constants."""
+    mod = _residual_module_for_binding()
+    before = mod.script()
+    rng = np.random.default_rng(44)
+    w, b = _rand(rng, 10, 10), _rand(rng, 10)
+    bound = ex.bind_weights(mod, w, b)
+    assert mod.script() == before, "bind_weights changed the module it was given"
+    params = [p.name_hint for p in bound["main"].params]
+    assert params == ["x"], f"the bound main should take only x, it takes {params}"
+    x = _rand(rng, 6, 10)
+    assert_allclose(_run(bound, x), _residual_reference(x, w, b), rtol=1e-4, atol=1e-4,
+                               err_msg="the bound module does not compute relu(x @ w.T + b) + x with your w, b")
+
+
+def _residual_module_for_binding():
+    """The 4.3 target at 6 x 10, built here so that this grader depends only on 4.4."""
+    x = relax.Var("x", relax.TensorStructInfo((6, 10), "float32"))
+    w = relax.Var("w", relax.TensorStructInfo((10, 10), "float32"))
+    b = relax.Var("b", relax.TensorStructInfo((10,), "float32"))
+    def linear(X, W, B):
+        k = te.reduce_axis((0, X.shape[1]), "k")
+        Y = te.compute((X.shape[0], W.shape[0]), lambda i, j: te.sum(X[i, k] * W[j, k], axis=k), name="Y")
+        return te.compute(Y.shape, lambda i, j: Y[i, j] + B[j], name="Z")
+
+    def relu_add(X, Y):
+        return te.compute(X.shape, lambda i, j: te.max(X[i, j], tir.const(0, "float32")) + Y[i, j], name="Z")
+
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, w, b]):
+        with bb.dataflow():
+            lv0 = bb.emit_te(linear, x, w, b)
+            out = bb.emit_output(bb.call_te(relu_add, lv0, x))
+        bb.emit_func_output(out)
+    return bb.get()
+
+
+@pytest.mark.points(2)
+@pytest.mark.hint("after the call (before_run False) the kernel's result is args[-1]; keep args[-1].numpy(), a copy")
+def test_record_bindings(ex):
+    """Exercise 4.5: every kernel's result, through the instrument."""
+    rng = np.random.default_rng(45)
+    args = [_rand(rng, 4, 64), _rand(rng, 64, 64) / 8, _rand(rng, 64), _rand(rng, 64, 64) / 8, _rand(rng, 64)]
+    exe = minitvm.compile(ex.Chain, "llvm", relax_pipeline=None)
+    got = ex.record_bindings(exe, *args)
+    want = _chain_reference(*args)
+    names = [name for name, _ in got]
+    assert names == [name for name, _ in want], f"recorded kernel calls {names}, expected linear, relu, linear, relu"
+    for step, ((name, value), (_, expected)) in enumerate(zip(got, want)):
+        value = np.asarray(value.numpy() if hasattr(value, "numpy") else value)
+        if step == 0 and np.allclose(value, want[2][1], rtol=1e-4, atol=1e-4):
+            raise AssertionError("the first linear's value equals the second's: the VM reused its storage "
+                                 "for the second call; keep a numpy copy, not the tensor")
+        assert_allclose(value, expected, rtol=1e-4, atol=1e-4,
+                                   err_msg=f"call {step} ({name}) recorded a wrong value")
+
+
+@pytest.mark.points(3)
+@pytest.mark.hint('a shape with "n" (TVMScript) or tir.Var("n", "int64") (BlockBuilder) in x\'s struct info')
+def test_dynamic_linear_relu(ex):
+    """Exercise 4.6: a symbolic batch."""
+    mod = ex.dynamic_linear_relu()
+    x_sinfo = mod["main"].params[0].struct_info
+    batch_dim = x_sinfo.shape.values[0]
+    assert isinstance(batch_dim, tir.Var), f"x's first dimension should be symbolic (n), it is {batch_dim}"
+    assert [int(d) for d in x_sinfo.shape.values[1:]] == [16], f"x should be (n, 16), got {x_sinfo.shape}"
+    exe = minitvm.compile(mod, "llvm")
+    vm = relax.VirtualMachine(exe, minitvm.cpu())
+    rng = np.random.default_rng(46)
+    w, b = _rand(rng, 32, 16), _rand(rng, 32)
+    for batch in (int(rng.integers(1, 5)), int(rng.integers(20, 40))):
+        x = _rand(rng, batch, 16)
+        out = vm["main"](x, w, b).numpy()
+        assert out.shape == (batch, 32), f"batch {batch}: result shape {out.shape}, expected ({batch}, 32)"
+        assert_allclose(out, np.maximum(x @ w.T + b, 0), rtol=1e-4, atol=1e-4,
+                                   err_msg=f"batch {batch}: wrong numbers")
+
+
+@pytest.mark.points(2)
+@pytest.mark.hint("each R.call_tir becomes alloc_storage + alloc_tensor + a kernel call, "
+                   "unless its tensor reuses a dead one's storage")
+def test_predict_vm_counts(ex):
+    """Exercise 4.7: predict the bytecode."""
+    guess = ex.predict_vm_counts()
+    exe = minitvm.compile(ex.Chain, "llvm", relax_pipeline=None)
+    code = exe.vm_functions["main"].instructions
+    callees = [exe.func_names[i.func_index] for i in code if isinstance(i, Call)]
+    actual = {"kernel_calls": sum(c in ("linear", "relu") for c in callees),
+              "alloc_tensor": callees.count("vm.builtin.alloc_tensor"),
+              "alloc_storage": callees.count("vm.builtin.alloc_storage"),
+              "instructions": len(code)}
+    assert isinstance(code[-1], Ret)
+    assert isinstance(guess, dict), f"return a dict, got {type(guess).__name__}"
+    wrong = {k: (guess.get(k), v) for k, v in actual.items() if guess.get(k) != v}
+    assert not wrong, ("predicted vs actual: " + ", ".join(f"{k}: {g} vs {v}" for k, (g, v) in wrong.items())
+                       + "\n" + exe.vm_functions["main"].as_text(exe.func_names))
+
+
+@pytest.mark.points(1)
+@pytest.mark.hint('ex.export_library(path), minitvm.runtime.load_module(path), '
+                   'relax.VirtualMachine(loaded, minitvm.cpu())["main"](x)')
+def test_save_load_run(ex, tmp_path):
+    """Exercise 4.8: an executable on disk."""
+    mod = _residual_module_for_binding()
+    rng = np.random.default_rng(48)
+    w, b, x = _rand(rng, 10, 10), _rand(rng, 10), _rand(rng, 6, 10)
+    exe = minitvm.compile(relax.transform.BindParams("main", {"w": w, "b": b})(mod), "llvm")
+    out = ex.save_load_run(exe, x, str(tmp_path))
+    files = list(tmp_path.iterdir())
+    assert files, f"nothing was saved in {tmp_path}"
+    assert_allclose(np.asarray(out), _residual_reference(x, w, b), rtol=1e-4, atol=1e-4)
+    loaded = minitvm.runtime.load_executable(str(files[0]))
+    assert "main" in loaded.vm_functions, f"{files[0].name} does not hold the executable's main"
