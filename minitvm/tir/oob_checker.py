@@ -24,7 +24,7 @@ from ..transform import module_pass
 from .buffer import Buffer
 from .expr import BufferLoad, Call, IntImm, PrimExpr, Range, Var
 from .function import PrimFunc
-from .functor import StmtExprVisitor, post_order_visit
+from .functor import StmtExprVisitor, post_order_visit, substitute
 from .stmt import BlockRealize, BufferStore, For, IfThenElse
 
 __all__ = ["OOBChecker", "out_of_bounds_accesses", "OOBLocation"]
@@ -56,6 +56,9 @@ class _Checker(StmtExprVisitor):
 
         self.analyzer = Analyzer()
         self.bound: set[int] = set()  # variables with a known range: loop and block variables
+        # block variable -> its binding in loop variables: ``vi - ti * 8`` is checked as ``i``
+        # (what it is per iteration), not over vi's whole domain minus ti's
+        self.bindings: dict[int, PrimExpr] = {}
         self.errors: list[OOBLocation] = []
         self.statement = ""
         self.conditional = 0  # > 0 inside a branch of a condition
@@ -88,20 +91,29 @@ class _Checker(StmtExprVisitor):
     def visit_block_realize_(self, n: BlockRealize) -> None:
         block = n.block
         predicated = not (isinstance(n.predicate, IntImm) and n.predicate.value == 1)
+        out_of_domain: set[int] = set()  # reported once, as a binding: their accesses use the domain
         for iv, value in zip(block.iter_vars, n.iter_values):
             if not predicated:  # a predicate (from a split) keeps the binding in range
-                self._check(value, iv.dom.min, iv.dom.extent, f"block {block.name_hint} binding {iv.var.name}",
-                            f"{iv.var.name} = {_text(value)}")
+                found = len(self.errors)
+                self._check(self._in_loop_vars(value), iv.dom.min, iv.dom.extent,
+                            f"block {block.name_hint} binding {iv.var.name}", f"{iv.var.name} = {_text(value)}")
+                if len(self.errors) > found:
+                    out_of_domain.add(id(iv.var))
         with contextlib.ExitStack() as scopes:
-            for iv in block.iter_vars:
+            for iv, value in zip(block.iter_vars, n.iter_values):
                 scopes.enter_context(self.analyzer.bound_scope(iv.var, iv.dom))
                 self.bound.add(id(iv.var))
+                value = self._in_loop_vars(value)
+                if not predicated and id(iv.var) not in out_of_domain and self._all_bound(value):
+                    self.bindings[id(iv.var)] = value
             self.conditional += predicated  # the predicate may be what keeps the accesses in bounds
             try:
                 self.visit((block.init, block.body))
             finally:
                 self.conditional -= predicated
                 self.bound.difference_update(id(iv.var) for iv in block.iter_vars)
+                for iv in block.iter_vars:
+                    self.bindings.pop(id(iv.var), None)
 
     # -- the accesses ---------------------------------------------------------------------
     def visit_buffer_store_(self, n: BufferStore) -> None:
@@ -117,7 +129,14 @@ class _Checker(StmtExprVisitor):
         if len(indices) != len(buffer.shape) or self.conditional:  # flattened, or guarded by a condition
             return
         for dim, (index, extent) in enumerate(zip(indices, buffer.shape)):
-            self._check(index, 0, extent, f"buffer {buffer.name} dimension {dim}", _text(index))
+            self._check(self._in_loop_vars(index), 0, extent, f"buffer {buffer.name} dimension {dim}", _text(index))
+
+    def _in_loop_vars(self, expr: PrimExpr) -> PrimExpr:
+        """``expr`` with block variables replaced by their bindings, simplified."""
+        if not self.bindings or not isinstance(expr, PrimExpr):
+            return expr
+        replaced = substitute(expr, lambda v: self.bindings.get(id(v)))
+        return replaced if replaced is expr else self.analyzer.simplify(replaced)
 
     def _check(self, index: PrimExpr, lo_bound: Any, extent: Any, what: str, shown: str) -> None:
         if not (isinstance(extent, IntImm) and isinstance(lo_bound, (IntImm, int))):
