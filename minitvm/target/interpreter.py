@@ -83,6 +83,7 @@ from ..tir.stmt import (
 )
 from ..tir.transform.lower_init_block import init_condition
 from ..tir.transform.lower_opaque_block import MatchedView
+from .signature import FunctionSignature
 
 __all__ = ["run_prim_func", "python_source", "compile_prim_func"]
 
@@ -642,6 +643,7 @@ class CompiledFunc:
     fn: Callable[..., None]
     source: str
     shape_vars: list[Var]
+    signature: FunctionSignature | None = None  # the argument check, made on the first call
 
 
 _CACHE: "weakref.WeakKeyDictionary[PrimFunc, dict[bool, CompiledFunc]]" = weakref.WeakKeyDictionary()
@@ -675,49 +677,37 @@ def _scalar_argument(param: Var, value: Any) -> Any:
     return int(np.array(value).astype(dtype))  # wrapped into the dtype, as a C argument would be
 
 
-def _bind_shape(buffer: Buffer, array: np.ndarray, shape_values: dict[int, int]) -> None:
-    if array.ndim != buffer.ndim:
-        raise ValueError(f"argument {buffer.name}: expected {buffer.ndim} dimensions, got "
-                         f"{array.ndim} (shape {array.shape})")
-    for dim, (extent, actual) in enumerate(zip(buffer.shape, array.shape)):
-        if isinstance(extent, IntImm):
-            expected = extent.value
-        elif isinstance(extent, Var):
-            expected = shape_values.setdefault(id(extent), actual)
-        else:
-            continue  # a computed extent: checked by the accesses themselves
-        if expected != actual:
-            raise ValueError(f"argument {buffer.name}: dimension {dim} is {actual}, expected {expected}")
+def _shape_values(func: PrimFunc, values: list[Any]) -> dict[int, int]:
+    """The value of each symbolic dimension, read off the (already checked) arrays."""
+    found: dict[int, int] = {}
+    for param, value in zip(func.params, values):
+        buffer = func.buffer_map.get(param)
+        if buffer is not None:
+            for extent, actual in zip(buffer.shape, value.shape):
+                if isinstance(extent, Var):
+                    found.setdefault(id(extent), int(actual))
+    return found
 
 
-def run_prim_func(func: PrimFunc, args: Sequence[Any], *, trace: TraceFn | None = None) -> None:
-    """Run ``func`` on ``args`` (numpy arrays for buffers, numbers for scalars) in place.
+def run_prim_func(func: PrimFunc, args: Sequence[Any], *, trace: TraceFn | None = None,
+                  name: str | None = None) -> None:
+    """Run ``func`` on ``args`` (arrays for buffers, numbers for scalars) in place.
 
+    The arguments are checked by the same :class:`~minitvm.target.signature.FunctionSignature`
+    as native code's, so the interpreter refuses what compiled code refuses, in the same words.
     ``trace(kind, buffer_name, index)``, if given, sees every load ("read") and store
     ("write") in execution order, with the index as written (a tuple for N-D accesses).
+    ``name`` is the one error messages use (default: the global_symbol).
     """
     compiled = compile_prim_func(func, trace is not None)
-    if len(args) != len(func.params):
-        raise TypeError(f"{func.attrs.get('global_symbol', 'PrimFunc')} takes {len(func.params)} "
-                        f"arguments, got {len(args)}")
-    call_args: list[Any] = []
-    shape_values: dict[int, int] = {}
-    for param, arg in zip(func.params, args):
-        buffer = func.buffer_map.get(param)
-        if buffer is None:
-            call_args.append(_scalar_argument(param, arg))
-            continue
-        if not isinstance(arg, np.ndarray):
-            raise TypeError(f"argument {buffer.name}: expected a numpy array, got {type(arg).__name__}")
-        if arg.dtype != np.dtype(buffer.dtype):
-            raise TypeError(f"argument {buffer.name}: expected dtype {buffer.dtype}, got {arg.dtype}")
-        if not arg.flags.c_contiguous:
-            raise ValueError(f"argument {buffer.name}: the array must be C-contiguous "
-                             "(results are written into it in place)")
-        _bind_shape(buffer, arg, shape_values)
-        call_args.append(arg.reshape(-1))
-    for var in compiled.shape_vars:
-        call_args.append(shape_values[id(var)])
+    if compiled.signature is None:
+        name = name or (func.attrs.get("global_symbol") if func.attrs else None) or "PrimFunc"
+        compiled.signature = FunctionSignature.from_prim_func(str(name), func)
+    values, _ = compiled.signature.bind(tuple(args))
+    call_args = [value.reshape(-1) if param in func.buffer_map else _scalar_argument(param, value)
+                 for param, value in zip(func.params, values)]
+    shape_values = _shape_values(func, values)
+    call_args += [shape_values[id(var)] for var in compiled.shape_vars]
     if trace is not None:
         call_args.append(_plain_index_trace(trace))
     with np.errstate(all="ignore"):  # overflow wraps and x/0 is inf, silently, as in C

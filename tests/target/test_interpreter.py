@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 
+import minitvm
 from minitvm import tir
 from minitvm.ir import IRModule
 from minitvm.target.interpreter import compile_prim_func, python_source, run_prim_func
@@ -258,21 +259,29 @@ def test_scalar_parameters_and_symbolic_shapes():
     out = np.zeros(5, np.float32)
     run_prim_func(func, [a, out, 3.0])
     np.testing.assert_array_equal(out, a * 3)
-    with pytest.raises(ValueError, match="dimension 0 is 4, expected 5"):
+    with pytest.raises(ValueError, match="dimension 0 is n = 4, but n = 5 from argument 'A'"):
         run_prim_func(func, [a, np.zeros(4, np.float32), 1.0])
 
 
 def test_argument_checks():
+    """The interpreter checks arguments with native code's check, in the same words."""
     func = tb.broadcast_add(2, 3)
     A, B, out = tb.random_arguments(func)
-    with pytest.raises(TypeError, match="expected dtype float32, got float64"):
+    with pytest.raises(TypeError, match="argument 'A' expects dtype float32, got float64"):
         run_prim_func(func, [A.astype(np.float64), B, out])
-    with pytest.raises(ValueError, match="argument A: dimension 1 is 4, expected 3"):
+    with pytest.raises(ValueError, match=r"argument 'A' expects shape \(2, 3\), got \(2, 4\)"):
         run_prim_func(func, [np.zeros((2, 4), np.float32), B, out])
     with pytest.raises(ValueError, match="C-contiguous"):
         run_prim_func(func, [A, B, np.zeros((3, 2), np.float32).T])
-    with pytest.raises(TypeError, match="takes 3 arguments"):
+    with pytest.raises(ValueError, match=r"expects 3 arguments \(A, B, C\), got 2"):
         run_prim_func(func, [A, B])
+    native = minitvm.build(func, target="llvm")
+    for bad in ([A.astype(np.float64), B, out], [np.zeros((2, 4), np.float32), B, out], [A, B]):
+        with pytest.raises(Exception) as interpreted:
+            run_prim_func(func, bad)
+        with pytest.raises(Exception) as compiled:
+            native["broadcast_add"](*bad)
+        assert (type(interpreted.value), str(interpreted.value)) == (type(compiled.value), str(compiled.value))
 
 
 def test_compiled_code_is_cached_per_function():

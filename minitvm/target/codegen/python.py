@@ -18,7 +18,7 @@ __all__ = ["build_python", "InterpretedFunction", "PythonModule"]
 
 
 class InterpretedFunction:
-    """A PrimFunc run by the interpreter after the usual argument checks."""
+    """A PrimFunc run by the interpreter, which checks the arguments as native code does."""
 
     def __init__(self, name: str, func: PrimFunc):
         from ..interpreter import run_prim_func  # provided by the interpreter module
@@ -29,8 +29,7 @@ class InterpretedFunction:
         self._run = run_prim_func
 
     def __call__(self, *args: Any) -> None:
-        values, _ = self.signature.bind(args)
-        self._run(self.func, values)
+        self._run(self.func, args, name=self.name)
 
     def __repr__(self) -> str:
         return f"<interpreted {self.name}({self.signature.describe()})>"
