@@ -8,10 +8,10 @@ functions go to the Relax virtual-machine builder.
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from ..ir.module import IRModule
+from ..ir.notebook import in_notebook
 from ..runtime.module import Module
 from ..target import Target
 from ..tir.function import PrimFunc
@@ -47,13 +47,6 @@ def lower_to_module(mod_or_func: Any, name: str | None = None) -> IRModule:
 
 #: TVM's public name (``minitvm.lower``)
 lower = lower_to_module
-
-
-def in_notebook() -> bool:
-    """True inside a Jupyter (IPython) kernel: where a learner is."""
-    ipython = sys.modules.get("IPython")
-    shell = ipython.get_ipython() if ipython is not None else None
-    return shell is not None and getattr(shell, "kernel", None) is not None
 
 
 def _instrument(mod: IRModule, target: Target, checks_by_default: bool) -> IRModule:

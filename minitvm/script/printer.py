@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from ..ir.module import GlobalVar, IRModule
 from ..ir.node import Node
+from ..ir.notebook import in_notebook
 from ..ir.structural import structural_equal
 from ..tir import op
 from ..tir import op as _op
@@ -125,17 +126,11 @@ def script(node: Any, show_header: bool = True, **kwargs: Any) -> str:
 
 def show(node: Any, **kwargs: Any) -> None:
     """Print the text; in a Jupyter kernel, display it highlighted."""
-    try:
-        from IPython import get_ipython  # IPython is optional: imported when displaying
+    if in_notebook():
+        from IPython.display import HTML, display  # IPython is optional: a kernel has it loaded
 
-        shell = get_ipython()
-        if shell is not None and getattr(shell, "kernel", None) is not None:
-            from IPython.display import HTML, display  # IPython is optional: imported when displaying
-
-            display(HTML(to_html(node, **kwargs)))
-            return
-    except ImportError:
-        pass
+        display(HTML(to_html(node, **kwargs)))
+        return
     print(script(node, **kwargs))
 
 

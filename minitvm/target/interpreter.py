@@ -690,20 +690,23 @@ def _shape_values(func: PrimFunc, values: list[Any]) -> dict[int, int]:
 
 
 def run_prim_func(func: PrimFunc, args: Sequence[Any], *, trace: TraceFn | None = None,
-                  name: str | None = None) -> None:
+                  signature: FunctionSignature | None = None) -> None:
     """Run ``func`` on ``args`` (arrays for buffers, numbers for scalars) in place.
 
     The arguments are checked by the same :class:`~minitvm.target.signature.FunctionSignature`
     as native code's, so the interpreter refuses what compiled code refuses, in the same words.
     ``trace(kind, buffer_name, index)``, if given, sees every load ("read") and store
     ("write") in execution order, with the index as written (a tuple for N-D accesses).
-    ``name`` is the one error messages use (default: the global_symbol).
+    ``signature`` is the caller's own check of ``func`` (its name is the one errors use); by
+    default one named after the global_symbol, made on the first call.
     """
     compiled = compile_prim_func(func, trace is not None)
-    if compiled.signature is None:
-        name = name or (func.attrs.get("global_symbol") if func.attrs else None) or "PrimFunc"
-        compiled.signature = FunctionSignature.from_prim_func(str(name), func)
-    values, _ = compiled.signature.bind(tuple(args))
+    if signature is None:
+        if compiled.signature is None:
+            name = (func.attrs.get("global_symbol") if func.attrs else None) or "PrimFunc"
+            compiled.signature = FunctionSignature.from_prim_func(str(name), func)
+        signature = compiled.signature
+    values, _ = signature.bind(tuple(args))
     call_args = [value.reshape(-1) if param in func.buffer_map else _scalar_argument(param, value)
                  for param, value in zip(func.params, values)]
     shape_values = _shape_values(func, values)

@@ -22,7 +22,7 @@ from typing import Any
 from ..ir.module import IRModule
 from ..transform import module_pass
 from .buffer import Buffer
-from .expr import BufferLoad, Call, IntImm, PrimExpr, Range, Var
+from .expr import BufferLoad, Call, IntImm, PrimExpr, Range, Var, is_const_int
 from .function import PrimFunc
 from .functor import StmtExprVisitor, post_order_visit, substitute
 from .stmt import BlockRealize, BufferStore, For, IfThenElse
@@ -90,21 +90,23 @@ class _Checker(StmtExprVisitor):
 
     def visit_block_realize_(self, n: BlockRealize) -> None:
         block = n.block
-        predicated = not (isinstance(n.predicate, IntImm) and n.predicate.value == 1)
+        predicated = not is_const_int(n.predicate, 1)
+        # each binding in loop variables; none under a predicate (from a split), which keeps
+        # the bindings in range where the loops alone do not
+        values = [] if predicated else [self._in_loop_vars(v) for v in n.iter_values]
         out_of_domain: set[int] = set()  # reported once, as a binding: their accesses use the domain
-        for iv, value in zip(block.iter_vars, n.iter_values):
-            if not predicated:  # a predicate (from a split) keeps the binding in range
-                found = len(self.errors)
-                self._check(self._in_loop_vars(value), iv.dom.min, iv.dom.extent,
-                            f"block {block.name_hint} binding {iv.var.name}", f"{iv.var.name} = {_text(value)}")
-                if len(self.errors) > found:
-                    out_of_domain.add(id(iv.var))
+        for iv, value, shown in zip(block.iter_vars, values, n.iter_values):
+            found = len(self.errors)
+            self._check(value, iv.dom.min, iv.dom.extent, f"block {block.name_hint} binding {iv.var.name}",
+                        f"{iv.var.name} = {_text(shown)}")
+            if len(self.errors) > found:
+                out_of_domain.add(id(iv.var))
         with contextlib.ExitStack() as scopes:
-            for iv, value in zip(block.iter_vars, n.iter_values):
+            for iv in block.iter_vars:
                 scopes.enter_context(self.analyzer.bound_scope(iv.var, iv.dom))
                 self.bound.add(id(iv.var))
-                value = self._in_loop_vars(value)
-                if not predicated and id(iv.var) not in out_of_domain and self._all_bound(value):
+            for iv, value in zip(block.iter_vars, values):
+                if id(iv.var) not in out_of_domain and self._all_bound(value):
                     self.bindings[id(iv.var)] = value
             self.conditional += predicated  # the predicate may be what keeps the accesses in bounds
             try:
@@ -152,15 +154,11 @@ class _Checker(StmtExprVisitor):
             self.errors.append(OOBLocation(what, shown, lo - low, hi - low, extent.value, statement))
 
     def _all_bound(self, expr: PrimExpr) -> bool:
-        free: list[Var] = []
-        post_order_visit(expr, lambda x: free.append(x) if isinstance(x, Var) and id(x) not in self.bound else None)
-        return not free and not _loads(expr)
-
-
-def _loads(expr: PrimExpr) -> bool:
-    found: list[Any] = []
-    post_order_visit(expr, lambda x: found.append(x) if isinstance(x, BufferLoad) else None)
-    return bool(found)
+        """Whether ``expr`` reads only variables of known range (no argument, no loaded value)."""
+        unknown: list[Any] = []
+        post_order_visit(expr, lambda x: unknown.append(x) if isinstance(x, BufferLoad) or (
+            isinstance(x, Var) and id(x) not in self.bound) else None)
+        return not unknown
 
 
 def _text(node: Any) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import sync_playwright
-from test_browser import CHROMIUM_FLAGS, OUTPUT, ROOT, _wait_for_idle_kernel, chromium, serve  # noqa: F401
+from test_browser import CHROMIUM_FLAGS, OUTPUT, ROOT, Clock, _wait_for_idle_kernel, chromium, serve  # noqa: F401
 
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
 CHAPTER_BUDGET_S = 240  # the slowest chapter runs in under a minute on two quiet cores
@@ -42,16 +42,8 @@ _ERRORS = """() => Array.from(document.querySelectorAll(
   .map(e => e.innerText.slice(0, 300))"""
 
 
-class _Clock:
-    def __init__(self, seconds: float):
-        self.deadline = time.monotonic() + seconds
-
-    def ms(self) -> int:
-        return max(1000, int((self.deadline - time.monotonic()) * 1000))
-
-
 def _run_all(page, lab, chapter: Path) -> None:
-    clock = _Clock(CHAPTER_BUDGET_S)
+    clock = Clock(CHAPTER_BUDGET_S)
     page.goto(f"{lab.url}/lab/tree/{chapter.name}?token={lab.token}", timeout=clock.ms())
     page.locator(".jp-Notebook").first.wait_for(state="visible", timeout=clock.ms())
     _wait_for_idle_kernel(lab, page, clock)

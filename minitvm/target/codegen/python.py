@@ -29,7 +29,7 @@ class InterpretedFunction:
         self._run = run_prim_func
 
     def __call__(self, *args: Any) -> None:
-        self._run(self.func, args, name=self.name)
+        self._run(self.func, args, signature=self.signature)
 
     def __repr__(self) -> str:
         return f"<interpreted {self.name}({self.signature.describe()})>"
