@@ -30,10 +30,11 @@ from ..ir.module import IRModule
 from ..tir.transform import DefaultCPUSchedule
 from ..transform import Pass, PassContext, Sequential
 from . import transform as T
-from .transform import DeadCodeElimination, FuseTransposeMatmul, LegalizeOps
+from .transform import DeadCodeElimination, FoldBatchnormToConv2D, FuseTransposeMatmul, LegalizeOps
 from .transform.legalize_ops import high_level_ops  # noqa: F401 - where learners and tests look for it
 
 __all__ = ["get_pipeline", "register_pipeline", "zero_pipeline", "default_pipeline", "default_build_pipeline",
+           "graph_rewrite_passes",
            "legalize_passes", "dataflow_lower_passes", "finalize_passes", "vm_lowering_passes"]
 
 def legalize_passes(target: Any = None) -> list[Pass]:
@@ -105,8 +106,14 @@ def default_pipeline() -> Pass:
     pipeline's legalization and fusion, then default CPU schedules for every (fused) kernel
     (``tir.transform.DefaultCPUSchedule``).  The VM lowering follows in ``relax.build``."""
 
-    return Sequential([FuseTransposeMatmul(), DeadCodeElimination(), *legalize_passes(), DefaultCPUSchedule()],
-                      name="default")
+    return Sequential([*graph_rewrite_passes(), FuseTransposeMatmul(), DeadCodeElimination(), *legalize_passes(),
+                       DefaultCPUSchedule()], name="default")
+
+
+def graph_rewrite_passes() -> list[Pass]:
+    """The graph-level rewrites a serving runtime does before it picks kernels, first in the
+    default pipeline: ``FoldBatchnormToConv2D`` (BatchNorm into the convolution's constants)."""
+    return [FoldBatchnormToConv2D()]
 
 
 #: TVM's name for the pipeline ``tvm.compile`` runs by default
