@@ -26,15 +26,17 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable
 
+from .. import topi
 from ..ir.module import IRModule
 from ..tir.transform import DefaultCPUSchedule
+from ..tir.transform.default_schedule import RULES as _DEFAULT_RULES
 from ..transform import Pass, PassContext, Sequential
 from . import transform as T
-from .transform import DeadCodeElimination, FoldBatchnormToConv2D, FuseTransposeMatmul, LegalizeOps
+from .transform import AlterOpLayout, DeadCodeElimination, FoldBatchnormToConv2D, FuseTransposeMatmul, LegalizeOps
 from .transform.legalize_ops import high_level_ops  # noqa: F401 - where learners and tests look for it
 
 __all__ = ["get_pipeline", "register_pipeline", "zero_pipeline", "default_pipeline", "default_build_pipeline",
-           "graph_rewrite_passes",
+           "graph_rewrite_passes", "default_schedule_rules",
            "legalize_passes", "dataflow_lower_passes", "finalize_passes", "vm_lowering_passes"]
 
 def legalize_passes(target: Any = None) -> list[Pass]:
@@ -107,13 +109,20 @@ def default_pipeline() -> Pass:
     (``tir.transform.DefaultCPUSchedule``).  The VM lowering follows in ``relax.build``."""
 
     return Sequential([*graph_rewrite_passes(), FuseTransposeMatmul(), DeadCodeElimination(), *legalize_passes(),
-                       DefaultCPUSchedule()], name="default")
+                       DefaultCPUSchedule(rules=default_schedule_rules())], name="default")
 
 
 def graph_rewrite_passes() -> list[Pass]:
     """The graph-level rewrites a serving runtime does before it picks kernels, first in the
-    default pipeline: ``FoldBatchnormToConv2D`` (BatchNorm into the convolution's constants)."""
-    return [FoldBatchnormToConv2D()]
+    default pipeline: ``FoldBatchnormToConv2D`` (BatchNorm into the convolution's constants),
+    ``AlterOpLayout`` (convolutions get the x86 kernel, their weights packed once, now)."""
+    return [FoldBatchnormToConv2D(), AlterOpLayout()]
+
+
+def default_schedule_rules() -> list:
+    """``DefaultCPUSchedule``'s rules in the default pipeline: the x86 kernels' own schedules
+    (``topi.x86``) first, then the generic rules (``tir.transform.default_schedule.RULES``)."""
+    return [topi.x86.schedule_conv2d_nchw_packed, *_DEFAULT_RULES]
 
 
 #: TVM's name for the pipeline ``tvm.compile`` runs by default
