@@ -11,6 +11,9 @@ Sections (``--only`` picks some):
   ``minitvm default`` (``minitvm.compile``'s default pipeline), ``minitvm zero`` (the zero
   pipeline, no schedules: for reference), numpy and torch eager; plus compile time
   (pipeline + codegen, warm process) per pipeline.
+* ``conv`` -- single convolution layers (``convs.py``: resnet_small's, batch 1 and 8) in
+  GFLOP/s and share of the machine's nominal peak: the default pipeline's packed x86 kernel,
+  the generic kernel, torch eager.
 * ``zoo`` -- every ``minitvm.testing.zoo`` model at batch 1 and 8: import time
   (``from_exported_program``), compile time (pipeline + codegen), latency vs torch eager and
   the serving peers of ``peers.py`` -- ONNX Runtime (``torch.onnx.export(..., dynamo=True)``,
@@ -50,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import convs as conv_bench  # noqa: E402
 import matmul as matmul_bench  # noqa: E402
 import mlp as mlp_bench  # noqa: E402
 import peers as peers_bench  # noqa: E402
@@ -66,7 +70,7 @@ from common import (  # noqa: E402
     wait_until_idle,
 )
 
-SECTIONS = ("matmul", "mlp", "zoo")
+SECTIONS = ("matmul", "mlp", "conv", "zoo")
 #: zoo models held to the "<= 1.5x torch at batch 8" target (the CNNs and the transformers)
 ZOO_TARGET_MODELS = ("lenet", "mlc_mnist", "resnet_block", "depthwise_separable", "transformer_sdpa",
                      "transformer_explicit")
@@ -214,6 +218,19 @@ def _fmt(x: float | None, spec: str) -> str:
     return "-" if x is None else format(x, spec)
 
 
+#: the machine's nominal float32 peak (GFLOP/s), shown beside the conv rows' GFLOP/s
+PEAK_GFLOPS = conv_bench.peak_gflops()
+
+
+def _gflops_cell(e: Entry) -> str:
+    """GFLOP/s, with the share of the machine's peak for the conv rows."""
+    if e.gflops is None:
+        return "-"
+    if e.section == "conv" and PEAK_GFLOPS:
+        return f"{e.gflops:.1f} ({e.gflops / PEAK_GFLOPS:.0%})"
+    return f"{e.gflops:.1f}"
+
+
 def table_text(entries: list[Entry]) -> str:
     """The one table, as text."""
     head = ["section", "case", "impl", "median", "min..max", "GFLOP/s", "x torch", "x numpy", "x best", "import",
@@ -224,13 +241,16 @@ def table_text(entries: list[Entry]) -> str:
         lines.append([e.section, e.case, e.impl,
                       "-" if t is None else fmt_time(t.median),
                       "-" if t is None else f"{fmt_time(t.min)}..{fmt_time(t.max)}",
-                      _fmt(e.gflops, ".1f"), _fmt(e.x_torch, ".2f") + ("x" if e.x_torch else ""),
+                      _gflops_cell(e), _fmt(e.x_torch, ".2f") + ("x" if e.x_torch else ""),
                       _fmt(e.x_numpy, ".2f") + ("x" if e.x_numpy else ""),
                       _fmt(e.x_best, ".2f") + ("x" if e.x_best else ""),
                       "-" if e.import_s is None else fmt_time(e.import_s),
                       "-" if e.compile_s is None else fmt_time(e.compile_s),
                       _fmt(e.max_abs_err, ".1e"), e.goal.text if e.goal else "", e.status])
     notes = list(dict.fromkeys(f"  {e.section} {e.impl}: {e.note}" for e in entries if e.note))
+    if PEAK_GFLOPS and any(e.section == "conv" for e in entries):
+        notes.append(f"  conv: GFLOP/s (share of the nominal peak {PEAK_GFLOPS:.0f} GFLOP/s = cores x clock x 64 "
+                     "FLOP/cycle); minitvm default = packed x86 kernel, generic = DefaultCPUSchedule's NCHW kernel")
     return "\n".join([format_table(head, lines, left=3), "notes:", *notes, *FOOTNOTES])
 
 
@@ -361,6 +381,26 @@ PEER_NOTES = {
                    "ORT_ENABLE_ALL; 'compile' = export + session set-up",
     "torch.compile": "torch.compile(module, dynamic=False), inductor default mode; 'compile' = the first call",
 }
+
+
+def run_conv(cfg: Config, torch: Any) -> list[Entry]:
+    """Each convolution case at each batch: minitvm default (packed), minitvm generic, torch."""
+    entries: list[Entry] = []
+    for batch in cfg.zoo_batches:
+        for cin, cout, k, stride, hw in conv_bench.CASES:
+            case = conv_bench.case_name(cin, cout, k, stride, hw, batch)
+            try:
+                r = conv_bench.measure_case(cin, cout, k, stride, hw, batch, torch, repeat=cfg.repeat,
+                                            rounds=cfg.rounds, warmup=cfg.warmup)
+            except Exception as exc:
+                entries.append(Entry("conv", case, "minitvm default", error=f"failed: {zoo_bench.first_line(exc)}"))
+                continue
+            for impl, timing in r.timings.items():
+                err = r.errors.get(impl)
+                entries.append(Entry("conv", case, impl, timing, r.flops, max_abs_err=err,
+                                     correct=None if err is None else err <= 1e-3))
+            print(f"  conv {case}: ok", flush=True)
+    return entries
 
 
 def run_tvm(cfg: Config, entries: list[Entry], mcpu: str) -> tuple[list[Entry], dict[str, Any]]:
@@ -577,6 +617,8 @@ def main(argv: list[str] | None = None) -> tuple[list[Entry], Path]:
             entries += run_matmul(cfg)
         elif section == "mlp":
             entries += run_mlp(cfg, torch)
+        elif section == "conv":
+            entries += run_conv(cfg, torch)
         else:
             entries += run_zoo(cfg, torch)
     env = environment_info()

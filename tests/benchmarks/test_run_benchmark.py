@@ -35,7 +35,7 @@ def quick_run(run, tmp_path_factory):
     find = run.tvm_ref.find_tvm_python
     run.tvm_ref.find_tvm_python = lambda explicit=None: None
     try:
-        entries, path = run.main(["--quick", "--matmul-size", "128", "--mlp-batches", "1,3",
+        entries, path = run.main(["--quick", "--only", "matmul,mlp,zoo", "--matmul-size", "128", "--mlp-batches", "1,3",
                                   "--models", "mlp,embedding_posenc", "--zoo-batches", "2",
                                   "--repeat", "2", "--peers", "onnxruntime", "--out-dir", str(out)])
     finally:
@@ -122,6 +122,17 @@ def test_wrong_result_and_goal_status(run):
     run.finish(rows)
     assert [r.status for r in rows] == ["", "NOT MET", "WRONG RESULT (max|err| 0.5)", "", "met (80%)"]
     assert rows[1].x_torch == 2.0 and rows[4].x_numpy == 1.25
+
+
+def test_conv_case_times_packed_generic_and_torch(run):
+    torch = pytest.importorskip("torch")
+    r = run.conv_bench.measure_case(3, 16, 3, 2, 12, 2, torch, repeat=2, rounds=1, warmup=1)
+    assert r.case == "3->16 3x3/2 12x12 b=2" and r.flops == 2 * 2 * 16 * 6 * 6 * 27
+    assert set(r.timings) == {"torch", "minitvm default", "minitvm generic"}
+    assert all(err < 1e-4 for err in r.errors.values()), r.errors
+    entry = run.Entry("conv", r.case, "minitvm default", r.timings["minitvm default"], r.flops)
+    peak = run.PEAK_GFLOPS
+    assert peak is None or run._gflops_cell(entry).endswith("%)")
 
 
 def test_best_peer_ratio_and_geometric_mean(run):
