@@ -108,7 +108,9 @@ def default_pipeline() -> Pass:
     pipeline's legalization and fusion, then default CPU schedules for every (fused) kernel
     (``tir.transform.DefaultCPUSchedule``).  The VM lowering follows in ``relax.build``."""
 
-    return Sequential([*graph_rewrite_passes(), FuseTransposeMatmul(), DeadCodeElimination(), *legalize_passes(),
+    # the zero pipeline's legalization and fusion, with FuseOps extended by the attention regions
+    fusion = [T.FuseAttention() if p.info.name == "FuseOps" else p for p in legalize_passes()]
+    return Sequential([*graph_rewrite_passes(), FuseTransposeMatmul(), DeadCodeElimination(), *fusion,
                        DefaultCPUSchedule(rules=default_schedule_rules())], name="default")
 
 

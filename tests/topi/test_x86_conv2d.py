@@ -57,7 +57,7 @@ def test_schedule_is_a_register_tile_with_vector_channels():
     sch, _ = _build(1, 16, 32, 3, 1, 16, True)
     text = sch.mod["main"].script()
     assert re.search(r"oo_1 in T.vectorized\((T.int64\()?16", text)  # o1: one weight vector per step
-    assert re.search(r"xx_1 in T.unroll\((T.int64\()?8", text)       # x1: 8 columns = 8 accumulators
+    assert re.search(r"xx_1 in T.unroll\((T.int64\()?16", text)      # x1: 16 columns = 16 accumulators
     assert 'scope="local"' in text and "T.parallel" in text  # 16*16*32*144 multiply-adds: 2 threads
 
 

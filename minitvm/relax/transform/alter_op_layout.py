@@ -14,8 +14,8 @@ weights are function parameters)::
 
 The activations keep their NCHW layout, so nothing else in the graph changes.  It applies to
 ``relax.nn.conv2d`` with NCHW data, an OIHW constant float32 weight, ``groups == 1`` and a
-number of output channels that is a multiple of 8 (a vector of 8 or 16 lanes); other
-convolutions keep the generic kernel.
+number of output channels that is a multiple of 8 (a vector of 8 or 16 lanes) and at least
+``MIN_REDUCTION`` multiply-adds per output value; other convolutions keep the generic kernel.
 
 ::
 
@@ -32,7 +32,12 @@ from ..expr import Call, Constant, Expr, Var, const
 from ..expr_functor import ExprMutator
 from ._util import rewrite_with_builder
 
-__all__ = ["AlterOpLayout"]
+__all__ = ["AlterOpLayout", "MIN_REDUCTION"]
+
+#: pack only convolutions with at least this many multiply-adds per output (in channels x window):
+#: each register tile is written back to NCHW through a transpose, which a short reduction (a
+#: 3-channel stem, a 1x1 over 16 channels) does not amortize -- measured slower than the generic kernel
+MIN_REDUCTION = 64
 
 
 class _ConvLayout(ExprMutator):
@@ -49,7 +54,8 @@ class _ConvLayout(ExprMutator):
                 a.get("out_dtype") not in (None, "", "void"):
             return call
         w = weight.data.numpy()
-        if w.dtype != "float32" or call.args[0].struct_info.dtype != "float32" or w.shape[0] % 8:
+        if w.dtype != "float32" or call.args[0].struct_info.dtype != "float32" or w.shape[0] % 8 or \
+                w[0].size < MIN_REDUCTION:
             return call
         packed = const(topi.x86.pack_conv2d_weight(w))
         return self.builder_.call_te(topi.x86.conv2d_nchw_packed, call.args[0], packed,

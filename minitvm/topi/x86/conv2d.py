@@ -35,7 +35,13 @@ from ... import te
 from ...tir import op as _op
 from ...tir.expr import PrimExpr
 from ...tir.schedule import Schedule, ScheduleError
-from ...tir.transform.default_schedule import _blocks, _extents_or_none, _single_epilogue, _vectorize_flat
+from ...tir.transform.default_schedule import (
+    MATMUL_PARALLEL_WORK,
+    _blocks,
+    _extents_or_none,
+    _single_epilogue,
+    _vectorize_flat,
+)
 from ..nn.conv import conv_out_size, conv_padding
 from ..nn.pad import pad as _pad
 from ..utils import const_int
@@ -48,10 +54,10 @@ PACKED_CONV_NAME = "conv2d_nchw_packed"
 #: output channels per block: one AVX-512 vector of float32
 OUT_BLOCK = 16
 #: at most this many output columns per register tile (one accumulator register each)
-MAX_COLUMN_TILE = 14
-#: parallelize when the kernel does more multiply-adds than this: about 10 us on one core, where
-#: a parallel region (a few us) pays for itself
-PARALLEL_WORK = 1024 * 1024
+MAX_COLUMN_TILE = 16
+#: parallelize when the kernel does more multiply-adds than this: DefaultCPUSchedule's threshold
+#: (below it a parallel region costs more than it saves, and on a busy machine it can stall)
+PARALLEL_WORK = MATMUL_PARALLEL_WORK
 
 
 def packed_block(out_channels: int) -> int:
@@ -189,3 +195,4 @@ def _packed_block_of(block: Any) -> int:
             if ob is not None:
                 return ob
     raise ScheduleError(f"{PACKED_CONV_NAME}: no 5-d packed weight among the block's reads")
+

@@ -12,8 +12,7 @@ from minitvm.topi.x86 import pack_conv2d_weight
 RNG = np.random.default_rng(11)
 
 
-def _conv_module(cout=16, groups=1, weight_const=True, stride=1):
-    cin = 4
+def _conv_module(cout=16, groups=1, weight_const=True, stride=1, cin=8):
     x = relax.Var("x", relax.TensorStructInfo((2, cin, 9, 9), "float32"))
     wv = relax.Var("w", relax.TensorStructInfo((cout, cin // groups, 3, 3), "float32"))
     w = RNG.standard_normal((cout, cin // groups, 3, 3)).astype("float32")
@@ -36,7 +35,7 @@ def test_conv_gets_the_packed_kernel_and_a_packed_constant(stride):
     call = new["main"].body.blocks[0].bindings[0].value
     packed = call.args[1].fields[1]
     np.testing.assert_array_equal(packed.data.numpy(), pack_conv2d_weight(w))  # done once, here
-    x = RNG.standard_normal((2, 4, 9, 9)).astype("float32")
+    x = RNG.standard_normal((2, 8, 9, 9)).astype("float32")
     torch = pytest.importorskip("torch")
     want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), stride=stride,
                                                  padding=1)).numpy()
@@ -45,7 +44,8 @@ def test_conv_gets_the_packed_kernel_and_a_packed_constant(stride):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("case", [{"weight_const": False}, {"groups": 2}, {"cout": 6}])
+# a parameter weight, a grouped conv, 6 channels (no vector block), 4 x 3 x 3 = 36 < MIN_REDUCTION multiply-adds
+@pytest.mark.parametrize("case", [{"weight_const": False}, {"groups": 2}, {"cout": 6}, {"cin": 4}])
 def test_leaves_other_convolutions_alone(case):
     mod, _ = _conv_module(**case)
     assert relax.transform.AlterOpLayout()(mod) is mod
