@@ -25,7 +25,7 @@ def test_pack_puts_a_block_of_output_channels_last():
         pack_conv2d_weight(w[:24], block=16)
 
 
-def _build(batch, cin, cout, k, stride, hw, relu):
+def _schedule(batch, cin, cout, k, stride, hw, relu):
     X = te.placeholder((batch, cin, hw, hw), "float32", name="X")
     W = te.placeholder((cout // (16 if cout % 16 == 0 else 8), cin, k, k, 16 if cout % 16 == 0 else 8), "float32",
                        name="W")
@@ -33,6 +33,11 @@ def _build(batch, cin, cout, k, stride, hw, relu):
     out = topi.nn.relu(Y) if relu else Y
     sch = tir.Schedule(minitvm.IRModule({"main": te.create_prim_func([X, W, out])}))
     assert schedule_conv2d_nchw_packed(sch)
+    return sch
+
+
+def _build(*args):
+    sch = _schedule(*args)
     return sch, minitvm.build(sch.mod, target="llvm")
 
 
@@ -54,11 +59,11 @@ def test_packed_conv_matches_torch(batch, cin, cout, k, stride, hw, relu):
 
 
 def test_schedule_is_a_register_tile_with_vector_channels():
-    sch, _ = _build(1, 16, 32, 3, 1, 16, True)
-    text = sch.mod["main"].script()
+    text = _schedule(1, 16, 32, 3, 1, 16, True).mod["main"].script()
     assert re.search(r"oo_1 in T.vectorized\((T.int64\()?16", text)  # o1: one weight vector per step
     assert re.search(r"xx_1 in T.unroll\((T.int64\()?16", text)      # x1: 16 columns = 16 accumulators
-    assert 'scope="local"' in text and "T.parallel" in text  # 16*16*32*144 multiply-adds: 2 threads
+    assert 'scope="local"' in text and "T.parallel" not in text  # 1.2M multiply-adds: one thread is faster
+    assert "T.parallel" in _schedule(4, 16, 32, 3, 1, 16, True).mod["main"].script()  # 4.7M: two threads
 
 
 def test_rule_declines_other_kernels():
