@@ -116,9 +116,11 @@ def default_pipeline() -> Pass:
 
 def graph_rewrite_passes() -> list[Pass]:
     """The graph-level rewrites a serving runtime does before it picks kernels, first in the
-    default pipeline: ``FoldBatchnormToConv2D`` (BatchNorm into the convolution's constants),
-    ``AlterOpLayout`` (convolutions get the x86 kernel, their weights packed once, now)."""
-    return [FoldBatchnormToConv2D(), AlterOpLayout()]
+    default pipeline: ``RemoveRedundantReshape`` (no-op reshapes and copies go),
+    ``FoldBatchnormToConv2D`` (BatchNorm into the convolution's constants), ``AlterOpLayout``
+    (convolutions get the x86 kernel, their weights packed once, now).  ``FuseAttention`` (short
+    attention as one kernel) takes FuseOps' place later in the pipeline."""
+    return [T.RemoveRedundantReshape(), FoldBatchnormToConv2D(), AlterOpLayout()]
 
 
 def default_schedule_rules() -> list:
