@@ -40,7 +40,7 @@ from ...tir.transform.default_schedule import (
     _blocks,
     _extents_or_none,
     _single_epilogue,
-    _vectorize_flat,
+    vectorize_rows,
 )
 from ..nn.conv import conv_out_size, conv_padding
 from ..nn.pad import pad as _pad
@@ -126,7 +126,7 @@ def schedule_conv2d_nchw_packed(sch: Schedule) -> bool:
     """The register-tiled micro-kernel for :func:`conv2d_nchw_packed` (with its padding before
     and elementwise epilogue after it); False when the function has no such block.
 
-    1. The padding copy is a flat vectorized loop; the epilogue blocks are inlined into the last.
+    1. The padding copy is vectorized along its rows; the epilogue blocks are inlined into the last.
     2. Split the output channels by ``ob`` and the columns by ``ow_t``; order the loops
        (n, o0, y, x0, c, ry, rx, x1, o1): the reduction runs outside an ``ow_t x ob`` tile.
     3. Accumulate the tile in a ``cache_write("local")`` buffer (registers) stored channels-last
@@ -146,7 +146,7 @@ def schedule_conv2d_nchw_packed(sch: Schedule) -> bool:
     for b in _blocks(sch):
         if sch.get(b).name_hint == PACKED_CONV_NAME:
             break
-        _vectorize_flat(sch, b)
+        vectorize_rows(sch, b)
     conv = sch.get_block(PACKED_CONV_NAME)
     loops = sch.get_loops(conv)
     if len(loops) != 7:

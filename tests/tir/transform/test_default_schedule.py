@@ -325,6 +325,15 @@ def test_conv2d_is_tiled_vectorized_and_matches_torch(n, ci, hw, co, k, stride, 
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+def test_conv_padding_is_copied_row_by_row():
+    """Each padded row is one vector (14 lanes here), not a flat loop whose lanes each divide to
+    find their row and column (that copy took half of a 3x3 convolution's time)."""
+    func, _ = conv_bias_relu(2, 8, 12, 16, 3, 1, 1)
+    text = tt.DefaultCPUSchedule()(IRModule({"main": func}))["main"].script()
+    pad_loop = text[:text.index('T.block("pad_temp")')].rsplit("for ", 2)
+    assert "in T.vectorized(14):" in pad_loop[-1] and "in range(224):" in pad_loop[-2], pad_loop[-2:]
+
+
 def test_transpose_is_copied_in_square_tiles(parallel):
     from minitvm import te, topi
 
