@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import os
 import tempfile
 import time
@@ -71,7 +72,8 @@ def onnxruntime_peer(module: Any, inputs: tuple[Any, ...]) -> Peer:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "model.onnx")
-            # the exporter prints progress and warns about its own internals: keep the table clean
+            # the exporter prints progress and logs/warns about its own internals: keep the table clean
+            logging.getLogger("torch.onnx").setLevel(logging.ERROR)
             with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), \
                     contextlib.redirect_stderr(io.StringIO()):
                 warnings.simplefilter("ignore")
