@@ -233,10 +233,13 @@ def _matmul_tile(M: int | None, N: int) -> tuple[int, int]:
     i == 1 a wider tile gives the k loop more independent accumulators); i: 8/4/2/1 rows."""
     if N % 16 == 0:
         nj = _largest_divisor(N, (32, 16) if M != 1 else ROW_TILE_CANDIDATES)
-    elif N <= 64 or (M == 1 and N <= ROW_TILE_CANDIDATES[0]):
-        # a single row (batch-1 dense, e.g. 5408 -> 100): the whole row of outputs as a few
-        # vectors streams the weight once, instead of 4-wide tiles (measured 130 -> 26 us)
+    elif N <= 64:
         nj = N
+    elif M is not None and M <= NT_MAX_ROWS and N <= ROW_TILE_CANDIDATES[0]:
+        # a few rows (a small-batch dense, e.g. 5408 -> 100): the whole row of outputs as a few
+        # vectors streams the weight once per 2 rows, instead of 4-wide tiles that jump a row
+        # of the weight per k (batch 1: measured 130 -> 26 us)
+        return N, _largest_divisor(M, (2,))
     else:
         nj = _largest_divisor(N, (8, 4, 2))
     mi = _largest_divisor(M, (8, 4, 2)) if M is not None else 1
