@@ -73,7 +73,7 @@ def test_every_minitvm_row_is_numerically_right(quick_run):
     entries, _, data = quick_run
     minitvm_rows = [e for e in data["entries"] if e["impl"].startswith("minitvm") and e["timing"] is not None
                     and not e["case"].startswith("compile")]
-    assert len(minitvm_rows) == 3 + 2 * 2 + 2
+    assert len(minitvm_rows) == 3 + 3 + 2 * 2 + 2  # matmul, tensorize, mlp (2 batches x 2), zoo
     for e in minitvm_rows:
         assert e["error"] == "" and e["correct"] is True, e
         assert e["max_abs_err"] is not None and e["max_abs_err"] < 1e-3, e

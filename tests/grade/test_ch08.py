@@ -193,12 +193,12 @@ class Scatter:
 class TwoGathers:
     @T.prim_func
     def main(P: T.Buffer((64,), "float32"), Q: T.Buffer((64,), "float32"), r: T.Buffer((32,), "int32"),
-             s: T.Buffer((32,), "int32"), O: T.Buffer((32,), "float32")):
+             s: T.Buffer((32,), "int32"), Out: T.Buffer((32,), "float32")):
         T.func_attr({"global_symbol": "two_gathers", "tir.noalias": True})
         for i in range(32):
-            with T.block("O"):
+            with T.block("Out"):
                 vi = T.axis.spatial(32, i)
-                O[vi] = P[r[vi]] * Q[s[vi]] + P[vi]
+                Out[vi] = P[r[vi]] * Q[s[vi]] + P[vi]
 
 
 @pytest.mark.points(2)
