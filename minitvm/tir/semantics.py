@@ -13,6 +13,8 @@ A row holds, for one operation,
 * ``bound`` -- the interval of integer results given the operands' intervals
   (:mod:`minitvm.arith`'s bound analysis);
 * ``kinds`` -- the operand kinds it accepts (``int`` signed, ``uint``, ``float``, ``bool``).
+* ``llvm_intrin`` -- for an LLVM intrinsic written ``T.call_llvm_pure_intrin(dtype, "llvm.fma",
+  ...)`` (TVM's way to reach an instruction), its name: the call's row is found by it.
 
 Adding an operator is adding a row: the folder, the interpreter, both LLVM emitters, the bound
 analysis and the differential fuzzer (``minitvm.testing.fuzz.semantics_cases``) pick it up.
@@ -33,7 +35,9 @@ The edge cases have one meaning each, decided here (see each row's ``doc``):
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Callable, Protocol
 
 import numpy as np
@@ -547,8 +551,6 @@ LLVM_PURE_INTRIN = "tir.call_llvm_pure_intrin"
 
 def _fma_np(dtype: str, a: Any, b: Any, c: Any) -> Any:
     """``a * b + c`` rounded once (IEEE 754 fusedMultiplyAdd): the exact value, then one rounding."""
-    from fractions import Fraction
-
     scalar = np.dtype(dtype).type
     if not (np.isfinite(a) and np.isfinite(b)):
         with np.errstate(all="ignore"):
@@ -751,6 +753,4 @@ def llvm_intrin_base(name: str) -> str:
 
 
 def _is_type_suffix(part: str) -> bool:
-    import re
-
     return re.fullmatch(r"(v\d+)?(f16|f32|f64|i\d+)", part) is not None
