@@ -17,6 +17,8 @@ def check_buildable(funcs: dict[str, Any], target: Any) -> None:
     (``T.launch_thread`` / ``T.attr``), and constant data (``T.allocate_const``).  Raises
     NotImplementedError naming the first one met."""
     kind = getattr(getattr(target, "kind", None), "name", str(target))
+    if kind in ("cuda", "cuda-emulated"):  # GPU targets refuse what they cannot print or run themselves
+        return
     for name, func in funcs.items():
         problem = _cpu_refusal(func.body, kind)
         if problem:
@@ -45,7 +47,8 @@ def _cpu_refusal(body: Any, kind: str) -> str | None:
         elif isinstance(n, AttrStmt):
             if isinstance(n.node, IterVar) and n.node.thread_tag:
                 problem.append(f"it launches GPU threads (T.launch_thread({n.node.thread_tag!r}, ...)); "
-                               f"minitvm builds for the CPU (target {kind!r}), where there are none")
+                               f"target {kind!r} is a CPU, where there are none: build for target=\"cuda\" "
+                               "(CUDA source) or \"cuda-emulated\" (run on this CPU as a GPU would)")
             else:
                 problem.append(f"it has a T.attr statement ({n.attr_key!r}), which minitvm's CPU code "
                                f"generators (target {kind!r}) do not implement")
@@ -69,4 +72,8 @@ def build_module(funcs: dict[str, Any], target: Any) -> Any:
         from .python import build_python
 
         return build_python(funcs, target)
+    if target.kind.name in ("cuda", "cuda-emulated"):
+        from ..cuda import build_cuda
+
+        return build_cuda(funcs, target)
     raise ValueError(f"no code generator for target kind {target.kind.name!r}")
