@@ -118,8 +118,8 @@ def _host_steps(name: str, body: Any) -> list[tuple[str, list]]:
             pass
         else:
             raise NotImplementedError(f"{name}: host code other than kernel launches ({type(s).__name__}) is not "
-                                      "supported by minitvm's GPU targets; put the whole computation under "
-                                      "blockIdx/threadIdx loops")
+                                      "supported by minitvm's GPU targets: every loop must run under "
+                                      "blockIdx/threadIdx loops. Did you forget to bind?")
 
     walk(body)
     return steps

@@ -18,6 +18,7 @@ from ...tir import expr as E
 from ...tir import stmt as S
 from ...tir.expr import IterVar, Range, Var
 from ...tir.function import PrimFunc
+from ...tir.functor import substitute
 from ...tir.thread_scope import storage_rank
 
 __all__ = ["cuda_source", "CUDACodegenError"]
@@ -218,7 +219,33 @@ class _CUDAPrinter:
         self.emit(f"{prefix}{ctype(buf.dtype)} {name}[{size}];")
         self.stmt(s.body)
 
+    def _vector_copy(self, s: S.For) -> bool:
+        """A vectorized copy of 2 or 4 consecutive floats as one ``float2``/``float4`` move (as TVM
+        prints the course's cooperative fetch); False when ``s`` is not one."""
+        body = s.body
+        if not (s.kind == S.ForKind.VECTORIZED and isinstance(s.extent, E.IntImm) and s.extent.value in (2, 4)
+                and isinstance(s.min, E.IntImm) and s.min.value == 0 and isinstance(body, S.BufferStore)
+                and isinstance(body.value, E.BufferLoad) and body.buffer.dtype == "float32"
+                and body.value.buffer.dtype == "float32"):
+            return False
+        var, lanes = s.loop_var, s.extent.value
+        bases = []
+        for idx in (body.indices[0], body.value.indices[0]):
+            base = self.ana.simplify(substitute(idx, {var: E.const(0, var.dtype)}))
+            if not self.ana.can_prove_equal(idx - base, var):
+                return False
+            bases.append(base)
+        # aligned only if the base is a multiple of the lane count
+        if not all(self.ana.can_prove_equal(E.FloorMod(b, E.const(lanes, b.dtype)), 0) for b in bases):
+            return False
+        vt = f"float{lanes}"
+        dst, src = self.buffer_name(body.buffer), self.buffer_name(body.value.buffer)
+        self.emit(f"*({vt}*)({dst} + {self.expr(bases[0])}) = *({vt}*)({src} + {self.expr(bases[1])});")
+        return True
+
     def _for(self, s: S.For) -> None:
+        if self._vector_copy(s):
+            return
         var = s.loop_var
         name = self.bind_name(var)
         ty = ctype(var.dtype)
