@@ -11,18 +11,12 @@ from minitvm.script import tir as T
 from minitvm.target.cuda import cuda_source, real_gpu_status
 from minitvm.testing import gpu_programs as gp
 
-VECTOR_ADD = """#include <cuda_runtime.h>
-#include <math_constants.h>
-
-extern "C" __global__ void __launch_bounds__(128) main_kernel(float* __restrict__ A, float* __restrict__ B, float* __restrict__ C) {
+VECTOR_ADD = """extern "C" __global__ void __launch_bounds__(128) main_kernel(float* __restrict__ A, float* __restrict__ B, float* __restrict__ C) {
   C[((((int)blockIdx.x) * 128) + ((int)threadIdx.x))] = (A[((((int)blockIdx.x) * 128) + ((int)threadIdx.x))] + B[((((int)blockIdx.x) * 128) + ((int)threadIdx.x))]);
 }
 """
 
-WINDOW_SUM = """#include <cuda_runtime.h>
-#include <math_constants.h>
-
-extern "C" __global__ void __launch_bounds__(128) main_kernel(float* __restrict__ A, float* __restrict__ C) {
+WINDOW_SUM = """extern "C" __global__ void __launch_bounds__(128) main_kernel(float* __restrict__ A, float* __restrict__ C) {
   __shared__ float A_shared[256];
   for (int ax0_0 = 0; ax0_0 < 2; ++ax0_0) {
     if ((((ax0_0 * 128) + ((int)threadIdx.x)) < 130)) {
@@ -34,10 +28,7 @@ extern "C" __global__ void __launch_bounds__(128) main_kernel(float* __restrict_
 }
 """
 
-MATMUL_SHARED_256 = """#include <cuda_runtime.h>
-#include <math_constants.h>
-
-extern "C" __global__ void __launch_bounds__(64) main_kernel(float* __restrict__ A, float* __restrict__ B, float* __restrict__ C) {
+MATMUL_SHARED_256 = """extern "C" __global__ void __launch_bounds__(64) main_kernel(float* __restrict__ A, float* __restrict__ B, float* __restrict__ C) {
   float C_local[64];
   for (int i_2_init = 0; i_2_init < 8; ++i_2_init) {
     for (int j_2_init = 0; j_2_init < 8; ++j_2_init) {

@@ -19,6 +19,7 @@ from ...runtime.module import Module
 from ...tir import expr as E
 from ...tir import stmt as S
 from ...tir.function import PrimFunc
+from ...tir.transform.split_host_device import launch_dims
 from ..signature import FunctionSignature
 from ..target import Target
 from .codegen_cuda import cuda_source
@@ -31,6 +32,7 @@ from .emulator import (
     SharedMemoryRaceError,
     emulate_kernel,
 )
+from .real_gpu import RealGPU, real_gpu_status
 
 __all__ = ["build_cuda", "CUDASourceModule", "GPUModule", "GPUReport", "cuda_source", "GPU_SPECS", "GPUSpec",
            "gpu_spec", "KernelReport", "GPUEmulatorError", "SharedMemoryRaceError", "LaunchConfigError",
@@ -61,27 +63,6 @@ class GPUReport(list):
     @property
     def estimated_seconds(self) -> float:
         return sum(r.estimated_seconds for r in self)
-
-
-def real_gpu_status() -> str | None:
-    """None when an NVIDIA GPU and the cuda-python package are usable, else why not."""
-    try:
-        from cuda.bindings import driver  # type: ignore[import-not-found]
-    except ImportError:
-        try:
-            from cuda import cuda as driver  # type: ignore[import-not-found,no-redef]
-        except ImportError:
-            return "the cuda-python package is not installed (pip install cuda-python)"
-    try:
-        (err,) = driver.cuInit(0)[:1]
-        if int(err) != 0:
-            return f"the CUDA driver did not initialize (cuInit returned {err}): no NVIDIA GPU or driver"
-        err, count = driver.cuDeviceGetCount()
-        if int(err) != 0 or count < 1:
-            return "no NVIDIA GPU was found"
-    except Exception as exc:  # a driver library missing, ...
-        return f"the CUDA driver is not usable ({exc})"
-    return None
 
 
 class _HostFunction:
@@ -142,6 +123,7 @@ class GPUModule(Module):
                                target.attrs.get("max_shared_memory_per_block"))
         self.emulations: dict[str, EmulatedKernel] = {}
         self._cpu: Any = None
+        self._gpu: Any = None
         if self.emulated:
             for name, k in kernels.items():
                 self.emulations[name] = emulate_kernel(name, k, self.device)
@@ -159,10 +141,17 @@ class GPUModule(Module):
         self._cpu[kernel](*args[:len(self.kernels[kernel].params)])  # (the launch extents follow)
 
     def _real(self, kernel: str, args: list) -> None:
-        why = real_gpu_status() or "launching kernels through cuda-python is not implemented in minitvm"
-        raise RuntimeError(f"cannot run kernel {kernel} on a GPU: {why}. "
-                           "Build with target=\"cuda-emulated\" to run the same kernels on this CPU with CUDA's "
-                           "semantics (lib.imported_modules[0].get_source() shows the CUDA source either way)")
+        why = real_gpu_status()
+        if why is not None:
+            raise RuntimeError(f"cannot run kernel {kernel} on a GPU: {why}. Build with target=\"cuda-emulated\" to "
+                               "run the same kernels on this CPU with CUDA's semantics "
+                               "(lib.imported_modules[0].get_source() shows the CUDA source either way)")
+        if self._gpu is None:
+            self._gpu = RealGPU(self.imported_modules[0].get_source())
+        dims = {tag: e.value for tag, e, _ in launch_dims(self.kernels[kernel].body)}
+        grid = tuple(dims.get(f"blockIdx.{d}", 1) for d in "xyz")
+        block = tuple(dims.get(f"threadIdx.{d}", 1) for d in "xyz")
+        self._gpu.launch(kernel, args[:len(self.kernels[kernel].params)], grid, block)
 
     def get_source(self, fmt: str = "") -> str:
         if fmt in ("cuda", "cu"):

@@ -83,9 +83,9 @@ class _CUDAPrinter:
         if isinstance(e, E.FloatImm):
             text = f"{e.value:e}"
             if text in ("inf", "-inf", "nan"):
-                return {"inf": "__int_as_float(0x7f800000)", "-inf": "__int_as_float(0xff800000)",
-                        "nan": "__int_as_float(0x7fc00000)"}[text] if e.dtype == "float32" else \
-                    {"inf": "CUDART_INF", "-inf": "-CUDART_INF", "nan": "CUDART_NAN"}[text]
+                bits32 = {"inf": "0x7f800000", "-inf": "0xff800000", "nan": "0x7fc00000"}[text]
+                bits64 = {"inf": "0x7ff0000000000000", "-inf": "0xfff0000000000000", "nan": "0x7ff8000000000000"}[text]
+                return f"__int_as_float({bits32})" if e.dtype == "float32" else f"__longlong_as_double({bits64}LL)"
             return text + ("f" if e.dtype == "float32" else "")
         if isinstance(e, Var):
             name = self.names.get(id(e))
@@ -285,9 +285,8 @@ def _launch_extents(body: Any) -> dict[str, Any]:
     return {tag: (e.value if isinstance(e, E.IntImm) else e) for tag, e, _ in launch_dims(body)}
 
 
-_PREAMBLE = """#include <cuda_runtime.h>
-#include <math_constants.h>
-"""
+#: no #include: NVRTC compiles the source as it is (float4, min/max and the math functions are built in)
+_PREAMBLE = ""
 
 _FLOOR_HELPERS = """
 __device__ __forceinline__ int floordiv(int a, int b) { int q = a / b; return (q * b > a) ? q - 1 : q; }
@@ -305,6 +304,6 @@ def cuda_source(kernels: dict[str, PrimFunc]) -> str:
         bodies.append(p.function())
         helpers |= p.needs_floor_helpers
         half |= "half" in bodies[-1]
-    pre = _PREAMBLE + ("#include <cuda_fp16.h>\n" if half else "") + (_FLOOR_HELPERS if helpers else "")
-    return pre + "\n" + "\n\n".join(bodies) + "\n"
+    pre = _PREAMBLE + ("#include <cuda_fp16.h>\n" if half else "") + (_FLOOR_HELPERS.lstrip() if helpers else "")
+    return pre + ("\n" if pre else "") + "\n\n".join(bodies) + "\n"
 
