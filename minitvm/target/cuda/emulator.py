@@ -772,9 +772,8 @@ class EmulatedKernel:
 
     def _cpu_function(self, per_thread: S.Stmt, shared: list[S.Allocate]) -> PrimFunc:
         body = per_thread
-        for a in reversed(shared):
-            body = S.Allocate(decl_buffer(a.buffer.shape, a.buffer.dtype, a.buffer.name, data=a.buffer.data,
-                                          scope="global"), body)
+        for a in reversed(shared):  # one copy per block: allocated inside the (parallel) block loop
+            body = S.Allocate(a.buffer, body)
         nblocks = math.prod(a.extent for a in self.blocks) if self.blocks else 1
         b = Var("block", "int32")
         stride = 1
