@@ -177,3 +177,13 @@ def test_time_evaluator_times_the_emulation():
     args = [minitvm.nd.array(_rand(1024)) for _ in range(3)]
     result = lib.mod.time_evaluator("main", minitvm.cuda(0), number=2)(*args)
     assert result.mean > 0
+
+
+def test_a_reduction_bound_to_threads_is_refused_by_name():
+    sch = tir.Schedule(gp.matmul(64))
+    i, j, k = sch.get_loops("C")
+    sch.bind(i, "blockIdx.x")
+    sch.bind(k, "threadIdx.x")  # legal in TVM's schedule: a cross-thread reduction
+    with pytest.raises(NotImplementedError, match="block C reduces over loop k, bound to threadIdx.x: a cross-thread "
+                       "reduction"):
+        _build(sch)

@@ -18,11 +18,39 @@ def check_buildable(funcs: dict[str, Any], target: Any) -> None:
     NotImplementedError naming the first one met."""
     kind = getattr(getattr(target, "kind", None), "name", str(target))
     if kind in ("cuda", "cuda-emulated"):  # GPU targets refuse what they cannot print or run themselves
+        for name, func in funcs.items():
+            problem = _gpu_refusal(func.body)
+            if problem:
+                raise NotImplementedError(f"cannot build {name!r} for {kind!r}: {problem}")
         return
     for name, func in funcs.items():
         problem = _cpu_refusal(func.body, kind)
         if problem:
             raise NotImplementedError(f"cannot build {name!r}: {problem}")
+
+
+def _gpu_refusal(body: Any) -> str | None:
+    """Why a scheduled function cannot be built for a GPU target (None if it can): a reduction
+    bound to threadIdx needs TVM's cross-thread reduction lowering (an allreduce), which
+    minitvm does not have."""
+    from ...tir.analysis import uses_var
+    from ...tir.schedule.tree import walk_stmts
+    from ...tir.stmt import BlockRealize, For, ForKind
+
+    for realize, path in walk_stmts(body):
+        if not isinstance(realize, BlockRealize):
+            continue
+        for loop in path:
+            if not (isinstance(loop, For) and loop.kind == ForKind.THREAD_BINDING
+                    and str(loop.thread_binding).startswith("threadIdx.")):
+                continue
+            for iv, value in zip(realize.block.iter_vars, realize.iter_values):
+                if iv.iter_type == "reduce" and uses_var(value, loop.loop_var):
+                    return (f"block {realize.block.name_hint} reduces over loop {loop.loop_var.name}, bound to "
+                            f"{loop.thread_binding}: a cross-thread reduction, which TVM lowers to an allreduce "
+                            "(LowerCrossThreadReduction) and minitvm does not; keep the reduction loop inside each "
+                            "thread, or rfactor it and combine the partial results in a second block")
+    return None
 
 
 def _cpu_refusal(body: Any, kind: str) -> str | None:
