@@ -34,7 +34,7 @@ def device_lower_pipeline() -> Sequential:
     from .split_host_device import SplitHostDevice
     from .thread_sync import ThreadSync
 
-    return Sequential([ThreadSync("shared"), SplitHostDevice()], name="tir.device_lower")
+    return Sequential([ThreadSync("shared"), ThreadSync("shared.dyn"), SplitHostDevice()], name="tir.device_lower")
 
 
 def lowered(mod: IRModule | PrimFunc, name: str = "main") -> Any:

@@ -39,9 +39,12 @@ def is_storage_sync(s: Any) -> bool:
     return isinstance(s, Evaluate) and isinstance(s.value, Call) and s.value.op == "tir.tvm_storage_sync"
 
 
+_DYN_POOL = Var("shared_dyn_pool", "handle")
+
+
 @dataclass(frozen=True)
 class _Access:
-    buffer: Var  # the data variable of the buffer
+    buffer: Var  # the data variable of the buffer (or the dynamic shared pool)
     write: bool
     index: tuple
     threaded: bool  # the index depends on a thread index of the block
@@ -68,7 +71,9 @@ class _Planner:
         def visit(n: Any) -> None:
             if isinstance(n, (BufferLoad, BufferStore)) and id(n.buffer.data) in self.shared:
                 threaded = bool(vars_used(n.indices) & self.threads)
-                found.append(_Access(n.buffer.data, isinstance(n, BufferStore), n.indices, threaded))
+                # dynamic shared memory is one pool (TVM merges its allocations): one buffer for the sync
+                key = _DYN_POOL if self.scope == "shared.dyn" else n.buffer.data
+                found.append(_Access(key, isinstance(n, BufferStore), n.indices, threaded))
 
         post_order_visit(e, visit)
         return found
@@ -130,7 +135,7 @@ def thread_sync(func: PrimFunc, scope: str = "shared") -> PrimFunc:
     threads: set[int] = set()
 
     def collect(n: Any) -> None:
-        if isinstance(n, Allocate) and storage_rank(n.buffer.scope) == 1:
+        if isinstance(n, Allocate) and n.buffer.scope == scope:
             shared.add(id(n.buffer.data))
         elif isinstance(n, AttrStmt) and isinstance(n.node, IterVar) and n.node.thread_tag.startswith("threadIdx."):
             threads.add(id(n.node.var))

@@ -20,10 +20,11 @@ from __future__ import annotations
 from typing import Any
 
 from ...arith import Analyzer
-from ..expr import Cast, IntImm, PrimExpr, Var, const
+from ...ir.node import replace
+from ..expr import Cast, IntImm, IterVar, PrimExpr, Var, const
 from ..function import PrimFunc
 from ..functor import StmtExprMutator
-from ..stmt import For, ForKind, Stmt
+from ..stmt import AttrStmt, For, ForKind, Stmt
 from .function_pass import prim_func_pass
 
 __all__ = ["UnifyThreadBinding", "unify_thread_binding"]
@@ -43,7 +44,22 @@ class _Unifier(StmtExprMutator):
     def visit_for_(self, n: For) -> Stmt:
         if n.kind != ForKind.THREAD_BINDING:
             return self.visit_children(n)
-        tag = n.thread_binding
+        body = self._unify(n.thread_binding, n.loop_var, n.min, n.extent, n.body)
+        if n.annotations:  # the annotations stay: on the loop in their place, else on a unit loop (as TVM)
+            if isinstance(body, For):
+                return replace(body, annotations=dict(n.annotations))
+            zero = const(0, n.loop_var.dtype)
+            body = For(Var("var", n.loop_var.dtype), zero, IntImm(n.loop_var.dtype, 1), ForKind.SERIAL, body,
+                       None, dict(n.annotations))
+        return body
+
+    def visit_attr_stmt_(self, n: AttrStmt) -> Stmt:
+        # a T.launch_thread in block-level TIR becomes a thread loop like the others
+        if n.attr_key not in ("thread_extent", "virtual_thread") or not isinstance(n.node, IterVar):
+            return self.visit_children(n)
+        return self._unify(n.node.thread_tag, n.node.var, const(0, n.value.dtype), n.value, n.body)
+
+    def _unify(self, tag: str, old: Var, lo: PrimExpr, extent: PrimExpr, inner: Stmt) -> Stmt:
         launch = self.block_depth == 0
         if launch:
             self.by_tag, self.launch = {}, []
@@ -52,25 +68,21 @@ class _Unifier(StmtExprMutator):
             self.block_depth += 1
         entry = self.by_tag.get(tag)
         if entry is None:
-            entry = self.by_tag[tag] = (Var(tag.replace(".", "_"), n.extent.dtype), n.min, n.extent)
+            entry = self.by_tag[tag] = (Var(tag.replace(".", "_"), extent.dtype), lo, extent)
             self.launch.append(tag)
-        elif not self.ana.can_prove_equal(entry[2], n.extent) or not self.ana.can_prove_equal(entry[1], n.min):
+        elif not self.ana.can_prove_equal(entry[2], extent) or not self.ana.can_prove_equal(entry[1], lo):
             raise ValueError(f"All loops that are bound to `{tag}` should have the same extent. However, there "
-                             f"are two loops with extent {entry[2]} and {n.extent}, which are not equal "
-                             f"(loop {n.loop_var.name})")
+                             f"are two loops with extent {entry[2]} and {extent}, which are not equal "
+                             f"(loop {old.name})")
         var = entry[0]
-        self.subst[id(n.loop_var)] = var if var.dtype == n.loop_var.dtype else Cast(n.loop_var.dtype, var)
-        body = self.visit(n.body)
+        self.subst[id(old)] = var if var.dtype == old.dtype else Cast(old.dtype, var)
+        body = self.visit(inner)
         self.block_depth = depth
-        if n.annotations:  # the annotations stay, on a unit loop (as TVM)
-            zero = const(0, n.loop_var.dtype)
-            body = For(Var("var", n.loop_var.dtype), zero, IntImm(n.loop_var.dtype, 1), ForKind.SERIAL, body,
-                       None, dict(n.annotations))
         if not launch:
             return body
         for t in reversed(self.launch):
-            v, lo, extent = self.by_tag[t]
-            body = For(v, lo, extent, ForKind.THREAD_BINDING, body, t)
+            v, start, ext = self.by_tag[t]
+            body = For(v, start, ext, ForKind.THREAD_BINDING, body, t)
         return body
 
 

@@ -133,3 +133,39 @@ def test_cpu_build_of_a_bound_loop_points_to_the_gpu_targets():
     sch = gp.bind_vector_add(tir.Schedule(gp.vector_add(256)))
     with pytest.raises(NotImplementedError, match='launches GPU threads.*target="cuda".*"cuda-emulated"'):
         minitvm.build(sch.mod, target="llvm")
+
+
+def test_dynamic_shared_buffers_are_one_pool_for_the_barrier():
+    # B and D are both dynamic shared memory: one pool, so writing D after reading B needs a barrier
+    @T.prim_func
+    def f(A: T.Buffer((16,), "float32"), E: T.Buffer((16,), "float32")):
+        tx = T.launch_thread("threadIdx.x", 16)
+        B = T.allocate([16], "float32", "shared.dyn")
+        D = T.allocate([16], "float32", "shared.dyn")
+        B_1 = T.Buffer((16,), data=B, scope="shared.dyn")
+        D_1 = T.Buffer((16,), data=D, scope="shared.dyn")
+        B_1[tx] = A[tx]
+        E[tx] = B_1[tx]
+        D_1[15 - tx] = A[tx]
+
+    mod = minitvm.IRModule({"main": f})
+    assert _syncs_under(ThreadSync("shared")(mod)["main"].body) == []  # one scope per pass, as TVM
+    assert len(_syncs_under(ThreadSync("shared.dyn")(mod)["main"].body)) == 1
+
+
+def test_unify_turns_launch_thread_statements_into_thread_loops():
+    @T.prim_func
+    def f(A: T.Buffer((128,), "float32")):
+        for _i in range(1):
+            with T.block("root_like"):
+                T.reads()
+                T.writes(A[0:128])
+                bx = T.launch_thread("blockIdx.x", 2)
+                tx = T.launch_thread("threadIdx.x", 64)
+                A[bx * 64 + tx] = T.float32(1)
+
+    unified = minitvm.tir.transform.UnifyThreadBinding()(minitvm.IRModule({"main": f}))["main"]
+    loops = []
+    minitvm.tir.functor.pre_order_visit(unified.body, lambda n: loops.append(n) if isinstance(n, For) else True)
+    assert [(lp.loop_var.name, lp.thread_binding) for lp in loops[1:]] == [("blockIdx_x", "blockIdx.x"),
+                                                                           ("threadIdx_x", "threadIdx.x")]
