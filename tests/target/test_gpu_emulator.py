@@ -86,8 +86,9 @@ def shift_in_place(A: T.Buffer((256,), "float32"), B: T.Buffer((256,), "float32"
 
 def test_a_read_racing_a_write_is_refused_with_both_threads_and_the_line():
     with pytest.raises(SharedMemoryRaceError, match=r"on buffer S_1, element 1 \(in block blockIdx\.x=0\): thread "
-                       r"threadIdx\.x=1 writes it at line \d+ of the kernel's TIR: `S_1\[tx\] = S_1\[tx \+ 1\]` and "
-                       r"thread threadIdx\.x=0 reads it"):
+                       r"threadIdx\.x=1 writes it at line \d+ of the kernel's TIR: "
+                       r"`S_1\[threadIdx_x\] = S_1\[threadIdx_x \+ 1\]` "
+                       r"\(TVMScript line \d+ of [^)]*test_gpu_emulator\.py\) and thread threadIdx\.x=0 reads it"):
         _build(shift_in_place)
 
 
@@ -130,7 +131,8 @@ def test_barriers_split_the_phases_and_local_values_survive_them():
     lib["reverse"](minitvm.nd.array(a), b)
     want = np.concatenate([a[127::-1], a[:127:-1]]) + 2 * a
     np.testing.assert_allclose(b.numpy(), want, rtol=1e-6)
-    assert lib.get_source("cpu").count("for tx in range(128)") == 2  # one thread loop per phase
+    # one thread loop per phase (UnifyThreadBinding names the thread variable after its tag, as TVM)
+    assert lib.get_source("cpu").count("for threadIdx_x in range(128)") == 2
 
 
 def test_a_barrier_under_a_thread_dependent_condition_is_refused():
@@ -141,7 +143,7 @@ def test_a_barrier_under_a_thread_dependent_condition_is_refused():
             T.tvm_storage_sync("shared")
             A[tx] = T.float32(1)
 
-    with pytest.raises(GPUEmulatorError, match="barrier .* under `if tx < 64`, which depends on threadIdx"):
+    with pytest.raises(GPUEmulatorError, match="barrier .* under `if threadIdx_x < 64`, which depends on threadIdx"):
         _build(divergent)
 
 

@@ -447,6 +447,11 @@ class _RaceChecker:
         self.text = kernel.script().splitlines()
 
     def line_of(self, stmt: S.Stmt) -> str:
+        span = getattr(stmt, "span", None)  # where TVMScript wrote it, when it came from there
+        where = f" (TVMScript line {span.line} of {span.source_name})" if span is not None else ""
+        return self._kernel_line(stmt) + where
+
+    def _kernel_line(self, stmt: S.Stmt) -> str:
         try:
             first = stmt.script().strip().splitlines()[-1].strip()
         except Exception:  # a statement the printer cannot show alone
