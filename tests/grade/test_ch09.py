@@ -61,6 +61,7 @@ def _run(mod: IRModule, seed: int, *, name: str = "main"):
 @pytest.mark.hint("split by [None, nthread]; bind the outer loop to blockIdx.x, the inner to threadIdx.x")
 @pytest.mark.parametrize("n, nthread", [(1024, 128), (768, 256)])
 def test_bind_elementwise(ex, n, nthread):
+    """Exercise 9.1: the vector add on 8 blocks of 128 threads (and other sizes)."""
     mod = _scheduled(ex.bind_elementwise(_module(gp.vector_add(n)), nthread))
     (a, b, c), report = _run(mod, seed=n)
     assert_allclose(c, a + b, rtol=1e-6)
@@ -74,6 +75,7 @@ def test_bind_elementwise(ex, n, nthread):
 @pytest.mark.points(2)
 @pytest.mark.hint("reorder(i0, j0, i1, j1); i0 -> blockIdx.y, j0 -> blockIdx.x, i1 -> threadIdx.y, j1 -> threadIdx.x")
 def test_bind_2d_tiles(ex):
+    """Exercise 9.2: a 2-D grid of 16 x 16 thread blocks for the transpose."""
     mod = _scheduled(ex.bind_2d_tiles(_transpose(64, 96), 16))
     (a, b), report = _run(mod, seed=2)
     assert_allclose(b, a.T)
@@ -87,6 +89,7 @@ def test_bind_2d_tiles(ex):
 @pytest.mark.points(2)
 @pytest.mark.hint("cache_read(block, 0, 'shared'), compute_at the threadIdx.x loop, then split and bind the copy loop")
 def test_window_sum_shared(ex):
+    """Exercise 9.3: the window sum through a cooperatively fetched shared cache."""
     n, nthread = 512, 64
     mod = _scheduled(ex.window_sum_shared(_module(gp.window_sum(n)), nthread))
     (a, b), report = _run(mod, seed=3)
@@ -104,6 +107,7 @@ def test_window_sum_shared(ex):
 @pytest.mark.points(2)
 @pytest.mark.hint("S_1[tx] = A[bx * 128 + tx], then B[bx * 128 + tx] = S_1[127 - tx]")
 def test_reverse_chunks(ex):
+    """Exercise 9.4: a TVMScript kernel with T.launch_thread and shared memory."""
     func = ex.reverse_chunks()
     assert isinstance(func, tir.PrimFunc), f"return the T.prim_func, not {type(func).__name__}"
     lib = minitvm.build(func, target="cuda-emulated", name="main")
@@ -123,6 +127,7 @@ def test_reverse_chunks(ex):
 @pytest.mark.hint("the course's blocking(sch, v, v, 8, 8, 4); decompose_reduction last")
 @pytest.mark.parametrize("v", [2, 4])
 def test_matmul_local_tiles(ex, v):
+    """Exercise 9.5: the course's local blocking, v x v per thread."""
     n = 128
     mod = _scheduled(ex.matmul_local_tiles(_module(gp.matmul(n)), v))
     (a, b, c), report = _run(mod, seed=5 + v)
@@ -138,6 +143,7 @@ def test_matmul_local_tiles(ex, v):
 @pytest.mark.points(3)
 @pytest.mark.hint("fuse(i1, j1) -> threadIdx.x; per input: cache_read shared, compute_at k0, fuse, split [None, 64, 4]")
 def test_matmul_shared_tiles(ex):
+    """Exercise 9.6: the course's shared-memory blocking."""
     n = 128
     mod = _scheduled(ex.matmul_shared_tiles(_module(gp.matmul(n))))
     (a, b, c), report = _run(mod, seed=6)
@@ -156,6 +162,7 @@ def test_matmul_shared_tiles(ex):
 @pytest.mark.hint("without shared: 3 loads + 1 store per thread; with: per block nthread + 2 loads and nthread stores")
 @pytest.mark.parametrize("shared", [False, True])
 def test_window_sum_global_bytes(ex, shared):
+    """Exercise 9.7: predict the bytes the emulator counts."""
     rng = np.random.default_rng(7)
     for _ in range(2):
         nthread = int(rng.choice([32, 64, 128]))
