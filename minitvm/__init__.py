@@ -30,6 +30,7 @@ _LAZY = {
     "relax": ("minitvm.relax", None),
     "nd": ("minitvm.runtime.ndarray", None),
     "cpu": ("minitvm.runtime.device", "cpu"),
+    "cuda": ("minitvm.runtime.device", "cuda"),
     "device": ("minitvm.runtime.device", "device"),
     "register_func": ("minitvm.runtime.registry", "register_func"),
     "get_global_func": ("minitvm.runtime.registry", "get_global_func"),

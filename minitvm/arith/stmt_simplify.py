@@ -50,8 +50,9 @@ class StmtSimplifier(StmtExprMutator):
         start, extent = self.visit(n.min), self.visit(n.extent)
         if isinstance(extent, IntImm) and extent.value <= 0:
             return no_op()
-        if isinstance(extent, IntImm) and extent.value == 1:
-            # a one-trip loop is its body with the loop variable fixed at the start
+        if isinstance(extent, IntImm) and extent.value == 1 and not n.annotations:
+            # a one-trip loop is its body with the loop variable fixed at the start (an annotated one
+            # stays: its annotations say something about the body)
             return self.visit(substitute(n.body, {n.loop_var: start}))
         with self.analyzer.bound_scope(n.loop_var, Range(start, extent)):
             body = self.visit(n.body)

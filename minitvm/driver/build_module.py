@@ -14,8 +14,9 @@ from ..ir.module import IRModule
 from ..ir.notebook import in_notebook
 from ..runtime.module import Module
 from ..target import Target
+from ..target.target import GPU_KINDS
 from ..tir.function import PrimFunc
-from ..tir.transform import InstrumentBoundCheckers, lower_pipeline
+from ..tir.transform import InstrumentBoundCheckers, device_lower_pipeline, lower_pipeline
 from ..tir.transform.instrument_bound_checkers import bounds_check_requested
 from ..transform import PassContext
 
@@ -100,6 +101,8 @@ def build_kernels(mod_or_func: Any, target: Any = "llvm", name: str | None = Non
     # GPU builtins and thread launches are refused by name before lowering trips over them
     check_buildable({gv.name_hint: f for gv, f in mod.items()}, target)
     lowered = _instrument(lower_to_module(mod), target, checks_by_default)
+    if target.kind.name in GPU_KINDS:  # barriers where threads share data, then kernels split off
+        lowered = device_lower_pipeline()(lowered)
     funcs: dict[str, PrimFunc] = {}
     for gv, f in lowered.items():
         if isinstance(f, PrimFunc):

@@ -1,11 +1,16 @@
-"""Devices: where arrays live and kernels run.  minitvm runs on the host CPU only."""
+"""Devices: where arrays live and kernels run.
+
+minitvm runs on the host CPU.  ``minitvm.cuda(0)`` is the *emulated* GPU (DLPack type 2, as
+TVM's ``tvm.cuda``): kernels built for ``"cuda-emulated"`` run on this CPU, and arrays "on"
+it stay in host memory, so no copy is ever needed.
+"""
 
 from __future__ import annotations
 
-__all__ = ["Device", "cpu", "device"]
+__all__ = ["Device", "cpu", "cuda", "device"]
 
-_KINDS = {"cpu": 1, "llvm": 1, "c": 1, "python": 1}
-_NAMES = {1: "cpu"}
+_KINDS = {"cpu": 1, "llvm": 1, "c": 1, "python": 1, "cuda": 2, "gpu": 2, "cuda-emulated": 2}
+_NAMES = {1: "cpu", 2: "cuda"}
 
 
 class Device:
@@ -14,10 +19,12 @@ class Device:
     __slots__ = ("device_type", "device_id")
 
     kDLCPU = 1
+    kDLCUDA = 2
 
     def __init__(self, device_type: int = 1, device_id: int = 0):
         if device_type not in _NAMES:
-            raise ValueError(f"minitvm only supports the CPU device (type 1), got type {device_type}")
+            raise ValueError(f"minitvm supports the CPU (type 1) and the emulated CUDA GPU (type 2), got type "
+                             f"{device_type}")
         self.device_type = int(device_type)
         self.device_id = int(device_id)
 
@@ -47,6 +54,12 @@ def cpu(dev_id: int = 0) -> Device:
     return Device(Device.kDLCPU, dev_id)
 
 
+def cuda(dev_id: int = 0) -> Device:
+    """The emulated CUDA GPU (TVM's ``tvm.cuda()``): arrays stay in host memory and kernels built
+    for ``"cuda-emulated"`` run on this CPU (see :mod:`minitvm.target.cuda`)."""
+    return Device(Device.kDLCUDA, dev_id)
+
+
 def device(dev_type: str | int | Device, dev_id: int = 0) -> Device:
     """A device from a name (``"cpu"``, ``"llvm"``) or a type code, as ``tvm.device``."""
     if isinstance(dev_type, Device):
@@ -54,6 +67,7 @@ def device(dev_type: str | int | Device, dev_id: int = 0) -> Device:
     if isinstance(dev_type, str):
         name = dev_type.split()[0].lower()
         if name not in _KINDS:
-            raise ValueError(f"unknown or unsupported device {dev_type!r}; minitvm runs on 'cpu' only")
+            raise ValueError(f"unknown or unsupported device {dev_type!r}; minitvm has 'cpu' and 'cuda' "
+                             "(the emulated GPU)")
         return Device(_KINDS[name], dev_id)
     return Device(int(dev_type), dev_id)

@@ -134,8 +134,8 @@ def _check_device(device: Device | None) -> Device:
         return cpu(0)
     if not isinstance(device, Device):
         raise TypeError(f"expected a Device such as minitvm.cpu(0), got {type(device).__name__}")
-    if device.device_type != Device.kDLCPU:
-        raise ValueError(f"minitvm arrays live on the CPU, got {device}")
+    if device.device_type not in (Device.kDLCPU, Device.kDLCUDA):  # (the emulated GPU uses host memory)
+        raise ValueError(f"minitvm arrays live on the CPU or the emulated GPU, got {device}")
     return device
 
 

@@ -1,7 +1,9 @@
 """Target: what to compile for — ``Target("llvm -mcpu=native")`` or ``Target("python")``.
 
 ``llvm`` compiles to native code for the host CPU through LLVM; ``python`` runs kernels
-in the numpy reference interpreter (slow, but every step can be inspected).
+in the numpy reference interpreter (slow, but every step can be inspected).  ``cuda`` gives
+CUDA C source (and runs it where an NVIDIA GPU and cuda-python exist); ``cuda-emulated``
+runs the same kernels on this CPU with CUDA's semantics (:mod:`minitvm.target.cuda`).
 """
 
 from __future__ import annotations
@@ -10,11 +12,13 @@ import functools
 import threading
 from typing import Any
 
-__all__ = ["Target", "TargetKind", "host_cpu_name", "host_cpu_features"]
+__all__ = ["Target", "TargetKind", "host_cpu_name", "host_cpu_features", "GPU_KINDS"]
 
 #: kind name -> default device type (DLPack code: 1 = CPU)
-_KINDS = {"llvm": "cpu", "python": "cpu"}
-_ALIASES = {"cpu": "llvm", "interpreter": "python"}
+_KINDS = {"llvm": "cpu", "python": "cpu", "cuda": "gpu", "cuda-emulated": "gpu"}
+_ALIASES = {"cpu": "llvm", "interpreter": "python", "nvidia/tesla-t4": "cuda"}
+#: the GPU target kinds and the DLPack device type of their arrays (2 = CUDA)
+GPU_KINDS = ("cuda", "cuda-emulated")
 
 
 class TargetKind:
@@ -27,7 +31,7 @@ class TargetKind:
 
     @property
     def device_type(self) -> int:
-        return 1
+        return 2 if self.name in GPU_KINDS else 1
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, TargetKind) and other.name == self.name
@@ -81,7 +85,7 @@ class Target:
                 raise ValueError("Target: a dict target needs a 'kind' key")
             self.kind = TargetKind(self._kind_name(str(kind)))
             self.attrs = {k.replace("_", "-") if k != "mattr" else k: v for k, v in spec.items()}
-            self.keys = ("cpu",)
+            self.keys = ("cuda", "gpu") if self.kind.name in GPU_KINDS else ("cpu",)
         elif isinstance(target, str):
             self._parse(target)
         else:
@@ -95,7 +99,7 @@ class Target:
         name = _ALIASES.get(name, name)
         if name not in _KINDS:
             raise ValueError(f"unsupported target kind {name!r}; minitvm supports: "
-                             f"{', '.join(sorted(_KINDS))} (no GPU back ends)")
+                             f"{', '.join(sorted(_KINDS))}")
         return name
 
     def _parse(self, text: str) -> None:
@@ -103,7 +107,7 @@ class Target:
         if not words:
             raise ValueError("Target: empty target string")
         self.kind = TargetKind(self._kind_name(words[0]))
-        self.keys = ("cpu",)
+        self.keys = ("cuda", "gpu") if self.kind.name in GPU_KINDS else ("cpu",)
         self.attrs: dict[str, Any] = {}
         for word in words[1:]:
             if not word.startswith("-"):
@@ -119,6 +123,18 @@ class Target:
                 self.attrs[key] = value
 
     def _validate(self) -> None:
+        if self.kind.name in GPU_KINDS:
+            known = {"model", "max_num_threads", "max_shared_memory_per_block", "arch", "thread_warp_size"}
+            unknown = set(self.attrs) - known
+            if unknown:
+                raise ValueError(f"Target {self.kind.name}: unknown option(s) {', '.join(sorted(unknown))}; "
+                                 f"known: {', '.join(sorted(known))}")
+            from .cuda.device import GPU_SPECS
+
+            model = self.attrs.get("model", "t4")
+            if model not in GPU_SPECS:
+                raise ValueError(f"Target {self.kind.name}: -model={model} is not a GPU minitvm knows "
+                                 f"({', '.join(GPU_SPECS)})")
         if self.kind.name == "llvm":
             level = self.attrs.get("opt-level", 3)
             if not isinstance(level, int) or not 0 <= level <= 3:

@@ -200,6 +200,21 @@ def _same(a: tuple, b: tuple) -> bool:
     return len(va) == len(vb) and all(x is y for x, y in zip(va, vb))
 
 
+def _shifted_hull(r0: Range, r1: Range) -> Range | None:
+    """The hull of two ranges whose ends differ by constants (``A[vi]`` and ``A[vi + 2]`` give
+    ``A[vi:vi + 3]``, as TVM's region union does), else None."""
+
+    ana = Analyzer()
+    d_lo = ana.simplify(r1.min - r0.min)
+    d_hi = ana.simplify((r1.min + r1.extent) - (r0.min + r0.extent))
+    if not (isinstance(d_lo, IntImm) and isinstance(d_hi, IntImm)):
+        return None
+    lo = r0.min if d_lo.value >= 0 else r1.min
+    hi_extra = max(d_hi.value, 0)
+    extent = ana.simplify(r0.min + r0.extent + hi_extra - lo)
+    return Range(lo, extent)
+
+
 def _merge(accesses: list[tuple[Buffer, tuple]]) -> list[BufferRegion]:
     """One region per buffer: identical regions collapse, different ones widen to a hull."""
     merged: dict[int, tuple[Buffer, tuple]] = {}
@@ -211,7 +226,7 @@ def _merge(accesses: list[tuple[Buffer, tuple]]) -> list[BufferRegion]:
         hull = []
         for dim, r0, r1 in zip(buffer.shape, prev[1], region):
             same = structural_equal(r0, r1, map_free_vars=True) and _same((r0,), (r1,))
-            hull.append(r0 if same else Range(const(0, dim.dtype), dim))
+            hull.append(r0 if same else _shifted_hull(r0, r1) or Range(const(0, dim.dtype), dim))
         merged[id(buffer)] = (buffer, tuple(hull))
     return [BufferRegion(b, r) for b, r in merged.values()]
 

@@ -75,6 +75,8 @@ class _DotWriter:
             return
         if isinstance(stmt, For):
             kind = "" if stmt.kind == ForKind.SERIAL else f" <i>{stmt.kind}</i>"
+            if stmt.kind == ForKind.THREAD_BINDING and stmt.thread_binding:  # the GPU axis it runs on
+                kind = f" <i>{html.escape(str(stmt.thread_binding))}</i>"
             extent = html.escape(_text(stmt.extent))
             label = f"<b>for {html.escape(stmt.loop_var.name)}</b> in {extent}{kind}"
             me = self.node(label, shape="box", style="filled,rounded",

@@ -205,7 +205,9 @@ def test_parallel_loop_from_tvmscript():
 
 
 def test_unsupported_target_and_inputs():
-    with pytest.raises(ValueError, match="unsupported target kind 'cuda'"):
+    with pytest.raises(ValueError, match="unsupported target kind 'rocm'"):
+        minitvm.build(MMRelu, target="rocm")
+    with pytest.raises(NotImplementedError, match="Did you forget to bind"):
         minitvm.build(MMRelu, target="cuda")
     with pytest.raises(TypeError, match="IRModule or a tir.PrimFunc"):
         minitvm.build("not a module")

@@ -17,8 +17,11 @@ def test_device():
     assert dev.device_type == 1 and dev.device_id == 0
     assert repr(dev) == "cpu(0)"
     dev.sync()
-    with pytest.raises(ValueError, match="cpu"):
-        minitvm.device("cuda")
+    with pytest.raises(ValueError, match="'cpu' and 'cuda'"):
+        minitvm.device("rocm")
+    gpu = minitvm.cuda(0)  # the emulated GPU: host memory, DLPack type 2 as TVM's tvm.cuda()
+    assert gpu == minitvm.device("cuda") and gpu.device_type == 2 and repr(gpu) == "cuda(0)"
+    assert minitvm.nd.array(np.ones(2, "float32"), gpu).device == gpu
 
 
 def test_array_copies_and_reports_shape_dtype():

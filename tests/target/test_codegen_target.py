@@ -30,8 +30,10 @@ def test_python_target_and_dict_form():
 
 
 def test_bad_targets():
-    with pytest.raises(ValueError, match="unsupported target kind 'cuda'"):
-        Target("cuda")
+    with pytest.raises(ValueError, match="unsupported target kind 'rocm'"):
+        Target("rocm")
+    with pytest.raises(ValueError, match="-model=h100 is not a GPU minitvm knows"):
+        Target("cuda-emulated -model=h100")
     with pytest.raises(ValueError, match="-key=value"):
         Target("llvm mcpu")
     with pytest.raises(ValueError, match="opt-level"):

@@ -17,10 +17,40 @@ def check_buildable(funcs: dict[str, Any], target: Any) -> None:
     (``T.launch_thread`` / ``T.attr``), and constant data (``T.allocate_const``).  Raises
     NotImplementedError naming the first one met."""
     kind = getattr(getattr(target, "kind", None), "name", str(target))
+    if kind in ("cuda", "cuda-emulated"):  # GPU targets refuse what they cannot print or run themselves
+        for name, func in funcs.items():
+            problem = _gpu_refusal(func.body)
+            if problem:
+                raise NotImplementedError(f"cannot build {name!r} for {kind!r}: {problem}")
+        return
     for name, func in funcs.items():
         problem = _cpu_refusal(func.body, kind)
         if problem:
             raise NotImplementedError(f"cannot build {name!r}: {problem}")
+
+
+def _gpu_refusal(body: Any) -> str | None:
+    """Why a scheduled function cannot be built for a GPU target (None if it can): a reduction
+    bound to threadIdx needs TVM's cross-thread reduction lowering (an allreduce), which
+    minitvm does not have."""
+    from ...tir.analysis import uses_var
+    from ...tir.schedule.tree import walk_stmts
+    from ...tir.stmt import BlockRealize, For, ForKind
+
+    for realize, path in walk_stmts(body):
+        if not isinstance(realize, BlockRealize):
+            continue
+        for loop in path:
+            if not (isinstance(loop, For) and loop.kind == ForKind.THREAD_BINDING
+                    and str(loop.thread_binding).startswith("threadIdx.")):
+                continue
+            for iv, value in zip(realize.block.iter_vars, realize.iter_values):
+                if iv.iter_type == "reduce" and uses_var(value, loop.loop_var):
+                    return (f"block {realize.block.name_hint} reduces over loop {loop.loop_var.name}, bound to "
+                            f"{loop.thread_binding}: a cross-thread reduction, which TVM lowers to an allreduce "
+                            "(LowerCrossThreadReduction) and minitvm does not; keep the reduction loop inside each "
+                            "thread, or rfactor it and combine the partial results in a second block")
+    return None
 
 
 def _cpu_refusal(body: Any, kind: str) -> str | None:
@@ -45,7 +75,8 @@ def _cpu_refusal(body: Any, kind: str) -> str | None:
         elif isinstance(n, AttrStmt):
             if isinstance(n.node, IterVar) and n.node.thread_tag:
                 problem.append(f"it launches GPU threads (T.launch_thread({n.node.thread_tag!r}, ...)); "
-                               f"minitvm builds for the CPU (target {kind!r}), where there are none")
+                               f"target {kind!r} is a CPU, where there are none: build for target=\"cuda\" "
+                               "(CUDA source) or \"cuda-emulated\" (run on this CPU as a GPU would)")
             else:
                 problem.append(f"it has a T.attr statement ({n.attr_key!r}), which minitvm's CPU code "
                                f"generators (target {kind!r}) do not implement")
@@ -69,4 +100,8 @@ def build_module(funcs: dict[str, Any], target: Any) -> Any:
         from .python import build_python
 
         return build_python(funcs, target)
+    if target.kind.name in ("cuda", "cuda-emulated"):
+        from ..cuda import build_cuda
+
+        return build_cuda(funcs, target)
     raise ValueError(f"no code generator for target kind {target.kind.name!r}")

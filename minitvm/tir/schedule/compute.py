@@ -43,7 +43,7 @@ def compute_at(root: Stmt, realize: BlockRealize, loop: For, reverse: bool,
     link = _find_partners(realize, loop, loop_path, scope, reverse, here)
     ana = rc.analyzer_for(loop, loop_path)
     var_doms = rc.block_var_domains(realize.block, link.own_kind, link.under_loop, link.partner_kind, loop,
-                                    link.buffers, ana, here)
+                                    link.buffers, ana, here, relax_threads=not reverse)
     nest = _covering_loop_nest(realize.block, var_doms, ana, preserve_unit_loops)
     if reverse:
         _check_consumer_covered(realize.block, var_doms, ana, here)

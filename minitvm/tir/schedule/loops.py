@@ -14,6 +14,7 @@ from ..expr import IntImm, PrimExpr, Var, const, is_const_int
 from ..functor import substitute
 from ..op import floordiv, floormod, logical_and
 from ..stmt import BlockRealize, For, ForKind, Stmt
+from ..thread_scope import THREAD_TAGS, is_thread_tag
 from .error import ScheduleError
 from .shared_analyses import is_const_true, loop_bounds, simplify
 from .tree import blocks_under, replace_stmt, walk_stmts
@@ -244,6 +245,9 @@ def set_loop_kind(root: Stmt, loop: For, kind: str, path: tuple, thread_axis: st
     from .checks import check_compact_dataflow
 
     name = loop.loop_var.name
+    if kind == ForKind.THREAD_BINDING and not is_thread_tag(thread_axis):
+        raise ScheduleError(f"cannot bind loop {name} to {thread_axis!r}: not a GPU thread axis; use one of "
+                            f"{', '.join(THREAD_TAGS)}")
     verb = {ForKind.PARALLEL: "parallelize", ForKind.VECTORIZED: "vectorize",
             ForKind.THREAD_BINDING: f"bind to {thread_axis}"}.get(kind)
     if verb is not None:
@@ -268,4 +272,5 @@ def set_loop_kind(root: Stmt, loop: For, kind: str, path: tuple, thread_axis: st
                                         f"loop {s.loop_var.name}")
     if thread_axis is not None:
         return replace_stmt(root, loop, ir.replace(loop, kind=kind, thread_binding=thread_axis))
-    return replace_stmt(root, loop, ir.replace(loop, kind=kind))
+    # a new kind replaces a thread binding (TVM: unroll after bind leaves a plain unrolled loop)
+    return replace_stmt(root, loop, ir.replace(loop, kind=kind, thread_binding=None))

@@ -21,7 +21,8 @@ from ..analysis import uses_var, vars_used
 from ..buffer import Buffer
 from ..expr import FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr, Range, Var, const
 from ..functor import substitute
-from ..stmt import Block, BlockRealize, For, Stmt
+from ..stmt import Block, BlockRealize, For, ForKind, Stmt
+from ..thread_scope import can_relax_storage_under_thread, storage_rank
 from .error import ScheduleError
 from .shared_analyses import range_bounds
 from .tree import blocks_under
@@ -200,6 +201,21 @@ def loops_between(loop: For, path: tuple) -> dict[int, tuple[PrimExpr, PrimExpr]
     return inner
 
 
+def thread_loops_sharing(loop: For, path: tuple, scope: str) -> dict[int, tuple[PrimExpr, PrimExpr]]:
+    """The thread-bound loops at or above ``loop`` on ``path`` whose threads all see one buffer
+    of storage ``scope`` (TVM's LoopDomainOfSRefTreePath with an extra relax scope): a shared
+    cache computed under ``threadIdx.x`` must hold what every thread of the block reads."""
+    if storage_rank(scope) == 0:  # global: TVM relaxes no thread loop here
+        return {}
+    out = {}
+    at = next((k for k, s in enumerate(path) if s is loop), None)
+    for s in path[:at + 1] if at is not None else ():
+        if isinstance(s, For) and s.kind == ForKind.THREAD_BINDING and s.thread_binding \
+                and can_relax_storage_under_thread(scope, s.thread_binding):
+            out[id(s.loop_var)] = (s.min, s.min + s.extent - 1)
+    return out
+
+
 def _relax_region(region: Any, bind: dict, inner: dict, ana: Any) -> list[Interval]:
     """Each dimension of ``region`` (after ``bind``) as an interval over the loops in ``inner``."""
     out = []
@@ -213,8 +229,10 @@ def _relax_region(region: Any, bind: dict, inner: dict, ana: Any) -> list[Interv
 
 
 def block_var_domains(block: Block, own_kind: str, partners: list, partner_kind: str, loop: For,
-                      linked: dict, ana: Any, here: str) -> list[VarDomain]:
-    """For each block variable, the range the new loops must cover and the bound on it."""
+                      linked: dict, ana: Any, here: str, relax_threads: bool = False) -> list[VarDomain]:
+    """For each block variable, the range the new loops must cover and the bound on it
+    (``relax_threads``, compute_at's: the partners' regions also relaxed over the thread loops
+    sharing the buffer's storage scope)."""
     block_vars = [iv.var for iv in block.iter_vars]
     doms = {id(v): VarDomain() for v in block_vars}
     provided: dict[int, list] = {}
@@ -230,6 +248,8 @@ def block_var_domains(block: Block, own_kind: str, partners: list, partner_kind:
         for r, path in partners:
             bind = {iv.var: v for iv, v in zip(r.block.iter_vars, r.iter_values)}
             inner = loops_between(loop, path)
+            if relax_threads:
+                inner.update(thread_loops_sharing(loop, path, buffer.scope))
             for region in getattr(r.block, partner_kind):
                 if region.buffer is buffer:
                     dims = _relax_region(region, bind, inner, ana)

@@ -423,7 +423,8 @@ class Schedule:
     def bind(self, loop: LoopRV, thread_axis: str) -> None:
         """Bind ``loop`` to a GPU thread axis (``"threadIdx.x"``, ``"blockIdx.y"``, ``"vthread.x"`` ...).
 
-        minitvm builds for the CPU only; the binding is checked and recorded as in TVM.
+        The loop's iterations then run on that axis of a GPU launch: built for ``"cuda"`` (CUDA C
+        source) or ``"cuda-emulated"`` (run on this CPU with CUDA's semantics); a CPU target refuses it.
         """
         self._set_kind(loop, ForKind.THREAD_BINDING, "bind", thread_axis)
 

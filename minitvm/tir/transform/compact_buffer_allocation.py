@@ -8,7 +8,11 @@ and shifts the indices accordingly — so a tile accumulator becomes a small arr
 generator places on the stack, and LLVM keeps it in registers.
 
 The allocation never moves inside a loop that drives a *reduction* of a block using the
-buffer: the partial results must survive from one iteration of such a loop to the next.
+buffer (writes into it): the partial results must survive from one iteration of such a loop
+to the next.  A buffer the reduction only reads (a shared tile of A) may move inside.
+On a GPU a ``shared`` buffer is one per thread block: its region is the union over the
+threadIdx loops (wherever the allocation lands, it is one per block), a ``local`` one stays
+per thread.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from ..buffer import Buffer, BufferRegion, decl_buffer
 from ..expr import BufferLoad, IntImm, Max, Min, PrimExpr, Range, const
 from ..function import PrimFunc
 from ..functor import StmtExprMutator, post_order_visit
+from ..schedule.region_cover import thread_loops_sharing
 from ..schedule.shared_analyses import range_bounds
 from ..schedule.tree import child_stmts, replace_stmt
 from ..stmt import Allocate, Block, BlockRealize, BufferStore, For, Stmt
@@ -56,7 +61,7 @@ def _uses(block: Block, buffer: Buffer) -> bool:
     return bool(hit)
 
 
-def _placement(users: list[tuple[BlockRealize, tuple]]) -> Stmt | None:
+def _placement(users: list[tuple[BlockRealize, tuple]], buffer: Buffer) -> Stmt | None:
     """The statement to wrap in the new allocation, or None to leave it where it is."""
     common = list(users[0][1])
     for _, path in users[1:]:
@@ -67,9 +72,10 @@ def _placement(users: list[tuple[BlockRealize, tuple]]) -> Stmt | None:
     # stop at the first nested block, and above any loop driving a user's reduction
     for n, s in enumerate(common):
         stop = isinstance(s, (Block, BlockRealize))
-        if isinstance(s, For):
+        if isinstance(s, For):  # (only a block writing the buffer accumulates into it)
             stop = any(iv.iter_type != "spatial" and uses_var(v, s.loop_var)
-                       for r, _ in users for iv, v in zip(r.block.iter_vars, r.iter_values))
+                       for r, _ in users if any(w.buffer is buffer for w in r.block.writes)
+                       for iv, v in zip(r.block.iter_vars, r.iter_values))
         if stop:
             common = common[:n]
             break
@@ -85,6 +91,9 @@ def _region(users: list[tuple[BlockRealize, tuple]], buffer: Buffer, loop: For) 
     for realize, path in users:
         inner = path[path.index(loop) + 1:]
         dom = {id(s.loop_var): (s.min, s.min + s.extent - 1) for s in inner if isinstance(s, For)}
+        # a shared buffer holds what every thread of the block touches (TVM relaxes the
+        # thread loops whose threads share the buffer's storage scope)
+        dom.update(thread_loops_sharing(loop, path, buffer.scope))
         bind = {iv.var: v for iv, v in zip(realize.block.iter_vars, realize.iter_values)}
         for region in realize.block.reads + realize.block.writes:
             if region.buffer is not buffer:
@@ -142,7 +151,7 @@ def compact(func: PrimFunc) -> PrimFunc:
     new_body = root.body
     for buffer in root.alloc_buffers:
         users = [(r, p) for r, p in _chains(new_body) if _uses(r.block, buffer)]
-        loop = _placement(users) if users else None
+        loop = _placement(users, buffer) if users else None
         if loop is None:
             kept.append(buffer)
             continue

@@ -8,7 +8,9 @@ For each ``BlockRealize``:
 * each ``T.alloc_buffer`` becomes an ``Allocate`` around the block's statements;
 * ``T.match_buffer`` views are resolved: an access ``M[i, j]`` of a view of
   ``A[r0:..., r1:...]`` becomes ``A[r0 + i, r1 + j]``;
-* a remaining ``T.init()`` is lowered first, as :mod:`.lower_init_block` does.
+* a remaining ``T.init()`` is lowered first, as :mod:`.lower_init_block` does;
+* a loop bound to a GPU thread axis becomes the thread launch it stands for,
+  ``T.launch_thread(tag, extent)`` (an ``AttrStmt`` "thread_extent" over an ``IterVar``).
 
 TVM does this in two passes (``ConvertBlocksToOpaque`` then ``LowerOpaqueBlock``); one is
 enough here, and both names run it.
@@ -19,10 +21,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..buffer import Buffer, BufferRegion
-from ..expr import BufferLoad, IntImm, PrimExpr
+from ..expr import BufferLoad, IntImm, IterVar, PrimExpr, Range
 from ..function import PrimFunc
 from ..functor import StmtExprMutator, substitute
-from ..stmt import Allocate, Block, BlockRealize, BufferStore, IfThenElse, Stmt
+from ..stmt import Allocate, AttrStmt, Block, BlockRealize, BufferStore, For, ForKind, IfThenElse, Stmt
 from .function_pass import prim_func_pass
 from .lower_init_block import lower_init
 
@@ -90,6 +92,15 @@ class _BlockLowerer(StmtExprMutator):
         for buffer in reversed(block.alloc_buffers):
             body = Allocate(buffer, body)
         return body
+
+    def visit_for_(self, n: For) -> Stmt:
+        loop = self.visit_children(n)
+        if loop.kind != ForKind.THREAD_BINDING:
+            return loop
+        tag = loop.thread_binding
+        iv = IterVar(Range(loop.min, loop.extent), loop.loop_var, IterVar.ThreadIndex, tag)
+        key = "virtual_thread" if tag.startswith("vthread") else "thread_extent"
+        return AttrStmt(iv, key, loop.extent, loop.body)
 
     # -- accesses through match_buffer views ------------------------------------------------
     def _resolve(self, buffer: Buffer, indices: tuple) -> tuple[Buffer, tuple]:

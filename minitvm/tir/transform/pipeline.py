@@ -13,16 +13,28 @@ from .flatten_buffer import FlattenBuffer
 from .lower_init_block import LowerInitBlock
 from .lower_opaque_block import LowerOpaqueBlock
 from .simplify import Simplify
+from .unify_thread_binding import UnifyThreadBinding
 from .verify_lowered import VerifyLowered
 
-__all__ = ["lower_pipeline", "lowered"]
+__all__ = ["lower_pipeline", "lowered", "device_lower_pipeline"]
 
 
 def lower_pipeline() -> Sequential:
-    """provable out-of-bounds accesses refused, allocations moved to where they are used,
-    init -> if, blocks -> plain statements, buffers -> flat 1-D, simplify, verify."""
-    return Sequential([OOBChecker(), CompactBufferAllocation(), LowerInitBlock(), LowerOpaqueBlock(), FlattenBuffer(),
-                       Simplify(), VerifyLowered()], name="tir.lower")
+    """provable out-of-bounds accesses refused, one variable per GPU thread axis, allocations
+    moved to where they are used, init -> if, blocks -> plain statements (thread-bound loops ->
+    thread launches), buffers -> flat 1-D, simplify, verify."""
+    return Sequential([OOBChecker(), UnifyThreadBinding(), CompactBufferAllocation(), LowerInitBlock(),
+                       LowerOpaqueBlock(), FlattenBuffer(), Simplify(), VerifyLowered()], name="tir.lower")
+
+
+def device_lower_pipeline() -> Sequential:
+    """After :func:`lower_pipeline`, for a GPU target: barriers where the threads of a block
+    share data through shared memory (ThreadSync), then each kernel launch split into its own
+    device function (SplitHostDevice), as TVM's build does."""
+    from .split_host_device import SplitHostDevice
+    from .thread_sync import ThreadSync
+
+    return Sequential([ThreadSync("shared"), ThreadSync("shared.dyn"), SplitHostDevice()], name="tir.device_lower")
 
 
 def lowered(mod: IRModule | PrimFunc, name: str = "main") -> Any:

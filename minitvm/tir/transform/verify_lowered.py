@@ -8,6 +8,8 @@ The lowered form (what LLVM codegen and the interpreter's fast path rely on):
 * every ``BufferLoad``/``BufferStore`` has one int32/int64 index into a 1-D buffer whose
   ``data`` variable is a parameter buffer's or an enclosing ``Allocate``'s; a stored value
   has the buffer's dtype;
+* GPU kernels: ``AttrStmt`` "thread_extent" launching a thread axis (``T.launch_thread``, it
+  defines the thread variable) and barriers ``T.tvm_storage_sync("shared")``;
 * calls are the float intrinsics (``tir.exp`` ...) or ``tir.if_then_else``;
 * every variable is defined: a scalar parameter, a symbolic shape of a parameter buffer,
   or a loop or let variable in scope.
@@ -19,11 +21,11 @@ from typing import Any
 
 from ...ir.node import Node
 from ..buffer import Buffer
-from ..expr import BufferLoad, Call, Let, PrimExpr, Var
+from ..expr import BufferLoad, Call, IterVar, Let, PrimExpr, Var
 from ..function import PrimFunc
 from ..functor import StmtExprVisitor
 from ..op import INTRINSICS
-from ..stmt import Allocate, AssertStmt, BufferStore, Evaluate, For, ForKind, IfThenElse, LetStmt, SeqStmt
+from ..stmt import Allocate, AssertStmt, AttrStmt, BufferStore, Evaluate, For, ForKind, IfThenElse, LetStmt, SeqStmt
 from .function_pass import prim_func_pass
 
 __all__ = ["VerifyLowered", "lowered_form_errors"]
@@ -31,9 +33,9 @@ __all__ = ["VerifyLowered", "lowered_form_errors"]
 # tir.ret is let through so that codegen refuses it by name (NotImplementedError)
 ALLOWED_CALLS = frozenset({f"tir.{name}" for name in INTRINSICS}
                           | {"tir.if_then_else", "tir.likely", "tir.call_extern", "tir.call_llvm_pure_intrin",
-                             "tir.ret"})
+                             "tir.ret", "tir.tvm_storage_sync"})
 ALLOWED_LOOP_KINDS = (ForKind.SERIAL, ForKind.PARALLEL, ForKind.VECTORIZED, ForKind.UNROLLED)
-_ALLOWED_STMTS = (SeqStmt, For, IfThenElse, LetStmt, AssertStmt, Evaluate, Allocate, BufferStore)
+_ALLOWED_STMTS = (SeqStmt, For, IfThenElse, LetStmt, AssertStmt, Evaluate, Allocate, BufferStore, AttrStmt)
 
 
 class _Checker(StmtExprVisitor):
@@ -78,6 +80,17 @@ class _Checker(StmtExprVisitor):
                                f"{', '.join(ALLOWED_LOOP_KINDS)}")
         self.visit((n.min, n.extent))
         self._scoped(n.loop_var, n.body)
+
+    def visit_attr_stmt_(self, n: AttrStmt) -> None:
+        if n.attr_key != "thread_extent" or not isinstance(n.node, IterVar):
+            self.errors.append(f"AttrStmt {n.attr_key!r} is not allowed in lowered TIR (only GPU thread "
+                               "launches, \"thread_extent\")")
+            return
+        self.visit(n.value)
+        if id(n.node.var) in self.defined:  # a thread axis launched again inside its own launch
+            self.visit(n.body)
+        else:
+            self._scoped(n.node.var, n.body)
 
     def visit_let_stmt_(self, n: LetStmt) -> None:
         self.visit(n.value)

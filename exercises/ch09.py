@@ -1,0 +1,156 @@
+# Generated from solutions/ch09.py by `python -m minitvm.grade.make_stubs`: edit the bodies that raise.
+"""Chapter 9 exercises: GPUs and the emulated GPU (to solve).
+
+Each function takes an ``IRModule`` (the starting programs are below; the graders pass their
+own copies, sometimes at other sizes) and returns the ``tir.Schedule`` after your
+transformations, or writes a kernel, or predicts a number. Try them here or in a notebook::
+
+    import minitvm
+    from exercises import ch09
+    sch = ch09.bind_elementwise(ch09.VectorAdd)
+    lib = minitvm.build(sch.mod, target="cuda-emulated")
+    print(lib.imported_modules[0].get_source())
+    print(lib.report())
+
+The graders (``tests/grade/test_ch09.py``) build every kernel for ``"cuda-emulated"``, run it
+against numpy and read the emulator's report (threads, shared memory, bytes moved). Run them
+with ``minitvm grade ch09`` or ``minitvm.grade.check("ch09")``.
+"""
+
+from __future__ import annotations
+
+from minitvm import tir
+from minitvm.ir import IRModule
+from minitvm.script import ir as I
+from minitvm.script import tir as T
+
+# ---------------------------------------------------------------- starting programs
+
+
+@I.ir_module
+class VectorAdd:
+    @T.prim_func
+    def main(A: T.Buffer((1024,), "float32"), B: T.Buffer((1024,), "float32"), C: T.Buffer((1024,), "float32")):
+        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        for i in range(1024):
+            with T.block("C"):
+                vi = T.axis.spatial(1024, i)
+                C[vi] = A[vi] + B[vi]
+
+
+@I.ir_module
+class Transpose:
+    @T.prim_func
+    def main(A: T.Buffer((256, 128), "float32"), B: T.Buffer((128, 256), "float32")):
+        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        for i, j in T.grid(128, 256):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi, vj] = A[vj, vi]
+
+
+@I.ir_module
+class WindowSum:
+    @T.prim_func
+    def main(A: T.Buffer((1026,), "float32"), B: T.Buffer((1024,), "float32")):
+        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        for i in range(1024):
+            with T.block("C"):
+                vi = T.axis.spatial(1024, i)
+                B[vi] = A[vi] + A[vi + 1] + A[vi + 2]
+
+
+@I.ir_module
+class MatMul:
+    @T.prim_func
+    def main(A: T.Buffer((256, 256), "float32"), B: T.Buffer((256, 256), "float32"),
+             C: T.Buffer((256, 256), "float32")):
+        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        for i, j, k in T.grid(256, 256, 256):
+            with T.block("C"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                with T.init():
+                    C[vi, vj] = T.float32(0)
+                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+
+# ---------------------------------------------------------------- exercises
+
+
+def bind_elementwise(mod: IRModule, nthread: int = 128) -> tir.Schedule:
+    """Exercise 9.1: run block "C" on the GPU, ``nthread`` threads per block.
+
+    Split the loop of block "C" into ``[None, nthread]``; bind the outer loop to
+    ``"blockIdx.x"`` and the inner one to ``"threadIdx.x"``.
+    """
+    raise NotImplementedError("exercise 9.1: write bind_elementwise")
+
+
+def bind_2d_tiles(mod: IRModule, tile: int = 16) -> tir.Schedule:
+    """Exercise 9.2: a 2-D grid of 2-D blocks for the transpose (block "B").
+
+    Split both loops of block "B" by ``tile``; order them ``i0, j0, i1, j1``; bind ``i0`` to
+    ``"blockIdx.y"``, ``j0`` to ``"blockIdx.x"``, ``i1`` to ``"threadIdx.y"`` and ``j1`` to
+    ``"threadIdx.x"``: ``tile x tile`` threads per block.
+    """
+    raise NotImplementedError("exercise 9.2: write bind_2d_tiles")
+
+
+def window_sum_shared(mod: IRModule, nthread: int = 128) -> tir.Schedule:
+    """Exercise 9.3: the window sum through shared memory, fetched cooperatively.
+
+    Bind block "C" as in 9.1; cache its input ``A`` (read buffer 0) in ``"shared"`` memory,
+    computed at the ``threadIdx.x`` loop; then split the cache's copy loop by ``nthread`` and
+    bind the inner part to ``"threadIdx.x"``, so that each element is fetched by one thread
+    (without it, every thread writes every element: the emulator refuses that race).
+    """
+    raise NotImplementedError("exercise 9.3: write window_sum_shared")
+
+
+def reverse_chunks() -> tir.PrimFunc:
+    """Exercise 9.4: write a GPU kernel in TVMScript.
+
+    ``B[128 * b + t] = A[128 * b + 127 - t]`` for a 1024-element float32 ``A``: each block of
+    128 threads reverses one chunk of 128. Use ``T.launch_thread("blockIdx.x", 8)`` and
+    ``T.launch_thread("threadIdx.x", 128)``; every thread copies one element of its chunk into a
+    ``T.allocate([128], "float32", "shared")`` array, then writes the mirrored element. (The
+    build inserts the barrier between the two; the emulator checks there is no race.)
+    Return the ``T.prim_func`` (parameters ``A`` and ``B``).
+    """
+    raise NotImplementedError("exercise 9.4: write reverse_chunks")
+
+
+def matmul_local_tiles(mod: IRModule, v: int = 4) -> tir.Schedule:
+    """Exercise 9.5: the course's local blocking: each thread accumulates a ``v x v`` tile of C.
+
+    ``cache_write`` block "C" into ``"local"``; split ``i`` and ``j`` into ``[None, 8, v]`` and
+    ``k`` into ``[None, 4]``; order ``i0, j0, i1, j1, k0, k1, i2, j2``; move the local cache's
+    write-back under ``j1`` (``reverse_compute_at``); bind ``i0``/``j0`` to
+    ``blockIdx.y``/``blockIdx.x`` and ``i1``/``j1`` to ``threadIdx.y``/``threadIdx.x``; finally
+    ``decompose_reduction`` at ``k0``.
+    """
+    raise NotImplementedError("exercise 9.5: write matmul_local_tiles")
+
+
+def matmul_shared_tiles(mod: IRModule) -> tir.Schedule:
+    """Exercise 9.6: the course's shared-memory blocking (8 x 8 local tiles, 8 x 8 threads, k by 8).
+
+    As 9.5 with ``v = 8``, ``k`` split by 8, and no ``threadIdx.y``: fuse ``i1`` and ``j1`` into
+    one loop bound to ``"threadIdx.x"`` (64 threads). Then, for each input (read buffers 0 and
+    1 of block "C"): ``cache_read`` it into ``"shared"``, ``compute_at`` the ``k0`` loop, fuse the
+    cache's two inner loops, split the result into ``[None, 64, 4]``, vectorize the last part
+    and bind the middle one to ``"threadIdx.x"``. ``decompose_reduction`` at ``k0`` last.
+    """
+    raise NotImplementedError("exercise 9.6: write matmul_shared_tiles")
+
+
+def window_sum_global_bytes(n: int, nthread: int, shared: bool) -> int:
+    """Exercise 9.7: predict the global-memory traffic of the window sum, in bytes.
+
+    ``B[i] = A[i] + A[i + 1] + A[i + 2]`` for ``n`` float32 outputs (``n`` a multiple of
+    ``nthread``), bound as in 9.1. Without shared memory every thread loads its three inputs
+    from global memory and stores one output; with the cooperative shared cache of 9.3
+    (``shared=True``) each block loads its ``nthread + 2`` inputs once. Count every load and
+    store of every thread, 4 bytes each (the emulator's report counts the same way).
+    """
+    raise NotImplementedError("exercise 9.7: write window_sum_global_bytes")

@@ -1,0 +1,175 @@
+"""Graders for chapter 9 (``exercises/ch09.py``): one test per exercise, worth ``points``.
+
+The starting programs are built here (at sizes of the grader's choosing), so editing them in
+the exercise file changes nothing. Every kernel is built for ``"cuda-emulated"``: it must
+match numpy on random data, and the emulator's report (grid, threads per block, shared and
+local memory, bytes moved) must show the schedule the exercise asks for.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minitvm
+from minitvm import te, tir
+from minitvm.ir import IRModule
+from minitvm.testing import assert_allclose
+from minitvm.testing import gpu_programs as gp
+
+
+@pytest.fixture
+def ex(grade_module):
+    return grade_module("ch09")
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def _module(func) -> IRModule:
+    return IRModule({"main": func})
+
+
+def _transpose(n: int, m: int) -> IRModule:
+    A = te.placeholder((m, n), name="A")
+    B = te.compute((n, m), lambda i, j: A[j, i], name="B")
+    return _module(te.create_prim_func([A, B]).with_attr("global_symbol", "main"))
+
+
+def _scheduled(result) -> IRModule:
+    if isinstance(result, tir.Schedule):
+        return result.mod
+    assert isinstance(result, IRModule), f"return the tir.Schedule (or its .mod), not {type(result).__name__}"
+    return result
+
+
+def _run(mod: IRModule, seed: int, *, name: str = "main"):
+    """Build for the emulated GPU, run on random inputs, return (outputs, report)."""
+    lib = minitvm.build(mod, target="cuda-emulated")
+    func = mod[mod.keys()[0]]
+    rng = np.random.default_rng(seed)
+    arrays = [rng.standard_normal(tuple(int(s) for s in b.shape)).astype(b.dtype) for b in func.buffers]
+    nd = [minitvm.nd.array(a, minitvm.cuda(0)) for a in arrays]
+    lib[name](*nd)
+    return [a.numpy() for a in nd], lib.report()[0]
+
+
+# ------------------------------------------------------------------ 9.1
+
+
+@pytest.mark.points(1)
+@pytest.mark.hint("split by [None, nthread]; bind the outer loop to blockIdx.x, the inner to threadIdx.x")
+@pytest.mark.parametrize("n, nthread", [(1024, 128), (768, 256)])
+def test_bind_elementwise(ex, n, nthread):
+    """Exercise 9.1: the vector add on 8 blocks of 128 threads (and other sizes)."""
+    mod = _scheduled(ex.bind_elementwise(_module(gp.vector_add(n)), nthread))
+    (a, b, c), report = _run(mod, seed=n)
+    assert_allclose(c, a + b, rtol=1e-6)
+    assert report.grid == (n // nthread, 1, 1) and report.block == (nthread, 1, 1), \
+        f"expected {n // nthread} blocks of {nthread} threads, got grid {report.grid}, block {report.block}"
+
+
+# ------------------------------------------------------------------ 9.2
+
+
+@pytest.mark.points(2)
+@pytest.mark.hint("reorder(i0, j0, i1, j1); i0 -> blockIdx.y, j0 -> blockIdx.x, i1 -> threadIdx.y, j1 -> threadIdx.x")
+def test_bind_2d_tiles(ex):
+    """Exercise 9.2: a 2-D grid of 16 x 16 thread blocks for the transpose."""
+    mod = _scheduled(ex.bind_2d_tiles(_transpose(64, 96), 16))
+    (a, b), report = _run(mod, seed=2)
+    assert_allclose(b, a.T)
+    assert report.grid == (96 // 16, 64 // 16, 1), f"grid {report.grid}: blockIdx.x should run over columns"
+    assert report.block == (16, 16, 1), f"block {report.block}: expected 16 x 16 threads"
+
+
+# ------------------------------------------------------------------ 9.3
+
+
+@pytest.mark.points(2)
+@pytest.mark.hint("cache_read(block, 0, 'shared'), compute_at the threadIdx.x loop, then split and bind the copy loop")
+def test_window_sum_shared(ex):
+    """Exercise 9.3: the window sum through a cooperatively fetched shared cache."""
+    n, nthread = 512, 64
+    mod = _scheduled(ex.window_sum_shared(_module(gp.window_sum(n)), nthread))
+    (a, b), report = _run(mod, seed=3)
+    assert_allclose(b, a[:-2] + a[1:-1] + a[2:], rtol=1e-5, atol=1e-6)
+    assert report.shared_bytes > 0, "A is not cached in shared memory"
+    assert report.shared_bytes <= 2 * nthread * 4, \
+        f"the shared cache ({report.shared_bytes} B) holds more than a block needs"
+    assert report.global_bytes == (n // nthread) * (nthread + 2 + nthread) * 4, \
+        "each block should load its nthread + 2 inputs from global memory once"
+
+
+# ------------------------------------------------------------------ 9.4
+
+
+@pytest.mark.points(2)
+@pytest.mark.hint("S_1[tx] = A[bx * 128 + tx], then B[bx * 128 + tx] = S_1[127 - tx]")
+def test_reverse_chunks(ex):
+    """Exercise 9.4: a TVMScript kernel with T.launch_thread and shared memory."""
+    func = ex.reverse_chunks()
+    assert isinstance(func, tir.PrimFunc), f"return the T.prim_func, not {type(func).__name__}"
+    lib = minitvm.build(func, target="cuda-emulated", name="main")
+    a = np.random.default_rng(4).standard_normal(1024).astype("float32")
+    b = minitvm.nd.empty((1024,), "float32")
+    lib["main"](minitvm.nd.array(a), b)
+    assert_allclose(b.numpy(), a.reshape(8, 128)[:, ::-1].reshape(-1))
+    source = lib.imported_modules[0].get_source()
+    assert "__shared__" in source, "go through a shared-memory array"
+    assert lib.report()[0].block == (128, 1, 1)
+
+
+# ------------------------------------------------------------------ 9.5
+
+
+@pytest.mark.points(2)
+@pytest.mark.hint("the course's blocking(sch, v, v, 8, 8, 4); decompose_reduction last")
+@pytest.mark.parametrize("v", [2, 4])
+def test_matmul_local_tiles(ex, v):
+    """Exercise 9.5: the course's local blocking, v x v per thread."""
+    n = 128
+    mod = _scheduled(ex.matmul_local_tiles(_module(gp.matmul(n)), v))
+    (a, b, c), report = _run(mod, seed=5 + v)
+    assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+    assert report.block == (8, 8, 1), f"expected 8 x 8 threads per block, got {report.block}"
+    assert report.grid == (n // (8 * v), n // (8 * v), 1)
+    assert report.local_bytes == v * v * 4, f"each thread should accumulate a {v} x {v} tile in local memory"
+
+
+# ------------------------------------------------------------------ 9.6
+
+
+@pytest.mark.points(3)
+@pytest.mark.hint("fuse(i1, j1) -> threadIdx.x; per input: cache_read shared, compute_at k0, fuse, split [None, 64, 4]")
+def test_matmul_shared_tiles(ex):
+    """Exercise 9.6: the course's shared-memory blocking."""
+    n = 128
+    mod = _scheduled(ex.matmul_shared_tiles(_module(gp.matmul(n))))
+    (a, b, c), report = _run(mod, seed=6)
+    assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+    assert report.block == (64, 1, 1), f"expected 64 threads per block (threadIdx.x), got {report.block}"
+    assert report.shared_bytes == 2 * 64 * 8 * 4, \
+        f"expected a 64 x 8 tile of A and an 8 x 64 tile of B in shared memory, got {report.shared_bytes} B"
+    local = _run(gp.matmul_local_blocking(tir.Schedule(gp.matmul(n)), 8, 8, 8, 8, 8).mod, seed=6)[1]
+    assert report.global_bytes * 4 < local.global_bytes, "the shared tiles should cut global-memory traffic"
+
+
+# ------------------------------------------------------------------ 9.7
+
+
+@pytest.mark.points(2)
+@pytest.mark.hint("without shared: 3 loads + 1 store per thread; with: per block nthread + 2 loads and nthread stores")
+@pytest.mark.parametrize("shared", [False, True])
+def test_window_sum_global_bytes(ex, shared):
+    """Exercise 9.7: predict the bytes the emulator counts."""
+    rng = np.random.default_rng(7)
+    for _ in range(2):
+        nthread = int(rng.choice([32, 64, 128]))
+        n = nthread * int(rng.integers(2, 9))
+        sch = gp.window_sum_shared(tir.Schedule(gp.window_sum(n)), nthread) if shared else \
+            gp.bind_vector_add(tir.Schedule(gp.window_sum(n)), nthread)
+        want = minitvm.build(sch.mod, target="cuda-emulated").report()[0].global_bytes
+        got = ex.window_sum_global_bytes(n, nthread, shared)
+        assert got == want, (f"n={n}, nthread={nthread}, shared={shared}: you predicted {got} B, "
+                             f"the emulator counts {want} B")
