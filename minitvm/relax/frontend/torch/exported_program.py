@@ -17,7 +17,7 @@ from ...op import astype
 from ...struct_info import TensorStructInfo
 from . import binary, creation, datatype, manipulation, nn, search, statistical, unary
 
-__all__ = ["from_exported_program", "CONVERTERS", "CONVERTER_KINDS"]
+__all__ = ["from_exported_program", "CONVERTERS", "CONVERTER_KINDS", "CHECKS", "TRAINING_OPS"]
 
 #: The converter modules by kind, in the order the docs list them.
 CONVERTER_KINDS: dict[str, Any] = {
@@ -29,6 +29,21 @@ CONVERTER_KINDS: dict[str, Any] = {
 CONVERTERS: dict[str, Callable[[Any, "ExportedProgramConverter"], Any]] = {
     name: fn for module in CONVERTER_KINDS.values() for name, fn in module.CONVERTERS.items()
 }
+
+#: ATen op name -> ``fn(node, converter)`` returning why this call (a variant: a 3-D transposed
+#: convolution, an unsupported keyword) cannot be converted, or None; run before any conversion
+CHECKS: dict[str, Callable[[Any, "ExportedProgramConverter"], str | None]] = {
+    name: fn for module in CONVERTER_KINDS.values() for name, fn in getattr(module, "CHECKS", {}).items()
+}
+
+#: ATen ops that only a model in training mode records (batch statistics, random dropout)
+TRAINING_OPS = frozenset({"aten._native_batch_norm_legit_functional.default", "aten._native_batch_norm_legit.default",
+                          "aten.native_dropout.default", "aten.bernoulli.p", "aten.bernoulli.default"})
+
+_ADVICE = ("Convert the missing ones yourself with custom_convert_map, one function per ATen overload, e.g.\n"
+           "  from_exported_program(ep, custom_convert_map={{\"{name}\": "
+           "lambda node, importer: importer.bb.emit(relax.op.exp(importer.arg(node.args[0])))}})\n"
+           "docs/torch_ops.md lists the operators and variants minitvm converts.")
 
 
 def op_name(node: Any) -> str:
@@ -82,8 +97,10 @@ def _dim_name(symbol: Any, shape_env: Any) -> str:
 class ExportedProgramConverter:
     """The state of one conversion; converters read their arguments through it."""
 
-    def __init__(self, convert_map: dict[str, Callable]):
+    def __init__(self, convert_map: dict[str, Callable], custom: frozenset[str] = frozenset()):
         self.convert_map = convert_map
+        #: the ops ``custom_convert_map`` converts (their variants are the user's business)
+        self.custom = custom
         self.bb = BlockBuilder()
         self.env: dict[Any, Any] = {}
         self.sym: dict[str, TirVar] = {}
@@ -186,26 +203,74 @@ class ExportedProgramConverter:
         return self.bb.emit_output(Tuple(values), "gv")
 
     # -- the walk -----------------------------------------------------------------------------
-    def check_supported(self, graph: Any) -> None:
+    def check_supported(self, graph: Any, custom: frozenset[str] = frozenset()) -> None:
+        """Every operator has a converter and every call a variant it takes, or one error lists
+        them all (each with its source line) and says what to do; a model exported in training
+        mode is told to call ``model.eval()`` first."""
         missing: dict[str, list[str]] = {}
+        training: dict[str, list[str]] = {}
         for node in graph.nodes:
-            if node.op == "call_function":
-                name = op_name(node)
-                if name not in self.convert_map:
-                    missing.setdefault(name, []).append(source_line(node))
-        if missing:
+            if node.op != "call_function":
+                continue
+            name = op_name(node)
+            if name in custom:  # the user's own converter takes every variant
+                continue
+            why = _training_reason(node, name)
+            if why is not None:
+                training.setdefault(f"{name} ({why})", []).append(source_line(node))
+                continue
+            if name not in self.convert_map:
+                missing.setdefault(name, []).append(source_line(node))
+                continue
+            check = CHECKS.get(name)
+            why = check(node, self) if check is not None else None
+            if why:
+                missing.setdefault(f"{name}: {why}", []).append(source_line(node))
+        if not missing and not training:
+            return
+
+        def listing(entries: dict[str, list[str]]) -> list[str]:
             lines = []
-            for name, where in missing.items():
+            for name, where in entries.items():
                 place = "; ".join(dict.fromkeys(w for w in where if w))
                 lines.append(f"  {name}" + (f"  ({place})" if place else ""))
-            raise ValueError("from_exported_program: unsupported operators:\n" + "\n".join(lines))
+            return lines
+
+        parts = []
+        if training:
+            parts.append("from_exported_program: the model was exported in training mode:\n"
+                         + "\n".join(listing(training))
+                         + "\nCall model.eval() before torch.export.export(model, ...) to export it for inference.")
+        if missing:
+            first = next(iter(missing)).split(":")[0]
+            parts.append("from_exported_program: unsupported operators:\n" + "\n".join(listing(missing))
+                         + "\n" + _ADVICE.format(name=first))
+        raise ValueError("\n\n".join(parts))
+
+    def convert_node(self, node: Any) -> Any:
+        """One call: an empty result (a zero in its static shape) is an empty constant, as
+        torch allows (``cat`` of an empty cache); otherwise the converter's value, cast to the
+        dtype torch recorded when it differs (torch's promotion, e.g. int32 ``sum`` to int64)."""
+        name = op_name(node)
+        val = node.meta.get("val")
+        custom = name in self.custom
+        if not custom and _is_static_empty(val) and name not in ("getitem",):
+            return const(np.empty(tuple(int(d) for d in val.shape), dtype=_dtype_name(val.dtype)))
+        out = self.convert_map[name](node, self)
+        if custom or not isinstance(out, Expr) or not hasattr(val, "dtype"):
+            return out
+        sinfo = struct_info_of(out)
+        want = _dtype_name(val.dtype)
+        if isinstance(sinfo, TensorStructInfo) and not sinfo.is_unknown_dtype and sinfo.dtype != want:
+            return self.bb.emit(astype(out, want))
+        return out
 
     def convert(self, ep: Any, keep_params_as_input: bool, unwrap_unit_return_tuple: bool,
                 no_bind_return_tuple: bool = False) -> IRModule:
         from torch.export.graph_signature import InputKind  # torch is optional and heavy: imported on first use
 
         graph = ep.graph_module.graph
-        self.check_supported(graph)
+        self.check_supported(graph, self.custom)
         specs = {s.arg.name: s for s in ep.graph_signature.input_specs}
         placeholders = [n for n in graph.nodes if n.op == "placeholder"]
         user_vars, param_vars, param_values = [], [], []
@@ -240,13 +305,34 @@ class ExportedProgramConverter:
                 output = None
                 for node in graph.nodes:
                     if node.op == "call_function":
-                        self.env[node] = self.convert_map[op_name(node)](node, self)
+                        self.env[node] = self.convert_node(node)
                     elif node.op == "output":
                         output = self.emit_result(node.args[0], unwrap_unit_return_tuple, no_bind_return_tuple)
                     elif node.op not in ("placeholder",):
                         raise ValueError(f"from_exported_program: graph node kind {node.op!r} is not supported")
             self.bb.emit_func_output(output)
         return self.bb.get()
+
+
+def _is_static_empty(val: Any) -> bool:
+    """A fake tensor with a constant zero among its sizes (and no symbolic one)."""
+    shape = getattr(val, "shape", None)
+    if shape is None or not hasattr(val, "dtype"):
+        return False
+    return all(isinstance(d, int) for d in shape) and any(d == 0 for d in shape)
+
+
+def _training_reason(node: Any, name: str) -> str | None:
+    """Why ``node`` shows the model was exported in training mode, or None."""
+    if name in TRAINING_OPS:
+        if name == "aten.native_dropout.default" and not bool(node.args[2] if len(node.args) > 2 else True):
+            return None
+        return "batch statistics" if "batch_norm" in name else "random dropout"
+    if name == "aten.dropout.default" and bool(node.args[2] if len(node.args) > 2 else node.kwargs.get("train")):
+        return "random dropout"
+    if name == "aten.batch_norm.default" and bool(node.args[5] if len(node.args) > 5 else node.kwargs.get("training")):
+        return "batch statistics"
+    return None
 
 
 def from_exported_program(ep: Any, *, keep_params_as_input: bool = False, unwrap_unit_return_tuple: bool = False,
@@ -274,5 +360,6 @@ def from_exported_program(ep: Any, *, keep_params_as_input: bool = False, unwrap
             warnings.filterwarnings("ignore", message=r".*LeafSpec.* is deprecated", category=FutureWarning)
             ep = ep.run_decompositions()
     convert_map = {**CONVERTERS, **(custom_convert_map or {})}
-    return ExportedProgramConverter(convert_map).convert(ep, keep_params_as_input, unwrap_unit_return_tuple,
-                                                         no_bind_return_tuple)
+    converter = ExportedProgramConverter(convert_map, frozenset(custom_convert_map or ()))
+    return converter.convert(ep, keep_params_as_input, unwrap_unit_return_tuple,
+                             no_bind_return_tuple)
