@@ -254,8 +254,11 @@ class ExportedProgramConverter:
         name = op_name(node)
         val = node.meta.get("val")
         custom = name in self.custom
-        if not custom and _is_static_empty(val) and name not in ("getitem",):
-            return const(np.empty(tuple(int(d) for d in val.shape), dtype=_dtype_name(val.dtype)))
+        if not custom and name != "getitem":
+            if _is_static_empty(val):
+                return _empty_const(val)
+            if isinstance(val, (tuple, list)) and val and all(_is_static_empty(v) for v in val):
+                return tuple(_empty_const(v) for v in val)
         out = self.convert_map[name](node, self)
         if custom or not isinstance(out, Expr) or not hasattr(val, "dtype"):
             return out
@@ -320,6 +323,10 @@ def _is_static_empty(val: Any) -> bool:
     if shape is None or not hasattr(val, "dtype"):
         return False
     return all(isinstance(d, int) for d in shape) and any(d == 0 for d in shape)
+
+
+def _empty_const(val: Any) -> Expr:
+    return const(np.empty(tuple(int(d) for d in val.shape), dtype=_dtype_name(val.dtype)))
 
 
 def _training_reason(node: Any, name: str) -> str | None:
