@@ -157,6 +157,10 @@ class ExportedProgramConverter:
         raise ValueError(f"from_exported_program: symbolic size {e} is not supported")
 
     def shape_of(self, a: Any) -> list[Any]:
+        """The shape torch recorded for node ``a`` (ints, or tir expressions where symbolic); a
+        Relax value (``from_fx`` passes parameters as constants) gives its struct info's."""
+        if isinstance(a, Expr):
+            return [d.value if hasattr(d, "value") else d for d in struct_info_of(a).shape_values]
         return [self._prim(d) for d in a.meta["val"].shape]
 
     def scalar(self, value: Any, like: Expr) -> Expr:

@@ -651,7 +651,28 @@ CONVERTERS = {
 }
 
 
+#: ops whose converters give only some outputs: op -> the outputs available
+_PARTIAL_OUTPUTS = {
+    **{f"aten.max_pool{d}d_with_indices.default": (0,) for d in (1, 2, 3)},
+    "aten.native_layer_norm.default": (0,), "aten.native_group_norm.default": (0,),
+    "aten._native_batch_norm_legit_no_training.default": (0,), "aten._native_batch_norm_legit.no_stats": (0,),
+}
+
+
+def _check_getitem(node, conv):
+    """A use of an output a converter does not produce (max pooling's indices, a norm's saved
+    statistics)."""
+    src = node.args[0]
+    target = str(getattr(src, "target", ""))
+    kept = _PARTIAL_OUTPUTS.get(target)
+    if kept is not None and int(node.args[1]) not in kept:
+        what = "the indices" if "max_pool" in target else "the saved statistics"
+        return f"output {node.args[1]} of {target} ({what}) is not supported, only output 0"
+    return None
+
+
 CHECKS = {
+    "getitem": _check_getitem,
     "aten.index.Tensor": _check_index,
     "aten.scatter_reduce.two": _check_scatter_reduce,
 }
