@@ -8,7 +8,8 @@ with eager torch.  Every sample gives one :class:`SampleResult` naming the ATen 
 graph, so results add up per overload (:func:`per_overload`).
 
     python -m minitvm.testing.torch_op_db --samples 4            # a summary on the terminal
-    python -m minitvm.testing.torch_op_db --samples 8 --docs     # also rewrite docs/torch_ops.md
+    python -m minitvm.testing.torch_op_db --samples 1 --dtypes float32 --docs
+        # also write minitvm/relax/frontend/torch/op_db_results.json and docs/torch_ops.md
 
 CI runs a bounded, seeded subset (``tests/relax/frontend/torch/test_op_db.py``).
 """
@@ -26,6 +27,7 @@ from typing import Any, Iterable, Iterator
 import numpy as np
 
 __all__ = ["SampleResult", "OverloadStats", "op_infos", "run_sample", "run_op", "sweep", "per_overload",
+           "results_record",
            "VALUE_ARBITRARY", "NONDETERMINISTIC"]
 
 #: ops whose values are unspecified (only shape and dtype are compared)
@@ -234,8 +236,16 @@ def run_sample(info: Any, sample: Any, dtype: str, index: int) -> list[SampleRes
     return out
 
 
-def _samples(info: Any, dtype: str, limit: int | None, seed: int) -> Iterator[tuple[int, Any]]:
-    """Up to ``limit`` samples of ``info`` for ``dtype``, a seeded choice among all of them."""
+def _numel(sample: Any) -> int:
+    tensors: list = []
+    _lift(((sample.input, *sample.args), dict(sample.kwargs)), tensors)
+    return sum(t.numel() for t in tensors)
+
+
+def _samples(info: Any, dtype: str, limit: int | None, seed: int,
+             max_numel: int | None = None) -> Iterator[tuple[int, Any]]:
+    """Up to ``limit`` samples of ``info`` for ``dtype``, a seeded choice among all of them
+    (among those with at most ``max_numel`` input elements, when any has so few)."""
     import torch  # heavy: imported on first use
 
     torch.manual_seed(seed)
@@ -243,6 +253,9 @@ def _samples(info: Any, dtype: str, limit: int | None, seed: int) -> Iterator[tu
         warnings.simplefilter("ignore")
         samples = list(info.sample_inputs("cpu", getattr(torch, dtype), requires_grad=False))
     indices = list(range(len(samples)))
+    if max_numel is not None:
+        small = [k for k in indices if _numel(samples[k]) <= max_numel]
+        indices = small or indices
     if limit is not None and len(indices) > limit:
         indices = sorted(random.Random(seed).sample(indices, limit))
     for k in indices:
@@ -250,8 +263,9 @@ def _samples(info: Any, dtype: str, limit: int | None, seed: int) -> Iterator[tu
 
 
 def run_op(info: Any, samples_per_dtype: int | None = 4, seed: int = 0,
-           dtypes: Iterable[str] = DTYPES) -> list[SampleResult]:
-    """Every chosen sample of one OpInfo, for each of ``dtypes`` the op supports on the CPU."""
+           dtypes: Iterable[str] = DTYPES, max_numel: int | None = None) -> list[SampleResult]:
+    """Every chosen sample of one OpInfo, for each of ``dtypes`` the op supports on the CPU
+    (``max_numel``: prefer samples with at most that many input elements)."""
     import torch  # heavy: imported on first use
 
     supported = info.supported_dtypes("cpu")
@@ -260,7 +274,7 @@ def run_op(info: Any, samples_per_dtype: int | None = 4, seed: int = 0,
         if getattr(torch, dtype) not in supported:
             continue
         try:
-            chosen = list(_samples(info, dtype, samples_per_dtype, seed))
+            chosen = list(_samples(info, dtype, samples_per_dtype, seed, max_numel))
         except Exception as err:
             out.append(SampleResult(_full_name(info), dtype, -1, True, "skip", message=_first_line(err)))
             continue
@@ -310,21 +324,40 @@ def _summary(results: list[SampleResult]) -> str:
     return "\n".join(lines)
 
 
+def results_record(results: list[SampleResult], samples_per_dtype: int | None, dtypes: Iterable[str]) -> dict:
+    """What ``docs/torch_ops.md`` shows of a sweep (the JSON ``op_table.OP_DB_RESULTS`` holds)."""
+    import torch  # heavy: imported on first use
+
+    stats = per_overload(results)
+    return {
+        "torch": torch.__version__.split("+")[0], "samples_per_dtype": samples_per_dtype, "dtypes": list(dtypes),
+        "samples": dict(sorted(Counter(r.status for r in results).items())),
+        "overloads": {op: [s.passed, s.total] for op, s in sorted(stats.items())},
+        "missing": dict(sorted(Counter(op for r in results if r.status == "unsupported" for op in r.missing).items())),
+    }
+
+
 def main(argv: list[str] | None = None) -> None:
+    import json
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--samples", type=int, default=4, help="samples per op and dtype (a seeded choice)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--dtypes", nargs="*", default=list(DTYPES))
     parser.add_argument("--ops", nargs="*", help="OpInfo names (default: all of op_db)")
-    parser.add_argument("--docs", action="store_true", help="rewrite docs/torch_ops.md with the results")
+    parser.add_argument("--docs", action="store_true",
+                        help="write the results file of the torch frontend and rewrite docs/torch_ops.md")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
-    results = sweep(args.ops, args.samples, args.seed, verbose=not args.quiet)
+    results = sweep(args.ops, args.samples, args.seed, dtypes=args.dtypes, verbose=not args.quiet)
     print(_summary(results))
     if args.docs:
-        from ..relax.frontend.torch import supported_ops_markdown
+        from ..relax.frontend.torch.op_table import OP_DB_RESULTS, supported_ops_markdown
 
+        record = results_record(results, args.samples, args.dtypes)
+        OP_DB_RESULTS.write_text(json.dumps(record, indent=0, sort_keys=True) + "\n")
         with open("docs/torch_ops.md", "w") as f:
-            f.write(supported_ops_markdown(per_overload(results), samples_per_dtype=args.samples))
+            f.write(supported_ops_markdown(record))
 
 
 if __name__ == "__main__":

@@ -60,20 +60,32 @@ def op_name(node: Any) -> str:
 
 
 def source_line(node: Any) -> str:
-    """Where the op came from in the user's code, as ``file.py:12: the source line``."""
+    """Where the op came from in the user's code, as ``file.py:12: the source line`` (the
+    innermost frame outside torch's own package: ``self.conv(x)``, not torch's ``F.conv2d``)."""
     trace = node.meta.get("stack_trace")
     if trace:
         lines = [ln for ln in trace.splitlines() if ln.strip()]
-        for i in range(len(lines) - 1, -1, -1):
-            m = re.match(r'\s*File "([^"]+)", line (\d+)', lines[i])
+        frames = []
+        for i, line in enumerate(lines):
+            m = re.match(r'\s*File "([^"]+)", line (\d+)', line)
             if m:
-                code = lines[i + 1].strip() if i + 1 < len(lines) else ""
-                return f"{m.group(1).rsplit('/', 1)[-1]}:{m.group(2)}: {code}"
+                code = lines[i + 1].strip() if i + 1 < len(lines) and not lines[i + 1].lstrip().startswith(
+                    "File ") else ""
+                frames.append((m.group(1), m.group(2), code))
+        if frames:
+            user = [f for f in frames if not _in_torch(f[0])] or frames
+            path, line_no, code = user[-1]
+            return f"{path.rsplit('/', 1)[-1]}:{line_no}: {code}"
         return lines[-1].strip() if lines else ""
     stack = node.meta.get("source_fn_stack")
     if stack:
         return " / ".join(str(getattr(fn, "__name__", fn)) for _, fn in stack)
     return ""
+
+
+def _in_torch(path: str) -> bool:
+    """A file of torch's own package (``.../site-packages/torch/nn/modules/conv.py``)."""
+    return "/torch/" in path.replace("\\", "/") and "site-packages" in path or "/dist-packages/torch/" in path
 
 
 def _dtype_name(dtype: Any) -> str:
