@@ -180,9 +180,10 @@ CONVERTERS = {
     **{f"aten.{name}.{overload}": _bitwise(fn) for name, fn in (
         ("bitwise_and", _op.bitwise_and), ("bitwise_or", _op.bitwise_or), ("bitwise_xor", _op.bitwise_xor),
         ("__and__", _op.bitwise_and), ("__or__", _op.bitwise_or), ("__xor__", _op.bitwise_xor),
-        ("bitwise_left_shift", _op.left_shift), ("bitwise_right_shift", _op.right_shift),
         ("__lshift__", _op.left_shift), ("__rshift__", _op.right_shift), ("bitwise_or_", _op.bitwise_or),
         ("bitwise_and_", _op.bitwise_and)) for overload in ("Tensor", "Scalar")},
+    "aten.bitwise_left_shift.Tensor": _bitwise(_op.left_shift),
+    "aten.bitwise_right_shift.Tensor": _bitwise(_op.right_shift),
     "aten.bitwise_left_shift.Tensor_Scalar": _bitwise(_op.left_shift),
     "aten.bitwise_right_shift.Tensor_Scalar": _bitwise(_op.right_shift),
     "aten.div.Tensor_mode": div_mode,

@@ -126,7 +126,6 @@ CONVERTERS = {
     "aten.fill_.Tensor": fill_tensor,
     "aten.zero_.default": zero_,
     "aten.zero.default": zero_,
-    "aten.empty.default": empty_to_zeros,
     "aten.empty_permuted.default": empty_to_zeros,
     "aten.empty_strided.default": empty_to_zeros,
     "aten.new_empty.default": empty_to_zeros,

@@ -474,7 +474,6 @@ CONVERTERS = {
     "aten.avg_pool1d.default": _pool_nd("avg", 1),
     "aten.avg_pool3d.default": _pool_nd("avg", 3),
     "aten.adaptive_avg_pool1d.default": _adaptive_avg(1),
-    "aten._adaptive_avg_pool1d.default": _adaptive_avg(1),
     "aten.adaptive_avg_pool3d.default": _adaptive_avg(3),
     "aten._adaptive_avg_pool3d.default": _adaptive_avg(3),
     "aten.upsample_nearest1d.vec": _resample("nearest", 1),

@@ -383,7 +383,6 @@ CONVERTERS = {
     "aten.hardswish.default": hardswish,
     "aten.softplus.default": softplus,
     "aten.mish.default": mish,
-    "aten.softsign.default": softsign,
     "aten.softshrink.default": softshrink,
     "aten.hardshrink.default": hardshrink,
     "aten.threshold.default": threshold,

@@ -104,7 +104,8 @@ for _op_name, _fn in [
 ]:
     register_legalize(f"relax.{_op_name}", _te(_fn, name=f"tir_{_op_name}"))
 
-for _op_name, _fn in [("bitwise_not", topi.bitwise_not), ("isnan", topi.isnan), ("isinf", topi.isinf), ("isfinite", topi.isfinite),
+for _op_name, _fn in [("bitwise_not", topi.bitwise_not), ("isnan", topi.isnan), ("isinf", topi.isinf),
+                      ("isfinite", topi.isfinite),
                       ("erf", topi.erf), ("nn.relu", topi.nn.relu), ("nn.gelu", topi.nn.gelu),
                       ("nn.gelu_tanh", topi.nn.gelu_tanh), ("nn.silu", topi.nn.silu)]:
     register_legalize(f"relax.{_op_name}", _te(_fn))
