@@ -426,8 +426,7 @@ def _mobilenet_tf_same() -> "torch.nn.Module":
         def __init__(self):
             super().__init__()
             self.stem = nn.Sequential(SameConv(3, 8, 3, stride=2, bias=False), nn.BatchNorm2d(8), nn.Hardswish())
-            self.blocks = nn.Sequential(InvertedResidual(8, 8, 1), InvertedResidual(8, 16, 2),
-                                        InvertedResidual(16, 16, 1))
+            self.blocks = nn.Sequential(InvertedResidual(8, 8, 1), InvertedResidual(8, 16, 2))
             self.head = nn.Sequential(nn.Linear(16, 32), nn.Hardswish(), nn.Dropout(0.2), nn.Linear(32, 10))
 
         def forward(self, x):

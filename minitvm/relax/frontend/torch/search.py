@@ -72,9 +72,10 @@ def struct_shape(conv, x):
     return struct_info_of(x).shape_values
 
 
-def _sorted(conv, node, x, dim: int, descending: bool):
-    """(values, int64 indices) of ``x`` sorted along ``dim``: each element scattered to its rank."""
-    shape = conv.shape_of(node.args[0])
+def _sorted(conv, node, x, dim: int, descending: bool, flat_size: int | None = None):
+    """(values, int64 indices) of ``x`` sorted along ``dim``: each element scattered to its rank
+    (``flat_size``: ``x`` is the flattened input, of that length)."""
+    shape = conv.shape_of(node.args[0]) if flat_size is None else [flat_size]
     n = shape[dim]
     if not isinstance(n, int):
         raise ValueError(f"from_exported_program: {node.target} along the symbolic dim {dim} is not supported")
@@ -130,7 +131,50 @@ def topk(node, conv):
     return tuple(conv.bb.emit(_op.strided_slice(t, [dim], [0], [k])) for t in (values, indices))
 
 
+def median(node, conv):
+    """``torch.median``: the lower median (element ``(n - 1) // 2`` of the sorted values); along
+    ``dim`` also its index."""
+    x = conv.arg(node.args[0])
+    shape = conv.shape_of(node.args[0])
+    if str(node.target) == "aten.median.default":
+        size = 1
+        for d in shape:
+            size *= d
+        x = conv.bb.emit(_op.reshape(x, [size]))
+        values, _ = _sorted(conv, node, x, 0, False, size)
+        return conv.bb.emit(_op.reshape(_op.strided_slice(values, [0], [(size - 1) // 2], [(size - 1) // 2 + 1]), []))
+    dim = norm_dim(arg_or(node, 1, "dim", -1), max(len(shape), 1), "aten.median.dim")
+    keepdim = bool(arg_or(node, 2, "keepdim", False))
+    values, indices = _sorted(conv, node, x, dim, False)
+    k = (shape[dim] - 1) // 2
+    out = []
+    for t in (values, indices):
+        t = _op.strided_slice(t, [dim], [k], [k + 1])
+        out.append(conv.bb.emit(t if keepdim else _op.squeeze(t, [dim])))
+    return tuple(out)
+
+
+def isin(node, conv):
+    """``torch.isin(elements, test_elements, invert=...)``: any equal among the test elements."""
+    x, test = conv.arg(node.args[0]), conv.arg(node.args[1])
+    size = 1
+    for d in conv.shape_of(node.args[1]):
+        size *= d
+    dtype = conv.dtype_of(node.args[0])
+    hit = _op.equal(_op.expand_dims(x, [-1]) if conv.shape_of(node.args[0]) else _op.reshape(x, [1]),
+                    conv.as_dtype(conv.bb.emit(_op.reshape(test, [size])), dtype))
+    found = _op.astype(_op.max(_op.astype(hit, "int8"), axis=[-1]), "bool")
+    if not conv.shape_of(node.args[0]):
+        found = _op.reshape(found, [])
+    if node.kwargs.get("invert", False):
+        found = _op.logical_not(found)
+    return conv.bb.emit(found)
+
+
 CONVERTERS = {
+    "aten.median.default": median,
+    "aten.median.dim": median,
+    "aten.isin.Tensor_Tensor": isin,
     "aten.where.self": where,
     "aten.where.ScalarSelf": where,
     "aten.where.ScalarOther": where,
