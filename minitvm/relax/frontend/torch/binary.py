@@ -115,6 +115,34 @@ def einsum(node, conv):
     return conv.bb.emit(_op.einsum(Tuple([conv.arg(t) for t in node.args[1]]), equation))
 
 
+def _nan_ignoring(fn):
+    """fmax / fmin: the other operand where one is NaN."""
+    def convert(node, conv):
+        a, b = conv.operands(node.args[0], node.args[1], dtype=conv.dtype_of(node))
+        if not conv.dtype_of(node).startswith("float"):
+            return conv.bb.emit(fn(a, b))
+        return conv.bb.emit(_op.where(_op.isnan(a), b, _op.where(_op.isnan(b), a, fn(a, b))))
+    return convert
+
+
+def addcmul_div(fn):
+    """``input + value * fn(t1, t2)`` (addcmul: ``*``, addcdiv: ``/``)."""
+    def convert(node, conv):
+        dtype = conv.dtype_of(node)
+        x, t1, t2 = (conv.as_dtype(conv.arg(a), dtype) for a in node.args[:3])
+        value = node.kwargs.get("value", node.args[3] if len(node.args) > 3 else 1)
+        term = fn(t1, t2)
+        if value != 1:
+            term = _op.multiply(term, conv.scalar_of(value, dtype))
+        return conv.bb.emit(_op.add(x, term))
+    return convert
+
+
+def addmv(node, conv):
+    """``beta * input + alpha * (mat @ vec)``."""
+    return baddbmm(node, conv)
+
+
 def rsub(node, conv):
     """``other - alpha * x`` (``1 - x`` is ``rsub(x, 1)``)."""
     a, b = conv.operands(node.args[0], node.args[1])
@@ -204,6 +232,12 @@ CONVERTERS = {
     "aten.baddbmm.default": baddbmm,
     "aten.einsum.default": einsum,
     "aten.mv.default": matmul,
+    "aten.vdot.default": matmul,
+    "aten.addmv.default": addmv,
+    "aten.addcmul.default": addcmul_div(_op.multiply),
+    "aten.addcdiv.default": addcmul_div(_op.divide),
+    "aten.fmax.default": _nan_ignoring(_op.maximum),
+    "aten.fmin.default": _nan_ignoring(_op.minimum),
     "aten.dot.default": matmul,
     "aten.mm.default": matmul,
     "aten.bmm.default": matmul,

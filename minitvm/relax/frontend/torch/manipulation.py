@@ -361,6 +361,18 @@ def flip(node, conv):
     return x
 
 
+def broadcast_tensors(node, conv):
+    """``torch.broadcast_tensors(*xs)``: each broadcast to the common shape torch recorded."""
+    return [conv.bb.emit(_op.broadcast_to(conv.arg(x), [conv._prim(d) for d in v.shape]))
+            for x, v in zip(node.args[0], node.meta["val"])]
+
+
+def _flip_axis(axis: int):
+    def convert(node, conv):
+        return conv.bb.emit(_op.flip(conv.arg(node.args[0]), axis))
+    return convert
+
+
 def _trilu(fn):
     def convert(node, conv):
         return conv.bb.emit(fn(conv.arg(node.args[0]), int(arg_or(node, 1, "diagonal", 0))))
@@ -611,6 +623,10 @@ CONVERTERS = {
     "aten.narrow.default": narrow,
     "aten.roll.default": roll,
     "aten.flip.default": flip,
+    "aten.flipud.default": _flip_axis(0),
+    "aten.fliplr.default": _flip_axis(1),
+    "aten.broadcast_tensors.default": broadcast_tensors,
+    "aten.expand_copy.default": expand,
     "aten.tril.default": _trilu(_op.tril),
     "aten.triu.default": _trilu(_op.triu),
     "aten.one_hot.default": one_hot,

@@ -258,12 +258,19 @@ def glu(node, conv):
     return conv.bb.emit(_op.multiply(a, _op.sigmoid(b)))
 
 
-def softmax(node, conv):
-    return conv.bb.emit(_op.nn.softmax(conv.arg(node.args[0]), axis=int(node.args[1])))
+def _softmax_like(fn):
+    """softmax / log_softmax along ``dim`` (of a 0-d tensor: as of a one-element vector)."""
+    def convert(node, conv):
+        x = conv.as_dtype(conv.arg(node.args[0]), conv.dtype_of(node))
+        if not conv.shape_of(node.args[0]):
+            return conv.bb.emit(_op.reshape(fn(_op.reshape(x, [1]), axis=0), []))
+        return conv.bb.emit(fn(x, axis=int(node.args[1])))
+    convert.__name__ = f"convert_{fn.__name__}"
+    return convert
 
 
-def log_softmax(node, conv):
-    return conv.bb.emit(_op.nn.log_softmax(conv.arg(node.args[0]), axis=int(node.args[1])))
+softmax = _softmax_like(_op.nn.softmax)
+log_softmax = _softmax_like(_op.nn.log_softmax)
 
 
 def _layer_norm(node, conv, eps_index):

@@ -42,6 +42,8 @@ def _value_and_index(reduce_fn, arg_fn):
     def convert(node, conv):
         x, dim = conv.arg(node.args[0]), int(node.args[1])
         keepdim = bool(arg_or(node, 2, "keepdim", False))
+        if not conv.shape_of(node.args[0]):  # a 0-d tensor is its own max, at index 0
+            return (x, conv.bb.emit(_op.zeros([], "int64")))
         return (conv.bb.emit(reduce_fn(x, dim, keepdim)), conv.bb.emit(arg_fn(x, dim, keepdim)))
     convert.__name__ = f"convert_{reduce_fn.__name__}_dim"
     return convert

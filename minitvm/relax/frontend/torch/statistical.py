@@ -76,7 +76,9 @@ def var_std(is_std: bool):
     """``var`` / ``std`` with ``correction`` (Bessel's 1 by default, ``unbiased=False`` is 0):
     the sum of squared deviations divided by ``N - correction``."""
     def convert(node, conv):
-        x = conv.as_dtype(conv.arg(node.args[0]), conv.dtype_of(node))
+        val = node.meta["val"]
+        dtype = conv.dtype_name((val[0] if isinstance(val, (tuple, list)) else val).dtype)  # var_mean: a pair
+        x = conv.as_dtype(conv.arg(node.args[0]), dtype)
         axes = _axes(arg_or(node, 1, "dim", None))
         if str(node.target).endswith(".correction"):
             correction = node.kwargs.get("correction", node.args[2] if len(node.args) > 2 else None)
@@ -98,6 +100,14 @@ def var_std(is_std: bool):
         return conv.bb.emit(_op.sqrt(out) if is_std else out)
     convert.__name__ = "convert_std" if is_std else "convert_var"
     return convert
+
+
+def var_mean(node, conv):
+    """``torch.var_mean``: (var, mean) over ``dim``."""
+    variance = var_std(False)(node, conv)
+    x = conv.as_dtype(conv.arg(node.args[0]), conv.dtype_of(node.args[0]))
+    keepdim = bool(node.kwargs.get("keepdim", False))
+    return (variance, conv.bb.emit(_op.mean(x, axis=_axes(arg_or(node, 1, "dim", None)), keepdims=keepdim)))
 
 
 def logsumexp(node, conv):
@@ -181,6 +191,7 @@ CONVERTERS = {
     "aten.std.dim": var_std(True),
     "aten.std.default": var_std(True),
     "aten.logsumexp.default": logsumexp,
+    "aten.var_mean.correction": var_mean,
     "aten.linalg_vector_norm.default": vector_norm,
     "aten.cumsum.default": _scan(_op.cumsum),
     "aten.cumprod.default": _scan(_op.cumprod),

@@ -226,6 +226,20 @@ def logit(node, conv):
     return _emit(conv, _op.log(_op.divide(x, _op.subtract(_k(conv, x, 1), x))))
 
 
+def log_sigmoid(node, conv):
+    """``-softplus(-x)``: ``min(x, 0) - log1p(exp(-|x|))``."""
+    x = _float_input(node, conv)
+    soft = log1p_of(conv, _emit(conv, _op.exp(_op.negative(_op.abs(x)))))
+    return _emit(conv, _op.subtract(_op.minimum(x, _k(conv, x, 0)), soft))
+
+
+def _scaled(factor: float):
+    def convert(node, conv):
+        x = _float_input(node, conv)
+        return _emit(conv, _op.multiply(x, _k(conv, x, factor)))
+    return convert
+
+
 def native_dropout(node, conv):
     """Dropout at inference (``train=False``): the input, and a mask of ones."""
     x = conv.arg(node.args[0])
@@ -400,6 +414,15 @@ CONVERTERS = {
     "aten.dropout_.default": identity,
     "aten.detach_.default": identity,
     "aten.native_dropout.default": native_dropout,
+    "aten.log_sigmoid.default": log_sigmoid,
+    "aten.deg2rad.default": _scaled(math.pi / 180),
+    "aten.rad2deg.default": _scaled(180 / math.pi),
+    # real tensors: the sign bit and conjugation are no-ops, copies are values
+    "aten.positive.default": identity,
+    "aten.resolve_neg.default": identity,
+    "aten.resolve_conj.default": identity,
+    "aten.conj_physical.default": identity,
+    "aten.alias_copy.default": identity,
     "aten.copy.default": copy,
     "aten.copy_.default": copy,
 }
