@@ -27,7 +27,7 @@ from typing import Any, Iterable, Iterator
 import numpy as np
 
 __all__ = ["SampleResult", "OverloadStats", "op_infos", "run_sample", "run_op", "sweep", "per_overload",
-           "results_record",
+           "results_record", "write_docs",
            "VALUE_ARBITRARY", "NONDETERMINISTIC"]
 
 #: ops whose values are unspecified (only shape and dtype are compared)
@@ -324,13 +324,17 @@ def _summary(results: list[SampleResult]) -> str:
     return "\n".join(lines)
 
 
-def results_record(results: list[SampleResult], samples_per_dtype: int | None, dtypes: Iterable[str]) -> dict:
-    """What ``docs/torch_ops.md`` shows of a sweep (the JSON ``op_table.OP_DB_RESULTS`` holds)."""
+def results_record(results: list[SampleResult], samples_per_dtype: int | None, dtypes: Iterable[str],
+                   swept: int | None = None, total: int | None = None) -> dict:
+    """What ``docs/torch_ops.md`` shows of a sweep (the JSON ``op_table.OP_DB_RESULTS`` holds);
+    ``swept`` of ``total`` OpInfos were run (all by default)."""
     import torch  # heavy: imported on first use
 
     stats = per_overload(results)
+    ran = len({r.op for r in results})
     return {
         "torch": torch.__version__.split("+")[0], "samples_per_dtype": samples_per_dtype, "dtypes": list(dtypes),
+        "opinfos": [swept if swept is not None else ran, total if total is not None else ran],
         "samples": dict(sorted(Counter(r.status for r in results).items())),
         "overloads": {op: [s.passed, s.total] for op, s in sorted(stats.items())},
         "missing": dict(sorted(Counter(op for r in results if r.status == "unsupported" for op in r.missing).items())),
@@ -338,8 +342,6 @@ def results_record(results: list[SampleResult], samples_per_dtype: int | None, d
 
 
 def main(argv: list[str] | None = None) -> None:
-    import json
-
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--samples", type=int, default=4, help="samples per op and dtype (a seeded choice)")
     parser.add_argument("--seed", type=int, default=0)
@@ -352,12 +354,20 @@ def main(argv: list[str] | None = None) -> None:
     results = sweep(args.ops, args.samples, args.seed, dtypes=args.dtypes, verbose=not args.quiet)
     print(_summary(results))
     if args.docs:
-        from ..relax.frontend.torch.op_table import OP_DB_RESULTS, supported_ops_markdown
+        swept = len(op_infos(args.ops))
+        write_docs(results_record(results, args.samples, args.dtypes, swept, swept))
 
-        record = results_record(results, args.samples, args.dtypes)
-        OP_DB_RESULTS.write_text(json.dumps(record, indent=0, sort_keys=True) + "\n")
-        with open("docs/torch_ops.md", "w") as f:
-            f.write(supported_ops_markdown(record))
+
+def write_docs(record: dict) -> None:
+    """Save a sweep's record beside the converter tables and rewrite ``docs/torch_ops.md``
+    (run from the project root)."""
+    import json
+
+    from ..relax.frontend.torch.op_table import OP_DB_RESULTS, supported_ops_markdown
+
+    OP_DB_RESULTS.write_text(json.dumps(record, indent=0, sort_keys=True) + "\n")
+    with open("docs/torch_ops.md", "w") as f:
+        f.write(supported_ops_markdown(record))
 
 
 if __name__ == "__main__":
