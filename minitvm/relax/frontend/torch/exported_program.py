@@ -275,6 +275,8 @@ class ExportedProgramConverter:
                 return _empty_const(val)
             if isinstance(val, (tuple, list)) and val and all(_is_static_empty(v) for v in val):
                 return tuple(_empty_const(v) for v in val)
+        if not custom and name != "getitem" and _all_inputs_empty(node):
+            return self.from_empty_inputs(node)
         out = self.convert_map[name](node, self)
         if custom or not isinstance(out, Expr) or not hasattr(val, "dtype"):
             return out
@@ -283,6 +285,25 @@ class ExportedProgramConverter:
         if isinstance(sinfo, TensorStructInfo) and not sinfo.is_unknown_dtype and sinfo.dtype != want:
             return self.bb.emit(astype(out, want))
         return out
+
+    def from_empty_inputs(self, node: Any) -> Any:
+        """A call whose every tensor input is empty depends on shapes alone (``sum`` of nothing
+        is 0, ``var`` of nothing NaN): torch computes it on empty tensors, and it is a constant."""
+        import torch  # torch is optional and heavy: imported on first use
+        import torch.fx  # torch is optional and heavy: imported on first use
+
+        def real(a: Any) -> Any:
+            if isinstance(a, torch.fx.Node):
+                val = a.meta["val"]
+                return torch.empty(tuple(int(d) for d in val.shape), dtype=val.dtype)
+            if isinstance(a, (list, tuple)):
+                return type(a)(real(x) for x in a)
+            return a
+
+        value = node.target(*real(node.args), **{k: real(v) for k, v in node.kwargs.items()})
+        if isinstance(value, (tuple, list)):
+            return tuple(const(v.detach().contiguous().numpy()) for v in value)
+        return const(value.detach().contiguous().numpy())
 
     def convert(self, ep: Any, keep_params_as_input: bool, unwrap_unit_return_tuple: bool,
                 no_bind_return_tuple: bool = False) -> IRModule:
@@ -339,6 +360,26 @@ def _is_static_empty(val: Any) -> bool:
     if shape is None or not hasattr(val, "dtype"):
         return False
     return all(isinstance(d, int) for d in shape) and any(d == 0 for d in shape)
+
+
+def _all_inputs_empty(node: Any) -> bool:
+    """Every tensor argument of ``node`` is empty (at least one), in a static shape."""
+    import torch.fx  # torch is optional and heavy: imported on first use
+
+    inputs: list = []
+
+    def collect(a: Any) -> None:
+        if isinstance(a, torch.fx.Node):
+            inputs.append(a)
+        elif isinstance(a, (list, tuple)):
+            for x in a:
+                collect(x)
+
+    collect(node.args)
+    collect(list(node.kwargs.values()))
+    vals = [a.meta.get("val") for a in inputs]
+    tensors = [v for v in vals if hasattr(v, "shape") and hasattr(v, "dtype")]
+    return bool(tensors) and len(tensors) == len(vals) and all(_is_static_empty(v) for v in tensors)
 
 
 def _empty_const(val: Any) -> Expr:
