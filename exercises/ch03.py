@@ -49,8 +49,8 @@ def relax_ops(mod: IRModule) -> list[str]:
 
 
 def convert_expm1(node: Any, importer: Any) -> Any:
-    """Exercise 3.3: a converter for ``aten.expm1.default`` (``exp(x) - 1``), which minitvm
-    does not have, used as ``custom_convert_map={"aten.expm1.default": convert_expm1}``.
+    """Exercise 3.3: a converter for ``aten.expm1.default`` (``exp(x) - 1``), used as
+    ``custom_convert_map={"aten.expm1.default": convert_expm1}`` (which replaces minitvm's own).
 
     Chapter 3's ``convert_log1p`` shows the pattern: ``importer.arg(node.args[0])`` is the
     input, ``importer.scalar(1.0, x)`` a constant of its dtype, ``relax.op`` builds the

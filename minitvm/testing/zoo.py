@@ -48,7 +48,7 @@ def _finish(model: "torch.nn.Module") -> "torch.nn.Module":
     gen = torch.Generator().manual_seed(_SEED + 1)
     with torch.no_grad():
         for mod in model.modules():
-            if isinstance(mod, (torch.nn.BatchNorm2d, torch.nn.LayerNorm)):
+            if isinstance(mod, (torch.nn.BatchNorm2d, torch.nn.LayerNorm, torch.nn.GroupNorm)):
                 mod.weight.copy_(1 + 0.2 * torch.randn(mod.weight.shape, generator=gen))
                 mod.bias.copy_(0.2 * torch.randn(mod.bias.shape, generator=gen))
             if isinstance(mod, torch.nn.BatchNorm2d):
@@ -271,6 +271,246 @@ def _embedding_posenc() -> "torch.nn.Module":
     return EmbedHead()
 
 
+def _llama_decoder() -> "torch.nn.Module":
+    """A LLaMA-style decoder: RMSNorm, rotary position embeddings (sin/cos of positions),
+    grouped-query causal attention (4 query heads over 2 key/value heads, ``enable_gqa``),
+    a SwiGLU MLP, two layers and a tied-free LM head."""
+    import torch  # torch is optional and heavy: imported on first use
+    import torch.nn.functional as F  # torch is optional and heavy: imported on first use
+    from torch import nn  # torch is optional and heavy: imported on first use
+
+    dim, heads, kv_heads, hidden = _DIM, 4, 2, 48
+    head_dim = dim // heads
+
+    class RMSNorm(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(1 + 0.1 * torch.randn(dim))
+
+        def forward(self, x):
+            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.weight
+
+    def rotate_half(x):
+        x1, x2 = x[..., : head_dim // 2], x[..., head_dim // 2:]
+        return torch.cat((-x2, x1), dim=-1)
+
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q = nn.Linear(dim, heads * head_dim, bias=False)
+            self.k = nn.Linear(dim, kv_heads * head_dim, bias=False)
+            self.v = nn.Linear(dim, kv_heads * head_dim, bias=False)
+            self.o = nn.Linear(heads * head_dim, dim, bias=False)
+
+        def forward(self, x, cos, sin):
+            b, t, _ = x.shape
+            q = self.q(x).view(b, t, heads, head_dim).transpose(1, 2)
+            k = self.k(x).view(b, t, kv_heads, head_dim).transpose(1, 2)
+            v = self.v(x).view(b, t, kv_heads, head_dim).transpose(1, 2)
+            q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+            return self.o(y.transpose(1, 2).reshape(b, t, heads * head_dim))
+
+    class Layer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm1, self.attn, self.norm2 = RMSNorm(), Attention(), RMSNorm()
+            self.gate = nn.Linear(dim, hidden, bias=False)
+            self.up = nn.Linear(dim, hidden, bias=False)
+            self.down = nn.Linear(hidden, dim, bias=False)
+
+        def forward(self, x, cos, sin):
+            x = x + self.attn(self.norm1(x), cos, sin)
+            h = self.norm2(x)
+            return x + self.down(F.silu(self.gate(h)) * self.up(h))
+
+    class Decoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(_VOCAB, dim)
+            self.layers = nn.ModuleList([Layer(), Layer()])
+            self.norm = RMSNorm()
+            self.head = nn.Linear(dim, _VOCAB, bias=False)
+            inv_freq = 1.0 / (10000 ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))
+            self.register_buffer("inv_freq", inv_freq)
+
+        def forward(self, ids):
+            t = ids.shape[1]
+            angles = torch.arange(t, dtype=torch.float32)[:, None] * self.inv_freq[None, :]
+            angles = torch.cat((angles, angles), dim=-1)
+            cos, sin = angles.cos(), angles.sin()
+            x = self.embed(ids)
+            for layer in self.layers:
+                x = layer(x, cos, sin)
+            return self.head(self.norm(x))
+
+    return Decoder()
+
+
+def _bert_encoder() -> "torch.nn.Module":
+    """A BERT-style encoder: word + position + token-type embeddings, post-norm layers with a
+    padding mask (id 0 is padding), GELU MLPs, and a tanh pooler over the first token."""
+    import torch  # torch is optional and heavy: imported on first use
+    import torch.nn.functional as F  # torch is optional and heavy: imported on first use
+    from torch import nn  # torch is optional and heavy: imported on first use
+
+    dim, heads = _DIM, _HEADS
+
+    class Layer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv = nn.Linear(dim, 3 * dim)
+            self.out = nn.Linear(dim, dim)
+            self.norm1 = nn.LayerNorm(dim, eps=1e-12)
+            self.up = nn.Linear(dim, 2 * dim)
+            self.down = nn.Linear(2 * dim, dim)
+            self.norm2 = nn.LayerNorm(dim, eps=1e-12)
+
+        def forward(self, x, keep):
+            b, t, d = x.shape
+            q, k, v = (y.reshape(b, t, heads, d // heads).transpose(1, 2) for y in self.qkv(x).chunk(3, dim=-1))
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+            x = self.norm1(x + self.out(y.transpose(1, 2).reshape(b, t, d)))
+            return self.norm2(x + self.down(F.gelu(self.up(x))))
+
+    class Encoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.words = nn.Embedding(_VOCAB, dim, padding_idx=0)
+            self.positions = nn.Embedding(4 * _SEQ, dim)
+            self.token_types = nn.Embedding(2, dim)
+            self.norm = nn.LayerNorm(dim, eps=1e-12)
+            self.layers = nn.ModuleList([Layer(), Layer()])
+            self.pool = nn.Linear(dim, dim)
+            self.classify = nn.Linear(dim, 3)
+
+        def forward(self, ids, token_types):
+            t = ids.shape[1]
+            positions = torch.arange(t).unsqueeze(0)
+            x = self.norm(self.words(ids) + self.positions(positions) + self.token_types(token_types))
+            keep = (ids != 0)[:, None, None, :]  # attend to real tokens only
+            for layer in self.layers:
+                x = layer(x, keep)
+            return self.classify(torch.tanh(self.pool(x[:, 0])))
+
+    return Encoder()
+
+
+def _bert_inputs(batch: int) -> tuple["torch.Tensor", ...]:
+    """Token ids (0 = padding at the end of some rows, the first token never padding) and
+    token types (0 for the first segment, 1 for the second)."""
+    import torch  # torch is optional and heavy: imported on first use
+
+    gen = torch.Generator().manual_seed(3000 + batch)
+    ids = torch.randint(1, _VOCAB, (batch, _SEQ), generator=gen, dtype=torch.int64)
+    lengths = torch.randint(_SEQ // 2, _SEQ + 1, (batch,), generator=gen)
+    ids = torch.where(torch.arange(_SEQ)[None, :] < lengths[:, None], ids, 0)
+    split = torch.randint(1, _SEQ // 2 + 1, (batch,), generator=gen)
+    types = (torch.arange(_SEQ)[None, :] >= split[:, None]).to(torch.int64)
+    return ids, types
+
+
+def _mobilenet_tf_same() -> "torch.nn.Module":
+    """A MobileNetV3-style CNN with TensorFlow's "same" padding (computed from the input size,
+    asymmetric at stride 2): a hardswish stem, inverted residual blocks with depthwise
+    convolutions and squeeze-excitation (hardsigmoid), global pooling and a classifier."""
+    import torch  # torch is optional and heavy: imported on first use
+    import torch.nn.functional as F  # torch is optional and heavy: imported on first use
+    from torch import nn  # torch is optional and heavy: imported on first use
+
+    class SameConv(nn.Conv2d):
+        """Conv2d padded as TensorFlow's padding="SAME": the output is ceil(input / stride)."""
+
+        def forward(self, x):
+            pads = []
+            for size, k, s, d in zip(x.shape[-2:], self.kernel_size, self.stride, self.dilation):
+                total = max((math.ceil(size / s) - 1) * s + (k - 1) * d + 1 - size, 0)
+                pads.append((total // 2, total - total // 2))
+            (top, bottom), (left, right) = pads
+            x = F.pad(x, [left, right, top, bottom])
+            return F.conv2d(x, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
+
+    class SqueezeExcite(nn.Module):
+        def __init__(self, c: int):
+            super().__init__()
+            self.reduce = nn.Conv2d(c, c // 4, 1)
+            self.expand = nn.Conv2d(c // 4, c, 1)
+
+        def forward(self, x):
+            s = F.adaptive_avg_pool2d(x, 1)
+            return x * F.hardsigmoid(self.expand(F.relu(self.reduce(s))))
+
+    class InvertedResidual(nn.Module):
+        def __init__(self, cin: int, cout: int, stride: int, expand: int = 3):
+            super().__init__()
+            mid = cin * expand
+            self.use_residual = stride == 1 and cin == cout
+            self.expand = nn.Sequential(nn.Conv2d(cin, mid, 1, bias=False), nn.BatchNorm2d(mid), nn.Hardswish())
+            self.depthwise = nn.Sequential(SameConv(mid, mid, 3, stride=stride, groups=mid, bias=False),
+                                           nn.BatchNorm2d(mid), nn.Hardswish())
+            self.se = SqueezeExcite(mid)
+            self.project = nn.Sequential(nn.Conv2d(mid, cout, 1, bias=False), nn.BatchNorm2d(cout))
+
+        def forward(self, x):
+            y = self.project(self.se(self.depthwise(self.expand(x))))
+            return x + y if self.use_residual else y
+
+    class MobileNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = nn.Sequential(SameConv(3, 8, 3, stride=2, bias=False), nn.BatchNorm2d(8), nn.Hardswish())
+            self.blocks = nn.Sequential(InvertedResidual(8, 8, 1), InvertedResidual(8, 16, 2))
+            self.head = nn.Sequential(nn.Linear(16, 32), nn.Hardswish(), nn.Dropout(0.2), nn.Linear(32, 10))
+
+        def forward(self, x):
+            x = self.blocks(self.stem(x))
+            return self.head(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+    return MobileNet()
+
+
+def _audio_encoder() -> "torch.nn.Module":
+    """A wav2vec2-style audio encoder on raw waveforms: a strided 1-D convolution feature
+    extractor (GroupNorm on the first layer, GELU), a LayerNorm + projection, a grouped
+    convolutional position embedding, one transformer layer and mean pooling over time."""
+    import torch.nn.functional as F  # torch is optional and heavy: imported on first use
+    from torch import nn  # torch is optional and heavy: imported on first use
+
+    dim, heads = _DIM, _HEADS
+
+    class Encoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv0 = nn.Conv1d(1, 16, 10, stride=5, bias=False)
+            self.norm0 = nn.GroupNorm(16, 16)
+            self.convs = nn.ModuleList([nn.Conv1d(16, 16, 3, stride=2, bias=False) for _ in range(2)])
+            self.feature_norm = nn.LayerNorm(16)
+            self.project = nn.Linear(16, dim)
+            self.pos_conv = nn.Conv1d(dim, dim, 5, padding=2, groups=4)
+            self.norm1 = nn.LayerNorm(dim)
+            self.qkv = nn.Linear(dim, 3 * dim)
+            self.out = nn.Linear(dim, dim)
+            self.norm2 = nn.LayerNorm(dim)
+            self.up = nn.Linear(dim, 2 * dim)
+            self.down = nn.Linear(2 * dim, dim)
+
+        def forward(self, wave):
+            x = F.gelu(self.norm0(self.conv0(wave.unsqueeze(1))))
+            for c in self.convs:
+                x = F.gelu(c(x))
+            x = self.project(self.feature_norm(x.transpose(1, 2)))          # (b, t, dim)
+            x = x + F.gelu(self.pos_conv(x.transpose(1, 2))).transpose(1, 2)
+            b, t, d = x.shape
+            q, k, v = (y.reshape(b, t, heads, d // heads).transpose(1, 2)
+                       for y in self.qkv(self.norm1(x)).chunk(3, dim=-1))
+            y = F.scaled_dot_product_attention(q, k, v)
+            x = x + self.out(y.transpose(1, 2).reshape(b, t, d))
+            x = x + self.down(F.gelu(self.up(self.norm2(x))))
+            return x.mean(dim=1)
+
+    return Encoder()
+
+
 MODELS: dict[str, ZooModel] = {m.name: m for m in [
     ZooModel("mlp", _seeded(_mlp), _randn(784), "TVM quick-start MLP 784-256-10"),
     ZooModel("lenet", _seeded(_lenet), _randn(1, 28, 28), "LeNet-5 on 1x28x28 (conv, tanh, pooling, linears)"),
@@ -289,6 +529,14 @@ MODELS: dict[str, ZooModel] = {m.name: m for m in [
              "pre-norm transformer block: matmul/scale/masked_fill/softmax attention, SiLU MLP"),
     ZooModel("embedding_posenc", _seeded(_embedding_posenc), _tokens,
              "nn.Embedding over int64 ids + sinusoidal positions (arange, indexing) + LayerNorm + linear head"),
+    ZooModel("llama_decoder", _seeded(_llama_decoder), _tokens,
+             "LLaMA-style 2-layer decoder: RMSNorm, rotary embeddings, grouped-query causal attention, SwiGLU"),
+    ZooModel("bert_encoder", _seeded(_bert_encoder), _bert_inputs,
+             "BERT-style 2-layer encoder: word/position/token-type embeddings, padding mask, GELU, tanh pooler"),
+    ZooModel("mobilenet_tf_same", _seeded(_mobilenet_tf_same), _randn(3, 24, 24),
+             "MobileNetV3-style CNN with TF 'same' padding, hardswish, depthwise convs, squeeze-excitation"),
+    ZooModel("audio_encoder", _seeded(_audio_encoder), _randn(400),
+             "wav2vec2-style audio encoder: strided Conv1d features, GroupNorm, grouped conv positions, attention"),
 ]}
 
 

@@ -12,21 +12,28 @@ compute definitions are the plain math, with no schedule.
 from . import nn, utils, x86
 from .broadcast import (
     add,
+    bitwise_and,
+    bitwise_or,
+    bitwise_xor,
     broadcast_to,
     divide,
     equal,
     floor_divide,
+    floor_mod,
     greater,
     greater_equal,
+    left_shift,
     less,
     less_equal,
     logical_and,
     logical_or,
     maximum,
     minimum,
+    mod,
     multiply,
     not_equal,
     power,
+    right_shift,
     subtract,
     where,
 )
@@ -39,6 +46,7 @@ from .elemwise import (
     asinh,
     atan,
     atanh,
+    bitwise_not,
     cast,
     ceil,
     clip,
@@ -71,6 +79,7 @@ from .elemwise import (
     zeros,
 )
 from .reduction import argmax, argmin, collapse_sum, cumprod, cumsum, max, mean, min, prod, sum
+from .scatter import gather, scatter_elements
 from .transform import (
     arange,
     concatenate,
@@ -99,4 +108,6 @@ __all__ = [
     "sum", "max", "min", "prod", "mean", "argmax", "argmin", "collapse_sum", "cumsum", "cumprod",
     "transpose", "reshape", "flatten", "expand_dims", "squeeze", "concatenate", "split",
     "strided_slice", "take", "arange", "trilu", "repeat", "tile", "flip",
+    "mod", "floor_mod", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "left_shift", "right_shift",
+    "gather", "scatter_elements",
 ]

@@ -162,3 +162,22 @@ def where(condition: Any, x: Any, y: Any) -> te.Tensor:
         return _op.Select(cond, *_op._promote(rx(idx), ry(idx)))
 
     return te.compute(shape, fcompute, name="T_where")
+
+
+def _int_only(fop: Callable[[PrimExpr, PrimExpr], PrimExpr], name: str) -> Callable[[PrimExpr, PrimExpr], PrimExpr]:
+    def apply(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+        if _both_bool(a, b) and name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+            return {"bitwise_and": _op.logical_and, "bitwise_or": _op.logical_or,
+                    "bitwise_xor": _op.not_equal}[name](a, b)
+        return fop(a, b)
+    return apply
+
+
+mod = _binary(_op.truncmod, "mod")
+floor_mod = _binary(_op.floormod, "floor_mod")
+bitwise_and = _binary(_int_only(_op.bitwise_and, "bitwise_and"), "bitwise_and")
+bitwise_or = _binary(_int_only(_op.bitwise_or, "bitwise_or"), "bitwise_or")
+bitwise_xor = _binary(_int_only(_op.bitwise_xor, "bitwise_xor"), "bitwise_xor")
+left_shift = _binary(_op.shift_left, "left_shift")
+right_shift = _binary(_op.shift_right, "right_shift")
+__all__ += ["mod", "floor_mod", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"]

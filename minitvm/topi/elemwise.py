@@ -136,3 +136,7 @@ def zeros(shape: Sequence[Any], dtype: str = "float32") -> te.Tensor:
 
 def ones(shape: Sequence[Any], dtype: str = "float32") -> te.Tensor:
     return full(shape, dtype, 1)
+
+
+bitwise_not = _unary(lambda v: _op.logical_not(v) if v.dtype == "bool" else _op.bitwise_not(v), "bitwise_not")
+__all__ += ["bitwise_not"]

@@ -16,25 +16,32 @@ from .base import (
 )
 from .binary import (
     add,
+    bitwise_and,
+    bitwise_or,
+    bitwise_xor,
     divide,
     equal,
     floor_divide,
+    floor_mod,
     greater,
     greater_equal,
+    left_shift,
     less,
     less_equal,
     logical_and,
     logical_or,
     maximum,
     minimum,
+    mod,
     multiply,
     not_equal,
     power,
+    right_shift,
     subtract,
 )
 from .create import arange, full, full_like, ones, ones_like, tril, triu, zeros, zeros_like
 from .datatype import astype
-from .index import strided_slice, take
+from .index import gather_elements, scatter_elements, strided_slice, take
 from .linear_algebra import einsum, linear, matmul
 from .manipulate import broadcast_to, concat, expand_dims, flatten, permute_dims, reshape, split, squeeze
 from .qdq import dequantize, quantize
@@ -51,6 +58,7 @@ from .unary import (
     asinh,
     atan,
     atanh,
+    bitwise_not,
     ceil,
     clip,
     cos,
@@ -84,7 +92,8 @@ __all__ = [
     # element-wise
     "add", "subtract", "multiply", "divide", "floor_divide", "power", "maximum", "minimum",
     "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "where", "ewise_fma",
-    "logical_and", "logical_or", "logical_not", "clip",
+    "logical_and", "logical_or", "logical_not", "clip", "mod", "floor_mod",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "left_shift", "right_shift",
     "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "negative", "abs", "astype",
     "acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "sin", "sinh", "tan",
     "ceil", "floor", "round", "trunc", "sign", "square", "isfinite", "isinf", "isnan",
@@ -92,7 +101,8 @@ __all__ = [
     "matmul", "linear", "einsum",
     # shapes and indexing
     "permute_dims", "reshape", "flatten", "expand_dims", "squeeze", "concat", "split",
-    "broadcast_to", "take", "strided_slice", "repeat", "tile", "flip", "collapse_sum_like", "collapse_sum_to",
+    "broadcast_to", "take", "strided_slice", "gather_elements", "scatter_elements",
+    "repeat", "tile", "flip", "collapse_sum_like", "collapse_sum_to",
     # reductions and search
     "sum", "mean", "max", "min", "prod", "variance", "std", "cumsum", "cumprod", "argmax", "argmin",
     # quantization

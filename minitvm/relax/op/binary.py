@@ -89,7 +89,8 @@ def _register_binary(name: str, out_dtype: str | None = None) -> None:
     infer.__doc__ = f"Element-wise {name} with broadcasting."
 
 
-for _name in ("add", "subtract", "multiply", "divide", "floor_divide", "power", "maximum", "minimum"):
+for _name in ("add", "subtract", "multiply", "divide", "floor_divide", "power", "maximum", "minimum",
+              "mod", "floor_mod"):
     _register_binary(_name)
 for _name in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"):
     _register_binary(_name, "bool")
@@ -191,3 +192,58 @@ def logical_and(x1: Expr, x2: Expr) -> Call:
 def logical_or(x1: Expr, x2: Expr) -> Call:
     """``x1 or x2`` element-wise on bool tensors, with numpy broadcasting."""
     return make_call("relax.logical_or", x1, x2)
+
+
+def mod(x1: Expr, x2: Expr) -> Call:
+    """The remainder of ``x1 / x2`` with the dividend's sign (C's ``%``, ``fmod`` for floats)."""
+    return make_call("relax.mod", x1, x2)
+
+
+def floor_mod(x1: Expr, x2: Expr) -> Call:
+    """The remainder of the floor division, with the divisor's sign (Python's ``%``)."""
+    return make_call("relax.floor_mod", x1, x2)
+
+
+def _register_bitwise(name: str) -> None:
+    op_name = f"relax.{name}"
+
+    @register(op_name, pattern=OpPattern.BROADCAST, num_inputs=2)
+    def infer(call: Call, ctx: Any) -> StructInfo:
+        sinfo = binary_broadcast_sinfo(call, op_name)
+        if sinfo.dtype != "void" and not (sinfo.dtype == "bool" or sinfo.dtype.startswith(("int", "uint"))):
+            raise StructInfoError(f"{op_name} needs integer or bool tensors, got dtype {sinfo.dtype}")
+        return sinfo
+
+    infer.__doc__ = f"Element-wise {name.replace('_', ' ')} of integer tensors, with broadcasting."
+
+
+for _name in ("bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"):
+    _register_bitwise(_name)
+
+
+def bitwise_and(x1: Expr, x2: Expr) -> Call:
+    """``x1 & x2`` bit by bit (integer or bool tensors)."""
+    return make_call("relax.bitwise_and", x1, x2)
+
+
+def bitwise_or(x1: Expr, x2: Expr) -> Call:
+    """``x1 | x2`` bit by bit (integer or bool tensors)."""
+    return make_call("relax.bitwise_or", x1, x2)
+
+
+def bitwise_xor(x1: Expr, x2: Expr) -> Call:
+    """``x1 ^ x2`` bit by bit (integer or bool tensors)."""
+    return make_call("relax.bitwise_xor", x1, x2)
+
+
+def left_shift(x1: Expr, x2: Expr) -> Call:
+    """``x1 << x2`` element-wise (integers)."""
+    return make_call("relax.left_shift", x1, x2)
+
+
+def right_shift(x1: Expr, x2: Expr) -> Call:
+    """``x1 >> x2`` element-wise, arithmetic for signed integers."""
+    return make_call("relax.right_shift", x1, x2)
+
+
+__all__ += ["mod", "floor_mod", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"]

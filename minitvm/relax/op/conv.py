@@ -14,7 +14,7 @@ from ..struct_info import StructInfo, StructInfoError, TensorStructInfo, dim_tex
 from ._utils import const_dim, same_dtype
 from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
 
-__all__ = ["conv1d", "conv_sinfo", "conv_attrs", "conv1d_transpose", "conv2d_transpose"]
+__all__ = ["conv1d", "conv3d", "conv_sinfo", "conv_attrs", "conv1d_transpose", "conv2d_transpose"]
 
 
 def _check_layout(op: str, layout: str, fixed: str, dim: int, what: str) -> list[str]:
@@ -105,6 +105,20 @@ def conv1d(data: Expr, weight: Expr, strides: Any = 1, padding: Any = 0, dilatio
     """1-D convolution; ``padding`` is an int or (left, right)."""
     return make_call("relax.nn.conv1d", data, weight, attrs=conv_attrs(
         1, "conv1d", strides, padding, dilation, groups, data_layout, kernel_layout, out_layout, out_dtype))
+
+
+@register("relax.nn.conv3d", pattern=OpPattern.OUT_ELEMWISE_FUSABLE, num_inputs=2)
+def _infer_conv3d(call: Call, ctx: Any) -> StructInfo:
+    """3-D convolution (NCDHW data with OIDHW weight by default)."""
+    return conv_sinfo(call, "relax.nn.conv3d", 3)
+
+
+def conv3d(data: Expr, weight: Expr, strides: Any = 1, padding: Any = 0, dilation: Any = 1, groups: int = 1,
+           data_layout: str = "NCDHW", kernel_layout: str = "OIDHW", out_layout: str | None = None,
+           out_dtype: str | None = None) -> Call:
+    """3-D convolution; ``padding`` is an int, 3 values or (front, top, left, back, bottom, right)."""
+    return make_call("relax.nn.conv3d", data, weight, attrs=conv_attrs(
+        3, "conv3d", strides, padding, dilation, groups, data_layout, kernel_layout, out_layout, out_dtype))
 
 
 # -- transposed convolution ----------------------------------------------------------------------

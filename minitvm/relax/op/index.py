@@ -101,3 +101,68 @@ def strided_slice(x: Expr, axes: Sequence[int], begin: Sequence[int], end: Seque
         "axes": tuple(int(v) for v in axes), "begin": tuple(bound(v) for v in begin),
         "end": tuple(bound(v) for v in end), "strides": tuple(int(v) for v in strides),
         "assume_inbound": bool(assume_inbound)})
+
+
+# -- gather / scatter along one axis (torch's gather, scatter, scatter_add) ----------------------
+
+def _index_tensor(call: Call, k: int, op: str, name: str) -> TensorStructInfo:
+    idx = tensor_arg(call, k, op, name)
+    if not idx.is_unknown_dtype and not _dt.is_int(idx.dtype):
+        raise StructInfoError(f"{op}: {name} must be an integer tensor, got dtype {idx.dtype}")
+    return idx
+
+
+@register("relax.gather_elements", pattern=OpPattern.INJECTIVE, num_inputs=2)
+def _infer_gather_elements(call: Call, ctx: Any) -> StructInfo:
+    """The data's dtype in the indices' shape; both have the same number of dimensions."""
+    op = "relax.gather_elements"
+    check_num_args(call, op, 2)
+    x = tensor_arg(call, 0, op, "data")
+    idx = _index_tensor(call, 1, op, "indices")
+    if x.ndim != -1 and idx.ndim != -1 and x.ndim != idx.ndim:
+        raise StructInfoError(f"{op}: data {shape_text(x.shape_values)} and indices {shape_text(idx.shape_values)} "
+                              "must have the same number of dimensions")
+    if x.ndim != -1:
+        normalize_axis(op, call.attrs["axis"], x.ndim)
+    if idx.shape_values is None:
+        return TensorStructInfo(None, x.dtype, None, idx.ndim)
+    return TensorStructInfo(list(idx.shape_values), x.dtype)
+
+
+def gather_elements(data: Expr, indices: Expr, axis: int = 0) -> Call:
+    """``out[i] = data[i with i[axis] = indices[i]]`` (torch's ``gather``)."""
+    return make_call("relax.gather_elements", data, indices, attrs={"axis": int(axis)})
+
+
+_SCATTER_REDUCTIONS = ("update", "add", "mul", "max", "min")
+
+
+@register("relax.scatter_elements", pattern=OpPattern.OPAQUE, num_inputs=3)
+def _infer_scatter_elements(call: Call, ctx: Any) -> StructInfo:
+    """The data's struct info; indices and updates have one shape and the data's rank."""
+    op = "relax.scatter_elements"
+    check_num_args(call, op, 3)
+    x = tensor_arg(call, 0, op, "data")
+    idx = _index_tensor(call, 1, op, "indices")
+    upd = tensor_arg(call, 2, op, "updates")
+    if call.attrs["reduction"] not in _SCATTER_REDUCTIONS:
+        raise StructInfoError(f"{op}: reduction must be one of {', '.join(_SCATTER_REDUCTIONS)}, "
+                              f"got {call.attrs['reduction']!r}")
+    if not x.is_unknown_dtype and not upd.is_unknown_dtype and x.dtype != upd.dtype:
+        raise StructInfoError(f"{op}: data is {x.dtype} but updates are {upd.dtype}")
+    if x.ndim != -1 and idx.ndim != -1 and x.ndim != idx.ndim:
+        raise StructInfoError(f"{op}: data and indices must have the same number of dimensions, "
+                              f"got {x.ndim} and {idx.ndim}")
+    if x.ndim != -1:
+        normalize_axis(op, call.attrs["axis"], x.ndim)
+    return x
+
+
+def scatter_elements(data: Expr, indices: Expr, updates: Expr, axis: int = 0, reduction: str = "update") -> Call:
+    """``data`` with ``updates[j]`` written (or combined by ``reduction``) at ``j`` with
+    ``j[axis] = indices[j]`` (torch's ``scatter`` / ``scatter_add`` / ``scatter_reduce``)."""
+    return make_call("relax.scatter_elements", data, indices, updates,
+                     attrs={"axis": int(axis), "reduction": reduction})
+
+
+__all__ += ["gather_elements", "scatter_elements"]

@@ -336,8 +336,8 @@ def dropout(data: Expr, rate: float = 0.5) -> Call:
     return make_call("relax.nn.dropout", data, attrs={"rate": float(rate)})
 
 
-from .conv import conv1d, conv1d_transpose, conv2d_transpose  # noqa: E402
+from .conv import conv1d, conv1d_transpose, conv2d_transpose, conv3d  # noqa: E402
 from .nn_more import cross_entropy_with_logits, group_norm, leakyrelu, nll_loss, prelu, rms_norm  # noqa: E402
 
 __all__ += ["leakyrelu", "prelu", "rms_norm", "group_norm", "cross_entropy_with_logits", "nll_loss", "conv1d",
-            "conv1d_transpose", "conv2d_transpose"]
+            "conv1d_transpose", "conv2d_transpose", "conv3d"]

@@ -198,3 +198,16 @@ def _register_check(name: str, doc: str) -> Callable[[Expr], Call]:
 isfinite = _register_check("isfinite", "True where the element is neither infinite nor NaN.")
 isinf = _register_check("isinf", "True where the element is +inf or -inf.")
 isnan = _register_check("isnan", "True where the element is NaN.")
+
+
+@register("relax.bitwise_not", pattern=OpPattern.ELEMWISE, num_inputs=1)
+def _infer_bitwise_not(call: Call, ctx: Any) -> StructInfo:
+    """Every bit flipped (integer or bool tensors)."""
+    x = unary_sinfo(call, "relax.bitwise_not")
+    if not x.is_unknown_dtype and not (x.dtype == "bool" or _dt.is_int(x.dtype) or _dt.is_uint(x.dtype)):
+        raise StructInfoError(f"relax.bitwise_not needs an integer or bool tensor, got dtype {x.dtype}")
+    return x
+
+
+bitwise_not = _unary_builder("bitwise_not", "``~x`` bit by bit (integer or bool tensors).")
+__all__ += ["bitwise_not"]

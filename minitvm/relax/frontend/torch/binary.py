@@ -52,6 +52,97 @@ def _truth(conv, x):
     return x if dtype == "bool" else conv.bb.emit(_op.not_equal(x, conv.scalar_of(0, dtype)))
 
 
+def _bitwise(fn):
+    """and / or / xor / shifts of integer or bool tensors (``&`` of two masks is ``and``)."""
+    def convert(node, conv):
+        a, b = conv.operands(node.args[0], node.args[1], dtype=_compute_dtype(node, conv))
+        return conv.bb.emit(fn(a, b))
+    convert.__name__ = f"convert_{fn.__name__}"
+    return convert
+
+
+def div_mode(node, conv):
+    """``torch.div(a, b, rounding_mode=None | "trunc" | "floor")``."""
+    mode = node.kwargs.get("rounding_mode", node.args[2] if len(node.args) > 2 else None)
+    dtype = conv.dtype_of(node)
+    a, b = conv.operands(node.args[0], node.args[1], dtype=dtype)
+    if mode is None:
+        return conv.bb.emit(_op.divide(a, b))
+    if mode == "floor":
+        return conv.bb.emit(_op.floor_divide(a, b))
+    if dtype.startswith("float"):
+        return conv.bb.emit(_op.trunc(_op.divide(a, b)))
+    return conv.bb.emit(_op.divide(a, b))  # integer division truncates
+
+
+def logaddexp(node, conv):
+    """``log(exp(a) + exp(b))`` as ``m + log1p(exp(-|a - b|))`` with ``m = max(a, b)``;
+    equal infinities give themselves."""
+    from .unary import log1p_of
+
+    a, b = conv.operands(node.args[0], node.args[1], dtype=conv.dtype_of(node))
+    m = conv.bb.emit(_op.maximum(a, b))
+    d = conv.bb.emit(_op.negative(_op.abs(_op.subtract(a, b))))
+    out = _op.add(m, log1p_of(conv, conv.bb.emit(_op.exp(d))))
+    return conv.bb.emit(_op.where(_op.isinf(m), m, out))
+
+
+def outer(node, conv):
+    """``a[:, None] * b[None, :]``."""
+    a, b = conv.operands(node.args[0], node.args[1], dtype=conv.dtype_of(node))
+    return conv.bb.emit(_op.multiply(_op.expand_dims(a, [1]), b))
+
+
+def baddbmm(node, conv):
+    """``beta * input + alpha * (b1 @ b2)`` (also ``addbmm``-free: batched)."""
+    bias, m1, m2 = (conv.arg(a) for a in node.args[:3])
+    beta = node.kwargs.get("beta", node.args[3] if len(node.args) > 3 else 1)
+    alpha = node.kwargs.get("alpha", node.args[4] if len(node.args) > 4 else 1)
+    prod = _op.matmul(m1, m2)
+    if alpha != 1:
+        prod = _op.multiply(prod, conv.scalar(alpha, m1))
+    if beta == 0:
+        return conv.bb.emit(prod)
+    if beta != 1:
+        bias = _op.multiply(bias, conv.scalar(beta, m1))
+    return conv.bb.emit(_op.add(bias, prod))
+
+
+def einsum(node, conv):
+    from ...expr import Tuple
+
+    equation = node.args[0]
+    return conv.bb.emit(_op.einsum(Tuple([conv.arg(t) for t in node.args[1]]), equation))
+
+
+def _nan_ignoring(fn):
+    """fmax / fmin: the other operand where one is NaN."""
+    def convert(node, conv):
+        a, b = conv.operands(node.args[0], node.args[1], dtype=conv.dtype_of(node))
+        if not conv.dtype_of(node).startswith("float"):
+            return conv.bb.emit(fn(a, b))
+        return conv.bb.emit(_op.where(_op.isnan(a), b, _op.where(_op.isnan(b), a, fn(a, b))))
+    return convert
+
+
+def addcmul_div(fn):
+    """``input + value * fn(t1, t2)`` (addcmul: ``*``, addcdiv: ``/``)."""
+    def convert(node, conv):
+        dtype = conv.dtype_of(node)
+        x, t1, t2 = (conv.as_dtype(conv.arg(a), dtype) for a in node.args[:3])
+        value = node.kwargs.get("value", node.args[3] if len(node.args) > 3 else 1)
+        term = fn(t1, t2)
+        if value != 1:
+            term = _op.multiply(term, conv.scalar_of(value, dtype))
+        return conv.bb.emit(_op.add(x, term))
+    return convert
+
+
+def addmv(node, conv):
+    """``beta * input + alpha * (mat @ vec)``."""
+    return baddbmm(node, conv)
+
+
 def rsub(node, conv):
     """``other - alpha * x`` (``1 - x`` is ``rsub(x, 1)``)."""
     a, b = conv.operands(node.args[0], node.args[1])
@@ -113,15 +204,41 @@ CONVERTERS = {
     "aten.ge.Scalar": _binary(_op.greater_equal),
     "aten.logical_and.default": _logical(_op.logical_and),
     "aten.logical_or.default": _logical(_op.logical_or),
-    "aten.bitwise_and.Tensor": _logical(_op.logical_and),
-    "aten.bitwise_or.Tensor": _logical(_op.logical_or),
-    "aten.bitwise_xor.Tensor": _logical(_op.not_equal),
-    "aten.bitwise_and.Scalar": _logical(_op.logical_and),
-    "aten.bitwise_or.Scalar": _logical(_op.logical_or),
-    "aten.bitwise_xor.Scalar": _logical(_op.not_equal),
     "aten.logical_xor.default": _logical(_op.not_equal),
-    "aten.__and__.Tensor": _logical(_op.logical_and),
-    "aten.__or__.Tensor": _logical(_op.logical_or),
+    **{f"aten.{name}.{overload}": _bitwise(fn) for name, fn in (
+        ("bitwise_and", _op.bitwise_and), ("bitwise_or", _op.bitwise_or), ("bitwise_xor", _op.bitwise_xor),
+        ("__and__", _op.bitwise_and), ("__or__", _op.bitwise_or), ("__xor__", _op.bitwise_xor),
+        ("__lshift__", _op.left_shift), ("__rshift__", _op.right_shift), ("bitwise_or_", _op.bitwise_or),
+        ("bitwise_and_", _op.bitwise_and)) for overload in ("Tensor", "Scalar")},
+    "aten.bitwise_left_shift.Tensor": _bitwise(_op.left_shift),
+    "aten.bitwise_right_shift.Tensor": _bitwise(_op.right_shift),
+    "aten.bitwise_left_shift.Tensor_Scalar": _bitwise(_op.left_shift),
+    "aten.bitwise_right_shift.Tensor_Scalar": _bitwise(_op.right_shift),
+    "aten.div.Tensor_mode": div_mode,
+    "aten.div.Scalar_mode": div_mode,
+    "aten.fmod.Tensor": _binary(_op.mod),
+    "aten.fmod.Scalar": _binary(_op.mod),
+    "aten.remainder.Tensor": _binary(_op.floor_mod),
+    "aten.remainder.Scalar": _binary(_op.floor_mod),
+    "aten.pow.Scalar": _binary(_op.power),
+    "aten.max.other": _binary(_op.maximum),
+    "aten.min.other": _binary(_op.minimum),
+    "aten.logaddexp.default": logaddexp,
+    "aten.add_.Tensor": _binary(_op.add),
+    "aten.mul_.Tensor": _binary(_op.multiply),
+    "aten.sub_.Tensor": _binary(_op.subtract),
+    "aten.div_.Tensor": _binary(_op.divide),
+    "aten.outer.default": outer,
+    "aten.baddbmm.default": baddbmm,
+    "aten.einsum.default": einsum,
+    "aten.mv.default": matmul,
+    "aten.vdot.default": matmul,
+    "aten.addmv.default": addmv,
+    "aten.addcmul.default": addcmul_div(_op.multiply),
+    "aten.addcdiv.default": addcmul_div(_op.divide),
+    "aten.fmax.default": _nan_ignoring(_op.maximum),
+    "aten.fmin.default": _nan_ignoring(_op.minimum),
+    "aten.dot.default": matmul,
     "aten.mm.default": matmul,
     "aten.bmm.default": matmul,
     "aten.matmul.default": matmul,

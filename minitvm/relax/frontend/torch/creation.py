@@ -40,10 +40,49 @@ def arange(node, conv):
         values = [0, values[0]]
     start, end = values[0], values[1]
     step = values[2] if len(values) > 2 else node.kwargs.get("step", 1)
+    if all(isinstance(v, (int, float)) for v in (start, end, step)):
+        return torch_constant(node, conv)  # torch's own values (a float step accumulates its way)
+    from ...expr import PrimValue
+
     for v in (start, end, step):
-        if not isinstance(v, (int, float)):
-            raise ValueError(f"from_exported_program: {node.target}: arange needs constant bounds, got {v}")
-    return conv.bb.emit(_op.arange(start, end, step, dtype=conv.dtype_of(node)))
+        if isinstance(v, float):
+            raise ValueError(f"from_exported_program: {node.target}: arange with a symbolic bound and a float "
+                             f"one ({v}) is not supported")
+    bounds = [v if isinstance(v, int) else PrimValue(v) for v in (start, end, step)]
+    return conv.bb.emit(_op.arange(*bounds, dtype=conv.dtype_of(node)))
+
+
+def torch_constant(node, conv):
+    """A tensor made from constants only (``linspace``, ``eye``, a window function, ``arange``
+    of numbers): torch computes it here and it becomes a Relax constant, bit for bit torch's."""
+    import torch  # torch is optional and heavy: imported on first use
+
+    args = [conv.arg(a) for a in node.args]
+    kwargs = {k: conv.arg(v) for k, v in node.kwargs.items() if k not in ("device", "pin_memory")}
+    for v in [*args, *kwargs.values()]:
+        if not isinstance(v, (int, float, bool, str, type(None), torch.dtype, torch.layout, torch.memory_format,
+                              list, tuple)):
+            raise ValueError(f"from_exported_program: {node.target} with a computed argument {v} is not supported")
+    value = node.target(*args, **kwargs, device="cpu") if "device" in node.kwargs else node.target(*args, **kwargs)
+    return const(value.detach().contiguous().numpy())
+
+
+def _check_constant(node, conv):
+    for a in [*node.args, *node.kwargs.values()]:
+        if hasattr(a, "meta"):
+            return "a size or value computed in the graph (a symbolic one) is not supported here"
+    return None
+
+
+def zero_(node, conv):
+    dtype = conv.dtype_of(node)
+    return conv.bb.emit(_op.full_like(conv.arg(node.args[0]), _fill_const(0, dtype), dtype))
+
+
+def fill_tensor(node, conv):
+    """``fill(x, value)`` with a 0-d tensor value: the value broadcast to ``x``'s shape."""
+    value = conv.as_dtype(conv.arg(node.args[1]), conv.dtype_of(node))
+    return conv.bb.emit(_op.broadcast_to(value, conv.shape_of(node)))
 
 
 def scalar_tensor(node, conv):
@@ -82,9 +121,27 @@ CONVERTERS = {
     "aten.zeros_like.default": _full_like(0),
     "aten.ones_like.default": _full_like(1),
     "aten.fill.Scalar": fill_scalar,
+    "aten.fill_.Scalar": fill_scalar,
+    "aten.fill.Tensor": fill_tensor,
+    "aten.fill_.Tensor": fill_tensor,
+    "aten.zero_.default": zero_,
+    "aten.zero.default": zero_,
+    "aten.empty_permuted.default": empty_to_zeros,
+    "aten.empty_strided.default": empty_to_zeros,
+    "aten.new_empty.default": empty_to_zeros,
+    "aten.new_empty_strided.default": empty_to_zeros,
+    **{f"aten.{name}": torch_constant for name in (
+        "linspace.default", "logspace.default", "eye.default", "eye.m", "hamming_window.default",
+        "hamming_window.periodic", "hamming_window.periodic_alpha", "hamming_window.periodic_alpha_beta",
+        "hann_window.default", "hann_window.periodic", "blackman_window.default", "blackman_window.periodic",
+        "bartlett_window.default", "bartlett_window.periodic", "kaiser_window.default", "tril_indices.default",
+        "triu_indices.default")},
     "aten.arange.default": arange,
     "aten.arange.start": arange,
     "aten.arange.start_step": arange,
     "aten.scalar_tensor.default": scalar_tensor,
     "aten.lift_fresh_copy.default": lift_fresh_copy,
 }
+
+
+CHECKS = {name: _check_constant for name, fn in CONVERTERS.items() if fn is torch_constant}

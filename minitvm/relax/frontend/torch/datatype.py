@@ -28,3 +28,20 @@ CONVERTERS = {
     "aten.to.dtype_layout": to_dtype,
     "aten.type_as.default": type_as,
 }
+
+
+def _check_dtype(node, conv):
+    """A cast to a dtype minitvm has no kernels for (bfloat16, complex)."""
+    from ....ir import dtype as _dt
+
+    val = node.meta.get("val")
+    name = conv.dtype_name(val.dtype) if hasattr(val, "dtype") else None
+    try:
+        if name is not None:
+            _dt.check(name)
+    except (TypeError, ValueError):
+        return f"a cast to {name} is not supported (minitvm has no {name} kernels)"
+    return None
+
+
+CHECKS = {name: _check_dtype for name in CONVERTERS}

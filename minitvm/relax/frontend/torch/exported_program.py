@@ -17,7 +17,7 @@ from ...op import astype
 from ...struct_info import TensorStructInfo
 from . import binary, creation, datatype, manipulation, nn, search, statistical, unary
 
-__all__ = ["from_exported_program", "CONVERTERS", "CONVERTER_KINDS"]
+__all__ = ["from_exported_program", "CONVERTERS", "CONVERTER_KINDS", "CHECKS", "TRAINING_OPS"]
 
 #: The converter modules by kind, in the order the docs list them.
 CONVERTER_KINDS: dict[str, Any] = {
@@ -29,6 +29,21 @@ CONVERTER_KINDS: dict[str, Any] = {
 CONVERTERS: dict[str, Callable[[Any, "ExportedProgramConverter"], Any]] = {
     name: fn for module in CONVERTER_KINDS.values() for name, fn in module.CONVERTERS.items()
 }
+
+#: ATen op name -> ``fn(node, converter)`` returning why this call (a variant: a 3-D transposed
+#: convolution, an unsupported keyword) cannot be converted, or None; run before any conversion
+CHECKS: dict[str, Callable[[Any, "ExportedProgramConverter"], str | None]] = {
+    name: fn for module in CONVERTER_KINDS.values() for name, fn in getattr(module, "CHECKS", {}).items()
+}
+
+#: ATen ops that only a model in training mode records (batch statistics, random dropout)
+TRAINING_OPS = frozenset({"aten._native_batch_norm_legit_functional.default", "aten._native_batch_norm_legit.default",
+                          "aten.native_dropout.default", "aten.bernoulli.p", "aten.bernoulli.default"})
+
+_ADVICE = ("Convert the missing ones yourself with custom_convert_map, one function per ATen overload, e.g.\n"
+           "  from_exported_program(ep, custom_convert_map={{\"{name}\": "
+           "lambda node, importer: importer.bb.emit(relax.op.exp(importer.arg(node.args[0])))}})\n"
+           "docs/torch_ops.md lists the operators and variants minitvm converts.")
 
 
 def op_name(node: Any) -> str:
@@ -45,20 +60,32 @@ def op_name(node: Any) -> str:
 
 
 def source_line(node: Any) -> str:
-    """Where the op came from in the user's code, as ``file.py:12: the source line``."""
+    """Where the op came from in the user's code, as ``file.py:12: the source line`` (the
+    innermost frame outside torch's own package: ``self.conv(x)``, not torch's ``F.conv2d``)."""
     trace = node.meta.get("stack_trace")
     if trace:
         lines = [ln for ln in trace.splitlines() if ln.strip()]
-        for i in range(len(lines) - 1, -1, -1):
-            m = re.match(r'\s*File "([^"]+)", line (\d+)', lines[i])
+        frames = []
+        for i, line in enumerate(lines):
+            m = re.match(r'\s*File "([^"]+)", line (\d+)', line)
             if m:
-                code = lines[i + 1].strip() if i + 1 < len(lines) else ""
-                return f"{m.group(1).rsplit('/', 1)[-1]}:{m.group(2)}: {code}"
+                code = lines[i + 1].strip() if i + 1 < len(lines) and not lines[i + 1].lstrip().startswith(
+                    "File ") else ""
+                frames.append((m.group(1), m.group(2), code))
+        if frames:
+            user = [f for f in frames if not _in_torch(f[0])] or frames
+            path, line_no, code = user[-1]
+            return f"{path.rsplit('/', 1)[-1]}:{line_no}: {code}"
         return lines[-1].strip() if lines else ""
     stack = node.meta.get("source_fn_stack")
     if stack:
         return " / ".join(str(getattr(fn, "__name__", fn)) for _, fn in stack)
     return ""
+
+
+def _in_torch(path: str) -> bool:
+    """A file of torch's own package (``.../site-packages/torch/nn/modules/conv.py``)."""
+    return "/torch/" in path.replace("\\", "/") and "site-packages" in path or "/dist-packages/torch/" in path
 
 
 def _dtype_name(dtype: Any) -> str:
@@ -82,8 +109,10 @@ def _dim_name(symbol: Any, shape_env: Any) -> str:
 class ExportedProgramConverter:
     """The state of one conversion; converters read their arguments through it."""
 
-    def __init__(self, convert_map: dict[str, Callable]):
+    def __init__(self, convert_map: dict[str, Callable], custom: frozenset[str] = frozenset()):
         self.convert_map = convert_map
+        #: the ops ``custom_convert_map`` converts (their variants are the user's business)
+        self.custom = custom
         self.bb = BlockBuilder()
         self.env: dict[Any, Any] = {}
         self.sym: dict[str, TirVar] = {}
@@ -140,6 +169,10 @@ class ExportedProgramConverter:
         raise ValueError(f"from_exported_program: symbolic size {e} is not supported")
 
     def shape_of(self, a: Any) -> list[Any]:
+        """The shape torch recorded for node ``a`` (ints, or tir expressions where symbolic); a
+        Relax value (``from_fx`` passes parameters as constants) gives its struct info's."""
+        if isinstance(a, Expr):
+            return [d.value if hasattr(d, "value") else d for d in struct_info_of(a).shape_values]
         return [self._prim(d) for d in a.meta["val"].shape]
 
     def scalar(self, value: Any, like: Expr) -> Expr:
@@ -186,26 +219,98 @@ class ExportedProgramConverter:
         return self.bb.emit_output(Tuple(values), "gv")
 
     # -- the walk -----------------------------------------------------------------------------
-    def check_supported(self, graph: Any) -> None:
+    def check_supported(self, graph: Any, custom: frozenset[str] = frozenset()) -> None:
+        """Every operator has a converter and every call a variant it takes, or one error lists
+        them all (each with its source line) and says what to do; a model exported in training
+        mode is told to call ``model.eval()`` first."""
         missing: dict[str, list[str]] = {}
+        training: dict[str, list[str]] = {}
         for node in graph.nodes:
-            if node.op == "call_function":
-                name = op_name(node)
-                if name not in self.convert_map:
-                    missing.setdefault(name, []).append(source_line(node))
-        if missing:
+            if node.op != "call_function":
+                continue
+            name = op_name(node)
+            if name in custom:  # the user's own converter takes every variant
+                continue
+            why = _training_reason(node, name)
+            if why is not None:
+                training.setdefault(f"{name} ({why})", []).append(source_line(node))
+                continue
+            if name not in self.convert_map:
+                missing.setdefault(name, []).append(source_line(node))
+                continue
+            check = CHECKS.get(name)
+            why = check(node, self) if check is not None else None
+            if why:
+                missing.setdefault(f"{name}: {why}", []).append(source_line(node))
+        if not missing and not training:
+            return
+
+        def listing(entries: dict[str, list[str]]) -> list[str]:
             lines = []
-            for name, where in missing.items():
+            for name, where in entries.items():
                 place = "; ".join(dict.fromkeys(w for w in where if w))
                 lines.append(f"  {name}" + (f"  ({place})" if place else ""))
-            raise ValueError("from_exported_program: unsupported operators:\n" + "\n".join(lines))
+            return lines
+
+        parts = []
+        if training:
+            parts.append("from_exported_program: the model was exported in training mode:\n"
+                         + "\n".join(listing(training))
+                         + "\nCall model.eval() before torch.export.export(model, ...) to export it for inference.")
+        if missing:
+            first = next(iter(missing)).split(":")[0]
+            parts.append("from_exported_program: unsupported operators:\n" + "\n".join(listing(missing))
+                         + "\n" + _ADVICE.format(name=first))
+        raise ValueError("\n\n".join(parts))
+
+    def convert_node(self, node: Any) -> Any:
+        """One call: an empty result (a zero in its static shape) is an empty constant, as
+        torch allows (``cat`` of an empty cache); otherwise the converter's value, cast to the
+        dtype torch recorded when it differs (torch's promotion, e.g. int32 ``sum`` to int64)."""
+        name = op_name(node)
+        val = node.meta.get("val")
+        custom = name in self.custom
+        if not custom and name != "getitem":
+            if _is_static_empty(val):
+                return _empty_const(val)
+            if isinstance(val, (tuple, list)) and val and all(_is_static_empty(v) for v in val):
+                return tuple(_empty_const(v) for v in val)
+        if not custom and name != "getitem" and _all_inputs_empty(node):
+            return self.from_empty_inputs(node)
+        out = self.convert_map[name](node, self)
+        if custom or not isinstance(out, Expr) or not hasattr(val, "dtype"):
+            return out
+        sinfo = struct_info_of(out)
+        want = _dtype_name(val.dtype)
+        if isinstance(sinfo, TensorStructInfo) and not sinfo.is_unknown_dtype and sinfo.dtype != want:
+            return self.bb.emit(astype(out, want))
+        return out
+
+    def from_empty_inputs(self, node: Any) -> Any:
+        """A call whose every tensor input is empty depends on shapes alone (``sum`` of nothing
+        is 0, ``var`` of nothing NaN): torch computes it on empty tensors, and it is a constant."""
+        import torch  # torch is optional and heavy: imported on first use
+        import torch.fx  # torch is optional and heavy: imported on first use
+
+        def real(a: Any) -> Any:
+            if isinstance(a, torch.fx.Node):
+                val = a.meta["val"]
+                return torch.empty(tuple(int(d) for d in val.shape), dtype=val.dtype)
+            if isinstance(a, (list, tuple)):
+                return type(a)(real(x) for x in a)
+            return a
+
+        value = node.target(*real(node.args), **{k: real(v) for k, v in node.kwargs.items()})
+        if isinstance(value, (tuple, list)):
+            return tuple(const(v.detach().contiguous().numpy()) for v in value)
+        return const(value.detach().contiguous().numpy())
 
     def convert(self, ep: Any, keep_params_as_input: bool, unwrap_unit_return_tuple: bool,
                 no_bind_return_tuple: bool = False) -> IRModule:
         from torch.export.graph_signature import InputKind  # torch is optional and heavy: imported on first use
 
         graph = ep.graph_module.graph
-        self.check_supported(graph)
+        self.check_supported(graph, self.custom)
         specs = {s.arg.name: s for s in ep.graph_signature.input_specs}
         placeholders = [n for n in graph.nodes if n.op == "placeholder"]
         user_vars, param_vars, param_values = [], [], []
@@ -240,13 +345,58 @@ class ExportedProgramConverter:
                 output = None
                 for node in graph.nodes:
                     if node.op == "call_function":
-                        self.env[node] = self.convert_map[op_name(node)](node, self)
+                        self.env[node] = self.convert_node(node)
                     elif node.op == "output":
                         output = self.emit_result(node.args[0], unwrap_unit_return_tuple, no_bind_return_tuple)
                     elif node.op not in ("placeholder",):
                         raise ValueError(f"from_exported_program: graph node kind {node.op!r} is not supported")
             self.bb.emit_func_output(output)
         return self.bb.get()
+
+
+def _is_static_empty(val: Any) -> bool:
+    """A fake tensor with a constant zero among its sizes (and no symbolic one)."""
+    shape = getattr(val, "shape", None)
+    if shape is None or not hasattr(val, "dtype"):
+        return False
+    return all(isinstance(d, int) for d in shape) and any(d == 0 for d in shape)
+
+
+def _all_inputs_empty(node: Any) -> bool:
+    """Every tensor argument of ``node`` is empty (at least one), in a static shape."""
+    import torch.fx  # torch is optional and heavy: imported on first use
+
+    inputs: list = []
+
+    def collect(a: Any) -> None:
+        if isinstance(a, torch.fx.Node):
+            inputs.append(a)
+        elif isinstance(a, (list, tuple)):
+            for x in a:
+                collect(x)
+
+    collect(node.args)
+    collect(list(node.kwargs.values()))
+    vals = [a.meta.get("val") for a in inputs]
+    tensors = [v for v in vals if hasattr(v, "shape") and hasattr(v, "dtype")]
+    return bool(tensors) and len(tensors) == len(vals) and all(_is_static_empty(v) for v in tensors)
+
+
+def _empty_const(val: Any) -> Expr:
+    return const(np.empty(tuple(int(d) for d in val.shape), dtype=_dtype_name(val.dtype)))
+
+
+def _training_reason(node: Any, name: str) -> str | None:
+    """Why ``node`` shows the model was exported in training mode, or None."""
+    if name in TRAINING_OPS:
+        if name == "aten.native_dropout.default" and not bool(node.args[2] if len(node.args) > 2 else True):
+            return None
+        return "batch statistics" if "batch_norm" in name else "random dropout"
+    if name == "aten.dropout.default" and bool(node.args[2] if len(node.args) > 2 else node.kwargs.get("train")):
+        return "random dropout"
+    if name == "aten.batch_norm.default" and bool(node.args[5] if len(node.args) > 5 else node.kwargs.get("training")):
+        return "batch statistics"
+    return None
 
 
 def from_exported_program(ep: Any, *, keep_params_as_input: bool = False, unwrap_unit_return_tuple: bool = False,
@@ -274,5 +424,6 @@ def from_exported_program(ep: Any, *, keep_params_as_input: bool = False, unwrap
             warnings.filterwarnings("ignore", message=r".*LeafSpec.* is deprecated", category=FutureWarning)
             ep = ep.run_decompositions()
     convert_map = {**CONVERTERS, **(custom_convert_map or {})}
-    return ExportedProgramConverter(convert_map).convert(ep, keep_params_as_input, unwrap_unit_return_tuple,
-                                                         no_bind_return_tuple)
+    converter = ExportedProgramConverter(convert_map, frozenset(custom_convert_map or ()))
+    return converter.convert(ep, keep_params_as_input, unwrap_unit_return_tuple,
+                             no_bind_return_tuple)

@@ -3,16 +3,29 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from .exported_program import CONVERTER_KINDS
 from .fx_translator import _METHODS, _function_adapters, _module_adapters
 
-__all__ = ["supported_ops_markdown", "REGENERATE"]
+__all__ = ["supported_ops_markdown", "REGENERATE", "SWEEP", "OP_DB_RESULTS", "load_op_db_results"]
 
 #: the command that rewrites the committed table, run from the project root
 REGENERATE = ('.venv/bin/python -c "from minitvm.relax.frontend.torch import supported_ops_markdown as t; '
               "open('docs/torch_ops.md', 'w').write(t())\"")
+#: the command that reruns PyTorch's op_db samples, rewrites the results file and the table
+SWEEP = ".venv/bin/python -m minitvm.testing.torch_op_db --samples 1 --dtypes float32 --docs"
+#: per ATen overload, how op_db's samples fared in the last sweep (written by ``SWEEP``)
+OP_DB_RESULTS = Path(__file__).with_name("op_db_results.json")
+
+
+def load_op_db_results() -> dict | None:
+    """The last sweep's results (``{"overloads": {name: [passed, total]}, ...}``), or None."""
+    if not OP_DB_RESULTS.exists():
+        return None
+    return json.loads(OP_DB_RESULTS.read_text())
 
 
 def _overloads(names: list[str]) -> list[tuple[str, list[str]]]:
@@ -28,16 +41,62 @@ def _overloads(names: list[str]) -> list[tuple[str, list[str]]]:
     return [(op, sorted(groups[op])) for op in sorted(groups)]
 
 
-def _aten_section() -> list[str]:
+def _samples_cell(op: str, overloads: list[str], results: dict | None) -> str:
+    """``add.Tensor 12/12`` per overload: op_db samples passed / samples whose graph used it."""
+    if results is None:
+        return ""
+    stats = results["overloads"]
+    cells = []
+    for o in overloads or [""]:
+        name = f"{op}.{o}" if o else op
+        if name in stats:
+            passed, total = stats[name]
+            cells.append(f"{o or op} {passed}/{total}")
+    return ", ".join(cells) if cells else "no sample"
+
+
+def _aten_section(results: dict | None) -> list[str]:
     lines = []
     for kind, module in CONVERTER_KINDS.items():
         groups = _overloads(list(module.CONVERTERS))
         lines += [f"## {kind[0].upper() + kind[1:]} ({len(groups)})", "",
-                  f"`minitvm/relax/frontend/torch/{module.__name__.rsplit('.', 1)[-1]}.py`", "",
-                  "| operator | overloads |", "| --- | --- |"]
+                  f"`minitvm/relax/frontend/torch/{module.__name__.rsplit('.', 1)[-1]}.py`", ""]
+        if results is None:
+            lines += ["| operator | overloads |", "| --- | --- |"]
+        else:
+            lines += ["| operator | overloads | op_db samples passed |", "| --- | --- | --- |"]
         for op, overloads in groups:
-            lines.append(f"| `{op}` | {', '.join(overloads) if overloads else '(Python call on sizes or tuples)'} |")
+            row = f"| `{op}` | {', '.join(overloads) if overloads else '(Python call on sizes or tuples)'} |"
+            if results is not None:
+                row += f" {_samples_cell(op, overloads, results)} |"
+            lines.append(row)
         lines.append("")
+    return lines
+
+
+def _op_db_section(results: dict | None) -> list[str]:
+    """How the last sweep over PyTorch's op_db went, and the overloads its samples wanted most."""
+    if results is None:
+        return []
+    tally = results["samples"]
+    total = sum(tally.values())
+    swept, total_infos = results["opinfos"]
+    lines = ["## PyTorch's op_db samples", "",
+             f"{swept} of the {total_infos} `OpInfo`s of `torch.testing._internal.common_methods_invocations.op_db` "
+             f"(torch {results['torch']}; random ones left out), {results['samples_per_dtype']} seeded sample(s) "
+             "per op and dtype "
+             f"({', '.join(results['dtypes'])}): exported, imported (decomposed, and as exported where that "
+             "differs), compiled, run and compared with eager torch. A sample counts for every overload in "
+             f"its graph. Rerun with `{SWEEP}`.", "",
+             f"Samples: {total} — " + ", ".join(f"{k} {v}" for k, v in sorted(tally.items())) + ".", "",
+             "Overloads op_db's samples use that minitvm does not convert (samples affected):", ""]
+    from .exported_program import CONVERTERS
+
+    # (converters added since the sweep are no longer missing)
+    missing = sorted(((op, n) for op, n in results["missing"].items() if op not in CONVERTERS),
+                     key=lambda kv: (-kv[1], kv[0]))
+    lines.append(", ".join(f"`{op}` ({n})" for op, n in missing) + "." if missing else "none.")
+    lines.append("")
     return lines
 
 
@@ -72,16 +131,22 @@ def _fx_section() -> list[str]:
             f"| tensor methods | {cell(methods)} |", ""]
 
 
-def supported_ops_markdown() -> str:
-    """The Markdown of ``docs/torch_ops.md``: every converted ATen operator grouped by kind,
-    then the calls ``from_fx`` understands."""
+def supported_ops_markdown(results: dict | None = None) -> str:
+    """The Markdown of ``docs/torch_ops.md``: every converted ATen operator grouped by kind
+    with how PyTorch's op_db samples fared (``results``, default: the last sweep's), then the
+    calls ``from_fx`` understands."""
+    results = results if results is not None else load_op_db_results()
     count = sum(len(m.CONVERTERS) for m in CONVERTER_KINDS.values())
     head = ["# Supported PyTorch operators", "",
             "`relax.frontend.torch.from_exported_program` converts these ATen operators "
             f"({count} overloads). By default the program is first decomposed "
             "(`ep.run_decompositions()`), which turns many operators into the core ones listed "
             "here; `run_ep_decomposition=False` keeps the high-level ones, which are listed too. "
-            "Anything else is reported in one error that names every missing operator with its "
-            "source line; `custom_convert_map` adds converters.", "",
-            f"Generated from the converter tables; regenerate with `{REGENERATE}`.", ""]
-    return "\n".join(head + _aten_section() + _fx_section())
+            "Anything else, and any variant a converter does not take (a 3-D transposed convolution, "
+            "an unsupported keyword), is reported in one error before any conversion that names each "
+            "with its source line; `custom_convert_map` adds converters "
+            "(`{\"aten.erfinv.default\": lambda node, importer: ...}`). A model exported in training mode "
+            "is told to call `model.eval()` first.", "",
+            f"Generated from the converter tables and the last op_db sweep; regenerate with `{REGENERATE}`.",
+            ""]
+    return "\n".join(head + _op_db_section(results) + _aten_section(results) + _fx_section())

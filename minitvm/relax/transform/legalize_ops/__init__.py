@@ -85,6 +85,9 @@ for _op_name, _fn in [
     ("less", topi.less), ("less_equal", topi.less_equal), ("greater", topi.greater),
     ("greater_equal", topi.greater_equal),
     ("logical_and", topi.logical_and), ("logical_or", topi.logical_or),
+    ("mod", topi.mod), ("floor_mod", topi.floor_mod), ("bitwise_and", topi.bitwise_and),
+    ("bitwise_or", topi.bitwise_or), ("bitwise_xor", topi.bitwise_xor), ("left_shift", topi.left_shift),
+    ("right_shift", topi.right_shift),
 ]:
     register_legalize(f"relax.{_op_name}", _binary(_fn))
 
@@ -101,7 +104,8 @@ for _op_name, _fn in [
 ]:
     register_legalize(f"relax.{_op_name}", _te(_fn, name=f"tir_{_op_name}"))
 
-for _op_name, _fn in [("isnan", topi.isnan), ("isinf", topi.isinf), ("isfinite", topi.isfinite),
+for _op_name, _fn in [("bitwise_not", topi.bitwise_not), ("isnan", topi.isnan), ("isinf", topi.isinf),
+                      ("isfinite", topi.isfinite),
                       ("erf", topi.erf), ("nn.relu", topi.nn.relu), ("nn.gelu", topi.nn.gelu),
                       ("nn.gelu_tanh", topi.nn.gelu_tanh), ("nn.silu", topi.nn.silu)]:
     register_legalize(f"relax.{_op_name}", _te(_fn))

@@ -47,3 +47,14 @@ def _collapse_sum_to(bb: BlockBuilder, call: Call) -> Expr:
 def _einsum(bb: BlockBuilder, call: Call) -> Expr:
     return bb.call_te(topi.einsum, call.attrs["subscripts"], *_tensors_of(bb, call.args[0]),
                       primfunc_name_hint="einsum")
+
+
+@register_legalize("relax.gather_elements")
+def _gather_elements(bb: BlockBuilder, call: Call) -> Expr:
+    return bb.call_te(topi.gather, call.args[0], call.attrs["axis"], call.args[1], primfunc_name_hint="gather")
+
+
+@register_legalize("relax.scatter_elements")
+def _scatter_elements(bb: BlockBuilder, call: Call) -> Expr:
+    return bb.call_te(topi.scatter_elements, *call.args, axis=call.attrs["axis"], reduction=call.attrs["reduction"],
+                      primfunc_name_hint="scatter_elements")

@@ -81,6 +81,7 @@ def _conv(name: str) -> Any:
 
 register_legalize("relax.nn.conv1d", _conv("conv1d"))
 register_legalize("relax.nn.conv2d", _conv("conv2d"))
+register_legalize("relax.nn.conv3d", _conv("conv3d"))
 
 
 def _conv_transpose(name: str, kernel_name: str) -> Any:

@@ -109,8 +109,8 @@ def test_max_pool_ceil_mode_drops_window_starting_in_trailing_padding(size, kern
     _check(lambda t: F.avg_pool2d(t, kernel, stride, padding, ceil_mode=True), x)
 
 
-def test_avg_pool_divisor_override_is_not_implemented():
+def test_avg_pool_divisor_override_is_refused_before_conversion():
     x = torch.randn(1, 2, 6, 6, generator=GEN)
     ep = torch.export.export(Fn(lambda t: F.avg_pool2d(t, 2, divisor_override=3)), (x,))
-    with pytest.raises(NotImplementedError, match="divisor_override"):
+    with pytest.raises(ValueError, match="avg_pool2d.default: avg_pool's divisor_override is not supported"):
         from_exported_program(ep)

@@ -1,0 +1,92 @@
+"""Index-driven data movement along one axis: ``gather`` (read at the indices) and
+``scatter_elements`` (write or accumulate at the indices), as torch's ``gather`` / ``scatter``
+/ ``scatter_add`` / ``scatter_reduce``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import te
+from ..tir import op as _op
+from ..tir.expr import PrimExpr, const
+from .utils import normalize_axes
+
+__all__ = ["gather", "scatter_elements"]
+
+
+def gather(data: te.Tensor, axis: int, indices: te.Tensor) -> te.Tensor:
+    """``out[i] = data[i with i[axis] replaced by indices[i]]``; the output has the indices'
+    shape (negative indices count from the end)."""
+    axis = normalize_axes(axis, data.ndim, "topi.gather")[0]
+    dim = data.shape[axis]
+
+    def fcompute(*idx: Any) -> PrimExpr:
+        i = _op.cast(indices[idx], dim.dtype)
+        i = _op.Select(_op.less(i, const(0, dim.dtype)), _op.add(i, dim), i)
+        return data[tuple(idx[:axis]) + (i,) + tuple(idx[axis + 1:])]
+
+    return te.compute(indices.shape, fcompute, name="T_gather")
+
+
+def scatter_elements(data: te.Tensor, indices: te.Tensor, updates: te.Tensor, axis: int = 0,
+                     reduction: str = "update") -> te.Tensor:
+    """``data`` with ``updates[j]`` written (``update``) or added / multiplied / maxed / mined
+    (``add``, ``mul``, ``max``, ``min``) at position ``j`` with ``j[axis]`` replaced by
+    ``indices[j]``, for every ``j`` in the indices' shape.  Written as a reduction over the
+    indices along ``axis`` (where two indices collide, ``update`` keeps the last)."""
+    if reduction not in ("update", "add", "mul", "max", "min", "mean"):
+        raise ValueError(f"topi.scatter_elements: reduction {reduction!r} is not supported")
+    if reduction == "mean":
+        raise NotImplementedError("topi.scatter_elements: reduction 'mean' is not supported")
+    axis = normalize_axes(axis, data.ndim, "topi.scatter_elements")[0]
+    dim = data.shape[axis]
+    extent = indices.shape[axis]
+    idtype = dim.dtype
+
+    def source(idx: tuple, j: Any) -> tuple:
+        return tuple(idx[:axis]) + (j,) + tuple(idx[axis + 1:])
+
+    def inside(idx: tuple) -> Any:
+        """The output position lies within the indices' extent on every other axis."""
+        conds = [_op.less(_op.cast(idx[k], idtype), _op.cast(indices.shape[k], idtype))
+                 for k in range(data.ndim) if k != axis]
+        return te.all(*conds) if conds else const(True, "bool")
+
+    def clamped(idx: tuple) -> tuple:
+        return tuple(i if k == axis else _op.min(_op.cast(i, idtype), _op.sub(_op.cast(indices.shape[k], idtype),
+                                                                              const(1, idtype)))
+                     for k, i in enumerate(idx))
+
+    def hits(idx: tuple, j: Any) -> Any:
+        src = source(clamped(idx), j)
+        target = _op.cast(indices[src], idtype)
+        target = _op.Select(_op.less(target, const(0, idtype)), _op.add(target, dim), target)
+        return _op.logical_and(inside(idx), _op.equal(target, _op.cast(idx[axis], idtype))), src
+
+    if reduction == "update":
+        def flast(*idx: Any) -> PrimExpr:
+            r = te.reduce_axis((0, extent), "j")
+            match, _ = hits(idx, r.var)
+            return te.max(_op.Select(match, _op.add(_op.cast(r.var, idtype), const(1, idtype)),
+                                     const(0, idtype)), axis=[r])
+        last = te.compute(data.shape, flast, name="T_scatter_last")
+
+        def fupdate(*idx: Any) -> PrimExpr:
+            j = last[idx]
+            src = source(clamped(idx), _op.max(_op.sub(j, const(1, idtype)), const(0, idtype)))
+            return _op.Select(_op.less(const(0, idtype), j), updates[src], data[idx])
+        return te.compute(data.shape, fupdate, name="T_scatter_elements")
+
+    identity = {"add": const(0, data.dtype), "mul": const(1, data.dtype),
+                "max": _op.min_value(data.dtype), "min": _op.max_value(data.dtype)}[reduction]
+    reducer = {"add": te.sum, "mul": None, "max": te.max, "min": te.min}[reduction]
+    if reducer is None:
+        reducer = te.comm_reducer(lambda x, y: _op.mul(x, y), lambda dtype: const(1, dtype), name="prod")
+
+    def facc(*idx: Any) -> PrimExpr:
+        r = te.reduce_axis((0, extent), "j")
+        match, src = hits(idx, r.var)
+        return reducer(_op.Select(match, updates[src], identity), axis=[r])
+    acc = te.compute(data.shape, facc, name="T_scatter_acc")
+    combine = {"add": _op.add, "mul": _op.mul, "max": _op.max, "min": _op.min}[reduction]
+    return te.compute(data.shape, lambda *idx: combine(data[idx], acc[idx]), name="T_scatter_elements")
