@@ -69,6 +69,8 @@ class _Checker(StmtExprVisitor):
     # -- where variables get their ranges ---------------------------------------------------
     def visit_for_(self, n: For) -> None:
         self.visit((n.min, n.extent))
+        if isinstance(n.extent, IntImm) and n.extent.value <= 0:
+            return  # a loop that never runs makes no access (an empty tensor's kernel)
         with self.analyzer.bound_scope(n.loop_var, Range(n.min, n.extent)):
             self.bound.add(id(n.loop_var))
             self.visit(n.body)

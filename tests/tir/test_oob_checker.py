@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import minitvm
@@ -145,3 +146,17 @@ def predicated(A: T.Buffer((16, 16), "float32"), C: T.Buffer((15, 13), "float32"
 
 def test_a_block_predicate_may_be_what_keeps_its_accesses_in_bounds():
     assert out_of_bounds_accesses(predicated) == []
+
+
+@T.prim_func
+def empty_copy(A: T.Buffer((0,), "float32"), B: T.Buffer((0,), "float32")):
+    for i in range(0):
+        with T.block("B"):
+            vi = T.axis.spatial(0, i)
+            B[vi] = A[vi]
+
+
+def test_a_loop_that_never_runs_makes_no_access():
+    # an empty tensor's kernel (torch allows zero-size dimensions) is not out of bounds
+    assert out_of_bounds_accesses(empty_copy) == []
+    minitvm.build(empty_copy)["empty_copy"](np.zeros(0, "float32"), np.zeros(0, "float32"))
