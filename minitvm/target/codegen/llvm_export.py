@@ -24,6 +24,7 @@ import llvmlite.binding as llvm
 
 from ...runtime.module import BoundsCheck
 from ...runtime.registry import register_func
+from ...runtime.vm.native import ENTRY_PREFIX
 from ...tir import expr as _e
 from ..signature import FunctionSignature, ParamSpec
 from ..target import Target, host_cpu_features
@@ -167,7 +168,7 @@ def export_llvm(lib: LLVMModule) -> dict:
             "metadata": {"version": _METADATA_VERSION, "functions": lib.function_names(),
                          "signatures": signatures, "failures": [_failure_to_json(f) for f in failures or []],
                          "target": str(target), "mcpu": target.mcpu, "features": list(target.features),
-                         "opt_level": target.opt_level}}
+                         "opt_level": target.opt_level, "native_entries": sorted(lib.native_entries)}}
 
 
 def load_llvm_ir(payload: str, metadata: dict) -> LLVMModule:
@@ -198,8 +199,12 @@ def load_llvm_ir(payload: str, metadata: dict) -> LLVMModule:
     for name, (addr, _) in entry.items():
         if not addr:
             raise RuntimeError(f"loading kernels: no code for function {name!r} in the saved LLVM IR")
-    return LLVMModule(payload, payload, engine, tm, Target(str(metadata.get("target", "llvm"))), entry,
-                      failures)
+    lib = LLVMModule(payload, payload, engine, tm, Target(str(metadata.get("target", "llvm"))), entry, failures)
+    entries = metadata.get("native_entries", [])
+    if not isinstance(entries, list) or not all(isinstance(e, str) and e.startswith(ENTRY_PREFIX) for e in entries):
+        raise ValueError(f"the kernel library's native entries are corrupted: {entries!r:.80}")
+    lib.add_native_entries(entries)
+    return lib
 
 
 def _failure_to_json(failure: str | BoundsCheck) -> str | dict:

@@ -21,8 +21,8 @@ from llvmlite import ir
 from ...ir.node import Node
 from ...tir import expr as _e
 from ...tir import stmt as _s
-from ...tir.buffer import Buffer
 from ...tir.analysis import uses_var
+from ...tir.buffer import Buffer
 from ...tir.functor import post_order_visit, substitute
 from ...tir.semantics import BOOL_ONLY, BY_NODE, BY_OP, Semantics, emit_cast, kind_of, node_operands, row_of
 from .fastmath import call_intrinsic
