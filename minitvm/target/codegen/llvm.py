@@ -9,7 +9,8 @@ their concern:
   :class:`LLVMModule` (assembly and object code);
 * ``calling.py``     -- the calling convention: how Python arguments reach a compiled
   function and how its error code comes back (:class:`CompiledFunction`);
-* ``openmp.py``      -- loading libgomp for parallel loops, and its wait policy.
+* ``thread_pool.py`` -- minitvm's own pool for parallel loops (no stalls on a busy machine);
+* ``native_entry.py`` -- a VM function's native entry, beside its kernels.
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ from ...tir import expr as _e
 from ..signature import FunctionSignature, ParamSpec
 from ..target import Target, host_cpu_features
 from .llvm_jit import LLVM_LOCK, LLVMModule, features_string, init_llvm, jit_compile, target_machine
+from .thread_pool import PARALLEL_RUN_SYMBOL, ensure_thread_pool
 
 __all__ = ["export_llvm", "load_llvm_ir", "signature_to_json", "signature_from_json", "FORMAT"]
 
@@ -102,7 +103,7 @@ def signature_from_json(d: dict) -> FunctionSignature:
 # -- checking a saved library before it is compiled ------------------------------------------------
 
 #: external functions generated code may call: the C allocator, OpenMP, and libm
-_RUNTIME_FUNCTIONS = frozenset({"malloc", "free", "GOMP_parallel", "omp_get_thread_num", "omp_get_num_threads"})
+_RUNTIME_FUNCTIONS = frozenset({"malloc", "free", PARALLEL_RUN_SYMBOL})
 _LIBM = re.compile(r"(a?sinh?|a?cosh?|a?tanh?|atan2|exp2?|expm1|log(2|10|1p)?|sqrt|cbrt|pow|erfc?|fabs|floor|ceil"
                    r"|round|roundeven|trunc|rint|nearbyint|fmod|fmin|fmax|hypot|ldexp|frexp)f?")
 
@@ -116,7 +117,7 @@ def _parse_kernels(payload: Any) -> llvm.ModuleRef:
     """Parse and verify saved LLVM IR; refuse anything but IR our code generator could have written.
 
     The IR becomes machine code that runs in this process, so it may reach nothing outside
-    itself except the allocator, OpenMP's runtime and libm, and may hold no inline assembly:
+    itself except the allocator, minitvm's thread pool and libm, and may hold no inline assembly:
     a file that declares, say, ``system`` is refused before anything is compiled.
     """
     if not isinstance(payload, str):
@@ -188,7 +189,8 @@ def load_llvm_ir(payload: str, metadata: dict) -> LLVMModule:
         raise RuntimeError(f"the kernels were compiled for a CPU ({metadata['mcpu']}) with features this "
                            f"machine lacks: {', '.join(missing[:8])}{' ...' if len(missing) > 8 else ''}; "
                            "build the model again here")
-    init_llvm()  # the native target, and libgomp for parallel loops
+    init_llvm()  # the native target
+    ensure_thread_pool()  # what parallel loops call
     sigs = _signatures(metadata)
     failures = _failures_from_json(metadata.get("failures", []))
     with LLVM_LOCK:
