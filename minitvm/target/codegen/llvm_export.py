@@ -35,7 +35,7 @@ __all__ = ["export_llvm", "load_llvm_ir", "signature_to_json", "signature_from_j
 
 #: the kernel format name in an Executable file (the loader is ``runtime.module.loadfrom_<FORMAT>``)
 FORMAT = "llvm_ir"
-_METADATA_VERSION = 2  # 2: failures hold bounds checks as records
+_METADATA_VERSION = 3  # 2: failures hold bounds checks as records; 3: parallel loops call the thread pool
 _BINARY = {cls.__name__: cls for cls in (_e.Add, _e.Sub, _e.Mul, _e.Div, _e.Mod, _e.FloorDiv, _e.FloorMod,
                                          _e.Min, _e.Max)}
 
