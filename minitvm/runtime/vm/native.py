@@ -38,6 +38,7 @@ import hashlib
 import json
 import math
 import re
+import sys
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -353,11 +354,17 @@ class _Planner:
 # -- calling from Python -------------------------------------------------------------------------------
 
 
+def _unused_counts(storages: list[Storage], results: list[NDArray]) -> list[int]:
+    """Reference counts of output storages' memory and result tensors, held only by the entry."""
+    return [sys.getrefcount(st.raw) for st in storages] + [sys.getrefcount(r) for r in results]
+
+
 class NativeEntry:
     """The native entry of one VM function, called with checked arguments: ``run(values)``.
 
     The arena is allocated once and reused; a call that finds it busy (another thread is in
-    the same function) gets an arena of its own.  Outputs are fresh for every call.
+    the same function) gets an arena of its own.  Outputs are reused only when nothing holds the
+    previous call's results any more (so a result the caller keeps is never overwritten).
     """
 
     def __init__(self, plan: EntryPlan, address: int, constants: list[Any],
@@ -365,36 +372,63 @@ class NativeEntry:
         self.plan = plan
         self._cfunc = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                                        ctypes.c_void_p)(address)
-        self._param_array = ctypes.c_void_p * max(1, len(plan.params))
-        self._out_array = ctypes.c_void_p * max(1, len(plan.out_sizes))
+        self._param_type = ctypes.c_void_p * max(1, len(plan.params))
+        self._out_type = ctypes.c_void_p * max(1, len(plan.out_sizes))
         # the constants stay alive as long as the entry: their pointers are in the table
         self._const_values = [constants[k] for k in plan.consts]
         self._consts = (ctypes.c_void_p * max(1, len(plan.consts)))(
             *[int(c.ctypes.data) if isinstance(c, np.ndarray) else c._ptr for c in self._const_values])
+        self._consts_addr = ctypes.addressof(self._consts)
         self._arena = Storage(plan.arena_size)
+        # the tables of the uncontended call, reused (a busy entry makes its own, see run)
+        self._params, self._outs = self._param_type(), self._out_type()
+        self._params_addr, self._outs_addr = ctypes.addressof(self._params), ctypes.addressof(self._outs)
         self._lock = threading.Lock()
         self._raise = raise_kernel_error
         self._views = [(r.index, r.offset, r.offset + r.nbytes, check_dtype(r.dtype, "result"), r.shape)
                        for r in plan.result]
+        self._last: tuple | None = None  # (storages, results, their reference counts when unused)
         self.calls = 0
 
+    def _new_outputs(self) -> tuple[list[Storage], list[NDArray], list[int]]:
+        storages = [Storage(n) for n in self.plan.out_sizes]
+        results = [NDArray(storages[j].buffer[start:end].view(dt).reshape(shape), _address=storages[j].address + start)
+                   for j, start, end, dt, shape in self._views]
+        return storages, results, [st.address for st in storages]
+
+    def _outputs(self) -> tuple[list[NDArray], list[int]]:
+        """The result tensors and output storage addresses of an uncontended call: those of the
+        last call again when nothing holds them any more (the VM's storages are reused the same
+        way, decided by Python's reference counts), else new ones."""
+        last = self._last
+        if last is not None and _unused_counts(last[0], last[1]) == last[3]:
+            return last[1], last[2]
+        storages, results, addresses = self._new_outputs()
+        self._last = (storages, results, addresses, None)
+        self._last = (storages, results, addresses, _unused_counts(storages, results))
+        return results, addresses
+
     def run(self, values: list | tuple) -> Any:
-        params = self._param_array(*[v._ptr for v in values])
-        outs = [Storage(n) for n in self.plan.out_sizes]
-        out_ptrs = self._out_array(*[s.address for s in outs])
+        """Run the entry on checked arguments (NDArrays); the result as the VM returns it."""
         if self._lock.acquire(blocking=False):
             try:
-                rc = self._cfunc(params, self._consts, self._arena.address, out_ptrs)
+                results, addresses = self._outputs()
+                params, outs = self._params, self._outs
+                for i, v in enumerate(values):
+                    params[i] = v._ptr
+                for j, address in enumerate(addresses):
+                    outs[j] = address
+                rc = self._cfunc(self._params_addr, self._consts_addr, self._arena.address, self._outs_addr)
             finally:
                 self._lock.release()
-        else:
+        else:  # another thread is in this entry: tables, outputs and an arena of this call's own
+            _, results, addresses = self._new_outputs()
             arena = Storage(self.plan.arena_size)
-            rc = self._cfunc(params, self._consts, arena.address, out_ptrs)
+            rc = self._cfunc(self._param_type(*[v._ptr for v in values]), self._consts_addr, arena.address,
+                             self._out_type(*addresses))
         self.calls += 1
         if rc:
             self._fail(rc)
-        results = [NDArray(outs[j].buffer[start:end].view(dt).reshape(shape), _address=outs[j].address + start)
-                   for j, start, end, dt, shape in self._views]
         return tuple(results) if self.plan.result_is_tuple else results[0]
 
     def _fail(self, rc: int) -> None:
