@@ -298,10 +298,11 @@ class Executable:
             "functions": [e.to_json() for e in self.func_table if isinstance(e, VMFunction)],
             "constants": constants,
             "kernels": kernel_meta,
-            "exec_mode": self.exec_mode,
-            "native_plans": {name: plan.to_json() if isinstance(plan, EntryPlan) else plan
-                             for name, plan in self.native_plans(load=False).items()},
         }
+        if self.exec_mode != "bytecode":  # a bytecode-only file stays as it was before native entries
+            meta_json["exec_mode"] = self.exec_mode
+            meta_json["native_plans"] = {name: plan.to_json() if isinstance(plan, EntryPlan) else plan
+                                         for name, plan in self.native_plans(load=False).items()}
         meta = json.dumps(meta_json, separators=(",", ":"), allow_nan=False).encode("utf-8")
         data = b"".join(sections)
         crc = zlib.crc32(data, zlib.crc32(meta))
