@@ -1,19 +1,30 @@
 """minitvm's benchmark suite: one command, one table, measured in the same run.
 
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE .venv/bin/python benchmarks/run.py [--quick] [--only matmul,mlp,zoo]
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE .venv/bin/python benchmarks/run.py [--quick] \
+        [--only matmul,tensorize,mlp,zoo]
 
 Sections (``--only`` picks some):
 
 * ``matmul`` -- float32 1024^3 matmul in GFLOP/s: the unscheduled kernel (``naive``), the
   rule-based ``default`` schedule (``tir.transform.DefaultCPUSchedule``, what ``minitvm.compile``
   applies) and the ``best`` hand schedule of ``matmul.py``, against numpy and torch.
+* ``tensorize`` -- the same 1024^3 matmul: the plain vectorized schedule (``tiled``, a 4x32
+  register tile), an 8x32 tile vectorized, and that tile tensorized with the AVX-512 FMA
+  micro-kernel of ``minitvm.tir.tensor_intrin.x86`` (skipped with a note without AVX-512F).
 * ``mlp`` -- the quick-start MLP (784 -> 256 -> 10, ``relax.frontend.nn``) at batch 1 and 64:
   ``minitvm default`` (``minitvm.compile``'s default pipeline), ``minitvm zero`` (the zero
   pipeline, no schedules: for reference), numpy and torch eager; plus compile time
   (pipeline + codegen, warm process) per pipeline.
+* ``conv`` -- single convolution layers (``convs.py``: resnet_small's, batch 1 and 8) in
+  GFLOP/s and share of the machine's nominal peak: the default pipeline's packed x86 kernel,
+  the generic kernel, torch eager.
 * ``zoo`` -- every ``minitvm.testing.zoo`` model at batch 1 and 8: import time
-  (``from_exported_program``), compile time (pipeline + codegen), latency vs torch eager.  A
-  model that fails gets a row naming the stage and the error's first line.
+  (``from_exported_program``), compile time (pipeline + codegen), latency vs torch eager and
+  the serving peers of ``peers.py`` -- ONNX Runtime (``torch.onnx.export(..., dynamo=True)``,
+  2 intra-op threads) and ``torch.compile`` (inductor) -- timed in the same interleaved rounds
+  (``--peers`` picks them; ``none``: no peers).  A model or peer that fails gets a row naming
+  the stage and the error's first line.  Under the table: the geometric mean over the zoo
+  rows of minitvm's time / the best peer's (and / each peer's).
 * ``compile``, ``overhead``, ``busy`` (only when named in ``--only``; each prints its own
   table after the main one): compile time per model, cold and cached (``compile_time.py``);
   Python -> model call overhead, native entry vs bytecode (``call_overhead.py``); every zoo
@@ -27,7 +38,8 @@ Threads: torch and minitvm run 2 threads each and share torch's libgomp, whose w
 left as the environment has it (``--omp-wait-policy`` overrides; ``passive`` slows torch eager).
 
 Columns: ``x torch`` / ``x numpy`` are time / baseline time of the same case (lower is
-better; 0.5x = twice as fast).  ``target`` / ``status``: the issue-8 goal of the row, met or
+better; 0.5x = twice as fast); ``x best`` is a minitvm row's time / the fastest peer's of
+the same case (torch, numpy, onnxruntime, torch.compile).  ``target`` / ``status``: the issue-8 goal of the row, met or
 not.  Results go to ``benchmarks/results/latest.json`` (and a timestamped copy) and the ratios
 to the bar chart ``benchmarks/results/latest.png``.  Speed is never asserted by a test; other
 processes share the 2 cores, so check the min..max spread and the load line before trusting a
@@ -49,8 +61,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import convs as conv_bench  # noqa: E402
 import matmul as matmul_bench  # noqa: E402
 import mlp as mlp_bench  # noqa: E402
+import peers as peers_bench  # noqa: E402
 import tvm_ref  # noqa: E402
 import zoo as zoo_bench  # noqa: E402
 from common import (  # noqa: E402
@@ -64,13 +78,15 @@ from common import (  # noqa: E402
     wait_until_idle,
 )
 
-SECTIONS = ("matmul", "mlp", "zoo")
+SECTIONS = ("matmul", "tensorize", "mlp", "conv", "zoo")
 #: sections with tables of their own, run only when ``--only`` names them
 EXTRA_SECTIONS = ("compile", "overhead", "busy")
 #: zoo models held to the "<= 1.5x torch at batch 8" target (the CNNs and the transformers)
 ZOO_TARGET_MODELS = ("lenet", "mlc_mnist", "resnet_block", "depthwise_separable", "transformer_sdpa",
                      "transformer_explicit")
 ZOO_TARGET_BATCH = 8
+#: rows that are peers (baselines), not minitvm: ``x best`` compares a minitvm row with the fastest
+PEER_IMPLS = ("torch", "numpy", *peers_bench.PEERS)
 
 
 # -- rows, targets, the table ---------------------------------------------------------------------
@@ -127,6 +143,7 @@ class Entry:
     note: str = ""
     x_torch: float | None = None
     x_numpy: float | None = None
+    x_best: float | None = None
     status: str = ""
 
     @property
@@ -154,8 +171,41 @@ def finish(entries: list[Entry]) -> list[Entry]:
             b = base.get((e.section, e.case, name))
             ratio = None if b is None or e.timing is None or e.impl == name else e.timing.median / b.timing.median
             setattr(e, f"x_{name}", ratio)
+        peers = [b.timing.median for (s, c, i), b in base.items() if (s, c) == (e.section, e.case) and i in PEER_IMPLS]
+        if e.impl not in PEER_IMPLS and e.timing is not None and peers:
+            e.x_best = e.timing.median / min(peers)
         e.status = status_of(e)
     return entries
+
+
+def geomean(values: list[float]) -> float | None:
+    """The geometric mean of positive ``values`` (None for none)."""
+    import math
+
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def zoo_summary(entries: list[Entry], impl: str = "minitvm default") -> dict[str, Any]:
+    """Over the zoo cases where ``impl`` and a peer both have a time: the geometric mean of
+    ``impl``'s time / the best peer's, and / each peer's, with how many cases went in."""
+    times = {(e.case, e.impl): e.timing.median for e in entries if e.section == "zoo" and e.timing is not None}
+    cases = sorted({c for c, i in times if i == impl})
+    out: dict[str, Any] = {}
+    best = [times[c, impl] / min(t for (c2, i), t in times.items() if c2 == c and i in PEER_IMPLS)
+            for c in cases if any((c, p) in times for p in PEER_IMPLS)]
+    out["best peer"] = {"geomean": geomean(best), "cases": len(best)}
+    for p in ("torch", *peers_bench.PEERS):
+        ratios = [times[c, impl] / times[c, p] for c in cases if (c, p) in times]
+        out[p] = {"geomean": geomean(ratios), "cases": len(ratios)}
+    return out
+
+
+def summary_text(summary: dict[str, Any], impl: str = "minitvm default") -> str:
+    """The geometric-mean line(s) under the table."""
+    if not summary:
+        return ""
+    parts = [f"{k}: {v['geomean']:.2f}x ({v['cases']} cases)" for k, v in summary.items() if v["geomean"]]
+    return f"zoo geometric mean of {impl} time / peer time -- " + ("; ".join(parts) or "no cases")
 
 
 def status_of(e: Entry) -> str:
@@ -178,9 +228,22 @@ def _fmt(x: float | None, spec: str) -> str:
     return "-" if x is None else format(x, spec)
 
 
+#: the machine's nominal float32 peak (GFLOP/s), shown beside the conv rows' GFLOP/s
+PEAK_GFLOPS = conv_bench.peak_gflops()
+
+
+def _gflops_cell(e: Entry) -> str:
+    """GFLOP/s, with the share of the machine's peak for the conv rows."""
+    if e.gflops is None:
+        return "-"
+    if e.section == "conv" and PEAK_GFLOPS:
+        return f"{e.gflops:.1f} ({e.gflops / PEAK_GFLOPS:.0%})"
+    return f"{e.gflops:.1f}"
+
+
 def table_text(entries: list[Entry]) -> str:
     """The one table, as text."""
-    head = ["section", "case", "impl", "median", "min..max", "GFLOP/s", "x torch", "x numpy", "import",
+    head = ["section", "case", "impl", "median", "min..max", "GFLOP/s", "x torch", "x numpy", "x best", "import",
             "compile", "max|err|", "target", "status"]
     lines = []
     for e in entries:
@@ -188,12 +251,16 @@ def table_text(entries: list[Entry]) -> str:
         lines.append([e.section, e.case, e.impl,
                       "-" if t is None else fmt_time(t.median),
                       "-" if t is None else f"{fmt_time(t.min)}..{fmt_time(t.max)}",
-                      _fmt(e.gflops, ".1f"), _fmt(e.x_torch, ".2f") + ("x" if e.x_torch else ""),
+                      _gflops_cell(e), _fmt(e.x_torch, ".2f") + ("x" if e.x_torch else ""),
                       _fmt(e.x_numpy, ".2f") + ("x" if e.x_numpy else ""),
+                      _fmt(e.x_best, ".2f") + ("x" if e.x_best else ""),
                       "-" if e.import_s is None else fmt_time(e.import_s),
                       "-" if e.compile_s is None else fmt_time(e.compile_s),
                       _fmt(e.max_abs_err, ".1e"), e.goal.text if e.goal else "", e.status])
     notes = list(dict.fromkeys(f"  {e.section} {e.impl}: {e.note}" for e in entries if e.note))
+    if PEAK_GFLOPS and any(e.section == "conv" for e in entries):
+        notes.append(f"  conv: GFLOP/s (share of the nominal peak {PEAK_GFLOPS:.0f} GFLOP/s = cores x clock x 64 "
+                     "FLOP/cycle); minitvm default = packed x86 kernel, generic = DefaultCPUSchedule's NCHW kernel")
     return "\n".join([format_table(head, lines, left=3), "notes:", *notes, *FOOTNOTES])
 
 
@@ -201,7 +268,9 @@ def table_text(entries: list[Entry]) -> str:
 FOOTNOTES = (
     "  x torch / x numpy: time / that baseline's time in the same case (< 1: faster).  import: export_tvm (mlp)"
     " or from_exported_program (zoo); compile: relax pipeline + codegen in a warm process (mlp: median of",
-    "  fresh compiles, also shown as the 'compile' rows; zoo: one compile).",
+    "  fresh compiles, also shown as the 'compile' rows; zoo: one compile; onnxruntime / torch.compile: export +",
+    "  session set-up / the first, compiling call).  x best: time / the fastest peer's (torch, numpy, onnxruntime,",
+    "  torch.compile) in the same case.",
 )
 
 
@@ -228,6 +297,7 @@ class Config:
     tvm_python: str | None = None
     use_tvm: bool = True
     busy: dict[str, float] = field(default_factory=dict)
+    peers: tuple[str, ...] = peers_bench.PEERS
 
 
 def run_matmul(cfg: Config) -> list[Entry]:
@@ -243,6 +313,24 @@ def run_matmul(cfg: Config) -> list[Entry]:
     return [Entry("matmul", case, r.name, r.timing, r.flops, max_abs_err=r.max_abs_err,
                   correct=None if r.max_abs_err is None else True,  # measure() raises on a wrong result
                   goal=goals.get(r.name), note=r.note) for r in rows]
+
+
+def run_tensorize(cfg: Config) -> list[Entry]:
+    """The plain vectorized schedule (``tiled``: 4x32 tile), the same 8x32 register tile
+    vectorized, and that tile tensorized with the AVX-512 FMA micro-kernel, against numpy and torch."""
+    n = cfg.matmul_size
+    case = f"{n}^3"
+    from minitvm.tir.tensor_intrin import x86
+
+    if not x86.has_avx512f():
+        return [Entry("tensorize", case, "minitvm tensorized", error="this CPU has no AVX-512F")]
+    try:
+        rows = matmul_bench.measure(n, ("tiled", "vectorized", "tensorized"), repeat=cfg.matmul_repeat,
+                                    rounds=cfg.matmul_rounds, warmup=2, naive_size=0)
+    except Exception as exc:
+        return [Entry("tensorize", case, "minitvm", error=f"failed: {zoo_bench.first_line(exc)}")]
+    return [Entry("tensorize", case, r.name, r.timing, r.flops, max_abs_err=r.max_abs_err,
+                  correct=None if r.max_abs_err is None else True, note=r.note) for r in rows]
 
 
 def _sum_timing(a: Timing, b: Timing) -> Timing:
@@ -297,7 +385,7 @@ def run_zoo(cfg: Config, torch: Any) -> list[Entry]:
     for name in names:
         for batch in cfg.zoo_batches:
             r = zoo_bench.measure_model(zoo.MODELS[name], batch, torch, export=zoo.export, repeat=cfg.repeat,
-                                        rounds=cfg.rounds, warmup=cfg.warmup)
+                                        rounds=cfg.rounds, warmup=cfg.warmup, peers=cfg.peers)
             case = f"{name} b={batch}"
             goal = Goal("x_torch", 1.5) if name in ZOO_TARGET_MODELS and batch == ZOO_TARGET_BATCH else None
             if "torch" in r.timings:
@@ -306,7 +394,40 @@ def run_zoo(cfg: Config, torch: Any) -> list[Entry]:
                                  import_s=r.import_s, compile_s=r.compile_s, max_abs_err=r.max_abs_err,
                                  correct=r.correct, goal=goal,
                                  error=f"{r.failed_stage} failed: {r.error}" if r.failed_stage else ""))
-            print(f"  zoo {case}: {'ok' if not r.failed_stage else entries[-1].error}", flush=True)
+            status = "ok" if not r.failed_stage else entries[-1].error
+            for peer in cfg.peers if not r.failed_stage else ():
+                entries.append(Entry("zoo", case, peer, r.timings.get(peer), compile_s=r.peer_prepare_s.get(peer),
+                                     max_abs_err=r.peer_abs_err.get(peer), error=r.peer_errors.get(peer, ""),
+                                     note=PEER_NOTES.get(peer, "")))
+            print(f"  zoo {case}: {status}", flush=True)
+    return entries
+
+
+#: what each peer row measured (printed once under the table)
+PEER_NOTES = {
+    "onnxruntime": "torch.onnx.export(dynamo=True) at the row's batch, InferenceSession CPU, intra_op_num_threads=2, "
+                   "ORT_ENABLE_ALL; 'compile' = export + session set-up",
+    "torch.compile": "torch.compile(module, dynamic=False), inductor default mode; 'compile' = the first call",
+}
+
+
+def run_conv(cfg: Config, torch: Any) -> list[Entry]:
+    """Each convolution case at each batch: minitvm default (packed), minitvm generic, torch."""
+    entries: list[Entry] = []
+    for batch in cfg.zoo_batches:
+        for cin, cout, k, stride, hw in conv_bench.CASES:
+            case = conv_bench.case_name(cin, cout, k, stride, hw, batch)
+            try:
+                r = conv_bench.measure_case(cin, cout, k, stride, hw, batch, torch, repeat=cfg.repeat,
+                                            rounds=cfg.rounds, warmup=cfg.warmup)
+            except Exception as exc:
+                entries.append(Entry("conv", case, "minitvm default", error=f"failed: {zoo_bench.first_line(exc)}"))
+                continue
+            for impl, timing in r.timings.items():
+                err = r.errors.get(impl)
+                entries.append(Entry("conv", case, impl, timing, r.flops, max_abs_err=err,
+                                     correct=None if err is None else err <= 1e-3))
+            print(f"  conv {case}: ok", flush=True)
     return entries
 
 
@@ -384,7 +505,7 @@ def _insert_after_cases(entries: list[Entry], extra: list[Entry]) -> list[Entry]
 
 
 def write_results(entries: list[Entry], text: str, cfg: Config, env: dict[str, Any], tvm_info: dict[str, Any],
-                  out_dir: Path) -> Path:
+                  out_dir: Path, summary: dict[str, Any] | None = None) -> Path:
     """``latest.json`` (and ``run-<UTC stamp>.json``) in ``out_dir``; returns latest.json's path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     stamp = _dt.datetime.now(_dt.timezone.utc)
@@ -393,7 +514,7 @@ def write_results(entries: list[Entry], text: str, cfg: Config, env: dict[str, A
     payload = {"benchmark": "run", "utc": stamp.isoformat(timespec="seconds"),
                "config": {k: v for k, v in dataclasses.asdict(cfg).items() if k != "busy"},
                "other_load": cfg.busy, "env": env, "tvm": tvm_info, "goals": goals,
-               "entries": [e.to_json() for e in entries], "table": text}
+               "entries": [e.to_json() for e in entries], "zoo_summary": summary or {}, "table": text}
     data = json.dumps(payload, indent=2, default=str)
     (out_dir / f"run-{stamp.strftime('%Y%m%dT%H%M%SZ')}.json").write_text(data)
     path = out_dir / "latest.json"
@@ -447,6 +568,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-tvm", action="store_true", help="no TVM reference rows")
     p.add_argument("--out-dir", type=Path, default=RESULTS_DIR, help="where latest.json / latest.png go")
     p.add_argument("--no-chart", action="store_true")
+    p.add_argument("--peers", default=",".join(peers_bench.PEERS),
+                   help=f"comma list of zoo peers from {','.join(peers_bench.PEERS)}, or 'none'")
     p.add_argument("--omp-wait-policy", default="env", choices=["env", "passive", "active"],
                    help="OMP_WAIT_POLICY for the libgomp torch and minitvm share ('env': leave it alone)")
     return p.parse_args(argv)
@@ -473,6 +596,11 @@ def make_config(args: argparse.Namespace) -> Config:
                  warmup=1 if q else 3, compile_repeat=1 if q else 3,
                  wait_idle=args.wait_idle if args.wait_idle is not None else (0.0 if q else 30.0),
                  tvm_python=args.tvm_python, use_tvm=not args.no_tvm)
+    cfg.peers = () if args.peers.strip() == "none" else tuple(x.strip() for x in args.peers.split(",") if x.strip())
+    bad_peers = [x for x in cfg.peers if x not in peers_bench.PEERS]
+    if bad_peers:
+        raise SystemExit(f"run.py --peers: unknown peer(s) {', '.join(bad_peers)}; choose from "
+                         f"{', '.join(peers_bench.PEERS)} or none")
     if args.repeat:
         cfg.matmul_repeat = args.repeat
     if args.rounds:
@@ -541,21 +669,28 @@ def main(argv: list[str] | None = None) -> tuple[list[Entry], Path]:
         print(f"[{section}] measuring (other load {cfg.busy[section]:.0%})", flush=True)
         if section == "matmul":
             entries += run_matmul(cfg)
+        elif section == "tensorize":
+            entries += run_tensorize(cfg)
         elif section == "mlp":
             entries += run_mlp(cfg, torch)
+        elif section == "conv":
+            entries += run_conv(cfg, torch)
         else:
             entries += run_zoo(cfg, torch)
     env = environment_info()
     env["warm_up_seconds"] = warm_s
     entries, tvm_info = run_tvm(cfg, entries, env.get("llvm_cpu", "generic"))
     finish(entries)
+    summary = zoo_summary(entries)
     text = header(env, cfg) + "\n" + table_text(entries)
+    if "zoo" in cfg.sections:
+        text += "\n" + summary_text(summary)
     if os.environ.get("OPENBLAS_CORETYPE"):
         text += (f"\nwarning: OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']} is set: numpy runs that kernel; "
                  "run with `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE` to compare fairly")
     print("\n" + text, flush=True)
     text += run_extra_sections(cfg, args.quick)
-    path = write_results(entries, text, cfg, env, tvm_info, args.out_dir)
+    path = write_results(entries, text, cfg, env, tvm_info, args.out_dir, summary)
     print(f"\nwrote {path}")
     if not args.no_chart:
         chart = plot_ratios(entries, args.out_dir / "latest.png")

@@ -1,6 +1,7 @@
 """The model-zoo rows of ``benchmarks/run.py``: every ``minitvm.testing.zoo`` model exported with
 ``torch.export``, imported with ``relax.frontend.torch.from_exported_program``, compiled with
-``minitvm.compile`` (the default pipeline) and timed against torch eager at a given batch.
+``minitvm.compile`` (the default pipeline) and timed against torch eager and the serving peers
+of ``peers.py`` (ONNX Runtime, ``torch.compile``) at a given batch, all interleaved in one run.
 
 A model that fails at any stage gives a result naming the stage and the first line of the
 error, never an exception: one unsupported operator must not end the whole benchmark.
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peers as peers_mod  # noqa: E402
 from common import Timing, time_interleaved  # noqa: E402
 
 #: a minitvm output is right when max |minitvm - torch| <= ATOL + RTOL * max |torch|
@@ -37,6 +39,10 @@ class ZooResult:
     tolerance: float | None = None
     failed_stage: str = ""
     error: str = ""
+    #: per peer (``peers.PEERS``): why it has no timing, its max |error| vs torch, its set-up seconds
+    peer_errors: dict[str, str] = field(default_factory=dict)
+    peer_abs_err: dict[str, float] = field(default_factory=dict)
+    peer_prepare_s: dict[str, float] = field(default_factory=dict)
 
     @property
     def correct(self) -> bool | None:
@@ -97,11 +103,14 @@ def run_stage(result: ZooResult, name: str, fn: Callable[[], Any]) -> tuple[Any,
 
 
 def measure_model(model: Any, batch: int, torch: Any, *, export: Callable[..., Any], pipeline: str = "default",
-                  repeat: int = 10, rounds: int = 3, warmup: int = 2, verbose: bool = False) -> ZooResult:
+                  repeat: int = 10, rounds: int = 3, warmup: int = 2, verbose: bool = False,
+                  peers: tuple[str, ...] = ()) -> ZooResult:
     """Export, import, compile, check and time ``model`` (a ``zoo.ZooModel``) at ``batch``.
 
     ``export`` is ``zoo.export``; ``pipeline`` names the relax pipeline (compile time =
-    pipeline + codegen).  Returns a ZooResult; failures are recorded in it, not raised."""
+    pipeline + codegen); ``peers`` names rows of ``peers.py`` timed in the same interleaved
+    rounds (each checked against torch like minitvm).  Returns a ZooResult; failures are
+    recorded in it, not raised."""
     import minitvm
     from minitvm import relax
     from minitvm.relax.frontend.torch import from_exported_program
@@ -124,12 +133,37 @@ def measure_model(model: Any, batch: int, torch: Any, *, export: Callable[..., A
         got, _ = run_stage(result, "run", lambda: to_numpy_outputs(main(*nd_inputs)))
         (result.max_abs_err, result.tolerance), _ = run_stage(
             result, "check", lambda: compare_outputs(got, want, f"zoo model {model.name!r} at batch {batch}"))
-        result.timings = time_interleaved({"torch": lambda: module(*inputs), f"minitvm {pipeline}":
-                                           lambda: main(*nd_inputs)}, repeat, rounds, warmup)
+        fns = {"torch": lambda: module(*inputs), f"minitvm {pipeline}": lambda: main(*nd_inputs)}
+        fns.update(_ready_peers(result, module, inputs, want, peers))
+        result.timings = time_interleaved(fns, repeat, rounds, warmup)
     except Exception:
         if verbose:
             traceback.print_exc()
     return result
+
+
+def _ready_peers(result: ZooResult, module: Any, inputs: tuple[Any, ...], want: list[Any],
+                 names: tuple[str, ...]) -> dict[str, Callable[[], Any]]:
+    """The peers that built and computed torch's numbers, as ``{name: run}``; the others get
+    an entry in ``result.peer_errors`` (a wrong result is an error too: it is not timed)."""
+    ready = {}
+    for name, peer in peers_mod.make_peers(module, inputs, names).items():
+        if peer.prepare_s is not None:
+            result.peer_prepare_s[name] = peer.prepare_s
+        if peer.run is None:
+            result.peer_errors[name] = peer.error
+            continue
+        try:
+            err, tol = compare_outputs(peer.outputs(), want, f"{name} on {result.model!r}")
+        except Exception as exc:
+            result.peer_errors[name] = f"check failed: {first_line(exc)}"
+            continue
+        result.peer_abs_err[name] = err
+        if err > tol:
+            result.peer_errors[name] = f"WRONG RESULT (max|err| {err:.2g})"
+            continue
+        ready[name] = peer.run
+    return ready
 
 
 def load_zoo():

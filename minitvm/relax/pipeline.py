@@ -26,14 +26,17 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable
 
+from .. import topi
 from ..ir.module import IRModule
 from ..tir.transform import DefaultCPUSchedule
+from ..tir.transform.default_schedule import RULES as _DEFAULT_RULES
 from ..transform import Pass, PassContext, Sequential
 from . import transform as T
-from .transform import DeadCodeElimination, FuseTransposeMatmul, LegalizeOps
+from .transform import AlterOpLayout, DeadCodeElimination, FoldBatchnormToConv2D, FuseTransposeMatmul, LegalizeOps
 from .transform.legalize_ops import high_level_ops  # noqa: F401 - where learners and tests look for it
 
 __all__ = ["get_pipeline", "register_pipeline", "zero_pipeline", "default_pipeline", "default_build_pipeline",
+           "graph_rewrite_passes", "default_schedule_rules",
            "legalize_passes", "dataflow_lower_passes", "finalize_passes", "vm_lowering_passes"]
 
 def legalize_passes(target: Any = None) -> list[Pass]:
@@ -105,8 +108,25 @@ def default_pipeline() -> Pass:
     pipeline's legalization and fusion, then default CPU schedules for every (fused) kernel
     (``tir.transform.DefaultCPUSchedule``).  The VM lowering follows in ``relax.build``."""
 
-    return Sequential([FuseTransposeMatmul(), DeadCodeElimination(), *legalize_passes(), DefaultCPUSchedule()],
-                      name="default")
+    # the zero pipeline's legalization and fusion, with FuseOps extended by the attention regions
+    fusion = [T.FuseAttention() if p.info.name == "FuseOps" else p for p in legalize_passes()]
+    return Sequential([*graph_rewrite_passes(), FuseTransposeMatmul(), DeadCodeElimination(), *fusion,
+                       DefaultCPUSchedule(rules=default_schedule_rules())], name="default")
+
+
+def graph_rewrite_passes() -> list[Pass]:
+    """The graph-level rewrites a serving runtime does before it picks kernels, first in the
+    default pipeline: ``RemoveRedundantReshape`` (no-op reshapes and copies go),
+    ``FoldBatchnormToConv2D`` (BatchNorm into the convolution's constants), ``AlterOpLayout``
+    (convolutions get the x86 kernel, their weights packed once, now).  ``FuseAttention`` (short
+    attention as one kernel) takes FuseOps' place later in the pipeline."""
+    return [T.RemoveRedundantReshape(), FoldBatchnormToConv2D(), AlterOpLayout()]
+
+
+def default_schedule_rules() -> list:
+    """``DefaultCPUSchedule``'s rules in the default pipeline: the x86 kernels' own schedules
+    (``topi.x86``) first, then the generic rules (``tir.transform.default_schedule.RULES``)."""
+    return [topi.x86.schedule_conv2d_nchw_packed, *_DEFAULT_RULES]
 
 
 #: TVM's name for the pipeline ``tvm.compile`` runs by default

@@ -153,6 +153,39 @@ def _resnet_block() -> "torch.nn.Module":
     return BasicBlock()
 
 
+def _resnet_small() -> "torch.nn.Module":
+    """A small ResNet for 3x64x64 images: a strided 3x3 stem (16 channels, 32x32), a basic block
+    at 16 channels, a strided basic block to 32 channels (16x16) with a 1x1 projection,
+    global average pooling and a 10-way linear head; BatchNorm after every convolution."""
+    import torch  # torch is optional and heavy: imported on first use
+    from torch import nn  # torch is optional and heavy: imported on first use
+
+    def conv_bn(cin: int, cout: int, k: int, stride: int) -> nn.Sequential:
+        return nn.Sequential(nn.Conv2d(cin, cout, k, stride=stride, padding=k // 2, bias=False), nn.BatchNorm2d(cout))
+
+    class Block(nn.Module):
+        def __init__(self, cin: int, cout: int, stride: int):
+            super().__init__()
+            self.a, self.b = conv_bn(cin, cout, 3, stride), conv_bn(cout, cout, 3, 1)
+            self.short = conv_bn(cin, cout, 1, stride) if stride != 1 or cin != cout else nn.Identity()
+
+        def forward(self, x):
+            return torch.relu(self.b(torch.relu(self.a(x))) + self.short(x))
+
+    class ResNetSmall(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = conv_bn(3, 16, 3, 2)
+            self.layer1, self.layer2 = Block(16, 16, 1), Block(16, 32, 2)
+            self.head = nn.Linear(32, 10)
+
+        def forward(self, x):
+            x = self.layer2(self.layer1(torch.relu(self.stem(x))))
+            return self.head(torch.flatten(torch.nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+    return ResNetSmall()
+
+
 def _depthwise_separable() -> "torch.nn.Module":
     """A MobileNet unit: 3x3 depthwise conv + BN + ReLU6, 1x1 pointwise conv + BN + ReLU6."""
     from torch import nn  # torch is optional and heavy: imported on first use
@@ -246,6 +279,8 @@ MODELS: dict[str, ZooModel] = {m.name: m for m in [
              "Linear(100,10), Softmax"),
     ZooModel("resnet_block", _seeded(_resnet_block), _randn(8, 16, 16),
              "ResNet basic block with BatchNorm and a strided 1x1 projection shortcut"),
+    ZooModel("resnet_small", _seeded(_resnet_small), _randn(3, 64, 64),
+             "small ResNet on 3x64x64: strided stem, two basic blocks (16, 32 channels), avg pool, linear"),
     ZooModel("depthwise_separable", _seeded(_depthwise_separable), _randn(8, 16, 16),
              "depthwise 3x3 conv + pointwise 1x1 conv, each with BatchNorm and ReLU6"),
     ZooModel("transformer_sdpa", _seeded(_transformer_sdpa), _randn(_SEQ, _DIM),

@@ -9,7 +9,7 @@ Every function takes ``te.Tensor``s (and plain attributes) and returns ``te.Tens
 compute definitions are the plain math, with no schedule.
 """
 
-from . import nn, utils
+from . import nn, utils, x86
 from .broadcast import (
     add,
     broadcast_to,

@@ -35,9 +35,10 @@ def quick_run(run, tmp_path_factory):
     find = run.tvm_ref.find_tvm_python
     run.tvm_ref.find_tvm_python = lambda explicit=None: None
     try:
-        entries, path = run.main(["--quick", "--matmul-size", "128", "--mlp-batches", "1,3",
+        entries, path = run.main(["--quick", "--only", "matmul,tensorize,mlp,zoo", "--matmul-size", "128",
+                                  "--mlp-batches", "1,3",
                                   "--models", "mlp,embedding_posenc", "--zoo-batches", "2",
-                                  "--repeat", "2", "--out-dir", str(out)])
+                                  "--repeat", "2", "--peers", "onnxruntime", "--out-dir", str(out)])
     finally:
         run.tvm_ref.find_tvm_python = find
     return entries, path, json.loads(path.read_text())
@@ -51,12 +52,22 @@ def test_quick_run_writes_table_json_and_chart(quick_run):
     entries, path, data = quick_run
     assert path.name == "latest.json" and (path.parent / "latest.png").stat().st_size > 1000
     assert {"utc", "config", "env", "goals", "entries", "table", "other_load", "tvm"} <= set(data)
-    assert data["config"]["sections"] == ["matmul", "mlp", "zoo"]
+    assert data["config"]["sections"] == ["matmul", "tensorize", "mlp", "zoo"]
     assert [e["impl"] for e in data["entries"] if e["section"] == "matmul"] == [
         "numpy", "torch", "minitvm naive", "minitvm default", "minitvm best"]
+    # the tensorize section: the plain vectorized schedule, the same tile vectorized and tensorized,
+    # each checked against numpy before it was timed
+    assert [e["impl"] for e in data["entries"] if e["section"] == "tensorize"] == [
+        "numpy", "torch", "minitvm tiled", "minitvm vectorized", "minitvm tensorized"]
+    assert all(e["correct"] for e in data["entries"] if e["section"] == "tensorize" and "minitvm" in e["impl"])
     assert set(_rows(data, "mlp", "b=1")) == {"numpy", "torch", "minitvm default", "minitvm zero", "tvm zero"}
     assert set(_rows(data, "mlp", "compile b=3")) == {"minitvm default", "minitvm zero"}
-    assert set(_rows(data, "zoo", "embedding_posenc b=2")) == {"torch", "minitvm default"}
+    zoo_rows = _rows(data, "zoo", "embedding_posenc b=2")
+    assert set(zoo_rows) == {"torch", "minitvm default", "onnxruntime"}
+    ort = zoo_rows["onnxruntime"]  # measured beside the others, or a row saying why not
+    assert ort["error"].startswith("not installed") or ort["timing"] is not None and ort["max_abs_err"] < 1e-3
+    assert "zoo geometric mean of minitvm default time / peer time" in data["table"]
+    assert data["zoo_summary"]["torch"]["cases"] == 2
     for e in data["entries"]:
         assert e["status"] or e["target"] is None  # every targeted row says met / not met / why not
         assert e["error"] or e["timing"] is not None and e["timing"]["min"] <= e["timing"]["median"]
@@ -68,7 +79,7 @@ def test_every_minitvm_row_is_numerically_right(quick_run):
     entries, _, data = quick_run
     minitvm_rows = [e for e in data["entries"] if e["impl"].startswith("minitvm") and e["timing"] is not None
                     and not e["case"].startswith("compile")]
-    assert len(minitvm_rows) == 3 + 2 * 2 + 2
+    assert len(minitvm_rows) == 3 + 3 + 2 * 2 + 2  # matmul, tensorize, mlp (2 batches x 2), zoo
     for e in minitvm_rows:
         assert e["error"] == "" and e["correct"] is True, e
         assert e["max_abs_err"] is not None and e["max_abs_err"] < 1e-3, e
@@ -117,6 +128,47 @@ def test_wrong_result_and_goal_status(run):
     run.finish(rows)
     assert [r.status for r in rows] == ["", "NOT MET", "WRONG RESULT (max|err| 0.5)", "", "met (80%)"]
     assert rows[1].x_torch == 2.0 and rows[4].x_numpy == 1.25
+
+
+def test_conv_case_times_packed_generic_and_torch(run):
+    torch = pytest.importorskip("torch")
+    r = run.conv_bench.measure_case(3, 16, 3, 2, 12, 2, torch, repeat=2, rounds=1, warmup=1)
+    assert r.case == "3->16 3x3/2 12x12 b=2" and r.flops == 2 * 2 * 16 * 6 * 6 * 27
+    assert set(r.timings) == {"torch", "minitvm default", "minitvm generic"}
+    assert all(err < 1e-4 for err in r.errors.values()), r.errors
+    entry = run.Entry("conv", r.case, "minitvm default", r.timings["minitvm default"], r.flops)
+    peak = run.PEAK_GFLOPS
+    assert peak is None or run._gflops_cell(entry).endswith("%)")
+
+
+def test_best_peer_ratio_and_geometric_mean(run):
+    def row(case, impl, t):
+        return run.Entry("zoo", case, impl, run.Timing(t, t, t, 1))
+
+    rows = [row("a b=1", "torch", 4.0), row("a b=1", "onnxruntime", 1.0), row("a b=1", "torch.compile", 2.0),
+            row("a b=1", "minitvm default", 2.0),
+            row("b b=1", "torch", 1.0), row("b b=1", "minitvm default", 8.0),
+            run.Entry("zoo", "b b=1", "onnxruntime", error="not installed")]
+    run.finish(rows)
+    assert rows[3].x_best == 2.0 and rows[5].x_best == 8.0 and rows[0].x_best is None  # peers get none
+    summary = run.zoo_summary(rows)
+    assert summary["best peer"] == {"geomean": pytest.approx(4.0), "cases": 2}  # sqrt(2 * 8)
+    assert summary["onnxruntime"] == {"geomean": pytest.approx(2.0), "cases": 1}
+    assert summary["torch"]["geomean"] == pytest.approx(2.0)  # sqrt(0.5 * 8)
+    assert "best peer: 4.00x (2 cases)" in run.summary_text(summary)
+
+
+def test_onnxruntime_peer_computes_torchs_numbers(run):
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("onnxruntime")
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(torch.nn.Linear(12, 7), torch.nn.ReLU()).eval()
+    x = torch.randn(3, 12)
+    peer = run.peers_bench.onnxruntime_peer(module, (x,))
+    assert peer.error == "" and peer.prepare_s > 0
+    np.testing.assert_allclose(peer.outputs()[0], module(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="unknown peer"):
+        run.peers_bench.make_peers(module, (x,), ("tensorrt",))
 
 
 def test_compare_outputs_catches_differences(run):

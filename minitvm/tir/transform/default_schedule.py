@@ -52,6 +52,8 @@ ROW_TILE_CANDIDATES = (128, 64, 32, 16)
 VECTOR_LANES = 16
 #: schedule_matmul_like packs B into column panels from this many rows on (the copy pays off)
 PACK_MIN_ROWS = 64
+#: vectorize_rows vectorizes a row of up to this many elements whole (LLVM splits it into registers)
+ROW_VECTOR_MAX = 256
 #: schedule_matmul_nt takes matmuls with at most this many rows (more rows: the tiled rule)
 NT_MAX_ROWS = 8
 
@@ -233,6 +235,11 @@ def _matmul_tile(M: int | None, N: int) -> tuple[int, int]:
         nj = _largest_divisor(N, (32, 16) if M != 1 else ROW_TILE_CANDIDATES)
     elif N <= 64:
         nj = N
+    elif M is not None and M <= NT_MAX_ROWS and N <= ROW_TILE_CANDIDATES[0]:
+        # a few rows (a small-batch dense, e.g. 5408 -> 100): the whole row of outputs as a few
+        # vectors streams the weight once per 2 rows, instead of 4-wide tiles that jump a row
+        # of the weight per k (batch 1: measured 130 -> 26 us)
+        return N, _largest_divisor(M, (2,))
     else:
         nj = _largest_divisor(N, (8, 4, 2))
     mi = _largest_divisor(M, (8, 4, 2)) if M is not None else 1
@@ -359,7 +366,7 @@ def schedule_conv2d_like(sch: Schedule) -> bool:
     for b in _blocks(sch):
         if sch.get(b).name_hint == conv_name:
             break
-        _vectorize_flat(sch, b)
+        vectorize_rows(sch, b)
     conv = sch.get_block(conv_name)
     loops = sch.get_loops(conv)
     ext = _extents_or_none(sch, loops)
@@ -456,6 +463,22 @@ def _vectorize_innermost(sch: Schedule, loop: LoopRV, extent: int) -> None:
         sch.vectorize(loop)
     elif f > 1:
         sch.vectorize(sch.split(loop, [None, f])[1])
+
+
+def vectorize_rows(sch: Schedule, b: BlockRV) -> None:
+    """A copy such as a convolution's padding: the innermost loop (a row) vectorized whole when
+    it is short (else by 16 lanes), the outer loops fused (parallel when large).  Fusing the row
+    into the rest (``_vectorize_flat``) would make every lane compute its own row and column
+    with a division, and the padding test per lane then defeats the vector code."""
+    loops = sch.get_loops(b)
+    ext = _extents_or_none(sch, loops)
+    if len(loops) < 2 or None in ext or ext[-1] > ROW_VECTOR_MAX:
+        _vectorize_flat(sch, b)
+        return
+    sch.vectorize(loops[-1])
+    outer = sch.fuse(*loops[:-1]) if len(loops) > 2 else loops[0]
+    if math.prod(ext) > ELEMENTWISE_PARALLEL_WORK:
+        sch.parallel(outer)
 
 
 def _vectorize_flat(sch: Schedule, b: BlockRV) -> None:

@@ -12,7 +12,7 @@ from minitvm import relax
 from minitvm.relax.frontend.torch import from_exported_program
 from minitvm.testing import zoo
 
-NAMES = ["mlp", "lenet", "mlc_mnist", "resnet_block", "depthwise_separable", "transformer_sdpa",
+NAMES = ["mlp", "lenet", "mlc_mnist", "resnet_block", "resnet_small", "depthwise_separable", "transformer_sdpa",
          "transformer_explicit", "embedding_posenc"]
 
 

@@ -1,0 +1,73 @@
+"""AlterOpLayout: a convolution with a constant weight gets the x86 kernel that wants its
+weight in blocks of output channels, and the weight is re-laid out once, here, at compile time.
+
+A kernel is fastest when its operands are laid out for its inner loop.  The vectorized
+convolution of ``topi.x86.conv2d_nchw_packed`` multiplies one input value by ``ob`` (16)
+output channels' weights at once, so it wants those 16 weights next to each other:
+``W_packed[o // 16, c, kh, kw, o % 16]`` instead of PyTorch's ``W[o, c, kh, kw]``.  Doing that
+transpose in every call would cost a full pass over the weight per inference; since the weight
+is a constant, this pass does it once and stores the packed constant in the module (TVM gets the
+same effect from ``AlterOpLayout`` + ``FoldConstant``, or ``LiftTransformParams`` when the
+weights are function parameters)::
+
+    conv2d(x, W)   ->   call_tir(conv2d, (x, W_packed))      # W_packed computed by numpy, now
+
+The activations keep their NCHW layout, so nothing else in the graph changes.  It applies to
+``relax.nn.conv2d`` with NCHW data, an OIHW constant float32 weight, ``groups == 1`` and a
+number of output channels that is a multiple of 8 (a vector of 8 or 16 lanes) and at least
+``MIN_REDUCTION`` multiply-adds per output value; other convolutions keep the generic kernel.
+
+::
+
+    mod = relax.transform.AlterOpLayout()(mod)   # then LegalizeOps ... DefaultCPUSchedule
+"""
+
+from __future__ import annotations
+
+from ... import topi
+from ...ir.module import IRModule
+from ...ir.op import Op
+from ...transform import PassContext, module_pass
+from ..expr import Call, Constant, Expr, Var, const
+from ..expr_functor import ExprMutator
+from ._util import rewrite_with_builder
+
+__all__ = ["AlterOpLayout", "MIN_REDUCTION"]
+
+#: pack only convolutions with at least this many multiply-adds per output (in channels x window):
+#: each register tile is written back to NCHW through a transpose, which a short reduction (a
+#: 3-channel stem, a 1x1 over 16 channels) does not amortize -- measured slower than the generic kernel
+MIN_REDUCTION = 64
+
+
+class _ConvLayout(ExprMutator):
+    def visit_call_(self, op: Call) -> Expr:
+        call = super().visit_call_(op)
+        if not (isinstance(call, Call) and call.op == Op.get("relax.nn.conv2d")):
+            return call
+        a = call.attrs
+        weight = call.args[1]
+        if isinstance(weight, Var):
+            weight = self.lookup_binding(weight)
+        if not isinstance(weight, Constant) or (a["data_layout"], a["kernel_layout"]) != ("NCHW", "OIHW") or \
+                (a.get("out_layout") or "NCHW") != "NCHW" or a["groups"] != 1 or \
+                a.get("out_dtype") not in (None, "", "void"):
+            return call
+        w = weight.data.numpy()
+        if w.dtype != "float32" or call.args[0].struct_info.dtype != "float32" or w.shape[0] % 8 or \
+                w[0].size < MIN_REDUCTION:
+            return call
+        packed = const(topi.x86.pack_conv2d_weight(w))
+        return self.builder_.call_te(topi.x86.conv2d_nchw_packed, call.args[0], packed,
+                                     strides=[int(s) for s in a["strides"]], padding=[int(p) for p in a["padding"]],
+                                     dilation=[int(d) for d in a["dilation"]], primfunc_name_hint="conv2d")
+
+
+@module_pass(opt_level=0, name="AlterOpLayout")
+class AlterOpLayout:
+    """``AlterOpLayout()``: NCHW/OIHW ``conv2d`` with a constant weight -> the x86 packed-weight
+    kernel, its weight packed at compile time (see the module docstring)."""
+
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        out, changed = rewrite_with_builder(mod, _ConvLayout(mod))
+        return out if changed else mod

@@ -1,0 +1,198 @@
+"""Convolutions near the machine (x86 with AVX-512): output channels in blocks of a vector.
+
+The plain ``conv2d_nchw`` kernel vectorizes along the output row: for a stride-2 convolution
+that row is read with holes (a gather), and the 3-channel stem of a vision model does almost
+no work per load.  This kernel does what ONNX Runtime's MLAS and TVM's ``conv2d_NCHWc``
+schedules do instead -- it works in *blocks of ``ob`` output channels* (NCHW[x]c for the
+output side):
+
+* the weight is stored once, at compile time, as ``W_packed[o // ob, c, kh, kw, o % ob]``
+  (:func:`pack_conv2d_weight`, done by ``relax.transform.AlterOpLayout`` on a constant): the
+  ``ob`` weights of one input position are one contiguous vector;
+* the micro-kernel keeps a register tile of ``ow_t`` output columns x ``ob`` channels (ob = 16
+  float32 lanes: one AVX-512 register per column) and, for every input channel and window
+  position, loads one weight vector and multiplies it by ``ow_t`` broadcast input values --
+  ``ow_t`` independent fused multiply-adds per load, whatever the stride;
+* the activations stay NCHW between kernels (no layout change in the graph); the padding is
+  the usual ``pad_temp`` copy before the loop and the write-back of each tile goes through
+  the fused epilogue (bias, ReLU, residual add) into the NCHW output.
+
+A 1x1 convolution is then exactly a matmul of the packed ``[O/ob, C, ob]`` weight panel with
+the ``[C, H*W]`` activations, tiled the same way.
+
+:func:`schedule_conv2d_nchw_packed` is the schedule (a ``DefaultCPUSchedule`` rule; the default
+pipeline puts it before the generic rules).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ... import te
+from ...tir import op as _op
+from ...tir.expr import PrimExpr
+from ...tir.schedule import Schedule, ScheduleError
+from ...tir.transform.default_schedule import (
+    MATMUL_PARALLEL_WORK,
+    _blocks,
+    _extents_or_none,
+    _single_epilogue,
+    vectorize_rows,
+)
+from ..nn.conv import conv_out_size, conv_padding
+from ..nn.pad import pad as _pad
+from ..utils import const_int
+
+__all__ = ["conv2d_nchw_packed", "pack_conv2d_weight", "packed_block", "schedule_conv2d_nchw_packed",
+           "PACKED_CONV_NAME", "OUT_BLOCK", "MAX_COLUMN_TILE"]
+
+#: name of the kernel's compute block (the schedule rule finds it by this name)
+PACKED_CONV_NAME = "conv2d_nchw_packed"
+#: output channels per block: one AVX-512 vector of float32
+OUT_BLOCK = 16
+#: at most this many output columns per register tile (one accumulator register each)
+MAX_COLUMN_TILE = 16
+#: parallelize when the kernel does more multiply-adds than this: DefaultCPUSchedule's threshold
+#: (below it a parallel region costs more than it saves, and on a busy machine it can stall)
+PARALLEL_WORK = MATMUL_PARALLEL_WORK
+
+
+def packed_block(out_channels: int) -> int:
+    """The output-channel block ``ob`` for ``out_channels``: 16 when it divides, else 8, else
+    all of them (a short vector)."""
+    for b in (OUT_BLOCK, 8):
+        if out_channels % b == 0:
+            return b
+    return out_channels
+
+
+def pack_conv2d_weight(weight: np.ndarray, block: int | None = None) -> np.ndarray:
+    """``W[o, c, kh, kw]`` (OIHW) -> ``W_packed[o // ob, c, kh, kw, o % ob]``: the ``ob``
+    weights a tile multiplies by one input value become one contiguous vector."""
+    o, c, kh, kw = weight.shape
+    ob = block or packed_block(o)
+    if o % ob:
+        raise ValueError(f"pack_conv2d_weight: {o} output channels are not a multiple of the block {ob}")
+    return np.ascontiguousarray(weight.reshape(o // ob, ob, c, kh, kw).transpose(0, 2, 3, 4, 1))
+
+
+def conv2d_nchw_packed(data: te.Tensor, kernel: te.Tensor, strides: Any = 1, padding: Any = 0,
+                       dilation: Any = 1, out_dtype: str | None = None) -> te.Tensor:
+    """``out[n, o, y, x] = Σ_{c, ry, rx} pad(data)[n, c, y·sh + ry·dh, x·sw + rx·dw]
+    · kernel[o // ob, c, ry, rx, o % ob]`` -- an NCHW convolution (groups = 1) whose weight is
+    packed by :func:`pack_conv2d_weight` (``ob`` = the kernel's last dimension)."""
+    if data.ndim != 4 or kernel.ndim != 5:
+        raise ValueError(f"topi.x86.conv2d_nchw_packed: expected 4-d NCHW data and a 5-d packed kernel, got "
+                         f"{data.ndim}-d and {kernel.ndim}-d")
+    out_dtype = out_dtype or data.dtype
+    sh, sw = (strides, strides) if isinstance(strides, int) else (int(strides[0]), int(strides[1]))
+    dh, dw = (dilation, dilation) if isinstance(dilation, int) else (int(dilation[0]), int(dilation[1]))
+    before, after = conv_padding(padding, 2)
+    n, c, h, w = data.shape
+    oblocks, kc, kh, kw, ob = kernel.shape
+    if const_int(c) is not None and const_int(kc) is not None and const_int(c) != const_int(kc):
+        raise ValueError(f"topi.x86.conv2d_nchw_packed: data has {c} channels, the kernel {kc}")
+    ob_int = const_int(ob)
+    out_c = _op.mul(oblocks, ob)
+    padded = data
+    if any(before) or any(after):
+        padded = _pad(data, [0, 0, *before], [0, 0, *after], 0.0, name="pad_temp")
+    oh = conv_out_size(h, kh, before[0], after[0], sh, dh)
+    ow = conv_out_size(w, kw, before[1], after[1], sw, dw)
+    rc = te.reduce_axis((0, c), "rc")
+    ry = te.reduce_axis((0, kh), "ry")
+    rx = te.reduce_axis((0, kw), "rx")
+
+    def fcompute(nn: Any, oo: Any, yy: Any, xx: Any) -> PrimExpr:
+        v = padded[nn, rc, _op.add(_op.mul(yy, sh), _op.mul(ry.var, dh)), _op.add(_op.mul(xx, sw), _op.mul(rx.var, dw))]
+        wgt = kernel[_op.floordiv(oo, ob_int), rc, ry, rx, _op.floormod(oo, ob_int)]
+        return te.sum(_op.cast(v, out_dtype) * _op.cast(wgt, out_dtype), axis=[rc, ry, rx])
+
+    return te.compute((n, out_c, oh, ow), fcompute, name=PACKED_CONV_NAME)
+
+
+# -- the schedule ---------------------------------------------------------------------------------
+
+
+def _column_tile(ow: int) -> int:
+    """The widest divisor of the output width up to MAX_COLUMN_TILE (one register each)."""
+    return max(d for d in range(1, min(ow, MAX_COLUMN_TILE) + 1) if ow % d == 0)
+
+
+def schedule_conv2d_nchw_packed(sch: Schedule) -> bool:
+    """The register-tiled micro-kernel for :func:`conv2d_nchw_packed` (with its padding before
+    and elementwise epilogue after it); False when the function has no such block.
+
+    1. The padding copy is vectorized along its rows; the epilogue blocks are inlined into the last.
+    2. Split the output channels by ``ob`` and the columns by ``ow_t``; order the loops
+       (n, o0, y, x0, c, ry, rx, x1, o1): the reduction runs outside an ``ow_t x ob`` tile.
+    3. Accumulate the tile in a ``cache_write("local")`` buffer (registers) stored channels-last
+       (``transform_layout``: a vector of ``o1`` is contiguous there), vectorize ``o1``
+       (one weight vector per step), unroll ``x1`` (``ow_t`` broadcast FMAs), and write the tile
+       back through the epilogue after each (y, x0).
+    4. Parallel over (n, o0, y) when the kernel is large (even one image has a row per thread);
+       zero the tile before ``c``.
+    """
+    names = [sch.get(b).name_hint for b in _blocks(sch)]
+    if PACKED_CONV_NAME not in names:
+        return False
+    conv = sch.get_block(PACKED_CONV_NAME)
+    ok, epilogue = _single_epilogue(sch, conv, allow_prologue=True)
+    if not ok:
+        return False
+    for b in _blocks(sch):
+        if sch.get(b).name_hint == PACKED_CONV_NAME:
+            break
+        vectorize_rows(sch, b)
+    conv = sch.get_block(PACKED_CONV_NAME)
+    loops = sch.get_loops(conv)
+    if len(loops) != 7:
+        raise ScheduleError(f"{PACKED_CONV_NAME}: expected 4 spatial and 3 reduction loops, got {len(loops)}")
+    ext = _extents_or_none(sch, loops)
+    if None in ext[1:]:
+        raise ScheduleError(f"{PACKED_CONV_NAME}: needs static channels, sizes and window (the batch may vary)")
+    n, o, y, x, rc, ry, rx = loops
+    N, X = ext[0], ext[3]
+    realize, _ = sch._block(conv)
+    ob = _packed_block_of(realize.block)
+    ow_t = _column_tile(X)
+    o0, o1 = sch.split(o, [None, ob])
+    x0, x1 = sch.split(x, [None, ow_t])
+    sch.reorder(n, o0, y, x0, rc, ry, rx, x1, o1)
+    local = sch.cache_write(conv, 0, "local")
+    # the tile's channels innermost: vector o1 is then contiguous in the accumulator buffer
+    sch.transform_layout(conv, ("write", 0), lambda nn, oo, yy, xx: (nn, yy, xx, oo))
+    if epilogue is not None:
+        sch.compute_inline(local)
+        wb = epilogue
+    else:
+        wb = local
+    sch.reverse_compute_at(wb, x0)
+    sch.vectorize(o1)
+    sch.unroll(x1)
+    sch.unroll(rx)
+    wb_loops = sch.get_loops(wb)
+    sch.vectorize(wb_loops[-1])
+    per_image = math.prod(ext[1:])  # multiply-adds per image
+    if N is None:  # a dynamic batch: rows of one image in parallel when one image is enough work
+        if per_image > PARALLEL_WORK:
+            sch.parallel(sch.fuse(o0, y))
+    elif N * per_image > PARALLEL_WORK:
+        sch.parallel(sch.fuse(n, o0, y))
+    init = sch.decompose_reduction(conv, rc)
+    sch.vectorize(sch.get_loops(init)[-1])
+    return True
+
+
+def _packed_block_of(block: Any) -> int:
+    """``ob``: the last dimension of the packed weight the block reads (a 5-d buffer)."""
+    for region in block.reads:
+        if len(region.buffer.shape) == 5:
+            ob = const_int(region.buffer.shape[-1])
+            if ob is not None:
+                return ob
+    raise ScheduleError(f"{PACKED_CONV_NAME}: no 5-d packed weight among the block's reads")
+

@@ -1,0 +1,60 @@
+"""AlterOpLayout: conv2d with a constant weight -> the x86 packed kernel, weight packed once."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minitvm
+from minitvm import relax
+from minitvm.topi.x86 import pack_conv2d_weight
+
+RNG = np.random.default_rng(11)
+
+
+def _conv_module(cout=16, groups=1, weight_const=True, stride=1, cin=8):
+    x = relax.Var("x", relax.TensorStructInfo((2, cin, 9, 9), "float32"))
+    wv = relax.Var("w", relax.TensorStructInfo((cout, cin // groups, 3, 3), "float32"))
+    w = RNG.standard_normal((cout, cin // groups, 3, 3)).astype("float32")
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x] if weight_const else [x, wv]):
+        with bb.dataflow():
+            y = bb.emit(relax.op.nn.conv2d(x, relax.const(w) if weight_const else wv, strides=stride, padding=1,
+                                           groups=groups))
+            gv = bb.emit_output(relax.op.nn.relu(y))
+        bb.emit_func_output(gv)
+    return bb.get(), w
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_conv_gets_the_packed_kernel_and_a_packed_constant(stride):
+    mod, w = _conv_module(cout=32, stride=stride)
+    new = relax.transform.AlterOpLayout()(mod)
+    text = new.script()
+    assert "R.nn.conv2d" not in text and "R.call_tir(cls.conv2d" in text
+    call = new["main"].body.blocks[0].bindings[0].value
+    packed = call.args[1].fields[1]
+    np.testing.assert_array_equal(packed.data.numpy(), pack_conv2d_weight(w))  # done once, here
+    x = RNG.standard_normal((2, 8, 9, 9)).astype("float32")
+    torch = pytest.importorskip("torch")
+    want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), stride=stride,
+                                                 padding=1)).numpy()
+    ex = minitvm.compile(new, "llvm")
+    got = relax.VirtualMachine(ex, minitvm.cpu())["main"](x).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+# a parameter weight, a grouped conv, 6 channels (no vector block), 4 x 3 x 3 = 36 < MIN_REDUCTION multiply-adds
+@pytest.mark.parametrize("case", [{"weight_const": False}, {"groups": 2}, {"cout": 6}, {"cin": 4}])
+def test_leaves_other_convolutions_alone(case):
+    mod, _ = _conv_module(**case)
+    assert relax.transform.AlterOpLayout()(mod) is mod
+
+
+def test_default_pipeline_schedules_the_packed_kernel_with_its_epilogue():
+    mod, _ = _conv_module(cout=16)
+    lowered = relax.get_pipeline("default")(mod)
+    kernels = [f for gv, f in lowered.functions.items() if gv.name_hint.startswith("fused_conv2d")]
+    assert len(kernels) == 1 and kernels[0].attrs["tir.is_scheduled"]
+    text = kernels[0].script()
+    assert "conv2d_nchw_packed" in text and 'scope="local"' in text and "T.max(" in text  # relu fused in

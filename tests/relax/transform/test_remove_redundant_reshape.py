@@ -1,0 +1,49 @@
+"""RemoveRedundantReshape: no-op reshapes and copies go, reshape chains become one reshape."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import minitvm
+from minitvm import relax
+
+
+def _module():
+    x = relax.Var("x", relax.TensorStructInfo((2, 3, 4), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            a = bb.emit(relax.op.reshape(x, (2, 3, 4)))           # same shape: a no-op
+            b = bb.emit(relax.op.broadcast_to(a, (2, 3, 4)))      # same shape: a no-op
+            c = bb.emit(relax.op.astype(b, "float32"))            # same dtype: a no-op
+            d = bb.emit(relax.op.permute_dims(c, (0, 1, 2)))      # axes in order: a no-op
+            e = bb.emit(relax.op.exp(d))
+            f = bb.emit(relax.op.reshape(e, (6, 4)))
+            g = bb.emit(relax.op.reshape(f, (4, 6)))              # reshape of reshape: one reshape of e
+            h = bb.emit(relax.op.permute_dims(g, (1, 0)))         # a real transpose: stays
+            gv = bb.emit_output(relax.op.broadcast_to(h, (2, 6, 4)))  # a real broadcast: stays
+        bb.emit_func_output(gv)
+    return bb.get()
+
+
+def test_no_op_copies_go_and_reshape_chains_collapse():
+    mod = _module()
+    new = relax.transform.DeadCodeElimination()(relax.transform.RemoveRedundantReshape()(mod))
+    ops = [b.value.op.name for b in new["main"].body.blocks[0].bindings if isinstance(b.value, relax.Call)]
+    assert ops == ["relax.exp", "relax.reshape", "relax.permute_dims", "relax.broadcast_to"]
+    reshape = new["main"].body.blocks[0].bindings[1].value
+    assert reshape.args[0].name_hint == new["main"].body.blocks[0].bindings[0].var.name_hint  # reads exp directly
+    x = np.random.default_rng(5).standard_normal((2, 3, 4)).astype("float32")
+    want = np.broadcast_to(np.exp(x).reshape(4, 6).T, (2, 6, 4))
+    for m in (mod, new):
+        got = relax.VirtualMachine(minitvm.compile(m, "llvm"), minitvm.cpu())["main"](x).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_nothing_to_remove_returns_the_module():
+    x = relax.Var("x", relax.TensorStructInfo((2, 3), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        bb.emit_func_output(bb.emit(relax.op.reshape(x, (3, 2))))
+    mod = bb.get()
+    assert relax.transform.RemoveRedundantReshape()(mod) is mod
