@@ -25,6 +25,10 @@ Sections (``--only`` picks some):
   (``--peers`` picks them; ``none``: no peers).  A model or peer that fails gets a row naming
   the stage and the error's first line.  Under the table: the geometric mean over the zoo
   rows of minitvm's time / the best peer's (and / each peer's).
+* ``compile``, ``overhead``, ``busy`` (only when named in ``--only``; each prints its own
+  table after the main one): compile time per model, cold and cached (``compile_time.py``);
+  Python -> model call overhead, native entry vs bytecode (``call_overhead.py``); every zoo
+  model quiet vs with one core kept busy by another process (``busy.py``).
 * ``tvm zero`` rows -- Apache TVM's zero pipeline on the MLP and the zoo, run in a child
   process by ``tvm_ref.py`` when a Python with TVM is found (this one, ``--tvm-python`` or
   ``$MINITVM_BENCH_TVM_PYTHON``); otherwise the table says "not installed".  TVM runs after
@@ -75,6 +79,8 @@ from common import (  # noqa: E402
 )
 
 SECTIONS = ("matmul", "tensorize", "mlp", "conv", "zoo")
+#: sections with tables of their own, run only when ``--only`` names them
+EXTRA_SECTIONS = ("compile", "overhead", "busy")
 #: zoo models held to the "<= 1.5x torch at batch 8" target (the CNNs and the transformers)
 ZOO_TARGET_MODELS = ("lenet", "mlc_mnist", "resnet_block", "depthwise_separable", "transformer_sdpa",
                      "transformer_explicit")
@@ -425,6 +431,31 @@ def run_conv(cfg: Config, torch: Any) -> list[Entry]:
     return entries
 
 
+def run_extra_sections(cfg: Config, quick: bool) -> str:
+    """The sections with tables of their own (compile, overhead, busy), as text after the main table."""
+    import busy as busy_bench
+    import call_overhead as overhead_bench
+    import compile_time as compile_bench
+
+    out = ""
+    models = ",".join(cfg.zoo_models or ())
+    for section in EXTRA_SECTIONS:
+        if section not in cfg.sections:
+            continue
+        print(f"[{section}] measuring (other load {busy_fraction():.0%})", flush=True)
+        if section == "compile":
+            results = compile_bench.main(["--repeat", "1" if quick else "3"] + (["--models", models] if models else []))
+            out += "\n\n" + compile_bench.table(results)
+        elif section == "overhead":
+            out += "\n\n" + overhead_bench.main(["--repeat", "50" if quick else "200"] +
+                                                (["--models", models] if models else []))
+        else:
+            out += "\n\n" + busy_bench.main(["--calls", "100" if quick else "300", "--batches",
+                                              ",".join(map(str, cfg.zoo_batches))] +
+                                             (["--models", models] if models else []))
+    return out
+
+
 def run_tvm(cfg: Config, entries: list[Entry], mcpu: str) -> tuple[list[Entry], dict[str, Any]]:
     """Insert TVM's zero-pipeline rows after the matching MLP / zoo cases (or "not installed")."""
     mlp_batches = list(cfg.mlp_batches) if "mlp" in cfg.sections else []
@@ -551,9 +582,10 @@ def _ints(text: str) -> tuple[int, ...]:
 def make_config(args: argparse.Namespace) -> Config:
     """The run's sizes from the flags (``--quick`` changes the defaults, flags still win)."""
     sections = tuple(s.strip() for s in args.only.split(",") if s.strip())
-    bad = [s for s in sections if s not in SECTIONS]
+    bad = [s for s in sections if s not in SECTIONS + EXTRA_SECTIONS]
     if bad:
-        raise SystemExit(f"run.py --only: unknown section(s) {', '.join(bad)}; choose from {', '.join(SECTIONS)}")
+        raise SystemExit(f"run.py --only: unknown section(s) {', '.join(bad)}; choose from "
+                         f"{', '.join(SECTIONS + EXTRA_SECTIONS)}")
     q = args.quick
     cfg = Config(sections=sections, matmul_size=args.matmul_size or (256 if q else 1024),
                  matmul_repeat=3 if q else 10, matmul_rounds=1 if q else 3, naive_repeat=1,
@@ -657,6 +689,7 @@ def main(argv: list[str] | None = None) -> tuple[list[Entry], Path]:
         text += (f"\nwarning: OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']} is set: numpy runs that kernel; "
                  "run with `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE` to compare fairly")
     print("\n" + text, flush=True)
+    text += run_extra_sections(cfg, args.quick)
     path = write_results(entries, text, cfg, env, tvm_info, args.out_dir, summary)
     print(f"\nwrote {path}")
     if not args.no_chart:

@@ -178,12 +178,12 @@ def openmp_regions(lib: minitvm.runtime.Module) -> list[str]:
     """Exercise 8.5: find the OpenMP regions in the LLVM IR.
 
     ``lib`` is a built module. Each ``parallel`` loop becomes a function of its own that the
-    generated code hands to libgomp: ``call void @"GOMP_parallel"(void (ptr)* @"<name>", ...)``
+    generated code hands to minitvm's thread pool: ``call void @"__minitvm_parallel_run"(ptr @"<name>", ...)``
     in ``lib.get_source("ll-raw")`` (the IR as minitvm generated it, before LLVM's
     optimizations). Return the names of those functions, in the order of the calls.
     """
     # BEGIN SOLUTION
-    return re.findall(r'call void @"?GOMP_parallel"?\([^@]*@"?([\w.]+)"?', lib.get_source("ll-raw"))
+    return re.findall(r'call void @"?__minitvm_parallel_run"?\([^@]*@"?([\w.]+)"?', lib.get_source("ll-raw"))
     # END SOLUTION
 
 

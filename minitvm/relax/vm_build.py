@@ -19,7 +19,7 @@ from typing import Any
 
 from .. import driver
 from ..ir.module import IRModule
-from ..runtime.vm import Executable, VirtualMachine, VMInstrumentReturnKind
+from ..runtime.vm import Executable, VirtualMachine, VMFunction, VMInstrumentReturnKind
 from ..target import Target
 from ..target.codegen import llvm_export  # noqa: F401 - registers the hooks that save/load kernels
 from ..tir.function import PrimFunc
@@ -40,19 +40,35 @@ def _as_target(target: Any) -> Target:
     return target if isinstance(target, Target) else Target(target)
 
 
+#: ``exec_mode`` values: bytecode only (TVM's default), or a native entry per function where it can
+EXEC_MODES = ("bytecode", "compiled")
+
+
 def build(mod: IRModule, target: Any = None, params: dict | None = None,
           relax_pipeline: str | Pass | None = "default", tir_pipeline: str | None = "default",
-          exec_mode: str = "bytecode", *, system_lib: bool | None = None, **kwargs: Any) -> Executable:
+          exec_mode: str = "compiled", *, system_lib: bool | None = None, **kwargs: Any) -> Executable:
     """Compile ``mod`` for the VM: ``relax_pipeline`` (a name for :func:`get_pipeline`, a Pass
     or a function of the module; None runs none) under ``target`` (default: the current
-    target, else llvm), then the lowering to VM builtins, the kernels, the bytecode.
+    target, else llvm), then the lowering to VM builtins, the bytecode, the kernels.
     ``params`` binds function parameters by name to constants (not supported yet: pass
-    weights as arguments); the TIR pipeline is always ``minitvm.tir.transform.lower_pipeline()``."""
+    weights as arguments); the TIR pipeline is always ``minitvm.tir.transform.lower_pipeline()``.
+
+    ``exec_mode``: ``"compiled"`` (minitvm's default) also generates, for every Relax function
+    whose shapes are static and whose bytecode is a straight line of allocations and kernel
+    calls, a *native entry*: the whole instruction sequence as one LLVM function in the same
+    module as the kernels (storage carved from one arena planned at compile time, kernels
+    called directly, the arguments checked once); ``relax.VirtualMachine`` then runs a call
+    from Python as one native call.  The bytecode is kept and printed beside it, and runs
+    whenever an instrument or the profiler watches the VM, and for functions without an
+    entry (``ex.as_text()`` says why).  ``"bytecode"`` (TVM's default) builds the bytecode only.
+    The default differs from TVM's because the results are identical and the native entry
+    only removes Python between kernels (see :mod:`minitvm.runtime.vm.native`)."""
 
     if not isinstance(mod, IRModule):
         raise TypeError(f"relax.build expects an IRModule, got {type(mod).__name__}")
-    if exec_mode != "bytecode":
-        raise ValueError(f"relax.build: exec_mode {exec_mode!r} is not supported; only 'bytecode'")
+    if exec_mode not in EXEC_MODES:
+        raise ValueError(f"relax.build: exec_mode {exec_mode!r} is not supported; use 'compiled' (a native entry "
+                         "per function where it can, the default) or 'bytecode'")
     if params:
         raise NotImplementedError("relax.build(params=...) is not supported yet; pass the weights as arguments")
     if tir_pipeline not in (None, "default"):
@@ -74,8 +90,13 @@ def build(mod: IRModule, target: Any = None, params: dict | None = None,
         with target:
             mod = relax_pipeline(mod)
     mod = Sequential(vm_lowering_passes(target), name="vm_lowering")(mod)
+    exe = codegen(mod)  # the bytecode first: native entries are planned from it
     prims = {gv: f for gv, f in mod.items() if isinstance(f, PrimFunc)}
-    lib = driver.build_kernels(IRModule(prims), target) if prims else None
-    exe = codegen(mod, lib)
+    entries: tuple = ()
+    if exec_mode == "compiled":
+        names = tuple(exe.func_names)
+        entries = tuple((f, names, exe.constants) for f in exe.func_table if isinstance(f, VMFunction))
+    exe._lib = driver.build_kernels(IRModule(prims), target, entries=entries) if prims else None
+    exe.exec_mode = exec_mode
     exe.ir_module = mod  # what was compiled, for inspection
     return exe

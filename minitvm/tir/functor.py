@@ -97,38 +97,51 @@ class StmtExprMutator:
         return replace(n, **changes)
 
 
+def _children(x: Node) -> Any:
+    """What the visitors walk inside ``x``: its fields (a dict field's values; no buffer_map)."""
+    for name in x._field_names:
+        value = getattr(x, name)
+        if isinstance(value, dict):
+            if name == "buffer_map":
+                continue
+            value = tuple(value.values())
+        yield value
+
+
 def post_order_visit(n: Any, fvisit: Callable[[Any], None]) -> None:
-    """Call ``fvisit`` on every node (children before parents), as TVM's ``stmt_functor``."""
+    """Call ``fvisit`` on every node (children before parents), as TVM's ``stmt_functor``.
 
-    class _V(StmtExprVisitor):
-        def visit(self, x: Any) -> None:
-            if isinstance(x, (tuple, list)):
-                for e in x:
-                    self.visit(e)
-                return
-            if not _walkable(x):
-                return
-            self.visit_children(x)
-            fvisit(x)
+    Plain recursion (no visitor class per call: this runs thousands of times per compile)."""
 
-    _V().visit(n)
+    def visit(x: Any) -> None:
+        if isinstance(x, (tuple, list)):
+            for e in x:
+                visit(e)
+            return
+        if not isinstance(x, Node) or isinstance(x, Buffer):
+            return
+        for value in _children(x):
+            visit(value)
+        fvisit(x)
+
+    visit(n)
 
 
 def pre_order_visit(n: Any, fvisit: Callable[[Any], bool | None]) -> None:
     """Call ``fvisit`` on every node, parents first; return False to skip a subtree."""
 
-    class _V(StmtExprVisitor):
-        def visit(self, x: Any) -> None:
-            if isinstance(x, (tuple, list)):
-                for e in x:
-                    self.visit(e)
-                return
-            if not _walkable(x):
-                return
-            if fvisit(x) is not False:
-                self.visit_children(x)
+    def visit(x: Any) -> None:
+        if isinstance(x, (tuple, list)):
+            for e in x:
+                visit(e)
+            return
+        if not isinstance(x, Node) or isinstance(x, Buffer):
+            return
+        if fvisit(x) is not False:
+            for value in _children(x):
+                visit(value)
 
-    _V().visit(n)
+    visit(n)
 
 
 class _Substitute(StmtExprMutator):

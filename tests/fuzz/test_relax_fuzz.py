@@ -1,7 +1,9 @@
 """Differential fuzzing of Relax: random graphs of supported operators.
 
 Each random graph (minitvm.testing.fuzz.relax_graphs) is compiled with the "zero" pipeline
-and with the default one and run on the Relax VM; both must compute what numpy computes.
+and with the default one and run on the Relax VM, through the native entry (exec_mode
+"compiled", when the graph has one) and through the bytecode: both must compute what numpy
+computes, and the two VM paths exactly the same values.
 The legalized graph run kernel by kernel (minitvm.testing.relax_eval) is a third opinion
 that tells a legalization bug from a pipeline or VM bug.  The module must also survive the
 printer/parser round trip.
@@ -39,5 +41,10 @@ def test_random_graph_matches_numpy(graph):
     assert_outputs(as_list(evaluate(LegalizeOps()(mod), "main", *inputs)), want, scale, "legalized kernels")
     for pipeline in ("zero", "default"):
         vm = relax.VirtualMachine(minitvm.compile(mod, target="llvm", relax_pipeline=pipeline), minitvm.cpu())
-        out = vm["main"](*[minitvm.nd.array(a) for a in inputs])
-        assert_outputs(as_list(out), want, scale, f"pipeline {pipeline!r}")
+        args = [minitvm.nd.array(a) for a in inputs]
+        out = as_list(vm["main"](*args))
+        assert_outputs(out, want, scale, f"pipeline {pipeline!r}")
+        bytecode = as_list(vm.invoke_bytecode("main", *args))
+        for k, (native, interpreted) in enumerate(zip(out, bytecode)):
+            np.testing.assert_array_equal(native, interpreted, err_msg=f"pipeline {pipeline!r}: output {k}, "
+                                          f"native entry ({'main' in vm.native_entries}) vs bytecode")

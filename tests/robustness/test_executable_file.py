@@ -93,7 +93,7 @@ def test_kernels_from_an_older_minitvm_are_refused(tmp_path, blob):
     meta["kernels"]["metadata"]["version"] = 0
     exe = _load(tmp_path, _join(meta, data))
     with pytest.raises(ValueError, match=r"saved without signatures or by another minitvm version \(kernel "
-                                         r"metadata version 0, this minitvm reads 2\); build the model again"):
+                                         r"metadata version 0, this minitvm reads 3\); build the model again"):
         relax.VirtualMachine(exe, minitvm.cpu())
 
 

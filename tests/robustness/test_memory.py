@@ -63,6 +63,9 @@ def test_the_jit_engine_dies_with_its_module():
     np.testing.assert_allclose(b, a + 1)
     del fn
     gc.collect()
+    assert engine() is not None  # the kernel cache remembers the library for the next build
+    minitvm.driver.clear_kernel_cache()
+    gc.collect()
     assert engine() is None
 
 

@@ -54,10 +54,11 @@ from .builder import ExecBuilder, Label
 from .builtins import ShapeTuple, Storage
 from .bytecode import Call, Const, Goto, If, Imm, ParamInfo, Reg, Ret, VMFunction
 from .executable import FORMAT_VERSION, MAGIC, Executable, load_executable, load_module
+from .native import EntryPlan, NativeEntry
 from .vm import ProfileReport, VirtualMachine, VMInstrumentReturnKind
 
 __all__ = ["VirtualMachine", "VMInstrumentReturnKind", "Executable", "ExecBuilder", "Label", "load_executable",
            "load_module",
            "ProfileReport",
            "VMFunction", "ParamInfo", "Call", "Ret", "Goto", "If", "Reg", "Const", "Imm",
-           "ShapeTuple", "Storage", "builtins", "MAGIC", "FORMAT_VERSION"]
+           "ShapeTuple", "Storage", "builtins", "MAGIC", "FORMAT_VERSION", "EntryPlan", "NativeEntry"]

@@ -49,6 +49,7 @@ from ..ndarray import NDArray
 from ..registry import get_global_func
 from .builtins import ShapeTuple, check_dtype
 from .bytecode import Call, VMFunction
+from .native import EntryPlan, plan_entry
 
 #: kernel formats minitvm itself writes, and the module whose import registers their loader
 _KNOWN_LOADERS = {"llvm_ir": "minitvm.target.codegen.llvm_export"}
@@ -72,6 +73,10 @@ class Executable:
         self.kernel_format: str | None = None
         self.kernel_payload: str | bytes | None = None
         self.kernel_metadata: dict = {}
+        #: "compiled": the kernel library also holds native entries of the VM functions
+        #: (see :mod:`.native`); "bytecode": bytecode only
+        self.exec_mode = "bytecode"
+        self._saved_plans: dict[str, Any] | None = None  # from a file: for printing before the library loads
 
     # -- building ---------------------------------------------------------------------------------
     def add_constant(self, value: Any) -> int:
@@ -145,6 +150,34 @@ class Executable:
             return set(self._lib.function_names())
         return set(self.kernel_metadata.get("functions", []))
 
+    def native_plans(self, *, load: bool = True) -> dict[str, Any]:
+        """Per VM function: its native entry's :class:`~.native.EntryPlan` when the kernel library
+        holds one, else why not (a sentence).  Empty in exec_mode "bytecode".
+
+        The plans are made again from the bytecode and the library's kernels (what the VM
+        runs).  ``load=False`` on an executable read from a file whose library is not loaded yet
+        gives the plans saved with it instead (for printing only)."""
+        if self.exec_mode != "compiled":
+            return {}
+        if not load and self._lib is None and self._saved_plans is not None:
+            return dict(self._saved_plans)
+        lib = self.lib
+        have = getattr(lib, "native_entries", None)
+        info = getattr(lib, "kernel_info", None)
+        names = self.func_names
+        out: dict[str, Any] = {}
+        for entry in self.func_table:
+            if not isinstance(entry, VMFunction):
+                continue
+            if have is None or info is None:
+                out[entry.name] = "the kernel library has no native code (no kernels, or not an LLVM library)"
+                continue
+            plan = plan_entry(entry, names, self.constants, info)
+            if isinstance(plan, EntryPlan) and plan.symbol not in have:
+                plan = "the kernel library has no native entry for this bytecode"
+            out[entry.name] = plan
+        return out
+
     def verify(self) -> None:
         """Check every function's references (ValueError names the function and instruction)."""
         names = self.func_names
@@ -175,6 +208,11 @@ class Executable:
         for entry in self.func_table:
             if isinstance(entry, VMFunction):
                 lines += ["", entry.as_text(names)]
+        for name, plan in self.native_plans(load=False).items():
+            if isinstance(plan, EntryPlan):
+                lines += ["", plan.as_text()]
+            else:
+                lines += ["", f"@{name}: no native entry, the bytecode runs: {plan}"]
         return "\n".join(lines)
 
     def stats(self) -> str:
@@ -261,6 +299,10 @@ class Executable:
             "constants": constants,
             "kernels": kernel_meta,
         }
+        if self.exec_mode != "bytecode":  # a bytecode-only file stays as it was before native entries
+            meta_json["exec_mode"] = self.exec_mode
+            meta_json["native_plans"] = {name: plan.to_json() if isinstance(plan, EntryPlan) else plan
+                                         for name, plan in self.native_plans(load=False).items()}
         meta = json.dumps(meta_json, separators=(",", ":"), allow_nan=False).encode("utf-8")
         data = b"".join(sections)
         crc = zlib.crc32(data, zlib.crc32(meta))
@@ -366,6 +408,14 @@ def _build(meta: dict, data: bytes) -> Executable:
         exe.kernel_metadata = dict(kernels.get("metadata") or {})
     if reader.pos != len(data):
         raise ValueError(f"corrupted: {len(data) - reader.pos} bytes of data belong to no section")
+    exec_mode = meta.get("exec_mode", "bytecode")
+    if exec_mode not in ("bytecode", "compiled"):
+        raise ValueError(f"corrupted: unknown exec_mode {exec_mode!r}")
+    exe.exec_mode = exec_mode
+    plans = meta.get("native_plans") or {}
+    if not isinstance(plans, dict):
+        raise ValueError("corrupted: the native entry plans are not a JSON object")
+    exe._saved_plans = {str(k): v if isinstance(v, str) else EntryPlan.from_json(v) for k, v in plans.items()}
     exe.verify()
     return exe
 

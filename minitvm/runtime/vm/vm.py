@@ -25,6 +25,7 @@ from ..registry import PackedFunc, get_global_func
 from .builtins import SPECIALIZERS, ShapeTuple
 from .bytecode import Call, Const, Goto, If, Imm, ParamInfo, Reg, Ret, VMFunction
 from .executable import Executable
+from .native import EntryPlan, NativeEntry
 
 __all__ = ["VirtualMachine", "ProfileReport", "VMInstrumentReturnKind"]
 
@@ -123,6 +124,13 @@ class VirtualMachine:
         self._programs: dict[int, _Program] = {i: self._compile(e) for i, e in enumerate(exe.func_table)
                                                if isinstance(e, VMFunction)}
         self._checks = {e.name: _entry_check(e) for e in exe.func_table if isinstance(e, VMFunction)}
+        #: VM function name -> its native entry (exec_mode "compiled"), used when nothing watches the VM
+        self.native_entries: dict[str, NativeEntry] = {}
+        for name, plan in exe.native_plans().items():
+            if isinstance(plan, EntryPlan):
+                lib = exe.lib
+                self.native_entries[name] = NativeEntry(plan, lib.native_entries[plan.symbol], exe.constants,
+                                                        lib.raise_kernel_error)
         self._bound: dict[str, PackedFunc] = {}
         self.module = Module({name: self[name] for name in self._func_index}, type_key="vm")
 
@@ -260,7 +268,23 @@ class VirtualMachine:
         if index is None:
             raise AttributeError(f"the executable has no VM function {func_name!r}; it has: "
                                  f"{', '.join(self._func_index) or '(none)'}")
+        return self._call(func_name, index, self._checks[func_name](args)[0])
+
+    def invoke_bytecode(self, func_name: str, *args: Any) -> Any:
+        """:meth:`invoke` through the bytecode interpreter even when the function has a native
+        entry (to compare the two, or to step through what the native entry does in one call)."""
+        index = self._func_index.get(func_name)
+        if index is None:
+            raise AttributeError(f"the executable has no VM function {func_name!r}; it has: "
+                                 f"{', '.join(self._func_index) or '(none)'}")
         return _wrap_result(self._run(index, self._checks[func_name](args)[0]))
+
+    def _call(self, func_name: str, index: int, values: list | tuple) -> Any:
+        """Run checked arguments: the native entry unless an instrument or the profiler watches."""
+        native = self.native_entries.get(func_name)
+        if native is not None and self._hook is None:
+            return native.run(values)
+        return _wrap_result(self._run(index, values))
 
     def __getitem__(self, func_name: str) -> PackedFunc:
         fn = self._bound.get(func_name)
@@ -269,10 +293,17 @@ class VirtualMachine:
             if index is None:
                 raise AttributeError(f"the executable has no VM function {func_name!r}; it has: "
                                      f"{', '.join(self._func_index) or '(none)'}")
-            check, run = self._checks[func_name], self._run
+            check, run, native = self._checks[func_name], self._run, self.native_entries.get(func_name)
 
-            def call(*args: Any) -> Any:
-                return _wrap_result(run(index, check(args)[0]))
+            if native is not None:
+                def call(*args: Any) -> Any:
+                    values = check(args)[0]
+                    if self._hook is None:
+                        return native.run(values)
+                    return _wrap_result(run(index, values))
+            else:
+                def call(*args: Any) -> Any:
+                    return _wrap_result(run(index, check(args)[0]))
 
             fn = self._bound[func_name] = PackedFunc(call, func_name)
         return fn
@@ -288,7 +319,7 @@ class VirtualMachine:
     def invoke_stateful(self, func_name: str) -> None:
         if func_name not in self._inputs:
             raise ValueError(f"invoke_stateful({func_name!r}): call set_input({func_name!r}, ...) first")
-        self._outputs[func_name] = _wrap_result(self._run(self._func_index[func_name], self._inputs[func_name]))
+        self._outputs[func_name] = self._call(func_name, self._func_index[func_name], self._inputs[func_name])
 
     def get_outputs(self, func_name: str) -> Any:
         if func_name not in self._outputs:

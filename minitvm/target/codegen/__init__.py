@@ -86,8 +86,9 @@ def _cpu_refusal(body: Any, kind: str) -> str | None:
     return problem[0] if problem else None
 
 
-def build_module(funcs: dict[str, Any], target: Any) -> Any:
-    """Compile lowered PrimFuncs (global name -> PrimFunc) for ``target``."""
+def build_module(funcs: dict[str, Any], target: Any, entries: tuple = ()) -> Any:
+    """Compile lowered PrimFuncs (global name -> PrimFunc) for ``target``; ``entries``: VM
+    functions to give native entries (llvm only; see :func:`.llvm.build_llvm`)."""
     from ..target import Target
 
     target = target if isinstance(target, Target) else Target(target)
@@ -95,7 +96,7 @@ def build_module(funcs: dict[str, Any], target: Any) -> Any:
     if target.kind.name == "llvm":
         from .llvm import build_llvm
 
-        return build_llvm(funcs, target)
+        return build_llvm(funcs, target, entries=entries)
     if target.kind.name == "python":
         from .python import build_python
 

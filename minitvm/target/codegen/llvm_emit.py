@@ -11,8 +11,9 @@ default): one rounding instead of two.
 Loops: ``vectorized`` loops of constant extent are emitted as SIMD code directly
 (see ``vector.py``); other ones carry ``llvm.loop.vectorize.enable`` metadata,
 ``unrolled`` loops with a constant extent are unrolled here, ``parallel`` loops are
-outlined into a function that OpenMP's ``GOMP_parallel`` runs on every core (see
-``openmp.py``).  Inside a ``parallel`` loop a failing worker stores its code in a flag
+outlined into a function that minitvm's thread pool runs on every core (see
+``thread_pool.py``: no stalls when another process busies a core).
+Inside a ``parallel`` loop a failing worker stores its code in a flag
 (atomically) and stops; the others finish their chunks, and the function returns the flag.
 """
 
@@ -61,6 +62,7 @@ from .llvm_types import (
     mem_type,
     store_atomic,
 )
+from .thread_pool import PARALLEL_RUN_SYMBOL, ensure_thread_pool
 from .vector import emit_vector_loop
 
 __all__ = ["CodeGenLLVM", "STACK_ALLOC_LIMIT", "MAX_CODEGEN_UNROLL"]
@@ -113,7 +115,8 @@ class CodeGenLLVM:
         self.target = target
         self.noalias_default = noalias
         self.disable_vectorize = disable_vectorize
-        self.openmp = init_llvm()
+        init_llvm()
+        self.threads = ensure_thread_pool()  # parallel loops run serially on a one-CPU machine
         self.tm = target_machine(target.mcpu, features_string(target.features), target.opt_level)
         self.module = ir.Module(name=module_name)
         self.module.triple = llvm.get_process_triple()
@@ -334,7 +337,7 @@ class CodeGenLLVM:
                 self.st.vars[id(s.loop_var)] = ir.Constant(llvm_type(s.loop_var.dtype), s.min.value + k)
                 self.visit_stmt(s.body)
             return
-        if kind == _s.ForKind.PARALLEL and self.openmp:
+        if kind == _s.ForKind.PARALLEL and self.threads > 1:
             self._parallel_for(s)
             return
         if kind == _s.ForKind.VECTORIZED and not self.disable_vectorize and emit_vector_loop(self, s):
@@ -383,8 +386,9 @@ class CodeGenLLVM:
 
     # -- parallel loops (OpenMP outlining) --------------------------------------------------------
     def _parallel_for(self, s: _s.For) -> None:
-        """Outline the loop into ``void body(ptr closure)``; ``GOMP_parallel`` runs it on every
-        thread, and each thread takes one contiguous chunk of the iterations."""
+        """Outline the loop into ``void body(ptr closure, i64 begin, i64 end)``; minitvm's thread
+        pool (``thread_pool.py``) calls it for consecutive ranges of the iterations, on the
+        calling thread and on whichever workers are free."""
         dtype = s.loop_var.dtype
         begin = self._loop_bound(s.min, dtype)
         extent = self._loop_bound(s.extent, dtype)
@@ -392,32 +396,32 @@ class CodeGenLLVM:
         outer = self.st
         error_slot = alloca(outer.alloca_builder, I32, name="par_error")
         self.b.store(ir.Constant(I32, 0), error_slot)
-        fields = [begin.type, begin.type, PTR] + [v.type for _, v, _ in captured]
+        fields = [begin.type, PTR] + [v.type for _, v, _ in captured]
         closure_ty = ir.LiteralStructType(fields)
         closure = alloca(outer.alloca_builder, closure_ty, name="closure")
-        for idx, value in enumerate([begin, extent, error_slot] + [v for _, v, _ in captured]):
+        for idx, value in enumerate([begin, error_slot] + [v for _, v, _ in captured]):
             self.b.store(value, self.b.gep(closure, [I32(0), I32(idx)], inbounds=True,
                                            source_etype=closure_ty))
         self._outlined += 1
         name = f"{outer.fn.name}.parallel{self._outlined}"
-        body_fn = self._internal_function(name, [PTR])
+        body_fn = self._internal_function(name, [PTR, I64, I64])
         body_fn.args[0].add_attribute("noalias")
-        # body(closure) unpacks the closure and calls chunk(values...), whose buffer pointers are
-        # `noalias` parameters: pointers loaded from memory would tell LLVM nothing, and it would
+        # body(closure, lo, hi) unpacks the closure and calls chunk(values...), whose buffer pointers
+        # are `noalias` parameters: pointers loaded from memory would tell LLVM nothing, and it would
         # then keep storing accumulators on every iteration instead of holding them in registers
-        chunk_fn = self._internal_function(name + ".chunk", fields)
+        chunk_fn = self._internal_function(name + ".chunk", [begin.type, begin.type] + fields[1:])
         self.st = _FuncState(body_fn, None)
         b = self.b
         loaded = [b.load(b.gep(body_fn.args[0], [I32(0), I32(idx)], inbounds=True, source_etype=closure_ty),
                          typ=fields[idx]) for idx in range(len(fields))]
-        b.call(chunk_fn, loaded)
+        lo = self._cast(body_fn.args[1], "int64", dtype)
+        count = self._cast(b.sub(body_fn.args[2], body_fn.args[1]), "int64", dtype)
+        b.call(chunk_fn, [b.add(loaded[0], lo), count] + loaded[1:])
         b.ret_void()
         self._emit_chunk(s, chunk_fn, captured, outer)
         self.st = outer
-        gomp = self._declare("GOMP_parallel", VOID, [PTR, PTR, I32, I32])
-        # 0 threads: OpenMP's default team (OMP_NUM_THREADS, else one per core) unless -num-cores says
-        nthreads = int(self.target.attrs.get("num-cores", 0))
-        self.b.call(gomp, [body_fn, closure, ir.Constant(I32, nthreads), ir.Constant(I32, 0)])
+        run = self._declare(PARALLEL_RUN_SYMBOL, VOID, [PTR, PTR, I64])
+        self.b.call(run, [body_fn, closure, self._cast(extent, dtype, "int64")])
         err = self.b.load(error_slot, typ=I32)
         with self.b.if_then(self.b.icmp_unsigned("!=", err, ir.Constant(I32, 0)), likely=False):
             self._fail(err)
@@ -450,10 +454,9 @@ class CodeGenLLVM:
         return fn
 
     def _emit_chunk(self, s: _s.For, chunk_fn: ir.Function, captured: list, outer: _FuncState) -> None:
-        """``chunk(lo, count, error_slot, captured...)``: this thread's share of the iterations."""
+        """``chunk(lo, count, error_slot, captured...)``: iterations ``[lo, lo + count)``."""
         self.st = _FuncState(chunk_fn, None)
         b = self.b
-        dtype = s.loop_var.dtype
         for (_, _, kind), arg in zip(captured, chunk_fn.args[3:]):
             if kind == "buf" and self._fn_noalias:
                 arg.add_attribute("noalias")
@@ -463,14 +466,7 @@ class CodeGenLLVM:
         for key, _value, kind in captured:  # a handle LetStmt var is both a var and a buffer
             if kind == "var" and key in outer.buffers:
                 self.st.buffers[key] = self.st.vars[key]
-        tid = self._cast(b.call(self._declare("omp_get_thread_num", I32, []), []), "int32", dtype)
-        nthreads = self._cast(b.call(self._declare("omp_get_num_threads", I32, []), []), "int32", dtype)
-        one = ir.Constant(count.type, 1)
-        chunk = b.sdiv(b.sub(b.add(count, nthreads), one), nthreads)
-        start = b.mul(tid, chunk)
-        stop = b.add(start, chunk)
-        stop = b.select(b.icmp_signed("<", stop, count), stop, count)
-        self._serial_loop(s.loop_var, b.add(lo, start), b.add(lo, stop), s.body, _s.ForKind.SERIAL)
+        self._serial_loop(s.loop_var, lo, b.add(lo, count), s.body, _s.ForKind.SERIAL)
         if not self.b.block.is_terminated:
             self.b.ret_void()
 

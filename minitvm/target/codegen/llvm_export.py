@@ -24,16 +24,18 @@ import llvmlite.binding as llvm
 
 from ...runtime.module import BoundsCheck
 from ...runtime.registry import register_func
+from ...runtime.vm.native import ENTRY_PREFIX
 from ...tir import expr as _e
 from ..signature import FunctionSignature, ParamSpec
 from ..target import Target, host_cpu_features
 from .llvm_jit import LLVM_LOCK, LLVMModule, features_string, init_llvm, jit_compile, target_machine
+from .thread_pool import PARALLEL_RUN_SYMBOL, ensure_thread_pool
 
 __all__ = ["export_llvm", "load_llvm_ir", "signature_to_json", "signature_from_json", "FORMAT"]
 
 #: the kernel format name in an Executable file (the loader is ``runtime.module.loadfrom_<FORMAT>``)
 FORMAT = "llvm_ir"
-_METADATA_VERSION = 2  # 2: failures hold bounds checks as records
+_METADATA_VERSION = 3  # 2: failures hold bounds checks as records; 3: parallel loops call the thread pool
 _BINARY = {cls.__name__: cls for cls in (_e.Add, _e.Sub, _e.Mul, _e.Div, _e.Mod, _e.FloorDiv, _e.FloorMod,
                                          _e.Min, _e.Max)}
 
@@ -101,7 +103,7 @@ def signature_from_json(d: dict) -> FunctionSignature:
 # -- checking a saved library before it is compiled ------------------------------------------------
 
 #: external functions generated code may call: the C allocator, OpenMP, and libm
-_RUNTIME_FUNCTIONS = frozenset({"malloc", "free", "GOMP_parallel", "omp_get_thread_num", "omp_get_num_threads"})
+_RUNTIME_FUNCTIONS = frozenset({"malloc", "free", PARALLEL_RUN_SYMBOL})
 _LIBM = re.compile(r"(a?sinh?|a?cosh?|a?tanh?|atan2|exp2?|expm1|log(2|10|1p)?|sqrt|cbrt|pow|erfc?|fabs|floor|ceil"
                    r"|round|roundeven|trunc|rint|nearbyint|fmod|fmin|fmax|hypot|ldexp|frexp)f?")
 
@@ -115,7 +117,7 @@ def _parse_kernels(payload: Any) -> llvm.ModuleRef:
     """Parse and verify saved LLVM IR; refuse anything but IR our code generator could have written.
 
     The IR becomes machine code that runs in this process, so it may reach nothing outside
-    itself except the allocator, OpenMP's runtime and libm, and may hold no inline assembly:
+    itself except the allocator, minitvm's thread pool and libm, and may hold no inline assembly:
     a file that declares, say, ``system`` is refused before anything is compiled.
     """
     if not isinstance(payload, str):
@@ -167,7 +169,7 @@ def export_llvm(lib: LLVMModule) -> dict:
             "metadata": {"version": _METADATA_VERSION, "functions": lib.function_names(),
                          "signatures": signatures, "failures": [_failure_to_json(f) for f in failures or []],
                          "target": str(target), "mcpu": target.mcpu, "features": list(target.features),
-                         "opt_level": target.opt_level}}
+                         "opt_level": target.opt_level, "native_entries": sorted(lib.native_entries)}}
 
 
 def load_llvm_ir(payload: str, metadata: dict) -> LLVMModule:
@@ -187,7 +189,8 @@ def load_llvm_ir(payload: str, metadata: dict) -> LLVMModule:
         raise RuntimeError(f"the kernels were compiled for a CPU ({metadata['mcpu']}) with features this "
                            f"machine lacks: {', '.join(missing[:8])}{' ...' if len(missing) > 8 else ''}; "
                            "build the model again here")
-    init_llvm()  # the native target, and libgomp for parallel loops
+    init_llvm()  # the native target
+    ensure_thread_pool()  # what parallel loops call
     sigs = _signatures(metadata)
     failures = _failures_from_json(metadata.get("failures", []))
     with LLVM_LOCK:
@@ -198,8 +201,12 @@ def load_llvm_ir(payload: str, metadata: dict) -> LLVMModule:
     for name, (addr, _) in entry.items():
         if not addr:
             raise RuntimeError(f"loading kernels: no code for function {name!r} in the saved LLVM IR")
-    return LLVMModule(payload, payload, engine, tm, Target(str(metadata.get("target", "llvm"))), entry,
-                      failures)
+    lib = LLVMModule(payload, payload, engine, tm, Target(str(metadata.get("target", "llvm"))), entry, failures)
+    entries = metadata.get("native_entries", [])
+    if not isinstance(entries, list) or not all(isinstance(e, str) and e.startswith(ENTRY_PREFIX) for e in entries):
+        raise ValueError(f"the kernel library's native entries are corrupted: {entries!r:.80}")
+    lib.add_native_entries(entries)
+    return lib
 
 
 def _failure_to_json(failure: str | BoundsCheck) -> str | dict:

@@ -4,13 +4,23 @@ writes their assembly or object code.
 
 LLVM's global state is not safe to drive from several threads at once: parse, optimize,
 JIT-compile and emit code only with :data:`LLVM_LOCK` held.
+
+Quiet by default: what LLVM writes to the process's stderr while it optimizes and compiles
+(optimization remarks such as "loop not vectorized: ...") never reaches a notebook.  It is
+kept on the module (``lib.llvm_messages``) and logged on the ``minitvm.llvm`` logger at
+INFO; ``MINITVM_LLVM_REMARKS=1`` in the environment prints it as it comes.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
+import os
+import sys
+import tempfile
 import threading
-from typing import Any, Iterable
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator
 
 import llvmlite.binding as llvm
 
@@ -22,7 +32,10 @@ from .calling import ERROR_INDEX_SYMBOL, CompiledFunction
 from .openmp import load_openmp
 
 __all__ = ["LLVM_LOCK", "init_llvm", "has_openmp", "target_machine", "features_string", "optimize",
-           "optimized_ir", "jit_compile", "LLVMModule", "OPTIMIZED_IR_CACHE_SIZE"]
+           "optimized_ir", "jit_compile", "LLVMModule", "OPTIMIZED_IR_CACHE_SIZE", "quiet_llvm", "LOGGER"]
+
+#: where LLVM's own messages (optimization remarks) go, at INFO
+LOGGER = logging.getLogger("minitvm.llvm")
 
 #: held while LLVM parses, optimizes, JIT-compiles or emits code
 LLVM_LOCK = threading.Lock()
@@ -70,16 +83,50 @@ def optimize(mod: llvm.ModuleRef, tm: llvm.TargetMachine, level: int, vectorize:
         pto.close()
 
 
+@contextmanager
+def quiet_llvm(messages: list[str]) -> Iterator[None]:
+    """Run LLVM with the process's stderr (file descriptor 2) captured: its lines are appended
+    to ``messages`` and logged on :data:`LOGGER` instead of reaching the user's terminal or
+    notebook (``MINITVM_LLVM_REMARKS=1`` prints them).  Call with :data:`LLVM_LOCK` held."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError, AttributeError):  # no usable fd 2 (an embedded interpreter): nothing to hide
+        yield
+        return
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            text = sink.read().decode("utf-8", errors="replace")
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    messages += lines
+    for line in lines:
+        LOGGER.info("%s", line)
+    if lines and os.environ.get("MINITVM_LLVM_REMARKS", "") not in ("", "0"):
+        print("\n".join(lines), file=sys.stderr)  # noqa: T201 - asked for
+
+
 @functools.lru_cache(maxsize=OPTIMIZED_IR_CACHE_SIZE)
-def _optimized_text(raw: str, cpu: str, features: tuple[str, ...], level: int, vectorize: bool) -> str:
-    """``raw`` LLVM IR after the O<level> pipeline for this CPU, as text (see :func:`optimized_ir`)."""
-    mod = llvm.parse_assembly(raw)
-    mod.verify()
-    optimize(mod, target_machine(cpu, features_string(features), level), level, vectorize=vectorize)
-    return str(mod)
+def _optimized_text(raw: str, cpu: str, features: tuple[str, ...], level: int,
+                    vectorize: bool) -> tuple[str, tuple[str, ...]]:
+    """``raw`` LLVM IR after the O<level> pipeline for this CPU, as text, with what LLVM said
+    while optimizing it (see :func:`optimized_ir`)."""
+    messages: list[str] = []
+    with quiet_llvm(messages):
+        mod = llvm.parse_assembly(raw)
+        mod.verify()
+        optimize(mod, target_machine(cpu, features_string(features), level), level, vectorize=vectorize)
+        text = str(mod)
+    return text, tuple(messages)
 
 
-def optimized_ir(raw: str, target: Target, vectorize: bool) -> tuple[llvm.ModuleRef, str]:
+def optimized_ir(raw: str, target: Target, vectorize: bool,
+                 messages: list[str] | None = None) -> tuple[llvm.ModuleRef, str]:
     """Parse and optimize ``raw`` LLVM IR: the module (ready for the JIT) and its optimized text.
 
     Every run of llvmlite's pass builder leaks ~65 KB of native memory (llvmlite 0.50 never
@@ -89,17 +136,20 @@ def optimized_ir(raw: str, target: Target, vectorize: bool) -> tuple[llvm.Module
     results are remembered, and the remembered text is JIT-compiled instead of optimizing
     again.  Call with :data:`LLVM_LOCK` held.
     """
-    text = _optimized_text(raw, target.mcpu, tuple(target.features), target.opt_level, vectorize)
+    text, said = _optimized_text(raw, target.mcpu, tuple(target.features), target.opt_level, vectorize)
+    if messages is not None:
+        messages += said
     return llvm.parse_assembly(text), text
 
 
-def jit_compile(mod: llvm.ModuleRef, tm: llvm.TargetMachine,
-                sigs: dict[str, FunctionSignature]) -> tuple[Any, dict[str, tuple[int, FunctionSignature]]]:
+def jit_compile(mod: llvm.ModuleRef, tm: llvm.TargetMachine, sigs: dict[str, FunctionSignature],
+                messages: list[str] | None = None) -> tuple[Any, dict[str, tuple[int, FunctionSignature]]]:
     """Machine code for ``mod``: the MCJIT engine (it owns ``tm`` from now on) and each named
     function's address (0 if the module has no code for it) with its signature.  Call with
     :data:`LLVM_LOCK` held."""
-    engine = llvm.create_mcjit_compiler(mod, tm)
-    engine.finalize_object()
+    with quiet_llvm([] if messages is None else messages):
+        engine = llvm.create_mcjit_compiler(mod, tm)
+        engine.finalize_object()
     return engine, {name: (engine.get_function_address(name), sig) for name, sig in sigs.items()}
 
 
@@ -107,8 +157,11 @@ class LLVMModule(Module):
     """Native code for a set of PrimFuncs, JIT-compiled by LLVM's MCJIT."""
 
     def __init__(self, ll_unoptimized: str, ll_optimized: str, engine: Any, tm: llvm.TargetMachine,
-                 target: Target, entry: dict[str, tuple[int, FunctionSignature]], failures: list[Any]):
+                 target: Target, entry: dict[str, tuple[int, FunctionSignature]], failures: list[Any],
+                 messages: list[str] | None = None):
         super().__init__(type_key="llvm")
+        #: what LLVM said while optimizing and compiling this library (remarks), kept out of stderr
+        self.llvm_messages: list[str] = list(messages or ())
         self._engine = engine
         self._tm = tm
         self._ll_raw = ll_unoptimized
@@ -119,6 +172,36 @@ class LLVMModule(Module):
         for name, (addr, sig) in entry.items():
             fn = CompiledFunction(name, addr, sig, failures, engine, error_index)
             self._functions[name] = PackedFunc(fn, name)
+        #: native entries of VM functions in this module: symbol -> address (see runtime.vm.native)
+        self.native_entries: dict[str, int] = {}
+        self._kernel_infos: dict[str, Any] = {}
+
+    def add_native_entries(self, symbols: Iterable[str]) -> None:
+        """Look up the machine code of the native entries generated into this module."""
+        for symbol in symbols:
+            with LLVM_LOCK:
+                addr = self._engine.get_function_address(symbol)
+            if not addr:
+                raise RuntimeError(f"LLVM JIT: no code for the native entry {symbol!r}")
+            self.native_entries[symbol] = addr
+
+    def kernel_info(self, name: str) -> Any:
+        """A kernel's parameters as the native-entry planner needs them (None: no such kernel)."""
+        from .native_entry import kernel_info
+
+        known = self._kernel_infos.get(name)
+        if known is None:
+            fn = self._functions.get(name)
+            if fn is None:
+                return None
+            compiled = fn._fn if isinstance(fn, PackedFunc) else fn
+            known = self._kernel_infos[name] = kernel_info(compiled.signature)
+        return known
+
+    def raise_kernel_error(self, name: str, code: int) -> None:
+        """Raise the exception kernel ``name`` would have raised for error code ``code``."""
+        fn = self._functions[name]
+        (fn._fn if isinstance(fn, PackedFunc) else fn)._raise(code)
 
     def get_source(self, fmt: str = "ll") -> str:
         """``"ll"``: optimized LLVM IR; ``"ll-raw"``: as generated; ``"asm"``/``"s"``: assembly."""

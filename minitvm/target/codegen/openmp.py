@@ -1,9 +1,8 @@
-"""OpenMP for parallel loops: loading libgomp into the process, and its wait-policy setting.
+"""Loading libgomp into the process (for code that calls OpenMP), and its wait-policy setting.
 
-The LLVM code generator outlines ``parallel`` loops into functions that libgomp's
-``GOMP_parallel`` runs on every core; the JIT resolves that symbol among the libraries loaded
-here.  libgomp's thread pool stays alive between calls, so a parallel region costs
-microseconds rather than the ~70 us of creating threads.
+minitvm's own kernels no longer call OpenMP: ``parallel`` loops run on minitvm's thread pool
+(``thread_pool.py``), which does not stall when another process busies a core.  libgomp is
+still made visible to the JIT, as before, for ``T.call_extern`` code that uses it.
 """
 
 from __future__ import annotations

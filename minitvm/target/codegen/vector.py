@@ -18,9 +18,11 @@ from typing import Any
 
 from llvmlite import ir
 
+from ...ir.node import Node
 from ...tir import expr as _e
 from ...tir import stmt as _s
 from ...tir.analysis import uses_var
+from ...tir.buffer import Buffer
 from ...tir.functor import post_order_visit, substitute
 from ...tir.semantics import BOOL_ONLY, BY_NODE, Semantics, emit_cast, kind_of, node_operands, row_of
 from .fastmath import call_intrinsic
@@ -38,15 +40,73 @@ class NotVectorizable(Exception):
 
 def _stride(index: _e.PrimExpr, var: _e.Var) -> int | None:
     """How much ``index`` grows when ``var`` grows by one (None if not a constant)."""
-    from ...arith import Analyzer
+    slope = _linear_slope(index, var)
+    if slope is not _UNKNOWN:
+        return slope
+    from ...arith import Analyzer  # the general (slow) answer, for divisions and the like
 
     diff = Analyzer().simplify(substitute(index, {var: var + 1}) - index)
     return diff.value if isinstance(diff, _e.IntImm) else None
 
 
+_UNKNOWN = object()
+
+
+def _linear_slope(e: _e.PrimExpr, var: _e.Var) -> Any:
+    """The constant slope of ``e`` in ``var`` read off sums and products with constants
+    (``i * 64 + j`` -> 1 for ``j``), None when it is provably not a constant, or ``_UNKNOWN``
+    when the expression has other forms (the simplifier decides those)."""
+    if e is var:
+        return 1
+    if isinstance(e, (_e.IntImm, _e.Var)):
+        return 0
+    if isinstance(e, (_e.Add, _e.Sub)):
+        a, b = _linear_slope(e.a, var), _linear_slope(e.b, var)
+        if a is _UNKNOWN or b is _UNKNOWN or a is None or b is None:
+            return _UNKNOWN
+        return a + b if isinstance(e, _e.Add) else a - b
+    if isinstance(e, _e.Mul):
+        for x, y in ((e.a, e.b), (e.b, e.a)):
+            if isinstance(y, _e.IntImm):
+                slope = _linear_slope(x, var)
+                return slope * y.value if isinstance(slope, int) else _UNKNOWN
+        return _UNKNOWN if uses_var(e, var) else 0
+    return _UNKNOWN if uses_var(e, var) else 0
+
+
+def _dependents(root: Any, var: _e.Var) -> set[int]:
+    """The ids of the nodes under ``root`` whose value depends on ``var``: one walk, so that
+    asking it of every sub-expression costs nothing (``uses_var`` per node was quadratic)."""
+    memo: dict[int, bool] = {}
+
+    def depends(x: Any) -> bool:
+        if isinstance(x, (tuple, list)):
+            found = False
+            for e in x:
+                found = depends(e) or found  # no short cut: every node gets its answer
+            return found
+        if not isinstance(x, Node) or isinstance(x, Buffer):
+            return False
+        known = memo.get(id(x))
+        if known is not None:
+            return known
+        found = x is var
+        for name in x._field_names:
+            value = getattr(x, name)
+            if isinstance(value, dict):
+                value = tuple(value.values())
+            found = depends(value) or found
+        memo[id(x)] = found
+        return found
+
+    depends(root)
+    return {k for k, v in memo.items() if v}
+
+
 class _VectorEmitter:
-    def __init__(self, cg: Any, var: _e.Var, begin: ir.Value, lanes: int):
+    def __init__(self, cg: Any, var: _e.Var, begin: ir.Value, lanes: int, dependents: set[int]):
         self.cg, self.var, self.begin, self.lanes = cg, var, begin, lanes
+        self.dependents = dependents
 
     @property
     def b(self) -> ir.IRBuilder:
@@ -85,7 +145,7 @@ class _VectorEmitter:
     # -- expressions ----------------------------------------------------------------------
     def expr(self, e: _e.PrimExpr) -> ir.Value:
         """A vector if ``e`` depends on the loop variable, else the scalar value."""
-        if not uses_var(e, self.var):
+        if id(e) not in self.dependents:
             return self.cg.visit_expr(e)
         method = getattr(self, "v_" + type(e).__name__, None)
         if method is not None:
@@ -183,7 +243,7 @@ class _VectorEmitter:
             raise NotVectorizable(type(s).__name__)
 
 
-def _why_not(x: Any, var: _e.Var) -> str | None:
+def _why_not(x: Any, var: _e.Var, dependents: set[int]) -> str | None:
     """Why the vector emitter cannot handle node ``x`` (None if it can)."""
     if isinstance(x, (_s.SeqStmt,)):
         return None
@@ -195,7 +255,7 @@ def _why_not(x: Any, var: _e.Var) -> str | None:
         return None
     if isinstance(x, _s.Stmt):
         return type(x).__name__
-    if not isinstance(x, _e.PrimExpr) or not uses_var(x, var):
+    if not isinstance(x, _e.PrimExpr) or id(x) not in dependents:
         return None  # computed once, as a scalar
     if isinstance(x, (_e.Var, _e.BufferLoad)):
         return None
@@ -215,18 +275,21 @@ def _why_not(x: Any, var: _e.Var) -> str | None:
     return None
 
 
-def _check(body: Any, var: _e.Var) -> None:
-    """Reject a body before emitting anything: emitted instructions cannot be taken back."""
+def _check(body: Any, var: _e.Var) -> set[int]:
+    """Reject a body before emitting anything: emitted instructions cannot be taken back.
+    Returns the ids of the nodes that depend on ``var`` (vectors; the rest stay scalars)."""
     reasons: list[str] = []
+    dependents = _dependents(body, var)
 
     def visit(x: Any) -> None:
-        why = _why_not(x, var)
+        why = _why_not(x, var, dependents)
         if why:
             reasons.append(why)
 
     post_order_visit(body, visit)
     if reasons:
         raise NotVectorizable(", ".join(sorted(set(reasons))))
+    return dependents
 
 
 def emit_vector_loop(cg: Any, s: _s.For) -> bool:
@@ -234,9 +297,9 @@ def emit_vector_loop(cg: Any, s: _s.For) -> bool:
     if not (isinstance(s.extent, _e.IntImm) and 2 <= s.extent.value <= MAX_LANES):
         return False
     try:
-        _check(s.body, s.loop_var)
+        dependents = _check(s.body, s.loop_var)
     except NotVectorizable:
         return False
     begin = cg._loop_bound(s.min, s.loop_var.dtype)
-    _VectorEmitter(cg, s.loop_var, begin, s.extent.value).stmt(s.body)
+    _VectorEmitter(cg, s.loop_var, begin, s.extent.value, dependents).stmt(s.body)
     return True

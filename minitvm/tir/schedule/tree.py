@@ -44,15 +44,30 @@ def walk_stmts(s: Stmt, path: tuple = ()) -> Iterator[tuple[Stmt, tuple]]:
 
 
 def path_to(root: Stmt, pred: Callable[[Stmt], bool]) -> list[tuple[Stmt, tuple]]:
-    """All statements matching ``pred``, each with its ancestors."""
-    return [(s, p) for s, p in walk_stmts(root) if pred(s)]
+    """All statements matching ``pred``, each with its ancestors (in the order of
+    :func:`walk_stmts`; an ancestor tuple is made only for a match, so a search costs the
+    size of the tree, not its size times its depth)."""
+    found: list[tuple[Stmt, tuple]] = []
+    stack: list[Stmt] = []
+
+    def visit(s: Stmt) -> None:
+        if pred(s):
+            found.append((s, tuple(stack)))
+        children = child_stmts(s)
+        if children:
+            stack.append(s)
+            for c in children:
+                visit(c)
+            stack.pop()
+
+    visit(root)
+    return found
 
 
 def ancestors(root: Stmt, target: Stmt) -> tuple:
     """The statements from ``root`` down to ``target``'s parent (``target`` found by identity)."""
-    for s, p in walk_stmts(root):
-        if s is target:
-            return p
+    for _, p in path_to(root, lambda x: x is target):
+        return p
     raise ScheduleError("internal: statement not found in the function")
 
 

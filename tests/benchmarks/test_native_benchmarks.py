@@ -1,0 +1,30 @@
+"""The compile-time, call-overhead and busy-machine benchmark sections run and report (speed is
+never asserted: the rows only have to be there and be numbers)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+import busy  # noqa: E402
+import call_overhead  # noqa: E402
+import compile_time  # noqa: E402
+
+
+def test_compile_time_measures_cold_and_cached():
+    r = compile_time.measure("mlp", repeat=1)
+    assert not r.error and r.kernels >= 1
+    assert r.cold.median > 0 and r.cached.median > 0 and r.cold_cpu.median > 0
+    assert "mlp" in compile_time.table([r])
+
+
+def test_call_overhead_rows_compare_native_and_bytecode():
+    (row,) = call_overhead.measure(["empty-ish (x + 1)"], repeat=5, rounds=1)
+    assert row[0] == "empty-ish (x + 1)" and float(row[1]) > 0 and float(row[2]) > 0
+
+
+def test_busy_rows_have_a_ratio():
+    (row,) = busy.measure(["mlp"], [1], calls=10)
+    assert row[0] == "mlp b=1" and row[6].endswith("x")
