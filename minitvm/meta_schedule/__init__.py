@@ -15,6 +15,7 @@ A small, readable version of TVM's ``tvm.meta_schedule`` with its names and call
 """
 
 from . import (
+    _worker,
     builder,
     cost_model,
     database,
