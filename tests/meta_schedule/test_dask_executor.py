@@ -10,8 +10,8 @@ from .workloads import matmul_64, split_j
 
 
 def test_tune_tir_on_a_local_dask_cluster(tmp_path):
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
+    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None)
+    with cluster, distributed.Client(cluster) as client:
         executor = client.get_executor()
         worker_pids = set(client.run(lambda: __import__("os").getpid()).values())
         db = ms.tune_tir(mod=minitvm.IRModule({"main": matmul_64}), target="llvm --num-cores=1",
