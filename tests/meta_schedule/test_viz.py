@@ -33,5 +33,6 @@ def test_diff_against_default_and_loop_nest_show_the_tuned_schedule():
     d = ms.viz.diff_against_default(db, matmul_64)
     text = str(d)
     assert "default schedule" in text and "tuned" in text
-    dot = minitvm.viz.loop_nest_dot(db.query_schedule(minitvm.IRModule({"main": matmul_64}), "llvm", "main").mod["main"])
+    best = db.query_schedule(minitvm.IRModule({"main": matmul_64}), "llvm", "main")
+    dot = minitvm.viz.loop_nest_dot(best.mod["main"])
     assert "j_1" in dot or "j_0" in dot
