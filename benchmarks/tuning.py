@@ -158,7 +158,10 @@ def _print(rows: list[dict[str, Any]], load: float) -> None:
     lines = []
     for r in rows:
         base = {b["impl"]: b for b in rows if b["kernel"] == r["kernel"]}
-        ratio = lambda k: f"{base[k]['median_s'] / r['median_s']:.2f}x" if k in base else "-"  # noqa: E731
+
+        def ratio(k: str, base: dict = base, r: dict = r) -> str:
+            return f"{base[k]['median_s'] / r['median_s']:.2f}x" if k in base else "-"
+
         lines.append([r["kernel"], r["impl"], f"{r['median_s'] * 1e3:.3f} ms", f"{r['gflops']:.1f}",
                       ratio("numpy"), ratio("torch"), ratio("minitvm default"),
                       f"{r['tuning_seconds']:.0f} s" if "tuning_seconds" in r else "",
