@@ -52,6 +52,8 @@ class TuneContext:
                  logger: Any = None) -> None:
         if logger is not None:
             raise NotImplementedError("TuneContext(logger=...): minitvm reports progress with tqdm")
+        if num_threads not in (None, "physical", "logical"):
+            raise NotImplementedError("TuneContext(num_threads=...): minitvm generates candidates in one thread")
         self.mod = None if mod is None else normalize_mod(mod)
         self.target = Target(target) if isinstance(target, str) else target
         self.space_generator = _space.create(space_generator)
@@ -150,7 +152,8 @@ def tune_tasks(*, tasks: list[TuneContext], task_weights: list[float], work_dir:
     max_per_task = max_trials_global if max_trials_per_task is None else max_trials_per_task
     log = log if log is not None else TrialLog()
     started = time.time()
-    jobs = [_Task(ctx, w, db, model, None if seed is None else seed + k)
+    jobs = [_Task(ctx, w, db, model, ctx.rand_state if ctx.rand_state is not None else
+                  None if seed is None else seed + k)
             for k, (ctx, w) in enumerate(zip(tasks, task_weights))]
     bar = _progress(max_trials_global, progress)
     ref_executor = getattr(runner, "executor", None)
