@@ -34,8 +34,8 @@ __all__ = ["ScheduleRule", "AutoInline", "MultiLevelTiling", "RandomComputeLocat
 CPU_TILING_STRUCTURE = "SSRSRS"
 #: largest innermost tile sampled (TVM's max_innermost_factor for llvm)
 MAX_INNERMOST_FACTOR = 64
-#: how far unrolling may go (TVM's llvm default: 0, 16, 64, 512 steps)
-UNROLL_CANDIDATES = (0, 16, 64, 512)
+#: how far unrolling may go (TVM also tries 512; here code generation in Python makes it too slow)
+UNROLL_CANDIDATES = (0, 16, 64)
 
 
 # -- reading blocks ---------------------------------------------------------------------------
