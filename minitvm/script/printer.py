@@ -378,8 +378,8 @@ class _TIRPrinter:
         if (e.op == "tir.if_then_else" and len(args) == 3 and e.args[1].dtype == e.dtype
                 and e.args[1].dtype == e.args[2].dtype):
             return f"T.if_then_else({', '.join(args)})"
-        if e.op == "tir.call_extern" and e.args and isinstance(e.args[0], StringImm):
-            return f'T.call_extern("{e.dtype}", {", ".join(args)})'
+        if e.op in ("tir.call_extern", "tir.call_llvm_pure_intrin") and e.args and isinstance(e.args[0], StringImm):
+            return f'T.{e.op.removeprefix("tir.")}("{e.dtype}", {", ".join(args)})'
         builtin = _op.BUILTIN_OPS.get(e.op)
         if builtin is not None and _builtin_dtype_readable(builtin, e):
             # as TVM prints builtins: the dtype only where the builtin takes it as an argument
