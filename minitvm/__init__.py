@@ -28,6 +28,7 @@ _LAZY = {
     "grade": ("minitvm.grade", None),
     "viz": ("minitvm.viz", None),
     "relax": ("minitvm.relax", None),
+    "meta_schedule": ("minitvm.meta_schedule", None),
     "nd": ("minitvm.runtime.ndarray", None),
     "cpu": ("minitvm.runtime.device", "cpu"),
     "device": ("minitvm.runtime.device", "device"),

@@ -30,6 +30,9 @@ FLOORS: list[tuple[str, ...]] = [
     # testing (random inputs, model zoo, TIR builders, fuzzer) serves tests, chapters and viz and
     # uses every layer below, so it lives on the top floor beside the tools built on everything
     ("viz", "grade", "cli", "testing"),
+    # meta_schedule (the tuner) measures compiled candidates (driver), tunes Relax models and draws
+    # its results with viz: a tool on top of everything
+    ("meta_schedule",),
 ]
 FLOOR_OF = {pkg: level for level, pkgs in enumerate(FLOORS) for pkg in pkgs}
 TOP = len(FLOORS)  # ``minitvm/__init__.py`` (the package root) re-exports everything

@@ -470,6 +470,16 @@ class Schedule:
         self._compute_location("reverse_compute_at", block, loop, preserve_unit_loops, index)
 
     def _compute_location(self, kind: str, block: BlockRV, loop: LoopRV, preserve: bool, index: int) -> None:
+        mark = getattr(loop, "mark", None)
+        if mark in ("root", "inline"):
+            # a location sampled by sample_compute_location may be the root (stay) or "inline", as in TVM
+            if mark == "inline":
+                primitive = "compute_inline" if kind == "compute_at" else "reverse_compute_inline"
+                trace_len = len(self._trace.insts)
+                getattr(self, primitive)(block)
+                del self._trace.insts[trace_len:]  # recorded below as the compute_at it was asked as
+            self._record(kind, {"block": block, "loop": loop, "preserve_unit_loops": preserve, "index": index}, [])
+            return
         realize, _ = self._block(block)
         target, _ = self._loop(loop)
         func = self._func(block.func_name)

@@ -1,0 +1,149 @@
+"""What runs inside a worker process: build a candidate, check it, time it.
+
+Everything here is a top-level function of plain arguments (strings, numbers, paths), so any
+``concurrent.futures.Executor`` can run it -- a local process pool or a Dask/Ray executor.  A
+candidate's module travels as its TVMScript text and is parsed back in the worker.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import traceback
+from typing import Any
+
+import numpy as np
+
+__all__ = ["build_candidate", "run_candidate", "reference_outputs", "random_arguments"]
+
+# parsed + compiled modules of this worker, by artifact path: the runner often gets the
+# module the same worker just built
+_BUILT: dict[str, Any] = {}
+
+
+def _compile(script: str, target: str) -> Any:
+    from ..driver import build
+    from ..script import from_source
+    from ..transform import PassContext
+
+    mod = from_source(script)
+    # a candidate is generated code under test: no bounds checks, as TVM measures it
+    with PassContext(config={"tir.bounds_check": False}):
+        return build(mod, target=target)
+
+
+def build_candidate(script: str, target: str, artifact_path: str) -> str:
+    """Compile the candidate (raises if it does not build) and write its artifact -- the
+    optimized LLVM IR with each function's signature, so the runner only makes machine code
+    from it; returns the path."""
+    lib = _compile(script, target)
+    _BUILT[artifact_path] = lib
+    funcs = {name: lib[name]._fn for name in lib.function_names()}
+    artifact = {"ll": lib.get_source("ll"), "target": target,
+                "signatures": {name: fn.signature for name, fn in funcs.items()},
+                "failures": next(iter(funcs.values()))._failures if funcs else []}
+    with open(artifact_path, "wb") as f:
+        pickle.dump(artifact, f)
+    return artifact_path
+
+
+def _load(artifact_path: str, target: str) -> Any:
+    """The built module: this worker's own if it built it, else machine code from the artifact."""
+    lib = _BUILT.pop(artifact_path, None)
+    if lib is not None:
+        return lib
+    from llvmlite import binding as llvm
+
+    from ..target import Target
+    from ..target.codegen.llvm_jit import (
+        LLVM_LOCK,
+        LLVMModule,
+        features_string,
+        init_llvm,
+        jit_compile,
+        target_machine,
+    )
+
+    with open(artifact_path, "rb") as f:
+        art = pickle.load(f)
+    tgt = Target(art["target"])
+    init_llvm()  # also loads libgomp, for parallel loops
+    with LLVM_LOCK:
+        tm = target_machine(tgt.mcpu, features_string(tgt.features), tgt.opt_level)
+        engine, entry = jit_compile(llvm.parse_assembly(art["ll"]), tm, art["signatures"])
+    return LLVMModule(art["ll"], art["ll"], engine, tm, tgt, entry, art["failures"])
+
+
+def random_arguments(args_info: list, seed: int) -> list[np.ndarray]:
+    """Seeded random data for each argument ``(dtype, shape)``: floats in [-1, 1), integers in
+    [0, 8) (small, so an integer argument used as an index stays meaningful), booleans."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for dtype, shape in args_info:
+        if dtype.startswith("float"):
+            out.append(rng.uniform(-1, 1, size=shape).astype(dtype))
+        elif dtype == "bool":
+            out.append(rng.integers(0, 2, size=shape).astype(bool))
+        else:
+            out.append(rng.integers(0, 8, size=shape).astype(dtype))
+    return out
+
+
+def _call(lib: Any, arrays: list[np.ndarray]) -> tuple[Any, list]:
+    from ..runtime import nd
+
+    fn = lib[lib.entry_name] if getattr(lib, "entry_name", None) else lib["main"]
+    nds = [nd.array(a) for a in arrays]
+    fn(*nds)
+    return fn, nds
+
+
+def reference_outputs(script: str, target: str, args_info: list, seed: int, path: str) -> str:
+    """Run the unscheduled workload on seeded random data; save inputs and results to ``path``."""
+    lib = _compile(script, target)
+    arrays = random_arguments(args_info, seed)
+    _, nds = _call(lib, [a.copy() for a in arrays])
+    np.savez(path, *[a for a in arrays], *[x.numpy() for x in nds])
+    return path
+
+
+def _check(got: list[np.ndarray], want: list[np.ndarray]) -> str | None:
+    """None when every argument matches the reference after the call, else what differs."""
+    for k, (g, w) in enumerate(zip(got, want)):
+        if g.dtype.kind == "f":
+            scale = float(np.max(np.abs(w))) if w.size else 0.0
+            if not np.allclose(g, w, rtol=1e-3, atol=1e-4 * max(scale, 1.0), equal_nan=True):
+                err = float(np.max(np.abs(g.astype("float64") - w)))
+                return f"argument {k}: wrong result (max abs error {err:.3g}, values up to {scale:.3g})"
+        elif not np.array_equal(g, w):
+            return f"argument {k}: wrong result ({int(np.sum(g != w))} of {g.size} elements differ)"
+    return None
+
+
+def run_candidate(artifact_path: str, target: str, reference_path: str | None, number: int, repeat: int,
+                  min_repeat_ms: float) -> tuple[list[float] | None, str | None]:
+    """``(run_secs, None)``, or ``(None, why)`` when the result is wrong or the run raised."""
+    try:
+        lib = _load(artifact_path, target)
+        if reference_path is not None:
+            ref = np.load(reference_path)
+            n = len(ref.files) // 2
+            inputs = [ref[f"arr_{i}"] for i in range(n)]
+            want = [ref[f"arr_{i + n}"] for i in range(n)]
+            fn, nds = _call(lib, [a.copy() for a in inputs])
+            why = _check([x.numpy() for x in nds], want)
+            if why is not None:
+                return None, why
+        else:
+            raise ValueError("run_candidate needs a reference to check against")
+        from ..runtime.module import make_time_evaluator
+
+        timer = make_time_evaluator(fn, None, number=number, repeat=repeat, min_repeat_ms=min_repeat_ms)
+        return list(timer(*nds).results), None
+    except Exception as err:  # noqa: BLE001 - the candidate's failure, reported to the tuner
+        return None, f"{type(err).__name__}: {err}\n{traceback.format_exc(limit=3)}"
+
+
+def worker_pid() -> int:
+    """The worker's process id (tests check that work ran elsewhere)."""
+    return os.getpid()

@@ -1,0 +1,122 @@
+"""Running jobs in worker processes so that no candidate can take the tuner down.
+
+:func:`run_jobs` runs ``fn(*args)`` for each job on a ``concurrent.futures.Executor`` and
+returns ``(value, None)`` or ``(None, why)`` per job: an exception becomes its message, a
+worker that dies (a segmentation fault) "worker process died", a job past ``timeout_sec``
+"timeout".  With minitvm's own pool (:class:`LocalPool`, the default) a dead or hung worker is
+killed and the pool started again; with an executor the user gave (a Dask ``Client``'s
+``get_executor()``, Ray's), a hung job is reported and left to that engine -- minitvm writes
+no process control or RPC of its own for it.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import multiprocessing
+import time
+from typing import Any, Callable
+
+__all__ = ["LocalPool", "run_jobs", "default_max_workers"]
+
+
+def default_max_workers() -> int:
+    import os
+
+    return max(1, os.cpu_count() or 1)
+
+
+class LocalPool:
+    """A process pool (``spawn``: a fresh interpreter, no state forked from the tuner) that can be
+    killed and restarted when a job crashes or hangs."""
+
+    def __init__(self, max_workers: int | None = None) -> None:
+        self.max_workers = max_workers or default_max_workers()
+        self._pool: cf.ProcessPoolExecutor | None = None
+
+    @property
+    def executor(self) -> cf.ProcessPoolExecutor:
+        if self._pool is None:
+            self._pool = cf.ProcessPoolExecutor(self.max_workers, mp_context=multiprocessing.get_context("spawn"))
+        return self._pool
+
+    def restart(self) -> None:
+        """Kill every worker (a hung one included) and start afresh on the next job."""
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        for proc in list(getattr(pool, "_processes", {}).values()):  # no public way to kill a worker
+            try:
+                proc.kill()
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+        pool.shutdown(wait=False, cancel_futures=True)
+
+    def shutdown(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def __del__(self) -> None:
+        try:
+            self.restart()
+        except Exception:  # noqa: BLE001 - interpreter shutting down
+            pass
+
+
+def _why(err: BaseException) -> str:
+    if isinstance(err, cf.process.BrokenProcessPool):
+        return "worker process died while running the candidate (e.g. a segmentation fault)"
+    return f"{type(err).__name__}: {err}"
+
+
+def run_jobs(executor: Any, fn: Callable, jobs: list[tuple], timeout_sec: float, parallel: bool = True
+             ) -> list[tuple[Any, str | None]]:
+    """``fn(*job)`` for each job on ``executor`` (a LocalPool or any Executor): ``(value, None)``
+    or ``(None, why)``.  ``parallel=False`` runs one job at a time (measurements), which also
+    tells exactly which job killed a worker."""
+    if not jobs:
+        return []
+    if parallel and len(jobs) > 1:
+        results = _run_batch(executor, fn, jobs, timeout_sec)
+        # a dead worker breaks the whole pool: run those jobs again one by one to find the culprit
+        redo = [k for k, (_, why) in enumerate(results) if why and why.startswith("worker process died")]
+        if redo and isinstance(executor, LocalPool):
+            for k, res in zip(redo, run_jobs(executor, fn, [jobs[k] for k in redo], timeout_sec, parallel=False)):
+                results[k] = res
+        return results
+    return [_run_batch(executor, fn, [job], timeout_sec)[0] for job in jobs]
+
+
+def _run_batch(executor: Any, fn: Callable, jobs: list[tuple], timeout_sec: float) -> list[tuple[Any, str | None]]:
+    pool = executor.executor if isinstance(executor, LocalPool) else executor
+    try:
+        futures = [pool.submit(fn, *job) for job in jobs]
+    except cf.process.BrokenProcessPool:
+        if not isinstance(executor, LocalPool):
+            raise
+        executor.restart()
+        pool = executor.executor
+        futures = [pool.submit(fn, *job) for job in jobs]
+    # each job gets timeout_sec from when it could start: the batch waits for all in turn
+    deadline = time.monotonic() + timeout_sec * max(1, -(-len(jobs) // _workers(executor)))
+    results: list[tuple[Any, str | None]] = []
+    restart = False
+    for fut in futures:
+        try:
+            results.append((fut.result(timeout=max(0.0, deadline - time.monotonic())), None))
+        except cf.TimeoutError:
+            fut.cancel()
+            results.append((None, f"timeout: the candidate ran longer than {timeout_sec:g} s"))
+            restart = True
+        except Exception as err:  # noqa: BLE001 - reported per job
+            results.append((None, _why(err)))
+            restart = restart or isinstance(err, cf.process.BrokenProcessPool)
+    if restart and isinstance(executor, LocalPool):
+        executor.restart()
+    return results
+
+
+def _workers(executor: Any) -> int:
+    if isinstance(executor, LocalPool):
+        return executor.max_workers
+    return int(getattr(executor, "_max_workers", 1) or 1)

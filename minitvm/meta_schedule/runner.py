@@ -1,0 +1,114 @@
+"""Runners (TVM's ``ms.runner``): run built candidates in a worker process, check them, time them.
+
+Each candidate first runs on seeded random data and its results are compared with the
+unscheduled workload's (``reference_path``, written once per task by the tuner); only a
+correct candidate is timed (``EvaluatorConfig``: ``number`` calls a measurement, ``repeat``
+measurements, each at least ``min_repeat_ms``).  A wrong result, an exception, a dead worker (a
+segmentation fault) or a run past ``timeout_sec`` gives ``RunnerResult(None, error_msg)`` and
+the tuner goes on.  One candidate runs at a time, so measurements do not share the cores.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from . import _worker
+from .executor import LocalPool, run_jobs
+
+__all__ = ["EvaluatorConfig", "RunnerInput", "RunnerResult", "RunnerFuture", "Runner", "LocalRunner", "create"]
+
+
+class EvaluatorConfig(NamedTuple):
+    """How a candidate is timed (TVM's defaults)."""
+
+    number: int = 3
+    repeat: int = 1
+    min_repeat_ms: int = 100
+    enable_cpu_cache_flush: bool = False
+
+    @staticmethod
+    def _normalized(config: "EvaluatorConfig | None") -> "EvaluatorConfig":
+        config = EvaluatorConfig() if config is None else config
+        if config.enable_cpu_cache_flush:
+            raise NotImplementedError("EvaluatorConfig(enable_cpu_cache_flush=True): minitvm does not flush "
+                                      "the CPU cache between measurements")
+        return config
+
+
+class RunnerInput:
+    """A built artifact to run; ``args_info`` is ``[(dtype, shape), ...]`` of its arguments;
+    ``reference_path`` (minitvm's) the saved inputs and correct outputs to check against."""
+
+    def __init__(self, artifact_path: str, device_type: str, args_info: list, reference_path: str | None = None,
+                 target: str = "llvm") -> None:
+        if device_type not in ("llvm", "cpu"):
+            raise NotImplementedError(f"RunnerInput(device_type={device_type!r}): minitvm runs on the CPU")
+        self.artifact_path, self.device_type, self.args_info = artifact_path, device_type, args_info
+        self.reference_path, self.target = reference_path, target
+
+
+class RunnerResult:
+    """``run_secs`` (one time per repeat) or ``error_msg``."""
+
+    def __init__(self, run_secs: list[float] | None, error_msg: str | None) -> None:
+        self.run_secs, self.error_msg = run_secs, error_msg
+
+    def __repr__(self) -> str:
+        return f"RunnerResult({self.run_secs}, error_msg={self.error_msg!r})"
+
+
+class RunnerFuture:
+    """A result to fetch (minitvm's runs are finished when ``run`` returns)."""
+
+    def __init__(self, result: RunnerResult) -> None:
+        self._result = result
+
+    def done(self) -> bool:
+        return True
+
+    def result(self) -> RunnerResult:
+        return self._result
+
+
+class Runner:
+    def run(self, runner_inputs: list[RunnerInput]) -> list[RunnerFuture]:
+        raise NotImplementedError
+
+
+class LocalRunner(Runner):
+    """Runs candidates one at a time in a worker process (its own, or ``executor``'s)."""
+
+    def __init__(self, timeout_sec: float = 30, evaluator_config: EvaluatorConfig | None = None,
+                 cooldown_sec: float = 0.0, alloc_repeat: int = 1, f_alloc_argument: Any = None,
+                 f_run_evaluator: Any = None, f_cleanup: Any = None, initializer: Any = None,
+                 executor: Any = None) -> None:
+        for name, value in (("f_alloc_argument", f_alloc_argument), ("f_run_evaluator", f_run_evaluator),
+                            ("f_cleanup", f_cleanup), ("initializer", initializer)):
+            if value is not None:
+                raise NotImplementedError(f"LocalRunner({name}=...): minitvm's runner allocates seeded random "
+                                          "arguments, checks the result and times with time_evaluator")
+        if alloc_repeat != 1 or cooldown_sec:
+            raise NotImplementedError("LocalRunner(alloc_repeat=, cooldown_sec=): minitvm allocates once and "
+                                      "does not cool down between candidates")
+        self.timeout_sec = float(timeout_sec)
+        self.evaluator_config = EvaluatorConfig._normalized(evaluator_config)
+        self.executor = executor if executor is not None else LocalPool(1)
+
+    def run(self, runner_inputs: list[RunnerInput]) -> list[RunnerFuture]:
+        cfg = self.evaluator_config
+        jobs = [(inp.artifact_path, inp.target, inp.reference_path, cfg.number, cfg.repeat, cfg.min_repeat_ms)
+                for inp in runner_inputs]
+        out = []
+        for value, why in run_jobs(self.executor, _worker.run_candidate, jobs, self.timeout_sec, parallel=False):
+            if why is None:
+                value, why = value
+            out.append(RunnerFuture(RunnerResult(value, why)))
+        return out
+
+
+def create(runner: Any = "local", **kwargs: Any) -> Runner:
+    if isinstance(runner, Runner):
+        return runner
+    if runner == "local":
+        return LocalRunner(**kwargs)
+    raise NotImplementedError(f"runner={runner!r}: minitvm has the 'local' runner (give it any Executor)")

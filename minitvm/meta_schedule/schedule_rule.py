@@ -1,0 +1,197 @@
+"""The built-in search space for CPUs: a few schedule rules, each a small function of schedule
+primitives whose random choices are sampling instructions in the trace (TVM's ``ms.schedule_rule``).
+
+``PostOrderApply`` (see ``space_generator``) runs them on every block of a function:
+
+* :func:`auto_inline` -- inline elementwise producers into their consumers (no choice);
+* :func:`multi_level_tiling` -- the "SSRSRS" tiling of a block with data reuse (matmul, conv):
+  every spatial loop split in 4 levels, every reduction loop in 2, sizes sampled with
+  ``sample_perfect_tile``, reordered S0 S1 R0 S2 R1 S3 (the innermost S3 becomes the vector
+  lanes, S2 x S3 the register tile, S1/R0 the cache tile);
+* :func:`random_compute_location` -- place a producer left standing (a padding block) at a
+  sampled loop of its consumer (``sample_compute_location``);
+* :func:`parallel_vectorize_unroll` -- sample how far to unroll and whether to use threads, and
+  write those choices as annotations on the root block; the postprocessor
+  (``postproc.rewrite_parallel_vectorize_unroll``) turns them into loop kinds.
+
+Each rule takes ``(sch, block)`` and schedules in place; one that does not apply leaves the
+schedule as it was (a primitive whose conditions fail raises ``ScheduleError`` and changes nothing).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..tir.expr import Call, IntImm, Select
+from ..tir.functor import post_order_visit
+from ..tir.schedule import BlockRV, Schedule, ScheduleError
+
+__all__ = ["ScheduleRule", "AutoInline", "MultiLevelTiling", "RandomComputeLocation", "ParallelizeVectorizeUnroll",
+           "auto_inline", "multi_level_tiling", "random_compute_location", "parallel_vectorize_unroll",
+           "default_rules", "block_info", "UNROLL_CANDIDATES"]
+
+#: the "SSRSRS" structure of CPU multi-level tiling: one letter a level
+CPU_TILING_STRUCTURE = "SSRSRS"
+#: largest innermost tile sampled (TVM's max_innermost_factor for llvm)
+MAX_INNERMOST_FACTOR = 64
+#: how far unrolling may go (TVM's llvm default: 0, 16, 64, 512 steps)
+UNROLL_CANDIDATES = (0, 16, 64, 512)
+
+
+# -- reading blocks ---------------------------------------------------------------------------
+
+
+def block_info(sch: Schedule, block: BlockRV) -> dict[str, Any]:
+    """What the rules need to know of ``block``: its iteration kinds, the kind of each loop
+    above it ("S", "R" or "O" for mixed/none), reads and writes, and whether it has padding."""
+    realize, _ = sch._block(block)
+    blk = realize.block
+    loops = sch.get_loops(block)
+    kinds = []
+    for lp in loops:
+        var = sch.get(lp).loop_var
+        used = {iv.iter_type for iv, value in zip(blk.iter_vars, realize.iter_values) if _uses(value, var)}
+        kinds.append("S" if used == {"spatial"} else "R" if used == {"reduce"} else "O")
+    has_select = []
+    post_order_visit(blk.body, lambda n: has_select.append(n) if isinstance(n, Select) or
+                     (isinstance(n, Call) and n.op == "tir.if_then_else") else None)
+    return {"block": blk, "loops": loops, "loop_kinds": kinds,
+            "is_reduction": any(iv.iter_type == "reduce" for iv in blk.iter_vars),
+            "is_spatial": all(iv.iter_type == "spatial" for iv in blk.iter_vars),
+            "has_padding": bool(has_select)}
+
+
+def _uses(expr: Any, var: Any) -> bool:
+    from ..tir.analysis import uses_var
+
+    return uses_var(expr, var)
+
+
+def _has_data_reuse(blk: Any) -> bool:
+    """A read indexed by fewer spatial iterators than the block has: the same element is read
+    by many iterations, which tiling turns into cache (and register) reuse."""
+    spatial = [iv.var for iv in blk.iter_vars if iv.iter_type == "spatial"]
+    for region in blk.reads:
+        used = [v for v in spatial if any(_uses(r.min, v) for r in region.region)]
+        if len(used) < len(spatial):
+            return True
+    return False
+
+
+def _is_output(sch: Schedule, block: BlockRV) -> bool:
+    func = sch._func(block.func_name)
+    written = {id(w.buffer) for w in sch.get(block).writes}
+    return any(id(buf) in written for buf in func.buffer_map.values())
+
+
+# -- the rules ------------------------------------------------------------------------------
+
+
+def auto_inline(sch: Schedule, block: BlockRV) -> bool:
+    """Inline a spatial, non-output block without padding into its consumers (TVM's AutoInline).
+    Padding blocks stay (inlined, they put a branch in the innermost loop); returns whether it
+    inlined."""
+    info = block_info(sch, block)
+    if not info["is_spatial"] or info["has_padding"] or _is_output(sch, block):
+        return False
+    try:
+        sch.compute_inline(block)
+        return True
+    except ScheduleError:
+        return False
+
+
+def multi_level_tiling(sch: Schedule, block: BlockRV, structure: str = CPU_TILING_STRUCTURE,
+                       max_innermost_factor: int = MAX_INNERMOST_FACTOR) -> bool:
+    """Tile a reduction block with data reuse as ``structure`` (default "SSRSRS"): sampled tile
+    sizes for each level, loops reordered level by level.  Returns whether it tiled."""
+    info = block_info(sch, block)
+    if not info["is_reduction"] or "O" in info["loop_kinds"] or not _has_data_reuse(info["block"]):
+        return False
+    n_s, n_r = structure.count("S"), structure.count("R")
+    levels: list[list] = [[] for _ in structure]
+    s_levels = [i for i, c in enumerate(structure) if c == "S"]
+    r_levels = [i for i, c in enumerate(structure) if c == "R"]
+    for lp, kind in zip(info["loops"], info["loop_kinds"]):
+        extent = sch.get(lp).extent
+        if not isinstance(extent, IntImm):
+            return False
+        n, where = (n_s, s_levels) if kind == "S" else (n_r, r_levels)
+        factors = sch.sample_perfect_tile(lp, n=n, max_innermost_factor=max_innermost_factor)
+        for level, part in zip(where, sch.split(lp, factors=factors)):
+            levels[level].append(part)
+    sch.reorder(*[lp for level in levels for lp in level])
+    sch.annotate(block, "meta_schedule.tiling_structure", structure)
+    # accumulate in a local tile (registers / L1) written back after the reduction: TVM's
+    # write cache, here at the last spatial level before the first reduction level
+    first_r = structure.index("R")
+    if first_r > 0 and _is_output(sch, block):
+        local = sch.cache_write(block, 0, "local")
+        sch.reverse_compute_at(local, levels[first_r - 1][-1])
+    return True
+
+
+def random_compute_location(sch: Schedule, block: BlockRV) -> bool:
+    """Compute a non-output spatial block at a sampled loop of its consumer (or leave it at the
+    root, or inline it): TVM's RandomComputeLocation.  Returns whether it sampled."""
+    info = block_info(sch, block)
+    if not info["is_spatial"] or _is_output(sch, block) or not sch.get_consumers(block):
+        return False
+    loop = sch.sample_compute_location(block)
+    sch.compute_at(block, loop)
+    return True
+
+
+def parallel_vectorize_unroll(sch: Schedule, root: BlockRV, num_cores: int = 1,
+                              unroll_candidates: tuple[int, ...] = UNROLL_CANDIDATES) -> None:
+    """Sample the unroll depth (and, with several cores, whether to use threads) and annotate the
+    root block; ``postproc.rewrite_parallel_vectorize_unroll`` applies them to every loop nest."""
+    n = len(unroll_candidates)
+    step = sch.sample_categorical(list(unroll_candidates), [1.0 / n] * n)
+    sch.annotate(root, "meta_schedule.unroll_explicit", step)
+    sch.annotate(root, "meta_schedule.vectorize", 64)
+    if num_cores > 1:
+        jobs = sch.sample_categorical([0, 16 * num_cores], [0.5, 0.5])
+        sch.annotate(root, "meta_schedule.parallel", jobs)
+
+
+# -- TVM-style rule objects (what ``ms.space_generator.PostOrderApply(sch_rules=...)`` takes) ---
+
+
+class ScheduleRule:
+    """A rule applied to each block (``apply(sch, block)``); TVM's ``ms.schedule_rule.ScheduleRule``."""
+
+    def __init__(self, fn: Callable[..., Any], name: str, on_root: bool = False) -> None:
+        self.fn, self.name, self.on_root = fn, name, on_root
+
+    def apply(self, sch: Schedule, block: BlockRV, **kwargs: Any) -> Any:
+        return self.fn(sch, block, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"ScheduleRule({self.name})"
+
+
+def AutoInline() -> ScheduleRule:  # noqa: N802 - TVM's class name
+    return ScheduleRule(auto_inline, "AutoInline")
+
+
+def MultiLevelTiling(structure: str = CPU_TILING_STRUCTURE,  # noqa: N802
+                     max_innermost_factor: int = MAX_INNERMOST_FACTOR) -> ScheduleRule:
+    if set(structure) - {"S", "R"}:
+        raise ValueError(f"MultiLevelTiling(structure={structure!r}): only S and R levels on CPU")
+    return ScheduleRule(lambda sch, b: multi_level_tiling(sch, b, structure, max_innermost_factor),
+                        f"MultiLevelTiling({structure})")
+
+
+def RandomComputeLocation() -> ScheduleRule:  # noqa: N802
+    return ScheduleRule(random_compute_location, "RandomComputeLocation")
+
+
+def ParallelizeVectorizeUnroll(unroll_max_steps: tuple[int, ...] = UNROLL_CANDIDATES) -> ScheduleRule:  # noqa: N802
+    return ScheduleRule(lambda sch, b, num_cores=1: parallel_vectorize_unroll(sch, b, num_cores, unroll_max_steps),
+                        "ParallelizeVectorizeUnroll", on_root=True)
+
+
+def default_rules() -> list[ScheduleRule]:
+    """The CPU rules in the order PostOrderApply runs them."""
+    return [AutoInline(), MultiLevelTiling(), RandomComputeLocation(), ParallelizeVectorizeUnroll()]

@@ -1,0 +1,227 @@
+"""The tuning loop (TVM's ``ms.tune_tasks`` with its task scheduler), for one task or many.
+
+A task is one PrimFunc (a workload).  Each round of a task: the search strategy proposes up to
+``num_trials_per_iter`` candidates, the builder compiles them and the runner checks and times
+them (both in worker processes), every result -- failed ones too -- becomes a record in the
+database, and the cost model learns from the times.  Rounds go to tasks in turn ("round-robin")
+or, after every task had one, to the task whose ``weight x best time`` is largest ("gradient":
+the simplified idea of TVM's gradient scheduler: spend trials where they can save most).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+import time
+from typing import Any
+
+from ..ir.module import IRModule
+from ..target import Target
+from . import builder as _builder
+from . import cost_model as _cost_model
+from . import runner as _runner
+from . import search_strategy as _strategy
+from . import space_generator as _space
+from ._worker import reference_outputs
+from .database import Database, JSONDatabase, MemoryDatabase, TuningRecord, normalize_mod
+from .executor import LocalPool, run_jobs
+from .feature_extractor import extract_from_mod
+
+__all__ = ["TuneContext", "tune_tasks", "workload_flops", "TrialLog"]
+
+
+def workload_flops(mod: IRModule) -> float:
+    """Floating-point operations of one call of ``mod["main"]`` (from its blocks' loop nests)."""
+    import numpy as np
+
+    from .feature_extractor import FEATURE_NAMES
+
+    f = extract_from_mod(mod)
+    main = 2 ** f[FEATURE_NAMES.index("log2_flops")]
+    other = 2 ** f[FEATURE_NAMES.index("log2_other_flops")] - 1
+    return float(np.round(main + other))
+
+
+class TuneContext:
+    """One task: the workload, its target, search space and strategy (TVM's TuneContext)."""
+
+    def __init__(self, mod: IRModule | None = None, *, target: Target | str | None = None,
+                 space_generator: Any = "post-order-apply", search_strategy: Any = "evolutionary",
+                 task_name: str = "main", rand_state: int | None = None, num_threads: Any = None,
+                 logger: Any = None) -> None:
+        if logger is not None:
+            raise NotImplementedError("TuneContext(logger=...): minitvm reports progress with tqdm")
+        self.mod = None if mod is None else normalize_mod(mod)
+        self.target = Target(target) if isinstance(target, str) else target
+        self.space_generator = _space.create(space_generator)
+        self.search_strategy = _strategy.create(search_strategy)
+        self.task_name, self.rand_state = task_name, rand_state
+
+
+class TrialLog:
+    """What happened in each trial of one tuning run (for plots): task, seconds, error, wall time."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+
+    def add(self, task: str, secs: float | None, error: str | None, flops: float, started: float) -> None:
+        self.rows.append({"task": task, "secs": secs, "error": error, "flops": flops,
+                          "wall": time.time() - started})
+
+    def best_so_far(self, task: str | None = None) -> list[float]:
+        """Best seconds after each trial (inf until the first success)."""
+        best, out = math.inf, []
+        for r in self.rows:
+            if task is None or r["task"] == task:
+                if r["secs"] is not None:
+                    best = min(best, r["secs"])
+                out.append(best)
+        return out
+
+
+def _database(database: Any, work_dir: str) -> Database:
+    if isinstance(database, Database):
+        return database
+    if database == "json":
+        return JSONDatabase(work_dir=work_dir)
+    if database == "memory":
+        return MemoryDatabase()
+    raise NotImplementedError(f"database={database!r}: 'json', 'memory' or a Database")
+
+
+class _Task:
+    def __init__(self, ctx: TuneContext, weight: float, database: Database, cost_model: Any, seed: int | None) -> None:
+        self.ctx, self.weight = ctx, weight
+        self.workload = database.commit_workload(ctx.mod)
+        self.flops = workload_flops(ctx.mod)
+        self.trials, self.best, self.done = 0, math.inf, False
+        ctx.search_strategy.pre_tuning(ctx.mod, ctx.space_generator, ctx.target, seed, database, cost_model)
+        self.reference: str | None = None
+
+
+def _progress(total: int, enabled: bool) -> Any:
+    if not enabled:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, desc="tuning", unit="trial", disable=None, leave=True)
+
+
+def tune_tasks(*, tasks: list[TuneContext], task_weights: list[float], work_dir: str, max_trials_global: int,
+               max_trials_per_task: int | None = None, num_trials_per_iter: int = 64, builder: Any = "local",
+               runner: Any = "local", database: Any = "json", cost_model: Any = "xgb",
+               measure_callbacks: Any = "default", task_scheduler: str = "gradient",
+               module_equality: str = "structural", post_optimization: bool = False, seed: int | None = None,
+               executor: Any = None, num_tuning_cores: Any = "physical", progress: bool = True,
+               log: TrialLog | None = None) -> Database:
+    """Tune ``tasks`` within ``max_trials_global`` measured candidates; returns the database."""
+    if measure_callbacks != "default":
+        raise NotImplementedError("measure_callbacks=...: minitvm records every result in the database and "
+                                  "updates the cost model (TVM's default callbacks)")
+    if task_scheduler not in ("gradient", "round-robin"):
+        raise NotImplementedError(f"task_scheduler={task_scheduler!r}: minitvm has 'gradient' and 'round-robin'")
+    if post_optimization:
+        raise NotImplementedError("post_optimization=True: minitvm has no post-tuning optimization")
+    if module_equality != "structural":
+        raise NotImplementedError(f"module_equality={module_equality!r}: minitvm compares workloads structurally")
+    if len(task_weights) != len(tasks):
+        raise ValueError("tune_tasks: one weight per task")
+    if max_trials_global < 0 or num_trials_per_iter < 1:
+        raise ValueError("tune_tasks: max_trials_global >= 0 and num_trials_per_iter >= 1")
+    work_dir = work_dir or tempfile.mkdtemp(prefix="minitvm_ms_")
+    os.makedirs(work_dir, exist_ok=True)
+    cores = (os.cpu_count() or 1) if num_tuning_cores in ("physical", "logical") else int(num_tuning_cores)
+    if builder == "local":
+        builder = _builder.LocalBuilder(max_workers=cores, executor=executor, work_dir=work_dir)
+    builder = _builder.create(builder)
+    if getattr(builder, "work_dir", "") is None:
+        builder.work_dir = work_dir
+    runner = _runner.create(runner, executor=executor) if runner == "local" else _runner.create(runner)
+    db = _database(database, work_dir)
+    model = _cost_model.create(cost_model)
+    max_per_task = max_trials_global if max_trials_per_task is None else max_trials_per_task
+    log = log if log is not None else TrialLog()
+    started = time.time()
+    jobs = [_Task(ctx, w, db, model, None if seed is None else seed + k)
+            for k, (ctx, w) in enumerate(zip(tasks, task_weights))]
+    bar = _progress(max_trials_global, progress)
+    ref_executor = getattr(runner, "executor", None) or LocalPool(1)
+    total = 0
+    try:
+        while total < max_trials_global:
+            live = [t for t in jobs if not t.done and t.trials < max_per_task]
+            if not live:
+                break
+            task = _next_task(live, task_scheduler)
+            n = min(num_trials_per_iter, max_trials_global - total, max_per_task - task.trials)
+            if task.reference is None:
+                task.reference = _make_reference(task, ref_executor, work_dir, getattr(runner, "timeout_sec", 30))
+            cands = task.ctx.search_strategy.generate_measure_candidates(n)
+            if not cands:
+                task.done = True
+                continue
+            results = _measure(task, cands, builder, runner)
+            for cand, res in zip(cands, results):
+                trace = cand.sch.trace.simplified(remove_postproc=False)
+                db.commit_tuning_record(TuningRecord(trace, task.workload, res.run_secs, task.ctx.target,
+                                                     cand.args_info))
+                secs = sum(res.run_secs) / len(res.run_secs) if res.run_secs else None
+                if secs is not None:
+                    task.best = min(task.best, secs)
+                log.add(task.ctx.task_name, secs, res.error_msg, task.flops, started)
+                if bar is not None:
+                    best = sum(t.flops / t.best for t in jobs if t.best < math.inf) / 1e9
+                    bar.set_postfix_str(f"best {best:.2f} GFLOP/s" if len(jobs) == 1 else
+                                        f"{task.ctx.task_name}: {task.flops / task.best / 1e9:.2f} GFLOP/s")
+                    bar.update(1)
+            task.trials += len(cands)
+            total += len(cands)
+            task.ctx.search_strategy.notify_runner_results(cands, results)
+            model.update(None, cands, results)
+    finally:
+        if bar is not None:
+            bar.close()
+    db.trial_log = log
+    return db
+
+
+def _next_task(live: list[_Task], scheduler: str) -> _Task:
+    untried = [t for t in live if t.trials == 0]
+    if scheduler == "round-robin" or untried:
+        return untried[0] if untried else min(live, key=lambda t: t.trials)
+    return max(live, key=lambda t: t.weight * (t.best if t.best < math.inf else 1.0))
+
+
+def _make_reference(task: _Task, executor: Any, work_dir: str, timeout: float) -> str | None:
+    """Run the unscheduled workload once (in a worker) and keep its results for the checks."""
+    path = os.path.join(work_dir, f"reference_{task.ctx.task_name}_{abs(task.workload.shash) % 10**12}.npz")
+    args_info = task.ctx.search_strategy.args_info
+    [(value, why)] = run_jobs(executor, reference_outputs,
+                              [(task.ctx.mod.script(), str(task.ctx.target), args_info, 0, path)],
+                              max(timeout, 120.0), parallel=False)
+    if why is not None:
+        raise RuntimeError(f"the unscheduled workload {task.ctx.task_name} did not run, so its candidates "
+                           f"cannot be checked: {why}")
+    return value
+
+
+def _measure(task: _Task, cands: list, builder: Any, runner: Any) -> list[_runner.RunnerResult]:
+    built = builder.build([_builder.BuilderInput(c.sch.mod, task.ctx.target) for c in cands])
+    inputs, where = [], []
+    results: list[_runner.RunnerResult] = [None] * len(cands)  # type: ignore[list-item]
+    for k, b in enumerate(built):
+        if b.error_msg is not None:
+            results[k] = _runner.RunnerResult(None, f"build failed: {b.error_msg}")
+        else:
+            inputs.append(_runner.RunnerInput(b.artifact_path, "llvm", cands[k].args_info, task.reference,
+                                              str(task.ctx.target)))
+            where.append(k)
+    for k, fut in zip(where, runner.run(inputs)):
+        results[k] = fut.result()
+    for b in built:
+        if b.artifact_path and os.path.exists(b.artifact_path):
+            os.remove(b.artifact_path)
+    return results

@@ -1,0 +1,85 @@
+"""A candidate that crashes its worker, hangs or computes a wrong result is recorded as failed
+and the search goes on (issue 16's measurement requirement)."""
+
+from minitvm import meta_schedule as ms
+from minitvm import tir
+from minitvm.script import tir as T
+
+from .workloads import add_one_32
+
+
+@T.prim_func
+def writes_far_out_of_bounds(A: T.Buffer((32,), "float32"), B: T.Buffer((32,), "float32")):
+    T.func_attr({"global_symbol": "main", "tir.noalias": True})
+    for i in range(32):
+        with T.block("B"):
+            vi = T.axis.spatial(32, i)
+            # a data-dependent index (so no check can refuse it at build time) gigabytes past B
+            B[T.Cast("int32", A[vi] * T.float32(1e9)) + 1100000000] = A[vi]
+
+
+@T.prim_func
+def never_ends(A: T.Buffer((32,), "float32"), B: T.Buffer((32,), "float32")):
+    T.func_attr({"global_symbol": "main", "tir.noalias": True})
+    for i in range(32):
+        with T.block("B"):
+            vi = T.axis.spatial(32, i)
+            B[vi] = A[vi] + T.float32(1)
+    for t in range(T.int64(1) << T.int64(42)):  # hours of float adds: it must be stopped
+        with T.block("spin"):
+            vt = T.axis.opaque(T.int64(1) << T.int64(42), t)
+            B[0] = B[0] + T.float32(1e-30) * T.Cast("float32", vt)
+
+
+@T.prim_func
+def adds_two(A: T.Buffer((32,), "float32"), B: T.Buffer((32,), "float32")):
+    T.func_attr({"global_symbol": "main", "tir.noalias": True})
+    for i in range(32):
+        with T.block("B"):
+            vi = T.axis.spatial(32, i)
+            B[vi] = A[vi] + T.float32(2)
+
+
+BAD = {1: writes_far_out_of_bounds, 2: never_ends, 3: adds_two}
+
+
+def good_or_bad(sch: tir.Schedule):
+    """A space of four programs: the workload (choice 0) and three broken kernels."""
+    choice = sch.get(sch.sample_categorical([0, 1, 2, 3], [0.25] * 4))
+    return sch if choice == 0 else tir.Schedule(BAD[choice])
+
+
+def test_crash_hang_and_wrong_result_are_failed_records_and_the_search_finishes(tmp_path):
+    runner = ms.runner.LocalRunner(timeout_sec=4, evaluator_config=ms.runner.EvaluatorConfig(1, 1, 0))
+    db = ms.tune_tir(mod=add_one_32, target="llvm --num-cores=1", work_dir=str(tmp_path), max_trials_global=8,
+                     num_trials_per_iter=8, space=ms.space_generator.ScheduleFn(good_or_bad),
+                     strategy="replay-func", runner=runner, cost_model="random", progress=False, seed=0)
+    records = db.get_all_tuning_records()
+    log = {row["error"].split(":")[0] if row["error"] else "ok" for row in db.trial_log.rows}
+    assert len(records) == 4  # every distinct program measured once, then the space is exhausted
+    assert sum(r.is_valid for r in records) == 1
+    errors = " | ".join(row["error"] or "" for row in db.trial_log.rows)
+    assert "worker process died" in errors
+    assert "timeout" in errors
+    assert "wrong result" in errors
+    assert "ok" in log
+    sch = ms.tir_integration.compile_tir(db, add_one_32, "llvm")
+    assert "A[vi] + T.float32(1" in sch.mod.script()
+
+
+def test_builder_and_runner_report_each_failure_by_candidate(tmp_path):
+    import minitvm
+    from minitvm.meta_schedule import _worker
+    from minitvm.meta_schedule.search_strategy import args_info_of
+
+    mod = minitvm.IRModule({"main": add_one_32})
+    ref = _worker.reference_outputs(mod.script(), "llvm", args_info_of(mod), 0, str(tmp_path / "ref.npz"))
+    builder = ms.builder.LocalBuilder(max_workers=2, work_dir=str(tmp_path))
+    inputs = [ms.builder.BuilderInput(minitvm.IRModule({"main": f}), "llvm") for f in (adds_two, add_one_32)]
+    built = builder.build(inputs)
+    assert all(b.error_msg is None for b in built)
+    runner = ms.runner.LocalRunner(timeout_sec=30, evaluator_config=ms.runner.EvaluatorConfig(1, 1, 0))
+    wrong, good = [f.result() for f in runner.run(
+        [ms.runner.RunnerInput(b.artifact_path, "llvm", args_info_of(mod), ref) for b in built])]
+    assert wrong.run_secs is None and "wrong result" in wrong.error_msg
+    assert good.error_msg is None and good.run_secs[0] > 0
