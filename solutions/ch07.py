@@ -18,6 +18,7 @@ from __future__ import annotations
 import random
 from typing import Callable
 
+from minitvm import meta_schedule as ms
 from minitvm import tir
 from minitvm.ir import IRModule
 from minitvm.script import ir as I
@@ -239,4 +240,40 @@ def ranking_accuracy(predicted: list[float], measured: list[float]) -> float:
     if pairs == 0:
         raise ValueError("ranking_accuracy needs two candidates with different measured times")
     return right / pairs
+    # END SOLUTION
+
+
+def best_from_work_dir(work_dir: str, mod: IRModule, target: str) -> tuple[tir.Schedule, float]:
+    """Exercise 7.7: read a tuning run's results back. ``work_dir`` is the folder a
+    ``ms.tune_tir(..., work_dir=work_dir)`` call wrote its database to (its two JSON-lines
+    files); ``mod`` the module it tuned.
+
+    Open the database from the folder (``ms.database.JSONDatabase(work_dir=...)``), ask it for
+    the best schedule of ``mod`` (``ms.tir_integration.compile_tir``) and for the best record
+    (``database.query_tuning_record(mod, target)``), and return the schedule and that record's
+    mean measured time in seconds (the mean of its ``run_secs``).
+    """
+    # BEGIN SOLUTION
+    database = ms.database.JSONDatabase(work_dir=work_dir)
+    sch = ms.tir_integration.compile_tir(database, mod, target)
+    record = database.query_tuning_record(mod, target)
+    return sch, sum(float(s) for s in record.run_secs) / len(record.run_secs)
+    # END SOLUTION
+
+
+def record_measurements(database: ms.database.Database, mod: IRModule,
+                        measured: list[tuple[tir.Schedule, float]], target: str) -> None:
+    """Exercise 7.8: the database is where tuning hands its results to the compiler, and it
+    takes results from anywhere. ``measured`` holds schedules of ``mod`` you timed yourself,
+    each with its time in seconds. Put them into ``database`` so that
+    ``ms.tir_integration.compile_tir(database, mod, target)`` returns the fastest.
+
+    A record belongs to a workload: ``database.commit_workload(mod)`` returns it (adding it when
+    new). ``ms.database.TuningRecord(trace, workload, run_secs, target)`` is one measurement
+    (``run_secs`` a list of seconds); ``database.commit_tuning_record(record)`` stores it.
+    """
+    # BEGIN SOLUTION
+    workload = database.commit_workload(mod)
+    for sch, secs in measured:
+        database.commit_tuning_record(ms.database.TuningRecord(sch.trace, workload, [secs], target))
     # END SOLUTION

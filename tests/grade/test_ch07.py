@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import minitvm
+from minitvm import meta_schedule as ms
 from minitvm import tir
 from minitvm.ir import IRModule, assert_structural_equal, structural_equal
 from minitvm.script import ir as I
@@ -354,3 +355,52 @@ def test_ranking_accuracy(ex):
         assert ex.ranking_accuracy(predicted, measured) == pytest.approx(_ranking_accuracy(predicted, measured))
     with pytest.raises(ValueError):
         ex.ranking_accuracy([1.0, 2.0], [1e-3, 1e-3])
+
+
+# ------------------------------------------------------------------ 7.7
+
+
+@pytest.mark.points(2)
+@pytest.mark.hint("ms.database.JSONDatabase(work_dir=work_dir) reads the folder; compile_tir gives the best "
+                  "schedule, query_tuning_record the best record (failed ones have no run_secs)")
+def test_best_from_work_dir(ex, tmp_path):
+    """Exercise 7.7: read a tuning database back."""
+    mod = matmul(64)
+    database = ms.database.JSONDatabase(work_dir=str(tmp_path))
+    workload = database.commit_workload(mod)
+    made = {}
+    for seed, secs in [(1, [3e-4, 3.2e-4]), (2, [1.5e-4, 1.7e-4]), (3, None), (4, [2e-4, 2e-4])]:
+        sch = _tiled_matmul(tir.Schedule(mod, seed=seed))
+        made[seed] = sch
+        database.commit_tuning_record(ms.database.TuningRecord(sch.trace, workload, secs, "llvm"))
+    # the records come from the files (a fresh database object), as after a tuning run
+    sch, secs = ex.best_from_work_dir(str(tmp_path), mod, "llvm --num-cores=1")
+    assert isinstance(sch, tir.Schedule), f"return the schedule compile_tir gives, not {type(sch).__name__}"
+    assert float(secs) == pytest.approx(1.6e-4), \
+        f"the best record's mean time is 0.16 ms (mean of its run_secs), you returned {float(secs) * 1e3:.3f} ms"
+    assert_structural_equal(sch.mod, made[2].mod)
+
+
+# ------------------------------------------------------------------ 7.8
+
+
+@pytest.mark.points(2)
+@pytest.mark.hint("commit_workload(mod) once, then one TuningRecord(sch.trace, workload, [secs], target) "
+                  "per measurement, stored with commit_tuning_record")
+def test_record_measurements(ex):
+    """Exercise 7.8: put your own measurements into a database."""
+    mod = matmul(64)
+    schedules = [_tiled_matmul(tir.Schedule(mod, seed=seed)) for seed in (5, 6, 7)]
+    database = ms.database.MemoryDatabase()
+    result = ex.record_measurements(database, mod, list(zip(schedules, [2e-4, 1e-4, 3e-4])), "llvm")
+    assert result is None, "record_measurements changes the database and returns nothing"
+    assert len(database.get_all_tuning_records()) == 3, \
+        f"the database holds {len(database.get_all_tuning_records())} records, expected one per measurement"
+    best = ms.tir_integration.compile_tir(database, mod, "llvm")
+    assert best is not None, "compile_tir found no record for mod: commit the records under its workload"
+    assert_structural_equal(best.mod, schedules[1].mod)
+    rng = np.random.default_rng(78)
+    a, b = (rng.standard_normal((64, 64)).astype("float32") for _ in range(2))
+    c = minitvm.nd.empty((64, 64), "float32")
+    minitvm.build(best.mod, target="llvm")["main"](minitvm.nd.array(a), minitvm.nd.array(b), c)
+    assert_allclose(c.numpy(), a @ b, rtol=1e-4, atol=1e-3)
