@@ -8,7 +8,8 @@ rewrites a module of Relax functions and PrimFuncs and leaves it at the level of
 * ``"default"`` (also ``"default_build"``) -- what ``minitvm.compile`` runs on a module
   unless told otherwise: ``FuseTransposeMatmul`` (a dense layer's ``x @ W.T`` as one kernel
   at small batch), ``DeadCodeElimination``, the same legalization and fusion as "zero",
-  ``DefaultCPUSchedule`` (a schedule for every fused kernel).  Every pass in it leaves code
+  then the tuned schedules of a tuning database in scope, and ``DefaultCPUSchedule`` for every
+  other fused kernel.  Every pass in it leaves code
   it has already handled alone, so a module that went through "zero" first compiles fine.
 
 The lowering to VM builtins is not part of any of them: ``relax.build`` (and so
@@ -23,18 +24,17 @@ module that is already lowered does not lower it again.
 
 from __future__ import annotations
 
-import sys
 from typing import Any, Callable
 
 from ..ir.module import IRModule
 from ..tir.transform import DefaultCPUSchedule
-from ..transform import Pass, PassContext, Sequential
+from ..transform import Pass, PassContext, PassInfo, Sequential, tuning_database
 from . import transform as T
 from .transform import DeadCodeElimination, FuseTransposeMatmul, LegalizeOps
 from .transform.legalize_ops import high_level_ops  # noqa: F401 - where learners and tests look for it
 
 __all__ = ["get_pipeline", "register_pipeline", "zero_pipeline", "default_pipeline", "default_build_pipeline",
-           "legalize_passes", "dataflow_lower_passes", "finalize_passes", "vm_lowering_passes"]
+           "legalize_passes", "default_kernel_passes", "dataflow_lower_passes", "finalize_passes", "vm_lowering_passes"]
 
 def legalize_passes(target: Any = None) -> list[Pass]:
     """High-level ops to PrimFuncs, then operator fusion: TVM's CPU ``legalize_passes``, the
@@ -66,27 +66,18 @@ def vm_lowering_passes(target: Any = None) -> list[Pass]:
     return [*dataflow_lower_passes(target), *finalize_passes(target)]
 
 
-def _current_tuning_database() -> Any:
-    """The MetaSchedule database in effect (``with database:``), or None.
-
-    Read without importing ``minitvm.meta_schedule`` (it sits above relax): if no one has
-    imported it, no database can be current."""
-    ms = sys.modules.get("minitvm.meta_schedule")
-    database = getattr(ms, "Database", None) if ms is not None else None
-    return database.current() if database is not None and hasattr(database, "current") else None
-
-
 class _ZeroPipeline(Sequential):
-    """The zero pipeline's passes, then the tuning database's schedules when one is current
-    (TVM runs ``MetaScheduleApplyDatabase`` then)."""
+    """The zero pipeline's passes, then, when a tuning database is in scope (``with database:``),
+    its schedules (``MetaScheduleApplyDatabase``), as TVM's zero pipeline does."""
+
+    def __init__(self, passes: list[Pass], name: str, enable_warning: bool = False) -> None:
+        super().__init__(passes, name=name)
+        self.enable_warning = enable_warning
 
     def transform(self, mod: IRModule, ctx: PassContext) -> IRModule:
         mod = super().transform(mod, ctx)
-        database = _current_tuning_database()
-        if database is not None:
-            raise NotImplementedError(
-                f"relax.get_pipeline('zero'): a MetaSchedule database is current ({database!r}), but "
-                "applying it (MetaScheduleApplyDatabase) is not implemented yet")
+        if tuning_database.current() is not None:
+            mod = T.MetaScheduleApplyDatabase(enable_warning=self.enable_warning)(mod)
         return mod
 
 
@@ -97,7 +88,7 @@ def zero_pipeline(*, enable_warning: bool = False) -> Pass:
 
     passes = legalize_passes()
     passes[0] = LegalizeOps(enable_warning=enable_warning)
-    return _ZeroPipeline(passes, name="zero")
+    return _ZeroPipeline(passes, name="zero", enable_warning=enable_warning)
 
 
 def default_pipeline() -> Pass:
@@ -105,8 +96,24 @@ def default_pipeline() -> Pass:
     pipeline's legalization and fusion, then default CPU schedules for every (fused) kernel
     (``tir.transform.DefaultCPUSchedule``).  The VM lowering follows in ``relax.build``."""
 
-    return Sequential([FuseTransposeMatmul(), DeadCodeElimination(), *legalize_passes(), DefaultCPUSchedule()],
-                      name="default")
+    # a tuning database in scope gives its kernels first; DefaultCPUSchedule skips those
+    return Sequential([*default_kernel_passes(), _ApplyDatabaseInScope(), DefaultCPUSchedule()], name="default")
+
+
+def default_kernel_passes() -> list[Pass]:
+    """The passes of the default pipeline that form its kernels (before any schedule): what
+    ``meta_schedule.relax_integration.extract_tasks`` runs to find the kernels to tune."""
+    return [FuseTransposeMatmul(), DeadCodeElimination(), *legalize_passes()]
+
+
+class _ApplyDatabaseInScope(Pass):
+    """``MetaScheduleApplyDatabase`` when a tuning database is in scope, else nothing."""
+
+    def __init__(self) -> None:
+        self.info = PassInfo(0, "MetaScheduleApplyDatabaseInScope", ())
+
+    def transform(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        return T.MetaScheduleApplyDatabase()(mod) if tuning_database.current() is not None else mod
 
 
 #: TVM's name for the pipeline ``tvm.compile`` runs by default

@@ -1,8 +1,6 @@
 """relax.get_pipeline: the zero pipeline is TVM's (legalize + fusion); relax.build / minitvm.compile
 lower to the VM after whatever pipeline ran."""
 
-import sys
-import types
 
 import numpy as np
 import pytest
@@ -50,17 +48,31 @@ def test_zero_pipeline_takes_tvms_keyword_only():
         relax.get_pipeline("zero", database="tuning_logs")
 
 
-def test_a_current_tuning_database_is_refused_by_name(monkeypatch):
-    """Until minitvm has a tuner, a current MetaSchedule database cannot be applied silently."""
-    class Database:
-        @staticmethod
-        def current():
-            return "JSONDatabase(tuning_logs)"
+def test_zero_pipeline_applies_the_tuning_database_in_scope():
+    """As TVM's zero pipeline: with a database in scope, each kernel it has a record of is replaced
+    by the tuned one (found through the low-floor hook; relax does not import meta_schedule)."""
+    from minitvm.transform import tuning_database
 
-    monkeypatch.setitem(sys.modules, "minitvm.meta_schedule", types.SimpleNamespace(Database=Database))
+    asked = []
+
+    class FakeDatabase:  # answers every workload with itself, marked
+        def query_ir_module(self, workload, target, workload_name):
+            asked.append(workload["main"].attrs["global_symbol"])
+            return minitvm.IRModule({"main": workload["main"].with_attr("from_database", True)})
+
     mod, _ = export_quick_start_mlp(1)
-    with pytest.raises(NotImplementedError, match=r"JSONDatabase\(tuning_logs\).*MetaScheduleApplyDatabase"):
-        relax.get_pipeline("zero")(mod)
+    plain = relax.get_pipeline("zero")(mod)
+    db = FakeDatabase()
+    tuning_database.enter(db)
+    try:
+        tuned = relax.get_pipeline("zero")(mod)
+    finally:
+        tuning_database.exit(db)
+    kernels = {gv.name_hint: f for gv, f in tuned.items() if isinstance(f, minitvm.tir.PrimFunc)}
+    assert kernels and set(asked) == {"main"}
+    for name, f in kernels.items():
+        assert f.attrs["from_database"] and f.attrs["tir.is_scheduled"]
+        assert f.attrs.get("global_symbol") == plain[name].attrs.get("global_symbol")
 
 
 def test_compile_lowers_what_the_zero_pipeline_leaves():

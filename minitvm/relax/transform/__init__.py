@@ -25,4 +25,5 @@ from .annotate_tir_op_pattern import AnnotateTIROpPattern  # noqa: E402
 from .fuse_ops import FuseOps  # noqa: E402
 from .fuse_tir import FuseTIR  # noqa: E402
 from .fuse_transpose_matmul import FuseTransposeMatmul  # noqa: E402
+from .meta_schedule_apply_database import MetaScheduleApplyDatabase  # noqa: E402
 from . import transform  # noqa: E402  (TVM's module path relax.transform.transform)
