@@ -27,6 +27,7 @@ from . import (
     search_strategy,
     space_generator,
     tir_integration,
+    viz,
 )
 from .builder import LocalBuilder
 from .cost_model import RandomModel
@@ -37,7 +38,7 @@ from .tir_integration import compile_tir, tune_tir
 from .tune import TuneContext, tune_tasks
 
 __all__ = ["builder", "cost_model", "database", "feature_extractor", "mutator", "postproc", "runner",
-           "schedule_rule", "search_strategy", "space_generator", "tir_integration", "relax_integration",
+           "schedule_rule", "search_strategy", "space_generator", "tir_integration", "relax_integration", "viz",
            "tune_tir", "compile_tir", "tune_tasks", "TuneContext", "Database", "JSONDatabase", "MemoryDatabase",
            "TuningRecord", "Workload", "LocalBuilder", "LocalRunner", "EvaluatorConfig", "RandomModel",
            "MeasureCandidate"]
