@@ -5,12 +5,13 @@ from .global_info import DummyGlobalInfo, GlobalInfo, VDevice
 from .module import GlobalVar, IRModule
 from .node import Node, node, replace
 from .op import Op, register_op, register_op_attr
+from .span import Span
 from .structural import assert_structural_equal, structural_equal, structural_hash
 
 __all__ = ["base", "Node", "node", "replace", "GlobalVar", "IRModule", "dtype", "Op", "register_op",
            "register_op_attr",
            "structural_equal", "structural_hash", "assert_structural_equal", "Range",
-           "GlobalInfo", "VDevice", "DummyGlobalInfo"]
+           "GlobalInfo", "VDevice", "DummyGlobalInfo", "Span"]
 
 
 # ``Range`` (TVM's ``tvm.ir.Range(begin, end)``) builds a ``tir.Range``, a node of the floor above;

@@ -21,6 +21,7 @@ import numpy as np
 from ..ir.module import GlobalVar
 from ..ir.node import Node, defines, node
 from ..ir.op import Op
+from ..runtime.ndarray import as_numpy
 from ..tir.expr import IntImm, PrimExpr, convert
 
 __all__ = [
@@ -167,9 +168,7 @@ class ConstantData:
     __slots__ = ("_array",)
 
     def __init__(self, array: Any):
-        if hasattr(array, "numpy") and not isinstance(array, np.ndarray):
-            array = array.numpy()
-        arr = np.array(array, copy=True)
+        arr = np.array(as_numpy(array), copy=True)
         arr.setflags(write=False)
         object.__setattr__(self, "_array", arr)
 
@@ -220,10 +219,9 @@ def const(value: Any, dtype: str | None = None) -> Constant:
 
     Python ints become int32 and floats float32 unless ``dtype`` says otherwise.
     """
-    if hasattr(value, "numpy") and not isinstance(value, np.ndarray):
-        value = value.numpy()
-    if isinstance(value, (np.ndarray, np.generic)):
-        arr = np.asarray(value, dtype=dtype) if dtype else np.asarray(value)
+    if hasattr(value, "numpy") or isinstance(value, (np.ndarray, np.generic)):  # NDArray, torch, numpy
+        arr = as_numpy(value)
+        arr = arr.astype(dtype, copy=False) if dtype else arr
     else:
         if dtype is None:
             probe = np.asarray(value)

@@ -16,6 +16,15 @@ from .device import Device, cpu
 __all__ = ["NDArray", "array", "empty", "from_dlpack", "Tensor", "tensor"]
 
 
+def as_numpy(value: Any) -> np.ndarray:
+    """The host numpy array for ``value``: an NDArray or a torch tensor through its ``.numpy()``
+    (a copy), a numpy array as it is, anything else (lists, scalars) through ``np.asarray``.
+    The one conversion every "array-like in" API of minitvm uses."""
+    if hasattr(value, "numpy") and not isinstance(value, (np.ndarray, np.generic)):
+        value = value.numpy()
+    return np.asarray(value)
+
+
 class NDArray:
     """An array that kernels compute on (TVM's ``runtime.NDArray``, newer ``Tensor``)."""
 

@@ -13,6 +13,7 @@ import textwrap
 from dataclasses import dataclass, field
 
 from ..error import DiagnosticError
+from ..ir.span import Span
 
 __all__ = ["TVMScriptError", "Source"]
 
@@ -84,6 +85,14 @@ class Source:
         except SyntaxError as e:
             lineno = (e.lineno or 1)
             raise self.error_at(lineno, (e.offset or 1) - 1, 1, f"Python syntax error: {e.msg}") from None
+
+    def span(self, node: ast.AST) -> Span:
+        """Where ``node`` (an ast node of :attr:`text`) sits in its file."""
+        lineno = getattr(node, "lineno", 1)
+        index = lineno - 1
+        line_text = self.file_lines[index].strip() if index < len(self.file_lines) else ""
+        return Span(self.filename, lineno + self.line_offset, getattr(node, "col_offset", 0) + self.col_offset + 1,
+                    line_text)
 
     def error(self, node: ast.AST, reason: str) -> TVMScriptError:
         """An error pointing at ``node`` (an ast node of :attr:`text`)."""

@@ -516,7 +516,7 @@ class _TIRParser:
                       tuple(frame.match_buffers), frame.reads, frame.writes, frame.init, body,
                       dict(frame.annotations))
         predicate = frame.predicate if frame.predicate is not None else _TRUE
-        return BlockRealize(tuple(frame.iter_values), predicate, block)
+        return BlockRealize(tuple(frame.iter_values), predicate, block, span=self.source.span(node))
 
     def visit_assign(self, node: ast.Assign) -> Any:
         if len(node.targets) != 1:
@@ -719,7 +719,7 @@ class _TIRParser:
                 raise self.error(value_node, f"cannot store a {value.dtype} value into {buffer.dtype} buffer "
                                              f"{buffer.name}")
             value = _op.cast(value, buffer.dtype)  # as TVM's BufferStore: converted to the buffer's type
-        return BufferStore(buffer, value, tuple(indices))
+        return BufferStore(buffer, value, tuple(indices), span=self.source.span(target))
 
     def visit_expr_stmt(self, node: ast.Expr) -> Any:
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):

@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from ..runtime.ndarray import as_numpy
+
 __all__ = ["assert_allclose", "NumericMismatch"]
 
 
@@ -18,10 +20,7 @@ class NumericMismatch(AssertionError):
     """Values differ beyond the tolerance; the message says how many, and the worst one."""
 
 
-def _as_array(x: Any) -> np.ndarray:
-    if hasattr(x, "numpy"):  # minitvm.nd.NDArray, torch.Tensor
-        x = x.numpy()
-    return np.asarray(x)
+_as_array = as_numpy  # minitvm.nd.NDArray, torch.Tensor, numpy, lists
 
 
 def _fmt(v: Any) -> str:

@@ -22,6 +22,7 @@ from ..ir.module import GlobalVar, IRModule
 from ..ir.op import Op
 from ..ir.structural import structural_equal, structural_hash
 from ..relax.struct_info import shape_text
+from ..runtime.ndarray import as_numpy
 from ..tir.expr import IntImm, PrimExpr
 from ..tir.expr import Var as TirVar
 from ..tir.function import PrimFunc
@@ -101,7 +102,7 @@ class _Evaluator:
                 raise RelaxEvalError(f"variable {e.name} is used before it is bound")
             return self.values[id(e)]
         if isinstance(e, r.Constant):
-            return e.data.numpy() if hasattr(e.data, "numpy") else np.asarray(e.data)
+            return as_numpy(e.data)
         if isinstance(e, r.Tuple):
             return tuple(self.eval(f) for f in e.fields)
         if isinstance(e, r.TupleGetItem):

@@ -148,7 +148,7 @@ class IndexMap(Node):
         # runtime sits below tir, but `import minitvm` does not load it: imported on first use
         from ..runtime import ndarray as _nd
 
-        src = arr_src.numpy() if hasattr(arr_src, "numpy") else np.asarray(arr_src)
+        src = _nd.as_numpy(arr_src)
         dst_shape = [int(_as_int(s)) for s in self.map_shape(list(src.shape))]
         grids = np.indices(src.shape).reshape(src.ndim, -1)
         env = {id(v): grids[k] for k, v in enumerate(self.initial_indices)}

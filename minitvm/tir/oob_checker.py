@@ -40,14 +40,16 @@ class OOBLocation:
     hi: int
     extent: int
     statement: str  # the statement holding it, as TVMScript
+    span: Any = None  # ir.Span of the statement (or its block) when TVMScript wrote it
 
     def __str__(self) -> str:
+        where = f" (TVMScript line {self.span.line} of {self.span.source_name})" if self.span else ""
         if self.what.startswith("block"):
             return (f"{self.what}: {self.index} reaches [{self.lo}, {self.hi}] but the block's domain "
-                    f"is [0, {self.extent - 1}] (extent {self.extent}); the loops run past it")
+                    f"is [0, {self.extent - 1}] (extent {self.extent}); the loops run past it{where}")
         return (f"Out of bounds memory access on {self.what}: index {self.index} reaches "
                 f"[{self.lo}, {self.hi}] but the valid range is [0, {self.extent - 1}] "
-                f"(extent {self.extent}); in `{self.statement}`")
+                f"(extent {self.extent}); in `{self.statement}`{where}")
 
 
 class _Checker(StmtExprVisitor):
@@ -61,6 +63,7 @@ class _Checker(StmtExprVisitor):
         self.bindings: dict[int, PrimExpr] = {}
         self.errors: list[OOBLocation] = []
         self.statement = ""
+        self.span: Any = None  # of the statement (or block) being checked
         self.conditional = 0  # > 0 inside a branch of a condition
 
     # -- where variables get their ranges ---------------------------------------------------
@@ -90,6 +93,7 @@ class _Checker(StmtExprVisitor):
 
     def visit_block_realize_(self, n: BlockRealize) -> None:
         block = n.block
+        outer_span, self.span = self.span, n.span
         predicated = not is_const_int(n.predicate, 1)
         # each binding in loop variables; none under a predicate (from a split), which keeps
         # the bindings in range where the loops alone do not
@@ -116,10 +120,12 @@ class _Checker(StmtExprVisitor):
                 self.bound.difference_update(id(iv.var) for iv in block.iter_vars)
                 for iv in block.iter_vars:
                     self.bindings.pop(id(iv.var), None)
+                self.span = outer_span
 
     # -- the accesses ---------------------------------------------------------------------
     def visit_buffer_store_(self, n: BufferStore) -> None:
         self.statement = _text(n)
+        self.span = n.span or self.span
         self._access(n.buffer, n.indices)
         self.visit((n.value, n.indices))
 
@@ -151,7 +157,7 @@ class _Checker(StmtExprVisitor):
         low = lo_bound.value if isinstance(lo_bound, IntImm) else lo_bound
         if lo < low or hi >= low + extent.value:
             statement = self.statement or shown
-            self.errors.append(OOBLocation(what, shown, lo - low, hi - low, extent.value, statement))
+            self.errors.append(OOBLocation(what, shown, lo - low, hi - low, extent.value, statement, self.span))
 
     def _all_bound(self, expr: PrimExpr) -> bool:
         """Whether ``expr`` reads only variables of known range (no argument, no loaded value)."""

@@ -24,6 +24,7 @@ class BufferStore(Stmt):
     buffer: Buffer
     value: PrimExpr
     indices: tuple
+    span: Any = None  # ir.Span: where TVMScript wrote it (error messages only)
 
 
 @node
@@ -205,4 +206,5 @@ class BlockRealize(Stmt):
     iter_values: tuple
     predicate: PrimExpr
     block: Block
+    span: Any = None  # ir.Span of the ``with T.block`` line (error messages only)
 

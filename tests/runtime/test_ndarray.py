@@ -92,3 +92,17 @@ def test_dlpack_non_contiguous_torch_tensor_is_copied():
     t = torch.arange(12, dtype=torch.int64).reshape(3, 4).t()
     a = minitvm.nd.from_dlpack(t)
     np.testing.assert_array_equal(a.numpy(), t.numpy())
+
+
+def test_as_numpy_is_the_one_conversion_of_array_likes():
+    import torch
+
+    from minitvm.runtime.ndarray import as_numpy
+
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((3, 4)).astype("float32")
+    assert as_numpy(a) is a  # numpy stays as it is: no copy
+    np.testing.assert_array_equal(as_numpy(minitvm.nd.array(a)), a)
+    np.testing.assert_array_equal(as_numpy(torch.from_numpy(a)), a)
+    np.testing.assert_array_equal(as_numpy(a.tolist()), a)
+    assert as_numpy(np.float32(2.5)).shape == ()

@@ -6,6 +6,8 @@ store past the end, with or without a loop, and an index of unknown range that i
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import minitvm
@@ -61,8 +63,11 @@ def test_an_index_of_unknown_range_is_left_to_run_time():
 
 def test_the_message_names_index_range_extent_and_statement():
     (loc,) = out_of_bounds_accesses(bad_load_loop)
+    lines = Path(__file__).read_text().splitlines()
+    line = next(k for k, text in enumerate(lines, 1) if text.strip() == "B[i, 0] = A[i, 2]")
     assert str(loc) == ("Out of bounds memory access on buffer A dimension 0: index i reaches [0, 2] but the "
-                        "valid range is [0, 1] (extent 2); in `B[i, 0] = A[i, 2]`")
+                        "valid range is [0, 1] (extent 2); in `B[i, 0] = A[i, 2]` "
+                        f"(TVMScript line {line} of {__file__})")
 
 
 @T.prim_func
@@ -83,8 +88,11 @@ def far(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
 
 def test_a_loop_past_the_blocks_domain_is_refused():
     (loc,) = out_of_bounds_accesses(one_past)
+    with_block = one_past.body.block.body.body  # the ``with T.block("B")`` line
     assert str(loc) == ("block B binding vi: vi = i reaches [0, 16] but the block's domain is [0, 15] "
-                        "(extent 16); the loops run past it")
+                        f"(extent 16); the loops run past it (TVMScript line {with_block.span.line} of {__file__})")
+    assert with_block.span.line_text == 'with T.block("B"):'
+
 
 
 def test_block_variables_range_over_their_domain():

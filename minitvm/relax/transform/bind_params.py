@@ -15,9 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ...ir.module import IRModule
+from ...runtime.ndarray import as_numpy
 from ...tir.expr import IntImm
 from ...tir.expr import Var as TirVar
 from ...tir.functor import substitute
@@ -49,9 +48,7 @@ def _match_params(func: Function, params: dict) -> dict[Var, Expr]:
                                  "pass the relax.Var instead of the name")
             param = found[0]
         if not isinstance(value, Expr):  # arrays become constants; Relax expressions stay as given
-            if hasattr(value, "numpy") and not isinstance(value, np.ndarray):
-                value = value.numpy()
-            value = Constant(np.asarray(value))
+            value = Constant(as_numpy(value))
         out[param] = value
     return out
 

@@ -23,7 +23,8 @@ from . import region_cover as rc
 from .checks import check_complete_or_reduction, loop_var_ids
 from .error import ScheduleError
 from .shared_analyses import is_const_true, is_padding_guard_only, recompute_access_regions
-from .tree import ancestors, child_stmts, remove_block_with_empty_loops, replace_stmt, walk_stmts
+from .stage_pipeline import check_stage_pipeline
+from .tree import ancestors, remove_block_with_empty_loops, replace_stmt, scope_blocks, walk_stmts
 
 __all__ = ["compute_at", "decompose_reduction"]
 
@@ -80,10 +81,17 @@ def _check_movable(root: Stmt, realize: BlockRealize, loop: For, reverse: bool, 
                             "writes, without T.init, as after decompose_reduction), so recomputing it "
                             "would repeat the update")
     check_complete_or_reduction(realize, scope, loop_var_ids(block_path), here)
+    check_stage_pipeline(scope, _scope_path(block_path, scope), here)
     if not is_padding_guard_only(realize):
         raise ScheduleError(f"cannot {here}: the block has a predicate ({realize.predicate}) that is "
                             "more than a guard against split padding")
     return block_path, loop_path, scope
+
+
+def _scope_path(path: tuple, scope: Block) -> tuple:
+    """The part of ``path`` above ``scope`` (the ancestors of the scope block)."""
+    k = next(i for i, s in enumerate(path) if s is scope)
+    return path[:k]
 
 
 @dataclass
@@ -107,7 +115,7 @@ def _find_partners(realize: BlockRealize, loop: For, loop_path: tuple, scope: Bl
     block = realize.block
     what, role = ("reverse_compute_at", "producer") if reverse else ("compute_at", "consumer")
     lv = loop.loop_var.name
-    siblings = _scope_blocks(scope)  # the scope's blocks, not those nested in them
+    siblings = scope_blocks(scope)  # the scope's blocks, not those nested in them
     reads = {id(r.buffer) for r in block.reads}
     writes = {id(w.buffer) for w in block.writes}
     producers = {id(r.block) for r, _ in siblings if r is not realize
@@ -115,7 +123,7 @@ def _find_partners(realize: BlockRealize, loop: For, loop_path: tuple, scope: Bl
     consumers = {id(r.block) for r, _ in siblings if r is not realize
                  and any(id(x.buffer) in writes for x in r.block.reads)}
     partner_ids = producers if reverse else consumers
-    under = {id(r.block): (r, p) for r, p in _scope_blocks(loop, loop_path)}
+    under = {id(r.block): (r, p) for r, p in scope_blocks(loop, loop_path)}
     partners = [under[b] for b in partner_ids if b in under]
     if not partners:
         raise ScheduleError(f"cannot {here}: loop {lv} is not an ancestor of any {role} of block "
@@ -189,23 +197,6 @@ def _move_under_loop(root: Stmt, realize: BlockRealize, block_path: tuple, loop:
     at = rc.insertion_point(body_items, link.producers, link.consumers, index, here)
     body_items.insert(at, nest)
     return replace_stmt(removed, new_loop, replace(new_loop, body=seq(*body_items)))
-
-
-def _scope_blocks(s: Stmt, path: tuple = ()) -> list[tuple[BlockRealize, tuple]]:
-    """The block realizes directly in ``s``'s block scope (not those nested inside them),
-    each with its ancestors (``path`` is ``s``'s own)."""
-    out = []
-
-    def walk(x: Stmt, p: tuple) -> None:
-        if isinstance(x, BlockRealize):
-            out.append((x, p))
-            return
-        for c in child_stmts(x):
-            walk(c, p + (x,))
-
-    start = s.body if isinstance(s, Block) else s
-    walk(start, path + ((s,) if isinstance(s, Block) else ()))
-    return out
 
 
 def _bits(dtype: str) -> int:

@@ -47,6 +47,7 @@ from ..functor import StmtExprMutator, post_order_visit, substitute
 from ..op import add, floordiv, floormod, logical_and, mul, sub
 from ..stmt import Block, BlockRealize, BufferStore, IfThenElse, Stmt
 from .error import ScheduleError
+from .stage_pipeline import check_stage_pipeline
 from .tree import replace_stmt, walk_stmts
 
 __all__ = ["compute_inline", "reverse_compute_inline"]
@@ -340,6 +341,7 @@ def compute_inline(root: Stmt, realize: BlockRealize, param_buffers: set[int]) -
         raise ScheduleError(f"cannot {what}: its output {buffer.name} is a parameter of the function, "
                             "which must still be written")
     _check_complete(realize, scope, what)
+    check_stage_pipeline(scope, (), what)
     store = block.body
     if not isinstance(store, BufferStore) or store.buffer is not buffer:
         raise ScheduleError(f"cannot {what}: its body must be a single store B[f(i, j, ...)] = g(i, j, ...) "
@@ -416,6 +418,7 @@ def reverse_compute_inline(root: Stmt, realize: BlockRealize, param_buffers: set
     scope, path = _scope_of(root, realize)
     buffer = _single_read(scope, block, what)
     _check_complete(realize, scope, what)
+    check_stage_pipeline(scope, (), what)
     producers = [r for r in _leaf_blocks(scope) if r is not realize
                  and any(w.buffer is buffer for w in r.block.writes)]
     if len(producers) != 1:

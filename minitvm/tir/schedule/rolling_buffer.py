@@ -29,7 +29,7 @@ from ..op import logical_and
 from ..stmt import Block, BlockRealize, BufferStore, For, Stmt
 from .error import ScheduleError
 from .shared_analyses import index_bounds
-from .tree import ancestors, block_realizes, replace_stmt
+from .tree import ancestors, replace_stmt, scope_blocks
 
 __all__ = ["rolling_buffer"]
 
@@ -44,19 +44,9 @@ class _Info:
     iter_vars: list[Var | None]
 
 
-def _scope_blocks(scope: Block) -> list[tuple[BlockRealize, tuple]]:
-    """Blocks directly in ``scope`` (not inside another block), with paths, in program order."""
-    out = []
-    for r, p in block_realizes(scope.body):
-        inner = [s for s in p if isinstance(s, Block)]
-        if not inner:
-            out.append((r, p))
-    return out
-
-
 def _check_only_raw(block: Block, scope: Block, name: str) -> None:
     """Refuse write-after-write and write-after-read dependencies with ``block``."""
-    blocks = [r.block for r, _ in _scope_blocks(scope)]
+    blocks = [r.block for r, _ in scope_blocks(scope)]
     me = next(k for k, b in enumerate(blocks) if b is block)
     writes = {id(w.buffer) for w in block.writes}
     reads = {id(r.buffer) for r in block.reads}
@@ -220,7 +210,7 @@ def rolling_buffer(root: Stmt, realize: BlockRealize, index: int, param_buffers:
     _check_only_raw(block, scope, name)
 
     written = {id(w.buffer) for w in block.writes}
-    paths = [path] + [ancestors(root, r) for r, _ in _scope_blocks(scope)
+    paths = [path] + [ancestors(root, r) for r, _ in scope_blocks(scope)
                       if r is not realize and any(id(x.buffer) in written for x in r.block.reads)]
     lca: Stmt = scope
     for depth in range(min(len(p) for p in paths)):

@@ -17,7 +17,7 @@ from ..stmt import Block, BlockRealize, For, SeqStmt, Stmt
 from .error import ScheduleError
 
 __all__ = ["walk_stmts", "path_to", "ancestors", "replace_stmt", "remove_block_with_empty_loops",
-           "block_realizes", "loops_above", "child_stmts", "blocks_under"]
+           "block_realizes", "loops_above", "child_stmts", "blocks_under", "scope_blocks"]
 
 
 def child_stmts(s: Stmt) -> list[Stmt]:
@@ -58,6 +58,23 @@ def ancestors(root: Stmt, target: Stmt) -> tuple:
 
 def block_realizes(root: Stmt) -> list[tuple[BlockRealize, tuple]]:
     return path_to(root, lambda s: isinstance(s, BlockRealize))
+
+
+def scope_blocks(s: Stmt, path: tuple = ()) -> list[tuple[BlockRealize, tuple]]:
+    """The block realizes directly in ``s``'s block scope (not those nested inside them),
+    each with its ancestors (``path`` is ``s``'s own)."""
+    out = []
+
+    def walk(x: Stmt, p: tuple) -> None:
+        if isinstance(x, BlockRealize):
+            out.append((x, p))
+            return
+        for c in child_stmts(x):
+            walk(c, p + (x,))
+
+    start = s.body if isinstance(s, Block) else s
+    walk(start, path + ((s,) if isinstance(s, Block) else ()))
+    return out
 
 
 def unique_block_name(root: Stmt, base: str) -> str:

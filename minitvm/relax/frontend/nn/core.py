@@ -15,6 +15,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+from ....runtime.ndarray import as_numpy
 from ... import expr as rx
 from ...block_builder import BlockBuilder
 from ...struct_info import TensorStructInfo
@@ -155,9 +156,7 @@ class Parameter(Tensor):
         if value is None:
             self._data = None
             return
-        if hasattr(value, "numpy") and not isinstance(value, np.ndarray):
-            value = value.numpy()
-        arr = np.asarray(value)
+        arr = as_numpy(value)
         if tuple(arr.shape) != self._shape:
             raise ValueError(f"nn.Parameter: data of shape {tuple(arr.shape)} for a parameter of shape {self._shape}")
         if str(arr.dtype) != self._dtype:

@@ -1,0 +1,155 @@
+"""Is a block scope a *stage pipeline*?  (TVM's region-cover property.)
+
+compute_at, reverse_compute_at and the two inlining primitives move or fold a block on the
+promise that every element a consumer reads from an intermediate buffer was written before
+by the blocks producing it.  A block whose loops do not run over its whole iteration domain
+(``for i in range(8)`` over ``vi = T.axis.spatial(16, i)``) breaks that promise: its
+consumer reads elements nobody wrote, and moving the producer next to the consumer would
+silently compute them.  TVM refuses such a scope ("not a stage pipeline"); so does minitvm.
+
+For each consumer and each buffer it reads, the producers are grouped by the innermost loop
+they share with the consumer (their lowest common ancestor): under that loop, the region the
+producers write (relaxed over their own loops) must cover the region the consumer reads
+(relaxed over its loops), each clipped to the buffer's shape.  TVM refuses when it cannot
+prove the cover; minitvm refuses when it can prove the gap (interval arithmetic is coarser
+here, and a false refusal would block a legal schedule).
+"""
+
+from __future__ import annotations
+
+from ...arith import Analyzer
+from ..buffer import Buffer
+from ..expr import IntImm, Max, Min, PrimExpr, Range, const
+from ..stmt import Block, BlockRealize, For
+from .error import ScheduleError
+from .shared_analyses import VarRanges, is_const_true, range_bounds
+from .tree import scope_blocks
+
+__all__ = ["check_stage_pipeline"]
+
+
+def check_stage_pipeline(scope: Block, scope_path: tuple, what: str) -> None:
+    """Raise ScheduleError when a read in ``scope`` is provably not covered by its producers."""
+    blocks = scope_blocks(scope, scope_path)
+    ana = Analyzer()
+    for _, path in blocks:
+        for s in path:
+            if isinstance(s, For):
+                ana.bind(s.loop_var, Range(s.min, s.extent))
+    for k, (consumer, cpath) in enumerate(blocks):
+        if not is_const_true(consumer.predicate):
+            continue  # a guarded consumer reads less than its loops say: no claim either way
+        for read in consumer.block.reads:
+            producers = [(p, ppath) for p, ppath in blocks[:k]
+                         if any(w.buffer is read.buffer for w in p.block.writes)]
+            for lca, group in _group_by_common_loop(cpath, producers).items():
+                gap = _gap(read, consumer, cpath, group, lca, ana)
+                if gap is not None:
+                    raise ScheduleError(f"cannot {what}: its block scope is not a stage pipeline: {gap}")
+
+
+def _group_by_common_loop(cpath: tuple, producers: list) -> dict:
+    """Producers keyed by the innermost loop (or the scope, None) they share with the consumer."""
+    groups: dict = {}
+    for p, ppath in producers:
+        shared = [s for s in cpath if isinstance(s, For) and any(s is q for q in ppath)]
+        lca = shared[-1] if shared else None
+        groups.setdefault(lca, []).append((p, ppath))
+    return groups
+
+
+def _inner_loops(path: tuple, lca: For | None) -> VarRanges:
+    """The loops of ``path`` below ``lca`` (all of them when ``lca`` is None), as var ranges."""
+    below = lca is None
+    out: VarRanges = {}
+    for s in path:
+        if s is lca:
+            below = True
+        elif below and isinstance(s, For):
+            out[id(s.loop_var)] = (s.min, s.min + s.extent - 1)
+    return out
+
+
+def _bindings(realize: BlockRealize) -> dict:
+    return {iv.var: v for iv, v in zip(realize.block.iter_vars, realize.iter_values)}
+
+
+def _relaxed(region, realize: BlockRealize, path: tuple, lca: For | None) -> list | None:
+    """Each dimension of ``region`` as (lo, hi) while the loops below ``lca`` run; None when unbounded."""
+    inner, bind = _inner_loops(path, lca), _bindings(realize)
+    dims = [range_bounds(r, inner, bind) for r in region.region]
+    return None if any(d is None for d in dims) else dims
+
+
+def _gap(read, consumer: BlockRealize, cpath: tuple, group: list, lca: For | None, ana: Analyzer) -> str | None:
+    """Words for a dimension where the consumer provably reads outside what ``group`` writes."""
+    buffer: Buffer = read.buffer
+    consumed = _relaxed(read, consumer, cpath, lca)
+    written = []
+    for p, ppath in group:
+        for w in p.block.writes:
+            if w.buffer is buffer:
+                dims = _relaxed(w, p, ppath, lca)
+                if dims is None:
+                    return None  # a producer writes somewhere we cannot bound: assume covered
+                written.append(dims)
+    if consumed is None or not written:
+        return None
+    for d, (c_lo, c_hi) in enumerate(consumed):
+        top = buffer.shape[d] - 1
+        zero = const(0, top.dtype)
+        c_lo, c_hi = _clip(c_lo, zero, top), _clip(c_hi, zero, top)
+        p_lo = _fold(min, [_clip(w[d][0], zero, top) for w in written], ana)
+        p_hi = _fold(max, [_clip(w[d][1], zero, top) for w in written], ana)
+        if p_lo is None or p_hi is None:
+            continue
+        if ana.can_prove(c_lo < p_lo) or ana.can_prove(p_hi < c_hi):
+            return _describe(buffer, d, (c_lo, c_hi), (p_lo, p_hi), consumer, group, ana)
+    return None
+
+
+def _clip(e: PrimExpr, lo: PrimExpr, hi: PrimExpr) -> PrimExpr:
+    return Min(Max(e, lo), hi)
+
+
+def _fold(pick, exprs: list, ana: Analyzer) -> PrimExpr | None:
+    """The min (or max) of ``exprs`` when the analyzer can order them, else None."""
+    best = exprs[0]
+    for e in exprs[1:]:
+        first_smaller = ana.can_prove(best <= e)
+        if not first_smaller and not ana.can_prove(e <= best):
+            return None
+        best = (best if first_smaller else e) if pick is min else (e if first_smaller else best)
+    return best
+
+
+def _text(ana: Analyzer, e: PrimExpr) -> str:
+    e = ana.simplify(e)
+    return str(e.value) if isinstance(e, IntImm) else str(e)
+
+
+def _describe(buffer: Buffer, dim: int, consumed: tuple, written: tuple, consumer: BlockRealize,
+              group: list, ana: Analyzer) -> str:
+    names = ", ".join(p.block.name_hint for p, _ in group)
+    where = f" (dimension {dim})" if len(buffer.shape) > 1 else ""
+    text = (f"block {consumer.block.name_hint} reads {buffer.name}[{_text(ana, consumed[0])}:"
+            f"{_text(ana, consumed[1] + 1)}]{where}, but its producer {names} writes only "
+            f"{buffer.name}[{_text(ana, written[0])}:{_text(ana, written[1] + 1)}]")
+    short = [_short_binding(p, ppath, ana) for p, ppath in group]
+    hint = next((s for s in short if s), None)
+    if hint:
+        text += f" ({hint})"
+    return (text + ". compute_at, reverse_compute_at and inlining need every element a consumer "
+            "reads to be written by its producers first")
+
+
+def _short_binding(realize: BlockRealize, path: tuple, ana: Analyzer) -> str | None:
+    """'its loops run vi over [0, 7] of its domain [0, 15]' when a binding falls short of its domain."""
+    loops = _inner_loops(path, None)
+    for iv, value in zip(realize.block.iter_vars, realize.iter_values):
+        b = range_bounds(Range(value, const(1, value.dtype)), loops)
+        lo, hi = iv.dom.min, iv.dom.min + iv.dom.extent - 1
+        if b is not None and (ana.can_prove(lo < b[0]) or ana.can_prove(b[1] < hi)):
+            return (f"the loops of block {realize.block.name_hint} run {iv.var.name} over "
+                    f"[{_text(ana, b[0])}, {_text(ana, b[1])}] of its domain [{_text(ana, lo)}, {_text(ana, hi)}]")
+    return None
