@@ -237,6 +237,40 @@ def sched_best(n: int, MB: int = 64, mi: int = 4, nj: int = 32):
     return sch
 
 
+#: the register tile of the ``vectorized`` / ``tensorized`` pair: mi rows x nj columns (nj/16 zmm per
+#: row, mi*nj/16 accumulators), k split by kc (the micro-kernel's k steps per call)
+FMA_TILE = (8, 32, 256)
+
+
+def sched_register_tile(n: int, mi: int = 8, nj: int = 32, kc: int = 256, tensorize: bool = False):
+    """An mi x nj register tile with k outside it (split by kc), parallel rows; the tile either
+    vectorized + unrolled (``vectorized``: LLVM keeps C in registers if it can) or replaced by
+    the AVX-512 FMA micro-kernel ``tir.tensor_intrin.x86.avx512_fma_tile`` (``tensorized``: a
+    local accumulator of zmm registers and explicit ``llvm.fma`` calls)."""
+    from minitvm import tir
+    from minitvm.tir.tensor_intrin import x86
+
+    kc = min(kc, n)
+    if n % mi or n % nj or n % kc:
+        raise ValueError(f"register tile needs mi | n, nj | n and kc | n (n={n}, mi={mi}, nj={nj}, kc={kc})")
+    sch = tir.Schedule(matmul_func(n))
+    C = sch.get_block("C")
+    i, j, k = sch.get_loops(C)
+    i0, i1 = sch.split(i, [None, mi])
+    j0, j1 = sch.split(j, [None, nj])
+    k0, k1 = sch.split(k, [None, kc])
+    sch.reorder(i0, j0, k0, k1, i1, j1)
+    sch.parallel(i0)  # loop kinds before decompose_reduction, as TVM requires
+    if not tensorize:
+        sch.unroll(i1)
+        sch.vectorize(j1)
+    init = sch.decompose_reduction(C, k0)
+    sch.vectorize(sch.get_loops(init)[-1])
+    if tensorize:
+        sch.tensorize(k1, x86.avx512_fma_tile(mi, nj, kc))
+    return sch
+
+
 # -- running ----------------------------------------------------------------------------------
 
 #: minitvm rows by variant name: (IRModule builder taking (n, best=(MB, mi, nj)), note)
@@ -247,6 +281,11 @@ VARIANTS: dict[str, tuple[Callable[[int, tuple[int, int, int]], Any], Callable[[
               lambda best: "4x32 tile, vectorize+unroll, parallel i; C accumulated in place"),
     "packed": (lambda n, best: sched_packed(n).mod,
                lambda best: "8x32 tile + packed B + cache_write(local) (the classic TVM recipe)"),
+    "vectorized": (lambda n, best: sched_register_tile(n, *FMA_TILE).mod,
+                   lambda best: "{}x{} register tile, k split by {}, vectorize+unroll (same tile as tensorized)"
+                   .format(*FMA_TILE)),
+    "tensorized": (lambda n, best: sched_register_tile(n, *FMA_TILE, tensorize=True).mod,
+                   lambda best: "{}x{} register tile, k split by {}, tensorize(avx512_fma_tile)".format(*FMA_TILE)),
     "best": (lambda n, best: sched_best(n, *best).mod,
              lambda best: f"packed B + tensorized {best[0]}-row block, {best[1]}x{best[2]} register micro-kernel"),
 }

@@ -1,12 +1,16 @@
 """minitvm's benchmark suite: one command, one table, measured in the same run.
 
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE .venv/bin/python benchmarks/run.py [--quick] [--only matmul,mlp,zoo]
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE .venv/bin/python benchmarks/run.py [--quick] \
+        [--only matmul,tensorize,mlp,zoo]
 
 Sections (``--only`` picks some):
 
 * ``matmul`` -- float32 1024^3 matmul in GFLOP/s: the unscheduled kernel (``naive``), the
   rule-based ``default`` schedule (``tir.transform.DefaultCPUSchedule``, what ``minitvm.compile``
   applies) and the ``best`` hand schedule of ``matmul.py``, against numpy and torch.
+* ``tensorize`` -- the same 1024^3 matmul: the plain vectorized schedule (``tiled``, a 4x32
+  register tile), an 8x32 tile vectorized, and that tile tensorized with the AVX-512 FMA
+  micro-kernel of ``minitvm.tir.tensor_intrin.x86`` (skipped with a note without AVX-512F).
 * ``mlp`` -- the quick-start MLP (784 -> 256 -> 10, ``relax.frontend.nn``) at batch 1 and 64:
   ``minitvm default`` (``minitvm.compile``'s default pipeline), ``minitvm zero`` (the zero
   pipeline, no schedules: for reference), numpy and torch eager; plus compile time
@@ -60,7 +64,7 @@ from common import (  # noqa: E402
     wait_until_idle,
 )
 
-SECTIONS = ("matmul", "mlp", "zoo")
+SECTIONS = ("matmul", "tensorize", "mlp", "zoo")
 #: zoo models held to the "<= 1.5x torch at batch 8" target (the CNNs and the transformers)
 ZOO_TARGET_MODELS = ("lenet", "mlc_mnist", "resnet_block", "depthwise_separable", "transformer_sdpa",
                      "transformer_explicit")
@@ -237,6 +241,24 @@ def run_matmul(cfg: Config) -> list[Entry]:
     return [Entry("matmul", case, r.name, r.timing, r.flops, max_abs_err=r.max_abs_err,
                   correct=None if r.max_abs_err is None else True,  # measure() raises on a wrong result
                   goal=goals.get(r.name), note=r.note) for r in rows]
+
+
+def run_tensorize(cfg: Config) -> list[Entry]:
+    """The plain vectorized schedule (``tiled``: 4x32 tile), the same 8x32 register tile
+    vectorized, and that tile tensorized with the AVX-512 FMA micro-kernel, against numpy and torch."""
+    n = cfg.matmul_size
+    case = f"{n}^3"
+    from minitvm.tir.tensor_intrin import x86
+
+    if not x86.has_avx512f():
+        return [Entry("tensorize", case, "minitvm tensorized", error="this CPU has no AVX-512F")]
+    try:
+        rows = matmul_bench.measure(n, ("tiled", "vectorized", "tensorized"), repeat=cfg.matmul_repeat,
+                                    rounds=cfg.matmul_rounds, warmup=2, naive_size=0)
+    except Exception as exc:
+        return [Entry("tensorize", case, "minitvm", error=f"failed: {zoo_bench.first_line(exc)}")]
+    return [Entry("tensorize", case, r.name, r.timing, r.flops, max_abs_err=r.max_abs_err,
+                  correct=None if r.max_abs_err is None else True, note=r.note) for r in rows]
 
 
 def _sum_timing(a: Timing, b: Timing) -> Timing:
@@ -509,6 +531,8 @@ def main(argv: list[str] | None = None) -> tuple[list[Entry], Path]:
         print(f"[{section}] measuring (other load {cfg.busy[section]:.0%})", flush=True)
         if section == "matmul":
             entries += run_matmul(cfg)
+        elif section == "tensorize":
+            entries += run_tensorize(cfg)
         elif section == "mlp":
             entries += run_mlp(cfg, torch)
         else:

@@ -71,7 +71,7 @@ class IntBoundAnalyzer:
             return (0, 1)
         row = row_of(e)
         if row is not None and row.bound is not None:  # the operation's bound, from the semantics table
-            operands = e.args if isinstance(e, Call) else node_operands(e)
+            operands = node_operands(e)
             return row.bound(e.dtype, *(self.bound(x) for x in operands))
         if isinstance(e, Call) and e.op == "tir.if_then_else":
             return self._union(self.bound(e.args[1]), self.bound(e.args[2]))

@@ -80,7 +80,7 @@ from ..tir.stmt import (
     Stmt,
 )
 
-__all__ = ["script", "show", "to_html", "register_printer"]
+__all__ = ["script", "show", "to_html", "register_printer", "check_show_options"]
 
 _HEADER_T = "# from minitvm.script import tir as T"
 _HEADER_I = "# from minitvm.script import ir as I"
@@ -95,8 +95,49 @@ def register_printer(node_type: type, printer: Callable[[Any], str]) -> None:
     _EXTRA_PRINTERS[node_type] = printer
 
 
-def script(node: Any, show_header: bool = True, **kwargs: Any) -> str:
-    """TVMScript text of an IRModule, PrimFunc, statement or expression."""
+#: TVM's ``script()`` options that change nothing in minitvm's text at these values (the
+#: ones it always prints with); another value raises NotImplementedError naming the option
+_FIXED_OPTIONS: dict[str, Any] = {
+    "ir_prefix": "I", "tir_prefix": "T", "relax_prefix": "R", "module_alias": "cls",
+    "buffer_dtype": "float32", "int_dtype": "int32", "float_dtype": "void", "verbose_expr": False,
+    "num_context_lines": -1, "syntax_sugar": True, "show_object_address": False, "show_all_struct_info": True,
+    "path_to_underline": None, "path_to_annotate": None, "obj_to_underline": None, "obj_to_annotate": None,
+}
+#: options the printers act on (``in_module`` is internal: a function printed inside a module)
+_PRINTER_OPTIONS = {"name", "show_meta", "in_module"}
+
+
+def script(node: Any, show_header: bool = True, *, indent_spaces: int = 4, print_line_numbers: bool = False,
+           **options: Any) -> str:
+    """TVMScript text of an IRModule, PrimFunc, statement or expression, with TVM's ``script()``
+    options: ``name``, ``show_meta`` (Relax constants in full), ``indent_spaces``,
+    ``print_line_numbers``; TVM's other options are accepted at their default values only."""
+    for key, value in list(options.items()):
+        if key in _FIXED_OPTIONS:
+            if value != _FIXED_OPTIONS[key]:
+                raise NotImplementedError(f"script({key}={value!r}): minitvm's printer always prints with "
+                                          f"{key}={_FIXED_OPTIONS[key]!r}")
+            del options[key]
+        elif key not in _PRINTER_OPTIONS:
+            raise TypeError(f"script() got an unexpected option {key!r}")
+    text = _script(node, show_header, **options)
+    if indent_spaces != 4:
+        text = "\n".join(_reindent(line, indent_spaces) for line in text.splitlines())
+    if print_line_numbers:
+        lines = text.splitlines()
+        width = len(str(len(lines)))
+        text = "\n".join(f"{k:>{width}} {line}" for k, line in enumerate(lines, 1))
+    return text
+
+
+def _reindent(line: str, spaces: int) -> str:
+    """A line printed with 4-space indentation, re-indented with ``spaces`` per level."""
+    body = line.lstrip(" ")
+    levels, extra = divmod(len(line) - len(body), 4)
+    return " " * (levels * spaces + extra) + body
+
+
+def _script(node: Any, show_header: bool = True, **kwargs: Any) -> str:
     for cls in type(node).__mro__:
         if cls in _EXTRA_PRINTERS:
             return _EXTRA_PRINTERS[cls](node, show_header=show_header, **kwargs)
@@ -105,7 +146,7 @@ def script(node: Any, show_header: bool = True, **kwargs: Any) -> str:
         return p.print_module(node, show_header, **kwargs)
     if isinstance(node, PrimFunc):
         lines = [_HEADER_T, ""] if show_header else []
-        name = node.attrs.get("global_symbol") or "main"
+        name = kwargs.get("name") or node.attrs.get("global_symbol") or "main"
         return "\n".join(lines + p.print_prim_func(node, name))
     if isinstance(node, Stmt):
         return "\n".join(p.print_stmt(node))
@@ -124,8 +165,19 @@ def script(node: Any, show_header: bool = True, **kwargs: Any) -> str:
     return repr(node)
 
 
-def show(node: Any, **kwargs: Any) -> None:
+def check_show_options(what: str, style: str | None, black_format: bool | None) -> None:
+    """TVM's ``show()`` highlights with a pygments ``style`` and may format with black; minitvm
+    has its own highlighter, so those options are refused, not ignored."""
+    if style is not None:
+        raise NotImplementedError(f"{what}(style={style!r}): minitvm highlights with its own colours, "
+                                  "not a pygments style")
+    if black_format:
+        raise NotImplementedError(f"{what}(black_format=True): minitvm does not format with black")
+
+
+def show(node: Any, style: str | None = None, black_format: bool | None = False, **kwargs: Any) -> None:
     """Print the text; in a Jupyter kernel, display it highlighted."""
+    check_show_options("show", style, black_format)
     if in_notebook():
         from IPython.display import HTML, display  # IPython is optional: a kernel has it loaded
 
@@ -326,8 +378,8 @@ class _TIRPrinter:
         if (e.op == "tir.if_then_else" and len(args) == 3 and e.args[1].dtype == e.dtype
                 and e.args[1].dtype == e.args[2].dtype):
             return f"T.if_then_else({', '.join(args)})"
-        if e.op == "tir.call_extern" and e.args and isinstance(e.args[0], StringImm):
-            return f'T.call_extern("{e.dtype}", {", ".join(args)})'
+        if e.op in ("tir.call_extern", "tir.call_llvm_pure_intrin") and e.args and isinstance(e.args[0], StringImm):
+            return f'T.{e.op.removeprefix("tir.")}("{e.dtype}", {", ".join(args)})'
         builtin = _op.BUILTIN_OPS.get(e.op)
         if builtin is not None and _builtin_dtype_readable(builtin, e):
             # as TVM prints builtins: the dtype only where the builtin takes it as an argument

@@ -49,7 +49,8 @@ __all__ = [
     "where", "block_attr", "func_attr", "meta_var", "handle", "evaluate", "Cast", "cast", "Select",
     "if_then_else", "max", "min", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid",
     "erf", "abs", "pow", "floor", "ceil", "round", "sin", "cos", "floordiv", "floormod", "truncdiv",
-    "truncmod", "max_value", "min_value", "call_intrin", "call_extern", "And", "Or", "Not", "Let", "Range",
+    "truncmod", "max_value", "min_value", "call_intrin", "call_extern", "call_llvm_pure_intrin",
+    "And", "Or", "Not", "Let", "Range",
     "Add", "Sub", "Mul", "Div", "Mod", "FloorDiv", "FloorMod", "Min", "Max", "EQ", "NE", "LT", "LE", "GT", "GE",
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
     "uint64", "bool", "Var", "SizeVar", "likely", "ret", "decl_buffer", "Ramp", "Broadcast",
@@ -650,6 +651,17 @@ def call_extern(*args: Any, dtype: str | None = None) -> PrimExpr:
     if len(args) < 2:
         raise TypeError("T.call_extern needs a dtype and a function name: T.call_extern(\"float32\", \"expf\", x)")
     return _op.call_extern(*args)
+
+
+def call_llvm_pure_intrin(*args: Any, dtype: str | None = None) -> PrimExpr:
+    """``T.call_llvm_pure_intrin("float32", "llvm.fma", a, b, c)`` (or with ``dtype=`` last, as
+    TVM's tests write it): a pure LLVM intrinsic (see :func:`minitvm.tir.op.call_llvm_pure_intrin`)."""
+    if dtype is not None:
+        args = (dtype,) + args
+    if len(args) < 2:
+        raise TypeError('T.call_llvm_pure_intrin needs a dtype and an intrinsic name: '
+                        'T.call_llvm_pure_intrin("float32", "llvm.fma", a, b, c)')
+    return _op.call_llvm_pure_intrin(*args)
 
 
 def _unsupported(name: str, why: str) -> Callable[..., Any]:

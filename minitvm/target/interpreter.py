@@ -66,7 +66,7 @@ from ..tir.expr import (
     Var,
 )
 from ..tir.function import PrimFunc
-from ..tir.semantics import BY_NODE, BY_OP, ROWS, cast_value, kind_of
+from ..tir.semantics import BY_NODE, LLVM_PURE_INTRIN, ROWS, cast_value, kind_of, node_operands, row_of
 from ..tir.stmt import (
     Allocate,
     AssertStmt,
@@ -374,12 +374,14 @@ class _PythonCodegen:
     def expr_Call(self, e: Call) -> Code:
         if e.op == "tir.if_then_else":
             return self._choice(e.dtype, *e.args, e)
-        row = BY_OP.get(e.op)
+        row = row_of(e)
         if row is None:
-            raise NotImplementedError(f"the interpreter does not know the intrinsic {e.op}")
-        dtype = e.dtype if row.result is None else e.args[0].dtype
+            what = f"{e.op}({e.args[0]})" if e.op == LLVM_PURE_INTRIN and e.args else e.op
+            raise NotImplementedError(f"the interpreter does not know the intrinsic {what}")
+        operands = node_operands(e)
+        dtype = e.dtype if row.result is None else operands[0].dtype
         row.check(dtype, "the interpreter")
-        call = self._row(row.name, dtype, *(self.as_np(self.expr(a), dtype) for a in e.args), kind="np")
+        call = self._row(row.name, dtype, *(self.as_np(self.expr(a), dtype) for a in operands), kind="np")
         if row.result == "bool":
             return Code(call.text, _ATOM, "py")
         return Code(f"{_np_type_name(e.dtype)}({call.text})", _ATOM, "np")

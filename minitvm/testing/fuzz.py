@@ -525,6 +525,9 @@ class OpCase:
         row = self.semantics()
         if row.node is not None:
             return row.node(*operands)
+        if row.llvm_intrin is not None:  # T.call_llvm_pure_intrin(dtype, "llvm.fma", ...)
+            return tir.Call(row.result_dtype(self.dtype), _semantics.LLVM_PURE_INTRIN,
+                            (tir.StringImm(row.llvm_intrin),) + tuple(operands))
         return tir.Call(row.result_dtype(self.dtype), row.op, tuple(operands))
 
     def folded(self, inputs: Sequence[np.ndarray]) -> np.ndarray:

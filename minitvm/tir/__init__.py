@@ -53,6 +53,7 @@ from .op import (
                    call_builtin,
                    call_extern,
                    call_intrin,
+                   call_llvm_pure_intrin,
                    cast,
                    ceil,
                    cos,

@@ -48,7 +48,8 @@ __all__ = [
     "logical_and", "logical_or", "logical_not", "neg", "cast", "if_then_else", "Select",
     "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "abs", "pow", "floor", "ceil", "round",
     "sin", "cos", "exp2", "log2", "max_value", "min_value", "call_intrin", "INTRINSICS",
-    "likely", "all", "any", "ret", "call_extern", "exp10", "log1p", "log10", "tan", "acos", "acosh",
+    "likely", "all", "any", "ret", "call_extern", "call_llvm_pure_intrin",
+    "exp10", "log1p", "log10", "tan", "acos", "acosh",
     "asin", "asinh", "atan", "atanh", "sinh", "cosh", "trunc", "nearbyint", "atan2", "nextafter",
     "hypot", "copysign", "fmod", "fabs", "isnan", "popcount", "ceildiv", "LIBM_UNARY", "LIBM_BINARY",
     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "shift_left", "shift_right",
@@ -366,6 +367,42 @@ def call_extern(dtype: str, func_name: str, *args: Any) -> PrimExpr:
         raise TypeError(f"call_extern: the function name must be a string, got {func_name!r}")
     return Call(_dt.check(_void(dtype)), "tir.call_extern",
                 (StringImm(func_name),) + tuple(convert(a) for a in args))
+
+
+def call_llvm_pure_intrin(dtype: str, name: str, *args: Any) -> PrimExpr:
+    """A call of the pure LLVM intrinsic ``name`` (``"llvm.fma"``) returning ``dtype``.
+
+    The intrinsics minitvm knows are the ``llvm_intrin`` rows of the semantics table (so the
+    interpreter, the folder and both LLVM emitters agree on them).  minitvm has no vector dtypes:
+    write the scalar form (``"float32"``, ``"llvm.fma"`` or ``"llvm.fma.f32"``) inside a
+    ``T.vectorized`` loop, and the vector emitter calls ``llvm.fma.v16f32`` for 16 lanes.
+    """
+    from .semantics import BY_LLVM_INTRIN, LLVM_PURE_INTRIN, llvm_intrin_base
+
+    if not isinstance(name, str):
+        raise TypeError(f"call_llvm_pure_intrin: the intrinsic name must be a string, got {name!r}")
+    dtype = _void(dtype)
+    if "x" in dtype:
+        raise NotImplementedError(f"call_llvm_pure_intrin: vector dtype {dtype!r}: minitvm has no vector "
+                                  "dtypes; call the scalar form inside a T.vectorized loop")
+    _dt.check(dtype)
+    row = BY_LLVM_INTRIN.get(llvm_intrin_base(name))
+    if row is None:
+        raise ValueError(f"Unknown llvm intrinsic function {name} (minitvm knows "
+                         f"{', '.join(sorted(BY_LLVM_INTRIN))})")
+    args = tuple(convert(a) for a in args)
+    if len(args) != row.arity:
+        raise TypeError(f"call_llvm_pure_intrin({name!r}): takes {row.arity} operands, got {len(args)}")
+    row.check(dtype, f"call_llvm_pure_intrin({name!r})")
+    for a in args:
+        if a.dtype != dtype:
+            raise TypeError(f"call_llvm_pure_intrin({name!r}): operand {a} is {a.dtype}, the call returns {dtype}")
+    if name != row.llvm_intrin:
+        want = {"float16": "f16", "float32": "f32", "float64": "f64"}.get(dtype, f"i{_dt.bits(dtype)}")
+        if name != f"{row.llvm_intrin}.{want}":
+            raise NotImplementedError(f"call_llvm_pure_intrin: {name!r} on {dtype} operands: the type suffix "
+                                      f"must be .{want} (minitvm has no vector dtypes; vectorize the loop)")
+    return Call(dtype, LLVM_PURE_INTRIN, (StringImm(name),) + args)
 
 
 def likely(cond: Any) -> PrimExpr:

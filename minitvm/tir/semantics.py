@@ -13,6 +13,8 @@ A row holds, for one operation,
 * ``bound`` -- the interval of integer results given the operands' intervals
   (:mod:`minitvm.arith`'s bound analysis);
 * ``kinds`` -- the operand kinds it accepts (``int`` signed, ``uint``, ``float``, ``bool``).
+* ``llvm_intrin`` -- for an LLVM intrinsic written ``T.call_llvm_pure_intrin(dtype, "llvm.fma",
+  ...)`` (TVM's way to reach an instruction), its name: the call's row is found by it.
 
 Adding an operator is adding a row: the folder, the interpreter, both LLVM emitters, the bound
 analysis and the differential fuzzer (``minitvm.testing.fuzz.semantics_cases``) pick it up.
@@ -33,7 +35,9 @@ The edge cases have one meaning each, decided here (see each row's ``doc``):
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Callable, Protocol
 
 import numpy as np
@@ -42,7 +46,8 @@ from ..error import TVMError
 from ..ir import dtype as _dt
 from . import expr as _e
 
-__all__ = ["Semantics", "ROWS", "BY_NODE", "BY_OP", "row_of", "IntegerDivisionByZero", "LLVMContext",
+__all__ = ["Semantics", "ROWS", "BY_NODE", "BY_OP", "BY_LLVM_INTRIN", "LLVM_PURE_INTRIN", "llvm_intrin_base",
+           "row_of", "IntegerDivisionByZero", "LLVMContext",
            "kind_of", "cast_value", "emit_cast", "cast_bound", "dtype_range", "Interval", "node_operands",
            "llvm_overload", "FLOAT_ONLY", "BOOL_ONLY"]
 
@@ -109,6 +114,7 @@ class Semantics:
     op: str | None = None
     arity: int = 2
     result: str | None = None  # the result dtype when it is not the operands' ("bool")
+    llvm_intrin: str | None = None  # reached as T.call_llvm_pure_intrin(dtype, llvm_intrin, ...)
     vector: Callable[[str], bool] = lambda dtype: True
     doc: str = ""
 
@@ -173,7 +179,10 @@ BOOL_ONLY = _BOOL = frozenset({"bool"})
 
 
 def node_operands(e: Any) -> tuple:
-    """The operands of an expression node that has a row (a Call's are its ``args``)."""
+    """The operands of an expression node that has a row (a Call's are its ``args``, after the
+    intrinsic's name for ``T.call_llvm_pure_intrin``)."""
+    if isinstance(e, _e.Call):
+        return e.args[1:] if e.op == LLVM_PURE_INTRIN else e.args
     if isinstance(e, _e.Select):
         return (e.condition, e.true_value, e.false_value)
     if isinstance(e, _e.Not):
@@ -533,6 +542,50 @@ def _popcount_llvm(ctx: LLVMContext, dtype: str, x: Any) -> Any:
     return ctx.intrinsic("llvm.ctpop", [x])
 
 
+# -- LLVM intrinsics (T.call_llvm_pure_intrin) ------------------------------------------------------
+
+#: the op of ``T.call_llvm_pure_intrin(dtype, "llvm.fma", a, b, c)``: its first argument names the
+#: LLVM intrinsic (a StringImm; TVM keeps LLVM's numeric id there, minitvm the name)
+LLVM_PURE_INTRIN = "tir.call_llvm_pure_intrin"
+
+
+def _fma_np(dtype: str, a: Any, b: Any, c: Any) -> Any:
+    """``a * b + c`` rounded once (IEEE 754 fusedMultiplyAdd): the exact value, then one rounding."""
+    scalar = np.dtype(dtype).type
+    if not (np.isfinite(a) and np.isfinite(b)):
+        with np.errstate(all="ignore"):
+            return scalar(np.float64(a) * np.float64(b) + np.float64(c))  # inf/NaN: no rounding question
+    if not np.isfinite(c):
+        return scalar(c)  # the exact product is finite, so c (inf or NaN) decides
+    exact = Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))
+    if exact == 0:  # the sign of an exact zero: the addends' common sign, else +0 (round to nearest)
+        product_negative = (math.copysign(1.0, float(a)) * math.copysign(1.0, float(b))) < 0
+        # (c == 0 here means the product is an exact zero too)
+        both_negative = c == 0 and product_negative and math.copysign(1.0, float(c)) < 0
+        return scalar(-0.0) if both_negative else scalar(0.0)
+    try:
+        near = float(exact)  # correctly rounded to float64
+    except OverflowError:
+        return scalar(math.copysign(math.inf, exact))
+    with np.errstate(all="ignore"):
+        first = scalar(near)
+    if scalar is np.float64 or not np.isfinite(first):
+        return first
+    # float64 -> narrower rounds a second time: pick the nearest of the neighbours (ties to even)
+    candidates = [first, np.nextafter(first, scalar(np.inf)), np.nextafter(first, scalar(-np.inf))]
+    candidates = [x for x in candidates if np.isfinite(x)]
+    bits = "uint32" if scalar is np.float32 else "uint16"
+
+    def key(x: Any) -> tuple:
+        return (abs(Fraction(float(x)) - exact), int(np.array(x).view(bits)) & 1)
+
+    return min(candidates, key=key)
+
+
+def _fma_llvm(ctx: LLVMContext, dtype: str, a: Any, b: Any, c: Any) -> Any:
+    return ctx.intrinsic("llvm.fma", [a, b, c])
+
+
 # -- casts --------------------------------------------------------------------------------------
 #
 # Float -> int is undefined in C (and poison in LLVM) for values outside the integer type;
@@ -659,6 +712,9 @@ def _rows() -> list[Semantics]:
                       "a negative signed a."),
         Semantics("isnan", _FLOATS, lambda d, x: bool(np.isnan(x)), _isnan_llvm, _bool_bound, op="tir.isnan",
                   arity=1, result="bool", vector=lambda d: False, doc="Whether a float is NaN."),
+        Semantics("fma", _FLOATS, _fma_np, _fma_llvm, None, arity=3, llvm_intrin="llvm.fma",
+                  doc="``a * b + c`` rounded once, LLVM's ``llvm.fma`` (one ``vfmadd`` on x86 with FMA); "
+                      "written ``T.call_llvm_pure_intrin(dtype, \"llvm.fma\", a, b, c)``."),
         Semantics("popcount", _INTS, _popcount_np, _popcount_llvm, lambda d, a: (0, _dt.bits(d)),
                   op="tir.popcount", arity=1, vector=lambda d: False, doc="The number of set bits."),
     ]
@@ -672,11 +728,29 @@ ROWS: tuple[Semantics, ...] = tuple(_rows())
 BY_NODE: dict[type, Semantics] = {row.node: row for row in ROWS if row.node is not None}
 #: the row of each intrinsic call (``"tir.exp"``)
 BY_OP: dict[str, Semantics] = {row.op: row for row in ROWS if row.op is not None}
+#: the row of each LLVM intrinsic reachable through ``T.call_llvm_pure_intrin`` (``"llvm.fma"``)
+BY_LLVM_INTRIN: dict[str, Semantics] = {row.llvm_intrin: row for row in ROWS if row.llvm_intrin is not None}
 
 
 def row_of(e: Any) -> Semantics | None:
     """The row of expression ``e`` (a node or an intrinsic call), or None."""
     row = BY_NODE.get(type(e))
     if row is None and isinstance(e, _e.Call):
-        row = BY_OP.get(e.op if isinstance(e.op, str) else getattr(e.op, "name", ""))
+        op = e.op if isinstance(e.op, str) else getattr(e.op, "name", "")
+        if op == LLVM_PURE_INTRIN:
+            name = e.args[0].value if e.args and isinstance(e.args[0], _e.StringImm) else None
+            return BY_LLVM_INTRIN.get(llvm_intrin_base(name)) if name else None
+        row = BY_OP.get(op)
     return row
+
+
+def llvm_intrin_base(name: str) -> str:
+    """``"llvm.fma.v16f32"`` -> ``"llvm.fma"``: an intrinsic's name without its type suffix."""
+    parts = name.split(".")
+    while len(parts) > 2 and _is_type_suffix(parts[-1]):
+        parts.pop()
+    return ".".join(parts)
+
+
+def _is_type_suffix(part: str) -> bool:
+    return re.fullmatch(r"(v\d+)?(f16|f32|f64|i\d+)", part) is not None

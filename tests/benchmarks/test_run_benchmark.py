@@ -51,9 +51,14 @@ def test_quick_run_writes_table_json_and_chart(quick_run):
     entries, path, data = quick_run
     assert path.name == "latest.json" and (path.parent / "latest.png").stat().st_size > 1000
     assert {"utc", "config", "env", "goals", "entries", "table", "other_load", "tvm"} <= set(data)
-    assert data["config"]["sections"] == ["matmul", "mlp", "zoo"]
+    assert data["config"]["sections"] == ["matmul", "tensorize", "mlp", "zoo"]
     assert [e["impl"] for e in data["entries"] if e["section"] == "matmul"] == [
         "numpy", "torch", "minitvm naive", "minitvm default", "minitvm best"]
+    # the tensorize section: the plain vectorized schedule, the same tile vectorized and tensorized,
+    # each checked against numpy before it was timed
+    assert [e["impl"] for e in data["entries"] if e["section"] == "tensorize"] == [
+        "numpy", "torch", "minitvm tiled", "minitvm vectorized", "minitvm tensorized"]
+    assert all(e["correct"] for e in data["entries"] if e["section"] == "tensorize" and "minitvm" in e["impl"])
     assert set(_rows(data, "mlp", "b=1")) == {"numpy", "torch", "minitvm default", "minitvm zero", "tvm zero"}
     assert set(_rows(data, "mlp", "compile b=3")) == {"minitvm default", "minitvm zero"}
     assert set(_rows(data, "zoo", "embedding_posenc b=2")) == {"torch", "minitvm default"}
@@ -68,7 +73,7 @@ def test_every_minitvm_row_is_numerically_right(quick_run):
     entries, _, data = quick_run
     minitvm_rows = [e for e in data["entries"] if e["impl"].startswith("minitvm") and e["timing"] is not None
                     and not e["case"].startswith("compile")]
-    assert len(minitvm_rows) == 3 + 2 * 2 + 2
+    assert len(minitvm_rows) == 3 + 3 + 2 * 2 + 2  # matmul, tensorize, mlp (2 batches x 2), zoo
     for e in minitvm_rows:
         assert e["error"] == "" and e["correct"] is True, e
         assert e["max_abs_err"] is not None and e["max_abs_err"] < 1e-3, e

@@ -40,7 +40,7 @@ def _exercise_functions(chapter: str) -> dict[str, str]:
 
 
 def test_there_are_chapters():
-    assert CHAPTERS == ["ch01", "ch02", "ch03", "ch04", "ch05", "ch06", "ch07"]
+    assert CHAPTERS == ["ch01", "ch02", "ch03", "ch04", "ch05", "ch06", "ch07", "ch08"]
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)

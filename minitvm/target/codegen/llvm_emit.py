@@ -29,7 +29,17 @@ from ...tir import expr as _e
 from ...tir import stmt as _s
 from ...tir.function import PrimFunc
 from ...tir.functor import post_order_visit
-from ...tir.semantics import BOOL_ONLY, BY_NODE, BY_OP, FLOAT_ONLY, Semantics, emit_cast, kind_of, node_operands
+from ...tir.semantics import (
+    BOOL_ONLY,
+    BY_NODE,
+    FLOAT_ONLY,
+    LLVM_PURE_INTRIN,
+    Semantics,
+    emit_cast,
+    kind_of,
+    node_operands,
+    row_of,
+)
 from ...tir.transform.instrument_bound_checkers import bounds_checks, checked_index
 from ..signature import FunctionSignature
 from ..target import Target
@@ -564,13 +574,15 @@ class CodeGenLLVM:
         if op == "tir.ret":
             raise NotImplementedError("LLVM codegen: T.ret (returning a value from a prim func) is not "
                                       "supported; write the result into an output buffer")
-        row = BY_OP.get(op)
+        row = row_of(e)
         if row is None:
-            raise CodegenError(f"LLVM codegen: unsupported intrinsic {op!r}")
-        dtype = e.dtype if row.result is None else e.args[0].dtype
+            what = f"{op}({e.args[0]})" if op == LLVM_PURE_INTRIN and e.args else repr(op)
+            raise CodegenError(f"LLVM codegen: unsupported intrinsic {what}")
+        operands = node_operands(e)
+        dtype = e.dtype if row.result is None else operands[0].dtype
         if row.kinds == FLOAT_ONLY and not _dt.is_float(dtype):
-            raise CodegenError(f"LLVM codegen: {op} needs float arguments, got {dtype}")
-        return row.llvm(self, dtype, *[self._operand(a, dtype) for a in e.args])
+            raise CodegenError(f"LLVM codegen: {row.llvm_intrin or op} needs float arguments, got {dtype}")
+        return row.llvm(self, dtype, *[self._operand(a, dtype) for a in operands])
 
     def _call_extern(self, e: _e.Call) -> ir.Value:
         """``T.call_extern(dtype, "name", *args)``: a C call, declared from the argument types

@@ -22,7 +22,7 @@ from ...tir import expr as _e
 from ...tir import stmt as _s
 from ...tir.analysis import uses_var
 from ...tir.functor import post_order_visit, substitute
-from ...tir.semantics import BOOL_ONLY, BY_NODE, BY_OP, Semantics, emit_cast, kind_of, node_operands, row_of
+from ...tir.semantics import BOOL_ONLY, BY_NODE, Semantics, emit_cast, kind_of, node_operands, row_of
 from .fastmath import call_intrinsic
 from .llvm_types import llvm_type, mem_type
 
@@ -114,7 +114,7 @@ class _VectorEmitter:
         return emit_cast(self.b, value, e.value.dtype, e.dtype, self.vec_type(e.dtype), self.cg._declare)
 
     def v_Call(self, e: _e.Call) -> ir.Value:
-        return self.v_row(BY_OP[e.op], e, e.args, e.dtype)
+        return self.v_row(row_of(e), e, node_operands(e), e.dtype)
 
     # what the rows of the semantics table use (see minitvm.tir.semantics.LLVMContext)
     def intrinsic(self, name: str, args: list[ir.Value]) -> ir.Value:
@@ -206,7 +206,7 @@ def _why_not(x: Any, var: _e.Var) -> str | None:
         return x.op if isinstance(x, _e.Call) else type(x).__name__
     if isinstance(x, (_e.BinaryOp, _e.CmpOp)) and x.a.dtype != x.b.dtype:
         return "mixed operand dtypes"
-    operands = x.args if isinstance(x, _e.Call) else node_operands(x)
+    operands = node_operands(x)
     dtype = x.dtype if isinstance(x, _e.Select) else operands[0].dtype
     if isinstance(x, _e.Call) and any(a.dtype != dtype for a in operands):
         return f"{row.name} of mixed dtypes"

@@ -60,7 +60,23 @@ def _split_binding(value: PrimExpr, inner: dict[int, For], bounds: dict) -> tupl
         return outer, 1, inner_part
     if isinstance(outer, Mul) and isinstance(outer.b, IntImm) and outer.b.value == factor:
         return outer.a, factor, inner_part
+    # a sum of multiples of the factor (j0 * 32 + j1 * 16 over a 16-wide inner part)
+    quotient = _divide_terms(_terms(outer), factor)
+    if quotient is not None:
+        return simplify(quotient, bounds), factor, inner_part
     return None
+
+
+def _divide_terms(terms: list[PrimExpr], factor: int) -> PrimExpr | None:
+    """``sum(terms) / factor`` when every term is ``x * c`` with ``factor`` dividing ``c``."""
+    out = None
+    for t in terms:
+        if not (isinstance(t, Mul) and isinstance(t.b, IntImm) and t.b.value % factor == 0):
+            return None
+        c = t.b.value // factor
+        part = t.a if c == 1 else t.a * c
+        out = part if out is None else out + part
+    return out
 
 
 
@@ -316,16 +332,20 @@ class TensorIntrin:
 
     _registry: dict[str, "TensorIntrin"] = {}
 
-    def __init__(self, name: str, desc: PrimFunc, impl: PrimFunc):
+    def __init__(self, name: str, desc: PrimFunc, impl: PrimFunc, requires: tuple[str, ...] = ()):
         if len(desc.params) != len(impl.params):
             raise ValueError(f"tensor intrinsic {name}: desc and impl take different numbers of buffers")
         self.name, self.desc, self.impl = name, desc, impl
+        #: CPU features the impl's instructions need (LLVM's names, e.g. ``avx512f``); tensorize
+        #: refuses the intrinsic on a host without them (minitvm compiles for the host only)
+        self.requires = tuple(requires)
 
     @classmethod
-    def register(cls, name: str, desc: PrimFunc, impl: PrimFunc, override: bool = False) -> "TensorIntrin":
+    def register(cls, name: str, desc: PrimFunc, impl: PrimFunc, override: bool = False,
+                 requires: tuple[str, ...] = ()) -> "TensorIntrin":
         if name in cls._registry and not override:
             raise ValueError(f"tensor intrinsic {name!r} is already registered")
-        cls._registry[name] = intrin = TensorIntrin(name, desc, impl)
+        cls._registry[name] = intrin = TensorIntrin(name, desc, impl, requires)
         return intrin
 
     @classmethod
@@ -369,6 +389,13 @@ def _kept_dims(region: BufferRegion, ndim: int) -> list[int]:
 def tensorize(root: Stmt, outer: BlockRealize, intrin: TensorIntrin) -> Stmt:
     block = outer.block
     here = f"cannot tensorize block {block.name_hint} with {intrin.name}"
+    if intrin.requires:
+        from ..tensor_intrin.x86 import host_cpu_features
+
+        missing = [f for f in intrin.requires if f not in host_cpu_features()]
+        if missing:
+            raise ScheduleError(f"{here}: this CPU lacks {', '.join(missing)}, which the intrinsic's "
+                                "instructions need (minitvm compiles for the CPU it runs on)")
     desc_body = _body_of(intrin.desc)
     params = [intrin.desc.buffer_map[p] for p in intrin.desc.params]
     # the block's regions, in the order the description's parameters use them
@@ -400,7 +427,11 @@ def tensorize(root: Stmt, outer: BlockRealize, intrin: TensorIntrin) -> Stmt:
     for buf, region in zip(desc_order, regions):
         impl_buf = impl_params[desc_index[id(buf)]]
         matches.append(MatchBufferRegion(impl_buf, region))
-    new_block = replace(block, body=_body_of(intrin.impl), match_buffers=tuple(matches))
+    impl_root = intrin.impl.body.block if isinstance(intrin.impl.body, BlockRealize) else None
+    scratch = impl_root.alloc_buffers if impl_root is not None and impl_root.name_hint == "root" else ()
+    # the impl's own scratch buffers (a local accumulator) are allocated by the block it replaces
+    new_block = replace(block, body=_body_of(intrin.impl), match_buffers=tuple(matches),
+                        alloc_buffers=tuple(block.alloc_buffers) + tuple(scratch))
     return replace_stmt(root, block, new_block)
 
 

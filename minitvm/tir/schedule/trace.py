@@ -558,11 +558,7 @@ class Trace:
     def show(self, style: str | None = None, black_format: bool | None = False) -> None:
         """Print the trace as Python.  TVM highlights it with a pygments ``style`` and may format
         it with black; minitvm prints it plain, so those options are refused, not ignored."""
-        if style is not None:
-            raise NotImplementedError(f"Trace.show(style={style!r}): minitvm prints the trace without "
-                                      "highlighting")
-        if black_format:
-            raise NotImplementedError("Trace.show(black_format=True): minitvm does not format with black")
+        script_printer().check_show_options("Trace.show", style, black_format)
         print(str(self))
 
     def _repr_html_(self) -> str:

@@ -1,11 +1,12 @@
-"""Where TVM keeps its per-target tensor intrinsics (``tvm.tir.tensor_intrin.x86`` ...).
+"""Per-target tensor intrinsics, as TVM's ``tvm.tir.tensor_intrin``.
 
-minitvm registers no target intrinsics of its own: the host CPU code is vectorized by LLVM.
-Register one with ``tir.TensorIntrin.register(name, desc, impl)`` (see
-``minitvm.tir.schedule.blockize``) and use it with ``sch.tensorize``. The package exists so
-that code importing it, as TVM's schedule tests do, runs unchanged.
+``x86`` registers AVX-512 FMA intrinsics (``avx512_fma_f32_1x16``, and register-tile
+micro-kernels made by ``x86.avx512_fma_tile(rows, cols, k)``); use them with
+``sch.tensorize(loop, name)``.  Register your own with ``tir.TensorIntrin.register(name, desc,
+impl)`` (see ``minitvm.tir.schedule.blockize``).
 """
 
 from ..schedule.blockize import TensorIntrin
+from . import x86
 
-__all__ = ["TensorIntrin"]
+__all__ = ["TensorIntrin", "x86"]

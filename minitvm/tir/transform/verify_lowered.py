@@ -30,7 +30,8 @@ __all__ = ["VerifyLowered", "lowered_form_errors"]
 
 # tir.ret is let through so that codegen refuses it by name (NotImplementedError)
 ALLOWED_CALLS = frozenset({f"tir.{name}" for name in INTRINSICS}
-                          | {"tir.if_then_else", "tir.likely", "tir.call_extern", "tir.ret"})
+                          | {"tir.if_then_else", "tir.likely", "tir.call_extern", "tir.call_llvm_pure_intrin",
+                             "tir.ret"})
 ALLOWED_LOOP_KINDS = (ForKind.SERIAL, ForKind.PARALLEL, ForKind.VECTORIZED, ForKind.UNROLLED)
 _ALLOWED_STMTS = (SeqStmt, For, IfThenElse, LetStmt, AssertStmt, Evaluate, Allocate, BufferStore)
 

@@ -53,6 +53,20 @@ def test_blockize_inner_iterators_are_rebased_on_outer_ones(same_numbers):
     same_numbers(row_sums, sch.mod)
 
 
+def test_blockize_a_loop_split_twice_divides_the_sum_of_multiples(same_numbers, trace_replays):
+    # k = k0 * 16 + k1_0 * 8 + k1_1: blockizing k1_1 (8 wide) takes k0 * 2 + k1_0 as the outer part
+    sch = tir.Schedule(row_sums)
+    i, k = sch.get_loops("B")
+    k0, k1 = sch.split(k, factors=[None, 16])
+    k1_0, k1_1 = sch.split(k1, factors=[None, 8])
+    outer = sch.blockize(k1_1)
+    block = sch.get(outer)
+    assert [iv.dom.extent.value for iv in block.iter_vars] == [32, 6]
+    assert "T.axis.reduce(6, k_0 * 2 + k_1_0)" in sch.mod.script()
+    same_numbers(row_sums, sch.mod)
+    trace_replays(sch, row_sums)
+
+
 def test_blockize_without_unit_iterators():
     @T.prim_func
     def unit_outer(A: T.Buffer((1, 64), "float32"), B: T.Buffer((1, 64), "float32")):

@@ -1,0 +1,150 @@
+# Generated from solutions/ch08.py by `python -m minitvm.grade.make_stubs`: edit the bodies that raise.
+"""Chapter 8 exercises: from TIR to machine code (to solve).
+
+Each function returns what its docstring asks for: a lowered program written by hand, a TIR
+pass, a schedule whose machine code holds a given instruction, or facts read from the lowered
+IR and the LLVM IR of a build. Try them here or in a notebook::
+
+    from exercises import ch08
+    ch08.lowered_col_sum().show()
+
+The graders (``tests/grade/test_ch08.py``) compare programs with ``assert_structural_equal``,
+run the builds on random data against numpy, and read the assembly the builds produce. Run
+them with ``minitvm grade ch08`` or ``minitvm.grade.check("ch08")``.
+"""
+
+from __future__ import annotations
+
+import re
+
+import minitvm
+from minitvm import tir
+from minitvm.ir import IRModule
+from minitvm.script import ir as I
+from minitvm.script import tir as T
+from minitvm.tir.tensor_intrin import x86
+from minitvm.transform import PassContext
+
+# ---------------------------------------------------------------- starting programs
+
+
+@I.ir_module
+class ColSum:
+    @T.prim_func
+    def main(A: T.Buffer((32, 48), "float32"), B: T.Buffer((48,), "float32")):
+        T.func_attr({"global_symbol": "col_sum", "tir.noalias": True})
+        for j, i in T.grid(48, 32):
+            with T.block("B"):
+                vj, vi = T.axis.remap("SR", [j, i])
+                with T.init():
+                    B[vj] = T.float32(0)
+                B[vj] = B[vj] + A[vi, vj]
+
+
+@I.ir_module
+class MulAdd:
+    @T.prim_func
+    def main(X: T.Buffer((4096,), "float32"), W: T.Buffer((4096,), "float32"), Y: T.Buffer((4096,), "float32"),
+             Z: T.Buffer((4096,), "float32")):
+        T.func_attr({"global_symbol": "mul_add", "tir.noalias": True})
+        for i in range(4096):
+            with T.block("Z"):
+                vi = T.axis.spatial(4096, i)
+                Z[vi] = X[vi] * W[vi] + Y[vi]
+
+
+@I.ir_module
+class Gather:
+    @T.prim_func
+    def main(A: T.Buffer((1024,), "float32"), idx: T.Buffer((256,), "int32"), B: T.Buffer((256,), "float32")):
+        T.func_attr({"global_symbol": "gather", "tir.noalias": True})
+        for i in range(256):
+            with T.block("B"):
+                vi = T.axis.spatial(256, i)
+                B[vi] = A[idx[vi]]
+
+
+@I.ir_module
+class MatMul:
+    @T.prim_func
+    def main(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"),
+             C: T.Buffer((128, 128), "float32")):
+        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        for i, j, k in T.grid(128, 128, 128):
+            with T.block("C"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                with T.init():
+                    C[vi, vj] = T.float32(0)
+                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+
+# ---------------------------------------------------------------- exercises
+
+
+def lowered_col_sum() -> tir.PrimFunc:
+    """Exercise 8.1: predict the lowered loop nest of ``ColSum``.
+
+    Write, in TVMScript, the PrimFunc that ``minitvm.lower(ColSum)["main"]`` is: the init
+    turned into an ``if``, the block gone, ``A`` flattened to one dimension (a
+    ``T.Buffer((n,), "float32", data=A.data)`` declared in the body), and the attributes the
+    lowering adds (``"tir.lowered": True``). Work it out before you print the real one.
+    """
+    raise NotImplementedError("exercise 8.1: write lowered_col_sum")
+
+
+def unroll_small_loops(max_extent: int) -> minitvm.transform.Pass:
+    """Exercise 8.2: a TIR pass that unrolls small loops.
+
+    Return a pass (``tir.transform.prim_func_pass``) that turns every *serial* ``For`` loop
+    whose extent is a constant ``<= max_extent`` into an unrolled one (``kind`` =
+    ``tir.ForKind.UNROLLED``, as ``T.unroll`` writes it). Other loops -- parallel, vectorized,
+    larger, or of a symbolic extent -- stay as they are. A ``tir.StmtExprMutator`` with a
+    ``visit_for_`` hook and ``minitvm.ir.replace(loop, kind=..., body=...)`` do the work.
+    """
+    raise NotImplementedError("exercise 8.2: write unroll_small_loops")
+
+
+def fma_on_zmm(mod: IRModule) -> tir.Schedule:
+    """Exercise 8.3: make the vectorizer produce ``vfmadd...ps`` on ``zmm`` registers.
+
+    Schedule ``MulAdd`` (``Z = X * W + Y``) so that its assembly
+    (``minitvm.build(sch.mod).get_source("asm")``) multiplies-and-adds 16 floats at a time: a
+    ``vfmadd...ps`` instruction on ``%zmm`` registers, from a loop you vectorized. (An 8-lane
+    loop gives ``%ymm``: AVX-512's registers hold 16 float32.)
+    """
+    raise NotImplementedError("exercise 8.3: write fma_on_zmm")
+
+
+def checked_accesses(mod: IRModule) -> list[str]:
+    """Exercise 8.4: find the bounds checks in the IR.
+
+    Build ``mod`` with run-time bounds checks (``PassContext(config={"tir.bounds_check":
+    True})``), then walk the lowered module the build compiled (``lib.ir_module``) and return
+    the names of the buffers whose accesses got a check (an ``AssertStmt`` before them; each
+    check's message names its buffer: ``"buffer A: index out of bounds ..."``), sorted, each
+    once. Accesses the compiler proved in bounds get no check.
+    """
+    raise NotImplementedError("exercise 8.4: write checked_accesses")
+
+
+def openmp_regions(lib: minitvm.runtime.Module) -> list[str]:
+    """Exercise 8.5: find the OpenMP regions in the LLVM IR.
+
+    ``lib`` is a built module. Each ``parallel`` loop becomes a function of its own that the
+    generated code hands to libgomp: ``call void @"GOMP_parallel"(void (ptr)* @"<name>", ...)``
+    in ``lib.get_source("ll-raw")`` (the IR as minitvm generated it, before LLVM's
+    optimizations). Return the names of those functions, in the order of the calls.
+    """
+    raise NotImplementedError("exercise 8.5: write openmp_regions")
+
+
+def tensorize_matmul(mod: IRModule) -> tir.Schedule:
+    """Exercise 8.6: tensorize ``MatMul`` with the AVX-512 FMA micro-kernel.
+
+    Tile ``C`` into 4 x 32 register tiles with the reduction split by 32: loops
+    ``i_0, j_0, k_0, k_1, i_1, j_1`` (``k_1`` of 32 iterations, outside the tile), take the
+    initialisation out with ``decompose_reduction(block, k_0)``, then
+    ``sch.tensorize(k_1, x86.avx512_fma_tile(4, 32, 32))`` so the ``k_1, i_1, j_1`` nest becomes
+    the intrinsic: a local accumulator of 8 zmm registers updated with ``llvm.fma``.
+    """
+    raise NotImplementedError("exercise 8.6: write tensorize_matmul")

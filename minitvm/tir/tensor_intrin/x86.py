@@ -1,0 +1,176 @@
+"""AVX-512 tensor intrinsics for this CPU (as TVM's ``tvm.tir.tensor_intrin.x86``).
+
+Each intrinsic is a *description* (the loops it replaces, in plain TIR) and an
+*implementation* (the same work, written with ``T.call_llvm_pure_intrin("float32",
+"llvm.fma", a, b, c)`` in 16-lane vectorized loops, which the LLVM backend turns into
+``vfmadd231ps`` on ``zmm`` registers: one instruction, 16 multiply-adds, one rounding each).
+
+* ``avx512_fma_f32_1x16`` -- ``C[0:16] += A[0] * B[0:16]``: a single FMA instruction.
+* :func:`avx512_fma_tile` -- a register-tile micro-kernel ``C[rows, cols] += A[rows, k] @ B[k, cols]``
+  whose ``rows * cols / 16`` accumulators stay in ``zmm`` registers for all ``k`` steps; it is
+  registered on first use as ``avx512_fma_f32_<rows>x<cols>x<k>`` (the description has fixed
+  extents, as every TVM intrinsic has).
+
+The intrinsics need a CPU with AVX-512F: ``sch.tensorize`` refuses them elsewhere
+(:attr:`TensorIntrin.requires`, checked against :func:`host_cpu_features`).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Callable
+
+from ..buffer import Buffer, BufferRegion, decl_buffer
+from ..expr import BufferLoad, IterVar, PrimExpr, Range, Var, const
+from ..function import PrimFunc
+from ..op import call_llvm_pure_intrin
+from ..schedule.blockize import TensorIntrin
+from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, Stmt, seq
+
+__all__ = ["AVX512_FMA_F32_1x16", "avx512_fma_tile", "host_cpu_features", "has_avx512f",
+           "AVX512_FEATURES"]
+
+#: the CPU features the intrinsics here need
+AVX512_FEATURES = ("avx512f",)
+
+AVX512_FMA_F32_1x16 = "avx512_fma_f32_1x16"
+
+
+@functools.lru_cache(maxsize=1)
+def host_cpu_features() -> frozenset[str]:
+    """The features of the CPU this process runs on (LLVM's names: ``avx512f``, ``fma`` ...)."""
+    try:
+        import llvmlite.binding as llvm
+
+        return frozenset(name for name, on in llvm.get_host_cpu_features().items() if on)
+    except Exception:  # no llvmlite, or a platform it cannot query: read Linux's flags
+        try:
+            with open("/proc/cpuinfo") as f:
+                for line in f:
+                    if line.startswith("flags"):
+                        return frozenset(line.split(":", 1)[1].split())
+        except OSError:
+            pass
+    return frozenset()
+
+
+def has_avx512f() -> bool:
+    """Whether this CPU runs AVX-512 Foundation instructions (16 float32 lanes per register)."""
+    return "avx512f" in host_cpu_features()
+
+
+# -- building the PrimFuncs (the tir floor writes nodes, not TVMScript; the docstrings show the script)
+
+
+def _i32(v: int) -> PrimExpr:
+    return const(v, "int32")
+
+
+def _loop(name: str, extent: int, kind: str, body: Callable[[Var], Stmt]) -> For:
+    var = Var(name, "int32")
+    return For(var, _i32(0), _i32(extent), kind, body(var))
+
+
+def _region(buf: Buffer) -> BufferRegion:
+    return BufferRegion.full_region(buf)
+
+
+def _func(buffers: list[Buffer], reads: list[Buffer], writes: list[Buffer], body: Stmt,
+          alloc: tuple = ()) -> PrimFunc:
+    """A PrimFunc over ``buffers`` whose root block reads and writes the whole of them."""
+    root = Block("root", reads=tuple(_region(b) for b in reads), writes=tuple(_region(b) for b in writes),
+                 alloc_buffers=alloc, body=body)
+    params = [Var(b.name, "handle") for b in buffers]
+    return PrimFunc(tuple(params), dict(zip(params, buffers)), BlockRealize((), const(True, "bool"), root))
+
+
+def _fma(a: PrimExpr, b: PrimExpr, c: PrimExpr) -> PrimExpr:
+    return call_llvm_pure_intrin("float32", "llvm.fma", a, b, c)
+
+
+def _register_1x16() -> None:
+    """``C[0:16] += A[0] * B[0:16]``; impl: ``for j in T.vectorized(16): C[j] =
+    T.call_llvm_pure_intrin("float32", "llvm.fma", A[0], B[j], C[j])`` (one ``vfmadd231ps``)."""
+    def buffers() -> tuple[Buffer, Buffer, Buffer]:
+        return (decl_buffer((1,), "float32", "A"), decl_buffer((16,), "float32", "B"),
+                decl_buffer((16,), "float32", "C"))
+
+    A, B, C = buffers()
+
+    def update(j: Var) -> Stmt:
+        vj = Var("vj", "int32")
+        block = Block("update", iter_vars=(IterVar(Range(_i32(0), _i32(16)), vj, "spatial"),),
+                      reads=(BufferRegion(C, (Range(vj, _i32(1)),)), BufferRegion(A, (Range(_i32(0), _i32(1)),)),
+                             BufferRegion(B, (Range(vj, _i32(1)),))),
+                      writes=(BufferRegion(C, (Range(vj, _i32(1)),)),),
+                      body=BufferStore(C, BufferLoad(C, (vj,)) + BufferLoad(A, (_i32(0),)) * BufferLoad(B, (vj,)),
+                                       (vj,)))
+        return BlockRealize((j,), const(True, "bool"), block)
+
+    desc = _func([A, B, C], [C, A, B], [C], _loop("j", 16, ForKind.SERIAL, update))
+    A, B, C = buffers()
+    impl = _func([A, B, C], [C, A, B], [C], _loop("j", 16, ForKind.VECTORIZED, lambda j: BufferStore(
+        C, _fma(BufferLoad(A, (_i32(0),)), BufferLoad(B, (j,)), BufferLoad(C, (j,))), (j,))))
+    TensorIntrin.register(AVX512_FMA_F32_1x16, desc, impl, override=True, requires=AVX512_FEATURES)
+
+
+def avx512_fma_tile(rows: int, cols: int, k: int) -> str:
+    """Register (once) and name the micro-kernel ``C[rows, cols] += A[rows, k] @ B[k, cols]``.
+
+    The description's loops are ``k, rows, cols`` (reduction outermost: the order of a matmul
+    register-tiled with its k loop outside the tile).  The implementation loads the C tile into
+    a ``local`` accumulator of ``rows * cols / 16`` zmm registers, runs the ``k`` steps as
+    broadcast(A) x load(B) FMAs on it, and stores it back once.
+    """
+    for what, value in (("rows", rows), ("cols", cols), ("k", k)):
+        if not isinstance(value, int) or value <= 0:
+            raise ValueError(f"avx512_fma_tile: {what} must be a positive int, got {value!r}")
+    if cols % 16:
+        raise ValueError(f"avx512_fma_tile: cols={cols} must be a multiple of 16 (one zmm holds 16 float32)")
+    if rows * cols // 16 > 28:
+        raise ValueError(f"avx512_fma_tile: a {rows}x{cols} tile needs {rows * cols // 16} zmm accumulators; "
+                         "AVX-512 has 32 registers and the kernel needs a few for A and B (at most 28)")
+    name = f"avx512_fma_f32_{rows}x{cols}x{k}"
+    if name in TensorIntrin._registry:
+        return name
+    R, N, K = rows, cols, k
+
+    def buffers() -> tuple[Buffer, Buffer, Buffer]:
+        return (decl_buffer((R, K), "float32", "A"), decl_buffer((K, N), "float32", "B"),
+                decl_buffer((R, N), "float32", "C"))
+
+    A, B, C = buffers()
+
+    def update(kk: Var, i: Var, j: Var) -> Stmt:
+        vk, vi, vj = Var("vk", "int32"), Var("vi", "int32"), Var("vj", "int32")
+        ivs = (IterVar(Range(_i32(0), _i32(K)), vk, "reduce"), IterVar(Range(_i32(0), _i32(R)), vi, "spatial"),
+               IterVar(Range(_i32(0), _i32(N)), vj, "spatial"))
+
+        def at(buf: Buffer, x: PrimExpr, y: PrimExpr) -> BufferRegion:
+            return BufferRegion(buf, (Range(x, _i32(1)), Range(y, _i32(1))))
+
+        value = BufferLoad(C, (vi, vj)) + BufferLoad(A, (vi, vk)) * BufferLoad(B, (vk, vj))
+        block = Block("update", iter_vars=ivs, reads=(at(C, vi, vj), at(A, vi, vk), at(B, vk, vj)),
+                      writes=(at(C, vi, vj),), body=BufferStore(C, value, (vi, vj)))
+        return BlockRealize((kk, i, j), const(True, "bool"), block)
+
+    desc_body = _loop("k", K, ForKind.SERIAL, lambda kk: _loop("i", R, ForKind.SERIAL, lambda i: _loop(
+        "j", N, ForKind.SERIAL, lambda j: update(kk, i, j))))
+    desc = _func([A, B, C], [C, A, B], [C], desc_body)
+
+    A, B, C = buffers()
+    acc = decl_buffer((R, N), "float32", "acc", scope="local")
+
+    def tile(body: Callable[[Var, Var], Stmt]) -> Stmt:  # unrolled rows x one vector per row
+        return _loop("i", R, ForKind.UNROLLED, lambda i: _loop("j", N, ForKind.VECTORIZED, lambda j: body(i, j)))
+
+    load = tile(lambda i, j: BufferStore(acc, BufferLoad(C, (i, j)), (i, j)))
+    steps = _loop("k", K, ForKind.SERIAL, lambda kk: tile(lambda i, j: BufferStore(
+        acc, _fma(BufferLoad(A, (i, kk)), BufferLoad(B, (kk, j)), BufferLoad(acc, (i, j))), (i, j))))
+    store = tile(lambda i, j: BufferStore(C, BufferLoad(acc, (i, j)), (i, j)))
+    impl = _func([A, B, C], [C, A, B], [C], seq(load, steps, store), alloc=(acc,))
+    TensorIntrin.register(name, desc, impl, override=True, requires=AVX512_FEATURES)
+    return name
+
+
+_register_1x16()

@@ -1,0 +1,280 @@
+"""Graders for chapter 8 (``exercises/ch08.py``): one test per exercise, worth ``points``.
+
+The starting programs are written here (some at other sizes than in the exercise file), so
+editing them there changes nothing. Programs are compared with ``assert_structural_equal``;
+numbers by building and running on random data against numpy; instructions by reading the
+assembly of the build (``lib.get_source("asm")``).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import minitvm
+from minitvm import tir
+from minitvm.ir import IRModule, assert_structural_equal
+from minitvm.script import ir as I
+from minitvm.script import tir as T
+from minitvm.testing import assert_allclose
+
+
+@pytest.fixture
+def ex(grade_module):
+    return grade_module("ch08")
+
+
+def _loops(func: tir.PrimFunc) -> dict[str, str]:
+    """loop variable name -> loop kind, for every loop of ``func``."""
+    kinds: dict[str, str] = {}
+
+    def visit(node):
+        if isinstance(node, tir.For):
+            kinds[node.loop_var.name] = node.kind
+
+    tir.post_order_visit(func.body, visit)
+    return kinds
+
+
+def _schedule(result, what: str) -> tir.Schedule:
+    assert isinstance(result, tir.Schedule), f"{what} must return a tir.Schedule, not {type(result).__name__}"
+    return result
+
+
+def _zmm_fmas(asm: str) -> list[str]:
+    return re.findall(r"vfmadd\d+ps\s+[^\n]*%zmm\d+", asm)
+
+
+# ------------------------------------------------------------------ 8.1: the lowered loop nest
+
+
+@I.ir_module
+class ColSum:
+    @T.prim_func
+    def main(A: T.Buffer((32, 48), "float32"), B: T.Buffer((48,), "float32")):
+        T.func_attr({"global_symbol": "col_sum", "tir.noalias": True})
+        for j, i in T.grid(48, 32):
+            with T.block("B"):
+                vj, vi = T.axis.remap("SR", [j, i])
+                with T.init():
+                    B[vj] = T.float32(0)
+                B[vj] = B[vj] + A[vi, vj]
+
+
+@pytest.mark.points(2)
+def test_lowered_col_sum(ex):
+    """Exercise 8.1: the lowered ColSum, written by hand, is what minitvm.lower produces."""
+    yours = ex.lowered_col_sum()
+    assert isinstance(yours, tir.PrimFunc), f"lowered_col_sum must return a tir.PrimFunc, not {type(yours).__name__}"
+    assert_structural_equal(yours, minitvm.lower(ColSum)["main"])
+    a = np.random.default_rng(81).standard_normal((32, 48)).astype("float32")
+    b = np.zeros(48, "float32")
+    minitvm.build(yours)["col_sum"](a, b)
+    assert_allclose(b, a.sum(axis=0), rtol=1e-5, atol=1e-5)
+
+
+# ------------------------------------------------------------------ 8.2: a TIR pass
+
+
+@T.prim_func
+def _scale(A: T.Buffer((8, 16, 4), "float32"), B: T.Buffer((8, 16, 4), "float32"),
+           C: T.Buffer((8, 3), "float32")):
+    T.func_attr({"global_symbol": "scale", "tir.noalias": True})
+    for i in T.parallel(8):
+        for j in range(16):
+            for k in range(4):
+                with T.block("B"):
+                    vi, vj, vk = T.axis.remap("SSS", [i, j, k])
+                    B[vi, vj, vk] = A[vi, vj, vk] * T.float32(2)
+    for p in range(8):
+        for q in T.vectorized(3):
+            with T.block("C"):
+                vp, vq = T.axis.remap("SS", [p, q])
+                C[vp, vq] = A[vp, vq, 0] + T.float32(1)
+
+
+@T.prim_func
+def _symbolic(a: T.handle, b: T.handle):
+    T.func_attr({"global_symbol": "symbolic", "tir.noalias": True})
+    n = T.int32()
+    A = T.match_buffer(a, (n,), "float32")
+    B = T.match_buffer(b, (n,), "float32")
+    for i in range(n):
+        with T.block("B"):
+            vi = T.axis.spatial(n, i)
+            B[vi] = A[vi] + T.float32(1)
+
+
+@pytest.mark.points(2)
+def test_unroll_small_loops(ex):
+    """Exercise 8.2: the pass unrolls serial loops of constant extent <= max_extent, and only those."""
+    for max_extent, want in [(4, {"i": "parallel", "j": "serial", "k": "unrolled", "p": "serial",
+                                  "q": "vectorized"}),
+                             (16, {"i": "parallel", "j": "unrolled", "k": "unrolled", "p": "unrolled",
+                                   "q": "vectorized"})]:
+        unroll = ex.unroll_small_loops(max_extent)
+        assert isinstance(unroll, minitvm.transform.Pass), \
+            f"unroll_small_loops must return a Pass, not {type(unroll).__name__}"
+        mod = unroll(IRModule({"scale": _scale}))
+        assert isinstance(mod, IRModule), "the pass must return an IRModule"
+        got = _loops(mod["scale"])
+        assert got == want, f"max_extent={max_extent}: loop kinds {got}, expected {want}"
+        rng = np.random.default_rng(82)
+        a = rng.standard_normal((8, 16, 4)).astype("float32")
+        b, c = np.zeros((8, 16, 4), "float32"), np.zeros((8, 3), "float32")
+        minitvm.build(mod)["scale"](a, b, c)
+        assert_allclose(b, a * 2, rtol=1e-6, atol=1e-6)
+        assert_allclose(c, a[:, :3, 0] + 1, rtol=1e-6, atol=1e-6)
+    symbolic = ex.unroll_small_loops(1000)(IRModule({"symbolic": _symbolic}))
+    assert _loops(symbolic["symbolic"]) == {"i": "serial"}, "a loop of symbolic extent must stay serial"
+
+
+# ------------------------------------------------------------------ 8.3: an instruction
+
+
+@I.ir_module
+class MulAdd:
+    @T.prim_func
+    def main(X: T.Buffer((2048,), "float32"), W: T.Buffer((2048,), "float32"), Y: T.Buffer((2048,), "float32"),
+             Z: T.Buffer((2048,), "float32")):
+        T.func_attr({"global_symbol": "mul_add", "tir.noalias": True})
+        for i in range(2048):
+            with T.block("Z"):
+                vi = T.axis.spatial(2048, i)
+                Z[vi] = X[vi] * W[vi] + Y[vi]
+
+
+@pytest.mark.points(2)
+def test_fma_on_zmm(ex):
+    """Exercise 8.3: a vectorized loop whose assembly multiplies-and-adds on zmm registers."""
+    sch = _schedule(ex.fma_on_zmm(MulAdd), "fma_on_zmm")
+    kinds = _loops(sch.mod["main"])
+    assert "vectorized" in kinds.values(), f"no vectorized loop in your schedule (loops: {kinds})"
+    lib = minitvm.build(sch.mod)
+    rng = np.random.default_rng(83)
+    x, w, y = (rng.standard_normal(2048).astype("float32") for _ in range(3))
+    z = np.zeros(2048, "float32")
+    lib["mul_add"](x, w, y, z)
+    assert_allclose(z, x * w + y, rtol=1e-5, atol=1e-5)
+    asm = lib.get_source("asm")
+    ymm = re.findall(r"vfmadd\d+ps\s+[^\n]*%ymm\d+", asm)
+    assert _zmm_fmas(asm), ("no vfmadd...ps on %zmm registers in the assembly"
+                            + (f" (found {ymm[0].split()[0]} on %ymm: 8 lanes, not 16)" if ymm else ""))
+
+
+# ------------------------------------------------------------------ 8.4: the bounds checks
+
+
+@I.ir_module
+class Gather:
+    @T.prim_func
+    def main(A: T.Buffer((512,), "float32"), idx: T.Buffer((128,), "int32"), B: T.Buffer((128,), "float32")):
+        T.func_attr({"global_symbol": "gather", "tir.noalias": True})
+        for i in range(128):
+            with T.block("B"):
+                vi = T.axis.spatial(128, i)
+                B[vi] = A[idx[vi]]
+
+
+@I.ir_module
+class Scatter:
+    @T.prim_func
+    def main(A: T.Buffer((128,), "float32"), idx: T.Buffer((128,), "int32"), B: T.Buffer((512,), "float32")):
+        T.func_attr({"global_symbol": "scatter", "tir.noalias": True})
+        for i in range(128):
+            with T.block("B"):
+                vi = T.axis.spatial(128, i)
+                B[idx[vi]] = A[vi]
+
+
+@I.ir_module
+class TwoGathers:
+    @T.prim_func
+    def main(P: T.Buffer((64,), "float32"), Q: T.Buffer((64,), "float32"), r: T.Buffer((32,), "int32"),
+             s: T.Buffer((32,), "int32"), Out: T.Buffer((32,), "float32")):
+        T.func_attr({"global_symbol": "two_gathers", "tir.noalias": True})
+        for i in range(32):
+            with T.block("Out"):
+                vi = T.axis.spatial(32, i)
+                Out[vi] = P[r[vi]] * Q[s[vi]] + P[vi]
+
+
+@pytest.mark.points(2)
+def test_checked_accesses(ex):
+    """Exercise 8.4: the buffers whose accesses get a run-time bounds check."""
+    for mod, want in [(Gather, ["A"]), (Scatter, ["B"]), (TwoGathers, ["P", "Q"]), (MulAdd, [])]:
+        got = ex.checked_accesses(mod)
+        assert list(got) == want, f"{mod['main'].attrs['global_symbol']}: {list(got)}, expected {want}"
+
+
+# ------------------------------------------------------------------ 8.5: the OpenMP regions
+
+
+@T.prim_func
+def _two_stages(A: T.Buffer((64, 32), "float32"), B: T.Buffer((64, 32), "float32"),
+                C: T.Buffer((64, 32), "float32")):
+    T.func_attr({"global_symbol": "two_stages", "tir.noalias": True})
+    for i, j in T.grid(64, 32):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] + T.float32(1)
+    for i, j in T.grid(64, 32):
+        with T.block("C"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            C[vi, vj] = B[vi, vj] * T.float32(3)
+
+
+def _parallel(func: tir.PrimFunc, blocks: list[str]) -> IRModule:
+    sch = tir.Schedule(func)
+    for name in blocks:
+        sch.parallel(sch.get_loops(sch.get_block(name))[0])
+    return sch.mod
+
+
+@pytest.mark.points(2)
+def test_openmp_regions(ex):
+    """Exercise 8.5: the functions handed to GOMP_parallel, in call order."""
+    for blocks in ([], ["B"], ["C"], ["B", "C"]):
+        lib = minitvm.build(_parallel(_two_stages, blocks))
+        outlined = re.findall(r'define internal void @"?(\w+\.parallel\d+)"?\(', lib.get_source("ll-raw"))
+        got = ex.openmp_regions(lib)
+        assert list(got) == outlined, f"parallel blocks {blocks}: {list(got)}, expected {outlined}"
+        assert len(outlined) == len(blocks)
+
+
+# ------------------------------------------------------------------ 8.6: tensorize
+
+
+def matmul(n: int) -> IRModule:
+    @I.ir_module
+    class MatMul:
+        @T.prim_func
+        def main(A: T.Buffer((n, n), "float32"), B: T.Buffer((n, n), "float32"), C: T.Buffer((n, n), "float32")):
+            T.func_attr({"global_symbol": "main", "tir.noalias": True})
+            for i, j, k in T.grid(n, n, n):
+                with T.block("C"):
+                    vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                    with T.init():
+                        C[vi, vj] = T.float32(0)
+                    C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+    return MatMul
+
+
+@pytest.mark.points(3)
+def test_tensorize_matmul(ex):
+    """Exercise 8.6: the matmul tensorized with the AVX-512 FMA micro-kernel, right and on zmm FMAs."""
+    start = matmul(128)
+    sch = _schedule(ex.tensorize_matmul(start), "tensorize_matmul")
+    assert any(inst.kind.name == "Tensorize" for inst in sch.trace.insts), "the schedule never called tensorize"
+    text = sch.mod.script()
+    assert 'T.call_llvm_pure_intrin("float32", "llvm.fma"' in text, "the micro-kernel's llvm.fma is not in the module"
+    lib = minitvm.build(sch.mod)
+    rng = np.random.default_rng(86)
+    a, b = (rng.standard_normal((128, 128)).astype("float32") for _ in range(2))
+    c = np.full((128, 128), np.nan, "float32")
+    lib["main"](a, b, c)
+    assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+    assert len(_zmm_fmas(lib.get_source("asm"))) >= 8, "the kernel should hold 8 zmm accumulators"
