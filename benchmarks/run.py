@@ -3,7 +3,8 @@
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE .venv/bin/python benchmarks/run.py [--quick] \
         [--only matmul,tensorize,mlp,zoo]
 
-Sections (``--only`` picks some):
+Sections (``--only`` picks some; ``--section tuning [tuning.py's flags]`` runs the MetaSchedule
+tuning benchmark of ``tuning.py`` instead, which takes minutes to an hour):
 
 * ``matmul`` -- float32 1024^3 matmul in GFLOP/s: the unscheduled kernel (``naive``), the
   rule-based ``default`` schedule (``tir.transform.DefaultCPUSchedule``, what ``minitvm.compile``
@@ -508,6 +509,12 @@ def header(env: dict[str, Any], cfg: Config) -> str:
 
 
 def main(argv: list[str] | None = None) -> tuple[list[Entry], Path]:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:2] == ["--section", "tuning"]:
+        import tuning
+
+        tuning.main(argv[2:])
+        raise SystemExit(0)
     args = parse_args(argv)
     cfg = make_config(args)
     # torch loads its libgomp first and minitvm's parallel loops then share it (same soname), so one

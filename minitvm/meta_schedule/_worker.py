@@ -144,6 +144,27 @@ def run_candidate(artifact_path: str, target: str, reference_path: str | None, n
         return None, f"{type(err).__name__}: {err}\n{traceback.format_exc(limit=3)}"
 
 
+def warm_up(linger: float = 0.3) -> int:
+    """Load the compiler in this worker (and stay busy briefly, so each worker gets one); its pid.
+    The worker also watches its parent: if the tuner dies, the worker ends instead of lingering."""
+    import threading
+    import time
+
+    from .. import driver, script  # noqa: F401 - what building a candidate needs
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(0)
+
+    if not any(t.name == "minitvm-parent-watch" for t in threading.enumerate()):
+        threading.Thread(target=watch, name="minitvm-parent-watch", daemon=True).start()
+    time.sleep(linger)
+    return os.getpid()
+
+
 def worker_pid() -> int:
     """The worker's process id (tests check that work ran elsewhere)."""
     return os.getpid()

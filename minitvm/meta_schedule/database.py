@@ -23,6 +23,7 @@ import hashlib
 import json
 import math
 import os
+import warnings
 from typing import Any
 
 from ..ir.module import IRModule
@@ -282,7 +283,12 @@ class JSONDatabase(Database):
                 if not 0 <= index < len(self._workloads):
                     raise ValueError(f"{self.path_tuning_record}:{n}: workload index {index} is not in "
                                      f"{self.path_workload} ({len(self._workloads)} workloads)")
-                self._records.append(TuningRecord.from_json(rec, self._workloads[index]))
+                try:
+                    self._records.append(TuningRecord.from_json(rec, self._workloads[index]))
+                except Exception as err:  # noqa: BLE001 - one unreadable record must not lose the rest
+                    if rec[1]:  # a measured record that no longer replays is worth a word
+                        warnings.warn(f"{self.path_tuning_record}:{n}: skipped a record whose trace does not "
+                                      f"replay on its workload ({type(err).__name__}: {err})", stacklevel=2)
 
     def _write_workload(self, workload: Workload) -> None:
         with open(self.path_workload, "a") as f:

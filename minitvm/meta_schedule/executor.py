@@ -18,6 +18,9 @@ from typing import Any, Callable
 
 __all__ = ["LocalPool", "run_jobs", "default_max_workers"]
 
+#: seconds a worker may take to start (a fresh interpreter importing minitvm)
+STARTUP_TIMEOUT = 300.0
+
 
 def default_max_workers() -> int:
     import os
@@ -37,6 +40,12 @@ class LocalPool:
     def executor(self) -> cf.ProcessPoolExecutor:
         if self._pool is None:
             self._pool = cf.ProcessPoolExecutor(self.max_workers, mp_context=multiprocessing.get_context("spawn"))
+            # start every worker and import the tuner there now, so a job's timeout measures the
+            # job, not an interpreter starting on a busy machine
+            from ._worker import warm_up
+
+            for fut in [self._pool.submit(warm_up) for _ in range(self.max_workers)]:
+                fut.result(timeout=STARTUP_TIMEOUT)
         return self._pool
 
     def restart(self) -> None:

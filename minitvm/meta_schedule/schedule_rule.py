@@ -3,13 +3,13 @@ primitives whose random choices are sampling instructions in the trace (TVM's ``
 
 ``PostOrderApply`` (see ``space_generator``) runs them on every block of a function:
 
-* :func:`auto_inline` -- inline elementwise producers into their consumers (no choice);
+* :func:`auto_inline` -- inline elementwise producers (padding too) into their consumers (no choice);
 * :func:`multi_level_tiling` -- the "SSRSRS" tiling of a block with data reuse (matmul, conv):
   every spatial loop split in 4 levels, every reduction loop in 2, sizes sampled with
   ``sample_perfect_tile``, reordered S0 S1 R0 S2 R1 S3 (the innermost S3 becomes the vector
   lanes, S2 x S3 the register tile, S1/R0 the cache tile);
-* :func:`random_compute_location` -- place a producer left standing (a padding block) at a
-  sampled loop of its consumer (``sample_compute_location``);
+* :func:`random_compute_location` -- place a producer left standing (one that cannot be
+  inlined) at a sampled loop of its consumer (``sample_compute_location``);
 * :func:`parallel_vectorize_unroll` -- sample how far to unroll and whether to use threads, and
   write those choices as annotations on the root block; the postprocessor
   (``postproc.rewrite_parallel_vectorize_unroll``) turns them into loop kinds.
@@ -34,8 +34,8 @@ __all__ = ["ScheduleRule", "AutoInline", "MultiLevelTiling", "RandomComputeLocat
 CPU_TILING_STRUCTURE = "SSRSRS"
 #: largest innermost tile sampled (TVM's max_innermost_factor for llvm)
 MAX_INNERMOST_FACTOR = 64
-#: how far unrolling may go (TVM's llvm default: 0, 16, 64, 512 steps)
-UNROLL_CANDIDATES = (0, 16, 64, 512)
+#: how far unrolling may go (TVM also tries 512; here code generation in Python makes it too slow)
+UNROLL_CANDIDATES = (0, 16, 64)
 
 
 # -- reading blocks ---------------------------------------------------------------------------
@@ -88,11 +88,10 @@ def _is_output(sch: Schedule, block: BlockRV) -> bool:
 
 
 def auto_inline(sch: Schedule, block: BlockRV) -> bool:
-    """Inline a spatial, non-output block without padding into its consumers (TVM's AutoInline).
-    Padding blocks stay (inlined, they put a branch in the innermost loop); returns whether it
-    inlined."""
+    """Inline a spatial, non-output block into its consumers (TVM's AutoInline; padding too, as
+    TVM does on CPUs); returns whether it inlined."""
     info = block_info(sch, block)
-    if not info["is_spatial"] or info["has_padding"] or _is_output(sch, block):
+    if not info["is_spatial"] or _is_output(sch, block):
         return False
     try:
         sch.compute_inline(block)

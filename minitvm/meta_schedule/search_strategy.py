@@ -151,9 +151,9 @@ class ReplayFunc(SearchStrategy):
 
 class EvolutionarySearch(SearchStrategy):
     """Evolution of traces guided by the cost model (TVM's EvolutionarySearch, smaller defaults:
-    a population of 48 and 2 generations keep a round to seconds in Python)."""
+    a population of 32 and 2 generations keep a round to seconds in Python)."""
 
-    def __init__(self, *, population_size: int = 48, init_measured_ratio: float = 0.2,
+    def __init__(self, *, population_size: int = 32, init_measured_ratio: float = 0.2,
                  init_min_unmeasured: int = 16, max_fail_count: int = 20, genetic_num_iters: int = 2,
                  genetic_mutate_prob: float = 0.85, genetic_max_fail_count: int = 10,
                  eps_greedy: float = 0.05) -> None:

@@ -52,6 +52,8 @@ class TuneContext:
                  logger: Any = None) -> None:
         if logger is not None:
             raise NotImplementedError("TuneContext(logger=...): minitvm reports progress with tqdm")
+        if num_threads not in (None, "physical", "logical"):
+            raise NotImplementedError("TuneContext(num_threads=...): minitvm generates candidates in one thread")
         self.mod = None if mod is None else normalize_mod(mod)
         self.target = Target(target) if isinstance(target, str) else target
         self.space_generator = _space.create(space_generator)
@@ -134,21 +136,30 @@ def tune_tasks(*, tasks: list[TuneContext], task_weights: list[float], work_dir:
     work_dir = work_dir or tempfile.mkdtemp(prefix="minitvm_ms_")
     os.makedirs(work_dir, exist_ok=True)
     cores = (os.cpu_count() or 1) if num_tuning_cores in ("physical", "logical") else int(num_tuning_cores)
+    owned: list[LocalPool] = []  # worker pools made here end with the tuning
     if builder == "local":
         builder = _builder.LocalBuilder(max_workers=cores, executor=executor, work_dir=work_dir)
+        owned.append(builder.executor)
     builder = _builder.create(builder)
     if getattr(builder, "work_dir", "") is None:
         builder.work_dir = work_dir
-    runner = _runner.create(runner, executor=executor) if runner == "local" else _runner.create(runner)
+    if runner == "local":
+        runner = _runner.create(runner, executor=executor)
+        owned.append(runner.executor)
+    runner = _runner.create(runner)
     db = _database(database, work_dir)
     model = _cost_model.create(cost_model)
     max_per_task = max_trials_global if max_trials_per_task is None else max_trials_per_task
     log = log if log is not None else TrialLog()
     started = time.time()
-    jobs = [_Task(ctx, w, db, model, None if seed is None else seed + k)
+    jobs = [_Task(ctx, w, db, model, ctx.rand_state if ctx.rand_state is not None else
+                  None if seed is None else seed + k)
             for k, (ctx, w) in enumerate(zip(tasks, task_weights))]
     bar = _progress(max_trials_global, progress)
-    ref_executor = getattr(runner, "executor", None) or LocalPool(1)
+    ref_executor = getattr(runner, "executor", None)
+    if ref_executor is None:
+        ref_executor = LocalPool(1)
+        owned.append(ref_executor)
     total = 0
     try:
         while total < max_trials_global:
@@ -184,6 +195,9 @@ def tune_tasks(*, tasks: list[TuneContext], task_weights: list[float], work_dir:
     finally:
         if bar is not None:
             bar.close()
+        for pool in owned:
+            if isinstance(pool, LocalPool):
+                pool.shutdown()
     db.trial_log = log
     return db
 

@@ -94,3 +94,17 @@ def test_database_scope_is_current_inside_with():
     with db:
         assert ms.Database.current() is db
     assert ms.Database.current() is None
+
+
+def test_a_record_that_no_longer_replays_is_skipped_with_a_warning(tmp_path):
+    import pytest
+
+    mod = minitvm.IRModule({"main": matmul_64})
+    db = ms.database.JSONDatabase(work_dir=str(tmp_path))
+    _record(db, mod, 1, [1e-3])
+    bad_trace = [[["GetBlock", [], ["no_such_block", "main"], ["b0"]]], []]
+    with open(tmp_path / "database_tuning_record.json", "a") as f:
+        f.write(json.dumps([0, [bad_trace, [5e-4], "llvm", None]]) + "\n")
+    with pytest.warns(UserWarning, match="does not replay"):
+        again = ms.database.JSONDatabase(work_dir=str(tmp_path))
+    assert len(again) == 1 and again.query_tuning_record(mod, "llvm", "main").run_secs == [1e-3]

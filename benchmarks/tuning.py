@@ -1,0 +1,187 @@
+"""Tuning benchmark: MetaSchedule against the default schedule, numpy and torch, in one run.
+
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE .venv/bin/python benchmarks/tuning.py [--trials 64,256] [--quick]
+    (or: benchmarks/run.py --section tuning ...)
+
+Kernels: a float32 1024^3 matmul and the largest convolution of the zoo's ResNet block (as
+``minitvm.compile`` forms it: padding, conv and its epilogue in one kernel).  For each: numpy /
+torch (the same computation), the rule-based default schedule (``DefaultCPUSchedule``), and the
+best schedule ``ms.tune_tir`` finds with each trial budget (the built-in space, evolutionary
+search, target ``llvm`` with every core), with the tuning's wall time.  Every row is timed here,
+in this process, interleaved with the others; tuned kernels are checked against numpy.  Goals
+(issue 16): tuned >= default on every kernel, tuned 1024^3 matmul >= 1.0x numpy.  Results go to
+``benchmarks/results/tuning.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import RESULTS_DIR, busy_fraction, format_table, time_interleaved  # noqa: E402
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--trials", default="64,256", help="comma list of tuning budgets (max_trials_global)")
+    p.add_argument("--per-iter", type=int, default=64, help="num_trials_per_iter")
+    p.add_argument("--kernels", default="matmul,conv", help="comma list: matmul, conv")
+    p.add_argument("--size", type=int, default=1024, help="matmul size n (n x n x n)")
+    p.add_argument("--quick", action="store_true", help="256^3 matmul, 8 and 16 trials: a smoke run")
+    p.add_argument("--repeat", type=int, default=10)
+    return p.parse_args(argv)
+
+
+def _conv_kernel() -> tuple[Any, Callable[[list[np.ndarray]], np.ndarray], str]:
+    """The zoo ResNet block's heaviest kernel with a conv, its reference and a name."""
+    import torch
+
+    from minitvm import IRModule
+    from minitvm import meta_schedule as ms
+    from minitvm.relax.frontend.torch import from_exported_program
+    from minitvm.testing import zoo
+
+    model = zoo.MODELS["resnet_block"]
+    mod = from_exported_program(zoo.export(model, 1))
+    tasks = [t for t in ms.relax_integration.extract_tasks(mod, "llvm") if "conv" in t.task_name]
+    task = max(tasks, key=lambda t: ms.tune.workload_flops(t.mod))
+    func = task.mod["main"]
+
+    def reference(arrays: list[np.ndarray]) -> np.ndarray:
+        # run the unscheduled kernel once as the oracle (numpy has no conv; torch gets its own row)
+        import minitvm
+
+        lib = minitvm.build(IRModule({"main": func}), target="llvm")
+        nds = [minitvm.nd.array(a) for a in arrays]
+        lib["main"](*nds)
+        return nds[-1].numpy()
+
+    del torch
+    return task.mod, reference, task.task_name
+
+
+def _arrays(mod: Any, seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    func = mod["main"]
+    return [rng.uniform(-1, 1, [int(s) for s in func.buffer_map[p].shape]).astype(func.buffer_map[p].dtype)
+            for p in func.params]
+
+
+def _runner(mod: Any, arrays: list[np.ndarray]) -> tuple[Callable[[], Any], Callable[[], np.ndarray]]:
+    import minitvm
+
+    lib = minitvm.build(mod, target="llvm")
+    nds = [minitvm.nd.array(a) for a in arrays]
+    fn = lib["main"]
+    return (lambda: fn(*nds)), (lambda: nds[-1].numpy())
+
+
+def bench_kernel(name: str, mod: Any, arrays: list[np.ndarray], baselines: dict[str, Callable[[], Any]],
+                 want: np.ndarray, budgets: list[int], per_iter: int, repeat: int) -> list[dict[str, Any]]:
+    from minitvm import meta_schedule as ms
+    from minitvm.tir.transform.default_schedule import apply_default_schedule
+
+    flops = ms.tune.workload_flops(mod)
+    fns: dict[str, Callable[[], Any]] = dict(baselines)
+    info: dict[str, dict[str, Any]] = {k: {} for k in fns}
+    default_mod = type(mod)({"main": apply_default_schedule(mod["main"])})
+    fns["minitvm default"], out = _runner(default_mod, arrays)
+    fns["minitvm default"]()
+    info["minitvm default"] = {"max_abs_err": float(np.max(np.abs(out() - want)))}
+    for trials in budgets:
+        work = tempfile.mkdtemp(prefix=f"tune_{name}_{trials}_")
+        t0 = time.perf_counter()
+        db = ms.tune_tir(mod=mod, target="llvm", work_dir=work, max_trials_global=trials,
+                         num_trials_per_iter=per_iter, seed=0)
+        seconds = time.perf_counter() - t0
+        sch = ms.tir_integration.compile_tir(db, mod, "llvm")
+        key = f"tuned {trials} trials"
+        fns[key], out = _runner(sch.mod, arrays)
+        fns[key]()
+        records = db.get_all_tuning_records()
+        info[key] = {"tuning_seconds": seconds, "max_abs_err": float(np.max(np.abs(out() - want))),
+                     "failed_trials": sum(not r.is_valid for r in records), "trials": len(records),
+                     "best_is_default_schedule": "sample_perfect_tile" not in str(sch.trace)}
+    timings = time_interleaved(fns, repeat=repeat, rounds=3)
+    rows = []
+    for impl, timing in timings.items():
+        rows.append({"kernel": name, "impl": impl, "median_s": timing.median, "gflops": flops / timing.median / 1e9,
+                     **info.get(impl, {})})
+    return rows
+
+
+def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
+    args = parse_args(argv)
+    import torch
+
+    torch.set_num_threads(2)
+    budgets = [8, 16] if args.quick else [int(t) for t in args.trials.split(",")]
+    n = 256 if args.quick else args.size
+    rows: list[dict[str, Any]] = []
+    load = busy_fraction()
+    from minitvm import IRModule
+
+    if "matmul" in args.kernels:
+        from matmul import matmul_func
+
+        mod = IRModule({"main": matmul_func(n).with_attr("global_symbol", "main")})
+        arrays = _arrays(mod)
+        a, b = arrays[0], arrays[1]
+        ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+        out = np.empty((n, n), "float32")
+        tout = torch.empty((n, n))
+        rows += bench_kernel(f"matmul {n}^3", mod, arrays,
+                             {"numpy": lambda: np.matmul(a, b, out=out), "torch": lambda: torch.mm(ta, tb, out=tout)},
+                             a @ b, budgets, args.per_iter, args.repeat)
+    if "conv" in args.kernels:
+        mod, reference, name = _conv_kernel()
+        arrays = _arrays(mod)
+        want = reference([x.copy() for x in arrays])
+        rows += bench_kernel(f"conv ({name})", mod, arrays, {}, want, budgets, args.per_iter, args.repeat)
+    _print(rows, load)
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = RESULTS_DIR / "tuning.json"
+    path.write_text(json.dumps({"rows": rows, "other_load_at_start": load, "budgets": budgets}, indent=1))
+    print(f"wrote {path}")
+    return rows
+
+
+def _print(rows: list[dict[str, Any]], load: float) -> None:
+    lines = []
+    for r in rows:
+        base = {b["impl"]: b for b in rows if b["kernel"] == r["kernel"]}
+
+        def ratio(k: str, base: dict = base, r: dict = r) -> str:
+            return f"{base[k]['median_s'] / r['median_s']:.2f}x" if k in base else "-"
+
+        lines.append([r["kernel"], r["impl"], f"{r['median_s'] * 1e3:.3f} ms", f"{r['gflops']:.1f}",
+                      ratio("numpy"), ratio("torch"), ratio("minitvm default"),
+                      f"{r['tuning_seconds']:.0f} s" if "tuning_seconds" in r else "",
+                      f"{r['failed_trials']}/{r['trials']}" if "trials" in r else "",
+                      f"{r['max_abs_err']:.1e}" if "max_abs_err" in r else ""])
+    print(f"tuning benchmark (speed vs numpy / torch / default: >1x = faster); other load at start {load:.0%}")
+    print(format_table(["kernel", "impl", "median", "GFLOP/s", "vs numpy", "vs torch", "vs default", "tuning",
+                        "failed", "max err"], lines))
+    goals = []
+    for kernel in dict.fromkeys(r["kernel"] for r in rows):
+        mine = {r["impl"]: r for r in rows if r["kernel"] == kernel}
+        for impl, r in mine.items():
+            if impl.startswith("tuned"):
+                ok = r["median_s"] <= mine["minitvm default"]["median_s"] * 1.02
+                goals.append(f"{kernel}, {impl} >= default: {'met' if ok else 'NOT met'}")
+                if kernel.startswith("matmul") and "numpy" in mine:
+                    ok = r["median_s"] <= mine["numpy"]["median_s"]
+                    goals.append(f"{kernel}, {impl} >= 1.0x numpy: {'met' if ok else 'NOT met'}")
+    print("\n".join(goals))
+
+
+if __name__ == "__main__":
+    main()
