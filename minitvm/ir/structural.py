@@ -223,7 +223,9 @@ def structural_hash(value: Any, map_free_vars: bool = False) -> int:
         if isinstance(x, (tuple, list)):
             return hash(tuple(h(e, defining) for e in x))
         if isinstance(x, dict):
-            return hash(tuple((h(k, defining), h(v, defining)) for k, v in x.items()))
+            # string-keyed maps (attributes) are equal in any order (see _dicts), so they hash by key order
+            items = sorted(x.items(), key=lambda kv: kv[0]) if all(isinstance(k, str) for k in x) else x.items()
+            return hash(tuple((h(k, defining), h(v, defining)) for k, v in items))
         return hash((type(x).__name__, x))
 
     return h(value, False)

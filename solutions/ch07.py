@@ -1,0 +1,279 @@
+"""Chapter 7 exercises: automatic program optimization (solved).
+
+Stochastic schedules, their search spaces, and the pieces of a tuner: each function's
+docstring says what it takes and returns. Try them here or in a notebook::
+
+    from exercises import ch07
+    ch07.perfect_tilings(12, 2)
+    sch = ch07.stochastic_mm_relu(minitvm.tir.Schedule(ch07.MMRelu))
+    print(sch.trace)
+
+The graders (``tests/grade/test_ch07.py``) enumerate your search space and look for the
+target in it, call your search loop with a cost function of their own, and compare your
+numbers with theirs. Run them with ``minitvm grade ch07`` or ``minitvm.grade.check("ch07")``.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Callable
+
+from minitvm import meta_schedule as ms
+from minitvm import tir
+from minitvm.ir import IRModule
+from minitvm.script import ir as I
+from minitvm.script import tir as T
+
+# ---------------------------------------------------------------- starting programs
+
+
+@I.ir_module
+class MatMul:
+    @T.prim_func
+    def main(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"),
+             C: T.Buffer((128, 128), "float32")):
+        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        for i, j, k in T.grid(128, 128, 128):
+            with T.block("C"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                with T.init():
+                    C[vi, vj] = T.float32(0)
+                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+
+@I.ir_module
+class MMRelu:
+    @T.prim_func
+    def main(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"),
+             C: T.Buffer((128, 128), "float32")):
+        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        Y = T.alloc_buffer((128, 128), "float32")
+        for i, j, k in T.grid(128, 128, 128):
+            with T.block("Y"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                with T.init():
+                    Y[vi, vj] = T.float32(0)
+                Y[vi, vj] = Y[vi, vj] + A[vi, vk] * B[vk, vj]
+        for i, j in T.grid(128, 128):
+            with T.block("C"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                C[vi, vj] = T.max(Y[vi, vj], T.float32(0))
+
+
+@I.ir_module
+class MMReluTarget:
+    """One program exercise 7.2's search space must contain (the grader keeps its own copy)."""
+
+    @T.prim_func
+    def main(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"),
+             C: T.Buffer((128, 128), "float32")):
+        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        Y = T.alloc_buffer((128, 128))
+        for i_0, j_0 in T.grid(16, 4):
+            for i_1_init in range(8):
+                for j_1_init in T.vectorized(32):
+                    with T.block("Y_init"):
+                        vi = T.axis.spatial(128, i_0 * 8 + i_1_init)
+                        vj = T.axis.spatial(128, j_0 * 32 + j_1_init)
+                        Y[vi, vj] = T.float32(0.0)
+            for k, i_1 in T.grid(128, 8):
+                for j_1 in T.vectorized(32):
+                    with T.block("Y_update"):
+                        vi = T.axis.spatial(128, i_0 * 8 + i_1)
+                        vj = T.axis.spatial(128, j_0 * 32 + j_1)
+                        vk = T.axis.reduce(128, k)
+                        Y[vi, vj] = Y[vi, vj] + A[vi, vk] * B[vk, vj]
+            for ax0 in range(8):
+                for ax1 in T.vectorized(32):
+                    with T.block("C"):
+                        vi = T.axis.spatial(128, i_0 * 8 + ax0)
+                        vj = T.axis.spatial(128, j_0 * 32 + ax1)
+                        C[vi, vj] = T.max(Y[vi, vj], T.float32(0.0))
+
+
+# ---------------------------------------------------------------- exercises
+
+
+def perfect_tilings(extent: int, n: int, max_innermost_factor: int = 16) -> list[list[int]]:
+    """Exercise 7.1: every decision ``sch.sample_perfect_tile(loop, n, max_innermost_factor)``
+    can make for a loop of this ``extent``: all lists of ``n`` positive integers whose product
+    is ``extent`` and whose last (innermost) entry is at most ``max_innermost_factor``.
+
+    Return them sorted (Python's list order), each once. ``perfect_tilings(12, 2, 4)`` is
+    ``[[3, 4], [4, 3], [6, 2], [12, 1]]``. Their number is the size of one sampling step's
+    search space.
+    """
+    # BEGIN SOLUTION
+    if n == 1:
+        return [[extent]] if extent <= max_innermost_factor else []
+    out = []
+    for first in range(1, extent + 1):
+        if extent % first == 0:
+            out += [[first] + rest for rest in perfect_tilings(extent // first, n - 1, max_innermost_factor)]
+    return sorted(out)
+    # END SOLUTION
+
+
+def stochastic_mm_relu(sch: tir.Schedule) -> tir.Schedule:
+    """Exercise 7.2: a stochastic schedule for ``MMRelu`` whose search space contains
+    ``MMReluTarget``.
+
+    Look at the target: the matmul ``Y`` is tiled over ``i`` and ``j`` and reordered to
+    ``i_0, j_0, k, i_1, j_1`` with ``j_1`` vectorized, the ReLU ``C`` sits inside the tile loop
+    ``j_0`` (vectorized inside), and the initialisation is decomposed and vectorized. Write the
+    schedule so that the two tile sizes are *sampled* with ``sch.sample_perfect_tile`` instead
+    of written down (mind ``max_innermost_factor``: the target's inner ``j`` loop has 32
+    iterations). The grader replays your trace with every possible decision and looks for the
+    target among the programs; your space must hold more than one program. Return ``sch``.
+    """
+    # BEGIN SOLUTION
+    y, c = sch.get_block("Y"), sch.get_block("C")
+    i, j, k = sch.get_loops(y)
+    i0, i1 = sch.split(i, sch.sample_perfect_tile(i, n=2))
+    j0, j1 = sch.split(j, sch.sample_perfect_tile(j, n=2, max_innermost_factor=64))
+    sch.reorder(i0, j0, k, i1, j1)
+    sch.vectorize(j1)
+    sch.reverse_compute_at(c, j0)
+    sch.vectorize(sch.get_loops(c)[-1])
+    init = sch.decompose_reduction(y, k)
+    sch.vectorize(sch.get_loops(init)[-1])
+    return sch
+    # END SOLUTION
+
+
+def random_search(mod: IRModule, schedule_fn: Callable[[tir.Schedule], tir.Schedule],
+                  evaluate: Callable[[tir.Schedule], float],
+                  num_trials: int) -> tuple[tir.Schedule, list[float]]:
+    """Exercise 7.3: random search. ``num_trials`` times: apply ``schedule_fn`` to a fresh
+    ``tir.Schedule(mod)`` (no fixed seed: each trial draws new decisions) and measure the result
+    with ``evaluate(sch)`` (seconds: lower is better). Call ``evaluate`` once per trial.
+
+    Return the fastest schedule and the list of the ``num_trials`` costs in the order measured.
+    """
+    # BEGIN SOLUTION
+    best, costs = None, []
+    for _ in range(num_trials):
+        sch = schedule_fn(tir.Schedule(mod))
+        cost = evaluate(sch)
+        if best is None or cost < min(costs):
+            best = sch
+        costs.append(cost)
+    return best, costs
+    # END SOLUTION
+
+
+def mutate_tile(mod: IRModule, trace: tir.Trace, rng: random.Random) -> tir.Schedule:
+    """Exercise 7.4: the mutation step of an evolutionary search. ``trace`` is the trace of a
+    stochastic schedule of ``mod``. Pick one of its ``sample_perfect_tile`` instructions with
+    ``rng`` (``trace.insts``; ``inst.kind.name == "SamplePerfectTile"``), give it a different
+    valid decision (same number of factors, same product, innermost factor within the
+    instruction's ``max_innermost_factor``, its second attribute: ``inst.attrs``), keep every
+    other decision, and replay the new trace on a fresh ``tir.Schedule(mod)``.
+
+    ``trace.get_decision(inst)`` reads a decision, ``trace.with_decision(inst, decision,
+    remove_postproc=False)`` returns a copy with one changed, ``apply_to_schedule(sch)`` replays.
+    Return the new schedule.
+    """
+    # BEGIN SOLUTION
+    tiles = [inst for inst in trace.insts if inst.kind.name == "SamplePerfectTile"]
+    inst = rng.choice(tiles)
+    old = [int(f) for f in trace.get_decision(inst)]
+    extent = 1
+    for f in old:
+        extent *= f
+    others = [d for d in perfect_tilings(extent, len(old), int(inst.attrs[1])) if d != old]
+    sch = tir.Schedule(mod)
+    trace.with_decision(inst, rng.choice(others), remove_postproc=False).apply_to_schedule(sch)
+    return sch
+    # END SOLUTION
+
+
+def loop_features(func: tir.PrimFunc) -> dict[str, int]:
+    """Exercise 7.5: features of a scheduled PrimFunc, as a cost model sees them. Count the
+    ``tir.For`` loops in ``func.body`` (``tir.post_order_visit`` calls a function on every node)
+    and, for the loop kinds ``"vectorized"``, ``"unrolled"`` and ``"parallel"`` (``loop.kind``),
+    how many loops have that kind and the product of their extents (1 when there is none):
+
+    ``{"loops": ..., "vec_num": ..., "vec_prod": ..., "unroll_num": ..., "unroll_prod": ...,
+    "parallel_num": ..., "parallel_prod": ...}`` (all ``int``; the extents are constants).
+    """
+    # BEGIN SOLUTION
+    feats = {"loops": 0}
+    for short in ("vec", "unroll", "parallel"):
+        feats[f"{short}_num"], feats[f"{short}_prod"] = 0, 1
+    kinds = {"vectorized": "vec", "unrolled": "unroll", "parallel": "parallel"}
+
+    def visit(node: object) -> None:
+        if isinstance(node, tir.For):
+            feats["loops"] += 1
+            short = kinds.get(node.kind)
+            if short is not None:
+                feats[f"{short}_num"] += 1
+                feats[f"{short}_prod"] *= int(node.extent)
+
+    tir.post_order_visit(func.body, visit)
+    return feats
+    # END SOLUTION
+
+
+def ranking_accuracy(predicted: list[float], measured: list[float]) -> float:
+    """Exercise 7.6: how well a cost model ranks candidates. ``predicted[i]`` is the model's
+    score for candidate ``i`` (higher: the model expects it to be faster); ``measured[i]`` its
+    measured time in seconds (lower: faster).
+
+    Over all pairs ``i < j`` whose measured times differ, return the fraction the model orders
+    right (the faster one has the higher score); a pair the model scores equal counts one half.
+    Raise ``ValueError`` when no pair has different times.
+    """
+    # BEGIN SOLUTION
+    right, pairs = 0.0, 0
+    for i in range(len(measured)):
+        for j in range(i + 1, len(measured)):
+            if measured[i] == measured[j]:
+                continue
+            pairs += 1
+            faster, slower = (i, j) if measured[i] < measured[j] else (j, i)
+            if predicted[faster] > predicted[slower]:
+                right += 1
+            elif predicted[faster] == predicted[slower]:
+                right += 0.5
+    if pairs == 0:
+        raise ValueError("ranking_accuracy needs two candidates with different measured times")
+    return right / pairs
+    # END SOLUTION
+
+
+def best_from_work_dir(work_dir: str, mod: IRModule, target: str) -> tuple[tir.Schedule, float]:
+    """Exercise 7.7: read a tuning run's results back. ``work_dir`` is the folder a
+    ``ms.tune_tir(..., work_dir=work_dir)`` call wrote its database to (its two JSON-lines
+    files); ``mod`` the module it tuned.
+
+    Open the database from the folder (``ms.database.JSONDatabase(work_dir=...)``), ask it for
+    the best schedule of ``mod`` (``ms.tir_integration.compile_tir``) and for the best record
+    (``database.query_tuning_record(mod, target)``), and return the schedule and that record's
+    mean measured time in seconds (the mean of its ``run_secs``).
+    """
+    # BEGIN SOLUTION
+    database = ms.database.JSONDatabase(work_dir=work_dir)
+    sch = ms.tir_integration.compile_tir(database, mod, target)
+    record = database.query_tuning_record(mod, target)
+    return sch, sum(float(s) for s in record.run_secs) / len(record.run_secs)
+    # END SOLUTION
+
+
+def record_measurements(database: ms.database.Database, mod: IRModule,
+                        measured: list[tuple[tir.Schedule, float]], target: str) -> None:
+    """Exercise 7.8: the database is where tuning hands its results to the compiler, and it
+    takes results from anywhere. ``measured`` holds schedules of ``mod`` you timed yourself,
+    each with its time in seconds. Put them into ``database`` so that
+    ``ms.tir_integration.compile_tir(database, mod, target)`` returns the fastest.
+
+    A record belongs to a workload: ``database.commit_workload(mod)`` returns it (adding it when
+    new). ``ms.database.TuningRecord(trace, workload, run_secs, target)`` is one measurement
+    (``run_secs`` a list of seconds); ``database.commit_tuning_record(record)`` stores it.
+    """
+    # BEGIN SOLUTION
+    workload = database.commit_workload(mod)
+    for sch, secs in measured:
+        database.commit_tuning_record(ms.database.TuningRecord(sch.trace, workload, [secs], target))
+    # END SOLUTION
