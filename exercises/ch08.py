@@ -127,15 +127,15 @@ def checked_accesses(mod: IRModule) -> list[str]:
     raise NotImplementedError("exercise 8.4: write checked_accesses")
 
 
-def openmp_regions(lib: minitvm.runtime.Module) -> list[str]:
-    """Exercise 8.5: find the OpenMP regions in the LLVM IR.
+def parallel_regions(lib: minitvm.runtime.Module) -> list[str]:
+    """Exercise 8.5: find the parallel regions in the LLVM IR.
 
     ``lib`` is a built module. Each ``parallel`` loop becomes a function of its own that the
     generated code hands to minitvm's thread pool: ``call void @"__minitvm_parallel_run"(ptr @"<name>", ...)``
     in ``lib.get_source("ll-raw")`` (the IR as minitvm generated it, before LLVM's
     optimizations). Return the names of those functions, in the order of the calls.
     """
-    raise NotImplementedError("exercise 8.5: write openmp_regions")
+    raise NotImplementedError("exercise 8.5: write parallel_regions")
 
 
 def tensorize_matmul(mod: IRModule) -> tir.Schedule:

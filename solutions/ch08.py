@@ -174,8 +174,8 @@ def checked_accesses(mod: IRModule) -> list[str]:
     # END SOLUTION
 
 
-def openmp_regions(lib: minitvm.runtime.Module) -> list[str]:
-    """Exercise 8.5: find the OpenMP regions in the LLVM IR.
+def parallel_regions(lib: minitvm.runtime.Module) -> list[str]:
+    """Exercise 8.5: find the parallel regions in the LLVM IR.
 
     ``lib`` is a built module. Each ``parallel`` loop becomes a function of its own that the
     generated code hands to minitvm's thread pool: ``call void @"__minitvm_parallel_run"(ptr @"<name>", ...)``
