@@ -120,15 +120,7 @@ def tune_tasks(*, tasks: list[TuneContext], task_weights: list[float], work_dir:
                executor: Any = None, num_tuning_cores: Any = "physical", progress: bool = True,
                log: TrialLog | None = None) -> Database:
     """Tune ``tasks`` within ``max_trials_global`` measured candidates; returns the database."""
-    if measure_callbacks != "default":
-        raise NotImplementedError("measure_callbacks=...: minitvm records every result in the database and "
-                                  "updates the cost model (TVM's default callbacks)")
-    if task_scheduler not in ("gradient", "round-robin"):
-        raise NotImplementedError(f"task_scheduler={task_scheduler!r}: minitvm has 'gradient' and 'round-robin'")
-    if post_optimization:
-        raise NotImplementedError("post_optimization=True: minitvm has no post-tuning optimization")
-    if module_equality != "structural":
-        raise NotImplementedError(f"module_equality={module_equality!r}: minitvm compares workloads structurally")
+    _check_tune_options(measure_callbacks, task_scheduler, post_optimization, module_equality)
     if len(task_weights) != len(tasks):
         raise ValueError("tune_tasks: one weight per task")
     if max_trials_global < 0 or num_trials_per_iter < 1:
@@ -175,19 +167,7 @@ def tune_tasks(*, tasks: list[TuneContext], task_weights: list[float], work_dir:
                 task.done = True
                 continue
             results = _measure(task, cands, builder, runner)
-            for cand, res in zip(cands, results):
-                trace = cand.sch.trace.simplified(remove_postproc=False)
-                db.commit_tuning_record(TuningRecord(trace, task.workload, res.run_secs, task.ctx.target,
-                                                     cand.args_info))
-                secs = sum(res.run_secs) / len(res.run_secs) if res.run_secs else None
-                if secs is not None:
-                    task.best = min(task.best, secs)
-                log.add(task.ctx.task_name, secs, res.error_msg, task.flops, started)
-                if bar is not None:
-                    best = sum(t.flops / t.best for t in jobs if t.best < math.inf) / 1e9
-                    bar.set_postfix_str(f"best {best:.2f} GFLOP/s" if len(jobs) == 1 else
-                                        f"{task.ctx.task_name}: {task.flops / task.best / 1e9:.2f} GFLOP/s")
-                    bar.update(1)
+            _record(task, cands, results, db, log, bar, jobs, started)
             task.trials += len(cands)
             total += len(cands)
             task.ctx.search_strategy.notify_runner_results(cands, results)
@@ -200,6 +180,37 @@ def tune_tasks(*, tasks: list[TuneContext], task_weights: list[float], work_dir:
                 pool.shutdown()
     db.trial_log = log
     return db
+
+
+def _check_tune_options(measure_callbacks: Any, task_scheduler: str, post_optimization: bool,
+                        module_equality: str) -> None:
+    """TVM's tuning options minitvm does not have are refused by name, never ignored."""
+    if measure_callbacks != "default":
+        raise NotImplementedError("measure_callbacks=...: minitvm records every result in the database and "
+                                  "updates the cost model (TVM's default callbacks)")
+    if task_scheduler not in ("gradient", "round-robin"):
+        raise NotImplementedError(f"task_scheduler={task_scheduler!r}: minitvm has 'gradient' and 'round-robin'")
+    if post_optimization:
+        raise NotImplementedError("post_optimization=True: minitvm has no post-tuning optimization")
+    if module_equality != "structural":
+        raise NotImplementedError(f"module_equality={module_equality!r}: minitvm compares workloads structurally")
+
+
+def _record(task: _Task, cands: list, results: list, db: Database, log: TrialLog, bar: Any, jobs: list[_Task],
+            started: float) -> None:
+    """Each measured candidate into the database and the trial log; the progress bar moves on."""
+    for cand, res in zip(cands, results):
+        trace = cand.sch.trace.simplified(remove_postproc=False)
+        db.commit_tuning_record(TuningRecord(trace, task.workload, res.run_secs, task.ctx.target, cand.args_info))
+        secs = sum(res.run_secs) / len(res.run_secs) if res.run_secs else None
+        if secs is not None:
+            task.best = min(task.best, secs)
+        log.add(task.ctx.task_name, secs, res.error_msg, task.flops, started)
+        if bar is not None:
+            best = sum(t.flops / t.best for t in jobs if t.best < math.inf) / 1e9
+            bar.set_postfix_str(f"best {best:.2f} GFLOP/s" if len(jobs) == 1 else
+                                f"{task.ctx.task_name}: {task.flops / task.best / 1e9:.2f} GFLOP/s")
+            bar.update(1)
 
 
 def _next_task(live: list[_Task], scheduler: str) -> _Task:
