@@ -35,7 +35,7 @@ from ...transform import PassContext, module_pass
 from ..expr import Function
 from ..op.registry import OpPattern
 from ..struct_info import TensorStructInfo
-from .fuse_ops import MAX_FUSED_OPS, _Fusor, _Graph, _is_call_tir, _Node, _Partitioner
+from .fuse_ops import MAX_FUSED_OPS, _Graph, _is_call_tir, _Node, _Partitioner, fuse_groups, fusion_graph
 
 __all__ = ["FuseAttention", "MAX_SCORES"]
 
@@ -159,11 +159,7 @@ class FuseAttention:
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         max_depth = int(ctx.config.get("relax.FuseOps.max_depth", MAX_FUSED_OPS))
-        targets = [(gv, f) for gv, f in mod.functions.items() if isinstance(f, Function)
-                   and not (f.attrs and (f.attrs.get("Primitive") or f.attrs.get("Codegen")))]
-        graph = _Graph(mod)
-        for _, f in targets:
-            graph.add_function(f)
+        targets, graph = fusion_graph(mod)
         if ctx.opt_level == 0:  # as FuseOps: nothing fuses at opt_level 0
             return mod
         groups = _Partitioner(graph, max_depth).partition(ctx.opt_level)
@@ -179,13 +175,4 @@ class FuseAttention:
                 if root is not target:
                     target.num_nodes += root.num_nodes
                     root.parent = target
-        if all(g.root().num_nodes == 1 for g in groups):
-            return mod
-        fusor = _Fusor(mod, graph, groups)
-        changed = False
-        for gv, f in targets:
-            new = fusor.visit_expr(f)
-            if new is not f:
-                fusor.builder_.update_func(gv, new)
-                changed = True
-        return fusor.builder_.get() if changed else mod
+        return fuse_groups(mod, graph, groups, targets)

@@ -711,19 +711,30 @@ class FuseOps:
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         opt_level = ctx.opt_level if self.fuse_opt_level == -1 else self.fuse_opt_level
         max_depth = int(ctx.config.get("relax.FuseOps.max_depth", MAX_FUSED_OPS))
-        targets = [(gv, f) for gv, f in mod.functions.items() if isinstance(f, Function)
-                   and not (f.attrs and (f.attrs.get("Primitive") or f.attrs.get("Codegen")))]
-        graph = _Graph(mod)
-        for _, f in targets:
-            graph.add_function(f)
+        targets, graph = fusion_graph(mod)
         groups = _Partitioner(graph, max_depth).partition(opt_level)
-        if all(g.root().num_nodes == 1 for g in groups):
-            return mod
-        fusor = _Fusor(mod, graph, groups)
-        changed = False
-        for gv, f in targets:
-            new = fusor.visit_expr(f)
-            if new is not f:
-                fusor.builder_.update_func(gv, new)
-                changed = True
-        return fusor.builder_.get() if changed else mod
+        return fuse_groups(mod, graph, groups, targets)
+
+
+def fusion_graph(mod: IRModule) -> tuple[list, _Graph]:
+    """The Relax functions fusion works on (not already fused, not offloaded) and their dataflow graph."""
+    targets = [(gv, f) for gv, f in mod.functions.items() if isinstance(f, Function)
+               and not (f.attrs and (f.attrs.get("Primitive") or f.attrs.get("Codegen")))]
+    graph = _Graph(mod)
+    for _, f in targets:
+        graph.add_function(f)
+    return targets, graph
+
+
+def fuse_groups(mod: IRModule, graph: _Graph, groups: list, targets: list) -> IRModule:
+    """``mod`` with each group of more than one node made a primitive function (unchanged when none is)."""
+    if all(g.root().num_nodes == 1 for g in groups):
+        return mod
+    fusor = _Fusor(mod, graph, groups)
+    changed = False
+    for gv, f in targets:
+        new = fusor.visit_expr(f)
+        if new is not f:
+            fusor.builder_.update_func(gv, new)
+            changed = True
+    return fusor.builder_.get() if changed else mod
