@@ -190,9 +190,10 @@ def _solve_affine(buffer: Buffer, block_vars: list[Var], provided: list, require
     return True
 
 
-def loops_between(loop: For, path: tuple) -> dict[int, tuple[PrimExpr, PrimExpr]]:
-    """The loops below ``loop`` on ``path``, as var id -> inclusive (min, max)."""
-    inner, below = {}, False
+def loops_between(loop: For | None, path: tuple) -> dict[int, tuple[PrimExpr, PrimExpr]]:
+    """The loops below ``loop`` on ``path`` (all of them when ``loop`` is None), as var id ->
+    inclusive (min, max)."""
+    inner, below = {}, loop is None
     for s in path:
         if s is loop:
             below = True

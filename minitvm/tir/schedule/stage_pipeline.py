@@ -22,7 +22,8 @@ from ..buffer import Buffer
 from ..expr import IntImm, Max, Min, PrimExpr, Range, const
 from ..stmt import Block, BlockRealize, For
 from .error import ScheduleError
-from .shared_analyses import VarRanges, is_const_true, range_bounds
+from .region_cover import loops_between
+from .shared_analyses import is_const_true, range_bounds
 from .tree import scope_blocks
 
 __all__ = ["check_stage_pipeline"]
@@ -58,25 +59,13 @@ def _group_by_common_loop(cpath: tuple, producers: list) -> dict:
     return groups
 
 
-def _inner_loops(path: tuple, lca: For | None) -> VarRanges:
-    """The loops of ``path`` below ``lca`` (all of them when ``lca`` is None), as var ranges."""
-    below = lca is None
-    out: VarRanges = {}
-    for s in path:
-        if s is lca:
-            below = True
-        elif below and isinstance(s, For):
-            out[id(s.loop_var)] = (s.min, s.min + s.extent - 1)
-    return out
-
-
 def _bindings(realize: BlockRealize) -> dict:
     return {iv.var: v for iv, v in zip(realize.block.iter_vars, realize.iter_values)}
 
 
 def _relaxed(region, realize: BlockRealize, path: tuple, lca: For | None) -> list | None:
     """Each dimension of ``region`` as (lo, hi) while the loops below ``lca`` run; None when unbounded."""
-    inner, bind = _inner_loops(path, lca), _bindings(realize)
+    inner, bind = loops_between(lca, path), _bindings(realize)
     dims = [range_bounds(r, inner, bind) for r in region.region]
     return None if any(d is None for d in dims) else dims
 
@@ -145,7 +134,7 @@ def _describe(buffer: Buffer, dim: int, consumed: tuple, written: tuple, consume
 
 def _short_binding(realize: BlockRealize, path: tuple, ana: Analyzer) -> str | None:
     """'its loops run vi over [0, 7] of its domain [0, 15]' when a binding falls short of its domain."""
-    loops = _inner_loops(path, None)
+    loops = loops_between(None, path)
     for iv, value in zip(realize.block.iter_vars, realize.iter_values):
         b = range_bounds(Range(value, const(1, value.dtype)), loops)
         lo, hi = iv.dom.min, iv.dom.min + iv.dom.extent - 1
