@@ -55,6 +55,8 @@ class Workload:
     def __init__(self, mod: IRModule) -> None:
         self.mod = normalize_mod(mod)
         self.shash = structural_hash(self.mod)  # this process's structural hash (the lookup key)
+        # the name of the task that tuned it (for plots; not saved: a reloaded database has none)
+        self.task_name: str | None = None
 
     def as_json(self) -> list:
         text = self.mod.script()

@@ -16,10 +16,20 @@ import multiprocessing
 import time
 from typing import Any, Callable
 
-__all__ = ["LocalPool", "run_jobs", "default_max_workers"]
+__all__ = ["LocalPool", "run_jobs", "default_max_workers", "WORKERS_DID_NOT_START"]
 
 #: seconds a worker may take to start (a fresh interpreter importing minitvm)
 STARTUP_TIMEOUT = 300.0
+
+
+#: why the workers of a LocalPool died at start, and what to do about it
+WORKERS_DID_NOT_START = (
+    "the tuner's worker processes died while starting. minitvm starts them with the 'spawn' method "
+    "(a fresh interpreter: 'fork' would copy the tuner's LLVM and thread state, which is not safe), and a "
+    "spawned worker imports your script again: if the script calls tune_tir (or builds a LocalBuilder / "
+    "LocalRunner) at the top level, every worker tries to tune too and dies. Put that code under "
+    "`if __name__ == \"__main__\":` (notebooks and `python -c` need nothing), or pass executor=... with "
+    "workers of your own.")
 
 
 def default_max_workers() -> int:
@@ -44,8 +54,12 @@ class LocalPool:
             # job, not an interpreter starting on a busy machine
             from ._worker import warm_up
 
-            for fut in [self._pool.submit(warm_up) for _ in range(self.max_workers)]:
-                fut.result(timeout=STARTUP_TIMEOUT)
+            try:
+                for fut in [self._pool.submit(warm_up) for _ in range(self.max_workers)]:
+                    fut.result(timeout=STARTUP_TIMEOUT)
+            except cf.process.BrokenProcessPool as err:
+                self._pool = None
+                raise RuntimeError(WORKERS_DID_NOT_START) from err
         return self._pool
 
     def restart(self) -> None:

@@ -1,6 +1,9 @@
 """Postprocessors: deterministic steps run after a candidate's sampled schedule (TVM's
 ``ms.postproc``), recorded in the trace after ``sch.enter_postproc()``.
 
+* :func:`rewrite_packed_read` -- where ``multi_level_tiling`` sampled ``meta_schedule.pack_read = 1``,
+  copy the operand into panels as wide as the register tile (``cache_read`` + ``transform_layout``)
+  and give the copy a panel-major loop nest (the next postprocessor makes it parallel and vector);
 * :func:`rewrite_reduction_block` -- split each reduction's init from its update at the first
   reduction loop (``decompose_reduction``), so the inner loops carry no ``k == 0`` test;
 * :func:`rewrite_parallel_vectorize_unroll` -- read the root block's annotations written by
@@ -15,9 +18,10 @@ from typing import Any
 
 from ..tir.expr import IntImm
 from ..tir.schedule import BlockRV, LoopRV, Schedule, ScheduleError
-from .schedule_rule import block_info
+from .schedule_rule import PACK_READ, block_info, packable_read
 
-__all__ = ["rewrite_reduction_block", "rewrite_parallel_vectorize_unroll", "apply_postprocs", "leaf_blocks"]
+__all__ = ["rewrite_packed_read", "rewrite_reduction_block", "rewrite_parallel_vectorize_unroll", "apply_postprocs",
+           "leaf_blocks"]
 
 #: the largest vector loop the postprocessor makes (longer innermost loops are split first)
 VECTOR_LANES = 16
@@ -34,6 +38,59 @@ def leaf_blocks(sch: Schedule) -> list[BlockRV]:
 def _extent(sch: Schedule, loop: LoopRV) -> int | None:
     e = sch.get(loop).extent
     return e.value if isinstance(e, IntImm) else None
+
+
+def _register_tile_width(sch: Schedule, block: BlockRV, var: Any) -> int:
+    """The product of the extents of the loops binding ``var`` inside ``block``'s first
+    reduction loop: how many consecutive ``var`` values one reduction step reads."""
+    from ..tir.analysis import uses_var
+
+    realize, _ = sch._block(block)
+    value = next(v for iv, v in zip(realize.block.iter_vars, realize.iter_values) if iv.var is var)
+    info = block_info(sch, block)
+    width, inside = 1, False
+    for lp, kind in zip(info["loops"], info["loop_kinds"]):
+        inside = inside or kind != "S"
+        if inside and uses_var(value, sch.get(lp).loop_var):
+            width *= _extent(sch, lp) or 1
+    return width
+
+
+def _panels(width: int, j_first: bool) -> Any:
+    """The index map ``[k, j]`` (or ``[j, k]``) -> ``[j // width, k, j % width]``."""
+    if j_first:
+        return lambda j, k: (j // width, k, j % width)
+    return lambda k, j: (j // width, k, j % width)
+
+
+def rewrite_packed_read(sch: Schedule) -> None:
+    """Apply each block's sampled ``meta_schedule.pack_read``: when it is 1, the operand
+    ``packable_read`` finds (``B[k, j]`` or ``W[j, k]``) is copied into panels
+    ``B_packed[j // w, k, j % w]`` with ``w`` the register tile's width (read from the loops, so
+    a mutated tile size gets its own panels), and the copy's loops become ``(j0, k, j1)`` so it
+    writes each panel in order.  Nothing happens when the panels would be B itself."""
+    for block in leaf_blocks(sch):
+        anns = sch.get(block).annotations
+        if PACK_READ not in anns:
+            continue
+        pack = int(getattr(anns[PACK_READ], "value", anns[PACK_READ]))
+        sch.unannotate(block, PACK_READ)
+        found = packable_read(sch.get(block))
+        if not pack or found is None:
+            continue
+        index, j_var, k_var = found
+        region = sch.get(block).reads[index]
+        j_first = region.region[0].min is j_var
+        width = _register_tile_width(sch, block, j_var)
+        extent = region.buffer.shape[0 if j_first else 1].value
+        if width < 2 or extent % width or (width == extent and not j_first):
+            continue
+        packed = sch.cache_read(block, index, "global")
+        sch.transform_layout(block, ("read", index), _panels(width, j_first))
+        outer, inner = sch.get_loops(packed)
+        j_loop, k_loop = (outer, inner) if j_first else (inner, outer)
+        j0, j1 = sch.split(j_loop, factors=[None, width])
+        sch.reorder(j0, k_loop, j1)
 
 
 def rewrite_reduction_block(sch: Schedule) -> None:
@@ -104,8 +161,9 @@ def _vectorize(sch: Schedule, max_extent: int) -> None:
 
 
 def _unroll(sch: Schedule, max_step: int) -> None:
-    """Unroll each block's innermost serial loops while the scalar steps they hold (a vector
-    loop counts its lanes) multiply to <= max_step."""
+    """Unroll each block's innermost serial loops while the steps they hold multiply to
+    <= max_step.  A vector loop is one step, as in TVM, whose UnrollLoop pass counts statements
+    after VectorizeLoop has made each vector loop a single one."""
     if max_step <= 1:
         return
     for block in leaf_blocks(sch):
@@ -114,16 +172,27 @@ def _unroll(sch: Schedule, max_step: int) -> None:
         for lp in reversed(loops):
             node = sch.get(lp)
             if node.kind == "vectorized":
-                product *= _extent(sch, lp) or 1
                 continue
             extent = _extent(sch, lp)
-            if node.kind != "serial" or extent is None or product * extent > max_step:
+            if node.kind != "serial" or extent is None or product * extent > max_step or _holds_rolled_loop(node):
                 break
             product *= extent
             try:
                 sch.unroll(lp)
             except ScheduleError:
                 break
+
+
+def _holds_rolled_loop(loop: Any) -> bool:
+    """Whether a loop nested in ``loop`` stays a loop (another block's ``k`` loop under a loop
+    this block shares): TVM's UnrollLoop unrolls no loop around a loop it keeps."""
+    from ..tir.functor import post_order_visit
+    from ..tir.stmt import For
+
+    rolled: list[Any] = []
+    post_order_visit(loop.body, lambda n: rolled.append(n) if isinstance(n, For) and n.kind in ("serial", "parallel")
+                     else None)
+    return bool(rolled)
 
 
 def rewrite_parallel_vectorize_unroll(sch: Schedule) -> None:
@@ -155,4 +224,5 @@ def apply_postprocs(sch: Schedule, postprocs: Any = "default") -> Schedule:
 
 
 # TVM's order for CPUs: loop kinds first (vectorizing needs the reduction's init still in place)
-_DEFAULT = (rewrite_parallel_vectorize_unroll, rewrite_reduction_block)
+# (the packed copy is made first, so it gets threads and vector lanes too)
+_DEFAULT = (rewrite_packed_read, rewrite_parallel_vectorize_unroll, rewrite_reduction_block)

@@ -7,7 +7,8 @@ primitives whose random choices are sampling instructions in the trace (TVM's ``
 * :func:`multi_level_tiling` -- the "SSRSRS" tiling of a block with data reuse (matmul, conv):
   every spatial loop split in 4 levels, every reduction loop in 2, sizes sampled with
   ``sample_perfect_tile``, reordered S0 S1 R0 S2 R1 S3 (the innermost S3 becomes the vector
-  lanes, S2 x S3 the register tile, S1/R0 the cache tile);
+  lanes, S2 x S3 the register tile, S1/R0 the cache tile), with a sampled choice whether to
+  pack the operand read along the vector tile into panels (``postproc.rewrite_packed_read``);
 * :func:`random_compute_location` -- place a producer left standing (one that cannot be
   inlined) at a sampled loop of its consumer (``sample_compute_location``);
 * :func:`parallel_vectorize_unroll` -- sample how far to unroll and whether to use threads, and
@@ -28,7 +29,7 @@ from ..tir.schedule import BlockRV, Schedule, ScheduleError
 
 __all__ = ["ScheduleRule", "AutoInline", "MultiLevelTiling", "RandomComputeLocation", "ParallelizeVectorizeUnroll",
            "auto_inline", "multi_level_tiling", "random_compute_location", "parallel_vectorize_unroll",
-           "default_rules", "block_info", "UNROLL_CANDIDATES"]
+           "default_rules", "block_info", "packable_read", "UNROLL_CANDIDATES", "PACK_READ"]
 
 #: the "SSRSRS" structure of CPU multi-level tiling: one letter a level
 CPU_TILING_STRUCTURE = "SSRSRS"
@@ -36,6 +37,8 @@ CPU_TILING_STRUCTURE = "SSRSRS"
 MAX_INNERMOST_FACTOR = 64
 #: how far unrolling may go (TVM also tries 512; here code generation in Python makes it too slow)
 UNROLL_CANDIDATES = (0, 16, 64)
+#: the block annotation holding the sampled decision to pack a read operand into panels
+PACK_READ = "meta_schedule.pack_read"
 
 
 # -- reading blocks ---------------------------------------------------------------------------
@@ -103,7 +106,22 @@ def auto_inline(sch: Schedule, block: BlockRV) -> bool:
 def multi_level_tiling(sch: Schedule, block: BlockRV, structure: str = CPU_TILING_STRUCTURE,
                        max_innermost_factor: int = MAX_INNERMOST_FACTOR) -> bool:
     """Tile a reduction block with data reuse as ``structure`` (default "SSRSRS"): sampled tile
-    sizes for each level, loops reordered level by level.  Returns whether it tiled."""
+    sizes for each level, loops reordered level by level.  Returns whether it tiled.
+
+    The accumulator is a ``local`` write cache written back after the last spatial level
+    before the first reduction level (TVM's write-cache level 2; level 1 is the same nest with
+    the S1 tiles sampled to 1, so sampling the level adds no schedule): it holds exactly the
+    S2 x S3 register tile.
+
+    When the block reads a 2-D operand along its innermost spatial iterator and one reduction
+    iterator (``B[k, j]`` of a matmul, ``W[j, k]`` of a dense), a sampled decision
+    ``sample_categorical([0, 1])`` (annotation ``meta_schedule.pack_read``) says whether to pack
+    it into panels as wide as the register tile, ``B_packed[j // w, k, j % w]``; the postprocessor
+    ``rewrite_packed_read`` does it (``cache_read`` + ``transform_layout``) once the tile sizes are
+    final, since mutation changes ``w``.  TVM's ``RewriteLayout`` postproc instead transforms a
+    ``layout_free_buffers`` weight ahead of time, outside the kernel; minitvm packs inside the
+    kernel on every call (a K x N copy, repaid over the M rows), so it needs no constant weights.
+    """
     info = block_info(sch, block)
     if not info["is_reduction"] or "O" in info["loop_kinds"] or not _has_data_reuse(info["block"]):
         return False
@@ -121,6 +139,8 @@ def multi_level_tiling(sch: Schedule, block: BlockRV, structure: str = CPU_TILIN
             levels[level].append(part)
     sch.reorder(*[lp for level in levels for lp in level])
     sch.annotate(block, "meta_schedule.tiling_structure", structure)
+    if packable_read(sch.get(block)) is not None:
+        sch.annotate(block, PACK_READ, sch.sample_categorical([0, 1], [0.5, 0.5]))
     # accumulate in a local tile (registers / L1) written back after the reduction: TVM's
     # write cache, here at the last spatial level before the first reduction level
     first_r = structure.index("R")
@@ -128,6 +148,30 @@ def multi_level_tiling(sch: Schedule, block: BlockRV, structure: str = CPU_TILIN
         local = sch.cache_write(block, 0, "local")
         sch.reverse_compute_at(local, levels[first_r - 1][-1])
     return True
+
+
+def packable_read(blk: Any) -> tuple[int, Any, Any] | None:
+    """``(read index, spatial var, reduction var)`` of the 2-D operand ``blk`` reads at
+    ``[k, j]`` or ``[j, k]``, ``j`` its innermost spatial iterator and ``k`` a reduction one
+    (a matmul's or dense's right operand); None when there is none (conv, batch matmul)."""
+    spatial = [iv.var for iv in blk.iter_vars if iv.iter_type == "spatial"]
+    reduce = {id(iv.var) for iv in blk.iter_vars if iv.iter_type == "reduce"}
+    if not spatial:
+        return None
+    inner = spatial[-1]
+    written = {id(w.buffer) for w in blk.writes}
+    for index, region in enumerate(blk.reads):
+        dims = region.region
+        if id(region.buffer) in written or len(dims) != 2 or len(region.buffer.shape) != 2:
+            continue
+        if any(not isinstance(d.extent, IntImm) or d.extent.value != 1 for d in dims):
+            continue
+        a, b = dims[0].min, dims[1].min
+        if a is inner and id(b) in reduce:
+            return index, a, b
+        if b is inner and id(a) in reduce:
+            return index, b, a
+    return None
 
 
 def random_compute_location(sch: Schedule, block: BlockRV) -> bool:

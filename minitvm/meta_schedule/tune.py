@@ -96,6 +96,7 @@ class _Task:
     def __init__(self, ctx: TuneContext, weight: float, database: Database, cost_model: Any, seed: int | None) -> None:
         self.ctx, self.weight = ctx, weight
         self.workload = database.commit_workload(ctx.mod)
+        self.workload.task_name = self.workload.task_name or ctx.task_name
         self.flops = workload_flops(ctx.mod)
         self.trials, self.best, self.done = 0, math.inf, False
         ctx.search_strategy.pre_tuning(ctx.mod, ctx.space_generator, ctx.target, seed, database, cost_model)

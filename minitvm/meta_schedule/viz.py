@@ -22,7 +22,7 @@ __all__ = ["tuning_curve", "plot_tuning_curve", "best_loop_nest", "diff_against_
 
 
 def tuning_curve(database: Database, mod: IRModule | PrimFunc | None = None) -> dict[str, list[float]]:
-    """Per workload (by its first function's name, or ``mod``'s only): the best GFLOP/s after
+    """Per workload (by its task's name, or ``mod``'s only): the best GFLOP/s after
     each of its trials (0 until one succeeds), in the order the trials ran."""
     curves: dict[str, list[float]] = {}
     wanted = None if mod is None else database._find(normalize_mod(mod))
@@ -37,11 +37,14 @@ def tuning_curve(database: Database, mod: IRModule | PrimFunc | None = None) -> 
                     best = min(best, record.mean_secs)
                 curve.append(flops / best / 1e9 if best < math.inf else 0.0)
         name = _name_of(workload, len(curves))
-        curves[name] = curve
+        curves[name if name not in curves else f"{name} ({len(curves)})"] = curve
     return curves
 
 
 def _name_of(workload: Any, k: int) -> str:
+    """The task's name (``tune_relax``'s are the kernels' names), else the module's function's."""
+    if workload.task_name:
+        return workload.task_name
     names = [gv.name_hint for gv in workload.mod.get_global_vars()]
     return f"workload {k}" if names == ["main"] else names[0]
 

@@ -10,6 +10,7 @@ from minitvm import meta_schedule as ms
 from minitvm import tir
 from minitvm.meta_schedule import search_strategy as ss
 from minitvm.meta_schedule import space_generator as sg
+from minitvm.script import tir as T
 from minitvm.target import Target
 
 from .workloads import matmul_64, split_j
@@ -29,8 +30,9 @@ def test_multi_level_tiling_is_ssrsrs_with_sampled_tiles():
     kinds = "".join("R" if lp.loop_var.name.startswith("k") else "S" for lp in loops)
     assert kinds == "SSSSRSSRSS"  # S0 S1 | R0 | S2 | R1 | S3 with two spatial loops a level
     assert any(i.kind.name == "CacheWrite" for i in sch.trace.insts)
-    # a target with several cores also samples whether to use threads
-    assert sum(i.kind.name == "SampleCategorical" for i in _design(2).trace.insts) == 2
+    # unroll and whether to pack B; a target with several cores also samples whether to use threads
+    assert sum(i.kind.name == "SampleCategorical" for i in _design(1).trace.insts) == 2
+    assert sum(i.kind.name == "SampleCategorical" for i in _design(2).trace.insts) == 3
 
 
 def test_replayed_candidates_compute_the_matmul_and_differ():
@@ -103,3 +105,112 @@ def test_ranking_quality_of_a_perfect_and_a_reversed_order():
     secs = np.array([1.0, 2.0, 3.0, 4.0])
     assert ms.cost_model.ranking_quality(1 / secs, secs, k=2) == {"spearman": 1.0, "top_k_recall": 1.0}
     assert ms.cost_model.ranking_quality(secs, secs, k=2) == {"spearman": -1.0, "top_k_recall": 0.0}
+
+
+# -- packing the right operand into panels (multi_level_tiling's sampled pack_read) -----------
+
+
+@T.prim_func
+def _dense_32x48x64(A: T.Buffer((32, 64), "float32"), W: T.Buffer((48, 64), "float32"),
+                    C: T.Buffer((32, 48), "float32")):
+    T.func_attr({"global_symbol": "main", "tir.noalias": True})
+    for i, j, k in T.grid(32, 48, 64):
+        with T.block("C"):
+            vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+            with T.init():
+                C[vi, vj] = T.float32(0)
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * W[vj, vk]
+
+
+@T.prim_func
+def _batch_matmul_2x16(A: T.Buffer((2, 16, 16), "float32"), B: T.Buffer((2, 16, 16), "float32"),
+                       C: T.Buffer((2, 16, 16), "float32")):
+    T.func_attr({"global_symbol": "main", "tir.noalias": True})
+    for b, i, j, k in T.grid(2, 16, 16, 16):
+        with T.block("C"):
+            vb, vi, vj, vk = T.axis.remap("SSSR", [b, i, j, k])
+            with T.init():
+                C[vb, vi, vj] = T.float32(0)
+            C[vb, vi, vj] = C[vb, vi, vj] + A[vb, vi, vk] * B[vb, vk, vj]
+
+
+def _with_decisions(mod, tiles, pack):
+    """The PostOrderApply design of ``mod`` replayed with the given tile sizes and pack decision."""
+    design = sg.PostOrderApply().generate_design_space(mod, Target("llvm --num-cores=1"), seed=0)[0]
+    trace = design.trace
+    for inst, tile in zip([i for i in trace.insts if i.kind.name == "SamplePerfectTile"], tiles):
+        trace = trace.with_decision(inst, tile, remove_postproc=True)
+    pack_inst = next(i for i in trace.insts if i.kind.name == "SampleCategorical" and list(i.attrs[0]) == [0, 1])
+    trace = trace.with_decision(pack_inst, pack, remove_postproc=True)
+    sch = ss.replay(trace, mod, 1, "default", resample=False)
+    assert sch is not None
+    return sch
+
+
+def _run_matmul_like(mod, a, b, out_shape):
+    lib = minitvm.build(mod, target="llvm")
+    c = minitvm.nd.empty(out_shape, "float32")
+    lib["main"](minitvm.nd.array(a), minitvm.nd.array(b), c)
+    return c.numpy()
+
+
+def test_packable_read_is_the_2d_operand_along_the_innermost_spatial_iterator():
+    from minitvm.meta_schedule.schedule_rule import packable_read
+
+    def block_c(func):
+        sch = tir.Schedule(func)
+        return sch.get(sch.get_block("C"))
+
+    index, j, k = packable_read(block_c(matmul_64))  # B[k, j], not A[i, k]
+    assert index == 1 and (j.name, k.name) == ("vj", "vk")
+    index, j, k = packable_read(block_c(_dense_32x48x64))  # W[j, k]
+    assert index == 1 and (j.name, k.name) == ("vj", "vk")
+    assert packable_read(block_c(_batch_matmul_2x16)) is None  # 3-D operands
+
+
+def test_pack_decision_packs_b_into_register_tile_wide_panels_and_stays_correct():
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((64, 64)).astype("float32"), rng.standard_normal((64, 64)).astype("float32")
+    # j tiles: S2 x S3 = 2 x 8 -> panels 16 wide: B_global[j // 16, k, j % 16]
+    sch = _with_decisions(MOD, [[2, 4, 4, 2], [2, 2, 2, 8], [16, 4]], pack=1)
+    text = sch.mod.script()
+    assert "B_global = T.alloc_buffer((4, 64, 16))" in text
+    assert "B_global[v1 // 16, v0, v1 % 16] = B[v0, v1]" in text
+    assert "meta_schedule" not in text
+    np.testing.assert_allclose(_run_matmul_like(sch.mod, a, b, (64, 64)), a @ b, rtol=1e-4, atol=1e-4)
+    # a mutated tile size gets its own panels: the width is read from the loops by the postproc
+    sch = _with_decisions(MOD, [[2, 4, 4, 2], [8, 1, 1, 8], [16, 4]], pack=1)
+    assert "B_global = T.alloc_buffer((8, 64, 8))" in sch.mod.script()
+    np.testing.assert_allclose(_run_matmul_like(sch.mod, a, b, (64, 64)), a @ b, rtol=1e-4, atol=1e-4)
+    # decision 0: B read in place
+    sch = _with_decisions(MOD, [[2, 4, 4, 2], [2, 2, 2, 8], [16, 4]], pack=0)
+    assert "B_global" not in sch.mod.script()
+
+
+def test_pack_decision_on_a_dense_transposes_w_into_panels():
+    mod = minitvm.IRModule({"main": _dense_32x48x64})
+    rng = np.random.default_rng(1)
+    a, w = rng.standard_normal((32, 64)).astype("float32"), rng.standard_normal((48, 64)).astype("float32")
+    sch = _with_decisions(mod, [[2, 2, 2, 4], [3, 2, 1, 8], [8, 8]], pack=1)
+    text = sch.mod.script()
+    assert "W_global = T.alloc_buffer((6, 64, 8))" in text
+    np.testing.assert_allclose(_run_matmul_like(sch.mod, a, w, (32, 48)), a @ w.T, rtol=1e-4, atol=1e-4)
+
+
+def test_batch_matmul_samples_no_pack_decision():
+    design = sg.PostOrderApply().generate_design_space(minitvm.IRModule({"main": _batch_matmul_2x16}),
+                                                       Target("llvm --num-cores=1"), seed=0)[0]
+    assert not any(i.kind.name == "SampleCategorical" and list(i.attrs[0]) == [0, 1] for i in design.trace.insts)
+    assert "pack_read" not in str(design.trace)
+
+
+def test_unroll_counts_a_vector_loop_as_one_step_and_keeps_loops_around_a_rolled_loop():
+    # i3 = 4 rows x an 8-lane vector: 4 steps, unrolled at max step 16; the S1 loop i_1 (2)
+    # holds the k loop of the update and is never unrolled, though the write-back under it is small
+    sch = _with_decisions(MOD, [[4, 2, 2, 4], [8, 1, 1, 8], [64, 1]], pack=0)
+    trace = sch.trace
+    unroll = next(i for i in trace.insts if i.kind.name == "SampleCategorical" and list(i.attrs[0]) == [0, 16, 64])
+    sch = ss.replay(trace.with_decision(unroll, 1, remove_postproc=True), MOD, 1, "default", resample=False)
+    kinds = {sch.get(lp).loop_var.name: sch.get(lp).kind for lp in sch.get_loops(sch.get_block("C_update"))}
+    assert kinds["i_3"] == "unrolled" and kinds["j_3"] == "vectorized"
+    assert kinds["i_1"] == "serial" and kinds["k_0"] == "serial"
