@@ -63,11 +63,15 @@ def _load(artifact_path: str, target: str) -> Any:
         jit_compile,
         target_machine,
     )
+    from ..target.codegen.thread_pool import ensure_thread_pool
 
     with open(artifact_path, "rb") as f:
         art = pickle.load(f)
     tgt = Target(art["target"])
-    init_llvm()  # also loads libgomp, for parallel loops
+    init_llvm()
+    # what parallel loops call: only code generation starts it otherwise, and a runner worker
+    # that never built anything (a fresh one after a crash or timeout) would jump to null
+    ensure_thread_pool()
     with LLVM_LOCK:
         tm = target_machine(tgt.mcpu, features_string(tgt.features), tgt.opt_level)
         engine, entry = jit_compile(llvm.parse_assembly(art["ll"]), tm, art["signatures"])

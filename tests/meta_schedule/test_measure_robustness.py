@@ -1,6 +1,8 @@
 """A candidate that crashes its worker, hangs or computes a wrong result is recorded as failed
 and the search goes on (issue 16's measurement requirement)."""
 
+import os
+
 from minitvm import meta_schedule as ms
 from minitvm import tir
 from minitvm.script import tir as T
@@ -83,3 +85,42 @@ def test_builder_and_runner_report_each_failure_by_candidate(tmp_path):
         [ms.runner.RunnerInput(b.artifact_path, "llvm", args_info_of(mod), ref) for b in built])]
     assert wrong.run_secs is None and "wrong result" in wrong.error_msg
     assert good.error_msg is None and good.run_secs[0] > 0
+
+
+def test_a_script_that_tunes_without_a_main_guard_gets_a_clear_error(tmp_path):
+    # spawned workers import the script again and die trying to tune too: the tuner says why
+    import subprocess
+    import sys
+
+    script = tmp_path / "tune_unguarded.py"
+    script.write_text(
+        "import minitvm\n"
+        "from minitvm import meta_schedule as ms\n"
+        "from tests.meta_schedule.workloads import add_one_32\n"
+        f"ms.tune_tir(minitvm.IRModule({{'main': add_one_32}}), 'llvm --num-cores=1', {str(tmp_path / 'w')!r},\n"
+        "            max_trials_global=1, progress=False)\n")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=root)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode != 0
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("RuntimeError: the tuner's worker processes died while starting")
+    assert 'if __name__ == "__main__":' in proc.stderr
+
+
+def test_a_fresh_runner_worker_runs_a_parallel_candidate(tmp_path):
+    # a runner worker that never compiled anything (as after a crash or a timeout restarted it)
+    # must still have the thread pool parallel loops call: it once segfaulted on every one
+    import minitvm
+    from minitvm.meta_schedule import _worker
+    from minitvm.meta_schedule.search_strategy import args_info_of
+
+    mod = minitvm.IRModule({"main": add_one_32})
+    ref = _worker.reference_outputs(mod.script(), "llvm", args_info_of(mod), 0, str(tmp_path / "ref.npz"))
+    sch = tir.Schedule(mod)
+    sch.parallel(sch.get_loops(sch.get_block("B"))[0])
+    artifact = _worker.build_candidate(sch.mod.script(), "llvm", str(tmp_path / "parallel.pkl"))
+    runner = ms.runner.LocalRunner(timeout_sec=60, evaluator_config=ms.runner.EvaluatorConfig(1, 1, 0))
+    [result] = [f.result() for f in runner.run([ms.runner.RunnerInput(artifact, "llvm", args_info_of(mod), ref)])]
+    runner.executor.shutdown()
+    assert result.error_msg is None and result.run_secs[0] > 0

@@ -34,6 +34,8 @@ def test_tune_relax_then_the_tuned_kernels_replace_the_default_ones(tmp_path):
     tasks = ms.relax_integration.extract_tasks(mod, target)
     tuned = [t for t in tasks if db.query_tuning_record(t.mod, target, "main") is not None]
     assert tuned  # every trial went to some kernel
+    # the tuning plot names each curve by its task (the kernel), not "workload k"
+    assert set(ms.viz.tuning_curve(db)) == {t.task_name for t in tuned}
     x, params, want = _inputs(spec)
     ex = ms.relax_integration.compile_relax(db, mod, target)
     vm = relax.VirtualMachine(ex, minitvm.cpu())
