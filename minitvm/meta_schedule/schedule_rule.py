@@ -3,7 +3,8 @@ primitives whose random choices are sampling instructions in the trace (TVM's ``
 
 ``PostOrderApply`` (see ``space_generator``) runs them on every block of a function:
 
-* :func:`auto_inline` -- inline elementwise producers (padding too) into their consumers (no choice);
+* :func:`auto_inline` -- inline elementwise producers into their consumers (no choice; padding
+  only in a function without reductions, as TVM's CPU rule);
 * :func:`multi_level_tiling` -- the "SSRSRS" tiling of a block with data reuse (matmul, conv):
   every spatial loop split in 4 levels, every reduction loop in 2, sizes sampled with
   ``sample_perfect_tile``, reordered S0 S1 R0 S2 R1 S3 (the innermost S3 becomes the vector
@@ -26,6 +27,7 @@ from typing import Any, Callable
 from ..tir.expr import Call, IntImm, Select
 from ..tir.functor import post_order_visit
 from ..tir.schedule import BlockRV, Schedule, ScheduleError
+from ..tir.stmt import BlockRealize
 
 __all__ = ["ScheduleRule", "AutoInline", "MultiLevelTiling", "RandomComputeLocation", "ParallelizeVectorizeUnroll",
            "auto_inline", "multi_level_tiling", "random_compute_location", "parallel_vectorize_unroll",
@@ -81,6 +83,18 @@ def _has_data_reuse(blk: Any) -> bool:
     return False
 
 
+def _blocks_under(loop: Any) -> int:
+    count = [0]
+    post_order_visit(loop.body, lambda n: count.__setitem__(0, count[0] + 1) if isinstance(n, BlockRealize) else None)
+    return count[0]
+
+
+def _has_reduction(sch: Schedule) -> bool:
+    from ..tir.schedule.tree import block_realizes
+
+    return any(iv.iter_type == "reduce" for r, _ in block_realizes(sch._func().body) for iv in r.block.iter_vars)
+
+
 def _is_output(sch: Schedule, block: BlockRV) -> bool:
     func = sch._func(block.func_name)
     written = {id(w.buffer) for w in sch.get(block).writes}
@@ -91,10 +105,14 @@ def _is_output(sch: Schedule, block: BlockRV) -> bool:
 
 
 def auto_inline(sch: Schedule, block: BlockRV) -> bool:
-    """Inline a spatial, non-output block into its consumers (TVM's AutoInline; padding too, as
-    TVM does on CPUs); returns whether it inlined."""
+    """Inline a spatial, non-output block into its consumers (TVM's AutoInline); returns whether
+    it inlined.  As TVM's CPU rule (``disallow_if_then_else``), padding (a block with an
+    if-then-else) is inlined only in a function without reductions: before a conv it stays a
+    block, which ``random_compute_location`` places (a sampled loop, the root, or inlined)."""
     info = block_info(sch, block)
     if not info["is_spatial"] or _is_output(sch, block):
+        return False
+    if info["has_padding"] and _has_reduction(sch):
         return False
     try:
         sch.compute_inline(block)
@@ -142,9 +160,10 @@ def multi_level_tiling(sch: Schedule, block: BlockRV, structure: str = CPU_TILIN
     if packable_read(sch.get(block)) is not None:
         sch.annotate(block, PACK_READ, sch.sample_categorical([0, 1], [0.5, 0.5]))
     # accumulate in a local tile (registers / L1) written back after the reduction: TVM's
-    # write cache, here at the last spatial level before the first reduction level
+    # write cache, here at the last spatial level before the first reduction level; as in TVM
+    # also for a block that is not the output (a conv whose epilogue reads its result)
     first_r = structure.index("R")
-    if first_r > 0 and _is_output(sch, block):
+    if first_r > 0:
         local = sch.cache_write(block, 0, "local")
         sch.reverse_compute_at(local, levels[first_r - 1][-1])
     return True
@@ -176,9 +195,13 @@ def packable_read(blk: Any) -> tuple[int, Any, Any] | None:
 
 def random_compute_location(sch: Schedule, block: BlockRV) -> bool:
     """Compute a non-output spatial block at a sampled loop of its consumer (or leave it at the
-    root, or inline it): TVM's RandomComputeLocation.  Returns whether it sampled."""
+    root, or inline it): TVM's RandomComputeLocation.  Returns whether it sampled.  As in TVM,
+    only a block with a loop nest of its own: not one already placed inside another block's
+    loops (a write cache's write-back, which multi-level tiling put where it belongs)."""
     info = block_info(sch, block)
     if not info["is_spatial"] or _is_output(sch, block) or not sch.get_consumers(block):
+        return False
+    if not info["loops"] or _blocks_under(sch.get(info["loops"][0])) > 1:
         return False
     loop = sch.sample_compute_location(block)
     sch.compute_at(block, loop)

@@ -214,3 +214,46 @@ def test_unroll_counts_a_vector_loop_as_one_step_and_keeps_loops_around_a_rolled
     kinds = {sch.get(lp).loop_var.name: sch.get(lp).kind for lp in sch.get_loops(sch.get_block("C_update"))}
     assert kinds["i_3"] == "unrolled" and kinds["j_3"] == "vectorized"
     assert kinds["i_1"] == "serial" and kinds["k_0"] == "serial"
+
+
+@T.prim_func
+def _pad_conv1d_relu(A: T.Buffer((16,), "float32"), W: T.Buffer((3,), "float32"), C: T.Buffer((16,), "float32")):
+    T.func_attr({"global_symbol": "main", "tir.noalias": True})
+    P = T.alloc_buffer((18,))
+    B = T.alloc_buffer((16,))
+    for i in range(18):
+        with T.block("P"):
+            vi = T.axis.spatial(18, i)
+            P[vi] = T.if_then_else(1 <= vi and vi < 17, A[vi - 1], T.float32(0))
+    for i, r in T.grid(16, 3):
+        with T.block("B"):
+            vi, vr = T.axis.remap("SR", [i, r])
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = B[vi] + P[vi + vr] * W[vr]
+    for i in range(16):
+        with T.block("C"):
+            vi = T.axis.spatial(16, i)
+            C[vi] = T.max(B[vi], T.float32(0))
+
+
+def test_padding_before_a_reduction_is_placed_not_inlined_and_the_write_back_stays_put():
+    # TVM's CPU AutoInline refuses if-then-else blocks (disallow_if_then_else) unless the function
+    # is purely spatial; RandomComputeLocation samples where the padding goes, and leaves the
+    # write cache's write-back (already inside the conv's loops) where tiling put it
+    mod = minitvm.IRModule({"main": _pad_conv1d_relu})
+    design = sg.PostOrderApply().generate_design_space(mod, Target("llvm --num-cores=1"), seed=0)[0]
+    insts = design.trace.insts
+    located = [insts[k + 1].inputs[0] for k, i in enumerate(insts) if i.kind.name == "SampleComputeLocation"]
+    assert [b.name for b in located] == ["P"]
+    assert not any(i.kind.name == "ComputeInline" for i in insts)
+    assert any(i.kind.name == "CacheWrite" for i in insts)  # B is not the output, it still accumulates locally
+    rng = np.random.default_rng(2)
+    a, w = rng.standard_normal(16).astype("float32"), rng.standard_normal(3).astype("float32")
+    want = np.maximum(np.convolve(np.pad(a, 1), w[::-1], mode="valid"), 0)
+    for seed in range(3):
+        sch = ss.replay(design.trace, mod, seed + 1, "default", resample=True)
+        lib = minitvm.build(sch.mod, target="llvm")
+        c = minitvm.nd.empty((16,), "float32")
+        lib["main"](minitvm.nd.array(a), minitvm.nd.array(w), c)
+        np.testing.assert_allclose(c.numpy(), want, rtol=1e-5, atol=1e-5)
