@@ -251,8 +251,12 @@ def test_padding_before_a_reduction_is_placed_not_inlined_and_the_write_back_sta
     rng = np.random.default_rng(2)
     a, w = rng.standard_normal(16).astype("float32"), rng.standard_normal(3).astype("float32")
     want = np.maximum(np.convolve(np.pad(a, 1), w[::-1], mode="valid"), 0)
-    for seed in range(3):
-        sch = ss.replay(design.trace, mod, seed + 1, "default", resample=True)
+    # a resampled location can leave the recorded loops of a later step behind: that replay is
+    # dropped (None), as the search drops it; the others must compute the function
+    replayed = [ss.replay(design.trace, mod, seed + 1, "default", resample=True) for seed in range(6)]
+    replayed = [sch for sch in replayed if sch is not None]
+    assert len(replayed) >= 3
+    for sch in replayed:
         lib = minitvm.build(sch.mod, target="llvm")
         c = minitvm.nd.empty((16,), "float32")
         lib["main"](minitvm.nd.array(a), minitvm.nd.array(w), c)
