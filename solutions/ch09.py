@@ -11,9 +11,10 @@ transformations, or writes a kernel, or predicts a number. Try them here or in a
     print(lib.imported_modules[0].get_source())
     print(lib.report())
 
-The graders (``tests/grade/test_ch09.py``) build every kernel for ``"cuda-emulated"``, run it
-against numpy and read the emulator's report (threads, shared memory, bytes moved). Run them
-with ``minitvm grade ch09`` or ``minitvm.grade.check("ch09")``.
+The graders (``tests/grade/test_ch09.py``) build every GPU kernel for ``"cuda-emulated"``, run
+it against numpy and read the emulator's report (threads, shared memory, bytes moved); the
+last exercise (9.8) is the CPU's turn: an int8 matmul tensorized with AVX-512 VNNI, built for
+``"llvm"``. Run them with ``minitvm grade ch09`` or ``minitvm.grade.check("ch09")``.
 """
 
 from __future__ import annotations
@@ -71,6 +72,22 @@ class MatMul:
                 with T.init():
                     C[vi, vj] = T.float32(0)
                 C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+
+@I.ir_module
+class Int8MatMul:
+    # C = A @ W.T in int32 for A uint8 and W int8, W given packed as B[j // 16, k // 4, j % 16, k % 4]
+    @T.prim_func
+    def main(A: T.Buffer((64, 64), "uint8"), B: T.Buffer((4, 16, 16, 4), "int8"),
+             C: T.Buffer((64, 64), "int32")):
+        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        for i, j, k in T.grid(64, 64, 64):
+            with T.block("C"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                with T.init():
+                    C[vi, vj] = 0
+                C[vi, vj] = C[vi, vj] + T.Cast("int32", A[vi, vk]) * T.Cast(
+                    "int32", B[vj // 16, vk // 4, vj % 16, vk % 4])
 
 
 # ---------------------------------------------------------------- exercises
@@ -236,4 +253,29 @@ def window_sum_global_bytes(n: int, nthread: int, shared: bool) -> int:
         return n * (3 + 1) * 4
     blocks = n // nthread
     return blocks * ((nthread + 2) + nthread) * 4
+    # END SOLUTION
+
+
+def tensorize_int8_tile(mod: IRModule) -> tir.Schedule:
+    """Exercise 9.8: the int8 matmul (``Int8MatMul``) on the CPU's int8 dot-product instruction.
+
+    AVX-512 VNNI's ``vpdpbusd`` adds, to each of 16 int32 lanes, the dot product of 4 unsigned
+    bytes and 4 signed bytes: the tensor intrinsic ``"dot_16x4_vnni"``
+    (``tir.tensor_intrin.x86.VNNI_DOT_16x4_INTRIN``) computes ``C[j] += A[k] * B[j, k]`` for
+    ``j < 16, k < 4``.  Split ``j`` of block "C" into ``[None, 16]`` and ``k`` into ``[None, 4]``;
+    order the loops ``i, j0, k0, j1, k1`` so that the two innermost match the intrinsic's
+    description; ``decompose_reduction`` at ``k0``; then ``tensorize`` the ``j1`` loop with it.
+    """
+    # BEGIN SOLUTION
+    from minitvm.tir.tensor_intrin.x86 import VNNI_DOT_16x4_INTRIN
+
+    sch = tir.Schedule(mod)
+    block = sch.get_block("C")
+    i, j, k = sch.get_loops(block)
+    j0, j1 = sch.split(j, [None, 16])
+    k0, k1 = sch.split(k, [None, 4])
+    sch.reorder(i, j0, k0, j1, k1)
+    sch.decompose_reduction(block, k0)
+    sch.tensorize(j1, VNNI_DOT_16x4_INTRIN)
+    return sch
     # END SOLUTION

@@ -1,9 +1,11 @@
 """Graders for chapter 9 (``exercises/ch09.py``): one test per exercise, worth ``points``.
 
 The starting programs are built here (at sizes of the grader's choosing), so editing them in
-the exercise file changes nothing. Every kernel is built for ``"cuda-emulated"``: it must
+the exercise file changes nothing. Every GPU kernel is built for ``"cuda-emulated"``: it must
 match numpy on random data, and the emulator's report (grid, threads per block, shared and
-local memory, bytes moved) must show the schedule the exercise asks for.
+local memory, bytes moved) must show the schedule the exercise asks for.  Exercise 9.8's int8
+matmul is built for ``"llvm"``, checked exactly against numpy and, on a CPU with AVX-512 VNNI,
+for ``vpdpbusd`` in its machine code.
 """
 
 from __future__ import annotations
@@ -173,3 +175,41 @@ def test_window_sum_global_bytes(ex, shared):
         got = ex.window_sum_global_bytes(n, nthread, shared)
         assert got == want, (f"n={n}, nthread={nthread}, shared={shared}: you predicted {got} B, "
                              f"the emulator counts {want} B")
+
+
+# ------------------------------------------------------------------ 9.8
+
+
+def _int8_matmul(m: int, n: int, k: int) -> IRModule:
+    """C[i, j] = sum_k int32(A[i, k]) * int32(W[j, k]), W packed as B[j // 16, k // 4, j % 16, k % 4]."""
+    A = te.placeholder((m, k), name="A", dtype="uint8")
+    B = te.placeholder((n // 16, k // 4, 16, 4), name="B", dtype="int8")
+    r = te.reduce_axis((0, k), name="k")
+    C = te.compute((m, n), lambda i, j: te.sum(
+        A[i, r].astype("int32") * B[j // 16, r // 4, j % 16, r % 4].astype("int32"), axis=r), name="C")
+    return _module(te.create_prim_func([A, B, C]).with_attr("global_symbol", "main"))
+
+
+@pytest.mark.points(2)
+@pytest.mark.hint("split j by [None, 16] and k by [None, 4]; reorder(i, j0, k0, j1, k1); "
+                  "decompose_reduction at k0; tensorize(j1, 'dot_16x4_vnni')")
+@pytest.mark.parametrize("m, n, k", [(64, 64, 64), (8, 48, 40)])
+def test_tensorize_int8_tile(ex, monkeypatch, m, n, k):
+    """Exercise 9.8: an int8 matmul tensorized with AVX-512 VNNI's dot_16x4_vnni."""
+    from minitvm.tir.tensor_intrin import x86
+
+    vnni = x86.has_vnni()
+    if not vnni:  # let tensorize accept the intrinsic here; LLVM then emits plain integer code for it
+        monkeypatch.setattr(x86, "host_cpu_features", lambda: frozenset(x86.VNNI_FEATURES))
+    mod = _scheduled(ex.tensorize_int8_tile(_int8_matmul(m, n, k)))
+    assert "llvm.x86.avx512.vpdpbusd" in mod.script(), "block C's 16 x 4 tile is not tensorized with dot_16x4_vnni"
+    rng = np.random.default_rng(m + n + k)
+    a = rng.integers(0, 256, (m, k)).astype("uint8")
+    w = rng.integers(-128, 128, (n, k)).astype("int8")
+    packed = np.ascontiguousarray(w.reshape(n // 16, 16, k // 4, 4).transpose(0, 2, 1, 3))
+    c = np.full((m, n), 7, "int32")
+    lib = minitvm.build(mod, target="llvm")
+    lib["main"](a, packed, c)
+    np.testing.assert_array_equal(c, a.astype("int64") @ w.astype("int64").T)
+    if vnni:
+        assert "vpdpbusd" in lib.get_source("asm"), "the machine code has no vpdpbusd"
