@@ -14,7 +14,9 @@ A row holds, for one operation,
   (:mod:`minitvm.arith`'s bound analysis);
 * ``kinds`` -- the operand kinds it accepts (``int`` signed, ``uint``, ``float``, ``bool``).
 * ``llvm_intrin`` -- for an LLVM intrinsic written ``T.call_llvm_pure_intrin(dtype, "llvm.fma",
-  ...)`` (TVM's way to reach an instruction), its name: the call's row is found by it.
+  ...)`` (TVM's way to reach an instruction), its name: the call's row is found by it;
+* ``dtypes`` -- when only some dtypes of its kinds make sense (``vpdpbusd`` reads an int32 as
+  four bytes), those dtypes.
 
 Adding an operator is adding a row: the folder, the interpreter, both LLVM emitters, the bound
 analysis and the differential fuzzer (``minitvm.testing.fuzz.semantics_cases``) pick it up.
