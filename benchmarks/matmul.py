@@ -24,6 +24,11 @@ Rows:
 
 Every minitvm result is checked against numpy before it is timed.
 
+``measure_int8`` (the int8 rows of ``run.py --only tensorize``) times a u8 x s8 -> int32 matmul
+with B packed [N/16, K/4, 16, 4]: numpy (an int32 matmul), ``torch._int_mm``, and one int8
+register tile vectorized and tensorized with ``dot_16x4_vnni`` (AVX-512 VNNI's ``vpdpbusd``),
+each checked exactly against numpy.
+
 ``packed`` is the classic TVM CPU recipe written with schedule primitives only; its 8x32
 register tile is 16 zmm accumulators.  Two compiler pieces make it fast: the
 CompactBufferAllocation lowering pass shrinks ``C_local`` to the tile and allocates it inside
@@ -275,8 +280,9 @@ def sched_register_tile(n: int, mi: int = 8, nj: int = 32, kc: int = 256, tensor
 # -- int8: u8 x s8 -> int32, the computation AVX-512 VNNI's vpdpbusd exists for -----------------
 
 #: the register tile of the int8 ``vectorized`` / ``tensorized`` pair: mi rows x nj int32 columns
-#: (nj/16 zmm per row, mi*nj/16 accumulators).  Measured at 1024^3 (tensorized / vectorized,
-#: GOP/s, machine shared): 8x32 1040 / 117, 4x64 935 / 115, 4x32 810 / 90, 2x128 270 / 85.
+#: (nj/16 zmm per row, mi*nj/16 accumulators).  Tiles compared at 1024^3 (tensorized / vectorized,
+#: GOP/s, machine shared with other work): 8x32 1040 / 117, 4x64 935 / 115, 4x32 810 / 90,
+#: 2x128 270 / 85.  8x32 on the idle machine (run.py --only tensorize): 1928 / 401, torch._int_mm 1926.
 INT8_TILE = (8, 32)
 
 
