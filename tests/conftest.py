@@ -6,8 +6,8 @@ test builds must print as TVMScript that parses back to a structurally equal fun
 
 import pytest
 
-from minitvm.driver import build_module
 from minitvm.ir import assert_structural_equal
+from minitvm.target import tir_build as build_module
 from minitvm.tir import PrimFunc
 
 _normalize = build_module.normalize_module

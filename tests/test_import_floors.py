@@ -49,15 +49,7 @@ ALLOWED_UPWARD: dict[tuple[str, str], str] = {
 
 # Upward imports not yet fixed, each owned by another area; remove an entry with its import.
 # (file, imported module) -> why it is still there.
-KNOWN_VIOLATIONS: dict[tuple[str, str], str] = {
-    # minitvm.build (TIR-only: lower + codegen) lives in driver/build_module.py, yet Relax needs it
-    # for its kernels; TVM keeps it at the TIR floor (tvm.tir.build).  Fix: move the TIR build to the
-    # target floor (driver keeps compile) and import it from there.
-    ("minitvm/relax/vm_build.py", "minitvm.driver"):
-        "relax.build compiles its PrimFuncs with the TIR build, which lives in the driver",
-    ("minitvm/relax/transform/fold_constant.py", "minitvm.driver"):
-        "FoldConstant runs a call_tir kernel, built with the TIR build, which lives in the driver",
-}
+KNOWN_VIOLATIONS: dict[tuple[str, str], str] = {}
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import driver
 from ..ir.module import IRModule
 from ..runtime.vm import Executable, VirtualMachine, VMFunction, VMInstrumentReturnKind
 from ..target import Target
 from ..target.codegen import llvm_export  # noqa: F401 - registers the hooks that save/load kernels
+from ..target.tir_build import build_kernels
 from ..tir.function import PrimFunc
 from ..transform import Pass, Sequential
 from . import transform, vm
@@ -96,7 +96,7 @@ def build(mod: IRModule, target: Any = None, params: dict | None = None,
     if exec_mode == "compiled":
         names = tuple(exe.func_names)
         entries = tuple((f, names, exe.constants) for f in exe.func_table if isinstance(f, VMFunction))
-    exe._lib = driver.build_kernels(IRModule(prims), target, entries=entries) if prims else None
+    exe._lib = build_kernels(IRModule(prims), target, entries=entries) if prims else None
     exe.exec_mode = exec_mode
     exe.ir_module = mod  # what was compiled, for inspection
     return exe

@@ -299,7 +299,7 @@ def test_the_failed_check_reaches_the_error_as_a_record():
 def test_in_a_notebook_build_checks_by_default_and_the_config_still_decides(monkeypatch):
     """Where a learner is (an IPython kernel), minitvm.build checks what it cannot prove; an
     explicit config wins either way; relax.build's kernels are checked only when asked."""
-    from minitvm.driver import build_module
+    from minitvm.target import tir_build as build_module
 
     monkeypatch.setattr(build_module, "in_notebook", lambda: True)
     assert _asserts(minitvm.build(gather)) != []  # idx[i] cannot be proven in range

@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from ...driver import build
 from ...ir.module import GlobalVar, IRModule
 from ...ir.op import Op
 from ...runtime import ndarray as nd
+from ...target.tir_build import build
 from ...tir.expr import IntImm
 from ...tir.function import PrimFunc
 from ...transform import PassContext, module_pass

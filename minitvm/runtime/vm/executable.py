@@ -54,7 +54,7 @@ from .native import EntryPlan, plan_entry
 #: kernel formats minitvm itself writes, and the module whose import registers their loader
 _KNOWN_LOADERS = {"llvm_ir": "minitvm.target.codegen.llvm_export"}
 
-__all__ = ["Executable", "load_executable", "load_module", "MAGIC", "FORMAT_VERSION"]
+__all__ = ["Executable", "VMExecutableModule", "load_executable", "load_module", "MAGIC", "FORMAT_VERSION"]
 
 MAGIC = b"MINITVM-EXEC"
 FORMAT_VERSION = 1
@@ -141,9 +141,11 @@ class Executable:
         return self._lib
 
     @property
-    def mod(self) -> Module | None:
-        """TVM's spelling of :attr:`lib`."""
-        return self.lib
+    def mod(self) -> "VMExecutableModule":
+        """The executable as a runtime module, as TVM's ``ex.mod`` (type ``relax.VMExecutable``):
+        ``get_source()`` is the bytecode text and ``imported_modules[0]`` the kernel library
+        (``ex.mod.imported_modules[0].get_source()`` shows the kernels' LLVM IR)."""
+        return VMExecutableModule(self)
 
     def _kernel_names(self) -> set[str]:
         if self._lib is not None:
@@ -537,3 +539,20 @@ def _constant_from_json(d: dict, reader: _SectionReader, what: str) -> Any:
     if kind == "none":
         return None
     raise ValueError(f"corrupted: {what} has unknown type {kind!r}")
+
+
+class VMExecutableModule(Module):
+    """An :class:`Executable` seen as a runtime module: its bytecode text, the kernels imported."""
+
+    def __init__(self, executable: Executable) -> None:
+        super().__init__({}, type_key="relax.VMExecutable")
+        self.executable = executable
+        if executable.lib is not None:
+            self.import_module(executable.lib)
+
+    def get_source(self, fmt: str = "") -> str:
+        if fmt not in ("", "text"):
+            raise ValueError(f"a VM executable's source is its bytecode text (fmt='text'), not {fmt!r}; "
+                             "the kernels' sources are in imported_modules[0].get_source(fmt)")
+        return self.executable.as_text()
+

@@ -546,7 +546,12 @@ class Trace:
             decision = self.decisions.get(inst)
             if decision_provider is not None:
                 decision = decision_provider(inst, inputs, inst.attrs, decision)
-            outputs = inst.kind.apply(sch, inputs, list(inst.attrs), decision)
+            outputs = list(inst.kind.apply(sch, inputs, list(inst.attrs), decision))
+            if len(outputs) != len(inst.outputs):
+                # e.g. get_loops on a function whose block has fewer loops than when recorded:
+                # replaying on would bind the wrong loops, so stop at the instruction that differs
+                raise ValueError(f"cannot replay the trace on this schedule: {inst.kind.name} returned "
+                                 f"{len(outputs)} results where the trace recorded {len(inst.outputs)}")
             for old, new in zip(inst.outputs, outputs):
                 mapping[id(old)] = new
 

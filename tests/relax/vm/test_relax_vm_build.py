@@ -38,6 +38,17 @@ def test_mlc_end_to_end_model_with_call_tir_matches_numpy():
     assert "external functions: 4 (2 kernels, 2 packed)" in stats and "kernel library: llvm, 4 functions" in stats
 
 
+
+def test_executable_mod_is_a_vm_executable_module_importing_the_kernels():
+    """TVM's idiom: ``ex.mod.imported_modules[0].get_source()`` is the kernels' source."""
+    ex = minitvm.compile(mlp_call_tir(), target="llvm")
+    assert ex.mod.type_key == "relax.VMExecutable"
+    assert ex.mod.get_source() == ex.as_text()
+    [lib] = ex.mod.imported_modules
+    assert lib is ex.lib and "define" in lib.get_source() and "linear1" in lib.get_source()
+    with pytest.raises(ValueError, match="imported_modules"):
+        ex.mod.get_source("asm")
+
 def test_relax_build_is_the_same_as_compile():
     ex = relax.build(mlp_emit_te(), "llvm")
     got, want = _run(ex, seed=3)

@@ -281,3 +281,14 @@ def test_instructions_print_and_compare_as_tvm_does():
     inst = Instruction(kind, [block], [], loops)
     assert str(inst) == "_, _ = sch.get_loops(block=_)"
     assert inst.inputs[0].same_as(block) and not inst.outputs[0].same_as(loops[1])
+
+
+def test_apply_to_schedule_refuses_a_function_of_another_shape():
+    """Replaying get_loops on a block with fewer loops stops there, naming the instruction,
+    instead of binding the loops it got and failing later on an undefined variable."""
+    sch = tir.Schedule(scale_shift)
+    i, j = sch.get_loops(sch.get_block("B"))
+    sch.fuse(i, j)
+    other = tir.Schedule(vector_scale)  # its block "B" has one loop
+    with pytest.raises(ValueError, match="GetLoops returned 1 results where the trace recorded 2"):
+        sch.trace.apply_to_schedule(other, remove_postproc=False)

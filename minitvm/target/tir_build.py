@@ -1,0 +1,227 @@
+"""The TIR build: from IRModule (or PrimFunc) of TIR functions to a runnable module.
+
+``build`` runs ``minitvm.tir.transform.lower_pipeline()`` under the current ``PassContext``
+and hands every PrimFunc to the target's code generator; ``build_kernels`` is the same for
+a Relax model's kernels (with the compiled-kernel cache).  It lives on the target floor (TVM
+keeps it in ``tvm.tir.build``) so that Relax, which compiles its kernels with it, need not
+reach up to the driver; ``minitvm.build`` re-exports it from ``minitvm.driver``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from ..ir.module import IRModule
+from ..ir.notebook import in_notebook
+from ..ir.structural import structural_equal, structural_hash
+from ..runtime.module import Module
+from ..tir.function import PrimFunc
+from ..tir.transform import InstrumentBoundCheckers, device_lower_pipeline, lower_pipeline
+from ..tir.transform.instrument_bound_checkers import bounds_check_requested
+from ..transform import PassContext
+from .target import GPU_KINDS, Target
+
+__all__ = ["build", "build_kernels", "lower", "lower_to_module", "normalize_module", "in_notebook", "export_name",
+           "KERNEL_CACHE_SIZE", "clear_kernel_cache", "kernel_cache_info", "resolve_target",
+           "check_default_tir_pipeline"]
+
+#: kernel libraries remembered by :func:`build_kernels` (by the structural hash of their PrimFuncs)
+KERNEL_CACHE_SIZE = 32
+
+
+def normalize_module(mod_or_func: Any, name: str | None = None) -> IRModule:
+    """An IRModule from a PrimFunc (named ``name``, its global_symbol, or "main") or an IRModule."""
+    if isinstance(mod_or_func, IRModule):
+        return mod_or_func
+    if isinstance(mod_or_func, PrimFunc):
+        if name:  # an explicit name is also the exported symbol
+            return IRModule({name: mod_or_func.with_attr("global_symbol", name)})
+        return IRModule({mod_or_func.attrs.get("global_symbol") or "main": mod_or_func})
+    raise TypeError(f"expected an IRModule or a tir.PrimFunc, got {type(mod_or_func).__name__}")
+
+
+def resolve_target(target: Any) -> Target:
+    if target is None:
+        return Target.current() or Target("llvm")
+    return target if isinstance(target, Target) else Target(target)
+
+
+def lower_to_module(mod_or_func: Any, name: str | None = None) -> IRModule:
+    """An IRModule with every PrimFunc lowered (blocks -> loops, flat buffers, simplified): TVM's
+    ``minitvm.lower`` (``lower`` below), which returns an IRModule even for one PrimFunc."""
+    return lower_pipeline()(normalize_module(mod_or_func, name))
+
+
+#: TVM's public name (``minitvm.lower``)
+lower = lower_to_module
+
+
+def _instrument(mod: IRModule, target: Target, checks_by_default: bool) -> IRModule:
+    """Bounds checks for native code when ``PassContext(config={"tir.bounds_check": ...})`` asks,
+    else ``checks_by_default`` (the python target's interpreter checks every access itself).
+    The one place the instrumentation runs, so that ``lib.ir_module`` shows the checks that were
+    compiled."""
+    if target.kind.name != "llvm" or not bounds_check_requested(PassContext.current(), checks_by_default):
+        return mod
+    return InstrumentBoundCheckers()(mod)
+
+
+def export_name(name_hint: str, func: PrimFunc) -> str:
+    """The symbol a built PrimFunc is exported under: its ``global_symbol`` attribute when it
+    has one, else its name in the module (as TVM: ``tir.Schedule(add1).mod`` names the
+    function ``main`` but ``lib["add1"]`` calls it)."""
+    symbol = func.attrs.get("global_symbol") if func.attrs else None
+    return str(symbol) if symbol else name_hint
+
+
+def build(mod_or_func: Any, target: Any = "llvm", pipeline: Any = "default", *, name: str | None = None) -> Module:
+    """Compile the PrimFuncs of a module (or one PrimFunc) for ``target``, as TVM's ``tvm.build``
+    (``pipeline``: "default" or None, the TIR lowering pipeline; ``name``: minitvm's, the
+    name a lone PrimFunc is exported under).
+
+    ``lib[symbol](*arrays)`` then calls a function by its exported symbol (``export_name``:
+    the ``global_symbol``, else the module's name for it); arguments are checked (count,
+    dtype, shape) before any code runs.  A provable out-of-bounds access is refused while
+    lowering; what cannot be proven is checked at run time inside a notebook unless
+    ``PassContext(config={"tir.bounds_check": False})`` says otherwise (a learner's wrong index
+    then raises ``BoundsError`` instead of killing the kernel), and elsewhere only when the
+    config asks.
+    """
+    check_default_tir_pipeline("minitvm.build(pipeline=...)", pipeline)
+    return build_kernels(mod_or_func, target, name, checks_by_default=in_notebook())
+
+
+def check_default_tir_pipeline(what: str, pipeline: Any) -> None:
+    """TVM runs any TIR pipeline it is given; minitvm has its one lowering pipeline."""
+    if pipeline not in (None, "default"):
+        raise NotImplementedError(f"{what}: only the default TIR pipeline ('default' or None) is supported, "
+                                  f"got {pipeline!r}")
+
+
+class _KernelCache:
+    """Compiled kernel libraries of this process by the structural hash of their PrimFuncs
+    (with their names, the target and the PassContext): compiling the same model again --
+    a notebook cell run twice, a model rebuilt after an unrelated edit -- reuses the machine
+    code instead of lowering, optimizing and JIT-compiling every kernel again.  A hit is
+    confirmed with ``structural_equal``; builds under pass instruments are never cached
+    (the instruments are there to see the lowering run)."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.entries: OrderedDict[tuple, tuple[list, Module]] = OrderedDict()
+        self.hits = self.misses = 0
+        self.lock = threading.Lock()
+
+    @staticmethod
+    def key(mod: IRModule, target: Target, checks_by_default: bool, entries: tuple = ()) -> tuple | None:
+        ctx = PassContext.current()
+        if ctx.instruments or target.kind.name != "llvm":
+            return None
+        try:
+            config = tuple(sorted((k, repr(v)) for k, v in ctx.config.items()))
+        except TypeError:
+            return None
+        funcs = tuple((gv.name_hint, structural_hash(f, map_free_vars=True)) for gv, f in mod.items())
+        return (str(target), checks_by_default, ctx.opt_level, tuple(sorted(ctx.required_pass)),
+                tuple(sorted(ctx.disabled_pass)), config, funcs, _entries_key(entries))
+
+    def get(self, key: tuple, mod: IRModule) -> Module | None:
+        with self.lock:
+            entry = self.entries.get(key)
+            if entry is not None:
+                self.entries.move_to_end(key)
+        if entry is None:
+            self.misses += 1
+            return None
+        funcs, lib = entry
+        if len(funcs) != len(mod.functions) or not all(
+                structural_equal(f, g, map_free_vars=True) for f, (_, g) in zip(funcs, mod.items())):
+            self.misses += 1
+            return None  # a hash collision
+        self.hits += 1
+        return lib
+
+    def put(self, key: tuple, mod: IRModule, lib: Module) -> None:
+        with self.lock:
+            self.entries[key] = ([f for _, f in mod.items()], lib)
+            self.entries.move_to_end(key)
+            while len(self.entries) > self.size:
+                self.entries.popitem(last=False)
+
+
+def _entries_key(entries: tuple) -> str:
+    """What the native entries of a build depend on: the bytecode, the function table and the
+    constants' kinds (a tensor's dtype and shape, not its values: entries take them by pointer)."""
+    import hashlib
+    import json
+
+    def describe(c: Any) -> Any:
+        if hasattr(c, "dtype") and hasattr(c, "shape"):
+            return ["tensor", str(c.dtype), list(c.shape)]
+        if isinstance(c, tuple):
+            return [type(c).__name__, [describe(v) for v in c]]
+        return [type(c).__name__, repr(c)]
+
+    text = json.dumps([[f.to_json(), list(names), [describe(c) for c in consts]] for f, names, consts in entries])
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+_KERNEL_CACHE = _KernelCache(KERNEL_CACHE_SIZE)
+
+
+def clear_kernel_cache() -> None:
+    """Forget every compiled kernel library (the next build compiles from scratch)."""
+    with _KERNEL_CACHE.lock:
+        _KERNEL_CACHE.entries.clear()
+        _KERNEL_CACHE.hits = _KERNEL_CACHE.misses = 0
+
+
+def kernel_cache_info() -> dict[str, int]:
+    """``{"hits", "misses", "size", "max_size"}`` of the compiled-kernel cache."""
+    return {"hits": _KERNEL_CACHE.hits, "misses": _KERNEL_CACHE.misses, "size": len(_KERNEL_CACHE.entries),
+            "max_size": _KERNEL_CACHE.size}
+
+
+def build_kernels(mod_or_func: Any, target: Any = "llvm", name: str | None = None, *,
+                  checks_by_default: bool = False, entries: tuple = ()) -> Module:
+    """:func:`build` with the bounds-check default given: ``relax.build`` builds a model's
+    kernels with checks only when the PassContext asks (a model's kernels are generated, and
+    the checks would cost speed).  Every kernel of the module goes into one LLVM module (one
+    optimization pipeline, one JIT); a module built before in this process (the same
+    PrimFuncs, structurally) gets the library built then (see :class:`_KernelCache`).
+    ``entries``: ``(vm_function, func_names, constants)`` of bytecode functions to give a
+    native entry in the same LLVM module (``relax.build(exec_mode="compiled")``)."""
+    from .codegen import build_module, check_buildable
+
+    target = resolve_target(target)
+    mod = normalize_module(mod_or_func, name)
+    others = [gv.name_hint for gv, f in mod.items() if not isinstance(f, PrimFunc)]
+    if others:
+        raise TypeError(f"build compiles TIR functions only; {', '.join(others)} are not PrimFuncs — "
+                        "use minitvm.compile for modules with Relax functions")
+    # GPU builtins and thread launches are refused by name before lowering trips over them
+    check_buildable({gv.name_hint: f for gv, f in mod.items()}, target)
+    key = _KernelCache.key(mod, target, checks_by_default, entries)
+    if key is not None:
+        cached = _KERNEL_CACHE.get(key, mod)
+        if cached is not None:
+            return cached
+    lowered = _instrument(lower_to_module(mod), target, checks_by_default)
+    if target.kind.name in GPU_KINDS:  # barriers where threads share data, then kernels split off
+        lowered = device_lower_pipeline()(lowered)
+    funcs: dict[str, PrimFunc] = {}
+    for gv, f in lowered.items():
+        if isinstance(f, PrimFunc):
+            symbol = export_name(gv.name_hint, f)
+            if symbol in funcs:
+                raise ValueError(f"build: two functions export the symbol {symbol!r} (global_symbol)")
+            funcs[symbol] = f
+    if not funcs:
+        raise ValueError("build: the module has no PrimFunc to compile")
+    lib = build_module(funcs, target, entries=entries)
+    lib.ir_module = lowered  # what was compiled, for inspection
+    if key is not None:
+        _KERNEL_CACHE.put(key, mod, lib)
+    return lib
