@@ -10,6 +10,8 @@ TVM's ``tvm.ir.structural_equal``.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import math
 from typing import Any
 
@@ -186,8 +188,31 @@ def assert_structural_equal(lhs: Any, rhs: Any, map_free_vars: bool = False) -> 
         ) from None
 
 
+# tags that keep the hashed tuples of different kinds apart (not -1: hash(-1) == hash(-2))
+_FREE, _DEF, _USE, _NONE = 0x2545F491, 0x4F6CDD1D, 0x1B873593, 0x68E31DA4
+
+
+@functools.lru_cache(maxsize=4096)
+def _stable_str_hash(text: str) -> int:
+    """A hash of ``text`` that is the same in every process (Python salts ``hash(str)``)."""
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little", signed=True)
+
+
+def _leaf_hash(x: Any) -> int:
+    # names, dtypes and enum members hash by their text; numbers by value (both unsalted)
+    if isinstance(x, str):
+        return _stable_str_hash(x)
+    if x is None:  # hash(None) is its address before Python 3.12
+        return _NONE
+    if isinstance(x, (int, float, complex)):
+        return hash(x)
+    return hash((_stable_str_hash(type(x).__name__), _stable_str_hash(str(x))))
+
+
 def structural_hash(value: Any, map_free_vars: bool = False) -> int:
-    """A hash that agrees with :func:`structural_equal`."""
+    """A hash that agrees with :func:`structural_equal`, and is the same in every process for
+    the same IR (as TVM's, so that a tuning database keyed by it can be read elsewhere); only a
+    free variable (not defined inside ``value``, and ``map_free_vars=False``) hashes by identity."""
     numbering: dict[int, int] = {}
     keep: list[Any] = []
 
@@ -196,13 +221,13 @@ def structural_hash(value: Any, map_free_vars: bool = False) -> int:
             if x._binds:
                 if id(x) not in numbering:
                     if not (defining or map_free_vars):
-                        return hash(("free", id(x)))
+                        return hash((_FREE, id(x)))
                     numbering[id(x)] = len(numbering)
                     keep.append(x)
                     content = tuple(h(getattr(x, f), True) for f in x._field_names
                                     if f not in ("name", "span"))
-                    return hash((type(x).__name__, "def", content))
-                return hash(("var", numbering[id(x)]))
+                    return hash((_stable_str_hash(type(x).__name__), _DEF, content))
+                return hash((_USE, numbering[id(x)]))
             parts = []
             for f in x._field_names:
                 if f == "span" or f in x._seq_ignore:
@@ -219,14 +244,14 @@ def structural_hash(value: Any, map_free_vars: bool = False) -> int:
                     parts.append((keys, tuple(values)))
                 else:
                     parts.append(h(value, defining or f in x._def_fields))
-            return hash((type(x).__name__,) + tuple(parts))
+            return hash((_stable_str_hash(type(x).__name__),) + tuple(parts))
         if isinstance(x, (tuple, list)):
             return hash(tuple(h(e, defining) for e in x))
         if isinstance(x, dict):
             # string-keyed maps (attributes) are equal in any order (see _dicts), so they hash by key order
             items = sorted(x.items(), key=lambda kv: kv[0]) if all(isinstance(k, str) for k in x) else x.items()
             return hash(tuple((h(k, defining), h(v, defining)) for k, v in items))
-        return hash((type(x).__name__, x))
+        return _leaf_hash(x)
 
     return h(value, False)
 

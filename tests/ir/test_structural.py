@@ -117,3 +117,39 @@ def test_module_functions_bind_their_own_variables():
     assert structural_equal(one_n, two_ns) and structural_equal(two_ns, one_n)
     assert structural_hash(one_n) == structural_hash(two_ns)
     assert not structural_equal(one_n, IRModule({"f": _sym_func(shared), "h": _sym_func(shared)}))
+
+
+_HASH_IN_A_FRESH_PROCESS = """
+from minitvm.ir import structural_hash
+from minitvm.script import tir as T
+
+@T.prim_func
+def scale(a: T.handle, b: T.handle):
+    n = T.int32()
+    A = T.match_buffer(a, (n, 16), "float32")
+    B = T.match_buffer(b, (n, 16), "float32")
+    for i, j in T.grid(n, 16):
+        with T.block("B"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.float32(2) + T.float32(0.5)
+
+print(structural_hash(scale))
+"""
+
+
+def test_structural_hash_is_the_same_in_every_process(tmp_path):
+    """Python salts hash(str) per process (and hash(None) is an address); the structural hash must
+    depend on neither (TVM's does not), so a tuning database can be read from another process."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "hash_scale.py"  # a file: the TVMScript parser reads the function's source
+    script.write_text(_HASH_IN_A_FRESH_PROCESS)
+    hashes = set()
+    for seed in ("1", "2", "3"):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        out = subprocess.run([sys.executable, str(script)], env=env, check=True,
+                             capture_output=True, text=True).stdout
+        hashes.add(int(out.split()[-1]))
+    assert len(hashes) == 1
