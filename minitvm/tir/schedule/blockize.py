@@ -409,6 +409,13 @@ def tensorize(root: Stmt, outer: BlockRealize, intrin: TensorIntrin) -> Stmt:
     for buf in ordered:
         regions.append(by_buffer[id(buf)])
     views = [decl_buffer(p.shape, p.dtype, p.name) for p in desc_order]
+    for region, param in zip(regions, desc_order):
+        # as TVM's TensorizeComparator: a buffer matches only a buffer of the same storage scope
+        # (the intrinsic's instruction reads its operands from that memory, e.g. registers)
+        if (region.buffer.scope or "global") != (param.scope or "global"):
+            raise ScheduleError(f"{here}: buffer {region.buffer.name} is in scope {region.buffer.scope!r}, "
+                                f"the intrinsic's {param.name} in scope {param.scope!r} (stage it there "
+                                "with cache_read / cache_write)")
     for region, view in zip(regions, views):
         extents = [r.extent for r in region.region if not (isinstance(r.extent, IntImm) and r.extent.value == 1)]
         want = [s for s in view.shape if not (isinstance(s, IntImm) and s.value == 1)]
