@@ -342,11 +342,11 @@ class TensorIntrin:
 
     @classmethod
     def register(cls, name: str, desc: PrimFunc, impl: PrimFunc, override: bool = False,
-                 requires: tuple[str, ...] = ()) -> "TensorIntrin":
+                 requires: tuple[str, ...] = ()) -> None:
+        """Register under ``name`` (returns None, as TVM's does: ``TensorIntrin.get(name)`` reads it)."""
         if name in cls._registry and not override:
             raise ValueError(f"tensor intrinsic {name!r} is already registered")
-        cls._registry[name] = intrin = TensorIntrin(name, desc, impl, requires)
-        return intrin
+        cls._registry[name] = TensorIntrin(name, desc, impl, requires)
 
     @classmethod
     def get(cls, name: str) -> "TensorIntrin":
@@ -405,7 +405,7 @@ def tensorize(root: Stmt, outer: BlockRealize, intrin: TensorIntrin) -> Stmt:
     desc_order = _first_use_order(desc_body, {id(b) for b in params})
     by_buffer = {id(r.buffer): r for r in block.reads + block.writes}
     if len(ordered) != len(desc_order):
-        raise ScheduleError(f"{here}: the block uses {len(ordered)} buffers, the intrinsic {len(desc_order)}")
+        raise ScheduleError(f"{here}: the block uses {_buffers(len(ordered))}, the intrinsic {_buffers(len(desc_order))}")
     for buf in ordered:
         regions.append(by_buffer[id(buf)])
     views = [decl_buffer(p.shape, p.dtype, p.name) for p in desc_order]
@@ -440,6 +440,10 @@ def tensorize(root: Stmt, outer: BlockRealize, intrin: TensorIntrin) -> Stmt:
     new_block = replace(block, body=_body_of(intrin.impl), match_buffers=tuple(matches),
                         alloc_buffers=tuple(block.alloc_buffers) + tuple(scratch))
     return replace_stmt(root, block, new_block)
+
+
+def _buffers(n: int) -> str:
+    return f"{n} buffer" if n == 1 else f"{n} buffers"
 
 
 def _first_use_order(stmt: Stmt, wanted: set[int]) -> list[Buffer]:
