@@ -405,7 +405,8 @@ def tensorize(root: Stmt, outer: BlockRealize, intrin: TensorIntrin) -> Stmt:
     desc_order = _first_use_order(desc_body, {id(b) for b in params})
     by_buffer = {id(r.buffer): r for r in block.reads + block.writes}
     if len(ordered) != len(desc_order):
-        raise ScheduleError(f"{here}: the block uses {_buffers(len(ordered))}, the intrinsic {_buffers(len(desc_order))}")
+        raise ScheduleError(f"{here}: the block uses {_buffers(len(ordered))}, "
+                            f"the intrinsic {_buffers(len(desc_order))}")
     for buf in ordered:
         regions.append(by_buffer[id(buf)])
     views = [decl_buffer(p.shape, p.dtype, p.name) for p in desc_order]
