@@ -24,6 +24,11 @@ Rows:
 
 Every minitvm result is checked against numpy before it is timed.
 
+``measure_int8`` (the int8 rows of ``run.py --only tensorize``) times a u8 x s8 -> int32 matmul
+with B packed [N/16, K/4, 16, 4]: numpy (an int32 matmul), ``torch._int_mm``, and one int8
+register tile vectorized and tensorized with ``dot_16x4_vnni`` (AVX-512 VNNI's ``vpdpbusd``),
+each checked exactly against numpy.
+
 ``packed`` is the classic TVM CPU recipe written with schedule primitives only; its 8x32
 register tile is 16 zmm accumulators.  Two compiler pieces make it fast: the
 CompactBufferAllocation lowering pass shrinks ``C_local`` to the tile and allocates it inside
@@ -44,6 +49,7 @@ rounds) lose up to half their speed, and any other process on the machine halves
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import time
@@ -269,6 +275,129 @@ def sched_register_tile(n: int, mi: int = 8, nj: int = 32, kc: int = 256, tensor
     if tensorize:
         sch.tensorize(k1, x86.avx512_fma_tile(mi, nj, kc))
     return sch
+
+
+# -- int8: u8 x s8 -> int32, the computation AVX-512 VNNI's vpdpbusd exists for -----------------
+
+#: the register tile of the int8 ``vectorized`` / ``tensorized`` pair: mi rows x nj int32 columns
+#: (nj/16 zmm per row, mi*nj/16 accumulators).  Tiles compared at 1024^3 (tensorized / vectorized,
+#: GOP/s, machine shared with other work): 8x32 1040 / 117, 4x64 935 / 115, 4x32 810 / 90,
+#: 2x128 270 / 85.  8x32 on the idle machine (run.py --only tensorize): 1928 / 401, torch._int_mm 1926.
+INT8_TILE = (8, 32)
+
+
+def int8_matmul_func(n: int):
+    """C[i, j] = sum_k int32(A[i, k]) * int32(W[j, k]) with A uint8 and W int8 given packed as TVM's
+    VNNI schedules pack it, ``B[j // 16, k // 4, j % 16, k % 4]`` (:func:`pack_int8_weight`): the
+    4 k-values of one output column are 4 adjacent bytes, one int32 word."""
+    from minitvm.script import tir as T
+
+    @T.prim_func
+    def matmul_u8s8(A: T.Buffer((n, n), "uint8"), B: T.Buffer((n // 16, n // 4, 16, 4), "int8"),
+                    C: T.Buffer((n, n), "int32")):
+        for i, j, k in T.grid(n, n, n):
+            with T.block("C"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                with T.init():
+                    C[vi, vj] = 0
+                C[vi, vj] = C[vi, vj] + T.Cast("int32", A[vi, vk]) * T.Cast(
+                    "int32", B[vj // 16, vk // 4, vj % 16, vk % 4])
+
+    return matmul_u8s8
+
+
+def pack_int8_weight(w):
+    """W (n, k) int8 as [n/16, k/4, 16, 4] (the layout :func:`int8_matmul_func` takes)."""
+    import numpy as np
+
+    n, k = w.shape
+    return np.ascontiguousarray(w.reshape(n // 16, 16, k // 4, 4).transpose(0, 2, 1, 3))
+
+
+def sched_int8_tile(n: int, mi: int = 8, nj: int = 32, tensorize: bool = False):
+    """An mi x nj register tile of the int8 matmul, k outside it in steps of 4, parallel rows:
+    ``i0, j0, k0, i1, j1, j2(16), k1(4)``.  ``vectorized``: i1, j1, k1 unrolled and j2 vectorized
+    (LLVM pairs the products into ``vpdpwssd``, VNNI's int16 dot product, after widening the bytes);
+    ``tensorized``: the 16 x 4 (j2, k1) tile is ``dot_16x4_vnni``, one ``vpdpbusd``."""
+    from minitvm import tir
+    from minitvm.tir.tensor_intrin import x86
+
+    if n % mi or n % nj or nj % 16 or n % 4:
+        raise ValueError(f"int8 tile needs mi | n, nj | n, 16 | nj and 4 | n (n={n}, mi={mi}, nj={nj})")
+    sch = tir.Schedule(int8_matmul_func(n))
+    C = sch.get_block("C")
+    i, j, k = sch.get_loops(C)
+    i0, i1 = sch.split(i, [None, mi])
+    j0, j1, j2 = sch.split(j, [None, nj // 16, 16])
+    k0, k1 = sch.split(k, [None, 4])
+    sch.reorder(i0, j0, k0, i1, j1, j2, k1)
+    sch.parallel(i0)  # loop kinds before decompose_reduction, as TVM requires
+    sch.unroll(i1)
+    sch.unroll(j1)
+    if not tensorize:
+        sch.unroll(k1)
+        sch.vectorize(j2)
+    init = sch.decompose_reduction(C, k0)
+    sch.vectorize(sch.get_loops(init)[-1])
+    if tensorize:
+        sch.tensorize(j2, x86.VNNI_DOT_16x4_INTRIN)
+    return sch
+
+
+def measure_int8(n: int, *, repeat: int = 10, rounds: int = 3, warmup: int = 2, numpy_repeat: int = 3,
+                 tile: tuple[int, int] = INT8_TILE, use_torch: bool = True) -> list[Row]:
+    """Rows for the u8 x s8 -> int32 matmul: numpy (an int32 matmul of the same values: numpy has
+    no int8 BLAS, so it is slow and timed alone, ``numpy_repeat`` runs), torch (``torch._int_mm``,
+    its CPU int8 matmul) and the ``tile`` vectorized and tensorized with ``dot_16x4_vnni``, timed
+    in interleaved rounds.  Values cover the full u8 / s8 ranges; every result is checked against
+    numpy exactly first (AssertionError naming the row if it differs)."""
+    import numpy as np
+
+    import minitvm
+
+    ops = 2.0 * n ** 3
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 256, (n, n)).astype(np.uint8)
+    w = rng.integers(-128, 128, (n, n)).astype(np.int8)  # W[j, k]: output column j
+    packed = pack_int8_weight(w)
+    a32, w32t = a.astype(np.int32), w.astype(np.int32).T  # int32 copies, made once
+    ref = np.empty((n, n), np.int32)
+    numpy_call = lambda: np.matmul(a32, w32t, out=ref)  # noqa: E731
+    numpy_timing = time_fn(numpy_call, numpy_repeat, warmup=1)  # fills ref
+
+    def checked(name: str, out) -> float:
+        if not np.array_equal(out, ref):
+            raise AssertionError(f"{name}: the int8 matmul differs from numpy's int32 matmul "
+                                 f"(max abs err {int(np.max(np.abs(out.astype(np.int64) - ref)))})")
+        return 0.0
+
+    fns: dict[str, Callable[[], Any]] = {}
+    errors: dict[str, float] = {}
+    notes = {"numpy": f"np.matmul of int32 copies (numpy has no int8 GEMM), {numpy_repeat} runs timed alone"}
+    if use_torch:
+        try:
+            import torch
+        except ImportError:
+            print("torch not installed: no torch row", file=sys.stderr)
+        else:
+            torch.set_num_threads(2)
+            ta, tw = torch.from_numpy(a), torch.from_numpy(w).t()
+            fns["torch"] = lambda: torch._int_mm(ta, tw)
+            errors["torch"] = checked("torch", fns["torch"]().numpy())
+            notes["torch"] = "torch._int_mm (u8 x s8 -> int32 on the CPU)"
+    for variant, tensorize in (("vectorized", False), ("tensorized", True)):
+        name = f"minitvm int8 {variant}"
+        lib = minitvm.build(sched_int8_tile(n, *tile, tensorize=tensorize).mod)
+        f, out = lib[lib.entry_name], np.zeros((n, n), np.int32)
+        f(a, packed, out)
+        errors[name] = checked(name, out)
+        fns[name] = functools.partial(f, a, packed, out)
+        notes[name] = "{}x{} register tile, k by 4, ".format(*tile) + (
+            "vectorize+unroll (LLVM: vpdpwssd)" if not tensorize else "tensorize(dot_16x4_vnni): vpdpbusd")
+    timings = time_interleaved(fns, repeat, rounds, warmup)
+    rows = [Row("numpy", numpy_timing, ops, 0.0, notes["numpy"])]
+    rows += [Row(name, t, ops, errors.get(name), notes.get(name, "")) for name, t in timings.items()]
+    return rows
 
 
 # -- running ----------------------------------------------------------------------------------

@@ -12,9 +12,10 @@ transformations, or writes a kernel, or predicts a number. Try them here or in a
     print(lib.imported_modules[0].get_source())
     print(lib.report())
 
-The graders (``tests/grade/test_ch09.py``) build every kernel for ``"cuda-emulated"``, run it
-against numpy and read the emulator's report (threads, shared memory, bytes moved). Run them
-with ``minitvm grade ch09`` or ``minitvm.grade.check("ch09")``.
+The graders (``tests/grade/test_ch09.py``) build every GPU kernel for ``"cuda-emulated"``, run
+it against numpy and read the emulator's report (threads, shared memory, bytes moved); the
+tensorized blocks of 9.8-9.10 are built for the CPU (9.10: an int8 matmul on AVX-512 VNNI).
+Run them with ``minitvm grade ch09`` or ``minitvm.grade.check("ch09")``.
 """
 
 from __future__ import annotations
@@ -154,3 +155,82 @@ def window_sum_global_bytes(n: int, nthread: int, shared: bool) -> int:
     store of every thread, 4 bytes each (the emulator's report counts the same way).
     """
     raise NotImplementedError("exercise 9.7: write window_sum_global_bytes")
+
+
+# ---------------------------------------------------------------- tensorized blocks (9.8, 9.9)
+# The section "Beyond threads: tensorized blocks": C = A @ B.T cut into tile x tile x tile
+# pieces, each the shape of one (imaginary) matrix instruction. These exercises build for the
+# CPU (``minitvm.build(mod)``): the graders tensorize your blocks and compare with numpy.
+
+
+@I.ir_module
+class MatMulBT:
+    @T.prim_func
+    def main(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"),
+             C: T.Buffer((128, 128), "float32")):
+        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        for i, j, k in T.grid(128, 128, 128):
+            with T.block("matmul"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                with T.init():
+                    C[vi, vj] = T.float32(0)
+                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vj, vk]
+
+
+def stage_tile_blocks(mod: IRModule, tile: int = 16) -> tir.Schedule:
+    """Exercise 9.8: tensorized blocks with their operands in special memory, for ``MatMulBT``.
+
+    Split the loops ``i, j, k`` of block "matmul" by ``tile``; order them ``i0, j0, k0, i1, j1,
+    k1``; ``blockize`` at ``i1`` (the new block "matmul_o" computes one tile x tile x tile
+    piece). Then stage its operands: ``cache_read`` its read buffers 0 and 1 into
+    ``"global.A_reg"`` and ``"global.B_reg"``, both computed at ``k0``; ``cache_write`` its
+    output into ``"global.accumulator"``, written back under ``j0`` (``reverse_compute_at``);
+    finally ``decompose_reduction`` of "matmul_o" at ``k0``. The grader tensorizes the update
+    block "matmul_o_update" with an intrinsic described as in exercise 9.9.
+    """
+    raise NotImplementedError("exercise 9.8: write stage_tile_blocks")
+
+
+def tile_matmul_description(tile: int = 16) -> tir.PrimFunc:
+    """Exercise 9.9: the description half of a ``TensorIntrin`` for the blocks of exercise 9.8.
+
+    Write a ``T.prim_func`` with three ``T.handle`` parameters ``a, b, c`` matched (in that
+    order) to ``tile x tile`` float32 buffers ``A`` in scope ``"global.A_reg"``, ``B`` in
+    ``"global.B_reg"`` and ``C`` in ``"global.accumulator"``; its root block reads ``C, A, B``
+    and writes ``C`` (all of each), and holds the loops ``i, j, k`` of one block computing
+    ``C[i, j] = C[i, j] + A[i, k] * B[j, k]``. ``tensorize`` accepts a block only if it
+    computes exactly what the description does, on buffers in the same scopes.
+    """
+    raise NotImplementedError("exercise 9.9: write tile_matmul_description")
+
+
+# ---------------------------------------------------------------- the CPU's int8 dot product (9.10)
+
+
+@I.ir_module
+class Int8MatMul:
+    # C = A @ W.T in int32 for A uint8 and W int8, W given packed as B[j // 16, k // 4, j % 16, k % 4]
+    @T.prim_func
+    def main(A: T.Buffer((64, 64), "uint8"), B: T.Buffer((4, 16, 16, 4), "int8"),
+             C: T.Buffer((64, 64), "int32")):
+        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        for i, j, k in T.grid(64, 64, 64):
+            with T.block("C"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                with T.init():
+                    C[vi, vj] = 0
+                C[vi, vj] = C[vi, vj] + T.Cast("int32", A[vi, vk]) * T.Cast(
+                    "int32", B[vj // 16, vk // 4, vj % 16, vk % 4])
+
+
+def tensorize_int8_tile(mod: IRModule) -> tir.Schedule:
+    """Exercise 9.10: the int8 matmul (``Int8MatMul``) on the CPU's int8 dot-product instruction.
+
+    AVX-512 VNNI's ``vpdpbusd`` adds, to each of 16 int32 lanes, the dot product of 4 unsigned
+    bytes and 4 signed bytes: the tensor intrinsic ``"dot_16x4_vnni"``
+    (``tir.tensor_intrin.x86.VNNI_DOT_16x4_INTRIN``) computes ``C[j] += A[k] * B[j, k]`` for
+    ``j < 16, k < 4``.  Split ``j`` of block "C" into ``[None, 16]`` and ``k`` into ``[None, 4]``;
+    order the loops ``i, j0, k0, j1, k1`` so that the two innermost match the intrinsic's
+    description; ``decompose_reduction`` at ``k0``; then ``tensorize`` the ``j1`` loop with it.
+    """
+    raise NotImplementedError("exercise 9.10: write tensorize_int8_tile")

@@ -535,6 +535,9 @@ class _TIRPrinter:
                 consts.add(id(n.buffer_var))
             elif isinstance(n, Allocate):
                 consts.add(id(n.buffer.data))
+            elif isinstance(n, Block):  # views of a block's buffers are declared in the block
+                consts.update(id(b.data) for b in n.alloc_buffers)
+                consts.update(id(m.buffer.data) for m in n.match_buffers)
 
         post_order_visit(f.body, storage)
         owners = {id(b.data): b for b in f.buffer_map.values()}
@@ -684,13 +687,13 @@ class _TIRPrinter:
         lines = [self._line(f"{name} = T.allocate({', '.join(args)})")]
         return lines + self._views_of(s.body, b.data, name) + self.print_stmt(s.body)
 
-    def _views_of(self, body: Stmt, data: Var, source: str) -> list[str]:
+    def _views_of(self, body: Stmt, data: Var, source: str, spelling: str = "T.decl_buffer") -> list[str]:
         """``V = T.decl_buffer(shape, dtype, data=source)`` for the buffers ``body`` uses that view
         the storage ``data`` (declared here, where the storage exists)."""
         lines = []
         for b in _undeclared_buffers(body, ()):
             if b.data is data and id(b) not in self.names:
-                decl = self.buffer_decl(b, "T.decl_buffer")
+                decl = self.buffer_decl(b, spelling)
                 lines.append(self._line(f"{self.define(b, b.name)} = {decl[:-1]}, data={source})"))
         return lines
 
@@ -773,6 +776,9 @@ class _TIRPrinter:
             source = self.region(m.source)
             decl = self.buffer_decl(m.buffer, "T.match_buffer", first_arg=source)
             lines.append(self._line(f"{self.define(m.buffer, m.buffer.name)} = {decl}"))
+        for own in (*b.alloc_buffers, *(m.buffer for m in b.match_buffers)):
+            # `A_i32 = T.Buffer((1,), "int32", data=A.data)`: another view of the block's buffer
+            lines += self._views_of(b.body, own.data, f"{self.name_of(own)}.data", "T.Buffer")
         if b.init is not None:
             lines.append(self._line("with T.init():"))
             lines += self._body(b.init)

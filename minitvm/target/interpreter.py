@@ -82,7 +82,7 @@ from ..tir.stmt import (
     Stmt,
 )
 from ..tir.transform.lower_init_block import init_condition
-from ..tir.transform.lower_opaque_block import MatchedView
+from ..tir.transform.lower_opaque_block import MatchedView, MatchedViews
 from .signature import FunctionSignature
 
 __all__ = ["run_prim_func", "python_source", "compile_prim_func"]
@@ -162,7 +162,8 @@ class _PythonCodegen:
         self.kinds: dict[int, str] = {}
         self.used_names: set[str] = set(_RESERVED)
         self.arrays: dict[int, str] = {}
-        self.views: dict[int, MatchedView] = {}
+        self.array_dtypes: dict[int, str] = {}  # the dtype of each array (its data Var's id)
+        self.views = MatchedViews()
         self.keep: list[Any] = []  # objects whose ids key the tables above
 
     # -- names ------------------------------------------------------------------------------
@@ -188,6 +189,9 @@ class _PythonCodegen:
         if name is None:
             raise ValueError(f"buffer {buffer.name} is accessed but its memory ({buffer.data.name}) "
                              "is neither a parameter nor allocated in an enclosing scope")
+        if self.array_dtypes[id(buffer.data)] != buffer.dtype:
+            # the same bytes read as another dtype (a view made at each access: it is valid in any scope)
+            return f"{name}.view({_np_type_name(buffer.dtype)})"
         return name
 
     def emit(self, line: str) -> None:
@@ -419,9 +423,7 @@ class _PythonCodegen:
     # -- buffer accesses ----------------------------------------------------------------------
     def access(self, buffer: Buffer, indices: Sequence[PrimExpr]) -> tuple[str, str, str, str]:
         """(array name, buffer name, checked flat index, index as the trace reports it)."""
-        view = self.views.get(id(buffer))
-        if view is not None:
-            buffer, indices = view.source, view.source_indices(tuple(indices))
+        buffer, indices = self.views.resolve(buffer, tuple(indices))
         array = self.array_of(buffer)
         checked = [self.checked_index(index, extent, buffer.name, dim if len(indices) > 1 else None)
                    for dim, (index, extent) in enumerate(zip(indices, buffer.shape))]
@@ -533,6 +535,7 @@ class _PythonCodegen:
             size = code if size == "1" else f"{size} * {code}"
         name = self.fresh(buffer.name)
         self.arrays[id(buffer.data)] = name
+        self.array_dtypes[id(buffer.data)] = buffer.dtype
         self.keep.append(buffer)
         self.emit(f"{name} = _uninitialized({size}, {_np_type_name(buffer.dtype)})")
 
@@ -563,7 +566,7 @@ class _PythonCodegen:
             for buffer in block.alloc_buffers:
                 self.allocate(buffer)
             for match in block.match_buffers:
-                self.views[id(match.buffer)] = self.resolve_view(MatchedView(match.buffer, match.source))
+                self.views.add(MatchedView(match.buffer, match.source))
                 self.keep.append(match.buffer)
             if block.init is not None:
                 condition = init_condition(block)
@@ -577,14 +580,6 @@ class _PythonCodegen:
                 if self.lines[-1].strip().endswith(":"):
                     self.emit("pass")
                 self.depth -= 1
-
-    def resolve_view(self, view: MatchedView) -> MatchedView:
-        outer = self.views.get(id(view.source))
-        if outer is not None:
-            view.corner = outer.source_indices(view.corner)
-            view.source = outer.source
-            view.dropped += outer.dropped
-        return view
 
     # -- the function ---------------------------------------------------------------------------
     def function(self) -> tuple[str, str, list[Var]]:
@@ -602,6 +597,7 @@ class _PythonCodegen:
                 continue
             array = self.fresh(buffer.name)
             self.arrays[id(buffer.data)] = array
+            self.array_dtypes[id(buffer.data)] = buffer.dtype
             self.keep.append(buffer)
             params.append(array)
             shape = ", ".join(str(s.value) if isinstance(s, IntImm) else getattr(s, "name", "?")

@@ -610,7 +610,7 @@ def semantics_cases(draw: Any) -> OpCase:
         src, dst = draw(st.sampled_from(SEMANTICS_DTYPES)), draw(st.sampled_from(SEMANTICS_DTYPES))
         return OpCase("cast", src, seed, n, vectorized, to=dst)
     row = _ROWS_BY_NAME[name]
-    dtypes = [d for d in SEMANTICS_DTYPES if _semantics.kind_of(d) in row.kinds]
+    dtypes = [d for d in SEMANTICS_DTYPES if row.takes(d)]
     return OpCase(name, draw(st.sampled_from(dtypes)), seed, n, vectorized)
 
 

@@ -14,7 +14,9 @@ A row holds, for one operation,
   (:mod:`minitvm.arith`'s bound analysis);
 * ``kinds`` -- the operand kinds it accepts (``int`` signed, ``uint``, ``float``, ``bool``).
 * ``llvm_intrin`` -- for an LLVM intrinsic written ``T.call_llvm_pure_intrin(dtype, "llvm.fma",
-  ...)`` (TVM's way to reach an instruction), its name: the call's row is found by it.
+  ...)`` (TVM's way to reach an instruction), its name: the call's row is found by it;
+* ``dtypes`` -- when only some dtypes of its kinds make sense (``vpdpbusd`` reads an int32 as
+  four bytes), those dtypes.
 
 Adding an operator is adding a row: the folder, the interpreter, both LLVM emitters, the bound
 analysis and the differential fuzzer (``minitvm.testing.fuzz.semantics_cases``) pick it up.
@@ -49,7 +51,7 @@ from . import expr as _e
 __all__ = ["Semantics", "ROWS", "BY_NODE", "BY_OP", "BY_LLVM_INTRIN", "LLVM_PURE_INTRIN", "llvm_intrin_base",
            "row_of", "IntegerDivisionByZero", "LLVMContext",
            "kind_of", "cast_value", "emit_cast", "cast_bound", "dtype_range", "Interval", "node_operands",
-           "llvm_overload", "FLOAT_ONLY", "BOOL_ONLY"]
+           "llvm_overload", "FLOAT_ONLY", "BOOL_ONLY", "VNNI_FEATURE"]
 
 Interval = tuple[int, int]
 #: the bound of an unbounded value (as TVM's ConstIntBound reports it)
@@ -100,6 +102,10 @@ class LLVMContext(Protocol):
     def fail_if(self, bad: Any, message: str) -> None:
         """Return an error from the function when ``bad`` (an i1) is true (scalars only)."""
 
+    def target_intrinsic(self, name: str, feature: str, args: list) -> Any:
+        """A call of the CPU-specific intrinsic ``name`` (its exact LLVM name, returning the
+        first operand's type) when the target has ``feature``; else None (emit plain IR)."""
+
 
 @dataclass(frozen=True)
 class Semantics:
@@ -117,14 +123,19 @@ class Semantics:
     llvm_intrin: str | None = None  # reached as T.call_llvm_pure_intrin(dtype, llvm_intrin, ...)
     vector: Callable[[str], bool] = lambda dtype: True
     doc: str = ""
+    dtypes: frozenset[str] | None = None  # only these dtypes of its kinds (None: all of them)
+
+    def takes(self, dtype: str) -> bool:
+        """Whether this operation is defined on ``dtype`` operands."""
+        return kind_of(dtype) in self.kinds and (self.dtypes is None or str(dtype) in self.dtypes)
 
     def result_dtype(self, dtype: str) -> str:
         return self.result or dtype
 
     def check(self, dtype: str, where: str = "") -> None:
         """Refuse operands of a kind this operation does not take (TypeError naming both)."""
-        if kind_of(dtype) not in self.kinds:
-            accepted = ", ".join(sorted(self.kinds))
+        if not self.takes(dtype):
+            accepted = ", ".join(sorted(self.dtypes or self.kinds))
             raise TypeError(f"{where or self.name}: {self.name} does not take {dtype} operands "
                             f"(it takes {accepted})")
 
@@ -586,6 +597,42 @@ def _fma_llvm(ctx: LLVMContext, dtype: str, a: Any, b: Any, c: Any) -> Any:
     return ctx.intrinsic("llvm.fma", [a, b, c])
 
 
+#: LLVM's name of the CPU feature (AVX-512 VNNI) that vpdpbusd needs
+VNNI_FEATURE = "avx512vnni"
+#: the extreme sums of four u8 x s8 products (255 * -128 * 4, 255 * 127 * 4)
+_DOT4_RANGE = (4 * 255 * -128, 4 * 255 * 127)
+
+
+def _vpdpbusd_np(dtype: str, acc: Any, a: Any, b: Any) -> Any:
+    """``acc`` plus the dot product of ``a``'s four bytes read unsigned and ``b``'s read signed
+    (byte 0 the lowest), wrapping to int32 -- one lane of x86's ``vpdpbusd``."""
+    total = int(acc)
+    for t in range(4):
+        ua = (int(a) >> (8 * t)) & 0xFF
+        sb = (int(b) >> (8 * t)) & 0xFF
+        total += ua * (sb - 256 if sb >= 128 else sb)
+    return np.int32(_e._wrap_int(dtype, total))
+
+
+def _vpdpbusd_llvm(ctx: LLVMContext, dtype: str, acc: Any, a: Any, b: Any) -> Any:
+    if getattr(acc.type, "count", None) == 16:  # one zmm register: the instruction itself
+        out = ctx.target_intrinsic("llvm.x86.avx512.vpdpbusd.512", VNNI_FEATURE, [acc, a, b])
+        if out is not None:
+            return out
+    bld = ctx.b
+    for t in range(4):  # the same sum byte by byte, correct for any width and CPU
+        ua = bld.and_(bld.lshr(a, _const(a, 8 * t)), _const(a, 0xFF))
+        sb = bld.ashr(bld.shl(b, _const(b, 24 - 8 * t)), _const(b, 24))
+        acc = bld.add(acc, bld.mul(ua, sb))
+    return acc
+
+
+def _vpdpbusd_bound(dtype: str, acc: Interval, a: Interval, b: Interval) -> Interval:
+    lo, hi = acc[0] + _DOT4_RANGE[0], acc[1] + _DOT4_RANGE[1]
+    full = dtype_range(dtype)
+    return (lo, hi) if full[0] <= lo and hi <= full[1] else full  # it may wrap: anything
+
+
 # -- casts --------------------------------------------------------------------------------------
 #
 # Float -> int is undefined in C (and poison in LLVM) for values outside the integer type;
@@ -715,6 +762,12 @@ def _rows() -> list[Semantics]:
         Semantics("fma", _FLOATS, _fma_np, _fma_llvm, None, arity=3, llvm_intrin="llvm.fma",
                   doc="``a * b + c`` rounded once, LLVM's ``llvm.fma`` (one ``vfmadd`` on x86 with FMA); "
                       "written ``T.call_llvm_pure_intrin(dtype, \"llvm.fma\", a, b, c)``."),
+        Semantics("vpdpbusd", frozenset({"int"}), _vpdpbusd_np, _vpdpbusd_llvm, _vpdpbusd_bound, arity=3,
+                  llvm_intrin="llvm.x86.avx512.vpdpbusd", dtypes=frozenset({"int32"}),
+                  doc="``acc + sum(zext(a.byte[t]) * sext(b.byte[t]) for t in 0..3)`` on int32 words "
+                      "(wrapping): x86's ``vpdpbusd`` (AVX-512 VNNI), written ``T.call_llvm_pure_intrin("
+                      "\"int32\", \"llvm.x86.avx512.vpdpbusd\", acc, a, b)``; 16 lanes on a CPU with "
+                      "avx512vnni are one instruction, 64 multiply-adds; elsewhere plain integer IR."),
         Semantics("popcount", _INTS, _popcount_np, _popcount_llvm, lambda d, a: (0, _dt.bits(d)),
                   op="tir.popcount", arity=1, vector=lambda d: False, doc="The number of set bits."),
     ]
@@ -745,7 +798,8 @@ def row_of(e: Any) -> Semantics | None:
 
 
 def llvm_intrin_base(name: str) -> str:
-    """``"llvm.fma.v16f32"`` -> ``"llvm.fma"``: an intrinsic's name without its type suffix."""
+    """``"llvm.fma.v16f32"`` -> ``"llvm.fma"``: an intrinsic's name without its type suffix (or
+    x86's register width, ``"llvm.x86.avx512.vpdpbusd.512"``)."""
     parts = name.split(".")
     while len(parts) > 2 and _is_type_suffix(parts[-1]):
         parts.pop()
@@ -753,4 +807,4 @@ def llvm_intrin_base(name: str) -> str:
 
 
 def _is_type_suffix(part: str) -> bool:
-    return re.fullmatch(r"(v\d+)?(f16|f32|f64|i\d+)", part) is not None
+    return re.fullmatch(r"(v\d+)?(f16|f32|f64|i\d+)|128|256|512", part) is not None

@@ -1,9 +1,11 @@
 """Graders for chapter 9 (``exercises/ch09.py``): one test per exercise, worth ``points``.
 
 The starting programs are built here (at sizes of the grader's choosing), so editing them in
-the exercise file changes nothing. Every kernel is built for ``"cuda-emulated"``: it must
+the exercise file changes nothing. Every GPU kernel is built for ``"cuda-emulated"``: it must
 match numpy on random data, and the emulator's report (grid, threads per block, shared and
-local memory, bytes moved) must show the schedule the exercise asks for.
+local memory, bytes moved) must show the schedule the exercise asks for.  Exercise 9.10's int8
+matmul is built for ``"llvm"``, checked exactly against numpy and, on a CPU with AVX-512 VNNI,
+for ``vpdpbusd`` in its machine code.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import pytest
 import minitvm
 from minitvm import te, tir
 from minitvm.ir import IRModule
+from minitvm.script import tir as T
 from minitvm.testing import assert_allclose
 from minitvm.testing import gpu_programs as gp
 
@@ -173,3 +176,163 @@ def test_window_sum_global_bytes(ex, shared):
         got = ex.window_sum_global_bytes(n, nthread, shared)
         assert got == want, (f"n={n}, nthread={nthread}, shared={shared}: you predicted {got} B, "
                              f"the emulator counts {want} B")
+
+
+# ------------------------------------------------------------------ 9.8, 9.9: tensorized blocks
+# These build for the CPU: the grader's own intrinsic (its description and a vectorized
+# implementation) is tensorized into the learner's blocks, and the result compared with numpy.
+
+_SCOPES = ("global.A_reg", "global.B_reg", "global.accumulator")
+
+
+def _matmul_bt(n: int) -> IRModule:
+    @T.prim_func
+    def main(A: T.Buffer((n, n), "float32"), B: T.Buffer((n, n), "float32"), C: T.Buffer((n, n), "float32")):
+        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        for i, j, k in T.grid(n, n, n):
+            with T.block("matmul"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                with T.init():
+                    C[vi, vj] = T.float32(0)
+                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vj, vk]
+
+    return _module(main)
+
+
+def _tile_intrin(tile: int, desc: tir.PrimFunc | None = None) -> str:
+    """Register ``C[tile, tile] += A @ B.T`` on buffers in ``_SCOPES`` (description ``desc``, or
+    the grader's own), implemented as vectorized rows; return its name."""
+    sa, sb, sc = _SCOPES
+
+    @T.prim_func
+    def own_desc(a: T.handle, b: T.handle, c: T.handle):
+        A = T.match_buffer(a, (tile, tile), "float32", offset_factor=tile, scope=sa)
+        B = T.match_buffer(b, (tile, tile), "float32", offset_factor=tile, scope=sb)
+        C = T.match_buffer(c, (tile, tile), "float32", offset_factor=tile, scope=sc)
+        with T.block("root"):
+            T.reads(C[0:tile, 0:tile], A[0:tile, 0:tile], B[0:tile, 0:tile])
+            T.writes(C[0:tile, 0:tile])
+            for i, j, k in T.grid(tile, tile, tile):
+                with T.block("update"):
+                    vi, vj, vk = T.axis.remap("SSR", [i, j, k])
+                    C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vj, vk]
+
+    @T.prim_func
+    def impl(a: T.handle, b: T.handle, c: T.handle):
+        A = T.match_buffer(a, (tile, tile), "float32", offset_factor=tile, scope=sa)
+        B = T.match_buffer(b, (tile, tile), "float32", offset_factor=tile, scope=sb)
+        C = T.match_buffer(c, (tile, tile), "float32", offset_factor=tile, scope=sc)
+        with T.block("root"):
+            T.reads(C[0:tile, 0:tile], A[0:tile, 0:tile], B[0:tile, 0:tile])
+            T.writes(C[0:tile, 0:tile])
+            for i, k in T.grid(tile, tile):
+                for j in T.vectorized(tile):
+                    C[i, j] = C[i, j] + A[i, k] * B[j, k]
+
+    name = f"grade_ch09_tile{tile}_{'own' if desc is None else 'learner'}"
+    tir.TensorIntrin.register(name, own_desc if desc is None else desc, impl, override=True)
+    return name
+
+
+def _staged_tiles(mod: IRModule, tile: int) -> tir.Schedule:
+    """The grader's own schedule of exercise 9.8 (to grade 9.9 on its own)."""
+    sch = tir.Schedule(mod)
+    i, j, k = sch.get_loops(sch.get_block("matmul"))
+    (i0, i1), (j0, j1), (k0, k1) = (sch.split(loop, [None, tile]) for loop in (i, j, k))
+    sch.reorder(i0, j0, k0, i1, j1, k1)
+    block = sch.blockize(i1)
+    for index, scope in enumerate(_SCOPES[:2]):
+        sch.compute_at(sch.cache_read(block, index, scope), k0)
+    sch.reverse_compute_at(sch.cache_write(block, 0, _SCOPES[2]), j0)
+    sch.decompose_reduction(block, k0)
+    return sch
+
+
+def _run_cpu(mod: IRModule, n: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    a, b = (rng.standard_normal((n, n)).astype("float32") for _ in range(2))
+    c = np.empty((n, n), "float32")
+    minitvm.build(mod)["main"](a, b, c)
+    assert_allclose(c, a @ b.T, rtol=1e-4, atol=1e-4)
+
+
+def _tensorized(sch: tir.Schedule, intrin: str) -> IRModule:
+    try:
+        sch.tensorize(sch.get_block("matmul_o_update"), intrin)
+    except tir.ScheduleError as err:
+        raise AssertionError(f"tensorize refused the block:\n{err}") from None
+    return sch.mod
+
+
+@pytest.mark.points(2)
+@pytest.mark.hint("split i, j, k by tile; reorder(i0, j0, k0, i1, j1, k1); blockize(i1); cache the "
+                  "reads at k0, the write under j0; decompose_reduction at k0")
+@pytest.mark.parametrize("n, tile", [(128, 16), (64, 8)])
+def test_stage_tile_blocks(ex, n, tile):
+    """Exercise 9.8: blockize the tiled matmul and stage the tiles in special memory scopes."""
+    result = ex.stage_tile_blocks(_matmul_bt(n), tile)
+    mod = _scheduled(result)
+    _run_cpu(mod, n, seed=8 + tile)
+    sch = tir.Schedule(mod)
+    for name, loops, where in (("A_global.A_reg", 5, "k0"), ("B_global.B_reg", 5, "k0"),
+                               ("C_global.accumulator", 4, "j0")):
+        try:
+            got = len(sch.get_loops(sch.get_block(name)))
+        except tir.ScheduleError:
+            raise AssertionError(f"no block {name!r}: stage the tiles with cache_read / cache_write "
+                                 "into the scopes the exercise names") from None
+        assert got == loops, f"block {name!r} sits under {got} loops: move it to {where}"
+    _run_cpu(_tensorized(sch, _tile_intrin(tile)), n, seed=9 + tile)
+
+
+@pytest.mark.points(2)
+@pytest.mark.hint("three T.match_buffer with scope=...; T.reads(C, A, B); one block under T.grid(tile, tile, "
+                  "tile) with C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vj, vk]")
+@pytest.mark.parametrize("tile", [16, 8])
+def test_tile_matmul_description(ex, tile):
+    """Exercise 9.9: a description that tensorize accepts for the staged blocks."""
+    desc = ex.tile_matmul_description(tile)
+    assert isinstance(desc, tir.PrimFunc), f"return the T.prim_func, not {type(desc).__name__}"
+    scopes = [desc.buffer_map[p].scope for p in desc.params]
+    assert scopes == list(_SCOPES), f"the description's buffers are in scopes {scopes}, expected {list(_SCOPES)}"
+    n = 4 * tile
+    mod = _tensorized(_staged_tiles(_matmul_bt(n), tile), _tile_intrin(tile, desc))
+    _run_cpu(mod, n, seed=10 + tile)
+
+
+# ------------------------------------------------------------------ 9.10
+
+
+def _int8_matmul(m: int, n: int, k: int) -> IRModule:
+    """C[i, j] = sum_k int32(A[i, k]) * int32(W[j, k]), W packed as B[j // 16, k // 4, j % 16, k % 4]."""
+    A = te.placeholder((m, k), name="A", dtype="uint8")
+    B = te.placeholder((n // 16, k // 4, 16, 4), name="B", dtype="int8")
+    r = te.reduce_axis((0, k), name="k")
+    C = te.compute((m, n), lambda i, j: te.sum(
+        A[i, r].astype("int32") * B[j // 16, r // 4, j % 16, r % 4].astype("int32"), axis=r), name="C")
+    return _module(te.create_prim_func([A, B, C]).with_attr("global_symbol", "main"))
+
+
+@pytest.mark.points(2)
+@pytest.mark.hint("split j by [None, 16] and k by [None, 4]; reorder(i, j0, k0, j1, k1); "
+                  "decompose_reduction at k0; tensorize(j1, 'dot_16x4_vnni')")
+@pytest.mark.parametrize("m, n, k", [(64, 64, 64), (8, 48, 40)])
+def test_tensorize_int8_tile(ex, monkeypatch, m, n, k):
+    """Exercise 9.10: an int8 matmul tensorized with AVX-512 VNNI's dot_16x4_vnni."""
+    from minitvm.tir.tensor_intrin import x86
+
+    vnni = x86.has_vnni()
+    if not vnni:  # let tensorize accept the intrinsic here; LLVM then emits plain integer code for it
+        monkeypatch.setattr(x86, "host_cpu_features", lambda: frozenset(x86.VNNI_FEATURES))
+    mod = _scheduled(ex.tensorize_int8_tile(_int8_matmul(m, n, k)))
+    assert "llvm.x86.avx512.vpdpbusd" in mod.script(), "block C's 16 x 4 tile is not tensorized with dot_16x4_vnni"
+    rng = np.random.default_rng(m + n + k)
+    a = rng.integers(0, 256, (m, k)).astype("uint8")
+    w = rng.integers(-128, 128, (n, k)).astype("int8")
+    packed = np.ascontiguousarray(w.reshape(n // 16, 16, k // 4, 4).transpose(0, 2, 1, 3))
+    c = np.full((m, n), 7, "int32")
+    lib = minitvm.build(mod, target="llvm")
+    lib["main"](a, packed, c)
+    np.testing.assert_array_equal(c, a.astype("int64") @ w.astype("int64").T)
+    if vnni:
+        assert "vpdpbusd" in lib.get_source("asm"), "the machine code has no vpdpbusd"

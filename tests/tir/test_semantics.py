@@ -2,6 +2,7 @@
 scalar LLVM code and vector LLVM code, and each edge case has the one meaning the table decides."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -19,7 +20,7 @@ INT_MIN32, INT_MAX32 = -(2**31), 2**31 - 1
 
 
 def dtypes_of(row):
-    return [d for d in SEMANTICS_DTYPES if S.kind_of(d) in row.kinds]
+    return [d for d in SEMANTICS_DTYPES if row.takes(d)]
 
 
 # -- every row, every dtype: folder == interpreter == scalar LLVM == vector LLVM ---------------------
@@ -219,3 +220,68 @@ def test_integer_bounds_contain_every_result():
                         continue
                     value = row.fold("int32", xv, yv)
                     assert bound.min_value <= value <= bound.max_value, (name, (a0, a1), (b0, b1), xv, yv)
+
+
+# -- llvm.x86.avx512.vpdpbusd: four u8 x s8 products added to an int32, per 32-bit lane ----------------
+
+
+def _vpdpbusd_reference(acc: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """numpy's answer: the words' bytes, a's unsigned and b's signed, dotted and added (wrapping)."""
+    ua = a.astype("<i4").view(np.uint8).reshape(-1, 4).astype(np.int64)
+    sb = b.astype("<i4").view(np.int8).reshape(-1, 4).astype(np.int64)
+    return (acc.astype(np.int64) + (ua * sb).sum(axis=1)).astype(np.int32)  # astype wraps
+
+
+def _vpdpbusd_func(n: int, vectorized: bool, target: str = "llvm"):
+    case = OpCase("vpdpbusd", "int32", seed=0, n=n, vectorized=vectorized)
+    return minitvm.build(case.build(), target=target)
+
+
+@pytest.mark.parametrize("target", ["python", "llvm", "llvm -mattr=-avx512vnni"])
+@pytest.mark.parametrize("lanes", [16, 8])
+def test_vpdpbusd_matches_numpy_on_full_range_bytes(target, lanes):
+    rng = np.random.default_rng(11)
+    words = [rng.integers(-(2**31), 2**31, lanes * 4, dtype=np.int64).astype(np.int32) for _ in range(3)]
+    words[0][:2] = [INT_MAX32, INT_MIN32]  # the sum wraps at both ends
+    words[1][:2], words[2][:2] = -1, [-(2**31), 0x7F7F7F7F]  # bytes 255 x -128 and 255 x 127
+    acc, a, b = (w[:lanes] for w in words)
+    for vectorized in (False, True):
+        out = np.zeros(lanes, "int32")
+        _vpdpbusd_func(lanes, vectorized, target)["main"](acc, a, b, out)
+        np.testing.assert_array_equal(out, _vpdpbusd_reference(acc, a, b), err_msg=f"{target} {vectorized}")
+
+
+def test_vpdpbusd_folds_constants():
+    call = tir.call_llvm_pure_intrin("int32", "llvm.x86.avx512.vpdpbusd", 10, -1, 0x01FF7F80)
+    # bytes of a: 255 each; of b (low first): -128, 127, -1, 1
+    assert S.row_of(call).fold("int32", 10, -1, 0x01FF7F80) == 10 + 255 * (-128 + 127 - 1 + 1)
+
+
+@pytest.mark.skipif(S.VNNI_FEATURE not in minitvm.target.host_cpu_features(), reason="this CPU has no AVX-512 VNNI")
+def test_vpdpbusd_on_16_lanes_is_one_vnni_instruction():
+    lib = _vpdpbusd_func(16, vectorized=True)
+    assert "llvm.x86.avx512.vpdpbusd.512" in lib.get_source("ll-raw")
+    assert re.search(r"vpdpbusd\s+[^\n]*%zmm", lib.get_source("asm"))
+
+
+def test_vpdpbusd_without_vnni_is_plain_integer_code():
+    lib = _vpdpbusd_func(16, vectorized=True, target="llvm -mattr=-avx512vnni")
+    assert "vpdpbusd" not in lib.get_source("ll-raw") and "vpdpbusd" not in lib.get_source("asm")
+
+
+def test_vpdpbusd_takes_only_int32_words():
+    x = tir.Var("x", "int64")
+    with pytest.raises(TypeError, match="vpdpbusd does not take int64"):
+        tir.call_llvm_pure_intrin("int64", "llvm.x86.avx512.vpdpbusd", x, x, x)
+    with pytest.raises(NotImplementedError, match="type suffix"):
+        tir.call_llvm_pure_intrin("int32", "llvm.x86.avx512.vpdpbusd.512", 1, 2, 3)
+
+
+def test_vpdpbusd_bound_contains_every_result():
+    ana = minitvm.arith.Analyzer()
+    acc, a, b = (tir.Var(n, "int32") for n in "xab")
+    ana.bind(acc, tir.Range.from_min_extent(-5, 11))
+    bound = ana.const_int_bound(tir.call_llvm_pure_intrin("int32", "llvm.x86.avx512.vpdpbusd", acc, a, b))
+    assert (bound.min_value, bound.max_value) == (-5 - 4 * 255 * 128, 5 + 4 * 255 * 127)
+    assert S.row_of(tir.call_llvm_pure_intrin("int32", "llvm.x86.avx512.vpdpbusd", acc, a, b)).fold(
+        "int32", 5, -1, 0x7F7F7F7F) == bound.max_value

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import minitvm
-from minitvm import tir
+from minitvm import te, tir
 from minitvm.script import tir as T
 from minitvm.tir.schedule import ScheduleError
 from minitvm.tir.tensor_intrin import x86
@@ -156,3 +156,94 @@ def test_call_llvm_pure_intrin_refuses_what_it_cannot_mean():
     with pytest.raises(TypeError, match="takes 3 operands"):
         tir.call_llvm_pure_intrin("float32", "llvm.fma", x, x)
     assert tir.call_llvm_pure_intrin("float32", "llvm.fma.f32", x, x, x).args[0].value == "llvm.fma.f32"
+
+
+# -- dot_16x4_vnni: u8 x s8 -> int32 with vpdpbusd (AVX-512 VNNI) --------------------------------------
+
+needs_vnni = pytest.mark.skipif(not x86.has_vnni(), reason="this CPU has no AVX-512 VNNI")
+
+
+def _int8_matmul(m: int, n: int, k: int, x_cols: int | None = None):
+    """compute[i, j] = sum_k int32(X[i, k]) * int32(W[j, k]), X uint8 and W int8 (TVM's VNNI test
+    computation); X may have more columns than the reduction reads."""
+    X = te.placeholder((m, x_cols or k), name="X", dtype="uint8")
+    W = te.placeholder((n, k), name="W", dtype="int8")
+    ak = te.reduce_axis((0, k), name="k")
+    C = te.compute((m, n), lambda i, j: te.sum(X[i, ak].astype("int32") * W[j, ak].astype("int32"), axis=ak),
+                   name="compute")
+    return te.create_prim_func([X, W, C])
+
+
+def _vnni_schedule(func):
+    """W packed as [N/16, K/4, 16, 4]; the 16 x 4 inner tile (j inner, k inner) is the intrinsic."""
+    sch = tir.Schedule(func)
+    block = sch.get_block("compute")
+    sch.transform_layout(block, "W", lambda i, j: [i // 16, j // 4, i % 16, j % 4])
+    _, j, k = sch.get_loops(block)
+    _, ji = sch.split(j, factors=[None, 16])
+    ko, ki = sch.split(k, factors=[None, 4])
+    sch.reorder(ko, ji, ki)
+    sch.decompose_reduction(block, ko)
+    sch.tensorize(ji, x86.VNNI_DOT_16x4_INTRIN)
+    return sch
+
+
+def _full_range_int8(m: int, n: int, k: int, x_cols: int | None = None, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 256, (m, x_cols or k)).astype("uint8")
+    w = rng.integers(-128, 128, (n, k)).astype("int8")
+    x[0, :], w[0, :] = 255, -128  # the extremes: 255 * -128 summed over all of k
+    return x, w
+
+
+def _pack_w(w: np.ndarray) -> np.ndarray:
+    n, k = w.shape
+    return np.ascontiguousarray(w.reshape(n // 16, 16, k // 4, 4).transpose(0, 2, 1, 3))
+
+
+@needs_vnni
+@pytest.mark.parametrize("target", ["llvm", "python"])
+def test_vnni_tensorized_int8_matmul_matches_numpy(target):
+    m, n, k = 8, 32, 24
+    sch = _vnni_schedule(_int8_matmul(m, n, k))
+    x, w = _full_range_int8(m, n, k)
+    out = np.full((m, n), -7, "int32")  # the init must overwrite it
+    lib = minitvm.build(sch.mod, target=target)
+    lib["main"](x, _pack_w(w), out)
+    np.testing.assert_array_equal(out, x.astype("int64") @ w.astype("int64").T)
+    if target == "llvm":
+        assert re.findall(r"vpdpbusd\s+[^\n]*%zmm", lib.get_source("asm"))
+
+
+@needs_vnni
+def test_vnni_impl_reads_words_of_the_packed_buffers():
+    sch = _vnni_schedule(_int8_matmul(4, 16, 8))
+    text = sch.mod.script()
+    assert 'A_i32 = T.Buffer((1,), "int32", data=A.data)' in text
+    assert 'T.call_llvm_pure_intrin("int32", "llvm.x86.avx512.vpdpbusd", C[i_1], A_i32[0], B_i32[i_1])' in text
+    lowered = minitvm.lower(sch.mod).script()
+    # row i of X starts at word i * 2 (8 bytes per row); tile (j_0, k_0) of W at word j_0 * 32 + k_0 * 16
+    assert "A_i32[i * 2 + k_0]" in lowered and "B_i32[k_0 * 16 + i_1]" in lowered
+
+
+@needs_vnni
+def test_vnni_view_starting_inside_a_word_is_refused_when_lowered():
+    # X rows of 10 bytes: row i's first four bytes start at byte 10 * i, not always on a word
+    sch = _vnni_schedule(_int8_matmul(4, 16, 8, x_cols=10))
+    with pytest.raises(ValueError, match=r"A_i32 \(a int32 view of A, which matches X\).*multiple of 4"):
+        minitvm.build(sch.mod)
+
+
+def test_tensorize_refuses_vnni_on_a_cpu_without_it(monkeypatch):
+    monkeypatch.setattr(x86, "host_cpu_features", lambda: frozenset({"avx512f", "avx2", "fma"}))
+    with pytest.raises(ScheduleError, match=r"cannot tensorize block compute_update_o with dot_16x4_vnni: "
+                                            r"this CPU lacks avx512vnni"):
+        _vnni_schedule(_int8_matmul(4, 16, 8))
+
+
+def test_vnni_intrinsic_is_tvms_16x4_dot_product():
+    intrin = tir.TensorIntrin.get(x86.VNNI_DOT_16x4_INTRIN)
+    assert x86.VNNI_DOT_16x4_INTRIN == "dot_16x4_vnni" and intrin.requires == ("avx512f", "avx512vnni")
+    assert [intrin.desc.buffer_map[p].dtype for p in intrin.desc.params] == ["uint8", "int8", "int32"]
+    assert 'C[vi] = C[vi] + T.Cast("int32", A[vk]) * T.Cast("int32", B[vi, vk])' in intrin.desc.script()
+    minitvm.ir.assert_structural_equal(minitvm.script.from_source(intrin.impl.script()), intrin.impl)

@@ -539,6 +539,12 @@ class CodeGenLLVM:
         fast = FAST_FLOAT32.get(op)
         return None if fast is None else fast(self.b, x, self._declare)
 
+    def target_intrinsic(self, name: str, feature: str, args: list[ir.Value]) -> ir.Value | None:
+        """``name(*args)`` (a CPU-specific intrinsic) if the target has ``feature``, else None."""
+        if feature not in self.target.features:
+            return None
+        return self.b.call(self._declare(name, args[0].type, [a.type for a in args]), args)
+
     def libm(self, name: str, args: list[ir.Value], dtype: str) -> ir.Value:
         suffix = {"float32": "f", "float64": ""}.get(dtype)
         if suffix is None:  # float16: compute in float32

@@ -24,7 +24,7 @@ from ...tir import stmt as _s
 from ...tir.analysis import uses_var
 from ...tir.buffer import Buffer
 from ...tir.functor import post_order_visit, substitute
-from ...tir.semantics import BOOL_ONLY, BY_NODE, Semantics, emit_cast, kind_of, node_operands, row_of
+from ...tir.semantics import BOOL_ONLY, BY_NODE, Semantics, emit_cast, node_operands, row_of
 from .fastmath import call_intrinsic
 from .llvm_types import llvm_type, mem_type
 
@@ -183,6 +183,9 @@ class _VectorEmitter:
     def fast_f32(self, op: str, x: ir.Value) -> ir.Value | None:
         return self.cg.fast_f32(op, x)
 
+    def target_intrinsic(self, name: str, feature: str, args: list[ir.Value]) -> ir.Value | None:
+        return self.cg.target_intrinsic(name, feature, args)
+
     def libm(self, name: str, args: list[ir.Value], dtype: str) -> ir.Value:
         raise NotVectorizable(f"{name} is a C library call")
 
@@ -270,7 +273,7 @@ def _why_not(x: Any, var: _e.Var, dependents: set[int]) -> str | None:
     dtype = x.dtype if isinstance(x, _e.Select) else operands[0].dtype
     if isinstance(x, _e.Call) and any(a.dtype != dtype for a in operands):
         return f"{row.name} of mixed dtypes"
-    if kind_of(dtype) not in row.kinds or not row.vector(dtype):
+    if not row.takes(dtype) or not row.vector(dtype):
         return f"{row.name} on {dtype}"
     return None
 

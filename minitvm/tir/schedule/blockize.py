@@ -342,11 +342,11 @@ class TensorIntrin:
 
     @classmethod
     def register(cls, name: str, desc: PrimFunc, impl: PrimFunc, override: bool = False,
-                 requires: tuple[str, ...] = ()) -> "TensorIntrin":
+                 requires: tuple[str, ...] = ()) -> None:
+        """Register under ``name`` (returns None, as TVM's does: ``TensorIntrin.get(name)`` reads it)."""
         if name in cls._registry and not override:
             raise ValueError(f"tensor intrinsic {name!r} is already registered")
-        cls._registry[name] = intrin = TensorIntrin(name, desc, impl, requires)
-        return intrin
+        cls._registry[name] = TensorIntrin(name, desc, impl, requires)
 
     @classmethod
     def get(cls, name: str) -> "TensorIntrin":
@@ -405,10 +405,18 @@ def tensorize(root: Stmt, outer: BlockRealize, intrin: TensorIntrin) -> Stmt:
     desc_order = _first_use_order(desc_body, {id(b) for b in params})
     by_buffer = {id(r.buffer): r for r in block.reads + block.writes}
     if len(ordered) != len(desc_order):
-        raise ScheduleError(f"{here}: the block uses {len(ordered)} buffers, the intrinsic {len(desc_order)}")
+        raise ScheduleError(f"{here}: the block uses {_buffers(len(ordered))}, "
+                            f"the intrinsic {_buffers(len(desc_order))}")
     for buf in ordered:
         regions.append(by_buffer[id(buf)])
     views = [decl_buffer(p.shape, p.dtype, p.name) for p in desc_order]
+    for region, param in zip(regions, desc_order):
+        # as TVM's TensorizeComparator: a buffer matches only a buffer of the same storage scope
+        # (the intrinsic's instruction reads its operands from that memory, e.g. registers)
+        if (region.buffer.scope or "global") != (param.scope or "global"):
+            raise ScheduleError(f"{here}: buffer {region.buffer.name} is in scope {region.buffer.scope!r}, "
+                                f"the intrinsic's {param.name} in scope {param.scope!r} (stage it there "
+                                "with cache_read / cache_write)")
     for region, view in zip(regions, views):
         extents = [r.extent for r in region.region if not (isinstance(r.extent, IntImm) and r.extent.value == 1)]
         want = [s for s in view.shape if not (isinstance(s, IntImm) and s.value == 1)]
@@ -433,6 +441,10 @@ def tensorize(root: Stmt, outer: BlockRealize, intrin: TensorIntrin) -> Stmt:
     new_block = replace(block, body=_body_of(intrin.impl), match_buffers=tuple(matches),
                         alloc_buffers=tuple(block.alloc_buffers) + tuple(scratch))
     return replace_stmt(root, block, new_block)
+
+
+def _buffers(n: int) -> str:
+    return f"{n} buffer" if n == 1 else f"{n} buffers"
 
 
 def _first_use_order(stmt: Stmt, wanted: set[int]) -> list[Buffer]:

@@ -11,8 +11,16 @@ Each intrinsic is a *description* (the loops it replaces, in plain TIR) and an
   registered on first use as ``avx512_fma_f32_<rows>x<cols>x<k>`` (the description has fixed
   extents, as every TVM intrinsic has).
 
-The intrinsics need a CPU with AVX-512F: ``sch.tensorize`` refuses them elsewhere
-(:attr:`TensorIntrin.requires`, checked against :func:`host_cpu_features`).
+* ``dot_16x4_vnni`` (TVM's ``VNNI_DOT_16x4_INTRIN``) -- ``C[i] += sum_k int32(A[k]) * int32(B[i, k])``
+  for ``i < 16, k < 4``, A uint8, B int8, C int32: one ``vpdpbusd`` (AVX-512 VNNI), 64 byte
+  multiply-adds.  The implementation reads A's four bytes as one int32 word and B's 16 x 4 bytes
+  as 16 words through word views of their memory (``T.Buffer((16,), "int32", data=B.data)``,
+  minitvm's spelling of TVM's ``B.vload([0, 0], "int8x64")`` + ``T.reinterpret``), and calls
+  ``T.call_llvm_pure_intrin("int32", "llvm.x86.avx512.vpdpbusd", C[i], A_i32[0], B_i32[i])`` in a
+  16-lane vectorized loop.  B is laid out as TVM's VNNI schedules pack it: ``[N/16, K/4, 16, 4]``.
+
+The intrinsics need a CPU with AVX-512F (and VNNI for ``dot_16x4_vnni``): ``sch.tensorize``
+refuses them elsewhere (:attr:`TensorIntrin.requires`, checked against :func:`host_cpu_features`).
 """
 
 from __future__ import annotations
@@ -21,17 +29,21 @@ import functools
 from typing import Callable
 
 from ..buffer import Buffer, BufferRegion, decl_buffer
-from ..expr import BufferLoad, IterVar, PrimExpr, Range, Var, const
+from ..expr import BufferLoad, Cast, IterVar, PrimExpr, Range, Var, const
 from ..function import PrimFunc
 from ..op import call_llvm_pure_intrin
 from ..schedule.blockize import TensorIntrin
 from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, Stmt, seq
 
 __all__ = ["AVX512_FMA_F32_1x16", "avx512_fma_tile", "host_cpu_features", "has_avx512f",
-           "AVX512_FEATURES"]
+           "AVX512_FEATURES", "VNNI_DOT_16x4_INTRIN", "VNNI_FEATURES", "has_vnni"]
 
 #: the CPU features the intrinsics here need
 AVX512_FEATURES = ("avx512f",)
+#: ... and the int8 dot product's (LLVM's name of AVX-512 VNNI)
+VNNI_FEATURES = ("avx512f", "avx512vnni")
+
+VNNI_DOT_16x4_INTRIN = "dot_16x4_vnni"
 
 AVX512_FMA_F32_1x16 = "avx512_fma_f32_1x16"
 
@@ -57,6 +69,11 @@ def host_cpu_features() -> frozenset[str]:
 def has_avx512f() -> bool:
     """Whether this CPU runs AVX-512 Foundation instructions (16 float32 lanes per register)."""
     return "avx512f" in host_cpu_features()
+
+
+def has_vnni() -> bool:
+    """Whether this CPU has AVX-512 VNNI (``vpdpbusd``: 64 u8 x s8 multiply-adds into 16 int32)."""
+    return all(f in host_cpu_features() for f in VNNI_FEATURES)
 
 
 # -- building the PrimFuncs (the tir floor writes nodes, not TVMScript; the docstrings show the script)
@@ -173,4 +190,41 @@ def avx512_fma_tile(rows: int, cols: int, k: int) -> str:
     return name
 
 
+def _register_vnni_16x4() -> None:
+    """TVM's ``dot_16x4_vnni``: ``C[i] = C[i] + int32(A[k]) * int32(B[i, k])`` over ``i < 16`` (spatial),
+    ``k < 4`` (reduction); impl::
+
+        A_i32 = T.Buffer((1,), "int32", data=A.data)    # A's 4 bytes as one word
+        B_i32 = T.Buffer((16,), "int32", data=B.data)   # row i of B as word i
+        for i in T.vectorized(16):
+            C[i] = T.call_llvm_pure_intrin("int32", "llvm.x86.avx512.vpdpbusd", C[i], A_i32[0], B_i32[i])
+    """
+    def buffers() -> tuple[Buffer, Buffer, Buffer]:
+        return (decl_buffer((4,), "uint8", "A"), decl_buffer((16, 4), "int8", "B"),
+                decl_buffer((16,), "int32", "C"))
+
+    A, B, C = buffers()
+
+    def update(i: Var, k: Var) -> Stmt:
+        vi, vk = Var("vi", "int32"), Var("vk", "int32")
+        ivs = (IterVar(Range(_i32(0), _i32(16)), vi, "spatial"), IterVar(Range(_i32(0), _i32(4)), vk, "reduce"))
+        value = BufferLoad(C, (vi,)) + Cast("int32", BufferLoad(A, (vk,))) * Cast("int32", BufferLoad(B, (vi, vk)))
+        block = Block("update", iter_vars=ivs,
+                      reads=(BufferRegion(C, (Range(vi, _i32(1)),)), BufferRegion(A, (Range(vk, _i32(1)),)),
+                             BufferRegion(B, (Range(vi, _i32(1)), Range(vk, _i32(1))))),
+                      writes=(BufferRegion(C, (Range(vi, _i32(1)),)),), body=BufferStore(C, value, (vi,)))
+        return BlockRealize((i, k), const(True, "bool"), block)
+
+    desc = _func([A, B, C], [C, A, B], [C], _loop("i", 16, ForKind.SERIAL, lambda i: _loop(
+        "k", 4, ForKind.SERIAL, lambda k: update(i, k))))
+    A, B, C = buffers()
+    a_word = decl_buffer((1,), "int32", "A_i32", data=A.data)
+    b_words = decl_buffer((16,), "int32", "B_i32", data=B.data)
+    impl = _func([A, B, C], [C, A, B], [C], _loop("i", 16, ForKind.VECTORIZED, lambda i: BufferStore(
+        C, call_llvm_pure_intrin("int32", "llvm.x86.avx512.vpdpbusd", BufferLoad(C, (i,)),
+                                 BufferLoad(a_word, (_i32(0),)), BufferLoad(b_words, (i,))), (i,))))
+    TensorIntrin.register(VNNI_DOT_16x4_INTRIN, desc, impl, override=True, requires=VNNI_FEATURES)
+
+
 _register_1x16()
+_register_vnni_16x4()

@@ -8,6 +8,11 @@ For each ``BlockRealize``:
 * each ``T.alloc_buffer`` becomes an ``Allocate`` around the block's statements;
 * ``T.match_buffer`` views are resolved: an access ``M[i, j]`` of a view of
   ``A[r0:..., r1:...]`` becomes ``A[r0 + i, r1 + j]``;
+* a buffer over a view's memory in another dtype (``M_i32 = T.Buffer((1,), "int32",
+  data=M.data)``: a tensor intrinsic reading four bytes as one word, TVM's ``vload`` +
+  ``T.reinterpret``) becomes a 1-D buffer of that dtype over the source buffer's memory, indexed
+  from the view's first byte; the view must be contiguous in its source and start on a whole
+  word, else a ValueError names both buffers;
 * a remaining ``T.init()`` is lowered first, as :mod:`.lower_init_block` does;
 * a loop bound to a GPU thread axis becomes the thread launch it stands for,
   ``T.launch_thread(tag, extent)`` (an ``AttrStmt`` "thread_extent" over an ``IterVar``).
@@ -18,17 +23,22 @@ enough here, and both names run it.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
+from ...arith import Analyzer
+from ...ir import dtype as _dt
+from .. import op as _op
 from ..buffer import Buffer, BufferRegion
 from ..expr import BufferLoad, IntImm, IterVar, PrimExpr, Range
 from ..function import PrimFunc
 from ..functor import StmtExprMutator, substitute
 from ..stmt import Allocate, AttrStmt, Block, BlockRealize, BufferStore, For, ForKind, IfThenElse, Stmt
+from .flatten_buffer import flat_index
 from .function_pass import prim_func_pass
 from .lower_init_block import lower_init
 
-__all__ = ["LowerOpaqueBlock", "ConvertBlocksToOpaque", "lower_blocks", "MatchedView"]
+__all__ = ["LowerOpaqueBlock", "ConvertBlocksToOpaque", "lower_blocks", "MatchedView", "MatchedViews"]
 
 
 class MatchedView:
@@ -39,10 +49,13 @@ class MatchedView:
         if dropped < 0:
             raise ValueError(f"match_buffer {view.name} has {view.ndim} dimensions but matches a "
                              f"{len(source.region)}-dimensional region of {source.buffer.name}")
+        self.view = view
         self.source = source.buffer
         self.corner = tuple(r.min for r in source.region)
         # a view may drop leading unit dimensions of the region (A[i, 0:16] as a 1-D view)
         self.dropped = dropped
+        #: why the view's elements are not one run of the source's memory (None: they are)
+        self.scattered = _scattered(source)
 
     def source_indices(self, indices: tuple) -> tuple:
         leading = self.corner[:self.dropped]
@@ -50,9 +63,91 @@ class MatchedView:
         return leading + trailing
 
 
+def _scattered(region: BufferRegion) -> str | None:
+    """None if ``region`` is one contiguous run of its (row-major) buffer's memory: unit extents,
+    then at most one partial dimension, then whole dimensions; else why not."""
+    buffer, ana = region.buffer, Analyzer()
+    if buffer.strides:
+        return f"{buffer.name} has explicit strides"
+    whole = True  # the dimensions after this one are whole
+    for r, extent in zip(reversed(region.region), reversed(buffer.shape)):
+        if not whole and not ana.can_prove_equal(r.extent, 1):
+            return f"the region {region} is not contiguous in {buffer.name}"
+        whole = whole and ana.can_prove_equal(r.extent, extent)
+    return None
+
+
+def _bytes(buffer: Buffer) -> PrimExpr:
+    return functools.reduce(_op.mul, buffer.shape, _op.const(_dt.bits(buffer.dtype) // 8, "int32"))
+
+
+class _WordView:
+    """``alias`` (a buffer over a match view's memory, in another dtype) as a 1-D buffer over the
+    view's source memory plus the index of the view's first element in it."""
+
+    def __init__(self, alias: Buffer, view: MatchedView):
+        src = view.source
+        where = f"buffer {alias.name} (a {alias.dtype} view of {view.view.name}, which matches {src.name})"
+        if view.scattered:
+            raise ValueError(f"{where}: {view.scattered}; a view in another dtype needs contiguous memory")
+        if alias.strides:
+            raise NotImplementedError(f"{where}: explicit strides on a view in another dtype")
+        src_bytes, word_bytes = _dt.bits(src.dtype) // 8, _dt.bits(alias.dtype) // 8
+        first_byte = _op.mul(flat_index(src, view.corner), src_bytes)
+        ana = Analyzer()
+        if not ana.can_prove_equal(_op.floormod(first_byte, word_bytes), 0):
+            raise ValueError(f"{where}: the view starts at byte {ana.simplify(first_byte)} of {src.name}, "
+                             f"which cannot be proven a multiple of {word_bytes} (the size of {alias.dtype})")
+        if not ana.can_prove(_op.less_equal(_bytes(alias), _bytes(view.view))):
+            raise ValueError(f"{where}: it is larger than {view.view.name} ({ana.simplify(_bytes(alias))} bytes "
+                             f"> {ana.simplify(_bytes(view.view))})")
+        words = ana.simplify(_op.floordiv(_bytes(src), word_bytes))
+        self.buffer = Buffer(src.data, alias.dtype, (words,), (), 0, src.scope, alias.name)
+        self.base = ana.simplify(_op.floordiv(first_byte, word_bytes))
+        self.alias = alias
+
+    def indices(self, indices: tuple) -> tuple:
+        return (_op.add(self.base, flat_index(self.alias, indices)),)
+
+
+class MatchedViews:
+    """The match_buffer views in scope, and what an access through one of them reads: the
+    block lowering and the reference interpreter resolve accesses with the same table."""
+
+    def __init__(self) -> None:
+        self.by_buffer: dict[int, MatchedView] = {}
+        self.by_data: dict[int, MatchedView] = {}  # the data Var of a view -> the view
+        self.words: dict[tuple[int, int], _WordView] = {}  # (alias, view) -> its word view
+
+    def add(self, view: MatchedView) -> None:
+        outer = self.by_buffer.get(id(view.source))
+        if outer is not None:  # a view of a view looks straight into the innermost real buffer
+            view.corner = outer.source_indices(view.corner)
+            view.source = outer.source
+            view.dropped += outer.dropped
+            view.scattered = view.scattered or outer.scattered
+        self.by_buffer[id(view.view)] = view
+        self.by_data[id(view.view.data)] = view
+
+    def resolve(self, buffer: Buffer, indices: tuple) -> tuple[Buffer, tuple]:
+        """The real buffer and indices an access ``buffer[indices]`` reads or writes."""
+        view = self.by_buffer.get(id(buffer))
+        if view is not None:
+            return view.source, view.source_indices(indices)
+        view = self.by_data.get(id(buffer.data))
+        if view is None:
+            return buffer, indices
+        # another buffer over a view's memory (A_i32 = T.Buffer((1,), "int32", data=A.data))
+        key = (id(buffer), id(view))
+        words = self.words.get(key)
+        if words is None:
+            words = self.words[key] = _WordView(buffer, view)
+        return words.buffer, words.indices(indices)
+
+
 class _BlockLowerer(StmtExprMutator):
     def __init__(self) -> None:
-        self.views: dict[int, tuple[Buffer, MatchedView]] = {}
+        self.views = MatchedViews()
 
     # -- blocks ---------------------------------------------------------------------------
     def visit_block_realize_(self, n: BlockRealize) -> Stmt:
@@ -77,14 +172,7 @@ class _BlockLowerer(StmtExprMutator):
         for match in block.match_buffers:
             source = substitute(match.source, bindings)
             source = BufferRegion(source.buffer, tuple(self.visit(source.region)))
-            view = MatchedView(match.buffer, source)
-            # a view of a view looks straight into the innermost real buffer
-            outer = self.views.get(id(view.source))
-            if outer is not None:
-                view.corner = outer[1].source_indices(view.corner)
-                view.source = outer[1].source
-                view.dropped += outer[1].dropped
-            self.views[id(match.buffer)] = (match.buffer, view)
+            self.views.add(MatchedView(match.buffer, source))
         return self.visit(substitute(block.body, bindings))
 
     @staticmethod
@@ -104,10 +192,7 @@ class _BlockLowerer(StmtExprMutator):
 
     # -- accesses through match_buffer views ------------------------------------------------
     def _resolve(self, buffer: Buffer, indices: tuple) -> tuple[Buffer, tuple]:
-        entry = self.views.get(id(buffer))
-        if entry is None:
-            return buffer, indices
-        return entry[1].source, entry[1].source_indices(indices)
+        return self.views.resolve(buffer, indices)
 
     def visit_buffer_load_(self, n: BufferLoad) -> PrimExpr:
         indices = self.visit(n.indices)

@@ -1,6 +1,7 @@
 """cache_read, cache_write, transform_layout, rfactor, blockize and tensorize."""
 
 import numpy as np
+import pytest
 
 import minitvm
 from minitvm import tir
@@ -114,6 +115,54 @@ def test_blockize_then_tensorize(same_numbers):
     lib = minitvm.build(sch.mod)
     assert "<16 x float>" in lib.get_source("ll") or "<8 x float>" in lib.get_source("ll")
     assert func is sch.mod["main"]
+
+
+@T.prim_func
+def axpy_desc_in_registers(a: T.handle, x: T.handle, y: T.handle):
+    A = T.match_buffer(a, (1,), "float32", scope="global.a_reg")
+    X = T.match_buffer(x, (16,), "float32", scope="global.x_reg")
+    Y = T.match_buffer(y, (16,), "float32", scope="global.acc")
+    for i in range(16):
+        with T.block("update"):
+            vi = T.axis.spatial(16, i)
+            Y[vi] = Y[vi] + A[0] * X[vi]
+
+
+tir.TensorIntrin.register("test_axpy16_in_registers", axpy_desc_in_registers, axpy_desc_in_registers,
+                          override=True)
+
+
+def _axpy_tiled() -> tuple[tir.Schedule, tir.LoopRV]:
+    sch = tir.Schedule(matmul)
+    block = sch.get_block("C")
+    i, j, k = sch.get_loops(block)
+    j0, j1 = sch.split(j, factors=[None, 16])
+    sch.reorder(i, j0, k, j1)
+    sch.decompose_reduction(block, k)
+    return sch, j1
+
+
+def test_tensorize_refuses_a_buffer_in_another_storage_scope():
+    # as TVM: the description's operands live in special memory; a global buffer does not match
+    sch, j1 = _axpy_tiled()
+    with pytest.raises(tir.ScheduleError, match=r"buffer C is in scope 'global', the intrinsic's Y in scope "
+                                                r"'global.acc'"):
+        sch.tensorize(j1, "test_axpy16_in_registers")
+
+
+def test_tensorize_accepts_operands_staged_in_the_description_scopes(same_numbers):
+    sch = tir.Schedule(matmul)
+    block = sch.get_block("C")
+    i, j, k = sch.get_loops(block)
+    j0, j1 = sch.split(j, factors=[None, 16])
+    sch.reorder(i, j0, k, j1)
+    update = sch.blockize(j1)
+    for index, scope in ((0, "global.a_reg"), (1, "global.x_reg")):
+        sch.compute_at(sch.cache_read(update, index, scope), k)
+    sch.reverse_compute_at(sch.cache_write(update, 0, "global.acc"), j0)
+    sch.decompose_reduction(update, k)
+    sch.tensorize(update, "test_axpy16_in_registers")
+    same_numbers(matmul, sch.mod)
 
 
 def test_blockize_outer_iterators(same_numbers):

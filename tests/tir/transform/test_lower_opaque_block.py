@@ -1,7 +1,9 @@
 """LowerOpaqueBlock: blocks disappear, their meaning stays."""
 
 import numpy as np
+import pytest
 
+import minitvm
 from minitvm import tir
 from minitvm.ir import IRModule, assert_structural_equal
 from minitvm.target.interpreter import run_prim_func
@@ -88,3 +90,79 @@ def test_match_buffer_accesses_go_to_the_source_region():
 
 def test_convert_blocks_to_opaque_is_the_same_lowering():
     assert ConvertBlocksToOpaque().info.name == LowerOpaqueBlock().info.name
+
+
+# -- a buffer over a match view's memory in another dtype (a tensor intrinsic's word view) ------------
+
+
+def _rows_as_words(src: str, word: str, rows: int = 6, row_bytes: int = 16, start: int = 0):
+    """Out[i, :] = the bytes X[i, start:start + row_bytes] read as ``word`` values, through a
+    match_buffer view of the row and a ``word`` buffer over the view's data."""
+    from minitvm.script import tir as T
+
+    size = np.dtype(src).itemsize
+    n_src, n_words = row_bytes // size, row_bytes // np.dtype(word).itemsize
+    cols = n_src + start
+
+    @T.prim_func
+    def rows_as_words(X: T.Buffer((rows, cols), src), Out: T.Buffer((rows, n_words), word)):
+        for i in range(rows):
+            with T.block("row"):
+                vi = T.axis.spatial(rows, i)
+                T.reads(X[vi, start:start + n_src])
+                T.writes(Out[vi, 0:n_words])
+                R = T.match_buffer(X[vi, start:start + n_src], (n_src,), src)
+                Row = T.match_buffer(Out[vi, 0:n_words], (n_words,), word)
+                R_words = T.Buffer((n_words,), word, data=R.data)
+                for w in range(n_words):
+                    Row[w] = R_words[w]
+
+    return rows_as_words
+
+
+@pytest.mark.parametrize("src, word", [("uint8", "int32"), ("int8", "int16"), ("int32", "uint8"),
+                                       ("float32", "int32")])
+@pytest.mark.parametrize("target", ["llvm", "python"])
+def test_a_word_view_of_a_match_view_reads_the_source_memory(src, word, target):
+    func = _rows_as_words(src, word)
+    lowered = lower_blocks(func)
+    words = [b for b in _buffers(lowered.body) if b.name == "R_words"]
+    assert words and all(b.data is func.buffer_map[func.params[0]].data for b in words)  # X's memory
+    x = np.random.default_rng(3).integers(0, 256, (6, 16), dtype=np.uint8).view(src)
+    out = np.zeros((6, 16 // np.dtype(word).itemsize), word)
+    lib = minitvm.build(func, target=target)
+    lib["rows_as_words"](x, out)
+    np.testing.assert_array_equal(out, x.view(word))
+    blocks_out = np.zeros_like(out)
+    run_prim_func(func, [x, blocks_out])  # the interpreter on the blocks resolves the views alike
+    np.testing.assert_array_equal(blocks_out, x.view(word))
+
+
+def test_a_word_view_starting_inside_a_word_is_refused_naming_the_buffers():
+    func = _rows_as_words("uint8", "int32", start=1)
+    with pytest.raises(ValueError, match=r"R_words \(a int32 view of R, which matches X\).*multiple of 4"):
+        lower_blocks(func)
+
+
+def test_a_word_view_of_a_scattered_region_is_refused():
+    from minitvm.script import tir as T
+
+    @T.prim_func
+    def corner(X: T.Buffer((4, 8), "uint8"), Out: T.Buffer((2,), "int32")):
+        with T.block("corner"):
+            T.reads(X[0:2, 0:4])
+            T.writes(Out[0:2])
+            R = T.match_buffer(X[0:2, 0:4], (2, 4), "uint8")
+            R_words = T.Buffer((2,), "int32", data=R.data)
+            for w in range(2):
+                Out[w] = R_words[w]
+
+    with pytest.raises(ValueError, match="R_words .*not contiguous in X"):
+        lower_blocks(corner)
+
+
+def _buffers(stmt):
+    found = []
+    post_order_visit(stmt, lambda n: found.append(n.buffer) if isinstance(n, (tir.BufferLoad, tir.BufferStore))
+                     else None)
+    return found
