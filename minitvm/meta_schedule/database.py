@@ -54,7 +54,7 @@ class Workload:
 
     def __init__(self, mod: IRModule) -> None:
         self.mod = normalize_mod(mod)
-        self.shash = structural_hash(self.mod)  # this process's structural hash (the lookup key)
+        self.shash = structural_hash(self.mod)  # the structural hash (the lookup key; the same in every process)
         # the name of the task that tuned it (for plots; not saved: a reloaded database has none)
         self.task_name: str | None = None
 
