@@ -344,6 +344,18 @@ def sched_int8_tile(n: int, mi: int = 8, nj: int = 32, tensorize: bool = False):
     return sch
 
 
+def _torch_peer() -> Any:
+    """torch set up as the peer row (2 threads, no autograd), or None with a note if not installed."""
+    try:
+        import torch
+    except ImportError:
+        print("torch not installed: no torch row", file=sys.stderr)
+        return None
+    torch.set_num_threads(2)
+    torch.set_grad_enabled(False)
+    return torch
+
+
 def measure_int8(n: int, *, repeat: int = 10, rounds: int = 3, warmup: int = 2, numpy_repeat: int = 3,
                  tile: tuple[int, int] = INT8_TILE, use_torch: bool = True) -> list[Row]:
     """Rows for the u8 x s8 -> int32 matmul: numpy (an int32 matmul of the same values: numpy has
@@ -374,17 +386,12 @@ def measure_int8(n: int, *, repeat: int = 10, rounds: int = 3, warmup: int = 2, 
     fns: dict[str, Callable[[], Any]] = {}
     errors: dict[str, float] = {}
     notes = {"numpy": f"np.matmul of int32 copies (numpy has no int8 GEMM), {numpy_repeat} runs timed alone"}
-    if use_torch:
-        try:
-            import torch
-        except ImportError:
-            print("torch not installed: no torch row", file=sys.stderr)
-        else:
-            torch.set_num_threads(2)
-            ta, tw = torch.from_numpy(a), torch.from_numpy(w).t()
-            fns["torch"] = lambda: torch._int_mm(ta, tw)
-            errors["torch"] = checked("torch", fns["torch"]().numpy())
-            notes["torch"] = "torch._int_mm (u8 x s8 -> int32 on the CPU)"
+    torch = _torch_peer() if use_torch else None
+    if torch is not None:
+        ta, tw = torch.from_numpy(a), torch.from_numpy(w).t()
+        fns["torch"] = lambda: torch._int_mm(ta, tw)
+        errors["torch"] = checked("torch", fns["torch"]().numpy())
+        notes["torch"] = "torch._int_mm (u8 x s8 -> int32 on the CPU)"
     for variant, tensorize in (("vectorized", False), ("tensorized", True)):
         name = f"minitvm int8 {variant}"
         lib = minitvm.build(sched_int8_tile(n, *tile, tensorize=tensorize).mod)
@@ -451,18 +458,12 @@ def measure(n: int, variants: Iterable[str] = ("default", "tiled", "packed", "be
     # the functions to time, in table order; each one writes its own output array
     fns: dict[str, Callable[[], Any]] = {"numpy": lambda: np.matmul(a, b, out=c)}
     errors: dict[str, float] = {}
-    if use_torch:
-        try:
-            import torch
-        except ImportError:
-            print("torch not installed: no torch row", file=sys.stderr)
-        else:
-            torch.set_num_threads(2)
-            torch.set_grad_enabled(False)
-            ta, tb, tc = torch.from_numpy(a), torch.from_numpy(b), torch.empty((n, n))
-            fns["torch"] = lambda: torch.matmul(ta, tb, out=tc)
-            fns["torch"]()
-            errors["torch"] = float(np.max(np.abs(tc.numpy() - ref)))
+    torch = _torch_peer() if use_torch else None
+    if torch is not None:
+        ta, tb, tc = torch.from_numpy(a), torch.from_numpy(b), torch.empty((n, n))
+        fns["torch"] = lambda: torch.matmul(ta, tb, out=tc)
+        fns["torch"]()
+        errors["torch"] = float(np.max(np.abs(tc.numpy() - ref)))
 
     first_call: dict[str, float] = {}
 
