@@ -18,6 +18,7 @@ from typing import Any
 
 from ..tir.expr import IntImm
 from ..tir.schedule import BlockRV, LoopRV, Schedule, ScheduleError
+from ..tir.transform.default_schedule import pack_into_panels
 from .schedule_rule import PACK_READ, block_info, packable_read
 
 __all__ = ["rewrite_packed_read", "rewrite_reduction_block", "rewrite_parallel_vectorize_unroll", "apply_postprocs",
@@ -56,13 +57,6 @@ def _register_tile_width(sch: Schedule, block: BlockRV, var: Any) -> int:
     return width
 
 
-def _panels(width: int, j_first: bool) -> Any:
-    """The index map ``[k, j]`` (or ``[j, k]``) -> ``[j // width, k, j % width]``."""
-    if j_first:
-        return lambda j, k: (j // width, k, j % width)
-    return lambda k, j: (j // width, k, j % width)
-
-
 def rewrite_packed_read(sch: Schedule) -> None:
     """Apply each block's sampled ``meta_schedule.pack_read``: when it is 1, the operand
     ``packable_read`` finds (``B[k, j]`` or ``W[j, k]``) is copied into panels
@@ -85,8 +79,7 @@ def rewrite_packed_read(sch: Schedule) -> None:
         extent = region.buffer.shape[0 if j_first else 1].value
         if width < 2 or extent % width or (width == extent and not j_first):
             continue
-        packed = sch.cache_read(block, index, "global")
-        sch.transform_layout(block, ("read", index), _panels(width, j_first))
+        packed = pack_into_panels(sch, block, index, width, j_first)
         outer, inner = sch.get_loops(packed)
         j_loop, k_loop = (outer, inner) if j_first else (inner, outer)
         j0, j1 = sch.split(j_loop, factors=[None, width])

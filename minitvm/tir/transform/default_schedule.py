@@ -36,7 +36,7 @@ from ..stmt import BufferStore
 from .function_pass import prim_func_pass
 
 __all__ = ["DefaultCPUSchedule", "schedule_matmul_nt", "schedule_matmul_like", "schedule_conv2d_like",
-           "schedule_elementwise", "schedule_reduction", "RULES"]
+           "schedule_elementwise", "schedule_reduction", "pack_into_panels", "RULES"]
 
 # Thresholds for ``parallel``.  Starting the OpenMP team costs tens of microseconds here
 # (minitvm's libgomp waits passively), so small kernels run faster on one thread: measured on
@@ -220,10 +220,20 @@ def _pack_right_operand(sch: Schedule, mm: BlockRV, nj: int) -> BlockRV | None:
     for index, region in enumerate(blk.reads):
         dims = region.region
         if (len(dims) == 2 and region.buffer is not blk.body.buffer and dims[0].min is vk and dims[1].min is vj):
-            packed = sch.cache_read(mm, index, "global")
-            sch.transform_layout(mm, ("read", index), lambda k, j: (j // nj, k, j % nj))
-            return packed
+            return pack_into_panels(sch, mm, index, nj)
     return None
+
+
+def pack_into_panels(sch: Schedule, block: BlockRV, read_index: int, width: int, j_first: bool = False) -> BlockRV:
+    """Copy ``block``'s read ``read_index`` -- ``B[k, j]``, or ``W[j, k]`` with ``j_first`` -- into
+    panels ``B_packed[j // width, k, j % width]`` (``cache_read`` + ``transform_layout``) and
+    return the copy block.  The default schedule and MetaSchedule's packing postprocessor share it."""
+    packed = sch.cache_read(block, read_index, "global")
+    if j_first:
+        sch.transform_layout(block, ("read", read_index), lambda j, k: (j // width, k, j % width))
+    else:
+        sch.transform_layout(block, ("read", read_index), lambda k, j: (j // width, k, j % width))
+    return packed
 
 
 def _matmul_tile(M: int | None, N: int) -> tuple[int, int]:
