@@ -205,17 +205,25 @@ def time_fn(fn: Callable[[], Any], repeat: int = 10, warmup: int = 2, number: in
     return Timing.of(samples)
 
 
+#: seconds to wait before timing the next row: OpenBLAS's worker threads (numpy's matmul)
+#: spin for about 0.1 s after a call, and while they spin the next row has a core less --
+#: measured: the default-schedule matmul right after numpy 7-9 ms, 0.1 s later 5 ms
+SETTLE_SECONDS = 0.2
+
+
 def time_interleaved(fns: dict[str, Callable[[], Any]], repeat: int = 10, rounds: int = 3,
                      warmup: int = 2) -> dict[str, Timing]:
     """Time several functions in ``rounds`` interleaved rounds (A B C, A B C, ...), ``repeat``
     samples each per round, and report each one's median over all its samples.  A burst of
-    load from another process then hits every row alike instead of whichever ran during it."""
+    load from another process then hits every row alike instead of whichever ran during it;
+    each row starts after ``SETTLE_SECONDS``, so that the threads of the row before are idle."""
     for fn in fns.values():
         for _ in range(warmup):
             fn()
     samples: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(rounds):
         for name, fn in fns.items():
+            time.sleep(SETTLE_SECONDS)
             samples[name] += time_fn(fn, repeat, warmup=1).samples
     return {name: Timing.of(s) for name, s in samples.items()}
 

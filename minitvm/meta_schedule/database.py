@@ -4,7 +4,9 @@ A :class:`Workload` is a TIR module being tuned, found again by structural equal
 ``shash`` is the structural hash).  A :class:`TuningRecord` is one measured candidate: the
 trace that schedules the workload (with every sampled decision), the measured seconds (None
 or empty for a failed candidate), the target.  ``query_schedule`` replays the best trace onto
-the workload and returns the ``tir.Schedule``.
+the workload and returns the ``tir.Schedule``.  The same trace committed again (the tuner
+re-times its best candidates) is the same schedule measured again: its times join the one
+record (minitvm's; TVM keeps a second record).
 
 :class:`JSONDatabase` keeps two JSON-lines files in ``work_dir``, as TVM's does:
 
@@ -12,7 +14,8 @@ the workload and returns the ``tir.Schedule``.
   the module's TVMScript (stable across processes; Python's own hash is not), ``module`` the
   TVMScript text, parsed back when the file is loaded;
 * ``database_tuning_record.json``: one record a line, ``[workload index, [trace, run_secs,
-  target, args_info]]`` -- ``trace`` in ``Trace.as_json`` form, ``run_secs`` a list of floats.
+  target, args_info]]`` -- ``trace`` in ``Trace.as_json`` form, ``run_secs`` a list of floats
+  (a schedule measured again gets another line; loading joins them as committing does).
 
 Both are plain text a learner can read, and a fresh process reloads them.
 """
@@ -122,6 +125,7 @@ class Database:
     def __init__(self) -> None:
         self._workloads: list[Workload] = []
         self._records: list[TuningRecord] = []
+        self._record_index: dict[tuple[int, str], int] = {}  # (workload, trace as JSON) -> its record
 
     # -- workloads ------------------------------------------------------------------------
     def _find(self, mod: IRModule) -> Workload | None:
@@ -147,10 +151,23 @@ class Database:
         return workload
 
     def commit_tuning_record(self, record: TuningRecord) -> None:
+        """Store ``record``.  A trace already recorded for the same workload is the same schedule
+        measured again: its times join that record's ``run_secs`` (a failure fails the record)."""
         if record.workload not in self._workloads:
             record.workload = self.commit_workload(record.workload.mod)
-        self._records.append(record)
+        self._add_record(record)
         self._write_record(record)
+
+    def _add_record(self, record: TuningRecord) -> None:
+        key = (id(record.workload), json.dumps(record.trace.as_json()))
+        index = self._record_index.get(key)
+        if index is None:
+            self._record_index[key] = len(self._records)
+            self._records.append(record)
+            return
+        old = self._records[index]
+        secs = old.run_secs + record.run_secs if old.is_valid and record.is_valid else None
+        self._records[index] = TuningRecord(old.trace, old.workload, secs, old.target, old.args_info)
 
     def _write_workload(self, workload: Workload) -> None:  # JSONDatabase writes to its files
         pass
@@ -286,7 +303,7 @@ class JSONDatabase(Database):
                     raise ValueError(f"{self.path_tuning_record}:{n}: workload index {index} is not in "
                                      f"{self.path_workload} ({len(self._workloads)} workloads)")
                 try:
-                    self._records.append(TuningRecord.from_json(rec, self._workloads[index]))
+                    self._add_record(TuningRecord.from_json(rec, self._workloads[index]))
                 except Exception as err:  # noqa: BLE001 - one unreadable record must not lose the rest
                     if rec[1]:  # a measured record that no longer replays is worth a word
                         warnings.warn(f"{self.path_tuning_record}:{n}: skipped a record whose trace does not "

@@ -93,7 +93,8 @@ def tune_relax(mod: IRModule, params: dict | None, target: Target | str, work_di
                runner: Any = "local", database: Any = "json", cost_model: Any = "xgb",
                measure_callbacks: Any = "default", task_scheduler: str = "gradient", space: Any = "post-order-apply",
                strategy: Any = "evolutionary", seed: int | None = None, module_equality: str = "structural",
-               executor: Any = None, progress: bool = True) -> Database:
+               executor: Any = None, progress: bool = True,
+               retime_best: int = 3) -> Database:
     """Tune every kernel of ``mod`` (weighted by its calls) within ``max_trials_global`` trials."""
     target = target if isinstance(target, Target) else Target(target)
     tasks = extract_tasks(mod, target, params, module_equality=module_equality)
@@ -104,7 +105,8 @@ def tune_relax(mod: IRModule, params: dict | None, target: Target | str, work_di
                       max_trials_global=max_trials_global, max_trials_per_task=max_trials_per_task,
                       num_trials_per_iter=num_trials_per_iter, builder=builder, runner=runner, database=database,
                       cost_model=cost_model, measure_callbacks=measure_callbacks, task_scheduler=task_scheduler,
-                      module_equality=module_equality, seed=seed, executor=executor, progress=progress)
+                      module_equality=module_equality, seed=seed, executor=executor, progress=progress,
+                      retime_best=retime_best)
 
 
 def compile_relax(database: Database, mod: IRModule, target: Target | str, params: dict | None = None,

@@ -21,14 +21,15 @@ def tune_tir(mod: IRModule | PrimFunc, target: str | Target, work_dir: str, max_
              space: Any = "post-order-apply", strategy: Any = "evolutionary",
              num_tuning_cores: Any = "physical", seed: int | None = None, module_equality: str = "structural",
              special_space: Any = None, post_optimization: bool = False, executor: Any = None,
-             progress: bool = True) -> Database:
+             progress: bool = True, retime_best: int = 3) -> Database:
     """Tune every PrimFunc of ``mod`` for ``target`` with at most ``max_trials_global`` measured
     candidates; returns the database (records in ``work_dir`` with ``database="json"``).
 
     ``space``: a ``ScheduleFn``/function or "post-order-apply" (the built-in rules plus the
     default schedule); ``strategy``: "evolutionary", "replay-trace" or "replay-func";
     ``executor`` (minitvm's): a ``concurrent.futures.Executor`` the builder and runner use
-    instead of their own process pools; ``progress``: the tqdm bar.
+    instead of their own process pools; ``progress``: the tqdm bar; ``retime_best`` (minitvm's):
+    how many of the fastest candidates are timed again after the search (``tune_tasks``).
     """
     if special_space is not None:
         raise NotImplementedError("tune_tir(special_space=...): give one space for every function")
@@ -50,7 +51,8 @@ def tune_tir(mod: IRModule | PrimFunc, target: str | Target, work_dir: str, max_
                       num_trials_per_iter=num_trials_per_iter, builder=builder, runner=runner, database=database,
                       cost_model=cost_model, measure_callbacks=measure_callbacks, task_scheduler=task_scheduler,
                       module_equality=module_equality, post_optimization=post_optimization, seed=seed,
-                      executor=executor, num_tuning_cores=num_tuning_cores, progress=progress)
+                      executor=executor, num_tuning_cores=num_tuning_cores, progress=progress,
+                      retime_best=retime_best)
 
 
 def compile_tir(database: Database, mod: IRModule | PrimFunc, target: str | Target) -> Schedule | None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..ir.module import IRModule
 from ..target import Target
+from ..tir.schedule import Schedule
 from . import builder as _builder
 from . import cost_model as _cost_model
 from . import runner as _runner
@@ -28,7 +29,10 @@ from .database import Database, JSONDatabase, MemoryDatabase, TuningRecord, norm
 from .executor import LocalPool, run_jobs
 from .feature_extractor import extract_from_mod
 
-__all__ = ["TuneContext", "tune_tasks", "workload_flops", "TrialLog"]
+__all__ = ["TuneContext", "tune_tasks", "workload_flops", "TrialLog", "RETIME_ROUNDS"]
+
+#: how many more times ``tune_tasks(retime_best=...)`` times each finalist
+RETIME_ROUNDS = 3
 
 
 def workload_flops(mod: IRModule) -> float:
@@ -119,8 +123,14 @@ def tune_tasks(*, tasks: list[TuneContext], task_weights: list[float], work_dir:
                measure_callbacks: Any = "default", task_scheduler: str = "gradient",
                module_equality: str = "structural", post_optimization: bool = False, seed: int | None = None,
                executor: Any = None, num_tuning_cores: Any = "physical", progress: bool = True,
-               log: TrialLog | None = None) -> Database:
-    """Tune ``tasks`` within ``max_trials_global`` measured candidates; returns the database."""
+               log: TrialLog | None = None, retime_best: int = 3) -> Database:
+    """Tune ``tasks`` within ``max_trials_global`` measured candidates; returns the database.
+
+    minitvm's own options: ``executor`` (a ``concurrent.futures.Executor`` for the builder and
+    runner), ``progress`` (the tqdm bar), ``log`` (a :class:`TrialLog` to fill) and
+    ``retime_best``: after the search, each task's fastest few candidates (and the default
+    schedule's) are timed RETIME_ROUNDS times more, so that the database's choice does not
+    rest on one noisy timing; 0 keeps the single timings, as TVM."""
     _check_tune_options(measure_callbacks, task_scheduler, post_optimization, module_equality)
     if len(task_weights) != len(tasks):
         raise ValueError("tune_tasks: one weight per task")
@@ -167,12 +177,17 @@ def tune_tasks(*, tasks: list[TuneContext], task_weights: list[float], work_dir:
             if not cands:
                 task.done = True
                 continue
-            results = _measure(task, cands, builder, runner)
+            results = _measure(task, [c.sch.mod for c in cands], builder, runner)
             _record(task, cands, results, db, log, bar, jobs, started)
             task.trials += len(cands)
             total += len(cands)
             task.ctx.search_strategy.notify_runner_results(cands, results)
             model.update(None, cands, results)
+        if retime_best > 0:
+            if bar is not None:
+                bar.set_description("re-timing the best")
+            for task in jobs:
+                _retime_best(task, db, builder, runner, retime_best)
     finally:
         if bar is not None:
             bar.close()
@@ -234,20 +249,60 @@ def _make_reference(task: _Task, executor: Any, work_dir: str, timeout: float) -
     return value
 
 
-def _measure(task: _Task, cands: list, builder: Any, runner: Any) -> list[_runner.RunnerResult]:
-    built = builder.build([_builder.BuilderInput(c.sch.mod, task.ctx.target) for c in cands])
+def _measure(task: _Task, mods: list[IRModule], builder: Any, runner: Any, rounds: int = 1
+             ) -> list[_runner.RunnerResult]:
+    """Build each module once and run it ``rounds`` times, round by round (a burst of load then
+    hits every module alike); a result has every round's times, or the first failure."""
+    built = builder.build([_builder.BuilderInput(mod, task.ctx.target) for mod in mods])
     inputs, where = [], []
-    results: list[_runner.RunnerResult] = [None] * len(cands)  # type: ignore[list-item]
+    results: list[_runner.RunnerResult] = [None] * len(mods)  # type: ignore[list-item]
     for k, b in enumerate(built):
         if b.error_msg is not None:
             results[k] = _runner.RunnerResult(None, f"build failed: {b.error_msg}")
         else:
-            inputs.append(_runner.RunnerInput(b.artifact_path, "llvm", cands[k].args_info, task.reference,
-                                              str(task.ctx.target)))
+            inputs.append(_runner.RunnerInput(b.artifact_path, "llvm", task.ctx.search_strategy.args_info,
+                                              task.reference, str(task.ctx.target)))
             where.append(k)
-    for k, fut in zip(where, runner.run(inputs)):
-        results[k] = fut.result()
+    for _ in range(rounds):
+        for k, fut in zip(where, runner.run(inputs)):
+            res, so_far = fut.result(), results[k]
+            if so_far is None or not res.run_secs:
+                results[k] = res
+            elif so_far.run_secs:
+                results[k] = _runner.RunnerResult(so_far.run_secs + res.run_secs, None)
     for b in built:
         if b.artifact_path and os.path.exists(b.artifact_path):
             os.remove(b.artifact_path)
     return results
+
+
+def _retime_best(task: _Task, db: Database, builder: Any, runner: Any, best: int) -> None:
+    """Time the task's ``best`` fastest candidates again, and the decision-free ones (the
+    default schedule), RETIME_ROUNDS times each, interleaved; the times join their records.
+    Should another candidate then lead (on its one timing), it is timed again too.
+
+    Each candidate was timed once, and the fastest of many single timings is mostly the one
+    the noise favoured most (the winner's curse): among near-equal schedules it is often not
+    the fastest, and can be slower than the default schedule.  A few more timings of the
+    finalists let the database's choice rest on a mean instead.  (minitvm's; TVM keeps the
+    single timings.)"""
+    finalists = db.get_top_k(task.workload, best)
+    finalists += [r for r in db.get_top_k(task.workload, len(db))
+                  if r not in finalists and not any(inst.kind.decision for inst in r.trace.insts)]
+    if len(finalists) < 2:
+        return
+    retimed: set[str] = set()
+    while True:  # each pass times at least one record anew, so this ends (mostly after one)
+        todo = [r for r in finalists if str(r.trace) not in retimed]
+        if not todo:
+            return
+        mods = []
+        for record in todo:
+            sch = Schedule(task.ctx.mod)
+            record.trace.apply_to_schedule(sch, remove_postproc=False)
+            mods.append(sch.mod)
+        for record, res in zip(todo, _measure(task, mods, builder, runner, RETIME_ROUNDS)):
+            db.commit_tuning_record(TuningRecord(record.trace, task.workload, res.run_secs, task.ctx.target,
+                                                 record.args_info))
+            retimed.add(str(record.trace))
+        finalists = db.get_top_k(task.workload, 1)

@@ -26,7 +26,7 @@ def test_json_database_writes_readable_lines_and_reloads(tmp_path):
     db = ms.database.JSONDatabase(work_dir=str(tmp_path))
     slow = _record(db, mod, 1, [2e-3, 2e-3])
     fast = _record(db, mod, 2, [1e-3])
-    _record(db, mod, 3, None)  # a failed candidate is kept, never chosen
+    _record(db, mod, 5, None)  # a failed candidate is kept, never chosen (seeds 1, 2, 5: three splits)
     assert len(db) == 3
     workload_lines = open(tmp_path / "database_workload.json").read().splitlines()
     record_lines = open(tmp_path / "database_tuning_record.json").read().splitlines()
@@ -46,6 +46,25 @@ def test_json_database_writes_readable_lines_and_reloads(tmp_path):
     top = again.get_top_k(again.commit_workload(mod), 5)
     assert [r.run_secs for r in top] == [[1e-3], [2e-3, 2e-3]]
     assert slow is not None
+
+
+def test_the_same_trace_again_adds_its_times_to_one_record(tmp_path):
+    """A schedule measured again (the tuner re-times its finalists) stays one record, in memory
+    and when the file is read back; a failed measurement fails the record."""
+    mod = minitvm.IRModule({"main": matmul_64})
+    db = ms.database.JSONDatabase(work_dir=str(tmp_path))
+    lucky = _record(db, mod, 1, [1e-3])  # split 32 x 2, timed once by luck
+    steady = _record(db, mod, 2, [1.5e-3])  # split 64 x 1
+    _record(db, mod, 3, [2e-3, 2.2e-3])  # seed 3 samples the same split as seed 1
+    _record(db, mod, 2, [1.4e-3])
+    flaky = _record(db, mod, 9, [5e-4])
+    _record(db, mod, 9, None)
+    for d in (db, ms.database.JSONDatabase(work_dir=str(tmp_path))):
+        assert len(d) == 3
+        assert [r.run_secs for r in d.get_all_tuning_records()] == [[1e-3, 2e-3, 2.2e-3], [1.5e-3, 1.4e-3], None]
+        minitvm.ir.assert_structural_equal(ms.tir_integration.compile_tir(d, mod, "llvm").mod, steady.mod)
+    assert len(open(tmp_path / "database_tuning_record.json").read().splitlines()) == 6
+    assert lucky is not None and flaky is not None
 
 
 def test_database_reloads_in_a_fresh_process_and_builds(tmp_path):

@@ -48,7 +48,12 @@ BAD = {1: writes_far_out_of_bounds, 2: never_ends, 3: adds_two}
 def good_or_bad(sch: tir.Schedule):
     """A space of four programs: the workload (choice 0) and three broken kernels."""
     choice = sch.get(sch.sample_categorical([0, 1, 2, 3], [0.25] * 4))
-    return sch if choice == 0 else tir.Schedule(BAD[choice])
+    if choice == 0:
+        return sch
+    bad = tir.Schedule(BAD[choice])
+    # a trace of its own: the database keeps one record per trace, and a fresh schedule's is empty
+    bad.annotate(bad.get_block("B"), "broken_kernel", choice)
+    return bad
 
 
 def test_crash_hang_and_wrong_result_are_failed_records_and_the_search_finishes(tmp_path):

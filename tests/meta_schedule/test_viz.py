@@ -15,7 +15,7 @@ def _db():
     mod = minitvm.IRModule({"main": matmul_64})
     db = ms.database.MemoryDatabase()
     workload = db.commit_workload(mod)
-    for seed, secs in ((1, [4e-3]), (2, None), (3, [1e-3]), (4, [2e-3])):
+    for seed, secs in ((1, [4e-3]), (2, None), (5, [1e-3]), (9, [2e-3])):  # four different splits
         db.commit_tuning_record(ms.TuningRecord(split_j(tir.Schedule(mod, seed=seed)).trace, workload, secs, "llvm"))
     return db
 
