@@ -8,9 +8,10 @@ runs the same kernels on this CPU with CUDA's semantics (:mod:`minitvm.target.cu
 
 from __future__ import annotations
 
-import functools
 import threading
 from typing import Any
+
+from ..runtime.cpu import host_cpu_features, host_cpu_name
 
 __all__ = ["Target", "TargetKind", "host_cpu_name", "host_cpu_features", "GPU_KINDS"]
 
@@ -41,28 +42,6 @@ class TargetKind:
 
     def __repr__(self) -> str:
         return self.name
-
-
-@functools.lru_cache(maxsize=1)
-def _llvm_host() -> tuple[str, tuple[str, ...]]:
-    import llvmlite.binding as llvm
-
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    name = llvm.get_host_cpu_name()
-    feats = llvm.get_host_cpu_features()
-    enabled = tuple(sorted(f for f, on in feats.items() if on))
-    return name, enabled
-
-
-def host_cpu_name() -> str:
-    """LLVM's name for this machine's CPU (e.g. ``"emeraldrapids"``)."""
-    return _llvm_host()[0]
-
-
-def host_cpu_features() -> tuple[str, ...]:
-    """The CPU features this machine has, as LLVM names them (``"avx512f"``, ...)."""
-    return _llvm_host()[1]
 
 
 class Target:

@@ -25,9 +25,9 @@ refuses them elsewhere (:attr:`TensorIntrin.requires`, checked against :func:`ho
 
 from __future__ import annotations
 
-import functools
 from typing import Callable
 
+from ...runtime.cpu import host_cpu_features
 from ..buffer import Buffer, BufferRegion, decl_buffer
 from ..expr import BufferLoad, Cast, IterVar, PrimExpr, Range, Var, const
 from ..function import PrimFunc
@@ -46,24 +46,6 @@ VNNI_FEATURES = ("avx512f", "avx512vnni")
 VNNI_DOT_16x4_INTRIN = "dot_16x4_vnni"
 
 AVX512_FMA_F32_1x16 = "avx512_fma_f32_1x16"
-
-
-@functools.lru_cache(maxsize=1)
-def host_cpu_features() -> frozenset[str]:
-    """The features of the CPU this process runs on (LLVM's names: ``avx512f``, ``fma`` ...)."""
-    try:
-        import llvmlite.binding as llvm
-
-        return frozenset(name for name, on in llvm.get_host_cpu_features().items() if on)
-    except Exception:  # no llvmlite, or a platform it cannot query: read Linux's flags
-        try:
-            with open("/proc/cpuinfo") as f:
-                for line in f:
-                    if line.startswith("flags"):
-                        return frozenset(line.split(":", 1)[1].split())
-        except OSError:
-            pass
-    return frozenset()
 
 
 def has_avx512f() -> bool:
