@@ -126,8 +126,11 @@ class VirtualMachine:
         self._checks = {e.name: _entry_check(e) for e in exe.func_table if isinstance(e, VMFunction)}
         #: VM function name -> its native entry (exec_mode "compiled"), used when nothing watches the VM
         self.native_entries: dict[str, NativeEntry] = {}
+        # a library compiled for a CPU this one is not runs nothing: its kernels raise when the
+        # bytecode calls them (an entry would run their instructions directly)
+        runnable = not getattr(exe.lib, "cpu_mismatch", "")
         for name, plan in exe.native_plans().items():
-            if isinstance(plan, EntryPlan):
+            if isinstance(plan, EntryPlan) and runnable:
                 lib = exe.lib
                 self.native_entries[name] = NativeEntry(plan, lib.native_entries[plan.symbol], exe.constants,
                                                         lib.raise_kernel_error)

@@ -19,7 +19,7 @@ from typing import Any
 from ...runtime.module import BoundsCheck
 from ..signature import FunctionSignature
 
-__all__ = ["ERROR_INDEX_SYMBOL", "CompiledFunction", "ctype"]
+__all__ = ["ERROR_INDEX_SYMBOL", "CompiledFunction", "UnrunnableFunction", "ctype"]
 
 _DATA_POINTER = operator.attrgetter("_ptr")  # of an NDArray: the address a kernel receives
 #: the global where a failed bounds check stores the bad index (read by :class:`CompiledFunction`)
@@ -81,3 +81,15 @@ class CompiledFunction:
     def __repr__(self) -> str:
         return f"<compiled {self.name}({self.signature.describe()})>"
 
+
+class UnrunnableFunction(CompiledFunction):
+    """A kernel compiled for a CPU this machine is not (see :mod:`.cpu_check`): it keeps its
+    signature and code for inspection and saving, and calling it raises ``RuntimeError(reason)``
+    instead of executing instructions this CPU lacks."""
+
+    def __init__(self, *args: Any, reason: str, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.reason = reason
+
+    def __call__(self, *args: Any) -> None:
+        raise RuntimeError(f"{self.name}: {self.reason}")

@@ -10,7 +10,8 @@ target (CPU name and features).
 TIR, no optimization passes (the IR is already optimized) -- and returns an
 :class:`~minitvm.target.codegen.llvm.LLVMModule` whose functions check their arguments
 exactly as the originals did.  A library compiled for CPU features this machine lacks
-is refused with a message naming them, rather than crashing on an illegal instruction.
+loads, but its functions refuse to run with a message naming them (:mod:`.cpu_check`),
+rather than crashing on an illegal instruction.
 
 Importing this module registers both hooks (``relax.build`` and ``minitvm.relax`` import it).
 """
@@ -27,7 +28,7 @@ from ...runtime.registry import register_func
 from ...runtime.vm.native import ENTRY_PREFIX
 from ...tir import expr as _e
 from ..signature import FunctionSignature, ParamSpec
-from ..target import Target, host_cpu_features
+from ..target import Target
 from .llvm_jit import LLVM_LOCK, LLVMModule, features_string, init_llvm, jit_compile, target_machine
 from .thread_pool import PARALLEL_RUN_SYMBOL, ensure_thread_pool
 
@@ -168,7 +169,7 @@ def export_llvm(lib: LLVMModule) -> dict:
     return {"format": FORMAT, "payload": lib.get_source("ll"),
             "metadata": {"version": _METADATA_VERSION, "functions": lib.function_names(),
                          "signatures": signatures, "failures": [_failure_to_json(f) for f in failures or []],
-                         "target": str(target), "mcpu": target.mcpu, "features": list(target.features),
+                         "target": str(target), "mcpu": lib.built_for[0], "features": list(lib.built_for[1]),
                          "opt_level": target.opt_level, "native_entries": sorted(lib.native_entries)}}
 
 
@@ -184,11 +185,6 @@ def load_llvm_ir(payload: str, metadata: dict) -> LLVMModule:
     features = metadata.get("features")
     if not isinstance(features, list) or not all(isinstance(f, str) for f in features):
         raise ValueError(f"the kernel library's CPU features are corrupted: {features!r}")
-    missing = sorted(set(features) - set(host_cpu_features()))
-    if missing:
-        raise RuntimeError(f"the kernels were compiled for a CPU ({metadata['mcpu']}) with features this "
-                           f"machine lacks: {', '.join(missing[:8])}{' ...' if len(missing) > 8 else ''}; "
-                           "build the model again here")
     init_llvm()  # the native target
     ensure_thread_pool()  # what parallel loops call
     sigs = _signatures(metadata)
@@ -201,7 +197,9 @@ def load_llvm_ir(payload: str, metadata: dict) -> LLVMModule:
     for name, (addr, _) in entry.items():
         if not addr:
             raise RuntimeError(f"loading kernels: no code for function {name!r} in the saved LLVM IR")
-    lib = LLVMModule(payload, payload, engine, tm, Target(str(metadata.get("target", "llvm"))), entry, failures)
+    # code for a CPU this one is not loads (to read or save again) but refuses to run
+    lib = LLVMModule(payload, payload, engine, tm, Target(str(metadata.get("target", "llvm"))), entry, failures,
+                     built_for=(str(metadata.get("mcpu", "")), features))
     entries = metadata.get("native_entries", [])
     if not isinstance(entries, list) or not all(isinstance(e, str) and e.startswith(ENTRY_PREFIX) for e in entries):
         raise ValueError(f"the kernel library's native entries are corrupted: {entries!r:.80}")

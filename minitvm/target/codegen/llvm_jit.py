@@ -28,7 +28,8 @@ from ...runtime.module import Module
 from ...runtime.registry import PackedFunc
 from ..signature import FunctionSignature
 from ..target import Target
-from .calling import ERROR_INDEX_SYMBOL, CompiledFunction
+from .calling import ERROR_INDEX_SYMBOL, CompiledFunction, UnrunnableFunction
+from .cpu_check import cpu_mismatch
 from .openmp import load_openmp
 
 __all__ = ["LLVM_LOCK", "init_llvm", "has_openmp", "target_machine", "features_string", "optimize",
@@ -154,11 +155,16 @@ def jit_compile(mod: llvm.ModuleRef, tm: llvm.TargetMachine, sigs: dict[str, Fun
 
 
 class LLVMModule(Module):
-    """Native code for a set of PrimFuncs, JIT-compiled by LLVM's MCJIT."""
+    """Native code for a set of PrimFuncs, JIT-compiled by LLVM's MCJIT.
+
+    Code compiled for a CPU this machine is not can be read and saved, but its functions (and
+    native entries) refuse to run: :attr:`cpu_mismatch` says why.  ``built_for`` is the CPU name
+    and features the code was compiled for when they are not ``target``'s (a loaded library).
+    """
 
     def __init__(self, ll_unoptimized: str, ll_optimized: str, engine: Any, tm: llvm.TargetMachine,
                  target: Target, entry: dict[str, tuple[int, FunctionSignature]], failures: list[Any],
-                 messages: list[str] | None = None):
+                 messages: list[str] | None = None, built_for: tuple[str, Iterable[str]] | None = None):
         super().__init__(type_key="llvm")
         #: what LLVM said while optimizing and compiling this library (remarks), kept out of stderr
         self.llvm_messages: list[str] = list(messages or ())
@@ -168,9 +174,17 @@ class LLVMModule(Module):
         self._ll = ll_optimized
         self._asm: str | None = None
         self.target = target
+        cpu, features = built_for or (target.mcpu, target.features)
+        #: the CPU name and features the code was compiled for
+        self.built_for: tuple[str, tuple[str, ...]] = (cpu, tuple(features))
+        #: why this CPU cannot run the code ("" when it can): then calling a function raises it
+        self.cpu_mismatch = cpu_mismatch(cpu, features, lambda: self.get_source("asm"))
         error_index = engine.get_global_value_address(ERROR_INDEX_SYMBOL) if ERROR_INDEX_SYMBOL in ll_optimized else 0
         for name, (addr, sig) in entry.items():
-            fn = CompiledFunction(name, addr, sig, failures, engine, error_index)
+            if self.cpu_mismatch:
+                fn = UnrunnableFunction(name, addr, sig, failures, engine, error_index, reason=self.cpu_mismatch)
+            else:
+                fn = CompiledFunction(name, addr, sig, failures, engine, error_index)
             self._functions[name] = PackedFunc(fn, name)
         #: native entries of VM functions in this module: symbol -> address (see runtime.vm.native)
         self.native_entries: dict[str, int] = {}

@@ -36,12 +36,19 @@ from ..schedule.blockize import TensorIntrin
 from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, Stmt, seq
 
 __all__ = ["AVX512_FMA_F32_1x16", "avx512_fma_tile", "host_cpu_features", "has_avx512f",
-           "AVX512_FEATURES", "VNNI_DOT_16x4_INTRIN", "VNNI_FEATURES", "has_vnni"]
+           "AVX512_FEATURES", "VNNI_DOT_16x4_INTRIN", "VNNI_FEATURES", "has_vnni", "AVX512_TARGET",
+           "VNNI_TARGET"]
 
 #: the CPU features the intrinsics here need
 AVX512_FEATURES = ("avx512f",)
 #: ... and the int8 dot product's (LLVM's name of AVX-512 VNNI)
 VNNI_FEATURES = ("avx512f", "avx512vnni")
+
+#: a target whose code has every step of the FMA intrinsics as one instruction, whatever CPU builds it
+#: (for reading its assembly; it runs only on a CPU with AVX-512F)
+AVX512_TARGET = "llvm -mcpu=skylake-avx512 -mattr=+avx512f"
+#: ... and of ``dot_16x4_vnni`` (a CPU with AVX-512 VNNI)
+VNNI_TARGET = "llvm -mcpu=cascadelake -mattr=+avx512f,+avx512vnni"
 
 VNNI_DOT_16x4_INTRIN = "dot_16x4_vnni"
 

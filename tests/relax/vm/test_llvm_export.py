@@ -10,8 +10,9 @@ import pytest
 import minitvm
 from minitvm.runtime.registry import get_global_func
 from minitvm.script import tir as T
-from minitvm.target.codegen import llvm_export
+from minitvm.target.codegen import cpu_check, llvm_export
 from minitvm.target.signature import FunctionSignature
+from minitvm.testing import feature_this_cpu_lacks
 
 
 @T.prim_func
@@ -60,12 +61,30 @@ def test_export_then_load_runs_without_tir():
     assert loaded.get_source("ll") == saved["payload"]
 
 
-def test_load_refuses_code_for_missing_cpu_features():
+def test_code_for_missing_cpu_features_loads_but_refuses_to_run():
+    lacking = feature_this_cpu_lacks()
     lib = minitvm.build(scale_rows, target="llvm")
     saved = llvm_export.export_llvm(lib)
-    meta = dict(saved["metadata"], features=[*saved["metadata"]["features"], "madeup-feature"])
-    with pytest.raises(RuntimeError, match="features this machine lacks: madeup-feature"):
-        llvm_export.load_llvm_ir(saved["payload"], meta)
+    meta = dict(saved["metadata"], features=[*saved["metadata"]["features"], lacking])
+    loaded = llvm_export.load_llvm_ir(saved["payload"], meta)  # to read or save again: no code runs
+    assert loaded.get_source("ll") == saved["payload"] and "scale_rows" in loaded.get_source("asm")
+    a = np.ones((3, 4), "float32")
+    with pytest.raises(RuntimeError, match=rf"scale_rows: compiled with -mattr=\S*\+{lacking}\b\S*, which this "
+                                           r"CPU \(\w+\) lacks: running it would stop the process"):
+        loaded["scale_rows"](a, np.empty_like(a), 2.0)
+    assert llvm_export.export_llvm(loaded)["metadata"]["features"] == meta["features"]  # saved again as it was
+
+
+def test_a_loaded_library_for_another_cpu_is_checked_by_its_instructions(monkeypatch):
+    # saved metadata that names an AVX-512 CPU but no features: the assembly shows what the code
+    # uses (zmm registers); a CPU without AVX-512 (this one, or pretended) refuses to run it
+    lib = minitvm.build(scale_rows, target="llvm -mcpu=skylake-avx512 -mattr=+avx512f")
+    saved = llvm_export.export_llvm(lib)
+    monkeypatch.setattr(cpu_check, "host_cpu_lacks", lambda features: [f for f in features if "avx512" in f])
+    loaded = llvm_export.load_llvm_ir(saved["payload"], dict(saved["metadata"], features=[]))
+    assert "zmm" in loaded.get_source("asm")
+    with pytest.raises(RuntimeError, match=r"compiled for skylake-avx512 with avx512f, which this CPU"):
+        loaded["scale_rows"](np.ones((3, 4), "float32"), np.empty((3, 4), "float32"), 2.0)
 
 
 def test_load_refuses_metadata_without_signatures():
