@@ -336,8 +336,10 @@ class TensorIntrin:
         if len(desc.params) != len(impl.params):
             raise ValueError(f"tensor intrinsic {name}: desc and impl take different numbers of buffers")
         self.name, self.desc, self.impl = name, desc, impl
-        #: CPU features the impl's instructions need (LLVM's names, e.g. ``avx512f``); tensorize
-        #: refuses the intrinsic on a host without them (minitvm compiles for the host only)
+        #: minitvm's own attribute (TVM's TensorIntrin has none): the CPU features (LLVM's names,
+        #: e.g. ``avx512f``) with which each step of ``impl`` is one instruction.  tensorize never
+        #: reads it (as TVM's, it transforms the program whatever the CPU); without them LLVM
+        #: does the same work with narrower instructions
         self.requires = tuple(requires)
 
     @classmethod
@@ -389,13 +391,6 @@ def _kept_dims(region: BufferRegion, ndim: int) -> list[int]:
 def tensorize(root: Stmt, outer: BlockRealize, intrin: TensorIntrin) -> Stmt:
     block = outer.block
     here = f"cannot tensorize block {block.name_hint} with {intrin.name}"
-    if intrin.requires:
-        from ..tensor_intrin.x86 import host_cpu_features
-
-        missing = [f for f in intrin.requires if f not in host_cpu_features()]
-        if missing:
-            raise ScheduleError(f"{here}: this CPU lacks {', '.join(missing)}, which the intrinsic's "
-                                "instructions need (minitvm compiles for the CPU it runs on)")
     desc_body = _body_of(intrin.desc)
     params = [intrin.desc.buffer_map[p] for p in intrin.desc.params]
     # the block's regions, in the order the description's parameters use them

@@ -1,4 +1,4 @@
-"""AVX-512 tensor intrinsics for this CPU (as TVM's ``tvm.tir.tensor_intrin.x86``).
+"""x86 tensor intrinsics (as TVM's ``tvm.tir.tensor_intrin.x86``), written for AVX-512.
 
 Each intrinsic is a *description* (the loops it replaces, in plain TIR) and an
 *implementation* (the same work, written with ``T.call_llvm_pure_intrin("float32",
@@ -19,8 +19,15 @@ Each intrinsic is a *description* (the loops it replaces, in plain TIR) and an
   ``T.call_llvm_pure_intrin("int32", "llvm.x86.avx512.vpdpbusd", C[i], A_i32[0], B_i32[i])`` in a
   16-lane vectorized loop.  B is laid out as TVM's VNNI schedules pack it: ``[N/16, K/4, 16, 4]``.
 
-The intrinsics need a CPU with AVX-512F (and VNNI for ``dot_16x4_vnni``): ``sch.tensorize``
-refuses them elsewhere (:attr:`TensorIntrin.requires`, checked against :func:`host_cpu_features`).
+As in TVM, ``sch.tensorize`` never asks which CPU it runs on: it is a transformation of the
+program.  The implementations are portable LLVM, so a tensorized kernel builds and runs on
+every x86-64 CPU; :attr:`TensorIntrin.requires` names the features (AVX-512F, and VNNI for
+``dot_16x4_vnni``) with which each step is *one* instruction.  Without them LLVM does the same
+work with narrower instructions: each 16-lane FMA becomes two 8-lane ``ymm`` FMAs on AVX2, and
+``vpdpbusd`` plain integer multiplies and adds (``tir/semantics.py``).  To read the AVX-512 code
+on any machine, build for an AVX-512 CPU: ``minitvm.build(mod, target="llvm -mcpu=skylake-avx512
+-mattr=+avx512f")`` (only ``-mattr`` features make the code generator prefer 512-bit vectors);
+such a library refuses to run on a CPU without them.
 """
 
 from __future__ import annotations
@@ -39,9 +46,9 @@ __all__ = ["AVX512_FMA_F32_1x16", "avx512_fma_tile", "host_cpu_features", "has_a
            "AVX512_FEATURES", "VNNI_DOT_16x4_INTRIN", "VNNI_FEATURES", "has_vnni", "AVX512_TARGET",
            "VNNI_TARGET"]
 
-#: the CPU features the intrinsics here need
+#: the CPU features with which each step of the FMA intrinsics here is one instruction
 AVX512_FEATURES = ("avx512f",)
-#: ... and the int8 dot product's (LLVM's name of AVX-512 VNNI)
+#: ... and of the int8 dot product (LLVM's name of AVX-512 VNNI)
 VNNI_FEATURES = ("avx512f", "avx512vnni")
 
 #: a target whose code has every step of the FMA intrinsics as one instruction, whatever CPU builds it
