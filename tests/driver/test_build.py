@@ -8,6 +8,7 @@ import pytest
 import minitvm
 from minitvm.script import ir as I
 from minitvm.script import tir as T
+from minitvm.tir.tensor_intrin import x86
 
 RNG = np.random.default_rng(0)
 
@@ -180,11 +181,15 @@ def test_vectorized_loop_has_wide_vectors():
                 C[vi] = A[vi] + B[vi]
 
     lib = minitvm.build(vadd)
-    from minitvm.target import host_cpu_features
-
-    reg = "zmm" if "avx512f" in host_cpu_features() else "ymm"
-    assert reg in lib.get_source("asm")
     assert "define" in lib.get_source("ll")
+    a, b = np.random.default_rng(4).standard_normal((2, 1024)).astype("float32")
+    c = np.empty(1024, "float32")
+    lib["vadd"](a, b, c)
+    np.testing.assert_allclose(c, a + b, rtol=1e-6)
+    # the widest registers of the CPU built for: 512 bits with AVX-512, 256 with AVX2 alone
+    assert "zmm" in minitvm.build(vadd, target=x86.AVX512_TARGET).get_source("asm")
+    avx2 = minitvm.build(vadd, target="llvm -mcpu=haswell").get_source("asm")
+    assert "ymm" in avx2 and "zmm" not in avx2
 
 
 def test_parallel_loop_from_tvmscript():
