@@ -134,10 +134,11 @@ def unroll_small_loops(max_extent: int) -> minitvm.transform.Pass:
 def fma_on_zmm(mod: IRModule) -> tir.Schedule:
     """Exercise 8.3: make the vectorizer produce ``vfmadd...ps`` on ``zmm`` registers.
 
-    Schedule ``MulAdd`` (``Z = X * W + Y``) so that its assembly
-    (``minitvm.build(sch.mod).get_source("asm")``) multiplies-and-adds 16 floats at a time: a
-    ``vfmadd...ps`` instruction on ``%zmm`` registers, from a loop you vectorized. (An 8-lane
-    loop gives ``%ymm``: AVX-512's registers hold 16 float32.)
+    Schedule ``MulAdd`` (``Z = X * W + Y``) so that its assembly for an AVX-512 CPU
+    (``minitvm.build(sch.mod, target="llvm -mcpu=skylake-avx512 -mattr=+avx512f").get_source("asm")``,
+    readable on any machine) multiplies-and-adds 16 floats at a time: a ``vfmadd...ps``
+    instruction on ``%zmm`` registers, from a loop you vectorized. (An 8-lane loop gives
+    ``%ymm``: AVX-512's registers hold 16 float32.) The grader runs it on this CPU for the numbers.
     """
     # BEGIN SOLUTION
     sch = tir.Schedule(mod)
@@ -194,7 +195,8 @@ def tensorize_matmul(mod: IRModule) -> tir.Schedule:
     ``i_0, j_0, k_0, k_1, i_1, j_1`` (``k_1`` of 32 iterations, outside the tile), take the
     initialisation out with ``decompose_reduction(block, k_0)``, then
     ``sch.tensorize(k_1, x86.avx512_fma_tile(4, 32, 32))`` so the ``k_1, i_1, j_1`` nest becomes
-    the intrinsic: a local accumulator of 8 zmm registers updated with ``llvm.fma``.
+    the intrinsic: a local accumulator of 8 zmm registers updated with ``llvm.fma`` (built for
+    ``x86.AVX512_TARGET``; on a CPU without AVX-512 the same kernel runs with narrower registers).
     """
     # BEGIN SOLUTION
     sch = tir.Schedule(mod)

@@ -343,6 +343,8 @@ def tensorize_int8_tile(mod: IRModule) -> tir.Schedule:
     ``j < 16, k < 4``.  Split ``j`` of block "C" into ``[None, 16]`` and ``k`` into ``[None, 4]``;
     order the loops ``i, j0, k0, j1, k1`` so that the two innermost match the intrinsic's
     description; ``decompose_reduction`` at ``k0``; then ``tensorize`` the ``j1`` loop with it.
+    (On a CPU without VNNI the kernel still runs: LLVM computes each step with integer
+    instructions; built for ``x86.VNNI_TARGET`` it is one ``vpdpbusd`` per step.)
     """
     # BEGIN SOLUTION
     from minitvm.tir.tensor_intrin.x86 import VNNI_DOT_16x4_INTRIN
