@@ -87,5 +87,9 @@ def _scroll_through(page, stem: Path, max_screens: int = 60) -> set[str]:
         overflowing |= set(page.evaluate(_OVERFLOWING))
         page.screenshot(path=f"{stem}_{k:02d}.png")
         if scroller.evaluate("el => el.scrollTop + el.clientHeight >= el.scrollHeight - 2"):
-            break
+            # the windowed notebook guesses the height of cells it has not laid out yet, and the
+            # end moves once it lays them out: the end is where it stays
+            page.wait_for_timeout(500)
+            if scroller.evaluate("el => el.scrollTop + el.clientHeight >= el.scrollHeight - 2"):
+                break
     return overflowing
