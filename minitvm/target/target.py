@@ -1,6 +1,8 @@
 """Target: what to compile for — ``Target("llvm -mcpu=native")`` or ``Target("python")``.
 
-``llvm`` compiles to native code for the host CPU through LLVM; ``python`` runs kernels
+``llvm`` compiles to native code through LLVM, for this machine's CPU unless ``-mcpu`` names
+another (code for a CPU this one is not can be read and saved, but refuses to run here:
+:mod:`minitvm.target.codegen.cpu_check`); ``python`` runs kernels
 in the numpy reference interpreter (slow, but every step can be inspected).  ``cuda`` gives
 CUDA C source (and runs it where an NVIDIA GPU and cuda-python exist); ``cuda-emulated``
 runs the same kernels on this CPU with CUDA's semantics (:mod:`minitvm.target.cuda`).
@@ -139,7 +141,8 @@ class Target:
 
     @property
     def features(self) -> tuple[str, ...]:
-        """CPU features enabled for code generation (host features, adjusted by -mattr)."""
+        """CPU features enabled for code generation: this CPU's, adjusted by -mattr; for a CPU named
+        with -mcpu only the -mattr ones (LLVM adds that CPU's own, which llvmlite cannot list)."""
         feats = set(host_cpu_features()) if self.attrs.get("mcpu", "native") in ("native", True) else set()
         for f in self.mattr:
             (feats.add if f[0] == "+" else feats.discard)(f[1:])
