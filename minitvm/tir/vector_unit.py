@@ -17,7 +17,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-__all__ = ["VectorUnit", "AVX512", "AVX2", "SSE"]
+__all__ = ["VectorUnit", "AVX512", "AVX2", "NEON", "SSE"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,8 @@ class VectorUnit:
             return AVX512
         if "avx" in feats or "avx2" in feats:
             return AVX2
+        if "neon" in feats:
+            return NEON
         return SSE
 
     @staticmethod
@@ -73,5 +75,7 @@ _scope = threading.local()
 AVX512 = VectorUnit("avx512", 16, 32)
 #: AVX / AVX2: 16 ymm registers of 8 float32
 AVX2 = VectorUnit("avx2", 8, 16)
+#: AArch64's Advanced SIMD: 32 registers of 4 float32
+NEON = VectorUnit("neon", 4, 32)
 #: SSE (and anything else): 16 xmm registers of 4 float32
 SSE = VectorUnit("sse", 4, 16)
