@@ -97,11 +97,12 @@ def bench_kernel(name: str, mod: Any, arrays: list[np.ndarray], baselines: dict[
     fns["minitvm default"]()
     info["minitvm default"] = {"max_abs_err": float(np.max(np.abs(out() - want)))}
     for trials in budgets:
-        work = tempfile.mkdtemp(prefix=f"tune_{name}_{trials}_")
-        t0 = time.perf_counter()
-        db = ms.tune_tir(mod=mod, target="llvm", work_dir=work, max_trials_global=trials,
-                         num_trials_per_iter=per_iter, seed=0)
-        seconds = time.perf_counter() - t0
+        # the work dir holds the reference outputs (25 MB for the matmul) and the database: gone after the run
+        with tempfile.TemporaryDirectory(prefix=f"tune_{name.split()[0]}_{trials}_") as work:
+            t0 = time.perf_counter()
+            db = ms.tune_tir(mod=mod, target="llvm", work_dir=work, max_trials_global=trials,
+                             num_trials_per_iter=per_iter, seed=0)
+            seconds = time.perf_counter() - t0
         sch = ms.tir_integration.compile_tir(db, mod, "llvm")
         key = f"tuned {trials} trials"
         fns[key], out = _runner(sch.mod, arrays)

@@ -16,6 +16,7 @@ that tuning never ends slower than the schedule a model would get without it.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import Any, Callable
 
 from ..ir.module import IRModule
@@ -129,6 +130,12 @@ class DefaultScheduleSpace(ScheduleFn):
 
     def __init__(self) -> None:
         super().__init__(_default_schedule, postprocs=())
+
+    def generate_design_space(self, mod: IRModule, target: Target | None = None, seed: int | None = None
+                              ) -> list[Schedule]:
+        # the register tiles of the target's vector unit (the trace then records their sizes)
+        with Target(target) if target is not None else nullcontext():
+            return super().generate_design_space(mod, target, seed)
 
     def __repr__(self) -> str:
         return "DefaultScheduleSpace()"

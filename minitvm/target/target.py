@@ -14,6 +14,7 @@ import threading
 from typing import Any
 
 from ..runtime.cpu import host_cpu_features, host_cpu_name
+from ..tir.vector_unit import VectorUnit
 
 __all__ = ["Target", "TargetKind", "host_cpu_name", "host_cpu_features", "GPU_KINDS"]
 
@@ -157,22 +158,29 @@ class Target:
     def has_feature(self, name: str) -> bool:
         return name in self.features
 
+    @property
+    def vector_unit(self) -> VectorUnit:
+        """The vector registers its code has (what default schedules size register tiles for):
+        from its features for ``llvm``, this machine's for the interpreter."""
+        return VectorUnit.from_features(self.features) if self.kind.name == "llvm" else VectorUnit.host()
+
     # -- context -----------------------------------------------------------------------
     @classmethod
     def current(cls, allow_none: bool = True) -> "Target | None":
         stack = getattr(cls._local, "stack", [])
         if not stack and not allow_none:
             raise ValueError("no Target is set; use `with Target('llvm'):`")
-        return stack[-1] if stack else None
+        return stack[-1][0] if stack else None
 
     def __enter__(self) -> "Target":
         if not hasattr(self._local, "stack"):
             self._local.stack = []
-        self._local.stack.append(self)
+        self._local.stack.append((self, self.vector_unit.__enter__()))
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self._local.stack.pop()
+        _, unit = self._local.stack.pop()
+        unit.__exit__(*exc)
 
     # -- text -------------------------------------------------------------------------
     def __str__(self) -> str:

@@ -9,6 +9,7 @@ import pytest
 
 import minitvm
 from minitvm import te, tir, topi
+from minitvm.tir.vector_unit import AVX2, AVX512
 from minitvm.topi.x86 import conv2d_nchw_packed, pack_conv2d_weight, schedule_conv2d_nchw_packed
 
 torch = pytest.importorskip("torch")
@@ -58,10 +59,13 @@ def test_packed_conv_matches_torch(batch, cin, cout, k, stride, hw, relu):
     np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-4)
 
 
-def test_schedule_is_a_register_tile_with_vector_channels():
-    text = _schedule(1, 16, 32, 3, 1, 16, True).mod["main"].script()
+@pytest.mark.parametrize("unit, columns", [(AVX512, 16), (AVX2, 4)], ids=["avx512", "avx2"])
+def test_schedule_is_a_register_tile_with_vector_channels(unit, columns):
+    with unit:  # the tile is sized for the vector unit in scope (the host's when none is)
+        text = _schedule(1, 16, 32, 3, 1, 16, True).mod["main"].script()
     assert re.search(r"oo_1 in T.vectorized\((T.int64\()?16", text)  # o1: one weight vector per step
-    assert re.search(r"xx_1 in T.unroll\((T.int64\()?16", text)      # x1: 16 columns = 16 accumulators
+    # x1: AVX-512, 16 columns of one zmm = 16 accumulators; AVX2, 4 columns of two ymm = 8
+    assert re.search(rf"xx_1 in T.unroll\((T.int64\()?{columns}\b", text), text
     assert 'scope="local"' in text and "T.parallel" not in text  # 1.2M multiply-adds: one thread is faster
     assert "T.parallel" in _schedule(4, 16, 32, 3, 1, 16, True).mod["main"].script()  # 4.7M: two threads
 

@@ -33,6 +33,7 @@ from ..functor import post_order_visit
 from ..schedule import BlockRV, LoopRV, Schedule, ScheduleError
 from ..schedule.tree import block_realizes
 from ..stmt import BufferStore
+from ..vector_unit import VectorUnit
 from .function_pass import prim_func_pass
 
 __all__ = ["DefaultCPUSchedule", "schedule_matmul_nt", "schedule_matmul_like", "schedule_conv2d_like",
@@ -46,9 +47,12 @@ __all__ = ["DefaultCPUSchedule", "schedule_matmul_nt", "schedule_matmul_like", "
 MATMUL_PARALLEL_WORK = 4 * 1024 * 1024
 #: parallelize elementwise / row loops when they touch more elements than this
 ELEMENTWISE_PARALLEL_WORK = 256 * 1024
-#: j-tile widths tried (largest first) when a matmul has a single row (batch-1 dense)
-ROW_TILE_CANDIDATES = (128, 64, 32, 16)
-#: vector width in float32 lanes that the splits aim for (AVX-512: 16)
+#: j-tile widths tried (largest first) when a matmul has a single row (batch-1 dense), in
+#: vector registers: the k loop then keeps 8 (4, 2, 1) independent accumulators
+ROW_TILE_VECTORS = (8, 4, 2, 1)
+#: vector width in float32 lanes that elementwise splits aim for (AVX-512's; on a narrower
+#: unit LLVM splits a 16-lane loop into two or four registers, which costs nothing there).
+#: Register tiles are sized for the unit in scope instead (:class:`~minitvm.tir.vector_unit.VectorUnit`)
 VECTOR_LANES = 16
 #: schedule_matmul_like packs B into column panels from this many rows on (the copy pays off)
 PACK_MIN_ROWS = 64
@@ -165,10 +169,10 @@ def schedule_matmul_nt(sch: Schedule) -> bool:
     dense layer at batch 1, made by ``relax.transform.FuseTransposeMatmul``): a dot product
     per output, vectorized along k.
 
-    1. Split k by 16 lanes, j by 8 (a few rows: i by 2/4 and j by 4) and reorder to
-       (i0, j0, k0, i1, j1, k1).
-    2. ``rfactor`` k1: a block accumulates 16 partial sums per output in vector lanes (k1 is a
-       spatial axis of it, so it can be vectorized); the original block adds the 16 up.
+    1. Split k by a vector (16 lanes on AVX-512, 8 on AVX2), j by 8 (a few rows: i by 2/4 and
+       j by 4, fewer where the unit has fewer registers) and reorder to (i0, j0, k0, i1, j1, k1).
+    2. ``rfactor`` k1: a block accumulates a vector of partial sums per output (k1 is a
+       spatial axis of it, so it can be vectorized); the original block adds them up.
     3. Zero the partial sums before k0, vectorize k1, unroll the small i1 x j1 tile (that many
        independent accumulators keep the FMA units busy), and put the epilogue after each tile.
     """
@@ -178,7 +182,8 @@ def schedule_matmul_nt(sch: Schedule) -> bool:
     loops = sch.get_loops(mm)
     ext = _extents(sch, loops)
     M, N, K = ext[-3:]
-    kf = _largest_divisor(K, (VECTOR_LANES, 8, 4))
+    unit = VectorUnit.current()
+    kf = _largest_divisor(K, (unit.lanes, 8, 4))
     if M > NT_MAX_ROWS or kf == 1:
         return False
     ok, epilogue = _single_epilogue(sch, mm)
@@ -186,7 +191,9 @@ def schedule_matmul_nt(sch: Schedule) -> bool:
         return False
     batch, (i, j, k) = loops[:-3], loops[-3:]
     mi = _largest_divisor(M, (4, 2))
-    nj = _largest_divisor(N, (8, 4, 2) if mi == 1 else (4, 2))
+    # mi x nj accumulators of kf lanes: within the vector unit's (AVX-512: 4 x 4, AVX2: 4 x 2)
+    nj = _largest_divisor(N, tuple(c for c in ((8, 4, 2) if mi == 1 else (4, 2))
+                                   if mi * c * -(-kf // unit.lanes) <= unit.accumulators))
     k0, k1 = sch.split(k, [None, kf])
     j0, j1 = sch.split(j, [None, nj])
     i0, i1 = sch.split(i, [None, mi])
@@ -237,23 +244,34 @@ def pack_into_panels(sch: Schedule, block: BlockRV, read_index: int, width: int,
 
 
 def _matmul_tile(M: int | None, N: int) -> tuple[int, int]:
-    """The register tile ``(nj, mi)`` of a matmul with M rows (None: symbolic) and N columns.
+    """The register tile ``(nj, mi)`` of a matmul with M rows (None: symbolic) and N columns,
+    sized for the vector unit in scope (AVX-512: 8 x 32, AVX2: 4 x 16).
 
-    j: a multiple of the vector width when possible, the whole row when it is short (at
-    i == 1 a wider tile gives the k loop more independent accumulators); i: 8/4/2/1 rows."""
-    if N % 16 == 0:
-        nj = _largest_divisor(N, (32, 16) if M != 1 else ROW_TILE_CANDIDATES)
-    elif N <= 64:
+    j: two vectors when N is a multiple of the vector width, the whole row when it is short (at
+    i == 1 a wider tile gives the k loop more independent accumulators); i: 8/4/2/1 rows, as many
+    as keep ``mi`` x (vectors per row) within the unit's accumulators -- one more row of a tile
+    that no longer fits spills every accumulator on every step of k."""
+    unit = VectorUnit.current()
+    lanes = unit.lanes
+    row_tiles = tuple(v * lanes for v in ROW_TILE_VECTORS)
+    if N % lanes == 0:
+        nj = _largest_divisor(N, (2 * lanes, lanes) if M != 1 else row_tiles)
+    elif N <= 4 * lanes:
         nj = N
-    elif M is not None and M <= NT_MAX_ROWS and N <= ROW_TILE_CANDIDATES[0]:
+    elif M is not None and M <= NT_MAX_ROWS and N <= row_tiles[0]:
         # a few rows (a small-batch dense, e.g. 5408 -> 100): the whole row of outputs as a few
         # vectors streams the weight once per 2 rows, instead of 4-wide tiles that jump a row
         # of the weight per k (batch 1: measured 130 -> 26 us)
-        return N, _largest_divisor(M, (2,))
+        return N, _largest_divisor(M, _tile_rows(unit, N, (2,)))
     else:
         nj = _largest_divisor(N, (8, 4, 2))
-    mi = _largest_divisor(M, (8, 4, 2)) if M is not None else 1
-    return nj, mi
+    return nj, _largest_divisor(M, _tile_rows(unit, nj, (8, 4, 2))) if M is not None else 1
+
+
+def _tile_rows(unit: VectorUnit, width: int, rows: tuple[int, ...]) -> tuple[int, ...]:
+    """The row counts of ``rows`` whose tiles of ``width`` floats fit the unit's accumulators."""
+    vectors = -(-width // unit.lanes)
+    return tuple(r for r in rows if r * vectors <= unit.accumulators)
 
 
 def _parallel_matmul_loop(sch: Schedule, batch: list, i0: Any, j0: Any, batch_size: int | None,
@@ -384,8 +402,9 @@ def schedule_conv2d_like(sch: Schedule) -> bool:
         raise ScheduleError("the convolution rule needs static channels, sizes and window (the batch may vary)")
     n, co, oh, ow, *red = loops
     N, CO, _, OW = ext[:4]
-    ow_t = max(d for d in range(1, VECTOR_LANES + 1) if OW % d == 0)
-    co_t = _largest_divisor(CO, (16, 8, 4, 2))
+    unit = VectorUnit.current()
+    ow_t = max(d for d in range(1, unit.lanes + 1) if OW % d == 0)  # one vector register per row
+    co_t = _largest_divisor(CO, _tile_rows(unit, ow_t, (16, 8, 4, 2)))
     c0, c1 = sch.split(co, [None, co_t])
     w0, w1 = sch.split(ow, [None, ow_t])
     sch.reorder(n, c0, oh, w0, *red, c1, w1)

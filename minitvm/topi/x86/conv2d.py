@@ -42,6 +42,7 @@ from ...tir.transform.default_schedule import (
     _single_epilogue,
     vectorize_rows,
 )
+from ...tir.vector_unit import VectorUnit
 from ..nn.conv import conv_out_size, conv_padding
 from ..nn.pad import pad as _pad
 from ..utils import const_int
@@ -53,7 +54,8 @@ __all__ = ["conv2d_nchw_packed", "pack_conv2d_weight", "packed_block", "schedule
 PACKED_CONV_NAME = "conv2d_nchw_packed"
 #: output channels per block: one AVX-512 vector of float32
 OUT_BLOCK = 16
-#: at most this many output columns per register tile (one accumulator register each)
+#: at most this many output columns per register tile (fewer when the vector unit has fewer
+#: registers than AVX-512's: :func:`_column_tile`)
 MAX_COLUMN_TILE = 16
 #: parallelize when the kernel does more multiply-adds than this: DefaultCPUSchedule's threshold
 #: (below it a parallel region costs more than it saves, and on a busy machine it can stall)
@@ -117,9 +119,13 @@ def conv2d_nchw_packed(data: te.Tensor, kernel: te.Tensor, strides: Any = 1, pad
 # -- the schedule ---------------------------------------------------------------------------------
 
 
-def _column_tile(ow: int) -> int:
-    """The widest divisor of the output width up to MAX_COLUMN_TILE (one register each)."""
-    return max(d for d in range(1, min(ow, MAX_COLUMN_TILE) + 1) if ow % d == 0)
+def _column_tile(ow: int, ob: int) -> int:
+    """The widest divisor of the output width whose tile of ``ob``-channel columns fits the
+    accumulators of the vector unit in scope (AVX-512, ob = 16: 16 columns of one zmm each;
+    AVX2: 4 columns of two ymm), and at most MAX_COLUMN_TILE."""
+    unit = VectorUnit.current()
+    widest = min(ow, MAX_COLUMN_TILE, max(1, unit.accumulators // -(-ob // unit.lanes)))
+    return max(d for d in range(1, widest + 1) if ow % d == 0)
 
 
 def schedule_conv2d_nchw_packed(sch: Schedule) -> bool:
@@ -158,7 +164,7 @@ def schedule_conv2d_nchw_packed(sch: Schedule) -> bool:
     N, X = ext[0], ext[3]
     realize, _ = sch._block(conv)
     ob = _packed_block_of(realize.block)
-    ow_t = _column_tile(X)
+    ow_t = _column_tile(X, ob)
     o0, o1 = sch.split(o, [None, ob])
     x0, x1 = sch.split(x, [None, ow_t])
     sch.reorder(n, o0, y, x0, rc, ry, rx, x1, o1)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -17,6 +19,7 @@ from minitvm.tir.transform.default_schedule import (
     schedule_matmul_nt,
     schedule_reduction,
 )
+from minitvm.tir.vector_unit import AVX2, AVX512, SSE, VectorUnit
 
 
 def matmul(n, m, k):
@@ -126,6 +129,15 @@ def _rand(*shape, seed=0):
     return np.random.default_rng(seed + len(shape)).standard_normal(shape).astype("float32")
 
 
+@pytest.fixture(autouse=True)
+def avx512_register_tiles():
+    """The structures below are AVX-512's register tiles (32 registers of 16 lanes): the vector
+    unit is pinned so that they read the same on every machine (the kernels still run on this
+    one's; test_register_tiles_fit_the_vector_unit checks the other units)."""
+    with AVX512:
+        yield
+
+
 @pytest.fixture(params=[False, True], ids=["small", "parallel"])
 def parallel(request, monkeypatch):
     """Run a test twice: with the default thresholds (these small kernels stay serial, as
@@ -167,6 +179,44 @@ def test_single_row_matmul_with_odd_columns_takes_the_whole_row():
     assert "T.vectorized(100)" in sched.script()
     np.testing.assert_allclose(_run(sched, "llvm", [a, b, np.zeros((1, 100), "float32")]), a @ b,
                                rtol=1e-4, atol=1e-4)
+
+
+def _register_tile(text: str, unrolled: str, vector: str) -> tuple[int, int]:
+    """(rows, lanes) of the register tile in a schedule's text: the extents of the unrolled
+    loop ``unrolled`` and the vectorized loop ``vector`` inside it."""
+    rows = re.search(rf"for {unrolled} in T.unroll\((?:T.int64\()?(\d+)", text)
+    lanes = re.search(rf"for {vector} in T.vectorized\((?:T.int64\()?(\d+)", text)
+    assert rows and lanes, text
+    return int(rows.group(1)), int(lanes.group(1))
+
+
+@pytest.mark.parametrize("unit, matmul_tile, conv_tile", [(AVX512, (8, 32), (16, 16)), (AVX2, (4, 16), (8, 8)),
+                                                          (SSE, (4, 8), (8, 4))], ids=["avx512", "avx2", "sse"])
+def test_register_tiles_fit_the_vector_unit(unit, matmul_tile, conv_tile):
+    """A register tile's accumulators stay within half the unit's registers (AVX-512's 8 x 32
+    tile would need 32 of AVX2's 16 ymm and spill on every step): the matmul and conv rules size
+    it for the unit in scope, and the kernels stay right."""
+    a, b = _rand(64, 128), _rand(128, 256, seed=1)
+    conv, conv_shape = conv_bias_relu(1, 16, 16, 32, 3)
+    x, w, bias = _rand(1, 16, 16, 16), _rand(32, 16, 3, 3, seed=2), _rand(32, seed=3)
+    with unit:
+        mm = _check_same(matmul(64, 256, 128), [a, b], (64, 256)).script()
+        cv = _check_same(conv, [x, w, bias], conv_shape).script()
+    rows, lanes = _register_tile(mm, "i_1", "j_1")
+    assert (rows, lanes) == matmul_tile and rows * -(-lanes // unit.lanes) <= unit.accumulators
+    assert _register_tile(cv, "o_1", "x_1") == conv_tile
+
+
+def test_a_target_enters_its_vector_unit():
+    """``with target:`` (as ``minitvm.compile`` runs its pipeline) schedules for the target's
+    registers, whatever machine this is: without AVX-512 the tile is AVX2's."""
+    with minitvm.target.Target("llvm -mcpu=x86-64 -mattr=+avx2,+fma"):
+        assert VectorUnit.current() is AVX2
+        text = apply_default_schedule(matmul(64, 256, 128)).script()
+    assert _register_tile(text, "i_1", "j_1") == (4, 16)
+    assert VectorUnit.current() is AVX512  # the fixture's, again
+    with minitvm.target.Target("llvm -mcpu=x86-64 -mattr=+avx512f"):
+        assert VectorUnit.current() is AVX512
 
 
 def test_matmul_add_relu_fused(parallel):
