@@ -161,8 +161,16 @@ class Target:
     @property
     def vector_unit(self) -> VectorUnit:
         """The vector registers its code has (what default schedules size register tiles for):
-        from its features for ``llvm``, this machine's for the interpreter."""
-        return VectorUnit.from_features(self.features) if self.kind.name == "llvm" else VectorUnit.host()
+        from its features for ``llvm`` -- for another CPU named with -mcpu, also those LLVM gives
+        that CPU's code -- and this machine's for the interpreter."""
+        if self.kind.name != "llvm":
+            return VectorUnit.host()
+        features = set(self.features)
+        if self.attrs.get("mcpu", "native") not in ("native", True):
+            from .codegen.cpu_check import named_cpu_vector_features
+
+            features |= named_cpu_vector_features(self.mcpu)
+        return VectorUnit.from_features(features)
 
     # -- context -----------------------------------------------------------------------
     @classmethod

@@ -43,7 +43,7 @@ class VectorUnit:
     @staticmethod
     def host() -> "VectorUnit":
         """This machine's unit."""
-        from .tensor_intrin.x86 import host_cpu_features
+        from ..runtime.cpu import host_cpu_features
 
         return VectorUnit.from_features(host_cpu_features())
 

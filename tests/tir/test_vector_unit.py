@@ -28,3 +28,15 @@ def test_scope_nests_and_a_target_enters_its_unit():
         assert VectorUnit.current() is SSE and minitvm.target.Target.current() is None
     assert VectorUnit.current() == host
     assert minitvm.target.Target("llvm").vector_unit == host  # llvm: this machine
+
+
+def test_a_named_cpu_has_the_unit_llvm_gives_its_code():
+    """``-mcpu=haswell`` alone: llvmlite cannot list haswell's features, so a probe kernel compiled
+    for it says what its code uses (AVX and FMA: AVX2's unit); the baseline x86-64 has SSE only.
+    ``-mcpu=skylake-avx512`` without ``+avx512f`` gets 256-bit code (LLVM prefers it there)."""
+    from minitvm.target import Target
+
+    assert Target("llvm -mcpu=haswell").vector_unit is AVX2
+    assert Target("llvm -mcpu=skylake-avx512").vector_unit is AVX2
+    assert Target("llvm -mcpu=skylake-avx512 -mattr=+avx512f").vector_unit is AVX512
+    assert Target("llvm -mcpu=x86-64").vector_unit is SSE

@@ -20,12 +20,13 @@ What the code needs is read from two places:
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Callable, Iterable
 
 from ...runtime.cpu import host_cpu_features, host_cpu_lacks, host_cpu_name
 
-__all__ = ["ASM_FEATURES", "features_in_assembly", "cpu_mismatch"]
+__all__ = ["ASM_FEATURES", "features_in_assembly", "cpu_mismatch", "named_cpu_vector_features"]
 
 _GPR = r"%(?:[re]?(?:ax|bx|cx|dx|si|di|bp|sp)|r(?:[89]|1[0-5])[dwb]?|[abcd]l)\b"
 
@@ -122,3 +123,30 @@ def cpu_mismatch(cpu: str, features: Iterable[str], asm: Callable[[], str]) -> s
             "illegal instruction (SIGILL). Its code can still be read "
             "(get_source('asm')) and saved (save(), or export_library() of a compiled model) for a machine "
             "that has them; build with target='llvm' to run it here")
+
+
+#: a probe kernel: an 8-lane fused multiply-add (one ymm instruction where the CPU has AVX and FMA)
+_PROBE = """
+define void @probe(ptr %p) {
+  %v = load <8 x float>, ptr %p
+  %w = call <8 x float> @llvm.fma.v8f32(<8 x float> %v, <8 x float> %v, <8 x float> %v)
+  store <8 x float> %w, ptr %p
+  ret void
+}
+declare <8 x float> @llvm.fma.v8f32(<8 x float>, <8 x float>, <8 x float>)
+"""
+
+
+@functools.lru_cache(maxsize=None)
+def named_cpu_vector_features(cpu: str) -> frozenset[str]:
+    """The vector features LLVM gives code for the CPU named ``cpu`` (``"haswell"``: avx, fma),
+    read from the assembly of a probe kernel compiled for it -- llvmlite cannot list a named
+    CPU's features, and what the code uses is what matters to the schedules sized for it."""
+    import llvmlite.binding as llvm
+
+    from .llvm_jit import LLVM_LOCK, target_machine
+
+    with LLVM_LOCK:
+        mod = llvm.parse_assembly(_PROBE)
+        mod.triple = llvm.get_process_triple()
+        return frozenset(features_in_assembly(target_machine(cpu, "", 2).emit_assembly(mod)))
