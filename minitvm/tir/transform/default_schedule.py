@@ -50,6 +50,8 @@ ELEMENTWISE_PARALLEL_WORK = 256 * 1024
 #: j-tile widths tried (largest first) when a matmul has a single row (batch-1 dense), in
 #: vector registers: the k loop then keeps 8 (4, 2, 1) independent accumulators
 ROW_TILE_VECTORS = (8, 4, 2, 1)
+#: a matmul with a few rows keeps a whole row of at most this many outputs in registers
+ROW_MAX = 128
 #: vector width in float32 lanes that elementwise splits aim for (AVX-512's; on a narrower
 #: unit LLVM splits a 16-lane loop into two or four registers, which costs nothing there).
 #: Register tiles are sized for the unit in scope instead (:class:`~minitvm.tir.vector_unit.VectorUnit`)
@@ -258,10 +260,11 @@ def _matmul_tile(M: int | None, N: int) -> tuple[int, int]:
         nj = _largest_divisor(N, (2 * lanes, lanes) if M != 1 else row_tiles)
     elif N <= 4 * lanes:
         nj = N
-    elif M is not None and M <= NT_MAX_ROWS and N <= row_tiles[0]:
+    elif M is not None and M <= NT_MAX_ROWS and N <= min(ROW_MAX, (unit.registers - 2) * lanes):
         # a few rows (a small-batch dense, e.g. 5408 -> 100): the whole row of outputs as a few
         # vectors streams the weight once per 2 rows, instead of 4-wide tiles that jump a row
-        # of the weight per k (batch 1: measured 130 -> 26 us)
+        # of the weight per k (batch 1: measured 130 -> 26 us).  One row may use all registers
+        # but a broadcast and a spare: its FMAs read the weight from memory
         return N, _largest_divisor(M, _tile_rows(unit, N, (2,)))
     else:
         nj = _largest_divisor(N, (8, 4, 2))
@@ -402,9 +405,10 @@ def schedule_conv2d_like(sch: Schedule) -> bool:
         raise ScheduleError("the convolution rule needs static channels, sizes and window (the batch may vary)")
     n, co, oh, ow, *red = loops
     N, CO, _, OW = ext[:4]
-    unit = VectorUnit.current()
-    ow_t = max(d for d in range(1, unit.lanes + 1) if OW % d == 0)  # one vector register per row
-    co_t = _largest_divisor(CO, _tile_rows(unit, ow_t, (16, 8, 4, 2)))
+    # a row of up to 16 columns (one AVX-512 register, two of AVX2's): a narrower cap would cut
+    # rows of 26 or 14 columns into vectors of 2; the channels then fill the accumulators
+    ow_t = max(d for d in range(1, VECTOR_LANES + 1) if OW % d == 0)
+    co_t = _largest_divisor(CO, _tile_rows(VectorUnit.current(), ow_t, (16, 8, 4, 2)))
     c0, c1 = sch.split(co, [None, co_t])
     w0, w1 = sch.split(ow, [None, ow_t])
     sch.reorder(n, c0, oh, w0, *red, c1, w1)
