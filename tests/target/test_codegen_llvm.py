@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -301,7 +303,7 @@ def test_assert_stmt_raises_with_message():
         lib["f"](a, -1)
 
 
-@pytest.mark.parametrize("size", [16, 1 << 16])  # stack (alloca) and heap (malloc)
+@pytest.mark.parametrize("size", [16, 1 << 16, (1 << 16) + 3])  # stack (alloca), heap (aligned_alloc)
 def test_allocate(size):
     i = tir.Var("i", "int32")
     tmp = tir.decl_buffer((size,), "float32", "tmp")
@@ -316,7 +318,10 @@ def test_allocate(size):
     lib = build_llvm({"f": _flat_kernel(body, [("A", size), ("B", size)])})
     lib["f"](a, b)
     np.testing.assert_allclose(b, (a[::-1] + 1) * 2, rtol=1e-6)
-    assert ("malloc" in lib.get_source("ll")) == (size * 4 > 32 * 1024)
+    # the heap's arrays are aligned to a cache line, their size rounded up to whole lines
+    heap = re.search(r"@aligned_alloc\(i64 64, i64 (\d+)\)", lib.get_source("ll"))
+    assert (heap is not None) == (size * 4 > 32 * 1024)
+    assert heap is None or int(heap.group(1)) == -(-size * 4 // 64) * 64
 
 
 def test_scalar_params():

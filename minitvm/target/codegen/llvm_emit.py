@@ -69,6 +69,8 @@ __all__ = ["CodeGenLLVM", "STACK_ALLOC_LIMIT", "MAX_CODEGEN_UNROLL"]
 
 #: arrays up to this many bytes with a constant size live on the stack
 STACK_ALLOC_LIMIT = 32 * 1024
+#: alignment in bytes of the arrays allocated on the heap (a cache line)
+HEAP_ALIGN = 64
 #: ``unrolled`` loops with a constant extent up to this are unrolled by the code generator;
 #: longer ones (or symbolic extents) are left to LLVM's unroller through loop metadata
 MAX_CODEGEN_UNROLL = 64
@@ -299,10 +301,13 @@ class CodeGenLLVM:
             self.st.buffers[id(buf.data)] = ptr
             self.visit_stmt(s.body)
             return
-        malloc = self._declare("malloc", PTR, [I64])
+        # on the heap, aligned to a cache line (as TVM's workspaces): a 64-byte vector row of a
+        # packed operand then fills one line, where malloc's 16-byte alignment splits it over two
+        aligned_alloc = self._declare("aligned_alloc", PTR, [I64, I64])
         free = self._declare("free", VOID, [PTR])
         size = self.b.mul(self._index(count), ir.Constant(I64, elem.get_abi_size(self.tm.target_data)))
-        ptr = self.b.call(malloc, [size], name=buf.name)
+        size = self.b.and_(self.b.add(size, ir.Constant(I64, HEAP_ALIGN - 1)), ir.Constant(I64, -HEAP_ALIGN))
+        ptr = self.b.call(aligned_alloc, [ir.Constant(I64, HEAP_ALIGN), size], name=buf.name)
         failed = self.b.icmp_unsigned("==", ptr, ir.Constant(PTR, None))
         self.failures.append(f"out of memory allocating buffer {buf.name}")
         code = ir.Constant(I32, len(self.failures))

@@ -104,7 +104,7 @@ def signature_from_json(d: dict) -> FunctionSignature:
 # -- checking a saved library before it is compiled ------------------------------------------------
 
 #: external functions generated code may call: the C allocator, OpenMP, and libm
-_RUNTIME_FUNCTIONS = frozenset({"malloc", "free", PARALLEL_RUN_SYMBOL})
+_RUNTIME_FUNCTIONS = frozenset({"malloc", "aligned_alloc", "free", PARALLEL_RUN_SYMBOL})
 _LIBM = re.compile(r"(a?sinh?|a?cosh?|a?tanh?|atan2|exp2?|expm1|log(2|10|1p)?|sqrt|cbrt|pow|erfc?|fabs|floor|ceil"
                    r"|round|roundeven|trunc|rint|nearbyint|fmod|fmin|fmax|hypot|ldexp|frexp)f?")
 
