@@ -184,10 +184,14 @@ def tune_tasks(*, tasks: list[TuneContext], task_weights: list[float], work_dir:
             task.ctx.search_strategy.notify_runner_results(cands, results)
             model.update(None, cands, results)
         if retime_best > 0:
+            # Said in the postfix, in place of the best so far: a longer bar wraps in the notebook.
+            best_so_far = bar.postfix if bar is not None else None
             if bar is not None:
-                bar.set_description("re-timing the best")
+                bar.set_postfix_str("re-timing the fastest")
             for task in jobs:
                 _retime_best(task, db, builder, runner, retime_best)
+            if bar is not None:
+                bar.set_postfix_str(best_so_far or "")
     finally:
         if bar is not None:
             bar.close()
