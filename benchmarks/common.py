@@ -23,6 +23,7 @@ from __future__ import annotations
 import ctypes
 import datetime as _dt
 import json
+import math
 import os
 import platform
 import statistics
@@ -212,19 +213,24 @@ SETTLE_SECONDS = 0.2
 
 
 def time_interleaved(fns: dict[str, Callable[[], Any]], repeat: int = 10, rounds: int = 3,
-                     warmup: int = 2) -> dict[str, Timing]:
+                     warmup: int = 2, min_sample_seconds: float = 0.0) -> dict[str, Timing]:
     """Time several functions in ``rounds`` interleaved rounds (A B C, A B C, ...), ``repeat``
     samples each per round, and report each one's median over all its samples.  A burst of
     load from another process then hits every row alike instead of whichever ran during it;
-    each row starts after ``SETTLE_SECONDS``, so that the threads of the row before are idle."""
-    for fn in fns.values():
+    each row starts after ``SETTLE_SECONDS``, so that the threads of the row before are idle.
+    With ``min_sample_seconds``, a sample is the mean of as many back-to-back calls as fill
+    that time (as TVM's ``min_repeat_ms``): single calls of a few microseconds are noise."""
+    numbers = dict.fromkeys(fns, 1)
+    for name, fn in fns.items():
         for _ in range(warmup):
             fn()
+        if min_sample_seconds:
+            numbers[name] = max(1, math.ceil(min_sample_seconds / time_fn(fn, repeat=3, warmup=0).median))
     samples: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(rounds):
         for name, fn in fns.items():
             time.sleep(SETTLE_SECONDS)
-            samples[name] += time_fn(fn, repeat, warmup=1).samples
+            samples[name] += time_fn(fn, repeat, warmup=1, number=numbers[name]).samples
     return {name: Timing.of(s) for name, s in samples.items()}
 
 

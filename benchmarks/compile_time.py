@@ -130,7 +130,7 @@ def import_model(name: str) -> Any:
 
 def clear_caches() -> None:
     """Forget compiled kernels and optimized LLVM IR: the next compile is a cold one."""
-    import minitvm
+    import minitvm.driver  # (a submodule: ``import minitvm`` alone may not have loaded it yet)
     from minitvm.target.codegen import llvm_jit
 
     clear = getattr(minitvm.driver, "clear_kernel_cache", None)  # absent before the cache existed

@@ -75,25 +75,27 @@ def _arrays(mod: Any, seed: int = 0) -> list[np.ndarray]:
             for p in func.params]
 
 
-def _runner(mod: Any, arrays: list[np.ndarray]) -> tuple[Callable[[], Any], Callable[[], np.ndarray]]:
+def _runner(mod: Any, nds: list[Any]) -> tuple[Callable[[], Any], Callable[[], np.ndarray]]:
     import minitvm
 
-    lib = minitvm.build(mod, target="llvm")
-    nds = [minitvm.nd.array(a) for a in arrays]
-    fn = lib["main"]
+    fn = minitvm.build(mod, target="llvm")["main"]
     return (lambda: fn(*nds)), (lambda: nds[-1].numpy())
 
 
 def bench_kernel(name: str, mod: Any, arrays: list[np.ndarray], baselines: dict[str, Callable[[], Any]],
                  want: np.ndarray, budgets: list[int], per_iter: int, repeat: int) -> list[dict[str, Any]]:
+    import minitvm
     from minitvm import meta_schedule as ms
     from minitvm.tir.transform.default_schedule import apply_default_schedule
 
+    # Every minitvm row runs on the same arrays: which cache sets and pages they fall in moves a
+    # kernel by a few percent, and the same schedule must time the same in two rows.
+    nds = [minitvm.nd.array(a) for a in arrays]
     flops = ms.tune.workload_flops(mod)
     fns: dict[str, Callable[[], Any]] = dict(baselines)
     info: dict[str, dict[str, Any]] = {k: {} for k in fns}
     default_mod = type(mod)({"main": apply_default_schedule(mod["main"])})
-    fns["minitvm default"], out = _runner(default_mod, arrays)
+    fns["minitvm default"], out = _runner(default_mod, nds)
     fns["minitvm default"]()
     info["minitvm default"] = {"max_abs_err": float(np.max(np.abs(out() - want)))}
     for trials in budgets:
@@ -105,13 +107,13 @@ def bench_kernel(name: str, mod: Any, arrays: list[np.ndarray], baselines: dict[
             seconds = time.perf_counter() - t0
         sch = ms.tir_integration.compile_tir(db, mod, "llvm")
         key = f"tuned {trials} trials"
-        fns[key], out = _runner(sch.mod, arrays)
+        fns[key], out = _runner(sch.mod, nds)
         fns[key]()
         records = db.get_all_tuning_records()
         info[key] = {"tuning_seconds": seconds, "max_abs_err": float(np.max(np.abs(out() - want))),
                      "failed_trials": sum(not r.is_valid for r in records), "trials": len(records),
                      "best_is_default_schedule": "sample_perfect_tile" not in str(sch.trace)}
-    timings = time_interleaved(fns, repeat=repeat, rounds=3)
+    timings = time_interleaved(fns, repeat=repeat, rounds=3, min_sample_seconds=0.01)
     rows = []
     for impl, timing in timings.items():
         rows.append({"kernel": name, "impl": impl, "median_s": timing.median, "gflops": flops / timing.median / 1e9,
