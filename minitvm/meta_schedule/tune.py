@@ -184,14 +184,7 @@ def tune_tasks(*, tasks: list[TuneContext], task_weights: list[float], work_dir:
             task.ctx.search_strategy.notify_runner_results(cands, results)
             model.update(None, cands, results)
         if retime_best > 0:
-            # Said in the postfix, in place of the best so far: a longer bar wraps in the notebook.
-            best_so_far = bar.postfix if bar is not None else None
-            if bar is not None:
-                bar.set_postfix_str("re-timing the fastest")
-            for task in jobs:
-                _retime_best(task, db, builder, runner, retime_best)
-            if bar is not None:
-                bar.set_postfix_str(best_so_far or "")
+            _retime_tasks(jobs, db, builder, runner, retime_best, bar)
     finally:
         if bar is not None:
             bar.close()
@@ -278,6 +271,18 @@ def _measure(task: _Task, mods: list[IRModule], builder: Any, runner: Any, round
         if b.artifact_path and os.path.exists(b.artifact_path):
             os.remove(b.artifact_path)
     return results
+
+
+def _retime_tasks(jobs: list[_Task], db: Database, builder: Any, runner: Any, best: int, bar: Any) -> None:
+    """:func:`_retime_best` for every task; meanwhile the bar says so in its postfix, in place
+    of the best so far (a longer bar wraps in the notebook)."""
+    best_so_far = bar.postfix if bar is not None else None
+    if bar is not None:
+        bar.set_postfix_str("re-timing the fastest")
+    for task in jobs:
+        _retime_best(task, db, builder, runner, best)
+    if bar is not None:
+        bar.set_postfix_str(best_so_far or "")
 
 
 def _retime_best(task: _Task, db: Database, builder: Any, runner: Any, best: int) -> None:
