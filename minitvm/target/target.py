@@ -129,8 +129,12 @@ class Target:
     @property
     def mcpu(self) -> str:
         """The CPU to tune for, with ``native`` (or no -mcpu) resolved to the host CPU."""
-        cpu = self.attrs.get("mcpu", "native")
-        return host_cpu_name() if cpu in ("native", "", True) else str(cpu)
+        return host_cpu_name() if self._for_this_cpu else str(self.attrs["mcpu"])
+
+    @property
+    def _for_this_cpu(self) -> bool:
+        """No -mcpu, or -mcpu=native (or empty): code for this machine's CPU, with its features."""
+        return self.attrs.get("mcpu", "native") in ("native", "", True)
 
     @property
     def mattr(self) -> list[str]:
@@ -144,7 +148,7 @@ class Target:
     def features(self) -> tuple[str, ...]:
         """CPU features enabled for code generation: this CPU's, adjusted by -mattr; for a CPU named
         with -mcpu only the -mattr ones (LLVM adds that CPU's own, which llvmlite cannot list)."""
-        feats = set(host_cpu_features()) if self.attrs.get("mcpu", "native") in ("native", True) else set()
+        feats = set(host_cpu_features()) if self._for_this_cpu else set()
         for f in self.mattr:
             (feats.add if f[0] == "+" else feats.discard)(f[1:])
         return tuple(sorted(feats))
@@ -166,7 +170,7 @@ class Target:
         if self.kind.name != "llvm":
             return VectorUnit.host()
         features = set(self.features)
-        if self.attrs.get("mcpu", "native") not in ("native", True):
+        if not self._for_this_cpu:
             from .codegen.cpu_check import named_cpu_vector_features
 
             features |= named_cpu_vector_features(self.mcpu)
