@@ -88,8 +88,8 @@ def bench_kernel(name: str, mod: Any, arrays: list[np.ndarray], baselines: dict[
     from minitvm import meta_schedule as ms
     from minitvm.tir.transform.default_schedule import apply_default_schedule
 
-    # Every minitvm row runs on the same arrays: which cache sets and pages they fall in moves a
-    # kernel by a few percent, and the same schedule must time the same in two rows.
+    # Every minitvm row runs on the same arrays, so that the schedule is all that differs between
+    # rows (two builds of one schedule still time up to 5% apart here: that is the noise floor).
     nds = [minitvm.nd.array(a) for a in arrays]
     flops = ms.tune.workload_flops(mod)
     fns: dict[str, Callable[[], Any]] = dict(baselines)
