@@ -7,7 +7,8 @@ of the loop body wrapped in an opaque block ``<block>_<loop><k>_partition``, all
 a block ``<block>_<loop>_common``; a copied block whose iterator is bound to the piece's loop
 is renamed ``<name>_<loop><k>``, its iterator's domain narrowed to the piece and the regions
 of buffers it indexes directly by its iterators narrowed with it.  Other copied blocks are
-renamed the same way and left alone.
+renamed the same way; every copy gets iterators of its own (the same variable in two blocks
+would not survive printing and parsing).
 """
 
 from __future__ import annotations
@@ -70,20 +71,28 @@ class _Piece(StmtExprMutator):
     def visit_block_(self, n: Block) -> Stmt:
         new = self.visit_children(n)
         inner, self.inner = self.inner, -1
-        name = f"{n.name_hint}_{self.var.name}"
-        if not new.iter_vars or inner < 0:
-            return replace(new, name_hint=name)
-        target = new.iter_vars[inner].var
+        # every copy has its own iterators, as its own loop variables (TVM's BlockMutator)
         fresh = {iv.var: Var(iv.var.name, iv.var.dtype) for iv in new.iter_vars}
+        if inner >= 0:
+            new = self._narrowed(new, new.iter_vars[inner].var)
+        new = replace(new, name_hint=f"{n.name_hint}_{self.var.name}",
+                      iter_vars=tuple(replace(iv, var=fresh[iv.var]) for iv in new.iter_vars))
+        if not fresh:
+            return new
+        init = substitute(new.init, fresh) if new.init is not None else None
+        return replace(new, body=substitute(new.body, fresh), init=init,
+                       reads=substitute(new.reads, fresh), writes=substitute(new.writes, fresh))
+
+    def _narrowed(self, block: Block, target: Var) -> Block:
+        """``block`` with the domain of ``target`` (its iterator bound to the piece's loop) cut
+        to the piece, and the regions it indexes directly by its iterators cut with it."""
         dtype = target.dtype
         lo = const(self.lo.value, dtype) if isinstance(self.lo, IntImm) else self.lo
         end = const(self.end.value, dtype) if isinstance(self.end, IntImm) else self.end
-        iter_vars = tuple(replace(iv, var=fresh[iv.var],
-                                  dom=Range(lo, const(end.value - lo.value, dtype))
-                                  if iv.var is target else iv.dom)
-                          for iv in new.iter_vars)
+        iter_vars = tuple(replace(iv, dom=Range(lo, const(end.value - lo.value, dtype)))
+                          if iv.var is target else iv for iv in block.iter_vars)
         doms = {iv.var.name: iv.dom for iv in iter_vars}
-        direct = _direct_indices(new)
+        direct = _direct_indices(block)
 
         def narrowed(regions: tuple) -> tuple:
             out = []
@@ -94,12 +103,7 @@ class _Piece(StmtExprMutator):
                 out.append(r)
             return tuple(out)
 
-        new = replace(new, name_hint=name, iter_vars=iter_vars, reads=narrowed(new.reads),
-                      writes=narrowed(new.writes))
-        body = substitute(new.body, fresh)
-        init = substitute(new.init, fresh) if new.init is not None else None
-        return replace(new, body=body, init=init, reads=substitute(new.reads, fresh),
-                       writes=substitute(new.writes, fresh))
+        return replace(block, iter_vars=iter_vars, reads=narrowed(block.reads), writes=narrowed(block.writes))
 
 
 def loop_partition(root: Stmt, loop: For, factors: list[int | None], factor_bits: int) -> tuple[Stmt, list[Var]]:

@@ -142,14 +142,12 @@ class _Shift(StmtExprMutator):
         return BufferRegion(self.new, tuple(Range(m, r.extent) for m, r in zip(mins, n.region)))
 
 
-def compact(func: PrimFunc) -> PrimFunc:
-    body = func.body
-    if not (isinstance(body, BlockRealize) and body.block.name_hint == "root"):
-        return func
-    root = body.block
+def _compact_block(block: Block) -> Block:
+    """``block`` with each buffer it allocates moved into the innermost loop of its body that
+    holds every use, at the size used there."""
     kept: list[Buffer] = []
-    new_body = root.body
-    for buffer in root.alloc_buffers:
+    new_body = block.body
+    for buffer in block.alloc_buffers:
         users = [(r, p) for r, p in _chains(new_body) if _uses(r.block, buffer)]
         loop = _placement(users, buffer) if users else None
         if loop is None:
@@ -171,10 +169,22 @@ def compact(func: PrimFunc) -> PrimFunc:
         new_loop = replace(new_loop, body=Allocate(small, new_loop.body))
 
         new_body = replace_stmt(new_body, loop, new_loop)
-    if len(kept) == len(root.alloc_buffers):
-        return func
-    new_root = replace(root, alloc_buffers=tuple(kept), body=new_body)
-    return func.with_body(replace(body, block=new_root))
+    if len(kept) == len(block.alloc_buffers):
+        return block
+    return replace(block, alloc_buffers=tuple(kept), body=new_body)
+
+
+class _CompactEveryBlock(StmtExprMutator):
+    """Compact the allocations of every block, the innermost first: besides the root, a
+    block that ``loop_partition`` made holds the caches scheduled inside its piece."""
+
+    def visit_block_(self, n: Block) -> Block:
+        return _compact_block(self.visit_children(n))
+
+
+def compact(func: PrimFunc) -> PrimFunc:
+    body = _CompactEveryBlock().visit(func.body)
+    return func if body is func.body else func.with_body(body)
 
 
 @prim_func_pass(opt_level=0, name="tir.CompactBufferAllocation")

@@ -65,3 +65,28 @@ def test_numbers_unchanged_on_both_backends():
         c = np.zeros((64, 64), "float32")
         minitvm.build(mod, target=target)["matmul"](a, b, c)
         np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_a_cache_inside_a_partitioned_loop_shrinks_into_its_piece():
+    """``loop_partition`` wraps each piece in a block; a cache written inside a piece is allocated
+    in that block, and is compacted there just as the root block's: to the tile, in the tile loop
+    (else a 6 x 16 accumulator stays a 60 x 64 array in memory)."""
+    sch = tir.Schedule(matmul)
+    c = sch.get_block("C")
+    i, j, k = sch.get_loops(c)
+    i0, i1 = sch.split(i, factors=[None, 6])  # 64 = 6 * 10 + 4: the last tile is partial
+    j0, j1 = sch.split(j, factors=[None, 16])
+    sch.reorder(i0, j0, k, i1, j1)
+    sch.loop_partition(i0, [10, None])
+    for piece in ("C_i_00", "C_i_01"):
+        block = sch.get_block(piece)
+        local = sch.cache_write(block, 0, "local")
+        sch.reverse_compute_at(local, sch.get_loops(block)[-4])
+    func = CompactBufferAllocation()(sch.mod)["main"]
+    shapes = sorted([int(s) for s in a.buffer.shape] for a in _allocations(func))
+    assert shapes == [[4, 16], [6, 16]], func.script()
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((2, 64, 64)).astype("float32")
+    c = np.zeros((64, 64), "float32")
+    minitvm.build(sch.mod, target="llvm")["matmul"](a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
