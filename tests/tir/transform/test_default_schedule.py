@@ -207,6 +207,23 @@ def test_register_tiles_fit_the_vector_unit(unit, matmul_tile, conv_tile):
     assert _register_tile(cv, "o_1", "x_1") == conv_tile
 
 
+@pytest.mark.parametrize("unit, rows, main_tiles", [(AVX2, 6, 21), (AVX512, 8, 16)], ids=["avx2", "avx512"])
+def test_a_large_matmul_tile_takes_the_rows_the_registers_hold_and_peels_the_rest(unit, rows, main_tiles):
+    """130 rows: AVX2's 6 x 16 tile (12 ymm accumulators) does not divide them, nor AVX-512's
+    8 x 32; the rows past the last whole tile get a loop of their own (loop_partition), so the
+    main loop runs without the split's guard, and both pieces compute the right numbers."""
+    a, b = _rand(130, 256), _rand(256, 128, seed=1)
+    with unit:
+        sched = _check_same(matmul(130, 128, 256), [a, b], (130, 128), targets=("llvm",))
+    text = sched.script()
+    assert _register_tile(text, "i_1", "j_1") == (rows, 2 * unit.lanes)
+    assert f"for i_00 in T.parallel({main_tiles}):" in text and "_partition" in text, text
+    lowered = minitvm.lower(sched.with_attr("global_symbol", "main")).script()
+    main_piece = lowered[lowered.index("i_00 in T.parallel"):lowered.index("for j_0", lowered.index("i_00 in"))
+                         + 1500]
+    assert "if " not in main_piece.split("T.parallel")[1].split("\n        for j_0 in range")[0], lowered
+
+
 def test_a_target_enters_its_vector_unit():
     """``with target:`` (as ``minitvm.compile`` runs its pipeline) schedules for the target's
     registers, whatever machine this is: without AVX-512 the tile is AVX2's."""
