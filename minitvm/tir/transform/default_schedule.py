@@ -356,12 +356,12 @@ def schedule_matmul_like(sch: Schedule) -> bool:
         updates = [sch.get_block(f"{block_name}_{loop_name}{p}") for p in range(len(pieces))]
 
     # 3 and 4. the register tile (accumulator, write-back, vectors) of each piece
-    for update in updates:
-        _register_tile_stage(sch, update, epilogue, unrolled=i1 is not None)
+    j0 = [_register_tile_stage(sch, update, epilogue, unrolled=i1 is not None) for update in updates][0]
     if packed is not None:
         sch.parallel(sch.get_loops(packed)[0])
-    # (after a partition the batch loops, all of extent 1 then, no longer fuse with the piece)
-    _parallel_matmul_loop(sch, batch if len(pieces) == 1 else [], pieces[0], j0, B if rows_known else None, M if rows_known else None,
+    if len(pieces) > 1:
+        batch = []  # (their loops, all of extent 1 here, are outside the partition: no fuse)
+    _parallel_matmul_loop(sch, batch, pieces[0], j0, B if rows_known else None, M if rows_known else None,
                           row_tiles=(M // mi if i1 is not None else M) if rows_known else 1, work_per_row=N * K)
     # as in TVM, a loop over a decomposed update (no T.init) cannot change kind: init last
     for update in updates:
@@ -381,9 +381,10 @@ def _peeled_tile_rows(unit: VectorUnit, width: int) -> int:
     return max(1, min(8, (unit.registers - vectors - 1) // vectors))
 
 
-def _register_tile_stage(sch: Schedule, update: BlockRV, epilogue: BlockRV | None, unrolled: bool) -> None:
+def _register_tile_stage(sch: Schedule, update: BlockRV, epilogue: BlockRV | None, unrolled: bool) -> LoopRV:
     """Accumulate ``update``'s tile in a ``cache_write("local")`` buffer and write it back (through
-    the epilogue, if any) after each tile; vectorize the columns, unroll the rows."""
+    the epilogue, if any) after each tile; vectorize the columns, unroll the rows.  Returns j0,
+    the loop over tiles of columns."""
     loops = sch.get_loops(update)
     tile_loop = loops[-4] if unrolled else loops[-3]  # j0, the loop the write-back goes under
     local = sch.cache_write(update, 0, "local")  # the copy C_local -> C; the update now writes C_local
@@ -397,6 +398,7 @@ def _register_tile_stage(sch: Schedule, update: BlockRV, epilogue: BlockRV | Non
     if unrolled:
         sch.unroll(loops[-2])
     sch.vectorize(sch.get_loops(wb)[-1])
+    return tile_loop
 
 
 # -- rule: conv2d-like ----------------------------------------------------------------------------
