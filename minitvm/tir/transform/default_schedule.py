@@ -356,7 +356,8 @@ def schedule_matmul_like(sch: Schedule) -> bool:
         updates = [sch.get_block(f"{block_name}_{loop_name}{p}") for p in range(len(pieces))]
 
     # 3 and 4. the register tile (accumulator, write-back, vectors) of each piece
-    j0 = [_register_tile_stage(sch, update, epilogue, unrolled=i1 is not None) for update in updates][0]
+    stages = [_register_tile_stage(sch, update, epilogue, unrolled=i1 is not None) for update in updates]
+    j0 = stages[0][0]
     if packed is not None:
         sch.parallel(sch.get_loops(packed)[0])
     if len(pieces) > 1:
@@ -364,8 +365,8 @@ def schedule_matmul_like(sch: Schedule) -> bool:
     _parallel_matmul_loop(sch, batch, pieces[0], j0, B if rows_known else None, M if rows_known else None,
                           row_tiles=(M // mi if i1 is not None else M) if rows_known else 1, work_per_row=N * K)
     # as in TVM, a loop over a decomposed update (no T.init) cannot change kind: init last
-    for update in updates:
-        init = sch.decompose_reduction(update, sch.get_loops(update)[-3 if i1 is not None else -2])
+    for update, (_, k) in zip(updates, stages):
+        init = sch.decompose_reduction(update, k)
         sch.vectorize(sch.get_loops(init)[-1])
     return True
 
@@ -381,12 +382,14 @@ def _peeled_tile_rows(unit: VectorUnit, width: int) -> int:
     return max(1, min(8, (unit.registers - vectors - 1) // vectors))
 
 
-def _register_tile_stage(sch: Schedule, update: BlockRV, epilogue: BlockRV | None, unrolled: bool) -> LoopRV:
+def _register_tile_stage(sch: Schedule, update: BlockRV, epilogue: BlockRV | None,
+                         unrolled: bool) -> tuple[LoopRV, LoopRV]:
     """Accumulate ``update``'s tile in a ``cache_write("local")`` buffer and write it back (through
-    the epilogue, if any) after each tile; vectorize the columns, unroll the rows.  Returns j0,
-    the loop over tiles of columns."""
+    the epilogue, if any) after each tile; vectorize the columns, unroll the rows.  Returns j0
+    (the loop over tiles of columns) and k (where the tile is zeroed first)."""
     loops = sch.get_loops(update)
-    tile_loop = loops[-4] if unrolled else loops[-3]  # j0, the loop the write-back goes under
+    # (j0, k, [i1,] j1): j0 is the loop the write-back goes under
+    tile_loop, reduction_loop = loops[-4:-2] if unrolled else loops[-3:-1]
     local = sch.cache_write(update, 0, "local")  # the copy C_local -> C; the update now writes C_local
     if epilogue is not None:
         sch.compute_inline(local)  # the epilogue reads the local accumulator directly
@@ -398,7 +401,7 @@ def _register_tile_stage(sch: Schedule, update: BlockRV, epilogue: BlockRV | Non
     if unrolled:
         sch.unroll(loops[-2])
     sch.vectorize(sch.get_loops(wb)[-1])
-    return tile_loop
+    return tile_loop, reduction_loop
 
 
 # -- rule: conv2d-like ----------------------------------------------------------------------------
