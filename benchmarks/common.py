@@ -131,23 +131,41 @@ def _cpu_times() -> tuple[int, int]:
 
 
 def _own_ticks() -> int:
-    """This process's user + system CPU time in clock ticks (all its threads)."""
+    """This process's user + system CPU time in clock ticks (all its threads), with that of its
+    children once they have ended (a tuner's worker processes, after its pool shut down)."""
     with open("/proc/self/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])
+    return sum(int(x) for x in fields[11:15])
+
+
+class LoadMeter:
+    """Fraction of all cores that *other* processes kept busy since the meter was made: busy time
+    in /proc/stat minus this process's own (e.g. OpenMP workers spinning under
+    OMP_WAIT_POLICY=active); 0 if unknown.  Made before and read after a long step (a tuning
+    run), it tells whether the step ran on a quiet machine."""
+
+    def __init__(self) -> None:
+        try:
+            self._start: tuple[int, int, int] | None = (*_cpu_times(), _own_ticks())
+        except (OSError, ValueError, IndexError):
+            self._start = None
+
+    def fraction(self) -> float:
+        if self._start is None:
+            return 0.0
+        b0, t0, s0 = self._start
+        try:
+            b1, t1, s1 = *_cpu_times(), _own_ticks()
+        except (OSError, ValueError, IndexError):
+            return 0.0
+        return max(0.0, (b1 - b0) - (s1 - s0)) / max(1, t1 - t0)
 
 
 def busy_fraction(interval: float = 0.5) -> float:
-    """Fraction of all cores that *other* processes kept busy over ``interval`` seconds (from
-    /proc/stat minus this process's own time, e.g. OpenMP workers spinning under
-    OMP_WAIT_POLICY=active; 0 if unknown)."""
-    try:
-        b0, t0, s0 = *_cpu_times(), _own_ticks()
-        time.sleep(interval)
-        b1, t1, s1 = *_cpu_times(), _own_ticks()
-    except (OSError, ValueError, IndexError):
-        return 0.0
-    return max(0.0, (b1 - b0) - (s1 - s0)) / max(1, t1 - t0)
+    """Fraction of all cores that other processes kept busy over the next ``interval`` seconds."""
+    meter = LoadMeter()
+    time.sleep(interval)
+    return meter.fraction()
 
 
 def wait_until_idle(timeout: float = 60.0, threshold: float = 0.1, interval: float = 0.5, streak: int = 1) -> float:
