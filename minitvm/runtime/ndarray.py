@@ -13,7 +13,27 @@ import numpy as np
 
 from .device import Device, cpu
 
-__all__ = ["NDArray", "array", "empty", "from_dlpack", "Tensor", "tensor"]
+__all__ = ["NDArray", "array", "empty", "from_dlpack", "Tensor", "tensor", "ALLOC_ALIGNMENT", "aligned_block"]
+
+#: where every array minitvm allocates starts, in bytes: a cache line, as TVM's
+#: ``kAllocAlignment``.  numpy only promises 16, and then every other 32-byte AVX load of a
+#: kernel straddles two cache lines.
+ALLOC_ALIGNMENT = 64
+
+
+def aligned_block(nbytes: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(raw, block)``: ``raw`` a new uint8 array a little larger than ``nbytes``, ``block`` the
+    ``nbytes`` of it that start on an ``ALLOC_ALIGNMENT`` boundary (a view of ``raw``)."""
+    raw = np.empty(nbytes + ALLOC_ALIGNMENT, dtype=np.uint8)
+    skip = (-raw.ctypes.data) % ALLOC_ALIGNMENT
+    return raw, raw[skip:skip + nbytes]
+
+
+def _aligned_empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    if any(d < 0 for d in shape):
+        raise ValueError(f"negative dimensions are not allowed: shape {shape}")
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    return aligned_block(nbytes)[1].view(dtype).reshape(shape)
 
 
 def as_numpy(value: Any) -> np.ndarray:
@@ -91,7 +111,7 @@ class NDArray:
         if isinstance(target, NDArray):
             return target.copyfrom(self)
         if isinstance(target, Device):
-            return NDArray(self._array.copy(), target)
+            return array(self._array, target)
         raise TypeError(f"copyto: expected an NDArray or a Device, got {type(target).__name__}")
 
     # -- interop ----------------------------------------------------------------
@@ -146,9 +166,11 @@ def array(arr: Any, device: Device | None = None, dtype: str | None = None) -> N
         arr = arr._array
     elif hasattr(arr, "__dlpack__") and not isinstance(arr, np.ndarray):
         arr = np.from_dlpack(arr)
-    data = np.array(arr, dtype=dtype, copy=True, order="C")
-    if data.dtype == np.dtype("O"):
+    source = np.asarray(arr, dtype=dtype)
+    if source.dtype == np.dtype("O"):
         raise TypeError("cannot make an NDArray from Python objects (ragged list?)")
+    data = _aligned_empty(source.shape, source.dtype)
+    np.copyto(data, source)
     return NDArray(data, device)
 
 
@@ -157,7 +179,7 @@ def empty(shape: Any, dtype: str = "float32", device: Device | None = None) -> N
     device = _check_device(device)
     if isinstance(shape, int):
         shape = (shape,)
-    return NDArray(np.empty(tuple(int(s) for s in shape), dtype=np.dtype(dtype)), device)
+    return NDArray(_aligned_empty(tuple(int(s) for s in shape), np.dtype(dtype)), device)
 
 
 def from_dlpack(tensor: Any) -> NDArray:

@@ -45,6 +45,21 @@ def test_array_from_list_with_dtype_and_device():
     np.testing.assert_array_equal(b.numpy(), np.arange(6).reshape(2, 3).T)
 
 
+@pytest.mark.parametrize("shape, dtype", [((7,), "float32"), ((3, 5), "int8"), ((), "float64"), ((4, 3, 2), "bool")])
+def test_arrays_start_on_a_cache_line_as_tvms_do(shape, dtype):
+    """numpy aligns to 16 bytes only; minitvm's arrays start at 64 (TVM's kAllocAlignment), so a
+    kernel's vector loads never straddle two cache lines because of where the array begins."""
+    x = (RNG.standard_normal(shape) * 10).astype(dtype)
+    made = [minitvm.nd.array(x), minitvm.nd.array(x.tolist(), dtype=dtype), minitvm.nd.empty(shape, dtype),
+            minitvm.nd.array(x).copyto(minitvm.cpu())]
+    for a in made:
+        assert a.data_ptr % runtime.ndarray.ALLOC_ALIGNMENT == 0 and a.shape == shape and a.dtype == dtype
+    for a in made[:2] + made[3:]:
+        np.testing.assert_array_equal(a.numpy(), x)
+    with pytest.raises(ValueError, match="negative dimensions"):
+        minitvm.nd.empty((2, -1))
+
+
 def test_empty_copyfrom_copyto():
     e = minitvm.nd.empty((2, 3), "float64")
     assert e.shape == (2, 3) and e.dtype == "float64"

@@ -47,7 +47,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..ndarray import NDArray
+from ..ndarray import ALLOC_ALIGNMENT, NDArray, aligned_block
 from ..registry import register_func
 
 __all__ = ["ShapeTuple", "Storage", "MATCH_ANY", "MATCH_IMM", "MATCH_STORE", "MATCH_HEAP",
@@ -73,8 +73,8 @@ EXPR_CODES = {"Add": 2, "Sub": 3, "Mul": 4, "FloorDiv": 5, "FloorMod": 6, "Min":
 #: numpy dtype kinds that the VM stores in memory (no Python objects, ever)
 ALLOWED_DTYPE_KINDS = frozenset("biuf")
 
-#: alignment of every storage block, in bytes (a cache line; enough for AVX-512 loads)
-STORAGE_ALIGNMENT = 64
+#: alignment of every storage block, in bytes (that of every NDArray)
+STORAGE_ALIGNMENT = ALLOC_ALIGNMENT
 
 
 class ShapeTuple(tuple):
@@ -121,11 +121,8 @@ class Storage:
         if nbytes < 0:
             raise ValueError(f"alloc_storage: negative size {nbytes}")
         self.nbytes = int(nbytes)
-        self.raw = np.empty(self.nbytes + STORAGE_ALIGNMENT, dtype=np.uint8)
-        start = self.raw.ctypes.data
-        skip = (-start) % STORAGE_ALIGNMENT
-        self.buffer = self.raw[skip:skip + self.nbytes]  # the aligned part; every tensor is a view of `raw`
-        self.address = start + skip
+        self.raw, self.buffer = aligned_block(self.nbytes)  # every tensor is a view of `raw`
+        self.address = self.buffer.ctypes.data
 
     def __repr__(self) -> str:
         return f"Storage({self.nbytes} bytes)"
