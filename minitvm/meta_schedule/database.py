@@ -26,6 +26,7 @@ import hashlib
 import json
 import math
 import os
+import statistics
 import warnings
 from typing import Any
 
@@ -103,6 +104,13 @@ class TuningRecord:
     def mean_secs(self) -> float:
         return sum(self.run_secs) / len(self.run_secs) if self.is_valid else math.inf
 
+    @property
+    def median_secs(self) -> float:
+        """What the database ranks by: the median of the timings (inf when failed).  TVM ranks by
+        their mean; on a shared machine one timing can be a fifth off, and the median of the
+        tuner's four timings of a finalist does not follow that one."""
+        return statistics.median(self.run_secs) if self.is_valid else math.inf
+
     def as_json(self) -> list:
         return [self.trace.as_json(), self.run_secs, _target_str(self.target), self.args_info]
 
@@ -114,7 +122,7 @@ class TuningRecord:
         return TuningRecord(sch.trace, workload, run_secs, target, args_info)
 
     def __repr__(self) -> str:
-        secs = f"{self.mean_secs * 1e3:.4f} ms" if self.is_valid else "failed"
+        secs = f"{self.median_secs * 1e3:.4f} ms" if self.is_valid else "failed"
         return f"TuningRecord({secs}, {len(self.trace)} instructions, target={_target_str(self.target)!r})"
 
 
@@ -177,11 +185,11 @@ class Database:
 
     # -- queries ----------------------------------------------------------------------------
     def get_top_k(self, workload: Workload, top_k: int) -> list[TuningRecord]:
-        """The ``top_k`` fastest valid records of ``workload``, fastest first."""
+        """The ``top_k`` fastest valid records of ``workload`` (by ``median_secs``), fastest first."""
         if top_k < 0:
             raise ValueError(f"get_top_k: top_k must be >= 0, got {top_k}")
         mine = [r for r in self._records if r.workload is workload and r.is_valid]
-        return sorted(mine, key=lambda r: r.mean_secs)[:top_k]
+        return sorted(mine, key=lambda r: r.median_secs)[:top_k]
 
     def get_all_tuning_records(self) -> list[TuningRecord]:
         return list(self._records)

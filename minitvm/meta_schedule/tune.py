@@ -293,7 +293,7 @@ def _retime_best(task: _Task, db: Database, builder: Any, runner: Any, best: int
     Each candidate was timed once, and the fastest of many single timings is mostly the one
     the noise favoured most (the winner's curse): among near-equal schedules it is often not
     the fastest, and can be slower than the default schedule.  A few more timings of the
-    finalists let the database's choice rest on a mean instead.  (minitvm's; TVM keeps the
+    finalists let the database's choice rest on the median of four.  (minitvm's; TVM keeps the
     single timings.)"""
     finalists = db.get_top_k(task.workload, best)
     finalists += [r for r in db.get_top_k(task.workload, len(db))

@@ -34,7 +34,7 @@ def tuning_curve(database: Database, mod: IRModule | PrimFunc | None = None) -> 
         for record in database.get_all_tuning_records():
             if record.workload is workload:
                 if record.is_valid:
-                    best = min(best, record.mean_secs)
+                    best = min(best, record.median_secs)
                 curve.append(flops / best / 1e9 if best < math.inf else 0.0)
         name = _name_of(workload, len(curves))
         curves[name if name not in curves else f"{name} ({len(curves)})"] = curve

@@ -67,6 +67,21 @@ def test_the_same_trace_again_adds_its_times_to_one_record(tmp_path):
     assert lucky is not None and flaky is not None
 
 
+def test_one_lucky_timing_does_not_rank_a_schedule_first(tmp_path):
+    """The database ranks by the median of a record's timings: a schedule with one timing far
+    below its other three (load that eased for a moment) ranks behind a steadily faster one,
+    though its mean is lower."""
+    mod = minitvm.IRModule({"main": matmul_64})
+    db = ms.database.JSONDatabase(work_dir=str(tmp_path))
+    _record(db, mod, 1, [0.5e-3, 2e-3, 2e-3, 2e-3])  # mean 1.625 ms, median 2 ms
+    steady = _record(db, mod, 2, [1.8e-3, 1.7e-3, 1.9e-3, 1.8e-3])  # mean and median 1.8 ms
+    for d in (db, ms.database.JSONDatabase(work_dir=str(tmp_path))):
+        top = d.get_top_k(d.commit_workload(mod), 2)
+        assert [r.median_secs for r in top] == [1.8e-3, 2e-3] and top[1].mean_secs < top[0].mean_secs
+        minitvm.ir.assert_structural_equal(ms.tir_integration.compile_tir(d, mod, "llvm").mod, steady.mod)
+    assert "1.8000 ms" in repr(top[0])
+
+
 def test_database_reloads_in_a_fresh_process_and_builds(tmp_path):
     mod = minitvm.IRModule({"main": matmul_64})
     db = ms.database.JSONDatabase(work_dir=str(tmp_path))
