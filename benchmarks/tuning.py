@@ -10,7 +10,7 @@ best schedule ``ms.tune_tir`` finds with each trial budget (the built-in space, 
 search, target ``llvm`` with every core), with the tuning's wall time.  Every row is timed here,
 in this process, interleaved with the others; tuned kernels are checked against numpy.  Goals
 (issue 16): tuned >= default on every kernel, tuned 1024^3 matmul >= 1.0x numpy.  Results go to
-``benchmarks/results/tuning.json``.
+``benchmarks/results/tuning.json``, each tuning's database to ``benchmarks/results/tuning_db/``.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -116,6 +117,10 @@ def bench_kernel(name: str, mod: Any, arrays: list[np.ndarray], baselines: dict[
             db = ms.tune_tir(mod=mod, target="llvm", work_dir=work, max_trials_global=trials,
                              num_trials_per_iter=per_iter, seed=0)
             seconds, load = time.perf_counter() - t0, meter.fraction()
+            kept = RESULTS_DIR / "tuning_db" / f"{name.split()[0]}_{trials}"
+            kept.mkdir(parents=True, exist_ok=True)
+            for part in ("workload", "tuning_record"):  # for a look at the search afterwards
+                shutil.copy(os.path.join(work, f"database_{part}.json"), kept)
         sch = ms.tir_integration.compile_tir(db, mod, "llvm")
         key = f"tuned {trials} trials"
         fns[key], out = _runner(sch.mod, nds)
