@@ -25,6 +25,24 @@ _ALIASES = {"cpu": "llvm", "interpreter": "python", "nvidia/tesla-t4": "cuda"}
 GPU_KINDS = ("cuda", "cuda-emulated")
 
 
+#: the x86 vector feature each one builds on: LLVM turns a feature off with the one it builds on
+#: (``-mattr=-avx`` turns off AVX2 and FMA too), and so do :attr:`Target.features`, lest a kernel
+#: call an instruction LLVM will not emit
+_X86_BUILDS_ON = {"sse2": "sse", "sse3": "sse2", "ssse3": "sse3", "sse4.1": "ssse3", "sse4.2": "sse4.1",
+                  "avx": "sse4.2", "avx2": "avx", "fma": "avx", "f16c": "avx", "avxvnni": "avx2",
+                  "avx512f": "avx2"}
+
+
+def _turned_off_with(feature: str, off: tuple[str, ...]) -> bool:
+    """Whether ``feature`` or a feature it builds on is in ``off``."""
+    while feature:
+        if feature in off:
+            return True
+        feature = _X86_BUILDS_ON.get(feature) or ("avx512f" if feature.startswith("avx512") and feature != "avx512f"
+                                                    else "")
+    return False
+
+
 class TargetKind:
     """The kind of a target (``target.kind.name == "llvm"``)."""
 
@@ -151,7 +169,18 @@ class Target:
         feats = set(host_cpu_features()) if self._for_this_cpu else set()
         for f in self.mattr:
             (feats.add if f[0] == "+" else feats.discard)(f[1:])
-        return tuple(sorted(feats))
+        off = self.disabled_features
+        return tuple(sorted(f for f in feats if not _turned_off_with(f, off)))
+
+    @property
+    def disabled_features(self) -> tuple[str, ...]:
+        """The features -mattr turns off (``-avx2``).  LLVM is told them as they are: the CPU -mcpu
+        names (this one, without -mcpu) brings its own features, so leaving one out of
+        :attr:`features` does not turn it off."""
+        off: set[str] = set()
+        for f in self.mattr:
+            (off.discard if f[0] == "+" else off.add)(f[1:])
+        return tuple(sorted(off))
 
     @property
     def num_cores(self) -> int:

@@ -119,7 +119,8 @@ class CodeGenLLVM:
         self.disable_vectorize = disable_vectorize
         init_llvm()
         self.threads = ensure_thread_pool()  # parallel loops run serially on a one-CPU machine
-        self.tm = target_machine(target.mcpu, features_string(target.features), target.opt_level)
+        self.tm = target_machine(target.mcpu, features_string(target.features, target.disabled_features),
+                                 target.opt_level)
         self.module = ir.Module(name=module_name)
         self.module.triple = llvm.get_process_triple()
         self.module.data_layout = str(self.tm.target_data)

@@ -189,16 +189,17 @@ def load_llvm_ir(payload: str, metadata: dict) -> LLVMModule:
     ensure_thread_pool()  # what parallel loops call
     sigs = _signatures(metadata)
     failures = _failures_from_json(metadata.get("failures", []))
+    target = Target(str(metadata.get("target", "llvm")))  # its -mattr=-x entries are off again
     with LLVM_LOCK:
         mod = _parse_kernels(payload)
-        tm = target_machine(str(metadata.get("mcpu", "")), features_string(features),
+        tm = target_machine(str(metadata.get("mcpu", "")), features_string(features, target.disabled_features),
                             int(metadata.get("opt_level", 3)))
         engine, entry = jit_compile(mod, tm, sigs)
     for name, (addr, _) in entry.items():
         if not addr:
             raise RuntimeError(f"loading kernels: no code for function {name!r} in the saved LLVM IR")
     # code for a CPU this one is not loads (to read or save again) but refuses to run
-    lib = LLVMModule(payload, payload, engine, tm, Target(str(metadata.get("target", "llvm"))), entry, failures,
+    lib = LLVMModule(payload, payload, engine, tm, target, entry, failures,
                      built_for=(str(metadata.get("mcpu", "")), features))
     entries = metadata.get("native_entries", [])
     if not isinstance(entries, list) or not all(isinstance(e, str) and e.startswith(ENTRY_PREFIX) for e in entries):

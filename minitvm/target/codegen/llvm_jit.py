@@ -64,9 +64,9 @@ def target_machine(cpu: str, features: str, opt: int) -> llvm.TargetMachine:
     return target.create_target_machine(cpu=cpu, features=features, opt=opt, jit=True)
 
 
-def features_string(features: Iterable[str]) -> str:
-    """LLVM's spelling of a list of CPU features: ``+avx2,+fma``."""
-    return ",".join(f"+{f}" for f in features)
+def features_string(features: Iterable[str], disabled: Iterable[str] = ()) -> str:
+    """LLVM's spelling of CPU features on and off: ``+avx2,+fma,-avx512f``."""
+    return ",".join([f"+{f}" for f in features] + [f"-{f}" for f in disabled])
 
 
 def optimize(mod: llvm.ModuleRef, tm: llvm.TargetMachine, level: int, vectorize: bool = True) -> None:
@@ -113,7 +113,7 @@ def quiet_llvm(messages: list[str]) -> Iterator[None]:
 
 
 @functools.lru_cache(maxsize=OPTIMIZED_IR_CACHE_SIZE)
-def _optimized_text(raw: str, cpu: str, features: tuple[str, ...], level: int,
+def _optimized_text(raw: str, cpu: str, features: tuple[str, ...], disabled: tuple[str, ...], level: int,
                     vectorize: bool) -> tuple[str, tuple[str, ...]]:
     """``raw`` LLVM IR after the O<level> pipeline for this CPU, as text, with what LLVM said
     while optimizing it (see :func:`optimized_ir`)."""
@@ -121,7 +121,7 @@ def _optimized_text(raw: str, cpu: str, features: tuple[str, ...], level: int,
     with quiet_llvm(messages):
         mod = llvm.parse_assembly(raw)
         mod.verify()
-        optimize(mod, target_machine(cpu, features_string(features), level), level, vectorize=vectorize)
+        optimize(mod, target_machine(cpu, features_string(features, disabled), level), level, vectorize=vectorize)
         text = str(mod)
     return text, tuple(messages)
 
@@ -137,7 +137,8 @@ def optimized_ir(raw: str, target: Target, vectorize: bool,
     results are remembered, and the remembered text is JIT-compiled instead of optimizing
     again.  Call with :data:`LLVM_LOCK` held.
     """
-    text, said = _optimized_text(raw, target.mcpu, tuple(target.features), target.opt_level, vectorize)
+    text, said = _optimized_text(raw, target.mcpu, target.features, target.disabled_features, target.opt_level,
+                                 vectorize)
     if messages is not None:
         messages += said
     return llvm.parse_assembly(text), text
