@@ -167,8 +167,7 @@ class Target:
         """CPU features enabled for code generation: this CPU's, adjusted by -mattr; for a CPU named
         with -mcpu only the -mattr ones (LLVM adds that CPU's own, which llvmlite cannot list)."""
         feats = set(host_cpu_features()) if self._for_this_cpu else set()
-        for f in self.mattr:
-            (feats.add if f[0] == "+" else feats.discard)(f[1:])
+        feats |= {f for f, on in self._mattr_switches().items() if on}
         off = self.disabled_features
         return tuple(sorted(f for f in feats if not _turned_off_with(f, off)))
 
@@ -177,10 +176,11 @@ class Target:
         """The features -mattr turns off (``-avx2``).  LLVM is told them as they are: the CPU -mcpu
         names (this one, without -mcpu) brings its own features, so leaving one out of
         :attr:`features` does not turn it off."""
-        off: set[str] = set()
-        for f in self.mattr:
-            (off.discard if f[0] == "+" else off.add)(f[1:])
-        return tuple(sorted(off))
+        return tuple(sorted(f for f, on in self._mattr_switches().items() if not on))
+
+    def _mattr_switches(self) -> dict[str, bool]:
+        """Each feature -mattr names, and whether it ends up on (its last entry decides)."""
+        return {f[1:]: f[0] == "+" for f in self.mattr}
 
     @property
     def num_cores(self) -> int:
