@@ -58,10 +58,9 @@ def _load(artifact_path: str, target: str) -> Any:
     from ..target.codegen.llvm_jit import (
         LLVM_LOCK,
         LLVMModule,
-        features_string,
         init_llvm,
         jit_compile,
-        target_machine,
+        target_machine_for,
     )
     from ..target.codegen.thread_pool import ensure_thread_pool
 
@@ -73,7 +72,7 @@ def _load(artifact_path: str, target: str) -> Any:
     # that never built anything (a fresh one after a crash or timeout) would jump to null
     ensure_thread_pool()
     with LLVM_LOCK:
-        tm = target_machine(tgt.mcpu, features_string(tgt.features, tgt.disabled_features), tgt.opt_level)
+        tm = target_machine_for(tgt)
         engine, entry = jit_compile(llvm.parse_assembly(art["ll"]), tm, art["signatures"])
     return LLVMModule(art["ll"], art["ll"], engine, tm, tgt, entry, art["failures"])
 

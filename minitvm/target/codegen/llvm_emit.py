@@ -46,7 +46,7 @@ from ..signature import FunctionSignature
 from ..target import Target
 from .calling import ERROR_INDEX_SYMBOL
 from .fastmath import FAST_FLOAT32, call_intrinsic
-from .llvm_jit import features_string, init_llvm, target_machine
+from .llvm_jit import init_llvm, target_machine_for
 from .llvm_types import (
     I1,
     I8,
@@ -119,8 +119,7 @@ class CodeGenLLVM:
         self.disable_vectorize = disable_vectorize
         init_llvm()
         self.threads = ensure_thread_pool()  # parallel loops run serially on a one-CPU machine
-        self.tm = target_machine(target.mcpu, features_string(target.features, target.disabled_features),
-                                 target.opt_level)
+        self.tm = target_machine_for(target)
         self.module = ir.Module(name=module_name)
         self.module.triple = llvm.get_process_triple()
         self.module.data_layout = str(self.tm.target_data)

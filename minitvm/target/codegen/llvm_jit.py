@@ -32,8 +32,8 @@ from .calling import ERROR_INDEX_SYMBOL, CompiledFunction, UnrunnableFunction
 from .cpu_check import cpu_mismatch
 from .openmp import load_openmp
 
-__all__ = ["LLVM_LOCK", "init_llvm", "has_openmp", "target_machine", "features_string", "optimize",
-           "optimized_ir", "jit_compile", "LLVMModule", "OPTIMIZED_IR_CACHE_SIZE", "quiet_llvm", "LOGGER"]
+__all__ = ["LLVM_LOCK", "init_llvm", "has_openmp", "target_machine", "target_machine_for", "features_string",
+           "optimize", "optimized_ir", "jit_compile", "LLVMModule", "OPTIMIZED_IR_CACHE_SIZE", "quiet_llvm", "LOGGER"]
 
 #: where LLVM's own messages (optimization remarks) go, at INFO
 LOGGER = logging.getLogger("minitvm.llvm")
@@ -62,6 +62,12 @@ def target_machine(cpu: str, features: str, opt: int) -> llvm.TargetMachine:
     init_llvm()
     target = llvm.Target.from_default_triple()
     return target.create_target_machine(cpu=cpu, features=features, opt=opt, jit=True)
+
+
+def target_machine_for(target: Target) -> llvm.TargetMachine:
+    """The TargetMachine of ``target``: its CPU, the features it turns on and off, its -opt-level."""
+    return target_machine(target.mcpu, features_string(target.features, target.disabled_features),
+                          target.opt_level)
 
 
 def features_string(features: Iterable[str], disabled: Iterable[str] = ()) -> str:
