@@ -47,7 +47,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..ndarray import ALLOC_ALIGNMENT, NDArray, aligned_block
+from ..ndarray import NDArray, aligned_block
 from ..registry import register_func
 
 __all__ = ["ShapeTuple", "Storage", "MATCH_ANY", "MATCH_IMM", "MATCH_STORE", "MATCH_HEAP",
@@ -72,9 +72,6 @@ EXPR_CODES = {"Add": 2, "Sub": 3, "Mul": 4, "FloorDiv": 5, "FloorMod": 6, "Min":
 
 #: numpy dtype kinds that the VM stores in memory (no Python objects, ever)
 ALLOWED_DTYPE_KINDS = frozenset("biuf")
-
-#: alignment of every storage block, in bytes (that of every NDArray)
-STORAGE_ALIGNMENT = ALLOC_ALIGNMENT
 
 
 class ShapeTuple(tuple):
@@ -113,7 +110,8 @@ def check_dtype(dtype: Any, where: str) -> np.dtype:
 
 
 class Storage:
-    """A block of raw device memory that tensors are carved from (``alloc_tensor``)."""
+    """A block of raw device memory that tensors are carved from (``alloc_tensor``), starting on
+    ``ALLOC_ALIGNMENT`` bytes as every NDArray does."""
 
     __slots__ = ("buffer", "nbytes", "address", "raw")
 

@@ -45,8 +45,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..ndarray import NDArray
-from .builtins import STORAGE_ALIGNMENT, ShapeTuple, Storage, check_dtype
+from ..ndarray import ALLOC_ALIGNMENT, NDArray
+from .builtins import ShapeTuple, Storage, check_dtype
 from .bytecode import Call, Const, Imm, Reg, Ret, VMFunction
 
 __all__ = ["KernelParam", "KernelInfo", "TensorRef", "ScalarRef", "EntryPlan", "plan_entry", "NativeEntry",
@@ -239,7 +239,7 @@ class _Planner:
                 place[sid] = ("out", out_ids.index(sid), 0)
             else:
                 place[sid] = ("arena", 0, arena)
-                arena += -(-max(nbytes, 1) // STORAGE_ALIGNMENT) * STORAGE_ALIGNMENT
+                arena += -(-max(nbytes, 1) // ALLOC_ALIGNMENT) * ALLOC_ALIGNMENT
 
         def resolve(r: Any) -> Any:
             if isinstance(r, TensorRef) and r.base == "storage":
