@@ -110,14 +110,15 @@ def bench_kernel(name: str, mod: Any, arrays: list[np.ndarray], baselines: dict[
     fns["minitvm default"], out = _runner(default_mod, nds)
     fns["minitvm default"]()
     info["minitvm default"] = {"max_abs_err": float(np.max(np.abs(out() - want)))}
+    short = name.split()[0]
     for trials in budgets:
         # the work dir holds the reference outputs (25 MB for the matmul) and the database: gone after the run
-        with tempfile.TemporaryDirectory(prefix=f"tune_{name.split()[0]}_{trials}_") as work:
+        with tempfile.TemporaryDirectory(prefix=f"tune_{short}_{trials}_") as work:
             t0, meter = time.perf_counter(), LoadMeter()
             db = ms.tune_tir(mod=mod, target="llvm", work_dir=work, max_trials_global=trials,
                              num_trials_per_iter=per_iter, seed=0)
             seconds, load = time.perf_counter() - t0, meter.fraction()
-            kept = RESULTS_DIR / "tuning_db" / f"{name.split()[0]}_{trials}"
+            kept = RESULTS_DIR / "tuning_db" / f"{short}_{trials}"
             kept.mkdir(parents=True, exist_ok=True)
             for part in ("workload", "tuning_record"):  # for a look at the search afterwards
                 shutil.copy(os.path.join(work, f"database_{part}.json"), kept)
