@@ -52,6 +52,23 @@ def test_non_dividing_split_adds_a_predicate(same_numbers):
     same_numbers(add_2d, sch.mod)
 
 
+def test_loops_of_a_padded_three_way_split_reorder(same_numbers):
+    # the guard spells the row as (i_0 * 2 + i_1) * 3 + i_2, the binding as i_0 * 6 + i_1 * 3 + i_2:
+    # the same padding guard, which TVM's reorder accepts (a row-block, column, row-tile order)
+    sch = tir.Schedule(matmul)
+    i, j, k = sch.get_loops(sch.get_block("C"))
+    i0, i1, i2 = sch.split(i, factors=[None, 2, 3])
+    j0, j1 = sch.split(j, factors=[None, 8])
+    sch.reorder(i0, j0, i1, k, i2, j1)
+    realize = sch.mod["main"].body.block.body
+    for _ in range(6):
+        realize = realize.body
+    assert "(i_0 * 2 + i_1) * 3 + i_2 < 16" in realize.predicate.script()
+    assert [sch.get(lp).loop_var.name for lp in sch.get_loops(sch.get_block("C"))] == \
+        ["i_0", "j_0", "i_1", "k", "i_2", "j_1"]
+    same_numbers(matmul, sch.mod)
+
+
 def test_fuse_then_split(same_numbers):
     sch = tir.Schedule(add_2d)
     i, j = sch.get_loops(sch.get_block("B"))
