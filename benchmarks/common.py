@@ -231,24 +231,41 @@ SETTLE_SECONDS = 0.2
 
 
 def time_interleaved(fns: dict[str, Callable[[], Any]], repeat: int = 10, rounds: int = 3,
-                     warmup: int = 2, min_sample_seconds: float = 0.0) -> dict[str, Timing]:
+                     warmup: int = 2, min_sample_seconds: float = 0.0,
+                     side_by_side: Iterable[str] = ()) -> dict[str, Timing]:
     """Time several functions in ``rounds`` interleaved rounds (A B C, A B C, ...), ``repeat``
     samples each per round, and report each one's median over all its samples.  A burst of
     load from another process then hits every row alike instead of whichever ran during it;
     each row starts after ``SETTLE_SECONDS``, so that the threads of the row before are idle.
     With ``min_sample_seconds``, a sample is the mean of as many back-to-back calls as fill
-    that time (as TVM's ``min_repeat_ms``): single calls of a few microseconds are noise."""
+    that time (as TVM's ``min_repeat_ms``): single calls of a few microseconds are noise.
+
+    The rows named in ``side_by_side`` share one block a round and take their samples in turn
+    (A B A B ...): this machine changes speed every few tenths of a second (a 10 us kernel runs
+    at 7.6 us, then at 12 us), and samples taken side by side see the same speed.  Only for
+    rows that leave no spinning threads behind (minitvm's pool sleeps within microseconds;
+    OpenBLAS's threads spin for 0.1 s)."""
     numbers = dict.fromkeys(fns, 1)
     for name, fn in fns.items():
         for _ in range(warmup):
             fn()
         if min_sample_seconds:
             numbers[name] = max(1, math.ceil(min_sample_seconds / time_fn(fn, repeat=3, warmup=0).median))
+    together = [name for name in fns if name in set(side_by_side)]
+    blocks: list[list[str]] = []
+    for name in fns:
+        block = together if name in together else [name]
+        if block not in blocks:
+            blocks.append(block)
     samples: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(rounds):
-        for name, fn in fns.items():
+        for block in blocks:
             time.sleep(SETTLE_SECONDS)
-            samples[name] += time_fn(fn, repeat, warmup=1, number=numbers[name]).samples
+            for name in block:
+                fns[name]()
+            for _ in range(repeat):
+                for name in block:
+                    samples[name] += time_fn(fns[name], 1, warmup=0, number=numbers[name]).samples
     return {name: Timing.of(s) for name, s in samples.items()}
 
 

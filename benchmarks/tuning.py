@@ -132,8 +132,10 @@ def bench_kernel(name: str, mod: Any, arrays: list[np.ndarray], baselines: dict[
                      "failed_trials": sum(not r.is_valid for r in records), "trials": len(records),
                      "best_is_default_schedule": _same_schedule(sch.mod, default_mod)}
     meter = LoadMeter()
-    # ten rounds: this shared machine's speed drifts over seconds, and every row should see the drift alike
-    timings = time_interleaved(fns, repeat=repeat, rounds=10, min_sample_seconds=0.01)
+    # ten rounds: this shared machine's speed drifts over seconds, and every row should see the drift
+    # alike; minitvm's rows side by side, sample by sample, as the tuner times its finalists
+    timings = time_interleaved(fns, repeat=repeat, rounds=10, min_sample_seconds=0.01,
+                               side_by_side=[k for k in fns if k not in baselines])
     load = meter.fraction()
     rows = []
     for impl, timing in timings.items():

@@ -7,6 +7,7 @@ candidate's module travels as its TVMScript text and is parsed back in the worke
 
 from __future__ import annotations
 
+import math
 import os
 import pickle
 import traceback
@@ -14,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["build_candidate", "run_candidate", "reference_outputs", "random_arguments"]
+__all__ = ["build_candidate", "run_candidate", "run_candidates_interleaved", "reference_outputs",
+           "random_arguments"]
 
 # parsed + compiled modules of this worker, by artifact path: the runner often gets the
 # module the same worker just built
@@ -123,28 +125,72 @@ def _check(got: list[np.ndarray], want: list[np.ndarray]) -> str | None:
     return None
 
 
+def _checked_call(artifact_path: str, target: str, reference_path: str | None) -> tuple[Any, list] | str:
+    """The candidate's function and arguments after one call on the reference inputs, or why
+    its results are wrong."""
+    if reference_path is None:
+        raise ValueError("a candidate is timed only after a check against the reference, and none was given")
+    lib = _load(artifact_path, target)
+    ref = np.load(reference_path)
+    n = len(ref.files) // 2
+    want = [ref[f"arr_{i + n}"] for i in range(n)]
+    fn, nds = _call(lib, [ref[f"arr_{i}"].copy() for i in range(n)])
+    why = _check([x.numpy() for x in nds], want)
+    return why if why is not None else (fn, nds)
+
+
+def _failure(err: Exception) -> str:
+    return f"{type(err).__name__}: {err}\n{traceback.format_exc(limit=3)}"
+
+
 def run_candidate(artifact_path: str, target: str, reference_path: str | None, number: int, repeat: int,
                   min_repeat_ms: float) -> tuple[list[float] | None, str | None]:
     """``(run_secs, None)``, or ``(None, why)`` when the result is wrong or the run raised."""
     try:
-        lib = _load(artifact_path, target)
-        if reference_path is not None:
-            ref = np.load(reference_path)
-            n = len(ref.files) // 2
-            inputs = [ref[f"arr_{i}"] for i in range(n)]
-            want = [ref[f"arr_{i + n}"] for i in range(n)]
-            fn, nds = _call(lib, [a.copy() for a in inputs])
-            why = _check([x.numpy() for x in nds], want)
-            if why is not None:
-                return None, why
-        else:
-            raise ValueError("run_candidate needs a reference to check against")
+        checked = _checked_call(artifact_path, target, reference_path)
+        if isinstance(checked, str):
+            return None, checked
+        fn, nds = checked
         from ..runtime.module import make_time_evaluator
 
         timer = make_time_evaluator(fn, None, number=number, repeat=repeat, min_repeat_ms=min_repeat_ms)
         return list(timer(*nds).results), None
     except Exception as err:  # noqa: BLE001 - the candidate's failure, reported to the tuner
-        return None, f"{type(err).__name__}: {err}\n{traceback.format_exc(limit=3)}"
+        return None, _failure(err)
+
+
+def run_candidates_interleaved(artifact_paths: list[str], target: str, reference_path: str | None, rounds: int,
+                               sample_ms: float) -> list[tuple[list[float] | None, str | None]]:
+    """Check each candidate, then time them against each other: ``rounds`` rounds, in each one
+    sample of every candidate in turn (the mean of as many calls as fill ``sample_ms``; the
+    first candidate of a round rotates).  ``(run_secs, None)`` or ``(None, why)`` per candidate.
+
+    On a shared machine a core's speed changes every few tenths of a second (a 10 us kernel:
+    7.6 us for a while, then 12 us); samples taken close together see the same speed, so
+    candidates timed in one round compare fairly, where timings a second apart do not."""
+    from ..runtime.module import make_time_evaluator
+
+    results: list[tuple[list[float] | None, str | None]] = []
+    timers: dict[int, tuple[Any, list]] = {}
+    for k, path in enumerate(artifact_paths):
+        try:
+            checked = _checked_call(path, target, reference_path)
+        except Exception as err:  # noqa: BLE001 - this candidate's failure; the others go on
+            checked = _failure(err)
+        if isinstance(checked, str):
+            results.append((None, checked))
+            continue
+        fn, nds = checked
+        # calls per sample, found once: the evaluator would otherwise grow its batch anew each time
+        per_call = make_time_evaluator(fn, None, number=1, min_repeat_ms=sample_ms)(*nds).results[0]
+        timers[k] = (make_time_evaluator(fn, None, number=max(1, math.ceil(sample_ms / 1e3 / per_call))), nds)
+        results.append(([], None))
+    order = list(timers)
+    for r in range(rounds):
+        for k in order[r % len(order):] + order[:r % len(order)] if order else []:
+            timer, nds = timers[k]
+            results[k][0].extend(timer(*nds).results)
+    return results
 
 
 def warm_up(linger: float = 0.3) -> int:

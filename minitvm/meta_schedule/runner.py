@@ -74,6 +74,22 @@ class Runner:
     def run(self, runner_inputs: list[RunnerInput]) -> list[RunnerFuture]:
         raise NotImplementedError
 
+    def run_interleaved(self, runner_inputs: list[RunnerInput], rounds: int, sample_ms: float) -> list[RunnerResult]:
+        """minitvm's: time the candidates against each other, ``rounds`` times each, round by
+        round, so that a change of the machine's speed hits them alike; a result has every
+        round's times, or the first failure.  This version calls ``run`` once a round (its
+        timings are as long as the runner makes them; ``sample_ms`` is a hint it may ignore);
+        :class:`LocalRunner` times the whole duel in one worker, a sample of ``sample_ms`` each."""
+        results: list[RunnerResult | None] = [None] * len(runner_inputs)
+        for _ in range(rounds):
+            for k, fut in enumerate(self.run(runner_inputs)):
+                res, so_far = fut.result(), results[k]
+                if so_far is None or not res.run_secs:
+                    results[k] = res
+                elif so_far.run_secs:
+                    results[k] = RunnerResult(so_far.run_secs + res.run_secs, None)
+        return results  # type: ignore[return-value]
+
 
 class LocalRunner(Runner):
     """Runs candidates one at a time in a worker process (its own, or ``executor``'s)."""
@@ -104,6 +120,22 @@ class LocalRunner(Runner):
                 value, why = value
             out.append(RunnerFuture(RunnerResult(value, why)))
         return out
+
+    def run_interleaved(self, runner_inputs: list[RunnerInput], rounds: int, sample_ms: float) -> list[RunnerResult]:
+        """One job in one worker: every candidate is loaded and checked, then the rounds run
+        back to back (``_worker.run_candidates_interleaved``); a duel that crashes or outlasts
+        ``timeout_sec`` per candidate fails every candidate with the reason."""
+        if not runner_inputs:
+            return []
+        first = runner_inputs[0]
+        if any((inp.target, inp.reference_path) != (first.target, first.reference_path) for inp in runner_inputs):
+            raise ValueError("run_interleaved: the candidates of one duel share a target and a reference")
+        job = ([inp.artifact_path for inp in runner_inputs], first.target, first.reference_path, rounds, sample_ms)
+        [(value, why)] = run_jobs(self.executor, _worker.run_candidates_interleaved, [job],
+                                  self.timeout_sec * len(runner_inputs), parallel=False)
+        if why is not None:
+            return [RunnerResult(None, why) for _ in runner_inputs]
+        return [RunnerResult(secs, err) for secs, err in value]
 
 
 def create(runner: Any = "local", **kwargs: Any) -> Runner:

@@ -29,10 +29,13 @@ from .database import Database, JSONDatabase, MemoryDatabase, TuningRecord, norm
 from .executor import LocalPool, run_jobs
 from .feature_extractor import extract_from_mod
 
-__all__ = ["TuneContext", "tune_tasks", "workload_flops", "TrialLog", "RETIME_ROUNDS"]
+__all__ = ["TuneContext", "tune_tasks", "workload_flops", "TrialLog", "RETIME_ROUNDS", "RETIME_SAMPLE_MS"]
 
-#: how many more times ``tune_tasks(retime_best=...)`` times each finalist
-RETIME_ROUNDS = 3
+#: rounds in which ``tune_tasks(retime_best=...)`` times the finalists against each other, and
+#: the length of each timing (the mean of as many calls as fill it): short, so that the
+#: finalists of a round run at the same machine speed, and many, so that the median is firm
+RETIME_ROUNDS = 20
+RETIME_SAMPLE_MS = 10.0
 
 
 def workload_flops(mod: IRModule) -> float:
@@ -129,8 +132,8 @@ def tune_tasks(*, tasks: list[TuneContext], task_weights: list[float], work_dir:
     minitvm's own options: ``executor`` (a ``concurrent.futures.Executor`` for the builder and
     runner), ``progress`` (the tqdm bar), ``log`` (a :class:`TrialLog` to fill) and
     ``retime_best``: after the search, each task's fastest few candidates (and the default
-    schedule's) are timed RETIME_ROUNDS times more, so that the database's choice does not
-    rest on one noisy timing; 0 keeps the single timings, as TVM."""
+    schedule's) are timed against each other in RETIME_ROUNDS rounds, so that the database's
+    choice does not rest on one noisy timing; 0 keeps the single timings, as TVM."""
     _check_tune_options(measure_callbacks, task_scheduler, post_optimization, module_equality)
     if len(task_weights) != len(tasks):
         raise ValueError("tune_tasks: one weight per task")
@@ -246,10 +249,10 @@ def _make_reference(task: _Task, executor: Any, work_dir: str, timeout: float) -
     return value
 
 
-def _measure(task: _Task, mods: list[IRModule], builder: Any, runner: Any, rounds: int = 1
+def _measure(task: _Task, mods: list[IRModule], builder: Any, runner: Any, rounds: int = 0
              ) -> list[_runner.RunnerResult]:
-    """Build each module once and run it ``rounds`` times, round by round (a burst of load then
-    hits every module alike); a result has every round's times, or the first failure."""
+    """Build each module once and run it: once (the search), or against the others for
+    ``rounds`` rounds (``runner.run_interleaved``, the re-timing of the finalists)."""
     built = builder.build([_builder.BuilderInput(mod, task.ctx.target) for mod in mods])
     inputs, where = [], []
     results: list[_runner.RunnerResult] = [None] * len(mods)  # type: ignore[list-item]
@@ -260,13 +263,10 @@ def _measure(task: _Task, mods: list[IRModule], builder: Any, runner: Any, round
             inputs.append(_runner.RunnerInput(b.artifact_path, "llvm", task.ctx.search_strategy.args_info,
                                               task.reference, str(task.ctx.target)))
             where.append(k)
-    for _ in range(rounds):
-        for k, fut in zip(where, runner.run(inputs)):
-            res, so_far = fut.result(), results[k]
-            if so_far is None or not res.run_secs:
-                results[k] = res
-            elif so_far.run_secs:
-                results[k] = _runner.RunnerResult(so_far.run_secs + res.run_secs, None)
+    ran = runner.run_interleaved(inputs, rounds, RETIME_SAMPLE_MS) if rounds else \
+        [fut.result() for fut in runner.run(inputs)]
+    for k, res in zip(where, ran):
+        results[k] = res
     for b in built:
         if b.artifact_path and os.path.exists(b.artifact_path):
             os.remove(b.artifact_path)
@@ -286,32 +286,36 @@ def _retime_tasks(jobs: list[_Task], db: Database, builder: Any, runner: Any, be
 
 
 def _retime_best(task: _Task, db: Database, builder: Any, runner: Any, best: int) -> None:
-    """Time the task's ``best`` fastest candidates again, and the decision-free ones (the
-    default schedule), RETIME_ROUNDS times each, interleaved; the times join their records.
-    Should another candidate then lead (on its one timing), it is timed again too.
+    """Time the task's ``best`` fastest candidates and the decision-free ones (the default
+    schedule) against each other, RETIME_ROUNDS rounds; the times join their records.  Should
+    records timed once then lead the re-timed ones, they are timed against the new leader too.
 
     Each candidate was timed once, and the fastest of many single timings is mostly the one
     the noise favoured most (the winner's curse): among near-equal schedules it is often not
-    the fastest, and can be slower than the default schedule.  A few more timings of the
-    finalists let the database's choice rest on the median of four.  (minitvm's; TVM keeps the
-    single timings.)"""
+    the fastest, and can be slower than the default schedule.  Timed in rounds -- every
+    finalist once a round, in one worker -- the finalists see the machine's changes of speed
+    alike, and the database's choice rests on the median of their many timings.  (minitvm's;
+    TVM keeps the single timings.)"""
     finalists = db.get_top_k(task.workload, best)
     finalists += [r for r in db.get_top_k(task.workload, len(db))
                   if r not in finalists and not any(inst.kind.decision for inst in r.trace.insts)]
     if len(finalists) < 2:
         return
     retimed: set[str] = set()
-    while True:  # each pass times at least one record anew, so this ends (mostly after one)
-        todo = [r for r in finalists if str(r.trace) not in retimed]
-        if not todo:
-            return
+    duel = finalists
+    while duel:  # each pass times at least one record anew, so this ends (mostly after one)
         mods = []
-        for record in todo:
+        for record in duel:
             sch = Schedule(task.ctx.mod)
             record.trace.apply_to_schedule(sch, remove_postproc=False)
             mods.append(sch.mod)
-        for record, res in zip(todo, _measure(task, mods, builder, runner, RETIME_ROUNDS)):
+        results = _measure(task, mods, builder, runner, RETIME_ROUNDS)
+        if all(res.run_secs is None for res in results):
+            return  # the duel itself failed (a timeout of the whole): the single timings stand
+        for record, res in zip(duel, results):
             db.commit_tuning_record(TuningRecord(record.trace, task.workload, res.run_secs, task.ctx.target,
                                                  record.args_info))
             retimed.add(str(record.trace))
-        finalists = db.get_top_k(task.workload, 1)
+        ranked = db.get_top_k(task.workload, len(db))
+        leader = next((k for k, r in enumerate(ranked) if str(r.trace) in retimed), None)
+        duel = ranked[:leader][:len(finalists)] + [ranked[leader]] if leader else []

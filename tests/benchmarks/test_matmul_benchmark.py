@@ -43,6 +43,11 @@ def test_common_table_and_json(tmp_path, monkeypatch):
     assert t.repeat == 3 and t.min <= t.median <= t.max
     timings = common.time_interleaved({"a": lambda: None, "b": lambda: None}, repeat=2, rounds=2, warmup=0)
     assert [len(x.samples) for x in timings.values()] == [4, 4]
+    calls = []
+    fns = {name: (lambda name=name: calls.append(name)) for name in ("numpy", "a", "b")}
+    timings = common.time_interleaved(fns, repeat=2, rounds=1, warmup=0, side_by_side=["a", "b"])
+    assert "".join(c[0] for c in calls) == "n" * 3 + "ab" + "abab"  # a warm-up call each, then in turn
+    assert [len(x.samples) for x in timings.values()] == [2, 2, 2]
     rows = [common.Row("numpy", common.Timing(2.0, 2.0, 2.0, 1), flops=4e9),
             common.Row("mine", common.Timing(1.0, 1.0, 1.0, 1), flops=4e9)]
     text = common.print_table(rows, baselines=("numpy",))

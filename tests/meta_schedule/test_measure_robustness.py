@@ -86,10 +86,16 @@ def test_builder_and_runner_report_each_failure_by_candidate(tmp_path):
     built = builder.build(inputs)
     assert all(b.error_msg is None for b in built)
     runner = ms.runner.LocalRunner(timeout_sec=30, evaluator_config=ms.runner.EvaluatorConfig(1, 1, 0))
-    wrong, good = [f.result() for f in runner.run(
-        [ms.runner.RunnerInput(b.artifact_path, "llvm", args_info_of(mod), ref) for b in built])]
+    runner_inputs = [ms.runner.RunnerInput(b.artifact_path, "llvm", args_info_of(mod), ref) for b in built]
+    wrong, good = [f.result() for f in runner.run(runner_inputs)]
     assert wrong.run_secs is None and "wrong result" in wrong.error_msg
     assert good.error_msg is None and good.run_secs[0] > 0
+    # timed against each other (the finalists' re-timing): the wrong one is refused, each good
+    # one (here the same program twice) has a time from every round
+    wrong, good, again = runner.run_interleaved(runner_inputs + runner_inputs[1:], rounds=5, sample_ms=1)
+    assert wrong.run_secs is None and "wrong result" in wrong.error_msg
+    for res in (good, again):
+        assert res.error_msg is None and len(res.run_secs) == 5 and min(res.run_secs) > 0
 
 
 def test_a_script_that_tunes_without_a_main_guard_gets_a_clear_error(tmp_path):

@@ -54,13 +54,15 @@ def test_builtin_space_samples_tiles_and_keeps_the_default_schedule(tmp_path):
 def test_the_fastest_candidates_and_the_default_schedule_are_timed_again(tmp_path):
     db = _tune(tmp_path / "retimed", max_trials_global=8, num_trials_per_iter=8, retime_best=2)
     first = {str(r.trace): r.run_secs[0] for r in db.get_all_tuning_records()}
-    retimed = {str(r.trace) for r in db.get_all_tuning_records() if len(r.run_secs) == 1 + ms.tune.RETIME_ROUNDS}
-    assert all(len(r.run_secs) in (1, 1 + ms.tune.RETIME_ROUNDS) for r in db.get_all_tuning_records())
+    # a finalist has its search timing and one per round (the leader more, should a record timed
+    # once overtake the finalists and be timed against it)
+    retimed = {str(r.trace) for r in db.get_all_tuning_records() if len(r.run_secs) > 1}
+    assert all((len(r.run_secs) - 1) % ms.tune.RETIME_ROUNDS == 0 for r in db.get_all_tuning_records())
     fastest_two = set(sorted(first, key=first.get)[:2])
     default = {t for t in first if "sample_perfect_tile" not in t}
     assert len(default) == 1 and fastest_two | default <= retimed
     best = db.query_tuning_record(minitvm.IRModule({"main": matmul_64}), TARGET)
-    assert str(best.trace) in retimed  # the choice rests on a mean of several timings
+    assert str(best.trace) in retimed  # the choice rests on the median of many timings
     single = _tune(tmp_path / "single", max_trials_global=8, num_trials_per_iter=8, retime_best=0)
     assert all(len(r.run_secs) == 1 for r in single.get_all_tuning_records())
 
