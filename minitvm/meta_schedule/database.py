@@ -108,7 +108,7 @@ class TuningRecord:
     def median_secs(self) -> float:
         """What the database ranks by: the median of the timings (inf when failed).  TVM ranks by
         their mean; on a shared machine one timing can be a fifth off, and the median of the
-        tuner's four timings of a finalist does not follow that one."""
+        tuner's many timings of a finalist does not follow that one."""
         return statistics.median(self.run_secs) if self.is_valid else math.inf
 
     def as_json(self) -> list:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import os
+import statistics
 import tempfile
 import time
 from typing import Any
@@ -36,6 +37,8 @@ __all__ = ["TuneContext", "tune_tasks", "workload_flops", "TrialLog", "RETIME_RO
 #: finalists of a round run at the same machine speed, and many, so that the median is firm
 RETIME_ROUNDS = 20
 RETIME_SAMPLE_MS = 10.0
+#: most candidates in one such duel (a duel grows while records timed once beat its winner)
+RETIME_MAX_DUEL = 64
 
 
 def workload_flops(mod: IRModule) -> float:
@@ -287,35 +290,36 @@ def _retime_tasks(jobs: list[_Task], db: Database, builder: Any, runner: Any, be
 
 def _retime_best(task: _Task, db: Database, builder: Any, runner: Any, best: int) -> None:
     """Time the task's ``best`` fastest candidates and the decision-free ones (the default
-    schedule) against each other, RETIME_ROUNDS rounds; the times join their records.  Should
-    records timed once then lead the re-timed ones, they are timed against the new leader too.
+    schedule) against each other, RETIME_ROUNDS rounds, and add the times to their records.
 
     Each candidate was timed once, and the fastest of many single timings is mostly the one
     the noise favoured most (the winner's curse): among near-equal schedules it is often not
     the fastest, and can be slower than the default schedule.  Timed in rounds -- every
     finalist once a round, in one worker -- the finalists see the machine's changes of speed
     alike, and the database's choice rests on the median of their many timings.  (minitvm's;
-    TVM keeps the single timings.)"""
-    finalists = db.get_top_k(task.workload, best)
-    finalists += [r for r in db.get_top_k(task.workload, len(db))
-                  if r not in finalists and not any(inst.kind.decision for inst in r.trace.insts)]
-    if len(finalists) < 2:
+    TVM keeps the single timings.)
+
+    Should records timed once then be faster than the winner's median (they were timed when
+    the machine was faster), the duel is run again with them in it, everyone timed anew: only
+    times from one duel are compared, and only the last duel's are recorded."""
+    ranked = db.get_top_k(task.workload, len(db))
+    duel = ranked[:best] + [r for r in ranked[best:] if not any(inst.kind.decision for inst in r.trace.insts)]
+    if len(duel) < 2:
         return
-    retimed: set[str] = set()
-    duel = finalists
-    while duel:  # each pass times at least one record anew, so this ends (mostly after one)
+    while True:  # each pass adds a record to the duel, so this ends (mostly after one or two)
         mods = []
         for record in duel:
             sch = Schedule(task.ctx.mod)
             record.trace.apply_to_schedule(sch, remove_postproc=False)
             mods.append(sch.mod)
         results = _measure(task, mods, builder, runner, RETIME_ROUNDS)
-        if all(res.run_secs is None for res in results):
+        timed = [statistics.median(res.run_secs) for res in results if res.run_secs]
+        if not timed:
             return  # the duel itself failed (a timeout of the whole): the single timings stand
-        for record, res in zip(duel, results):
-            db.commit_tuning_record(TuningRecord(record.trace, task.workload, res.run_secs, task.ctx.target,
-                                                 record.args_info))
-            retimed.add(str(record.trace))
-        ranked = db.get_top_k(task.workload, len(db))
-        leader = next((k for k, r in enumerate(ranked) if str(r.trace) in retimed), None)
-        duel = ranked[:leader][:len(finalists)] + [ranked[leader]] if leader else []
+        challengers = [r for r in ranked if r.median_secs < min(timed) and all(r is not d for d in duel)]
+        if not challengers or len(duel) >= RETIME_MAX_DUEL:
+            break
+        duel += challengers[:RETIME_MAX_DUEL - len(duel)]
+    for record, res in zip(duel, results):
+        db.commit_tuning_record(TuningRecord(record.trace, task.workload, res.run_secs, task.ctx.target,
+                                             record.args_info))
