@@ -58,21 +58,26 @@ class LocalPool:
                 for fut in [self._pool.submit(warm_up) for _ in range(self.max_workers)]:
                     fut.result(timeout=STARTUP_TIMEOUT)
             except cf.process.BrokenProcessPool as err:
-                self._pool = None
+                # wait until every worker has ended: a worker still printing why it died would
+                # otherwise bury this message under its traceback
+                self._stop(wait=True)
                 raise RuntimeError(WORKERS_DID_NOT_START) from err
         return self._pool
 
     def restart(self) -> None:
         """Kill every worker (a hung one included) and start afresh on the next job."""
+        self._stop(wait=False)
+
+    def _stop(self, wait: bool) -> None:
         pool, self._pool = self._pool, None
         if pool is None:
             return
-        for proc in list(getattr(pool, "_processes", {}).values()):  # no public way to kill a worker
+        for proc in list((getattr(pool, "_processes", None) or {}).values()):  # no public way to kill a worker
             try:
                 proc.kill()
             except Exception:  # noqa: BLE001 - already gone
                 pass
-        pool.shutdown(wait=False, cancel_futures=True)
+        pool.shutdown(wait=wait, cancel_futures=True)
 
     def shutdown(self) -> None:
         pool, self._pool = self._pool, None
