@@ -186,8 +186,9 @@ def run_candidates_interleaved(artifact_paths: list[str], target: str, reference
         timers[k] = (make_time_evaluator(fn, None, number=max(1, math.ceil(sample_ms / 1e3 / per_call))), nds)
         results.append(([], None))
     order = list(timers)
-    for r in range(rounds):
-        for k in order[r % len(order):] + order[:r % len(order)] if order else []:
+    for r in range(rounds if order else 0):
+        first = r % len(order)
+        for k in order[first:] + order[:first]:
             timer, nds = timers[k]
             results[k][0].extend(timer(*nds).results)
     return results
