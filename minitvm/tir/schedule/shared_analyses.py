@@ -108,8 +108,9 @@ def is_padding_guard_only(realize: BlockRealize) -> bool:
         if not isinstance(c, LT):
             return False
         # (a split in three guards ``(i0 * 5 + i1) * 6 + i2``, the binding ``i0 * 30 + i1 * 6 + i2``)
-        if not any(structural_equal(simplify(c.a), simplify(v))
-                   and structural_equal(simplify(c.b), simplify(iv.dom.min + iv.dom.extent))
+        guarded, bound = simplify(c.a), simplify(c.b)  # once per conjunct, not per iterator
+        if not any(structural_equal(guarded, simplify(v))
+                   and structural_equal(bound, simplify(iv.dom.min + iv.dom.extent))
                    for iv, v in zip(realize.block.iter_vars, realize.iter_values)):
             return False
     return True
