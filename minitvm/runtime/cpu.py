@@ -10,9 +10,10 @@ reads the same facts.
 from __future__ import annotations
 
 import functools
+import os
 from typing import Iterable
 
-__all__ = ["host_cpu_name", "host_cpu_features", "host_cpu_lacks"]
+__all__ = ["host_cpu_name", "host_cpu_features", "host_cpu_lacks", "parallel_threads"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -47,3 +48,16 @@ def host_cpu_lacks(features: Iterable[str]) -> list[str]:
     """
     table = _host()[1]
     return [f for f in dict.fromkeys(features) if f in table and not table[f]]
+
+
+def parallel_threads() -> int:
+    """The threads a parallel loop runs on: ``MINITVM_NUM_THREADS`` if set, else the CPUs this
+    process may use.  The thread pool starts this many; default schedules cut work into blocks
+    for them."""
+    text = os.environ.get("MINITVM_NUM_THREADS", "")
+    if text.strip().isdigit() and int(text) >= 1:
+        return int(text)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)

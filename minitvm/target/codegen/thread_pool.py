@@ -26,10 +26,11 @@ which calls ``body(closure, begin, end)`` for consecutive ranges covering ``[0, 
 from __future__ import annotations
 
 import ctypes
-import os
 import threading
 
 import llvmlite.binding as llvm
+
+from ...runtime.cpu import parallel_threads
 
 __all__ = ["PARALLEL_RUN_SYMBOL", "ensure_thread_pool", "pool_threads", "SPIN_ITERATIONS", "CHUNKS_PER_THREAD"]
 
@@ -240,16 +241,6 @@ def _ir_text() -> str:
             .replace("SPIN", str(SPIN_ITERATIONS)).replace("CHUNKS", str(CHUNKS_PER_THREAD)))
 
 
-def _wanted_threads() -> int:
-    text = os.environ.get("MINITVM_NUM_THREADS", "")
-    if text.strip().isdigit() and int(text) >= 1:
-        return int(text)
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
-
-
 def ensure_thread_pool() -> int:
     """JIT-compile the pool once and start its workers; makes :data:`PARALLEL_RUN_SYMBOL` visible
     to generated code.  Returns the number of threads (workers + the caller).  Call without
@@ -271,7 +262,7 @@ def ensure_thread_pool() -> int:
         run = engine.get_function_address(PARALLEL_RUN_SYMBOL)
         llvm.add_symbol(PARALLEL_RUN_SYMBOL, run)
         start = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32)(engine.get_function_address("__minitvm_pool_start"))
-        threads = 1 + int(start(_wanted_threads() - 1))
+        threads = 1 + int(start(parallel_threads() - 1))
         _STATE.update(engine=engine, threads=threads, run=run)  # the engine lives as long as the process
         return threads
 
