@@ -138,6 +138,13 @@ def avx512_register_tiles():
         yield
 
 
+@pytest.fixture(autouse=True)
+def two_threads(monkeypatch):
+    """Large matmuls cut their columns into blocks for the threads parallel loops run on:
+    pinned to 2 (this machine's, and CI's) so that the structures read the same everywhere."""
+    monkeypatch.setattr(ds, "parallel_threads", lambda: 2)
+
+
 @pytest.fixture(params=[False, True], ids=["small", "parallel"])
 def parallel(request, monkeypatch):
     """Run a test twice: with the default thresholds (these small kernels stay serial, as
@@ -166,9 +173,30 @@ def test_matmul_64(parallel):
 
 
 def test_large_matmul_is_parallel_by_default():
-    # scheduled only (not run): 256^3 is above MATMUL_PARALLEL_WORK
+    # scheduled only (not run): 256^3 is above MATMUL_PARALLEL_WORK; 8 panels of 32 columns in
+    # 4 column blocks, two per thread
     text = apply_default_schedule(matmul(256, 256, 256)).script()
-    assert "for i_0 in T.parallel(32)" in text and "T.vectorized(32)" in text and "T.unroll(8)" in text
+    assert "for j_0 in T.parallel(4)" in text and "T.vectorized(32)" in text and "T.unroll(8)" in text
+
+
+@pytest.mark.parametrize("threads, blocks", [(2, 4), (4, 8), (32, 0)], ids=["2-threads", "4-threads", "too-few-panels"])
+def test_a_large_matmul_packs_each_column_block_on_the_thread_that_uses_it(monkeypatch, threads, blocks):
+    """256 x 512 x 128 on AVX2: 32 panels of 16 columns.  With 2 (4) threads the columns are cut
+    into 4 (8) blocks, two per thread; the parallel loop runs over the blocks and packs each
+    block's panels inside it, into a buffer of that block alone.  32 threads would want 64
+    blocks, more than the panels: B is then packed by a parallel pass of its own and the row
+    tiles run in parallel.  Every variant computes A @ B."""
+    monkeypatch.setattr(ds, "parallel_threads", lambda: threads)
+    a, b = _rand(256, 128), _rand(128, 512, seed=1)
+    with AVX2:
+        sched = _check_same(matmul(256, 512, 128), [a, b], (256, 512), targets=("llvm",))
+    lowered = minitvm.lower(sched.with_attr("global_symbol", "main")).script()
+    if blocks:
+        block_loop = lowered.index(f"for j_0 in T.parallel({blocks}):")
+        assert lowered.index(f"B_global = T.allocate(({128 * 512 // blocks},)") > block_loop, lowered
+    else:
+        assert "for ax0 in T.parallel(128):" in lowered and "for i_00 in T.parallel(42):" in lowered, lowered
+    assert "B_global[ax1_0 * 2048 + ax0 * 16 + ax1_1]" in lowered  # 16-float vectors into the panels
 
 
 def test_single_row_matmul_with_odd_columns_takes_the_whole_row():
@@ -211,17 +239,19 @@ def test_register_tiles_fit_the_vector_unit(unit, matmul_tile, conv_tile):
 def test_a_large_matmul_tile_takes_the_rows_the_registers_hold_and_peels_the_rest(unit, rows, main_tiles):
     """130 rows: AVX2's 6 x 16 tile (12 ymm accumulators) does not divide them, nor AVX-512's
     8 x 32; the rows past the last whole tile get a loop of their own (loop_partition), so the
-    main loop runs without the split's guard, and both pieces compute the right numbers."""
+    main loop runs without the split's guard, and both pieces compute the right numbers.  Both
+    pieces are inside the parallel loop over column blocks."""
     a, b = _rand(130, 256), _rand(256, 128, seed=1)
     with unit:
         sched = _check_same(matmul(130, 128, 256), [a, b], (130, 128), targets=("llvm",))
     text = sched.script()
-    assert _register_tile(text, "i_1", "j_1") == (rows, 2 * unit.lanes)
-    assert f"for i_00 in T.parallel({main_tiles}):" in text and "_partition" in text, text
+    assert _register_tile(text, "i_1", "j_2") == (rows, 2 * unit.lanes)
+    assert "for j_0 in T.parallel(4):" in text and "_partition" in text, text
     lowered = minitvm.lower(sched.with_attr("global_symbol", "main")).script()
-    main_piece = lowered[lowered.index("i_00 in T.parallel"):lowered.index("for j_0", lowered.index("i_00 in"))
-                         + 1500]
-    assert "if " not in main_piece.split("T.parallel")[1].split("\n        for j_0 in range")[0], lowered
+    assert re.search(rf"for i_00(, j_1)? in (range|T.grid)\({main_tiles}\b", lowered), lowered
+    main_piece = lowered[lowered.index("for i_00"):]
+    partial_tile = main_piece.index("C_local = T.allocate", main_piece.index("C_local = T.allocate") + 1)
+    assert "if " not in main_piece[:partial_tile] and "if " in main_piece[partial_tile:], lowered
 
 
 def test_a_target_enters_its_vector_unit():
