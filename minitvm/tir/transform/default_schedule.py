@@ -354,7 +354,8 @@ def schedule_matmul_like(sch: Schedule) -> bool:
         if epilogue is None and nj % unit.lanes == 0:
             mi = _peeled_tile_rows(unit, nj)
         blocks = _column_blocks(N // nj)
-    batch, jb, tiled_rows, pieces, updates = _tile_loops(sch, mm, packed, mi, nj, blocks, M if rows_known else None)
+    batch, jb, pieces, updates = _tile_loops(sch, mm, packed, mi, nj, blocks, M if rows_known else None)
+    tiled_rows = mi > 1  # (else i is not split: one row per tile)
 
     # 3 and 4. the register tile (accumulator, write-back, vectors) of each piece
     stages = [_register_tile_stage(sch, update, epilogue, unrolled=tiled_rows) for update in updates]
@@ -388,13 +389,12 @@ def _column_blocks(panels: int) -> int:
 
 
 def _tile_loops(sch: Schedule, mm: BlockRV, packed: BlockRV | None, mi: int, nj: int, blocks: int,
-                rows: int | None) -> tuple[list[LoopRV], LoopRV | None, bool, list[LoopRV], list[BlockRV]]:
+                rows: int | None) -> tuple[list[LoopRV], LoopRV | None, list[LoopRV], list[BlockRV]]:
     """Step 2 of :func:`schedule_matmul_like`: split i by ``mi`` and j by ``nj`` -- first into
     ``blocks`` column blocks jb when there are any, with the packing of each block's panels
     moved inside jb -- and reorder to ``(batch, [jb,] i0, j0, k, i1, j1)``; then peel the last,
     partial row of tiles off when ``mi`` does not divide ``rows`` (M, None: symbolic).
-    Returns the batch loops, jb (or None), whether the rows are tiled, and each piece's i0
-    loop and update block."""
+    Returns the batch loops, jb (or None), and each piece's i0 loop and update block."""
     loops = sch.get_loops(mm)
     batch, (i, j, k) = list(loops[:-3]), loops[-3:]
     if blocks:
@@ -409,10 +409,10 @@ def _tile_loops(sch: Schedule, mm: BlockRV, packed: BlockRV | None, mi: int, nj:
     # a tile that does not divide M: the last, partial row of tiles becomes a loop of its own
     # (loop_partition), so the main loop's tiles run without the split's T.where guard
     if i1 is None or rows is None or rows % mi == 0:
-        return batch, jb, i1 is not None, [i0], [mm]
+        return batch, jb, [i0], [mm]
     loop_name, block_name = sch.get(i0).loop_var.name, sch.get(mm).name_hint
     pieces = sch.loop_partition(i0, [rows // mi, None])
-    return batch, jb, True, pieces, [sch.get_block(f"{block_name}_{loop_name}{p}") for p in range(len(pieces))]
+    return batch, jb, pieces, [sch.get_block(f"{block_name}_{loop_name}{p}") for p in range(len(pieces))]
 
 
 def _peeled_tile_rows(unit: VectorUnit, width: int) -> int:
