@@ -17,9 +17,9 @@ from minitvm.runtime.cpu import host_cpu_features, host_cpu_name
 from minitvm.script import ir as I
 from minitvm.script import relax as R
 from minitvm.script import tir as T
-from minitvm.target.codegen import cpu_check
 from minitvm.target.codegen.cpu_check import features_in_assembly
 from minitvm.testing import feature_this_cpu_lacks
+from minitvm.testing.pretend_cpu import AVX2_CPU, AVX512_CPU, pretend_cpu
 from minitvm.tir.tensor_intrin import x86
 
 
@@ -38,16 +38,10 @@ def _args():
 
 
 @pytest.fixture
-def cpu_without_avx512(monkeypatch):
-    """Pretend this process runs on a CPU without AVX-512 (what is checked, not what runs); builds
-    made before or during the pretence are not reused (the kernel cache keeps modules)."""
-    minitvm.driver.clear_kernel_cache()
-    monkeypatch.setattr(cpu_check, "host_cpu_name", lambda: "pretend-avx2-cpu")
-    monkeypatch.setattr(cpu_check, "host_cpu_features",
-                        lambda: tuple(f for f in host_cpu_features() if not f.startswith("avx512")))
-    monkeypatch.setattr(cpu_check, "host_cpu_lacks", lambda features: [f for f in features if f.startswith("avx512")])
-    yield
-    minitvm.driver.clear_kernel_cache()
+def cpu_without_avx512():
+    """Pretend this process runs on a CPU without AVX-512 (what is checked, not what runs)."""
+    with pretend_cpu(AVX2_CPU):
+        yield
 
 
 def test_avx512_build_runs_only_on_a_cpu_with_avx512():
@@ -94,7 +88,7 @@ def test_another_cpu_is_judged_by_the_instructions_its_code_uses(cpu_without_avx
     np.testing.assert_allclose(b, a * a + 1, rtol=1e-6)
     # with +avx512f it uses zmm registers: refused
     wide = minitvm.build(mul_add, target=x86.AVX512_TARGET)
-    assert "compiled for skylake-avx512 with avx512f, which this CPU (pretend-avx2-cpu) lacks" in wide.cpu_mismatch
+    assert "compiled for skylake-avx512 with avx512f, which this CPU (x86-64-v3) lacks" in wide.cpu_mismatch
     with pytest.raises(RuntimeError, match="illegal instruction"):
         wide["mul_add"](*_args())
 
@@ -127,6 +121,29 @@ def test_compiled_model_for_another_cpu_refuses_in_the_vm_and_after_loading(cpu_
     here = relax.VirtualMachine(minitvm.compile(Dense, target="llvm"), minitvm.cpu())
     assert here.native_entries
     np.testing.assert_allclose(here["main"](x, w).numpy(), np.maximum(x @ w, 0), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("cpu", [AVX2_CPU, AVX512_CPU])
+def test_the_native_entry_decision_follows_the_cpu_the_process_runs_on(cpu):
+    # On either CPU, a model compiled for this CPU runs as one native entry, and one compiled for
+    # AVX-512 does exactly when the CPU has AVX-512.  Pretended: nothing compiled for AVX-512 runs
+    # unless the real CPU has it too.
+    x = np.random.default_rng(5).standard_normal((4, 64)).astype("float32")
+    w = np.random.default_rng(6).standard_normal((64, 32)).astype("float32")
+    with pretend_cpu(cpu):
+        assert host_cpu_name() == cpu and ("avx512f" in host_cpu_features()) == (cpu == AVX512_CPU)
+        here = relax.VirtualMachine(minitvm.compile(Dense, target="llvm"), minitvm.cpu())
+        assert here.native_entries
+        if cpu == AVX2_CPU or "avx512f" in _real_features():  # its code runs on the real CPU too
+            np.testing.assert_allclose(here["main"](x, w).numpy(), np.maximum(x @ w, 0), rtol=1e-4, atol=1e-5)
+        wide = relax.VirtualMachine(minitvm.compile(Dense, target=x86.AVX512_TARGET), minitvm.cpu())
+        assert bool(wide.native_entries) == (cpu == AVX512_CPU)
+
+
+def _real_features() -> tuple[str, ...]:
+    import llvmlite.binding as llvm
+
+    return tuple(f for f, on in llvm.get_host_cpu_features().items() if on)
 
 
 @pytest.mark.parametrize("line, features", [

@@ -10,9 +10,10 @@ import pytest
 import minitvm
 from minitvm.runtime.registry import get_global_func
 from minitvm.script import tir as T
-from minitvm.target.codegen import cpu_check, llvm_export
+from minitvm.target.codegen import llvm_export
 from minitvm.target.signature import FunctionSignature
 from minitvm.testing import feature_this_cpu_lacks
+from minitvm.testing.pretend_cpu import AVX2_CPU, pretend_cpu
 
 
 @T.prim_func
@@ -75,16 +76,16 @@ def test_code_for_missing_cpu_features_loads_but_refuses_to_run():
     assert llvm_export.export_llvm(loaded)["metadata"]["features"] == meta["features"]  # saved again as it was
 
 
-def test_a_loaded_library_for_another_cpu_is_checked_by_its_instructions(monkeypatch):
+def test_a_loaded_library_for_another_cpu_is_checked_by_its_instructions():
     # saved metadata that names an AVX-512 CPU but no features: the assembly shows what the code
     # uses (zmm registers); a CPU without AVX-512 (this one, or pretended) refuses to run it
     lib = minitvm.build(scale_rows, target="llvm -mcpu=skylake-avx512 -mattr=+avx512f")
     saved = llvm_export.export_llvm(lib)
-    monkeypatch.setattr(cpu_check, "host_cpu_lacks", lambda features: [f for f in features if "avx512" in f])
-    loaded = llvm_export.load_llvm_ir(saved["payload"], dict(saved["metadata"], features=[]))
-    assert "zmm" in loaded.get_source("asm")
-    with pytest.raises(RuntimeError, match=r"compiled for skylake-avx512 with avx512f, which this CPU"):
-        loaded["scale_rows"](np.ones((3, 4), "float32"), np.empty((3, 4), "float32"), 2.0)
+    with pretend_cpu(AVX2_CPU):
+        loaded = llvm_export.load_llvm_ir(saved["payload"], dict(saved["metadata"], features=[]))
+        assert "zmm" in loaded.get_source("asm")
+        with pytest.raises(RuntimeError, match=r"compiled for skylake-avx512 with avx512f, which this CPU"):
+            loaded["scale_rows"](np.ones((3, 4), "float32"), np.empty((3, 4), "float32"), 2.0)
 
 
 def test_load_refuses_metadata_without_signatures():
