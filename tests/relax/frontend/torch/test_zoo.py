@@ -98,14 +98,21 @@ def test_the_transformers_differ_only_in_attention_and_activation():
 def test_zoo_model_through_the_default_pipeline_matches_torch(name, capfd):
     """What a user runs: ``minitvm.compile`` (fusion and default schedules), torch tensors in
     and out through DLPack; importing and compiling print nothing (no LLVM remarks, no library
-    chatter on the process's stdout or stderr)."""
+    chatter on the process's stdout or stderr).  The model runs as one native entry, which gives
+    exactly the values the bytecode VM computes kernel by kernel (checked here rather than in
+    tests/relax/vm/test_native_entry.py, so that each model is compiled once)."""
     m = zoo.MODELS[name]
     ep = zoo.export(m, 2)
     capfd.readouterr()
     mod = from_exported_program(ep, unwrap_unit_return_tuple=True)
-    vm = relax.VirtualMachine(minitvm.compile(mod, target="llvm"), minitvm.cpu())
+    ex = minitvm.compile(mod, target="llvm")
+    vm = relax.VirtualMachine(ex, minitvm.cpu())
     out, err = capfd.readouterr()
     assert out == "" and err == "", f"compiling {name} printed:\n{out}{err}"
+    assert "main" in vm.native_entries, ex.native_plans()
     inputs = m.example_inputs(2)
     got = torch.from_dlpack(vm["main"](*inputs))
+    assert vm.native_entries["main"].calls == 1
+    interpreted = vm.invoke_bytecode("main", *(minitvm.nd.array(x.numpy()) for x in inputs))
+    np.testing.assert_array_equal(got.numpy(), interpreted.numpy())
     np.testing.assert_allclose(got.numpy(), eager(m.build(), inputs), rtol=1e-4, atol=1e-5)
