@@ -60,9 +60,13 @@ def mac(key: bytes, *parts: bytes) -> bytes:
 
 def _create_key(path: Path) -> None:
     """Write a fresh random key, atomically: two processes starting at once end with one key."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     tmp = path.with_name(f".{_KEY_FILE}.{os.getpid()}.{secrets.token_hex(4)}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError as err:
+        raise type(err)(f"cannot create minitvm's signing key in {path.parent} ({err.strerror or err}); "
+                        "set MINITVM_CONFIG_DIR to a private directory you can write") from err
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(secrets.token_bytes(KEY_SIZE))

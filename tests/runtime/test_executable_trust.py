@@ -28,6 +28,8 @@ from minitvm.runtime.vm import (
     load_module,
     pack_executable,
 )
+from minitvm.script import ir as I
+from minitvm.script import relax as R
 from minitvm.target.codegen import llvm_export
 
 RNG = np.random.default_rng(35)
@@ -36,17 +38,20 @@ BIAS = RNG.standard_normal((8,)).astype("float32")
 NOT_SIGNED = r"not signed by this installation: .*load_module\(path, trust=True\)"
 
 
+@I.ir_module
+class Dense:
+    @R.function
+    def main(x: R.Tensor((4, 16), "float32"), w: R.Tensor((16, 8), "float32"), b: R.Tensor((8,), "float32")):
+        with R.dataflow():
+            y = R.nn.relu(R.add(R.matmul(x, w), b))
+            R.output(y)
+        return y
+
+
 def _model() -> relax.vm.Executable:
-    """relu(x @ W + BIAS) with LLVM kernels."""
-    x = relax.Var("x", relax.TensorStructInfo((4, 16), "float32"))
-    bb = relax.BlockBuilder()
-    with bb.function("main", [x]):
-        with bb.dataflow():
-            h = bb.emit(relax.op.matmul(x, relax.const(W)))
-            h = bb.emit(relax.op.add(h, relax.const(BIAS)))
-            out = bb.emit_output(relax.op.nn.relu(h))
-        bb.emit_func_output(out)
-    return minitvm.compile(bb.get(), target="llvm")
+    """relu(x @ W + BIAS) with LLVM kernels; W and BIAS are bound, so the file carries them."""
+    bound = relax.transform.BindParams("main", {"w": W, "b": BIAS})(Dense)
+    return minitvm.compile(bound, target="llvm")
 
 
 @pytest.fixture(scope="module")
@@ -219,3 +224,10 @@ def test_the_config_directory_follows_xdg_then_home(tmp_path, monkeypatch):
     monkeypatch.delenv("XDG_CONFIG_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert signing.config_dir() == tmp_path / "home" / ".config" / "minitvm"
+
+
+def test_a_config_directory_that_cannot_be_made_says_what_to_set(tmp_path, monkeypatch):
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("MINITVM_CONFIG_DIR", str(tmp_path / "a-file" / "minitvm"))
+    with pytest.raises(OSError, match="cannot create minitvm's signing key in .*set MINITVM_CONFIG_DIR"):
+        _model().export_library(str(tmp_path / "model.so"))
