@@ -35,3 +35,12 @@ def round_trip_every_built_function(monkeypatch):
     yield
 
 
+
+
+@pytest.fixture(autouse=True, scope="session")
+def private_config_dir(tmp_path_factory):
+    """Saved executables are signed with a key from the config directory: the tests' own, never
+    the user's ~/.config (subprocesses inherit it, so they load what the tests saved)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MINITVM_CONFIG_DIR", str(tmp_path_factory.mktemp("minitvm-config")))
+        yield

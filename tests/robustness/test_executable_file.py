@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import pickle
 import struct
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -14,9 +13,9 @@ import pytest
 
 import minitvm
 from minitvm import relax
-from minitvm.runtime.vm import FORMAT_VERSION, MAGIC, load_executable
+from minitvm.runtime.vm import FORMAT_VERSION, HEADER_SIZE, MAGIC, load_executable, pack_executable
 
-HEADER = len(MAGIC) + struct.calcsize("<IQQI")
+HEADER = HEADER_SIZE
 RNG = np.random.default_rng(4)
 W = RNG.standard_normal((16, 8)).astype("float32")
 BIAS = RNG.standard_normal((8,)).astype("float32")
@@ -59,11 +58,9 @@ def _split(blob: bytes) -> tuple[dict, bytes]:
     return json.loads(blob[HEADER:HEADER + meta_len]), blob[HEADER + meta_len:]
 
 
-def _join(meta: dict, data: bytes, version: int = FORMAT_VERSION) -> bytes:
-    """A file with a correct checksum, so only the change under test is wrong."""
-    meta_bytes = json.dumps(meta).encode()
-    crc = zlib.crc32(data, zlib.crc32(meta_bytes))
-    return MAGIC + struct.pack("<IQQI", version, len(meta_bytes), len(data), crc) + meta_bytes + data
+def _join(meta: dict, data: bytes) -> bytes:
+    """A file with a correct checksum and signature, so only the change under test is wrong."""
+    return pack_executable(json.dumps(meta).encode(), data)
 
 
 def _with_kernels(blob: bytes, payload: bytes) -> bytes:

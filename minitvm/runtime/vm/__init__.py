@@ -36,8 +36,10 @@ Files
 -----
 ``Executable.save(path)`` writes ``MINITVM-EXEC``, a format version, JSON metadata (the
 bytecode, the function table, the constants' descriptions, the kernel library's format)
-and binary sections (tensor constants' raw bytes, the kernel payload), with a CRC-32;
-:func:`load_executable` reads it back.  See :mod:`.executable`.
+and binary sections (tensor constants' raw bytes, the kernel payload), with a CRC-32 and a
+MAC under this installation's key; :func:`load_executable` reads it back, and refuses a file
+another installation signed unless ``trust=True`` (its kernels run as machine code).  See
+:mod:`.executable`.
 
 Example::
 
@@ -53,12 +55,12 @@ from . import builtins
 from .builder import ExecBuilder, Label
 from .builtins import ShapeTuple, Storage
 from .bytecode import Call, Const, Goto, If, Imm, ParamInfo, Reg, Ret, VMFunction
-from .executable import FORMAT_VERSION, MAGIC, Executable, load_executable, load_module
+from .executable import FORMAT_VERSION, HEADER_SIZE, MAGIC, Executable, load_executable, load_module, pack_executable
 from .native import EntryPlan, NativeEntry
 from .vm import ProfileReport, VirtualMachine, VMInstrumentReturnKind
 
 __all__ = ["VirtualMachine", "VMInstrumentReturnKind", "Executable", "ExecBuilder", "Label", "load_executable",
-           "load_module",
+           "load_module", "pack_executable", "HEADER_SIZE",
            "ProfileReport",
            "VMFunction", "ParamInfo", "Call", "Ret", "Goto", "If", "Reg", "Const", "Imm",
            "ShapeTuple", "Storage", "builtins", "MAGIC", "FORMAT_VERSION", "EntryPlan", "NativeEntry"]

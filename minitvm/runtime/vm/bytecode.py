@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Union
 
 from ..arguments import format_dims
+from .builtins import check_dtype
 
 __all__ = ["Reg", "Const", "Imm", "Arg", "Call", "Ret", "Goto", "If", "Instruction",
            "ParamInfo", "VMFunction", "format_dims"]
@@ -216,6 +217,8 @@ class VMFunction:
                              f"it has {self.num_registers}")
         if self.param_info is not None and len(self.param_info) != len(self.params):
             raise ValueError(f"{where}: {len(self.params)} parameters but {len(self.param_info)} ParamInfo")
+        for name, info in zip(self.params, self.param_info or ()):
+            _verify_param_dtypes(info, f"{where}, parameter {name!r}")
         if not self.instructions:
             raise ValueError(f"{where} has no instructions")
         n = len(self.instructions)
@@ -337,6 +340,20 @@ class VMFunction:
                               code, None if info is None else [ParamInfo.from_json(p) for p in info])
         except (KeyError, IndexError, TypeError) as err:
             raise ValueError(f"malformed VM function: {type(err).__name__}: {err}") from err
+
+
+def _verify_param_dtypes(info: Any, where: str) -> None:
+    """A ParamInfo's dtypes (a tuple's fields too) are numeric numpy names, as the argument check
+    compares them: a saved file with another is refused when it loads, not when it is called."""
+    if not isinstance(info, ParamInfo):
+        raise ValueError(f"{where}: expected a ParamInfo, got {type(info).__name__}")
+    if info.dtype:
+        if info.kind != "tensor":
+            raise ValueError(f"{where}: a {info.kind} parameter has no dtype, got {info.dtype!r}")
+        if check_dtype(info.dtype, where).name != info.dtype:
+            raise ValueError(f"{where}: dtype {info.dtype!r} is not a dtype name (as float32, int64, bool)")
+    for i, f in enumerate(info.fields or ()):
+        _verify_param_dtypes(f, f"{where}[{i}]")
 
 
 def _int(v: Any) -> int:

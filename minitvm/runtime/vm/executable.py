@@ -9,19 +9,27 @@ An Executable is what the compiler produces and the VirtualMachine runs.  It hol
   in the global function registry second;
 * ``lib``        -- the compiled kernels (a runtime ``Module``), or None.
 
-File format (version 1), little-endian::
+File format (version 2), little-endian::
 
     b"MINITVM-EXEC"                  12 bytes, magic
-    u32  format version              (1)
+    u32  format version              (2)
     u64  metadata length M
     u64  data length D
-    u32  CRC-32 of the M + D bytes that follow
+    u32  CRC-32 of the 32 + M + D bytes that follow (the MAC, metadata and data)
+    32 bytes  HMAC-SHA256, under this installation's key (:mod:`minitvm.runtime.signing`), of
+             the magic, version, M, D, metadata and data
     M bytes  metadata, UTF-8 JSON:   {"functions", "func_table", "constants", "kernels"}
     D bytes  data sections, back to back: the raw bytes of each tensor constant (in
              constant order), then the kernel payload
 
-Nothing in a file is ever executed: no pickle, dtypes limited to numbers, and every index
-in the bytecode is checked (:meth:`Executable.verify`) before a VM runs it.
+The kernels become machine code that runs in this process, and no check over LLVM IR can
+prove that code safe, so a file is loaded only if its MAC shows that this installation wrote
+it, or if the caller says ``trust=True`` (as TVM's ``.so`` modules, which run code by
+design).  The MAC is checked before the metadata is read.  The CRC only tells accidental
+damage ("corrupted") from a file someone else signed.  Beyond that, whether signed or
+trusted: no pickle, dtypes limited to numbers, every index in the bytecode checked
+(:meth:`Executable.verify`) before a VM runs it, and the kernel IR checked against what
+minitvm's code generator emits before it is compiled.
 
 Kernels are saved through two hooks in the global function registry, provided by the code
 generator that made the library:
@@ -35,6 +43,7 @@ generator that made the library:
 
 from __future__ import annotations
 
+import hmac
 import json
 import math
 import struct
@@ -47,6 +56,7 @@ from ...ir.node import script_printer
 from ..module import Module
 from ..ndarray import NDArray
 from ..registry import get_global_func
+from ..signing import MAC_SIZE, key_path, mac, signing_key
 from .builtins import ShapeTuple, check_dtype
 from .bytecode import Call, VMFunction
 from .native import EntryPlan, plan_entry
@@ -54,11 +64,14 @@ from .native import EntryPlan, plan_entry
 #: kernel formats minitvm itself writes, and the module whose import registers their loader
 _KNOWN_LOADERS = {"llvm_ir": "minitvm.target.codegen.llvm_export"}
 
-__all__ = ["Executable", "VMExecutableModule", "load_executable", "load_module", "MAGIC", "FORMAT_VERSION"]
+__all__ = ["Executable", "VMExecutableModule", "load_executable", "load_module", "pack_executable", "MAGIC",
+           "FORMAT_VERSION", "HEADER_SIZE"]
 
 MAGIC = b"MINITVM-EXEC"
-FORMAT_VERSION = 1
-_HEADER = struct.Struct("<IQQI")  # version, metadata length, data length, crc32
+FORMAT_VERSION = 2  # 2: signed with this installation's key
+_HEADER = struct.Struct(f"<IQQI{MAC_SIZE}s")  # version, metadata length, data length, crc32, mac
+HEADER_SIZE = len(MAGIC) + _HEADER.size
+_SIGNED_HEAD = len(MAGIC) + struct.calcsize("<IQQ")  # magic, version and lengths: covered by the MAC
 
 
 class Executable:
@@ -306,74 +319,73 @@ class Executable:
             meta_json["native_plans"] = {name: plan.to_json() if isinstance(plan, EntryPlan) else plan
                                          for name, plan in self.native_plans(load=False).items()}
         meta = json.dumps(meta_json, separators=(",", ":"), allow_nan=False).encode("utf-8")
-        data = b"".join(sections)
-        crc = zlib.crc32(data, zlib.crc32(meta))
+        blob = pack_executable(meta, b"".join(sections))
         with open(path, "wb") as f:
-            f.write(MAGIC + _HEADER.pack(FORMAT_VERSION, len(meta), len(data), crc))
-            f.write(meta)
-            f.write(data)
+            f.write(blob)
 
     export_library = save  # TVM's spelling
 
     @staticmethod
-    def load(path: str) -> "Executable":
-        return load_executable(path)
+    def load(path: str, trust: bool = False) -> "Executable":
+        return load_executable(path, trust=trust)
 
 
-def load_executable(path: str) -> Executable:
+def pack_executable(meta: bytes, data: bytes, *, key: bytes | None = None) -> bytes:
+    """The bytes of an executable file holding ``meta`` (JSON) and ``data``, signed with ``key``
+    (this installation's by default).  :meth:`Executable.save` writes these; tools and tests
+    that rewrite a file sign it again with this."""
+    key = signing_key() if key is None else key
+    lengths = struct.pack("<IQQ", FORMAT_VERSION, len(meta), len(data))
+    tag = mac(key, MAGIC, lengths, meta, data)
+    crc = zlib.crc32(data, zlib.crc32(meta, zlib.crc32(tag)))
+    return MAGIC + _HEADER.pack(FORMAT_VERSION, len(meta), len(data), crc, tag) + meta + data
+
+
+def load_executable(path: str, trust: bool = False) -> Executable:
     """Read an executable written by :meth:`Executable.save`.
 
     A file that is not an executable, was written by another format version, is truncated
-    or corrupted raises ``ValueError`` saying which.
+    or corrupted raises ``ValueError`` saying which.  So does a file this installation did
+    not sign, unless ``trust=True``: loading a file runs the machine code it holds, so accept
+    one from elsewhere only from someone you would take a shared library from.
     """
     with open(path, "rb") as f:
         blob = f.read()
-    return _parse(blob, str(path))
+    return _parse(blob, str(path), trust)
 
 
-def load_module(path: str) -> Executable:
+def load_module(path: str, trust: bool = False) -> Executable:
     """TVM's ``tvm.runtime.load_module`` for the files minitvm writes: an executable saved by
     ``ex.export_library(path)`` / ``ex.save(path)``, ready for ``relax.VirtualMachine(loaded, dev)``.
 
     minitvm compiles in memory and writes no shared libraries, so any other file is refused
-    with a ValueError that says so.
+    with a ValueError that says so.  A file saved by another installation is refused unless
+    ``trust=True`` (see :func:`load_executable`).
     """
     with open(path, "rb") as f:
         head = f.read(len(MAGIC))
     if not MAGIC.startswith(head):  # an empty or truncated executable gets load_executable's message
         raise ValueError(f"load_module: {path} is not a minitvm executable (what ex.export_library / ex.save "
                          "write); minitvm does not load shared libraries")
-    return load_executable(path)
+    return load_executable(path, trust=trust)
 
 
-def _parse(blob: bytes, where: str) -> Executable:
-    if not blob:
-        raise ValueError(f"{where} is not a minitvm executable: the file is empty")
-    if not blob.startswith(MAGIC):
-        if MAGIC.startswith(blob):
-            raise ValueError(f"{where}: truncated: the header ends after {len(blob)} bytes")
-        raise ValueError(f"{where} is not a minitvm executable: it does not start with {MAGIC.decode()!r}")
-    pos = len(MAGIC)
-    if len(blob) < pos + 4:
-        raise ValueError(f"{where}: truncated: the header ends after {len(blob)} bytes")
-    (version,) = struct.unpack_from("<I", blob, pos)
-    if version != FORMAT_VERSION:
-        who = "an older" if version < FORMAT_VERSION else "a newer"
-        raise ValueError(f"{where}: executable file was written by minitvm format {version}; "
-                         f"this minitvm reads format {FORMAT_VERSION} ({who} minitvm saved it: "
-                         "compile the model again with this one)")
-    if len(blob) < pos + _HEADER.size:
-        raise ValueError(f"{where}: truncated: the header ends after {len(blob)} bytes")
-    _, meta_len, data_len, crc = _HEADER.unpack_from(blob, pos)
-    pos += _HEADER.size
+def _parse(blob: bytes, where: str, trust: bool) -> Executable:
+    meta_len, data_len, crc, tag = _read_header(blob, where)
+    pos = HEADER_SIZE
     meta_bytes = blob[pos:pos + meta_len]
     if len(meta_bytes) < meta_len:
         raise ValueError(f"{where}: truncated: expected {meta_len} bytes of metadata, found {len(meta_bytes)}")
     data = blob[pos + meta_len:]
-    if len(data) == data_len and zlib.crc32(data, zlib.crc32(meta_bytes)) != crc:
-        raise ValueError(f"{where}: corrupted: the checksum does not match the contents")
     if len(data) > data_len:
         raise ValueError(f"{where}: corrupted: {len(data) - data_len} unexpected bytes after the last section")
+    if len(data) == data_len:
+        if zlib.crc32(data, zlib.crc32(meta_bytes, zlib.crc32(tag))) != crc:
+            raise ValueError(f"{where}: corrupted: the checksum does not match the contents")
+        if not trust:
+            _check_signature(blob[:_SIGNED_HEAD], meta_bytes, data, tag, where)
+    # else the file is truncated and never loads; its metadata (data only: nothing is compiled
+    # or returned) is read to say in which section it ends
     try:
         meta = json.loads(meta_bytes.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
@@ -389,6 +401,42 @@ def _parse(blob: bytes, where: str) -> Executable:
         raise ValueError(f"{where}: {err}") from err
     except (KeyError, IndexError, TypeError, AttributeError) as err:
         raise ValueError(f"{where}: corrupted metadata ({type(err).__name__}: {err})") from err
+
+
+def _read_header(blob: bytes, where: str) -> tuple[int, int, int, bytes]:
+    """(metadata length, data length, crc, mac) of a file of this format version."""
+    if not blob:
+        raise ValueError(f"{where} is not a minitvm executable: the file is empty")
+    if not blob.startswith(MAGIC):
+        if MAGIC.startswith(blob):
+            raise ValueError(f"{where}: truncated: the header ends after {len(blob)} bytes")
+        raise ValueError(f"{where} is not a minitvm executable: it does not start with {MAGIC.decode()!r}")
+    pos = len(MAGIC)
+    if len(blob) < pos + 4:
+        raise ValueError(f"{where}: truncated: the header ends after {len(blob)} bytes")
+    (version,) = struct.unpack_from("<I", blob, pos)
+    if version != FORMAT_VERSION:
+        who = "an older" if version < FORMAT_VERSION else "a newer"
+        raise ValueError(f"{where}: executable file was written by minitvm format {version}; "
+                         f"this minitvm reads format {FORMAT_VERSION} ({who} minitvm saved it: "
+                         "compile the model again with this one)")
+    if len(blob) < HEADER_SIZE:
+        raise ValueError(f"{where}: truncated: the header ends after {len(blob)} bytes")
+    _, meta_len, data_len, crc, tag = _HEADER.unpack_from(blob, pos)
+    return meta_len, data_len, crc, tag
+
+
+def _check_signature(head: bytes, meta: bytes, data: bytes, tag: bytes, where: str) -> None:
+    """Refuse a file whose MAC is not this installation's: its kernels would run as machine code."""
+    if hmac.compare_digest(mac(signing_key(), head, meta, data), tag):
+        return
+    raise ValueError(
+        f"{where}: not signed by this installation: its MAC does not match the key in {key_path()}, so "
+        "another installation or user wrote it, or it was changed after it was saved. Loading an "
+        "executable compiles and runs the machine code it holds, which no check can prove safe. If you "
+        "trust whoever made this file as you would a shared library, load it with "
+        "load_module(path, trust=True) (or load_executable / Executable.load with trust=True); "
+        "see docs/threat_model.md")
 
 
 def _build(meta: dict, data: bytes) -> Executable:

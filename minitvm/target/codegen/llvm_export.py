@@ -23,6 +23,7 @@ from typing import Any
 
 import llvmlite.binding as llvm
 
+from ...ir import dtype as _dt
 from ...runtime.module import BoundsCheck
 from ...runtime.registry import register_func
 from ...runtime.vm.native import ENTRY_PREFIX
@@ -95,10 +96,18 @@ def signature_to_json(sig: FunctionSignature) -> dict:
 
 def signature_from_json(d: dict) -> FunctionSignature:
     variables = [_e.Var(str(v["name"]), str(v["dtype"])) for v in d["vars"]]
-    params = [ParamSpec(str(p["name"]), variables[int(p["var"])], str(p["dtype"]), bool(p["is_buffer"]),
+    params = [ParamSpec(str(p["name"]), variables[int(p["var"])], _param_dtype(d, p), bool(p["is_buffer"]),
                         tuple(_expr_from_json(s, variables) for s in p["shape"]), bool(p["written"]))
               for p in d["params"]]
     return FunctionSignature(str(d["name"]), params, [variables[int(i)] for i in d["shape_vars"]])
+
+
+def _param_dtype(sig: dict, param: dict) -> str:
+    """A saved parameter's dtype, refused when the library loads if it is not one minitvm knows."""
+    try:
+        return _dt.check(str(param["dtype"]))
+    except TypeError as err:
+        raise ValueError(f"kernel {sig.get('name')!r}, parameter {param.get('name')!r}: {err}") from None
 
 
 # -- checking a saved library before it is compiled ------------------------------------------------

@@ -7,7 +7,6 @@ import struct
 import subprocess
 import sys
 import textwrap
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -17,16 +16,18 @@ from vm_programs import OUT, ScaleLibrary, build_mlp, mlp_inputs, mlp_reference
 import minitvm
 from minitvm.runtime.vm import (
     FORMAT_VERSION,
+    HEADER_SIZE,
     MAGIC,
     ExecBuilder,
     Executable,
     ShapeTuple,
     VirtualMachine,
     load_executable,
+    pack_executable,
 )
 
 HERE = Path(__file__).parent
-HEADER = len(MAGIC) + struct.calcsize("<IQQI")
+HEADER = HEADER_SIZE
 
 
 @pytest.fixture
@@ -49,11 +50,10 @@ def _parts(path: Path) -> tuple[dict, bytes]:
     return json.loads(meta), blob[HEADER + meta_len:]
 
 
-def _write(path: Path, meta: dict | bytes, data: bytes, version: int = FORMAT_VERSION) -> None:
-    """Write a file with a correct checksum, so that only the change under test is wrong."""
+def _write(path: Path, meta: dict | bytes, data: bytes) -> None:
+    """Write a file with a correct checksum and signature, so that only the change under test is wrong."""
     meta_bytes = meta if isinstance(meta, bytes) else json.dumps(meta).encode()
-    crc = zlib.crc32(data, zlib.crc32(meta_bytes))
-    path.write_bytes(MAGIC + struct.pack("<IQQI", version, len(meta_bytes), len(data), crc) + meta_bytes + data)
+    path.write_bytes(pack_executable(meta_bytes, data))
 
 
 def test_round_trip_in_a_fresh_process(saved, tmp_path, weights):
@@ -145,7 +145,7 @@ def test_wrong_version(saved):
     struct.pack_into("<I", blob, len(MAGIC), 3)
     saved.write_bytes(bytes(blob))
     with pytest.raises(ValueError, match="executable file was written by minitvm format 3; "
-                                         "this minitvm reads format 1"):
+                                         f"this minitvm reads format {FORMAT_VERSION}"):
         load_executable(str(saved))
 
 
