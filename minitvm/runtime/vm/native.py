@@ -368,8 +368,10 @@ class NativeEntry:
     """
 
     def __init__(self, plan: EntryPlan, address: int, constants: list[Any],
-                 raise_kernel_error: Callable[[str, int], None]):
+                 raise_kernel_error: Callable[[str, int], None], library: Any = None):
         self.plan = plan
+        # the machine code at ``address`` is freed with its library: the entry keeps it alive
+        self._library = library
         self._cfunc = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                                        ctypes.c_void_p)(address)
         self._param_type = ctypes.c_void_p * max(1, len(plan.params))

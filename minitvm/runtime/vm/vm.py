@@ -133,7 +133,7 @@ class VirtualMachine:
             if isinstance(plan, EntryPlan) and runnable:
                 lib = exe.lib
                 self.native_entries[name] = NativeEntry(plan, lib.native_entries[plan.symbol], exe.constants,
-                                                        lib.raise_kernel_error)
+                                                        lib.raise_kernel_error, library=lib)
         self._bound: dict[str, PackedFunc] = {}
         self.module = Module({name: self[name] for name in self._func_index}, type_key="vm")
 
