@@ -58,12 +58,19 @@ def lower_to_module(mod_or_func: Any, name: str | None = None) -> IRModule:
 lower = lower_to_module
 
 
+#: target kinds whose code generator turns a failed bounds check into a ``BoundsError``
+_CHECKED_KINDS = ("llvm", "cuda-emulated")
+
+
 def _instrument(mod: IRModule, target: Target, checks_by_default: bool) -> IRModule:
     """Bounds checks for native code when ``PassContext(config={"tir.bounds_check": ...})`` asks,
     else ``checks_by_default`` (the python target's interpreter checks every access itself).
     The one place the instrumentation runs, so that ``lib.ir_module`` shows the checks that were
-    compiled."""
-    if target.kind.name != "llvm" or not bounds_check_requested(PassContext.current(), checks_by_default):
+    compiled.  The emulated GPU's kernels are checked as native code is (after the host/device
+    split, the thread indices ranging over their launch): a bad shared-memory index raises the
+    same ``BoundsError``; CUDA C source carries no checks."""
+    if target.kind.name not in _CHECKED_KINDS or not bounds_check_requested(PassContext.current(),
+                                                                             checks_by_default):
         return mod
     return InstrumentBoundCheckers()(mod)
 
@@ -208,9 +215,10 @@ def build_kernels(mod_or_func: Any, target: Any = "llvm", name: str | None = Non
         cached = _KERNEL_CACHE.get(key, mod)
         if cached is not None:
             return cached
-    lowered = _instrument(lower_to_module(mod), target, checks_by_default)
+    lowered = lower_to_module(mod)
     if target.kind.name in GPU_KINDS:  # barriers where threads share data, then kernels split off
         lowered = device_lower_pipeline()(lowered)
+    lowered = _instrument(lowered, target, checks_by_default)
     funcs: dict[str, PrimFunc] = {}
     for gv, f in lowered.items():
         if isinstance(f, PrimFunc):
