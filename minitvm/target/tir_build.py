@@ -18,6 +18,8 @@ from ..ir.notebook import in_notebook
 from ..ir.structural import structural_equal, structural_hash
 from ..runtime.module import Module
 from ..tir.function import PrimFunc
+from ..tir.functor import post_order_visit
+from ..tir.stmt import BufferStore
 from ..tir.transform import InstrumentBoundCheckers, device_lower_pipeline, lower_pipeline
 from ..tir.transform.instrument_bound_checkers import bounds_check_requested
 from ..transform import PassContext
@@ -131,8 +133,10 @@ class _KernelCache:
         except TypeError:
             return None
         funcs = tuple((gv.name_hint, structural_hash(f, map_free_vars=True)) for gv, f in mod.items())
+        # a bounds check names the TVMScript line of its access, which structure does not see
+        lines = _store_lines(mod) if bounds_check_requested(ctx, checks_by_default) else ()
         return (str(target), checks_by_default, ctx.opt_level, tuple(sorted(ctx.required_pass)),
-                tuple(sorted(ctx.disabled_pass)), config, funcs, _entries_key(entries))
+                tuple(sorted(ctx.disabled_pass)), config, funcs, _entries_key(entries), lines)
 
     def get(self, key: tuple, mod: IRModule) -> Module | None:
         with self.lock:
@@ -156,6 +160,16 @@ class _KernelCache:
             self.entries.move_to_end(key)
             while len(self.entries) > self.size:
                 self.entries.popitem(last=False)
+
+
+def _store_lines(mod: IRModule) -> tuple:
+    """Where TVMScript wrote each store of the module's PrimFuncs (file, line)."""
+    found: list = []
+    for _, f in mod.items():
+        if isinstance(f, PrimFunc):
+            post_order_visit(f.body, lambda n: found.append((n.span.source_name, n.span.line))
+                             if isinstance(n, BufferStore) and n.span is not None else None)
+    return tuple(found)
 
 
 def _entries_key(entries: tuple) -> str:
