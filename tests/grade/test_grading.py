@@ -157,16 +157,20 @@ def todo():
 '''
 
 
-def test_runner_isolates_crashes_and_timeouts(tmp_path, monkeypatch):
-    (tmp_path / "tests" / "grade").mkdir(parents=True)
-    (tmp_path / "solutions").mkdir()
-    (tmp_path / "exercises").mkdir()
-    (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\naddopts = "-p minitvm.grade.plugin"\n')
-    (tmp_path / "tests" / "grade" / "test_ch99.py").write_text(_FAKE_GRADERS)
-    (tmp_path / "exercises" / "ch99.py").write_text(_FAKE_EXERCISES)
+def _fake_repository(root: Path, monkeypatch, chapter: str, graders: str, exercises: str) -> None:
+    """A repository at ``root`` with one chapter's graders and exercises, graded with this minitvm."""
+    (root / "tests" / "grade").mkdir(parents=True)
     for pkg in ("solutions", "exercises"):  # regular packages, as in the repository
-        (tmp_path / pkg / "__init__.py").write_text("")
+        (root / pkg).mkdir()
+        (root / pkg / "__init__.py").write_text("")
+    (root / "pyproject.toml").write_text('[tool.pytest.ini_options]\naddopts = "-p minitvm.grade.plugin"\n')
+    (root / "tests" / "grade" / f"test_{chapter}.py").write_text(graders)
+    (root / "exercises" / f"{chapter}.py").write_text(exercises)
     monkeypatch.setenv("PYTHONPATH", PKG_PARENT)
+
+
+def test_runner_isolates_crashes_and_timeouts(tmp_path, monkeypatch):
+    _fake_repository(tmp_path, monkeypatch, "ch99", _FAKE_GRADERS, _FAKE_EXERCISES)
     report = check("ch99", root=tmp_path, timeout=20)  # a loaded machine takes seconds to start a grader
     status = {r.grader: r.status for r in report.results}
     assert status == {"test_ok": "passed", "test_wrong": "failed", "test_loops": "timeout",
@@ -218,14 +222,7 @@ def wrong():
 
 
 def test_an_answer_that_allocates_without_bound_costs_only_its_exercise(tmp_path, monkeypatch):
-    (tmp_path / "tests" / "grade").mkdir(parents=True)
-    for pkg in ("solutions", "exercises"):
-        (tmp_path / pkg).mkdir()
-        (tmp_path / pkg / "__init__.py").write_text("")
-    (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\naddopts = "-p minitvm.grade.plugin"\n')
-    (tmp_path / "tests" / "grade" / "test_ch97.py").write_text(_FAKE_MEMORY_GRADERS)
-    (tmp_path / "exercises" / "ch97.py").write_text(_FAKE_MEMORY_EXERCISES)
-    monkeypatch.setenv("PYTHONPATH", PKG_PARENT)
+    _fake_repository(tmp_path, monkeypatch, "ch97", _FAKE_MEMORY_GRADERS, _FAKE_MEMORY_EXERCISES)
     monkeypatch.setenv("MINITVM_GRADE_MEMORY_GIB", "1")  # the environment's limit (the default is 4 GiB)
     report = check("ch97", root=tmp_path, timeout=60)
     by_name = {r.grader: r for r in report.results}
@@ -288,14 +285,7 @@ def far_index(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
 
 
 def test_a_wrong_index_fails_its_exercise_before_it_runs(tmp_path, monkeypatch):
-    (tmp_path / "tests" / "grade").mkdir(parents=True)
-    for pkg in ("solutions", "exercises"):
-        (tmp_path / pkg).mkdir()
-        (tmp_path / pkg / "__init__.py").write_text("")
-    (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\naddopts = "-p minitvm.grade.plugin"\n')
-    (tmp_path / "tests" / "grade" / "test_ch98.py").write_text(_FAKE_OOB_GRADERS)
-    (tmp_path / "exercises" / "ch98.py").write_text(_FAKE_OOB_EXERCISES)
-    monkeypatch.setenv("PYTHONPATH", PKG_PARENT)
+    _fake_repository(tmp_path, monkeypatch, "ch98", _FAKE_OOB_GRADERS, _FAKE_OOB_EXERCISES)
     (result,) = check("ch98", root=tmp_path, timeout=60).results
     assert result.status == "failed", result
     assert ("Out of bounds memory access on buffer B dimension 0: index vi * 100000000 reaches "

@@ -327,22 +327,14 @@ def test_the_notebook_test_is_false_outside_a_kernel():
     assert in_notebook() is False  # pytest is no IPython kernel
 
 
-_SHIFT_SOURCE = '''
-@T.prim_func
-def shift(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32"), k: T.int32):
-    for i in range(8):
-        with T.block("B"):
-            vi = T.axis.spatial(8, i)
-            B[vi + k] = A[vi]
-'''
-
-
 def test_the_same_kernel_written_at_another_line_names_its_own_line():
     # structurally one kernel (the compiled-kernel cache would hand back the first library),
     # but each check names where its own source wrote the access
     from minitvm.script import from_source
 
+    text = shift.script()
+    line = next(k for k, t in enumerate(text.splitlines(), 1) if "B[vi + k] = A[vi]" in t)
     for blank_lines in (0, 5):
-        lib = _build(from_source("\n" * blank_lines + _SHIFT_SOURCE))
-        with pytest.raises(BoundsError, match=rf"\(at B\[i \+ k\]\) on TVMScript line {7 + blank_lines}$"):
+        lib = _build(from_source("\n" * blank_lines + text))
+        with pytest.raises(BoundsError, match=rf"\(at B\[i \+ k\]\) on TVMScript line {line + blank_lines}$"):
             lib["shift"](_rand(8), np.zeros(8, "float32"), 1)

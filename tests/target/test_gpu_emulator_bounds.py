@@ -4,21 +4,19 @@ a bad shared, local or global index in a "cuda-emulated" kernel raises the CPU p
 lies past the array; correct kernels carry no check, compute numpy's numbers, and keep their
 CUDA source and report."""
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import minitvm
 from minitvm import tir
 from minitvm.runtime import BoundsError
+from minitvm.script import from_source
 from minitvm.script import tir as T
 from minitvm.testing import gpu_programs as gp
 from minitvm.tir.stmt import AssertStmt
 from minitvm.transform import PassContext
 
 RNG = np.random.default_rng(35)
-CHECKED = {"tir.bounds_check": True}
 
 
 def _build(mod, checked=True):
@@ -27,9 +25,30 @@ def _build(mod, checked=True):
         return minitvm.build(mod, target="cuda-emulated")
 
 
-def _line(code: str) -> int:
-    """The line of this file where ``code`` (a kernel's statement) is written: the errors name it."""
-    return next(k for k, text in enumerate(Path(__file__).read_text().splitlines(), 1) if code in text)
+#: a kernel reversing each block of 128 elements through shared memory, plus a per-thread local
+#: pair that lives across the barrier (the emulator keeps one copy per thread); {read} is what
+#: each thread reads back
+_REVERSE = """
+@T.prim_func
+def {name}(A: T.Buffer((256,), "float32"), B: T.Buffer((256,), "float32")):
+    bx = T.launch_thread("blockIdx.x", 2)
+    tx = T.launch_thread("threadIdx.x", 128)
+    S = T.allocate([128], "float32", "shared")
+    S_1 = T.Buffer((128,), data=S, scope="shared")
+    L = T.allocate([2], "float32", "local")
+    L_1 = T.Buffer((2,), data=L, scope="local")
+    L_1[0] = A[bx * 128 + tx]
+    L_1[1] = A[bx * 128 + tx] * T.float32(2)
+    S_1[tx] = A[bx * 128 + tx]
+    T.tvm_storage_sync("shared")
+    B[bx * 128 + tx] = {read}
+"""
+#: the TVMScript line of the read
+READ_LINE = _REVERSE.splitlines().index("    B[bx * 128 + tx] = {read}") + 1
+
+reverse = from_source(_REVERSE.format(name="reverse", read="S_1[127 - tx] + L_1[tx // 64]"))  # L[1]: upper half
+reverse_off_by_one = from_source(_REVERSE.format(name="reverse_off_by_one", read="S_1[128 - tx]"))  # thread 0: S[128]
+local_past_the_end = from_source(_REVERSE.format(name="local_past_the_end", read="L_1[tx // 64 + 1]"))  # 64..: L[2]
 
 
 def _asserts(lib) -> list[str]:
@@ -37,44 +56,6 @@ def _asserts(lib) -> list[str]:
     for _, f in lib.ir_module.items():
         tir.post_order_visit(f.body, lambda n: found.append(n.message) if isinstance(n, AssertStmt) else None)
     return found
-
-
-@T.prim_func
-def reverse_off_by_one(A: T.Buffer((256,), "float32"), B: T.Buffer((256,), "float32")):
-    bx = T.launch_thread("blockIdx.x", 2)
-    tx = T.launch_thread("threadIdx.x", 128)
-    S = T.allocate([128], "float32", "shared")
-    S_1 = T.Buffer((128,), data=S, scope="shared")
-    S_1[tx] = A[bx * 128 + tx]
-    T.tvm_storage_sync("shared")
-    B[bx * 128 + tx] = S_1[128 - tx]  # thread 0 reads S[128], one past the end
-
-
-@T.prim_func
-def reverse(A: T.Buffer((256,), "float32"), B: T.Buffer((256,), "float32")):
-    bx = T.launch_thread("blockIdx.x", 2)
-    tx = T.launch_thread("threadIdx.x", 128)
-    S = T.allocate([128], "float32", "shared")
-    S_1 = T.Buffer((128,), data=S, scope="shared")
-    L = T.allocate([2], "float32", "local")
-    L_1 = T.Buffer((2,), data=L, scope="local")
-    L_1[0] = A[bx * 128 + tx]
-    L_1[1] = A[bx * 128 + tx] * T.float32(2)
-    S_1[tx] = A[bx * 128 + tx]
-    T.tvm_storage_sync("shared")
-    B[bx * 128 + tx] = S_1[127 - tx] + L_1[tx // 64]  # L[1] for the upper half of the threads
-
-
-@T.prim_func
-def local_past_the_end(A: T.Buffer((256,), "float32"), B: T.Buffer((256,), "float32")):
-    bx = T.launch_thread("blockIdx.x", 2)
-    tx = T.launch_thread("threadIdx.x", 128)
-    L = T.allocate([2], "float32", "local")
-    L_1 = T.Buffer((2,), data=L, scope="local")
-    L_1[0] = A[bx * 128 + tx]
-    L_1[1] = A[bx * 128 + tx] * T.float32(2)
-    T.tvm_storage_sync("shared")  # L lives across the barrier: the emulator keeps one copy per thread
-    B[bx * 128 + tx] = L_1[tx // 64 + 1]  # threads 64.. read L[2]
 
 
 @T.prim_func
@@ -90,7 +71,7 @@ def test_shared_memory_read_past_the_end_raises_the_cpu_paths_bounds_error():
     with pytest.raises(BoundsError) as err:
         lib["reverse_off_by_one"](minitvm.nd.array(a), b)
     assert str(err.value) == ("reverse_off_by_one_kernel: buffer S_1: index 128 is out of bounds for extent 128 "
-                              f"(at S_1[128 - threadIdx_x]) on TVMScript line {_line('S_1[128 - tx]')}")
+                              f"(at S_1[128 - threadIdx_x]) on TVMScript line {READ_LINE}")
     assert isinstance(err.value, IndexError)
     assert (err.value.index, err.value.check.buffer, err.value.check.extent) == (128, "S_1", "128")
 
@@ -99,7 +80,7 @@ def test_local_memory_read_past_the_end_names_the_threads_own_array():
     lib = _build(local_past_the_end)
     with pytest.raises(BoundsError, match=r"^local_past_the_end_kernel: buffer L_1: index 2 is out of bounds for "
                                           r"extent 2 \(at L_1\[threadIdx_x // 64 \+ 1\]\) on TVMScript line "
-                                          rf"{_line('L_1[tx // 64 + 1]')}$"):
+                                          rf"{READ_LINE}$"):
         lib["local_past_the_end"](minitvm.nd.array(np.ones(256, "float32")), minitvm.nd.empty((256,), "float32"))
 
 
