@@ -18,6 +18,8 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--target", choices=["exercises", "solutions"], default="exercises",
                    help="grade exercises/ (default) or the reference solutions/")
     g.add_argument("--timeout", type=float, default=60.0, help="seconds each grader may take (default 60)")
+    g.add_argument("--memory-gib", type=float, default=None,
+                   help="GiB of memory each grader may use (default 4, or $MINITVM_GRADE_MEMORY_GIB; 0: no limit)")
     g.add_argument("--only", nargs="*", help="only these graders (test names or exercise numbers like 1.3)")
     g.add_argument("--root", default=None, help="repository root (default: found from the current directory)")
     g.add_argument("-v", "--verbose", action="store_true", help="show each failure whole, not cut short")
@@ -27,8 +29,8 @@ def main(argv: list[str] | None = None) -> int:
 
         try:
             report = check(args.chapter, target=args.target, timeout=args.timeout, root=args.root, only=args.only,
-                           verbose=args.verbose)
-        except FileNotFoundError as err:
+                           verbose=args.verbose, memory_gib=args.memory_gib)
+        except (FileNotFoundError, ValueError) as err:
             print(f"minitvm grade: {err}", file=sys.stderr)
             return 2
         print(report)

@@ -11,7 +11,7 @@ This module imports nothing, so every layer may use it.
 
 from __future__ import annotations
 
-__all__ = ["TVMError", "InternalError", "DiagnosticError"]
+__all__ = ["TVMError", "InternalError", "DiagnosticError", "OutOfBoundsError"]
 
 
 class TVMError(RuntimeError):
@@ -24,3 +24,12 @@ class InternalError(TVMError):
 
 class DiagnosticError(TVMError):
     """A program (e.g. TVMScript) was rejected with a located diagnostic (TVM's name)."""
+
+
+class OutOfBoundsError(TVMError, IndexError):
+    """A buffer access the compiler proves out of bounds before anything runs (TVM's
+    ``tir.analysis.OOBChecker``, which reports it as a ``TVMError``); an ``IndexError`` as
+    :class:`minitvm.runtime.BoundsError`, its run-time counterpart.  ``locations`` holds each
+    access found (``tir.oob_checker.OOBLocation``: buffer, index, range, extent, span)."""
+
+    locations: tuple = ()

@@ -2,7 +2,8 @@
 
 ``minitvm grade ch01`` on the command line, or ``minitvm.grade.check("ch01")`` in a notebook
 cell (after ``import minitvm.grade``). Each grader runs in its own subprocess with a time
-limit, so a crash or an endless loop costs only that exercise.
+and a memory limit, so a crash, an endless loop or an answer that allocates without bound
+costs only that exercise.
 """
 
 from __future__ import annotations

@@ -3,6 +3,15 @@
 The repository root (which holds ``tests/grade``, ``exercises`` and ``solutions``) is found
 from the current directory upwards, else next to the installed ``minitvm`` package; the
 subprocess runs pytest there with the root on ``PYTHONPATH``.
+
+Each subprocess may run ``timeout`` seconds and use ``memory_gib`` GiB of memory (default
+:data:`DEFAULT_MEMORY_GIB`, or the ``MINITVM_GRADE_MEMORY_GIB`` environment variable; 0: no
+limit): an answer that allocates without bound gets a ``MemoryError`` at the limit and the
+status ``memory``, instead of the machine's out-of-memory killer taking the grader (or the
+notebook) down.  The limit is on the data segment (``RLIMIT_DATA``: heap and private writable
+mappings), not the address space: LLVM, numpy and torch reserve large address ranges they
+never use (a grader process with torch spans 1.1 GiB of address space but holds 0.4 GiB of
+data, the most measured over every chapter's graders).
 """
 
 from __future__ import annotations
@@ -22,6 +31,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 EXERCISE = re.compile(r"[Ee]xercise (\d+\.\d+)")
+#: GiB of memory (data segment) one grader process may use unless told otherwise
+DEFAULT_MEMORY_GIB = 4.0
+MEMORY_ENV = "MINITVM_GRADE_MEMORY_GIB"
+#: what a process that ran out of memory leaves in its output (Python and numpy's _ArrayMemoryError,
+#: C++ (LLVM), glibc)
+_OUT_OF_MEMORY = re.compile(r"MemoryError\b|std::bad_alloc|[Oo]ut of memory|Cannot allocate memory")
+#: the child: set the memory limit, then run pytest as ``python -m pytest`` would (no
+#: ``preexec_fn``: graders run from a thread pool, where forking Python code may deadlock)
+_LIMITED_PYTEST = ("import resource, runpy, sys\n"
+                   "n = int(sys.argv.pop(1))\n"
+                   "hard = resource.getrlimit(resource.RLIMIT_DATA)[1]\n"
+                   "n = n if hard == resource.RLIM_INFINITY else min(n, hard)\n"
+                   "resource.setrlimit(resource.RLIMIT_DATA, (n, n))\n"
+                   "sys.argv[0] = 'pytest'\n"
+                   "runpy.run_module('pytest', run_name='__main__', alter_sys=True)\n")
 _JUNIT_CUT = re.compile(r"\[\+\d+ more lines; full report in element text\]$")
 
 
@@ -69,7 +93,7 @@ class GradeResult:
     grader: str
     points: int
     earned: int
-    status: str  # passed | todo (stub untouched) | failed | error | timeout | crashed
+    status: str  # passed | todo (stub untouched) | failed | error | timeout | memory | crashed
     message: str = ""
     seconds: float = 0.0
     details: str = ""  # the whole failure as pytest printed it (shown with verbose=True)
@@ -150,12 +174,39 @@ def _clip(text: str, n: int) -> str:
     return first if len(first) <= n else first[: n - 1] + "…"
 
 
+def memory_limit_gib(memory_gib: float | None = None) -> float | None:
+    """The memory limit of a grader process in GiB: ``memory_gib``, else the environment's
+    ``MINITVM_GRADE_MEMORY_GIB``, else :data:`DEFAULT_MEMORY_GIB`; None (no limit) for 0 or less,
+    or where the OS has no ``resource`` limits."""
+    if memory_gib is None:
+        text = os.environ.get(MEMORY_ENV, "").strip()
+        try:
+            memory_gib = float(text) if text else DEFAULT_MEMORY_GIB
+        except ValueError:
+            raise ValueError(f"{MEMORY_ENV}={text!r}: expected a number of GiB (0 for no limit)") from None
+    if memory_gib <= 0 or sys.platform == "win32":
+        return None
+    return float(memory_gib)
+
+
+def _out_of_memory(grader: Grader, limit: float, text: str, seconds: float) -> GradeResult:
+    first = next((x.strip() for x in text.splitlines() if _OUT_OF_MEMORY.search(x)), "")
+    return GradeResult(grader.exercise, grader.name, grader.points, 0, "memory",
+                       f"used more than {limit:g} GiB of memory (the limit of one exercise; memory_gib= or "
+                       f"{MEMORY_ENV} changes it): {first}", seconds, text)
+
+
 def run_grader(chapter: str, grader: Grader, root: Path, target: str = "exercises",
-               timeout: float = 60.0) -> GradeResult:
-    """Run one grader in a fresh ``python -m pytest`` subprocess (killed after ``timeout`` seconds)."""
+               timeout: float = 60.0, memory_gib: float | None = None) -> GradeResult:
+    """Run one grader in a fresh ``python -m pytest`` subprocess, killed after ``timeout`` seconds
+    and held to ``memory_gib`` GiB of memory (see :func:`memory_limit_gib`)."""
+    limit = memory_limit_gib(memory_gib)
     with tempfile.TemporaryDirectory(prefix="minitvm-grade-") as tmp:
         xml = Path(tmp) / "report.xml"
-        cmd = [sys.executable, "-m", "pytest", f"tests/grade/test_{chapter}.py::{grader.name}",
+        python = [sys.executable, "-m", "pytest"]
+        if limit is not None:
+            python = [sys.executable, "-c", _LIMITED_PYTEST, str(int(limit * 2 ** 30))]
+        cmd = [*python, f"tests/grade/test_{chapter}.py::{grader.name}",
                f"--grade-target={target}", f"--junitxml={xml}", "-q", "--no-header", "-p", "no:cacheprovider",
                "--tb=short"]
         env = dict(os.environ)
@@ -173,6 +224,9 @@ def run_grader(chapter: str, grader: Grader, root: Path, target: str = "exercise
                                time.perf_counter() - start)
         seconds = time.perf_counter() - start
         status, message, details = _parse_junit(xml) if xml.exists() else (None, "", "")
+    if limit is not None and (status in ("failed", "error") and _OUT_OF_MEMORY.search(details or message)
+                              or status is None and _OUT_OF_MEMORY.search(out)):
+        return _out_of_memory(grader, limit, (details or message) if status else out, seconds)
     if status is None:
         tail = [x for x in out.strip().splitlines() if x.strip()]
         why = f"exit code {proc.returncode}" + (f" (signal {-proc.returncode})" if proc.returncode < 0 else "")
@@ -206,23 +260,26 @@ def _parse_junit(path: Path) -> tuple[str | None, str, str]:
 
 def check(chapter: str, target: str = "exercises", timeout: float = 60.0, root: str | Path | None = None,
           jobs: int | None = None, only: list[str] | None = None, verbose: bool = False,
-          progress: bool = True) -> GradeReport:
+          progress: bool = True, memory_gib: float | None = None) -> GradeReport:
     """Grade ``<target>/<chapter>.py``: each grader in its own subprocess; returns the points table.
 
     In a notebook the returned report shows as a table; ``str(report)`` is the text table, with
     each failure below it (cut short unless ``verbose``).  ``only`` restricts to graders whose
-    name or exercise number is listed; ``progress`` prints a line as each grader finishes.
+    name or exercise number is listed; ``progress`` prints a line as each grader finishes;
+    ``memory_gib`` bounds each grader's memory (see :func:`memory_limit_gib`).
     """
     root = find_root(root)
     graders = list_graders(chapter, root)
     if only:
         graders = [g for g in graders if g.name in only or g.exercise in only]
     jobs = jobs or min(2, os.cpu_count() or 1)
+    limit = memory_limit_gib(memory_gib)  # (a bad MINITVM_GRADE_MEMORY_GIB is reported before any grader runs)
     if progress:
-        print(f"grading {chapter} ({target}/): {len(graders)} exercises, up to {timeout:g} s each", flush=True)
+        memory = "" if limit is None else f" and {limit:g} GiB"
+        print(f"grading {chapter} ({target}/): {len(graders)} exercises, up to {timeout:g} s{memory} each", flush=True)
     results: dict[str, GradeResult] = {}
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        running = {pool.submit(run_grader, chapter, g, root, target, timeout): g for g in graders}
+        running = {pool.submit(run_grader, chapter, g, root, target, timeout, memory_gib): g for g in graders}
         for future in as_completed(running):
             r = future.result()
             results[r.grader] = r

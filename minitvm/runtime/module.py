@@ -29,11 +29,11 @@ class BoundsCheck:
     line: int | None = None
 
     def message(self, value: int | None = None) -> str:
-        """``buffer B: index 8 is out of bounds for extent 8 (at B[i + 1])``; without a value, the
-        text of the check in the IR."""
-        where = f"{self.buffer}[{self.index}]" + ("" if self.line is None else f", line {self.line}")
+        """``buffer B: index 8 is out of bounds for extent 8 (at B[i + 1]) on TVMScript line 12``
+        (the line when the IR knows it); without a value, the text of the check in the IR."""
+        line = "" if self.line is None else f" on TVMScript line {self.line}"
         index = "index out of bounds" if value is None else f"index {value} is out of bounds"
-        return f"buffer {self.buffer}: {index} for extent {self.extent} (at {where})"
+        return f"buffer {self.buffer}: {index} for extent {self.extent} (at {self.buffer}[{self.index}]){line}"
 
     def error(self, func_name: str, value: int | None) -> "BoundsError":
         """The exception for this check failing in ``func_name`` with index ``value`` (None: unknown)."""

@@ -18,6 +18,8 @@ from ..ir.notebook import in_notebook
 from ..ir.structural import structural_equal, structural_hash
 from ..runtime.module import Module
 from ..tir.function import PrimFunc
+from ..tir.functor import post_order_visit
+from ..tir.stmt import BufferStore
 from ..tir.transform import InstrumentBoundCheckers, device_lower_pipeline, lower_pipeline
 from ..tir.transform.instrument_bound_checkers import bounds_check_requested
 from ..transform import PassContext
@@ -58,12 +60,19 @@ def lower_to_module(mod_or_func: Any, name: str | None = None) -> IRModule:
 lower = lower_to_module
 
 
+#: target kinds whose code generator turns a failed bounds check into a ``BoundsError``
+_CHECKED_KINDS = ("llvm", "cuda-emulated")
+
+
 def _instrument(mod: IRModule, target: Target, checks_by_default: bool) -> IRModule:
     """Bounds checks for native code when ``PassContext(config={"tir.bounds_check": ...})`` asks,
     else ``checks_by_default`` (the python target's interpreter checks every access itself).
     The one place the instrumentation runs, so that ``lib.ir_module`` shows the checks that were
-    compiled."""
-    if target.kind.name != "llvm" or not bounds_check_requested(PassContext.current(), checks_by_default):
+    compiled.  The emulated GPU's kernels are checked as native code is (after the host/device
+    split, the thread indices ranging over their launch): a bad shared-memory index raises the
+    same ``BoundsError``; CUDA C source carries no checks."""
+    if target.kind.name not in _CHECKED_KINDS or not bounds_check_requested(PassContext.current(),
+                                                                             checks_by_default):
         return mod
     return InstrumentBoundCheckers()(mod)
 
@@ -124,8 +133,10 @@ class _KernelCache:
         except TypeError:
             return None
         funcs = tuple((gv.name_hint, structural_hash(f, map_free_vars=True)) for gv, f in mod.items())
+        # a bounds check names the TVMScript line of its access, which structure does not see
+        lines = _store_lines(mod) if bounds_check_requested(ctx, checks_by_default) else ()
         return (str(target), checks_by_default, ctx.opt_level, tuple(sorted(ctx.required_pass)),
-                tuple(sorted(ctx.disabled_pass)), config, funcs, _entries_key(entries))
+                tuple(sorted(ctx.disabled_pass)), config, funcs, _entries_key(entries), lines)
 
     def get(self, key: tuple, mod: IRModule) -> Module | None:
         with self.lock:
@@ -149,6 +160,16 @@ class _KernelCache:
             self.entries.move_to_end(key)
             while len(self.entries) > self.size:
                 self.entries.popitem(last=False)
+
+
+def _store_lines(mod: IRModule) -> tuple:
+    """Where TVMScript wrote each store of the module's PrimFuncs (file, line)."""
+    found: list = []
+    for _, f in mod.items():
+        if isinstance(f, PrimFunc):
+            post_order_visit(f.body, lambda n: found.append((n.span.source_name, n.span.line))
+                             if isinstance(n, BufferStore) and n.span is not None else None)
+    return tuple(found)
 
 
 def _entries_key(entries: tuple) -> str:
@@ -208,9 +229,10 @@ def build_kernels(mod_or_func: Any, target: Any = "llvm", name: str | None = Non
         cached = _KERNEL_CACHE.get(key, mod)
         if cached is not None:
             return cached
-    lowered = _instrument(lower_to_module(mod), target, checks_by_default)
+    lowered = lower_to_module(mod)
     if target.kind.name in GPU_KINDS:  # barriers where threads share data, then kernels split off
         lowered = device_lower_pipeline()(lowered)
+    lowered = _instrument(lowered, target, checks_by_default)
     funcs: dict[str, PrimFunc] = {}
     for gv, f in lowered.items():
         if isinstance(f, PrimFunc):

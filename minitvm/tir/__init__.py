@@ -1,6 +1,7 @@
 """TensorIR: the loop-level IR that kernels are written, scheduled and compiled in."""
 
 from .. import ir as _ir
+from ..error import OutOfBoundsError  # what tir.analysis.OOBChecker (run by minitvm.build) raises
 from . import op
 from .buffer import Buffer, BufferRegion, decl_buffer
 from .expr import (

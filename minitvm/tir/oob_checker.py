@@ -10,7 +10,8 @@ minitvm also checks each block's bindings against the block's domain (a loop ``r
 bound to ``T.axis.spatial(16, i)``): TVM's block verification refuses those too.  Both run at
 the start of the lowering pipeline, so ``minitvm.build`` refuses such a program with a message
 naming the buffer, the index, the range it reaches and the extent, instead of running it and
-writing past the array.
+writing past the array: an :class:`~minitvm.error.OutOfBoundsError` (no schedule is involved,
+so not a ``ScheduleError``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import contextlib
 from dataclasses import dataclass
 from typing import Any
 
+from ..error import OutOfBoundsError
 from ..ir.module import IRModule
 from ..transform import module_pass
 from .buffer import Buffer
@@ -184,8 +186,8 @@ def out_of_bounds_accesses(func: PrimFunc) -> list[OOBLocation]:
 
 
 def OOBChecker() -> Any:  # noqa: N802 - TVM's name
-    """A pass that raises ``ScheduleError`` when a PrimFunc of the module provably reads or
-    writes outside a buffer (TVM's ``tir.analysis.OOBChecker``)."""
+    """A pass that raises :class:`~minitvm.error.OutOfBoundsError` when a PrimFunc of the module
+    provably reads or writes outside a buffer (TVM's ``tir.analysis.OOBChecker``)."""
 
     @module_pass(opt_level=0, name="tir.OOBChecker")
     def check(mod: IRModule, ctx: Any) -> IRModule:
@@ -194,12 +196,12 @@ def OOBChecker() -> Any:  # noqa: N802 - TVM's name
                 continue
             errors = out_of_bounds_accesses(func)
             if errors:
-                from .schedule.error import ScheduleError  # the schedule package imports this one
-
                 lines = "\n".join(f"  {e}" for e in errors[:5])
                 more = f"\n  ... and {len(errors) - 5} more" if len(errors) > 5 else ""
-                raise ScheduleError(f"{gv.name_hint}: out of bounds memory access, provable before running:\n"
-                                    f"{lines}{more}")
+                err = OutOfBoundsError(f"{gv.name_hint}: out of bounds memory access, provable before running:\n"
+                                       f"{lines}{more}")
+                err.locations = tuple(errors)
+                raise err
         return mod
 
     return check

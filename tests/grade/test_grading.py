@@ -157,16 +157,20 @@ def todo():
 '''
 
 
-def test_runner_isolates_crashes_and_timeouts(tmp_path, monkeypatch):
-    (tmp_path / "tests" / "grade").mkdir(parents=True)
-    (tmp_path / "solutions").mkdir()
-    (tmp_path / "exercises").mkdir()
-    (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\naddopts = "-p minitvm.grade.plugin"\n')
-    (tmp_path / "tests" / "grade" / "test_ch99.py").write_text(_FAKE_GRADERS)
-    (tmp_path / "exercises" / "ch99.py").write_text(_FAKE_EXERCISES)
+def _fake_repository(root: Path, monkeypatch, chapter: str, graders: str, exercises: str) -> None:
+    """A repository at ``root`` with one chapter's graders and exercises, graded with this minitvm."""
+    (root / "tests" / "grade").mkdir(parents=True)
     for pkg in ("solutions", "exercises"):  # regular packages, as in the repository
-        (tmp_path / pkg / "__init__.py").write_text("")
+        (root / pkg).mkdir()
+        (root / pkg / "__init__.py").write_text("")
+    (root / "pyproject.toml").write_text('[tool.pytest.ini_options]\naddopts = "-p minitvm.grade.plugin"\n')
+    (root / "tests" / "grade" / f"test_{chapter}.py").write_text(graders)
+    (root / "exercises" / f"{chapter}.py").write_text(exercises)
     monkeypatch.setenv("PYTHONPATH", PKG_PARENT)
+
+
+def test_runner_isolates_crashes_and_timeouts(tmp_path, monkeypatch):
+    _fake_repository(tmp_path, monkeypatch, "ch99", _FAKE_GRADERS, _FAKE_EXERCISES)
     report = check("ch99", root=tmp_path, timeout=20)  # a loaded machine takes seconds to start a grader
     status = {r.grader: r.status for r in report.results}
     assert status == {"test_ok": "passed", "test_wrong": "failed", "test_loops": "timeout",
@@ -175,6 +179,72 @@ def test_runner_isolates_crashes_and_timeouts(tmp_path, monkeypatch):
     text = str(report)
     assert "total: 2/8 points" in text and "wrong() should return 1" in text
     assert "<table>" in report._repr_html_()
+
+
+_FAKE_MEMORY_GRADERS = '''
+import pytest
+
+@pytest.fixture
+def ex(grade_module):
+    return grade_module("ch97")
+
+@pytest.mark.points(2)
+def test_ok(ex):
+    """Exercise 9.1"""
+    assert ex.ok() == 1
+
+@pytest.mark.points(1)
+def test_hungry(ex):
+    """Exercise 9.2"""
+    assert ex.hungry() == 1
+
+@pytest.mark.points(1)
+def test_wrong(ex):
+    """Exercise 9.3"""
+    assert ex.wrong() == 1, "wrong() should return 1"
+'''
+
+_FAKE_MEMORY_EXERCISES = '''
+import numpy as np
+
+def ok():
+    return 1
+
+def hungry():
+    chunks = []
+    while len(chunks) < 32:  # 2 GiB at most, should the limit ever fail, so the test cannot take the machine
+        chunks.append(np.ones(1 << 23))  # 64 MiB at a time, written: memory, not a reservation
+    return len(chunks)
+
+def wrong():
+    return 2
+'''
+
+
+def test_an_answer_that_allocates_without_bound_costs_only_its_exercise(tmp_path, monkeypatch):
+    _fake_repository(tmp_path, monkeypatch, "ch97", _FAKE_MEMORY_GRADERS, _FAKE_MEMORY_EXERCISES)
+    monkeypatch.setenv("MINITVM_GRADE_MEMORY_GIB", "1")  # the environment's limit (the default is 4 GiB)
+    report = check("ch97", root=tmp_path, timeout=60)
+    by_name = {r.grader: r for r in report.results}
+    assert {n: r.status for n, r in by_name.items()} == {"test_ok": "passed", "test_hungry": "memory",
+                                                           "test_wrong": "failed"}, str(report)
+    assert by_name["test_hungry"].message.startswith("used more than 1 GiB of memory (the limit of one exercise")
+    assert "MemoryError" in by_name["test_hungry"].message
+    assert (report.earned, report.total) == (2, 4)
+    assert "exercise 9.2 (test_hungry): memory" in str(report)
+
+
+def test_the_memory_limit_comes_from_the_argument_the_environment_or_the_default(monkeypatch):
+    from minitvm.grade.runner import DEFAULT_MEMORY_GIB, memory_limit_gib
+
+    monkeypatch.delenv("MINITVM_GRADE_MEMORY_GIB", raising=False)
+    assert memory_limit_gib() == DEFAULT_MEMORY_GIB == 4.0
+    monkeypatch.setenv("MINITVM_GRADE_MEMORY_GIB", "2.5")
+    assert (memory_limit_gib(), memory_limit_gib(8)) == (2.5, 8.0)
+    assert memory_limit_gib(0) is None
+    monkeypatch.setenv("MINITVM_GRADE_MEMORY_GIB", "lots")
+    with pytest.raises(ValueError, match="MINITVM_GRADE_MEMORY_GIB='lots': expected a number of GiB"):
+        memory_limit_gib()
 
 
 def test_cli_grades_one_exercise():
@@ -215,14 +285,7 @@ def far_index(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
 
 
 def test_a_wrong_index_fails_its_exercise_before_it_runs(tmp_path, monkeypatch):
-    (tmp_path / "tests" / "grade").mkdir(parents=True)
-    for pkg in ("solutions", "exercises"):
-        (tmp_path / pkg).mkdir()
-        (tmp_path / pkg / "__init__.py").write_text("")
-    (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\naddopts = "-p minitvm.grade.plugin"\n')
-    (tmp_path / "tests" / "grade" / "test_ch98.py").write_text(_FAKE_OOB_GRADERS)
-    (tmp_path / "exercises" / "ch98.py").write_text(_FAKE_OOB_EXERCISES)
-    monkeypatch.setenv("PYTHONPATH", PKG_PARENT)
+    _fake_repository(tmp_path, monkeypatch, "ch98", _FAKE_OOB_GRADERS, _FAKE_OOB_EXERCISES)
     (result,) = check("ch98", root=tmp_path, timeout=60).results
     assert result.status == "failed", result
     assert ("Out of bounds memory access on buffer B dimension 0: index vi * 100000000 reaches "

@@ -3,6 +3,8 @@ native code into a ``BoundsError``; accesses proven in range at compile time car
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -32,6 +34,11 @@ def _asserts(lib) -> list[str]:
     return found
 
 
+def _line(code: str) -> int:
+    """The line of this file where ``code`` (a kernel's statement) is written: the errors name it."""
+    return next(k for k, text in enumerate(Path(__file__).read_text().splitlines(), 1) if code in text)
+
+
 def _rand(*shape, dtype="float32"):
     return RNG.standard_normal(shape).astype(dtype)
 
@@ -52,7 +59,8 @@ def test_off_by_one_raises_bounds_error_naming_function_buffer_index_and_extent(
     a_before = a.copy()
     with pytest.raises(BoundsError) as err:
         lib["shift"](a, b, 1)
-    assert str(err.value) == "shift: buffer B: index 8 is out of bounds for extent 8 (at B[i + k])"
+    assert str(err.value) == ("shift: buffer B: index 8 is out of bounds for extent 8 (at B[i + k]) "
+                              f"on TVMScript line {_line('B[vi + k] = A[vi]')}")
     assert isinstance(err.value, IndexError)
     np.testing.assert_array_equal(a, a_before)  # the input is untouched
     # the seven good iterations ran before the bad one was stopped
@@ -134,7 +142,7 @@ def test_data_dependent_index_is_checked_at_run_time():
     for bad in (16, -3, 1 << 30):
         idx[5] = bad
         with pytest.raises(BoundsError, match=rf"^gather: buffer A: index {bad} is out of bounds for extent 16 "
-                                              r"\(at A\[idx\[i\]\]\)$"):
+                                              rf"\(at A\[idx\[i\]\]\) on TVMScript line {_line('A[idx[vi]]')}$"):
             lib["gather"](a, idx, b)
 
 
@@ -161,7 +169,8 @@ def test_parallel_loop_with_a_bad_index_raises_cleanly():
     a, b = _rand(1024), np.zeros(1024, "float32")
     for _ in range(20):  # every worker thread runs; one of them fails, the call reports it
         with pytest.raises(BoundsError, match=r"^shift_parallel: buffer A: index 1024 is out of bounds "
-                                              r"for extent 1024 \(at A\[i \+ k\]\)$"):
+                                              r"for extent 1024 \(at A\[i \+ k\]\) on TVMScript line "
+                                              rf"{_line('B[vi] = A[vi + k]')}$"):
             lib["shift_parallel"](a, b, 1)
     # the other workers finished their chunks
     np.testing.assert_array_equal(b[:512], a[1:513])
@@ -171,7 +180,8 @@ def test_vectorized_loop_with_a_bad_index_raises_cleanly():
     lib = _build(shift_vectorized)  # the check inside the loop makes it a scalar loop (an early exit)
     a, b = _rand(4, 16), np.zeros((4, 16), "float32")
     with pytest.raises(BoundsError, match=r"^shift_vectorized: buffer A: index 64 is out of bounds for extent 64 "
-                                          r"\(at A\[i \* 16 \+ j \+ k\]\)$"):
+                                          r"\(at A\[i \* 16 \+ j \+ k\]\) on TVMScript line "
+                                          rf"{_line('A[vi, vj + k]')}$"):
         lib["shift_vectorized"](a, b, 1)
     np.testing.assert_array_equal(b[:3], a.reshape(-1)[1:49].reshape(3, 16))
 
@@ -269,7 +279,7 @@ def test_conditions_that_read_memory_prove_nothing():
     assert len(_asserts(lib)) == 1
     a, idx = np.zeros(8, "float32"), np.array([3], "int32")
     with pytest.raises(BoundsError, match=r"^main: buffer A: index 103 is out of bounds for extent 8 "
-                                          r"\(at A\[idx\[0\]\]\)$"):
+                                          rf"\(at A\[idx\[0\]\]\) on TVMScript line {_line('A[idx[0]] = ')}$"):
         lib["main"](a, idx)
     np.testing.assert_array_equal(a, np.zeros(8, "float32"))
 
@@ -277,7 +287,8 @@ def test_conditions_that_read_memory_prove_nothing():
 def test_checks_show_in_the_lowered_module():
     text = _build(shift).ir_module.script()
     assert ('assert 0 <= i + k and i + k < 8, "buffer B: index out of bounds for '
-            'extent 8 (at B[i + k])"\n            B[i + k] = A[i]') in text
+            f'extent 8 (at B[i + k]) on TVMScript line {_line("B[vi + k] = A[vi]")}"\n'
+            '            B[i + k] = A[i]') in text
 
 
 def test_the_failed_check_reaches_the_error_as_a_record():
@@ -286,7 +297,7 @@ def test_the_failed_check_reaches_the_error_as_a_record():
 
     lib = _build(shift)
     func = lib.ir_module["shift"]
-    record = BoundsCheck(buffer="B", index="i + k", extent="8", line=None)
+    record = BoundsCheck(buffer="B", index="i + k", extent="8", line=_line("B[vi + k] = A[vi]"))
     assert func.attrs[CHECKS_ATTR] == [record.to_json()]  # the pass records the check as data
     assert bounds_checks(func) == {_asserts(lib)[0]: record}  # ... tied to the assert it made
     with pytest.raises(BoundsError) as err:
@@ -314,3 +325,16 @@ def test_the_notebook_test_is_false_outside_a_kernel():
     from minitvm.driver import in_notebook
 
     assert in_notebook() is False  # pytest is no IPython kernel
+
+
+def test_the_same_kernel_written_at_another_line_names_its_own_line():
+    # structurally one kernel (the compiled-kernel cache would hand back the first library),
+    # but each check names where its own source wrote the access
+    from minitvm.script import from_source
+
+    text = shift.script()
+    line = next(k for k, t in enumerate(text.splitlines(), 1) if "B[vi + k] = A[vi]" in t)
+    for blank_lines in (0, 5):
+        lib = _build(from_source("\n" * blank_lines + text))
+        with pytest.raises(BoundsError, match=rf"\(at B\[i \+ k\]\) on TVMScript line {line + blank_lines}$"):
+            lib["shift"](_rand(8), np.zeros(8, "float32"), 1)

@@ -54,8 +54,20 @@ def _check(func):
 @pytest.mark.parametrize("func, buffer", [(bad_load, "A"), (bad_load_loop, "A"), (bad_store, "B"),
                                           (bad_store_loop, "B")])
 def test_tvm_cases_are_refused_naming_the_buffer(func, buffer):
-    with pytest.raises(tir.ScheduleError, match=f"buffer {buffer}"):
+    with pytest.raises(tir.OutOfBoundsError, match=f"buffer {buffer}") as err:
         _check(func)
+    # no schedule is involved: not a ScheduleError; a TVMError (as TVM's) and an IndexError
+    # (as the run-time BoundsError)
+    assert not isinstance(err.value, tir.ScheduleError)
+    assert isinstance(err.value, minitvm.TVMError) and isinstance(err.value, IndexError)
+    assert [loc.what.split(" dimension")[0] for loc in err.value.locations] == [f"buffer {buffer}"]
+
+
+def test_the_build_raises_it_with_the_message():
+    with pytest.raises(tir.OutOfBoundsError, match=r"^main: out of bounds memory access, provable before running:\n"
+                                                   r"  Out of bounds memory access on buffer A dimension 0: index i "
+                                                   r"reaches \[0, 2\] but the valid range is \[0, 1\] \(extent 2\)"):
+        minitvm.build(bad_load_loop.with_attr("global_symbol", "main"))
 
 
 def test_an_index_of_unknown_range_is_left_to_run_time():

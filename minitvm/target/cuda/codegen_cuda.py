@@ -20,6 +20,7 @@ from ...tir.expr import IterVar, Range, Var
 from ...tir.function import PrimFunc
 from ...tir.functor import substitute
 from ...tir.thread_scope import storage_rank
+from ...tir.transform.instrument_bound_checkers import bounds_checks
 
 __all__ = ["cuda_source", "CUDACodegenError"]
 
@@ -60,6 +61,7 @@ class _CUDAPrinter:
         self.used: set[str] = set()
         self.ana = Analyzer()
         self.needs_floor_helpers = False
+        self.bounds_checks = bounds_checks(func)  # (of a cuda-emulated build under tir.bounds_check)
 
     # -- names -------------------------------------------------------------------------------
     def bind_name(self, var: Var, hint: str | None = None) -> str:
@@ -185,6 +187,8 @@ class _CUDAPrinter:
                 pass
             else:
                 self.emit(f"{self.expr(v)};")
+        elif isinstance(s, S.AssertStmt) and str(s.message) in self.bounds_checks:
+            self.stmt(s.body)  # the emulator's bounds check: the CUDA source is the kernel's, unchecked
         elif isinstance(s, S.AssertStmt):
             raise CUDACodegenError(f"CUDA source: an assertion ({s.message!r}) inside a kernel is not printed")
         else:

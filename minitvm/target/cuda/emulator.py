@@ -50,6 +50,8 @@ from ...tir.expr import PrimExpr, Var, const
 from ...tir.function import PrimFunc
 from ...tir.functor import StmtExprMutator, post_order_visit, substitute
 from ...tir.thread_scope import storage_rank
+from ...tir.transform.instrument_bound_checkers import ATTR as CHECKED_ATTR
+from ...tir.transform.instrument_bound_checkers import CHECKS_ATTR
 from ...tir.transform.split_host_device import is_thread_launch
 from ...tir.transform.thread_sync import is_storage_sync
 from .device import GPUSpec
@@ -108,7 +110,7 @@ def _peel_launch(kernel: str, body: S.Stmt) -> tuple[list[_Axis], list[_Axis], S
             elif s.node.var is not known.var:
                 s = replace(s, body=substitute(s.body, {s.node.var: known.var}))
             s = s.body
-        elif isinstance(s, (S.Allocate, S.LetStmt)) and _has(s.body, is_thread_launch):
+        elif isinstance(s, (S.Allocate, S.LetStmt, S.AssertStmt)) and _has(s.body, is_thread_launch):
             wrappers.append(s)
             s = s.body
         else:
@@ -286,6 +288,13 @@ class _Fission:
             body = self.emit(s.body)
             self.context.pop()
             return S.LetStmt(s.var, s.value, body or S.Evaluate(const(0, "int32")))
+        if isinstance(s, S.AssertStmt):  # a bounds check of a uniform loop's bounds or let's value
+            if not self._uniform(s.condition) or _has(s.condition, lambda n: isinstance(n, E.BufferLoad)):
+                raise NotImplementedError(f"kernel {self.kernel}: the check `{s.condition}` depends on the thread "
+                                          "(or on memory) and guards code holding a barrier; the emulator keeps "
+                                          "only thread-uniform checks around barriers")
+            body = self.emit(s.body)
+            return S.AssertStmt(s.condition, s.message, body or S.Evaluate(const(0, "int32")))
         if isinstance(s, S.Allocate):  # a local array alive across a barrier: one per thread
             buf = s.buffer
             size = math.prod(_int(d, f"size of {buf.name}", self.kernel) for d in buf.shape)
@@ -420,7 +429,7 @@ def _accesses(s: S.Stmt, watched: set[int]) -> list[_Access]:
         elif isinstance(x, S.LetStmt):
             loads(x.value, loops, guards, x)
             walk(substitute(x.body, {x.var: x.value}), loops, guards)
-        elif isinstance(x, (S.Allocate, S.AttrStmt)):
+        elif isinstance(x, (S.Allocate, S.AttrStmt, S.AssertStmt)):  # (a check's condition repeats an index)
             walk(x.body, loops, guards)
         elif isinstance(x, S.BufferStore):
             loads((x.value, x.indices), loops, guards, x)
@@ -679,7 +688,7 @@ def _count(kernel_body: S.Stmt, blocks: list[_Axis], threads: list[_Axis], local
             walk(x.then_case, loops, guards + [x.condition])
             if x.else_case is not None:
                 walk(x.else_case, loops, guards + [E.Not(x.condition)])
-        elif isinstance(x, (S.Allocate, S.AttrStmt, S.LetStmt)):
+        elif isinstance(x, (S.Allocate, S.AttrStmt, S.LetStmt, S.AssertStmt)):  # (a GPU has no bounds checks)
             walk(x.body, loops, guards)
         elif isinstance(x, S.BufferStore):
             nbytes, flops = cost((x.value, x.indices))
@@ -791,7 +800,9 @@ class EmulatedKernel:
             body = S.LetStmt(var, value, body)
         kind = S.ForKind.PARALLEL if nblocks > 1 else S.ForKind.SERIAL
         body = S.For(b, const(0, "int32"), const(nblocks, "int32"), kind, body)
-        attrs = {k: v for k, v in self.kernel.attrs.items() if k in ("global_symbol", "tir.noalias")}
+        # (with the bounds-check records, by which the CPU code generator names a failed check)
+        kept = ("global_symbol", "tir.noalias", CHECKED_ATTR, CHECKS_ATTR)
+        attrs = {k: v for k, v in self.kernel.attrs.items() if k in kept}
         attrs["tir.lowered"] = True
         return PrimFunc(self.kernel.params, self.kernel.buffer_map, body, None, attrs)
 

@@ -132,8 +132,8 @@ class _Shift(StmtExprMutator):
     def visit_buffer_store_(self, n: BufferStore) -> Stmt:
         value, indices = self.visit(n.value), self.visit(n.indices)
         if n.buffer is self.old:
-            return BufferStore(self.new, value, self._shift(indices))
-        return n if value is n.value and indices is n.indices else BufferStore(n.buffer, value, indices)
+            return BufferStore(self.new, value, self._shift(indices), n.span)
+        return n if value is n.value and indices is n.indices else BufferStore(n.buffer, value, indices, n.span)
 
     def visit_buffer_region_(self, n: BufferRegion) -> BufferRegion:
         if n.buffer is not self.old:

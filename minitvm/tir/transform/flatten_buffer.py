@@ -116,7 +116,7 @@ class _Flattener(StmtExprMutator):
         buffer, indices = self._access(n.buffer, self.visit(n.indices))
         if buffer is n.buffer and value is n.value and indices is n.indices:
             return n
-        return BufferStore(buffer, value, indices)
+        return BufferStore(buffer, value, indices, n.span)  # (the span names the line in errors)
 
     def visit_allocate_(self, n: Allocate) -> Stmt:
         buffer, body = self._flat_buffer(n.buffer), self.visit(n.body)

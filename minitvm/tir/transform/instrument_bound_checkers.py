@@ -190,8 +190,9 @@ class _Instrumenter(StmtExprMutator):
         inside = _e.And(_e.LE(_e.IntImm(index.dtype, 0), index), _e.LT(index, extent))
         return inside if access.guard is None else _e.Or(_e.Not(access.guard), inside)
 
-    def _message(self, access: _Access) -> str:
-        record = BoundsCheck(access.buffer.name, str(access.index), str(_extent(access.buffer)))
+    def _message(self, access: _Access, span: Any) -> str:
+        line = getattr(span, "line", None)  # where TVMScript wrote the statement, when it did
+        record = BoundsCheck(access.buffer.name, str(access.index), str(_extent(access.buffer)), line)
         message = record.message()  # the whole record is in its text: same text, same record
         self.records[message] = record
         return message
@@ -199,12 +200,13 @@ class _Instrumenter(StmtExprMutator):
     def _guard(self, stmt: _s.Stmt, *exprs: Any) -> _s.Stmt:
         """``stmt`` preceded by a check of every access ``exprs`` make that is not proven in range."""
         collector = _Collector()
+        span = getattr(stmt, "span", None)
         for e in exprs:
             collector.visit(e, None)
         for access in reversed(collector.found):  # the first access ends up outermost
             if not _dt.is_int(access.index.dtype) or self._in_range(access):
                 continue
-            stmt = _s.AssertStmt(self._check(access), self._message(access), stmt)
+            stmt = _s.AssertStmt(self._check(access), self._message(access, span), stmt)
         return stmt
 
     # -- statements ----------------------------------------------------------------------------
@@ -221,6 +223,14 @@ class _Instrumenter(StmtExprMutator):
             body = self.visit(s.body)
         out = s if body is s.body else replace(s, body=body)
         return self._guard(out, s.min, s.extent)
+
+    def visit_attr_stmt_(self, s: _s.AttrStmt) -> _s.Stmt:
+        if s.attr_key not in ("thread_extent", "virtual_thread") or not isinstance(s.node, _e.IterVar):
+            return self.visit_children(s)
+        # a GPU thread launch (an emulated kernel): its index runs over [0, extent) as a loop's
+        with self.analyzer.bound_scope(s.node.var, _e.Range(_e.IntImm(s.value.dtype, 0), s.value)):
+            body = self.visit(s.body)
+        return s if body is s.body else replace(s, body=body)
 
     def visit_let_stmt_(self, s: _s.LetStmt) -> _s.Stmt:
         interval = self.analyzer.interval(s.value) if _dt.is_int(s.value.dtype) else None

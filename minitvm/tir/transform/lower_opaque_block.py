@@ -206,7 +206,7 @@ class _BlockLowerer(StmtExprMutator):
         buffer, indices = self._resolve(n.buffer, indices)
         if buffer is n.buffer and value is n.value and indices is n.indices:
             return n
-        return BufferStore(buffer, value, indices)
+        return BufferStore(buffer, value, indices, n.span)  # (the span names the line in errors)
 
 
 def lower_blocks(body: Any) -> Any:
