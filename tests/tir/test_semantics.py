@@ -180,6 +180,25 @@ def test_casts_to_float16_round_once_to_nearest_even(src, target):
 
 
 @pytest.mark.parametrize("target", ["python", "llvm"])
+@pytest.mark.parametrize("dtype, low, high", [("float32", -106.0, -85.0), ("float64", -746.0, -707.0)])
+def test_exp_underflows_gradually_everywhere(dtype, low, high, target):
+    # LLVM's vectorizable float32 exp once returned 0 below -87.3, where numpy's is subnormal
+    rng = np.random.default_rng(8)
+    x = np.concatenate([rng.uniform(low, high, 60), [low, high, -np.inf, np.nan]]).astype(dtype)
+    want = np.exp(x)
+    assert (want[:60] != 0).sum() > 30 and (want[:60] < np.finfo(dtype).tiny).sum() > 30  # subnormals
+    for vectorized in (False, True):
+        got = np.zeros(len(x), dtype)
+        minitvm.build(OpCase("exp", dtype, seed=0, n=len(x), vectorized=vectorized).build(), target=target)["main"](
+            x, got)
+        np.testing.assert_array_equal(got == 0, want == 0, err_msg=f"{target} {vectorized}: flushed to zero")
+        np.testing.assert_array_max_ulp(got[~np.isnan(want)], want[~np.isnan(want)], maxulp=1)
+        assert np.isnan(got[-1])
+        folded = [S.BY_OP["tir.exp"].fold(dtype, float(v)) for v in x[:8]]
+        np.testing.assert_array_equal(np.array(folded, dtype), want[:8])
+
+
+@pytest.mark.parametrize("target", ["python", "llvm"])
 def test_bool_arithmetic_is_or_and_and(target):
     a = np.array([0, 0, 1, 1], bool)
     b = np.array([0, 1, 0, 1], bool)
