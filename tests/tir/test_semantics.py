@@ -156,7 +156,8 @@ def _halfway_doubles(rng, n):
     nudge = ties * 2.0**-40 * rng.choice([-1.0, 1.0], n)
     edges = [0.0, -0.0, 65504.0, 65519.99, 65520.0, 1e300, -np.inf, np.nan, 2.0**-25, 2.0**-25 * (1 + 2.0**-40),
              2.0**-24 * 1.5, 1 + 2.0**-11 + 2.0**-30, 1.2345]
-    values = np.concatenate([edges, halves, ties, ties + nudge, rng.standard_normal(n) * 10.0 ** rng.integers(-8, 5, n)])
+    spread = rng.standard_normal(n) * 10.0 ** rng.integers(-8, 5, n)
+    values = np.concatenate([edges, halves, ties, ties + nudge, spread])
     return values * rng.choice([-1.0, 1.0], len(values))
 
 
