@@ -223,6 +223,10 @@ _UNARY_CALLS = {f"tir.{n}": n for n in ("exp", "exp2", "log", "log2", "sqrt", "r
 _UNARY_CALLS["tir.fabs"] = "abs"
 _UNARY_CALLS.update({f"tir.{n}": n for n in (*_op.LIBM_UNARY, "trunc", "nearbyint", "isnan", "popcount")})
 _BINARY_CALLS = {f"tir.{n}": n for n in ("pow", *_op.LIBM_BINARY)}
+#: integer intrinsics printed as T.<name>(...) (as TVM prints them); their T helpers fold
+#: constants, so a call on constants only keeps the T.call_intrin spelling
+_INT_CALLS = {f"tir.{n}": n for n in ("shift_left", "shift_right", "bitwise_and", "bitwise_or", "bitwise_xor",
+                                      "bitwise_not")}
 _UNARY_CALLS["tir.likely"] = "likely"
 _UNARY_CALLS["tir.ret"] = "ret"
 
@@ -375,6 +379,9 @@ class _TIRPrinter:
             return f"T.isnan({args[0]})"
         if e.op in _BINARY_CALLS and len(args) == 2 and e.args[0].dtype == e.dtype:
             return f"T.{_BINARY_CALLS[e.op]}({args[0]}, {args[1]})"
+        if (e.op in _INT_CALLS and all(a.dtype == e.dtype for a in e.args)
+                and not all(isinstance(a, IntImm) for a in e.args)):
+            return f"T.{_INT_CALLS[e.op]}({', '.join(args)})"
         if (e.op == "tir.if_then_else" and len(args) == 3 and e.args[1].dtype == e.dtype
                 and e.args[1].dtype == e.args[2].dtype):
             return f"T.if_then_else({', '.join(args)})"

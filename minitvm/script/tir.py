@@ -750,6 +750,9 @@ trunc, nearbyint, fabs = _dtype_checked(_op.trunc), _dtype_checked(_op.nearbyint
 atan2, nextafter, hypot = _dtype_checked(_op.atan2), _dtype_checked(_op.nextafter), _dtype_checked(_op.hypot)
 copysign, fmod = _dtype_checked(_op.copysign), _dtype_checked(_op.fmod)
 isnan, popcount = _dtype_checked(_op.isnan), _dtype_checked(_op.popcount)
+shift_left, shift_right = _dtype_checked(_op.shift_left), _dtype_checked(_op.shift_right)
+bitwise_and, bitwise_or = _dtype_checked(_op.bitwise_and), _dtype_checked(_op.bitwise_or)
+bitwise_xor, bitwise_not = _dtype_checked(_op.bitwise_xor), _dtype_checked(_op.bitwise_not)
 ceildiv = _dtype_checked(_op.ceildiv)
 max_value, min_value = _op.max_value, _op.min_value
 

@@ -17,7 +17,7 @@ from ..ir import dtype as _dt
 from ..ir.node import node
 from ..tir import IterVar as _TirIterVar
 from ..tir import op as _op
-from ..tir.expr import IntImm, PrimExpr, Var, convert
+from ..tir.expr import IntImm, PrimExpr, Var, convert, shape_const
 from ..tir.functor import post_order_visit
 
 __all__ = ["Tensor", "Operation", "PlaceholderOp", "ComputeOp", "ProducerLoad", "IterVar",
@@ -71,7 +71,8 @@ class IterVar(_TirIterVar):
 
 
 def as_shape(shape: Any) -> tuple[PrimExpr, ...]:
-    """A shape as a tuple of integer PrimExprs (Python ints become int32 constants)."""
+    """A shape as a tuple of integer PrimExprs (Python ints become int32 constants, int64 when
+    they do not fit)."""
     if isinstance(shape, (int, PrimExpr, _TirIterVar)):
         shape = (shape,)
     try:
@@ -82,7 +83,7 @@ def as_shape(shape: Any) -> tuple[PrimExpr, ...]:
     for d in dims:
         if isinstance(d, bool) or not isinstance(d, (int, PrimExpr, _TirIterVar)):
             raise TypeError(f"shape {shape!r}: dimension {d!r} is not an int or an integer expression")
-        e = convert(d, "int32") if isinstance(d, int) else convert(d)
+        e = shape_const(d) if isinstance(d, int) else convert(d)
         if not _dt.is_int(e.dtype):
             raise TypeError(f"shape {shape!r}: dimension {d!r} has dtype {e.dtype}, expected an integer")
         if isinstance(e, IntImm) and e.value < 0:

@@ -6,7 +6,7 @@ from typing import Any
 
 from ..ir import dtype as _dt
 from ..ir.node import Node, node
-from .expr import BufferLoad, PrimExpr, Range, Var, const, convert
+from .expr import BufferLoad, PrimExpr, Range, Var, const, convert, shape_const
 from .op import access_ptr
 
 __all__ = ["Buffer", "decl_buffer", "BufferRegion"]
@@ -33,7 +33,7 @@ class Buffer(Node):
     def __post_init__(self) -> None:
         super().__post_init__()
         object.__setattr__(self, "axis_separators", tuple(int(a) for a in self.axis_separators))
-        object.__setattr__(self, "shape", tuple(convert(s, "int32") if isinstance(s, int) else convert(s)
+        object.__setattr__(self, "shape", tuple(shape_const(s) if isinstance(s, int) else convert(s)
                                                 for s in self.shape))
         object.__setattr__(self, "strides", tuple(convert(s) for s in self.strides))
         object.__setattr__(self, "elem_offset", convert(self.elem_offset))

@@ -17,7 +17,7 @@ __all__ = [
     "BinaryOp", "Add", "Sub", "Mul", "Div", "Mod", "FloorDiv", "FloorMod", "Min", "Max",
     "CmpOp", "EQ", "NE", "LT", "LE", "GT", "GE", "And", "Or", "Not",
     "Select", "BufferLoad", "Call", "Let", "Range", "IterVar", "const", "convert",
-    "is_const_int",
+    "is_const_int", "shape_const",
 ]
 
 
@@ -337,6 +337,16 @@ def const(value: Any, dtype: str | None = None) -> PrimExpr:
             raise TypeError(f"cannot make a {dtype} constant from {value!r}")
         return IntImm(dtype, int(value))
     raise TypeError(f"cannot make a constant of dtype {dtype!r}")
+
+
+def shape_const(value: int) -> IntImm:
+    """A Python int as a shape dimension or extent: int32 when it fits, else int64 (TVM's
+    ``T.int64(...)``) -- the one conversion every shape constructor uses, so that no size
+    of 2**31 or more wraps around."""
+    value = int(value)
+    if not -(2**63) <= value < 2**63:
+        raise ValueError(f"the shape dimension {value} does not fit int64")
+    return IntImm("int32" if -(2**31) <= value < 2**31 else "int64", value)
 
 
 def is_const_int(e: Any, value: int) -> bool:

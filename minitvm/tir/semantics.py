@@ -26,8 +26,13 @@ The edge cases have one meaning each, decided here (see each row's ``doc``):
 * integer division and modulo by zero: an error (TVM's folder refuses a constant zero divisor
   at construction; at run time the compiled code returns an error instead of trapping);
 * ``Div``/``Mod`` truncate, ``FloorDiv``/``FloorMod`` round down; ``INT_MIN / -1`` wraps;
-* ``min``/``max`` of floats propagate NaN and order ``-0.0 < +0.0`` (IEEE 754-2019 minimum);
-* float -> int casts saturate, NaN -> 0;
+* ``min``/``max`` of floats propagate NaN and order ``-0.0 < +0.0`` (IEEE 754-2019 minimum):
+  ``min(-0.0, 0.0)`` and ``min(0.0, -0.0)`` are both -0.0 (TVM's ``select(a < b, a, b)`` gives
+  the second operand for either, and drops a NaN in the first);
+* float -> int casts saturate, NaN -> 0 (TVM emits ``fptosi``, whose out-of-range result is
+  undefined: x86 gives INT_MIN);
+* ``exp`` & co. underflow gradually: a result below the normal range is subnormal in the folder,
+  the interpreter and LLVM code alike (no flush to zero; numpy's and the C library's meaning);
 * bool arithmetic: ``+`` is or, ``*`` is and (numpy's and torch's meaning), ``-``, ``/`` and
   ``%`` of bools are refused;
 * shifts by an amount outside ``[0, bits)``: all bits shifted out (numpy's meaning);
@@ -533,12 +538,20 @@ def _math_vector(name: str) -> Callable[[str], bool]:
     return ok
 
 
+#: what a math row's doc adds to "numpy's <name>"
+_MATH_NOTES = {
+    "exp": " Results below the normal range are subnormal (gradual underflow), never flushed to zero: "
+           "LLVM's vectorizable float32 exp returns 0 only below ln(2^-150), where numpy does.",
+}
+
+
 def _math_row(name: str) -> Semantics:
     np_fn = _NUMPY_MATH[name]
     arity = 2 if name in _BINARY_MATH else 1
     return Semantics(name, _FLOATS, lambda dtype, *args: np_fn(*args), _math_llvm(name), None,
                      op=f"tir.{name}", arity=arity, vector=_math_vector(name),
-                     doc=f"numpy's {getattr(np_fn, '__name__', name)}; float16 is computed in float32.")
+                     doc=f"numpy's {getattr(np_fn, '__name__', name)}; float16 is computed in float32."
+                         + _MATH_NOTES.get(name, ""))
 
 
 def _isnan_llvm(ctx: LLVMContext, dtype: str, x: Any) -> Any:
@@ -637,7 +650,9 @@ def _vpdpbusd_bound(dtype: str, acc: Interval, a: Interval, b: Interval) -> Inte
 #
 # Float -> int is undefined in C (and poison in LLVM) for values outside the integer type;
 # minitvm saturates (NaN -> 0), as LLVM's fptosi.sat, Rust's `as` and Java do: a cast never
-# produces a value that depends on the machine.  int -> int wraps, anything -> bool is "nonzero"
+# produces a value that depends on the machine (TVM emits plain fptosi: INT_MIN on x86).
+# Float -> narrower float rounds once, to nearest even (float64 -> float16 directly, never
+# through float32).  int -> int wraps, anything -> bool is "nonzero"
 # (NaN is nonzero), bool -> number is 0 or 1.
 
 
@@ -730,8 +745,9 @@ def _rows() -> list[Semantics]:
                   doc="The remainder of floordiv (the divisor's sign); modulo 0 is an error."),
         Semantics("min", _ALL, _min_np, _minmax_llvm(True),
                   lambda d, a, b: (min(a[0], b[0]), min(a[1], b[1])), node=_e.Min, vector=_float32_or_64,
-                  doc="The smaller; for floats NaN wins and -0.0 < +0.0 (numpy's and torch's minimum "
-                      "propagate NaN too; keeping it makes a NaN visible instead of dropping it)."),
+                  doc="The smaller; for floats NaN wins and -0.0 < +0.0, so min(-0.0, 0.0) is -0.0 in "
+                      "either order (numpy's and torch's minimum propagate NaN too; keeping it makes a "
+                      "NaN visible instead of dropping it)."),
         Semantics("max", _ALL, _max_np, _minmax_llvm(False),
                   lambda d, a, b: (max(a[0], b[0]), max(a[1], b[1])), node=_e.Max, vector=_float32_or_64,
                   doc="The larger; for floats NaN wins and -0.0 < +0.0."),

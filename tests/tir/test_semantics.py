@@ -10,7 +10,7 @@ import pytest
 import minitvm
 from minitvm import te, tir
 from minitvm.error import TVMError
-from minitvm.testing.fuzz import SEMANTICS_DTYPES, OpCase, check_op_case
+from minitvm.testing.fuzz import CAST_DTYPES, SEMANTICS_DTYPES, OpCase, check_op_case
 from minitvm.tir import expr as _e
 from minitvm.tir import op as _op
 from minitvm.tir import semantics as S
@@ -35,9 +35,9 @@ def test_row_agrees_everywhere_on_seeded_edges(name):
             check_op_case(OpCase(name, dtype, seed=7, n=16, vectorized=vectorized))
 
 
-@pytest.mark.parametrize("src", SEMANTICS_DTYPES)
+@pytest.mark.parametrize("src", CAST_DTYPES)
 def test_casts_agree_everywhere_on_seeded_edges(src):
-    for dst in SEMANTICS_DTYPES:
+    for dst in CAST_DTYPES:
         for vectorized in (False, True):
             check_op_case(OpCase("cast", src, seed=3, n=16, vectorized=vectorized, to=dst))
 
@@ -144,6 +144,59 @@ def test_float_to_int_casts_saturate_and_nan_is_zero(target):
     got_u8 = _run(lambda x: _e.Cast("uint8", x), ["float32"], "uint8", a, target=target)
     np.testing.assert_array_equal(got_u8, [255, 0, 0, 255, 0, 0, 3, 255])
     assert [int(S.cast_value(np.float32(v), "float32", "int32")) for v in a] == list(got32)
+
+
+def _halfway_doubles(rng, n):
+    """float64 values that float16 rounding gets wrong when done through float32 (a double
+    rounding): a tie between two halves nudged below float32's precision, plus halves, ties,
+    subnormals, overflow and random values."""
+    halves = rng.integers(0, 0x7C00, n, dtype=np.uint16).view(np.float16).astype(np.float64)
+    step = np.spacing(halves.astype(np.float16)).astype(np.float64)
+    ties = halves + step / 2
+    nudge = ties * 2.0**-40 * rng.choice([-1.0, 1.0], n)
+    edges = [0.0, -0.0, 65504.0, 65519.99, 65520.0, 1e300, -np.inf, np.nan, 2.0**-25, 2.0**-25 * (1 + 2.0**-40),
+             2.0**-24 * 1.5, 1 + 2.0**-11 + 2.0**-30, 1.2345]
+    spread = rng.standard_normal(n) * 10.0 ** rng.integers(-8, 5, n)
+    values = np.concatenate([edges, halves, ties, ties + nudge, spread])
+    return values * rng.choice([-1.0, 1.0], len(values))
+
+
+@pytest.mark.parametrize("target", ["python", "llvm", "llvm -mcpu=x86-64"])
+@pytest.mark.parametrize("src", ["float64", "float32"])
+def test_casts_to_float16_round_once_to_nearest_even(src, target):
+    # "llvm -mcpu=x86-64": no F16C, so float32 <-> float16 are library calls too
+    with np.errstate(over="ignore"):
+        a = _halfway_doubles(np.random.default_rng(21), 256).astype(src)
+        want = a.astype("float16")
+    for vectorized in (False, True):
+        case = OpCase("cast", src, seed=0, n=len(a), vectorized=vectorized, to="float16")
+        got = np.zeros(len(a), "float16")
+        minitvm.build(case.build(), target=target)["main"](a, got)
+        same = (got.view("uint16") == want.view("uint16")) | (np.isnan(got) & np.isnan(want))
+        assert same.all(), f"{target} {vectorized}: {a[~same][:4]} -> {got[~same][:4]}, numpy {want[~same][:4]}"
+        back = np.zeros(len(a), src)
+        minitvm.build(OpCase("cast", "float16", seed=0, n=len(a), vectorized=vectorized, to=src).build(),
+                      target=target)["main"](want, back)
+        np.testing.assert_array_equal(back, want.astype(src))
+
+
+@pytest.mark.parametrize("target", ["python", "llvm"])
+@pytest.mark.parametrize("dtype, low, high", [("float32", -106.0, -85.0), ("float64", -746.0, -707.0)])
+def test_exp_underflows_gradually_everywhere(dtype, low, high, target):
+    # LLVM's vectorizable float32 exp once returned 0 below -87.3, where numpy's is subnormal
+    rng = np.random.default_rng(8)
+    x = np.concatenate([rng.uniform(low, high, 60), [low, high, -np.inf, np.nan]]).astype(dtype)
+    want = np.exp(x)
+    assert (want[:60] != 0).sum() > 30 and (want[:60] < np.finfo(dtype).tiny).sum() > 30  # subnormals
+    for vectorized in (False, True):
+        got = np.zeros(len(x), dtype)
+        minitvm.build(OpCase("exp", dtype, seed=0, n=len(x), vectorized=vectorized).build(), target=target)["main"](
+            x, got)
+        np.testing.assert_array_equal(got == 0, want == 0, err_msg=f"{target} {vectorized}: flushed to zero")
+        np.testing.assert_array_max_ulp(got[~np.isnan(want)], want[~np.isnan(want)], maxulp=1)
+        assert np.isnan(got[-1])
+        folded = [S.BY_OP["tir.exp"].fold(dtype, float(v)) for v in x[:8]]
+        np.testing.assert_array_equal(np.array(folded, dtype), want[:8])
 
 
 @pytest.mark.parametrize("target", ["python", "llvm"])

@@ -10,8 +10,9 @@ within 4e-7, ``erf`` within 4.5e-7 -- about 1-2 units in the last place of a flo
 
 * ``exp(x)``: ``x = n ln2 + r`` with ``n = round(x / ln2)`` and ``|r| <= ln2 / 2``; ``exp(r)``
   is its Taylor polynomial of degree 7 (error below ``r^8 / 8!``, 5e-9), and ``2^n`` is made
-  by writing ``n + 127`` into the exponent bits of a float.  Outside [-87.3, 88.7] the result
-  is 0 or infinity, and NaN stays NaN.
+  by writing ``n + 127`` into the exponent bits of a float, in two halves so that ``2^n`` may
+  reach the subnormals.  Below -103.97 the result is 0, above 88.7 infinity (between -103.97 and
+  -87.3 it is subnormal, never flushed to zero), and NaN stays NaN.
 * ``tanh(x)``: an odd rational function ``x P(x^2) / Q(x^2)`` (degrees 13 and 6) on
   [-7.9, 7.9], where tanh reaches +-1 in float32; ``x`` itself below 4e-4.
 * ``sigmoid(x) = 1 / (1 + exp(-x))``.
@@ -37,7 +38,9 @@ Declare = Callable[[str, ir.Type, list], ir.Function]
 _LOG2E = 1.44269504088896341
 _LN2_HI = 0.693359375  # ln 2 split in two: n * _LN2_HI is exact for the n that occur
 _LN2_LO = -2.12194440e-4
-_EXP_HI, _EXP_LO = 88.7228391, -87.3365448  # beyond: infinity, 0 (the float32 range)
+# beyond: infinity; below: 0 -- ln(2^-150), where even the smallest subnormal float32 rounds to 0
+# (results under 2^-126 are subnormal, as numpy's and the C library's expf give them: no flush)
+_EXP_HI, _EXP_LO = 88.7228391, -103.972077
 _TANH_CLAMP = 7.90531110763549805
 _TANH_P = (-2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11, 5.12229709037114e-08,
            1.48572235717979e-05, 6.37261928875436e-04, 4.89352455891786e-03)  # x^13 ... x^1 over x
@@ -84,8 +87,8 @@ def exp_f32(b: ir.IRBuilder, x: ir.Value, declare: Declare) -> ir.Value:
     r = b.fsub(clamped, b.fmul(n, _splat(ty, _LN2_HI)))
     r = b.fsub(r, b.fmul(n, _splat(ty, _LN2_LO)))
     poly = _horner(b, r, (1 / 5040, 1 / 720, 1 / 120, 1 / 24, 1 / 6, 0.5, 1.0, 1.0))
-    # 2^n as 2^(n >> 1) * 2^(n - n >> 1): n runs from -126 to 128, one power alone would not
-    # fit a float's exponent at the ends
+    # 2^n as 2^(n >> 1) * 2^(n - n >> 1): n runs from -150 to 128, one power alone would not
+    # fit a float's exponent at the ends (the last multiplication rounds into the subnormals)
     n_int = b.fptosi(n, i32)
     half = b.ashr(n_int, _splat(i32, 1))
     result = poly

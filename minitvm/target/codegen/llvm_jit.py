@@ -30,6 +30,7 @@ from ..signature import FunctionSignature
 from ..target import Target
 from .calling import ERROR_INDEX_SYMBOL, CompiledFunction, UnrunnableFunction
 from .cpu_check import cpu_mismatch
+from .half_runtime import ensure_half_runtime
 from .openmp import load_openmp
 
 __all__ = ["LLVM_LOCK", "init_llvm", "has_openmp", "target_machine", "target_machine_for", "features_string",
@@ -174,6 +175,7 @@ def jit_compile(mod: llvm.ModuleRef, tm: llvm.TargetMachine, sigs: dict[str, Fun
     """Machine code for ``mod``: the MCJIT engine (it owns ``tm`` from now on) and each named
     function's address (0 if the module has no code for it) with its signature.  Call with
     :data:`LLVM_LOCK` held."""
+    ensure_half_runtime()  # float16 conversions the backend may call (else a call to address 0)
     with quiet_llvm([] if messages is None else messages):
         engine = llvm.create_mcjit_compiler(mod, tm)
         engine.finalize_object()

@@ -43,6 +43,8 @@ _MATH = {"exp": "exp", "exp2": "exp2", "exp10": "exp10", "log": "log", "log2": "
          "erf": "erf", "floor": "floor", "ceil": "ceil", "round": "rint", "trunc": "trunc", "fabs": "fabs",
          "pow": "pow", "atan2": "atan2", "fmod": "fmod", "copysign": "copysign", "hypot": "hypot",
          "nearbyint": "nearbyint", "asinh": "asinh", "acosh": "acosh", "atanh": "atanh"}
+#: integer intrinsic -> C operator
+_BITWISE = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^", "shift_left": "<<", "shift_right": ">>"}
 
 
 def ctype(dtype: str) -> str:
@@ -147,6 +149,10 @@ class _CUDAPrinter:
             return f"(1.0{f} / (1.0{f} + exp{f}(-{args[0]})))"
         if short == "call_extern":
             return f"{e.args[0].value}({', '.join(args[1:])})"
+        if short in _BITWISE and len(args) == 2:
+            return f"({args[0]} {_BITWISE[short]} {args[1]})"
+        if short == "bitwise_not":
+            return f"(~{args[0]})"
         raise CUDACodegenError(f"CUDA source: no CUDA form for the call T.{short}")
 
     def buffer_name(self, buffer: Any) -> str:

@@ -76,6 +76,19 @@ def test_variance_and_std_match_numpy():
     np.testing.assert_allclose(run_op(lambda a: R.std(a), x), x.std(), rtol=1e-5)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_variance_and_std_survive_a_large_mean(dtype):
+    # float32 sums of 8192 values near 10000 lose the spread (the variance came out 190% off):
+    # the legalization accumulates in float64 and rounds once
+    base, tol = (10000.0, 1e-6) if dtype == "float32" else (500.0, 1e-3)
+    x = (base + np.random.default_rng(15).random((4, 8192))).astype(dtype)
+    exact = x.astype("float64").var(axis=-1)
+    var, std = run_op(lambda a: relax.Tuple([R.variance(a, -1), R.std(a, 1, keepdims=True)]), x)
+    assert var.dtype == std.dtype == dtype
+    np.testing.assert_allclose(var, exact, rtol=tol)
+    np.testing.assert_allclose(std, np.sqrt(exact)[:, None], rtol=tol)
+
+
 def test_quantize_dequantize_round_trip_per_channel():
     rng = np.random.default_rng(14)
     x = rand(rng, 3, 6)

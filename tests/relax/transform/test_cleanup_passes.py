@@ -172,6 +172,24 @@ def test_fold_constant_leaves_calls_on_parameters():
     assert transform.FoldConstant()(mod) is mod
 
 
+def test_fold_constant_astype_float64_to_float16_matches_numpy():
+    # the float64 -> float16 kernel calls __truncdfhf2, which the JIT once left at address 0:
+    # FoldConstant calling it killed the process
+    values = np.concatenate([[1.2345, 65519.9, 65520.0, -3e-8, 1e6, 1 + 2.0**-11 + 2.0**-30],
+                             RNG.standard_normal(58) * 100.0])
+    bb = relax.BlockBuilder()
+    with bb.function("main", []):
+        with bb.dataflow():
+            gv = bb.emit_output(R.astype(relax.const(values, "float64"), "float16"))
+        bb.emit_func_output(gv)
+    vm = relax.VirtualMachine(minitvm.compile(bb.get(), target="llvm"), minitvm.cpu())
+    got = vm["main"]().numpy()
+    with np.errstate(over="ignore"):
+        want = values.astype("float16")
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got.view("uint16"), want.view("uint16"))
+
+
 # -- DeadCodeElimination -------------------------------------------------------------------------
 
 def test_dead_code_elimination_bindings_and_functions():

@@ -74,7 +74,7 @@ def _count(conv, node, axes):
 
 def var_std(is_std: bool):
     """``var`` / ``std`` with ``correction`` (Bessel's 1 by default, ``unbiased=False`` is 0):
-    the sum of squared deviations divided by ``N - correction``."""
+    the sum of squared deviations divided by ``N - correction``, through ``relax.variance``."""
     def convert(node, conv):
         val = node.meta["val"]
         dtype = conv.dtype_name((val[0] if isinstance(val, (tuple, list)) else val).dtype)  # var_mean: a pair
@@ -91,12 +91,16 @@ def var_std(is_std: bool):
                 unbiased = arg_or(node, 2, "unbiased", True)
                 keepdim = bool(arg_or(node, 3, "keepdim", False))
             correction = 1 if unbiased else 0
-        n = _count(conv, node, axes)
-        dev = conv.bb.emit(_op.subtract(x, _op.mean(x, axis=axes, keepdims=True)))
-        total = _op.sum(_op.multiply(dev, dev), axis=axes, keepdims=keepdim)
-        denom = n - correction
-        # torch divides by max(N - correction, 0): no degrees of freedom left gives inf or NaN
-        out = _op.divide(total, conv.scalar(float(max(denom, 0)), x))
+        if correction == 0 and is_std:
+            return conv.bb.emit(_op.std(x, axis=axes, keepdims=keepdim))
+        # relax.variance (two passes, accumulated in float64 by its legalization) is the mean
+        # of the squared deviations; torch divides their sum by max(N - correction, 0) instead
+        # (no degrees of freedom left gives inf, or NaN for a zero sum)
+        out = _op.variance(x, axis=axes, keepdims=keepdim)
+        if correction != 0:
+            n = _count(conv, node, axes)
+            denom = n - correction
+            out = _op.multiply(out, conv.scalar(n / denom if denom > 0 else math.inf, x))
         return conv.bb.emit(_op.sqrt(out) if is_std else out)
     convert.__name__ = "convert_std" if is_std else "convert_var"
     return convert

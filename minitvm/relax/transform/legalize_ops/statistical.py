@@ -1,23 +1,44 @@
 """Legalization of the statistical reductions TVM composes from TOPI: variance and std
-(the mean of the squared deviations from the kept-dims mean, as TVM computes it)."""
+(the mean of the squared deviations from the kept-dims mean, as TVM computes it).
+
+Both passes add up to a whole tensor's worth of values: in float32 a sum of millions of values
+near 100 stops growing once its rounding step exceeds them (a 2x1024x8192 input in [100, 101]
+gets a mean off by 7.7, a variance of 59 instead of 0.083).  So the sums run in float64, as
+torch's CPU kernels accumulate float32 in double, and the result is rounded back once.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from .... import te, topi
+from ....ir import dtype as _dt
 from ...block_builder import BlockBuilder
 from ...expr import Call, Expr
 from .common import register_legalize
 
 
-def _variance(x: te.Tensor, axis: Any, keepdims: bool) -> te.Tensor:
-    deviation = topi.subtract(x, topi.mean(x, axis, True))
+def _accumulate_dtype(dtype: str) -> str:
+    """float64 for the narrower floats (see the module docstring); other dtypes unchanged."""
+    return "float64" if _dt.is_float(dtype) and _dt.bits(dtype) < 64 else dtype
+
+
+def _wide_variance(x: te.Tensor, axis: Any, keepdims: bool) -> te.Tensor:
+    """Two passes in the accumulation dtype: the mean, then the mean of squared deviations."""
+    acc = _accumulate_dtype(x.dtype)
+    wide = x if acc == x.dtype else topi.cast(x, acc)
+    deviation = topi.subtract(wide, topi.mean(wide, axis, True))
     return topi.mean(topi.multiply(deviation, deviation), axis, keepdims)
 
 
+def _variance(x: te.Tensor, axis: Any, keepdims: bool) -> te.Tensor:
+    var = _wide_variance(x, axis, keepdims)
+    return var if var.dtype == x.dtype else topi.cast(var, x.dtype)
+
+
 def _std(x: te.Tensor, axis: Any, keepdims: bool) -> te.Tensor:
-    return topi.sqrt(_variance(x, axis, keepdims))
+    std = topi.sqrt(_wide_variance(x, axis, keepdims))
+    return std if std.dtype == x.dtype else topi.cast(std, x.dtype)
 
 
 @register_legalize("relax.variance")

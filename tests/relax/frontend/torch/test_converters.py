@@ -169,3 +169,19 @@ def test_every_converter_name_is_an_aten_overload_or_a_python_operator():
             assert hasattr(getattr(torch.ops.aten, op), overload), name
         else:
             assert name == "getitem" or hasattr(operator, name), name
+
+
+class Spread(torch.nn.Module):
+    def forward(self, x):
+        return (torch.std(x, dim=-1, correction=1), torch.var(x, dim=-1, correction=1),
+                torch.var(x, dim=(0, 1), unbiased=False, keepdim=True), torch.std(x, dim=-1, correction=0),
+                torch.var(x, dim=-1, correction=2), torch.var(x[:, :1], dim=1, correction=1))
+
+
+@pytest.mark.filterwarnings("ignore:var\\(\\)..degrees of freedom:UserWarning")
+@pytest.mark.parametrize("decompose", [True, False])
+def test_var_and_std_survive_a_large_mean(decompose):
+    # values 10000 + [0, 1): float32 sums of 8192 of them lose every digit of the spread; the
+    # old graph gave variances off by 190%.  The last output has N == correction: NaN, as torch.
+    x = 10000 + torch.rand(4, 8192, generator=torch.Generator().manual_seed(3))
+    check(Spread(), x, decompose=decompose)
