@@ -111,39 +111,30 @@ def test_rfactor_of_the_reduction_loop_inside_the_shared_loop_keeps_the_numbers(
         np.testing.assert_allclose(out.numpy(), e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-6)
 
 
-@T.prim_func
-def row_sums_10(A: T.Buffer((6, 10), "float32"), B: T.Buffer((6,), "float32")):
-    for i, k in T.grid(6, 10):
-        with T.block("B"):
-            vi, vk = T.axis.remap("SR", [i, k])
-            with T.init():
-                B[vi] = T.float32(0)
-            B[vi] = B[vi] + A[vi, vk]
-
-
-@pytest.mark.parametrize("factors", [[None, 4], [4, None], [None, 4, 2]])
+@pytest.mark.parametrize("factors", [[None, 5], [5, None], [None, 3, 2]])
 def test_rfactor_after_a_non_dividing_spatial_split_keeps_the_guard(factors):
-    # The split of i (6 rows) leaves a guard `i_0 * 4 + i_1 < 6`; the write-back block lost it and
-    # the build refused the out-of-bounds rows (TVM drops it too, and writes past B's end).
-    sch = tir.Schedule(row_sums_10)
-    i, k = sch.get_loops("B")
-    sch.split(i, factors)
-    sch.rfactor(sch.get_loops("B")[-1], 0)
-    write_back = [line for line in sch.mod.script().splitlines() if "T.where(" in line]
-    assert len(write_back) == 2, sch.mod.script()  # the rfactor block and the write-back block
-    a = np.random.default_rng(9).standard_normal((6, 10)).astype("float32")
+    # The split of j (16 columns) leaves a guard such as `j_0 * 5 + j_1 < 16`; the write-back block
+    # lost it and the build refused the out-of-bounds columns (TVM drops it too, and writes past
+    # B's end).
+    sch = tir.Schedule(col_sums)
+    _, j = sch.get_loops("B")
+    sch.split(j, factors)
+    sch.rfactor(sch.get_loops("B")[0], 0)
+    guards = [line for line in sch.mod.script().splitlines() if "T.where(" in line]
+    assert len(guards) == 2, sch.mod.script()  # the rfactor block's and the write-back block's
+    a = np.random.default_rng(9).standard_normal((64, 16)).astype("float32")
     for target in ("llvm", "python"):
-        out = minitvm.nd.array(np.full(6, np.nan, "float32"))
-        minitvm.build(sch.mod, target=target)["row_sums_10"](minitvm.nd.array(a), out)
-        np.testing.assert_allclose(out.numpy(), a.sum(axis=1), rtol=1e-5, atol=1e-5)
+        out = minitvm.nd.array(np.full(16, np.nan, "float32"))
+        minitvm.build(sch.mod, target=target)["col_sums"](minitvm.nd.array(a), out)
+        np.testing.assert_allclose(out.numpy(), a.sum(axis=0), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("factors,at", [([None, 4], 1), ([None, 4], 2), ([None, 4, 4], 2)])
+@pytest.mark.parametrize("factors,at", [([None, 5], 0), ([None, 5], 1), ([None, 5, 4], 1)])
 def test_rfactor_after_a_non_dividing_reduction_split_is_refused(factors, at):
-    # The guard `k_0 * 4 + k_1 < 10` uses a loop the final reduction drops. TVM accepts this and,
-    # for a [None, 4, 4] split of 10, reads a partial result no iteration wrote (NaN).
-    sch = tir.Schedule(row_sums_10)
-    _, k = sch.get_loops("B")
+    # The guard `k_0 * 5 + k_1 < 64` uses a loop the final reduction drops. TVM accepts this and,
+    # for some splits (a [None, 4, 4] split of 10), reads a partial result no iteration wrote (NaN).
+    sch = tir.Schedule(col_sums)
+    k, _ = sch.get_loops("B")
     sch.split(k, factors)
     loop = sch.get_loops("B")[at]
     before = sch.mod
@@ -155,7 +146,7 @@ def test_rfactor_after_a_non_dividing_reduction_split_is_refused(factors, at):
 
 @T.prim_func
 def row_sums_repeated(A: T.Buffer((4, 8), "float32"), B: T.Buffer((4,), "float32")):
-    for i, j, k in T.grid(4, 3, 8):
+    for i, j, k in T.grid(4, 3, 8):  # noqa: B007 - j repeats the reduction on purpose
         with T.block("B"):
             vi, vk = T.axis.remap("SR", [i, k])
             with T.init():
