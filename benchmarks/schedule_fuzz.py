@@ -14,9 +14,9 @@ left unwritten shows.
 
 The table counts, per kernel: sequences tried; accepted (every step applied); refused (at least
 one step raised ``ScheduleError``; the rest still ran and the result was checked); wrong numbers;
-build errors (anything the build or the run raised, a ``ScheduleError`` from the build's own
-checks included: the schedule accepted what the build could not lower); and crashes (a primitive
-raising something other than ``ScheduleError``).  Each failure prints its kernel, its steps (to
+build errors (anything the build or the run raised, an out-of-bounds access the build proves or
+the bounds checks catch included: the schedule accepted what cannot run); and crashes (a
+primitive raising something other than ``ScheduleError``).  Each failure prints its kernel, its steps (to
 replay with ``apply_schedule``) and its trace, ready to become a regression test.  The load
 average at start and end says how busy the shared machine was.  Nothing here is a test; the
 script stops after ``--count`` sequences (or ``--max-seconds``).
