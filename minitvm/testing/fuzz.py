@@ -763,9 +763,10 @@ def _resolve(sch: Any, step: Step) -> _Call:
     return None if needs_loops and not at.loops else resolver(step.primitive, at)
 
 
-def apply_schedule(sch: Any, steps: Sequence[Step]) -> list[str]:
+def apply_schedule(sch: Any, steps: Sequence[Step], refused: list[str] | None = None) -> list[str]:
     """Apply ``steps`` to ``sch`` in order; returns what was applied.  A step whose
-    primitive raises ``ScheduleError`` is skipped, after checking it changed nothing."""
+    primitive raises ``ScheduleError`` is skipped, after checking it changed nothing (and
+    appended to ``refused``, when given, with the error)."""
 
     applied = []
     for step in steps:
@@ -778,6 +779,8 @@ def apply_schedule(sch: Any, steps: Sequence[Step]) -> list[str]:
             run()
         except ScheduleError as err:
             _check_unchanged(sch, before, trace_len, what, err)
+            if refused is not None:
+                refused.append(f"{what}: {err}")
             continue
         applied.append(what)
     return applied

@@ -20,7 +20,7 @@ from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, SeqStmt, Stmt
 from .error import ScheduleError
 from .tree import ancestors, replace_stmt, unique_block_name, walk_stmts
 
-__all__ = ["rfactor", "match_reduction"]
+__all__ = ["rfactor", "match_reduction", "single_child_block"]
 
 
 def match_reduction(block: Block) -> tuple[type, BufferStore, PrimExpr]:
@@ -37,6 +37,24 @@ def match_reduction(block: Block) -> tuple[type, BufferStore, PrimExpr]:
                 return type(value), store, rhs
     raise ScheduleError(f"cannot rfactor {what}: its update is not `Y = Y + x`, `T.max(Y, x)` or "
                         f"`T.min(Y, x)`")
+
+
+def single_child_block(loop: For) -> BlockRealize:
+    """The one block under ``loop`` (blocks nested in it aside), as TVM's rfactor requires:
+    rfactor rebuilds the loop nest around one reduction, so a sibling block sharing the loop
+    would be left in a nest whose iterations no longer mean what they did."""
+    from .checks import child_blocks
+
+    children = child_blocks(loop)
+    where = f"cannot rfactor at loop {loop.loop_var.name}"
+    if not children:
+        raise ScheduleError(f"{where}: the loop holds no block to rfactor")
+    if len(children) > 1:
+        names = ", ".join(r.block.name_hint for r in children)
+        raise ScheduleError(f"{where}: the loop is required to have only one child block (as in TVM), but it "
+                            f"holds {len(children)}: {names}. rfactor rebuilds the loop nest of one reduction "
+                            "block; the other blocks under the loop cannot be split with it")
+    return children[0]
 
 
 def _check_reduction(realize: BlockRealize, path: tuple, name: str) -> None:
@@ -71,9 +89,10 @@ def _combine(kind: type, acc: PrimExpr, rhs: PrimExpr) -> PrimExpr:
 
 def _check_loops(loops: list[For], rf_loop: For, realize: BlockRealize, spatial_vars: set[int],
                  reduce_vars: set[int], name: str) -> None:
-    """TVM's loop conditions: no loop drives both kinds of iterators, the rfactor loop drives a
-    reduction one, the outermost loop starts with the block, the outermost reduction loop holds
-    only the block, and no unbound loop (extent > 1) sits under a reduction loop."""
+    """TVM's loop conditions: no loop drives both kinds of iterators, the rfactor loop drives no
+    spatial one, the outermost loop starts with the block, the outermost reduction loop holds
+    only the block, and no unbound loop (extent > 1) sits under a reduction loop; and, beyond
+    TVM, an rfactor loop of extent > 1 drives a reduction iterator."""
     from .tree import blocks_under
 
     block = realize.block
@@ -96,9 +115,18 @@ def _check_loops(loops: list[For], rf_loop: For, realize: BlockRealize, spatial_
                 raise ScheduleError(f"cannot {name}: the outermost reduction loop {lp.loop_var.name} holds "
                                     f"more than block {block.name_hint}")
             met_reduction = True
-        elif met_reduction and not (isinstance(lp.extent, IntImm) and lp.extent.value == 1):
+        elif lp is rf_loop and not _is_one(lp.extent):
+            # TVM accepts this and counts the whole reduction once per iteration of the loop
+            raise ScheduleError(f"cannot {name}: the loop binds no reduction iterator of block "
+                                f"{block.name_hint}, so each of its {lp.extent} partial results would be "
+                                "the whole reduction and combining them would count it that many times")
+        elif met_reduction and not _is_one(lp.extent):
             raise ScheduleError(f"cannot {name}: loop {lp.loop_var.name} binds no iterator of block "
                                 f"{block.name_hint} yet sits under a reduction loop")
+
+
+def _is_one(e: PrimExpr) -> bool:
+    return isinstance(e, IntImm) and e.value == 1
 
 
 @dataclass
@@ -140,7 +168,7 @@ def rfactor(root: Stmt, realize: BlockRealize, loop: For, factor_axis: int) -> t
 def _check_rfactor(root: Stmt, realize: BlockRealize, loop: For, factor_axis: int, name: str) -> _Reduction:
     """The block is a reduction rfactor can split at ``loop`` (see :func:`_check_reduction`
     and :func:`_check_loops`), ``factor_axis`` fits the output, and no predicate uses a loop
-    the final reduction drops."""
+    the final reduction drops (the write-back block keeps the predicate)."""
     block = realize.block
     kind, store, rhs = match_reduction(block)
     lv = loop.loop_var
@@ -163,8 +191,11 @@ def _check_rfactor(root: Stmt, realize: BlockRealize, loop: For, factor_axis: in
                             f"{ndim}-D buffer {store.buffer.name} (it must be in [{-(ndim + 1)}, {ndim}])")
     dropped = {id(lp.loop_var) for lp in loops if lp is not loop and id(lp.loop_var) in reduce_vars}
     if vars_used(realize.predicate) & dropped:
-        raise ScheduleError(f"cannot {name}: block {block.name_hint} has a predicate ({realize.predicate}) "
-                            "over reduction loops the final reduction would not keep")
+        # TVM accepts it, yet a partial result no iteration passes the guard for is never written
+        # (a [None, 4, 4] split of 10 gives NaN there)
+        raise ScheduleError(f"cannot {name}: block {block.name_hint} has a predicate ({realize.predicate}, "
+                            "left by a split that does not divide its loop) over reduction loops the final "
+                            "reduction would not keep, so some partial results could be left unwritten")
     if not isinstance(block.init, BufferStore):
         raise ScheduleError(f"cannot {name}: the T.init of block {block.name_hint} must be one store")
     return _Reduction(realize, kind, store, rhs, block.init.value, path, loops, reduce_vars,
@@ -247,7 +278,10 @@ def _write_back_block(red: _Reduction, loop: For, rf_buf: Buffer, rf_index: tupl
         body=BufferStore(out, _combine(red.kind, BufferLoad(out, out_index), rf_load), out_index),
         annotations=dict(block.annotations),
     )
-    return BlockRealize(tuple(wb_values), const(True, "bool"), wb_block)
+    # the guard of a split that does not divide (over the loops the write-back keeps, see
+    # _check_rfactor) stays: without it the write-back reads and writes past the buffers' ends
+    # (TVM drops it and writes out of bounds)
+    return BlockRealize(tuple(wb_values), red.realize.predicate, wb_block)
 
 
 def _replace_reduction(root: Stmt, red: _Reduction, loop: For, rf_nest: Stmt, write_back: BlockRealize) -> Stmt:

@@ -42,7 +42,6 @@ from .error import ScheduleError
 from .shared_analyses import simplify
 from .trace import BlockRV, ExprRV, Instruction, LoopRV, Trace, kind_for, random_vars_in
 from .tree import block_realizes, child_stmts, loops_above, walk_stmts
-from .tree import blocks_under as _blocks_under
 
 __all__ = ["Schedule"]
 
@@ -530,11 +529,7 @@ class Schedule:
         (a new block and buffer ``<name>_rf``) plus a final reduction; returns the rf block."""
         node, _ = self._loop(loop)
         func = self._func(loop.func_name)
-        owners = [r for r in _blocks_under(node) if r.block.init is not None]
-        if len(owners) != 1:
-            raise ScheduleError(f"cannot rfactor at loop {node.loop_var.name}: it must hold exactly one "
-                                f"reduction block, found {len(owners)}")
-        body, name = _rfactor.rfactor(func.body, owners[0], node, factor_axis)
+        body, name = _rfactor.rfactor(func.body, _rfactor.single_child_block(node), node, factor_axis)
         self._commit(loop.func_name, body)
         rv = BlockRV(name, loop.func_name)
         self._record("rfactor", {"loop": loop, "factor_axis": factor_axis}, [rv])

@@ -1,13 +1,17 @@
 """rfactor as TVM lays it out: partial sums in a copy of the loop nest, the final reduction in
-the original loops; negative factor axes; a whole reduction rfactored into plain stores."""
+the original loops; negative factor axes; a whole reduction rfactored into plain stores; the
+loops it refuses (two blocks, a guard over dropped loops, a loop the reduction does not use)
+and the split guard it keeps."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import minitvm
 from minitvm import tir
 from minitvm.script import tir as T
+from minitvm.testing.programs import softmax
 
 
 @T.prim_func
@@ -72,3 +76,88 @@ def test_rfactor_of_the_whole_reduction_stores_partials():
     out = minitvm.nd.array(np.full((16,), np.nan, "float32"))
     minitvm.build(sch.mod)["col_sums"](minitvm.nd.array(a), out)
     np.testing.assert_allclose(out.numpy(), a.sum(axis=0), rtol=1e-5, atol=1e-5)
+
+
+def _softmax_with_sum_under_norm():
+    """softmax with the row sum moved under the normalizing block's column loop j."""
+    sch = tir.Schedule(softmax)
+    sch.compute_at(sch.get_block("sum"), sch.get_loops("out")[1])
+    return sch
+
+
+@pytest.mark.parametrize("at", [0, 1], ids=["i", "j"])
+def test_rfactor_of_a_loop_holding_two_blocks_is_refused(at):
+    # the loop j holds the row sum and the block reading it: rfactor of j was accepted and the
+    # softmax was off by up to 0.29. TVM refuses it (the loop must have only one child block).
+    sch = _softmax_with_sum_under_norm()
+    loop = sch.get_loops("sum")[at]
+    before = sch.mod
+    with pytest.raises(tir.ScheduleError) as err:
+        sch.rfactor(loop, 0)
+    name = "ij"[at]
+    assert f"cannot rfactor at loop {name}: the loop is required to have only one child block" in str(err.value)
+    assert "holds 2: sum, out" in str(err.value)
+    assert sch.mod is before
+
+
+def test_rfactor_of_the_reduction_loop_inside_the_shared_loop_keeps_the_numbers():
+    sch = _softmax_with_sum_under_norm()
+    sch.rfactor(sch.get_loops("sum")[2], 0)  # ax0 holds the row sum alone: legal
+    a = np.random.default_rng(5).standard_normal((4, 16)).astype("float32")
+    e = np.exp(a - a.max(axis=1, keepdims=True))
+    for target in ("llvm", "python"):
+        out = minitvm.nd.array(np.full((4, 16), np.nan, "float32"))
+        minitvm.build(sch.mod, target=target)["softmax"](minitvm.nd.array(a), out)
+        np.testing.assert_allclose(out.numpy(), e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("factors", [[None, 5], [5, None], [None, 3, 2]])
+def test_rfactor_after_a_non_dividing_spatial_split_keeps_the_guard(factors):
+    # The split of j (16 columns) leaves a guard such as `j_0 * 5 + j_1 < 16`; the write-back block
+    # lost it and the build refused the out-of-bounds columns (TVM drops it too, and writes past
+    # B's end).
+    sch = tir.Schedule(col_sums)
+    _, j = sch.get_loops("B")
+    sch.split(j, factors)
+    sch.rfactor(sch.get_loops("B")[0], 0)
+    guards = [line for line in sch.mod.script().splitlines() if "T.where(" in line]
+    assert len(guards) == 2, sch.mod.script()  # the rfactor block's and the write-back block's
+    a = np.random.default_rng(9).standard_normal((64, 16)).astype("float32")
+    for target in ("llvm", "python"):
+        out = minitvm.nd.array(np.full(16, np.nan, "float32"))
+        minitvm.build(sch.mod, target=target)["col_sums"](minitvm.nd.array(a), out)
+        np.testing.assert_allclose(out.numpy(), a.sum(axis=0), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("factors,at", [([None, 5], 0), ([None, 5], 1), ([None, 5, 4], 1)])
+def test_rfactor_after_a_non_dividing_reduction_split_is_refused(factors, at):
+    # The guard `k_0 * 5 + k_1 < 64` uses a loop the final reduction drops. TVM accepts this and,
+    # for some splits (a [None, 4, 4] split of 10), reads a partial result no iteration wrote (NaN).
+    sch = tir.Schedule(col_sums)
+    k, _ = sch.get_loops("B")
+    sch.split(k, factors)
+    loop = sch.get_loops("B")[at]
+    before = sch.mod
+    with pytest.raises(tir.ScheduleError, match=r"cannot rfactor at loop k_\d: block B has a predicate .* left by "
+                                                r"a split that does not divide its loop\) over reduction loops"):
+        sch.rfactor(loop, 0)
+    assert sch.mod is before
+
+
+@T.prim_func
+def row_sums_repeated(A: T.Buffer((4, 8), "float32"), B: T.Buffer((4,), "float32")):
+    for i, j, k in T.grid(4, 3, 8):  # noqa: B007 - j repeats the reduction on purpose
+        with T.block("B"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = B[vi] + A[vi, vk]
+
+
+def test_rfactor_of_a_loop_binding_no_reduction_iterator_is_refused():
+    # j (3 iterations) repeats the whole row sum: rfactor of j would add 3 partial results that are
+    # each the full sum. TVM accepts it and computes 3x the sum; minitvm refuses.
+    sch = tir.Schedule(row_sums_repeated)
+    with pytest.raises(tir.ScheduleError, match="cannot rfactor at loop j: the loop binds no reduction iterator "
+                                                "of block B, so each of its 3 partial results"):
+        sch.rfactor(sch.get_loops("B")[1], 0)
