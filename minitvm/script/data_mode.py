@@ -20,7 +20,7 @@ import functools
 import types
 from typing import Any, Iterator
 
-__all__ = ["data_only", "active", "NOT_TVMSCRIPT", "refusal", "read_attribute", "check_call",
+__all__ = ["data_only", "active", "BUILTINS", "NOT_TVMSCRIPT", "refusal", "read_attribute", "check_call",
            "check_python_binop"]
 
 _ACTIVE: contextvars.ContextVar[bool] = contextvars.ContextVar("tvmscript_data_only", default=False)
@@ -35,6 +35,8 @@ _NEVER_CALLED_NAMES = ("prim_func", "macro", "function", "emit_te", "ir_module",
                        "register", "register_function_parser", "index_map")
 # names listed in a namespace's __all__ that change the process, not the IR being read
 _NEVER_READ_NAMES = frozenset({"register", "register_function_parser", "FunctionParser", "OpPattern"})
+# the builtins printed TVMScript uses: the Relax printer writes a non-finite constant as float("inf")
+BUILTINS = frozenset({"float"})
 # bits a Python integer built by ** or << may have (a file cannot make the parser allocate gigabytes)
 _MAX_INT_BITS = 4096
 
@@ -109,6 +111,8 @@ def check_call(func: Any) -> str | None:
     """Why calling ``func`` is not TVMScript, or None when it is."""
     if any(func is f for f in _never_called()):
         return "a function that runs or registers code"
+    if func is float:
+        return None
     if isinstance(func, types.MethodType):
         owner = func.__self__
         module = owner.__name__ if isinstance(owner, types.ModuleType) else type(owner).__module__

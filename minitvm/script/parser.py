@@ -233,7 +233,7 @@ class _TIRParser:
         if name in self.namespace:
             return self.namespace[name]
         if hasattr(builtins, name):
-            if self.data_only:
+            if self.data_only and name not in _data.BUILTINS:
                 raise self.error(node, _data.refusal(node))
             return getattr(builtins, name)
         raise self.error(node, f"unknown name {name!r}")
