@@ -28,7 +28,7 @@ def _compile(script: str, target: str) -> Any:
     from ..script import from_source
     from ..transform import PassContext
 
-    mod = from_source(script)
+    mod = from_source(script, data_only=True)  # printed by the tuner; parsed as data all the same
     # a candidate is generated code under test: no bounds checks, as TVM measures it
     with PassContext(config={"tir.bounds_check": False}):
         return build(mod, target=target)

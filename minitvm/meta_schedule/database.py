@@ -28,12 +28,14 @@ import math
 import os
 import statistics
 import warnings
-from typing import Any
+from typing import Any, Iterator
 
 from ..ir.module import IRModule
 from ..ir.structural import structural_equal, structural_hash
+from ..script import TVMScriptError
 from ..target import Target
 from ..tir import PrimFunc
+from ..tir.lambda_text import LambdaTextError
 from ..tir.schedule import Schedule, Trace
 from ..transform import tuning_database as _scope
 
@@ -68,10 +70,13 @@ class Workload:
 
     @staticmethod
     def from_json(json_obj: list) -> "Workload":
+        """The workload of a ``[hash, TVMScript]`` line, parsed as data: the text is a file's,
+        so only TVMScript is built and any other Python in it is refused, never run."""
         from ..script import from_source
 
-        _, text = json_obj
-        return Workload(from_source(text))
+        if not (isinstance(json_obj, list) and len(json_obj) == 2 and isinstance(json_obj[1], str)):
+            raise ValueError("a workload line is [hash, TVMScript text]")
+        return Workload(from_source(json_obj[1], data_only=True))
 
     def __repr__(self) -> str:
         names = ", ".join(gv.name_hint for gv in self.mod.get_global_vars())
@@ -298,24 +303,28 @@ class JSONDatabase(Database):
         self._load()
 
     def _load(self) -> None:
-        with open(self.path_workload) as f:
-            for line in f:
-                if line.strip():
-                    self._workloads.append(Workload.from_json(json.loads(line)))
-        with open(self.path_tuning_record) as f:
-            for n, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                index, rec = json.loads(line)
-                if not 0 <= index < len(self._workloads):
-                    raise ValueError(f"{self.path_tuning_record}:{n}: workload index {index} is not in "
-                                     f"{self.path_workload} ({len(self._workloads)} workloads)")
-                try:
-                    self._add_record(TuningRecord.from_json(rec, self._workloads[index]))
-                except Exception as err:  # noqa: BLE001 - one unreadable record must not lose the rest
-                    if rec[1]:  # a measured record that no longer replays is worth a word
-                        warnings.warn(f"{self.path_tuning_record}:{n}: skipped a record whose trace does not "
-                                      f"replay on its workload ({type(err).__name__}: {err})", stacklevel=2)
+        for n, obj in _json_lines(self.path_workload):
+            try:
+                self._workloads.append(Workload.from_json(obj))
+            except (TVMScriptError, ValueError) as err:
+                raise ValueError(f"{self.path_workload}:{n}: cannot read this workload: {err}") from None
+        for n, obj in _json_lines(self.path_tuning_record):
+            if not (isinstance(obj, list) and len(obj) == 2 and isinstance(obj[1], list) and len(obj[1]) == 4):
+                raise ValueError(f"{self.path_tuning_record}:{n}: a record line is "
+                                 "[workload index, [trace, run_secs, target, args_info]]")
+            index, rec = obj
+            if type(index) is not int or not 0 <= index < len(self._workloads):
+                raise ValueError(f"{self.path_tuning_record}:{n}: workload index {index!r} is not in "
+                                 f"{self.path_workload} ({len(self._workloads)} workloads)")
+            try:
+                self._add_record(TuningRecord.from_json(rec, self._workloads[index]))
+            except Exception as err:  # noqa: BLE001 - one unreadable record must not lose the rest
+                if isinstance(err, LambdaTextError):  # text posing as an index map: always worth a word
+                    warnings.warn(f"{self.path_tuning_record}:{n}: skipped a record whose trace is not data "
+                                  f"({err})", stacklevel=2)
+                elif rec[1]:  # a measured record that no longer replays is worth a word
+                    warnings.warn(f"{self.path_tuning_record}:{n}: skipped a record whose trace does not "
+                                  f"replay on its workload ({type(err).__name__}: {err})", stacklevel=2)
 
     def _write_workload(self, workload: Workload) -> None:
         with open(self.path_workload, "a") as f:
@@ -328,6 +337,17 @@ class JSONDatabase(Database):
 
     def __repr__(self) -> str:
         return f"JSONDatabase({os.path.dirname(self.path_workload)!r}, {len(self)} records)"
+
+
+def _json_lines(path: str) -> Iterator[tuple[int, Any]]:
+    """``(line number, value)`` of each non-empty line of a JSON-lines file."""
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            if line.strip():
+                try:
+                    yield n, json.loads(line)
+                except ValueError as err:
+                    raise ValueError(f"{path}:{n}: not a line of JSON ({err})") from None
 
 
 _scope.register_work_dir_opener(lambda work_dir: JSONDatabase(work_dir=work_dir))

@@ -52,6 +52,7 @@ from ..tir.stmt import (
     Stmt,
     seq,
 )
+from . import data_mode as _data
 from . import tir as T
 from .diagnostics import Source, TVMScriptError
 
@@ -215,6 +216,7 @@ class _TIRParser:
         self.loop_ranges: dict[int, Range] = {}  # loop var id -> its range, for T.axis.remap
         self.macro_depth = 0  # > 0 while a T.macro body is pasted in
         self.block_names: set[str] = set()  # of this function (a macro's repeated blocks get _1, _2 ...)
+        self.data_only = _data.active()  # text from a file: build TVMScript, evaluate no Python
 
     # -- errors and names -------------------------------------------------------------------------
     def error(self, node: ast.AST, reason: str) -> TVMScriptError:
@@ -231,6 +233,8 @@ class _TIRParser:
         if name in self.namespace:
             return self.namespace[name]
         if hasattr(builtins, name):
+            if self.data_only and name not in _data.BUILTINS:
+                raise self.error(node, _data.refusal(node))
             return getattr(builtins, name)
         raise self.error(node, f"unknown name {name!r}")
 
@@ -780,6 +784,8 @@ class _TIRParser:
         handler = getattr(self, "eval_" + type(node).__name__, None)
         try:
             if handler is None:
+                if self.data_only:
+                    raise self.error(node, _data.refusal(node))
                 return self.eval_python(node)
             return handler(node)
         except TVMScriptError:
@@ -801,10 +807,19 @@ class _TIRParser:
     def eval_Attribute(self, node: ast.Attribute) -> Any:
         value = self.eval(node.value)
         try:
-            return getattr(value, node.attr)
+            return self.attribute(value, node)
         except AttributeError:
             owner = ast.unparse(node.value)
             raise self.error(node, f"{owner} has no attribute {node.attr!r}") from None
+
+    def attribute(self, value: Any, node: ast.Attribute) -> Any:
+        """``value.<node.attr>``; in data mode only what TVMScript reads (``T.block``, ``A.data``)."""
+        if not self.data_only:
+            return getattr(value, node.attr)
+        found, why = _data.read_attribute(value, node.attr)
+        if why is not None:
+            raise self.error(node, _data.refusal(node, why))
+        return found
 
     def eval_Tuple(self, node: ast.Tuple) -> tuple:
         return tuple(self._elements(node.elts))
@@ -832,6 +847,8 @@ class _TIRParser:
 
     def eval_Call(self, node: ast.Call) -> Any:
         func = self.eval(node.func)
+        if self.data_only and (why := _data.check_call(func)) is not None:
+            raise self.error(node, _data.refusal(node.func, why))
         args = self._elements(node.args)
         kwargs = {}
         for kw in node.keywords:
@@ -889,6 +906,10 @@ class _TIRParser:
             raise self.error(node, f"unsupported operator {type(node.op).__name__}")
         if (_is_expr(a) or _is_expr(b)) and type(node.op) in _EXPR_BINOPS:
             return _EXPR_BINOPS[type(node.op)](a, b)
+        if self.data_only and not (_is_expr(a) or _is_expr(b)):
+            why = _data.check_python_binop(type(node.op), a, b)
+            if why is not None:
+                raise self.error(node, _data.refusal(node, why))
         return fn(a, b)
 
     def eval_UnaryOp(self, node: ast.UnaryOp) -> Any:

@@ -202,7 +202,7 @@ class _RelaxParser(_TIRParser):
     def eval_Attribute(self, node: ast.Attribute) -> Any:
         value = self.eval(node.value)
         try:
-            return getattr(value, node.attr)
+            return self.attribute(value, node)
         except AttributeError as e:
             if value is R or isinstance(value, ModuleRef):
                 raise self.error(node, str(e)) from None  # their own messages say what exists

@@ -55,6 +55,10 @@ __all__ = [
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
     "uint64", "bool", "Var", "SizeVar", "likely", "ret", "decl_buffer", "Ramp", "Broadcast",
     "allocate_const", "macro", "buffer", "LetStmt", "launch_thread", "env_thread", "attr",
+    # the rest of the math the printer writes as T.<name>(...)
+    "exp10", "log1p", "log10", "tan", "acos", "acosh", "asin", "asinh", "atan", "atanh", "sinh", "cosh",
+    "trunc", "nearbyint", "fabs", "atan2", "nextafter", "hypot", "copysign", "fmod", "isnan", "popcount",
+    "ceildiv",
     *_op.BUILTINS,
 ]
 

@@ -1,5 +1,8 @@
 """Small workloads and schedule functions shared by the meta_schedule tests."""
 
+import numpy as np
+
+import minitvm
 from minitvm.script import tir as T
 
 
@@ -31,3 +34,13 @@ def split_j(sch):
     sch.reorder(i, j0, k, j1)
     sch.decompose_reduction(block, k)
     return sch
+
+
+def check_matmul(mod, seed=1):
+    """Build ``mod`` (a scheduled ``matmul_64``) and compare it with numpy on random inputs."""
+    lib = minitvm.build(mod, target="llvm")
+    rng = np.random.default_rng(seed)
+    a, b = rng.standard_normal((64, 64)).astype("float32"), rng.standard_normal((64, 64)).astype("float32")
+    c = minitvm.nd.empty((64, 64), "float32")
+    lib["main"](minitvm.nd.array(a), minitvm.nd.array(b), c)
+    np.testing.assert_allclose(c.numpy(), a @ b, rtol=1e-4, atol=1e-4)

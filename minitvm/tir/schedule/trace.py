@@ -278,21 +278,12 @@ def _lambda_text(fn: Any) -> str:
     return f"lambda {', '.join(names)}: ({body},)" if len(result) == 1 else f"lambda {', '.join(names)}: ({body})"
 
 
-class _ScriptOps:
-    """Enough of TVMScript's ``T`` to evaluate a printed index map (``T.max``, ``T.int64(4)``)."""
-
-    def __getattr__(self, name: str) -> Any:
-        from .. import op
-        from ..expr import const
-
-        if hasattr(op, name):
-            return getattr(op, name)
-        return lambda value: const(value, name)
-
-
 def _eval_lambda(text: str) -> Callable:
-    """An index map back from the text :func:`_lambda_text` printed."""
-    return eval(text, {"T": _ScriptOps(), "__builtins__": {}})  # noqa: S307
+    """An index map back from the text :func:`_lambda_text` printed: parsed, never evaluated
+    (the text comes from a file; only arithmetic on the lambda's parameters is admitted)."""
+    from ..lambda_text import parse_index_lambda
+
+    return parse_index_lambda(text)
 
 
 def _py_value(x: Any, names: dict[int, str]) -> str:

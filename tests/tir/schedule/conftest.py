@@ -35,7 +35,11 @@ def same_numbers():
 
 
 def assert_trace_replays(sch, original):
-    """``sch.trace.as_python()`` run on a fresh schedule of ``original`` gives the same module."""
+    """``sch.trace.as_python()`` run on a fresh schedule of ``original`` gives the same module,
+    and so does the trace as a tuning database stores it (JSON; index maps read back by the
+    arithmetic-only lambda parser, never evaluated)."""
+    import json
+
     from minitvm import tir
     from minitvm.ir import assert_structural_equal
     from minitvm.script import tir as T
@@ -43,6 +47,9 @@ def assert_trace_replays(sch, original):
     fresh = tir.Schedule(original)
     exec("\n".join(sch.trace.as_python()), {"T": T}, {"sch": fresh})  # the printed trace is the program
     assert_structural_equal(fresh.mod, sch.mod)
+    from_json = tir.Schedule(original)
+    tir.schedule.Trace.apply_json_to_schedule(json.loads(json.dumps(sch.trace.as_json())), from_json)
+    assert_structural_equal(from_json.mod, sch.mod)
 
 
 @pytest.fixture
