@@ -58,7 +58,7 @@ __all__ = [
     # the rest of the math the printer writes as T.<name>(...)
     "exp10", "log1p", "log10", "tan", "acos", "acosh", "asin", "asinh", "atan", "atanh", "sinh", "cosh",
     "trunc", "nearbyint", "fabs", "atan2", "nextafter", "hypot", "copysign", "fmod", "isnan", "popcount",
-    "ceildiv",
+    "ceildiv", "shift_left", "shift_right", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
     *_op.BUILTINS,
 ]
 
