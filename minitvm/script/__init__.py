@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from ..ir.deep import deep
 from . import ir, relax, relax_parser, relax_printer, tir  # noqa: F401 - register the Relax dialect
 from .diagnostics import Source, TVMScriptError
 from .ir import function_decorator, ir_module, parse_module_class
@@ -18,6 +19,7 @@ from .printer import script, show, to_html
 __all__ = ["tir", "relax", "ir", "ir_module", "from_source", "TVMScriptError", "script", "show", "to_html"]
 
 
+@deep
 def from_source(text: str, extra_vars: dict[str, Any] | None = None, check_well_formed: bool = True) -> Any:
     """Parse TVMScript text (an ``@I.ir_module`` class or one ``@T.prim_func``).
 
