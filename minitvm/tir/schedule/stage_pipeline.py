@@ -17,6 +17,8 @@ here, and a false refusal would block a legal schedule).
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 from ...arith import Analyzer
 from ..buffer import Buffer
 from ..expr import IntImm, Max, Min, PrimExpr, Range, const
@@ -44,7 +46,7 @@ def check_stage_pipeline(scope: Block, scope_path: tuple, what: str) -> None:
             producers = [(p, ppath) for p, ppath in blocks[:k]
                          if any(w.buffer is read.buffer for w in p.block.writes)]
             for lca, group in _group_by_common_loop(cpath, producers).items():
-                gap = _gap(read, consumer, cpath, group, lca, ana)
+                gap = _gap_remembered(read, consumer, cpath, group, lca, ana)
                 if gap is not None:
                     raise ScheduleError(f"cannot {what}: its block scope is not a stage pipeline: {gap}")
 
@@ -68,6 +70,34 @@ def _relaxed(region, realize: BlockRealize, path: tuple, lca: For | None) -> lis
     inner, bind = loops_between(lca, path), _bindings(realize)
     dims = [range_bounds(r, inner, bind) for r in region.region]
     return None if any(d is None for d in dims) else dims
+
+
+#: _gap's answers by the identity of its (immutable) arguments: a schedule that inlines the N
+#: blocks of a fused elementwise chain one by one checks the scope N times, and all but one
+#: consumer are the same objects each time (without this, 256 inlines took ~20 s)
+_GAPS: OrderedDict = OrderedDict()
+_GAPS_SIZE = 8192
+
+
+def _gap_remembered(read, consumer: BlockRealize, cpath: tuple, group: list, lca: For | None,
+                    ana: Analyzer) -> str | None:
+    # only the loops of a path matter (the scope block and SeqStmt on it change with every
+    # primitive); the analyzer binds each loop to its range, so the loops fix that too
+    key = (id(read), id(consumer), _loop_ids(cpath), id(lca),
+           tuple((id(p), _loop_ids(ppath)) for p, ppath in group))
+    hit = _GAPS.get(key)
+    if hit is not None:
+        _GAPS.move_to_end(key)
+        return hit[0]
+    gap = _gap(read, consumer, cpath, group, lca, ana)
+    _GAPS[key] = (gap, (read, consumer, cpath, lca, tuple(group)))  # alive: their ids stay theirs
+    if len(_GAPS) > _GAPS_SIZE:
+        _GAPS.popitem(last=False)
+    return gap
+
+
+def _loop_ids(path: tuple) -> tuple:
+    return tuple(id(s) for s in path if isinstance(s, For))
 
 
 def _gap(read, consumer: BlockRealize, cpath: tuple, group: list, lca: For | None, ana: Analyzer) -> str | None:
