@@ -17,6 +17,7 @@ here, and a false refusal would block a legal schedule).
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 
 from ...arith import Analyzer
@@ -39,16 +40,17 @@ def check_stage_pipeline(scope: Block, scope_path: tuple, what: str) -> None:
         for s in path:
             if isinstance(s, For):
                 ana.bind(s.loop_var, Range(s.min, s.extent))
-    for k, (consumer, cpath) in enumerate(blocks):
-        if not is_const_true(consumer.predicate):
-            continue  # a guarded consumer reads less than its loops say: no claim either way
-        for read in consumer.block.reads:
-            producers = [(p, ppath) for p, ppath in blocks[:k]
-                         if any(w.buffer is read.buffer for w in p.block.writes)]
-            for lca, group in _group_by_common_loop(cpath, producers).items():
-                gap = _gap_remembered(read, consumer, cpath, group, lca, ana)
-                if gap is not None:
-                    raise ScheduleError(f"cannot {what}: its block scope is not a stage pipeline: {gap}")
+    writers: dict[int, list] = {}  # buffer id -> the blocks before this one that write it
+    for consumer, cpath in blocks:
+        if is_const_true(consumer.predicate):  # (a guarded consumer reads less than its loops say)
+            for read in consumer.block.reads:
+                producers = writers.get(id(read.buffer), [])
+                for lca, group in _group_by_common_loop(cpath, producers).items():
+                    gap = _gap_remembered(read, consumer, cpath, group, lca, ana)
+                    if gap is not None:
+                        raise ScheduleError(f"cannot {what}: its block scope is not a stage pipeline: {gap}")
+        for buffer in {id(w.buffer): w.buffer for w in consumer.block.writes}.values():
+            writers.setdefault(id(buffer), []).append((consumer, cpath))
 
 
 def _group_by_common_loop(cpath: tuple, producers: list) -> dict:
@@ -77,6 +79,7 @@ def _relaxed(region, realize: BlockRealize, path: tuple, lca: For | None) -> lis
 #: consumer are the same objects each time (without this, 256 inlines took ~20 s)
 _GAPS: OrderedDict = OrderedDict()
 _GAPS_SIZE = 8192
+_GAPS_LOCK = threading.Lock()
 
 
 def _gap_remembered(read, consumer: BlockRealize, cpath: tuple, group: list, lca: For | None,
@@ -85,14 +88,16 @@ def _gap_remembered(read, consumer: BlockRealize, cpath: tuple, group: list, lca
     # primitive); the analyzer binds each loop to its range, so the loops fix that too
     key = (id(read), id(consumer), _loop_ids(cpath), id(lca),
            tuple((id(p), _loop_ids(ppath)) for p, ppath in group))
-    hit = _GAPS.get(key)
-    if hit is not None:
-        _GAPS.move_to_end(key)
-        return hit[0]
+    with _GAPS_LOCK:
+        hit = _GAPS.get(key)
+        if hit is not None:
+            _GAPS.move_to_end(key)
+            return hit[0]
     gap = _gap(read, consumer, cpath, group, lca, ana)
-    _GAPS[key] = (gap, (read, consumer, cpath, lca, tuple(group)))  # alive: their ids stay theirs
-    if len(_GAPS) > _GAPS_SIZE:
-        _GAPS.popitem(last=False)
+    with _GAPS_LOCK:
+        _GAPS[key] = (gap, (read, consumer, cpath, lca, tuple(group)))  # alive: their ids stay theirs
+        if len(_GAPS) > _GAPS_SIZE:
+            _GAPS.popitem(last=False)
     return gap
 
 
