@@ -21,7 +21,7 @@ import re
 import tokenize
 from typing import Any, Callable
 
-from ..ir.deep import deep
+from ..ir.deep import deep_on_overflow
 from ..ir.module import GlobalVar, IRModule
 from ..ir.node import Node
 from ..ir.notebook import in_notebook
@@ -108,7 +108,7 @@ _FIXED_OPTIONS: dict[str, Any] = {
 _PRINTER_OPTIONS = {"name", "show_meta", "in_module"}
 
 
-@deep
+@deep_on_overflow  # printing is pure and frequent: a deep thread only for a deep tree
 def script(node: Any, show_header: bool = True, *, indent_spaces: int = 4, print_line_numbers: bool = False,
            **options: Any) -> str:
     """TVMScript text of an IRModule, PrimFunc, statement or expression, with TVM's ``script()``
@@ -217,6 +217,8 @@ def _parser_folds(e: Any) -> bool:
     then it is printed as the node, ``T.Add(x, 0)``, and the round trip stays exact."""
     try:
         again = _PARSED_WITH[type(e)](e.a, e.b)
+    except RecursionError:  # not a refusal: script() prints the tree again on a deep thread
+        raise
     except Exception:  # the operator refuses these operands (a constant division by zero ...)
         return True
     return not (type(again) is type(e) and again.a is e.a and again.b is e.b)
@@ -958,7 +960,7 @@ _STYLE = {
 _BUILTINS = {"range", "True", "False", "None"}
 
 
-@deep
+@deep_on_overflow
 def to_html(node: Any, **kwargs: Any) -> str:
     """The text of ``node`` highlighted with inline styles (no CSS file, no pygments needed)."""
     text = node if isinstance(node, str) else script(node, **kwargs)
