@@ -36,7 +36,7 @@ RECURSION_LIMIT = 200_000
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_here = threading.local()  # .deep is True on a deep thread
+_here = threading.local()  # .deep: on a deep thread; .guarded: inside a deep_on_overflow call
 _shared: list[threading.local] = []
 _limit_lock = threading.Lock()
 _active = 0  # deep threads running: the recursion limit is raised while any does
@@ -128,12 +128,15 @@ def deep_on_overflow(fn: F) -> F:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if on_deep_thread():
-            return fn(*args, **kwargs)
+        if on_deep_thread() or getattr(_here, "guarded", False):
+            return fn(*args, **kwargs)  # the outermost guarded call retries the whole walk
+        _here.guarded = True
         try:
             return fn(*args, **kwargs)
         except RecursionError:
             pass  # leave the except block first: the retry must not chain onto this error
+        finally:
+            _here.guarded = False
         return run_deep(fn, *args, **kwargs)
 
     return wrapper  # type: ignore[return-value]

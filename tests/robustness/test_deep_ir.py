@@ -119,3 +119,32 @@ def test_run_deep_shares_thread_state_and_passes_errors_back():
         run_deep(fail)
     assert sys.getrecursionlimit() == limit  # restored after the deep thread ends
     assert not on_deep_thread()
+
+
+def test_deep_expression_in_the_analyzer_te_and_repr():
+    x = tir.Var("x", "int32")
+    e = x
+    for k in range(DEPTH):  # ((x * 3) + 1) * 3 + 1 ...
+        e = e + 1 if k % 2 else e * 3
+    ana = minitvm.arith.Analyzer()
+    assert ana.can_prove(tir.Var("y", "int32") * 0 == 0)
+    assert ana.simplify(e - e).value == 0
+    assert isinstance(ana.interval(e)[0], int)
+    assert repr(e).startswith("Add(")
+    a = minitvm.te.placeholder((16,), "float32", name="A")
+
+    def body(i):
+        v = a[i]
+        for k in range(DEPTH):
+            v = v * 0.5 + a[i] if k % 2 else v + 1.0
+        return v
+
+    b = minitvm.te.compute((16,), body, name="B")
+    func = minitvm.te.create_prim_func([a, b])
+    av = np.random.default_rng(35).standard_normal(16).astype("float32")
+    ref = av.copy()
+    for k in range(DEPTH):
+        ref = ref * np.float32(0.5) + av if k % 2 else ref + np.float32(1.0)
+    out = minitvm.nd.array(np.zeros(16, "float32"))
+    minitvm.build(func, target="llvm")["main"](minitvm.nd.array(av), out)
+    np.testing.assert_allclose(out.numpy(), ref, rtol=1e-5, atol=1e-5)
