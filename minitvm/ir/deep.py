@@ -10,7 +10,12 @@ points (build, compile, lower, a pass call, print, parse, structural equality, t
 run their work through :func:`run_deep`: on a thread with a big stack and a raised recursion
 limit.  The stack is virtual memory; only the pages a walk touches are committed, and they are
 returned when the thread ends.  Nested entry points run inline on that thread, so a build pays
-for one thread start (about 0.1 ms).
+for one thread start (about 0.1 ms).  Walks that are pure and called often (structural equality
+and hashing, printing, the Analyzer, ``te.compute``) use :func:`deep_on_overflow` instead: inline,
+and on a deep thread only when they overflow.  (A 20,000-deep TIR expression prints, parses back
+and builds.  This relies on CPython 3.11, where the recursion limit governs every frame: 3.12
+and 3.13 add a fixed budget for frames entered through C -- a 2,000-deep walk exhausts 3.12's,
+a 10,000-deep one 3.13's -- which only iterative walks avoid.)
 
 State the caller set up in thread-locals (the current PassContext, Target, BlockBuilder ...)
 is carried to the deep thread: modules register their ``threading.local`` objects with
