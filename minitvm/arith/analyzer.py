@@ -7,6 +7,7 @@ import contextlib
 from typing import Iterator
 
 from ..ir import dtype as _dt
+from ..ir.deep import deep_on_overflow
 from ..tir.expr import EQ, GE, GT, LE, LT, And, IntImm, PrimExpr, Range, Var, convert
 from ..tir.functor import substitute
 from .int_bound import ConstIntBound, IntBoundAnalyzer
@@ -103,6 +104,7 @@ class Analyzer:
         return [(var, interval)]
 
     # -- queries ----------------------------------------------------------------------------
+    @deep_on_overflow
     def interval(self, expr: PrimExpr | int) -> tuple[int, int]:
         """Exact inclusive ``(lo, hi)`` of an integer expression, as Python ints.
 
@@ -110,10 +112,12 @@ class Analyzer:
         must know whether a value fits its dtype can rely on it."""
         return self._bounds.bound(convert(expr))
 
+    @deep_on_overflow
     def const_int_bound(self, expr: PrimExpr | int) -> ConstIntBound:
         lo, hi = self._bounds.bound(convert(expr))
         return ConstIntBound.clamped(lo, hi)
 
+    @deep_on_overflow
     def simplify(self, expr: PrimExpr | int, steps: int = 2) -> PrimExpr:
         """A simpler, equivalent expression (canonical sums, folded divisions ...)."""
         expr = convert(expr)
@@ -129,6 +133,7 @@ class Analyzer:
     rewrite_simplify = simplify
     canonical_simplify = simplify
 
+    @deep_on_overflow
     def can_prove(self, cond: PrimExpr | bool) -> bool:
         """True only if ``cond`` holds for every value the variables can take."""
         result = self.simplify(convert(cond))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..ir.deep import deep
 from ..ir.module import IRModule
 from ..target import Target
 from ..target.tir_build import (  # noqa: F401 - minitvm.driver re-exports the TIR build
@@ -35,6 +36,7 @@ def _has_relax(mod: IRModule) -> bool:
     return any(not isinstance(f, PrimFunc) for _, f in mod.items())
 
 
+@deep
 def compile(mod_or_func: Any, target: Any = None, *, relax_pipeline: Any = "default",  # noqa: A001 - TVM's name
             tir_pipeline: Any = "default", **kwargs: Any) -> Any:
     """Compile a module for ``target`` (default: the current target, else llvm), as TVM's

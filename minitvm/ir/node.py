@@ -17,6 +17,8 @@ import dataclasses
 from types import ModuleType
 from typing import Any, ClassVar
 
+from .deep import deep_on_overflow
+
 __all__ = ["Node", "node", "defines", "child_fields", "replace", "script_printer"]
 
 
@@ -108,6 +110,7 @@ def node(cls: type | None = None, *, binds: bool = False):
     return wrap if cls is None else wrap(cls)
 
 
+@deep_on_overflow  # the fields' reprs nest as deep as the tree
 def _default_repr(self: Node) -> str:
     parts = []
     for name in self._field_names[:3]:

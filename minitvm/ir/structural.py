@@ -15,6 +15,7 @@ import hashlib
 import math
 from typing import Any
 
+from .deep import deep_on_overflow
 from .module import GlobalVar
 from .node import Node
 
@@ -143,6 +144,7 @@ class _Equal:
             self.equal(getattr(lhs, name), getattr(rhs, name), f"{path}.{name}", True)
 
 
+@deep_on_overflow
 def structural_equal(lhs: Any, rhs: Any, map_free_vars: bool = False) -> bool:
     """True when ``lhs`` and ``rhs`` are the same tree up to variable renaming."""
     try:
@@ -175,6 +177,7 @@ class StructuralEqualError(ValueError):
         self.lhs_root, self.rhs_root, self.path = lhs_root, rhs_root, path
 
 
+@deep_on_overflow
 def assert_structural_equal(lhs: Any, rhs: Any, map_free_vars: bool = False) -> None:
     """Raise :class:`StructuralEqualError` saying where ``lhs`` and ``rhs`` first differ."""
     try:
@@ -209,6 +212,7 @@ def _leaf_hash(x: Any) -> int:
     return hash((_stable_str_hash(type(x).__name__), _stable_str_hash(str(x))))
 
 
+@deep_on_overflow
 def structural_hash(value: Any, map_free_vars: bool = False) -> int:
     """A hash that agrees with :func:`structural_equal`, and is the same in every process for
     the same IR (as TVM's, so that a tuning database keyed by it can be read elsewhere); only a

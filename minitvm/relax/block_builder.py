@@ -21,6 +21,7 @@ import dataclasses
 import threading
 from typing import Any, Callable, Iterator, Sequence
 
+from ..ir.deep import share_thread_local
 from ..ir.module import GlobalVar, IRModule
 from ..ir.op import Op
 from ..ir.structural import structural_equal
@@ -117,7 +118,7 @@ class BlockBuilder:
         self._local_names = _NameTable()
         self._global_names = _NameTable(lambda name: name in self._mod)
 
-    _current = threading.local()
+    _current = share_thread_local(threading.local())
 
     @classmethod
     def current(cls) -> "BlockBuilder | None":

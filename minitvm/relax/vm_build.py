@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..ir.deep import deep
 from ..ir.module import IRModule
 from ..runtime.vm import Executable, VirtualMachine, VMFunction, VMInstrumentReturnKind
 from ..target import Target
@@ -44,6 +45,7 @@ def _as_target(target: Any) -> Target:
 EXEC_MODES = ("bytecode", "compiled")
 
 
+@deep
 def build(mod: IRModule, target: Any = None, params: dict | None = None,
           relax_pipeline: str | Pass | None = "default", tir_pipeline: str | None = "default",
           exec_mode: str = "compiled", *, system_lib: bool | None = None, **kwargs: Any) -> Executable:

@@ -10,6 +10,7 @@ import ast
 import contextlib
 from typing import Any
 
+from ..ir.deep import deep
 from . import ir, relax, relax_parser, relax_printer, tir  # noqa: F401 - register the Relax dialect
 from .data_mode import data_only as data_only_parsing
 from .diagnostics import Source, TVMScriptError
@@ -20,6 +21,7 @@ from .printer import script, show, to_html
 __all__ = ["tir", "relax", "ir", "ir_module", "from_source", "TVMScriptError", "script", "show", "to_html"]
 
 
+@deep
 def from_source(text: str, extra_vars: dict[str, Any] | None = None, check_well_formed: bool = True, *,
                 data_only: bool = False) -> Any:
     """Parse TVMScript text (an ``@I.ir_module`` class or one ``@T.prim_func``).

@@ -14,6 +14,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..ir.deep import deep
 from ..ir.module import GlobalVar, IRModule
 from ..ir.structural import structural_equal
 from ..relax.expr import ExternFunc, Function
@@ -139,6 +140,7 @@ def ir_module(cls: type | None = None, *, check_well_formed: bool = True) -> Any
     return build if cls is None else build(cls)
 
 
+@deep
 def _build_module(cls: type, deferred_type: type, check_well_formed: bool = True) -> IRModule:
     members = {k: v for k, v in vars(cls).items() if not k.startswith("__")}
     global_vars = {name: GlobalVar(name) for name, v in members.items()
@@ -176,6 +178,7 @@ def _is_function_node(value: Any) -> bool:
     return isinstance(value, (PrimFunc, Function, ExternFunc))
 
 
+@deep
 def parse_module_class(cdef: ast.ClassDef, source: Source, namespace: dict,
                        check_well_formed: bool = True) -> IRModule:
     """``from_source`` of a module: parse a class definition's methods by their decorators."""

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from ..ir import dtype as _dt
+from ..ir.deep import deep
 from ..ir.structural import structural_equal
 from ..tir import op as _op
 from ..tir.analysis import get_block_read_write_region
@@ -93,6 +94,7 @@ class DeferredFunction:
                         "decorate the class with @I.ir_module and call the built module instead")
 
 
+@deep
 def parse_python_function(func: Callable, private: bool = False, extra_vars: dict | None = None
                           ) -> PrimFunc:
     """Parse a Python function object decorated with ``@T.prim_func``."""

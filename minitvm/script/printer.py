@@ -21,6 +21,7 @@ import re
 import tokenize
 from typing import Any, Callable
 
+from ..ir.deep import deep_on_overflow
 from ..ir.module import GlobalVar, IRModule
 from ..ir.node import Node
 from ..ir.notebook import in_notebook
@@ -107,6 +108,7 @@ _FIXED_OPTIONS: dict[str, Any] = {
 _PRINTER_OPTIONS = {"name", "show_meta", "in_module"}
 
 
+@deep_on_overflow  # printing is pure and frequent: a deep thread only for a deep tree
 def script(node: Any, show_header: bool = True, *, indent_spaces: int = 4, print_line_numbers: bool = False,
            **options: Any) -> str:
     """TVMScript text of an IRModule, PrimFunc, statement or expression, with TVM's ``script()``
@@ -188,6 +190,9 @@ def show(node: Any, style: str | None = None, black_format: bool | None = False,
 
 # -- expressions --------------------------------------------------------------------------------
 
+#: an expression this many operators tall is printed in parts (see _TIRPrinter._expr)
+_HOIST_HEIGHT = 32
+
 # Python precedence, higher binds tighter
 _PREC_OR, _PREC_AND, _PREC_NOT, _PREC_CMP = 1, 2, 3, 4
 _PREC_ADD, _PREC_MUL, _PREC_UNARY, _PREC_ATOM = 9, 10, 11, 13
@@ -212,6 +217,8 @@ def _parser_folds(e: Any) -> bool:
     then it is printed as the node, ``T.Add(x, 0)``, and the round trip stays exact."""
     try:
         again = _PARSED_WITH[type(e)](e.a, e.b)
+    except RecursionError:  # not a refusal: script() prints the tree again on a deep thread
+        raise
     except Exception:  # the operator refuses these operands (a constant division by zero ...)
         return True
     return not (type(again) is type(e) and again.a is e.a and again.b is e.b)
@@ -265,6 +272,10 @@ class _TIRPrinter:
         # whether the statement being printed ends its body, so a statement scoping "the rest
         # of the body" (T.launch_thread, T.attr) may print without a `with`
         self.tail = True
+        # `name = T.meta_var(...)` lines the statement being printed needs first (None: outside
+        # a statement, where nothing is hoisted); see _expr
+        self.hoisted: list[str] | None = None
+        self.height = 0  # the tallest operand printed so far of the expression being printed
 
     # -- naming ------------------------------------------------------------------------------
     def define(self, obj: Any, hint: str) -> str:
@@ -310,6 +321,20 @@ class _TIRPrinter:
         return f"({text})" if prec < min_prec else text
 
     def _expr(self, e: Any) -> tuple[str, int]:
+        outer, self.height = self.height, 0
+        text, prec = self._expr_node(e)
+        height = self.height + 1
+        if height >= _HOIST_HEIGHT and self.hoisted is not None:
+            # Python refuses text nested more than 200 parentheses deep: a tall expression is
+            # printed in parts, each bound by T.meta_var (a parse-time name, no LetStmt), so
+            # that it reads back as the same tree
+            name = self.define(object(), "d")
+            self.hoisted.append(f"{name} = T.meta_var({text})")
+            text, prec, height = name, _PREC_ATOM, 1
+        self.height = max(outer, height)
+        return text, prec
+
+    def _expr_node(self, e: Any) -> tuple[str, int]:
         if isinstance(e, Var):
             return self.name_of(e), _PREC_ATOM
         if isinstance(e, IntImm):
@@ -585,7 +610,12 @@ class _TIRPrinter:
         method = getattr(self, "stmt_" + type(s).__name__, None)
         if method is None:
             return [self._line(f"# {type(s).__name__}: {s!r}")]
-        return method(s)
+        outer, self.hoisted = self.hoisted, []
+        try:
+            lines = method(s)
+            return [self._line(h) for h in self.hoisted] + lines
+        finally:
+            self.hoisted = outer
 
     def _body(self, s: Stmt) -> list[str]:
         self.indent += 1
@@ -937,6 +967,7 @@ _STYLE = {
 _BUILTINS = {"range", "True", "False", "None"}
 
 
+@deep_on_overflow
 def to_html(node: Any, **kwargs: Any) -> str:
     """The text of ``node`` highlighted with inline styles (no CSS file, no pygments needed)."""
     text = node if isinstance(node, str) else script(node, **kwargs)

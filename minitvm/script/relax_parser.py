@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 from typing import Any, Callable
 
+from ..ir.deep import deep
 from ..ir.module import GlobalVar
 from ..ir.op import Op
 from ..relax.analysis.struct_info_analysis import (
@@ -733,6 +734,7 @@ def declare_relax_function(fdef: ast.FunctionDef, source: Source, namespace: dic
     _set_struct_info(global_vars[name], sinfo)
 
 
+@deep
 def parse_relax_python_function(func: Callable, options: dict, extra_vars: dict | None = None) -> Function:
     """Parse a Python function object decorated with ``@R.function`` (outside a module)."""
     source = Source.from_object(func)

@@ -39,6 +39,7 @@ import numpy as np
 from ..arith import Analyzer
 from ..arith.int_bound import dtype_range
 from ..ir import dtype as _dt
+from ..ir.deep import deep
 from ..tir.buffer import Buffer
 from ..tir.expr import (
     Add,
@@ -136,6 +137,10 @@ _RESERVED = set(_NAMESPACE) | set(dir(builtins)) | set(keyword.kwlist) | {"_trac
 _COND, _OR, _AND, _NOT, _CMP, _ADD, _MUL, _UNARY, _ATOM = 1, 2, 3, 4, 5, 7, 8, 9, 11
 
 
+#: an expression this many operators tall is moved into a local function (see ``hoist``)
+_HOIST_HEIGHT = 32
+
+
 @dataclass
 class Code:
     """A generated Python expression: its text, precedence and value representation.
@@ -165,6 +170,7 @@ class _PythonCodegen:
         self.array_dtypes: dict[int, str] = {}  # the dtype of each array (its data Var's id)
         self.views = MatchedViews()
         self.keep: list[Any] = []  # objects whose ids key the tables above
+        self.height = 0  # the tallest expression generated so far among the current one's operands
 
     # -- names ------------------------------------------------------------------------------
     def fresh(self, hint: str) -> str:
@@ -226,7 +232,23 @@ class _PythonCodegen:
         method = getattr(self, f"expr_{type(e).__name__}", None)
         if method is None:
             raise NotImplementedError(f"the interpreter cannot evaluate {type(e).__name__} ({e!r})")
-        return method(e)
+        outer, self.height = self.height, 0
+        code = method(e)
+        height = self.height + 1
+        if height >= _HOIST_HEIGHT:
+            code, height = self.hoist(code), 1
+        self.height = max(outer, height)
+        return code
+
+    def hoist(self, code: Code) -> Code:
+        """``code`` as the call of a local function returning it: Python refuses source nested
+        more than 200 parentheses deep, and a deep expression prints as nested parentheses.
+        A call (not a temporary) keeps the evaluation where and when it was (in a loop's
+        condition, a lazy branch); the function reads the kernel's variables as a closure."""
+        name = self.fresh("subexpr")
+        self.emit(f"def {name}():")
+        self.emit(f"    return {code.text}")
+        return Code(f"{name}()", _ATOM, code.kind)
 
     def expr_IntImm(self, e: IntImm) -> Code:
         if e.dtype == "bool":
@@ -647,6 +669,7 @@ class CompiledFunc:
 _CACHE: "weakref.WeakKeyDictionary[PrimFunc, dict[bool, CompiledFunc]]" = weakref.WeakKeyDictionary()
 
 
+@deep
 def compile_prim_func(func: PrimFunc, trace: bool = False) -> CompiledFunc:
     """Translate ``func`` to Python once (cached per function and trace mode)."""
     if not isinstance(func, PrimFunc):
@@ -661,6 +684,7 @@ def compile_prim_func(func: PrimFunc, trace: bool = False) -> CompiledFunc:
     return compiled
 
 
+@deep
 def python_source(func: PrimFunc, trace: bool = False) -> str:
     """The Python code the interpreter runs for ``func`` (for reading, not for editing)."""
     return compile_prim_func(func, trace).source
@@ -687,6 +711,7 @@ def _shape_values(func: PrimFunc, values: list[Any]) -> dict[int, int]:
     return found
 
 
+@deep
 def run_prim_func(func: PrimFunc, args: Sequence[Any], *, trace: TraceFn | None = None,
                   signature: FunctionSignature | None = None) -> None:
     """Run ``func`` on ``args`` (arrays for buffers, numbers for scalars) in place.

@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from ..ir.deep import share_thread_local
 from ..runtime.cpu import host_cpu_features, host_cpu_name
 from ..tir.vector_unit import VectorUnit
 
@@ -73,7 +74,7 @@ class Target:
     ``-opt-level=0..3``, ``-num-cores``.
     """
 
-    _local = threading.local()
+    _local = share_thread_local(threading.local())
 
     def __init__(self, target: "str | dict | Target" = "llvm", host: Any = None):
         if isinstance(target, Target):

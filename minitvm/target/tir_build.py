@@ -13,6 +13,7 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
+from ..ir.deep import deep
 from ..ir.module import IRModule
 from ..ir.notebook import in_notebook
 from ..ir.structural import structural_equal, structural_hash
@@ -50,6 +51,7 @@ def resolve_target(target: Any) -> Target:
     return target if isinstance(target, Target) else Target(target)
 
 
+@deep
 def lower_to_module(mod_or_func: Any, name: str | None = None) -> IRModule:
     """An IRModule with every PrimFunc lowered (blocks -> loops, flat buffers, simplified): TVM's
     ``minitvm.lower`` (``lower`` below), which returns an IRModule even for one PrimFunc."""
@@ -85,6 +87,7 @@ def export_name(name_hint: str, func: PrimFunc) -> str:
     return str(symbol) if symbol else name_hint
 
 
+@deep
 def build(mod_or_func: Any, target: Any = "llvm", pipeline: Any = "default", *, name: str | None = None) -> Module:
     """Compile the PrimFuncs of a module (or one PrimFunc) for ``target``, as TVM's ``tvm.build``
     (``pipeline``: "default" or None, the TIR lowering pipeline; ``name``: minitvm's, the
@@ -205,6 +208,7 @@ def kernel_cache_info() -> dict[str, int]:
             "max_size": _KERNEL_CACHE.size}
 
 
+@deep
 def build_kernels(mod_or_func: Any, target: Any = "llvm", name: str | None = None, *,
                   checks_by_default: bool = False, entries: tuple = ()) -> Module:
     """:func:`build` with the bounds-check default given: ``relax.build`` builds a model's

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..ir import dtype as _dt
+from ..ir.deep import deep_on_overflow
 from ..tir import analysis
 from ..tir import op as _op
 from ..tir.buffer import Buffer, decl_buffer
@@ -49,6 +50,7 @@ from .tensor import ComputeOp, Operation, PlaceholderOp, ProducerLoad, Tensor
 __all__ = ["create_prim_func"]
 
 
+@deep_on_overflow  # pure: a deep body is walked again on a deep thread
 def create_prim_func(ops: Sequence[Tensor | Var], index_dtype_override: str | None = None) -> PrimFunc:
     """A PrimFunc computing the tensors of ``ops``; the list is the parameter order.
 

@@ -7,6 +7,7 @@ import weakref
 from typing import Any, Callable
 
 from ..ir import dtype as _dt
+from ..ir.deep import deep_on_overflow
 from ..tir import op as _op
 from ..tir.expr import PrimExpr, Range, SizeVar, Var, const, convert
 from ..tir.functor import StmtExprVisitor, post_order_visit
@@ -88,6 +89,7 @@ def _arg_names(fcompute: Callable, ndim: int, name: str) -> list[str]:
     return positional
 
 
+@deep_on_overflow  # pure: a deep body is walked again on a deep thread
 def compute(shape: Any, fcompute: Callable, name: str = "compute", tag: str = "",
             attrs: dict | None = None, varargs_names: list[str] | None = None) -> Tensor | tuple[Tensor, ...]:
     """A tensor of ``shape`` whose element at ``(i, j, ...)`` is ``fcompute(i, j, ...)``.

@@ -146,9 +146,13 @@ class BinaryOp(PrimExpr):
     a: PrimExpr
     b: PrimExpr
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _cache_dtype(self, self.a)
+
     @property
     def dtype(self) -> str:  # type: ignore[override]
-        return self.a.dtype
+        return _cached_dtype(self, self.a)
 
 
 class Add(BinaryOp): pass
@@ -198,6 +202,19 @@ for _cls in (EQ, NE, LT, LE, GT, GE, And, Or):
     node(_cls)
 
 
+def _cache_dtype(e: PrimExpr, source: Any) -> None:
+    """Remember the dtype an expression takes from a child, when it is built: reading it up a
+    chain of N operators would otherwise recurse N deep (and cost O(N) per read)."""
+    dtype = getattr(source, "dtype", None)
+    if dtype is not None:
+        object.__setattr__(e, "_dtype", dtype)
+
+
+def _cached_dtype(e: PrimExpr, source: Any) -> str:
+    dtype = e.__dict__.get("_dtype")
+    return source.dtype if dtype is None else dtype
+
+
 @node
 class Not(PrimExpr):
     a: PrimExpr
@@ -215,9 +232,13 @@ class Select(PrimExpr):
     true_value: PrimExpr
     false_value: PrimExpr
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _cache_dtype(self, self.true_value)
+
     @property
     def dtype(self) -> str:  # type: ignore[override]
-        return self.true_value.dtype
+        return _cached_dtype(self, self.true_value)
 
 
 @node
@@ -247,9 +268,13 @@ class Let(PrimExpr):
     value: PrimExpr
     body: PrimExpr
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _cache_dtype(self, self.body)
+
     @property
     def dtype(self) -> str:  # type: ignore[override]
-        return self.body.dtype
+        return _cached_dtype(self, self.body)
 
 
 @node

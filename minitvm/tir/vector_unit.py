@@ -17,6 +17,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from ..ir.deep import share_thread_local
+
 __all__ = ["VectorUnit", "AVX512", "AVX2", "NEON", "SSE"]
 
 
@@ -69,7 +71,7 @@ class VectorUnit:
         _scope.stack.pop()
 
 
-_scope = threading.local()
+_scope = share_thread_local(threading.local())
 
 #: AVX-512: 32 zmm registers of 16 float32
 AVX512 = VectorUnit("avx512", 16, 32)

@@ -8,6 +8,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
+from ..ir.deep import run_deep, share_thread_local
 from ..ir.module import IRModule
 
 __all__ = ["PassInfo", "Pass", "ModulePass", "Sequential", "PassContext", "module_pass",
@@ -51,7 +52,7 @@ class PassContext:
     ``disabled_pass`` force a pass on or off by name; ``instruments`` see every pass.
     """
 
-    _local = threading.local()
+    _local = share_thread_local(threading.local())
 
     def __init__(self, opt_level: int = 2, required_pass: Iterable[str] | None = None,
                  disabled_pass: Iterable[str] | None = None, instruments: Iterable[Any] | None = None,
@@ -150,6 +151,10 @@ class Pass:
     info: PassInfo
 
     def __call__(self, mod: IRModule) -> IRModule:
+        # passes recurse once per nesting level of the IR: on a deep thread (minitvm.ir.deep)
+        return run_deep(self._call, mod)
+
+    def _call(self, mod: IRModule) -> IRModule:
         if not isinstance(mod, IRModule):
             raise TypeError(f"pass {self.info.name} expects an IRModule, got {type(mod).__name__}")
         ctx = PassContext.current()

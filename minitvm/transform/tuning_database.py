@@ -13,9 +13,11 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
+from ..ir.deep import share_thread_local
+
 __all__ = ["current", "enter", "exit", "open_work_dir", "register_work_dir_opener"]
 
-_local = threading.local()
+_local = share_thread_local(threading.local())
 _opener: list[Callable[[str], Any]] = []
 
 

@@ -17,6 +17,9 @@ here, and a false refusal would block a legal schedule).
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+
 from ...arith import Analyzer
 from ..buffer import Buffer
 from ..expr import IntImm, Max, Min, PrimExpr, Range, const
@@ -37,16 +40,17 @@ def check_stage_pipeline(scope: Block, scope_path: tuple, what: str) -> None:
         for s in path:
             if isinstance(s, For):
                 ana.bind(s.loop_var, Range(s.min, s.extent))
-    for k, (consumer, cpath) in enumerate(blocks):
-        if not is_const_true(consumer.predicate):
-            continue  # a guarded consumer reads less than its loops say: no claim either way
-        for read in consumer.block.reads:
-            producers = [(p, ppath) for p, ppath in blocks[:k]
-                         if any(w.buffer is read.buffer for w in p.block.writes)]
-            for lca, group in _group_by_common_loop(cpath, producers).items():
-                gap = _gap(read, consumer, cpath, group, lca, ana)
-                if gap is not None:
-                    raise ScheduleError(f"cannot {what}: its block scope is not a stage pipeline: {gap}")
+    writers: dict[int, list] = {}  # buffer id -> the blocks before this one that write it
+    for consumer, cpath in blocks:
+        if is_const_true(consumer.predicate):  # (a guarded consumer reads less than its loops say)
+            for read in consumer.block.reads:
+                producers = writers.get(id(read.buffer), [])
+                for lca, group in _group_by_common_loop(cpath, producers).items():
+                    gap = _gap_remembered(read, consumer, cpath, group, lca, ana)
+                    if gap is not None:
+                        raise ScheduleError(f"cannot {what}: its block scope is not a stage pipeline: {gap}")
+        for buffer in {id(w.buffer): w.buffer for w in consumer.block.writes}.values():
+            writers.setdefault(id(buffer), []).append((consumer, cpath))
 
 
 def _group_by_common_loop(cpath: tuple, producers: list) -> dict:
@@ -68,6 +72,37 @@ def _relaxed(region, realize: BlockRealize, path: tuple, lca: For | None) -> lis
     inner, bind = loops_between(lca, path), _bindings(realize)
     dims = [range_bounds(r, inner, bind) for r in region.region]
     return None if any(d is None for d in dims) else dims
+
+
+#: _gap's answers by the identity of its (immutable) arguments: a schedule that inlines the N
+#: blocks of a fused elementwise chain one by one checks the scope N times, and all but one
+#: consumer are the same objects each time (without this, 256 inlines took ~20 s)
+_GAPS: OrderedDict = OrderedDict()
+_GAPS_SIZE = 8192
+_GAPS_LOCK = threading.Lock()
+
+
+def _gap_remembered(read, consumer: BlockRealize, cpath: tuple, group: list, lca: For | None,
+                    ana: Analyzer) -> str | None:
+    # only the loops of a path matter (the scope block and SeqStmt on it change with every
+    # primitive); the analyzer binds each loop to its range, so the loops fix that too
+    key = (id(read), id(consumer), _loop_ids(cpath), id(lca),
+           tuple((id(p), _loop_ids(ppath)) for p, ppath in group))
+    with _GAPS_LOCK:
+        hit = _GAPS.get(key)
+        if hit is not None:
+            _GAPS.move_to_end(key)
+            return hit[0]
+    gap = _gap(read, consumer, cpath, group, lca, ana)
+    with _GAPS_LOCK:
+        _GAPS[key] = (gap, (read, consumer, cpath, lca, tuple(group)))  # alive: their ids stay theirs
+        if len(_GAPS) > _GAPS_SIZE:
+            _GAPS.popitem(last=False)
+    return gap
+
+
+def _loop_ids(path: tuple) -> tuple:
+    return tuple(id(s) for s in path if isinstance(s, For))
 
 
 def _gap(read, consumer: BlockRealize, cpath: tuple, group: list, lca: For | None, ana: Analyzer) -> str | None:

@@ -8,6 +8,8 @@ the loop or block they point to.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import Any, Callable, Iterator
 
 from ...ir.node import Node
@@ -71,8 +73,25 @@ def ancestors(root: Stmt, target: Stmt) -> tuple:
     raise ScheduleError("internal: statement not found in the function")
 
 
+#: the last few trees' block realizes, by the identity of the (immutable) tree: a schedule looks
+#: blocks up by name after every primitive, and a default schedule of a fused chain of N blocks
+#: does N lookups per tree (each a walk of the whole tree)
+_REALIZES: OrderedDict = OrderedDict()
+_REALIZES_LOCK = threading.Lock()
+
+
 def block_realizes(root: Stmt) -> list[tuple[BlockRealize, tuple]]:
-    return path_to(root, lambda s: isinstance(s, BlockRealize))
+    with _REALIZES_LOCK:
+        hit = _REALIZES.get(id(root))
+        if hit is not None and hit[0] is root:
+            _REALIZES.move_to_end(id(root))
+            return list(hit[1])
+    found = path_to(root, lambda s: isinstance(s, BlockRealize))
+    with _REALIZES_LOCK:
+        _REALIZES[id(root)] = (root, found)  # holds the tree: its id stays its own
+        if len(_REALIZES) > 8:
+            _REALIZES.popitem(last=False)
+    return list(found)
 
 
 def scope_blocks(s: Stmt, path: tuple = ()) -> list[tuple[BlockRealize, tuple]]:
