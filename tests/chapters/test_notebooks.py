@@ -1,5 +1,8 @@
 """Every chapter is committed without outputs.
 
+The committed notebooks are read (``tests/committed.py``): the outputs JupyterLab autosaves while
+a learner runs the chapters in this clone are theirs, not the repository's.
+
 That every chapter runs top to bottom on a fresh kernel without errors is checked once, in a real
 browser (tests/viz/test_chapters_in_browser.py: Run All in JupyterLab, then no error or stderr
 output), together with the width of its outputs: running each chapter a second time here, with
@@ -7,13 +10,11 @@ nbclient, checked nothing more and cost minutes of CI."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import nbformat
 import pytest
+from committed import committed_paths, committed_text
 
-ROOT = Path(__file__).resolve().parents[2]
-CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
+CHAPTERS = committed_paths("chapters", "[0-9][0-9]_*.ipynb")
 
 
 def test_the_chapters_exist():
@@ -24,7 +25,8 @@ def test_the_chapters_exist():
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
 def test_committed_without_outputs(path):
-    nb = nbformat.read(path, as_version=4)
+    nb = nbformat.reads(committed_text(path), as_version=4)
     for cell in nb.cells:
         if cell.cell_type == "code":
-            assert not cell.outputs and cell.execution_count is None, f"{path.name}: clear outputs before committing"
+            assert not cell.outputs and cell.execution_count is None, \
+                f"{path.name} is committed with outputs: clear them and commit again"

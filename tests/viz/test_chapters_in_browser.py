@@ -8,18 +8,25 @@ at a time and measure each output area on the way (JupyterLab lays out only what
 screen): its content must fit its width (a picture too wide to scale may scroll inside its own
 box, which does not widen the output).  No cell may fail or write to stderr.  The screens go to
 ``test-output/browser/chapters/<chapter>_NN.png`` for a person to look at.
+
+The chapter run is the committed one (``tests/committed.py``): a learner's edits and saved outputs
+in this clone are theirs.  When the cells in the working tree differ from the commit, a warning
+says so (an author's uncommitted edit is not what ran).
 """
 
 from __future__ import annotations
 
 import time
+import warnings
 from pathlib import Path
 
+import nbformat
 import pytest
+from committed import committed_paths, committed_text, materialise
 from playwright.sync_api import sync_playwright
-from test_browser import CHROMIUM_FLAGS, OUTPUT, ROOT, Clock, _wait_for_idle_kernel, chromium, serve  # noqa: F401
+from test_browser import CHROMIUM_FLAGS, OUTPUT, Clock, _wait_for_idle_kernel, chromium, serve  # noqa: F401
 
-CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
+CHAPTERS = committed_paths("chapters", "[0-9][0-9]_*.ipynb")
 CHAPTER_BUDGET_S = 240  # the slowest chapter runs in under a minute on two quiet cores
 
 #: JavaScript: the outputs whose content is wider than the output area, with their widths
@@ -59,11 +66,24 @@ def _run_all(page, lab, chapter: Path) -> None:
     page.wait_for_timeout(1500)  # the last outputs and widgets render
 
 
+def _sources(text: str) -> list[str]:
+    return [cell.source for cell in nbformat.reads(text, as_version=4).cells]
+
+
+def _committed_copy(chapter: Path, dest: Path) -> Path:
+    """The chapter as committed, written under ``dest``; warns when the working tree's cells differ."""
+    if chapter.exists() and _sources(chapter.read_text(encoding="utf-8")) != _sources(committed_text(chapter)):
+        warnings.warn(f"{chapter.name} has uncommitted edits to its cells: the committed version runs "
+                      "here (commit to test the edit)", stacklevel=2)
+    (copy,) = materialise([chapter], dest)
+    return copy
+
+
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=[c.stem for c in CHAPTERS])
 def test_chapter_outputs_fit_the_notebook_panel(chromium, tmp_path, chapter):  # noqa: F811
     shots = OUTPUT / "chapters"
     shots.mkdir(parents=True, exist_ok=True)
-    with serve(tmp_path, [chapter]) as lab, sync_playwright() as p:
+    with serve(tmp_path, [_committed_copy(chapter, tmp_path / "committed")]) as lab, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_FLAGS)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
