@@ -209,63 +209,39 @@ def _assert_bounds_checked_numbers(mod, inputs, expected):
         np.testing.assert_allclose(out.numpy(), expected, rtol=1e-5, atol=1e-5, err_msg=target)
 
 
-def _predicate(func, name):
-    found = []
-    tir.post_order_visit(func.body, lambda n: found.append(n.predicate) if isinstance(n, tir.BlockRealize)
-                         and n.block.name_hint == name else None)
-    assert len(found) == 1, name
-    return found[0]
+def _compute_at_relu_tile(loop, factors, at):
+    def schedule(sch):
+        tiles = sch.split(sch.get_loops("relu")[loop], factors)
+        sch.compute_at("C", tiles[at])
+        sch.cache_read("relu", 0, "local")
+    return schedule
 
 
-def test_cache_read_in_the_tail_of_a_split_gets_the_split_guard(trace_replays):
-    # The schedule fuzzer's shortest case: the copy sits in the innermost loop of relu's
-    # 5 -> 1 x 6 x 2 split, next to C (moved there by compute_at), and ran for j = 5 .. 11
-    # too; the build proved C_local[i, 11] out of bounds.  As the split's own guard, the copy
-    # is now predicated on the index it copies.
-    func = _matmul_relu()
-    sch = tir.Schedule(func)
-    _, j = sch.get_loops("relu")
-    *_, inner = sch.split(j, [None, 6, 2])
-    sch.compute_at("C", inner)
-    sch.cache_read("relu", 0, "local")
-    assert "T.where(j_1 * 2 + j_2 + ax1 < 5)" in sch.mod.script()
-    _bounds_checked_numbers_of_matmul_relu(sch.mod)
-    trace_replays(sch, func)
-
-
-def test_cache_read_of_a_tile_relaxed_past_the_end_gets_a_guard():
-    # The copy at the outer loop of a 6 -> 2 x 4 split covers a 4-row tile, rows 4 .. 7 in the
-    # second: the guard keeps it to rows 4 and 5.
-    sch = tir.Schedule(_matmul_relu())
-    i, _ = sch.get_loops("relu")
-    outer, _ = sch.split(i, [None, 4])
-    sch.compute_at("C", outer)
-    sch.cache_read("relu", 0, "local")
-    assert "T.where(i_0 * 4 + ax0 < 6)" in sch.mod.script()
-    _bounds_checked_numbers_of_matmul_relu(sch.mod)
-
-
-def test_cache_write_in_the_tail_of_a_split_gets_a_guard(trace_replays):
-    func = _matmul_relu()
-    sch = tir.Schedule(func)
-    i, _, _ = sch.get_loops("C")
-    outer, _ = sch.split(i, [None, 4])
+def _reverse_compute_at_c_tile(sch):
+    outer, _ = sch.split(sch.get_loops("C")[0], [None, 4])
     sch.reverse_compute_at("relu", outer)
     sch.cache_write("C", 0, "local")
-    assert "T.where(i_0 * 4 + ax0 < 6)" in sch.mod.script()
+
+
+@pytest.mark.parametrize("schedule,guard", [
+    # The schedule fuzzer's shortest case: the copy sits in the innermost loop of relu's
+    # 5 -> 1 x 6 x 2 split, next to C (moved there by compute_at), and ran for j = 5 .. 11 too;
+    # the build proved C_local[i, 11] out of bounds.  It now has the split's kind of guard.
+    (_compute_at_relu_tile(1, [None, 6, 2], -1), "T.where(j_1 * 2 + j_2 + ax1 < 5)"),
+    # at the outer loop of a 6 -> 2 x 4 split the copy covers a 4-row tile, rows 4 .. 7 in the
+    # second: the guard keeps it to rows 4 and 5
+    (_compute_at_relu_tile(0, [None, 4], 0), "T.where(i_0 * 4 + ax0 < 6)"),
+    (_reverse_compute_at_c_tile, "T.where(i_0 * 4 + ax0 < 6)"),
+    (_compute_at_relu_tile(0, [None, 3], 0), None),  # 6 = 2 x 3: no tail, no guard
+], ids=["cache_read_innermost", "cache_read_tile", "cache_write_tile", "no_tail"])
+def test_cache_under_the_tail_of_a_split_gets_the_split_guard(schedule, guard, trace_replays):
+    func = _matmul_relu()
+    sch = tir.Schedule(func)
+    schedule(sch)
+    copy = sch.mod.script().split('T.block("C_local")')[1].split("T.reads")[0]
+    assert (guard in copy) if guard else "T.where" not in copy
     _bounds_checked_numbers_of_matmul_relu(sch.mod)
     trace_replays(sch, func)
-
-
-def test_no_guard_where_the_loops_keep_the_copy_in_bounds():
-    sch = tir.Schedule(_matmul_relu())
-    i, _ = sch.get_loops("relu")
-    outer, _ = sch.split(i, [None, 3])  # 6 = 2 x 3: no tail
-    sch.compute_at("C", outer)
-    sch.cache_read("relu", 0, "local")
-    predicate = _predicate(sch.mod["main"], "C_local")
-    assert isinstance(predicate, tir.IntImm) and predicate.value == 1
-    _bounds_checked_numbers_of_matmul_relu(sch.mod)
 
 
 # The other traces of `benchmarks/schedule_fuzz.py --count 5000` (seed 0) the build refused,

@@ -185,30 +185,22 @@ def test_reindex_cache_read_of_a_parameter_goes_first_in_the_scope(same_numbers)
     same_numbers(two_readers, sch.mod)
 
 
-@T.prim_func
-def scale(A: T.Buffer((6, 5), "float32"), C: T.Buffer((6, 5), "float32")):
-    for i, j in T.grid(6, 5):
-        with T.block("C"):
-            vi, vj = T.axis.remap("SS", [i, j])
-            C[vi, vj] = A[vi, vj] * T.float32(3)
-
-
 @pytest.mark.parametrize("read", [True, False], ids=["read", "write"])
 def test_reindex_cache_under_a_non_dividing_split_gets_the_split_guard(read, trace_replays):
-    # The stage copies the split loops (6 -> 2 x 4) and ran for rows 6 and 7 too: the build
-    # proved A[7, j] out of bounds.  It now carries the guard the split gave block C.
-    sch = tir.Schedule(scale)
+    # The stage copies the split loops (16 -> 4 x 5) and ran for rows 16 .. 19 too: the build
+    # proved B[19, j] out of bounds.  It now carries the guard the split gave block C.
+    sch = tir.Schedule(two_stage)
     i, _ = sch.get_loops("C")
-    sch.split(i, [None, 4])
+    sch.split(i, [None, 5])
     cache = getattr(sch, "reindex_cache_read" if read else "reindex_cache_write")
     rv = cache("C", 0, "local", lambda i, j: (j, i))
     stage_text = sch.mod.script().split(f'T.block("{sch.get(rv).name_hint}")')[1].split("T.reads")[0]
-    assert "T.where(i_0 * 4 + i_1 < 6)" in stage_text
-    a = np.random.default_rng(5).standard_normal((6, 5)).astype("float32")
+    assert "T.where(i_0 * 5 + i_1 < 16)" in stage_text
+    a = np.random.default_rng(5).standard_normal((16, 8)).astype("float32")
     for target in ("llvm", "python"):
         with PassContext(config={"tir.bounds_check": True}):
             lib = minitvm.build(sch.mod, target=target)
-        out = minitvm.nd.array(np.full((6, 5), np.nan, "float32"))
-        lib["scale"](minitvm.nd.array(a), out)
-        np.testing.assert_allclose(out.numpy(), a * 3, rtol=1e-6, err_msg=target)
-    trace_replays(sch, scale)
+        out = minitvm.nd.array(np.full((16, 8), np.nan, "float32"))
+        lib["two_stage"](minitvm.nd.array(a), out)
+        np.testing.assert_allclose(out.numpy(), a * 2 + 1, rtol=1e-6, err_msg=target)
+    trace_replays(sch, two_stage)
