@@ -11,6 +11,10 @@ A cache stage is a new buffer in the requested storage scope plus a copy block.
 * **How big** the cache is: the buffer's own shape when the copy sits inside a loop; when
   it sits directly in the scope block, only the copied region (the accesses are shifted by
   the region's start).
+* **Its guard**: under the loops of a non-dividing split the copied region runs past the
+  buffer's end in the tail's padding iterations (TVM's copy, unguarded, then reads and writes
+  out of bounds).  The copy block gets the split's kind of guard, ``T.where(index < extent)``
+  on the index into the cached buffer, only where the loops do not already keep it in bounds.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from ..stmt import (
 from .data import check_storage_scope
 from .error import ScheduleError
 from .loops import simplify
-from .shared_analyses import range_bounds
+from .shared_analyses import domain_guard, range_bounds
 from .tree import child_stmts, replace_stmt, unique_block_name, walk_stmts
 
 __all__ = ["cache_read", "cache_write"]
@@ -193,10 +197,22 @@ def _relaxed_region(writer: BlockRealize, buffer: Buffer, path: tuple, loc: Stmt
     return out
 
 
+def _loops_above(path: tuple, loc: Stmt) -> list[For]:
+    """The loops around the copy placed in ``loc`` (``loc`` itself when it is a loop)."""
+    out: list[For] = []
+    for s in path:
+        if isinstance(s, For):
+            out.append(s)
+        if s is loc:
+            break
+    return out
+
+
 def _stage(region: list[Range], src: Buffer, dst: Buffer, original: Buffer, name: str,
-           full: bool) -> Stmt:
+           full: bool, outer: list[For]) -> Stmt:
     """Loops over ``region`` with a block copying ``src`` into ``dst``; ``original`` is the
-    cached buffer, indexed at ``region.min + v`` when the cache is compact."""
+    cached buffer, indexed at ``region.min + v`` when the cache is compact.  ``outer``: the
+    loops the stage sits in."""
     loop_vars = [Var(f"ax{k}", r.extent.dtype) for k, r in enumerate(region)]
     block_vars = [Var(f"v{k}", r.extent.dtype) for k, r in enumerate(region)]
     iter_vars, values, src_idx, dst_idx = [], [], [], []
@@ -217,9 +233,16 @@ def _stage(region: list[Range], src: Buffer, dst: Buffer, original: Buffer, name
     block = Block(name, tuple(iter_vars), (), (), (BufferRegion(src, point(src_idx)),),
                   (BufferRegion(dst, point(dst_idx)),), None,
                   BufferStore(dst, BufferLoad(src, tuple(src_idx)), tuple(dst_idx)), {})
-    body: Stmt = BlockRealize(tuple(values), const(True, "bool"), block)
-    for lv, r in reversed(list(zip(loop_vars, region))):
-        body = For(lv, const(0, r.extent.dtype), r.extent, ForKind.SERIAL, body)
+    loops = [For(lv, const(0, r.extent.dtype), r.extent, ForKind.SERIAL, None)
+             for lv, r in zip(loop_vars, region)]
+    # A guard rather than a region clipped to the buffer: a clipped extent would be
+    # ``min(j_1 * 2 + j_2 + 1, 5) - (j_1 * 2 + j_2)``, symbolic and possibly empty, where the
+    # guard reads as the split's own ``T.where(j_1 * 2 + j_2 + ax1 < 5)``.
+    guard = domain_guard([r.min + lv for r, lv in zip(region, loop_vars)],
+                         [Range(const(0, d.dtype), d) for d in original.shape], [*outer, *loops])
+    body: Stmt = BlockRealize(tuple(values), guard, block)
+    for lp in reversed(loops):
+        body = replace(lp, body=body)
     return body
 
 
@@ -341,7 +364,7 @@ def cache_read(root: Stmt, realize: BlockRealize, index: int | str, storage_scop
     buffer = _pick(block.reads, index, "reads", block)
     what = f"cache_read {buffer.name} of block {block.name_hint}"
     check_storage_scope(storage_scope, what)
-    scope, _ = _scope_of(root, realize)
+    scope, spath = _scope_of(root, realize)
     chosen = _consumer_set(list(consumers))
     writer = _only_writer(scope, buffer, what)
     if writer is not None:
@@ -356,14 +379,16 @@ def cache_read(root: Stmt, realize: BlockRealize, index: int | str, storage_scop
                                 "before its readers")
         _, wpath = _scope_of(root, writer)
         region = _relaxed_region(writer, buffer, wpath, loc)
+        outer = _loops_above(wpath, loc)
     else:
         loc, pos = scope, 0
         given = [r for r in scope.reads if r.buffer is buffer]
         region = list(given[0].region) if given else [Range(const(0, d.dtype), d) for d in buffer.shape]
+        outer = _loops_above(spath, scope)
     full = not isinstance(loc, Block)
     cache = _cache_buffer(buffer, storage_scope, region, full)
     name = unique_block_name(root, f"{buffer.name}_{storage_scope}")
-    stage = _stage(region, buffer, cache, buffer, name, full)
+    stage = _stage(region, buffer, cache, buffer, name, full, outer)
     chosen_ids = {id(b) for b in chosen}
 
     class Read(_Swap):
@@ -402,7 +427,7 @@ def cache_write(root: Stmt, realize: BlockRealize, index: int | str, storage_sco
     full = not isinstance(loc, Block)
     cache = _cache_buffer(buffer, storage_scope, region, full)
     name = unique_block_name(root, f"{buffer.name}_{storage_scope}")
-    stage = _stage(region, cache, buffer, buffer, name, full)
+    stage = _stage(region, cache, buffer, buffer, name, full, _loops_above(path, loc))
 
     class Write(_Swap):
         def redirect(self, b: Block, inside: bool) -> bool | None:

@@ -30,7 +30,7 @@ from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, SeqStmt, Stmt
 from .block_annotate import access_buffer, valid_storage_scope
 from .error import ScheduleError
 from .layout import apply_index_map
-from .shared_analyses import index_bounds
+from .shared_analyses import domain_guard, index_bounds
 from .tree import block_realizes, replace_stmt, unique_block_name
 
 __all__ = ["reindex", "reindex_cache"]
@@ -79,9 +79,10 @@ def _scope(path: tuple, block: Block, primitive: str) -> Block:
 
 def _stage(name: str, block: Block, covered: list[int], values: list[PrimExpr],
            loops: list[tuple[Var, PrimExpr, PrimExpr]], src: Buffer, src_idx: tuple, dst: Buffer,
-           dst_idx: tuple) -> Stmt:
+           dst_idx: tuple, predicate: PrimExpr | None = None) -> Stmt:
     """The copy ``dst[dst_idx] = src[src_idx]`` as a block over the ``covered`` iterators of
-    ``block`` (renamed, spatial), bound to ``values``, inside ``loops`` (var, min, extent)."""
+    ``block`` (renamed, spatial), bound to ``values``, inside ``loops`` (var, min, extent),
+    guarded by ``predicate`` (none: always runs)."""
     iters, rename = [], {}
     for k in covered:
         iv = block.iter_vars[k]
@@ -96,7 +97,7 @@ def _stage(name: str, block: Block, covered: list[int], values: list[PrimExpr],
 
     stage = Block(name_hint=name, iter_vars=tuple(iters), reads=(point(src, src_idx),),
                   writes=(point(dst, dst_idx),), body=BufferStore(dst, BufferLoad(src, src_idx), dst_idx))
-    out: Stmt = BlockRealize(tuple(values), const(True, "bool"), stage)
+    out: Stmt = BlockRealize(tuple(values), const(True, "bool") if predicate is None else predicate, stage)
     for var, lo, extent in reversed(loops):
         out = For(var, lo, extent, ForKind.SERIAL, out)
     return out
@@ -280,11 +281,16 @@ def reindex_cache(root: Stmt, realize: BlockRealize, path: tuple, index: int, sc
     fresh = {lp.loop_var: Var(lp.loop_var.name, lp.loop_var.dtype) for lp in copied}
     loops = [(fresh[lp.loop_var], lp.min, lp.extent) for lp in copied]
     values = [substitute(realize.iter_values[k], fresh) for k in covered]
+    # the copied loops of a non-dividing split run past the iterators' domains: the stage
+    # needs the guard the block's split gave it (see domain_guard)
+    above = path[:(at if at >= 0 else _index_of(path, scope)) + 1]
+    around = [s for s in above if isinstance(s, For)] + [For(v, lo, ext, ForKind.SERIAL, None) for v, lo, ext in loops]
+    guard = domain_guard(values, [block.iter_vars[k].dom for k in covered], around)
 
     name = unique_block_name(root, cache.name)
     if read:
-        stage = _stage(name, block, covered, values, loops, buffer, old_idx, cache, new_idx)
+        stage = _stage(name, block, covered, values, loops, buffer, old_idx, cache, new_idx, guard)
     else:
-        stage = _stage(name, block, covered, values, loops, cache, new_idx, buffer, old_idx)
+        stage = _stage(name, block, covered, values, loops, cache, new_idx, buffer, old_idx, guard)
     new_block = _Redirect(buffer, cache, new_idx).visit(block)
     return _insert(root, scope, parent, pos, stage, cache, block, new_block), name

@@ -6,6 +6,7 @@
   for every index of a range;
 - :func:`recompute_access_regions`: a block's read/write regions recomputed from its body;
 - :func:`is_padding_guard_only` and :func:`is_const_true`: what a block predicate says;
+  :func:`domain_guard`: the predicate a new copy block needs to stay in its domains;
 - :func:`simplify` with the loop ranges of :func:`loop_bounds`.
 
 Statement-tree helpers (finding a statement's ancestors, removing a block with its empty
@@ -25,7 +26,7 @@ from ..stmt import Block, BlockRealize, For, Stmt
 from .tree import walk_stmts
 
 __all__ = ["index_bounds", "range_bounds", "recompute_access_regions", "is_padding_guard_only", "is_const_true",
-           "simplify", "loop_bounds"]
+           "domain_guard", "simplify", "loop_bounds"]
 
 #: variable id -> inclusive (lo, hi) it ranges over
 VarRanges = dict[int, tuple[PrimExpr, PrimExpr]]
@@ -114,6 +115,35 @@ def is_padding_guard_only(realize: BlockRealize) -> bool:
                    for iv, v in zip(realize.block.iter_vars, realize.iter_values)):
             return False
     return True
+
+
+def domain_guard(values: list[PrimExpr], domains: list[Range], loops: list[For]) -> PrimExpr:
+    """The predicate of a copy block bound to ``values``: ``T.bool(True)`` when the ``loops``
+    around it (all of them, its own included) keep each value inside its range in
+    ``domains``, else ``lo <= v`` / ``v < lo + extent`` for each value that may leave it.
+
+    A cache stage placed under the tail of a non-dividing split runs for the tail's padding
+    iterations too; its consumer is guarded by the split's ``T.where`` and the copy must be
+    as well, or it touches the buffer past its end."""
+    ranges = {id(f.loop_var): (f.min, f.min + f.extent - 1) for f in loops}
+    bounds = {f.loop_var: f.extent for f in loops if isinstance(f.min, IntImm) and f.min.value == 0}
+
+    def proved(cond: PrimExpr) -> bool:
+        cond = simplify(cond, bounds)
+        return isinstance(cond, IntImm) and bool(cond.value)
+
+    conds: list[PrimExpr] = []
+    for v, dom in zip(values, domains):
+        b = index_bounds(v, ranges)
+        end = simplify(dom.min + dom.extent)
+        if b is None or not proved(b[0] >= dom.min):
+            conds.append(dom.min <= v)
+        if b is None or not proved(b[1] < end):
+            conds.append(v < end)
+    guard = const(True, "bool")
+    for c in conds:
+        guard = c if is_const_true(guard) else And(guard, c)
+    return guard
 
 
 def simplify(e: Any, bounds: dict | None = None) -> Any:

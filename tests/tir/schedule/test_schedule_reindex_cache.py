@@ -8,6 +8,7 @@ import minitvm
 from minitvm import tir
 from minitvm.ir import assert_structural_equal
 from minitvm.script import tir as T
+from minitvm.transform import PassContext
 
 
 @T.prim_func
@@ -182,3 +183,24 @@ def test_reindex_cache_read_of_a_parameter_goes_first_in_the_scope(same_numbers)
     root = sch.mod["main"].body.block
     assert [s.body.body.block.name_hint for s in root.body.seq] == ["A_local", "C", "D"]
     same_numbers(two_readers, sch.mod)
+
+
+@pytest.mark.parametrize("read", [True, False], ids=["read", "write"])
+def test_reindex_cache_under_a_non_dividing_split_gets_the_split_guard(read, trace_replays):
+    # The stage copies the split loops (16 -> 4 x 5) and ran for rows 16 .. 19 too: the build
+    # proved B[19, j] out of bounds.  It now carries the guard the split gave block C.
+    sch = tir.Schedule(two_stage)
+    i, _ = sch.get_loops("C")
+    sch.split(i, [None, 5])
+    cache = getattr(sch, "reindex_cache_read" if read else "reindex_cache_write")
+    rv = cache("C", 0, "local", lambda i, j: (j, i))
+    stage_text = sch.mod.script().split(f'T.block("{sch.get(rv).name_hint}")')[1].split("T.reads")[0]
+    assert "T.where(i_0 * 5 + i_1 < 16)" in stage_text
+    a = np.random.default_rng(5).standard_normal((16, 8)).astype("float32")
+    for target in ("llvm", "python"):
+        with PassContext(config={"tir.bounds_check": True}):
+            lib = minitvm.build(sch.mod, target=target)
+        out = minitvm.nd.array(np.full((16, 8), np.nan, "float32"))
+        lib["two_stage"](minitvm.nd.array(a), out)
+        np.testing.assert_allclose(out.numpy(), a * 2 + 1, rtol=1e-6, err_msg=target)
+    trace_replays(sch, two_stage)
