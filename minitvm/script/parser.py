@@ -26,8 +26,9 @@ import builtins
 import contextlib
 import operator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, NoReturn
 
+from ..error import InternalError
 from ..ir import dtype as _dt
 from ..ir.deep import deep
 from ..ir.structural import structural_equal
@@ -55,7 +56,7 @@ from ..tir.stmt import (
 )
 from . import data_mode as _data
 from . import tir as T
-from .diagnostics import Source, TVMScriptError
+from .diagnostics import Source, TVMScriptError, blames_script
 
 __all__ = ["parse_python_function", "parse_prim_func_ast", "DeferredFunction"]
 
@@ -224,6 +225,18 @@ class _TIRParser:
     def error(self, node: ast.AST, reason: str) -> TVMScriptError:
         return self.source.error(node, reason)
 
+    def fail(self, node: ast.AST, e: Exception) -> NoReturn:
+        """Raise ``e``, caught while parsing ``node``: the script's mistake as a TVMScriptError at
+        ``node``, anything else as minitvm's InternalError chained to ``e`` (its traceback kept)."""
+        if isinstance(e, (TVMScriptError, InternalError)):
+            raise e
+        if self.blames_script(e):
+            raise self.error(node, _explain(e)) from None  # the learner needs the place, not our stack
+        raise self.source.internal_error(node, e) from e
+
+    def blames_script(self, e: Exception) -> bool:
+        return blames_script(e, _SCRIPT_OPERATIONS)
+
     def bind(self, name: str, value: Any) -> None:
         self.scopes[-1][name] = value
 
@@ -290,7 +303,7 @@ class _TIRParser:
             try:
                 buffer = ann.make(arg.arg)
             except Exception as e:
-                raise self.error(arg.annotation, str(e)) from None
+                self.fail(arg.annotation, e)
             frame.params.append(param)
             frame.buffer_map[param] = buffer
             self.bind(arg.arg, buffer)
@@ -334,10 +347,8 @@ class _TIRParser:
             raise self.error(node, f"unsupported Python syntax: {what}")
         try:
             return handler(node)
-        except TVMScriptError:
-            raise
         except Exception as e:  # a check deep in the IR constructors: blame the whole statement
-            raise self.error(node, _explain(e)) from None
+            self.fail(node, e)
 
     def visit_for(self, node: ast.For) -> Stmt:
         if node.orelse:
@@ -402,7 +413,7 @@ class _TIRParser:
             try:
                 value = T.serial(*args)
             except Exception as e:
-                raise self.error(iter_node, _explain(e)) from None
+                self.fail(iter_node, e)
         else:
             value = self.eval(iter_node)
         if isinstance(value, T.LoopSpec):
@@ -656,7 +667,7 @@ class _TIRParser:
         try:
             return spec.make(name)
         except Exception as e:
-            raise self.error(node, _explain(e)) from None
+            self.fail(node, e)
 
     def _match_buffer(self, target: ast.Name, decl: T.MatchBufferDecl, node: ast.expr) -> None:
         frame = self.frames[-1]
@@ -703,7 +714,7 @@ class _TIRParser:
         try:
             value = _BINOPS[type(node.op)](current, rhs)
         except Exception as e:
-            raise self.error(node, _explain(e)) from None
+            self.fail(node, e)
         return self._buffer_store(node.target, value, node.value)
 
     def _buffer_store(self, target: ast.Subscript, value: Any, value_node: ast.expr) -> Stmt:
@@ -717,7 +728,9 @@ class _TIRParser:
         if not _is_expr(value):
             try:
                 value = const(value, buffer.dtype)
-            except Exception:
+            except Exception as e:
+                if not self.blames_script(e):
+                    self.fail(value_node, e)
                 raise self.error(value_node, f"cannot store {value!r} into {buffer.dtype} buffer "
                                              f"{buffer.name}") from None
         if value.dtype != buffer.dtype:
@@ -790,10 +803,8 @@ class _TIRParser:
                     raise self.error(node, _data.refusal(node))
                 return self.eval_python(node)
             return handler(node)
-        except TVMScriptError:
-            raise
         except Exception as e:
-            raise self.error(node, _explain(e)) from None
+            self.fail(node, e)
 
     def eval_python(self, node: ast.expr) -> Any:
         """Comprehensions, f-strings, lambdas ...: plain Python over the current names."""
@@ -1012,6 +1023,16 @@ class _TIRParser:
         end = dim if index.stop is None else convert(index.stop)
         begin, end = _op._promote(begin, end)
         return Range(begin, T.extent_between(begin, end))
+
+
+#: the parser's code that performs a Python operation the script wrote (a call, ``t[i]``,
+#: ``a + b`` of Python values ...): an exception raised there, or in the script's own code it
+#: runs, is the script's mistake whatever its type (see :func:`diagnostics.blames_script`)
+_SCRIPT_OPERATIONS = frozenset(f.__code__ for f in (
+    _TIRParser.eval_python, _TIRParser.eval_Call, _TIRParser.eval_Subscript, _TIRParser._subscript_key,
+    _TIRParser._elements, _TIRParser.eval_Dict, _TIRParser.eval_BinOp, _TIRParser.eval_UnaryOp,
+    _TIRParser.eval_BoolOp, _TIRParser.eval_Compare, _TIRParser.eval_IfExp, _TIRParser.attribute,
+    _TIRParser.visit_if, _TIRParser.visit_aug_assign))
 
 
 def _contains_block(stmt: Stmt) -> bool:

@@ -136,6 +136,41 @@ def test_fold_constant_high_level_ops_without_new_kernels():
     same_result(mod, transform.DeadCodeElimination()(folded), rand(2, 3))
 
 
+def _const_multiply_module():
+    x = tensor("x", 2, 3)
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            lv = bb.emit(R.multiply(relax.const(C0), relax.const(C1)))
+            gv = bb.emit_output(R.add(x, lv))
+        bb.emit_func_output(gv)
+    return bb.get()
+
+
+def test_fold_constant_surfaces_a_lowering_bug(monkeypatch):
+    from minitvm.relax.transform import fold_constant
+
+    def buggy_legalize(bb, call):
+        raise KeyError("injected bug")  # a bug in a legalization must not read as "not folded"
+
+    monkeypatch.setattr(fold_constant, "legalize_call", buggy_legalize)
+    with pytest.raises(KeyError, match="injected bug"):
+        transform.FoldConstant()(_const_multiply_module())
+
+
+def test_fold_constant_leaves_a_call_whose_legalization_refuses(monkeypatch):
+    from minitvm.relax.transform import fold_constant
+
+    def refuse(bb, call):
+        raise NotImplementedError("no legalization for these attributes")
+
+    mod = _const_multiply_module()
+    assert "R.multiply(" not in "\n".join(lines(transform.FoldConstant()(mod)))  # folds as a rule
+    monkeypatch.setattr(fold_constant, "legalize_call", refuse)
+    kept = transform.FoldConstant()(mod)
+    assert lines(kept)[1].startswith('lv: R.Tensor((2, 3), dtype="float32") = R.multiply(R.const(')
+
+
 def test_fold_constant_tuple_outputs_and_items():
     x = tensor("x", 2, 3)
 
