@@ -33,7 +33,7 @@ from ..ir import dtype as _dt
 from ..ir.deep import deep
 from ..ir.structural import structural_equal
 from ..tir import op as _op
-from ..tir.analysis import get_block_read_write_region
+from ..tir.analysis import free_scalar_vars, get_block_read_write_region
 from ..tir.buffer import Buffer, BufferRegion
 from ..tir.expr import BufferLoad, IntImm, IterVar, PrimExpr, Range, Var, const, convert
 from ..tir.function import PrimFunc
@@ -96,8 +96,8 @@ class DeferredFunction:
 
 
 @deep
-def parse_python_function(func: Callable, private: bool = False, extra_vars: dict | None = None
-                          ) -> PrimFunc:
+def parse_python_function(func: Callable, private: bool = False, extra_vars: dict | None = None,
+                          check_well_formed: bool = True) -> PrimFunc:
     """Parse a Python function object decorated with ``@T.prim_func``."""
     source = Source.from_object(func)
     fdef = _function_def(source.parse(), func.__name__)
@@ -110,7 +110,8 @@ def parse_python_function(func: Callable, private: bool = False, extra_vars: dic
             except ValueError:  # a cell not yet filled
                 pass
     return parse_prim_func_ast(fdef, source, namespace, private=private,
-                               annotations=getattr(func, "__annotations__", None))
+                               annotations=getattr(func, "__annotations__", None),
+                               check_well_formed=check_well_formed)
 
 
 def _function_def(tree: ast.Module, name: str) -> ast.FunctionDef:
@@ -124,10 +125,19 @@ def _function_def(tree: ast.Module, name: str) -> ast.FunctionDef:
 
 
 def parse_prim_func_ast(fdef: ast.FunctionDef, source: Source, namespace: dict, private: bool = False,
-                        annotations: dict | None = None, name: str | None = None) -> PrimFunc:
-    """Parse one ``def`` (an ast node of ``source``) as a PrimFunc; names resolve in ``namespace``."""
+                        annotations: dict | None = None, name: str | None = None,
+                        check_well_formed: bool = True) -> PrimFunc:
+    """Parse one ``def`` (an ast node of ``source``) as a PrimFunc; names resolve in ``namespace``.
+    ``check_well_formed`` (as TVM's) refuses a function that uses a variable nothing defines."""
     with T.parsing():
-        return _TIRParser(source, namespace).parse_function(fdef, private, annotations or {}, name)
+        func = _TIRParser(source, namespace).parse_function(fdef, private, annotations or {}, name)
+    undefined = free_scalar_vars(func) if check_well_formed else []
+    if undefined:
+        names = ", ".join(v.name for v in undefined)
+        raise source.error(fdef, f"the function is not well formed: {names} used but defined by no parameter, "
+                                 "buffer shape, loop, let or block iterator (check_well_formed=False skips "
+                                 "this check)")
+    return func
 
 
 # -- frames: what the statements being parsed belong to ---------------------------------------
