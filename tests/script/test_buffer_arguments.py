@@ -145,3 +145,10 @@ def test_check_well_formed_of_a_prim_func_in_a_module_class():
                 A[i] = i * n
 
     assert "main" in [gv.name_hint for gv in Loose.get_global_vars()]
+
+
+def test_decl_buffer_records_offset_factor_and_refuses_align():
+    with pytest.raises(NotImplementedError, match=r"T.decl_buffer\(align=64\)"):
+        T.decl_buffer((4,), "float32", align=64)
+    view = T.decl_buffer((4,), "float32", data=minitvm.tir.Var("p", "handle"), offset_factor=4, align=0)
+    assert view.make("V").offset_factor == 4
