@@ -16,7 +16,10 @@ Name binding rules inside a prim func (kept deliberately simple):
 * ``Y = T.alloc_buffer(...)``, ``vi = T.axis.spatial(...)``, ``n = T.int32()``,
   ``A = T.match_buffer(a, ...)`` declare what their right-hand side says.
 
-Every failure is reported as a :class:`TVMScriptError` at the culprit node.
+Every mistake in the script is reported as a :class:`TVMScriptError` at the culprit node; a
+failure of minitvm's own code met on the way (a ``KeyError``, ``AssertionError`` ... where no
+script operation raised it) is minitvm's bug, raised as :class:`~minitvm.error.InternalError`
+chained to it (:meth:`_TIRParser.fail`, :func:`.diagnostics.blames_script`).
 """
 
 from __future__ import annotations
