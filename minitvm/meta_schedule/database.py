@@ -205,7 +205,11 @@ class Database:
     def query_tuning_record(self, mod: IRModule, target: Target | str, workload_name: str = "main"
                             ) -> TuningRecord | None:
         """The best record of ``mod`` (None when it was never tuned or every candidate failed).
-        As in TVM, the record's target is kept but not matched."""
+        As TVM's ``DatabaseNode::QueryTuningRecord``, records are not filtered by ``target``
+        (a workload's records all come from the tuning run's one target); it must still be a
+        target (a ``Target`` or its string), so a mistyped one is an error, not ignored."""
+        if not isinstance(target, Target):
+            Target(target)  # raises TypeError / ValueError naming what is wrong
         workload = self._find(mod)
         if workload is None:
             return None

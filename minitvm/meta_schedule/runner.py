@@ -74,12 +74,21 @@ class Runner:
     def run(self, runner_inputs: list[RunnerInput]) -> list[RunnerFuture]:
         raise NotImplementedError
 
-    def run_interleaved(self, runner_inputs: list[RunnerInput], rounds: int, sample_ms: float) -> list[RunnerResult]:
+    #: whether ``run_interleaved`` takes ``sample_ms`` (the length of each timed sample)
+    sets_sample_length = False
+
+    def run_interleaved(self, runner_inputs: list[RunnerInput], rounds: int,
+                        sample_ms: float | None = None) -> list[RunnerResult]:
         """minitvm's: time the candidates against each other, ``rounds`` times each, round by
         round, so that a change of the machine's speed hits them alike; a result has every
-        round's times, or the first failure.  This version calls ``run`` once a round (its
-        timings are as long as the runner makes them; ``sample_ms`` is a hint it may ignore);
-        :class:`LocalRunner` times the whole duel in one worker, a sample of ``sample_ms`` each."""
+        round's times, or the first failure.  This version calls ``run`` once a round, whose
+        timings are as long as the runner makes them: it cannot set a sample's length, so it
+        refuses ``sample_ms``; :class:`LocalRunner` times the whole duel in one worker, a
+        sample of ``sample_ms`` each."""
+        if sample_ms is not None:
+            raise NotImplementedError(f"{type(self).__name__}.run_interleaved(sample_ms={sample_ms}): this runner "
+                                      "times each round with its own run(); leave sample_ms out, or use "
+                                      "LocalRunner, whose samples last sample_ms")
         results: list[RunnerResult | None] = [None] * len(runner_inputs)
         for _ in range(rounds):
             for k, fut in enumerate(self.run(runner_inputs)):
@@ -121,10 +130,19 @@ class LocalRunner(Runner):
             out.append(RunnerFuture(RunnerResult(value, why)))
         return out
 
-    def run_interleaved(self, runner_inputs: list[RunnerInput], rounds: int, sample_ms: float) -> list[RunnerResult]:
+    sets_sample_length = True
+
+    def run_interleaved(self, runner_inputs: list[RunnerInput], rounds: int,
+                        sample_ms: float | None = None) -> list[RunnerResult]:
         """One job in one worker: every candidate is loaded and checked, then the rounds run
         back to back (``_worker.run_candidates_interleaved``); a duel that crashes or outlasts
-        ``timeout_sec`` per candidate fails every candidate with the reason."""
+        ``timeout_sec`` per candidate fails every candidate with the reason.  Each round's time of
+        a candidate is the mean of as many calls as fill ``sample_ms`` (default: the evaluator
+        config's ``min_repeat_ms``, at least 1 ms)."""
+        if sample_ms is None:
+            sample_ms = max(1.0, float(self.evaluator_config.min_repeat_ms))
+        if not sample_ms > 0:
+            raise ValueError(f"run_interleaved: sample_ms must be > 0, got {sample_ms}")
         if not runner_inputs:
             return []
         first = runner_inputs[0]

@@ -266,7 +266,8 @@ def _measure(task: _Task, mods: list[IRModule], builder: Any, runner: Any, round
             inputs.append(_runner.RunnerInput(b.artifact_path, "llvm", task.ctx.search_strategy.args_info,
                                               task.reference, str(task.ctx.target)))
             where.append(k)
-    ran = runner.run_interleaved(inputs, rounds, RETIME_SAMPLE_MS) if rounds else \
+    sample_ms = RETIME_SAMPLE_MS if getattr(runner, "sets_sample_length", False) else None
+    ran = runner.run_interleaved(inputs, rounds, sample_ms) if rounds else \
         [fut.result() for fut in runner.run(inputs)]
     for k, res in zip(where, ran):
         results[k] = res

@@ -9,13 +9,48 @@ from __future__ import annotations
 
 import ast
 import inspect
+import os
 import textwrap
 from dataclasses import dataclass, field
+from types import CodeType
 
-from ..error import DiagnosticError
+from ..error import DiagnosticError, InternalError, TVMError
 from ..ir.span import Span
 
-__all__ = ["TVMScriptError", "Source"]
+__all__ = ["TVMScriptError", "Source", "USER_ERRORS", "blames_script"]
+
+#: What a mistake in a script raises besides :class:`TVMScriptError`: the argument checks of
+#: the functions a script calls (``T.*``, ``R.*``, ``tir.op``, struct info inference ...) and
+#: the compiler's own located errors.  Any other type (KeyError, IndexError, AttributeError,
+#: AssertionError ...) out of minitvm's code is a bug in minitvm, reported as one.
+USER_ERRORS = (TypeError, ValueError, NameError, ArithmeticError, NotImplementedError, TVMError)
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _in_minitvm(code: CodeType) -> bool:
+    return os.path.abspath(code.co_filename).startswith(_PACKAGE)
+
+
+def blames_script(e: BaseException, script_operations: frozenset) -> bool:
+    """Whether ``e``, caught while parsing, is the script's mistake rather than minitvm's bug.
+
+    Besides :data:`USER_ERRORS`, an exception is the script's when the last minitvm frame it
+    passed through is one of ``script_operations``: the parser's code objects that perform a
+    Python operation the script wrote (``t[5]`` of a 2-tuple, a call of the script's own helper
+    or lambda), whether the operation itself failed or the script's code it ran did.
+    """
+    if isinstance(e, InternalError):
+        return False
+    if isinstance(e, (TVMScriptError, *USER_ERRORS)):
+        return True
+    last = None
+    tb = e.__traceback__
+    while tb is not None:
+        if _in_minitvm(tb.tb_frame.f_code):
+            last = tb.tb_frame.f_code
+        tb = tb.tb_next
+    return last is None or last in script_operations
 
 
 class TVMScriptError(DiagnosticError):
@@ -107,6 +142,13 @@ class Source:
             line = self.text.splitlines()[index] if index < len(self.text.splitlines()) else ""
             width = max(1, len(line.rstrip()) - col)
         return self.error_at(lineno, col, width, reason)
+
+    def internal_error(self, node: ast.AST, e: BaseException) -> InternalError:
+        """A bug in minitvm met while parsing ``node``: says so, and where (raise it ``from e``)."""
+        located = self.error(node, f"{type(e).__name__}: {e} (while parsing this TVMScript)")
+        return InternalError(f"internal error in minitvm: {located}\n"
+                             "This is a bug in minitvm, not in your script: the exception it chains "
+                             "(above) shows where it happened.")
 
     def error_at(self, lineno: int, col: int, width: int, reason: str) -> TVMScriptError:
         """``lineno`` (1-based) and ``col`` (0-based) are positions in :attr:`text`."""

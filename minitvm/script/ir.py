@@ -109,7 +109,8 @@ def _parse_tir(fdef: ast.FunctionDef, source: Source, namespace: dict, options: 
                global_vars: dict, name: str, annotations: dict | None = None) -> Any:
 
     return parse_prim_func_ast(fdef, source, namespace, private=bool(options.get("private", False)),
-                               annotations=annotations, name=name)
+                               annotations=annotations, name=name,
+                               check_well_formed=bool(options.get("check_well_formed", True)))
 
 
 def _register_builtin_dialects() -> None:

@@ -16,7 +16,10 @@ Name binding rules inside a prim func (kept deliberately simple):
 * ``Y = T.alloc_buffer(...)``, ``vi = T.axis.spatial(...)``, ``n = T.int32()``,
   ``A = T.match_buffer(a, ...)`` declare what their right-hand side says.
 
-Every failure is reported as a :class:`TVMScriptError` at the culprit node.
+Every mistake in the script is reported as a :class:`TVMScriptError` at the culprit node; a
+failure of minitvm's own code met on the way (a ``KeyError``, ``AssertionError`` ... where no
+script operation raised it) is minitvm's bug, raised as :class:`~minitvm.error.InternalError`
+chained to it (:meth:`_TIRParser.fail`, :func:`.diagnostics.blames_script`).
 """
 
 from __future__ import annotations
@@ -26,13 +29,14 @@ import builtins
 import contextlib
 import operator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, NoReturn
 
+from ..error import InternalError
 from ..ir import dtype as _dt
 from ..ir.deep import deep
 from ..ir.structural import structural_equal
 from ..tir import op as _op
-from ..tir.analysis import get_block_read_write_region
+from ..tir.analysis import free_scalar_vars, get_block_read_write_region
 from ..tir.buffer import Buffer, BufferRegion
 from ..tir.expr import BufferLoad, IntImm, IterVar, PrimExpr, Range, Var, const, convert
 from ..tir.function import PrimFunc
@@ -55,7 +59,7 @@ from ..tir.stmt import (
 )
 from . import data_mode as _data
 from . import tir as T
-from .diagnostics import Source, TVMScriptError
+from .diagnostics import Source, TVMScriptError, blames_script
 
 __all__ = ["parse_python_function", "parse_prim_func_ast", "DeferredFunction"]
 
@@ -95,8 +99,8 @@ class DeferredFunction:
 
 
 @deep
-def parse_python_function(func: Callable, private: bool = False, extra_vars: dict | None = None
-                          ) -> PrimFunc:
+def parse_python_function(func: Callable, private: bool = False, extra_vars: dict | None = None,
+                          check_well_formed: bool = True) -> PrimFunc:
     """Parse a Python function object decorated with ``@T.prim_func``."""
     source = Source.from_object(func)
     fdef = _function_def(source.parse(), func.__name__)
@@ -109,7 +113,8 @@ def parse_python_function(func: Callable, private: bool = False, extra_vars: dic
             except ValueError:  # a cell not yet filled
                 pass
     return parse_prim_func_ast(fdef, source, namespace, private=private,
-                               annotations=getattr(func, "__annotations__", None))
+                               annotations=getattr(func, "__annotations__", None),
+                               check_well_formed=check_well_formed)
 
 
 def _function_def(tree: ast.Module, name: str) -> ast.FunctionDef:
@@ -123,10 +128,19 @@ def _function_def(tree: ast.Module, name: str) -> ast.FunctionDef:
 
 
 def parse_prim_func_ast(fdef: ast.FunctionDef, source: Source, namespace: dict, private: bool = False,
-                        annotations: dict | None = None, name: str | None = None) -> PrimFunc:
-    """Parse one ``def`` (an ast node of ``source``) as a PrimFunc; names resolve in ``namespace``."""
+                        annotations: dict | None = None, name: str | None = None,
+                        check_well_formed: bool = True) -> PrimFunc:
+    """Parse one ``def`` (an ast node of ``source``) as a PrimFunc; names resolve in ``namespace``.
+    ``check_well_formed`` (as TVM's) refuses a function that uses a variable nothing defines."""
     with T.parsing():
-        return _TIRParser(source, namespace).parse_function(fdef, private, annotations or {}, name)
+        func = _TIRParser(source, namespace).parse_function(fdef, private, annotations or {}, name)
+    undefined = free_scalar_vars(func) if check_well_formed else []
+    if undefined:
+        names = ", ".join(v.name for v in undefined)
+        raise source.error(fdef, f"the function is not well formed: {names} used but defined by no parameter, "
+                                 "buffer shape, loop, let or block iterator (check_well_formed=False skips "
+                                 "this check)")
+    return func
 
 
 # -- frames: what the statements being parsed belong to ---------------------------------------
@@ -224,6 +238,18 @@ class _TIRParser:
     def error(self, node: ast.AST, reason: str) -> TVMScriptError:
         return self.source.error(node, reason)
 
+    def fail(self, node: ast.AST, e: Exception) -> NoReturn:
+        """Raise ``e``, caught while parsing ``node``: the script's mistake as a TVMScriptError at
+        ``node``, anything else as minitvm's InternalError chained to ``e`` (its traceback kept)."""
+        if isinstance(e, (TVMScriptError, InternalError)):
+            raise e
+        if self.blames_script(e):
+            raise self.error(node, _explain(e)) from None  # the learner needs the place, not our stack
+        raise self.source.internal_error(node, e) from e
+
+    def blames_script(self, e: Exception) -> bool:
+        return blames_script(e, _SCRIPT_OPERATIONS)
+
     def bind(self, name: str, value: Any) -> None:
         self.scopes[-1][name] = value
 
@@ -290,7 +316,7 @@ class _TIRParser:
             try:
                 buffer = ann.make(arg.arg)
             except Exception as e:
-                raise self.error(arg.annotation, str(e)) from None
+                self.fail(arg.annotation, e)
             frame.params.append(param)
             frame.buffer_map[param] = buffer
             self.bind(arg.arg, buffer)
@@ -334,10 +360,8 @@ class _TIRParser:
             raise self.error(node, f"unsupported Python syntax: {what}")
         try:
             return handler(node)
-        except TVMScriptError:
-            raise
         except Exception as e:  # a check deep in the IR constructors: blame the whole statement
-            raise self.error(node, _explain(e)) from None
+            self.fail(node, e)
 
     def visit_for(self, node: ast.For) -> Stmt:
         if node.orelse:
@@ -402,7 +426,7 @@ class _TIRParser:
             try:
                 value = T.serial(*args)
             except Exception as e:
-                raise self.error(iter_node, _explain(e)) from None
+                self.fail(iter_node, e)
         else:
             value = self.eval(iter_node)
         if isinstance(value, T.LoopSpec):
@@ -656,7 +680,7 @@ class _TIRParser:
         try:
             return spec.make(name)
         except Exception as e:
-            raise self.error(node, _explain(e)) from None
+            self.fail(node, e)
 
     def _match_buffer(self, target: ast.Name, decl: T.MatchBufferDecl, node: ast.expr) -> None:
         frame = self.frames[-1]
@@ -703,7 +727,7 @@ class _TIRParser:
         try:
             value = _BINOPS[type(node.op)](current, rhs)
         except Exception as e:
-            raise self.error(node, _explain(e)) from None
+            self.fail(node, e)
         return self._buffer_store(node.target, value, node.value)
 
     def _buffer_store(self, target: ast.Subscript, value: Any, value_node: ast.expr) -> Stmt:
@@ -717,7 +741,9 @@ class _TIRParser:
         if not _is_expr(value):
             try:
                 value = const(value, buffer.dtype)
-            except Exception:
+            except Exception as e:
+                if not self.blames_script(e):
+                    self.fail(value_node, e)
                 raise self.error(value_node, f"cannot store {value!r} into {buffer.dtype} buffer "
                                              f"{buffer.name}") from None
         if value.dtype != buffer.dtype:
@@ -790,10 +816,8 @@ class _TIRParser:
                     raise self.error(node, _data.refusal(node))
                 return self.eval_python(node)
             return handler(node)
-        except TVMScriptError:
-            raise
         except Exception as e:
-            raise self.error(node, _explain(e)) from None
+            self.fail(node, e)
 
     def eval_python(self, node: ast.expr) -> Any:
         """Comprehensions, f-strings, lambdas ...: plain Python over the current names."""
@@ -1012,6 +1036,16 @@ class _TIRParser:
         end = dim if index.stop is None else convert(index.stop)
         begin, end = _op._promote(begin, end)
         return Range(begin, T.extent_between(begin, end))
+
+
+#: the parser's code that performs a Python operation the script wrote (a call, ``t[i]``,
+#: ``a + b`` of Python values ...): an exception raised there, or in the script's own code it
+#: runs, is the script's mistake whatever its type (see :func:`diagnostics.blames_script`)
+_SCRIPT_OPERATIONS = frozenset(f.__code__ for f in (
+    _TIRParser.eval_python, _TIRParser.eval_Call, _TIRParser.eval_Subscript, _TIRParser._subscript_key,
+    _TIRParser._elements, _TIRParser.eval_Dict, _TIRParser.eval_BinOp, _TIRParser.eval_UnaryOp,
+    _TIRParser.eval_BoolOp, _TIRParser.eval_Compare, _TIRParser.eval_IfExp, _TIRParser.attribute,
+    _TIRParser.visit_if, _TIRParser.visit_aug_assign))
 
 
 def _contains_block(stmt: Stmt) -> bool:

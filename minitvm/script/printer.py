@@ -28,6 +28,7 @@ from ..ir.notebook import in_notebook
 from ..ir.structural import structural_equal
 from ..tir import op
 from ..tir import op as _op
+from ..tir.analysis import buffer_vars, free_scalar_vars
 from ..tir.buffer import Buffer, BufferRegion
 from ..tir.expr import (
     EQ,
@@ -61,7 +62,6 @@ from ..tir.expr import (
     Sub,
     Var,
 )
-from ..tir.expr import Let as _Let
 from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
 from ..tir.stmt import (
@@ -468,6 +468,8 @@ class _TIRPrinter:
             args.append(f"elem_offset={self.expr(b.elem_offset)}")
         if b.scope != "global":
             args.append(f'scope="{b.scope}"')
+        if b.offset_factor != 1:
+            args.append(f"offset_factor={b.offset_factor}")
         if b.axis_separators:
             args.append(f"axis_separators={list(b.axis_separators)}")
         return f"{ctor}({', '.join(args)})"
@@ -513,7 +515,7 @@ class _TIRPrinter:
             if buffer is None:
                 params.append(f"{self.define(p, p.name)}: T.{p.dtype}")
                 printed_scalars.add(id(p))
-            elif all(id(v) in printed_scalars for v in _buffer_vars(buffer)):
+            elif all(id(v) in printed_scalars for v in buffer_vars(buffer)):
                 decl = self.buffer_decl(buffer, "T.Buffer")
                 params.append(f"{self.define(buffer, buffer.name)}: {decl}")
             else:
@@ -527,12 +529,12 @@ class _TIRPrinter:
         self.indent = 1
         if attrs:
             lines.append(self._line(f"T.func_attr({self.value(attrs)})"))
-        shape_vars = [v for _, b in matched for v in _buffer_vars(b) if id(v) not in scalar_params]
+        shape_vars = [v for _, b in matched for v in buffer_vars(b) if id(v) not in scalar_params]
         for v in shape_vars:
             if id(v) not in self.names:
                 lines.append(self._line(f"{self.define(v, v.name)} = T.{v.dtype}()"))
         # scalars the body uses but nothing defines (TVM prints them the same way)
-        for v in _free_scalar_vars(f, {id(x) for x in shape_vars} | scalar_params):
+        for v in free_scalar_vars(f, {id(x) for x in shape_vars} | scalar_params):
             if id(v) not in self.names:
                 lines.append(self._line(f"{self.define(v, v.name)} = T.{v.dtype}()"))
         for p, buffer in matched:
@@ -901,45 +903,6 @@ def _env_threads(body: Stmt) -> list[IterVar]:
         if len(stmts) > 1 or uses(body, var) - 1 > uses((stmts[0].value, stmts[0].body), var):
             out.append(stmts[0].node)
     return out
-
-
-def _free_scalar_vars(f: PrimFunc, known: set[int]) -> list[Var]:
-    """Non-handle variables ``f``'s body reads that no parameter, buffer shape, loop, let or
-    block iterator defines (a function parsed with ``check_well_formed=False``)."""
-
-    defined = set(known)
-    for b in f.buffer_map.values():
-        defined |= {id(v) for v in _buffer_vars(b)}
-    used: list[Var] = []
-
-    def visit(x: Any) -> None:
-        if isinstance(x, For):
-            defined.add(id(x.loop_var))
-        elif isinstance(x, (LetStmt, _Let)):
-            defined.add(id(x.var))
-        elif isinstance(x, AttrStmt) and isinstance(x.node, IterVar):
-            defined.add(id(x.node.var))
-        elif isinstance(x, Block):
-            defined.update(id(iv.var) for iv in x.iter_vars)
-            for buf in x.alloc_buffers:
-                defined.update(id(v) for v in _buffer_vars(buf))
-        elif isinstance(x, Var) and x.dtype != "handle" and all(x is not u for u in used):
-            used.append(x)
-
-    post_order_visit(f.body, visit)
-    return [v for v in used if id(v) not in defined]
-
-
-def _buffer_vars(b: Buffer) -> list[Var]:
-    """Variables a buffer's shape, strides and offset use, in first-use order."""
-    found: list[Var] = []
-
-    def visit(x: Any) -> None:
-        if isinstance(x, Var) and all(x is not y for y in found):
-            found.append(x)
-
-    post_order_visit((b.shape, b.strides, b.elem_offset), visit)
-    return found
 
 
 def _uses_any(e: Any, variables: list[Var]) -> bool:

@@ -69,7 +69,7 @@ from . import relax as R
 from . import tir as T
 from .diagnostics import Source, TVMScriptError
 from .ir import ModuleRef, add_generated_function, register_function_parser
-from .parser import _explain, _function_def, _TIRParser
+from .parser import _function_def, _TIRParser
 
 __all__ = ["parse_relax_function_ast", "parse_relax_python_function", "declare_relax_function"]
 
@@ -148,7 +148,7 @@ class _RelaxParser(_TIRParser):
                 try:  # the callee's signature, declared before any function was parsed
                     _set_struct_info(result, derive_call_ret_struct_info(callee, result, self.bb))
                 except Exception as e:
-                    raise self.error(node, _explain(e)) from None
+                    self.fail(node, e)
         else:
             result = super().eval_Call(node)
         if isinstance(result, R.EmitTEValue):
@@ -237,10 +237,8 @@ class _RelaxParser(_TIRParser):
         """Struct info now, so an error points at the call that caused it."""
         try:
             return self.bb.normalize(expr)
-        except TVMScriptError:
-            raise
         except Exception as e:
-            raise self.error(node, _explain(e)) from None
+            self.fail(node, e)
 
     def _relax_value(self, value: Any, node: ast.AST) -> Any:
         """A Python value used as a Relax value (a tuple of vars becomes a relax.Tuple)."""
@@ -248,10 +246,8 @@ class _RelaxParser(_TIRParser):
             return value
         try:
             return self._normalize(_as_expr(value, "Relax value"), node)
-        except TVMScriptError:
-            raise
         except Exception as e:
-            raise self.error(node, _explain(e)) from None
+            self.fail(node, e)
 
     def annotation(self, node: ast.expr) -> StructInfo:
         self.in_sinfo += 1
@@ -310,7 +306,7 @@ class _RelaxParser(_TIRParser):
                 # (a body more precise than the annotation gives the return struct info, as TVM)
                 func = self.bb._make_function(params, body, ret, pure, attrs)
             except Exception as e:
-                raise self.error(fdef, _explain(e)) from None
+                self.fail(fdef, e)
             # TVM checks no return annotation against the body: it is kept as written unless the
             # body is more precise (then the body's struct info is the function's result)
             if options.get("check_well_formed", True):
@@ -346,10 +342,8 @@ class _RelaxParser(_TIRParser):
             raise self.error(node, f"unsupported Python syntax in a Relax function: {type(node).__name__}")
         try:
             handler(node)
-        except TVMScriptError:
-            raise
         except Exception as e:
-            raise self.error(node, _explain(e)) from None
+            self.fail(node, e)
 
     def visit_with(self, node: ast.With) -> None:
         if len(node.items) != 1 or node.items[0].optional_vars is not None:
@@ -533,7 +527,7 @@ class _RelaxParser(_TIRParser):
         try:
             value = self.bb._normalize_arg(value)
         except Exception as e:
-            raise self.error(node, _explain(e)) from None
+            self.fail(node, e)
         var = self._new_var(target.id, mc.struct_info)
         self.bb.emit_normalized(MatchCast(var, value, mc.struct_info))
         self.bind(target.id, var)

@@ -119,11 +119,12 @@ class BufferSpec:
     scope: str = "global"
     data: Any = None  # a handle Var: this buffer views existing memory (e.g. `data=A.data`)
     axis_separators: tuple = ()
+    offset_factor: int = 0
 
     def make(self, name: str) -> _TirBuffer:
         return tir_decl_buffer(self.shape, self.dtype, name, data=self.data, strides=self.strides,
                            elem_offset=self.elem_offset, scope=self.scope,
-                           axis_separators=self.axis_separators)
+                           axis_separators=self.axis_separators, offset_factor=self.offset_factor)
 
 
 @dataclass(frozen=True)
@@ -305,18 +306,36 @@ def _shape(shape: Any) -> tuple:
     return (shape,)
 
 
+def _check_unsupported(where: str, align: Any, buffer_type: Any) -> None:
+    """Refuse, by name, the buffer arguments minitvm has no meaning for (their defaults pass)."""
+    if align not in (-1, 0):
+        raise NotImplementedError(f"{where}(align={align}): minitvm's buffers record no data alignment "
+                                  "(TVM's default, 64 bytes, is not guaranteed either); leave align out")
+    if buffer_type not in ("", "default"):
+        raise NotImplementedError(f"{where}(buffer_type={buffer_type!r}): minitvm has only default buffers "
+                                  "(no auto-broadcast); leave buffer_type out")
+
+
+def _offset_factor(value: Any) -> int:
+    value = value.value if isinstance(value, _ex.IntImm) else value
+    if isinstance(value, builtins.bool) or not isinstance(value, int) or value < 0:
+        raise TypeError(f"offset_factor takes an int >= 0, got {value!r}")
+    return value
+
+
 class _BufferProxy:
     """``T.Buffer((128, 128), "float32")`` or ``T.Buffer[(128, 128), "float32"]``."""
 
     def __call__(self, shape: Any, dtype: str = "float32", data: Any = None, strides: Any = None,
                  elem_offset: Any = None, scope: str = "global", align: int = -1,
                  offset_factor: int = 0, buffer_type: str = "", axis_separators: Any = None) -> BufferSpec:
+        _check_unsupported("T.Buffer", align, buffer_type)
         if isinstance(data, _TirBuffer):  # T.allocate's storage (TVM returns its pointer)
             data = data.data
         if data is not None and not (isinstance(data, Var) and data.dtype == "handle"):
             raise TypeError(f"T.Buffer(data=...) takes a handle such as A.data, got {data!r}")
         return BufferSpec(_shape(shape), _dt.check(dtype), tuple(strides or ()), elem_offset, scope, data,
-                          tuple(axis_separators or ()))
+                          tuple(axis_separators or ()), _offset_factor(offset_factor))
 
     def __getitem__(self, key: Any) -> BufferSpec:
         if isinstance(key, tuple) and len(key) == 2 and isinstance(key[1], str):
@@ -358,8 +377,12 @@ def alloc_buffer(shape: Any, dtype: str = "float32", data: Any = None, strides: 
                  offset_factor: int = 0, buffer_type: str = "default",
                  axis_separators: Any = None) -> AllocBufferDecl:
     """An intermediate buffer of the enclosing block (the function's root block at top level)."""
+    _check_unsupported("T.alloc_buffer", align, buffer_type)
+    if data is not None:
+        raise NotImplementedError("T.alloc_buffer(data=...): an allocated buffer owns its memory; view "
+                                  "existing memory with T.Buffer(shape, dtype, data=A.data) instead")
     return AllocBufferDecl(Buffer(shape, dtype, strides=strides, elem_offset=elem_offset, scope=scope,
-                                  axis_separators=axis_separators))
+                                  offset_factor=offset_factor, axis_separators=axis_separators))
 
 
 def allocate(shape: Any, dtype: str = "float32", scope: str = "global") -> AllocateDecl:
@@ -379,8 +402,9 @@ def decl_buffer(shape: Any, dtype: str = "float32", data: Any = None, strides: A
     With ``data=B.data`` it views existing memory (as ``T.Buffer(..., data=...)``); without,
     it allocates its own storage (the same statement as ``T.allocate``).
     """
+    _check_unsupported("T.decl_buffer", align, buffer_type)
     spec = Buffer(shape, dtype, data=data, strides=strides, elem_offset=elem_offset, scope=scope,
-                  axis_separators=axis_separators)
+                  offset_factor=offset_factor, axis_separators=axis_separators)
     return spec if data is not None else AllocateDecl(spec)
 
 
@@ -393,8 +417,13 @@ def match_buffer(param: Any, shape: Any, dtype: str = "float32", data: Any = Non
         param = BufferRegion.from_indices(param.buffer, param.indices)
     if not (isinstance(param, BufferRegion) or (isinstance(param, Var) and param.dtype == "handle")):
         raise TypeError("T.match_buffer needs a T.handle parameter or a buffer region like A[0:4, vi]")
+    _check_unsupported("T.match_buffer", align, buffer_type)
+    if data is not None:
+        raise NotImplementedError("T.match_buffer(data=...): the matched parameter or region is the "
+                                  "buffer's memory; leave data out")
     return MatchBufferDecl(param, Buffer(shape, dtype, strides=strides, elem_offset=elem_offset,
-                                         axis_separators=axis_separators, scope=scope))
+                                         offset_factor=offset_factor, axis_separators=axis_separators,
+                                         scope=scope))
 
 
 # -- loops --------------------------------------------------------------------------------------
@@ -827,32 +856,30 @@ def prim_func(func: Callable | None = None, *, private: Any = False,
     """Parse the decorated Python function as TensorIR and return a ``tir.PrimFunc``.
 
     ``@T.prim_func(private=True)`` leaves out the ``global_symbol`` attribute (the
-    function is not exported).  Inside an ``@I.ir_module`` class, parsing waits for the
-    module decorator, which knows every function of the module.
+    function is not exported); ``check_well_formed=False`` skips the check (TVM's) that every
+    variable the function uses is defined.  Inside an ``@I.ir_module`` class, parsing waits for
+    the module decorator, which knows every function of the module.
     """
     caller = sys._getframe(1)
+    options = {"private": private, "check_well_formed": builtins.bool(check_well_formed)}
 
     def decorate(f: Callable) -> Any:
-        result = _parse_decorated(f, private, caller)
+        result = _parse_decorated(f, options, caller)
         if isinstance(result, Exception):
             raise result.with_traceback(None) from None  # the learner needs the message, not our stack
         return result
 
-    if func is None:
-        return decorate
-    result = _parse_decorated(func, private, caller)
-    if isinstance(result, Exception):
-        raise result.with_traceback(None) from None
-    return result
+    return decorate if func is None else decorate(func)
 
 
-def _parse_decorated(f: Callable, private: Any, caller: Any) -> Any:
+def _parse_decorated(f: Callable, options: dict, caller: Any) -> Any:
     """The PrimFunc (or, in a class body, a deferred function), or the TVMScriptError to raise."""
 
     if _defined_in_class_body(f):
-        return DeferredFunction(f, "tir", {"private": private}, _caller_namespace(caller))
+        return DeferredFunction(f, "tir", options, _caller_namespace(caller))
     try:
-        return parse_python_function(f, private=private, extra_vars=_caller_namespace(caller))
+        return parse_python_function(f, private=options["private"], extra_vars=_caller_namespace(caller),
+                                     check_well_formed=options["check_well_formed"])
     except TVMScriptError as err:
         return err
 

@@ -1,4 +1,5 @@
-"""Analyses over TIR: which buffer regions a block reads and writes."""
+"""Analyses over TIR: which buffer regions a block reads and writes; variables used but never
+defined."""
 
 from __future__ import annotations
 
@@ -7,12 +8,13 @@ from typing import Any
 from ..arith import Analyzer
 from ..ir.structural import structural_equal
 from .buffer import Buffer, BufferRegion
-from .expr import Add, BufferLoad, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Range, Sub, Var, const
+from .expr import Add, BufferLoad, FloorDiv, FloorMod, IntImm, IterVar, Let, Mul, PrimExpr, Range, Sub, Var, const
 from .functor import StmtExprVisitor, post_order_visit, substitute
 from .oob_checker import OOBChecker
-from .stmt import Block, BlockRealize, BufferStore, For, LetStmt
+from .stmt import AttrStmt, Block, BlockRealize, BufferStore, For, LetStmt
 
-__all__ = ["get_block_read_write_region", "get_block_access_region", "uses_var", "vars_used", "OOBChecker"]
+__all__ = ["get_block_read_write_region", "get_block_access_region", "uses_var", "vars_used", "OOBChecker",
+           "free_scalar_vars", "buffer_vars"]
 
 
 def vars_used(node: Any) -> set[int]:
@@ -280,3 +282,43 @@ def _data_vars(block: Block, buffers: Any) -> dict[int, Buffer]:
 
 
 get_block_access_region = get_block_read_write_region
+
+
+def free_scalar_vars(f: Any, known: Any = None) -> list[Var]:
+    """Non-handle variables the body of PrimFunc ``f`` reads that no parameter (or id in
+    ``known``), buffer shape, loop, let, thread launch or block iterator defines: TVM's
+    well-formedness rule that a variable is defined before use, and what the printer declares."""
+
+    defined = {id(p) for p in f.params} if known is None else set(known)
+    for b in f.buffer_map.values():
+        defined |= {id(v) for v in buffer_vars(b)}
+    used: list[Var] = []
+
+    def visit(x: Any) -> None:
+        if isinstance(x, For):
+            defined.add(id(x.loop_var))
+        elif isinstance(x, (LetStmt, Let)):
+            defined.add(id(x.var))
+        elif isinstance(x, AttrStmt) and isinstance(x.node, IterVar):
+            defined.add(id(x.node.var))
+        elif isinstance(x, Block):
+            defined.update(id(iv.var) for iv in x.iter_vars)
+            for buf in x.alloc_buffers:
+                defined.update(id(v) for v in buffer_vars(buf))
+        elif isinstance(x, Var) and x.dtype != "handle" and all(x is not u for u in used):
+            used.append(x)
+
+    post_order_visit(f.body, visit)
+    return [v for v in used if id(v) not in defined]
+
+
+def buffer_vars(b: Buffer) -> list[Var]:
+    """Variables a buffer's shape, strides and offset use, in first-use order."""
+    found: list[Var] = []
+
+    def visit(x: Any) -> None:
+        if isinstance(x, Var) and all(x is not y for y in found):
+            found.append(x)
+
+    post_order_visit((b.shape, b.strides, b.elem_offset), visit)
+    return found

@@ -29,10 +29,18 @@ class Buffer(Node):
     #: where the logical axes split into groups that flatten separately (TVM's physical
     #: dimensions); on the CPU the groups are laid out one after another, row-major
     axis_separators: tuple = ()
+    #: a view's first element sits at an element offset that is a multiple of this (TVM's
+    #: ``offset_factor``, as a tensor intrinsic's buffers declare; 0 and 1 mean any offset):
+    #: lowering a ``T.match_buffer`` of a region that breaks it is an error
+    offset_factor: int = 1
 
     def __post_init__(self) -> None:
         super().__post_init__()
         object.__setattr__(self, "axis_separators", tuple(int(a) for a in self.axis_separators))
+        factor = self.offset_factor
+        if isinstance(factor, bool) or not isinstance(factor, int) or factor < 0:
+            raise ValueError(f"buffer {self.name}: offset_factor must be an int >= 0, got {factor!r}")
+        object.__setattr__(self, "offset_factor", max(1, factor))  # as TVM: 0 means 1
         object.__setattr__(self, "shape", tuple(shape_const(s) if isinstance(s, int) else convert(s)
                                                 for s in self.shape))
         object.__setattr__(self, "strides", tuple(convert(s) for s in self.strides))
@@ -101,11 +109,12 @@ class BufferRegion(Node):
 
 def decl_buffer(shape: Any, dtype: str = "float32", name: str = "buffer", data: Var | None = None,
                 strides: Any = None, elem_offset: Any = None, scope: str = "global",
-                axis_separators: Any = None) -> Buffer:
+                axis_separators: Any = None, *, offset_factor: int = 0) -> Buffer:
     """Declare a new buffer (TVM's ``tir.decl_buffer``)."""
     dtype = _dt.check(dtype)
     if isinstance(shape, (int, PrimExpr)):
         shape = (shape,)
     data = data if data is not None else Var(name, "handle")
     return Buffer(data, dtype, tuple(shape), tuple(strides or ()),
-                  0 if elem_offset is None else elem_offset, scope, name, tuple(axis_separators or ()))
+                  0 if elem_offset is None else elem_offset, scope, name, tuple(axis_separators or ()),
+                  offset_factor)

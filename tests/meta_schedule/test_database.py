@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 import minitvm
 from minitvm import meta_schedule as ms
@@ -120,6 +121,19 @@ def test_query_of_an_untuned_workload_is_none(tmp_path):
     db = ms.database.JSONDatabase(work_dir=str(tmp_path))
     assert ms.tir_integration.compile_tir(db, matmul_64, "llvm") is None
     assert db.query_tuning_record(minitvm.IRModule({"main": matmul_64}), "llvm", "main") is None
+
+
+def test_query_takes_any_target_as_tvm_but_refuses_one_that_is_not(tmp_path):
+    # TVM's QueryTuningRecord does not filter by target; a mistyped target is still an error
+    mod = minitvm.IRModule({"main": matmul_64})
+    db = ms.database.MemoryDatabase()
+    _record(db, mod, 2, [1e-3])
+    for target in ("llvm", minitvm.target.Target("llvm -mcpu=skylake-avx512")):
+        assert db.query_tuning_record(mod, target, "main").run_secs == [1e-3]
+    with pytest.raises(ValueError, match="unsupported target kind 'lvm'"):
+        db.query_tuning_record(mod, "lvm", "main")
+    with pytest.raises(TypeError, match="expected a str, dict or Target"):
+        db.query_tuning_record(mod, 3, "main")
 
 
 def test_database_scope_is_current_inside_with():

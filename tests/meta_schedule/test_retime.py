@@ -60,3 +60,47 @@ def test_a_duel_that_fails_as_a_whole_leaves_the_single_timings(monkeypatch):
                         [ms.runner.RunnerResult(None, "timeout: the candidate ran longer than 30 s") for _ in mods])
     tune._retime_best(task, db, None, None, best=2)
     assert sorted(r.run_secs for r in db.get_all_tuning_records()) == [[1.0], [2.0]]
+
+
+class _FixedRunner(ms.runner.Runner):
+    """A runner with only ``run`` (as a user's own): each call times every candidate once."""
+
+    def __init__(self, secs):
+        self.secs, self.calls = secs, 0
+
+    def run(self, runner_inputs):
+        self.calls += 1
+        return [ms.runner.RunnerFuture(ms.runner.RunnerResult([s * self.calls], None)) for s in self.secs]
+
+
+def test_a_runner_with_only_run_duels_round_by_round_and_refuses_a_sample_length():
+    runner = _FixedRunner([1.0, 2.0])
+    inputs = [None, None]
+    results = runner.run_interleaved(inputs, rounds=3)
+    assert [r.run_secs for r in results] == [[1.0, 2.0, 3.0], [2.0, 4.0, 6.0]]
+    # it cannot make a sample last sample_ms, so it says so rather than ignore it
+    try:
+        runner.run_interleaved(inputs, rounds=3, sample_ms=10.0)
+    except NotImplementedError as err:
+        assert "run_interleaved(sample_ms=10.0)" in str(err) and "LocalRunner" in str(err)
+    else:
+        raise AssertionError("sample_ms was accepted and ignored")
+
+
+def test_the_retiming_asks_for_a_sample_length_only_from_runners_that_set_it():
+    asked = []
+
+    class Recording(_FixedRunner):
+        def run_interleaved(self, runner_inputs, rounds, sample_ms=None):
+            asked.append(sample_ms)
+            return super().run_interleaved(runner_inputs, rounds, None)
+
+    built = SimpleNamespace(build=lambda inputs: [SimpleNamespace(error_msg=None, artifact_path="") for _ in inputs])
+    task = SimpleNamespace(reference=None, ctx=SimpleNamespace(target="llvm", search_strategy=SimpleNamespace(
+        args_info=[])))
+    mods = [minitvm.IRModule({"main": matmul_64})]
+    runner = Recording([1.0])
+    assert tune._measure(task, mods, built, runner, rounds=2)[0].run_secs == [1.0, 2.0]
+    runner.sets_sample_length = True
+    tune._measure(task, mods, built, runner, rounds=2)
+    assert asked == [None, tune.RETIME_SAMPLE_MS]

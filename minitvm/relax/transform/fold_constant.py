@@ -104,8 +104,8 @@ class _Folder(ExprMutator):
         scratch.begin_binding_block()
         try:
             lowered = legalize_call(scratch, call)
-        except Exception:  # noqa: BLE001 - a call we cannot lower is simply not folded
-            return None
+        except NotImplementedError:  # a legalization's refusal (these attributes have none): not
+            return None  # folded, and LegalizeOps says so if it meets the call; any other error is a bug
         finally:
             emitted = scratch.end_block()
         if emitted.bindings or not (isinstance(lowered, Call) and isinstance(lowered.op, Op)

@@ -52,6 +52,7 @@ class MatchedView:
         self.view = view
         self.source = source.buffer
         self.corner = tuple(r.min for r in source.region)
+        _check_offset_factor(view, source)
         # a view may drop leading unit dimensions of the region (A[i, 0:16] as a 1-D view)
         self.dropped = dropped
         #: why the view's elements are not one run of the source's memory (None: they are)
@@ -61,6 +62,19 @@ class MatchedView:
         leading = self.corner[:self.dropped]
         trailing = tuple(base + idx for base, idx in zip(self.corner[self.dropped:], indices))
         return leading + trailing
+
+
+def _check_offset_factor(view: Buffer, source: BufferRegion) -> None:
+    """As TVM's LowerMatchBuffer: a view with an ``offset_factor`` starts at a provable multiple
+    of it in its source's memory (a tensor intrinsic relies on that alignment)."""
+    factor = view.offset_factor
+    if factor <= 1:
+        return
+    start = flat_index(source.buffer, tuple(r.min for r in source.region))
+    if not Analyzer().can_prove_equal(_op.floormod(start, factor), 0):
+        raise ValueError(f"match_buffer {view.name}: the region {source} starts at element offset "
+                         f"{Analyzer().simplify(start)} of {source.buffer.name}, which is not provably a "
+                         f"multiple of the view's offset_factor {factor}")
 
 
 def _scattered(region: BufferRegion) -> str | None:

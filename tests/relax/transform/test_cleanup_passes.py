@@ -116,7 +116,8 @@ def test_fold_constant_call_tir_golden_and_numbers():
     same_result(mod, cleaned, x)
 
 
-def test_fold_constant_high_level_ops_without_new_kernels():
+def _const_ops_module():
+    """main(x) = x + exp(C0 * C1), the constant part written as two high-level ops."""
     x = tensor("x", 2, 3)
     bb = relax.BlockBuilder()
     with bb.function("main", [x]):
@@ -126,7 +127,11 @@ def test_fold_constant_high_level_ops_without_new_kernels():
             lv2 = bb.emit(R.add(x, lv1))
             gv = bb.emit_output(lv2)
         bb.emit_func_output(gv)
-    mod = bb.get()
+    return bb.get()
+
+
+def test_fold_constant_high_level_ops_without_new_kernels():
+    mod = _const_ops_module()
     folded = transform.FoldConstant()(mod)
     assert func_names(folded) == ["main"]  # legalized on the side: no PrimFunc added
     text = lines(folded)
@@ -134,6 +139,30 @@ def test_fold_constant_high_level_ops_without_new_kernels():
     np.testing.assert_allclose(folded["main"].body.blocks[0].bindings[0].value.args[1].data.numpy(),
                                np.exp(C0 * C1), rtol=1e-6)
     same_result(mod, transform.DeadCodeElimination()(folded), rand(2, 3))
+
+
+def test_fold_constant_surfaces_a_lowering_bug(monkeypatch):
+    from minitvm.relax.transform import fold_constant
+
+    def buggy_legalize(bb, call):
+        raise KeyError("injected bug")  # a bug in a legalization must not read as "not folded"
+
+    monkeypatch.setattr(fold_constant, "legalize_call", buggy_legalize)
+    with pytest.raises(KeyError, match="injected bug"):
+        transform.FoldConstant()(_const_ops_module())
+
+
+def test_fold_constant_leaves_a_call_whose_legalization_refuses(monkeypatch):
+    from minitvm.relax.transform import fold_constant
+
+    def refuse(bb, call):
+        raise NotImplementedError("no legalization for these attributes")
+
+    mod = _const_ops_module()
+    assert "R.multiply(" not in "\n".join(lines(transform.FoldConstant()(mod)))  # folds as a rule
+    monkeypatch.setattr(fold_constant, "legalize_call", refuse)
+    kept = transform.FoldConstant()(mod)
+    assert lines(kept)[1].startswith('lv: R.Tensor((2, 3), dtype="float32") = R.multiply(R.const(')
 
 
 def test_fold_constant_tuple_outputs_and_items():

@@ -1,0 +1,154 @@
+"""No argument accepted and ignored: TVM's buffer arguments ``offset_factor`` (recorded, printed,
+checked when a view is lowered), ``align`` / ``buffer_type`` / ``data`` (refused by name unless
+left at their defaults), and ``check_well_formed`` of ``@T.prim_func``."""
+# TVMScript bodies are parsed, never run: names they use look undefined/unused to ruff.
+# ruff: noqa: F821, F841
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minitvm
+from minitvm.ir import assert_structural_equal, structural_equal
+from minitvm.script import TVMScriptError, from_source
+from minitvm.script import ir as I
+from minitvm.script import tir as T
+
+TILES = '''
+@T.prim_func
+def f(A: T.Buffer((8, 32), "float32"), B: T.Buffer((8, 32), "float32")):
+    for i, j in T.grid(8, 2):
+        with T.block("tile"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            S = T.match_buffer(A[vi, vj * 16:vj * 16 + 16], (16,), "float32", offset_factor=16)
+            D = T.match_buffer(B[vi, vj * 16:vj * 16 + 16], (16,), "float32", offset_factor=16)
+            for k in range(16):
+                D[k] = S[k] * T.float32(2)
+'''
+
+
+def _views(func):
+    found = []
+    minitvm.tir.functor.post_order_visit(
+        func.body, lambda n: found.extend(m.buffer for m in getattr(n, "match_buffers", ())))
+    return found
+
+
+def test_offset_factor_is_recorded_printed_and_read_back():
+    f = from_source(TILES)
+    assert [b.offset_factor for b in _views(f)] == [16, 16]
+    text = f.script()
+    assert text.count("offset_factor=16") == 2
+    assert_structural_equal(from_source(text), f)
+    # a view without it is another buffer
+    assert not structural_equal(from_source(TILES.replace(", offset_factor=16", "")), f)
+
+
+def test_offset_factor_holds_when_lowered_and_the_tiles_compute():
+    lib = minitvm.build(from_source(TILES), target="llvm")
+    a = np.random.default_rng(3).standard_normal((8, 32)).astype("float32")
+    out = minitvm.nd.array(np.zeros_like(a))
+    lib["f"](minitvm.nd.array(a), out)
+    np.testing.assert_allclose(out.numpy(), a * 2, rtol=1e-6)
+
+
+def test_a_view_that_breaks_its_offset_factor_is_refused_when_lowered():
+    # tiles starting every 8 elements: not a multiple of 16
+    text = TILES.replace("vj * 16:vj * 16 + 16", "vj * 8:vj * 8 + 16")
+    with pytest.raises(ValueError, match="not provably a multiple of the view's offset_factor 16"):
+        minitvm.build(from_source(text), target="llvm")
+    minitvm.build(from_source(text.replace(", offset_factor=16", ", offset_factor=8")), target="llvm")
+
+
+@pytest.mark.parametrize("old, new, reason", [
+    ('(16,), "float32", offset_factor=16)', '(16,), "float32", align=128)', "T.match_buffer(align=128)"),
+    ('(16,), "float32", offset_factor=16)', '(16,), "float32", buffer_type="auto")',
+     "T.match_buffer(buffer_type='auto')"),
+    ('(16,), "float32", offset_factor=16)', '(16,), "float32", data=A.data)', "T.match_buffer(data=...)"),
+    ('A: T.Buffer((8, 32), "float32")', 'A: T.Buffer((8, 32), "float32", align=32)', "T.Buffer(align=32)"),
+])
+def test_arguments_minitvm_has_no_meaning_for_are_refused_by_name(old, new, reason):
+    with pytest.raises(TVMScriptError) as excinfo:
+        from_source(TILES.replace(old, new, 1))
+    assert reason in excinfo.value.reason and "leave" in excinfo.value.reason
+
+
+def test_alloc_buffer_refuses_data_align_buffer_type_and_takes_the_defaults():
+    def body(args):
+        return f'''
+@T.prim_func
+def g(A: T.Buffer((4,), "float32")):
+    X = T.alloc_buffer((4,), "float32"{args})
+    for i in range(4):
+        with T.block("X"):
+            vi = T.axis.spatial(4, i)
+            X[vi] = A[vi]
+'''
+    for args, reason in [(", data=A.data", "T.alloc_buffer(data=...)"), (", align=64", "T.alloc_buffer(align=64)"),
+                         (", buffer_type='auto'", "T.alloc_buffer(buffer_type='auto')")]:
+        with pytest.raises(TVMScriptError) as excinfo:
+            from_source(body(args))
+        assert reason in excinfo.value.reason
+    # TVM's defaults, written out, are accepted (TVM code passes them)
+    plain = from_source(body(""))
+    written = from_source(body(", align=-1, offset_factor=0, buffer_type='default'"))
+    assert_structural_equal(written, plain)
+
+
+UNDEFINED = '''
+@T.prim_func
+def f(A: T.Buffer((4,), "int32")):
+    n = T.int32()
+    for i in range(4):
+        A[i] = i * n
+'''
+
+
+def test_check_well_formed_refuses_an_undefined_variable_unless_turned_off():
+    with pytest.raises(TVMScriptError, match="not well formed: n used but defined by no parameter"):
+        from_source(UNDEFINED)
+    assert from_source(UNDEFINED, check_well_formed=False).params  # skipped: parses
+
+    with pytest.raises(TVMScriptError, match="not well formed: n used"):
+        @T.prim_func(check_well_formed=True)
+        def g(A: T.Buffer((4,), "int32")):
+            n = T.int32()
+            for i in range(4):
+                A[i] = i * n
+
+    @T.prim_func(check_well_formed=False)
+    def h(A: T.Buffer((4,), "int32")):
+        n = T.int32()
+        for i in range(4):
+            A[i] = i * n
+
+    assert "n = T.int32()" in h.script()
+
+
+def test_check_well_formed_of_a_prim_func_in_a_module_class():
+    with pytest.raises(TVMScriptError, match="not well formed: n used"):
+        @I.ir_module
+        class Module:
+            @T.prim_func
+            def main(A: T.Buffer((4,), "int32")):
+                n = T.int32()
+                for i in range(4):
+                    A[i] = i * n
+
+    @I.ir_module
+    class Loose:
+        @T.prim_func(check_well_formed=False)
+        def main(A: T.Buffer((4,), "int32")):
+            n = T.int32()
+            for i in range(4):
+                A[i] = i * n
+
+    assert "main" in [gv.name_hint for gv in Loose.get_global_vars()]
+
+
+def test_decl_buffer_records_offset_factor_and_refuses_align():
+    with pytest.raises(NotImplementedError, match=r"T.decl_buffer\(align=64\)"):
+        T.decl_buffer((4,), "float32", align=64)
+    view = T.decl_buffer((4,), "float32", data=minitvm.tir.Var("p", "handle"), offset_factor=4, align=0)
+    assert view.make("V").offset_factor == 4
