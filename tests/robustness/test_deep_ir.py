@@ -121,6 +121,16 @@ def test_run_deep_shares_thread_state_and_passes_errors_back():
     assert not on_deep_thread()
 
 
+def test_a_reused_deep_thread_sees_only_its_callers_state():
+    # deep threads are kept and reused: the second call, outside any PassContext, must not see
+    # the first call's context, and the thread holds none of it while idle
+    with PassContext(opt_level=1):
+        first = run_deep(lambda: (threading.get_ident(), PassContext.current().opt_level))
+    second = run_deep(lambda: (threading.get_ident(), PassContext.current().opt_level))
+    assert first[1] == 1 and second[1] == PassContext().opt_level
+    assert first[0] == second[0]  # the same thread served both
+
+
 def test_deep_expression_in_the_analyzer_te_and_repr():
     x = tir.Var("x", "int32")
     e = x
