@@ -108,6 +108,7 @@ class _DeepThread:
             if job is None:
                 return
             job()
+            del job  # an idle thread must not keep the last job's arguments and result alive
             with _pool_lock:
                 if len(_idle) >= MAX_IDLE_THREADS:
                     return
