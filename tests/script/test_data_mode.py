@@ -24,6 +24,16 @@ def test_printed_modules_parse_as_data_before_and_after_the_zero_pipeline(mod):
         assert_structural_equal(from_source(m.script(), data_only=True), m)
 
 
+def test_every_call_the_printer_writes_is_a_name_data_mode_reads():
+    # data mode reads only the names T lists in __all__; the printer's call tables name what it
+    # writes as T.<name>(...): a name in one and not the other makes printed text unreadable as data
+    from minitvm.script import printer
+    from minitvm.script import tir as T
+
+    written = {*printer._UNARY_CALLS.values(), *printer._BINARY_CALLS.values(), *printer._INT_CALLS.values()}
+    assert written - set(T.__all__) == set()
+
+
 def test_relax_constants_with_inf_and_nan_parse_as_data():
     """The Relax printer writes a non-finite element as float("inf"): the one builtin data mode reads."""
     import numpy as np
