@@ -7,13 +7,21 @@ looks for as a pattern, and let :func:`rewrite_call` find and replace them::
     mul_add = is_op("relax.add")(is_op("relax.multiply")(a, b), c)
     new_main = rewrite_call(mul_add, lambda expr, m: relax.op.ewise_fma(m[a], m[b], m[c]), mod["main"])
 
-minitvm has the expression patterns, ``match`` / ``extract_matched_expr`` and ``rewrite_call``;
-TVM's ``PatternContext`` / ``rewrite_bindings`` (patterns over several bindings at once) and
-``PatternMatchingRewriter`` are not here.
+Patterns over several bindings at once, with use constraints, are a ``PatternContext`` and
+``rewrite_bindings``::
+
+    with PatternContext() as ctx:
+        mm = is_op("relax.matmul")(x, w)
+        out = is_op("relax.add")(mm, b)
+        mm.only_used_by(out)
+    new_main = rewrite_bindings(ctx, lambda matchings, bindings: {...}, mod["main"])
+
+minitvm has the expression patterns, ``match`` / ``extract_matched_expr``, ``rewrite_call``,
+``PatternContext`` and ``rewrite_bindings``; TVM's ``PatternMatchingRewriter`` is not here.
 """
 
 from .pattern import *  # noqa: F403
 from .pattern import __all__ as _pattern_all
-from .rewrite import get_var2val, rewrite_call
+from .rewrite import get_var2val, rewrite_bindings, rewrite_call
 
-__all__ = [*_pattern_all, "rewrite_call", "get_var2val"]
+__all__ = [*_pattern_all, "rewrite_call", "rewrite_bindings", "get_var2val"]

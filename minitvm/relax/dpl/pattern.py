@@ -32,7 +32,7 @@ __all__ = [
     "DFPattern", "ExprPattern", "VarPattern", "DataflowVarPattern", "GlobalVarPattern", "ExternFuncPattern",
     "ConstantPattern", "CallPattern", "TuplePattern", "UnorderedTuplePattern", "TupleGetItemPattern", "OrPattern",
     "AndPattern", "NotPattern", "WildcardPattern", "StructInfoPattern", "DataTypePattern", "ShapePattern",
-    "AttrPattern",
+    "AttrPattern", "PatternContext",
     "is_var", "is_dfv", "is_gv", "is_const", "is_expr", "is_op", "is_tuple", "is_tuple_get_item", "wildcard",
     "has_dtype", "has_attr", "is_call_tir", "reject",
 ]
@@ -53,6 +53,21 @@ class DFPattern:
 
     def __invert__(self) -> NotPattern:
         return reject(self)
+
+    def used_by(self, other: DFPattern, index: int = -1) -> DFPattern:
+        """In the current :class:`PatternContext`: the variable this matches is read by the
+        binding ``other`` matches (as its argument ``index``, or anywhere when -1). ``p >> q``."""
+        PatternContext.current_or_raise("used_by").add_constraint(self, other, index, only=False)
+        return other
+
+    def only_used_by(self, other: DFPattern, index: int = -1) -> DFPattern:
+        """:meth:`used_by`, and nothing else reads that variable (no second use, not an
+        output of the block). ``p ^ q``."""
+        PatternContext.current_or_raise("only_used_by").add_constraint(self, other, index, only=True)
+        return other
+
+    __rshift__ = used_by
+    __xor__ = only_used_by
 
     def has_attr(self, attrs: dict[str, Any]) -> AttrPattern:
         """This pattern, where the call (or function) also carries these attribute values."""
@@ -173,8 +188,8 @@ class CallPattern(DFPattern):
     """Matches ``op(args...)``: the callee and every argument match their patterns.
 
     With ``varg_default_wildcard`` a call with more arguments than patterns matches too (the
-    rest are wildcards).  ``add_constraint`` matters only inside a ``PatternContext``, which
-    minitvm does not have (it has no effect outside one in TVM either).
+    rest are wildcards).  Made inside a :class:`PatternContext` (and ``add_constraint``), each
+    argument pattern is also recorded as ``arg.used_by(call, i)``, as in TVM.
     """
 
     def __init__(self, op: DFPattern, args: Sequence[Any] | None, varg_default_wildcard: bool = False,
@@ -183,6 +198,10 @@ class CallPattern(DFPattern):
         self.args = None if args is None else [_as_pattern(a, f"{self.op!r}(...) argument") for a in args]
         self.varg_default_wildcard = varg_default_wildcard
         self.add_constraint = add_constraint
+        ctx = PatternContext.current()
+        if add_constraint and ctx is not None:
+            for i, arg in enumerate(self.args or ()):
+                ctx.add_constraint(arg, self, i, only=False)
 
     def _text(self) -> str:
         args = ", ".join(repr(a) for a in self.args or ())
@@ -290,6 +309,64 @@ class AttrPattern(DFPattern):
 
     def _text(self) -> str:
         return f"{self.pattern!r}.has_attr({self.attrs!r})"
+
+
+class PatternContext:
+    """Patterns over several bindings of a dataflow block at once, with use constraints (TVM's).
+
+    Inside ``with PatternContext() as ctx:`` each call pattern made records that its arguments
+    are used by it, and ``p.only_used_by(q)`` (``p ^ q``) / ``p.used_by(q)`` (``p >> q``) add
+    constraints between the variables the patterns match.  :func:`rewrite_bindings` (or
+    ``ctx.match_dfb(block)``) then finds bindings matching all of them together::
+
+        with PatternContext() as ctx:
+            mm = is_op("relax.matmul")(wildcard(), wildcard())
+            out = is_op("relax.add")(mm, wildcard())
+            mm.only_used_by(out)          # fuse only when nothing else reads the matmul
+    """
+
+    _stack: list[PatternContext] = []
+
+    def __init__(self, incremental: bool = False):
+        # incremental: start from the constraints of the context this one is opened in
+        outer = PatternContext.current() if incremental else None
+        self.constraints: list[tuple[DFPattern, DFPattern, int, bool]] = list(outer.constraints) if outer else []
+
+    def __enter__(self) -> PatternContext:
+        PatternContext._stack.append(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        PatternContext._stack.remove(self)
+
+    @staticmethod
+    def current() -> PatternContext | None:
+        return PatternContext._stack[-1] if PatternContext._stack else None
+
+    @staticmethod
+    def current_or_raise(what: str) -> PatternContext:
+        ctx = PatternContext.current()
+        if ctx is None:
+            raise RuntimeError(f"{what}: a use constraint needs a PatternContext (`with PatternContext() as ctx:`)")
+        return ctx
+
+    def add_constraint(self, producer: DFPattern, consumer: DFPattern, index: int = -1, only: bool = False) -> None:
+        """``producer``'s variable is read by ``consumer``'s binding (``only``: and nowhere else)."""
+        self.constraints.append((_as_pattern(producer, "used_by"), _as_pattern(consumer, "used_by"), index, only))
+
+    def patterns(self) -> list[DFPattern]:
+        """Every pattern a constraint names, in the order first named."""
+        seen: dict[DFPattern, None] = {}
+        for producer, consumer, _, _ in self.constraints:
+            seen.setdefault(producer)
+            seen.setdefault(consumer)
+        return list(seen)
+
+    def match_dfb(self, block: Any) -> dict[DFPattern, Any] | None:
+        """The first match of this context in the dataflow ``block`` (pattern -> variable), or None."""
+        from .graph import graph_matches
+
+        return next(graph_matches(self, block, {}), None)
 
 
 # ------------------------------------------------------------------------------ constructors

@@ -1,4 +1,5 @@
-"""``rewrite_call``: replace every match of a pattern in a function by what a rewriter returns.
+"""``rewrite_call`` / ``rewrite_bindings``: replace every match of a pattern (of a
+:class:`PatternContext`) in a function by what a rewriter returns.
 
 As TVM does it: the bindings of each block are visited in order; a binding whose value matches
 the pattern (looking through the block's earlier bindings that were not rewritten) is handed to
@@ -6,6 +7,7 @@ the pattern (looking through the block's earlier bindings that were not rewritte
 value of the binding.  Afterwards the function is normalized (nested calls bound to new
 variables) and tidied -- trivial ``a = b`` bindings folded, repeated values bound once,
 unused bindings removed -- and the whole is repeated until nothing changes any more.
+``rewrite_bindings`` does the same with a context's patterns over a dataflow block's bindings.
 """
 
 from __future__ import annotations
@@ -27,9 +29,10 @@ from ..expr import (
     VarBinding,
 )
 from ..expr_functor import ExprMutator
-from .pattern import DFPattern, OrPattern, _Matcher
+from .graph import graph_matches
+from .pattern import DFPattern, OrPattern, PatternContext, _Matcher
 
-__all__ = ["rewrite_call", "get_var2val"]
+__all__ = ["rewrite_call", "rewrite_bindings", "get_var2val"]
 
 Rewriter = Callable[[Any, "dict[DFPattern, Any]"], Any]
 
@@ -52,9 +55,32 @@ def rewrite_call(pattern: DFPattern, rewriter: Rewriter, func: Function) -> Func
     if not isinstance(func, Function):
         raise TypeError(f"rewrite_call rewrites a relax.Function, got {type(func).__name__}; "
                         "for a module, rewrite each function: mod[name] = rewrite_call(pattern, rewriter, mod[name])")
+    return _until_stable(lambda: _Rewrite(pattern, rewriter), func)
+
+
+def rewrite_bindings(ctx: PatternContext, rewriter: Callable[[dict, dict], dict], func: Function) -> Function:
+    """``func`` with the bindings of each match of ``ctx`` (see :class:`PatternContext`) rewritten.
+
+    ``rewriter(matchings, bindings)`` gets each pattern of the context -> the variable bound to
+    what it matched (a parameter or constant: itself) and the block's variable -> value map, and
+    returns ``{variable: new value}`` for the bindings to replace (empty: leave this match
+    alone).  Bindings nothing reads any more are removed.  Only dataflow blocks are searched,
+    as in TVM.
+    """
+    if not isinstance(ctx, PatternContext):
+        raise TypeError(f"rewrite_bindings: ctx must be a PatternContext, got {type(ctx).__name__}")
+    if not callable(rewriter):
+        raise TypeError("rewrite_bindings: rewriter must be a function (matchings, bindings) -> dict, "
+                        f"got {rewriter!r}")
+    if not isinstance(func, Function):
+        raise TypeError(f"rewrite_bindings rewrites a relax.Function, got {type(func).__name__}")
+    return _until_stable(lambda: _RewriteBindings(ctx, rewriter), func)
+
+
+def _until_stable(make_round: Callable[[], ExprMutator], func: Function) -> Function:
     current = func
     for _ in range(_MAX_ROUNDS):
-        step = _Rewrite(pattern, rewriter).visit_expr(current)
+        step = make_round().visit_expr(current)
         if step is current:
             return current
         step = _tidy(step)
@@ -81,7 +107,7 @@ def _tidy(func: Function) -> Function:
 class _Rewrite(ExprMutator):
     """One round: rewrite the matching bindings of every block, then re-emit them normalized."""
 
-    def __init__(self, pattern: DFPattern, rewriter: Rewriter):
+    def __init__(self, pattern: Any, rewriter: Callable):
         super().__init__()
         self.pattern = pattern
         self.rewriter = rewriter
@@ -159,3 +185,32 @@ def _alternatives(pattern: DFPattern, ors: tuple = ()) -> list[tuple[DFPattern, 
         inner = (*ors, pattern)
         return _alternatives(pattern.left, inner) + _alternatives(pattern.right, inner)
     return [(pattern, ors)]
+
+
+class _RewriteBindings(_Rewrite):
+    """One round of ``rewrite_bindings``: in each dataflow block, the matches of the context
+    that touch no binding an earlier match of this round rewrote or used."""
+
+    def _rewrite_block(self, block: BindingBlock) -> BindingBlock:
+        if not isinstance(block, DataflowBlock):
+            return block
+        replaced: dict[Var, Any] = {}
+        taken: set[Var] = set()
+        bindings = {b.var: b.value for b in block.bindings}
+        for match in graph_matches(self.pattern, block, {}):
+            matched = {v for v in match.values() if isinstance(v, Var) and v in bindings}
+            if matched & taken:
+                continue
+            new = self.rewriter(match, dict(bindings)) or {}
+            new = {v: e for v, e in new.items() if e is not bindings.get(v)}
+            if new:
+                replaced.update(new)
+                taken |= matched | set(new)
+        if not replaced:
+            return block
+        return DataflowBlock(tuple(_rebound(b, replaced[b.var]) if b.var in replaced else b
+                                   for b in block.bindings))
+
+
+def _rebound(b: Binding, value: Any) -> Binding:
+    return MatchCast(b.var, value, b.struct_info) if isinstance(b, MatchCast) else VarBinding(b.var, value)
