@@ -18,8 +18,9 @@ It applies when the weight and all four statistics are constants (``from_exporte
 binds a model's parameters as constants), the kernel layout is OIHW with the BatchNorm over
 axis 1 of NCHW data (or IOHW / OIW ... : the output-channel axis of the weight is found from
 the layout), the BatchNorm is in inference mode (``training=False``), and the convolution's
-result has no other use (else the convolution would be computed twice).  TVM's pass of the
-same name does the first case with Relax ops for ``FoldConstant`` to evaluate.
+result has no other use (else the convolution would be computed twice).  The pattern says
+all but the layouts: a ``relax.dpl`` :class:`PatternContext` over the bindings, with
+``only_used_by`` for "no other use"; TVM's pass of the same name matches it the same way.
 
 ::
 
@@ -33,124 +34,85 @@ from typing import Any
 import numpy as np
 
 from ...ir.module import IRModule
-from ...ir.op import Op
 from ...transform import PassContext, module_pass
-from ..expr import Call, Constant, Expr, Function, TupleGetItem, Var, const
-from ..expr_functor import ExprMutator, ExprVisitor
+from ..dpl import PatternContext, is_const, is_op, is_tuple_get_item, rewrite_bindings, wildcard
+from ..expr import Function, Var, const
+from ..op import add
 from ._util import map_functions
 
-__all__ = ["FoldBatchnormToConv2D", "count_var_uses"]
-
-_CONVS = ("relax.nn.conv1d", "relax.nn.conv2d", "relax.nn.conv3d")
+__all__ = ["FoldBatchnormToConv2D"]
 
 
-class _UseCounter(ExprVisitor):
-    def __init__(self) -> None:
-        self.uses: dict[Var, int] = {}
-
-    def visit_var_(self, op: Var) -> None:
-        self.uses[op] = self.uses.get(op, 0) + 1
-
-    def visit_dataflow_var_(self, op: Var) -> None:
-        self.visit_var_(op)
-
-
-def count_var_uses(func: Function) -> dict[Var, int]:
-    """How many times each variable is read in ``func`` (definitions do not count)."""
-    counter = _UseCounter()
-    counter.visit_expr(func)
-    return counter.uses
+def _patterns() -> tuple[PatternContext, dict[str, Any]]:
+    with PatternContext() as ctx:
+        conv_op = is_op("relax.nn.conv1d") | is_op("relax.nn.conv2d") | is_op("relax.nn.conv3d")
+        conv = conv_op(wildcard(), is_const())
+        biased = is_op("relax.add")(conv, is_const())
+        conv_or_biased = conv | biased
+        bn = is_op("relax.nn.batch_norm")(conv_or_biased, *(is_const() for _ in range(4)))
+        out = is_tuple_get_item(bn.has_attr({"training": False}), 0)
+        conv.only_used_by(biased)  # the convolution (and its bias add) computed once
+        conv_or_biased.only_used_by(bn)
+        bn.only_used_by(out)  # the statistics outputs unread
+    return ctx, {"conv": conv, "biased": biased, "bn": bn, "out": out}
 
 
-def _const(e: Any, lookup) -> np.ndarray | None:
-    """The numpy value of a constant (directly or through a binding), else None."""
-    if isinstance(e, Var):
-        e = lookup(e)
-    return e.data.numpy() if isinstance(e, Constant) else None
+_CTX, _P = _patterns()
 
 
-class _Folder(ExprMutator):
-    def __init__(self, mod: IRModule, uses: dict[Var, int]) -> None:
-        super().__init__(mod)
-        self.uses = uses
+def _value(e: Any, bindings: dict[Var, Any]) -> Any:
+    return bindings.get(e, e) if isinstance(e, Var) else e
 
-    def _bound_call(self, e: Any, op_names: tuple[str, ...]) -> Call | None:
-        """The call ``e`` is bound to when it is one of ``op_names`` and ``e`` has one use."""
-        if not isinstance(e, Var) or self.uses.get(e, 0) != 1:
+
+def _numpy(e: Any, bindings: dict[Var, Any]) -> np.ndarray:
+    return _value(e, bindings).data.numpy()
+
+
+def _fold(matchings: dict, bindings: dict[Var, Any]) -> dict[Var, Any]:
+    """``{out: conv(x, W * s) + t}``, or {} when the layouts do not allow it."""
+    conv, bn = _value(matchings[_P["conv"]], bindings), _value(matchings[_P["bn"]], bindings)
+    gamma, beta, mean, var = (_numpy(a, bindings) for a in bn.args[1:])
+    if not bn.attrs.get("scale", True):
+        gamma = np.ones_like(gamma)
+    if not bn.attrs.get("center", True):
+        beta = np.zeros_like(beta)
+    scale = (gamma / np.sqrt(var + np.asarray(bn.attrs["epsilon"], dtype=var.dtype))).astype(gamma.dtype)
+    shift = (beta - mean * scale).astype(gamma.dtype)
+    bias = None
+    if _P["biased"] in matchings:
+        bias = _numpy(_value(matchings[_P["biased"]], bindings).args[1], bindings)
+    folded = _fold_into_conv(conv, bias, scale, shift, int(bn.attrs["axis"]), bindings)
+    return {} if folded is None else {matchings[_P["out"]]: folded}
+
+
+def _fold_into_conv(conv: Any, bias: np.ndarray | None, scale: np.ndarray, shift: np.ndarray, axis: int,
+                    bindings: dict[Var, Any]) -> Any:
+    """``(conv [+ bias]) * scale + shift`` along ``axis`` as ``conv(x, W * scale) + t``; None
+    when the layouts or dtypes do not line up."""
+    attrs = conv.attrs
+    out_layout = attrs.get("out_layout") or attrs["data_layout"]
+    ndim = len(out_layout)
+    if axis % ndim != out_layout.index("C") or attrs.get("out_dtype") not in (None, "", "void"):
+        return None
+    weight = _numpy(conv.args[1], bindings)
+    channels, o_axis = scale.shape[0], attrs["kernel_layout"].index("O")
+    if weight.dtype != scale.dtype or weight.shape[o_axis] != channels:
+        return None
+    per_out = [1] * ndim
+    per_out[out_layout.index("C")] = channels
+    if bias is not None:
+        if bias.size != channels or np.broadcast_shapes(bias.shape, tuple(per_out)) != tuple(per_out):
             return None
-        value = self.lookup_binding(e)
-        ok = isinstance(value, Call) and any(value.op == Op.get(n) for n in op_names)
-        return value if ok else None
-
-    def visit_tuple_getitem_(self, op: TupleGetItem) -> Expr:
-        new = super().visit_tuple_getitem_(op)
-        if new.index != 0:
-            return new
-        bn = self._bound_call(new.tuple_value, ("relax.nn.batch_norm",))
-        if bn is None or bn.attrs.get("training", True):
-            return new
-        # the output tuple's other fields (the statistics) must be unused: only [0] is read
-        if self.uses.get(new.tuple_value, 0) != 1:
-            return new
-        stats = [_const(a, self.lookup_binding) for a in bn.args[1:]]
-        if any(s is None for s in stats):
-            return new
-        gamma, beta, mean, var = stats
-        if not bn.attrs.get("scale", True):
-            gamma = np.ones_like(gamma)
-        if not bn.attrs.get("center", True):
-            beta = np.zeros_like(beta)
-        scale = gamma / np.sqrt(var + np.asarray(bn.attrs["epsilon"], dtype=var.dtype))
-        shift = beta - mean * scale
-        return self._fold(bn.args[0], scale.astype(gamma.dtype), shift.astype(gamma.dtype),
-                          int(bn.attrs["axis"])) or new
-
-    def _fold(self, x: Any, scale: np.ndarray, shift: np.ndarray, axis: int) -> Expr | None:
-        """``x * scale + shift`` along ``axis`` with ``x`` a convolution (maybe plus a bias),
-        rewritten into the convolution's weight and one bias add; None if it does not apply."""
-        bias = None
-        add = self._bound_call(x, ("relax.add",))
-        if add is not None:
-            bias = _const(add.args[1], self.lookup_binding)
-            x = add.args[0]
-            if bias is None:
-                return None
-        conv = self._bound_call(x, _CONVS)
-        if conv is None:
-            return None
-        attrs = conv.attrs
-        data_layout, kernel_layout = attrs["data_layout"], attrs["kernel_layout"]
-        out_layout = attrs.get("out_layout") or data_layout
-        ndim = len(data_layout)
-        if axis % ndim != out_layout.index("C") or attrs.get("out_dtype") not in (None, "", "void"):
-            return None
-        weight = _const(conv.args[1], self.lookup_binding)
-        if weight is None or weight.dtype != scale.dtype:
-            return None
-        channels = scale.shape[0]
-        per_out = [1] * ndim
-        per_out[out_layout.index("C")] = channels
-        if bias is not None:
-            if bias.size != channels or np.broadcast_shapes(bias.shape, tuple(per_out)) != tuple(per_out):
-                return None
-            bias = bias.reshape(channels)
-        o_axis = kernel_layout.index("O")
-        if weight.shape[o_axis] != channels:
-            return None
-        w_scale = [1] * weight.ndim
-        w_scale[o_axis] = channels
-        new_weight = (weight * scale.reshape(w_scale)).astype(weight.dtype)
-        new_shift = shift if bias is None else bias * scale + shift
-        conv_var = self.builder_.emit(Call(conv.op, [conv.args[0], const(new_weight)], attrs, conv.sinfo_args))
-        shift_const = const(new_shift.reshape(per_out).astype(weight.dtype))
-        return Call(Op.get("relax.add"), [conv_var, shift_const])
+        shift = bias.reshape(channels) * scale + shift
+    w_scale = [1] * weight.ndim
+    w_scale[o_axis] = channels
+    new_weight = const((weight * scale.reshape(w_scale)).astype(weight.dtype))
+    new_conv = type(conv)(conv.op, [conv.args[0], new_weight], attrs, conv.sinfo_args)
+    return add(new_conv, const(shift.reshape(per_out).astype(weight.dtype)))
 
 
 def _fold_function(func: Function, mod: IRModule) -> Function:
-    if func.attrs.get("Primitive"):
-        return func
-    folder = _Folder(mod, count_var_uses(func))
-    return folder.visit_expr(func)
+    return func if func.attrs.get("Primitive") else rewrite_bindings(_CTX, _fold, func)
 
 
 @module_pass(opt_level=0, name="FoldBatchnormToConv2D")

@@ -26,25 +26,21 @@ from typing import Any
 
 from ... import topi
 from ...ir.module import IRModule
-from ...ir.op import Op
 from ...tir.expr import IntImm
 from ...transform import PassContext, module_pass
-from ..expr import Call, Constant, Expr, Var
-from ..expr_functor import ExprMutator
+from ..block_builder import BlockBuilder
+from ..dpl import DFPattern, is_const, is_op, rewrite_call, wildcard
+from ..expr import Function, struct_info_of
 from ..struct_info import TensorStructInfo
-from ._util import rewrite_with_builder
 
 __all__ = ["FuseTransposeMatmul"]
 
 #: fuse when x has at most this many rows (measured: at 64 rows transpose + tiled matmul is faster)
 MAX_ROWS = 8
 
-
-def _swaps_last_two(axes: Any, ndim: int) -> bool:
-    """True when ``permute_dims`` with ``axes`` only swaps the last two of ``ndim`` axes."""
-    if axes is None:
-        return ndim == 2
-    return list(axes) == [*range(ndim - 2), ndim - 1, ndim - 2]
+_x, _w = wildcard(), ~is_const()  # a constant weight's transpose is FoldConstant's
+_transpose = is_op("relax.permute_dims")(_w)
+_PATTERN = is_op("relax.matmul")(_x, _transpose).has_attr({"out_dtype": "void"})
 
 
 def _static_rows(sinfo: Any) -> int | None:
@@ -59,29 +55,16 @@ def _static_rows(sinfo: Any) -> int | None:
     return rows
 
 
-class _Fuser(ExprMutator):
-    def __init__(self, mod: IRModule, max_rows: int) -> None:
-        super().__init__(mod)
-        self.max_rows = max_rows
+def _fuse_function(func: Function, bb: BlockBuilder, max_rows: int) -> Function:
+    def fuse(expr: Any, m: dict[DFPattern, Any]) -> Any:
+        w_sinfo, rows = struct_info_of(m[_w]), _static_rows(struct_info_of(m[_x]))
+        axes = m[_transpose].attrs.get("axes")
+        swapped = axes is None or [int(a) for a in axes] == [1, 0]
+        if getattr(w_sinfo, "ndim", -1) != 2 or not swapped or rows is None or rows > max_rows:
+            return expr
+        return bb.call_te(topi.nn.matmul, m[_x], m[_w], transpose_b=True, primfunc_name_hint="NT_matmul")
 
-    def visit_call_(self, op: Call) -> Expr:
-        call = super().visit_call_(op)
-        if not (isinstance(call, Call) and call.op == Op.get("relax.matmul")):
-            return call
-        x, wt = call.args
-        transpose = self.lookup_binding(wt) if isinstance(wt, Var) else None
-        if not (isinstance(transpose, Call) and transpose.op == Op.get("relax.permute_dims")):
-            return call
-        w = transpose.args[0]
-        w_sinfo = w.struct_info
-        if (isinstance(w, Constant) or isinstance(self.lookup_binding(w), Constant)
-                or not isinstance(w_sinfo, TensorStructInfo) or w_sinfo.ndim != 2
-                or not _swaps_last_two(transpose.attrs.get("axes"), 2)):
-            return call
-        rows = _static_rows(x.struct_info)
-        if rows is None or rows > self.max_rows or call.attrs.get("out_dtype") not in (None, "", "void"):
-            return call
-        return self.builder_.call_te(topi.nn.matmul, x, w, transpose_b=True, primfunc_name_hint="NT_matmul")
+    return rewrite_call(_PATTERN, fuse, func)
 
 
 @module_pass(opt_level=0, name="FuseTransposeMatmul")
@@ -93,5 +76,11 @@ class FuseTransposeMatmul:
         self.max_rows = max_rows
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        out, changed = rewrite_with_builder(mod, _Fuser(mod, self.max_rows))  # + the NT_matmul PrimFuncs
-        return out if changed else mod
+        bb = BlockBuilder(mod)  # collects the NT_matmul PrimFuncs the rewrites make
+        changed = False
+        for gv, func in list(mod.functions.items()):
+            new = _fuse_function(func, bb, self.max_rows) if isinstance(func, Function) else func
+            if new is not func:
+                bb.update_func(gv, new)
+                changed = True
+        return bb.get() if changed else mod

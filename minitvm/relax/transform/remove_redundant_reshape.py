@@ -4,9 +4,9 @@ An exported model is full of them: ``reshape`` to the shape the tensor already h
 ``broadcast_to`` its own shape, ``astype`` to its own dtype, ``permute_dims`` with the axes in
 order -- each one a kernel call that copies a tensor into a new one of the same contents.
 This pass replaces such a call by its input, and a ``reshape`` of a ``reshape`` by one
-``reshape`` of the original tensor (the middle shape never matters); ``CanonicalizeBindings``
-then removes the ``y = x`` aliases left behind.  TVM's pass of the same name does the two
-reshape cases; the other no-op copies follow the same rule.
+``reshape`` of the original tensor (the middle shape never matters).  As TVM's pass of the
+same name (which does the two reshape cases), it is one ``relax.dpl`` pattern and a rewriter;
+``rewrite_call`` then folds the ``y = x`` aliases left behind.
 
 ::
 
@@ -15,62 +15,53 @@ reshape cases; the other no-op copies follow the same rule.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ...ir.module import IRModule
-from ...ir.op import Op
 from ...ir.structural import structural_equal
 from ...transform import PassContext, module_pass
-from ..expr import Call, Expr, Function, Var
-from ..expr_functor import ExprMutator
+from ..dpl import DFPattern, is_op, rewrite_call, wildcard
+from ..expr import Function, struct_info_of
+from ..op import reshape
 from ..struct_info import TensorStructInfo
 from ._util import map_functions
-from .canonicalize_bindings import CanonicalizeBindings
 
 __all__ = ["RemoveRedundantReshape"]
 
-#: operations that are the identity when their output has their input's struct info
-_SAME_SHAPE_NOOPS = ("relax.reshape", "relax.broadcast_to", "relax.astype")
+_x = wildcard()
+#: a copy that is the identity when its output has its input's struct info
+_copy = (is_op("relax.reshape") | is_op("relax.broadcast_to") | is_op("relax.astype"))(_x, varg_default_wildcard=True)
+_transpose = is_op("relax.permute_dims")(_x)
+_inner_reshape = is_op("relax.reshape")(_x, wildcard())
+_reshape_of_reshape = is_op("relax.reshape")(_inner_reshape, wildcard())
+_PATTERN = _reshape_of_reshape | _copy | _transpose
 
 
-def _same_tensor_type(a: object, b: object) -> bool:
+def _rewrite(expr: Any, m: dict[DFPattern, Any]) -> Any:
+    x = m[_x]
+    if _inner_reshape in m:  # reshape(reshape(x, s1), s2) -> reshape(x, s2)
+        return reshape(x, expr.args[1])
+    if _transpose in m:
+        axes = expr.attrs.get("axes")
+        return x if axes is not None and list(axes) == list(range(struct_info_of(x).ndim)) else expr
+    return x if _same_tensor_type(struct_info_of(x), struct_info_of(expr)) else expr
+
+
+def _same_tensor_type(a: Any, b: Any) -> bool:
+    """Same dtype and the same known shape (an unknown shape may differ)."""
     return (isinstance(a, TensorStructInfo) and isinstance(b, TensorStructInfo) and a.dtype == b.dtype
             and a.shape_values is not None and b.shape_values is not None
             and len(a.shape_values) == len(b.shape_values) and structural_equal(a.shape_values, b.shape_values))
 
 
-class _Remover(ExprMutator):
-    def visit_call_(self, op: Call) -> Expr:
-        call = super().visit_call_(op)
-        if not isinstance(call, Call) or not isinstance(call.op, Op) or not call.args:
-            return call
-        name = call.op.name
-        x = call.args[0]
-        if name in _SAME_SHAPE_NOOPS + ("relax.permute_dims",):
-            out_sinfo = call.struct_info if call.struct_info is not None else self.builder_.normalize(call).struct_info
-            if name == "relax.permute_dims":
-                axes = call.attrs.get("axes")
-                ndim = getattr(x.struct_info, "ndim", -1)
-                if axes is not None and list(axes) == list(range(ndim)):
-                    return x
-            elif _same_tensor_type(x.struct_info, out_sinfo):
-                return x
-        if name == "relax.reshape" and isinstance(x, Var):
-            inner = self.lookup_binding(x)
-            if isinstance(inner, Call) and inner.op == Op.get("relax.reshape"):
-                return Call(call.op, [inner.args[0], *call.args[1:]], call.attrs, call.sinfo_args)
-        return call
-
-
 def _remove(func: Function, mod: IRModule) -> Function:
-    if func.attrs.get("Primitive"):
-        return func
-    return _Remover(mod).visit_expr(func)
+    return func if func.attrs.get("Primitive") else rewrite_call(_PATTERN, _rewrite, func)
 
 
 @module_pass(opt_level=0, name="RemoveRedundantReshape")
 class RemoveRedundantReshape:
     """``RemoveRedundantReshape()``: no-op reshape / broadcast_to / astype / permute_dims -> their
-    input, reshape of reshape -> one reshape; then ``CanonicalizeBindings`` (see the module docstring)."""
+    input, reshape of reshape -> one reshape (see the module docstring)."""
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        out = map_functions(mod, _remove)
-        return mod if out is mod else CanonicalizeBindings()(out)
+        return map_functions(mod, _remove)
