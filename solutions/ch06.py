@@ -184,23 +184,15 @@ def fold_constants(func: relax.Function) -> relax.Function:
     constant's array), so that chains of constants fold to one; then ``tidy`` the result (above)
     and return it."""
     # BEGIN SOLUTION
-    @relax.expr_functor.mutator
-    class Folder(relax.PyExprMutator):
-        def constant(self, expr):
-            if isinstance(expr, relax.Var):
-                expr = self.lookup_binding(expr)
-            return expr if isinstance(expr, relax.Constant) else None
+    lhs, rhs = is_const(), is_const()
+    arithmetic = (is_op("relax.add") | is_op("relax.subtract") | is_op("relax.multiply") | is_op("relax.divide"))
+    on_constants = arithmetic(lhs, rhs)
 
-        def visit_call_(self, call):
-            call = self.visit_expr_post_order(call)
-            fn = _FOLDABLE.get(getattr(call.op, "name", None))
-            consts = [self.constant(a) for a in call.args]
-            if fn is None or any(c is None for c in consts):
-                return call
-            value = fn(*(c.data.numpy() for c in consts))
-            return relax.const(np.asarray(value, dtype=call.struct_info.dtype))
+    def fold(expr, m):
+        value = _FOLDABLE[expr.op.name](m[lhs].data.numpy(), m[rhs].data.numpy())
+        return relax.const(np.asarray(value, dtype=expr.struct_info.dtype))
 
-    return tidy(Folder().visit_expr(func))
+    return tidy(rewrite_call(on_constants, fold, func))
     # END SOLUTION
 
 
@@ -211,34 +203,17 @@ def simplify(func: relax.Function) -> relax.Function:
     keep it). Repeat until nothing changes, ``tidy`` the result (above) and return it.
     Compare struct info with ``minitvm.ir.structural_equal``."""
     # BEGIN SOLUTION
-    neutral = {"relax.multiply": (1, (0, 1)), "relax.add": (0, (0, 1)), "relax.subtract": (0, (1,))}
+    x, unit = wildcard(), is_const()
+    times_one, plus_zero = is_op("relax.multiply")(x, unit), is_op("relax.add")(x, unit)
+    minus_zero = is_op("relax.subtract")(x, unit)  # 0 - x is not x: no swapped match for subtract
+    neutral = {times_one: 1, plus_zero: 0, minus_zero: 0}
 
-    @relax.expr_functor.mutator
-    class Simplifier(relax.PyExprMutator):
-        def constant(self, expr):
-            if isinstance(expr, relax.Var):
-                expr = self.lookup_binding(expr)
-            return expr.data.numpy() if isinstance(expr, relax.Constant) else None
+    def drop(expr, m):
+        (pattern,) = [p for p in neutral if p in m]
+        same_sinfo = minitvm.ir.structural_equal(m[x].struct_info, expr.struct_info)  # no broadcasting
+        return m[x] if same_sinfo and np.all(m[unit].data.numpy() == neutral[pattern]) else expr
 
-        def visit_call_(self, call):
-            call = self.visit_expr_post_order(call)
-            rule = neutral.get(getattr(call.op, "name", None))
-            if rule is None:
-                return call
-            unit, const_positions = rule
-            for pos in const_positions:
-                value = self.constant(call.args[pos])
-                other = call.args[1 - pos]
-                if value is not None and np.all(value == unit) and \
-                        minitvm.ir.structural_equal(other.struct_info, call.struct_info):
-                    return other
-            return call
-
-    while True:
-        new = tidy(Simplifier().visit_expr(func))
-        if minitvm.ir.structural_equal(new, func):
-            return new
-        func = new
+    return tidy(rewrite_call(times_one | plus_zero | minus_zero, drop, func))
     # END SOLUTION
 
 
