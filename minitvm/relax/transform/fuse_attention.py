@@ -19,6 +19,9 @@ third matmul and nothing outside the region reads a value inside it but ``M2``'s
 merge that would make the group non-convex (a path leaving it and coming back) is skipped.
 Long sequences keep separate kernels: there the matmuls' own schedules matter more.
 
+The matmul and softmax kernels are recognised with ``relax.dpl`` patterns; the region is a
+search of ``FuseOps``' graph, not a pattern: it spans any number of kernels and must stay convex.
+
 ::
 
     mod = relax.transform.FuseAttention()(relax.transform.AnnotateTIROpPattern()(mod))  # then FuseTIR
@@ -30,12 +33,12 @@ import math
 from typing import Any
 
 from ...ir.module import IRModule
-from ...tir.function import PrimFunc
 from ...transform import PassContext, module_pass
+from ..dpl import get_var2val, is_gv, is_op, wildcard
 from ..expr import Function
 from ..op.registry import OpPattern
 from ..struct_info import TensorStructInfo
-from .fuse_ops import MAX_FUSED_OPS, _Graph, _is_call_tir, _Node, _Partitioner, fuse_groups, fusion_graph
+from .fuse_ops import MAX_FUSED_OPS, _Graph, _Node, _Partitioner, fuse_groups, fusion_graph
 
 __all__ = ["FuseAttention", "MAX_SCORES"]
 
@@ -44,24 +47,18 @@ MAX_SCORES = 64 * 1024
 #: at most this many kernels between the two matmuls
 MAX_REGION = 48
 
+#: the kernels a region is found by: R.call_tir of a PrimFunc whose name says what it computes
+_KERNELS = {kind: is_op("relax.call_tir")(is_gv(kind), wildcard(), varg_default_wildcard=True)
+            for kind in ("matmul", "softmax")}
 
-def _kernel_names(mod: IRModule, targets: list[Function]) -> dict[int, str]:
-    """id(binding var) -> name of the PrimFunc its ``call_tir`` calls."""
-    names: dict[int, str] = {}
 
-    def visit(expr: Any) -> None:
-        for block in getattr(expr, "blocks", ()):
-            for b in block.bindings:
-                v = b.value
-                if _is_call_tir(v) and v.args[0] in mod and isinstance(mod[v.args[0]], PrimFunc):
-                    names[id(b.var)] = v.args[0].name_hint
-        body = getattr(expr, "body", None)
-        if body is not None and body is not expr:
-            visit(body)
-
+def _kernel_kinds(targets: list[Function]) -> dict[int, str]:
+    """id(binding var) -> "matmul", "softmax" or "": which kernel the binding calls."""
+    var2val: dict[Any, Any] = {}
     for f in targets:
-        visit(f.body)
-    return names
+        var2val.update(get_var2val(f))
+    return {id(var): next((kind for kind, p in _KERNELS.items() if p.match(value)), "")
+            for var, value in var2val.items()}
 
 
 def _reachable(start: _Node) -> set[int]:
@@ -83,11 +80,11 @@ def _small_scores(node: _Node) -> bool:
     return None not in dims and math.prod(dims) <= MAX_SCORES
 
 
-def attention_regions(graph: _Graph, names: dict[int, str], groups: list | None = None) -> list[list[_Node]]:
+def attention_regions(graph: _Graph, kinds: dict[int, str], groups: list | None = None) -> list[list[_Node]]:
     """Each attention region (``M1`` ... ``M2``, see the module docstring) as graph nodes."""
     order = graph.order
-    kind = {n.index: names.get(id(n.ref), "") for n in order}
-    is_matmul = {i for i, k in kind.items() if "matmul" in k}
+    kind = {n.index: kinds.get(id(n.ref), "") for n in order}
+    is_matmul = {i for i, k in kind.items() if k == "matmul"}
     regions = []
     for m1 in order:
         if m1.index not in is_matmul or not _small_scores(m1):
@@ -97,7 +94,7 @@ def attention_regions(graph: _Graph, names: dict[int, str], groups: list | None 
         for m2_index in sorted(after & is_matmul):
             m2 = order[m2_index]
             between = {i for i in after if i != m2_index and m2_index in _reachable(order[i])}
-            if any("softmax" in kind[i] for i in between):
+            if any(kind[i] == "softmax" for i in between):
                 break
         else:
             continue
@@ -163,8 +160,8 @@ class FuseAttention:
         if ctx.opt_level == 0:  # as FuseOps: nothing fuses at opt_level 0
             return mod
         groups = _Partitioner(graph, max_depth).partition(ctx.opt_level)
-        names = _kernel_names(mod, [f for _, f in targets])
-        for region in attention_regions(graph, names, groups):
+        kinds = _kernel_kinds([f for _, f in targets])
+        for region in attention_regions(graph, kinds, groups):
             roots = {id(groups[n.index].root()) for n in region}
             members = {k for k, g in enumerate(groups) if id(g.root()) in roots}
             if not _convex(graph, groups, members):
