@@ -49,7 +49,8 @@ def _patterns() -> tuple[PatternContext, dict[str, Any]]:
         conv = conv_op(wildcard(), is_const())
         biased = is_op("relax.add")(conv, is_const())
         conv_or_biased = conv | biased
-        bn = is_op("relax.nn.batch_norm")(conv_or_biased, *(is_const() for _ in range(4)))
+        stats = is_const(), is_const(), is_const(), is_const()  # gamma, beta, mean, var
+        bn = is_op("relax.nn.batch_norm")(conv_or_biased, *stats)
         out = is_tuple_get_item(bn.has_attr({"training": False}), 0)
         conv.only_used_by(biased)  # the convolution (and its bias add) computed once
         conv_or_biased.only_used_by(bn)

@@ -146,3 +146,34 @@ def test_constraints_and_rewrite_bindings_name_bad_use():
         rewrite_bindings(p, lambda m, b: {}, TwoProducts["main"])
     with pytest.raises(ValueError, match="without patterns"):
         rewrite_bindings(PatternContext(), lambda m, b: {}, TwoProducts["main"])
+
+
+def _dense_relu(bias: bool, reuse: bool) -> relax.Function:
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorStructInfo((2, 3), "float32"))
+    w = relax.Var("w", relax.TensorStructInfo((3, 3), "float32"))
+    with bb.function("main", [x, w]):
+        with bb.dataflow():
+            y = mm = bb.emit(relax.op.matmul(x, w))
+            if bias:
+                y = bb.emit(relax.op.add(mm, x))
+            r = bb.emit(relax.op.nn.relu(y))
+            out = bb.emit_output(relax.op.add(r, mm) if reuse else r)
+        bb.emit_func_output(out)
+    return bb.get()["main"]
+
+
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("reuse", [False, True])
+def test_constraints_of_an_alternative_apply_to_the_branch_taken(bias, reuse):
+    with PatternContext() as ctx:
+        mm = is_op("relax.matmul")(wildcard(), wildcard())
+        biased = is_op("relax.add")(mm, wildcard())
+        either = mm | biased
+        out = is_op("relax.nn.relu")(either)
+        mm.only_used_by(biased)
+        either.only_used_by(out)
+    match = ctx.match_dfb(_dense_relu(bias, reuse).body.blocks[0])
+    assert (match is not None) == (not reuse)  # a second reader of the matmul refuses either branch
+    if match is not None:
+        assert (biased in match) == bias and match[either] is (match[biased] if bias else match[mm])
