@@ -114,3 +114,23 @@ def test_renamed_paths_work_in_a_fresh_interpreter():
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def test_functions_items_lists_functions_alphabetically():
+    # TVM's tutorials print a module function by function with it
+    from minitvm.script import tir as T
+
+    def copy_named(name):
+        @T.prim_func
+        def copy(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
+            for i in range(4):
+                with T.block("B"):
+                    vi = T.axis.spatial(4, i)
+                    B[vi] = A[vi]
+
+        return copy.with_attr("global_symbol", name)
+
+    mod = minitvm.IRModule({"zeta": copy_named("zeta"), "alpha": copy_named("alpha"), "mid": copy_named("mid")})
+    items = mod.functions_items()
+    assert [gv.name_hint for gv, _ in items] == ["alpha", "mid", "zeta"]
+    assert all(func is mod[gv] for gv, func in items)
