@@ -37,6 +37,7 @@ _LAZY = {
     "s_tir": ("minitvm.s_tir", None),  # TVM 0.27: schedules and the tuner
     "support": ("minitvm.support", None),
     "contrib": ("minitvm.contrib", None),
+    "rpc": ("minitvm.rpc", None),
     "nd": ("minitvm.runtime.ndarray", None),
     "cpu": ("minitvm.runtime.device", "cpu"),
     "cuda": ("minitvm.runtime.device", "cuda"),

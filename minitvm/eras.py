@@ -50,6 +50,7 @@ ATTRIBUTE_RENAMES: list[tuple[str, str]] = [
     ("minitvm_ffi:register_global_func", "minitvm:register_func"),
     ("minitvm_ffi:get_global_func", "minitvm:get_global_func"),
     ("minitvm_ffi:Function", "minitvm.runtime:PackedFunc"),
+    ("minitvm_ffi:convert", "minitvm.runtime:convert"),
     ("minitvm.support.utils:tempdir", "minitvm.contrib.utils:tempdir"),
 ]
 

@@ -7,6 +7,6 @@ tvm_ffi.register_global_func(...)``).  Here each name is the same object as mini
 
 from minitvm.runtime import from_dlpack
 from minitvm.runtime.registry import PackedFunc as Function
-from minitvm.runtime.registry import get_global_func, list_global_func_names, register_global_func
+from minitvm.runtime.registry import convert, get_global_func, list_global_func_names, register_global_func
 
-__all__ = ["register_global_func", "get_global_func", "list_global_func_names", "Function", "from_dlpack"]
+__all__ = ["register_global_func", "get_global_func", "list_global_func_names", "Function", "from_dlpack", "convert"]

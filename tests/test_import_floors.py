@@ -20,7 +20,7 @@ REPO_DIR = PACKAGE_DIR.parent
 
 # Floors, bottom up.  A module may import from its own floor and from the floors below it.
 FLOORS: list[tuple[str, ...]] = [
-    ("ir", "runtime", "transform", "error", "contrib", "support", "eras"),  # node base, NDArray/Module, pass infra
+    ("ir", "runtime", "transform", "error", "contrib", "support", "eras", "rpc"),  # node base, NDArray/Module, pass infra
     ("tir", "arith"),  # arith (simplifier, bounds) sits with tir: each uses the other's nodes
     ("te", "target"),
     ("topi",),

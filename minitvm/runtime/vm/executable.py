@@ -380,9 +380,11 @@ def load_executable(path: str, trust: bool = False) -> Executable:
     return _parse(blob, str(path), trust)
 
 
-def load_module(path: str, trust: bool = False) -> Executable:
+def load_module(path: str, trust: bool = False) -> Executable | Module:
     """TVM's ``tvm.runtime.load_module`` for the files minitvm writes: an executable saved by
-    ``ex.export_library(path)`` / ``ex.save(path)``, ready for ``relax.VirtualMachine(loaded, dev)``.
+    ``ex.export_library(path)`` / ``ex.save(path)``, ready for ``relax.VirtualMachine(loaded, dev)``,
+    or a kernel library saved by ``lib.export_library(path)`` (``tvm.compile`` of a TIR module),
+    returned as that library (``lib["name"](...)``).
 
     minitvm compiles in memory and writes no shared libraries, so any other file is refused
     with a ValueError that says so.  A file saved by another installation is refused unless
@@ -393,7 +395,10 @@ def load_module(path: str, trust: bool = False) -> Executable:
     if not MAGIC.startswith(head):  # an empty or truncated executable gets load_executable's message
         raise ValueError(f"load_module: {path} is not a minitvm executable (what ex.export_library / ex.save "
                          "write); minitvm does not load shared libraries")
-    return load_executable(path, trust=trust)
+    exe = load_executable(path, trust=trust)
+    if not exe.func_table and exe.lib is not None:  # a kernel library (lib.export_library): the library
+        return exe.lib
+    return exe
 
 
 def _parse(blob: bytes, where: str, trust: bool) -> Executable:
