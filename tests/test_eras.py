@@ -63,7 +63,7 @@ def test_tvm_027_code_builds_and_runs():
     np.testing.assert_allclose(c.numpy(), a + b, rtol=1e-6)
 
 
-def test_tir_build_refuses_another_pipeline_by_name():
+def _copy4(name: str):
     from minitvm.script import tir as T
 
     @T.prim_func
@@ -73,8 +73,12 @@ def test_tir_build_refuses_another_pipeline_by_name():
                 vi = T.axis.spatial(4, i)
                 B[vi] = A[vi]
 
+    return copy.with_attr("global_symbol", name)
+
+
+def test_tir_build_refuses_another_pipeline_by_name():
     with pytest.raises(NotImplementedError, match="pipeline"):
-        minitvm.tir.build(copy, pipeline="my_pipeline")
+        minitvm.tir.build(_copy4("copy"), pipeline="my_pipeline")
 
 
 def test_ffi_registration_under_tvm_027_spelling():
@@ -118,19 +122,7 @@ def test_renamed_paths_work_in_a_fresh_interpreter():
 
 def test_functions_items_lists_functions_alphabetically():
     # TVM's tutorials print a module function by function with it
-    from minitvm.script import tir as T
-
-    def copy_named(name):
-        @T.prim_func
-        def copy(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
-            for i in range(4):
-                with T.block("B"):
-                    vi = T.axis.spatial(4, i)
-                    B[vi] = A[vi]
-
-        return copy.with_attr("global_symbol", name)
-
-    mod = minitvm.IRModule({"zeta": copy_named("zeta"), "alpha": copy_named("alpha"), "mid": copy_named("mid")})
+    mod = minitvm.IRModule({"zeta": _copy4("zeta"), "alpha": _copy4("alpha"), "mid": _copy4("mid")})
     items = mod.functions_items()
     assert [gv.name_hint for gv, _ in items] == ["alpha", "mid", "zeta"]
     assert all(func is mod[gv] for gv, func in items)
