@@ -32,6 +32,7 @@ MODULE_RENAMES: dict[str, str] = {
     "minitvm.s_tir.analysis": "minitvm.tir.analysis",
     "minitvm.s_tir.meta_schedule": "minitvm.meta_schedule",
     "minitvm.support.utils": "minitvm.contrib.utils",
+    "minitvm.relax.frontend.torch.exported_program_translator": "minitvm.relax.frontend.torch.exported_program",
 }
 
 #: (TVM 0.27 spelling, older spelling) of attributes; both resolve to one object
@@ -51,6 +52,8 @@ ATTRIBUTE_RENAMES: list[tuple[str, str]] = [
     ("minitvm_ffi:get_global_func", "minitvm:get_global_func"),
     ("minitvm_ffi:Function", "minitvm.runtime:PackedFunc"),
     ("minitvm_ffi:convert", "minitvm.runtime:convert"),
+    ("minitvm_ffi:structural_equal", "minitvm.ir:structural_equal"),
+    ("minitvm_ffi:Shape", "minitvm.runtime:ShapeTuple"),
     ("minitvm.support.utils:tempdir", "minitvm.contrib.utils:tempdir"),
 ]
 

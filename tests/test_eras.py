@@ -126,3 +126,31 @@ def test_functions_items_lists_functions_alphabetically():
     items = mod.functions_items()
     assert [gv.name_hint for gv, _ in items] == ["alpha", "mid", "zeta"]
     assert all(func is mod[gv] for gv, func in items)
+
+
+def test_prim_func_takes_tvm_027_flags():
+    from minitvm.script import tirx as T
+
+    @T.prim_func(s_tir=True)
+    def double(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32")):
+        for i in range(8):
+            with T.sblock("B"):
+                vi = T.axis.spatial(8, i)
+                B[vi] = A[vi] * T.float32(2)
+
+    a = np.random.default_rng(1).standard_normal(8).astype("float32")
+    b = np.zeros(8, "float32")
+    minitvm.tirx.build(double)["double"](a, b)
+    np.testing.assert_allclose(b, 2 * a, rtol=1e-6)
+    with pytest.raises(NotImplementedError, match="persistent"):
+        T.prim_func(persistent=True)
+
+
+def test_call_dps_packed_takes_out_ty():
+    from minitvm import relax
+
+    x = relax.Var("x", relax.TensorStructInfo((4,), "float32"))
+    call = relax.call_dps_packed("my_func", (x,), out_ty=relax.TensorStructInfo((4,), "float32"))
+    assert call.sinfo_args[0].shape.values[0] == 4
+    with pytest.raises(TypeError, match="out_sinfo is required"):
+        relax.call_dps_packed("my_func", (x,))
