@@ -11,6 +11,10 @@ from typing import Any
 
 __version__ = "0.1.0"
 
+from . import eras  # noqa: E402 - first: TVM 0.27's module paths (minitvm.tirx ...) resolve from here on
+
+eras.install()
+
 from . import ir, tir  # noqa: E402
 from .ir import IRModule  # noqa: E402
 
@@ -29,6 +33,11 @@ _LAZY = {
     "viz": ("minitvm.viz", None),
     "relax": ("minitvm.relax", None),
     "meta_schedule": ("minitvm.meta_schedule", None),
+    "tirx": ("minitvm.tirx", None),  # TVM 0.27's name of tir (the same module)
+    "s_tir": ("minitvm.s_tir", None),  # TVM 0.27: schedules and the tuner
+    "support": ("minitvm.support", None),
+    "contrib": ("minitvm.contrib", None),
+    "rpc": ("minitvm.rpc", None),
     "nd": ("minitvm.runtime.ndarray", None),
     "cpu": ("minitvm.runtime.device", "cpu"),
     "cuda": ("minitvm.runtime.device", "cuda"),

@@ -56,6 +56,11 @@ class IRModule(Node):
     def get_global_vars(self) -> list[GlobalVar]:
         return list(self.functions)
 
+    def functions_items(self) -> list[tuple[GlobalVar, Any]]:
+        """``(GlobalVar, function)`` pairs in alphabetical order of their names (TVM's tutorials
+        loop over a module with it)."""
+        return sorted(self.functions.items(), key=lambda kv: str(kv[0].name_hint))
+
     def __getitem__(self, key: str | GlobalVar) -> Any:
         gv = key if isinstance(key, GlobalVar) else self.get_global_var(key)
         try:

@@ -12,7 +12,11 @@ no process control or RPC of its own for it.
 from __future__ import annotations
 
 import concurrent.futures as cf
-import multiprocessing
+import multiprocessing.context
+import multiprocessing.popen_spawn_posix
+import multiprocessing.spawn
+import os
+import threading
 import time
 from typing import Any, Callable
 
@@ -24,23 +28,59 @@ STARTUP_TIMEOUT = 300.0
 
 #: why the workers of a LocalPool died at start, and what to do about it
 WORKERS_DID_NOT_START = (
-    "the tuner's worker processes died while starting. minitvm starts them with the 'spawn' method "
-    "(a fresh interpreter: 'fork' would copy the tuner's LLVM and thread state, which is not safe), and a "
-    "spawned worker imports your script again: if the script calls tune_tir (or builds a LocalBuilder / "
-    "LocalRunner) at the top level, every worker tries to tune too and dies. Put that code under "
-    "`if __name__ == \"__main__\":` (notebooks and `python -c` need nothing), or pass executor=... with "
-    "workers of your own.")
+    "the tuner's worker processes died while starting (each is a fresh Python interpreter that imports "
+    "minitvm; it never runs your script). Their error is printed above this message.")
+
+# the spawn-time settings multiprocessing hands a child so that it re-runs the parent's script
+_USER_MAIN_KEYS = ("init_main_from_path", "init_main_from_name")
+_LAUNCH_LOCK = threading.Lock()
+
+
+class _WorkerPopen(multiprocessing.popen_spawn_posix.Popen):
+    """Start a worker as ``spawn`` does, except that the child does not import the user's script.
+
+    A spawned child normally runs the parent's ``__main__`` file again (as ``__mp_main__``) so that
+    functions defined there can be unpickled; a script that tunes at its top level, without an
+    ``if __name__ == "__main__":`` guard, then tunes again in every worker, which dies trying. The
+    tuner's workers only run minitvm's own functions, so, like TVM's popen workers, they skip it.
+    """
+
+    def _launch(self, process_obj: Any) -> None:
+        # the standard launcher asks spawn.get_preparation_data for the child's settings;
+        # answer it without the user's __main__ for the length of this launch
+        with _LAUNCH_LOCK:
+            full = multiprocessing.spawn.get_preparation_data
+
+            def without_user_main(name: str) -> dict:
+                return {k: v for k, v in full(name).items() if k not in _USER_MAIN_KEYS}
+
+            multiprocessing.spawn.get_preparation_data = without_user_main
+            try:
+                super()._launch(process_obj)
+            finally:
+                multiprocessing.spawn.get_preparation_data = full
+
+
+class _WorkerProcess(multiprocessing.context.SpawnProcess):
+    @staticmethod
+    def _Popen(process_obj: Any) -> _WorkerPopen:
+        return _WorkerPopen(process_obj)
+
+
+class _WorkerContext(multiprocessing.context.SpawnContext):
+    """``spawn`` (a fresh interpreter, nothing forked from the tuner) whose children skip the
+    user's script."""
+
+    Process = _WorkerProcess
 
 
 def default_max_workers() -> int:
-    import os
-
     return max(1, os.cpu_count() or 1)
 
 
 class LocalPool:
-    """A process pool (``spawn``: a fresh interpreter, no state forked from the tuner) that can be
-    killed and restarted when a job crashes or hangs."""
+    """A process pool (fresh interpreters that import minitvm, never the user's script; no state
+    forked from the tuner) that can be killed and restarted when a job crashes or hangs."""
 
     def __init__(self, max_workers: int | None = None) -> None:
         self.max_workers = max_workers or default_max_workers()
@@ -49,7 +89,7 @@ class LocalPool:
     @property
     def executor(self) -> cf.ProcessPoolExecutor:
         if self._pool is None:
-            self._pool = cf.ProcessPoolExecutor(self.max_workers, mp_context=multiprocessing.get_context("spawn"))
+            self._pool = cf.ProcessPoolExecutor(self.max_workers, mp_context=_WorkerContext())
             # start every worker and import the tuner there now, so a job's timeout measures the
             # job, not an interpreter starting on a busy machine
             from ._worker import warm_up

@@ -157,6 +157,14 @@ class Module:
     def import_module(self, other: "Module") -> None:
         self.imported_modules.append(other)
 
+    def export_library(self, file_name: str, *, workspace_dir: str | None = None, **kwargs: Any) -> None:
+        """Save the library to ``file_name`` for ``minitvm.runtime.load_module``: a minitvm
+        executable file holding kernels only (signed, as every file minitvm writes; TVM writes a
+        shared library here).  ``workspace_dir`` keeps the object file and LLVM IR for a look."""
+        from .vm.executable import Executable  # lazy: the executable file format builds on Module
+
+        Executable(lib=self).export_library(file_name, workspace_dir=workspace_dir, **kwargs)
+
     # -- inspection -------------------------------------------------------------
     def get_source(self, fmt: str = "") -> str:
         return ""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-__all__ = ["PackedFunc", "register_func", "register_global_func", "get_global_func",
+__all__ = ["PackedFunc", "register_func", "register_global_func", "get_global_func", "convert",
            "list_global_func_names", "remove_global_func"]
 
 
@@ -78,3 +78,15 @@ def list_global_func_names() -> list[str]:
 def remove_global_func(name: str) -> None:
     """Unregister ``name`` (no error if it is missing)."""
     _REGISTRY.pop(name, None)
+
+
+def convert(value: Any) -> Any:
+    """TVM's ``tvm.runtime.convert`` (``tvm_ffi.convert``): a Python value as the runtime holds it.
+
+    The runtime here is Python, so numbers, strings and objects are themselves; lists and tuples
+    become lists and dicts dicts, their items converted in turn."""
+    if isinstance(value, (list, tuple)):
+        return [convert(v) for v in value]
+    if isinstance(value, dict):
+        return {k: convert(v) for k, v in value.items()}
+    return value

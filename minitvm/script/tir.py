@@ -852,14 +852,18 @@ def macro(*args: Any, hygienic: Any = True) -> Any:
 
 
 def prim_func(func: Callable | None = None, *, private: Any = False,
-              check_well_formed: Any = True) -> Any:
+              check_well_formed: Any = True, s_tir: Any = False, persistent: Any = False) -> Any:
     """Parse the decorated Python function as TensorIR and return a ``tir.PrimFunc``.
 
     ``@T.prim_func(private=True)`` leaves out the ``global_symbol`` attribute (the
     function is not exported); ``check_well_formed=False`` skips the check (TVM's) that every
     variable the function uses is defined.  Inside an ``@I.ir_module`` class, parsing waits for
-    the module decorator, which knows every function of the module.
+    the module decorator, which knows every function of the module.  ``s_tir=True`` is how TVM
+    0.27 marks a function of schedulable blocks (``T.sblock``) -- the only TIR minitvm has, so
+    both values read the same text; TVM 0.27's ``persistent`` kernels are not supported.
     """
+    if persistent:
+        raise NotImplementedError("T.prim_func(persistent=True): minitvm has no persistent kernels")
     caller = sys._getframe(1)
     options = {"private": private, "check_well_formed": builtins.bool(check_well_formed)}
 

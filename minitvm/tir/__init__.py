@@ -1,5 +1,7 @@
 """TensorIR: the loop-level IR that kernels are written, scheduled and compiled in."""
 
+from typing import Any as _Any
+
 from .. import ir as _ir
 from ..error import OutOfBoundsError  # what tir.analysis.OOBChecker (run by minitvm.build) raises
 from . import op
@@ -107,3 +109,15 @@ globals().update(_BUILTINS)  # tir.tvm_access_ptr, tir.type_annotation ... (see 
 _ir.Range = _ir_range  # tvm.ir.Range builds this floor's Range node (ir sits below tir)
 
 from . import transform  # noqa: E402 - as TVM: ``tvm.tir.transform`` is there after ``import tvm``
+
+
+def build(mod_or_func: _Any, target: _Any = "llvm", pipeline: _Any = "default") -> _Any:
+    """``tvm.tir.build`` (TVM 0.27: ``tvm.tirx.build``): compile a TIR module or one PrimFunc to a
+    runtime module -- the same as :func:`minitvm.build` for TIR.
+
+    TVM's API keeps it on the tir floor, but compiling is the target floor's work, one floor up:
+    this is one of the upward calls the floors allow (``tests/test_import_floors.py``).
+    """
+    from ..target.tir_build import build as build_tir  # lazy: upward by design, see the docstring
+
+    return build_tir(mod_or_func, target, pipeline)

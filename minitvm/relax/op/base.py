@@ -126,11 +126,15 @@ def call_tir(gvar: GlobalVar, args: Any, out_sinfo: Any = None, tir_vars: Any = 
     return make_call("relax.call_tir", *call_args, sinfo_args=[_out_sinfo(out_sinfo, "relax.call_tir")])
 
 
-def call_tir_inplace(gvar: GlobalVar, args: Any, inplace_indices: Any, out_sinfo: Any,
-                     tir_vars: Any = None) -> Call:
+def call_tir_inplace(gvar: GlobalVar, args: Any, inplace_indices: Any, out_sinfo: Any = None,
+                     tir_vars: Any = None, *, out_ty: Any = None) -> Call:
     """``R.call_tir_inplace(gvar, (x, y), inplace_indices=[0], out_sinfo=...)``: like call_tir,
     but output ``k`` is argument ``inplace_indices[k]`` itself, overwritten by the PrimFunc
-    (-1: a fresh output, passed after the arguments as call_tir's outputs are)."""
+    (-1: a fresh output, passed after the arguments as call_tir's outputs are).  ``out_ty`` is
+    TVM 0.27's spelling of ``out_sinfo``."""
+    out_sinfo = out_sinfo if out_sinfo is not None else out_ty
+    if out_sinfo is None:
+        raise TypeError("relax.call_tir_inplace: out_sinfo is required")
     if not isinstance(gvar, GlobalVar):
         raise TypeError(f"relax.call_tir_inplace: expected the GlobalVar of a PrimFunc, got {gvar!r}")
     indices = [int(i) for i in (inplace_indices if isinstance(inplace_indices, (list, tuple))
@@ -142,8 +146,12 @@ def call_tir_inplace(gvar: GlobalVar, args: Any, inplace_indices: Any, out_sinfo
                      sinfo_args=[_out_sinfo(out_sinfo, "relax.call_tir_inplace")])
 
 
-def call_dps_packed(func: str | ExternFunc, args: Any, out_sinfo: Any) -> Call:
-    """Call the registered function ``func`` in destination-passing style."""
+def call_dps_packed(func: str | ExternFunc, args: Any, out_sinfo: Any = None, *, out_ty: Any = None) -> Call:
+    """Call the registered function ``func`` in destination-passing style (``out_ty``: TVM 0.27's
+    spelling of ``out_sinfo``)."""
+    out_sinfo = out_sinfo if out_sinfo is not None else out_ty
+    if out_sinfo is None:
+        raise TypeError("relax.call_dps_packed: out_sinfo is required")
     callee = ExternFunc(func) if isinstance(func, str) else func
     return make_call("relax.call_dps_packed", callee, _args_tuple(args),
                      sinfo_args=[_out_sinfo(out_sinfo, "relax.call_dps_packed")])

@@ -46,6 +46,7 @@ from __future__ import annotations
 import hmac
 import json
 import math
+import os
 import struct
 import zlib
 from typing import Any
@@ -323,7 +324,32 @@ class Executable:
         with open(path, "wb") as f:
             f.write(blob)
 
-    export_library = save  # TVM's spelling
+    def export_library(self, file_name: str, *, workspace_dir: str | None = None, **kwargs: Any) -> None:
+        """TVM's name for :meth:`save`.  ``workspace_dir`` keeps what went into the file, for a
+        look: ``lib0.o`` (the kernels' object code, as TVM's intermediate object), ``lib0.ll``
+        (their LLVM IR) and ``bytecode.txt`` (the VM program).  minitvm writes its own signed
+        format, not a shared library, so TVM's packaging options (``fcompile``, ``addons`` ...)
+        have nothing to act on and are refused by name."""
+        if kwargs:
+            raise NotImplementedError(f"export_library: minitvm writes its own file format, so "
+                                      f"{', '.join(sorted(kwargs))} (TVM's shared-library packaging) does not apply")
+        self.save(file_name)
+        if workspace_dir is not None:
+            self._write_workspace(workspace_dir)
+
+    def _write_workspace(self, workspace_dir: str) -> None:
+        os.makedirs(workspace_dir, exist_ok=True)
+        with open(os.path.join(workspace_dir, "bytecode.txt"), "w") as f:
+            f.write(self.as_text())
+        lib = self.lib
+        if lib is None or not lib.function_names():
+            return
+        if lib.type_key == "llvm":
+            lib.save(os.path.join(workspace_dir, "lib0.o"))
+            lib.save(os.path.join(workspace_dir, "lib0.ll"))
+        else:  # e.g. the CUDA source of cuda-emulated kernels
+            with open(os.path.join(workspace_dir, f"lib0.{lib.type_key}.txt"), "w") as f:
+                f.write(lib.get_source())
 
     @staticmethod
     def load(path: str, trust: bool = False) -> "Executable":
@@ -354,9 +380,11 @@ def load_executable(path: str, trust: bool = False) -> Executable:
     return _parse(blob, str(path), trust)
 
 
-def load_module(path: str, trust: bool = False) -> Executable:
+def load_module(path: str, trust: bool = False) -> Executable | Module:
     """TVM's ``tvm.runtime.load_module`` for the files minitvm writes: an executable saved by
-    ``ex.export_library(path)`` / ``ex.save(path)``, ready for ``relax.VirtualMachine(loaded, dev)``.
+    ``ex.export_library(path)`` / ``ex.save(path)``, ready for ``relax.VirtualMachine(loaded, dev)``,
+    or a kernel library saved by ``lib.export_library(path)`` (``tvm.compile`` of a TIR module),
+    returned as that library (``lib["name"](...)``).
 
     minitvm compiles in memory and writes no shared libraries, so any other file is refused
     with a ValueError that says so.  A file saved by another installation is refused unless
@@ -367,7 +395,10 @@ def load_module(path: str, trust: bool = False) -> Executable:
     if not MAGIC.startswith(head):  # an empty or truncated executable gets load_executable's message
         raise ValueError(f"load_module: {path} is not a minitvm executable (what ex.export_library / ex.save "
                          "write); minitvm does not load shared libraries")
-    return load_executable(path, trust=trust)
+    exe = load_executable(path, trust=trust)
+    if not exe.func_table and exe.lib is not None:  # a kernel library (lib.export_library): the library
+        return exe.lib
+    return exe
 
 
 def _parse(blob: bytes, where: str, trust: bool) -> Executable:

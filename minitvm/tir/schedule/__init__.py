@@ -13,5 +13,7 @@ from .error import ScheduleError
 from .schedule import Schedule
 from .trace import BlockRV, ExprRV, Instruction, InstructionKind, LoopRV, Trace
 
+SBlockRV = BlockRV  # TVM 0.27's name (tvm.s_tir.schedule.SBlockRV; see minitvm.eras)
+
 __all__ = ["Schedule", "ScheduleError", "BlockRV", "LoopRV", "ExprRV", "Trace", "Instruction", "InstructionKind",
-           "TensorIntrin"]
+           "TensorIntrin", "SBlockRV"]

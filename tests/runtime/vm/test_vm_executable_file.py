@@ -251,3 +251,32 @@ def test_load_module_reads_what_export_library_wrote(tmp_path, weights):
     (tmp_path / "empty.so").write_bytes(b"")
     with pytest.raises(ValueError, match="the file is empty"):
         minitvm.runtime.load_module(str(tmp_path / "empty.so"))
+
+
+def test_export_library_keeps_its_workspace_when_asked(tmp_path):
+    # TVM's export tutorial: export_library(path, workspace_dir=...) leaves the intermediate files
+    from minitvm.script import ir as I
+    from minitvm.script import relax as R
+
+    @I.ir_module
+    class Model:
+        @R.function
+        def main(x: R.Tensor((4, 8), "float32"), w: R.Tensor((8, 3), "float32")):
+            with R.dataflow():
+                y = R.nn.relu(R.matmul(x, w))
+                R.output(y)
+            return y
+
+    work = tmp_path / "artifacts"
+    ex = minitvm.compile(Model, target="llvm")
+    ex.export_library(str(tmp_path / "model.so"), workspace_dir=str(work))
+    assert {"lib0.o", "lib0.ll", "bytecode.txt"} <= set(p.name for p in work.iterdir())
+    assert (work / "lib0.o").read_bytes()[:4] == b"\x7fELF"  # object code for this machine
+    assert "define" in (work / "lib0.ll").read_text() and "main" in (work / "bytecode.txt").read_text()
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal((4, 8)).astype("float32"), rng.standard_normal((8, 3)).astype("float32")
+    loaded = minitvm.runtime.load_module(str(tmp_path / "model.so"))
+    np.testing.assert_allclose(VirtualMachine(loaded, minitvm.cpu())["main"](x, w).numpy(),
+                               np.maximum(x @ w, 0), rtol=1e-5, atol=1e-5)
+    with pytest.raises(NotImplementedError, match="fcompile"):
+        ex.export_library(str(tmp_path / "again.so"), fcompile=print)

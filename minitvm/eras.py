@@ -1,0 +1,99 @@
+"""Both eras of TVM's names: the MLC course's (TVM 0.20-0.23) and today's (TVM 0.27).
+
+TVM 0.27 moved TensorIR to ``tvm.tirx`` and its schedules to ``tvm.s_tir`` (with
+``meta_schedule`` under it) and renamed blocks ``sblock``.  minitvm keeps one implementation and
+answers to both spellings: a name of one era is the same object as its twin in the other
+(``tests/test_eras.py`` checks every row below).  This module holds the module-level renames,
+which the import system needs before any code runs; the attribute renames live next to their
+objects (``T.sblock = T.block``, ``Schedule.get_sblock = get_block`` ...) and are listed in
+:data:`ATTRIBUTE_RENAMES` so the test can find them.
+
+It imports nothing from minitvm: ``minitvm/__init__.py`` installs :class:`EraFinder` first.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+from types import ModuleType
+
+__all__ = ["MODULE_RENAMES", "ATTRIBUTE_RENAMES", "EraFinder", "canonical_module"]
+
+#: TVM 0.27 module path (as minitvm spells it) -> the module that implements it.  A prefix rule:
+#: ``minitvm.tirx.transform`` is ``minitvm.tir.transform`` and so on for every submodule.
+MODULE_RENAMES: dict[str, str] = {
+    "minitvm.tirx": "minitvm.tir",
+    "minitvm.script.tirx": "minitvm.script.tir",
+    "minitvm.s_tir.schedule": "minitvm.tir.schedule",
+    "minitvm.s_tir.transform": "minitvm.tir.transform",
+    "minitvm.s_tir.tensor_intrin": "minitvm.tir.tensor_intrin",
+    "minitvm.s_tir.analysis": "minitvm.tir.analysis",
+    "minitvm.s_tir.meta_schedule": "minitvm.meta_schedule",
+    "minitvm.support.utils": "minitvm.contrib.utils",
+    "minitvm.relax.frontend.torch.exported_program_translator": "minitvm.relax.frontend.torch.exported_program",
+}
+
+#: (TVM 0.27 spelling, older spelling) of attributes; both resolve to one object
+ATTRIBUTE_RENAMES: list[tuple[str, str]] = [
+    ("minitvm.script.tirx:sblock", "minitvm.script.tir:block"),
+    ("minitvm.s_tir:Schedule", "minitvm.tir:Schedule"),
+    ("minitvm.s_tir:ScheduleError", "minitvm.tir:ScheduleError"),
+    ("minitvm.s_tir:Trace", "minitvm.tir:Trace"),
+    ("minitvm.s_tir:SBlockRV", "minitvm.tir:BlockRV"),
+    ("minitvm.s_tir:TensorIntrin", "minitvm.tir:TensorIntrin"),
+    ("minitvm.s_tir.schedule:SBlockRV", "minitvm.tir.schedule:BlockRV"),
+    ("minitvm.tir:Schedule.get_sblock", "minitvm.tir:Schedule.get_block"),
+    ("minitvm.tirx:build", "minitvm.tir:build"),
+    ("minitvm.runtime:tensor", "minitvm.runtime.ndarray:array"),
+    ("minitvm.runtime:Tensor", "minitvm.runtime:NDArray"),
+    ("minitvm_ffi:register_global_func", "minitvm:register_func"),
+    ("minitvm_ffi:get_global_func", "minitvm:get_global_func"),
+    ("minitvm_ffi:Function", "minitvm.runtime:PackedFunc"),
+    ("minitvm_ffi:convert", "minitvm.runtime:convert"),
+    ("minitvm_ffi:structural_equal", "minitvm.ir:structural_equal"),
+    ("minitvm_ffi:Shape", "minitvm.runtime:ShapeTuple"),
+    ("minitvm.support.utils:tempdir", "minitvm.contrib.utils:tempdir"),
+]
+
+
+def canonical_module(name: str) -> str | None:
+    """The module implementing ``name`` when ``name`` is a renamed path (else None)."""
+    for new, old in MODULE_RENAMES.items():
+        if name == new or name.startswith(new + "."):
+            return old + name[len(new):]
+    return None
+
+
+class _Same(importlib.abc.Loader):
+    """Hands the import system a module that is already loaded under its canonical name."""
+
+    def __init__(self, module: ModuleType) -> None:
+        self.module = module
+        self.spec = module.__spec__
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        return self.module
+
+    def exec_module(self, module: ModuleType) -> None:
+        # the import system stamped the alias spec on the module: give it its own back, or
+        # relative imports inside it would resolve against the alias
+        module.__spec__ = self.spec
+
+
+class EraFinder(importlib.abc.MetaPathFinder):
+    """Resolves ``import minitvm.tirx...`` and the other renamed paths to the one module."""
+
+    def find_spec(self, fullname: str, path: object = None, target: object = None
+                  ) -> importlib.machinery.ModuleSpec | None:
+        canonical = canonical_module(fullname)
+        if canonical is None or fullname in sys.modules:
+            return None
+        module = importlib.import_module(canonical)
+        return importlib.util.spec_from_loader(fullname, _Same(module))
+
+
+def install() -> None:
+    if not any(isinstance(f, EraFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, EraFinder())

@@ -1,0 +1,1 @@
+"""``tvm.support`` (TVM 0.27): ``support.utils`` is :mod:`minitvm.contrib.utils` (``tempdir``)."""
