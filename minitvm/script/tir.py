@@ -45,7 +45,8 @@ from .parser import DeferredFunction, parse_python_function
 
 __all__ = [
     "prim_func", "Buffer", "match_buffer", "alloc_buffer", "allocate", "grid", "serial", "parallel",
-    "vectorized", "unroll", "thread_binding", "block", "sblock", "axis", "reads", "writes", "init",
+    "vectorized", "unroll", "thread_binding", "block", "sblock", "sblock_alloc_buffer", "axis", "reads",
+    "writes", "init",
     "where", "block_attr", "func_attr", "meta_var", "handle", "evaluate", "Cast", "cast", "Select",
     "if_then_else", "max", "min", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid",
     "erf", "abs", "pow", "floor", "ceil", "round", "sin", "cos", "floordiv", "floormod", "truncdiv",
@@ -383,6 +384,10 @@ def alloc_buffer(shape: Any, dtype: str = "float32", data: Any = None, strides: 
                                   "existing memory with T.Buffer(shape, dtype, data=A.data) instead")
     return AllocBufferDecl(Buffer(shape, dtype, strides=strides, elem_offset=elem_offset, scope=scope,
                                   offset_factor=offset_factor, axis_separators=axis_separators))
+
+
+#: TVM 0.27's name for a block's buffer allocation (its ``T.alloc_buffer`` is a lower-level one)
+sblock_alloc_buffer = alloc_buffer
 
 
 def allocate(shape: Any, dtype: str = "float32", scope: str = "global") -> AllocateDecl:
