@@ -56,6 +56,8 @@ ATTRIBUTE_RENAMES: list[tuple[str, str]] = [
     ("minitvm_ffi:structural_equal", "minitvm.ir:structural_equal"),
     ("minitvm_ffi:Shape", "minitvm.runtime:ShapeTuple"),
     ("minitvm.support.utils:tempdir", "minitvm.contrib.utils:tempdir"),
+    ("minitvm.relax.frontend.torch.exported_program_translator:ExportedProgramImporter",
+     "minitvm.relax.frontend.torch.exported_program:ExportedProgramConverter"),
 ]
 
 

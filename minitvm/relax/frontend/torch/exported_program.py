@@ -41,8 +41,10 @@ TRAINING_OPS = frozenset({"aten._native_batch_norm_legit_functional.default", "a
                           "aten.native_dropout.default", "aten.bernoulli.p", "aten.bernoulli.default"})
 
 _ADVICE = ("Convert the missing ones yourself with custom_convert_map, one function per ATen overload, e.g.\n"
-           "  from_exported_program(ep, custom_convert_map={{\"{name}\": "
-           "lambda node, importer: importer.bb.emit(relax.op.exp(importer.arg(node.args[0])))}})\n"
+           "  def convert(node, importer):\n"
+           "      args = importer.retrieve_args(node)  # the node's inputs as Relax values\n"
+           "      return importer.block_builder.emit(...)  # the Relax ops that compute what {name} does\n"
+           "  from_exported_program(ep, custom_convert_map={{\"{name}\": convert}})\n"
            "docs/torch_ops.md lists the operators and variants minitvm converts.")
 
 
@@ -118,6 +120,16 @@ class ExportedProgramConverter:
         self.sym: dict[str, TirVar] = {}
 
     # -- helpers for converters ---------------------------------------------------------------
+    @property
+    def block_builder(self) -> BlockBuilder:
+        """TVM's name for :attr:`bb`: where a converter emits its Relax bindings."""
+        return self.bb
+
+    def retrieve_args(self, node: Any) -> list[Any]:
+        """TVM's helper for custom converters: ``node``'s arguments, graph nodes replaced by
+        their Relax values."""
+        return list(self.arg(tuple(node.args)))
+
     def arg(self, a: Any) -> Any:
         """An fx argument with every graph node replaced by its Relax value."""
         import torch.fx  # torch is optional and heavy: imported on first use
@@ -427,3 +439,7 @@ def from_exported_program(ep: Any, *, keep_params_as_input: bool = False, unwrap
     converter = ExportedProgramConverter(convert_map, frozenset(custom_convert_map or ()))
     return converter.convert(ep, keep_params_as_input, unwrap_unit_return_tuple,
                              no_bind_return_tuple)
+
+
+#: TVM's name of the converter class (``exported_program_translator.ExportedProgramImporter``)
+ExportedProgramImporter = ExportedProgramConverter

@@ -149,8 +149,10 @@ def test_unsupported_ops_listed_with_source_lines():
     assert lines[0].endswith(": y = torch.erfinv(x))")
     assert lines[1].startswith("  aten.i0.default  (test_from_exported_program.py:")
     assert "aten.relu" not in msg
-    # what to do: a one-line custom_convert_map for the first missing op, and the docs
-    assert 'custom_convert_map={"aten.erfinv.default": lambda node, importer:' in msg
+    # what to do: a custom_convert_map for the first missing op (a template computing nothing a
+    # learner could paste as if it were erfinv), and the docs
+    assert 'custom_convert_map={"aten.erfinv.default": convert}' in msg and "importer.retrieve_args(node)" in msg
+    assert "relax.op." not in msg
     assert "docs/torch_ops.md" in msg
 
 
@@ -170,6 +172,26 @@ def test_custom_convert_map_adds_an_op():
     np.testing.assert_allclose(got, x.numpy() * 2, rtol=1e-6)
 
 
+def test_a_converter_written_as_tvms_tutorial_writes_it():
+    # TVM's import tutorial: ExportedProgramImporter, retrieve_args, block_builder
+    from minitvm.relax.frontend.torch.exported_program_translator import ExportedProgramImporter
+
+    def convert_sigmoid(node: torch.fx.Node, importer: ExportedProgramImporter) -> relax.Var:
+        args = importer.retrieve_args(node)
+        return importer.block_builder.emit(relax.op.sigmoid(args[0]))
+
+    class Net(torch.nn.Module):
+        def forward(self, x):
+            return torch.sigmoid(x) + 1.0
+
+    x = torch.randn(6)
+    ep = torch.export.export(Net(), (x,))
+    mod = from_exported_program(ep, unwrap_unit_return_tuple=True,
+                                custom_convert_map={"aten.sigmoid.default": convert_sigmoid})
+    got = _compile(mod)["main"](minitvm.nd.array(x.numpy())).numpy()
+    np.testing.assert_allclose(got, torch.sigmoid(x).numpy() + 1, rtol=1e-6)
+
+
 def test_keep_params_as_input_and_detach_params():
     torch.manual_seed(5)
     model = MLP().eval()
@@ -183,7 +205,7 @@ def test_keep_params_as_input_and_detach_params():
     assert "params" not in mod["main"].attrs
     arrays = params["main"]
     assert [a.shape for a in arrays] == [(256, 784), (256,), (10, 256), (10,)]
-    np.testing.assert_array_equal(arrays[0], model.fc1.weight.detach().numpy())
+    np.testing.assert_array_equal(arrays[0].numpy(), model.fc1.weight.detach().numpy())
     vm = _compile(mod)
     got = vm["main"](minitvm.nd.array(x.numpy()), *map(minitvm.nd.array, arrays)).numpy()
     with torch.no_grad():

@@ -45,7 +45,7 @@ def test_every_unsupported_operator_and_variant_is_listed_with_its_line():
     assert erfinv.startswith("  aten.erfinv.default  (") and "b = torch.erfinv(y)" in erfinv
     assert "divisor_override is not supported" in pool and "divisor_override=3)" in pool
     # what to do, with a one-line example for the first missing op
-    assert 'custom_convert_map={"aten.convolution.default": lambda node, importer:' in msg
+    assert 'custom_convert_map={"aten.convolution.default": convert}' in msg
     assert "docs/torch_ops.md" in msg
 
 
