@@ -154,3 +154,23 @@ def test_call_dps_packed_takes_out_ty():
     assert call.sinfo_args[0].shape.values[0] == 4
     with pytest.raises(TypeError, match="out_sinfo is required"):
         relax.call_dps_packed("my_func", (x,))
+
+
+def test_ffi_array_is_what_the_vm_returns_for_a_tuple():
+    import minitvm_ffi as tvm_ffi
+    from minitvm.script import ir as I
+    from minitvm.script import relax as R
+
+    @I.ir_module
+    class Pair:
+        @R.function
+        def main(x: R.Tensor((3,), "float32")):
+            y = R.add(x, x)
+            return (x, y)
+
+    vm = minitvm.relax.VirtualMachine(minitvm.compile(Pair, target="llvm"), minitvm.cpu())
+    x = np.random.default_rng(2).standard_normal(3).astype("float32")
+    out = vm["main"](x)
+    assert isinstance(out, tvm_ffi.Array) and not isinstance(out[1], tvm_ffi.Array)
+    np.testing.assert_allclose(out[1].numpy(), 2 * x, rtol=1e-6)
+    assert tvm_ffi.Array((1, 2)) == [1, 2] and isinstance(tvm_ffi.Map({"a": 1}), tvm_ffi.Map)
