@@ -39,8 +39,9 @@ from . import reindex as _reindex
 from . import rfactor as _rfactor
 from . import rolling_buffer as _rolling_buffer
 from .error import ScheduleError
+from .primitive import primitive
 from .shared_analyses import simplify
-from .trace import BlockRV, ExprRV, Instruction, LoopRV, Trace, kind_for, random_vars_in
+from .trace import BlockRV, ExprRV, LoopRV, Trace, random_vars_in
 from .tree import block_realizes, child_stmts, loops_above, walk_stmts
 
 __all__ = ["Schedule"]
@@ -81,6 +82,7 @@ class Schedule:
         self._seed = seed
         self._rng = random.Random(seed)
         self._removed: set[int] = set()  # random variables given to remove_rv
+        self._calls: list = []  # the primitives being applied, outermost first (primitive.py)
         # the entry function, as TVM finds it: the only PrimFunc, or the one named main
         prim_names = [gv.name_hint for gv, f in mod.items() if isinstance(f, PrimFunc)]
         self._func_name = prim_names[0] if len(prim_names) == 1 else "main" if "main" in prim_names else None
@@ -121,6 +123,7 @@ class Schedule:
         other._mod, other._trace, other._seed = self._mod, self._trace.copy(), self._seed
         other._values = dict(self._values)
         other._removed = set(self._removed)
+        other._calls = []
         other._rng = random.Random()
         other._rng.setstate(self._rng.getstate())
         other._func_name = self._func_name
@@ -172,34 +175,16 @@ class Schedule:
             _verify_block_names(self._func(func_name).body, func.body)
         self._mod = self._mod.with_function(func_name, func)
 
-    def _record(self, kind: str, inputs: dict, outputs: list, decision: Any = None) -> None:
-        """Append the call ``sch.<kind>(**inputs)`` to the trace (a ``*name`` key holds the
-        positional loops of fuse/reorder), split into inputs and attrs as TVM records it."""
-        inst_kind = kind_for(kind, inputs, len(outputs))
-        named = {k.lstrip("*"): v for k, v in inputs.items()}
-        ins: list = []
-        for name in inst_kind.inputs:
-            if name[0] in "*+":
-                rest = named.get(name[1:])
-                ins += list(rest) if isinstance(rest, (list, tuple)) else [rest]
-            else:
-                ins.append(named.get(name))
-        attrs = [named.get(name) for name in inst_kind.attrs]
-        self._trace.append(Instruction(inst_kind, ins, attrs, outputs), decision)
+    def _record_as(self, **values: Any) -> None:
+        """Record the primitive being applied with these values for its arguments: what it
+        resolved them to (a buffer's index for its name, the decision it sampled)."""
+        self._calls[-1].values.update(values)
+
+    def _then(self, step: Any) -> None:
+        """Run ``step`` right after the primitive being applied is recorded (as its own step)."""
+        self._calls[-1].then.append(step)
 
     # -- resolving references -------------------------------------------------------
-    def _normalize_block_arg(self, block: BlockRV | str) -> BlockRV:
-        """A block given by name is looked up (and the lookup recorded), as TVM does."""
-        if isinstance(block, str):
-            return self.get_block(block)
-        if not isinstance(block, BlockRV):
-            raise TypeError(f"expected a block (a BlockRV from sch.get_block, or its name), got {block!r}")
-        return block
-
-    def _block_rv(self, block_or_loop: BlockRV | LoopRV | str) -> BlockRV | LoopRV:
-        """A block given by name becomes a BlockRV (the lookup recorded); a loop passes through."""
-        return self.get_block(block_or_loop) if isinstance(block_or_loop, str) else block_or_loop
-
     def _check_alive(self, rv: Any) -> None:
         if id(rv) in self._removed:
             raise IndexError(f"random variable {rv!r} was removed from the schedule (remove_rv)")
@@ -271,6 +256,7 @@ class Schedule:
         return ()
 
     # -- lookup ---------------------------------------------------------------------
+    @primitive("GetBlock", pure=True)
     def get_block(self, name: str, func_name: str | None = None) -> BlockRV:
         """The block called ``name`` (in ``func_name`` or the function worked on)."""
         func_name = func_name or self._func_name
@@ -283,20 +269,18 @@ class Schedule:
                                 fast="Cannot find a block with the specified name")
         if len(matches) > 1:
             raise ScheduleError(f"{len(matches)} blocks are named {name!r} in {func_name!r}")
-        rv = BlockRV(name, func_name)
-        self._record("get_block", {"name": name, "func_name": func_name}, [rv])
-        return rv
+        self._record_as(func_name=func_name)
+        return BlockRV(name, func_name)
 
     get_sblock = get_block
 
+    @primitive("GetLoops", inputs=("block",), pure=True)
     def get_loops(self, block: BlockRV | str) -> list[LoopRV]:
         """The loops around ``block``, outermost first (up to the enclosing block)."""
-        block = self._normalize_block_arg(block)
         _, path = self._block(block)
-        rvs = [LoopRV(lp.loop_var, block.func_name) for lp in loops_above(path)]
-        self._record("get_loops", {"block": block}, rvs)
-        return rvs
+        return [LoopRV(lp.loop_var, block.func_name) for lp in loops_above(path)]
 
+    @primitive("GetChildBlocks", inputs=("*block_or_loop",), pure=True)
     def get_child_blocks(self, block_or_loop: BlockRV | LoopRV) -> list[BlockRV]:
         node = self.get(block_or_loop)
         func_name = block_or_loop.func_name
@@ -310,7 +294,6 @@ class Schedule:
                     collect(c)
 
         collect(node if isinstance(node, For) else node.body)
-        self._record("get_child_blocks", {"block_or_loop": block_or_loop}, found)
         return found
 
     def _siblings(self, block: BlockRV) -> list[BlockRealize]:
@@ -331,29 +314,27 @@ class Schedule:
         collect(scope.body)
         return out
 
+    @primitive("GetProducers", inputs=("block",), pure=True)
     def get_producers(self, block: BlockRV | str) -> list[BlockRV]:
         """Blocks in the same scope that write a buffer ``block`` reads."""
-        block = self._normalize_block_arg(block)
         me = self._block(block)[0].block
         reads = {id(r.buffer) for r in me.reads}
         out = [BlockRV(r.block.name_hint, block.func_name) for r in self._siblings(block)
                if r.block is not me and any(id(w.buffer) in reads for w in r.block.writes)]
-        self._record("get_producers", {"block": block}, out)
         return out
 
+    @primitive("GetConsumers", inputs=("block",), pure=True)
     def get_consumers(self, block: BlockRV | str) -> list[BlockRV]:
         """Blocks in the same scope that read a buffer ``block`` writes."""
-        block = self._normalize_block_arg(block)
         me = self._block(block)[0].block
         writes = {id(w.buffer) for w in me.writes}
         out = [BlockRV(r.block.name_hint, block.func_name) for r in self._siblings(block)
                if r.block is not me and any(id(x.buffer) in writes for x in r.block.reads)]
-        self._record("get_consumers", {"block": block}, out)
         return out
 
+    @primitive("GetOutputBlocks", inputs=("scope_block",), pure=True)
     def get_output_blocks(self, scope_block: BlockRV | str) -> list[BlockRV]:
         """Blocks directly in ``scope_block`` that write a buffer of the function's signature."""
-        scope_block = self._normalize_block_arg(scope_block)
         scope = self._block(scope_block)[0].block
         outputs = self._output_buffers(self._func(scope_block.func_name))
         found: list[BlockRV] = []
@@ -361,10 +342,10 @@ class Schedule:
         for realize, _ in block_realizes(scope.body):  # nested blocks too, outer first
             if any(id(w.buffer) in outputs for w in realize.block.writes):
                 found.append(BlockRV(realize.block.name_hint, scope_block.func_name))
-        self._record("get_output_blocks", {"scope_block": scope_block}, found)
         return found
 
     # -- loop transformations ---------------------------------------------------------
+    @primitive("Split", inputs=("loop", "+factors"))
     def split(self, loop: LoopRV, factors: list[Any], preserve_unit_iters: bool = True,
               disable_predication: bool = False) -> list[LoopRV]:
         """Split ``loop`` into ``len(factors)`` nested loops; one factor may be None (inferred).
@@ -377,71 +358,67 @@ class Schedule:
         body, new_vars = _loops.split(self._func(loop.func_name).body, node, ints, preserve_unit_iters,
                                       disable_predication)
         self._commit(loop.func_name, body)
-        rvs = [LoopRV(v, loop.func_name) for v in new_vars]
-        self._record("split", {"loop": loop, "factors": recorded, "preserve_unit_iters": preserve_unit_iters,
-                               "disable_predication": disable_predication}, rvs)
-        return rvs
+        return [LoopRV(v, loop.func_name) for v in new_vars]
 
+    @primitive("Fuse", inputs=("*loops",))
     def fuse(self, *loops: LoopRV, preserve_unit_iters: bool = True) -> LoopRV:
         """Fuse perfectly nested loops (outer to inner) into one."""
         nodes = [self._loop(lp)[0] for lp in loops]
         func_name = loops[0].func_name
         body, var = _loops.fuse(self._func(func_name).body, nodes, preserve_unit_iters)
         self._commit(func_name, body)
-        rv = LoopRV(var, func_name)
-        self._record("fuse", {"*loops": list(loops), "preserve_unit_iters": preserve_unit_iters}, [rv])
-        return rv
+        return LoopRV(var, func_name)
 
+    @primitive("Reorder", inputs=("*ordered_loops",))
     def reorder(self, *ordered_loops: LoopRV) -> None:
         """Reorder loops of one nest to the given order (outermost first)."""
         nodes = [self._loop(lp)[0] for lp in ordered_loops]
         func_name = ordered_loops[0].func_name
         body = _loops.reorder(self._func(func_name).body, nodes, self._path_of)
         self._commit(func_name, body)
-        self._record("reorder", {"*ordered_loops": list(ordered_loops)}, [])
 
-    def _set_kind(self, loop: LoopRV, kind: str, record: str, thread_axis: str | None = None) -> None:
+    def _set_kind(self, loop: LoopRV, kind: str, thread_axis: str | None = None) -> None:
         node, path = self._loop(loop)
         body = _loops.set_loop_kind(self._func(loop.func_name).body, node, kind, path, thread_axis)
         self._commit(loop.func_name, body)
-        self._record(record, {"loop": loop} if thread_axis is None else
-                     {"loop": loop, "thread_axis": thread_axis}, [])
 
+    @primitive("Parallel", inputs=("loop",))
     def parallel(self, loop: LoopRV) -> None:
         """Run the iterations of ``loop`` on all cores."""
-        self._set_kind(loop, ForKind.PARALLEL, "parallel")
+        self._set_kind(loop, ForKind.PARALLEL)
 
+    @primitive("Vectorize", inputs=("loop",))
     def vectorize(self, loop: LoopRV) -> None:
         """Compute the iterations of ``loop`` with SIMD vector instructions."""
-        self._set_kind(loop, ForKind.VECTORIZED, "vectorize")
+        self._set_kind(loop, ForKind.VECTORIZED)
 
+    @primitive("Unroll", inputs=("loop",))
     def unroll(self, loop: LoopRV) -> None:
         """Unroll ``loop`` fully."""
-        self._set_kind(loop, ForKind.UNROLLED, "unroll")
+        self._set_kind(loop, ForKind.UNROLLED)
 
+    @primitive("Bind", inputs=("loop",))
     def bind(self, loop: LoopRV, thread_axis: str) -> None:
         """Bind ``loop`` to a GPU thread axis (``"threadIdx.x"``, ``"blockIdx.y"``, ``"vthread.x"`` ...).
 
         The loop's iterations then run on that axis of a GPU launch: built for ``"cuda"`` (CUDA C
         source) or ``"cuda-emulated"`` (run on this CPU with CUDA's semantics); a CPU target refuses it.
         """
-        self._set_kind(loop, ForKind.THREAD_BINDING, "bind", thread_axis)
+        self._set_kind(loop, ForKind.THREAD_BINDING, thread_axis)
 
+    @primitive("Annotate", inputs=("block_or_loop", "ann_val"))
     def annotate(self, block_or_loop: BlockRV | LoopRV | str, ann_key: str, ann_val: Any) -> None:
         """Add ``ann_key: ann_val`` to a block's ``T.block_attr`` or a loop's annotations (as TVM,
         a key that is already there keeps its value; a sampled value is stored as its number)."""
-        block_or_loop = self._block_rv(block_or_loop)
         stored = ann_val
         if isinstance(ann_val, PrimExpr) and not isinstance(ann_val, IntImm):
             stored = self._int_value(ann_val, f"annotation {ann_key}")  # ints print and parse as ints
         self._annotate(block_or_loop, lambda anns: anns if ann_key in anns else {**anns, ann_key: stored})
-        self._record("annotate", {"block_or_loop": block_or_loop, "ann_key": ann_key, "ann_val": ann_val}, [])
 
+    @primitive("Unannotate", inputs=("block_or_loop",))
     def unannotate(self, block_or_loop: BlockRV | LoopRV | str, ann_key: str) -> None:
         """Remove ``ann_key`` from a block's or loop's annotations (it must be there)."""
-        block_or_loop = self._block_rv(block_or_loop)
         self._annotate(block_or_loop, lambda anns: {k: v for k, v in anns.items() if k != ann_key}, ann_key)
-        self._record("unannotate", {"block_or_loop": block_or_loop, "ann_key": ann_key}, [])
 
     def _annotate(self, rv: BlockRV | LoopRV, update: Any, must_have: str | None = None) -> None:
         from ...ir import replace
@@ -457,28 +434,24 @@ class Schedule:
         self._commit(rv.func_name, body)
 
     # -- compute location -------------------------------------------------------------
+    @primitive("ComputeAt", inputs=("block", "loop"))
     def compute_at(self, block: BlockRV | str, loop: LoopRV, preserve_unit_loops: bool = False,
                    index: int = -1) -> None:
         """Move producer ``block`` under ``loop`` of its consumers, computing only what they need there."""
-        block = self._normalize_block_arg(block)
         self._compute_location("compute_at", block, loop, preserve_unit_loops, index)
 
+    @primitive("ReverseComputeAt", inputs=("block", "loop"))
     def reverse_compute_at(self, block: BlockRV | str, loop: LoopRV, preserve_unit_loops: bool = False,
                            index: int = -1) -> None:
         """Move consumer ``block`` under ``loop`` of its producer, right after what it needs."""
-        block = self._normalize_block_arg(block)
         self._compute_location("reverse_compute_at", block, loop, preserve_unit_loops, index)
 
     def _compute_location(self, kind: str, block: BlockRV, loop: LoopRV, preserve: bool, index: int) -> None:
         mark = getattr(loop, "mark", None)
         if mark in ("root", "inline"):
             # a location sampled by sample_compute_location may be the root (stay) or "inline", as in TVM
-            if mark == "inline":
-                primitive = "compute_inline" if kind == "compute_at" else "reverse_compute_inline"
-                trace_len = len(self._trace.insts)
-                getattr(self, primitive)(block)
-                del self._trace.insts[trace_len:]  # recorded below as the compute_at it was asked as
-            self._record(kind, {"block": block, "loop": loop, "preserve_unit_loops": preserve, "index": index}, [])
+            if mark == "inline":  # called from a primitive, so recorded as the compute_at it was asked as
+                self.compute_inline(block) if kind == "compute_at" else self.reverse_compute_inline(block)
             return
         realize, _ = self._block(block)
         target, _ = self._loop(loop)
@@ -487,43 +460,38 @@ class Schedule:
                                    preserve_unit_loops=preserve, output_buffers=self._output_buffers(func),
                                    index=index)
         self._commit(block.func_name, body)
-        self._record(kind, {"block": block, "loop": loop, "preserve_unit_loops": preserve,
-                            "index": index}, [])
 
+    @primitive("ComputeInline", inputs=("block",))
     def compute_inline(self, block: BlockRV | str) -> None:
         """Inline an elementwise producer into every place that reads its output."""
-        block = self._normalize_block_arg(block)
         realize, _ = self._block(block)
         func = self._func(block.func_name)
         body = _compute_inline.compute_inline(func.body, realize, self._output_buffers(func))
         self._commit(block.func_name, body)
-        self._record("compute_inline", {"block": block}, [])
 
+    @primitive("ReverseComputeInline", inputs=("block",))
     def reverse_compute_inline(self, block: BlockRV | str) -> None:
         """Inline an elementwise consumer into its single producer."""
-        block = self._normalize_block_arg(block)
         realize, _ = self._block(block)
         func = self._func(block.func_name)
         body = _compute_inline.reverse_compute_inline(func.body, realize, self._output_buffers(func))
         self._commit(block.func_name, body)
-        self._record("reverse_compute_inline", {"block": block}, [])
 
     @staticmethod
     def _output_buffers(func: PrimFunc) -> set[int]:
         return {id(b) for b in func.buffer_map.values()}
 
+    @primitive("DecomposeReduction", inputs=("block", "loop"))
     def decompose_reduction(self, block: BlockRV | str, loop: LoopRV) -> BlockRV:
         """Split a reduction's ``T.init`` into its own block placed before ``loop``."""
-        block = self._normalize_block_arg(block)
         realize, _ = self._block(block)
         target, _ = self._loop(loop)
         body, init_name = _compute.decompose_reduction(self._func(block.func_name).body, realize, target)
         self._commit(block.func_name, body)
-        rv = BlockRV(init_name, block.func_name)
-        self._record("decompose_reduction", {"block": block, "loop": loop}, [rv])
         block.name = f"{realize.block.name_hint}_update"  # the reference follows the renamed update block
-        return rv
+        return BlockRV(init_name, block.func_name)
 
+    @primitive("RFactor", inputs=("loop",))
     def rfactor(self, loop: LoopRV, factor_axis: int) -> BlockRV:
         """Turn the reduction over ``loop`` into a partial result per ``loop`` iteration
         (a new block and buffer ``<name>_rf``) plus a final reduction; returns the rf block."""
@@ -531,31 +499,27 @@ class Schedule:
         func = self._func(loop.func_name)
         body, name = _rfactor.rfactor(func.body, _rfactor.single_child_block(node), node, factor_axis)
         self._commit(loop.func_name, body)
-        rv = BlockRV(name, loop.func_name)
-        self._record("rfactor", {"loop": loop, "factor_axis": factor_axis}, [rv])
-        return rv
+        return BlockRV(name, loop.func_name)
 
-    def blockize(self, target: LoopRV | list[BlockRV], preserve_unit_iters: bool = True) -> BlockRV:
+    @primitive("Blockize", inputs=("target",))
+    def blockize(self, target: LoopRV | list[BlockRV | str], preserve_unit_iters: bool = True) -> BlockRV:
         """Wrap the loops from ``target`` down to its block into a new outer block ``<name>_o``
         (or, given a list of sibling blocks, the loops under their common ancestor)."""
-        if isinstance(target, (list, tuple)):
-            blocks = [self._normalize_block_arg(b) for b in target]
-            if not blocks:
+        if isinstance(target, list):
+            if not target:
                 raise ScheduleError("cannot blockize an empty list of blocks")
-            func_name = blocks[0].func_name
-            realizes = [self._block(b)[0] for b in blocks]
+            func_name = target[0].func_name
+            realizes = [self._block(b)[0] for b in target]
             body, name = _blockize.blockize_blocks(self._func(func_name).body, realizes, preserve_unit_iters)
-            target = blocks
         else:
             func_name = target.func_name
             node, _ = self._loop(target)
             body, name = _blockize.blockize(self._func(func_name).body, node, preserve_unit_iters)
         self._commit(func_name, body)
-        rv = BlockRV(name, func_name)
-        self._record("blockize", {"target": target, "preserve_unit_iters": preserve_unit_iters}, [rv])
-        return rv
+        return BlockRV(name, func_name)
 
-    def tensorize(self, block_or_loop: BlockRV | LoopRV, tensor_intrin: str,
+    @primitive("Tensorize", inputs=("block_or_loop",))
+    def tensorize(self, block_or_loop: BlockRV | LoopRV | str, tensor_intrin: str,
                   preserve_unit_iters: bool = True) -> None:
         """Replace a block (or the loops under a loop, blockized first) with a registered intrinsic."""
         intrin = _blockize.TensorIntrin.get(tensor_intrin)
@@ -567,8 +531,6 @@ class Schedule:
             body, name = self._func(func_name).body, block_or_loop.name
         realize = next(r for r, _ in block_realizes(body) if r.block.name_hint == name)
         self._commit(func_name, _blockize.tensorize(body, realize, intrin))
-        self._record("tensorize", {"block_or_loop": block_or_loop, "tensor_intrin": tensor_intrin,
-                                   "preserve_unit_iters": preserve_unit_iters}, [])
 
     # -- data movement ------------------------------------------------------------------
     def _normalize_buffer_arg(self, block: BlockRV, buffer: Any,
@@ -609,32 +571,30 @@ class Schedule:
                                 f"not a {required} buffer")
         return found
 
+    @primitive("CacheRead", inputs=("block", "consumer_blocks"), omit_empty=("consumer_blocks",))
     def cache_read(self, block: BlockRV | str, read_buffer_index: int | str | Any, storage_scope: str,
                    consumer_blocks: list[BlockRV | str] | None = None) -> BlockRV:
         """Copy a buffer ``block`` reads into a new ``storage_scope`` buffer, read from there."""
         return self._cache("cache_read", block, read_buffer_index, storage_scope, consumer_blocks)
 
+    @primitive("CacheWrite", inputs=("block", "consumer_blocks"), omit_empty=("consumer_blocks",))
     def cache_write(self, block: BlockRV | str, write_buffer_index: int | str | Any, storage_scope: str,
                     consumer_blocks: list[BlockRV | str] | None = None) -> BlockRV:
         """Let ``block`` write into a new ``storage_scope`` buffer, copied out afterwards."""
         return self._cache("cache_write", block, write_buffer_index, storage_scope, consumer_blocks)
 
-    def _cache(self, kind: str, block: BlockRV | str, index: Any, scope: str, consumers: Any) -> BlockRV:
-        consumers = [self._normalize_block_arg(b) for b in (consumers or [])]
-        block = self._normalize_block_arg(block)
+    def _cache(self, kind: str, block: BlockRV, index: Any, scope: str, consumers: list[BlockRV]) -> BlockRV:
         read = kind == "cache_read"
         _, index, _ = self._normalize_buffer_arg(block, index, "read" if read else "write")
+        self._record_as(**{"read_buffer_index" if read else "write_buffer_index": index})
         realize, _ = self._block(block)
         consumer_realizes = [self._block(c)[0] for c in consumers]
         cache = _cache_mod.cache_read if read else _cache_mod.cache_write
         body, name = cache(self._func(block.func_name).body, realize, index, scope, consumer_realizes)
         self._commit(block.func_name, body)
-        rv = BlockRV(name, block.func_name)
-        key = "read_buffer_index" if read else "write_buffer_index"
-        self._record(kind, {"block": block, key: index, "storage_scope": scope,
-                            "consumer_blocks": consumers}, [rv])
-        return rv
+        return BlockRV(name, block.func_name)
 
+    @primitive("TransformLayout", inputs=("block",))
     def transform_layout(self, block: BlockRV | str, buffer: Any, index_map: Any, pad_value: Any = None,
                          *, assume_injective_transform: bool = False) -> None:
         """Store a buffer in a new layout; ``buffer`` is ("read", i), ("write", i), a name or a Buffer.
@@ -643,7 +603,6 @@ class Schedule:
         A layout with padding needs ``pad_value`` (a padded layout is refused unless
         ``assume_injective_transform`` says the padding is never read).
         """
-        block = self._normalize_block_arg(block)
         kind, index, target = self._normalize_buffer_arg(block, buffer)
         # a function becomes an IndexMap over the block's index type; IndexMap.AXIS_SEPARATOR
         # entries become a set_axis_separator step after the layout change, as in TVM
@@ -653,11 +612,9 @@ class Schedule:
         if not index_map.is_identity():  # the identity (axis separators alone) changes nothing
             new_func = _data.transform_layout(func, target, index_map, pad_value, assume_injective_transform)
             self._commit_function(block.func_name, new_func)
-        self._record("transform_layout", {"block": block, "buffer": (kind, index), "index_map": index_map,
-                                          "pad_value": pad_value,
-                                          "assume_injective_transform": assume_injective_transform}, [])
-        if separators:
-            self.set_axis_separator(block, (kind, index), separators)
+        self._record_as(buffer=(kind, index), index_map=index_map)
+        if separators:  # TVM records them as a step of their own, after the layout change
+            self._then(lambda: self.set_axis_separator(block, (kind, index), separators))
 
     # -- sampling -------------------------------------------------------------------------
     def _sampled(self, value: int, dtype: str = "int32") -> ExprRV:
@@ -666,6 +623,7 @@ class Schedule:
         self._values[rv] = int(value)
         return rv
 
+    @primitive("SamplePerfectTile", inputs=("loop",), pure=True)
     def sample_perfect_tile(self, loop: LoopRV, n: int, max_innermost_factor: int = 16,
                             decision: list[int] | None = None) -> list[ExprRV]:
         """Random factors of ``loop``'s extent into ``n`` parts (innermost <= max_innermost_factor).
@@ -677,10 +635,8 @@ class Schedule:
         if not isinstance(node.extent, IntImm):
             # a loop of symbolic extent is tiled trivially, as in TVM: [None, 1, ..., 1], where
             # None (decision -1) lets split infer the outer factor
-            outs = [None] + [self._sampled(1, node.loop_var.dtype) for _ in range(n - 1)]
-            self._record("sample_perfect_tile", {"loop": loop, "n": n, "max_innermost_factor": max_innermost_factor},
-                         outs, decision=[IntImm("int64", -1)] + [IntImm("int64", 1)] * (n - 1))
-            return outs
+            self._record_as(decision=[IntImm("int64", -1)] + [IntImm("int64", 1)] * (n - 1))
+            return [None] + [self._sampled(1, node.loop_var.dtype) for _ in range(n - 1)]
         extent = _loops._const_extent(node)
         if decision is None:
             decision = _sample_tile(self._rng, extent, n, max_innermost_factor)
@@ -692,12 +648,11 @@ class Schedule:
             if len(decision) != n or product != extent:
                 raise ScheduleError(f"tile decision {decision} for loop {node.loop_var.name} is not {n} "
                                     f"factors of its extent {extent}")
-        outs = [self._sampled(f, node.loop_var.dtype) for f in decision]
         # decisions are stored as TVM stores them: integer constants (``.value`` reads one)
-        self._record("sample_perfect_tile", {"loop": loop, "n": n, "max_innermost_factor": max_innermost_factor},
-                     outs, decision=[IntImm("int64", f) for f in decision])
-        return outs
+        self._record_as(decision=[IntImm("int64", f) for f in decision])
+        return [self._sampled(f, node.loop_var.dtype) for f in decision]
 
+    @primitive("SampleCategorical", pure=True)
     def sample_categorical(self, candidates: list[int], probs: list[float],
                            decision: int | None = None) -> ExprRV:
         """Pick one of ``candidates`` with the given probabilities; ``decision`` is the chosen index."""
@@ -710,44 +665,41 @@ class Schedule:
         decision = int(decision)
         if not 0 <= decision < len(candidates):
             raise ScheduleError(f"sample_categorical decision {decision} is not an index into {candidates}")
-        out = self._sampled(candidates[decision])
-        self._record("sample_categorical", {"candidates": candidates, "probs": probs}, [out],
-                     decision=IntImm("int64", decision))
-        return out
+        self._record_as(candidates=candidates, probs=probs, decision=IntImm("int64", decision))
+        return self._sampled(candidates[decision])
 
+    @primitive("EnterPostproc", postproc=True)
     def enter_postproc(self) -> None:
         """Mark where postprocessing starts (``trace.simplified(remove_postproc=True)`` drops the rest)."""
-        self._record("enter_postproc", {}, [])
 
     # -- buffer annotations, block layout, unit loops (block_annotate.py, layout.py) -----------
 
+    @primitive("SetScope", inputs=("block",))
     def set_scope(self, block: BlockRV | str, buffer_index: int | str | Any, storage_scope: str) -> None:
         """Store the ``buffer_index``-th buffer ``block`` writes in ``storage_scope`` (it must be
         allocated by a block, not a parameter)."""
-        block = self._block_rv(block)
         realize, _ = self._block(block)
         body, index = _block_annotate.set_scope(self._func(block.func_name).body, realize.block,
                                                 buffer_index, storage_scope)
         self._commit(block.func_name, body)
-        self._record("set_scope", {"block": block, "buffer_index": index, "storage_scope": storage_scope}, [])
+        self._record_as(buffer_index=index)
 
+    @primitive("StorageAlign", inputs=("block",))
     def storage_align(self, block: BlockRV | str, buffer_index: int, axis: int, factor: int,
                       offset: int) -> None:
         """Pad the stride of ``axis`` of a written, block-allocated buffer to
         ``k * factor + offset`` (recorded as a ``buffer_dim_align`` block annotation)."""
         from .tree import replace_stmt
 
-        block = self._block_rv(block)
         realize, _ = self._block(block)
         root = self._func(block.func_name).body
         new = _block_annotate.storage_align(root, realize.block, buffer_index, axis, factor, offset)
         self._commit(block.func_name, replace_stmt(root, realize.block, new))
-        self._record("storage_align", {"block": block, "buffer_index": buffer_index, "axis": axis,
-                                       "factor": factor, "offset": offset}, [])
 
+    @primitive("AddUnitLoop", inputs=("block_or_loop",))
     def add_unit_loop(self, block_or_loop: BlockRV | LoopRV | str) -> LoopRV:
         """A new loop of extent 1 right above ``block_or_loop``; returns it."""
-        rv = self._block_rv(block_or_loop)
+        rv = block_or_loop
         if isinstance(rv, BlockRV):
             node, path = self._block(rv)
             if not any(isinstance(s, Block) for s in path):
@@ -757,24 +709,21 @@ class Schedule:
             node, _ = self._loop(rv)
         body, var = _layout.add_unit_loop(self._func(rv.func_name).body, node)
         self._commit(rv.func_name, body)
-        out = LoopRV(var, rv.func_name)
-        self._record("add_unit_loop", {"block_or_loop": rv}, [out])
-        return out
+        return LoopRV(var, rv.func_name)
 
+    @primitive("TransformBlockLayout", inputs=("block",))
     def transform_block_layout(self, block: BlockRV | str, index_map: Any) -> None:
         """Remap ``block``'s iteration space through ``index_map`` (the loops above it are rebuilt)."""
-        block = self._block_rv(block)
         realize, path = self._block(block)
         func = self._func(block.func_name)
         body = _layout.transform_block_layout(func.body, realize, path, index_map)
         self._commit(block.func_name, body)
-        self._record("transform_block_layout", {"block": block, "index_map": index_map}, [])
 
     # -- reindexing (reindex.py) -------------------------------------------------------------
+    @primitive("ReIndex", inputs=("block",))
     def reindex(self, block: BlockRV | str, buffer: tuple[str, int] | str | Any) -> BlockRV:
         """Copy a buffer ``block`` accesses into (out of) a new buffer indexed by the block's
         iterators; ``buffer`` is ("read", i), ("write", i), a name or a Buffer."""
-        block = self._block_rv(block)
         realize, path = self._block(block)
         blk = realize.block
         if isinstance(buffer, (tuple, list)) and len(buffer) == 2 and isinstance(buffer[0], str):
@@ -791,42 +740,38 @@ class Schedule:
             kind, index = hits[0]
         body, name, index = _reindex.reindex(self._func(block.func_name).body, realize, path, kind, index)
         self._commit(block.func_name, body)
-        rv = BlockRV(name, block.func_name)
-        self._record("reindex", {"block": block, "buffer": (kind, index)}, [rv])
-        return rv
+        self._record_as(buffer=(kind, index))
+        return BlockRV(name, block.func_name)
 
+    @primitive("ReindexCacheRead", inputs=("block",))
     def reindex_cache_read(self, block: BlockRV | str, read_buffer_index: int, storage_scope: str,
                            index_map: Any) -> BlockRV:
         """A ``storage_scope`` copy of a buffer ``block`` reads at one point, laid out as
         ``index_map(block iterators)``; the block then reads the copy."""
         return self._reindex_cache(block, read_buffer_index, storage_scope, index_map, read=True)
 
+    @primitive("ReindexCacheWrite", inputs=("block",))
     def reindex_cache_write(self, block: BlockRV | str, write_buffer_index: int, storage_scope: str,
                             index_map: Any) -> BlockRV:
         """``block`` writes a ``storage_scope`` buffer laid out as ``index_map(block iterators)``,
         copied to the original buffer afterwards."""
         return self._reindex_cache(block, write_buffer_index, storage_scope, index_map, read=False)
 
-    def _reindex_cache(self, block: BlockRV | str, index: int, scope: str, index_map: Any, read: bool) -> BlockRV:
-        block = self._block_rv(block)
+    def _reindex_cache(self, block: BlockRV, index: int, scope: str, index_map: Any, read: bool) -> BlockRV:
         realize, path = self._block(block)
         body, name = _reindex.reindex_cache(self._func(block.func_name).body, realize, path, index, scope,
                                             index_map, read)
         self._commit(block.func_name, body)
-        rv = BlockRV(name, block.func_name)
-        kind = "reindex_cache_read" if read else "reindex_cache_write"
-        key = "read_buffer_index" if read else "write_buffer_index"
-        self._record(kind, {"block": block, key: index, "storage_scope": scope, "index_map": index_map}, [rv])
-        return rv
+        return BlockRV(name, block.func_name)
 
+    @primitive("PadEinsum", inputs=("block",))
     def pad_einsum(self, block: BlockRV | str, padding: list[int]) -> None:
         """Round ``block``'s iteration domain up to multiples of ``padding`` (one factor per
         iterator), with zero-padded copies of the buffers it would otherwise overrun."""
-        block = self._block_rv(block)
         realize, path = self._block(block)
         body = _pad_einsum.pad_einsum(self._func(block.func_name).body, realize, path, padding)
         self._commit(block.func_name, body)
-        self._record("pad_einsum", {"block": block, "padding": [int(p) for p in padding]}, [])
+        self._record_as(padding=[int(p) for p in padding])
 
     # == schedmore: buffer axis separators, ... ================================================
 
@@ -835,61 +780,58 @@ class Schedule:
         blk = self._block(block)[0].block
         return blk.iter_vars[0].var.dtype if blk.iter_vars else "int32"
 
+    @primitive("SetAxisSeparator", inputs=("block",))
     def set_axis_separator(self, block: BlockRV | str, buffer: tuple[str, int] | str | Any,
                            axis_separators: list[int] | None) -> None:
         """Split the axes of a buffer ``block`` accesses into physical groups at
         ``axis_separators``; ``buffer`` is ("read", i), ("write", i), a name or a Buffer."""
-        block = self._normalize_block_arg(block)
         kind, index, target = self._normalize_buffer_arg(block, buffer)
         seps = [int(getattr(a, "value", a)) for a in (axis_separators or [])]
         func = self._func(block.func_name)
         self._commit_function(block.func_name, _axis_separator.set_axis_separator(func, target, seps))
-        self._record("set_axis_separator", {"block": block, "buffer": (kind, index),
-                                            "axis_separators": seps}, [])
+        self._record_as(buffer=(kind, index), axis_separators=seps)
 
+    @primitive("FuseReductionEpilogue", inputs=("reduction_block", "epilogue_block"))
     def fuse_reduction_epilogue(self, reduction_block: BlockRV | str, epilogue_block: BlockRV | str) -> None:
         """Fold an elementwise epilogue (bias, bias + ReLU, clipping) into the reduction it reads:
         the reduction then writes the epilogue's output (see ``schedule/epilogue.py``)."""
-        reduction_block = self._normalize_block_arg(reduction_block)
-        epilogue_block = self._normalize_block_arg(epilogue_block)
         reduction, _ = self._block(reduction_block)
         epilogue, _ = self._block(epilogue_block)
         func = self._func(reduction_block.func_name)
         body = _epilogue.fuse_reduction_epilogue(func.body, reduction, epilogue, self._output_buffers(func))
         self._commit(reduction_block.func_name, body)
-        self._record("fuse_reduction_epilogue", {"reduction_block": reduction_block,
-                                                 "epilogue_block": epilogue_block}, [])
 
+    @primitive("RollingBuffer", inputs=("block",))
     def rolling_buffer(self, block: BlockRV | str, write_buffer_index: int) -> None:
         """Shrink the ``write_buffer_index``-th buffer ``block`` writes to the window one tile
         needs, addressed circularly, with overlapping rows computed once (see rolling_buffer.py)."""
-        block = self._normalize_block_arg(block)
         realize, _ = self._block(block)
         func = self._func(block.func_name)
         body = _rolling_buffer.rolling_buffer(func.body, realize, int(write_buffer_index),
                                               self._output_buffers(func))
         self._commit(block.func_name, body)
-        self._record("rolling_buffer", {"block": block, "write_buffer_index": int(write_buffer_index)}, [])
+        self._record_as(write_buffer_index=int(write_buffer_index))
 
+    @primitive("ReorderBlockIterVar", inputs=("block",))
     def reorder_block_iter_var(self, block: BlockRV | str, new_order: list[int]) -> None:
         """Permute ``block``'s iterators (with their bindings) into ``new_order``."""
-        block = self._normalize_block_arg(block)
         realize, _ = self._block(block)
         order = [int(getattr(k, "value", k)) for k in new_order]
         body = _block_iters.reorder_block_iter_var(self._func(block.func_name).body, realize, order)
         self._commit(block.func_name, body)
-        self._record("reorder_block_iter_var", {"block": block, "new_order": order}, [])
+        self._record_as(new_order=order)
 
+    @primitive("UnsafeSetDType", inputs=("block",))
     def unsafe_set_dtype(self, block: BlockRV | str, buffer_index: int, dtype: str) -> None:
         """Store the ``buffer_index``-th buffer ``block`` writes (block-allocated) as ``dtype``,
         casting at every store and load; unchecked, as in TVM: precision may be lost."""
-        block = self._normalize_block_arg(block)
         realize, _ = self._block(block)
         index = int(buffer_index)
         body = _block_annotate.unsafe_set_dtype(self._func(block.func_name).body, realize.block, index, dtype)
         self._commit(block.func_name, body)
-        self._record("unsafe_set_dtype", {"block": block, "buffer_index": index, "dtype": dtype}, [])
+        self._record_as(buffer_index=index)
 
+    @primitive("LoopPartition", inputs=("loop", "+factors"))
     def loop_partition(self, loop: LoopRV, factors: list[Any], preserve_unit_iters: bool = True) -> list[LoopRV]:
         """Cut ``loop``'s range into consecutive pieces of the given lengths (one may be None; the
         rest of the range is a last piece), each a copy of the body in its own block (see
@@ -901,11 +843,9 @@ class Schedule:
                     for f in recorded if f is not None] or [32])
         body, new_vars = _partition.loop_partition(self._func(loop.func_name).body, node, ints, bits)
         self._commit(loop.func_name, body)
-        rvs = [LoopRV(v, loop.func_name) for v in new_vars]
-        self._record("loop_partition", {"loop": loop, "factors": recorded,
-                                        "preserve_unit_iters": preserve_unit_iters}, rvs)
-        return rvs
+        return [LoopRV(v, loop.func_name) for v in new_vars]
 
+    @primitive("Merge", inputs=("*loops",))
     def merge(self, *loops: LoopRV) -> LoopRV:
         """Merge sibling loop nests of equal extents (the loops given and those around them up to
         their common ancestor) into one nest running each body in turn; returns its inner loop."""
@@ -917,10 +857,10 @@ class Schedule:
         func_name = loops[0].func_name
         body, var = _merge.merge(self._func(func_name).body, nodes)
         self._commit(func_name, body)
-        rv = LoopRV(var, func_name)
-        self._record("merge", {"*loops": list(loops)}, [rv])
-        return rv
+        self._record_as(loops=loops)
+        return LoopRV(var, func_name)
 
+    @primitive("AnnotateBufferAccess", inputs=("block",))
     def annotate_buffer_access(self, block: BlockRV | str, buffer_index: int, buf_type: str,
                                gen_new_ranges: Any) -> None:
         """Set the region ``block`` reads (``buf_type="read"``) or writes of its ``buffer_index``-th
@@ -928,15 +868,14 @@ class Schedule:
         iterator — and mark it explicit (trusted, as in TVM)."""
         from .tree import replace_stmt
 
-        block = self._normalize_block_arg(block)
         realize, _ = self._block(block)
         ranges = _buffer_access.ranges_map(realize.block, gen_new_ranges)
         new = _buffer_access.annotate_buffer_access(realize.block, int(buffer_index), buf_type, ranges)
         root = self._func(block.func_name).body
         self._commit(block.func_name, replace_stmt(root, realize.block, new))
-        self._record("annotate_buffer_access", {"block": block, "buffer_index": int(buffer_index),
-                                                "buf_type": buf_type, "gen_new_ranges": ranges}, [])
+        self._record_as(buffer_index=int(buffer_index), gen_new_ranges=ranges)
 
+    @primitive("SampleComputeLocation", inputs=("block",), pure=True)
     def sample_compute_location(self, block: BlockRV | str, decision: int | None = None) -> LoopRV:
         """Sample where ``block`` could be computed: a loop of its consumers (``compute_at``), the
         root (decision -1, a LoopRV whose ``mark`` is "root") or inlined (-2, mark "inline"), each
@@ -944,7 +883,6 @@ class Schedule:
         candidate falls back to the nearest one before it."""
         import bisect
 
-        block = self._normalize_block_arg(block)
         candidates = self._compute_location_candidates(block)
         indices = [k for k, _ in candidates]
         if decision is None:
@@ -963,7 +901,7 @@ class Schedule:
             rv.mark = "inline" if index == -2 else "root"
         else:
             rv = LoopRV(target.loop_var, block.func_name)
-        self._record("sample_compute_location", {"block": block}, [rv], decision=index)
+        self._record_as(decision=index)
         return rv
 
     def _lcg_state_now(self) -> int:
@@ -1040,42 +978,37 @@ class Schedule:
                 pass
         return out
 
+    @primitive("DecomposePadding", inputs=("block", "loop"))
     def decompose_padding(self, block: BlockRV | str, loop: LoopRV) -> BlockRV:
         """Split padding ``block`` into a block filling the pad value (placed before ``loop``)
         and the block itself restricted to the in-bound region; returns the filling block."""
-        block = self._normalize_block_arg(block)
         realize, _ = self._block(block)
         target, _ = self._loop(loop)
         body, name = _decompose_padding.decompose_padding(self._func(block.func_name).body, realize, target)
         self._commit(block.func_name, body)
-        rv = BlockRV(name, block.func_name)
-        self._record("decompose_padding", {"block": block, "loop": loop}, [rv])
-        return rv
+        return BlockRV(name, block.func_name)
 
     def can_decompose_padding(self, block: BlockRV | str, loop: LoopRV) -> bool:
         """Whether ``decompose_padding(block, loop)`` would succeed (nothing changes, nothing recorded)."""
-        block = self._normalize_block_arg(block)
         realize, _ = self._block(block)
         target, _ = self._loop(loop)
         try:
-            _decompose_padding.decompose_padding(self._func(block.func_name).body, realize, target)
+            _decompose_padding.decompose_padding(self._func(loop.func_name).body, realize, target)
         except ScheduleError:
             return False
         return True
 
+    @primitive("CacheIndex", inputs=("block",))
     def cache_index(self, block: BlockRV | str, storage_scope: str, cse_thresh: int = 0) -> list[BlockRV]:
         """Precompute ``block``'s index arithmetic into ``index_var_k`` buffers filled by blocks
         ``index_k`` placed before it; ``cse_thresh`` > 0 caches only expressions that occur at
         least that often (see cache_index.py).  Returns the new blocks."""
-        block = self._normalize_block_arg(block)
         realize, _ = self._block(block)
         body, names = _cache_index.cache_index(self._func(block.func_name).body, realize, storage_scope,
                                                int(cse_thresh))
         self._commit(block.func_name, body)
-        rvs = [BlockRV(n, block.func_name) for n in names]
-        self._record("cache_index", {"block": block, "storage_scope": storage_scope,
-                                     "cse_thresh": int(cse_thresh)}, rvs)
-        return rvs
+        self._record_as(cse_thresh=int(cse_thresh))
+        return [BlockRV(n, block.func_name) for n in names]
 
 
 def _parse_debug_mask(debug_mask: Any) -> int:
