@@ -4,6 +4,9 @@ A schedule works on its own copy of the module.  Every primitive checks its
 preconditions, rebuilds the function, and appends itself to ``sch.trace`` — Python
 that replays the same steps on another copy.  A failed primitive raises
 :class:`ScheduleError` and leaves the schedule unchanged.
+
+Each primitive is declared once, by ``@primitive("Split", inputs=(...))`` above its method
+(see primitive.py): that line and the signature give its trace record, printing and replay.
 """
 
 from __future__ import annotations
