@@ -261,7 +261,46 @@ class Schedule:
     # -- lookup ---------------------------------------------------------------------
     @primitive("GetBlock", pure=True)
     def get_block(self, name: str, func_name: str | None = None) -> BlockRV:
-        """The block called ``name`` (in ``func_name`` or the function worked on)."""
+        """The block called ``name``, as a BlockRV: a reference that later primitives take.
+
+        Preconditions: exactly one block of ``func_name`` (by default the function the schedule works
+        on, see ``work_on``) is called ``name``.  Every primitive that takes a block also takes its
+        name and looks it up with this, so ``sch.get_loops("B")`` is ``sch.get_loops(sch.get_block("B"))``
+        (and both record the lookup in the trace).
+
+        Parameters
+        ----------
+        name : str
+            The block's name, as in ``T.block("B")``.
+        func_name : str, optional
+            The function to look in.
+
+        Returns
+        -------
+        block : BlockRV
+            The block.  It keeps pointing at the block while other primitives rebuild the function.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+                for i in range(64):
+                    with T.block("B"):
+                        vi = T.axis.spatial(64, i)
+                        B[vi] = A[vi] * T.float32(2)
+
+        Look it up and read it back:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            block = sch.get_block("B")
+            assert sch.get(block).name_hint == "B"
+        """
         func_name = func_name or self._func_name
         body = self._func(func_name).body
         matches = [r for r, _ in block_realizes(body) if r.block.name_hint == name]
@@ -279,7 +318,41 @@ class Schedule:
 
     @primitive("GetLoops", inputs=("block",), pure=True)
     def get_loops(self, block: BlockRV | str) -> list[LoopRV]:
-        """The loops around ``block``, outermost first (up to the enclosing block)."""
+        """The loops around ``block``, outermost first, up to the block that encloses it.
+
+        Preconditions: ``block`` still exists (a primitive such as compute_inline removes blocks).
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The block, or its name.
+
+        Returns
+        -------
+        loops : list[LoopRV]
+            One reference per loop; a block directly under the root gives the loops of its nest.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+
+        Get the two loops of block B:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            i, j = sch.get_loops("B")
+            assert [sch.get(loop).extent.value for loop in (i, j)] == [16, 32]
+        """
         _, path = self._block(block)
         return [LoopRV(lp.loop_var, block.func_name) for lp in loops_above(path)]
 
@@ -351,9 +424,63 @@ class Schedule:
     @primitive("Split", inputs=("loop", "+factors"))
     def split(self, loop: LoopRV, factors: list[Any], preserve_unit_iters: bool = True,
               disable_predication: bool = False) -> list[LoopRV]:
-        """Split ``loop`` into ``len(factors)`` nested loops; one factor may be None (inferred).
+        """Split ``loop`` into nested loops, one per factor, outermost first.
 
-        A non-dividing split adds a predicate so the padding iterations do nothing.
+        At most one factor may be ``None``: it is inferred as the extent divided by the others'
+        product, rounded up.  A factor may be a random variable from ``sample_perfect_tile``.  When the
+        factors do not divide the extent, the new loops cover a little more, and the blocks under them
+        get a predicate so the extra iterations do nothing.
+
+        Preconditions: ``loop`` starts at 0, has no annotation and is not bound to a thread; every
+        factor is positive; the extent is a constant unless one factor is ``None``.
+
+        Parameters
+        ----------
+        loop : LoopRV
+            The loop to split.
+        factors : list of int, ExprRV or None
+            The extents of the new loops, outermost first.
+        preserve_unit_iters : bool
+            Keep a loop of extent 1 as an iterator in the block bindings (else its value, 0).
+        disable_predication : bool
+            Add no predicate for a non-dividing split (the caller knows the extra points are harmless).
+
+        Returns
+        -------
+        split_loops : list[LoopRV]
+            The new loops, outermost first.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+                for i in range(64):
+                    with T.block("B"):
+                        vi = T.axis.spatial(64, i)
+                        B[vi] = A[vi] * T.float32(2)
+
+        Split the loop into 4 x 16:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            (i,) = sch.get_loops("B")
+            sch.split(i, factors=[None, 16])
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+                for i_0, i_1 in T.grid(4, 16):
+                    with T.block("B"):
+                        vi = T.axis.spatial(64, i_0 * 16 + i_1)
+                        B[vi] = A[vi] * T.float32(2)
         """
         node, _ = self._loop(loop)
         recorded = list(factors)
@@ -365,7 +492,59 @@ class Schedule:
 
     @primitive("Fuse", inputs=("*loops",))
     def fuse(self, *loops: LoopRV, preserve_unit_iters: bool = True) -> LoopRV:
-        """Fuse perfectly nested loops (outer to inner) into one."""
+        """Fuse consecutive nested loops into one whose extent is the product of theirs.
+
+        The block bindings recover each old loop variable from the fused one with ``//`` and ``%``.
+
+        Preconditions: at least two loops, given outermost first; each is the only statement in the
+        body of the one before; all start at 0, have constant extents, no annotation and no thread
+        binding.
+
+        Parameters
+        ----------
+        *loops : LoopRV
+            The loops to fuse, outermost first.
+        preserve_unit_iters : bool
+            Keep a loop of extent 1 as an iterator in the block bindings.
+
+        Returns
+        -------
+        fused_loop : LoopRV
+            The new loop.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+
+        Fuse the two loops:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            i, j = sch.get_loops("B")
+            sch.fuse(i, j)
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i_j_fused in range(512):
+                    with T.block("B"):
+                        vi = T.axis.spatial(16, i_j_fused // 32)
+                        vj = T.axis.spatial(32, i_j_fused % 32)
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+        """
         nodes = [self._loop(lp)[0] for lp in loops]
         func_name = loops[0].func_name
         body, var = _loops.fuse(self._func(func_name).body, nodes, preserve_unit_iters)
@@ -374,7 +553,57 @@ class Schedule:
 
     @primitive("Reorder", inputs=("*ordered_loops",))
     def reorder(self, *ordered_loops: LoopRV) -> None:
-        """Reorder loops of one nest to the given order (outermost first)."""
+        """Put loops of one nest into the given order, outermost first.
+
+        The loops keep their variables, so the blocks under them are unchanged; only the order in
+        which the points of the iteration space run changes.
+
+        Preconditions: the loops are distinct and on one line of nesting (the loops between the
+        outermost and the innermost given, inclusive, each have a single child); no extent depends on
+        another loop's variable; the blocks under them have affine bindings and no predicate other
+        than a split's padding guard.
+
+        Parameters
+        ----------
+        *ordered_loops : LoopRV
+            The loops in their new order, outermost first.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+
+        Make j the outer loop:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            i, j = sch.get_loops("B")
+            sch.reorder(j, i)
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for j, i in T.grid(32, 16):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+        """
         nodes = [self._loop(lp)[0] for lp in ordered_loops]
         func_name = ordered_loops[0].func_name
         body = _loops.reorder(self._func(func_name).body, nodes, self._path_of)
@@ -387,25 +616,214 @@ class Schedule:
 
     @primitive("Parallel", inputs=("loop",))
     def parallel(self, loop: LoopRV) -> None:
-        """Run the iterations of ``loop`` on all cores."""
+        """Run the iterations of ``loop`` in parallel, on the CPU's cores.
+
+        Preconditions: every block iterator ``loop`` feeds is data parallel (spatial): no two
+        iterations write the same element.  The blocks under it have affine bindings and read what
+        they need from blocks that are complete outside it.  The loop is not inside a vectorized loop.
+
+        Parameters
+        ----------
+        loop : LoopRV
+            The loop.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+
+        Parallelize the outer loop:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            i, j = sch.get_loops("B")
+            sch.parallel(i)
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i in T.parallel(16):
+                    for j in range(32):
+                        with T.block("B"):
+                            vi, vj = T.axis.remap("SS", [i, j])
+                            B[vi, vj] = A[vi, vj] * T.float32(2)
+        """
         self._set_kind(loop, ForKind.PARALLEL)
 
     @primitive("Vectorize", inputs=("loop",))
     def vectorize(self, loop: LoopRV) -> None:
-        """Compute the iterations of ``loop`` with SIMD vector instructions."""
+        """Run the iterations of ``loop`` together, as SIMD vector instructions.
+
+        Preconditions: every block iterator ``loop`` feeds is data parallel (spatial): no two
+        iterations write the same element.  The blocks under it have affine bindings and read what
+        they need from blocks that are complete outside it.
+
+        Parameters
+        ----------
+        loop : LoopRV
+            The loop.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+
+        Vectorize the inner loop:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            i, j = sch.get_loops("B")
+            sch.vectorize(j)
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i in range(16):
+                    for j in T.vectorized(32):
+                        with T.block("B"):
+                            vi, vj = T.axis.remap("SS", [i, j])
+                            B[vi, vj] = A[vi, vj] * T.float32(2)
+        """
         self._set_kind(loop, ForKind.VECTORIZED)
 
     @primitive("Unroll", inputs=("loop",))
     def unroll(self, loop: LoopRV) -> None:
-        """Unroll ``loop`` fully."""
+        """Unroll ``loop``: its body is repeated once per iteration, with no loop left.
+
+        Preconditions: none beyond ``loop`` existing; the extent should be small and constant.
+
+        Parameters
+        ----------
+        loop : LoopRV
+            The loop.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+
+        Unroll the inner loop:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            i, j = sch.get_loops("B")
+            sch.unroll(j)
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i in range(16):
+                    for j in T.unroll(32):
+                        with T.block("B"):
+                            vi, vj = T.axis.remap("SS", [i, j])
+                            B[vi, vj] = A[vi, vj] * T.float32(2)
+        """
         self._set_kind(loop, ForKind.UNROLLED)
 
     @primitive("Bind", inputs=("loop",))
     def bind(self, loop: LoopRV, thread_axis: str) -> None:
-        """Bind ``loop`` to a GPU thread axis (``"threadIdx.x"``, ``"blockIdx.y"``, ``"vthread.x"`` ...).
+        """Bind ``loop`` to a GPU thread axis: its iterations become the threads (or thread blocks) of a launch.
 
-        The loop's iterations then run on that axis of a GPU launch: built for ``"cuda"`` (CUDA C
-        source) or ``"cuda-emulated"`` (run on this CPU with CUDA's semantics); a CPU target refuses it.
+        ``thread_axis`` is ``"blockIdx.x/y/z"``, ``"threadIdx.x/y/z"`` or ``"vthread.x/y/z"``.  Such a
+        function builds for ``"cuda"`` (CUDA C source) or ``"cuda-emulated"`` (run on this CPU with
+        CUDA's semantics); a CPU target refuses it.
+
+        Preconditions: the block iterators ``loop`` feeds are data parallel, except that a reduction
+        may be spread over ``threadIdx`` (a cross-thread reduction); the blocks under it have affine
+        bindings.
+
+        Parameters
+        ----------
+        loop : LoopRV
+            The loop.
+        thread_axis : str
+            The thread axis.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+
+        One thread block per row, one thread per element:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            i, j = sch.get_loops("B")
+            sch.bind(i, "blockIdx.x")
+            sch.bind(j, "threadIdx.x")
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i in T.thread_binding(16, thread="blockIdx.x"):
+                    for j in T.thread_binding(32, thread="threadIdx.x"):
+                        with T.block("B"):
+                            vi, vj = T.axis.remap("SS", [i, j])
+                            B[vi, vj] = A[vi, vj] * T.float32(2)
         """
         self._set_kind(loop, ForKind.THREAD_BINDING, thread_axis)
 
@@ -440,13 +858,145 @@ class Schedule:
     @primitive("ComputeAt", inputs=("block", "loop"))
     def compute_at(self, block: BlockRV | str, loop: LoopRV, preserve_unit_loops: bool = False,
                    index: int = -1) -> None:
-        """Move producer ``block`` under ``loop`` of its consumers, computing only what they need there."""
+        """Move producer ``block`` under ``loop`` of its consumers, computing there only what they use.
+
+        The block gets a new loop nest under ``loop`` that covers just the region its consumers read
+        in one iteration of ``loop`` — the tile — so the result is used while it is still in cache.
+
+        Preconditions: ``block`` is complete (or a reduction), is not an output block of the function,
+        and has no predicate but a split's guard; ``loop`` is not an ancestor of ``block`` and is in the
+        same block scope; all of ``block``'s consumers are under ``loop``.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The producer to move.
+        loop : LoopRV
+            The consumers' loop to move it under.
+        preserve_unit_loops : bool
+            Keep the new loops of extent 1.
+        index : int
+            Where among ``loop``'s children the block goes: -1 the latest possible place.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32), "float32")
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = B[vi, vj] + T.float32(1)
+
+        Compute each row of B where C's row loop needs it:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            i, j = sch.get_loops("C")
+            sch.compute_at(sch.get_block("B"), i)
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32))
+                for i in range(16):
+                    for ax0 in range(32):
+                        with T.block("B"):
+                            vi, vj = T.axis.remap("SS", [i, ax0])
+                            B[vi, vj] = A[vi, vj] * T.float32(2)
+                    for j in range(32):
+                        with T.block("C"):
+                            vi, vj = T.axis.remap("SS", [i, j])
+                            C[vi, vj] = B[vi, vj] + T.float32(1)
+        """
         self._compute_location("compute_at", block, loop, preserve_unit_loops, index)
 
     @primitive("ReverseComputeAt", inputs=("block", "loop"))
     def reverse_compute_at(self, block: BlockRV | str, loop: LoopRV, preserve_unit_loops: bool = False,
                            index: int = -1) -> None:
-        """Move consumer ``block`` under ``loop`` of its producer, right after what it needs."""
+        """Move consumer ``block`` under ``loop`` of its producers, right after what it needs.
+
+        The mirror of ``compute_at``: the consumer follows its producers into their loop and
+        consumes each tile as soon as it is made (e.g. the copy out of a ``cache_write``).
+
+        Preconditions: ``block`` is complete and has no predicate but a split's guard; ``loop`` is not
+        an ancestor of ``block`` and is in the same block scope; all of ``block``'s producers are under
+        ``loop``.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The consumer to move.
+        loop : LoopRV
+            The producers' loop to move it under.
+        preserve_unit_loops : bool
+            Keep the new loops of extent 1.
+        index : int
+            Where among ``loop``'s children the block goes: -1 the latest possible place.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32), "float32")
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = B[vi, vj] + T.float32(1)
+
+        Consume each row of B as soon as it is made:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            i, j = sch.get_loops("B")
+            sch.reverse_compute_at(sch.get_block("C"), i)
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32))
+                for i in range(16):
+                    for j in range(32):
+                        with T.block("B"):
+                            vi, vj = T.axis.remap("SS", [i, j])
+                            B[vi, vj] = A[vi, vj] * T.float32(2)
+                    for ax0 in range(32):
+                        with T.block("C"):
+                            vi, vj = T.axis.remap("SS", [i, ax0])
+                            C[vi, vj] = B[vi, vj] + T.float32(1)
+        """
         self._compute_location("reverse_compute_at", block, loop, preserve_unit_loops, index)
 
     def _compute_location(self, kind: str, block: BlockRV, loop: LoopRV, preserve: bool, index: int) -> None:
@@ -466,7 +1016,60 @@ class Schedule:
 
     @primitive("ComputeInline", inputs=("block",))
     def compute_inline(self, block: BlockRV | str) -> None:
-        """Inline an elementwise producer into every place that reads its output."""
+        """Inline producer ``block`` into its consumers: they compute its value where they read it.
+
+        The block and its buffer disappear; each load of the buffer becomes the block's expression.
+
+        Preconditions: ``block`` is complete (no reduction, no ``T.init``, the only writer of its
+        buffer) and is a single store ``B[f(v...)] = g(v...)`` whose indices ``f`` are a bijective
+        affine map of its iterators; its buffer is not a parameter of the function; it is not the only
+        statement of its scope.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The producer to inline.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32), "float32")
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = B[vi, vj] + T.float32(1)
+
+        Inline B into C:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.compute_inline(sch.get_block("B"))
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = A[vi, vj] * T.float32(2) + T.float32(1)
+        """
         realize, _ = self._block(block)
         func = self._func(block.func_name)
         body = _compute_inline.compute_inline(func.body, realize, self._output_buffers(func))
@@ -474,7 +1077,61 @@ class Schedule:
 
     @primitive("ReverseComputeInline", inputs=("block",))
     def reverse_compute_inline(self, block: BlockRV | str) -> None:
-        """Inline an elementwise consumer into its single producer."""
+        """Inline consumer ``block`` into its producer: the producer stores the consumer's result directly.
+
+        The consumer disappears; the producer keeps its own name and loops and writes the consumer's
+        output (useful for an elementwise epilogue after a reduction's ``decompose_reduction`` or a
+        cache, where ``compute_inline`` cannot apply).
+
+        Preconditions: ``block`` is complete, has no predicate, and is a single store that reads
+        exactly one buffer made by another block, at one affine index; that producer is a single
+        store of the buffer, covers the consumer's domain, and its buffer is not a parameter.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The consumer to inline.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32), "float32")
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = B[vi, vj] + T.float32(1)
+
+        Inline C into B:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.reverse_compute_inline(sch.get_block("C"))
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = A[vi, vj] * T.float32(2) + T.float32(1)
+        """
         realize, _ = self._block(block)
         func = self._func(block.func_name)
         body = _compute_inline.reverse_compute_inline(func.body, realize, self._output_buffers(func))
@@ -486,7 +1143,65 @@ class Schedule:
 
     @primitive("DecomposeReduction", inputs=("block", "loop"))
     def decompose_reduction(self, block: BlockRV | str, loop: LoopRV) -> BlockRV:
-        """Split a reduction's ``T.init`` into its own block placed before ``loop``."""
+        """Take a reduction's ``T.init`` out into a block of its own, placed just before ``loop``.
+
+        The init block ``<name>_init`` runs once per output element, above the reduction loops; the
+        reduction becomes ``<name>_update`` (``block`` follows it), a plain update that can be
+        vectorized or tensorized.
+
+        Preconditions: ``block`` has a ``T.init``; ``loop`` is an ancestor of ``block``; no reduction
+        loop is outside ``loop`` and every loop from ``loop`` down binds some iterator of the block.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The reduction block.
+        loop : LoopRV
+            The loop above which the init block goes.
+
+        Returns
+        -------
+        init_block : BlockRV
+            The new init block.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 64), "float32"), B: T.Buffer((16,), "float32")):
+                for i, k in T.grid(16, 64):
+                    with T.block("B"):
+                        vi, vk = T.axis.remap("SR", [i, k])
+                        with T.init():
+                            B[vi] = T.float32(0)
+                        B[vi] = B[vi] + A[vi, vk]
+
+        Initialize each row before its reduction loop:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            i, k = sch.get_loops("B")
+            sch.decompose_reduction(sch.get_block("B"), k)
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 64), "float32"), B: T.Buffer((16,), "float32")):
+                for i in range(16):
+                    with T.block("B_init"):
+                        vi = T.axis.spatial(16, i)
+                        B[vi] = T.float32(0)
+                    for k in range(64):
+                        with T.block("B_update"):
+                            vi, vk = T.axis.remap("SR", [i, k])
+                            B[vi] = B[vi] + A[vi, vk]
+        """
         realize, _ = self._block(block)
         target, _ = self._loop(loop)
         body, init_name = _compute.decompose_reduction(self._func(block.func_name).body, realize, target)
@@ -496,8 +1211,72 @@ class Schedule:
 
     @primitive("RFactor", inputs=("loop",))
     def rfactor(self, loop: LoopRV, factor_axis: int) -> BlockRV:
-        """Turn the reduction over ``loop`` into a partial result per ``loop`` iteration
-        (a new block and buffer ``<name>_rf``) plus a final reduction; returns the rf block."""
+        """Factor the reduction over ``loop`` out: one partial result per iteration of ``loop``, then a final reduction.
+
+        A new block ``<name>_rf`` reduces into a buffer ``<buffer>_rf`` with an extra axis (at
+        ``factor_axis``) indexed by ``loop``; the original block then reduces that axis.  The partial
+        reductions are independent, so ``loop`` can then be parallelized or vectorized.
+
+        Preconditions: the only block under ``loop`` is a reduction with ``T.init`` and a single store
+        whose update is ``Y = Y + x``, ``T.max(Y, x)`` or ``T.min(Y, x)``; ``loop`` feeds only its
+        reduction iterators; ``0 <= factor_axis <= ndim`` of the reduced buffer.
+
+        Parameters
+        ----------
+        loop : LoopRV
+            A reduction loop.
+        factor_axis : int
+            Where the new axis goes in the ``_rf`` buffer.
+
+        Returns
+        -------
+        rf_block : BlockRV
+            The block computing the partial results.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 64), "float32"), B: T.Buffer((16,), "float32")):
+                for i, k in T.grid(16, 64):
+                    with T.block("B"):
+                        vi, vk = T.axis.remap("SR", [i, k])
+                        with T.init():
+                            B[vi] = T.float32(0)
+                        B[vi] = B[vi] + A[vi, vk]
+
+        Four partial sums per row:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            i, k = sch.get_loops("B")
+            ko, ki = sch.split(k, factors=[None, 4])
+            sch.rfactor(ki, factor_axis=1)
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 64), "float32"), B: T.Buffer((16,), "float32")):
+                B_rf = T.alloc_buffer((16, 4))
+                for i, k_0, k_1 in T.grid(16, 16, 4):
+                    with T.block("B_rf"):
+                        vk_1, vi, vk_0 = T.axis.remap("SSR", [k_1, i, k_0])
+                        with T.init():
+                            B_rf[vi, vk_1] = T.float32(0)
+                        B_rf[vi, vk_1] = B_rf[vi, vk_1] + A[vi, vk_0 * 4 + vk_1]
+                for i, k_1 in T.grid(16, 4):
+                    with T.block("B"):
+                        vk_1, vi = T.axis.remap("RS", [k_1, i])
+                        with T.init():
+                            B[vi] = T.float32(0)
+                        B[vi] = B[vi] + B_rf[vi, vk_1]
+        """
         node, _ = self._loop(loop)
         func = self._func(loop.func_name)
         body, name = _rfactor.rfactor(func.body, _rfactor.single_child_block(node), node, factor_axis)
@@ -506,8 +1285,63 @@ class Schedule:
 
     @primitive("Blockize", inputs=("target",))
     def blockize(self, target: LoopRV | list[BlockRV | str], preserve_unit_iters: bool = True) -> BlockRV:
-        """Wrap the loops from ``target`` down to its block into a new outer block ``<name>_o``
-        (or, given a list of sibling blocks, the loops under their common ancestor)."""
+        """Wrap the loops from ``target`` down to its block in a new outer block ``<name>_o``.
+
+        The outer block's iterators are the outer parts of the inner block's; the inner block keeps the
+        rest.  The result is a unit of work (a tile) that ``tensorize`` can replace with an intrinsic.
+        Given a list of sibling blocks, the loops under their common ancestor are wrapped instead.
+
+        Preconditions: the loops under ``target`` hold a single block (or exactly the blocks listed),
+        whose bindings split into an outer and an inner part (affine, divisible at ``target``).
+
+        Parameters
+        ----------
+        target : LoopRV or list of BlockRV or str
+            The loop to blockize from, or the blocks to wrap.
+        preserve_unit_iters : bool
+            Keep iterators of extent 1 in the outer block.
+
+        Returns
+        -------
+        outer_block : BlockRV
+            The new block.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+
+        Make each row one block:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            i, j = sch.get_loops("B")
+            sch.blockize(j)
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i in range(16):
+                    with T.block("B_o"):
+                        vi_o = T.axis.spatial(16, i)
+                        vj_o = T.axis.spatial(1, 0)
+                        for j in range(32):
+                            with T.block("B"):
+                                vj_i = T.axis.spatial(32, j)
+                                B[vi_o, vj_i] = A[vi_o, vj_i] * T.float32(2)
+        """
         if isinstance(target, list):
             if not target:
                 raise ScheduleError("cannot blockize an empty list of blocks")
@@ -524,7 +1358,74 @@ class Schedule:
     @primitive("Tensorize", inputs=("block_or_loop",))
     def tensorize(self, block_or_loop: BlockRV | LoopRV | str, tensor_intrin: str,
                   preserve_unit_iters: bool = True) -> None:
-        """Replace a block (or the loops under a loop, blockized first) with a registered intrinsic."""
+        """Replace a block (or the loops under a loop, blockized first) with a registered tensor intrinsic.
+
+        A ``TensorIntrin`` pairs a description (what one call computes) with an implementation
+        (a vectorized loop, a hardware instruction ...); the block, matching the description, is
+        replaced by the implementation, its buffers viewed through ``T.match_buffer``.
+
+        Preconditions: ``tensor_intrin`` is registered (``tir.TensorIntrin.register``); the block (the
+        single block under the loop) matches the description's loops, iterators and body.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+                for i in range(64):
+                    with T.block("B"):
+                        vi = T.axis.spatial(64, i)
+                        B[vi] = A[vi] * T.float32(2)
+
+        An intrinsic that doubles 4 elements, its implementation a vectorized loop:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def double4_desc(a: T.Buffer((4,), "float32"), b: T.Buffer((4,), "float32")):
+                for i in range(4):
+                    with T.block("B"):
+                        vi = T.axis.spatial(4, i)
+                        b[vi] = a[vi] * T.float32(2)
+
+        .. code-block:: python
+
+            @T.prim_func
+            def double4_impl(a: T.Buffer((4,), "float32"), b: T.Buffer((4,), "float32")):
+                for i in T.vectorized(4):
+                    with T.block("B"):
+                        vi = T.axis.spatial(4, i)
+                        b[vi] = a[vi] * T.float32(2)
+
+        Register it, and use it on each tile of 4:
+
+        .. code-block:: python
+
+            tir.TensorIntrin.register("double4", double4_desc, double4_impl, override=True)
+            sch = tir.Schedule(before)
+            (i,) = sch.get_loops("B")
+            i_0, i_1 = sch.split(i, factors=[None, 4])
+            sch.tensorize(i_1, "double4")
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+                for i_0 in range(16):
+                    with T.block("B_o"):
+                        vi_o = T.axis.spatial(16, i_0)
+                        a = T.match_buffer(A[vi_o * 4:vi_o * 4 + 4], (4,), "float32")
+                        b = T.match_buffer(B[vi_o * 4:vi_o * 4 + 4], (4,), "float32")
+                        for i in T.vectorized(4):
+                            with T.block("B"):
+                                vi = T.axis.spatial(4, i)
+                                b[vi] = a[vi] * T.float32(2)
+        """
         intrin = _blockize.TensorIntrin.get(tensor_intrin)
         func_name = block_or_loop.func_name
         if isinstance(block_or_loop, LoopRV):
@@ -577,13 +1478,132 @@ class Schedule:
     @primitive("CacheRead", inputs=("block", "consumer_blocks"), omit_empty=("consumer_blocks",))
     def cache_read(self, block: BlockRV | str, read_buffer_index: int | str | Any, storage_scope: str,
                    consumer_blocks: list[BlockRV | str] | None = None) -> BlockRV:
-        """Copy a buffer ``block`` reads into a new ``storage_scope`` buffer, read from there."""
+        """Copy a buffer ``block`` reads into a new buffer in ``storage_scope``, and read it from there.
+
+        A new block ``<buffer>_<scope>`` (e.g. ``A_local``) copies the whole buffer, placed after the
+        block that writes it (or first in the scope, for a parameter); ``compute_at`` then moves the
+        copy to where it pays, e.g. a tile of shared memory per thread block.
+
+        Preconditions: ``block`` reads the buffer; ``consumer_blocks``, when given, are the readers that
+        switch to the copy (by default every reader in the scope).
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            A block that reads the buffer.
+        read_buffer_index : int, str or Buffer
+            Which buffer: its index among ``block``'s reads, its name, or the Buffer.
+        storage_scope : str
+            ``"global"``, ``"shared"``, ``"local"`` ...
+        consumer_blocks : list of BlockRV or str, optional
+            The readers to redirect.
+
+        Returns
+        -------
+        cached_block : BlockRV
+            The block that makes the copy.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+
+        Copy A into a local buffer first:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.cache_read("B", 0, "local")
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                A_local = T.alloc_buffer((16, 32), scope="local")
+                for ax0, ax1 in T.grid(16, 32):
+                    with T.block("A_local"):
+                        v0, v1 = T.axis.remap("SS", [ax0, ax1])
+                        A_local[v0, v1] = A[v0, v1]
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A_local[vi, vj] * T.float32(2)
+        """
         return self._cache("cache_read", block, read_buffer_index, storage_scope, consumer_blocks)
 
     @primitive("CacheWrite", inputs=("block", "consumer_blocks"), omit_empty=("consumer_blocks",))
     def cache_write(self, block: BlockRV | str, write_buffer_index: int | str | Any, storage_scope: str,
                     consumer_blocks: list[BlockRV | str] | None = None) -> BlockRV:
-        """Let ``block`` write into a new ``storage_scope`` buffer, copied out afterwards."""
+        """Let ``block`` write into a new buffer in ``storage_scope``, copied to the original afterwards.
+
+        A new block ``<buffer>_<scope>`` (e.g. ``B_local``) does the copy, placed right after ``block``;
+        ``reverse_compute_at`` then moves it next to the computation, so each tile is accumulated in
+        fast memory and written out once.
+
+        Preconditions: ``block`` writes the buffer, and is the only block that does.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The block that writes the buffer.
+        write_buffer_index : int, str or Buffer
+            Which buffer: its index among ``block``'s writes, its name, or the Buffer.
+        storage_scope : str
+            ``"global"``, ``"shared"``, ``"local"`` ...
+        consumer_blocks : list of BlockRV or str, optional
+            Readers that should read the new buffer directly.
+
+        Returns
+        -------
+        cached_block : BlockRV
+            The block that copies the result out.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+
+        Compute into a local buffer, then copy out:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.cache_write("B", 0, "local")
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                B_local = T.alloc_buffer((16, 32), scope="local")
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B_local[vi, vj] = A[vi, vj] * T.float32(2)
+                for ax0, ax1 in T.grid(16, 32):
+                    with T.block("B_local"):
+                        v0, v1 = T.axis.remap("SS", [ax0, ax1])
+                        B[v0, v1] = B_local[v0, v1]
+        """
         return self._cache("cache_write", block, write_buffer_index, storage_scope, consumer_blocks)
 
     def _cache(self, kind: str, block: BlockRV, index: Any, scope: str, consumers: list[BlockRV]) -> BlockRV:
@@ -600,11 +1620,65 @@ class Schedule:
     @primitive("TransformLayout", inputs=("block",))
     def transform_layout(self, block: BlockRV | str, buffer: Any, index_map: Any, pad_value: Any = None,
                          *, assume_injective_transform: bool = False) -> None:
-        """Store a buffer in a new layout; ``buffer`` is ("read", i), ("write", i), a name or a Buffer.
+        """Store a buffer in a new layout: element ``x`` moves to ``index_map(x)``.
 
-        A buffer that is a function parameter changes the function's signature.
-        A layout with padding needs ``pad_value`` (a padded layout is refused unless
-        ``assume_injective_transform`` says the padding is never read).
+        Every access to the buffer is rewritten; a buffer that is a function parameter changes the
+        function's signature (the caller then passes data in the new layout).  ``buffer`` is
+        ``("read", i)`` / ``("write", i)`` (the i-th buffer ``block`` reads / writes), a name or a
+        Buffer.  An ``IndexMap.AXIS_SEPARATOR`` in the result also splits the axes into physical
+        groups (a ``set_axis_separator`` step).
+
+        Preconditions: ``block`` accesses the buffer; ``index_map`` is a function of one variable per
+        axis; a layout that needs padding (its range bigger than the buffer) is given ``pad_value``,
+        or ``assume_injective_transform`` says the padding is never read.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            A block that accesses the buffer.
+        buffer : tuple, str or Buffer
+            Which buffer.
+        index_map : function or IndexMap
+            The new layout, e.g. ``lambda i, j: (j, i)``.
+        pad_value : optional
+            The value of padding elements.
+        assume_injective_transform : bool
+            Do not check that the map is injective.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+
+        Store B transposed:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.transform_layout("B", ("write", 0), lambda i, j: (j, i))
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), B: T.Buffer((32, 16), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vj, vi] = A[vi, vj] * T.float32(2)
         """
         kind, index, target = self._normalize_buffer_arg(block, buffer)
         # a function becomes an IndexMap over the block's index type; IndexMap.AXIS_SEPARATOR
@@ -629,10 +1703,56 @@ class Schedule:
     @primitive("SamplePerfectTile", inputs=("loop",), pure=True)
     def sample_perfect_tile(self, loop: LoopRV, n: int, max_innermost_factor: int = 16,
                             decision: list[int] | None = None) -> list[ExprRV]:
-        """Random factors of ``loop``'s extent into ``n`` parts (innermost <= max_innermost_factor).
+        """Sample ``n`` factors whose product is ``loop``'s extent: a random tiling for ``split``.
 
-        Returns random variables: ``sch.get(v)`` reads one, ``sch.split(loop, factors=vs)`` uses them,
-        and the trace records the decision, so a replay picks the same factors.
+        Every way of writing the extent as an ordered product of ``n`` factors with the innermost at
+        most ``max_innermost_factor`` is equally likely.  The factors are random variables:
+        ``sch.get(v)`` reads one, ``sch.split(loop, factors=vs)`` uses them.  The trace keeps the
+        sampled factors as the instruction's decision, so replaying it (``Trace.apply_to_schedule``,
+        a tuning database) splits the same way, and a mutator can change just that decision.  A loop of
+        symbolic extent gets ``[None, 1, ..., 1]``.
+
+        Preconditions: ``n >= 1``; a given ``decision`` is ``n`` factors of the extent.
+
+        Parameters
+        ----------
+        loop : LoopRV
+            The loop to tile.
+        n : int
+            How many factors.
+        max_innermost_factor : int
+            The largest innermost factor.
+        decision : list of int, optional
+            The factors to take instead of sampling.
+
+        Returns
+        -------
+        factors : list[ExprRV]
+            The sampled factors, outermost first.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+                for i in range(64):
+                    with T.block("B"):
+                        vi = T.axis.spatial(64, i)
+                        B[vi] = A[vi] * T.float32(2)
+
+        Tile the loop in two at random; the trace records the choice:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before, seed=0)
+            (i,) = sch.get_loops("B")
+            factors = sch.sample_perfect_tile(i, n=2, max_innermost_factor=16)
+            sch.split(i, factors=factors)
+            assert sch.get(factors[0]) * sch.get(factors[1]) == 64
+            assert "decision=" in str(sch.trace)
         """
         node, _ = self._loop(loop)
         if not isinstance(node.extent, IntImm):
@@ -658,7 +1778,52 @@ class Schedule:
     @primitive("SampleCategorical", pure=True)
     def sample_categorical(self, candidates: list[int], probs: list[float],
                            decision: int | None = None) -> ExprRV:
-        """Pick one of ``candidates`` with the given probabilities; ``decision`` is the chosen index."""
+        """Pick one of ``candidates`` at random, with the given probabilities.
+
+        The result is a random variable (``sch.get(v)`` reads it) that other primitives take, e.g. as
+        an annotation value (``"pragma_auto_unroll_max_step"``).  The trace keeps the chosen index as
+        the decision, so a replay picks the same value.
+
+        Preconditions: as many probabilities as candidates, at least one; a given ``decision`` is an
+        index into ``candidates``.
+
+        Parameters
+        ----------
+        candidates : list of int
+            The values to choose from.
+        probs : list of float
+            Their probabilities (weights).
+        decision : int, optional
+            The index to take instead of sampling.
+
+        Returns
+        -------
+        result : ExprRV
+            The chosen candidate.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+                for i in range(64):
+                    with T.block("B"):
+                        vi = T.axis.spatial(64, i)
+                        B[vi] = A[vi] * T.float32(2)
+
+        Choose an unroll depth:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before, seed=0)
+            (i,) = sch.get_loops("B")
+            depth = sch.sample_categorical([0, 16, 64], probs=[0.25, 0.5, 0.25])
+            sch.annotate(i, "pragma_auto_unroll_max_step", depth)
+            assert sch.get(depth) in (0, 16, 64)
+        """
         candidates = [int(c) for c in candidates]
         probs = [float(p) for p in probs]
         if len(candidates) != len(probs) or not candidates:
@@ -880,10 +2045,56 @@ class Schedule:
 
     @primitive("SampleComputeLocation", inputs=("block",), pure=True)
     def sample_compute_location(self, block: BlockRV | str, decision: int | None = None) -> LoopRV:
-        """Sample where ``block`` could be computed: a loop of its consumers (``compute_at``), the
-        root (decision -1, a LoopRV whose ``mark`` is "root") or inlined (-2, mark "inline"), each
-        allowed candidate equally likely, as TVM does.  A replayed decision that is no longer a
-        candidate falls back to the nearest one before it."""
+        """Sample a place to compute ``block``: a loop of its consumers, the root, or inlined.
+
+        The candidates are where ``compute_at`` would succeed (consumer loops, by position), -1 the
+        root (the result, a LoopRV whose ``mark`` is ``"root"``, leaves the block where it is when given
+        to ``compute_at``) and -2 inline (``mark`` ``"inline"``: ``compute_at`` then inlines it), each
+        equally likely as in TVM.  The trace keeps the candidate's index as the decision; a replayed
+        decision that is no longer a candidate falls back to the nearest one before it.
+
+        Preconditions: ``block`` exists; a given ``decision`` is a candidate index (-2, -1 or a loop
+        position).
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The block to place.
+        decision : int, optional
+            The candidate to take instead of sampling.
+
+        Returns
+        -------
+        loop : LoopRV
+            The sampled location, for ``compute_at``.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32), "float32")
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = B[vi, vj] + T.float32(1)
+
+        Place B at random, then move it there:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before, seed=0)
+            block = sch.get_block("B")
+            loop = sch.sample_compute_location(block)
+            sch.compute_at(block, loop)
+        """
         import bisect
 
         candidates = self._compute_location_candidates(block)
