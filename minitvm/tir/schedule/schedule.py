@@ -392,7 +392,46 @@ class Schedule:
 
     @primitive("GetProducers", inputs=("block",), pure=True)
     def get_producers(self, block: BlockRV | str) -> list[BlockRV]:
-        """Blocks in the same scope that write a buffer ``block`` reads."""
+        """The blocks in ``block``'s scope that write a buffer ``block`` reads.
+
+        Preconditions: ``block`` exists.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The block.
+
+        Returns
+        -------
+        producers : list[BlockRV]
+            Those blocks, in program order.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32), "float32")
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = B[vi, vj] + T.float32(1)
+
+        Find the other block of the pair:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            (B,) = sch.get_producers("C")
+            assert sch.get(B).name_hint == "B"
+        """
         me = self._block(block)[0].block
         reads = {id(r.buffer) for r in me.reads}
         out = [BlockRV(r.block.name_hint, block.func_name) for r in self._siblings(block)
@@ -401,7 +440,46 @@ class Schedule:
 
     @primitive("GetConsumers", inputs=("block",), pure=True)
     def get_consumers(self, block: BlockRV | str) -> list[BlockRV]:
-        """Blocks in the same scope that read a buffer ``block`` writes."""
+        """The blocks in ``block``'s scope that read a buffer ``block`` writes.
+
+        Preconditions: ``block`` exists.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The block.
+
+        Returns
+        -------
+        consumers : list[BlockRV]
+            Those blocks, in program order.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32), "float32")
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = B[vi, vj] + T.float32(1)
+
+        Find the other block of the pair:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            (C,) = sch.get_consumers("B")
+            assert sch.get(C).name_hint == "C"
+        """
         me = self._block(block)[0].block
         writes = {id(w.buffer) for w in me.writes}
         out = [BlockRV(r.block.name_hint, block.func_name) for r in self._siblings(block)
@@ -829,8 +907,56 @@ class Schedule:
 
     @primitive("Annotate", inputs=("block_or_loop", "ann_val"))
     def annotate(self, block_or_loop: BlockRV | LoopRV | str, ann_key: str, ann_val: Any) -> None:
-        """Add ``ann_key: ann_val`` to a block's ``T.block_attr`` or a loop's annotations (as TVM,
-        a key that is already there keeps its value; a sampled value is stored as its number)."""
+        """Add ``ann_key: ann_val`` to a loop's annotations or a block's ``T.block_attr``.
+
+        Preconditions: ``block_or_loop`` exists.  A key that is already there keeps its value, as in TVM; a
+        sampled value (from ``sample_categorical``) is stored as the number it is.  Lowering passes read
+        annotations such as ``pragma_auto_unroll_max_step``.
+
+        Parameters
+        ----------
+        block_or_loop : BlockRV, LoopRV or str
+            What to annotate.
+        ann_key : str
+            The key.
+        ann_val : int, float, str, list or ExprRV
+            The value.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+
+        Annotate the outer loop and the block:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            i, j = sch.get_loops("B")
+            sch.annotate(i, "pragma_auto_unroll_max_step", 16)
+            sch.annotate("B", "note", "doubled")
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i in T.serial(16, annotations={"pragma_auto_unroll_max_step": 16}):
+                    for j in range(32):
+                        with T.block("B"):
+                            vi, vj = T.axis.remap("SS", [i, j])
+                            T.block_attr({"note": "doubled"})
+                            B[vi, vj] = A[vi, vj] * T.float32(2)
+        """
         stored = ann_val
         if isinstance(ann_val, PrimExpr) and not isinstance(ann_val, IntImm):
             stored = self._int_value(ann_val, f"annotation {ann_key}")  # ints print and parse as ints
@@ -838,7 +964,49 @@ class Schedule:
 
     @primitive("Unannotate", inputs=("block_or_loop",))
     def unannotate(self, block_or_loop: BlockRV | LoopRV | str, ann_key: str) -> None:
-        """Remove ``ann_key`` from a block's or loop's annotations (it must be there)."""
+        """Remove ``ann_key`` from a loop's or block's annotations.
+
+        Preconditions: the annotation is there.
+
+        Parameters
+        ----------
+        block_or_loop : BlockRV, LoopRV or str
+            What to change.
+        ann_key : str
+            The key to remove.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+
+        Annotate the block, then take it back:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.annotate("B", "note", "doubled")
+            sch.unannotate("B", "note")
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+        """
         self._annotate(block_or_loop, lambda anns: {k: v for k, v in anns.items() if k != ann_key}, ann_key)
 
     def _annotate(self, rv: BlockRV | LoopRV, update: Any, must_have: str | None = None) -> None:
@@ -1844,8 +2012,61 @@ class Schedule:
 
     @primitive("SetScope", inputs=("block",))
     def set_scope(self, block: BlockRV | str, buffer_index: int | str | Any, storage_scope: str) -> None:
-        """Store the ``buffer_index``-th buffer ``block`` writes in ``storage_scope`` (it must be
-        allocated by a block, not a parameter)."""
+        """Store the ``buffer_index``-th buffer ``block`` writes in ``storage_scope`` (``"shared"``,
+        ``"local"`` ...) instead of global memory.
+
+        Preconditions: the buffer is allocated in the function (``T.alloc_buffer``), not a parameter.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The block writing the buffer.
+        buffer_index : int, str or Buffer
+            Which buffer: an index among the block's writes, a name or the Buffer.
+        storage_scope : str
+            The new scope.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32), "float32")
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = B[vi, vj] + T.float32(1)
+
+        Keep B in shared memory:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.set_scope("B", 0, "shared")
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32), scope="shared")
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = B[vi, vj] + T.float32(1)
+        """
         realize, _ = self._block(block)
         body, index = _block_annotate.set_scope(self._func(block.func_name).body, realize.block,
                                                 buffer_index, storage_scope)
@@ -1855,8 +2076,66 @@ class Schedule:
     @primitive("StorageAlign", inputs=("block",))
     def storage_align(self, block: BlockRV | str, buffer_index: int, axis: int, factor: int,
                       offset: int) -> None:
-        """Pad the stride of ``axis`` of a written, block-allocated buffer to
-        ``k * factor + offset`` (recorded as a ``buffer_dim_align`` block annotation)."""
+        """Pad the stride of ``axis`` of a buffer ``block`` writes to ``k * factor + offset`` elements (e.g. to
+        avoid shared-memory bank conflicts).
+
+        Preconditions: the buffer is allocated in the function, not a parameter; ``0 <= axis < ndim``;
+        ``factor > 0``.  It is recorded as a ``buffer_dim_align`` block annotation, applied when the
+        function is lowered.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The block writing the buffer.
+        buffer_index : int
+            The index of the buffer among the block's writes.
+        axis : int
+            The axis whose stride to pad.
+        factor, offset : int
+            The stride becomes a multiple of ``factor`` plus ``offset``.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32), "float32")
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = B[vi, vj] + T.float32(1)
+
+        Rows of B 33 elements apart:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.storage_align("B", 0, axis=0, factor=32, offset=1)
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32))
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        T.block_attr({"buffer_dim_align": [[0, 0, 32, 1]]})
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = B[vi, vj] + T.float32(1)
+        """
         from .tree import replace_stmt
 
         realize, _ = self._block(block)
@@ -1866,7 +2145,52 @@ class Schedule:
 
     @primitive("AddUnitLoop", inputs=("block_or_loop",))
     def add_unit_loop(self, block_or_loop: BlockRV | LoopRV | str) -> LoopRV:
-        """A new loop of extent 1 right above ``block_or_loop``; returns it."""
+        """Add a loop of extent 1 right above ``block_or_loop``, e.g. to give a block a loop to bind or
+        compute_at under.
+
+        Preconditions: ``block_or_loop`` is not the root block.
+
+        Parameters
+        ----------
+        block_or_loop : BlockRV, LoopRV or str
+            What the new loop goes above.
+
+        Returns
+        -------
+        loop : LoopRV
+            The new loop.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+                for i in range(64):
+                    with T.block("B"):
+                        vi = T.axis.spatial(64, i)
+                        B[vi] = A[vi] * T.float32(2)
+
+        Add a unit loop above block B:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.add_unit_loop("B")
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+                for i, u in T.grid(64, 1):
+                    with T.block("B"):
+                        vi = T.axis.spatial(64, i)
+                        B[vi] = A[vi] * T.float32(2)
+        """
         rv = block_or_loop
         if isinstance(rv, BlockRV):
             node, path = self._block(rv)
@@ -1881,7 +2205,49 @@ class Schedule:
 
     @primitive("TransformBlockLayout", inputs=("block",))
     def transform_block_layout(self, block: BlockRV | str, index_map: Any) -> None:
-        """Remap ``block``'s iteration space through ``index_map`` (the loops above it are rebuilt)."""
+        """Remap ``block``'s iteration space through ``index_map``; the loops above it are rebuilt.
+
+        Preconditions: ``block`` is the only block under its loops, its bindings are the loop variables
+        (affine, one loop per iterator), and ``index_map`` is bijective on its domain.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The block.
+        index_map : function or IndexMap
+            From the block's iterators to the new ones.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+
+        Iterate the 16 x 32 block as one flat axis:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.transform_block_layout("B", lambda i, j: (i * 32 + j,))
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for ax0 in range(512):
+                    with T.block("B"):
+                        v0 = T.axis.spatial(512, ax0)
+                        B[v0 // 32, v0 % 32] = A[v0 // 32, v0 % 32] * T.float32(2)
+        """
         realize, path = self._block(block)
         func = self._func(block.func_name)
         body = _layout.transform_block_layout(func.body, realize, path, index_map)
@@ -1890,8 +2256,60 @@ class Schedule:
     # -- reindexing (reindex.py) -------------------------------------------------------------
     @primitive("ReIndex", inputs=("block",))
     def reindex(self, block: BlockRV | str, buffer: tuple[str, int] | str | Any) -> BlockRV:
-        """Copy a buffer ``block`` accesses into (out of) a new buffer indexed by the block's
-        iterators; ``buffer`` is ("read", i), ("write", i), a name or a Buffer."""
+        """Let ``block`` access a new buffer indexed by its own iterators, copied from (or to) the original.
+
+        Preconditions: ``block`` accesses the buffer (given as ``("read", i)``, ``("write", i)``, a name or
+        a Buffer) and its iterators are not all unused in the indices.  Useful before ``transform_layout``
+        or ``tensorize``: the new buffer's layout follows the block's iteration space.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The block.
+        buffer : tuple, str or Buffer
+            Which buffer.
+
+        Returns
+        -------
+        reindex_block : BlockRV
+            The block that makes the copy.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+
+        Write B through a reindexed buffer:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.reindex("B", ("write", 0))
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                B_reindex = T.alloc_buffer((16, 32))
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B_reindex[vi, vj] = A[vi, vj] * T.float32(2)
+                for ax0, ax1 in T.grid(16, 32):
+                    with T.block("B_reindex"):
+                        vi, vj = T.axis.remap("SS", [ax0, ax1])
+                        B[vi, vj] = B_reindex[vi, vj]
+        """
         realize, path = self._block(block)
         blk = realize.block
         if isinstance(buffer, (tuple, list)) and len(buffer) == 2 and isinstance(buffer[0], str):
@@ -1934,8 +2352,60 @@ class Schedule:
 
     @primitive("PadEinsum", inputs=("block",))
     def pad_einsum(self, block: BlockRV | str, padding: list[int]) -> None:
-        """Round ``block``'s iteration domain up to multiples of ``padding`` (one factor per
-        iterator), with zero-padded copies of the buffers it would otherwise overrun."""
+        """Round ``block``'s iteration domain up to multiples of ``padding``, with zero-padded copies of the
+        buffers it would otherwise overrun (so a tile size that does not divide the shape fits).
+
+        Preconditions: ``block`` is an einsum-like block (a single store whose indices are its iterators);
+        one padding factor per iterator.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The block.
+        padding : list of int
+            The multiple for each iterator.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((14,), "float32"), B: T.Buffer((14,), "float32")):
+                for i in range(14):
+                    with T.block("B"):
+                        vi = T.axis.spatial(14, i)
+                        B[vi] = A[vi] * T.float32(2)
+
+        Pad 14 up to 16:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.pad_einsum("B", [16])
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((14,), "float32"), B: T.Buffer((14,), "float32")):
+                A_pad = T.alloc_buffer((16,))
+                B_pad = T.alloc_buffer((16,))
+                for i0 in range(16):
+                    with T.block("A_pad"):
+                        v0 = T.axis.spatial(16, i0)
+                        A_pad[v0] = T.if_then_else(v0 < 14, A[v0], T.float32(0))
+                for i in range(16):
+                    with T.block("B"):
+                        vi = T.axis.spatial(16, i)
+                        B_pad[vi] = A_pad[vi] * T.float32(2)
+                for i0 in range(14):
+                    with T.block("B_pad"):
+                        v0 = T.axis.spatial(14, i0)
+                        B[v0] = B_pad[v0]
+        """
         realize, path = self._block(block)
         body = _pad_einsum.pad_einsum(self._func(block.func_name).body, realize, path, padding)
         self._commit(block.func_name, body)
@@ -1951,8 +2421,61 @@ class Schedule:
     @primitive("SetAxisSeparator", inputs=("block",))
     def set_axis_separator(self, block: BlockRV | str, buffer: tuple[str, int] | str | Any,
                            axis_separators: list[int] | None) -> None:
-        """Split the axes of a buffer ``block`` accesses into physical groups at
-        ``axis_separators``; ``buffer`` is ("read", i), ("write", i), a name or a Buffer."""
+        """Group a buffer's axes into physical dimensions at ``axis_separators`` (e.g. a 2-d texture).
+
+        Preconditions: ``block`` accesses the buffer (given as ``("read", i)``, ``("write", i)``, a name or
+        a Buffer); the separators are increasing axis positions.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            A block accessing the buffer.
+        buffer : tuple, str or Buffer
+            Which buffer.
+        axis_separators : list of int
+            Where each new physical dimension starts.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32), "float32")
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = B[vi, vj] + T.float32(1)
+
+        Keep B's two axes apart:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.set_axis_separator("B", ("write", 0), [1])
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32), axis_separators=[1])
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = B[vi, vj] + T.float32(1)
+        """
         kind, index, target = self._normalize_buffer_arg(block, buffer)
         seps = [int(getattr(a, "value", a)) for a in (axis_separators or [])]
         func = self._func(block.func_name)
@@ -1982,7 +2505,48 @@ class Schedule:
 
     @primitive("ReorderBlockIterVar", inputs=("block",))
     def reorder_block_iter_var(self, block: BlockRV | str, new_order: list[int]) -> None:
-        """Permute ``block``'s iterators (with their bindings) into ``new_order``."""
+        """Permute ``block``'s iterators (with their bindings) into ``new_order``; the loops stay.
+
+        Preconditions: ``new_order`` is a permutation of ``range(len(iterators))``.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The block.
+        new_order : list of int
+            Which old iterator comes at each position.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+
+        Declare vj before vi:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.reorder_block_iter_var("B", [1, 0])
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vj, vi = T.axis.remap("SS", [j, i])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+        """
         realize, _ = self._block(block)
         order = [int(getattr(k, "value", k)) for k in new_order]
         body = _block_iters.reorder_block_iter_var(self._func(block.func_name).body, realize, order)
@@ -1991,8 +2555,61 @@ class Schedule:
 
     @primitive("UnsafeSetDType", inputs=("block",))
     def unsafe_set_dtype(self, block: BlockRV | str, buffer_index: int, dtype: str) -> None:
-        """Store the ``buffer_index``-th buffer ``block`` writes (block-allocated) as ``dtype``,
-        casting at every store and load; unchecked, as in TVM: precision may be lost."""
+        """Store the ``buffer_index``-th buffer ``block`` writes as ``dtype``, casting at every store and load.
+
+        Preconditions: the buffer is allocated in the function.  Unchecked, as in TVM: precision or range
+        may be lost.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The block writing the buffer.
+        buffer_index : int
+            Its index among the block's writes.
+        dtype : str
+            The new element type.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32), "float32")
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = B[vi, vj] + T.float32(1)
+
+        Keep B in half precision:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.unsafe_set_dtype("B", 0, "float16")
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32), "float16")
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = T.Cast("float16", A[vi, vj] * T.float32(2))
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = T.Cast("float32", B[vi, vj]) + T.float32(1)
+        """
         realize, _ = self._block(block)
         index = int(buffer_index)
         body = _block_annotate.unsafe_set_dtype(self._func(block.func_name).body, realize.block, index, dtype)
@@ -2015,8 +2632,61 @@ class Schedule:
 
     @primitive("Merge", inputs=("*loops",))
     def merge(self, *loops: LoopRV) -> LoopRV:
-        """Merge sibling loop nests of equal extents (the loops given and those around them up to
-        their common ancestor) into one nest running each body in turn; returns its inner loop."""
+        """Merge sibling loop nests into one nest that runs each body in turn.
+
+        Preconditions: at least two loops, at equal depth under a common ancestor, with equal extents and
+        starts; the loops around them up to that ancestor are merged too.
+
+        Parameters
+        ----------
+        *loops : LoopRV
+            The innermost loops of the nests to merge.
+
+        Returns
+        -------
+        merged_loop : LoopRV
+            The inner loop of the merged nest.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32"), C: T.Buffer((16,), "float32")):
+                for i in range(16):
+                    with T.block("B"):
+                        vi = T.axis.spatial(16, i)
+                        B[vi] = A[vi] * T.float32(2)
+                for i in range(16):
+                    with T.block("C"):
+                        vi = T.axis.spatial(16, i)
+                        C[vi] = A[vi] + T.float32(1)
+
+        Run both blocks in one loop:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            (i,) = sch.get_loops("B")
+            (j,) = sch.get_loops("C")
+            sch.merge(i, j)
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32"), C: T.Buffer((16,), "float32")):
+                for i_m in range(16):
+                    with T.block("B"):
+                        vi = T.axis.spatial(16, i_m)
+                        B[vi] = A[vi] * T.float32(2)
+                    with T.block("C"):
+                        vi = T.axis.spatial(16, i_m)
+                        C[vi] = A[vi] + T.float32(1)
+        """
         if len(loops) == 1 and isinstance(loops[0], (list, tuple)):
             loops = tuple(loops[0])
         if len(loops) < 2:
@@ -2194,8 +2864,59 @@ class Schedule:
 
     @primitive("DecomposePadding", inputs=("block", "loop"))
     def decompose_padding(self, block: BlockRV | str, loop: LoopRV) -> BlockRV:
-        """Split padding ``block`` into a block filling the pad value (placed before ``loop``)
-        and the block itself restricted to the in-bound region; returns the filling block."""
+        """Split a padding block into one that fills the pad value and one that copies the in-bound region.
+
+        Preconditions: ``block`` is a single store of ``T.if_then_else(in bounds, value, pad value)``;
+        ``loop`` is an ancestor of it.  The filling block goes before ``loop``; the copy loses its branch.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The padding block.
+        loop : LoopRV
+            Where the filling block goes.
+
+        Returns
+        -------
+        pad_block : BlockRV
+            The block that fills the pad value.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((14,), "float32"), B: T.Buffer((16,), "float32")):
+                for i in range(16):
+                    with T.block("B"):
+                        vi = T.axis.spatial(16, i)
+                        B[vi] = T.if_then_else(1 <= vi and vi < 15, A[vi - 1], T.float32(0))
+
+        Fill, then copy without a branch:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            (i,) = sch.get_loops("B")
+            sch.decompose_padding("B", i)
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((14,), "float32"), B: T.Buffer((16,), "float32")):
+                for i in range(16):
+                    with T.block("B_pad_const"):
+                        vi = T.axis.spatial(16, i)
+                        B[vi] = T.float32(0)
+                for i in range(14):
+                    with T.block("B"):
+                        vi = T.axis.spatial(14, i)
+                        B[vi + 1] = A[vi]
+        """
         realize, _ = self._block(block)
         target, _ = self._loop(loop)
         body, name = _decompose_padding.decompose_padding(self._func(block.func_name).body, realize, target)

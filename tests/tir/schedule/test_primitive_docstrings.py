@@ -16,6 +16,10 @@ TAUGHT = ["get_block", "get_loops", "split", "fuse", "reorder", "parallel", "vec
           "cache_read", "cache_write", "compute_at", "reverse_compute_at", "compute_inline",
           "reverse_compute_inline", "decompose_reduction", "blockize", "tensorize", "rfactor",
           "transform_layout", "sample_perfect_tile", "sample_categorical", "sample_compute_location"]
+# and more, in the same shape
+MORE = ["annotate", "unannotate", "get_producers", "get_consumers", "add_unit_loop", "set_scope", "storage_align",
+        "reindex", "transform_block_layout", "reorder_block_iter_var", "unsafe_set_dtype", "merge", "pad_einsum",
+        "decompose_padding", "set_axis_separator"]
 
 
 def _code_blocks(doc: str) -> list[str]:
@@ -27,7 +31,7 @@ def _code_blocks(doc: str) -> list[str]:
 
 
 def _examples():
-    for name in TAUGHT:
+    for name in TAUGHT + MORE:
         blocks = _code_blocks(inspect.getdoc(getattr(tir.Schedule, name)) or "")
         yield pytest.param(name, blocks, id=name)
 
