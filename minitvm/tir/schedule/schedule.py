@@ -358,6 +358,46 @@ class Schedule:
 
     @primitive("GetChildBlocks", inputs=("*block_or_loop",), pure=True)
     def get_child_blocks(self, block_or_loop: BlockRV | LoopRV) -> list[BlockRV]:
+        """The blocks directly inside a block or a loop: not those nested in another block under it.
+
+        Preconditions: ``block_or_loop`` exists.
+
+        Parameters
+        ----------
+        block_or_loop : BlockRV or LoopRV
+            Where to look.
+
+        Returns
+        -------
+        blocks : list[BlockRV]
+            The child blocks, in program order.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32), "float32")
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = B[vi, vj] + T.float32(1)
+
+        The root block's children:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            b, c = sch.get_child_blocks(sch.get_block("root"))
+            assert [sch.get(x).name_hint for x in (b, c)] == ["B", "C"]
+        """
         node = self.get(block_or_loop)
         func_name = block_or_loop.func_name
         found: list[BlockRV] = []
@@ -488,7 +528,47 @@ class Schedule:
 
     @primitive("GetOutputBlocks", inputs=("scope_block",), pure=True)
     def get_output_blocks(self, scope_block: BlockRV | str) -> list[BlockRV]:
-        """Blocks directly in ``scope_block`` that write a buffer of the function's signature."""
+        """The blocks inside ``scope_block`` that write a buffer of the function's signature.
+
+        Preconditions: ``scope_block`` exists.  These are the blocks compute_at and compute_inline may not
+        move or remove: their results leave the function.
+
+        Parameters
+        ----------
+        scope_block : BlockRV or str
+            The scope (usually ``"root"``).
+
+        Returns
+        -------
+        blocks : list[BlockRV]
+            The output blocks, outer first.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32), "float32")
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = B[vi, vj] + T.float32(1)
+
+        Only C writes a parameter:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            (c,) = sch.get_output_blocks("root")
+            assert sch.get(c).name_hint == "C"
+        """
         scope = self._block(scope_block)[0].block
         outputs = self._output_buffers(self._func(scope_block.func_name))
         found: list[BlockRV] = []
@@ -2332,15 +2412,129 @@ class Schedule:
     @primitive("ReindexCacheRead", inputs=("block",))
     def reindex_cache_read(self, block: BlockRV | str, read_buffer_index: int, storage_scope: str,
                            index_map: Any) -> BlockRV:
-        """A ``storage_scope`` copy of a buffer ``block`` reads at one point, laid out as
-        ``index_map(block iterators)``; the block then reads the copy."""
+        """Copy a buffer ``block`` reads into a ``storage_scope`` buffer laid out as ``index_map(block
+        iterators)``; the block reads the copy.
+
+        Preconditions: ``block`` reads the buffer at one point per iteration (its indices are affine in the
+        block's iterators); ``index_map`` takes one variable per block iterator.  Like ``cache_read``
+        followed by ``transform_layout``, in one step.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The block.
+        read_buffer_index : int
+            The index of the buffer among the block's reads.
+        storage_scope : str
+            The scope of the new buffer.
+        index_map : function or IndexMap
+            Its layout, from the block's iterators.
+
+        Returns
+        -------
+        cached_block : BlockRV
+            The block that makes the copy.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+
+        A transposed copy of A in shared memory:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.reindex_cache_read("B", 0, "shared", lambda i, j: (j, i))
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                A_shared = T.alloc_buffer((32, 16), scope="shared")
+                for i, j in T.grid(16, 32):
+                    with T.block("A_shared"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        A_shared[vj, vi] = A[vi, vj]
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A_shared[vj, vi] * T.float32(2)
+        """
         return self._reindex_cache(block, read_buffer_index, storage_scope, index_map, read=True)
 
     @primitive("ReindexCacheWrite", inputs=("block",))
     def reindex_cache_write(self, block: BlockRV | str, write_buffer_index: int, storage_scope: str,
                             index_map: Any) -> BlockRV:
-        """``block`` writes a ``storage_scope`` buffer laid out as ``index_map(block iterators)``,
-        copied to the original buffer afterwards."""
+        """Let ``block`` write a ``storage_scope`` buffer laid out as ``index_map(block iterators)``, copied to
+        the original afterwards.
+
+        Preconditions: ``block`` is the only writer of the buffer and writes one point per iteration;
+        ``index_map`` takes one variable per block iterator.  Like ``cache_write`` followed by
+        ``transform_layout``, in one step.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The block.
+        write_buffer_index : int
+            The index of the buffer among the block's writes.
+        storage_scope : str
+            The scope of the new buffer.
+        index_map : function or IndexMap
+            Its layout, from the block's iterators.
+
+        Returns
+        -------
+        cached_block : BlockRV
+            The block that makes the copy.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+
+        A transposed buffer for B in shared memory:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.reindex_cache_write("B", 0, "shared", lambda i, j: (j, i))
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                B_shared = T.alloc_buffer((32, 16), scope="shared")
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B_shared[vj, vi] = A[vi, vj] * T.float32(2)
+                for i, j in T.grid(16, 32):
+                    with T.block("B_shared"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = B_shared[vj, vi]
+        """
         return self._reindex_cache(block, write_buffer_index, storage_scope, index_map, read=False)
 
     def _reindex_cache(self, block: BlockRV, index: int, scope: str, index_map: Any, read: bool) -> BlockRV:
@@ -2484,8 +2678,61 @@ class Schedule:
 
     @primitive("FuseReductionEpilogue", inputs=("reduction_block", "epilogue_block"))
     def fuse_reduction_epilogue(self, reduction_block: BlockRV | str, epilogue_block: BlockRV | str) -> None:
-        """Fold an elementwise epilogue (bias, bias + ReLU, clipping) into the reduction it reads:
-        the reduction then writes the epilogue's output (see ``schedule/epilogue.py``)."""
+        """Fold an elementwise epilogue (a bias, bias + ReLU, clipping) into the reduction it reads: the
+        reduction then writes the epilogue's output directly.
+
+        Preconditions: ``reduction_block`` is a reduction with ``T.init`` whose only reader is
+        ``epilogue_block``, a single elementwise store of a form it recognizes (see
+        ``schedule/epilogue.py``).
+
+        Parameters
+        ----------
+        reduction_block : BlockRV or str
+            The reduction.
+        epilogue_block : BlockRV or str
+            The elementwise block after it.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 64), "float32"), W: T.Buffer((16,), "float32"), C: T.Buffer((16,), "float32")):
+                B = T.alloc_buffer((16,), "float32")
+                for i, k in T.grid(16, 64):
+                    with T.block("B"):
+                        vi, vk = T.axis.remap("SR", [i, k])
+                        with T.init():
+                            B[vi] = T.float32(0)
+                        B[vi] = B[vi] + A[vi, vk]
+                for i in range(16):
+                    with T.block("C"):
+                        vi = T.axis.spatial(16, i)
+                        C[vi] = B[vi] + W[vi]
+
+        Start each row's sum at its bias:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.fuse_reduction_epilogue("B", "C")
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 64), "float32"), W: T.Buffer((16,), "float32"), C: T.Buffer((16,), "float32")):
+                B = T.alloc_buffer((16,))
+                for i, k in T.grid(16, 64):
+                    with T.block("B"):
+                        vi, vk = T.axis.remap("SR", [i, k])
+                        with T.init():
+                            C[vi] = W[vi]
+                        C[vi] = C[vi] + A[vi, vk]
+        """
         reduction, _ = self._block(reduction_block)
         epilogue, _ = self._block(epilogue_block)
         func = self._func(reduction_block.func_name)
@@ -2494,8 +2741,68 @@ class Schedule:
 
     @primitive("RollingBuffer", inputs=("block",))
     def rolling_buffer(self, block: BlockRV | str, write_buffer_index: int) -> None:
-        """Shrink the ``write_buffer_index``-th buffer ``block`` writes to the window one tile
-        needs, addressed circularly, with overlapping rows computed once (see rolling_buffer.py)."""
+        """Shrink a buffer ``block`` writes to the window one iteration of the outer loop needs, addressed
+        circularly; rows that overlap the previous window are computed once.
+
+        Preconditions: the buffer is allocated in the function; ``block`` was placed under its consumer's
+        loop (compute_at) and its region slides along one axis by a constant step per iteration.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The producer.
+        write_buffer_index : int
+            The index of the buffer among its writes.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((10,), "float32"), C: T.Buffer((8,), "float32")):
+                B = T.alloc_buffer((10,), "float32")
+                for i in range(8):
+                    for ax in range(3):
+                        with T.block("B"):
+                            vb = T.axis.spatial(10, i + ax)
+                            B[vb] = A[vb] * T.float32(2)
+                    for k in range(3):
+                        with T.block("C"):
+                            vi, vk = T.axis.remap("SR", [i, k])
+                            with T.init():
+                                C[vi] = T.float32(0)
+                            C[vi] = C[vi] + B[vi + vk]
+
+        Keep only a window of 3 elements of B:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.rolling_buffer("B", 0)
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((10,), "float32"), C: T.Buffer((8,), "float32")):
+                B = T.alloc_buffer((3,))
+                for i in range(8):
+                    for ax in range(3):
+                        with T.block("B"):
+                            vb = T.axis.opaque(10, i + ax)
+                            T.where(i < 1 or 2 <= ax)
+                            B[vb % 3] = A[vb] * T.float32(2)
+                    for k in range(3):
+                        with T.block("C"):
+                            vi = T.axis.opaque(8, i)
+                            vk = T.axis.reduce(3, k)
+                            with T.init():
+                                C[vi] = T.float32(0)
+                            C[vi] = C[vi] + B[(vi + vk) % 3]
+        """
         realize, _ = self._block(block)
         func = self._func(block.func_name)
         body = _rolling_buffer.rolling_buffer(func.body, realize, int(write_buffer_index),

@@ -19,7 +19,8 @@ TAUGHT = ["get_block", "get_loops", "split", "fuse", "reorder", "parallel", "vec
 # and more, in the same shape
 MORE = ["annotate", "unannotate", "get_producers", "get_consumers", "add_unit_loop", "set_scope", "storage_align",
         "reindex", "transform_block_layout", "reorder_block_iter_var", "unsafe_set_dtype", "merge", "pad_einsum",
-        "decompose_padding", "set_axis_separator"]
+        "decompose_padding", "set_axis_separator", "get_child_blocks", "get_output_blocks", "reindex_cache_read",
+        "reindex_cache_write", "fuse_reduction_epilogue", "rolling_buffer"]
 
 
 def _code_blocks(doc: str) -> list[str]:
