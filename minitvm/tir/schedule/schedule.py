@@ -122,7 +122,7 @@ class Schedule:
         return None if self._func_name is None else self._mod.get_global_var(self._func_name)
 
     def copy(self) -> "Schedule":
-        other = Schedule.__new__(Schedule)
+        other = type(self).__new__(type(self))  # a subclass (with primitives of its own) stays one
         other._mod, other._trace, other._seed = self._mod, self._trace.copy(), self._seed
         other._values = dict(self._values)
         other._removed = set(self._removed)

@@ -87,7 +87,7 @@ class InstructionKind:
     attrs: tuple[str, ...] = ()
     output: str = "none"
     decision: bool = False
-    order: tuple[str, ...] | None = None       # printing order, when not inputs then attrs
+    order: tuple[str, ...] | None = None       # printing order (@primitive: the signature's)
     omit_empty: tuple[str, ...] = ()           # printed only when not empty
     is_pure: bool = False                       # no effect but its outputs (simplified() may drop it)
     is_postproc: bool = False

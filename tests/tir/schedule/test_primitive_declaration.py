@@ -76,6 +76,9 @@ def test_a_toy_primitive_prints_serializes_and_replays():
         sch.trace.apply_to_schedule(again)
         assert_structural_equal(again.mod, sch.mod)
     assert not structural_equal(sch.mod, tir.Schedule(double).mod)  # it did change the function
+    forked = sch.copy()  # a copy keeps the subclass, so its primitives, and the trace goes on
+    forked.split_in_halves("B", axis=3)
+    assert len(forked.trace) == len(sch.trace) + 2 and isinstance(forked, ToySchedule)
 
 
 def test_the_declaration_is_the_instruction_kind():
