@@ -2086,7 +2086,38 @@ class Schedule:
 
     @primitive("EnterPostproc", postproc=True)
     def enter_postproc(self) -> None:
-        """Mark where postprocessing starts (``trace.simplified(remove_postproc=True)`` drops the rest)."""
+        """Mark where postprocessing starts: the steps after it (meta_schedule's postprocessors) are dropped by
+        ``trace.simplified(remove_postproc=True)`` and ``as_json(remove_postproc=True)``.
+
+        Preconditions: none; it changes nothing in the function.
+
+        Parameters
+        ----------
+        (none)
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+                for i in range(64):
+                    with T.block("B"):
+                        vi = T.axis.spatial(64, i)
+                        B[vi] = A[vi] * T.float32(2)
+
+        Mark the point, then postprocess:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            (i,) = sch.get_loops("B")
+            sch.enter_postproc()
+            sch.parallel(i)
+            assert len(sch.trace.simplified(remove_postproc=True)) == 0
+        """
 
     # -- buffer annotations, block layout, unit loops (block_annotate.py, layout.py) -----------
 
@@ -3008,9 +3039,67 @@ class Schedule:
     @primitive("AnnotateBufferAccess", inputs=("block",))
     def annotate_buffer_access(self, block: BlockRV | str, buffer_index: int, buf_type: str,
                                gen_new_ranges: Any) -> None:
-        """Set the region ``block`` reads (``buf_type="read"``) or writes of its ``buffer_index``-th
-        buffer to what ``gen_new_ranges(*block iterators)`` says — one ``(begin, end)`` or index per
-        iterator — and mark it explicit (trusted, as in TVM)."""
+        """Declare the region ``block`` reads (``buf_type="read"``) or writes of its ``buffer_index``-th
+        buffer: ``gen_new_ranges(*block iterators)`` gives one ``(begin, end)`` or index per axis.
+
+        Preconditions: ``buffer_index`` is in range for that kind of access.  The region is trusted, as in
+        TVM, and marked explicit (``explicit_read_region`` / ``explicit_write_region``) so no later step
+        infers it again.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The block.
+        buffer_index : int
+            The index of the buffer among its reads or writes.
+        buf_type : str
+            ``"read"`` or ``"write"``.
+        gen_new_ranges : function
+            From the block's iterators to the region.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32), "float32")
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = B[vi, vj] + T.float32(1)
+
+        Say C reads a whole row of B:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.annotate_buffer_access("C", 0, "read", lambda vi, vj: ((vi, vi + 1), (0, 32)))
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32))
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        T.reads(B[vi, 0:32])
+                        T.block_attr({"explicit_read_region": [T.int32(0)]})
+                        C[vi, vj] = B[vi, vj] + T.float32(1)
+        """
         from .tree import replace_stmt
 
         realize, _ = self._block(block)
@@ -3242,9 +3331,64 @@ class Schedule:
 
     @primitive("CacheIndex", inputs=("block",))
     def cache_index(self, block: BlockRV | str, storage_scope: str, cse_thresh: int = 0) -> list[BlockRV]:
-        """Precompute ``block``'s index arithmetic into ``index_var_k`` buffers filled by blocks
-        ``index_k`` placed before it; ``cse_thresh`` > 0 caches only expressions that occur at
-        least that often (see cache_index.py).  Returns the new blocks."""
+        """Precompute ``block``'s index arithmetic into buffers ``index_var_k``, filled by blocks ``index_k``
+        placed before it; the block then loads the indices.
+
+        Preconditions: ``block`` exists and is under the root block; with ``cse_thresh`` > 0 only
+        expressions that occur at least that often are cached.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The block whose indices to cache.
+        storage_scope : str
+            The scope of the index buffers.
+        cse_thresh : int
+            The least number of occurrences worth caching (0: every index expression).
+
+        Returns
+        -------
+        index_blocks : list[BlockRV]
+            The blocks that fill the index buffers.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((64,), "float32"), B: T.Buffer((16, 4), "float32")):
+                for i, j in T.grid(16, 4):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi * 4 + vj]
+
+        Cache the flat index of A:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.cache_index("B", "global")
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((64,), "float32"), B: T.Buffer((16, 4), "float32")):
+                index_var_0 = T.alloc_buffer((16, 4), "int32", strides=(1,))
+                for ax0, ax1 in T.grid(16, 4):
+                    with T.block("index_0"):
+                        v0, v1 = T.axis.remap("SS", [ax0, ax1])
+                        T.reads()
+                        index_var_0[v0, v1] = v0 * 4 + v1
+                for i, j in T.grid(16, 4):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        T.reads(A[vi * 4 + vj])
+                        B[vi, vj] = A[index_var_0[vi, vj]]
+        """
         realize, _ = self._block(block)
         body, names = _cache_index.cache_index(self._func(block.func_name).body, realize, storage_scope,
                                                int(cse_thresh))

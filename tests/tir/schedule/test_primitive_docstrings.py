@@ -20,7 +20,8 @@ TAUGHT = ["get_block", "get_loops", "split", "fuse", "reorder", "parallel", "vec
 MORE = ["annotate", "unannotate", "get_producers", "get_consumers", "add_unit_loop", "set_scope", "storage_align",
         "reindex", "transform_block_layout", "reorder_block_iter_var", "unsafe_set_dtype", "merge", "pad_einsum",
         "decompose_padding", "set_axis_separator", "get_child_blocks", "get_output_blocks", "reindex_cache_read",
-        "reindex_cache_write", "fuse_reduction_epilogue", "rolling_buffer"]
+        "reindex_cache_write", "fuse_reduction_epilogue", "rolling_buffer", "cache_index", "annotate_buffer_access",
+        "enter_postproc"]
 
 
 def _code_blocks(doc: str) -> list[str]:
