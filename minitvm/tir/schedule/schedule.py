@@ -4,6 +4,9 @@ A schedule works on its own copy of the module.  Every primitive checks its
 preconditions, rebuilds the function, and appends itself to ``sch.trace`` — Python
 that replays the same steps on another copy.  A failed primitive raises
 :class:`ScheduleError` and leaves the schedule unchanged.
+
+Each primitive is declared once, by ``@primitive("Split", inputs=(...))`` above its method
+(see primitive.py): that line and the signature give its trace record, printing and replay.
 """
 
 from __future__ import annotations
@@ -39,8 +42,9 @@ from . import reindex as _reindex
 from . import rfactor as _rfactor
 from . import rolling_buffer as _rolling_buffer
 from .error import ScheduleError
+from .primitive import primitive
 from .shared_analyses import simplify
-from .trace import BlockRV, ExprRV, Instruction, LoopRV, Trace, kind_for, random_vars_in
+from .trace import BlockRV, ExprRV, LoopRV, Trace, random_vars_in
 from .tree import block_realizes, child_stmts, loops_above, walk_stmts
 
 __all__ = ["Schedule"]
@@ -81,6 +85,7 @@ class Schedule:
         self._seed = seed
         self._rng = random.Random(seed)
         self._removed: set[int] = set()  # random variables given to remove_rv
+        self._calls: list = []  # the primitives being applied, outermost first (primitive.py)
         # the entry function, as TVM finds it: the only PrimFunc, or the one named main
         prim_names = [gv.name_hint for gv, f in mod.items() if isinstance(f, PrimFunc)]
         self._func_name = prim_names[0] if len(prim_names) == 1 else "main" if "main" in prim_names else None
@@ -117,10 +122,11 @@ class Schedule:
         return None if self._func_name is None else self._mod.get_global_var(self._func_name)
 
     def copy(self) -> "Schedule":
-        other = Schedule.__new__(Schedule)
+        other = type(self).__new__(type(self))  # a subclass (with primitives of its own) stays one
         other._mod, other._trace, other._seed = self._mod, self._trace.copy(), self._seed
         other._values = dict(self._values)
         other._removed = set(self._removed)
+        other._calls = []
         other._rng = random.Random()
         other._rng.setstate(self._rng.getstate())
         other._func_name = self._func_name
@@ -172,34 +178,16 @@ class Schedule:
             _verify_block_names(self._func(func_name).body, func.body)
         self._mod = self._mod.with_function(func_name, func)
 
-    def _record(self, kind: str, inputs: dict, outputs: list, decision: Any = None) -> None:
-        """Append the call ``sch.<kind>(**inputs)`` to the trace (a ``*name`` key holds the
-        positional loops of fuse/reorder), split into inputs and attrs as TVM records it."""
-        inst_kind = kind_for(kind, inputs, len(outputs))
-        named = {k.lstrip("*"): v for k, v in inputs.items()}
-        ins: list = []
-        for name in inst_kind.inputs:
-            if name[0] in "*+":
-                rest = named.get(name[1:])
-                ins += list(rest) if isinstance(rest, (list, tuple)) else [rest]
-            else:
-                ins.append(named.get(name))
-        attrs = [named.get(name) for name in inst_kind.attrs]
-        self._trace.append(Instruction(inst_kind, ins, attrs, outputs), decision)
+    def _record_as(self, **values: Any) -> None:
+        """Record the primitive being applied with these values for its arguments: what it
+        resolved them to (a buffer's index for its name, the decision it sampled)."""
+        self._calls[-1].values.update(values)
+
+    def _then(self, step: Any) -> None:
+        """Run ``step`` right after the primitive being applied is recorded (as its own step)."""
+        self._calls[-1].then.append(step)
 
     # -- resolving references -------------------------------------------------------
-    def _normalize_block_arg(self, block: BlockRV | str) -> BlockRV:
-        """A block given by name is looked up (and the lookup recorded), as TVM does."""
-        if isinstance(block, str):
-            return self.get_block(block)
-        if not isinstance(block, BlockRV):
-            raise TypeError(f"expected a block (a BlockRV from sch.get_block, or its name), got {block!r}")
-        return block
-
-    def _block_rv(self, block_or_loop: BlockRV | LoopRV | str) -> BlockRV | LoopRV:
-        """A block given by name becomes a BlockRV (the lookup recorded); a loop passes through."""
-        return self.get_block(block_or_loop) if isinstance(block_or_loop, str) else block_or_loop
-
     def _check_alive(self, rv: Any) -> None:
         if id(rv) in self._removed:
             raise IndexError(f"random variable {rv!r} was removed from the schedule (remove_rv)")
@@ -271,8 +259,48 @@ class Schedule:
         return ()
 
     # -- lookup ---------------------------------------------------------------------
+    @primitive("GetBlock", pure=True)
     def get_block(self, name: str, func_name: str | None = None) -> BlockRV:
-        """The block called ``name`` (in ``func_name`` or the function worked on)."""
+        """The block called ``name``, as a BlockRV: a reference that later primitives take.
+
+        Preconditions: exactly one block of ``func_name`` (by default the function the schedule works
+        on, see ``work_on``) is called ``name``.  Every primitive that takes a block also takes its
+        name and looks it up with this, so ``sch.get_loops("B")`` is ``sch.get_loops(sch.get_block("B"))``
+        (and both record the lookup in the trace).
+
+        Parameters
+        ----------
+        name : str
+            The block's name, as in ``T.block("B")``.
+        func_name : str, optional
+            The function to look in.
+
+        Returns
+        -------
+        block : BlockRV
+            The block.  It keeps pointing at the block while other primitives rebuild the function.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+                for i in range(64):
+                    with T.block("B"):
+                        vi = T.axis.spatial(64, i)
+                        B[vi] = A[vi] * T.float32(2)
+
+        Look it up and read it back:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            block = sch.get_block("B")
+            assert sch.get(block).name_hint == "B"
+        """
         func_name = func_name or self._func_name
         body = self._func(func_name).body
         matches = [r for r, _ in block_realizes(body) if r.block.name_hint == name]
@@ -283,21 +311,93 @@ class Schedule:
                                 fast="Cannot find a block with the specified name")
         if len(matches) > 1:
             raise ScheduleError(f"{len(matches)} blocks are named {name!r} in {func_name!r}")
-        rv = BlockRV(name, func_name)
-        self._record("get_block", {"name": name, "func_name": func_name}, [rv])
-        return rv
+        self._record_as(func_name=func_name)
+        return BlockRV(name, func_name)
 
     get_sblock = get_block
 
+    @primitive("GetLoops", inputs=("block",), pure=True)
     def get_loops(self, block: BlockRV | str) -> list[LoopRV]:
-        """The loops around ``block``, outermost first (up to the enclosing block)."""
-        block = self._normalize_block_arg(block)
-        _, path = self._block(block)
-        rvs = [LoopRV(lp.loop_var, block.func_name) for lp in loops_above(path)]
-        self._record("get_loops", {"block": block}, rvs)
-        return rvs
+        """The loops around ``block``, outermost first, up to the block that encloses it.
 
+        Preconditions: ``block`` still exists (a primitive such as compute_inline removes blocks).
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The block, or its name.
+
+        Returns
+        -------
+        loops : list[LoopRV]
+            One reference per loop; a block directly under the root gives the loops of its nest.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+
+        Get the two loops of block B:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            i, j = sch.get_loops("B")
+            assert [sch.get(loop).extent.value for loop in (i, j)] == [16, 32]
+        """
+        _, path = self._block(block)
+        return [LoopRV(lp.loop_var, block.func_name) for lp in loops_above(path)]
+
+    @primitive("GetChildBlocks", inputs=("*block_or_loop",), pure=True)
     def get_child_blocks(self, block_or_loop: BlockRV | LoopRV) -> list[BlockRV]:
+        """The blocks directly inside a block or a loop: not those nested in another block under it.
+
+        Preconditions: ``block_or_loop`` exists.
+
+        Parameters
+        ----------
+        block_or_loop : BlockRV or LoopRV
+            Where to look.
+
+        Returns
+        -------
+        blocks : list[BlockRV]
+            The child blocks, in program order.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32), "float32")
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = B[vi, vj] + T.float32(1)
+
+        The root block's children:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            b, c = sch.get_child_blocks(sch.get_block("root"))
+            assert [sch.get(x).name_hint for x in (b, c)] == ["B", "C"]
+        """
         node = self.get(block_or_loop)
         func_name = block_or_loop.func_name
         found: list[BlockRV] = []
@@ -310,7 +410,6 @@ class Schedule:
                     collect(c)
 
         collect(node if isinstance(node, For) else node.body)
-        self._record("get_child_blocks", {"block_or_loop": block_or_loop}, found)
         return found
 
     def _siblings(self, block: BlockRV) -> list[BlockRealize]:
@@ -331,29 +430,145 @@ class Schedule:
         collect(scope.body)
         return out
 
+    @primitive("GetProducers", inputs=("block",), pure=True)
     def get_producers(self, block: BlockRV | str) -> list[BlockRV]:
-        """Blocks in the same scope that write a buffer ``block`` reads."""
-        block = self._normalize_block_arg(block)
+        """The blocks in ``block``'s scope that write a buffer ``block`` reads.
+
+        Preconditions: ``block`` exists.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The block.
+
+        Returns
+        -------
+        producers : list[BlockRV]
+            Those blocks, in program order.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32), "float32")
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = B[vi, vj] + T.float32(1)
+
+        Find the other block of the pair:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            (B,) = sch.get_producers("C")
+            assert sch.get(B).name_hint == "B"
+        """
         me = self._block(block)[0].block
         reads = {id(r.buffer) for r in me.reads}
         out = [BlockRV(r.block.name_hint, block.func_name) for r in self._siblings(block)
                if r.block is not me and any(id(w.buffer) in reads for w in r.block.writes)]
-        self._record("get_producers", {"block": block}, out)
         return out
 
+    @primitive("GetConsumers", inputs=("block",), pure=True)
     def get_consumers(self, block: BlockRV | str) -> list[BlockRV]:
-        """Blocks in the same scope that read a buffer ``block`` writes."""
-        block = self._normalize_block_arg(block)
+        """The blocks in ``block``'s scope that read a buffer ``block`` writes.
+
+        Preconditions: ``block`` exists.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The block.
+
+        Returns
+        -------
+        consumers : list[BlockRV]
+            Those blocks, in program order.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32), "float32")
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = B[vi, vj] + T.float32(1)
+
+        Find the other block of the pair:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            (C,) = sch.get_consumers("B")
+            assert sch.get(C).name_hint == "C"
+        """
         me = self._block(block)[0].block
         writes = {id(w.buffer) for w in me.writes}
         out = [BlockRV(r.block.name_hint, block.func_name) for r in self._siblings(block)
                if r.block is not me and any(id(x.buffer) in writes for x in r.block.reads)]
-        self._record("get_consumers", {"block": block}, out)
         return out
 
+    @primitive("GetOutputBlocks", inputs=("scope_block",), pure=True)
     def get_output_blocks(self, scope_block: BlockRV | str) -> list[BlockRV]:
-        """Blocks directly in ``scope_block`` that write a buffer of the function's signature."""
-        scope_block = self._normalize_block_arg(scope_block)
+        """The blocks inside ``scope_block`` that write a buffer of the function's signature.
+
+        Preconditions: ``scope_block`` exists.  These are the blocks compute_at and compute_inline may not
+        move or remove: their results leave the function.
+
+        Parameters
+        ----------
+        scope_block : BlockRV or str
+            The scope (usually ``"root"``).
+
+        Returns
+        -------
+        blocks : list[BlockRV]
+            The output blocks, outer first.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32), "float32")
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = B[vi, vj] + T.float32(1)
+
+        Only C writes a parameter:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            (c,) = sch.get_output_blocks("root")
+            assert sch.get(c).name_hint == "C"
+        """
         scope = self._block(scope_block)[0].block
         outputs = self._output_buffers(self._func(scope_block.func_name))
         found: list[BlockRV] = []
@@ -361,15 +576,69 @@ class Schedule:
         for realize, _ in block_realizes(scope.body):  # nested blocks too, outer first
             if any(id(w.buffer) in outputs for w in realize.block.writes):
                 found.append(BlockRV(realize.block.name_hint, scope_block.func_name))
-        self._record("get_output_blocks", {"scope_block": scope_block}, found)
         return found
 
     # -- loop transformations ---------------------------------------------------------
+    @primitive("Split", inputs=("loop", "+factors"))
     def split(self, loop: LoopRV, factors: list[Any], preserve_unit_iters: bool = True,
               disable_predication: bool = False) -> list[LoopRV]:
-        """Split ``loop`` into ``len(factors)`` nested loops; one factor may be None (inferred).
+        """Split ``loop`` into nested loops, one per factor, outermost first.
 
-        A non-dividing split adds a predicate so the padding iterations do nothing.
+        At most one factor may be ``None``: it is inferred as the extent divided by the others'
+        product, rounded up.  A factor may be a random variable from ``sample_perfect_tile``.  When the
+        factors do not divide the extent, the new loops cover a little more, and the blocks under them
+        get a predicate so the extra iterations do nothing.
+
+        Preconditions: ``loop`` starts at 0, has no annotation and is not bound to a thread; every
+        factor is positive; the extent is a constant unless one factor is ``None``.
+
+        Parameters
+        ----------
+        loop : LoopRV
+            The loop to split.
+        factors : list of int, ExprRV or None
+            The extents of the new loops, outermost first.
+        preserve_unit_iters : bool
+            Keep a loop of extent 1 as an iterator in the block bindings (else its value, 0).
+        disable_predication : bool
+            Add no predicate for a non-dividing split (the caller knows the extra points are harmless).
+
+        Returns
+        -------
+        split_loops : list[LoopRV]
+            The new loops, outermost first.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+                for i in range(64):
+                    with T.block("B"):
+                        vi = T.axis.spatial(64, i)
+                        B[vi] = A[vi] * T.float32(2)
+
+        Split the loop into 4 x 16:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            (i,) = sch.get_loops("B")
+            sch.split(i, factors=[None, 16])
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+                for i_0, i_1 in T.grid(4, 16):
+                    with T.block("B"):
+                        vi = T.axis.spatial(64, i_0 * 16 + i_1)
+                        B[vi] = A[vi] * T.float32(2)
         """
         node, _ = self._loop(loop)
         recorded = list(factors)
@@ -377,71 +646,448 @@ class Schedule:
         body, new_vars = _loops.split(self._func(loop.func_name).body, node, ints, preserve_unit_iters,
                                       disable_predication)
         self._commit(loop.func_name, body)
-        rvs = [LoopRV(v, loop.func_name) for v in new_vars]
-        self._record("split", {"loop": loop, "factors": recorded, "preserve_unit_iters": preserve_unit_iters,
-                               "disable_predication": disable_predication}, rvs)
-        return rvs
+        return [LoopRV(v, loop.func_name) for v in new_vars]
 
+    @primitive("Fuse", inputs=("*loops",))
     def fuse(self, *loops: LoopRV, preserve_unit_iters: bool = True) -> LoopRV:
-        """Fuse perfectly nested loops (outer to inner) into one."""
+        """Fuse consecutive nested loops into one whose extent is the product of theirs.
+
+        The block bindings recover each old loop variable from the fused one with ``//`` and ``%``.
+
+        Preconditions: at least two loops, given outermost first; each is the only statement in the
+        body of the one before; all start at 0, have constant extents, no annotation and no thread
+        binding.
+
+        Parameters
+        ----------
+        *loops : LoopRV
+            The loops to fuse, outermost first.
+        preserve_unit_iters : bool
+            Keep a loop of extent 1 as an iterator in the block bindings.
+
+        Returns
+        -------
+        fused_loop : LoopRV
+            The new loop.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+
+        Fuse the two loops:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            i, j = sch.get_loops("B")
+            sch.fuse(i, j)
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i_j_fused in range(512):
+                    with T.block("B"):
+                        vi = T.axis.spatial(16, i_j_fused // 32)
+                        vj = T.axis.spatial(32, i_j_fused % 32)
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+        """
         nodes = [self._loop(lp)[0] for lp in loops]
         func_name = loops[0].func_name
         body, var = _loops.fuse(self._func(func_name).body, nodes, preserve_unit_iters)
         self._commit(func_name, body)
-        rv = LoopRV(var, func_name)
-        self._record("fuse", {"*loops": list(loops), "preserve_unit_iters": preserve_unit_iters}, [rv])
-        return rv
+        return LoopRV(var, func_name)
 
+    @primitive("Reorder", inputs=("*ordered_loops",))
     def reorder(self, *ordered_loops: LoopRV) -> None:
-        """Reorder loops of one nest to the given order (outermost first)."""
+        """Put loops of one nest into the given order, outermost first.
+
+        The loops keep their variables, so the blocks under them are unchanged; only the order in
+        which the points of the iteration space run changes.
+
+        Preconditions: the loops are distinct and on one line of nesting (the loops between the
+        outermost and the innermost given, inclusive, each have a single child); no extent depends on
+        another loop's variable; the blocks under them have affine bindings and no predicate other
+        than a split's padding guard.
+
+        Parameters
+        ----------
+        *ordered_loops : LoopRV
+            The loops in their new order, outermost first.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+
+        Make j the outer loop:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            i, j = sch.get_loops("B")
+            sch.reorder(j, i)
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for j, i in T.grid(32, 16):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+        """
         nodes = [self._loop(lp)[0] for lp in ordered_loops]
         func_name = ordered_loops[0].func_name
         body = _loops.reorder(self._func(func_name).body, nodes, self._path_of)
         self._commit(func_name, body)
-        self._record("reorder", {"*ordered_loops": list(ordered_loops)}, [])
 
-    def _set_kind(self, loop: LoopRV, kind: str, record: str, thread_axis: str | None = None) -> None:
+    def _set_kind(self, loop: LoopRV, kind: str, thread_axis: str | None = None) -> None:
         node, path = self._loop(loop)
         body = _loops.set_loop_kind(self._func(loop.func_name).body, node, kind, path, thread_axis)
         self._commit(loop.func_name, body)
-        self._record(record, {"loop": loop} if thread_axis is None else
-                     {"loop": loop, "thread_axis": thread_axis}, [])
 
+    @primitive("Parallel", inputs=("loop",))
     def parallel(self, loop: LoopRV) -> None:
-        """Run the iterations of ``loop`` on all cores."""
-        self._set_kind(loop, ForKind.PARALLEL, "parallel")
+        """Run the iterations of ``loop`` in parallel, on the CPU's cores.
 
-    def vectorize(self, loop: LoopRV) -> None:
-        """Compute the iterations of ``loop`` with SIMD vector instructions."""
-        self._set_kind(loop, ForKind.VECTORIZED, "vectorize")
+        Preconditions: every block iterator ``loop`` feeds is data parallel (spatial): no two
+        iterations write the same element.  The blocks under it have affine bindings and read what
+        they need from blocks that are complete outside it.  The loop is not inside a vectorized loop.
 
-    def unroll(self, loop: LoopRV) -> None:
-        """Unroll ``loop`` fully."""
-        self._set_kind(loop, ForKind.UNROLLED, "unroll")
+        Parameters
+        ----------
+        loop : LoopRV
+            The loop.
 
-    def bind(self, loop: LoopRV, thread_axis: str) -> None:
-        """Bind ``loop`` to a GPU thread axis (``"threadIdx.x"``, ``"blockIdx.y"``, ``"vthread.x"`` ...).
+        Returns
+        -------
+        None
 
-        The loop's iterations then run on that axis of a GPU launch: built for ``"cuda"`` (CUDA C
-        source) or ``"cuda-emulated"`` (run on this CPU with CUDA's semantics); a CPU target refuses it.
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+
+        Parallelize the outer loop:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            i, j = sch.get_loops("B")
+            sch.parallel(i)
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i in T.parallel(16):
+                    for j in range(32):
+                        with T.block("B"):
+                            vi, vj = T.axis.remap("SS", [i, j])
+                            B[vi, vj] = A[vi, vj] * T.float32(2)
         """
-        self._set_kind(loop, ForKind.THREAD_BINDING, "bind", thread_axis)
+        self._set_kind(loop, ForKind.PARALLEL)
 
+    @primitive("Vectorize", inputs=("loop",))
+    def vectorize(self, loop: LoopRV) -> None:
+        """Run the iterations of ``loop`` together, as SIMD vector instructions.
+
+        Preconditions: every block iterator ``loop`` feeds is data parallel (spatial): no two
+        iterations write the same element.  The blocks under it have affine bindings and read what
+        they need from blocks that are complete outside it.
+
+        Parameters
+        ----------
+        loop : LoopRV
+            The loop.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+
+        Vectorize the inner loop:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            i, j = sch.get_loops("B")
+            sch.vectorize(j)
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i in range(16):
+                    for j in T.vectorized(32):
+                        with T.block("B"):
+                            vi, vj = T.axis.remap("SS", [i, j])
+                            B[vi, vj] = A[vi, vj] * T.float32(2)
+        """
+        self._set_kind(loop, ForKind.VECTORIZED)
+
+    @primitive("Unroll", inputs=("loop",))
+    def unroll(self, loop: LoopRV) -> None:
+        """Unroll ``loop``: its body is repeated once per iteration, with no loop left.
+
+        Preconditions: none beyond ``loop`` existing; the extent should be small and constant.
+
+        Parameters
+        ----------
+        loop : LoopRV
+            The loop.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+
+        Unroll the inner loop:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            i, j = sch.get_loops("B")
+            sch.unroll(j)
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i in range(16):
+                    for j in T.unroll(32):
+                        with T.block("B"):
+                            vi, vj = T.axis.remap("SS", [i, j])
+                            B[vi, vj] = A[vi, vj] * T.float32(2)
+        """
+        self._set_kind(loop, ForKind.UNROLLED)
+
+    @primitive("Bind", inputs=("loop",))
+    def bind(self, loop: LoopRV, thread_axis: str) -> None:
+        """Bind ``loop`` to a GPU thread axis: its iterations become the threads (or thread blocks) of a launch.
+
+        ``thread_axis`` is ``"blockIdx.x/y/z"``, ``"threadIdx.x/y/z"`` or ``"vthread.x/y/z"``.  Such a
+        function builds for ``"cuda"`` (CUDA C source) or ``"cuda-emulated"`` (run on this CPU with
+        CUDA's semantics); a CPU target refuses it.
+
+        Preconditions: the block iterators ``loop`` feeds are data parallel, except that a reduction
+        may be spread over ``threadIdx`` (a cross-thread reduction); the blocks under it have affine
+        bindings.
+
+        Parameters
+        ----------
+        loop : LoopRV
+            The loop.
+        thread_axis : str
+            The thread axis.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+
+        One thread block per row, one thread per element:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            i, j = sch.get_loops("B")
+            sch.bind(i, "blockIdx.x")
+            sch.bind(j, "threadIdx.x")
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i in T.thread_binding(16, thread="blockIdx.x"):
+                    for j in T.thread_binding(32, thread="threadIdx.x"):
+                        with T.block("B"):
+                            vi, vj = T.axis.remap("SS", [i, j])
+                            B[vi, vj] = A[vi, vj] * T.float32(2)
+        """
+        self._set_kind(loop, ForKind.THREAD_BINDING, thread_axis)
+
+    @primitive("Annotate", inputs=("block_or_loop", "ann_val"))
     def annotate(self, block_or_loop: BlockRV | LoopRV | str, ann_key: str, ann_val: Any) -> None:
-        """Add ``ann_key: ann_val`` to a block's ``T.block_attr`` or a loop's annotations (as TVM,
-        a key that is already there keeps its value; a sampled value is stored as its number)."""
-        block_or_loop = self._block_rv(block_or_loop)
+        """Add ``ann_key: ann_val`` to a loop's annotations or a block's ``T.block_attr``.
+
+        Preconditions: ``block_or_loop`` exists.  A key that is already there keeps its value, as in TVM; a
+        sampled value (from ``sample_categorical``) is stored as the number it is.  Lowering passes read
+        annotations such as ``pragma_auto_unroll_max_step``.
+
+        Parameters
+        ----------
+        block_or_loop : BlockRV, LoopRV or str
+            What to annotate.
+        ann_key : str
+            The key.
+        ann_val : int, float, str, list or ExprRV
+            The value.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+
+        Annotate the outer loop and the block:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            i, j = sch.get_loops("B")
+            sch.annotate(i, "pragma_auto_unroll_max_step", 16)
+            sch.annotate("B", "note", "doubled")
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i in T.serial(16, annotations={"pragma_auto_unroll_max_step": 16}):
+                    for j in range(32):
+                        with T.block("B"):
+                            vi, vj = T.axis.remap("SS", [i, j])
+                            T.block_attr({"note": "doubled"})
+                            B[vi, vj] = A[vi, vj] * T.float32(2)
+        """
         stored = ann_val
         if isinstance(ann_val, PrimExpr) and not isinstance(ann_val, IntImm):
             stored = self._int_value(ann_val, f"annotation {ann_key}")  # ints print and parse as ints
         self._annotate(block_or_loop, lambda anns: anns if ann_key in anns else {**anns, ann_key: stored})
-        self._record("annotate", {"block_or_loop": block_or_loop, "ann_key": ann_key, "ann_val": ann_val}, [])
 
+    @primitive("Unannotate", inputs=("block_or_loop",))
     def unannotate(self, block_or_loop: BlockRV | LoopRV | str, ann_key: str) -> None:
-        """Remove ``ann_key`` from a block's or loop's annotations (it must be there)."""
-        block_or_loop = self._block_rv(block_or_loop)
+        """Remove ``ann_key`` from a loop's or block's annotations.
+
+        Preconditions: the annotation is there.
+
+        Parameters
+        ----------
+        block_or_loop : BlockRV, LoopRV or str
+            What to change.
+        ann_key : str
+            The key to remove.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+
+        Annotate the block, then take it back:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.annotate("B", "note", "doubled")
+            sch.unannotate("B", "note")
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+        """
         self._annotate(block_or_loop, lambda anns: {k: v for k, v in anns.items() if k != ann_key}, ann_key)
-        self._record("unannotate", {"block_or_loop": block_or_loop, "ann_key": ann_key}, [])
 
     def _annotate(self, rv: BlockRV | LoopRV, update: Any, must_have: str | None = None) -> None:
         from ...ir import replace
@@ -457,28 +1103,156 @@ class Schedule:
         self._commit(rv.func_name, body)
 
     # -- compute location -------------------------------------------------------------
+    @primitive("ComputeAt", inputs=("block", "loop"))
     def compute_at(self, block: BlockRV | str, loop: LoopRV, preserve_unit_loops: bool = False,
                    index: int = -1) -> None:
-        """Move producer ``block`` under ``loop`` of its consumers, computing only what they need there."""
-        block = self._normalize_block_arg(block)
+        """Move producer ``block`` under ``loop`` of its consumers, computing there only what they use.
+
+        The block gets a new loop nest under ``loop`` that covers just the region its consumers read
+        in one iteration of ``loop`` — the tile — so the result is used while it is still in cache.
+
+        Preconditions: ``block`` is complete (or a reduction), is not an output block of the function,
+        and has no predicate but a split's guard; ``loop`` is not an ancestor of ``block`` and is in the
+        same block scope; all of ``block``'s consumers are under ``loop``.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The producer to move.
+        loop : LoopRV
+            The consumers' loop to move it under.
+        preserve_unit_loops : bool
+            Keep the new loops of extent 1.
+        index : int
+            Where among ``loop``'s children the block goes: -1 the latest possible place.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32), "float32")
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = B[vi, vj] + T.float32(1)
+
+        Compute each row of B where C's row loop needs it:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            i, j = sch.get_loops("C")
+            sch.compute_at(sch.get_block("B"), i)
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32))
+                for i in range(16):
+                    for ax0 in range(32):
+                        with T.block("B"):
+                            vi, vj = T.axis.remap("SS", [i, ax0])
+                            B[vi, vj] = A[vi, vj] * T.float32(2)
+                    for j in range(32):
+                        with T.block("C"):
+                            vi, vj = T.axis.remap("SS", [i, j])
+                            C[vi, vj] = B[vi, vj] + T.float32(1)
+        """
         self._compute_location("compute_at", block, loop, preserve_unit_loops, index)
 
+    @primitive("ReverseComputeAt", inputs=("block", "loop"))
     def reverse_compute_at(self, block: BlockRV | str, loop: LoopRV, preserve_unit_loops: bool = False,
                            index: int = -1) -> None:
-        """Move consumer ``block`` under ``loop`` of its producer, right after what it needs."""
-        block = self._normalize_block_arg(block)
+        """Move consumer ``block`` under ``loop`` of its producers, right after what it needs.
+
+        The mirror of ``compute_at``: the consumer follows its producers into their loop and
+        consumes each tile as soon as it is made (e.g. the copy out of a ``cache_write``).
+
+        Preconditions: ``block`` is complete and has no predicate but a split's guard; ``loop`` is not
+        an ancestor of ``block`` and is in the same block scope; all of ``block``'s producers are under
+        ``loop``.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The consumer to move.
+        loop : LoopRV
+            The producers' loop to move it under.
+        preserve_unit_loops : bool
+            Keep the new loops of extent 1.
+        index : int
+            Where among ``loop``'s children the block goes: -1 the latest possible place.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32), "float32")
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = B[vi, vj] + T.float32(1)
+
+        Consume each row of B as soon as it is made:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            i, j = sch.get_loops("B")
+            sch.reverse_compute_at(sch.get_block("C"), i)
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32))
+                for i in range(16):
+                    for j in range(32):
+                        with T.block("B"):
+                            vi, vj = T.axis.remap("SS", [i, j])
+                            B[vi, vj] = A[vi, vj] * T.float32(2)
+                    for ax0 in range(32):
+                        with T.block("C"):
+                            vi, vj = T.axis.remap("SS", [i, ax0])
+                            C[vi, vj] = B[vi, vj] + T.float32(1)
+        """
         self._compute_location("reverse_compute_at", block, loop, preserve_unit_loops, index)
 
     def _compute_location(self, kind: str, block: BlockRV, loop: LoopRV, preserve: bool, index: int) -> None:
         mark = getattr(loop, "mark", None)
         if mark in ("root", "inline"):
             # a location sampled by sample_compute_location may be the root (stay) or "inline", as in TVM
-            if mark == "inline":
-                primitive = "compute_inline" if kind == "compute_at" else "reverse_compute_inline"
-                trace_len = len(self._trace.insts)
-                getattr(self, primitive)(block)
-                del self._trace.insts[trace_len:]  # recorded below as the compute_at it was asked as
-            self._record(kind, {"block": block, "loop": loop, "preserve_unit_loops": preserve, "index": index}, [])
+            if mark == "inline":  # called from a primitive, so recorded as the compute_at it was asked as
+                self.compute_inline(block) if kind == "compute_at" else self.reverse_compute_inline(block)
             return
         realize, _ = self._block(block)
         target, _ = self._loop(loop)
@@ -487,77 +1261,419 @@ class Schedule:
                                    preserve_unit_loops=preserve, output_buffers=self._output_buffers(func),
                                    index=index)
         self._commit(block.func_name, body)
-        self._record(kind, {"block": block, "loop": loop, "preserve_unit_loops": preserve,
-                            "index": index}, [])
 
+    @primitive("ComputeInline", inputs=("block",))
     def compute_inline(self, block: BlockRV | str) -> None:
-        """Inline an elementwise producer into every place that reads its output."""
-        block = self._normalize_block_arg(block)
+        """Inline producer ``block`` into its consumers: they compute its value where they read it.
+
+        The block and its buffer disappear; each load of the buffer becomes the block's expression.
+
+        Preconditions: ``block`` is complete (no reduction, no ``T.init``, the only writer of its
+        buffer) and is a single store ``B[f(v...)] = g(v...)`` whose indices ``f`` are a bijective
+        affine map of its iterators; its buffer is not a parameter of the function; it is not the only
+        statement of its scope.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The producer to inline.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32), "float32")
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = B[vi, vj] + T.float32(1)
+
+        Inline B into C:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.compute_inline(sch.get_block("B"))
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = A[vi, vj] * T.float32(2) + T.float32(1)
+        """
         realize, _ = self._block(block)
         func = self._func(block.func_name)
         body = _compute_inline.compute_inline(func.body, realize, self._output_buffers(func))
         self._commit(block.func_name, body)
-        self._record("compute_inline", {"block": block}, [])
 
+    @primitive("ReverseComputeInline", inputs=("block",))
     def reverse_compute_inline(self, block: BlockRV | str) -> None:
-        """Inline an elementwise consumer into its single producer."""
-        block = self._normalize_block_arg(block)
+        """Inline consumer ``block`` into its producer: the producer stores the consumer's result directly.
+
+        The consumer disappears; the producer keeps its own name and loops and writes the consumer's
+        output (useful for an elementwise epilogue after a reduction's ``decompose_reduction`` or a
+        cache, where ``compute_inline`` cannot apply).
+
+        Preconditions: ``block`` is complete, has no predicate, and is a single store that reads
+        exactly one buffer made by another block, at one affine index; that producer is a single
+        store of the buffer, covers the consumer's domain, and its buffer is not a parameter.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The consumer to inline.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32), "float32")
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = B[vi, vj] + T.float32(1)
+
+        Inline C into B:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.reverse_compute_inline(sch.get_block("C"))
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = A[vi, vj] * T.float32(2) + T.float32(1)
+        """
         realize, _ = self._block(block)
         func = self._func(block.func_name)
         body = _compute_inline.reverse_compute_inline(func.body, realize, self._output_buffers(func))
         self._commit(block.func_name, body)
-        self._record("reverse_compute_inline", {"block": block}, [])
 
     @staticmethod
     def _output_buffers(func: PrimFunc) -> set[int]:
         return {id(b) for b in func.buffer_map.values()}
 
+    @primitive("DecomposeReduction", inputs=("block", "loop"))
     def decompose_reduction(self, block: BlockRV | str, loop: LoopRV) -> BlockRV:
-        """Split a reduction's ``T.init`` into its own block placed before ``loop``."""
-        block = self._normalize_block_arg(block)
+        """Take a reduction's ``T.init`` out into a block of its own, placed just before ``loop``.
+
+        The init block ``<name>_init`` runs once per output element, above the reduction loops; the
+        reduction becomes ``<name>_update`` (``block`` follows it), a plain update that can be
+        vectorized or tensorized.
+
+        Preconditions: ``block`` has a ``T.init``; ``loop`` is an ancestor of ``block``; no reduction
+        loop is outside ``loop`` and every loop from ``loop`` down binds some iterator of the block.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The reduction block.
+        loop : LoopRV
+            The loop above which the init block goes.
+
+        Returns
+        -------
+        init_block : BlockRV
+            The new init block.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 64), "float32"), B: T.Buffer((16,), "float32")):
+                for i, k in T.grid(16, 64):
+                    with T.block("B"):
+                        vi, vk = T.axis.remap("SR", [i, k])
+                        with T.init():
+                            B[vi] = T.float32(0)
+                        B[vi] = B[vi] + A[vi, vk]
+
+        Initialize each row before its reduction loop:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            i, k = sch.get_loops("B")
+            sch.decompose_reduction(sch.get_block("B"), k)
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 64), "float32"), B: T.Buffer((16,), "float32")):
+                for i in range(16):
+                    with T.block("B_init"):
+                        vi = T.axis.spatial(16, i)
+                        B[vi] = T.float32(0)
+                    for k in range(64):
+                        with T.block("B_update"):
+                            vi, vk = T.axis.remap("SR", [i, k])
+                            B[vi] = B[vi] + A[vi, vk]
+        """
         realize, _ = self._block(block)
         target, _ = self._loop(loop)
         body, init_name = _compute.decompose_reduction(self._func(block.func_name).body, realize, target)
         self._commit(block.func_name, body)
-        rv = BlockRV(init_name, block.func_name)
-        self._record("decompose_reduction", {"block": block, "loop": loop}, [rv])
         block.name = f"{realize.block.name_hint}_update"  # the reference follows the renamed update block
-        return rv
+        return BlockRV(init_name, block.func_name)
 
+    @primitive("RFactor", inputs=("loop",))
     def rfactor(self, loop: LoopRV, factor_axis: int) -> BlockRV:
-        """Turn the reduction over ``loop`` into a partial result per ``loop`` iteration
-        (a new block and buffer ``<name>_rf``) plus a final reduction; returns the rf block."""
+        """Factor the reduction over ``loop`` out: one partial result per iteration of ``loop``, then a final reduction.
+
+        A new block ``<name>_rf`` reduces into a buffer ``<buffer>_rf`` with an extra axis (at
+        ``factor_axis``) indexed by ``loop``; the original block then reduces that axis.  The partial
+        reductions are independent, so ``loop`` can then be parallelized or vectorized.
+
+        Preconditions: the only block under ``loop`` is a reduction with ``T.init`` and a single store
+        whose update is ``Y = Y + x``, ``T.max(Y, x)`` or ``T.min(Y, x)``; ``loop`` feeds only its
+        reduction iterators; ``0 <= factor_axis <= ndim`` of the reduced buffer.
+
+        Parameters
+        ----------
+        loop : LoopRV
+            A reduction loop.
+        factor_axis : int
+            Where the new axis goes in the ``_rf`` buffer.
+
+        Returns
+        -------
+        rf_block : BlockRV
+            The block computing the partial results.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 64), "float32"), B: T.Buffer((16,), "float32")):
+                for i, k in T.grid(16, 64):
+                    with T.block("B"):
+                        vi, vk = T.axis.remap("SR", [i, k])
+                        with T.init():
+                            B[vi] = T.float32(0)
+                        B[vi] = B[vi] + A[vi, vk]
+
+        Four partial sums per row:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            i, k = sch.get_loops("B")
+            ko, ki = sch.split(k, factors=[None, 4])
+            sch.rfactor(ki, factor_axis=1)
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 64), "float32"), B: T.Buffer((16,), "float32")):
+                B_rf = T.alloc_buffer((16, 4))
+                for i, k_0, k_1 in T.grid(16, 16, 4):
+                    with T.block("B_rf"):
+                        vk_1, vi, vk_0 = T.axis.remap("SSR", [k_1, i, k_0])
+                        with T.init():
+                            B_rf[vi, vk_1] = T.float32(0)
+                        B_rf[vi, vk_1] = B_rf[vi, vk_1] + A[vi, vk_0 * 4 + vk_1]
+                for i, k_1 in T.grid(16, 4):
+                    with T.block("B"):
+                        vk_1, vi = T.axis.remap("RS", [k_1, i])
+                        with T.init():
+                            B[vi] = T.float32(0)
+                        B[vi] = B[vi] + B_rf[vi, vk_1]
+        """
         node, _ = self._loop(loop)
         func = self._func(loop.func_name)
         body, name = _rfactor.rfactor(func.body, _rfactor.single_child_block(node), node, factor_axis)
         self._commit(loop.func_name, body)
-        rv = BlockRV(name, loop.func_name)
-        self._record("rfactor", {"loop": loop, "factor_axis": factor_axis}, [rv])
-        return rv
+        return BlockRV(name, loop.func_name)
 
-    def blockize(self, target: LoopRV | list[BlockRV], preserve_unit_iters: bool = True) -> BlockRV:
-        """Wrap the loops from ``target`` down to its block into a new outer block ``<name>_o``
-        (or, given a list of sibling blocks, the loops under their common ancestor)."""
-        if isinstance(target, (list, tuple)):
-            blocks = [self._normalize_block_arg(b) for b in target]
-            if not blocks:
+    @primitive("Blockize", inputs=("target",))
+    def blockize(self, target: LoopRV | list[BlockRV | str], preserve_unit_iters: bool = True) -> BlockRV:
+        """Wrap the loops from ``target`` down to its block in a new outer block ``<name>_o``.
+
+        The outer block's iterators are the outer parts of the inner block's; the inner block keeps the
+        rest.  The result is a unit of work (a tile) that ``tensorize`` can replace with an intrinsic.
+        Given a list of sibling blocks, the loops under their common ancestor are wrapped instead.
+
+        Preconditions: the loops under ``target`` hold a single block (or exactly the blocks listed),
+        whose bindings split into an outer and an inner part (affine, divisible at ``target``).
+
+        Parameters
+        ----------
+        target : LoopRV or list of BlockRV or str
+            The loop to blockize from, or the blocks to wrap.
+        preserve_unit_iters : bool
+            Keep iterators of extent 1 in the outer block.
+
+        Returns
+        -------
+        outer_block : BlockRV
+            The new block.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+
+        Make each row one block:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            i, j = sch.get_loops("B")
+            sch.blockize(j)
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i in range(16):
+                    with T.block("B_o"):
+                        vi_o = T.axis.spatial(16, i)
+                        vj_o = T.axis.spatial(1, 0)
+                        for j in range(32):
+                            with T.block("B"):
+                                vj_i = T.axis.spatial(32, j)
+                                B[vi_o, vj_i] = A[vi_o, vj_i] * T.float32(2)
+        """
+        if isinstance(target, list):
+            if not target:
                 raise ScheduleError("cannot blockize an empty list of blocks")
-            func_name = blocks[0].func_name
-            realizes = [self._block(b)[0] for b in blocks]
+            func_name = target[0].func_name
+            realizes = [self._block(b)[0] for b in target]
             body, name = _blockize.blockize_blocks(self._func(func_name).body, realizes, preserve_unit_iters)
-            target = blocks
         else:
             func_name = target.func_name
             node, _ = self._loop(target)
             body, name = _blockize.blockize(self._func(func_name).body, node, preserve_unit_iters)
         self._commit(func_name, body)
-        rv = BlockRV(name, func_name)
-        self._record("blockize", {"target": target, "preserve_unit_iters": preserve_unit_iters}, [rv])
-        return rv
+        return BlockRV(name, func_name)
 
-    def tensorize(self, block_or_loop: BlockRV | LoopRV, tensor_intrin: str,
+    @primitive("Tensorize", inputs=("block_or_loop",))
+    def tensorize(self, block_or_loop: BlockRV | LoopRV | str, tensor_intrin: str,
                   preserve_unit_iters: bool = True) -> None:
-        """Replace a block (or the loops under a loop, blockized first) with a registered intrinsic."""
+        """Replace a block (or the loops under a loop, blockized first) with a registered tensor intrinsic.
+
+        A ``TensorIntrin`` pairs a description (what one call computes) with an implementation
+        (a vectorized loop, a hardware instruction ...); the block, matching the description, is
+        replaced by the implementation, its buffers viewed through ``T.match_buffer``.
+
+        Preconditions: ``tensor_intrin`` is registered (``tir.TensorIntrin.register``); the block (the
+        single block under the loop) matches the description's loops, iterators and body.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+                for i in range(64):
+                    with T.block("B"):
+                        vi = T.axis.spatial(64, i)
+                        B[vi] = A[vi] * T.float32(2)
+
+        An intrinsic that doubles 4 elements, its implementation a vectorized loop:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def double4_desc(a: T.Buffer((4,), "float32"), b: T.Buffer((4,), "float32")):
+                for i in range(4):
+                    with T.block("B"):
+                        vi = T.axis.spatial(4, i)
+                        b[vi] = a[vi] * T.float32(2)
+
+        .. code-block:: python
+
+            @T.prim_func
+            def double4_impl(a: T.Buffer((4,), "float32"), b: T.Buffer((4,), "float32")):
+                for i in T.vectorized(4):
+                    with T.block("B"):
+                        vi = T.axis.spatial(4, i)
+                        b[vi] = a[vi] * T.float32(2)
+
+        Register it, and use it on each tile of 4:
+
+        .. code-block:: python
+
+            tir.TensorIntrin.register("double4", double4_desc, double4_impl, override=True)
+            sch = tir.Schedule(before)
+            (i,) = sch.get_loops("B")
+            i_0, i_1 = sch.split(i, factors=[None, 4])
+            sch.tensorize(i_1, "double4")
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+                for i_0 in range(16):
+                    with T.block("B_o"):
+                        vi_o = T.axis.spatial(16, i_0)
+                        a = T.match_buffer(A[vi_o * 4:vi_o * 4 + 4], (4,), "float32")
+                        b = T.match_buffer(B[vi_o * 4:vi_o * 4 + 4], (4,), "float32")
+                        for i in T.vectorized(4):
+                            with T.block("B"):
+                                vi = T.axis.spatial(4, i)
+                                b[vi] = a[vi] * T.float32(2)
+        """
         intrin = _blockize.TensorIntrin.get(tensor_intrin)
         func_name = block_or_loop.func_name
         if isinstance(block_or_loop, LoopRV):
@@ -567,8 +1683,6 @@ class Schedule:
             body, name = self._func(func_name).body, block_or_loop.name
         realize = next(r for r, _ in block_realizes(body) if r.block.name_hint == name)
         self._commit(func_name, _blockize.tensorize(body, realize, intrin))
-        self._record("tensorize", {"block_or_loop": block_or_loop, "tensor_intrin": tensor_intrin,
-                                   "preserve_unit_iters": preserve_unit_iters}, [])
 
     # -- data movement ------------------------------------------------------------------
     def _normalize_buffer_arg(self, block: BlockRV, buffer: Any,
@@ -609,41 +1723,211 @@ class Schedule:
                                 f"not a {required} buffer")
         return found
 
+    @primitive("CacheRead", inputs=("block", "consumer_blocks"), omit_empty=("consumer_blocks",))
     def cache_read(self, block: BlockRV | str, read_buffer_index: int | str | Any, storage_scope: str,
                    consumer_blocks: list[BlockRV | str] | None = None) -> BlockRV:
-        """Copy a buffer ``block`` reads into a new ``storage_scope`` buffer, read from there."""
+        """Copy a buffer ``block`` reads into a new buffer in ``storage_scope``, and read it from there.
+
+        A new block ``<buffer>_<scope>`` (e.g. ``A_local``) copies the whole buffer, placed after the
+        block that writes it (or first in the scope, for a parameter); ``compute_at`` then moves the
+        copy to where it pays, e.g. a tile of shared memory per thread block.
+
+        Preconditions: ``block`` reads the buffer; ``consumer_blocks``, when given, are the readers that
+        switch to the copy (by default every reader in the scope).
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            A block that reads the buffer.
+        read_buffer_index : int, str or Buffer
+            Which buffer: its index among ``block``'s reads, its name, or the Buffer.
+        storage_scope : str
+            ``"global"``, ``"shared"``, ``"local"`` ...
+        consumer_blocks : list of BlockRV or str, optional
+            The readers to redirect.
+
+        Returns
+        -------
+        cached_block : BlockRV
+            The block that makes the copy.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+
+        Copy A into a local buffer first:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.cache_read("B", 0, "local")
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                A_local = T.alloc_buffer((16, 32), scope="local")
+                for ax0, ax1 in T.grid(16, 32):
+                    with T.block("A_local"):
+                        v0, v1 = T.axis.remap("SS", [ax0, ax1])
+                        A_local[v0, v1] = A[v0, v1]
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A_local[vi, vj] * T.float32(2)
+        """
         return self._cache("cache_read", block, read_buffer_index, storage_scope, consumer_blocks)
 
+    @primitive("CacheWrite", inputs=("block", "consumer_blocks"), omit_empty=("consumer_blocks",))
     def cache_write(self, block: BlockRV | str, write_buffer_index: int | str | Any, storage_scope: str,
                     consumer_blocks: list[BlockRV | str] | None = None) -> BlockRV:
-        """Let ``block`` write into a new ``storage_scope`` buffer, copied out afterwards."""
+        """Let ``block`` write into a new buffer in ``storage_scope``, copied to the original afterwards.
+
+        A new block ``<buffer>_<scope>`` (e.g. ``B_local``) does the copy, placed right after ``block``;
+        ``reverse_compute_at`` then moves it next to the computation, so each tile is accumulated in
+        fast memory and written out once.
+
+        Preconditions: ``block`` writes the buffer, and is the only block that does.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The block that writes the buffer.
+        write_buffer_index : int, str or Buffer
+            Which buffer: its index among ``block``'s writes, its name, or the Buffer.
+        storage_scope : str
+            ``"global"``, ``"shared"``, ``"local"`` ...
+        consumer_blocks : list of BlockRV or str, optional
+            Readers that should read the new buffer directly.
+
+        Returns
+        -------
+        cached_block : BlockRV
+            The block that copies the result out.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+
+        Compute into a local buffer, then copy out:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.cache_write("B", 0, "local")
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                B_local = T.alloc_buffer((16, 32), scope="local")
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B_local[vi, vj] = A[vi, vj] * T.float32(2)
+                for ax0, ax1 in T.grid(16, 32):
+                    with T.block("B_local"):
+                        v0, v1 = T.axis.remap("SS", [ax0, ax1])
+                        B[v0, v1] = B_local[v0, v1]
+        """
         return self._cache("cache_write", block, write_buffer_index, storage_scope, consumer_blocks)
 
-    def _cache(self, kind: str, block: BlockRV | str, index: Any, scope: str, consumers: Any) -> BlockRV:
-        consumers = [self._normalize_block_arg(b) for b in (consumers or [])]
-        block = self._normalize_block_arg(block)
+    def _cache(self, kind: str, block: BlockRV, index: Any, scope: str, consumers: list[BlockRV]) -> BlockRV:
         read = kind == "cache_read"
         _, index, _ = self._normalize_buffer_arg(block, index, "read" if read else "write")
+        self._record_as(**{"read_buffer_index" if read else "write_buffer_index": index})
         realize, _ = self._block(block)
         consumer_realizes = [self._block(c)[0] for c in consumers]
         cache = _cache_mod.cache_read if read else _cache_mod.cache_write
         body, name = cache(self._func(block.func_name).body, realize, index, scope, consumer_realizes)
         self._commit(block.func_name, body)
-        rv = BlockRV(name, block.func_name)
-        key = "read_buffer_index" if read else "write_buffer_index"
-        self._record(kind, {"block": block, key: index, "storage_scope": scope,
-                            "consumer_blocks": consumers}, [rv])
-        return rv
+        return BlockRV(name, block.func_name)
 
+    @primitive("TransformLayout", inputs=("block",))
     def transform_layout(self, block: BlockRV | str, buffer: Any, index_map: Any, pad_value: Any = None,
                          *, assume_injective_transform: bool = False) -> None:
-        """Store a buffer in a new layout; ``buffer`` is ("read", i), ("write", i), a name or a Buffer.
+        """Store a buffer in a new layout: element ``x`` moves to ``index_map(x)``.
 
-        A buffer that is a function parameter changes the function's signature.
-        A layout with padding needs ``pad_value`` (a padded layout is refused unless
-        ``assume_injective_transform`` says the padding is never read).
+        Every access to the buffer is rewritten; a buffer that is a function parameter changes the
+        function's signature (the caller then passes data in the new layout).  ``buffer`` is
+        ``("read", i)`` / ``("write", i)`` (the i-th buffer ``block`` reads / writes), a name or a
+        Buffer.  An ``IndexMap.AXIS_SEPARATOR`` in the result also splits the axes into physical
+        groups (a ``set_axis_separator`` step).
+
+        Preconditions: ``block`` accesses the buffer; ``index_map`` is a function of one variable per
+        axis; a layout that needs padding (its range bigger than the buffer) is given ``pad_value``,
+        or ``assume_injective_transform`` says the padding is never read.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            A block that accesses the buffer.
+        buffer : tuple, str or Buffer
+            Which buffer.
+        index_map : function or IndexMap
+            The new layout, e.g. ``lambda i, j: (j, i)``.
+        pad_value : optional
+            The value of padding elements.
+        assume_injective_transform : bool
+            Do not check that the map is injective.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+
+        Store B transposed:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.transform_layout("B", ("write", 0), lambda i, j: (j, i))
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), B: T.Buffer((32, 16), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vj, vi] = A[vi, vj] * T.float32(2)
         """
-        block = self._normalize_block_arg(block)
         kind, index, target = self._normalize_buffer_arg(block, buffer)
         # a function becomes an IndexMap over the block's index type; IndexMap.AXIS_SEPARATOR
         # entries become a set_axis_separator step after the layout change, as in TVM
@@ -653,11 +1937,9 @@ class Schedule:
         if not index_map.is_identity():  # the identity (axis separators alone) changes nothing
             new_func = _data.transform_layout(func, target, index_map, pad_value, assume_injective_transform)
             self._commit_function(block.func_name, new_func)
-        self._record("transform_layout", {"block": block, "buffer": (kind, index), "index_map": index_map,
-                                          "pad_value": pad_value,
-                                          "assume_injective_transform": assume_injective_transform}, [])
-        if separators:
-            self.set_axis_separator(block, (kind, index), separators)
+        self._record_as(buffer=(kind, index), index_map=index_map)
+        if separators:  # TVM records them as a step of their own, after the layout change
+            self._then(lambda: self.set_axis_separator(block, (kind, index), separators))
 
     # -- sampling -------------------------------------------------------------------------
     def _sampled(self, value: int, dtype: str = "int32") -> ExprRV:
@@ -666,21 +1948,66 @@ class Schedule:
         self._values[rv] = int(value)
         return rv
 
+    @primitive("SamplePerfectTile", inputs=("loop",), pure=True)
     def sample_perfect_tile(self, loop: LoopRV, n: int, max_innermost_factor: int = 16,
                             decision: list[int] | None = None) -> list[ExprRV]:
-        """Random factors of ``loop``'s extent into ``n`` parts (innermost <= max_innermost_factor).
+        """Sample ``n`` factors whose product is ``loop``'s extent: a random tiling for ``split``.
 
-        Returns random variables: ``sch.get(v)`` reads one, ``sch.split(loop, factors=vs)`` uses them,
-        and the trace records the decision, so a replay picks the same factors.
+        Every way of writing the extent as an ordered product of ``n`` factors with the innermost at
+        most ``max_innermost_factor`` is equally likely.  The factors are random variables:
+        ``sch.get(v)`` reads one, ``sch.split(loop, factors=vs)`` uses them.  The trace keeps the
+        sampled factors as the instruction's decision, so replaying it (``Trace.apply_to_schedule``,
+        a tuning database) splits the same way, and a mutator can change just that decision.  A loop of
+        symbolic extent gets ``[None, 1, ..., 1]``.
+
+        Preconditions: ``n >= 1``; a given ``decision`` is ``n`` factors of the extent.
+
+        Parameters
+        ----------
+        loop : LoopRV
+            The loop to tile.
+        n : int
+            How many factors.
+        max_innermost_factor : int
+            The largest innermost factor.
+        decision : list of int, optional
+            The factors to take instead of sampling.
+
+        Returns
+        -------
+        factors : list[ExprRV]
+            The sampled factors, outermost first.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+                for i in range(64):
+                    with T.block("B"):
+                        vi = T.axis.spatial(64, i)
+                        B[vi] = A[vi] * T.float32(2)
+
+        Tile the loop in two at random; the trace records the choice:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before, seed=0)
+            (i,) = sch.get_loops("B")
+            factors = sch.sample_perfect_tile(i, n=2, max_innermost_factor=16)
+            sch.split(i, factors=factors)
+            assert sch.get(factors[0]) * sch.get(factors[1]) == 64
+            assert "decision=" in str(sch.trace)
         """
         node, _ = self._loop(loop)
         if not isinstance(node.extent, IntImm):
             # a loop of symbolic extent is tiled trivially, as in TVM: [None, 1, ..., 1], where
             # None (decision -1) lets split infer the outer factor
-            outs = [None] + [self._sampled(1, node.loop_var.dtype) for _ in range(n - 1)]
-            self._record("sample_perfect_tile", {"loop": loop, "n": n, "max_innermost_factor": max_innermost_factor},
-                         outs, decision=[IntImm("int64", -1)] + [IntImm("int64", 1)] * (n - 1))
-            return outs
+            self._record_as(decision=[IntImm("int64", -1)] + [IntImm("int64", 1)] * (n - 1))
+            return [None] + [self._sampled(1, node.loop_var.dtype) for _ in range(n - 1)]
         extent = _loops._const_extent(node)
         if decision is None:
             decision = _sample_tile(self._rng, extent, n, max_innermost_factor)
@@ -692,15 +2019,59 @@ class Schedule:
             if len(decision) != n or product != extent:
                 raise ScheduleError(f"tile decision {decision} for loop {node.loop_var.name} is not {n} "
                                     f"factors of its extent {extent}")
-        outs = [self._sampled(f, node.loop_var.dtype) for f in decision]
         # decisions are stored as TVM stores them: integer constants (``.value`` reads one)
-        self._record("sample_perfect_tile", {"loop": loop, "n": n, "max_innermost_factor": max_innermost_factor},
-                     outs, decision=[IntImm("int64", f) for f in decision])
-        return outs
+        self._record_as(decision=[IntImm("int64", f) for f in decision])
+        return [self._sampled(f, node.loop_var.dtype) for f in decision]
 
+    @primitive("SampleCategorical", pure=True)
     def sample_categorical(self, candidates: list[int], probs: list[float],
                            decision: int | None = None) -> ExprRV:
-        """Pick one of ``candidates`` with the given probabilities; ``decision`` is the chosen index."""
+        """Pick one of ``candidates`` at random, with the given probabilities.
+
+        The result is a random variable (``sch.get(v)`` reads it) that other primitives take, e.g. as
+        an annotation value (``"pragma_auto_unroll_max_step"``).  The trace keeps the chosen index as
+        the decision, so a replay picks the same value.
+
+        Preconditions: as many probabilities as candidates, at least one; a given ``decision`` is an
+        index into ``candidates``.
+
+        Parameters
+        ----------
+        candidates : list of int
+            The values to choose from.
+        probs : list of float
+            Their probabilities (weights).
+        decision : int, optional
+            The index to take instead of sampling.
+
+        Returns
+        -------
+        result : ExprRV
+            The chosen candidate.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+                for i in range(64):
+                    with T.block("B"):
+                        vi = T.axis.spatial(64, i)
+                        B[vi] = A[vi] * T.float32(2)
+
+        Choose an unroll depth:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before, seed=0)
+            (i,) = sch.get_loops("B")
+            depth = sch.sample_categorical([0, 16, 64], probs=[0.25, 0.5, 0.25])
+            sch.annotate(i, "pragma_auto_unroll_max_step", depth)
+            assert sch.get(depth) in (0, 16, 64)
+        """
         candidates = [int(c) for c in candidates]
         probs = [float(p) for p in probs]
         if len(candidates) != len(probs) or not candidates:
@@ -710,44 +2081,228 @@ class Schedule:
         decision = int(decision)
         if not 0 <= decision < len(candidates):
             raise ScheduleError(f"sample_categorical decision {decision} is not an index into {candidates}")
-        out = self._sampled(candidates[decision])
-        self._record("sample_categorical", {"candidates": candidates, "probs": probs}, [out],
-                     decision=IntImm("int64", decision))
-        return out
+        self._record_as(candidates=candidates, probs=probs, decision=IntImm("int64", decision))
+        return self._sampled(candidates[decision])
 
+    @primitive("EnterPostproc", postproc=True)
     def enter_postproc(self) -> None:
-        """Mark where postprocessing starts (``trace.simplified(remove_postproc=True)`` drops the rest)."""
-        self._record("enter_postproc", {}, [])
+        """Mark where postprocessing starts: the steps after it (meta_schedule's postprocessors) are dropped by
+        ``trace.simplified(remove_postproc=True)`` and ``as_json(remove_postproc=True)``.
+
+        Preconditions: none; it changes nothing in the function.
+
+        Parameters
+        ----------
+        (none)
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+                for i in range(64):
+                    with T.block("B"):
+                        vi = T.axis.spatial(64, i)
+                        B[vi] = A[vi] * T.float32(2)
+
+        Mark the point, then postprocess:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            (i,) = sch.get_loops("B")
+            sch.enter_postproc()
+            sch.parallel(i)
+            assert len(sch.trace.simplified(remove_postproc=True)) == 0
+        """
 
     # -- buffer annotations, block layout, unit loops (block_annotate.py, layout.py) -----------
 
+    @primitive("SetScope", inputs=("block",))
     def set_scope(self, block: BlockRV | str, buffer_index: int | str | Any, storage_scope: str) -> None:
-        """Store the ``buffer_index``-th buffer ``block`` writes in ``storage_scope`` (it must be
-        allocated by a block, not a parameter)."""
-        block = self._block_rv(block)
+        """Store the ``buffer_index``-th buffer ``block`` writes in ``storage_scope`` (``"shared"``,
+        ``"local"`` ...) instead of global memory.
+
+        Preconditions: the buffer is allocated in the function (``T.alloc_buffer``), not a parameter.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The block writing the buffer.
+        buffer_index : int, str or Buffer
+            Which buffer: an index among the block's writes, a name or the Buffer.
+        storage_scope : str
+            The new scope.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32), "float32")
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = B[vi, vj] + T.float32(1)
+
+        Keep B in shared memory:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.set_scope("B", 0, "shared")
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32), scope="shared")
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = B[vi, vj] + T.float32(1)
+        """
         realize, _ = self._block(block)
         body, index = _block_annotate.set_scope(self._func(block.func_name).body, realize.block,
                                                 buffer_index, storage_scope)
         self._commit(block.func_name, body)
-        self._record("set_scope", {"block": block, "buffer_index": index, "storage_scope": storage_scope}, [])
+        self._record_as(buffer_index=index)
 
+    @primitive("StorageAlign", inputs=("block",))
     def storage_align(self, block: BlockRV | str, buffer_index: int, axis: int, factor: int,
                       offset: int) -> None:
-        """Pad the stride of ``axis`` of a written, block-allocated buffer to
-        ``k * factor + offset`` (recorded as a ``buffer_dim_align`` block annotation)."""
+        """Pad the stride of ``axis`` of a buffer ``block`` writes to ``k * factor + offset`` elements (e.g. to
+        avoid shared-memory bank conflicts).
+
+        Preconditions: the buffer is allocated in the function, not a parameter; ``0 <= axis < ndim``;
+        ``factor > 0``.  It is recorded as a ``buffer_dim_align`` block annotation, applied when the
+        function is lowered.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The block writing the buffer.
+        buffer_index : int
+            The index of the buffer among the block's writes.
+        axis : int
+            The axis whose stride to pad.
+        factor, offset : int
+            The stride becomes a multiple of ``factor`` plus ``offset``.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32), "float32")
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = B[vi, vj] + T.float32(1)
+
+        Rows of B 33 elements apart:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.storage_align("B", 0, axis=0, factor=32, offset=1)
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32))
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        T.block_attr({"buffer_dim_align": [[0, 0, 32, 1]]})
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = B[vi, vj] + T.float32(1)
+        """
         from .tree import replace_stmt
 
-        block = self._block_rv(block)
         realize, _ = self._block(block)
         root = self._func(block.func_name).body
         new = _block_annotate.storage_align(root, realize.block, buffer_index, axis, factor, offset)
         self._commit(block.func_name, replace_stmt(root, realize.block, new))
-        self._record("storage_align", {"block": block, "buffer_index": buffer_index, "axis": axis,
-                                       "factor": factor, "offset": offset}, [])
 
+    @primitive("AddUnitLoop", inputs=("block_or_loop",))
     def add_unit_loop(self, block_or_loop: BlockRV | LoopRV | str) -> LoopRV:
-        """A new loop of extent 1 right above ``block_or_loop``; returns it."""
-        rv = self._block_rv(block_or_loop)
+        """Add a loop of extent 1 right above ``block_or_loop``, e.g. to give a block a loop to bind or
+        compute_at under.
+
+        Preconditions: ``block_or_loop`` is not the root block.
+
+        Parameters
+        ----------
+        block_or_loop : BlockRV, LoopRV or str
+            What the new loop goes above.
+
+        Returns
+        -------
+        loop : LoopRV
+            The new loop.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+                for i in range(64):
+                    with T.block("B"):
+                        vi = T.axis.spatial(64, i)
+                        B[vi] = A[vi] * T.float32(2)
+
+        Add a unit loop above block B:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.add_unit_loop("B")
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+                for i, u in T.grid(64, 1):
+                    with T.block("B"):
+                        vi = T.axis.spatial(64, i)
+                        B[vi] = A[vi] * T.float32(2)
+        """
+        rv = block_or_loop
         if isinstance(rv, BlockRV):
             node, path = self._block(rv)
             if not any(isinstance(s, Block) for s in path):
@@ -757,24 +2312,115 @@ class Schedule:
             node, _ = self._loop(rv)
         body, var = _layout.add_unit_loop(self._func(rv.func_name).body, node)
         self._commit(rv.func_name, body)
-        out = LoopRV(var, rv.func_name)
-        self._record("add_unit_loop", {"block_or_loop": rv}, [out])
-        return out
+        return LoopRV(var, rv.func_name)
 
+    @primitive("TransformBlockLayout", inputs=("block",))
     def transform_block_layout(self, block: BlockRV | str, index_map: Any) -> None:
-        """Remap ``block``'s iteration space through ``index_map`` (the loops above it are rebuilt)."""
-        block = self._block_rv(block)
+        """Remap ``block``'s iteration space through ``index_map``; the loops above it are rebuilt.
+
+        Preconditions: ``block`` is the only block under its loops, its bindings are the loop variables
+        (affine, one loop per iterator), and ``index_map`` is bijective on its domain.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The block.
+        index_map : function or IndexMap
+            From the block's iterators to the new ones.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+
+        Iterate the 16 x 32 block as one flat axis:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.transform_block_layout("B", lambda i, j: (i * 32 + j,))
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for ax0 in range(512):
+                    with T.block("B"):
+                        v0 = T.axis.spatial(512, ax0)
+                        B[v0 // 32, v0 % 32] = A[v0 // 32, v0 % 32] * T.float32(2)
+        """
         realize, path = self._block(block)
         func = self._func(block.func_name)
         body = _layout.transform_block_layout(func.body, realize, path, index_map)
         self._commit(block.func_name, body)
-        self._record("transform_block_layout", {"block": block, "index_map": index_map}, [])
 
     # -- reindexing (reindex.py) -------------------------------------------------------------
+    @primitive("ReIndex", inputs=("block",))
     def reindex(self, block: BlockRV | str, buffer: tuple[str, int] | str | Any) -> BlockRV:
-        """Copy a buffer ``block`` accesses into (out of) a new buffer indexed by the block's
-        iterators; ``buffer`` is ("read", i), ("write", i), a name or a Buffer."""
-        block = self._block_rv(block)
+        """Let ``block`` access a new buffer indexed by its own iterators, copied from (or to) the original.
+
+        Preconditions: ``block`` accesses the buffer (given as ``("read", i)``, ``("write", i)``, a name or
+        a Buffer) and its iterators are not all unused in the indices.  Useful before ``transform_layout``
+        or ``tensorize``: the new buffer's layout follows the block's iteration space.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The block.
+        buffer : tuple, str or Buffer
+            Which buffer.
+
+        Returns
+        -------
+        reindex_block : BlockRV
+            The block that makes the copy.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+
+        Write B through a reindexed buffer:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.reindex("B", ("write", 0))
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                B_reindex = T.alloc_buffer((16, 32))
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B_reindex[vi, vj] = A[vi, vj] * T.float32(2)
+                for ax0, ax1 in T.grid(16, 32):
+                    with T.block("B_reindex"):
+                        vi, vj = T.axis.remap("SS", [ax0, ax1])
+                        B[vi, vj] = B_reindex[vi, vj]
+        """
         realize, path = self._block(block)
         blk = realize.block
         if isinstance(buffer, (tuple, list)) and len(buffer) == 2 and isinstance(buffer[0], str):
@@ -791,42 +2437,204 @@ class Schedule:
             kind, index = hits[0]
         body, name, index = _reindex.reindex(self._func(block.func_name).body, realize, path, kind, index)
         self._commit(block.func_name, body)
-        rv = BlockRV(name, block.func_name)
-        self._record("reindex", {"block": block, "buffer": (kind, index)}, [rv])
-        return rv
+        self._record_as(buffer=(kind, index))
+        return BlockRV(name, block.func_name)
 
+    @primitive("ReindexCacheRead", inputs=("block",))
     def reindex_cache_read(self, block: BlockRV | str, read_buffer_index: int, storage_scope: str,
                            index_map: Any) -> BlockRV:
-        """A ``storage_scope`` copy of a buffer ``block`` reads at one point, laid out as
-        ``index_map(block iterators)``; the block then reads the copy."""
+        """Copy a buffer ``block`` reads into a ``storage_scope`` buffer laid out as ``index_map(block
+        iterators)``; the block reads the copy.
+
+        Preconditions: ``block`` reads the buffer at one point per iteration (its indices are affine in the
+        block's iterators); ``index_map`` takes one variable per block iterator.  Like ``cache_read``
+        followed by ``transform_layout``, in one step.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The block.
+        read_buffer_index : int
+            The index of the buffer among the block's reads.
+        storage_scope : str
+            The scope of the new buffer.
+        index_map : function or IndexMap
+            Its layout, from the block's iterators.
+
+        Returns
+        -------
+        cached_block : BlockRV
+            The block that makes the copy.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+
+        A transposed copy of A in shared memory:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.reindex_cache_read("B", 0, "shared", lambda i, j: (j, i))
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                A_shared = T.alloc_buffer((32, 16), scope="shared")
+                for i, j in T.grid(16, 32):
+                    with T.block("A_shared"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        A_shared[vj, vi] = A[vi, vj]
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A_shared[vj, vi] * T.float32(2)
+        """
         return self._reindex_cache(block, read_buffer_index, storage_scope, index_map, read=True)
 
+    @primitive("ReindexCacheWrite", inputs=("block",))
     def reindex_cache_write(self, block: BlockRV | str, write_buffer_index: int, storage_scope: str,
                             index_map: Any) -> BlockRV:
-        """``block`` writes a ``storage_scope`` buffer laid out as ``index_map(block iterators)``,
-        copied to the original buffer afterwards."""
+        """Let ``block`` write a ``storage_scope`` buffer laid out as ``index_map(block iterators)``, copied to
+        the original afterwards.
+
+        Preconditions: ``block`` is the only writer of the buffer and writes one point per iteration;
+        ``index_map`` takes one variable per block iterator.  Like ``cache_write`` followed by
+        ``transform_layout``, in one step.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The block.
+        write_buffer_index : int
+            The index of the buffer among the block's writes.
+        storage_scope : str
+            The scope of the new buffer.
+        index_map : function or IndexMap
+            Its layout, from the block's iterators.
+
+        Returns
+        -------
+        cached_block : BlockRV
+            The block that makes the copy.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+
+        A transposed buffer for B in shared memory:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.reindex_cache_write("B", 0, "shared", lambda i, j: (j, i))
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                B_shared = T.alloc_buffer((32, 16), scope="shared")
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B_shared[vj, vi] = A[vi, vj] * T.float32(2)
+                for i, j in T.grid(16, 32):
+                    with T.block("B_shared"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = B_shared[vj, vi]
+        """
         return self._reindex_cache(block, write_buffer_index, storage_scope, index_map, read=False)
 
-    def _reindex_cache(self, block: BlockRV | str, index: int, scope: str, index_map: Any, read: bool) -> BlockRV:
-        block = self._block_rv(block)
+    def _reindex_cache(self, block: BlockRV, index: int, scope: str, index_map: Any, read: bool) -> BlockRV:
         realize, path = self._block(block)
         body, name = _reindex.reindex_cache(self._func(block.func_name).body, realize, path, index, scope,
                                             index_map, read)
         self._commit(block.func_name, body)
-        rv = BlockRV(name, block.func_name)
-        kind = "reindex_cache_read" if read else "reindex_cache_write"
-        key = "read_buffer_index" if read else "write_buffer_index"
-        self._record(kind, {"block": block, key: index, "storage_scope": scope, "index_map": index_map}, [rv])
-        return rv
+        return BlockRV(name, block.func_name)
 
+    @primitive("PadEinsum", inputs=("block",))
     def pad_einsum(self, block: BlockRV | str, padding: list[int]) -> None:
-        """Round ``block``'s iteration domain up to multiples of ``padding`` (one factor per
-        iterator), with zero-padded copies of the buffers it would otherwise overrun."""
-        block = self._block_rv(block)
+        """Round ``block``'s iteration domain up to multiples of ``padding``, with zero-padded copies of the
+        buffers it would otherwise overrun (so a tile size that does not divide the shape fits).
+
+        Preconditions: ``block`` is an einsum-like block (a single store whose indices are its iterators);
+        one padding factor per iterator.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The block.
+        padding : list of int
+            The multiple for each iterator.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((14,), "float32"), B: T.Buffer((14,), "float32")):
+                for i in range(14):
+                    with T.block("B"):
+                        vi = T.axis.spatial(14, i)
+                        B[vi] = A[vi] * T.float32(2)
+
+        Pad 14 up to 16:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.pad_einsum("B", [16])
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((14,), "float32"), B: T.Buffer((14,), "float32")):
+                A_pad = T.alloc_buffer((16,))
+                B_pad = T.alloc_buffer((16,))
+                for i0 in range(16):
+                    with T.block("A_pad"):
+                        v0 = T.axis.spatial(16, i0)
+                        A_pad[v0] = T.if_then_else(v0 < 14, A[v0], T.float32(0))
+                for i in range(16):
+                    with T.block("B"):
+                        vi = T.axis.spatial(16, i)
+                        B_pad[vi] = A_pad[vi] * T.float32(2)
+                for i0 in range(14):
+                    with T.block("B_pad"):
+                        v0 = T.axis.spatial(14, i0)
+                        B[v0] = B_pad[v0]
+        """
         realize, path = self._block(block)
         body = _pad_einsum.pad_einsum(self._func(block.func_name).body, realize, path, padding)
         self._commit(block.func_name, body)
-        self._record("pad_einsum", {"block": block, "padding": [int(p) for p in padding]}, [])
+        self._record_as(padding=[int(p) for p in padding])
 
     # == schedmore: buffer axis separators, ... ================================================
 
@@ -835,61 +2643,318 @@ class Schedule:
         blk = self._block(block)[0].block
         return blk.iter_vars[0].var.dtype if blk.iter_vars else "int32"
 
+    @primitive("SetAxisSeparator", inputs=("block",))
     def set_axis_separator(self, block: BlockRV | str, buffer: tuple[str, int] | str | Any,
                            axis_separators: list[int] | None) -> None:
-        """Split the axes of a buffer ``block`` accesses into physical groups at
-        ``axis_separators``; ``buffer`` is ("read", i), ("write", i), a name or a Buffer."""
-        block = self._normalize_block_arg(block)
+        """Group a buffer's axes into physical dimensions at ``axis_separators`` (e.g. a 2-d texture).
+
+        Preconditions: ``block`` accesses the buffer (given as ``("read", i)``, ``("write", i)``, a name or
+        a Buffer); the separators are increasing axis positions.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            A block accessing the buffer.
+        buffer : tuple, str or Buffer
+            Which buffer.
+        axis_separators : list of int
+            Where each new physical dimension starts.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32), "float32")
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = B[vi, vj] + T.float32(1)
+
+        Keep B's two axes apart:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.set_axis_separator("B", ("write", 0), [1])
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32), axis_separators=[1])
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = B[vi, vj] + T.float32(1)
+        """
         kind, index, target = self._normalize_buffer_arg(block, buffer)
         seps = [int(getattr(a, "value", a)) for a in (axis_separators or [])]
         func = self._func(block.func_name)
         self._commit_function(block.func_name, _axis_separator.set_axis_separator(func, target, seps))
-        self._record("set_axis_separator", {"block": block, "buffer": (kind, index),
-                                            "axis_separators": seps}, [])
+        self._record_as(buffer=(kind, index), axis_separators=seps)
 
+    @primitive("FuseReductionEpilogue", inputs=("reduction_block", "epilogue_block"))
     def fuse_reduction_epilogue(self, reduction_block: BlockRV | str, epilogue_block: BlockRV | str) -> None:
-        """Fold an elementwise epilogue (bias, bias + ReLU, clipping) into the reduction it reads:
-        the reduction then writes the epilogue's output (see ``schedule/epilogue.py``)."""
-        reduction_block = self._normalize_block_arg(reduction_block)
-        epilogue_block = self._normalize_block_arg(epilogue_block)
+        """Fold an elementwise epilogue (a bias, bias + ReLU, clipping) into the reduction it reads: the
+        reduction then writes the epilogue's output directly.
+
+        Preconditions: ``reduction_block`` is a reduction with ``T.init`` whose only reader is
+        ``epilogue_block``, a single elementwise store of a form it recognizes (see
+        ``schedule/epilogue.py``).
+
+        Parameters
+        ----------
+        reduction_block : BlockRV or str
+            The reduction.
+        epilogue_block : BlockRV or str
+            The elementwise block after it.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 64), "float32"), W: T.Buffer((16,), "float32"), C: T.Buffer((16,), "float32")):
+                B = T.alloc_buffer((16,), "float32")
+                for i, k in T.grid(16, 64):
+                    with T.block("B"):
+                        vi, vk = T.axis.remap("SR", [i, k])
+                        with T.init():
+                            B[vi] = T.float32(0)
+                        B[vi] = B[vi] + A[vi, vk]
+                for i in range(16):
+                    with T.block("C"):
+                        vi = T.axis.spatial(16, i)
+                        C[vi] = B[vi] + W[vi]
+
+        Start each row's sum at its bias:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.fuse_reduction_epilogue("B", "C")
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 64), "float32"), W: T.Buffer((16,), "float32"), C: T.Buffer((16,), "float32")):
+                B = T.alloc_buffer((16,))
+                for i, k in T.grid(16, 64):
+                    with T.block("B"):
+                        vi, vk = T.axis.remap("SR", [i, k])
+                        with T.init():
+                            C[vi] = W[vi]
+                        C[vi] = C[vi] + A[vi, vk]
+        """
         reduction, _ = self._block(reduction_block)
         epilogue, _ = self._block(epilogue_block)
         func = self._func(reduction_block.func_name)
         body = _epilogue.fuse_reduction_epilogue(func.body, reduction, epilogue, self._output_buffers(func))
         self._commit(reduction_block.func_name, body)
-        self._record("fuse_reduction_epilogue", {"reduction_block": reduction_block,
-                                                 "epilogue_block": epilogue_block}, [])
 
+    @primitive("RollingBuffer", inputs=("block",))
     def rolling_buffer(self, block: BlockRV | str, write_buffer_index: int) -> None:
-        """Shrink the ``write_buffer_index``-th buffer ``block`` writes to the window one tile
-        needs, addressed circularly, with overlapping rows computed once (see rolling_buffer.py)."""
-        block = self._normalize_block_arg(block)
+        """Shrink a buffer ``block`` writes to the window one iteration of the outer loop needs, addressed
+        circularly; rows that overlap the previous window are computed once.
+
+        Preconditions: the buffer is allocated in the function; ``block`` was placed under its consumer's
+        loop (compute_at) and its region slides along one axis by a constant step per iteration.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The producer.
+        write_buffer_index : int
+            The index of the buffer among its writes.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((10,), "float32"), C: T.Buffer((8,), "float32")):
+                B = T.alloc_buffer((10,), "float32")
+                for i in range(8):
+                    for ax in range(3):
+                        with T.block("B"):
+                            vb = T.axis.spatial(10, i + ax)
+                            B[vb] = A[vb] * T.float32(2)
+                    for k in range(3):
+                        with T.block("C"):
+                            vi, vk = T.axis.remap("SR", [i, k])
+                            with T.init():
+                                C[vi] = T.float32(0)
+                            C[vi] = C[vi] + B[vi + vk]
+
+        Keep only a window of 3 elements of B:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.rolling_buffer("B", 0)
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((10,), "float32"), C: T.Buffer((8,), "float32")):
+                B = T.alloc_buffer((3,))
+                for i in range(8):
+                    for ax in range(3):
+                        with T.block("B"):
+                            vb = T.axis.opaque(10, i + ax)
+                            T.where(i < 1 or 2 <= ax)
+                            B[vb % 3] = A[vb] * T.float32(2)
+                    for k in range(3):
+                        with T.block("C"):
+                            vi = T.axis.opaque(8, i)
+                            vk = T.axis.reduce(3, k)
+                            with T.init():
+                                C[vi] = T.float32(0)
+                            C[vi] = C[vi] + B[(vi + vk) % 3]
+        """
         realize, _ = self._block(block)
         func = self._func(block.func_name)
         body = _rolling_buffer.rolling_buffer(func.body, realize, int(write_buffer_index),
                                               self._output_buffers(func))
         self._commit(block.func_name, body)
-        self._record("rolling_buffer", {"block": block, "write_buffer_index": int(write_buffer_index)}, [])
+        self._record_as(write_buffer_index=int(write_buffer_index))
 
+    @primitive("ReorderBlockIterVar", inputs=("block",))
     def reorder_block_iter_var(self, block: BlockRV | str, new_order: list[int]) -> None:
-        """Permute ``block``'s iterators (with their bindings) into ``new_order``."""
-        block = self._normalize_block_arg(block)
+        """Permute ``block``'s iterators (with their bindings) into ``new_order``; the loops stay.
+
+        Preconditions: ``new_order`` is a permutation of ``range(len(iterators))``.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The block.
+        new_order : list of int
+            Which old iterator comes at each position.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+
+        Declare vj before vi:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.reorder_block_iter_var("B", [1, 0])
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), B: T.Buffer((16, 32), "float32")):
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vj, vi = T.axis.remap("SS", [j, i])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+        """
         realize, _ = self._block(block)
         order = [int(getattr(k, "value", k)) for k in new_order]
         body = _block_iters.reorder_block_iter_var(self._func(block.func_name).body, realize, order)
         self._commit(block.func_name, body)
-        self._record("reorder_block_iter_var", {"block": block, "new_order": order}, [])
+        self._record_as(new_order=order)
 
+    @primitive("UnsafeSetDType", inputs=("block",))
     def unsafe_set_dtype(self, block: BlockRV | str, buffer_index: int, dtype: str) -> None:
-        """Store the ``buffer_index``-th buffer ``block`` writes (block-allocated) as ``dtype``,
-        casting at every store and load; unchecked, as in TVM: precision may be lost."""
-        block = self._normalize_block_arg(block)
+        """Store the ``buffer_index``-th buffer ``block`` writes as ``dtype``, casting at every store and load.
+
+        Preconditions: the buffer is allocated in the function.  Unchecked, as in TVM: precision or range
+        may be lost.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The block writing the buffer.
+        buffer_index : int
+            Its index among the block's writes.
+        dtype : str
+            The new element type.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32), "float32")
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = B[vi, vj] + T.float32(1)
+
+        Keep B in half precision:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.unsafe_set_dtype("B", 0, "float16")
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32), "float16")
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = T.Cast("float16", A[vi, vj] * T.float32(2))
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = T.Cast("float32", B[vi, vj]) + T.float32(1)
+        """
         realize, _ = self._block(block)
         index = int(buffer_index)
         body = _block_annotate.unsafe_set_dtype(self._func(block.func_name).body, realize.block, index, dtype)
         self._commit(block.func_name, body)
-        self._record("unsafe_set_dtype", {"block": block, "buffer_index": index, "dtype": dtype}, [])
+        self._record_as(buffer_index=index)
 
+    @primitive("LoopPartition", inputs=("loop", "+factors"))
     def loop_partition(self, loop: LoopRV, factors: list[Any], preserve_unit_iters: bool = True) -> list[LoopRV]:
         """Cut ``loop``'s range into consecutive pieces of the given lengths (one may be None; the
         rest of the range is a last piece), each a copy of the body in its own block (see
@@ -901,14 +2966,65 @@ class Schedule:
                     for f in recorded if f is not None] or [32])
         body, new_vars = _partition.loop_partition(self._func(loop.func_name).body, node, ints, bits)
         self._commit(loop.func_name, body)
-        rvs = [LoopRV(v, loop.func_name) for v in new_vars]
-        self._record("loop_partition", {"loop": loop, "factors": recorded,
-                                        "preserve_unit_iters": preserve_unit_iters}, rvs)
-        return rvs
+        return [LoopRV(v, loop.func_name) for v in new_vars]
 
+    @primitive("Merge", inputs=("*loops",))
     def merge(self, *loops: LoopRV) -> LoopRV:
-        """Merge sibling loop nests of equal extents (the loops given and those around them up to
-        their common ancestor) into one nest running each body in turn; returns its inner loop."""
+        """Merge sibling loop nests into one nest that runs each body in turn.
+
+        Preconditions: at least two loops, at equal depth under a common ancestor, with equal extents and
+        starts; the loops around them up to that ancestor are merged too.
+
+        Parameters
+        ----------
+        *loops : LoopRV
+            The innermost loops of the nests to merge.
+
+        Returns
+        -------
+        merged_loop : LoopRV
+            The inner loop of the merged nest.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32"), C: T.Buffer((16,), "float32")):
+                for i in range(16):
+                    with T.block("B"):
+                        vi = T.axis.spatial(16, i)
+                        B[vi] = A[vi] * T.float32(2)
+                for i in range(16):
+                    with T.block("C"):
+                        vi = T.axis.spatial(16, i)
+                        C[vi] = A[vi] + T.float32(1)
+
+        Run both blocks in one loop:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            (i,) = sch.get_loops("B")
+            (j,) = sch.get_loops("C")
+            sch.merge(i, j)
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32"), C: T.Buffer((16,), "float32")):
+                for i_m in range(16):
+                    with T.block("B"):
+                        vi = T.axis.spatial(16, i_m)
+                        B[vi] = A[vi] * T.float32(2)
+                    with T.block("C"):
+                        vi = T.axis.spatial(16, i_m)
+                        C[vi] = A[vi] + T.float32(1)
+        """
         if len(loops) == 1 and isinstance(loops[0], (list, tuple)):
             loops = tuple(loops[0])
         if len(loops) < 2:
@@ -917,34 +3033,136 @@ class Schedule:
         func_name = loops[0].func_name
         body, var = _merge.merge(self._func(func_name).body, nodes)
         self._commit(func_name, body)
-        rv = LoopRV(var, func_name)
-        self._record("merge", {"*loops": list(loops)}, [rv])
-        return rv
+        self._record_as(loops=loops)
+        return LoopRV(var, func_name)
 
+    @primitive("AnnotateBufferAccess", inputs=("block",))
     def annotate_buffer_access(self, block: BlockRV | str, buffer_index: int, buf_type: str,
                                gen_new_ranges: Any) -> None:
-        """Set the region ``block`` reads (``buf_type="read"``) or writes of its ``buffer_index``-th
-        buffer to what ``gen_new_ranges(*block iterators)`` says — one ``(begin, end)`` or index per
-        iterator — and mark it explicit (trusted, as in TVM)."""
+        """Declare the region ``block`` reads (``buf_type="read"``) or writes of its ``buffer_index``-th
+        buffer: ``gen_new_ranges(*block iterators)`` gives one ``(begin, end)`` or index per axis.
+
+        Preconditions: ``buffer_index`` is in range for that kind of access.  The region is trusted, as in
+        TVM, and marked explicit (``explicit_read_region`` / ``explicit_write_region``) so no later step
+        infers it again.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The block.
+        buffer_index : int
+            The index of the buffer among its reads or writes.
+        buf_type : str
+            ``"read"`` or ``"write"``.
+        gen_new_ranges : function
+            From the block's iterators to the region.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32), "float32")
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = B[vi, vj] + T.float32(1)
+
+        Say C reads a whole row of B:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.annotate_buffer_access("C", 0, "read", lambda vi, vj: ((vi, vi + 1), (0, 32)))
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32))
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        T.reads(B[vi, 0:32])
+                        T.block_attr({"explicit_read_region": [T.int32(0)]})
+                        C[vi, vj] = B[vi, vj] + T.float32(1)
+        """
         from .tree import replace_stmt
 
-        block = self._normalize_block_arg(block)
         realize, _ = self._block(block)
         ranges = _buffer_access.ranges_map(realize.block, gen_new_ranges)
         new = _buffer_access.annotate_buffer_access(realize.block, int(buffer_index), buf_type, ranges)
         root = self._func(block.func_name).body
         self._commit(block.func_name, replace_stmt(root, realize.block, new))
-        self._record("annotate_buffer_access", {"block": block, "buffer_index": int(buffer_index),
-                                                "buf_type": buf_type, "gen_new_ranges": ranges}, [])
+        self._record_as(buffer_index=int(buffer_index), gen_new_ranges=ranges)
 
+    @primitive("SampleComputeLocation", inputs=("block",), pure=True)
     def sample_compute_location(self, block: BlockRV | str, decision: int | None = None) -> LoopRV:
-        """Sample where ``block`` could be computed: a loop of its consumers (``compute_at``), the
-        root (decision -1, a LoopRV whose ``mark`` is "root") or inlined (-2, mark "inline"), each
-        allowed candidate equally likely, as TVM does.  A replayed decision that is no longer a
-        candidate falls back to the nearest one before it."""
+        """Sample a place to compute ``block``: a loop of its consumers, the root, or inlined.
+
+        The candidates are where ``compute_at`` would succeed (consumer loops, by position), -1 the
+        root (the result, a LoopRV whose ``mark`` is ``"root"``, leaves the block where it is when given
+        to ``compute_at``) and -2 inline (``mark`` ``"inline"``: ``compute_at`` then inlines it), each
+        equally likely as in TVM.  The trace keeps the candidate's index as the decision; a replayed
+        decision that is no longer a candidate falls back to the nearest one before it.
+
+        Preconditions: ``block`` exists; a given ``decision`` is a candidate index (-2, -1 or a loop
+        position).
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The block to place.
+        decision : int, optional
+            The candidate to take instead of sampling.
+
+        Returns
+        -------
+        loop : LoopRV
+            The sampled location, for ``compute_at``.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((16, 32), "float32"), C: T.Buffer((16, 32), "float32")):
+                B = T.alloc_buffer((16, 32), "float32")
+                for i, j in T.grid(16, 32):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi, vj] * T.float32(2)
+                for i, j in T.grid(16, 32):
+                    with T.block("C"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = B[vi, vj] + T.float32(1)
+
+        Place B at random, then move it there:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before, seed=0)
+            block = sch.get_block("B")
+            loop = sch.sample_compute_location(block)
+            sch.compute_at(block, loop)
+        """
         import bisect
 
-        block = self._normalize_block_arg(block)
         candidates = self._compute_location_candidates(block)
         indices = [k for k, _ in candidates]
         if decision is None:
@@ -963,7 +3181,7 @@ class Schedule:
             rv.mark = "inline" if index == -2 else "root"
         else:
             rv = LoopRV(target.loop_var, block.func_name)
-        self._record("sample_compute_location", {"block": block}, [rv], decision=index)
+        self._record_as(decision=index)
         return rv
 
     def _lcg_state_now(self) -> int:
@@ -1040,42 +3258,143 @@ class Schedule:
                 pass
         return out
 
+    @primitive("DecomposePadding", inputs=("block", "loop"))
     def decompose_padding(self, block: BlockRV | str, loop: LoopRV) -> BlockRV:
-        """Split padding ``block`` into a block filling the pad value (placed before ``loop``)
-        and the block itself restricted to the in-bound region; returns the filling block."""
-        block = self._normalize_block_arg(block)
+        """Split a padding block into one that fills the pad value and one that copies the in-bound region.
+
+        Preconditions: ``block`` is a single store of ``T.if_then_else(in bounds, value, pad value)``;
+        ``loop`` is an ancestor of it.  The filling block goes before ``loop``; the copy loses its branch.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The padding block.
+        loop : LoopRV
+            Where the filling block goes.
+
+        Returns
+        -------
+        pad_block : BlockRV
+            The block that fills the pad value.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((14,), "float32"), B: T.Buffer((16,), "float32")):
+                for i in range(16):
+                    with T.block("B"):
+                        vi = T.axis.spatial(16, i)
+                        B[vi] = T.if_then_else(1 <= vi and vi < 15, A[vi - 1], T.float32(0))
+
+        Fill, then copy without a branch:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            (i,) = sch.get_loops("B")
+            sch.decompose_padding("B", i)
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((14,), "float32"), B: T.Buffer((16,), "float32")):
+                for i in range(16):
+                    with T.block("B_pad_const"):
+                        vi = T.axis.spatial(16, i)
+                        B[vi] = T.float32(0)
+                for i in range(14):
+                    with T.block("B"):
+                        vi = T.axis.spatial(14, i)
+                        B[vi + 1] = A[vi]
+        """
         realize, _ = self._block(block)
         target, _ = self._loop(loop)
         body, name = _decompose_padding.decompose_padding(self._func(block.func_name).body, realize, target)
         self._commit(block.func_name, body)
-        rv = BlockRV(name, block.func_name)
-        self._record("decompose_padding", {"block": block, "loop": loop}, [rv])
-        return rv
+        return BlockRV(name, block.func_name)
 
     def can_decompose_padding(self, block: BlockRV | str, loop: LoopRV) -> bool:
         """Whether ``decompose_padding(block, loop)`` would succeed (nothing changes, nothing recorded)."""
-        block = self._normalize_block_arg(block)
         realize, _ = self._block(block)
         target, _ = self._loop(loop)
         try:
-            _decompose_padding.decompose_padding(self._func(block.func_name).body, realize, target)
+            _decompose_padding.decompose_padding(self._func(loop.func_name).body, realize, target)
         except ScheduleError:
             return False
         return True
 
+    @primitive("CacheIndex", inputs=("block",))
     def cache_index(self, block: BlockRV | str, storage_scope: str, cse_thresh: int = 0) -> list[BlockRV]:
-        """Precompute ``block``'s index arithmetic into ``index_var_k`` buffers filled by blocks
-        ``index_k`` placed before it; ``cse_thresh`` > 0 caches only expressions that occur at
-        least that often (see cache_index.py).  Returns the new blocks."""
-        block = self._normalize_block_arg(block)
+        """Precompute ``block``'s index arithmetic into buffers ``index_var_k``, filled by blocks ``index_k``
+        placed before it; the block then loads the indices.
+
+        Preconditions: ``block`` exists and is under the root block; with ``cse_thresh`` > 0 only
+        expressions that occur at least that often are cached.
+
+        Parameters
+        ----------
+        block : BlockRV or str
+            The block whose indices to cache.
+        storage_scope : str
+            The scope of the index buffers.
+        cse_thresh : int
+            The least number of occurrences worth caching (0: every index expression).
+
+        Returns
+        -------
+        index_blocks : list[BlockRV]
+            The blocks that fill the index buffers.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((64,), "float32"), B: T.Buffer((16, 4), "float32")):
+                for i, j in T.grid(16, 4):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        B[vi, vj] = A[vi * 4 + vj]
+
+        Cache the flat index of A:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            sch.cache_index("B", "global")
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((64,), "float32"), B: T.Buffer((16, 4), "float32")):
+                index_var_0 = T.alloc_buffer((16, 4), "int32", strides=(1,))
+                for ax0, ax1 in T.grid(16, 4):
+                    with T.block("index_0"):
+                        v0, v1 = T.axis.remap("SS", [ax0, ax1])
+                        T.reads()
+                        index_var_0[v0, v1] = v0 * 4 + v1
+                for i, j in T.grid(16, 4):
+                    with T.block("B"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        T.reads(A[vi * 4 + vj])
+                        B[vi, vj] = A[index_var_0[vi, vj]]
+        """
         realize, _ = self._block(block)
         body, names = _cache_index.cache_index(self._func(block.func_name).body, realize, storage_scope,
                                                int(cse_thresh))
         self._commit(block.func_name, body)
-        rvs = [BlockRV(n, block.func_name) for n in names]
-        self._record("cache_index", {"block": block, "storage_scope": storage_scope,
-                                     "cse_thresh": int(cse_thresh)}, rvs)
-        return rvs
+        self._record_as(cse_thresh=int(cse_thresh))
+        return [BlockRV(n, block.func_name) for n in names]
 
 
 def _parse_debug_mask(debug_mask: Any) -> int:

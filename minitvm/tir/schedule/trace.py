@@ -87,7 +87,7 @@ class InstructionKind:
     attrs: tuple[str, ...] = ()
     output: str = "none"
     decision: bool = False
-    order: tuple[str, ...] | None = None       # printing order, when not inputs then attrs
+    order: tuple[str, ...] | None = None       # printing order (@primitive: the signature's)
     omit_empty: tuple[str, ...] = ()           # printed only when not empty
     is_pure: bool = False                       # no effect but its outputs (simplified() may drop it)
     is_postproc: bool = False
@@ -142,101 +142,11 @@ _BY_METHOD: dict[str, InstructionKind] = {}
 
 
 def register_inst_kind(kind: InstructionKind) -> InstructionKind:
-    """Make ``kind`` known to traces (by its TVM name and its method name)."""
+    """Make ``kind`` known to traces (by its TVM name and its method name).  Each primitive's
+    ``@primitive`` declaration in schedule.py calls this (see primitive.py)."""
     _KINDS[kind.name] = kind
     _BY_METHOD[kind.method] = kind
     return kind
-
-
-def _kind(name: str, method: str, inputs: tuple = (), attrs: tuple = (), output: str = "none",
-          **kw: Any) -> InstructionKind:
-    return register_inst_kind(InstructionKind(name, method, inputs, attrs, output, **kw))
-
-
-# what TVM records for each primitive (inputs, attrs, how outputs print)
-_kind("GetBlock", "get_block", (), ("name", "func_name"), "single", is_pure=True)
-_kind("GetLoops", "get_loops", ("block",), (), "list", is_pure=True)
-_kind("GetChildBlocks", "get_child_blocks", ("*block_or_loop",), (), "list", is_pure=True)
-_kind("GetProducers", "get_producers", ("block",), (), "list", is_pure=True)
-_kind("GetConsumers", "get_consumers", ("block",), (), "list", is_pure=True)
-_kind("GetOutputBlocks", "get_output_blocks", ("scope_block",), (), "list", is_pure=True)
-_kind("Split", "split", ("loop", "+factors"), ("preserve_unit_iters", "disable_predication"), "list")
-_kind("Fuse", "fuse", ("*loops",), ("preserve_unit_iters",), "single")
-_kind("Reorder", "reorder", ("*ordered_loops",))
-_kind("Parallel", "parallel", ("loop",))
-_kind("Vectorize", "vectorize", ("loop",))
-_kind("Unroll", "unroll", ("loop",))
-_kind("Bind", "bind", ("loop",), ("thread_axis",))
-_kind("Annotate", "annotate", ("block_or_loop", "ann_val"), ("ann_key",),
-      order=("block_or_loop", "ann_key", "ann_val"))
-_kind("Unannotate", "unannotate", ("block_or_loop",), ("ann_key",))
-_kind("ComputeAt", "compute_at", ("block", "loop"), ("preserve_unit_loops", "index"))
-_kind("ReverseComputeAt", "reverse_compute_at", ("block", "loop"), ("preserve_unit_loops", "index"))
-_kind("ComputeInline", "compute_inline", ("block",))
-_kind("ReverseComputeInline", "reverse_compute_inline", ("block",))
-_kind("DecomposeReduction", "decompose_reduction", ("block", "loop"), (), "single")
-_kind("RFactor", "rfactor", ("loop",), ("factor_axis",), "single")
-_kind("Blockize", "blockize", ("target",), ("preserve_unit_iters",), "single")
-_kind("Tensorize", "tensorize", ("block_or_loop",), ("tensor_intrin", "preserve_unit_iters"))
-_kind("CacheRead", "cache_read", ("block", "consumer_blocks"), ("read_buffer_index", "storage_scope"),
-      "single", order=("block", "read_buffer_index", "storage_scope", "consumer_blocks"),
-      omit_empty=("consumer_blocks",))
-_kind("CacheWrite", "cache_write", ("block", "consumer_blocks"), ("write_buffer_index", "storage_scope"),
-      "single", order=("block", "write_buffer_index", "storage_scope", "consumer_blocks"),
-      omit_empty=("consumer_blocks",))
-_kind("TransformLayout", "transform_layout", ("block",),
-      ("buffer", "index_map", "pad_value", "assume_injective_transform"))
-_kind("SampleCategorical", "sample_categorical", (), ("candidates", "probs"), "single",
-      decision=True, is_pure=True)
-_kind("SamplePerfectTile", "sample_perfect_tile", ("loop",), ("n", "max_innermost_factor"), "list",
-      decision=True, is_pure=True)
-_kind("SampleComputeLocation", "sample_compute_location", ("block",), (), "single",
-      decision=True, is_pure=True)
-_kind("EnterPostproc", "enter_postproc", is_postproc=True)
-# primitives written in their own files; recorded the way TVM records them
-_kind("TransformBlockLayout", "transform_block_layout", ("block",), ("index_map",))
-_kind("ReIndex", "reindex", ("block",), ("buffer",), "single")
-_kind("ReindexCacheRead", "reindex_cache_read", ("block",),
-      ("read_buffer_index", "storage_scope", "index_map"), "single")
-_kind("ReindexCacheWrite", "reindex_cache_write", ("block",),
-      ("write_buffer_index", "storage_scope", "index_map"), "single")
-_kind("SetScope", "set_scope", ("block",), ("buffer_index", "storage_scope"))
-_kind("StorageAlign", "storage_align", ("block",), ("buffer_index", "axis", "factor", "offset"))
-_kind("AddUnitLoop", "add_unit_loop", ("block_or_loop",), (), "single")
-_kind("PadEinsum", "pad_einsum", ("block",), ("padding",))
-_kind("FuseReductionEpilogue", "fuse_reduction_epilogue", ("reduction_block", "epilogue_block"))
-_kind("RollingBuffer", "rolling_buffer", ("block",), ("write_buffer_index",))
-_kind("ReorderBlockIterVar", "reorder_block_iter_var", ("block",), ("new_order",))
-_kind("UnsafeSetDType", "unsafe_set_dtype", ("block",), ("buffer_index", "dtype"))
-_kind("LoopPartition", "loop_partition", ("loop", "+factors"), ("preserve_unit_iters",), "list")
-_kind("Merge", "merge", ("*loops",), (), "single")
-_kind("AnnotateBufferAccess", "annotate_buffer_access", ("block",), ("buffer_index", "buf_type", "gen_new_ranges"))
-_kind("DecomposePadding", "decompose_padding", ("block", "loop"), (), "single")
-_kind("CacheIndex", "cache_index", ("block",), ("storage_scope", "cse_thresh"), "list")
-_kind("SetAxisSeparator", "set_axis_separator", ("block",), ("buffer", "axis_separators"))
-
-
-def _contains_rv(x: Any) -> bool:
-    if isinstance(x, RV_TYPES):
-        return True
-    if isinstance(x, (list, tuple)):
-        return any(_contains_rv(e) for e in x)
-    return False
-
-
-def kind_for(method: str, inputs: dict[str, Any], n_outputs: int) -> InstructionKind:
-    """The registered kind of ``method``, or one made up from the call (for a primitive
-    nobody registered): values holding random variables are inputs, the rest attributes."""
-    kind = _BY_METHOD.get(method)
-    if kind is not None:
-        return kind
-    ins, attrs = [], []
-    for key, value in inputs.items():
-        (ins if key.startswith("*") or _contains_rv(value) else attrs).append(key)
-    name = "".join(p.title() for p in method.split("_"))
-    output = "none" if n_outputs == 0 else "single" if n_outputs == 1 else "list"
-    return register_inst_kind(InstructionKind(name, method, tuple(ins), tuple(attrs), output,
-                                              order=tuple(k.lstrip("*") for k in inputs)))
 
 
 class Instruction:
