@@ -46,11 +46,10 @@ def test_schedule_and_trace_show_highlighted_and_plain(capsys):
     plain = sch.mod.script()
     assert "for n, i, j_0, j_1, k in T.grid(16, 128, 16, 8, 128):" in plain
     _check_highlighted(sch, plain)
-    sch.show()
-    assert capsys.readouterr().out.rstrip("\n") == plain.rstrip("\n")
-
     trace = sch.trace
     text = str(trace)
+    sch.show()  # as TVM's: the module, then the trace that made it
+    assert capsys.readouterr().out.rstrip("\n") == plain.rstrip("\n") + "\n" + text
     assert text.splitlines()[-1] == ("  l5, l6 = sch.split(loop=l3, factors=[None, 8], preserve_unit_iters=True, "
                                     "disable_predication=False)")
     _check_highlighted(trace, text)

@@ -150,7 +150,13 @@ class Schedule:
         self._func_name = func_name
 
     def show(self, *args: Any, **kwargs: Any) -> None:
+        """Print the module as TVMScript, then the trace that made it (as TVM's ``sch.show()``).
+
+        Arguments go to the module's ``show``; the trace takes its ``style`` and ``black_format``."""
         self._mod.show(*args, **kwargs)
+        options = dict(zip(("style", "black_format"), args))
+        options.update({k: v for k, v in kwargs.items() if k in ("style", "black_format")})
+        self.trace.show(**options)
 
     def _repr_html_(self) -> str:
         return self._mod._repr_html_()
