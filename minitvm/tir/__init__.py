@@ -2,7 +2,7 @@
 
 from .. import ir as _ir
 from ..error import OutOfBoundsError  # what tir.analysis.OOBChecker (run by minitvm.build) raises
-from . import op
+from . import op, stmt_functor
 from .buffer import Buffer, BufferRegion, decl_buffer
 from .expr import (
                    EQ,
