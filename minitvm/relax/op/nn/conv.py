@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ....topi.nn.conv import conv_out_size
+from ....topi.nn.conv2d import conv_out_size
 from ....topi.nn.conv_transpose import conv_transpose_out_size
 from ...expr import Call, Expr
 from ...struct_info import StructInfo, StructInfoError, TensorStructInfo, dim_text, shape_text
