@@ -8,6 +8,7 @@ names ``visit_Call``)."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import minitvm
@@ -58,3 +59,12 @@ def test_the_check_sees_the_old_style():
     assert _builds_name_from_type(call.args[1])
     new = ast.parse("getattr(self, method_name(type(e)), None)").body[0].value
     assert not _builds_name_from_type(new.args[1])
+
+
+def test_no_method_is_left_in_the_old_naming():
+    """A method still spelled ``expr_Add`` / ``stmt_For`` / ``v_Call`` (say, from a branch written
+    before the rename) would never be called now: the lookups ask for ``visit_<node>_``."""
+    old = re.compile(r"^\s+def ((?:expr|stmt|v)_[A-Z]\w*)\(", re.M)
+    stale = [f"{path.relative_to(PACKAGE_DIR.parent).as_posix()}: {m.group(1)}"
+             for path in sorted(PACKAGE_DIR.rglob("*.py")) for m in old.finditer(path.read_text())]
+    assert stale == [], f"rename these to visit_<node>_ (tir.functor.method_name of the node's class): {stale}"
