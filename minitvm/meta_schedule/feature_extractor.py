@@ -28,8 +28,8 @@ import numpy as np
 
 from ..tir.expr import Add, BufferLoad, Call, Cast, FloorDiv, FloorMod, IntImm, Max, Min, Mul, Sub, Var
 from ..tir.functor import post_order_visit
-from ..tir.schedule.tree import block_realizes
 from ..tir.stmt import BlockRealize, BufferStore, For
+from ..tir.stmt_functor import block_realizes
 
 __all__ = ["FEATURE_NAMES", "extract", "extract_from_mod", "PerStoreFeature"]
 

@@ -30,7 +30,7 @@ VECTOR_LANES = 16
 
 def leaf_blocks(sch: Schedule) -> list[BlockRV]:
     """Every block of the function but the root, in program order."""
-    from ..tir.schedule.tree import block_realizes
+    from ..tir.stmt_functor import block_realizes
 
     func = sch._func()
     return [sch.get_block(r.block.name_hint) for r, _ in block_realizes(func.body) if r.block.name_hint != "root"]

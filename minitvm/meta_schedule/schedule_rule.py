@@ -90,7 +90,7 @@ def _blocks_under(loop: Any) -> int:
 
 
 def _has_reduction(sch: Schedule) -> bool:
-    from ..tir.schedule.tree import block_realizes
+    from ..tir.stmt_functor import block_realizes
 
     return any(iv.iter_type == "reduce" for r, _ in block_realizes(sch._func().body) for iv in r.block.iter_vars)
 

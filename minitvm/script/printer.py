@@ -63,7 +63,7 @@ from ..tir.expr import (
     Var,
 )
 from ..tir.function import PrimFunc
-from ..tir.functor import post_order_visit
+from ..tir.functor import method_name, post_order_visit
 from ..tir.stmt import (
     Allocate,
     AllocateConst,
@@ -609,7 +609,7 @@ class _TIRPrinter:
         return self._line(f"{self.define(b, b.name)} = {decl}")
 
     def print_stmt(self, s: Stmt) -> list[str]:
-        method = getattr(self, "stmt_" + type(s).__name__, None)
+        method = getattr(self, method_name(type(s)), None)  # visit_<node>_, as tir.functor names it
         if method is None:
             return [self._line(f"# {type(s).__name__}: {s!r}")]
         outer, self.hoisted = self.hoisted, []
@@ -630,7 +630,7 @@ class _TIRPrinter:
             self.pop()
             self.indent -= 1
 
-    def stmt_SeqStmt(self, s: SeqStmt) -> list[str]:
+    def visit_seq_stmt_(self, s: SeqStmt) -> list[str]:
         lines: list[str] = []
         tail = self.tail
         for k, x in enumerate(s.seq):
@@ -639,7 +639,7 @@ class _TIRPrinter:
         self.tail = tail
         return lines
 
-    def stmt_AttrStmt(self, s: AttrStmt) -> list[str]:
+    def visit_attr_stmt_(self, s: AttrStmt) -> list[str]:
         value = self.expr(s.value)
         node = s.node
         target = None
@@ -674,16 +674,16 @@ class _TIRPrinter:
             self.indent -= 1
         return [self._line(f"with {head}:")] + body
 
-    def stmt_BufferStore(self, s: BufferStore) -> list[str]:
+    def visit_buffer_store_(self, s: BufferStore) -> list[str]:
         return [self._line(f"{self.name_of(s.buffer)}[{self.indices(s.indices)}] = {self.expr(s.value)}")]
 
-    def stmt_Evaluate(self, s: Evaluate) -> list[str]:
+    def visit_evaluate_(self, s: Evaluate) -> list[str]:
         text = self.expr(s.value)
         if isinstance(s.value, Call) and text.startswith("T."):  # a call reads as a statement, as TVM prints it
             return [self._line(text)]
         return [self._line(f"T.evaluate({text})")]
 
-    def stmt_LetStmt(self, s: LetStmt) -> list[str]:
+    def visit_let_stmt_(self, s: LetStmt) -> list[str]:
         value = self.expr(s.value)
         if not self.tail:  # more statements follow: the let scopes only its own body
             return self._scoped(lambda: self.define(s.var, s.var.name),
@@ -711,11 +711,11 @@ class _TIRPrinter:
         lines[0] = lines[0][4:]  # the `with` line sits at the outer indentation
         return lines
 
-    def stmt_AssertStmt(self, s: AssertStmt) -> list[str]:
+    def visit_assert_stmt_(self, s: AssertStmt) -> list[str]:
         return ([self._line(f"assert {self.expr(s.condition)}, {_str(s.message)}")]
                 + self.print_stmt(s.body))
 
-    def stmt_Allocate(self, s: Allocate) -> list[str]:
+    def visit_allocate_(self, s: Allocate) -> list[str]:
         b = s.buffer
         args = [self.shape(b.shape), f'"{b.dtype}"', f'"{b.scope}"']
         if not self.tail:  # more statements follow: the storage lives for its own body only
@@ -736,7 +736,7 @@ class _TIRPrinter:
                 lines.append(self._line(f"{self.define(b, b.name)} = {decl[:-1]}, data={source})"))
         return lines
 
-    def stmt_AllocateConst(self, s: AllocateConst) -> list[str]:
+    def visit_allocate_const_(self, s: AllocateConst) -> list[str]:
         extents = ", ".join(self.expr(e) for e in s.extents)
         name = self.define(s.buffer_var, s.buffer_var.name)
         args = [self.value(list(s.data)), _str(s.dtype), f"[{extents}]"]
@@ -745,7 +745,7 @@ class _TIRPrinter:
         lines = [self._line(f"{name} = T.allocate_const({', '.join(args)})")]
         return lines + self._views_of(s.body, s.buffer_var, name) + self.print_stmt(s.body)
 
-    def stmt_IfThenElse(self, s: IfThenElse) -> list[str]:
+    def visit_if_then_else_(self, s: IfThenElse) -> list[str]:
         lines = [self._line(f"if {self.expr(s.condition)}:")] + self._body(s.then_case)
         if s.else_case is not None:
             lines += [self._line("else:")] + self._body(s.else_case)
@@ -756,7 +756,7 @@ class _TIRPrinter:
                 and s.thread_binding is None and _is_zero(s.min) and s.min.dtype == s.loop_var.dtype
                 and s.extent.dtype == s.loop_var.dtype)
 
-    def stmt_For(self, s: For) -> list[str]:
+    def visit_for_(self, s: For) -> list[str]:
         loops = [s]
         if self._is_grid_loop(s):
             while self._is_grid_loop(loops[-1].body) and not _uses_any(
@@ -790,10 +790,10 @@ class _TIRPrinter:
         self.pop()
         return lines
 
-    def stmt_BlockRealize(self, s: BlockRealize) -> list[str]:
+    def visit_block_realize_(self, s: BlockRealize) -> list[str]:
         return self._block(s.block, s.iter_values, s.predicate)
 
-    def stmt_Block(self, s: Block) -> list[str]:
+    def visit_block_(self, s: Block) -> list[str]:
         return [self._line("# a Block outside its BlockRealize; iteration values unknown")] + self._block(
             s, tuple(iv.var for iv in s.iter_vars), IntImm("bool", 1))
 

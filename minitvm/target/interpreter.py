@@ -67,6 +67,7 @@ from ..tir.expr import (
     Var,
 )
 from ..tir.function import PrimFunc
+from ..tir.functor import method_name
 from ..tir.semantics import BY_NODE, LLVM_PURE_INTRIN, ROWS, cast_value, kind_of, node_operands, row_of
 from ..tir.stmt import (
     Allocate,
@@ -229,7 +230,7 @@ class _PythonCodegen:
         return code.text if code.kind in ("py", "lit") else f"int({code.text})"
 
     def expr(self, e: PrimExpr) -> Code:
-        method = getattr(self, f"expr_{type(e).__name__}", None)
+        method = getattr(self, method_name(type(e)), None)  # visit_<node>_, as tir.functor names it
         if method is None:
             raise NotImplementedError(f"the interpreter cannot evaluate {type(e).__name__} ({e!r})")
         outer, self.height = self.height, 0
@@ -250,26 +251,26 @@ class _PythonCodegen:
         self.emit(f"    return {code.text}")
         return Code(f"{name}()", _ATOM, code.kind)
 
-    def expr_IntImm(self, e: IntImm) -> Code:
+    def visit_int_imm_(self, e: IntImm) -> Code:
         if e.dtype == "bool":
             return Code(str(bool(e.value)), _ATOM, "py")
         return Code(str(e.value), _ATOM if e.value >= 0 else _UNARY, "lit")
 
-    def expr_FloatImm(self, e: FloatImm) -> Code:
+    def visit_float_imm_(self, e: FloatImm) -> Code:
         if math.isfinite(e.value):
             return Code(repr(float(e.value)), _ATOM if e.value >= 0 else _UNARY, "lit")
         return Code(f'{_np_type_name(e.dtype)}("{e.value}")', _ATOM, "np")
 
-    def expr_StringImm(self, e: StringImm) -> Code:
+    def visit_string_imm_(self, e: StringImm) -> Code:
         raise NotImplementedError(f"the interpreter has no use for the string {e.value!r}")
 
-    def expr_Var(self, e: Var) -> Code:
+    def visit_var_(self, e: Var) -> Code:
         name = self.names.get(id(e))
         if name is None:
             raise ValueError(f"variable {e.name} is used but not defined")
         return Code(name, _ATOM, self.kinds[id(e)])
 
-    expr_SizeVar = expr_Var
+    visit_size_var_ = visit_var_
 
     def _binary(self, e: PrimExpr, symbol: str, prec: int) -> Code:
         row = BY_NODE[type(e)]
@@ -285,13 +286,13 @@ class _PythonCodegen:
                 a = self.as_np(a, e.dtype)
         return Code(f"{self.wrap(a, prec)} {symbol} {self.wrap(b, prec, strict=True)}", prec, kind)
 
-    def expr_Add(self, e: Add) -> Code:
+    def visit_add_(self, e: Add) -> Code:
         return self._binary(e, "+", _ADD)
 
-    def expr_Sub(self, e: Sub) -> Code:
+    def visit_sub_(self, e: Sub) -> Code:
         return self._binary(e, "-", _ADD)
 
-    def expr_Mul(self, e: Mul) -> Code:
+    def visit_mul_(self, e: Mul) -> Code:
         return self._binary(e, "*", _MUL)
 
     def _call(self, fn: str, e: PrimExpr, *args: Code, kind: str) -> Code:
@@ -320,17 +321,17 @@ class _PythonCodegen:
         codes = [self.as_np(self.expr(a), e.dtype) for a in args]
         return self._row(name, e.dtype, *codes, kind="np")
 
-    def expr_FloorDiv(self, e: FloorDiv) -> Code:
+    def visit_floor_div_(self, e: FloorDiv) -> Code:
         if _dt.is_float(e.dtype):
             return self._float_row("floordiv", e, e.a, e.b)
         return self._int_division(e, "//", "floordiv", exact_if_nonneg=False)
 
-    def expr_FloorMod(self, e: FloorMod) -> Code:
+    def visit_floor_mod_(self, e: FloorMod) -> Code:
         if _dt.is_float(e.dtype):
             return self._float_row("floormod", e, e.a, e.b)
         return self._int_division(e, "%", "floormod", exact_if_nonneg=False)
 
-    def expr_Div(self, e: Div) -> Code:
+    def visit_div_(self, e: Div) -> Code:
         BY_NODE[Div].check(e.dtype, "the interpreter")
         if _dt.is_float(e.dtype):
             a, b = self.expr(e.a), self.expr(e.b)
@@ -339,7 +340,7 @@ class _PythonCodegen:
             return Code(f"{self.wrap(a, _MUL)} / {self.wrap(b, _MUL, strict=True)}", _MUL, "np")
         return self._int_division(e, "//", "div", exact_if_nonneg=True)
 
-    def expr_Mod(self, e: Mod) -> Code:
+    def visit_mod_(self, e: Mod) -> Code:
         BY_NODE[Mod].check(e.dtype, "the interpreter")
         if _dt.is_float(e.dtype):
             return self._float_row("mod", e, e.a, e.b)
@@ -353,10 +354,10 @@ class _PythonCodegen:
             return self._call(builtin, e, a, b, kind="py")
         return self._call(builtin, e, self.as_np(a, e.dtype), self.as_np(b, e.dtype), kind="np")
 
-    def expr_Min(self, e: Min) -> Code:
+    def visit_min_(self, e: Min) -> Code:
         return self._min_max(e, "min")
 
-    def expr_Max(self, e: Max) -> Code:
+    def visit_max_(self, e: Max) -> Code:
         return self._min_max(e, "max")
 
     def _compare(self, e: PrimExpr, symbol: str) -> Code:
@@ -364,22 +365,22 @@ class _PythonCodegen:
         return Code(f"{self.wrap(a, _CMP, strict=True)} {symbol} {self.wrap(b, _CMP, strict=True)}",
                     _CMP, "py")
 
-    def expr_LT(self, e): return self._compare(e, "<")
-    def expr_LE(self, e): return self._compare(e, "<=")
-    def expr_GT(self, e): return self._compare(e, ">")
-    def expr_GE(self, e): return self._compare(e, ">=")
-    def expr_EQ(self, e): return self._compare(e, "==")
-    def expr_NE(self, e): return self._compare(e, "!=")
+    def visit_lt_(self, e): return self._compare(e, "<")
+    def visit_le_(self, e): return self._compare(e, "<=")
+    def visit_gt_(self, e): return self._compare(e, ">")
+    def visit_ge_(self, e): return self._compare(e, ">=")
+    def visit_eq_(self, e): return self._compare(e, "==")
+    def visit_ne_(self, e): return self._compare(e, "!=")
 
-    def expr_And(self, e: And) -> Code:
+    def visit_and_(self, e: And) -> Code:
         a, b = self.expr(e.a), self.expr(e.b)
         return Code(f"{self.wrap(a, _AND)} and {self.wrap(b, _AND, strict=True)}", _AND, "py")
 
-    def expr_Or(self, e: Or) -> Code:
+    def visit_or_(self, e: Or) -> Code:
         a, b = self.expr(e.a), self.expr(e.b)
         return Code(f"{self.wrap(a, _OR)} or {self.wrap(b, _OR, strict=True)}", _OR, "py")
 
-    def expr_Not(self, e: Not) -> Code:
+    def visit_not_(self, e: Not) -> Code:
         return Code(f"not {self.wrap(self.expr(e.a), _NOT)}", _NOT, "py")
 
     def _choice(self, dtype: str, condition: PrimExpr, then_value: PrimExpr, else_value: PrimExpr,
@@ -394,10 +395,10 @@ class _PythonCodegen:
         then_text, cond_text = self.wrap(t, _COND, strict=True), self.wrap(cond, _COND, strict=True)
         return Code(f"{then_text} if {cond_text} else {self.wrap(f, _COND)}", _COND, kind)
 
-    def expr_Select(self, e: Select) -> Code:
+    def visit_select_(self, e: Select) -> Code:
         return self._choice(e.dtype, e.condition, e.true_value, e.false_value, e)
 
-    def expr_Call(self, e: Call) -> Code:
+    def visit_call_(self, e: Call) -> Code:
         if e.op == "tir.if_then_else":
             return self._choice(e.dtype, *e.args, e)
         row = row_of(e)
@@ -412,7 +413,7 @@ class _PythonCodegen:
             return Code(call.text, _ATOM, "py")
         return Code(f"{_np_type_name(e.dtype)}({call.text})", _ATOM, "np")
 
-    def expr_Cast(self, e: Cast) -> Code:
+    def visit_cast_(self, e: Cast) -> Code:
         value, target, source = self.expr(e.value), e.dtype, e.value.dtype
         if _dt.is_float(target):
             return Code(f"{_np_type_name(target)}({value.text})", _ATOM, "np")
@@ -428,7 +429,7 @@ class _PythonCodegen:
         # numpy's astype wraps integers, as the table's casts do
         return Code(f"{value.text}.astype({_np_type_name(target)})", _ATOM, "np")
 
-    def expr_Let(self, e: Let) -> Code:
+    def visit_let_(self, e: Let) -> Code:
         value = self.expr(e.value)
         name = self.define(e.var, value.kind if value.kind != "lit" else "py")
         interval = self.bound(e.value) if _dt.is_int(e.value.dtype) else None
@@ -436,7 +437,7 @@ class _PythonCodegen:
             body = self.expr(e.body)
         return Code(f"(({name} := {value.text}), {body.text})[1]", _ATOM, body.kind)
 
-    def expr_BufferLoad(self, e: BufferLoad) -> Code:
+    def visit_buffer_load_(self, e: BufferLoad) -> Code:
         array, name, flat, nd = self.access(e.buffer, e.indices)
         if self.trace:
             return Code(f'_read(_trace, "{name}", {array}, {flat}, {nd})', _ATOM, "np")
@@ -479,7 +480,7 @@ class _PythonCodegen:
 
     # -- statements ---------------------------------------------------------------------------
     def stmt(self, s: Stmt) -> None:
-        method = getattr(self, f"stmt_{type(s).__name__}", None)
+        method = getattr(self, method_name(type(s)), None)
         if method is None:
             raise NotImplementedError(f"the interpreter cannot run {type(s).__name__}")
         method(s)
@@ -493,11 +494,11 @@ class _PythonCodegen:
             self.emit("pass")
         self.depth -= 1
 
-    def stmt_SeqStmt(self, s: SeqStmt) -> None:
+    def visit_seq_stmt_(self, s: SeqStmt) -> None:
         for x in s.seq:
             self.stmt(x)
 
-    def stmt_For(self, s: For) -> None:
+    def visit_for_(self, s: For) -> None:
         start, extent = self.expr(s.min), self.expr(s.extent)
         if isinstance(s.min, IntImm) and s.min.value == 0:
             bounds = extent.text
@@ -511,7 +512,7 @@ class _PythonCodegen:
         with self.analyzer.bound_scope(s.loop_var, Range(s.min, s.extent)):
             self.body(s.body)
 
-    def stmt_IfThenElse(self, s: IfThenElse) -> None:
+    def visit_if_then_else_(self, s: IfThenElse) -> None:
         self.emit(f"if {self.expr(s.condition).text}:")
         with self.analyzer.constraint_scope(s.condition):
             self.body(s.then_case)
@@ -519,7 +520,7 @@ class _PythonCodegen:
             self.emit("else:")
             self.body(s.else_case)
 
-    def stmt_LetStmt(self, s: LetStmt) -> None:
+    def visit_let_stmt_(self, s: LetStmt) -> None:
         value = self.expr(s.value)
         if value.kind == "lit":
             value = self.as_np(value, s.value.dtype) if _dt.is_float(s.value.dtype) else value
@@ -529,18 +530,18 @@ class _PythonCodegen:
         with self.analyzer.interval_scope(s.var, interval):
             self.stmt(s.body)
 
-    def stmt_AssertStmt(self, s: AssertStmt) -> None:
+    def visit_assert_stmt_(self, s: AssertStmt) -> None:
         self.emit(f"if not ({self.expr(s.condition).text}):")
         self.depth += 1
         self.emit(f"raise AssertionError({s.message!r})")
         self.depth -= 1
         self.stmt(s.body)
 
-    def stmt_Evaluate(self, s: Evaluate) -> None:
+    def visit_evaluate_(self, s: Evaluate) -> None:
         if not isinstance(s.value, (IntImm, FloatImm)):
             self.emit(self.expr(s.value).text)
 
-    def stmt_BufferStore(self, s: BufferStore) -> None:
+    def visit_buffer_store_(self, s: BufferStore) -> None:
         value = self.expr(s.value)
         array, name, flat, nd = self.access(s.buffer, s.indices)
         if self.trace:
@@ -561,14 +562,14 @@ class _PythonCodegen:
         self.keep.append(buffer)
         self.emit(f"{name} = _uninitialized({size}, {_np_type_name(buffer.dtype)})")
 
-    def stmt_Allocate(self, s: Allocate) -> None:
+    def visit_allocate_(self, s: Allocate) -> None:
         self.allocate(s.buffer)
         self.stmt(s.body)
 
-    def stmt_BlockRealize(self, s: BlockRealize) -> None:
+    def visit_block_realize_(self, s: BlockRealize) -> None:
         self.block(s.block, s.iter_values, s.predicate)
 
-    def stmt_Block(self, s: Block) -> None:
+    def visit_block_(self, s: Block) -> None:
         self.block(s, (), IntImm("bool", 1))
 
     def block(self, block: Block, values: Sequence[PrimExpr], predicate: PrimExpr) -> None:

@@ -46,7 +46,7 @@ from ..tir import op as _op
 from ..tir import semantics as _semantics
 from ..tir.function import PrimFunc
 from ..tir.schedule import ScheduleError
-from ..tir.schedule.tree import block_realizes
+from ..tir.stmt_functor import block_realizes
 
 __all__ = [
     "Load", "Const", "Unary", "Binary", "Stage", "TirProgram", "tir_programs",

@@ -4,7 +4,7 @@ from typing import Any as _Any
 
 from .. import ir as _ir
 from ..error import OutOfBoundsError  # what tir.analysis.OOBChecker (run by minitvm.build) raises
-from . import op
+from . import op, stmt_functor
 from .buffer import Buffer, BufferRegion, decl_buffer
 from .expr import (
                    EQ,

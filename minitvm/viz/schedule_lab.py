@@ -22,8 +22,8 @@ from ..ir.module import IRModule
 from ..testing.tir_builders import random_arguments
 from ..tir.function import PrimFunc
 from ..tir.schedule import LoopRV, Schedule, ScheduleError
-from ..tir.schedule.tree import block_realizes, walk_stmts
 from ..tir.stmt import Block, For
+from ..tir.stmt_functor import block_realizes, walk_stmts
 from .loop_nest import loop_nest
 from .render import svg_html, text_html
 

@@ -43,9 +43,22 @@ from .create import arange, full, full_like, ones, ones_like, tril, triu, zeros,
 from .datatype import astype
 from .index import gather_elements, scatter_elements, strided_slice, take
 from .linear_algebra import einsum, linear, matmul
-from .manipulate import broadcast_to, concat, expand_dims, flatten, permute_dims, reshape, split, squeeze
+from .manipulate import (
+    broadcast_to,
+    collapse_sum_like,
+    collapse_sum_to,
+    concat,
+    expand_dims,
+    flatten,
+    flip,
+    permute_dims,
+    repeat,
+    reshape,
+    split,
+    squeeze,
+    tile,
+)
 from .qdq import dequantize, quantize
-from .rearrange import collapse_sum_like, collapse_sum_to, flip, repeat, tile
 from .registry import OpPattern, register
 from .search import argmax, argmin, where
 from .statistical import cumprod, cumsum, max, mean, min, prod, std, sum, variance

@@ -34,8 +34,8 @@ def _gpu_refusal(body: Any) -> str | None:
     bound to threadIdx needs TVM's cross-thread reduction lowering (an allreduce), which
     minitvm does not have."""
     from ...tir.analysis import uses_var
-    from ...tir.schedule.tree import walk_stmts
     from ...tir.stmt import BlockRealize, For, ForKind
+    from ...tir.stmt_functor import walk_stmts
 
     for realize, path in walk_stmts(body):
         if not isinstance(realize, BlockRealize):

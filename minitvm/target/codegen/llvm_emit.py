@@ -29,7 +29,7 @@ from ...runtime.module import BoundsCheck
 from ...tir import expr as _e
 from ...tir import stmt as _s
 from ...tir.function import PrimFunc
-from ...tir.functor import post_order_visit
+from ...tir.functor import method_name, post_order_visit
 from ...tir.semantics import (
     BOOL_ONLY,
     BY_NODE,
@@ -208,28 +208,28 @@ class CodeGenLLVM:
     def visit_stmt(self, s: Any) -> None:
         if self.b.block.is_terminated:  # code after a failed-assert return is unreachable
             self.st.builder.position_at_end(self.st.fn.append_basic_block("dead"))
-        method = getattr(self, "stmt_" + type(s).__name__, None)
+        method = getattr(self, method_name(type(s)), None)  # visit_<node>_, as tir.functor names it
         if method is None:
             raise CodegenError(f"LLVM codegen: {type(s).__name__} must be lowered before code generation "
                                "(run minitvm.tir.transform.lower_pipeline())")
         method(s)
 
-    def stmt_SeqStmt(self, s: _s.SeqStmt) -> None:
+    def visit_seq_stmt_(self, s: _s.SeqStmt) -> None:
         for x in s.seq:
             self.visit_stmt(x)
 
-    def stmt_Evaluate(self, s: _s.Evaluate) -> None:
+    def visit_evaluate_(self, s: _s.Evaluate) -> None:
         if not isinstance(s.value, (_e.IntImm, _e.FloatImm, _e.StringImm)):
             self.visit_expr(s.value)
 
-    def stmt_LetStmt(self, s: _s.LetStmt) -> None:
+    def visit_let_stmt_(self, s: _s.LetStmt) -> None:
         value = self.visit_expr(s.value)
         if s.var.dtype == "handle":
             self.st.buffers[id(s.var)] = value
         self.st.vars[id(s.var)] = value
         self.visit_stmt(s.body)
 
-    def stmt_BufferStore(self, s: _s.BufferStore) -> None:
+    def visit_buffer_store_(self, s: _s.BufferStore) -> None:
         value = self.visit_expr(s.value)
         if s.value.dtype != s.buffer.dtype:
             value = self._cast(value, s.value.dtype, s.buffer.dtype)
@@ -237,7 +237,7 @@ class CodeGenLLVM:
             value = self.b.zext(value, I8)
         self.b.store(value, self._address(s.buffer, s.indices), align=self._align(s.buffer.dtype))
 
-    def stmt_IfThenElse(self, s: _s.IfThenElse) -> None:
+    def visit_if_then_else_(self, s: _s.IfThenElse) -> None:
         cond = self._bool(s.condition)
         fn = self.st.fn
         then_bb = fn.append_basic_block("if_then")
@@ -255,7 +255,7 @@ class CodeGenLLVM:
                 self.b.branch(end_bb)
         self.b.position_at_end(end_bb)
 
-    def stmt_AssertStmt(self, s: _s.AssertStmt) -> None:
+    def visit_assert_stmt_(self, s: _s.AssertStmt) -> None:
         cond = self._bool(s.condition)
         check = self._bounds_checks.get(str(s.message))
         bad_index = None if check is None else checked_index(s)
@@ -287,7 +287,7 @@ class CodeGenLLVM:
             slot.align = 8
         return slot
 
-    def stmt_Allocate(self, s: _s.Allocate) -> None:
+    def visit_allocate_(self, s: _s.Allocate) -> None:
         buf = s.buffer
         elem = mem_type(buf.dtype)
         count: Any = 1
@@ -318,7 +318,7 @@ class CodeGenLLVM:
         if not self.b.block.is_terminated:
             self.b.call(free, [ptr])
 
-    def stmt_For(self, s: _s.For) -> None:
+    def visit_for_(self, s: _s.For) -> None:
         self._loops.append(s)
         try:
             self._emit_for(s)
@@ -477,7 +477,7 @@ class CodeGenLLVM:
 
     # -- expressions ------------------------------------------------------------------------------
     def visit_expr(self, e: Any) -> ir.Value:
-        method = getattr(self, "expr_" + type(e).__name__, None)
+        method = getattr(self, method_name(type(e)), None)
         if method is not None:
             return method(e)
         row = BY_NODE.get(type(e))
@@ -489,21 +489,21 @@ class CodeGenLLVM:
         value = self.visit_expr(e)
         return value if e.dtype == "bool" else self._cast(value, e.dtype, "bool")
 
-    def expr_Var(self, e: _e.Var) -> ir.Value:
+    def visit_var_(self, e: _e.Var) -> ir.Value:
         value = self.st.vars.get(id(e))
         if value is None:
             raise CodegenError(f"LLVM codegen: variable {e.name!r} is used but never defined")
         return value
 
-    expr_SizeVar = expr_Var
+    visit_size_var_ = visit_var_
 
-    def expr_IntImm(self, e: _e.IntImm) -> ir.Value:
+    def visit_int_imm_(self, e: _e.IntImm) -> ir.Value:
         return ir.Constant(llvm_type(e.dtype), e.value)
 
-    def expr_FloatImm(self, e: _e.FloatImm) -> ir.Value:
+    def visit_float_imm_(self, e: _e.FloatImm) -> ir.Value:
         return ir.Constant(llvm_type(e.dtype), e.value)
 
-    def expr_Cast(self, e: _e.Cast) -> ir.Value:
+    def visit_cast_(self, e: _e.Cast) -> ir.Value:
         return self._cast(self.visit_expr(e.value), e.value.dtype, e.dtype)
 
     def _emit_row(self, row: Semantics, e: Any, operands: tuple) -> ir.Value:
@@ -558,11 +558,11 @@ class CodeGenLLVM:
         fn = self._declare(name + suffix, args[0].type, [a.type for a in args])
         return self.b.call(fn, args)
 
-    def expr_Let(self, e: _e.Let) -> ir.Value:
+    def visit_let_(self, e: _e.Let) -> ir.Value:
         self.st.vars[id(e.var)] = self.visit_expr(e.value)
         return self.visit_expr(e.body)
 
-    def expr_BufferLoad(self, e: _e.BufferLoad) -> ir.Value:
+    def visit_buffer_load_(self, e: _e.BufferLoad) -> ir.Value:
         value = self.b.load(self._address(e.buffer, e.indices), typ=mem_type(e.buffer.dtype),
                             align=self._align(e.buffer.dtype))
         if e.buffer.dtype == "bool":
@@ -570,7 +570,7 @@ class CodeGenLLVM:
         return value
 
     # -- calls ------------------------------------------------------------------------------------
-    def expr_Call(self, e: _e.Call) -> ir.Value:
+    def visit_call_(self, e: _e.Call) -> ir.Value:
         op = e.op if isinstance(e.op, str) else getattr(e.op, "name", str(e.op))
         if op == "tir.if_then_else":
             return self._if_then_else(e)

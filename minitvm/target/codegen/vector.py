@@ -23,7 +23,7 @@ from ...tir import expr as _e
 from ...tir import stmt as _s
 from ...tir.analysis import uses_var
 from ...tir.buffer import Buffer
-from ...tir.functor import post_order_visit, substitute
+from ...tir.functor import method_name, post_order_visit, substitute
 from ...tir.semantics import BOOL_ONLY, BY_NODE, Semantics, emit_cast, node_operands, row_of
 from .fastmath import call_intrinsic
 from .llvm_types import llvm_type, mem_type
@@ -147,21 +147,21 @@ class _VectorEmitter:
         """A vector if ``e`` depends on the loop variable, else the scalar value."""
         if id(e) not in self.dependents:
             return self.cg.visit_expr(e)
-        method = getattr(self, "v_" + type(e).__name__, None)
+        method = getattr(self, method_name(type(e)), None)  # visit_<node>_, as the scalar emitter
         if method is not None:
             return method(e)
         row = BY_NODE.get(type(e))
         if row is None:
             raise NotVectorizable(type(e).__name__)
         operands = node_operands(e)
-        return self.v_row(row, e, operands, e.dtype if row.node is _e.Select else operands[0].dtype)
+        return self._emit_row(row, e, operands, e.dtype if row.node is _e.Select else operands[0].dtype)
 
-    def v_Var(self, e: _e.Var) -> ir.Value:
+    def visit_var_(self, e: _e.Var) -> ir.Value:
         base = self.broadcast(self.begin, e.dtype)
         steps = ir.Constant(self.vec_type(e.dtype), list(range(self.lanes)))
         return self.b.add(base, steps)
 
-    def v_row(self, row: Semantics, e: Any, operands: tuple, dtype: str) -> ir.Value:
+    def _emit_row(self, row: Semantics, e: Any, operands: tuple, dtype: str) -> ir.Value:
         """An operation of the semantics table on vectors (the scalar emitter runs the same row)."""
         if row.node is _e.Select or row.kinds == BOOL_ONLY:
             values = [self.as_vec(self.expr(x), x.dtype) for x in operands]
@@ -169,12 +169,12 @@ class _VectorEmitter:
             values = [self.as_vec(self.expr(x), dtype) for x in operands]
         return row.llvm(self, dtype, *values)
 
-    def v_Cast(self, e: _e.Cast) -> ir.Value:
+    def visit_cast_(self, e: _e.Cast) -> ir.Value:
         value = self.as_vec(self.expr(e.value), e.value.dtype)
         return emit_cast(self.b, value, e.value.dtype, e.dtype, self.vec_type(e.dtype), self.cg._declare)
 
-    def v_Call(self, e: _e.Call) -> ir.Value:
-        return self.v_row(row_of(e), e, node_operands(e), e.dtype)
+    def visit_call_(self, e: _e.Call) -> ir.Value:
+        return self._emit_row(row_of(e), e, node_operands(e), e.dtype)
 
     # what the rows of the semantics table use (see minitvm.tir.semantics.LLVMContext)
     def intrinsic(self, name: str, args: list[ir.Value]) -> ir.Value:
@@ -201,7 +201,7 @@ class _VectorEmitter:
         first = self.cg._cast(first, index.dtype, "int64") if index.dtype != "int64" else first
         return self.b.gep(ptr, [first], inbounds=True, source_etype=mem_type(buffer.dtype))
 
-    def v_BufferLoad(self, e: _e.BufferLoad) -> ir.Value:
+    def visit_buffer_load_(self, e: _e.BufferLoad) -> ir.Value:
         (index,) = e.indices
         dtype = e.buffer.dtype
         if _stride(index, self.var) == 1:

@@ -29,8 +29,8 @@ from ..function import PrimFunc
 from ..functor import StmtExprMutator, post_order_visit
 from ..schedule.region_cover import thread_loops_sharing
 from ..schedule.shared_analyses import range_bounds
-from ..schedule.tree import child_stmts, replace_stmt
 from ..stmt import Allocate, Block, BlockRealize, BufferStore, For, Stmt
+from ..stmt_functor import child_stmts, replace_stmt
 from .function_pass import prim_func_pass
 from .storage_align import apply_storage_align
 

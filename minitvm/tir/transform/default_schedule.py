@@ -32,8 +32,8 @@ from ..expr import Add, BufferLoad, IntImm, Mul
 from ..function import PrimFunc
 from ..functor import post_order_visit
 from ..schedule import BlockRV, LoopRV, Schedule, ScheduleError
-from ..schedule.tree import block_realizes
 from ..stmt import BufferStore
+from ..stmt_functor import block_realizes
 from ..vector_unit import VectorUnit
 from .function_pass import prim_func_pass
 

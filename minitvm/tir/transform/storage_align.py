@@ -16,8 +16,8 @@ from ..buffer import Buffer
 from ..expr import PrimExpr, const
 from ..function import PrimFunc
 from ..schedule.block_annotate import BufferReplacer
-from ..schedule.tree import walk_stmts
 from ..stmt import Allocate, Block, Stmt
+from ..stmt_functor import walk_stmts
 
 __all__ = ["aligned_strides", "apply_storage_align"]
 

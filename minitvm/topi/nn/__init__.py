@@ -2,8 +2,7 @@
 ``topi.nn.softmax``, ``topi.nn.conv2d_nchw``, ``topi.nn.pool2d`` ..."""
 
 from ..transform import flatten
-from .conv import conv, conv1d
-from .conv2d import conv2d, conv2d_nchw
+from .conv2d import conv, conv1d, conv2d, conv2d_nchw
 from .conv_transpose import conv_transpose
 from .dense import batch_matmul, dense, matmul
 from .elemwise import dropout, gelu, gelu_tanh, leaky_relu, prelu, relu, silu

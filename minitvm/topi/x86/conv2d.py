@@ -43,7 +43,7 @@ from ...tir.transform.default_schedule import (
     vectorize_rows,
 )
 from ...tir.vector_unit import VectorUnit
-from ..nn.conv import conv_out_size, conv_padding
+from ..nn.conv2d import conv_out_size, conv_padding
 from ..nn.pad import pad as _pad
 from ..utils import const_int
 

@@ -220,60 +220,6 @@ for _op_name, _fn in [("sum", topi.sum), ("mean", topi.mean), ("max", topi.max),
     register_legalize(f"relax.{_op_name}", _make(_fn))
 
 
-# -- neural networks -----------------------------------------------------------------------------
-
-@register_legalize("relax.nn.softmax")
-def _softmax(bb: BlockBuilder, call: Call) -> Expr:
-    return bb.call_te(topi.nn.softmax, call.args[0], call.attrs["axis"], primfunc_name_hint="softmax")
-
-
-@register_legalize("relax.nn.log_softmax")
-def _log_softmax(bb: BlockBuilder, call: Call) -> Expr:
-    return bb.call_te(topi.nn.log_softmax, call.args[0], call.attrs["axis"], primfunc_name_hint="log_softmax")
-
-
-@register_legalize("relax.nn.batch_norm")
-def _batch_norm(bb: BlockBuilder, call: Call) -> Expr:
-    a = call.attrs
-    return bb.call_te(topi.nn.batch_norm, *call.args, axis=a["axis"], epsilon=a["epsilon"],
-                      center=a["center"], scale=a["scale"], training=a.get("training", False),
-                      momentum=a.get("momentum", 0.1), primfunc_name_hint="batch_norm")
-
-
-def _pool(pool_type: str) -> LegalizeFunc:
-    def legalize(bb: BlockBuilder, call: Call) -> Expr:
-        a = call.attrs
-        return bb.call_te(topi.nn.pool2d, call.args[0], kernel=list(a["pool_size"]), stride=list(a["strides"]),
-                          dilation=list(a["dilation"]), padding=list(a["padding"]), pool_type=pool_type,
-                          ceil_mode=a["ceil_mode"], count_include_pad=a["count_include_pad"],
-                          primfunc_name_hint=_name(call))
-    return legalize
-
-
-register_legalize("relax.nn.max_pool2d", _pool("max"))
-register_legalize("relax.nn.avg_pool2d", _pool("avg"))
-
-
-@register_legalize("relax.nn.adaptive_avg_pool2d")
-def _adaptive_avg_pool2d(bb: BlockBuilder, call: Call) -> Expr:
-    size = [d.value for d in _out_shape(call)[2:]]
-    return bb.call_te(topi.nn.adaptive_pool, call.args[0], size, "avg", primfunc_name_hint="adaptive_avg_pool2d")
-
-
-@register_legalize("relax.nn.pad")
-def _pad(bb: BlockBuilder, call: Call) -> Expr:
-    w = call.attrs["pad_width"]
-    return bb.call_te(topi.nn.pad, call.args[0], list(w[0::2]), list(w[1::2]), call.attrs["pad_value"],
-                      primfunc_name_hint="pad")
-
-
-@register_legalize("relax.nn.dropout")
-def _dropout(bb: BlockBuilder, call: Call) -> Expr:
-    def dropout(x: te.Tensor) -> list[te.Tensor]:
-        return [topi.identity(x), topi.full_like(x, 1)]
-    return bb.call_te(dropout, call.args[0], primfunc_name_hint="dropout")
-
-
 # -- the pass ------------------------------------------------------------------------------------
 
 def _fully_known(sinfo: Any) -> bool:

@@ -1,6 +1,7 @@
-"""Legalization of the neural-network operators added after the first set (which lives in
-this package's ``__init__``): leakyrelu, prelu, rms_norm, layer_norm, the losses.  Each
-builds the kernel TVM's LegalizeOps builds, from the same TOPI pieces."""
+"""Legalization of the neural-network operators (``relax.nn.*``), as TVM's
+``relax.transform.legalize_ops.nn``: each builds the kernel TVM's LegalizeOps builds, from
+the same TOPI pieces.  (relu, gelu, gelu_tanh and silu are one ``call_te`` each and are
+registered with the other element-wise operators in this package's ``__init__``.)"""
 
 from __future__ import annotations
 
@@ -12,6 +13,68 @@ from ...block_builder import BlockBuilder
 from ...expr import Call, Expr
 from .common import register_legalize
 
+# -- convolution -----------------------------------------------------------------------------------
+
+def _conv(name: str) -> Any:
+    def legalize(bb: BlockBuilder, call: Call) -> Expr:
+        a = call.attrs
+        return bb.call_te(topi.nn.conv, call.args[0], call.args[1], strides=list(a["strides"]),
+                          padding=list(a["padding"]), dilation=list(a["dilation"]), groups=a["groups"],
+                          data_layout=a["data_layout"], kernel_layout=a["kernel_layout"],
+                          out_dtype=a["out_dtype"] or None, primfunc_name_hint=name)
+    return legalize
+
+
+register_legalize("relax.nn.conv1d", _conv("conv1d"))
+register_legalize("relax.nn.conv2d", _conv("conv2d"))
+register_legalize("relax.nn.conv3d", _conv("conv3d"))
+
+
+def _conv_transpose(name: str, kernel_name: str) -> Any:
+    def legalize(bb: BlockBuilder, call: Call) -> Expr:
+        a = call.attrs
+        return bb.call_te(topi.nn.conv_transpose, call.args[0], call.args[1], strides=list(a["strides"]),
+                          padding=list(a["padding"]), output_padding=list(a["output_padding"]), groups=a["groups"],
+                          out_dtype=a["out_dtype"] or None, kernel_name=kernel_name, primfunc_name_hint=name)
+    return legalize
+
+
+register_legalize("relax.nn.conv1d_transpose", _conv_transpose("conv1d_transpose", "kernel"))
+register_legalize("relax.nn.conv2d_transpose", _conv_transpose("conv2d_transpose", "kernel_transform"))
+
+
+# -- pooling ---------------------------------------------------------------------------------------
+
+def _pool(pool_type: str, name: str) -> Any:
+    def legalize(bb: BlockBuilder, call: Call) -> Expr:
+        a = call.attrs
+        return bb.call_te(topi.nn.pool2d, call.args[0], kernel=list(a["pool_size"]), stride=list(a["strides"]),
+                          dilation=list(a["dilation"]), padding=list(a["padding"]), pool_type=pool_type,
+                          ceil_mode=a["ceil_mode"], count_include_pad=a["count_include_pad"],
+                          primfunc_name_hint=name)
+    return legalize
+
+
+register_legalize("relax.nn.max_pool2d", _pool("max", "max_pool2d"))
+register_legalize("relax.nn.avg_pool2d", _pool("avg", "avg_pool2d"))
+
+
+@register_legalize("relax.nn.adaptive_avg_pool2d")
+def _adaptive_avg_pool2d(bb: BlockBuilder, call: Call) -> Expr:
+    size = [d.value for d in call.struct_info.shape_values[2:]]
+    return bb.call_te(topi.nn.adaptive_pool, call.args[0], size, "avg", primfunc_name_hint="adaptive_avg_pool2d")
+
+
+# -- padding ---------------------------------------------------------------------------------------
+
+@register_legalize("relax.nn.pad")
+def _pad(bb: BlockBuilder, call: Call) -> Expr:
+    w = call.attrs["pad_width"]
+    return bb.call_te(topi.nn.pad, call.args[0], list(w[0::2]), list(w[1::2]), call.attrs["pad_value"],
+                      primfunc_name_hint="pad")
+
+
+# -- activations with a parameter, softmax ---------------------------------------------------------
 
 @register_legalize("relax.nn.leakyrelu")
 def _leakyrelu(bb: BlockBuilder, call: Call) -> Expr:
@@ -21,6 +84,26 @@ def _leakyrelu(bb: BlockBuilder, call: Call) -> Expr:
 @register_legalize("relax.nn.prelu")
 def _prelu(bb: BlockBuilder, call: Call) -> Expr:
     return bb.call_te(topi.nn.prelu, call.args[0], call.args[1], call.attrs["axis"], primfunc_name_hint="prelu")
+
+
+@register_legalize("relax.nn.softmax")
+def _softmax(bb: BlockBuilder, call: Call) -> Expr:
+    return bb.call_te(topi.nn.softmax, call.args[0], call.attrs["axis"], primfunc_name_hint="softmax")
+
+
+@register_legalize("relax.nn.log_softmax")
+def _log_softmax(bb: BlockBuilder, call: Call) -> Expr:
+    return bb.call_te(topi.nn.log_softmax, call.args[0], call.attrs["axis"], primfunc_name_hint="log_softmax")
+
+
+# -- normalization ---------------------------------------------------------------------------------
+
+@register_legalize("relax.nn.batch_norm")
+def _batch_norm(bb: BlockBuilder, call: Call) -> Expr:
+    a = call.attrs
+    return bb.call_te(topi.nn.batch_norm, *call.args, axis=a["axis"], epsilon=a["epsilon"],
+                      center=a["center"], scale=a["scale"], training=a.get("training", False),
+                      momentum=a.get("momentum", 0.1), primfunc_name_hint="batch_norm")
 
 
 @register_legalize("relax.nn.layer_norm")
@@ -37,6 +120,26 @@ def _rms_norm(bb: BlockBuilder, call: Call) -> Expr:
     return bb.call_te(topi.nn.rms_norm, call.args[0], call.args[1], axis=list(call.attrs["axes"]),
                       epsilon=call.attrs["epsilon"], primfunc_name_hint="rms_norm")
 
+
+@register_legalize("relax.nn.group_norm")
+def _group_norm(bb: BlockBuilder, call: Call) -> Expr:
+    a = call.attrs
+    data, gamma, beta = call.args
+    return bb.call_te(topi.nn.group_norm, data, gamma if a["scale"] else None, beta if a["center"] else None,
+                      a["num_groups"], a["channel_axis"], list(a["axes"]), a["epsilon"],
+                      primfunc_name_hint="group_norm")
+
+
+# -- dropout ---------------------------------------------------------------------------------------
+
+@register_legalize("relax.nn.dropout")
+def _dropout(bb: BlockBuilder, call: Call) -> Expr:
+    def dropout(x: te.Tensor) -> list[te.Tensor]:
+        return [topi.identity(x), topi.full_like(x, 1)]
+    return bb.call_te(dropout, call.args[0], primfunc_name_hint="dropout")
+
+
+# -- losses ----------------------------------------------------------------------------------------
 
 def _as_dtype(value: IntImm | FloatImm | int, dtype: str) -> FloatImm:
     return FloatImm(dtype, float(value.value if isinstance(value, (IntImm, FloatImm)) else value))
@@ -67,40 +170,3 @@ def _nll_loss(bb: BlockBuilder, call: Call) -> Expr:
         return topi.nn.nll_loss(pred, targets, ones, reduction, ignore_index)
     return bb.call_te(nll_loss_without_weight, call.args[0], call.args[1], reduction=a["reduction"],
                       ignore_index=a["ignore_index"])
-
-
-def _conv(name: str) -> Any:
-    def legalize(bb: BlockBuilder, call: Call) -> Expr:
-        a = call.attrs
-        return bb.call_te(topi.nn.conv, call.args[0], call.args[1], strides=list(a["strides"]),
-                          padding=list(a["padding"]), dilation=list(a["dilation"]), groups=a["groups"],
-                          data_layout=a["data_layout"], kernel_layout=a["kernel_layout"],
-                          out_dtype=a["out_dtype"] or None, primfunc_name_hint=name)
-    return legalize
-
-
-register_legalize("relax.nn.conv1d", _conv("conv1d"))
-register_legalize("relax.nn.conv2d", _conv("conv2d"))
-register_legalize("relax.nn.conv3d", _conv("conv3d"))
-
-
-def _conv_transpose(name: str, kernel_name: str) -> Any:
-    def legalize(bb: BlockBuilder, call: Call) -> Expr:
-        a = call.attrs
-        return bb.call_te(topi.nn.conv_transpose, call.args[0], call.args[1], strides=list(a["strides"]),
-                          padding=list(a["padding"]), output_padding=list(a["output_padding"]), groups=a["groups"],
-                          out_dtype=a["out_dtype"] or None, kernel_name=kernel_name, primfunc_name_hint=name)
-    return legalize
-
-
-register_legalize("relax.nn.conv1d_transpose", _conv_transpose("conv1d_transpose", "kernel"))
-register_legalize("relax.nn.conv2d_transpose", _conv_transpose("conv2d_transpose", "kernel_transform"))
-
-
-@register_legalize("relax.nn.group_norm")
-def _group_norm(bb: BlockBuilder, call: Call) -> Expr:
-    a = call.attrs
-    data, gamma, beta = call.args
-    return bb.call_te(topi.nn.group_norm, data, gamma if a["scale"] else None, beta if a["center"] else None,
-                      a["num_groups"], a["channel_axis"], list(a["axes"]), a["epsilon"],
-                      primfunc_name_hint="group_norm")

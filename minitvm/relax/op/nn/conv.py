@@ -1,20 +1,20 @@
-"""Convolution struct info in any layout (``relax.nn.conv1d`` here; ``relax.nn.conv2d``
-in :mod:`.nn` uses the same rule).  Data layouts name N, C and the spatial dimensions
-(``NCW``, ``NCHW``, ``NHWC``), kernel layouts O, I and the same spatial letters (``OIW``,
-``OIHW``, ``HWIO``); the output is laid out as the data."""
+"""Convolutions (``relax.nn.conv1d/2d/3d`` and the transposed ``conv1d_transpose`` /
+``conv2d_transpose``): one struct-info rule for any layout.  Data layouts name N, C and the
+spatial dimensions (``NCW``, ``NCHW``, ``NHWC``), kernel layouts O, I and the same spatial
+letters (``OIW``, ``OIHW``, ``HWIO``); the output is laid out as the data."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ...topi.nn.conv import conv_out_size
-from ...topi.nn.conv_transpose import conv_transpose_out_size
-from ..expr import Call, Expr
-from ..struct_info import StructInfo, StructInfoError, TensorStructInfo, dim_text, shape_text
-from ._utils import const_dim, same_dtype
-from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
+from ....topi.nn.conv2d import conv_out_size
+from ....topi.nn.conv_transpose import conv_transpose_out_size
+from ...expr import Call, Expr
+from ...struct_info import StructInfo, StructInfoError, TensorStructInfo, dim_text, shape_text
+from .._utils import const_dim, same_dtype
+from ..registry import OpPattern, check_num_args, make_call, register, tensor_arg
 
-__all__ = ["conv1d", "conv3d", "conv_sinfo", "conv_attrs", "conv1d_transpose", "conv2d_transpose"]
+__all__ = ["conv1d", "conv2d", "conv3d", "conv1d_transpose", "conv2d_transpose"]
 
 
 def _check_layout(op: str, layout: str, fixed: str, dim: int, what: str) -> list[str]:
@@ -105,6 +105,21 @@ def conv1d(data: Expr, weight: Expr, strides: Any = 1, padding: Any = 0, dilatio
     """1-D convolution; ``padding`` is an int or (left, right)."""
     return make_call("relax.nn.conv1d", data, weight, attrs=conv_attrs(
         1, "conv1d", strides, padding, dilation, groups, data_layout, kernel_layout, out_layout, out_dtype))
+
+
+@register("relax.nn.conv2d", pattern=OpPattern.OUT_ELEMWISE_FUSABLE, num_inputs=2)
+def _infer_conv2d(call: Call, ctx: Any) -> StructInfo:
+    """2-D convolution (NCHW data with OIHW weight by default; NHWC, HWIO ... too)."""
+    return conv_sinfo(call, "relax.nn.conv2d", 2)
+
+
+def conv2d(data: Expr, weight: Expr, strides: Any = (1, 1), padding: Any = (0, 0), dilation: Any = (1, 1),
+           groups: int = 1, data_layout: str = "NCHW", kernel_layout: str = "OIHW",
+           out_layout: str | None = None, out_dtype: str | None = None) -> Call:
+    """2-D convolution of ``data`` with ``weight`` (NCHW and OIHW by default); ``padding``
+    is an int, (h, w) or (top, left, bottom, right)."""
+    return make_call("relax.nn.conv2d", data, weight, attrs=conv_attrs(
+        2, "conv2d", strides, padding, dilation, groups, data_layout, kernel_layout, out_layout, out_dtype))
 
 
 @register("relax.nn.conv3d", pattern=OpPattern.OUT_ELEMWISE_FUSABLE, num_inputs=2)

@@ -1,0 +1,119 @@
+"""Walking and rewriting TIR statement trees (TVM's ``tir.stmt_functor``).
+
+The visitors (:mod:`.functor`) see every node; the walkers here see statements only, with
+the ancestors of each, which is what passes, schedules and tools that search a kernel for
+its loops and blocks need: ``walk_stmts``, ``path_to``, ``block_realizes``,
+``replace_stmt`` (by identity: trees are immutable, a changed one is a new tree).
+``post_order_visit``, ``pre_order_visit`` and ``substitute`` are here too, as in TVM.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any, Callable, Iterator
+
+from ..ir.node import Node
+from .buffer import Buffer
+from .functor import StmtExprMutator, post_order_visit, pre_order_visit, substitute
+from .stmt import Block, BlockRealize, SeqStmt, Stmt
+
+__all__ = ["child_stmts", "walk_stmts", "path_to", "block_realizes", "blocks_under", "replace_stmt",
+           "post_order_visit", "pre_order_visit", "substitute"]
+
+
+def child_stmts(s: Stmt) -> list[Stmt]:
+    """The statements directly inside ``s`` (not expressions)."""
+    if isinstance(s, SeqStmt):
+        return list(s.seq)
+    if isinstance(s, BlockRealize):
+        return [s.block]
+    if isinstance(s, Block):
+        return [x for x in (s.init, s.body) if x is not None]
+    out = []
+    for name in ("body", "then_case", "else_case"):
+        value = getattr(s, name, None)
+        if isinstance(value, Stmt):
+            out.append(value)
+    return out
+
+
+def walk_stmts(s: Stmt, path: tuple = ()) -> Iterator[tuple[Stmt, tuple]]:
+    """Every statement with the tuple of its ancestors, parents before children."""
+    yield s, path
+    for c in child_stmts(s):
+        yield from walk_stmts(c, path + (s,))
+
+
+def path_to(root: Stmt, pred: Callable[[Stmt], bool]) -> list[tuple[Stmt, tuple]]:
+    """All statements matching ``pred``, each with its ancestors (in the order of
+    :func:`walk_stmts`; an ancestor tuple is made only for a match, so a search costs the
+    size of the tree, not its size times its depth)."""
+    found: list[tuple[Stmt, tuple]] = []
+    stack: list[Stmt] = []
+
+    def visit(s: Stmt) -> None:
+        if pred(s):
+            found.append((s, tuple(stack)))
+        children = child_stmts(s)
+        if children:
+            stack.append(s)
+            for c in children:
+                visit(c)
+            stack.pop()
+
+    visit(root)
+    return found
+
+
+#: the last few trees' block realizes, by the identity of the (immutable) tree: a schedule looks
+#: blocks up by name after every primitive, and a default schedule of a fused chain of N blocks
+#: does N lookups per tree (each a walk of the whole tree)
+_REALIZES: OrderedDict = OrderedDict()
+_REALIZES_LOCK = threading.Lock()
+
+
+def block_realizes(root: Stmt) -> list[tuple[BlockRealize, tuple]]:
+    """Every block realize under ``root``, each with its ancestors (outer first)."""
+    with _REALIZES_LOCK:
+        hit = _REALIZES.get(id(root))
+        if hit is not None and hit[0] is root:
+            _REALIZES.move_to_end(id(root))
+            return list(hit[1])
+    found = path_to(root, lambda s: isinstance(s, BlockRealize))
+    with _REALIZES_LOCK:
+        _REALIZES[id(root)] = (root, found)  # holds the tree: its id stays its own
+        if len(_REALIZES) > 8:
+            _REALIZES.popitem(last=False)
+    return list(found)
+
+
+def blocks_under(s: Stmt) -> list[BlockRealize]:
+    """The block realizes under ``s`` (``s`` itself included), outer first."""
+    return [r for r, _ in block_realizes(s)]
+
+
+class _Replace(StmtExprMutator):
+    def __init__(self, old: Node, new: Any):
+        self.old, self.new = old, new
+
+    def visit(self, n: Any) -> Any:
+        if n is self.old:
+            return self.new
+        if isinstance(n, Buffer) or not isinstance(n, (Stmt, tuple)):
+            return n  # statements only: expressions never contain statements
+        return super().visit(n)
+
+
+def replace_stmt(root: Stmt, old: Stmt, new: Stmt | None) -> Stmt:
+    """``root`` with the statement ``old`` (found by identity) replaced by ``new``.
+
+    ``new=None`` removes ``old`` from its enclosing sequence.
+    """
+    if new is None:
+        for s, _ in walk_stmts(root):
+            if isinstance(s, SeqStmt) and any(x is old for x in s.seq):
+                rest = tuple(x for x in s.seq if x is not old)
+                return replace_stmt(root, s, rest[0] if len(rest) == 1 else SeqStmt(rest))
+        raise ValueError("statement to remove is not inside a sequence")
+    return _Replace(old, new).visit(root)
