@@ -156,13 +156,25 @@ def test_callbacks_leave_with_their_module():
         def main(x: R.Tensor((3,), "float32")) -> R.Tensor((3,), "float32"):
             return R.call_py_func("test_pymodule_twice", (x,), out_ty=R.Tensor((3,), "float32"))
 
+        @R.function
+        def wrong(x: R.Tensor((3,), "float32")) -> R.Tensor((3,), "float32"):
+            y = R.call_py_func("test_pymodule_short", (x,), out_ty=R.Tensor((3,), "float32"))
+            return R.add(y, x)
+
         @I.pyfunc
         def test_pymodule_twice(self, x):
             return x * 2
 
+        @I.pyfunc
+        def test_pymodule_short(self, x):
+            return x[:2].clone()
+
     mod = Short(device=tvm.cpu(0))
     x = rand(3, seed=6)
     close(mod.main(x), x * 2)
+    # what Python returns is checked against out_ty before a kernel reads it
+    with pytest.raises(ValueError, match="call_py_func_test_pymodule_short: dimension 0 is 2, expected 3"):
+        mod.wrong(x)
     del mod
     gc.collect()
     assert "test_pymodule_twice" not in vm_builtins._PY_FUNCS
