@@ -80,6 +80,8 @@ class BasePyModule:
     """
 
     def __init__(self, ir_mod: IRModule, device: Device | None = None, target: Any = None):
+        if isinstance(ir_mod, ModuleFactory):  # TVM takes what @I.ir_module gave too
+            ir_mod = ir_mod.ir_module
         if not isinstance(ir_mod, IRModule):
             raise TypeError(f"BasePyModule needs an IRModule, got {type(ir_mod).__name__}")
         self.device = device if device is not None else cpu(0)
@@ -150,6 +152,8 @@ class BasePyModule:
             if self.relax_vm is None:
                 why = self._compile_errors.get(name, "it was not compiled")
                 raise RuntimeError(f"Relax function {name!r} has no compiled VM: {why}")
+            # the registry is one table by name (as TVM's): another module may hold a name of ours
+            _vm_builtins._PY_FUNCS.update(self._registered)
             result = self.relax_vm[name](*self._convert_pytorch_to_tvm(list(args)))
             return self._convert_tvm_to_pytorch(result)
 
@@ -224,6 +228,9 @@ class BasePyModule:
             name = tir_func
         elif isinstance(tir_func, GlobalVar):
             name = tir_func.name_hint
+        elif isinstance(tir_func, PrimFunc):  # the PrimFunc object itself: its name in the module
+            name = next((gv.name_hint for gv, f in self.ir_mod.functions_items() if f is tir_func),
+                        (tir_func.attrs or {}).get("global_symbol"))
         else:
             name = next((n for n, f in self.compiled_tir_funcs.items() if f is tir_func), None)
         return name if name in self.compiled_tir_funcs else None

@@ -11,6 +11,7 @@ numbers.  An operator without a PyTorch counterpart here raises ``NotImplemented
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable
 
 import numpy as np
@@ -113,7 +114,55 @@ _OPS: dict[str, Callable[..., Any]] = {
         torch.squeeze(a[0]) if attrs.get("axis") is None else torch.squeeze(a[0], dim=tuple(attrs["axis"]))),
     "relax.concat": lambda torch, F, a, attrs: torch.cat(list(a[0]), dim=attrs.get("axis", 0) or 0),  # noqa: N803
     **{f"relax.{r}": _reduce(r) for r in ("sum", "mean", "max", "min", "prod")},
+    "relax.split": lambda torch, F, a, attrs: tuple(torch.tensor_split(  # noqa: N803
+        a[0], attrs["indices_or_sections"] if isinstance(attrs["indices_or_sections"], int)
+        else list(attrs["indices_or_sections"]), dim=attrs.get("axis", 0))),
+    "relax.tile": lambda torch, F, a, attrs: torch.tile(a[0], tuple(attrs["repeats"])),  # noqa: N803
+    "relax.repeat": lambda torch, F, a, attrs: torch.repeat_interleave(  # noqa: N803
+        a[0], attrs["repeats"], dim=attrs.get("axis")),
+    "relax.flip": lambda torch, F, a, attrs: torch.flip(a[0], dims=[attrs["axis"]]),  # noqa: N803
+    "relax.take": lambda torch, F, a, attrs: _take(torch, a[0], a[1], attrs.get("axis")),  # noqa: N803
+    "relax.cumsum": lambda torch, F, a, attrs: _cumsum(torch, a[0], attrs),  # noqa: N803
+    "relax.argmax": lambda torch, F, a, attrs: torch.argmax(  # noqa: N803
+        a[0], dim=attrs.get("axis"), keepdim=bool(attrs.get("keepdims"))),
+    "relax.argmin": lambda torch, F, a, attrs: torch.argmin(  # noqa: N803
+        a[0], dim=attrs.get("axis"), keepdim=bool(attrs.get("keepdims"))),
+    "relax.broadcast_to": lambda torch, F, a, attrs: torch.broadcast_to(a[0], tuple(a[1])),  # noqa: N803
+    "relax.flatten": lambda torch, F, a, attrs: torch.flatten(a[0]),  # noqa: N803
+    "relax.nn.leakyrelu": lambda torch, F, a, attrs: F.leaky_relu(a[0], attrs.get("alpha", 0.01)),  # noqa: N803
+    "relax.nn.layer_norm": lambda torch, F, a, attrs: _layer_norm(F, a, attrs),  # noqa: N803
 }
+
+
+def _take(torch: Any, x: Any, indices: Any, axis: Any) -> Any:
+    """``R.take``: numpy's take (flattened when ``axis`` is None), the indices' dims in place of ``axis``."""
+    indices = indices.long()
+    if axis is None:
+        return torch.take(x, indices)
+    axis %= x.ndim
+    picked = x.movedim(axis, 0)[indices]  # indices' dims first, then x's other dims in order
+    return picked.movedim(list(range(indices.ndim)), list(range(axis, axis + indices.ndim)))
+
+
+def _cumsum(torch: Any, x: Any, attrs: dict) -> Any:
+    if attrs.get("dtype"):
+        x = x.to(_torch_dtype(torch, attrs["dtype"]))
+    axis = attrs.get("axis")
+    if axis is None:
+        x, axis = x.flatten(), 0
+    out = torch.cumsum(x, dim=axis)
+    return out - x if attrs.get("exclusive") else out
+
+
+def _layer_norm(F: Any, a: list, attrs: dict) -> Any:  # noqa: N803
+    x, gamma, beta = a
+    axes = sorted(d % x.ndim for d in attrs.get("axes", (-1,)))
+    if axes != list(range(x.ndim - len(axes), x.ndim)):
+        raise NotImplementedError(f"RelaxToPyFuncConverter: relax.nn.layer_norm over axes {axes} (PyTorch "
+                                  "normalizes trailing dimensions only)")
+    shape = list(x.shape[axes[0]:])
+    return F.layer_norm(x, shape, gamma if attrs.get("scale", True) else None,
+                        beta if attrs.get("center", True) else None, attrs.get("epsilon", 1e-5))
 
 
 def _expand_dims(x: Any, axis: Any) -> Any:
@@ -285,11 +334,10 @@ class _Run:
                                           "names no Python function of the module")
             return func(*args)
         outs = self.outputs(call.sinfo_args[0])
-        if name == "relax.call_tir":
-            extra = list(self.eval(call.args[2])) if len(call.args) > 2 else []
-            self.converter.kernel(call.args[0].name_hint)(*self.to_tvm(args), *self.to_tvm(outs), *extra)
-        else:
-            self.packed(call.args[0].global_symbol, args, outs)
+        if name == "relax.call_dps_packed":
+            return self.packed(call.args[0].global_symbol, args, outs)
+        extra = list(self.eval(call.args[2])) if len(call.args) > 2 else []
+        self.converter.kernel(call.args[0].name_hint)(*self.to_tvm(args), *self.to_tvm(outs), *extra)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def outputs(self, sinfo: Any) -> list:
@@ -301,12 +349,30 @@ class _Run:
         return [_nd.from_dlpack(v.detach()) if isinstance(v, self.torch.Tensor) else v for v in values]
 
     def packed(self, symbol: str, args: list, outs: list | None) -> Any:
+        """Call the registered function ``symbol``: in destination-passing style when given
+        ``outs`` (returned, filled), else its result.  A DPS call of a Python function that takes
+        the inputs only is made as TVM's converter makes it: inputs in, its result out."""
         func = get_global_func(symbol, allow_missing=True)
         if func is None:
             raise NotImplementedError(f"RelaxToPyFuncConverter: no registered function {symbol!r} "
                                       f"(in function {self.name})")
+        if outs is not None and _takes(func, len(args)) and not _takes(func, len(args) + len(outs)):
+            outs = None
         result = func(*self.to_tvm(args), *self.to_tvm(outs or []))
-        return self.as_torch(result)
+        if outs is not None:
+            return outs[0] if len(outs) == 1 else tuple(outs)
+        return tuple(self.as_torch(r) for r in result) if isinstance(result, (tuple, list)) else self.as_torch(result)
+
+
+def _takes(func: Any, count: int) -> bool:
+    """Whether ``func`` accepts ``count`` positional arguments (True when it cannot be told)."""
+    try:
+        inspect.signature(func).bind(*range(count))
+    except TypeError:
+        return False
+    except ValueError:
+        return True
+    return True
 
 
 def convert_relax_to_pyfunc(ir_module: IRModule, relax_function_names: str | list[str]) -> IRModule:

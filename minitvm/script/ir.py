@@ -127,10 +127,11 @@ def module_attrs(attrs: dict) -> None:
     sys._getframe(1).f_locals["__module_attrs__"] = dict(attrs)
 
 
-def ir_module(cls: type | None = None, *, check_well_formed: bool = True) -> Any:
+def ir_module(cls: type | None = None, *, check_well_formed: bool = True, s_tir: bool = False) -> Any:
     """Build an ``IRModule`` from a class whose methods are ``@T.prim_func`` / ``@R.function``
     functions; ``@I.ir_module(check_well_formed=False)`` skips the Relax functions'
-    well-formedness checks."""
+    well-formedness checks.  ``s_tir`` (TVM 0.27: check PrimFuncs as schedulable TIR, with
+    blocks) changes nothing here: one checker accepts both forms."""
 
     def build(c: type) -> IRModule:
         try:

@@ -81,6 +81,24 @@ def test_pyfunc_calls_tir_and_packed(hybrid):
         out = hybrid.forward(a, b)
         assert isinstance(out, torch.Tensor)
         close(out, torch.tanh((a * 3 + b) * b * 0.5))
+    # the kernel named by its PrimFunc, its GlobalVar or its name: the same call
+    a, b = rand(2, 3, seed=20), rand(2, 3, seed=21)
+    for handle in (Hybrid.ir_module["axpy"], Hybrid.ir_module.get_global_var("axpy"), "axpy"):
+        close(hybrid.call_tir(handle, [a, b], R.Tensor((2, 3), "float32")), a * 3 + b)
+
+
+def test_module_from_the_factory_itself():
+    # TVM also accepts what @I.ir_module gave as the module of a BasePyModule
+    mod = BasePyModule(Hybrid, tvm.cpu(0))
+    x = rand(2, 3, seed=22)
+    close(mod.soft(x), F.softmax(x, dim=-1))
+    assert mod.list_functions()["tirx"] == ["axpy"]
+    # two live modules with a Python function of one name: each VM calls back its own
+    other = Hybrid(device=tvm.cpu(0))
+    mod.add_python_function("soft", lambda self, x: x + 1)
+    close(mod.main(x), (x + 1) * x)
+    close(other.main(x), F.softmax(x, dim=-1) * x)
+    close(mod.main(x), (x + 1) * x)
 
 
 def test_relax_function_called_from_python(hybrid):
@@ -235,3 +253,44 @@ def test_converter_errors():
     conv = converter.convert("conv").pyfuncs["conv"]
     with pytest.raises(NotImplementedError, match=r"operator relax\.nn\.conv2d \(in function conv\)"):
         conv(rand(1, 1, 4, 4), rand(1, 1, 3, 3))
+
+
+@tvm.register_global_func("test_pymodule.dps_double", override=True)
+def _dps_double(x, out):
+    out[:] = x.numpy() * 2
+
+
+@tvm.register_global_func("test_pymodule.returns_negative", override=True)
+def _returns_negative(x):  # takes the inputs only: the converter uses what it returns, as TVM's
+    return tvm.runtime.tensor(-x.numpy())
+
+
+@I.ir_module
+class Shapes:
+    @R.function
+    def main(x: R.Tensor((4, 6), "float32"), i: R.Tensor((2, 2), "int64"), g: R.Tensor((6,), "float32"),
+             b: R.Tensor((6,), "float32")):
+        parts = R.split(x, [1, 4], axis=1)
+        taken = R.take(x, i, axis=1)
+        csum = R.cumsum(parts[1], axis=0, exclusive=True)
+        norm = R.nn.layer_norm(x, g, b, axes=[-1])
+        tiled = R.flip(R.tile(parts[0], [1, 2]), axis=0)
+        rep = R.repeat(parts[2], 2, axis=1)
+        best = R.argmax(x, axis=1)
+        doubled = R.call_dps_packed("test_pymodule.dps_double", (x,), out_ty=R.Tensor((4, 6), "float32"))
+        negated = R.call_dps_packed("test_pymodule.returns_negative", (x,), out_ty=R.Tensor((4, 6), "float32"))
+        return (taken, csum, norm, tiled, rep, best, R.add(doubled, negated))
+
+
+def test_converter_shape_ops_and_packed_calls():
+    x, g, b = rand(4, 6, seed=11), rand(6, seed=12), rand(6, seed=13)
+    i = torch.tensor([[5, 0], [2, 2]])
+    got = RelaxToPyFuncConverter(Shapes).convert("main").pyfuncs["main"](x, i, g, b)
+    xn, first, mid, last = x.numpy(), x[:, :1], x[:, 1:4], x[:, 4:]
+    close(got[0], torch.from_numpy(np.take(xn, i.numpy(), axis=1)))
+    close(got[1], torch.cumsum(mid, dim=0) - mid)
+    close(got[2], F.layer_norm(x, [6], g, b), rtol=1e-5, atol=1e-5)
+    close(got[3], torch.flip(torch.tile(first, (1, 2)), dims=[0]))
+    close(got[4], torch.from_numpy(np.repeat(last.numpy(), 2, axis=1)))
+    assert got[5].tolist() == np.argmax(xn, axis=1).tolist()
+    close(got[6], x)  # 2x - x
