@@ -27,22 +27,7 @@ from ..tir.expr import Var as TirVar
 from ..tir.expr import const as _tir_const
 from ..tir.function import PrimFunc
 from ..tir.functor import substitute
-from .expr import (
-    Call,
-    Constant,
-    DataTypeImm,
-    ExternFunc,
-    Function,
-    If,
-    MatchCast,
-    PrimValue,
-    SeqExpr,
-    ShapeExpr,
-    StringImm,
-    Tuple,
-    TupleGetItem,
-    Var,
-)
+from . import expr as rx
 from .struct_info import ShapeStructInfo, TensorStructInfo, TupleStructInfo
 
 __all__ = ["RelaxToPyFuncConverter", "convert_relax_to_pyfunc"]
@@ -193,7 +178,7 @@ class RelaxToPyFuncConverter:
         names = [relax_function_names] if isinstance(relax_function_names, str) else list(relax_function_names)
         new_mod = self.ir_module.copy()
         new_mod.pyfuncs.update(self.ir_module.pyfuncs)
-        relax_funcs = {gv.name_hint: f for gv, f in self.ir_module.functions_items() if isinstance(f, Function)}
+        relax_funcs = {gv.name_hint: f for gv, f in self.ir_module.functions_items() if isinstance(f, rx.Function)}
         for name in names:
             if name not in relax_funcs:
                 raise ValueError(f"Relax function '{name}' not found in IRModule "
@@ -201,7 +186,7 @@ class RelaxToPyFuncConverter:
             new_mod.pyfuncs[name] = self._convert_function(name, relax_funcs[name])
         return new_mod
 
-    def _convert_function(self, name: str, func: Function) -> Callable[..., Any]:
+    def _convert_function(self, name: str, func: rx.Function) -> Callable[..., Any]:
         def converted(*args: Any) -> Any:
             if len(args) != len(func.params):
                 raise ValueError(f"Expected {len(func.params)} arguments, got {len(args)}")
@@ -233,7 +218,7 @@ class _Run:
         self.values: dict[Any, Any] = {}
         self.dims: dict[TirVar, int] = {}
 
-    def call(self, func: Function, args: list) -> Any:
+    def call(self, func: rx.Function, args: list) -> Any:
         for param, arg in zip(func.params, args):
             value = self.as_torch(arg)
             self.bind_dims(param.struct_info, value)
@@ -271,47 +256,47 @@ class _Run:
 
     # -- expressions ----------------------------------------------------------------------------
     def eval(self, expr: Any) -> Any:  # noqa: C901, PLR0911 - one case per kind of expression
-        if isinstance(expr, Var):
+        if isinstance(expr, rx.Var):
             if expr not in self.values:
                 raise ValueError(f"{self.name}: variable {expr.name} is used before it is bound")
             return self.values[expr]
-        if isinstance(expr, Constant):
+        if isinstance(expr, rx.Constant):
             return self.torch.from_numpy(expr.data.numpy())
-        if isinstance(expr, SeqExpr):
+        if isinstance(expr, rx.SeqExpr):
             for block in expr.blocks:
                 for binding in block.bindings:
                     value = self.eval(binding.value)
-                    if isinstance(binding, MatchCast):
+                    if isinstance(binding, rx.MatchCast):
                         self.bind_dims(binding.struct_info, value)
                     self.values[binding.var] = value
             return self.eval(expr.body)
-        if isinstance(expr, Tuple):
+        if isinstance(expr, rx.Tuple):
             return tuple(self.eval(f) for f in expr.fields)
-        if isinstance(expr, TupleGetItem):
+        if isinstance(expr, rx.TupleGetItem):
             return self.eval(expr.tuple_value)[expr.index]
-        if isinstance(expr, If):
+        if isinstance(expr, rx.If):
             return self.eval(expr.true_branch if bool(self.eval(expr.cond)) else expr.false_branch)
-        if isinstance(expr, ShapeExpr):
+        if isinstance(expr, rx.ShapeExpr):
             return tuple(self.dim(d) for d in expr.values)
-        if isinstance(expr, PrimValue):
+        if isinstance(expr, rx.PrimValue):
             return self.dim(expr.value) if isinstance(expr.value, PrimExpr) and "int" in expr.value.dtype \
                 else getattr(expr.value, "value", expr.value)
-        if isinstance(expr, (StringImm, DataTypeImm)):
+        if isinstance(expr, (rx.StringImm, rx.DataTypeImm)):
             return expr.value
-        if isinstance(expr, Call):
+        if isinstance(expr, rx.Call):
             return self.call_expr(expr)
         raise NotImplementedError(f"RelaxToPyFuncConverter: cannot run a {type(expr).__name__} "
                                   f"(in function {self.name})")
 
-    def call_expr(self, call: Call) -> Any:
+    def call_expr(self, call: rx.Call) -> Any:
         op = call.op
         if isinstance(op, GlobalVar):
             callee = self.converter.ir_module[op]
-            if not isinstance(callee, Function):
+            if not isinstance(callee, rx.Function):
                 raise NotImplementedError(f"RelaxToPyFuncConverter: a direct call of {op.name_hint}, "
                                           f"a {type(callee).__name__} (in function {self.name})")
             return _Run(self.converter, op.name_hint).call(callee, [self.eval(a) for a in call.args])
-        if isinstance(op, ExternFunc):
+        if isinstance(op, rx.ExternFunc):
             return self.packed(op.global_symbol, [self.eval(a) for a in call.args], None)
         name = op.name if isinstance(op, Op) else repr(op)
         if name in ("relax.call_tir", "relax.call_dps_packed", "relax.call_pure_packed", "relax.call_py_func"):
@@ -323,7 +308,7 @@ class _Run:
         return run(self.torch, self.F, [self.eval(a) for a in call.args], dict(call.attrs or {}))
 
     # -- calls across levels --------------------------------------------------------------------
-    def cross_level(self, name: str, call: Call) -> Any:
+    def cross_level(self, name: str, call: rx.Call) -> Any:
         if name == "relax.call_pure_packed":
             return self.packed(call.args[0].global_symbol, [self.eval(a) for a in call.args[1:]], None)
         args = list(self.eval(call.args[1]))
