@@ -37,6 +37,9 @@ class IRModule(Node):
             funcs[gv] = func
         object.__setattr__(self, "functions", dict(sorted(funcs.items(), key=lambda kv: kv[0].name_hint)))
         object.__setattr__(self, "attrs", dict(attrs or {}))
+        # Python functions beside the IR (TVM's ``mod.pyfuncs``: a BasePyModule's @I.pyfunc methods,
+        # RelaxToPyFuncConverter's results); not a field, so equality and printing ignore it
+        object.__setattr__(self, "pyfuncs", {})
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("IRModule is immutable; use mod.with_function(...) or mod[name] = f")

@@ -71,3 +71,4 @@ __all__ = [
     "op", "analysis", "expr_functor",
 ]
 from . import dpl, frontend  # noqa: E402,F401 : relax.frontend.nn, relax.frontend.detach_params; relax.dpl
+from .base_py_module import BasePyModule  # noqa: E402,F401 : TVM 0.27 exports it as relax.BasePyModule

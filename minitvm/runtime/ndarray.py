@@ -106,6 +106,19 @@ class NDArray:
         np.copyto(self._array, src, casting="unsafe")
         return self
 
+    def __setitem__(self, index: Any, value: Any) -> None:
+        """``arr[:] = value``: copy a whole numpy array or NDArray in (TVM allows only the full
+        slice, so a packed function fills an output it was given)."""
+        if not (isinstance(index, slice) and index.start is None and index.stop is None and index.step is None):
+            raise ValueError(f"NDArray supports only arr[:] = value (a whole-array copy), not arr[{index!r}]")
+        if isinstance(value, NDArray):
+            if value is not self:
+                self.copyfrom(value)
+        elif isinstance(value, (np.ndarray, np.generic)):
+            self.copyfrom(value)
+        else:
+            raise TypeError(f"arr[:] = value: type {type(value).__name__} not supported (a numpy array or NDArray)")
+
     def copyto(self, target: "NDArray | Device") -> "NDArray":
         """Copy into ``target`` (an NDArray) or into a new array on ``target`` (a Device)."""
         if isinstance(target, NDArray):

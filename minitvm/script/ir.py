@@ -23,7 +23,7 @@ from . import tir as T
 from .diagnostics import Source, TVMScriptError
 from .parser import DeferredFunction, _TIRParser, parse_prim_func_ast
 
-__all__ = ["ir_module", "GlobalVar", "module_attrs", "register_function_parser", "FunctionParser"]
+__all__ = ["ir_module", "pyfunc", "GlobalVar", "module_attrs", "register_function_parser", "FunctionParser"]
 
 
 @dataclass(frozen=True)
@@ -127,16 +127,18 @@ def module_attrs(attrs: dict) -> None:
     sys._getframe(1).f_locals["__module_attrs__"] = dict(attrs)
 
 
-def ir_module(cls: type | None = None, *, check_well_formed: bool = True) -> Any:
+def ir_module(cls: type | None = None, *, check_well_formed: bool = True, s_tir: bool = False) -> Any:
     """Build an ``IRModule`` from a class whose methods are ``@T.prim_func`` / ``@R.function``
     functions; ``@I.ir_module(check_well_formed=False)`` skips the Relax functions'
-    well-formedness checks."""
+    well-formedness checks.  ``s_tir`` (TVM 0.27: check PrimFuncs as schedulable TIR, with
+    blocks) changes nothing here: one checker accepts both forms."""
 
     def build(c: type) -> IRModule:
         try:
-            return _build_module(c, DeferredFunction, check_well_formed)
+            mod = _build_module(c, DeferredFunction, check_well_formed)
         except TVMScriptError as err:
             raise err.with_traceback(None) from None
+        return _with_pyfuncs(mod, c)
 
     return build if cls is None else build(cls)
 
@@ -172,6 +174,27 @@ def _build_module(cls: type, deferred_type: type, check_well_formed: bool = True
     finally:
         functions.update(_GENERATED.pop())
     return IRModule(functions, vars(cls).get("__module_attrs__"))
+
+
+def pyfunc(func: Callable) -> Callable:
+    """``@I.pyfunc``: a plain Python method of an ``@I.ir_module`` class deriving from
+    ``BasePyModule`` (TVM 0.27); the module holds it as ``R.ExternFunc(name)``."""
+    func.dispatch_token = "pyfunc"
+    return func
+
+
+def _with_pyfuncs(mod: IRModule, cls: type) -> Any:
+    """``mod``, or for a class deriving from BasePyModule the factory of its modules."""
+    pyfuncs = {k: v for k, v in vars(cls).items() if getattr(v, "dispatch_token", None) == "pyfunc"}
+    if not any(base.__name__ == "BasePyModule" for base in cls.__mro__[1:]):
+        if pyfuncs:
+            raise TVMScriptError(f"@I.pyfunc are only allowed in classes that inherit from BasePyModule. "
+                                 f"Class '{cls.__name__}' does not inherit from BasePyModule "
+                                 f"(its @I.pyfunc: {', '.join(pyfuncs)}).")
+        return mod
+    from ..relax.base_py_module import make_module_factory
+
+    return make_module_factory(mod, pyfuncs, cls)
 
 
 def _is_function_node(value: Any) -> bool:

@@ -244,6 +244,9 @@ class RelaxPrinter:
             if op.name == "relax.call_dps_packed":
                 return (f"R.call_dps_packed({_str(c.args[0].global_symbol)}, {args[1]}, "
                         f"out_sinfo={self.out_sinfo(c.sinfo_args)})")
+            if op.name == "relax.call_py_func" and isinstance(c.args[0], StringImm):
+                return (f"R.call_py_func({_str(c.args[0].value)}, {args[1]}, "
+                        f"out_ty={self.out_sinfo(c.sinfo_args)})")
             if op.name == "relax.call_pure_packed":
                 rest = "".join(f"{a}, " for a in args[1:])
                 return (f"R.call_pure_packed({_str(c.args[0].global_symbol)}, {rest}"

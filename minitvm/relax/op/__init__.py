@@ -10,6 +10,7 @@ from .base import (
     assert_op,
     call_dps_packed,
     call_pure_packed,
+    call_py_func,
     call_tir,
     call_tir_inplace,
     print,  # noqa: A004 - R.print
@@ -101,7 +102,7 @@ from .unary import (
 __all__ = [
     "nn", "grad", "builtin", "memory", "vm", "call_tir", "call_tir_inplace", "print", "assert_op",
     "call_dps_packed",
-    "call_pure_packed", "OpPattern", "register",
+    "call_pure_packed", "call_py_func", "OpPattern", "register",
     # element-wise
     "add", "subtract", "multiply", "divide", "floor_divide", "power", "maximum", "minimum",
     "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "where", "ewise_fma",

@@ -19,7 +19,8 @@ from ..struct_info import (
 )
 from .registry import OpPattern, make_call, register
 
-__all__ = ["call_tir", "call_tir_inplace", "call_dps_packed", "call_pure_packed", "print", "assert_op"]
+__all__ = ["call_tir", "call_tir_inplace", "call_dps_packed", "call_pure_packed", "call_py_func", "print",
+           "assert_op"]
 
 
 def _out_sinfo(out_sinfo: Any, op_name: str) -> StructInfo:
@@ -166,6 +167,42 @@ def call_pure_packed(func: str | ExternFunc, *args: Any, sinfo_args: Any) -> Cal
     elif isinstance(sinfo_args, Sequence) and len(sinfo_args) > 1:
         sinfo_args = [TupleStructInfo(list(sinfo_args))]
     return make_call("relax.call_pure_packed", callee, *args, sinfo_args=list(sinfo_args))
+
+
+@register("relax.call_py_func", pattern=OpPattern.OPAQUE)
+def _infer_call_py_func(call: Call, ctx: Any) -> StructInfo:
+    """Call a Python function of the module (an ``@I.pyfunc`` of a BasePyModule) by name; the VM
+    calls back into Python for it."""
+    if len(call.args) != 2:
+        raise StructInfoError(f"relax.call_py_func takes the function name and a tuple of arguments, "
+                              f"got {len(call.args)} arguments")
+    if not isinstance(call.args[0], StringImm):
+        raise StructInfoError("relax.call_py_func expects the first argument to be a string literal "
+                              f"naming the Python function, got {call.args[0]!r}")
+    if not isinstance(struct_info_of(call.args[1]), TupleStructInfo):
+        raise StructInfoError("relax.call_py_func expects the second argument to be a tuple of relax Expr")
+    if len(call.sinfo_args) != 1:
+        raise StructInfoError(f"relax.call_py_func needs exactly one output struct info, got {len(call.sinfo_args)}")
+    return call.sinfo_args[0]
+
+
+def call_py_func(func_name: str, args: Any, out_ty: Any = None, *, out_sinfo: Any = None) -> Call:
+    """``R.call_py_func("silu", (x,), out_ty=R.Tensor((4, 8), "float32"))``: call the Python
+    function ``func_name`` of the module (TVM 0.27); ``out_ty`` describes what it returns
+    (one TensorStructInfo, or a list of them for a tuple)."""
+    out_ty = out_ty if out_ty is not None else out_sinfo
+    if out_ty is None:
+        raise TypeError("relax.call_py_func: out_ty is required")
+    if isinstance(func_name, StringImm):
+        func_name = func_name.value
+    if not isinstance(func_name, str):
+        raise TypeError(f"relax.call_py_func: the function name must be a str, got {func_name!r}")
+    out = _out_sinfo(out_ty, "relax.call_py_func")
+    for s in (out.fields if isinstance(out, TupleStructInfo) else [out]):
+        if not isinstance(s.shape, ShapeExpr):  # as TVM: each output's shape written out
+            raise TypeError("relax.call_py_func: out_ty should have a defined ShapeExpr as shape "
+                            f"(R.Tensor((4, 8), \"float32\")), got {s!r}")
+    return make_call("relax.call_py_func", StringImm(func_name), _args_tuple(args), sinfo_args=[out])
 
 
 def _format_arg(format: Any, op_name: str) -> StringImm:  # noqa: A002 - TVM's keyword

@@ -6,6 +6,8 @@
 ``R.memory.alloc_storage(size, dev, scope, dtype)``     ``vm.builtin.alloc_storage(size, "uint8")``  (size in bytes)
 ``R.memory.alloc_tensor(storage, offset, shape, dt)``   ``vm.builtin.alloc_tensor(storage, offset, shape, dt)``
 ``R.call_pure_packed(f, *args)``                        ``f(*args)``
+``R.call_py_func("name", (a, b), out_ty=...)``          ``vm.builtin.call_py_func(("name", (a, b)))``, checked
+                                                        against ``out_ty`` (a match_cast)
 ``R.vm.call_tir_dyn(f, (a, out, R.shape([n])))``        ``f(a, out, n)`` (a PrimFunc of the module)
 =====================================================  ===============================================
 
@@ -20,7 +22,7 @@ from typing import Any
 from ...ir.module import IRModule
 from ...ir.op import Op
 from ...transform import PassContext, module_pass
-from ..expr import Call, DataTypeImm, ExternFunc, Function, PrimValue, ShapeExpr, _set_struct_info
+from ..expr import Call, DataTypeImm, ExternFunc, Function, PrimValue, ShapeExpr, Tuple, _set_struct_info
 from ..op.vm import CALL_TIR_DYN
 from ..struct_info import ObjectStructInfo, TupleStructInfo
 from ..vm.ops import ALLOC_STORAGE, ALLOC_TENSOR, MEMORY_ALLOC_TENSOR
@@ -62,6 +64,12 @@ class _BuiltinLower(KernelCallMutator):
             return kernel
         if name == "relax.call_pure_packed":
             return Call(call.args[0], list(call.args[1:]), None, [call.struct_info])
+        if name == "relax.call_py_func":  # as TVM: one (name, args) tuple for the callback builtin
+            raw = self.builder_.emit(builtin_call("vm.builtin.call_py_func", [Tuple([call.args[0], call.args[1]])]),
+                                     "py_result")
+            # unlike TVM, what Python returns is checked against out_ty (VMShapeLower turns the
+            # cast into shape and dtype checks): compiled kernels trust the shapes they are given
+            return self.builder_.match_cast(raw, call.struct_info, f"call_py_func_{call.args[0].value}")
         if name in ("relax.call_tir", "relax.call_tir_inplace", "relax.call_dps_packed"):
             raise ValueError(f"VMBuiltinLower: {name} is still in the module; run CallTIRRewrite first")
         raise ValueError(f"VMBuiltinLower: operator {name} has no VM lowering; run LegalizeOps first "

@@ -322,6 +322,44 @@ def assert_op(condition: Any, fmt: str, *values: Any) -> None:
         raise AssertionError(message)
 
 
+# -- Python functions the compiled code calls back (R.call_py_func) -------------------------------
+
+#: name -> Python callable, as TVM's ``vm.builtin.register_py_func`` keeps them (one table for the
+#: process: a BasePyModule registers its ``@I.pyfunc`` methods here when it is created)
+_PY_FUNCS: dict[str, Callable[..., Any]] = {}
+
+
+def register_py_func(name: str, func: Callable[..., Any]) -> None:
+    """Make ``func`` what ``R.call_py_func(name, ...)`` calls (replacing an earlier one)."""
+    if not callable(func):
+        raise TypeError(f"vm.builtin.register_py_func({name!r}): expected a callable, got {type(func).__name__}")
+    _PY_FUNCS[str(name)] = func
+
+
+def get_py_func(name: str) -> Callable[..., Any]:
+    """The Python function registered as ``name``."""
+    try:
+        return _PY_FUNCS[name]
+    except KeyError:
+        known = ", ".join(sorted(_PY_FUNCS)) or "(none)"
+        raise LookupError(f"Python function {name!r} not found in registry (registered: {known}); an "
+                          "@I.pyfunc method is registered when its BasePyModule is created") from None
+
+
+def clear_py_func_registry() -> None:
+    """Forget every registered Python function."""
+    _PY_FUNCS.clear()
+
+
+def call_py_func(packed: Any) -> Any:
+    """``R.call_py_func(name, (args...))`` at run time: TVM's calling form, one ``(name, args)``
+    tuple, the registered function called with the arguments."""
+    if not isinstance(packed, (tuple, list)) or len(packed) != 2:
+        raise TypeError("vm.builtin.call_py_func expects one (func_name, args) tuple")
+    name, args = packed
+    return get_py_func(str(name))(*args)
+
+
 def reshape(value: NDArray, shape: Any) -> NDArray:
     """``value`` seen with a new shape of the same size; shares its memory."""
     if type(value) is not NDArray:
@@ -412,6 +450,10 @@ _BUILTINS = {
     "vm.builtin.reshape": reshape,
     "vm.builtin.print": print_values,
     "vm.builtin.assert_op": assert_op,
+    "vm.builtin.call_py_func": call_py_func,
+    "vm.builtin.register_py_func": register_py_func,
+    "vm.builtin.get_py_func": get_py_func,
+    "vm.builtin.clear_py_func_registry": clear_py_func_registry,
 }
 
 #: every name this module registers

@@ -295,7 +295,8 @@ class LegalizeOps:
 #: operators the VM lowering handles itself (everything else needs LegalizeOps)
 _LOWERED_BY_VM = frozenset({"relax.call_tir", "relax.call_tir_inplace", "relax.call_dps_packed",
                             "relax.call_pure_packed", "relax.builtin.alloc_tensor", "relax.memory.alloc_storage",
-                            "relax.memory.alloc_tensor", "relax.print", "relax.assert_op"})
+                            "relax.memory.alloc_tensor", "relax.print", "relax.assert_op",
+                            "relax.call_py_func"})
 
 
 class _OpCollector(ExprVisitor):
