@@ -56,7 +56,7 @@ from . import expr as _e
 __all__ = ["Semantics", "ROWS", "BY_NODE", "BY_OP", "BY_LLVM_INTRIN", "LLVM_PURE_INTRIN", "llvm_intrin_base",
            "row_of", "IntegerDivisionByZero", "LLVMContext",
            "kind_of", "cast_value", "emit_cast", "cast_bound", "dtype_range", "Interval", "node_operands",
-           "llvm_overload", "FLOAT_ONLY", "BOOL_ONLY", "VNNI_FEATURE"]
+           "llvm_overload", "FLOAT_ONLY", "BOOL_ONLY", "VNNI_FEATURE", "MATH_INTRINSICS"]
 
 Interval = tuple[int, int]
 #: the bound of an unbounded value (as TVM's ConstIntBound reports it)
@@ -793,6 +793,9 @@ def _rows() -> list[Semantics]:
 
 #: every row, in the order of the table
 ROWS: tuple[Semantics, ...] = tuple(_rows())
+#: the float math intrinsics (``tir.exp`` ... ``tir.atan2``): ``tir.<name>`` / ``T.<name>`` are made
+#: from these rows, the printer writes them as ``T.<name>(...)`` and CUDA calls ``<name>f``
+MATH_INTRINSICS: tuple[str, ...] = tuple(_NUMPY_MATH)
 #: the row of each expression node class
 BY_NODE: dict[type, Semantics] = {row.node: row for row in ROWS if row.node is not None}
 #: the row of each intrinsic call (``"tir.exp"``)
