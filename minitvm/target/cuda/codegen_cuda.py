@@ -151,6 +151,8 @@ class _CUDAPrinter:
             return f"({args[0]} {_BITWISE[short]} {args[1]})"
         if short == "bitwise_not":
             return f"(~{args[0]})"
+        if short == "isnan" and _dt.is_float(e.args[0].dtype):  # CUDA's isnan takes float and double
+            return f"isnan({args[0]})"
         raise CUDACodegenError(f"CUDA source: no CUDA form for the call T.{short}")
 
     def buffer_name(self, buffer: Any) -> str:
