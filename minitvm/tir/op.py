@@ -48,19 +48,13 @@ __all__ = [
     "logical_and", "logical_or", "logical_not", "neg", "cast", "if_then_else", "Select",
     "abs", "max_value", "min_value", "call_intrin", "INTRINSICS",
     "likely", "all", "any", "ret", "call_extern", "call_llvm_pure_intrin",
-    "isnan", "popcount", "ceildiv", "LIBM_UNARY", "LIBM_BINARY",
+    "isnan", "popcount", "ceildiv",
     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "shift_left", "shift_right",
     "Builtin", "BUILTINS", "BUILTIN_OPS", "call_builtin", "access_ptr", "ACCESS_READ", "ACCESS_WRITE",
 ]
 
 #: the semantics row of each operation, by name
 _ROW: dict[str, Semantics] = {row.name: row for row in (*BY_NODE.values(), *BY_OP.values())}
-
-#: unary float intrinsics computed by the C math library (``tir.tan`` -> libm ``tan``/``tanf``)
-LIBM_UNARY = ("exp10", "log1p", "log10", "tan", "acos", "acosh", "asin", "asinh", "atan", "atanh",
-              "sinh", "cosh")
-#: binary float intrinsics computed by the C math library
-LIBM_BINARY = ("atan2", "nextafter", "hypot", "copysign", "fmod")
 
 #: intrinsics available in kernels: every intrinsic row of the semantics table (codegen and the
 #: interpreter implement each through it)
