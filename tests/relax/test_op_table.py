@@ -195,3 +195,25 @@ def test_emulator_index_arithmetic_means_what_the_semantics_rows_say():
                 meaning(a, np.where(b == 3, 0, b))
             with pytest.raises(semantics.IntegerDivisionByZero, match=row.name):
                 row.fold("int64", 5, 0)
+
+
+def test_from_fx_reaches_table_ops_by_torch_name_and_refuses_extra_arguments():
+    import torch  # heavy: imported by the tests that need it
+
+    from minitvm.relax.frontend.torch import from_fx
+
+    class Model(torch.nn.Module):
+        def forward(self, x, y):
+            return torch.atan2(x, y) + x.log2()
+
+    class Rounded(torch.nn.Module):
+        def forward(self, x):
+            return x.round(decimals=2)  # round's row has no decimals: refused, never dropped
+
+    x, y = INPUTS["log2"][0], INPUTS["atan2"][1]
+    mod = from_fx(torch.fx.symbolic_trace(Model()), [((N,), "float32"), ((N,), "float32")])
+    vm = relax.VirtualMachine(minitvm.compile(mod, target="llvm"), minitvm.cpu())
+    got = vm["main"](minitvm.nd.array(x), minitvm.nd.array(y)).numpy()
+    np.testing.assert_allclose(got, np.arctan2(x, y) + np.log2(x), rtol=2e-5, atol=2e-6)
+    with pytest.raises(ValueError, match=r"round takes 1 tensor operand.*\['decimals'\]"):
+        from_fx(torch.fx.symbolic_trace(Rounded()), [((N,), "float32")])

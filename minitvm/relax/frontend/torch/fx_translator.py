@@ -242,7 +242,15 @@ def _module_adapters() -> dict[type, Adapter]:
 
 
 def _table_adapter(row: ElementwiseOp) -> Adapter:
-    return _unary(row.aten[0]) if row.arity == 1 else _same(row.aten[0])
+    """The operands as they are; anything more (``x.round(decimals=2)``) is refused, not dropped."""
+    aten = row.aten[0]
+
+    def adapt(conv, node, args, kwargs, mod):
+        if len(args) != row.arity or kwargs:
+            raise ValueError(f"from_fx: {node.target} takes {row.arity} tensor operand(s) here ({aten}); "
+                             f"got {len(args)} positional and keywords {sorted(kwargs)} (node {node.name})")
+        return aten, args, {}
+    return adapt
 
 
 def _table_names() -> dict[str, Adapter]:
