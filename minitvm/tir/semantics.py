@@ -56,7 +56,7 @@ from . import expr as _e
 __all__ = ["Semantics", "ROWS", "BY_NODE", "BY_OP", "BY_LLVM_INTRIN", "LLVM_PURE_INTRIN", "llvm_intrin_base",
            "row_of", "IntegerDivisionByZero", "LLVMContext",
            "kind_of", "cast_value", "emit_cast", "cast_bound", "dtype_range", "Interval", "node_operands",
-           "llvm_overload", "FLOAT_ONLY", "BOOL_ONLY", "VNNI_FEATURE", "MATH_INTRINSICS",
+           "llvm_overload", "FLOAT_ONLY", "BOOL_ONLY", "VNNI_FEATURE", "MATH_INTRINSICS", "FAST_FLOAT32_MATH",
            "int_array_meaning"]
 
 Interval = tuple[int, int]
@@ -531,8 +531,13 @@ def _math_llvm(name: str) -> Callable:
     return emit
 
 
+#: math rows LLVM code computes in float32 with a polynomial of plain arithmetic, so that they
+#: vectorize (``target/codegen/fastmath.py`` implements each; its table is made from this one)
+FAST_FLOAT32_MATH = ("exp", "tanh", "sigmoid", "erf")
+
+
 def _math_vector(name: str) -> Callable[[str], bool]:
-    fast = name in ("exp", "tanh", "sigmoid", "erf")
+    fast = name in FAST_FLOAT32_MATH
 
     def ok(dtype: str) -> bool:
         return (dtype == "float32" and fast) or (name in _VECTOR_INTRINSICS and dtype in ("float32", "float64"))

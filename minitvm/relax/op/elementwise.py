@@ -10,19 +10,15 @@ from ...tir.op_table import ElementwiseOp
 from ..expr import Call, Expr
 from .registry import make_call
 
-__all__ = ["builder", "operand_note"]
+__all__ = ["builder"]
 
 #: what each ``dtypes`` rule of the table asks of the operands, for docstrings
 _DTYPE_NOTE = {"any": "", "float": " (a floating-point dtype)", "bool": " (bool)",
                "int_or_bool": " (an integer or bool dtype)"}
 
 
-def operand_note(row: ElementwiseOp) -> str:
-    return _DTYPE_NOTE[row.dtypes]
-
-
 def _docstring(row: ElementwiseOp) -> str:
-    note = operand_note(row)
+    note = _DTYPE_NOTE[row.dtypes]
     if row.arity == 1:
         params = f"x : relax.Expr\n    The input tensor{note}."
         shape = "the input's shape"
@@ -30,10 +26,10 @@ def _docstring(row: ElementwiseOp) -> str:
         params = (f"x1 : relax.Expr\n    The first operand, a tensor or a scalar{note}.\n"
                   f"x2 : relax.Expr\n    The second operand, of the same dtype.")
         shape = "the operands' shapes broadcast together"
-    dtype = "bool" if row.result == "bool" else "the input's dtype"
+    dtype = "bool" if row.result == "bool" else ("the input's" if row.arity == 1 else "the operands'")
     lowering = f"the intrinsic ``T.{row.intrinsic}`` per element" if row.intrinsic else "``topi." + row.name + "``"
     return (f"{row.doc}\n\nParameters\n----------\n{params}\n\nReturns\n-------\nresult : relax.Call\n"
-            f"    A call of ``{row.relax_name}``: a tensor of {shape}, dtype {dtype}.\n\n"
+            f"    A call of ``{row.relax_name}``: a tensor of {shape}, of {dtype} dtype.\n\n"
             f"Legalized to {lowering} (the row ``{row.name}`` of ``minitvm.tir.op_table``).")
 
 
