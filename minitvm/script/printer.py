@@ -64,6 +64,7 @@ from ..tir.expr import (
 )
 from ..tir.function import PrimFunc
 from ..tir.functor import method_name, post_order_visit
+from ..tir.semantics import BY_OP
 from ..tir.stmt import (
     Allocate,
     AllocateConst,
@@ -224,12 +225,12 @@ def _parser_folds(e: Any) -> bool:
     return not (type(again) is type(e) and again.a is e.a and again.b is e.b)
 
 
-#: float intrinsics printed as T.<name>(x); the value is the T helper's name
-_UNARY_CALLS = {f"tir.{n}": n for n in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid",
-                                        "erf", "floor", "ceil", "round", "sin", "cos")}
+#: float intrinsics printed as T.<name>(x) / T.<name>(x, y): every math row of the semantics table
+#: (the value is the T helper's name)
+_UNARY_CALLS = {f"tir.{n}": n for n in _op.MATH_INTRINSICS if BY_OP[f"tir.{n}"].arity == 1}
+_UNARY_CALLS.update({f"tir.{n}": n for n in ("isnan", "popcount")})
 _UNARY_CALLS["tir.fabs"] = "abs"
-_UNARY_CALLS.update({f"tir.{n}": n for n in (*_op.LIBM_UNARY, "trunc", "nearbyint", "isnan", "popcount")})
-_BINARY_CALLS = {f"tir.{n}": n for n in ("pow", *_op.LIBM_BINARY)}
+_BINARY_CALLS = {f"tir.{n}": n for n in _op.MATH_INTRINSICS if BY_OP[f"tir.{n}"].arity == 2}
 #: integer intrinsics printed as T.<name>(...) (as TVM prints them); their T helpers fold
 #: constants, so a call on constants only keeps the T.call_intrin spelling
 _INT_CALLS = {f"tir.{n}": n for n in ("shift_left", "shift_right", "bitwise_and", "bitwise_or", "bitwise_xor",

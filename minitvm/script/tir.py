@@ -48,17 +48,15 @@ __all__ = [
     "vectorized", "unroll", "thread_binding", "block", "sblock", "sblock_alloc_buffer", "axis", "reads",
     "writes", "init",
     "where", "block_attr", "func_attr", "meta_var", "handle", "evaluate", "Cast", "cast", "Select",
-    "if_then_else", "max", "min", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid",
-    "erf", "abs", "pow", "floor", "ceil", "round", "sin", "cos", "floordiv", "floormod", "truncdiv",
+    "if_then_else", "max", "min", "abs", "floordiv", "floormod", "truncdiv",
     "truncmod", "max_value", "min_value", "call_intrin", "call_extern", "call_llvm_pure_intrin",
     "And", "Or", "Not", "Let", "Range",
     "Add", "Sub", "Mul", "Div", "Mod", "FloorDiv", "FloorMod", "Min", "Max", "EQ", "NE", "LT", "LE", "GT", "GE",
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
     "uint64", "bool", "Var", "SizeVar", "likely", "ret", "decl_buffer", "Ramp", "Broadcast",
     "allocate_const", "macro", "buffer", "LetStmt", "launch_thread", "env_thread", "attr",
-    # the rest of the math the printer writes as T.<name>(...)
-    "exp10", "log1p", "log10", "tan", "acos", "acosh", "asin", "asinh", "atan", "atanh", "sinh", "cosh",
-    "trunc", "nearbyint", "fabs", "atan2", "nextafter", "hypot", "copysign", "fmod", "isnan", "popcount",
+    # the math the printer writes as T.<name>(...): every math row of the semantics table
+    *_op.MATH_INTRINSICS, "isnan", "popcount",
     "ceildiv", "shift_left", "shift_right", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
     *_op.BUILTINS,
 ]
@@ -772,21 +770,12 @@ def _dtype_checked(fn: Callable[..., PrimExpr]) -> Callable[..., PrimExpr]:
 
 if_then_else = _dtype_checked(_op.if_then_else)
 max, min = _dtype_checked(_op.max), _dtype_checked(_op.min)  # noqa: A001
-exp, exp2, log, log2 = (_dtype_checked(f) for f in (_op.exp, _op.exp2, _op.log, _op.log2))
-sqrt, rsqrt, tanh, sigmoid, erf = (_dtype_checked(f) for f in (_op.sqrt, _op.rsqrt, _op.tanh, _op.sigmoid,
-                                                               _op.erf))
-abs, pow, floor, ceil, round = (_dtype_checked(f) for f in (_op.abs, _op.pow, _op.floor, _op.ceil,  # noqa: A001
-                                                            _op.round))
-sin, cos = _dtype_checked(_op.sin), _dtype_checked(_op.cos)
+# every math intrinsic of the semantics table: T.exp, T.log1p, T.atan2 ...
+globals().update({_name: _dtype_checked(getattr(_op, _name)) for _name in _op.MATH_INTRINSICS})
+abs = _dtype_checked(_op.abs)  # noqa: A001 - T.abs: fabs for floats, a select for integers
 floordiv, floormod, truncdiv, truncmod = (_dtype_checked(f) for f in (_op.floordiv, _op.floormod,
                                                                       _op.truncdiv, _op.truncmod))
 likely, ret = _dtype_checked(_op.likely), _dtype_checked(_op.ret)
-exp10, log1p, log10, tan = (_dtype_checked(f) for f in (_op.exp10, _op.log1p, _op.log10, _op.tan))
-acos, acosh, asin, asinh = (_dtype_checked(f) for f in (_op.acos, _op.acosh, _op.asin, _op.asinh))
-atan, atanh, sinh, cosh = (_dtype_checked(f) for f in (_op.atan, _op.atanh, _op.sinh, _op.cosh))
-trunc, nearbyint, fabs = _dtype_checked(_op.trunc), _dtype_checked(_op.nearbyint), _dtype_checked(_op.fabs)
-atan2, nextafter, hypot = _dtype_checked(_op.atan2), _dtype_checked(_op.nextafter), _dtype_checked(_op.hypot)
-copysign, fmod = _dtype_checked(_op.copysign), _dtype_checked(_op.fmod)
 isnan, popcount = _dtype_checked(_op.isnan), _dtype_checked(_op.popcount)
 shift_left, shift_right = _dtype_checked(_op.shift_left), _dtype_checked(_op.shift_right)
 bitwise_and, bitwise_or = _dtype_checked(_op.bitwise_and), _dtype_checked(_op.bitwise_or)

@@ -14,31 +14,17 @@ from __future__ import annotations
 import functools as _functools
 from typing import Any as _Any
 
+from ..tir import op as _tir_op
 from ..tir.expr import Range, const
 from ..tir.op import (
     abs,
     cast,
-    ceil,
-    cos,
     div,
-    erf,
-    exp,
-    exp2,
-    floor,
     floordiv,
     floormod,
     if_then_else,
-    log,
-    log2,
     max_value,
     min_value,
-    pow,
-    round,
-    rsqrt,
-    sigmoid,
-    sin,
-    sqrt,
-    tanh,
     truncdiv,
     truncmod,
 )
@@ -49,7 +35,9 @@ from .operation import compute, placeholder, reduce_axis, size_var, var
 from .reduction import CommReducer, Reduce, comm_reducer, max, min, sum
 from .tensor import ComputeOp, IterVar, Operation, PlaceholderOp, ProducerLoad, Tensor
 
-power = pow
+# the scalar math of TIR: every math row of the semantics table (te.exp, te.log1p, te.atan2 ...)
+globals().update({_name: getattr(_tir_op, _name) for _name in _tir_op.MATH_INTRINSICS})
+power = _tir_op.pow
 
 
 def all(*conditions: _Any):  # noqa: A001 - mirrors te.all
@@ -72,8 +60,7 @@ __all__ = [
     # reductions
     "sum", "max", "min", "comm_reducer",
     # scalar math from TIR
-    "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "abs", "pow", "power",
-    "floor", "ceil", "round", "sin", "cos", "if_then_else", "max_value", "min_value", "div",
+    *_tir_op.MATH_INTRINSICS, "abs", "power", "if_then_else", "max_value", "min_value", "div",
     "floordiv", "floormod", "truncdiv", "truncmod", "all", "any", "cast",
     # node classes
     "Tensor", "Operation", "PlaceholderOp", "ComputeOp", "ProducerLoad", "IterVar", "Reduce",

@@ -45,6 +45,8 @@ from ..script import from_source
 from ..tir import op as _op
 from ..tir import semantics as _semantics
 from ..tir.function import PrimFunc
+from ..tir.op_table import UNARY as OP_TABLE_UNARY
+from ..tir.op_table import ElementwiseOp
 from ..tir.schedule import ScheduleError
 from ..tir.stmt_functor import block_realizes
 
@@ -1079,9 +1081,27 @@ def _factorize(draw: Any, total: int) -> tuple[int, ...]:
     return tuple(dims)
 
 
+def _table_unary(row: ElementwiseOp) -> _RelaxOp:
+    """A float row of the operator table (minitvm.tir.op_table) on its input clipped into the row's
+    domain, so that any input is valid; it is bounded by the largest magnitude numpy's reference
+    takes there."""
+    lo, hi = row.domain
+    peak = float(np.max(np.abs(row.reference(np.linspace(lo, hi, 1001)))))
+    return _RelaxOp(lambda bb, R, a, at: getattr(R, row.name)(bb.emit(R.clip(a[0], lo, hi))),
+                    lambda a, at: row.reference(np.clip(a[0], lo, hi)), lambda b, s, at: peak)
+
+
+#: the float math rows of the operator table: a new row is fuzzed without an edit here
+_TABLE_UNARY = {f"table_{row.name}": _table_unary(row) for row in OP_TABLE_UNARY if row.dtypes == "float"}
+RELAX_OPS.update(_TABLE_UNARY)
+
+
 def _draw_unary(draft: _GraphDraft, x: int) -> int | None:
-    names = ["exp", "tanh", "sigmoid", "abs", "negative", "relu", "gelu", "silu", "sqrt_abs"]
-    return draft.op(draft.draw(st.sampled_from(names)), [x])
+    names = ["exp", "tanh", "sigmoid", "abs", "negative", "relu", "gelu", "silu", "sqrt_abs", "table"]
+    name = draft.draw(st.sampled_from(names))
+    if name == "table":  # one choice among the others, so the rows do not crowd out relu & co
+        name = draft.draw(st.sampled_from(sorted(_TABLE_UNARY)))
+    return draft.op(name, [x])
 
 
 def _draw_binary(draft: _GraphDraft, x: int) -> int | None:

@@ -58,30 +58,15 @@ from .op import (
                    call_intrin,
                    call_llvm_pure_intrin,
                    cast,
-                   ceil,
-                   cos,
-                   erf,
-                   exp,
-                   exp2,
-                   floor,
                    floordiv,
                    floormod,
                    if_then_else,
                    likely,
-                   log,
-                   log2,
                    max,
                    max_value,
                    min,
                    min_value,
-                   pow,
                    ret,
-                   round,
-                   rsqrt,
-                   sigmoid,
-                   sin,
-                   sqrt,
-                   tanh,
                    truncdiv,
                    truncmod,
 )
@@ -105,6 +90,7 @@ from .stmt import (
                    seq,
 )
 
+globals().update({_name: getattr(op, _name) for _name in op.MATH_INTRINSICS})  # tir.exp ... tir.atan2
 globals().update(_BUILTINS)  # tir.tvm_access_ptr, tir.type_annotation ... (see tir.op.BUILTINS)
 _ir.Range = _ir_range  # tvm.ir.Range builds this floor's Range node (ir sits below tir)
 

@@ -40,30 +40,21 @@ from .expr import (
     const,
     convert,
 )
-from .semantics import BY_NODE, BY_OP, IntegerDivisionByZero, Semantics
+from .semantics import BY_NODE, BY_OP, MATH_INTRINSICS, IntegerDivisionByZero, Semantics
 
 __all__ = [
     "add", "sub", "mul", "div", "truncdiv", "truncmod", "floordiv", "floormod", "min", "max",
     "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
     "logical_and", "logical_or", "logical_not", "neg", "cast", "if_then_else", "Select",
-    "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "abs", "pow", "floor", "ceil", "round",
-    "sin", "cos", "exp2", "log2", "max_value", "min_value", "call_intrin", "INTRINSICS",
+    "abs", "max_value", "min_value", "call_intrin", "INTRINSICS",
     "likely", "all", "any", "ret", "call_extern", "call_llvm_pure_intrin",
-    "exp10", "log1p", "log10", "tan", "acos", "acosh",
-    "asin", "asinh", "atan", "atanh", "sinh", "cosh", "trunc", "nearbyint", "atan2", "nextafter",
-    "hypot", "copysign", "fmod", "fabs", "isnan", "popcount", "ceildiv", "LIBM_UNARY", "LIBM_BINARY",
+    "isnan", "popcount", "ceildiv",
     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "shift_left", "shift_right",
     "Builtin", "BUILTINS", "BUILTIN_OPS", "call_builtin", "access_ptr", "ACCESS_READ", "ACCESS_WRITE",
 ]
 
 #: the semantics row of each operation, by name
 _ROW: dict[str, Semantics] = {row.name: row for row in (*BY_NODE.values(), *BY_OP.values())}
-
-#: unary float intrinsics computed by the C math library (``tir.tan`` -> libm ``tan``/``tanf``)
-LIBM_UNARY = ("exp10", "log1p", "log10", "tan", "acos", "acosh", "asin", "asinh", "atan", "atanh",
-              "sinh", "cosh")
-#: binary float intrinsics computed by the C math library
-LIBM_BINARY = ("atan2", "nextafter", "hypot", "copysign", "fmod")
 
 #: intrinsics available in kernels: every intrinsic row of the semantics table (codegen and the
 #: interpreter implement each through it)
@@ -439,81 +430,46 @@ def ret(value: Any) -> PrimExpr:
     return Call(value.dtype, "tir.ret", (value,))
 
 
-def _unary(name: str):
+def _math_unary(row: Semantics):
     def build(x: Any) -> PrimExpr:
         x = convert(x)
         if not _dt.is_float(x.dtype):
-            raise TypeError(f"T.{name} needs a float argument, got {x.dtype} ({x})")
-        return Call(x.dtype, f"tir.{name}", (x,))
-    build.__name__ = name
-    build.__doc__ = f"Element-wise ``{name}`` of a float expression."
+            raise TypeError(f"T.{row.name} needs a float argument, got {x.dtype} ({x})")
+        return Call(x.dtype, row.op, (x,))
     return build
 
 
-exp = _unary("exp")
-exp2 = _unary("exp2")
-log = _unary("log")
-log2 = _unary("log2")
-sqrt = _unary("sqrt")
-rsqrt = _unary("rsqrt")
-tanh = _unary("tanh")
-sigmoid = _unary("sigmoid")
-erf = _unary("erf")
-floor = _unary("floor")
-ceil = _unary("ceil")
-round = _unary("round")  # noqa: A001
-sin = _unary("sin")
-cos = _unary("cos")
-
-
-exp10 = _unary("exp10")
-log1p = _unary("log1p")
-log10 = _unary("log10")
-tan = _unary("tan")
-acos = _unary("acos")
-acosh = _unary("acosh")
-asin = _unary("asin")
-asinh = _unary("asinh")
-atan = _unary("atan")
-atanh = _unary("atanh")
-sinh = _unary("sinh")
-cosh = _unary("cosh")
-trunc = _unary("trunc")
-nearbyint = _unary("nearbyint")
-
-
-def _binary(name: str):
+def _math_binary(row: Semantics):
     def build(x: Any, y: Any) -> PrimExpr:
         x, y = _promote(x, y)
         if not _dt.is_float(x.dtype):
-            raise TypeError(f"T.{name} needs float arguments, got {x.dtype}")
-        return Call(x.dtype, f"tir.{name}", (x, y))
-    build.__name__ = name
-    build.__doc__ = f"Element-wise ``{name}`` of two float expressions (C's ``{name}``)."
+            raise TypeError(f"T.{row.name} needs float arguments, got {x.dtype}")
+        return Call(x.dtype, row.op, (x, y))
     return build
 
 
-atan2 = _binary("atan2")
-nextafter = _binary("nextafter")
-hypot = _binary("hypot")
-copysign = _binary("copysign")
-fmod = _binary("fmod")
+def _math(name: str):
+    """``tir.<name>``: a call of the math intrinsic whose meaning is the semantics row ``name``."""
+    row = _ROW[name]
+    build = (_math_unary if row.arity == 1 else _math_binary)(row)
+    build.__name__ = build.__qualname__ = name
+    operands = "a float expression" if row.arity == 1 else "two float expressions"
+    build.__doc__ = f"``{name}`` of {operands} (the intrinsic ``{row.op}``): {row.doc}"
+    return build
+
+
+# every math row of the semantics table is a function here: tir.exp, tir.atan2 ... (T.<name> too)
+_MATH_FNS = {_name: _math(_name) for _name in MATH_INTRINSICS}
+globals().update(_MATH_FNS)
+__all__ += list(MATH_INTRINSICS)
 
 
 def ceildiv(a: Any, b: Any) -> PrimExpr:
     """``ceil(a / b)``: for integers ``(a + b - 1) // b`` (floor division), as TVM builds it."""
     a, b = _promote(a, b)
     if _dt.is_float(a.dtype):
-        return ceil(div(a, b))
+        return _MATH_FNS["ceil"](div(a, b))
     return floordiv(add(a, sub(b, const(1, b.dtype))), b)
-
-
-def fabs(x: Any) -> PrimExpr:
-    """The absolute value of a float expression."""
-    x = convert(x)
-    if not _dt.is_float(x.dtype):
-        raise TypeError(f"T.fabs needs a float argument, got {x.dtype}")
-    return Call(x.dtype, "tir.fabs", (x,))
 
 
 def isnan(x: Any) -> PrimExpr:
@@ -537,13 +493,6 @@ def abs(x: Any) -> PrimExpr:  # noqa: A001
     if _dt.is_float(x.dtype):
         return Call(x.dtype, "tir.fabs", (x,))
     return Select(x >= 0, x, neg(x)) if not _dt.is_uint(x.dtype) else x
-
-
-def pow(x: Any, y: Any) -> PrimExpr:  # noqa: A001
-    x, y = _promote(x, y)
-    if not _dt.is_float(x.dtype):
-        raise TypeError(f"T.pow needs float arguments, got {x.dtype}")
-    return Call(x.dtype, "tir.pow", (x, y))
 
 
 def max_value(dtype: str) -> PrimExpr:

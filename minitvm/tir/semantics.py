@@ -56,7 +56,8 @@ from . import expr as _e
 __all__ = ["Semantics", "ROWS", "BY_NODE", "BY_OP", "BY_LLVM_INTRIN", "LLVM_PURE_INTRIN", "llvm_intrin_base",
            "row_of", "IntegerDivisionByZero", "LLVMContext",
            "kind_of", "cast_value", "emit_cast", "cast_bound", "dtype_range", "Interval", "node_operands",
-           "llvm_overload", "FLOAT_ONLY", "BOOL_ONLY", "VNNI_FEATURE"]
+           "llvm_overload", "FLOAT_ONLY", "BOOL_ONLY", "VNNI_FEATURE", "MATH_INTRINSICS", "FAST_FLOAT32_MATH",
+           "int_array_meaning"]
 
 Interval = tuple[int, int]
 #: the bound of an unbounded value (as TVM's ConstIntBound reports it)
@@ -530,8 +531,13 @@ def _math_llvm(name: str) -> Callable:
     return emit
 
 
+#: math rows LLVM code computes in float32 with a polynomial of plain arithmetic, so that they
+#: vectorize (``target/codegen/fastmath.py`` implements each; its table is made from this one)
+FAST_FLOAT32_MATH = ("exp", "tanh", "sigmoid", "erf")
+
+
 def _math_vector(name: str) -> Callable[[str], bool]:
-    fast = name in ("exp", "tanh", "sigmoid", "erf")
+    fast = name in FAST_FLOAT32_MATH
 
     def ok(dtype: str) -> bool:
         return (dtype == "float32" and fast) or (name in _VECTOR_INTRINSICS and dtype in ("float32", "float64"))
@@ -793,12 +799,54 @@ def _rows() -> list[Semantics]:
 
 #: every row, in the order of the table
 ROWS: tuple[Semantics, ...] = tuple(_rows())
+#: the float math intrinsics (``tir.exp`` ... ``tir.atan2``): ``tir.<name>`` / ``T.<name>`` are made
+#: from these rows, the printer writes them as ``T.<name>(...)`` and CUDA calls ``<name>f``
+MATH_INTRINSICS: tuple[str, ...] = tuple(_NUMPY_MATH)
 #: the row of each expression node class
 BY_NODE: dict[type, Semantics] = {row.node: row for row in ROWS if row.node is not None}
 #: the row of each intrinsic call (``"tir.exp"``)
 BY_OP: dict[str, Semantics] = {row.op: row for row in ROWS if row.op is not None}
 #: the row of each LLVM intrinsic reachable through ``T.call_llvm_pure_intrin`` (``"llvm.fma"``)
 BY_LLVM_INTRIN: dict[str, Semantics] = {row.llvm_intrin: row for row in ROWS if row.llvm_intrin is not None}
+
+
+# -- the same meaning on arrays of integers ------------------------------------------------------
+#
+# The GPU emulator's race check evaluates index expressions for every thread and loop iteration at
+# once (millions of points): it needs the meaning of the integer rows on numpy arrays.  These are
+# the rows' meanings above, vectorized -- a divisor of 0 anywhere is the same IntegerDivisionByZero
+# (tests/tir/test_semantics.py checks that each agrees with its row's scalar meaning).
+
+
+def _truncdiv_array(a: Any, b: Any) -> Any:
+    q = np.abs(a) // np.abs(b)
+    return np.where((np.asarray(a) < 0) != (np.asarray(b) < 0), -q, q)
+
+
+def _checked_division(name: str, fn: Callable) -> Callable:
+    def meaning(a: Any, b: Any) -> Any:
+        if np.any(np.asarray(b) == 0):
+            raise IntegerDivisionByZero(f"{_ZERO_MESSAGE} ({name})")
+        return fn(a, b)
+    return meaning
+
+
+_INT_ARRAY: dict[str, Callable[..., Any]] = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply,
+    "div": _checked_division("div", _truncdiv_array),
+    "mod": _checked_division("mod", lambda a, b: a - _truncdiv_array(a, b) * b),
+    "floordiv": _checked_division("floordiv", np.floor_divide),
+    "floormod": _checked_division("floormod", np.mod),
+    "min": np.minimum, "max": np.maximum, "eq": np.equal, "ne": np.not_equal, "lt": np.less,
+    "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "and": np.logical_and,
+    "or": np.logical_or, "not": np.logical_not, "select": np.where,
+}
+
+
+def int_array_meaning(row: Semantics) -> Callable[..., Any] | None:
+    """The meaning of an integer (or bool) row on numpy arrays, operands in the row's order; None
+    for a row without one (floats, intrinsics)."""
+    return _INT_ARRAY.get(row.name)
 
 
 def row_of(e: Any) -> Semantics | None:

@@ -9,75 +9,11 @@ Every function takes ``te.Tensor``s (and plain attributes) and returns ``te.Tens
 compute definitions are the plain math, with no schedule.
 """
 
-from . import nn, utils, x86
-from .broadcast import (
-    add,
-    bitwise_and,
-    bitwise_or,
-    bitwise_xor,
-    broadcast_to,
-    divide,
-    equal,
-    floor_divide,
-    floor_mod,
-    greater,
-    greater_equal,
-    left_shift,
-    less,
-    less_equal,
-    logical_and,
-    logical_or,
-    maximum,
-    minimum,
-    mod,
-    multiply,
-    not_equal,
-    power,
-    right_shift,
-    subtract,
-    where,
-)
+from ..tir.op_table import ELEMENTWISE
+from . import broadcast, elemwise, nn, utils, x86
+from .broadcast import broadcast_to, where
 from .einsum import einsum
-from .elemwise import (
-    abs,
-    acos,
-    acosh,
-    asin,
-    asinh,
-    atan,
-    atanh,
-    bitwise_not,
-    cast,
-    ceil,
-    clip,
-    cos,
-    cosh,
-    erf,
-    exp,
-    floor,
-    full,
-    full_like,
-    identity,
-    isfinite,
-    isinf,
-    isnan,
-    log,
-    logical_not,
-    negative,
-    ones,
-    round,
-    rsqrt,
-    sigmoid,
-    sign,
-    sin,
-    sinh,
-    sqrt,
-    square,
-    tan,
-    tanh,
-    trunc,
-    zeros,
-)
+from .elemwise import cast, clip, full, full_like, identity, ones, zeros
 from .reduction import argmax, argmin, collapse_sum, cumprod, cumsum, max, mean, min, prod, sum
 from .scatter import gather, scatter_elements
 from .transform import (
@@ -99,15 +35,15 @@ from .transform import (
 
 __all__ = [
     "nn", "utils", "einsum",
-    "add", "subtract", "multiply", "divide", "floor_divide", "power", "maximum", "minimum",
-    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
-    "logical_or", "where", "broadcast_to",
-    "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "negative", "abs", "floor", "ceil",
-    "round", "trunc", "sin", "cos", "identity", "logical_not", "cast", "clip", "full", "full_like",
+    # element-wise (besides the table's, added below)
+    "where", "broadcast_to", "identity", "cast", "clip", "full", "full_like",
     "zeros", "ones",
     "sum", "max", "min", "prod", "mean", "argmax", "argmin", "collapse_sum", "cumsum", "cumprod",
     "transpose", "reshape", "flatten", "expand_dims", "squeeze", "concatenate", "split",
     "strided_slice", "take", "arange", "trilu", "repeat", "tile", "flip",
-    "mod", "floor_mod", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "left_shift", "right_shift",
     "gather", "scatter_elements",
 ]
+
+# every element-wise operator of the table (minitvm.tir.op_table): topi.exp ... topi.atan2
+globals().update({_row.name: getattr(broadcast if _row.arity == 2 else elemwise, _row.name) for _row in ELEMENTWISE})
+__all__ += [_row.name for _row in ELEMENTWISE]

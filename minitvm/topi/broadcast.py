@@ -12,11 +12,10 @@ from typing import Any, Callable, Sequence
 from .. import te
 from ..tir import op as _op
 from ..tir.expr import PrimExpr, const, convert
+from ..tir.op_table import BINARY
 from .utils import is_one
 
-__all__ = ["broadcast_shape", "broadcast_to", "add", "subtract", "multiply", "divide",
-           "floor_divide", "power", "maximum", "minimum", "equal", "not_equal", "less",
-           "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "where"]
+__all__ = ["broadcast_shape", "broadcast_to", "where"]
 
 
 def broadcast_shape(a: Sequence[Any], b: Sequence[Any], who: str = "broadcast") -> list[PrimExpr]:
@@ -61,7 +60,7 @@ def _shape_of(x: Any) -> tuple:
     return tuple(x.shape) if isinstance(x, te.Tensor) else ()
 
 
-def _binary(fop: Callable[[PrimExpr, PrimExpr], PrimExpr], name: str) -> Callable:
+def _binary(fop: Callable[[PrimExpr, PrimExpr], PrimExpr], name: str, doc: str) -> Callable:
     def compute(lhs: Any, rhs: Any) -> Any:
         if not isinstance(lhs, te.Tensor) and not isinstance(rhs, te.Tensor):
             return fop(convert(lhs), convert(rhs))
@@ -74,67 +73,16 @@ def _binary(fop: Callable[[PrimExpr, PrimExpr], PrimExpr], name: str) -> Callabl
         ra, rb = _reader(lhs, shape), _reader(rhs, shape)
         return te.compute(shape, lambda *idx: fop(ra(idx), rb(idx)), name=f"T_{name}")
 
-    compute.__name__ = name
-    compute.__doc__ = f"Element-wise ``{name}`` of two tensors (or a tensor and a scalar), broadcasting."
+    compute.__name__ = compute.__qualname__ = name
+    compute.__doc__ = (f"{doc}\n\n``lhs`` and ``rhs`` are ``te.Tensor``s or scalars (a Python number takes the "
+                       "other side's dtype); the result is a ``te.Tensor`` of the broadcast shape.")
     return compute
 
 
-def _pow(a: PrimExpr, b: PrimExpr) -> PrimExpr:
-    return _op.pow(a, b)
-
-
-def _both_bool(a: PrimExpr, b: PrimExpr) -> bool:
-    return a.dtype == "bool" and b.dtype == "bool"
-
-
-def _add(a: PrimExpr, b: PrimExpr) -> PrimExpr:
-    # bool + bool is "or" (numpy and torch); a 1-bit add would wrap True + True to False
-    return _op.logical_or(a, b) if _both_bool(a, b) else _op.add(a, b)
-
-
-def _sub(a: PrimExpr, b: PrimExpr) -> PrimExpr:
-    if _both_bool(a, b):
-        raise TypeError("topi.subtract: subtracting two bool tensors is not supported (numpy and "
-                        "torch refuse it too); use logical_xor (not_equal) or cast to an integer dtype")
-    return _op.sub(a, b)
-
-
-def _mul(a: PrimExpr, b: PrimExpr) -> PrimExpr:
-    return _op.logical_and(a, b) if _both_bool(a, b) else _op.mul(a, b)
-
-
-add = _binary(_add, "add")
-subtract = _binary(_sub, "subtract")
-multiply = _binary(_mul, "multiply")
-divide = _binary(_op.div, "divide")
-def _floor_div(a: PrimExpr, b: PrimExpr) -> PrimExpr:
-    # floats divide then round down (TVM's topi spells it floor(a / b)); integers floordiv
-    if a.dtype.startswith(("float", "bfloat")):
-        return _op.floor(_op.div(a, b))
-    return _op.floordiv(a, b)
-
-
-def _greater(a: PrimExpr, b: PrimExpr) -> PrimExpr:
-    # TVM's TOPI writes a > b as b < a (and a >= b as b <= a); the kernels print that way
-    return _op.less(b, a)
-
-
-def _greater_equal(a: PrimExpr, b: PrimExpr) -> PrimExpr:
-    return _op.less_equal(b, a)
-
-
-floor_divide = _binary(_floor_div, "floor_divide")
-power = _binary(_pow, "power")
-maximum = _binary(_op.max, "maximum")
-minimum = _binary(_op.min, "minimum")
-equal = _binary(_op.equal, "equal")
-not_equal = _binary(_op.not_equal, "not_equal")
-less = _binary(_op.less, "less")
-less_equal = _binary(_op.less_equal, "less_equal")
-greater = _binary(_greater, "greater")
-greater_equal = _binary(_greater_equal, "greater_equal")
-logical_and = _binary(_op.logical_and, "logical_and")
-logical_or = _binary(_op.logical_or, "logical_or")
+# every binary row of the operator table (minitvm.tir.op_table): topi.add ... topi.atan2
+for _row in BINARY:
+    globals()[_row.name] = _binary(_row.compute, _row.name, _row.doc)
+__all__ += [row.name for row in BINARY]
 
 
 def broadcast_to(data: te.Tensor, shape: Sequence[Any]) -> te.Tensor:
@@ -162,22 +110,3 @@ def where(condition: Any, x: Any, y: Any) -> te.Tensor:
         return _op.Select(cond, *_op._promote(rx(idx), ry(idx)))
 
     return te.compute(shape, fcompute, name="T_where")
-
-
-def _int_only(fop: Callable[[PrimExpr, PrimExpr], PrimExpr], name: str) -> Callable[[PrimExpr, PrimExpr], PrimExpr]:
-    def apply(a: PrimExpr, b: PrimExpr) -> PrimExpr:
-        if _both_bool(a, b) and name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
-            return {"bitwise_and": _op.logical_and, "bitwise_or": _op.logical_or,
-                    "bitwise_xor": _op.not_equal}[name](a, b)
-        return fop(a, b)
-    return apply
-
-
-mod = _binary(_op.truncmod, "mod")
-floor_mod = _binary(_op.floormod, "floor_mod")
-bitwise_and = _binary(_int_only(_op.bitwise_and, "bitwise_and"), "bitwise_and")
-bitwise_or = _binary(_int_only(_op.bitwise_or, "bitwise_or"), "bitwise_or")
-bitwise_xor = _binary(_int_only(_op.bitwise_xor, "bitwise_xor"), "bitwise_xor")
-left_shift = _binary(_op.shift_left, "left_shift")
-right_shift = _binary(_op.shift_right, "right_shift")
-__all__ += ["mod", "floor_mod", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"]

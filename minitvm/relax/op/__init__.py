@@ -5,7 +5,8 @@ Legalization (``FLegalize``: a Relax op call to ``R.call_tir`` of a TOPI PrimFun
 registered by :mod:`minitvm.relax.transform.legalize_ops`.
 """
 
-from . import builtin, grad, memory, nn, vm
+from ...tir.op_table import ELEMENTWISE
+from . import binary, builtin, grad, memory, nn, unary, vm
 from .base import (
     assert_op,
     call_dps_packed,
@@ -14,31 +15,6 @@ from .base import (
     call_tir,
     call_tir_inplace,
     print,  # noqa: A004 - R.print
-)
-from .binary import (
-    add,
-    bitwise_and,
-    bitwise_or,
-    bitwise_xor,
-    divide,
-    equal,
-    floor_divide,
-    floor_mod,
-    greater,
-    greater_equal,
-    left_shift,
-    less,
-    less_equal,
-    logical_and,
-    logical_or,
-    maximum,
-    minimum,
-    mod,
-    multiply,
-    not_equal,
-    power,
-    right_shift,
-    subtract,
 )
 from .create import arange, full, full_like, ones, ones_like, tril, triu, zeros, zeros_like
 from .datatype import astype
@@ -64,53 +40,14 @@ from .registry import OpPattern, register
 from .search import argmax, argmin, where
 from .statistical import cumprod, cumsum, max, mean, min, prod, std, sum, variance
 from .ternary import ewise_fma
-from .unary import (
-    abs,
-    acos,
-    acosh,
-    asin,
-    asinh,
-    atan,
-    atanh,
-    bitwise_not,
-    ceil,
-    clip,
-    cos,
-    cosh,
-    erf,
-    exp,
-    floor,
-    isfinite,
-    isinf,
-    isnan,
-    log,
-    logical_not,
-    negative,
-    round,
-    rsqrt,
-    sigmoid,
-    sign,
-    sin,
-    sinh,
-    sqrt,
-    square,
-    tan,
-    tanh,
-    trunc,
-)
+from .unary import clip
 
 __all__ = [
     "nn", "grad", "builtin", "memory", "vm", "call_tir", "call_tir_inplace", "print", "assert_op",
     "call_dps_packed",
     "call_pure_packed", "call_py_func", "OpPattern", "register",
-    # element-wise
-    "add", "subtract", "multiply", "divide", "floor_divide", "power", "maximum", "minimum",
-    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "where", "ewise_fma",
-    "logical_and", "logical_or", "logical_not", "clip", "mod", "floor_mod",
-    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "left_shift", "right_shift",
-    "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "negative", "abs", "astype",
-    "acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "sin", "sinh", "tan",
-    "ceil", "floor", "round", "trunc", "sign", "square", "isfinite", "isinf", "isnan",
+    # element-wise (besides the table's, added below)
+    "where", "ewise_fma", "clip", "astype",
     # linear algebra
     "matmul", "linear", "einsum",
     # shapes and indexing
@@ -124,3 +61,7 @@ __all__ = [
     # creation
     "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "arange", "tril", "triu",
 ]
+
+# every element-wise operator of the table (minitvm.tir.op_table): relax.op.exp ... relax.op.atan2
+globals().update({_row.name: getattr(binary if _row.arity == 2 else unary, _row.name) for _row in ELEMENTWISE})
+__all__ += [_row.name for _row in ELEMENTWISE]

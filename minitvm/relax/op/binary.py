@@ -1,20 +1,24 @@
 """Element-wise binary operators with numpy broadcasting: arithmetic (add, subtract,
-multiply, divide, power, maximum, minimum) and comparisons (equal ... greater_equal, whose
-result is a bool tensor)."""
+multiply, divide, power, maximum, minimum ...) and comparisons (equal ... greater_equal, whose
+result is a bool tensor).
+
+Each one is a row of :data:`minitvm.tir.op_table.BINARY`: its builder (``relax.op.add``) and its
+struct-info inference are made here from the row.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ...tir.expr import IntImm, PrimExpr
+from ...tir.op_table import BINARY, ElementwiseOp
 from ..analysis.struct_info_analysis import prove_dim_equal
-from ..expr import Call, Expr, struct_info_of
+from ..expr import Call, struct_info_of
 from ..struct_info import PrimStructInfo, StructInfo, StructInfoError, TensorStructInfo, shape_text
-from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
+from .elementwise import builder
+from .registry import OpPattern, check_num_args, register, tensor_arg
 
-__all__ = ["add", "subtract", "multiply", "divide", "floor_divide", "power", "maximum", "minimum",
-           "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
-           "logical_and", "logical_or", "broadcast_shapes", "binary_broadcast_sinfo"]
+__all__ = ["broadcast_shapes", "binary_broadcast_sinfo"]
 
 
 def _is_one(d: PrimExpr) -> bool:
@@ -79,171 +83,35 @@ def binary_broadcast_sinfo(call: Call, op_name: str, out_dtype: str | None = Non
     return TensorStructInfo(None, dtype, None, ndim)
 
 
-def _register_binary(name: str, out_dtype: str | None = None) -> None:
-    op_name = f"relax.{name}"
+_FLOAT_DTYPES = ("float", "bfloat")
 
-    @register(op_name, pattern=OpPattern.BROADCAST, num_inputs=2)
+
+def _check_dtype(row: ElementwiseOp, dtype: str) -> None:
+    """Refuse operand dtypes the row's ``dtypes`` rule excludes."""
+    op_name = row.relax_name
+    if row.dtypes == "bool" and dtype != "bool":
+        raise StructInfoError(f"{op_name} needs bool tensors, got dtype {dtype}; "
+                              "compare with relax.op.not_equal(x, 0) first")
+    if row.dtypes == "int_or_bool" and not (dtype == "bool" or dtype.startswith(("int", "uint"))):
+        raise StructInfoError(f"{op_name} needs integer or bool tensors, got dtype {dtype}")
+    if row.dtypes == "float" and not dtype.startswith(_FLOAT_DTYPES):
+        raise StructInfoError(f"{op_name} needs floating-point tensors, got dtype {dtype}")
+
+
+def _register(row: ElementwiseOp) -> None:
+    @register(row.relax_name, pattern=OpPattern.BROADCAST, num_inputs=2)
     def infer(call: Call, ctx: Any) -> StructInfo:
-        return binary_broadcast_sinfo(call, op_name, out_dtype)
-
-    infer.__doc__ = f"Element-wise {name} with broadcasting."
-
-
-for _name in ("add", "subtract", "multiply", "divide", "floor_divide", "power", "maximum", "minimum",
-              "mod", "floor_mod"):
-    _register_binary(_name)
-for _name in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"):
-    _register_binary(_name, "bool")
-
-
-def _register_logical(name: str) -> None:
-    op_name = f"relax.{name}"
-
-    @register(op_name, pattern=OpPattern.BROADCAST, num_inputs=2)
-    def infer(call: Call, ctx: Any) -> StructInfo:
-        sinfo = binary_broadcast_sinfo(call, op_name)
-        if sinfo.dtype not in ("bool", "void"):
-            raise StructInfoError(f"{op_name} needs bool tensors, got dtype {sinfo.dtype}; "
-                                  "compare with relax.op.not_equal(x, 0) first")
+        # (the rows with a result dtype of their own, the comparisons, take any operands)
+        sinfo = binary_broadcast_sinfo(call, row.relax_name, row.result)
+        if sinfo.dtype != "void" and row.result is None:
+            _check_dtype(row, sinfo.dtype)
         return sinfo
 
-    infer.__doc__ = f"Element-wise {name.replace('_', ' ')} of two bool tensors, with broadcasting."
+    infer.__doc__ = row.doc
 
 
-for _name in ("logical_and", "logical_or"):
-    _register_logical(_name)
-
-
-def add(x1: Expr, x2: Expr) -> Call:
-    """``x1 + x2`` element-wise, with numpy broadcasting."""
-    return make_call("relax.add", x1, x2)
-
-
-def subtract(x1: Expr, x2: Expr) -> Call:
-    """``x1 - x2`` element-wise, with numpy broadcasting."""
-    return make_call("relax.subtract", x1, x2)
-
-
-def multiply(x1: Expr, x2: Expr) -> Call:
-    """``x1 * x2`` element-wise, with numpy broadcasting."""
-    return make_call("relax.multiply", x1, x2)
-
-
-def divide(x1: Expr, x2: Expr) -> Call:
-    """``x1 / x2`` element-wise, with numpy broadcasting."""
-    return make_call("relax.divide", x1, x2)
-
-
-def floor_divide(x1: Expr, x2: Expr) -> Call:
-    """``floor(x1 / x2)`` element-wise, with numpy broadcasting."""
-    return make_call("relax.floor_divide", x1, x2)
-
-
-def power(x1: Expr, x2: Expr) -> Call:
-    """``x1 ** x2`` element-wise, with numpy broadcasting."""
-    return make_call("relax.power", x1, x2)
-
-
-def maximum(x1: Expr, x2: Expr) -> Call:
-    """The larger of ``x1`` and ``x2`` element-wise, with numpy broadcasting."""
-    return make_call("relax.maximum", x1, x2)
-
-
-def minimum(x1: Expr, x2: Expr) -> Call:
-    """The smaller of ``x1`` and ``x2`` element-wise, with numpy broadcasting."""
-    return make_call("relax.minimum", x1, x2)
-
-
-def equal(x1: Expr, x2: Expr) -> Call:
-    """``x1 == x2`` element-wise (a bool tensor), with numpy broadcasting."""
-    return make_call("relax.equal", x1, x2)
-
-
-def not_equal(x1: Expr, x2: Expr) -> Call:
-    """``x1 != x2`` element-wise (a bool tensor)."""
-    return make_call("relax.not_equal", x1, x2)
-
-
-def less(x1: Expr, x2: Expr) -> Call:
-    """``x1 < x2`` element-wise (a bool tensor)."""
-    return make_call("relax.less", x1, x2)
-
-
-def less_equal(x1: Expr, x2: Expr) -> Call:
-    """``x1 <= x2`` element-wise (a bool tensor)."""
-    return make_call("relax.less_equal", x1, x2)
-
-
-def greater(x1: Expr, x2: Expr) -> Call:
-    """``x1 > x2`` element-wise (a bool tensor)."""
-    return make_call("relax.greater", x1, x2)
-
-
-def greater_equal(x1: Expr, x2: Expr) -> Call:
-    """``x1 >= x2`` element-wise (a bool tensor)."""
-    return make_call("relax.greater_equal", x1, x2)
-
-
-def logical_and(x1: Expr, x2: Expr) -> Call:
-    """``x1 and x2`` element-wise on bool tensors, with numpy broadcasting."""
-    return make_call("relax.logical_and", x1, x2)
-
-
-def logical_or(x1: Expr, x2: Expr) -> Call:
-    """``x1 or x2`` element-wise on bool tensors, with numpy broadcasting."""
-    return make_call("relax.logical_or", x1, x2)
-
-
-def mod(x1: Expr, x2: Expr) -> Call:
-    """The remainder of ``x1 / x2`` with the dividend's sign (C's ``%``, ``fmod`` for floats)."""
-    return make_call("relax.mod", x1, x2)
-
-
-def floor_mod(x1: Expr, x2: Expr) -> Call:
-    """The remainder of the floor division, with the divisor's sign (Python's ``%``)."""
-    return make_call("relax.floor_mod", x1, x2)
-
-
-def _register_bitwise(name: str) -> None:
-    op_name = f"relax.{name}"
-
-    @register(op_name, pattern=OpPattern.BROADCAST, num_inputs=2)
-    def infer(call: Call, ctx: Any) -> StructInfo:
-        sinfo = binary_broadcast_sinfo(call, op_name)
-        if sinfo.dtype != "void" and not (sinfo.dtype == "bool" or sinfo.dtype.startswith(("int", "uint"))):
-            raise StructInfoError(f"{op_name} needs integer or bool tensors, got dtype {sinfo.dtype}")
-        return sinfo
-
-    infer.__doc__ = f"Element-wise {name.replace('_', ' ')} of integer tensors, with broadcasting."
-
-
-for _name in ("bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"):
-    _register_bitwise(_name)
-
-
-def bitwise_and(x1: Expr, x2: Expr) -> Call:
-    """``x1 & x2`` bit by bit (integer or bool tensors)."""
-    return make_call("relax.bitwise_and", x1, x2)
-
-
-def bitwise_or(x1: Expr, x2: Expr) -> Call:
-    """``x1 | x2`` bit by bit (integer or bool tensors)."""
-    return make_call("relax.bitwise_or", x1, x2)
-
-
-def bitwise_xor(x1: Expr, x2: Expr) -> Call:
-    """``x1 ^ x2`` bit by bit (integer or bool tensors)."""
-    return make_call("relax.bitwise_xor", x1, x2)
-
-
-def left_shift(x1: Expr, x2: Expr) -> Call:
-    """``x1 << x2`` element-wise (integers)."""
-    return make_call("relax.left_shift", x1, x2)
-
-
-def right_shift(x1: Expr, x2: Expr) -> Call:
-    """``x1 >> x2`` element-wise, arithmetic for signed integers."""
-    return make_call("relax.right_shift", x1, x2)
-
-
-__all__ += ["mod", "floor_mod", "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"]
+# every binary row of the operator table: relax.add ... relax.atan2, with its builder relax.op.<name>
+for _row in BINARY:
+    _register(_row)
+    globals()[_row.name] = builder(_row)
+__all__ += [row.name for row in BINARY]

@@ -19,6 +19,7 @@ from ...tir import stmt as S
 from ...tir.expr import IterVar, Range, Var
 from ...tir.function import PrimFunc
 from ...tir.functor import substitute
+from ...tir.semantics import MATH_INTRINSICS
 from ...tir.thread_scope import storage_rank
 from ...tir.transform.instrument_bound_checkers import bounds_checks
 
@@ -36,13 +37,10 @@ _CTYPES = {"float32": "float", "float64": "double", "float16": "half", "int32": 
 _BINARY = {E.Add: "+", E.Sub: "-", E.Mul: "*", E.LT: "<", E.LE: "<=", E.GT: ">", E.GE: ">=", E.EQ: "==",
            E.NE: "!=", E.And: "&&", E.Or: "||"}
 
-#: tir intrinsic -> CUDA math function for float32 (the double version drops the ``f``)
-_MATH = {"exp": "exp", "exp2": "exp2", "exp10": "exp10", "log": "log", "log2": "log2", "log10": "log10",
-         "log1p": "log1p", "sqrt": "sqrt", "rsqrt": "rsqrt", "sin": "sin", "cos": "cos", "tan": "tan",
-         "tanh": "tanh", "sinh": "sinh", "cosh": "cosh", "asin": "asin", "acos": "acos", "atan": "atan",
-         "erf": "erf", "floor": "floor", "ceil": "ceil", "round": "rint", "trunc": "trunc", "fabs": "fabs",
-         "pow": "pow", "atan2": "atan2", "fmod": "fmod", "copysign": "copysign", "hypot": "hypot",
-         "nearbyint": "nearbyint", "asinh": "asinh", "acosh": "acosh", "atanh": "atanh"}
+#: tir intrinsic -> CUDA math function for float32 (the double version drops the ``f``): every math
+#: row of the semantics table, under its own name except these (sigmoid is printed as 1 / (1 + exp(-x)))
+_CUDA_SPELLING = {"round": "rint", "sigmoid": None}
+_MATH = {name: _CUDA_SPELLING.get(name, name) for name in MATH_INTRINSICS if _CUDA_SPELLING.get(name, name)}
 #: integer intrinsic -> C operator
 _BITWISE = {"bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^", "shift_left": "<<", "shift_right": ">>"}
 
@@ -153,6 +151,8 @@ class _CUDAPrinter:
             return f"({args[0]} {_BITWISE[short]} {args[1]})"
         if short == "bitwise_not":
             return f"(~{args[0]})"
+        if short == "isnan" and _dt.is_float(e.args[0].dtype):  # CUDA's isnan takes float and double
+            return f"isnan({args[0]})"
         raise CUDACodegenError(f"CUDA source: no CUDA form for the call T.{short}")
 
     def buffer_name(self, buffer: Any) -> str:

@@ -49,6 +49,7 @@ from ...tir.buffer import decl_buffer
 from ...tir.expr import PrimExpr, Var, const
 from ...tir.function import PrimFunc
 from ...tir.functor import StmtExprMutator, post_order_visit, substitute
+from ...tir.semantics import int_array_meaning, node_operands, row_of
 from ...tir.thread_scope import storage_rank
 from ...tir.transform.instrument_bound_checkers import ATTR as CHECKED_ATTR
 from ...tir.transform.instrument_bound_checkers import CHECKS_ATTR
@@ -367,21 +368,14 @@ def _np_eval(e: Any, env: dict[int, Any]) -> Any:
     if isinstance(e, E.Cast):
         v = _np_eval(e.value, env)
         return v if not _dt.is_float(e.dtype) else _raise(f"a float cast ({e})")
-    ops = {E.Add: np.add, E.Sub: np.subtract, E.Mul: np.multiply, E.FloorDiv: np.floor_divide,
-           E.FloorMod: np.mod, E.Min: np.minimum, E.Max: np.maximum, E.LT: np.less, E.LE: np.less_equal,
-           E.GT: np.greater, E.GE: np.greater_equal, E.EQ: np.equal, E.NE: np.not_equal,
-           E.And: np.logical_and, E.Or: np.logical_or}
-    f = ops.get(type(e))
-    if f is not None:
-        return f(_np_eval(e.a, env), _np_eval(e.b, env))
-    if isinstance(e, (E.Div, E.Mod)):
-        a, b = _np_eval(e.a, env), _np_eval(e.b, env)
-        q = np.trunc(np.divide(a, b)).astype(np.int64)
-        return q if isinstance(e, E.Div) else a - q * b
-    if isinstance(e, E.Not):
-        return np.logical_not(_np_eval(e.a, env))
-    if isinstance(e, E.Select) or (isinstance(e, E.Call) and e.op == "tir.if_then_else"):
-        c, t, f2 = (e.condition, e.true_value, e.false_value) if isinstance(e, E.Select) else e.args
+    # every operation with a row of the semantics table means what the row says (a divisor of 0 is
+    # IntegerDivisionByZero, as in the interpreter and compiled code), evaluated on whole arrays
+    row = row_of(e)
+    meaning = int_array_meaning(row) if row is not None else None
+    if meaning is not None:
+        return meaning(*(_np_eval(x, env) for x in node_operands(e)))
+    if isinstance(e, E.Call) and e.op == "tir.if_then_else":
+        c, t, f2 = e.args
         return np.where(_np_eval(c, env), _np_eval(t, env), _np_eval(f2, env))
     if isinstance(e, E.Call) and e.op == "tir.likely":
         return _np_eval(e.args[0], env)

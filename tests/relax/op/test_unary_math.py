@@ -6,10 +6,12 @@ import pytest
 
 import minitvm
 from minitvm import relax
+from minitvm.tir.op_table import UNARY
 
-FLOAT_ONLY = ["acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "sin", "sinh", "tan"]
-ANY_DTYPE = ["ceil", "floor", "round", "trunc", "sign", "square"]
-CHECKS = ["isfinite", "isinf", "isnan"]
+# the unary rows of the operator table, by the operand dtypes their struct info accepts
+FLOAT_ONLY = [row.name for row in UNARY if row.dtypes == "float"]
+ANY_DTYPE = [row.name for row in UNARY if row.dtypes == "any" and row.result is None]
+CHECKS = [row.name for row in UNARY if row.result == "bool"]
 
 
 def _emit(op_name: str, sinfo: relax.StructInfo) -> relax.Expr:

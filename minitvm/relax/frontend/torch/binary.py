@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ....tir.op_table import BINARY
 from ... import op as _op
 from ...expr import struct_info_of
 
@@ -175,32 +176,21 @@ def linear(node, conv):
 
 
 CONVERTERS = {
-    "aten.add.Tensor": _binary(_op.add),
+    # every binary operator of the table (minitvm.tir.op_table) from its ATen ops; the converters
+    # written out below replace these for the logical and bitwise ones (bool operands)
+    **{aten: _binary(getattr(_op, row.name)) for row in BINARY for aten in row.aten},
     "aten.add.Scalar": _binary(_op.add),
-    "aten.sub.Tensor": _binary(_op.subtract),
     "aten.sub.Scalar": _binary(_op.subtract),
-    "aten.mul.Tensor": _binary(_op.multiply),
     "aten.mul.Scalar": _binary(_op.multiply),
-    "aten.div.Tensor": _binary(_op.divide),
     "aten.div.Scalar": _binary(_op.divide),
     "aten.pow.Tensor_Scalar": _binary(_op.power),
-    "aten.pow.Tensor_Tensor": _binary(_op.power),
-    "aten.maximum.default": _binary(_op.maximum),
-    "aten.minimum.default": _binary(_op.minimum),
     "aten.rsub.Scalar": rsub,
     "aten.rsub.Tensor": rsub,
-    "aten.floor_divide.default": _binary(_op.floor_divide),
-    "aten.eq.Tensor": _binary(_op.equal),
     "aten.eq.Scalar": _binary(_op.equal),
-    "aten.ne.Tensor": _binary(_op.not_equal),
     "aten.ne.Scalar": _binary(_op.not_equal),
-    "aten.lt.Tensor": _binary(_op.less),
     "aten.lt.Scalar": _binary(_op.less),
-    "aten.le.Tensor": _binary(_op.less_equal),
     "aten.le.Scalar": _binary(_op.less_equal),
-    "aten.gt.Tensor": _binary(_op.greater),
     "aten.gt.Scalar": _binary(_op.greater),
-    "aten.ge.Tensor": _binary(_op.greater_equal),
     "aten.ge.Scalar": _binary(_op.greater_equal),
     "aten.logical_and.default": _logical(_op.logical_and),
     "aten.logical_or.default": _logical(_op.logical_or),
@@ -216,9 +206,7 @@ CONVERTERS = {
     "aten.bitwise_right_shift.Tensor_Scalar": _bitwise(_op.right_shift),
     "aten.div.Tensor_mode": div_mode,
     "aten.div.Scalar_mode": div_mode,
-    "aten.fmod.Tensor": _binary(_op.mod),
     "aten.fmod.Scalar": _binary(_op.mod),
-    "aten.remainder.Tensor": _binary(_op.floor_mod),
     "aten.remainder.Scalar": _binary(_op.floor_mod),
     "aten.pow.Scalar": _binary(_op.power),
     "aten.max.other": _binary(_op.maximum),

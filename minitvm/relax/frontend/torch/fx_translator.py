@@ -16,6 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ....ir.module import IRModule
+from ....tir.op_table import ELEMENTWISE, ElementwiseOp
 from ... import op as _op
 from ...expr import Expr, Var, const
 from ...struct_info import TensorStructInfo
@@ -240,11 +241,30 @@ def _module_adapters() -> dict[type, Adapter]:
     }
 
 
+def _table_adapter(row: ElementwiseOp) -> Adapter:
+    """The operands as they are; anything more (``x.round(decimals=2)``) is refused, not dropped."""
+    aten = row.aten[0]
+
+    def adapt(conv, node, args, kwargs, mod):
+        if len(args) != row.arity or kwargs:
+            raise ValueError(f"from_fx: {node.target} takes {row.arity} tensor operand(s) here ({aten}); "
+                             f"got {len(args)} positional and keywords {sorted(kwargs)} (node {node.name})")
+        return aten, args, {}
+    return adapt
+
+
+def _table_names() -> dict[str, Adapter]:
+    """``torch.<f>`` / ``x.<f>()`` of every table operator whose first ATen op is ``aten.<f>.*``
+    (``torch.exp``, ``torch.atan2``): the table's own adapters; the written ones below come first."""
+    return {row.aten[0].split(".")[1]: _table_adapter(row) for row in ELEMENTWISE if row.aten}
+
+
 def _function_adapters() -> dict[Any, Adapter]:
     import torch  # torch is optional and heavy: imported on first use
     import torch.nn.functional as F  # torch is optional and heavy: imported on first use
 
     table: dict[Any, Adapter] = {
+        **{getattr(torch, name): adapt for name, adapt in _table_names().items() if hasattr(torch, name)},
         torch.relu: _unary("aten.relu.default"), F.relu: _unary("aten.relu.default"),
         F.relu6: _hardtanh(0.0, 6.0), F.hardtanh: _hardtanh(),
         torch.sigmoid: _unary("aten.sigmoid.default"), F.sigmoid: _unary("aten.sigmoid.default"),
@@ -281,6 +301,7 @@ def _function_adapters() -> dict[Any, Adapter]:
 
 
 _METHODS: dict[str, Adapter] = {
+    **_table_names(),
     "relu": _unary("aten.relu.default"), "sigmoid": _unary("aten.sigmoid.default"),
     "tanh": _unary("aten.tanh.default"), "exp": _unary("aten.exp.default"),
     "view": _shape_method("aten.view.default"), "reshape": _shape_method("aten.reshape.default"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from ....tir.op_table import UNARY
 from ... import op as _op
 from ...expr import struct_info_of
 from ._common import arg_or
@@ -342,17 +343,11 @@ def logical_not(node, conv):
 
 
 CONVERTERS = {
+    # every unary operator of the table (minitvm.tir.op_table) from its ATen ops; the converters
+    # written out below replace these where torch's dtype rules need more (isnan of an int tensor)
+    **{aten: _simple(getattr(_op, row.name)) for row in UNARY for aten in row.aten},
     "aten.relu.default": _simple(_op.nn.relu),
     "aten.silu.default": _simple(_op.nn.silu),
-    "aten.sigmoid.default": _simple(_op.sigmoid),
-    "aten.tanh.default": _simple(_op.tanh),
-    "aten.exp.default": _simple(_op.exp),
-    "aten.log.default": _simple(_op.log),
-    "aten.sqrt.default": _simple(_op.sqrt),
-    "aten.rsqrt.default": _simple(_op.rsqrt),
-    "aten.neg.default": _simple(_op.negative),
-    "aten.abs.default": _simple(_op.abs),
-    "aten.erf.default": _simple(_op.erf),
     "aten.gelu.default": gelu,
     "aten.clone.default": identity,
     "aten.contiguous.default": identity,
@@ -370,17 +365,12 @@ CONVERTERS = {
     "aten.logical_not.default": logical_not,
     "aten.bitwise_not.default": bitwise_not,
     "aten.lift_fresh.default": identity,
-    **{f"aten.{name}.default": _simple(getattr(_op, name)) for name in (
-        "sin", "cos", "tan", "sinh", "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh",
-        "ceil", "floor", "round", "trunc", "square")},
-    "aten.fix.default": _simple(_op.trunc),
     "aten.sign.default": sign,
     "aten.sgn.default": sign,
     "aten.round.decimals": round_decimals,
     "aten.frac.default": frac,
     "aten.log1p.default": log1p,
     "aten.expm1.default": expm1,
-    "aten.log2.default": _log_base(2.0),
     "aten.log10.default": _log_base(10.0),
     "aten.exp2.default": exp2,
     "aten.reciprocal.default": reciprocal,

@@ -29,6 +29,7 @@ from ....tir.expr import FloatImm, IntImm, PrimExpr
 from ....tir.expr import Var as TirVar
 from ....tir.function import PrimFunc
 from ....tir.functor import post_order_visit
+from ....tir.op_table import ELEMENTWISE
 from ....transform import PassContext, module_pass
 from ...analysis.struct_info_analysis import is_base_of
 from ...block_builder import BlockBuilder
@@ -78,36 +79,18 @@ def _binary(fn: Callable) -> LegalizeFunc:
     return legalize
 
 
-for _op_name, _fn in [
-    ("add", topi.add), ("subtract", topi.subtract), ("multiply", topi.multiply), ("divide", topi.divide),
-    ("floor_divide", topi.floor_divide), ("power", topi.power), ("maximum", topi.maximum),
-    ("minimum", topi.minimum), ("equal", topi.equal), ("not_equal", topi.not_equal),
-    ("less", topi.less), ("less_equal", topi.less_equal), ("greater", topi.greater),
-    ("greater_equal", topi.greater_equal),
-    ("logical_and", topi.logical_and), ("logical_or", topi.logical_or),
-    ("mod", topi.mod), ("floor_mod", topi.floor_mod), ("bitwise_and", topi.bitwise_and),
-    ("bitwise_or", topi.bitwise_or), ("bitwise_xor", topi.bitwise_xor), ("left_shift", topi.left_shift),
-    ("right_shift", topi.right_shift),
-]:
-    register_legalize(f"relax.{_op_name}", _binary(_fn))
+# every row of the operator table (minitvm.tir.op_table): binary ops fold a scalar constant operand;
+# TVM names the kernels of unary math ops ``tir_<op>`` (``tir_exp``), the others keep TOPI's name
+for _row in ELEMENTWISE:
+    _fn = getattr(topi, _row.name)
+    if _row.arity == 2:
+        register_legalize(_row.relax_name, _binary(_fn))
+    else:
+        register_legalize(_row.relax_name, _te(_fn, name=f"tir_{_row.name}" if _row.kernel == "tir" else None))
 
 register_legalize("relax.where", _te(topi.where))
-
-# TVM names the kernels of unary math ops ``tir_<op>`` (``tir_exp``); the activations keep theirs
-for _op_name, _fn in [
-    ("logical_not", topi.logical_not), ("exp", topi.exp), ("log", topi.log), ("sqrt", topi.sqrt),
-    ("rsqrt", topi.rsqrt), ("tanh", topi.tanh), ("sigmoid", topi.sigmoid), ("negative", topi.negative),
-    ("abs", topi.abs),
-    *((name, getattr(topi, name)) for name in (
-        "ceil", "floor", "round", "sin", "cos", "tan", "sinh", "cosh", "asin", "acos", "atan", "asinh",
-        "acosh", "atanh", "sign", "square", "trunc")),
-]:
-    register_legalize(f"relax.{_op_name}", _te(_fn, name=f"tir_{_op_name}"))
-
-for _op_name, _fn in [("bitwise_not", topi.bitwise_not), ("isnan", topi.isnan), ("isinf", topi.isinf),
-                      ("isfinite", topi.isfinite),
-                      ("erf", topi.erf), ("nn.relu", topi.nn.relu), ("nn.gelu", topi.nn.gelu),
-                      ("nn.gelu_tanh", topi.nn.gelu_tanh), ("nn.silu", topi.nn.silu)]:
+for _op_name, _fn in [("nn.relu", topi.nn.relu), ("nn.gelu", topi.nn.gelu), ("nn.gelu_tanh", topi.nn.gelu_tanh),
+                      ("nn.silu", topi.nn.silu)]:
     register_legalize(f"relax.{_op_name}", _te(_fn))
 
 
