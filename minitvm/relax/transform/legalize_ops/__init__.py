@@ -89,9 +89,6 @@ for _row in ELEMENTWISE:
         register_legalize(_row.relax_name, _te(_fn, name=f"tir_{_row.name}" if _row.kernel == "tir" else None))
 
 register_legalize("relax.where", _te(topi.where))
-for _op_name, _fn in [("nn.relu", topi.nn.relu), ("nn.gelu", topi.nn.gelu), ("nn.gelu_tanh", topi.nn.gelu_tanh),
-                      ("nn.silu", topi.nn.silu)]:
-    register_legalize(f"relax.{_op_name}", _te(_fn))
 
 
 @register_legalize("relax.ewise_fma")

@@ -1,7 +1,6 @@
 """Legalization of the neural-network operators (``relax.nn.*``), as TVM's
 ``relax.transform.legalize_ops.nn``: each builds the kernel TVM's LegalizeOps builds, from
-the same TOPI pieces.  (relu, gelu, gelu_tanh and silu are one ``call_te`` each and are
-registered with the other element-wise operators in this package's ``__init__``.)"""
+the same TOPI pieces."""
 
 from __future__ import annotations
 
@@ -11,7 +10,7 @@ from .... import te, topi
 from ....tir.expr import FloatImm, IntImm
 from ...block_builder import BlockBuilder
 from ...expr import Call, Expr
-from .common import register_legalize
+from .common import _call_topi_without_attr, register_legalize
 
 # -- convolution -----------------------------------------------------------------------------------
 
@@ -72,6 +71,13 @@ def _pad(bb: BlockBuilder, call: Call) -> Expr:
     w = call.attrs["pad_width"]
     return bb.call_te(topi.nn.pad, call.args[0], list(w[0::2]), list(w[1::2]), call.attrs["pad_value"],
                       primfunc_name_hint="pad")
+
+
+# -- activations -----------------------------------------------------------------------------------
+
+for _name, _fn in [("relu", topi.nn.relu), ("gelu", topi.nn.gelu), ("gelu_tanh", topi.nn.gelu_tanh),
+                   ("silu", topi.nn.silu)]:
+    register_legalize(f"relax.nn.{_name}", _call_topi_without_attr(_fn, _name))
 
 
 # -- activations with a parameter, softmax ---------------------------------------------------------
