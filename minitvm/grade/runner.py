@@ -38,6 +38,10 @@ MEMORY_ENV = "MINITVM_GRADE_MEMORY_GIB"
 #: what a process that ran out of memory leaves in its output (Python and numpy's _ArrayMemoryError,
 #: C++ (LLVM), glibc)
 _OUT_OF_MEMORY = re.compile(r"MemoryError\b|std::bad_alloc|[Oo]ut of memory|Cannot allocate memory")
+#: the folder holding the minitvm package that runs the grader
+_PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
+#: a line naming an exception, as a traceback's last line or pytest's INTERNALERROR shows it
+_EXCEPTION_LINE = re.compile(r"^(?:INTERNALERROR> )?((?:\w+\.)*\w*(?:Error|Exception|Interrupt): .*)")
 #: characters of the chapter process's own output kept when it dies
 _SERVER_LOG_CHARS = 20_000
 
@@ -216,7 +220,9 @@ def _start_server(chapter: str, graders: list[Grader], root: Path, target: str, 
     spec = {"chapter": chapter, "target": target, "graders": [g.name for g in graders], "timeout": timeout,
             "memory_bytes": None if limit is None else int(limit * 2 ** 30), "jobs": jobs}
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(root), *filter(None, [env.get("PYTHONPATH")])])
+    # the course's root first (its exercises/, and its minitvm if it is a checkout), then the minitvm
+    # running this function: the chapter's process needs this version's minitvm.grade.server
+    env["PYTHONPATH"] = os.pathsep.join([str(root), _PACKAGE_PARENT, *filter(None, [env.get("PYTHONPATH")])])
     return subprocess.Popen([sys.executable, "-m", "minitvm.grade.server", json.dumps(spec)], cwd=root, env=env,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log, text=True,
                             encoding="utf-8", start_new_session=True)
@@ -224,10 +230,11 @@ def _start_server(chapter: str, graders: list[Grader], root: Path, target: str, 
 
 def _last_words(text: str) -> str:
     """What a dead process said last: Python's fatal error line if it printed one (a traceback and
-    the list of loaded extension modules follow it), else its last line."""
+    the list of loaded extension modules follow it), else its last exception, else its last line."""
     lines = [x.strip() for x in text.strip().splitlines() if x.strip()]
     fatal = [x for x in lines if x.startswith("Fatal Python error")]
-    return fatal[-1] if fatal else lines[-1] if lines else "no output"
+    raised = [m.group(1) for m in map(_EXCEPTION_LINE.match, lines) if m]
+    return fatal[-1] if fatal else raised[-1] if raised else lines[-1] if lines else "no output"
 
 
 def _server_died(grader: Grader, chapter: str, code: int | None, log: Any) -> GradeResult:

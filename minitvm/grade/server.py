@@ -46,6 +46,7 @@ from typing import Any, TextIO
 import pytest
 
 from ..ir import deep
+from ..target.codegen.llvm_jit import init_llvm
 
 #: the libraries a chapter's files may import that are worth importing once, before the forks
 _PRELOAD_ROOTS = ("minitvm", "numpy", "torch")
@@ -72,15 +73,60 @@ def preload(root: Path, chapter: str, target: str) -> list[str]:
                 names.append(node.module)
     loaded = []
     # what every grader's child would otherwise import: numpy's random module (imported lazily),
-    # the messages of a failing grader
-    names += ["numpy.random", "minitvm.grade.messages"]
+    # the messages of a failing grader, the LLVM code generator of a first build
+    names += ["numpy.random", "minitvm.grade.messages", "minitvm.target.codegen.llvm"]
     for name in dict.fromkeys(n for n in names if n.split(".")[0] in _PRELOAD_ROOTS):
         try:
             importlib.import_module(name)
             loaded.append(name)
         except Exception:  # noqa: BLE001 - the child that needs it reports the failure
             pass
+    # LLVM's native target set up once (it starts no thread; the JIT engines, and minitvm's
+    # thread pool with its threads, start in the child that builds)
+    init_llvm()
+    if "torch" in sys.modules:
+        warm_up_torch()
     return loaded
+
+
+def warm_up_torch() -> None:
+    """Export (and import into Relax) a tiny model once: torch.export's first call imports ~400
+    more modules and fills torch's and minitvm's caches, 3-4 s that every grader exporting a
+    model would pay again.  Nothing here starts a thread (the tensors are far below the size at
+    which torch runs an operator on its thread pool)."""
+    # imported here, not at the top: only a chapter whose files import torch pays for torch
+    import torch
+
+    from ..relax.frontend.torch import from_exported_program
+
+    try:  # torch.fx's interpreter opens a hidden tqdm bar, and tqdm's first bar starts a monitor thread
+        from tqdm import tqdm as bars
+    except ImportError:
+        bars = None
+    interval = getattr(bars, "monitor_interval", None)
+    if bars is not None:
+        bars.monitor_interval = 0  # no monitor here; a child's first bar starts one as usual
+    try:
+        model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU()).eval()
+        from_exported_program(torch.export.export(model, (torch.randn(2, 4),)), unwrap_unit_return_tuple=True)
+    finally:
+        if bars is not None:
+            bars.monitor_interval = interval
+
+
+def native_threads() -> dict[str, str]:
+    """This process's threads (Linux: from /proc), by id: their names."""
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return {}
+    names = {}
+    for tid in tasks:
+        try:
+            names[tid] = Path(f"/proc/self/task/{tid}/comm").read_text().strip()
+        except OSError:
+            pass  # ended meanwhile
+    return names
 
 
 def outcome(reports: list[Any]) -> tuple[str, str, str]:
@@ -112,6 +158,7 @@ class ForkLoop:
         self.collect_errors: list[str] = []
         self.reports: list[Any] = []  # a child's reports of its grader
         self.idle_threads = deep.MAX_IDLE_THREADS
+        self.threads_at_start = native_threads()  # the main thread and OpenBLAS's (see the module's doc)
 
     def send(self, grader: str, **fields: Any) -> None:
         self.channel.write(json.dumps({"grader": grader, **fields}) + "\n")
@@ -143,14 +190,19 @@ class ForkLoop:
         return True
 
     def before_forking(self, config: Any) -> None:
-        """No thread but this one; the pytest temporary folder shared (children make numbered
-        folders in it); the objects so far frozen, so a child's collector leaves their pages shared."""
+        """No thread but this one (and OpenBLAS's, there from the start); the pytest temporary
+        folder shared (children make numbered folders in it); the objects so far frozen, so a
+        child's collector leaves their pages shared."""
         for thread in threading.enumerate():
             if thread is not threading.current_thread():
                 thread.join(timeout=10)
         alive = [t.name for t in threading.enumerate() if t is not threading.current_thread()]
-        if alive:
-            raise RuntimeError(f"the grading process of a chapter must not fork with threads running: {alive}")
+        deadline = time.monotonic() + 5  # a joined thread's OS thread ends a moment after join returns
+        while (started := self.threads_started()) and time.monotonic() < deadline:
+            time.sleep(_POLL)
+        if alive or started:
+            raise RuntimeError("the grading process of a chapter must not fork with threads running: "
+                               f"{alive or started}")
         factory = getattr(config, "_tmp_path_factory", None)
         if factory is not None:
             factory.getbasetemp()
@@ -159,6 +211,10 @@ class ForkLoop:
         inspect.getmodule(ForkLoop.child.__code__)
         gc.collect()
         gc.freeze()
+
+    def threads_started(self) -> list[str]:
+        """The names of the OS threads that were not there when this process started."""
+        return sorted(name for tid, name in native_threads().items() if tid not in self.threads_at_start)
 
     def run(self, todo: list[tuple[str, list[Any]]]) -> None:
         pending = collections.deque(todo)
@@ -280,12 +336,14 @@ def main(argv: list[str] | None = None) -> int:
     os.dup2(2, 1)  # pytest's printing (and a stray print) must not mix with the outcomes
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # check() interrupted: the finally kills the children
     started = time.perf_counter()
-    preloaded = preload(root, chapter, target)
-    deep.MAX_IDLE_THREADS = 0  # a deep thread that collection starts ends with its job: nothing to fork past
     with tempfile.TemporaryDirectory(prefix="minitvm-grade-") as tmp:
         loop = ForkLoop(spec["graders"], spec["timeout"], spec["memory_bytes"], spec["jobs"], channel, Path(tmp))
+        deep.MAX_IDLE_THREADS = 0  # a deep thread that the warm-up or collection starts ends with its job
+        preloaded = preload(root, chapter, target)
         args = [*(f"tests/grade/test_{chapter}.py::{name}" for name in spec["graders"]),
                 f"--grade-target={target}", "-q", "--no-header", "-p", "no:cacheprovider", "--tb=short",
+                # plugins no grader uses: hypothesis's costs ~1 s of start-up, xdist's -n would take the loop
+                "-p", "no:hypothesispytest", "-p", "no:xdist",
                 # sys-level capture: every child a capture of its own (fd-level capture would share
                 # one temporary file between concurrent children); a crash's output lands in its file
                 "--capture=sys", f"--basetemp={Path(tmp) / 'pytest'}"]
