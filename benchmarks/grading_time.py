@@ -9,7 +9,9 @@ the committed stubs (``git show HEAD:exercises/chNN.py``), graded in a temporary
 so a learner's answers in this clone are not what is measured; every untouched grader should say
 ``todo`` and every solution grader ``passed`` (the status column), else the row measured something else.
 The load average (1 minute) is printed before and after each row: other processes share the cores,
-and a row measured under load is slower than the target allows for a quiet machine.
+and a row measured under load is slower than the target allows for a quiet machine.  The CPU
+seconds (user + system of the grading processes and their children) depend less on that load: on
+2 quiet cores a chapter takes about half its CPU seconds, or its slowest exercise if that is longer.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import collections
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -61,18 +64,27 @@ def untouched_course(dest: Path) -> Path:
     return dest
 
 
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of this process's finished descendants: every grading process
+    and the children they waited for.  Less sensitive to other load than the wall time."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def grade_once(chapter: str, target: str, root: Path) -> dict:
     load = os.getloadavg()[0]
+    cpu = _children_cpu()
     start = time.perf_counter()
     report = check(chapter, target=target, root=root, progress=False)
     seconds = time.perf_counter() - start
+    cpu = _children_cpu() - cpu
     statuses = collections.Counter(r.status for r in report.results)
     expected = "todo" if target == "exercises" else "passed"
     for r in report.results:  # the row timed something else: say what
         if r.status != expected:
             print(f"  {chapter} {target}: exercise {r.exercise} {r.status}: {r.message.splitlines()[0][:200]}")
             break
-    return {"chapter": chapter, "target": target, "seconds": seconds, "load": (load, os.getloadavg()[0]),
+    return {"chapter": chapter, "target": target, "seconds": seconds, "cpu": cpu, "load": (load, os.getloadavg()[0]),
             "points": f"{report.earned}/{report.total}",
             "statuses": ", ".join(f"{n} {s}" for s, n in sorted(statuses.items()))}
 
@@ -102,9 +114,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def table(rows: list[dict]) -> str:
-    head = ("chapter", "target", "seconds", "limit", "met", "points", "statuses", "load 1 min (start-end)")
+    head = ("chapter", "target", "seconds", "limit", "met", "CPU s", "points", "statuses", "load 1 min (start-end)")
     cells = [head] + [(r["chapter"], r["target"], f"{r['seconds']:.1f}", f"{TARGET_SECONDS[r['target']]:g}",
-                       "yes" if r["met"] else "NO", r["points"], r["statuses"],
+                       "yes" if r["met"] else "NO", f"{r['cpu']:.1f}", r["points"], r["statuses"],
                        f"{r['load'][0]:.2f}-{r['load'][1]:.2f}") for r in rows]
     widths = [max(len(c[k]) for c in cells) for k in range(len(head))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]

@@ -1,22 +1,28 @@
 """The grading process of one chapter: start-up paid once, each grader in a forked child.
 
 :func:`minitvm.grade.check` starts ``python -m minitvm.grade.server SPEC`` once per chapter.  This
-process imports pytest (with its plugins), numpy, minitvm and whatever else of torch, numpy and
-minitvm the chapter's graders and exercise file import, collects ``tests/grade/test_<chapter>.py``
-once, and then forks one child per grader (``jobs`` at a time).  A child starts from that warm state
-(a fork costs milliseconds where a fresh ``python -m pytest`` cost seconds), sets its memory limit,
-runs the grader's test cases through pytest's own protocol (fixtures, the grade plugin's messages)
-and writes the outcome to a file.  The parent kills a child that outlives its ``timeout`` -- the clock
-starts at the fork, when the exercise starts -- and a child that dies without an outcome (a segfault,
-``os._exit``) costs only its own exercise.  The learner's exercise file is imported in the children
+process imports pytest (without the hypothesis and xdist plugins, which no grader uses), numpy,
+minitvm and whatever else of torch, numpy and minitvm the chapter's graders and exercise file
+import, sets up LLVM's native target, exports one tiny model when the chapter uses torch
+(torch.export's first call costs seconds), collects ``tests/grade/test_<chapter>.py`` once, and
+then forks one child per grader (``jobs`` at a time).  A child starts from that warm state (a fork
+costs milliseconds where a fresh ``python -m pytest`` cost seconds), sets its memory limit, runs
+the grader's test cases through pytest's own protocol (fixtures, the grade plugin's messages) and
+writes the outcome to a file.  The parent kills a child that outlives its ``timeout`` -- the clock
+starts at the fork, when the exercise starts -- and a child that dies without an outcome (a
+segfault, ``os._exit``) costs only its own exercise; a finished child's leftover subprocesses
+(its process group) are killed with it.  The learner's exercise file is imported in the children
 only: an endless loop or a crash at its import is an exercise's timeout or crash, not the chapter's.
 
 Forking is safe here because this process runs no thread of its own when it forks: it builds
-nothing (so neither minitvm's thread pool nor LLVM's JIT start), deep threads (``minitvm.ir.deep``,
-used while collection parses the graders' TVMScript) are not kept idle and are joined before the
-first fork, and torch's and OpenMP's pools start at their first parallel operation, which only a
-child runs.  OpenBLAS starts its threads when numpy loads, and stops them itself before a fork (its
-``pthread_atfork`` handler); a child starts its own at its first BLAS call.
+nothing (so neither minitvm's thread pool nor an LLVM JIT engine starts), deep threads
+(``minitvm.ir.deep``, used while collection parses the graders' TVMScript) are not kept idle and
+are joined before the first fork, tqdm's monitor thread is kept off during the torch warm-up, and
+torch's and OpenMP's pools start at their first parallel operation, which only a child runs.
+OpenBLAS starts its threads when numpy loads, and stops them itself before a fork (its
+``pthread_atfork`` handler: after the first fork this process has one thread); a child starts its
+own at its first BLAS call.  Before the first fork the process checks that no thread started since
+it began (Python's or the OS's) still runs, and refuses to fork otherwise.
 
 The outcomes go back to ``check`` as one JSON line per grader on this process's original standard
 output; pytest's own printing goes to standard error.
@@ -267,6 +273,7 @@ class ForkLoop:
         code = 70
         try:
             os.setpgid(0, 0)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the chapter's handler is for the chapter's process
             _die_with_parent()
             os.close(self.channel.fileno())
             out = os.open(self.workdir / f"{name}.out", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
