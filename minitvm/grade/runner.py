@@ -206,8 +206,9 @@ def _result(grader: Grader, raw: dict, timeout: float, limit: float | None) -> G
         return _out_of_memory(grader, limit, (details or message) if status else out, seconds)
     if status is None:
         why = f"exit code {code}" + (f" (signal {-code})" if code < 0 else "")
-        return GradeResult(grader.exercise, grader.name, grader.points, 0, "crashed",
-                           f"the grader process died: {why}; {_last_words(out)}", seconds, out)
+        message = f"the grader process died: {why}; {_last_words(out)}"
+        return GradeResult(grader.exercise, grader.name, grader.points, 0, "crashed", message, seconds,
+                           f"{message}\n{out}" if out.strip() else "")
     earned = grader.points if status == "passed" else 0
     if status == "failed" and message.startswith("NotImplementedError: exercise"):
         status = "todo"  # the untouched stub
@@ -240,9 +241,10 @@ def _last_words(text: str) -> str:
 def _server_died(grader: Grader, chapter: str, code: int | None, log: Any) -> GradeResult:
     log.seek(0)
     text = log.read().decode("utf-8", "replace")
-    return GradeResult(grader.exercise, grader.name, grader.points, 0, "crashed",
-                       f"the grading process of {chapter} ended before this exercise (exit code {code}); "
-                       f"{_last_words(text)}", 0.0, text[-_SERVER_LOG_CHARS:])
+    message = (f"the grading process of {chapter} ended before this exercise (exit code {code}); "
+               f"{_last_words(text)}")
+    return GradeResult(grader.exercise, grader.name, grader.points, 0, "crashed", message, 0.0,
+                       f"{message}\n{text[-_SERVER_LOG_CHARS:]}")
 
 
 def check(chapter: str, target: str = "exercises", timeout: float = 60.0, root: str | Path | None = None,

@@ -195,6 +195,9 @@ def test_runner_isolates_crashes_and_timeouts(tmp_path, monkeypatch):
     assert status == {"test_ok": "passed", "test_wrong": "failed", "test_loops": "timeout",
                       "test_crashes": "crashed", "test_todo": "todo"}, str(report)
     assert (report.earned, report.total) == (2, 8)
+    crash = next(r for r in report.results if r.grader == "test_crashes")
+    assert crash.message.endswith("(signal 6); Fatal Python error: Aborted"), crash.message
+    assert "exercises/ch99.py\", line 15 in crashes" in crash.details  # where, in the learner's file
     text = str(report)
     assert "total: 2/8 points" in text and "wrong() should return 1" in text
     assert "<table>" in report._repr_html_()
