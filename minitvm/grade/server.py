@@ -1,7 +1,7 @@
 """The grading process of one chapter: start-up paid once, each grader in a forked child.
 
 :func:`minitvm.grade.check` starts ``python -m minitvm.grade.server SPEC`` once per chapter.  This
-process imports pytest (without the hypothesis and xdist plugins, which no grader uses), numpy,
+process imports pytest (without the installed plugins such as hypothesis's: no grader uses them), numpy,
 minitvm and whatever else of torch, numpy and minitvm the chapter's graders and exercise file
 import, sets up LLVM's native target, exports one tiny model when the chapter uses torch
 (torch.export's first call costs seconds), collects ``tests/grade/test_<chapter>.py`` once, and
@@ -349,8 +349,9 @@ def main(argv: list[str] | None = None) -> int:
         preloaded = preload(root, chapter, target)
         args = [*(f"tests/grade/test_{chapter}.py::{name}" for name in spec["graders"]),
                 f"--grade-target={target}", "-q", "--no-header", "-p", "no:cacheprovider", "--tb=short",
-                # plugins no grader uses: hypothesis's costs ~1 s of start-up, xdist's -n would take the loop
-                "-p", "no:hypothesispytest", "-p", "no:xdist",
+                # no installed plugin is loaded (hypothesis, xdist, anyio ...): no grader uses them, and
+                # they cost ~1.3 s of start-up (hypothesis's ~1 s); the grade plugin comes from addopts
+                "--disable-plugin-autoload",
                 # sys-level capture: every child a capture of its own (fd-level capture would share
                 # one temporary file between concurrent children); a crash's output lands in its file
                 "--capture=sys", f"--basetemp={Path(tmp) / 'pytest'}"]
