@@ -1,13 +1,15 @@
-"""Run each grader of a chapter in its own subprocess and collect a points table.
+"""Grade a chapter: one process for the chapter, each grader in a child forked from it.
 
 The repository root (which holds ``tests/grade``, ``exercises`` and ``solutions``) is found
 from the current directory upwards, else next to the installed ``minitvm`` package; the
-subprocess runs pytest there with the root on ``PYTHONPATH``.
+chapter's process (:mod:`minitvm.grade.server`) runs pytest there with the root on ``PYTHONPATH``.
+It pays interpreter, pytest and library start-up once; each grader runs in a child forked from
+it, so a crash, an endless loop or an answer that allocates without bound costs only that exercise.
 
-Each subprocess may run ``timeout`` seconds and use ``memory_gib`` GiB of memory (default
-:data:`DEFAULT_MEMORY_GIB`, or the ``MINITVM_GRADE_MEMORY_GIB`` environment variable; 0: no
-limit): an answer that allocates without bound gets a ``MemoryError`` at the limit and the
-status ``memory``, instead of the machine's out-of-memory killer taking the grader (or the
+Each grader may run ``timeout`` seconds, counted from its child's start, and use ``memory_gib`` GiB
+of memory (default :data:`DEFAULT_MEMORY_GIB`, or the ``MINITVM_GRADE_MEMORY_GIB`` environment
+variable; 0: no limit): an answer that allocates without bound gets a ``MemoryError`` at the limit
+and the status ``memory``, instead of the machine's out-of-memory killer taking the grader (or the
 notebook) down.  The limit is on the data segment (``RLIMIT_DATA``: heap and private writable
 mappings), not the address space: LLVM, numpy and torch reserve large address ranges they
 never use (a grader process with torch spans 1.1 GiB of address space but holds 0.4 GiB of
@@ -18,17 +20,16 @@ from __future__ import annotations
 
 import ast
 import html
+import json
 import os
 import re
 import signal
 import subprocess
 import sys
 import tempfile
-import time
-import xml.etree.ElementTree as ET
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 EXERCISE = re.compile(r"[Ee]xercise (\d+\.\d+)")
 #: GiB of memory (data segment) one grader process may use unless told otherwise
@@ -37,16 +38,12 @@ MEMORY_ENV = "MINITVM_GRADE_MEMORY_GIB"
 #: what a process that ran out of memory leaves in its output (Python and numpy's _ArrayMemoryError,
 #: C++ (LLVM), glibc)
 _OUT_OF_MEMORY = re.compile(r"MemoryError\b|std::bad_alloc|[Oo]ut of memory|Cannot allocate memory")
-#: the child: set the memory limit, then run pytest as ``python -m pytest`` would (no
-#: ``preexec_fn``: graders run from a thread pool, where forking Python code may deadlock)
-_LIMITED_PYTEST = ("import resource, runpy, sys\n"
-                   "n = int(sys.argv.pop(1))\n"
-                   "hard = resource.getrlimit(resource.RLIMIT_DATA)[1]\n"
-                   "n = n if hard == resource.RLIM_INFINITY else min(n, hard)\n"
-                   "resource.setrlimit(resource.RLIMIT_DATA, (n, n))\n"
-                   "sys.argv[0] = 'pytest'\n"
-                   "runpy.run_module('pytest', run_name='__main__', alter_sys=True)\n")
-_JUNIT_CUT = re.compile(r"\[\+\d+ more lines; full report in element text\]$")
+#: the folder holding the minitvm package that runs the grader
+_PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
+#: a line naming an exception, as a traceback's last line or pytest's INTERNALERROR shows it
+_EXCEPTION_LINE = re.compile(r"^(?:INTERNALERROR> )?((?:\w+\.)*\w*(?:Error|Exception|Interrupt): .*)")
+#: characters of the chapter process's own output kept when it dies
+_SERVER_LOG_CHARS = 20_000
 
 
 def find_root(start: str | Path | None = None) -> Path:
@@ -196,72 +193,66 @@ def _out_of_memory(grader: Grader, limit: float, text: str, seconds: float) -> G
                        f"{MEMORY_ENV} changes it): {first}", seconds, text)
 
 
-def run_grader(chapter: str, grader: Grader, root: Path, target: str = "exercises",
-               timeout: float = 60.0, memory_gib: float | None = None) -> GradeResult:
-    """Run one grader in a fresh ``python -m pytest`` subprocess, killed after ``timeout`` seconds
-    and held to ``memory_gib`` GiB of memory (see :func:`memory_limit_gib`)."""
-    limit = memory_limit_gib(memory_gib)
-    with tempfile.TemporaryDirectory(prefix="minitvm-grade-") as tmp:
-        xml = Path(tmp) / "report.xml"
-        python = [sys.executable, "-m", "pytest"]
-        if limit is not None:
-            python = [sys.executable, "-c", _LIMITED_PYTEST, str(int(limit * 2 ** 30))]
-        cmd = [*python, f"tests/grade/test_{chapter}.py::{grader.name}",
-               f"--grade-target={target}", f"--junitxml={xml}", "-q", "--no-header", "-p", "no:cacheprovider",
-               "--tb=short"]
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([str(root), *filter(None, [env.get("PYTHONPATH")])])
-        start = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, start_new_session=True)
-        try:
-            out, _ = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-            return GradeResult(grader.exercise, grader.name, grader.points, 0, "timeout",
-                               f"did not finish within {timeout:g} s (an endless loop, or far too slow)",
-                               time.perf_counter() - start)
-        seconds = time.perf_counter() - start
-        status, message, details = _parse_junit(xml) if xml.exists() else (None, "", "")
+def _result(grader: Grader, raw: dict, timeout: float, limit: float | None) -> GradeResult:
+    """A grader's row from what the chapter's process reported of its child (see :mod:`.server`)."""
+    seconds = float(raw.get("seconds", 0.0))
+    if raw.get("timeout"):
+        return GradeResult(grader.exercise, grader.name, grader.points, 0, "timeout",
+                           f"did not finish within {timeout:g} s (an endless loop, or far too slow)", seconds)
+    status, message, details = raw.get("status"), raw.get("message", ""), raw.get("details", "")
+    out, code = raw.get("output", ""), int(raw.get("exitcode", 0))
     if limit is not None and (status in ("failed", "error") and _OUT_OF_MEMORY.search(details or message)
                               or status is None and _OUT_OF_MEMORY.search(out)):
         return _out_of_memory(grader, limit, (details or message) if status else out, seconds)
     if status is None:
-        tail = [x for x in out.strip().splitlines() if x.strip()]
-        why = f"exit code {proc.returncode}" + (f" (signal {-proc.returncode})" if proc.returncode < 0 else "")
-        return GradeResult(grader.exercise, grader.name, grader.points, 0, "crashed",
-                           f"the grader process died: {why}; {tail[-1] if tail else 'no output'}", seconds)
+        why = f"exit code {code}" + (f" (signal {-code})" if code < 0 else "")
+        message = f"the grader process died: {why}; {_last_words(out)}"
+        return GradeResult(grader.exercise, grader.name, grader.points, 0, "crashed", message, seconds,
+                           f"{message}\n{out}" if out.strip() else "")
     earned = grader.points if status == "passed" else 0
     if status == "failed" and message.startswith("NotImplementedError: exercise"):
         status = "todo"  # the untouched stub
     return GradeResult(grader.exercise, grader.name, grader.points, earned, status, message, seconds, details)
 
 
-def _parse_junit(path: Path) -> tuple[str | None, str, str]:
-    """(status, first failure message, its whole text) over all test cases of one grader
-    (parametrized ones have several)."""
-    cases = list(ET.parse(path).getroot().iter("testcase"))
-    if not cases:
-        return None, "", ""
-    for case in cases:
-        for tag in ("failure", "error"):
-            node = case.find(tag)
-            if node is not None:
-                message = node.get("message") or (node.text or "")
-                if _JUNIT_CUT.search(message):  # junit keeps a few lines in the attribute
-                    message = node.text or message
-                return ("failed" if tag == "failure" else "error"), message, node.text or message
-    skipped = [c.find("skipped") for c in cases if c.find("skipped") is not None]
-    if len(skipped) == len(cases):
-        return "skipped", skipped[0].get("message") or "", ""
-    return "passed", "", ""
+def _start_server(chapter: str, graders: list[Grader], root: Path, target: str, timeout: float,
+                  limit: float | None, jobs: int, log: Any) -> subprocess.Popen:
+    """The chapter's grading process (:mod:`minitvm.grade.server`), run from ``root``."""
+    spec = {"chapter": chapter, "target": target, "graders": [g.name for g in graders], "timeout": timeout,
+            "memory_bytes": None if limit is None else int(limit * 2 ** 30), "jobs": jobs}
+    env = dict(os.environ)
+    # the course's root first (its exercises/, and its minitvm if it is a checkout), then the minitvm
+    # running this function: the chapter's process needs this version's minitvm.grade.server
+    env["PYTHONPATH"] = os.pathsep.join([str(root), _PACKAGE_PARENT, *filter(None, [env.get("PYTHONPATH")])])
+    return subprocess.Popen([sys.executable, "-m", "minitvm.grade.server", json.dumps(spec)], cwd=root, env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log, text=True,
+                            encoding="utf-8", start_new_session=True)
+
+
+def _last_words(text: str) -> str:
+    """What a dead process said last: Python's fatal error line if it printed one (a traceback and
+    the list of loaded extension modules follow it), else its last exception, else its last line."""
+    lines = [x.strip() for x in text.strip().splitlines() if x.strip()]
+    fatal = [x for x in lines if x.startswith("Fatal Python error")]
+    raised = [m.group(1) for m in map(_EXCEPTION_LINE.match, lines) if m]
+    return fatal[-1] if fatal else raised[-1] if raised else lines[-1] if lines else "no output"
+
+
+def _server_died(grader: Grader, chapter: str, code: int | None, log: Any) -> GradeResult:
+    log.seek(0)
+    text = log.read().decode("utf-8", "replace")
+    message = (f"the grading process of {chapter} ended before this exercise (exit code {code}); "
+               f"{_last_words(text)}")
+    return GradeResult(grader.exercise, grader.name, grader.points, 0, "crashed", message, 0.0,
+                       f"{message}\n{text[-_SERVER_LOG_CHARS:]}")
 
 
 def check(chapter: str, target: str = "exercises", timeout: float = 60.0, root: str | Path | None = None,
           jobs: int | None = None, only: list[str] | None = None, verbose: bool = False,
           progress: bool = True, memory_gib: float | None = None) -> GradeReport:
-    """Grade ``<target>/<chapter>.py``: each grader in its own subprocess; returns the points table.
+    """Grade ``<target>/<chapter>.py``: one process for the chapter, each grader in a child forked
+    from it (``jobs`` at a time, default 2 or the CPUs if fewer), each with ``timeout`` seconds from
+    its own start; returns the points table.
 
     In a notebook the returned report shows as a table; ``str(report)`` is the text table, with
     each failure below it (cut short unless ``verbose``).  ``only`` restricts to graders whose
@@ -278,12 +269,28 @@ def check(chapter: str, target: str = "exercises", timeout: float = 60.0, root: 
         memory = "" if limit is None else f" and {limit:g} GiB"
         print(f"grading {chapter} ({target}/): {len(graders)} exercises, up to {timeout:g} s{memory} each", flush=True)
     results: dict[str, GradeResult] = {}
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        running = {pool.submit(run_grader, chapter, g, root, target, timeout, memory_gib): g for g in graders}
-        for future in as_completed(running):
-            r = future.result()
-            results[r.grader] = r
-            if progress:
-                print(f"  [{len(results)}/{len(graders)}] exercise {r.exercise}: {r.status} ({r.seconds:.1f} s)",
-                      flush=True)
+    if not graders:  # (pytest given no test would run every test it finds)
+        return GradeReport(chapter, target, [], verbose)
+    by_name = {g.name: g for g in graders}
+    with tempfile.TemporaryFile() as log:
+        server = _start_server(chapter, graders, root, target, timeout, limit, jobs, log)
+        try:
+            for line in server.stdout:  # one line per grader, as its child finishes
+                raw = json.loads(line)
+                r = results[raw["grader"]] = _result(by_name[raw["grader"]], raw, timeout, limit)
+                if progress:
+                    print(f"  [{len(results)}/{len(graders)}] exercise {r.exercise}: {r.status} ({r.seconds:.1f} s)",
+                          flush=True)
+            code = server.wait()
+        finally:
+            if server.poll() is None:  # interrupted: the process kills its children as it ends
+                server.terminate()
+                try:
+                    server.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    os.killpg(server.pid, signal.SIGKILL)
+                    server.wait()
+        for g in graders:
+            if g.name not in results:
+                results[g.name] = _server_died(g, chapter, code, log)
     return GradeReport(chapter, target, [results[g.name] for g in graders], verbose)

@@ -188,14 +188,94 @@ def _fake_repository(root: Path, monkeypatch, chapter: str, graders: str, exerci
 
 def test_runner_isolates_crashes_and_timeouts(tmp_path, monkeypatch):
     _fake_repository(tmp_path, monkeypatch, "ch99", _FAKE_GRADERS, _FAKE_EXERCISES)
-    report = check("ch99", root=tmp_path, timeout=20)  # a loaded machine takes seconds to start a grader
+    # the clock starts when the exercise's child is forked, not with an interpreter: 2 s is plenty
+    # for test_ok on a loaded machine, and test_loops is stopped after 2 s, not 20
+    report = check("ch99", root=tmp_path, timeout=2)
     status = {r.grader: r.status for r in report.results}
     assert status == {"test_ok": "passed", "test_wrong": "failed", "test_loops": "timeout",
                       "test_crashes": "crashed", "test_todo": "todo"}, str(report)
     assert (report.earned, report.total) == (2, 8)
+    crash = next(r for r in report.results if r.grader == "test_crashes")
+    assert crash.message.endswith("(signal 6); Fatal Python error: Aborted"), crash.message
+    assert "exercises/ch99.py\", line 15 in crashes" in crash.details  # where, in the learner's file
     text = str(report)
     assert "total: 2/8 points" in text and "wrong() should return 1" in text
     assert "<table>" in report._repr_html_()
+
+
+
+_FAKE_FORKED_GRADERS = '''
+import os
+
+import pytest
+
+@pytest.fixture
+def ex(grade_module):
+    return grade_module("ch96")
+
+@pytest.fixture
+def broken():
+    raise RuntimeError("the fixture broke")
+
+@pytest.mark.points(1)
+def test_first(ex):
+    """Exercise 9.1"""
+    ex.note_parent()
+    assert ex.bump() == 1
+
+@pytest.mark.points(1)
+def test_second(ex):
+    """Exercise 9.2"""
+    ex.note_parent()
+    assert ex.bump() == 1
+
+@pytest.mark.points(1)
+def test_exits(ex):
+    """Exercise 9.3"""
+    ex.leave()
+
+@pytest.mark.points(1)
+def test_set_up_fails(broken):
+    """Exercise 9.4"""
+'''
+
+_FAKE_FORKED_EXERCISES = '''
+import os
+import sys
+
+COUNT = 0
+
+def bump():
+    global COUNT
+    COUNT += 1
+    return COUNT
+
+def note_parent():
+    with open(os.environ["PARENTS_FILE"], "a") as f:
+        f.write(f"{os.getppid()} {int('torch' in sys.modules)}\\n")
+
+def leave():
+    os._exit(3)
+'''
+
+
+def test_graders_share_one_warm_process_and_no_state(tmp_path, monkeypatch):
+    """One process per chapter, a child per grader: the children have one parent that is not
+    the caller, no grader sees what another changed (a module global counts 1 in both), and an
+    os._exit or a broken fixture costs only its own exercise."""
+    _fake_repository(tmp_path, monkeypatch, "ch96", _FAKE_FORKED_GRADERS, _FAKE_FORKED_EXERCISES)
+    parents = tmp_path / "parents.txt"
+    monkeypatch.setenv("PARENTS_FILE", str(parents))
+    report = check("ch96", root=tmp_path, timeout=30)
+    by_name = {r.grader: r for r in report.results}
+    assert {n: r.status for n, r in by_name.items()} == {"test_first": "passed", "test_second": "passed",
+                                                           "test_exits": "crashed", "test_set_up_fails": "error"}, \
+        str(report)
+    assert by_name["test_exits"].message.startswith("the grader process died: exit code 3")
+    assert "the fixture broke" in by_name["test_set_up_fails"].message
+    lines = parents.read_text().split()
+    assert len(lines) == 4 and lines[0] == lines[2] != str(os.getpid()), lines
+    assert lines[1] == lines[3] == "0"  # neither the graders nor the exercises import torch: not loaded
 
 
 _FAKE_MEMORY_GRADERS = '''
