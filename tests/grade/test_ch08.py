@@ -242,7 +242,7 @@ def _parallel(func: tir.PrimFunc, blocks: list[str]) -> IRModule:
 
 @pytest.mark.points(2)
 def test_parallel_regions(ex):
-    """Exercise 8.5: the functions handed to GOMP_parallel, in call order."""
+    """Exercise 8.5: the functions handed to minitvm's thread pool, in call order."""
     for blocks in ([], ["B"], ["C"], ["B", "C"]):
         lib = minitvm.build(_parallel(_two_stages, blocks))
         outlined = re.findall(r'define internal void @"?(\w+\.parallel\d+)"?\(', lib.get_source("ll-raw"))

@@ -21,11 +21,11 @@ from ..signature import FunctionSignature
 from ..target import Target
 from .calling import ERROR_INDEX_SYMBOL, CompiledFunction
 from .llvm_emit import CodeGenLLVM
-from .llvm_jit import LLVM_LOCK, LLVMModule, has_openmp, jit_compile, optimized_ir
+from .llvm_jit import LLVM_LOCK, LLVMModule, jit_compile, optimized_ir
 from .llvm_types import CodegenError, llvm_type
 from .native_entry import emit_entry, kernel_info
 
-__all__ = ["build_llvm", "LLVMModule", "CodeGenLLVM", "llvm_type", "has_openmp", "CompiledFunction",
+__all__ = ["build_llvm", "LLVMModule", "CodeGenLLVM", "llvm_type", "CompiledFunction",
            "CodegenError", "ERROR_INDEX_SYMBOL"]
 
 

@@ -389,7 +389,7 @@ class CodeGenLLVM:
             return [md([ir.MetaDataString(self.module, "llvm.loop.unroll.enable")])]
         return []
 
-    # -- parallel loops (OpenMP outlining) --------------------------------------------------------
+    # -- parallel loops (outlined, run by the thread pool) ----------------------------------------
     def _parallel_for(self, s: _s.For) -> None:
         """Outline the loop into ``void body(ptr closure, i64 begin, i64 end)``; minitvm's thread
         pool (``thread_pool.py``) calls it for consecutive ranges of the iterations, on the

@@ -112,7 +112,7 @@ def _param_dtype(sig: dict, param: dict) -> str:
 
 # -- checking a saved library before it is compiled ------------------------------------------------
 
-#: external functions generated code may call: the C allocator, OpenMP, and libm
+#: external functions generated code may call: the C allocator, the thread pool, and libm
 _RUNTIME_FUNCTIONS = frozenset({"malloc", "aligned_alloc", "free", PARALLEL_RUN_SYMBOL})
 _LIBM = re.compile(r"(a?sinh?|a?cosh?|a?tanh?|atan2|exp2?|expm1|log(2|10|1p)?|sqrt|cbrt|pow|erfc?|fabs|floor|ceil"
                    r"|round|roundeven|trunc|rint|nearbyint|fmod|fmin|fmax|hypot|ldexp|frexp)f?")

@@ -31,9 +31,8 @@ from ..target import Target
 from .calling import ERROR_INDEX_SYMBOL, CompiledFunction, UnrunnableFunction
 from .cpu_check import cpu_mismatch
 from .half_runtime import ensure_half_runtime
-from .openmp import load_openmp
 
-__all__ = ["LLVM_LOCK", "init_llvm", "has_openmp", "target_machine", "target_machine_for", "features_string",
+__all__ = ["LLVM_LOCK", "init_llvm", "target_machine", "target_machine_for", "features_string",
            "optimize", "optimized_ir", "jit_compile", "LLVMModule", "OPTIMIZED_IR_CACHE_SIZE", "quiet_llvm", "LOGGER"]
 
 #: where LLVM's own messages (optimization remarks) go, at INFO
@@ -46,16 +45,10 @@ OPTIMIZED_IR_CACHE_SIZE = 64
 
 
 @functools.lru_cache(maxsize=1)
-def init_llvm() -> bool:
-    """Initialise LLVM once; returns whether libgomp (for parallel loops) is available."""
+def init_llvm() -> None:
+    """Initialise LLVM's native target and assembly printer, once per process."""
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
-    return load_openmp()
-
-
-def has_openmp() -> bool:
-    """True when parallel loops run on threads (libgomp could be loaded)."""
-    return init_llvm()
 
 
 def target_machine(cpu: str, features: str, opt: int) -> llvm.TargetMachine:

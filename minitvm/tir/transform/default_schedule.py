@@ -40,10 +40,10 @@ from .function_pass import prim_func_pass
 __all__ = ["DefaultCPUSchedule", "schedule_matmul_nt", "schedule_matmul_like", "schedule_conv2d_like",
            "schedule_elementwise", "schedule_reduction", "pack_into_panels", "RULES"]
 
-# Thresholds for ``parallel``.  Starting the OpenMP team costs tens of microseconds here
-# (minitvm's libgomp waits passively), so small kernels run faster on one thread: measured on
-# 2 cores, a 64^3 matmul took 7 us serial vs 70 us parallel, 128^3 23 vs 35 us, and the
-# 1x784x256 dense 14 vs 28-67 us.
+# Thresholds for ``parallel``.  Starting a parallel region (waking sleeping workers) costs up to
+# tens of microseconds here, so small kernels run faster on one thread: measured on 2 cores
+# (with the OpenMP runtime minitvm used before its own thread pool), a 64^3 matmul took 7 us
+# serial vs 70 us parallel, 128^3 23 vs 35 us, and the 1x784x256 dense 14 vs 28-67 us.
 #: parallelize a matmul when it does more multiply-adds than this (256^3 = 16M is well above)
 MATMUL_PARALLEL_WORK = 4 * 1024 * 1024
 #: parallelize elementwise / row loops when they touch more elements than this
