@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from minitvm import __version__
+from minitvm.grade import check
+
 
 def main(argv: list[str] | None = None) -> int:
-    from minitvm import __version__
-
     parser = argparse.ArgumentParser(prog="minitvm", description="minitvm: a teaching ML compiler")
     parser.add_argument("--version", action="version", version=f"minitvm {__version__}")
     sub = parser.add_subparsers(dest="command")
@@ -25,8 +26,6 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("-v", "--verbose", action="store_true", help="show each failure whole, not cut short")
     args = parser.parse_args(argv)
     if args.command == "grade":
-        from minitvm.grade import check
-
         try:
             report = check(args.chapter, target=args.target, timeout=args.timeout, root=args.root, only=args.only,
                            verbose=args.verbose, memory_gib=args.memory_gib)

@@ -56,6 +56,6 @@ def compile(mod_or_func: Any, target: Any = None, *, relax_pipeline: Any = "defa
 
 def _compile_relax(mod: IRModule, target: Target, **kwargs: Any) -> Any:
     """Relax functions -> VM bytecode, PrimFuncs -> kernels: ``relax.build`` (a VM Executable)."""
-    from ..relax.vm_build import build as relax_build
+    from ..relax.vm_build import build as relax_build  # lazy: building PrimFuncs alone loads no Relax
 
     return relax_build(mod, target, **kwargs)

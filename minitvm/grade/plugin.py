@@ -49,7 +49,7 @@ def pytest_runtest_call(item: Any) -> Any:
     if item.get_closest_marker("points") is None:
         yield
         return
-    # every pytest run in the repository loads this plugin (pyproject addopts): minitvm is
+    # lazy: every pytest run in the repository loads this plugin (pyproject addopts): minitvm is
     # imported when a graded test runs, not when pytest starts
     from minitvm.transform import PassContext
 
@@ -64,7 +64,7 @@ def pytest_runtest_makereport(item: Any, call: Any) -> Any:
     report = outcome.get_result()
     if report.when != "call" or not report.failed or item.get_closest_marker("points") is None:
         return
-    from .messages import learner_message  # imports the IR: only when a grader has failed
+    from .messages import learner_message  # lazy: it imports the IR; only when a grader has failed
 
     hint = item.get_closest_marker("hint")
     text = learner_message(call.excinfo.value, hint.args[0] if hint and hint.args else None)

@@ -1,5 +1,7 @@
 """Core IR: nodes, structural equality, modules, dtypes."""
 
+import importlib
+
 from . import base, dtype
 from .global_info import DummyGlobalInfo, GlobalInfo, VDevice
 from .module import GlobalVar, IRModule
@@ -19,10 +21,7 @@ __all__ = ["base", "Node", "node", "replace", "GlobalVar", "IRModule", "dtype", 
 
 
 def __getattr__(name: str):
-    # ``tvm.ir.transform`` is the pass infrastructure; import it on first use, since
-    # minitvm.transform itself imports this package
-    if name == "transform":
-        import importlib
-
+    if name == "transform":  # ``tvm.ir.transform`` is the pass infrastructure
+        # lazy: cycle -- minitvm.transform itself imports this package
         return importlib.import_module(".transform", __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -30,7 +30,7 @@ def script_printer() -> ModuleType:
     one spot (imported on first print).  Other printable objects (IndexMap, Trace, Executable)
     call this too, rather than importing the printer themselves.
     """
-    from ..script import printer  # the allowed upward import (tests/test_import_floors.py)
+    from ..script import printer  # lazy: the allowed upward call (tests/test_import_floors.py)
 
     return printer
 

@@ -14,6 +14,8 @@ A small, readable version of TVM's ``tvm.meta_schedule`` with its names and call
   and by the zero pipeline (``with database:``; ``relax_integration.tune_relax`` tunes a model).
 """
 
+import importlib
+
 from . import (
     _worker,
     builder,
@@ -45,9 +47,7 @@ __all__ = ["builder", "cost_model", "database", "feature_extractor", "mutator", 
 
 
 def __getattr__(name: str):
-    # relax_integration imports Relax; loaded on first use so tuning a TIR function does not need it
     if name == "relax_integration":
-        import importlib
-
+        # lazy: relax_integration imports Relax, which tuning a TIR function does not need
         return importlib.import_module(".relax_integration", __name__)
     raise AttributeError(f"module 'minitvm.meta_schedule' has no attribute {name!r}")

@@ -10,10 +10,22 @@ from __future__ import annotations
 import math
 import os
 import pickle
+import threading
+import time
 import traceback
 from typing import Any
 
 import numpy as np
+from llvmlite import binding as llvm
+
+from ..driver import build
+from ..runtime import nd
+from ..runtime.module import make_time_evaluator
+from ..script import from_source
+from ..target import Target
+from ..target.codegen.llvm_jit import LLVM_LOCK, LLVMModule, init_llvm, jit_compile, target_machine_for
+from ..target.codegen.thread_pool import ensure_thread_pool
+from ..transform import PassContext
 
 __all__ = ["build_candidate", "run_candidate", "run_candidates_interleaved", "reference_outputs",
            "random_arguments"]
@@ -24,10 +36,6 @@ _BUILT: dict[str, Any] = {}
 
 
 def _compile(script: str, target: str) -> Any:
-    from ..driver import build
-    from ..script import from_source
-    from ..transform import PassContext
-
     mod = from_source(script, data_only=True)  # printed by the tuner; parsed as data all the same
     # a candidate is generated code under test: no bounds checks, as TVM measures it
     with PassContext(config={"tir.bounds_check": False}):
@@ -54,17 +62,6 @@ def _load(artifact_path: str, target: str) -> Any:
     lib = _BUILT.pop(artifact_path, None)
     if lib is not None:
         return lib
-    from llvmlite import binding as llvm
-
-    from ..target import Target
-    from ..target.codegen.llvm_jit import (
-        LLVM_LOCK,
-        LLVMModule,
-        init_llvm,
-        jit_compile,
-        target_machine_for,
-    )
-    from ..target.codegen.thread_pool import ensure_thread_pool
 
     with open(artifact_path, "rb") as f:
         art = pickle.load(f)
@@ -95,8 +92,6 @@ def random_arguments(args_info: list, seed: int) -> list[np.ndarray]:
 
 
 def _call(lib: Any, arrays: list[np.ndarray]) -> tuple[Any, list]:
-    from ..runtime import nd
-
     fn = lib[lib.entry_name] if getattr(lib, "entry_name", None) else lib["main"]
     nds = [nd.array(a) for a in arrays]
     fn(*nds)
@@ -151,8 +146,6 @@ def run_candidate(artifact_path: str, target: str, reference_path: str | None, n
         if isinstance(checked, str):
             return None, checked
         fn, nds = checked
-        from ..runtime.module import make_time_evaluator
-
         timer = make_time_evaluator(fn, None, number=number, repeat=repeat, min_repeat_ms=min_repeat_ms)
         return list(timer(*nds).results), None
     except Exception as err:  # noqa: BLE001 - the candidate's failure, reported to the tuner
@@ -168,8 +161,6 @@ def run_candidates_interleaved(artifact_paths: list[str], target: str, reference
     On a shared machine a core's speed changes every few tenths of a second (a 10 us kernel:
     7.6 us for a while, then 12 us); samples taken close together see the same speed, so
     candidates timed in one round compare fairly, where timings a second apart do not."""
-    from ..runtime.module import make_time_evaluator
-
     results: list[tuple[list[float] | None, str | None]] = []
     timers: dict[int, tuple[Any, list]] = {}
     for k, path in enumerate(artifact_paths):
@@ -195,13 +186,9 @@ def run_candidates_interleaved(artifact_paths: list[str], target: str, reference
 
 
 def warm_up(linger: float = 0.3) -> int:
-    """Load the compiler in this worker (and stay busy briefly, so each worker gets one); its pid.
+    """Start this worker -- calling it imports this module, which loads the compiler -- and stay
+    busy briefly, so each worker gets one; returns its pid.
     The worker also watches its parent: if the tuner dies, the worker ends instead of lingering."""
-    import threading
-    import time
-
-    from .. import driver, script  # noqa: F401 - what building a candidate needs
-
     parent = os.getppid()
 
     def watch() -> None:

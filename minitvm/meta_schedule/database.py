@@ -32,7 +32,7 @@ from typing import Any, Iterator
 
 from ..ir.module import IRModule
 from ..ir.structural import structural_equal, structural_hash
-from ..script import TVMScriptError
+from ..script import TVMScriptError, from_source
 from ..target import Target
 from ..tir import PrimFunc
 from ..tir.lambda_text import LambdaTextError
@@ -72,8 +72,6 @@ class Workload:
     def from_json(json_obj: list) -> "Workload":
         """The workload of a ``[hash, TVMScript]`` line, parsed as data: the text is a file's,
         so only TVMScript is built and any other Python in it is refused, never run."""
-        from ..script import from_source
-
         if not (isinstance(json_obj, list) and len(json_obj) == 2 and isinstance(json_obj[1], str)):
             raise ValueError("a workload line is [hash, TVMScript text]")
         return Workload(from_source(json_obj[1], data_only=True))

@@ -20,6 +20,8 @@ import threading
 import time
 from typing import Any, Callable
 
+from ._worker import warm_up
+
 __all__ = ["LocalPool", "run_jobs", "default_max_workers", "WORKERS_DID_NOT_START"]
 
 #: seconds a worker may take to start (a fresh interpreter importing minitvm)
@@ -92,8 +94,6 @@ class LocalPool:
             self._pool = cf.ProcessPoolExecutor(self.max_workers, mp_context=_WorkerContext())
             # start every worker and import the tuner there now, so a job's timeout measures the
             # job, not an interpreter starting on a busy machine
-            from ._worker import warm_up
-
             try:
                 for fut in [self._pool.submit(warm_up) for _ in range(self.max_workers)]:
                     fut.result(timeout=STARTUP_TIMEOUT)

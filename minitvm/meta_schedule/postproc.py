@@ -16,8 +16,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..tir.analysis import uses_var
 from ..tir.expr import IntImm
+from ..tir.functor import post_order_visit
 from ..tir.schedule import BlockRV, LoopRV, Schedule, ScheduleError
+from ..tir.stmt import For
+from ..tir.stmt_functor import block_realizes
 from ..tir.transform.default_schedule import pack_into_panels
 from .schedule_rule import PACK_READ, block_info, packable_read
 
@@ -30,8 +34,6 @@ VECTOR_LANES = 16
 
 def leaf_blocks(sch: Schedule) -> list[BlockRV]:
     """Every block of the function but the root, in program order."""
-    from ..tir.stmt_functor import block_realizes
-
     func = sch._func()
     return [sch.get_block(r.block.name_hint) for r, _ in block_realizes(func.body) if r.block.name_hint != "root"]
 
@@ -44,8 +46,6 @@ def _extent(sch: Schedule, loop: LoopRV) -> int | None:
 def _register_tile_width(sch: Schedule, block: BlockRV, var: Any) -> int:
     """The product of the extents of the loops binding ``var`` inside ``block``'s first
     reduction loop: how many consecutive ``var`` values one reduction step reads."""
-    from ..tir.analysis import uses_var
-
     realize, _ = sch._block(block)
     value = next(v for iv, v in zip(realize.block.iter_vars, realize.iter_values) if iv.var is var)
     info = block_info(sch, block)
@@ -179,9 +179,6 @@ def _unroll(sch: Schedule, max_step: int) -> None:
 def _holds_rolled_loop(loop: Any) -> bool:
     """Whether a loop nested in ``loop`` stays a loop (another block's ``k`` loop under a loop
     this block shares): TVM's UnrollLoop unrolls no loop around a loop it keeps."""
-    from ..tir.functor import post_order_visit
-    from ..tir.stmt import For
-
     rolled: list[Any] = []
     post_order_visit(loop.body, lambda n: rolled.append(n) if isinstance(n, For) and n.kind in ("serial", "parallel")
                      else None)

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ir.module import IRModule
+from ..ir.module import GlobalVar, IRModule
 from ..ir.structural import structural_equal
 from ..relax import transform as relax_transform
 from ..relax.expr import Call, Function
+from ..relax.expr_functor import ExprVisitor
 from ..relax.pipeline import default_kernel_passes
+from ..relax.vm_build import build as relax_build
 from ..target import Target
 from ..tir import PrimFunc
 from ..transform import PassContext, Sequential
@@ -47,9 +49,6 @@ def _bind(mod: IRModule, params: dict | None) -> IRModule:
 
 def _call_counts(mod: IRModule) -> dict[str, int]:
     """How many times the Relax functions call each PrimFunc (``call_tir``)."""
-    from ..ir.module import GlobalVar
-    from ..relax.expr_functor import ExprVisitor
-
     counts: dict[str, int] = {}
 
     class _Count(ExprVisitor):
@@ -113,8 +112,6 @@ def compile_relax(database: Database, mod: IRModule, target: Target | str, param
                   enable_warning: bool = False) -> Any:
     """Compile ``mod`` with its tuned kernels (``database`` in scope; untuned kernels get the
     default schedules); returns the VM executable."""
-    from ..relax.vm_build import build as relax_build
-
     target = target if isinstance(target, Target) else Target(target)
     with target, database, PassContext(opt_level=3):
         kernels = Sequential(default_kernel_passes())(_bind(mod, params))

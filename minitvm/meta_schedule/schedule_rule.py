@@ -24,10 +24,12 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..tir.analysis import uses_var
 from ..tir.expr import Call, IntImm, Select
 from ..tir.functor import post_order_visit
 from ..tir.schedule import BlockRV, Schedule, ScheduleError
 from ..tir.stmt import BlockRealize
+from ..tir.stmt_functor import block_realizes
 
 __all__ = ["ScheduleRule", "AutoInline", "MultiLevelTiling", "RandomComputeLocation", "ParallelizeVectorizeUnroll",
            "auto_inline", "multi_level_tiling", "random_compute_location", "parallel_vectorize_unroll",
@@ -67,8 +69,6 @@ def block_info(sch: Schedule, block: BlockRV) -> dict[str, Any]:
 
 
 def _uses(expr: Any, var: Any) -> bool:
-    from ..tir.analysis import uses_var
-
     return uses_var(expr, var)
 
 
@@ -90,8 +90,6 @@ def _blocks_under(loop: Any) -> int:
 
 
 def _has_reduction(sch: Schedule) -> bool:
-    from ..tir.stmt_functor import block_realizes
-
     return any(iv.iter_type == "reduce" for r, _ in block_realizes(sch._func().body) for iv in r.block.iter_vars)
 
 

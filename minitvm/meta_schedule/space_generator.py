@@ -22,6 +22,7 @@ from typing import Any, Callable
 from ..ir.module import IRModule
 from ..target import Target
 from ..tir.schedule import Schedule, ScheduleError
+from ..tir.transform.default_schedule import RULES
 from .postproc import leaf_blocks
 from .schedule_rule import ScheduleRule, default_rules
 
@@ -112,8 +113,6 @@ class PostOrderApply(SpaceGenerator):
 
 def _default_schedule(sch: Schedule) -> Schedule:
     """minitvm's rule-based default schedule as a (decision-free) design space."""
-    from ..tir.transform.default_schedule import RULES
-
     for rule in RULES:
         trial = sch.copy()
         try:

@@ -17,6 +17,8 @@ import tempfile
 import time
 from typing import Any
 
+import numpy as np
+
 from ..ir.module import IRModule
 from ..target import Target
 from ..tir.schedule import Schedule
@@ -28,7 +30,7 @@ from . import space_generator as _space
 from ._worker import reference_outputs
 from .database import Database, JSONDatabase, MemoryDatabase, TuningRecord, normalize_mod
 from .executor import LocalPool, run_jobs
-from .feature_extractor import extract_from_mod
+from .feature_extractor import FEATURE_NAMES, extract_from_mod
 
 __all__ = ["TuneContext", "tune_tasks", "workload_flops", "TrialLog", "RETIME_ROUNDS", "RETIME_SAMPLE_MS"]
 
@@ -43,10 +45,6 @@ RETIME_MAX_DUEL = 64
 
 def workload_flops(mod: IRModule) -> float:
     """Floating-point operations of one call of ``mod["main"]`` (from its blocks' loop nests)."""
-    import numpy as np
-
-    from .feature_extractor import FEATURE_NAMES
-
     f = extract_from_mod(mod)
     main = 2 ** f[FEATURE_NAMES.index("log2_flops")]
     other = 2 ** f[FEATURE_NAMES.index("log2_other_flops")] - 1

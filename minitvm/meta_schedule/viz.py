@@ -15,6 +15,7 @@ from typing import Any
 
 from ..ir.module import IRModule
 from ..tir import PrimFunc
+from ..tir.transform.default_schedule import apply_default_schedule
 from .database import Database, normalize_mod
 from .tune import workload_flops
 
@@ -76,15 +77,14 @@ def _best(database: Database, mod: IRModule | PrimFunc, target: Any) -> IRModule
 
 def best_loop_nest(database: Database, mod: IRModule | PrimFunc, target: Any = None, title: str | None = None) -> Any:
     """The loop nest picture of the best schedule found for ``mod``."""
-    from ..viz import loop_nest
+    from ..viz import loop_nest  # lazy: minitvm.viz loads when a picture is asked for, not with the tuner
 
     return loop_nest(_best(database, mod, target)["main"], title=title or "best schedule found")
 
 
 def diff_against_default(database: Database, mod: IRModule | PrimFunc, target: Any = None) -> Any:
     """The default schedule's TIR against the tuned one's (only the changed lines)."""
-    from ..tir.transform.default_schedule import apply_default_schedule
-    from ..viz import diff
+    from ..viz import diff  # lazy: minitvm.viz loads when a picture is asked for, not with the tuner
 
     mod = normalize_mod(mod)
     default = apply_default_schedule(mod["main"])

@@ -560,8 +560,8 @@ class Function(Expr):
         parameter list; symbolic dimensions a constant fixes are substituted too.
         """
 
-        # the same code as the BindParams pass; relax.transform builds on this module (and on
-        # relax.analysis, which imports it), so the pass is imported when first called
+        # the same code as the BindParams pass
+        # lazy: cycle -- relax.transform builds on this module (and on relax.analysis, which imports it)
         from .transform.bind_params import bind_params
 
         return bind_params(self, binding_map)

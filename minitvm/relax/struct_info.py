@@ -37,7 +37,7 @@ class StructInfo(StructuralEqMixin, Node):
 
     def is_base_of(self, derived: "StructInfo") -> bool:
         """True when every value described by ``derived`` is also described by ``self``."""
-        # relax.analysis builds on this module (and on expr): imported when first asked
+        # lazy: cycle -- relax.analysis builds on this module (and on expr)
         from .analysis.struct_info_analysis import is_base_of
         return is_base_of(self, derived)
 

@@ -7,6 +7,7 @@ copying, through numpy's own DLPack support.
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 import numpy as np
@@ -150,8 +151,6 @@ class NDArray:
         return str(self._array)
 
     def _repr_html_(self) -> str:
-        import html
-
         body = html.escape(np.array2string(self._array, threshold=64, edgeitems=3))
         return (f"<div><b>NDArray</b> shape={self.shape} dtype={self.dtype} on {self.device}"
                 f"<pre>{body}</pre></div>")

@@ -20,6 +20,8 @@ import functools
 import types
 from typing import Any, Iterator
 
+from ..relax import op
+
 __all__ = ["data_only", "active", "BUILTINS", "NOT_TVMSCRIPT", "refusal", "read_attribute", "check_call",
            "check_python_binop"]
 
@@ -73,8 +75,6 @@ def _is_script_module(obj: Any) -> bool:
 def _public_names(module: types.ModuleType) -> set[str]:
     names = set(getattr(module, "__all__", ()))
     if module.__name__ == "minitvm.script.relax":  # R.<op> falls back to minitvm.relax.op
-        from ..relax import op
-
         names |= set(op.__all__)
     return names - _NEVER_READ_NAMES
 
@@ -100,8 +100,7 @@ def read_attribute(owner: Any, name: str) -> tuple[Any, str | None]:
 
 @functools.cache
 def _never_called() -> tuple:
-    from ..relax import op
-    from . import ir, relax, tir
+    from . import ir, relax, tir  # lazy: cycle -- T, R and I (script.tir/relax/ir) import this module
 
     found = [getattr(m, n) for m in (tir, relax, ir, op) for n in _NEVER_CALLED_NAMES if hasattr(m, n)]
     return (*found, tir.IndexMap.from_func)

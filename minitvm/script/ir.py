@@ -17,6 +17,7 @@ from typing import Any, Callable
 from ..ir.deep import deep
 from ..ir.module import GlobalVar, IRModule
 from ..ir.structural import structural_equal
+from ..relax.base_py_module import make_module_factory
 from ..relax.expr import ExternFunc, Function
 from ..tir.function import PrimFunc
 from . import tir as T
@@ -192,7 +193,6 @@ def _with_pyfuncs(mod: IRModule, cls: type) -> Any:
                                  f"Class '{cls.__name__}' does not inherit from BasePyModule "
                                  f"(its @I.pyfunc: {', '.join(pyfuncs)}).")
         return mod
-    from ..relax.base_py_module import make_module_factory
 
     return make_module_factory(mod, pyfuncs, cls)
 

@@ -27,6 +27,8 @@ from __future__ import annotations
 import ast
 import builtins
 import contextlib
+import importlib
+import inspect
 import operator
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, NoReturn
@@ -68,8 +70,6 @@ def __getattr__(name: str) -> Any:
     """TVM's ``tvm.script.parser`` is a package: ``from tvm.script.parser import tir as T``,
     ``relax``, ``ir`` and ``ir_module`` work here too (loaded lazily: relax parses via this module)."""
     if name in ("relax", "ir", "ir_module"):
-        import importlib
-
         script = importlib.import_module(__name__.rpartition(".")[0])
         return getattr(script, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -901,8 +901,6 @@ class _TIRParser:
     def macro_scope(self, func: Any, args: list, kwargs: dict, node: ast.Call) -> Iterator[list[ast.stmt]]:
         """Parse inside a macro's body (given to the ``with``): its parameters bound to the
         arguments, its names resolved where it was defined (hygienic) or where it is called."""
-        import inspect
-
         macro = func.macro if isinstance(func, T.BoundMacro) else func
         if isinstance(func, T.BoundMacro):
             args = [func.obj, *args]

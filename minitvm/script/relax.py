@@ -19,6 +19,7 @@ parser sees it) or a name defined nowhere else declares an int64 ``tir.Var``; so
 
 from __future__ import annotations
 
+import ast as _ast
 import contextvars
 import sys
 import typing
@@ -91,8 +92,6 @@ def _fresh_dim_expr(text: str) -> PrimExpr:
     """``"m * 2"`` read outside a function being parsed (Python evaluating a ``def``'s
     annotations): each name a new int64 variable.  The parser reads the annotation again
     with the function's own variables, so these never reach the IR."""
-    import ast as _ast
-
     try:
         tree = _ast.parse(text.strip(), mode="eval")
     except SyntaxError:
@@ -400,7 +399,7 @@ def function(func: Any = None, *, pure: bool = True, private: bool = False,
     options = {"pure": pure, "private": private, "check_well_formed": check_well_formed}
 
     def decorate(f: Any) -> Any:
-        # relax_parser builds on this module (R.<op> names): imported when a function is parsed
+        # lazy: cycle -- relax_parser builds on this module (R.<op> names)
         from .relax_parser import parse_relax_python_function
 
         if _defined_in_class_body(f):

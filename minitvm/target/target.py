@@ -10,6 +10,7 @@ runs the same kernels on this CPU with CUDA's semantics (:mod:`minitvm.target.cu
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 
@@ -130,7 +131,7 @@ class Target:
             if unknown:
                 raise ValueError(f"Target {self.kind.name}: unknown option(s) {', '.join(sorted(unknown))}; "
                                  f"known: {', '.join(sorted(known))}")
-            from .cuda.device import GPU_SPECS
+            from .cuda.device import GPU_SPECS  # lazy: cycle -- the cuda package builds for a Target
 
             model = self.attrs.get("model", "t4")
             if model not in GPU_SPECS:
@@ -185,8 +186,6 @@ class Target:
 
     @property
     def num_cores(self) -> int:
-        import os
-
         return int(self.attrs.get("num-cores", os.cpu_count() or 1))
 
     def has_feature(self, name: str) -> bool:
@@ -201,6 +200,7 @@ class Target:
             return VectorUnit.host()
         features = set(self.features)
         if not self._for_this_cpu:
+            # lazy: cycle target.target <-> target.codegen (which builds for a Target)
             from .codegen.cpu_check import named_cpu_vector_features
 
             features |= named_cpu_vector_features(self.mcpu)

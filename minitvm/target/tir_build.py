@@ -9,6 +9,8 @@ reach up to the driver; ``minitvm.build`` re-exports it from ``minitvm.driver``.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 from collections import OrderedDict
 from typing import Any
@@ -24,6 +26,7 @@ from ..tir.stmt import BufferStore
 from ..tir.transform import InstrumentBoundCheckers, device_lower_pipeline, lower_pipeline
 from ..tir.transform.instrument_bound_checkers import bounds_check_requested
 from ..transform import PassContext
+from .codegen import build_module, check_buildable
 from .target import GPU_KINDS, Target
 
 __all__ = ["build", "build_kernels", "lower", "lower_to_module", "normalize_module", "in_notebook", "export_name",
@@ -178,9 +181,6 @@ def _store_lines(mod: IRModule) -> tuple:
 def _entries_key(entries: tuple) -> str:
     """What the native entries of a build depend on: the bytecode, the function table and the
     constants' kinds (a tensor's dtype and shape, not its values: entries take them by pointer)."""
-    import hashlib
-    import json
-
     def describe(c: Any) -> Any:
         if hasattr(c, "dtype") and hasattr(c, "shape"):
             return ["tensor", str(c.dtype), list(c.shape)]
@@ -218,8 +218,6 @@ def build_kernels(mod_or_func: Any, target: Any = "llvm", name: str | None = Non
     PrimFuncs, structurally) gets the library built then (see :class:`_KernelCache`).
     ``entries``: ``(vm_function, func_names, constants)`` of bytecode functions to give a
     native entry in the same LLVM module (``relax.build(exec_mode="compiled")``)."""
-    from .codegen import build_module, check_buildable
-
     target = resolve_target(target)
     mod = normalize_module(mod_or_func, name)
     others = [gv.name_hint for gv, f in mod.items() if not isinstance(f, PrimFunc)]

@@ -17,6 +17,7 @@ CI runs a bounded, seeded subset (``tests/relax/frontend/torch/test_op_db.py``).
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import time
 import warnings
@@ -25,6 +26,13 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
 import numpy as np
+
+from .. import compile as _compile
+from .. import cpu, nd
+from ..relax import VirtualMachine, get_pipeline
+from ..relax.frontend.torch import CONVERTERS, from_exported_program
+from ..relax.frontend.torch.exported_program import op_name
+from ..relax.frontend.torch.op_table import OP_DB_RESULTS, supported_ops_markdown
 
 __all__ = ["SampleResult", "OverloadStats", "op_infos", "run_sample", "run_op", "sweep", "per_overload",
            "results_record", "write_docs",
@@ -144,8 +152,6 @@ def _flat_outputs(value: Any) -> list | None:
 
 
 def _ops_of(ep: Any) -> tuple[str, ...]:
-    from ..relax.frontend.torch.exported_program import op_name
-
     return tuple(sorted({op_name(n) for n in ep.graph.nodes if n.op == "call_function"}))
 
 
@@ -179,11 +185,6 @@ def run_sample(info: Any, sample: Any, dtype: str, index: int) -> list[SampleRes
     """One sample, decomposed (as ``from_exported_program`` does by default) and, when the
     graph before decomposition differs, also with ``run_ep_decomposition=False``."""
     import torch  # heavy: imported on first use
-
-    from .. import compile as _compile
-    from .. import cpu, nd
-    from ..relax import VirtualMachine, get_pipeline
-    from ..relax.frontend.torch import CONVERTERS, from_exported_program
 
     name = _full_name(info)
     tensors: list = []
@@ -361,10 +362,6 @@ def main(argv: list[str] | None = None) -> None:
 def write_docs(record: dict) -> None:
     """Save a sweep's record beside the converter tables and rewrite ``docs/torch_ops.md``
     (run from the project root)."""
-    import json
-
-    from ..relax.frontend.torch.op_table import OP_DB_RESULTS, supported_ops_markdown
-
     def block(value: object) -> str:  # one overload per line: small diffs between sweeps
         if isinstance(value, dict) and value and all(isinstance(v, (list, int)) for v in value.values()):
             return "{\n" + ",\n".join(f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in sorted(value.items())) + "\n }"

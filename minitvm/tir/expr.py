@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..ir import dtype as _dt
 from ..ir.node import Node, node
 
@@ -388,8 +390,6 @@ def convert(value: Any, dtype: str | None = None) -> PrimExpr:
     if isinstance(value, (bool, int, float)):
         return const(value, dtype)
     try:
-        import numpy as np
-
         if isinstance(value, np.generic):
             return const(value.item(), dtype or str(value.dtype))
     except ImportError:  # pragma: no cover

@@ -20,6 +20,7 @@ import contextlib
 from dataclasses import dataclass
 from typing import Any
 
+from ..arith import Analyzer
 from ..error import OutOfBoundsError
 from ..ir.module import IRModule
 from ..transform import module_pass
@@ -56,8 +57,6 @@ class OOBLocation:
 
 class _Checker(StmtExprVisitor):
     def __init__(self) -> None:
-        from ..arith import Analyzer  # arith imports tir: the analyzer is built per check
-
         self.analyzer = Analyzer()
         self.bound: set[int] = set()  # variables with a known range: loop and block variables
         # block variable -> its binding in loop variables: ``vi - ti * 8`` is checked as ``i``

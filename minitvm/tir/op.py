@@ -40,7 +40,16 @@ from .expr import (
     const,
     convert,
 )
-from .semantics import BY_NODE, BY_OP, MATH_INTRINSICS, IntegerDivisionByZero, Semantics
+from .semantics import (
+    BY_LLVM_INTRIN,
+    BY_NODE,
+    BY_OP,
+    LLVM_PURE_INTRIN,
+    MATH_INTRINSICS,
+    IntegerDivisionByZero,
+    Semantics,
+    llvm_intrin_base,
+)
 
 __all__ = [
     "add", "sub", "mul", "div", "truncdiv", "truncmod", "floordiv", "floormod", "min", "max",
@@ -368,8 +377,6 @@ def call_llvm_pure_intrin(dtype: str, name: str, *args: Any) -> PrimExpr:
     write the scalar form (``"float32"``, ``"llvm.fma"`` or ``"llvm.fma.f32"``) inside a
     ``T.vectorized`` loop, and the vector emitter calls ``llvm.fma.v16f32`` for 16 lanes.
     """
-    from .semantics import BY_LLVM_INTRIN, LLVM_PURE_INTRIN, llvm_intrin_base
-
     if not isinstance(name, str):
         raise TypeError(f"call_llvm_pure_intrin: the intrinsic name must be a string, got {name!r}")
     dtype = _void(dtype)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from ..ir.deep import share_thread_local
+from ..runtime.cpu import host_cpu_features
 
 __all__ = ["VectorUnit", "AVX512", "AVX2", "NEON", "SSE"]
 
@@ -45,8 +46,6 @@ class VectorUnit:
     @staticmethod
     def host() -> "VectorUnit":
         """This machine's unit."""
-        from ..runtime.cpu import host_cpu_features
-
         return VectorUnit.from_features(host_cpu_features())
 
     @staticmethod

@@ -19,6 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..ir.module import GlobalVar, IRModule
+from ..relax.expr import Call, ExternFunc, SeqExpr, ShapeExpr, Var
+from ..relax.expr_functor import ExprVisitor
+from ..relax.op.memory import ALLOC_STORAGE, ALLOC_TENSOR, MEMORY_ALLOC_TENSOR
 from .entry import entry_function
 
 __all__ = ["memory_plan", "MemoryPlanPicture", "TensorLife", "Storage"]
@@ -164,9 +167,6 @@ def _short(text: str, n: int) -> str:
 def memory_plan(mod: IRModule | Any, func_name: str | None = None) -> MemoryPlanPicture:
     """The lifetimes of ``func_name``'s tensors (default: ``main``, else the only function) in a
     module after ``StaticPlanBlockMemory`` (or any module where tensors are allocated explicitly)."""
-    from ..relax.expr import Call, ExternFunc, ShapeExpr, Var
-    from ..relax.op.memory import ALLOC_STORAGE, ALLOC_TENSOR, MEMORY_ALLOC_TENSOR
-
     func = entry_function(mod, "relax", func_name, "memory_plan")
     name = func_name or (func.attrs.get("global_symbol") if func.attrs else None) or "main"
     bindings = list(_bindings(func.body))
@@ -232,22 +232,16 @@ def memory_plan(mod: IRModule | Any, func_name: str | None = None) -> MemoryPlan
 
 
 def _bindings(expr: Any):
-    from ..relax.expr import SeqExpr
-
     if isinstance(expr, SeqExpr):
         for block in expr.blocks:
             yield from block.bindings
 
 
 def _body_result(expr: Any) -> Any:
-    from ..relax.expr import SeqExpr
-
     return expr.body if isinstance(expr, SeqExpr) else expr
 
 
 def _call_name(call: Any) -> str:
-    from ..relax.expr import ExternFunc
-
     op = call.op
     if isinstance(op, GlobalVar):
         return op.name_hint
@@ -260,8 +254,6 @@ def _call_name(call: Any) -> str:
 
 
 def _vars_in(expr: Any) -> list[Any]:
-    from ..relax.expr_functor import ExprVisitor
-
     found: list[Any] = []
 
     class _Vars(ExprVisitor):

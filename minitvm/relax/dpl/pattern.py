@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from ...arith.analyzer import Analyzer
 from ...ir.module import GlobalVar
 from ...ir.op import Op
 from ...ir.structural import structural_equal
@@ -587,8 +588,6 @@ def _same_leaf(a: Any, b: Any) -> bool:
 
 def _dim_equal(want: Any, got: Any) -> bool:
     """Equal dimensions: the same number, or symbolic expressions the analyzer proves equal."""
-    from ...arith.analyzer import Analyzer
-
     if isinstance(want, int) and not isinstance(want, bool):
         want = IntImm("int64", want)
     if isinstance(want, IntImm) and isinstance(got, IntImm):

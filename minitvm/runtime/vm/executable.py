@@ -44,6 +44,7 @@ generator that made the library:
 from __future__ import annotations
 
 import hmac
+import importlib
 import json
 import math
 import os
@@ -140,8 +141,6 @@ class Executable:
             if loader is None and self.kernel_format in _KNOWN_LOADERS:
                 # the one upward import of the runtime: the code generator that registers the
                 # loader, by a fixed name (never a name read from the file)
-                import importlib
-
                 importlib.import_module(_KNOWN_LOADERS[self.kernel_format])
                 loader = get_global_func(loader_name, allow_missing=True)
             if loader is None:

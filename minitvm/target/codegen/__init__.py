@@ -8,6 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...tir.analysis import uses_var
+from ...tir.expr import Call, IterVar
+from ...tir.functor import pre_order_visit
+from ...tir.op import BUILTIN_OPS
+from ...tir.stmt import AllocateConst, AttrStmt, BlockRealize, For, ForKind
+from ...tir.stmt_functor import walk_stmts
+from ..target import Target
+
 __all__ = ["build_module", "check_buildable"]
 
 
@@ -33,10 +41,6 @@ def _gpu_refusal(body: Any) -> str | None:
     """Why a scheduled function cannot be built for a GPU target (None if it can): a reduction
     bound to threadIdx needs TVM's cross-thread reduction lowering (an allreduce), which
     minitvm does not have."""
-    from ...tir.analysis import uses_var
-    from ...tir.stmt import BlockRealize, For, ForKind
-    from ...tir.stmt_functor import walk_stmts
-
     for realize, path in walk_stmts(body):
         if not isinstance(realize, BlockRealize):
             continue
@@ -55,11 +59,6 @@ def _gpu_refusal(body: Any) -> str | None:
 
 def _cpu_refusal(body: Any, kind: str) -> str | None:
     """Why ``body`` cannot be built for the CPU target ``kind`` (None if it can)."""
-    from ...tir.expr import Call, IterVar
-    from ...tir.functor import pre_order_visit
-    from ...tir.op import BUILTIN_OPS
-    from ...tir.stmt import AllocateConst, AttrStmt
-
     problem: list[str] = []
 
     def visit(n: Any) -> bool:
@@ -89,20 +88,18 @@ def _cpu_refusal(body: Any, kind: str) -> str | None:
 def build_module(funcs: dict[str, Any], target: Any, entries: tuple = ()) -> Any:
     """Compile lowered PrimFuncs (global name -> PrimFunc) for ``target``; ``entries``: VM
     functions to give native entries (llvm only; see :func:`.llvm.build_llvm`)."""
-    from ..target import Target
-
     target = target if isinstance(target, Target) else Target(target)
     check_buildable(funcs, target)
     if target.kind.name == "llvm":
-        from .llvm import build_llvm
+        from .llvm import build_llvm  # lazy: each back end (here llvmlite) loads when a build asks for it
 
         return build_llvm(funcs, target, entries=entries)
     if target.kind.name == "python":
-        from .python import build_python
+        from .python import build_python  # lazy: each back end loads when a build asks for it
 
         return build_python(funcs, target)
     if target.kind.name in ("cuda", "cuda-emulated"):
-        from ..cuda import build_cuda
+        from ..cuda import build_cuda  # lazy: each back end loads when a build asks for it
 
         return build_cuda(funcs, target)
     raise ValueError(f"no code generator for target kind {target.kind.name!r}")

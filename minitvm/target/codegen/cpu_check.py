@@ -144,7 +144,7 @@ def named_cpu_vector_features(cpu: str) -> frozenset[str]:
     CPU's features, and what the code uses is what matters to the schedules sized for it."""
     import llvmlite.binding as llvm
 
-    from .llvm_jit import LLVM_LOCK, target_machine
+    from .llvm_jit import LLVM_LOCK, target_machine  # lazy: cycle -- llvm_jit checks CPUs with this module
 
     with LLVM_LOCK:
         mod = llvm.parse_assembly(_PROBE)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from ...runtime.vm.native import EntryPlan, plan_entry
 from ...tir.function import PrimFunc
+from ...transform import PassContext
 from ..signature import FunctionSignature
 from ..target import Target
 from .calling import ERROR_INDEX_SYMBOL, CompiledFunction
@@ -42,8 +43,6 @@ def build_llvm(funcs: dict[str, PrimFunc], target: Target | str = "llvm",
     (:class:`~minitvm.tir.transform.InstrumentBoundCheckers`, which ``minitvm.build`` runs under
     ``tir.bounds_check``) become :class:`~minitvm.runtime.BoundsError` s naming the check.
     """
-    from ...transform import PassContext
-
     target = target if isinstance(target, Target) else Target(target)
     ctx = PassContext.current()
     disable_vectorize = bool(ctx.get_config("tir.disable_vectorize", False))

@@ -24,6 +24,7 @@ from typing import Any
 import llvmlite.binding as llvm
 from llvmlite import ir
 
+from ...arith import Analyzer
 from ...ir import dtype as _dt
 from ...runtime.module import BoundsCheck
 from ...tir import expr as _e
@@ -327,8 +328,6 @@ class CodeGenLLVM:
 
     def _non_negative(self, e: _e.PrimExpr) -> bool:
         """Provably >= 0 given the enclosing loops' ranges (loop indices usually are)."""
-        from ...arith import Analyzer
-
         ana = Analyzer()
         for loop in self._loops:
             ana.bind(loop.loop_var, _e.Range(loop.min, loop.extent))

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from typing import Any, Iterable, Iterator
 
 import llvmlite.binding as llvm
+from llvmlite.binding import ffi
 
 from ...runtime.module import Module
 from ...runtime.registry import PackedFunc
@@ -31,6 +32,7 @@ from ..target import Target
 from .calling import ERROR_INDEX_SYMBOL, CompiledFunction, UnrunnableFunction
 from .cpu_check import cpu_mismatch
 from .half_runtime import ensure_half_runtime
+from .native_entry import kernel_info
 
 __all__ = ["LLVM_LOCK", "init_llvm", "target_machine", "target_machine_for", "features_string",
            "optimize", "optimized_ir", "jit_compile", "LLVMModule", "OPTIMIZED_IR_CACHE_SIZE", "quiet_llvm", "LOGGER"]
@@ -93,8 +95,6 @@ def _dispose_module_pass_manager(mpm: Any) -> None:
     which a tuning run building thousands of kernels cannot afford.  Call the dispose function
     directly, then detach so llvmlite never touches the freed pointer again.
     """
-    from llvmlite.binding import ffi
-
     if mpm.closed:
         return
     if type(mpm)._dispose is not ffi.ObjectRef._dispose:  # a fixed llvmlite frees it in close()
@@ -222,8 +222,6 @@ class LLVMModule(Module):
 
     def kernel_info(self, name: str) -> Any:
         """A kernel's parameters as the native-entry planner needs them (None: no such kernel)."""
-        from .native_entry import kernel_info
-
         known = self._kernel_infos.get(name)
         if known is None:
             fn = self._functions.get(name)

@@ -18,6 +18,7 @@ from typing import Any
 from llvmlite import ir
 
 from ...runtime.vm.native import EntryPlan, KernelInfo, KernelParam, ScalarRef, TensorRef
+from ...tir import expr as _e
 from ..signature import FunctionSignature
 from .llvm_types import I32, I64, PTR
 
@@ -26,8 +27,6 @@ __all__ = ["emit_entry", "kernel_info"]
 
 def kernel_info(sig: FunctionSignature) -> KernelInfo:
     """What the planner needs to know of a compiled kernel, from its signature."""
-    from ...tir import expr as _e
-
     index = {id(v): k for k, v in enumerate(sig.shape_vars)}
 
     def dim(d: Any) -> Any:

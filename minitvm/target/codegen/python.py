@@ -11,6 +11,7 @@ from typing import Any
 from ...runtime.module import Module
 from ...runtime.registry import PackedFunc
 from ...tir.function import PrimFunc
+from ..interpreter import run_prim_func
 from ..signature import FunctionSignature
 from ..target import Target
 
@@ -21,8 +22,6 @@ class InterpretedFunction:
     """A PrimFunc run by the interpreter, which checks the arguments as native code does."""
 
     def __init__(self, name: str, func: PrimFunc):
-        from ..interpreter import run_prim_func  # provided by the interpreter module
-
         self.name = self.__name__ = name
         self.func = func
         self.signature = FunctionSignature.from_prim_func(name, func)

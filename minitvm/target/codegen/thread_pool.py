@@ -31,6 +31,7 @@ import threading
 import llvmlite.binding as llvm
 
 from ...runtime.cpu import parallel_threads
+from .llvm_jit import LLVM_LOCK, init_llvm
 
 __all__ = ["PARALLEL_RUN_SYMBOL", "ensure_thread_pool", "pool_threads", "SPIN_ITERATIONS", "CHUNKS_PER_THREAD"]
 
@@ -247,7 +248,6 @@ def ensure_thread_pool() -> int:
     ``LLVM_LOCK`` (it takes it to JIT-compile)."""
     if "threads" in _STATE:
         return int(_STATE["threads"])
-    from .llvm_jit import LLVM_LOCK, init_llvm
 
     init_llvm()
     with _LOCK, LLVM_LOCK:

@@ -18,6 +18,7 @@ from typing import Any
 
 from llvmlite import ir
 
+from ...arith import Analyzer
 from ...ir.node import Node
 from ...tir import expr as _e
 from ...tir import stmt as _s
@@ -43,7 +44,6 @@ def _stride(index: _e.PrimExpr, var: _e.Var) -> int | None:
     slope = _linear_slope(index, var)
     if slope is not _UNKNOWN:
         return slope
-    from ...arith import Analyzer  # the general (slow) answer, for divisions and the like
 
     diff = Analyzer().simplify(substitute(index, {var: var + 1}) - index)
     return diff.value if isinstance(diff, _e.IntImm) else None

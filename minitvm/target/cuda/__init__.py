@@ -127,7 +127,7 @@ class GPUModule(Module):
         if self.emulated:
             for name, k in kernels.items():
                 self.emulations[name] = emulate_kernel(name, k, self.device)
-            from ..codegen.llvm import build_llvm
+            from ..codegen.llvm import build_llvm  # lazy: only the emulator compiles with LLVM (llvmlite)
 
             self._cpu = build_llvm({n: e.cpu_func for n, e in self.emulations.items()}, "llvm",
                                    module_name="gpu_emulated")

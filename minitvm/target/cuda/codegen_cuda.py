@@ -22,6 +22,7 @@ from ...tir.functor import substitute
 from ...tir.semantics import MATH_INTRINSICS
 from ...tir.thread_scope import storage_rank
 from ...tir.transform.instrument_bound_checkers import bounds_checks
+from ...tir.transform.split_host_device import launch_dims
 
 __all__ = ["cuda_source", "CUDACodegenError"]
 
@@ -290,8 +291,6 @@ class _CUDAPrinter:
 
 
 def _launch_extents(body: Any) -> dict[str, Any]:
-    from ...tir.transform.split_host_device import launch_dims
-
     return {tag: (e.value if isinstance(e, E.IntImm) else e) for tag, e, _ in launch_dims(body)}
 
 

@@ -14,7 +14,7 @@ memory and an opt-in, which minitvm does not model).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 __all__ = ["GPUSpec", "GPU_SPECS", "gpu_spec"]
 
@@ -52,8 +52,6 @@ def gpu_spec(key: str = "t4", max_threads_per_block: int | None = None,
         raise ValueError(f"unknown GPU model {key!r}; the emulator knows {', '.join(GPU_SPECS)}")
     spec = GPU_SPECS[key]
     if max_threads_per_block is not None or max_shared_memory_per_block is not None:
-        from dataclasses import replace
-
         spec = replace(spec, max_threads_per_block=max_threads_per_block or spec.max_threads_per_block,
                        max_shared_memory_per_block=max_shared_memory_per_block or
                        spec.max_shared_memory_per_block)

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...ir import dtype as _dt
 from ...ir import replace
 from ..buffer import Buffer, BufferRegion
-from ..expr import BufferLoad
+from ..expr import BufferLoad, Cast
 from ..functor import StmtExprMutator
 from ..stmt import Block, BufferStore, MatchBufferRegion, Stmt
 from .error import ScheduleError
@@ -136,7 +137,6 @@ def set_scope(root: Stmt, block: Block, index: int | str | Buffer, scope: str) -
         return replace(view, scope=source.scope)
 
     mutator = BufferReplacer({id(buffer): new}, on_match=view_in_scope)
-    from .tree import replace_stmt
 
     return replace_stmt(root, site, mutator.visit(site)), index
 
@@ -182,14 +182,10 @@ class _DTypeReplacer(BufferReplacer):
         self.old_dtype, self.new_dtype = old_dtype, new_dtype
 
     def visit_buffer_load_(self, n: BufferLoad) -> Any:
-        from ..expr import Cast
-
         new = super().visit_buffer_load_(n)
         return Cast(self.old_dtype, new) if id(n.buffer) in self.mapping else new
 
     def visit_buffer_store_(self, n: BufferStore) -> Stmt:
-        from ..expr import Cast
-
         new = super().visit_buffer_store_(n)
         if id(n.buffer) in self.mapping:
             return BufferStore(new.buffer, Cast(self.new_dtype, new.value), new.indices)
@@ -199,8 +195,6 @@ class _DTypeReplacer(BufferReplacer):
 def unsafe_set_dtype(root: Stmt, block: Block, buffer_index: int, dtype: str) -> Stmt:
     """``root`` with the ``buffer_index``-th buffer ``block`` writes stored as ``dtype``; every
     store casts into it and every load casts back (TVM's unchecked conversion)."""
-    from ...ir import dtype as _dt
-
     dtype = _dt.check(dtype)
     _, buffer = write_buffer(block, buffer_index, "unsafe_set_dtype")
     if buffer.dtype == dtype:

@@ -19,13 +19,13 @@ from ..analysis import uses_var, vars_used
 from ..buffer import Buffer, BufferRegion, decl_buffer
 from ..expr import Add, IntImm, IterVar, Max, Min, Mul, PrimExpr, Range, Var, const, is_const_int
 from ..function import PrimFunc
-from ..functor import substitute
+from ..functor import StmtExprMutator, pre_order_visit, substitute
 from ..stmt import Block, BlockRealize, For, MatchBufferRegion, SeqStmt, Stmt, seq
 from .data import BufferSwap
 from .error import ScheduleError
 from .loops import loop_bounds, simplify
 from .shared_analyses import index_bounds, range_bounds
-from .tree import blocks_under, replace_stmt
+from .tree import blocks_under, replace_stmt, walk_stmts
 
 __all__ = ["blockize", "blockize_blocks", "tensorize", "TensorIntrin"]
 
@@ -151,8 +151,6 @@ def _divide(realize: BlockRealize, inner_loops: list[For], all_loops: list[For],
 
 def _substitute_block(block: Block, div: _Division, bounds: dict) -> Block:
     """The block with its iterators rebound, every changed expression simplified."""
-    from ..functor import StmtExprMutator
-
     known = dict(bounds)
     known.update({iv.var: iv.dom.extent for iv in div.inner_ivs})
 
@@ -314,8 +312,6 @@ def _union_regions(regions: list, bounds: dict) -> tuple:
 
 
 def ancestors(root: Stmt, target: Stmt) -> tuple:
-    from .tree import walk_stmts
-
     return next(p for s, p in walk_stmts(root) if s is target)
 
 
@@ -450,16 +446,12 @@ def _first_use_order(stmt: Stmt, wanted: set[int]) -> list[Buffer]:
         if isinstance(buf, Buffer) and id(buf) in wanted and all(b is not buf for b in order):
             order.append(buf)
 
-    from ..functor import pre_order_visit
-
     pre_order_visit(stmt, lambda x: visit(x))
     return order
 
 
 def _drop_iter_binding(stmt: Stmt) -> Stmt:
     """Inline block iterators by their bindings so only loop variables remain."""
-    from .tree import walk_stmts
-
     for s, _ in list(walk_stmts(stmt)):
         if isinstance(s, BlockRealize):
             vmap = {iv.var: v for iv, v in zip(s.block.iter_vars, s.iter_values)}

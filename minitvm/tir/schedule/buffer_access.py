@@ -15,7 +15,7 @@ from typing import Any, Callable
 from ...arith import Analyzer
 from ...ir import replace
 from ..buffer import BufferRegion
-from ..expr import IntImm, PrimExpr, Range
+from ..expr import IntImm, PrimExpr, Range, convert
 from ..index_map import IndexMap
 from ..stmt import Block
 from .error import ScheduleError
@@ -64,8 +64,6 @@ def ranges_map(block: Block, gen_new_ranges: Callable | RangesMap) -> RangesMap:
 
 
 def _expr(x: Any) -> PrimExpr:
-    from ..expr import convert
-
     return convert(x)
 
 

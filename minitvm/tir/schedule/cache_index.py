@@ -18,11 +18,11 @@ from ...arith import Analyzer
 from ...ir import replace
 from ...ir.structural import structural_equal
 from ..buffer import Buffer, BufferRegion
-from ..expr import BufferLoad, Call, PrimExpr, Range, Var, const
+from ..expr import BufferLoad, Call, IterVar, PrimExpr, Range, Var, const
 from ..functor import StmtExprMutator, post_order_visit, substitute
 from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, SeqStmt, Stmt
 from .error import ScheduleError
-from .tree import ancestors, replace_stmt, walk_stmts
+from .tree import ancestors, block_realizes, replace_stmt, walk_stmts
 
 __all__ = ["cache_index"]
 
@@ -187,14 +187,10 @@ def _vars_in_order(exprs: list[PrimExpr], keep: Any) -> list[Var]:
 
 
 def _iter_var(v: Var, extent: PrimExpr) -> Any:
-    from ..expr import IterVar
-
     return IterVar(Range(const(0, v.dtype), extent), v, "spatial")
 
 
 def _realizes(root: Stmt) -> list:
-    from .tree import block_realizes
-
     return block_realizes(root)
 
 

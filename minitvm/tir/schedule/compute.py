@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ...arith import Analyzer
 from ...ir import replace
 from ..analysis import uses_var
 from ..buffer import Buffer
@@ -153,8 +154,6 @@ def _covering_loop_nest(block: Block, var_doms: list, ana: Any, preserve_unit_lo
     """New loops over the range each block variable must cover, in the order of the block's
     iterators (a unit range gets no loop unless ``preserve_unit_loops``), with a predicate
     where the range reaches past the values the variable may take."""
-    from ...arith import Analyzer
-
     new_loops: list[tuple[Var, PrimExpr]] = []
     values: list[PrimExpr] = []
     predicate: PrimExpr = const(True, "bool")

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ...arith import Analyzer
 from ...ir import replace
 from ...ir.structural import structural_equal
 from ..analysis import get_block_read_write_region, uses_var
@@ -397,8 +398,6 @@ def _check_one_to_one(dims: list[tuple[list[_Split], int]]) -> None:
 
 class _SimplifyIndices(StmtExprMutator):
     def __init__(self) -> None:
-        from ...arith import Analyzer
-
         self.ana = Analyzer()
 
     def visit_buffer_load_(self, n: BufferLoad) -> PrimExpr:
@@ -509,8 +508,6 @@ class _ReplaceLoads(StmtExprMutator):
 
 
 def _analyzer_over(block: Block) -> Any:
-    from ...arith import Analyzer
-
     ana = Analyzer()
     for iv in block.iter_vars:
         ana.bind(iv.var, Range(iv.dom.min, iv.dom.extent))

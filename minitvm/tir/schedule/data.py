@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 from ...ir import replace
 from ..buffer import Buffer, BufferRegion, decl_buffer
-from ..expr import BufferLoad, IntImm, IterVar, PrimExpr, Range, Var, const
-from ..functor import StmtExprMutator
+from ..expr import BufferLoad, FloatImm, IntImm, IterVar, PrimExpr, Range, Var, const
+from ..functor import StmtExprMutator, post_order_visit, substitute
 from ..index_map import IndexMap, substitute_indices
 from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, Stmt
 from .error import ScheduleError
@@ -79,8 +80,6 @@ def check_storage_scope(scope: str, what: str) -> None:
 def _pad_value_of(buffer: Buffer, pad_value: Any, new_indices: list[Var]) -> PrimExpr:
     """``pad_value`` as an expression of the buffer's dtype (a constant, an expression, or a
     function of the transformed indices); TVM refuses a value of another type."""
-    from ..expr import FloatImm
-
     what = f"cannot transform_layout of {buffer.name}"
     value = pad_value(*new_indices) if callable(pad_value) and not isinstance(pad_value, PrimExpr) else pad_value
     if isinstance(value, (list, tuple)) and len(value) == 1:
@@ -96,7 +95,6 @@ def _pad_value_of(buffer: Buffer, pad_value: Any, new_indices: list[Var]) -> Pri
         if is_int:
             raise ScheduleError(f"{what}: pad_value {value} is a float but {buffer.name} holds {buffer.dtype}")
         return FloatImm(buffer.dtype, value)
-    from ..functor import post_order_visit
 
     others: list = []
     post_order_visit(value, lambda x: others.append(x.buffer.name) if isinstance(x, BufferLoad)
@@ -112,8 +110,6 @@ def _pad_value_of(buffer: Buffer, pad_value: Any, new_indices: list[Var]) -> Pri
 
 def _has_padding(old_shape: tuple, new_shape: list) -> bool:
     """True when the new layout has more elements than the old one (the map is not onto)."""
-    import math
-
     if not all(isinstance(s, IntImm) for s in (*old_shape, *new_shape)):
         return False
     return math.prod(s.value for s in new_shape) > math.prod(s.value for s in old_shape)
@@ -159,8 +155,6 @@ def transform_layout(func: Any, buffer: Buffer, index_map: Callable[..., Any], p
     new = decl_buffer(tuple(shape), buffer.dtype, buffer.name, scope=buffer.scope)
 
     def remap(idx: tuple) -> tuple:
-        from ..functor import substitute
-
         return tuple(simplify(substitute(e, dict(zip(params, idx)))) for e in mapped)
 
     body = BufferSwap(buffer, new, remap).visit(func.body)

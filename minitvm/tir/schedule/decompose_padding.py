@@ -22,6 +22,7 @@ from typing import Any
 from ...arith import Analyzer
 from ...ir import replace
 from ...ir.structural import structural_equal
+from ..analysis import uses_var
 from ..buffer import BufferRegion
 from ..expr import (
     GE,
@@ -38,7 +39,7 @@ from ..expr import (
     const,
     is_const_int,
 )
-from ..functor import substitute
+from ..functor import post_order_visit, substitute
 from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, SeqStmt, Stmt
 from .checks import complete_block_problem
 from .error import ScheduleError
@@ -77,9 +78,6 @@ def _bound_of(c: PrimExpr, value: PrimExpr, ana: Analyzer) -> tuple[str, PrimExp
 
 
 def _uses(e: PrimExpr, value: PrimExpr) -> bool:
-    from ..analysis import uses_var
-    from ..functor import post_order_visit
-
     found: list = []
     post_order_visit(value, lambda n: found.append(n) if isinstance(n, Var) else None)
     return any(uses_var(e, v) for v in found)

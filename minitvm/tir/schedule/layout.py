@@ -21,6 +21,7 @@ from ...ir.structural import structural_equal
 from ..buffer import BufferRegion
 from ..expr import Add, BufferLoad, FloorDiv, FloorMod, IntImm, IterVar, Mul, PrimExpr, Range, Var, const, is_const_int
 from ..functor import StmtExprMutator, post_order_visit, substitute
+from ..index_map import IndexMap, substitute_indices
 from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, Stmt
 from .error import ScheduleError
 from .shared_analyses import recompute_access_regions
@@ -60,8 +61,6 @@ class SimplifyAccesses(StmtExprMutator):
 def _fold_div_mod(e: PrimExpr) -> PrimExpr:
     """``x // c * c + x % c`` -> ``x``, also for a symbolic ``c`` (what inverting a fusion with a
     symbolic extent leaves behind; the arith simplifier folds only constant divisors)."""
-    from ...ir.structural import structural_equal
-
     class _Fold(StmtExprMutator):
         def visit_add_(self, n: Add) -> PrimExpr:
             a, b = self.visit(n.a), self.visit(n.b)
@@ -77,8 +76,6 @@ def _fold_div_mod(e: PrimExpr) -> PrimExpr:
 
 def apply_index_map(index_map: Any, args: list[PrimExpr], what: str) -> list[PrimExpr]:
     """``index_map(*args)`` as a list of expressions; a map of the wrong arity is refused."""
-    from ..index_map import IndexMap, substitute_indices
-
     if isinstance(index_map, IndexMap):
         if index_map.ndim != len(args):
             raise ScheduleError(f"{what}: the index map takes {index_map.ndim} indices but there are {len(args)}")

@@ -15,6 +15,7 @@ from ..functor import substitute
 from ..op import floordiv, floormod, logical_and
 from ..stmt import BlockRealize, For, ForKind, Stmt
 from ..thread_scope import THREAD_TAGS, is_thread_tag
+from .checks import check_compact_dataflow, is_affine_binding
 from .error import ScheduleError
 from .shared_analyses import is_const_true, loop_bounds, simplify
 from .tree import blocks_under, replace_stmt, walk_stmts
@@ -222,8 +223,6 @@ def reorder(root: Stmt, loops: list[For], path_of: Any) -> Stmt:
 def _check_reorderable(outer: For, names: list[str]) -> None:
     """Blocks under the reordered loops: spatial or reduction iterators only, and bindings
     affine in the loops from ``outer`` down (TVM's conditions)."""
-    from .checks import is_affine_binding
-
     for realize, path in walk_stmts(outer):
         if not isinstance(realize, BlockRealize):
             continue
@@ -242,8 +241,6 @@ def _check_reorderable(outer: For, names: list[str]) -> None:
 
 def set_loop_kind(root: Stmt, loop: For, kind: str, path: tuple, thread_axis: str | None = None) -> Stmt:
     """Mark ``loop`` parallel / vectorized / unrolled / thread-bound after checking it is legal."""
-    from .checks import check_compact_dataflow
-
     name = loop.loop_var.name
     if kind == ForKind.THREAD_BINDING and not is_thread_tag(thread_axis):
         raise ScheduleError(f"cannot bind loop {name} to {thread_axis!r}: not a GPU thread axis; use one of "

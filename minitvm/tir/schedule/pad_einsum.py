@@ -16,8 +16,9 @@ from typing import Any
 from ...arith import Analyzer
 from ...ir import replace
 from ..buffer import Buffer, BufferRegion, decl_buffer
-from ..expr import BufferLoad, IntImm, IterVar, PrimExpr, Range, Var, const
+from ..expr import Add, BufferLoad, FloatImm, IntImm, IterVar, PrimExpr, Range, Var, const
 from ..functor import StmtExprMutator
+from ..functor import post_order_visit as _visit
 from ..op import floordiv, if_then_else, logical_and
 from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, SeqStmt, Stmt
 from .error import ScheduleError
@@ -120,9 +121,6 @@ def _check_zero_padding_is_neutral(block: Block, reductions: list[Var]) -> None:
     and ``rhs`` is zero when every load indexed by a padded reduction iterator is zero.
     (TVM pads a ``T.max`` or ``exp`` reduction the same way and gets wrong numbers; here
     that is refused.)"""
-    from ..expr import Add, FloatImm
-    from ..functor import post_order_visit as _visit
-
     store = block.body
     why = None
     rhs = None

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...arith import Analyzer
 from ...ir.structural import structural_equal
 from ..analysis import uses_var, vars_used
 from ..buffer import Buffer
-from ..expr import FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr, Range, Var, const
+from ..expr import GE, LE, LT, Add, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr, Range, Sub, Var, const
 from ..functor import substitute
 from ..stmt import Block, BlockRealize, For, ForKind, Stmt
 from ..thread_scope import can_relax_storage_under_thread, storage_rank
@@ -33,8 +34,6 @@ Interval = tuple
 
 def analyzer_for(loop: For, loop_path: tuple) -> Any:
     """An analyzer that knows ``loop`` and the loops above it in its block scope."""
-    from ...arith import Analyzer
-
     ana = Analyzer()
     for s in (*loop_path, loop):
         if isinstance(s, Block):
@@ -144,8 +143,6 @@ def _solve_dim(provided: Interval, required: Interval, dim_max: PrimExpr, ana: A
 def _signed_var(e: PrimExpr, block_vars: list[Var]) -> tuple[Var, int, PrimExpr] | None:
     """``e`` as ``sign * v + rest``: one block variable ``v``, ``sign`` = +-1, ``rest`` free of
     block variables (a one-to-one map, so it can be inverted)."""
-    from ...arith import Analyzer
-
     found = [v for v in block_vars if uses_var(e, v)]
     if len(found) != 1:
         return None
@@ -282,8 +279,6 @@ def block_var_domains(block: Block, own_kind: str, partners: list, partner_kind:
 def constant_on_one_side(cond: PrimExpr, ana: Any) -> PrimExpr:
     """``x + k >= c`` as ``c - k <= x`` and ``x + k < c`` as ``x < c - k``: the forms TVM's
     simplifier gives these guards (constants gathered on one side, ``>=`` turned around)."""
-    from ..expr import GE, LE, LT, Add, Sub
-
     if not isinstance(cond, (GE, LT)):
         return cond
     lhs, rhs = ana.simplify(cond.a), ana.simplify(cond.b)

@@ -23,6 +23,7 @@ from typing import Any
 
 from ...arith import Analyzer
 from ...ir import replace
+from ...ir.structural import structural_equal
 from ..buffer import Buffer, BufferRegion, decl_buffer
 from ..expr import BufferLoad, IntImm, IterVar, PrimExpr, Range, Var, const
 from ..functor import StmtExprMutator, post_order_visit, substitute
@@ -31,7 +32,7 @@ from .block_annotate import access_buffer, valid_storage_scope
 from .error import ScheduleError
 from .layout import apply_index_map
 from .shared_analyses import domain_guard, index_bounds
-from .tree import block_realizes, replace_stmt, unique_block_name
+from .tree import block_realizes, child_stmts, replace_stmt, unique_block_name
 
 __all__ = ["reindex", "reindex_cache"]
 
@@ -153,7 +154,6 @@ def reindex(root: Stmt, realize: BlockRealize, path: tuple, kind: str, index: An
     post_order_visit(block, collect)
     if not accesses:
         raise ScheduleError(f"{what}: block {block.name_hint} does not load or store {buffer.name}")
-    from ...ir.structural import structural_equal
 
     if any(not structural_equal(a, accesses[0]) for a in accesses[1:]):
         raise ScheduleError(f"{what}: block {block.name_hint} accesses {buffer.name} at more than one "
@@ -220,8 +220,6 @@ def _cache_location(scope: Block, writer: Block | None, related: set[int], read:
 
 
 def _children(stmt: Stmt) -> list[Stmt]:
-    from .tree import child_stmts
-
     return child_stmts(stmt)
 
 

@@ -14,11 +14,12 @@ from ...ir.structural import structural_equal
 from ..analysis import uses_var, vars_used
 from ..buffer import Buffer, BufferRegion
 from ..expr import Add, BufferLoad, FloatImm, IntImm, IterVar, Max, Min, PrimExpr, Range, Var, const
-from ..functor import substitute
+from ..functor import pre_order_visit, substitute
 from ..op import max_value, min_value
 from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, SeqStmt, Stmt, seq
+from .checks import child_blocks, loop_var_ids, reduction_block_problem
 from .error import ScheduleError
-from .tree import ancestors, replace_stmt, unique_block_name, walk_stmts
+from .tree import ancestors, blocks_under, replace_stmt, unique_block_name, walk_stmts
 
 __all__ = ["rfactor", "match_reduction", "single_child_block"]
 
@@ -43,8 +44,6 @@ def single_child_block(loop: For) -> BlockRealize:
     """The one block under ``loop`` (blocks nested in it aside), as TVM's rfactor requires:
     rfactor rebuilds the loop nest around one reduction, so a sibling block sharing the loop
     would be left in a nest whose iterations no longer mean what they did."""
-    from .checks import child_blocks
-
     children = child_blocks(loop)
     where = f"cannot rfactor at loop {loop.loop_var.name}"
     if not children:
@@ -60,8 +59,6 @@ def single_child_block(loop: For) -> BlockRealize:
 def _check_reduction(realize: BlockRealize, path: tuple, name: str) -> None:
     """TVM's conditions: a reduction block of its scope, T.init storing where the update stores,
     and T.init giving the combiner's identity (0 for +, the lowest value for max ...)."""
-    from .checks import loop_var_ids, reduction_block_problem
-
     block = realize.block
     scope = next(s for s in reversed(path) if isinstance(s, Block))
     why = reduction_block_problem(realize, scope, loop_var_ids(path))
@@ -93,8 +90,6 @@ def _check_loops(loops: list[For], rf_loop: For, realize: BlockRealize, spatial_
     spatial one, the outermost loop starts with the block, the outermost reduction loop holds
     only the block, and no unbound loop (extent > 1) sits under a reduction loop; and, beyond
     TVM, an rfactor loop of extent > 1 drives a reduction iterator."""
-    from .tree import blocks_under
-
     block = realize.block
     first = blocks_under(loops[0])
     if not first or first[0] is not realize:
@@ -309,8 +304,6 @@ def _replace_reduction(root: Stmt, red: _Reduction, loop: For, rf_nest: Stmt, wr
 
 def _vars_in_order(e: PrimExpr) -> list[Var]:
     """The variables of ``e`` in order of first appearance."""
-    from ..functor import pre_order_visit
-
     seen: list[Var] = []
     pre_order_visit(e, lambda x: seen.append(x) if isinstance(x, Var) and all(x is not s for s in seen) else None)
     return seen

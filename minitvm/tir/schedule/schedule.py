@@ -15,9 +15,12 @@ import random
 from collections import Counter
 from typing import Any
 
+from ...ir import replace
 from ...ir.module import IRModule
+from ..analysis import uses_var
 from ..expr import IntImm, PrimExpr
 from ..function import PrimFunc
+from ..functor import substitute
 from ..index_map import as_index_map
 from ..stmt import Block, BlockRealize, For, ForKind
 from . import axis_separator as _axis_separator
@@ -41,11 +44,12 @@ from . import random_engine as _random_engine
 from . import reindex as _reindex
 from . import rfactor as _rfactor
 from . import rolling_buffer as _rolling_buffer
+from .checks import child_blocks
 from .error import ScheduleError
 from .primitive import primitive
 from .shared_analyses import simplify
 from .trace import BlockRV, ExprRV, LoopRV, Trace, random_vars_in
-from .tree import block_realizes, child_stmts, loops_above, walk_stmts
+from .tree import block_realizes, child_stmts, loops_above, replace_stmt, walk_stmts
 
 __all__ = ["Schedule"]
 
@@ -250,8 +254,6 @@ class Schedule:
         if isinstance(x, ExprRV):
             return int(self.get(x))
         if isinstance(x, PrimExpr):
-            from ..functor import substitute
-
             folded = simplify(substitute(x, {v: self.get(v) for v in random_vars_in(x)}))
             if not isinstance(folded, IntImm):
                 raise ScheduleError(f"{what} {x} is not a constant")
@@ -1096,9 +1098,6 @@ class Schedule:
         self._annotate(block_or_loop, lambda anns: {k: v for k, v in anns.items() if k != ann_key}, ann_key)
 
     def _annotate(self, rv: BlockRV | LoopRV, update: Any, must_have: str | None = None) -> None:
-        from ...ir import replace
-        from .tree import replace_stmt
-
         node = self.get(rv)
         if must_have is not None and must_have not in node.annotations:
             what = f"block {node.name_hint}" if isinstance(node, Block) else f"loop {node.loop_var.name}"
@@ -2253,8 +2252,6 @@ class Schedule:
                         vi, vj = T.axis.remap("SS", [i, j])
                         C[vi, vj] = B[vi, vj] + T.float32(1)
         """
-        from .tree import replace_stmt
-
         realize, _ = self._block(block)
         root = self._func(block.func_name).body
         new = _block_annotate.storage_align(root, realize.block, buffer_index, axis, factor, offset)
@@ -3106,8 +3103,6 @@ class Schedule:
                         T.block_attr({"explicit_read_region": [T.int32(0)]})
                         C[vi, vj] = B[vi, vj] + T.float32(1)
         """
-        from .tree import replace_stmt
-
         realize, _ = self._block(block)
         ranges = _buffer_access.ranges_map(realize.block, gen_new_ranges)
         new = _buffer_access.annotate_buffer_access(realize.block, int(buffer_index), buf_type, ranges)
@@ -3201,8 +3196,6 @@ class Schedule:
         """TVM's CollectComputeLocation: (-2 inline,) -1 root, then the consumer loops (by
         position) where compute_at succeeds: no unit loops, no spatial loop after a reduction
         loop, no reduction loop after the last spatial one."""
-        from .checks import child_blocks
-
         realize, path = self._block(block)
         func = self._func(block.func_name)
         outputs = self._output_buffers(func)
@@ -3235,8 +3228,6 @@ class Schedule:
 
         def iter_type(lp: For) -> str:
             """TVM's GetLoopIterType: what kind of block iterator the loop's variable feeds."""
-            from ..analysis import uses_var
-
             kinds = {iv.iter_type for r in child_blocks(lp) for iv, value in zip(r.block.iter_vars, r.iter_values)
                      if uses_var(value, lp.loop_var)}
             if kinds - {"spatial", "reduce"} or {"spatial", "reduce"} <= kinds:

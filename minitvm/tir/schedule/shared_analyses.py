@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...arith import Analyzer
 from ...ir import replace
 from ...ir.structural import structural_equal
 from ..analysis import get_block_read_write_region, vars_used
@@ -148,8 +149,6 @@ def domain_guard(values: list[PrimExpr], domains: list[Range], loops: list[For])
 
 def simplify(e: Any, bounds: dict | None = None) -> Any:
     """Simplify with the arith analyzer, knowing each loop variable's range."""
-    from ...arith import Analyzer
-
     ana = Analyzer()
     for var, extent in (bounds or {}).items():
         ana.bind(var, Range(const(0, extent.dtype), extent))

@@ -14,6 +14,9 @@ from typing import Any, Callable
 
 from ...ir.node import node, script_printer
 from ..expr import Var
+from ..functor import post_order_visit, substitute
+from ..index_map import IndexMap
+from ..lambda_text import parse_index_lambda
 
 __all__ = ["BlockRV", "LoopRV", "ExprRV", "Instruction", "InstructionKind", "Trace", "random_vars_in"]
 
@@ -176,8 +179,6 @@ def _lambda_text(fn: Any) -> str:
     """An index map as ``lambda i0, i1: (...)`` text, by applying it to fresh variables."""
     import inspect
 
-    from ..index_map import IndexMap
-
     if isinstance(fn, IndexMap):
         return repr(fn)
     names = list(inspect.signature(fn).parameters)
@@ -191,8 +192,6 @@ def _lambda_text(fn: Any) -> str:
 def _eval_lambda(text: str) -> Callable:
     """An index map back from the text :func:`_lambda_text` printed: parsed, never evaluated
     (the text comes from a file; only arithmetic on the lambda's parameters is admitted)."""
-    from ..lambda_text import parse_index_lambda
-
     return parse_index_lambda(text)
 
 
@@ -223,8 +222,6 @@ def _py_value(x: Any, names: dict[int, str]) -> str:
 
 
 def _is_index_map(x: Any) -> bool:
-    from ..index_map import IndexMap
-
     return isinstance(x, IndexMap)
 
 
@@ -437,7 +434,6 @@ class Trace:
             if isinstance(x, tuple):
                 return tuple(translate(e) for e in x)
             if hasattr(x, "dtype") and not isinstance(x, Var):  # an expression over sampled values
-                from ..functor import substitute
 
                 return substitute(x, {v: mapping[id(v)] for v in random_vars_in(x) if id(v) in mapping})
             return x
@@ -485,8 +481,6 @@ def _collect_rvs(x: Any, into: set[int]) -> None:
 
 def random_vars_in(e: Any) -> list[ExprRV]:
     """The sampled random variables (ExprRV) an expression uses."""
-    from ..functor import post_order_visit
-
     found: list = []
     post_order_visit(e, lambda n: found.append(n) if isinstance(n, ExprRV) else None)
     return found

@@ -13,6 +13,8 @@ from .flatten_buffer import FlattenBuffer
 from .lower_init_block import LowerInitBlock
 from .lower_opaque_block import LowerOpaqueBlock
 from .simplify import Simplify
+from .split_host_device import SplitHostDevice
+from .thread_sync import ThreadSync
 from .unify_thread_binding import UnifyThreadBinding
 from .verify_lowered import VerifyLowered
 
@@ -31,9 +33,6 @@ def device_lower_pipeline() -> Sequential:
     """After :func:`lower_pipeline`, for a GPU target: barriers where the threads of a block
     share data through shared memory (ThreadSync), then each kernel launch split into its own
     device function (SplitHostDevice), as TVM's build does."""
-    from .split_host_device import SplitHostDevice
-    from .thread_sync import ThreadSync
-
     return Sequential([ThreadSync("shared"), ThreadSync("shared.dyn"), SplitHostDevice()], name="tir.device_lower")
 
 

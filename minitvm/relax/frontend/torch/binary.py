@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ....tir.op_table import BINARY
 from ... import op as _op
-from ...expr import struct_info_of
+from ...expr import Tuple, struct_info_of
+from .unary import log1p_of
 
 
 def _compute_dtype(node, conv) -> str:
@@ -79,8 +80,6 @@ def div_mode(node, conv):
 def logaddexp(node, conv):
     """``log(exp(a) + exp(b))`` as ``m + log1p(exp(-|a - b|))`` with ``m = max(a, b)``;
     equal infinities give themselves."""
-    from .unary import log1p_of
-
     a, b = conv.operands(node.args[0], node.args[1], dtype=conv.dtype_of(node))
     m = conv.bb.emit(_op.maximum(a, b))
     d = conv.bb.emit(_op.negative(_op.abs(_op.subtract(a, b))))
@@ -110,8 +109,6 @@ def baddbmm(node, conv):
 
 
 def einsum(node, conv):
-    from ...expr import Tuple
-
     equation = node.args[0]
     return conv.bb.emit(_op.einsum(Tuple([conv.arg(t) for t in node.args[1]]), equation))
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import op as _op
-from ...expr import const
+from ...expr import PrimValue, const
 from ._common import arg_or
 
 
@@ -42,7 +42,6 @@ def arange(node, conv):
     step = values[2] if len(values) > 2 else node.kwargs.get("step", 1)
     if all(isinstance(v, (int, float)) for v in (start, end, step)):
         return torch_constant(node, conv)  # torch's own values (a float step accumulates its way)
-    from ...expr import PrimValue
 
     for v in (start, end, step):
         if isinstance(v, float):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ....ir import dtype as _dt
 from ... import op as _op
 from ...expr import struct_info_of
 
@@ -32,8 +33,6 @@ CONVERTERS = {
 
 def _check_dtype(node, conv):
     """A cast to a dtype minitvm has no kernels for (bfloat16, complex)."""
-    from ....ir import dtype as _dt
-
     val = node.meta.get("val")
     name = conv.dtype_name(val.dtype) if hasattr(val, "dtype") else None
     try:

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .exported_program import CONVERTER_KINDS
+from .exported_program import CONVERTER_KINDS, CONVERTERS
 from .fx_translator import _METHODS, _function_adapters, _module_adapters
 
 __all__ = ["supported_ops_markdown", "REGENERATE", "SWEEP", "OP_DB_RESULTS", "load_op_db_results"]
@@ -90,7 +90,6 @@ def _op_db_section(results: dict | None) -> list[str]:
              f"its graph. Rerun with `{SWEEP}`.", "",
              f"Samples: {total} — " + ", ".join(f"{k} {v}" for k, v in sorted(tally.items())) + ".", "",
              "Overloads op_db's samples use that minitvm does not convert (samples affected):", ""]
-    from .exported_program import CONVERTERS
 
     # (converters added since the sweep are no longer missing)
     missing = sorted(((op, n) for op, n in results["missing"].items() if op not in CONVERTERS),

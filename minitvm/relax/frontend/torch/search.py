@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ... import op as _op
-from ...expr import const
+from ...expr import const, struct_info_of
 from ._common import arg_or, norm_dim
 
 
@@ -69,8 +69,6 @@ def _ranks(conv, x, dim: int, n: int, descending: bool):
 
 
 def struct_shape(conv, x):
-    from ...expr import struct_info_of
-
     return struct_info_of(x).shape_values
 
 
