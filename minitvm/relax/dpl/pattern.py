@@ -365,7 +365,7 @@ class PatternContext:
 
     def match_dfb(self, block: Any) -> dict[DFPattern, Any] | None:
         """The first match of this context in the dataflow ``block`` (pattern -> variable), or None."""
-        from .graph import graph_matches  # here, not at the top: graph.py builds on this module
+        from .graph import graph_matches  # lazy: cycle -- graph.py builds on this module
 
         return next(graph_matches(self, block, {}), None)
 
