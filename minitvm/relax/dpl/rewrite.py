@@ -29,8 +29,6 @@ from ..expr import (
     VarBinding,
 )
 from ..expr_functor import ExprMutator
-from ..transform.canonicalize_bindings import canonicalize_bindings
-from ..transform.eliminate_common_subexpr import _CSE
 from .graph import graph_matches
 from .pattern import DFPattern, OrPattern, PatternContext, _Matcher
 
@@ -94,6 +92,10 @@ def _until_stable(make_round: Callable[[], ExprMutator], func: Function) -> Func
 
 def _tidy(func: Function) -> Function:
     """Fold trivial bindings, bind repeated values once and drop unused ones, until stable."""
+    # lazy: cycle -- relax.transform's rewrites (FoldBatchnormToConv2D ...) are written with relax.dpl
+    from ..transform.canonicalize_bindings import canonicalize_bindings
+    from ..transform.eliminate_common_subexpr import _CSE
+
     while True:
         new = canonicalize_bindings(func)
         new = _CSE(None, False).visit_expr(new)
