@@ -11,8 +11,8 @@ top-level package is reported as information; one that spans two (``ir`` -> ``ti
 between packages means one of them imports the other's half-loaded module.
 
 Imports of minitvm's own modules inside functions hide such circles from this graph, so each one
-says why it is there: ``# lazy: <reason>`` on its line or in the comment right above it (a cycle
-it avoids, an optional or heavy dependency, start-up time).
+says why it is there: ``# lazy: <reason>`` on its line or in the comment right above it or above
+its group of imports (a cycle it avoids, an optional or heavy dependency, start-up time).
 """
 
 from __future__ import annotations
@@ -143,9 +143,13 @@ def _describe(circle: list[str], graph: dict[str, dict[str, int]]) -> str:
 
 
 def _comment_above(lines: list[str], line: int) -> list[str]:
-    """The comment lines right above 1-based ``line`` (a block of ``#`` lines, nearest first)."""
+    """The comment right above 1-based ``line`` (a block of ``#`` lines, nearest first), or above
+    the group of import lines it belongs to: one reason may serve imports written together."""
+    above = list(reversed(lines[: line - 1]))
+    while above and above[0].lstrip().startswith(("from ", "import ")):
+        above.pop(0)
     block = []
-    for text in reversed(lines[: line - 1]):
+    for text in above:
         if not text.lstrip().startswith("#"):
             break
         block.append(text)
