@@ -103,7 +103,7 @@ def warm_up_torch() -> None:
     # imported here, not at the top: only a chapter whose files import torch pays for torch
     import torch
 
-    from ..relax.frontend.torch import from_exported_program
+    from ..relax.frontend.torch import from_exported_program  # lazy: the same reason as torch's, above
 
     try:  # torch.fx's interpreter opens a hidden tqdm bar, and tqdm's first bar starts a monitor thread
         from tqdm import tqdm as bars
