@@ -46,12 +46,11 @@ if str(ROOT) not in sys.path:
 
 
 def setup_environment(omp_wait_policy: str | None = "active") -> dict[str, Any]:
-    """Settings that must be in place before libgomp / OpenBLAS load.
+    """Settings that must be in place before torch's libgomp / OpenBLAS load.
 
-    ``OMP_WAIT_POLICY``: minitvm loads libgomp PASSIVE unless told otherwise (idle workers
-    sleep; a parallel region then costs ~8 us to wake them).  Benchmarks default to
-    ``active`` (spinning workers) unless the caller's environment already chose; pass
-    ``None`` to leave it alone.  Must run before the first ``minitvm.build``.
+    ``OMP_WAIT_POLICY`` is read by torch's libgomp only (minitvm's parallel loops run on its own
+    thread pool).  Benchmarks default to ``active`` (spinning workers) unless the caller's
+    environment already chose; pass ``None`` to leave it alone.  Must run before torch loads.
     """
     if omp_wait_policy and "OMP_WAIT_POLICY" not in os.environ:
         os.environ["OMP_WAIT_POLICY"] = omp_wait_policy

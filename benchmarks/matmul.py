@@ -44,11 +44,10 @@ micro-kernel: the other way TVM teaches to get there.
 
 Measured variants of ``best`` are listed in a comment above ``BEST`` below.
 
-OMP_WAIT_POLICY: ``passive`` (minitvm's own default) is the default here.  ``active`` makes
-``best`` ~3-5% faster on an idle machine, but the spinning libgomp worker keeps a core busy
-after every minitvm call, so numpy and torch timed in the same process (the interleaved
-rounds) lose up to half their speed, and any other process on the machine halves a
-2-thread kernel: under a test suite on one core every minitvm row collapsed to ~24 ms.
+OMP_WAIT_POLICY (``--omp-wait-policy``, ``passive`` by default) reaches torch's libgomp only:
+minitvm's parallel loops run on its own thread pool, whose idle workers sleep.  ``active``
+keeps torch's workers spinning after every torch call, which slows what else runs in the
+process (the interleaved rounds) and on the machine.
 """
 
 from __future__ import annotations
@@ -100,7 +99,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--wait-idle", type=float, default=60.0,
                    help="wait up to this many seconds for the other processes to leave both cores idle")
     p.add_argument("--omp-wait-policy", default="passive", choices=["active", "passive", "env"],
-                   help="OMP_WAIT_POLICY for minitvm's libgomp ('env': leave the environment alone)")
+                   help="OMP_WAIT_POLICY for torch's libgomp ('env': leave the environment alone)")
     p.add_argument("--no-torch", action="store_true")
     p.add_argument("--no-json", action="store_true")
     p.add_argument("--quiet-trace", action="store_true", help="do not print the best schedule's trace")

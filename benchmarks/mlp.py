@@ -189,8 +189,8 @@ def import_torch(use_torch: bool = True):
 
 def main(argv: list[str] | None = None) -> list[Row]:
     args = parse_args(argv)
-    # torch first: minitvm's parallel loops then share torch's libgomp, left at its default wait
-    # policy (forcing "passive" slows torch eager; see run.py)
+    # torch's libgomp is left at its default wait policy (forcing "passive" slows torch eager; see
+    # run.py); minitvm's parallel loops run on its own thread pool
     setup_environment(omp_wait_policy=None)
     torch = import_torch(not args.no_torch)
     from minitvm import relax

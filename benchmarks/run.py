@@ -39,8 +39,9 @@ tuning benchmark of ``tuning.py`` instead, which takes minutes to an hour):
   ``$MINITVM_BENCH_TVM_PYTHON``); otherwise the table says "not installed".  TVM runs after
   all torch measurements, in its own process, with TVM_NUM_THREADS=2 and the CPU named.
 
-Threads: torch and minitvm run 2 threads each and share torch's libgomp, whose wait policy is
-left as the environment has it (``--omp-wait-policy`` overrides; ``passive`` slows torch eager).
+Threads: torch and minitvm run 2 threads each, torch on its libgomp, whose wait policy is left
+as the environment has it (``--omp-wait-policy`` overrides; ``passive`` slows torch eager), and
+minitvm on its own thread pool.
 
 Columns: ``x torch`` / ``x numpy`` are time / baseline time of the same case (lower is
 better; 0.5x = twice as fast); ``x best`` is a minitvm row's time / the fastest peer's of
@@ -586,7 +587,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--peers", default=",".join(peers_bench.PEERS),
                    help=f"comma list of zoo peers from {','.join(peers_bench.PEERS)}, or 'none'")
     p.add_argument("--omp-wait-policy", default="env", choices=["env", "passive", "active"],
-                   help="OMP_WAIT_POLICY for the libgomp torch and minitvm share ('env': leave it alone)")
+                   help="OMP_WAIT_POLICY for torch's libgomp ('env': leave it alone)")
     return p.parse_args(argv)
 
 
@@ -669,10 +670,10 @@ def main(argv: list[str] | None = None) -> tuple[list[Entry], Path]:
         raise SystemExit(0)
     args = parse_args(argv)
     cfg = make_config(args)
-    # torch loads its libgomp first and minitvm's parallel loops then share it (same soname), so one
-    # wait policy serves both: by default the environment's (libgomp's own: spin briefly, then
-    # sleep).  "passive" made torch eager 1.6-1.9x slower on the zoo models (every op's parallel
-    # region wakes sleeping workers), which flatters minitvm.
+    # torch's libgomp keeps the environment's wait policy by default (libgomp's own: spin briefly,
+    # then sleep); minitvm's parallel loops run on its own thread pool.  "passive" made torch
+    # eager 1.6-1.9x slower on the zoo models (every op's parallel region wakes sleeping
+    # workers), which flatters minitvm.
     setup_environment(None if args.omp_wait_policy == "env" else args.omp_wait_policy)
     warnings.filterwarnings("ignore", message=".*LeafSpec.*")  # torch.export's own deprecation noise
     torch = import_torch()
