@@ -34,6 +34,7 @@ def _round_trip_checked(mod_or_func, name=None):
 SLOW_FIRST = (
     "tests/viz/test_chapters_in_browser.py",
     "tests/fuzz/test_relax_fuzz.py",
+    "tests/fuzz/test_tir_fuzz.py",
     "tests/meta_schedule/test_tune_tir.py",
     "tests/relax/frontend/torch/test_zoo_dynamic.py",
     "tests/relax/frontend/torch/test_zoo.py",
