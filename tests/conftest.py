@@ -28,6 +28,31 @@ def _round_trip_checked(mod_or_func, name=None):
     return mod
 
 
+#: The files whose tests take longest (tens of seconds each, `pytest --durations`), run first so
+#: that the two workers of `./dev test` (`-n 2 --dist worksteal`) do not end with one of them
+#: running a long test alone while the other has nothing left; longest first.
+SLOW_FIRST = (
+    "tests/viz/test_chapters_in_browser.py",
+    "tests/fuzz/test_relax_fuzz.py",
+    "tests/fuzz/test_tir_fuzz.py",
+    "tests/meta_schedule/test_tune_tir.py",
+    "tests/relax/frontend/torch/test_zoo_dynamic.py",
+    "tests/relax/frontend/torch/test_zoo.py",
+    "tests/benchmarks/test_run_benchmark.py",
+)
+
+
+def _slow_rank(item) -> int:
+    path = item.nodeid.split("::", 1)[0]
+    return SLOW_FIRST.index(path) if path in SLOW_FIRST else len(SLOW_FIRST)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The slow files first (in SLOW_FIRST's order), every other test after them in collection
+    order (a stable sort: the order inside a file is kept)."""
+    items.sort(key=_slow_rank)
+
+
 @pytest.fixture(autouse=True)
 def round_trip_every_built_function(monkeypatch):
     """Wrap the driver so each build also checks parse(print(f)) == f."""

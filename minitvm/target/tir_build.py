@@ -231,7 +231,7 @@ def build_kernels(mod_or_func: Any, target: Any = "llvm", name: str | None = Non
         cached = _KERNEL_CACHE.get(key, mod)
         if cached is not None:
             return cached
-    lowered = lower_to_module(mod)
+    lowered = lower_pipeline()(mod)  # ``mod`` is normalized: lower_to_module would normalize it again
     if target.kind.name in GPU_KINDS:  # barriers where threads share data, then kernels split off
         lowered = device_lower_pipeline()(lowered)
     lowered = _instrument(lowered, target, checks_by_default)

@@ -316,3 +316,16 @@ def test_build_takes_tvms_pipeline_argument():
         assert "mm_relu" in minitvm.build(mod, "llvm", pipeline).ir_module
     with pytest.raises(NotImplementedError, match=r"minitvm.build\(pipeline=...\).*'s_tir'"):
         minitvm.build(mod, "llvm", "s_tir")
+
+
+def test_a_build_normalizes_its_module_once(monkeypatch):
+    """The suite's print/parse check wraps ``normalize_module`` (tests/conftest.py): one build
+    must run it once, not again inside the lowering (it was twice, a cost on every test)."""
+    from minitvm.target import tir_build
+
+    calls = []
+    checked = tir_build.normalize_module  # the conftest's round-trip wrapper
+    monkeypatch.setattr(tir_build, "normalize_module", lambda m, name=None: calls.append(name) or checked(m, name))
+    tir_build.clear_kernel_cache()
+    lib = minitvm.build(MMRelu["mm_relu"], "llvm", name="once")
+    assert calls == ["once"] and "once" in lib

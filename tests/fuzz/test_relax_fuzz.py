@@ -31,8 +31,15 @@ def assert_outputs(got, want, scale, what):
         np.testing.assert_allclose(g, w, **tolerance("float32", scale), err_msg=f"{what}: output {k}")
 
 
+#: graphs checked in this process: hypothesis draws a few graphs twice (about 1 in 15 of the
+#: ci profile's), and a second check of the same graph with the same seeded inputs checks nothing new
+_PASSED: set = set()
+
+
 @given(graph=relax_graphs())
 def test_random_graph_matches_numpy(graph):
+    if graph in _PASSED:
+        return
     mod = graph.build()
     note(mod.script())
     assert_round_trip(mod)
@@ -48,3 +55,4 @@ def test_random_graph_matches_numpy(graph):
         for k, (native, interpreted) in enumerate(zip(out, bytecode)):
             np.testing.assert_array_equal(native, interpreted, err_msg=f"pipeline {pipeline!r}: output {k}, "
                                           f"native entry ({'main' in vm.native_entries}) vs bytecode")
+    _PASSED.add(graph)  # only once every check above has passed

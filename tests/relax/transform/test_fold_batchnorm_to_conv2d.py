@@ -86,8 +86,10 @@ def test_default_pipeline_folds_a_resnet_and_matches_torch():
     from minitvm.relax.frontend.torch import from_exported_program
     from minitvm.testing import zoo
 
+    from ..frontend.torch.zoo_cache import exported
+
     m = zoo.MODELS["resnet_block"]
-    mod = from_exported_program(zoo.export(m, 2), unwrap_unit_return_tuple=True)
+    mod = from_exported_program(exported("resnet_block", 2), unwrap_unit_return_tuple=True)
     lowered = relax.get_pipeline("default")(mod)
     assert "batch_norm" not in lowered.script()
     x = m.example_inputs(2)

@@ -80,8 +80,10 @@ def test_zoo_transformers_get_one_attention_kernel(name):
     from minitvm.relax.frontend.torch import from_exported_program
     from minitvm.testing import zoo
 
+    from ..frontend.torch.zoo_cache import exported
+
     m = zoo.MODELS[name]
-    mod = from_exported_program(zoo.export(m, 1), unwrap_unit_return_tuple=True)
+    mod = from_exported_program(exported(name, 1), unwrap_unit_return_tuple=True)
     lowered = relax.get_pipeline("default")(mod)
     attention = [k for k in _kernels(lowered) if "softmax" in k]
     assert len(attention) == 1 and attention[0].count("matmul") == 2

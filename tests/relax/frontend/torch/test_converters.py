@@ -10,7 +10,7 @@ import torch
 import minitvm
 from minitvm.relax.frontend.torch import CONVERTERS, from_exported_program
 
-from .test_zoo import compile_zero
+from .zoo_cache import compile_zero
 
 
 def ops_of(ep):

@@ -13,7 +13,7 @@ from minitvm.relax.frontend import detach_params
 from minitvm.relax.frontend.torch import from_fx
 from minitvm.testing import zoo
 
-from .test_zoo import compile_zero
+from .zoo_cache import compile_zero
 
 
 def _info(*inputs):

@@ -12,18 +12,12 @@ from minitvm import relax
 from minitvm.relax.frontend.torch import from_exported_program
 from minitvm.testing import zoo
 
+from .zoo_cache import compile_zero, exported
+
 NAMES = ["mlp", "lenet", "mlc_mnist", "resnet_block", "resnet_small", "depthwise_separable", "transformer_sdpa",
          "transformer_explicit", "embedding_posenc",
          # real architectures of four families (issue 18)
          "llama_decoder", "bert_encoder", "mobilenet_tf_same", "audio_encoder"]
-
-
-def compile_zero(mod):
-    """The zero pipeline (legalize and fuse, no schedules), LLVM, a VM on the CPU; the zero
-    pipeline has run, so ``compile`` adds no Relax pipeline of its own (only the VM lowering)."""
-    mod = relax.get_pipeline("zero")(mod)
-    ex = minitvm.compile(mod, target="llvm", relax_pipeline=None)
-    return relax.VirtualMachine(ex, minitvm.cpu())
 
 
 def eager(model, inputs):
@@ -53,7 +47,7 @@ def test_build_and_inputs_are_seeded(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_zoo_model_matches_torch(name, batch):
     m = zoo.MODELS[name]
-    mod = from_exported_program(zoo.export(m, batch), unwrap_unit_return_tuple=True)
+    mod = from_exported_program(exported(name, batch), unwrap_unit_return_tuple=True)
     vm = compile_zero(mod)
     inputs = m.example_inputs(batch)
     got = vm["main"](*(minitvm.nd.array(x.numpy()) for x in inputs)).numpy()
@@ -71,7 +65,7 @@ def test_batch_norm_statistics_are_not_trivial():
 def test_the_new_architectures_use_what_they_are_named_for():
     """Each family exercises its defining operators (so a simplification cannot hide them)."""
     def ops(name):
-        ep = zoo.export(zoo.MODELS[name], 2)
+        ep = exported(name, 2)
         return {str(n.target) for n in ep.graph.nodes if n.op == "call_function"}
 
     llama = ops("llama_decoder")
@@ -86,8 +80,8 @@ def test_the_new_architectures_use_what_they_are_named_for():
 
 
 def test_the_transformers_differ_only_in_attention_and_activation():
-    sdpa = from_exported_program(zoo.export(zoo.MODELS["transformer_sdpa"], 2)).script()
-    explicit = from_exported_program(zoo.export(zoo.MODELS["transformer_explicit"], 2)).script()
+    sdpa = from_exported_program(exported("transformer_sdpa", 2)).script()
+    explicit = from_exported_program(exported("transformer_explicit", 2)).script()
     assert "R.nn.gelu" in sdpa and "R.nn.gelu" not in explicit and "R.sigmoid" in explicit
     assert "R.where" in sdpa and "R.where" in explicit
     assert "R.strided_slice" in explicit  # the causal buffer sliced to the sequence length
@@ -102,7 +96,7 @@ def test_zoo_model_through_the_default_pipeline_matches_torch(name, capfd):
     exactly the values the bytecode VM computes kernel by kernel (checked here rather than in
     tests/relax/vm/test_native_entry.py, so that each model is compiled once)."""
     m = zoo.MODELS[name]
-    ep = zoo.export(m, 2)
+    ep = exported(name, 2)
     capfd.readouterr()
     mod = from_exported_program(ep, unwrap_unit_return_tuple=True)
     ex = minitvm.compile(mod, target="llvm")

@@ -1,5 +1,7 @@
 """Zoo models exported with a dynamic batch (``torch.export.Dim``): compiled once, run at two
-batch sizes; torch tensors go into the VM directly and come back with ``torch.from_dlpack``."""
+batch sizes; torch tensors go into the VM directly and come back with ``torch.from_dlpack``.
+(Each model is exported and compiled once per process, ``zoo_cache.dynamic_zero``: the DLPack
+and entry-check tests use the programs the two-sizes test checked.)"""
 
 from __future__ import annotations
 
@@ -8,19 +10,18 @@ import pytest
 import torch
 
 import minitvm
-from minitvm.relax.frontend.torch import from_exported_program
 from minitvm.testing import zoo
 
-from .test_zoo import NAMES, compile_zero, eager
+from .test_zoo import NAMES, eager
+from .zoo_cache import dynamic_zero
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_dynamic_batch_compiles_once_and_runs_at_two_sizes(name):
     m = zoo.MODELS[name]
-    mod = from_exported_program(zoo.export(m, 1, dynamic_batch=True), unwrap_unit_return_tuple=True)
+    mod, vm = dynamic_zero(name)
     batch_dim = mod["main"].params[0].struct_info.shape_values[0]
     assert isinstance(batch_dim, minitvm.tir.Var) and batch_dim.name == "batch"
-    vm = compile_zero(mod)
     model = m.build()
     for batch in (1, 3):
         inputs = m.example_inputs(batch)
@@ -32,7 +33,7 @@ def test_dynamic_batch_compiles_once_and_runs_at_two_sizes(name):
 
 def test_torch_tensors_in_and_out_through_dlpack():
     m = zoo.MODELS["mlc_mnist"]
-    vm = compile_zero(from_exported_program(zoo.export(m, 2, dynamic_batch=True), unwrap_unit_return_tuple=True))
+    _, vm = dynamic_zero("mlc_mnist")
     model = m.build()
     for batch in (2, 5):
         (x,) = m.example_inputs(batch)
@@ -44,7 +45,7 @@ def test_torch_tensors_in_and_out_through_dlpack():
 
 def test_wrong_dtype_or_sequence_length_is_reported_at_entry():
     m = zoo.MODELS["embedding_posenc"]
-    vm = compile_zero(from_exported_program(zoo.export(m, 2, dynamic_batch=True), unwrap_unit_return_tuple=True))
+    _, vm = dynamic_zero("embedding_posenc")
     (ids,) = m.example_inputs(2)
     with pytest.raises(TypeError, match="main: argument 'ids' expects dtype int64, got int32"):
         vm["main"](ids.to(torch.int32))
