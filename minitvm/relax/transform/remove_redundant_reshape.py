@@ -38,13 +38,15 @@ _PATTERN = _reshape_of_reshape | _copy | _transpose
 
 
 def _rewrite(expr: Any, m: dict[DFPattern, Any]) -> Any:
+    # ``expr`` may be a variable bound to the matched call (the matcher looks through bindings):
+    # read the call itself from the matches
     x = m[_x]
     if _inner_reshape in m:  # reshape(reshape(x, s1), s2) -> reshape(x, s2)
-        return reshape(x, expr.args[1])
+        return reshape(x, m[_reshape_of_reshape].args[1])
     if _transpose in m:
-        axes = expr.attrs.get("axes")
+        axes = m[_transpose].attrs.get("axes")
         return x if axes is not None and list(axes) == list(range(struct_info_of(x).ndim)) else expr
-    return x if _same_tensor_type(struct_info_of(x), struct_info_of(expr)) else expr
+    return x if _same_tensor_type(struct_info_of(x), struct_info_of(m[_copy])) else expr
 
 
 def _same_tensor_type(a: Any, b: Any) -> bool:

@@ -47,3 +47,20 @@ def test_nothing_to_remove_returns_the_module():
         bb.emit_func_output(bb.emit(relax.op.reshape(x, (3, 2))))
     mod = bb.get()
     assert relax.transform.RemoveRedundantReshape()(mod) is mod
+
+
+def test_a_copy_read_through_an_alias():
+    # the fuzzer's case: the output is ``gv = lv`` with ``lv`` a transpose; the matcher looks
+    # through the alias, so the rewriter must read the call from its matches, not the alias
+    x = relax.Var("x", relax.TensorStructInfo((2, 1, 3), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            lv = bb.emit(relax.op.permute_dims(x, (0, 2, 1)))
+            gv = bb.emit_output(lv)
+        bb.emit_func_output(gv)
+    mod = bb.get()
+    new = relax.transform.RemoveRedundantReshape()(mod)
+    data = np.random.default_rng(6).standard_normal((2, 1, 3)).astype("float32")
+    got = relax.VirtualMachine(minitvm.compile(new, "llvm"), minitvm.cpu())["main"](data).numpy()
+    np.testing.assert_allclose(got, data.transpose(0, 2, 1), rtol=1e-6)
