@@ -361,6 +361,37 @@ def flip(node, conv):
     return x
 
 
+def _diagonal_of(conv, x, shape, offset, dim1, dim2):
+    """The diagonal of ``x`` over ``dim1``/``dim2`` as its last axis (torch.diagonal): those two
+    axes moved last and flattened, then the diagonal's flat positions taken."""
+    ndim = len(shape)
+    d1, d2 = norm_dim(dim1, ndim, "aten.diagonal"), norm_dim(dim2, ndim, "aten.diagonal")
+    if d1 == d2:
+        raise ValueError(f"aten.diagonal: dim1 and dim2 are the same axis ({dim1}, {dim2})")
+    n, m = shape[d1], shape[d2]
+    if not isinstance(n, int) or not isinstance(m, int):
+        raise NotImplementedError("aten.diagonal: the two axes need static sizes, got "
+                                  f"{n} and {m}")
+    rows = range(max(0, -offset), max(0, -offset) + max(0, min(n + min(offset, 0), m - max(offset, 0))))
+    flat = np.array([r * m + r + offset for r in rows], dtype="int64")
+    rest = [d for d in range(ndim) if d not in (d1, d2)]
+    moved = conv.bb.emit(_op.permute_dims(x, rest + [d1, d2]))
+    folded = conv.bb.emit(_op.reshape(moved, [shape[d] for d in rest] + [n * m]))
+    return conv.bb.emit(_op.take(folded, const(flat), axis=len(rest)))
+
+
+def diagonal(node, conv):
+    """``torch.diagonal(x, offset, dim1, dim2)``: the diagonal as a new last axis."""
+    return _diagonal_of(conv, conv.arg(node.args[0]), conv.shape_of(node.args[0]),
+                        int(arg_or(node, 1, "offset", 0)), arg_or(node, 2, "dim1", 0), arg_or(node, 3, "dim2", 1))
+
+
+def trace(node, conv):
+    """``torch.trace(x)`` of a matrix: the sum of its diagonal, in the dtype torch sums in."""
+    diag = _diagonal_of(conv, conv.arg(node.args[0]), conv.shape_of(node.args[0]), 0, 0, 1)
+    return conv.bb.emit(_op.sum(conv.as_dtype(diag, conv.dtype_of(node))))
+
+
 def broadcast_tensors(node, conv):
     """``torch.broadcast_tensors(*xs)``: each broadcast to the common shape torch recorded."""
     return [conv.bb.emit(_op.broadcast_to(conv.arg(x), [conv._prim(d) for d in v.shape]))
@@ -623,6 +654,8 @@ CONVERTERS = {
     "aten.narrow.default": narrow,
     "aten.roll.default": roll,
     "aten.flip.default": flip,
+    "aten.diagonal.default": diagonal,
+    "aten.trace.default": trace,
     "aten.flipud.default": _flip_axis(0),
     "aten.fliplr.default": _flip_axis(1),
     "aten.broadcast_tensors.default": broadcast_tensors,

@@ -285,3 +285,19 @@ def test_run_ep_decomposition_false_converts_the_program_as_exported():
     got = _compile(mod)["main"](minitvm.nd.array(x.numpy())).numpy()
     with torch.no_grad():
         np.testing.assert_allclose(got, model(x).numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_diagonal_and_trace_match_eager():
+    # torch.diagonal with offsets on either side and axes in any order; trace of float and int
+    class Diagonals(torch.nn.Module):
+        def forward(self, x, n):
+            return (torch.diagonal(x, 1, 0, 2) * 2, torch.diagonal(x, -2, 2, 1), torch.diagonal(x, 7),
+                    torch.trace(x[0]), torch.trace(n))
+
+    x = torch.randn(3, 4, 5)
+    n = torch.randint(-9, 9, (4, 6), dtype=torch.int32)
+    mod = from_exported_program(torch.export.export(Diagonals(), (x, n)))
+    got = _compile(mod)["main"](minitvm.nd.array(x.numpy()), minitvm.nd.array(n.numpy()))
+    for value, want in zip(got, Diagonals()(x, n)):
+        assert value.numpy().dtype == want.numpy().dtype and value.numpy().shape == tuple(want.shape)
+        np.testing.assert_allclose(value.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
