@@ -55,6 +55,8 @@ ATTRIBUTE_RENAMES: list[tuple[str, str]] = [
     ("minitvm_ffi:convert", "minitvm.runtime:convert"),
     ("minitvm_ffi:structural_equal", "minitvm.ir:structural_equal"),
     ("minitvm_ffi:Shape", "minitvm.runtime:ShapeTuple"),
+    ("minitvm_ffi:Array", "minitvm.ir:Array"),
+    ("minitvm_ffi:Map", "minitvm.ir:Map"),
     ("minitvm.support.utils:tempdir", "minitvm.contrib.utils:tempdir"),
     ("minitvm.relax.frontend.torch.exported_program_translator:ExportedProgramImporter",
      "minitvm.relax.frontend.torch.exported_program:ExportedProgramConverter"),

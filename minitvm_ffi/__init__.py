@@ -7,10 +7,7 @@ tvm_ffi.register_global_func(...)``).  Here each name is the same object as mini
 
 from __future__ import annotations
 
-import abc
-from typing import Any
-
-from minitvm.ir import structural_equal, structural_hash
+from minitvm.ir import Array, Map, structural_equal, structural_hash
 from minitvm.runtime import from_dlpack
 from minitvm.runtime.registry import PackedFunc as Function
 from minitvm.runtime.registry import convert, get_global_func, list_global_func_names, register_global_func
@@ -18,24 +15,3 @@ from minitvm.runtime.vm.builtins import ShapeTuple as Shape
 
 __all__ = ["register_global_func", "get_global_func", "list_global_func_names", "Function", "from_dlpack", "convert",
            "structural_equal", "structural_hash", "Shape", "Array", "Map"]
-
-
-class Array(abc.ABC):  # noqa: B024 - a name to test against, no methods of its own
-    """TVM's runtime sequence (a VM's tuple result is one).  minitvm's runtime is Python, so its
-    arrays are tuples and lists: ``isinstance(vm_out, tvm_ffi.Array)`` holds for them, and
-    ``Array(items)`` makes a list."""
-
-    def __new__(cls, items: Any = ()) -> Any:  # type: ignore[misc]
-        return list(items)
-
-
-class Map(abc.ABC):  # noqa: B024 - as Array
-    """TVM's runtime mapping: a dict here (``Map(pairs)`` makes one)."""
-
-    def __new__(cls, items: Any = ()) -> Any:  # type: ignore[misc]
-        return dict(items)
-
-
-Array.register(tuple)
-Array.register(list)
-Map.register(dict)

@@ -3,6 +3,7 @@
 import importlib
 
 from . import base, dtype
+from .container import Array, Map
 from .global_info import DummyGlobalInfo, GlobalInfo, VDevice
 from .module import GlobalVar, IRModule
 from .node import Node, node, replace
@@ -10,7 +11,7 @@ from .op import Op, register_op, register_op_attr
 from .span import Span
 from .structural import assert_structural_equal, structural_equal, structural_hash
 
-__all__ = ["base", "Node", "node", "replace", "GlobalVar", "IRModule", "dtype", "Op", "register_op",
+__all__ = ["Array", "Map", "base", "Node", "node", "replace", "GlobalVar", "IRModule", "dtype", "Op", "register_op",
            "register_op_attr",
            "structural_equal", "structural_hash", "assert_structural_equal", "Range",
            "GlobalInfo", "VDevice", "DummyGlobalInfo", "Span"]

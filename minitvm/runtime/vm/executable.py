@@ -323,6 +323,14 @@ class Executable:
         with open(path, "wb") as f:
             f.write(blob)
 
+    def __getitem__(self, name: str) -> Any:
+        """TVM's executable module functions by name: ``ex["stats"]()``, ``ex["as_text"]()``."""
+        functions = {"stats": self.stats, "as_text": self.as_text}
+        if name not in functions:
+            raise AttributeError(f"the executable has no function {name!r}; it has: {', '.join(functions)} "
+                                 "(its Relax functions run through relax.VirtualMachine(ex, dev))")
+        return functions[name]
+
     def export_library(self, file_name: str, *, workspace_dir: str | None = None, **kwargs: Any) -> None:
         """TVM's name for :meth:`save`.  ``workspace_dir`` keeps what went into the file, for a
         look: ``lib0.o`` (the kernels' object code, as TVM's intermediate object), ``lib0.ll``

@@ -280,3 +280,12 @@ def test_export_library_keeps_its_workspace_when_asked(tmp_path):
                                np.maximum(x @ w, 0), rtol=1e-5, atol=1e-5)
     with pytest.raises(NotImplementedError, match="fcompile"):
         ex.export_library(str(tmp_path / "again.so"), fcompile=print)
+
+
+def test_stats_lists_constants_and_globals(weights):
+    # TVM's export tutorial prints loaded["stats"]() after loading
+    ex = build_mlp(weights, scale=2.0)
+    assert ex["stats"]() == ex.stats() and f"constants: {len(ex.constants)}" in ex.stats()
+    assert ex["as_text"]() == ex.as_text()
+    with pytest.raises(AttributeError, match="no function 'forward'.*VirtualMachine"):
+        ex["forward"]
