@@ -48,21 +48,9 @@ def code_blocks(text: str) -> list[str]:
 
 # runs inside the subprocess: alias tvm to minitvm, run the blocks, report one JSON line each
 RUNNER = r'''
-import importlib, importlib.abc, importlib.util, json, linecache, signal, sys, traceback
-ALIASES = {"tvm": "minitvm", "tvm_ffi": "minitvm_ffi"}
-
-class Alias(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):
-        head, _, rest = name.partition(".")
-        if head not in ALIASES:
-            return None
-        real = importlib.import_module(ALIASES[head] + ("." + rest if rest else ""))
-        class Loader(importlib.abc.Loader):
-            def create_module(self, spec): return real
-            def exec_module(self, module): module.__spec__ = real.__spec__
-        return importlib.util.spec_from_loader(name, Loader())
-
-sys.meta_path.insert(0, Alias())
+import json, linecache, signal, sys, traceback
+from minitvm.eras import EraFinder
+sys.meta_path.insert(0, EraFinder({"tvm": "minitvm", "tvm_ffi": "minitvm_ffi"}))
 blocks, timeout = json.loads(sys.stdin.read())
 def on_alarm(*_): raise TimeoutError(f"block ran past {timeout} s")
 signal.signal(signal.SIGALRM, on_alarm)

@@ -63,9 +63,9 @@ ATTRIBUTE_RENAMES: list[tuple[str, str]] = [
 ]
 
 
-def canonical_module(name: str) -> str | None:
+def canonical_module(name: str, renames: dict[str, str] = MODULE_RENAMES) -> str | None:
     """The module implementing ``name`` when ``name`` is a renamed path (else None)."""
-    for new, old in MODULE_RENAMES.items():
+    for new, old in renames.items():
         if name == new or name.startswith(new + "."):
             return old + name[len(new):]
     return None
@@ -88,11 +88,15 @@ class _Same(importlib.abc.Loader):
 
 
 class EraFinder(importlib.abc.MetaPathFinder):
-    """Resolves ``import minitvm.tirx...`` and the other renamed paths to the one module."""
+    """Resolves ``import minitvm.tirx...`` and the other renamed paths to the one module (any
+    prefix table: ``benchmarks/tvm_tutorials.py`` answers ``import tvm`` with minitvm this way)."""
+
+    def __init__(self, renames: dict[str, str] = MODULE_RENAMES) -> None:
+        self.renames = renames
 
     def find_spec(self, fullname: str, path: object = None, target: object = None
                   ) -> importlib.machinery.ModuleSpec | None:
-        canonical = canonical_module(fullname)
+        canonical = canonical_module(fullname, self.renames)
         if canonical is None or fullname in sys.modules:
             return None
         module = importlib.import_module(canonical)
@@ -100,5 +104,5 @@ class EraFinder(importlib.abc.MetaPathFinder):
 
 
 def install() -> None:
-    if not any(isinstance(f, EraFinder) for f in sys.meta_path):
+    if not any(isinstance(f, EraFinder) and f.renames is MODULE_RENAMES for f in sys.meta_path):
         sys.meta_path.insert(0, EraFinder())
