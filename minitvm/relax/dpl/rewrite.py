@@ -152,7 +152,9 @@ class _Rewrite(ExprMutator):
                 lookup = {}  # a barrier: later matches do not look through earlier bindings
                 bindings.append(b)
                 continue
-            new = self._rewrite_value(value, lookup)
+            # an alias (``gv = lv``) is no match of its own: the matcher would look through it to
+            # ``lv``'s value, which its own binding has already offered to the rewriter
+            new = None if isinstance(value, Var) else self._rewrite_value(value, lookup)
             if new is None:
                 lookup[b.var] = value
                 bindings.append(b)
