@@ -409,7 +409,8 @@ class PatternContext:
     def current_or_raise(what: str) -> PatternContext:
         ctx = PatternContext.current()
         if ctx is None:
-            raise RuntimeError(f"{what}: a use constraint needs a PatternContext (`with PatternContext() as ctx:`)")
+            raise RuntimeError(f"{what} needs a PatternContext (`with PatternContext() as ctx:`): it relates "
+                               "bindings of a dataflow block")
         return ctx
 
     def add_constraint(self, producer: DFPattern, consumer: DFPattern, index: int = -1, only: bool = False) -> None:
