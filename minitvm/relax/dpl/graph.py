@@ -111,11 +111,9 @@ class _Block:
         self.var2val = {**var2val, **self.value}
         self.var_of_value = {id(v): var for var, v in self.value.items()}
         self.uses_in = {b.var: _uses(b.value) for b in self.bindings}
-        self.total: dict[Var, int] = {}
         self.users: dict[Var, list[Var]] = {}  # variable -> the bindings of the block that read it
         for var, counts in self.uses_in.items():
-            for v, n in counts.items():
-                self.total[v] = self.total.get(v, 0) + n
+            for v in counts:
                 self.users.setdefault(v, []).append(var)
         self._reach: dict[tuple[Var, bool], set[Var]] = {}
 
