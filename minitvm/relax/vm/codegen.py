@@ -190,6 +190,8 @@ class _FunctionCodegen:
         """Code for ``var = value``; returns the operand holding the value."""
         dst: Any = True if var is None or var in self.used else None
         if isinstance(value, Call):
+            if isinstance(value.op, Op) and value.op.name == "relax.vm.kill_object":
+                return self.emit_kill(value)
             name = self.callee_name(value)
             return self.eb.emit_call(name, [self.operand(a) for a in value.args], dst=dst)
         if isinstance(value, Tuple):
@@ -213,6 +215,22 @@ class _FunctionCodegen:
         if isinstance(value, Var) and value in self.tuples and var is not None:
             self.tuples[var] = self.tuples[value]
         return operand
+
+    def emit_kill(self, call: Call) -> Any:
+        """``R.vm.kill_object(x)``: x's register is emptied (``vm.builtin.null_value``), as TVM's
+        code generator does, so what it held can be freed.  Skipped when x is not in a register
+        of its own: a constant, or a register another variable or a tuple built here also
+        reads (this code generator gives an alias ``y = x`` and ``t[i]`` of a known tuple the
+        same register, which TVM's does not)."""
+        target = call.args[0]
+        reg = self.values.get(target) if isinstance(target, Var) else None
+        if not isinstance(reg, Reg):
+            return Imm(0)
+        shared = any(r == reg for v, r in self.values.items() if v is not target) or \
+            any(f == reg for fields in self.tuples.values() for f in fields)
+        if not shared:
+            self.eb.emit_call("vm.builtin.null_value", [], dst=reg)
+        return Imm(0)  # the kill's own result (an empty tuple) is never read
 
     def emit_seq(self, seq: SeqExpr) -> Any:
         for block in seq.blocks:
