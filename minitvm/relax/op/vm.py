@@ -32,11 +32,18 @@ def _infer_call_tir_dyn(call: Call, ctx: Any) -> StructInfo:
     return TupleStructInfo([])
 
 
-_op = register_op(CALL_TIR_DYN, "Call a PrimFunc in destination-passing style, symbolic values last.", 2)
-if not _op.has_attr("FInferStructInfo"):
-    _op.set_attr("FInferStructInfo", _infer_call_tir_dyn)
-    _op.set_attr("TOpPattern", 8)  # opaque
-    _op.set_attr("FPurity", False)  # it writes its arguments
+def _register_impure(name: str, doc: str, num_inputs: int, infer: Any) -> None:
+    """An opaque operator with side effects (the VM's calling convention has only such)."""
+    op = register_op(name, doc, num_inputs)
+    if not op.has_attr("FInferStructInfo"):
+        op.set_attr("FInferStructInfo", infer)
+        op.set_attr("TOpPattern", 8)  # opaque
+        op.set_attr("FPurity", False)
+
+
+# call_tir_dyn writes its arguments
+_register_impure(CALL_TIR_DYN, "Call a PrimFunc in destination-passing style, symbolic values last.", 2,
+                 _infer_call_tir_dyn)
 
 
 def call_tir_dyn(func: GlobalVar, args: Any) -> Call:
@@ -50,7 +57,6 @@ def call_tir_dyn(func: GlobalVar, args: Any) -> Call:
     return Call(Op.get(CALL_TIR_DYN), [func, args])
 
 
-
 def _infer_kill_object(call: Call, ctx: Any) -> StructInfo:
     if len(call.args) != 1:
         raise StructInfoError(f"{KILL_OBJECT} takes one argument, the object to release")
@@ -58,12 +64,8 @@ def _infer_kill_object(call: Call, ctx: Any) -> StructInfo:
 
 
 # the VM code generator empties the register of the object (what LowerRuntimeBuiltin makes of
-# R.memory.kill_tensor / kill_storage); a side effect, so not pure
-_kill = register_op(KILL_OBJECT, "Release the object held in a VM register.", 1)
-if not _kill.has_attr("FInferStructInfo"):
-    _kill.set_attr("FInferStructInfo", _infer_kill_object)
-    _kill.set_attr("TOpPattern", 8)  # opaque
-    _kill.set_attr("FPurity", False)
+# R.memory.kill_tensor / kill_storage)
+_register_impure(KILL_OBJECT, "Release the object held in a VM register.", 1, _infer_kill_object)
 
 
 def kill_object(obj: Any) -> Call:
