@@ -63,13 +63,25 @@ class _LastUses(ExprVisitor):
 
     def __init__(self) -> None:
         self.current: Var | None = None  # the binding being visited; None in the result
+        self.depth = 0  # > 0 inside a nested sequence (a branch), whose bindings are planned apart
         self.order: list[Var] = []
         self.last_use: dict[Var, Var | None] = {}
         self.storages: set[Var] = set()
         self.constants: set[Var] = set()
         self.killed: set[Var] = set()
 
+    def visit_seq_expr_(self, op: SeqExpr) -> None:
+        # a use inside a branch counts as a use by the binding holding the If
+        self.depth += 1
+        try:
+            super().visit_seq_expr_(op)
+        finally:
+            self.depth -= 1
+
     def visit_binding(self, binding: Binding) -> None:
+        if self.depth > 1:
+            super().visit_binding(binding)
+            return
         outer, self.current = self.current, binding.var
         self.order.append(binding.var)
         name = _op_name(binding.value)

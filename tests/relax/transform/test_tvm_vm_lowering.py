@@ -447,3 +447,47 @@ def test_planned_softmax_runs_after_each_remaining_pass():
         e = np.exp(y - y.max(-1, keepdims=True))
         got = vm["main"](minitvm.nd.array(x), minitvm.nd.array(w)).numpy()
         np.testing.assert_allclose(got, e / e.sum(-1, keepdims=True), rtol=1e-5)
+
+
+def test_kill_after_last_use_around_an_if():
+    """A branch's own bindings are killed inside it; a variable last read in a branch is killed
+    after the If; nothing bound in a branch is killed outside it."""
+
+    @I.ir_module
+    class Before:
+        @R.function(pure=False)
+        def main(x: R.Tensor((4,), "float32"), c: R.Tensor((), "bool")):
+            a = R.exp(x)
+            if c:
+                b = R.add(a, a)
+                r = R.multiply(b, b)
+            else:
+                r = R.negative(a)
+            return r
+
+    @I.ir_module
+    class Expected:
+        @R.function(pure=False)
+        def main(x: R.Tensor((4,), "float32"), c: R.Tensor((), "bool")):
+            a = R.exp(x)
+            if c:
+                b = R.add(a, a)
+                r1 = R.multiply(b, b)
+                _ = R.memory.kill_tensor(b)
+                r = r1
+            else:
+                r = R.negative(a)
+            _1 = R.memory.kill_tensor(a)
+            return r
+
+    after = transform.KillAfterLastUse()(Before)
+    assert_structural_equal(after, Expected)
+    t = transform
+    lowered = _lower(Before, [t.LegalizeOps(), t.ToNonDataflow(), t.RemovePurityChecking(), t.CallTIRRewrite(),
+                              t.StaticPlanBlockMemory(), t.LowerAllocTensor(), t.KillAfterLastUse(),
+                              t.LowerRuntimeBuiltin(), t.VMShapeLower()])
+    vm = relax.VirtualMachine(relax.build(lowered, "llvm", relax_pipeline=None), minitvm.cpu())
+    x = np.random.default_rng(5).standard_normal(4).astype("float32")
+    for c, want in ((True, 4 * np.exp(2 * x)), (False, -np.exp(x))):
+        np.testing.assert_allclose(vm["main"](minitvm.nd.array(x), minitvm.nd.array(np.array(c))).numpy(), want,
+                                   rtol=1e-5)
