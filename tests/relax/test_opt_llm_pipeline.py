@@ -131,3 +131,25 @@ def test_external_module_functions_are_found_by_the_vm():
     np.testing.assert_allclose(got, 3 * x, rtol=1e-6)
     with pytest.raises(TypeError, match="AttachExternModules: expected an nn.ExternModule"):
         relax.transform.AttachExternModules([object()])(Mod)
+
+
+def test_static_model_keeps_its_native_entry_with_the_kills():
+    @I.ir_module
+    class Static:
+        @R.function
+        def main(x: R.Tensor((2, 16), "float32"), w0: R.Tensor((32, 16), "float32"),
+                 w1: R.Tensor((8, 32), "float32")):
+            with R.dataflow():
+                h = R.nn.relu(R.matmul(x, R.permute_dims(w0)))
+                y = R.nn.softmax(R.matmul(h, R.permute_dims(w1)), axis=-1)
+                R.output(y)
+            return y
+
+    ex = minitvm.compile(Static, "llvm", relax_pipeline=_tutorial_pipeline())
+    assert _count(ex.as_text(), "vm.builtin.null_value") >= 3
+    vm = relax.VirtualMachine(ex, minitvm.cpu())
+    assert "main" in vm.native_entries  # a kill is a register write the native entry plans through
+    rng = np.random.default_rng(9)
+    x, w0, w1 = (rng.standard_normal(s).astype("float32") for s in ((2, 16), (32, 16), (8, 32)))
+    got = vm["main"](*(minitvm.nd.array(a) for a in (x, w0, w1))).numpy()
+    np.testing.assert_allclose(got, _reference(x, w0, np.zeros(32, "float32"), w1), rtol=1e-5, atol=1e-6)
