@@ -153,3 +153,13 @@ def test_static_model_keeps_its_native_entry_with_the_kills():
     x, w0, w1 = (rng.standard_normal(s).astype("float32") for s in ((2, 16), (32, 16), (8, 32)))
     got = vm["main"](*(minitvm.nd.array(a) for a in (x, w0, w1))).numpy()
     np.testing.assert_allclose(got, _reference(x, w0, np.zeros(32, "float32"), w1), rtol=1e-5, atol=1e-6)
+
+
+def test_a_pipeline_that_lowers_part_of_the_way_is_finished_by_build():
+    t = relax.transform
+    part = minitvm.transform.Sequential(tutorial_passes()[:11])  # up to CallTIRRewrite
+    assert not is_vm_lowered(part(MLP))
+    _check_two_sizes(minitvm.compile(MLP, "llvm", relax_pipeline=part))
+    # up to the kills and LowerRuntimeBuiltin: build adds VMShapeLower
+    more = minitvm.transform.Sequential([*tutorial_passes()[:15], t.LowerRuntimeBuiltin()])
+    _check_two_sizes(minitvm.compile(MLP, "llvm", relax_pipeline=more))
