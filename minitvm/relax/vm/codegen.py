@@ -121,6 +121,7 @@ class _FunctionCodegen:
         self.tuples: dict[Var, list] = {}  # var bound to a tuple built here -> its fields' operands
         self.used = _used_vars(func)
         self.const_values: dict[int, Any] = {}
+        self.killed: set[Var] = set()  # variables R.vm.kill_object has released
 
     def where(self, what: str) -> str:
         return f"VM codegen of {self.name!r}: {what}"
@@ -190,6 +191,8 @@ class _FunctionCodegen:
         """Code for ``var = value``; returns the operand holding the value."""
         dst: Any = True if var is None or var in self.used else None
         if isinstance(value, Call):
+            if isinstance(value.op, Op) and value.op.name == "relax.vm.kill_object":
+                return self.emit_kill(value)
             name = self.callee_name(value)
             return self.eb.emit_call(name, [self.operand(a) for a in value.args], dst=dst)
         if isinstance(value, Tuple):
@@ -213,6 +216,23 @@ class _FunctionCodegen:
         if isinstance(value, Var) and value in self.tuples and var is not None:
             self.tuples[var] = self.tuples[value]
         return operand
+
+    def emit_kill(self, call: Call) -> Any:
+        """``R.vm.kill_object(x)``: x's register is emptied (``vm.builtin.null_value``), as TVM's
+        code generator does, so what it held can be freed.  This code generator gives an alias
+        ``y = x`` and ``t[i]`` of a known tuple ``t`` the register of x (TVM's copies), so the
+        register is emptied only once every variable and live tuple holding it is killed too;
+        a constant has no register to empty."""
+        target = call.args[0]
+        reg = self.values.get(target) if isinstance(target, Var) else None
+        if not isinstance(reg, Reg):
+            return Imm(0)
+        self.killed.add(target)
+        shared = any(r == reg for v, r in self.values.items() if v not in self.killed) or \
+            any(f == reg for t, fields in self.tuples.items() if t not in self.killed for f in fields)
+        if not shared:
+            self.eb.emit_call("vm.builtin.null_value", [], dst=reg)
+        return Imm(0)  # the kill's own result (an empty tuple) is never read
 
     def emit_seq(self, seq: SeqExpr) -> Any:
         for block in seq.blocks:
