@@ -30,6 +30,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .ndarray import NDArray
+from .object import Object
 from .registry import register_func
 
 __all__ = ["KVState", "PagedAttentionKVCache", "create_paged_attention_kv_cache", "GLOBALS"]
@@ -46,7 +47,7 @@ class _Sequence:
         self.length = 0
 
 
-class KVState:
+class KVState(Object):
     """Per-sequence state across forwards (TVM's ``KVStateObj``): sequences come and go, and each
     forward is bracketed by :meth:`begin_forward` / :meth:`end_forward`."""
 
