@@ -12,6 +12,8 @@ the library) or of another Relax function.  Each binding becomes at most one ins
 ``v = t[i]``                   ``call vm.builtin.tuple_getitem`` (nothing if ``t`` is a known tuple)
 ``v = if c: A else: B``        ``if %c`` / the branches / ``goto`` past the false branch;
                                both branches leave their result in one register
+``f(@kernel)``                 ``@kernel`` as a value: a ``FuncRef`` constant, the function itself
+                               at run time
 ``return v``                   ``ret %v``
 =============================  ==========================================================
 
@@ -29,6 +31,7 @@ from ...ir.module import GlobalVar, IRModule
 from ...ir.op import Op
 from ...runtime.vm import ExecBuilder, Executable, Imm, ParamInfo, Reg
 from ...runtime.vm.builtins import ShapeTuple
+from ...runtime.vm.bytecode import FuncRef
 from ...tir.expr import FloatImm, IntImm
 from ...tir.expr import Var as TirVar
 from ...tir.function import PrimFunc
@@ -157,7 +160,16 @@ class _FunctionCodegen:
         if isinstance(e, Tuple):
             return self.emit_tuple(e, True)
         if isinstance(e, GlobalVar):
-            raise VMCodegenError(self.where(f"@{e.name_hint} used as a value (closures are not supported)"))
+            if e.name_hint not in self.mod:
+                raise VMCodegenError(self.where(f"@{e.name_hint} is used as a value but is not in the module"))
+            # a function of the module as a value (kernels handed to a builtin, as TVM's
+            # paged KV cache gets its attention kernels): a FuncRef constant the VM resolves
+            func = self.mod[e.name_hint]
+            # a kernel is exported under its global_symbol when it has one (tir_build.export_name)
+            name = str(func.attrs.get("global_symbol") or e.name_hint) if isinstance(func, PrimFunc) else e.name_hint
+            c = self.eb.func_ref(name)
+            self.const_values[c.index] = FuncRef(name)
+            return c
         raise VMCodegenError(self.where(f"cannot use {type(e).__name__} {e!r} as an argument"))
 
     def assign(self, operand: Any, dst: Reg) -> None:
