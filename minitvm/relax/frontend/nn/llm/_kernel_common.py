@@ -31,8 +31,8 @@ class RopeMode(enum.IntEnum):
 
 
 def check_dtype(dtype: str, where: str) -> str:
-    if dtype not in ("float32", "float16"):
-        raise NotImplementedError(f"{where}: dtype {dtype!r}; the CPU kernels take float32 (or float16)")
+    if dtype != "float32":
+        raise NotImplementedError(f"{where}: dtype {dtype!r}; the CPU kernels are built for float32")
     return dtype
 
 
