@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .....tir import op as tir_op
 from .....tir.function import PrimFunc
-from ._kernel_common import check_dtype, online_softmax_attention
+from ._kernel_common import PageTable, check_dtype, online_softmax_attention
 from ._tir_builder import KernelBuilder
 
 __all__ = ["_attention_decode_cpu"]
@@ -20,20 +20,14 @@ def _attention_decode_cpu(num_kv_heads: int, num_qo_heads: int, head_dim: int, d
     check_dtype(dtype, "_attention_decode_cpu")
     group = num_qo_heads // num_kv_heads
     kb = KernelBuilder("batch_decode_paged_kv_cpu")
-    batch, num_pages, page_size, nnz = kb.size("batch"), kb.size("num_pages"), kb.size("page_size"), kb.size("nnz")
+    batch = kb.size("batch")
     q = kb.buffer("q", (batch, num_qo_heads, head_dim), dtype)
-    pages = kb.buffer("pages", (num_pages, 2, num_kv_heads, page_size, head_dim), dtype)
-    page_indptr = kb.buffer("page_indptr", (batch + 1,), "int32")
-    page_values = kb.buffer("page_values", (nnz,), "int32")
-    last_page_len = kb.buffer("last_page_len", (batch,), "int32")
+    table = PageTable(kb, batch, num_kv_heads, head_dim, dtype)
     output = kb.buffer("output", (batch, num_qo_heads, head_dim), dtype)
     sm_scale = kb.scalar("sm_scale", "float32")
     with kb.loop("b", batch) as b:
-        first = kb.let("first_page", page_indptr[b])
-        num = kb.let("seq_pages", page_indptr[b + 1] - first)
-        kv_len = kb.let("kv_len", tir_op.max((num - 1) * page_size + last_page_len[b], 0))
+        page_of, kv_len = table.sequence(kb, b)
         with kb.loop("h", num_qo_heads) as h:
-            online_softmax_attention(
-                kb, lambda d: q[b, h, d], pages, h // group, lambda j: page_values[first + j // page_size],
-                kv_len, sm_scale, lambda d, value: kb.store(output, (b, h, d), tir_op.cast(value, dtype)))
+            online_softmax_attention(kb, lambda d: q[b, h, d], table.pages, h // group, page_of, kv_len, sm_scale,
+                                     lambda d, value: kb.store(output, (b, h, d), tir_op.cast(value, dtype)))
     return kb.func()

@@ -10,7 +10,7 @@ from .....tir.buffer import Buffer
 from .....tir.expr import PrimExpr, Var, const
 from ._tir_builder import KernelBuilder
 
-__all__ = ["AttnKind", "RopeMode", "check_dtype", "online_softmax_attention", "as_f32"]
+__all__ = ["AttnKind", "RopeMode", "check_dtype", "online_softmax_attention", "as_f32", "PageTable"]
 
 
 class AttnKind(enum.IntEnum):
@@ -39,6 +39,27 @@ def check_dtype(dtype: str, where: str) -> str:
 def as_f32(x: PrimExpr) -> PrimExpr:
     """``x`` in float32 (the kernels accumulate in float32 whatever the cache's dtype)."""
     return x if x.dtype == "float32" else tir_op.cast(x, "float32")
+
+
+class PageTable:
+    """The four parameters through which a kernel reads the cache: ``pages`` ``(num_pages, 2,
+    num_kv_heads, page_size, head_dim)``, and per sequence ``b`` of the batch its pages
+    ``page_values[page_indptr[b]:page_indptr[b+1]]``, all full but the last, which holds
+    ``last_page_len[b]`` tokens."""
+
+    def __init__(self, kb: KernelBuilder, batch: Var, num_kv_heads: int, head_dim: int, dtype: str):
+        self.page_size = kb.size("page_size")
+        self.pages = kb.buffer("pages", (kb.size("num_pages"), 2, num_kv_heads, self.page_size, head_dim), dtype)
+        self.page_indptr = kb.buffer("page_indptr", (batch + 1,), "int32")
+        self.page_values = kb.buffer("page_values", (kb.size("nnz"),), "int32")
+        self.last_page_len = kb.buffer("last_page_len", (batch,), "int32")
+
+    def sequence(self, kb: KernelBuilder, b: Var) -> tuple[Callable[[PrimExpr], PrimExpr], Var]:
+        """For sequence ``b``: the page holding position ``j`` (a function of ``j``), and its length."""
+        first = kb.let("first_page", self.page_indptr[b])
+        num = kb.let("seq_pages", self.page_indptr[b + 1] - first)
+        kv_len = kb.let("kv_len", tir_op.max((num - 1) * self.page_size + self.last_page_len[b], 0))
+        return (lambda j: self.page_values[first + j // self.page_size]), kv_len
 
 
 def online_softmax_attention(kb: KernelBuilder, q_at: Callable[[Var], PrimExpr], pages: Buffer, kv_head: PrimExpr,

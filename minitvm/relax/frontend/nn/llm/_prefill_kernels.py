@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .....tir import op as tir_op
 from .....tir.function import PrimFunc
-from ._kernel_common import check_dtype, online_softmax_attention
+from ._kernel_common import PageTable, check_dtype, online_softmax_attention
 from ._tir_builder import KernelBuilder
 
 __all__ = ["_attention_prefill_cpu"]
@@ -23,26 +23,20 @@ def _attention_prefill_cpu(num_kv_heads: int, num_qo_heads: int, head_dim: int, 
     group = num_qo_heads // num_kv_heads
     kb = KernelBuilder("batch_prefill_paged_kv_cpu")
     total, batch = kb.size("total_len"), kb.size("batch")
-    num_pages, page_size, nnz = kb.size("num_pages"), kb.size("page_size"), kb.size("nnz")
     q = kb.buffer("q", (total, num_qo_heads, head_dim), dtype)
     q_indptr = kb.buffer("q_indptr", (batch + 1,), "int32")
-    pages = kb.buffer("pages", (num_pages, 2, num_kv_heads, page_size, head_dim), dtype)
-    page_indptr = kb.buffer("page_indptr", (batch + 1,), "int32")
-    page_values = kb.buffer("page_values", (nnz,), "int32")
-    last_page_len = kb.buffer("last_page_len", (batch,), "int32")
+    table = PageTable(kb, batch, num_kv_heads, head_dim, dtype)
     output = kb.buffer("output", (total, num_qo_heads, head_dim), dtype)
     sm_scale = kb.scalar("sm_scale", "float32")
     with kb.loop("b", batch) as b:
         q_begin = kb.let("q_begin", q_indptr[b])
         q_len = kb.let("q_len", q_indptr[b + 1] - q_begin)
-        first = kb.let("first_page", page_indptr[b])
-        num = kb.let("seq_pages", page_indptr[b + 1] - first)
-        kv_len = kb.let("kv_len", tir_op.max((num - 1) * page_size + last_page_len[b], 0))
+        page_of, kv_len = table.sequence(kb, b)
         with kb.loop("i", q_len) as i:
             row = kb.let("row", q_begin + i)
             visible = kb.let("visible", kv_len - q_len + i + 1)  # the causal mask
             with kb.loop("h", num_qo_heads) as h:
-                online_softmax_attention(
-                    kb, lambda d: q[row, h, d], pages, h // group, lambda j: page_values[first + j // page_size],
-                    visible, sm_scale, lambda d, value: kb.store(output, (row, h, d), tir_op.cast(value, dtype)))
+                online_softmax_attention(kb, lambda d: q[row, h, d], table.pages, h // group, page_of, visible,
+                                         sm_scale,
+                                         lambda d, value: kb.store(output, (row, h, d), tir_op.cast(value, dtype)))
     return kb.func()
