@@ -164,9 +164,7 @@ class _FunctionCodegen:
                 raise VMCodegenError(self.where(f"@{e.name_hint} is used as a value but is not in the module"))
             # a function of the module as a value (kernels handed to a builtin, as TVM's
             # paged KV cache gets its attention kernels): a FuncRef constant the VM resolves
-            func = self.mod[e.name_hint]
-            # a kernel is exported under its global_symbol when it has one (tir_build.export_name)
-            name = str(func.attrs.get("global_symbol") or e.name_hint) if isinstance(func, PrimFunc) else e.name_hint
+            name = self.symbol_of(e)
             c = self.eb.func_ref(name)
             self.const_values[c.index] = FuncRef(name)
             return c
@@ -192,11 +190,18 @@ class _FunctionCodegen:
         if isinstance(op, GlobalVar):
             if op not in self.mod.functions and op.name_hint not in self.mod:
                 raise VMCodegenError(self.where(f"calls @{op.name_hint}, which is not in the module"))
-            return op.name_hint
+            return self.symbol_of(op)
         if isinstance(op, Op):
             raise VMCodegenError(self.where(f"operator {op.name} is not lowered; relax.build runs the VM "
                                             "lowering passes (high-level ops also need LegalizeOps)"))
         raise VMCodegenError(self.where(f"calling {op!r} (a closure) is not supported"))
+
+    def symbol_of(self, gv: GlobalVar) -> str:
+        """The name a function of the module is reached by: a PrimFunc's ``global_symbol`` when it
+        has one (the kernel library exports it so: ``tir_build.export_name``), else its name."""
+        func = self.mod[gv.name_hint]
+        symbol = func.attrs.get("global_symbol") if isinstance(func, PrimFunc) and func.attrs else None
+        return str(symbol) if symbol else gv.name_hint
 
     def emit_value(self, var: Var | None, value: Any) -> Any:
         """Code for ``var = value``; returns the operand holding the value."""
