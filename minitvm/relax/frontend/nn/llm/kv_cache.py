@@ -22,14 +22,15 @@ from .....tir.expr import IntImm, PrimExpr
 from .... import expr as rx
 from .... import op as rx_op
 from ....block_builder import BlockBuilder
-from ....struct_info import ObjectStructInfo
+from ....struct_info import ObjectStructInfo, TensorStructInfo
+from ..core import Object, Tensor, current_builder
 from ._decode_kernels import _attention_decode_cpu
 from ._kernel_common import AttnKind, RopeMode
 from ._page_kernels import _copy_single_page_cpu, _kv_cache_transpose_append
 from ._prefill_kernels import _attention_prefill_cpu
 from .position_embedding import llama_rope_with_position_map
 
-__all__ = ["AttnKind", "RopeMode", "kv_cache_create_args"]
+__all__ = ["AttnKind", "RopeMode", "PagedKVCache", "TIRPagedKVCache", "kv_cache_create_args"]
 
 
 def _refuse(name: str, value: Any, why: str) -> None:
@@ -131,3 +132,51 @@ def create_call(args: list[rx.Expr]) -> rx.Call:
     """``R.call_pure_packed("vm.builtin.paged_attention_kv_cache_create", *args)``: the cache object."""
     return rx_op.call_pure_packed("vm.builtin.paged_attention_kv_cache_create", *args,
                                   sinfo_args=ObjectStructInfo())
+
+
+class PagedKVCache(Object):
+    """The paged KV cache as a model's functions see it (an ``nn.Object``: ``R.Object`` in Relax)."""
+
+    def attention_with_fused_qkv(self, layer_id: int, qkv: Tensor, num_qo_heads: int, sm_scale: float) -> Tensor:
+        """Attention of layer ``layer_id`` for the tokens of the current forward.
+
+        ``qkv`` ``(b, s, num_qo_heads + 2 * num_kv_heads, head_dim)``: ``(1, total new tokens)`` in
+        a prefill, ``(batch, 1)`` in a decode.  The cache applies RoPE to q and k, appends k and v
+        to the layer's pages and attends; the result is ``(b, s, num_qo_heads, head_dim)``."""
+        b, s, heads, d = qkv.shape
+        flat = qkv.reshape(b * s, heads, d)
+        out = current_builder().emit(rx_op.call_dps_packed(
+            "vm.builtin.attention_kv_cache_attention_with_fused_qkv",
+            [self._expr, rx.PrimValue(int(layer_id)), rx.PrimValue(float(sm_scale)), flat._expr],
+            out_sinfo=TensorStructInfo([b * s, num_qo_heads, d], qkv.dtype)))
+        return Tensor(_expr=out).reshape(b, s, num_qo_heads, d)
+
+    def get_query_positions(self, total_length: Any) -> Tensor:
+        """The position within its sequence of each of the ``total_length`` new tokens (int32)."""
+        return Tensor(_expr=current_builder().emit(rx_op.call_pure_packed(
+            "vm.builtin.attention_kv_cache_get_query_positions", self._expr,
+            sinfo_args=TensorStructInfo([total_length], "int32"))))
+
+
+class TIRPagedKVCache(PagedKVCache):
+    """A paged KV cache running TIR kernels (TVM's keyword arguments; see :func:`kv_cache_create_args`
+    for what is built).  Constructed inside an exported function, it emits the creation call."""
+
+    def __init__(self, attn_kind: Any, max_batch_size: Any, max_total_seq_len: Any, prefill_chunk_size: Any,
+                 page_size: Any, support_sliding_window: Any, layer_partition: Any, num_hidden_layers: int,
+                 num_attention_heads: int, num_key_value_heads: int, qk_head_dim: int, v_head_dim: int,
+                 mla_original_qk_head_dim: int, mla_original_v_head_dim: int, rope_mode: int, rope_scale: float,
+                 rope_theta: float, rope_scaling: dict | None, rope_ext_factors: Any, rotary_dim: int | None,
+                 enable_disaggregation: bool, dtype: str, target: Any, name: str = "paged_kv_cache", *,
+                 layer_sliding_window_size: int = 1024) -> None:
+        args = kv_cache_create_args(
+            current_builder(), attn_kind=attn_kind, max_batch_size=max_batch_size, max_total_seq_len=max_total_seq_len,
+            prefill_chunk_size=prefill_chunk_size, page_size=page_size, support_sliding_window=support_sliding_window,
+            layer_partition=layer_partition, num_hidden_layers=num_hidden_layers,
+            num_attention_heads=num_attention_heads, num_key_value_heads=num_key_value_heads,
+            qk_head_dim=qk_head_dim, v_head_dim=v_head_dim, mla_original_qk_head_dim=mla_original_qk_head_dim,
+            mla_original_v_head_dim=mla_original_v_head_dim, rope_mode=rope_mode, rope_scale=rope_scale,
+            rope_theta=rope_theta, rope_scaling=rope_scaling, rope_ext_factors=rope_ext_factors,
+            rotary_dim=rotary_dim, enable_disaggregation=enable_disaggregation, dtype=dtype, target=target,
+            layer_sliding_window_size=layer_sliding_window_size)
+        super().__init__(_expr=create_call(args), _name=name)

@@ -15,10 +15,12 @@ from .....tir import op as tir_op
 from .....tir.buffer import Buffer
 from .....tir.expr import PrimExpr, const
 from .....tir.function import PrimFunc
+from .. import op
+from ..core import Tensor
 from ._kernel_common import as_f32, check_dtype
 from ._tir_builder import KernelBuilder
 
-__all__ = ["llama_rope_with_position_map", "rope_angle"]
+__all__ = ["llama_rope_with_position_map", "llama_rope", "rope_angle"]
 
 
 def _check_scaling(rope_scaling: dict[str, Any] | None, where: str) -> None:
@@ -75,3 +77,44 @@ def llama_rope_with_position_map(theta: float, scale: float, head_dim: int, num_
                 kb.store(out, (s, h, d), value)
     return kb.func()
 
+
+
+def _fused_rope(theta: float, scale: float, head_dim: int, num_q_heads: int, num_kv_heads: int, dtype: str,
+                rotary_dim: int) -> PrimFunc:
+    """``llama_fused_rope(qkv, q, k, v, total_seq_len)`` on ``(batch, seq_len, heads, head_dim)``
+    tensors: token ``s`` sits at position ``total_seq_len - seq_len + s``."""
+    kb = KernelBuilder("llama_fused_rope")
+    batch, seq_len = kb.size("batch_size", "int64"), kb.size("seq_len", "int64")
+    qkv = kb.buffer("qkv", (batch, seq_len, num_q_heads + 2 * num_kv_heads, head_dim), dtype)
+    outs = [kb.buffer(n, (batch, seq_len, h, head_dim), dtype)
+            for n, h in (("q", num_q_heads), ("k", num_kv_heads), ("v", num_kv_heads))]
+    total = kb.scalar("total_seq_len", "int64")
+    with kb.loop("b", batch) as b, kb.loop("s", seq_len) as s:
+        pos = kb.let("pos", total - seq_len + s)
+        first = 0
+        for out, count, rotate in zip(outs, (num_q_heads, num_kv_heads, num_kv_heads), (True, True, False)):
+            with kb.loop("h", count) as h, kb.loop("d", head_dim) as d:
+                index = (b, s, first + h, d)
+                value = qkv[index]
+                if rotate:
+                    turned = _rotated(qkv, index, d, rope_angle(pos, d, rotary_dim, theta, scale), rotary_dim)
+                    value = tir_op.if_then_else(d < rotary_dim, tir_op.cast(turned, dtype), value)
+                kb.store(out, (b, s, h, d), value)
+            first += count
+    return kb.func()
+
+
+def llama_rope(qkv: Tensor, total_seq_len: Any, theta: float, scale: float, num_q_heads: int, num_kv_heads: int,
+               rope_scaling: dict[str, Any] | None = None, rotary_dim: int | None = None) -> tuple:
+    """q, k, v from a fused ``qkv`` ``(batch, seq_len, num_q_heads + 2 * num_kv_heads, head_dim)``, q
+    and k rotated: the new tokens sit at positions ``total_seq_len - seq_len ..`` (after the cached ones)."""
+    b, s, fused, head_dim = qkv.shape
+    if fused != num_q_heads + 2 * num_kv_heads:
+        raise ValueError(f"llama_rope: qkv has {fused} heads, expected {num_q_heads} + 2 * {num_kv_heads}")
+    _check_scaling(rope_scaling, "llama_rope")
+    check_dtype(qkv.dtype, "llama_rope")
+    rotary_dim = head_dim if rotary_dim is None else rotary_dim
+    func = _fused_rope(theta, scale, head_dim, num_q_heads, num_kv_heads, qkv.dtype, rotary_dim)
+    outs = [Tensor.placeholder((b, s, h, head_dim), qkv.dtype) for h in (num_q_heads, num_kv_heads, num_kv_heads)]
+    total = total_seq_len if isinstance(total_seq_len, PrimExpr) else const(int(total_seq_len), "int64")
+    return op.tensor_ir_op(func, "llama_rope", args=[qkv, total], out=outs)
