@@ -41,6 +41,9 @@ class OneLayer(nn.Module):
     def decode(self, x: nn.Tensor, paged_kv_cache: PagedKVCache):
         return self.attn(x, paged_kv_cache, 0), paged_kv_cache
 
+    def positions(self, x: nn.Tensor, paged_kv_cache: PagedKVCache):
+        return paged_kv_cache.get_query_positions(x.shape[0])
+
     def create_tir_paged_kv_cache(self, max_batch_size, max_total_seq_len, prefill_chunk_size, page_size):
         return TIRPagedKVCache(
             attn_kind="mha", max_batch_size=max_batch_size, max_total_seq_len=max_total_seq_len,
@@ -57,6 +60,8 @@ class OneLayer(nn.Module):
         return nn.spec.ModuleSpec.from_raw({
             "prefill": {"x": nn.spec.Tensor([1, "seq_len", HIDDEN], "float32"), "paged_kv_cache": cache, "$": mode},
             "decode": {"x": nn.spec.Tensor([1, 1, HIDDEN], "float32"), "paged_kv_cache": cache, "$": mode},
+            "positions": {"x": nn.spec.Tensor(["total"], "int32"), "paged_kv_cache": cache,
+                          "$": {"param_mode": "none", "effect_mode": "none"}},
             "create_tir_paged_kv_cache": {"max_batch_size": int, "max_total_seq_len": int, "prefill_chunk_size": int,
                                           "page_size": int, "$": {"param_mode": "none", "effect_mode": "none"}},
         }, self)
@@ -107,7 +112,7 @@ def test_prefill_then_decode_match_torch(compiled):
                "attn.o_proj.weight": rng.standard_normal((HIDDEN, H_Q * D)).astype("float32") * 0.2}
     params = [minitvm.nd.array(weights[n]) for n in names]
     ref = TorchAttention(weights["attn.qkv_proj.weight"], weights["attn.o_proj.weight"])
-    cache = vm["create_tir_paged_kv_cache"](ShapeTuple([1]), ShapeTuple([64]), ShapeTuple([32]), ShapeTuple([4]))
+    cache = vm["create_tir_paged_kv_cache"](ShapeTuple([2]), ShapeTuple([64]), ShapeTuple([32]), ShapeTuple([4]))
     f = minitvm.get_global_func
     f("vm.builtin.kv_state_add_sequence")(cache, 0)
     for step, n in enumerate([7, 1, 1, 1]):  # a prefill crossing a page, then decodes
@@ -116,6 +121,10 @@ def test_prefill_then_decode_match_torch(compiled):
         out, cache = vm["prefill" if step == 0 else "decode"](x, cache, params)
         f("vm.builtin.kv_state_end_forward")(cache)
         np.testing.assert_allclose(out.numpy(), ref(x), rtol=1e-4, atol=1e-5)
+    f("vm.builtin.kv_state_add_sequence")(cache, 1)
+    f("vm.builtin.kv_state_begin_forward")(cache, ShapeTuple([1, 0]), ShapeTuple([3, 1]))
+    positions = vm["positions"](np.zeros(4, "int32"), cache)  # where each new token sits in its sequence
+    np.testing.assert_array_equal(positions.numpy(), [0, 1, 2, 10])
 
 
 class RopeOnly(nn.Module):
