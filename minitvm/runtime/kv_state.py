@@ -218,6 +218,9 @@ class PagedAttentionKVCache(KVState):
             "page_values": i32([p for q in seqs for p in q.pages]),
             "last_page_len": i32([q.length - (len(q.pages) - 1) * self.page_size for q in seqs]),
             "append_position_map": i32(slots), "query_positions": i32(positions),
+            # q, k, v after the split, shared by every layer of this forward
+            "qkv_split": [NDArray(np.empty((total, h, self.head_dim), self.dtype))
+                          for h in (self.num_qo_heads, self.num_kv_heads, self.num_kv_heads)],
         }
 
     def end_forward(self) -> None:
@@ -250,10 +253,7 @@ class PagedAttentionKVCache(KVState):
         if tuple(out.shape) != (fwd["total"], self.num_qo_heads, self.head_dim):
             raise ValueError(f"attention_with_fused_qkv: output is {tuple(out.shape)}, expected "
                              f"{(fwd['total'], self.num_qo_heads, self.head_dim)}")
-        total = fwd["total"]
-        q = NDArray(np.empty((total, self.num_qo_heads, self.head_dim), self.dtype))
-        k = NDArray(np.empty((total, self.num_kv_heads, self.head_dim), self.dtype))
-        v = NDArray(np.empty((total, self.num_kv_heads, self.head_dim), self.dtype))
+        q, k, v = fwd["qkv_split"]
         kern, pages = self.kernels, self.pages[layer_id]
         kern["split_rotary"](qkv, fwd["query_positions"], q, k, v, int(self.rope_mode == ROPE_NORMAL))
         kern["transpose_append"](pages, k, v, fwd["append_position_map"])
