@@ -12,6 +12,8 @@ the library) or of another Relax function.  Each binding becomes at most one ins
 ``v = t[i]``                   ``call vm.builtin.tuple_getitem`` (nothing if ``t`` is a known tuple)
 ``v = if c: A else: B``        ``if %c`` / the branches / ``goto`` past the false branch;
                                both branches leave their result in one register
+``f(@kernel)``                 ``@kernel`` as a value: a ``FuncRef`` constant, the function itself
+                               at run time
 ``return v``                   ``ret %v``
 =============================  ==========================================================
 
@@ -29,6 +31,7 @@ from ...ir.module import GlobalVar, IRModule
 from ...ir.op import Op
 from ...runtime.vm import ExecBuilder, Executable, Imm, ParamInfo, Reg
 from ...runtime.vm.builtins import ShapeTuple
+from ...runtime.vm.bytecode import FuncRef
 from ...tir.expr import FloatImm, IntImm
 from ...tir.expr import Var as TirVar
 from ...tir.function import PrimFunc
@@ -158,7 +161,14 @@ class _FunctionCodegen:
         if isinstance(e, Tuple):
             return self.emit_tuple(e, True)
         if isinstance(e, GlobalVar):
-            raise VMCodegenError(self.where(f"@{e.name_hint} used as a value (closures are not supported)"))
+            if e.name_hint not in self.mod:
+                raise VMCodegenError(self.where(f"@{e.name_hint} is used as a value but is not in the module"))
+            # a function of the module as a value (kernels handed to a builtin, as TVM's
+            # paged KV cache gets its attention kernels): a FuncRef constant the VM resolves
+            name = self.symbol_of(e)
+            c = self.eb.func_ref(name)
+            self.const_values[c.index] = FuncRef(name)
+            return c
         raise VMCodegenError(self.where(f"cannot use {type(e).__name__} {e!r} as an argument"))
 
     def assign(self, operand: Any, dst: Reg) -> None:
@@ -181,11 +191,18 @@ class _FunctionCodegen:
         if isinstance(op, GlobalVar):
             if op not in self.mod.functions and op.name_hint not in self.mod:
                 raise VMCodegenError(self.where(f"calls @{op.name_hint}, which is not in the module"))
-            return op.name_hint
+            return self.symbol_of(op)
         if isinstance(op, Op):
             raise VMCodegenError(self.where(f"operator {op.name} is not lowered; relax.build runs the VM "
                                             "lowering passes (high-level ops also need LegalizeOps)"))
         raise VMCodegenError(self.where(f"calling {op!r} (a closure) is not supported"))
+
+    def symbol_of(self, gv: GlobalVar) -> str:
+        """The name a function of the module is reached by: a PrimFunc's ``global_symbol`` when it
+        has one (the kernel library exports it so: ``tir_build.export_name``), else its name."""
+        func = self.mod[gv.name_hint]
+        symbol = func.attrs.get("global_symbol") if isinstance(func, PrimFunc) and func.attrs else None
+        return str(symbol) if symbol else gv.name_hint
 
     def emit_value(self, var: Var | None, value: Any) -> Any:
         """Code for ``var = value``; returns the operand holding the value."""
