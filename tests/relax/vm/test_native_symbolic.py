@@ -201,6 +201,23 @@ def test_a_function_calling_python_keeps_the_bytecode_and_says_why():
     assert seen == [(5, 4)]
 
 
+def test_a_function_taking_an_object_keeps_the_bytecode_and_says_why():
+    @I.ir_module
+    class Mod:
+        @R.function
+        def main(x: R.Tensor(("n", 4), "float32"), cache: R.Object):
+            y = R.add(x, x)
+            return y
+
+    ex = minitvm.compile(Mod)
+    why = ex.native_plans()["main"]
+    assert isinstance(why, str) and "parameter 'cache' is an object" in why
+    vm = relax.VirtualMachine(ex, minitvm.cpu())
+    x = RNG.standard_normal((3, 4)).astype("float32")
+    np.testing.assert_allclose(vm["main"](x, "any object").numpy(), 2 * x, rtol=1e-6)
+    assert "main" not in vm.native_entries
+
+
 def _run_sizes_only(plan: EntryPlan, inputs: list[int]) -> tuple[int, list[int]]:
     """JIT ``plan``'s entry alone (no kernels) and run it on ``inputs``: (rc, size table)."""
     import llvmlite.binding as llvm
