@@ -6,7 +6,8 @@ For each notebook in ``chapters/``: open it in headless Chromium (Debian's ``chr
 ``test_browser.py``), Run All, wait until every cell has run, then scroll through it a screen
 at a time and measure each output area on the way (JupyterLab lays out only what is near the
 screen): its content must fit its width (a picture too wide to scale may scroll inside its own
-box, which does not widen the output).  No cell may fail or write to stderr.  The screens go to
+box, which does not widen the output).  No cell may fail or write to stderr, and every printed
+speed ``verdict:`` must follow from its own numbers (``tests/verdicts.py``).  The screens go to
 ``test-output/browser/chapters/<chapter>_NN.png`` for a person to look at.
 
 The chapter run is the committed one (``tests/committed.py``): a learner's edits and saved outputs
@@ -25,6 +26,7 @@ import pytest
 from committed import committed_paths, committed_text, materialise
 from playwright.sync_api import sync_playwright
 from test_browser import CHROMIUM_FLAGS, OUTPUT, Clock, _wait_for_idle_kernel, chromium, serve  # noqa: F401
+from verdicts import verdict_problems
 
 CHAPTERS = committed_paths("chapters", "[0-9][0-9]_*.ipynb")
 CHAPTER_BUDGET_S = 240  # the slowest chapter runs in under a minute on two quiet cores
@@ -49,6 +51,11 @@ _RUNNING = """() => Array.from(document.querySelectorAll('.jp-InputPrompt'))
 _ERRORS = """() => Array.from(document.querySelectorAll(
     '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'))
   .map(e => e.innerText.slice(0, 300))"""
+
+
+#: JavaScript: the text of every output, in order
+_TEXT = """() => Array.from(document.querySelectorAll('.jp-Cell .jp-OutputArea-output'))
+  .map(e => e.innerText).join('\\n')"""
 
 
 def _run_all(page, lab, chapter: Path) -> None:
@@ -95,9 +102,11 @@ def test_chapter_outputs_fit_the_notebook_panel(chromium, tmp_path, chapter):  #
             print(f"{chapter.name}: ran in {time.perf_counter() - start:.1f} s")
             overflowing = _scroll_through(page, shots / chapter.stem)
             errors = page.evaluate(_ERRORS)
+            contradictions = verdict_problems(page.evaluate(_TEXT))
         finally:
             browser.close()
     assert not errors, f"{chapter.name}: a cell failed or wrote to stderr: {errors[0]}"
+    assert not contradictions, f"{chapter.name}: a printed verdict contradicts its numbers: {contradictions}"
     assert not overflowing, (f"{chapter.name}: outputs wider than the notebook panel (see "
                              f"{shots}/{chapter.stem}_NN.png): {sorted(overflowing)}")
 
