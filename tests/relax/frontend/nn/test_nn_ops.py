@@ -159,3 +159,35 @@ def test_placeholder_names_symbolic_dims_and_rejects_bad_ones():
         Tensor.placeholder([2.5], "float32")
     with pytest.raises(ValueError, match="negative"):
         Tensor.placeholder([-1], "float32")
+
+
+@T.prim_func(private=True)
+def _shift_scalar_last(var_a: T.handle, var_b: T.handle, offset: T.int64):
+    n = T.int64()
+    A = T.match_buffer(var_a, (n, 4), "float32")
+    B = T.match_buffer(var_b, (n, 4), "float32")
+    for i, j in T.grid(n, 4):
+        with T.block("b"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] * T.Cast("float32", offset)
+
+
+def test_tensor_ir_op_with_scalars_after_the_outputs_passes_them_as_tir_vars():
+    # the layout before TVM 0.26 (and of TVM's own llama_rope kernel): scalars last, as tir_vars
+    class Model(nn.Module):
+        def test(self, x, k):
+            out = Tensor.placeholder(x.shape, "float32")
+            return op.tensor_ir_op(_shift_scalar_last, "scale", args=[x, k], out=out)
+
+    mod, _ = Model().export_tvm(spec={"test": {"x": nn.spec.Tensor(["n", 4], "float32"), "k": int}})
+    assert "R.call_tir(cls.scale, (x,), out_sinfo=R.Tensor((n, 4), dtype=\"float32\"), tir_vars=R.shape([k]))" \
+        in mod.script()
+    x = _rand(np.random.default_rng(5), 2, 4)
+    np.testing.assert_allclose(_vm(mod)["test"](minitvm.nd.array(x), ShapeTuple([3])).numpy(), x * 3, rtol=1e-6)
+
+    class Wrong(nn.Module):
+        def test(self, x):
+            return op.tensor_ir_op(_shift_scalar_last, "scale", args=[x], out=Tensor.placeholder(x.shape, "float32"))
+
+    with pytest.raises(TypeError, match="BBs: B a buffer"):
+        Wrong().export_tvm(spec={"test": {"x": nn.spec.Tensor([2, 4], "float32")}})
