@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import minitvm
-from minitvm import relax, te
+from minitvm import relax, te, tir
 from minitvm.relax.frontend import nn
 from minitvm.relax.frontend.nn import Tensor, op
 from minitvm.runtime import ShapeTuple
@@ -161,15 +161,15 @@ def test_placeholder_names_symbolic_dims_and_rejects_bad_ones():
         Tensor.placeholder([-1], "float32")
 
 
-@T.prim_func(private=True)
-def _shift_scalar_last(var_a: T.handle, var_b: T.handle, offset: T.int64):
-    n = T.int64()
-    A = T.match_buffer(var_a, (n, 4), "float32")
-    B = T.match_buffer(var_b, (n, 4), "float32")
-    for i, j in T.grid(n, 4):
-        with T.block("b"):
-            vi, vj = T.axis.remap("SS", [i, j])
-            B[vi, vj] = A[vi, vj] * T.Cast("float32", offset)
+def _scale_scalar_last():
+    """``scale(A, B, k)``: B = A * k, the scalar after the output buffer (made with TE)."""
+    n, k = tir.Var("n", "int64"), tir.Var("k", "int64")
+    a = te.placeholder((n, 4), "float32", name="A")
+    b = te.compute((n, 4), lambda i, j: a[i, j] * tir.Cast("float32", k), name="B")
+    return te.create_prim_func([a, b, k])
+
+
+_shift_scalar_last = _scale_scalar_last()
 
 
 def test_tensor_ir_op_with_scalars_after_the_outputs_passes_them_as_tir_vars():
