@@ -33,11 +33,25 @@ from .core import (
 )
 from .exporter import add_extern
 from .extern import ExternModule, ObjectModule, SourceModule
-from .modules import GELU, Conv2D, Embedding, Identity, IOEffect, LayerNorm, Linear, ReLU, RMSNorm, Sequential, SiLU
+from .modules import (
+                   GELU,
+                   Conv2D,
+                   Embedding,
+                   Identity,
+                   IOEffect,
+                   KVCache,
+                   LayerNorm,
+                   Linear,
+                   ReLU,
+                   RMSNorm,
+                   Sequential,
+                   SiLU,
+)
 from .op import *  # noqa: F401,F403  (as TVM: nn.silu, nn.split ... next to nn.op.*)
 from .op import __all__ as _op_all
 
 __all__ = ["Module", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Parameter", "Tensor",
            "Object", "Effect", "Linear", "Conv2D", "LayerNorm", "RMSNorm", "Embedding", "ReLU", "GELU", "SiLU",
-           "Identity", "Sequential", "IOEffect", "ExternModule", "ObjectModule", "SourceModule", "add_extern",
+           "Identity", "Sequential", "IOEffect", "KVCache", "ExternModule", "ObjectModule", "SourceModule",
+           "add_extern",
            "get_default_dtype", "set_default_dtype", "op", "spec", *_op_all]

@@ -7,15 +7,16 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from ....runtime import kv_simple as _kv_simple  # noqa: F401  (registers KVCache's runtime globals)
 from ... import expr as rx
 from ...block_builder import BlockBuilder
-from ...op import call_pure_packed
-from ...struct_info import ObjectStructInfo
+from ...op import call_pure_packed, zeros
+from ...struct_info import ObjectStructInfo, TensorStructInfo
 from . import op
-from .core import Effect, Module, ModuleList, Parameter, Tensor
+from .core import Effect, Module, ModuleList, Parameter, Tensor, current_builder, get_default_dtype
 
 __all__ = ["Linear", "Conv2D", "LayerNorm", "RMSNorm", "Embedding", "ReLU", "GELU", "SiLU", "Identity",
-           "Sequential", "IOEffect"]
+           "Sequential", "IOEffect", "KVCache"]
 
 
 class IOEffect(Effect):
@@ -38,6 +39,62 @@ class IOEffect(Effect):
     def finalize(self) -> list[rx.Var]:
         result, self.effect = self.effect, None
         return [result]
+
+
+class KVCache(Effect):
+    """TVM's simple KV cache: one array of ``[init_seq_len, *unit_shape]`` rows, grown as rows are
+    appended, threaded through every exported function as an effect.  ``append(x)`` adds ``x``'s
+    rows (``x`` of shape ``[n, *unit_shape]``); ``view(seq_len)`` reads all of them back.  The
+    runtime functions are ``vm.builtin.attention_kv_cache_*`` (minitvm.runtime.kv_simple).
+
+    Unlike TVM, ``append`` is emitted as ``R.call_pure_packed`` (minitvm has no
+    ``call_inplace_packed``); the appended cache is what later views read, so the order holds."""
+
+    def __init__(self, init_seq_len: int, unit_shape: Sequence[int], dtype: str | None = None):
+        self.init_seq_len = int(init_seq_len)
+        self.unit_shape = [int(i) for i in unit_shape]
+        self.dtype = get_default_dtype() if dtype is None else str(dtype)
+        self.cache: rx.Var | None = None
+
+    def emit_init(self, name_hint: str, bb: BlockBuilder) -> list[rx.Var]:
+        shape = rx.ShapeExpr([self.init_seq_len, *self.unit_shape])
+        init = bb.emit(zeros(shape, self.dtype))
+        create = call_pure_packed("vm.builtin.attention_kv_cache_create", init, shape, rx.PrimValue(0),
+                                  sinfo_args=ObjectStructInfo())
+        return [bb.emit(create, name_hint)]
+
+    def create(self, name_hint: str) -> list[rx.Var]:
+        return [rx.Var(name_hint, ObjectStructInfo())]
+
+    def set_state(self, state_vars: list[rx.Var]) -> None:
+        (self.cache,) = state_vars
+
+    def finalize(self) -> list[rx.Var]:
+        result, self.cache = self.cache, None
+        return [result]
+
+    def to(self, dtype: str | None = None) -> None:
+        if dtype is not None:
+            self.dtype = dtype
+
+    def _state(self, what: str) -> rx.Var:
+        if self.cache is None:
+            raise RuntimeError(f"nn.KVCache.{what} is used only inside an exported method")
+        return self.cache
+
+    def view(self, seq_len: Any) -> Tensor:
+        """The cached rows, ``[seq_len, *unit_shape]`` (``seq_len`` must be how many there are)."""
+        shape = rx.ShapeExpr([seq_len, *self.unit_shape])
+        call = call_pure_packed("vm.builtin.attention_kv_cache_view", self._state("view"), shape,
+                                sinfo_args=TensorStructInfo(shape.values, self.dtype))
+        return Tensor(_expr=current_builder().emit(call))
+
+    def append(self, new_element: Tensor) -> None:
+        if new_element.dtype != self.dtype:
+            raise TypeError(f'nn.KVCache holds "{self.dtype}", got a tensor of "{new_element.dtype}"')
+        call = call_pure_packed("vm.builtin.attention_kv_cache_append", self._state("append"),
+                                new_element._expr, sinfo_args=ObjectStructInfo())
+        self.cache = current_builder().emit(call)
 
 
 class Linear(Module):

@@ -250,47 +250,68 @@ def tensor_expr_op(tensor_expr_func: Callable, name_hint: str, args: Sequence[An
 
 
 def _tir_call_args(args: Any, what: str) -> list[Any]:
+    """call_tir arguments in the PrimFunc's order: tensors, and tir expressions (a ShapeExpr's
+    values each) as ``R.prim_value`` where the PrimFunc takes a scalar."""
     out: list[Any] = []
     for a in args if isinstance(args, (tuple, list)) else [args]:
         if isinstance(a, Tensor):
             out.append(a._expr)
         elif isinstance(a, rx.ShapeExpr):
-            out.extend(a.values)
+            out.extend(rx.PrimValue(v) for v in a.values)
         elif isinstance(a, PrimExpr):
-            out.append(a)
+            out.append(rx.PrimValue(a))
         else:
             raise TypeError(f"nn.op.{what}: arguments are Tensors, ShapeExprs or tir expressions, got "
                             f"{type(a).__name__}")
     return out
 
 
+def _scalar_layout(func: PrimFunc, call_args: list[Any], n_outs: int, what: str) -> bool:
+    """Whether ``func`` takes its scalars after its outputs (TVM before 0.26, which passed them as
+    ``tir_vars``; TVM's own ``llama_rope`` kernel is still written so) instead of in the order the
+    arguments are given (TVM 0.26 on).  Refuses a PrimFunc that fits neither."""
+    is_buffer = [p in func.buffer_map for p in func.params]
+    given = [not isinstance(a, rx.PrimValue) for a in call_args]
+    if is_buffer == given + [True] * n_outs:
+        return False
+    if is_buffer == [g for g in given if g] + [True] * n_outs + [False] * given.count(False):
+        return True
+    raise TypeError(f"nn.op.{what}: the PrimFunc takes {len(is_buffer)} parameters "
+                    f"({''.join('B' if b else 's' for b in is_buffer)}: B a buffer, s a scalar), but the call passes "
+                    f"{''.join('B' if g else 's' for g in given)} followed by {n_outs} output buffer(s)")
+
+
 def _call_tir_parts(func: PrimFunc, name_hint: str, args: Any, out: Any, what: str) -> tuple:
-    """(GlobalVar of ``func`` in the module, tensor args, tir scalar args, output struct infos)."""
+    """(GlobalVar of ``func`` in the module, call arguments, tir_vars or None, output struct info)."""
     if not isinstance(func, PrimFunc):
         raise TypeError(f"nn.op.{what}: expected a tir.PrimFunc, got {type(func).__name__}")
-    flat = _tir_call_args(args, what)
-    tensors = [a for a in flat if not isinstance(a, PrimExpr)]
-    scalars = [a for a in flat if isinstance(a, PrimExpr)]
+    call_args = _tir_call_args(args, what)
     outs = [out] if isinstance(out, Tensor) else list(out)
     sinfo = [o._expr.struct_info for o in outs]
+    n_new = len(outs) if what == "tensor_ir_op" else None
+    tir_vars = None
+    if n_new is not None and _scalar_layout(func, call_args, n_new, what):
+        tir_vars = [a.value for a in call_args if isinstance(a, rx.PrimValue)]
+        call_args = [a for a in call_args if not isinstance(a, rx.PrimValue)]
     gvar = current_builder().add_func(func, name_hint)
-    return gvar, tensors, scalars, sinfo if len(sinfo) > 1 else sinfo[0]
+    return gvar, call_args, tir_vars, sinfo if len(sinfo) > 1 else sinfo[0]
 
 
 def tensor_ir_op(func: PrimFunc, name_hint: str, args: Any, out: Any) -> Any:
     """``R.call_tir`` of the PrimFunc ``func`` (added to the module as ``name_hint``); ``out``
-    is a placeholder Tensor (or a list) describing the result, ``args`` Tensors then tir
-    expressions (passed as the PrimFunc's trailing scalar parameters)."""
-    gvar, tensors, scalars, sinfo = _call_tir_parts(func, name_hint, args, out, "tensor_ir_op")
-    call = _op.call_tir(gvar, tensors, sinfo, tir_vars=scalars or None)
+    is a placeholder Tensor (or a list) describing the result; ``args`` are Tensors and tir
+    expressions in the PrimFunc's parameter order (as TVM 0.26 on), or, for a PrimFunc whose
+    scalar parameters come after its outputs, passed there as ``tir_vars`` (older TVM)."""
+    gvar, call_args, tir_vars, sinfo = _call_tir_parts(func, name_hint, args, out, "tensor_ir_op")
+    call = _op.call_tir(gvar, call_args, sinfo, tir_vars=tir_vars)
     return wrap_nested(current_builder().emit(call, name_hint), name_hint)
 
 
 def tensor_ir_inplace_op(func: PrimFunc, name_hint: str, args: Any, inplace_indices: int | list[int],
                          out: Any) -> Any:
     """As :func:`tensor_ir_op`, but output ``k`` overwrites argument ``inplace_indices[k]``."""
-    gvar, tensors, scalars, sinfo = _call_tir_parts(func, name_hint, args, out, "tensor_ir_inplace_op")
-    call = _op.call_tir_inplace(gvar, tensors, inplace_indices, sinfo, tir_vars=scalars or None)
+    gvar, call_args, _, sinfo = _call_tir_parts(func, name_hint, args, out, "tensor_ir_inplace_op")
+    call = _op.call_tir_inplace(gvar, call_args, inplace_indices, sinfo)
     return wrap_nested(current_builder().emit(call, name_hint), name_hint)
 
 
