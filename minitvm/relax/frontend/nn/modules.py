@@ -177,7 +177,10 @@ class Embedding(Module):
         if x.ndim == 1:
             return op.take(self.weight, x, axis=0)
         # as TVM: gather on the flattened indices, then restore their shape
-        flat = op.take(self.weight, op.reshape(x, [-1]), axis=0)
+        size = 1
+        for d in x.shape:
+            size = size * d
+        flat = op.take(self.weight, op.reshape(x, [size]), axis=0)
         return op.reshape(flat, [*x.shape, self.weight.shape[1]])
 
     def _extra_repr(self) -> str:

@@ -23,7 +23,7 @@ __all__ = ["add", "subtract", "multiply", "divide", "negative", "maximum", "mini
            "linear", "permute_dims", "permute", "reshape", "take", "mean", "sum", "max", "min", "sqrt",
            "rsqrt", "exp", "log", "floor", "square", "tanh", "sigmoid", "astype", "relu", "gelu", "silu",
            "softmax", "layer_norm", "conv2d", "rms_norm", "split", "chunk", "concat", "unsqueeze",
-           "squeeze", "repeat", "broadcast_to", "where", "triu", "full", "zeros", "ones", "less",
+           "squeeze", "repeat", "broadcast_to", "where", "triu", "full", "arange", "empty", "zeros", "ones", "less",
            "less_equal", "greater", "greater_equal", "equal", "not_equal", "tensor_expr_op",
            "tensor_ir_op", "tensor_ir_inplace_op", "extern", "wrap_nested"]
 
@@ -224,9 +224,22 @@ def triu(x: Tensor, diagonal: int = 0, name: str = "triu") -> Tensor:
     return _emit(_op.triu(x._expr, diagonal), name)
 
 
-def full(shape: Sequence[Any], fill_value: Tensor, dtype: str = "float32", name: str = "full") -> Tensor:
+def full(shape: Sequence[Any], fill_value: Any, dtype: str = "float32", name: str = "full") -> Tensor:
+    """A tensor of ``shape`` filled with ``fill_value`` (a number, a tir constant or a 0-d Tensor)."""
+    if isinstance(fill_value, (IntImm, FloatImm)):
+        fill_value = fill_value.value
     fill = fill_value._expr if isinstance(fill_value, Tensor) else rx.const(np.array(fill_value, dtype=dtype))
     return _emit(_op.full(tuple(shape), fill, dtype), name)
+
+
+def arange(start: Any, end: Any = None, step: Any = 1, dtype: str = "float32", name: str = "arange") -> Tensor:
+    """``numpy.arange(start, end, step)`` as a 1-D tensor of ``dtype``."""
+    return _emit(_op.arange(start, end, step, dtype), name)
+
+
+def empty(shape: Sequence[Any], dtype: str = "float32", name: str = "empty") -> Tensor:
+    """An uninitialized tensor (``R.builtin.alloc_tensor``)."""
+    return _emit(_op.builtin.alloc_tensor(rx.ShapeExpr(list(shape)), dtype, 0), name)
 
 
 def zeros(shape: Sequence[Any], dtype: str = "float32", name: str = "zeros") -> Tensor:
