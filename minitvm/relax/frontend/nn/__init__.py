@@ -35,8 +35,10 @@ from .exporter import add_extern
 from .extern import ExternModule, ObjectModule, SourceModule
 from .modules import (
                    GELU,
-                   Conv2D,
+                   Conv1D,
+    Conv2D,
                    Embedding,
+    GroupNorm,
                    Identity,
                    IOEffect,
                    KVCache,
@@ -51,7 +53,8 @@ from .op import *  # noqa: F401,F403  (as TVM: nn.silu, nn.split ... next to nn.
 from .op import __all__ as _op_all
 
 __all__ = ["Module", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Parameter", "Tensor",
-           "Object", "Effect", "Linear", "Conv2D", "LayerNorm", "RMSNorm", "Embedding", "ReLU", "GELU", "SiLU",
+           "Object", "Effect", "Linear", "Conv1D", "Conv2D", "GroupNorm", "LayerNorm", "RMSNorm", "Embedding",
+           "ReLU", "GELU", "SiLU",
            "Identity", "Sequential", "IOEffect", "KVCache", "ExternModule", "ObjectModule", "SourceModule",
            "add_extern",
            "get_default_dtype", "set_default_dtype", "op", "spec", *_op_all]

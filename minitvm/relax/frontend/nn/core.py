@@ -98,8 +98,11 @@ class Tensor:
 
     @staticmethod
     def from_const(data: Any) -> "Tensor":
-        """A constant tensor holding ``data`` (a numpy array or anything ``np.asarray`` takes)."""
-        return Tensor(_expr=rx.const(as_numpy(data)))
+        """A constant tensor holding ``data``; as TVM's ``relax.const``, float64 data becomes
+        float32 and int64 int32 (Python numbers and numpy's defaults are the wide ones)."""
+        arr = as_numpy(data)
+        narrow = {"float64": "float32", "int64": "int32"}.get(str(arr.dtype))
+        return Tensor(_expr=rx.const(arr.astype(narrow) if narrow else arr))
 
     @staticmethod
     def from_scalar(data: int | float, dtype: str) -> "Tensor":
@@ -429,6 +432,18 @@ class ModuleDict(Module):
     def items(self) -> Any:
         return self.modules.items()
 
+    def get(self, key: str, default: Module | None = None) -> Module | None:
+        return self.modules.get(key, default)
+
+    def update(self, modules: dict[str, Module]) -> None:
+        self.modules.update(modules)
+
+    def pop(self, key: str) -> Module:
+        return self.modules.pop(key)
+
+    def clear(self) -> None:
+        self.modules.clear()
+
     def to(self, dtype: str | None = None) -> None:
         for m in self.modules.values():
             m.to(dtype=dtype)
@@ -447,11 +462,20 @@ class ParameterList(Module):
             raise TypeError(f"ParameterList elements must be nn.Parameter, got {type(param).__name__}")
         self.params.append(param)
 
+    def extend(self, params: Sequence[Parameter]) -> None:
+        for p in params:
+            self.append(p)
+
     def __iter__(self) -> Iterator[Parameter]:
         return iter(self.params)
 
     def __getitem__(self, i: int) -> Parameter:
         return self.params[i]
+
+    def __setitem__(self, i: int, param: Parameter) -> None:
+        if not isinstance(param, Parameter):
+            raise TypeError(f"ParameterList elements must be nn.Parameter, got {type(param).__name__}")
+        self.params[i] = param
 
     def __len__(self) -> int:
         return len(self.params)
@@ -484,8 +508,30 @@ class ParameterDict(Module):
     def __len__(self) -> int:
         return len(self.params)
 
+    def __contains__(self, key: str) -> bool:
+        return key in self.params
+
+    def keys(self) -> Any:
+        return self.params.keys()
+
+    def values(self) -> Any:
+        return self.params.values()
+
     def items(self) -> Any:
         return self.params.items()
+
+    def get(self, key: str, default: Parameter | None = None) -> Parameter | None:
+        return self.params.get(key, default)
+
+    def update(self, params: dict[str, Parameter]) -> None:
+        for k, p in params.items():
+            self[k] = p
+
+    def pop(self, key: str) -> Parameter:
+        return self.params.pop(key)
+
+    def clear(self) -> None:
+        self.params.clear()
 
     def to(self, dtype: str | None = None) -> None:
         for p in self.params.values():

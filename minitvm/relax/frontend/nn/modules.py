@@ -15,7 +15,8 @@ from ...struct_info import ObjectStructInfo, TensorStructInfo
 from . import op
 from .core import Effect, Module, ModuleList, Parameter, Tensor, current_builder, get_default_dtype
 
-__all__ = ["Linear", "Conv2D", "LayerNorm", "RMSNorm", "Embedding", "ReLU", "GELU", "SiLU", "Identity",
+__all__ = ["Linear", "Conv1D", "Conv2D", "GroupNorm", "LayerNorm", "RMSNorm", "Embedding", "ReLU", "GELU", "SiLU",
+           "Identity",
            "Sequential", "IOEffect", "KVCache"]
 
 
@@ -135,6 +136,35 @@ class Conv2D(Module):
         return op.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
 
+class Conv1D(Module):
+    """1-D convolution over NCW input; weight (out, in / groups, kernel_size)."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int = 1, padding: int = 0,
+                 dilation: int = 1, groups: int = 1, bias: bool = True, dtype: str | None = None):
+        self.in_channels, self.out_channels, self.kernel_size = in_channels, out_channels, kernel_size
+        self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
+        self.weight = Parameter((out_channels, in_channels // groups, kernel_size), dtype)
+        self.bias = Parameter((out_channels,), dtype) if bias else None
+
+    def forward(self, x: Tensor) -> Tensor:
+        return op.conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+
+class GroupNorm(Module):
+    """Group normalization of ``num_channels`` channels in ``num_groups`` groups (affine)."""
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True,
+                 dtype: str | None = None):
+        if not affine:
+            raise NotImplementedError("nn.GroupNorm(affine=False) is not supported")
+        self.num_groups, self.num_channels, self.eps = num_groups, num_channels, eps
+        self.weight = Parameter((num_channels,), dtype)
+        self.bias = Parameter((num_channels,), dtype)
+
+    def forward(self, x: Tensor, channel_axis: int = 1, axes: list[int] | None = None) -> Tensor:
+        return op.group_norm(x, self.num_groups, self.weight, self.bias, self.eps, channel_axis, axes)
+
+
 class LayerNorm(Module):
     """Normalizes the last ``len(normalized_shape)`` dimensions; learnable weight and bias."""
 
@@ -177,7 +207,10 @@ class Embedding(Module):
         if x.ndim == 1:
             return op.take(self.weight, x, axis=0)
         # as TVM: gather on the flattened indices, then restore their shape
-        flat = op.take(self.weight, op.reshape(x, [-1]), axis=0)
+        size = 1
+        for d in x.shape:
+            size = size * d
+        flat = op.take(self.weight, op.reshape(x, [size]), axis=0)
         return op.reshape(flat, [*x.shape, self.weight.shape[1]])
 
     def _extra_repr(self) -> str:

@@ -22,8 +22,9 @@ from .core import Tensor, current_builder, wrap_nested
 __all__ = ["add", "subtract", "multiply", "divide", "negative", "maximum", "minimum", "matmul",
            "linear", "permute_dims", "permute", "reshape", "take", "mean", "sum", "max", "min", "sqrt",
            "rsqrt", "exp", "log", "floor", "square", "tanh", "sigmoid", "astype", "relu", "gelu", "silu",
-           "softmax", "layer_norm", "conv2d", "rms_norm", "split", "chunk", "concat", "unsqueeze",
-           "squeeze", "repeat", "broadcast_to", "where", "triu", "full", "zeros", "ones", "less",
+           "softmax", "layer_norm", "conv1d", "conv2d", "group_norm", "rms_norm", "split", "chunk", "concat",
+           "unsqueeze",
+           "squeeze", "repeat", "broadcast_to", "where", "triu", "full", "arange", "empty", "zeros", "ones", "less",
            "less_equal", "greater", "greater_equal", "equal", "not_equal", "tensor_expr_op",
            "tensor_ir_op", "tensor_ir_inplace_op", "extern", "wrap_nested"]
 
@@ -186,6 +187,26 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 
     return add(out, reshape(bias, (1, bias.shape[0], 1, 1)))
 
 
+def conv1d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
+           dilation: Any = 1, groups: int = 1, name: str = "conv1d") -> Tensor:
+    """NCW convolution with an OIW ``weight``; ``bias`` of shape (out_channels,)."""
+    out = _op.nn.conv1d(x._expr, weight._expr, stride, padding, dilation, groups)
+    if bias is not None:
+        out = _op.add(out, _op.reshape(bias._expr, [1, bias.shape[0], 1]))
+    return wrap_nested(out, name)
+
+
+def group_norm(x: Tensor, num_groups: int, weight: Tensor, bias: Tensor, eps: float = 1e-5,
+               channel_axis: int = 1, axes: Sequence[int] | None = None, name: str = "group_norm") -> Tensor:
+    """Group normalization: channels in ``num_groups`` groups, each normalized over itself and
+    ``axes`` (default: every axis after the first two)."""
+    if weight is None or bias is None:
+        raise NotImplementedError("nn.op.group_norm without weight and bias (affine=False)")
+    axes = list(range(2, x.ndim)) if axes is None else list(axes)
+    return wrap_nested(_op.nn.group_norm(x._expr, weight._expr, bias._expr, num_groups, channel_axis, axes, eps),
+                       name)
+
+
 def split(ary: Tensor, indices_or_sections: int | Sequence[int], axis: int = 0,
           name: str = "split") -> tuple[Tensor, ...]:
     """``ary`` cut along ``axis`` into equal sections or at the given indices: a tuple of Tensors."""
@@ -224,9 +245,22 @@ def triu(x: Tensor, diagonal: int = 0, name: str = "triu") -> Tensor:
     return _emit(_op.triu(x._expr, diagonal), name)
 
 
-def full(shape: Sequence[Any], fill_value: Tensor, dtype: str = "float32", name: str = "full") -> Tensor:
+def full(shape: Sequence[Any], fill_value: Any, dtype: str = "float32", name: str = "full") -> Tensor:
+    """A tensor of ``shape`` filled with ``fill_value`` (a number, a tir constant or a 0-d Tensor)."""
+    if isinstance(fill_value, (IntImm, FloatImm)):
+        fill_value = fill_value.value
     fill = fill_value._expr if isinstance(fill_value, Tensor) else rx.const(np.array(fill_value, dtype=dtype))
     return _emit(_op.full(tuple(shape), fill, dtype), name)
+
+
+def arange(start: Any, end: Any = None, step: Any = 1, dtype: str = "float32", name: str = "arange") -> Tensor:
+    """``numpy.arange(start, end, step)`` as a 1-D tensor of ``dtype``."""
+    return _emit(_op.arange(start, end, step, dtype), name)
+
+
+def empty(shape: Sequence[Any], dtype: str = "float32", name: str = "empty") -> Tensor:
+    """An uninitialized tensor (``R.builtin.alloc_tensor``)."""
+    return _emit(_op.builtin.alloc_tensor(rx.ShapeExpr(list(shape)), dtype, 0), name)
 
 
 def zeros(shape: Sequence[Any], dtype: str = "float32", name: str = "zeros") -> Tensor:

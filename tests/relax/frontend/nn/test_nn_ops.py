@@ -191,3 +191,56 @@ def test_tensor_ir_op_with_scalars_after_the_outputs_passes_them_as_tir_vars():
 
     with pytest.raises(TypeError, match="BBs: B a buffer"):
         Wrong().export_tvm(spec={"test": {"x": nn.spec.Tensor([2, 4], "float32")}})
+
+
+def test_parameter_containers_name_and_feed_their_parameters():
+    class Model(nn.Module):
+        def __init__(self):
+            self.scales = nn.ParameterList([nn.Parameter([3]), nn.Parameter([3])])
+            self.table = nn.ParameterDict({"shift": nn.Parameter([3])})
+            self.blocks = nn.ModuleDict({"proj": nn.Linear(3, 3, bias=False)})
+
+        def forward(self, x):
+            h = self.blocks["proj"](x) * self.scales[0] + self.table["shift"]
+            return h * self.scales[1] + op.full([2, 3], 0.5) + op.arange(0, 3, 1)
+
+    model = Model()
+    model.scales[1] = nn.Parameter([3])
+    assert list(model.table.keys()) == ["shift"] and "shift" in model.table
+    mod, params = model.export_tvm(spec={"forward": {"x": nn.spec.Tensor([2, 3], "float32")}})
+    assert [n for n, _ in params] == ["scales.0", "scales.1", "table.shift", "blocks.proj.weight"]
+    rng = np.random.default_rng(6)
+    x, s0, s1, shift, w = (_rand(rng, *s) for s in ((2, 3), (3,), (3,), (3,), (3, 3)))
+    got = _vm(mod)["forward"](*map(minitvm.nd.array, (x, s0, s1, shift, w))).numpy()
+    want = ((x @ w.T) * s0 + shift) * s1 + 0.5 + np.arange(3, dtype="float32")
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    with pytest.raises(TypeError, match="nn.Parameter"):
+        model.scales[0] = np.zeros(3)
+
+
+def test_from_const_narrows_like_relax_const_in_tvm():
+    assert Tensor.from_const(np.ones((1, 2))).dtype == "float32"
+    assert Tensor.from_const(np.arange(3)).dtype == "int32"
+    assert Tensor.from_const(np.ones(2, "float16")).dtype == "float16"
+
+
+def test_conv1d_and_group_norm_modules_match_numpy():
+    class Model(nn.Module):
+        def __init__(self):
+            self.conv = nn.Conv1D(4, 6, kernel_size=3, padding=1)
+            self.norm = nn.GroupNorm(num_groups=2, num_channels=6)
+
+        def forward(self, x):
+            return self.norm(self.conv(x))
+
+    mod, params = Model().export_tvm(spec={"forward": {"x": nn.spec.Tensor([2, 4, 5], "float32")}})
+    assert [n for n, _ in params] == ["conv.weight", "conv.bias", "norm.weight", "norm.bias"]
+    rng = np.random.default_rng(7)
+    x, w, b, g, beta = (_rand(rng, *s) for s in ((2, 4, 5), (6, 4, 3), (6,), (6,), (6,)))
+    got = _vm(mod)["forward"](*map(minitvm.nd.array, (x, w, b, g, beta))).numpy()
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1)))
+    conv = sum(np.einsum("ncw,oc->now", xp[:, :, k:k + 5], w[:, :, k]) for k in range(3)) + b[None, :, None]
+    grouped = conv.reshape(2, 2, 3, 5)
+    mu, var = grouped.mean((2, 3), keepdims=True), grouped.var((2, 3), keepdims=True)
+    want = ((grouped - mu) / np.sqrt(var + 1e-5)).reshape(2, 6, 5) * g[None, :, None] + beta[None, :, None]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
