@@ -1,0 +1,74 @@
+"""A reduction of rows on a GPU without cross-thread reduction: threads reduce slices of a row
+into shared partial sums (``rfactor``), then one thread per row adds the partials up.
+
+TVM's GEMV and Reduction rules bind the reduction loop itself to threads and let the compiler
+lower it to an allreduce; minitvm has no such lowering (a reduction bound to threadIdx is refused
+at build), so the same work is written with ``rfactor``: the parallel part is the same, the final
+combine of ``TR`` partials per row runs in one thread.
+"""
+
+from __future__ import annotations
+
+from ....tir import Schedule, ScheduleError
+from ..analysis import SBlockInfo, loops_by_kind
+from ..base import fuse
+
+__all__ = ["schedule_rows", "largest_divisor", "product"]
+
+
+def largest_divisor(extent: object, cap: int, what: str) -> int:
+    """The largest divisor of a constant ``extent`` that is at most ``cap``: rfactor keeps only
+    splits without a guard on the reduction, so thread counts divide what they split."""
+    if not isinstance(extent, int):
+        raise ScheduleError(f"{what} has a symbolic extent {extent}; the rules need constant rows and reductions here")
+    return max(d for d in range(1, min(cap, extent) + 1) if extent % d == 0)
+
+
+def product(extents: object) -> object:
+    """The product of constant extents, or the first symbolic one."""
+    out = 1
+    for e in extents:
+        if not isinstance(e, int):
+            return e
+        out *= e
+    return out
+
+
+def schedule_rows(sch: Schedule, info: SBlockInfo, epilogue: SBlockInfo | None, rows_per_block: int,
+                  threads_per_row: int) -> Schedule:
+    """Schedule the reduction block ``info`` (iterators S...R... in any loop order) as thread
+    blocks of ``rows_per_block`` rows, ``threads_per_row`` threads reducing each row; an
+    injective ``epilogue`` follows in the same thread block, its input kept in shared memory."""
+    block = info.block_rv
+    s_loops = [it.loop_rv for it in info.iters if it.kind == "S"]
+    r_loops = [it.loop_rv for it in info.iters if it.kind == "R"]
+    tr = largest_divisor(product(it.dom for it in info.iters if it.kind == "R"), threads_per_row, "the reduction")
+    ts = largest_divisor(product(it.dom for it in info.iters if it.kind == "S"), rows_per_block, "the rows")
+    threads = ts * tr
+    if not s_loops:
+        s_loops = [sch.add_unit_loop(block)]
+    sch.reorder(*s_loops, *r_loops)
+    s = fuse(sch, *s_loops)
+    r = fuse(sch, *r_loops)
+    bx, row = sch.split(s, factors=[None, ts])
+    _, lane = sch.split(r, factors=[None, tr])
+    # each thread reduces its slice of the row into a partial result in shared memory
+    rf = sch.rfactor(lane, 0)
+    bx_rf, row_rf, r_rf, lane_rf = sch.get_loops(rf)
+    sch.reorder(lane_rf, r_rf)
+    sch.bind(bx_rf, "blockIdx.x")
+    sch.bind(fuse(sch, row_rf, lane_rf), "threadIdx.x")
+    sch.set_scope(rf, 0, "shared")
+    # one thread per row adds the row's partials: thread t takes row t of the thread block
+    sch.reverse_compute_at(block, bx_rf, preserve_unit_loops=True)
+    rows, partials = loops_by_kind(sch, block, skip=1)
+    sch.reorder(*rows, *partials)
+    _, t_out = sch.split(fuse(sch, *rows), factors=[None, threads])
+    sch.bind(t_out, "threadIdx.x")
+    if epilogue is not None:
+        sch.set_scope(block, 0, "shared")
+        sch.reverse_compute_at(epilogue.block_rv, bx_rf, preserve_unit_loops=True)
+        _, t_epi = sch.split(fuse(sch, *sch.get_loops(epilogue.block_rv)[1:]), factors=[None, threads])
+        sch.bind(t_epi, "threadIdx.x")
+    return sch
+
