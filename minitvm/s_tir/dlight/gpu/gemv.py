@@ -6,7 +6,7 @@ from ....ir.structural import structural_equal
 from ....target import Target
 from ....tir import PrimFunc, Schedule, ScheduleError
 from ....tir.analysis import vars_used
-from ....tir.expr import Add, BufferLoad
+from ....tir.expr import Add, BufferLoad, IntImm
 from ....tir.stmt import BufferStore
 from ..analysis import SBlockInfo, normalize_prim_func
 from ..base import try_inline_contiguous_spatial
@@ -16,8 +16,13 @@ from .rows import schedule_rows
 __all__ = ["GEMV", "is_gemv"]
 
 
+def _unit(iv: object) -> bool:
+    return isinstance(iv.dom.extent, IntImm) and iv.dom.extent.value == 1
+
+
 def _iter_vars_in(block: object, region: object) -> set:
-    ivs = {id(iv.var) for iv in block.iter_vars}
+    """The block's iterators (those of extent 1 aside, as a batch-1 row is no axis) that ``region`` uses."""
+    ivs = {id(iv.var) for iv in block.iter_vars if not _unit(iv)}
     found: set = set()
     for rng in region:
         found |= vars_used(rng.min) & ivs
@@ -39,7 +44,7 @@ def is_gemv(sch: Schedule, info: SBlockInfo) -> list | None:
     if not (info.is_reduction() and len(block.reads) >= 2 and len(block.writes) == 1 and _is_sum_update(block)
             and _iter_vars_in(block, block.writes[0].region)):
         return None
-    n = len(block.iter_vars)
+    n = sum(not _unit(iv) for iv in block.iter_vars)
     vectors = [r.buffer for r in block.reads if 0 < len(_iter_vars_in(block, r.region)) < n]
     return vectors if 0 < len(vectors) < len(block.reads) else None
 

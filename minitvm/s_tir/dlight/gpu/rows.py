@@ -12,6 +12,7 @@ from __future__ import annotations
 from ....tir import Schedule, ScheduleError
 from ..analysis import SBlockInfo, loops_by_kind
 from ..base import fuse
+from .base import one_thread
 
 __all__ = ["schedule_rows", "largest_divisor", "product"]
 
@@ -44,31 +45,38 @@ def schedule_rows(sch: Schedule, info: SBlockInfo, epilogue: SBlockInfo | None, 
     r_loops = [it.loop_rv for it in info.iters if it.kind == "R"]
     tr = largest_divisor(product(it.dom for it in info.iters if it.kind == "R"), threads_per_row, "the reduction")
     ts = largest_divisor(product(it.dom for it in info.iters if it.kind == "S"), rows_per_block, "the rows")
-    threads = ts * tr
     if not s_loops:
         s_loops = [sch.add_unit_loop(block)]
     sch.reorder(*s_loops, *r_loops)
     s = fuse(sch, *s_loops)
     r = fuse(sch, *r_loops)
-    bx, row = sch.split(s, factors=[None, ts])
+    # (no row loop for one row per block: compute_at would keep a unit loop's variable out of scope)
+    row = sch.split(s, factors=[None, ts])[1] if ts > 1 else None
     _, lane = sch.split(r, factors=[None, tr])
-    # each thread reduces its slice of the row into a partial result in shared memory
+    # each thread (threadIdx.y: its row, threadIdx.x: its lane) reduces a slice of the row into a
+    # partial result in shared memory
     rf = sch.rfactor(lane, 0)
-    bx_rf, row_rf, r_rf, lane_rf = sch.get_loops(rf)
+    rf_loops = sch.get_loops(rf)
+    bx_rf, r_rf, lane_rf = rf_loops[0], rf_loops[-2], rf_loops[-1]
     sch.reorder(lane_rf, r_rf)
     sch.bind(bx_rf, "blockIdx.x")
-    sch.bind(fuse(sch, row_rf, lane_rf), "threadIdx.x")
+    if row is not None:
+        sch.bind(rf_loops[1], "threadIdx.y")
+    sch.bind(lane_rf, "threadIdx.x")
     sch.set_scope(rf, 0, "shared")
-    # one thread per row adds the row's partials: thread t takes row t of the thread block
     sch.reverse_compute_at(block, bx_rf, preserve_unit_loops=True)
-    rows, partials = loops_by_kind(sch, block, skip=1)
-    sch.reorder(*rows, *partials)
-    _, t_out = sch.split(fuse(sch, *rows), factors=[None, threads])
-    sch.bind(t_out, "threadIdx.x")
     if epilogue is not None:
+        # placed before any split of the rows: compute_at regions ignore a split's guard
         sch.set_scope(block, 0, "shared")
         sch.reverse_compute_at(epilogue.block_rv, bx_rf, preserve_unit_loops=True)
-        _, t_epi = sch.split(fuse(sch, *sch.get_loops(epilogue.block_rv)[1:]), factors=[None, threads])
-        sch.bind(t_epi, "threadIdx.x")
+        _, t_y, t_x = sch.split(fuse(sch, *sch.get_loops(epilogue.block_rv)[1:]), factors=[None, ts, tr])
+        if row is not None:
+            sch.bind(t_y, "threadIdx.y")
+        sch.bind(t_x, "threadIdx.x")
+    # lane 0 of each row adds the row's partials up
+    rows, partials = loops_by_kind(sch, block, skip=1)
+    sch.reorder(*rows, *partials)
+    if row is not None:
+        sch.bind(fuse(sch, *rows), "threadIdx.y")
+    one_thread(sch, block, partials[0], tr)
     return sch
-
