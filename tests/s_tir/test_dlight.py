@@ -36,7 +36,8 @@ def _unbound_blocks(func) -> list[str]:
     for realize, path in block_realizes(func.body):
         if not isinstance(realize, BlockRealize) or realize.block.name_hint == "root":
             continue
-        tags = {str(s.thread_binding).split(".")[0] for s in path if isinstance(s, For) and s.kind == ForKind.THREAD_BINDING}
+        tags = {str(s.thread_binding).split(".")[0] for s in path
+                if isinstance(s, For) and s.kind == ForKind.THREAD_BINDING}
         if tags != {"blockIdx", "threadIdx"}:
             bad.append(realize.block.name_hint)
     return bad
@@ -190,9 +191,9 @@ def test_rules_decline_what_is_not_their_kind():
 @T.prim_func
 def _transpose_reshape(A: T.Buffer((1, 32, 1, 128), "float32"), C: T.Buffer((1, 1, 4096), "float32")):
     B = T.alloc_buffer((1, 1, 32, 128), "float32")
-    for i, j, k, l in T.grid(1, 1, 32, 128):
+    for i, j, k, m in T.grid(1, 1, 32, 128):
         with T.block("T_transpose"):
-            vi, vj, vk, vl = T.axis.remap("SSSS", [i, j, k, l])
+            vi, vj, vk, vl = T.axis.remap("SSSS", [i, j, k, m])
             B[vi, vj, vk, vl] = A[vi, vk, vj, vl]
     for i, j, k in T.grid(1, 1, 4096):
         with T.block("T_reshape"):
@@ -264,10 +265,11 @@ def test_the_older_name_is_the_same_module():
 @I.ir_module
 class _Model:
     @R.function
-    def main(x: R.Tensor((4, 64), "float32"), w1: R.Tensor((64, 32), "float32"), v: R.Tensor((1, 32), "float32"),
-             w2: R.Tensor((16, 32), "float32")):
+    def main(x: R.Tensor((4, 64), "float32"), gamma: R.Tensor((64,), "float32"), beta: R.Tensor((64,), "float32"),
+             w1: R.Tensor((64, 32), "float32"), v: R.Tensor((1, 32), "float32"), w2: R.Tensor((16, 32), "float32")):
         with R.dataflow():
-            h = R.nn.relu(R.matmul(x, w1))  # a prefill-like matmul with its epilogue
+            n = R.nn.layer_norm(x, gamma, beta, axes=[-1])  # a tuple reduction (sum, sum of squares)
+            h = R.nn.relu(R.matmul(n, w1))  # a prefill-like matmul with its epilogue
             s = R.nn.softmax(h, axis=-1)  # row reductions
             g = R.matmul(v, R.permute_dims(w2))  # a decode step's GEMV
             R.output(s, g)
@@ -275,11 +277,12 @@ class _Model:
 
 
 def _model_inputs():
-    return [_rand(4, 64), _rand(64, 32), _rand(1, 32), _rand(16, 32)]
+    return [_rand(4, 64), _rand(64), _rand(64), _rand(64, 32), _rand(1, 32), _rand(16, 32)]
 
 
-def _check_model(out, x, w1, v, w2):
-    h = np.maximum(x @ w1, 0)
+def _check_model(out, x, gamma, beta, w1, v, w2):
+    n = (x - x.mean(1, keepdims=True)) / np.sqrt(x.var(1, keepdims=True) + 1e-5) * gamma + beta
+    h = np.maximum(n @ w1, 0)
     e = np.exp(h - h.max(1, keepdims=True))
     np.testing.assert_allclose(out[0].numpy(), e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(out[1].numpy(), v @ w2.T, rtol=1e-5, atol=1e-5)

@@ -22,12 +22,13 @@ def one_thread(sch: Schedule, block: BlockRV, above: LoopRV, num_threads: int) -
     thread block: a unit loop split by ``num_threads`` is bound to threadIdx.x, and the split's
     guard keeps threads 1.. idle.  minitvm has no cross-thread reduction (TVM's allreduce), so the
     rules combine the threads' partial results this way; unbound, every thread would run the
-    block and race on its output.  The block accumulates in a register and stores once: a loop
+    block and race on its output.  The block accumulates in registers and stores once: a loop
     storing to shared memory at every step would need a barrier per step, which a guarded
     (one-thread) region cannot hold."""
     unit = sch.add_unit_loop(above)
-    store = sch.cache_write(block, 0, "local")
-    sch.reverse_compute_at(store, unit, preserve_unit_loops=True)
+    for i in range(len(sch.get(block).writes)):
+        store = sch.cache_write(block, i, "local")
+        sch.reverse_compute_at(store, unit, preserve_unit_loops=True)
     _, tx = sch.split(unit, factors=[None, num_threads])
     sch.bind(tx, "threadIdx.x")
     return tx

@@ -8,7 +8,7 @@ from ....tir.analysis import vars_used
 from ..analysis import SBlockInfo, loops_by_kind, normalize_prim_func
 from ..base import fuse, try_inline_contiguous_spatial
 from .base import GPUScheduleRule, one_thread
-from .rows import product, largest_divisor
+from .rows import largest_divisor, product
 
 __all__ = ["GeneralReduction"]
 
@@ -71,18 +71,24 @@ class GeneralReduction(GPUScheduleRule):
         sch.bind(bx, "blockIdx.x")
         sch.bind(tx, "threadIdx.x")
         # each reduction becomes the threads' partials (rfactor needs it alone under its loops, so
-        # before compute_at) and a combine of them by one thread
+        # before compute_at) and a combine of them by one thread; rfactor takes one store, so a
+        # tuple reduction (layer norm's sum and sum of squares in one block) is done by one thread
         chain = []
         for info in infos[:-1]:
-            r = fuse(sch, *sch.get_loops(info.block_rv)[-num_r:])
-            _, lane = sch.split(r, factors=[None, t])
-            chain += [sch.rfactor(lane, 0), info.block_rv]
-        for block in reversed(chain):
-            for i in range(len(sch.get(block).writes)):
-                sch.set_scope(block, i, "shared")
-            sch.compute_at(block, bx, preserve_unit_loops=True)
-        for rf, block in zip(chain[::2], chain[1::2]):
-            lanes, partial = loops_by_kind(sch, rf, skip=1)
-            sch.reorder(*lanes, *partial)
-            sch.bind(fuse(sch, *lanes), "threadIdx.x")
+            rf = None
+            if len(sch.get(info.block_rv).writes) == 1:
+                r = fuse(sch, *sch.get_loops(info.block_rv)[-num_r:])
+                _, lane = sch.split(r, factors=[None, t])
+                rf = sch.rfactor(lane, 0)
+            chain.append((rf, info.block_rv))
+        for rf, block in reversed(chain):
+            for b in (block, rf) if rf is not None else (block,):
+                for i in range(len(sch.get(b).writes)):
+                    sch.set_scope(b, i, "shared")
+                sch.compute_at(b, bx, preserve_unit_loops=True)
+        for rf, block in chain:
+            if rf is not None:
+                lanes, partial = loops_by_kind(sch, rf, skip=1)
+                sch.reorder(*lanes, *partial)
+                sch.bind(fuse(sch, *lanes), "threadIdx.x")
             one_thread(sch, block, sch.get_loops(block)[1], t)
