@@ -5,9 +5,8 @@ from __future__ import annotations
 from ....target import Target
 from ....tir import PrimFunc, Schedule
 from ....tir.transform.default_schedule import schedule_matmul_like, schedule_matmul_nt
-from ..analysis import normalize_prim_func
-from ..base import try_inline_contiguous_spatial
 from ..gpu.gemv import is_gemv
+from ..gpu.rows import reduction_with_epilogue
 from .base import CPUScheduleRule, first_fitting
 
 __all__ = ["GEMV"]
@@ -21,9 +20,7 @@ class GEMV(CPUScheduleRule):
         if not isinstance(func, PrimFunc) or not self.is_target_available(target):
             return None
         probe = Schedule(func)
-        infos = try_inline_contiguous_spatial(probe, normalize_prim_func(probe))
-        if infos is None or len(infos) not in (1, 2) or (len(infos) == 2 and not infos[1].is_injective()):
-            return None
-        if len(infos[0].iters) not in (2, 3) or is_gemv(probe, infos[0]) is None:
+        found = reduction_with_epilogue(probe)
+        if found is None or len(found[0].iters) not in (2, 3) or is_gemv(probe, found[0]) is None:
             return None
         return first_fitting(func, target, [schedule_matmul_nt, schedule_matmul_like])

@@ -8,10 +8,9 @@ from ....tir import PrimFunc, Schedule, ScheduleError
 from ....tir.analysis import vars_used
 from ....tir.expr import Add, BufferLoad, IntImm
 from ....tir.stmt import BufferStore
-from ..analysis import SBlockInfo, normalize_prim_func
-from ..base import try_inline_contiguous_spatial
+from ..analysis import SBlockInfo
 from .base import GPUScheduleRule
-from .rows import schedule_rows
+from .rows import reduction_with_epilogue, schedule_rows
 
 __all__ = ["GEMV", "is_gemv"]
 
@@ -61,15 +60,10 @@ class GEMV(GPUScheduleRule):
         if not isinstance(func, PrimFunc) or not self.is_target_available(target):
             return None
         sch = Schedule(func)
-        infos = try_inline_contiguous_spatial(sch, normalize_prim_func(sch))
-        if infos is None or len(infos) not in (1, 2):
-            return None
-        epilogue = infos[1] if len(infos) == 2 else None
-        if epilogue is not None and not epilogue.is_injective():
-            return None
-        if len(infos[0].iters) not in (2, 3) or is_gemv(sch, infos[0]) is None:
+        found = reduction_with_epilogue(sch)
+        if found is None or len(found[0].iters) not in (2, 3) or is_gemv(sch, found[0]) is None:
             return None
         try:
-            return schedule_rows(sch, infos[0], epilogue, self.rows_per_block, self.threads_per_row)
+            return schedule_rows(sch, *found, self.rows_per_block, self.threads_per_row)
         except ScheduleError:  # a form the steps refuse (an epilogue writing a parameter it reads, ...)
             return None

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from ....target import Target
 from ....tir import PrimFunc, Schedule, ScheduleError
-from ..analysis import normalize_prim_func
-from ..base import try_inline_contiguous_spatial
 from .base import GPUScheduleRule
-from .rows import schedule_rows
+from .rows import reduction_with_epilogue, schedule_rows
 
 __all__ = ["Reduction"]
 
@@ -23,16 +21,13 @@ class Reduction(GPUScheduleRule):
         if not isinstance(func, PrimFunc) or not self.is_target_available(target):
             return None
         sch = Schedule(func)
-        infos = try_inline_contiguous_spatial(sch, normalize_prim_func(sch))
-        if infos is None or len(infos) not in (1, 2):
+        found = reduction_with_epilogue(sch)
+        if found is None:
             return None
-        main, epilogue = infos[0], (infos[1] if len(infos) == 2 else None)
-        kinds = main.dom_kind()
-        if not main.is_reduction() or "S" not in kinds or kinds != "S" * kinds.count("S") + "R" * kinds.count("R"):
-            return None
-        if epilogue is not None and not epilogue.is_injective():
+        kinds = found[0].dom_kind()
+        if "S" not in kinds or kinds != "S" * kinds.count("S") + "R" * kinds.count("R"):
             return None
         try:
-            return schedule_rows(sch, main, epilogue, 1, self.threads_per_row)
+            return schedule_rows(sch, *found, 1, self.threads_per_row)
         except ScheduleError:  # rfactor refuses a combiner it does not know, ...
             return None

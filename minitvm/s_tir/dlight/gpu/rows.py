@@ -10,11 +10,22 @@ combine of ``TR`` partials per row runs in one thread.
 from __future__ import annotations
 
 from ....tir import Schedule, ScheduleError
-from ..analysis import SBlockInfo, loops_by_kind
-from ..base import fuse
+from ..analysis import SBlockInfo, loops_by_kind, normalize_prim_func
+from ..base import fuse, try_inline_contiguous_spatial
 from .base import one_thread
 
-__all__ = ["schedule_rows", "largest_divisor", "product"]
+__all__ = ["schedule_rows", "reduction_with_epilogue", "largest_divisor", "product"]
+
+
+def reduction_with_epilogue(sch: Schedule) -> tuple[SBlockInfo, SBlockInfo | None] | None:
+    """The function's one reduction block and the injective block after it (or None), once the
+    spatial blocks around them are inlined; None when the function is not of that shape."""
+    infos = try_inline_contiguous_spatial(sch, normalize_prim_func(sch))
+    if infos is None or len(infos) not in (1, 2) or not infos[0].is_reduction():
+        return None
+    if len(infos) == 2 and not infos[1].is_injective():
+        return None
+    return infos[0], (infos[1] if len(infos) == 2 else None)
 
 
 def largest_divisor(extent: object, cap: int, what: str) -> int:
