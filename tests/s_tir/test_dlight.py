@@ -51,11 +51,18 @@ def _thread_loops(func) -> list[tuple[str, int]]:
 # -- kernels, as Relax legalizes them (TE) --------------------------------------------------------
 
 def _matmul_relu():
-    a, b = te.placeholder((64, 32), name="A"), te.placeholder((32, 64), name="B")
+    # batched, B stored transposed (as a linear layer's weight), and two epilogues (bias, relu)
+    a, b = te.placeholder((2, 32, 32), name="A"), te.placeholder((2, 64, 32), name="B")
+    bias = te.placeholder((64,), name="c")
     k = te.reduce_axis((0, 32), name="k")
-    c = te.compute((64, 64), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
-    d = te.compute((64, 64), lambda i, j: te.max(c[i, j], 0.0), name="D")
-    return te.create_prim_func([a, b, d]), [(64, 32), (32, 64)], (64, 64), lambda x, y: np.maximum(x @ y, 0)
+    c = te.compute((2, 32, 64), lambda n, i, j: te.sum(a[n, i, k] * b[n, j, k], axis=k), name="C")
+    d = te.compute((2, 32, 64), lambda n, i, j: c[n, i, j] + bias[j], name="D")
+    e = te.compute((2, 32, 64), lambda n, i, j: te.max(d[n, i, j], 0.0), name="E")
+
+    def ref(x, y, z):
+        return np.maximum(x @ y.transpose(0, 2, 1) + z, 0)
+
+    return te.create_prim_func([a, b, bias, e]), [(2, 32, 32), (2, 64, 32), (64,)], (2, 32, 64), ref
 
 
 def _decode_gemv():
@@ -177,10 +184,13 @@ def test_matmul_tiles_over_blocks_and_threads_through_shared_memory():
     func = _matmul_relu()[0]
     sch = dl.gpu.Matmul().apply(func, GPU, False)
     loops = set(_thread_loops(sch.mod["main"]))
-    # TVM's CUDA configuration: 8 x 16 threads with a 4 x 4 tile each, 32 x 64 outputs per block
-    assert {("blockIdx.x", 2), ("blockIdx.y", 1), ("threadIdx.x", 8), ("threadIdx.y", 16)} <= loops
+    # TVM's CUDA configuration: 8 x 16 threads with a 4 x 4 tile each, 32 x 64 outputs per block;
+    # the batch goes with blockIdx.y, and both epilogues are applied as the tile is written back
+    assert {("blockIdx.x", 1), ("blockIdx.y", 2), ("threadIdx.x", 8), ("threadIdx.y", 16)} <= loops
     scopes = {b.name: b.scope for b in _allocated(sch.mod["main"])}
     assert scopes == {"A_shared": "shared", "B_shared": "shared", "C_local": "local"}
+    names = {r.block.name_hint for r, _ in block_realizes(sch.mod["main"].body)}
+    assert not names & {"D", "E"}
 
 
 def _allocated(func):
@@ -314,28 +324,27 @@ def _gpu_rules():
 
 
 def test_a_relax_model_on_the_emulated_gpu():
-    mod = relax.get_pipeline("zero")(_Model)
-    with GPU:
-        mod = _gpu_rules()(mod)
-    kernels = {gv.name_hint: f for gv, f in mod.functions_items() if isinstance(f, tir.PrimFunc)}
-    assert kernels and all(f.attrs.get("tir.is_scheduled") and not _unbound_blocks(f) for f in kernels.values())
+    # the tutorial's shape: the zero pipeline then dlight, as compile's relax_pipeline (compile puts
+    # its target in scope for the pipeline, so the rules see the GPU)
+    pipeline = Sequential([relax.get_pipeline("zero"), _gpu_rules()])
+    ex = minitvm.compile(_Model, target=GPU, relax_pipeline=pipeline)
+    kernels = [f for _, f in ex.ir_module.functions_items() if isinstance(f, tir.PrimFunc)]
+    assert kernels and all(f.attrs.get("tir.is_scheduled") and not _unbound_blocks(f) for f in kernels)
     dev = minitvm.cuda(0)
-    vm = relax.VirtualMachine(minitvm.compile(mod, target=GPU, relax_pipeline=None), dev)
     inputs = _model_inputs()
-    _check_model(vm["main"](*[minitvm.nd.array(a, dev) for a in inputs]), *inputs)
+    _check_model(relax.VirtualMachine(ex, dev)["main"](*[minitvm.nd.array(a, dev) for a in inputs]), *inputs)
 
 
 def test_on_llvm_the_gpu_rules_leave_kernels_to_the_cpu_schedule():
     with Target("llvm"):
-        legalized = relax.get_pipeline("zero")(_Model)
-        after = _gpu_rules()(legalized)
+        after = _gpu_rules()(relax.get_pipeline("zero")(_Model))
     assert all(not f.attrs.get("tir.is_scheduled") for _, f in after.functions_items() if isinstance(f, tir.PrimFunc))
-    # the tutorial's pipeline shape: the zero pipeline, dlight, then minitvm's default CPU schedule
+    # the zero pipeline, dlight, then minitvm's default CPU schedule for what dlight left
     pipeline = Sequential([relax.get_pipeline("zero"), _gpu_rules(), tir.transform.DefaultCPUSchedule()])
-    with Target("llvm"):
-        ex = minitvm.compile(_Model, target="llvm", relax_pipeline=pipeline)
+    ex = minitvm.compile(_Model, target="llvm", relax_pipeline=pipeline)
     kernels = [f for _, f in ex.ir_module.functions_items() if isinstance(f, tir.PrimFunc)]
     assert kernels and not any(_thread_loops(f) for f in kernels)
+    assert any(f.attrs.get("tir.is_scheduled") for f in kernels)  # DefaultCPUSchedule's mark, not dlight's
     inputs = _model_inputs()
     _check_model(relax.VirtualMachine(ex, minitvm.cpu())["main"](*inputs), *inputs)
 

@@ -124,8 +124,8 @@ class Matmul(GPUScheduleRule):
         # the thread's tile of C accumulates in registers, then goes out through the epilogue
         l2g = sch.cache_write(block, 0, "local")
         sch.reverse_compute_at(l2g, tx, preserve_unit_loops=True)
-        for consumer in sch.get_consumers(l2g):
-            sch.reverse_compute_inline(consumer)
+        while consumers := sch.get_consumers(l2g):  # a chain of epilogues (add, then relu) folds in one by one
+            sch.reverse_compute_inline(consumers[0])
         for index in (0, 1):
             self._cooperative_fetch(sch, block, index, ko, cfg)
         sch.decompose_reduction(block, ko)
