@@ -65,6 +65,14 @@ def _matmul_relu():
     return te.create_prim_func([a, b, bias, e]), [(2, 32, 32), (2, 64, 32), (64,)], (2, 32, 64), ref
 
 
+def _small_matmul():
+    # extents the default tiles do not divide: fewer threads and smaller per-thread tiles
+    a, b = te.placeholder((4, 64), name="A"), te.placeholder((64, 24), name="B")
+    k = te.reduce_axis((0, 64), name="k")
+    c = te.compute((4, 24), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
+    return te.create_prim_func([a, b, c]), [(4, 64), (64, 24)], (4, 24), lambda x, y: x @ y
+
+
 def _decode_gemv():
     # one token's activations times a weight stored (out, in), as a linear layer at batch 1, plus a bias
     x, w, bias = te.placeholder((1, 96), name="x"), te.placeholder((64, 96), name="W"), te.placeholder((64,), name="b")
@@ -147,6 +155,7 @@ def _elementwise():
 
 CASES = {  # kernel -> (its builder, the first rule of TVM's order that takes it)
     "matmul": (_matmul_relu, dl.gpu.Matmul),
+    "small_matmul": (_small_matmul, dl.gpu.Matmul),
     "gemv": (_decode_gemv, dl.gpu.GEMV),
     "row_reduction": (_sum_of_squares, dl.gpu.Reduction),
     "softmax": (_softmax, dl.gpu.GeneralReduction),
