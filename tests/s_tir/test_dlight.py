@@ -350,7 +350,8 @@ def test_on_llvm_the_gpu_rules_leave_kernels_to_the_cpu_schedule():
     assert all(not f.attrs.get("tir.is_scheduled") for _, f in after.functions_items() if isinstance(f, tir.PrimFunc))
     # the zero pipeline, dlight, then minitvm's default CPU schedule for what dlight left
     pipeline = Sequential([relax.get_pipeline("zero"), _gpu_rules(), tir.transform.DefaultCPUSchedule()])
-    ex = minitvm.compile(_Model, target="llvm", relax_pipeline=pipeline)
+    with Target("llvm"):  # as TVM's LLM tutorial compiles
+        ex = minitvm.compile(_Model, target="llvm", relax_pipeline=pipeline)
     kernels = [f for _, f in ex.ir_module.functions_items() if isinstance(f, tir.PrimFunc)]
     assert kernels and not any(_thread_loops(f) for f in kernels)
     assert any(f.attrs.get("tir.is_scheduled") for f in kernels)  # DefaultCPUSchedule's mark, not dlight's
