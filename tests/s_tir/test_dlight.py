@@ -359,6 +359,32 @@ def test_on_llvm_the_gpu_rules_leave_kernels_to_the_cpu_schedule():
     _check_model(relax.VirtualMachine(ex, minitvm.cpu())["main"](*inputs), *inputs)
 
 
+@I.ir_module
+class _Rows:
+    @R.function
+    def main(x: R.Tensor(("n", 16), "float32"), w: R.Tensor((8, 16), "float32")):
+        with R.dataflow():
+            y = R.nn.softmax(R.matmul(x, R.permute_dims(w)), axis=-1)
+            R.output(y)
+        return y
+
+
+def test_tutorial_pipeline_with_dlight_on_llvm_and_symbolic_rows():
+    # optimize_llm.py's phases 1-4 (relax.build does the VM lowering, its phase 5, after them)
+    t = relax.transform
+    pipeline = Sequential([t.FuseTransposeMatmul(), t.LegalizeOps(), t.AnnotateTIROpPattern(), t.FoldConstant(),
+                           t.FuseOps(), t.FuseTIR(), t.DeadCodeElimination(), _gpu_rules()])
+    with Target("llvm"):
+        ex = minitvm.compile(_Rows, "llvm", relax_pipeline=pipeline)
+    vm = relax.VirtualMachine(ex, minitvm.cpu())
+    w = _rand(8, 16)
+    for n in (3, 10):
+        x = _rand(n, 16)
+        y = x @ w.T
+        e = np.exp(y - y.max(1, keepdims=True))
+        np.testing.assert_allclose(vm["main"](x, w).numpy(), e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-6)
+
+
 # -- cpu rules ---------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("case, rule", [("gemv", dl.cpu.GEMV), ("softmax", dl.cpu.Reduction)])
