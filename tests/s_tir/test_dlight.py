@@ -65,6 +65,14 @@ def _matmul_relu():
     return te.create_prim_func([a, b, bias, e]), [(2, 32, 32), (2, 64, 32), (64,)], (2, 32, 64), ref
 
 
+def _small_matmul():
+    # extents the default tiles do not divide: fewer threads and smaller per-thread tiles
+    a, b = te.placeholder((4, 64), name="A"), te.placeholder((64, 24), name="B")
+    k = te.reduce_axis((0, 64), name="k")
+    c = te.compute((4, 24), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
+    return te.create_prim_func([a, b, c]), [(4, 64), (64, 24)], (4, 24), lambda x, y: x @ y
+
+
 def _decode_gemv():
     # one token's activations times a weight stored (out, in), as a linear layer at batch 1, plus a bias
     x, w, bias = te.placeholder((1, 96), name="x"), te.placeholder((64, 96), name="W"), te.placeholder((64,), name="b")
@@ -147,6 +155,7 @@ def _elementwise():
 
 CASES = {  # kernel -> (its builder, the first rule of TVM's order that takes it)
     "matmul": (_matmul_relu, dl.gpu.Matmul),
+    "small_matmul": (_small_matmul, dl.gpu.Matmul),
     "gemv": (_decode_gemv, dl.gpu.GEMV),
     "row_reduction": (_sum_of_squares, dl.gpu.Reduction),
     "softmax": (_softmax, dl.gpu.GeneralReduction),
@@ -341,12 +350,39 @@ def test_on_llvm_the_gpu_rules_leave_kernels_to_the_cpu_schedule():
     assert all(not f.attrs.get("tir.is_scheduled") for _, f in after.functions_items() if isinstance(f, tir.PrimFunc))
     # the zero pipeline, dlight, then minitvm's default CPU schedule for what dlight left
     pipeline = Sequential([relax.get_pipeline("zero"), _gpu_rules(), tir.transform.DefaultCPUSchedule()])
-    ex = minitvm.compile(_Model, target="llvm", relax_pipeline=pipeline)
+    with Target("llvm"):  # as TVM's LLM tutorial compiles
+        ex = minitvm.compile(_Model, target="llvm", relax_pipeline=pipeline)
     kernels = [f for _, f in ex.ir_module.functions_items() if isinstance(f, tir.PrimFunc)]
     assert kernels and not any(_thread_loops(f) for f in kernels)
     assert any(f.attrs.get("tir.is_scheduled") for f in kernels)  # DefaultCPUSchedule's mark, not dlight's
     inputs = _model_inputs()
     _check_model(relax.VirtualMachine(ex, minitvm.cpu())["main"](*inputs), *inputs)
+
+
+@I.ir_module
+class _Rows:
+    @R.function
+    def main(x: R.Tensor(("n", 16), "float32"), w: R.Tensor((8, 16), "float32")):
+        with R.dataflow():
+            y = R.nn.softmax(R.matmul(x, R.permute_dims(w)), axis=-1)
+            R.output(y)
+        return y
+
+
+def test_tutorial_pipeline_with_dlight_on_llvm_and_symbolic_rows():
+    # optimize_llm.py's phases 1-4 (relax.build does the VM lowering, its phase 5, after them)
+    t = relax.transform
+    pipeline = Sequential([t.FuseTransposeMatmul(), t.LegalizeOps(), t.AnnotateTIROpPattern(), t.FoldConstant(),
+                           t.FuseOps(), t.FuseTIR(), t.DeadCodeElimination(), _gpu_rules()])
+    with Target("llvm"):
+        ex = minitvm.compile(_Rows, "llvm", relax_pipeline=pipeline)
+    vm = relax.VirtualMachine(ex, minitvm.cpu())
+    w = _rand(8, 16)
+    for n in (3, 10):
+        x = _rand(n, 16)
+        y = x @ w.T
+        e = np.exp(y - y.max(1, keepdims=True))
+        np.testing.assert_allclose(vm["main"](x, w).numpy(), e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-6)
 
 
 # -- cpu rules ---------------------------------------------------------------------------------------

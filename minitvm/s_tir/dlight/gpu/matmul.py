@@ -28,7 +28,10 @@ def iter_traits(block: object) -> list[str] | None:
     if len(block.reads) != 2 or len(block.writes) != 1:
         return None
     regions = [block.reads[0].region, block.reads[1].region, block.writes[0].region]
-    if any(not (isinstance(r.extent, IntImm) and r.extent.value == 1) for reg in regions for r in reg):
+    # every index one iterator or a constant: a convolution's ``h + rh`` is not a matmul's operand
+    iter_vars = {id(iv.var) for iv in block.iter_vars}
+    if any(not (isinstance(r.extent, IntImm) and r.extent.value == 1) or not (
+            isinstance(r.min, IntImm) or id(r.min) in iter_vars) for reg in regions for r in reg):
         return None
     a, b, c = (_axes(block, reg) for reg in regions)
     traits = []
@@ -106,12 +109,7 @@ class Matmul(GPUScheduleRule):
             if other.name != block.name and sch.get_consumers(other):
                 sch.compute_inline(other)
         batch, x, y, k = self._group_loops(sch, block)
-        tiles = (cfg.block_size_x * cfg.micro_size_x, cfg.block_size_y * cfg.micro_size_y, cfg.micro_size_k)
-        for loop, tile in zip((x, y, k), tiles):
-            extent = sch.get(loop).extent
-            if not isinstance(extent, IntImm) or extent.value % tile:
-                # TVM pads the matmul to whole tiles (pad_einsum); here such a matmul is left to the next rule
-                raise ScheduleError(f"Matmul: loop extent {extent} is not a multiple of the tile {tile}")
+        cfg = self._fit(cfg, *(sch.get(lp).extent for lp in (x, y, k)))
         bx, tx, xi = sch.split(x, factors=[None, cfg.block_size_x, cfg.micro_size_x])
         by, ty, yi = sch.split(y, factors=[None, cfg.block_size_y, cfg.micro_size_y])
         ko, ki = sch.split(k, factors=[None, cfg.micro_size_k])
@@ -129,6 +127,24 @@ class Matmul(GPUScheduleRule):
         for index in (0, 1):
             self._cooperative_fetch(sch, block, index, ko, cfg)
         sch.decompose_reduction(block, ko)
+
+    @staticmethod
+    def _fit(cfg: "Matmul.Config", x: object, y: object, k: object) -> "Matmul.Config":
+        """``cfg`` with tiles that divide the extents: thread counts halved first, then the
+        per-thread tile (TVM pads the matmul to whole tiles with pad_einsum instead)."""
+        sizes = []
+        for extent, threads, micro in ((x, cfg.block_size_x, cfg.micro_size_x),
+                                       (y, cfg.block_size_y, cfg.micro_size_y)):
+            if not isinstance(extent, IntImm):
+                raise ScheduleError(f"Matmul: a symbolic extent {extent} (TVM pads it to whole tiles)")
+            while extent.value % (threads * micro):
+                threads, micro = (threads // 2, micro) if threads > 1 else (threads, micro // 2)
+            sizes += [threads, micro]
+        if not isinstance(k, IntImm):
+            raise ScheduleError(f"Matmul: a symbolic reduction extent {k}")
+        micro_k = max(d for d in range(1, cfg.micro_size_k + 1) if k.value % d == 0)
+        return Matmul.Config(block_size_x=sizes[0], micro_size_x=sizes[1], block_size_y=sizes[2],
+                             micro_size_y=sizes[3], micro_size_k=micro_k, vector_size=cfg.vector_size)
 
     @staticmethod
     def _cooperative_fetch(sch: Schedule, block: BlockRV, index: int, ko: LoopRV, cfg: "Matmul.Config") -> None:

@@ -31,6 +31,8 @@ def reduction_with_epilogue(sch: Schedule) -> tuple[SBlockInfo, SBlockInfo | Non
 def largest_divisor(extent: object, cap: int, what: str) -> int:
     """The largest divisor of a constant ``extent`` that is at most ``cap``: rfactor keeps only
     splits without a guard on the reduction, so thread counts divide what they split."""
+    if cap == 1:
+        return 1  # one row per thread block: any number of rows, symbolic too
     if not isinstance(extent, int):
         raise ScheduleError(f"{what} has a symbolic extent {extent}; the rules need constant rows and reductions here")
     return max(d for d in range(1, min(cap, extent) + 1) if extent % d == 0)
