@@ -1,0 +1,26 @@
+"""benchmarks/llm.py --quick runs and reports (speed is never asserted: the rows have to be there,
+be numbers, and minitvm's greedy tokens have to be torch's)."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+import llm  # noqa: E402
+
+
+def test_llm_quick_table_rows_are_numbers():
+    text = llm.main(["--quick"])
+    head, rule, *rows = text.splitlines()[1:]
+    assert re.split(r"\s{2,}", head.strip()) == llm.HEAD and set(rule) <= {"-", " "}
+    assert [re.split(r"\s{2,}", r.strip())[3] for r in rows] == ["minitvm default", "minitvm opt_llm", "torch"]
+    for row in rows:
+        model, params, weights, _, prefill, decode, vs_prefill, vs_decode, bound, share, same = re.split(r"\s{2,}",
+                                                                                                         row.strip())
+        assert model == "tiny" and params.endswith("M") and float(params[:-1]) > 0
+        assert all(float(x) > 0 for x in (weights, prefill, decode, bound, share))
+        assert vs_prefill.endswith("x") and float(vs_prefill[:-1]) > 0 and float(vs_decode[:-1]) > 0
+        assert same == "yes"  # minitvm's greedy tokens are HF generate's
