@@ -21,7 +21,8 @@ from types import ModuleType
 
 __all__ = ["MODULE_RENAMES", "ATTRIBUTE_RENAMES", "EraFinder", "canonical_module"]
 
-#: TVM 0.27 module path (as minitvm spells it) -> the module that implements it.  A prefix rule:
+#: TVM 0.27 module path (as minitvm spells it) -> the module that implements it (or, for a module
+#: that lives at its TVM 0.27 path, its older path -> that module).  A prefix rule:
 #: ``minitvm.tirx.transform`` is ``minitvm.tir.transform`` and so on for every submodule.
 MODULE_RENAMES: dict[str, str] = {
     "minitvm.tirx": "minitvm.tir",
@@ -31,6 +32,8 @@ MODULE_RENAMES: dict[str, str] = {
     "minitvm.s_tir.tensor_intrin": "minitvm.tir.tensor_intrin",
     "minitvm.s_tir.analysis": "minitvm.tir.analysis",
     "minitvm.s_tir.meta_schedule": "minitvm.meta_schedule",
+    # the reverse direction: the module lives at TVM 0.27's path, the older one is the alias
+    "minitvm.dlight": "minitvm.s_tir.dlight",
     "minitvm.support.utils": "minitvm.contrib.utils",
     "minitvm.relax.frontend.torch.exported_program_translator": "minitvm.relax.frontend.torch.exported_program",
 }

@@ -2,7 +2,8 @@
 
 TVM 0.27 moved these out of ``tvm.tir``; minitvm keeps one implementation and answers to both
 paths (:mod:`minitvm.eras`): ``s_tir.Schedule is tir.Schedule``, ``s_tir.meta_schedule is
-minitvm.meta_schedule``, ``s_tir.transform is tir.transform``.
+minitvm.meta_schedule``, ``s_tir.transform is tir.transform``; ``s_tir.dlight`` (default schedules
+by rule) lives here and ``minitvm.dlight`` is its older name.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from ..tir import Schedule, ScheduleError, TensorIntrin, Trace
 from ..tir.schedule import LoopRV, SBlockRV
 
 __all__ = ["Schedule", "ScheduleError", "Trace", "SBlockRV", "LoopRV", "TensorIntrin",
-           "schedule", "transform", "tensor_intrin", "analysis", "meta_schedule"]
+           "schedule", "transform", "tensor_intrin", "analysis", "meta_schedule", "dlight"]
 
-_SUBMODULES = ("schedule", "transform", "tensor_intrin", "analysis", "meta_schedule")
+_SUBMODULES = ("schedule", "transform", "tensor_intrin", "analysis", "meta_schedule", "dlight")
 
 
 def __getattr__(name: str) -> Any:
