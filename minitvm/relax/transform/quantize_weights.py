@@ -46,7 +46,7 @@ from ...transform import PassContext, module_pass
 from .. import op as R
 from ..analysis.vars import free_vars
 from ..block_builder import BlockBuilder
-from ..dpl import DFPattern, is_call_tir, is_const, is_op, rewrite_call, wildcard
+from ..dpl import DFPattern, is_call_tir, is_op, rewrite_call, wildcard
 from ..expr import Constant, Function, Var, const, struct_info_of
 from ..expr_functor import ExprVisitor
 from ..struct_info import TensorStructInfo
