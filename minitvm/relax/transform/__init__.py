@@ -31,3 +31,4 @@ from .fold_batchnorm_to_conv2d import FoldBatchnormToConv2D  # noqa: E402
 from .alter_op_layout import AlterOpLayout  # noqa: E402
 from .fuse_attention import FuseAttention  # noqa: E402
 from .remove_redundant_reshape import RemoveRedundantReshape  # noqa: E402
+from .quantize_weights import FuseDequantizeMatmul, QuantizeLinearWeights  # noqa: E402
