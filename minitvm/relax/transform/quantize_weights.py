@@ -51,6 +51,7 @@ from ..expr import Constant, Function, Var, const, struct_info_of
 from ..expr_functor import ExprVisitor
 from ..struct_info import TensorStructInfo
 from .dead_code_elimination import DeadCodeElimination
+from .fuse_transpose_matmul import MAX_ROWS, _static_rows
 from .legalize_ops.common import _try_convert_to_scalar_const
 
 __all__ = ["QuantizeLinearWeights", "FuseDequantizeMatmul", "quantize_int8", "pack_int4", "unpack_int4",
@@ -143,14 +144,54 @@ def _int4_weight(packed: te.Tensor, scales: te.Tensor, j: Any, block: Any, half:
     return q * scales[j, (block * INT4_BLOCK + half * (INT4_BLOCK // 2)) // group_size]
 
 
-def dequantize_int4_te(packed: te.Tensor, scales: te.Tensor, group_size: int = 32) -> te.Tensor:
-    """The float32 ``[N, K]`` weights of packed int4 ones (:func:`pack_int4`'s layout)."""
-    n, half_k = packed.shape
+def _int4_at(packed: te.Tensor, scales: te.Tensor, group_size: int) -> Any:
+    """``(j, k) -> `` weight k of row j, decoded (its block, half and lane worked out from k)."""
     blk = INT4_BLOCK // 2
 
     def weight(j: Any, k: Any) -> Any:
         return _int4_weight(packed, scales, j, k // INT4_BLOCK, (k // blk) % 2, k % blk, group_size)
-    return te.compute((n, half_k * 2), weight, name="dequantize_int4")
+    return weight
+
+
+def dequantize_int4_te(packed: te.Tensor, scales: te.Tensor, group_size: int = 32) -> te.Tensor:
+    """The float32 ``[N, K]`` weights of packed int4 ones (:func:`pack_int4`'s layout)."""
+    n, half_k = packed.shape
+    return te.compute((n, half_k * 2), _int4_at(packed, scales, group_size), name="dequantize_int4")
+
+
+def _decoded_matmul_te(x: te.Tensor, n: Any, k_dim: Any, weight: Any) -> te.Tensor:
+    """For many rows of x: the weights decoded once per call into ``W_t[k, j]`` (transposed, so
+    that the matmul reads rows of it along j, as ``schedule_matmul_like`` tiles it), then
+    ``x @ W_t``: still one kernel reading the quantized weights."""
+    w_t = te.compute((k_dim, n), lambda k, j: weight(j, k), name="dequantize_T")
+    k = te.reduce_axis((IntImm(k_dim.dtype, 0), k_dim), "k")
+    return te.compute((*x.shape[:-1], n), lambda *i: te.sum(x[(*i[:-1], k)] * w_t[k, i[-1]], axis=k), name="matmul")
+
+
+def _int8_weight(wq: te.Tensor, scale: Any, zp: Any) -> Any:
+    """``(j, k) -> (Wq[j, k] - zp) * scale`` with a scalar or per-row scale and zero point."""
+    def at(p: Any, j: Any) -> Any:  # a folded scalar, a 0-d or 1-element tensor, or one per row
+        if not isinstance(p, te.Tensor):
+            return p
+        return p[(0,) * p.ndim] if p.ndim == 0 or int(p.shape[0]) == 1 else p[j]
+
+    def weight(j: Any, k: Any) -> Any:
+        w = _op.cast(wq[j, k], "float32")
+        z = at(zp, j)
+        if not (isinstance(z, IntImm) and z.value == 0):  # the pass's own weights are symmetric
+            w = w - _op.cast(z, "float32")
+        return w * _op.cast(at(scale, j), "float32")
+    return weight
+
+
+def _matmul_int8_te(x: te.Tensor, wq: te.Tensor, scale: Any, zp: Any) -> te.Tensor:
+    n, k_dim = wq.shape
+    return _decoded_matmul_te(x, n, k_dim, _int8_weight(wq, scale, zp))
+
+
+def _matmul_int4_te(x: te.Tensor, packed: te.Tensor, scales: te.Tensor, group_size: int) -> te.Tensor:
+    n, half_k = packed.shape
+    return _decoded_matmul_te(x, n, half_k * 2, _int4_at(packed, scales, group_size))
 
 
 def _nt_matmul_int8_te(x: te.Tensor, wq: te.Tensor, scale: te.Tensor, zp: Any) -> te.Tensor:
@@ -158,20 +199,9 @@ def _nt_matmul_int8_te(x: te.Tensor, wq: te.Tensor, scale: te.Tensor, zp: Any) -
     it is multiplied."""
     n, k_dim = wq.shape
     k = te.reduce_axis((IntImm(k_dim.dtype, 0), k_dim), "k")
-
-    def at(p: Any, j: Any) -> Any:  # a folded scalar, a 0-d or 1-element tensor, or one per row
-        if not isinstance(p, te.Tensor):
-            return p
-        return p[(0,) * p.ndim] if p.ndim == 0 or int(p.shape[0]) == 1 else p[j]
-
-    def out(*idx: Any) -> Any:
-        j = idx[-1]
-        w = _op.cast(wq[j, k], "float32")
-        z = at(zp, j)
-        if not (isinstance(z, IntImm) and z.value == 0):  # the pass's own weights are symmetric
-            w = w - _op.cast(z, "float32")
-        return te.sum(x[(*idx[:-1], k)] * (w * _op.cast(at(scale, j), "float32")), axis=k)
-    return te.compute((*x.shape[:-1], n), out, name="NT_matmul")
+    weight = _int8_weight(wq, scale, zp)
+    return te.compute((*x.shape[:-1], n), lambda *i: te.sum(x[(*i[:-1], k)] * weight(i[-1], k), axis=k),
+                      name="NT_matmul")
 
 
 def _nt_matmul_int4_te(x: te.Tensor, packed: te.Tensor, scales: te.Tensor, group_size: int) -> te.Tensor:
@@ -330,21 +360,24 @@ def _fuse_function(func: Function, bb: BlockBuilder, mod: IRModule) -> Function:
         if t is None or not _transposed_2d(t, t.args[0]) or expr.attrs.get("out_dtype", "void") not in ("void",
                                                                                                          "float32"):
             return expr
+        rows = _static_rows(struct_info_of(m[_qx]))
+        few = rows is not None and rows <= MAX_ROWS  # a dot product per output; else decode once, then tile
         if _t8 in m:
             deq = m[_deq8]
             n = int(struct_info_of(deq).shape_values[0])
             if deq.attrs["axis"] not in (0, -2) or deq.attrs["out_dtype"] != "float32" \
                     or not all(_per_row(p, n) for p in (m[_s8], m[_z8])):
                 return expr
-            return bb.call_te(_nt_matmul_int8_te, m[_qx], m[_q8], _try_convert_to_scalar_const(m[_s8]),
-                              _try_convert_to_scalar_const(m[_z8]),
-                              primfunc_name_hint="fused_dequantize_NT_matmul")
+            return bb.call_te(_nt_matmul_int8_te if few else _matmul_int8_te, m[_qx], m[_q8],
+                              _try_convert_to_scalar_const(m[_s8]), _try_convert_to_scalar_const(m[_z8]),
+                              primfunc_name_hint="fused_dequantize_NT_matmul" if few else "fused_dequantize_matmul")
         gv = m[_deq4].args[0]
         group_size = mod[gv].attrs.get(_INT4_LAYOUT_ATTR) if gv in mod.functions else None
         if group_size is None:
             return expr  # a dequantize_int4 this pass did not make: its layout is unknown
-        return bb.call_te(_nt_matmul_int4_te, m[_qx], m[_q4], m[_s4], int(group_size),
-                          primfunc_name_hint="fused_dequantize_int4_NT_matmul")
+        return bb.call_te(_nt_matmul_int4_te if few else _matmul_int4_te, m[_qx], m[_q4], m[_s4], int(group_size),
+                          primfunc_name_hint="fused_dequantize_int4_NT_matmul" if few
+                          else "fused_dequantize_int4_matmul")
 
     return rewrite_call(_FUSED, fuse, func)
 

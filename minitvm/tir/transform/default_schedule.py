@@ -158,9 +158,11 @@ def schedule_gemv(sch: Schedule) -> bool:
     decoded inside the kernel (``(Wq[j, k] - zp) * scale[j]``, packed int4 with group scales,
     where the reductions are (group, half, lane)).  Every weight is read once for one
     multiply-add, so memory bandwidth bounds the kernel: the schedule streams the weights.
+    A decoded weight with up to ``NT_MAX_ROWS`` rows of x is taken too (each weight is decoded
+    once for all rows); a float one with more than one row is ``schedule_matmul_nt``'s.
 
-    1. Split the innermost reduction by a vector (16 lanes on AVX-512) and j by 4; order
-       (j0, outer reductions, k0, j1, k1): four rows of W stream side by side.
+    1. Split the innermost reduction by a vector (16 lanes on AVX-512) and j by 4 (fewer with
+       more rows); order (j0, outer reductions, k0, rows, j1, k1): four rows of W side by side.
     2. ``rfactor`` k1 into a ``"local"`` buffer: per output a vector of partial sums that LLVM
        keeps in registers for the whole k loop; they are added up after it.
     3. Vectorize k1, unroll j1 and short outer reductions (the two halves of an int4 byte, so
@@ -174,9 +176,12 @@ def schedule_gemv(sch: Schedule) -> bool:
     ns = [iv.iter_type for iv in blk.iter_vars].index("reduce")
     loops = sch.get_loops(mm)
     ext = _extents(sch, loops)
-    if len(loops) != len(blk.iter_vars) or math.prod(ext[:ns - 1]) != 1 or ext[ns - 1] < 2:
-        return False  # several rows (or loops already transformed): the matmul rules
-    if not _streams_along(blk.body.value.b, blk.iter_vars[-1].var, blk.iter_vars[ns - 1].var):
+    rows = math.prod(ext[:ns - 1])
+    product = blk.body.value.b
+    plain = isinstance(product.a, BufferLoad) and isinstance(product.b, BufferLoad)
+    if len(loops) != len(blk.iter_vars) or ext[ns - 1] < 2 or rows > (1 if plain else NT_MAX_ROWS):
+        return False  # more rows (a plain weight: from 2 on), or loops already transformed: the matmul rules
+    if not _streams_along(product, blk.iter_vars[-1].var, blk.iter_vars[ns - 1].var):
         return False
     kf = _largest_divisor(ext[-1], (VectorUnit.current().lanes, 8, 4))
     if kf == 1:
@@ -184,15 +189,16 @@ def schedule_gemv(sch: Schedule) -> bool:
     ok, epilogue = _single_epilogue(sch, mm)
     if not ok:
         return False
-    rows, j, reds = loops[:ns - 1], loops[ns - 1], loops[ns:]
+    row_loops, j, reds = loops[:ns - 1], loops[ns - 1], loops[ns:]
     k0, k1 = sch.split(reds[-1], [None, kf])
-    j0, j1 = sch.split(j, [None, _largest_divisor(ext[ns - 1], (4, 2))])
-    sch.reorder(*rows, j0, *reds[:-1], k0, j1, k1)
+    # rows x nj accumulators: a weight decoded once serves every row (AVX-512 has room for 8)
+    j0, j1 = sch.split(j, [None, _largest_divisor(ext[ns - 1], tuple(c for c in (4, 2) if rows * c <= 8))])
+    sch.reorder(j0, *reds[:-1], k0, *row_loops, j1, k1)
     rf = sch.rfactor(k1, len(blk.body.indices))
     sch.compute_at(rf, j0, preserve_unit_loops=True)
     sch.set_scope(rf, 0, "local")
     # the rf block has a loop per iterator: k1, the spatial ones (rows, j1), the reductions (.., k0)
-    tail = sch.get_loops(rf)[ns:]
+    tail = sch.get_loops(rf)[-(1 + ns + len(reds)):]
     k1, spatial, red = tail[0], tail[1:1 + ns], tail[1 + ns:]
     sch.reorder(*red, *spatial, k1)
     sch.vectorize(k1)  # loop kinds before decompose_reduction, as TVM requires
@@ -204,7 +210,7 @@ def schedule_gemv(sch: Schedule) -> bool:
     if epilogue is not None:
         sch.reverse_compute_at(epilogue, j0)
     if math.prod(ext) > GEMV_PARALLEL_WORK:
-        sch.parallel(sch.fuse(*rows, j0) if rows else j0)
+        sch.parallel(j0)
     init = sch.decompose_reduction(rf, red[0])
     sch.vectorize(sch.get_loops(init)[-1])
     return True
@@ -427,7 +433,8 @@ def schedule_matmul_like(sch: Schedule) -> bool:
     mm = _matmul_block(sch)
     if mm is None:
         return False
-    ok, epilogue = _single_epilogue(sch, mm)
+    prologue = _right_operand_prologue(sch, mm)
+    ok, epilogue = _single_epilogue(sch, mm, allow_prologue=bool(prologue))
     if not ok:
         return False
 
@@ -467,7 +474,45 @@ def schedule_matmul_like(sch: Schedule) -> bool:
     for update, (_, k) in zip(updates, stages):
         init = sch.decompose_reduction(update, k)
         sch.vectorize(sch.get_loops(init)[-1])
+    _schedule_prologue(sch, prologue, packed is not None)
     return True
+
+
+def _right_operand_prologue(sch: Schedule, mm: BlockRV) -> list[str]:
+    """The names of the spatial blocks before the matmul when the last of them computes its
+    right operand ``B[k, j]`` (a weight decoded from int8 / int4 in the kernel, written
+    transposed); else []: other prologues are left to other rules."""
+    names = [sch.get(b).name_hint for b in _blocks(sch)]
+    before = names[:names.index(sch.get(mm).name_hint)]
+    if not before or not all(_is_spatial(sch, sch.get_block(n)) for n in before):
+        return []
+    written = sch.get(sch.get_block(before[-1])).writes
+    blk = sch.get(mm)
+    vj, vk = blk.iter_vars[-2].var, blk.iter_vars[-1].var
+    for region in blk.reads:
+        dims = region.region
+        if (len(written) == 1 and region.buffer is written[0].buffer and len(dims) == 2
+                and dims[0].min is vk and dims[1].min is vj):
+            return before
+    return []
+
+
+def _schedule_prologue(sch: Schedule, names: list[str], packed: bool) -> None:
+    """The blocks computing the right operand: inlined into the packing copy when B is packed
+    (decoded as it is copied, once), else each a loop nest of its own -- transposing ones in
+    tiles, the others flat -- vectorized, and on threads when large."""
+    for name in names:
+        block = sch.get_block(name)
+        if packed:
+            try:
+                sch.compute_inline(block)
+                continue
+            except ScheduleError:
+                pass  # (a failed primitive changes nothing) -- schedule it on its own below
+        if _reads_transposed(sch, block):
+            _tile_transpose(sch, block)
+        else:
+            _vectorize_flat(sch, block)
 
 
 def _column_blocks(panels: int) -> int:

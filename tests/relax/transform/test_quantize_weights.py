@@ -127,8 +127,10 @@ def test_parameter_weights_with_values_become_quantized_parameters(mode):
     np.testing.assert_allclose(got, _reference(model, x, *_dequantized(mode, weights)), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("shape", [(3, 64), (1, 1, 64), ("n", 64)], ids=["3-rows", "3-d", "symbolic-rows"])
+@pytest.mark.parametrize("shape", [(3, 64), (1, 1, 64), ("n", 64), (80, 64)],
+                         ids=["3-rows", "3-d", "symbolic-rows", "80-rows"])
 def test_every_row_shape_matches_numpy(shape):
+    """A few rows: the dot-product kernel; many or symbolic: decode once, then the tiled matmul."""
     rng = np.random.default_rng(42)
     w = rng.standard_normal((48, 64)).astype("float32")
     dims = [tir.Var("n", "int64") if d == "n" else d for d in shape]
@@ -139,8 +141,11 @@ def test_every_row_shape_matches_numpy(shape):
             out = bb.emit_output(relax.op.matmul(x, bb.emit(relax.op.permute_dims(relax.const(w)))))
         bb.emit_func_output(out)
     data = rng.standard_normal([5 if d == "n" else d for d in shape]).astype("float32")
+    many = shape[0] != 3 and len(shape) == 2
     for mode in ("int8", "int4"):
-        got = _run(QuantizeLinearWeights(mode)(bb.get()), data)
+        quantized = QuantizeLinearWeights(mode)(bb.get())
+        assert ("_matmul(" in quantized.script() and "NT_matmul(" not in quantized.script()) == many
+        got = _run(quantized, data)
         np.testing.assert_allclose(got, data @ _dequantized(mode, [w])[0].T, rtol=1e-5, atol=1e-5)
 
 

@@ -66,14 +66,16 @@ def test_float_gemv_with_bias_relu(rows, parallel):
     np.testing.assert_allclose(got, np.maximum(x @ w.T + b, 0), rtol=1e-5, atol=1e-5)
 
 
-def test_int8_decoded_gemv(parallel):
+@pytest.mark.parametrize("rows", [1, 3])
+def test_int8_decoded_gemv(rows, parallel):
+    """A decoded weight serves a few rows at once: 3 rows x 2 columns of accumulators."""
     rng = np.random.default_rng(51)
-    x = rng.standard_normal((1, 128)).astype("float32")
+    x = rng.standard_normal((rows, 128)).astype("float32")
     wq = rng.integers(-128, 128, size=(24, 128)).astype("int8")
     scale, zp = rng.uniform(0.01, 0.1, 24).astype("float32"), rng.integers(-5, 5, 24).astype("int8")
     args = [te.placeholder(a.shape, str(a.dtype)) for a in (x, wq, scale, zp)]
     func = te.create_prim_func([*args, _nt_matmul_int8_te(*args)])
-    got = _run(_scheduled(func, parallel), [x, wq, scale, zp], (1, 24))
+    got = _run(_scheduled(func, parallel), [x, wq, scale, zp], (rows, 24))
     want = x @ ((wq.astype("float32") - zp[:, None]) * scale[:, None]).T
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
