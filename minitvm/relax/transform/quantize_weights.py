@@ -25,8 +25,9 @@ memory bandwidth, so storing them in fewer bits makes it faster as well as small
 
 The weight must be a constant (``from_exported_program``'s default, or after ``BindParams``)
 or a parameter whose value the function carries in its ``"params"`` attribute
-(``keep_params_as_input=True``): that parameter is replaced by the quantized weight and its
-scales, their values in ``"params"``.  Other weights are left alone.
+(``keep_params_as_input=True``) or that ``params=`` names (``nn.Module.export_tvm``'s): that
+parameter is replaced by the quantized weight and its scales, their values in ``"params"``.
+Other weights are left alone.
 
     mod = relax.transform.QuantizeLinearWeights("int4")(mod)
     ex = minitvm.compile(mod, target="llvm")
@@ -296,7 +297,22 @@ def _with_params(func: Function, quantizer: _Quantizer, num_input: int) -> Funct
     return Function(params, func.body, func.ret_struct_info, func.is_pure, func.attrs).with_attr("params", values)
 
 
-def _quantize_function(func: Function, bb: BlockBuilder, mode: str, group_size: int) -> Function:
+def _param_values(func: Function, params: dict[str, Any] | None) -> Function:
+    """``func`` with a ``"params"`` attribute from ``params`` (by name, ``fc1.weight`` or
+    ``fc1_weight``) when it has none and ``params`` holds every parameter after ``num_input``."""
+    num_input = func.attrs.get("num_input")
+    if params is None or num_input is None or func.attrs.get("params") is not None:
+        return func
+    named = {name.replace(".", "_"): value for name, value in params.items()}
+    weights = func.params[int(num_input):]
+    if not weights or not all(p.name in named for p in weights):
+        return func
+    return func.with_attr("params", [_as_array(named[p.name]) for p in weights])
+
+
+def _quantize_function(func: Function, bb: BlockBuilder, mode: str, group_size: int,
+                       params: dict[str, Any] | None) -> Function:
+    func = _param_values(func, params)
     num_input = func.attrs.get("num_input")
     values: dict[Var, np.ndarray] = {}
     if func.attrs.get("params") is not None and num_input is not None:
@@ -310,23 +326,28 @@ def _quantize_function(func: Function, bb: BlockBuilder, mode: str, group_size: 
 
 @module_pass(opt_level=0, name="QuantizeLinearWeights")
 class QuantizeLinearWeights:
-    """``QuantizeLinearWeights(mode="int8" | "int4", group_size=32, fuse=True)``: store the weights
-    of ``matmul(x, permute_dims(W))`` layers quantized (see the module docstring)."""
+    """``QuantizeLinearWeights(mode="int8" | "int4", group_size=32, fuse=True, params=None)``: store
+    the weights of ``matmul(x, permute_dims(W))`` layers quantized (see the module docstring).
+    ``params`` gives the values of a function's parameters after ``num_input`` by name (what
+    ``nn.Module.export_tvm`` returns, as a dict): the function then carries them, quantized, in
+    its ``"params"`` attribute (``relax.frontend.detach_params`` takes them off)."""
 
-    def __init__(self, mode: str = "int8", group_size: int = 32, fuse: bool = True):
+    def __init__(self, mode: str = "int8", group_size: int = 32, fuse: bool = True,
+                 params: dict[str, Any] | None = None):
         if mode not in ("int8", "int4"):
             raise ValueError(f"QuantizeLinearWeights: mode must be 'int8' or 'int4', got {mode!r}")
         if mode == "int4" and (group_size <= 0 or group_size % (INT4_BLOCK // 2)):
             raise ValueError(f"QuantizeLinearWeights: the int4 group size must be a positive multiple of "
                              f"{INT4_BLOCK // 2}, got {group_size}")
         self.mode, self.group_size, self.fuse = mode, group_size, fuse
+        self.params = dict(params) if params is not None else None
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         bb = BlockBuilder(mod)  # collects the dequantize_int4 PrimFuncs
         changed = False
         for gv, func in list(mod.functions.items()):
             if isinstance(func, Function):
-                new = _quantize_function(func, bb, self.mode, self.group_size)
+                new = _quantize_function(func, bb, self.mode, self.group_size, self.params)
                 if new is not func:
                     bb.update_func(gv, new)
                     changed = True

@@ -165,3 +165,27 @@ def test_leaves_unpackable_and_non_linear_weights_alone():
         QuantizeLinearWeights("int3")
     with pytest.raises(ValueError, match="multiple of 16, got 24"):
         QuantizeLinearWeights("int4", group_size=24)
+
+
+def test_nn_exported_parameters_quantized_from_a_params_dict():
+    from minitvm.relax.frontend import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(64, 32, bias=False)
+
+        def forward(self, x):
+            return self.fc(x)
+
+    mod, spec = Net().export_tvm(spec={"forward": {"x": nn.spec.Tensor((1, 64), "float32")}})
+    rng = np.random.default_rng(44)
+    w = rng.standard_normal((32, 64)).astype("float32")
+    quantized = QuantizeLinearWeights("int4", params={"fc.weight": w})(mod)
+    assert [p.name for p in quantized["forward"].params] == ["x", "fc_weight_q4", "fc_weight_scale"]
+    stripped, params = detach_params(quantized)
+    x = rng.standard_normal((1, 64)).astype("float32")
+    vm = relax.VirtualMachine(minitvm.compile(stripped, target="llvm"), minitvm.cpu())
+    got = vm["forward"](minitvm.nd.array(x), *params["forward"]).numpy()
+    np.testing.assert_allclose(got, x @ unpack_int4(*pack_int4(w, 32), 32).T, rtol=1e-5, atol=1e-5)
+    assert QuantizeLinearWeights("int4", params={"other": w})(mod) is mod  # its weight's value unknown
