@@ -6,7 +6,7 @@ int8 / packed int4 ones decoded inside the kernel (``relax.transform.QuantizeLin
     .venv/bin/python benchmarks/gemv.py --n 4096 --k 4096 --repeat 20
 
 Prints the machine's load, its bandwidth (a large numpy copy: bytes read + bytes written per
-second), then one row per kernel: time, weight GB/s, that as a fraction of the bandwidth, and
+second; and the rate numpy reads 256 MiB, which bounds a GEMV), then one row per kernel: time, weight GB/s, that as a fraction of the bandwidth, and
 time against numpy's float32 matvec.  Two columns of each: "hot" calls the kernel on one
 weight matrix again and again (2048^2 float32 is 16 MiB: it can stay in a 32 MiB L3), "cold"
 cycles through copies of the weights that together exceed ``--cold-mib`` so that every call
@@ -41,6 +41,18 @@ def copy_bandwidth(mib: int = 256, repeat: int = 5) -> float:
     dst = np.empty_like(src)
     np.copyto(dst, src)
     return 2 * src.nbytes / time_fn(lambda: np.copyto(dst, src), repeat=repeat, warmup=1).median / 1e9
+
+
+def read_bandwidth(mib: int = 256, repeat: int = 5) -> float:
+    """GB/s at which numpy reads ``mib`` MiB: the faster of a one-thread ``bitwise_or.reduce``
+    over 64-bit words and numpy's float32 matvec (OpenBLAS sgemv on its threads, which stalls
+    when another process holds a core) -- the rate a GEMV's weights can stream at here."""
+    words = np.ones(mib * 2**20 // 8, "uint64")
+    w = words.view("float32").reshape(-1, 4096)
+    x = np.ones(4096, "float32")
+    reduce_t = time_fn(lambda: np.bitwise_or.reduce(words), repeat=repeat, warmup=1).median
+    matvec_t = time_fn(lambda: w @ x, repeat=repeat, warmup=1).median
+    return words.nbytes / min(reduce_t, matvec_t) / 1e9
 
 
 def _build(func):
@@ -116,10 +128,11 @@ def main(argv: list[str] | None = None) -> list[Row]:
     setup_environment()
     busy = wait_until_idle(timeout=args.wait)
     load = os.getloadavg()
-    bandwidth = copy_bandwidth()
+    copy_bw, bandwidth = copy_bandwidth(), read_bandwidth()
     print(f"machine: {os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, "
           f"other processes busy {busy:.0%} of the CPU just before the run (waited up to {args.wait:.0f} s)")
-    print(f"memory bandwidth (numpy copy of 256 MiB, read + write): {bandwidth:.1f} GB/s\n")
+    print(f"memory bandwidth: numpy copy of 256 MiB {copy_bw:.1f} GB/s (read + write); numpy reading 256 MiB "
+          f"{bandwidth:.1f} GB/s -- 'of bw' below is a fraction of the read one\n")
     rows = measure(args.n, args.k, args.group_size, args.repeat, args.cold_mib)
     numpy_row = next(r for r in rows if r.name.startswith("numpy"))
     head = ["GEMV 1 x {} x {}".format(args.k, args.n), "weight MiB", "hot", "GB/s", "of bw", "cold", "GB/s",
@@ -135,7 +148,7 @@ def main(argv: list[str] | None = None) -> list[Row]:
     after = os.getloadavg()
     print(f"\nload average after: {after[0]:.2f} (a busy second core halves the parallel rows: rerun when high)")
     write_json("gemv", rows, config={"n": args.n, "k": args.k, "group_size": args.group_size,
-                                     "bandwidth_gbs": bandwidth, "loadavg": list(load), "busy": busy,
+                                     "copy_gbs": copy_bw, "read_gbs": bandwidth, "loadavg": list(load), "busy": busy,
                                      "time": time.time()})
     return rows
 

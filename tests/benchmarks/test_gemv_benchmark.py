@@ -30,4 +30,4 @@ def test_gemv_kernels_are_right_and_timed():
         assert r.timing.median > 0 and r.extra["cold_median"] > 0
         assert r.max_abs_err is None or r.max_abs_err < 1e-4
     assert [r.extra["bytes"] for r in rows] == [96 * 128 * 4, 96 * 128 * 4, 96 * 128 + 96 * 4, 96 * 64 + 96 * 4 * 4]
-    assert gemv.copy_bandwidth(mib=8, repeat=1) > 0
+    assert gemv.copy_bandwidth(mib=8, repeat=1) > 0 and gemv.read_bandwidth(mib=8, repeat=1) > 0
