@@ -6,11 +6,12 @@ int8 / packed int4 ones decoded inside the kernel (``relax.transform.QuantizeLin
     .venv/bin/python benchmarks/gemv.py --n 4096 --k 4096 --repeat 20
 
 Prints the machine's load, its bandwidth (a large numpy copy: bytes read + bytes written per
-second; and the rate numpy reads 256 MiB, which bounds a GEMV), then one row per kernel: time, weight GB/s, that as a fraction of the bandwidth, and
-time against numpy's float32 matvec.  Two columns of each: "hot" calls the kernel on one
-weight matrix again and again (2048^2 float32 is 16 MiB: it can stay in a 32 MiB L3), "cold"
-cycles through copies of the weights that together exceed ``--cold-mib`` so that every call
-reads them from memory, as a model's layers one after another do.  Nothing is asserted.
+second; and the rate numpy reads 256 MiB, which bounds a GEMV), then one row per kernel: time,
+weight GB/s, that as a fraction of the read bandwidth, and time against numpy's float32 matvec.
+Two columns of each: "hot" calls the kernel on one weight matrix again and again (2048^2
+float32 is 16 MiB: it can stay in a 32 MiB L3), "cold" cycles through copies of the weights
+that together exceed ``--cold-mib`` so that every call reads them from memory, as a model's
+layers one after another do.  Nothing is asserted.
 """
 
 from __future__ import annotations
