@@ -50,6 +50,7 @@ from ..block_builder import BlockBuilder
 from ..dpl import DFPattern, is_call_tir, is_op, rewrite_call, wildcard
 from ..expr import Constant, Function, Var, const, struct_info_of
 from ..expr_functor import ExprVisitor
+from ..op.registry import OpPattern
 from ..struct_info import TensorStructInfo
 from .dead_code_elimination import DeadCodeElimination
 from .fuse_transpose_matmul import MAX_ROWS, _static_rows
@@ -367,6 +368,12 @@ _t8, _t4 = is_op("relax.permute_dims")(_deq8), is_op("relax.permute_dims")(_deq4
 _FUSED: DFPattern = is_op("relax.matmul")(_qx, _t8) | is_op("relax.matmul")(_qx, _t4)
 
 
+#: the fused kernels are matmuls to FuseOps (an epilogue joins them, a producer does not), as
+#: TVM's matmul kernels are; AnnotateTIROpPattern alone would call the int8 one a plain
+#: reduction (its right operand is no load) and let the previous layer's relu into it
+_MATMUL_PATTERN = {"op_pattern": int(OpPattern.OUT_ELEMWISE_FUSABLE)}
+
+
 def _per_row(p: Any, n: int) -> bool:
     """A dequantize parameter the fused kernel takes: a scalar, one value, or one per row."""
     sinfo = struct_info_of(p)
@@ -391,14 +398,15 @@ def _fuse_function(func: Function, bb: BlockBuilder, mod: IRModule) -> Function:
                 return expr
             return bb.call_te(_nt_matmul_int8_te if few else _matmul_int8_te, m[_qx], m[_q8],
                               _try_convert_to_scalar_const(m[_s8]), _try_convert_to_scalar_const(m[_z8]),
-                              primfunc_name_hint="fused_dequantize_NT_matmul" if few else "fused_dequantize_matmul")
+                              primfunc_name_hint="fused_dequantize_NT_matmul" if few else "fused_dequantize_matmul",
+                              primfunc_attrs=_MATMUL_PATTERN)
         gv = m[_deq4].args[0]
         group_size = mod[gv].attrs.get(_INT4_LAYOUT_ATTR) if gv in mod.functions else None
         if group_size is None:
             return expr  # a dequantize_int4 this pass did not make: its layout is unknown
         return bb.call_te(_nt_matmul_int4_te if few else _matmul_int4_te, m[_qx], m[_q4], m[_s4], int(group_size),
                           primfunc_name_hint="fused_dequantize_int4_NT_matmul" if few
-                          else "fused_dequantize_int4_matmul")
+                          else "fused_dequantize_int4_matmul", primfunc_attrs=_MATMUL_PATTERN)
 
     return rewrite_call(_FUSED, fuse, func)
 

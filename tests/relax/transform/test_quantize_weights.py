@@ -92,6 +92,12 @@ def test_fused_kernels_compute_the_dequantized_layer(mode):
     rows = sum(w.shape[0] for w in weights)
     stored = w_bytes // 4 + 4 * rows if mode == "int8" else w_bytes // 8 + w_bytes // 32
     assert constant_bytes(quantized) == constant_bytes(mod) - w_bytes + stored
+    # to FuseOps the kernels are matmuls: the bias and relu join the first as an epilogue, and do
+    # not join the second (bias-free) layer's kernel; the GEMV rule schedules both
+    kernels = {gv.name_hint: f for gv, f in relax.get_pipeline("default")(quantized).functions.items()
+               if not isinstance(f, relax.Function)}
+    assert sorted(kernels) == sorted([f"fused_{kernel}_add_relu", f"{kernel}1"]), sorted(kernels)
+    assert all("_rf = T.alloc_buffer" in f.script() for f in kernels.values())
     got = _run(quantized, x)
     np.testing.assert_allclose(got, _reference(model, x, *_dequantized(mode, weights)), rtol=1e-5, atol=1e-5)
     fp32 = model(torch.from_numpy(x)).detach().numpy()
