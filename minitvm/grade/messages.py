@@ -17,6 +17,7 @@ from ..ir.structural import StructuralEqualError
 from ..testing.compare import NumericMismatch
 from ..tir import PrimFunc
 from .loader import ExerciseFileError
+from .mistakes import LIKELY
 
 __all__ = ["learner_message", "structure_message"]
 
@@ -28,11 +29,17 @@ def learner_message(err: BaseException, hint: str | None = None) -> str | None:
         text = structure_message(err)
     elif isinstance(err, (NumericMismatch, ExerciseFileError)):
         text = str(err)
-    elif hint is not None:
+    elif hint is not None or _named_mistakes(err):
         text = f"{type(err).__name__}: {err}"
     else:
         return None
-    return text + (f"\nhint: {hint}" if hint else "")
+    notes = _named_mistakes(err)
+    return "\n".join([text, *notes] + ([f"hint: {hint}"] if hint else []))
+
+
+def _named_mistakes(err: BaseException) -> list[str]:
+    """The ``likely mistake: ...`` notes a grader's catalogue added (see :mod:`minitvm.grade.mistakes`)."""
+    return [n for n in getattr(err, "__notes__", ()) if n.startswith(LIKELY)]
 
 
 def _script(x: Any) -> str:

@@ -12,8 +12,11 @@ bounds-checked native code, so a learner's wrong index fails that exercise with 
 A failing grader's message is written for the learner (see :mod:`minitvm.grade.messages`):
 numbers that differ say how many and the worst one, a structure that differs shows the two
 programs around the first difference, a broken exercise file names the line, and a
-``@pytest.mark.hint("...")`` on the grader adds its hint.  Graders pass the learner's value
-first: ``assert_structural_equal(yours, expected)``, ``assert_allclose(yours, expected)``.
+``@pytest.mark.hint("idea", "closer", ...)`` on the grader adds its hint, in levels: when
+grading the learner's exercises, the first failure of a grader shows the first level (a pointer to
+the idea), each further failure the next (never the answer), counted in ``exercises/.hints/``.
+Graders pass the learner's value first: ``assert_structural_equal(yours, expected)``,
+``assert_allclose(yours, expected)``.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ def pytest_addoption(parser: Any) -> None:
 
 def pytest_configure(config: Any) -> None:
     config.addinivalue_line("markers", "points(n): what a grader in tests/grade is worth")
-    config.addinivalue_line("markers", "hint(text): what a grader says when it fails (the usual cause)")
+    config.addinivalue_line("markers", "hint(*levels): what a grader says when it fails, one level more per failure")
     root = str(config.rootpath)
     if root not in sys.path:
         sys.path.insert(0, root)
@@ -67,9 +70,27 @@ def pytest_runtest_makereport(item: Any, call: Any) -> Any:
     from .messages import learner_message  # lazy: it imports the IR; only when a grader has failed
 
     hint = item.get_closest_marker("hint")
-    text = learner_message(call.excinfo.value, hint.args[0] if hint and hint.args else None)
+    levels = hint.args if hint else ()
+    text = learner_message(call.excinfo.value, _hint_at_level(item, levels) if levels else None)
     if text is not None:
         report.longrepr = text
+
+
+def _hint_at_level(item: Any, levels: tuple[str, ...]) -> str:
+    """The hint for this failure: level k on the learner's k-th failure of the grader (the last
+    level repeats). Grading the solutions (the test suite) counts nothing and shows level 1."""
+    if item.config.getoption("--grade-target") != "exercises":
+        level = 1
+    else:
+        counter = item.config.rootpath / "exercises" / ".hints" / f"{item.path.stem}.{item.originalname}"
+        try:
+            level = int(counter.read_text()) + 1
+        except (OSError, ValueError):  # the first failure (or a counter the learner emptied)
+            level = 1
+        counter.parent.mkdir(exist_ok=True)
+        counter.write_text(str(level))
+    shown = min(level, len(levels))
+    return f"({shown} of {len(levels)}) {levels[shown - 1]}" if len(levels) > 1 else levels[0]
 
 
 @pytest.fixture

@@ -19,7 +19,10 @@ them -- :func:`dataflow_lower_passes` (``ToNonDataflow``, ``CallTIRRewrite``) an
 :func:`vm_lowering_passes` is both.  Those passes leave lowered code alone, so compiling a
 module that is already lowered does not lower it again.
 
-``register_pipeline(name, fn)`` adds one: ``fn(**kwargs)`` returns a Pass.
+``register_pipeline(name, fn)`` adds one: ``fn(**kwargs)`` returns a Pass (``@register_pipeline(name)``
+on ``fn`` does the same, as in TVM).  A registered pipeline may end with the VM lowering
+itself (TVM's ``optimize_llm.py`` lists ``ToNonDataflow`` ... ``AttachGlobalSymbol``);
+``relax.build`` then does not lower again.
 """
 
 from __future__ import annotations
@@ -145,13 +148,21 @@ _PIPELINES: dict[str, Callable[..., Pass]] = {"zero": zero_pipeline, "default": 
                                               "default_build": default_build_pipeline}
 
 
-def register_pipeline(name: str, fn: Callable[..., Pass], override: bool = False) -> None:
-    """Make ``get_pipeline(name)`` return ``fn(**kwargs)``."""
+def register_pipeline(name: str, fn: Callable[..., Pass] | None = None, override: bool = False) -> Any:
+    """Make ``get_pipeline(name, **kwargs)`` return ``fn(**kwargs)``.  Without ``fn``, a
+    decorator, as TVM's ``@register_pipeline("opt_llm")`` (which returns the function)."""
     if name in _PIPELINES and not override:
         raise ValueError(f"pipeline {name!r} is already registered; pass override=True to replace it")
+    if fn is None:
+        def register(func: Callable[..., Pass]) -> Callable[..., Pass]:
+            register_pipeline(name, func, override=override)
+            return func
+
+        return register
     if not callable(fn):
         raise TypeError(f"register_pipeline({name!r}): expected a function returning a Pass, got {fn!r}")
     _PIPELINES[name] = fn
+    return fn
 
 
 def get_pipeline(name: str = "zero", **kwargs: Any) -> Pass:

@@ -4,10 +4,14 @@
    schedules, see :mod:`minitvm.relax.pipeline`; ``None`` runs none), under ``target``;
 2. the lowering to VM builtins (:func:`~minitvm.relax.pipeline.vm_lowering_passes`:
    ``ToNonDataflow``, ``CallTIRRewrite``, ``StaticPlanBlockMemory``, ``VMBuiltinLower``,
-   ``VMShapeLower``) -- always, as TVM's default build pipeline ends with it; the passes leave
-   already-lowered code alone, so a module lowered by hand is not lowered twice;
+   ``VMShapeLower``), as TVM's default build pipeline ends with it -- unless the module is
+   lowered already (:func:`is_vm_lowered`: a pipeline that ends with TVM's lowering passes, as
+   ``optimize_llm.py``'s does); the passes also leave lowered code alone, so a module lowered
+   in part is not lowered twice;
 3. the PrimFuncs -> ``minitvm.build`` -> the kernel library (LLVM machine code);
-4. the Relax functions -> bytecode (:func:`minitvm.relax.vm.codegen`);
+4. the Relax functions -> bytecode (:func:`minitvm.relax.vm.codegen`); the runtime modules
+   in the module attribute ``"external_mods"`` (``AttachExternModules``) are imported into
+   the kernel library, where the VM looks functions up;
 
 packed into a :class:`minitvm.runtime.vm.Executable` that ``relax.VirtualMachine`` runs
 and ``ex.save(path)`` writes (kernels as optimized LLVM IR, re-JIT-compiled on load).
@@ -19,6 +23,8 @@ from typing import Any
 
 from ..ir.deep import deep
 from ..ir.module import IRModule
+from ..ir.op import Op
+from ..runtime.module import Module
 from ..runtime.vm import Executable, VirtualMachine, VMFunction, VMInstrumentReturnKind
 from ..target import Target
 from ..target.codegen import llvm_export  # noqa: F401 - registers the hooks that save/load kernels
@@ -26,7 +32,9 @@ from ..target.tir_build import build_kernels
 from ..tir.function import PrimFunc
 from ..transform import Pass, Sequential
 from . import transform, vm
-from .expr import Function
+from .analysis.struct_info_analysis import tir_vars_in_struct_info
+from .expr import Call, ExternFunc, Function
+from .expr_functor import ExprVisitor
 from .pipeline import get_pipeline, register_pipeline, vm_lowering_passes
 from .vm.codegen import codegen
 
@@ -43,6 +51,53 @@ def _as_target(target: Any) -> Target:
 
 #: ``exec_mode`` values: bytecode only (TVM's default), or a native entry per function where it can
 EXEC_MODES = ("bytecode", "compiled")
+
+
+def _lowered_function(func: Function) -> bool:
+    """No dataflow block, match_cast or operator call but ``R.vm.kill_object`` is left,
+    and a function with symbolic shapes has its shape heap: what VMShapeLower leaves."""
+    found = _Unlowered()
+    found.visit_expr(func)
+    if found.unlowered:
+        return False
+    symbolic = any(tir_vars_in_struct_info(p.struct_info) for p in func.params)
+    return not symbolic or found.shape_heap
+
+
+class _Unlowered(ExprVisitor):
+    def __init__(self) -> None:
+        self.unlowered = False
+        self.shape_heap = False
+
+    def visit_dataflow_block_(self, block: Any) -> None:
+        self.unlowered = True
+
+    def visit_match_cast_(self, binding: Any) -> None:
+        self.unlowered = True
+
+    def visit_call_(self, op: Call) -> None:
+        if isinstance(op.op, Op) and op.op.name != "relax.vm.kill_object":  # the code generator's own
+            self.unlowered = True
+        if isinstance(op.op, ExternFunc) and op.op.global_symbol == "vm.builtin.alloc_shape_heap":
+            self.shape_heap = True
+        super().visit_call_(op)
+
+
+def is_vm_lowered(mod: IRModule) -> bool:
+    """True when every Relax function of ``mod`` is what the VM code generator takes (the VM
+    lowering has run, in a pipeline of the user's say): ``relax.build`` then lowers nothing."""
+    return all(_lowered_function(f) for _, f in mod.items() if isinstance(f, Function))
+
+
+def _import_external_modules(exe: Executable, mod: IRModule) -> None:
+    """The runtime modules ``AttachExternModules`` attached, imported into the kernel library."""
+    ext_mods = list((mod.attrs or {}).get("external_mods", ()))
+    if not ext_mods:
+        return
+    if exe._lib is None:  # no kernels: a library of no functions of its own holds the imports
+        exe._lib = Module({}, type_key="library")
+    for ext in ext_mods:
+        exe._lib.import_module(ext)
 
 
 @deep
@@ -91,7 +146,8 @@ def build(mod: IRModule, target: Any = None, params: dict | None = None,
                             f"the module) or None, got {type(relax_pipeline).__name__}")
         with target:
             mod = relax_pipeline(mod)
-    mod = Sequential(vm_lowering_passes(target), name="vm_lowering")(mod)
+    if not is_vm_lowered(mod):  # a pipeline that lowers (TVM's optimize_llm.py's) is not lowered twice
+        mod = Sequential(vm_lowering_passes(target), name="vm_lowering")(mod)
     exe = codegen(mod)  # the bytecode first: native entries are planned from it
     prims = {gv: f for gv, f in mod.items() if isinstance(f, PrimFunc)}
     entries: tuple = ()
@@ -99,6 +155,7 @@ def build(mod: IRModule, target: Any = None, params: dict | None = None,
         names = tuple(exe.func_names)
         entries = tuple((f, names, exe.constants) for f in exe.func_table if isinstance(f, VMFunction))
     exe._lib = build_kernels(IRModule(prims), target, entries=entries) if prims else None
+    _import_external_modules(exe, mod)
     exe.exec_mode = exec_mode
     exe.ir_module = mod  # what was compiled, for inspection
     return exe

@@ -5,16 +5,18 @@ without the compiler.
 """
 
 from ..error import TVMError
-from . import ndarray, registry
+from . import kv_state, ndarray, registry  # kv_state: registers the vm.builtin.kv_state_* globals
 from . import ndarray as nd
 from .device import Device, cpu, cuda, device
 from .module import BenchmarkResult, BoundsCheck, BoundsError, Module
 from .ndarray import NDArray, Tensor, empty, from_dlpack, tensor
+from .object import Object
 from .registry import PackedFunc, convert, get_global_func, list_global_func_names, register_func, register_global_func
 from .vm import Executable, VirtualMachine, load_executable, load_module
 from .vm.builtins import ShapeTuple
 
 __all__ = ["Device", "cpu", "cuda", "device", "NDArray", "Tensor", "tensor", "empty", "from_dlpack", "nd",
-           "ndarray", "registry", "Module", "BenchmarkResult", "BoundsError", "BoundsCheck", "PackedFunc",
+           "ndarray", "registry", "kv_state", "Module", "BenchmarkResult", "BoundsError", "BoundsCheck", "PackedFunc",
            "register_func", "register_global_func", "get_global_func", "list_global_func_names",
-           "Executable", "VirtualMachine", "load_executable", "load_module", "ShapeTuple", "TVMError", "convert"]
+           "Executable", "VirtualMachine", "load_executable", "load_module", "ShapeTuple", "TVMError", "convert",
+           "Object"]

@@ -23,6 +23,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .ndarray import NDArray
+from .object import Object
 
 __all__ = ["ArgSpec", "ArgumentCheck", "DerivedDim", "SizeVar", "format_dims"]
 
@@ -240,8 +241,8 @@ class ArgumentCheck:
         return arg if type(arg) is NDArray else NDArray(arr)
 
     def _any_value(self, arg: Any, where: str) -> Any:
-        """An argument with no declared kind: arrays become NDArrays, lists tuples."""
-        if type(arg) is NDArray or isinstance(arg, (int, float, str, self.shape_type)) or arg is None:
+        """An argument with no declared kind: arrays become NDArrays, lists tuples; runtime objects pass."""
+        if type(arg) is NDArray or isinstance(arg, (int, float, str, self.shape_type, Object)) or arg is None:
             return arg
         if isinstance(arg, (tuple, list)):
             return tuple(self._any_value(a, f"{where}[{i}]") for i, a in enumerate(arg))

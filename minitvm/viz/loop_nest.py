@@ -1,6 +1,10 @@
 """A picture of a TensorIR loop nest: loops as boxes with their extent and kind, blocks at
 their place with the buffer regions they read and write.
 
+A chain of loops of one kind, each the only statement of the one above (what ``T.grid`` writes),
+is one box, ``for i, j, k in 16 × 16 × 16``; long lists of regions in a block's note are wrapped,
+so the picture stays narrow enough that its text is readable at the notebook's width.
+
 ``loop_nest(func)`` returns a ``graphviz.Digraph``; Jupyter shows it as SVG.  The DOT text
 (``loop_nest(func).source``) is plain and stable, so tests compare it as golden text.
 """
@@ -53,6 +57,32 @@ def _region_text(region: Any) -> str:
     return f"{region.buffer.name}[{', '.join(dims)}]"
 
 
+#: characters on one line of a block's note before its list wraps
+NOTE_WIDTH = 52
+
+
+def _wrapped(items: list[str], width: int = NOTE_WIDTH) -> str:
+    """``items`` joined by ", ", broken onto new lines (HTML-escaped) before one passes ``width``."""
+    lines, line = [], ""
+    for item in items:
+        if line and len(line) + 2 + len(item) > width:
+            lines.append(line + ",")
+            line = item
+        else:
+            line = f"{line}, {item}" if line else item
+    lines.append(line)
+    return "<br/>&#160;&#160;".join(html.escape(x) for x in lines)
+
+
+def _loop_chain(loop: For) -> list[For]:
+    """``loop`` and the loops of the same kind nested directly in it, one inside the other."""
+    chain = [loop]
+    while (isinstance(chain[-1].body, For) and chain[-1].body.kind == loop.kind
+           and loop.kind != ForKind.THREAD_BINDING):
+        chain.append(chain[-1].body)
+    return chain
+
+
 class _DotWriter:
     def __init__(self) -> None:
         self.lines: list[str] = []
@@ -74,29 +104,32 @@ class _DotWriter:
                 self.walk(s, parent)
             return
         if isinstance(stmt, For):
+            chain = _loop_chain(stmt)
             kind = "" if stmt.kind == ForKind.SERIAL else f" <i>{stmt.kind}</i>"
             if stmt.kind == ForKind.THREAD_BINDING and stmt.thread_binding:  # the GPU axis it runs on
                 kind = f" <i>{html.escape(str(stmt.thread_binding))}</i>"
-            extent = html.escape(_text(stmt.extent))
-            label = f"<b>for {html.escape(stmt.loop_var.name)}</b> in {extent}{kind}"
+            names = html.escape(", ".join(loop.loop_var.name for loop in chain))
+            extents = html.escape(" × ".join(_text(loop.extent) for loop in chain))
+            label = f"<b>for {names}</b> in {extents}{kind}"
             me = self.node(label, shape="box", style="filled,rounded",
                            fillcolor=KIND_COLOURS.get(stmt.kind, "#eef2f7"))
             if parent:
                 self.edge(parent, me)
-            self.walk(stmt.body, me)
+            self.walk(chain[-1].body, me)
             return
         if isinstance(stmt, BlockRealize):
             block = stmt.block
             if block.name_hint == "root":
                 self.walk(block.body, parent)
                 return
-            reads = ", ".join(html.escape(_region_text(r)) for r in block.reads) or "-"
-            writes = ", ".join(html.escape(_region_text(w)) for w in block.writes) or "-"
+            reads = _wrapped(["reads " + _region_text(r) for r in block.reads[:1]]
+                             + [_region_text(r) for r in block.reads[1:]]) if block.reads else "reads -"
+            writes = _wrapped(["writes " + _region_text(w) for w in block.writes[:1]]
+                              + [_region_text(w) for w in block.writes[1:]]) if block.writes else "writes -"
             init = " (with init)" if block.init is not None else ""
-            bindings = ", ".join(f"{iv.var.name}={_text(v)}" for iv, v in zip(block.iter_vars, stmt.iter_values))
+            bindings = _wrapped([f"{iv.var.name}={_text(v)}" for iv, v in zip(block.iter_vars, stmt.iter_values)])
             label = (f'<b>block {html.escape(block.name_hint)}</b>{init}<br/>'
-                     f'<font point-size="10">{html.escape(bindings)}<br/>'
-                     f'reads {reads}<br/>writes {writes}</font>')
+                     f'<font point-size="10">{bindings}<br/>{reads}<br/>{writes}</font>')
             me = self.node(label, shape="note", style="filled", fillcolor="#fff9db")
             if parent:
                 self.edge(parent, me)

@@ -1,5 +1,5 @@
-"""The compile-time, call-overhead and busy-machine benchmark sections run and report (speed is
-never asserted: the rows only have to be there and be numbers)."""
+"""The compile-time, call-overhead, decode-overhead and busy-machine benchmark sections run and
+report (speed is never asserted: the rows only have to be there and be numbers)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import busy  # noqa: E402
 import call_overhead  # noqa: E402
 import compile_time  # noqa: E402
+import decode_overhead  # noqa: E402
 
 
 def test_compile_time_measures_cold_and_cached():
@@ -23,6 +24,11 @@ def test_compile_time_measures_cold_and_cached():
 def test_call_overhead_rows_compare_native_and_bytecode():
     (row,) = call_overhead.measure(["empty-ish (x + 1)"], repeat=5, rounds=1)
     assert row[0] == "empty-ish (x + 1)" and float(row[1]) > 0 and float(row[2]) > 0
+
+
+def test_decode_overhead_rows_compare_native_bytecode_and_static():
+    (row,) = decode_overhead.measure(16, [4], repeat=3, rounds=1)
+    assert row[1:3] == ["1", "4"] and all(float(row[k]) > 0 for k in (3, 4, 7)) and row[6].endswith("x")
 
 
 def test_busy_rows_have_a_ratio():

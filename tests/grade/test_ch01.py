@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 import minitvm
+from minitvm import te
 from minitvm.driver.build_module import export_name
+from minitvm.grade.mistakes import Mistake, assert_allclose_or_name
 from minitvm.ir import IRModule, assert_structural_equal
 from minitvm.script import tir as T
 from minitvm.testing import assert_allclose
@@ -56,6 +58,8 @@ def _rand(rng, *shape):
 
 @pytest.mark.points(1)
 @pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.hint("B has one axis: which of C's two axes does it follow?",
+                  "C[vi, vj] reads A at both of its axes and B at one")
 def test_broadcast_add(ex, seed):
     """Exercise 1.1: broadcast add on random shapes."""
     rng = np.random.default_rng(seed)
@@ -67,6 +71,9 @@ def test_broadcast_add(ex, seed):
 
 
 @pytest.mark.points(2)
+@pytest.mark.hint("every element of B is written, the border too: one block over B's whole shape",
+                  "inside the border B reads A with the two indices swapped and shifted by p; T.if_then_else "
+                  "picks A's value or 0")
 def test_transpose_pad(ex):
     """Exercise 1.2: transposed copy with a zero border."""
     rng = np.random.default_rng(12)
@@ -76,14 +83,45 @@ def test_transpose_pad(ex):
         assert_allclose(b, np.pad(a.T, p), rtol=RTOL, atol=ATOL, err_msg=f"m={m}, n={n}, p={p}")
 
 
+def _row_sum_variant(m: int, n: int, kinds: str = "SR", init: bool = True, extent: int | None = None):
+    """Exercise 1.3 as learners get it wrong: ``kinds`` of the two axes, with or without the init,
+    the j loop ``extent`` long."""
+    extent = n if extent is None else extent
+
+    @T.prim_func
+    def func(A: T.Buffer((m, n), "float32"), B: T.Buffer((m,), "float32")):
+        T.func_attr({"global_symbol": "row_sum_of_squares", "tir.noalias": True})
+        for i, j in T.grid(m, extent):
+            with T.block("B"):
+                vi, vj = T.axis.remap(kinds, [i, j])
+                if init:
+                    with T.init():
+                        B[vi] = T.float32(0)
+                B[vi] = B[vi] + A[vi, vj] * A[vi, vj]
+
+    return func
+
+
 @pytest.mark.points(2)
+@pytest.mark.hint("a sum is a reduction: its block has an init and a reduce axis",
+                  "T.axis.remap takes one letter per axis: S for an axis you keep, R for one you sum over")
 def test_row_sum_of_squares(ex):
     """Exercise 1.3: a reduction with an init block."""
     rng = np.random.default_rng(13)
     m, n = (int(x) for x in rng.integers(2, 50, 2))
     a, b = _rand(rng, m, n), _rand(rng, m)  # b starts as noise: the init must zero it
-    _, b = _run(ex.row_sum_of_squares(m, n), a, b)
-    assert_allclose(b, (a * a).sum(axis=1), rtol=RTOL, atol=ATOL)
+    _, out = _run(ex.row_sum_of_squares(m, n), a, b)
+    mistakes = [
+        Mistake("B[i] is never zeroed, so the sum starts from what B held: a reduction needs "
+                "`with T.init():` inside its block",
+                lambda: _run(_row_sum_variant(m, n, init=False), a, b)[1]),
+        Mistake("j is declared a spatial axis (\"SS\"), so T.init() runs at every j and B[i] keeps only the "
+                "last square: an axis the block sums over is a reduce axis (\"R\")",
+                lambda: _run(_row_sum_variant(m, n, kinds="SS"), a, b)[1]),
+        Mistake("the j loop stops one short of n: T.grid and range take the extent, not the last index",
+                lambda: _run(_row_sum_variant(m, n, extent=n - 1), a, b)[1]),
+    ]
+    assert_allclose_or_name(out, (a * a).sum(axis=1), mistakes, rtol=RTOL, atol=ATOL)
     (block,) = _blocks(ex.row_sum_of_squares(m, n))
     kinds = [str(iv.iter_type) for iv in block.iter_vars]
     assert block.name_hint == "B", f"the block should be named 'B', not {block.name_hint!r}"
@@ -102,7 +140,48 @@ def _conv_ref(x, w):
     return out
 
 
+def _conv_variant(n, ci, h, w, co, k, flip: bool = False, swap_window: bool = False, init: bool = True):
+    """Exercise 1.4 as learners get it wrong: the kernel flipped (signal processing's convolution),
+    the window's rows and columns swapped, or no init."""
+    oh, ow = h - k + 1, w - k + 1
+
+    @T.prim_func
+    def func(X: T.Buffer((n, ci, h, w), "float32"), W: T.Buffer((co, ci, k, k), "float32"),
+             Y: T.Buffer((n, co, oh, ow), "float32")):
+        T.func_attr({"global_symbol": "conv2d", "tir.noalias": True})
+        for b, c, y, x, q, dy, dx in T.grid(n, co, oh, ow, ci, k, k):
+            with T.block("Y"):
+                vb, vc, vy, vx, vq, vdy, vdx = T.axis.remap("SSSSRRR", [b, c, y, x, q, dy, dx])
+                if init:
+                    with T.init():
+                        Y[vb, vc, vy, vx] = T.float32(0)
+                if flip:
+                    Y[vb, vc, vy, vx] = Y[vb, vc, vy, vx] + X[vb, vq, vy + vdy, vx + vdx] * W[vc, vq, k - 1 - vdy,
+                                                                                             k - 1 - vdx]
+                elif swap_window:
+                    Y[vb, vc, vy, vx] = Y[vb, vc, vy, vx] + X[vb, vq, vy + vdx, vx + vdy] * W[vc, vq, vdy, vdx]
+                else:
+                    Y[vb, vc, vy, vx] = Y[vb, vc, vy, vx] + X[vb, vq, vy + vdy, vx + vdx] * W[vc, vq, vdy, vdx]
+
+    return func
+
+
+def _conv_mistakes(shape, x, wt, y):
+    def run(**wrong):
+        return lambda: _run(_conv_variant(*shape, **wrong), x, wt, y)[2]
+    return [
+        Mistake("the kernel is flipped (W[.., k-1-dy, k-1-dx]): that is signal processing's convolution; "
+                "a deep-learning conv2d slides W over X unflipped", run(flip=True)),
+        Mistake("the window's rows and columns are swapped: X's row index pairs the output row with W's row "
+                "offset dy, the column index the output column with dx", run(swap_window=True)),
+        Mistake("Y is never zeroed, so the sum starts from what Y held: the reduction needs `with T.init():`",
+                run(init=False)),
+    ]
+
+
 @pytest.mark.points(3)
+@pytest.mark.hint("one block, seven loops: four over Y's axes, three summed over",
+                  "output row y reads X at row y plus the kernel's row offset; the same for columns")
 def test_conv2d(ex):
     """Exercise 1.4: 2-D convolution (NCHW, stride 1, no padding)."""
     rng = np.random.default_rng(14)
@@ -110,11 +189,15 @@ def test_conv2d(ex):
                                                    int(rng.integers(5, 12)), int(rng.integers(1, 5)), 3)]:
         x, wt = _rand(rng, n, ci, h, w), _rand(rng, co, ci, k, k)
         y = _rand(rng, n, co, h - k + 1, w - k + 1)
-        _, _, y = _run(ex.conv2d(n, ci, h, w, co, k), x, wt, y)
-        assert_allclose(y, _conv_ref(x, wt), rtol=1e-3, atol=1e-3, err_msg=f"shape {(n, ci, h, w, co, k)}")
+        _, _, out = _run(ex.conv2d(n, ci, h, w, co, k), x, wt, y)
+        shape = (n, ci, h, w, co, k)
+        assert_allclose_or_name(out, _conv_ref(x, wt), _conv_mistakes(shape, x, wt, y), rtol=1e-3, atol=1e-3,
+                                err_msg=f"shape {shape}")
 
 
 @pytest.mark.points(2)
+@pytest.mark.hint("two blocks: the matmul writes an intermediate buffer, the ReLU reads it",
+                  "the intermediate is a T.alloc_buffer inside the function; the ReLU is a max with zero")
 def test_bmm_relu(ex):
     """Exercise 1.5: batched matmul + ReLU through an intermediate buffer."""
     rng = np.random.default_rng(15)
@@ -148,26 +231,59 @@ def _mm_relu_script(n):
 
 
 @pytest.mark.points(2)
+@pytest.mark.hint("the grader compares yours with the TVMScript mm_relu: same blocks, same order, same names",
+                  "a te.compute's name becomes its block's name; the summed axis is a te.reduce_axis")
 def test_te_mm_relu(ex):
     """Exercise 1.6: TE mm_relu is structurally equal to the TVMScript one."""
     n = int(np.random.default_rng(16).integers(8, 64))
     func = _func(ex.te_mm_relu(n))
-    try:
-        assert_structural_equal(func, _mm_relu_script(n))
-    except ValueError as err:
-        raise AssertionError(f"not the TVMScript mm_relu (lhs: yours, rhs: target): {err}") from None
+    assert_structural_equal(func, _mm_relu_script(n))  # a mismatch shows the diff of yours and mm_relu
     a, b, c = (_rand(np.random.default_rng(n), n, n) for _ in range(3))
     _, _, c = _run(func, a, b, c)
     assert_allclose(c, np.maximum(a @ b, 0), rtol=RTOL, atol=ATOL)
 
 
+def _softmax_variant(m: int, n: int, axis: int = 1, shift: str = "row", sum_exp: bool = True):
+    """Exercise 1.7 as learners get it wrong: over the columns (``axis=0``), without subtracting
+    the maximum (``shift="none"``), or summing the shifted values instead of their exponentials."""
+    A = te.placeholder((m, n), "float32", name="A")
+    length = n if axis == 1 else m
+
+    def at(i, j, r):  # element r along the reduced axis of (i, j)'s row or column
+        return A[i, r] if axis == 1 else A[r, j]
+
+    if shift == "row":
+        k = te.reduce_axis((0, length), "k")
+        amax = te.compute((m, n), lambda i, j: te.max(at(i, j, k), axis=k), name="amax")
+        top = lambda i, j: amax[i, j]  # noqa: E731
+    else:
+        top = lambda i, j: te.const(0.0, "float32")  # noqa: E731
+    e = te.compute((m, n), lambda i, j: te.exp(A[i, j] - top(i, j)), name="e")
+    shifted = lambda i, j, r: (te.exp if sum_exp else (lambda v: v))(at(i, j, r) - top(i, j))  # noqa: E731
+    k2 = te.reduce_axis((0, length), "k2")
+    esum = te.compute((m, n), lambda i, j: te.sum(shifted(i, j, k2), axis=k2), name="esum")
+    out = te.compute((m, n), lambda i, j: e[i, j] / esum[i, j], name="softmax")
+    return te.create_prim_func([A, out])
+
+
 @pytest.mark.points(3)
+@pytest.mark.hint("four steps: the row maximum, the shifted exponentials, their row sum, the division",
+                  "each of the two reductions needs its own te.reduce_axis")
 def test_te_softmax(ex):
     """Exercise 1.7: numerically stable softmax in TE."""
     rng = np.random.default_rng(17)
     m, n = (int(x) for x in rng.integers(2, 40, 2))
     a = (rng.standard_normal((m, n)) * 30 + 60).astype("float32")  # exp(a) would overflow float32
-    out = _rand(rng, m, n)
-    _, out = _run(ex.te_softmax(m, n), a, out)
+    noise = _rand(rng, m, n)
+    _, out = _run(ex.te_softmax(m, n), a, noise)
     e = np.exp(a - a.max(axis=1, keepdims=True))
-    assert_allclose(out, e / e.sum(axis=1, keepdims=True), rtol=1e-4, atol=1e-6)
+
+    def run(**wrong):
+        return lambda: _run(_softmax_variant(m, n, **wrong), a, noise)[1]
+    mistakes = [
+        Mistake("the sums run down the columns: a row's softmax reduces over j, the last axis", run(axis=0)),
+        Mistake("exp(A) overflows float32 for these inputs (inf / inf is nan): subtract each row's maximum "
+                "before exp", run(shift="none")),
+        Mistake("the denominator sums the shifted values A - max, not their exponentials", run(sum_exp=False)),
+    ]
+    assert_allclose_or_name(out, e / e.sum(axis=1, keepdims=True), mistakes, rtol=1e-4, atol=1e-6)

@@ -12,7 +12,8 @@ import pytest
 
 import minitvm
 from minitvm import tir
-from minitvm.ir import IRModule, assert_structural_equal
+from minitvm.grade.mistakes import Mistake, assert_structural_equal_or_name
+from minitvm.ir import IRModule
 from minitvm.script import ir as I
 from minitvm.script import tir as T
 from minitvm.testing import assert_allclose
@@ -190,50 +191,132 @@ def _check_numbers(original: IRModule, scheduled: IRModule, seed: int, rtol=1e-4
         assert_allclose(got, want, rtol=rtol, atol=rtol)
 
 
-def _check(ex_fn, start: IRModule, target, seed: int):
+def _check(ex_fn, start: IRModule, target, seed: int, mistakes=()):
+    """Your loop nest against the target (a mismatch shows the diff, and names a catalogued
+    mistake when yours is one), then your numbers against the start's."""
     mod = _scheduled(ex_fn(start))
     name = start.keys()[0]
-    try:
-        assert_structural_equal(mod[name], target)
-    except ValueError as err:
-        raise AssertionError(f"your loop nest differs from the target (lhs: yours, rhs: target): {err}") from None
+    assert_structural_equal_or_name(mod[name], target, mistakes)
     _check_numbers(start, mod, seed)
+
+
+def _wrong_schedule(start: IRModule, says: str, steps) -> Mistake:
+    """A catalogued mistake: ``steps(sch)`` is the mistaken schedule, applied to ``start``."""
+    def computes():
+        sch = tir.Schedule(start)
+        steps(sch)
+        return sch.mod[start.keys()[0]]
+    return Mistake(says, computes)
+
+
+def _split_vectorize(factors, vectorize: int | None):
+    def steps(sch):
+        loops = sch.split(sch.get_loops(sch.get_block("C"))[0], factors=factors)
+        if vectorize is not None:
+            sch.vectorize(loops[vectorize])
+    return steps
+
+
+VECTORIZE_ADD_MISTAKES = [
+    _wrong_schedule(VectorAdd, "the split's factors are swapped: [None, 16] keeps 16 iterations in the inner "
+                    "loop, [16, None] in the outer", _split_vectorize([16, None], 1)),
+    _wrong_schedule(VectorAdd, "the outer loop is vectorized: a vector lane is one iteration of the inner loop, "
+                    "so vectorize the loop of extent 16", _split_vectorize([None, 16], 0)),
+    _wrong_schedule(VectorAdd, "the inner loop is split off but not vectorized", _split_vectorize([None, 16], None)),
+]
+
+
+def _fused_relu(factors, parallel: int, vectorize: int):
+    def steps(sch):
+        loops = sch.split(sch.fuse(*sch.get_loops(sch.get_block("B"))), factors=factors)
+        sch.parallel(loops[parallel])
+        sch.vectorize(loops[vectorize])
+    return steps
+
+
+def _reorder_relu(sch):
+    i, j = sch.get_loops(sch.get_block("B"))
+    sch.reorder(j, i)
+    _fused_relu([None, 16], 0, 1)(sch)
+
+
+FUSE_RELU_MISTAKES = [
+    _wrong_schedule(Relu2D, "parallel and vectorize are on the wrong loops: threads share the outer loop, "
+                    "vector lanes the inner one", _fused_relu([None, 16], 1, 0)),
+    _wrong_schedule(Relu2D, "the split's factors are swapped: [None, 16] keeps 16 iterations in the inner loop",
+                    _fused_relu([16, None], 0, 1)),
+    _wrong_schedule(Relu2D, "the loops were reordered (j, i) before fusing: fuse i and j as they are, so the "
+                    "fused loop walks B row by row", _reorder_relu),
+]
+
+
+def _tile(factors, order):
+    def steps(sch):
+        i, j, k = sch.get_loops(sch.get_block("C"))
+        (i0, i1), (j0, j1) = sch.split(i, factors=factors), sch.split(j, factors=factors)
+        loops = {"i0": i0, "i1": i1, "j0": j0, "j1": j1, "k": k}
+        if order:
+            sch.reorder(*(loops[name] for name in order))
+    return steps
+
+
+TILE_MATMUL_MISTAKES = [
+    _wrong_schedule(matmul(128), "the loops are split but not reordered: tile loops first (i_0, j_0), then k, "
+                    "then the loops inside a tile", _tile([None, 16], None)),
+    _wrong_schedule(matmul(128), "k is innermost: here the reduction loop sits between the tile loops and the "
+                    "loops inside a tile", _tile([None, 16], ["i0", "j0", "i1", "j1", "k"])),
+    _wrong_schedule(matmul(128), "the split's factors are swapped: a 16 x 16 tile is the inner loop of "
+                    "[None, 16]", _tile([16, None], ["i0", "j0", "k", "i1", "j1"])),
+]
 
 
 # ------------------------------------------------------------------ graders
 
 
 @pytest.mark.points(1)
+@pytest.mark.hint("split first, then change the kind of one of the two loops",
+                  "vector lanes are iterations of the inner loop")
 def test_vectorize_add(ex):
     """Exercise 2.1: split + vectorize an elementwise add."""
-    _check(ex.vectorize_add, VectorAdd, vector_add_target, seed=21)
+    _check(ex.vectorize_add, VectorAdd, vector_add_target, seed=21, mistakes=VECTORIZE_ADD_MISTAKES)
 
 
 @pytest.mark.points(2)
+@pytest.mark.hint("the two loops become one before that one is split",
+                  "threads share out the outer loop; vector lanes are the inner one")
 def test_fuse_relu_loops(ex):
     """Exercise 2.2: fuse, split, parallel, vectorize."""
-    _check(ex.fuse_relu_loops, Relu2D, relu_fused_target, seed=22)
+    _check(ex.fuse_relu_loops, Relu2D, relu_fused_target, seed=22, mistakes=FUSE_RELU_MISTAKES)
 
 
 @pytest.mark.points(2)
+@pytest.mark.hint("print sch.mod after each primitive and compare its loop order with the target's",
+                  "two splits and one reorder; the target lists the loops in the order you pass to reorder")
 def test_tile_matmul(ex):
     """Exercise 2.3: tile a matmul to the target loop nest."""
-    _check(ex.tile_matmul, matmul(128), tiled_matmul_target, seed=23)
+    _check(ex.tile_matmul, matmul(128), tiled_matmul_target, seed=23, mistakes=TILE_MATMUL_MISTAKES)
 
 
 @pytest.mark.points(2)
+@pytest.mark.hint("the ReLU block moves under one loop of the matmul",
+                  "a consumer moves under its producer's loop with reverse_compute_at")
 def test_relu_per_row(ex):
     """Exercise 2.4: reverse_compute_at the ReLU under the matmul's row loop."""
     _check(ex.relu_per_row, MMRelu, relu_per_row_target, seed=24)
 
 
 @pytest.mark.points(2)
+@pytest.mark.hint("the local buffer is made by caching what the block writes",
+                  "after cache_write: place the write-back under the tile's loop, then separate the init from "
+                  "the update")
 def test_local_accumulator(ex):
     """Exercise 2.5: cache_write to a local accumulator, reverse_compute_at, decompose_reduction."""
     _check(ex.local_accumulator, matmul(128), local_accumulator_target, seed=25)
 
 
 @pytest.mark.points(3)
+@pytest.mark.hint("compare your sch.mod with the target after every primitive, top down",
+                  "the target's loop names tell which split made them (j_0, j_1 come from one split of j)")
 def test_bmm_relu_schedule(ex):
     """Exercise 2.6: reproduce the bmm_relu target schedule."""
     _check(ex.bmm_relu_schedule, BmmRelu, BmmReluTarget["bmm_relu"], seed=26)
@@ -246,6 +329,9 @@ def _gflops(mod: IRModule, n: int, args, number: int) -> float:
 
 
 @pytest.mark.points(3)
+@pytest.mark.hint("the naive loop walks B down a column: every step misses the cache",
+                  "tile so a block of C stays in cache, vectorize the innermost spatial loop, run the "
+                  "outermost in parallel")
 def test_fast_matmul(ex):
     """Exercise 2.7: at least 3x the GFLOP/s of the naive matmul (both measured here)."""
     n = 512

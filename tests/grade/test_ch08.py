@@ -16,7 +16,8 @@ import pytest
 
 import minitvm
 from minitvm import tir
-from minitvm.ir import IRModule, assert_structural_equal
+from minitvm.grade.mistakes import Mistake, assert_equal_or_name, assert_structural_equal_or_name
+from minitvm.ir import IRModule, replace
 from minitvm.script import ir as I
 from minitvm.script import tir as T
 from minitvm.testing import assert_allclose
@@ -70,12 +71,47 @@ class ColSum:
                 B[vj] = B[vj] + A[vi, vj]
 
 
+def _lowered_col_sum_variant(guard_init: bool = True, flatten: str = "row-major"):
+    """Exercise 8.1 as learners predict it wrongly: the init unguarded, A flattened column-major,
+    or A not flattened at all."""
+    @T.prim_func
+    def col_sum(A: T.Buffer((32, 48), "float32"), B: T.Buffer((48,), "float32")):
+        T.func_attr({"global_symbol": "col_sum", "tir.noalias": True, "tir.lowered": True})
+        A_1 = T.Buffer((1536,), "float32", data=A.data)
+        for j, i in T.grid(48, 32):
+            if guard_init:
+                if i == 0:
+                    B[j] = T.float32(0.0)
+            else:
+                B[j] = T.float32(0.0)
+            if flatten == "row-major":
+                B[j] = B[j] + A_1[i * 48 + j]
+            elif flatten == "column-major":
+                B[j] = B[j] + A_1[j * 32 + i]
+            else:
+                B[j] = B[j] + A[i, j]
+
+    return col_sum
+
+
+LOWERED_COL_SUM_MISTAKES = [
+    Mistake("the init runs at every i: lowering keeps T.init()'s meaning by guarding it with `if i == 0:`",
+            lambda: _lowered_col_sum_variant(guard_init=False)),
+    Mistake("A is flattened column-major: a row-major (32, 48) buffer puts A[i, j] at i * 48 + j",
+            lambda: _lowered_col_sum_variant(flatten="column-major")),
+    Mistake("A is still indexed in two dimensions: lowering flattens every buffer access to one index",
+            lambda: _lowered_col_sum_variant(flatten="none")),
+]
+
+
 @pytest.mark.points(2)
+@pytest.mark.hint("lowering turns blocks into plain loops: what becomes of T.init()?",
+                  "print minitvm.lower of a smaller example and compare line by line")
 def test_lowered_col_sum(ex):
     """Exercise 8.1: the lowered ColSum, written by hand, is what minitvm.lower produces."""
     yours = ex.lowered_col_sum()
     assert isinstance(yours, tir.PrimFunc), f"lowered_col_sum must return a tir.PrimFunc, not {type(yours).__name__}"
-    assert_structural_equal(yours, minitvm.lower(ColSum)["main"])
+    assert_structural_equal_or_name(yours, minitvm.lower(ColSum)["main"], LOWERED_COL_SUM_MISTAKES)
     a = np.random.default_rng(81).standard_normal((32, 48)).astype("float32")
     b = np.zeros(48, "float32")
     minitvm.build(yours)["col_sum"](a, b)
@@ -114,26 +150,67 @@ def _symbolic(a: T.handle, b: T.handle):
             B[vi] = A[vi] + T.float32(1)
 
 
+def _unroll_variant(max_extent: int, strict: bool = False, any_kind: bool = False, outermost_only: bool = False):
+    """Exercise 8.2 as learners get it wrong: ``extent < max_extent``, parallel/vectorized loops
+    unrolled too, or the mutator not visiting the body of a loop."""
+    class Unroller(tir.StmtExprMutator):
+        def visit_for_(self, loop: tir.For) -> tir.For:
+            body = loop.body if outermost_only else self.visit(loop.body)
+            extent = loop.extent.value if isinstance(loop.extent, tir.IntImm) else None
+            small = extent is not None and (extent < max_extent if strict else extent <= max_extent)
+            unroll = small and (any_kind or loop.kind == tir.ForKind.SERIAL)
+            return replace(loop, kind=tir.ForKind.UNROLLED if unroll else loop.kind, body=body)
+
+    @tir.transform.prim_func_pass(opt_level=0, name="UnrollVariant")
+    def unroll(func, mod, ctx):
+        return func.with_body(Unroller().visit(func.body))
+
+    return unroll
+
+
+UNROLL_CASES = {4: {"i": "parallel", "j": "serial", "k": "unrolled", "p": "serial", "q": "vectorized"},
+                16: {"i": "parallel", "j": "unrolled", "k": "unrolled", "p": "unrolled", "q": "vectorized"}}
+
+
+def _unroll_mistakes() -> list[Mistake]:
+    """Each mistaken pass's loop kinds at every max_extent of the grader (one max_extent alone
+    cannot tell some of them apart)."""
+    def kinds(**wrong):
+        return lambda: {m: _loops(_unroll_variant(m, **wrong)(IRModule({"scale": _scale}))["scale"])
+                        for m in UNROLL_CASES}
+    return [
+        Mistake("a loop of extent exactly max_extent is left serial: small means extent <= max_extent",
+                kinds(strict=True)),
+        Mistake("parallel or vectorized loops were unrolled too: only serial loops change kind",
+                kinds(any_kind=True)),
+        Mistake("loops inside other loops are untouched: visit_for_ must visit the loop's body as well",
+                kinds(outermost_only=True)),
+    ]
+
+
 @pytest.mark.points(2)
+@pytest.mark.hint("a loop is small when its extent is a constant no larger than max_extent, and only serial "
+                  "loops change",
+                  "a mutator that changes a loop must still visit the loop's body")
 def test_unroll_small_loops(ex):
     """Exercise 8.2: the pass unrolls serial loops of constant extent <= max_extent, and only those."""
-    for max_extent, want in [(4, {"i": "parallel", "j": "serial", "k": "unrolled", "p": "serial",
-                                  "q": "vectorized"}),
-                             (16, {"i": "parallel", "j": "unrolled", "k": "unrolled", "p": "unrolled",
-                                   "q": "vectorized"})]:
+    got = {}
+    for max_extent in UNROLL_CASES:
         unroll = ex.unroll_small_loops(max_extent)
         assert isinstance(unroll, minitvm.transform.Pass), \
             f"unroll_small_loops must return a Pass, not {type(unroll).__name__}"
         mod = unroll(IRModule({"scale": _scale}))
         assert isinstance(mod, IRModule), "the pass must return an IRModule"
-        got = _loops(mod["scale"])
-        assert got == want, f"max_extent={max_extent}: loop kinds {got}, expected {want}"
+        got[max_extent] = _loops(mod["scale"])
         rng = np.random.default_rng(82)
         a = rng.standard_normal((8, 16, 4)).astype("float32")
         b, c = np.zeros((8, 16, 4), "float32"), np.zeros((8, 3), "float32")
         minitvm.build(mod)["scale"](a, b, c)
         assert_allclose(b, a * 2, rtol=1e-6, atol=1e-6)
         assert_allclose(c, a[:, :3, 0] + 1, rtol=1e-6, atol=1e-6)
+    wrong = [f"max_extent={m}: loop kinds {got[m]}, expected {want}" for m, want in UNROLL_CASES.items()
+             if got[m] != want]
+    assert_equal_or_name(got, UNROLL_CASES, _unroll_mistakes(), "; ".join(wrong))
     symbolic = ex.unroll_small_loops(1000)(IRModule({"symbolic": _symbolic}))
     assert _loops(symbolic["symbolic"]) == {"i": "serial"}, "a loop of symbolic extent must stay serial"
 
@@ -154,6 +231,8 @@ class MulAdd:
 
 
 @pytest.mark.points(2)
+@pytest.mark.hint("a zmm register holds 16 float32 lanes",
+                  "make the vectorized loop as wide as a zmm register")
 def test_fma_on_zmm(ex):
     """Exercise 8.3: a vectorized loop whose assembly multiplies-and-adds on zmm registers."""
     sch = _schedule(ex.fma_on_zmm(MulAdd), "fma_on_zmm")
@@ -209,6 +288,8 @@ class TwoGathers:
 
 
 @pytest.mark.points(2)
+@pytest.mark.hint("the checks are AssertStmt nodes in the module the build compiled",
+                  "each check's message begins with the name of its buffer")
 def test_checked_accesses(ex):
     """Exercise 8.4: the buffers whose accesses get a run-time bounds check."""
     for mod, want in [(Gather, ["A"]), (Scatter, ["B"]), (TwoGathers, ["P", "Q"]), (MulAdd, [])]:
@@ -241,6 +322,8 @@ def _parallel(func: tir.PrimFunc, blocks: list[str]) -> IRModule:
 
 
 @pytest.mark.points(2)
+@pytest.mark.hint("each parallel loop becomes a function passed to the thread pool's run call",
+                  "read the IR before LLVM's optimizations (the 'll-raw' source), in order")
 def test_parallel_regions(ex):
     """Exercise 8.5: the functions handed to minitvm's thread pool, in call order."""
     for blocks in ([], ["B"], ["C"], ["B", "C"]):
@@ -271,6 +354,9 @@ def matmul(n: int) -> IRModule:
 
 
 @pytest.mark.points(3)
+@pytest.mark.hint("tensorize replaces a loop nest that matches the intrinsic's description exactly",
+                  "the tile loops come first, then the 32-step k loop, then the 4 x 32 tile; the init is "
+                  "separated before tensorize")
 def test_tensorize_matmul(ex):
     """Exercise 8.6: the matmul tensorized with the AVX-512 FMA micro-kernel, right and on zmm FMAs."""
     start = matmul(128)

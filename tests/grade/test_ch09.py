@@ -61,7 +61,8 @@ def _run(mod: IRModule, seed: int, *, name: str = "main"):
 
 
 @pytest.mark.points(1)
-@pytest.mark.hint("split by [None, nthread]; bind the outer loop to blockIdx.x, the inner to threadIdx.x")
+@pytest.mark.hint("one loop becomes two: one counts thread blocks, the other threads inside a block",
+                  "the inner loop's extent is the number of threads per block; each loop is bound to its own axis")
 @pytest.mark.parametrize("n, nthread", [(1024, 128), (768, 256)])
 def test_bind_elementwise(ex, n, nthread):
     """Exercise 9.1: the vector add on 8 blocks of 128 threads (and other sizes)."""
@@ -76,7 +77,8 @@ def test_bind_elementwise(ex, n, nthread):
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint("reorder(i0, j0, i1, j1); i0 -> blockIdx.y, j0 -> blockIdx.x, i1 -> threadIdx.y, j1 -> threadIdx.x")
+@pytest.mark.hint("a 2-D grid of 2-D blocks: both loops are split, and the block loops go outside the thread loops",
+                  "rows go to the y axes and columns to the x axes, of blocks and of threads alike")
 def test_bind_2d_tiles(ex):
     """Exercise 9.2: a 2-D grid of 16 x 16 thread blocks for the transpose."""
     mod = _scheduled(ex.bind_2d_tiles(_transpose(64, 96), 16))
@@ -90,7 +92,8 @@ def test_bind_2d_tiles(ex):
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint("cache_read(block, 0, 'shared'), compute_at the threadIdx.x loop, then split and bind the copy loop")
+@pytest.mark.hint("the threads of a block first copy the window they share into shared memory, together",
+                  "the copy goes under the loop bound to threads, and its own loop is shared out among the threads")
 def test_window_sum_shared(ex):
     """Exercise 9.3: the window sum through a cooperatively fetched shared cache."""
     n, nthread = 512, 64
@@ -108,7 +111,8 @@ def test_window_sum_shared(ex):
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint("S_1[tx] = A[bx * 128 + tx], then B[bx * 128 + tx] = S_1[127 - tx]")
+@pytest.mark.hint("each thread writes one element of the chunk to shared memory, then reads another thread's",
+                  "the element a thread reads back is the one at the mirrored position of its chunk")
 def test_reverse_chunks(ex):
     """Exercise 9.4: a TVMScript kernel with T.launch_thread and shared memory."""
     func = ex.reverse_chunks()
@@ -127,7 +131,9 @@ def test_reverse_chunks(ex):
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint("the course's blocking(sch, v, v, 8, 8, 4); decompose_reduction last")
+@pytest.mark.hint("each thread computes a v x v tile of C in local registers",
+                  "tile i and j twice (thread block, thread, v x v), accumulate in a local cache, "
+                  "separate the init last")
 @pytest.mark.parametrize("v", [2, 4])
 def test_matmul_local_tiles(ex, v):
     """Exercise 9.5: the course's local blocking, v x v per thread."""
@@ -144,7 +150,9 @@ def test_matmul_local_tiles(ex, v):
 
 
 @pytest.mark.points(3)
-@pytest.mark.hint("fuse(i1, j1) -> threadIdx.x; per input: cache_read shared, compute_at k0, fuse, split [None, 64, 4]")
+@pytest.mark.hint("a block's threads stage a tile of A and of B in shared memory for each step of k",
+                  "each staged copy sits under the outer k loop; its loops are fused and shared out among the block's "
+                  "threads")
 def test_matmul_shared_tiles(ex):
     """Exercise 9.6: the course's shared-memory blocking."""
     n = 128
@@ -162,7 +170,8 @@ def test_matmul_shared_tiles(ex):
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint("without shared: 3 loads + 1 store per thread; with: per block nthread + 2 loads and nthread stores")
+@pytest.mark.hint("count what one thread reads and writes in global memory, then multiply",
+                  "with shared memory, a block reads its window once, including the edges its neighbours also read")
 @pytest.mark.parametrize("shared", [False, True])
 def test_window_sum_global_bytes(ex, shared):
     """Exercise 9.7: predict the bytes the emulator counts."""
@@ -265,8 +274,8 @@ def _tensorized(sch: tir.Schedule, intrin: str) -> IRModule:
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint("split i, j, k by tile; reorder(i0, j0, k0, i1, j1, k1); blockize(i1); cache the "
-                  "reads at k0, the write under j0; decompose_reduction at k0")
+@pytest.mark.hint("the tile's three loops become one block, whose inputs and output live in the special scopes",
+                  "tile all three loops, blockize the inner tile, then cache its reads and its write around it")
 @pytest.mark.parametrize("n, tile", [(128, 16), (64, 8)])
 def test_stage_tile_blocks(ex, n, tile):
     """Exercise 9.8: blockize the tiled matmul and stage the tiles in special memory scopes."""
@@ -286,8 +295,8 @@ def test_stage_tile_blocks(ex, n, tile):
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint("three T.match_buffer with scope=...; T.reads(C, A, B); one block under T.grid(tile, tile, "
-                  "tile) with C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vj, vk]")
+@pytest.mark.hint("a description is the computation the intrinsic does, on buffers in the scopes it reads and writes",
+                  "tensorize compares your description with the staged block: same scopes, same reads, same update")
 @pytest.mark.parametrize("tile", [16, 8])
 def test_tile_matmul_description(ex, tile):
     """Exercise 9.9: a description that tensorize accepts for the staged blocks."""
@@ -314,8 +323,10 @@ def _int8_matmul(m: int, n: int, k: int) -> IRModule:
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint("split j by [None, 16] and k by [None, 4]; reorder(i, j0, k0, j1, k1); "
-                  "decompose_reduction at k0; tensorize(j1, 'dot_16x4_vnni')")
+@pytest.mark.hint("the intrinsic computes 16 outputs from 4 int8 products each: the innermost loops must be "
+                  "exactly that",
+                  "split j and k so the innermost two loops have the intrinsic's extents, separate the init, "
+                  "then tensorize")
 @pytest.mark.parametrize("m, n, k", [(64, 64, 64), (8, 48, 40)])
 def test_tensorize_int8_tile(ex, m, n, k):
     """Exercise 9.10: an int8 matmul tensorized with AVX-512 VNNI's dot_16x4_vnni."""

@@ -24,6 +24,7 @@ _GRADERS = '''
 import numpy as np
 import pytest
 
+from minitvm.grade.mistakes import Mistake, assert_allclose_or_name
 from minitvm.ir import assert_structural_equal
 from minitvm.script import tir as T
 from minitvm.testing import assert_allclose
@@ -43,7 +44,8 @@ def expected_scale(A: T.Buffer((4, 4), "float32"), B: T.Buffer((4, 4), "float32"
 
 
 @pytest.mark.points(1)
-@pytest.mark.hint("a sum over k starts from zero: is the reduction initialised?")
+@pytest.mark.hint("a sum over k starts from zero: is the reduction initialised?",
+                  "look at what the output holds before the first k")
 def test_row_sums(ex):
     """Exercise 9.1"""
     a = np.random.default_rng(0).standard_normal((4, 8)).astype("float32")
@@ -66,6 +68,14 @@ def test_broken(ex):
 def test_fine(ex):
     """Exercise 9.4"""
     assert ex.fine() == 4
+
+
+@pytest.mark.points(1)
+def test_col_sums(ex):
+    """Exercise 9.5"""
+    a = np.random.default_rng(5).standard_normal((4, 4)).astype("float32")
+    mistakes = [Mistake("the sum runs along the rows: columns sum over axis 0", lambda: a.sum(axis=1))]
+    assert_allclose_or_name(ex.col_sums(a), a.sum(axis=0), mistakes, rtol=1e-5, atol=1e-5)
 '''
 
 _EXERCISES = '''
@@ -95,6 +105,10 @@ def broken():
 
 def fine():
     return 4
+
+
+def col_sums(a):
+    return a.sum(axis=1)
 '''
 
 
@@ -126,7 +140,26 @@ def test_numbers_that_differ_say_how_many_and_the_worst(graded):
     assert r.status == "failed"
     assert r.message.startswith("1 of 4 elements differ (rtol=1e-05, atol=1e-05)"), r.message
     assert "the worst at index [2]: expected" in r.message
-    assert "hint: a sum over k starts from zero" in r.message
+    assert "hint: (1 of 2) a sum over k starts from zero" in r.message
+
+
+def test_hints_come_in_levels_one_more_per_failure(graded, monkeypatch):
+    """The learner's second failure shows the second level; after the last, the last repeats."""
+    monkeypatch.setenv("PYTHONPATH", PKG_PARENT)
+    seen = [_result(graded[1], "9.1").message]
+    for _ in range(2):
+        seen.append(_result(check("ch97", root=graded[0], only=["9.1"], timeout=60, progress=False), "9.1").message)
+    levels = [next(line for line in m.splitlines() if line.startswith("hint:")) for m in seen]
+    assert levels == ["hint: (1 of 2) a sum over k starts from zero: is the reduction initialised?",
+                      "hint: (2 of 2) look at what the output holds before the first k",
+                      "hint: (2 of 2) look at what the output holds before the first k"], levels
+
+
+def test_a_catalogued_mistake_is_named(graded):
+    r = _result(graded[1], "9.5")
+    assert r.status == "failed"
+    last = r.message.splitlines()[-1]
+    assert last == "likely mistake: the sum runs along the rows: columns sum over axis 0", r.message
 
 
 def test_a_structure_that_differs_shows_both_programs_around_the_difference(graded):
@@ -181,6 +214,7 @@ def _examples(report) -> str:
     blocks = []
     for exercise, what in (("9.1", "numbers that differ (with the grader's hint)"),
                            ("9.2", "a loop nest that differs from the target"),
+                           ("9.5", "a wrong answer the grader knows (its catalogue names the mistake)"),
                            ("9.3", "a syntax error in the exercise file")):
         blocks.append(f"{what}:\n\n```text\n{_result(report, exercise).message.rstrip()}\n```")
     return "\n\n".join(blocks)

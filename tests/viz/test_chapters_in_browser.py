@@ -6,7 +6,10 @@ For each notebook in ``chapters/``: open it in headless Chromium (Debian's ``chr
 ``test_browser.py``), Run All, wait until every cell has run, then scroll through it a screen
 at a time and measure each output area on the way (JupyterLab lays out only what is near the
 screen): its content must fit its width (a picture too wide to scale may scroll inside its own
-box, which does not widen the output).  No cell may fail or write to stderr.  The screens go to
+box, which does not widen the output), and no SVG picture may draw its text smaller than
+``MIN_TEXT_PX`` once scaled to the panel (measured on the rendered text, so a picture shrunk to
+fit fails too).  No cell may fail or write to stderr, and every printed
+speed ``verdict:`` must follow from its own numbers (``tests/verdicts.py``).  The screens go to
 ``test-output/browser/chapters/<chapter>_NN.png`` for a person to look at.
 
 The chapter run is the committed one (``tests/committed.py``): a learner's edits and saved outputs
@@ -25,6 +28,7 @@ import pytest
 from committed import committed_paths, committed_text, materialise
 from playwright.sync_api import sync_playwright
 from test_browser import CHROMIUM_FLAGS, OUTPUT, Clock, _wait_for_idle_kernel, chromium, serve  # noqa: F401
+from verdicts import verdict_problems
 
 CHAPTERS = committed_paths("chapters", "[0-9][0-9]_*.ipynb")
 CHAPTER_BUDGET_S = 240  # the slowest chapter runs in under a minute on two quiet cores
@@ -42,6 +46,30 @@ _OVERFLOWING = """() => {
   return out;
 }"""
 
+#: the smallest text a picture may draw, in CSS px after its scaling to the panel
+MIN_TEXT_PX = 9
+
+#: JavaScript: the outputs whose SVG text is drawn smaller than MIN_TEXT_PX once scaled (a picture
+#: wider than the panel is shrunk to fit; its labels shrink with it)
+_SMALL_TEXT = """(minPx) => {
+  const out = [];
+  document.querySelectorAll('.jp-Cell .jp-OutputArea-output').forEach((el, k) => {
+    let smallest = Infinity;
+    el.querySelectorAll('svg text').forEach(t => {
+      const box = t.getBoundingClientRect(), m = t.getScreenCTM();
+      if (!m || box.width === 0 || !t.textContent.trim()) return;  // hidden (another tab) or empty
+      const px = parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b);
+      if (px < smallest) smallest = px;
+    });
+    if (smallest < minPx) {
+      const cell = el.closest('.jp-Cell');
+      const prompt = cell ? cell.querySelector('.jp-InputPrompt') : null;
+      out.push(`${prompt ? prompt.innerText.trim() : '#' + k}: text drawn at ${smallest.toFixed(1)} px`);
+    }
+  });
+  return out;
+}"""
+
 _RUNNING = """() => Array.from(document.querySelectorAll('.jp-InputPrompt'))
   .filter(p => p.innerText.includes('*')).length"""
 
@@ -49,6 +77,11 @@ _RUNNING = """() => Array.from(document.querySelectorAll('.jp-InputPrompt'))
 _ERRORS = """() => Array.from(document.querySelectorAll(
     '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'))
   .map(e => e.innerText.slice(0, 300))"""
+
+
+#: JavaScript: the text of every output, in order
+_TEXT = """() => Array.from(document.querySelectorAll('.jp-Cell .jp-OutputArea-output'))
+  .map(e => e.innerText).join('\\n')"""
 
 
 def _run_all(page, lab, chapter: Path) -> None:
@@ -93,23 +126,30 @@ def test_chapter_outputs_fit_the_notebook_panel(chromium, tmp_path, chapter):  #
             _run_all(page, lab, chapter)
             # the "under a minute" budget is watched in the CI log (pytest -s or -rA), not asserted
             print(f"{chapter.name}: ran in {time.perf_counter() - start:.1f} s")
-            overflowing = _scroll_through(page, shots / chapter.stem)
+            overflowing, unreadable = _scroll_through(page, shots / chapter.stem)
             errors = page.evaluate(_ERRORS)
+            contradictions = verdict_problems(page.evaluate(_TEXT))
         finally:
             browser.close()
     assert not errors, f"{chapter.name}: a cell failed or wrote to stderr: {errors[0]}"
+    assert not contradictions, f"{chapter.name}: a printed verdict contradicts its numbers: {contradictions}"
+    assert not unreadable, (f"{chapter.name}: pictures whose text is drawn under {MIN_TEXT_PX} px at the panel's "
+                            f"width (see {shots}/{chapter.stem}_NN.png): {sorted(unreadable)}")
     assert not overflowing, (f"{chapter.name}: outputs wider than the notebook panel (see "
                              f"{shots}/{chapter.stem}_NN.png): {sorted(overflowing)}")
 
 
-def _scroll_through(page, stem: Path, max_screens: int = 60) -> set[str]:
-    """Screens of the notebook from top to bottom; the overflowing outputs met on the way."""
+def _scroll_through(page, stem: Path, max_screens: int = 60) -> tuple[set[str], set[str]]:
+    """Screens of the notebook from top to bottom; the overflowing outputs and those whose
+    pictures draw text too small to read, met on the way."""
     scroller = page.locator(".jp-NotebookPanel .jp-WindowedPanel-outer").first
     overflowing: set[str] = set()
+    unreadable: set[str] = set()
     for k in range(max_screens):
         scroller.evaluate(f"el => {{ el.scrollTop = {k} * (el.clientHeight - 60); }}")
         page.wait_for_timeout(250)
         overflowing |= set(page.evaluate(_OVERFLOWING))
+        unreadable |= set(page.evaluate(_SMALL_TEXT, MIN_TEXT_PX))
         page.screenshot(path=f"{stem}_{k:02d}.png")
         if scroller.evaluate("el => el.scrollTop + el.clientHeight >= el.scrollHeight - 2"):
             # the windowed notebook guesses the height of cells it has not laid out yet, and the
@@ -117,4 +157,4 @@ def _scroll_through(page, stem: Path, max_screens: int = 60) -> set[str]:
             page.wait_for_timeout(500)
             if scroller.evaluate("el => el.scrollTop + el.clientHeight >= el.scrollHeight - 2"):
                 break
-    return overflowing
+    return overflowing, unreadable

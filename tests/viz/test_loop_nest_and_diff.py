@@ -40,7 +40,7 @@ def test_loop_nest_dot_golden():
 
 def test_loop_nest_renders_svg_for_jupyter():
     svg = viz.loop_nest(BmmRelu).pipe(format="svg").decode()
-    assert svg.startswith("<?xml") and "block Y" in svg and "for k" in svg
+    assert svg.startswith("<?xml") and "block Y" in svg and "for n, i, j, k" in svg
 
 
 def test_diff_marks_changed_lines():

@@ -1,6 +1,7 @@
 """ScheduleLab: apply and undo primitives, errors in words, trace and speed — driven from Python."""
 
 import html
+import re
 
 import numpy as np
 
@@ -10,23 +11,42 @@ from minitvm.ir import assert_structural_equal
 from minitvm.testing.programs import BmmRelu, BmmReluTarget, mm_relu
 
 #: the MLC exercise's bmm_relu schedule as lab steps: (primitive, arguments, what the loop-nest picture
-#: must show after it, the trace's new call)
+#: must show after it — loops as "name in extent [kind]", in order, or blocks — the trace's new call)
 BMM_RELU_STEPS = [
-    ("split", dict(loop="j (C)", factors=[None, 8]), ["<b>for j_0</b> in 16>", "<b>for j_1</b> in 8>"],
+    ("split", dict(loop="j (C)", factors=[None, 8]), ["j_0 in 16", "j_1 in 8"],
      "sch.split(loop=l3, factors=[None, 8]"),
-    ("parallel", dict(loop="n (C)"), ["<b>for n</b> in 16 <i>parallel</i>"], "sch.parallel(loop=l7)"),
-    ("compute_at", dict(block="Y", loop="j_0"), ["<b>for ax0</b> in 8>", "<b>for ax1</b> in 128>"],
+    ("parallel", dict(loop="n (C)"), ["n in 16 parallel"], "sch.parallel(loop=l7)"),
+    ("compute_at", dict(block="Y", loop="j_0"), ["ax0 in 8", "ax1 in 128"],
      "sch.compute_at(block=b11, loop=l15"),
-    ("split", dict(loop="ax1", factors=[None, 4]), ["<b>for ax1_0</b> in 32>", "<b>for ax1_1</b> in 4>"],
+    ("split", dict(loop="ax1", factors=[None, 4]), ["ax1_0 in 32", "ax1_1 in 4"],
      "sch.split(loop=l22, factors=[None, 4]"),
-    ("reorder", dict(loops="ax1_0, ax1_1, ax0"), ["<b>for ax1_0</b>", "<b>for ax1_1</b>", "<b>for ax0</b>"],
+    ("reorder", dict(loops="ax1_0, ax1_1, ax0"), ["ax1_0", "ax1_1", "ax0"],
      "sch.reorder(l30, l31, l29)"),
-    ("unroll", dict(loop="ax1_1"), ["<b>for ax1_1</b> in 4 <i>unrolled</i>"], "sch.unroll(loop=l37)"),
+    ("unroll", dict(loop="ax1_1"), ["ax1_1 in 4 unrolled"], "sch.unroll(loop=l37)"),
     ("decompose_reduction", dict(block="Y", loop="ax1_0"), ["<b>block Y_init</b>", "<b>block Y_update</b>"],
      "sch.decompose_reduction(block=b39, loop=l44)"),
-    ("vectorize", dict(loop="ax0_init"), ["<b>for ax0_init</b> in 8 <i>vectorized</i>"], "sch.vectorize(loop=l52)"),
-    ("vectorize", dict(loop="j_1"), ["<b>for j_1</b> in 8 <i>vectorized</i>"], "sch.vectorize(loop=l57)"),
+    ("vectorize", dict(loop="ax0_init"), ["ax0_init in 8 vectorized"], "sch.vectorize(loop=l52)"),
+    ("vectorize", dict(loop="j_1"), ["j_1 in 8 vectorized"], "sch.vectorize(loop=l57)"),
 ]
+
+
+#: a loop box of the picture: one loop, or a chain drawn as one box ("for i, j in 16 × 8")
+_LOOP_BOX = re.compile(r"<b>for ([^<]+)</b> in ([^<>]+?)(?: <i>(\w+)</i>)?>")
+
+
+def _loops(dot: str) -> list[str]:
+    """The loops of a loop-nest picture in drawing order, as "name in extent [kind]"."""
+    out = []
+    for names, extents, kind in _LOOP_BOX.findall(dot):
+        for name, extent in zip(names.split(", "), extents.split(" × ")):
+            out.append(f"{name} in {extent}" + (f" {kind}" if kind else ""))
+    return out
+
+
+def _position(dot: str, loops: list[str], shown: str) -> int:
+    if shown.startswith("<b>block"):
+        return dot.find(shown)
+    return next((k for k, loop in enumerate(loops) if loop == shown or loop.startswith(shown + " ")), -1)
 
 
 def test_bmm_relu_step_by_step_reaches_the_target():
@@ -36,7 +56,7 @@ def test_bmm_relu_step_by_step_reaches_the_target():
     for name, args, shown, call in BMM_RELU_STEPS:
         assert lab.apply(name, **args), lab.error
         dot = viz.loop_nest_dot(lab.schedule.mod)
-        positions = [dot.find(text) for text in shown]
+        positions = [_position(dot, _loops(dot), text) for text in shown]
         assert -1 not in positions, f"after {name} {args} the loop nest lacks {shown}:\n{dot}"
         assert positions == sorted(positions), f"after {name} the loops are in the wrong order:\n{dot}"
         assert call in lab.trace().splitlines()[-1], f"after {name} the trace ends {lab.trace()}"

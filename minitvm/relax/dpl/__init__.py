@@ -16,12 +16,21 @@ Patterns over several bindings at once, with use constraints, are a ``PatternCon
         mm.only_used_by(out)
     new_main = rewrite_bindings(ctx, lambda matchings, bindings: {...}, mod["main"])
 
+A piece of a block of any length -- the bindings on the paths from one match to another,
+each matching ``path`` -- is ``is_region`` (a minitvm addition; Relay had ``dominates``)::
+
+    with PatternContext() as ctx:
+        first, last = is_op("relax.matmul")(x, w), is_op("relax.matmul")(wildcard(), v)
+        between = is_region(first, last, path=is_op("relax.exp")(wildcard()) | is_op("relax.negative")(wildcard()))
+        between.only_used_by(last)    # nothing else reads first or what lies between
+
 minitvm has the expression patterns, ``match`` / ``extract_matched_expr``, ``rewrite_call``,
 ``PatternContext`` and ``rewrite_bindings``; TVM's ``PatternMatchingRewriter`` is not here.
 """
 
+from .graph import is_convex
 from .pattern import *  # noqa: F403
 from .pattern import __all__ as _pattern_all
 from .rewrite import get_var2val, rewrite_bindings, rewrite_call
 
-__all__ = [*_pattern_all, "rewrite_call", "rewrite_bindings", "get_var2val"]
+__all__ = [*_pattern_all, "rewrite_call", "rewrite_bindings", "get_var2val", "is_convex"]

@@ -8,11 +8,18 @@ each named pattern to the variable bound to what it matched (or to the expressio
 it is not bound in the block: a parameter, a constant), and holds when every constraint between
 two matched patterns does: ``p.used_by(q, i)`` -- ``q``'s value reads ``p``'s variable (as
 argument ``i``); ``p.only_used_by(q)`` -- and no other binding nor the block's outputs read it.
+
+A region (``is_region(src, sink, ...)``) is found once ``src`` and ``sink`` are: the bindings
+reachable from ``src`` from which ``sink`` is reachable.  Such a set is convex by construction
+(a path that leaves it and comes back runs from ``src`` to ``sink`` too, so it was taken in),
+which is why a binding between that fails ``path`` refuses the match instead of being left out.
+A region's constraints hold for all its variables at once: ``region.only_used_by(q)`` -- each is
+read only inside the region or by ``q``.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from ..expr import Call, DataflowVar, Var
 from ..expr_functor import ExprVisitor
@@ -25,6 +32,8 @@ from .pattern import (
     NotPattern,
     OrPattern,
     PatternContext,
+    PredicatePattern,
+    RegionPattern,
     ShapePattern,
     StructInfoPattern,
     TupleGetItemPattern,
@@ -33,7 +42,7 @@ from .pattern import (
     _Matcher,
 )
 
-__all__ = ["graph_matches"]
+__all__ = ["graph_matches", "is_convex"]
 
 
 def _children(p: DFPattern) -> list[DFPattern]:
@@ -47,7 +56,7 @@ def _children(p: DFPattern) -> list[DFPattern]:
         return [p.left, p.right]
     if isinstance(p, NotPattern):
         return [p.reject]
-    if isinstance(p, (AttrPattern, DataTypePattern, ShapePattern, StructInfoPattern)):
+    if isinstance(p, (AttrPattern, DataTypePattern, ShapePattern, StructInfoPattern, PredicatePattern)):
         return [p.pattern]
     return []
 
@@ -65,8 +74,12 @@ def _contained(p: DFPattern) -> set[DFPattern]:
 
 
 def _roots(ctx: PatternContext) -> list[DFPattern]:
-    named = ctx.patterns()
+    """The patterns matched against bindings of their own: neither inside another such pattern,
+    nor a region (found from its ends), nor a region's per-binding ``path``/``contains``/``inputs``."""
+    named = [p for p in ctx.patterns() if not isinstance(p, RegionPattern)]
     inside = set().union(*(_contained(p) for p in named)) if named else set()
+    for part in (q for r in ctx.regions for q in r.parts()):
+        inside |= {part} | _contained(part)
     return [p for p in named if p not in inside]
 
 
@@ -98,28 +111,46 @@ class _Block:
         self.var2val = {**var2val, **self.value}
         self.var_of_value = {id(v): var for var, v in self.value.items()}
         self.uses_in = {b.var: _uses(b.value) for b in self.bindings}
-        self.total: dict[Var, int] = {}
-        for counts in self.uses_in.values():
-            for v, n in counts.items():
-                self.total[v] = self.total.get(v, 0) + n
+        self.users: dict[Var, list[Var]] = {}  # variable -> the bindings of the block that read it
+        for var, counts in self.uses_in.items():
+            for v in counts:
+                self.users.setdefault(v, []).append(var)
+        self._reach: dict[tuple[Var, bool], set[Var]] = {}
 
     def var_for(self, expr: Any) -> Any:
         """The variable bound to ``expr`` in this block, else ``expr`` itself."""
         return self.var_of_value.get(id(expr), expr)
 
-    def holds(self, producer: Var, consumer: Any, index: int, only: bool) -> bool:
-        if consumer not in self.value:
+    def reach(self, var: Var, forward: bool) -> set[Var]:
+        """The bindings reachable from ``var`` along uses (``forward``: its readers, theirs ...;
+        else the bindings it reads, theirs ...), ``var`` not included."""
+        key = (var, forward)
+        if key not in self._reach:
+            step = self.users.get if forward else (lambda v: [u for u in self.uses_in.get(v, ()) if u in self.value])
+            seen: set[Var] = set()
+            stack = list(step(var) or ())
+            while stack:
+                v = stack.pop()
+                if v not in seen:
+                    seen.add(v)
+                    stack.extend(step(v) or ())
+            self._reach[key] = seen
+        return self._reach[key]
+
+    def holds(self, producers: tuple, consumers: tuple, index: int, only: bool) -> bool:
+        """``used_by`` / ``only_used_by`` between two sides, each one variable or a region's."""
+        if not all(c in self.value for c in consumers):
             return False
-        value = self.value[consumer]
-        if index >= 0:
-            used = isinstance(value, Call) and index < len(value.args) and value.args[index] is producer
+        if index >= 0 and len(producers) == 1 and len(consumers) == 1:
+            value = self.value[consumers[0]]
+            used = isinstance(value, Call) and index < len(value.args) and value.args[index] is producers[0]
         else:
-            used = self.uses_in[consumer].get(producer, 0) > 0
-        if not only:
+            used = any(self.uses_in[c].get(p, 0) for c in consumers for p in producers)
+        if not only or not used:
             return used
         # a variable that is not a DataflowVar is an output: read after the block
-        return used and isinstance(producer, DataflowVar) and \
-            self.total.get(producer, 0) == self.uses_in[consumer].get(producer, 0)
+        inside = set(consumers) | set(producers)
+        return all(isinstance(p, DataflowVar) and all(u in inside for u in self.users.get(p, ())) for p in producers)
 
 
 def graph_matches(ctx: PatternContext, block: Any, var2val: dict[Var, Any]) -> Iterator[dict[DFPattern, Any]]:
@@ -134,11 +165,22 @@ def graph_matches(ctx: PatternContext, block: Any, var2val: dict[Var, Any]) -> I
 def _search(ctx: PatternContext, blk: _Block, roots: list[DFPattern], memo: dict, chosen: dict) -> Iterator[dict]:
     if len(chosen) == len(roots):
         match = {p: chosen.get(p) or blk.var_for(e) for p, e in memo.items()}
+        for region in ctx.regions:
+            found = _region(blk, region, match.get(region.src), match.get(region.sink))
+            if found is None:
+                return
+            match[region] = found
         if all(_constraint_holds(blk, match, c) for c in ctx.constraints):
             yield {p: match[p] for p in ctx.patterns() if p in match}
         return
     root = roots[len(chosen)]
-    for b in blk.bindings:
+    candidates = blk.bindings
+    for region in ctx.regions:  # a region's sink is sought downstream of its src only, and the other way
+        for end, other, forward in ((region.sink, region.src, True), (region.src, region.sink, False)):
+            if end is root and other in chosen:
+                near = blk.reach(chosen[other], forward)
+                candidates = [b for b in candidates if b.var in near]
+    for b in candidates:
         if b.var in chosen.values():
             continue
         matcher = _Matcher(blk.var2val)
@@ -147,11 +189,55 @@ def _search(ctx: PatternContext, blk: _Block, roots: list[DFPattern], memo: dict
             yield from _search(ctx, blk, roots, dict(matcher.memo), {**chosen, root: b.var})
 
 
+def _region(blk: _Block, region: RegionPattern, src: Any, sink: Any) -> tuple[Var, ...] | None:
+    """The variables of ``region`` between the bindings ``src`` and ``sink`` (see the module
+    docstring), or None when it does not match there."""
+    if src not in blk.value or sink not in blk.value or sink not in blk.reach(src, True):
+        return None
+    between = blk.reach(src, True) & blk.reach(sink, False)
+    if region.max_len is not None and len(between) > region.max_len:
+        return None
+
+    def matches(pattern: DFPattern, var: Var) -> bool:  # an alias (a = b) is no match of its own, as in rewrite_call
+        return not isinstance(blk.value[var], Var) and _Matcher(blk.var2val).match(pattern, blk.value[var])
+
+    if not all(matches(region.path, v) for v in between):
+        return None  # what matches is not convex: a path leaves it through this binding and comes back
+    if region.contains is not None and not any(matches(region.contains, v) for v in between):
+        return None
+    inside = between | {src, sink}
+    grown = region.inputs is not None
+    while grown:  # producers whose every use is inside, until none is left
+        grown = False
+        for b in reversed(blk.bindings):  # readers before what they read: most join in one sweep
+            v = b.var
+            if v not in inside and isinstance(v, DataflowVar) and blk.users.get(v) \
+                    and all(u in inside for u in blk.users[v]) and matches(region.inputs, v):
+                inside.add(v)
+                grown = True
+    return tuple(b.var for b in blk.bindings if b.var in inside and b.var is not sink)
+
+
+def _side(match: dict, pattern: DFPattern) -> tuple:
+    value = match[pattern]
+    return value if isinstance(pattern, RegionPattern) else (value,)
+
+
 def _constraint_holds(blk: _Block, match: dict, constraint: tuple) -> bool:
     producer, consumer, index, only = constraint
     if producer not in match or consumer not in match:
         return True  # one side unmatched (an alternative not taken): nothing to check
-    p_var = match[producer]
-    if not isinstance(p_var, Var) or p_var not in blk.value:
+    producers = _side(match, producer)
+    if not all(isinstance(p, Var) and p in blk.value for p in producers):
         return True  # a parameter or an inline expression: the tree match placed it already
-    return blk.holds(p_var, match[consumer], index, only)
+    return blk.holds(producers, _side(match, consumer), index, only)
+
+
+def is_convex(block: Any, variables: Iterable[Any]) -> bool:
+    """Whether no path of uses in the dataflow ``block`` leaves the bindings of ``variables`` and
+    comes back into them: the condition for computing them together as one function (anything
+    else among ``variables`` -- a parameter, a constant -- reads nothing, so it cannot close a path)."""
+    blk = _Block(block, {})
+    members = {v for v in variables if isinstance(v, Var) and v in blk.value}
+    leaving = {u for v in members for u in blk.users.get(v, ()) if u not in members}
+    return not any(blk.reach(u, True) & members for u in leaving)

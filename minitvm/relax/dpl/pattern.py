@@ -4,8 +4,10 @@ A pattern is built from leaves (``wildcard()``, ``is_const()``, ``is_var()``, ``
 ``is_expr(e)``) and combined: calling a pattern makes a call pattern
 (``is_op("relax.add")(a, b)``), ``p | q`` matches either, ``p & q`` both, ``~p`` what ``p``
 does not; ``p.has_dtype("float32")`` / ``p.has_shape([2, 3])`` / ``p.has_attr({...})`` add a
-condition.  ``p.match(expr, var2val)`` answers yes or no; ``p.extract_matched_expr(expr,
-var2val)`` says which expression each sub-pattern matched.
+condition, ``p.such_that(fn)`` one written as a Python test.  ``p.match(expr, var2val)``
+answers yes or no; ``p.extract_matched_expr(expr, var2val)`` says which expression each
+sub-pattern matched.  ``is_region(src, sink, ...)`` matches a piece of a dataflow block of any
+size -- the bindings on the paths from one binding to another -- inside a :class:`PatternContext`.
 
 As in TVM: a sub-pattern used twice must match the *same* expression both times
 (``x = wildcard(); is_op("relax.add")(x, x)`` matches ``a + a`` only); ``relax.add`` and
@@ -18,7 +20,7 @@ match returns.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from ...arith.analyzer import Analyzer
 from ...ir.module import GlobalVar
@@ -33,9 +35,9 @@ __all__ = [
     "DFPattern", "ExprPattern", "VarPattern", "DataflowVarPattern", "GlobalVarPattern", "ExternFuncPattern",
     "ConstantPattern", "CallPattern", "TuplePattern", "UnorderedTuplePattern", "TupleGetItemPattern", "OrPattern",
     "AndPattern", "NotPattern", "WildcardPattern", "StructInfoPattern", "DataTypePattern", "ShapePattern",
-    "AttrPattern", "PatternContext",
+    "AttrPattern", "PredicatePattern", "RegionPattern", "PatternContext",
     "is_var", "is_dfv", "is_gv", "is_const", "is_expr", "is_op", "is_tuple", "is_tuple_get_item", "wildcard",
-    "has_dtype", "has_attr", "is_call_tir", "reject",
+    "has_dtype", "has_attr", "is_call_tir", "reject", "is_region",
 ]
 
 
@@ -73,6 +75,12 @@ class DFPattern:
     def has_attr(self, attrs: dict[str, Any]) -> AttrPattern:
         """This pattern, where the call (or function) also carries these attribute values."""
         return AttrPattern(self, attrs)
+
+    def such_that(self, predicate: Callable[[Any], Any]) -> PredicatePattern:
+        """This pattern, where ``predicate(matched expression)`` is also true (a test no pattern
+        spells: a size limit, a fact about the called kernel).  A minitvm addition: TVM puts
+        such tests in a rewriter that declines or a fusion pattern's ``check``."""
+        return PredicatePattern(self, predicate)
 
     def has_struct_info(self, struct_info: StructInfo) -> StructInfoPattern:
         return StructInfoPattern(self, struct_info)
@@ -312,6 +320,58 @@ class AttrPattern(DFPattern):
         return f"{self.pattern!r}.has_attr({self.attrs!r})"
 
 
+class PredicatePattern(DFPattern):
+    """``pattern``, where ``predicate(expr)`` is also true of the expression it matched."""
+
+    def __init__(self, pattern: DFPattern, predicate: Callable[[Any], Any]):
+        if not callable(predicate):
+            raise TypeError(f"such_that takes a function expr -> bool, got {predicate!r}")
+        self.pattern, self.predicate = _as_pattern(pattern, "such_that"), predicate
+
+    def _text(self) -> str:
+        return f"{self.pattern!r}.such_that({getattr(self.predicate, '__name__', '...')})"
+
+
+class RegionPattern(DFPattern):
+    """A piece of a dataflow block of any size: ``src`` and the bindings on its paths to ``sink``.
+
+    The region is the binding ``src`` matched and every binding on a path from it to the one
+    ``sink`` matched -- ``sink`` itself not, as ``range(a, b)`` leaves out ``b``: a chain of no,
+    one or many bindings, or branches that join again.  Every binding between must match
+    ``path``; one that does not refuses the whole match, since the rest would not be *convex*
+    (a path leaves them through that binding and comes back: no one kernel can compute them).
+    ``contains``: some binding between matches it; ``max_len``: at most this many between.
+    ``inputs``: the region also takes each binding matching ``inputs`` whose every use is in
+    the region or ``sink``, again and again -- producers nothing else reads.
+
+    Use it in a :class:`PatternContext`: ``region.only_used_by(sink)`` says nothing but the
+    region and ``sink`` reads its variables (none is an output of the block), so the region and
+    ``sink`` can become one function.  Its match is the tuple of its variables, in binding
+    order.  ``path``, ``contains`` and ``inputs`` are matched afresh at each binding; a binding
+    that only renames a variable (``a = b``) matches none of them, as in ``rewrite_call``.  Relay's
+    ``dominates(parent, path, child)`` is TVM's nearest pattern (it allows no input but
+    constants and parameters from outside); Relax's dpl has none.
+    """
+
+    def __init__(self, src: DFPattern, sink: DFPattern, path: DFPattern | None = None,
+                 contains: DFPattern | None = None, inputs: DFPattern | None = None, max_len: int | None = None):
+        self.src, self.sink = _as_pattern(src, "is_region src"), _as_pattern(sink, "is_region sink")
+        self.path = WildcardPattern() if path is None else _as_pattern(path, "is_region path")
+        self.contains = None if contains is None else _as_pattern(contains, "is_region contains")
+        self.inputs = None if inputs is None else _as_pattern(inputs, "is_region inputs")
+        if max_len is not None and (not isinstance(max_len, int) or max_len < 0):
+            raise ValueError(f"is_region: max_len must be a count of bindings (an int >= 0), got {max_len!r}")
+        self.max_len = max_len
+        PatternContext.current_or_raise("is_region").regions.append(self)
+
+    def parts(self) -> list[DFPattern]:
+        """The patterns matched at each binding of the region (not against a binding of their own)."""
+        return [p for p in (self.path, self.contains, self.inputs) if p is not None]
+
+    def _text(self) -> str:
+        return f"is_region({self.src!r}, {self.sink!r}, path={self.path!r})"
+
+
 class PatternContext:
     """Patterns over several bindings of a dataflow block at once, with use constraints (TVM's).
 
@@ -332,6 +392,7 @@ class PatternContext:
         # incremental: start from the constraints of the context this one is opened in
         outer = PatternContext.current() if incremental else None
         self.constraints: list[tuple[DFPattern, DFPattern, int, bool]] = list(outer.constraints) if outer else []
+        self.regions: list[RegionPattern] = list(outer.regions) if outer else []
 
     def __enter__(self) -> PatternContext:
         PatternContext._stack.append(self)
@@ -348,7 +409,8 @@ class PatternContext:
     def current_or_raise(what: str) -> PatternContext:
         ctx = PatternContext.current()
         if ctx is None:
-            raise RuntimeError(f"{what}: a use constraint needs a PatternContext (`with PatternContext() as ctx:`)")
+            raise RuntimeError(f"{what} needs a PatternContext (`with PatternContext() as ctx:`): it relates "
+                               "bindings of a dataflow block")
         return ctx
 
     def add_constraint(self, producer: DFPattern, consumer: DFPattern, index: int = -1, only: bool = False) -> None:
@@ -356,8 +418,12 @@ class PatternContext:
         self.constraints.append((_as_pattern(producer, "used_by"), _as_pattern(consumer, "used_by"), index, only))
 
     def patterns(self) -> list[DFPattern]:
-        """Every pattern a constraint names, in the order first named."""
+        """Every pattern a region or a constraint names, in the order first named (a region's
+        ``src`` before its ``sink``: matches then come in the order of their ``src``)."""
         seen: dict[DFPattern, None] = {}
+        for region in self.regions:
+            for p in (region.src, region.sink, region):
+                seen.setdefault(p)
         for producer, consumer, _, _ in self.constraints:
             seen.setdefault(producer)
             seen.setdefault(consumer)
@@ -365,9 +431,13 @@ class PatternContext:
 
     def match_dfb(self, block: Any) -> dict[DFPattern, Any] | None:
         """The first match of this context in the dataflow ``block`` (pattern -> variable), or None."""
+        return next(self.iter_match_dfb(block), None)
+
+    def iter_match_dfb(self, block: Any) -> Iterator[dict[DFPattern, Any]]:
+        """Every match of this context in the dataflow ``block``, in binding order (they may overlap)."""
         from .graph import graph_matches  # lazy: cycle -- graph.py builds on this module
 
-        return next(graph_matches(self, block, {}), None)
+        return graph_matches(self, block, {})
 
 
 # ------------------------------------------------------------------------------ constructors
@@ -427,6 +497,13 @@ def has_attr(attrs: dict[str, Any], pattern: DFPattern | None = None) -> AttrPat
 def reject(pattern: DFPattern) -> NotPattern:
     """Matches what ``pattern`` does not."""
     return NotPattern(pattern)
+
+
+def is_region(src: DFPattern, sink: DFPattern, path: DFPattern | None = None, contains: DFPattern | None = None,
+              inputs: DFPattern | None = None, max_len: int | None = None) -> RegionPattern:
+    """``src`` and the bindings on its paths to ``sink``, each matching ``path`` (see
+    :class:`RegionPattern`); made inside a :class:`PatternContext`."""
+    return RegionPattern(src, sink, path, contains, inputs, max_len)
 
 
 def is_call_tir(func_name: str, args: Any = None, tir_vars: DFPattern | None = None) -> CallPattern:
@@ -538,6 +615,11 @@ class _Matcher:
             return sinfo is not None and is_base_of(p.struct_info, sinfo) and self.visit(p.pattern, expr0)
         if isinstance(p, AttrPattern):
             return self.visit(p.pattern, expr) and _attrs_match(expr, p.attrs)
+        if isinstance(p, PredicatePattern):
+            return self.visit(p.pattern, expr) and bool(p.predicate(expr))
+        if isinstance(p, RegionPattern):
+            raise TypeError(f"{p!r} matches bindings of a dataflow block, not one expression: use it as a "
+                            "pattern of its own in a PatternContext (rewrite_bindings, ctx.match_dfb)")
         raise TypeError(f"unknown pattern kind {type(p).__name__}")
 
     def visit_call(self, p: CallPattern, expr: Any) -> bool:

@@ -62,10 +62,10 @@ def rewrite_bindings(ctx: PatternContext, rewriter: Callable[[dict, dict], dict]
     """``func`` with the bindings of each match of ``ctx`` (see :class:`PatternContext`) rewritten.
 
     ``rewriter(matchings, bindings)`` gets each pattern of the context -> the variable bound to
-    what it matched (a parameter or constant: itself) and the block's variable -> value map, and
-    returns ``{variable: new value}`` for the bindings to replace (empty: leave this match
-    alone).  Bindings nothing reads any more are removed.  Only dataflow blocks are searched,
-    as in TVM.
+    what it matched (a parameter or constant: itself; a region: the tuple of its variables) and
+    the block's variable -> value map, and returns ``{variable: new value}`` for the bindings
+    to replace (empty: leave this match alone).  Bindings nothing reads any more are removed.
+    Only dataflow blocks are searched, as in TVM.
     """
     if not isinstance(ctx, PatternContext):
         raise TypeError(f"rewrite_bindings: ctx must be a PatternContext, got {type(ctx).__name__}")
@@ -201,7 +201,9 @@ class _RewriteBindings(_Rewrite):
         taken: set[Var] = set()
         bindings = {b.var: b.value for b in block.bindings}
         for match in graph_matches(self.pattern, block, {}):
-            matched = {v for v in match.values() if isinstance(v, Var) and v in bindings}
+            # a region's match is a tuple of variables
+            found = [x for v in match.values() for x in (v if isinstance(v, tuple) else (v,))]
+            matched = {v for v in found if isinstance(v, Var) and v in bindings}
             if matched & taken:
                 continue
             new = self.rewriter(match, dict(bindings)) or {}

@@ -6,7 +6,10 @@
   of ``size`` bytes (``size`` is a one-value shape);
 * ``R.memory.alloc_tensor(storage, offset, shape, dtype, runtime_device_index)`` -- a tensor placed in a
   storage at a byte offset (what ``StaticPlanBlockMemory`` emits so that tensors with
-  disjoint lifetimes share memory).
+  disjoint lifetimes share memory);
+* ``R.memory.kill_storage(storage)`` / ``R.memory.kill_tensor(tensor)`` -- the object is not
+  used any more (what ``KillAfterLastUse`` inserts; ``LowerRuntimeBuiltin`` makes them
+  ``R.vm.kill_object``).
 
 The builders take what TVM's take (Python values or the matching Relax leaves:
 ``R.shape``, ``R.prim_value``, ``R.str``, ``R.dtype``), so TVMScript written for TVM
@@ -20,21 +23,31 @@ from typing import Any
 
 from ...ir.op import Op, register_op
 from ..expr import Call, DataTypeImm, Expr, PrimValue, ShapeExpr, StringImm, struct_info_of
-from ..struct_info import ObjectStructInfo, ShapeStructInfo, StructInfo, StructInfoError, TensorStructInfo
+from ..struct_info import (
+    ObjectStructInfo,
+    ShapeStructInfo,
+    StructInfo,
+    StructInfoError,
+    TensorStructInfo,
+    TupleStructInfo,
+)
 
-__all__ = ["alloc_storage", "alloc_tensor", "ALLOC_TENSOR", "ALLOC_STORAGE", "MEMORY_ALLOC_TENSOR"]
+__all__ = ["alloc_storage", "alloc_tensor", "kill_storage", "kill_tensor", "ALLOC_TENSOR", "ALLOC_STORAGE",
+           "MEMORY_ALLOC_TENSOR", "KILL_STORAGE", "KILL_TENSOR"]
 
 ALLOC_TENSOR = "relax.builtin.alloc_tensor"
 ALLOC_STORAGE = "relax.memory.alloc_storage"
 MEMORY_ALLOC_TENSOR = "relax.memory.alloc_tensor"
+KILL_STORAGE = "relax.memory.kill_storage"
+KILL_TENSOR = "relax.memory.kill_tensor"
 
 
-def _register(name: str, doc: str, infer: Any) -> Op:
+def _register(name: str, doc: str, infer: Any, pure: bool = True) -> Op:
     op = register_op(name, doc, -1)
     if not op.has_attr("FInferStructInfo"):
         op.set_attr("FInferStructInfo", infer)
         op.set_attr("TOpPattern", 8)  # opaque
-        op.set_attr("FPurity", True)
+        op.set_attr("FPurity", pure)
     return op
 
 
@@ -70,6 +83,18 @@ def _infer_memory_alloc_tensor(call: Call, ctx: Any) -> StructInfo:
 _register(ALLOC_TENSOR, "A tensor with its own memory.", _infer_alloc_tensor)
 _register(ALLOC_STORAGE, "A block of memory that tensors are placed in.", _infer_alloc_storage)
 _register(MEMORY_ALLOC_TENSOR, "A tensor placed in a storage at a byte offset.", _infer_memory_alloc_tensor)
+
+
+def _infer_kill(call: Call, ctx: Any) -> StructInfo:
+    if len(call.args) != 1:
+        raise StructInfoError(f"{call.op.name} takes one argument, the object to release")
+    return TupleStructInfo([])
+
+
+# the kills (KillAfterLastUse inserts them) release memory: a side effect, so not pure
+for _name, _doc in ((KILL_STORAGE, "Release a storage after its last use."),
+                    (KILL_TENSOR, "Release a tensor after its last use.")):
+    _register(_name, _doc, _infer_kill, pure=False)
 
 
 # -- argument conversion: Python values to the Relax leaves TVM stores -----------------------------
@@ -120,3 +145,13 @@ def alloc_tensor(storage: Expr, offset: Any, shape: Any, dtype: Any, runtime_dev
     device = device_index(runtime_device_ind, MEMORY_ALLOC_TENSOR, "runtime_device_ind")
     return Call(Op.get(MEMORY_ALLOC_TENSOR), [storage, as_prim(offset), as_shape(shape, MEMORY_ALLOC_TENSOR),
                                               as_dtype(dtype), device])
+
+
+def kill_storage(storage: Expr) -> Call:
+    """``R.memory.kill_storage``: ``storage`` is not used any more (its memory may go)."""
+    return Call(Op.get(KILL_STORAGE), [storage])
+
+
+def kill_tensor(tensor: Expr) -> Call:
+    """``R.memory.kill_tensor``: ``tensor`` is not used any more."""
+    return Call(Op.get(KILL_TENSOR), [tensor])

@@ -4,8 +4,10 @@
   on tensors it writes in place (its outputs already allocated), the symbolic values of
   the trailing shape passed as its scalar parameters.  It returns nothing (``R.Tuple()``)
   and, writing its arguments, is impure.
+* ``R.vm.kill_object(x)`` -- the VM drops its reference to ``x`` (the code generator empties
+  x's register), so its memory can go before the function returns.
 
-:class:`~minitvm.relax.transform.VMBuiltinLower` turns it into a direct call of the PrimFunc
+:class:`~minitvm.relax.transform.VMBuiltinLower` turns ``call_tir_dyn`` into a direct call of the PrimFunc
 (``cls.func(a, b, ..., n, m)``), the form ``CallTIRRewrite`` gives ``call_tir`` with ``tir_vars``.
 """
 
@@ -18,9 +20,10 @@ from ...ir.op import Op, register_op
 from ..expr import Call, Tuple
 from ..struct_info import StructInfo, StructInfoError, TupleStructInfo
 
-__all__ = ["call_tir_dyn", "CALL_TIR_DYN"]
+__all__ = ["call_tir_dyn", "kill_object", "CALL_TIR_DYN", "KILL_OBJECT"]
 
 CALL_TIR_DYN = "relax.vm.call_tir_dyn"
+KILL_OBJECT = "relax.vm.kill_object"
 
 
 def _infer_call_tir_dyn(call: Call, ctx: Any) -> StructInfo:
@@ -29,11 +32,18 @@ def _infer_call_tir_dyn(call: Call, ctx: Any) -> StructInfo:
     return TupleStructInfo([])
 
 
-_op = register_op(CALL_TIR_DYN, "Call a PrimFunc in destination-passing style, symbolic values last.", 2)
-if not _op.has_attr("FInferStructInfo"):
-    _op.set_attr("FInferStructInfo", _infer_call_tir_dyn)
-    _op.set_attr("TOpPattern", 8)  # opaque
-    _op.set_attr("FPurity", False)  # it writes its arguments
+def _register_impure(name: str, doc: str, num_inputs: int, infer: Any) -> None:
+    """An opaque operator with side effects (the VM's calling convention has only such)."""
+    op = register_op(name, doc, num_inputs)
+    if not op.has_attr("FInferStructInfo"):
+        op.set_attr("FInferStructInfo", infer)
+        op.set_attr("TOpPattern", 8)  # opaque
+        op.set_attr("FPurity", False)
+
+
+# call_tir_dyn writes its arguments
+_register_impure(CALL_TIR_DYN, "Call a PrimFunc in destination-passing style, symbolic values last.", 2,
+                 _infer_call_tir_dyn)
 
 
 def call_tir_dyn(func: GlobalVar, args: Any) -> Call:
@@ -46,3 +56,18 @@ def call_tir_dyn(func: GlobalVar, args: Any) -> Call:
         raise TypeError(f"{CALL_TIR_DYN}: the arguments must be a tuple, got {args!r}")
     return Call(Op.get(CALL_TIR_DYN), [func, args])
 
+
+def _infer_kill_object(call: Call, ctx: Any) -> StructInfo:
+    if len(call.args) != 1:
+        raise StructInfoError(f"{KILL_OBJECT} takes one argument, the object to release")
+    return TupleStructInfo([])
+
+
+# the VM code generator empties the register of the object (what LowerRuntimeBuiltin makes of
+# R.memory.kill_tensor / kill_storage)
+_register_impure(KILL_OBJECT, "Release the object held in a VM register.", 1, _infer_kill_object)
+
+
+def kill_object(obj: Any) -> Call:
+    """``R.vm.kill_object(x)``: the VM drops its reference to ``x`` here."""
+    return Call(Op.get(KILL_OBJECT), [obj])

@@ -3,7 +3,12 @@
 Lowering to the VM, in the order ``relax.build`` runs them after the Relax pipeline:
 :class:`ToNonDataflow`, :class:`CallTIRRewrite`, :class:`StaticPlanBlockMemory`,
 :class:`VMBuiltinLower`, :class:`VMShapeLower`.  ``LegalizeOps`` (high-level ops ->
-``call_tir`` of PrimFuncs) comes first.
+``call_tir`` of PrimFuncs) comes first.  TVM's own lowering, which a pipeline may spell out
+(TVM's ``optimize_llm.py`` does; ``relax.build`` then lowers nothing again):
+:class:`RewriteDataflowReshape`, ``ToNonDataflow``, :class:`RemovePurityChecking`,
+``CallTIRRewrite``, ``StaticPlanBlockMemory``, :class:`RewriteCUDAGraph`,
+:class:`LowerAllocTensor`, :class:`KillAfterLastUse`, :class:`LowerRuntimeBuiltin`,
+``VMShapeLower``, :class:`AttachGlobalSymbol`, :class:`AttachExternModules`.
 """
 
 from .call_tir_rewrite import CallTIRRewrite
@@ -31,4 +36,13 @@ from .fold_batchnorm_to_conv2d import FoldBatchnormToConv2D  # noqa: E402
 from .alter_op_layout import AlterOpLayout  # noqa: E402
 from .fuse_attention import FuseAttention  # noqa: E402
 from .remove_redundant_reshape import RemoveRedundantReshape  # noqa: E402
+# TVM's VM lowering passes that optimize_llm.py's pipeline names (issue 33)
+from .rewrite_dataflow_reshape import RewriteDataflowReshape  # noqa: E402
+from .remove_purity_checking import RemovePurityChecking  # noqa: E402
+from .rewrite_cuda_graph import RewriteCUDAGraph  # noqa: E402
+from .lower_alloc_tensor import LowerAllocTensor  # noqa: E402
+from .kill_after_last_use import KillAfterLastUse  # noqa: E402
+from .lower_runtime_builtin import LowerRuntimeBuiltin  # noqa: E402
+from .attach_global_symbol import AttachGlobalSymbol  # noqa: E402
+from .attach_external_modules import AttachExternModules  # noqa: E402
 from .quantize_weights import FuseDequantizeMatmul, QuantizeLinearWeights  # noqa: E402

@@ -19,8 +19,11 @@ third matmul and nothing outside the region reads a value inside it but ``M2``'s
 merge that would make the group non-convex (a path leaving it and coming back) is skipped.
 Long sequences keep separate kernels: there the matmuls' own schedules matter more.
 
-The matmul and softmax kernels are recognised with ``relax.dpl`` patterns; the region is a
-search of ``FuseOps``' graph, not a pattern: it spans any number of kernels and must stay convex.
+The region is a ``relax.dpl`` pattern (:func:`attention_pattern`): ``is_region`` from ``M1`` to
+``M2`` over kernels that are neither matmuls nor opaque, with a softmax among them, taking in
+the injective producers, and ``only_used_by(M2)``.  ``FuseOps``' graph says which kernel is
+opaque or injective; merging whole ``FuseOps`` groups must leave the merged set convex, which
+``relax.dpl.is_convex`` checks.
 
 ::
 
@@ -30,123 +33,88 @@ search of ``FuseOps``' graph, not a pattern: it spans any number of kernels and 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 from ...ir.module import IRModule
 from ...transform import PassContext, module_pass
-from ..dpl import get_var2val, is_gv, is_op, wildcard
-from ..expr import Function
+from ..dpl import DFPattern, PatternContext, RegionPattern, get_var2val, is_convex, is_gv, is_op, is_region, wildcard
+from ..expr import DataflowBlock, struct_info_of
+from ..expr_functor import ExprVisitor
 from ..op.registry import OpPattern
 from ..struct_info import TensorStructInfo
 from .fuse_ops import MAX_FUSED_OPS, _Graph, _Node, _Partitioner, fuse_groups, fusion_graph
 
-__all__ = ["FuseAttention", "MAX_SCORES"]
+__all__ = ["FuseAttention", "MAX_SCORES", "attention_pattern"]
 
 #: fuse when the score matrix (all heads) has at most this many elements
 MAX_SCORES = 64 * 1024
-#: at most this many kernels between the two matmuls
+#: at most this many kernels from the first matmul to the second, both included
 MAX_REGION = 48
 
-#: the kernels a region is found by: R.call_tir of a PrimFunc whose name says what it computes
-_KERNELS = {kind: is_op("relax.call_tir")(is_gv(kind), wildcard(), varg_default_wildcard=True)
-            for kind in ("matmul", "softmax")}
+
+def _kernel(kind: str) -> DFPattern:
+    """R.call_tir of a PrimFunc whose name says what it computes ("matmul", "softmax")."""
+    return is_op("relax.call_tir")(is_gv(kind), wildcard(), varg_default_wildcard=True)
 
 
-def _kernel_kinds(targets: list[Function]) -> dict[int, str]:
-    """id(binding var) -> "matmul", "softmax" or "": which kernel the binding calls."""
-    var2val: dict[Any, Any] = {}
-    for f in targets:
-        var2val.update(get_var2val(f))
-    return {id(var): next((kind for kind, p in _KERNELS.items() if p.match(value)), "")
-            for var, value in var2val.items()}
-
-
-def _reachable(start: _Node) -> set[int]:
-    seen, stack = set(), [start]
-    while stack:
-        n = stack.pop()
-        for user, _ in n.outputs:
-            if user.index not in seen:
-                seen.add(user.index)
-                stack.append(user)
-    return seen
-
-
-def _small_scores(node: _Node) -> bool:
-    sinfo = getattr(node.ref, "struct_info", None)
+def _small_scores(call: Any) -> bool:
+    sinfo = struct_info_of(call)
     if not isinstance(sinfo, TensorStructInfo) or sinfo.shape_values is None:
         return False
     dims = [getattr(d, "value", None) for d in sinfo.shape_values]
     return None not in dims and math.prod(dims) <= MAX_SCORES
 
 
-def attention_regions(graph: _Graph, kinds: dict[int, str], groups: list | None = None) -> list[list[_Node]]:
-    """Each attention region (``M1`` ... ``M2``, see the module docstring) as graph nodes."""
-    order = graph.order
-    kind = {n.index: kinds.get(id(n.ref), "") for n in order}
-    is_matmul = {i for i, k in kind.items() if k == "matmul"}
-    regions = []
-    for m1 in order:
-        if m1.index not in is_matmul or not _small_scores(m1):
-            continue
-        after = _reachable(m1)
-        # the first matmul downstream with a softmax between
-        for m2_index in sorted(after & is_matmul):
-            m2 = order[m2_index]
-            between = {i for i in after if i != m2_index and m2_index in _reachable(order[i])}
-            if any(kind[i] == "softmax" for i in between):
-                break
-        else:
-            continue
-        region = between | {m1.index, m2.index}
-        if len(region) > MAX_REGION or (region & is_matmul) != {m1.index, m2.index}:
-            continue
-        if any(order[i].extern_ref or order[i].pattern == OpPattern.OPAQUE for i in region - {m2.index}):
-            continue  # a value leaves the block, or an opaque binding inside
-        if any(u.index not in region for i in region - {m2.index} for u, _ in order[i].outputs):
-            continue  # a value inside is read outside
-        regions.append([order[i] for i in sorted(_with_layout_producers(order, region, groups))])
-    return regions
+def attention_pattern(fusible: Callable[[Any], bool], layout: Callable[[Any], bool]
+                      ) -> tuple[PatternContext, RegionPattern, DFPattern]:
+    """The attention region (module docstring) as a context, its region and ``M2``.
+    ``fusible(call)``: the kernel is not opaque; ``layout(call)``: an injective kernel that
+    may join (a reshape or transpose of the heads)."""
+    with PatternContext() as ctx:
+        m1 = _kernel("matmul").such_that(fusible).such_that(_small_scores)
+        m2 = _kernel("matmul")
+        region = is_region(m1, m2, path=~_kernel("matmul") & wildcard().such_that(fusible),
+                           contains=_kernel("softmax"), inputs=wildcard().such_that(layout), max_len=MAX_REGION - 2)
+        region.only_used_by(m2)  # nothing but M2 reads M1 or what lies between: one kernel computes them
+    return ctx, region, m2
 
 
-def _with_layout_producers(order: list[_Node], region: set[int], groups: list | None) -> set[int]:
-    """``region`` plus the injective kernels (reshape, transpose, split: the heads taken apart)
-    whose every use is inside it, repeatedly: the fused kernel then reads Q, K and V where
-    they are, and the per-head copies are never written.  A kernel FuseOps grouped with a
-    matmul (the QKV projection's bias add) stays out: that matmul keeps its own schedule."""
-    region = set(region)
+class _DataflowBlocks(ExprVisitor):
+    """Every dataflow block below an expression (branches and closures too, as FuseOps' graph)."""
 
-    def injective_group(n: _Node) -> bool:
-        return groups is None or groups[n.index].root().pattern <= OpPattern.INJECTIVE
+    def __init__(self) -> None:
+        self.found: list[DataflowBlock] = []
 
-    changed = True
-    while changed:
-        changed = False
-        for n in order:
-            if n.index in region or n.extern_ref or n.pattern > OpPattern.INJECTIVE or not n.outputs \
-                    or not injective_group(n):
-                continue
-            if all(u.index in region for u, _ in n.outputs):
-                region.add(n.index)
-                changed = True
-    return region
+    def visit_dataflow_block_(self, block: DataflowBlock) -> None:
+        self.found.append(block)
+        super().visit_dataflow_block_(block)
 
 
-def _convex(graph: _Graph, groups: list, members: set[int]) -> bool:
-    """No path leaves ``members`` and comes back into them."""
-    order = graph.order
-    outside = [u for i in members for u, _ in order[i].outputs if u.index not in members]
-    seen: set[int] = set()
-    stack = list(outside)
-    while stack:
-        n = stack.pop()
-        if n.index in seen:
-            continue
-        seen.add(n.index)
-        if n.index in members:
-            return False
-        stack.extend(u for u, _ in n.outputs)
-    return True
+def _kernel_tests(targets: list, graph: _Graph, groups: list) -> tuple[Callable[[Any], bool], Callable[[Any], bool]]:
+    """``fusible`` and ``layout`` for :func:`attention_pattern`, read from FuseOps' graph."""
+    node_of_value = {}  # a binding's value -> its node
+    for _, f in targets:
+        node_of_value.update({id(val): graph.node_of[id(var)] for var, val in get_var2val(f).items()})
+
+    def fusible(call: Any) -> bool:
+        node = node_of_value.get(id(call))
+        return node is not None and node.pattern != OpPattern.OPAQUE
+
+    def layout(call: Any) -> bool:  # a kernel FuseOps grouped with a matmul keeps that matmul's schedule
+        node = node_of_value.get(id(call))
+        return node is not None and max(node.pattern, groups[node.index].root().pattern) <= OpPattern.INJECTIVE
+
+    return fusible, layout
+
+
+def _merge(groups: list, nodes: list[_Node]) -> None:
+    """The groups of ``nodes`` made one, under the group of the last."""
+    target = groups[nodes[-1].index].root()
+    for n in nodes:
+        root = groups[n.index].root()
+        if root is not target:
+            target.num_nodes += root.num_nodes
+            root.parent = target
 
 
 @module_pass(opt_level=0, name="FuseAttention")
@@ -160,16 +128,15 @@ class FuseAttention:
         if ctx.opt_level == 0:  # as FuseOps: nothing fuses at opt_level 0
             return mod
         groups = _Partitioner(graph, max_depth).partition(ctx.opt_level)
-        kinds = _kernel_kinds([f for _, f in targets])
-        for region in attention_regions(graph, kinds, groups):
-            roots = {id(groups[n.index].root()) for n in region}
-            members = {k for k, g in enumerate(groups) if id(g.root()) in roots}
-            if not _convex(graph, groups, members):
-                continue
-            target = groups[region[-1].index].root()
-            for n in region:
-                root = groups[n.index].root()
-                if root is not target:
-                    target.num_nodes += root.num_nodes
-                    root.parent = target
+        pattern, region, m2 = attention_pattern(*_kernel_tests(targets, graph, groups))
+        blocks = _DataflowBlocks()
+        for _, f in targets:
+            blocks.visit_expr(f)
+        found = [(b, m) for b in blocks.found for m in pattern.iter_match_dfb(b)]  # all found before any merge
+        for block, match in found:
+            nodes = [graph.node_of[id(v)] for v in (*match[region], match[m2])]
+            roots = {id(groups[n.index].root()) for n in nodes}
+            members = [graph.order[k].ref for k, g in enumerate(groups) if id(g.root()) in roots]
+            if is_convex(block, members):  # whole FuseOps groups join: what they bring must not close a cycle
+                _merge(groups, nodes)
         return fuse_groups(mod, graph, groups, targets)

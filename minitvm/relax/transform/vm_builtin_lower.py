@@ -9,7 +9,14 @@
 ``R.call_py_func("name", (a, b), out_ty=...)``          ``vm.builtin.call_py_func(("name", (a, b)))``, checked
                                                         against ``out_ty`` (a match_cast)
 ``R.vm.call_tir_dyn(f, (a, out, R.shape([n])))``        ``f(a, out, n)`` (a PrimFunc of the module)
+``R.reshape(x, R.shape([n, 32]))``                      ``vm.builtin.reshape(x, R.shape([n, 32]))`` (a view)
+``R.memory.kill_tensor(x)`` / ``kill_storage(x)``        ``R.vm.kill_object(x)`` (the code generator
+                                                        empties x's register)
 =====================================================  ===============================================
+
+``LowerRuntimeBuiltin`` (TVM's name; :mod:`.lower_runtime_builtin`) is this pass, except that
+it refuses ``R.builtin.alloc_tensor``, which ``LowerAllocTensor`` lowers first in TVM's
+pipeline; ``VMBuiltinLower`` accepts it, as minitvm's own VM lowering runs no LowerAllocTensor.
 
 Afterwards every call in a function is a call of a name (``R.ExternFunc``) or of a module
 function (a PrimFunc kernel or another Relax function): what the VM code generator emits.
@@ -23,7 +30,8 @@ from ...ir.module import IRModule
 from ...ir.op import Op
 from ...transform import PassContext, module_pass
 from ..expr import Call, DataTypeImm, ExternFunc, Function, PrimValue, ShapeExpr, Tuple, _set_struct_info
-from ..op.vm import CALL_TIR_DYN
+from ..op.memory import KILL_STORAGE, KILL_TENSOR
+from ..op.vm import CALL_TIR_DYN, KILL_OBJECT, kill_object
 from ..struct_info import ObjectStructInfo, TupleStructInfo
 from ..vm.ops import ALLOC_STORAGE, ALLOC_TENSOR, MEMORY_ALLOC_TENSOR
 from ._util import KernelCallMutator, map_functions
@@ -37,11 +45,24 @@ def builtin_call(name: str, args: list, sinfo: Any = None) -> Call:
 
 
 class _BuiltinLower(KernelCallMutator):
+    #: the name of the pass, for its errors; a pass that refuses ``R.builtin.alloc_tensor`` sets it
+    pass_name = "VMBuiltinLower"
+    lowers_alloc_tensor = True
+
     def visit_call_(self, op: Call) -> Any:
         call = self.visit_children(op)
         if not isinstance(call.op, Op):
             return call
         name = call.op.name
+        if name == ALLOC_TENSOR and not self.lowers_alloc_tensor:
+            raise ValueError(f"{self.pass_name}: {name} is still in the module; run LowerAllocTensor first "
+                             "(after StaticPlanBlockMemory) to give each such tensor a storage")
+        if name in (KILL_STORAGE, KILL_TENSOR):
+            return kill_object(call.args[0])
+        if name == KILL_OBJECT:
+            return call
+        if name == "relax.reshape":  # a view of the same memory, made by the VM
+            return Call(ExternFunc("vm.builtin.reshape"), list(call.args), None, [call.struct_info])
         if name == ALLOC_TENSOR:
             shape, dtype = call.args[0], call.args[1]
             storage = self.builder_.emit(builtin_call("vm.builtin.alloc_storage", [shape, dtype]), "storage")
@@ -58,7 +79,7 @@ class _BuiltinLower(KernelCallMutator):
             *tensors, shape = call.args[1].fields
             values = shape.values if isinstance(shape, ShapeExpr) else None
             if values is None:
-                raise ValueError(f"VMBuiltinLower: {name} needs its last argument to be an R.shape, got {shape!r}")
+                raise ValueError(f"{self.pass_name}: {name} needs its last argument to be an R.shape, got {shape!r}")
             kernel = Call(call.args[0], [*tensors, *(PrimValue(v) for v in values)])
             _set_struct_info(kernel, TupleStructInfo([]))
             return kernel
@@ -71,8 +92,8 @@ class _BuiltinLower(KernelCallMutator):
             # cast into shape and dtype checks): compiled kernels trust the shapes they are given
             return self.builder_.match_cast(raw, call.struct_info, f"call_py_func_{call.args[0].value}")
         if name in ("relax.call_tir", "relax.call_tir_inplace", "relax.call_dps_packed"):
-            raise ValueError(f"VMBuiltinLower: {name} is still in the module; run CallTIRRewrite first")
-        raise ValueError(f"VMBuiltinLower: operator {name} has no VM lowering; run LegalizeOps first "
+            raise ValueError(f"{self.pass_name}: {name} is still in the module; run CallTIRRewrite first")
+        raise ValueError(f"{self.pass_name}: operator {name} has no VM lowering; run LegalizeOps first "
                          "(relax.get_pipeline('zero') does) to turn it into call_tir of a PrimFunc")
 
 

@@ -35,6 +35,7 @@ from ..expr import (
     Call,
     ExternFunc,
     Function,
+    If,
     MatchCast,
     PrimValue,
     SeqExpr,
@@ -206,12 +207,19 @@ class _ShapeLower(KernelCallMutator):
         return self.shapes[key]
 
     def visit_if_(self, op: Any) -> Any:
-        # shapes and expressions computed inside a branch are not visible after it
+        # shapes and expressions computed inside a branch are not visible after it, nor in the
+        # other branch (which runs instead of it)
         saved = dict(self.shapes), dict(self.computed)
         try:
-            return super().visit_if_(op)
+            cond = self.visit_expr(op.cond)
+            then = self.visit_with_new_scope(op.true_branch)
+            self.shapes, self.computed = dict(saved[0]), dict(saved[1])
+            other = self.visit_with_new_scope(op.false_branch)
         finally:
             self.shapes, self.computed = saved
+        if cond is op.cond and then is op.true_branch and other is op.false_branch:
+            return op
+        return If(cond, then, other)
 
     def visit_prim_value_(self, op: PrimValue) -> Any:
         if isinstance(op.value, IntImm) or not op.value.dtype.startswith(("int", "uint")):

@@ -12,6 +12,8 @@ the library) or of another Relax function.  Each binding becomes at most one ins
 ``v = t[i]``                   ``call vm.builtin.tuple_getitem`` (nothing if ``t`` is a known tuple)
 ``v = if c: A else: B``        ``if %c`` / the branches / ``goto`` past the false branch;
                                both branches leave their result in one register
+``f(@kernel)``                 ``@kernel`` as a value: a ``FuncRef`` constant, the function itself
+                               at run time
 ``return v``                   ``ret %v``
 =============================  ==========================================================
 
@@ -29,6 +31,7 @@ from ...ir.module import GlobalVar, IRModule
 from ...ir.op import Op
 from ...runtime.vm import ExecBuilder, Executable, Imm, ParamInfo, Reg
 from ...runtime.vm.builtins import ShapeTuple
+from ...runtime.vm.bytecode import FuncRef
 from ...tir.expr import FloatImm, IntImm
 from ...tir.expr import Var as TirVar
 from ...tir.function import PrimFunc
@@ -121,6 +124,7 @@ class _FunctionCodegen:
         self.tuples: dict[Var, list] = {}  # var bound to a tuple built here -> its fields' operands
         self.used = _used_vars(func)
         self.const_values: dict[int, Any] = {}
+        self.killed: set[Var] = set()  # variables R.vm.kill_object has released
 
     def where(self, what: str) -> str:
         return f"VM codegen of {self.name!r}: {what}"
@@ -157,7 +161,14 @@ class _FunctionCodegen:
         if isinstance(e, Tuple):
             return self.emit_tuple(e, True)
         if isinstance(e, GlobalVar):
-            raise VMCodegenError(self.where(f"@{e.name_hint} used as a value (closures are not supported)"))
+            if e.name_hint not in self.mod:
+                raise VMCodegenError(self.where(f"@{e.name_hint} is used as a value but is not in the module"))
+            # a function of the module as a value (kernels handed to a builtin, as TVM's
+            # paged KV cache gets its attention kernels): a FuncRef constant the VM resolves
+            name = self.symbol_of(e)
+            c = self.eb.func_ref(name)
+            self.const_values[c.index] = FuncRef(name)
+            return c
         raise VMCodegenError(self.where(f"cannot use {type(e).__name__} {e!r} as an argument"))
 
     def assign(self, operand: Any, dst: Reg) -> None:
@@ -180,16 +191,25 @@ class _FunctionCodegen:
         if isinstance(op, GlobalVar):
             if op not in self.mod.functions and op.name_hint not in self.mod:
                 raise VMCodegenError(self.where(f"calls @{op.name_hint}, which is not in the module"))
-            return op.name_hint
+            return self.symbol_of(op)
         if isinstance(op, Op):
             raise VMCodegenError(self.where(f"operator {op.name} is not lowered; relax.build runs the VM "
                                             "lowering passes (high-level ops also need LegalizeOps)"))
         raise VMCodegenError(self.where(f"calling {op!r} (a closure) is not supported"))
 
+    def symbol_of(self, gv: GlobalVar) -> str:
+        """The name a function of the module is reached by: a PrimFunc's ``global_symbol`` when it
+        has one (the kernel library exports it so: ``tir_build.export_name``), else its name."""
+        func = self.mod[gv.name_hint]
+        symbol = func.attrs.get("global_symbol") if isinstance(func, PrimFunc) and func.attrs else None
+        return str(symbol) if symbol else gv.name_hint
+
     def emit_value(self, var: Var | None, value: Any) -> Any:
         """Code for ``var = value``; returns the operand holding the value."""
         dst: Any = True if var is None or var in self.used else None
         if isinstance(value, Call):
+            if isinstance(value.op, Op) and value.op.name == "relax.vm.kill_object":
+                return self.emit_kill(value)
             name = self.callee_name(value)
             return self.eb.emit_call(name, [self.operand(a) for a in value.args], dst=dst)
         if isinstance(value, Tuple):
@@ -213,6 +233,23 @@ class _FunctionCodegen:
         if isinstance(value, Var) and value in self.tuples and var is not None:
             self.tuples[var] = self.tuples[value]
         return operand
+
+    def emit_kill(self, call: Call) -> Any:
+        """``R.vm.kill_object(x)``: x's register is emptied (``vm.builtin.null_value``), as TVM's
+        code generator does, so what it held can be freed.  This code generator gives an alias
+        ``y = x`` and ``t[i]`` of a known tuple ``t`` the register of x (TVM's copies), so the
+        register is emptied only once every variable and live tuple holding it is killed too;
+        a constant has no register to empty."""
+        target = call.args[0]
+        reg = self.values.get(target) if isinstance(target, Var) else None
+        if not isinstance(reg, Reg):
+            return Imm(0)
+        self.killed.add(target)
+        shared = any(r == reg for v, r in self.values.items() if v not in self.killed) or \
+            any(f == reg for t, fields in self.tuples.items() if t not in self.killed for f in fields)
+        if not shared:
+            self.eb.emit_call("vm.builtin.null_value", [], dst=reg)
+        return Imm(0)  # the kill's own result (an empty tuple) is never read
 
     def emit_seq(self, seq: SeqExpr) -> Any:
         for block in seq.blocks:

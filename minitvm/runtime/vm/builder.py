@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 from ..module import Module
-from .bytecode import Arg, Call, Const, Goto, If, Imm, Instruction, ParamInfo, Reg, Ret, VMFunction
+from .bytecode import Arg, Call, Const, FuncRef, Goto, If, Imm, Instruction, ParamInfo, Reg, Ret, VMFunction
 from .executable import Executable
 
 __all__ = ["ExecBuilder", "Label"]
@@ -97,6 +97,12 @@ class ExecBuilder:
     def c(self, value: Any) -> Const:
         """The constant ``value`` (added to the pool, shared if equal to one already there)."""
         return Const(self._exe.add_constant(value))
+
+    def func_ref(self, func_name: str) -> Const:
+        """The function ``func_name`` as a value (a :class:`FuncRef` constant; the name joins the
+        function table, so the VM resolves it like a callee)."""
+        self._exe.add_extern(func_name)
+        return self.c(FuncRef(func_name))
 
     @staticmethod
     def imm(value: int) -> Imm:

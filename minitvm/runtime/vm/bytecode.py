@@ -29,7 +29,19 @@ from ..arguments import format_dims
 from .builtins import check_dtype
 
 __all__ = ["Reg", "Const", "Imm", "Arg", "Call", "Ret", "Goto", "If", "Instruction",
-           "ParamInfo", "VMFunction", "format_dims"]
+           "ParamInfo", "VMFunction", "format_dims", "FuncRef"]
+
+
+@dataclass(frozen=True, slots=True)
+class FuncRef:
+    """A constant naming an entry of the function table, used as a value (TVM's ``FuncIdx``
+    argument): the VM passes the function itself, e.g. kernels handed to
+    ``vm.builtin.paged_attention_kv_cache_create``.  Printed ``@name``."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return f"@{self.name}"
 
 
 # -- instruction arguments ------------------------------------------------------------------------

@@ -60,7 +60,7 @@ from ..ndarray import NDArray
 from ..registry import get_global_func
 from ..signing import MAC_SIZE, key_path, mac, signing_key
 from .builtins import ShapeTuple, check_dtype
-from .bytecode import Call, VMFunction
+from .bytecode import Call, FuncRef, VMFunction
 from .native import EntryPlan, plan_entry
 
 #: kernel formats minitvm itself writes, and the module whose import registers their loader
@@ -204,6 +204,9 @@ class Executable:
                 entry.verify(len(self.constants), len(self.func_table))
             elif not isinstance(entry, str) or not entry:
                 raise ValueError(f"function table entry {entry!r} is neither a VMFunction nor a name")
+        for i, c in enumerate(self.constants):
+            if isinstance(c, FuncRef) and c.name not in names:
+                raise ValueError(f"constant {i} refers to function {c.name!r}, which is not in the function table")
 
     # -- printing ---------------------------------------------------------------------------------
     def as_text(self) -> str:
@@ -539,9 +542,9 @@ def _normalize_constant(value: Any) -> Any:
         return tuple(_normalize_constant(v) for v in value)
     if isinstance(value, np.generic):
         return value.item()
-    if value is None or isinstance(value, (bool, int, float, str)):
+    if value is None or isinstance(value, (bool, int, float, str, FuncRef)):
         return value
-    raise TypeError(f"a constant is an array, shape, tuple, str, int, float, bool or None; "
+    raise TypeError(f"a constant is an array, shape, tuple, str, int, float, bool, FuncRef or None; "
                     f"got {type(value).__name__}")
 
 
@@ -552,6 +555,8 @@ def _constant_kind(c: Any) -> str:
         return "shape"
     if isinstance(c, tuple):
         return "tuple"
+    if isinstance(c, FuncRef):
+        return "function"
     return "none" if c is None else type(c).__name__
 
 
@@ -562,6 +567,8 @@ def _describe_constant(c: Any) -> str:
         return f"shape {tuple(c)}"
     if isinstance(c, tuple):
         return "(" + ", ".join(_describe_constant(v) for v in c) + ")"
+    if isinstance(c, FuncRef):
+        return f"function {c}"
     return repr(c)
 
 
@@ -590,6 +597,8 @@ def _constant_to_json(c: Any, sections: list[bytes]) -> dict:
         return {"type": "float", "value": c.hex()}  # exact, and covers inf/nan
     if isinstance(c, str):
         return {"type": "str", "value": c}
+    if isinstance(c, FuncRef):
+        return {"type": "func", "name": c.name}
     return {"type": "none"}
 
 
@@ -624,6 +633,8 @@ def _constant_from_json(d: dict, reader: _SectionReader, what: str) -> Any:
         return str(d["value"])
     if kind == "none":
         return None
+    if kind == "func":
+        return FuncRef(str(d["name"]))
     raise ValueError(f"corrupted: {what} has unknown type {kind!r}")
 
 

@@ -23,7 +23,7 @@ from ..module import BenchmarkResult, Module, make_time_evaluator
 from ..ndarray import NDArray
 from ..registry import PackedFunc, get_global_func
 from .builtins import SPECIALIZERS, ShapeTuple
-from .bytecode import Call, Const, Goto, If, Imm, ParamInfo, Reg, Ret, VMFunction
+from .bytecode import Call, Const, FuncRef, Goto, If, Imm, ParamInfo, Reg, Ret, VMFunction
 from .executable import Executable
 from .native import EntryPlan, NativeEntry
 
@@ -121,6 +121,8 @@ class VirtualMachine:
         self._constants = [_constant_value(c) for c in exe.constants]
         self._func_index = {e.name: i for i, e in enumerate(exe.func_table) if isinstance(e, VMFunction)}
         self._callables = self._resolve_functions()
+        if any(isinstance(c, FuncRef) for c in exe.constants):  # functions used as values
+            self._constants = [self._function_value(c) for c in self._constants]
         self._programs: dict[int, _Program] = {i: self._compile(e) for i, e in enumerate(exe.func_table)
                                                if isinstance(e, VMFunction)}
         self._checks = {e.name: _entry_check(e) for e in exe.func_table if isinstance(e, VMFunction)}
@@ -164,6 +166,14 @@ class VirtualMachine:
                              f"{'is' if len(missing) == 1 else 'are'} in neither {where}the global function "
                              "registry (register_func)")
         return out
+
+    def _function_value(self, c: Any) -> Any:
+        """A constant with each :class:`FuncRef` (in tuples too) replaced by the function it names."""
+        if isinstance(c, FuncRef):
+            return PackedFunc(self._callables[self.exe.func_names.index(c.name)], c.name)
+        if type(c) is tuple:
+            return tuple(self._function_value(v) for v in c)
+        return c
 
     def _vm_callable(self, index: int) -> Callable[..., Any]:
         run = self._run

@@ -288,3 +288,26 @@ def test_pipelines():
     assert relax.build(mlp_call_tir(), relax_pipeline="test.only_lowering").vm_functions["main"]
     with pytest.raises(ValueError, match="already registered"):
         relax.register_pipeline("zero", relax.pipeline.zero_pipeline)
+
+
+def test_vm_shape_lower_computes_shapes_again_in_the_other_branch():
+    """A shape built from the heap in one branch of an If is not there when the other branch
+    runs: each branch builds its own (regression: the else branch read the then branch's)."""
+    from minitvm.script import ir as I
+    from minitvm.script import relax as R
+
+    @I.ir_module
+    class Mod:
+        @R.function
+        def main(x: R.Tensor(("n", 4), "float32"), c: R.Tensor((), "bool")):
+            if c:
+                r = R.multiply(R.add(x, x), x)
+            else:
+                r = R.negative(x)
+            return r
+
+    vm = relax.VirtualMachine(minitvm.compile(Mod, "llvm"), minitvm.cpu())
+    x = np.random.default_rng(4).standard_normal((3, 4)).astype("float32")
+    for c, want in ((True, 2 * x * x), (False, -x)):
+        np.testing.assert_allclose(vm["main"](minitvm.nd.array(x), minitvm.nd.array(np.array(c))).numpy(), want,
+                                   rtol=1e-6)

@@ -74,14 +74,19 @@ def _symbolic(x: R.Tensor(("n", 16), "float32"), w: R.Tensor((16, 8), "float32")
     return y
 
 
-def test_symbolic_shapes_keep_the_bytecode_and_say_why():
+def test_symbolic_shapes_run_natively_too_also_after_saving(tmp_path):
+    # sizes computed at entry (tests/relax/vm/test_native_symbolic.py covers them in depth)
     ex = minitvm.compile(_mod(_symbolic))
     plan = ex.native_plans()["main"]
-    assert isinstance(plan, str) and "static shapes" in plan
-    assert "@main: no native entry, the bytecode runs: parameter 'x'" in ex.as_text()
-    vm = relax.VirtualMachine(ex, minitvm.cpu())
-    x, w = RNG.standard_normal((3, 16)).astype("float32"), RNG.standard_normal((16, 8)).astype("float32")
-    np.testing.assert_allclose(vm["main"](x, w).numpy(), np.maximum(x @ w, 0), rtol=1e-5, atol=1e-5)
+    assert isinstance(plan, EntryPlan) and plan.symbolic and plan.inputs == [(0, 0)]
+    assert "size  n = x.shape[0]" in ex.as_text()
+    ex.save(str(tmp_path / "sym.exe"))
+    vm = relax.VirtualMachine(minitvm.runtime.load_module(str(tmp_path / "sym.exe")), minitvm.cpu())
+    w = RNG.standard_normal((16, 8)).astype("float32")
+    for n in (3, 1):
+        x = RNG.standard_normal((n, 16)).astype("float32")
+        np.testing.assert_allclose(vm["main"](x, w).numpy(), np.maximum(x @ w, 0), rtol=1e-5, atol=1e-5)
+    assert vm.native_entries["main"].calls == 2
 
 
 def test_an_instrument_sees_every_kernel_call_the_native_entry_would_make():

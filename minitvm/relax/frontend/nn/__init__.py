@@ -4,7 +4,6 @@
 
     class MLP(nn.Module):
         def __init__(self):
-            super().__init__()
             self.fc1, self.relu, self.fc2 = nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10)
 
         def forward(self, x):
@@ -13,12 +12,32 @@
     mod, params = MLP().export_tvm(spec={"forward": {"x": nn.spec.Tensor(("n", 784), "float32")}})
 
 ``mod["forward"]`` takes ``x`` and then every parameter (``params``: ``[("fc1.weight",
-Parameter), ...]`` in that order); its body is a dataflow block of high-level Relax ops.
+Parameter), ...]`` in that order); its body is a dataflow block of high-level Relax ops.  A spec
+may name several methods, ``int`` and ``nn.spec.Object`` arguments, and per method a ``"$"``
+entry with ``param_mode`` / ``effect_mode`` (see :mod:`.spec`).
 """
 
 from . import op, spec
-from .core import Module, ModuleList, Parameter, Tensor
-from .modules import GELU, Conv2D, Embedding, LayerNorm, Linear, ReLU, RMSNorm, Sequential, SiLU
+from .core import (
+                   Effect,
+                   Module,
+                   ModuleDict,
+                   ModuleList,
+                   Object,
+                   Parameter,
+                   ParameterDict,
+                   ParameterList,
+                   Tensor,
+                   get_default_dtype,
+                   set_default_dtype,
+)
+from .exporter import add_extern
+from .extern import ExternModule, ObjectModule, SourceModule
+from .modules import GELU, Conv2D, Embedding, Identity, IOEffect, LayerNorm, Linear, ReLU, RMSNorm, Sequential, SiLU
+from .op import *  # noqa: F401,F403  (as TVM: nn.silu, nn.split ... next to nn.op.*)
+from .op import __all__ as _op_all
 
-__all__ = ["Module", "ModuleList", "Parameter", "Tensor", "Linear", "Conv2D", "LayerNorm", "RMSNorm",
-           "Embedding", "ReLU", "GELU", "SiLU", "Sequential", "op", "spec"]
+__all__ = ["Module", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Parameter", "Tensor",
+           "Object", "Effect", "Linear", "Conv2D", "LayerNorm", "RMSNorm", "Embedding", "ReLU", "GELU", "SiLU",
+           "Identity", "Sequential", "IOEffect", "ExternModule", "ObjectModule", "SourceModule", "add_extern",
+           "get_default_dtype", "set_default_dtype", "op", "spec", *_op_all]

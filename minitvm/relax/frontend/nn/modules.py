@@ -1,29 +1,62 @@
-"""Layers: ``Linear``, ``Conv2D``, ``LayerNorm``, ``RMSNorm``, ``Embedding``, activations and
-``Sequential``.  Weight layouts follow TVM (and PyTorch): Linear's weight is
-(out_features, in_features), Conv2D's is (out, in / groups, kh, kw)."""
+"""Layers: ``Linear``, ``Conv2D``, ``LayerNorm``, ``RMSNorm``, ``Embedding``, activations,
+``Sequential``, and the effects ``IOEffect`` and ``KVCache``.  Weight layouts follow TVM (and
+PyTorch): Linear's weight is (out_features, in_features), Conv2D's is (out, in / groups, kh, kw).
+A dimension given as a string (``nn.Linear(4, "n")``) is symbolic."""
 
 from __future__ import annotations
 
 from typing import Any, Sequence
 
+from ... import expr as rx
+from ...block_builder import BlockBuilder
+from ...op import call_pure_packed
+from ...struct_info import ObjectStructInfo
 from . import op
-from .core import Module, ModuleList, Parameter, Tensor
+from .core import Effect, Module, ModuleList, Parameter, Tensor
 
-__all__ = ["Linear", "Conv2D", "LayerNorm", "RMSNorm", "Embedding", "ReLU", "GELU", "SiLU", "Sequential"]
+__all__ = ["Linear", "Conv2D", "LayerNorm", "RMSNorm", "Embedding", "ReLU", "GELU", "SiLU", "Identity",
+           "Sequential", "IOEffect"]
+
+
+class IOEffect(Effect):
+    """The token ``debug=True`` exports thread through every function (``_io``), so calls
+    with side effects (printing) stay ordered."""
+
+    def __init__(self) -> None:
+        self.effect: rx.Var | None = None
+
+    def emit_init(self, name_hint: str, builder: BlockBuilder) -> list[rx.Var]:
+        null = call_pure_packed("vm.builtin.null_value", sinfo_args=ObjectStructInfo())
+        return [builder.emit(null, f"{name_hint}_io")]
+
+    def create(self, name_hint: str) -> list[rx.Var]:
+        return [rx.Var(f"{name_hint}_io", ObjectStructInfo())]
+
+    def set_state(self, state_vars: list[rx.Var]) -> None:
+        (self.effect,) = state_vars
+
+    def finalize(self) -> list[rx.Var]:
+        result, self.effect = self.effect, None
+        return [result]
 
 
 class Linear(Module):
     """``y = x @ weight.T + bias``."""
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype: str = "float32",
+    def __init__(self, in_features: Any, out_features: Any, bias: bool = True, dtype: str | None = None,
                  out_dtype: str | None = None):
-        super().__init__()
         self.in_features, self.out_features, self.out_dtype = in_features, out_features, out_dtype
         self.weight = Parameter((out_features, in_features), dtype)
-        self.bias = Parameter((out_features,), dtype) if bias else None
+        self.bias = Parameter((out_features,), dtype if out_dtype is None else out_dtype) if bias else None
 
     def forward(self, x: Tensor) -> Tensor:
         return op.linear(x, self.weight, self.bias, self.out_dtype)
+
+    def to(self, dtype: str | None = None) -> None:
+        """The bias keeps ``out_dtype`` when one is set (it is added to the wider result)."""
+        self.weight.to(dtype=dtype)
+        if self.bias is not None and self.out_dtype is None:
+            self.bias.to(dtype=dtype)
 
     def _extra_repr(self) -> str:
         return f"{self.in_features}, {self.out_features}, bias={self.bias is not None}"
@@ -33,8 +66,7 @@ class Conv2D(Module):
     """2-D convolution over NCHW input."""
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: int | Sequence[int], stride: Any = 1,
-                 padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True, dtype: str = "float32"):
-        super().__init__()
+                 padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True, dtype: str | None = None):
         if in_channels % groups or out_channels % groups:
             raise ValueError(f"Conv2D: channels {in_channels} -> {out_channels} are not divisible by groups={groups}")
         kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else tuple(kernel_size)
@@ -50,8 +82,7 @@ class LayerNorm(Module):
     """Normalizes the last ``len(normalized_shape)`` dimensions; learnable weight and bias."""
 
     def __init__(self, normalized_shape: int | Sequence[int], eps: float = 1e-5, elementwise_affine: bool = True,
-                 dtype: str = "float32"):
-        super().__init__()
+                 dtype: str | None = None):
         shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
         if not elementwise_affine:
             raise NotImplementedError("LayerNorm(elementwise_affine=False) is not supported")
@@ -60,38 +91,45 @@ class LayerNorm(Module):
         self.bias = Parameter(shape, dtype)
 
     def forward(self, x: Tensor) -> Tensor:
-        axes = list(range(-len(self.normalized_shape), 0))
-        return op.layer_norm(x, self.weight, self.bias, axes, self.eps)
+        return op.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
 
 class RMSNorm(Module):
-    """``x / sqrt(mean(x**2) + eps) * weight`` over the last dimension(s) (``axes``)."""
+    """``x / sqrt(mean(x**2, axes) + epsilon) * weight (+ bias)``; TVM's signature, whose
+    ``bias`` defaults to True (``axes`` defaults to -1 here, TVM requires it)."""
 
-    def __init__(self, hidden_size: int, axes: int | Sequence[int] = -1, epsilon: float = 1e-5,
-                 bias: bool = False, dtype: str = "float32"):
-        super().__init__()
-        if bias:
-            raise NotImplementedError("RMSNorm(bias=True) is not supported")
-        self.axes, self.epsilon = axes, epsilon
+    def __init__(self, hidden_size: Any, axes: int | Sequence[int] = -1, epsilon: float = 1e-5,
+                 bias: bool = True, dtype: str | None = None):
+        self.epsilon, self.axes = epsilon, axes
         self.weight = Parameter((hidden_size,), dtype)
+        self.bias = Parameter((hidden_size,), dtype) if bias else None
 
     def forward(self, x: Tensor) -> Tensor:
-        return op.rms_norm(x, self.weight, self.axes, self.epsilon)
+        out = op.rms_norm(x, self.weight, self.axes, self.epsilon)
+        return out if self.bias is None else op.add(out, self.bias)
 
 
 class Embedding(Module):
     """Rows of a (num, dim) table picked by integer indices: ``weight[x]``."""
 
-    def __init__(self, num: int, dim: int, dtype: str = "float32"):
-        super().__init__()
+    def __init__(self, num: Any, dim: Any, dtype: str | None = None):
         self.num, self.dim = num, dim
         self.weight = Parameter((num, dim), dtype)
 
     def forward(self, x: Tensor) -> Tensor:
-        return op.take(self.weight, x, axis=0)  # indices of any rank: result x.shape + (dim,)
+        if x.ndim == 1:
+            return op.take(self.weight, x, axis=0)
+        # as TVM: gather on the flattened indices, then restore their shape
+        flat = op.take(self.weight, op.reshape(x, [-1]), axis=0)
+        return op.reshape(flat, [*x.shape, self.weight.shape[1]])
 
     def _extra_repr(self) -> str:
         return f"{self.num}, {self.dim}"
+
+
+class Identity(Module):
+    def forward(self, x: Tensor) -> Tensor:
+        return x
 
 
 class ReLU(Module):

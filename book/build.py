@@ -1,0 +1,158 @@
+"""Build the course as a static HTML site, to read before installing anything.
+
+    ./dev book                                  # every chapter -> book/_build/index.html
+    .venv/bin/python book/build.py --chapters 00 03 --out /tmp/site
+
+Each chapter runs top to bottom on a fresh kernel (nbclient: what Run All does in JupyterLab),
+with its widgets' state stored, and becomes one page through nbconvert's JupyterLab template:
+pictures (SVG, PNG) are embedded in the page; widgets are drawn from their saved state by the
+Jupyter widgets HTML manager, a script the page loads from a CDN (offline, a widget shows its
+text fallback). ``index.html`` is the contents: each chapter's title and sections. The numbers
+in the pages are measurements of the machine that built the book, so the contents page names
+that machine and how busy it was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import html
+import os
+import platform
+import re
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTERS = ROOT / "chapters"
+DEFAULT_OUT = ROOT / "book" / "_build"
+
+#: the navigation bar on every chapter page
+NAV_STYLE = ("nav.book{font:14px system-ui,sans-serif;padding:.5rem 1rem;border-bottom:1px solid #ddd;"
+             "display:flex;gap:1.5rem}")
+#: the contents page
+INDEX_STYLE = """body{font-family:system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;line-height:1.5}
+li{margin:.3rem 0} .sections{color:#555;font-size:.9rem} .machine{color:#555;font-size:.9rem}"""
+
+
+def chapter_paths(only: list[str] | None) -> list[Path]:
+    """The chapters in order; ``only`` keeps those whose number (``"03"``) is listed."""
+    paths = sorted(CHAPTERS.glob("[0-9][0-9]_*.ipynb"))
+    if only:
+        paths = [p for p in paths if p.name[:2] in only]
+        missing = sorted(set(only) - {p.name[:2] for p in paths})
+        if missing:
+            raise SystemExit(f"no chapter numbered {', '.join(missing)} in {CHAPTERS}")
+    return paths
+
+
+def headings(nb) -> tuple[str, list[str]]:
+    """The chapter's title (its first ``#`` heading) and its ``##`` section headings."""
+    title, sections = "", []
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        for line in cell.source.splitlines():
+            if line.startswith("# ") and not title:
+                title = line[2:].strip().replace("`", "")
+            elif line.startswith("## "):
+                sections.append(line[3:].strip().replace("`", ""))
+    return title, sections
+
+
+def execute(path: Path, timeout: int):
+    """The chapter as nbclient leaves it after running every cell; a failing cell stops the build."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=True,
+                            resources={"metadata": {"path": str(path.parent)}})
+    try:
+        client.execute()
+    except CellExecutionError as err:
+        raise SystemExit(f"{path.name}: a cell failed, so the book was not built:\n{err}") from None
+    return nb
+
+
+def _nav(pages: list[tuple[str, str]], k: int) -> str:
+    links = ['<a href="index.html">contents</a>']
+    if k > 0:
+        links.insert(0, f'<a href="{pages[k - 1][0]}">&larr; {html.escape(pages[k - 1][1])}</a>')
+    if k + 1 < len(pages):
+        links.append(f'<a href="{pages[k + 1][0]}">{html.escape(pages[k + 1][1])} &rarr;</a>')
+    return f'<nav class="book">{"".join(links)}</nav>'
+
+
+def page_html(nb, nav: str) -> str:
+    """One chapter as a page of nbconvert's JupyterLab template, the navigation bar on top."""
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter(template_name="lab")
+    exporter.embed_images = True
+    body, _ = exporter.from_notebook_node(nb)
+    return re.sub(r"(<body[^>]*>)", lambda m: f"{m.group(1)}<style>{NAV_STYLE}</style>{nav}", body, count=1)
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        names = [line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                 if line.startswith("model name")]
+        cpu = names[0] if names else cpu
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} cores"
+
+
+def index_html(entries: list[tuple[str, str, list[str]]], built: str) -> str:
+    items = "".join(
+        f'<li><a href="{href}">{html.escape(title)}</a>'
+        f'<div class="sections">{html.escape(" · ".join(sections))}</div></li>'
+        for href, title, sections in entries)
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>minitvm — the course</title>"
+            f"<style>{INDEX_STYLE}</style></head><body><h1>minitvm — the course</h1>"
+            "<p>A compact deep-learning compiler that mirrors Apache TVM, taught chapter by chapter. "
+            "Every page below was run top to bottom when the book was built; to run it yourself, "
+            "clone the repository and type <code>./dev lab</code>.</p>"
+            f"<ol start='0'>{items}</ol><p class='machine'>{html.escape(built)}</p></body></html>")
+
+
+def build(out: Path, only: list[str] | None = None, timeout: int = 900) -> list[Path]:
+    """Run and convert the chapters into ``out``; returns the pages written, contents first."""
+    out.mkdir(parents=True, exist_ok=True)
+    load_before, start = os.getloadavg()[0], time.monotonic()
+    done = []  # (file name, title, sections, notebook)
+    for path in chapter_paths(only):
+        print(f"running {path.name} ...", flush=True)
+        nb = execute(path, timeout)
+        title, sections = headings(nb)
+        done.append((path.with_suffix(".html").name, title or path.stem, sections, nb))
+    pages = [(name, title) for name, title, _, _ in done]
+    written = []
+    for k, (name, _, _, nb) in enumerate(done):
+        (out / name).write_text(page_html(nb, _nav(pages, k)), encoding="utf-8")
+        written.append(out / name)
+    built = (f"Built {datetime.date.today().isoformat()} in {time.monotonic() - start:.0f} s on {machine()}, "
+             f"load {load_before:.1f} before and {os.getloadavg()[0]:.1f} after: the times in the pages are "
+             "that machine's, at that load.")
+    index = out / "index.html"
+    index.write_text(index_html([(n, t, s) for n, t, s, _ in done], built), encoding="utf-8")
+    print(f"the book: {index}")
+    return [index, *written]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Build the chapters as a static HTML site.")
+    parser.add_argument("--chapters", nargs="+", metavar="NN", help="only these chapters (e.g. 00 03)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output folder (default {DEFAULT_OUT})")
+    parser.add_argument("--timeout", type=int, default=900, help="seconds one cell may run (default 900)")
+    args = parser.parse_args(argv)
+    build(args.out, args.chapters, args.timeout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
