@@ -89,6 +89,10 @@ class _RelaxParser(_TIRParser):
         self.in_sinfo = 0  # > 0 while evaluating the arguments of R.Tensor / R.Shape ...
         self.blocks: list[BindingBlock] = []  # finished blocks of the function body
         self.outputs: set[str] | None = None  # R.output names of the open dataflow block
+        # the statement that binds each output last (an output rebound in the block: only its last
+        # binding is the block's output Var, the earlier ones are DataflowVars, as TVM parses it)
+        self.output_stmts: dict[str, ast.stmt] = {}
+        self.current_stmt: ast.stmt | None = None
         self.attrs: dict = {}
         self.result: Any = None
         self.returned = False
@@ -327,6 +331,7 @@ class _RelaxParser(_TIRParser):
         for stmt in stmts:
             if self.returned:
                 raise self.error(stmt, "statements after `return` are not allowed")
+            self.current_stmt = stmt
             self.visit_relax_stmt(stmt)
 
     def visit_relax_stmt(self, node: ast.stmt) -> None:
@@ -360,6 +365,7 @@ class _RelaxParser(_TIRParser):
             body, ret = body[:-1], body[-1]
             assigned = {t.id for st in body for t in _assigned_names(st)}
             self.outputs |= {n.id for n in ast.walk(ret) if isinstance(n, ast.Name) and n.id in assigned}
+        self.output_stmts = {n.id: st for st in body for n in _assigned_names(st) if n.id in self.outputs}
         self.close_block()
         self.bb.begin_dataflow_block()
         self.scopes.append({})
@@ -496,7 +502,8 @@ class _RelaxParser(_TIRParser):
         self.emit(target, target.id, value, sinfo, value_node)
 
     def _new_var(self, name: str, sinfo: StructInfo) -> Var:
-        dataflow = self.bb.current_block_is_dataflow() and name not in (self.outputs or ())
+        output = name in (self.outputs or ()) and self.output_stmts.get(name) is self.current_stmt
+        dataflow = self.bb.current_block_is_dataflow() and not output
         return (DataflowVar if dataflow else Var)(name, sinfo)
 
     def emit(self, target: ast.Name | None, name: str, value: Any, sinfo: StructInfo | None,

@@ -45,3 +45,4 @@ from .kill_after_last_use import KillAfterLastUse  # noqa: E402
 from .lower_runtime_builtin import LowerRuntimeBuiltin  # noqa: E402
 from .attach_global_symbol import AttachGlobalSymbol  # noqa: E402
 from .attach_external_modules import AttachExternModules  # noqa: E402
+from .quantize_weights import FuseDequantizeMatmul, QuantizeLinearWeights  # noqa: E402

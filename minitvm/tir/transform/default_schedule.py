@@ -3,6 +3,8 @@
 For every PrimFunc without the attribute ``"tir.is_scheduled"`` the pass tries a few small
 rules in order and keeps the first one that applies::
 
+    schedule_gemv          C[0, j] = sum_k x[0, k] * w(j, k) at batch 1 (decode's linear layers, also with
+                           the weight decoded from int8 / packed int4 inside the kernel): stream w once
     schedule_matmul_nt     C[i, j] = sum_k A[i, k] * B[j, k] with few rows (batch-1 dense): dot products
     schedule_matmul_like   C[i, j] (+batch) = sum_k A * B, maybe with elementwise epilogues
     schedule_conv2d_like   out[n, c, h, w] = sum_{ci, kh, kw} pad * W, with its padding and epilogue
@@ -25,19 +27,20 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
+from ...arith import Analyzer
 from ...ir.module import IRModule
 from ...runtime.cpu import parallel_threads
 from ..analysis import uses_var
 from ..expr import Add, BufferLoad, IntImm, Mul
 from ..function import PrimFunc
-from ..functor import post_order_visit
+from ..functor import post_order_visit, substitute
 from ..schedule import BlockRV, LoopRV, Schedule, ScheduleError
 from ..stmt import BufferStore
 from ..stmt_functor import block_realizes
 from ..vector_unit import VectorUnit
 from .function_pass import prim_func_pass
 
-__all__ = ["DefaultCPUSchedule", "schedule_matmul_nt", "schedule_matmul_like", "schedule_conv2d_like",
+__all__ = ["DefaultCPUSchedule", "schedule_gemv", "schedule_matmul_nt", "schedule_matmul_like", "schedule_conv2d_like",
            "schedule_elementwise", "schedule_reduction", "pack_into_panels", "RULES"]
 
 # Thresholds for ``parallel``.  Starting a parallel region (waking sleeping workers) costs up to
@@ -63,6 +66,10 @@ PACK_MIN_ROWS = 64
 ROW_VECTOR_MAX = 256
 #: schedule_matmul_nt takes matmuls with at most this many rows (more rows: the tiled rule)
 NT_MAX_ROWS = 8
+#: schedule_gemv runs the output columns on threads from this many multiply-adds on (1 MiB of
+#: float32 weights): a GEMV reads each weight once, so below that the thread pool's wake-up
+#: costs more than the second core's share of the memory traffic brings
+GEMV_PARALLEL_WORK = 256 * 1024
 
 
 # -- small helpers -------------------------------------------------------------------------------
@@ -115,6 +122,98 @@ def _inner_factor(n: int) -> int:
     if f == 1 and n <= 2 * VECTOR_LANES:
         return n
     return f
+
+
+# -- rule 0: GEMV ---------------------------------------------------------------------------------
+
+
+def _gemv_block(sch: Schedule) -> BlockRV | None:
+    """The multiply-accumulate block over spatial iterators then one or more reductions."""
+    def kinds_ok(kinds: list[str]) -> bool:
+        n = kinds.index("reduce") if "reduce" in kinds else len(kinds)
+        return 1 <= n < len(kinds) and all(k == "reduce" for k in kinds[n:])
+    return _multiply_accumulate_block(sch, kinds_ok)
+
+
+def _streams_along(value: Any, k: Any, j: Any) -> bool:
+    """Whether every load in ``value`` that moves with the reduction iterator ``k`` moves one
+    element per step of k in its last index only (it reads a row), and one of them -- the
+    weight -- is indexed by the output column ``j`` too."""
+    loads: list[BufferLoad] = []
+    post_order_visit(value, lambda x: loads.append(x) if isinstance(x, BufferLoad) else None)
+    analyzer, weight = Analyzer(), False
+    for ld in loads:
+        if not any(uses_var(i, k) for i in ld.indices):
+            continue  # a scale per row or per group: one value for a whole vector
+        *outer, last = ld.indices
+        if any(uses_var(i, k) for i in outer) or not analyzer.can_prove_equal(substitute(last, {k: k + 1}) - last, 1):
+            return False
+        weight = weight or any(uses_var(i, j) for i in ld.indices)
+    return weight
+
+
+def schedule_gemv(sch: Schedule) -> bool:
+    """A matrix-vector product ``C[0, j] = sum_k x[0, k] * w(j, k)`` -- a dense layer at batch 1,
+    a decode step's linear layers -- whose weight is read along k: a float ``W[j, k]``, or one
+    decoded inside the kernel (``(Wq[j, k] - zp) * scale[j]``, packed int4 with group scales,
+    where the reductions are (group, half, lane)).  Every weight is read once for one
+    multiply-add, so memory bandwidth bounds the kernel: the schedule streams the weights.
+    A decoded weight with up to ``NT_MAX_ROWS`` rows of x is taken too (each weight is decoded
+    once for all rows); a float one with more than one row is ``schedule_matmul_nt``'s.
+
+    1. Split the innermost reduction by a vector (16 lanes on AVX-512) and j by 4 (fewer with
+       more rows); order (j0, outer reductions, k0, rows, j1, k1): four rows of W side by side.
+    2. ``rfactor`` k1 into a ``"local"`` buffer: per output a vector of partial sums that LLVM
+       keeps in registers for the whole k loop; they are added up after it.
+    3. Vectorize k1, unroll j1 and short outer reductions (the two halves of an int4 byte, so
+       the byte is loaded once), compute the epilogue after each tile of columns.
+    4. Run j0 on threads when there are more than ``GEMV_PARALLEL_WORK`` multiply-adds.
+    """
+    mm = _gemv_block(sch)
+    if mm is None:
+        return False
+    blk = sch.get(mm)
+    ns = [iv.iter_type for iv in blk.iter_vars].index("reduce")
+    loops = sch.get_loops(mm)
+    ext = _extents(sch, loops)
+    rows = math.prod(ext[:ns - 1])
+    product = blk.body.value.b
+    plain = isinstance(product.a, BufferLoad) and isinstance(product.b, BufferLoad)
+    if len(loops) != len(blk.iter_vars) or ext[ns - 1] < 2 or rows > (1 if plain else NT_MAX_ROWS):
+        return False  # more rows (a plain weight: from 2 on), or loops already transformed: the matmul rules
+    if not _streams_along(product, blk.iter_vars[-1].var, blk.iter_vars[ns - 1].var):
+        return False
+    kf = _largest_divisor(ext[-1], (VectorUnit.current().lanes, 8, 4))
+    if kf == 1:
+        return False
+    ok, epilogue = _single_epilogue(sch, mm)
+    if not ok:
+        return False
+    row_loops, j, reds = loops[:ns - 1], loops[ns - 1], loops[ns:]
+    k0, k1 = sch.split(reds[-1], [None, kf])
+    # rows x nj accumulators: a weight decoded once serves every row (AVX-512 has room for 8)
+    j0, j1 = sch.split(j, [None, _largest_divisor(ext[ns - 1], tuple(c for c in (4, 2) if rows * c <= 8))])
+    sch.reorder(j0, *reds[:-1], k0, *row_loops, j1, k1)
+    rf = sch.rfactor(k1, len(blk.body.indices))
+    sch.compute_at(rf, j0, preserve_unit_loops=True)
+    sch.set_scope(rf, 0, "local")
+    # the rf block has a loop per iterator: k1, the spatial ones (rows, j1), the reductions (.., k0)
+    tail = sch.get_loops(rf)[-(1 + ns + len(reds)):]
+    k1, spatial, red = tail[0], tail[1:1 + ns], tail[1 + ns:]
+    sch.reorder(*red, *spatial, k1)
+    sch.vectorize(k1)  # loop kinds before decompose_reduction, as TVM requires
+    for lp in spatial:
+        sch.unroll(lp)
+    for lp, e in zip(red[:-1], ext[ns:-1]):
+        if e <= 4:
+            sch.unroll(lp)
+    if epilogue is not None:
+        sch.reverse_compute_at(epilogue, j0)
+    if math.prod(ext) > GEMV_PARALLEL_WORK:
+        sch.parallel(j0)
+    init = sch.decompose_reduction(rf, red[0])
+    sch.vectorize(sch.get_loops(init)[-1])
+    return True
 
 
 # -- rule 1: matmul-like --------------------------------------------------------------------------
@@ -334,7 +433,8 @@ def schedule_matmul_like(sch: Schedule) -> bool:
     mm = _matmul_block(sch)
     if mm is None:
         return False
-    ok, epilogue = _single_epilogue(sch, mm)
+    prologue = _right_operand_prologue(sch, mm)
+    ok, epilogue = _single_epilogue(sch, mm, allow_prologue=bool(prologue))
     if not ok:
         return False
 
@@ -374,7 +474,45 @@ def schedule_matmul_like(sch: Schedule) -> bool:
     for update, (_, k) in zip(updates, stages):
         init = sch.decompose_reduction(update, k)
         sch.vectorize(sch.get_loops(init)[-1])
+    _schedule_prologue(sch, prologue, packed is not None)
     return True
+
+
+def _right_operand_prologue(sch: Schedule, mm: BlockRV) -> list[str]:
+    """The names of the spatial blocks before the matmul when the last of them computes its
+    right operand ``B[k, j]`` (a weight decoded from int8 / int4 in the kernel, written
+    transposed); else []: other prologues are left to other rules."""
+    names = [sch.get(b).name_hint for b in _blocks(sch)]
+    before = names[:names.index(sch.get(mm).name_hint)]
+    if not before or not all(_is_spatial(sch, sch.get_block(n)) for n in before):
+        return []
+    written = sch.get(sch.get_block(before[-1])).writes
+    blk = sch.get(mm)
+    vj, vk = blk.iter_vars[-2].var, blk.iter_vars[-1].var
+    for region in blk.reads:
+        dims = region.region
+        if (len(written) == 1 and region.buffer is written[0].buffer and len(dims) == 2
+                and dims[0].min is vk and dims[1].min is vj):
+            return before
+    return []
+
+
+def _schedule_prologue(sch: Schedule, names: list[str], packed: bool) -> None:
+    """The blocks computing the right operand: inlined into the packing copy when B is packed
+    (decoded as it is copied, once), else each a loop nest of its own -- transposing ones in
+    tiles, the others flat -- vectorized, and on threads when large."""
+    for name in names:
+        block = sch.get_block(name)
+        if packed:
+            try:
+                sch.compute_inline(block)
+                continue
+            except ScheduleError:
+                pass  # (a failed primitive changes nothing) -- schedule it on its own below
+        if _reads_transposed(sch, block):
+            _tile_transpose(sch, block)
+        else:
+            _vectorize_flat(sch, block)
 
 
 def _column_blocks(panels: int) -> int:
@@ -659,8 +797,8 @@ def _loop_is_spatial(sch: Schedule, block: BlockRV, loop_var) -> bool:
 
 # -- the pass -------------------------------------------------------------------------------------
 
-RULES: list[Callable[[Schedule], bool]] = [schedule_matmul_nt, schedule_matmul_like, schedule_conv2d_like,
-                                           schedule_elementwise, schedule_reduction]
+RULES: list[Callable[[Schedule], bool]] = [schedule_gemv, schedule_matmul_nt, schedule_matmul_like,
+                                           schedule_conv2d_like, schedule_elementwise, schedule_reduction]
 
 
 def apply_default_schedule(func: PrimFunc, rules: list | None = None) -> PrimFunc:

@@ -547,3 +547,26 @@ def test_names_are_made_unique_when_printed():
     assert "def main(cls_1: R.Tensor((2,), dtype=\"float32\"), y: " in text and ", y_1: R.Tensor" in text
     assert "R.add(a, y_1)" in text
     ir.assert_structural_equal(func, from_source(text))
+
+
+def test_an_output_rebound_in_the_block_is_a_var_only_at_its_last_binding():
+    """As TVM parses it: `relu = ...; relu = f(relu); R.output(relu)` makes the first binding a
+    DataflowVar and only the last one the block's output Var (it printed and ran as two outputs)."""
+    @I.ir_module
+    class Rebound:
+        @R.function
+        def main(x: R.Tensor((4,), "float32")):
+            with R.dataflow():
+                relu = R.nn.relu(x)
+                relu = R.add(relu, relu)
+                R.output(relu)
+            return relu
+
+    kinds = [type(b.var).__name__ for b in Rebound["main"].body.blocks[0].bindings]
+    assert kinds == ["DataflowVar", "Var"]
+    x = np.random.default_rng(0).standard_normal(4).astype("float32")
+    import minitvm
+    vm = relax.VirtualMachine(minitvm.compile(Rebound, "llvm"), minitvm.cpu())
+    np.testing.assert_allclose(vm["main"](x).numpy(), 2 * np.maximum(x, 0), rtol=1e-6)
+    reparsed = from_source(Rebound.script())
+    ir.assert_structural_equal(reparsed, Rebound)

@@ -152,6 +152,7 @@ def parallel(request, monkeypatch):
     if request.param:
         monkeypatch.setattr(ds, "MATMUL_PARALLEL_WORK", 0)
         monkeypatch.setattr(ds, "ELEMENTWISE_PARALLEL_WORK", 0)
+        monkeypatch.setattr(ds, "GEMV_PARALLEL_WORK", 0)
     return request.param
 
 

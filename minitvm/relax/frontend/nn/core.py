@@ -24,6 +24,7 @@ from ....tir.expr import Var as TirVar
 from ... import expr as rx
 from ...block_builder import BlockBuilder
 from ...struct_info import ObjectStructInfo, TensorStructInfo, TupleStructInfo
+from . import spec as spec_module
 
 __all__ = ["Tensor", "Parameter", "Object", "Effect", "Module", "ModuleList", "ModuleDict",
            "ParameterList", "ParameterDict", "current_builder", "wrap_nested", "get_default_dtype",
@@ -347,10 +348,9 @@ class Module:
         Returns ``(mod, [(name, Parameter), ...])``, or with ``allow_extern=True``
         ``(mod, params, ext_mods)`` where ``ext_mods`` lists the :class:`nn.ExternModule` s the
         model called.  ``debug=True`` threads an IO effect through every function (``_io``)."""
-        from . import spec as _spec
-        from .exporter import Exporter
+        from .exporter import Exporter  # lazy: the exporter imports this module (Module, Tensor, Object)
 
-        mspec = _spec.ModuleSpec.from_raw(spec, self)
+        mspec = spec_module.ModuleSpec.from_raw(spec, self)
         mod, params, ext_mods = Exporter(debug=debug).build(mspec)
         if allow_extern:
             return mod, params, ext_mods

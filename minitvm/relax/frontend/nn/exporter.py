@@ -19,6 +19,7 @@ from ...expr import Tuple, TupleGetItem, Var
 from ...struct_info import ObjectStructInfo, ShapeStructInfo, TupleStructInfo
 from . import spec as _spec
 from .core import Effect, Module, Object, Parameter, Tensor, _attribute_finder
+from .modules import IOEffect
 
 __all__ = ["Exporter", "add_extern"]
 
@@ -43,7 +44,6 @@ class Exporter:
     _tls = threading.local()
 
     def __init__(self, debug: bool = False) -> None:
-        from .modules import IOEffect
 
         self.builder = BlockBuilder()
         self.io_effect = IOEffect() if debug else None

@@ -18,12 +18,12 @@ def _clip_cast(value: PrimExpr, dtype: str) -> PrimExpr:
 
 
 def _at(param: Any, idx: tuple, axis: int) -> PrimExpr:
-    """A scalar parameter as it is, a per-channel one at the index along ``axis`` (a 1-element
-    or 0-d tensor at 0)."""
+    """A scalar parameter as it is, a per-channel one at the index along ``axis``; a 0-d
+    tensor or one of all-1 dimensions (per tensor, even with several channels) at 0."""
     if isinstance(param, (IntImm, FloatImm)):
         return param
-    if param.ndim == 0:
-        return param[()]
+    if all(isinstance(d, IntImm) and d.value == 1 for d in param.shape):
+        return param[(0,) * param.ndim]
     return param[idx[axis]]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ....ir.module import IRModule
 from ....target import Target
 from ....tir import PrimFunc, Schedule
+from ....tir.transform import DefaultCPUSchedule
 from ....transform import PassContext, module_pass
 from .schedule_rule import ScheduleRule
 
@@ -47,8 +48,13 @@ def apply_rules(func: PrimFunc, target: Target, rules: list[ScheduleRule], tunab
 class ApplyDefaultSchedule:
     """``ApplyDefaultSchedule(*rules)``: for every PrimFunc not yet scheduled, the first rule that
     fits for the target (the function's ``target`` attribute, else the one in scope) schedules it,
-    and the function is marked ``tir.is_scheduled``; functions no rule fits are left as they are
-    (``tvm.compile`` then gives them minitvm's default CPU schedule on ``llvm``)."""
+    and the function is marked ``tir.is_scheduled``.
+
+    Where no rule fits: on a GPU target the function is left as it is, as TVM does; on a CPU
+    target (``llvm``) it gets minitvm's default CPU schedule (``tir.transform.DefaultCPUSchedule``)
+    where TVM would leave a naive loop nest. That is where minitvm differs from TVM, on purpose:
+    TVM's LLM tutorial lists only GPU rules, and run on a CPU as written its kernels would stay
+    unscheduled, hundreds of times slower than they need to be."""
 
     def __init__(self, *rules: ScheduleRule):
         for rule in rules:
@@ -58,12 +64,15 @@ class ApplyDefaultSchedule:
         self.rules = list(rules)
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        out = mod
+        out, declined_on_cpu = mod, {}
         for gv, func in mod.functions_items():
             if not isinstance(func, PrimFunc) or is_scheduled(func):
                 continue
-            spaces = apply_rules(func, _target_of(func, gv.name_hint), self.rules, tunable=False)
+            target = _target_of(func, gv.name_hint)
+            spaces = apply_rules(func, target, self.rules, tunable=False)
             if spaces is None:
+                if target.kind.name == "llvm":
+                    declined_on_cpu[gv.name_hint] = func
                 continue
             if len(spaces) != 1:
                 raise ValueError(f"ApplyDefaultSchedule: a rule returned {len(spaces)} schedules for {gv.name_hint!r} "
@@ -73,4 +82,8 @@ class ApplyDefaultSchedule:
             new = PrimFunc(scheduled.params, scheduled.buffer_map, scheduled.body, scheduled.ret_type,
                            {**dict(func.attrs), SCHEDULED_ATTR: True})
             out = out.with_function(gv.name_hint, new)
+        if declined_on_cpu:
+            scheduled = DefaultCPUSchedule()(IRModule(declined_on_cpu))
+            for name in declined_on_cpu:
+                out = out.with_function(name, scheduled[name])
         return out
