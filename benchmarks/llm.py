@@ -9,7 +9,8 @@ cache), both with the same seeded random weights.
 Two sizes: ``tiny`` (the test's config: 2 layers, hidden 64) and ``30M`` (6 layers, hidden 512,
 8 heads, intermediate 1376, vocab 8192).  Two minitvm rows: ``default`` (``tvm.compile``'s own
 pipeline, minitvm's default CPU schedule on every kernel) and ``opt_llm`` (the tutorial's pipeline as
-written: its dlight rules are GPU rules, so on ``llvm`` the kernels stay unscheduled loops).
+written: its dlight rules are GPU rules, which take no kernel on ``llvm``; minitvm's dlight then
+gives each minitvm's default CPU schedule, where TVM leaves them naive loops).
 Per size and implementation:
 
 * ``prefill tok/s``: a 128-token prompt through ``embed`` + ``prefill`` and the first greedy
