@@ -4,8 +4,15 @@ most likely one (greedy) or a draw from the most likely few (temperature and top
 
 The model is reached only through ``step_fn(token_ids) -> logits``: called once with the whole prompt,
 then with one token at a time, it returns the logits of the token that comes next. The caller owns the
-cache, so the same loop drives Hugging Face's model (``model.hf_step_fn``) and a compiled one (a
-VM's ``embed``, ``prefill`` and ``decode``).
+cache, so the same loop drives Hugging Face's model (``model.hf_step_fn``) and a compiled one. For
+the functions of TVM's ``optimize_llm.py`` tutorial, the step function is, in outline::
+
+    def step(token_ids):
+        hidden = embed(runtime.tensor(np.array(token_ids, "int32")), params)  # (1, n, hidden_size)
+        begin_forward(kv_cache, ShapeTuple([seq_id]), ShapeTuple([len(token_ids)]))
+        logits, _ = vm["prefill" if len(token_ids) > 1 else "decode"](hidden, kv_cache, params)
+        end_forward(kv_cache)
+        return logits.numpy()  # (1, 1, vocab)
 """
 
 from __future__ import annotations
