@@ -10,7 +10,7 @@ Run them with ``minitvm grade ch01`` or ``minitvm.grade.check("ch01")``.
 from __future__ import annotations
 
 from minitvm import te
-from minitvm.script import tir as T
+from minitvm.script import tirx as T
 
 
 def broadcast_add(m: int, n: int):
@@ -54,7 +54,7 @@ def bmm_relu(b: int, m: int, n: int, k: int):
     """Exercise 1.5: batched matmul followed by ReLU, in TVMScript.
 
     ``A: (b, m, k)``, ``B: (b, k, n)``, ``C: (b, m, n)``, float32, with an intermediate
-    ``Y = T.alloc_buffer((b, m, n))``: block ``"Y"`` computes ``Y = A @ B`` (batched, with an
+    ``Y = T.sblock_alloc_buffer((b, m, n))``: block ``"Y"`` computes ``Y = A @ B`` (batched, with an
     init), block ``"C"`` computes ``C = max(Y, 0)``.
     """
     raise NotImplementedError("exercise 1.5: write bmm_relu")

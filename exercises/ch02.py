@@ -2,7 +2,7 @@
 """Chapter 2 exercises: schedule transformations (to solve).
 
 Each function takes an ``IRModule`` (the starting programs are below; the graders pass
-their own copies, sometimes at other sizes) and returns the ``tir.Schedule`` after your
+their own copies, sometimes at other sizes) and returns the ``s_tir.Schedule`` after your
 transformations. Try them here or in a notebook::
 
     from exercises import ch02
@@ -15,9 +15,9 @@ loop nest is the lesson. Run them with ``minitvm grade ch02`` or ``minitvm.grade
 
 from __future__ import annotations
 
-from minitvm import tir
+from minitvm import s_tir
 from minitvm.script import ir as I
-from minitvm.script import tir as T
+from minitvm.script import tirx as T
 
 # ---------------------------------------------------------------- starting programs
 
@@ -28,7 +28,7 @@ class VectorAdd:
     def main(A: T.Buffer((1024,), "float32"), B: T.Buffer((1024,), "float32"), C: T.Buffer((1024,), "float32")):
         T.func_attr({"global_symbol": "main", "tir.noalias": True})
         for i in range(1024):
-            with T.block("C"):
+            with T.sblock("C"):
                 vi = T.axis.spatial(1024, i)
                 C[vi] = A[vi] + B[vi]
 
@@ -39,7 +39,7 @@ class Relu2D:
     def main(A: T.Buffer((64, 48), "float32"), B: T.Buffer((64, 48), "float32")):
         T.func_attr({"global_symbol": "main", "tir.noalias": True})
         for i, j in T.grid(64, 48):
-            with T.block("B"):
+            with T.sblock("B"):
                 vi, vj = T.axis.remap("SS", [i, j])
                 B[vi, vj] = T.max(A[vi, vj], T.float32(0))
 
@@ -51,7 +51,7 @@ class MatMul:
              C: T.Buffer((128, 128), "float32")):
         T.func_attr({"global_symbol": "main", "tir.noalias": True})
         for i, j, k in T.grid(128, 128, 128):
-            with T.block("C"):
+            with T.sblock("C"):
                 vi, vj, vk = T.axis.remap("SSR", [i, j, k])
                 with T.init():
                     C[vi, vj] = T.float32(0)
@@ -64,15 +64,15 @@ class MMRelu:
     def main(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"),
              C: T.Buffer((128, 128), "float32")):
         T.func_attr({"global_symbol": "main", "tir.noalias": True})
-        Y = T.alloc_buffer((128, 128), "float32")
+        Y = T.sblock_alloc_buffer((128, 128), "float32")
         for i, j, k in T.grid(128, 128, 128):
-            with T.block("Y"):
+            with T.sblock("Y"):
                 vi, vj, vk = T.axis.remap("SSR", [i, j, k])
                 with T.init():
                     Y[vi, vj] = T.float32(0)
                 Y[vi, vj] = Y[vi, vj] + A[vi, vk] * B[vk, vj]
         for i, j in T.grid(128, 128):
-            with T.block("C"):
+            with T.sblock("C"):
                 vi, vj = T.axis.remap("SS", [i, j])
                 C[vi, vj] = T.max(Y[vi, vj], T.float32(0))
 
@@ -83,15 +83,15 @@ class BmmRelu:
     def bmm_relu(A: T.Buffer((16, 128, 128), "float32"), B: T.Buffer((16, 128, 128), "float32"),
                  C: T.Buffer((16, 128, 128), "float32")):
         T.func_attr({"global_symbol": "bmm_relu", "tir.noalias": True})
-        Y = T.alloc_buffer((16, 128, 128), "float32")
+        Y = T.sblock_alloc_buffer((16, 128, 128), "float32")
         for n, i, j, k in T.grid(16, 128, 128, 128):
-            with T.block("Y"):
+            with T.sblock("Y"):
                 vn, vi, vj, vk = T.axis.remap("SSSR", [n, i, j, k])
                 with T.init():
                     Y[vn, vi, vj] = T.float32(0)
                 Y[vn, vi, vj] = Y[vn, vi, vj] + A[vn, vi, vk] * B[vn, vk, vj]
         for n, i, j in T.grid(16, 128, 128):
-            with T.block("C"):
+            with T.sblock("C"):
                 vn, vi, vj = T.axis.remap("SSS", [n, i, j])
                 C[vn, vi, vj] = T.max(Y[vn, vi, vj], T.float32(0))
 
@@ -104,24 +104,24 @@ class BmmReluTarget:
     def bmm_relu(A: T.Buffer((16, 128, 128), "float32"), B: T.Buffer((16, 128, 128), "float32"),
                  C: T.Buffer((16, 128, 128), "float32")):
         T.func_attr({"global_symbol": "bmm_relu", "tir.noalias": True})
-        Y = T.alloc_buffer((16, 128, 128), "float32")
+        Y = T.sblock_alloc_buffer((16, 128, 128), "float32")
         for i0 in T.parallel(16):
             for i1, i2_0 in T.grid(128, 16):
                 for ax0_init in T.vectorized(8):
-                    with T.block("Y_init"):
+                    with T.sblock("Y_init"):
                         n, i = T.axis.remap("SS", [i0, i1])
                         j = T.axis.spatial(128, i2_0 * 8 + ax0_init)
                         Y[n, i, j] = T.float32(0)
                 for ax1_0 in T.serial(32):
                     for ax1_1 in T.unroll(4):
                         for ax0 in T.serial(8):
-                            with T.block("Y_update"):
+                            with T.sblock("Y_update"):
                                 n, i = T.axis.remap("SS", [i0, i1])
                                 j = T.axis.spatial(128, i2_0 * 8 + ax0)
                                 k = T.axis.reduce(128, ax1_0 * 4 + ax1_1)
                                 Y[n, i, j] = Y[n, i, j] + A[n, i, k] * B[n, k, j]
                 for i2_1 in T.vectorized(8):
-                    with T.block("C"):
+                    with T.sblock("C"):
                         n, i = T.axis.remap("SS", [i0, i1])
                         j = T.axis.spatial(128, i2_0 * 8 + i2_1)
                         C[n, i, j] = T.max(Y[n, i, j], T.float32(0))
@@ -130,18 +130,18 @@ class BmmReluTarget:
 # ---------------------------------------------------------------- exercises
 
 
-def vectorize_add(mod) -> tir.Schedule:
+def vectorize_add(mod) -> s_tir.Schedule:
     """Exercise 2.1: split the loop of ``VectorAdd`` into ``[None, 16]`` and vectorize the inner loop."""
     raise NotImplementedError("exercise 2.1: write vectorize_add")
 
 
-def fuse_relu_loops(mod) -> tir.Schedule:
+def fuse_relu_loops(mod) -> s_tir.Schedule:
     """Exercise 2.2: in ``Relu2D``, fuse the two loops into one, split it into ``[None, 16]``,
     make the outer loop parallel and vectorize the inner one."""
     raise NotImplementedError("exercise 2.2: write fuse_relu_loops")
 
 
-def tile_matmul(mod) -> tir.Schedule:
+def tile_matmul(mod) -> s_tir.Schedule:
     """Exercise 2.3: tile ``MatMul`` into 16 x 16 tiles of ``C``.
 
     Split ``i`` and ``j`` each into ``[None, 16]`` and order the loops
@@ -151,7 +151,7 @@ def tile_matmul(mod) -> tir.Schedule:
     raise NotImplementedError("exercise 2.3: write tile_matmul")
 
 
-def relu_per_row(mod) -> tir.Schedule:
+def relu_per_row(mod) -> s_tir.Schedule:
     """Exercise 2.4: in ``MMRelu``, apply the ReLU row by row, right after each row of ``Y``.
 
     Move block ``"C"`` under the ``i`` loop of block ``"Y"`` with ``reverse_compute_at``,
@@ -160,7 +160,7 @@ def relu_per_row(mod) -> tir.Schedule:
     raise NotImplementedError("exercise 2.4: write relu_per_row")
 
 
-def local_accumulator(mod) -> tir.Schedule:
+def local_accumulator(mod) -> s_tir.Schedule:
     """Exercise 2.5: accumulate ``MatMul``'s 8 x 32 tiles in a local buffer.
 
     1. split ``i`` into ``[None, 8]`` and ``j`` into ``[None, 32]``; order ``i_0, j_0, k, i_1, j_1``;
@@ -171,7 +171,7 @@ def local_accumulator(mod) -> tir.Schedule:
     raise NotImplementedError("exercise 2.5: write local_accumulator")
 
 
-def bmm_relu_schedule(mod) -> tir.Schedule:
+def bmm_relu_schedule(mod) -> s_tir.Schedule:
     """Exercise 2.6: transform ``BmmRelu`` into the loop nest of ``BmmReluTarget`` above.
 
     ``BmmReluTarget.show()`` prints it; ``minitvm.ir.assert_structural_equal(sch.mod,
@@ -184,7 +184,7 @@ def bmm_relu_schedule(mod) -> tir.Schedule:
     raise NotImplementedError("exercise 2.6: write bmm_relu_schedule")
 
 
-def fast_matmul(mod) -> tir.Schedule:
+def fast_matmul(mod) -> s_tir.Schedule:
     """Exercise 2.7: make ``MatMul`` (the grader uses 512 x 512) at least 3x faster than the
     unscheduled loop nest, measured in GFLOP/s on the grading machine. Any schedule that
     keeps the numbers right counts; chapter 2 shows one way."""

@@ -23,11 +23,11 @@ from typing import Any, Callable
 import numpy as np
 
 import minitvm
-from minitvm import relax, te, tir
+from minitvm import relax, te, tirx
 from minitvm.ir import IRModule
 from minitvm.script import ir as I
 from minitvm.script import relax as R
-from minitvm.script import tir as T
+from minitvm.script import tirx as T
 
 # ---------------------------------------------------------------- given: TE kernels (exercises 4.3, 4.6)
 
@@ -41,7 +41,7 @@ def te_linear(X: te.Tensor, W: te.Tensor, B: te.Tensor) -> te.Tensor:
 
 def te_relu(X: te.Tensor) -> te.Tensor:
     """``max(X, 0)`` elementwise."""
-    return te.compute(X.shape, lambda i, j: te.max(X[i, j], tir.const(0, X.dtype)), name="Y")
+    return te.compute(X.shape, lambda i, j: te.max(X[i, j], tirx.const(0, X.dtype)), name="Y")
 
 
 def te_add(X: te.Tensor, Y: te.Tensor) -> te.Tensor:
@@ -59,7 +59,7 @@ class Chain:
                B: T.Buffer((64,), "float32"), Z: T.Buffer((4, 64), "float32")):
         T.func_attr({"global_symbol": "linear", "tir.noalias": True})
         for i, j, k in T.grid(4, 64, 64):
-            with T.block("Z"):
+            with T.sblock("Z"):
                 vi, vj, vk = T.axis.remap("SSR", [i, j, k])
                 with T.init():
                     Z[vi, vj] = B[vj]
@@ -69,7 +69,7 @@ class Chain:
     def relu(X: T.Buffer((4, 64), "float32"), Y: T.Buffer((4, 64), "float32")):
         T.func_attr({"global_symbol": "relu", "tir.noalias": True})
         for i, j in T.grid(4, 64):
-            with T.block("Y"):
+            with T.sblock("Y"):
                 vi, vj = T.axis.remap("SS", [i, j])
                 Y[vi, vj] = T.max(X[vi, vj], T.float32(0))
 
@@ -156,7 +156,7 @@ def dynamic_linear_relu() -> IRModule:
     Return a module whose ``main(x, w, b)`` takes ``x: R.Tensor(("n", 16), "float32")`` with a
     symbolic batch ``n``, ``w: R.Tensor((32, 16), "float32")``, ``b: R.Tensor((32,), "float32")``
     and returns ``relu(x @ w.T + b)`` of shape ``(n, 32)``. Write it in TVMScript (kernels with
-    ``T.handle`` and ``T.match_buffer``) or with the BlockBuilder (``tir.Var("n", "int64")`` in
+    ``T.handle`` and ``T.match_buffer``) or with the BlockBuilder (``tirx.Var("n", "int64")`` in
     the struct info, and the given TE functions). The grader compiles it once and runs two
     batch sizes.
     """

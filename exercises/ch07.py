@@ -6,7 +6,7 @@ docstring says what it takes and returns. Try them here or in a notebook::
 
     from exercises import ch07
     ch07.perfect_tilings(12, 2)
-    sch = ch07.stochastic_mm_relu(minitvm.tir.Schedule(ch07.MMRelu))
+    sch = ch07.stochastic_mm_relu(minitvm.s_tir.Schedule(ch07.MMRelu))
     print(sch.trace)
 
 The graders (``tests/grade/test_ch07.py``) enumerate your search space and look for the
@@ -19,11 +19,11 @@ from __future__ import annotations
 import random
 from typing import Callable
 
-from minitvm import meta_schedule as ms
-from minitvm import tir
+from minitvm import s_tir, tirx
 from minitvm.ir import IRModule
+from minitvm.s_tir import meta_schedule as ms
 from minitvm.script import ir as I
-from minitvm.script import tir as T
+from minitvm.script import tirx as T
 
 # ---------------------------------------------------------------- starting programs
 
@@ -35,7 +35,7 @@ class MatMul:
              C: T.Buffer((128, 128), "float32")):
         T.func_attr({"global_symbol": "main", "tir.noalias": True})
         for i, j, k in T.grid(128, 128, 128):
-            with T.block("C"):
+            with T.sblock("C"):
                 vi, vj, vk = T.axis.remap("SSR", [i, j, k])
                 with T.init():
                     C[vi, vj] = T.float32(0)
@@ -48,15 +48,15 @@ class MMRelu:
     def main(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"),
              C: T.Buffer((128, 128), "float32")):
         T.func_attr({"global_symbol": "main", "tir.noalias": True})
-        Y = T.alloc_buffer((128, 128), "float32")
+        Y = T.sblock_alloc_buffer((128, 128), "float32")
         for i, j, k in T.grid(128, 128, 128):
-            with T.block("Y"):
+            with T.sblock("Y"):
                 vi, vj, vk = T.axis.remap("SSR", [i, j, k])
                 with T.init():
                     Y[vi, vj] = T.float32(0)
                 Y[vi, vj] = Y[vi, vj] + A[vi, vk] * B[vk, vj]
         for i, j in T.grid(128, 128):
-            with T.block("C"):
+            with T.sblock("C"):
                 vi, vj = T.axis.remap("SS", [i, j])
                 C[vi, vj] = T.max(Y[vi, vj], T.float32(0))
 
@@ -69,24 +69,24 @@ class MMReluTarget:
     def main(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"),
              C: T.Buffer((128, 128), "float32")):
         T.func_attr({"global_symbol": "main", "tir.noalias": True})
-        Y = T.alloc_buffer((128, 128))
+        Y = T.sblock_alloc_buffer((128, 128))
         for i_0, j_0 in T.grid(16, 4):
             for i_1_init in range(8):
                 for j_1_init in T.vectorized(32):
-                    with T.block("Y_init"):
+                    with T.sblock("Y_init"):
                         vi = T.axis.spatial(128, i_0 * 8 + i_1_init)
                         vj = T.axis.spatial(128, j_0 * 32 + j_1_init)
                         Y[vi, vj] = T.float32(0.0)
             for k, i_1 in T.grid(128, 8):
                 for j_1 in T.vectorized(32):
-                    with T.block("Y_update"):
+                    with T.sblock("Y_update"):
                         vi = T.axis.spatial(128, i_0 * 8 + i_1)
                         vj = T.axis.spatial(128, j_0 * 32 + j_1)
                         vk = T.axis.reduce(128, k)
                         Y[vi, vj] = Y[vi, vj] + A[vi, vk] * B[vk, vj]
             for ax0 in range(8):
                 for ax1 in T.vectorized(32):
-                    with T.block("C"):
+                    with T.sblock("C"):
                         vi = T.axis.spatial(128, i_0 * 8 + ax0)
                         vj = T.axis.spatial(128, j_0 * 32 + ax1)
                         C[vi, vj] = T.max(Y[vi, vj], T.float32(0.0))
@@ -107,7 +107,7 @@ def perfect_tilings(extent: int, n: int, max_innermost_factor: int = 16) -> list
     raise NotImplementedError("exercise 7.1: write perfect_tilings")
 
 
-def stochastic_mm_relu(sch: tir.Schedule) -> tir.Schedule:
+def stochastic_mm_relu(sch: s_tir.Schedule) -> s_tir.Schedule:
     """Exercise 7.2: a stochastic schedule for ``MMRelu`` whose search space contains
     ``MMReluTarget``.
 
@@ -122,11 +122,11 @@ def stochastic_mm_relu(sch: tir.Schedule) -> tir.Schedule:
     raise NotImplementedError("exercise 7.2: write stochastic_mm_relu")
 
 
-def random_search(mod: IRModule, schedule_fn: Callable[[tir.Schedule], tir.Schedule],
-                  evaluate: Callable[[tir.Schedule], float],
-                  num_trials: int) -> tuple[tir.Schedule, list[float]]:
+def random_search(mod: IRModule, schedule_fn: Callable[[s_tir.Schedule], s_tir.Schedule],
+                  evaluate: Callable[[s_tir.Schedule], float],
+                  num_trials: int) -> tuple[s_tir.Schedule, list[float]]:
     """Exercise 7.3: random search. ``num_trials`` times: apply ``schedule_fn`` to a fresh
-    ``tir.Schedule(mod)`` (no fixed seed: each trial draws new decisions) and measure the result
+    ``s_tir.Schedule(mod)`` (no fixed seed: each trial draws new decisions) and measure the result
     with ``evaluate(sch)`` (seconds: lower is better). Call ``evaluate`` once per trial.
 
     Return the fastest schedule and the list of the ``num_trials`` costs in the order measured.
@@ -134,13 +134,13 @@ def random_search(mod: IRModule, schedule_fn: Callable[[tir.Schedule], tir.Sched
     raise NotImplementedError("exercise 7.3: write random_search")
 
 
-def mutate_tile(mod: IRModule, trace: tir.Trace, rng: random.Random) -> tir.Schedule:
+def mutate_tile(mod: IRModule, trace: s_tir.Trace, rng: random.Random) -> s_tir.Schedule:
     """Exercise 7.4: the mutation step of an evolutionary search. ``trace`` is the trace of a
     stochastic schedule of ``mod``. Pick one of its ``sample_perfect_tile`` instructions with
     ``rng`` (``trace.insts``; ``inst.kind.name == "SamplePerfectTile"``), give it a different
     valid decision (same number of factors, same product, innermost factor within the
     instruction's ``max_innermost_factor``, its second attribute: ``inst.attrs``), keep every
-    other decision, and replay the new trace on a fresh ``tir.Schedule(mod)``.
+    other decision, and replay the new trace on a fresh ``s_tir.Schedule(mod)``.
 
     ``trace.get_decision(inst)`` reads a decision, ``trace.with_decision(inst, decision,
     remove_postproc=False)`` returns a copy with one changed, ``apply_to_schedule(sch)`` replays.
@@ -149,9 +149,9 @@ def mutate_tile(mod: IRModule, trace: tir.Trace, rng: random.Random) -> tir.Sche
     raise NotImplementedError("exercise 7.4: write mutate_tile")
 
 
-def loop_features(func: tir.PrimFunc) -> dict[str, int]:
+def loop_features(func: tirx.PrimFunc) -> dict[str, int]:
     """Exercise 7.5: features of a scheduled PrimFunc, as a cost model sees them. Count the
-    ``tir.For`` loops in ``func.body`` (``tir.post_order_visit`` calls a function on every node)
+    ``tirx.For`` loops in ``func.body`` (``tirx.post_order_visit`` calls a function on every node)
     and, for the loop kinds ``"vectorized"``, ``"unrolled"`` and ``"parallel"`` (``loop.kind``),
     how many loops have that kind and the product of their extents (1 when there is none):
 
@@ -173,7 +173,7 @@ def ranking_accuracy(predicted: list[float], measured: list[float]) -> float:
     raise NotImplementedError("exercise 7.6: write ranking_accuracy")
 
 
-def best_from_work_dir(work_dir: str, mod: IRModule, target: str) -> tuple[tir.Schedule, float]:
+def best_from_work_dir(work_dir: str, mod: IRModule, target: str) -> tuple[s_tir.Schedule, float]:
     """Exercise 7.7: read a tuning run's results back. ``work_dir`` is the folder a
     ``ms.tune_tir(..., work_dir=work_dir)`` call wrote its database to (its two JSON-lines
     files); ``mod`` the module it tuned.
@@ -187,7 +187,7 @@ def best_from_work_dir(work_dir: str, mod: IRModule, target: str) -> tuple[tir.S
 
 
 def record_measurements(database: ms.database.Database, mod: IRModule,
-                        measured: list[tuple[tir.Schedule, float]], target: str) -> None:
+                        measured: list[tuple[s_tir.Schedule, float]], target: str) -> None:
     """Exercise 7.8: the database is where tuning hands its results to the compiler, and it
     takes results from anywhere. ``measured`` holds schedules of ``mod`` you timed yourself,
     each with its time in seconds. Put them into ``database`` so that

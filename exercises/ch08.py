@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import re
 
+from minitvm.s_tir.tensor_intrin import x86
+
 import minitvm
-from minitvm import tir
+from minitvm import s_tir, tirx
 from minitvm.ir import IRModule
 from minitvm.script import ir as I
-from minitvm.script import tir as T
-from minitvm.tir.tensor_intrin import x86
+from minitvm.script import tirx as T
 from minitvm.transform import PassContext
 
 # ---------------------------------------------------------------- starting programs
@@ -34,7 +35,7 @@ class ColSum:
     def main(A: T.Buffer((32, 48), "float32"), B: T.Buffer((48,), "float32")):
         T.func_attr({"global_symbol": "col_sum", "tir.noalias": True})
         for j, i in T.grid(48, 32):
-            with T.block("B"):
+            with T.sblock("B"):
                 vj, vi = T.axis.remap("SR", [j, i])
                 with T.init():
                     B[vj] = T.float32(0)
@@ -48,7 +49,7 @@ class MulAdd:
              Z: T.Buffer((4096,), "float32")):
         T.func_attr({"global_symbol": "mul_add", "tir.noalias": True})
         for i in range(4096):
-            with T.block("Z"):
+            with T.sblock("Z"):
                 vi = T.axis.spatial(4096, i)
                 Z[vi] = X[vi] * W[vi] + Y[vi]
 
@@ -59,7 +60,7 @@ class Gather:
     def main(A: T.Buffer((1024,), "float32"), idx: T.Buffer((256,), "int32"), B: T.Buffer((256,), "float32")):
         T.func_attr({"global_symbol": "gather", "tir.noalias": True})
         for i in range(256):
-            with T.block("B"):
+            with T.sblock("B"):
                 vi = T.axis.spatial(256, i)
                 B[vi] = A[idx[vi]]
 
@@ -71,7 +72,7 @@ class MatMul:
              C: T.Buffer((128, 128), "float32")):
         T.func_attr({"global_symbol": "main", "tir.noalias": True})
         for i, j, k in T.grid(128, 128, 128):
-            with T.block("C"):
+            with T.sblock("C"):
                 vi, vj, vk = T.axis.remap("SSR", [i, j, k])
                 with T.init():
                     C[vi, vj] = T.float32(0)
@@ -81,7 +82,7 @@ class MatMul:
 # ---------------------------------------------------------------- exercises
 
 
-def lowered_col_sum() -> tir.PrimFunc:
+def lowered_col_sum() -> tirx.PrimFunc:
     """Exercise 8.1: predict the lowered loop nest of ``ColSum``.
 
     Write, in TVMScript, the PrimFunc that ``minitvm.lower(ColSum)["main"]`` is: the init
@@ -95,20 +96,20 @@ def lowered_col_sum() -> tir.PrimFunc:
 def unroll_small_loops(max_extent: int) -> minitvm.transform.Pass:
     """Exercise 8.2: a TIR pass that unrolls small loops.
 
-    Return a pass (``tir.transform.prim_func_pass``) that turns every *serial* ``For`` loop
+    Return a pass (``tirx.transform.prim_func_pass``) that turns every *serial* ``For`` loop
     whose extent is a constant ``<= max_extent`` into an unrolled one (``kind`` =
-    ``tir.ForKind.UNROLLED``, as ``T.unroll`` writes it). Other loops -- parallel, vectorized,
-    larger, or of a symbolic extent -- stay as they are. A ``tir.StmtExprMutator`` with a
+    ``tirx.ForKind.UNROLLED``, as ``T.unroll`` writes it). Other loops -- parallel, vectorized,
+    larger, or of a symbolic extent -- stay as they are. A ``tirx.StmtExprMutator`` with a
     ``visit_for_`` hook and ``minitvm.ir.replace(loop, kind=..., body=...)`` do the work.
     """
     raise NotImplementedError("exercise 8.2: write unroll_small_loops")
 
 
-def fma_on_zmm(mod: IRModule) -> tir.Schedule:
+def fma_on_zmm(mod: IRModule) -> s_tir.Schedule:
     """Exercise 8.3: make the vectorizer produce ``vfmadd...ps`` on ``zmm`` registers.
 
     Schedule ``MulAdd`` (``Z = X * W + Y``) so that its assembly for an AVX-512 CPU
-    (``minitvm.build(sch.mod, target="llvm -mcpu=skylake-avx512 -mattr=+avx512f").get_source("asm")``,
+    (``minitvm.tirx.build(sch.mod, target="llvm -mcpu=skylake-avx512 -mattr=+avx512f").get_source("asm")``,
     readable on any machine) multiplies-and-adds 16 floats at a time: a ``vfmadd...ps``
     instruction on ``%zmm`` registers, from a loop you vectorized. (An 8-lane loop gives
     ``%ymm``: AVX-512's registers hold 16 float32.) The grader runs it on this CPU for the numbers.
@@ -139,7 +140,7 @@ def parallel_regions(lib: minitvm.runtime.Module) -> list[str]:
     raise NotImplementedError("exercise 8.5: write parallel_regions")
 
 
-def tensorize_matmul(mod: IRModule) -> tir.Schedule:
+def tensorize_matmul(mod: IRModule) -> s_tir.Schedule:
     """Exercise 8.6: tensorize ``MatMul`` with the AVX-512 FMA micro-kernel.
 
     Tile ``C`` into 4 x 32 register tiles with the reduction split by 32: loops

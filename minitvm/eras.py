@@ -16,10 +16,38 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.util
+import re
 import sys
 from types import ModuleType
 
-__all__ = ["MODULE_RENAMES", "ATTRIBUTE_RENAMES", "EraFinder", "canonical_module"]
+__all__ = ["MODULE_RENAMES", "ATTRIBUTE_RENAMES", "EraFinder", "canonical_module", "MLC_ERA", "TODAY_ERA",
+           "ERAS", "SCRIPT_NAME_ERAS", "era_of", "script_import_era"]
+
+#: the two eras, named by the TVM release whose spelling they use: the MLC course's (0.20-0.23,
+#: ``T.block``) and today's (0.27, ``T.sblock``).  The printer writes a function in the era it was
+#: written in (``PrimFunc.era``, set by the parser) and in today's where nothing says.
+MLC_ERA, TODAY_ERA = "0.23", "0.27"
+ERAS = (MLC_ERA, TODAY_ERA)
+
+#: TVMScript names (``T.<name>``) that only one era spells: a function's era is read from these
+SCRIPT_NAME_ERAS: dict[str, str] = {
+    "block": MLC_ERA, "block_attr": MLC_ERA,
+    "sblock": TODAY_ERA, "sblock_attr": TODAY_ERA, "sblock_alloc_buffer": TODAY_ERA,
+}
+
+#: ``from tvm.script import tirx as T`` (or the printer's commented header): the module names the era
+_SCRIPT_IMPORT = re.compile(r"^\s*#?\s*from\s+\w+\.script\s+import\s+(tirx|tir)\s+as\s+\w+")
+
+
+def script_import_era(line: str) -> str | None:
+    """The era a line importing the TIR script module names (``tirx``: 0.27, ``tir``: 0.23), if it is one."""
+    m = _SCRIPT_IMPORT.match(line)
+    return None if m is None else TODAY_ERA if m.group(1) == "tirx" else MLC_ERA
+
+
+def era_of(seen: set[str]) -> str | None:
+    """The era of a text whose era-specific names say ``seen``: the one era, else unknown (None)."""
+    return next(iter(seen)) if len(seen) == 1 else None
 
 #: TVM 0.27 module path (as minitvm spells it) -> the module that implements it (or, for a module
 #: that lives at its TVM 0.27 path, its older path -> that module).  A prefix rule:
@@ -42,6 +70,7 @@ MODULE_RENAMES: dict[str, str] = {
 ATTRIBUTE_RENAMES: list[tuple[str, str]] = [
     ("minitvm.script.tirx:sblock", "minitvm.script.tir:block"),
     ("minitvm.script.tirx:sblock_alloc_buffer", "minitvm.script.tir:alloc_buffer"),
+    ("minitvm.script.tirx:sblock_attr", "minitvm.script.tir:block_attr"),
     ("minitvm.s_tir:Schedule", "minitvm.tir:Schedule"),
     ("minitvm.s_tir:ScheduleError", "minitvm.tir:ScheduleError"),
     ("minitvm.s_tir:Trace", "minitvm.tir:Trace"),

@@ -9,7 +9,7 @@ Run them with ``minitvm grade ch01`` or ``minitvm.grade.check("ch01")``.
 from __future__ import annotations
 
 from minitvm import te
-from minitvm.script import tir as T
+from minitvm.script import tirx as T
 
 
 def broadcast_add(m: int, n: int):
@@ -23,7 +23,7 @@ def broadcast_add(m: int, n: int):
     def func(A: T.Buffer((m, n), "float32"), B: T.Buffer((n,), "float32"), C: T.Buffer((m, n), "float32")):
         T.func_attr({"global_symbol": "broadcast_add", "tir.noalias": True})
         for i, j in T.grid(m, n):
-            with T.block("C"):
+            with T.sblock("C"):
                 vi, vj = T.axis.remap("SS", [i, j])
                 C[vi, vj] = A[vi, vj] + B[vj]
 
@@ -42,7 +42,7 @@ def transpose_pad(m: int, n: int, p: int):
     def func(A: T.Buffer((m, n), "float32"), B: T.Buffer((n + 2 * p, m + 2 * p), "float32")):
         T.func_attr({"global_symbol": "transpose_pad", "tir.noalias": True})
         for i, j in T.grid(n + 2 * p, m + 2 * p):
-            with T.block("B"):
+            with T.sblock("B"):
                 vi, vj = T.axis.remap("SS", [i, j])
                 B[vi, vj] = T.if_then_else(
                     p <= vi and vi < n + p and p <= vj and vj < m + p, A[vj - p, vi - p], T.float32(0)
@@ -64,7 +64,7 @@ def row_sum_of_squares(m: int, n: int):
     def func(A: T.Buffer((m, n), "float32"), B: T.Buffer((m,), "float32")):
         T.func_attr({"global_symbol": "row_sum_of_squares", "tir.noalias": True})
         for i, j in T.grid(m, n):
-            with T.block("B"):
+            with T.sblock("B"):
                 vi, vj = T.axis.remap("SR", [i, j])
                 with T.init():
                     B[vi] = T.float32(0)
@@ -88,7 +88,7 @@ def conv2d(n: int, ci: int, h: int, w: int, co: int, k: int):
              Y: T.Buffer((n, co, oh, ow), "float32")):
         T.func_attr({"global_symbol": "conv2d", "tir.noalias": True})
         for b, c, y, x, q, dy, dx in T.grid(n, co, oh, ow, ci, k, k):
-            with T.block("Y"):
+            with T.sblock("Y"):
                 vb, vc, vy, vx, vq, vdy, vdx = T.axis.remap("SSSSRRR", [b, c, y, x, q, dy, dx])
                 with T.init():
                     Y[vb, vc, vy, vx] = T.float32(0)
@@ -102,7 +102,7 @@ def bmm_relu(b: int, m: int, n: int, k: int):
     """Exercise 1.5: batched matmul followed by ReLU, in TVMScript.
 
     ``A: (b, m, k)``, ``B: (b, k, n)``, ``C: (b, m, n)``, float32, with an intermediate
-    ``Y = T.alloc_buffer((b, m, n))``: block ``"Y"`` computes ``Y = A @ B`` (batched, with an
+    ``Y = T.sblock_alloc_buffer((b, m, n))``: block ``"Y"`` computes ``Y = A @ B`` (batched, with an
     init), block ``"C"`` computes ``C = max(Y, 0)``.
     """
     # BEGIN SOLUTION
@@ -110,15 +110,15 @@ def bmm_relu(b: int, m: int, n: int, k: int):
     def func(A: T.Buffer((b, m, k), "float32"), B: T.Buffer((b, k, n), "float32"),
              C: T.Buffer((b, m, n), "float32")):
         T.func_attr({"global_symbol": "bmm_relu", "tir.noalias": True})
-        Y = T.alloc_buffer((b, m, n), "float32")
+        Y = T.sblock_alloc_buffer((b, m, n), "float32")
         for vb_, i, j, r in T.grid(b, m, n, k):
-            with T.block("Y"):
+            with T.sblock("Y"):
                 vb, vi, vj, vr = T.axis.remap("SSSR", [vb_, i, j, r])
                 with T.init():
                     Y[vb, vi, vj] = T.float32(0)
                 Y[vb, vi, vj] = Y[vb, vi, vj] + A[vb, vi, vr] * B[vb, vr, vj]
         for vb_, i, j in T.grid(b, m, n):
-            with T.block("C"):
+            with T.sblock("C"):
                 vb, vi, vj = T.axis.remap("SSS", [vb_, i, j])
                 C[vb, vi, vj] = T.max(Y[vb, vi, vj], T.float32(0))
 

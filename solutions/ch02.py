@@ -1,7 +1,7 @@
 """Chapter 2 exercises: schedule transformations (solved).
 
 Each function takes an ``IRModule`` (the starting programs are below; the graders pass
-their own copies, sometimes at other sizes) and returns the ``tir.Schedule`` after your
+their own copies, sometimes at other sizes) and returns the ``s_tir.Schedule`` after your
 transformations. Try them here or in a notebook::
 
     from exercises import ch02
@@ -14,9 +14,9 @@ loop nest is the lesson. Run them with ``minitvm grade ch02`` or ``minitvm.grade
 
 from __future__ import annotations
 
-from minitvm import tir
+from minitvm import s_tir
 from minitvm.script import ir as I
-from minitvm.script import tir as T
+from minitvm.script import tirx as T
 
 # ---------------------------------------------------------------- starting programs
 
@@ -27,7 +27,7 @@ class VectorAdd:
     def main(A: T.Buffer((1024,), "float32"), B: T.Buffer((1024,), "float32"), C: T.Buffer((1024,), "float32")):
         T.func_attr({"global_symbol": "main", "tir.noalias": True})
         for i in range(1024):
-            with T.block("C"):
+            with T.sblock("C"):
                 vi = T.axis.spatial(1024, i)
                 C[vi] = A[vi] + B[vi]
 
@@ -38,7 +38,7 @@ class Relu2D:
     def main(A: T.Buffer((64, 48), "float32"), B: T.Buffer((64, 48), "float32")):
         T.func_attr({"global_symbol": "main", "tir.noalias": True})
         for i, j in T.grid(64, 48):
-            with T.block("B"):
+            with T.sblock("B"):
                 vi, vj = T.axis.remap("SS", [i, j])
                 B[vi, vj] = T.max(A[vi, vj], T.float32(0))
 
@@ -50,7 +50,7 @@ class MatMul:
              C: T.Buffer((128, 128), "float32")):
         T.func_attr({"global_symbol": "main", "tir.noalias": True})
         for i, j, k in T.grid(128, 128, 128):
-            with T.block("C"):
+            with T.sblock("C"):
                 vi, vj, vk = T.axis.remap("SSR", [i, j, k])
                 with T.init():
                     C[vi, vj] = T.float32(0)
@@ -63,15 +63,15 @@ class MMRelu:
     def main(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"),
              C: T.Buffer((128, 128), "float32")):
         T.func_attr({"global_symbol": "main", "tir.noalias": True})
-        Y = T.alloc_buffer((128, 128), "float32")
+        Y = T.sblock_alloc_buffer((128, 128), "float32")
         for i, j, k in T.grid(128, 128, 128):
-            with T.block("Y"):
+            with T.sblock("Y"):
                 vi, vj, vk = T.axis.remap("SSR", [i, j, k])
                 with T.init():
                     Y[vi, vj] = T.float32(0)
                 Y[vi, vj] = Y[vi, vj] + A[vi, vk] * B[vk, vj]
         for i, j in T.grid(128, 128):
-            with T.block("C"):
+            with T.sblock("C"):
                 vi, vj = T.axis.remap("SS", [i, j])
                 C[vi, vj] = T.max(Y[vi, vj], T.float32(0))
 
@@ -82,15 +82,15 @@ class BmmRelu:
     def bmm_relu(A: T.Buffer((16, 128, 128), "float32"), B: T.Buffer((16, 128, 128), "float32"),
                  C: T.Buffer((16, 128, 128), "float32")):
         T.func_attr({"global_symbol": "bmm_relu", "tir.noalias": True})
-        Y = T.alloc_buffer((16, 128, 128), "float32")
+        Y = T.sblock_alloc_buffer((16, 128, 128), "float32")
         for n, i, j, k in T.grid(16, 128, 128, 128):
-            with T.block("Y"):
+            with T.sblock("Y"):
                 vn, vi, vj, vk = T.axis.remap("SSSR", [n, i, j, k])
                 with T.init():
                     Y[vn, vi, vj] = T.float32(0)
                 Y[vn, vi, vj] = Y[vn, vi, vj] + A[vn, vi, vk] * B[vn, vk, vj]
         for n, i, j in T.grid(16, 128, 128):
-            with T.block("C"):
+            with T.sblock("C"):
                 vn, vi, vj = T.axis.remap("SSS", [n, i, j])
                 C[vn, vi, vj] = T.max(Y[vn, vi, vj], T.float32(0))
 
@@ -103,24 +103,24 @@ class BmmReluTarget:
     def bmm_relu(A: T.Buffer((16, 128, 128), "float32"), B: T.Buffer((16, 128, 128), "float32"),
                  C: T.Buffer((16, 128, 128), "float32")):
         T.func_attr({"global_symbol": "bmm_relu", "tir.noalias": True})
-        Y = T.alloc_buffer((16, 128, 128), "float32")
+        Y = T.sblock_alloc_buffer((16, 128, 128), "float32")
         for i0 in T.parallel(16):
             for i1, i2_0 in T.grid(128, 16):
                 for ax0_init in T.vectorized(8):
-                    with T.block("Y_init"):
+                    with T.sblock("Y_init"):
                         n, i = T.axis.remap("SS", [i0, i1])
                         j = T.axis.spatial(128, i2_0 * 8 + ax0_init)
                         Y[n, i, j] = T.float32(0)
                 for ax1_0 in T.serial(32):
                     for ax1_1 in T.unroll(4):
                         for ax0 in T.serial(8):
-                            with T.block("Y_update"):
+                            with T.sblock("Y_update"):
                                 n, i = T.axis.remap("SS", [i0, i1])
                                 j = T.axis.spatial(128, i2_0 * 8 + ax0)
                                 k = T.axis.reduce(128, ax1_0 * 4 + ax1_1)
                                 Y[n, i, j] = Y[n, i, j] + A[n, i, k] * B[n, k, j]
                 for i2_1 in T.vectorized(8):
-                    with T.block("C"):
+                    with T.sblock("C"):
                         n, i = T.axis.remap("SS", [i0, i1])
                         j = T.axis.spatial(128, i2_0 * 8 + i2_1)
                         C[n, i, j] = T.max(Y[n, i, j], T.float32(0))
@@ -129,23 +129,23 @@ class BmmReluTarget:
 # ---------------------------------------------------------------- exercises
 
 
-def vectorize_add(mod) -> tir.Schedule:
+def vectorize_add(mod) -> s_tir.Schedule:
     """Exercise 2.1: split the loop of ``VectorAdd`` into ``[None, 16]`` and vectorize the inner loop."""
     # BEGIN SOLUTION
-    sch = tir.Schedule(mod)
-    (i,) = sch.get_loops(sch.get_block("C"))
+    sch = s_tir.Schedule(mod)
+    (i,) = sch.get_loops(sch.get_sblock("C"))
     _, i1 = sch.split(i, factors=[None, 16])
     sch.vectorize(i1)
     return sch
     # END SOLUTION
 
 
-def fuse_relu_loops(mod) -> tir.Schedule:
+def fuse_relu_loops(mod) -> s_tir.Schedule:
     """Exercise 2.2: in ``Relu2D``, fuse the two loops into one, split it into ``[None, 16]``,
     make the outer loop parallel and vectorize the inner one."""
     # BEGIN SOLUTION
-    sch = tir.Schedule(mod)
-    i, j = sch.get_loops(sch.get_block("B"))
+    sch = s_tir.Schedule(mod)
+    i, j = sch.get_loops(sch.get_sblock("B"))
     fused = sch.fuse(i, j)
     outer, inner = sch.split(fused, factors=[None, 16])
     sch.parallel(outer)
@@ -154,7 +154,7 @@ def fuse_relu_loops(mod) -> tir.Schedule:
     # END SOLUTION
 
 
-def tile_matmul(mod) -> tir.Schedule:
+def tile_matmul(mod) -> s_tir.Schedule:
     """Exercise 2.3: tile ``MatMul`` into 16 x 16 tiles of ``C``.
 
     Split ``i`` and ``j`` each into ``[None, 16]`` and order the loops
@@ -162,8 +162,8 @@ def tile_matmul(mod) -> tir.Schedule:
     inside a tile). The grader compares your loop nest with that target.
     """
     # BEGIN SOLUTION
-    sch = tir.Schedule(mod)
-    i, j, k = sch.get_loops(sch.get_block("C"))
+    sch = s_tir.Schedule(mod)
+    i, j, k = sch.get_loops(sch.get_sblock("C"))
     i0, i1 = sch.split(i, factors=[None, 16])
     j0, j1 = sch.split(j, factors=[None, 16])
     sch.reorder(i0, j0, k, i1, j1)
@@ -171,21 +171,21 @@ def tile_matmul(mod) -> tir.Schedule:
     # END SOLUTION
 
 
-def relu_per_row(mod) -> tir.Schedule:
+def relu_per_row(mod) -> s_tir.Schedule:
     """Exercise 2.4: in ``MMRelu``, apply the ReLU row by row, right after each row of ``Y``.
 
     Move block ``"C"`` under the ``i`` loop of block ``"Y"`` with ``reverse_compute_at``,
     so one row of ``Y`` is computed and then rectified before the next row starts.
     """
     # BEGIN SOLUTION
-    sch = tir.Schedule(mod)
-    i = sch.get_loops(sch.get_block("Y"))[0]
-    sch.reverse_compute_at(sch.get_block("C"), i)
+    sch = s_tir.Schedule(mod)
+    i = sch.get_loops(sch.get_sblock("Y"))[0]
+    sch.reverse_compute_at(sch.get_sblock("C"), i)
     return sch
     # END SOLUTION
 
 
-def local_accumulator(mod) -> tir.Schedule:
+def local_accumulator(mod) -> s_tir.Schedule:
     """Exercise 2.5: accumulate ``MatMul``'s 8 x 32 tiles in a local buffer.
 
     1. split ``i`` into ``[None, 8]`` and ``j`` into ``[None, 32]``; order ``i_0, j_0, k, i_1, j_1``;
@@ -194,8 +194,8 @@ def local_accumulator(mod) -> tir.Schedule:
     3. ``decompose_reduction`` of block ``"C"`` at ``k``, so the zeroing is its own loop nest.
     """
     # BEGIN SOLUTION
-    sch = tir.Schedule(mod)
-    block = sch.get_block("C")
+    sch = s_tir.Schedule(mod)
+    block = sch.get_sblock("C")
     i, j, k = sch.get_loops(block)
     i0, i1 = sch.split(i, factors=[None, 8])
     j0, j1 = sch.split(j, factors=[None, 32])
@@ -207,7 +207,7 @@ def local_accumulator(mod) -> tir.Schedule:
     # END SOLUTION
 
 
-def bmm_relu_schedule(mod) -> tir.Schedule:
+def bmm_relu_schedule(mod) -> s_tir.Schedule:
     """Exercise 2.6: transform ``BmmRelu`` into the loop nest of ``BmmReluTarget`` above.
 
     ``BmmReluTarget.show()`` prints it; ``minitvm.ir.assert_structural_equal(sch.mod,
@@ -218,9 +218,9 @@ def bmm_relu_schedule(mod) -> tir.Schedule:
     ``Y``'s init decomposed and vectorized; ``C``'s inner ``j`` vectorized.
     """
     # BEGIN SOLUTION
-    sch = tir.Schedule(mod)
-    block_y = sch.get_block("Y", func_name="bmm_relu")
-    block_c = sch.get_block("C", func_name="bmm_relu")
+    sch = s_tir.Schedule(mod)
+    block_y = sch.get_sblock("Y", func_name="bmm_relu")
+    block_c = sch.get_sblock("C", func_name="bmm_relu")
     n, _, j = sch.get_loops(block_c)
     j0, j1 = sch.split(j, factors=[None, 8])
     sch.parallel(n)
@@ -236,13 +236,13 @@ def bmm_relu_schedule(mod) -> tir.Schedule:
     # END SOLUTION
 
 
-def fast_matmul(mod) -> tir.Schedule:
+def fast_matmul(mod) -> s_tir.Schedule:
     """Exercise 2.7: make ``MatMul`` (the grader uses 512 x 512) at least 3x faster than the
     unscheduled loop nest, measured in GFLOP/s on the grading machine. Any schedule that
     keeps the numbers right counts; chapter 2 shows one way."""
     # BEGIN SOLUTION
-    sch = tir.Schedule(mod)
-    block = sch.get_block("C")
+    sch = s_tir.Schedule(mod)
+    block = sch.get_sblock("C")
     i, j, k = sch.get_loops(block)
     i0, i1 = sch.split(i, factors=[None, 8])
     j0, j1 = sch.split(j, factors=[None, 32])

@@ -112,5 +112,5 @@ def fused_kernels(mod: IRModule) -> list[str]:
     # BEGIN SOLUTION
     lowered = relax.get_pipeline("zero")(mod)
     return sorted(gv.name_hint for gv, f in lowered.items()
-                  if isinstance(f, minitvm.tir.PrimFunc) and gv.name_hint.startswith("fused_"))
+                  if isinstance(f, minitvm.tirx.PrimFunc) and gv.name_hint.startswith("fused_"))
     # END SOLUTION

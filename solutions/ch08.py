@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import re
 
+from minitvm.s_tir.tensor_intrin import x86
+
 import minitvm
-from minitvm import tir
+from minitvm import s_tir, tirx
 from minitvm.ir import IRModule
 from minitvm.script import ir as I
-from minitvm.script import tir as T
-from minitvm.tir.tensor_intrin import x86
+from minitvm.script import tirx as T
 from minitvm.transform import PassContext
 
 # ---------------------------------------------------------------- starting programs
@@ -33,7 +34,7 @@ class ColSum:
     def main(A: T.Buffer((32, 48), "float32"), B: T.Buffer((48,), "float32")):
         T.func_attr({"global_symbol": "col_sum", "tir.noalias": True})
         for j, i in T.grid(48, 32):
-            with T.block("B"):
+            with T.sblock("B"):
                 vj, vi = T.axis.remap("SR", [j, i])
                 with T.init():
                     B[vj] = T.float32(0)
@@ -47,7 +48,7 @@ class MulAdd:
              Z: T.Buffer((4096,), "float32")):
         T.func_attr({"global_symbol": "mul_add", "tir.noalias": True})
         for i in range(4096):
-            with T.block("Z"):
+            with T.sblock("Z"):
                 vi = T.axis.spatial(4096, i)
                 Z[vi] = X[vi] * W[vi] + Y[vi]
 
@@ -58,7 +59,7 @@ class Gather:
     def main(A: T.Buffer((1024,), "float32"), idx: T.Buffer((256,), "int32"), B: T.Buffer((256,), "float32")):
         T.func_attr({"global_symbol": "gather", "tir.noalias": True})
         for i in range(256):
-            with T.block("B"):
+            with T.sblock("B"):
                 vi = T.axis.spatial(256, i)
                 B[vi] = A[idx[vi]]
 
@@ -70,7 +71,7 @@ class MatMul:
              C: T.Buffer((128, 128), "float32")):
         T.func_attr({"global_symbol": "main", "tir.noalias": True})
         for i, j, k in T.grid(128, 128, 128):
-            with T.block("C"):
+            with T.sblock("C"):
                 vi, vj, vk = T.axis.remap("SSR", [i, j, k])
                 with T.init():
                     C[vi, vj] = T.float32(0)
@@ -80,7 +81,7 @@ class MatMul:
 # ---------------------------------------------------------------- exercises
 
 
-def lowered_col_sum() -> tir.PrimFunc:
+def lowered_col_sum() -> tirx.PrimFunc:
     """Exercise 8.1: predict the lowered loop nest of ``ColSum``.
 
     Write, in TVMScript, the PrimFunc that ``minitvm.lower(ColSum)["main"]`` is: the init
@@ -105,25 +106,25 @@ def lowered_col_sum() -> tir.PrimFunc:
 def unroll_small_loops(max_extent: int) -> minitvm.transform.Pass:
     """Exercise 8.2: a TIR pass that unrolls small loops.
 
-    Return a pass (``tir.transform.prim_func_pass``) that turns every *serial* ``For`` loop
+    Return a pass (``tirx.transform.prim_func_pass``) that turns every *serial* ``For`` loop
     whose extent is a constant ``<= max_extent`` into an unrolled one (``kind`` =
-    ``tir.ForKind.UNROLLED``, as ``T.unroll`` writes it). Other loops -- parallel, vectorized,
-    larger, or of a symbolic extent -- stay as they are. A ``tir.StmtExprMutator`` with a
+    ``tirx.ForKind.UNROLLED``, as ``T.unroll`` writes it). Other loops -- parallel, vectorized,
+    larger, or of a symbolic extent -- stay as they are. A ``tirx.StmtExprMutator`` with a
     ``visit_for_`` hook and ``minitvm.ir.replace(loop, kind=..., body=...)`` do the work.
     """
     # BEGIN SOLUTION
     from minitvm.ir import replace
 
-    class Unroller(tir.StmtExprMutator):
-        def visit_for_(self, loop: tir.For) -> tir.For:
+    class Unroller(tirx.StmtExprMutator):
+        def visit_for_(self, loop: tirx.For) -> tirx.For:
             body = self.visit(loop.body)
-            small = isinstance(loop.extent, tir.IntImm) and loop.extent.value <= max_extent
-            kind = tir.ForKind.UNROLLED if loop.kind == tir.ForKind.SERIAL and small else loop.kind
+            small = isinstance(loop.extent, tirx.IntImm) and loop.extent.value <= max_extent
+            kind = tirx.ForKind.UNROLLED if loop.kind == tirx.ForKind.SERIAL and small else loop.kind
             if body is loop.body and kind == loop.kind:
                 return loop
             return replace(loop, kind=kind, body=body)
 
-    @tir.transform.prim_func_pass(opt_level=0, name="UnrollSmallLoops")
+    @tirx.transform.prim_func_pass(opt_level=0, name="UnrollSmallLoops")
     def unroll(func, mod, ctx):
         return func.with_body(Unroller().visit(func.body))
 
@@ -131,18 +132,18 @@ def unroll_small_loops(max_extent: int) -> minitvm.transform.Pass:
     # END SOLUTION
 
 
-def fma_on_zmm(mod: IRModule) -> tir.Schedule:
+def fma_on_zmm(mod: IRModule) -> s_tir.Schedule:
     """Exercise 8.3: make the vectorizer produce ``vfmadd...ps`` on ``zmm`` registers.
 
     Schedule ``MulAdd`` (``Z = X * W + Y``) so that its assembly for an AVX-512 CPU
-    (``minitvm.build(sch.mod, target="llvm -mcpu=skylake-avx512 -mattr=+avx512f").get_source("asm")``,
+    (``minitvm.tirx.build(sch.mod, target="llvm -mcpu=skylake-avx512 -mattr=+avx512f").get_source("asm")``,
     readable on any machine) multiplies-and-adds 16 floats at a time: a ``vfmadd...ps``
     instruction on ``%zmm`` registers, from a loop you vectorized. (An 8-lane loop gives
     ``%ymm``: AVX-512's registers hold 16 float32.) The grader runs it on this CPU for the numbers.
     """
     # BEGIN SOLUTION
-    sch = tir.Schedule(mod)
-    (i,) = sch.get_loops(sch.get_block("Z"))
+    sch = s_tir.Schedule(mod)
+    (i,) = sch.get_loops(sch.get_sblock("Z"))
     _, inner = sch.split(i, factors=[None, 16])
     sch.vectorize(inner)
     return sch
@@ -160,17 +161,17 @@ def checked_accesses(mod: IRModule) -> list[str]:
     """
     # BEGIN SOLUTION
     with PassContext(config={"tir.bounds_check": True}):
-        lib = minitvm.build(mod)
+        lib = minitvm.tirx.build(mod)
     names: set[str] = set()
 
     def visit(node):
-        if isinstance(node, tir.AssertStmt):
+        if isinstance(node, tirx.AssertStmt):
             m = re.match(r"buffer (\w+):", node.message)
             if m:
                 names.add(m.group(1))
 
     for _, func in lib.ir_module.items():
-        tir.post_order_visit(func.body, visit)
+        tirx.post_order_visit(func.body, visit)
     return sorted(names)
     # END SOLUTION
 
@@ -188,7 +189,7 @@ def parallel_regions(lib: minitvm.runtime.Module) -> list[str]:
     # END SOLUTION
 
 
-def tensorize_matmul(mod: IRModule) -> tir.Schedule:
+def tensorize_matmul(mod: IRModule) -> s_tir.Schedule:
     """Exercise 8.6: tensorize ``MatMul`` with the AVX-512 FMA micro-kernel.
 
     Tile ``C`` into 4 x 32 register tiles with the reduction split by 32: loops
@@ -199,8 +200,8 @@ def tensorize_matmul(mod: IRModule) -> tir.Schedule:
     ``x86.AVX512_TARGET``; on a CPU without AVX-512 the same kernel runs with narrower registers).
     """
     # BEGIN SOLUTION
-    sch = tir.Schedule(mod)
-    block = sch.get_block("C")
+    sch = s_tir.Schedule(mod)
+    block = sch.get_sblock("C")
     i, j, k = sch.get_loops(block)
     i0, i1 = sch.split(i, factors=[None, 4])
     j0, j1 = sch.split(j, factors=[None, 32])

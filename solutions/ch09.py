@@ -1,13 +1,13 @@
 """Chapter 9 exercises: GPUs and the emulated GPU (solved).
 
 Each function takes an ``IRModule`` (the starting programs are below; the graders pass their
-own copies, sometimes at other sizes) and returns the ``tir.Schedule`` after your
+own copies, sometimes at other sizes) and returns the ``s_tir.Schedule`` after your
 transformations, or writes a kernel, or predicts a number. Try them here or in a notebook::
 
     import minitvm
     from exercises import ch09
     sch = ch09.bind_elementwise(ch09.VectorAdd)
-    lib = minitvm.build(sch.mod, target="cuda-emulated")
+    lib = minitvm.tirx.build(sch.mod, target="cuda-emulated")
     print(lib.imported_modules[0].get_source())
     print(lib.report())
 
@@ -19,10 +19,10 @@ Run them with ``minitvm grade ch09`` or ``minitvm.grade.check("ch09")``.
 
 from __future__ import annotations
 
-from minitvm import tir
+from minitvm import s_tir, tirx
 from minitvm.ir import IRModule
 from minitvm.script import ir as I
-from minitvm.script import tir as T
+from minitvm.script import tirx as T
 
 # ---------------------------------------------------------------- starting programs
 
@@ -33,7 +33,7 @@ class VectorAdd:
     def main(A: T.Buffer((1024,), "float32"), B: T.Buffer((1024,), "float32"), C: T.Buffer((1024,), "float32")):
         T.func_attr({"global_symbol": "main", "tir.noalias": True})
         for i in range(1024):
-            with T.block("C"):
+            with T.sblock("C"):
                 vi = T.axis.spatial(1024, i)
                 C[vi] = A[vi] + B[vi]
 
@@ -44,7 +44,7 @@ class Transpose:
     def main(A: T.Buffer((256, 128), "float32"), B: T.Buffer((128, 256), "float32")):
         T.func_attr({"global_symbol": "main", "tir.noalias": True})
         for i, j in T.grid(128, 256):
-            with T.block("B"):
+            with T.sblock("B"):
                 vi, vj = T.axis.remap("SS", [i, j])
                 B[vi, vj] = A[vj, vi]
 
@@ -55,7 +55,7 @@ class WindowSum:
     def main(A: T.Buffer((1026,), "float32"), B: T.Buffer((1024,), "float32")):
         T.func_attr({"global_symbol": "main", "tir.noalias": True})
         for i in range(1024):
-            with T.block("C"):
+            with T.sblock("C"):
                 vi = T.axis.spatial(1024, i)
                 B[vi] = A[vi] + A[vi + 1] + A[vi + 2]
 
@@ -67,7 +67,7 @@ class MatMul:
              C: T.Buffer((256, 256), "float32")):
         T.func_attr({"global_symbol": "main", "tir.noalias": True})
         for i, j, k in T.grid(256, 256, 256):
-            with T.block("C"):
+            with T.sblock("C"):
                 vi, vj, vk = T.axis.remap("SSR", [i, j, k])
                 with T.init():
                     C[vi, vj] = T.float32(0)
@@ -77,15 +77,15 @@ class MatMul:
 # ---------------------------------------------------------------- exercises
 
 
-def bind_elementwise(mod: IRModule, nthread: int = 128) -> tir.Schedule:
+def bind_elementwise(mod: IRModule, nthread: int = 128) -> s_tir.Schedule:
     """Exercise 9.1: run block "C" on the GPU, ``nthread`` threads per block.
 
     Split the loop of block "C" into ``[None, nthread]``; bind the outer loop to
     ``"blockIdx.x"`` and the inner one to ``"threadIdx.x"``.
     """
     # BEGIN SOLUTION
-    sch = tir.Schedule(mod)
-    i, = sch.get_loops(sch.get_block("C"))
+    sch = s_tir.Schedule(mod)
+    i, = sch.get_loops(sch.get_sblock("C"))
     i0, i1 = sch.split(i, [None, nthread])
     sch.bind(i0, "blockIdx.x")
     sch.bind(i1, "threadIdx.x")
@@ -93,7 +93,7 @@ def bind_elementwise(mod: IRModule, nthread: int = 128) -> tir.Schedule:
     # END SOLUTION
 
 
-def bind_2d_tiles(mod: IRModule, tile: int = 16) -> tir.Schedule:
+def bind_2d_tiles(mod: IRModule, tile: int = 16) -> s_tir.Schedule:
     """Exercise 9.2: a 2-D grid of 2-D blocks for the transpose (block "B").
 
     Split both loops of block "B" by ``tile``; order them ``i0, j0, i1, j1``; bind ``i0`` to
@@ -101,8 +101,8 @@ def bind_2d_tiles(mod: IRModule, tile: int = 16) -> tir.Schedule:
     ``"threadIdx.x"``: ``tile x tile`` threads per block.
     """
     # BEGIN SOLUTION
-    sch = tir.Schedule(mod)
-    i, j = sch.get_loops(sch.get_block("B"))
+    sch = s_tir.Schedule(mod)
+    i, j = sch.get_loops(sch.get_sblock("B"))
     i0, i1 = sch.split(i, [None, tile])
     j0, j1 = sch.split(j, [None, tile])
     sch.reorder(i0, j0, i1, j1)
@@ -114,7 +114,7 @@ def bind_2d_tiles(mod: IRModule, tile: int = 16) -> tir.Schedule:
     # END SOLUTION
 
 
-def window_sum_shared(mod: IRModule, nthread: int = 128) -> tir.Schedule:
+def window_sum_shared(mod: IRModule, nthread: int = 128) -> s_tir.Schedule:
     """Exercise 9.3: the window sum through shared memory, fetched cooperatively.
 
     Bind block "C" as in 9.1; cache its input ``A`` (read buffer 0) in ``"shared"`` memory,
@@ -124,7 +124,7 @@ def window_sum_shared(mod: IRModule, nthread: int = 128) -> tir.Schedule:
     """
     # BEGIN SOLUTION
     sch = bind_elementwise(mod, nthread)
-    block = sch.get_block("C")
+    block = sch.get_sblock("C")
     i1 = sch.get_loops(block)[-1]
     cache = sch.cache_read(block, 0, "shared")
     sch.compute_at(cache, i1)
@@ -135,7 +135,7 @@ def window_sum_shared(mod: IRModule, nthread: int = 128) -> tir.Schedule:
     # END SOLUTION
 
 
-def reverse_chunks() -> tir.PrimFunc:
+def reverse_chunks() -> tirx.PrimFunc:
     """Exercise 9.4: write a GPU kernel in TVMScript.
 
     ``B[128 * b + t] = A[128 * b + 127 - t]`` for a 1024-element float32 ``A``: each block of
@@ -160,7 +160,7 @@ def reverse_chunks() -> tir.PrimFunc:
     # END SOLUTION
 
 
-def matmul_local_tiles(mod: IRModule, v: int = 4) -> tir.Schedule:
+def matmul_local_tiles(mod: IRModule, v: int = 4) -> s_tir.Schedule:
     """Exercise 9.5: the course's local blocking: each thread accumulates a ``v x v`` tile of C.
 
     ``cache_write`` block "C" into ``"local"``; split ``i`` and ``j`` into ``[None, 8, v]`` and
@@ -170,8 +170,8 @@ def matmul_local_tiles(mod: IRModule, v: int = 4) -> tir.Schedule:
     ``decompose_reduction`` at ``k0``.
     """
     # BEGIN SOLUTION
-    sch = tir.Schedule(mod)
-    block = sch.get_block("C")
+    sch = s_tir.Schedule(mod)
+    block = sch.get_sblock("C")
     c_local = sch.cache_write(block, 0, "local")
     i, j, k = sch.get_loops(block)
     i0, i1, i2 = sch.split(i, [None, 8, v])
@@ -188,7 +188,7 @@ def matmul_local_tiles(mod: IRModule, v: int = 4) -> tir.Schedule:
     # END SOLUTION
 
 
-def matmul_shared_tiles(mod: IRModule) -> tir.Schedule:
+def matmul_shared_tiles(mod: IRModule) -> s_tir.Schedule:
     """Exercise 9.6: the course's shared-memory blocking (8 x 8 local tiles, 8 x 8 threads, k by 8).
 
     As 9.5 with ``v = 8``, ``k`` split by 8, and no ``threadIdx.y``: fuse ``i1`` and ``j1`` into
@@ -198,8 +198,8 @@ def matmul_shared_tiles(mod: IRModule) -> tir.Schedule:
     and bind the middle one to ``"threadIdx.x"``. ``decompose_reduction`` at ``k0`` last.
     """
     # BEGIN SOLUTION
-    sch = tir.Schedule(mod)
-    block = sch.get_block("C")
+    sch = s_tir.Schedule(mod)
+    block = sch.get_sblock("C")
     c_local = sch.cache_write(block, 0, "local")
     i, j, k = sch.get_loops(block)
     i0, i1, i2 = sch.split(i, [None, 8, 8])
@@ -243,7 +243,7 @@ def window_sum_global_bytes(n: int, nthread: int, shared: bool) -> int:
 # ---------------------------------------------------------------- tensorized blocks (9.8, 9.9)
 # The section "Beyond threads: tensorized blocks": C = A @ B.T cut into tile x tile x tile
 # pieces, each the shape of one (imaginary) matrix instruction. These exercises build for the
-# CPU (``minitvm.build(mod)``): the graders tensorize your blocks and compare with numpy.
+# CPU (``minitvm.tirx.build(mod)``): the graders tensorize your blocks and compare with numpy.
 
 
 @I.ir_module
@@ -253,14 +253,14 @@ class MatMulBT:
              C: T.Buffer((128, 128), "float32")):
         T.func_attr({"global_symbol": "main", "tir.noalias": True})
         for i, j, k in T.grid(128, 128, 128):
-            with T.block("matmul"):
+            with T.sblock("matmul"):
                 vi, vj, vk = T.axis.remap("SSR", [i, j, k])
                 with T.init():
                     C[vi, vj] = T.float32(0)
                 C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vj, vk]
 
 
-def stage_tile_blocks(mod: IRModule, tile: int = 16) -> tir.Schedule:
+def stage_tile_blocks(mod: IRModule, tile: int = 16) -> s_tir.Schedule:
     """Exercise 9.8: tensorized blocks with their operands in special memory, for ``MatMulBT``.
 
     Split the loops ``i, j, k`` of block "matmul" by ``tile``; order them ``i0, j0, k0, i1, j1,
@@ -272,8 +272,8 @@ def stage_tile_blocks(mod: IRModule, tile: int = 16) -> tir.Schedule:
     block "matmul_o_update" with an intrinsic described as in exercise 9.9.
     """
     # BEGIN SOLUTION
-    sch = tir.Schedule(mod)
-    i, j, k = sch.get_loops(sch.get_block("matmul"))
+    sch = s_tir.Schedule(mod)
+    i, j, k = sch.get_loops(sch.get_sblock("matmul"))
     i0, i1 = sch.split(i, [None, tile])
     j0, j1 = sch.split(j, [None, tile])
     k0, k1 = sch.split(k, [None, tile])
@@ -287,7 +287,7 @@ def stage_tile_blocks(mod: IRModule, tile: int = 16) -> tir.Schedule:
     # END SOLUTION
 
 
-def tile_matmul_description(tile: int = 16) -> tir.PrimFunc:
+def tile_matmul_description(tile: int = 16) -> tirx.PrimFunc:
     """Exercise 9.9: the description half of a ``TensorIntrin`` for the blocks of exercise 9.8.
 
     Write a ``T.prim_func`` with three ``T.handle`` parameters ``a, b, c`` matched (in that
@@ -303,11 +303,11 @@ def tile_matmul_description(tile: int = 16) -> tir.PrimFunc:
         A = T.match_buffer(a, (tile, tile), "float32", offset_factor=tile, scope="global.A_reg")
         B = T.match_buffer(b, (tile, tile), "float32", offset_factor=tile, scope="global.B_reg")
         C = T.match_buffer(c, (tile, tile), "float32", offset_factor=tile, scope="global.accumulator")
-        with T.block("root"):
+        with T.sblock("root"):
             T.reads(C[0:tile, 0:tile], A[0:tile, 0:tile], B[0:tile, 0:tile])
             T.writes(C[0:tile, 0:tile])
             for i, j, k in T.grid(tile, tile, tile):
-                with T.block("update"):
+                with T.sblock("update"):
                     vi, vj, vk = T.axis.remap("SSR", [i, j, k])
                     C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vj, vk]
 
@@ -326,7 +326,7 @@ class Int8MatMul:
              C: T.Buffer((64, 64), "int32")):
         T.func_attr({"global_symbol": "main", "tir.noalias": True})
         for i, j, k in T.grid(64, 64, 64):
-            with T.block("C"):
+            with T.sblock("C"):
                 vi, vj, vk = T.axis.remap("SSR", [i, j, k])
                 with T.init():
                     C[vi, vj] = 0
@@ -334,12 +334,12 @@ class Int8MatMul:
                     "int32", B[vj // 16, vk // 4, vj % 16, vk % 4])
 
 
-def tensorize_int8_tile(mod: IRModule) -> tir.Schedule:
+def tensorize_int8_tile(mod: IRModule) -> s_tir.Schedule:
     """Exercise 9.10: the int8 matmul (``Int8MatMul``) on the CPU's int8 dot-product instruction.
 
     AVX-512 VNNI's ``vpdpbusd`` adds, to each of 16 int32 lanes, the dot product of 4 unsigned
     bytes and 4 signed bytes: the tensor intrinsic ``"dot_16x4_vnni"``
-    (``tir.tensor_intrin.x86.VNNI_DOT_16x4_INTRIN``) computes ``C[j] += A[k] * B[j, k]`` for
+    (``s_tir.tensor_intrin.x86.VNNI_DOT_16x4_INTRIN``) computes ``C[j] += A[k] * B[j, k]`` for
     ``j < 16, k < 4``.  Split ``j`` of block "C" into ``[None, 16]`` and ``k`` into ``[None, 4]``;
     order the loops ``i, j0, k0, j1, k1`` so that the two innermost match the intrinsic's
     description; ``decompose_reduction`` at ``k0``; then ``tensorize`` the ``j1`` loop with it.
@@ -347,10 +347,10 @@ def tensorize_int8_tile(mod: IRModule) -> tir.Schedule:
     instructions; built for ``x86.VNNI_TARGET`` it is one ``vpdpbusd`` per step.)
     """
     # BEGIN SOLUTION
-    from minitvm.tir.tensor_intrin.x86 import VNNI_DOT_16x4_INTRIN
+    from minitvm.s_tir.tensor_intrin.x86 import VNNI_DOT_16x4_INTRIN
 
-    sch = tir.Schedule(mod)
-    block = sch.get_block("C")
+    sch = s_tir.Schedule(mod)
+    block = sch.get_sblock("C")
     i, j, k = sch.get_loops(block)
     j0, j1 = sch.split(j, [None, 16])
     k0, k1 = sch.split(k, [None, 4])

@@ -33,6 +33,7 @@ import operator
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, NoReturn
 
+from ..eras import SCRIPT_NAME_ERAS, era_of, script_import_era
 from ..error import InternalError
 from ..ir import dtype as _dt
 from ..ir.deep import deep
@@ -233,6 +234,9 @@ class _TIRParser:
         self.macro_depth = 0  # > 0 while a T.macro body is pasted in
         self.block_names: set[str] = set()  # of this function (a macro's repeated blocks get _1, _2 ...)
         self.data_only = _data.active()  # text from a file: build TVMScript, evaluate no Python
+        # the eras the text's own spelling names (``T.sblock``: 0.27, ``T.block``: 0.23), so that the
+        # function prints back as it was written (minitvm.eras)
+        self.eras_seen: set[str] = set()
 
     # -- errors and names -------------------------------------------------------------------------
     def error(self, node: ast.AST, reason: str) -> TVMScriptError:
@@ -300,7 +304,14 @@ class _TIRParser:
         self.frames.pop()
         # parameter order, whether a buffer came from an annotation or from T.match_buffer
         buffer_map = {p: frame.buffer_map[p] for p in frame.params if p in frame.buffer_map}
-        return PrimFunc(tuple(frame.params), buffer_map, body, None, attrs)
+        return PrimFunc(tuple(frame.params), buffer_map, body, None, attrs, self._era())
+
+    def _era(self) -> str | None:
+        """The function's era: what its block spelling says, else the text's import of the TIR
+        script module (a printed module's ``# from minitvm.script import tirx as T``)."""
+        if self.eras_seen:
+            return era_of(self.eras_seen)
+        return era_of({e for e in map(script_import_era, self.source.file_lines) if e is not None})
 
     def _parse_param(self, arg: ast.arg, evaluated: Any) -> None:
         frame = self.frames[-1]
@@ -840,6 +851,8 @@ class _TIRParser:
 
     def attribute(self, value: Any, node: ast.Attribute) -> Any:
         """``value.<node.attr>``; in data mode only what TVMScript reads (``T.block``, ``A.data``)."""
+        if value is T and node.attr in SCRIPT_NAME_ERAS:
+            self.eras_seen.add(SCRIPT_NAME_ERAS[node.attr])
         if not self.data_only:
             return getattr(value, node.attr)
         found, why = _data.read_attribute(value, node.attr)

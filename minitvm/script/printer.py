@@ -6,6 +6,11 @@ loops one to one, the root block elided).  The round trip
 ``from_source(script(f))`` rebuilds a structurally equal ``f``, which is what the
 tests check for every program they build.
 
+Era: a PrimFunc prints in the era of TVM's names it was written in (``PrimFunc.era``: ``T.block``
+and ``# from minitvm.script import tir as T`` for the MLC course's, TVM 0.20-0.23; ``T.sblock``,
+``T.sblock_alloc_buffer`` and ``tirx`` for TVM 0.27's); a module in the one era its PrimFuncs
+name; anything whose era nothing says in TVM 0.27's.  ``script(era="0.23")`` chooses.
+
 Names: a variable prints under its own name unless another live variable already
 uses it, then it gets ``_1``, ``_2`` ...; names are released when their scope
 (loop, block, function) ends, as Python's own scoping of the reparsed text allows.
@@ -21,6 +26,7 @@ import re
 import tokenize
 from typing import Any, Callable
 
+from ..eras import ERAS, MLC_ERA, TODAY_ERA, era_of
 from ..ir.deep import deep_on_overflow
 from ..ir.module import GlobalVar, IRModule
 from ..ir.node import Node
@@ -84,7 +90,9 @@ from ..tir.stmt import (
 
 __all__ = ["script", "show", "to_html", "register_printer", "check_show_options"]
 
-_HEADER_T = "# from minitvm.script import tir as T"
+#: the TIR script module's header line, by era
+_HEADERS_T = {MLC_ERA: "# from minitvm.script import tir as T", TODAY_ERA: "# from minitvm.script import tirx as T"}
+_HEADER_T = _HEADERS_T[TODAY_ERA]
 _HEADER_I = "# from minitvm.script import ir as I"
 _HEADER_R = "# from minitvm.script import relax as R"
 
@@ -106,7 +114,7 @@ _FIXED_OPTIONS: dict[str, Any] = {
     "path_to_underline": None, "path_to_annotate": None, "obj_to_underline": None, "obj_to_annotate": None,
 }
 #: options the printers act on (``in_module`` is internal: a function printed inside a module)
-_PRINTER_OPTIONS = {"name", "show_meta", "in_module"}
+_PRINTER_OPTIONS = {"name", "show_meta", "in_module", "era"}
 
 
 @deep_on_overflow  # printing is pure and frequent: a deep thread only for a deep tree
@@ -114,7 +122,8 @@ def script(node: Any, show_header: bool = True, *, indent_spaces: int = 4, print
            **options: Any) -> str:
     """TVMScript text of an IRModule, PrimFunc, statement or expression, with TVM's ``script()``
     options: ``name``, ``show_meta`` (Relax constants in full), ``indent_spaces``,
-    ``print_line_numbers``; TVM's other options are accepted at their default values only."""
+    ``print_line_numbers``; TVM's other options are accepted at their default values only.
+    ``era`` ("0.23" or "0.27", minitvm's own) prints in that era's names, whatever the node's."""
     for key, value in list(options.items()):
         if key in _FIXED_OPTIONS:
             if value != _FIXED_OPTIONS[key]:
@@ -123,6 +132,9 @@ def script(node: Any, show_header: bool = True, *, indent_spaces: int = 4, print
             del options[key]
         elif key not in _PRINTER_OPTIONS:
             raise TypeError(f"script() got an unexpected option {key!r}")
+    if options.get("era") is not None and options["era"] not in ERAS:
+        raise ValueError(f"script(era={options['era']!r}): the eras are {', '.join(map(repr, ERAS))} "
+                         "(the MLC course's names and TVM 0.27's; see minitvm.eras)")
     text = _script(node, show_header, **options)
     if indent_spaces != 4:
         text = "\n".join(_reindent(line, indent_spaces) for line in text.splitlines())
@@ -140,15 +152,25 @@ def _reindent(line: str, spaces: int) -> str:
     return " " * (levels * spaces + extra) + body
 
 
+def node_era(node: Any) -> str:
+    """The era ``node`` prints in: a PrimFunc's own, a module's PrimFuncs' one era, else TVM 0.27's."""
+    if isinstance(node, PrimFunc):
+        return node.era or TODAY_ERA
+    if isinstance(node, IRModule):
+        return era_of({f.era for f in node.functions.values() if isinstance(f, PrimFunc) and f.era}) or TODAY_ERA
+    return TODAY_ERA
+
+
 def _script(node: Any, show_header: bool = True, **kwargs: Any) -> str:
+    kwargs["era"] = kwargs.get("era") or node_era(node)
     for cls in type(node).__mro__:
         if cls in _EXTRA_PRINTERS:
             return _EXTRA_PRINTERS[cls](node, show_header=show_header, **kwargs)
-    p = _TIRPrinter()
+    p = _TIRPrinter(kwargs["era"])
     if isinstance(node, IRModule):
         return p.print_module(node, show_header, **kwargs)
     if isinstance(node, PrimFunc):
-        lines = [_HEADER_T, ""] if show_header else []
+        lines = [_HEADERS_T[p.era], ""] if show_header else []
         name = kwargs.get("name") or node.attrs.get("global_symbol") or "main"
         return "\n".join(lines + p.print_prim_func(node, name))
     if isinstance(node, Stmt):
@@ -263,7 +285,9 @@ def _str(s: str) -> str:
 
 
 class _TIRPrinter:
-    def __init__(self) -> None:
+    def __init__(self, era: str = TODAY_ERA) -> None:
+        self.era = era  # whose names blocks print with: T.block (0.23) or T.sblock (0.27)
+        self.sblock = "T.block" if era == MLC_ERA else "T.sblock"
         self.names: dict[int, str] = {}
         self.scopes: list[list[int]] = [[]]  # ids defined in each open scope
         self.used: dict[str, int] = {}  # live name -> how many live objects hold it (0 or 1)
@@ -478,7 +502,7 @@ class _TIRPrinter:
     # -- functions and modules ---------------------------------------------------------------
     def print_module(self, mod: IRModule, show_header: bool, **kwargs: Any) -> str:
         has_other = any(not isinstance(f, PrimFunc) for f in mod.functions.values())
-        lines = [_HEADER_I, _HEADER_T] + ([_HEADER_R] if has_other else []) + [""] if show_header else []
+        lines = [_HEADER_I, _HEADERS_T[self.era]] + ([_HEADER_R] if has_other else []) + [""] if show_header else []
         lines += ["@I.ir_module", "class Module:"]
         if mod.attrs:
             lines.append(f"    I.module_attrs({self.value(dict(mod.attrs))})")
@@ -488,7 +512,7 @@ class _TIRPrinter:
                 lines.append("")
             first = False
             if isinstance(func, PrimFunc):
-                body = _TIRPrinter().print_prim_func(func, gv.name_hint)
+                body = _TIRPrinter(self.era).print_prim_func(func, gv.name_hint)
             elif not hasattr(func, "params"):  # a Relax ExternFunc: `name = R.ExternFunc("symbol")`
                 body = [f"{gv.name_hint} = {script(func, show_header=False)}"]
             else:
@@ -547,7 +571,7 @@ class _TIRPrinter:
             lines.append(self._line(f"{self.define(iv.var, iv.var.name)} = T.env_thread({_str(iv.thread_tag)}{dtype})"))
         body = f.body
         if self._root_elidable(body):
-            lines.append(self._line('# with T.block("root"):'))
+            lines.append(self._line(f'# with {self.sblock}("root"):'))
             for b in body.block.alloc_buffers:
                 lines.append(self._alloc_line(b))
             body = body.block.body
@@ -606,7 +630,8 @@ class _TIRPrinter:
         return "    " * self.indent + text
 
     def _alloc_line(self, b: Buffer) -> str:
-        decl = self.buffer_decl(b, "T.alloc_buffer", default_dtype=True)
+        decl = self.buffer_decl(b, "T.sblock_alloc_buffer" if self.era == TODAY_ERA else "T.alloc_buffer",
+                                default_dtype=True)
         return self._line(f"{self.define(b, b.name)} = {decl}")
 
     def print_stmt(self, s: Stmt) -> list[str]:
@@ -799,7 +824,7 @@ class _TIRPrinter:
             s, tuple(iv.var for iv in s.iter_vars), IntImm("bool", 1))
 
     def _block(self, b: Block, values: tuple, predicate: PrimExpr) -> list[str]:
-        lines = [self._line(f"with T.block({_str(b.name_hint)}):")]
+        lines = [self._line(f"with {self.sblock}({_str(b.name_hint)}):")]
         self.indent += 1
         self.push()
         value_texts = [self.expr(v) for v in values]  # bindings use the enclosing names
@@ -809,7 +834,7 @@ class _TIRPrinter:
         lines.append(self._line(f"T.reads({', '.join(self.region(r) for r in b.reads)})"))
         lines.append(self._line(f"T.writes({', '.join(self.region(r) for r in b.writes)})"))
         if b.annotations:
-            lines.append(self._line(f"T.block_attr({self.value(dict(b.annotations))})"))
+            lines.append(self._line(f"{self.sblock}_attr({self.value(dict(b.annotations))})"))
         for buf in b.alloc_buffers:
             lines.append(self._alloc_line(buf))
         for m in b.match_buffers:

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ..eras import TODAY_ERA
 from ..ir.module import GlobalVar
 from ..ir.op import Op
 from ..ir.structural import structural_equal
@@ -61,7 +62,7 @@ from ..relax.struct_info import (
 )
 from ..tir.expr import Add, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr, Sub
 from ..tir.expr import Var as TirVar
-from .printer import _HEADER_T, _str, _TIRPrinter, register_printer
+from .printer import _HEADERS_T, _str, _TIRPrinter, register_printer
 
 __all__ = ["RelaxPrinter"]
 
@@ -394,13 +395,13 @@ def _literal(v: Any) -> str:
 # -- entry points (registered with script()) --------------------------------------------------------------
 
 def _print_function(f: Function, show_header: bool = True, name: str | None = None,
-                    in_module: bool = False, show_meta: bool = False, **_: Any) -> str:
+                    in_module: bool = False, show_meta: bool = False, era: str = TODAY_ERA, **_: Any) -> str:
     p = RelaxPrinter(in_module=in_module, show_meta=show_meta)
     name = name or (f.attrs or {}).get("global_symbol") or "main"
     lines = p.function(f, name)
     header = []
     if show_header:
-        header = [_HEADER_T, _HEADER_R, ""]
+        header = [_HEADERS_T[era], _HEADER_R, ""]
     if p.metadata and not in_module:
         header.append("# metadata: large constants are not shown; script(show_meta=True) prints them")
     return "\n".join(header + lines)

@@ -47,7 +47,7 @@ __all__ = [
     "prim_func", "Buffer", "match_buffer", "alloc_buffer", "allocate", "grid", "serial", "parallel",
     "vectorized", "unroll", "thread_binding", "block", "sblock", "sblock_alloc_buffer", "axis", "reads",
     "writes", "init",
-    "where", "block_attr", "func_attr", "meta_var", "handle", "evaluate", "Cast", "cast", "Select",
+    "where", "block_attr", "sblock_attr", "func_attr", "meta_var", "handle", "evaluate", "Cast", "cast", "Select",
     "if_then_else", "max", "min", "abs", "floordiv", "floormod", "truncdiv",
     "truncmod", "max_value", "min_value", "call_intrin", "call_extern", "call_llvm_pure_intrin",
     "And", "Or", "Not", "Let", "Range",
@@ -595,6 +595,9 @@ def where(predicate: Any) -> WhereDecl:
 
 def block_attr(attrs: dict) -> BlockAttrDecl:
     return BlockAttrDecl(dict(attrs))
+
+
+sblock_attr = block_attr  # TVM 0.27's name (see minitvm.eras)
 
 
 def func_attr(attrs: dict) -> FuncAttrDecl:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from ..ir.node import Node, defines, node
 from .buffer import Buffer
@@ -14,13 +14,22 @@ __all__ = ["PrimFunc"]
 @node
 class PrimFunc(Node):
     """A kernel.  ``params`` are handle variables (one per array) or scalar
-    variables; ``buffer_map`` gives each handle parameter its buffer."""
+    variables; ``buffer_map`` gives each handle parameter its buffer.
+
+    ``era`` is the era of TVM's names the function was written in ("0.23": ``T.block``, or
+    "0.27": ``T.sblock``; None when nothing says), which the printer answers in
+    (:mod:`minitvm.eras`).  Like a span, it is no part of the function: structural equality
+    and hashing skip it, and copies made with ``replace`` (schedules, passes) keep it.
+    """
+
+    _seq_ignore: ClassVar[frozenset[str]] = frozenset({"era"})
 
     params: tuple = defines()
     buffer_map: dict = defines(default=None)
     body: Any = None
     ret_type: Any = None
     attrs: dict = None  # type: ignore[assignment]
+    era: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -33,10 +42,10 @@ class PrimFunc(Node):
         """A copy with an attribute set (``with_attr("global_symbol", "mm")`` or a dict)."""
         new_attrs = dict(self.attrs)
         new_attrs.update(key if isinstance(key, dict) else {key: value})
-        return PrimFunc(self.params, self.buffer_map, self.body, self.ret_type, new_attrs)
+        return PrimFunc(self.params, self.buffer_map, self.body, self.ret_type, new_attrs, self.era)
 
     def with_body(self, body: Any) -> "PrimFunc":
-        return PrimFunc(self.params, self.buffer_map, body, self.ret_type, self.attrs)
+        return PrimFunc(self.params, self.buffer_map, body, self.ret_type, self.attrs, self.era)
 
     @property
     def name(self) -> str | None:

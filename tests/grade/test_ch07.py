@@ -204,8 +204,9 @@ def test_stochastic_mm_relu_space_contains_the_target(ex):
     if not any(structural_equal(p.mod, target) for p in distinct):
         import difflib
 
-        want = target.script()
-        nearest = max(distinct, key=lambda p: difflib.SequenceMatcher(None, p.mod.script(), want).ratio())
+        # one era's spelling for both, so the nearest program is the nearest in structure
+        want = target.script(era="0.27")
+        nearest = max(distinct, key=lambda p: difflib.SequenceMatcher(None, p.mod.script(era="0.27"), want).ratio())
         assert_structural_equal(nearest.mod, target)
     # the programs compute mm_relu
     rng = np.random.default_rng(72)

@@ -101,6 +101,33 @@ def test_graders_fail_on_untouched_exercises_with_not_implemented(tmp_path):
             f"{case.get('name')} failed for another reason: {failure.get('message')}"
 
 
+#: the MLC course's spelling (TVM 0.20-0.23) of the names the solutions write in TVM 0.27's
+_MLC_SPELLING = [(r"\bT\.sblock_alloc_buffer\b", "T.alloc_buffer"), (r"\bT\.sblock", "T.block"),
+                 (r"\bget_sblock\b", "get_block"), (r"\b(s_tir|tirx)\b", "tir")]
+
+
+def test_graders_accept_the_mlc_courses_spelling(tmp_path):
+    # a learner following the MLC course writes `tir as T`, T.block, tir.Schedule, get_block:
+    # the TVMScript and schedule graders pass on the solutions spelled that way too
+    course = tmp_path / "course"
+    (course / "solutions").mkdir(parents=True)
+    (course / "solutions" / "__init__.py").write_text("")
+    for chapter in ("ch01", "ch02"):
+        text = (ROOT / "solutions" / f"{chapter}.py").read_text()
+        for pattern, older in _MLC_SPELLING:
+            text = re.sub(pattern, older, text)
+        assert "sblock" not in text and 'T.block("' in text and "tirx" not in text
+        (course / "solutions" / f"{chapter}.py").write_text(text)
+    for rel in ("pyproject.toml", "tests/conftest.py", "tests/grade/test_ch01.py", "tests/grade/test_ch02.py"):
+        (course / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(ROOT / rel, course / rel)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "tests/grade/test_ch01.py", "tests/grade/test_ch02.py",
+                           "--grade-target=solutions", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"],
+                          cwd=course, env=dict(os.environ, PYTHONPATH=PKG_PARENT), capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0 and " passed" in proc.stdout, proc.stdout[-3000:]
+
+
 def test_make_stub_replaces_only_marked_bodies():
     src = textwrap.dedent('''\
         """Demo (solved)."""

@@ -21,12 +21,12 @@ def _round_trip(func):
 def test_scheduled_window_sum_round_trips_with_thread_bindings_and_a_shared_cache():
     text = _round_trip(gp.window_sum_shared(tir.Schedule(gp.window_sum(256))).mod["main"])
     assert 'T.thread_binding(2, thread="blockIdx.x")' in text
-    assert 'A_shared = T.alloc_buffer((258,), scope="shared")' in text
+    assert 'A_shared = T.sblock_alloc_buffer((258,), scope="shared")' in text
 
 
 def test_scheduled_matmul_round_trips_with_local_and_shared_caches():
     text = _round_trip(gp.matmul_shared_blocking(tir.Schedule(gp.matmul(128))).mod["main"])
-    assert 'C_local = T.alloc_buffer((128, 128), scope="local")' in text
+    assert 'C_local = T.sblock_alloc_buffer((128, 128), scope="local")' in text
     assert 'T.thread_binding(64, thread="threadIdx.x")' in text
 
 

@@ -21,11 +21,11 @@ def _run(func, *arrays, out_shape, out_dtype="float32"):
 def test_element_wise_and_reduction_names_follow_tvm():
     a = te.placeholder((2, 3), "float32", name="A")
     text = _func(a, topi.exp(a)).script()
-    assert 'T.block("compute")' in text
+    assert 'T.sblock("compute")' in text
     text = _func(a, topi.sum(a, axis=1)).script()
-    assert 'T.block("A_red")' in text
+    assert 'T.sblock("A_red")' in text
     text = _func(a, topi.argmax(a, axis=1)).script()
-    assert 'T.block("A_red_temp")' in text and 'T.block("A_red")' in text
+    assert 'T.sblock("A_red_temp")' in text and 'T.sblock("A_red")' in text
 
 
 def test_greater_is_written_as_a_flipped_less():
@@ -49,7 +49,7 @@ def test_softmax_has_tvms_four_stages():
     a = te.placeholder((3, 5), "float32", name="A")
     text = _func(a, topi.nn.softmax(a, axis=1)).script()
     for stage in ("T_softmax_maxelem", "T_softmax_exp", "T_softmax_expsum", "T_softmax_norm"):
-        assert f'T.block("{stage}")' in text
+        assert f'T.sblock("{stage}")' in text
     x = np.random.default_rng(1).standard_normal((3, 5)).astype("float32")
     e = np.exp(x - x.max(axis=1, keepdims=True))
     got = _run(_func(a, topi.nn.softmax(a, axis=1)), x, out_shape=(3, 5))

@@ -167,4 +167,4 @@ def transform_layout(func: Any, buffer: Buffer, index_map: Callable[..., Any], p
                 r.buffer is new for r in s.reads + s.writes):
             body = replace_stmt(body, s, recompute_access_regions(s))
     buffer_map = {p: (new if b is buffer else b) for p, b in func.buffer_map.items()}
-    return type(func)(func.params, buffer_map, body, func.ret_type, func.attrs)
+    return replace(func, buffer_map=buffer_map, body=body)

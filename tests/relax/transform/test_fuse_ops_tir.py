@@ -90,7 +90,7 @@ def test_mlp_fuse_tir_makes_one_primfunc_per_group():
     root = fused.body.block
     assert [b.name for b in root.alloc_buffers] == ["T_matmul_intermediate", "T_add_intermediate"]
     for block in ("T_matmul", "T_add", "compute"):
-        assert f'T.block("{block}")' in text
+        assert f'T.sblock("{block}")' in text
     # the printed module parses back to the same module
     assert_structural_equal(from_source(text), mod)
 

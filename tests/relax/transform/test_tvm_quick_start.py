@@ -63,8 +63,8 @@ def test_fused_kernels_use_tvms_buffer_and_block_names():
                                                                    "T_add_intermediate"]
     assert [b.name for b in second.body.block.alloc_buffers] == ["T_matmul_intermediate"]
     text = first.script()
-    assert [line.strip() for line in text.splitlines() if line.strip().startswith("with T.block(")] == [
-        'with T.block("T_matmul"):', 'with T.block("T_add"):', 'with T.block("compute"):']
+    assert [line.strip() for line in text.splitlines() if line.strip().startswith("with T.sblock(")] == [
+        'with T.sblock("T_matmul"):', 'with T.sblock("T_add"):', 'with T.sblock("compute"):']
     # the transposes are untouched kernels, still carrying their fusion pattern
     assert mod["transpose"].attrs["op_pattern"] == 2
 

@@ -73,7 +73,7 @@ def test_reverse_compute_inline(same_numbers):
     sch = tir.Schedule(two_stage)
     sch.reverse_compute_inline(sch.get_block("C"))
     text = sch.mod.script()
-    assert 'T.block("C")' not in text and "C[vi, vj] = A[vi, vj] * T.float32(2.0) + T.float32(1.0)" in text
+    assert 'block("C")' not in text and "C[vi, vj] = A[vi, vj] * T.float32(2.0) + T.float32(1.0)" in text
     same_numbers(two_stage, sch.mod)
 
 

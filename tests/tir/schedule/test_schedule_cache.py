@@ -238,7 +238,7 @@ def test_cache_under_the_tail_of_a_split_gets_the_split_guard(schedule, guard, t
     func = _matmul_relu()
     sch = tir.Schedule(func)
     schedule(sch)
-    copy = sch.mod.script().split('T.block("C_local")')[1].split("T.reads")[0]
+    copy = sch.mod.script().split('T.sblock("C_local")')[1].split("T.reads")[0]
     assert (guard in copy) if guard else "T.where" not in copy
     _bounds_checked_numbers_of_matmul_relu(sch.mod)
     trace_replays(sch, func)
