@@ -2,8 +2,9 @@
 their place with the buffer regions they read and write.
 
 A chain of loops of one kind, each the only statement of the one above (what ``T.grid`` writes),
-is one box, ``for i, j, k in 16 × 16 × 16``; long lists of regions in a block's note are wrapped,
-so the picture stays narrow enough that its text is readable at the notebook's width.
+is one box, ``for i, j, k in 16 × 16 × 16``; statements in sequence are drawn one below the
+other; long lists of regions in a block's note are wrapped: the picture stays narrow enough that
+its text is readable at the notebook's width.
 
 ``loop_nest(func)`` returns a ``graphviz.Digraph``; Jupyter shows it as SVG.  The DOT text
 (``loop_nest(func).source``) is plain and stable, so tests compare it as golden text.
@@ -100,8 +101,18 @@ class _DotWriter:
 
     def walk(self, stmt: Any, parent: str | None) -> None:
         if isinstance(stmt, SeqStmt):
+            # statements in sequence are drawn one below the other (an invisible edge from the
+            # last box of one to the first of the next), in program order: side by side, a few
+            # loop nests made the picture too wide to read at the notebook's width
+            previous_last = None
             for s in stmt.seq:
+                first = self.count
                 self.walk(s, parent)
+                if self.count == first:
+                    continue
+                if previous_last is not None:
+                    self.lines.append(f"  n{previous_last} -> n{first} [style=invis]")
+                previous_last = self.count - 1
             return
         if isinstance(stmt, For):
             chain = _loop_chain(stmt)
