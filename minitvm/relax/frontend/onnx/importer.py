@@ -215,12 +215,13 @@ class OnnxImporter:
     def _sanitized(self, name: str) -> str:
         """TVM's input names: ``.`` becomes ``_``, a name not starting with a letter or ``_``
         gets ``input_`` in front, an empty one is ``empty_``; repeats get ``_1``, ``_2``."""
+        dotted = name.replace(".", "_")
         if name == "":
             new = self._fresh("empty_")
-        elif not (name[0].isalpha() or name[0] == "_"):
-            new = self._fresh("input_" + name)
+        elif not (dotted[0].isalpha() or dotted[0] == "_"):
+            new = self._fresh("input_" + dotted)
         else:
-            new = self._fresh(name)
+            new = self._fresh(dotted)
         if new != name:
             warnings.warn(f"from_onnx: renaming input {name!r} to {new!r}", stacklevel=4)
         return new
@@ -300,6 +301,8 @@ class OnnxImporter:
             if k >= len(outs) or outs[k] is None:
                 raise node.error(f"output {k} ({name!r}) is not supported")
             value = outs[k]
+            if isinstance(value, np.generic):  # numpy gives 0-d results as scalars
+                value = np.asarray(value)
             if isinstance(value, Expr) and not isinstance(value, (Var, Constant)):
                 value = self.bb.emit(value)
             self.env[name] = value
