@@ -293,7 +293,12 @@ class OnnxImporter:
     def convert_node(self, proto: Any, opset: int) -> None:
         node = OnnxNode(proto, opset)
         key = proto.op_type if proto.domain in ("", "ai.onnx") else f"{proto.domain}.{proto.op_type}"
-        out = self.convert_map[key](node, self)
+        try:
+            out = self.convert_map[key](node, self)
+        except Exception as err:
+            if not str(err).startswith("from_onnx:"):  # say where a Relax op refused its operands
+                err.add_note(f"from_onnx: while converting {node.where} (inputs {node.inputs})")
+            raise
         outs = list(out) if isinstance(out, (list, tuple)) else [out]  # several outputs: a Python list
         for k, name in enumerate(node.outputs):
             if not name:
@@ -368,7 +373,8 @@ def _model_opset(model: Any) -> int:
     return 1
 
 
-def from_onnx(model: Any, shape_dict: dict[str, list] | None = None, dtype_dict: str | dict[str, str] | None = "float32",
+def from_onnx(model: Any, shape_dict: dict[str, list] | None = None,
+              dtype_dict: str | dict[str, str] | None = "float32",
               opset: int | None = None, keep_params_in_input: bool = False,
               sanitize_input_names: bool = True) -> IRModule:
     """Convert an ONNX ``ModelProto`` to an IRModule whose ``main`` takes the graph's inputs.

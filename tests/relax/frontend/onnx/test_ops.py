@@ -74,7 +74,8 @@ def test_variadic_pow_mod_prelu_where_isinf():
     nodes = [helper.make_node("Sum", ["a", "b", "c"], ["sum"]), helper.make_node("Max", ["a", "b", "c"], ["max"]),
              helper.make_node("Min", ["a", "b"], ["min"]), helper.make_node("Mean", ["a", "b", "c"], ["mean"]),
              helper.make_node("Abs", ["a"], ["abs_a"]), helper.make_node("Pow", ["abs_a", "b"], ["pow"]),
-             helper.make_node("Mod", ["a", "b"], ["fmod"], fmod=1), helper.make_node("PRelu", ["a", "slope"], ["prelu"]),
+             helper.make_node("Mod", ["a", "b"], ["fmod"], fmod=1),
+             helper.make_node("PRelu", ["a", "slope"], ["prelu"]),
              helper.make_node("Greater", ["a", "b"], ["gt"]), helper.make_node("Where", ["gt", "a", "c"], ["where"]),
              helper.make_node("Div", ["a", "zero"], ["inf"]),
              helper.make_node("IsInf", ["inf"], ["isinf"], detect_negative=0)]
@@ -141,11 +142,13 @@ CONVS = [
 def test_conv(attrs, x, w, y):
     rng = np.random.default_rng(1)
     check_node("Conv", {"x": (F, x)}, {"y": (F, y)}, attrs, atol=1e-4,
-               initializers=[init("w", rng.standard_normal(w).astype(F)), init("b", rng.standard_normal(w[0]).astype(F))])
+               initializers=[init("w", rng.standard_normal(w).astype(F)),
+                             init("b", rng.standard_normal(w[0]).astype(F))])
 
 
-@pytest.mark.parametrize("attrs, y", [({"strides": [2, 2], "pads": [1, 1, 1, 1], "output_padding": [1, 1]}, [1, 4, 10, 10]),
-                                       ({"strides": [2, 2], "output_shape": [11, 11]}, [1, 4, 11, 11])])
+@pytest.mark.parametrize("attrs, y", [
+    ({"strides": [2, 2], "pads": [1, 1, 1, 1], "output_padding": [1, 1]}, [1, 4, 10, 10]),
+    ({"strides": [2, 2], "output_shape": [11, 11]}, [1, 4, 11, 11])])
 def test_conv_transpose(attrs, y):
     rng = np.random.default_rng(2)
     check_node("ConvTranspose", {"x": (F, [1, 3, 5, 5])}, {"y": (F, y)}, attrs, atol=1e-4,
@@ -207,8 +210,7 @@ def test_shape_ops_across_opsets(opset):
     split_attrs = {"axis": 1} if opset >= 13 else {"axis": 1, "split": [1, 3]}
     split_in = ["x", "sizes"] if opset >= 13 else ["x"]
     nodes = [helper.make_node("Reshape", ["x", "target"], ["r"]),
-             helper.make_node("Unsqueeze", sq_in, ["x4"], **({} if opset >= 13 else {"axes": [0, 3]}))
-             if False else helper.make_node("Unsqueeze", ["x"] + (["ax"] if opset >= 13 else []), ["x4"], **axes),
+             helper.make_node("Unsqueeze", ["x"] + (["ax"] if opset >= 13 else []), ["x4"], **axes),
              helper.make_node("Squeeze", sq_in, ["sq"], **axes),
              helper.make_node("Split", split_in, ["p0", "p1"], **split_attrs),
              helper.make_node("Transpose", ["x"], ["t"], perm=[2, 0, 1]),
@@ -229,8 +231,8 @@ def test_split_equal_parts_opset18():
 @pytest.mark.parametrize("opset", [9, 13])
 def test_slice(opset):
     if opset < 10:
-        check_node("Slice", {"x": (F, [5, 6])}, {"y": (F, [3, 4])}, {"starts": [1, -5], "ends": [4, 100], "axes": [0, 1]},
-                   opset=opset)
+        check_node("Slice", {"x": (F, [5, 6])}, {"y": (F, [3, 4])},
+                   {"starts": [1, -5], "ends": [4, 100], "axes": [0, 1]}, opset=opset)
         return
     i64 = lambda name, v: init(name, np.array(v, "int64"))  # noqa: E731
     nodes = [helper.make_node("Slice", ["x", "s", "e", "a", "st"], ["y"]),
@@ -286,7 +288,8 @@ def test_constants_shape_arithmetic_and_range():
     model = model_of(nodes, {"x": (F, [4, 3, 2])},
                      {"r": (F, [8, 3]), "xo": (F, [4, 3, 2]), "rng": ("int64", [8]), "size": ("int64", []),
                       "wh": ("int64", [3])},
-                     [i64("zero", [0]), i64("minus1", [-1]), i64("zero_s", 0), i64("one_s", 1), i64("three", [3, 3, 3])])
+                     [i64("zero", [0]), i64("minus1", [-1]), i64("zero_s", 0), i64("one_s", 1),
+                      i64("three", [3, 3, 3])])
     check(model)
 
 
