@@ -79,6 +79,10 @@ def _unary(row):
     fn = getattr(_op, row.name)
 
     def convert(node: OnnxNode, imp: OnnxImporter):
+        vals = _known_inputs(node, imp, symbols_ok=False)
+        if vals is not None:  # e.g. Not of a known condition in an exporter's shape logic
+            out = np.asarray(row.reference(vals[0]))
+            return out if row.result == "bool" else out.astype(vals[0].dtype)
         return imp.emit(fn(imp.tensor(node, 0)))
     convert.__name__ = f"convert_{row.name}"
     return convert
@@ -108,18 +112,27 @@ def _variadic(fn, mean: bool = False):
 
 
 def pow_(node: OnnxNode, imp: OnnxImporter):
-    """``x ** y``; the exponent may have another dtype than the base (the result has the base's)."""
+    """``x ** y``; the exponent may have another dtype than the base (the result has the base's);
+    integer powers are computed in float64 (exact for the sizes integers hold) and cast back."""
     x, y = imp.tensor(node, 0), imp.tensor(node, 1)
     dtype = imp.dtype(node, 0)
-    if imp.dtype(node, 1) != dtype:
-        y = _op.astype(y, dtype)
-    return imp.emit(_op.power(x, y))
+    work = dtype if dtype.startswith(("float", "bfloat")) else "float64"
+    if work != dtype:
+        x = _op.astype(x, work)
+    if imp.dtype(node, 1) != work:
+        y = _op.astype(y, work)
+    out = _op.power(x, y)
+    return imp.emit(out if work == dtype else _op.astype(_op.round(out), dtype))
 
 
 def mod(node: OnnxNode, imp: OnnxImporter):
     """``fmod=1``: the remainder with the dividend's sign (C's fmod); ``fmod=0``: with the
     divisor's (Python's ``%``, integers only)."""
-    fn = _op.mod if node.attr("fmod", 0) else _op.floor_mod
+    fmod = node.attr("fmod", 0)
+    vals = _known_inputs(node, imp, symbols_ok=False)
+    if vals is not None and not np.any(vals[1] == 0):
+        return np.asarray((np.fmod if fmod else np.mod)(*vals)).astype(vals[0].dtype)
+    fn = _op.mod if fmod else _op.floor_mod
     return imp.emit(fn(imp.tensor(node, 0), imp.tensor(node, 1)))
 
 
@@ -216,6 +229,13 @@ def shrink(node: OnnxNode, imp: OnnxImporter):
     return imp.emit(out)
 
 
+def swish(node: OnnxNode, imp: OnnxImporter):
+    """opset 24's Swish: ``x * sigmoid(alpha * x)``."""
+    x = _x(node, imp)
+    alpha = float(node.attr("alpha", 1.0))
+    return imp.emit(_op.multiply(x, _op.sigmoid(_op.multiply(x, _k(imp, x, alpha)) if alpha != 1.0 else x)))
+
+
 def gelu(node: OnnxNode, imp: OnnxImporter):
     """opset 20's Gelu: exact, or ``approximate="tanh"``."""
     fn = _op.nn.gelu_tanh if node.attr("approximate", "none") == "tanh" else _op.nn.gelu
@@ -303,6 +323,6 @@ CONVERTERS = {
     "Pow": pow_, "Mod": mod, "BitShift": bit_shift, "IsInf": is_inf, "Reciprocal": reciprocal,
     "Relu": relu, "LeakyRelu": leaky_relu, "Elu": elu, "Selu": selu, "Celu": celu, "Softplus": softplus,
     "Softsign": softsign, "Mish": mish, "HardSigmoid": hard_sigmoid, "HardSwish": hard_swish, "PRelu": prelu,
-    "ThresholdedRelu": thresholded_relu, "Shrink": shrink, "Gelu": gelu, "Clip": clip, "Cast": cast,
+    "ThresholdedRelu": thresholded_relu, "Shrink": shrink, "Gelu": gelu, "Swish": swish, "Clip": clip, "Cast": cast,
     "CastLike": cast_like, "Where": where, "Identity": identity, "Dropout": dropout,
 }

@@ -285,6 +285,39 @@ def cum_sum(node: OnnxNode, imp: OnnxImporter):
     return imp.emit(_op.flip(out, axis) if node.attr("reverse", 0) else out)
 
 
+def cum_prod(node: OnnxNode, imp: OnnxImporter):
+    axis = int(imp.scalar_input(node, 1, "the axis"))
+    x = imp.tensor(node, 0)
+    if node.attr("reverse", 0):
+        x = _op.flip(x, axis)
+    out = _op.cumprod(x, axis=axis, exclusive=bool(node.attr("exclusive", 0)))
+    return imp.emit(_op.flip(out, axis) if node.attr("reverse", 0) else out)
+
+
+def one_hot(node: OnnxNode, imp: OnnxImporter):
+    """``values[1]`` where the (possibly negative) index equals the position along the new axis
+    ``axis``, ``values[0]`` elsewhere."""
+    depth = int(imp.scalar_input(node, 1, "the depth"))
+    rank = len(imp.shape(node, 0)) + 1
+    axis = int(node.attr("axis", -1)) % rank
+    idx = _op.astype(imp.tensor(node, 0), "int64")
+    idx = _op.where(_op.less(idx, imp.scalar_of(0, "int64")), _op.add(idx, imp.scalar_of(depth, "int64")), idx)
+    positions = const(np.arange(depth, dtype="int64").reshape([-1] + [1] * (rank - axis - 1)))
+    hit = _op.equal(_op.expand_dims(idx, [axis]), positions)
+    values = imp.tensor(node, 2)
+    off = _op.take(values, const(np.array(0, "int64")), axis=0)
+    on = _op.take(values, const(np.array(1, "int64")), axis=0)
+    return imp.emit(_op.where(hit, on, off))
+
+
+def scatter_elements(node: OnnxNode, imp: OnnxImporter):
+    """``reduction`` none (a plain write), add, mul, max or min."""
+    reduction = node.attr("reduction", "none")
+    reduction = {"none": "update"}.get(reduction, reduction)
+    return imp.emit(_op.scatter_elements(imp.tensor(node, 0), imp.tensor(node, 1), imp.tensor(node, 2),
+                                         int(node.attr("axis", 0)), reduction))
+
+
 def _pad_indices(mode: str, n: int, before: int, after: int) -> np.ndarray:
     """Source positions along an axis of size ``n`` padded by ``mode`` (edge, reflect, wrap)."""
     pos = np.arange(-before, n + after)
@@ -367,6 +400,7 @@ CONVERTERS = {
     "Squeeze": squeeze, "Unsqueeze": unsqueeze, "Concat": concat, "Expand": expand, "Tile": tile,
     "Slice": slice_, "Gather": gather, "GatherElements": gather_elements, "Split": split,
     "Constant": constant, "ConstantOfShape": constant_of_shape, "Range": range_, "Trilu": trilu,
-    "CumSum": cum_sum, "Pad": pad, "DepthToSpace": depth_to_space, "SpaceToDepth": space_to_depth,
+    "CumSum": cum_sum, "CumProd": cum_prod, "OneHot": one_hot, "ScatterElements": scatter_elements,
+    "Pad": pad, "DepthToSpace": depth_to_space, "SpaceToDepth": space_to_depth,
     "EyeLike": eye_like,
 }

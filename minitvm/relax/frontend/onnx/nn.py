@@ -180,15 +180,88 @@ def layer_normalization(node: OnnxNode, imp: OnnxImporter):
 def instance_normalization(node: OnnxNode, imp: OnnxImporter):
     """Each (sample, channel) normalized over its spatial values, then scaled per channel."""
     rank = len(imp.shape(node, 0))
-    x = imp.tensor(node, 0)
-    axes = list(range(2, rank))
-    mean = imp.emit(_op.mean(x, axis=axes, keepdims=True))
-    dev = imp.emit(_op.subtract(x, mean))
-    var = _op.mean(_op.multiply(dev, dev), axis=axes, keepdims=True)
-    out = _op.multiply(dev, _op.rsqrt(_op.add(var, imp.scalar(float(node.attr("epsilon", 1e-5)), x))))
+    out = _normalized(imp, imp.tensor(node, 0), list(range(2, rank)), float(node.attr("epsilon", 1e-5)))
     view = [1, -1] + [1] * (rank - 2)
     out = _op.add(_op.multiply(out, _op.reshape(imp.tensor(node, 1), view)), _op.reshape(imp.tensor(node, 2), view))
     return imp.emit(out)
+
+
+def rms_normalization(node: OnnxNode, imp: OnnxImporter):
+    """opset 23's RMSNormalization: over the axes from ``axis`` on, times ``scale``."""
+    rank = len(imp.shape(node, 0))
+    axis = int(node.attr("axis", -1)) % rank
+    return imp.emit(_op.nn.rms_norm(imp.tensor(node, 0), imp.tensor(node, 1), axes=list(range(axis, rank)),
+                                    epsilon=float(node.attr("epsilon", 1e-5))))
+
+
+def group_normalization(node: OnnxNode, imp: OnnxImporter):
+    """Channels in ``num_groups`` groups, each normalized over its channels and spatial values;
+    scale and bias per channel (opset 21) or, before, per group."""
+    shape = imp.shape(node, 0)
+    groups = int(node.attr("num_groups"))
+    scale, bias = imp.tensor(node, 1), imp.tensor(node, 2)
+    if node.opset < 21:  # one value per group: repeat it over the group's channels
+        per = int(shape[1]) // groups
+        scale, bias = (_op.repeat(v, per, axis=0) for v in (scale, bias))
+    return imp.emit(_op.nn.group_norm(imp.tensor(node, 0), scale, bias, groups, 1, list(range(2, len(shape))),
+                                      float(node.attr("epsilon", 1e-5))))
+
+
+def _normalized(imp: OnnxImporter, x, axes: list, eps: float):
+    """``(x - mean) / sqrt(var + eps)`` with the (biased) statistics over ``axes``."""
+    mean = imp.emit(_op.mean(x, axis=axes, keepdims=True))
+    dev = imp.emit(_op.subtract(x, mean))
+    var = _op.mean(_op.multiply(dev, dev), axis=axes, keepdims=True)
+    return imp.emit(_op.multiply(dev, _op.rsqrt(_op.add(var, imp.scalar(eps, x)))))
+
+
+def mean_variance_normalization(node: OnnxNode, imp: OnnxImporter):
+    """``(x - mean) / sqrt(var)`` over ``axes`` (default N, H, W); ONNX's reference adds 1e-9."""
+    rank = len(imp.shape(node, 0))
+    axes = [int(a) % rank for a in node.attr("axes", [0, 2, 3])]
+    return _normalized(imp, imp.tensor(node, 0), axes, 1e-9)
+
+
+def lp_normalization(node: OnnxNode, imp: OnnxImporter):
+    """``x / ||x||_p`` along ``axis`` (p 1 or 2); a zero norm gives 0."""
+    x = imp.tensor(node, 0)
+    axis, p = int(node.attr("axis", -1)), int(node.attr("p", 2))
+    if p not in (1, 2):
+        raise node.error(f"p={p} is not supported (1 and 2 are)")
+    norm = _op.sum(_op.abs(x), axis=[axis], keepdims=True) if p == 1 else \
+        _op.sqrt(_op.sum(_op.multiply(x, x), axis=[axis], keepdims=True))
+    norm = imp.emit(norm)
+    zero = imp.scalar(0.0, x)
+    return imp.emit(_op.where(_op.equal(norm, zero), zero, _op.divide(x, norm)))
+
+
+def lrn(node: OnnxNode, imp: OnnxImporter):
+    """Local response normalization across channels: ``x / (bias + alpha / size * sum sq) ** beta``,
+    the sum over a window of ``size`` channels (floor((size-1)/2) before, ceil after)."""
+    size = int(node.attr("size"))
+    alpha, beta, bias = (float(node.attr(k, d)) for k, d in (("alpha", 1e-4), ("beta", 0.75), ("bias", 1.0)))
+    x = imp.tensor(node, 0)
+    shape = imp.shape(node, 0)
+    before, after = (size - 1) // 2, size - 1 - (size - 1) // 2
+    sq = _op.multiply(x, x)
+    padded = imp.emit(_op.nn.pad(sq, [0, 0, before, after] + [0, 0] * (len(shape) - 2)))
+    window = _op.strided_slice(padded, [1], [0], [shape[1]])
+    for k in range(1, size):
+        window = _op.add(window, _op.strided_slice(padded, [1], [k], [k + shape[1]]))
+    denom = _op.power(_op.add(_op.multiply(window, imp.scalar(alpha / size, x)), imp.scalar(bias, x)),
+                      imp.scalar(beta, x))
+    return imp.emit(_op.divide(x, denom))
+
+
+def hardmax(node: OnnxNode, imp: OnnxImporter):
+    """1 at the first largest element along ``axis`` (opset 13), else 0."""
+    shape = imp.shape(node, 0)
+    axis = int(node.attr("axis", -1)) % len(shape)
+    if node.opset < 13:
+        raise node.error("Hardmax before opset 13 (over the input seen as 2-D) is not supported")
+    top = imp.emit(_op.argmax(imp.tensor(node, 0), axis=axis, keepdims=True))
+    positions = const(np.arange(int(shape[axis]), dtype="int64").reshape([-1] + [1] * (len(shape) - axis - 1)))
+    return imp.emit(_op.astype(_op.equal(top, positions), imp.dtype(node, 0)))
 
 
 def _softmax(fn):
@@ -210,6 +283,72 @@ def _softmax(fn):
     return convert
 
 
+def _source_coords(mode: str, n_in: int, n_out: int, scale: float) -> np.ndarray:
+    """Where output position ``i`` reads from along one axis (ONNX's coordinate_transformation_mode)."""
+    i = np.arange(n_out, dtype="float64")
+    if mode == "half_pixel":
+        return (i + 0.5) / scale - 0.5
+    if mode == "pytorch_half_pixel":
+        return (i + 0.5) / scale - 0.5 if n_out > 1 else np.zeros(n_out)
+    if mode == "align_corners":
+        return i * ((n_in - 1) / (n_out - 1)) if n_out > 1 else np.zeros(n_out)
+    if mode == "asymmetric":
+        return i / scale
+    if mode == "half_pixel_symmetric":
+        adjust = n_out / (scale * n_in)
+        return n_in / 2 * (1 - adjust) + (i + 0.5) / scale - 0.5
+    raise ValueError(f"coordinate_transformation_mode {mode!r} is not supported")
+
+
+_NEAREST = {"round_prefer_floor": lambda x: np.ceil(x - 0.5), "round_prefer_ceil": lambda x: np.floor(x + 0.5),
+            "floor": np.floor, "ceil": np.ceil}
+
+
+def _resize_sizes(node: OnnxNode, imp: OnnxImporter, in_shape: list) -> tuple[list, list]:
+    """(output sizes, scales) from ``sizes`` or ``scales`` (opset 10: the second input is scales)."""
+    scales = imp.known(node, 1 if node.opset < 11 else 2)
+    sizes = imp.ints(node, 3, "the sizes") if node.opset >= 11 else None
+    if node.attr("axes") is not None or node.attr("keep_aspect_ratio_policy", "stretch") != "stretch":
+        raise node.error("Resize's axes and keep_aspect_ratio_policy are not supported")
+    if sizes is not None:
+        return [int(v) for v in sizes], [o / i for o, i in zip(sizes, in_shape)]
+    if scales is None or scales.size == 0:
+        raise node.error("Resize needs scales or sizes known while importing")
+    scales = [float(v) for v in scales.reshape(-1)]
+    return [int(np.floor(i * sc)) for i, sc in zip(in_shape, scales)], scales
+
+
+def resize(node: OnnxNode, imp: OnnxImporter):
+    """nearest / linear resampling of static sizes, separable: one ``take`` per resized axis (two
+    and a weighted sum for linear), the source positions computed here as ONNX defines them."""
+    in_shape = imp.shape(node, 0)
+    if any(not isinstance(d, int) for d in in_shape):
+        raise node.error("Resize over symbolic sizes is not supported")
+    mode = node.attr("mode", "nearest")
+    coord = node.attr("coordinate_transformation_mode", "half_pixel" if node.opset >= 11 else "asymmetric")
+    nearest = _NEAREST.get(node.attr("nearest_mode", "round_prefer_floor" if node.opset >= 11 else "floor"))
+    if mode not in ("nearest", "linear") or coord == "tf_crop_and_resize" or node.attr("antialias", 0):
+        raise node.error(f"mode={mode!r} with coordinate_transformation_mode={coord!r}"
+                         f"{', antialias' if node.attr('antialias', 0) else ''} is not supported")
+    out_sizes, scales = _resize_sizes(node, imp, in_shape)
+    x = imp.tensor(node, 0)
+    dtype = imp.dtype(node, 0)
+    for axis, (n_in, n_out, sc) in enumerate(zip(in_shape, out_sizes, scales)):
+        if n_in == n_out and sc == 1.0:
+            continue
+        src = _source_coords(coord, n_in, n_out, sc)
+        if mode == "nearest":
+            pick = np.clip(nearest(src), 0, n_in - 1).astype("int64")
+            x = imp.emit(_op.take(x, const(pick), axis=axis))
+            continue
+        lo = np.floor(src)
+        w = (src - lo).astype(dtype).reshape([n_out] + [1] * (len(in_shape) - axis - 1))
+        a = _op.take(x, const(np.clip(lo, 0, n_in - 1).astype("int64")), axis=axis)
+        b = _op.take(x, const(np.clip(lo + 1, 0, n_in - 1).astype("int64")), axis=axis)
+        x = imp.emit(_op.add(a, _op.multiply(_op.subtract(b, a), const(w))))
+    return x
+
+
 def einsum(node: OnnxNode, imp: OnnxImporter):
     xs = [imp.tensor(node, k) for k in range(len(node.inputs))]
     return imp.emit(_op.einsum(xs, node.attr("equation").replace(" ", "")))
@@ -220,6 +359,8 @@ CONVERTERS = {
     "MaxPool": _pool("max"), "AveragePool": _pool("avg"),
     "GlobalAveragePool": _global_pool(_op.mean), "GlobalMaxPool": _global_pool(_op.max),
     "BatchNormalization": batch_normalization, "LayerNormalization": layer_normalization,
-    "InstanceNormalization": instance_normalization,
-    "Softmax": _softmax(_op.nn.softmax), "LogSoftmax": _softmax(_op.nn.log_softmax), "Einsum": einsum,
+    "InstanceNormalization": instance_normalization, "RMSNormalization": rms_normalization,
+    "GroupNormalization": group_normalization, "MeanVarianceNormalization": mean_variance_normalization,
+    "LpNormalization": lp_normalization, "LRN": lrn, "Hardmax": hardmax,
+    "Softmax": _softmax(_op.nn.softmax), "LogSoftmax": _softmax(_op.nn.log_softmax), "Einsum": einsum, "Resize": resize,
 }

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from onnx import helper
 
-from minitvm.relax.frontend.onnx import CONVERTERS
+from minitvm.relax.frontend.onnx import CONVERTERS, from_onnx
 from minitvm.tir.op_table import BINARY, UNARY
 
-from ._check import check, check_node, init, model_of, random_inputs
+from ._check import check, check_node, compile_vm, init, model_of, random_inputs, tvm_run
 
 F = "float32"
 #: float inputs inside each unary op's domain (the op table's own domains)
@@ -325,3 +325,62 @@ def test_reductions_across_opsets(opset):
     x = {"x": np.abs(random_inputs(model_of([], {"x": (F, [2, 3, 4])}, {}))["x"])}
     check(model_of(nodes, {"x": (F, [2, 3, 4])}, outputs | {"all": (F, [])},
                    [init("axes", np.array([0, 2], "int64"))], opset=opset), x, rtol=1e-5)
+
+
+def test_integer_pow_is_exact():
+    nodes = [helper.make_node("Abs", ["a"], ["ua"]), helper.make_node("Pow", ["ua", "e"], ["p"])]
+    check(model_of(nodes, {"a": ("int64", [6])}, {"p": ("int64", [6])}, [init("e", np.array([0, 1, 2, 3, 4, 5]))]))
+
+
+def test_more_normalizations():
+    """RMSNormalization (23), GroupNormalization (per channel, 21), MeanVarianceNormalization,
+    LpNormalization (p 1 and 2), LRN, Hardmax, Swish (24)."""
+    rng = np.random.default_rng(6)
+    shape = [2, 4, 3, 3]
+    nodes = [helper.make_node("RMSNormalization", ["x", "s3"], ["rms"], axis=-1, epsilon=1e-3),
+             helper.make_node("GroupNormalization", ["x", "s4", "b4"], ["gn"], num_groups=2),
+             helper.make_node("MeanVarianceNormalization", ["x"], ["mvn"]),
+             helper.make_node("LpNormalization", ["x"], ["l1"], axis=1, p=1),
+             helper.make_node("LpNormalization", ["x"], ["l2"], axis=-1, p=2),
+             helper.make_node("LRN", ["x"], ["lrn"], size=3, alpha=0.1),
+             helper.make_node("Hardmax", ["x"], ["hm"], axis=1),
+             helper.make_node("Swish", ["x"], ["sw"], alpha=0.7)]
+    outs = {n: (F, shape) for n in ("rms", "gn", "mvn", "l1", "l2", "lrn", "hm", "sw")}
+    inits = [init("s3", rng.standard_normal([3]).astype(F)), init("s4", rng.standard_normal([4]).astype(F)),
+             init("b4", rng.standard_normal([4]).astype(F))]
+    check(model_of(nodes, {"x": (F, shape)}, outs, inits, opset=24), rtol=1e-4, atol=1e-5)
+
+
+def test_one_hot_scatter_elements():
+    nodes = [helper.make_node("OneHot", ["idx", "depth", "vals"], ["oh"], axis=1),
+             helper.make_node("ScatterElements", ["x", "si", "upd"], ["sc"], axis=1, reduction="add")]
+    model = model_of(nodes, {"idx": ("int64", [2, 3]), "x": (F, [2, 4]), "upd": (F, [2, 2])},
+                     {"oh": (F, [2, 5, 3]), "sc": (F, [2, 4])},
+                     [init("depth", np.array(5)), init("vals", np.array([-1.0, 2.0], F)),
+                      init("si", np.array([[0, 3], [1, 1]]))])
+    inputs = random_inputs(model)
+    inputs["idx"] = np.array([[0, 4, -1], [2, -5, 3]], "int64")
+    check(model, inputs)
+
+
+def test_cum_prod_against_numpy():
+    """CumProd is opset 26, newer than onnxruntime 1.32 runs: numpy is the reference."""
+    model = model_of([helper.make_node("CumProd", ["x", "ax"], ["cp"], reverse=1)], {"x": (F, [2, 4])},
+                     {"cp": (F, [2, 4])}, [init("ax", np.array(1))], opset=26)
+    x = random_inputs(model)["x"]
+    got = tvm_run(compile_vm(from_onnx(model)), model, {"x": x})[0]
+    np.testing.assert_allclose(got, np.flip(np.cumprod(np.flip(x, 1), axis=1), 1), rtol=1e-6)
+
+
+@pytest.mark.parametrize("mode, coord, sizes", [("nearest", "asymmetric", [1, 2, 8, 3]),
+                                                ("nearest", "half_pixel", [1, 2, 5, 7]),
+                                                ("linear", "half_pixel", [1, 2, 8, 9]),
+                                                ("linear", "align_corners", [1, 2, 3, 7]),
+                                                ("linear", "pytorch_half_pixel", [1, 2, 1, 4])])
+def test_resize(mode, coord, sizes):
+    check_node("Resize", {"x": (F, [1, 2, 4, 5])}, {"y": (F, sizes)},
+               {"mode": mode, "coordinate_transformation_mode": coord}, node_inputs=["x", "", "", "sizes"],
+               initializers=[init("sizes", np.array(sizes, "int64"))])
+    if sizes == [1, 2, 8, 3]:  # by scales too (the output is floor(size * scale))
+        check_node("Resize", {"x": (F, [1, 2, 4, 5])}, {"y": (F, [1, 2, 8, 3])}, {"mode": mode},
+                   node_inputs=["x", "", "scales"], initializers=[init("scales", np.array([1, 1, 2, 0.7], F))])
