@@ -381,11 +381,11 @@ def depth_to_space(node: OnnxNode, imp: OnnxImporter):
 
 
 def space_to_depth(node: OnnxNode, imp: OnnxImporter):
-    """(N, C, H b, W b) -> (N, C b², H, W)."""
+    """(N, C, H b, W b) -> (N, C b², H, W); ``mode`` (opset 25) DCR, the default, or CRD."""
     b = int(node.attr("blocksize"))
     n, c, h, w = imp.shape(node, 0)
     x = _op.reshape(imp.tensor(node, 0), [n, c, h // b, b, w // b, b])
-    x = _op.permute_dims(x, [0, 3, 5, 1, 2, 4])
+    x = _op.permute_dims(x, [0, 3, 5, 1, 2, 4] if node.attr("mode", "DCR") == "DCR" else [0, 1, 3, 5, 2, 4])
     return imp.emit(_op.reshape(x, [n, c * b * b, h // b, w // b]))
 
 

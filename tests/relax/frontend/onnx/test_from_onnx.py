@@ -113,3 +113,20 @@ def test_multiple_outputs_come_back_as_a_tuple():
     got = tvm_run(compile_vm(from_onnx(model)), model, inputs := random_inputs(model))
     for g, w in zip(got, ort_run(model, inputs)):
         np.testing.assert_array_equal(g, w)
+
+
+def test_backend_case_runner_tallies_outcomes():
+    """minitvm.testing.onnx_node_cases (the sweep over ONNX's own backend cases) on hand-made
+    cases: one that passes, one whose expected output is wrong, one with an unknown operator."""
+    from types import SimpleNamespace
+
+    from minitvm.testing.onnx_node_cases import run_case
+
+    model = model_of([helper.make_node("Relu", ["x"], ["y"])], {"x": (F, [5])}, {"y": (F, [5])})
+    x = random_inputs(model)["x"]
+    x[0] = -abs(x[0])  # relu and abs differ somewhere
+    assert run_case(SimpleNamespace(model=model, data_sets=[([x], [np.maximum(x, 0)])])) == ("pass", "")
+    outcome, _ = run_case(SimpleNamespace(model=model, data_sets=[([x], [np.abs(x)])]))
+    assert outcome == "wrong result"
+    unknown = model_of([helper.make_node("Unique", ["x"], ["y"])], {"x": (F, [5])}, {"y": (F, [5])})
+    assert run_case(SimpleNamespace(model=unknown, data_sets=[])) == ("unsupported operator", "Unique.")
