@@ -105,6 +105,7 @@ class OnnxImporter:
         self.sym: dict[str, TirVar] = {}
         self._names: dict[str, int] = {}
         self.params: list[tuple[Var, np.ndarray]] = []
+        self._param_arrays: dict[str, np.ndarray] = {}
         self.inputs: list[Var] = []
 
     # -- what converters call ------------------------------------------------------------------
@@ -120,7 +121,11 @@ class OnnxImporter:
         if not node.has_input(k):
             return None
         value = self.env[node.inputs[k]]
-        return value if isinstance(value, np.ndarray) else None
+        if isinstance(value, np.ndarray):
+            return value
+        # an initializer kept as an input still has its value where an operator needs one (a
+        # Reshape's target shape), as TVM's get_constant does; the parameter stays an input
+        return self._param_arrays.get(node.inputs[k])
 
     def all_known(self, node: OnnxNode, limit: int = FOLD_LIMIT) -> bool:
         """Every given input is known and small: the node can be computed while importing."""
@@ -272,6 +277,7 @@ class OnnxImporter:
                 var = Var(self._fresh(init.name.removeprefix("onnx::")),
                           TensorStructInfo(list(array.shape), str(array.dtype)))
                 self.params.append((var, array))
+                self._param_arrays[init.name] = np.asarray(array)
                 self.env[init.name] = var
             else:
                 self.env[init.name] = np.asarray(array)

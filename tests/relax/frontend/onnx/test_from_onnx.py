@@ -130,3 +130,16 @@ def test_backend_case_runner_tallies_outcomes():
     assert outcome == "wrong result"
     unknown = model_of([helper.make_node("Unique", ["x"], ["y"])], {"x": (F, [5])}, {"y": (F, [5])})
     assert run_case(SimpleNamespace(model=unknown, data_sets=[])) == ("unsupported operator", "Unique.")
+
+
+def test_kept_params_still_give_shapes_their_values():
+    """With keep_params_in_input, a Reshape whose target is an initializer (as torch's exporter
+    writes it) still imports: the value is read where needed, the parameter stays an input."""
+    w = np.random.default_rng(1).standard_normal([6, 4]).astype(F)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Reshape", ["h", "target"], ["y"])]
+    model = model_of(nodes, {"x": (F, [2, 6])}, {"y": (F, [4, 2])}, [init("w", w), init("target", np.array([4, 2]))])
+    mod, params = relax.frontend.detach_params(from_onnx(model, keep_params_in_input=True))
+    assert [p.name_hint for p in mod["main"].params] == ["x", "w", "target"]
+    x = random_inputs(model)["x"]
+    got = compile_vm(mod)["main"](minitvm.nd.array(x), *params["main"])
+    np.testing.assert_allclose(got.numpy(), ort_run(model, {"x": x})[0], rtol=1e-5, atol=1e-6)
