@@ -384,3 +384,10 @@ def test_resize(mode, coord, sizes):
     if sizes == [1, 2, 8, 3]:  # by scales too (the output is floor(size * scale))
         check_node("Resize", {"x": (F, [1, 2, 4, 5])}, {"y": (F, [1, 2, 8, 3])}, {"mode": mode},
                    node_inputs=["x", "", "scales"], initializers=[init("scales", np.array([1, 1, 2, 0.7], F))])
+
+
+def test_not_bitwise_not_eye_like():
+    nodes = [helper.make_node("Not", ["b"], ["nb"]), helper.make_node("BitwiseNot", ["i"], ["ni"]),
+             helper.make_node("EyeLike", ["i"], ["eye"], k=1, dtype=1)]
+    check(model_of(nodes, {"b": ("bool", [3, 4]), "i": ("int32", [3, 4])},
+                   {"nb": ("bool", [3, 4]), "ni": ("int32", [3, 4]), "eye": (F, [3, 4])}))
