@@ -276,22 +276,16 @@ def trilu(node: OnnxNode, imp: OnnxImporter):
     return imp.emit(fn(imp.tensor(node, 0), int(k)))
 
 
-def cum_sum(node: OnnxNode, imp: OnnxImporter):
-    axis = int(imp.scalar_input(node, 1, "the axis"))
-    x = imp.tensor(node, 0)
-    if node.attr("reverse", 0):
-        x = _op.flip(x, axis)
-    out = _op.cumsum(x, axis=axis, exclusive=bool(node.attr("exclusive", 0)))
-    return imp.emit(_op.flip(out, axis) if node.attr("reverse", 0) else out)
-
-
-def cum_prod(node: OnnxNode, imp: OnnxImporter):
-    axis = int(imp.scalar_input(node, 1, "the axis"))
-    x = imp.tensor(node, 0)
-    if node.attr("reverse", 0):
-        x = _op.flip(x, axis)
-    out = _op.cumprod(x, axis=axis, exclusive=bool(node.attr("exclusive", 0)))
-    return imp.emit(_op.flip(out, axis) if node.attr("reverse", 0) else out)
+def _cumulative(fn):
+    """CumSum / CumProd along the axis input; ``exclusive`` leaves each element out, ``reverse``
+    runs from the end (the axis flipped before and after)."""
+    def convert(node: OnnxNode, imp: OnnxImporter):
+        axis = int(imp.scalar_input(node, 1, "the axis"))
+        reverse = node.attr("reverse", 0)
+        x = imp.tensor(node, 0)
+        out = fn(_op.flip(x, axis) if reverse else x, axis=axis, exclusive=bool(node.attr("exclusive", 0)))
+        return imp.emit(_op.flip(out, axis) if reverse else out)
+    return convert
 
 
 def one_hot(node: OnnxNode, imp: OnnxImporter):
@@ -400,7 +394,8 @@ CONVERTERS = {
     "Squeeze": squeeze, "Unsqueeze": unsqueeze, "Concat": concat, "Expand": expand, "Tile": tile,
     "Slice": slice_, "Gather": gather, "GatherElements": gather_elements, "Split": split,
     "Constant": constant, "ConstantOfShape": constant_of_shape, "Range": range_, "Trilu": trilu,
-    "CumSum": cum_sum, "CumProd": cum_prod, "OneHot": one_hot, "ScatterElements": scatter_elements,
+    "CumSum": _cumulative(_op.cumsum), "CumProd": _cumulative(_op.cumprod), "OneHot": one_hot,
+    "ScatterElements": scatter_elements,
     "Pad": pad, "DepthToSpace": depth_to_space, "SpaceToDepth": space_to_depth,
     "EyeLike": eye_like,
 }
