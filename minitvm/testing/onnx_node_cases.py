@@ -10,6 +10,9 @@ converter's clear ``from_onnx: ...`` error: a variant or a run-time shape it doe
 
     python -m minitvm.testing.onnx_node_cases              # the tally and every failure
     python -m minitvm.testing.onnx_node_cases --op Resize  # cases whose graph uses Resize
+    python -m minitvm.testing.onnx_node_cases --freeze-int-inputs
+        # axes, shapes and sizes the cases pass as inputs made constants first (importers, TVM's
+        # too, want them known while importing)
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import argparse
 import signal
 import warnings
 from collections import Counter
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -34,6 +38,14 @@ class _Timeout(Exception):
     pass
 
 
+def _worst(results: Any) -> tuple[str, str]:
+    """The first result that is not a pass, else a pass."""
+    for result in results:
+        if result[0] != "pass":
+            return result
+    return "pass", ""
+
+
 def _compare(got: list, want: list) -> None:
     if len(got) != len(want):
         raise AssertionError(f"{len(got)} outputs, expected {len(want)}")
@@ -47,8 +59,32 @@ def _compare(got: list, want: list) -> None:
             np.testing.assert_array_equal(g, w)
 
 
-def run_case(case: Any, seconds: int = 30) -> tuple[str, str]:
-    """(outcome, detail) of one backend case (see the module docstring for the outcomes)."""
+def _frozen(model: Any, inputs: list) -> tuple[Any, list]:
+    """``model`` with its 0-d and 1-d integer inputs (axes, shapes, sizes: what the cases pass
+    as inputs and importers want known) made initializers holding ``inputs``' values."""
+    from onnx import numpy_helper  # onnx is an optional extra
+
+    out = type(model)()
+    out.CopyFrom(model)
+    keep, rest = [], []
+    del out.graph.input[:]
+    for info, value in zip(model.graph.input, inputs):
+        value = np.asarray(value)
+        if value.dtype.kind in "iu" and value.ndim <= 1:
+            out.graph.initializer.append(numpy_helper.from_array(value, info.name))
+        else:
+            keep.append(info)
+            rest.append(value)
+    out.graph.input.extend(keep)
+    return out, rest
+
+
+def run_case(case: Any, seconds: int = 30, freeze_int_inputs: bool = False) -> tuple[str, str]:
+    """(outcome, detail) of one backend case (see the module docstring for the outcomes);
+    ``freeze_int_inputs`` first makes its small integer inputs constants (see :func:`_frozen`)."""
+    if freeze_int_inputs:
+        return _worst(run_case(SimpleNamespace(model=m, data_sets=[(ins, outs)]), seconds)
+                      for m, ins, outs in ((*_frozen(case.model, i), o) for i, o in case.data_sets))
     def expire(*_: Any) -> None:
         raise _Timeout()
 
@@ -77,7 +113,7 @@ def run_case(case: Any, seconds: int = 30) -> tuple[str, str]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def sweep(op: str | None = None) -> list[tuple[str, list[str], str, str]]:
+def sweep(op: str | None = None, freeze_int_inputs: bool = False) -> list[tuple[str, list[str], str, str]]:
     """(case name, its operators, outcome, detail) for every backend case (those using ``op``)."""
     from onnx.backend.test.case.node import collect_testcases  # onnx is an optional extra
 
@@ -88,15 +124,17 @@ def sweep(op: str | None = None) -> list[tuple[str, list[str], str, str]]:
     for case in cases:
         ops = sorted({n.op_type for n in case.model.graph.node})
         if op is None or op in ops:
-            rows.append((case.name, ops, *run_case(case)))
+            rows.append((case.name, ops, *run_case(case, freeze_int_inputs=freeze_int_inputs)))
     return rows
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--op", help="only the cases whose graph uses this operator")
+    parser.add_argument("--freeze-int-inputs", action="store_true",
+                        help="make the cases' 0-d and 1-d integer inputs (axes, shapes) constants first")
     args = parser.parse_args(argv)
-    rows = sweep(args.op)
+    rows = sweep(args.op, args.freeze_int_inputs)
     tally = Counter(outcome for _, _, outcome, _ in rows)
     print(f"{len(rows)} cases: " + ", ".join(f"{k} {v}" for k, v in tally.most_common()))
     print(f"{len(CONVERTERS)} operators converted")

@@ -143,3 +143,18 @@ def test_kept_params_still_give_shapes_their_values():
     x = random_inputs(model)["x"]
     got = compile_vm(mod)["main"](minitvm.nd.array(x), *params["main"])
     np.testing.assert_allclose(got.numpy(), ort_run(model, {"x": x})[0], rtol=1e-5, atol=1e-6)
+
+
+def test_backend_case_runner_can_freeze_integer_inputs():
+    """A case passing a Reshape's target as an input is refused as it is, and passes once its
+    small integer inputs are made constants (``--freeze-int-inputs``)."""
+    from types import SimpleNamespace
+
+    from minitvm.testing.onnx_node_cases import run_case
+
+    model = model_of([helper.make_node("Reshape", ["x", "s"], ["y"])], {"x": (F, [2, 3]), "s": ("int64", [2])},
+                     {"y": (F, [3, 2])})
+    x = random_inputs(model)["x"]
+    case = SimpleNamespace(model=model, data_sets=[([x, np.array([3, 2])], [x.reshape(3, 2)])])
+    assert run_case(case)[0] == "refused"
+    assert run_case(case, freeze_int_inputs=True) == ("pass", "")
