@@ -69,8 +69,7 @@ def _frozen(model: Any, inputs: list) -> tuple[Any, list]:
     keep, rest = [], []
     del out.graph.input[:]
     for info, value in zip(model.graph.input, inputs):
-        value = np.asarray(value)
-        if value.dtype.kind in "iu" and value.ndim <= 1:
+        if isinstance(value, np.ndarray) and value.dtype.kind in "iu" and value.ndim <= 1:
             out.graph.initializer.append(numpy_helper.from_array(value, info.name))
         else:
             keep.append(info)
