@@ -232,7 +232,8 @@ class OnnxImporter:
         return new
 
     def _dim(self, dim: Any, input_name: str, axis: int) -> Any:
-        if dim.HasField("dim_value") and dim.dim_value > 0:
+        # a dim_value that is set, 0 included (an empty tensor), is a size; TVM reads 0 as unknown
+        if dim.HasField("dim_value"):
             return int(dim.dim_value)
         name = dim.dim_param if dim.HasField("dim_param") else ""
         if not name:  # an unnamed unknown dimension: a variable of its own

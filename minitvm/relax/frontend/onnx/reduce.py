@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ... import op as _op
 from .importer import OnnxImporter, OnnxNode
 
@@ -27,9 +29,22 @@ def _reduction(body, name: str):
                 return x
             axes = list(range(rank))
         axes = sorted(int(a) % rank for a in axes)
-        return imp.emit(body(x, axes, bool(node.attr("keepdims", 1)), imp))
+        keep = bool(node.attr("keepdims", 1))
+        shape = imp.shape(node, 0)
+        if any(isinstance(shape[a], int) and shape[a] == 0 for a in axes):  # nothing to reduce
+            out = [1 if i in axes else d for i, d in enumerate(shape) if keep or i not in axes]
+            dtype = imp.dtype(node, 0)
+            value = _EMPTY[name] if dtype != "bool" else name == "ReduceMin"
+            return imp.emit(_op.full(out, imp.scalar_of(value, dtype), dtype))
+        return imp.emit(body(x, axes, keep, imp))
     convert.__name__ = f"convert_{name}"
     return convert
+
+
+#: each reduction of an empty set (ONNX: the operation's identity; a mean of nothing is NaN)
+_EMPTY = {"ReduceSum": 0.0, "ReduceSumSquare": 0.0, "ReduceL1": 0.0, "ReduceL2": 0.0, "ReduceProd": 1.0,
+          "ReduceMax": -np.inf, "ReduceMin": np.inf, "ReduceLogSum": -np.inf, "ReduceLogSumExp": -np.inf,
+          "ReduceMean": np.nan}
 
 
 def _plain(fn):

@@ -391,3 +391,12 @@ def test_not_bitwise_not_eye_like():
              helper.make_node("EyeLike", ["i"], ["eye"], k=1, dtype=1)]
     check(model_of(nodes, {"b": ("bool", [3, 4]), "i": ("int32", [3, 4])},
                    {"nb": ("bool", [3, 4]), "ni": ("int32", [3, 4]), "eye": (F, [3, 4])}))
+
+
+def test_reductions_of_an_empty_axis_give_the_identity():
+    """Sum 0, product 1, max -inf, min +inf over a size-0 axis (ONNX's empty-set rule)."""
+    ops = ["ReduceSum", "ReduceProd", "ReduceMax", "ReduceMin", "ReduceL2"]
+    nodes = [helper.make_node(op, ["x", "axes"], [op], keepdims=k % 2) for k, op in enumerate(ops)]
+    outputs = {op: (F, [2, 1, 3] if k % 2 else [2, 3]) for k, op in enumerate(ops)}
+    model = model_of(nodes, {"x": (F, [2, 0, 3])}, outputs, [init("axes", np.array([1]))])
+    check(model, {"x": np.zeros([2, 0, 3], F)})
