@@ -19,6 +19,8 @@ A row (:class:`ElementwiseOp`) says, for one operator,
   of unary math ops; None: TVM's default name for it;
 * ``aten`` -- the torch ATen ops the importer converts to it (a hand-written converter in
   ``relax/frontend/torch`` takes precedence where torch's dtype rules need more than the op);
+* ``onnx`` -- the ONNX operators (``op_type``) ``relax.frontend.onnx`` converts to it one to one (ONNX
+  operators with attributes, e.g. ``Mod``'s ``fmod``, have hand-written converters there instead);
 * ``reference`` / ``domain`` -- numpy's function of the same meaning and an interval of float
   inputs inside the op's domain: what ``tests/relax/test_op_table.py`` checks every layer against
   (independent of :mod:`.semantics`, so that the two are compared, not assumed equal).
@@ -55,6 +57,7 @@ class ElementwiseOp:
     intrinsic: str | None = None
     kernel: str | None = None
     aten: tuple[str, ...] = ()
+    onnx: tuple[str, ...] = ()
     reference: Callable[..., np.ndarray] | None = None
     domain: tuple[float, float] = (-3.0, 3.0)
 
@@ -155,24 +158,26 @@ def _np_erf(x: np.ndarray) -> np.ndarray:
 
 
 def _math(name: str, doc: str, reference: Callable, domain: tuple[float, float] = (-3.0, 3.0),
-          aten: tuple[str, ...] | None = None, kernel: str | None = "tir") -> ElementwiseOp:
-    """A unary float op computed by the math intrinsic of the same name."""
+          aten: tuple[str, ...] | None = None, kernel: str | None = "tir", onnx: tuple[str, ...] | None = None
+          ) -> ElementwiseOp:
+    """A unary float op computed by the math intrinsic of the same name (ONNX's name: capitalized)."""
     return ElementwiseOp(name, 1, doc, getattr(_op, name), "float", intrinsic=name, kernel=kernel,
                          aten=(f"aten.{name}.default",) if aten is None else aten,
-                         reference=reference, domain=domain)
+                         onnx=(name.capitalize(),) if onnx is None else onnx, reference=reference, domain=domain)
 
 
-def _rounding(name: str, doc: str, reference: Callable, aten: tuple[str, ...]) -> ElementwiseOp:
+def _rounding(name: str, doc: str, reference: Callable, aten: tuple[str, ...], onnx: tuple[str, ...] = ()
+              ) -> ElementwiseOp:
     return ElementwiseOp(name, 1, doc, _integers_unchanged(getattr(_op, name)), intrinsic=name,
-                         kernel="tir", aten=aten, reference=reference)
+                         kernel="tir", aten=aten, onnx=onnx, reference=reference)
 
 
 UNARY: tuple[ElementwiseOp, ...] = (
     _math("exp", "``e ** x`` element-wise.", np.exp),
     _math("log", "The natural logarithm, element-wise.", np.log, (0.1, 5.0)),
-    _math("log2", "The base-2 logarithm, element-wise.", np.log2, (0.1, 5.0)),
+    _math("log2", "The base-2 logarithm, element-wise.", np.log2, (0.1, 5.0), onnx=()),
     _math("sqrt", "The square root, element-wise.", np.sqrt, (0.0, 5.0)),
-    _math("rsqrt", "``1 / sqrt(x)`` element-wise.", lambda x: 1 / np.sqrt(x), (0.1, 5.0)),
+    _math("rsqrt", "``1 / sqrt(x)`` element-wise.", lambda x: 1 / np.sqrt(x), (0.1, 5.0), onnx=()),
     _math("tanh", "The hyperbolic tangent, element-wise.", np.tanh),
     _math("sigmoid", "``1 / (1 + e ** -x)`` element-wise.", _np_sigmoid),
     _math("erf", "The Gauss error function, element-wise.", _np_erf, kernel=None),
@@ -188,16 +193,18 @@ UNARY: tuple[ElementwiseOp, ...] = (
     _math("sinh", "The hyperbolic sine, element-wise.", np.sinh),
     _math("tan", "The tangent, element-wise.", np.tan, (-1.4, 1.4)),
     ElementwiseOp("negative", 1, "``-x`` element-wise.", _op.neg, kernel="tir", aten=("aten.neg.default",),
+                  onnx=("Neg",),
                   reference=np.negative),
-    ElementwiseOp("abs", 1, "``|x|`` element-wise.", _op.abs, kernel="tir", aten=("aten.abs.default",),
+    ElementwiseOp("abs", 1, "``|x|`` element-wise.", _op.abs, kernel="tir", aten=("aten.abs.default",), onnx=("Abs",),
                   reference=np.abs),
-    _rounding("ceil", "Rounding up to an integer value, element-wise.", np.ceil, ("aten.ceil.default",)),
-    _rounding("floor", "Rounding down to an integer value, element-wise.", np.floor, ("aten.floor.default",)),
+    _rounding("ceil", "Rounding up to an integer value, element-wise.", np.ceil, ("aten.ceil.default",), ("Ceil",)),
+    _rounding("floor", "Rounding down to an integer value, element-wise.", np.floor, ("aten.floor.default",),
+              ("Floor",)),
     _rounding("round", "Rounding to the nearest integer value (half to even), element-wise.", np.round,
-              ("aten.round.default",)),
+              ("aten.round.default",), ("Round",)),
     _rounding("trunc", "Rounding towards zero, element-wise.", np.trunc, ("aten.trunc.default", "aten.fix.default")),
     ElementwiseOp("sign", 1, "The sign of each element: -1, 0 or 1.", _sign, kernel="tir",
-                  aten=("aten.sign.default", "aten.sgn.default"), reference=_np_sign),
+                  aten=("aten.sign.default", "aten.sgn.default"), onnx=("Sign",), reference=_np_sign),
     ElementwiseOp("square", 1, "``x * x`` element-wise.", lambda v: v * v, kernel="tir",
                   aten=("aten.square.default",), reference=np.square),
     ElementwiseOp("isfinite", 1, "True where the element is neither infinite nor NaN.", _isfinite, result="bool",
@@ -205,29 +212,30 @@ UNARY: tuple[ElementwiseOp, ...] = (
     ElementwiseOp("isinf", 1, "True where the element is +inf or -inf.", _isinf, result="bool",
                   aten=("aten.isinf.default",), reference=np.isinf),
     ElementwiseOp("isnan", 1, "True where the element is NaN.", _op.isnan, result="bool",
-                  aten=("aten.isnan.default",), reference=np.isnan),
+                  aten=("aten.isnan.default",), onnx=("IsNaN",), reference=np.isnan),
     ElementwiseOp("logical_not", 1, "``not x`` element-wise on a bool tensor.", _op.logical_not, "bool",
-                  kernel="tir", aten=("aten.logical_not.default",), reference=np.logical_not),
+                  kernel="tir", aten=("aten.logical_not.default",), onnx=("Not",), reference=np.logical_not),
     ElementwiseOp("bitwise_not", 1, "``~x`` bit by bit (integer or bool tensors).", _bitwise_not, "int_or_bool",
-                  aten=("aten.bitwise_not.default",), reference=np.invert),
+                  aten=("aten.bitwise_not.default",), onnx=("BitwiseNot",), reference=np.invert),
 )
 
 
 def _binary(name: str, doc: str, compute: Callable, reference: Callable, dtypes: str = "any",
             result: str | None = None, aten: tuple[str, ...] = (), intrinsic: str | None = None,
-            domain: tuple[float, float] = (-3.0, 3.0)) -> ElementwiseOp:
-    return ElementwiseOp(name, 2, doc, compute, dtypes, result, intrinsic, aten=aten, reference=reference,
+            domain: tuple[float, float] = (-3.0, 3.0), onnx: tuple[str, ...] = ()) -> ElementwiseOp:
+    return ElementwiseOp(name, 2, doc, compute, dtypes, result, intrinsic, aten=aten, onnx=onnx, reference=reference,
                          domain=domain)
 
 
 BINARY: tuple[ElementwiseOp, ...] = (
-    _binary("add", "``x1 + x2`` element-wise, with numpy broadcasting.", _add, np.add, aten=("aten.add.Tensor",)),
+    _binary("add", "``x1 + x2`` element-wise, with numpy broadcasting.", _add, np.add, aten=("aten.add.Tensor",),
+            onnx=("Add",)),
     _binary("subtract", "``x1 - x2`` element-wise, with numpy broadcasting.", _sub, np.subtract,
-            aten=("aten.sub.Tensor",)),
+            aten=("aten.sub.Tensor",), onnx=("Sub",)),
     _binary("multiply", "``x1 * x2`` element-wise, with numpy broadcasting.", _mul, np.multiply,
-            aten=("aten.mul.Tensor",)),
+            aten=("aten.mul.Tensor",), onnx=("Mul",)),
     _binary("divide", "``x1 / x2`` element-wise, with numpy broadcasting.", _op.div, np.divide,
-            aten=("aten.div.Tensor",), domain=(0.5, 3.0)),
+            aten=("aten.div.Tensor",), onnx=("Div",), domain=(0.5, 3.0)),
     _binary("floor_divide", "``floor(x1 / x2)`` element-wise, with numpy broadcasting.", _floor_div,
             np.floor_divide, aten=("aten.floor_divide.default",), domain=(0.5, 3.0)),
     _binary("power", "``x1 ** x2`` element-wise, with numpy broadcasting.", _op.pow, np.power,
@@ -244,29 +252,30 @@ BINARY: tuple[ElementwiseOp, ...] = (
             "quadrant), with numpy broadcasting.", _op.atan2, np.arctan2, "float", aten=("aten.atan2.default",),
             intrinsic="atan2"),
     _binary("equal", "``x1 == x2`` element-wise (a bool tensor), with numpy broadcasting.", _op.equal, np.equal,
-            result="bool", aten=("aten.eq.Tensor",)),
+            result="bool", aten=("aten.eq.Tensor",), onnx=("Equal",)),
     _binary("not_equal", "``x1 != x2`` element-wise (a bool tensor).", _op.not_equal, np.not_equal,
             result="bool", aten=("aten.ne.Tensor",)),
     _binary("less", "``x1 < x2`` element-wise (a bool tensor).", _op.less, np.less, result="bool",
-            aten=("aten.lt.Tensor",)),
+            aten=("aten.lt.Tensor",), onnx=("Less",)),
     _binary("less_equal", "``x1 <= x2`` element-wise (a bool tensor).", _op.less_equal, np.less_equal,
-            result="bool", aten=("aten.le.Tensor",)),
+            result="bool", aten=("aten.le.Tensor",), onnx=("LessOrEqual",)),
     _binary("greater", "``x1 > x2`` element-wise (a bool tensor).", _greater, np.greater, result="bool",
-            aten=("aten.gt.Tensor",)),
+            aten=("aten.gt.Tensor",), onnx=("Greater",)),
     _binary("greater_equal", "``x1 >= x2`` element-wise (a bool tensor).", _greater_equal, np.greater_equal,
-            result="bool", aten=("aten.ge.Tensor",)),
+            result="bool", aten=("aten.ge.Tensor",), onnx=("GreaterOrEqual",)),
     _binary("logical_and", "``x1 and x2`` element-wise on bool tensors, with numpy broadcasting.",
-            _op.logical_and, np.logical_and, "bool", aten=("aten.logical_and.default",)),
+            _op.logical_and, np.logical_and, "bool", aten=("aten.logical_and.default",), onnx=("And",)),
     _binary("logical_or", "``x1 or x2`` element-wise on bool tensors, with numpy broadcasting.",
-            _op.logical_or, np.logical_or, "bool", aten=("aten.logical_or.default",)),
+            _op.logical_or, np.logical_or, "bool", aten=("aten.logical_or.default",), onnx=("Or",)),
     _binary("bitwise_and", "``x1 & x2`` bit by bit (integer or bool tensors).",
             _bitwise(_op.bitwise_and, _op.logical_and), np.bitwise_and, "int_or_bool",
-            aten=("aten.bitwise_and.Tensor",)),
+            aten=("aten.bitwise_and.Tensor",), onnx=("BitwiseAnd",)),
     _binary("bitwise_or", "``x1 | x2`` bit by bit (integer or bool tensors).",
-            _bitwise(_op.bitwise_or, _op.logical_or), np.bitwise_or, "int_or_bool", aten=("aten.bitwise_or.Tensor",)),
+            _bitwise(_op.bitwise_or, _op.logical_or), np.bitwise_or, "int_or_bool", aten=("aten.bitwise_or.Tensor",),
+            onnx=("BitwiseOr",)),
     _binary("bitwise_xor", "``x1 ^ x2`` bit by bit (integer or bool tensors).",
             _bitwise(_op.bitwise_xor, _op.not_equal), np.bitwise_xor, "int_or_bool",
-            aten=("aten.bitwise_xor.Tensor",)),
+            aten=("aten.bitwise_xor.Tensor",), onnx=("BitwiseXor", "Xor")),
     _binary("left_shift", "``x1 << x2`` element-wise (integers).", _op.shift_left, np.left_shift, "int_or_bool",
             aten=("aten.bitwise_left_shift.Tensor",)),
     _binary("right_shift", "``x1 >> x2`` element-wise, arithmetic for signed integers.", _op.shift_right,
