@@ -282,7 +282,8 @@ class CompareBeforeAfter:
             return inner
 
         if is_fixture(transform):
-            cls._transform_orig = transform
+            if not hasattr(cls, "_transform_orig"):  # a subclass keeps its base's fixture, as TVM's
+                cls._transform_orig = transform
             return pytest.fixture(lambda self, _transform_orig: apply(_transform_orig), name="transform")
         if isinstance(transform, Pass):
             return pytest.fixture(lambda self: apply(transform), name="transform")
