@@ -39,6 +39,7 @@ MODULE_RENAMES: dict[str, str] = {
 ATTRIBUTE_RENAMES: list[tuple[str, str]] = [
     ("minitvm.script.tirx:sblock", "minitvm.script.tir:block"),
     ("minitvm.script.tirx:sblock_alloc_buffer", "minitvm.script.tir:alloc_buffer"),
+    ("minitvm.script.tirx:sblock_attr", "minitvm.script.tir:block_attr"),
     ("minitvm.s_tir:Schedule", "minitvm.tir:Schedule"),
     ("minitvm.s_tir:ScheduleError", "minitvm.tir:ScheduleError"),
     ("minitvm.s_tir:Trace", "minitvm.tir:Trace"),

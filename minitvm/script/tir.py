@@ -45,7 +45,7 @@ from .parser import DeferredFunction, parse_python_function
 
 __all__ = [
     "prim_func", "Buffer", "match_buffer", "alloc_buffer", "allocate", "grid", "serial", "parallel",
-    "vectorized", "unroll", "thread_binding", "block", "sblock", "sblock_alloc_buffer", "axis", "reads",
+    "vectorized", "unroll", "thread_binding", "block", "sblock", "sblock_alloc_buffer", "sblock_attr", "axis", "reads",
     "writes", "init",
     "where", "block_attr", "func_attr", "meta_var", "handle", "evaluate", "Cast", "cast", "Select",
     "if_then_else", "max", "min", "abs", "floordiv", "floormod", "truncdiv",
@@ -595,6 +595,9 @@ def where(predicate: Any) -> WhereDecl:
 
 def block_attr(attrs: dict) -> BlockAttrDecl:
     return BlockAttrDecl(dict(attrs))
+
+
+sblock_attr = block_attr  # TVM 0.27's name (minitvm.eras)
 
 
 def func_attr(attrs: dict) -> FuncAttrDecl:

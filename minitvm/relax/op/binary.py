@@ -14,7 +14,7 @@ from ...tir.expr import IntImm, PrimExpr
 from ...tir.op_table import BINARY, ElementwiseOp
 from ..analysis.struct_info_analysis import prove_dim_equal
 from ..expr import Call, struct_info_of
-from ..struct_info import PrimStructInfo, StructInfo, StructInfoError, TensorStructInfo, shape_text
+from ..struct_info import PrimStructInfo, StructInfo, StructInfoError, StructInfoTypeError, TensorStructInfo, shape_text
 from .elementwise import builder
 from .registry import OpPattern, check_num_args, register, tensor_arg
 
@@ -62,14 +62,14 @@ def binary_broadcast_sinfo(call: Call, op_name: str, out_dtype: str | None = Non
     x2 = _tensor_or_scalar(call, 1, op_name, "x2")
     if isinstance(x1, PrimStructInfo) and isinstance(x2, PrimStructInfo):
         if x1.dtype != x2.dtype:
-            raise StructInfoError(f"{op_name}: operands have different dtypes {x1.dtype} and {x2.dtype}")
+            raise StructInfoTypeError(f"{op_name}: operands have different dtypes {x1.dtype} and {x2.dtype}")
         return PrimStructInfo(out_dtype or x1.dtype)
     # a scalar operand (R.Prim) broadcasts as a 0-d tensor of its dtype
     x1, x2 = (TensorStructInfo([], x.dtype) if isinstance(x, PrimStructInfo) else x for x in (x1, x2))
     if x1.is_unknown_dtype or x2.is_unknown_dtype:
         dtype = "void"
     elif x1.dtype != x2.dtype:
-        raise StructInfoError(f"{op_name}: operands have different dtypes {x1.dtype} and {x2.dtype}; "
+        raise StructInfoTypeError(f"{op_name}: operands have different dtypes {x1.dtype} and {x2.dtype}; "
                               "cast one with relax.op.astype first")
     else:
         dtype = x1.dtype

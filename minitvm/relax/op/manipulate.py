@@ -245,6 +245,41 @@ def concat(tensors: Any, axis: int | None = 0) -> Call:
     return make_call("relax.concat", tensors, attrs={"axis": None if axis is None else int(axis)})
 
 
+@register("relax.stack", pattern=OpPattern.INJECTIVE, num_inputs=1)
+def _infer_stack(call: Call, ctx: Any) -> StructInfo:
+    """The tensors joined along a new dimension at ``axis``; their shapes must be equal."""
+    op = "relax.stack"
+    check_num_args(call, op, 1)
+    xs = _tuple_fields(call, op)
+    dtype = same_dtype(op, xs)
+    ndims = {x.ndim for x in xs if x.ndim != -1}
+    if len(ndims) > 1:
+        raise StructInfoError(f"{op}: tensors of different ranks {sorted(ndims)}: "
+                              f"{', '.join(shape_text(x.shape_values) for x in xs)}")
+    if not ndims:
+        return TensorStructInfo(None, dtype, None, -1)
+    ndim = ndims.pop()
+    axis = normalize_axis(op, call.attrs["axis"], ndim + 1)  # a position in the output
+    shapes = [x.shape_values for x in xs]
+    if any(s is None for s in shapes):
+        return TensorStructInfo(None, dtype, None, ndim + 1)
+    for s in shapes[1:]:
+        for k in range(ndim):
+            if not prove_dim_equal(shapes[0][k], s[k]) and prove_dim_differ(shapes[0][k], s[k]):
+                raise StructInfoError(f"{op}: cannot stack shapes {shape_text(shapes[0])} and "
+                                      f"{shape_text(s)}: dimension {k} differs")
+    out = list(shapes[0])
+    out.insert(axis, IntImm("int64", len(xs)))
+    return TensorStructInfo(out, dtype)
+
+
+def stack(tensors: Any, axis: int = 0) -> Call:
+    """The tensors (equal shapes) joined along a new dimension at ``axis`` (numpy.stack)."""
+    if isinstance(tensors, (list, tuple)):
+        tensors = Tuple(list(tensors))
+    return make_call("relax.stack", tensors, attrs={"axis": int(axis)})
+
+
 @register("relax.split", pattern=OpPattern.INJECTIVE, num_inputs=1)
 def _infer_split(call: Call, ctx: Any) -> StructInfo:
     """A tuple of pieces along ``axis``: equal sections (an int) or cut at indices."""

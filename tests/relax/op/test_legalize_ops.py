@@ -180,6 +180,32 @@ def test_reducing_a_0d_tensor_gives_its_value(op, ref):
     close(run(lambda t: op(t), x), ref(x))
 
 
+def test_stack_matches_numpy():
+    """relax.op.stack (numpy.stack): a new axis at any position, negative counted from the output's end."""
+    a, b, c = rand(2, 3), rand(2, 3), rand(2, 3)
+    for axis in (0, 1, 2, -1, -3):
+        close(run(lambda x, y, z, axis=axis: R.stack([x, y, z], axis=axis), a, b, c), np.stack([a, b, c], axis=axis))
+    close(run(lambda x, y: R.stack([x, y], axis=1), a, b, symbolic_batch=True), np.stack([a, b], axis=1))
+    x = relax.Var("x", relax.TensorStructInfo((2, 3), "float32"))
+    y = relax.Var("y", relax.TensorStructInfo((3, 2), "float32"))
+    bb = relax.BlockBuilder()
+    assert bb.normalize(R.stack([x, x], axis=-1)).struct_info.shape_values[2].value == 2
+    with pytest.raises(relax.StructInfoError, match="cannot stack shapes"):
+        bb.normalize(R.stack([x, y]))
+    with pytest.raises(relax.StructInfoError, match="axis"):
+        bb.normalize(R.stack([x, x], axis=3))
+
+
+def test_binary_dtype_mismatch_is_a_type_error():
+    """As TVM: operands of different dtypes are a TypeError (still a StructInfoError)."""
+    x = relax.Var("x", relax.TensorStructInfo((2, 3), "float32"))
+    y = relax.Var("y", relax.TensorStructInfo((2, 3), "int32"))
+    with pytest.raises(TypeError, match="relax.add: operands have different dtypes float32 and int32"):
+        relax.BlockBuilder().normalize(R.add(x, y))
+    with pytest.raises(relax.StructInfoError):
+        relax.BlockBuilder().normalize(R.multiply(x, y))
+
+
 def test_split_of_a_symbolic_axis():
     x = rand(6, 2)
     got = run(lambda t: R.split(t, 3, axis=0), x, symbolic_batch=True)
