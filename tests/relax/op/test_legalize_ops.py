@@ -450,3 +450,31 @@ def test_legalize_ops_common_helpers_as_in_tvm():
     # the common register_legalize is the one LegalizeOps reads
     from minitvm.relax.transform import legalize_ops
     assert legalize_ops.register_legalize is register_legalize
+
+
+def test_binary_keeps_a_shared_shape_variable_and_the_vdevice():
+    """As TVM: operands sharing one shape variable give a result with that variable; the
+    operands' virtual device carries over, and two different ones are refused."""
+    from minitvm.ir import VDevice
+
+    s = relax.Var("s", relax.ShapeStructInfo(ndim=2))
+    x = relax.Var("x", relax.TensorStructInfo(s, "float32"))
+    y = relax.Var("y", relax.TensorStructInfo(s, "float32"))
+    bb = relax.BlockBuilder()
+    out = bb.normalize(R.add(x, y)).struct_info
+    assert out.shape is s and out.ndim == 2
+    other = relax.Var("z", relax.TensorStructInfo(relax.Var("t", relax.ShapeStructInfo(ndim=2)), "float32"))
+    assert bb.normalize(R.add(x, other)).struct_info.shape is None
+    cpu, gpu = VDevice("llvm"), VDevice("cuda")
+    a = relax.Var("a", relax.TensorStructInfo((2, 3), "float32", cpu))
+    b = relax.Var("b", relax.TensorStructInfo((2, 3), "float32"))
+    assert bb.normalize(R.multiply(a, b)).struct_info.vdevice == cpu
+    c = relax.Var("c", relax.TensorStructInfo((2, 3), "float32", gpu))
+    with pytest.raises(TypeError, match="different virtual devices"):
+        bb.normalize(R.multiply(a, c))
+
+
+def test_logical_xor_matches_numpy():
+    rng = np.random.default_rng(7)
+    a, b = rng.random((3, 4)) > 0.5, rng.random((4,)) > 0.5
+    close(run(lambda x, y: R.logical_xor(x, y), a, b), np.logical_xor(a, b))
