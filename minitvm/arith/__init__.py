@@ -3,7 +3,8 @@
 from .analyzer import Analyzer
 from .int_bound import ConstIntBound
 from .linear import LinearSum
+from .modular_set import ModularSet
 from .stmt_simplify import StmtSimplifier, is_no_op, no_op, simplify
 
-__all__ = ["Analyzer", "ConstIntBound", "LinearSum", "StmtSimplifier", "simplify", "is_no_op",
+__all__ = ["Analyzer", "ConstIntBound", "LinearSum", "ModularSet", "StmtSimplifier", "simplify", "is_no_op",
            "no_op"]

@@ -11,6 +11,7 @@ from ..ir.deep import deep_on_overflow
 from ..tir.expr import EQ, GE, GT, LE, LT, And, IntImm, PrimExpr, Range, Var, convert
 from ..tir.functor import substitute
 from .int_bound import ConstIntBound, IntBoundAnalyzer
+from .modular_set import ModularSet, ModularSetAnalyzer
 from .rewrite import Rewriter
 
 __all__ = ["Analyzer"]
@@ -29,6 +30,7 @@ class Analyzer:
         self._rewriter = Rewriter(self)
         # var -> expression it equals (from ``bind(var, expr)``), substituted before simplifying
         self._values: dict[Var, PrimExpr] = {}
+        self._modular = ModularSetAnalyzer(self)
 
     # -- what is known --------------------------------------------------------------------
     def bind(self, var: Var, value: Range | PrimExpr | int, allow_override: bool = False) -> None:
@@ -83,6 +85,7 @@ class Analyzer:
                 known = self._bounds.var_bound(var)
                 tightened = (max(known[0], interval[0]), min(known[1], interval[1]))
                 scopes.enter_context(self.interval_scope(var, tightened))
+            scopes.callback(self._modular.enter_constraint(condition))
             yield
 
     def _facts(self, condition: PrimExpr) -> list[tuple[Var, tuple[int, int]]]:
@@ -111,6 +114,11 @@ class Analyzer:
         Unlike :meth:`const_int_bound` nothing is clamped to the infinities, so code that
         must know whether a value fits its dtype can rely on it."""
         return self._bounds.bound(convert(expr))
+
+    @deep_on_overflow
+    def modular_set(self, expr: PrimExpr | int) -> ModularSet:
+        """The residues ``expr`` can take: each value is ``coeff * k + base`` (TVM's modular set)."""
+        return self._modular(convert(expr))
 
     @deep_on_overflow
     def const_int_bound(self, expr: PrimExpr | int) -> ConstIntBound:

@@ -55,6 +55,13 @@ from .struct_info import (
 )
 from .vm_build import VirtualMachine, VMInstrumentReturnKind, build, get_pipeline, register_pipeline, transform, vm  # noqa: F401
 
+# TVM 0.27 calls struct info "types" (relax.Type, relax.ShapeType ...): one object each (minitvm.eras)
+Type = StructInfo
+AnyType = ObjectType = ObjectStructInfo
+ShapeType = ShapeStructInfo
+TupleType = TupleStructInfo
+FuncType = FuncStructInfo
+
 __all__ = [
     # expressions
     "Expr", "Var", "DataflowVar", "Constant", "const", "Call", "Tuple", "TupleGetItem",
@@ -64,6 +71,7 @@ __all__ = [
     # struct info
     "StructInfo", "ObjectStructInfo", "PrimStructInfo", "ShapeStructInfo", "TensorStructInfo",
     "TupleStructInfo", "FuncStructInfo", "TensorType", "StructInfoError",
+    "Type", "AnyType", "ObjectType", "ShapeType", "TupleType", "FuncType",
     # building and rewriting
     "BlockBuilder", "ExprVisitor", "ExprMutator", "PyExprVisitor", "PyExprMutator",
     "call_tir", "call_tir_inplace", "call_dps_packed", "call_pure_packed",

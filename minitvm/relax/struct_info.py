@@ -29,6 +29,10 @@ class StructInfoError(TVMError, ValueError):
     """Struct info of a call cannot be inferred: wrong shapes, dtypes or arguments."""
 
 
+class StructInfoTypeError(StructInfoError, TypeError):
+    """Operands whose dtypes cannot combine (TVM reports these as a ``TypeError``)."""
+
+
 class StructInfo(StructuralEqMixin, Node):
     """Base of struct infos.  As in TVM, ``==`` compares structurally (a symbolic dimension
     matches only the same ``tir.Var``); ``same_as`` compares identity."""

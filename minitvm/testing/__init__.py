@@ -17,3 +17,18 @@ def feature_this_cpu_lacks() -> str:
     if not lacking:
         raise RuntimeError("this CPU has every feature LLVM's detection knows")
     return min(lacking, key=lambda f: (f != "avx512f", not f.startswith("avx512"), f))
+
+
+def __getattr__(name: str):
+    # TVM's pytest helpers (tvm.testing.parameter, main, requires_*, CompareBeforeAfter, ...):
+    # loaded on first use, so importing minitvm.testing does not import pytest
+    import importlib
+
+    if name.startswith("_") or name in ("utils", "plugin"):
+        raise AttributeError(name)
+    utils = importlib.import_module(__name__ + ".utils")
+
+    try:
+        return getattr(utils, name)
+    except AttributeError:
+        raise AttributeError(f"module 'minitvm.testing' has no attribute {name!r}") from None

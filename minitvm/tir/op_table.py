@@ -267,6 +267,8 @@ BINARY: tuple[ElementwiseOp, ...] = (
             _op.logical_and, np.logical_and, "bool", aten=("aten.logical_and.default",), onnx=("And",)),
     _binary("logical_or", "``x1 or x2`` element-wise on bool tensors, with numpy broadcasting.",
             _op.logical_or, np.logical_or, "bool", aten=("aten.logical_or.default",), onnx=("Or",)),
+    _binary("logical_xor", "``x1 != x2`` element-wise on bool tensors (exactly one is true).",
+            _op.not_equal, np.logical_xor, "bool"),
     _binary("bitwise_and", "``x1 & x2`` bit by bit (integer or bool tensors).",
             _bitwise(_op.bitwise_and, _op.logical_and), np.bitwise_and, "int_or_bool",
             aten=("aten.bitwise_and.Tensor",), onnx=("BitwiseAnd",)),

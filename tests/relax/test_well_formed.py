@@ -133,3 +133,30 @@ def test_local_function_with_its_own_symbolic_vars_and_a_capture():
         bb.emit_func_output(bb.emit(relax.Call(f, [x])))
     assert well_formed_errors(bb.get()) == []
     assert relax.analysis.free_vars(bb.lookup_binding(captured)) == [x]
+
+
+def test_well_formed_instrument_names_the_pass():
+    """TVM's WellFormedInstrument (tvm.relax.ir.instrument): checks around every pass, skipping
+    the normalizing passes whose input may be ill formed."""
+    from minitvm import transform
+    from minitvm.relax.ir.instrument import WellFormedInstrument
+
+    mod = build_linear_relu()
+    x = relax.Var("x", T)
+    y = relax.Var("y", T)
+    lv = relax.Var("lv", T)
+    broken = _func([x], [relax.BindingBlock([relax.VarBinding(lv, _call("relax.exp", y))])], lv)
+
+    @transform.module_pass(opt_level=0, name="BreakIt")
+    def break_it(m, _ctx):
+        return IRModule({"main": broken})
+
+    with transform.PassContext(instruments=[WellFormedInstrument()]):
+        assert well_formed(relax.transform.LegalizeOps()(mod))
+        with pytest.raises(AssertionError, match="after pass BreakIt: function main: variable y"):
+            break_it(mod)
+        with pytest.raises(AssertionError, match="before pass LegalizeOps"):
+            relax.transform.LegalizeOps()(IRModule({"main": broken}))
+    with transform.PassContext(instruments=[WellFormedInstrument(validate_before_transform=False)]):
+        with pytest.raises(AssertionError, match="after pass LegalizeOps"):
+            relax.transform.LegalizeOps()(IRModule({"main": broken}))

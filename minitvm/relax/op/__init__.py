@@ -33,6 +33,7 @@ from .manipulate import (
     reshape,
     split,
     squeeze,
+    stack,
     tile,
 )
 from .qdq import dequantize, quantize
@@ -51,7 +52,7 @@ __all__ = [
     # linear algebra
     "matmul", "linear", "einsum",
     # shapes and indexing
-    "permute_dims", "reshape", "flatten", "expand_dims", "squeeze", "concat", "split",
+    "permute_dims", "reshape", "flatten", "expand_dims", "squeeze", "concat", "stack", "split",
     "broadcast_to", "take", "strided_slice", "gather_elements", "scatter_elements",
     "repeat", "tile", "flip", "collapse_sum_like", "collapse_sum_to",
     # reductions and search

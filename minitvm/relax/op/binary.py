@@ -13,8 +13,16 @@ from typing import Any
 from ...tir.expr import IntImm, PrimExpr
 from ...tir.op_table import BINARY, ElementwiseOp
 from ..analysis.struct_info_analysis import prove_dim_equal
-from ..expr import Call, struct_info_of
-from ..struct_info import PrimStructInfo, StructInfo, StructInfoError, TensorStructInfo, shape_text
+from ..expr import Call, Var, struct_info_of
+from ..struct_info import (
+    PrimStructInfo,
+    StructInfo,
+    StructInfoError,
+    StructInfoTypeError,
+    TensorStructInfo,
+    shape_text,
+    struct_info_text,
+)
 from .elementwise import builder
 from .registry import OpPattern, check_num_args, register, tensor_arg
 
@@ -49,9 +57,11 @@ def broadcast_shapes(op_name: str, a: tuple, b: tuple) -> tuple | None:
 
 def _tensor_or_scalar(call: Call, index: int, op_name: str, arg_name: str) -> StructInfo:
     sinfo = struct_info_of(call.args[index])
-    if isinstance(sinfo, PrimStructInfo):
-        return sinfo
-    return tensor_arg(call, index, op_name, arg_name)
+    if sinfo is None or isinstance(sinfo, (PrimStructInfo, TensorStructInfo)):
+        return sinfo if sinfo is not None else tensor_arg(call, index, op_name, arg_name)
+    # as TVM, an operand that is neither a tensor nor a scalar is a TypeError
+    raise StructInfoTypeError(f"{op_name} expects a tensor or a scalar (R.Prim) for {arg_name}, "
+                              f"got {struct_info_text(sinfo)}")
 
 
 def binary_broadcast_sinfo(call: Call, op_name: str, out_dtype: str | None = None) -> StructInfo:
@@ -62,25 +72,38 @@ def binary_broadcast_sinfo(call: Call, op_name: str, out_dtype: str | None = Non
     x2 = _tensor_or_scalar(call, 1, op_name, "x2")
     if isinstance(x1, PrimStructInfo) and isinstance(x2, PrimStructInfo):
         if x1.dtype != x2.dtype:
-            raise StructInfoError(f"{op_name}: operands have different dtypes {x1.dtype} and {x2.dtype}")
+            raise StructInfoTypeError(f"{op_name}: operands have different dtypes {x1.dtype} and {x2.dtype}")
         return PrimStructInfo(out_dtype or x1.dtype)
     # a scalar operand (R.Prim) broadcasts as a 0-d tensor of its dtype
     x1, x2 = (TensorStructInfo([], x.dtype) if isinstance(x, PrimStructInfo) else x for x in (x1, x2))
     if x1.is_unknown_dtype or x2.is_unknown_dtype:
         dtype = "void"
     elif x1.dtype != x2.dtype:
-        raise StructInfoError(f"{op_name}: operands have different dtypes {x1.dtype} and {x2.dtype}; "
+        raise StructInfoTypeError(f"{op_name}: operands have different dtypes {x1.dtype} and {x2.dtype}; "
                               "cast one with relax.op.astype first")
     else:
         dtype = x1.dtype
     dtype = out_dtype or dtype
+    vdevice = _out_vdevice(op_name, x1, x2)
     s1, s2 = x1.shape_values, x2.shape_values
     if s1 is not None and s2 is not None:
         shape = broadcast_shapes(op_name, s1, s2)
         if shape is not None:
-            return TensorStructInfo(list(shape), dtype)
+            return TensorStructInfo(list(shape), dtype, vdevice)
+    if isinstance(x1.shape, Var) and x1.shape is x2.shape:
+        return TensorStructInfo(x1.shape, dtype, vdevice)  # one shape variable: the result has it too
     ndim = -1 if x1.ndim == -1 or x2.ndim == -1 else max(x1.ndim, x2.ndim)
-    return TensorStructInfo(None, dtype, None, ndim)
+    return TensorStructInfo(None, dtype, vdevice, ndim)
+
+
+def _out_vdevice(op_name: str, x1: TensorStructInfo, x2: TensorStructInfo) -> Any:
+    """The operands' virtual device (TVM: the one that names a target; two that differ are an error)."""
+    v1, v2 = x1.vdevice, x2.vdevice
+    if v1 is None or v1.target is None:
+        return v2
+    if v2 is None or v2.target is None or v1 == v2:
+        return v1
+    raise StructInfoTypeError(f"{op_name}: operands are on different virtual devices {v1} and {v2}")
 
 
 _FLOAT_DTYPES = ("float", "bfloat")

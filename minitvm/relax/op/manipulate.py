@@ -204,10 +204,8 @@ def _tuple_fields(call: Call, op: str) -> list[TensorStructInfo]:
     return fields
 
 
-@register("relax.concat", pattern=OpPattern.INJECTIVE, num_inputs=1)
-def _infer_concat(call: Call, ctx: Any) -> StructInfo:
-    """The tensors joined along ``axis``; every other dimension must agree."""
-    op = "relax.concat"
+def _same_rank_fields(call: Call, op: str) -> tuple[list[TensorStructInfo], str, int]:
+    """The tuple's tensors, their one dtype and their one rank (-1: unknown) for concat and stack."""
     check_num_args(call, op, 1)
     xs = _tuple_fields(call, op)
     dtype = same_dtype(op, xs)
@@ -215,9 +213,16 @@ def _infer_concat(call: Call, ctx: Any) -> StructInfo:
     if len(ndims) > 1:
         raise StructInfoError(f"{op}: tensors of different ranks {sorted(ndims)}: "
                               f"{', '.join(shape_text(x.shape_values) for x in xs)}")
-    if not ndims:
+    return xs, dtype, ndims.pop() if ndims else -1
+
+
+@register("relax.concat", pattern=OpPattern.INJECTIVE, num_inputs=1)
+def _infer_concat(call: Call, ctx: Any) -> StructInfo:
+    """The tensors joined along ``axis``; every other dimension must agree."""
+    op = "relax.concat"
+    xs, dtype, ndim = _same_rank_fields(call, op)
+    if ndim == -1:
         return TensorStructInfo(None, dtype, None, -1)
-    ndim = ndims.pop()
     if call.attrs["axis"] is None and ndim != 1:
         # as TVM: without an axis the tensors must already be flattened
         raise StructInfoError(f"{op}: without an axis the tensors must be 1-D (flattened), got "
@@ -243,6 +248,34 @@ def concat(tensors: Any, axis: int | None = 0) -> Call:
     if isinstance(tensors, (list, tuple)):
         tensors = Tuple(list(tensors))
     return make_call("relax.concat", tensors, attrs={"axis": None if axis is None else int(axis)})
+
+
+@register("relax.stack", pattern=OpPattern.INJECTIVE, num_inputs=1)
+def _infer_stack(call: Call, ctx: Any) -> StructInfo:
+    """The tensors joined along a new dimension at ``axis``; their shapes must be equal."""
+    op = "relax.stack"
+    xs, dtype, ndim = _same_rank_fields(call, op)
+    if ndim == -1:
+        return TensorStructInfo(None, dtype, None, -1)
+    axis = normalize_axis(op, call.attrs["axis"], ndim + 1)  # a position in the output
+    shapes = [x.shape_values for x in xs]
+    if any(s is None for s in shapes):
+        return TensorStructInfo(None, dtype, None, ndim + 1)
+    for s in shapes[1:]:
+        for k in range(ndim):
+            if not prove_dim_equal(shapes[0][k], s[k]) and prove_dim_differ(shapes[0][k], s[k]):
+                raise StructInfoError(f"{op}: cannot stack shapes {shape_text(shapes[0])} and "
+                                      f"{shape_text(s)}: dimension {k} differs")
+    out = list(shapes[0])
+    out.insert(axis, IntImm("int64", len(xs)))
+    return TensorStructInfo(out, dtype)
+
+
+def stack(tensors: Any, axis: int = 0) -> Call:
+    """The tensors (equal shapes) joined along a new dimension at ``axis`` (numpy.stack)."""
+    if isinstance(tensors, (list, tuple)):
+        tensors = Tuple(list(tensors))
+    return make_call("relax.stack", tensors, attrs={"axis": int(axis)})
 
 
 @register("relax.split", pattern=OpPattern.INJECTIVE, num_inputs=1)

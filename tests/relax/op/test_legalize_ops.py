@@ -180,6 +180,32 @@ def test_reducing_a_0d_tensor_gives_its_value(op, ref):
     close(run(lambda t: op(t), x), ref(x))
 
 
+def test_stack_matches_numpy():
+    """relax.op.stack (numpy.stack): a new axis at any position, negative counted from the output's end."""
+    a, b, c = rand(2, 3), rand(2, 3), rand(2, 3)
+    for axis in (0, 1, 2, -1, -3):
+        close(run(lambda x, y, z, axis=axis: R.stack([x, y, z], axis=axis), a, b, c), np.stack([a, b, c], axis=axis))
+    close(run(lambda x, y: R.stack([x, y], axis=1), a, b, symbolic_batch=True), np.stack([a, b], axis=1))
+    x = relax.Var("x", relax.TensorStructInfo((2, 3), "float32"))
+    y = relax.Var("y", relax.TensorStructInfo((3, 2), "float32"))
+    bb = relax.BlockBuilder()
+    assert bb.normalize(R.stack([x, x], axis=-1)).struct_info.shape_values[2].value == 2
+    with pytest.raises(relax.StructInfoError, match="cannot stack shapes"):
+        bb.normalize(R.stack([x, y]))
+    with pytest.raises(relax.StructInfoError, match="axis"):
+        bb.normalize(R.stack([x, x], axis=3))
+
+
+def test_binary_dtype_mismatch_is_a_type_error():
+    """As TVM: operands of different dtypes are a TypeError (still a StructInfoError)."""
+    x = relax.Var("x", relax.TensorStructInfo((2, 3), "float32"))
+    y = relax.Var("y", relax.TensorStructInfo((2, 3), "int32"))
+    with pytest.raises(TypeError, match="relax.add: operands have different dtypes float32 and int32"):
+        relax.BlockBuilder().normalize(R.add(x, y))
+    with pytest.raises(relax.StructInfoError):
+        relax.BlockBuilder().normalize(R.multiply(x, y))
+
+
 def test_split_of_a_symbolic_axis():
     x = rand(6, 2)
     got = run(lambda t: R.split(t, 3, axis=0), x, symbolic_batch=True)
@@ -424,3 +450,31 @@ def test_legalize_ops_common_helpers_as_in_tvm():
     # the common register_legalize is the one LegalizeOps reads
     from minitvm.relax.transform import legalize_ops
     assert legalize_ops.register_legalize is register_legalize
+
+
+def test_binary_keeps_a_shared_shape_variable_and_the_vdevice():
+    """As TVM: operands sharing one shape variable give a result with that variable; the
+    operands' virtual device carries over, and two different ones are refused."""
+    from minitvm.ir import VDevice
+
+    s = relax.Var("s", relax.ShapeStructInfo(ndim=2))
+    x = relax.Var("x", relax.TensorStructInfo(s, "float32"))
+    y = relax.Var("y", relax.TensorStructInfo(s, "float32"))
+    bb = relax.BlockBuilder()
+    out = bb.normalize(R.add(x, y)).struct_info
+    assert out.shape is s and out.ndim == 2
+    other = relax.Var("z", relax.TensorStructInfo(relax.Var("t", relax.ShapeStructInfo(ndim=2)), "float32"))
+    assert bb.normalize(R.add(x, other)).struct_info.shape is None
+    cpu, gpu = VDevice("llvm"), VDevice("cuda")
+    a = relax.Var("a", relax.TensorStructInfo((2, 3), "float32", cpu))
+    b = relax.Var("b", relax.TensorStructInfo((2, 3), "float32"))
+    assert bb.normalize(R.multiply(a, b)).struct_info.vdevice == cpu
+    c = relax.Var("c", relax.TensorStructInfo((2, 3), "float32", gpu))
+    with pytest.raises(TypeError, match="different virtual devices"):
+        bb.normalize(R.multiply(a, c))
+
+
+def test_logical_xor_matches_numpy():
+    rng = np.random.default_rng(7)
+    a, b = rng.random((3, 4)) > 0.5, rng.random((4,)) > 0.5
+    close(run(lambda x, y: R.logical_xor(x, y), a, b), np.logical_xor(a, b))

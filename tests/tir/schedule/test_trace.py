@@ -292,3 +292,26 @@ def test_apply_to_schedule_refuses_a_function_of_another_shape():
     other = tir.Schedule(vector_scale)  # its block "B" has one loop
     with pytest.raises(ValueError, match="GetLoops returned 1 results where the trace recorded 2"):
         sch.trace.apply_to_schedule(other, remove_postproc=False)
+
+
+def test_verify_trace_roundtrip_replays_python_and_json():
+    """TVM's tvm.tir.schedule.testing.verify_trace_roundtrip: the replayed schedules reach the
+    same module, and a different starting module is caught."""
+    from minitvm.tir.schedule.testing import verify_trace_roundtrip
+
+    sch = tir.Schedule(scale_shift)
+    i, j = sch.get_loops(sch.get_block("C"))
+    io, ii = sch.split(i, factors=[None, 8])
+    sch.reorder(j, io)
+    sch.compute_inline(sch.get_block("B"))
+    replayed = verify_trace_roundtrip(sch, scale_shift)
+    assert_structural_equal(replayed.mod, sch.mod)
+    with pytest.raises(ValueError, match="unknown text format"):
+        verify_trace_roundtrip(sch, scale_shift, text_format="yaml")
+    # replayed on a module where B is already inlined, the same trace reaches another module
+    inlined = tir.Schedule(scale_shift)
+    inlined.compute_inline(inlined.get_block("B"))
+    other = tir.Schedule(scale_shift)
+    other.split(other.get_loops(other.get_block("D"))[0], factors=[None, 4])
+    with pytest.raises(ValueError, match="StructuralEqual"):
+        verify_trace_roundtrip(other, inlined.mod["main"])

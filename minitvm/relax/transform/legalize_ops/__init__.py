@@ -163,6 +163,15 @@ def _concat(bb: BlockBuilder, call: Call) -> Expr:
                       primfunc_name_hint="concatenate")
 
 
+@register_legalize("relax.stack")
+def _stack(bb: BlockBuilder, call: Call) -> Expr:
+    def stack(*ts: te.Tensor, axis: int) -> te.Tensor:
+        return topi.concatenate([topi.expand_dims(t, axis) for t in ts], axis)
+    axis = call.attrs["axis"]
+    ndim = struct_info_of(call).ndim
+    return bb.call_te(stack, *_tensors_of(bb, call.args[0]), axis=axis % ndim, primfunc_name_hint="stack")
+
+
 @register_legalize("relax.split")
 def _split(bb: BlockBuilder, call: Call) -> Expr:
     spec = call.attrs["indices_or_sections"]

@@ -1,0 +1,1 @@
+"""Relax IR helpers at TVM's paths (``tvm.relax.ir.instrument``)."""
