@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
+from ..runtime import device
 from . import utils
 
 
 @pytest.fixture
 def dev(target: Any) -> Any:
     """The device a ``target`` test runs on."""
-    from ..runtime import device
 
     return device(target if isinstance(target, str) else target.kind.name)
 

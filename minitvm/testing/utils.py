@@ -21,6 +21,9 @@ import pytest
 
 from ..arith import Analyzer
 from ..ir import IRModule, assert_structural_equal
+from ..ir.transform import Pass
+from ..runtime import device
+from ..script import from_source
 from ..tir import IntImm, PrimFunc
 
 #: the targets a test parametrized over ``target`` runs on (TVM reads TVM_TEST_TARGETS)
@@ -100,7 +103,6 @@ def requires_package(*packages: str) -> Callable:
 
 def enabled_targets() -> list[tuple[str, Any]]:
     """(target string, device) for each target this build runs: llvm on the CPU."""
-    from ..runtime import device
 
     return [(t, device(t)) for t in ENABLED_TARGETS]
 
@@ -237,7 +239,6 @@ class CompareBeforeAfter:
 
     @classmethod
     def _normalize_ir_module(cls, func: Any, name: str) -> Any:
-        from ..script import from_source
 
         def parse(self: Any, f: Callable) -> PrimFunc:
             source = "@T.prim_func\n" + textwrap.dedent(inspect.getsource(f))
@@ -270,7 +271,6 @@ class CompareBeforeAfter:
 
     @classmethod
     def _normalize_transform(cls, transform: Any) -> Any:
-        from ..ir.transform import Pass
 
         def apply(module_pass: Callable) -> Callable:
             def inner(obj: Any) -> Any:

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .tokenizer import BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE
+from .generate import generate
+from .tokenizer import BOS_ID, EOS_ID, PAD_ID, VOCAB_SIZE, decode, encode
 
 HERE = Path(__file__).resolve().parent
 CONFIG_PATH = HERE / "config.json"
@@ -164,8 +165,6 @@ def hf_step_fn(model):
 def continue_text(model, text: str, max_new_tokens: int = 200, temperature: float = 0.0, top_p: float = 1.0,
                   seed: int | None = None) -> str:
     """The model's continuation of ``text`` (after ``<bos>``), up to its ``<eos>``."""
-    from .generate import generate
-    from .tokenizer import decode, encode
 
     ids = generate(hf_step_fn(model), encode(text, bos=True), max_new_tokens, temperature, top_p, seed,
                    stop_tokens=[EOS_ID])

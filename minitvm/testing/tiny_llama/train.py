@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from . import data
-from .model import HERE, TinyLlamaConfig, build_hf_model, hf_weights, save_config, save_weights
+from .model import HERE, TinyLlamaConfig, build_hf_model, hf_weights, load_weights, save_config, save_weights
 
 
 @dataclasses.dataclass
@@ -130,7 +130,6 @@ def main(argv: list[str] | None = None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     save_weights(hf_weights(model), out / "weights.npz")
     # the loss of the model as stored (float16 weights, widened back), on held-out topics
-    from .model import load_weights
 
     stored = build_hf_model(config, load_weights(out / "weights.npz", config))
     record["held_out_loss"] = round(mean_loss(stored, data.token_stream(data.split_topics()[1]), s.block), 4)

@@ -37,7 +37,7 @@ def verify_trace_roundtrip(sch: Schedule, mod: PrimFunc | IRModule, *, debug_mas
     if text_format == "json":
         Trace.apply_json_to_schedule(trace.as_json(), new_sch)
     else:
-        from ... import tir
+        from ... import tir  # lazy: the tir package loads its schedule modules lazily; at the top, a cycle
 
         namespace = dict(vars(tir))  # the printed trace names tir's functions (index maps)
         exec("\n".join(trace.as_python()), namespace, {"sch": new_sch})  # noqa: S102 - the trace's own text

@@ -394,7 +394,7 @@ def from_onnx(model: Any, shape_dict: dict[str, list] | None = None,
     Named unknown dimensions (``dim_param``) become int64 tir variables, one per name.
     Operators without a converter are all named in one ``OpNotImplemented`` error before any
     conversion."""
-    from . import CONVERTERS
+    from . import CONVERTERS  # lazy: the package builds CONVERTERS from modules that import this one
 
     try:
         import onnx  # onnx is an optional extra: imported on first use
