@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..ir.structural import StructuralEqualError, assert_structural_equal
+from ..ir.structural import StructuralEqualError, assert_structural_equal, structural_equal
 from ..testing.compare import NumericMismatch, as_numpy, assert_allclose
 
 __all__ = ["Mistake", "assert_allclose_or_name", "assert_equal_or_name", "assert_structural_equal_or_name"]
@@ -66,21 +66,13 @@ def assert_allclose_or_name(yours: Any, expected: Any, mistakes: Sequence[Mistak
         raise
 
 
-def _same_program(yours: Any, wrong: Any) -> bool:
-    try:
-        assert_structural_equal(yours, wrong)
-    except ValueError:  # StructuralEqualError, or programs of different kinds
-        return False
-    return True
-
-
 def assert_structural_equal_or_name(yours: Any, expected: Any, mistakes: Sequence[Mistake] = ()) -> None:
     """:func:`minitvm.ir.assert_structural_equal`; on failure, the first catalogued mistake whose
     program is ``yours`` is named after the diff."""
     try:
         assert_structural_equal(yours, expected)
     except StructuralEqualError as err:
-        _name(err, mistakes, lambda wrong: _same_program(yours, wrong))
+        _name(err, mistakes, lambda wrong: structural_equal(yours, wrong))
         raise
 
 
