@@ -3,7 +3,7 @@
 
 Each function takes a Relax ``IRModule`` or function (the starting programs are below; the
 graders pass their own copies, sometimes at other sizes) and returns the rewritten one, a
-pattern, a pass, an instrument or a number, as its docstring says. Try them here or in a
+pattern, a pass, an instrument, a number or a module of your own, as its docstring says. Try them here or in a
 notebook::
 
     from exercises import ch06
@@ -11,7 +11,9 @@ notebook::
 
 The graders (``tests/grade/test_ch06.py``) compare the result with a target module
 (``assert_structural_equal``, whose message says where they first differ) and run it on
-random data against numpy. Run them with ``minitvm grade ch06`` or ``minitvm.grade.check("ch06")``.
+random data against numpy; exercise 6.9 has no target: any module with the same numbers
+whose memory plan fits passes. Run them with ``minitvm grade ch06`` or
+``minitvm.grade.check("ch06")``.
 """
 
 from __future__ import annotations
@@ -67,6 +69,22 @@ class Chain:
             d = R.nn.relu(c)
             e = R.multiply(d, b)
             gv = R.add(e, x)
+            R.output(gv)
+        return gv
+
+
+@I.ir_module
+class Branches:
+    @R.function
+    def main(x: R.Tensor((64, 64), "float32")):
+        with R.dataflow():
+            a = R.nn.relu(x)
+            b = R.exp(x)
+            c = R.sigmoid(x)
+            d = R.negative(x)
+            ab = R.add(a, b)
+            cd = R.multiply(c, d)
+            gv = R.add(ab, cd)
             R.output(gv)
         return gv
 
@@ -165,3 +183,16 @@ def predict_storages() -> int:
     8 x 8 float32): a tensor's storage is free again once its last reader has run, and the
     returned tensor gets memory of its own. Then check with ``viz.memory_plan(plan_memory(Chain))``."""
     raise NotImplementedError("exercise 6.8: write predict_storages")
+
+
+def branches_in_less_memory() -> IRModule:
+    """Exercise 6.9 (open): the same numbers in less memory.
+
+    ``plan_memory(Branches)`` plans five storages of 16 KiB (80 KiB) for ``Branches``'s
+    intermediate tensors: ``viz.memory_plan`` shows which are alive together. Return a module
+    whose ``main`` takes the same ``x`` and computes the same values as ``Branches`` (up to
+    float rounding) with Relax operators only (no ``R.call_tir``: fusing into one kernel is
+    another lesson), and for which ``plan_memory`` plans at most 48 KiB. Any order of the
+    bindings, any rewrite of the arithmetic that keeps the values.
+    """
+    raise NotImplementedError("exercise 6.9: write branches_in_less_memory")

@@ -2,7 +2,7 @@
 
 Each function takes a Relax ``IRModule`` or function (the starting programs are below; the
 graders pass their own copies, sometimes at other sizes) and returns the rewritten one, a
-pattern, a pass, an instrument or a number, as its docstring says. Try them here or in a
+pattern, a pass, an instrument, a number or a module of your own, as its docstring says. Try them here or in a
 notebook::
 
     from exercises import ch06
@@ -10,7 +10,9 @@ notebook::
 
 The graders (``tests/grade/test_ch06.py``) compare the result with a target module
 (``assert_structural_equal``, whose message says where they first differ) and run it on
-random data against numpy. Run them with ``minitvm grade ch06`` or ``minitvm.grade.check("ch06")``.
+random data against numpy; exercise 6.9 has no target: any module with the same numbers
+whose memory plan fits passes. Run them with ``minitvm grade ch06`` or
+``minitvm.grade.check("ch06")``.
 """
 
 from __future__ import annotations
@@ -66,6 +68,22 @@ class Chain:
             d = R.nn.relu(c)
             e = R.multiply(d, b)
             gv = R.add(e, x)
+            R.output(gv)
+        return gv
+
+
+@I.ir_module
+class Branches:
+    @R.function
+    def main(x: R.Tensor((64, 64), "float32")):
+        with R.dataflow():
+            a = R.nn.relu(x)
+            b = R.exp(x)
+            c = R.sigmoid(x)
+            d = R.negative(x)
+            ab = R.add(a, b)
+            cd = R.multiply(c, d)
+            gv = R.add(ab, cd)
             R.output(gv)
         return gv
 
@@ -280,4 +298,36 @@ def predict_storages() -> int:
     returned tensor gets memory of its own. Then check with ``viz.memory_plan(plan_memory(Chain))``."""
     # BEGIN SOLUTION
     return 3  # a, b, c are alive together at `c = a + b`; d takes a's storage, e takes c's
+    # END SOLUTION
+
+
+def branches_in_less_memory() -> IRModule:
+    """Exercise 6.9 (open): the same numbers in less memory.
+
+    ``plan_memory(Branches)`` plans five storages of 16 KiB (80 KiB) for ``Branches``'s
+    intermediate tensors: ``viz.memory_plan`` shows which are alive together. Return a module
+    whose ``main`` takes the same ``x`` and computes the same values as ``Branches`` (up to
+    float rounding) with Relax operators only (no ``R.call_tir``: fusing into one kernel is
+    another lesson), and for which ``plan_memory`` plans at most 48 KiB. Any order of the
+    bindings, any rewrite of the arithmetic that keeps the values.
+    """
+    # BEGIN SOLUTION
+    @I.ir_module
+    class Lean:
+        @R.function
+        def main(x: R.Tensor((64, 64), "float32")):
+            with R.dataflow():
+                # the product first, then the other two terms added to it one at a time: never
+                # more than two intermediates alive while a third is written
+                c = R.sigmoid(x)
+                d = R.negative(x)
+                cd = R.multiply(c, d)
+                a = R.nn.relu(x)
+                cda = R.add(cd, a)
+                b = R.exp(x)
+                gv = R.add(cda, b)
+                R.output(gv)
+            return gv
+
+    return Lean
     # END SOLUTION

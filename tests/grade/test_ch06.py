@@ -377,3 +377,69 @@ def test_predict_storages(ex):
     plan = viz.memory_plan(relax.transform.StaticPlanBlockMemory()(mod))
     assert guess == plan.num_storages, (f"you predicted {guess} storages; the plan has {plan.num_storages}:\n{plan}\n"
                                         "(draw it with viz.memory_plan(plan_memory(Chain)))")
+
+
+# ------------------------------------------------------------------ 6.9 (open: any module that fits)
+
+
+@I.ir_module
+class Branches:
+    @R.function
+    def main(x: R.Tensor((64, 64), "float32")):
+        with R.dataflow():
+            a = R.nn.relu(x)
+            b = R.exp(x)
+            c = R.sigmoid(x)
+            d = R.negative(x)
+            ab = R.add(a, b)
+            cd = R.multiply(c, d)
+            gv = R.add(ab, cd)
+            R.output(gv)
+        return gv
+
+
+_BUDGET = 48 * 1024  # three 16 KiB storages; Branches as written plans five
+
+
+def _plan(mod: IRModule) -> viz.MemoryPlanPicture:
+    mod = relax.transform.LegalizeOps()(mod)
+    mod = relax.transform.CallTIRRewrite()(relax.transform.ToNonDataflow()(mod))
+    return viz.memory_plan(relax.transform.StaticPlanBlockMemory()(mod))
+
+
+def _operator_calls_only(func: relax.Function) -> None:
+    """Every binding of ``func`` calls a Relax operator (or binds a variable, constant or tuple):
+    no kernel of the learner's (call_tir) and no other function, whose memory main's plan would not see."""
+    for block in func.body.blocks:
+        for binding in block.bindings:
+            value = binding.value
+            if not isinstance(value, relax.Call):
+                continue
+            op = value.op
+            assert isinstance(op, minitvm.ir.Op), \
+                f"{binding.var.name_hint} calls {op}: main must compute with Relax operators, not call other functions"
+            assert not op.name.startswith("relax.call_"), \
+                f"{binding.var.name_hint} = {op.name}(...): Relax operators only, no kernels of your own"
+
+
+@pytest.mark.points(3)
+@pytest.mark.hint("draw viz.memory_plan(plan_memory(...)) of your module: at which call are the most tensors "
+                  "alive, and must they all be?",
+                  "a tensor's storage frees after its last reader: compute what is read soon after it is written; "
+                  "a sum of three terms can be added in any order")
+def test_branches_in_less_memory(ex):
+    """Exercise 6.9: the same values as Branches, with a memory plan of at most 48 KiB."""
+    out = _module(ex.branches_in_less_memory(), "branches_in_less_memory")
+    assert "main" in out, "the module has no function main"
+    main = _function(out["main"], "main")
+    want = [p.struct_info for p in Branches["main"].params]
+    assert len(main.params) == 1 and minitvm.ir.structural_equal(main.params[0].struct_info, want[0]), \
+        f"main must take x: R.Tensor((64, 64), 'float32') as Branches does, not {[p.struct_info for p in main.params]}"
+    _operator_calls_only(main)
+    x = np.random.default_rng(69).standard_normal((64, 64)).astype("float32")
+    assert_allclose(_run(out, [x]), np.maximum(x, 0) + np.exp(x) - x / (1 + np.exp(-x)), rtol=1e-5, atol=1e-5,
+                    err_msg="your module computes other values than Branches")
+    plan = _plan(out)
+    planned = sum(s.nbytes or 0 for s in plan.storages)
+    assert planned <= _BUDGET, (f"your plan needs {len(plan.storages)} storages, {planned // 1024} KiB; the budget is "
+                                f"{_BUDGET // 1024} KiB:\n{plan}")
