@@ -10,8 +10,9 @@ docstring says what it takes and returns. Try them here or in a notebook::
     print(sch.trace)
 
 The graders (``tests/grade/test_ch07.py``) enumerate your search space and look for the
-target in it, call your search loop with a cost function of their own, and compare your
-numbers with theirs. Run them with ``minitvm grade ch07`` or ``minitvm.grade.check("ch07")``.
+target in it, call your search loop with a cost function of their own, compare your
+numbers with theirs, and time programs drawn from your own design space (7.9). Run them
+with ``minitvm grade ch07`` or ``minitvm.grade.check("ch07")``.
 """
 
 from __future__ import annotations
@@ -198,3 +199,17 @@ def record_measurements(database: ms.database.Database, mod: IRModule,
     (``run_secs`` a list of seconds); ``database.commit_tuning_record(record)`` stores it.
     """
     raise NotImplementedError("exercise 7.8: write record_measurements")
+
+
+def fast_design_space(sch: s_tir.Schedule) -> s_tir.Schedule:
+    """Exercise 7.9 (open): a design space in which every program is fast.
+
+    Write a stochastic schedule for ``MatMul`` (the grader uses 128 x 128): it samples at
+    least one decision that changes the program, and *every* program it can produce computes
+    the matmul and runs at least 4x faster than the unscheduled loop nest. The grader draws
+    eight programs from your space (``s_tir.Schedule(mod, seed=s)``, ``s = 0 ... 7``) and
+    measures each against the naive loop nest on this machine. Any primitives, any decisions:
+    a tuner only ever picks programs from the space you give it, so keep the slow ones out.
+    Return ``sch``.
+    """
+    raise NotImplementedError("exercise 7.9: write fast_design_space")

@@ -9,8 +9,9 @@ docstring says what it takes and returns. Try them here or in a notebook::
     print(sch.trace)
 
 The graders (``tests/grade/test_ch07.py``) enumerate your search space and look for the
-target in it, call your search loop with a cost function of their own, and compare your
-numbers with theirs. Run them with ``minitvm grade ch07`` or ``minitvm.grade.check("ch07")``.
+target in it, call your search loop with a cost function of their own, compare your
+numbers with theirs, and time programs drawn from your own design space (7.9). Run them
+with ``minitvm grade ch07`` or ``minitvm.grade.check("ch07")``.
 """
 
 from __future__ import annotations
@@ -276,4 +277,29 @@ def record_measurements(database: ms.database.Database, mod: IRModule,
     workload = database.commit_workload(mod)
     for sch, secs in measured:
         database.commit_tuning_record(ms.database.TuningRecord(sch.trace, workload, [secs], target))
+    # END SOLUTION
+
+
+def fast_design_space(sch: s_tir.Schedule) -> s_tir.Schedule:
+    """Exercise 7.9 (open): a design space in which every program is fast.
+
+    Write a stochastic schedule for ``MatMul`` (the grader uses 128 x 128): it samples at
+    least one decision that changes the program, and *every* program it can produce computes
+    the matmul and runs at least 4x faster than the unscheduled loop nest. The grader draws
+    eight programs from your space (``s_tir.Schedule(mod, seed=s)``, ``s = 0 ... 7``) and
+    measures each against the naive loop nest on this machine. Any primitives, any decisions:
+    a tuner only ever picks programs from the space you give it, so keep the slow ones out.
+    Return ``sch``.
+    """
+    # BEGIN SOLUTION
+    block = sch.get_sblock("C")
+    i, j, k = sch.get_loops(block)
+    i0, i1 = sch.split(i, sch.sample_perfect_tile(i, n=2, max_innermost_factor=8))
+    # sample_perfect_tile may draw an inner factor of 1 (a "vectorized" loop of one lane):
+    # the candidates here are all at least one vector wide
+    j0, j1 = sch.split(j, [None, sch.sample_categorical([16, 32, 64], [1 / 3, 1 / 3, 1 / 3])])
+    sch.reorder(i0, j0, k, i1, j1)
+    sch.vectorize(j1)
+    sch.decompose_reduction(block, k)
+    return sch
     # END SOLUTION

@@ -405,3 +405,58 @@ def test_record_measurements(ex):
     c = minitvm.nd.empty((64, 64), "float32")
     minitvm.build(best.mod, target="llvm")["main"](minitvm.nd.array(a), minitvm.nd.array(b), c)
     assert_allclose(c.numpy(), a @ b, rtol=1e-4, atol=1e-3)
+
+
+# ------------------------------------------------------------------ 7.9 (open: any design space)
+
+
+def _gflops(lib, n: int, args, number: int) -> float:
+    seconds = min(lib.time_evaluator("main", minitvm.cpu(), number=number)(*args).mean for _ in range(3))
+    return 2 * n**3 / seconds / 1e9
+
+
+def _decisions(trace: tir.Trace) -> list:
+    out = []
+    for inst in trace.insts:
+        if inst.kind.decision:
+            d = trace.get_decision(inst)
+            out.append([int(f) for f in d] if hasattr(d, "__len__") else int(d))  # a tiling, or a category
+    return out
+
+
+#: a good space is far above this (15-35x here); a space holding a one-lane "vectorized" loop is near 1x
+_SPEEDUP = 4
+
+
+@pytest.mark.points(3)
+@pytest.mark.hint("a tuner only picks programs from your space: which of your decisions can give a slow program?",
+                  "sample_perfect_tile may draw an inner factor of 1; sample_categorical draws only from candidates "
+                  "you choose")
+def test_fast_design_space(ex):
+    """Exercise 7.9: every program drawn from the learner's design space is right and 4x the naive matmul."""
+    n = 128
+    mod = matmul(n)
+    rng = np.random.default_rng(79)
+    a, b = (rng.standard_normal((n, n)).astype("float32") for _ in range(2))
+    args = [minitvm.nd.array(a), minitvm.nd.array(b), minitvm.nd.empty((n, n), "float32")]
+    naive = _gflops(minitvm.build(mod, target="llvm"), n, args, number=1)
+    draws = []
+    for seed in range(8):
+        sch = ex.fast_design_space(tir.Schedule(mod, seed=seed))
+        assert isinstance(sch, tir.Schedule), f"return the schedule, not {type(sch).__name__}"
+        decisions = _decisions(sch.trace)
+        assert decisions, "your schedule samples nothing: a design space draws its decisions (sample_perfect_tile, " \
+                          "sample_categorical)"
+        lib = minitvm.build(sch.mod, target="llvm")
+        args[2].copyfrom(np.full((n, n), np.nan, "float32"))
+        lib["main"](*args)
+        assert_allclose(args[2].numpy(), a @ b, rtol=1e-3, atol=1e-3,
+                        err_msg=f"the program drawn with seed {seed} (decisions {decisions}) computes wrong numbers")
+        fast = _gflops(lib, n, args, number=3)
+        assert fast >= _SPEEDUP * naive, (
+            f"the program drawn with seed {seed} (decisions {decisions}) runs at {fast:.1f} GFLOP/s, "
+            f"{fast / naive:.1f}x the naive {naive:.1f} GFLOP/s: every program in your space must be at least "
+            f"{_SPEEDUP}x faster")
+        draws.append(sch.mod)
+    distinct = [m for k, m in enumerate(draws) if not any(structural_equal(m, o) for o in draws[:k])]
+    assert len(distinct) >= 2, "the eight draws gave one program: your sampled decisions must change the schedule"
