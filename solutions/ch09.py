@@ -136,13 +136,14 @@ def window_sum_shared(mod: IRModule, nthread: int = 128) -> s_tir.Schedule:
 
 
 def reverse_chunks() -> tirx.PrimFunc:
-    """Exercise 9.4: write a GPU kernel in TVMScript.
+    """Exercise 9.4 (open): write a GPU kernel in TVMScript, threads and shared memory by hand.
 
-    ``B[128 * b + t] = A[128 * b + 127 - t]`` for a 1024-element float32 ``A``: each block of
-    128 threads reverses one chunk of 128. Use ``T.launch_thread("blockIdx.x", 8)`` and
-    ``T.launch_thread("threadIdx.x", 128)``; every thread copies one element of its chunk into a
-    ``T.allocate([128], "float32", "shared")`` array, then writes the mirrored element. (The
-    build inserts the barrier between the two; the emulator checks there is no race.)
+    ``B[128 * b + t] = A[128 * b + 127 - t]`` for a 1024-element float32 ``A``: each thread
+    block reverses one chunk of 128 elements, with 128 threads, through a shared-memory copy of
+    its chunk, and every element of ``A`` and ``B`` crosses global memory once (the emulator's
+    report counts the bytes). No schedule: the function launches its threads and allocates its
+    shared array itself, with the statements the lowered kernels the chapter prints are made of
+    (``T.launch_thread``; ``T.allocate`` viewed through a ``T.Buffer(..., data=..., scope=...)``).
     Return the ``T.prim_func`` (parameters ``A`` and ``B``).
     """
     # BEGIN SOLUTION
@@ -335,16 +336,16 @@ class Int8MatMul:
 
 
 def tensorize_int8_tile(mod: IRModule) -> s_tir.Schedule:
-    """Exercise 9.10: the int8 matmul (``Int8MatMul``) on the CPU's int8 dot-product instruction.
+    """Exercise 9.10 (open): the int8 matmul (``Int8MatMul``) on the CPU's int8 dot-product instruction.
 
     AVX-512 VNNI's ``vpdpbusd`` adds, to each of 16 int32 lanes, the dot product of 4 unsigned
-    bytes and 4 signed bytes: the tensor intrinsic ``"dot_16x4_vnni"``
-    (``s_tir.tensor_intrin.x86.VNNI_DOT_16x4_INTRIN``) computes ``C[j] += A[k] * B[j, k]`` for
-    ``j < 16, k < 4``.  Split ``j`` of block "C" into ``[None, 16]`` and ``k`` into ``[None, 4]``;
-    order the loops ``i, j0, k0, j1, k1`` so that the two innermost match the intrinsic's
-    description; ``decompose_reduction`` at ``k0``; then ``tensorize`` the ``j1`` loop with it.
-    (On a CPU without VNNI the kernel still runs: LLVM computes each step with integer
-    instructions; built for ``x86.VNNI_TARGET`` it is one ``vpdpbusd`` per step.)
+    bytes and 4 signed bytes; the tensor intrinsic ``"dot_16x4_vnni"``
+    (``s_tir.tensor_intrin.x86.VNNI_DOT_16x4_INTRIN``; ``s_tir.TensorIntrin.get(name).desc`` is
+    what it computes) wraps it. Schedule block "C" so that its work is done by that intrinsic
+    and the results stay exact; any schedule ``tensorize`` accepts. The grader uses other sizes
+    too (``j`` a multiple of 16, ``k`` of 4), checks the numbers against numpy, and reads
+    ``vpdpbusd`` in a build for a CPU with VNNI (``x86.VNNI_TARGET``). On a CPU without VNNI the
+    kernel still runs: LLVM computes each step with ordinary integer instructions.
     """
     # BEGIN SOLUTION
     from minitvm.s_tir.tensor_intrin.x86 import VNNI_DOT_16x4_INTRIN

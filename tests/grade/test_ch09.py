@@ -122,9 +122,15 @@ def test_reverse_chunks(ex):
     b = minitvm.nd.empty((1024,), "float32")
     lib["main"](minitvm.nd.array(a), b)
     assert_allclose(b.numpy(), a.reshape(8, 128)[:, ::-1].reshape(-1))
-    source = lib.imported_modules[0].get_source()
-    assert "__shared__" in source, "go through a shared-memory array"
-    assert lib.report()[0].block == (128, 1, 1)
+    shared = "__shared__" in lib.imported_modules[0].get_source()
+    assert shared, "the kernel declares no shared array: go through a shared-memory copy of the chunk"
+    report = lib.report()[0]
+    grid, block, shared_bytes, global_bytes = report.grid, report.block, report.shared_bytes, report.global_bytes
+    assert grid == (8, 1, 1) and block == (128, 1, 1), \
+        f"expected 8 blocks of 128 threads (one chunk each), got grid {grid}, block {block}"
+    assert shared_bytes <= 128 * 4, f"the shared array holds {shared_bytes} B: one chunk is 128 floats, {128 * 4} B"
+    assert global_bytes == 2 * 1024 * 4, \
+        f"the kernel moves {global_bytes} B through global memory; reading A and writing B once is {2 * 1024 * 4} B"
 
 
 # ------------------------------------------------------------------ 9.5
@@ -323,17 +329,17 @@ def _int8_matmul(m: int, n: int, k: int) -> IRModule:
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint("the intrinsic computes 16 outputs from 4 int8 products each: the innermost loops must be "
-                  "exactly that",
-                  "split j and k so the innermost two loops have the intrinsic's extents, separate the init, "
-                  "then tensorize")
+@pytest.mark.hint("the intrinsic computes 16 outputs from 4 int8 products each: which of your loops could be that?",
+                  "print the intrinsic's description: tensorize accepts a loop whose nest computes exactly it, "
+                  "the same extents in the same order")
 @pytest.mark.parametrize("m, n, k", [(64, 64, 64), (8, 48, 40)])
 def test_tensorize_int8_tile(ex, m, n, k):
     """Exercise 9.10: an int8 matmul tensorized with AVX-512 VNNI's dot_16x4_vnni."""
     from minitvm.tir.tensor_intrin import x86
 
     mod = _scheduled(ex.tensorize_int8_tile(_int8_matmul(m, n, k)))
-    assert "llvm.x86.avx512.vpdpbusd" in mod.script(), "block C's 16 x 4 tile is not tensorized with dot_16x4_vnni"
+    tensorized = "llvm.x86.avx512.vpdpbusd" in mod.script()
+    assert tensorized, "no part of block C is tensorized with dot_16x4_vnni"
     rng = np.random.default_rng(m + n + k)
     a = rng.integers(0, 256, (m, k)).astype("uint8")
     w = rng.integers(-128, 128, (n, k)).astype("int8")
