@@ -42,7 +42,7 @@ STEP_MS = 30_000  # the longest single wait in the page (kernel start + the note
 PAGE_BUDGET_S = 70  # all waits in the page together: with the server, the test stays under 2 minutes
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def chromium() -> str:
     """Debian's chromium; the test fails (not skips) without it, saying how to get it."""
     path = shutil.which("chromium")
@@ -59,12 +59,6 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _get_json(url: str) -> object:
-    """GET ``url`` and decode its JSON answer."""
-    with urllib.request.urlopen(url, timeout=5) as response:
-        return json.loads(response.read().decode())
-
-
 class Clock:
     """What is left of the page's time budget, handed out one wait at a time."""
 
@@ -77,13 +71,22 @@ class Clock:
 
 
 class Lab:
-    """A running JupyterLab server: its base URL, token and log file."""
+    """A running JupyterLab server: its base URL, token, the folder it serves and its log file."""
 
-    def __init__(self, url: str, token: str, log: Path, proc: subprocess.Popen):
-        self.url, self.token, self.log, self.proc = url, token, log, proc
+    def __init__(self, url: str, token: str, root: Path, log: Path, proc: subprocess.Popen):
+        self.url, self.token, self.root, self.log, self.proc = url, token, root, log, proc
 
-    def api(self, path: str) -> object:
-        return _get_json(f"{self.url}{path}?token={self.token}")
+    def api(self, path: str, method: str = "GET") -> object:
+        """The server's REST answer to ``method path`` (JSON decoded; None for an empty answer)."""
+        request = urllib.request.Request(f"{self.url}{path}?token={self.token}", method=method)
+        with urllib.request.urlopen(request, timeout=5) as response:
+            body = response.read().decode()
+        return json.loads(body) if body else None
+
+    def shut_down_kernels(self) -> None:
+        """Stop every kernel, so the next notebook starts on a fresh one and memory is given back."""
+        for session in self.api("/api/sessions"):
+            self.api(f"/api/sessions/{session['id']}", method="DELETE")
 
     def log_tail(self, lines: int = 30) -> str:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
@@ -141,7 +144,7 @@ def serve(tmp_path: Path, notebooks: list[Path]):
     log = tmp_path / "jupyterlab.log"
     with open(log, "w") as out:
         proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT)
-    server = Lab(f"http://127.0.0.1:{port}", token, log, proc)
+    server = Lab(f"http://127.0.0.1:{port}", token, root, log, proc)
     try:
         _wait_for_server(server)
         yield server
