@@ -4,7 +4,15 @@ The printer/parser round trip is the main oracle of the IR: every PrimFunc that 
 test builds must print as TVMScript that parses back to a structurally equal function.
 """
 
-import pytest
+import os
+
+# Before torch loads its OpenMP runtime: threads waiting at a barrier sleep instead of spinning.
+# Two test workers share two cores, so a spinning torch thread holds the core its partner needs
+# (the digits training of chapter 3 beside a busy process: 66 s spinning, 4.5 s sleeping, 1.5 s
+# alone).  Numbers are the same either way; the JupyterLab server of the browser tests inherits it.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import pytest  # noqa: E402
 
 from minitvm.ir import assert_structural_equal
 from minitvm.target import tir_build as build_module
