@@ -24,6 +24,7 @@ from typing import Any, Sequence
 
 from ...ir.module import GlobalVar, IRModule
 from ...runtime.module import Module
+from ...runtime.ndarray import array
 from ...runtime.registry import get_global_func, list_global_func_names
 from ...transform import PassContext, module_pass
 from ..expr import Call, Constant, ExternFunc, Function
@@ -148,5 +149,6 @@ class RunCodegen:
         attrs = dict(mod.attrs)
         attrs[EXTERNAL_MODS] = [*attrs.get(EXTERNAL_MODS, ()), *ext_mods]
         if constants:
-            attrs["const_name_to_constant"] = {name: c.data for c, name in constants.items()}
+            # what backends that take constants at instantiation read (TVM's kConstNameToConstant)
+            attrs["const_name_to_constant"] = {name: array(c.data.numpy()) for c, name in constants.items()}
         return DeadCodeElimination(self.entry_functions)(IRModule(funcs, attrs))
