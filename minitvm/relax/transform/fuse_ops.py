@@ -39,10 +39,14 @@ Every group of two or more bindings becomes a private function with
 of first use, named after the variables (a constant argument becomes ``param_0`` ...; a tuple
 of which the group only takes some fields becomes one parameter per field, ``lv_0``,
 ``lv_2``), plus ``tir_vars`` (an ``R.shape``) when a symbolic variable is not known from the
-parameters' shapes.  It returns the group's values used outside it: one value, or a tuple
-(then read back with ``TupleGetItem``).  The call takes the place of the group's last binding:
-``lv = cls.fused_matmul_add_relu(x, w, b)`` (``gv`` when the value leaves the block); a group
-whose value nothing uses is dropped.  Identical fused functions are added once.
+parameters' shapes; a variable the caller bound to a static shape or value is read as that
+value instead.  It returns the group's values used outside it: one value, or a tuple (then
+read back with ``TupleGetItem``, one field per output, in binding order).  The call takes the
+place of the group's last binding: ``lv = cls.fused_matmul_add_relu(x, w, b)`` -- bound as its
+one output was (``gv`` when that leaves the block); a group whose value nothing uses is
+dropped.  Identical fused functions are added once.  The same machinery
+(:func:`make_grouped_functions`) makes ``FuseOpsByPattern``'s and
+``MergeCompositeFunctions``' functions from their own groups.
 ``FuseTIR`` then merges each fused function's PrimFuncs into one.
 
     mod = relax.transform.FuseOps()(relax.transform.AnnotateTIROpPattern()(mod))
