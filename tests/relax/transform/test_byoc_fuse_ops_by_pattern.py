@@ -154,6 +154,15 @@ def test_check_function_sees_the_match_and_can_refuse():
     assert context.value_to_bound_var[context.matched_expr].name_hint == "out"
 
 
+def test_attrs_getter_adds_attributes_to_the_composite():
+    lhs = wildcard()
+    pattern = is_op("relax.nn.relu")(is_op("relax.matmul")(lhs, wildcard()))
+    getter = lambda annotated: {"lhs_rows": str(int(annotated["lhs"].struct_info.shape.values[0]))}  # noqa: E731
+    after = FuseOpsByPattern([FusionPattern("ccompiler.matmul_relu", pattern, {"lhs": lhs}, None, getter)])(OneLayer)
+    (fused,) = [f for f in after.functions.values() if "Composite" in f.attrs]
+    assert fused.attrs["lhs_rows"] == "4" and fused.attrs["Composite"] == "ccompiler.matmul_relu"
+
+
 def test_ccompiler_check_keeps_what_c_cannot_compute_in_relax():
     @I.ir_module
     class Mixed:
