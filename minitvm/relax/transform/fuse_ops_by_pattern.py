@@ -30,7 +30,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ...ir.module import GlobalVar, IRModule
 from ...transform import PassContext, module_pass
-from ..block_builder import BlockBuilder
+from ..block_builder import BlockBuilder, _NameTable
 from ..dpl.pattern import CallPattern, DFPattern, TupleGetItemPattern
 from ..expr import (
     BindingBlock,
@@ -301,10 +301,7 @@ def annotate_codegen(mod: IRModule) -> IRModule:
 
 def fresh_name(base: str, taken: set[str]) -> str:
     """``base``, or ``base1``, ``base2`` ... whichever ``taken`` lacks (then taken), as BlockBuilder names."""
-    name, n = base, 0
-    while name in taken:
-        n += 1
-        name = f"{base}{n}"
+    name = _NameTable(lambda n: n in taken).get(base)
     taken.add(name)
     return name
 
