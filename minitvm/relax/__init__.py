@@ -78,5 +78,6 @@ __all__ = [
     # subpackages
     "op", "analysis", "expr_functor",
 ]
-from . import dpl, frontend  # noqa: E402,F401 : relax.frontend.nn, relax.frontend.detach_params; relax.dpl
+# relax.frontend.nn, relax.frontend.detach_params; relax.dpl; relax.backend (the BYOC pattern registry)
+from . import backend, dpl, frontend  # noqa: E402,F401
 from .base_py_module import BasePyModule  # noqa: E402,F401 : TVM 0.27 exports it as relax.BasePyModule

@@ -37,7 +37,7 @@ __all__ = [
     "AndPattern", "NotPattern", "WildcardPattern", "StructInfoPattern", "DataTypePattern", "ShapePattern",
     "AttrPattern", "PredicatePattern", "RegionPattern", "PatternContext",
     "is_var", "is_dfv", "is_gv", "is_const", "is_expr", "is_op", "is_tuple", "is_tuple_get_item", "wildcard",
-    "has_dtype", "has_attr", "is_call_tir", "reject", "is_region",
+    "has_dtype", "has_attr", "is_call_tir", "reject", "is_region", "make_fused_bias_activation_pattern",
 ]
 
 
@@ -520,6 +520,22 @@ def is_call_tir(func_name: str, args: Any = None, tir_vars: DFPattern | None = N
     if tir_vars is None:
         return call_tir(GlobalVarPattern(func_name), args_pattern)
     return call_tir(GlobalVarPattern(func_name), args_pattern, _as_pattern(tir_vars, "is_call_tir tir_vars"))
+
+
+def make_fused_bias_activation_pattern(op_name: str, with_bias: bool = False, activation: str | None = None,
+                                       allow_reshape: bool = False) -> DFPattern:
+    """``op_name(lhs, rhs)``, then ``+ bias`` (``with_bias``; ``allow_reshape``: a reshaped bias,
+    as the PyTorch importer leaves it), then ``activation`` (an operator name such as
+    ``"relax.nn.relu"``): the usual shape of what a BYOC backend offloads."""
+    out: DFPattern = is_op(op_name)(wildcard(), wildcard())
+    if with_bias:
+        bias = wildcard()
+        if allow_reshape:
+            bias = is_op("relax.reshape")(bias, wildcard(), varg_default_wildcard=True)
+            out = is_op("relax.add")(out, bias, varg_default_wildcard=True)
+        else:
+            out = is_op("relax.add")(out, bias)
+    return is_op(activation)(out) if activation else out
 
 
 # ------------------------------------------------------------------------------ the matcher

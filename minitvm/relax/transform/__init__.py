@@ -46,3 +46,6 @@ from .lower_runtime_builtin import LowerRuntimeBuiltin  # noqa: E402
 from .attach_global_symbol import AttachGlobalSymbol  # noqa: E402
 from .attach_external_modules import AttachExternModules  # noqa: E402
 from .quantize_weights import FuseDequantizeMatmul, QuantizeLinearWeights  # noqa: E402
+from .fuse_ops_by_pattern import FuseOpsByPattern, FusionPattern, PatternCheckContext  # noqa: E402
+from .merge_composite_functions import MergeCompositeFunctions  # noqa: E402
+from .run_codegen import RunCodegen  # noqa: E402

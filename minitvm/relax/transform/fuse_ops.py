@@ -39,10 +39,14 @@ Every group of two or more bindings becomes a private function with
 of first use, named after the variables (a constant argument becomes ``param_0`` ...; a tuple
 of which the group only takes some fields becomes one parameter per field, ``lv_0``,
 ``lv_2``), plus ``tir_vars`` (an ``R.shape``) when a symbolic variable is not known from the
-parameters' shapes.  It returns the group's values used outside it: one value, or a tuple
-(then read back with ``TupleGetItem``).  The call takes the place of the group's last binding:
-``lv = cls.fused_matmul_add_relu(x, w, b)`` (``gv`` when the value leaves the block); a group
-whose value nothing uses is dropped.  Identical fused functions are added once.
+parameters' shapes; a variable the caller bound to a static shape or value is read as that
+value instead.  It returns the group's values used outside it: one value, or a tuple (then
+read back with ``TupleGetItem``, one field per output, in binding order).  The call takes the
+place of the group's last binding: ``lv = cls.fused_matmul_add_relu(x, w, b)`` -- bound as its
+one output was (``gv`` when that leaves the block); a group whose value nothing uses is
+dropped.  Identical fused functions are added once.  The same machinery
+(:func:`make_grouped_functions`) makes ``FuseOpsByPattern``'s and
+``MergeCompositeFunctions``' functions from their own groups.
 ``FuseTIR`` then merges each fused function's PrimFuncs into one.
 
     mod = relax.transform.FuseOps()(relax.transform.AnnotateTIROpPattern()(mod))
@@ -59,6 +63,7 @@ from ...tir.function import PrimFunc
 from ...tir.functor import post_order_visit as tir_post_order_visit
 from ...transform import PassContext, module_pass, register_pass_config
 from ..analysis.struct_info_analysis import definable_tir_vars_in_struct_info, tir_vars_in_struct_info
+from ..analysis.var2val import get_var2val
 from ..expr import (
     Call,
     Constant,
@@ -413,7 +418,10 @@ def _tir_vars_in(expr: Any) -> list:
 class _FunctionCreator:
     """Collects one group's bindings, parameters and outputs (TVM's FunctionCreator)."""
 
-    def __init__(self) -> None:
+    def __init__(self, lift_constants: bool = True, outer_bindings: dict | None = None) -> None:
+        self.lift_constants = lift_constants  # False: bound constants stay in the body
+        self.outer_bindings = outer_bindings or {}  # the caller's variable -> value
+        self.inlined: dict[Var, Any] = {}  # a caller's variable bound to a static shape / value
         self.bindings: list[Any] = []
         self.params: list[Var] = []
         self.arguments: list[Any] = []
@@ -434,7 +442,7 @@ class _FunctionCreator:
                     self._param(a)
             elif isinstance(value, Call):
                 if isinstance(value.op, Op):
-                    self.name += "_" + value.op.name
+                    self.name += "_" + value.op.name.replace(".", "_")
                 elif isinstance(value.op, GlobalVar):
                     self.name += "_" + value.op.name_hint.removeprefix("fused_")
                 for a in value.args:
@@ -463,6 +471,10 @@ class _FunctionCreator:
             return
         if isinstance(expr, Var) and id(expr) in self.defined:
             return
+        if isinstance(expr, Constant) and not self.lift_constants:
+            return
+        if isinstance(expr, Var) and self._inline_static(expr):
+            return
         if isinstance(expr, Var):
             name = expr.name_hint
         else:
@@ -475,7 +487,19 @@ class _FunctionCreator:
             self.partial_tuples[id(expr)] = []
             self.tuple_param_index[id(expr)] = len(self.arguments) - 1
 
-    def create(self, mod: IRModule) -> None:
+    def _inline_static(self, var: Var) -> bool:
+        """A variable the caller bound to a static shape or value (through aliases) is read as
+        that value in the body: a parameter would hide what the backend must know."""
+        value, seen = var, set()
+        while isinstance(value, Var) and value in self.outer_bindings and id(value) not in seen:
+            seen.add(id(value))
+            value = self.outer_bindings[value]
+        if value is var or not _inlinable(value):
+            return False
+        self.inlined[var] = value
+        return True
+
+    def create(self, mod: IRModule, group_attrs: dict | None = None) -> None:
         # a tuple parameter of which only some fields are read: one parameter per field read
         item_remap: dict[int, dict[int, Var]] = {}
         for tuple_id, indices in self.partial_tuples.items():
@@ -490,7 +514,7 @@ class _FunctionCreator:
         if not self.outputs:
             self.function = None  # nothing outside reads the group: dead code
             return
-        mutator = _ParamSubstituter(mod, self.arguments, self.params)
+        mutator = _ParamSubstituter(mod, self.arguments, self.params, self.inlined)
         bb = mutator.builder_
         bb.begin_dataflow_block()
         outputs: list[Any] = [None] * len(self.outputs)
@@ -512,7 +536,7 @@ class _FunctionCreator:
                 mutator.visit_binding(b)
         block = bb.end_block()
         body = outputs[0] if len(outputs) == 1 else bb.normalize(Tuple(outputs))
-        attrs = {"Primitive": True}
+        attrs = {**(group_attrs or {}), "Primitive": True}
         func = bb.normalize(Function(self.params, SeqExpr((block,), body), None, True, attrs))
         free = _free_symbolic_vars(func)
         if free:
@@ -576,39 +600,50 @@ class _ShapeVarHolder:
 class _ParamSubstituter(ExprMutator):
     """Reads of the group's arguments become reads of its parameters."""
 
-    def __init__(self, mod: IRModule, arguments: list, params: list) -> None:
+    def __init__(self, mod: IRModule, arguments: list, params: list, inlined: dict | None = None) -> None:
         super().__init__(mod)
         self.arguments = arguments
         self.params = params
+        self.inlined = inlined or {}
 
     def visit_expr(self, expr: Any) -> Any:
         for a, p in zip(self.arguments, self.params):
             if a is expr:
                 return p
+        if isinstance(expr, Var) and expr in self.inlined:
+            return self.inlined[expr]
         return super().visit_expr(expr)
 
 
 class _Fusor(ExprMutator):
     """Replaces each group of a dataflow block by a call of its fused function."""
 
-    def __init__(self, mod: IRModule, graph: _Graph, groups: list[_Group]) -> None:
+    def __init__(self, mod: IRModule, group_of: dict[int, Any], lift_constants: bool = True,
+                 pass_name: str = "FuseOps") -> None:
         super().__init__(mod)
-        self.group_of = {id(n.ref): groups[i].root() for i, n in enumerate(graph.order)}
-        self.tuple_get_index: dict[int, int] = {}
+        self.group_of = group_of  # id(variable) -> its group (a root); a group may carry ``attrs``
+        self.lift_constants = lift_constants
+        self.pass_name = pass_name
+        self.outer_bindings: dict = {}  # the bindings of the function being rewritten
         self.group_deps: dict[int, list[_Group]] = {}
 
     def _group(self, var: Any) -> _Group | None:
         return self.group_of.get(id(var))
+
+    def _fused(self, g: Any) -> bool:
+        """A group becomes a function when it holds two bindings or more, or carries attributes
+        (a pattern's ``Composite`` name: one matched binding is a function too)."""
+        return g is not None and (g.num_nodes > 1 or bool(getattr(g, "attrs", None)))
 
     def visit_dataflow_block_(self, block: DataflowBlock) -> Any:
         creators: dict[int, _FunctionCreator] = {}
         order: list[_Group] = []
         for b in block.bindings:  # the bindings of each group
             g = self._group(b.var)
-            if g is None or g.num_nodes == 1:
+            if not self._fused(g):
                 continue
             if id(g) not in creators:
-                creators[id(g)] = _FunctionCreator()
+                creators[id(g)] = _FunctionCreator(self.lift_constants, self.outer_bindings)
                 order.append(g)
             creators[id(g)].append_binding(b)
         for b in block.bindings:  # what each group must return
@@ -619,54 +654,59 @@ class _Fusor(ExprMutator):
                     continue
                 for dep in self.group_deps.get(id(producer), []):
                     if dep is cur:
-                        raise ValueError(f"FuseOps: a cyclic dependency between the groups of {b.var.name_hint} "
-                                         f"and {used.name_hint}")
+                        raise RuntimeError(f"{self.pass_name}: A cyclic dependency detected between the groups "
+                                           f"of {b.var.name_hint} and {used.name_hint}")
                 self.group_deps.setdefault(id(cur), []).append(producer)
                 if id(producer) in creators:
-                    self.tuple_get_index[id(used)] = creators[id(producer)].append_output(used)
+                    creators[id(producer)].append_output(used)
         for g in order:
-            creators[id(g)].create(self.builder_.get())
+            creators[id(g)].create(self.builder_.get(), getattr(g, "attrs", None))
 
         self.builder_.begin_dataflow_block()
         pending: dict[int, list[Var]] = {}
         try:
             for b in self._topo_sort(block.bindings):
                 g = self._group(b.var)
-                if g is None or g.num_nodes == 1:
+                if not self._fused(g):
                     self.visit_binding(b)
                     continue
                 creator = creators[id(g)]
                 func = creator.function
                 if func is None:
                     continue
-                tuple_out = isinstance(func.ret_struct_info, TupleStructInfo)
-                if tuple_out and id(b.var) in self.tuple_get_index:
-                    nested = any(isinstance(f, TupleStructInfo) for f in func.ret_struct_info.fields)
-                    if not isinstance(b.var.struct_info, TupleStructInfo) or nested:
-                        pending.setdefault(id(g), []).append(b.var)
-                if creator.bindings[-1] is not b:
-                    continue
-                gv = self.builder_.add_func(func, creator.name)
-                args = [self.visit_expr(a) for a in creator.arguments]
-                # a field of a tuple is bound first (call arguments are leaves), as normalizing would
-                args = [self.builder_.emit(a) if isinstance(a, TupleGetItem) else a for a in args]
-                call = Call(gv, args)
-                # the fused function's parameters carry the caller's symbolic variables, so its
-                # result's struct info is the call's as it stands
-                _set_struct_info(call, func.ret_struct_info)
-                if isinstance(b.var, DataflowVar):
-                    new_var = self.builder_.emit(call)
-                else:
-                    new_var = self.builder_.emit_output(call)
-                if tuple_out and pending:
-                    for var in pending.get(id(g), []):
-                        item = TupleGetItem(new_var, self.tuple_get_index[id(var)])
-                        self.set_var_remap(var, self.builder_.emit(item))
-                else:
-                    self.set_var_remap(b.var, new_var)
+                outputs = creator.outputs
+                if len(outputs) > 1 and creator._output_index(b.var) is not None:
+                    pending.setdefault(id(g), []).append(b.var)  # its field is read back in binding order
+                if creator.bindings[-1] is b:
+                    self._emit_call(creator, func, pending.get(id(g), []))
         finally:
             new = self.builder_.end_block()
         return new
+
+    def _emit_call(self, creator: _FunctionCreator, func: Function, pending: list[Var]) -> None:
+        """The call of a group's function, in place of its last binding, and its outputs read back.
+
+        One output: the call is bound as that output was (a dataflow variable or not) -- the last
+        binding is only where the call goes and may be one nothing reads.  Several: the call is a
+        dataflow variable and each output its field, in binding order."""
+        gv = self.builder_.add_func(func, creator.name)
+        args = [self.visit_expr(a) for a in creator.arguments]
+        # a field of a tuple is bound first (call arguments are leaves), as normalizing would
+        args = [self.builder_.emit(a) if isinstance(a, TupleGetItem) else a for a in args]
+        call = Call(gv, args)
+        # the fused function's parameters carry the caller's symbolic variables, so its
+        # result's struct info is the call's as it stands
+        _set_struct_info(call, func.ret_struct_info)
+        outputs = creator.outputs
+        if len(outputs) == 1:
+            emit = self.builder_.emit if isinstance(outputs[0], DataflowVar) else self.builder_.emit_output
+            self.set_var_remap(outputs[0], emit(call))
+            return
+        new_var = self.builder_.emit(call)
+        for var in [*pending, *(v for v in outputs if not any(v is p for p in pending))]:
+            item = TupleGetItem(new_var, creator._output_index(var))
+            emit = self.builder_.emit if isinstance(var, DataflowVar) else self.builder_.emit_output
+            self.set_var_remap(var, emit(item))
 
     def _topo_sort(self, bindings: Any) -> list:
         per_group: dict[int, list] = {}
@@ -730,9 +770,20 @@ def fuse_groups(mod: IRModule, graph: _Graph, groups: list, targets: list) -> IR
     """``mod`` with each group of more than one node made a primitive function (unchanged when none is)."""
     if all(g.root().num_nodes == 1 for g in groups):
         return mod
-    fusor = _Fusor(mod, graph, groups)
+    return make_grouped_functions(mod, {id(n.ref): groups[i].root() for i, n in enumerate(graph.order)}, targets)
+
+
+def make_grouped_functions(mod: IRModule, group_of: dict[int, Any], targets: list, lift_constants: bool = True,
+                           pass_name: str = "FuseOps") -> IRModule:
+    """TVM's MakeGroupedFunctions: in each ``(gv, function)`` of ``targets``, every group of
+    ``group_of`` (id of a variable -> its root group; ``num_nodes``, optional ``attrs``) of two
+    bindings or more, or with attributes, becomes a ``Primitive`` function carrying them, and
+    its bindings one call of it.  ``lift_constants``: constants the group reads become
+    parameters (False: they stay in the body)."""
+    fusor = _Fusor(mod, group_of, lift_constants, pass_name)
     changed = False
     for gv, f in targets:
+        fusor.outer_bindings = get_var2val(f)
         new = fusor.visit_expr(f)
         if new is not f:
             fusor.builder_.update_func(gv, new)

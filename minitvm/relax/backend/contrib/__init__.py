@@ -1,0 +1,5 @@
+"""External backends that ship with minitvm (TVM's ``relax.backend.contrib``)."""
+
+from . import ccompiler
+
+__all__ = ["ccompiler"]
