@@ -165,12 +165,12 @@ def te_softmax(m: int, n: int):
 
 
 def fast_mm_relu(n: int):
-    """Exercise 1.8: ``mm_relu`` (``C = max(A @ B, 0)`` for float32 ``(n, n)`` matrices) at least
-    4x as fast as the chapter's loop nest.
+    """Exercise 1.8 (open): ``mm_relu`` at least 4x as fast as the chapter's loop nest.
 
-    The grader builds your function and the chapter's ``mm_relu`` at ``n = 256`` and times both,
-    one after the other, on the same data. Any program that computes ``C`` counts: TVMScript,
-    TE, a schedule of chapter 2, with or without an intermediate buffer.
+    ``C = max(A @ B, 0)`` for float32 ``(n, n)`` matrices. The grader builds your function and
+    the chapter's ``mm_relu`` at ``n = 256`` and times both, one after the other, on the same
+    data. Any program that computes ``C`` counts: TVMScript, TE, a schedule of chapter 2, with or
+    without an intermediate buffer.
     """
     # BEGIN SOLUTION
     @T.prim_func

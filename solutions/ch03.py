@@ -58,9 +58,11 @@ def relax_ops(mod: IRModule) -> list[str]:
 
 
 def convert_hypot(node: Any, importer: Any) -> Any:
-    """Exercise 3.3: a converter for ``aten.hypot.default`` (``sqrt(x² + y²)``, float32) that is
-    right for every input whose result is a float32 number, used as
-    ``custom_convert_map={"aten.hypot.default": convert_hypot}``.
+    """Exercise 3.3 (open): a converter for ``aten.hypot`` right for every float32 input.
+
+    ``hypot(x, y) = sqrt(x² + y²)``; yours is used as
+    ``custom_convert_map={"aten.hypot.default": convert_hypot}`` and must be right wherever the
+    result is a float32 number.
 
     Section 8's ``convert_hypot`` is right for everyday numbers only. The grader compares yours
     with ``torch.hypot`` (relative error at most 1e-5) on random pairs whose magnitudes range

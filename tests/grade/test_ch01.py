@@ -293,6 +293,17 @@ def test_te_softmax(ex):
 FAST_N, SPEEDUP = 256, 4
 
 
+def _mm_relu_b_transposed(n: int) -> PrimFunc:
+    """Exercise 1.8 as learners get it wrong: B read along its rows, as ``B[j, k]``, to make the
+    innermost loop walk memory in order."""
+    A = te.placeholder((n, n), "float32", name="A")
+    B = te.placeholder((n, n), "float32", name="B")
+    k = te.reduce_axis((0, n), "k")
+    Y = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[j, k], axis=k), name="Y")
+    C = te.compute((n, n), lambda i, j: te.max(Y[i, j], 0), name="C")
+    return te.create_prim_func([A, B, C])
+
+
 def _timer(func: PrimFunc, number: int):
     lib = minitvm.build(IRModule({"main": func}), target="llvm")
     return lib.time_evaluator(export_name("main", func), minitvm.cpu(), number=number)
@@ -321,7 +332,9 @@ def test_fast_mm_relu(ex):
     a, b, noise = _rand(rng, n, n), _rand(rng, n, n), _rand(rng, n, n)
     func = _func(ex.fast_mm_relu(n))
     _, _, c = _run(func, a, b, noise)
-    assert_allclose(c, np.maximum(a @ b, 0), rtol=1e-3, atol=1e-3)
+    transposed = Mistake("B is read as B[j, k], which multiplies A by B's transpose: element (i, j) of A @ B "
+                         "pairs row i of A with column j of B", lambda: _run(_mm_relu_b_transposed(n), a, b, noise)[2])
+    assert_allclose_or_name(c, np.maximum(a @ b, 0), [transposed], rtol=1e-3, atol=1e-3)
     chapters = _mm_relu_script(n)
     naive, yours = _best_seconds(chapters, func, [minitvm.nd.array(x) for x in (a, b, noise)])
     same = " (it is the chapter's loop nest)" if structural_equal(func.with_attr("global_symbol", "mm_relu"),
