@@ -80,3 +80,14 @@ def te_softmax(m: int, n: int):
     ``te.exp``, one ``te.reduce_axis`` per reduction.
     """
     raise NotImplementedError("exercise 1.7: write te_softmax")
+
+
+def fast_mm_relu(n: int):
+    """Exercise 1.8 (open): ``mm_relu`` at least 4x as fast as the chapter's loop nest.
+
+    ``C = max(A @ B, 0)`` for float32 ``(n, n)`` matrices. The grader builds your function and
+    the chapter's ``mm_relu`` at ``n = 256`` and times both, one after the other, on the same
+    data. Any program that computes ``C`` counts: TVMScript, TE, a schedule of chapter 2, with or
+    without an intermediate buffer.
+    """
+    raise NotImplementedError("exercise 1.8: write fast_mm_relu")

@@ -48,15 +48,20 @@ def relax_ops(mod: IRModule) -> list[str]:
     raise NotImplementedError("exercise 3.2: write relax_ops")
 
 
-def convert_expm1(node: Any, importer: Any) -> Any:
-    """Exercise 3.3: a converter for ``aten.expm1.default`` (``exp(x) - 1``), used as
-    ``custom_convert_map={"aten.expm1.default": convert_expm1}`` (which replaces minitvm's own).
+def convert_hypot(node: Any, importer: Any) -> Any:
+    """Exercise 3.3 (open): a converter for ``aten.hypot`` right for every float32 input.
 
-    Chapter 3's ``convert_log1p`` shows the pattern: ``importer.arg(node.args[0])`` is the
-    input, ``importer.scalar(1.0, x)`` a constant of its dtype, ``relax.op`` builds the
-    expression, ``importer.bb.emit(...)`` emits it; return what ``emit`` returns.
+    ``hypot(x, y) = sqrt(x² + y²)``; yours is used as
+    ``custom_convert_map={"aten.hypot.default": convert_hypot}`` and must be right wherever the
+    result is a float32 number.
+
+    Section 8's ``convert_hypot`` is right for everyday numbers only. The grader compares yours
+    with ``torch.hypot`` (relative error at most 1e-5) on random pairs whose magnitudes range
+    from 1e-30 to 1e30, zeros included. Any formula counts. The pattern of a converter:
+    ``importer.arg(node.args[i])`` is an input, ``importer.scalar(v, x)`` a constant of ``x``'s
+    dtype, ``importer.bb.emit(expr)`` emits a ``relax.op`` expression; return what ``emit`` returns.
     """
-    raise NotImplementedError("exercise 3.3: write convert_expm1")
+    raise NotImplementedError("exercise 3.3: write convert_hypot")
 
 
 def compile_dynamic_batch(model: torch.nn.Module, example: torch.Tensor) -> relax.VirtualMachine:

@@ -125,3 +125,17 @@ def bind_params(mod: IRModule, params: list) -> IRModule:
     the parameters' names).
     """
     raise NotImplementedError("exercise 5.9: write bind_params")
+
+
+def register_fused_layer(name: str) -> None:
+    """Exercise 5.10 (open): a registered layer that needs no memory of its own.
+
+    Register, under ``name``, a destination-passing function ``f(x, w, b, r, out)`` computing
+    ``out = relu(x @ w.T + b) + r`` (float32; x: (n, k), w: (m, k), b: (m,), r and out: (n, m)):
+    at no moment during a call may the arrays it creates (numpy's or torch's) hold more than half
+    of ``out``'s bytes.
+
+    numpy, torch or both; return nothing. The grader measures what a call allocates (torch
+    tensors as they are created, numpy's arrays with ``tracemalloc``) at ``n = m = 256``, ``k = 32``.
+    """
+    raise NotImplementedError("exercise 5.10: write register_fused_layer")

@@ -178,3 +178,25 @@ def bind_params(mod: IRModule, params: list) -> IRModule:
     names = [v.name_hint for v in func.params[n:]]
     return relax.transform.BindParams("main", dict(zip(names, params)))(mod)
     # END SOLUTION
+
+
+def register_fused_layer(name: str) -> None:
+    """Exercise 5.10 (open): a registered layer that needs no memory of its own.
+
+    Register, under ``name``, a destination-passing function ``f(x, w, b, r, out)`` computing
+    ``out = relu(x @ w.T + b) + r`` (float32; x: (n, k), w: (m, k), b: (m,), r and out: (n, m)):
+    at no moment during a call may the arrays it creates (numpy's or torch's) hold more than half
+    of ``out``'s bytes.
+
+    numpy, torch or both; return nothing. The grader measures what a call allocates (torch
+    tensors as they are created, numpy's arrays with ``tracemalloc``) at ``n = m = 256``, ``k = 32``.
+    """
+    # BEGIN SOLUTION
+    def fused_layer(x, w, b, r, out):
+        o = torch.from_dlpack(out)  # the VM's buffer, seen by torch: every step below writes into it
+        torch.addmm(torch.from_dlpack(b), torch.from_dlpack(x), torch.from_dlpack(w).T, out=o)
+        o.relu_()
+        o.add_(torch.from_dlpack(r))
+
+    minitvm.register_func(name, fused_layer, override=True)
+    # END SOLUTION

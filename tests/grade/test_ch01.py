@@ -14,7 +14,7 @@ import minitvm
 from minitvm import te
 from minitvm.driver.build_module import export_name
 from minitvm.grade.mistakes import Mistake, assert_allclose_or_name
-from minitvm.ir import IRModule, assert_structural_equal
+from minitvm.ir import IRModule, assert_structural_equal, structural_equal
 from minitvm.script import tir as T
 from minitvm.testing import assert_allclose
 from minitvm.tir import Block, PrimFunc, post_order_visit
@@ -287,3 +287,58 @@ def test_te_softmax(ex):
         Mistake("the denominator sums the shifted values A - max, not their exponentials", run(sum_exp=False)),
     ]
     assert_allclose_or_name(out, e / e.sum(axis=1, keepdims=True), mistakes, rtol=1e-4, atol=1e-6)
+
+
+#: exercise 1.8: the size the grader times at, and how much faster than the chapter's loops
+FAST_N, SPEEDUP = 256, 4
+
+
+def _mm_relu_b_transposed(n: int) -> PrimFunc:
+    """Exercise 1.8 as learners get it wrong: B read along its rows, as ``B[j, k]``, to make the
+    innermost loop walk memory in order."""
+    A = te.placeholder((n, n), "float32", name="A")
+    B = te.placeholder((n, n), "float32", name="B")
+    k = te.reduce_axis((0, n), "k")
+    Y = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[j, k], axis=k), name="Y")
+    C = te.compute((n, n), lambda i, j: te.max(Y[i, j], 0), name="C")
+    return te.create_prim_func([A, B, C])
+
+
+def _timer(func: PrimFunc, number: int):
+    lib = minitvm.build(IRModule({"main": func}), target="llvm")
+    return lib.time_evaluator(export_name("main", func), minitvm.cpu(), number=number)
+
+
+def _best_seconds(naive: PrimFunc, yours: PrimFunc, args) -> tuple[float, float]:
+    """Seconds per call of each, the best of three rounds that alternate between them, so that
+    another program slowing the machine down slows both alike."""
+    timers = [_timer(naive, 1), _timer(yours, 5)]
+    best = [float("inf"), float("inf")]
+    for _ in range(3):
+        best = [min(b, timer(*args).mean) for b, timer in zip(best, timers)]
+    return best[0], best[1]
+
+
+@pytest.mark.points(3)
+@pytest.mark.hint("every order of the loops does the same arithmetic: the time goes into reading memory. In the "
+                  "chapter's loop nest, how far apart in memory are the elements of B that the innermost loop reads?",
+                  "an innermost loop that walks B and Y along a row reads them in the order they are stored, and "
+                  "lets the compiler use vector instructions; the block's axes say what is computed, the loops "
+                  "around it in which order")
+def test_fast_mm_relu(ex):
+    """Exercise 1.8: mm_relu at least 4x as fast as the chapter's loop nest, however it is written."""
+    n = FAST_N
+    rng = np.random.default_rng(18)
+    a, b, noise = _rand(rng, n, n), _rand(rng, n, n), _rand(rng, n, n)
+    func = _func(ex.fast_mm_relu(n))
+    _, _, c = _run(func, a, b, noise)
+    transposed = Mistake("B is read as B[j, k], which multiplies A by B's transpose: element (i, j) of A @ B "
+                         "pairs row i of A with column j of B", lambda: _run(_mm_relu_b_transposed(n), a, b, noise)[2])
+    assert_allclose_or_name(c, np.maximum(a @ b, 0), [transposed], rtol=1e-3, atol=1e-3)
+    chapters = _mm_relu_script(n)
+    naive, yours = _best_seconds(chapters, func, [minitvm.nd.array(x) for x in (a, b, noise)])
+    same = " (it is the chapter's loop nest)" if structural_equal(func.with_attr("global_symbol", "mm_relu"),
+                                                                   chapters) else ""
+    assert yours * SPEEDUP <= naive, (
+        f"yours takes {yours * 1e3:.2f} ms per call, the chapter's mm_relu {naive * 1e3:.2f} ms: "
+        f"{naive / yours:.1f}x as fast{same}; exercise 1.8 asks for at least {SPEEDUP}x")

@@ -6,11 +6,13 @@ torch; exercise 3.2 is compared with the operator list read off an imported modu
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
 import minitvm
 from minitvm import relax, tir
+from minitvm.grade.mistakes import Mistake, assert_allclose_or_name
 from minitvm.ir import IRModule
 from minitvm.relax.frontend.torch import CONVERTERS, from_exported_program
 from minitvm.testing import assert_allclose
@@ -77,26 +79,72 @@ def test_relax_ops(ex):
     assert got == want, f"operators in main, in order: expected {want}, got {got}"
 
 
+class HypotNet(torch.nn.Module):
+    def forward(self, x, y):
+        return torch.hypot(x, y) * 0.5
+
+
+def _naive_hypot(node, importer):
+    """Section 8's converter: it squares the inputs as they are."""
+    x, y = importer.arg(node.args[0]), importer.arg(node.args[1])
+    return importer.bb.emit(relax.op.sqrt(relax.op.add(relax.op.multiply(x, x), relax.op.multiply(y, y))))
+
+
+def _unguarded_hypot(node, importer):
+    """Scaled by the larger magnitude, but 0 / 0 where both inputs are 0."""
+    x, y = importer.arg(node.args[0]), importer.arg(node.args[1])
+    big = importer.bb.emit(relax.op.maximum(relax.op.abs(x), relax.op.abs(y)))
+    r = importer.bb.emit(relax.op.divide(relax.op.minimum(relax.op.abs(x), relax.op.abs(y)), big))
+    return importer.bb.emit(relax.op.multiply(big, relax.op.sqrt(relax.op.add(importer.scalar(1.0, x),
+                                                                              relax.op.multiply(r, r)))))
+
+
+def _wide_pairs(seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Two float32 tensors of magnitudes from 1e-30 to 1e30 (their squares leave float32's range)
+    and signs mixed; a few zeros in one of them, a few in both."""
+    rng = np.random.default_rng(seed)
+    xy = rng.uniform(-1, 1, (2, 4, 32)) * 10.0 ** rng.integers(-30, 31, (2, 4, 32))
+    xy[0, 0, :4] = 0
+    xy[:, 0, 4:8] = 0
+    return tuple(torch.from_numpy(v.astype("float32")) for v in xy)
+
+
+@pytest.mark.hint("what is x * x in float32 for x = 1e20, and for x = 1e-25?",
+                  "the result is about as large as the larger of |x| and |y|: which numbers could you square "
+                  "instead, so that the squares stay near 1? (and mind the pair 0, 0)")
 @pytest.mark.points(2)
-def test_convert_expm1(ex):
-    """Exercise 3.3: a converter for aten.expm1."""
-
-    class Net(torch.nn.Module):
-        def forward(self, x):
-            return torch.expm1(x * 0.5) + x
-
-    ep = torch.export.export(Net(), (torch.randn(4, 5),))
-    # minitvm converts expm1 itself now; a custom_convert_map entry replaces that converter
+def test_convert_hypot(ex):
+    """Exercise 3.3: a converter for aten.hypot, right for every float32 input with a finite result."""
+    x, y = _wide_pairs(33)
+    ep = torch.export.export(HypotNet(), (x, y))
     calls = []
 
     def learners(node, importer):
         calls.append(node)
-        return ex.convert_expm1(node, importer)
+        return ex.convert_hypot(node, importer)
 
-    mod = from_exported_program(ep, unwrap_unit_return_tuple=True, custom_convert_map={"aten.expm1.default": learners})
+    def compiled(converter):
+        mod = from_exported_program(ep, unwrap_unit_return_tuple=True,
+                                    custom_convert_map={"aten.hypot.default": converter})
+        return _vm(mod)["main"]
+
+    main = compiled(learners)
     assert calls, "the custom converter was not used"
-    x = torch.randn(4, 5) * 2
-    assert_allclose(torch.from_dlpack(_vm(mod)["main"](x)), Net()(x), rtol=1e-5, atol=1e-5)
+    mistakes = [
+        Mistake("x * x overflows float32 above about 1.8e19 (to inf) and underflows below about 1e-19 (to 0), "
+                "before the square root could bring it back into range", lambda: main_of(_naive_hypot)),
+        Mistake("where both inputs are 0 the formula divides 0 by 0 (nan); hypot(0, 0) is 0",
+                lambda: main_of(_unguarded_hypot)),
+    ]
+
+    def main_of(converter):
+        return torch.from_dlpack(compiled(converter)(x, y))
+
+    small = torch.randn(4, 32), torch.randn(4, 32)
+    assert_allclose(torch.from_dlpack(main(*small)), HypotNet()(*small), rtol=1e-5, atol=1e-6,
+                    err_msg="everyday numbers (randn)")
+    assert_allclose_or_name(torch.from_dlpack(main(x, y)), HypotNet()(x, y), mistakes, rtol=1e-5, atol=0,
+                            err_msg="magnitudes from 1e-30 to 1e30")
 
 
 @pytest.mark.hint('torch.export.export(model, (example,), dynamic_shapes=({0: torch.export.Dim("batch")},))')

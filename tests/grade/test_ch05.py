@@ -7,11 +7,14 @@ of exercise 5.2 is compared with ``assert_structural_equal``.
 
 from __future__ import annotations
 
+import tracemalloc
 import uuid
+import weakref
 
 import numpy as np
 import pytest
 import torch
+from torch.overrides import TorchFunctionMode
 
 import minitvm
 from minitvm import relax
@@ -276,3 +279,83 @@ def test_bind_params(ex):
     x = torch.randn(3, k)
     with torch.no_grad():
         assert_allclose(torch.from_dlpack(_vm(bound)["main"](x)), model(x), rtol=1e-5, atol=1e-5)
+
+
+def _tensors(value) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tensors(v)]
+    if isinstance(value, dict):
+        return _tensors(list(value.values()))
+    return []
+
+
+class _NewTorchMemory(TorchFunctionMode):
+    """The tensors torch functions return in memory of their own (not an input's, not one of
+    ``known`` addresses): how many bytes of them are alive at once, at most, and who made them."""
+
+    def __init__(self, known: set[int]):
+        super().__init__()
+        self.known, self.live, self.peak, self.made = known, 0, 0, []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        result = func(*args, **kwargs)
+        inputs = self.known | {t.untyped_storage().data_ptr() for t in _tensors((args, kwargs))}
+        for t in _tensors(result):
+            if t.untyped_storage().data_ptr() not in inputs:
+                size = t.untyped_storage().nbytes()
+                self.live += size
+                self.peak = max(self.peak, self.live)
+                self.made.append(f"{getattr(func, '__name__', func)} {tuple(t.shape)}")
+                weakref.finalize(t, self._freed, size)
+        return result
+
+    def _freed(self, size: int) -> None:
+        self.live -= size
+
+
+def _allocated_during(fn, args) -> tuple[int, int, list[str]]:
+    """Bytes of new torch tensors and of other traced memory (numpy's arrays, Python objects)
+    alive at once at the worst moment of ``fn(*args)``, and what made the torch tensors."""
+    torch_memory = _NewTorchMemory({a.data_ptr for a in args})
+    tracemalloc.start()
+    try:
+        with torch_memory:
+            fn(*args)
+        traced = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return torch_memory.peak, traced, torch_memory.made
+
+
+@pytest.mark.hint("every a + b, a @ b or torch.relu(a) returns a new array the size of its result: which calls can "
+                  "put their result into an array that exists already?",
+                  "out is memory you may use: the first step can write its result there, and each later step can "
+                  "change it where it is")
+@pytest.mark.points(3)
+def test_register_fused_layer(ex):
+    """Exercise 5.10: a registered layer that computes in the output's memory, however it is written."""
+    name = _fresh("fused_layer")
+    ex.register_fused_layer(name)
+    fn = _registered(name)
+    n, k, m = 256, 32, 256
+    rng = np.random.default_rng(510)
+    for _ in range(2):  # new numbers, same output buffer: the second result is computed, not kept
+        x, w, b, r = (rng.standard_normal(s).astype("float32") for s in ((n, k), (m, k), (m,), (n, m)))
+        args = [minitvm.nd.array(a) for a in (x, w, b, r)] + [minitvm.nd.empty((n, m), "float32")]
+        address = args[-1].data_ptr
+        assert fn(*args) is None, "a destination-passing function returns nothing: write into `out`"
+        assert args[-1].data_ptr == address, "out must stay the array the caller passed"
+        assert_allclose(args[-1].numpy(), np.maximum(x @ w.T + b, 0) + r, rtol=1e-4, atol=1e-4,
+                        err_msg="`out` must hold relu(x @ w.T + b) + r after the call")
+    budget = args[-1].numpy().nbytes // 2
+    torch_bytes, traced, made = _allocated_during(fn, args)
+    kib = 1024
+    assert torch_bytes <= budget, (
+        f"one call made {torch_bytes // kib} KiB of new torch tensors alive at once ({', '.join(made)}); "
+        f"exercise 5.10 allows half of out's {2 * budget // kib} KiB")
+    assert traced <= budget, (
+        f"one call held {traced // kib} KiB of new numpy arrays and Python objects at once (tracemalloc's peak); "
+        f"exercise 5.10 allows half of out's {2 * budget // kib} KiB")
