@@ -8,6 +8,8 @@ timed from the call to the finished report (process start-up included).  The unt
 the committed stubs (``git show HEAD:exercises/chNN.py``), graded in a temporary copy of the course,
 so a learner's answers in this clone are not what is measured; every untouched grader should say
 ``todo`` and every solution grader ``passed`` (the status column), else the row measured something else.
+An untouched exercise is graded ``todo`` from the file's text without running (``minitvm.grade.untouched``),
+so an untouched row starts no grading process and measures that reading.
 The load average (1 minute) is printed before and after each row: other processes share the cores,
 and a row measured under load is slower than the target allows for a quiet machine.  The CPU
 seconds (user + system of the grading processes and their children) depend less on that load: on

@@ -3,7 +3,8 @@
 
 Relax functions over TensorIR kernels, written in TVMScript and with the BlockBuilder,
 weights bound as constants, the virtual machine and its instrument, symbolic shapes and
-executables on disk. Try them here or in a notebook::
+executables on disk; and one open exercise, a whole model made fast any way you like (4.9).
+Try them here or in a notebook::
 
     from exercises import ch04
     mod = ch04.residual_module()
@@ -84,6 +85,28 @@ class Chain:
             d = R.call_tir(cls.relu, (c,), out_sinfo=R.Tensor((4, 64), "float32"))
             R.output(d)
         return d
+
+
+# ---------------------------------------------------------------- given: an MLP straight from TE (exercise 4.9)
+
+
+def mlp_module(batch: int, features: int, hidden: int, classes: int) -> IRModule:
+    """``main(x, w0, b0, w1, b1)``: ``te_linear``, ``te_relu``, ``te_linear`` with the BlockBuilder
+    (as chapter 4 builds its MLP): ``x`` is ``(batch, features)``, the result ``(batch, classes)``.
+    Its kernels are the TE functions' plain loop nests: nothing is scheduled."""
+    x = relax.Var("x", relax.TensorStructInfo((batch, features), "float32"))
+    w0 = relax.Var("w0", relax.TensorStructInfo((hidden, features), "float32"))
+    b0 = relax.Var("b0", relax.TensorStructInfo((hidden,), "float32"))
+    w1 = relax.Var("w1", relax.TensorStructInfo((classes, hidden), "float32"))
+    b1 = relax.Var("b1", relax.TensorStructInfo((classes,), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, w0, b0, w1, b1]):
+        with bb.dataflow():
+            lv0 = bb.emit_te(te_linear, x, w0, b0)
+            lv1 = bb.emit_te(te_relu, lv0)
+            out = bb.emit_output(bb.call_te(te_linear, lv1, w1, b1))
+        bb.emit_func_output(out)
+    return bb.get()
 
 
 # ---------------------------------------------------------------- exercises
@@ -190,3 +213,17 @@ def save_load_run(ex: Any, x: np.ndarray, directory: str) -> np.ndarray:
     ``relax.VirtualMachine``, and return the result as a numpy array.
     """
     raise NotImplementedError("exercise 4.8: write save_load_run")
+
+
+def fast_mlp(mod: IRModule) -> IRModule:
+    """Exercise 4.9 (open): the same model, at least 3x faster.
+
+    ``mod`` is ``mlp_module(64, 256, 256, 10)`` (above): a Relax ``main(x, w0, b0, w1, b1)`` over
+    kernels that are plain, unscheduled loop nests. Return an ``IRModule`` whose ``main`` takes
+    the same parameters and computes the same result, and that runs at least 3 times faster than
+    ``mod`` when both are compiled the way section 3 compiled the chapter's module,
+    ``minitvm.compile(..., relax_pipeline=None)``: exactly as they are. How is up to you: anything
+    chapters 2 and 4 showed that returns a module. The grader checks the numbers against numpy on
+    random data, and times both modules on this machine.
+    """
+    raise NotImplementedError("exercise 4.9: write fast_mlp")

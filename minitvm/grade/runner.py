@@ -5,6 +5,8 @@ from the current directory upwards, else next to the installed ``minitvm`` packa
 chapter's process (:mod:`minitvm.grade.server`) runs pytest there with the root on ``PYTHONPATH``.
 It pays interpreter, pytest and library start-up once; each grader runs in a child forked from
 it, so a crash, an endless loop or an answer that allocates without bound costs only that exercise.
+An exercise that is still the untouched stub is graded ``todo`` from the file's text, without
+running anything (:mod:`.untouched`); a chapter with nothing else to grade starts no process.
 
 Each grader may run ``timeout`` seconds, counted from its child's start, and use ``memory_gib`` GiB
 of memory (default :data:`DEFAULT_MEMORY_GIB`, or the ``MINITVM_GRADE_MEMORY_GIB`` environment
@@ -30,6 +32,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from .untouched import untouched_exercises
 
 EXERCISE = re.compile(r"[Ee]xercise (\d+\.\d+)")
 #: GiB of memory (data segment) one grader process may use unless told otherwise
@@ -215,6 +219,17 @@ def _result(grader: Grader, raw: dict, timeout: float, limit: float | None) -> G
     return GradeResult(grader.exercise, grader.name, grader.points, earned, status, message, seconds, details)
 
 
+def _untouched_results(graders: list[Grader], path: Path) -> dict[str, GradeResult]:
+    """``todo`` rows, read from the file without running it, for the graders whose exercise is
+    still the untouched stub (see :mod:`.untouched`): the message is the one the stub raises."""
+    try:
+        stubs = untouched_exercises(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return {}  # the graders report what is wrong with the file
+    return {g.name: GradeResult(g.exercise, g.name, g.points, 0, "todo", stubs[g.exercise])
+            for g in graders if g.exercise in stubs}
+
+
 def _start_server(chapter: str, graders: list[Grader], root: Path, target: str, timeout: float,
                   limit: float | None, jobs: int, log: Any) -> subprocess.Popen:
     """The chapter's grading process (:mod:`minitvm.grade.server`), run from ``root``."""
@@ -268,12 +283,16 @@ def check(chapter: str, target: str = "exercises", timeout: float = 60.0, root: 
     if progress:
         memory = "" if limit is None else f" and {limit:g} GiB"
         print(f"grading {chapter} ({target}/): {len(graders)} exercises, up to {timeout:g} s{memory} each", flush=True)
-    results: dict[str, GradeResult] = {}
-    if not graders:  # (pytest given no test would run every test it finds)
-        return GradeReport(chapter, target, [], verbose)
-    by_name = {g.name: g for g in graders}
+    results = _untouched_results(graders, root / target / f"{chapter}.py")
+    if progress:
+        for k, r in enumerate(results.values(), 1):
+            print(f"  [{k}/{len(graders)}] exercise {r.exercise}: todo (the stub, untouched)", flush=True)
+    to_run = [g for g in graders if g.name not in results]
+    if not to_run:  # nothing to run (and pytest given no test would run every test it finds)
+        return GradeReport(chapter, target, [results[g.name] for g in graders], verbose)
+    by_name = {g.name: g for g in to_run}
     with tempfile.TemporaryFile() as log:
-        server = _start_server(chapter, graders, root, target, timeout, limit, jobs, log)
+        server = _start_server(chapter, to_run, root, target, timeout, limit, jobs, log)
         try:
             for line in server.stdout:  # one line per grader, as its child finishes
                 raw = json.loads(line)
