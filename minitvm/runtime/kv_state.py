@@ -274,6 +274,12 @@ class PagedAttentionKVCache(KVState):
     def empty(self) -> bool:
         return not self._seqs
 
+    def page_table(self, seq_id: int) -> tuple[list[int], int]:
+        """(the ids of a sequence's pages in order, its length in tokens): where its keys and
+        values are, for a picture of the cache or a check of the paging (TVM keeps this C++-side)."""
+        seq = self._seq(seq_id)
+        return list(seq.pages), seq.length
+
     def debug_get_kv(self, seq_id: int, start_pos: int, end_pos: int, k_data: NDArray, v_data: NDArray) -> None:
         """Copy positions ``start_pos:end_pos`` of a sequence, every layer, into ``k_data``/``v_data``
         ``(num_layers, end_pos - start_pos, num_kv_heads, head_dim)``."""

@@ -1,6 +1,6 @@
 """The graders' catalogues of known mistakes, proven both ways.
 
-Each catalogued wrong answer of ch01, ch02 and ch08 is handed to its grader as if a learner had
+Each catalogued wrong answer of ch01, ch02, ch08 and ch10 is handed to its grader as if a learner had
 written it: the grader must fail, and the learner's message must end with *that* mistake's
 sentence (not another's). The right answers pass the same graders in ``test_ch01.py`` etc.
 """
@@ -17,7 +17,7 @@ from minitvm.grade.plugin import GRADING_CONFIG
 from minitvm.ir import IRModule
 from minitvm.transform import PassContext
 
-ch01, ch02, ch08 = (importlib.import_module(f"test_{c}") for c in ("ch01", "ch02", "ch08"))
+ch01, ch02, ch08, ch10 = (importlib.import_module(f"test_{c}") for c in ("ch01", "ch02", "ch08", "ch10"))
 
 
 def _wrong(chapter, grader: str, exercise: str, answer, says: str):
@@ -55,6 +55,70 @@ def _cases():
                         (dict(outermost_only=True), "inside other loops")]:
         answer = (lambda kw: lambda m: ch08._unroll_variant(m, **kw))(wrong)
         cases.append(_wrong(ch08, "test_unroll_small_loops", "unroll_small_loops", answer, says))
+    return cases + _ch10_cases()
+
+
+def _ch10_cases():
+    """Chapter 10's wrong answers, written as a learner would write them."""
+    import numpy as np
+
+    from minitvm import te, tirx
+    from minitvm.relax.frontend.nn import op
+
+    def norm(kind):
+        def answer(x, w, eps):
+            if kind == "all axes":
+                return x * op.rsqrt(op.mean(op.square(x)) + eps) * w
+            if kind == "eps outside":
+                return x / (op.sqrt(op.mean(op.square(x), axis=-1, keepdims=True)) + eps) * w
+            centred = x - op.mean(x, axis=-1, keepdims=True)
+            return centred * op.rsqrt(op.mean(op.square(centred), axis=-1, keepdims=True) + eps) * w
+        return answer
+
+    def mask(offset, strict):
+        def answer(scores):
+            _, q_len, kv_len = scores.shape
+            def at(h, i, j):
+                pos = kv_len - q_len + i if offset else i
+                return tirx.if_then_else(j < pos if strict else j <= pos, scores[h, i, j], tirx.min_value("float32"))
+            return te.compute(scores.shape, at, name="mask")
+        return answer
+
+    def attention(scale, axis):
+        def answer(q, k, v, k_cache, v_cache, total):
+            k_cache.append(k)
+            v_cache.append(v)
+            keys, values = k_cache.view(total), v_cache.view(total)
+            s = op.matmul(op.permute_dims(q, [1, 0, 2]), op.permute_dims(keys, [1, 2, 0]))
+            s = s * (1 / np.sqrt(int(q.shape[-1]))) if scale else s
+            out = op.matmul(op.softmax(s, axis=axis), op.permute_dims(values, [1, 0, 2]))
+            return op.permute_dims(out, [1, 0, 2])
+        return answer
+
+    def count(wrong):
+        return lambda c, seq_len, wb=4, cb=4: ch10._bytes_np(c, seq_len, wb, cb, **wrong)
+
+    def quantize(kind):
+        def answer(w):
+            axis = {"column": 0, "tensor": None, "trunc": 1}[kind]
+            scale = (np.abs(w).max(axis=axis) / 127).astype("float32")
+            scale = np.where(scale > 0, scale, np.float32(1))
+            if kind == "trunc":
+                return np.clip(w / scale[:, None], -127, 127).astype("int8"), scale
+            return np.clip(np.round(w / scale), -127, 127).astype("int8"), np.atleast_1d(scale)
+        return answer
+
+    cases = [_wrong(ch10, "test_rms_norm", "rms_norm", norm(kind), says) for kind, says in
+             [("all axes", "over every axis"), ("eps outside", "after the square root"),
+              ("layer norm", "that is LayerNorm")]]
+    cases += [_wrong(ch10, "test_causal_mask", "causal_mask", mask(offset, strict), says) for offset, strict, says in
+              [(False, False, "kv_len - q_len + i"), (True, True, "the diagonal is masked")]]
+    cases += [_wrong(ch10, "test_cached_attention", "cached_attention", attention(scale, axis), says)
+              for scale, axis, says in [(False, -1, "not scaled"), (True, 0, "over the heads")]]
+    cases += [_wrong(ch10, "test_decode_bytes_per_token", "decode_bytes_per_token", count(wrong), says[:30])
+              for says, wrong in ch10.BYTES_MISTAKES]
+    cases += [_wrong(ch10, "test_quantize_per_channel", "quantize_per_channel", quantize(kind), says)
+              for kind, says in [("column", "per column"), ("tensor", "for the whole tensor"), ("trunc", "truncated")]]
     return cases
 
 

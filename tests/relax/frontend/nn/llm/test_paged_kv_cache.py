@@ -110,6 +110,8 @@ def test_prefill_decode_remove_and_reuse_match_numpy(lib):
         add(cache, seq)
         ref.add(seq)
     forward(cache, ref, rng, [0, 1, 2], [5, 9, 3])  # prefill: three lengths, pages of 4
+    # pages are handed out lowest id first, in the order of the forward's sequences
+    assert [cache.page_table(s) for s in (0, 1, 2)] == [([0, 1], 5), ([2, 3, 4], 9), ([5], 3)]
     positions = minitvm.get_global_func("vm.builtin.attention_kv_cache_get_query_positions")
     for _ in range(3):  # decode: one token per sequence
         forward(cache, ref, rng, [2, 0, 1], [1, 1, 1])
