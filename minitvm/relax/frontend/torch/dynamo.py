@@ -7,9 +7,8 @@ its example inputs to the backend, which returns a callable it runs in place of 
 
 For each graph this backend, as TVM's ``relax.frontend.torch.relax_dynamo``: imports it
 with :func:`from_fx`, runs the Relax pipeline, builds it for llvm and returns a callable
-over torch tensors (inputs shared with numpy through DLPack, not copied; outputs copied once, since a
-build reuses its output storage from call to call).
-minitvm's own choices:
+over torch tensors (inputs shared with numpy, not copied; outputs copied once, since a
+build reuses its output storage from call to call).  minitvm's own choices:
 
 * **Weights are constants.**  Dynamo passes a module's parameters and buffers as graph
   inputs; they are folded into the compiled module (as ``torch.compile``'s ``freezing``
@@ -37,11 +36,11 @@ from ....ir.module import IRModule
 from ....runtime.device import cpu
 from ....runtime.vm import VirtualMachine
 from ....target import Target
-from ...vm_build import build, get_pipeline
 from ...expr import Var
 from ...struct_info import TensorStructInfo
+from ...vm_build import build, get_pipeline
 from .exported_program import CONVERTERS
-from .fx_translator import FxConverter, _has_tensor
+from .fx_translator import FxConverter
 
 __all__ = ["relax_dynamo", "dynamo_capture_subgraphs", "minitvm_backend"]
 
