@@ -534,6 +534,20 @@ class FxConverter(ExportedProgramConverter):
         name = f"{getattr(target, '__module__', '') or ''}.{getattr(target, '__name__', target)}".lstrip(".")
         return fn, None, f"call_function {name} (node {node.name})"
 
+    def call_arguments(self, node: Any) -> tuple[tuple, dict]:
+        """``node``'s arguments with every node whose value is not a tensor (``x.size(0)`` or a
+        symbolic size from ``torch.compile``) replaced by its recorded value."""
+        import torch.fx  # torch is optional and heavy: imported on first use
+
+        def concrete(a: Any) -> Any:
+            if isinstance(a, torch.fx.Node):
+                return a if _has_tensor(self.values.get(a)) else self.values.get(a)
+            if isinstance(a, (list, tuple)):
+                return type(a)(concrete(v) for v in a)
+            return a
+
+        return tuple(concrete(a) for a in node.args), {k: concrete(v) for k, v in node.kwargs.items()}
+
     def check_supported(self, graph: Any) -> None:
         """Every call that makes a tensor has an adapter that accepts its arguments, or one error
         lists them all."""
@@ -547,7 +561,7 @@ class FxConverter(ExportedProgramConverter):
                     missing.append(what)
                     continue
                 try:
-                    target, _, _ = fn(self, node, tuple(node.args), dict(node.kwargs), mod)
+                    target, _, _ = fn(self, node, *self.call_arguments(node), mod)
                 except (ValueError, KeyError, TypeError) as err:
                     missing.append(f"{what}: {err}")
                     continue
@@ -561,7 +575,7 @@ class FxConverter(ExportedProgramConverter):
         if custom is not None:  # as TVM: the fx node itself and this converter
             return custom(node, self)
         fn, mod, _ = self.adapter(node)
-        target, args, kwargs = fn(self, node, tuple(node.args), dict(node.kwargs), mod)
+        target, args, kwargs = fn(self, node, *self.call_arguments(node), mod)
         return self.convert_map[target](_AtenCall(target, args, kwargs, node), self)
 
     def convert_fx(self, input_info: list, unwrap_unit_return_tuple: bool,

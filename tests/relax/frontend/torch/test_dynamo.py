@@ -107,6 +107,18 @@ def test_new_shape_recompiles_and_mark_dynamic_builds_per_shape():
     assert [(b.graph, b.shapes) for b in backend.compiles] == [(0, ((3, 12),)), (0, ((5, 12),))]
 
 
+def test_dynamic_true_builds_per_shape():
+    """dynamic=True: symbolic sizes reach the graph as inputs (and the converters as values)."""
+    model, backend = _ConvNet(), relax_dynamo()
+    compiled = torch.compile(model, backend=backend, dynamic=True)
+    with torch.no_grad():
+        for batch in (2, 3):  # not 1: dynamo specializes a size of 1
+            x = _randn(batch, 3, 12, 12, seed=batch)
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+    assert [(b.graph, b.shapes[0], b.eager) for b in backend.compiles] == [(0, (2, 3, 12, 12), ""),
+                                                                          (0, (3, 3, 12, 12), "")]
+
+
 def test_weight_changed_in_place_recompiles():
     model, backend = _mlp(), relax_dynamo()
     compiled = torch.compile(model, backend=backend)
