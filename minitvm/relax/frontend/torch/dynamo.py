@@ -148,11 +148,16 @@ class _Graph:
     runs: dict = field(default_factory=dict)
     eager: str = ""
 
+    def __post_init__(self) -> None:
+        self.inputs = [i for i, k in enumerate(self.kinds) if k == INPUT]
+        self.scalars = [i for i, k in enumerate(self.kinds) if k == SCALAR]
+        self.weights = [i for i, k in enumerate(self.kinds) if k == WEIGHT]
+
     def key(self, args: tuple) -> tuple:
-        """Shapes and dtypes of the inputs, the values of the scalars and the versions of the
-        weights: a call with the same key runs the same build."""
-        return tuple((a.shape, a.dtype) if k == INPUT else a if k == SCALAR else (id(a), a._version)
-                     for k, a in zip(self.kinds, args))
+        """Shapes of the inputs, values of the scalars, identities and versions of the weights:
+        a call with the same key runs the same build (dynamo's guards see to the dtypes)."""
+        return (tuple(args[i].shape for i in self.inputs), tuple(args[i] for i in self.scalars),
+                tuple((id(args[i]), args[i]._version) for i in self.weights))
 
     def __call__(self, *args: Any) -> Any:
         if self.eager:
