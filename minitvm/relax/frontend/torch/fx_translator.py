@@ -256,7 +256,7 @@ def _functional_adapters() -> dict[Any, Adapter]:
         F.adaptive_avg_pool2d: _named("aten.adaptive_avg_pool2d.default", "input", "output_size"),
         F.hardswish: _unary("aten.hardswish.default"), F.hardsigmoid: _unary("aten.hardsigmoid.default"),
         F.pad: _pad, torch._C._nn.pad: _pad,
-        operator.ne: _compare("aten.ne"), operator.eq: _compare("aten.eq"),
+        **{getattr(operator, name): _compare(f"aten.{name}") for name in ("eq", "ne", "lt", "le", "gt", "ge")},
         operator.invert: _unary("aten.bitwise_not.default"),
     }
 
