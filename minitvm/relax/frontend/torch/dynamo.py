@@ -34,6 +34,7 @@ from typing import Any, Callable
 
 from ....ir.module import IRModule
 from ....runtime.device import cpu
+from ....runtime.ndarray import NDArray
 from ....runtime.vm import VirtualMachine
 from ....target import Target
 from ...expr import Var
@@ -203,9 +204,11 @@ def _compile(mod: IRModule, kinds: list[str], pipeline: Any, target: str) -> Cal
     main = VirtualMachine(build(mod, tgt, relax_pipeline=None), cpu())["main"]
     inputs = [i for i, k in enumerate(kinds) if k == INPUT]
 
-    def as_array(t: Any) -> Any:
-        # shares the tensor's memory (a copy only for a non-contiguous one)
-        return t.detach().contiguous().numpy()
+    def as_array(t: Any) -> NDArray:
+        # shares the tensor's memory (a copy only for a non-contiguous one); an NDArray given
+        # its address takes the VM's quickest argument check
+        t = t.detach().contiguous()
+        return NDArray(t.numpy(), _address=t.data_ptr())
 
     def as_tensor(out: Any) -> Any:
         if isinstance(out, (tuple, list)):
