@@ -1,7 +1,7 @@
 """``torch.compile(model, backend="minitvm")`` against torch eager, ``torch.compile`` with inductor
 and minitvm's own path (``torch.export`` -> ``from_exported_program`` -> VM) on zoo models.
 
-    .venv/bin/python benchmarks/dynamo.py [--models resnet_small,transformer_sdpa,bert_encoder]
+    .venv/bin/python benchmarks/dynamo.py [--models resnet_small,transformer_sdpa,bert_encoder | all]
                                           [--batches 1,8] [--repeat 10] [--rounds 3]
 
 Every row runs under ``torch.no_grad()`` (dynamo guards on the grad mode, so each is compiled
@@ -99,7 +99,7 @@ def measure(model_name: str, batch: int, repeat: int, rounds: int) -> list[list[
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--models", default=DEFAULT_MODELS)
+    p.add_argument("--models", default=DEFAULT_MODELS, help="comma list of zoo models, or all")
     p.add_argument("--batches", default="1,8")
     p.add_argument("--repeat", type=int, default=10)
     p.add_argument("--rounds", type=int, default=3)
@@ -113,7 +113,10 @@ def main(argv: list[str] | None = None) -> None:
     meter, load_before = LoadMeter(), _loadavg()
     lines = []
     with torch.no_grad():
-        for name in [m.strip() for m in args.models.split(",") if m.strip()]:
+        from minitvm.testing import zoo
+
+        names = list(zoo.MODELS) if args.models == "all" else [m.strip() for m in args.models.split(",") if m.strip()]
+        for name in names:
             for batch in [int(b) for b in args.batches.split(",")]:
                 lines += measure(name, batch, args.repeat, args.rounds)
     head = ["model", "row", "median", "min..max", "vs eager", "compile s", "max|err|"]
