@@ -7,6 +7,8 @@ Subpackages load on first use (``minitvm.nd``, ``minitvm.build`` ...), so
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import sys
 from typing import Any
 
 __version__ = "0.1.0"
@@ -66,3 +68,56 @@ def __dir__() -> list[str]:
 
 
 __all__ = ["ir", "tir", "IRModule", "__version__", *_LAZY]
+
+
+# -- torch.compile(model, backend="minitvm") ----------------------------------------------------
+# torch finds backends by name in torch._dynamo's registry (or in the "torch_dynamo_backends"
+# entry points of installed packages, where pyproject.toml lists this one too).  Importing that
+# registry costs over a second, so the name is registered the moment torch imports it, and torch
+# is never imported here.
+_TORCH_REGISTRY = "torch._dynamo.backends.registry"
+
+
+def _torch_compile_backend(graph_module: Any, example_inputs: list) -> Any:
+    """``torch.compile(model, backend="minitvm")``: ``relax.frontend.torch.relax_dynamo()``."""
+    # lazy: relax and torch load when torch first compiles a graph, not with minitvm
+    from .relax.frontend.torch.dynamo import minitvm_backend
+
+    return minitvm_backend(graph_module, example_inputs)
+
+
+def _register_torch_backend(registry: Any) -> None:
+    try:
+        registry.register_backend(_torch_compile_backend, name="minitvm")
+    except AssertionError:  # "duplicate name": registered already (by its entry point)
+        pass
+
+
+class _TorchRegistryHook:
+    """A ``sys.meta_path`` finder that only watches for torch's backend registry: it lets the
+    other finders load it, then registers the backend."""
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname != _TORCH_REGISTRY:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        if spec is not None and spec.loader is not None:
+            exec_module = spec.loader.exec_module
+
+            def exec_and_register(module: Any) -> None:
+                exec_module(module)
+                _register_torch_backend(module)
+
+            spec.loader.exec_module = exec_and_register  # type: ignore[method-assign]
+        return spec
+
+
+def _watch_torch_registry() -> None:
+    if _TORCH_REGISTRY in sys.modules:
+        _register_torch_backend(sys.modules[_TORCH_REGISTRY])
+    elif not any(isinstance(f, _TorchRegistryHook) for f in sys.meta_path):
+        sys.meta_path.insert(0, _TorchRegistryHook())
+
+
+_watch_torch_registry()

@@ -62,7 +62,10 @@ def torch_constant(node, conv):
         if not isinstance(v, (int, float, bool, str, type(None), torch.dtype, torch.layout, torch.memory_format,
                               list, tuple)):
             raise ValueError(f"from_exported_program: {node.target} with a computed argument {v} is not supported")
-    value = node.target(*args, **kwargs, device="cpu") if "device" in node.kwargs else node.target(*args, **kwargs)
+    if isinstance(node.target, str):  # from_fx restated the call by name: its recorded value is torch's
+        value = node.meta["val"]
+    else:
+        value = node.target(*args, **kwargs, device="cpu") if "device" in node.kwargs else node.target(*args, **kwargs)
     return const(value.detach().contiguous().numpy())
 
 

@@ -116,10 +116,14 @@ def _cast(dtype_name: str) -> Adapter:
 
 
 def _getitem(conv, node, args, kwargs, mod):
-    """``pieces[k]`` of a tuple of tensors (``x.chunk(...)[1]``), or ``x[1:, 0, None, ...]``
-    of a tensor with constant ints and slices (tensor indices are not supported)."""
+    """``pieces[k]`` of a tuple of tensors (``x.chunk(...)[1]``), ``x[index_tensor]``, or
+    ``x[1:, 0, None, ...]`` of a tensor with constant ints and slices."""
     if isinstance(conv.values.get(args[0]), (tuple, list)):
         return "getitem", args, {}
+    import torch.fx  # torch is optional and heavy: imported on first use
+
+    if isinstance(args[1], torch.fx.Node) and _has_tensor(conv.values.get(args[1])):  # x[positions]
+        return "aten.index.Tensor", (args[0], [args[1]]), {}
     index = args[1] if isinstance(args[1], tuple) else (args[1],)
     for item in index:
         if not (item is None or item is Ellipsis or isinstance(item, int) or (
@@ -164,6 +168,97 @@ def _tensor_index(node, conv):
 
 def _masked_fill(conv, node, args, kwargs, mod):
     return "aten.masked_fill.Scalar", (args[0], _p(args, kwargs, 1, "mask"), _p(args, kwargs, 2, "value")), {}
+
+
+def _named(aten: str, *names: str, defaults: tuple = ()) -> Adapter:
+    """A functional call (``F.layer_norm(x, shape, weight=w)``) restated positionally in the
+    order ``names`` of the ATen op; trailing arguments not given take ``defaults``."""
+    def adapt(conv, node, args, kwargs, mod):
+        unknown = set(kwargs) - set(names)
+        if unknown:
+            raise ValueError(f"{aten}: keyword(s) {sorted(unknown)} are not supported")
+        tail = dict(zip(names[len(names) - len(defaults):], defaults))
+        values = [_p(args, kwargs, i, name, tail.get(name)) for i, name in enumerate(names)]
+        return aten, tuple(values), {}
+    return adapt
+
+
+def _conv_function(aten: str) -> Adapter:
+    """``torch.conv1d/conv2d`` as the graphs of ``torch.compile`` call them; ``padding="same"``
+    is the ATen ``.padding`` overload."""
+    default = _named(aten + ".default", "input", "weight", "bias", "stride", "padding", "dilation", "groups",
+                     defaults=(None, 1, 0, 1, 1))
+
+    def adapt(conv, node, args, kwargs, mod):
+        target, values, _ = default(conv, node, args, kwargs, mod)
+        return (aten + ".padding" if isinstance(values[4], str) else target), values, {}
+    return adapt
+
+
+def _batch_norm_function(conv, node, args, kwargs, mod):
+    """``F.batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)``
+    in ATen's order ``(x, weight, bias, running_mean, running_var, training, momentum, eps)``."""
+    x, mean, var, w, b, training, momentum, eps = (
+        _p(args, kwargs, i, name, d) for i, (name, d) in enumerate(
+            [("input", None), ("running_mean", None), ("running_var", None), ("weight", None), ("bias", None),
+             ("training", False), ("momentum", 0.1), ("eps", 1e-5)]))
+    if training:
+        raise ValueError("batch_norm in training mode is not supported; call model.eval()")
+    return "aten.batch_norm.default", (x, w, b, mean, var, False, momentum, eps), {}
+
+
+def _max_pool_function(conv, node, args, kwargs, mod):
+    if _p(args, kwargs, 6, "return_indices", False):
+        raise ValueError("max_pool2d(return_indices=True) is not supported")
+    kernel = _p(args, kwargs, 1, "kernel_size")
+    return "aten.max_pool2d.default", (args[0], kernel, _p(args, kwargs, 2, "stride") or kernel,
+                                       _p(args, kwargs, 3, "padding", 0), _p(args, kwargs, 4, "dilation", 1),
+                                       _p(args, kwargs, 5, "ceil_mode", False)), {}
+
+
+def _avg_pool_function(conv, node, args, kwargs, mod):
+    target, values, _ = _named("aten.avg_pool2d.default", "input", "kernel_size", "stride", "padding", "ceil_mode",
+                               "count_include_pad", "divisor_override",
+                               defaults=(None, 0, False, True, None))(conv, node, args, kwargs, mod)
+    if values[6] is not None:
+        raise ValueError("avg_pool2d(divisor_override=...) is not supported")
+    return target, (values[0], values[1], values[2] or values[1], *values[3:6]), {}
+
+
+_pad = _named("aten.pad.default", "input", "pad", "mode", "value", defaults=("constant", None))
+
+
+def _compare(aten: str) -> Adapter:
+    """``a != b``: the ``.Tensor`` overload when both sides are tensors, else ``.Scalar``."""
+    def adapt(conv, node, args, kwargs, mod):
+        tensors = all(_has_tensor(conv.values.get(a)) for a in args)
+        return f"{aten}.{'Tensor' if tensors else 'Scalar'}", args, {}
+    return adapt
+
+
+def _functional_adapters() -> dict[Any, Adapter]:
+    """The functions ``torch.compile`` leaves in its graphs where ``symbolic_trace`` leaves
+    module calls (dynamo inlines ``nn.Conv2d.forward`` into ``torch.conv2d(x, weight, ...)``)."""
+    import torch  # torch is optional and heavy: imported on first use
+    import torch.nn.functional as F  # torch is optional and heavy: imported on first use
+
+    return {
+        torch.conv1d: _conv_function("aten.conv1d"), torch.conv2d: _conv_function("aten.conv2d"),
+        F.conv1d: _conv_function("aten.conv1d"), F.conv2d: _conv_function("aten.conv2d"),
+        F.batch_norm: _batch_norm_function, F.max_pool2d: _max_pool_function,
+        F.layer_norm: _named("aten.layer_norm.default", "input", "normalized_shape", "weight", "bias", "eps",
+                             defaults=(None, None, 1e-5)),
+        F.group_norm: _named("aten.group_norm.default", "input", "num_groups", "weight", "bias", "eps",
+                             defaults=(None, None, 1e-5)),
+        F.embedding: lambda conv, node, args, kwargs, mod: (
+            "aten.embedding.default", (_p(args, kwargs, 1, "weight"), args[0]), {}),
+        F.avg_pool2d: _avg_pool_function,
+        F.adaptive_avg_pool2d: _named("aten.adaptive_avg_pool2d.default", "input", "output_size"),
+        F.hardswish: _unary("aten.hardswish.default"), F.hardsigmoid: _unary("aten.hardsigmoid.default"),
+        F.pad: _pad, torch._C._nn.pad: _pad,
+        **{getattr(operator, name): _compare(f"aten.{name}") for name in ("eq", "ne", "lt", "le", "gt", "ge")},
+        operator.invert: _unary("aten.bitwise_not.default"),
+    }
 
 
 # -- modules ------------------------------------------------------------------------------------
@@ -297,7 +392,7 @@ def _function_adapters() -> dict[Any, Adapter]:
                                                              {"step": kwargs["step"]} if "step" in kwargs else {}),
         operator.getitem: _getitem,
     }
-    return table
+    return {**_functional_adapters(), **table}
 
 
 _METHODS: dict[str, Adapter] = {
@@ -387,10 +482,18 @@ class FxConverter(ExportedProgramConverter):
         """Run the module once on random inputs; every node keeps its value (and as ``meta["val"]``
         the converters read shapes and dtypes from)."""
         import torch  # torch is optional and heavy: imported on first use
-        import torch.fx  # torch is optional and heavy: imported on first use
 
         gen = torch.Generator().manual_seed(0)
         inputs = [_example_input(list(shape), str(dtype), gen) for shape, dtype in input_info]
+        self.record_values(inputs)
+        return inputs
+
+    def record_values(self, inputs: list) -> None:
+        """Run the graph on ``inputs``: every node keeps its value, and a tensor-valued one
+        its ``meta["val"]``."""
+        import torch  # torch is optional and heavy: imported on first use
+        import torch.fx  # torch is optional and heavy: imported on first use
+
         values = self.values
 
         class Recorder(torch.fx.Interpreter):
@@ -404,7 +507,6 @@ class FxConverter(ExportedProgramConverter):
         for node, value in values.items():
             if _has_tensor(value):
                 node.meta["val"] = value
-        return inputs
 
     def custom_converter(self, node: Any) -> Callable | None:
         """The ``custom_convert_map`` entry for a call node (module type, function or method name)."""
@@ -432,6 +534,20 @@ class FxConverter(ExportedProgramConverter):
         name = f"{getattr(target, '__module__', '') or ''}.{getattr(target, '__name__', target)}".lstrip(".")
         return fn, None, f"call_function {name} (node {node.name})"
 
+    def call_arguments(self, node: Any) -> tuple[tuple, dict]:
+        """``node``'s arguments with every node whose value is not a tensor (``x.size(0)`` or a
+        symbolic size from ``torch.compile``) replaced by its recorded value."""
+        import torch.fx  # torch is optional and heavy: imported on first use
+
+        def concrete(a: Any) -> Any:
+            if isinstance(a, torch.fx.Node):
+                return a if _has_tensor(self.values.get(a)) else self.values.get(a)
+            if isinstance(a, (list, tuple)):
+                return type(a)(concrete(v) for v in a)
+            return a
+
+        return tuple(concrete(a) for a in node.args), {k: concrete(v) for k, v in node.kwargs.items()}
+
     def check_supported(self, graph: Any) -> None:
         """Every call that makes a tensor has an adapter that accepts its arguments, or one error
         lists them all."""
@@ -445,7 +561,7 @@ class FxConverter(ExportedProgramConverter):
                     missing.append(what)
                     continue
                 try:
-                    target, _, _ = fn(self, node, tuple(node.args), dict(node.kwargs), mod)
+                    target, _, _ = fn(self, node, *self.call_arguments(node), mod)
                 except (ValueError, KeyError, TypeError) as err:
                     missing.append(f"{what}: {err}")
                     continue
@@ -459,25 +575,30 @@ class FxConverter(ExportedProgramConverter):
         if custom is not None:  # as TVM: the fx node itself and this converter
             return custom(node, self)
         fn, mod, _ = self.adapter(node)
-        target, args, kwargs = fn(self, node, tuple(node.args), dict(node.kwargs), mod)
+        target, args, kwargs = fn(self, node, *self.call_arguments(node), mod)
         return self.convert_map[target](_AtenCall(target, args, kwargs, node), self)
 
     def convert_fx(self, input_info: list, unwrap_unit_return_tuple: bool,
                    no_bind_return_tuple: bool = False) -> IRModule:
-        import torch  # torch is optional and heavy: imported on first use
-
-        graph = self.gm.graph
-        placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+        placeholders = [n for n in self.gm.graph.nodes if n.op == "placeholder"]
         if len(placeholders) != len(input_info):
             raise ValueError(f"from_fx: the graph takes {len(placeholders)} inputs "
                              f"({', '.join(n.name for n in placeholders)}) but input_info describes {len(input_info)}")
         self.record(input_info)
-        self.check_supported(graph)
+        self.check_supported(self.gm.graph)
         user_vars = []
         for node, (shape, dtype) in zip(placeholders, input_info):
             var = Var(node.name, TensorStructInfo([int(d) for d in shape], str(dtype)))
             user_vars.append(var)
             self.env[node] = var
+        return self.emit_main(user_vars, unwrap_unit_return_tuple, no_bind_return_tuple)
+
+    def emit_main(self, user_vars: list[Var], unwrap_unit_return_tuple: bool,
+                  no_bind_return_tuple: bool = False) -> IRModule:
+        """``main(*user_vars, *self.param_vars)``: every call node that makes a tensor, in
+        graph order (the placeholders are bound in ``self.env`` already)."""
+        import torch  # torch is optional and heavy: imported on first use
+
         # as TVM: "num_input" only where parameters follow the inputs
         attrs: dict[str, Any] = {"num_input": len(user_vars)} if self.keep_params_as_input else {}
         if self.param_vars:
@@ -485,7 +606,7 @@ class FxConverter(ExportedProgramConverter):
         with self.bb.function("main", user_vars + self.param_vars, attrs=attrs):
             with self.bb.dataflow():
                 output = None
-                for node in graph.nodes:
+                for node in self.gm.graph.nodes:
                     if node.op == "get_attr":
                         value = self.values[node]
                         if isinstance(value, torch.Tensor):

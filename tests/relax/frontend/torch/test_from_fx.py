@@ -91,13 +91,20 @@ def test_unsupported_calls_are_listed_together_before_conversion():
     assert lines[3] == "  call_method 'flip' (node flip)"
 
 
-def test_tensor_indices_are_listed_as_unsupported():
+def test_one_index_tensor_gathers_rows_and_mixed_indices_are_listed_as_unsupported():
     class Gather(torch.nn.Module):
         def forward(self, x, i):
             return torch.relu(x)[i] + x[:, :2].sum()
 
+    gen = torch.Generator().manual_seed(3)
+    _check(Gather(), torch.randn(4, 3, generator=gen), torch.tensor([3, 0, 3, 1]))
+
+    class Mixed(torch.nn.Module):
+        def forward(self, x, i):
+            return x[i, 0]
+
     with pytest.raises(ValueError) as info:
-        from_fx(torch.fx.symbolic_trace(Gather()), [((4, 3), "float32"), ((2,), "int64")])
+        from_fx(torch.fx.symbolic_trace(Mixed()), [((4, 3), "float32"), ((2,), "int64")])
     assert str(info.value) == ("from_fx: unsupported operators:\n  call_function _operator.getitem (node getitem): "
                                "indexing a tensor with i is not supported (only ints, constant slices, None and ...); "
                                "use from_exported_program")
