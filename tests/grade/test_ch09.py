@@ -46,9 +46,17 @@ def _scheduled(result) -> IRModule:
     return result
 
 
-def _run(mod: IRModule, seed: int, *, name: str = "main"):
-    """Build for the emulated GPU, run on random inputs, return (outputs, report)."""
+def _built(mod: IRModule):
+    """``mod`` built for the emulated GPU and its report, counted at build time: a grader that checks
+    the shape first fails a wrong schedule without emulating it."""
     lib = minitvm.build(mod, target="cuda-emulated")
+    return lib, lib.report()[0]
+
+
+def _run(mod: IRModule, seed: int, *, name: str = "main", lib=None):
+    """Build for the emulated GPU (unless ``lib`` is the build), run on random inputs, return
+    (outputs, report)."""
+    lib = lib if lib is not None else minitvm.build(mod, target="cuda-emulated")
     func = mod[mod.keys()[0]]
     rng = np.random.default_rng(seed)
     arrays = [rng.standard_normal(tuple(int(s) for s in b.shape)).astype(b.dtype) for b in func.buffers]
@@ -152,11 +160,12 @@ def test_matmul_local_tiles(ex, v):
     """Exercise 9.5: the course's local blocking, v x v per thread."""
     n = 128
     mod = _scheduled(ex.matmul_local_tiles(_module(gp.matmul(n)), v))
-    (a, b, c), report = _run(mod, seed=5 + v)
-    assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+    lib, report = _built(mod)
     assert report.block == (8, 8, 1), f"expected 8 x 8 threads per block, got {report.block}"
     assert report.grid == (n // (8 * v), n // (8 * v), 1)
     assert report.local_bytes == v * v * 4, f"each thread should accumulate a {v} x {v} tile in local memory"
+    (a, b, c), _ = _run(mod, seed=5 + v, lib=lib)
+    assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
 
 
 # ------------------------------------------------------------------ 9.6
@@ -182,8 +191,7 @@ def test_matmul_shared_tiles(ex):
     """Exercise 9.6: any matmul schedule whose blocks share their operands through shared memory."""
     n = 128
     mod = _scheduled(ex.matmul_shared_tiles(_module(gp.matmul(n))))
-    (a, b, c), report = _run(mod, seed=6)
-    assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+    lib, report = _built(mod)
     blocks, threads = int(np.prod(report.grid)), int(np.prod(report.block))
     assert blocks >= 4, f"{blocks} thread block(s) (grid {report.grid}): share the work among at least 4"
     assert threads >= 32, f"{threads} threads per block (block {report.block}): use at least 32, a warp"
@@ -196,6 +204,8 @@ def test_matmul_shared_tiles(ex):
         f"{report.global_bytes} B of global traffic, {local / report.global_bytes:.1f}x less than the local "
         f"blocking's {local} B; at least {TRAFFIC_CUT}x less is wanted: stage both A and B, and let a block "
         "cover a larger tile of C, so that each copied element serves more of its threads")
+    (a, b, c), _ = _run(mod, seed=6, lib=lib)
+    assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
 
 
 # ------------------------------------------------------------------ 9.7
