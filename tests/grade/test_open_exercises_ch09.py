@@ -41,29 +41,22 @@ def _passes(grader, *args, **answer) -> None:
 # ------------------------------------------------------------------ 9.1-9.3: launch shapes, shared copy
 
 
-def _bound_in_three(mod, nthread):
-    """Another good 9.1: the loop split in three, the inner two fused back into the thread loop."""
+def _split_bound(mod, factors):
+    """Block "C"'s loop split by ``factors``: the first part bound to blocks, the rest (fused) to threads."""
     sch = s_tir.Schedule(mod)
-    i, = sch.get_loops(sch.get_sblock("C"))
-    blocks, half, rest = sch.split(i, [None, 2, nthread // 2])
-    sch.bind(blocks, "blockIdx.x")
-    sch.bind(sch.fuse(half, rest), "threadIdx.x")
-    return sch
-
-
-def _split_reversed(mod, nthread):
-    """nthread blocks of n // nthread threads: the factors the wrong way round."""
-    sch = s_tir.Schedule(mod)
-    i, = sch.get_loops(sch.get_sblock("C"))
-    outer, inner = sch.split(i, [nthread, None])
-    sch.bind(outer, "blockIdx.x")
-    sch.bind(inner, "threadIdx.x")
+    loops = sch.split(sch.get_loops(sch.get_sblock("C"))[0], factors)
+    sch.bind(loops[0], "blockIdx.x")
+    sch.bind(sch.fuse(*loops[1:]) if len(loops) > 2 else loops[1], "threadIdx.x")
     return sch
 
 
 def test_bind_elementwise_by_its_launch_shape():
-    _passes(ch09.test_bind_elementwise, 1024, 128, bind_elementwise=_bound_in_three)
-    message = _fails(ch09.test_bind_elementwise, 1024, 128, bind_elementwise=_split_reversed)
+    # another good answer: the loop split in three, the inner two fused back into the thread loop
+    _passes(ch09.test_bind_elementwise, 1024, 128,
+            bind_elementwise=lambda mod, nthread: _split_bound(mod, [None, 2, nthread // 2]))
+    # the factors the wrong way round: nthread blocks of n // nthread threads
+    message = _fails(ch09.test_bind_elementwise, 1024, 128,
+                     bind_elementwise=lambda mod, nthread: _split_bound(mod, [nthread, None]))
     assert "expected 8 blocks of 128 threads, got grid (128, 1, 1), block (8, 1, 1)" in message, message
 
 
@@ -102,37 +95,26 @@ def test_window_sum_shared_refuses_a_copy_every_thread_makes():
 # ------------------------------------------------------------------ 9.5: local tiles
 
 
-def _local_without_k_split(mod, v):
-    """Another good 9.5: the course's shape, with k left whole."""
+def _tiles_of(mod, v, local):
+    """The course's shape with k left whole: 8 x 8 threads of v x v tiles, accumulated in a local
+    cache (another good answer) or, with ``local`` False, straight into C in global memory."""
     sch = s_tir.Schedule(mod)
     block = sch.get_sblock("C")
-    local = sch.cache_write(block, 0, "local")
+    cache = sch.cache_write(block, 0, "local") if local else None
     i, j, k = sch.get_loops(block)
-    i0, i1, i2 = sch.split(i, [None, 8, v])
-    j0, j1, j2 = sch.split(j, [None, 8, v])
-    sch.reorder(i0, j0, i1, j1, k, i2, j2)
-    sch.reverse_compute_at(local, j1)
-    for loop, axis in ((i0, "blockIdx.y"), (j0, "blockIdx.x"), (i1, "threadIdx.y"), (j1, "threadIdx.x")):
-        sch.bind(loop, axis)
-    sch.decompose_reduction(block, k)
-    return sch
-
-
-def _tiles_in_global(mod, v):
-    """The 8 x 8 threads and v x v tiles, but each update goes to C in global memory."""
-    sch = s_tir.Schedule(mod)
-    i, j, k = sch.get_loops(sch.get_sblock("C"))
-    i0, i1, i2 = sch.split(i, [None, 8, v])
-    j0, j1, j2 = sch.split(j, [None, 8, v])
+    (i0, i1, i2), (j0, j1, j2) = (sch.split(loop, [None, 8, v]) for loop in (i, j))
     sch.reorder(i0, j0, i1, j1, k, i2, j2)
     for loop, axis in ((i0, "blockIdx.y"), (j0, "blockIdx.x"), (i1, "threadIdx.y"), (j1, "threadIdx.x")):
         sch.bind(loop, axis)
+    if local:
+        sch.reverse_compute_at(cache, j1)
+        sch.decompose_reduction(block, k)
     return sch
 
 
 def test_matmul_local_tiles_by_its_shape_and_local_memory():
-    _passes(ch09.test_matmul_local_tiles, 4, matmul_local_tiles=_local_without_k_split)
-    message = _fails(ch09.test_matmul_local_tiles, 4, matmul_local_tiles=_tiles_in_global)
+    _passes(ch09.test_matmul_local_tiles, 4, matmul_local_tiles=lambda mod, v: _tiles_of(mod, v, local=True))
+    message = _fails(ch09.test_matmul_local_tiles, 4, matmul_local_tiles=lambda mod, v: _tiles_of(mod, v, local=False))
     assert "accumulate a 4 x 4 tile in local memory" in message, message
 
 
