@@ -80,8 +80,9 @@ class MatMul:
 def bind_elementwise(mod: IRModule, nthread: int = 128) -> s_tir.Schedule:
     """Exercise 9.1: run block "C" on the GPU, ``nthread`` threads per block.
 
-    Split the loop of block "C" into ``[None, nthread]``; bind the outer loop to
-    ``"blockIdx.x"`` and the inner one to ``"threadIdx.x"``.
+    Every element of ``C`` is computed by its own GPU thread, in thread blocks of ``nthread``
+    threads each (the length is a multiple of ``nthread``): the grader reads the launch shape,
+    ``n // nthread`` blocks of ``nthread`` threads, from the emulator's report.
     """
     # BEGIN SOLUTION
     sch = s_tir.Schedule(mod)
@@ -96,9 +97,10 @@ def bind_elementwise(mod: IRModule, nthread: int = 128) -> s_tir.Schedule:
 def bind_2d_tiles(mod: IRModule, tile: int = 16) -> s_tir.Schedule:
     """Exercise 9.2: a 2-D grid of 2-D blocks for the transpose (block "B").
 
-    Split both loops of block "B" by ``tile``; order them ``i0, j0, i1, j1``; bind ``i0`` to
-    ``"blockIdx.y"``, ``j0`` to ``"blockIdx.x"``, ``i1`` to ``"threadIdx.y"`` and ``j1`` to
-    ``"threadIdx.x"``: ``tile x tile`` threads per block.
+    Each thread block computes one ``tile x tile`` square of ``B`` with ``tile x tile`` threads,
+    one element each, and the blocks form a 2-D grid over ``B``. The ``x`` axes (of the grid and
+    of a block) run along ``B``'s columns, the ``y`` axes along its rows, as in CUDA, where
+    neighbouring ``threadIdx.x`` write neighbouring addresses.
     """
     # BEGIN SOLUTION
     sch = s_tir.Schedule(mod)
@@ -117,10 +119,12 @@ def bind_2d_tiles(mod: IRModule, tile: int = 16) -> s_tir.Schedule:
 def window_sum_shared(mod: IRModule, nthread: int = 128) -> s_tir.Schedule:
     """Exercise 9.3: the window sum through shared memory, fetched cooperatively.
 
-    Bind block "C" as in 9.1; cache its input ``A`` (read buffer 0) in ``"shared"`` memory,
-    computed at the ``threadIdx.x`` loop; then split the cache's copy loop by ``nthread`` and
-    bind the inner part to ``"threadIdx.x"``, so that each element is fetched by one thread
-    (without it, every thread writes every element: the emulator refuses that race).
+    Blocks of ``nthread`` threads, one output each (as in 9.1); the threads of a block read
+    their inputs from a copy of ``A`` in the block's ``"shared"`` memory, which they fill
+    together: each element of the block's window is fetched from global memory by one thread,
+    once (the emulator refuses a copy that every thread writes whole: a race). The grader checks
+    the numbers, that the shared copy holds no more than a block needs (at most ``2 * nthread``
+    floats) and that each block loads its ``nthread + 2`` inputs from global memory once.
     """
     # BEGIN SOLUTION
     sch = bind_elementwise(mod, nthread)
@@ -164,11 +168,11 @@ def reverse_chunks() -> tirx.PrimFunc:
 def matmul_local_tiles(mod: IRModule, v: int = 4) -> s_tir.Schedule:
     """Exercise 9.5: the course's local blocking: each thread accumulates a ``v x v`` tile of C.
 
-    ``cache_write`` block "C" into ``"local"``; split ``i`` and ``j`` into ``[None, 8, v]`` and
-    ``k`` into ``[None, 4]``; order ``i0, j0, i1, j1, k0, k1, i2, j2``; move the local cache's
-    write-back under ``j1`` (``reverse_compute_at``); bind ``i0``/``j0`` to
-    ``blockIdx.y``/``blockIdx.x`` and ``i1``/``j1`` to ``threadIdx.y``/``threadIdx.x``; finally
-    ``decompose_reduction`` at ``k0``.
+    The shape of the course's first GPU matmul: thread blocks of ``8 x 8`` threads in a 2-D
+    grid (rows on the ``y`` axes, columns on the ``x`` axes), each thread computing a ``v x v``
+    tile of ``C`` that it accumulates in ``"local"`` memory (registers) and writes to ``C`` once,
+    at the end. The grader reads the grid, the block and each thread's local memory
+    (``v * v`` floats) from the emulator's report, and checks the numbers.
     """
     # BEGIN SOLUTION
     sch = s_tir.Schedule(mod)
@@ -190,13 +194,23 @@ def matmul_local_tiles(mod: IRModule, v: int = 4) -> s_tir.Schedule:
 
 
 def matmul_shared_tiles(mod: IRModule) -> s_tir.Schedule:
-    """Exercise 9.6: the course's shared-memory blocking (8 x 8 local tiles, 8 x 8 threads, k by 8).
+    """Exercise 9.6 (open): a matmul whose thread blocks share their operands through shared memory.
 
-    As 9.5 with ``v = 8``, ``k`` split by 8, and no ``threadIdx.y``: fuse ``i1`` and ``j1`` into
-    one loop bound to ``"threadIdx.x"`` (64 threads). Then, for each input (read buffers 0 and
-    1 of block "C"): ``cache_read`` it into ``"shared"``, ``compute_at`` the ``k0`` loop, fuse the
-    cache's two inner loops, split the result into ``[None, 64, 4]``, vectorize the last part
-    and bind the middle one to ``"threadIdx.x"``. ``decompose_reduction`` at ``k0`` last.
+    In 9.5's local blocking every thread streams its own rows of ``A`` and columns of ``B`` from
+    global memory, though the threads of a block need the same ones. Schedule block "C" so that
+    the threads of a block stage the parts of ``A`` and ``B`` they need in ``"shared"`` memory,
+    fetched cooperatively (each element by one thread), and compute from there. Any schedule
+    with these properties passes (the grader reads them from the emulator's report, for a
+    128 x 128 matmul):
+
+    * the numbers match numpy;
+    * at least 4 thread blocks, each of at least 32 threads (the 1024-thread limit holds too);
+    * at most 8 KiB of shared memory per block (a GPU has 48 KiB for all the blocks it runs at
+      once);
+    * at most 1/16 of the global-memory traffic of 9.5's local blocking, which loads two floats
+      for every multiply-add.
+
+    The course's schedule, in the chapter, is one answer.
     """
     # BEGIN SOLUTION
     sch = s_tir.Schedule(mod)
@@ -264,13 +278,14 @@ class MatMulBT:
 def stage_tile_blocks(mod: IRModule, tile: int = 16) -> s_tir.Schedule:
     """Exercise 9.8: tensorized blocks with their operands in special memory, for ``MatMulBT``.
 
-    Split the loops ``i, j, k`` of block "matmul" by ``tile``; order them ``i0, j0, k0, i1, j1,
-    k1``; ``blockize`` at ``i1`` (the new block "matmul_o" computes one tile x tile x tile
-    piece). Then stage its operands: ``cache_read`` its read buffers 0 and 1 into
-    ``"global.A_reg"`` and ``"global.B_reg"``, both computed at ``k0``; ``cache_write`` its
-    output into ``"global.accumulator"``, written back under ``j0`` (``reverse_compute_at``);
-    finally ``decompose_reduction`` of "matmul_o" at ``k0``. The grader tensorizes the update
-    block "matmul_o_update" with an intrinsic described as in exercise 9.9.
+    The chapter's imaginary matrix unit, as a schedule of block "matmul" (the course's steps):
+    one block per ``tile x tile x tile`` piece of the work (``blockize`` names it "matmul_o"),
+    its init split off so that its update block, "matmul_o_update", only accumulates; the
+    update reads ``A``'s and ``B``'s tiles from copies in ``"global.A_reg"`` and
+    ``"global.B_reg"``, copied right before the piece that uses them (inside the loop over
+    ``k``'s tiles), and adds into a copy of ``C``'s tile in ``"global.accumulator"``, written
+    back once per tile of ``C`` (after the loop over ``k``'s tiles). The grader tensorizes
+    "matmul_o_update" with an intrinsic described as in exercise 9.9 and checks the numbers.
     """
     # BEGIN SOLUTION
     sch = s_tir.Schedule(mod)

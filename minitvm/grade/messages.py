@@ -19,11 +19,17 @@ from ..tir import PrimFunc
 from .loader import ExerciseFileError
 from .mistakes import LIKELY
 
-__all__ = ["learner_message", "structure_message"]
+__all__ = ["is_stub", "learner_message", "structure_message"]
+
+def is_stub(err: BaseException) -> bool:
+    """Whether ``err`` is an exercise's stub saying it is not written yet (``make_stubs``'s
+    ``NotImplementedError("exercise N.M: ...")``), not a failed attempt."""
+    return isinstance(err, NotImplementedError) and str(err).startswith("exercise")
+
 
 def learner_message(err: BaseException, hint: str | None = None) -> str | None:
     """The report text for a grader that raised ``err``; None keeps pytest's own."""
-    if isinstance(err, NotImplementedError) and str(err).startswith("exercise"):
+    if is_stub(err):
         return None  # the untouched stub: the runner reports it as "todo"
     if isinstance(err, StructuralEqualError):
         text = structure_message(err)

@@ -14,7 +14,8 @@ numbers that differ say how many and the worst one, a structure that differs sho
 programs around the first difference, a broken exercise file names the line, and a
 ``@pytest.mark.hint("idea", "closer", ...)`` on the grader adds its hint, in levels: when
 grading the learner's exercises, the first failure of a grader shows the first level (a pointer to
-the idea), each further failure the next (never the answer), counted in ``exercises/.hints/``.
+the idea), each further failure the next (never the answer), counted in ``exercises/.hints/``;
+a stub still raising its ``NotImplementedError`` is not an attempt and moves no level.
 Graders pass the learner's value first: ``assert_structural_equal(yours, expected)``,
 ``assert_allclose(yours, expected)``.
 """
@@ -67,11 +68,14 @@ def pytest_runtest_makereport(item: Any, call: Any) -> Any:
     report = outcome.get_result()
     if report.when != "call" or not report.failed or item.get_closest_marker("points") is None:
         return
-    from .messages import learner_message  # lazy: it imports the IR; only when a grader has failed
+    from .messages import is_stub, learner_message  # lazy: it imports the IR; only when a grader has failed
 
+    err = call.excinfo.value
+    if is_stub(err):
+        return  # not an attempt: it spends no hint level (the runner reports it as "todo")
     hint = item.get_closest_marker("hint")
     levels = hint.args if hint else ()
-    text = learner_message(call.excinfo.value, _hint_at_level(item, levels) if levels else None)
+    text = learner_message(err, _hint_at_level(item, levels) if levels else None)
     if text is not None:
         report.longrepr = text
 

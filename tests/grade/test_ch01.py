@@ -58,8 +58,10 @@ def _rand(rng, *shape):
 
 @pytest.mark.points(1)
 @pytest.mark.parametrize("seed", [1, 2])
-@pytest.mark.hint("B has one axis: which of C's two axes does it follow?",
-                  "C[vi, vj] reads A at both of its axes and B at one")
+@pytest.mark.hint("section 3 (Why blocks?): a block's axes say which element it computes: which axes does C have, "
+                  "and which of them does B follow?",
+                  "B is read at C's second axis only; the sizes m and n come from the function's arguments "
+                  "(\"Shapes from Python\", section 4)")
 def test_broadcast_add(ex, seed):
     """Exercise 1.1: broadcast add on random shapes."""
     rng = np.random.default_rng(seed)
@@ -71,9 +73,10 @@ def test_broadcast_add(ex, seed):
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint("every element of B is written, the border too: one block over B's whole shape",
-                  "inside the border B reads A with the two indices swapped and shifted by p; T.if_then_else "
-                  "picks A's value or 0")
+@pytest.mark.hint("section 3 (Why blocks?): one block over B's whole shape, the border included: what does B hold "
+                  "where no element of A lands?",
+                  "inside the border B reads A with the two indices swapped and shifted by p; a condition picks A's "
+                  "value or zero")
 def test_transpose_pad(ex):
     """Exercise 1.2: transposed copy with a zero border."""
     rng = np.random.default_rng(12)
@@ -103,8 +106,10 @@ def _row_sum_variant(m: int, n: int, kinds: str = "SR", init: bool = True, exten
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint("a sum is a reduction: its block has an init and a reduce axis",
-                  "T.axis.remap takes one letter per axis: S for an axis you keep, R for one you sum over")
+@pytest.mark.hint("section 3 (Why blocks?): a sum is a reduction: its block has an axis of the reduction kind and "
+                  "an init",
+                  "one letter per axis when you remap them: spatial for the axis you keep, reduction for the one "
+                  "you sum over; the init sets B[i] before the first j")
 def test_row_sum_of_squares(ex):
     """Exercise 1.3: a reduction with an init block."""
     rng = np.random.default_rng(13)
@@ -180,8 +185,10 @@ def _conv_mistakes(shape, x, wt, y):
 
 
 @pytest.mark.points(3)
-@pytest.mark.hint("one block, seven loops: four over Y's axes, three summed over",
-                  "output row y reads X at row y plus the kernel's row offset; the same for columns")
+@pytest.mark.hint("section 3 (Why blocks?): one block; which of its axes are Y's (spatial) and which are summed "
+                  "over?",
+                  "four spatial axes, three summed (the input channel and the kernel's two offsets); output row y "
+                  "reads X at row y plus the kernel's row offset, the same for columns")
 def test_conv2d(ex):
     """Exercise 1.4: 2-D convolution (NCHW, stride 1, no padding)."""
     rng = np.random.default_rng(14)
@@ -196,8 +203,10 @@ def test_conv2d(ex):
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint("two blocks: the matmul writes an intermediate buffer, the ReLU reads it",
-                  "the intermediate is a T.alloc_buffer inside the function; the ReLU is a max with zero")
+@pytest.mark.hint("section 2 (The same program in TVMScript): mm_relu with one more axis, the batch: two blocks, "
+                  "the matmul writing an intermediate buffer that the ReLU reads",
+                  "the intermediate is allocated inside the function; the matmul's block has an init and a "
+                  "reduction axis; the ReLU is a max with zero")
 def test_bmm_relu(ex):
     """Exercise 1.5: batched matmul + ReLU through an intermediate buffer."""
     rng = np.random.default_rng(15)
@@ -231,8 +240,10 @@ def _mm_relu_script(n):
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint("the grader compares yours with the TVMScript mm_relu: same blocks, same order, same names",
-                  "a te.compute's name becomes its block's name; the summed axis is a te.reduce_axis")
+@pytest.mark.hint("section 5 (TE): the grader compares yours with section 2's TVMScript mm_relu: same blocks, same "
+                  "order, same names",
+                  "a te.compute's name becomes its block's name, a reduce axis's name its loop's; the tensors "
+                  "passed to create_prim_func become the parameters, in that order")
 def test_te_mm_relu(ex):
     """Exercise 1.6: TE mm_relu is structurally equal to the TVMScript one."""
     n = int(np.random.default_rng(16).integers(8, 64))
@@ -267,8 +278,10 @@ def _softmax_variant(m: int, n: int, axis: int = 1, shift: str = "row", sum_exp:
 
 
 @pytest.mark.points(3)
-@pytest.mark.hint("four steps: the row maximum, the shifted exponentials, their row sum, the division",
-                  "each of the two reductions needs its own te.reduce_axis")
+@pytest.mark.hint("section 5 (TE): softmax is four tensors in a row: the row maximum, the shifted exponentials, "
+                  "their row sum, the quotient",
+                  "each of the two reductions needs its own reduce axis; the maximum is subtracted before exp, so "
+                  "that large inputs do not overflow")
 def test_te_softmax(ex):
     """Exercise 1.7: numerically stable softmax in TE."""
     rng = np.random.default_rng(17)
@@ -320,8 +333,9 @@ def _best_seconds(naive: PrimFunc, yours: PrimFunc, args) -> tuple[float, float]
 
 
 @pytest.mark.points(3)
-@pytest.mark.hint("every order of the loops does the same arithmetic: the time goes into reading memory. In the "
-                  "chapter's loop nest, how far apart in memory are the elements of B that the innermost loop reads?",
+@pytest.mark.hint("section 1 (A tensor program, written as loops): every order of the loops does the same "
+                  "arithmetic: the time goes into reading memory. In the chapter's loop nest, how far apart in "
+                  "memory are the elements of B that the innermost loop reads?",
                   "an innermost loop that walks B and Y along a row reads them in the order they are stored, and "
                   "lets the compiler use vector instructions; the block's axes say what is computed, the loops "
                   "around it in which order")

@@ -274,49 +274,57 @@ TILE_MATMUL_MISTAKES = [
 
 
 @pytest.mark.points(1)
-@pytest.mark.hint("split first, then change the kind of one of the two loops",
-                  "vector lanes are iterations of the inner loop")
+@pytest.mark.hint("Step 3 (vectorize and unroll): a vectorized loop's extent is the number of lanes: where does a "
+                  "loop of 16 come from?",
+                  "the one loop of VectorAdd must first become two; then only the inner one changes kind")
 def test_vectorize_add(ex):
     """Exercise 2.1: split + vectorize an elementwise add."""
     _check(ex.vectorize_add, VectorAdd, vector_add_target, seed=21, mistakes=VECTORIZE_ADD_MISTAKES)
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint("the two loops become one before that one is split",
-                  "threads share out the outer loop; vector lanes are the inner one")
+@pytest.mark.hint("Step 5 (parallel and fuse): the two loops become one before that one is split",
+                  "threads share out the outer part of the split, vector lanes are the inner part: each primitive "
+                  "takes the loop it changes")
 def test_fuse_relu_loops(ex):
     """Exercise 2.2: fuse, split, parallel, vectorize."""
     _check(ex.fuse_relu_loops, Relu2D, relu_fused_target, seed=22, mistakes=FUSE_RELU_MISTAKES)
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint("print sch.mod after each primitive and compare its loop order with the target's",
-                  "two splits and one reorder; the target lists the loops in the order you pass to reorder")
+@pytest.mark.hint("Step 2 (split and reorder again: tiles): print sch.mod after each primitive and compare its loop "
+                  "order with the target's",
+                  "a split names its loops after the old one (i_0, i_1); reorder takes the loops in the order you "
+                  "want them, outermost first")
 def test_tile_matmul(ex):
     """Exercise 2.3: tile a matmul to the target loop nest."""
     _check(ex.tile_matmul, matmul(128), tiled_matmul_target, seed=23, mistakes=TILE_MATMUL_MISTAKES)
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint("the ReLU block moves under one loop of the matmul",
-                  "a consumer moves under its producer's loop with reverse_compute_at")
+@pytest.mark.hint("Producers and consumers: the ReLU (the consumer) moves under a loop of the matmul (its producer)",
+                  "moving a consumer under its producer's loop is the reverse of compute_at; which of Y's loops "
+                  "runs over the rows?")
 def test_relu_per_row(ex):
     """Exercise 2.4: reverse_compute_at the ReLU under the matmul's row loop."""
     _check(ex.relu_per_row, MMRelu, relu_per_row_target, seed=24)
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint("the local buffer is made by caching what the block writes",
-                  "after cache_write: place the write-back under the tile's loop, then separate the init from "
-                  "the update")
+@pytest.mark.hint("Step 6 (cache_write: a local accumulator): the local buffer is made by caching what block C "
+                  "writes",
+                  "after the cache: its write-back goes under the tile's loop (a consumer placed under a loop), "
+                  "then the init gets its own loop nest (Step 4)")
 def test_local_accumulator(ex):
     """Exercise 2.5: cache_write to a local accumulator, reverse_compute_at, decompose_reduction."""
     _check(ex.local_accumulator, matmul(128), local_accumulator_target, seed=25)
 
 
 @pytest.mark.points(3)
-@pytest.mark.hint("compare your sch.mod with the target after every primitive, top down",
-                  "the target's loop names tell which split made them (j_0, j_1 come from one split of j)")
+@pytest.mark.hint("The trace: a schedule is a program: compare your sch.mod with the target after every primitive, "
+                  "top down",
+                  "the target's loop names tell which split made them (j_0, j_1 come from one split of j), and a "
+                  "block's place tells which loop it was moved under")
 def test_bmm_relu_schedule(ex):
     """Exercise 2.6: reproduce the bmm_relu target schedule."""
     _check(ex.bmm_relu_schedule, BmmRelu, BmmReluTarget["bmm_relu"], seed=26)
@@ -329,9 +337,10 @@ def _gflops(mod: IRModule, n: int, args, number: int) -> float:
 
 
 @pytest.mark.points(3)
-@pytest.mark.hint("the naive loop walks B down a column: every step misses the cache",
-                  "tile so a block of C stays in cache, vectorize the innermost spatial loop, run the "
-                  "outermost in parallel")
+@pytest.mark.hint("Step 1 (reorder: walk memory in order): the naive loop walks B down a column: every step misses "
+                  "the cache",
+                  "each of the chapter's steps wins on its own: memory order and tiles first, then vector lanes, "
+                  "then both cores; measure after each")
 def test_fast_matmul(ex):
     """Exercise 2.7: at least 3x the GFLOP/s of the naive matmul (both measured here)."""
     n = 512

@@ -39,6 +39,10 @@ def _vm(mod: IRModule) -> relax.VirtualMachine:
 
 
 @pytest.mark.points(1)
+@pytest.mark.hint("sections 2 and 3 (torch.export, Import into Relax): export the model on the example, then import "
+                  "what export returned",
+                  "main must return a tensor, not a 1-tuple: the importer has an option that unwraps a single "
+                  "output; the weights become constants unless you ask otherwise")
 def test_import_model(ex):
     """Exercise 3.1: export and import a model."""
     model = ConvNet(5).eval()
@@ -57,7 +61,10 @@ def test_import_model(ex):
         assert_allclose(torch.from_dlpack(_vm(mod)["main"](x)), model(x), rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.hint('count bindings whose value is a relax.Call of an operator (minitvm.ir.Op): value.op.name')
+@pytest.mark.hint("section 3 (Import into Relax): main's body is a dataflow block of bindings: which kind of value "
+                  "calls an operator?",
+                  "a value is an operator call when it is a relax.Call whose op is an operator (minitvm.ir.Op), not "
+                  "a function or a variable; the name is on the op")
 @pytest.mark.points(1)
 def test_relax_ops(ex):
     """Exercise 3.2: read the Relax operators of an imported model."""
@@ -109,7 +116,8 @@ def _wide_pairs(seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     return tuple(torch.from_numpy(v.astype("float32")) for v in xy)
 
 
-@pytest.mark.hint("what is x * x in float32 for x = 1e20, and for x = 1e-25?",
+@pytest.mark.hint("section 8 (When an operator is missing): what is x * x in float32 for x = 1e20, and for x = "
+                  "1e-25?",
                   "the result is about as large as the larger of |x| and |y|: which numbers could you square "
                   "instead, so that the squares stay near 1? (and mind the pair 0, 0)")
 @pytest.mark.points(2)
@@ -147,7 +155,9 @@ def test_convert_hypot(ex):
                             err_msg="magnitudes from 1e-30 to 1e30")
 
 
-@pytest.mark.hint('torch.export.export(model, (example,), dynamic_shapes=({0: torch.export.Dim("batch")},))')
+@pytest.mark.hint("section 7 (One compile, any batch size): the batch must be symbolic from the export on",
+                  "torch.export takes an argument naming which dimension of which input varies; the importer then "
+                  "gives main a symbolic batch, and one compile serves every size")
 @pytest.mark.points(2)
 def test_compile_dynamic_batch(ex):
     """Exercise 3.4: one executable for every batch size."""
@@ -165,6 +175,10 @@ def test_compile_dynamic_batch(ex):
 
 
 @pytest.mark.points(1)
+@pytest.mark.hint("section 8 (When an operator is missing): the importer converts the graph after decompositions, "
+                  "not the one export returns",
+                  "keep the call_function nodes whose target's name starts with aten. and that the converter table "
+                  "lacks; each name once, sorted")
 def test_missing_ops(ex):
     """Exercise 3.5: list the operators the importer does not know."""
 
@@ -185,6 +199,10 @@ def test_missing_ops(ex):
 
 
 @pytest.mark.points(1)
+@pytest.mark.hint("sections 4 and 5 (the pipeline's fusion, What a default schedule is): FuseOps groups operators, "
+                  "FuseTIR makes one TensorIR function of each group",
+                  "after the pipeline, look at the module's TensorIR functions and keep those whose names say they "
+                  "were fused")
 def test_fused_kernels(ex):
     """Exercise 3.6: the kernels that operator fusion produced."""
     ep = torch.export.export(ConvNet(4).eval(), (torch.randn(2, 2, 8, 8),))

@@ -65,7 +65,10 @@ def _chain_reference(x, w0, b0, w1, b1):
 
 
 @pytest.mark.points(1)
-@pytest.mark.hint("allocate with np.empty(shape, dtype), pass it as the kernel's last argument, return it")
+@pytest.mark.hint("section 1 (The model, in numpy): destination-passing style: the caller allocates the output, the "
+                  "kernel fills it",
+                  "allocate an array of the given shape and dtype, hand it to the kernel after the inputs, and "
+                  "return that same array")
 def test_dps_call(ex):
     """Exercise 4.1: call_tir in numpy."""
     rng = np.random.default_rng(41)
@@ -89,8 +92,10 @@ def test_dps_call(ex):
 
 
 @pytest.mark.points(3)
-@pytest.mark.hint("three bindings inside `with R.dataflow():`, each "
-                   "R.call_tir(cls.<kernel>, (args,), out_sinfo=R.Tensor(shape, dtype)), then R.output")
+@pytest.mark.hint("section 2 (The model as a Relax function in TVMScript): the chapter's module is the pattern: "
+                  "PrimFuncs for the kernels, a Relax main calling them",
+                  "each call_tir names a kernel of the module, its inputs as a tuple and the output's shape and "
+                  "dtype; the three bindings sit in one dataflow block, and the last leaves it")
 def test_residual_module(ex):
     """Exercise 4.2: a residual block in TVMScript."""
     mod = ex.residual_module()
@@ -109,8 +114,10 @@ def test_residual_module(ex):
 
 
 @pytest.mark.points(3)
-@pytest.mark.hint("emit_te for linear and relu, then bb.emit_output(bb.call_te(te_add, lv1, x)); "
-                   "emit_te then emit_output would add a binding")
+@pytest.mark.hint("section 6 (The same model with the BlockBuilder): the grader builds the module the way the "
+                  "exercise says and compares yours with it, binding for binding",
+                  "the first two kernels are emitted as dataflow bindings; the last call goes straight to the "
+                  "block's output, not emitted first and output after (that adds a binding)")
 def test_residual_bb(ex):
     """Exercise 4.3: the residual block with the BlockBuilder."""
     rng = np.random.default_rng(43)
@@ -134,7 +141,9 @@ def test_residual_bb(ex):
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint('relax.transform.BindParams("main", {"w": w, "b": b}) returns a new module')
+@pytest.mark.hint("section 7 (Parameters: inputs or constants?): a transform turns named parameters into constants",
+                  "the transform takes the function's name and a dict from parameter name to array, and returns a "
+                  "new module: mod itself stays as it is")
 def test_bind_weights(ex):
     """Exercise 4.4: weights as constants."""
     mod = _residual_module_for_binding()
@@ -173,7 +182,10 @@ def _residual_module_for_binding():
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint("after the call (before_run False) the kernel's result is args[-1]; keep args[-1].numpy(), a copy")
+@pytest.mark.hint("section 4 (Inside the virtual machine, The value of every binding): an instrument is called "
+                  "before and after every call the VM makes",
+                  "after the call, a kernel's result is its last argument; keep a copy, since the VM reuses "
+                  "storage; the vm.builtin calls are not kernels")
 def test_record_bindings(ex):
     """Exercise 4.5: every kernel's result, through the instrument."""
     rng = np.random.default_rng(45)
@@ -193,7 +205,10 @@ def test_record_bindings(ex):
 
 
 @pytest.mark.points(3)
-@pytest.mark.hint('a shape with "n" (TVMScript) or tir.Var("n", "int64") (BlockBuilder) in x\'s struct info')
+@pytest.mark.hint("section 9 (Symbolic shapes): the batch is a symbolic variable in x's shape, and the kernels must "
+                  "take any batch too",
+                  "in TVMScript, kernels whose buffers are matched from handles with n in their shape; with the "
+                  "BlockBuilder, a variable for n in x's struct info and the given TE functions")
 def test_dynamic_linear_relu(ex):
     """Exercise 4.6: a symbolic batch."""
     mod = ex.dynamic_linear_relu()
@@ -214,8 +229,10 @@ def test_dynamic_linear_relu(ex):
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint("each R.call_tir becomes alloc_storage + alloc_tensor + a kernel call, "
-                   "unless its tensor reuses a dead one's storage")
+@pytest.mark.hint("section 4 (Inside the virtual machine): what does each call_tir become in the bytecode?",
+                  "each call: a storage (unless a dead tensor's can be reused), a tensor in it, the kernel call; "
+                  "walk the chain: which intermediate is dead when the next is made? the returned tensor never "
+                  "reuses")
 def test_predict_vm_counts(ex):
     """Exercise 4.7: predict the bytecode."""
     guess = ex.predict_vm_counts()
@@ -234,8 +251,10 @@ def test_predict_vm_counts(ex):
 
 
 @pytest.mark.points(1)
-@pytest.mark.hint('ex.export_library(path), minitvm.runtime.load_module(path), '
-                   'relax.VirtualMachine(loaded, minitvm.cpu())["main"](x)')
+@pytest.mark.hint("section 8 (Save, then load in a fresh process): the chapter writes an executable into a file and "
+                  "loads it back",
+                  "what you load is an executable again: a new virtual machine on the CPU runs its main; return a "
+                  "numpy array")
 def test_save_load_run(ex, tmp_path):
     """Exercise 4.8: an executable on disk."""
     mod = _residual_module_for_binding()

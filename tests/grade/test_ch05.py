@@ -75,7 +75,10 @@ class TwoLayer(torch.nn.Module):
 # ------------------------------------------------------------------ graders
 
 
-@pytest.mark.hint("write into np.from_dlpack(out) (np.add(..., out=...)); rebinding the name `out` changes nothing")
+@pytest.mark.hint("section 1 (A library function inside a Relax program): destination-passing style: the result "
+                  "goes into the memory of out, which the caller owns",
+                  "write through a numpy view of out (DLPack shares the memory); assigning to the name out only "
+                  "rebinds a local variable")
 @pytest.mark.points(1)
 def test_register_scaled_add(ex):
     """Exercise 5.1: a numpy function in destination-passing style, registered."""
@@ -91,6 +94,10 @@ def test_register_scaled_add(ex):
 
 
 @pytest.mark.points(2)
+@pytest.mark.hint("section 1 (A library function inside a Relax program): the chapter's lib_linear_module is the "
+                  "pattern",
+                  "call_dps_packed takes the function's name, the arguments as a tuple and the output's struct "
+                  "info; emit it in a dataflow block as the block's output")
 def test_module_calling(ex):
     """Exercise 5.2: a Relax function that calls a registered function by name."""
     name = _fresh("lib")
@@ -122,7 +129,10 @@ def test_module_calling(ex):
     assert_allclose(got, a - b, rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.hint("minitvm.nd.array(...) copies; minitvm.nd.from_dlpack(t) and torch.from_dlpack(nd) share the memory")
+@pytest.mark.hint("section 2 (PyTorch tensors without a copy: DLPack): which calls copy, and which share the "
+                  "memory?",
+                  "making a minitvm array from data copies it; each library's from_dlpack shares what the other "
+                  "owns")
 @pytest.mark.points(1)
 def test_zero_copy_round_trip(ex):
     """Exercise 5.3: torch -> minitvm -> torch, sharing one buffer."""
@@ -139,7 +149,9 @@ def test_zero_copy_round_trip(ex):
     assert_allclose(back, t)
 
 
-@pytest.mark.hint("torch.addmm(b, x, w.T, out=torch.from_dlpack(out)) writes into the VM's buffer")
+@pytest.mark.hint("section 2 (DLPack): torch can read and write minitvm's arrays without a copy",
+                  "turn each argument into a torch tensor through DLPack; torch's matmul-plus-bias takes an out= "
+                  "argument that writes into existing memory")
 @pytest.mark.points(2)
 def test_register_torch_linear(ex):
     """Exercise 5.4: a torch-backed linear layer writing into the VM's buffer."""
@@ -167,6 +179,10 @@ def test_register_torch_linear(ex):
 
 
 @pytest.mark.points(2)
+@pytest.mark.hint("section 3 (Library calls and generated kernels in one module): one binding calls the library, "
+                  "the next a Relax operator",
+                  "the matmul is a call_dps_packed of lib_matmul with the (n, m) output's struct info; the ReLU an "
+                  "ordinary Relax operator on its result, which the pipeline turns into a kernel")
 def test_mixed_module(ex):
     """Exercise 5.5: a library matmul followed by a generated ReLU, in one module."""
     name = _fresh("np_matmul")
@@ -195,7 +211,10 @@ def test_mixed_module(ex):
     assert_allclose(got, np.maximum(x @ w, 0), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.hint("importer.arg(node.args[0]) is the input; return what importer.bb.emit(expression) returns")
+@pytest.mark.hint("section 4 (A missing operator): a converter reads the node's input, builds a relax.op expression "
+                  "and emits it",
+                  "sinh is exp(x) minus exp(-x), halved; the half is a constant of x's dtype; return what the "
+                  "builder's emit returns")
 @pytest.mark.points(2)
 def test_convert_sinh(ex):
     """Exercise 5.6: a converter for an unsupported ATen operator (aten.sinh)."""
@@ -213,7 +232,9 @@ def test_convert_sinh(ex):
         assert_allclose(got, Net()(shape_x), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.hint('from_fx looks a called function up by its name: the key is "softsign", the value fn(node, importer)')
+@pytest.mark.hint("section 4 (from_fx: the older way in): from_fx looks a called function up by its name",
+                  "the dict's key is that name, its value a converter taking (node, importer) as for "
+                  "from_exported_program; softsign divides x by one plus its absolute value")
 @pytest.mark.points(2)
 def test_fx_softsign_map(ex):
     """Exercise 5.7: a custom_convert_map for from_fx (a function looked up by its name)."""
@@ -236,6 +257,9 @@ def test_fx_softsign_map(ex):
 
 
 @pytest.mark.points(2)
+@pytest.mark.hint("section 4 (Parameters as inputs): the importer can keep the weights as parameters of main",
+                  "import with the weights kept as inputs and the unit tuple unwrapped, then detach the parameters: "
+                  "that gives the module without its \"params\" attribute, and the arrays")
 def test_import_params_as_input(ex):
     """Exercise 5.8: import with the weights as inputs, detached from the module."""
     k, h, m = 7, 10, 3
@@ -263,7 +287,10 @@ def test_import_params_as_input(ex):
         assert_allclose(torch.from_dlpack(vm["main"](x, *weights)), other(x), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.hint('BindParams("main", {name: array}), named as the parameters of main after the first num_input')
+@pytest.mark.hint("section 4 (Parameters as inputs), and chapter 4's section 7: binding turns parameters back into "
+                  "constants",
+                  "the parameters of main after the first num_input are the weights, in params' order; the binding "
+                  "is keyed by their names")
 @pytest.mark.points(2)
 def test_bind_params(ex):
     """Exercise 5.9: bind the weights back as constants."""
@@ -330,8 +357,9 @@ def _allocated_during(fn, args) -> tuple[int, int, list[str]]:
     return torch_memory.peak, traced, torch_memory.made
 
 
-@pytest.mark.hint("every a + b, a @ b or torch.relu(a) returns a new array the size of its result: which calls can "
-                  "put their result into an array that exists already?",
+@pytest.mark.hint("section 1 (A library function inside a Relax program): destination-passing style hands you out's "
+                  "memory; every a + b, a @ b or torch.relu(a) returns a new array the size of its result: which "
+                  "calls can put their result into an array that exists already?",
                   "out is memory you may use: the first step can write its result there, and each later step can "
                   "change it where it is")
 @pytest.mark.points(3)

@@ -88,7 +88,10 @@ class MulAddTarget:
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint("see through the add's first argument with self.lookup_binding; remove_all_unused drops the rest")
+@pytest.mark.hint("section 1 (Visitors and mutators): the add's first argument is a variable; the multiply is the "
+                  "value bound to it",
+                  "when visiting an add, look up what its first argument is bound to; if that is a multiply, return "
+                  "the fused call instead; the bindings left unused are dropped afterwards")
 def test_ewise_fma_rewrite(ex):
     """Exercise 6.1: a PyExprMutator turning add(multiply(a, b), c) into ewise_fma(a, b, c)."""
     out = _module(ex.ewise_fma_rewrite(MulAdd), "ewise_fma_rewrite")
@@ -149,7 +152,10 @@ class TwoLayersFused:
 
 
 @pytest.mark.points(3)
-@pytest.mark.hint("functions fused_dense_add0, fused_dense_add1 in the order met; params x, w, b; Primitive 1")
+@pytest.mark.hint("section 3 (Fusion: one function for several operators): the pass makes a new function for each "
+                  "match and calls it in the match's place",
+                  "the new functions' names, parameters and attribute must be the exercise's (numbered in the order "
+                  "met); the grader shows where yours still differs from the target")
 def test_fuse_dense_add_pass(ex):
     """Exercise 6.2: a module pass fusing matmul + add into Primitive functions."""
     fuse = ex.fuse_dense_add_pass()
@@ -190,7 +196,10 @@ def _folding_start():
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint("an argument may be a variable bound to a constant (lookup_binding); tidy() removes lv = x")
+@pytest.mark.hint("section 4 (Constants: folding and simplification): a call folds when both of its arguments are "
+                  "known",
+                  "an argument may be a variable bound to a constant: look its binding up; fold the inner calls "
+                  "first, so that chains become one constant")
 def test_fold_constants(ex):
     """Exercise 6.3: fold calls on constants into one constant."""
     start, target = _folding_start()
@@ -232,7 +241,10 @@ def _simplify_start():
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint("compare the struct info of the kept operand with the call's: a broadcasting add must stay")
+@pytest.mark.hint("section 4 (Constants: folding and simplification): x + 0 is x only when the result looks exactly "
+                  "like x",
+                  "compare the kept operand's struct info with the call's: a broadcasting add must stay; repeat "
+                  "until nothing changes")
 def test_simplify(ex):
     """Exercise 6.4: x * 1, x + 0, x - 0 become x where the shape stays."""
     start, target = _simplify_start()
@@ -269,7 +281,9 @@ def _dense_cases():
 
 
 @pytest.mark.points(1)
-@pytest.mark.hint("an add whose first argument is a matmul of anything and a constant, and whose second is a constant")
+@pytest.mark.hint("section 2 (Patterns instead of tree walks): a pattern is built like the expression it matches",
+                  "a wildcard matches anything, a constant pattern only constants; the matmul pattern nests inside "
+                  "the add pattern")
 def test_dense_add_pattern(ex):
     """Exercise 6.5: a dpl pattern for matmul + add with constant weight and bias."""
     pattern = ex.dense_add_pattern()
@@ -314,7 +328,10 @@ class TransposesTarget:
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint("axes None means reversed; element i of permute_dims(x, a) is axis a[i] of x")
+@pytest.mark.hint("section 2 (Patterns instead of tree walks, rewrite_call): match a permute_dims of a "
+                  "permute_dims, then work out the one permutation that does both",
+                  "follow axis i of the result back through the outer permutation, then through the inner one, to "
+                  "an axis of x; None stands for reversed; when every axis comes back to itself, the answer is x")
 def test_remove_double_transpose(ex):
     """Exercise 6.6: rewrite_call folding two permute_dims into one (or none)."""
     out = _function(ex.remove_double_transpose(Transposes["main"]), "remove_double_transpose")
@@ -331,7 +348,10 @@ class _SkipFold(PassInstrument):
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint("count in run_after_pass (a refused pass never gets there) and reset in enter_pass_ctx")
+@pytest.mark.hint("section 6 (Instruments: watching passes run): an instrument has hooks for entering the context "
+                  "and around each pass",
+                  "count in the hook after a pass (a refused pass never gets there), and start from an empty dict "
+                  "in the hook for entering the context")
 def test_make_call_counter(ex):
     """Exercise 6.7: an instrument counting how often each pass ran."""
     counter = ex.make_call_counter()
@@ -368,7 +388,9 @@ class Chain:
 
 
 @pytest.mark.points(1)
-@pytest.mark.hint("a storage is free once the last call reading its tensor has run; the returned tensor is not planned")
+@pytest.mark.hint("section 5 (Memory planning): a storage can be reused once every reader of its tensor has run",
+                  "walk the chain call by call: which storages are free at each allocation? the returned tensor "
+                  "gets one of its own")
 def test_predict_storages(ex):
     """Exercise 6.8: how many storages StaticPlanBlockMemory needs for Chain."""
     guess = ex.predict_storages()
@@ -423,10 +445,10 @@ def _operator_calls_only(func: relax.Function) -> None:
 
 
 @pytest.mark.points(3)
-@pytest.mark.hint("draw viz.memory_plan(plan_memory(...)) of your module: at which call are the most tensors "
-                  "alive, and must they all be?",
-                  "a tensor's storage frees after its last reader: compute what is read soon after it is written; "
-                  "a sum of three terms can be added in any order")
+@pytest.mark.hint("section 5 (Memory planning): draw viz.memory_plan(plan_memory(...)) of your module: at which "
+                  "call are the most tensors alive, and must they all be?",
+                  "a tensor's storage frees after its last reader: compute what is read soon after it is written; a "
+                  "sum of three terms can be added in any order")
 def test_branches_in_less_memory(ex):
     """Exercise 6.9: the same values as Branches, with a memory plan of at most 48 KiB."""
     out = _module(ex.branches_in_less_memory(), "branches_in_less_memory")

@@ -164,8 +164,10 @@ def _tiled_matmul(sch: tir.Schedule) -> tir.Schedule:
 
 
 @pytest.mark.points(1)
-@pytest.mark.hint("list every ordered way to write the extent as a product of n factors; "
-                  "only the last one is capped by max_innermost_factor")
+@pytest.mark.hint("The search space: one sampling step's choices are the ordered ways to write the extent as a "
+                  "product",
+                  "build the lists factor by factor, each a divisor of what is left; only the last one is checked "
+                  "against max_innermost_factor")
 def test_perfect_tilings(ex):
     """Exercise 7.1: every decision of sample_perfect_tile."""
     for extent, n, max_inner in [(12, 2, 4), (128, 2, 16), (64, 3, 8), (30, 3, 16), (7, 2, 16), (16, 1, 16),
@@ -185,9 +187,10 @@ def test_perfect_tilings(ex):
 
 
 @pytest.mark.points(3)
-@pytest.mark.hint("the grader replayed your trace with every decision; the program shown is the "
-                  "nearest one in your space. Sample the tile sizes of i and j with "
-                  "sample_perfect_tile, and let j's inner factor reach 32 (max_innermost_factor)")
+@pytest.mark.hint("A stochastic schedule: the chapter's stochastic schedule is this one's pattern: the tile sizes "
+                  "are samples, not numbers",
+                  "the grader replayed your trace with every decision; the program shown is the nearest in your "
+                  "space; can j's inner factor reach 32 (max_innermost_factor)?")
 def test_stochastic_mm_relu_space_contains_the_target(ex):
     """Exercise 7.2: a stochastic schedule whose space contains the target."""
     sch = ex.stochastic_mm_relu(tir.Schedule(MMRelu, seed=7))
@@ -220,8 +223,9 @@ def test_stochastic_mm_relu_space_contains_the_target(ex):
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint("each trial: schedule_fn(tir.Schedule(mod)), then evaluate it once; keep the one "
-                  "with the lowest cost")
+@pytest.mark.hint("Random search in ten lines: each trial draws new decisions on a fresh schedule",
+                  "one evaluate per trial; keep the schedule with the lowest cost and every cost in the order "
+                  "measured")
 def test_random_search(ex):
     """Exercise 7.3: the random-search loop."""
     mod = matmul(64)
@@ -253,8 +257,11 @@ def test_random_search(ex):
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint("change exactly one sample_perfect_tile decision to another valid tiling and replay "
-                  "the trace on tir.Schedule(mod)")
+@pytest.mark.hint("The search space: a trace records every decision; change one and replay it, and you have a "
+                  "neighbour",
+                  "choose among the sample_perfect_tile instructions, draw another valid tiling of the same loop "
+                  "(same count, same product, innermost within the cap), change only that decision and replay on a "
+                  "fresh schedule")
 def test_mutate_tile(ex):
     """Exercise 7.4: mutate one tile decision and replay."""
     mod = matmul(96)
@@ -316,8 +323,9 @@ def _features_cases() -> list[tuple[tir.PrimFunc, dict[str, int]]]:
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint("visit every tir.For in func.body; loop.kind is 'serial', 'vectorized', 'unrolled' "
-                  "or 'parallel', and int(loop.extent) its extent")
+@pytest.mark.hint("What a cost model sees: features are counts over the loops of the function",
+                  "visit every node and keep the loops; per kind, count the loops and multiply their extents; a "
+                  "kind with no loop has product 1")
 def test_loop_features(ex):
     """Exercise 7.5: loop features of a scheduled PrimFunc."""
     for k, (func, expected) in enumerate(_features_cases()):
@@ -340,8 +348,9 @@ def _ranking_accuracy(predicted, measured):
 
 
 @pytest.mark.points(1)
-@pytest.mark.hint("a higher score should go with a lower time; skip pairs with equal times, count "
-                  "equal scores one half")
+@pytest.mark.hint("The cost model's view: a pair is ranked right when the faster candidate has the higher score",
+                  "skip pairs with equal times, count a tie in scores one half; when no pair is left, there is "
+                  "nothing to rank")
 def test_ranking_accuracy(ex):
     """Exercise 7.6: how well a cost model ranks candidates."""
     assert ex.ranking_accuracy([3.0, 2.0, 1.0], [1e-3, 2e-3, 3e-3]) == pytest.approx(1.0)
@@ -362,8 +371,9 @@ def test_ranking_accuracy(ex):
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint("ms.database.JSONDatabase(work_dir=work_dir) reads the folder; compile_tir gives the best "
-                  "schedule, query_tuning_record the best record (failed ones have no run_secs)")
+@pytest.mark.hint("Reading the database: the work_dir holds the tuning database as two JSON-lines files",
+                  "open the database from the folder; one call gives the best schedule, another the best record; a "
+                  "record's run_secs are its measurements")
 def test_best_from_work_dir(ex, tmp_path):
     """Exercise 7.7: read a tuning database back."""
     mod = matmul(64)
@@ -386,8 +396,10 @@ def test_best_from_work_dir(ex, tmp_path):
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint("commit_workload(mod) once, then one TuningRecord(sch.trace, workload, [secs], target) "
-                  "per measurement, stored with commit_tuning_record")
+@pytest.mark.hint("Reading the database: records belong to a workload, and the compiler picks the fastest record of "
+                  "its workload",
+                  "commit the workload once, then one record per measurement: its trace, the workload, its seconds "
+                  "as a list, the target")
 def test_record_measurements(ex):
     """Exercise 7.8: put your own measurements into a database."""
     mod = matmul(64)
@@ -429,7 +441,8 @@ _SPEEDUP = 4
 
 
 @pytest.mark.points(3)
-@pytest.mark.hint("a tuner only picks programs from your space: which of your decisions can give a slow program?",
+@pytest.mark.hint("The search space: a tuner only picks programs from your space: which of your decisions can give "
+                  "a slow program?",
                   "sample_perfect_tile may draw an inner factor of 1; sample_categorical draws only from candidates "
                   "you choose")
 def test_fast_design_space(ex):

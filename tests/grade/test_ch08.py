@@ -105,7 +105,7 @@ LOWERED_COL_SUM_MISTAKES = [
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint("lowering turns blocks into plain loops: what becomes of T.init()?",
+@pytest.mark.hint("The lowering passes, one by one: what becomes of a block, of its T.init(), of a 2-D buffer?",
                   "print minitvm.lower of a smaller example and compare line by line")
 def test_lowered_col_sum(ex):
     """Exercise 8.1: the lowered ColSum, written by hand, is what minitvm.lower produces."""
@@ -189,9 +189,10 @@ def _unroll_mistakes() -> list[Mistake]:
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint("a loop is small when its extent is a constant no larger than max_extent, and only serial "
-                  "loops change",
-                  "a mutator that changes a loop must still visit the loop's body")
+@pytest.mark.hint("The lowering passes, one by one: a TIR pass is a mutator over statements; which loops count as "
+                  "small?",
+                  "only serial loops whose extent is a constant no larger than max_extent change; a mutator that "
+                  "changes a loop must still visit the loop's body")
 def test_unroll_small_loops(ex):
     """Exercise 8.2: the pass unrolls serial loops of constant extent <= max_extent, and only those."""
     got = {}
@@ -231,8 +232,8 @@ class MulAdd:
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint("a zmm register holds 16 float32 lanes",
-                  "make the vectorized loop as wide as a zmm register")
+@pytest.mark.hint("Vector instructions after vectorize: a zmm register holds 16 float32 lanes",
+                  "the vectorized loop must be as wide as a zmm register, with the multiply and the add in its body")
 def test_fma_on_zmm(ex):
     """Exercise 8.3: a vectorized loop whose assembly multiplies-and-adds on zmm registers."""
     sch = _schedule(ex.fma_on_zmm(MulAdd), "fma_on_zmm")
@@ -288,7 +289,7 @@ class TwoGathers:
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint("the checks are AssertStmt nodes in the module the build compiled",
+@pytest.mark.hint("What bounds checks cost: the checks are AssertStmt nodes in the module the build compiled",
                   "each check's message begins with the name of its buffer")
 def test_checked_accesses(ex):
     """Exercise 8.4: the buffers whose accesses get a run-time bounds check."""
@@ -322,7 +323,8 @@ def _parallel(func: tir.PrimFunc, blocks: list[str]) -> IRModule:
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint("each parallel loop becomes a function passed to the thread pool's run call",
+@pytest.mark.hint("The parallel region after parallel: each parallel loop becomes a function passed to the thread "
+                  "pool's run call",
                   "read the IR before LLVM's optimizations (the 'll-raw' source), in order")
 def test_parallel_regions(ex):
     """Exercise 8.5: the functions handed to minitvm's thread pool, in call order."""
@@ -364,10 +366,10 @@ _SPEEDUP = 4
 
 
 @pytest.mark.points(3)
-@pytest.mark.hint("tensorize replaces a loop nest that computes exactly what the intrinsic's description computes: "
-                  "print the description and compare it with your loops",
-                  "the description's loops run k outside the rows x cols tile: your innermost three loops must "
-                  "have its extents, in its order")
+@pytest.mark.hint("Tensorize: a hand-written inner kernel: tensorize replaces a loop nest that computes exactly "
+                  "what the intrinsic's description computes: print the description and compare it with your loops",
+                  "the description's loops run k outside the rows x cols tile: your innermost three loops must have "
+                  "its extents, in its order")
 def test_tensorize_matmul(ex):
     """Exercise 8.6: a tensorized matmul, right, on zmm FMAs, and 4x the naive loop nest's speed."""
     n = 128

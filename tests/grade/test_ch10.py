@@ -59,8 +59,10 @@ RMS_NORM_MISTAKES = [
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint("per token: divide the vector by the square root of the mean of its squares",
-                  "op.mean(op.square(x), axis=-1, keepdims=True) is one number per token; op.rsqrt is 1/sqrt")
+@pytest.mark.hint("The model in relax.frontend.nn: RMSNorm divides each token's vector by the root of the mean of "
+                  "its squares, then scales it",
+                  "the mean runs over the last axis and keeps it, so that it broadcasts against x; eps is added "
+                  "before the reciprocal square root")
 def test_rms_norm(ex):
     """Exercise 10.1: RMSNorm from nn.op, any sequence length, against numpy."""
     hidden, eps = 48, 1e-5
@@ -114,8 +116,9 @@ CAUSAL_MASK_MISTAKES = [
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint("keep scores[h, i, j] when key j is at or before query i's position; else min_value",
-                  "in a decode step q_len is 1 and kv_len is the whole cache: where is query 0?")
+@pytest.mark.hint("Prefill and decode: the new tokens are the last q_len positions of the cache: where is query i?",
+                  "the last query sits at the last position of the cache, each query before it one position "
+                  "earlier; a key stays when it is not after its query")
 def test_causal_mask(ex):
     """Exercise 10.2: the mask, built once with symbolic shapes, at prefill and decode shapes."""
     q_len, kv_len = tirx.Var("q_len", "int64"), tirx.Var("kv_len", "int64")
@@ -153,8 +156,10 @@ ATTENTION_MISTAKES = [
 
 
 @pytest.mark.points(3)
-@pytest.mark.hint("append k and v, view total_seq_len rows of each, then attention per head",
-                  "with heads first: q (h, 1, d) @ K (h, d, t) -> (h, 1, t); softmax over t; @ V (h, t, d)")
+@pytest.mark.hint("Attention needs the past: a KV cache: the step adds its key and value, then attends over every "
+                  "cached position",
+                  "with heads first, the query against the keys gives one score per position; scale, softmax over "
+                  "the positions, then weight the values")
 def test_cached_attention(ex):
     """Exercise 10.3: six decode steps through the caches, each against numpy."""
     heads, d = 4, 16
@@ -197,8 +202,9 @@ def _top_k_probs(logits: np.ndarray, k: int, temperature: float) -> np.ndarray:
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint("temperature 0 is argmax; otherwise softmax(logits / temperature) over the k largest only",
-                  "np.argsort(-logits)[:k] are the k largest; rng.choice(those, p=their probabilities)")
+@pytest.mark.hint("The decode loop: temperature 0 is greedy; otherwise a softmax over the k largest logits only",
+                  "take the ids of the k largest logits, softmax those logits divided by the temperature, draw one "
+                  "of those ids with rng")
 def test_sample_top_k(ex):
     """Exercise 10.4: greedy at temperature 0; otherwise draws only from the top k, as often as softmax says."""
     rng = np.random.default_rng(104)
@@ -253,9 +259,10 @@ _CONFIGS = [
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint("count the weights layer by layer: 7 linear layers, 2 norms; then lm_head, the final norm, "
-                  "one embedding row; then the cache",
-                  "the cache holds 2 (k and v) x layers x num_key_value_heads x head_dim numbers per position")
+@pytest.mark.hint("Prefill is compute, decode is memory: count what one step must read: every weight once, then the "
+                  "cache",
+                  "layer by layer: 7 linear layers and 2 norms; then lm_head, the final norm, one embedding row; "
+                  "the cache holds k and v per layer, per key-value head, per position")
 def test_decode_bytes_per_token(ex):
     """Exercise 10.5: three model shapes, three precisions, two cache lengths."""
     for c in _CONFIGS:
@@ -292,8 +299,9 @@ QUANTIZE_MISTAKES = [
 
 
 @pytest.mark.points(2)
-@pytest.mark.hint("scale[j] = max |w[j, :]| / 127; q = round(w / scale[:, None]) clipped to [-127, 127]",
-                  "check the dtypes: q int8, scale float32 of shape (out_features,)")
+@pytest.mark.hint("Quantized weights: one scale per row maps that row's largest magnitude to 127",
+                  "divide, round to the nearest integer, clip, cast; a row of zeros needs a scale of 1; check the "
+                  "dtypes: q int8, scale float32 of shape (out_features,)")
 def test_quantize_per_channel(ex):
     """Exercise 10.6: dtypes and shapes, q * scale against the reference, and a layer's error."""
     rng = np.random.default_rng(106)
@@ -335,8 +343,10 @@ def _seconds(mod: IRModule, args, number: int) -> float:
 
 
 @pytest.mark.points(3)
-@pytest.mark.hint("the naive loop adds one product at a time into one sum: no vectors, one core",
-                  "split the reduction by 16 and rfactor it: 16 sums a vector can hold; then parallel over rows")
+@pytest.mark.hint("Prefill and decode: two graphs of one model: the decode GEMV's schedule there (T_matmul_rf); the "
+                  "naive loop adds one product at a time into one sum: no vectors, one core",
+                  "a reduction can be cut into partial sums that a vector holds side by side (rfactor), and the "
+                  "rows are independent of each other")
 def test_fast_gemv(ex):
     """Exercise 10.7: y = W @ x right, and at least 3x faster than the unscheduled kernel."""
     n, k = 1536, 1024

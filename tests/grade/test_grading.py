@@ -8,6 +8,7 @@ solving ``exercises/chNN.py`` in this clone does not turn these tests red."""
 from __future__ import annotations
 
 import ast
+import json
 import os
 import re
 import shutil
@@ -70,6 +71,50 @@ def test_every_exercise_has_a_grader_with_points(chapter):
         assert g.points >= 1 and f"@pytest.mark.points({g.points})" in source
     text = (ROOT / "solutions" / f"{chapter}.py").read_text()
     assert text.count("# BEGIN SOLUTION") == text.count("# END SOLUTION") == len(functions)
+
+
+def _hint_levels(chapter: str) -> dict[str, list[str]]:
+    """grader name -> its ``@pytest.mark.hint`` levels (empty: none), for each grader with points."""
+    tree = ast.parse((ROOT / "tests" / "grade" / f"test_{chapter}.py").read_text())
+    out = {}
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        marks = {d.func.attr: d for d in node.decorator_list
+                 if isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute)}
+        if "points" in marks:
+            out[node.name] = [ast.literal_eval(a) for a in marks["hint"].args] if "hint" in marks else []
+    return out
+
+
+def _sections(chapter: str) -> list[str]:
+    """Patterns for a hint naming a section of the chapter: "section N" (or "sections M and N")
+    for a numbered heading, else the heading's name, up to its colon or dash (backticks dropped)."""
+    notebook = next((ROOT / "chapters").glob(f"{chapter[2:]}_*.ipynb"))
+    patterns = []
+    for cell in json.loads(notebook.read_text())["cells"]:
+        for line in "".join(cell["source"]).splitlines() if cell["cell_type"] == "markdown" else ():
+            heading = re.match(r"#{2,3} (?:(\d+)\. )?(.+)", line)
+            if heading is None or heading.group(2) in ("Summary", "Exercises", "What to remember"):
+                continue
+            if heading.group(1):
+                patterns.append(rf"\bsections? (?:\d+ and )?{heading.group(1)}\b")
+            else:
+                patterns.append(re.escape(re.split(r": | — ", heading.group(2).replace("`", ""))[0]))
+    return patterns
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_grader_hints_in_levels_starting_from_a_section(chapter):
+    """At least two levels, the first pointing to where the chapter teaches the idea. (That no
+    level gives the answer is for people to read: see exercises/README.md.)"""
+    sections = _sections(chapter)
+    wrong = [f"{name}: {len(levels)} level(s), give it at least two" for name, levels in _hint_levels(chapter).items()
+             if len(levels) < 2]
+    wrong += [f"{name}: level 1 names no section of the chapter: {levels[0]!r}"
+              for name, levels in _hint_levels(chapter).items()
+              if levels and not any(re.search(s, levels[0]) for s in sections)]
+    assert not wrong, f"{chapter}'s hints:\n" + "\n".join(wrong)
 
 
 def _untouched_course(dest: Path) -> Path:

@@ -11,10 +11,11 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from minitvm.grade import check
+from minitvm.grade import check, plugin
 
 ROOT = Path(__file__).resolve().parents[2]
 PKG_PARENT = str(Path(__import__("minitvm").__file__).resolve().parents[1])
@@ -112,16 +113,21 @@ def col_sums(a):
 '''
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory: pytest.TempPathFactory):
-    root = tmp_path_factory.mktemp("course")
+def _course(root: Path, chapter: str, graders: str, exercises: str) -> Path:
+    """A made-up course under ``root``: one chapter's graders and the learner's exercise file."""
     (root / "tests" / "grade").mkdir(parents=True)
     for pkg in ("solutions", "exercises"):
         (root / pkg).mkdir()
         (root / pkg / "__init__.py").write_text("")
     (root / "pyproject.toml").write_text('[tool.pytest.ini_options]\naddopts = "-p minitvm.grade.plugin"\n')
-    (root / "tests" / "grade" / "test_ch97.py").write_text(_GRADERS)
-    (root / "exercises" / "ch97.py").write_text(_EXERCISES)
+    (root / "tests" / "grade" / f"test_{chapter}.py").write_text(graders)
+    (root / "exercises" / f"{chapter}.py").write_text(exercises)
+    return root
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory: pytest.TempPathFactory):
+    root = _course(tmp_path_factory.mktemp("course"), "ch97", _GRADERS, _EXERCISES)
     mp = pytest.MonkeyPatch()
     mp.setenv("PYTHONPATH", PKG_PARENT)
     try:
@@ -153,6 +159,33 @@ def test_hints_come_in_levels_one_more_per_failure(graded, monkeypatch):
     assert levels == ["hint: (1 of 2) a sum over k starts from zero: is the reduction initialised?",
                       "hint: (2 of 2) look at what the output holds before the first k",
                       "hint: (2 of 2) look at what the output holds before the first k"], levels
+
+
+def _grader_fails(root: Path, err: BaseException) -> str:
+    """What the plugin reports when a grader with two hint levels fails with ``err`` while grading
+    the learner's exercises under ``root`` (its report hook driven directly: no pytest process)."""
+    marker = SimpleNamespace(args=("the idea", "closer to it"))
+    item = SimpleNamespace(
+        config=SimpleNamespace(rootpath=root, getoption=lambda name: "exercises"),
+        path=root / "tests" / "grade" / "test_ch96.py", originalname="test_later",
+        get_closest_marker=lambda name: marker if name in ("points", "hint") else None)
+    report = SimpleNamespace(when="call", failed=True, longrepr="pytest's own report")
+    hook = plugin.pytest_runtest_makereport(item, SimpleNamespace(excinfo=SimpleNamespace(value=err)))
+    next(hook)
+    with pytest.raises(StopIteration):
+        hook.send(SimpleNamespace(get_result=lambda: report))
+    return str(report.longrepr)
+
+
+def test_a_stub_spends_no_hint_level(tmp_path):
+    """A stub that still raises its NotImplementedError is not an attempt: the first real failure
+    after it shows the first level, not a later one."""
+    (tmp_path / "exercises").mkdir()
+    for _ in range(2):
+        shown = _grader_fails(tmp_path, NotImplementedError("exercise 9.6: return six"))
+        assert shown == "pytest's own report", shown  # left for the runner, which calls it todo
+    assert _grader_fails(tmp_path, AssertionError("5 != 6")).endswith("hint: (1 of 2) the idea")
+    assert _grader_fails(tmp_path, AssertionError("5 != 6")).endswith("hint: (2 of 2) closer to it")
 
 
 def test_a_catalogued_mistake_is_named(graded):
