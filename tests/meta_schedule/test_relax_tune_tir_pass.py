@@ -15,24 +15,18 @@ import minitvm as tvm
 from minitvm import meta_schedule as ms
 from minitvm import relax
 from minitvm.meta_schedule.database import JSONDatabase
-from minitvm.script import relax as R
-from minitvm.script import tir as T
+from minitvm.testing import programs
 from minitvm.transform import tuning_database as hook
 
 
-@tvm.script.ir_module
-class AddOne:
-    @T.prim_func
-    def add_one(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
-        for i in range(64):
-            with T.block("B"):
-                vi = T.axis.spatial(64, i)
-                B[vi] = A[vi] + T.float32(1)
-
-    @R.function
-    def main(x: R.Tensor((64,), "float32")):
-        cls = AddOne
-        return R.call_tir(cls.add_one, (x,), out_sinfo=R.Tensor((64,), "float32"))
+def _softmax_module():
+    """``main(x) = call_tir(softmax, x)`` over the testing programs' softmax kernel (4 x 16)."""
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorStructInfo((4, programs.N), "float32"))
+    with bb.function("main", [x]):
+        gv = bb.add_func(programs.softmax, "softmax")
+        bb.emit_func_output(bb.emit(relax.op.call_tir(gv, (x,), relax.TensorStructInfo((4, programs.N), "float32"))))
+    return bb.get()
 
 
 def test_tune_tir_pass_tunes_each_kernel_alone_for_the_target_in_scope(tmp_path, monkeypatch):
@@ -50,14 +44,16 @@ def test_tune_tir_pass_tunes_each_kernel_alone_for_the_target_in_scope(tmp_path,
     monkeypatch.setattr(hook, "_tuner", [tune])
     work_dir = str(tmp_path / "tune")
     with tvm.target.Target("llvm --num-cores=1"):
+        mod = _softmax_module()
         tuned = tvm.ir.transform.Sequential([relax.transform.MetaScheduleTuneTIR(work_dir, max_trials_global=3),
-                                             relax.transform.MetaScheduleApplyDatabase(work_dir)])(AddOne)
+                                             relax.transform.MetaScheduleApplyDatabase(work_dir)])(mod)
     assert calls == [(["main"], "llvm -num-cores=1", work_dir, 3)]
-    assert tuned["add_one"].attrs["tir.is_scheduled"]
-    assert tvm.ir.structural_equal(tuned["main"], AddOne["main"])  # the pass tunes, it does not rewrite
+    assert tuned["softmax"].attrs["tir.is_scheduled"]
+    assert tvm.ir.structural_equal(tuned["main"], mod["main"])  # the pass tunes, it does not rewrite
     vm = relax.VirtualMachine(tvm.compile(tuned, target="llvm"), tvm.cpu())
-    x = np.random.default_rng(3).standard_normal(64).astype("float32")
-    np.testing.assert_allclose(vm["main"](tvm.runtime.tensor(x)).numpy(), x + 1, rtol=1e-6)
+    x = np.random.default_rng(3).standard_normal((4, programs.N)).astype("float32")
+    e = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(vm["main"](tvm.runtime.tensor(x)).numpy(), e / e.sum(1, keepdims=True), rtol=1e-5)
 
 
 def test_the_pass_needs_a_target_in_scope():
