@@ -10,6 +10,8 @@ a subprocess with a time limit per block, so one crash or hang costs only its bl
     python benchmarks/tvm_tutorials.py --docs /path/to/tvm/docs [--timeout 120] [--only quick_start]
 
 The TVM checkout is not part of minitvm (no download here): pass any version's ``docs`` folder.
+``--json FILE`` keeps every block's outcome; ``--python /path/to/venv/bin/python`` runs the same
+blocks on that interpreter's installed TVM instead (no alias), to see what TVM itself passes.
 Not a test: it prints a table, and the first error of each failing block.
 """
 
@@ -47,10 +49,11 @@ def code_blocks(text: str) -> list[str]:
 
 
 # runs inside the subprocess: alias tvm to minitvm, run the blocks, report one JSON line each
+ALIAS = ('from minitvm.eras import EraFinder\n'
+         'sys.meta_path.insert(0, EraFinder({"tvm": "minitvm", "tvm_ffi": "minitvm_ffi"}))\n')
 RUNNER = r'''
 import json, linecache, signal, sys, traceback
-from minitvm.eras import EraFinder
-sys.meta_path.insert(0, EraFinder({"tvm": "minitvm", "tvm_ffi": "minitvm_ffi"}))
+ALIAS
 blocks, timeout = json.loads(sys.stdin.read())
 def on_alarm(*_): raise TimeoutError(f"block ran past {timeout} s")
 signal.signal(signal.SIGALRM, on_alarm)
@@ -71,11 +74,13 @@ for k, code in enumerate(blocks):
 '''
 
 
-def run_tutorial(path: Path, timeout: int) -> list[dict]:
+def run_tutorial(path: Path, timeout: int, python: str = sys.executable) -> list[dict]:
+    """Each block's outcome; ``python`` other than this interpreter runs the blocks on its own ``tvm``."""
     blocks = code_blocks(path.read_text())
     env = dict(os.environ, MPLBACKEND="Agg", PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    runner = RUNNER.replace("ALIAS", ALIAS if python == sys.executable else "")
     try:
-        proc = subprocess.run([sys.executable, "-c", RUNNER], input=json.dumps([blocks, timeout]),
+        proc = subprocess.run([python, "-c", runner], input=json.dumps([blocks, timeout]),
                               capture_output=True, text=True, timeout=timeout * (len(blocks) + 1), env=env,
                               cwd=str(path.parent))
         out = proc.stdout
@@ -96,16 +101,19 @@ def main() -> None:
     parser.add_argument("--timeout", type=int, default=120, help="seconds per block")
     parser.add_argument("--only", default="", help="run tutorials whose file name contains this")
     parser.add_argument("--errors", action="store_true", help="print the first error of each failing block")
+    parser.add_argument("--json", default="", help="write every block's outcome to this file")
+    parser.add_argument("--python", default=sys.executable,
+                        help="another interpreter runs the blocks on its own installed tvm (no minitvm alias)")
     args = parser.parse_args()
     if not args.docs:
         parser.error("--docs DIR (or TVM_DOCS): the docs folder of a TVM checkout")
     files = sorted(p for p in Path(args.docs).glob("**/tutorials/*.py") if args.only in p.name)
     print(f"load average {os.getloadavg()[0]:.1f}; {len(files)} tutorials from {args.docs}")
     print(f"{'tutorial':42} {'blocks':>6} {'CPU':>5} {'run':>5} {'s':>6}")
-    totals = [0, 0, 0]
+    totals, outcomes = [0, 0, 0], {}
     for path in files:
         start = time.perf_counter()
-        results = run_tutorial(path, args.timeout)
+        results = outcomes[str(path.relative_to(args.docs))] = run_tutorial(path, args.timeout, args.python)
         cpu = [r for r in results if not r["gpu"]]
         ok = sum(r["ok"] for r in cpu)
         totals = [totals[0] + len(results), totals[1] + len(cpu), totals[2] + ok]
@@ -116,6 +124,8 @@ def main() -> None:
                     print(f"    block {r['block']}: {r['error']}")
     print(f"{'total':42} {totals[0]:6} {totals[1]:5} {totals[2]:5}   "
           f"({100 * totals[2] / max(1, totals[1]):.0f}% of the CPU blocks run)")
+    if args.json:
+        Path(args.json).write_text(json.dumps(outcomes, indent=1))
 
 
 if __name__ == "__main__":

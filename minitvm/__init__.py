@@ -19,6 +19,16 @@ eras.install()
 
 from . import ir, tir  # noqa: E402
 from .ir import IRModule  # noqa: E402
+from .transform import tuning_database as _tuning_database  # noqa: E402
+
+
+def _load_tuner() -> None:
+    importlib.import_module("minitvm.meta_schedule")  # lazy: the tuner imports the whole compiler
+
+
+# Relax's tuning passes (MetaScheduleTuneTIR, MetaScheduleApplyDatabase(work_dir=)) reach the tuner
+# through this hook; the tuner sits above Relax, so the root package loads it when first needed
+_tuning_database.register_loader(_load_tuner)
 
 # name -> (module, attribute or None for the module itself)
 _LAZY = {

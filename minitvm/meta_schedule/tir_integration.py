@@ -8,6 +8,7 @@ from ..ir.module import IRModule
 from ..target import Target
 from ..tir import PrimFunc
 from ..tir.schedule import Schedule
+from ..transform import tuning_database as _scope
 from .database import Database, normalize_mod
 from .tune import TuneContext, tune_tasks
 
@@ -61,3 +62,8 @@ def compile_tir(database: Database, mod: IRModule | PrimFunc, target: str | Targ
     mod = normalize_mod(mod)
     target = target if isinstance(target, Target) else Target(target)
     return database.query_schedule(mod, target, workload_name="main")
+
+
+# what relax.transform.MetaScheduleTuneTIR calls (TVM: the global function tvm.s_tir.meta_schedule.tune_tir)
+_scope.register_tir_tuner(lambda mod, target, work_dir, max_trials_global: tune_tir(
+    mod, target, work_dir, max_trials_global, progress=False))

@@ -16,6 +16,8 @@ from typing import Any
 
 from ..ir.deep import share_thread_local
 from ..runtime.cpu import host_cpu_features, host_cpu_name
+from ..runtime.device import Device
+from ..runtime.device import device as as_device
 from ..tir.vector_unit import VectorUnit
 
 __all__ = ["Target", "TargetKind", "host_cpu_name", "host_cpu_features", "GPU_KINDS"]
@@ -23,6 +25,9 @@ __all__ = ["Target", "TargetKind", "host_cpu_name", "host_cpu_features", "GPU_KI
 #: kind name -> default device type (DLPack code: 1 = CPU)
 _KINDS = {"llvm": "cpu", "python": "cpu", "cuda": "gpu", "cuda-emulated": "gpu"}
 _ALIASES = {"cpu": "llvm", "interpreter": "python", "nvidia/tesla-t4": "cuda"}
+#: TVM's target tags for GPUs the emulator models: tag -> the target it stands for
+_TAGS = {"nvidia/geforce-rtx-3090-ti": "cuda -model=rtx3090ti", "nvidia/geforce-rtx-3060": "cuda -model=rtx3060",
+         "nvidia/nvidia-a100": "cuda -model=a100", "nvidia/nvidia-t4": "cuda -model=t4"}
 #: the GPU target kinds and the DLPack device type of their arrays (2 = CUDA)
 GPU_KINDS = ("cuda", "cuda-emulated")
 
@@ -106,6 +111,8 @@ class Target:
 
     def _parse(self, text: str) -> None:
         words = text.split()
+        if words and words[0] in _TAGS:  # a tag, then any options of the user's own
+            words = _TAGS[words[0]].split() + words[1:]
         if not words:
             raise ValueError("Target: empty target string")
         self.kind = TargetKind(self._kind_name(words[0]))
@@ -205,6 +212,22 @@ class Target:
 
             features |= named_cpu_vector_features(self.mcpu)
         return VectorUnit.from_features(features)
+
+    @staticmethod
+    def from_device(device: Any) -> "Target":
+        """The target that compiles for a device (``tvm.cpu()``, ``tvm.cuda(0)`` or its name), as
+        TVM's ``Target.from_device``: the host CPU's ``llvm``, and for the GPU ``cuda`` where a real
+        NVIDIA GPU runs it, else ``cuda-emulated`` (minitvm's ``cuda(0)`` is the emulated GPU when
+        there is no real one).  A device that does not exist is a ValueError, as in TVM."""
+        dev = device if isinstance(device, Device) else as_device(device)
+        if not dev.exist:
+            raise ValueError(f"Target.from_device: cannot detect device {dev!r}: it does not exist "
+                             "(minitvm has cpu(0) and cuda(0))")
+        if dev.device_type == Device.kDLCPU:
+            return Target("llvm")
+        from .cuda.real_gpu import real_gpu_status  # lazy: cycle -- the cuda package builds for a Target
+
+        return Target("cuda" if real_gpu_status() is None else "cuda-emulated")
 
     # -- context -----------------------------------------------------------------------
     @classmethod

@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+from ...ir.op import Op
 from ..expr import DataflowVar
 from ..transform.fuse_ops_by_pattern import PatternCheckContext
 
-__all__ = ["has_leaking_intermediate_variables"]
+__all__ = ["has_leaking_intermediate_variables", "has_op"]
+
+
+def has_op(op_name: str) -> bool:
+    """Whether an operator of this name is registered: a pattern table leaves out the ones minitvm
+    lacks, as TVM's leave out those a build lacks."""
+    try:
+        Op.get(op_name)
+    except Exception:  # OpNotRegisteredError
+        return False
+    return True
 
 
 def has_leaking_intermediate_variables(context: PatternCheckContext) -> bool:

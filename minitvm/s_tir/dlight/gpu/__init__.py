@@ -4,7 +4,11 @@ from .base import GPUScheduleRule
 from .fallback import Fallback
 from .gemv import GEMV
 from .general_reduction import GeneralReduction
+from .low_batch_gemv import LowBatchGEMV
 from .matmul import Matmul
 from .reduction import Reduction
+from .rmsnorm import RMSNorm
+from .transpose import Transpose
 
-__all__ = ["GPUScheduleRule", "Matmul", "GEMV", "Reduction", "GeneralReduction", "Fallback"]
+__all__ = ["GPUScheduleRule", "Matmul", "GEMV", "LowBatchGEMV", "Reduction", "GeneralReduction", "Transpose",
+           "RMSNorm", "Fallback"]

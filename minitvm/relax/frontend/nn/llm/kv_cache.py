@@ -38,7 +38,10 @@ def _refuse(name: str, value: Any, why: str) -> None:
 
 
 def _static_int(value: Any) -> int | None:
-    """``value`` as a Python int when it is a constant (int or IntImm), else None (symbolic)."""
+    """``value`` as a Python int when it is a constant (int, IntImm or a Relax PrimValue of one),
+    else None (symbolic)."""
+    if isinstance(value, rx.PrimValue):  # TVM v0.23's tutorial passes rope_ext_factors=relax.PrimValue(0)
+        value = value.value
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, int):

@@ -99,3 +99,19 @@ def test_unbuilt_features_are_refused_by_name(name, value, words):
     with pytest.raises(NotImplementedError, match=f"{name}=.*{words}"):
         kv_cache_create_args(relax.BlockBuilder(), max_batch_size=1, max_total_seq_len=16, prefill_chunk_size=16,
                              page_size=4, **config)
+
+
+def test_rope_ext_factors_as_a_relax_primvalue_zero_means_none():
+    # TVM v0.23's LLM tutorial passes relax.PrimValue(0): no extension factors, as IntImm 0 is;
+    # PrimValue(1) asks for them and is refused by name, as before
+    def create(**changes):
+        bb = relax.BlockBuilder()
+        with bb.function("create", []):
+            args = kv_cache_create_args(bb, max_batch_size=1, max_total_seq_len=16, prefill_chunk_size=8,
+                                        page_size=4, **{**CONFIG, **changes})
+            bb.emit_func_output(relax.Tuple(args[:1]))
+        return bb.get()
+
+    assert "create" in [gv.name_hint for gv in create(rope_ext_factors=relax.PrimValue(0)).get_global_vars()]
+    with pytest.raises(NotImplementedError, match="rope_ext_factors"):
+        create(rope_ext_factors=relax.PrimValue(1))
