@@ -26,7 +26,7 @@ import re
 import tokenize
 from typing import Any, Callable
 
-from ..eras import ERAS, MLC_ERA, TODAY_ERA, era_of
+from ..eras import ERAS, MLC_ERA, TODAY_ERA
 from ..ir.deep import deep_on_overflow
 from ..ir.module import GlobalVar, IRModule
 from ..ir.node import Node
@@ -68,7 +68,7 @@ from ..tir.expr import (
     Sub,
     Var,
 )
-from ..tir.function import PrimFunc
+from ..tir.function import PrimFunc, written_era
 from ..tir.functor import method_name, post_order_visit
 from ..tir.semantics import BY_OP
 from ..tir.stmt import (
@@ -154,11 +154,7 @@ def _reindent(line: str, spaces: int) -> str:
 
 def node_era(node: Any) -> str:
     """The era ``node`` prints in: a PrimFunc's own, a module's PrimFuncs' one era, else TVM 0.27's."""
-    if isinstance(node, PrimFunc):
-        return node.era or TODAY_ERA
-    if isinstance(node, IRModule):
-        return era_of({f.era for f in node.functions.values() if isinstance(f, PrimFunc) and f.era}) or TODAY_ERA
-    return TODAY_ERA
+    return written_era(node)
 
 
 def _script(node: Any, show_header: bool = True, **kwargs: Any) -> str:

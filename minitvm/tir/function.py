@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from ..eras import TODAY_ERA, era_of
+from ..ir.module import IRModule
 from ..ir.node import Node, defines, node
 from .buffer import Buffer
 from .expr import Var
 
-__all__ = ["PrimFunc"]
+__all__ = ["PrimFunc", "written_era"]
 
 
 @node
@@ -58,3 +60,13 @@ class PrimFunc(Node):
 
     def param_buffer(self, param: Var) -> Buffer | None:
         return self.buffer_map.get(param)
+
+
+def written_era(node: Any) -> str:
+    """The era of TVM's names ``node`` was written in: a PrimFunc's own, the one era a module's
+    PrimFuncs name, else TVM 0.27's (the printer and a schedule's trace both answer in it)."""
+    if isinstance(node, PrimFunc):
+        return node.era or TODAY_ERA
+    if isinstance(node, IRModule):
+        return era_of({f.era for f in node.functions.values() if isinstance(f, PrimFunc) and f.era}) or TODAY_ERA
+    return TODAY_ERA
