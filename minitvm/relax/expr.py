@@ -52,6 +52,9 @@ class Expr(Node):
     def struct_info_(self) -> Any:
         return struct_info_of(self)
 
+    # TVM 0.27 calls struct info an expression's type: ``expr.ty`` is the same field (minitvm.eras)
+    ty = struct_info_
+
     # -- operators build calls (TVM's ExprWithOp) ---------------------------------------
     def __add__(self, other: Any) -> "Call":
         return _op.add(self, other)
@@ -124,6 +127,24 @@ def _check_struct_info(owner: str, sinfo: Any) -> None:
                         f"(e.g. relax.TensorStructInfo((n, 4), 'float32')), got {sinfo!r}")
 
 
+def _renamed_keywords(cls: type, renames: dict[str, str]) -> type:
+    """Let ``cls(...)`` take TVM 0.27's keyword names (``ty=``) for its fields' older ones
+    (``struct_info=``): one constructor, both spellings."""
+    init = cls.__init__
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        for new, old in renames.items():
+            if new in kwargs:
+                if old in kwargs:
+                    raise TypeError(f"relax.{cls.__name__}: give {new}= or {old}=, not both (one field)")
+                kwargs[old] = kwargs.pop(new)
+        init(self, *args, **kwargs)
+
+    __init__.__doc__, __init__.__wrapped__ = init.__doc__, init  # type: ignore[attr-defined]
+    cls.__init__ = __init__  # type: ignore[method-assign]
+    return cls
+
+
 # -- variables ---------------------------------------------------------------------------
 
 @node(binds=True)
@@ -157,6 +178,9 @@ class DataflowVar(Var):
 
 
 DataflowVar.__repr__ = Var.__repr__  # (the node decorator gave it the generic one)
+# TVM's keywords: ``Var(name_hint="x")``, and TVM 0.27's ``Var("x", ty=...)``
+for _var_cls in (Var, DataflowVar):
+    _renamed_keywords(_var_cls, {"ty": "struct_info", "name_hint": "name"})
 
 
 # -- leaves ------------------------------------------------------------------------------
@@ -394,6 +418,14 @@ class Call(Expr):
     def __repr__(self) -> str:
         return f"Call({_op_name(self.op)}, {len(self.args)} args)"
 
+    @property
+    def ty_args(self) -> tuple:
+        """TVM 0.27's name for ``sinfo_args``."""
+        return self.sinfo_args
+
+
+_renamed_keywords(Call, {"ty_args": "sinfo_args"})
+
 
 def _op_name(op: Any) -> str:
     if isinstance(op, Op):
@@ -489,6 +521,14 @@ class MatchCast(Binding):
             raise TypeError(f"relax.MatchCast: var must be a relax.Var, got {self.var!r}")
         _check_struct_info("relax.MatchCast", self.struct_info)
 
+    @property
+    def ty(self) -> Any:
+        """TVM 0.27's name for the struct info the value is cast to."""
+        return self.struct_info
+
+
+_renamed_keywords(MatchCast, {"ty": "struct_info"})
+
 
 @node
 class BindingBlock(Node):
@@ -569,6 +609,14 @@ class Function(Expr):
     def __repr__(self) -> str:
         name = self.attrs.get("global_symbol", "")
         return f"Function({name!r}, params=[{', '.join(p.name for p in self.params)}])"
+
+    @property
+    def ret_ty(self) -> Any:
+        """TVM 0.27's name for ``ret_struct_info``."""
+        return self.ret_struct_info
+
+
+_renamed_keywords(Function, {"ret_ty": "ret_struct_info"})
 
 
 def is_leaf(expr: Any) -> bool:
