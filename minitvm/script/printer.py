@@ -433,6 +433,9 @@ class _TIRPrinter:
             return f"T.if_then_else({', '.join(args)})"
         if e.op in ("tir.call_extern", "tir.call_llvm_pure_intrin") and e.args and isinstance(e.args[0], StringImm):
             return f'T.{e.op.removeprefix("tir.")}("{e.dtype}", {", ".join(args)})'
+        if e.op == "tir.tvm_call_packed" and e.args and isinstance(e.args[0], StringImm):
+            # as TVM prints it (both eras parse T.call_packed and T.tvm_call_packed)
+            return f"T.call_packed({', '.join(args + ([] if e.dtype == 'int32' else [f'dtype={_str(e.dtype)}']))})"
         builtin = _op.BUILTIN_OPS.get(e.op)
         if builtin is not None and _builtin_dtype_readable(builtin, e):
             # as TVM prints builtins: the dtype only where the builtin takes it as an argument

@@ -50,6 +50,7 @@ __all__ = [
     "where", "block_attr", "sblock_attr", "func_attr", "meta_var", "handle", "evaluate", "Cast", "cast", "Select",
     "if_then_else", "max", "min", "abs", "floordiv", "floormod", "truncdiv",
     "truncmod", "max_value", "min_value", "call_intrin", "call_extern", "call_llvm_pure_intrin",
+    "call_packed", "tvm_call_packed",
     "And", "Or", "Not", "Let", "Range",
     "Add", "Sub", "Mul", "Div", "Mod", "FloorDiv", "FloorMod", "Min", "Max", "EQ", "NE", "LT", "LE", "GT", "GE",
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
@@ -690,6 +691,16 @@ def call_extern(*args: Any, dtype: str | None = None) -> PrimExpr:
     if len(args) < 2:
         raise TypeError("T.call_extern needs a dtype and a function name: T.call_extern(\"float32\", \"expf\", x)")
     return _op.call_extern(*args)
+
+
+def call_packed(*args: Any, dtype: str = "int32") -> PrimExpr:
+    """``T.call_packed("name", A, x)``: call a registered global function from the kernel (buffers
+    reach it as NDArrays; see :func:`minitvm.tir.op.call_packed`).  ``T.tvm_call_packed`` is its
+    other name, as in TVM."""
+    return _op.call_packed(*args, dtype=dtype)
+
+
+tvm_call_packed = call_packed
 
 
 def call_llvm_pure_intrin(*args: Any, dtype: str | None = None) -> PrimExpr:

@@ -66,6 +66,7 @@ from .op import (
                    call_extern,
                    call_intrin,
                    call_llvm_pure_intrin,
+                   call_packed,
                    cast,
                    floordiv,
                    floormod,

@@ -63,6 +63,7 @@ from .llvm_types import (
     mem_type,
     store_atomic,
 )
+from .packed_call import emit_call_packed
 from .thread_pool import PARALLEL_RUN_SYMBOL, ensure_thread_pool
 from .vector import emit_vector_loop
 
@@ -577,6 +578,8 @@ class CodeGenLLVM:
             return self.visit_expr(e.args[0])
         if op == "tir.call_extern":
             return self._call_extern(e)
+        if op == "tir.tvm_call_packed":
+            return emit_call_packed(self, e)
         if op == "tir.ret":
             raise NotImplementedError("LLVM codegen: T.ret (returning a value from a prim func) is not "
                                       "supported; write the result into an output buffer")
