@@ -144,7 +144,8 @@ class CodeGenLLVM:
         params += [llvm_type(v.dtype) for v in sig.shape_vars]
         fn = ir.Function(self.module, ir.FunctionType(I32, params), name=name)
         self._decorate(fn)
-        noalias = bool(func.attrs.get("tir.noalias", self.noalias_default))
+        # TVM 0.27 spells the attribute tirx.noalias
+        noalias = bool(func.attrs.get("tir.noalias", func.attrs.get("tirx.noalias", self.noalias_default)))
         self._fn_noalias = noalias
         self.st = _FuncState(fn, None)
         self._bounds_checks = bounds_checks(func)
