@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..ir.module import GlobalVar
-from ..ir.node import Node, defines, node
+from ..ir.node import Node, defines, node, renamed_keywords
 from ..ir.op import Op
 from ..runtime.ndarray import as_numpy
 from ..tir.expr import IntImm, PrimExpr, convert
@@ -28,7 +28,7 @@ __all__ = [
     "Expr", "Var", "DataflowVar", "Constant", "ConstantData", "Attrs", "Call", "Tuple", "TupleGetItem",
     "ShapeExpr", "PrimValue", "StringImm", "DataTypeImm", "If", "Function", "ExternFunc", "extern",
     "SeqExpr", "Binding", "VarBinding", "MatchCast", "BindingBlock", "DataflowBlock",
-    "const", "is_leaf", "struct_info_of",
+    "const", "is_leaf", "struct_info_of", "make_shape",
 ]
 
 
@@ -127,24 +127,6 @@ def _check_struct_info(owner: str, sinfo: Any) -> None:
                         f"(e.g. relax.TensorStructInfo((n, 4), 'float32')), got {sinfo!r}")
 
 
-def _renamed_keywords(cls: type, renames: dict[str, str]) -> type:
-    """Let ``cls(...)`` take TVM 0.27's keyword names (``ty=``) for its fields' older ones
-    (``struct_info=``): one constructor, both spellings."""
-    init = cls.__init__
-
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        for new, old in renames.items():
-            if new in kwargs:
-                if old in kwargs:
-                    raise TypeError(f"relax.{cls.__name__}: give {new}= or {old}=, not both (one field)")
-                kwargs[old] = kwargs.pop(new)
-        init(self, *args, **kwargs)
-
-    __init__.__doc__, __init__.__wrapped__ = init.__doc__, init  # type: ignore[attr-defined]
-    cls.__init__ = __init__  # type: ignore[method-assign]
-    return cls
-
-
 # -- variables ---------------------------------------------------------------------------
 
 @node(binds=True)
@@ -180,7 +162,7 @@ class DataflowVar(Var):
 DataflowVar.__repr__ = Var.__repr__  # (the node decorator gave it the generic one)
 # TVM's keywords: ``Var(name_hint="x")``, and TVM 0.27's ``Var("x", ty=...)``
 for _var_cls in (Var, DataflowVar):
-    _renamed_keywords(_var_cls, {"ty": "struct_info", "name_hint": "name"})
+    renamed_keywords(_var_cls, {"ty": "struct_info", "name_hint": "name"})
 
 
 # -- leaves ------------------------------------------------------------------------------
@@ -236,6 +218,13 @@ class Constant(Expr):
 
     def __repr__(self) -> str:
         return f"Constant(shape={self.data.shape}, dtype={self.data.dtype})"
+
+
+def make_shape(shape: list | tuple) -> "ShapeExpr":
+    """``relax.expr.make_shape([1, 2, n])``: a ShapeExpr of the values (TVM's helper)."""
+    if isinstance(shape, (list, tuple)):
+        return ShapeExpr(shape)
+    raise TypeError(f"make_shape expects a list or tuple of shape values, but received type {type(shape).__name__}")
 
 
 def const(value: Any, dtype: str | None = None) -> Constant:
@@ -424,7 +413,7 @@ class Call(Expr):
         return self.sinfo_args
 
 
-_renamed_keywords(Call, {"ty_args": "sinfo_args"})
+renamed_keywords(Call, {"ty_args": "sinfo_args"})
 
 
 def _op_name(op: Any) -> str:
@@ -527,7 +516,7 @@ class MatchCast(Binding):
         return self.struct_info
 
 
-_renamed_keywords(MatchCast, {"ty": "struct_info"})
+renamed_keywords(MatchCast, {"ty": "struct_info"})
 
 
 @node
@@ -616,7 +605,7 @@ class Function(Expr):
         return self.ret_struct_info
 
 
-_renamed_keywords(Function, {"ret_ty": "ret_struct_info"})
+renamed_keywords(Function, {"ret_ty": "ret_struct_info"})
 
 
 def is_leaf(expr: Any) -> bool:

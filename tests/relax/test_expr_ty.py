@@ -33,3 +33,11 @@ def test_ty_is_the_struct_info_field_under_tvm_027s_names():
 def test_a_field_given_under_both_names_is_refused():
     with pytest.raises(TypeError, match="ty= or struct_info=, not both"):
         relax.Var("x", ty=relax.TensorType((1,), "float32"), struct_info=relax.TensorType((1,), "float32"))
+
+
+def test_make_shape():
+    from minitvm.relax.expr import make_shape
+
+    assert [int(v) for v in make_shape([1, 2, 3]).values] == [1, 2, 3]
+    with pytest.raises(TypeError, match="list or tuple"):
+        make_shape(123)
