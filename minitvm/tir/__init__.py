@@ -80,6 +80,7 @@ from .op import (
                    truncdiv,
                    truncmod,
 )
+from .py_functor import PyStmtExprMutator, PyStmtExprVisitor
 from .stmt import (
                    Allocate,
                    AllocateConst,
