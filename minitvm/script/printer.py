@@ -527,6 +527,8 @@ class _TIRPrinter:
     def print_prim_func(self, f: PrimFunc, name: str) -> list[str]:
         self.push()
         attrs = dict(f.attrs)
+        if self.era == TODAY_ERA:  # TVM 0.27 spells TIR's attribute keys tirx.<name> (tir.function.FuncAttrs)
+            attrs = {"tirx." + k[4:] if isinstance(k, str) and k.startswith("tir.") else k: v for k, v in attrs.items()}
         symbol = attrs.get("global_symbol")
         if symbol == name:
             del attrs["global_symbol"]

@@ -10,7 +10,38 @@ from ..ir.node import Node, defines, node
 from .buffer import Buffer
 from .expr import Var
 
-__all__ = ["PrimFunc", "written_era"]
+__all__ = ["PrimFunc", "FuncAttrs", "written_era"]
+
+
+class FuncAttrs(dict):
+    """A PrimFunc's attributes.  TVM 0.27 spells TIR's attribute keys ``tirx.<name>`` (the MLC
+    course's TVM ``tir.<name>``): a key given either way is stored as ``tir.<name>`` and read
+    either way, one attribute under two names (the printer writes the function's era's)."""
+
+    def __init__(self, items: Any = ()) -> None:
+        super().__init__()
+        for key, value in dict(items).items():
+            self[key] = value
+
+    @staticmethod
+    def stored_key(key: Any) -> Any:
+        return "tir." + key[5:] if isinstance(key, str) and key.startswith("tirx.") else key
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        super().__setitem__(self.stored_key(key), value)
+
+    def __getitem__(self, key: Any) -> Any:
+        return super().__getitem__(self.stored_key(key))
+
+    def __contains__(self, key: object) -> bool:
+        return super().__contains__(self.stored_key(key))
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return super().get(self.stored_key(key), default)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        for key, value in dict(*args, **kwargs).items():
+            self[key] = value
 
 
 @node
@@ -37,8 +68,8 @@ class PrimFunc(Node):
         super().__post_init__()
         if self.buffer_map is None:
             object.__setattr__(self, "buffer_map", {})
-        if self.attrs is None:
-            object.__setattr__(self, "attrs", {})
+        if not isinstance(self.attrs, FuncAttrs):
+            object.__setattr__(self, "attrs", FuncAttrs(self.attrs or {}))
 
     def with_attr(self, key: str | dict, value: Any = None) -> "PrimFunc":
         """A copy with an attribute set (``with_attr("global_symbol", "mm")`` or a dict)."""
