@@ -85,6 +85,11 @@ class Var(PrimExpr):
     name: str
     dtype: str = "int32"
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not isinstance(self.name, str):
+            raise TypeError(f"tir.Var: the name must be a str, got {self.name!r}")
+
     def __repr__(self) -> str:
         return f"Var({self.name!r}, {self.dtype!r})"
 

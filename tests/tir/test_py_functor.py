@@ -33,6 +33,8 @@ class AddToSub(PyStmtExprMutator):
 def test_visitor_and_mutator_reach_into_children_through_super():
     x, y = Var("x", ty="int32"), Var(name_hint="y", dtype="int32")
     assert x.dtype == y.dtype == "int32" and y.name == "y"
+    with pytest.raises(TypeError, match="name must be a str"):
+        Var(name=1, ty="int32")
     counter = CountVarsUnderAdds()
     counter.visit_stmt(Evaluate(Add(x, Add(y, IntImm("int32", 1)))))
     assert (counter.vars, counter.adds) == (2, 2)
