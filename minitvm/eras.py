@@ -85,6 +85,7 @@ ATTRIBUTE_RENAMES: list[tuple[str, str]] = [
     ("minitvm.relax:ShapeType", "minitvm.relax:ShapeStructInfo"),
     ("minitvm.relax:TupleType", "minitvm.relax:TupleStructInfo"),
     ("minitvm.relax:FuncType", "minitvm.relax:FuncStructInfo"),
+    ("minitvm.relax:Expr.ty", "minitvm.relax:Expr.struct_info_"),
     ("minitvm.runtime:tensor", "minitvm.runtime.ndarray:array"),
     ("minitvm.runtime:Tensor", "minitvm.runtime:NDArray"),
     ("minitvm_ffi:register_global_func", "minitvm:register_func"),

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 from .deep import deep_on_overflow
 
-__all__ = ["Node", "node", "defines", "child_fields", "replace", "script_printer"]
+__all__ = ["Node", "node", "defines", "child_fields", "replace", "script_printer", "renamed_keywords"]
 
 
 def script_printer() -> ModuleType:
@@ -129,3 +129,21 @@ def child_fields(n: Node) -> tuple[str, ...]:
 def replace(n: Node, **changes: Any) -> Node:
     """A copy of ``n`` with some fields changed (nodes are immutable)."""
     return dataclasses.replace(n, **changes)
+
+
+def renamed_keywords(cls: type, renames: dict[str, str]) -> type:
+    """Let ``cls(...)`` take TVM 0.27's keyword names (``ty=``) for its fields' older ones
+    (``struct_info=``, ``dtype=``): one constructor, both spellings."""
+    init = cls.__init__
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        for new, old in renames.items():
+            if new in kwargs:
+                if old in kwargs:
+                    raise TypeError(f"{cls.__name__}: give {new}= or {old}=, not both (one field)")
+                kwargs[old] = kwargs.pop(new)
+        init(self, *args, **kwargs)
+
+    __init__.__doc__, __init__.__wrapped__ = init.__doc__, init  # type: ignore[attr-defined]
+    cls.__init__ = __init__  # type: ignore[method-assign]
+    return cls

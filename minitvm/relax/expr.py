@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..ir.module import GlobalVar
-from ..ir.node import Node, defines, node
+from ..ir.node import Node, defines, node, renamed_keywords
 from ..ir.op import Op
 from ..runtime.ndarray import as_numpy
 from ..tir.expr import IntImm, PrimExpr, convert
@@ -28,7 +28,7 @@ __all__ = [
     "Expr", "Var", "DataflowVar", "Constant", "ConstantData", "Attrs", "Call", "Tuple", "TupleGetItem",
     "ShapeExpr", "PrimValue", "StringImm", "DataTypeImm", "If", "Function", "ExternFunc", "extern",
     "SeqExpr", "Binding", "VarBinding", "MatchCast", "BindingBlock", "DataflowBlock",
-    "const", "is_leaf", "struct_info_of",
+    "const", "is_leaf", "struct_info_of", "make_shape",
 ]
 
 
@@ -51,6 +51,9 @@ class Expr(Node):
     @property
     def struct_info_(self) -> Any:
         return struct_info_of(self)
+
+    # TVM 0.27 calls struct info an expression's type: ``expr.ty`` is the same field (minitvm.eras)
+    ty = struct_info_
 
     # -- operators build calls (TVM's ExprWithOp) ---------------------------------------
     def __add__(self, other: Any) -> "Call":
@@ -157,6 +160,9 @@ class DataflowVar(Var):
 
 
 DataflowVar.__repr__ = Var.__repr__  # (the node decorator gave it the generic one)
+# TVM's keywords: ``Var(name_hint="x")``, and TVM 0.27's ``Var("x", ty=...)``
+for _var_cls in (Var, DataflowVar):
+    renamed_keywords(_var_cls, {"ty": "struct_info", "name_hint": "name"})
 
 
 # -- leaves ------------------------------------------------------------------------------
@@ -212,6 +218,13 @@ class Constant(Expr):
 
     def __repr__(self) -> str:
         return f"Constant(shape={self.data.shape}, dtype={self.data.dtype})"
+
+
+def make_shape(shape: list | tuple) -> "ShapeExpr":
+    """``relax.expr.make_shape([1, 2, n])``: a ShapeExpr of the values (TVM's helper)."""
+    if isinstance(shape, (list, tuple)):
+        return ShapeExpr(shape)
+    raise TypeError(f"make_shape expects a list or tuple of shape values, but received type {type(shape).__name__}")
 
 
 def const(value: Any, dtype: str | None = None) -> Constant:
@@ -394,6 +407,14 @@ class Call(Expr):
     def __repr__(self) -> str:
         return f"Call({_op_name(self.op)}, {len(self.args)} args)"
 
+    @property
+    def ty_args(self) -> tuple:
+        """TVM 0.27's name for ``sinfo_args``."""
+        return self.sinfo_args
+
+
+renamed_keywords(Call, {"ty_args": "sinfo_args"})
+
 
 def _op_name(op: Any) -> str:
     if isinstance(op, Op):
@@ -489,6 +510,14 @@ class MatchCast(Binding):
             raise TypeError(f"relax.MatchCast: var must be a relax.Var, got {self.var!r}")
         _check_struct_info("relax.MatchCast", self.struct_info)
 
+    @property
+    def ty(self) -> Any:
+        """TVM 0.27's name for the struct info the value is cast to."""
+        return self.struct_info
+
+
+renamed_keywords(MatchCast, {"ty": "struct_info"})
+
 
 @node
 class BindingBlock(Node):
@@ -569,6 +598,14 @@ class Function(Expr):
     def __repr__(self) -> str:
         name = self.attrs.get("global_symbol", "")
         return f"Function({name!r}, params=[{', '.join(p.name for p in self.params)}])"
+
+    @property
+    def ret_ty(self) -> Any:
+        """TVM 0.27's name for ``ret_struct_info``."""
+        return self.ret_struct_info
+
+
+renamed_keywords(Function, {"ret_ty": "ret_struct_info"})
 
 
 def is_leaf(expr: Any) -> bool:

@@ -76,7 +76,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-tir = T
+tir = tirx = T  # TVM 0.27 names the TIR namespace tirx
 
 
 @dataclass
@@ -677,6 +677,11 @@ class _TIRParser:
         if isinstance(value, T.MetaVar):
             self.bind(name, value.value)
             return None
+        if type(value) is Var and not any(v is value for scope in self.scopes for v in scope.values()):
+            # a fresh variable (`off = te.var("elem_offset")`) is named, not let-bound, as in TVM: it is
+            # then defined where it is used first (a buffer's elem_offset ...)
+            self.bind(name, value)
+            return None
         if isinstance(value, PrimExpr):
             var = Var(name, value.dtype)
             self.bind(name, var)
@@ -713,13 +718,20 @@ class _TIRParser:
         if not isinstance(node.target, ast.Name):
             raise self.error(node.target, "an annotated assignment needs a plain name (x: T.int32 = ...)")
         ann = self.eval(node.annotation)
-        if not isinstance(ann, T.ScalarType):
+        if not isinstance(ann, (T.ScalarType, T.LetAnnotation)):
             raise self.error(node.annotation, f"expected a scalar type like T.int32, got {ann!r}")
         if node.value is None:
-            raise self.error(node, f"{node.target.id}: T.{ann.dtype} needs a value (x: T.int32 = ...)")
+            raise self.error(node, f"{node.target.id}: {ann!r} needs a value (x: T.int32 = ...)")
         value = self.eval(node.value)
         if isinstance(value, T.MetaVar):
             value = value.value
+        if isinstance(ann, T.LetAnnotation):  # x: T.let[T.int32] = value (TVM 0.27): the same let
+            if not _is_expr(value):
+                value = convert(value)
+            try:
+                ann = T.ScalarType(ann.dtype(value))
+            except (TypeError, ValueError) as e:
+                self.fail(node.annotation, e)
         value = _op.cast(value, ann.dtype) if not _is_expr(value) or value.dtype != ann.dtype else value
         var = Var(node.target.id, ann.dtype)
         self.bind(node.target.id, var)
@@ -1074,4 +1086,5 @@ def _contains_block(stmt: Stmt) -> bool:
 def _explain(e: Exception) -> str:
     text = str(e) if not isinstance(e, KeyError) else str(e.args[0]) if e.args else "key error"
     return text or type(e).__name__
+
 

@@ -26,7 +26,7 @@ import re
 import tokenize
 from typing import Any, Callable
 
-from ..eras import ERAS, MLC_ERA, TODAY_ERA, era_of
+from ..eras import ERAS, MLC_ERA, TODAY_ERA
 from ..ir.deep import deep_on_overflow
 from ..ir.module import GlobalVar, IRModule
 from ..ir.node import Node
@@ -68,7 +68,7 @@ from ..tir.expr import (
     Sub,
     Var,
 )
-from ..tir.function import PrimFunc
+from ..tir.function import PrimFunc, written_era
 from ..tir.functor import method_name, post_order_visit
 from ..tir.semantics import BY_OP
 from ..tir.stmt import (
@@ -154,11 +154,7 @@ def _reindent(line: str, spaces: int) -> str:
 
 def node_era(node: Any) -> str:
     """The era ``node`` prints in: a PrimFunc's own, a module's PrimFuncs' one era, else TVM 0.27's."""
-    if isinstance(node, PrimFunc):
-        return node.era or TODAY_ERA
-    if isinstance(node, IRModule):
-        return era_of({f.era for f in node.functions.values() if isinstance(f, PrimFunc) and f.era}) or TODAY_ERA
-    return TODAY_ERA
+    return written_era(node)
 
 
 def _script(node: Any, show_header: bool = True, **kwargs: Any) -> str:
@@ -437,6 +433,9 @@ class _TIRPrinter:
             return f"T.if_then_else({', '.join(args)})"
         if e.op in ("tir.call_extern", "tir.call_llvm_pure_intrin") and e.args and isinstance(e.args[0], StringImm):
             return f'T.{e.op.removeprefix("tir.")}("{e.dtype}", {", ".join(args)})'
+        if e.op == "tir.tvm_call_packed" and e.args and isinstance(e.args[0], StringImm):
+            # as TVM prints it (both eras parse T.call_packed and T.tvm_call_packed)
+            return f"T.call_packed({', '.join(args + ([] if e.dtype == 'int32' else [f'dtype={_str(e.dtype)}']))})"
         builtin = _op.BUILTIN_OPS.get(e.op)
         if builtin is not None and _builtin_dtype_readable(builtin, e):
             # as TVM prints builtins: the dtype only where the builtin takes it as an argument
@@ -528,6 +527,8 @@ class _TIRPrinter:
     def print_prim_func(self, f: PrimFunc, name: str) -> list[str]:
         self.push()
         attrs = dict(f.attrs)
+        if self.era == TODAY_ERA:  # TVM 0.27 spells TIR's attribute keys tirx.<name> (tir.function.FuncAttrs)
+            attrs = {"tirx." + k[4:] if isinstance(k, str) and k.startswith("tir.") else k: v for k, v in attrs.items()}
         symbol = attrs.get("global_symbol")
         if symbol == name:
             del attrs["global_symbol"]

@@ -50,6 +50,7 @@ __all__ = [
     "where", "block_attr", "sblock_attr", "func_attr", "meta_var", "handle", "evaluate", "Cast", "cast", "Select",
     "if_then_else", "max", "min", "abs", "floordiv", "floormod", "truncdiv",
     "truncmod", "max_value", "min_value", "call_intrin", "call_extern", "call_llvm_pure_intrin",
+    "call_packed", "tvm_call_packed", "let",
     "And", "Or", "Not", "Let", "Range",
     "Add", "Sub", "Mul", "Div", "Mod", "FloorDiv", "FloorMod", "Min", "Max", "EQ", "NE", "LT", "LE", "GT", "GE",
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
@@ -102,6 +103,36 @@ uint32, uint64 = ScalarType("uint32"), ScalarType("uint64")
 bool = ScalarType("bool")  # noqa: A001 - TVMScript spells it T.bool
 #: the type of a raw array parameter that ``T.match_buffer`` later gives a shape
 handle = ScalarType("handle")
+
+
+class LetAnnotation:
+    """``x: T.let[T.int32] = value`` (or ``x: T.let = value``, its dtype the value's): TVM 0.27's
+    spelling of a let-bound variable, the same LetStmt as ``x: T.int32 = value``."""
+
+    def __init__(self, type_spec: Any = None) -> None:
+        self.type_spec = type_spec
+
+    def __getitem__(self, item: Any) -> "LetAnnotation":
+        return LetAnnotation(item)
+
+    def dtype(self, value: Any) -> str:
+        """The let variable's dtype: the annotation's, else the value's."""
+        spec = self.type_spec
+        if spec is None:
+            return value.dtype
+        if isinstance(spec, ScalarType):
+            return spec.dtype
+        if isinstance(spec, Var):  # T.let[T.handle("float32")]
+            return spec.dtype
+        if isinstance(spec, str):
+            return _dt.check(spec)
+        raise TypeError(f"T.let[...] takes a scalar type like T.int32, got {spec!r}")
+
+    def __repr__(self) -> str:
+        return "T.let" if self.type_spec is None else f"T.let[{self.type_spec!r}]"
+
+
+let = LetAnnotation()
 
 
 # -- declaration records -----------------------------------------------------------------------
@@ -690,6 +721,16 @@ def call_extern(*args: Any, dtype: str | None = None) -> PrimExpr:
     if len(args) < 2:
         raise TypeError("T.call_extern needs a dtype and a function name: T.call_extern(\"float32\", \"expf\", x)")
     return _op.call_extern(*args)
+
+
+def call_packed(*args: Any, dtype: str = "int32") -> PrimExpr:
+    """``T.call_packed("name", A, x)``: call a registered global function from the kernel (buffers
+    reach it as NDArrays; see :func:`minitvm.tir.op.call_packed`).  ``T.tvm_call_packed`` is its
+    other name, as in TVM."""
+    return _op.call_packed(*args, dtype=dtype)
+
+
+tvm_call_packed = call_packed
 
 
 def call_llvm_pure_intrin(*args: Any, dtype: str | None = None) -> PrimExpr:

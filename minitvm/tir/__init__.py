@@ -66,6 +66,7 @@ from .op import (
                    call_extern,
                    call_intrin,
                    call_llvm_pure_intrin,
+                   call_packed,
                    cast,
                    floordiv,
                    floormod,
@@ -79,6 +80,7 @@ from .op import (
                    truncdiv,
                    truncmod,
 )
+from .py_functor import PyStmtExprMutator, PyStmtExprVisitor
 from .stmt import (
                    Allocate,
                    AllocateConst,

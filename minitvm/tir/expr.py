@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..ir import dtype as _dt
-from ..ir.node import Node, node
+from ..ir.node import Node, node, renamed_keywords
 
 __all__ = [
     "PrimExpr", "Var", "SizeVar", "IntImm", "FloatImm", "StringImm", "Cast",
@@ -85,12 +85,22 @@ class Var(PrimExpr):
     name: str
     dtype: str = "int32"
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not isinstance(self.name, str):
+            raise TypeError(f"tir.Var: the name must be a str, got {self.name!r}")
+
     def __repr__(self) -> str:
         return f"Var({self.name!r}, {self.dtype!r})"
 
     @property
     def name_hint(self) -> str:
         return self.name
+
+
+# TVM 0.27 spells the dtype ``ty`` (``Var("x", ty="int32")``) and TVM the name ``name_hint``
+for _var_cls in (Var,):
+    renamed_keywords(_var_cls, {"ty": "dtype", "name_hint": "name"})
 
 
 @node(binds=True)

@@ -4,11 +4,44 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from ..eras import TODAY_ERA, era_of
+from ..ir.module import IRModule
 from ..ir.node import Node, defines, node
 from .buffer import Buffer
 from .expr import Var
 
-__all__ = ["PrimFunc"]
+__all__ = ["PrimFunc", "FuncAttrs", "written_era"]
+
+
+class FuncAttrs(dict):
+    """A PrimFunc's attributes.  TVM 0.27 spells TIR's attribute keys ``tirx.<name>`` (the MLC
+    course's TVM ``tir.<name>``): a key given either way is stored as ``tir.<name>`` and read
+    either way, one attribute under two names (the printer writes the function's era's)."""
+
+    def __init__(self, items: Any = ()) -> None:
+        super().__init__()
+        for key, value in dict(items).items():
+            self[key] = value
+
+    @staticmethod
+    def stored_key(key: Any) -> Any:
+        return "tir." + key[5:] if isinstance(key, str) and key.startswith("tirx.") else key
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        super().__setitem__(self.stored_key(key), value)
+
+    def __getitem__(self, key: Any) -> Any:
+        return super().__getitem__(self.stored_key(key))
+
+    def __contains__(self, key: object) -> bool:
+        return super().__contains__(self.stored_key(key))
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return super().get(self.stored_key(key), default)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        for key, value in dict(*args, **kwargs).items():
+            self[key] = value
 
 
 @node
@@ -35,8 +68,8 @@ class PrimFunc(Node):
         super().__post_init__()
         if self.buffer_map is None:
             object.__setattr__(self, "buffer_map", {})
-        if self.attrs is None:
-            object.__setattr__(self, "attrs", {})
+        if not isinstance(self.attrs, FuncAttrs):
+            object.__setattr__(self, "attrs", FuncAttrs(self.attrs or {}))
 
     def with_attr(self, key: str | dict, value: Any = None) -> "PrimFunc":
         """A copy with an attribute set (``with_attr("global_symbol", "mm")`` or a dict)."""
@@ -58,3 +91,13 @@ class PrimFunc(Node):
 
     def param_buffer(self, param: Var) -> Buffer | None:
         return self.buffer_map.get(param)
+
+
+def written_era(node: Any) -> str:
+    """The era of TVM's names ``node`` was written in: a PrimFunc's own, the one era a module's
+    PrimFuncs name, else TVM 0.27's (the printer and a schedule's trace both answer in it)."""
+    if isinstance(node, PrimFunc):
+        return node.era or TODAY_ERA
+    if isinstance(node, IRModule):
+        return era_of({f.era for f in node.functions.values() if isinstance(f, PrimFunc) and f.era}) or TODAY_ERA
+    return TODAY_ERA

@@ -16,7 +16,7 @@ from .buffer import Buffer
 from .expr import PrimExpr, Var
 
 __all__ = ["StmtExprVisitor", "StmtExprMutator", "post_order_visit", "pre_order_visit",
-           "substitute", "method_name"]
+           "substitute", "method_name", "visitor", "mutator"]
 
 _NAMES: dict[type, str] = {}
 
@@ -95,6 +95,21 @@ class StmtExprMutator:
         if type(n).__name__ in ("IRModule",):
             return n
         return replace(n, **changes)
+
+
+def _python_functor(base: type, what: str) -> Callable[[type], type]:
+    def decorate(cls: type) -> type:
+        if not (isinstance(cls, type) and issubclass(cls, base)):
+            raise TypeError(f"tir.functor.{what} decorates a subclass of {base.__name__}, got {cls!r}")
+        return cls
+
+    decorate.__doc__ = (f"TVM's ``@tir.functor.{what}``: TVM registers the class with its C++ {what}; "
+                        f"minitvm's {base.__name__} is Python already, so the class is returned as it is.")
+    return decorate
+
+
+visitor = _python_functor(StmtExprVisitor, "visitor")
+mutator = _python_functor(StmtExprMutator, "mutator")
 
 
 def _children(x: Node) -> Any:

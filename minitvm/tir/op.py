@@ -56,7 +56,7 @@ __all__ = [
     "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
     "logical_and", "logical_or", "logical_not", "neg", "cast", "if_then_else", "Select",
     "abs", "max_value", "min_value", "call_intrin", "INTRINSICS",
-    "likely", "all", "any", "ret", "call_extern", "call_llvm_pure_intrin",
+    "likely", "all", "any", "ret", "call_extern", "call_packed", "tvm_call_packed", "call_llvm_pure_intrin",
     "isnan", "popcount", "ceildiv",
     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "shift_left", "shift_right",
     "Builtin", "BUILTINS", "BUILTIN_OPS", "call_builtin", "access_ptr", "ACCESS_READ", "ACCESS_WRITE",
@@ -367,6 +367,29 @@ def call_extern(dtype: str, func_name: str, *args: Any) -> PrimExpr:
         raise TypeError(f"call_extern: the function name must be a string, got {func_name!r}")
     return Call(_dt.check(_void(dtype)), "tir.call_extern",
                 (StringImm(func_name),) + tuple(convert(a) for a in args))
+
+
+def _pack_buffer(buf: Any) -> PrimExpr:
+    """A buffer as a packed-call argument, as TVM packs it: ``tvm_stack_make_array(data, shape,
+    strides, ndim, a zero of its dtype, elem_offset)``."""
+    strides = call_builtin("tvm_stack_make_shape", *buf.strides) if buf.strides else IntImm("int32", 0)
+    return call_builtin("tvm_stack_make_array", buf.data, call_builtin("tvm_stack_make_shape", *buf.shape),
+                        strides, IntImm("int32", len(buf.shape)), const(0, buf.dtype), buf.elem_offset)
+
+
+def call_packed(*args: Any, dtype: str = "int32") -> PrimExpr:
+    """``call_packed("name", A, x, ...)``: call the function registered as ``name`` (a global
+    function, e.g. ``tvm.register_global_func``) from inside a kernel.  A buffer argument reaches
+    it as an NDArray over the buffer's memory, a number as a number; the call's value is what the
+    function returns, as ``dtype`` (TVM's ``tvm_call_packed``; TVM 0.27 prints it ``T.call_packed``)."""
+    if not args or not isinstance(args[0], (str, StringImm)):
+        raise TypeError(f"call_packed: the first argument is the registered function's name (a string), "
+                        f"got {args[0] if args else 'nothing'!r}")
+    packed = tuple(_pack_buffer(a) if type(a).__name__ == "Buffer" else _builtin_arg(a) for a in args)
+    return Call(_dt.check(_void(dtype)), "tir.tvm_call_packed", packed)
+
+
+tvm_call_packed = call_packed
 
 
 def call_llvm_pure_intrin(dtype: str, name: str, *args: Any) -> PrimExpr:

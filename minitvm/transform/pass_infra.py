@@ -31,11 +31,17 @@ class PassInfo:
 # -- the context ---------------------------------------------------------------------
 
 _CONFIG_KEYS: dict[str, type] = {}
+#: TVM 0.27 spells the TIR options ``tirx.<name>`` (the MLC course's TVM: ``tir.<name>``): one
+#: option under two keys, stored and read under the older one
+_CONFIG_RENAMES: dict[str, str] = {}
 
 
 def register_pass_config(key: str, value_type: type = object) -> None:
-    """Declare a ``PassContext(config={key: ...})`` option so typos are caught."""
+    """Declare a ``PassContext(config={key: ...})`` option so typos are caught (a ``tir.``
+    option answers to TVM 0.27's ``tirx.`` spelling too)."""
     _CONFIG_KEYS[key] = value_type
+    if key.startswith("tir."):
+        _CONFIG_RENAMES["tirx." + key[4:]] = key
 
 
 # "tir.instrument_bound_checkers" is TVM's name for "tir.bounds_check"; "tir.enable_debug" is
@@ -43,6 +49,75 @@ def register_pass_config(key: str, value_type: type = object) -> None:
 for _key, _type in (("tir.bounds_check", bool), ("tir.instrument_bound_checkers", bool),
                     ("tir.disable_vectorize", bool), ("tir.noalias", bool), ("tir.enable_debug", bool)):
     register_pass_config(_key, _type)
+
+#: TVM's TIR options minitvm has no code for: ``key -> (TVM's default, what it does)``.  The
+#: default (what minitvm does anyway) is accepted; any other value raises NotImplementedError
+#: naming the option, never silently ignored.  TVM 0.27's ``tirx.`` / ``s_tir.`` keys and v0.23's
+#: ``tir.`` spelling of each.
+_UNIMPLEMENTED: dict[str, tuple[Any, str]] = {
+    "tirx.disable_assert": (False, "drop the kernels' assert statements"),
+    "tirx.disable_cse_tir": (False, "skip TIR common-subexpression elimination, which minitvm's pipeline does not run"),
+    "tirx.disable_storage_rewrite": (False, "skip StorageRewrite, which minitvm's pipeline does not run"),
+    "tirx.debug_keep_trivial_loop": (False, "keep loops of extent 1"),
+    "tirx.enable_buffer_level_predication": (False, "predicate vectorized buffer accesses (scalable vectors)"),
+    "tirx.enable_fast_math": (False, "lower math intrinsics to fast approximations"),
+    "tirx.add_lower_pass": ([], "insert user passes into the TIR lowering pipeline"),
+    "tirx.use_async_copy": (False, "asynchronous copies on a GPU"),
+    "tirx.merge_static_smem": (False, "merge static shared memory on a GPU"),
+    "tirx.instrument_lwp": (False, "light-weight profiling instrumentation"),
+    "tirx.vtcm_capacity": (0, "Hexagon VTCM capacity"),
+    "tirx.s_tir.ldg32": (False, "CUDA ldg32 loads"),
+    "tirx.RemoveNoOp": ({}, "RemoveNoOp's options"),
+    "tirx.StmtSimplify": ({}, "StmtSimplify's options"),
+    "tirx.UnrollLoop": ({}, "UnrollLoop's options"),
+    "s_tir.HoistExpression": ({}, "HoistExpression's options"),
+    "s_tir.HoistIfThenElse": ({}, "HoistIfThenElse's options"),
+    "s_tir.InjectDoubleBuffer": ({}, "InjectDoubleBuffer's options"),
+    "s_tir.LoopPartition": ({}, "LoopPartition's options"),
+    "s_tir.instr_siblings": (False, "light-weight profiling of sibling loops"),
+    "s_tir.lwp_disable_func_prof": (False, "light-weight profiling of whole functions"),
+    "s_tir.lwp_max_depth": (0, "light-weight profiling depth"),
+    "s_tir.lwp_min_height": (0, "light-weight profiling height"),
+    "s_tir.reset_start_id": (False, "light-weight profiling ids"),
+}
+_UNIMPLEMENTED.update({"tir." + k.split(".", 1)[1]: v for k, v in list(_UNIMPLEMENTED.items())})
+
+
+def _is_default(value: Any, default: Any) -> bool:
+    if isinstance(default, bool):
+        return value is False or value == 0
+    if isinstance(default, (list, dict)):
+        return not value
+    return value == default
+
+
+def _config_key(key: str) -> str:
+    """The key minitvm stores an option under (``tirx.noalias`` is ``tir.noalias``)."""
+    return _CONFIG_RENAMES.get(key, key)
+
+
+def _checked_config(config: dict[str, Any]) -> dict[str, Any]:
+    """The options under their stored keys, each known and of its type; an option minitvm
+    lacks is refused unless it has TVM's default value."""
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        if key in _UNIMPLEMENTED:
+            default, what = _UNIMPLEMENTED[key]
+            if not _is_default(value, default):
+                raise NotImplementedError(f"PassContext: config {key!r} ({what}) is not implemented in minitvm; "
+                                          f"only its default {default!r} is accepted")
+            continue
+        stored = _config_key(key)
+        if stored in out:
+            raise ValueError(f"PassContext: config gives {stored!r} twice (as {key!r} too: one option)")
+        if stored not in _CONFIG_KEYS:
+            known = ", ".join(sorted(_CONFIG_KEYS))
+            raise ValueError(f"PassContext: unknown config key {key!r}; known keys: {known}")
+        want = _CONFIG_KEYS[stored]
+        if want is not object and not isinstance(value, want):
+            raise TypeError(f"PassContext: config {key!r} expects {want.__name__}, got {type(value).__name__}")
+        out[stored] = value
+    return out
 
 
 class PassContext:
@@ -63,15 +138,7 @@ class PassContext:
         self.required_pass = frozenset(required_pass or ())
         self.disabled_pass = frozenset(disabled_pass or ())
         self.instruments = list(instruments or ())
-        self.config = dict(config or {})
-        for key, value in self.config.items():
-            if key not in _CONFIG_KEYS:
-                known = ", ".join(sorted(_CONFIG_KEYS))
-                raise ValueError(f"PassContext: unknown config key {key!r}; known keys: {known}")
-            want = _CONFIG_KEYS[key]
-            if want is not object and not isinstance(value, want):
-                raise TypeError(f"PassContext: config {key!r} expects {want.__name__}, "
-                                f"got {type(value).__name__}")
+        self.config = _checked_config(dict(config or {}))
         self._entered = False
 
     # context stack ------------------------------------------------------------------
@@ -107,7 +174,7 @@ class PassContext:
             _call(inst, "enter_pass_ctx")
 
     def get_config(self, key: str, default: Any = None) -> Any:
-        return self.config.get(key, default)
+        return self.config.get(_config_key(key), default)
 
     # deciding and running ---------------------------------------------------------------
     def pass_enabled(self, info: PassInfo) -> bool:

@@ -128,3 +128,35 @@ def test_print_ir_show_meta_data_prints_the_constants(capsys):
     assert 'metadata["relax.expr.Constant"][0]' in capsys.readouterr().out
     transform.PrintIR(show_meta_data=True)(mod)
     assert "39.5" in capsys.readouterr().out
+
+
+def test_tvm_027_config_keys_are_the_tir_options_or_refused_by_name():
+    import numpy as np
+
+    import minitvm
+    from minitvm.script import tirx as T
+
+    @T.prim_func
+    def read(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32"), i: T.int32):
+        for j in range(4):
+            with T.sblock("B"):
+                vj = T.axis.spatial(4, j)
+                B[vj] = A[i]
+
+    # one option, two keys: tirx.instrument_bound_checkers turns the bounds checks on as tir.'s does
+    for key in ("tirx.instrument_bound_checkers", "tir.instrument_bound_checkers"):
+        ctx = transform.PassContext(config={key: True})
+        new, old = ctx.get_config("tirx.instrument_bound_checkers"), ctx.get_config("tir.instrument_bound_checkers")
+        assert new is old is True
+        with ctx:
+            lib = minitvm.tirx.build(read, target="llvm")
+        with pytest.raises(IndexError, match="A"):
+            lib["read"](minitvm.nd.array(np.ones(4, "float32")), minitvm.nd.empty((4,), "float32"), 7)
+    with pytest.raises(ValueError, match="gives 'tir.noalias' twice"):
+        transform.PassContext(config={"tir.noalias": True, "tirx.noalias": False})
+    # an option minitvm lacks: its default is what minitvm does; anything else is refused, by name
+    assert transform.PassContext(config={"tirx.disable_assert": False, "s_tir.LoopPartition": {}}).config == {}
+    for key, value in [("tirx.disable_assert", True), ("s_tir.LoopPartition", {"partition_const_loop": True}),
+                       ("tirx.enable_fast_math", True), ("tir.UnrollLoop", {"auto_max_step": 16})]:
+        with pytest.raises(NotImplementedError, match=f"config '{key}' .* not implemented"):
+            transform.PassContext(config={key: value})

@@ -64,6 +64,15 @@ def _cpu_refusal(body: Any, kind: str) -> str | None:
     def visit(n: Any) -> bool:
         if problem:
             return False
+        if isinstance(n, Call) and n.op == "tir.tvm_call_packed":
+            if kind != "llvm":
+                problem.append(f"it calls T.call_packed, which runs in native code only (target \"llvm\"), "
+                               f"not on target {kind!r}")
+            for arg in n.args:  # its arrays' records (tvm_stack_make_array) are the call's own
+                parts = _packed_array_parts(arg)
+                for part in parts if parts is not None else [arg]:
+                    pre_order_visit(part, visit)
+            return False
         if isinstance(n, Call) and n.op in BUILTIN_OPS:
             builtin = BUILTIN_OPS[n.op]
             problem.append(f"it calls T.{builtin.name}, {builtin.family}; minitvm builds for the CPU "
@@ -83,6 +92,16 @@ def _cpu_refusal(body: Any, kind: str) -> str | None:
 
     pre_order_visit(body, visit)
     return problem[0] if problem else None
+
+
+def _packed_array_parts(arg: Any) -> list | None:
+    """The expressions inside ``tvm_stack_make_array(data, tvm_stack_make_shape(...), ...)``, a
+    packed call's array argument (None when ``arg`` is not one)."""
+    if not (isinstance(arg, Call) and arg.op == "tir.tvm_stack_make_array"):
+        return None
+    data, shape, strides, _ndim, _dtype, elem_offset = arg.args
+    dims = list(shape.args) if isinstance(shape, Call) and shape.op == "tir.tvm_stack_make_shape" else [shape]
+    return [data, *dims, strides, elem_offset]
 
 
 def build_module(funcs: dict[str, Any], target: Any, entries: tuple = ()) -> Any:

@@ -76,6 +76,8 @@ class CompiledFunction:
         if isinstance(failure, BoundsCheck):
             index = ctypes.c_int64.from_address(self._error_index).value if self._error_index else None
             raise failure.error(self.name, index)
+        if not isinstance(failure, str):  # a registered function the kernel called raised (packed_call.py)
+            raise failure.error(self.name)
         raise RuntimeError(f"{self.name}: {failure}")
 
     def __repr__(self) -> str:

@@ -63,6 +63,7 @@ from .llvm_types import (
     mem_type,
     store_atomic,
 )
+from .packed_call import emit_call_packed
 from .thread_pool import PARALLEL_RUN_SYMBOL, ensure_thread_pool
 from .vector import emit_vector_loop
 
@@ -143,7 +144,8 @@ class CodeGenLLVM:
         params += [llvm_type(v.dtype) for v in sig.shape_vars]
         fn = ir.Function(self.module, ir.FunctionType(I32, params), name=name)
         self._decorate(fn)
-        noalias = bool(func.attrs.get("tir.noalias", self.noalias_default))
+        # TVM 0.27 spells the attribute tirx.noalias
+        noalias = bool(func.attrs.get("tir.noalias", func.attrs.get("tirx.noalias", self.noalias_default)))
         self._fn_noalias = noalias
         self.st = _FuncState(fn, None)
         self._bounds_checks = bounds_checks(func)
@@ -577,6 +579,8 @@ class CodeGenLLVM:
             return self.visit_expr(e.args[0])
         if op == "tir.call_extern":
             return self._call_extern(e)
+        if op == "tir.tvm_call_packed":
+            return emit_call_packed(self, e)
         if op == "tir.ret":
             raise NotImplementedError("LLVM codegen: T.ret (returning a value from a prim func) is not "
                                       "supported; write the result into an output buffer")

@@ -31,6 +31,7 @@ from ...tir import expr as _e
 from ..signature import FunctionSignature, ParamSpec
 from ..target import Target
 from .llvm_jit import LLVM_LOCK, LLVMModule, features_string, init_llvm, jit_compile, target_machine
+from .packed_call import PackedCallFailure
 from .thread_pool import PARALLEL_RUN_SYMBOL, ensure_thread_pool
 
 __all__ = ["export_llvm", "load_llvm_ir", "signature_to_json", "signature_from_json", "FORMAT"]
@@ -217,16 +218,28 @@ def load_llvm_ir(payload: str, metadata: dict) -> LLVMModule:
     return lib
 
 
-def _failure_to_json(failure: str | BoundsCheck) -> str | dict:
+def _failure_to_json(failure: str | BoundsCheck | PackedCallFailure) -> str | dict:
+    if isinstance(failure, PackedCallFailure):
+        return {"packed_call": failure.name}
     return {"bounds_check": failure.to_json()} if isinstance(failure, BoundsCheck) else failure
 
 
-def _failures_from_json(saved: Any) -> list[str | BoundsCheck]:
+def _failure_from_json(saved: Any) -> str | BoundsCheck | PackedCallFailure:
+    if isinstance(saved, str):
+        return saved
+    if "packed_call" in saved:
+        if not isinstance(saved["packed_call"], str):
+            raise TypeError("a packed call named by a non-string")
+        return PackedCallFailure(saved["packed_call"])
+    return BoundsCheck.from_json(saved["bounds_check"])
+
+
+def _failures_from_json(saved: Any) -> list[str | BoundsCheck | PackedCallFailure]:
     """What the kernels' failure codes mean: assert messages (strings) and bounds checks."""
     try:
         if not isinstance(saved, list):
             raise TypeError(f"a {type(saved).__name__}")
-        return [f if isinstance(f, str) else BoundsCheck.from_json(f["bounds_check"]) for f in saved]
+        return [_failure_from_json(f) for f in saved]
     except (TypeError, KeyError, ValueError) as err:
         raise ValueError("the kernel library's failure table is corrupted: expected strings and "
                          f"bounds-check records ({err})") from None

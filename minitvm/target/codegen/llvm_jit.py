@@ -33,6 +33,7 @@ from .calling import ERROR_INDEX_SYMBOL, CompiledFunction, UnrunnableFunction
 from .cpu_check import cpu_mismatch
 from .half_runtime import ensure_half_runtime
 from .native_entry import kernel_info
+from .packed_call import ensure_packed_call_bridge
 
 __all__ = ["LLVM_LOCK", "init_llvm", "target_machine", "target_machine_for", "features_string",
            "optimize", "optimized_ir", "jit_compile", "LLVMModule", "OPTIMIZED_IR_CACHE_SIZE", "quiet_llvm", "LOGGER"]
@@ -169,6 +170,7 @@ def jit_compile(mod: llvm.ModuleRef, tm: llvm.TargetMachine, sigs: dict[str, Fun
     function's address (0 if the module has no code for it) with its signature.  Call with
     :data:`LLVM_LOCK` held."""
     ensure_half_runtime()  # float16 conversions the backend may call (else a call to address 0)
+    ensure_packed_call_bridge()  # what T.call_packed calls
     with quiet_llvm([] if messages is None else messages):
         engine = llvm.create_mcjit_compiler(mod, tm)
         engine.finalize_object()

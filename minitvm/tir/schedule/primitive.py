@@ -70,7 +70,7 @@ def primitive(kind: str, inputs: tuple[str, ...] = (), *, output: str | None = N
             finally:
                 calls.pop()
             if not calls:
-                self._trace.append(*_instruction(inst_kind, call.values, result))
+                self._trace.append(*_instruction(inst_kind, call.values, result, self._trace.era))
             for step in call.then:
                 step()
             return result
@@ -86,7 +86,8 @@ def declared_kind(method: Any) -> InstructionKind | None:
     return getattr(method, "__primitive__", None)
 
 
-def _instruction(kind: InstructionKind, values: dict[str, Any], result: Any) -> tuple[Instruction, Any]:
+def _instruction(kind: InstructionKind, values: dict[str, Any], result: Any,
+                 era: str | None) -> tuple[Instruction, Any]:
     """The trace entry for one call: inputs and attributes from the (resolved) arguments."""
     inputs: list = []
     for name in kind.inputs:
@@ -95,7 +96,7 @@ def _instruction(kind: InstructionKind, values: dict[str, Any], result: Any) -> 
         inputs += list(value) if many else [value]
     attrs = [values[name] for name in kind.attrs]
     outputs = [] if kind.output == "none" else [result] if kind.output == "single" else list(result)
-    return Instruction(kind, inputs, attrs, outputs), values.get("decision")
+    return Instruction(kind, inputs, attrs, outputs, era), values.get("decision")
 
 
 def _kind_of(kind: str, method: str, sig: inspect.Signature, inputs: tuple[str, ...], output: str | None,

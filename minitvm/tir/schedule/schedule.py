@@ -19,7 +19,7 @@ from ...ir import replace
 from ...ir.module import IRModule
 from ..analysis import uses_var
 from ..expr import IntImm, PrimExpr
-from ..function import PrimFunc
+from ..function import PrimFunc, written_era
 from ..functor import substitute
 from ..index_map import as_index_map
 from ..stmt import Block, BlockRealize, For, ForKind
@@ -84,7 +84,7 @@ class Schedule:
                              "or 'none'")
         self._render_level = level
         self._mod = mod.copy()
-        self._trace = Trace()
+        self._trace = Trace(era=written_era(mod))  # it prints in the era its functions were written in
         self._values: dict[ExprRV, int] = {}  # what each sampled random variable evaluates to
         self._seed = seed
         self._rng = random.Random(seed)

@@ -5,6 +5,11 @@ random variables, its attributes and its outputs) plus a map from sampling instr
 their decisions.  It prints as Python that replays it (``as_python``), serializes to a
 JSON-style list (``as_json`` / ``Trace.apply_json_to_schedule``) and replays onto another
 schedule (``apply_to_schedule``), reusing the recorded decisions.
+
+Era: a trace prints in the era of TVM's names its schedule's functions were written in (see
+:mod:`minitvm.eras`): ``sch.get_sblock`` under ``def apply_trace(sch: s_tir.Schedule)`` and the
+kind ``"GetSBlock"`` in JSON for TVM 0.27's, ``sch.get_block``, ``tir.Schedule`` and ``"GetBlock"``
+for the MLC course's.  Both spellings replay: a lookup is one method and one kind under two names.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ...eras import MLC_ERA, TODAY_ERA
 from ...ir.node import node, script_printer
 from ..expr import Var
 from ..functor import post_order_visit, substitute
@@ -69,6 +75,20 @@ class ExprRV(Var):
 
 RV_TYPES = (BlockRV, LoopRV, ExprRV)
 
+#: how each era spells what changed between them: the module a trace's header imports, and the
+#: (MLC course's name -> TVM 0.27's) of instruction kinds and schedule methods
+_ERA_MODULE = {MLC_ERA: "tir", TODAY_ERA: "s_tir"}
+_TODAY_KIND_NAMES = {"GetBlock": "GetSBlock"}
+_TODAY_METHODS = {"get_block": "get_sblock"}
+
+
+def _kind_name(kind: "InstructionKind", era: str) -> str:
+    return _TODAY_KIND_NAMES.get(kind.name, kind.name) if era == TODAY_ERA else kind.name
+
+
+def _method_name(kind: "InstructionKind", era: str) -> str:
+    return _TODAY_METHODS.get(kind.method, kind.method) if era == TODAY_ERA else kind.method
+
 
 # -- instruction kinds ----------------------------------------------------------------------
 
@@ -101,7 +121,7 @@ class InstructionKind:
     @staticmethod
     def get(name: str) -> "InstructionKind":
         """The kind registered under ``name`` (TVM's name, e.g. ``"Split"``, or the method name)."""
-        kind = _KINDS.get(name) or _BY_METHOD.get(name)
+        kind = _KINDS.get(name) or _BY_METHOD.get(name) or _TODAY_ALIASES.get(name)
         if kind is None:
             raise ValueError(f"no instruction kind named {name!r}")
         return kind
@@ -142,6 +162,7 @@ class InstructionKind:
 
 _KINDS: dict[str, InstructionKind] = {}
 _BY_METHOD: dict[str, InstructionKind] = {}
+_TODAY_ALIASES: dict[str, InstructionKind] = {}  # TVM 0.27's names of kinds it renamed
 
 
 def register_inst_kind(kind: InstructionKind) -> InstructionKind:
@@ -149,25 +170,30 @@ def register_inst_kind(kind: InstructionKind) -> InstructionKind:
     ``@primitive`` declaration in schedule.py calls this (see primitive.py)."""
     _KINDS[kind.name] = kind
     _BY_METHOD[kind.method] = kind
+    if kind.name in _TODAY_KIND_NAMES:
+        _TODAY_ALIASES[_TODAY_KIND_NAMES[kind.name]] = _TODAY_ALIASES[_TODAY_METHODS[kind.method]] = kind
     return kind
 
 
 class Instruction:
-    """One step: ``kind`` applied to ``inputs`` (random variables, values) and ``attrs``."""
+    """One step: ``kind`` applied to ``inputs`` (random variables, values) and ``attrs``.
+
+    ``era`` (minitvm's own) is the era of names it prints in; None: TVM 0.27's."""
 
     def __init__(self, kind: InstructionKind | str, inputs: list | None = None, attrs: list | None = None,
-                 outputs: list | None = None):
+                 outputs: list | None = None, era: str | None = None):
         self.kind = kind if isinstance(kind, InstructionKind) else InstructionKind.get(kind)
         self.inputs = list(inputs or [])
         self.attrs = list(attrs or [])
         self.outputs = list(outputs or [])
+        self.era = era
 
     def same_as(self, other: Any) -> bool:
         return self is other
 
     def __str__(self) -> str:
         """The call as Python, every random variable shown as ``_`` (as TVM prints one)."""
-        return _inst_python(self, _Namer(anonymous=True), None)
+        return _inst_python(self, _Namer(anonymous=True), None, self.era or TODAY_ERA)
 
     __repr__ = __str__
 
@@ -261,7 +287,7 @@ def _outputs_text(kind: InstructionKind, outs: list[str]) -> str | None:
     return None
 
 
-def _inst_python(inst: Instruction, namer: "_Namer", decision: Any) -> str:
+def _inst_python(inst: Instruction, namer: "_Namer", decision: Any, era: str) -> str:
     """One instruction as a Python statement (naming its outputs with ``namer``)."""
     kind = inst.kind
     values = kind.split_inputs(inst.inputs)
@@ -279,7 +305,7 @@ def _inst_python(inst: Instruction, namer: "_Namer", decision: Any) -> str:
     if kind.decision and decision is not None:
         args.append(f"decision={_py_value(decision, namer.names)}")
     outs = _outputs_text(kind, [namer.add(o) for o in inst.outputs])
-    call = f"sch.{kind.method}({', '.join(args)})"
+    call = f"sch.{_method_name(kind, era)}({', '.join(args)})"
     return f"{outs} = {call}" if outs else call
 
 
@@ -317,12 +343,20 @@ class _Namer:
 class Trace:
     """The instructions in order and the decisions of the sampling ones.
 
-    ``str(trace)`` is a Python function ``apply_trace(sch)`` that replays it.
+    ``str(trace)`` is a Python function ``apply_trace(sch)`` that replays it.  ``era``
+    (minitvm's own; a schedule sets its functions') chooses the names it prints with: None, TVM
+    0.27's.
     """
 
-    def __init__(self, insts: list[Instruction] | None = None, decisions: dict | None = None) -> None:
+    def __init__(self, insts: list[Instruction] | None = None, decisions: dict | None = None,
+                 era: str | None = None) -> None:
         self.insts: list[Instruction] = list(insts or [])
         self.decisions: dict[Instruction, Any] = dict(decisions or {})
+        self.era = era
+
+    @property
+    def _era(self) -> str:
+        return self.era or TODAY_ERA
 
     # -- building ------------------------------------------------------------------------
     def append(self, inst: Instruction, decision: Any = None) -> None:
@@ -341,7 +375,7 @@ class Trace:
         return self.decisions.get(inst)
 
     def copy(self) -> "Trace":
-        return Trace(self.insts, self.decisions)
+        return Trace(self.insts, self.decisions, self.era)
 
     def __len__(self) -> int:
         return len(self.insts)
@@ -359,7 +393,7 @@ class Trace:
         kept = self._kept(remove_postproc)
         decisions = {i: d for i, d in self.decisions.items() if i in kept}
         decisions[inst] = decision
-        return Trace(kept, decisions)
+        return Trace(kept, decisions, self.era)
 
     def simplified(self, remove_postproc: bool) -> "Trace":
         """The trace without pure steps (lookups, samples) whose results nothing uses."""
@@ -371,13 +405,13 @@ class Trace:
             kept.append(inst)
             _collect_rvs(inst.inputs, used)
         kept.reverse()
-        return Trace(kept, {i: d for i, d in self.decisions.items() if i in kept})
+        return Trace(kept, {i: d for i, d in self.decisions.items() if i in kept}, self.era)
 
     # -- printing and serializing -----------------------------------------------------------
     def as_python(self, remove_postproc: bool = False) -> list[str]:
         """One Python statement per instruction, replaying the trace on ``sch``."""
         namer = _Namer()
-        return [_inst_python(inst, namer, self.decisions.get(inst)) for inst in self._kept(remove_postproc)]
+        return [_inst_python(inst, namer, self.decisions.get(inst), self._era) for inst in self._kept(remove_postproc)]
 
     def as_json(self, remove_postproc: bool = False) -> list:
         """``[[[kind, inputs, attrs, outputs], ...], [[instruction index, decision], ...]]``."""
@@ -387,7 +421,7 @@ class Trace:
             inputs = [namer.input(x) for x in inst.inputs]
             attrs = [_json_value(a) for a in inst.attrs]
             outputs = [namer.add(o) for o in inst.outputs]
-            insts.append([inst.kind.name, inputs, attrs, outputs])
+            insts.append([_kind_name(inst.kind, self._era), inputs, attrs, outputs])
             if inst in self.decisions:
                 decisions.append([i, _json_value(self.decisions[inst])])
         return [insts, decisions]
@@ -454,7 +488,8 @@ class Trace:
 
     def __str__(self) -> str:
         lines = self.as_python() or ["pass"]
-        return "\n".join(["# from tvm import tir", "def apply_trace(sch: tir.Schedule) -> None:"]
+        module = _ERA_MODULE[self._era]
+        return "\n".join([f"# from tvm import {module}", f"def apply_trace(sch: {module}.Schedule) -> None:"]
                          + [f"  {line}" for line in lines])
 
     def show(self, style: str | None = None, black_format: bool | None = False) -> None:

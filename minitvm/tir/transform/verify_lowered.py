@@ -33,7 +33,9 @@ __all__ = ["VerifyLowered", "lowered_form_errors"]
 # tir.ret is let through so that codegen refuses it by name (NotImplementedError)
 ALLOWED_CALLS = frozenset({f"tir.{name}" for name in INTRINSICS}
                           | {"tir.if_then_else", "tir.likely", "tir.call_extern", "tir.call_llvm_pure_intrin",
-                             "tir.ret", "tir.tvm_storage_sync"})
+                             "tir.ret", "tir.tvm_storage_sync",
+                             # a packed call and the array records of its arguments (codegen/packed_call.py)
+                             "tir.tvm_call_packed", "tir.tvm_stack_make_array", "tir.tvm_stack_make_shape"})
 ALLOWED_LOOP_KINDS = (ForKind.SERIAL, ForKind.PARALLEL, ForKind.VECTORIZED, ForKind.UNROLLED)
 _ALLOWED_STMTS = (SeqStmt, For, IfThenElse, LetStmt, AssertStmt, Evaluate, Allocate, BufferStore, AttrStmt)
 
@@ -69,7 +71,8 @@ class _Checker(StmtExprVisitor):
             self.defined.discard(id(var))
 
     def visit_var_(self, n: Var) -> None:
-        if id(n) not in self.defined:
+        # a buffer's data pointer used as a value (T.call_packed(..., A.data), an array record)
+        if id(n) not in self.defined and id(n) not in self.data_vars:
             self.errors.append(f"variable {n.name} is used but not defined")
 
     visit_size_var_ = visit_var_

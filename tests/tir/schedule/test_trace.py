@@ -4,10 +4,12 @@ import json
 
 import pytest
 
-from minitvm import tir
-from minitvm.ir import assert_structural_equal
+from minitvm import s_tir, tir
+from minitvm.ir import assert_structural_equal, structural_equal
 from minitvm.script import tir as T
+from minitvm.script import tirx as Tx
 from minitvm.tir.schedule import BlockRV, Instruction, InstructionKind, LoopRV, Trace
+from minitvm.tir.schedule.testing import verify_trace_roundtrip
 
 
 @T.prim_func
@@ -229,26 +231,64 @@ def test_sampling_is_uniformly_seeded():
 
 
 def test_trace_built_from_instructions_as_tvm_spells_it():
+    """A trace built by hand names no era: it prints TVM 0.27's names (``era="0.23"``: the MLC
+    course's), and replays the same in either."""
     b0, l1, l2 = BlockRV(), LoopRV(), LoopRV()
-    trace = Trace(insts=[Instruction(InstructionKind.get("GetBlock"), [], ["B", "main"], [b0]),
-                         Instruction(InstructionKind.get("GetLoops"), [b0], [], [l1]),
-                         Instruction(InstructionKind.get("Split"), [l1, None, 8], [True, False], [l2, LoopRV()])],
-                  decisions={})
-    assert str(trace).splitlines() == [
-        "# from tvm import tir",
-        "def apply_trace(sch: tir.Schedule) -> None:",
-        '  b0 = sch.get_block(name="B", func_name="main")',
-        "  l1, = sch.get_loops(block=b0)",
-        "  l2, l3 = sch.split(loop=l1, factors=[None, 8], preserve_unit_iters=True, disable_predication=False)",
-    ]
-    assert trace.as_json() == [[["GetBlock", [], ["B", "main"], ["b0"]],
-                                ["GetLoops", ["b0"], [], ["l1"]],
-                                ["Split", ["l1", "None", 8], [True, False], ["l2", "l3"]]], []]
-    sch = tir.Schedule(vector_scale)
-    trace.apply_to_schedule(sch, remove_postproc=False)
+    insts = [Instruction(InstructionKind.get("GetBlock"), [], ["B", "main"], [b0]),
+             Instruction(InstructionKind.get("GetLoops"), [b0], [], [l1]),
+             Instruction(InstructionKind.get("Split"), [l1, None, 8], [True, False], [l2, LoopRV()])]
+    body = ["  l1, = sch.get_loops(block=b0)",
+            "  l2, l3 = sch.split(loop=l1, factors=[None, 8], preserve_unit_iters=True, disable_predication=False)"]
+    rest = [["GetLoops", ["b0"], [], ["l1"]], ["Split", ["l1", "None", 8], [True, False], ["l2", "l3"]]]
+    today, mlc = Trace(insts=insts, decisions={}), Trace(insts=insts, decisions={}, era="0.23")
+    assert str(today).splitlines() == ["# from tvm import s_tir", "def apply_trace(sch: s_tir.Schedule) -> None:",
+                                       '  b0 = sch.get_sblock(name="B", func_name="main")'] + body
+    assert str(mlc).splitlines() == ["# from tvm import tir", "def apply_trace(sch: tir.Schedule) -> None:",
+                                     '  b0 = sch.get_block(name="B", func_name="main")'] + body
+    assert today.as_json() == [[["GetSBlock", [], ["B", "main"], ["b0"]]] + rest, []]
+    assert mlc.as_json() == [[["GetBlock", [], ["B", "main"], ["b0"]]] + rest, []]
     reference = tir.Schedule(vector_scale)
     reference.split(reference.get_loops("B")[0], factors=[None, 8])
-    assert_structural_equal(sch.mod, reference.mod)
+    for trace in (today, mlc):
+        sch = tir.Schedule(vector_scale)
+        trace.apply_to_schedule(sch, remove_postproc=False)
+        assert_structural_equal(sch.mod, reference.mod)
+        assert not structural_equal(sch.mod, vector_scale)
+        from_json = tir.Schedule(vector_scale)
+        Trace.apply_json_to_schedule(json.loads(json.dumps(trace.as_json())), from_json)
+        assert_structural_equal(from_json.mod, reference.mod)
+
+
+@Tx.prim_func
+def vector_scale_today(A: Tx.Buffer((96,), "float32"), B: Tx.Buffer((96,), "float32")):
+    for i in range(96):
+        with Tx.sblock("B"):
+            vi = Tx.axis.spatial(96, i)
+            B[vi] = A[vi] * Tx.float32(2)
+
+
+@pytest.mark.parametrize("func, era, lookup, module, kind", [
+    (vector_scale_today, "0.27", "get_sblock", "s_tir", "GetSBlock"),
+    (vector_scale, "0.23", "get_block", "tir", "GetBlock")], ids=["tvm027", "mlc"])
+def test_a_schedule_traces_in_the_era_its_function_was_written_in(func, era, lookup, module, kind):
+    """T.sblock code gets TVM 0.27's trace (sch.get_sblock, s_tir.Schedule, "GetSBlock"), T.block
+    code the MLC course's; each spelling replays as Python, as JSON and through str(trace)."""
+    sch = s_tir.Schedule(func)
+    sch.split(sch.get_loops(sch.get_sblock("B"))[0], factors=[None, 8])
+    text = str(sch.trace)
+    assert sch.trace.era == era
+    assert text.splitlines()[:3] == [f"# from tvm import {module}", f"def apply_trace(sch: {module}.Schedule) -> None:",
+                                     f'  b0 = sch.{lookup}(name="B", func_name="main")']
+    assert str(sch.trace.insts[0]) == f'_ = sch.{lookup}(name="B", func_name="main")'
+    assert sch.trace.as_json()[0][0][0] == kind
+    namespace = {module: s_tir if module == "s_tir" else tir}
+    exec(text, namespace)  # noqa: S102 - the trace's own text
+    fresh = tir.Schedule(func)
+    namespace["apply_trace"](fresh)
+    assert_structural_equal(fresh.mod, sch.mod)
+    assert not structural_equal(fresh.mod, tir.Schedule(func).mod)
+    assert str(fresh.trace) == text
+    verify_trace_roundtrip(sch, func)
 
 
 def test_simplified_drops_unused_lookups_and_postproc():
@@ -297,8 +337,6 @@ def test_apply_to_schedule_refuses_a_function_of_another_shape():
 def test_verify_trace_roundtrip_replays_python_and_json():
     """TVM's tvm.tir.schedule.testing.verify_trace_roundtrip: the replayed schedules reach the
     same module, and a different starting module is caught."""
-    from minitvm.tir.schedule.testing import verify_trace_roundtrip
-
     sch = tir.Schedule(scale_shift)
     i, j = sch.get_loops(sch.get_block("C"))
     io, ii = sch.split(i, factors=[None, 8])
