@@ -26,7 +26,7 @@ from minitvm.script import tirx as T
 class VectorAdd:
     @T.prim_func
     def main(A: T.Buffer((1024,), "float32"), B: T.Buffer((1024,), "float32"), C: T.Buffer((1024,), "float32")):
-        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        T.func_attr({"global_symbol": "main", "tirx.noalias": True})
         for i in range(1024):
             with T.sblock("C"):
                 vi = T.axis.spatial(1024, i)
@@ -37,7 +37,7 @@ class VectorAdd:
 class Relu2D:
     @T.prim_func
     def main(A: T.Buffer((64, 48), "float32"), B: T.Buffer((64, 48), "float32")):
-        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        T.func_attr({"global_symbol": "main", "tirx.noalias": True})
         for i, j in T.grid(64, 48):
             with T.sblock("B"):
                 vi, vj = T.axis.remap("SS", [i, j])
@@ -49,7 +49,7 @@ class MatMul:
     @T.prim_func
     def main(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"),
              C: T.Buffer((128, 128), "float32")):
-        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        T.func_attr({"global_symbol": "main", "tirx.noalias": True})
         for i, j, k in T.grid(128, 128, 128):
             with T.sblock("C"):
                 vi, vj, vk = T.axis.remap("SSR", [i, j, k])
@@ -63,7 +63,7 @@ class MMRelu:
     @T.prim_func
     def main(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"),
              C: T.Buffer((128, 128), "float32")):
-        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        T.func_attr({"global_symbol": "main", "tirx.noalias": True})
         Y = T.sblock_alloc_buffer((128, 128), "float32")
         for i, j, k in T.grid(128, 128, 128):
             with T.sblock("Y"):
@@ -82,7 +82,7 @@ class BmmRelu:
     @T.prim_func
     def bmm_relu(A: T.Buffer((16, 128, 128), "float32"), B: T.Buffer((16, 128, 128), "float32"),
                  C: T.Buffer((16, 128, 128), "float32")):
-        T.func_attr({"global_symbol": "bmm_relu", "tir.noalias": True})
+        T.func_attr({"global_symbol": "bmm_relu", "tirx.noalias": True})
         Y = T.sblock_alloc_buffer((16, 128, 128), "float32")
         for n, i, j, k in T.grid(16, 128, 128, 128):
             with T.sblock("Y"):
@@ -103,7 +103,7 @@ class BmmReluTarget:
     @T.prim_func
     def bmm_relu(A: T.Buffer((16, 128, 128), "float32"), B: T.Buffer((16, 128, 128), "float32"),
                  C: T.Buffer((16, 128, 128), "float32")):
-        T.func_attr({"global_symbol": "bmm_relu", "tir.noalias": True})
+        T.func_attr({"global_symbol": "bmm_relu", "tirx.noalias": True})
         Y = T.sblock_alloc_buffer((16, 128, 128), "float32")
         for i0 in T.parallel(16):
             for i1, i2_0 in T.grid(128, 16):

@@ -34,7 +34,7 @@ class MatMul:
     @T.prim_func
     def main(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"),
              C: T.Buffer((128, 128), "float32")):
-        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        T.func_attr({"global_symbol": "main", "tirx.noalias": True})
         for i, j, k in T.grid(128, 128, 128):
             with T.sblock("C"):
                 vi, vj, vk = T.axis.remap("SSR", [i, j, k])
@@ -48,7 +48,7 @@ class MMRelu:
     @T.prim_func
     def main(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"),
              C: T.Buffer((128, 128), "float32")):
-        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        T.func_attr({"global_symbol": "main", "tirx.noalias": True})
         Y = T.sblock_alloc_buffer((128, 128), "float32")
         for i, j, k in T.grid(128, 128, 128):
             with T.sblock("Y"):
@@ -69,7 +69,7 @@ class MMReluTarget:
     @T.prim_func
     def main(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"),
              C: T.Buffer((128, 128), "float32")):
-        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        T.func_attr({"global_symbol": "main", "tirx.noalias": True})
         Y = T.sblock_alloc_buffer((128, 128))
         for i_0, j_0 in T.grid(16, 4):
             for i_1_init in range(8):

@@ -37,7 +37,7 @@ class GEMV:
     @T.prim_func
     def main(W: T.Buffer((1024, 1024), "float32"), x: T.Buffer((1024,), "float32"),
              y: T.Buffer((1024,), "float32")):
-        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        T.func_attr({"global_symbol": "main", "tirx.noalias": True})
         for i, k in T.grid(1024, 1024):
             with T.sblock("y"):
                 vi, vk = T.axis.remap("SR", [i, k])

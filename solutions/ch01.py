@@ -21,7 +21,7 @@ def broadcast_add(m: int, n: int):
     # BEGIN SOLUTION
     @T.prim_func
     def func(A: T.Buffer((m, n), "float32"), B: T.Buffer((n,), "float32"), C: T.Buffer((m, n), "float32")):
-        T.func_attr({"global_symbol": "broadcast_add", "tir.noalias": True})
+        T.func_attr({"global_symbol": "broadcast_add", "tirx.noalias": True})
         for i, j in T.grid(m, n):
             with T.sblock("C"):
                 vi, vj = T.axis.remap("SS", [i, j])
@@ -40,7 +40,7 @@ def transpose_pad(m: int, n: int, p: int):
     # BEGIN SOLUTION
     @T.prim_func
     def func(A: T.Buffer((m, n), "float32"), B: T.Buffer((n + 2 * p, m + 2 * p), "float32")):
-        T.func_attr({"global_symbol": "transpose_pad", "tir.noalias": True})
+        T.func_attr({"global_symbol": "transpose_pad", "tirx.noalias": True})
         for i, j in T.grid(n + 2 * p, m + 2 * p):
             with T.sblock("B"):
                 vi, vj = T.axis.remap("SS", [i, j])
@@ -62,7 +62,7 @@ def row_sum_of_squares(m: int, n: int):
     # BEGIN SOLUTION
     @T.prim_func
     def func(A: T.Buffer((m, n), "float32"), B: T.Buffer((m,), "float32")):
-        T.func_attr({"global_symbol": "row_sum_of_squares", "tir.noalias": True})
+        T.func_attr({"global_symbol": "row_sum_of_squares", "tirx.noalias": True})
         for i, j in T.grid(m, n):
             with T.sblock("B"):
                 vi, vj = T.axis.remap("SR", [i, j])
@@ -86,7 +86,7 @@ def conv2d(n: int, ci: int, h: int, w: int, co: int, k: int):
     @T.prim_func
     def func(X: T.Buffer((n, ci, h, w), "float32"), W: T.Buffer((co, ci, k, k), "float32"),
              Y: T.Buffer((n, co, oh, ow), "float32")):
-        T.func_attr({"global_symbol": "conv2d", "tir.noalias": True})
+        T.func_attr({"global_symbol": "conv2d", "tirx.noalias": True})
         for b, c, y, x, q, dy, dx in T.grid(n, co, oh, ow, ci, k, k):
             with T.sblock("Y"):
                 vb, vc, vy, vx, vq, vdy, vdx = T.axis.remap("SSSSRRR", [b, c, y, x, q, dy, dx])
@@ -109,7 +109,7 @@ def bmm_relu(b: int, m: int, n: int, k: int):
     @T.prim_func
     def func(A: T.Buffer((b, m, k), "float32"), B: T.Buffer((b, k, n), "float32"),
              C: T.Buffer((b, m, n), "float32")):
-        T.func_attr({"global_symbol": "bmm_relu", "tir.noalias": True})
+        T.func_attr({"global_symbol": "bmm_relu", "tirx.noalias": True})
         Y = T.sblock_alloc_buffer((b, m, n), "float32")
         for vb_, i, j, r in T.grid(b, m, n, k):
             with T.sblock("Y"):
@@ -175,7 +175,7 @@ def fast_mm_relu(n: int):
     # BEGIN SOLUTION
     @T.prim_func
     def func(A: T.Buffer((n, n), "float32"), B: T.Buffer((n, n), "float32"), C: T.Buffer((n, n), "float32")):
-        T.func_attr({"global_symbol": "mm_relu", "tir.noalias": True})
+        T.func_attr({"global_symbol": "mm_relu", "tirx.noalias": True})
         Y = T.sblock_alloc_buffer((n, n), "float32")
         # k before j: the innermost loop walks B and Y along a row, as they lie in memory
         for i, k, j in T.grid(n, n, n):

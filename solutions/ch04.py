@@ -57,7 +57,7 @@ class Chain:
     @T.prim_func
     def linear(X: T.Buffer((4, 64), "float32"), W: T.Buffer((64, 64), "float32"),
                B: T.Buffer((64,), "float32"), Z: T.Buffer((4, 64), "float32")):
-        T.func_attr({"global_symbol": "linear", "tir.noalias": True})
+        T.func_attr({"global_symbol": "linear", "tirx.noalias": True})
         for i, j, k in T.grid(4, 64, 64):
             with T.sblock("Z"):
                 vi, vj, vk = T.axis.remap("SSR", [i, j, k])
@@ -67,7 +67,7 @@ class Chain:
 
     @T.prim_func
     def relu(X: T.Buffer((4, 64), "float32"), Y: T.Buffer((4, 64), "float32")):
-        T.func_attr({"global_symbol": "relu", "tir.noalias": True})
+        T.func_attr({"global_symbol": "relu", "tirx.noalias": True})
         for i, j in T.grid(4, 64):
             with T.sblock("Y"):
                 vi, vj = T.axis.remap("SS", [i, j])
@@ -141,7 +141,7 @@ def residual_module() -> IRModule:
         @T.prim_func
         def linear(X: T.Buffer((8, 32), "float32"), W: T.Buffer((32, 32), "float32"),
                    B: T.Buffer((32,), "float32"), Z: T.Buffer((8, 32), "float32")):
-            T.func_attr({"global_symbol": "linear", "tir.noalias": True})
+            T.func_attr({"global_symbol": "linear", "tirx.noalias": True})
             Y = T.sblock_alloc_buffer((8, 32), "float32")
             for i, j, k in T.grid(8, 32, 32):
                 with T.sblock("Y"):
@@ -156,7 +156,7 @@ def residual_module() -> IRModule:
 
         @T.prim_func
         def relu(X: T.Buffer((8, 32), "float32"), Y: T.Buffer((8, 32), "float32")):
-            T.func_attr({"global_symbol": "relu", "tir.noalias": True})
+            T.func_attr({"global_symbol": "relu", "tirx.noalias": True})
             for i, j in T.grid(8, 32):
                 with T.sblock("Y"):
                     vi, vj = T.axis.remap("SS", [i, j])
@@ -164,7 +164,7 @@ def residual_module() -> IRModule:
 
         @T.prim_func
         def add(X: T.Buffer((8, 32), "float32"), Y: T.Buffer((8, 32), "float32"), Z: T.Buffer((8, 32), "float32")):
-            T.func_attr({"global_symbol": "add", "tir.noalias": True})
+            T.func_attr({"global_symbol": "add", "tirx.noalias": True})
             for i, j in T.grid(8, 32):
                 with T.sblock("Z"):
                     vi, vj = T.axis.remap("SS", [i, j])

@@ -33,7 +33,7 @@ from minitvm.transform import PassContext
 class ColSum:
     @T.prim_func
     def main(A: T.Buffer((32, 48), "float32"), B: T.Buffer((48,), "float32")):
-        T.func_attr({"global_symbol": "col_sum", "tir.noalias": True})
+        T.func_attr({"global_symbol": "col_sum", "tirx.noalias": True})
         for j, i in T.grid(48, 32):
             with T.sblock("B"):
                 vj, vi = T.axis.remap("SR", [j, i])
@@ -47,7 +47,7 @@ class MulAdd:
     @T.prim_func
     def main(X: T.Buffer((4096,), "float32"), W: T.Buffer((4096,), "float32"), Y: T.Buffer((4096,), "float32"),
              Z: T.Buffer((4096,), "float32")):
-        T.func_attr({"global_symbol": "mul_add", "tir.noalias": True})
+        T.func_attr({"global_symbol": "mul_add", "tirx.noalias": True})
         for i in range(4096):
             with T.sblock("Z"):
                 vi = T.axis.spatial(4096, i)
@@ -58,7 +58,7 @@ class MulAdd:
 class Gather:
     @T.prim_func
     def main(A: T.Buffer((1024,), "float32"), idx: T.Buffer((256,), "int32"), B: T.Buffer((256,), "float32")):
-        T.func_attr({"global_symbol": "gather", "tir.noalias": True})
+        T.func_attr({"global_symbol": "gather", "tirx.noalias": True})
         for i in range(256):
             with T.sblock("B"):
                 vi = T.axis.spatial(256, i)
@@ -70,7 +70,7 @@ class MatMul:
     @T.prim_func
     def main(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"),
              C: T.Buffer((128, 128), "float32")):
-        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        T.func_attr({"global_symbol": "main", "tirx.noalias": True})
         for i, j, k in T.grid(128, 128, 128):
             with T.sblock("C"):
                 vi, vj, vk = T.axis.remap("SSR", [i, j, k])
@@ -93,7 +93,7 @@ def lowered_col_sum() -> tirx.PrimFunc:
     # BEGIN SOLUTION
     @T.prim_func
     def col_sum(A: T.Buffer((32, 48), "float32"), B: T.Buffer((48,), "float32")):
-        T.func_attr({"global_symbol": "col_sum", "tir.noalias": True, "tir.lowered": True})
+        T.func_attr({"global_symbol": "col_sum", "tirx.noalias": True, "tir.lowered": True})
         A_1 = T.Buffer((1536,), "float32", data=A.data)
         for j, i in T.grid(48, 32):
             if i == 0:

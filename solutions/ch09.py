@@ -31,7 +31,7 @@ from minitvm.script import tirx as T
 class VectorAdd:
     @T.prim_func
     def main(A: T.Buffer((1024,), "float32"), B: T.Buffer((1024,), "float32"), C: T.Buffer((1024,), "float32")):
-        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        T.func_attr({"global_symbol": "main", "tirx.noalias": True})
         for i in range(1024):
             with T.sblock("C"):
                 vi = T.axis.spatial(1024, i)
@@ -42,7 +42,7 @@ class VectorAdd:
 class Transpose:
     @T.prim_func
     def main(A: T.Buffer((256, 128), "float32"), B: T.Buffer((128, 256), "float32")):
-        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        T.func_attr({"global_symbol": "main", "tirx.noalias": True})
         for i, j in T.grid(128, 256):
             with T.sblock("B"):
                 vi, vj = T.axis.remap("SS", [i, j])
@@ -53,7 +53,7 @@ class Transpose:
 class WindowSum:
     @T.prim_func
     def main(A: T.Buffer((1026,), "float32"), B: T.Buffer((1024,), "float32")):
-        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        T.func_attr({"global_symbol": "main", "tirx.noalias": True})
         for i in range(1024):
             with T.sblock("C"):
                 vi = T.axis.spatial(1024, i)
@@ -65,7 +65,7 @@ class MatMul:
     @T.prim_func
     def main(A: T.Buffer((256, 256), "float32"), B: T.Buffer((256, 256), "float32"),
              C: T.Buffer((256, 256), "float32")):
-        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        T.func_attr({"global_symbol": "main", "tirx.noalias": True})
         for i, j, k in T.grid(256, 256, 256):
             with T.sblock("C"):
                 vi, vj, vk = T.axis.remap("SSR", [i, j, k])
@@ -153,7 +153,7 @@ def reverse_chunks() -> tirx.PrimFunc:
     # BEGIN SOLUTION
     @T.prim_func
     def reverse(A: T.Buffer((1024,), "float32"), B: T.Buffer((1024,), "float32")):
-        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        T.func_attr({"global_symbol": "main", "tirx.noalias": True})
         bx = T.launch_thread("blockIdx.x", 8)
         tx = T.launch_thread("threadIdx.x", 128)
         S = T.allocate([128], "float32", "shared")
@@ -266,7 +266,7 @@ class MatMulBT:
     @T.prim_func
     def main(A: T.Buffer((128, 128), "float32"), B: T.Buffer((128, 128), "float32"),
              C: T.Buffer((128, 128), "float32")):
-        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        T.func_attr({"global_symbol": "main", "tirx.noalias": True})
         for i, j, k in T.grid(128, 128, 128):
             with T.sblock("matmul"):
                 vi, vj, vk = T.axis.remap("SSR", [i, j, k])
@@ -340,7 +340,7 @@ class Int8MatMul:
     @T.prim_func
     def main(A: T.Buffer((64, 64), "uint8"), B: T.Buffer((4, 16, 16, 4), "int8"),
              C: T.Buffer((64, 64), "int32")):
-        T.func_attr({"global_symbol": "main", "tir.noalias": True})
+        T.func_attr({"global_symbol": "main", "tirx.noalias": True})
         for i, j, k in T.grid(64, 64, 64):
             with T.sblock("C"):
                 vi, vj, vk = T.axis.remap("SSR", [i, j, k])
