@@ -243,13 +243,16 @@ def _matmul_block(sch: Schedule) -> BlockRV | None:
         sch, lambda kinds: kinds in (["spatial", "spatial", "reduce"], ["spatial", "spatial", "spatial", "reduce"]))
 
 
-def _single_epilogue(sch: Schedule, mm: BlockRV, allow_prologue: bool = False) -> tuple[bool, BlockRV | None]:
+def _single_epilogue(sch: Schedule, mm: BlockRV, allow_prologue: bool = False,
+                     tail: tuple[str, ...] = ()) -> tuple[bool, BlockRV | None]:
     """Inline the elementwise blocks after the matmul but the last: ``(True, last or None)``;
     ``(False, None)`` when the function is not "matmul, then elementwise blocks" (with
-    ``allow_prologue``: spatial blocks before it, such as padding, are fine too)."""
+    ``allow_prologue``: spatial blocks before it, such as padding, are fine too).  The blocks
+    named in ``tail`` (at the end) are left out: the caller schedules them."""
     names = [sch.get(b).name_hint for b in _blocks(sch)]
     mm_name = sch.get(mm).name_hint
-    before, after = names[:names.index(mm_name)], names[names.index(mm_name) + 1:]
+    before = names[:names.index(mm_name)]
+    after = [n for n in names[names.index(mm_name) + 1:] if n not in tail]
     if before and not allow_prologue:
         return False, None  # a prologue (e.g. padding) -- leave it to other rules
     if not all(_is_spatial(sch, sch.get_block(n)) for n in before + after):
@@ -598,6 +601,23 @@ def _conv_block(sch: Schedule) -> BlockRV | None:
         sch, lambda kinds: kinds[:4] == ["spatial"] * 4 and kinds[4:] in (["reduce"] * 2, ["reduce"] * 3))
 
 
+def _reshaping_tail(sch: Schedule, conv: BlockRV) -> tuple[str, ...]:
+    """The spatial blocks at the end of a convolution's function that write a buffer of another
+    shape than the convolution's output -- the next layer's padding, which FuseOps fuses after the
+    activation (TF-style "same" padding as an explicit pad, MobileNetV2's): they cannot be inlined
+    into the register tile's write-back, so they stay row-by-row copies after it."""
+    shape = [_int(x) for x in sch.get(conv).body.buffer.shape]
+    names = [sch.get(b).name_hint for b in _blocks(sch)]
+    tail: list[str] = []
+    for name in reversed(names[names.index(sch.get(conv).name_hint) + 1:]):
+        blk = sch.get(sch.get_block(name))
+        if not _is_spatial(sch, sch.get_block(name)) or not isinstance(blk.body, BufferStore) or \
+                [_int(x) for x in blk.body.buffer.shape] == shape:
+            break
+        tail.insert(0, name)
+    return tuple(tail)
+
+
 def schedule_conv2d_like(sch: Schedule) -> bool:
     """A 2-D convolution (NCHW) with its padding before it and elementwise epilogue after it.
 
@@ -613,7 +633,8 @@ def schedule_conv2d_like(sch: Schedule) -> bool:
     conv = _conv_block(sch)
     if conv is None:
         return False
-    ok, epilogue = _single_epilogue(sch, conv, allow_prologue=True)
+    tail = _reshaping_tail(sch, conv)
+    ok, epilogue = _single_epilogue(sch, conv, allow_prologue=True, tail=tail)
     if not ok:
         return False
     conv_name = sch.get(conv).name_hint
@@ -621,6 +642,8 @@ def schedule_conv2d_like(sch: Schedule) -> bool:
         if sch.get(b).name_hint == conv_name:
             break
         vectorize_rows(sch, b)
+    for name in tail:
+        vectorize_rows(sch, sch.get_block(name))
     conv = sch.get_block(conv_name)
     loops = sch.get_loops(conv)
     ext = _extents_or_none(sch, loops)

@@ -494,6 +494,29 @@ def test_conv2d_is_tiled_vectorized_and_matches_torch(n, ci, hw, co, k, stride, 
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+def test_conv_followed_by_the_next_layers_padding_keeps_its_register_tile(parallel):
+    # FuseOps puts the next layer's explicit pad (TF "same" padding, MobileNetV2's) after the
+    # activation: the pad writes a larger buffer, so it stays a row-by-row copy after the tile
+    import torch
+
+    from minitvm import te, topi
+
+    x = te.placeholder((2, 16, 14, 14), "float32", name="x")
+    w = te.placeholder((32, 16, 1, 1), "float32", name="w")
+    y = topi.nn.relu(topi.nn.conv2d_nchw(x, w, stride=1, padding=0))
+    out = topi.nn.pad(y, (0, 0, 0, 0), (0, 0, 1, 1))
+    func = te.create_prim_func([x, w, out])
+    xs, ws = _rand(2, 16, 14, 14), _rand(32, 16, 1, 1, seed=1)
+    sched = _check_same(func, [xs, ws], (2, 32, 15, 15))
+    text = sched.script()
+    assert 'scope="local"' in text and "T.unroll" in text and "T.vectorized(15)" in text, text
+    _has_parallel(text, parallel)
+    want = torch.nn.functional.pad(torch.relu(torch.nn.functional.conv2d(torch.from_numpy(xs), torch.from_numpy(ws))),
+                                   (0, 1, 0, 1)).numpy()
+    got = _run(sched, "llvm", [xs, ws, np.zeros((2, 32, 15, 15), "float32")])
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
 def test_conv_padding_is_copied_row_by_row():
     """Each padded row is one vector (14 lanes here), not a flat loop whose lanes each divide to
     find their row and column (that copy took half of a 3x3 convolution's time)."""
