@@ -4,29 +4,17 @@ median profile) on one linear layer.  Correctness only: speed is never asserted.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import minitvm
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"_bench_{name}", ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
 
 @pytest.fixture(scope="module")
-def realistic():
-    return _load("realistic")
+def realistic(load_benchmark):
+    return load_benchmark("realistic")
 
 
 def test_tiny_row_matches_torch(realistic):
