@@ -219,6 +219,18 @@ def _register_tile(text: str, unrolled: str, vector: str) -> tuple[int, int]:
     return int(rows.group(1)), int(lanes.group(1))
 
 
+def test_a_matmul_with_a_prime_number_of_columns_takes_the_whole_row(parallel):
+    # 67 columns (as ViT's 197 tokens) have no divisor to tile by: the row is one register tile
+    # of vectors, not scalar columns under a vectorized loop around k
+    a, b = _rand(24, 16), _rand(16, 67, seed=1)
+    sched = _check_same(matmul(24, 67, 16), [a, b], (24, 67))
+    text = sched.script()
+    assert re.search(r"for r in range\(16\):\n\s+(for \w+ in T.unroll\(\d+\):\n\s+)?for \w+ in T.vectorized\(67\)",
+                     text), text
+    _has_parallel(text, parallel)
+    np.testing.assert_allclose(_run(sched, "llvm", [a, b, np.zeros((24, 67), "float32")]), a @ b, rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize("unit, matmul_tile, conv_tile", [(AVX512, (8, 32), (16, 16)), (AVX2, (4, 16), (4, 16)),
                                                           (SSE, (4, 8), (2, 16))], ids=["avx512", "avx2", "sse"])
 def test_register_tiles_fit_the_vector_unit(unit, matmul_tile, conv_tile):
