@@ -370,3 +370,88 @@ def write_json(name: str, rows: list[Row], config: dict[str, Any] | None = None,
     path.write_text(text)
     (RESULTS_DIR / f"{name}-latest.json").write_text(text)
     return path
+
+
+# -- the machine's measured peak ----------------------------------------------------------------
+
+#: independent FMA chains in the peak kernel: enough to cover the FMA latency (4-5 cycles) on two
+#: pipes, so that the loop is bound by throughput alone
+_PEAK_CHAINS = 12
+
+
+def _peak_kernel_ir(lanes: int) -> str:
+    """LLVM IR of ``peak(n, out)``: ``n`` iterations of ``_PEAK_CHAINS`` independent
+    ``<lanes x float>`` FMAs, the sum stored to ``out`` (so nothing is dead code)."""
+    vec = f"<{lanes} x float>"
+    splat = lambda x: "<" + ", ".join([f"float {x}"] * lanes) + ">"  # noqa: E731
+    phis, fmas = [], []
+    for k in range(_PEAK_CHAINS):
+        phis.append(f"  %a{k} = phi {vec} [{splat('1.0')}, %entry], [%b{k}, %loop]")
+        fmas.append(f"  %b{k} = call {vec} @llvm.fma.v{lanes}f32({vec} %a{k}, {vec} {splat('0x3FEFFFFFE0000000')}, "
+                    f"{vec} {splat('0x3E7AD7F2A0000000')})")
+    sums = [f"  %s0 = fadd {vec} %b0, %b1"] + [f"  %s{k - 1} = fadd {vec} %s{k - 2}, %b{k}"
+                                                 for k in range(2, _PEAK_CHAINS)]
+    return "\n".join([
+        f"declare {vec} @llvm.fma.v{lanes}f32({vec}, {vec}, {vec})",
+        "define void @peak(i64 %n, ptr %out) {",
+        "entry:", "  br label %loop", "loop:", "  %i = phi i64 [0, %entry], [%i1, %loop]",
+        *phis, *fmas, "  %i1 = add i64 %i, 1", "  %c = icmp ult i64 %i1, %n", "  br i1 %c, label %loop, label %done",
+        "done:", *sums, f"  store {vec} %s{_PEAK_CHAINS - 2}, ptr %out, align 4", "  ret void", "}"])
+
+
+def measured_peak_gflops(threads: int | None = None, seconds: float = 0.05, tries: int = 5) -> dict[str, Any]:
+    """The machine's float32 peak, measured: a JIT-compiled loop of independent vector FMAs
+    (512-bit with AVX-512F, else 256-bit) run on ``threads`` threads (default: every core) at
+    once, each for about ``seconds``; the best of ``tries`` runs (other processes can only slow
+    it down).  ``per_core_gflops`` is one thread's rate over its own CPU time (time on the core,
+    so other load barely lowers it).  Returns ``{"gflops", "per_core_gflops", "lanes", "threads", "load"}`` (``load``:
+    the fraction of the cores other processes used meanwhile) or ``{"error": ...}``."""
+    import threading
+
+    try:
+        import llvmlite.binding as llvm
+
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        features = llvm.get_host_cpu_features()
+        lanes = 16 if features.get("avx512f") else 8
+        mod = llvm.parse_assembly(_peak_kernel_ir(lanes))
+        tm = llvm.Target.from_default_triple().create_target_machine(
+            cpu=llvm.get_host_cpu_name(), features=features.flatten(), opt=2, jit=True)
+        engine = llvm.create_mcjit_compiler(mod, tm)
+        engine.finalize_object()
+        peak = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_void_p)(engine.get_function_address("peak"))
+    except Exception as exc:  # pragma: no cover - informational only
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    threads = threads or os.cpu_count() or 1
+    outs = [ctypes.create_string_buffer(4 * lanes + 64) for _ in range(threads)]
+    flop_per_iter = 2 * lanes * _PEAK_CHAINS
+    t0 = time.perf_counter()
+    peak(100_000, ctypes.addressof(outs[0]))
+    iters = max(1000, int(100_000 * seconds / max(time.perf_counter() - t0, 1e-6)))
+
+    cpu_seconds: list[float] = []
+
+    def one(k: int) -> None:
+        start = time.thread_time()  # this thread's CPU time: the rate while it held a core
+        peak(iters, ctypes.addressof(outs[k]))
+        cpu_seconds.append(time.thread_time() - start)
+
+    def run_all(count: int) -> float:
+        # ctypes releases the GIL during the call, so the threads run their loops in parallel
+        workers = [threading.Thread(target=one, args=(k,)) for k in range(count)]
+        start = time.perf_counter()
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        return count * iters * flop_per_iter / (time.perf_counter() - start) / 1e9
+
+    meter = LoadMeter()
+    together = max(run_all(threads) for _ in range(tries))
+    # per core from CPU time, not wall time: a core taken by another process for a while does not
+    # lower it (no SMT sibling shares the FMA pipes here: one thread per core, see lscpu)
+    single = iters * flop_per_iter / min(cpu_seconds) / 1e9
+    engine.close()
+    return {"gflops": together, "per_core_gflops": single, "lanes": lanes, "threads": threads,
+            "load": meter.fraction()}

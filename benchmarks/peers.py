@@ -104,6 +104,10 @@ def torch_compile_peer(module: Any, inputs: tuple[Any, ...]) -> Peer:
     except ImportError:
         peer.error = "not installed (torch)"
         return peer
+    # dynamo keeps compiled code per Python code object, at most 8 versions (recompile_limit): models
+    # sharing a forward (benchmarks/realistic.py's wrapper, one model at two batches) would fall back
+    # to eager, silently, from the ninth on.  Each peer is timed alone, so start from a clean cache.
+    torch._dynamo.reset()
     t0 = time.perf_counter()
     try:
         compiled = torch.compile(module, dynamic=False)

@@ -72,8 +72,10 @@ def to_numpy_outputs(out: Any) -> list[Any]:
     return [out.numpy()]
 
 
-def compare_outputs(got: list[Any], want: list[Any], where: str) -> tuple[float, float]:
-    """(max |got - want|, allowed) over all outputs; ValueError naming ``where`` on a shape mismatch."""
+def compare_outputs(got: list[Any], want: list[Any], where: str, rtol: float = RTOL,
+                    atol: float = ATOL) -> tuple[float, float]:
+    """(max |got - want|, allowed = ``atol + rtol * max |want|``) over all outputs; ValueError
+    naming ``where`` on a shape mismatch."""
     import numpy as np
 
     if len(got) != len(want):
@@ -88,7 +90,7 @@ def compare_outputs(got: list[Any], want: list[Any], where: str) -> tuple[float,
         if finite.any():
             err = max(err, float(np.max(np.abs(g[finite].astype(np.float64) - w[finite]))))
             scale = max(scale, float(np.max(np.abs(w[finite]))))
-    return err, ATOL + RTOL * scale
+    return err, atol + rtol * scale
 
 
 def run_stage(result: ZooResult, name: str, fn: Callable[[], Any]) -> tuple[Any, float]:
@@ -104,13 +106,13 @@ def run_stage(result: ZooResult, name: str, fn: Callable[[], Any]) -> tuple[Any,
 
 def measure_model(model: Any, batch: int, torch: Any, *, export: Callable[..., Any], pipeline: str = "default",
                   repeat: int = 10, rounds: int = 3, warmup: int = 2, verbose: bool = False,
-                  peers: tuple[str, ...] = ()) -> ZooResult:
+                  peers: tuple[str, ...] = (), rtol: float = RTOL, atol: float = ATOL) -> ZooResult:
     """Export, import, compile, check and time ``model`` (a ``zoo.ZooModel``) at ``batch``.
 
     ``export`` is ``zoo.export``; ``pipeline`` names the relax pipeline (compile time =
     pipeline + codegen); ``peers`` names rows of ``peers.py`` timed in the same interleaved
-    rounds (each checked against torch like minitvm).  Returns a ZooResult; failures are
-    recorded in it, not raised."""
+    rounds (each checked against torch like minitvm, within ``atol + rtol * max |torch|``).
+    Returns a ZooResult; failures are recorded in it, not raised."""
     import minitvm
     from minitvm import relax
     from minitvm.relax.frontend.torch import from_exported_program
@@ -132,9 +134,10 @@ def measure_model(model: Any, batch: int, torch: Any, *, export: Callable[..., A
         nd_inputs = [minitvm.nd.array(x.numpy()) for x in inputs]
         got, _ = run_stage(result, "run", lambda: to_numpy_outputs(main(*nd_inputs)))
         (result.max_abs_err, result.tolerance), _ = run_stage(
-            result, "check", lambda: compare_outputs(got, want, f"zoo model {model.name!r} at batch {batch}"))
+            result, "check", lambda: compare_outputs(got, want, f"zoo model {model.name!r} at batch {batch}",
+                                                     rtol, atol))
         fns = {"torch": lambda: module(*inputs), f"minitvm {pipeline}": lambda: main(*nd_inputs)}
-        fns.update(_ready_peers(result, module, inputs, want, peers))
+        fns.update(_ready_peers(result, module, inputs, want, peers, rtol, atol))
         result.timings = time_interleaved(fns, repeat, rounds, warmup)
     except Exception:
         if verbose:
@@ -143,7 +146,7 @@ def measure_model(model: Any, batch: int, torch: Any, *, export: Callable[..., A
 
 
 def _ready_peers(result: ZooResult, module: Any, inputs: tuple[Any, ...], want: list[Any],
-                 names: tuple[str, ...]) -> dict[str, Callable[[], Any]]:
+                 names: tuple[str, ...], rtol: float = RTOL, atol: float = ATOL) -> dict[str, Callable[[], Any]]:
     """The peers that built and computed torch's numbers, as ``{name: run}``; the others get
     an entry in ``result.peer_errors`` (a wrong result is an error too: it is not timed)."""
     ready = {}
@@ -154,7 +157,7 @@ def _ready_peers(result: ZooResult, module: Any, inputs: tuple[Any, ...], want: 
             result.peer_errors[name] = peer.error
             continue
         try:
-            err, tol = compare_outputs(peer.outputs(), want, f"{name} on {result.model!r}")
+            err, tol = compare_outputs(peer.outputs(), want, f"{name} on {result.model!r}", rtol, atol)
         except Exception as exc:
             result.peer_errors[name] = f"check failed: {first_line(exc)}"
             continue

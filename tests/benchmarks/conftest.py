@@ -15,3 +15,23 @@ def restore_torch_globals():
     yield
     torch.set_grad_enabled(grad)
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def load_benchmark():
+    """``load_benchmark("zoo")``: a script of benchmarks/ imported as a module (by path: benchmarks/
+    is not a package), registered in sys.modules first, where dataclasses look their module up."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+
+    def load(name: str):
+        spec = importlib.util.spec_from_file_location(f"_bench_{name}", root / "benchmarks" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+        return module
+
+    return load

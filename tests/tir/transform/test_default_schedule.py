@@ -219,6 +219,18 @@ def _register_tile(text: str, unrolled: str, vector: str) -> tuple[int, int]:
     return int(rows.group(1)), int(lanes.group(1))
 
 
+def test_a_matmul_with_a_prime_number_of_columns_takes_the_whole_row(parallel):
+    # 67 columns (as ViT's 197 tokens) have no divisor to tile by: the row is one register tile
+    # of vectors, not scalar columns under a vectorized loop around k
+    a, b = _rand(24, 16), _rand(16, 67, seed=1)
+    sched = _check_same(matmul(24, 67, 16), [a, b], (24, 67))
+    text = sched.script()
+    assert re.search(r"for r in range\(16\):\n\s+(for \w+ in T.unroll\(\d+\):\n\s+)?for \w+ in T.vectorized\(67\)",
+                     text), text
+    _has_parallel(text, parallel)
+    np.testing.assert_allclose(_run(sched, "llvm", [a, b, np.zeros((24, 67), "float32")]), a @ b, rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize("unit, matmul_tile, conv_tile", [(AVX512, (8, 32), (16, 16)), (AVX2, (4, 16), (4, 16)),
                                                           (SSE, (4, 8), (2, 16))], ids=["avx512", "avx2", "sse"])
 def test_register_tiles_fit_the_vector_unit(unit, matmul_tile, conv_tile):
@@ -359,6 +371,66 @@ def test_softmax_like(parallel):
                                rtol=1e-4, atol=1e-5)
 
 
+@T.prim_func
+def attention(Q: T.Buffer((2, 16, 8), "float32"), K: T.Buffer((2, 8, 48), "float32"),
+              V: T.Buffer((2, 48, 32), "float32"), Out: T.Buffer((2, 16, 32), "float32")):
+    # softmax(Q K) V over 2 heads, as FuseAttention makes it one PrimFunc (K already transposed)
+    S = T.alloc_buffer((2, 16, 48), "float32")
+    mx = T.alloc_buffer((2, 16), "float32")
+    e = T.alloc_buffer((2, 16, 48), "float32")
+    sm = T.alloc_buffer((2, 16), "float32")
+    P = T.alloc_buffer((2, 16, 48), "float32")
+    for b, i, j, k in T.grid(2, 16, 48, 8):
+        with T.block("qk"):
+            vb, vi, vj, vk = T.axis.remap("SSSR", [b, i, j, k])
+            with T.init():
+                S[vb, vi, vj] = T.float32(0)
+            S[vb, vi, vj] = S[vb, vi, vj] + Q[vb, vi, vk] * K[vb, vk, vj]
+    for b, i, k in T.grid(2, 16, 48):
+        with T.block("max"):
+            vb, vi, vk = T.axis.remap("SSR", [b, i, k])
+            with T.init():
+                mx[vb, vi] = T.float32(-3.0e38)
+            mx[vb, vi] = T.max(mx[vb, vi], S[vb, vi, vk])
+    for b, i, j in T.grid(2, 16, 48):
+        with T.block("exp"):
+            vb, vi, vj = T.axis.remap("SSS", [b, i, j])
+            e[vb, vi, vj] = T.exp(S[vb, vi, vj] - mx[vb, vi])
+    for b, i, k in T.grid(2, 16, 48):
+        with T.block("sum"):
+            vb, vi, vk = T.axis.remap("SSR", [b, i, k])
+            with T.init():
+                sm[vb, vi] = T.float32(0)
+            sm[vb, vi] = sm[vb, vi] + e[vb, vi, vk]
+    for b, i, j in T.grid(2, 16, 48):
+        with T.block("div"):
+            vb, vi, vj = T.axis.remap("SSS", [b, i, j])
+            P[vb, vi, vj] = e[vb, vi, vj] / sm[vb, vi]
+    for b, i, j, k in T.grid(2, 16, 32, 48):
+        with T.block("pv"):
+            vb, vi, vj, vk = T.axis.remap("SSSR", [b, i, j, k])
+            with T.init():
+                Out[vb, vi, vj] = T.float32(0)
+            Out[vb, vi, vj] = Out[vb, vi, vj] + P[vb, vi, vk] * V[vb, vk, vj]
+
+
+def test_matmuls_inside_a_softmax_kernel_run_along_output_rows(parallel):
+    # the reduction rule takes the fused attention kernel; its two matmuls get the k loop outside
+    # the output row, which is vectorized (the zeroing too) -- not a scalar dot product per output
+    q, k, v = _rand(2, 16, 8), _rand(2, 8, 48, seed=1), _rand(2, 48, 32, seed=2)
+    sched = _check_same(attention, [q, k, v], (2, 16, 32))
+    text = sched.script()
+    _has_parallel(text, parallel)
+    assert re.search(r"for k, j_0 in T.grid\(8, 3\):\n\s+for j_1 in T.vectorized\(16\)", text), text
+    assert re.search(r"for k, j_0 in T.grid\(48, 2\):\n\s+for j_1 in T.vectorized\(16\)", text), text
+    assert text.count("j_1_init in T.vectorized(16)") == 2
+    s = q @ k
+    p = np.exp(s - s.max(-1, keepdims=True))
+    want = (p / p.sum(-1, keepdims=True)) @ v
+    got = _run(sched, "llvm", [q, k, v, np.zeros((2, 16, 32), "float32")])
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
 def test_rules_decline_other_kinds():
     from minitvm.tir import Schedule
 
@@ -434,6 +506,29 @@ def test_conv2d_is_tiled_vectorized_and_matches_torch(n, ci, hw, co, k, stride, 
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+def test_conv_followed_by_the_next_layers_padding_keeps_its_register_tile(parallel):
+    # FuseOps puts the next layer's explicit pad (TF "same" padding, MobileNetV2's) after the
+    # activation: the pad writes a larger buffer, so it stays a row-by-row copy after the tile
+    import torch
+
+    from minitvm import te, topi
+
+    x = te.placeholder((2, 16, 14, 14), "float32", name="x")
+    w = te.placeholder((32, 16, 1, 1), "float32", name="w")
+    y = topi.nn.relu(topi.nn.conv2d_nchw(x, w, stride=1, padding=0))
+    out = topi.nn.pad(y, (0, 0, 0, 0), (0, 0, 1, 1))
+    func = te.create_prim_func([x, w, out])
+    xs, ws = _rand(2, 16, 14, 14), _rand(32, 16, 1, 1, seed=1)
+    sched = _check_same(func, [xs, ws], (2, 32, 15, 15))
+    text = sched.script()
+    assert 'scope="local"' in text and "T.unroll" in text and "T.vectorized(15)" in text, text
+    _has_parallel(text, parallel)
+    want = torch.nn.functional.pad(torch.relu(torch.nn.functional.conv2d(torch.from_numpy(xs), torch.from_numpy(ws))),
+                                   (0, 1, 0, 1)).numpy()
+    got = _run(sched, "llvm", [xs, ws, np.zeros((2, 32, 15, 15), "float32")])
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
 def test_conv_padding_is_copied_row_by_row():
     """Each padded row is one vector (14 lanes here), not a flat loop whose lanes each divide to
     find their row and column (that copy took half of a 3x3 convolution's time)."""
@@ -498,3 +593,25 @@ def test_a_dynamic_batch_is_scheduled_and_runs_at_several_sizes(kind, parallel):
         want = _run(func, "llvm", [*inputs, np.zeros(shapes[-1], "float32")])
         got = _run(sched, "llvm", [*inputs, np.zeros(shapes[-1], "float32")])
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@T.prim_func
+def row_sum_of_squares(A: T.Buffer((2, 16, 48), "float32"), S: T.Buffer((2, 16), "float32")):
+    for b, i, k in T.grid(2, 16, 48):
+        with T.block("sq"):
+            vb, vi, vk = T.axis.remap("SSR", [b, i, k])
+            with T.init():
+                S[vb, vi] = T.float32(0)
+            S[vb, vi] = S[vb, vi] + A[vb, vi, vk] * A[vb, vi, vk]
+
+
+def test_a_sum_of_squares_over_rows_keeps_its_reduction_innermost():
+    # a layer norm's variance is a multiply-accumulate too, but no operand runs along the output
+    # rows: vectorizing them would gather, so the matmul treatment leaves it alone
+    # (alone in a function the GEMV rule takes it first: the reduction rule is asked directly)
+    a = _rand(2, 16, 48)
+    sch = minitvm.tir.Schedule(row_sum_of_squares)
+    assert schedule_reduction(sch) is True
+    sched = sch.mod["main"]
+    assert "T.grid(2, 16, 48)" in sched.script() and "_init" not in sched.script()
+    np.testing.assert_allclose(_run(sched, "llvm", [a, np.zeros((2, 16), "float32")]), (a * a).sum(-1), rtol=1e-5)

@@ -1,0 +1,54 @@
+"""Smoke test of benchmarks/realistic.py (the realistic-size section): one tiny row, no peers,
+is exported, compiled and checked against torch; the per-kernel profile's parts (FLOP count,
+median profile) on one linear layer.  Correctness only: speed is never asserted."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+import minitvm
+
+
+@pytest.fixture(scope="module")
+def realistic(load_benchmark):
+    return load_benchmark("realistic")
+
+
+def test_tiny_row_matches_torch(realistic):
+    rows, text = realistic.main(["--tiny", "--models", "gpt2_mini", "--batches", "2", "--peers", "none",
+                                 "--repeat", "1", "--rounds", "1", "--warmup", "0"])
+    (row,) = rows
+    res = row.result
+    assert res.failed_stage == "" and res.error == "", res.error
+    # checked against torch before timing: a real comparison (float32 rounding differs), within rtol 1e-3
+    assert res.correct is True and 0 < res.max_abs_err <= res.tolerance
+    model = realistic.MODELS["gpt2_mini"].zoo_model(tiny=True)
+    want = model.build()(*model.example_inputs(2)).detach().numpy()
+    assert res.tolerance == pytest.approx(realistic.ATOL + realistic.RTOL * float(np.abs(want).max()))
+    assert set(res.timings) == {"torch", "minitvm default"} and res.compile_s > 0
+    assert row.flops and row.flops > 0
+    assert "gpt2_mini" in text and "% peak" in text and "measured float32 peak" in text
+
+
+def test_peak_kernel_and_kernel_profile(realistic):
+    common = sys.modules["common"]  # benchmarks/common.py, imported by the script
+    peak = common.measured_peak_gflops(threads=1, seconds=0.005, tries=1)
+    assert peak["per_core_gflops"] > 0 and peak["lanes"] in (8, 16)
+    # the per-kernel FLOP count of a compiled matmul: 2*M*N*K (one multiply and one add per step),
+    # plus one per output element for each block without arithmetic (the init and the write-back)
+    import torch
+
+    from minitvm.relax.frontend.torch import from_exported_program
+
+    zoo_profile = sys.modules["zoo_profile"]
+    ep = torch.export.export(torch.nn.Linear(24, 40, bias=False).eval(), (torch.randn(8, 24),))
+    lowered, vm = zoo_profile.compile_for_profile(from_exported_program(ep, unwrap_unit_return_tuple=True))
+    (flops,) = [f for name, f in zoo_profile.kernel_flops(lowered).items() if "matmul" in name]
+    assert 2 * 8 * 40 * 24 <= flops <= 2 * 8 * 40 * 24 + 2 * 8 * 40
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((8, 24)).astype(np.float32)
+    _, rows = zoo_profile.median_profile(vm, [minitvm.nd.array(x)], profiles=1)
+    assert any("matmul" in name for name in rows) and "(VM overhead)" in rows
