@@ -143,3 +143,59 @@ def test_soft_nms_decays_overlapping_scores():
     assert n.tolist() == [[4]] and kept.tolist()[0][:4] == [0, 1, 5, 2]
     iou = (9 * 9) / (100 + 90 - 81)
     np.testing.assert_allclose(out[0, 3, 1], 0.7 * np.exp(-iou**2 / (2 * 0.5)), rtol=1e-5)
+
+
+@pytest.mark.parametrize("pool_type, ceil_mode, include_pad", [
+    ("max", False, False), ("avg", False, True), ("avg", True, False)])
+def test_poolnd_matches_torch(pool_type, ceil_mode, include_pad):
+    x = _r(2, 3, 7, 8)
+    got = ref.poolnd_python(x, (3, 2), (2, 2), (1, 1), (1, 1), (1, 1), pool_type,
+                            count_include_pad=include_pad, ceil_mode=ceil_mode)
+    if pool_type == "max":
+        want = F.max_pool2d(_t(x), (3, 2), 2, 1, ceil_mode=ceil_mode)
+    else:
+        want = F.avg_pool2d(_t(x), (3, 2), 2, 1, ceil_mode=ceil_mode, count_include_pad=include_pad)
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-6)
+    nhwc = ref.poolnd_python(x.transpose(0, 2, 3, 1), (3, 2), (2, 2), (1, 1), (1, 1), (1, 1), pool_type,
+                             count_include_pad=include_pad, ceil_mode=ceil_mode, layout="NHWC")
+    np.testing.assert_allclose(nhwc, want.numpy().transpose(0, 2, 3, 1), rtol=1e-5, atol=1e-6)
+
+
+def test_dilated_max_pool_and_adaptive_pool_match_torch():
+    x = _r(1, 2, 9, 9)
+    got = ref.poolnd_python(x, (2, 2), (1, 1), (2, 3), (0, 0), (0, 0), "max")
+    np.testing.assert_allclose(got, F.max_pool2d(_t(x), 2, 1, dilation=(2, 3)).numpy())
+    np.testing.assert_allclose(ref.adaptive_pool(x, (4, 3), "avg", "NCHW"),
+                               F.adaptive_avg_pool2d(_t(x), (4, 3)).numpy(), rtol=1e-5, atol=1e-6)
+    got = ref.adaptive_pool(x.transpose(0, 2, 3, 1), (4, 3), "max", "NHWC")
+    np.testing.assert_allclose(got, F.adaptive_max_pool2d(_t(x), (4, 3)).numpy().transpose(0, 2, 3, 1))
+
+
+def test_batch_norm_l2_normalize_and_nll_loss_match_torch():
+    x, g, b, mean, var = _r(4, 3, 5), _r(3), _r(3), _r(3), np.abs(_r(3)) + 0.5
+    for training in (False, True):
+        tm, tv = _t(mean.copy()), _t(var.copy())
+        want = F.batch_norm(_t(x), tm, tv, _t(g), _t(b), training=training, momentum=0.1, eps=1e-5)
+        out, new_mean, _ = ref.batch_norm(x, g, b, mean, var, 1, 1e-5, True, True, training, 0.1)
+        np.testing.assert_allclose(out, want.numpy(), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(new_mean, tm.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ref.l2_normalize_python(x, 1e-12, axis=[1]),
+                               F.normalize(_t(x), dim=1).numpy(), rtol=1e-5, atol=1e-6)
+    logp, w = F.log_softmax(_t(_r(4, 5, 3)), 1).numpy(), np.abs(_r(5))
+    target = RNG.integers(0, 5, (4, 3))
+    target[0, 0] = -100
+    for reduction in ("mean", "sum", "none"):
+        want = F.nll_loss(_t(logp), _t(target), _t(w), reduction=reduction).numpy()
+        np.testing.assert_allclose(ref.nll_loss(logp, target, w, reduction), want, rtol=1e-5, atol=1e-6)
+
+
+def test_layout_shuffles_dilate_and_searchsorted():
+    x = _r(2, 8, 3, 3)
+    np.testing.assert_array_equal(ref.depth_to_space_python(x, 2, "CRD"), F.pixel_shuffle(_t(x), 2).numpy())
+    np.testing.assert_array_equal(ref.space_to_depth_python(ref.depth_to_space_python(x, 2), 2), x)
+    d = ref.dilate_python(x[0, 0], (2, 3), dilation_value=-1.0)
+    assert d.shape == (5, 7) and (d[::2, ::3] == x[0, 0]).all() and (d[1::2] == -1).all()
+    seq, vals = np.sort(_r(3, 6), axis=-1), _r(3, 4)
+    for right in (False, True):
+        want = torch.searchsorted(_t(seq), _t(vals), right=right).numpy()
+        np.testing.assert_array_equal(ref.searchsorted_ref(seq, vals, right, "int64"), want)

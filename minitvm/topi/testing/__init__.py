@@ -14,12 +14,24 @@ from .conv import (
 )
 from .image import affine_grid_python
 from .matmul import batch_matmul, dense
-from .norm import group_norm_python, instance_norm_python, layer_norm_python, rms_norm_python
-from .softmax import log_softmax_python, softmax_python
+from .norm import (
+    batch_norm,
+    group_norm_python,
+    instance_norm_python,
+    l2_normalize_python,
+    layer_norm_python,
+    rms_norm_python,
+)
+from .pool import adaptive_pool, poolnd_python
+from .softmax import log_softmax_python, nll_loss, softmax_python
 from .transform import (
+    depth_to_space_python,
+    dilate_python,
     gather_nd_python,
     gather_python,
     one_hot,
+    searchsorted_ref,
+    space_to_depth_python,
     strided_set_python,
     strided_slice_python,
 )
@@ -31,8 +43,11 @@ __all__ = [
     "depthwise_conv2d_python_nhwc", "get_pad_tuple",
     "affine_grid_python",
     "batch_matmul", "dense",
-    "group_norm_python", "instance_norm_python", "layer_norm_python", "rms_norm_python",
-    "log_softmax_python", "softmax_python",
+    "batch_norm", "group_norm_python", "instance_norm_python", "l2_normalize_python",
+    "layer_norm_python", "rms_norm_python",
+    "adaptive_pool", "poolnd_python",
+    "log_softmax_python", "nll_loss", "softmax_python",
+    "depth_to_space_python", "dilate_python", "searchsorted_ref", "space_to_depth_python",
     "gather_nd_python", "gather_python", "one_hot", "strided_set_python", "strided_slice_python",
     "get_valid_counts_python", "non_max_suppression_python",
 ]

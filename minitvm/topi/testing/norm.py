@@ -45,3 +45,31 @@ def rms_norm_python(data, weight, axis, epsilon=1e-5):
     x = data.astype("float32")
     rms = np.sqrt(np.mean(x * x, axis=axis, keepdims=True) + epsilon)
     return (x * weight.astype("float32") / rms).astype(data.dtype)
+
+
+def batch_norm(x, gamma, beta, moving_mean, moving_var, axis, epsilon, center, scale, training,
+               momentum):
+    """[out, new moving_mean, new moving_var]; training normalizes with the batch's own
+    statistics over every axis but ``axis`` and moves the running ones by ``momentum``."""
+    shape = [1] * x.ndim
+    shape[axis] = x.shape[axis]
+    if training:
+        others = tuple(a for a in range(x.ndim) if a != axis % x.ndim)
+        mean, var = np.mean(x, axis=others), np.var(x, axis=others)
+    else:
+        mean, var = moving_mean, moving_var
+    out = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + epsilon)
+    if scale:
+        out = out * gamma.reshape(shape)
+    if center:
+        out = out + beta.reshape(shape)
+    if not training:
+        return [out, moving_mean, moving_var]
+    return [out, (1 - momentum) * moving_mean + momentum * mean,
+            (1 - momentum) * moving_var + momentum * var]
+
+
+def l2_normalize_python(a_np, eps, axis=None):
+    """a / sqrt(max(sum(a**2 over axis), eps))."""
+    axis = tuple(axis) if isinstance(axis, list | tuple) else axis
+    return a_np / np.sqrt(np.maximum(np.sum(a_np * a_np, axis=axis, keepdims=True), eps))

@@ -66,3 +66,43 @@ def one_hot(indices, on_value, off_value, depth, axis, dtype):
     positions = np.arange(depth).reshape([depth] + [1] * (indices.ndim - axis))
     hit = np.expand_dims(indices, axis) == positions
     return np.where(hit, on_value, off_value).astype(dtype)
+
+
+def depth_to_space_python(data, block_size, mode="DCR"):
+    """NCHW [n, c * b * b, h, w] -> [n, c, h * b, w * b]; DCR reads the channel as
+    (row offset, column offset, channel), CRD as (channel, row offset, column offset)."""
+    n, c, h, w = data.shape
+    b = block_size
+    if mode == "DCR":
+        x = data.reshape(n, b, b, c // (b * b), h, w).transpose(0, 3, 4, 1, 5, 2)
+    else:
+        x = data.reshape(n, c // (b * b), b, b, h, w).transpose(0, 1, 4, 2, 5, 3)
+    return x.reshape(n, c // (b * b), h * b, w * b)
+
+
+def space_to_depth_python(data, block_size):
+    """NCHW [n, c, h * b, w * b] -> [n, b * b * c, h, w], channel = (row offset, column offset, c)."""
+    n, c, h, w = data.shape
+    b = block_size
+    x = data.reshape(n, c, h // b, b, w // b, b).transpose(0, 3, 5, 1, 2, 4)
+    return x.reshape(n, c * b * b, h // b, w // b)
+
+
+def dilate_python(input_np, strides, dilation_value=0.0, out_dtype=None):
+    """Insert stride - 1 copies of ``dilation_value`` between neighbours along each dimension."""
+    if len(strides) != input_np.ndim:
+        raise ValueError(f"dilate_python: {len(strides)} strides for a {input_np.ndim}-D input")
+    shape = [(d - 1) * s + 1 for d, s in zip(input_np.shape, strides)]
+    out = np.full(shape, dilation_value, dtype=out_dtype or input_np.dtype)
+    out[tuple(slice(None, None, s) for s in strides)] = input_np
+    return out
+
+
+def searchsorted_ref(sorted_sequence, values, right, out_dtype):
+    """np.searchsorted per innermost row; a 1-D ``sorted_sequence`` serves every row."""
+    side = "right" if right else "left"
+    rows = values.reshape(-1, values.shape[-1])
+    seqs = sorted_sequence.reshape(-1, sorted_sequence.shape[-1])
+    out = np.stack([np.searchsorted(seqs[0 if len(seqs) == 1 else i], row, side=side)
+                    for i, row in enumerate(rows)])
+    return out.astype(out_dtype).reshape(values.shape)
