@@ -1,5 +1,5 @@
-"""TVM's tutorial ``optimize_llm.py``, adapted for a CPU (``minitvm/testing/optimize_llm_tutorial.py``
-says how), run start to end on minitvm and on TVM: each engine's prefill and decode logits against
+"""TVM's tutorial ``optimize_llm.py``, adapted for a CPU (``tests/llm/optimize_llm_tutorial.py`` says
+how), run start to end on minitvm and on TVM: each engine's prefill and decode logits against
 Hugging Face's (rtol 1e-4), its greedy tokens, and its tokens per second.
 
     .venv/bin/python benchmarks/optimize_llm_adapted.py [--tvm-python /tmp/h3tvm/bin/python] [--rounds 5]
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-TUTORIAL_FILE = ROOT / "minitvm" / "testing" / "optimize_llm_tutorial.py"
+TUTORIAL_FILE = ROOT / "tests" / "llm" / "optimize_llm_tutorial.py"
 DEFAULT_TVM_PYTHON = "/tmp/h3tvm/bin/python"
 
 
@@ -42,9 +42,10 @@ def load_tutorial(engine: str) -> Any:
     minitvm names the file imports, and the file is loaded by path under a name of its own: its
     ``import minitvm as tvm`` then binds TVM.  Refused in a process that has imported minitvm."""
     if engine == "minitvm":
-        if str(ROOT) not in sys.path:
-            sys.path.insert(0, str(ROOT))
-        from minitvm.testing import optimize_llm_tutorial  # lazy: only the minitvm engine imports minitvm
+        for path in (ROOT, TUTORIAL_FILE.parent):
+            if str(path) not in sys.path:
+                sys.path.insert(0, str(path))
+        import optimize_llm_tutorial  # lazy: only the minitvm engine imports minitvm
 
         return optimize_llm_tutorial
     if engine != "tvm":

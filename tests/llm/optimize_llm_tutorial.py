@@ -1,7 +1,10 @@
 """TVM's tutorial ``docs/how_to/tutorials/optimize_llm.py`` (Apache TVM, current main), adapted
-for a learner with no GPU and no network, in one importable place: the test
-``tests/llm/test_optimize_llm_tutorial.py``, ``benchmarks/optimize_llm_adapted.py`` and
-``benchmarks/llm.py`` all run this code.  What is changed from the tutorial, and nothing else:
+for a learner with no GPU and no network, in one importable place: the tests
+``tests/llm/test_optimize_llm_tutorial.py`` and ``test_trained_tiny_llama.py``,
+``benchmarks/optimize_llm_adapted.py`` and ``benchmarks/llm.py`` all run this code.  It is a
+learner's script, not library code (its imports are the tutorial's, at the top, of the whole of
+minitvm), so it lives beside its test rather than in the ``minitvm`` package.  What is changed
+from the tutorial, and nothing else:
 
 * ``import minitvm as tvm`` (and ``minitvm``/``minitvm_ffi`` in the ``from`` imports);
 * ``dev = tvm.cpu()`` and ``target = tvm.target.Target("llvm")`` for the CUDA device;
