@@ -4,7 +4,7 @@ adapted tutorial of ``tests/llm/optimize_llm_tutorial.py``: float32, paged KV ca
 Face ``LlamaForCausalLM.generate`` with its cache) and TVM 0.27, all with the same seeded random
 weights.
 
-    .venv/bin/python benchmarks/llm.py [--quick] [--sizes tiny,30M] [--variants default,opt_llm,int8,int4]
+    .venv/bin/python benchmarks/llm.py [--quick] [--sizes tiny,30M] [--variants default,opt_llm,plain,int8,int4]
                                        [--decode 64] [--rounds 3] [--threads N] [--profile VARIANT]
                                        [--tvm-python /tmp/h3tvm/bin/python] [--tvm-variants opt_llm,default]
 
@@ -12,13 +12,14 @@ Two sizes: ``tiny`` (the test's config: 2 layers, hidden 64) and ``30M`` (6 laye
 8 heads, intermediate 1376, vocab 8192).  minitvm rows: ``default`` (``tvm.compile``'s own
 pipeline, minitvm's default CPU schedule on every kernel), ``opt_llm`` (the tutorial's pipeline as
 written: its dlight rules are GPU rules, which take no kernel on ``llvm``; minitvm's dlight then
-gives each minitvm's default CPU schedule, where TVM leaves them naive loops), ``int8`` / ``int4``
-(the model exported with each weight its own parameter, ``relax.transform.QuantizeLinearWeights``
-on every linear layer -- per-row int8, packed int4 with scales per 32 -- then the default
-pipeline).  TVM rows (``--tvm-variants``, the tutorial's ``opt_llm`` pipeline and/or TVM's
-``default``) run the same tutorial file in TVM's own Python (``--tvm-python``; the rows are left
-out, with the reason printed, when it is missing), on the same weights, after minitvm's and
-torch's rounds.  Per size and implementation:
+gives each minitvm's default CPU schedule, where TVM leaves them naive loops), ``plain`` (the
+export with each weight its own parameter, not the tutorial's packed tuple, default pipeline:
+the quantized rows' float32 baseline) and ``int8`` / ``int4`` (that export with
+``relax.transform.QuantizeLinearWeights`` on every linear layer -- per-row int8, packed int4 with
+scales per 32 -- then the default pipeline).  TVM rows (``--tvm-variants``: the tutorial's
+``opt_llm`` pipeline and/or TVM's ``default``) run the same tutorial file in TVM's own Python
+(``--tvm-python``; the rows are left out, with the reason printed, when it is missing), on the
+same weights, after minitvm's and torch's rounds.  Per size and implementation:
 
 * ``prefill tok/s``: a 128-token prompt through ``embed`` + ``prefill`` and the first greedy
   token (torch: ``generate`` up to its first token, timed by a streamer) -- tokens / seconds;
@@ -34,7 +35,9 @@ minitvm and torch run the same number of threads (``--threads``, else minitvm's 
 ``MINITVM_NUM_THREADS`` or the CPUs; TVM gets it as ``TVM_NUM_THREADS``; the title prints
 torch's) and are timed in interleaved rounds, medians reported.  Other processes share the 2
 cores: their load is printed at the start and end; rerun when it is high (torch's OpenMP threads
-suffer most from a busy machine).  ``--profile VARIANT`` prints the top kernels of one decode
+suffer most from a busy machine), or time single-threaded runs in CPU seconds (``--threads 1
+--clock cpu``: each process's own CPU time, the bandwidth's copy too -- what an idle core would
+take, less what other processes' memory traffic costs).  ``--profile VARIANT`` prints the top kernels of one decode
 step of that minitvm row (bytecode VM, profiled) with the bytes of their tensor arguments per
 second, and the step's time outside kernels.
 """
@@ -387,8 +390,8 @@ def main(argv: list[str] | None = None) -> str:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="seconds: the tiny model, 4 decode steps, 1 round")
     p.add_argument("--sizes", default="tiny,30M", help=f"comma list of {', '.join(SIZES)}")
-    p.add_argument("--variants", "--pipelines", default="default,opt_llm,int8,int4",
-                   help="minitvm rows: default, opt_llm (the tutorial's pipeline), int8, int4")
+    p.add_argument("--variants", "--pipelines", default="default,opt_llm,plain,int8,int4",
+                   help="minitvm rows: default, opt_llm (the tutorial's pipeline), plain, int8, int4")
     p.add_argument("--decode", type=int, default=64, help="decode steps timed after the prompt")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--threads", type=int, default=0, help="threads of all (default: minitvm's pool size)")
