@@ -340,9 +340,9 @@ def measure(size: str, variants: list[str], n_decode: int, rounds: int, profile:
         tvm_runs = run_tvm(tvm_python, list(tvm_variants), threads, job, Path(tmp))
     times = {k: v[1] for k, v in runs.items()} | {k: r["times"] for k, r in tvm_runs.items()}
     tokens = {k: v[0] for k, v in runs.items()} | {k: r["tokens"] for k, r in tvm_runs.items()}
-    first = impls[f"minitvm {variants[0]}"]
-    weight_bytes = {k: impls[k].weight_bytes if k in impls and k != "torch" else first.weight_bytes
-                    for k in times} | {k: r["weight_bytes"] for k, r in tvm_runs.items()}
+    fp32_bytes = decode_weight_bytes([(k, v.numpy()) for k, v in hf.state_dict().items()], config.hidden_size)
+    weight_bytes = {k: fp32_bytes if k == "torch" else impls[k].weight_bytes for k in runs} \
+        | {k: r["weight_bytes"] for k, r in tvm_runs.items()}
     prof = (impls[f"minitvm {profile}"].profile_decode(prompt), profile) if profile else None
     return Result(size, sum(p.numel() for p in hf.parameters()), weight_bytes,
                   {k: float(np.median([p for p, _ in v])) for k, v in times.items()},
