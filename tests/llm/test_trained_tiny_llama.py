@@ -1,7 +1,7 @@
 """The trained tiny Llama (``minitvm.testing.tiny_llama``, trained on Python's help text) writes
 through minitvm what it writes through torch.
 
-TVM's tutorial model (the classes of ``test_optimize_llm_tutorial.py``, TVM's ``optimize_llm.py``
+TVM's tutorial model (the classes of ``optimize_llm_tutorial.py`` here, TVM's ``optimize_llm.py``
 as written) is built at the trained model's configuration, compiled with the tutorial's
 ``opt_llm`` pipeline, loaded with the trained weights the tutorial's way, and driven by
 ``tiny_llama.generate`` over ``embed`` / ``prefill`` / ``decode`` and the paged KV cache: its 64
@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 
 import numpy as np
-import test_optimize_llm_tutorial as tutorial
+import optimize_llm_tutorial as tutorial
 import torch
 
 import minitvm as tvm
