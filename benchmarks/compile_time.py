@@ -92,10 +92,61 @@ def _resnet18(width: int = 64, image: int = 64) -> tuple[Any, tuple]:
     return nn.Sequential(*layers).eval(), (torch.randn(1, 3, image, image, generator=torch.Generator().manual_seed(1)),)
 
 
+def _resnet18_224() -> tuple[Any, tuple]:
+    """ResNet-18 at its real size: 64..512 channels, 224x224 images (random weights)."""
+    return _resnet18(64, 224)
+
+
+def _bert_4x256() -> tuple[Any, tuple]:
+    """transformers' own BertModel at a tiny config: 4 layers, hidden 256, 4 heads, FFN 1024,
+    128 tokens, batch 1 (random weights, no download)."""
+    import torch
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=1000, hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
+                        intermediate_size=1024, max_position_embeddings=256, attn_implementation="eager")
+    ids = torch.randint(1, 1000, (1, 128), generator=torch.Generator().manual_seed(1))
+    return _HiddenStates(BertModel(config, add_pooling_layer=False).eval()), (ids,)
+
+
+def _vit_tiny() -> tuple[Any, tuple]:
+    """transformers' ViTModel at ViT-tiny's size: 12 identical layers, hidden 192, 3 heads,
+    224x224 images in 16x16 patches (197 tokens), batch 1, random weights."""
+    import torch
+    from transformers import ViTConfig, ViTModel
+
+    torch.manual_seed(0)
+    config = ViTConfig(hidden_size=192, num_hidden_layers=12, num_attention_heads=3, intermediate_size=768,
+                       image_size=224, patch_size=16, attn_implementation="eager")
+    pixels = torch.randn(1, 3, 224, 224, generator=torch.Generator().manual_seed(1))
+    return _HiddenStates(ViTModel(config, add_pooling_layer=False).eval(), "pixel_values"), (pixels,)
+
+
+class _HiddenStates:
+    """A transformers model as a plain module of token ids -> last hidden state (one tensor)."""
+
+    def __new__(cls, model: Any, input_name: str = "input_ids") -> Any:
+        from torch import nn
+
+        class Wrap(nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.model = model
+
+            def forward(self, x):
+                return self.model(**{input_name: x}).last_hidden_state
+
+        return Wrap().eval()
+
+
 #: graphs defined here, beside the zoo: name -> () -> (model, example inputs)
 EXTRA_MODELS: dict[str, Callable[[], tuple[Any, tuple]]] = {
     "encoder_2layer": _encoder_2layer,
     "resnet18_64px": _resnet18,
+    "resnet18_224px": _resnet18_224,
+    "bert_4x256_128tok": _bert_4x256,
+    "vit_tiny_224px": _vit_tiny,
 }
 
 
@@ -209,11 +260,109 @@ def profile(name: str, top: int = 40) -> None:
         pstats.Stats(prof).sort_stats(order).print_stats(top)
 
 
+class PhaseClock:
+    """CPU seconds of one compile by phase (CPU time: the machine is shared), each phase's own time (a phase inside another is taken
+    out of it): every pass by name (the TIR lowering's passes together), the kernels' LLVM IR
+    emission, LLVM's optimization, LLVM's machine code (JIT), the bytecode.  Installed for one
+    ``with`` by wrapping those functions and adding a pass instrument (under which the
+    compiled-kernel cache is off: a phase profile is of a cold compile)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._stack: list[list] = []  # [label, start, time of the phases inside]
+        self._undo: list[tuple[Any, str, Any]] = []
+        self._kernels = 0  # depth of kernel builds in progress (their passes are the TIR lowering)
+
+    def push(self, label: str) -> None:
+        self._stack.append([label, time.process_time(), 0.0])
+
+    def pop(self) -> None:
+        label, start, inner = self._stack.pop()
+        spent = time.process_time() - start
+        self.seconds[label] = self.seconds.get(label, 0.0) + spent - inner
+        if self._stack:
+            self._stack[-1][2] += spent
+
+    def _wrap(self, owner: Any, attr: str, label: str, kernels: bool = False) -> None:
+        fn = getattr(owner, attr)
+        clock = self
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            clock.push(label)
+            clock._kernels += kernels
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                clock._kernels -= kernels
+                clock.pop()
+
+        setattr(owner, attr, timed)
+        self._undo.append((owner, attr, fn))
+
+    def __enter__(self) -> "PhaseClock":
+        from minitvm.relax import vm_build
+        from minitvm.target import tir_build
+        from minitvm.target.codegen import llvm
+        from minitvm.transform import PassContext
+        from minitvm.transform.instrument import PassInstrument
+
+        clock = self
+
+        class Passes(PassInstrument):
+            def run_before_pass(self, mod: Any, info: Any) -> None:
+                clock.push("TIR lowering (passes)" if clock._kernels else f"pass {info.name}")
+
+            def run_after_pass(self, mod: Any, info: Any) -> None:
+                clock.pop()
+
+        self._wrap(tir_build, "build_kernels", "kernel build (other)", kernels=True)
+        self._wrap(vm_build, "build_kernels", "kernel build (other)", kernels=True)
+        self._wrap(vm_build, "codegen", "VM bytecode")
+        self._wrap(llvm.CodeGenLLVM, "add_function", "LLVM IR emission")
+        self._wrap(llvm, "optimized_ir", "LLVM optimization (O3)")
+        self._wrap(llvm, "jit_compile", "LLVM machine code (JIT)")
+        self._ctx = PassContext(instruments=[Passes()])
+        self._ctx.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._ctx.__exit__(*exc)
+        for owner, attr, fn in reversed(self._undo):
+            setattr(owner, attr, fn)
+
+
+def phases(name: str) -> tuple[float, dict[str, float]]:
+    """Seconds of importing ``name`` (torch.export + the importer) and of one cold compile by
+    phase (:class:`PhaseClock`; "other" is the compile's time outside every phase)."""
+    import minitvm
+
+    t0 = time.perf_counter()
+    mod = import_model(name)
+    imported = time.perf_counter() - t0
+    clear_caches()
+    with PhaseClock() as clock:
+        clock.push("other")
+        minitvm.compile(mod)
+        clock.pop()
+    return imported, clock.seconds
+
+
+def print_phases(name: str) -> None:
+    imported, seconds = phases(name)
+    total = sum(seconds.values())
+    print(f"\n{name}: import (torch.export + from_exported_program) {imported:.2f} s wall, "
+          f"compile {total:.2f} s CPU")
+    for label, secs in sorted(seconds.items(), key=lambda kv: -kv[1]):
+        if secs >= 0.01:
+            print(f"  {secs:6.2f} s  {secs / total:4.0%}  {label}")
+
+
 def main(argv: list[str] | None = None) -> list[CompileResult]:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--models", default="", help="comma list (default: the zoo and " + ", ".join(EXTRA_MODELS) + ")")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--profile", metavar="MODEL", help="print cProfile of one cold compile of MODEL instead")
+    p.add_argument("--phases", metavar="MODELS", help="print where one cold compile of each model spends its time")
     args = p.parse_args(argv)
     import torch
 
@@ -221,6 +370,10 @@ def main(argv: list[str] | None = None) -> list[CompileResult]:
     warm_up()
     if args.profile:
         profile(args.profile)
+        return []
+    if args.phases:
+        for name in args.phases.split(","):
+            print_phases(name.strip())
         return []
     names = [m.strip() for m in args.models.split(",") if m.strip()] or all_models()
     load = busy_fraction()
