@@ -25,7 +25,9 @@ Usage (on a TIR module or a Relax module after FuseTIR -- only PrimFuncs are tou
 from __future__ import annotations
 
 import math
+import sys
 import threading
+import types
 from collections import OrderedDict
 from typing import Any, Callable
 
@@ -845,7 +847,7 @@ class _ScheduleCache:
         self.lock = threading.Lock()
 
     def get(self, func: PrimFunc, rules: tuple) -> tuple[tuple, PrimFunc | None]:
-        key = (structural_hash(func), rules, VectorUnit.current(), parallel_threads())
+        key = (structural_hash(func), rules, VectorUnit.current(), parallel_threads(), _settings(rules))
         with self.lock:
             for seen, scheduled in self.entries.get(key, ()):
                 if structural_equal(seen, func):
@@ -870,6 +872,22 @@ class _ScheduleCache:
     def info(self) -> dict[str, int]:
         """``{"hits", "misses", "size", "max_size"}``."""
         return {"hits": self.hits, "misses": self.misses, "size": len(self.entries), "max_size": self.size}
+
+
+_FUNCTIONS = (types.FunctionType, types.BuiltinFunctionType)
+
+
+def _settings(rules: tuple) -> tuple:
+    """What else the rules read: the thresholds (upper-case numbers) and the functions of
+    their modules, by identity.  A changed one (a test forcing ``parallel`` or replacing a
+    helper, a learner's experiment) schedules again."""
+    modules = {getattr(r, "__module__", None) for r in rules} | {__name__}
+    found = []
+    for name in sorted(m for m in modules if m in sys.modules):
+        for key, value in vars(sys.modules[name]).items():
+            if (key.isupper() and isinstance(value, (int, float, str, tuple))) or isinstance(value, _FUNCTIONS):
+                found.append((name, key, value))
+    return tuple(found)
 
 
 #: how many distinct kernels' default schedules the process remembers
