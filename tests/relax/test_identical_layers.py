@@ -83,3 +83,22 @@ def test_a_kernel_seen_before_reuses_its_schedule():
     # another model with the same layer: its kernel is scheduled from the cache
     minitvm.compile(_layers(3))
     assert SCHEDULE_CACHE.info()["hits"] == 1 and SCHEDULE_CACHE.info()["misses"] == 1
+
+
+def test_a_repeated_argument_is_not_mistaken_for_two():
+    """add(x, x) and add(y, z) have the same shapes but not the same arguments: each call keeps
+    its own, and the module computes 2x + (y + z) as numpy does."""
+    bb = relax.BlockBuilder()
+    x, y, z = (relax.Var(n, R.Tensor((16,), "float32")) for n in "xyz")
+    with bb.function("main", [x, y, z]):
+        with bb.dataflow():
+            a = bb.emit(relax.op.add(x, x))
+            b = bb.emit(relax.op.add(y, z))
+            c = bb.emit(relax.op.add(a, b))
+            out = bb.emit_output(relax.op.add(c, x))
+        bb.emit_func_output(out)
+    ex = minitvm.compile(bb.get())
+    rng = np.random.default_rng(1)
+    xs, ys, zs = (rng.standard_normal(16).astype("float32") for _ in range(3))
+    got = relax.VirtualMachine(ex, minitvm.cpu())["main"](*map(minitvm.nd.array, (xs, ys, zs))).numpy()
+    np.testing.assert_allclose(got, 2 * xs + (ys + zs) + xs, rtol=1e-6)
