@@ -52,7 +52,10 @@ structural hashes first (0.25 s).  Identical kernels were already one PrimFunc b
 (FuseTIR shares them); ``DefaultCPUSchedule`` now also remembers schedules across compiles by
 structural hash.  What remains is LLVM (IR emission in Python, O3, machine code: 40-60% of
 ResNet-18's 3.6 s), DefaultCPUSchedule, the TIR lowering, and in ViT RemoveRedundantReshape's
-rewrite-until-stable and FuseAttention's graph matching.
+rewrite-until-stable and FuseAttention's graph matching.  Measured side by side (load 10-16 on
+2 cores, cold CPU seconds, before -> after): ResNet-18 224 px 3.64 -> 3.45, BERT 4x256 1.68 ->
+1.67, ViT-tiny 3.59 -> 2.83, llama_decoder 2.38 -> 2.18; TVM 0.27 took 1.19, 0.78, 0.99, 1.55 --
+but its default CPU pipeline leaves kernels unscheduled (no schedules to derive; simpler LLVM).
 """
 
 from __future__ import annotations
