@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterator, Sequence
 from ..ir.deep import share_thread_local
 from ..ir.module import GlobalVar, IRModule
 from ..ir.op import Op
-from ..ir.structural import structural_equal
+from ..ir.structural import structural_equal, structural_hash
 from ..tir.function import PrimFunc
 from .analysis.struct_info_analysis import (
     definable_tir_vars_in_struct_info,
@@ -117,6 +117,9 @@ class BlockBuilder:
         # is ``lv1`` when the first function had ``lv``
         self._local_names = _NameTable()
         self._global_names = _NameTable(lambda name: name in self._mod)
+        #: id(function) -> (function, structural hash): add_func compares hashes before the full
+        #: structural_equal (a model's hundreds of calls would otherwise compare every kernel)
+        self._func_hashes: dict[int, tuple[Any, int]] = {}
 
     _current = share_thread_local(threading.local())
 
@@ -363,12 +366,20 @@ class BlockBuilder:
 
     def add_func(self, func: Any, func_name: str) -> GlobalVar:
         """Add a function under a fresh name (an identical existing function is reused)."""
+        key = self._func_hash(func)
         for gv, existing in self._mod.functions.items():
-            if type(existing) is type(func) and structural_equal(existing, func):
+            if (type(existing) is type(func) and self._func_hash(existing) == key
+                    and structural_equal(existing, func)):
                 return gv
         gv = GlobalVar(self.get_unique_name(func_name))
         self._mod._put(gv, func)
         return gv
+
+    def _func_hash(self, func: Any) -> int:
+        entry = self._func_hashes.get(id(func))
+        if entry is None or entry[0] is not func:
+            entry = self._func_hashes[id(func)] = (func, structural_hash(func))
+        return entry[1]
 
     def update_func(self, gv: GlobalVar, updated_func: Any) -> None:
         """Replace (or add) the function named by ``gv``."""

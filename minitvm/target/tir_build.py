@@ -24,6 +24,7 @@ from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
 from ..tir.stmt import BufferStore
 from ..tir.transform import InstrumentBoundCheckers, device_lower_pipeline, lower_pipeline
+from ..tir.transform.default_schedule import SCHEDULE_CACHE
 from ..tir.transform.instrument_bound_checkers import bounds_check_requested
 from ..transform import PassContext
 from .codegen import build_module, check_buildable
@@ -196,16 +197,19 @@ _KERNEL_CACHE = _KernelCache(KERNEL_CACHE_SIZE)
 
 
 def clear_kernel_cache() -> None:
-    """Forget every compiled kernel library (the next build compiles from scratch)."""
+    """Forget every compiled kernel library and every default schedule (the next build
+    schedules and compiles from scratch)."""
     with _KERNEL_CACHE.lock:
         _KERNEL_CACHE.entries.clear()
         _KERNEL_CACHE.hits = _KERNEL_CACHE.misses = 0
+    SCHEDULE_CACHE.clear()
 
 
-def kernel_cache_info() -> dict[str, int]:
-    """``{"hits", "misses", "size", "max_size"}`` of the compiled-kernel cache."""
+def kernel_cache_info() -> dict[str, Any]:
+    """``{"hits", "misses", "size", "max_size"}`` of the compiled-kernel cache, and the same
+    for the default schedules under ``"schedules"``."""
     return {"hits": _KERNEL_CACHE.hits, "misses": _KERNEL_CACHE.misses, "size": len(_KERNEL_CACHE.entries),
-            "max_size": _KERNEL_CACHE.size}
+            "max_size": _KERNEL_CACHE.size, "schedules": SCHEDULE_CACHE.info()}
 
 
 @deep

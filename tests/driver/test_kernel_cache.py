@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 import minitvm
+import minitvm.driver  # (a submodule: `import minitvm` alone does not load it)
 from minitvm import te
 from minitvm.transform import PassContext, PassTimingInstrument
 

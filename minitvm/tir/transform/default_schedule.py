@@ -25,10 +25,15 @@ Usage (on a TIR module or a Relax module after FuseTIR -- only PrimFuncs are tou
 from __future__ import annotations
 
 import math
+import sys
+import threading
+import types
+from collections import OrderedDict
 from typing import Any, Callable
 
 from ...arith import Analyzer
 from ...ir.module import IRModule
+from ...ir.structural import structural_equal, structural_hash
 from ...runtime.cpu import parallel_threads
 from ..analysis import uses_var
 from ..expr import Add, BufferLoad, IntImm, Mul
@@ -41,7 +46,8 @@ from ..vector_unit import VectorUnit
 from .function_pass import prim_func_pass
 
 __all__ = ["DefaultCPUSchedule", "schedule_gemv", "schedule_matmul_nt", "schedule_matmul_like", "schedule_conv2d_like",
-           "schedule_elementwise", "schedule_reduction", "pack_into_panels", "RULES"]
+           "schedule_elementwise", "schedule_reduction", "pack_into_panels", "RULES", "SCHEDULE_CACHE",
+           "SCHEDULE_CACHE_SIZE"]
 
 # Thresholds for ``parallel``.  Starting a parallel region (waking sleeping workers) costs up to
 # tens of microseconds here, so small kernels run faster on one thread: measured on 2 cores
@@ -873,10 +879,22 @@ RULES: list[Callable[[Schedule], bool]] = [schedule_gemv, schedule_matmul_nt, sc
 
 
 def apply_default_schedule(func: PrimFunc, rules: list | None = None) -> PrimFunc:
-    """Try each rule on a fresh schedule of ``func``; the first that succeeds wins."""
+    """Try each rule on a fresh schedule of ``func``; the first that succeeds wins.  A kernel
+    structurally equal to one scheduled before in this process (the same layer of another
+    model, the same model compiled again) gets that schedule's result (:data:`SCHEDULE_CACHE`)."""
     if func.attrs.get("tir.is_scheduled"):
         return func
-    for rule in rules or RULES:
+    rules = tuple(rules or RULES)
+    key, hit = SCHEDULE_CACHE.get(func, rules)
+    if hit is not None:
+        return hit
+    out = _first_rule(func, rules)
+    SCHEDULE_CACHE.put(key, func, out)
+    return out
+
+
+def _first_rule(func: PrimFunc, rules: tuple) -> PrimFunc:
+    for rule in rules:
         sch = Schedule(IRModule({"main": func}))
         try:
             ok = rule(sch)
@@ -885,6 +903,68 @@ def apply_default_schedule(func: PrimFunc, rules: list | None = None) -> PrimFun
         if ok:
             return sch.mod["main"].with_attr("tir.is_scheduled", True)
     return func
+
+
+class _ScheduleCache:
+    """Default schedules of this process by the structural hash of the unscheduled PrimFunc,
+    with what the rules read besides it (the rules, the vector unit in scope, the thread
+    count); a hit is confirmed with ``structural_equal``.  Rules are deterministic, so a
+    structurally equal kernel would be scheduled to a structurally equal result."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.entries: OrderedDict[tuple, list[tuple[PrimFunc, PrimFunc]]] = OrderedDict()
+        self.hits = self.misses = 0
+        self.lock = threading.Lock()
+
+    def get(self, func: PrimFunc, rules: tuple) -> tuple[tuple, PrimFunc | None]:
+        key = (structural_hash(func), rules, VectorUnit.current(), parallel_threads(), _settings(rules))
+        with self.lock:
+            for seen, scheduled in self.entries.get(key, ()):
+                if structural_equal(seen, func):
+                    self.entries.move_to_end(key)
+                    self.hits += 1
+                    return key, scheduled
+            self.misses += 1
+        return key, None
+
+    def put(self, key: tuple, func: PrimFunc, scheduled: PrimFunc) -> None:
+        with self.lock:
+            self.entries.setdefault(key, []).append((func, scheduled))
+            self.entries.move_to_end(key)
+            while len(self.entries) > self.size:
+                self.entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self.lock:
+            self.entries.clear()
+            self.hits = self.misses = 0
+
+    def info(self) -> dict[str, int]:
+        """``{"hits", "misses", "size", "max_size"}``."""
+        return {"hits": self.hits, "misses": self.misses, "size": len(self.entries), "max_size": self.size}
+
+
+_FUNCTIONS = (types.FunctionType, types.BuiltinFunctionType)
+
+
+def _settings(rules: tuple) -> tuple:
+    """What else the rules read: the thresholds (upper-case numbers) and the functions of
+    their modules, by identity.  A changed one (a test forcing ``parallel`` or replacing a
+    helper, a learner's experiment) schedules again."""
+    modules = {getattr(r, "__module__", None) for r in rules} | {__name__}
+    found = []
+    for name in sorted(m for m in modules if m in sys.modules):
+        for key, value in vars(sys.modules[name]).items():
+            if (key.isupper() and isinstance(value, (int, float, str, tuple))) or isinstance(value, _FUNCTIONS):
+                found.append((name, key, value))
+    return tuple(found)
+
+
+#: how many distinct kernels' default schedules the process remembers
+SCHEDULE_CACHE_SIZE = 512
+#: the default schedules of this process (``SCHEDULE_CACHE.info()``, ``.clear()``)
+SCHEDULE_CACHE = _ScheduleCache(SCHEDULE_CACHE_SIZE)
 
 
 @prim_func_pass(opt_level=0, name="DefaultCPUSchedule")

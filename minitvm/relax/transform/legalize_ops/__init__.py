@@ -24,7 +24,7 @@ from typing import Any, Callable
 from .... import te, topi
 from ....ir.module import IRModule
 from ....ir.op import Op
-from ....ir.structural import structural_equal
+from ....ir.structural import structural_equal, structural_hash
 from ....tir.expr import FloatImm, IntImm, PrimExpr
 from ....tir.expr import Var as TirVar
 from ....tir.function import PrimFunc
@@ -33,7 +33,7 @@ from ....tir.op_table import ELEMENTWISE
 from ....transform import PassContext, module_pass
 from ...analysis.struct_info_analysis import is_base_of
 from ...block_builder import BlockBuilder
-from ...expr import Call, Constant, Expr, Function, ShapeExpr, Tuple, TupleGetItem, struct_info_of
+from ...expr import Call, Constant, Expr, Function, PrimValue, ShapeExpr, Tuple, TupleGetItem, Var, struct_info_of
 from ...expr_functor import ExprMutator, ExprVisitor
 from ...op.base import call_tir
 from ...struct_info import StructInfo, TensorStructInfo, TupleStructInfo
@@ -250,10 +250,83 @@ class _Legalizer(ExprMutator):
     def __init__(self, mod: IRModule, custom: dict[str, LegalizeFunc] | None):
         super().__init__(mod)
         self.custom = custom
+        #: identical calls (a model's repeated layers) are legalized once: see _memo_key
+        self.memo: dict[int, list[tuple[Any, Any]]] = {}
 
     def visit_call_(self, call: Call) -> Expr:
         call = self.visit_expr_post_order(call)
-        return legalize_call(self.builder_, call, self.custom) if isinstance(call, Call) else call
+        if not isinstance(call, Call):
+            return call
+        signature = _memo_signature(call)
+        if signature is None:
+            return legalize_call(self.builder_, call, self.custom)
+        key = structural_hash(signature)
+        for seen, template in self.memo.get(key, ()):
+            if structural_equal(seen, signature):
+                return _from_template(template, call)
+        block = self.builder_._blocks[-1].bindings if self.builder_._blocks else None
+        emitted = len(block) if block is not None else 0
+        new = legalize_call(self.builder_, call, self.custom)
+        template = _template(new, call)
+        if template is not None and (block is None or len(block) == emitted):
+            self.memo.setdefault(key, []).append((signature, template))
+        return new
+
+
+def _static(sinfo: Any) -> bool:
+    """A tensor (or tuple of them) whose shape is all numbers: nothing symbolic to rename."""
+    if isinstance(sinfo, TensorStructInfo):
+        return sinfo.shape_values is not None and all(isinstance(d, IntImm) for d in sinfo.shape_values)
+    if isinstance(sinfo, TupleStructInfo):
+        return all(_static(f) for f in sinfo.fields)
+    return False
+
+
+def _memo_signature(call: Call) -> tuple | None:
+    """What a legalization may depend on, as a structurally comparable tuple: the op, its
+    attributes, its sinfo_args, each argument's struct info (variables with static shapes) or
+    value (shape and prim literals), and which arguments are the same variable.  None when the
+    call is not one to reuse (a constant argument, a symbolic shape, anything else)."""
+    if not isinstance(call.op, Op) or not _static(call.struct_info):
+        return None
+    parts: list[Any] = []
+    first: dict[int, int] = {}
+    for i, a in enumerate(call.args):
+        if isinstance(a, Var) and _static(a.struct_info):
+            parts.append(("var", first.setdefault(id(a), i), a.struct_info))
+        elif isinstance(a, (ShapeExpr, PrimValue)) and not _free_tir_vars(a):
+            parts.append(("value", a))
+        else:
+            return None
+    return (call.op.name, call.attrs, tuple(call.sinfo_args), tuple(parts))
+
+
+def _free_tir_vars(e: Any) -> bool:
+    values = e.values if isinstance(e, ShapeExpr) else [e.value]
+    return not all(isinstance(v, (IntImm, FloatImm)) for v in values)
+
+
+def _template(new: Any, call: Call) -> tuple | None:
+    """A legalization that is one ``call_tir`` of a kernel on some of ``call``'s variables, as
+    (the call, the argument index of each field) to rebuild for an identical call; else None."""
+    if not (isinstance(new, Call) and isinstance(new.op, Op) and new.op.name == "relax.call_tir"
+            and isinstance(new.args[1], Tuple)):
+        return None
+    index = []
+    for field in new.args[1].fields:
+        where = [i for i, a in enumerate(call.args) if a is field]
+        if not where:
+            return None
+        index.append(where[0])
+    if len(new.args) > 2 and not (isinstance(new.args[2], ShapeExpr) and not _free_tir_vars(new.args[2])):
+        return None
+    return new, tuple(index)
+
+
+def _from_template(template: tuple, call: Call) -> Call:
+    new, index = template
+    fields = Tuple([call.args[i] for i in index])
+    return Call(new.op, [new.args[0], fields, *new.args[2:]], new.attrs, new.sinfo_args)
 
 
 @module_pass(opt_level=0, name="LegalizeOps")

@@ -1,0 +1,104 @@
+"""Identical layers cost one kernel: LegalizeOps legalizes a repeated call once (the same
+PrimFunc, the same kernel call on the new layer's values), DefaultCPUSchedule schedules a
+kernel structurally equal to one it scheduled before once per process, and the model still
+computes what numpy computes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import minitvm
+import minitvm.driver
+from minitvm import relax
+from minitvm.relax.expr import Call
+from minitvm.relax.expr_functor import ExprVisitor
+from minitvm.script import relax as R
+from minitvm.tir.function import PrimFunc
+from minitvm.tir.transform.default_schedule import SCHEDULE_CACHE
+
+
+def _layers(n: int, width: int = 32) -> minitvm.IRModule:
+    """``n`` identical layers relu(x @ w_i + b_i), each with its own weights."""
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", R.Tensor((4, width), "float32"))
+    params = [x]
+    with bb.function("main"):
+        with bb.dataflow():
+            h = x
+            for i in range(n):
+                w = relax.Var(f"w{i}", R.Tensor((width, width), "float32"))
+                b = relax.Var(f"b{i}", R.Tensor((width,), "float32"))
+                params += [w, b]
+                h = bb.emit(relax.op.nn.relu(relax.op.add(relax.op.matmul(h, w), b)))
+            out = bb.emit_output(h)
+        bb.emit_func_output(out, params=params)
+    return bb.get()
+
+
+class _Kernels(ExprVisitor):
+    def __init__(self) -> None:
+        self.called: list[str] = []
+
+    def visit_call_(self, op: Call) -> None:
+        if getattr(op.op, "name", "") == "relax.call_tir":
+            self.called.append(op.args[0].name_hint)
+        super().visit_call_(op)
+
+
+def _called(mod: minitvm.IRModule) -> list[str]:
+    seen = _Kernels()
+    seen.visit_expr(mod["main"])
+    return seen.called
+
+
+def test_identical_layers_are_legalized_to_one_kernel_each_op():
+    legal = relax.transform.LegalizeOps()(_layers(3))
+    called = _called(legal)
+    assert len(called) == 9  # three ops a layer
+    assert called[:3] == called[3:6] == called[6:]  # every layer calls the first layer's kernels
+    assert len([f for _, f in legal.items() if isinstance(f, PrimFunc)]) == 3
+
+
+def test_two_identical_layers_are_scheduled_once_and_match_numpy():
+    minitvm.driver.clear_kernel_cache()
+    ex = minitvm.compile(_layers(2))
+    kernels = [f for _, f in ex.ir_module.items() if isinstance(f, PrimFunc)]
+    assert len(kernels) == 1  # matmul + add + relu fused, shared by both layers
+    assert SCHEDULE_CACHE.info()["misses"] == 1
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal((4, 32)).astype("float32")]
+    for _ in range(2):
+        args += [rng.standard_normal((32, 32)).astype("float32"), rng.standard_normal(32).astype("float32")]
+    got = relax.VirtualMachine(ex, minitvm.cpu())["main"](*[minitvm.nd.array(a) for a in args]).numpy()
+    h = args[0]
+    for w, b in zip(args[1::2], args[2::2]):
+        h = np.maximum(h @ w + b, 0)
+    np.testing.assert_allclose(got, h, rtol=1e-4, atol=1e-4)
+
+
+def test_a_kernel_seen_before_reuses_its_schedule():
+    minitvm.driver.clear_kernel_cache()
+    minitvm.compile(_layers(1))
+    assert SCHEDULE_CACHE.info() | {"max_size": 0} == {"hits": 0, "misses": 1, "size": 1, "max_size": 0}
+    # another model with the same layer: its kernel is scheduled from the cache
+    minitvm.compile(_layers(3))
+    assert SCHEDULE_CACHE.info()["hits"] == 1 and SCHEDULE_CACHE.info()["misses"] == 1
+
+
+def test_a_repeated_argument_is_not_mistaken_for_two():
+    """add(x, x) and add(y, z) have the same shapes but not the same arguments: each call keeps
+    its own, and the module computes 2x + (y + z) as numpy does."""
+    bb = relax.BlockBuilder()
+    x, y, z = (relax.Var(n, R.Tensor((16,), "float32")) for n in "xyz")
+    with bb.function("main", [x, y, z]):
+        with bb.dataflow():
+            a = bb.emit(relax.op.add(x, x))
+            b = bb.emit(relax.op.add(y, z))
+            c = bb.emit(relax.op.add(a, b))
+            out = bb.emit_output(relax.op.add(c, x))
+        bb.emit_func_output(out)
+    ex = minitvm.compile(bb.get())
+    rng = np.random.default_rng(1)
+    xs, ys, zs = (rng.standard_normal(16).astype("float32") for _ in range(3))
+    got = relax.VirtualMachine(ex, minitvm.cpu())["main"](*map(minitvm.nd.array, (xs, ys, zs))).numpy()
+    np.testing.assert_allclose(got, 2 * xs + (ys + zs) + xs, rtol=1e-6)
