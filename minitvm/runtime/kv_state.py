@@ -247,22 +247,40 @@ class PagedAttentionKVCache(KVState):
             raise ValueError(f"attention_with_fused_qkv: layer_id {layer_id} is outside 0..{self.num_layers - 1}")
         heads = self.num_qo_heads + 2 * self.num_kv_heads
         want = (fwd["total"], heads, self.head_dim)
-        if tuple(qkv.shape) != want or str(qkv.dtype) != self.dtype:
+        for name, value in (("qkv", qkv), ("output", out)):
+            if type(value) is not NDArray:  # the kernels below take data pointers, unchecked after layer 0
+                raise TypeError(f"attention_with_fused_qkv: {name} must be a tensor (NDArray), got "
+                                f"{type(value).__name__}")
+        if qkv._array.shape != want or str(qkv.dtype) != self.dtype:
             raise ValueError(f"attention_with_fused_qkv: qkv is {tuple(qkv.shape)} {qkv.dtype}, expected {want} "
                              f"{self.dtype} ({fwd['total']} new tokens in this forward)")
-        if tuple(out.shape) != (fwd["total"], self.num_qo_heads, self.head_dim):
-            raise ValueError(f"attention_with_fused_qkv: output is {tuple(out.shape)}, expected "
-                             f"{(fwd['total'], self.num_qo_heads, self.head_dim)}")
+        if out._array.shape != (fwd["total"], self.num_qo_heads, self.head_dim) or str(out.dtype) != self.dtype:
+            raise ValueError(f"attention_with_fused_qkv: output is {tuple(out.shape)} {out.dtype}, expected "
+                             f"{(fwd['total'], self.num_qo_heads, self.head_dim)} {self.dtype}")
+        calls = self._kernel_calls(fwd, layer_id, float(sm_scale), qkv, out)
+        fast = fwd.get("fast")
+        if fast is None:  # the first layer of this forward: checked calls, then each kernel's machine code
+            for kernel, args in calls:
+                kernel(*args)
+            fwd["fast"] = [_unchecked(kernel, args) for kernel, args in calls]
+            return
+        for (kernel, args), raw in zip(calls, fast):
+            # the same shapes as the first layer's checked call: every layer's pages are alike, the
+            # aux arrays are this forward's, qkv and out were checked above
+            if raw is None or raw[0](*[a._ptr if type(a) is NDArray else a for a in args], *raw[1]):
+                kernel(*args)  # the checked call: runs it, or raises the kernel's own error
+
+    def _kernel_calls(self, fwd: dict[str, Any], layer_id: int, sm_scale: float, qkv: NDArray,
+                      out: NDArray) -> list[tuple[Callable[..., Any], tuple]]:
+        """The three kernel calls of one layer's attention: split and RoPE, append, attend."""
         q, k, v = fwd["qkv_split"]
         kern, pages = self.kernels, self.pages[layer_id]
-        kern["split_rotary"](qkv, fwd["query_positions"], q, k, v, int(self.rope_mode == ROPE_NORMAL))
-        kern["transpose_append"](pages, k, v, fwd["append_position_map"])
-        if fwd["is_decode"]:
-            kern["decode"](q, pages, fwd["page_indptr"], fwd["page_values"], fwd["last_page_len"], out,
-                           float(sm_scale))
-        else:
-            kern["prefill"](q, fwd["q_indptr"], pages, fwd["page_indptr"], fwd["page_values"], fwd["last_page_len"],
-                            out, float(sm_scale))
+        attend = (kern["decode"], (q, pages, fwd["page_indptr"], fwd["page_values"], fwd["last_page_len"], out,
+                                   sm_scale)) if fwd["is_decode"] else \
+            (kern["prefill"], (q, fwd["q_indptr"], pages, fwd["page_indptr"], fwd["page_values"],
+                               fwd["last_page_len"], out, sm_scale))
+        return [(kern["split_rotary"], (qkv, fwd["query_positions"], q, k, v, int(self.rope_mode == ROPE_NORMAL))),
+                (kern["transpose_append"], (pages, k, v, fwd["append_position_map"])), attend]
 
     # -- inspection --------------------------------------------------------------------------------
     def get_num_available_pages(self) -> int:
@@ -301,6 +319,13 @@ class PagedAttentionKVCache(KVState):
     def __repr__(self) -> str:
         return (f"<PagedAttentionKVCache: {self.num_layers} layers, {len(self._seqs)} sequences, "
                 f"{len(self._free)}/{self.num_pages} pages of {self.page_size} free>")
+
+
+def _unchecked(kernel: Any, args: tuple) -> tuple[Any, tuple] | None:
+    """A compiled kernel's machine code and size arguments for calls shaped as ``args`` (see
+    ``CompiledFunction.prepare``), or None for a kernel that is not one (a Python function)."""
+    prepare = getattr(getattr(kernel, "_fn", kernel), "prepare", None)  # a PackedFunc holds the kernel in _fn
+    return prepare(*args) if prepare is not None else None
 
 
 # -- the creation global --------------------------------------------------------------------------------

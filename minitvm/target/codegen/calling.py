@@ -70,6 +70,15 @@ class CompiledFunction:
         if rc != 0:
             self._raise(rc)
 
+    def prepare(self, *args: Any) -> tuple[Any, tuple]:
+        """``(cfunc, sizes)`` for calls whose arguments have the shapes and dtypes of ``args``
+        (checked here, once): ``cfunc(*data_pointers_and_scalars, *sizes)`` runs the machine code
+        without a check and returns its error code -- nonzero: call the function itself with the
+        same arguments for the exception.  For a caller that makes many calls of one shape (a KV
+        cache, once per layer) and checks what changes between them itself."""
+        _, sizes = self._check(args)
+        return self._cfunc, tuple(sizes)
+
     def _raise(self, rc: int) -> None:
         """The exception for the error code the machine code returned."""
         failure = self._failures[rc - 1] if 0 < rc <= len(self._failures) else f"error code {rc}"

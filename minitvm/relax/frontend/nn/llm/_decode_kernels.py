@@ -7,7 +7,12 @@ from .....tir.function import PrimFunc
 from ._kernel_common import PageTable, check_dtype, online_softmax_attention
 from ._tir_builder import KernelBuilder
 
-__all__ = ["_attention_decode_cpu"]
+__all__ = ["_attention_decode_cpu", "DECODE_PARALLEL_HEAD_WORK"]
+
+#: decode attention runs its query heads on threads from this many ``num_qo_heads * head_dim`` on
+#: (per cached position that many multiply-adds twice): the thread pool's wake-up costs a few
+#: microseconds, more than a tiny model's whole attention (4 heads of 16)
+DECODE_PARALLEL_HEAD_WORK = 256
 
 
 def _attention_decode_cpu(num_kv_heads: int, num_qo_heads: int, head_dim: int, dtype: str) -> PrimFunc:
@@ -27,7 +32,8 @@ def _attention_decode_cpu(num_kv_heads: int, num_qo_heads: int, head_dim: int, d
     sm_scale = kb.scalar("sm_scale", "float32")
     with kb.loop("b", batch) as b:
         page_of, kv_len = table.sequence(kb, b)
-        with kb.loop("h", num_qo_heads) as h:
+        kind = "parallel" if num_qo_heads * head_dim >= DECODE_PARALLEL_HEAD_WORK else "serial"
+        with kb.loop("h", num_qo_heads, kind) as h:
             online_softmax_attention(kb, lambda d: q[b, h, d], table.pages, h // group, page_of, kv_len, sm_scale,
                                      lambda d, value: kb.store(output, (b, h, d), tir_op.cast(value, dtype)))
     return kb.func()

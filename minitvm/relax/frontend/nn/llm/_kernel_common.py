@@ -73,26 +73,42 @@ def online_softmax_attention(kb: KernelBuilder, q_at: Callable[[Var], PrimExpr],
     accumulator each time it grows, so the scores need no buffer of length ``n``."""
     head_dim = pages.shape[4]
     page_size = pages.shape[3]
+    lanes = _dot_lanes(int(head_dim))
     acc = kb.local("acc", (head_dim,), "float32")
+    part = kb.local("part", (lanes,), "float32")  # q . k in ``lanes`` partial sums: one vector register
     stat = kb.local("stat", (2,), "float32")  # [running max, running sum of exp]
-    score = kb.local("score", (1,), "float32")
     kb.store(stat, (0,), const(-3.0e38, "float32"))
     kb.store(stat, (1,), const(0.0, "float32"))
-    with kb.loop("d", head_dim) as d:
+    with kb.loop("d", head_dim, "vectorized") as d:
         kb.store(acc, (d,), const(0.0, "float32"))
     with kb.loop("j", n) as j:
         page = kb.let("page", page_of(j))
         slot = kb.let("slot", j % page_size)
-        kb.store(score, (0,), const(0.0, "float32"))
-        with kb.loop("d", head_dim) as d:
-            kb.store(score, (0,), score[0] + as_f32(q_at(d)) * as_f32(pages[page, 0, kv_head, slot, d]))
-        s = kb.let("s", score[0] * sm_scale)
+        # a serial sum over d is one add after another (float addition does not reassociate):
+        # ``lanes`` independent sums vectorize, and only their final sum is serial
+        with kb.loop("l", lanes, "vectorized") as lane:
+            kb.store(part, (lane,), const(0.0, "float32"))
+        with kb.loop("d0", head_dim // lanes) as d0:
+            with kb.loop("l", lanes, "vectorized") as lane:
+                d = d0 * lanes + lane
+                kb.store(part, (lane,), part[lane] + as_f32(q_at(d)) * as_f32(pages[page, 0, kv_head, slot, d]))
+        half = lanes // 2
+        while half:  # the partial sums added pairwise, halving: log2(lanes) vector adds, not lanes - 1 serial ones
+            with kb.loop("l", half, "vectorized") as lane:
+                kb.store(part, (lane,), part[lane] + part[lane + half])
+            half //= 2
+        s = kb.let("s", part[0] * sm_scale)
         m_new = kb.let("m_new", tir_op.max(stat[0], s))
         rescale = kb.let("rescale", tir_op.exp(stat[0] - m_new))
         p = kb.let("p", tir_op.exp(s - m_new))
         kb.store(stat, (1,), stat[1] * rescale + p)
         kb.store(stat, (0,), m_new)
-        with kb.loop("d", head_dim) as d:
+        with kb.loop("d", head_dim, "vectorized") as d:
             kb.store(acc, (d,), acc[d] * rescale + p * as_f32(pages[page, 1, kv_head, slot, d]))
     with kb.loop("d", head_dim) as d:
         store_out(d, acc[d] / stat[1])
+
+
+def _dot_lanes(head_dim: int) -> int:
+    """Partial sums of a q . k product: a vector register's float32 lanes that divide ``head_dim``."""
+    return next(c for c in (16, 8, 4, 2, 1) if head_dim % c == 0)

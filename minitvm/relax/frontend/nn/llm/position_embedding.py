@@ -35,12 +35,26 @@ def rope_angle(pos: PrimExpr, d: PrimExpr, rotary_dim: int, theta: float, scale:
     return as_f32(pos) * const(float(scale), "float32") / tir_op.pow(const(float(theta), "float32"), exponent)
 
 
-def _rotated(x: Buffer, index: tuple, d: PrimExpr, angle: PrimExpr, rotary_dim: int) -> PrimExpr:
-    """``x`` at ``index`` (whose last entry is ``d``) after the rotation (float32)."""
+def _rotated(x: Buffer, index: tuple, d: PrimExpr, cos: PrimExpr, sin: PrimExpr, rotary_dim: int) -> PrimExpr:
+    """``x`` at ``index`` (whose last entry is ``d``) after the rotation by the angle whose
+    cosine and sine are given (float32)."""
     half = rotary_dim // 2
     partner = x[(*index[:-1], (d + half) % rotary_dim)]  # in range for every d: no masked load
     sign = tir_op.if_then_else(d < half, const(-1.0, "float32"), const(1.0, "float32"))
-    return as_f32(x[index]) * tir_op.cos(angle) + sign * as_f32(partner) * tir_op.sin(angle)
+    return as_f32(x[index]) * cos + sign * as_f32(partner) * sin
+
+
+def _angle_table(kb: KernelBuilder, pos: PrimExpr, head_dim: int, rotary_dim: int, theta: float,
+                 scale: float) -> tuple[Buffer, Buffer]:
+    """The cosine and sine of every dimension's angle at ``pos``, computed once for all heads (a
+    pow, a cos and a sin per dimension: per element of every head they were most of the kernel's
+    time).  Dimensions from ``rotary_dim`` on get an angle too, which nothing reads."""
+    cos, sin = kb.local("cos", (head_dim,), "float32"), kb.local("sin", (head_dim,), "float32")
+    with kb.loop("d", head_dim) as d:
+        angle = kb.let("angle", rope_angle(pos, d, rotary_dim, theta, scale))
+        kb.store(cos, (d,), tir_op.cos(angle))
+        kb.store(sin, (d,), tir_op.sin(angle))
+    return cos, sin
 
 
 def llama_rope_with_position_map(theta: float, scale: float, head_dim: int, num_q_heads: int, num_kv_heads: int,
@@ -64,14 +78,14 @@ def llama_rope_with_position_map(theta: float, scale: float, head_dim: int, num_
     apply_rope = kb.scalar("apply_rope", "int32")
     with kb.loop("s", total) as s:
         pos = kb.let("pos", position_map[s])
+        cos, sin = _angle_table(kb, pos, head_dim, rotary_dim, theta, scale)
         for out, first, count, rotate in ((q, 0, num_q_heads, True), (k, num_q_heads, num_kv_heads, True),
                                           (v, num_q_heads + num_kv_heads, num_kv_heads, False)):
             with kb.loop("h", count) as h, kb.loop("d", head_dim) as d:
                 plain = qkv[s, first + h, d]
                 value = plain
                 if rotate:
-                    turned = _rotated(qkv, (s, first + h, d), d, rope_angle(pos, d, rotary_dim, theta, scale),
-                                      rotary_dim)
+                    turned = _rotated(qkv, (s, first + h, d), d, cos[d], sin[d], rotary_dim)
                     value = tir_op.if_then_else(tir_op.logical_and(apply_rope != 0, d < rotary_dim),
                                                 tir_op.cast(turned, dtype), plain)
                 kb.store(out, (s, h, d), value)
@@ -91,13 +105,14 @@ def _fused_rope(theta: float, scale: float, head_dim: int, num_q_heads: int, num
     total = kb.scalar("total_seq_len", "int64")
     with kb.loop("b", batch) as b, kb.loop("s", seq_len) as s:
         pos = kb.let("pos", total - seq_len + s)
+        cos, sin = _angle_table(kb, pos, head_dim, rotary_dim, theta, scale)
         first = 0
         for out, count, rotate in zip(outs, (num_q_heads, num_kv_heads, num_kv_heads), (True, True, False)):
             with kb.loop("h", count) as h, kb.loop("d", head_dim) as d:
                 index = (b, s, first + h, d)
                 value = qkv[index]
                 if rotate:
-                    turned = _rotated(qkv, index, d, rope_angle(pos, d, rotary_dim, theta, scale), rotary_dim)
+                    turned = _rotated(qkv, index, d, cos[d], sin[d], rotary_dim)
                     value = tir_op.if_then_else(d < rotary_dim, tir_op.cast(turned, dtype), value)
                 kb.store(out, (b, s, h, d), value)
             first += count

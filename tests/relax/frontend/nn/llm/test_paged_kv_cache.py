@@ -213,3 +213,31 @@ def test_misuse_is_named(lib):
         begin(cache, ShapeTuple([0]), ShapeTuple([8]))
     with pytest.raises(TypeError, match="must be a KV cache"):
         begin(None, ShapeTuple([0]), ShapeTuple([1]))
+
+
+def test_later_layers_of_a_forward_still_check_what_changes(lib):
+    """From the second layer of a forward on, the kernels run without their own argument check
+    (the first layer's was done): the cache itself refuses a qkv or an output that differs."""
+    f = minitvm.get_global_func
+    cache = create(lib)
+    f("vm.builtin.kv_state_add_sequence")(cache, 0)
+    f("vm.builtin.kv_state_begin_forward")(cache, ShapeTuple([0]), ShapeTuple([2]))
+    attn = f("vm.builtin.attention_kv_cache_attention_with_fused_qkv")
+    rng = np.random.default_rng(5)
+    qkv = minitvm.nd.array(rng.standard_normal((2, H_QO + 2 * H_KV, D)).astype("float32"))
+    out = minitvm.nd.empty((2, H_QO, D), "float32")
+    attn(cache, 0, SM_SCALE, qkv, out)
+    with pytest.raises(ValueError, match=r"qkv is \(1, 8, 8\) float32, expected \(2, 8, 8\)"):
+        attn(cache, 1, SM_SCALE, minitvm.nd.array(np.ones((1, H_QO + 2 * H_KV, D), "float32")), out)
+    with pytest.raises(ValueError, match=r"output is \(2, 4, 8\) float64, expected \(2, 4, 8\) float32"):
+        attn(cache, 1, SM_SCALE, qkv, minitvm.nd.empty((2, H_QO, D), "float64"))
+    with pytest.raises(TypeError, match="qkv must be a tensor"):
+        attn(cache, 1, SM_SCALE, qkv.numpy(), out)
+    # the unchecked layer computes what a checked call computes: layer 1 from a fresh cache's layer 0 path
+    attn(cache, 1, SM_SCALE, qkv, out)
+    fresh = create(lib)
+    f("vm.builtin.kv_state_add_sequence")(fresh, 0)
+    f("vm.builtin.kv_state_begin_forward")(fresh, ShapeTuple([0]), ShapeTuple([2]))
+    checked = minitvm.nd.empty((2, H_QO, D), "float32")
+    attn(fresh, 0, SM_SCALE, qkv, checked)
+    np.testing.assert_array_equal(out.numpy(), checked.numpy())
