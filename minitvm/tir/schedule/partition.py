@@ -15,9 +15,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...arith import Analyzer
 from ...ir import replace
+from ...ir.structural import structural_equal
 from ..buffer import BufferRegion
-from ..expr import IntImm, PrimExpr, Range, Var, const
+from ..expr import LT, Add, And, FloorDiv, IntImm, Mul, PrimExpr, Range, Var, const
+from ..op import cast
 from ..functor import StmtExprMutator, pre_order_visit, substitute
 from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, SeqStmt, Stmt
 from .error import ScheduleError
@@ -58,15 +61,42 @@ class _Piece(StmtExprMutator):
     def __init__(self, var: Var, lo: PrimExpr, end: PrimExpr):
         self.var, self.lo, self.end = var, lo, end
         self.inner = -1  # which iterator of the block being visited is bound to ``var``
+        self.extents: dict[Var, PrimExpr] = {}  # the loops around the node being visited
 
     def visit_for_(self, n: For) -> Stmt:
+        self.extents[n.loop_var] = n.extent
         new = self.visit_children(n)
+        del self.extents[n.loop_var]
         fresh = Var(n.loop_var.name, n.loop_var.dtype)  # each copy has its own loop variables
         return replace(new, loop_var=fresh, body=substitute(new.body, {n.loop_var: fresh}))
 
     def visit_block_realize_(self, n: BlockRealize) -> Stmt:
         self.inner = next((k for k, v in enumerate(n.iter_values) if v is self.var), -1)
-        return self.visit_children(n)
+        new = self.visit_children(n)
+        predicate = self._implied_dropped(new.predicate)
+        return new if predicate is new.predicate else replace(new, predicate=predicate)
+
+    def _implied_dropped(self, predicate: PrimExpr) -> PrimExpr:
+        """``predicate`` without the guard a split of a symbolic extent ``E`` by ``c`` leaves,
+        ``var * c + inner < E`` (inner a loop over ``[0, c)``), when this piece is ``[0, E // c)``:
+        there every tile is whole.  (The analyzer bounds variables by constants only, so it
+        cannot prove this itself; TVM's can.)"""
+        if isinstance(predicate, And):
+            a, b = self._implied_dropped(predicate.a), self._implied_dropped(predicate.b)
+            if a is predicate.a and b is predicate.b:
+                return predicate
+            return b if _is_true(a) else a if _is_true(b) else And(a, b)
+        end = self.end
+        if not (isinstance(predicate, LT) and isinstance(self.lo, IntImm) and self.lo.value == 0
+                and isinstance(end, FloorDiv) and isinstance(end.b, IntImm)):
+            return predicate
+        lhs, c = predicate.a, end.b.value
+        if (isinstance(lhs, Add) and isinstance(lhs.a, Mul) and lhs.a.a is self.var and isinstance(lhs.a.b, IntImm)
+                and lhs.a.b.value == c and isinstance(lhs.b, Var)
+                and isinstance(self.extents.get(lhs.b), IntImm) and self.extents[lhs.b].value <= c
+                and structural_equal(predicate.b, end.a)):
+            return const(True, "bool")
+        return predicate
 
     def visit_block_(self, n: Block) -> Stmt:
         new = self.visit_children(n)
@@ -89,7 +119,9 @@ class _Piece(StmtExprMutator):
         dtype = target.dtype
         lo = const(self.lo.value, dtype) if isinstance(self.lo, IntImm) else self.lo
         end = const(self.end.value, dtype) if isinstance(self.end, IntImm) else self.end
-        iter_vars = tuple(replace(iv, dom=Range(lo, const(end.value - lo.value, dtype)))
+        length = (const(end.value - lo.value, dtype) if isinstance(lo, IntImm) and isinstance(end, IntImm)
+                  else Analyzer().simplify(end - lo))
+        iter_vars = tuple(replace(iv, dom=Range(lo, length))
                           if iv.var is target else iv for iv in block.iter_vars)
         doms = {iv.var.name: iv.dom for iv in iter_vars}
         direct = _direct_indices(block)
@@ -110,6 +142,8 @@ def loop_partition(root: Stmt, loop: For, factors: list[int | None], factor_bits
     """``root`` with ``loop`` partitioned by ``factors`` (see the module docstring); returns the
     new tree and the loop variable of each piece."""
     name = loop.loop_var.name
+    if not isinstance(loop.extent, IntImm) or any(isinstance(f, PrimExpr) for f in factors):
+        return _symbolic_partition(root, loop, factors)
     if loop.annotations or loop.thread_binding is not None or loop.kind == ForKind.THREAD_BINDING:
         raise ScheduleError(f"cannot loop_partition loop {name}: it has an annotation or a thread binding")
     if not (isinstance(loop.min, IntImm) and isinstance(loop.extent, IntImm)):
@@ -138,18 +172,46 @@ def loop_partition(root: Stmt, loop: For, factors: list[int | None], factor_bits
         ends.append(extent)
     bits = max(int("".join(c for c in loop.loop_var.dtype if c.isdigit()) or 32), factor_bits)
     dtype = f"int{bits}"
+    return _assemble(root, loop, ends, const(loop.min.value, dtype), dtype)
+
+
+def _assemble(root: Stmt, loop: For, ends: list[PrimExpr | int], lo: PrimExpr, dtype: str) -> tuple[Stmt, list[Var]]:
+    """``root`` with ``loop`` replaced by one piece per ``[previous end, end)``, in a common block."""
+    name = loop.loop_var.name
     block_name = f"{_first_block_name(loop.body)}_{name}"
     pieces, new_vars = [], []
-    lo = loop.min.value
     for k, end in enumerate(ends):
+        end = const(end, dtype) if isinstance(end, int) else end
         var = Var(f"{name}{k}", dtype)
         body = substitute(loop.body, {loop.loop_var: var})
-        body = _Piece(var, const(lo, dtype), const(end, dtype)).visit(body)
-        piece = For(var, const(lo, dtype), const(end - lo, dtype), ForKind.SERIAL, body)
+        body = _Piece(var, lo, end).visit(body)
+        extent = (const(end.value - lo.value, dtype) if isinstance(lo, IntImm) and isinstance(end, IntImm)
+                  else Analyzer().simplify(end - lo))
+        piece = For(var, lo, extent, ForKind.SERIAL, body)
         pieces.append(BlockRealize((), const(True, "bool"),
                                    Block(name_hint=f"{block_name}{k}_partition", body=piece)))
         new_vars.append(var)
         lo = end
     common = BlockRealize((), const(True, "bool"), Block(name_hint=f"{block_name}_common", body=SeqStmt(tuple(pieces))))
     return replace_stmt(root, loop, common), new_vars
+
+
+def _symbolic_partition(root: Stmt, loop: For, factors: list[Any]) -> tuple[Stmt, list[Var]]:
+    """A loop of symbolic extent (rows of a dynamic batch) cut in two: ``[0, factors[0])`` and
+    the rest; ``factors`` is ``[expr, None]``.  Used to peel the partial last tile off a split."""
+    name = loop.loop_var.name
+    if loop.annotations or loop.thread_binding is not None or loop.kind == ForKind.THREAD_BINDING:
+        raise ScheduleError(f"cannot loop_partition loop {name}: it has an annotation or a thread binding")
+    if len(factors) != 2 or factors[1] not in (None, -1) or not isinstance(factors[0], PrimExpr):
+        raise ScheduleError(f"cannot loop_partition loop {name} of symbolic extent {loop.extent} by {factors}: "
+                            "give [first piece's length, None]")
+    if not (isinstance(loop.min, IntImm) and loop.min.value == 0):
+        raise ScheduleError(f"cannot loop_partition loop {name}: a symbolic partition needs a loop from 0")
+    dtype = loop.loop_var.dtype
+    first = factors[0] if factors[0].dtype == dtype else cast(dtype, factors[0])
+    return _assemble(root, loop, [first, loop.extent], const(0, dtype), dtype)
+
+
+def _is_true(e: PrimExpr) -> bool:
+    return isinstance(e, IntImm) and bool(e.value)
 

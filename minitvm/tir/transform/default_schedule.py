@@ -31,6 +31,7 @@ from ...arith import Analyzer
 from ...ir.module import IRModule
 from ...runtime.cpu import parallel_threads
 from ..analysis import uses_var
+from ..op import floordiv
 from ..expr import Add, BufferLoad, IntImm, Mul
 from ..function import PrimFunc
 from ..functor import post_order_visit, substitute
@@ -446,6 +447,9 @@ def schedule_matmul_like(sch: Schedule) -> bool:
     rows_known = M is not None and all(e is not None for e in ext[:-3])
     B = math.prod(ext[:-3]) if rows_known else 1
     nj, mi = _matmul_tile(M, N)
+    symbolic_rows = M is None and not ext[:-3]
+    if symbolic_rows:  # rows of a dynamic length (a prompt's tokens): whole tiles, then a guarded tail
+        mi = _tile_rows(VectorUnit.current(), nj, (8, 4, 2))[0] if nj % VectorUnit.current().lanes == 0 else 1
     packed = _pack_right_operand(sch, mm, nj) if rows_known and B == 1 and M >= PACK_MIN_ROWS \
         and N % nj == 0 and M * N * K > MATMUL_PARALLEL_WORK else None
     blocks = 0
@@ -454,11 +458,12 @@ def schedule_matmul_like(sch: Schedule) -> bool:
         if epilogue is None and nj % unit.lanes == 0:
             mi = _peeled_tile_rows(unit, nj)
         blocks = _column_blocks(N // nj)
-    batch, jb, pieces, updates = _tile_loops(sch, mm, packed, mi, nj, blocks, M if rows_known else None)
+    batch, jb, pieces, updates, epilogues = _tile_loops(
+        sch, mm, packed, mi, nj, blocks, M if rows_known else "symbolic" if symbolic_rows else None, epilogue)
     tiled_rows = mi > 1  # (else i is not split: one row per tile)
 
     # 3 and 4. the register tile (accumulator, write-back, vectors) of each piece
-    stages = [_register_tile_stage(sch, update, epilogue, unrolled=tiled_rows) for update in updates]
+    stages = [_register_tile_stage(sch, update, epi, unrolled=tiled_rows) for update, epi in zip(updates, epilogues)]
     j0 = stages[0][0]
     if packed is not None:
         _vectorize_copy(sch, packed, nj, parallel=jb is None)
@@ -527,7 +532,8 @@ def _column_blocks(panels: int) -> int:
 
 
 def _tile_loops(sch: Schedule, mm: BlockRV, packed: BlockRV | None, mi: int, nj: int, blocks: int,
-                rows: int | None) -> tuple[list[LoopRV], LoopRV | None, list[LoopRV], list[BlockRV]]:
+                rows: int | str | None, epilogue: BlockRV | None = None
+                ) -> tuple[list[LoopRV], LoopRV | None, list[LoopRV], list[BlockRV], list[BlockRV | None]]:
     """Step 2 of :func:`schedule_matmul_like`: split i by ``mi`` and j by ``nj`` -- first into
     ``blocks`` column blocks jb when there are any, with the packing of each block's panels
     moved inside jb -- and reorder to ``(batch, [jb,] i0, j0, k, i1, j1)``; then peel the last,
@@ -540,17 +546,27 @@ def _tile_loops(sch: Schedule, mm: BlockRV, packed: BlockRV | None, mi: int, nj:
     else:
         jb, (j0, j1) = None, sch.split(j, [None, nj])
     outer = batch + ([jb] if jb is not None else [])
+    extent = sch.get(i).extent
     i0, i1 = sch.split(i, [None, mi]) if mi > 1 else (i, None)
     sch.reorder(*outer, i0, j0, k, *([i1] if i1 is not None else []), j1)
     if jb is not None:
         sch.compute_at(packed, jb)  # before loop_partition, which puts the pieces in a block of their own
     # a tile that does not divide M: the last, partial row of tiles becomes a loop of its own
     # (loop_partition), so the main loop's tiles run without the split's T.where guard
-    if i1 is None or rows is None or rows % mi == 0:
-        return batch, jb, [i0], [mm]
+    if i1 is None or rows is None or (isinstance(rows, int) and rows % mi == 0):
+        return batch, jb, [i0], [mm], [epilogue]
     loop_name, block_name = sch.get(i0).loop_var.name, sch.get(mm).name_hint
-    pieces = sch.loop_partition(i0, [rows // mi, None])
-    return batch, jb, pieces, [sch.get_block(f"{block_name}_{loop_name}{p}") for p in range(len(pieces))]
+    epilogue_name = None
+    if epilogue is not None:  # each piece gets its own copy, written back after each of its tiles
+        epilogue_name = sch.get(epilogue).name_hint
+        sch.reverse_compute_at(epilogue, i0)
+    # symbolic rows: n // mi whole tiles (the split's guard dropped there), then the tail
+    whole = rows // mi if isinstance(rows, int) else floordiv(extent, mi)
+    pieces = sch.loop_partition(i0, [whole, None])
+    updates = [sch.get_block(f"{block_name}_{loop_name}{p}") for p in range(len(pieces))]
+    epilogues = [None if epilogue_name is None else sch.get_block(f"{epilogue_name}_{loop_name}{p}")
+                 for p in range(len(pieces))]
+    return batch, jb, pieces, updates, epilogues
 
 
 def _peeled_tile_rows(unit: VectorUnit, width: int) -> int:

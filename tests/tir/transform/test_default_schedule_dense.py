@@ -1,0 +1,85 @@
+"""Dense layers with a symbolic row count (a prompt of any length): the default schedule tiles
+the rows as for a static count -- whole register tiles, then a guarded tail -- instead of one
+row at a time, and the result matches numpy for row counts that are not a multiple of the tile."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minitvm
+from minitvm import relax, te, tir, topi
+from minitvm.arith import Analyzer
+from minitvm.tir.transform.default_schedule import apply_default_schedule
+
+
+def _dense_relu(k: int, n_out: int):
+    """``relu(x @ w + b)`` over ``n`` rows, ``n`` symbolic."""
+    n = tir.Var("n", "int64")
+    x, w = te.placeholder((n, k), "float32", name="x"), te.placeholder((k, n_out), "float32", name="w")
+    b = te.placeholder((n_out,), "float32", name="b")
+    return te.create_prim_func([x, w, b, topi.nn.relu(topi.add(topi.nn.matmul(x, w), b))])
+
+
+def test_symbolic_rows_are_tiled_with_a_guarded_tail():
+    sched = apply_default_schedule(_dense_relu(64, 48))
+    text = sched.script()
+    assert sched.attrs.get("tir.is_scheduled") and "_partition" in text, text
+    main, tail = text.split("_partition", 2)[1:]
+    # whole tiles: rows unrolled, no guard in the k loop; the tail keeps the split's guard
+    update = main.split('"T_matmul_i0_00_update"')[1].split("T.sblock")[0]
+    assert "T.unroll" in main and "T.where" not in update, main
+    assert "T.where(i0_01 *" in tail, tail
+    lib = minitvm.build(sched.with_attr("global_symbol", "main"))
+    rng = np.random.default_rng(0)
+    w, b = rng.standard_normal((64, 48)).astype("float32"), rng.standard_normal(48).astype("float32")
+    for rows in (1, 7, 9, 129):
+        x = rng.standard_normal((rows, 64)).astype("float32")
+        out = minitvm.nd.array(np.full((rows, 48), np.nan, "float32"))
+        lib["main"](minitvm.nd.array(x), minitvm.nd.array(w), minitvm.nd.array(b), out)
+        np.testing.assert_allclose(out.numpy(), np.maximum(x @ w + b, 0), rtol=1e-4, atol=1e-4)
+
+
+def _linear(rows, k: int, n_out: int, act: str | None):
+    """``act(x @ w.T + b)`` as a Relax function, weights as parameters (as ``nn.Linear`` exports)."""
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorStructInfo((rows, k), "float32"))
+    w = relax.Var("w", relax.TensorStructInfo((n_out, k), "float32"))
+    b = relax.Var("b", relax.TensorStructInfo((n_out,), "float32"))
+    with bb.function("main", [x, w, b]):
+        with bb.dataflow():
+            y = bb.emit(relax.op.add(relax.op.matmul(x, relax.op.permute_dims(w)), b))
+            if act is not None:
+                y = bb.emit(getattr(relax.op.nn, act)(y))
+            out = bb.emit_output(y)
+        bb.emit_func_output(out)
+    return bb.get()
+
+
+@pytest.mark.parametrize("act", [None, "silu"])
+def test_compiled_linear_with_symbolic_rows_matches_numpy(act):
+    vm = relax.VirtualMachine(minitvm.compile(_linear(tir.Var("n", "int64"), 64, 96, act)), minitvm.cpu())
+    rng = np.random.default_rng(1)
+    w, b = rng.standard_normal((96, 64)).astype("float32"), rng.standard_normal(96).astype("float32")
+    for rows in (1, 7, 129):
+        x = rng.standard_normal((rows, 64)).astype("float32")
+        want = x @ w.T + b
+        if act == "silu":
+            want = want / (1 + np.exp(-want))
+        got = vm["main"](*(minitvm.nd.array(a) for a in (x, w, b))).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_symbolic_partition_needs_a_first_length():
+    sch = tir.Schedule(_dense_relu(16, 16))
+    i = sch.get_loops(sch.get_block("T_matmul"))[0]
+    with pytest.raises(tir.schedule.ScheduleError, match="first piece's length"):
+        sch.loop_partition(i, [3, 4])
+
+
+def test_min_max_absorption():
+    n = tir.Var("n", "int64")
+    ana = Analyzer()
+    one, zero = tir.const(1, "int64"), tir.const(0, "int64")
+    assert minitvm.ir.structural_equal(ana.simplify(tir.min(tir.max(n - one, zero), n - one)), n - one)
+    assert ana.simplify(tir.max(n, tir.min(n, zero))) is n
