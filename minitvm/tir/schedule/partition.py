@@ -20,8 +20,8 @@ from ...ir import replace
 from ...ir.structural import structural_equal
 from ..buffer import BufferRegion
 from ..expr import LT, Add, And, FloorDiv, IntImm, Mul, PrimExpr, Range, Var, const
-from ..op import cast
 from ..functor import StmtExprMutator, pre_order_visit, substitute
+from ..op import cast
 from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, SeqStmt, Stmt
 from .error import ScheduleError
 from .tree import replace_stmt

@@ -31,10 +31,10 @@ from ...arith import Analyzer
 from ...ir.module import IRModule
 from ...runtime.cpu import parallel_threads
 from ..analysis import uses_var
-from ..op import floordiv
 from ..expr import Add, BufferLoad, IntImm, Mul
 from ..function import PrimFunc
 from ..functor import post_order_visit, substitute
+from ..op import floordiv
 from ..schedule import BlockRV, LoopRV, Schedule, ScheduleError
 from ..stmt import BufferStore
 from ..stmt_functor import block_realizes
