@@ -7,6 +7,7 @@ rules in order and keeps the first one that applies::
                            the weight decoded from int8 / packed int4 inside the kernel): stream w once
     schedule_matmul_nt     C[i, j] = sum_k A[i, k] * B[j, k] with few rows (batch-1 dense): dot products
     schedule_matmul_like   C[i, j] (+batch) = sum_k A * B, maybe with elementwise epilogues
+    schedule_matmul_rows_untiled   the same, a symbolic row count one row per tile (when tiling it fails)
     schedule_conv2d_like   out[n, c, h, w] = sum_{ci, kh, kw} pad * W, with its padding and epilogue
     schedule_elementwise   only spatial blocks (add, relu, transpose, ...)
     schedule_reduction     row reductions (softmax, layer_norm ...): parallel rows
@@ -407,7 +408,7 @@ def _parallel_matmul_loop(sch: Schedule, batch: list, i0: Any, j0: Any, batch_si
         sch.parallel(j0)
 
 
-def schedule_matmul_like(sch: Schedule) -> bool:
+def schedule_matmul_like(sch: Schedule, tile_symbolic_rows: bool = True) -> bool:
     """Tile a matmul into a register tile, with its epilogue (bias add, relu) computed per tile.
 
     1. Inline the elementwise blocks between the matmul and the last block (``compute_inline``),
@@ -447,7 +448,7 @@ def schedule_matmul_like(sch: Schedule) -> bool:
     rows_known = M is not None and all(e is not None for e in ext[:-3])
     B = math.prod(ext[:-3]) if rows_known else 1
     nj, mi = _matmul_tile(M, N)
-    symbolic_rows = M is None and not ext[:-3]
+    symbolic_rows = tile_symbolic_rows and M is None and all(e is not None for e in ext[:-3])
     if symbolic_rows:  # rows of a dynamic length (a prompt's tokens): whole tiles, then a guarded tail
         mi = _tile_rows(VectorUnit.current(), nj, (8, 4, 2))[0] if nj % VectorUnit.current().lanes == 0 else 1
     packed = _pack_right_operand(sch, mm, nj) if rows_known and B == 1 and M >= PACK_MIN_ROWS \
@@ -481,6 +482,12 @@ def schedule_matmul_like(sch: Schedule) -> bool:
         sch.vectorize(sch.get_loops(init)[-1])
     _schedule_prologue(sch, prologue, packed is not None)
     return True
+
+
+def schedule_matmul_rows_untiled(sch: Schedule) -> bool:
+    """:func:`schedule_matmul_like` with a symbolic row count left one row per tile: the
+    fallback when tiling those rows does not fit (a write-back a primitive refuses to move)."""
+    return schedule_matmul_like(sch, tile_symbolic_rows=False)
 
 
 def _right_operand_prologue(sch: Schedule, mm: BlockRV) -> list[str]:
@@ -814,7 +821,8 @@ def _loop_is_spatial(sch: Schedule, block: BlockRV, loop_var) -> bool:
 # -- the pass -------------------------------------------------------------------------------------
 
 RULES: list[Callable[[Schedule], bool]] = [schedule_gemv, schedule_matmul_nt, schedule_matmul_like,
-                                           schedule_conv2d_like, schedule_elementwise, schedule_reduction]
+                                           schedule_matmul_rows_untiled, schedule_conv2d_like,
+                                           schedule_elementwise, schedule_reduction]
 
 
 def apply_default_schedule(func: PrimFunc, rules: list | None = None) -> PrimFunc:
