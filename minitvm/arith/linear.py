@@ -96,6 +96,35 @@ class LinearSum:
                 elif position != mod_position:
                     self.add_term(term, coeff)
 
+    def fold_div_self_pairs(self) -> None:
+        """The same identity read the other way: ``(x // c) * (c * k) - x * k`` becomes
+        ``-(x % c) * k``, whose bounds are known (``n // 8 * 8 - 1 < n``: a symbolic row count's
+        whole tiles stay inside it)."""
+        while True:
+            pair = self._find_div_self_pair()
+            if pair is None:
+                return
+            div_position, self_position, mod, k = pair
+            old_terms, self.terms = self.terms, []
+            for position, (term, coeff) in enumerate(old_terms):
+                if position == div_position:
+                    self.add_term(mod, -k)
+                elif position != self_position:
+                    self.add_term(term, coeff)
+
+    def _find_div_self_pair(self) -> tuple[int, int, PrimExpr, int] | None:
+        for div_position, (div, div_coeff) in enumerate(self.terms):
+            if not (isinstance(div, FloorDiv) and isinstance(div.b, IntImm) and div.b.value > 0):
+                continue
+            c = div.b.value
+            if div_coeff % c:
+                continue
+            k = div_coeff // c
+            for self_position, (term, coeff) in enumerate(self.terms):
+                if coeff == -k and same_expr(term, div.a):
+                    return div_position, self_position, FloorMod(div.a, div.b), k
+        return None
+
     def _find_div_mod_pair(self) -> tuple[int, int, PrimExpr, int] | None:
         for div_position, (div, div_coeff) in enumerate(self.terms):
             if not (isinstance(div, FloorDiv) and isinstance(div.b, IntImm) and div.b.value > 0):

@@ -195,7 +195,10 @@ class Rewriter(StmtExprMutator):
 
     # -- min / max ----------------------------------------------------------------------
     def _difference_bound(self, a: PrimExpr, b: PrimExpr) -> tuple[int, int]:
-        return self.bound(self.linear(Sub(a, b)))
+        form = LinearSum.from_expr(Sub(a, b))
+        form.fold_div_mod_pairs()
+        form.fold_div_self_pairs()  # bounds only: x // c * c - x is -(x % c), in (-c, 0]
+        return self.bound(form.to_expr())
 
     def visit_min_(self, n: Min) -> PrimExpr:
         n = self.visit_children(n)

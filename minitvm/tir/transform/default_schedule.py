@@ -464,7 +464,11 @@ def schedule_matmul_like(sch: Schedule, tile_symbolic_rows: bool = True) -> bool
     tiled_rows = mi > 1  # (else i is not split: one row per tile)
 
     # 3 and 4. the register tile (accumulator, write-back, vectors) of each piece
-    stages = [_register_tile_stage(sch, update, epi, unrolled=tiled_rows) for update, epi in zip(updates, epilogues)]
+    # a symbolic row count's tail without an epilogue accumulates in the output itself: its
+    # write-back stage would be guarded by more than a split's T.where, which compute_at refuses
+    stages = [_register_tile_stage(sch, update, epi, unrolled=tiled_rows,
+                                   in_place=symbolic_rows and epi is None and p > 0)
+              for p, (update, epi) in enumerate(zip(updates, epilogues))]
     j0 = stages[0][0]
     if packed is not None:
         _vectorize_copy(sch, packed, nj, parallel=jb is None)
@@ -588,13 +592,19 @@ def _peeled_tile_rows(unit: VectorUnit, width: int) -> int:
 
 
 def _register_tile_stage(sch: Schedule, update: BlockRV, epilogue: BlockRV | None,
-                         unrolled: bool) -> tuple[LoopRV, LoopRV]:
+                         unrolled: bool, in_place: bool = False) -> tuple[LoopRV, LoopRV]:
     """Accumulate ``update``'s tile in a ``cache_write("local")`` buffer and write it back (through
     the epilogue, if any) after each tile; vectorize the columns, unroll the rows.  Returns j0
-    (the loop over tiles of columns) and k (where the tile is zeroed first)."""
+    (the loop over tiles of columns) and k (where the tile is zeroed first).  ``in_place``:
+    no local buffer, the tile accumulates in the output (a few tail rows)."""
     loops = sch.get_loops(update)
     # (j0, k, [i1,] j1): j0 is the loop the write-back goes under
     tile_loop, reduction_loop = loops[-4:-2] if unrolled else loops[-3:-1]
+    if in_place:
+        sch.vectorize(loops[-1])
+        if unrolled:
+            sch.unroll(loops[-2])
+        return tile_loop, reduction_loop
     local = sch.cache_write(update, 0, "local")  # the copy C_local -> C; the update now writes C_local
     if epilogue is not None:
         sch.compute_inline(local)  # the epilogue reads the local accumulator directly

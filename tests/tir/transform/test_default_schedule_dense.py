@@ -70,6 +70,24 @@ def test_compiled_linear_with_symbolic_rows_matches_numpy(act):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+def test_batched_matmul_without_epilogue_tiles_symbolic_rows():
+    """A bias-free linear of a (1, n, K) prompt (a Llama projection): whole tiles through a local
+    accumulator, the tail rows accumulated in place; numpy's result at 1, 7 and 129 rows."""
+    n = tir.Var("n", "int64")
+    x, w = te.placeholder((1, n, 32), "float32", name="x"), te.placeholder((32, 64), "float32", name="w")
+    sched = apply_default_schedule(te.create_prim_func([x, w, topi.nn.matmul(x, w)]))
+    text = sched.script()
+    assert "_partition" in text and "T.unroll" in text and 'scope="local"' in text, text
+    lib = minitvm.build(sched.with_attr("global_symbol", "main"))
+    rng = np.random.default_rng(2)
+    wv = rng.standard_normal((32, 64)).astype("float32")
+    for rows in (1, 7, 129):
+        xv = rng.standard_normal((1, rows, 32)).astype("float32")
+        out = minitvm.nd.array(np.full((1, rows, 64), np.nan, "float32"))
+        lib["main"](minitvm.nd.array(xv), minitvm.nd.array(wv), out)
+        np.testing.assert_allclose(out.numpy(), xv @ wv, rtol=1e-4, atol=1e-4)
+
+
 def test_symbolic_partition_needs_a_first_length():
     sch = tir.Schedule(_dense_relu(16, 16))
     i = sch.get_loops(sch.get_block("T_matmul"))[0]
@@ -83,3 +101,5 @@ def test_min_max_absorption():
     one, zero = tir.const(1, "int64"), tir.const(0, "int64")
     assert minitvm.ir.structural_equal(ana.simplify(tir.min(tir.max(n - one, zero), n - one)), n - one)
     assert ana.simplify(tir.max(n, tir.min(n, zero))) is n
+    eight = tir.const(8, "int64")
+    assert ana.can_prove(tir.floordiv(n, eight) * eight - one < n)  # whole tiles stay inside n rows
