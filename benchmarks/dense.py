@@ -4,7 +4,7 @@ a Relax function through ``minitvm.compile`` with the weights as parameters (as
 row count ``n`` (one executable for every prompt length), against numpy and torch in one run.
 
     .venv/bin/python benchmarks/dense.py [--rows 1,16,64,128,256,512] [--layers 256x256,256x1024:gelu,...]
-                                         [--repeat 10] [--rounds 3] [--threads N] [--no-json]
+                                         [--repeat 10] [--rounds 3] [--threads N] [--stat min] [--no-json]
 
 Per row of the table: the time of numpy (``x @ w.T + b``, then the activation with numpy /
 scipy), torch (``F.linear`` + the activation, 2 threads), minitvm static and minitvm symbolic;
@@ -111,12 +111,13 @@ def _calls(x, w, b, nact, tx, tw, tb, tact, torch, static, symbolic, args) -> di
             "static": lambda: static(*args), "symbolic": lambda: symbolic(*args)}
 
 
-def table(results: list[dict[str, Any]], peak: float) -> tuple[list[str], list[list[str]]]:
+def table(results: list[dict[str, Any]], peak: float, stat: str = "median") -> tuple[list[str], list[list[str]]]:
+    """The printed table; ``stat`` picks each row's median or best (min) sample."""
     head = ["layer", "rows", "numpy us", "torch us", "static us", "symbolic us", "static GF/s", "symb GF/s",
             "static/np", "symb/np", "static/torch", "symb/torch", "static %peak", "symb %peak"]
     lines = []
     for r in results:
-        t = {name: tm.median for name, tm in r["timings"].items()}
+        t = {name: getattr(tm, stat) for name, tm in r["timings"].items()}
         gf = {name: r["flops"] / s / 1e9 for name, s in t.items()}
         times = (f"{t[x] * 1e6:.1f}" for x in ("numpy", "torch", "static", "symbolic"))
         lines.append([r["layer"], str(r["rows"]), *times,
@@ -144,6 +145,8 @@ def main(argv: list[str] | None = None) -> str:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--threads", type=int, default=0,
                    help="threads of minitvm, numpy's BLAS and torch (default: each library's own)")
+    p.add_argument("--stat", choices=("median", "min"), default="median",
+                   help="per row, the median or the best sample (min: less hurt by other processes' bursts)")
     p.add_argument("--no-json", action="store_true")
     args = p.parse_args(argv)
     if args.threads:  # before minitvm's pool starts and numpy's BLAS loads
@@ -164,8 +167,9 @@ def main(argv: list[str] | None = None) -> str:
         k, n = (int(v) for v in shape.split("x"))
         results += measure_layer(k, n, act or None, rows_list, torch, args.repeat, args.rounds)
     during = meter.fraction()
-    head, lines = table(results, peak)
-    text = (f"dense act(x @ W.T + b), float32, weights as parameters, medians of {args.rounds} interleaved rounds "
+    head, lines = table(results, peak, args.stat)
+    what = "medians" if args.stat == "median" else "best samples"
+    text = (f"dense act(x @ W.T + b), float32, weights as parameters, {what} of {args.rounds} interleaved rounds "
             f"x {args.repeat}; measured peak (numpy 1024^3) {peak:.0f} GFLOP/s; other load: {load:.0%} at start, "
             f"{during:.0%} during the run (of 2 cores)\n" + format_table(head, lines, left=1))
     print("\n" + text, flush=True)

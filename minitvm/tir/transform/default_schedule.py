@@ -68,6 +68,9 @@ PACK_MIN_ROWS = 64
 ROW_VECTOR_MAX = 256
 #: schedule_matmul_nt takes matmuls with at most this many rows (more rows: the tiled rule)
 NT_MAX_ROWS = 8
+#: rows a matmul with a symbolic row count is assumed to have when deciding on threads (a prompt;
+#: a single row is the GEMV rule's, at a static shape)
+SYMBOLIC_ROWS_GUESS = 64
 #: schedule_gemv runs the output columns on threads from this many multiply-adds on (1 MiB of
 #: float32 weights): a GEMV reads each weight once, so below that the thread pool's wake-up
 #: costs more than the second core's share of the memory traffic brings
@@ -474,6 +477,11 @@ def schedule_matmul_like(sch: Schedule, tile_symbolic_rows: bool = True) -> bool
         _vectorize_copy(sch, packed, nj, parallel=jb is None)
     if jb is not None:
         sch.parallel(jb)
+    elif symbolic_rows and len(pieces) > 1:
+        # the whole tiles on threads when a prompt of SYMBOLIC_ROWS_GUESS rows would be large work
+        # (one parallel region per call; the few tail rows stay serial)
+        if SYMBOLIC_ROWS_GUESS * N * K > MATMUL_PARALLEL_WORK:
+            sch.parallel(pieces[0])
     else:
         if len(pieces) > 1:
             batch = []  # (their loops, all of extent 1 here, are outside the partition: no fuse)
