@@ -11,6 +11,8 @@ order the programmer (or the schedule) wrote.
 
 from __future__ import annotations
 
+from typing import Iterator
+
 from ..ir.structural import structural_equal
 from ..tir.expr import Add, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Sub
 
@@ -84,55 +86,45 @@ class LinearSum:
         """Use floor division's defining identity, ``x // c * c + x % c == x``, scaled:
         ``(x // c) * (c * k) + (x % c) * k`` becomes ``x * k`` (fused-then-flattened
         indices turn back into the loop variable they came from)."""
-        while True:
-            pair = self._find_div_mod_pair()
-            if pair is None:
-                return
-            div_position, mod_position, x, k = pair
-            old_terms, self.terms = self.terms, []
-            for position, (term, coeff) in enumerate(old_terms):
-                if position == div_position:
-                    self._accumulate(x, k)  # x takes the place of the pair, in reading order
-                elif position != mod_position:
-                    self.add_term(term, coeff)
+        self._fold_pairs(self._find_div_mod_pair, lambda x, k: self._accumulate(x, k))
 
     def fold_div_self_pairs(self) -> None:
         """The same identity read the other way: ``(x // c) * (c * k) - x * k`` becomes
         ``-(x % c) * k``, whose bounds are known (``n // 8 * 8 - 1 < n``: a symbolic row count's
         whole tiles stay inside it)."""
+        self._fold_pairs(self._find_div_self_pair, lambda mod, k: self.add_term(mod, -k))
+
+    def _fold_pairs(self, find, put) -> None:
+        """Replace each pair of terms ``find`` returns (positions, what, k) by ``put(what, k)``,
+        in the place of the first of them (reading order kept)."""
         while True:
-            pair = self._find_div_self_pair()
+            pair = find()
             if pair is None:
                 return
-            div_position, self_position, mod, k = pair
+            first, second, what, k = pair
             old_terms, self.terms = self.terms, []
             for position, (term, coeff) in enumerate(old_terms):
-                if position == div_position:
-                    self.add_term(mod, -k)
-                elif position != self_position:
+                if position == first:
+                    put(what, k)
+                elif position != second:
                     self.add_term(term, coeff)
 
+    def _scaled_divisions(self) -> Iterator[tuple[int, FloorDiv, int]]:
+        """Each term ``x // c`` (c a positive constant) whose coefficient is ``c * k``: (position, term, k)."""
+        for position, (div, coeff) in enumerate(self.terms):
+            if isinstance(div, FloorDiv) and isinstance(div.b, IntImm) and div.b.value > 0 \
+                    and coeff % div.b.value == 0:
+                yield position, div, coeff // div.b.value
+
     def _find_div_self_pair(self) -> tuple[int, int, PrimExpr, int] | None:
-        for div_position, (div, div_coeff) in enumerate(self.terms):
-            if not (isinstance(div, FloorDiv) and isinstance(div.b, IntImm) and div.b.value > 0):
-                continue
-            c = div.b.value
-            if div_coeff % c:
-                continue
-            k = div_coeff // c
+        for div_position, div, k in self._scaled_divisions():
             for self_position, (term, coeff) in enumerate(self.terms):
                 if coeff == -k and same_expr(term, div.a):
                     return div_position, self_position, FloorMod(div.a, div.b), k
         return None
 
     def _find_div_mod_pair(self) -> tuple[int, int, PrimExpr, int] | None:
-        for div_position, (div, div_coeff) in enumerate(self.terms):
-            if not (isinstance(div, FloorDiv) and isinstance(div.b, IntImm) and div.b.value > 0):
-                continue
-            c = div.b.value
-            if div_coeff % c:
-                continue
-            k = div_coeff // c
+        for div_position, div, k in self._scaled_divisions():
             for mod_position, (mod, mod_coeff) in enumerate(self.terms):
                 if (isinstance(mod, FloorMod) and mod_coeff == k and same_expr(mod.a, div.a)
                         and same_expr(mod.b, div.b)):

@@ -467,8 +467,7 @@ def schedule_matmul_like(sch: Schedule, tile_symbolic_rows: bool = True) -> bool
     tiled_rows = mi > 1  # (else i is not split: one row per tile)
 
     # 3 and 4. the register tile (accumulator, write-back, vectors) of each piece
-    # a symbolic row count's tail without an epilogue accumulates in the output itself: its
-    # write-back stage would be guarded by more than a split's T.where, which compute_at refuses
+    # a symbolic row count's tail without an epilogue accumulates in C (compute_at refuses its guard)
     stages = [_register_tile_stage(sch, update, epi, unrolled=tiled_rows,
                                    in_place=symbolic_rows and epi is None and p > 0)
               for p, (update, epi) in enumerate(zip(updates, epilogues))]
@@ -478,10 +477,7 @@ def schedule_matmul_like(sch: Schedule, tile_symbolic_rows: bool = True) -> bool
     if jb is not None:
         sch.parallel(jb)
     elif symbolic_rows and len(pieces) > 1:
-        # the whole tiles on threads when a prompt of SYMBOLIC_ROWS_GUESS rows would be large work
-        # (one parallel region per call; the few tail rows stay serial)
-        if SYMBOLIC_ROWS_GUESS * N * K > MATMUL_PARALLEL_WORK:
-            sch.parallel(pieces[0])
+        _parallel_whole_tiles(sch, pieces[0], N * K)
     else:
         if len(pieces) > 1:
             batch = []  # (their loops, all of extent 1 here, are outside the partition: no fuse)
@@ -494,6 +490,13 @@ def schedule_matmul_like(sch: Schedule, tile_symbolic_rows: bool = True) -> bool
         sch.vectorize(sch.get_loops(init)[-1])
     _schedule_prologue(sch, prologue, packed is not None)
     return True
+
+
+def _parallel_whole_tiles(sch: Schedule, whole: LoopRV, work_per_row: int) -> None:
+    """A symbolic row count's whole tiles on threads when a prompt of ``SYMBOLIC_ROWS_GUESS``
+    rows would be large work (one parallel region per call; the few tail rows stay serial)."""
+    if SYMBOLIC_ROWS_GUESS * work_per_row > MATMUL_PARALLEL_WORK:
+        sch.parallel(whole)
 
 
 def schedule_matmul_rows_untiled(sch: Schedule) -> bool:
