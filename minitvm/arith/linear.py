@@ -90,9 +90,20 @@ class LinearSum:
 
     def fold_div_self_pairs(self) -> None:
         """The same identity read the other way: ``(x // c) * (c * k) - x * k`` becomes
-        ``-(x % c) * k``, whose bounds are known (``n // 8 * 8 - 1 < n``: a symbolic row count's
-        whole tiles stay inside it)."""
-        self._fold_pairs(self._find_div_self_pair, lambda mod, k: self.add_term(mod, -k))
+        ``-(x % c) * k``, whose bounds are known, for ``x`` itself linear (``(n + 7) // 8 * 8 - n``
+        is ``7 - (n + 7) % 8``: the whole tiles of a symbolic row count stay inside it)."""
+        while True:
+            found = self._find_div_self_pair()
+            if found is None:
+                return
+            div_position, positions, mod, k, shift = found
+            old_terms, self.terms = self.terms, []
+            for position, (term, coeff) in enumerate(old_terms):
+                if position == div_position:
+                    self.add_term(mod, -k)
+                elif position not in positions:
+                    self.add_term(term, coeff)
+            self.constant += shift
 
     def _fold_pairs(self, find, put) -> None:
         """Replace each pair of terms ``find`` returns (positions, what, k) by ``put(what, k)``,
@@ -116,11 +127,22 @@ class LinearSum:
                     and coeff % div.b.value == 0:
                 yield position, div, coeff // div.b.value
 
-    def _find_div_self_pair(self) -> tuple[int, int, PrimExpr, int] | None:
+    def _find_div_self_pair(self) -> tuple[int, set[int], PrimExpr, int, int] | None:
+        """A term ``x // c`` of coefficient ``c * k`` and, for each term of ``x``'s linear form,
+        that term with ``-k`` times its coefficient: (position, those positions, ``x % c``, k,
+        what the constant gains, ``k`` times ``x``'s constant)."""
         for div_position, div, k in self._scaled_divisions():
-            for self_position, (term, coeff) in enumerate(self.terms):
-                if coeff == -k and same_expr(term, div.a):
-                    return div_position, self_position, FloorMod(div.a, div.b), k
+            inner = LinearSum.from_expr(div.a)
+            positions: set[int] = set()
+            for term, coeff in inner.terms:
+                position = next((p for p, (t, c) in enumerate(self.terms)
+                                 if p != div_position and c == -k * coeff and same_expr(t, term)), None)
+                if position is None:
+                    break
+                positions.add(position)
+            else:
+                if inner.terms:
+                    return div_position, positions, FloorMod(div.a, div.b), k, k * inner.constant
         return None
 
     def _find_div_mod_pair(self) -> tuple[int, int, PrimExpr, int] | None:

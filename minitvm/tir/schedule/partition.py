@@ -17,11 +17,9 @@ from typing import Any
 
 from ...arith import Analyzer
 from ...ir import replace
-from ...ir.structural import structural_equal
 from ..buffer import BufferRegion
-from ..expr import LT, Add, And, FloorDiv, IntImm, Mul, PrimExpr, Range, Var, const
+from ..expr import LT, Add, And, IntImm, Max, Mul, PrimExpr, Range, Var, const
 from ..functor import StmtExprMutator, pre_order_visit, substitute
-from ..op import cast
 from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, SeqStmt, Stmt
 from .error import ScheduleError
 from .tree import replace_stmt
@@ -78,23 +76,22 @@ class _Piece(StmtExprMutator):
 
     def _implied_dropped(self, predicate: PrimExpr) -> PrimExpr:
         """``predicate`` without the guard a split of a symbolic extent ``E`` by ``c`` leaves,
-        ``var * c + inner < E`` (inner a loop over ``[0, c)``), when this piece is ``[0, E // c)``:
-        there every tile is whole.  (The analyzer bounds variables by constants only, so it
-        cannot prove this itself; TVM's can.)"""
+        ``var * c + inner < E`` (inner a loop over at most ``[0, c)``), in a piece ``[0, end)``
+        with ``end * c <= E`` provable: there every tile is whole.  (A shape's variables have no
+        constant bounds: the lowering's simplifier cannot see it.)"""
         if isinstance(predicate, And):
             a, b = self._implied_dropped(predicate.a), self._implied_dropped(predicate.b)
             if a is predicate.a and b is predicate.b:
                 return predicate
             return b if _is_true(a) else a if _is_true(b) else And(a, b)
-        end = self.end
-        if not (isinstance(predicate, LT) and isinstance(self.lo, IntImm) and self.lo.value == 0
-                and isinstance(end, FloorDiv) and isinstance(end.b, IntImm)):
+        if not (isinstance(predicate, LT) and isinstance(self.lo, IntImm) and self.lo.value == 0):
             return predicate
-        lhs, c = predicate.a, end.b.value
-        if (isinstance(lhs, Add) and isinstance(lhs.a, Mul) and lhs.a.a is self.var and isinstance(lhs.a.b, IntImm)
-                and lhs.a.b.value == c and isinstance(lhs.b, Var)
-                and isinstance(self.extents.get(lhs.b), IntImm) and self.extents[lhs.b].value <= c
-                and structural_equal(predicate.b, end.a)):
+        lhs = predicate.a
+        if not (isinstance(lhs, Add) and isinstance(lhs.a, Mul) and lhs.a.a is self.var
+                and isinstance(lhs.a.b, IntImm) and isinstance(lhs.b, Var)):
+            return predicate
+        c, inner = lhs.a.b.value, self.extents.get(lhs.b)
+        if isinstance(inner, IntImm) and inner.value <= c and Analyzer().can_prove(self.end * c <= predicate.b):
             return const(True, "bool")
         return predicate
 
@@ -142,7 +139,7 @@ def loop_partition(root: Stmt, loop: For, factors: list[int | None], factor_bits
     """``root`` with ``loop`` partitioned by ``factors`` (see the module docstring); returns the
     new tree and the loop variable of each piece."""
     name = loop.loop_var.name
-    if not isinstance(loop.extent, IntImm) or any(isinstance(f, PrimExpr) for f in factors):
+    if not isinstance(loop.extent, IntImm):
         return _symbolic_partition(root, loop, factors)
     if loop.annotations or loop.thread_binding is not None or loop.kind == ForKind.THREAD_BINDING:
         raise ScheduleError(f"cannot loop_partition loop {name}: it has an annotation or a thread binding")
@@ -175,8 +172,10 @@ def loop_partition(root: Stmt, loop: For, factors: list[int | None], factor_bits
     return _assemble(root, loop, ends, const(loop.min.value, dtype), dtype)
 
 
-def _assemble(root: Stmt, loop: For, ends: list[PrimExpr | int], lo: PrimExpr, dtype: str) -> tuple[Stmt, list[Var]]:
-    """``root`` with ``loop`` replaced by one piece per ``[previous end, end)``, in a common block."""
+def _assemble(root: Stmt, loop: For, ends: list[PrimExpr | int], lo: PrimExpr, dtype: str,
+              clamp_starts: bool = False) -> tuple[Stmt, list[Var]]:
+    """``root`` with ``loop`` replaced by one piece per ``[previous end, end)``, in a common block
+    (``clamp_starts``: each start at least the loop's start)."""
     name = loop.loop_var.name
     block_name = f"{_first_block_name(loop.body)}_{name}"
     pieces, new_vars = [], []
@@ -184,6 +183,8 @@ def _assemble(root: Stmt, loop: For, ends: list[PrimExpr | int], lo: PrimExpr, d
         end = const(end, dtype) if isinstance(end, int) else end
         var = Var(f"{name}{k}", dtype)
         body = substitute(loop.body, {loop.loop_var: var})
+        if clamp_starts and k > 0:
+            lo = Analyzer().simplify(Max(lo, loop.min))
         body = _Piece(var, lo, end).visit(body)
         extent = (const(end.value - lo.value, dtype) if isinstance(lo, IntImm) and isinstance(end, IntImm)
                   else Analyzer().simplify(end - lo))
@@ -196,20 +197,27 @@ def _assemble(root: Stmt, loop: For, ends: list[PrimExpr | int], lo: PrimExpr, d
     return replace_stmt(root, loop, common), new_vars
 
 
-def _symbolic_partition(root: Stmt, loop: For, factors: list[Any]) -> tuple[Stmt, list[Var]]:
-    """A loop of symbolic extent (rows of a dynamic batch) cut in two: ``[0, factors[0])`` and
-    the rest; ``factors`` is ``[expr, None]``.  Used to peel the partial last tile off a split."""
+def _symbolic_partition(root: Stmt, loop: For, factors: list[int | None]) -> tuple[Stmt, list[Var]]:
+    """A loop of symbolic extent (the tiles of a dynamic row count) cut as a constant one is:
+    constant lengths and one None, which takes the rest -- ``[None, 1]`` peels the last tile,
+    which may be partial, off the whole ones."""
     name = loop.loop_var.name
     if loop.annotations or loop.thread_binding is not None or loop.kind == ForKind.THREAD_BINDING:
         raise ScheduleError(f"cannot loop_partition loop {name}: it has an annotation or a thread binding")
-    if len(factors) != 2 or factors[1] not in (None, -1) or not isinstance(factors[0], PrimExpr):
+    nones = [k for k, f in enumerate(factors) if f is None or f == -1]
+    if len(nones) != 1 or any(not isinstance(f, int) or f <= 0 for k, f in enumerate(factors) if k not in nones):
         raise ScheduleError(f"cannot loop_partition loop {name} of symbolic extent {loop.extent} by {factors}: "
-                            "give [first piece's length, None]")
-    if not (isinstance(loop.min, IntImm) and loop.min.value == 0):
-        raise ScheduleError(f"cannot loop_partition loop {name}: a symbolic partition needs a loop from 0")
+                            "give positive constant lengths and one None (the rest of the range)")
     dtype = loop.loop_var.dtype
-    first = factors[0] if factors[0].dtype == dtype else cast(dtype, factors[0])
-    return _assemble(root, loop, [first, loop.extent], const(0, dtype), dtype)
+    rest = loop.extent - const(sum(f for k, f in enumerate(factors) if k not in nones), dtype)
+    ends, end, ana = [], loop.min, Analyzer()
+    for k, f in enumerate(factors):
+        end = ana.simplify(end + (rest if k in nones else const(f, dtype)))
+        ends.append(end)
+    # with fewer iterations than the constant pieces ask for (no rows at all), a piece's end may
+    # be negative (an empty loop, as a serial loop's signed test and the parallel launch read it);
+    # each piece starts at 0 at the earliest, so that no piece runs before the range
+    return _assemble(root, loop, ends, loop.min, dtype, clamp_starts=True)
 
 
 def _is_true(e: PrimExpr) -> bool:

@@ -2964,22 +2964,12 @@ class Schedule:
         partition.py).  ``preserve_unit_iters`` is recorded and, as in TVM, changes nothing."""
         node, _ = self._loop(loop)
         recorded = list(factors)
-        ints = [self._partition_factor(f, node) for f in recorded]
+        ints = [self._int_value(f, f"partition factor of loop {node.loop_var.name}") for f in recorded]
         bits = max([int("".join(c for c in getattr(f, "dtype", "int32") if c.isdigit()) or 32)
                     for f in recorded if f is not None] or [32])
         body, new_vars = _partition.loop_partition(self._func(loop.func_name).body, node, ints, bits)
         self._commit(loop.func_name, body)
         return [LoopRV(v, loop.func_name) for v in new_vars]
-
-    def _partition_factor(self, f: Any, node: For) -> Any:
-        """A partition factor as an int, or as an expression when the loop's extent is symbolic
-        (the length of the first piece, e.g. ``n // 8`` whole tiles of ``ceildiv(n, 8)``)."""
-        try:
-            return self._int_value(f, f"partition factor of loop {node.loop_var.name}")
-        except ScheduleError:
-            if isinstance(f, PrimExpr) and not isinstance(node.extent, IntImm):
-                return f
-            raise
 
     @primitive("Merge", inputs=("*loops",))
     def merge(self, *loops: LoopRV) -> LoopRV:

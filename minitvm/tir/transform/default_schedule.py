@@ -35,7 +35,6 @@ from ..analysis import uses_var
 from ..expr import Add, BufferLoad, IntImm, Mul
 from ..function import PrimFunc
 from ..functor import post_order_visit, substitute
-from ..op import floordiv
 from ..schedule import BlockRV, LoopRV, Schedule, ScheduleError
 from ..stmt import BufferStore
 from ..stmt_functor import block_realizes
@@ -568,7 +567,6 @@ def _tile_loops(sch: Schedule, mm: BlockRV, packed: BlockRV | None, mi: int, nj:
     else:
         jb, (j0, j1) = None, sch.split(j, [None, nj])
     outer = batch + ([jb] if jb is not None else [])
-    extent = sch.get(i).extent
     i0, i1 = sch.split(i, [None, mi]) if mi > 1 else (i, None)
     sch.reorder(*outer, i0, j0, k, *([i1] if i1 is not None else []), j1)
     if jb is not None:
@@ -582,9 +580,9 @@ def _tile_loops(sch: Schedule, mm: BlockRV, packed: BlockRV | None, mi: int, nj:
     if epilogue is not None:  # each piece gets its own copy, written back after each of its tiles
         epilogue_name = sch.get(epilogue).name_hint
         sch.reverse_compute_at(epilogue, i0)
-    # symbolic rows: n // mi whole tiles (the split's guard dropped there), then the tail
-    whole = rows // mi if isinstance(rows, int) else floordiv(extent, mi)
-    pieces = sch.loop_partition(i0, [whole, None])
+    # symbolic rows: the last tile, which may be partial, peeled off the whole ones (whose
+    # split guard loop_partition drops)
+    pieces = sch.loop_partition(i0, [rows // mi, None] if isinstance(rows, int) else [None, 1])
     updates = [sch.get_block(f"{block_name}_{loop_name}{p}") for p in range(len(pieces))]
     epilogues = [None if epilogue_name is None else sch.get_block(f"{epilogue_name}_{loop_name}{p}")
                  for p in range(len(pieces))]

@@ -4,6 +4,8 @@ row at a time, and the result matches numpy for row counts that are not a multip
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -33,7 +35,7 @@ def test_symbolic_rows_are_tiled_with_a_guarded_tail():
     lib = minitvm.build(sched.with_attr("global_symbol", "main"))
     rng = np.random.default_rng(0)
     w, b = rng.standard_normal((64, 48)).astype("float32"), rng.standard_normal(48).astype("float32")
-    for rows in (1, 7, 9, 129):
+    for rows in (0, 1, 7, 9, 129):  # 0: the pieces are empty, not a tile before row 0
         x = rng.standard_normal((rows, 64)).astype("float32")
         out = minitvm.nd.array(np.full((rows, 48), np.nan, "float32"))
         lib["main"](minitvm.nd.array(x), minitvm.nd.array(w), minitvm.nd.array(b), out)
@@ -56,13 +58,14 @@ def _linear(rows, k: int, n_out: int, act: str | None):
     return bb.get()
 
 
-@pytest.mark.parametrize("act", [None, "silu"])
-def test_compiled_linear_with_symbolic_rows_matches_numpy(act):
-    vm = relax.VirtualMachine(minitvm.compile(_linear(tir.Var("n", "int64"), 64, 96, act)), minitvm.cpu())
+@pytest.mark.parametrize("k, n_out, act", [(64, 96, None), (256, 512, "silu")])
+def test_compiled_linear_with_symbolic_rows_matches_numpy(k, n_out, act):
+    """(256 -> 512: the whole tiles run on threads; with 0 or 1 rows their loop is empty.)"""
+    vm = relax.VirtualMachine(minitvm.compile(_linear(tir.Var("n", "int64"), k, n_out, act)), minitvm.cpu())
     rng = np.random.default_rng(1)
-    w, b = rng.standard_normal((96, 64)).astype("float32"), rng.standard_normal(96).astype("float32")
-    for rows in (1, 7, 129):
-        x = rng.standard_normal((rows, 64)).astype("float32")
+    w, b = rng.standard_normal((n_out, k)).astype("float32"), rng.standard_normal(n_out).astype("float32")
+    for rows in (0, 1, 7, 129):
+        x = rng.standard_normal((rows, k)).astype("float32")
         want = x @ w.T + b
         if act == "silu":
             want = want / (1 + np.exp(-want))
@@ -88,11 +91,23 @@ def test_batched_matmul_without_epilogue_tiles_symbolic_rows():
         np.testing.assert_allclose(out.numpy(), xv @ wv, rtol=1e-4, atol=1e-4)
 
 
-def test_symbolic_partition_needs_a_first_length():
+def test_symbolic_partition_takes_constant_lengths_and_its_trace_replays():
+    """The tail is peeled with ``[None, 1]`` (constants only, as TVM's factors), so the default
+    schedule's trace survives JSON and replays on a fresh copy of the function."""
     sch = tir.Schedule(_dense_relu(16, 16))
     i = sch.get_loops(sch.get_block("T_matmul"))[0]
-    with pytest.raises(tir.schedule.ScheduleError, match="first piece's length"):
+    with pytest.raises(tir.schedule.ScheduleError, match="one None"):
         sch.loop_partition(i, [3, 4])
+    from minitvm.ir import IRModule
+    from minitvm.tir.schedule import Trace
+    from minitvm.tir.transform.default_schedule import schedule_matmul_like
+
+    func = _dense_relu(64, 48)
+    sch = tir.Schedule(IRModule({"main": func}))
+    assert schedule_matmul_like(sch)
+    replay = tir.Schedule(IRModule({"main": func}))
+    Trace.apply_json_to_schedule(json.loads(json.dumps(sch.trace.as_json())), replay)
+    minitvm.ir.assert_structural_equal(replay.mod, sch.mod)
 
 
 def test_min_max_absorption():
