@@ -30,24 +30,6 @@ ROWS = (1, 16, 64, 128, 256, 512)
 LAYERS = ("256x256", "256x1024:gelu", "1024x256", "768x768:silu")
 
 
-def linear_module(rows: Any, k: int, n: int, act: str | None) -> Any:
-    """``act(x @ w.T + b)`` over ``rows`` rows (an int or a ``tir.Var``) as a Relax module."""
-    from minitvm import relax
-
-    bb = relax.BlockBuilder()
-    x = relax.Var("x", relax.TensorStructInfo((rows, k), "float32"))
-    w = relax.Var("w", relax.TensorStructInfo((n, k), "float32"))
-    b = relax.Var("b", relax.TensorStructInfo((n,), "float32"))
-    with bb.function("main", [x, w, b]):
-        with bb.dataflow():
-            y = bb.emit(relax.op.add(relax.op.matmul(x, relax.op.permute_dims(w)), b))
-            if act:
-                y = bb.emit(getattr(relax.op.nn, act)(y))
-            out = bb.emit_output(y)
-        bb.emit_func_output(out)
-    return bb.get()
-
-
 def compiled(mod: Any) -> Any:
     import minitvm
     from minitvm import relax
@@ -79,6 +61,8 @@ def measure_layer(k: int, n: int, act: str | None, rows_list: list[int], torch: 
     rng = np.random.default_rng(0)
     w = (rng.standard_normal((n, k)) / np.sqrt(k)).astype("float32")
     b = rng.standard_normal(n).astype("float32")
+    from minitvm.testing.nn_models import linear_module
+
     symbolic = compiled(linear_module(tir.Var("n", "int64"), k, n, act))
     tw, tb = torch.from_numpy(w), torch.from_numpy(b)
     tact = {"gelu": torch.nn.functional.gelu, "silu": torch.nn.functional.silu}.get(act, lambda y: y)

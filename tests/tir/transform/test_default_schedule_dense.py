@@ -12,6 +12,7 @@ import pytest
 import minitvm
 from minitvm import relax, te, tir, topi
 from minitvm.arith import Analyzer
+from minitvm.testing.nn_models import linear_module
 from minitvm.tir.transform.default_schedule import apply_default_schedule
 
 
@@ -42,26 +43,10 @@ def test_symbolic_rows_are_tiled_with_a_guarded_tail():
         np.testing.assert_allclose(out.numpy(), np.maximum(x @ w + b, 0), rtol=1e-4, atol=1e-4)
 
 
-def _linear(rows, k: int, n_out: int, act: str | None):
-    """``act(x @ w.T + b)`` as a Relax function, weights as parameters (as ``nn.Linear`` exports)."""
-    bb = relax.BlockBuilder()
-    x = relax.Var("x", relax.TensorStructInfo((rows, k), "float32"))
-    w = relax.Var("w", relax.TensorStructInfo((n_out, k), "float32"))
-    b = relax.Var("b", relax.TensorStructInfo((n_out,), "float32"))
-    with bb.function("main", [x, w, b]):
-        with bb.dataflow():
-            y = bb.emit(relax.op.add(relax.op.matmul(x, relax.op.permute_dims(w)), b))
-            if act is not None:
-                y = bb.emit(getattr(relax.op.nn, act)(y))
-            out = bb.emit_output(y)
-        bb.emit_func_output(out)
-    return bb.get()
-
-
 @pytest.mark.parametrize("k, n_out, act", [(64, 96, None), (256, 512, "silu")])
 def test_compiled_linear_with_symbolic_rows_matches_numpy(k, n_out, act):
     """(256 -> 512: the whole tiles run on threads; with 0 or 1 rows their loop is empty.)"""
-    vm = relax.VirtualMachine(minitvm.compile(_linear(tir.Var("n", "int64"), k, n_out, act)), minitvm.cpu())
+    vm = relax.VirtualMachine(minitvm.compile(linear_module(tir.Var("n", "int64"), k, n_out, act)), minitvm.cpu())
     rng = np.random.default_rng(1)
     w, b = rng.standard_normal((n_out, k)).astype("float32"), rng.standard_normal(n_out).astype("float32")
     for rows in (0, 1, 7, 129):
