@@ -11,6 +11,8 @@ order the programmer (or the schedule) wrote.
 
 from __future__ import annotations
 
+from typing import Iterator
+
 from ..ir.structural import structural_equal
 from ..tir.expr import Add, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Sub
 
@@ -84,26 +86,67 @@ class LinearSum:
         """Use floor division's defining identity, ``x // c * c + x % c == x``, scaled:
         ``(x // c) * (c * k) + (x % c) * k`` becomes ``x * k`` (fused-then-flattened
         indices turn back into the loop variable they came from)."""
+        self._fold_pairs(self._find_div_mod_pair, lambda x, k: self._accumulate(x, k))
+
+    def fold_div_self_pairs(self) -> None:
+        """The same identity read the other way: ``(x // c) * (c * k) - x * k`` becomes
+        ``-(x % c) * k``, whose bounds are known, for ``x`` itself linear (``(n + 7) // 8 * 8 - n``
+        is ``7 - (n + 7) % 8``: the whole tiles of a symbolic row count stay inside it)."""
         while True:
-            pair = self._find_div_mod_pair()
-            if pair is None:
+            found = self._find_div_self_pair()
+            if found is None:
                 return
-            div_position, mod_position, x, k = pair
+            div_position, positions, mod, k, shift = found
             old_terms, self.terms = self.terms, []
             for position, (term, coeff) in enumerate(old_terms):
                 if position == div_position:
-                    self._accumulate(x, k)  # x takes the place of the pair, in reading order
-                elif position != mod_position:
+                    self.add_term(mod, -k)
+                elif position not in positions:
+                    self.add_term(term, coeff)
+            self.constant += shift
+
+    def _fold_pairs(self, find, put) -> None:
+        """Replace each pair of terms ``find`` returns (positions, what, k) by ``put(what, k)``,
+        in the place of the first of them (reading order kept)."""
+        while True:
+            pair = find()
+            if pair is None:
+                return
+            first, second, what, k = pair
+            old_terms, self.terms = self.terms, []
+            for position, (term, coeff) in enumerate(old_terms):
+                if position == first:
+                    put(what, k)
+                elif position != second:
                     self.add_term(term, coeff)
 
+    def _scaled_divisions(self) -> Iterator[tuple[int, FloorDiv, int]]:
+        """Each term ``x // c`` (c a positive constant) whose coefficient is ``c * k``: (position, term, k)."""
+        for position, (div, coeff) in enumerate(self.terms):
+            if isinstance(div, FloorDiv) and isinstance(div.b, IntImm) and div.b.value > 0 \
+                    and coeff % div.b.value == 0:
+                yield position, div, coeff // div.b.value
+
+    def _find_div_self_pair(self) -> tuple[int, set[int], PrimExpr, int, int] | None:
+        """A term ``x // c`` of coefficient ``c * k`` and, for each term of ``x``'s linear form,
+        that term with ``-k`` times its coefficient: (position, those positions, ``x % c``, k,
+        what the constant gains, ``k`` times ``x``'s constant)."""
+        for div_position, div, k in self._scaled_divisions():
+            inner = LinearSum.from_expr(div.a)
+            positions: set[int] = set()
+            for term, coeff in inner.terms:
+                position = next((p for p, (t, c) in enumerate(self.terms)
+                                 if p != div_position and c == -k * coeff and same_expr(t, term)), None)
+                if position is None:
+                    break
+                positions.add(position)
+            else:
+                if inner.terms:
+                    return div_position, positions, FloorMod(div.a, div.b), k, k * inner.constant
+        return None
+
     def _find_div_mod_pair(self) -> tuple[int, int, PrimExpr, int] | None:
-        for div_position, (div, div_coeff) in enumerate(self.terms):
-            if not (isinstance(div, FloorDiv) and isinstance(div.b, IntImm) and div.b.value > 0):
-                continue
-            c = div.b.value
-            if div_coeff % c:
-                continue
-            k = div_coeff // c
+        for div_position, div, k in self._scaled_divisions():
             for mod_position, (mod, mod_coeff) in enumerate(self.terms):
                 if (isinstance(mod, FloorMod) and mod_coeff == k and same_expr(mod.a, div.a)
                         and same_expr(mod.b, div.b)):

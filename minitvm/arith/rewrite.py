@@ -195,12 +195,17 @@ class Rewriter(StmtExprMutator):
 
     # -- min / max ----------------------------------------------------------------------
     def _difference_bound(self, a: PrimExpr, b: PrimExpr) -> tuple[int, int]:
-        return self.bound(self.linear(Sub(a, b)))
+        form = LinearSum.from_expr(Sub(a, b))
+        form.fold_div_mod_pairs()
+        form.fold_div_self_pairs()  # bounds only: x // c * c - x is -(x % c), in (-c, 0]
+        return self.bound(form.to_expr())
 
     def visit_min_(self, n: Min) -> PrimExpr:
         n = self.visit_children(n)
-        if same_expr(n.a, n.b):
+        if same_expr(n.a, n.b) or _absorbs(n.a, n.b, Max):
             return n.a
+        if _absorbs(n.b, n.a, Max):
+            return n.b
         if _is_int(n):
             lo, hi = self._difference_bound(n.a, n.b)
             if hi <= 0:
@@ -211,8 +216,10 @@ class Rewriter(StmtExprMutator):
 
     def visit_max_(self, n: Max) -> PrimExpr:
         n = self.visit_children(n)
-        if same_expr(n.a, n.b):
+        if same_expr(n.a, n.b) or _absorbs(n.a, n.b, Min):
             return n.a
+        if _absorbs(n.b, n.a, Min):
+            return n.b
         if _is_int(n):
             lo, hi = self._difference_bound(n.a, n.b)
             if lo >= 0:
@@ -293,3 +300,10 @@ class Rewriter(StmtExprMutator):
         if value is n.value and body is n.body:
             return n
         return Let(n.var, value, body)
+
+
+def _absorbs(x: PrimExpr, other: PrimExpr, kind: type) -> bool:
+    """Absorption: ``min(x, max(x, y))`` and ``max(x, min(x, y))`` are ``x`` (``other`` is the
+    ``kind`` node holding ``x`` on either side), as TVM's rewrite rules say; the bounds that
+    reverse_compute_at derives for a symbolic row count take this shape."""
+    return isinstance(other, kind) and (same_expr(other.a, x) or same_expr(other.b, x))

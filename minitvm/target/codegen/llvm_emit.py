@@ -427,7 +427,10 @@ class CodeGenLLVM:
         self._emit_chunk(s, chunk_fn, captured, outer)
         self.st = outer
         run = self._declare(PARALLEL_RUN_SYMBOL, VOID, [PTR, PTR, I64])
-        self.b.call(run, [body_fn, closure, self._cast(extent, dtype, "int64")])
+        count = self._cast(extent, dtype, "int64")
+        # a negative extent runs nothing, as a serial loop's signed test (the pool counts unsigned)
+        count = self.b.select(self.b.icmp_signed("<", count, ir.Constant(I64, 0)), ir.Constant(I64, 0), count)
+        self.b.call(run, [body_fn, closure, count])
         err = self.b.load(error_slot, typ=I32)
         with self.b.if_then(self.b.icmp_unsigned("!=", err, ir.Constant(I32, 0)), likely=False):
             self._fail(err)

@@ -7,6 +7,7 @@ rules in order and keeps the first one that applies::
                            the weight decoded from int8 / packed int4 inside the kernel): stream w once
     schedule_matmul_nt     C[i, j] = sum_k A[i, k] * B[j, k] with few rows (batch-1 dense): dot products
     schedule_matmul_like   C[i, j] (+batch) = sum_k A * B, maybe with elementwise epilogues
+    schedule_matmul_rows_untiled   the same, a symbolic row count one row per tile (when tiling it fails)
     schedule_conv2d_like   out[n, c, h, w] = sum_{ci, kh, kw} pad * W, with its padding and epilogue
     schedule_elementwise   only spatial blocks (add, relu, transpose, ...)
     schedule_reduction     row reductions (softmax, layer_norm ...): parallel rows
@@ -72,6 +73,9 @@ PACK_MIN_ROWS = 64
 ROW_VECTOR_MAX = 256
 #: schedule_matmul_nt takes matmuls with at most this many rows (more rows: the tiled rule)
 NT_MAX_ROWS = 8
+#: rows a matmul with a symbolic row count is assumed to have when deciding on threads (a prompt;
+#: a single row is the GEMV rule's, at a static shape)
+SYMBOLIC_ROWS_GUESS = 64
 #: schedule_gemv runs the output columns on threads from this many multiply-adds on (1 MiB of
 #: float32 weights): a GEMV reads each weight once, so below that the thread pool's wake-up
 #: costs more than the second core's share of the memory traffic brings
@@ -423,7 +427,7 @@ def _parallel_matmul_loop(sch: Schedule, batch: list, i0: Any, j0: Any, batch_si
         sch.parallel(j0)
 
 
-def schedule_matmul_like(sch: Schedule) -> bool:
+def schedule_matmul_like(sch: Schedule, tile_symbolic_rows: bool = True) -> bool:
     """Tile a matmul into a register tile, with its epilogue (bias add, relu) computed per tile.
 
     1. Inline the elementwise blocks between the matmul and the last block (``compute_inline``),
@@ -463,6 +467,9 @@ def schedule_matmul_like(sch: Schedule) -> bool:
     rows_known = M is not None and all(e is not None for e in ext[:-3])
     B = math.prod(ext[:-3]) if rows_known else 1
     nj, mi = _matmul_tile(M, N)
+    symbolic_rows = tile_symbolic_rows and M is None and all(e is not None for e in ext[:-3])
+    if symbolic_rows:  # rows of a dynamic length (a prompt's tokens): whole tiles, then a guarded tail
+        mi = _tile_rows(VectorUnit.current(), nj, (8, 4, 2))[0] if nj % VectorUnit.current().lanes == 0 else 1
     packed = _pack_right_operand(sch, mm, nj) if rows_known and B == 1 and M >= PACK_MIN_ROWS \
         and N % nj == 0 and M * N * K > MATMUL_PARALLEL_WORK else None
     blocks = 0
@@ -471,16 +478,22 @@ def schedule_matmul_like(sch: Schedule) -> bool:
         if epilogue is None and nj % unit.lanes == 0:
             mi = _peeled_tile_rows(unit, nj)
         blocks = _column_blocks(N // nj)
-    batch, jb, pieces, updates = _tile_loops(sch, mm, packed, mi, nj, blocks, M if rows_known else None)
+    batch, jb, pieces, updates, epilogues = _tile_loops(
+        sch, mm, packed, mi, nj, blocks, M if rows_known else "symbolic" if symbolic_rows else None, epilogue)
     tiled_rows = mi > 1  # (else i is not split: one row per tile)
 
     # 3 and 4. the register tile (accumulator, write-back, vectors) of each piece
-    stages = [_register_tile_stage(sch, update, epilogue, unrolled=tiled_rows) for update in updates]
+    # a symbolic row count's tail without an epilogue accumulates in C (compute_at refuses its guard)
+    stages = [_register_tile_stage(sch, update, epi, unrolled=tiled_rows,
+                                   in_place=symbolic_rows and epi is None and p > 0)
+              for p, (update, epi) in enumerate(zip(updates, epilogues))]
     j0 = stages[0][0]
     if packed is not None:
         _vectorize_copy(sch, packed, nj, parallel=jb is None)
     if jb is not None:
         sch.parallel(jb)
+    elif symbolic_rows and len(pieces) > 1:
+        _parallel_whole_tiles(sch, pieces[0], N * K)
     else:
         if len(pieces) > 1:
             batch = []  # (their loops, all of extent 1 here, are outside the partition: no fuse)
@@ -493,6 +506,19 @@ def schedule_matmul_like(sch: Schedule) -> bool:
         sch.vectorize(sch.get_loops(init)[-1])
     _schedule_prologue(sch, prologue, packed is not None)
     return True
+
+
+def _parallel_whole_tiles(sch: Schedule, whole: LoopRV, work_per_row: int) -> None:
+    """A symbolic row count's whole tiles on threads when a prompt of ``SYMBOLIC_ROWS_GUESS``
+    rows would be large work (one parallel region per call; the few tail rows stay serial)."""
+    if SYMBOLIC_ROWS_GUESS * work_per_row > MATMUL_PARALLEL_WORK:
+        sch.parallel(whole)
+
+
+def schedule_matmul_rows_untiled(sch: Schedule) -> bool:
+    """:func:`schedule_matmul_like` with a symbolic row count left one row per tile: the
+    fallback when tiling those rows does not fit (a write-back a primitive refuses to move)."""
+    return schedule_matmul_like(sch, tile_symbolic_rows=False)
 
 
 def _right_operand_prologue(sch: Schedule, mm: BlockRV) -> list[str]:
@@ -544,7 +570,8 @@ def _column_blocks(panels: int) -> int:
 
 
 def _tile_loops(sch: Schedule, mm: BlockRV, packed: BlockRV | None, mi: int, nj: int, blocks: int,
-                rows: int | None) -> tuple[list[LoopRV], LoopRV | None, list[LoopRV], list[BlockRV]]:
+                rows: int | str | None, epilogue: BlockRV | None = None
+                ) -> tuple[list[LoopRV], LoopRV | None, list[LoopRV], list[BlockRV], list[BlockRV | None]]:
     """Step 2 of :func:`schedule_matmul_like`: split i by ``mi`` and j by ``nj`` -- first into
     ``blocks`` column blocks jb when there are any, with the packing of each block's panels
     moved inside jb -- and reorder to ``(batch, [jb,] i0, j0, k, i1, j1)``; then peel the last,
@@ -563,11 +590,20 @@ def _tile_loops(sch: Schedule, mm: BlockRV, packed: BlockRV | None, mi: int, nj:
         sch.compute_at(packed, jb)  # before loop_partition, which puts the pieces in a block of their own
     # a tile that does not divide M: the last, partial row of tiles becomes a loop of its own
     # (loop_partition), so the main loop's tiles run without the split's T.where guard
-    if i1 is None or rows is None or rows % mi == 0:
-        return batch, jb, [i0], [mm]
+    if i1 is None or rows is None or (isinstance(rows, int) and rows % mi == 0):
+        return batch, jb, [i0], [mm], [epilogue]
     loop_name, block_name = sch.get(i0).loop_var.name, sch.get(mm).name_hint
-    pieces = sch.loop_partition(i0, [rows // mi, None])
-    return batch, jb, pieces, [sch.get_block(f"{block_name}_{loop_name}{p}") for p in range(len(pieces))]
+    epilogue_name = None
+    if epilogue is not None:  # each piece gets its own copy, written back after each of its tiles
+        epilogue_name = sch.get(epilogue).name_hint
+        sch.reverse_compute_at(epilogue, i0)
+    # symbolic rows: the last tile, which may be partial, peeled off the whole ones (whose
+    # split guard loop_partition drops)
+    pieces = sch.loop_partition(i0, [rows // mi, None] if isinstance(rows, int) else [None, 1])
+    updates = [sch.get_block(f"{block_name}_{loop_name}{p}") for p in range(len(pieces))]
+    epilogues = [None if epilogue_name is None else sch.get_block(f"{epilogue_name}_{loop_name}{p}")
+                 for p in range(len(pieces))]
+    return batch, jb, pieces, updates, epilogues
 
 
 def _peeled_tile_rows(unit: VectorUnit, width: int) -> int:
@@ -582,13 +618,19 @@ def _peeled_tile_rows(unit: VectorUnit, width: int) -> int:
 
 
 def _register_tile_stage(sch: Schedule, update: BlockRV, epilogue: BlockRV | None,
-                         unrolled: bool) -> tuple[LoopRV, LoopRV]:
+                         unrolled: bool, in_place: bool = False) -> tuple[LoopRV, LoopRV]:
     """Accumulate ``update``'s tile in a ``cache_write("local")`` buffer and write it back (through
     the epilogue, if any) after each tile; vectorize the columns, unroll the rows.  Returns j0
-    (the loop over tiles of columns) and k (where the tile is zeroed first)."""
+    (the loop over tiles of columns) and k (where the tile is zeroed first).  ``in_place``:
+    no local buffer, the tile accumulates in the output (a few tail rows)."""
     loops = sch.get_loops(update)
     # (j0, k, [i1,] j1): j0 is the loop the write-back goes under
     tile_loop, reduction_loop = loops[-4:-2] if unrolled else loops[-3:-1]
+    if in_place:
+        sch.vectorize(loops[-1])
+        if unrolled:
+            sch.unroll(loops[-2])
+        return tile_loop, reduction_loop
     local = sch.cache_write(update, 0, "local")  # the copy C_local -> C; the update now writes C_local
     if epilogue is not None:
         sch.compute_inline(local)  # the epilogue reads the local accumulator directly
@@ -875,7 +917,8 @@ def _loop_is_spatial(sch: Schedule, block: BlockRV, loop_var) -> bool:
 # -- the pass -------------------------------------------------------------------------------------
 
 RULES: list[Callable[[Schedule], bool]] = [schedule_gemv, schedule_matmul_nt, schedule_matmul_like,
-                                           schedule_conv2d_like, schedule_elementwise, schedule_reduction]
+                                           schedule_matmul_rows_untiled, schedule_conv2d_like,
+                                           schedule_elementwise, schedule_reduction]
 
 
 def apply_default_schedule(func: PrimFunc, rules: list | None = None) -> PrimFunc:

@@ -1,0 +1,105 @@
+"""Dense layers with a symbolic row count (a prompt of any length): the default schedule tiles
+the rows as for a static count -- whole register tiles, then a guarded tail -- instead of one
+row at a time, and the result matches numpy for row counts that are not a multiple of the tile."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import minitvm
+from minitvm import relax, te, tir, topi
+from minitvm.arith import Analyzer
+from minitvm.testing.nn_models import linear_module
+from minitvm.tir.transform.default_schedule import apply_default_schedule
+
+
+def _dense_relu(k: int, n_out: int):
+    """``relu(x @ w + b)`` over ``n`` rows, ``n`` symbolic."""
+    n = tir.Var("n", "int64")
+    x, w = te.placeholder((n, k), "float32", name="x"), te.placeholder((k, n_out), "float32", name="w")
+    b = te.placeholder((n_out,), "float32", name="b")
+    return te.create_prim_func([x, w, b, topi.nn.relu(topi.add(topi.nn.matmul(x, w), b))])
+
+
+def test_symbolic_rows_are_tiled_with_a_guarded_tail():
+    sched = apply_default_schedule(_dense_relu(64, 48))
+    text = sched.script()
+    assert sched.attrs.get("tir.is_scheduled") and "_partition" in text, text
+    main, tail = text.split("_partition", 2)[1:]
+    # whole tiles: rows unrolled, no guard in the k loop; the tail keeps the split's guard
+    update = main.split('"T_matmul_i0_00_update"')[1].split("T.sblock")[0]
+    assert "T.unroll" in main and "T.where" not in update, main
+    assert "T.where(i0_01 *" in tail, tail
+    lib = minitvm.build(sched.with_attr("global_symbol", "main"))
+    rng = np.random.default_rng(0)
+    w, b = rng.standard_normal((64, 48)).astype("float32"), rng.standard_normal(48).astype("float32")
+    for rows in (0, 1, 7, 9, 129):  # 0: the pieces are empty, not a tile before row 0
+        x = rng.standard_normal((rows, 64)).astype("float32")
+        out = minitvm.nd.array(np.full((rows, 48), np.nan, "float32"))
+        lib["main"](minitvm.nd.array(x), minitvm.nd.array(w), minitvm.nd.array(b), out)
+        np.testing.assert_allclose(out.numpy(), np.maximum(x @ w + b, 0), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("k, n_out, act", [(64, 96, None), (256, 512, "silu")])
+def test_compiled_linear_with_symbolic_rows_matches_numpy(k, n_out, act):
+    """(256 -> 512: the whole tiles run on threads; with 0 or 1 rows their loop is empty.)"""
+    vm = relax.VirtualMachine(minitvm.compile(linear_module(tir.Var("n", "int64"), k, n_out, act)), minitvm.cpu())
+    rng = np.random.default_rng(1)
+    w, b = rng.standard_normal((n_out, k)).astype("float32"), rng.standard_normal(n_out).astype("float32")
+    for rows in (0, 1, 7, 129):
+        x = rng.standard_normal((rows, k)).astype("float32")
+        want = x @ w.T + b
+        if act == "silu":
+            want = want / (1 + np.exp(-want))
+        got = vm["main"](*(minitvm.nd.array(a) for a in (x, w, b))).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_batched_matmul_without_epilogue_tiles_symbolic_rows():
+    """A bias-free linear of a (1, n, K) prompt (a Llama projection): whole tiles through a local
+    accumulator, the tail rows accumulated in place; numpy's result at 1, 7 and 129 rows."""
+    n = tir.Var("n", "int64")
+    x, w = te.placeholder((1, n, 32), "float32", name="x"), te.placeholder((32, 64), "float32", name="w")
+    sched = apply_default_schedule(te.create_prim_func([x, w, topi.nn.matmul(x, w)]))
+    text = sched.script()
+    assert "_partition" in text and "T.unroll" in text and 'scope="local"' in text, text
+    lib = minitvm.build(sched.with_attr("global_symbol", "main"))
+    rng = np.random.default_rng(2)
+    wv = rng.standard_normal((32, 64)).astype("float32")
+    for rows in (1, 7, 129):
+        xv = rng.standard_normal((1, rows, 32)).astype("float32")
+        out = minitvm.nd.array(np.full((1, rows, 64), np.nan, "float32"))
+        lib["main"](minitvm.nd.array(xv), minitvm.nd.array(wv), out)
+        np.testing.assert_allclose(out.numpy(), xv @ wv, rtol=1e-4, atol=1e-4)
+
+
+def test_symbolic_partition_takes_constant_lengths_and_its_trace_replays():
+    """The tail is peeled with ``[None, 1]`` (constants only, as TVM's factors), so the default
+    schedule's trace survives JSON and replays on a fresh copy of the function."""
+    sch = tir.Schedule(_dense_relu(16, 16))
+    i = sch.get_loops(sch.get_block("T_matmul"))[0]
+    with pytest.raises(tir.schedule.ScheduleError, match="one None"):
+        sch.loop_partition(i, [3, 4])
+    from minitvm.ir import IRModule
+    from minitvm.tir.schedule import Trace
+    from minitvm.tir.transform.default_schedule import schedule_matmul_like
+
+    func = _dense_relu(64, 48)
+    sch = tir.Schedule(IRModule({"main": func}))
+    assert schedule_matmul_like(sch)
+    replay = tir.Schedule(IRModule({"main": func}))
+    Trace.apply_json_to_schedule(json.loads(json.dumps(sch.trace.as_json())), replay)
+    minitvm.ir.assert_structural_equal(replay.mod, sch.mod)
+
+
+def test_min_max_absorption():
+    n = tir.Var("n", "int64")
+    ana = Analyzer()
+    one, zero = tir.const(1, "int64"), tir.const(0, "int64")
+    assert minitvm.ir.structural_equal(ana.simplify(tir.min(tir.max(n - one, zero), n - one)), n - one)
+    assert ana.simplify(tir.max(n, tir.min(n, zero))) is n
+    eight = tir.const(8, "int64")
+    assert ana.can_prove(tir.floordiv(n, eight) * eight - one < n)  # whole tiles stay inside n rows
