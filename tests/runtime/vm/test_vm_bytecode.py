@@ -31,7 +31,8 @@ def test_as_text_golden(mlp_exe):
 
 def test_jumps_print_their_targets(sum_exe):
     text = sum_exe.vm_functions["total"].as_text(sum_exe.func_names)
-    assert "  call  test.vm.less in: %2, %0 dst: %4\n  if    %4 else +4        # false: to instruction 8\n" in text
+    assert ("  call  tests.vm.less_ints in: %2, %0 dst: %4\n"
+            "  if    %4 else +4        # false: to instruction 8\n") in text
     assert "  goto  -4                # to instruction 3\n  ret   %1" in text
 
 

@@ -37,10 +37,10 @@ def test_profile_marks_nested_vm_functions():
     with eb.function("main", ["a"]):
         eb.emit_ret(eb.emit_call("inner", [eb.r(0)]))
     with eb.function("inner", ["a"]):
-        eb.emit_ret(eb.emit_call("test.vm.add", [eb.r(0), eb.imm(1)]))
+        eb.emit_ret(eb.emit_call("tests.vm.add_ints", [eb.r(0), eb.imm(1)]))
     report = VirtualMachine(eb.get()).profile("main", 1)
     rows = {r["name"]: r for r in report.table()}
-    assert rows["inner *"]["percent"] is None and rows["test.vm.add"]["calls"] == 1
+    assert rows["inner *"]["percent"] is None and rows["tests.vm.add_ints"]["calls"] == 1
     assert "* VM function: its time includes the calls it makes" in str(report)
 
 

@@ -26,8 +26,9 @@ def linear(x, w, out):
 
 minitvm.register_func("test.vm.linear_relu", linear_relu, override=True)
 minitvm.register_func("test.vm.linear", linear, override=True)
-minitvm.register_func("test.vm.add", lambda a, b: a + b, override=True)
-minitvm.register_func("test.vm.less", lambda a, b: a < b, override=True)
+# integer helpers of these hand-written programs (not TVM's test.vm.add, which relax.testing.vm registers)
+minitvm.register_func("tests.vm.add_ints", lambda a, b: a + b, override=True)
+minitvm.register_func("tests.vm.less_ints", lambda a, b: a < b, override=True)
 
 IN, HIDDEN, OUT = 784, 128, 10
 
@@ -94,15 +95,15 @@ def build_sum_loop():
     with eb.function("total", ["n"], [ParamInfo("any")]):
         s, i = eb.new_register(), eb.new_register()
         one = eb.new_register()
-        eb.emit_call("test.vm.add", [eb.imm(0), eb.imm(0)], dst=s)
-        eb.emit_call("test.vm.add", [eb.imm(0), eb.imm(0)], dst=i)
-        eb.emit_call("test.vm.add", [eb.imm(0), eb.imm(1)], dst=one)
+        eb.emit_call("tests.vm.add_ints", [eb.imm(0), eb.imm(0)], dst=s)
+        eb.emit_call("tests.vm.add_ints", [eb.imm(0), eb.imm(0)], dst=i)
+        eb.emit_call("tests.vm.add_ints", [eb.imm(0), eb.imm(1)], dst=one)
         head, done = eb.label("head"), eb.label("done")
         eb.place(head)
-        cond = eb.emit_call("test.vm.less", [i, eb.r(0)])
+        cond = eb.emit_call("tests.vm.less_ints", [i, eb.r(0)])
         eb.emit_if(cond, done)
-        eb.emit_call("test.vm.add", [s, i], dst=s)
-        eb.emit_call("test.vm.add", [i, one], dst=i)
+        eb.emit_call("tests.vm.add_ints", [s, i], dst=s)
+        eb.emit_call("tests.vm.add_ints", [i, one], dst=i)
         eb.emit_goto(head)
         eb.place(done)
         eb.emit_ret(s)
