@@ -43,6 +43,8 @@ SLOW_FIRST = (
     "tests/viz/test_chapters_in_browser.py",
     "tests/fuzz/test_relax_fuzz.py",
     "tests/fuzz/test_tir_fuzz.py",
+    "tests/viz/test_book.py",
+    "tests/test_committed.py",
     "tests/meta_schedule/test_tune_tir.py",
     "tests/relax/frontend/torch/test_zoo_dynamic.py",
     "tests/relax/frontend/torch/test_zoo.py",
