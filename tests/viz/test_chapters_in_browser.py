@@ -98,13 +98,15 @@ def _run_all(page, lab, chapter: Path) -> None:
     page.locator(".jp-Notebook").first.wait_for(state="visible", timeout=clock.ms())
     _wait_for_idle_kernel(lab, page, clock)
     page.locator(".jp-Notebook").first.click()
+    # the command's promise settles once every cell has run (evaluate waits for it); the prompts
+    # are checked too, in case a cell is still shown running
     page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
-    page.wait_for_timeout(1500)
     while page.evaluate(_RUNNING):
         if time.monotonic() > clock.deadline:
             raise AssertionError(f"{chapter.name} did not finish running in {CHAPTER_BUDGET_S} s")
         page.wait_for_timeout(500)
-    page.wait_for_timeout(1500)  # the last outputs and widgets render
+    page.evaluate(_LAID_OUT)
+    page.wait_for_timeout(500)  # the last outputs and widgets render
 
 
 def _sources(text: str) -> list[str]:
