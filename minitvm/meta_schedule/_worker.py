@@ -31,8 +31,9 @@ __all__ = ["build_candidate", "run_candidate", "run_candidates_interleaved", "re
            "random_arguments"]
 
 # parsed + compiled modules of this worker, by artifact path: the runner often gets the
-# module the same worker just built
+# module the same worker just built (the latest few only: a worker serves many tunings)
 _BUILT: dict[str, Any] = {}
+_BUILT_KEPT = 32
 
 
 def _compile(script: str, target: str) -> Any:
@@ -48,6 +49,8 @@ def build_candidate(script: str, target: str, artifact_path: str) -> str:
     from it; returns the path."""
     lib = _compile(script, target)
     _BUILT[artifact_path] = lib
+    while len(_BUILT) > _BUILT_KEPT:
+        del _BUILT[next(iter(_BUILT))]
     funcs = {name: lib[name]._fn for name in lib.function_names()}
     artifact = {"ll": lib.get_source("ll"), "target": target,
                 "signatures": {name: fn.signature for name, fn in funcs.items()},

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from ._worker import warm_up
 
-__all__ = ["LocalPool", "run_jobs", "default_max_workers", "WORKERS_DID_NOT_START"]
+__all__ = ["LocalPool", "run_jobs", "default_max_workers", "WORKERS_DID_NOT_START", "IDLE_LINGER_S"]
 
 #: seconds a worker may take to start (a fresh interpreter importing minitvm)
 STARTUP_TIMEOUT = 300.0
@@ -80,6 +80,45 @@ def default_max_workers() -> int:
     return max(1, os.cpu_count() or 1)
 
 
+#: seconds a finished tuning's worker processes stay up for the next tuning: back-to-back
+#: tunings (a notebook's cells, a test file) then reuse warm workers instead of starting fresh
+#: interpreters that import minitvm again (about 1 s of CPU each, three per tuning)
+IDLE_LINGER_S = 30.0
+
+# idle warm pools by worker count, each with the timer that ends it; one tuning takes a pool
+# out (two tunings at once never share one: the second starts its own)
+_IDLE: dict[int, list[tuple[cf.ProcessPoolExecutor, threading.Timer]]] = {}
+_IDLE_LOCK = threading.Lock()
+
+
+def _take_idle(workers: int) -> cf.ProcessPoolExecutor | None:
+    with _IDLE_LOCK:
+        parked = _IDLE.get(workers, [])
+        while parked:
+            pool, timer = parked.pop()
+            timer.cancel()
+            if not getattr(pool, "_broken", False):  # a worker died while it waited
+                return pool
+            pool.shutdown(wait=False, cancel_futures=True)
+    return None
+
+
+def _park(pool: cf.ProcessPoolExecutor, workers: int) -> None:
+    def expire() -> None:
+        with _IDLE_LOCK:
+            entries = _IDLE.get(workers, [])
+            if not any(p is pool for p, _ in entries):
+                return  # taken meanwhile
+            entries[:] = [(p, t) for p, t in entries if p is not pool]
+        pool.shutdown(wait=True)
+
+    timer = threading.Timer(IDLE_LINGER_S, expire)
+    timer.daemon = True
+    with _IDLE_LOCK:
+        _IDLE.setdefault(workers, []).append((pool, timer))
+    timer.start()
+
+
 class LocalPool:
     """A process pool (fresh interpreters that import minitvm, never the user's script; no state
     forked from the tuner) that can be killed and restarted when a job crashes or hangs."""
@@ -90,6 +129,8 @@ class LocalPool:
 
     @property
     def executor(self) -> cf.ProcessPoolExecutor:
+        if self._pool is None:
+            self._pool = _take_idle(self.max_workers)
         if self._pool is None:
             self._pool = cf.ProcessPoolExecutor(self.max_workers, mp_context=_WorkerContext())
             # start every worker and import the tuner there now, so a job's timeout measures the
@@ -120,9 +161,10 @@ class LocalPool:
         pool.shutdown(wait=wait, cancel_futures=True)
 
     def shutdown(self) -> None:
+        """Done with the pool: its workers wait ``IDLE_LINGER_S`` for the next tuning, then end."""
         pool, self._pool = self._pool, None
         if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+            _park(pool, self.max_workers)
 
     def __del__(self) -> None:
         try:
