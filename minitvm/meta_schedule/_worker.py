@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import pickle
+import signal
 import threading
 import time
 import traceback
@@ -27,7 +28,7 @@ from ..target.codegen.llvm_jit import LLVM_LOCK, LLVMModule, init_llvm, jit_comp
 from ..target.codegen.thread_pool import ensure_thread_pool
 from ..transform import PassContext
 
-__all__ = ["build_candidate", "run_candidate", "run_candidates_interleaved", "reference_outputs",
+__all__ = ["ignore_interrupts", "build_candidate", "run_candidate", "run_candidates_interleaved", "reference_outputs",
            "random_arguments"]
 
 # parsed + compiled modules of this worker, by artifact path: the runner often gets the
@@ -186,6 +187,13 @@ def run_candidates_interleaved(artifact_paths: list[str], target: str, reference
             timer, nds = timers[k]
             results[k][0].extend(timer(*nds).results)
     return results
+
+
+def ignore_interrupts() -> None:
+    """A worker's first step: Ctrl-C (or a notebook kernel shutting down, which interrupts its
+    whole process group) is for the tuner, which stops its workers itself; a worker would only
+    print a KeyboardInterrupt traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def warm_up(linger: float = 0.3) -> int:

@@ -20,7 +20,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from ._worker import warm_up
+from ._worker import ignore_interrupts, warm_up
 
 __all__ = ["LocalPool", "run_jobs", "default_max_workers", "WORKERS_DID_NOT_START", "IDLE_LINGER_S"]
 
@@ -132,7 +132,8 @@ class LocalPool:
         if self._pool is None:
             self._pool = _take_idle(self.max_workers)
         if self._pool is None:
-            self._pool = cf.ProcessPoolExecutor(self.max_workers, mp_context=_WorkerContext())
+            self._pool = cf.ProcessPoolExecutor(self.max_workers, mp_context=_WorkerContext(),
+                                                 initializer=ignore_interrupts)
             # start every worker and import the tuner there now, so a job's timeout measures the
             # job, not an interpreter starting on a busy machine
             try:
