@@ -163,6 +163,9 @@ def page_html(nb, nav: str) -> str:
     exporter = HTMLExporter(template_name="lab")
     exporter.embed_images = True
     body, _ = exporter.from_notebook_node(nb)
+    # the template's require.js and MathJax come from a CDN; no chapter uses either (no widget
+    # manager, no math), and offline each is a failed request: the page loads nothing from the net
+    body = re.sub(r'<script src="https?://[^"]*">\s*</script>', "", body)
     style = f"<style>{NAV_STYLE}{WIDGET_STYLE}</style>"
     return re.sub(r"(<body[^>]*>)", lambda m: f"{m.group(1)}{style}{nav}", body, count=1)
 

@@ -30,6 +30,8 @@ def test_the_book_builds_and_every_page_opens(chromium, tmp_path):  # noqa: F811
             page = browser.new_page(viewport={"width": 1200, "height": 900})
             errors: list[str] = []
             page.on("pageerror", lambda e: errors.append(str(e)))
+            # a request the page cannot make offline (a script from a CDN) is a console error
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
             page.goto((site / "index.html").as_uri())
             links = page.eval_on_selector_all("ol a", "els => els.map(e => [e.textContent, e.href])")
             assert [title for title, _ in links] == ["Chapter 0 — The whole flow in one sitting"], links
