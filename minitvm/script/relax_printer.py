@@ -62,6 +62,7 @@ from ..relax.struct_info import (
 )
 from ..tir.expr import Add, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr, Sub
 from ..tir.expr import Var as TirVar
+from ..tir.index_map import IndexMap
 from .printer import _HEADERS_T, _str, _TIRPrinter, register_printer
 
 __all__ = ["RelaxPrinter"]
@@ -206,6 +207,8 @@ class RelaxPrinter:
             return self.expr(v)
         if isinstance(v, StructInfo):
             return self.sinfo(v)
+        if isinstance(v, IndexMap):  # relax.layout_transform's map
+            return v.script()
         if isinstance(v, str):
             return _str(v)
         if isinstance(v, (list, tuple)):

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .... import te, topi
+from .... import te, tir, topi
+from ....tir.functor import substitute
 from ...block_builder import BlockBuilder
 from ...expr import Call, Expr, struct_info_of
 from ...op._utils import product
@@ -58,3 +59,28 @@ def _gather_elements(bb: BlockBuilder, call: Call) -> Expr:
 def _scatter_elements(bb: BlockBuilder, call: Call) -> Expr:
     return bb.call_te(topi.scatter_elements, *call.args, axis=call.attrs["axis"], reduction=call.attrs["reduction"],
                       primfunc_name_hint="scatter_elements")
+
+
+@register_legalize("relax.layout_transform")
+def _layout_transform(bb: BlockBuilder, call: Call) -> Expr:
+    """Each output element reads the input at the inverse map of its indices; where the
+    map pads (no input element lands there), ``pad_value`` (0 when not given)."""
+    index_map = call.attrs["index_map"]
+    shape = list(struct_info_of(call.args[0]).shape_values)
+    inverse, padding = index_map.non_surjective_inverse(shape)
+    pad = call.attrs.get("pad_value")
+
+    def te_layout_transform(data: te.Tensor) -> te.Tensor:
+        out_shape = index_map.map_shape(list(data.shape))
+
+        def element(*idx: Any) -> Any:
+            env = {v: tir.Cast(v.dtype, i) if v.dtype != i.dtype else i for v, i in zip(inverse.initial_indices, idx)}
+            src = [tir.Cast(s.dtype, substitute(e, env)) if e.dtype != s.dtype else substitute(e, env)
+                   for e, s in zip(inverse.final_indices, data.shape)]
+            value = data(*src)
+            if isinstance(padding, tir.IntImm) and not padding.value:
+                return value
+            fill = pad.value if pad is not None else tir.const(0, data.dtype)
+            return tir.if_then_else(substitute(padding, env), fill, value)
+        return te.compute(out_shape, element, name="te_layout_transform")
+    return bb.call_te(te_layout_transform, call.args[0], primfunc_name_hint="te_layout_transform")

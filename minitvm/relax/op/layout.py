@@ -1,0 +1,69 @@
+"""``relax.layout_transform``: a tensor rearranged by an index map (TVM's
+``relax.op.layout_transform``), e.g. NCHW to NCHW4c with ``lambda n, c, h, w: (n, c // 4, h,
+w, c % 4)``.  Positions the map does not reach (padding) hold ``pad_value``."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ...tir.expr import FloatImm, IntImm, PrimExpr
+from ...tir.index_map import IndexMap
+from ..expr import Call, Expr, PrimValue
+from ..struct_info import StructInfo, StructInfoError, TensorStructInfo
+from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
+
+__all__ = ["layout_transform"]
+
+
+@register("relax.layout_transform", pattern=OpPattern.INJECTIVE, num_inputs=1)
+def _infer_layout_transform(call: Call, ctx: Any) -> StructInfo:
+    """The input's shape mapped through the index map (each output's extent)."""
+    op = "relax.layout_transform"
+    check_num_args(call, op, 1)
+    x = tensor_arg(call, 0, op, "x")
+    index_map: IndexMap = call.attrs["index_map"]
+    pad = call.attrs.get("pad_value")
+    if pad is not None and pad.value.dtype != x.dtype and not x.is_unknown_dtype:
+        raise StructInfoError(f"{op}: pad_value dtype ({pad.value.dtype}) and input dtype ({x.dtype}) "
+                              "must be the same")
+    out_ndim = len(index_map.final_indices)
+    if x.ndim == -1:
+        return TensorStructInfo(None, x.dtype, x.vdevice, out_ndim)
+    if x.ndim != index_map.ndim:
+        raise StructInfoError(f"{op}: number of dimensions in input must match the number of source "
+                              f"dimensions in index map, but got {x.ndim} != {index_map.ndim}")
+    vals = x.shape_values
+    if vals is None:
+        return TensorStructInfo(None, x.dtype, x.vdevice, out_ndim)
+    shape = [_as_int64(d) for d in index_map.map_shape(list(vals))]
+    return TensorStructInfo(shape, x.dtype, x.vdevice)
+
+
+def _as_int64(d: PrimExpr) -> PrimExpr:
+    # maps built on int32 indices give int32 extents; Relax shapes are int64
+    return IntImm("int64", d.value) if isinstance(d, IntImm) else d
+
+
+def _pad_value(x: Expr, pad_value: Any) -> PrimValue | None:
+    if pad_value is None or isinstance(pad_value, PrimValue):
+        return pad_value
+    dtype = getattr(x.struct_info, "dtype", "float32")
+    if "int" in dtype and isinstance(pad_value, int):
+        return PrimValue(IntImm(dtype, pad_value))
+    if "float" in dtype and isinstance(pad_value, (int, float)):
+        return PrimValue(FloatImm(dtype, float(pad_value)))
+    return PrimValue(pad_value)
+
+
+def layout_transform(x: Expr, index_map: Callable | IndexMap, pad_value: Any = None,
+                     axis_separators: Any = None, input_axis_separators: Any = None) -> Call:
+    """``x`` rearranged by ``index_map`` (a function of the indices, or an IndexMap);
+    ``pad_value`` (cast to ``x``'s dtype) fills the positions no input element reaches."""
+    if callable(index_map) and not isinstance(index_map, IndexMap):
+        index_map = IndexMap.from_func(index_map, index_dtype="int64")
+    if not isinstance(index_map, IndexMap):
+        raise TypeError(f"layout_transform: index_map must be an IndexMap or a function, got {index_map!r}")
+    attrs = {"index_map": index_map, "pad_value": _pad_value(x, pad_value),
+             "axis_separators": tuple(int(a) for a in (axis_separators or ())),
+             "input_axis_separators": tuple(int(a) for a in (input_axis_separators or ()))}
+    return make_call("relax.layout_transform", x, attrs=attrs)
