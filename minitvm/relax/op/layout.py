@@ -4,15 +4,17 @@ w, c % 4)``.  Positions the map does not reach (padding) hold ``pad_value``."""
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable
 
+from ...tir import expr as _t
 from ...tir.expr import FloatImm, IntImm, PrimExpr
 from ...tir.index_map import IndexMap
 from ..expr import Call, Expr, PrimValue
 from ..struct_info import StructInfo, StructInfoError, TensorStructInfo
 from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
 
-__all__ = ["layout_transform"]
+__all__ = ["layout_transform", "layout_axes", "shape_to_primal", "shape_from_primal"]
 
 
 @register("relax.layout_transform", pattern=OpPattern.INJECTIVE, num_inputs=1)
@@ -67,3 +69,62 @@ def layout_transform(x: Expr, index_map: Callable | IndexMap, pad_value: Any = N
              "axis_separators": tuple(int(a) for a in (axis_separators or ())),
              "input_axis_separators": tuple(int(a) for a in (input_axis_separators or ()))}
     return make_call("relax.layout_transform", x, attrs=attrs)
+
+
+# -- layouts named by letters (NCHW4c): shapes between a layout and its whole axes --------------
+
+def layout_axes(layout: str) -> list[tuple[str, int | None]]:
+    """``NCHW4c`` -> [(N, None), (C, None), (H, None), (W, None), (c, 4)]."""
+    out = []
+    for factor, name in re.findall(r"(\d*)([A-Za-z])", layout):
+        out.append((name, int(factor) if factor else None))
+    return out
+
+
+def _primal_values(layout: str, values: list, combine: Any) -> dict:
+    """Each primal axis's value from ``values`` given in ``layout``: a blocked axis is
+    ``combine(outer, factor, inner)``."""
+    axes = layout_axes(layout)
+    factors = {name.upper(): f for name, f in axes if name.islower()}
+    pos = {name: k for k, (name, _) in enumerate(axes)}
+    out = {}
+    for name, _ in axes:
+        if name.isupper():
+            outer = values[pos[name]]
+            inner_pos = pos.get(name.lower())
+            out[name] = outer if inner_pos is None else combine(outer, factors[name], values[inner_pos])
+    return out
+
+
+def _spread(layout: str, primal: dict, split: Any) -> list:
+    """Values in ``layout`` from primal ones: a blocked axis X gives ``split(X, factor)``."""
+    axes = layout_axes(layout)
+    factors = {name.upper(): f for name, f in axes if name.islower()}
+    out = []
+    for name, factor in axes:
+        if name.isupper():
+            out.append(primal[name] if name not in factors else split(primal[name], factors[name])[0])
+        else:
+            out.append(split(primal[name.upper()], factor)[1])
+    return out
+
+
+def _const(d: Any) -> int | None:
+    return d.value if isinstance(d, _t.IntImm) else None
+
+
+def shape_to_primal(layout: str, shape: list) -> dict:
+    """Primal axis letter -> extent, for a shape laid out ``layout``."""
+    def combine(outer: Any, f: int, inner: Any) -> Any:
+        c = _const(outer)
+        return _t.IntImm("int64", c * f) if c is not None else outer * _t.IntImm(outer.dtype, f)
+    return _primal_values(layout, list(shape), combine)
+
+
+def shape_from_primal(layout: str, primal: dict) -> list:
+    """The shape laid out ``layout`` of a tensor whose primal extents are ``primal``."""
+    def split(v: Any, f: int) -> tuple:
+        c = _const(v)
+        outer = _t.IntImm("int64", c // f) if c is not None else _t.FloorDiv(v, _t.IntImm(v.dtype, f))
+        return outer, _t.IntImm("int64", f)
+    return _spread(layout, primal, split)

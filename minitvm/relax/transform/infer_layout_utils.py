@@ -18,6 +18,7 @@ from typing import Any
 from ...tir import expr as _t
 from ...tir.index_map import IndexMap
 from ..expr import Constant, Expr, Tuple, Var, struct_info_of
+from ..op.layout import _const, _primal_values, _spread, layout_axes, shape_to_primal
 from ..struct_info import StructInfo, TensorStructInfo, TupleStructInfo
 
 __all__ = ["UNKNOWN", "InferLayoutOutput", "initial_layout", "initial_nlayout", "get_nlayout",
@@ -38,16 +39,6 @@ class InferLayoutOutput:
     output_layouts: list
     new_attrs: Any
     new_args: dict = field(default_factory=dict)
-
-
-def layout_axes(layout: str) -> list[tuple[str, int | None]]:
-    """``NCHW4c`` -> [(N, None), (C, None), (H, None), (W, None), (c, 4)]."""
-    if layout == UNKNOWN:
-        raise ValueError("the layout of a tensor of unknown rank has no axes")
-    out = []
-    for factor, name in re.findall(r"(\d*)([A-Za-z])", layout):
-        out.append((name, int(factor) if factor else None))
-    return out
 
 
 def layout_names(layout: str) -> str:
@@ -147,34 +138,6 @@ def follow_decision(src: str, dst_ndim: int) -> str:
 
 # -- bijective layouts: index maps and shapes ------------------------------------------------------
 
-def _primal_values(layout: str, values: list, combine: Any) -> dict:
-    """Each primal axis's value from ``values`` given in ``layout``: a blocked axis is
-    ``combine(outer, factor, inner)``."""
-    axes = layout_axes(layout)
-    factors = {name.upper(): f for name, f in axes if name.islower()}
-    pos = {name: k for k, (name, _) in enumerate(axes)}
-    out = {}
-    for name, _ in axes:
-        if name.isupper():
-            outer = values[pos[name]]
-            inner_pos = pos.get(name.lower())
-            out[name] = outer if inner_pos is None else combine(outer, factors[name], values[inner_pos])
-    return out
-
-
-def _spread(layout: str, primal: dict, split: Any) -> list:
-    """Values in ``layout`` from primal ones: a blocked axis X gives ``split(X, factor)``."""
-    axes = layout_axes(layout)
-    factors = {name.upper(): f for name, f in axes if name.islower()}
-    out = []
-    for name, factor in axes:
-        if name.isupper():
-            out.append(primal[name] if name not in factors else split(primal[name], factors[name])[0])
-        else:
-            out.append(split(primal[name.upper()], factor)[1])
-    return out
-
-
 def forward_index_map(src: str, dst: str) -> IndexMap:
     """The index map from a tensor laid out ``src`` to ``dst`` (int32 indices ``i0, i1 ...``,
     as TVM's ConvertLayout writes them)."""
@@ -184,10 +147,6 @@ def forward_index_map(src: str, dst: str) -> IndexMap:
     final = _spread(dst, primal, lambda v, f: (_t.FloorDiv(v, _t.IntImm("int32", f)),
                                                _t.FloorMod(v, _t.IntImm("int32", f))))
     return IndexMap(tuple(idx), tuple(final))
-
-
-def _const(d: Any) -> int | None:
-    return d.value if isinstance(d, _t.IntImm) else None
 
 
 def can_prove_layout_transform(src: str, dst: str, shape: list) -> bool:
@@ -207,20 +166,3 @@ def can_prove_layout_transform(src: str, dst: str, shape: list) -> bool:
         return True
     except (ValueError, KeyError):
         return False
-
-
-def shape_to_primal(layout: str, shape: list) -> dict:
-    """Primal axis letter -> extent, for a shape laid out ``layout``."""
-    def combine(outer: Any, f: int, inner: Any) -> Any:
-        c = _const(outer)
-        return _t.IntImm("int64", c * f) if c is not None else outer * _t.IntImm(outer.dtype, f)
-    return _primal_values(layout, list(shape), combine)
-
-
-def shape_from_primal(layout: str, primal: dict) -> list:
-    """The shape laid out ``layout`` of a tensor whose primal extents are ``primal``."""
-    def split(v: Any, f: int) -> tuple:
-        c = _const(v)
-        outer = _t.IntImm("int64", c // f) if c is not None else _t.FloorDiv(v, _t.IntImm(v.dtype, f))
-        return outer, _t.IntImm("int64", f)
-    return _spread(layout, primal, split)
