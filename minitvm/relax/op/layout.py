@@ -37,13 +37,23 @@ def _infer_layout_transform(call: Call, ctx: Any) -> StructInfo:
     vals = x.shape_values
     if vals is None:
         return TensorStructInfo(None, x.dtype, x.vdevice, out_ndim)
-    shape = [_as_int64(d) for d in index_map.map_shape(list(vals))]
+    mapped = index_map.map_shape(list(vals))
+    # an output index that is an input index keeps that dimension as written (unsimplified)
+    shape = [vals[index_map.initial_indices.index(e)] if e in index_map.initial_indices else _as_int64(d)
+             for e, d in zip(index_map.final_indices, mapped)]
     return TensorStructInfo(shape, x.dtype, x.vdevice)
 
 
 def _as_int64(d: PrimExpr) -> PrimExpr:
-    # maps built on int32 indices give int32 extents; Relax shapes are int64
-    return IntImm("int64", d.value) if isinstance(d, IntImm) else d
+    # maps built on int32 indices give int32 extents (a symbolic dimension cast down); Relax
+    # shapes are int64
+    if isinstance(d, IntImm):
+        return IntImm("int64", d.value)
+    if d.dtype == "int64":
+        return d
+    if isinstance(d, _t.Cast) and d.value.dtype == "int64":
+        return d.value
+    return _t.Cast("int64", d)
 
 
 def _pad_value(x: Expr, pad_value: Any) -> PrimValue | None:
