@@ -207,8 +207,12 @@ class RelaxPrinter:
             return self.expr(v)
         if isinstance(v, StructInfo):
             return self.sinfo(v)
-        if isinstance(v, IndexMap):  # relax.layout_transform's map
-            return v.script()
+        if isinstance(v, IndexMap):  # relax.layout_transform's map; int32 indices said so, to read back
+            text = v.script()
+            dtypes = {i.dtype for i in v.initial_indices}
+            if len(dtypes) == 1 and dtypes != {"int64"}:
+                text = f'{text[:-1]}, index_dtype="{dtypes.pop()}")'
+            return text
         if isinstance(v, str):
             return _str(v)
         if isinstance(v, (list, tuple)):
