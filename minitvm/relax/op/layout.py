@@ -14,7 +14,8 @@ from ..expr import Call, Expr, PrimValue
 from ..struct_info import StructInfo, StructInfoError, TensorStructInfo
 from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
 
-__all__ = ["layout_transform", "layout_axes", "shape_to_primal", "shape_from_primal"]
+__all__ = ["layout_transform", "layout_axes", "primal_values", "spread_to_layout", "shape_to_primal",
+           "shape_from_primal"]
 
 
 @register("relax.layout_transform", pattern=OpPattern.INJECTIVE, num_inputs=1)
@@ -91,7 +92,7 @@ def layout_axes(layout: str) -> list[tuple[str, int | None]]:
     return out
 
 
-def _primal_values(layout: str, values: list, combine: Any) -> dict:
+def primal_values(layout: str, values: list, combine: Any) -> dict:
     """Each primal axis's value from ``values`` given in ``layout``: a blocked axis is
     ``combine(outer, factor, inner)``."""
     axes = layout_axes(layout)
@@ -106,7 +107,7 @@ def _primal_values(layout: str, values: list, combine: Any) -> dict:
     return out
 
 
-def _spread(layout: str, primal: dict, split: Any) -> list:
+def spread_to_layout(layout: str, primal: dict, split: Any) -> list:
     """Values in ``layout`` from primal ones: a blocked axis X gives ``split(X, factor)``."""
     axes = layout_axes(layout)
     factors = {name.upper(): f for name, f in axes if name.islower()}
@@ -128,7 +129,7 @@ def shape_to_primal(layout: str, shape: list) -> dict:
     def combine(outer: Any, f: int, inner: Any) -> Any:
         c = _const(outer)
         return _t.IntImm("int64", c * f) if c is not None else outer * _t.IntImm(outer.dtype, f)
-    return _primal_values(layout, list(shape), combine)
+    return primal_values(layout, list(shape), combine)
 
 
 def shape_from_primal(layout: str, primal: dict) -> list:
@@ -137,4 +138,4 @@ def shape_from_primal(layout: str, primal: dict) -> list:
         c = _const(v)
         outer = _t.IntImm("int64", c // f) if c is not None else _t.FloorDiv(v, _t.IntImm(v.dtype, f))
         return outer, _t.IntImm("int64", f)
-    return _spread(layout, primal, split)
+    return spread_to_layout(layout, primal, split)

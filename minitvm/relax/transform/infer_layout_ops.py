@@ -22,7 +22,6 @@ from .infer_layout_utils import (
     initial_layout,
     is_packed,
     layout_axes,
-    layout_names,
     ndim_primal,
     transpose_like,
     transpose_sub_layout_like,

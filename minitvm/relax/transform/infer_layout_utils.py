@@ -11,14 +11,14 @@ or a non-tensor.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...tir import expr as _t
 from ...tir.index_map import IndexMap
 from ..expr import Constant, Expr, Tuple, Var, struct_info_of
-from ..op.layout import _const, _primal_values, _spread, layout_axes, shape_to_primal
+from ..op._utils import const_dim
+from ..op.layout import layout_axes, primal_values, shape_to_primal, spread_to_layout
 from ..struct_info import StructInfo, TensorStructInfo, TupleStructInfo
 
 __all__ = ["UNKNOWN", "InferLayoutOutput", "initial_layout", "initial_nlayout", "get_nlayout",
@@ -143,8 +143,8 @@ def forward_index_map(src: str, dst: str) -> IndexMap:
     as TVM's ConvertLayout writes them)."""
     n = len(layout_axes(src))
     idx = [_t.Var(f"i{k}", "int32") for k in range(n)]
-    primal = _primal_values(src, idx, lambda outer, f, inner: outer * _t.IntImm("int32", f) + inner)
-    final = _spread(dst, primal, lambda v, f: (_t.FloorDiv(v, _t.IntImm("int32", f)),
+    primal = primal_values(src, idx, lambda outer, f, inner: outer * _t.IntImm("int32", f) + inner)
+    final = spread_to_layout(dst, primal, lambda v, f: (_t.FloorDiv(v, _t.IntImm("int32", f)),
                                                _t.FloorMod(v, _t.IntImm("int32", f))))
     return IndexMap(tuple(idx), tuple(final))
 
@@ -158,7 +158,7 @@ def can_prove_layout_transform(src: str, dst: str, shape: list) -> bool:
         primal = shape_to_primal(src, shape)
         for name, factor in layout_axes(dst):
             if name.islower():
-                extent = _const(primal[name.upper()])
+                extent = const_dim(primal[name.upper()])
                 if extent is not None and extent % factor:
                     return False
             elif name not in primal:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ....topi.nn.pooling import pool_out_size
 from ....tir.expr import IntImm
+from ....topi.nn.pooling import pool_out_size
 from ...expr import Call, Expr
 from ...struct_info import StructInfo, StructInfoError, TensorStructInfo, shape_text
 from .._utils import const_dim, simplify
