@@ -12,7 +12,8 @@ from minitvm.relax.transform import Normalize
 
 def test_nested_seq_and_nested_calls_are_flattened_and_compute_the_same():
     x = relax.Var("x", relax.TensorStructInfo((3, 4), "float32"))
-    y, z = relax.Var("y", relax.TensorStructInfo((3, 4), "float32")), relax.Var("z", relax.TensorStructInfo((3, 4), "float32"))
+    sinfo = relax.TensorStructInfo((3, 4), "float32")
+    y, z = relax.Var("y", sinfo), relax.Var("z", sinfo)
     inner = relax.SeqExpr([relax.BindingBlock([relax.VarBinding(z, relax.op.exp(x))])], z)
     body = relax.SeqExpr([relax.BindingBlock([relax.VarBinding(y, inner)])],
                          relax.op.multiply(relax.op.add(y, x), y))
