@@ -6,7 +6,7 @@ registered by :mod:`minitvm.relax.transform.legalize_ops`.
 """
 
 from ...tir.op_table import ELEMENTWISE
-from . import binary, builtin, grad, memory, nn, unary, vm
+from . import binary, builtin, grad, image, memory, nn, unary, vm
 from .base import (
     assert_op,
     call_dps_packed,
@@ -45,7 +45,7 @@ from .ternary import ewise_fma
 from .unary import clip
 
 __all__ = [
-    "nn", "grad", "builtin", "memory", "vm", "call_tir", "call_tir_inplace", "print", "assert_op",
+    "nn", "image", "grad", "builtin", "memory", "vm", "call_tir", "call_tir_inplace", "print", "assert_op",
     "call_dps_packed",
     "call_pure_packed", "call_py_func", "OpPattern", "register",
     # element-wise (besides the table's, added below)

@@ -12,6 +12,7 @@ from ...tir.expr import FloatImm, IntImm, PrimExpr
 from ...tir.index_map import IndexMap
 from ..expr import Call, Expr, PrimValue
 from ..struct_info import StructInfo, StructInfoError, TensorStructInfo
+from ._utils import simplify
 from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
 
 __all__ = ["layout_transform", "layout_axes", "primal_values", "spread_to_layout", "shape_to_primal",
@@ -136,6 +137,6 @@ def shape_from_primal(layout: str, primal: dict) -> list:
     """The shape laid out ``layout`` of a tensor whose primal extents are ``primal``."""
     def split(v: Any, f: int) -> tuple:
         c = _const(v)
-        outer = _t.IntImm("int64", c // f) if c is not None else _t.FloorDiv(v, _t.IntImm(v.dtype, f))
+        outer = _t.IntImm("int64", c // f) if c is not None else simplify(_t.FloorDiv(v, _t.IntImm(v.dtype, f)))
         return outer, _t.IntImm("int64", f)
     return spread_to_layout(layout, primal, split)

@@ -433,3 +433,19 @@ def _statistical(call: Call, desired: dict, layouts: dict) -> InferLayoutOutput:
                   if ch != "#" and not (ch.isdigit() and i + 1 < len(ref) and ref[i + 1] == "#"))
     out_layout = existing if call.attrs["keepdims"] else out
     return InferLayoutOutput([existing], [out_layout], _attrs(call, axis=new_axis))
+
+
+@register_infer_layout("relax.image.resize2d")
+def _resize2d(call: Call, desired: dict, layouts: dict) -> InferLayoutOutput:
+    a = call.attrs
+    want = desired.get("relax.image.resize2d")
+    init = initial_layout(4)
+    if want is not None:
+        want = str(want[0])
+        if is_packed(want):
+            raise ValueError(f"ConvertLayout: resize2d converts by swapping axes only, not to {want}")
+        data, attrs = transpose_like(init, a["layout"], want), _attrs(call, layout=want)
+    else:
+        data = _plain(_layout(layouts, call, 0), 4)
+        attrs = _attrs(call, layout=transpose_like(a["layout"], init, data))
+    return InferLayoutOutput([data, get_nlayout({}, call.args[1])], [data], attrs)

@@ -117,3 +117,25 @@ def test_layout_transform_op_numbers_and_round_trip(pad):
     else:
         np.testing.assert_array_equal(a[:, 0], x[:, :4].transpose(0, 2, 3, 1))
     np.testing.assert_array_equal(b, x.transpose(0, 2, 3, 1))
+
+
+def test_resize2d_follows_the_converted_layout():
+    @I.ir_module
+    class M:
+        @R.function
+        def main(x: R.Tensor((2, 8, 10, 10), "float32"), w: R.Tensor((8, 8, 3, 3), "float32")):
+            with R.dataflow():
+                a = R.nn.conv2d(x, w)
+                gv = R.image.resize2d(a, R.shape([16, 12]))
+                R.output(gv)
+            return gv
+
+    after = ConvertLayout({"relax.nn.conv2d": ["NHWC", "OHWI"]})(M)
+    resize = [b for b in after["main"].body.blocks[0].bindings
+              if isinstance(b.value, relax.Call) and b.value.op == Op.get("relax.image.resize2d")][0]
+    assert resize.value.attrs["layout"] == "NHWC"
+    assert [int(d) for d in resize.var.struct_info.shape_values] == [2, 16, 12, 8]
+    assert [int(d) for d in after["main"].ret_struct_info.shape_values] == [2, 8, 16, 12]
+    blocked = relax.op.image.resize2d(relax.Var("x", relax.TensorStructInfo((2, 4, 9, 9, 16), "float32")),
+                                      size=5, layout="NCHW16c")
+    assert [int(d) for d in relax.BlockBuilder().normalize(blocked).struct_info.shape_values] == [2, 4, 5, 5, 16]
