@@ -5,12 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ....tir.expr import IntImm
 from ....topi.nn.pooling import pool_out_size
 from ...expr import Call, Expr
 from ...struct_info import StructInfo, StructInfoError, TensorStructInfo, shape_text
 from .._utils import const_dim, simplify
-from ..layout import layout_axes, shape_from_primal, shape_to_primal
 from ..registry import OpPattern, check_num_args, make_call, register, tensor_arg
 
 __all__ = ["max_pool2d", "avg_pool2d", "adaptive_avg_pool2d"]
@@ -49,28 +47,22 @@ def _pool_sinfo(call: Call, op: str) -> StructInfo:
     check_num_args(call, op, 1)
     x = tensor_arg(call, 0, op, "data")
     a = call.attrs
-    ndim = _layout_ndim(op, a["layout"])
-    if x.ndim not in (-1, ndim):
-        raise StructInfoError(f"{op}: data must be {ndim}-D ({a['layout']}), got shape {shape_text(x.shape_values)}")
+    if a["layout"] != "NCHW":
+        raise StructInfoError(f"{op}: only the NCHW layout is supported, got {a['layout']}")
+    if x.ndim not in (-1, 4):
+        raise StructInfoError(f"{op}: data must be 4-D (NCHW), got shape {shape_text(x.shape_values)}")
     xs = x.shape_values
     if xs is None:
-        return TensorStructInfo(None, x.dtype, None, ndim)
-    whole = shape_to_primal(a["layout"], list(xs))
+        return TensorStructInfo(None, x.dtype, None, 4)
+    n, c, h, w = xs
     (kh, kw), (sh, sw), (dh, dw) = a["pool_size"], a["strides"], a["dilation"]
     top, left, bottom, right = a["padding"]
-    oh = _window_out(whole["H"], top, bottom, kh, sh, dh, a["ceil_mode"])
-    ow = _window_out(whole["W"], left, right, kw, sw, dw, a["ceil_mode"])
+    oh = _window_out(h, top, bottom, kh, sh, dh, a["ceil_mode"])
+    ow = _window_out(w, left, right, kw, sw, dw, a["ceil_mode"])
     for v in (oh, ow):
         if const_dim(v) is not None and const_dim(v) <= 0:
             raise StructInfoError(f"{op}: the window {kh}x{kw} does not fit the data {shape_text(xs)}")
-    return TensorStructInfo(shape_from_primal(a["layout"], dict(whole, H=oh, W=ow)), x.dtype)
-
-
-def _layout_ndim(op: str, layout: str) -> int:
-    """The rank of a 2-d pooling layout (NCHW, NHWC, NCHW4c ...), checked."""
-    if sorted(ch for ch in layout if ch.isupper()) != sorted("NCHW"):
-        raise StructInfoError(f"{op}: layout {layout!r} must name N, C, H and W")
-    return len(layout_axes(layout))
+    return TensorStructInfo([n, c, oh, ow], x.dtype)
 
 
 for _name in ("max_pool2d", "avg_pool2d"):
@@ -121,18 +113,16 @@ def _infer_adaptive_avg_pool2d(call: Call, ctx: Any) -> StructInfo:
     op = "relax.nn.adaptive_avg_pool2d"
     check_num_args(call, op, 1)
     x = tensor_arg(call, 0, op, "data")
-    layout = call.attrs["layout"]
-    ndim = _layout_ndim(op, layout)
-    if x.ndim not in (-1, ndim):
-        raise StructInfoError(f"{op}: data must be {ndim}-D ({layout}), got shape {shape_text(x.shape_values)}")
+    if call.attrs["layout"] != "NCHW":
+        raise StructInfoError(f"{op}: only the NCHW layout is supported, got {call.attrs['layout']}")
+    if x.ndim not in (-1, 4):
+        raise StructInfoError(f"{op}: data must be 4-D (NCHW), got shape {shape_text(x.shape_values)}")
     xs = x.shape_values
     if xs is None:
-        return TensorStructInfo(None, x.dtype, None, ndim)
-    whole = shape_to_primal(layout, list(xs))
+        return TensorStructInfo(None, x.dtype, None, 4)
     size = call.attrs["output_size"]
-    if size is not None:
-        whole = dict(whole, H=IntImm("int64", size[0]), W=IntImm("int64", size[1]))
-    return TensorStructInfo(shape_from_primal(layout, whole), x.dtype)
+    oh, ow = (xs[2], xs[3]) if size is None else size
+    return TensorStructInfo([xs[0], xs[1], oh, ow], x.dtype)
 
 
 def adaptive_avg_pool2d(data: Expr, output_size: Any = None, layout: str = "NCHW",

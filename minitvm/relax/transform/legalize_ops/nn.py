@@ -50,7 +50,7 @@ def _pool(pool_type: str, name: str) -> Any:
         return bb.call_te(topi.nn.pool2d, call.args[0], kernel=list(a["pool_size"]), stride=list(a["strides"]),
                           dilation=list(a["dilation"]), padding=list(a["padding"]), pool_type=pool_type,
                           ceil_mode=a["ceil_mode"], count_include_pad=a["count_include_pad"],
-                          layout=a["layout"], primfunc_name_hint=name)
+                          primfunc_name_hint=name)
     return legalize
 
 
@@ -61,8 +61,7 @@ register_legalize("relax.nn.avg_pool2d", _pool("avg", "avg_pool2d"))
 @register_legalize("relax.nn.adaptive_avg_pool2d")
 def _adaptive_avg_pool2d(bb: BlockBuilder, call: Call) -> Expr:
     size = [d.value for d in call.struct_info.shape_values[2:]]
-    return bb.call_te(topi.nn.adaptive_pool, call.args[0], size, "avg", layout=call.attrs["layout"],
-                      primfunc_name_hint="adaptive_avg_pool2d")
+    return bb.call_te(topi.nn.adaptive_pool, call.args[0], size, "avg", primfunc_name_hint="adaptive_avg_pool2d")
 
 
 # -- padding ---------------------------------------------------------------------------------------
