@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from .... import te, tir, topi
+from ....tir.function import PrimFunc
 from ....tir.functor import substitute
 from ...block_builder import BlockBuilder
 from ...expr import Call, Expr, struct_info_of
 from ...op._utils import product
-from ....tir.function import PrimFunc
 from ...op.base import call_tir
 from .common import _tensors_of, register_legalize
 
