@@ -26,8 +26,9 @@ from ...ir.op import Op
 from ...tir.expr import IntImm
 from ...transform import PassContext, module_pass
 from ..analysis import get_var2val
+from ..dpl.graph import _uses  # the pattern matcher's count of each variable's reads
 from ..expr import Call, DataflowBlock, Expr, Function, TupleGetItem, Var, VarBinding, struct_info_of
-from ..expr_functor import ExprMutator, ExprVisitor
+from ..expr_functor import ExprMutator
 from ..op import binary
 from ..op.linear_algebra import matmul
 from ..op.manipulate import concat, split
@@ -53,19 +54,6 @@ class _Branch:
     @property
     def bias_value(self) -> Expr | None:
         return None if self.bias is None else self.bias.value.args[1]
-
-
-class _Uses(ExprVisitor):
-    """How many times each variable is read."""
-
-    def __init__(self) -> None:
-        self.count: dict[Var, int] = {}
-
-    def visit_var_(self, op: Var) -> None:
-        self.count[op] = self.count.get(op, 0) + 1
-
-    def visit_dataflow_var_(self, op: Var) -> None:
-        self.visit_var_(op)
 
 
 def _is_call(value: Any, name: str) -> bool:
@@ -134,9 +122,7 @@ class _Combiner(ExprMutator):
         super().__init__(mod)
         self.check = check
         self.var2val = get_var2val(func)
-        uses = _Uses()
-        uses.visit_expr(func)
-        self.uses = uses.count
+        self.uses = _uses(func)
         self.chunks: dict[Var, Var] = {}  # the first output of a combined group -> its split
 
     def visit_dataflow_block_(self, block: DataflowBlock) -> Any:
