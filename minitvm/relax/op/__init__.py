@@ -6,7 +6,7 @@ registered by :mod:`minitvm.relax.transform.legalize_ops`.
 """
 
 from ...tir.op_table import ELEMENTWISE
-from . import binary, builtin, grad, image, memory, nn, unary, vm
+from . import binary, builtin, grad, memory, nn, unary, vm
 from .base import (
     assert_op,
     call_dps_packed,
@@ -67,3 +67,4 @@ __all__ = [
 # every element-wise operator of the table (minitvm.tir.op_table): relax.op.exp ... relax.op.atan2
 globals().update({_row.name: getattr(binary if _row.arity == 2 else unary, _row.name) for _row in ELEMENTWISE})
 __all__ += [_row.name for _row in ELEMENTWISE]
+from . import image  # noqa: E402 - relax.op.image (resize2d), apart so branches adding ops merge cleanly
