@@ -55,3 +55,4 @@ from .normalize import Normalize  # noqa: E402
 from .reorder_permute_dims_after_concat import ReorderPermuteDimsAfterConcat  # noqa: E402
 from .combine_parallel_matmul import CombineParallelMatmul  # noqa: E402
 from .alter_op_impl import AlterOpImpl  # noqa: E402
+from .optimize_layout_transform import OptimizeLayoutTransform  # noqa: E402

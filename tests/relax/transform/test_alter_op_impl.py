@@ -56,3 +56,40 @@ def test_padded_layout_replacement_computes_the_same():
     x, y = rng.standard_normal(14).astype("float32"), rng.standard_normal(14).astype("float32")
     np.testing.assert_allclose(_run(after, [x, y]), x * y + x, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(_run(Before, [x, y]), x * y + x, rtol=1e-5, atol=1e-6)
+
+
+def test_optimize_layout_transform_drops_the_round_trip_between_two_kernels():
+    @I.ir_module
+    class Chain:
+        @T.prim_func(private=True)
+        def mul_add(a: T.Buffer((16,), "float32"), b: T.Buffer((16,), "float32"), out: T.Buffer((16,), "float32")):
+            T.func_attr({"operator_name": "mul_add"})
+            for i in range(16):
+                with T.block("T"):
+                    vi = T.axis.spatial(16, i)
+                    out[vi] = a[vi] * b[vi] + a[vi]
+
+        @R.function
+        def main(x: R.Tensor((16,), "float32"), y: R.Tensor((16,), "float32")) -> R.Tensor((16,), "float32"):
+            cls = Chain
+            with R.dataflow():
+                a = R.call_tir(cls.mul_add, (x, y), out_sinfo=R.Tensor((16,), "float32"))
+                gv = R.call_tir(cls.mul_add, (a, y), out_sinfo=R.Tensor((16,), "float32"))
+                R.output(gv)
+            return gv
+
+    blocked = lambda i: (i // 4, i % 4)  # noqa: E731
+    altered = relax.transform.AlterOpImpl({"mul_add": mul_add_2d}, {"mul_add": [blocked] * 3})(Chain)
+    after = relax.transform.OptimizeLayoutTransform()(altered)
+
+    def transforms(mod):
+        return sum(1 for b in mod["main"].body.blocks[0].bindings
+                   if isinstance(b.value, relax.Call) and getattr(b.value.op, "name", "") == "relax.layout_transform")
+
+    # in: x, y, y again for the second kernel; out: back after each kernel.  After: the back-and-forth
+    # between the kernels is gone and the two equal transforms of y are bound once
+    assert transforms(altered) == 6 and transforms(after) == 3
+    rng = np.random.default_rng(37)
+    x, y = rng.standard_normal(16).astype("float32"), rng.standard_normal(16).astype("float32")
+    first = x * y + x
+    np.testing.assert_allclose(_run(after, [x, y]), first * y + first, rtol=1e-5, atol=1e-6)
