@@ -6,29 +6,23 @@ from __future__ import annotations
 import numpy as np
 
 import minitvm
-from minitvm import relax
-from minitvm.script import ir as I
-from minitvm.script import relax as R
+from minitvm import relax, te
 from minitvm.script import tir as T
 
 
-@I.ir_module
-class Before:
-    @T.prim_func(private=True)
-    def mul_add(a: T.Buffer((14,), "float32"), b: T.Buffer((14,), "float32"), out: T.Buffer((14,), "float32")):
-        T.func_attr({"operator_name": "mul_add"})
-        for i in range(14):
-            with T.block("T"):
-                vi = T.axis.spatial(14, i)
-                out[vi] = a[vi] * b[vi] + a[vi]
-
-    @R.function
-    def main(x: R.Tensor((14,), "float32"), y: R.Tensor((14,), "float32")) -> R.Tensor((14,), "float32"):
-        cls = Before
-        with R.dataflow():
-            gv = R.call_tir(cls.mul_add, (x, y), out_sinfo=R.Tensor((14,), "float32"))
-            R.output(gv)
-        return gv
+def _module(n, uses):
+    """main(x, y): ``uses`` chained calls of an ``n``-element kernel a * b + a named mul_add."""
+    x, y = (relax.Var(name, relax.TensorStructInfo((n,), "float32")) for name in "xy")
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, y]):
+        with bb.dataflow():
+            a = x
+            for _ in range(uses):
+                a = bb.emit_te(lambda p, q: te.compute((n,), lambda i: p[i] * q[i] + p[i], name="T"), a, y,
+                               primfunc_name_hint="mul_add", primfunc_attrs={"operator_name": "mul_add"})
+            gv = bb.emit_output(a)
+        bb.emit_func_output(gv)
+    return bb.get()
 
 
 @T.prim_func(private=True)
@@ -48,38 +42,20 @@ def _run(mod, arrays):
 
 def test_padded_layout_replacement_computes_the_same():
     blocked = lambda i: (i // 4, i % 4)  # noqa: E731 - 14 elements padded to 16
-    after = relax.transform.AlterOpImpl({"mul_add": mul_add_2d}, {"mul_add": [blocked] * 3})(Before)
+    before = _module(14, 1)
+    after = relax.transform.AlterOpImpl({"mul_add": mul_add_2d}, {"mul_add": [blocked] * 3})(before)
     names = {gv.name_hint for gv in after.functions}
     assert {"mul_add_replacement", "remove_pad"} <= names
     assert after["mul_add_replacement"].attrs["operator_name"] == "mul_add"
     rng = np.random.default_rng(36)
     x, y = rng.standard_normal(14).astype("float32"), rng.standard_normal(14).astype("float32")
     np.testing.assert_allclose(_run(after, [x, y]), x * y + x, rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(_run(Before, [x, y]), x * y + x, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(_run(before, [x, y]), x * y + x, rtol=1e-5, atol=1e-6)
 
 
 def test_optimize_layout_transform_drops_the_round_trip_between_two_kernels():
-    @I.ir_module
-    class Chain:
-        @T.prim_func(private=True)
-        def mul_add(a: T.Buffer((16,), "float32"), b: T.Buffer((16,), "float32"), out: T.Buffer((16,), "float32")):
-            T.func_attr({"operator_name": "mul_add"})
-            for i in range(16):
-                with T.block("T"):
-                    vi = T.axis.spatial(16, i)
-                    out[vi] = a[vi] * b[vi] + a[vi]
-
-        @R.function
-        def main(x: R.Tensor((16,), "float32"), y: R.Tensor((16,), "float32")) -> R.Tensor((16,), "float32"):
-            cls = Chain
-            with R.dataflow():
-                a = R.call_tir(cls.mul_add, (x, y), out_sinfo=R.Tensor((16,), "float32"))
-                gv = R.call_tir(cls.mul_add, (a, y), out_sinfo=R.Tensor((16,), "float32"))
-                R.output(gv)
-            return gv
-
     blocked = lambda i: (i // 4, i % 4)  # noqa: E731
-    altered = relax.transform.AlterOpImpl({"mul_add": mul_add_2d}, {"mul_add": [blocked] * 3})(Chain)
+    altered = relax.transform.AlterOpImpl({"mul_add": mul_add_2d}, {"mul_add": [blocked] * 3})(_module(16, 2))
     after = relax.transform.OptimizeLayoutTransform()(altered)
 
     def transforms(mod):
