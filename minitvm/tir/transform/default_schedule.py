@@ -3,6 +3,7 @@
 For every PrimFunc without the attribute ``"tir.is_scheduled"`` the pass tries a few small
 rules in order and keeps the first one that applies::
 
+    schedule_int4_gemv     the packed-int4 dequantize-GEMV of decode's int4 layers (quantized_gemv.py)
     schedule_gemv          C[0, j] = sum_k x[0, k] * w(j, k) at batch 1 (decode's linear layers, also with
                            the weight decoded from int8 / packed int4 inside the kernel): stream w once
     schedule_matmul_nt     C[i, j] = sum_k A[i, k] * B[j, k] with few rows (batch-1 dense): dot products
@@ -45,6 +46,7 @@ from ..stmt import BufferStore
 from ..stmt_functor import block_realizes
 from ..vector_unit import VectorUnit
 from .function_pass import prim_func_pass
+from .quantized_gemv import schedule_int4_gemv
 
 __all__ = ["DefaultCPUSchedule", "schedule_gemv", "schedule_matmul_nt", "schedule_matmul_like", "schedule_conv2d_like",
            "schedule_elementwise", "schedule_reduction", "pack_into_panels", "RULES", "SCHEDULE_CACHE",
@@ -916,7 +918,7 @@ def _loop_is_spatial(sch: Schedule, block: BlockRV, loop_var) -> bool:
 
 # -- the pass -------------------------------------------------------------------------------------
 
-RULES: list[Callable[[Schedule], bool]] = [schedule_gemv, schedule_matmul_nt, schedule_matmul_like,
+RULES: list[Callable[[Schedule], bool]] = [schedule_int4_gemv, schedule_gemv, schedule_matmul_nt, schedule_matmul_like,
                                            schedule_matmul_rows_untiled, schedule_conv2d_like,
                                            schedule_elementwise, schedule_reduction]
 
