@@ -3,8 +3,9 @@
 For every PrimFunc without the attribute ``"tir.is_scheduled"`` the pass tries a few small
 rules in order and keeps the first one that applies::
 
+    schedule_int4_gemv     the packed-int4 dequantize-GEMV of decode's int4 layers (quantized_gemv.py)
     schedule_gemv          C[0, j] = sum_k x[0, k] * w(j, k) at batch 1 (decode's linear layers, also with
-                           the weight decoded from int8 / packed int4 inside the kernel): stream w once
+                           the weight decoded from int8 inside the kernel): stream w once
     schedule_matmul_nt     C[i, j] = sum_k A[i, k] * B[j, k] with few rows (batch-1 dense): dot products
     schedule_matmul_like   C[i, j] (+batch) = sum_k A * B, maybe with elementwise epilogues
     schedule_matmul_rows_untiled   the same, a symbolic row count one row per tile (when tiling it fails)
@@ -45,6 +46,7 @@ from ..stmt import BufferStore
 from ..stmt_functor import block_realizes
 from ..vector_unit import VectorUnit
 from .function_pass import prim_func_pass
+from .quantized_gemv import schedule_int4_gemv
 
 __all__ = ["DefaultCPUSchedule", "schedule_gemv", "schedule_matmul_nt", "schedule_matmul_like", "schedule_conv2d_like",
            "schedule_elementwise", "schedule_reduction", "pack_into_panels", "RULES", "SCHEDULE_CACHE",
@@ -165,9 +167,10 @@ def _streams_along(value: Any, k: Any, j: Any) -> bool:
 def schedule_gemv(sch: Schedule) -> bool:
     """A matrix-vector product ``C[0, j] = sum_k x[0, k] * w(j, k)`` -- a dense layer at batch 1,
     a decode step's linear layers -- whose weight is read along k: a float ``W[j, k]``, or one
-    decoded inside the kernel (``(Wq[j, k] - zp) * scale[j]``, packed int4 with group scales,
-    where the reductions are (group, half, lane)).  Every weight is read once for one
-    multiply-add, so memory bandwidth bounds the kernel: the schedule streams the weights.
+    decoded inside the kernel (int8 ``Wq[j, k]``, its row's scale applied after the reduction, or
+    ``(Wq[j, k] - zp) * scale[j]``; packed int4 is ``schedule_int4_gemv``'s).  Every weight is
+    read once for one multiply-add, so memory bandwidth bounds the kernel: the schedule streams
+    the weights.
     A decoded weight with up to ``NT_MAX_ROWS`` rows of x is taken too (each weight is decoded
     once for all rows); a float one with more than one row is ``schedule_matmul_nt``'s.
 
@@ -175,8 +178,8 @@ def schedule_gemv(sch: Schedule) -> bool:
        more rows); order (j0, outer reductions, k0, rows, j1, k1): four rows of W side by side.
     2. ``rfactor`` k1 into a ``"local"`` buffer: per output a vector of partial sums that LLVM
        keeps in registers for the whole k loop; they are added up after it.
-    3. Vectorize k1, unroll j1 and short outer reductions (the two halves of an int4 byte, so
-       the byte is loaded once), compute the epilogue after each tile of columns.
+    3. Vectorize k1, unroll j1 and short outer reductions, compute the epilogue after each
+       tile of columns.
     4. Run j0 on threads when there are more than ``GEMV_PARALLEL_WORK`` multiply-adds.
     """
     mm = _gemv_block(sch)
@@ -916,7 +919,7 @@ def _loop_is_spatial(sch: Schedule, block: BlockRV, loop_var) -> bool:
 
 # -- the pass -------------------------------------------------------------------------------------
 
-RULES: list[Callable[[Schedule], bool]] = [schedule_gemv, schedule_matmul_nt, schedule_matmul_like,
+RULES: list[Callable[[Schedule], bool]] = [schedule_int4_gemv, schedule_gemv, schedule_matmul_nt, schedule_matmul_like,
                                            schedule_matmul_rows_untiled, schedule_conv2d_like,
                                            schedule_elementwise, schedule_reduction]
 
