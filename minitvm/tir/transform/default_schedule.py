@@ -169,7 +169,9 @@ def schedule_gemv(sch: Schedule) -> bool:
     where the reductions are (group, half, lane)).  Every weight is read once for one
     multiply-add, so memory bandwidth bounds the kernel: the schedule streams the weights.
     A decoded weight with up to ``NT_MAX_ROWS`` rows of x is taken too (each weight is decoded
-    once for all rows); a float one with more than one row is ``schedule_matmul_nt``'s.
+    once for all rows); a float one with more than one row is ``schedule_matmul_nt``'s.  A float
+    weight with one row of x reads one weight row at a time (:func:`_schedule_float_gemv`); the
+    steps below are the decoded weights'.
 
     1. Split the innermost reduction by a vector (16 lanes on AVX-512) and j by 4 (fewer with
        more rows); order (j0, outer reductions, k0, rows, j1, k1): four rows of W side by side.
@@ -193,14 +195,14 @@ def schedule_gemv(sch: Schedule) -> bool:
         return False  # more rows (a plain weight: from 2 on), or loops already transformed: the matmul rules
     if not _streams_along(product, blk.iter_vars[-1].var, blk.iter_vars[ns - 1].var):
         return False
-    if plain and len(loops) == ns + 1:
-        return _schedule_float_gemv(sch, mm, ns, ext)
     kf = _largest_divisor(ext[-1], (VectorUnit.current().lanes, 8, 4))
     if kf == 1:
         return False
     ok, epilogue = _single_epilogue(sch, mm)
     if not ok:
         return False
+    if plain and len(loops) == ns + 1:
+        return _schedule_float_gemv(sch, mm, ns, ext, kf, epilogue)
     row_loops, j, reds = loops[:ns - 1], loops[ns - 1], loops[ns:]
     k0, k1 = sch.split(reds[-1], [None, kf])
     # rows x nj accumulators: a weight decoded once serves every row (AVX-512 has room for 8)
@@ -228,22 +230,17 @@ def schedule_gemv(sch: Schedule) -> bool:
     return True
 
 
-def _schedule_float_gemv(sch: Schedule, mm: BlockRV, ns: int, ext: list[int]) -> bool:
+def _schedule_float_gemv(sch: Schedule, mm: BlockRV, ns: int, ext: list[int], lanes: int,
+                         epilogue: BlockRV | None) -> bool:
     """:func:`schedule_gemv` for a float weight ``W[j, k]``: one row of W at a time, read front
     to back.  Side by side rows (four streams 2 KiB apart at k = 512) defeat the hardware
     prefetcher: a 1 x 512 x 2752 GEMV streamed 12 GB/s that way and 25 GB/s row by row here,
     as fast as numpy sums the same bytes.
 
-    k splits into (k0, ka, kl): kl a vector, ka (up to 4) independent vector accumulators so
+    k splits into (k0, ka, kl): kl a vector of ``lanes``, ka (up to 4) independent accumulators so
     the FMAs do not wait on each other.  Two ``rfactor`` steps give the sums a tree:
     ``acc[ka, kl]`` over k0, then ``part[kl] = sum_ka acc[ka, kl]`` (vector adds), then the
     ``kl`` lanes into the output -- all per output row, in registers (``"local"``)."""
-    lanes = _largest_divisor(ext[-1], (VectorUnit.current().lanes, 8, 4))
-    if lanes == 1:
-        return False
-    ok, epilogue = _single_epilogue(sch, mm)
-    if not ok:
-        return False
     ka = _largest_divisor(ext[-1] // lanes, (4, 2))
     loops = sch.get_loops(mm)
     row_loops, j, k = loops[:ns - 1], loops[ns - 1], loops[ns]
