@@ -458,24 +458,20 @@ class _RepeatedCallCheck:
     sizes the check found, its lists made tuples as the check makes them.  (The last call's
     objects stay referenced until the next call: a signature compares them by ``id``.)"""
 
-    __slots__ = ("check", "_last_key", "_last_sizes", "_kept")
+    __slots__ = ("check", "_last")
 
     def __init__(self, check: ArgumentCheck):
         self.check = check
-        self._last_key: tuple | None = None
-        self._last_sizes: tuple = ()
-        self._kept: tuple = ()
+        # (signature, sizes, the arguments): one tuple, replaced whole, so that a call on another
+        # thread never pairs one call's signature with another's sizes
+        self._last: tuple | None = None
 
     def __call__(self, args: tuple | list) -> tuple:
-        if self._last_key is not None:
-            key = _signature(args)
-            if key == self._last_key:
-                return [_as_tuples(a) for a in args], self._last_sizes
+        last = self._last
+        if last is not None and _signature(args) == last[0]:
+            return [_as_tuples(a) for a in args], last[1]
         result = self.check(args)
-        if _unconverted(args, result[0]):
-            self._last_key, self._last_sizes, self._kept = _signature(args), result[1], tuple(args)
-        else:
-            self._last_key, self._kept = None, ()
+        self._last = (_signature(args), result[1], tuple(args)) if _unconverted(args, result[0]) else None
         return result
 
     def describe(self) -> str:
