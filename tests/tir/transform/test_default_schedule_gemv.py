@@ -70,6 +70,22 @@ def test_float_gemv_with_bias_relu(rows, parallel):
     np.testing.assert_allclose(got, np.maximum(x @ w.T + b, 0), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("k, lanes, accumulators", [(256, 16, 4), (96, 16, 2), (48, 16, 1), (40, 8, 1)])
+def test_float_gemv_reads_one_weight_row_at_a_time(k, lanes, accumulators, parallel):
+    """Rows side by side defeat the prefetcher: the output column loop is the outermost, each
+    row of w is read whole in ``accumulators`` vectors of ``lanes``, summed as a tree."""
+    rng = np.random.default_rng(54)
+    x, w = rng.standard_normal((1, k)).astype("float32"), rng.standard_normal((24, k)).astype("float32")
+    b = rng.standard_normal(24).astype("float32")
+    sched = apply_default_schedule(_float_gemv(24, k))
+    text = sched.script()
+    assert re.search(rf"NT_matmul_rf_rf = T\.(sblock_)?alloc_buffer\(\(1, 24, {accumulators}, {lanes}\)", text), text
+    assert re.search(r"for i1 in T\.parallel\(24\)" if parallel else r"for i1 in range\(24\)", text), text
+    assert f"T.vectorized({lanes})" in text and "i1_1" not in text, text  # the column loop is not split
+    got = _run(sched, [x, w, b], (1, 24))
+    np.testing.assert_allclose(got, np.maximum(x @ w.T + b, 0), rtol=1e-5, atol=1e-4)
+
+
 @pytest.mark.parametrize("rows", [1, 3])
 def test_int8_decoded_gemv(rows, parallel):
     """A decoded weight serves a few rows at once: 3 rows x 2 columns of accumulators."""
