@@ -273,14 +273,7 @@ class _BaseChecker(_LazyAnalyzer):
         return _R.PASS if self.ana.can_prove_equal(lhs, rhs) else _R.FAIL_L2
 
     def values_match(self, lhs: tuple, rhs: tuple) -> BaseCheckResult:
-        if len(lhs) != len(rhs):
-            return _R.FAIL_L0
-        result = _R.PASS
-        for a, b in zip(lhs, rhs):
-            if result == _R.FAIL_L0:
-                return result
-            result = _combine(self.prim_value_match(a, b), result)
-        return result
+        return _pairwise(lhs, rhs, self.prim_value_match)
 
     def shape_match(self, lhs: Expr, rhs: Expr) -> BaseCheckResult:
         if lhs is rhs:
@@ -294,14 +287,19 @@ class _BaseChecker(_LazyAnalyzer):
         return _R.FAIL_L2 if result == _R.FAIL_L1 else result  # a static mismatch in params is L2
 
     def array_check(self, lhs: tuple, rhs: tuple) -> BaseCheckResult:
-        if len(lhs) != len(rhs):
-            return _R.FAIL_L0
-        result = _R.PASS
-        for a, b in zip(lhs, rhs):
-            if result == _R.FAIL_L0:
-                return result
-            result = _combine(self.check(a, b), result)
-        return result
+        return _pairwise(lhs, rhs, self.check)
+
+
+def _pairwise(lhs: tuple, rhs: tuple, check: Callable[[Any, Any], BaseCheckResult]) -> BaseCheckResult:
+    """Element by element, the most certain failure; stops at the first L0 (as TVM's)."""
+    if len(lhs) != len(rhs):
+        return _R.FAIL_L0
+    result = _R.PASS
+    for a, b in zip(lhs, rhs):
+        if result == _R.FAIL_L0:
+            return result
+        result = _combine(check(a, b), result)
+    return result
 
 
 def struct_info_base_check(base: StructInfo, derived: StructInfo,
