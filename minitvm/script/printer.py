@@ -101,9 +101,16 @@ _HEADER_R = "# from minitvm.script import relax as R"
 _EXTRA_PRINTERS: dict[type, Callable[[Any], str]] = {}
 
 
-def register_printer(node_type: type, printer: Callable[[Any], str]) -> None:
-    """Let ``script`` print a node type this module does not know (e.g. Relax functions)."""
+#: node types whose text defines every variable it uses (so verbose_expr changes nothing)
+_SELF_CONTAINED: set[type] = set()
+
+
+def register_printer(node_type: type, printer: Callable[[Any], str], self_contained: bool = False) -> None:
+    """Let ``script`` print a node type this module does not know (e.g. Relax functions);
+    ``self_contained``: its text defines every variable it uses (a function does)."""
     _EXTRA_PRINTERS[node_type] = printer
+    if self_contained:
+        _SELF_CONTAINED.add(node_type)
 
 
 #: TVM's ``script()`` options that change nothing in minitvm's text at these values (the
@@ -163,9 +170,10 @@ def _script(node: Any, show_header: bool = True, **kwargs: Any) -> str:
     verbose = kwargs.pop("verbose_expr", False)
     for cls in type(node).__mro__:
         if cls in _EXTRA_PRINTERS:
-            if verbose:
+            if verbose and cls not in _SELF_CONTAINED:
                 raise NotImplementedError("script(verbose_expr=True): minitvm declares free variables "
-                                          "only in TIR text, not in Relax text")
+                                          "only in TIR text, not in a Relax fragment (a whole function "
+                                          "or module prints as usual)")
             return _EXTRA_PRINTERS[cls](node, show_header=show_header, **kwargs)
     p = _TIRPrinter(kwargs["era"])
     if isinstance(node, IRModule):
