@@ -8,7 +8,7 @@ from typing import Iterator
 
 from ..ir import dtype as _dt
 from ..ir.deep import deep_on_overflow
-from ..tir.expr import EQ, GE, GT, LE, LT, And, IntImm, PrimExpr, Range, Var, convert
+from ..tir.expr import EQ, GE, GT, LE, LT, And, FloatImm, IntImm, PrimExpr, Range, Var, convert
 from ..tir.functor import substitute
 from .int_bound import ConstIntBound, IntBoundAnalyzer
 from .modular_set import ModularSet, ModularSetAnalyzer
@@ -149,8 +149,13 @@ class Analyzer:
 
     def can_prove_equal(self, a: PrimExpr | int, b: PrimExpr | int) -> bool:
         a, b = convert(a), convert(b)
+        if a.same_as(b):  # (bool and handle variables included)
+            return True
         if _dt.is_float(a.dtype) or _dt.is_float(b.dtype):
-            return self.simplify(a).same_as(self.simplify(b))
+            sa, sb = self.simplify(a), self.simplify(b)
+            if isinstance(sa, FloatImm) and isinstance(sb, FloatImm):  # TVM folds a - b == 0
+                return sa.dtype == sb.dtype and sa.value == sb.value
+            return sa.same_as(sb)
         return self.can_prove(a == b)
 
     def can_prove_greater_equal(self, expr: PrimExpr | int, lower_bound: int) -> bool:

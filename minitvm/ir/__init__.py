@@ -2,7 +2,7 @@
 
 import importlib
 
-from . import base, dtype
+from . import base, diagnostics, dtype
 from .container import Array, Map
 from .global_info import DummyGlobalInfo, GlobalInfo, VDevice
 from .module import GlobalVar, IRModule

@@ -25,6 +25,7 @@ from ..ir.deep import share_thread_local
 from ..ir.module import GlobalVar, IRModule
 from ..ir.op import Op
 from ..ir.structural import structural_equal, structural_hash
+from ..tir.expr import Var as TirVar
 from ..tir.function import PrimFunc
 from .analysis.struct_info_analysis import (
     definable_tir_vars_in_struct_info,
@@ -174,6 +175,21 @@ class BlockBuilder:
             self._pop_current()
             del self._blocks[depth:]
             self._func = None
+
+    @contextlib.contextmanager
+    def testing_scope(self, def_vars: Sequence[Any]) -> Iterator[None]:
+        """A scope for unit tests in which the symbolic variables ``def_vars`` count as defined
+        (TVM's).  minitvm's builder erases undefined variables per function (at
+        ``emit_func_output``), not per scope, so nothing inside depends on the list; it is
+        checked to hold only ``tir.Var``s."""
+        bad = [v for v in def_vars if not isinstance(v, TirVar)]
+        if bad:
+            raise TypeError(f"bb.testing_scope: def_vars must be tir.Var, got {bad[0]!r}")
+        self._push_current()
+        try:
+            yield
+        finally:
+            self._pop_current()
 
     @contextlib.contextmanager
     def dataflow(self) -> Iterator[None]:
@@ -559,7 +575,8 @@ class BlockBuilder:
             defined = {id(v) for p in params for v in definable_tir_vars_in_struct_info(p.struct_info)}
             param_ids = {id(p) for p in params}
             derived = erase_to_well_defined(self._sinfo(body, "function body"),
-                                            lambda v: id(v) in defined, lambda v: id(v) in param_ids)
+                                            lambda v: v if id(v) in defined else None,
+                                            lambda v: v if id(v) in param_ids else None)
             # as TVM's Function: the body's struct info when there is no annotation, or when it
             # is more precise than the annotation
             if ret is None or (is_base_of(ret, derived) and not is_base_of(derived, ret)):

@@ -121,6 +121,15 @@ def _set_struct_info(expr: Expr, sinfo: Any) -> None:
     object.__setattr__(expr, "_sinfo", sinfo)
 
 
+def _update_struct_info(expr: Any, sinfo: Any) -> None:
+    """Set (or replace) the struct info of ``expr`` (TVM's ``relax.expr._update_struct_info``,
+    which tests use to give a GlobalVar a signature)."""
+    _check_struct_info("relax.expr._update_struct_info", sinfo)
+    if isinstance(expr, Var):
+        raise TypeError("relax.expr._update_struct_info: a Var's struct info is fixed at construction")
+    _set_struct_info(expr, sinfo)
+
+
 def _check_struct_info(owner: str, sinfo: Any) -> None:
     if sinfo is not None and not isinstance(sinfo, _si.StructInfo):
         raise TypeError(f"{owner}: struct_info must be a StructInfo "

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..error import TVMError
-from ..ir.node import Node, node
+from ..ir.node import Node, defines, node
 from ..ir.structural import StructuralEqMixin
 from ..tir.expr import IntImm, PrimExpr
 from .expr import Expr, ShapeExpr, Var, _shape_value
@@ -44,6 +44,11 @@ class StructInfo(StructuralEqMixin, Node):
         # lazy: cycle -- relax.analysis builds on this module (and on expr)
         from .analysis.struct_info_analysis import is_base_of
         return is_base_of(self, derived)
+
+    def as_struct_info(self, dict_globals: Any = None) -> "StructInfo":
+        """Itself: TVMScript's ``R.Tensor(...)`` in TVM is a proxy converted by this method;
+        minitvm's makers return the struct info directly, so TVM's conversion is the identity."""
+        return self
 
     def __repr__(self) -> str:
         return struct_info_text(self)
@@ -167,7 +172,9 @@ class FuncStructInfo(StructInfo):
     """A function: its parameters' and result's struct info (``params=None``: opaque, any
     arguments), and whether calling it is free of side effects."""
 
-    params: Any = None  # tuple of StructInfo, or None for an opaque function
+    # a definition site (as TVM's): symbolic variables the parameters name are the function's
+    # own, so two signatures alike up to their renaming are structurally equal
+    params: Any = defines(default=None)  # tuple of StructInfo, or None for an opaque function
     ret: Any = None
     purity: bool = True
 

@@ -10,7 +10,9 @@ import ast
 import contextlib
 from typing import Any
 
+from ..ir import diagnostics as _diagnostics
 from ..ir.deep import deep
+from ..ir.span import Span
 from . import ir, relax, relax_parser, relax_printer, tir  # noqa: F401 - register the Relax dialect
 from .data_mode import data_only as data_only_parsing
 from .diagnostics import Source, TVMScriptError
@@ -39,6 +41,10 @@ def from_source(text: str, extra_vars: dict[str, Any] | None = None, check_well_
         with data_only_parsing() if data_only else contextlib.nullcontext():
             return _parse_text(source, namespace, check_well_formed)
     except TVMScriptError as err:
+        # a renderer set with tvm.ir.diagnostics.override_renderer sees the error first
+        _diagnostics.render([_diagnostics.Diagnostic(
+            _diagnostics.DiagnosticLevel.ERROR, Span(err.filename, err.lineno, err.col, err.line_text),
+            err.reason)])
         raise err.with_traceback(None) from None
 
 

@@ -64,6 +64,7 @@ from ..tir.expr import (
     PrimExpr,
     Range,
     Select,
+    SizeVar,
     StringImm,
     Sub,
     Var,
@@ -100,21 +101,28 @@ _HEADER_R = "# from minitvm.script import relax as R"
 _EXTRA_PRINTERS: dict[type, Callable[[Any], str]] = {}
 
 
-def register_printer(node_type: type, printer: Callable[[Any], str]) -> None:
-    """Let ``script`` print a node type this module does not know (e.g. Relax functions)."""
+#: node types whose text defines every variable it uses (so verbose_expr changes nothing)
+_SELF_CONTAINED: set[type] = set()
+
+
+def register_printer(node_type: type, printer: Callable[[Any], str], self_contained: bool = False) -> None:
+    """Let ``script`` print a node type this module does not know (e.g. Relax functions);
+    ``self_contained``: its text defines every variable it uses (a function does)."""
     _EXTRA_PRINTERS[node_type] = printer
+    if self_contained:
+        _SELF_CONTAINED.add(node_type)
 
 
 #: TVM's ``script()`` options that change nothing in minitvm's text at these values (the
 #: ones it always prints with); another value raises NotImplementedError naming the option
 _FIXED_OPTIONS: dict[str, Any] = {
     "ir_prefix": "I", "tir_prefix": "T", "relax_prefix": "R", "module_alias": "cls",
-    "buffer_dtype": "float32", "int_dtype": "int32", "float_dtype": "void", "verbose_expr": False,
+    "buffer_dtype": "float32", "int_dtype": "int32", "float_dtype": "void",
     "num_context_lines": -1, "syntax_sugar": True, "show_object_address": False, "show_all_struct_info": True,
     "path_to_underline": None, "path_to_annotate": None, "obj_to_underline": None, "obj_to_annotate": None,
 }
 #: options the printers act on (``in_module`` is internal: a function printed inside a module)
-_PRINTER_OPTIONS = {"name", "show_meta", "in_module", "era"}
+_PRINTER_OPTIONS = {"name", "show_meta", "in_module", "era", "verbose_expr"}
 
 
 @deep_on_overflow  # printing is pure and frequent: a deep thread only for a deep tree
@@ -159,8 +167,13 @@ def node_era(node: Any) -> str:
 
 def _script(node: Any, show_header: bool = True, **kwargs: Any) -> str:
     kwargs["era"] = kwargs.get("era") or node_era(node)
+    verbose = kwargs.pop("verbose_expr", False)
     for cls in type(node).__mro__:
         if cls in _EXTRA_PRINTERS:
+            if verbose and cls not in _SELF_CONTAINED:
+                raise NotImplementedError("script(verbose_expr=True): minitvm declares free variables "
+                                          "only in TIR text, not in a Relax fragment (a whole function "
+                                          "or module prints as usual)")
             return _EXTRA_PRINTERS[cls](node, show_header=show_header, **kwargs)
     p = _TIRPrinter(kwargs["era"])
     if isinstance(node, IRModule):
@@ -169,6 +182,15 @@ def _script(node: Any, show_header: bool = True, **kwargs: Any) -> str:
         lines = [_HEADERS_T[p.era], ""] if show_header else []
         name = kwargs.get("name") or node.attrs.get("global_symbol") or "main"
         return "\n".join(lines + p.print_prim_func(node, name))
+    if verbose:  # a fragment: first what its free variables and buffers are (TVM's verbose_expr)
+        p.free_decls = []
+        text = p.name_of(node) if isinstance(node, Buffer) else _fragment(p, node)
+        return "\n".join(p.free_decls + [text])
+    return _fragment(p, node)
+
+
+def _fragment(p: "_TIRPrinter", node: Any) -> str:
+    """A statement, expression, buffer, region, range or iterator as text."""
     if isinstance(node, Stmt):
         return "\n".join(p.print_stmt(node))
     if isinstance(node, PrimExpr):
@@ -297,6 +319,8 @@ class _TIRPrinter:
         # a statement, where nothing is hoisted); see _expr
         self.hoisted: list[str] | None = None
         self.height = 0  # the tallest operand printed so far of the expression being printed
+        # with verbose_expr=True, the declarations of free variables and buffers, in order
+        self.free_decls: list[str] | None = None
 
     # -- naming ------------------------------------------------------------------------------
     def define(self, obj: Any, hint: str) -> str:
@@ -323,7 +347,21 @@ class _TIRPrinter:
             scope, self.scopes = self.scopes, self.scopes[:1]
             name = self.define(obj, getattr(obj, "name", "v"))
             self.scopes = scope
+            if self.free_decls is not None:
+                self._declare_free(obj, name)
         return name
+
+    def _declare_free(self, obj: Any, name: str) -> None:
+        """``a = T.int32()`` / ``A = T.Buffer((128,))`` for a free variable or buffer, in order of
+        first use (TVM's ``verbose_expr=True``); a buffer's own free shape variables come first."""
+        if isinstance(obj, Buffer):
+            decl = self.buffer_decl(obj, "T.Buffer", default_dtype=True)
+        elif isinstance(obj, Var):
+            size = "is_size_var=True" if isinstance(obj, SizeVar) else ""
+            decl = f"T.{obj.dtype}({size})"
+        else:
+            return
+        self.free_decls.append(f"{name} = {decl}")
 
     def push(self) -> None:
         self.scopes.append([])

@@ -177,7 +177,11 @@ def _sinfo(value: Any, where: str) -> StructInfo:
 
 class entry:  # noqa: N801 - TVM's module name tvm.script.parser.relax.entry
     """TVM's struct-info proxy classes, by their names there: each is the ``R.`` maker
-    (``entry.TensorProxy`` is ``R.Tensor``; bare, it means ``R.Tensor()``)."""
+    (``entry.TensorProxy`` is ``R.Tensor``; bare, it means ``R.Tensor()``).  TVM's makers return a
+    ``StructInfoProxy`` read by ``.as_struct_info()``; minitvm's return the struct info itself,
+    so ``StructInfoProxy`` is ``StructInfo`` (whose ``as_struct_info`` is the identity)."""
+
+    StructInfoProxy = StructInfo
 
     ObjectProxy = staticmethod(Object)
     TensorProxy = staticmethod(Tensor)

@@ -435,7 +435,7 @@ def _print_sinfo(s: StructInfo, **_: Any) -> str:
     return RelaxPrinter().sinfo(s)
 
 
-register_printer(Function, _print_function)
+register_printer(Function, _print_function, self_contained=True)
 register_printer(Expr, _print_expr)
 register_printer(Binding, _print_binding)
 register_printer(BindingBlock, _print_binding)

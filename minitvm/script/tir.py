@@ -270,6 +270,12 @@ class MetaVar:
 
     value: Any
 
+    def __iter__(self) -> Any:
+        """``a, b = T.meta_var([3, 4])`` (TVM's): one meta variable per element."""
+        if not isinstance(self.value, (list, tuple)):
+            raise TypeError(f"T.meta_var({self.value!r}) is not a sequence to unpack")
+        return iter([MetaVar(v) for v in self.value])
+
 
 @dataclass(frozen=True)
 class EnvThreadDecl:

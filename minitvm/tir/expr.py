@@ -331,6 +331,24 @@ class IterVar(Node):
     DataPar = "spatial"
     CommReduce = "reduce"
     ThreadIndex = "thread"
+    Ordered = "scan"
+    Opaque = "opaque"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        dom = self.dom
+        dtype = self.var.dtype if isinstance(self.var, Var) else "int32"
+        if isinstance(dom, (tuple, list)) and len(dom) == 2:  # IterVar((0, 8), ...): [begin, end)
+            begin, end = (const(x, dtype) if isinstance(x, int) else x for x in dom)
+            object.__setattr__(self, "dom", Range(begin, end - begin))
+        if isinstance(self.var, str):  # IterVar(dom, "i", ...): TVM makes the variable
+            dtype = self.dom.extent.dtype if isinstance(self.dom, Range) else dtype
+            object.__setattr__(self, "var", Var(self.var, dtype))
+        if isinstance(self.iter_type, int):  # TVM's enum values
+            kinds = {0: "spatial", 1: "thread", 2: "reduce", 3: "scan", 4: "opaque"}
+            if self.iter_type not in kinds:
+                raise ValueError(f"IterVar: unknown iter_type {self.iter_type}")
+            object.__setattr__(self, "iter_type", kinds[self.iter_type])
 
 
 # the variable of a Let and of an IterVar is defined there

@@ -66,6 +66,10 @@ class PrimFunc(Node):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.body is None and isinstance(self.buffer_map, Node) and not isinstance(self.buffer_map, dict):
+            # TVM's positional order is PrimFunc(params, body, ...): accept it
+            object.__setattr__(self, "body", self.buffer_map)
+            object.__setattr__(self, "buffer_map", None)
         if self.buffer_map is None:
             object.__setattr__(self, "buffer_map", {})
         if not isinstance(self.attrs, FuncAttrs):

@@ -6,7 +6,7 @@ from typing import Any, ClassVar
 
 from ..ir.node import Node, defines, node
 from .buffer import Buffer, BufferRegion
-from .expr import PrimExpr, Var
+from .expr import PrimExpr, StringImm, Var, const, convert
 
 __all__ = ["Stmt", "BufferStore", "Evaluate", "LetStmt", "AttrStmt", "AssertStmt", "ForKind", "For",
            "IfThenElse", "SeqStmt", "Allocate", "AllocateConst", "MatchBufferRegion", "Block", "BlockRealize",
@@ -26,12 +26,25 @@ class BufferStore(Stmt):
     indices: tuple
     span: Any = None  # ir.Span: where TVMScript wrote it (error messages only)
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        # as TVM's constructor: a Python number is a constant of the buffer's dtype
+        if isinstance(self.value, (int, float)):
+            object.__setattr__(self, "value", const(self.value, self.buffer.dtype))
+        if any(isinstance(i, int) for i in self.indices):
+            object.__setattr__(self, "indices", tuple(convert(i) for i in self.indices))
+
 
 @node
 class Evaluate(Stmt):
     """Evaluate an expression for its side effect (an extern call)."""
 
     value: PrimExpr
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if isinstance(self.value, (int, float)):  # Evaluate(0), as TVM: a constant
+            object.__setattr__(self, "value", convert(self.value))
 
 
 @node
@@ -54,12 +67,22 @@ class AttrStmt(Stmt):
     value: PrimExpr
     body: Stmt
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if isinstance(self.value, (int, float)):  # AttrStmt(iv, "thread_extent", 1, ...) as TVM
+            object.__setattr__(self, "value", convert(self.value))
+
 
 @node
 class AssertStmt(Stmt):
     condition: PrimExpr
     message: str
     body: Stmt
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if isinstance(self.message, StringImm):  # TVM holds the message as a StringImm
+            object.__setattr__(self, "message", self.message.value)
 
 
 class ForKind:
@@ -89,6 +112,9 @@ class For(Stmt):
         super().__post_init__()
         if self.annotations is None:
             object.__setattr__(self, "annotations", {})
+        for key in ("min", "extent"):  # For(v, 0, 8): constants of the loop variable's dtype
+            if isinstance(getattr(self, key), int):
+                object.__setattr__(self, key, const(getattr(self, key), self.loop_var.dtype))
         if self.kind not in ForKind.ALL:
             raise ValueError(f"unknown loop kind {self.kind!r}; expected one of {ForKind.ALL}")
 
@@ -191,6 +217,9 @@ class Block(Stmt):
         super().__post_init__()
         if self.annotations is None:
             object.__setattr__(self, "annotations", {})
+        for key in ("alloc_buffers", "match_buffers", "reads", "writes"):  # None: none (TVM)
+            if getattr(self, key) is None:
+                object.__setattr__(self, key, ())
         if self.body is None:
             raise ValueError(f"block {self.name_hint!r} needs a body")
 
@@ -207,4 +236,9 @@ class BlockRealize(Stmt):
     predicate: PrimExpr
     block: Block
     span: Any = None  # ir.Span of the ``with T.block`` line (error messages only)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if isinstance(self.predicate, (bool, int)):  # BlockRealize(..., predicate=True)
+            object.__setattr__(self, "predicate", const(bool(self.predicate), "bool"))
 

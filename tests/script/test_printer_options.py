@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from minitvm import relax, tir
 from minitvm.script import tir as T
 
 
@@ -37,12 +38,27 @@ def test_tvm_defaults_are_accepted_and_change_nothing():
                        verbose_expr=False, num_context_lines=-1) == copy.script()
 
 
-@pytest.mark.parametrize("option", [dict(tir_prefix="tir"), dict(verbose_expr=True), dict(syntax_sugar=False),
+@pytest.mark.parametrize("option", [dict(tir_prefix="tir"), dict(syntax_sugar=False),
                                     dict(show_object_address=True)])
 def test_other_values_are_refused_naming_the_option(option):
     (key, value), = option.items()
     with pytest.raises(NotImplementedError, match=f"script\\({key}={value!r}\\)"):
         copy.script(**option)
+
+
+def test_verbose_expr_declares_the_free_variables_and_buffers_of_a_fragment():
+    n, a = tir.Var("n", "int32"), tir.SizeVar("a", "float32")
+    A = tir.decl_buffer((n, 8), "float32", name="A")
+    store = tir.BufferStore(A, tir.Cast("float32", n) + a, [n - 1, 0])
+    assert store.script(verbose_expr=True) == (
+        'n = T.int32()\nA = T.Buffer((n, 8))\na = T.float32(is_size_var=True)\n'
+        "A[n - 1, 0] = T.Cast(\"float32\", n) + a")
+    assert (n + 1).script(verbose_expr=True) == "n = T.int32()\nn + 1"
+    assert (n + 1).script(verbose_expr=False) == "n + 1"
+    assert A.script(verbose_expr=True) == "n = T.int32()\nA = T.Buffer((n, 8))\nA"
+    assert copy.script(verbose_expr=True) == copy.script()  # a function defines everything it uses
+    with pytest.raises(NotImplementedError, match="verbose_expr=True"):
+        relax.const(1.0).script(verbose_expr=True)
 
 
 def test_an_unknown_option_is_a_type_error():

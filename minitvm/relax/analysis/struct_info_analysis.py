@@ -1,15 +1,18 @@
-"""Reasoning about struct infos: is one more general than another, their common
-generalization, erasing what cannot be known, and what calling a function returns."""
+"""Reasoning about struct infos, as TVM's ``relax.analysis`` does: is one more general than
+another (``struct_info_base_check`` with its graded failures, ``is_base_of``), their least
+common ancestor, erasing what cannot be known in a scope, and what calling a function returns."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import enum
+from typing import Any, Callable, Mapping
 
 from ...arith import Analyzer
-from ...tir.expr import IntImm, PrimExpr
+from ...ir.structural import structural_equal
+from ...tir.expr import IntImm, PrimExpr, const
 from ...tir.expr import Var as TirVar
 from ...tir.functor import post_order_visit, substitute
-from ..expr import ShapeExpr, Var, struct_info_of
+from ..expr import Expr, ShapeExpr, Var, struct_info_of
 from ..struct_info import (
     FuncStructInfo,
     ObjectStructInfo,
@@ -19,14 +22,14 @@ from ..struct_info import (
     StructInfoError,
     TensorStructInfo,
     TupleStructInfo,
-    shape_text,
     struct_info_text,
 )
 
 __all__ = ["is_base_of", "struct_info_lca", "erase_to_well_defined", "get_static_type",
            "tir_vars_in_struct_info", "definable_tir_vars_in_struct_info",
            "substitute_struct_info", "derive_call_ret_struct_info", "prove_dim_equal",
-           "prove_dim_differ"]
+           "prove_dim_differ", "BaseCheckResult", "struct_info_base_check",
+           "collect_non_negative_expressions", "can_prove_shape_equal"]
 
 
 def prove_dim_equal(a: PrimExpr, b: PrimExpr, analyzer: Analyzer | None = None) -> bool:
@@ -44,6 +47,18 @@ def prove_dim_differ(a: PrimExpr, b: PrimExpr, analyzer: Analyzer | None = None)
     if isinstance(a, IntImm) and isinstance(b, IntImm):
         return a.value != b.value
     return (analyzer or Analyzer()).can_prove(a != b)
+
+
+def can_prove_shape_equal(lhs: Any, rhs: Any, analyzer: Analyzer | None = None) -> bool:
+    """Two shapes (value lists, or shape expressions) provably equal; False when unsure."""
+    if lhs is rhs:
+        return True
+    if isinstance(lhs, Expr) or isinstance(rhs, Expr):
+        if not (isinstance(lhs, ShapeExpr) and isinstance(rhs, ShapeExpr)):
+            return False  # a shape-valued Var equals only itself, as far as can be proven
+        lhs, rhs = lhs.values, rhs.values
+    ana = analyzer or Analyzer()
+    return len(lhs) == len(rhs) and all(prove_dim_equal(a, b, ana) for a, b in zip(lhs, rhs))
 
 
 # -- symbolic variables ------------------------------------------------------------------
@@ -85,6 +100,37 @@ def definable_tir_vars_in_struct_info(sinfo: StructInfo) -> list[TirVar]:
     return list(seen.values())
 
 
+def collect_non_negative_expressions(sinfo: StructInfo) -> list[PrimExpr]:
+    """The expressions ``sinfo`` implies are non-negative -- tensor and shape dimensions, not
+    ``R.Prim`` values -- each once (structurally), in order, leaving out constants >= 0."""
+    found: list[PrimExpr] = []
+
+    def visit(s: StructInfo) -> None:
+        if isinstance(s, TensorStructInfo):
+            values = s.shape_values or ()
+        elif isinstance(s, ShapeStructInfo):
+            values = s.values or ()
+        elif isinstance(s, TupleStructInfo):
+            values = ()
+            for f in s.fields:
+                visit(f)
+        elif isinstance(s, FuncStructInfo):
+            values = ()
+            for p in s.params or ():
+                visit(p)
+            visit(s.ret)
+        else:  # an R.Prim value may be negative; R.Object says nothing
+            values = ()
+        for e in values:
+            if isinstance(e, IntImm) and e.value >= 0:
+                continue
+            if not any(structural_equal(e, f) for f in found):
+                found.append(e)
+
+    visit(sinfo)
+    return found
+
+
 def substitute_struct_info(sinfo: StructInfo, fmap: Callable[[TirVar], PrimExpr | None]) -> StructInfo:
     """``sinfo`` with symbolic variables replaced (``fmap`` returns None to keep one)."""
     ana = Analyzer()
@@ -114,77 +160,234 @@ def substitute_struct_info(sinfo: StructInfo, fmap: Callable[[TirVar], PrimExpr 
 
 # -- generality --------------------------------------------------------------------------
 
-def _values_base_of(base: tuple | None, derived: tuple | None, ana: Analyzer) -> bool:
-    if base is None:
-        return True
-    if derived is None or len(base) != len(derived):
-        return False
-    return all(prove_dim_equal(a, b, ana) for a, b in zip(base, derived))
+class _LazyAnalyzer:
+    """An Analyzer made on first use: most checks compare constants and never need one."""
+
+    def __init__(self, analyzer: Analyzer | None) -> None:
+        self._analyzer = analyzer
+
+    @property
+    def ana(self) -> Analyzer:
+        if self._analyzer is None:
+            self._analyzer = Analyzer()
+        return self._analyzer
+
+
+class BaseCheckResult(enum.IntEnum):
+    """How a base check failed, most certain first (TVM's grades): FAIL_L0, the two describe
+    no value in common; FAIL_L1, the static information (kind, dtype, rank) already refutes it;
+    FAIL_L2, only symbolic relations could not be proven; PASS."""
+
+    FAIL_L0 = 0
+    FAIL_L1 = 1
+    FAIL_L2 = 2
+    PASS = 3
+
+
+_R = BaseCheckResult
+
+
+def _combine(a: BaseCheckResult, b: BaseCheckResult) -> BaseCheckResult:
+    return min(a, b)  # the grades are ordered: the more certain failure wins
+
+
+def _vdevice_check(lhs: Any, rhs: Any) -> BaseCheckResult:
+    if lhs is None:
+        return _R.PASS
+    if rhs is None:
+        return _R.FAIL_L1
+    lt, rt = getattr(lhs, "target", None), getattr(rhs, "target", None)
+    if lt is not None and rt is None:
+        return _R.FAIL_L1
+    if lt is not None and rt is not None and (
+            lt != rt or lhs.vdevice_id != rhs.vdevice_id
+            or lhs.memory_scope != rhs.memory_scope):
+        return _R.FAIL_L0
+    return _R.PASS
+
+
+class _BaseChecker(_LazyAnalyzer):
+    """Is ``lhs`` a base of (more general than) ``other``, graded (TVM's StructInfoBaseChecker).
+    Subclasses override the value checks (deriving a call's result binds variables there)."""
+
+    def check(self, lhs: StructInfo, other: StructInfo) -> BaseCheckResult:
+        if lhs is other:
+            return _R.PASS
+        return self.visit(lhs, other)
+
+    def visit(self, lhs: StructInfo, other: StructInfo) -> BaseCheckResult:
+        if isinstance(lhs, ObjectStructInfo):
+            return _R.PASS
+        if type(other) is not type(lhs):
+            return _R.FAIL_L1 if isinstance(other, ObjectStructInfo) else _R.FAIL_L0
+        if isinstance(lhs, PrimStructInfo):
+            if lhs.dtype != other.dtype:
+                return _R.FAIL_L0
+            if lhs.value is None:
+                return _R.PASS
+            return _R.FAIL_L2 if other.value is None else self.prim_value_match(lhs.value, other.value)
+        if isinstance(lhs, ShapeStructInfo):
+            if lhs.ndim == -1:
+                return _R.PASS
+            if lhs.ndim != other.ndim:
+                return _R.FAIL_L1 if other.ndim == -1 else _R.FAIL_L0
+            if lhs.values is None:
+                return _R.PASS
+            return _R.FAIL_L2 if other.values is None else self.values_match(lhs.values, other.values)
+        if isinstance(lhs, TensorStructInfo):
+            return self._tensor(lhs, other)
+        if isinstance(lhs, TupleStructInfo):
+            return self.array_check(lhs.fields, other.fields)
+        if isinstance(lhs, FuncStructInfo):
+            return self._func(lhs, other)
+        return _R.FAIL_L0
+
+    def _tensor(self, lhs: TensorStructInfo, other: TensorStructInfo) -> BaseCheckResult:
+        if not lhs.is_unknown_dtype and lhs.dtype != other.dtype:
+            return _R.FAIL_L1 if other.is_unknown_dtype else _R.FAIL_L0
+        if lhs.ndim != -1 and lhs.ndim != other.ndim:
+            return _R.FAIL_L1 if other.ndim == -1 else _R.FAIL_L0
+        vdev = _vdevice_check(lhs.vdevice, other.vdevice)
+        if vdev != _R.PASS:
+            return vdev
+        if lhs.shape is None:
+            return _R.PASS
+        return _R.FAIL_L2 if other.shape is None else self.shape_match(lhs.shape, other.shape)
+
+    def _func(self, lhs: FuncStructInfo, other: FuncStructInfo) -> BaseCheckResult:
+        if lhs.purity and not other.purity:
+            return _R.FAIL_L0  # a pure function type does not admit impure ones
+        if lhs.is_opaque:
+            return self.check(lhs.ret, other.ret)
+        if other.is_opaque:
+            return _R.FAIL_L2
+        # parameters may use different symbolic variables for the same thing: only structural
+        # equality (which maps them) proves it; otherwise a best-effort field-by-field check
+        if structural_equal(lhs, other, map_free_vars=True):
+            return _R.PASS
+        return _combine(self.func_params_check(lhs.params, other.params), self.check(lhs.ret, other.ret))
+
+    def prim_value_match(self, lhs: PrimExpr, rhs: PrimExpr) -> BaseCheckResult:
+        if isinstance(lhs, IntImm) and isinstance(rhs, IntImm):
+            return _R.PASS if lhs.value == rhs.value else _R.FAIL_L0
+        return _R.PASS if self.ana.can_prove_equal(lhs, rhs) else _R.FAIL_L2
+
+    def values_match(self, lhs: tuple, rhs: tuple) -> BaseCheckResult:
+        return _pairwise(lhs, rhs, self.prim_value_match)
+
+    def shape_match(self, lhs: Expr, rhs: Expr) -> BaseCheckResult:
+        if lhs is rhs:
+            return _R.PASS
+        if isinstance(lhs, ShapeExpr) and isinstance(rhs, ShapeExpr):
+            return self.values_match(lhs.values, rhs.values)
+        return _R.FAIL_L2
+
+    def func_params_check(self, lhs: tuple, rhs: tuple) -> BaseCheckResult:
+        result = self.array_check(lhs, rhs)
+        return _R.FAIL_L2 if result == _R.FAIL_L1 else result  # a static mismatch in params is L2
+
+    def array_check(self, lhs: tuple, rhs: tuple) -> BaseCheckResult:
+        return _pairwise(lhs, rhs, self.check)
+
+
+def _pairwise(lhs: tuple, rhs: tuple, check: Callable[[Any, Any], BaseCheckResult]) -> BaseCheckResult:
+    """Element by element, the most certain failure; stops at the first L0 (as TVM's)."""
+    if len(lhs) != len(rhs):
+        return _R.FAIL_L0
+    result = _R.PASS
+    for a, b in zip(lhs, rhs):
+        if result == _R.FAIL_L0:
+            return result
+        result = _combine(check(a, b), result)
+    return result
+
+
+def struct_info_base_check(base: StructInfo, derived: StructInfo,
+                           analyzer: Analyzer | None = None) -> BaseCheckResult:
+    """Whether ``base`` describes every value ``derived`` does, graded by how certain a
+    failure is (:class:`BaseCheckResult`)."""
+    return _BaseChecker(analyzer).check(base, derived)
 
 
 def is_base_of(base: StructInfo, derived: StructInfo, analyzer: Analyzer | None = None) -> bool:
     """True when every value ``derived`` describes is also described by ``base``
     (``R.Tensor(ndim=2)`` is a base of ``R.Tensor((n, 4))``; ``R.Object`` of everything)."""
-    ana = analyzer or Analyzer()
-    if isinstance(base, ObjectStructInfo):
-        return True
-    if type(base) is not type(derived):
-        return False
-    if isinstance(base, TensorStructInfo):
-        if not base.is_unknown_dtype and base.dtype != derived.dtype:
-            return False
-        if base.ndim != -1 and base.ndim != derived.ndim:
-            return False
-        if base.shape_values is None:
-            return True
-        return _values_base_of(base.shape_values, derived.shape_values, ana)
-    if isinstance(base, ShapeStructInfo):
-        if base.ndim != -1 and base.ndim != derived.ndim:
-            return False
-        return _values_base_of(base.values, derived.values, ana)
-    if isinstance(base, PrimStructInfo):
-        if base.dtype != "void" and base.dtype != derived.dtype:
-            return False
-        if base.value is None:
-            return True
-        return derived.value is not None and prove_dim_equal(base.value, derived.value, ana)
-    if isinstance(base, TupleStructInfo):
-        return len(base.fields) == len(derived.fields) and all(
-            is_base_of(a, b, ana) for a, b in zip(base.fields, derived.fields))
-    if isinstance(base, FuncStructInfo):
-        if base.purity and not derived.purity:
-            return False
-        if base.params is None:
-            return is_base_of(base.ret, derived.ret, ana)
-        if derived.params is None or len(base.params) != len(derived.params):
-            return False
-        # parameters are contravariant: derived must accept whatever base accepts
-        return all(is_base_of(d, b, ana) for b, d in zip(base.params, derived.params)) \
-            and is_base_of(base.ret, derived.ret, ana)
-    return False
+    return struct_info_base_check(base, derived, analyzer) == _R.PASS
 
 
-def struct_info_lca(a: StructInfo, b: StructInfo) -> StructInfo:
-    """The most precise struct info describing both ``a`` and ``b`` (e.g. two If branches)."""
-    if is_base_of(a, b):
-        return a
-    if is_base_of(b, a):
-        return b
-    if type(a) is not type(b):
+def struct_info_lca(lhs: StructInfo, rhs: StructInfo, analyzer: Analyzer | None = None) -> StructInfo:
+    """The most precise struct info describing both ``lhs`` and ``rhs`` (e.g. two If
+    branches); ``lhs`` itself whenever it already is that."""
+    return _LCA(analyzer).visit(lhs, rhs)
+
+
+class _LCA(_LazyAnalyzer):
+    def visit(self, lhs: StructInfo, rhs: StructInfo) -> StructInfo:
+        if lhs is rhs or isinstance(lhs, ObjectStructInfo):
+            return lhs
+        if type(rhs) is not type(lhs):
+            return ObjectStructInfo()
+        if isinstance(lhs, PrimStructInfo):
+            if lhs.dtype != rhs.dtype:
+                return ObjectStructInfo()  # a boxed scalar of either dtype: only an object
+            if lhs.value is None:
+                return lhs
+            if rhs.value is None or not self.ana.can_prove_equal(lhs.value, rhs.value):
+                return PrimStructInfo(lhs.dtype)
+            return lhs
+        if isinstance(lhs, ShapeStructInfo):
+            ndim = lhs.ndim if lhs.ndim == rhs.ndim else -1
+            if lhs.ndim != rhs.ndim or lhs.values is None or rhs.values is None or \
+                    not can_prove_shape_equal(lhs.values, rhs.values, self.ana):
+                return lhs if lhs.values is None and lhs.ndim == ndim else ShapeStructInfo(None, ndim)
+            return lhs
+        if isinstance(lhs, TensorStructInfo):
+            return self._tensor(lhs, rhs)
+        if isinstance(lhs, TupleStructInfo):
+            fields = self._array(lhs.fields, rhs.fields)
+            if fields is None:
+                return ObjectStructInfo()
+            return lhs if all(a is b for a, b in zip(fields, lhs.fields)) else TupleStructInfo(fields)
+        if isinstance(lhs, FuncStructInfo):
+            return self._func(lhs, rhs)
         return ObjectStructInfo()
-    if isinstance(a, TensorStructInfo):
-        dtype = a.dtype if a.dtype == b.dtype else "void"
-        ndim = a.ndim if a.ndim == b.ndim else -1
-        return TensorStructInfo(None, dtype, None, ndim)
-    if isinstance(a, ShapeStructInfo):
-        return ShapeStructInfo(None, a.ndim if a.ndim == b.ndim else -1)
-    if isinstance(a, PrimStructInfo):
-        return PrimStructInfo(a.dtype if a.dtype == b.dtype else "void")
-    if isinstance(a, TupleStructInfo) and len(a.fields) == len(b.fields):
-        return TupleStructInfo([struct_info_lca(x, y) for x, y in zip(a.fields, b.fields)])
-    if isinstance(a, FuncStructInfo):
-        return FuncStructInfo.opaque_func(purity=a.purity and b.purity)
-    return ObjectStructInfo()
+
+    def _tensor(self, lhs: TensorStructInfo, rhs: TensorStructInfo) -> StructInfo:
+        dtype = lhs.dtype if lhs.dtype == rhs.dtype else "void"
+        ndim = lhs.ndim if lhs.ndim == rhs.ndim else -1
+        vdev = lhs.vdevice if lhs.vdevice is not None and rhs.vdevice is not None and \
+            structural_equal(lhs.vdevice, rhs.vdevice) else None
+        if lhs.ndim != rhs.ndim or lhs.shape is None or rhs.shape is None or \
+                not can_prove_shape_equal(lhs.shape, rhs.shape, self.ana):
+            if lhs.shape is None and lhs.dtype == dtype and lhs.ndim == ndim and \
+                    (lhs.vdevice is None or vdev is not None):
+                return lhs
+            return TensorStructInfo(None, dtype, vdev, ndim)
+        if lhs.dtype != dtype or (lhs.vdevice is not None and vdev is None):
+            return TensorStructInfo(lhs.shape, dtype, vdev)
+        return lhs
+
+    def _func(self, lhs: FuncStructInfo, rhs: FuncStructInfo) -> StructInfo:
+        purity = lhs.purity and rhs.purity
+        if lhs.is_opaque or rhs.is_opaque:
+            ret = self.visit(lhs.ret, rhs.ret)
+            if lhs.is_opaque and ret is lhs.ret:
+                return lhs
+            return FuncStructInfo.opaque_func(ret, purity)
+        if structural_equal(lhs, rhs, map_free_vars=True):
+            return lhs
+        params = self._array(lhs.params, rhs.params)
+        ret = self.visit(lhs.ret, rhs.ret)
+        if params is not None and all(a is b for a, b in zip(params, lhs.params)) and ret is lhs.ret:
+            return lhs
+        if params is None:
+            return FuncStructInfo.opaque_func(ret, purity)
+        return FuncStructInfo(params, ret, purity)
+
+    def _array(self, lhs: tuple, rhs: tuple) -> list | None:
+        if len(lhs) != len(rhs):
+            return None
+        return [self.visit(a, b) for a, b in zip(lhs, rhs)]
 
 
 def get_static_type(sinfo: StructInfo) -> StructInfo:
@@ -199,121 +402,192 @@ def get_static_type(sinfo: StructInfo) -> StructInfo:
     if isinstance(sinfo, TupleStructInfo):
         return TupleStructInfo([get_static_type(f) for f in sinfo.fields])
     if isinstance(sinfo, FuncStructInfo):
-        params = None if sinfo.params is None else [get_static_type(p) for p in sinfo.params]
+        if sinfo.is_opaque:
+            return FuncStructInfo.opaque_func(ObjectStructInfo(), sinfo.purity)
+        params = [get_static_type(p) for p in sinfo.params]
         return FuncStructInfo(params, get_static_type(sinfo.ret), sinfo.purity)
     return sinfo
 
 
-def erase_to_well_defined(sinfo: StructInfo, is_defined: Callable[[TirVar], bool],
-                          is_var_defined: Callable[[Var], bool] | None = None) -> StructInfo:
-    """Forget the parts of ``sinfo`` that mention symbolic variables (or shape-valued
-    Relax variables) not defined in the scope where ``sinfo`` is used."""
-    def ok(values: tuple | None) -> bool:
-        return values is None or all(is_defined(v) for e in values for v in _vars_of(e))
+# -- erasing what a scope cannot know ----------------------------------------------------
 
-    if isinstance(sinfo, TensorStructInfo):
-        if isinstance(sinfo.shape, Var) and is_var_defined is not None and not is_var_defined(sinfo.shape):
+_Lookup = Callable[[Any], Any]
+
+
+def _lookup(mapping: Mapping | _Lookup | None) -> _Lookup | None:
+    if mapping is None:
+        return None
+    # (duck-typed: an isinstance test against the Mapping ABC churns the ABC caches)
+    if callable(mapping) and not hasattr(mapping, "items"):
+        return mapping
+    if not mapping:
+        return None
+    by_id = {id(k): v for k, v in mapping.items()}  # variables are keys by identity
+    return lambda var: by_id.get(id(var))
+
+
+def erase_to_well_defined(sinfo: StructInfo, shape_var_map: Mapping | _Lookup | None = None,
+                          var_map: Mapping | _Lookup | None = None,
+                          analyzer: Analyzer | None = None) -> StructInfo:
+    """``sinfo`` as seen where only the variables of the maps are defined: a symbolic variable
+    (or shape-valued Relax variable) in ``shape_var_map`` (``var_map``) is replaced by its value
+    there, and any part that mentions one in neither is forgotten (``R.Tensor((n, 4))`` becomes
+    ``R.Tensor(ndim=2)``).  A map may also be a function returning the value, or None when the
+    variable is undefined.  Function struct infos are kept: their parameters define their
+    variables."""
+    eraser = _Eraser(_lookup(shape_var_map), _lookup(var_map), analyzer)
+    return eraser.visit(sinfo)
+
+
+class _Eraser(_LazyAnalyzer):
+    def __init__(self, f_shape: _Lookup | None, f_var: _Lookup | None, ana: Analyzer | None) -> None:
+        super().__init__(ana)
+        self.f_shape, self.f_var = f_shape, f_var
+
+    def prim(self, e: PrimExpr) -> PrimExpr | None:
+        """``e`` with its variables replaced, or None when one of them is undefined."""
+        found: list[TirVar] = []
+        post_order_visit(e, lambda n: found.append(n) if isinstance(n, TirVar) else None)
+        values: dict[int, PrimExpr] = {}
+        for v in found:
+            value = self.f_shape(v) if self.f_shape is not None else None
+            if value is None:
+                return None
+            if isinstance(value, int) and not isinstance(value, bool):
+                value = const(value, "int64")
+            elif isinstance(value, IntImm) and value.dtype != "int64":
+                value = IntImm("int64", value.value)
+            values[id(v)] = value
+        if all(values[id(v)] is v for v in found):
+            return e
+        return self.ana.simplify(substitute(e, lambda v: values.get(id(v))))
+
+    def values(self, vals: tuple) -> tuple | None:
+        out = [self.prim(v) for v in vals]
+        return None if any(v is None for v in out) else tuple(out)
+
+    def visit(self, sinfo: StructInfo) -> StructInfo:
+        if isinstance(sinfo, PrimStructInfo):
+            if sinfo.value is None:
+                return sinfo
+            value = self.prim(sinfo.value)
+            if value is None:
+                return PrimStructInfo(sinfo.dtype)
+            return sinfo if value is sinfo.value else PrimStructInfo(sinfo.dtype, value)
+        if isinstance(sinfo, ShapeStructInfo):
+            if sinfo.values is None:
+                return sinfo
+            values = self.values(sinfo.values)
+            if values is None:
+                return ShapeStructInfo(None, sinfo.ndim)
+            return sinfo if _all_same(values, sinfo.values) else ShapeStructInfo(values)
+        if isinstance(sinfo, TensorStructInfo):
+            return self._tensor(sinfo)
+        if isinstance(sinfo, TupleStructInfo):
+            fields = [self.visit(f) for f in sinfo.fields]
+            return sinfo if _all_same(fields, sinfo.fields) else TupleStructInfo(fields)
+        return sinfo  # Object, and functions: their own parameters define their variables
+
+    def _tensor(self, sinfo: TensorStructInfo) -> StructInfo:
+        shape = sinfo.shape
+        if shape is None:
+            return sinfo
+        if isinstance(shape, ShapeExpr):
+            values = self.values(shape.values)
+            if values is None:
+                return TensorStructInfo(None, sinfo.dtype, sinfo.vdevice, sinfo.ndim)
+            if _all_same(values, shape.values):
+                return sinfo
+            return TensorStructInfo(values, sinfo.dtype, sinfo.vdevice)
+        value = self.f_var(shape) if self.f_var is not None else None
+        if value is None:
             return TensorStructInfo(None, sinfo.dtype, sinfo.vdevice, sinfo.ndim)
-        if ok(sinfo.shape_values):
-            return sinfo
-        return TensorStructInfo(None, sinfo.dtype, sinfo.vdevice, sinfo.ndim)
-    if isinstance(sinfo, ShapeStructInfo):
-        return sinfo if ok(sinfo.values) else ShapeStructInfo(None, sinfo.ndim)
-    if isinstance(sinfo, PrimStructInfo):
-        return sinfo if sinfo.value is None or ok((sinfo.value,)) else PrimStructInfo(sinfo.dtype)
-    if isinstance(sinfo, TupleStructInfo):
-        fields = [erase_to_well_defined(f, is_defined, is_var_defined) for f in sinfo.fields]
-        if all(a is b for a, b in zip(fields, sinfo.fields)):
-            return sinfo
-        return TupleStructInfo(fields)
-    if isinstance(sinfo, FuncStructInfo) and sinfo.params is not None:
-        # the function's own signature defines its symbolic variables
-        own = {id(v) for p in sinfo.params for v in definable_tir_vars_in_struct_info(p)}
-        return FuncStructInfo(
-            [erase_to_well_defined(p, lambda v: id(v) in own or is_defined(v), is_var_defined)
-             for p in sinfo.params],
-            erase_to_well_defined(sinfo.ret, lambda v: id(v) in own or is_defined(v), is_var_defined),
-            sinfo.purity)
-    return sinfo
+        if not isinstance(value, (Var, ShapeExpr)):
+            raise TypeError(f"erase_to_well_defined: shape variable {shape.name} may map only to a "
+                            f"Var or a ShapeExpr, got {value!r}")
+        return sinfo if value is shape else TensorStructInfo(value, sinfo.dtype, sinfo.vdevice)
 
 
-def _vars_of(e: PrimExpr) -> list[TirVar]:
-    out: list[TirVar] = []
-    post_order_visit(e, lambda n: out.append(n) if isinstance(n, TirVar) else None)
-    return out
+def _all_same(new: Any, old: Any) -> bool:
+    return len(new) == len(old) and all(a is b for a, b in zip(new, old))
 
 
 # -- calls -------------------------------------------------------------------------------
 
+class _CallRetDeriver(_BaseChecker):
+    """The base check of each parameter against its argument, binding the callee's symbolic
+    variables (and shape-valued parameters) to what the arguments say on the way."""
+
+    def __init__(self, analyzer: Analyzer | None = None) -> None:
+        super().__init__(analyzer)
+        self.populate = True
+        self.shape_vars: dict[int, PrimExpr] = {}
+        self.vars: dict[int, Expr] = {}
+
+    def check(self, lhs: StructInfo, other: StructInfo) -> BaseCheckResult:
+        return self.visit(lhs, other)  # no shortcut: every pair is visited to bind variables
+
+    def prim_value_match(self, param: PrimExpr, arg: PrimExpr) -> BaseCheckResult:
+        if not self.populate or not isinstance(param, TirVar):
+            # an expression of the parameters (n + 1) may use a variable bound only later
+            return super().prim_value_match(param, arg)
+        bound = self.shape_vars.get(id(param))
+        if bound is None:
+            self.shape_vars[id(param)] = arg
+            return _R.PASS
+        return _R.PASS if self.ana.can_prove_equal(bound, arg) else _R.FAIL_L2
+
+    def shape_match(self, lhs: Expr, rhs: Expr) -> BaseCheckResult:
+        if not self.populate:
+            return super().shape_match(lhs, rhs)
+        if isinstance(lhs, Var):
+            bound = self.vars.get(id(lhs))
+            if bound is None:
+                self.vars[id(lhs)] = rhs
+                return _R.PASS
+            return _R.PASS if can_prove_shape_equal(bound, rhs, self.ana) else _R.FAIL_L2
+        if not isinstance(rhs, ShapeExpr):
+            return _R.FAIL_L2
+        return self.values_match(lhs.values, rhs.values)
+
+    def func_params_check(self, lhs: tuple, rhs: tuple) -> BaseCheckResult:
+        # a function-typed parameter's own signature binds nothing of the callee's
+        saved, self.populate = self.populate, False
+        try:
+            return super().func_params_check(lhs, rhs)
+        finally:
+            self.populate = saved
+
+
 def derive_call_ret_struct_info(func_sinfo: FuncStructInfo, call: Any, ctx: Any = None) -> StructInfo:
     """The struct info of ``call`` to a function of ``func_sinfo``.
 
-    Symbolic variables of the callee's signature are matched against the arguments
-    (``f(x: R.Tensor((n, 4)))`` called with a ``(8, 4)`` tensor binds ``n = 8``) and
-    substituted into the return struct info; what stays unknown is erased.
+    Each argument must fit its parameter: a certain mismatch (kind, dtype, rank, a constant
+    dimension) raises; one that only cannot be proven (a symbolic dimension) is let through.
+    The callee's symbolic variables are bound from the arguments (``f(x: R.Tensor((n, 4)))``
+    called with a ``(8, 4)`` tensor binds ``n = 8``) and substituted into the return struct
+    info; what stays unbound is erased.
     """
-    name = _callee_name(call)
-    if func_sinfo.params is None:
+    if func_sinfo.is_opaque:
         return func_sinfo.ret
-    args = call.args
-    if len(args) != len(func_sinfo.params):
-        raise StructInfoError(f"{name} takes {len(func_sinfo.params)} argument"
-                              f"{'s' if len(func_sinfo.params) != 1 else ''} but {len(args)} were given")
-    ana = Analyzer()
-    bound: dict[int, PrimExpr] = {}
-    for i, (param, arg) in enumerate(zip(func_sinfo.params, args)):
+    name = _callee_name(call)
+    params, args = func_sinfo.params, call.args
+    if len(args) != len(params):
+        raise StructInfoError(
+            f"number of arguments and parameters mismatch: {name} has struct info "
+            f"{struct_info_text(func_sinfo)} and takes {len(params)} parameter"
+            f"{'s' if len(params) != 1 else ''}, but was called with {len(args)} argument"
+            f"{'s' if len(args) != 1 else ''}")
+    deriver = _CallRetDeriver()
+    for i, (param, arg) in enumerate(zip(params, args)):
         arg_sinfo = struct_info_of(arg)
         if arg_sinfo is None:
             raise StructInfoError(f"{name}: argument {i} has no struct info (normalize it first)")
-        _match(param, arg_sinfo, bound, ana, f"{name}: argument {i}")
-    ret = substitute_struct_info(func_sinfo.ret, lambda v: bound.get(id(v)))
-    defined_in_sig = {id(v) for p in func_sinfo.params for v in definable_tir_vars_in_struct_info(p)}
-    # variables of the callee not bound by the arguments cannot be known at the call site
-    return erase_to_well_defined(ret, lambda v: id(v) not in defined_in_sig)
-
-
-def _match(param: StructInfo, arg: StructInfo, bound: dict[int, PrimExpr], ana: Analyzer, where: str) -> None:
-    def fail(why: str) -> None:
-        raise StructInfoError(f"{where} has struct info {struct_info_text(arg)} but the parameter "
-                              f"expects {struct_info_text(param)}: {why}")
-
-    if isinstance(param, ObjectStructInfo):
-        return
-    if type(param) is not type(arg):
-        if isinstance(arg, ObjectStructInfo):
-            return  # not known statically; checked at run time
-        fail("kinds differ")
-    if isinstance(param, TensorStructInfo):
-        if not param.is_unknown_dtype and not arg.is_unknown_dtype and param.dtype != arg.dtype:
-            fail(f"dtype {arg.dtype} vs {param.dtype}")
-        if param.ndim != -1 and arg.ndim != -1 and param.ndim != arg.ndim:
-            fail(f"{arg.ndim} vs {param.ndim} dimensions")
-        _match_values(param.shape_values, arg.shape_values, bound, ana, fail)
-    elif isinstance(param, ShapeStructInfo):
-        if param.ndim != -1 and arg.ndim != -1 and param.ndim != arg.ndim:
-            fail(f"{arg.ndim} vs {param.ndim} dimensions")
-        _match_values(param.values, arg.values, bound, ana, fail)
-    elif isinstance(param, PrimStructInfo):
-        if param.value is not None and arg.value is not None:
-            _match_values((param.value,), (arg.value,), bound, ana, fail)
-    elif isinstance(param, TupleStructInfo):
-        if len(param.fields) != len(arg.fields):
-            fail(f"{len(arg.fields)} vs {len(param.fields)} fields")
-        for k, (p, a) in enumerate(zip(param.fields, arg.fields)):
-            _match(p, a, bound, ana, f"{where} field {k}")
-
-
-def _match_values(params: tuple | None, args: tuple | None, bound: dict[int, PrimExpr],
-                  ana: Analyzer, fail: Callable[[str], None]) -> None:
-    if params is None or args is None:
-        return
-    for p, a in zip(params, args):
-        if isinstance(p, TirVar) and id(p) not in bound:
-            bound[id(p)] = a
-            continue
-        expected = substitute(p, lambda v: bound.get(id(v)))
-        if prove_dim_differ(expected, a, ana):
-            fail(f"shape {shape_text(args)} does not match {shape_text(params)}")
+        if deriver.check(param, arg_sinfo) in (_R.FAIL_L0, _R.FAIL_L1):
+            raise StructInfoError(f"{name}: argument {i} type mismatch: expected "
+                                  f"{struct_info_text(param)}, given {struct_info_text(arg_sinfo)}")
+    return erase_to_well_defined(func_sinfo.ret, lambda v: deriver.shape_vars.get(id(v)),
+                                 lambda v: deriver.vars.get(id(v)))
 
 
 def _callee_name(call: Any) -> str:
