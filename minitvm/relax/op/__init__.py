@@ -39,6 +39,7 @@ from .manipulate import (
 from .qdq import dequantize, quantize
 from .registry import OpPattern, register
 from .search import argmax, argmin, where
+from .sorting import argsort, sort, topk
 from .statistical import cumprod, cumsum, max, mean, min, prod, std, sum, variance
 from .ternary import ewise_fma
 from .unary import clip
@@ -57,6 +58,8 @@ __all__ = [
     "repeat", "tile", "flip", "collapse_sum_like", "collapse_sum_to",
     # reductions and search
     "sum", "mean", "max", "min", "prod", "variance", "std", "cumsum", "cumprod", "argmax", "argmin",
+    # sorting
+    "sort", "argsort", "topk",
     # quantization
     "quantize", "dequantize",
     # creation
