@@ -6,7 +6,16 @@ registered by :mod:`minitvm.relax.transform.legalize_ops`.
 """
 
 from ...tir.op_table import ELEMENTWISE
-from . import binary, builtin, grad, memory, nn, unary, vm
+from . import (
+    _op_gradient,  # noqa: F401, E402 - registers each op's FPrimalGradient
+    binary,
+    builtin,
+    grad,
+    memory,
+    nn,
+    unary,
+    vm,
+)
 from .base import (
     assert_op,
     call_dps_packed,

@@ -1,15 +1,16 @@
-"""Gradient operators (``relax.op.grad``, ``R.grad.*``): the backward of ``nn.nll_loss``."""
+"""Gradient operators (``relax.op.grad``, ``R.grad.*``): the backwards of ``nn.nll_loss`` and
+``take``, and ``no_grad``, the mark of an input no gradient flows to."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..expr import Call, Expr
+from ..expr import Call, Expr, struct_info_of
 from ..struct_info import StructInfo, StructInfoError, struct_info_text
 from ._utils import same_dtype
 from .registry import OpPattern, make_call, register, tensor_arg
 
-__all__ = ["nll_loss_backward"]
+__all__ = ["nll_loss_backward", "no_grad", "take_backward"]
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -45,3 +46,39 @@ def nll_loss_backward(output_grad: Expr, predictions: Expr, targets: Expr, weigh
     args = [output_grad, predictions, targets] + ([] if weights is None else [weights])
     return make_call("relax.grad.nll_loss_backward", *args,
                      attrs={"reduction": reduction, "ignore_index": int(ignore_index)})
+
+
+@register("relax.grad.no_grad", pattern=OpPattern.OPAQUE, num_inputs=1)
+def _infer_no_grad(call: Call, ctx: Any) -> StructInfo:
+    """The input's struct info: ``no_grad(x)`` stands for x's (absent) gradient."""
+    if len(call.args) != 1:
+        raise StructInfoError(f"relax.grad.no_grad takes one argument, got {len(call.args)}")
+    sinfo = struct_info_of(call.args[0])
+    if sinfo is None:
+        raise StructInfoError("relax.grad.no_grad: the argument has no struct info; normalize it first")
+    return sinfo
+
+
+def no_grad(input: Expr) -> Call:  # noqa: A002 - TVM's parameter name
+    """Marks ``input`` as an input no gradient is computed for (shapes, indices, masks)."""
+    return make_call("relax.grad.no_grad", input)
+
+
+@register("relax.grad.take_backward", pattern=OpPattern.OPAQUE, num_inputs=3)
+def _infer_take_backward(call: Call, ctx: Any) -> StructInfo:
+    """The gradient of ``take(x, indices, axis)`` with respect to ``x``: ``x``'s struct info."""
+    op = "relax.grad.take_backward"
+    if len(call.args) != 3:
+        raise StructInfoError(f"{op} takes output_grad, x and indices, got {len(call.args)} arguments")
+    same_dtype(op, [tensor_arg(call, 0, op, "output_grad"), tensor_arg(call, 1, op, "x")])
+    indices = tensor_arg(call, 2, op, "indices")
+    if not indices.is_unknown_dtype and not indices.dtype.startswith(("int", "uint")):
+        raise StructInfoError(f"{op}: indices must be integers, got {struct_info_text(indices)}")
+    return tensor_arg(call, 1, op, "x")
+
+
+def take_backward(output_grad: Expr, x: Expr, indices: Expr, axis: int | None = None) -> Call:
+    """The gradient of ``take(x, indices, axis)`` with respect to ``x``: each taken element's
+    gradient added back at the position it was taken from."""
+    return make_call("relax.grad.take_backward", output_grad, x, indices,
+                     attrs={"axis": None if axis is None else int(axis)})

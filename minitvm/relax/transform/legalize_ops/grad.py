@@ -56,3 +56,35 @@ def _legalize_nll_loss_backward(bb: BlockBuilder, call: Call) -> Expr:
 
     return bb.call_te(te_nll_loss_backward_no_weight, *call.args, reduction=a["reduction"],
                       ignore_index=a["ignore_index"])
+
+
+@register_legalize("relax.grad.no_grad")
+def _legalize_no_grad(bb: BlockBuilder, call: Call) -> Expr:
+    return call.args[0]  # only a mark for the gradient builder: the value itself
+
+
+def _take_backward(output_grad: te.Tensor, x: te.Tensor, indices: te.Tensor, axis: int | None) -> te.Tensor:
+    """``x``'s shape; each position sums the output gradients of the elements taken from it
+    (an index taken twice gets both)."""
+    if axis is None:  # take from the flattened x
+        flat = te.compute([topi.utils.prod(x.shape)], lambda p: _scatter_sum(output_grad, indices, p, [], []),
+                          name="take_grad_flat")
+        return topi.reshape(flat, x.shape)
+    axis %= x.ndim
+    return te.compute(x.shape, lambda *i: _scatter_sum(output_grad, indices, i[axis], i[:axis], i[axis + 1:]),
+                      name="take_grad")
+
+
+def _scatter_sum(output_grad: te.Tensor, indices: te.Tensor, position: Any, before: Any, after: Any) -> PrimExpr:
+    rvs = [te.reduce_axis((0, d), f"j{k}") for k, d in enumerate(indices.shape)]
+    js = [rv.var for rv in rvs]
+    hit = _op.equal(_op.cast(indices(*js), position.dtype), position)
+    value = _op.Select(hit, output_grad(*before, *js, *after), const(0, output_grad.dtype))
+    if not rvs:  # a scalar index: one element was taken
+        return value
+    return te.sum(value, axis=rvs)
+
+
+@register_legalize("relax.grad.take_backward")
+def _legalize_take_backward(bb: BlockBuilder, call: Call) -> Expr:
+    return bb.call_te(_take_backward, *call.args, call.attrs["axis"], primfunc_name_hint="take_backward")
