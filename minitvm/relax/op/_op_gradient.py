@@ -17,7 +17,7 @@ from ...tir.expr import IntImm
 from ..expr import Call, Expr, Var, const
 from ..struct_info import TensorStructInfo
 from . import binary as _b
-from . import index, nn  # noqa: F401 - their ops must be registered before the rules below
+from . import index, nn  # (imported first, their ops are registered before the rules below)
 from . import unary as _u
 from .create import triu, zeros_like
 from .datatype import astype
@@ -276,3 +276,36 @@ def _nll_loss_grad(y: Var, call: Call, g: Var, ctx: Any) -> list:
     back = nll_loss_backward(g, pred, targets, weights[0] if weights else None, a["reduction"], a["ignore_index"])
     return [back, no_grad(targets)] + [no_grad(w) for w in weights]
 
+
+
+@register_gradient("relax.nn.conv2d")
+def _conv2d_grad(y: Var, call: Call, g: Var, ctx: Any) -> list:
+    """NCHW data, OIHW weight.  The data's gradient is the transposed convolution of ``g``
+    with the same weight (``output_padding`` restores rows the strides dropped); the weight's,
+    group by group, a convolution of the data with ``g`` over the batch, strides and dilation
+    exchanged, cut to the kernel size."""
+    x, w = call.args
+    a = call.attrs
+    if a["data_layout"] != "NCHW" or a["kernel_layout"] != "OIHW" or a["out_layout"] != "NCHW":
+        raise NotImplementedError("the gradient of relax.nn.conv2d is for NCHW data and OIHW weights only")
+    (_, c, h, wd), (o, _, kh, kw) = (_ints(_sinfo(e)) for e in (x, w))
+    oh, ow = _ints(_sinfo(y))[2:]
+    (sh, sw), (dh, dw), pad, groups = a["strides"], a["dilation"], a["padding"], a["groups"]
+    extra = [size - ((out - 1) * s - lo - hi + d * (k - 1) + 1)
+             for size, out, s, lo, hi, d, k in ((h, oh, sh, pad[0], pad[2], dh, kh),
+                                                (wd, ow, sw, pad[1], pad[3], dw, kw))]
+    dx = nn.conv2d_transpose(g, w, (sh, sw), pad, extra, (dh, dw), groups)
+    cg, og = c // groups, o // groups
+    parts = []
+    for gi in range(groups):
+        xg = permute_dims(index.strided_slice(x, [1], [gi * cg], [(gi + 1) * cg]), [1, 0, 2, 3])
+        gg = permute_dims(index.strided_slice(g, [1], [gi * og], [(gi + 1) * og]), [1, 0, 2, 3])
+        full = nn.conv2d(xg, gg, strides=(dh, dw), padding=pad, dilation=(sh, sw))
+        parts.append(permute_dims(index.strided_slice(full, [2, 3], [0, 0], [kh, kw]), [1, 0, 2, 3]))
+    return [dx, parts[0] if groups == 1 else concat(parts, 0)]
+
+
+def _ints(sinfo: TensorStructInfo) -> list[int]:
+    if sinfo.shape_values is None or not all(isinstance(d, IntImm) for d in sinfo.shape_values):
+        raise NotImplementedError(f"the gradient of relax.nn.conv2d needs static shapes, got {sinfo}")
+    return [d.value for d in sinfo.shape_values]
