@@ -21,7 +21,7 @@ from . import index, nn  # (imported first, their ops are registered before the 
 from . import unary as _u
 from .create import triu, zeros_like
 from .datatype import astype
-from .grad import nll_loss_backward, no_grad, take_backward
+from .grad import avg_pool2d_backward, max_pool2d_backward, nll_loss_backward, no_grad, take_backward
 from .linear_algebra import matmul
 from .manipulate import broadcast_to, collapse_sum_to, concat, expand_dims, flip, permute_dims, reshape, split
 from .search import where
@@ -309,3 +309,15 @@ def _ints(sinfo: TensorStructInfo) -> list[int]:
     if sinfo.shape_values is None or not all(isinstance(d, IntImm) for d in sinfo.shape_values):
         raise NotImplementedError(f"the gradient of relax.nn.conv2d needs static shapes, got {sinfo}")
     return [d.value for d in sinfo.shape_values]
+
+
+def _pool2d_grad(backward: Callable) -> Rule:
+    def rule(y: Var, call: Call, g: Var, ctx: Any) -> list:
+        a = call.attrs
+        return [backward(g, call.args[0], a["pool_size"], a["strides"], a["padding"], a["dilation"], a["ceil_mode"],
+                         a["count_include_pad"], a["layout"], a["out_layout"])]
+    return rule
+
+
+register_gradient("relax.nn.max_pool2d", _pool2d_grad(max_pool2d_backward))
+register_gradient("relax.nn.avg_pool2d", _pool2d_grad(avg_pool2d_backward))

@@ -8,9 +8,10 @@ from typing import Any
 from ..expr import Call, Expr, struct_info_of
 from ..struct_info import StructInfo, StructInfoError, struct_info_text
 from ._utils import same_dtype
+from .nn.pooling import avg_pool2d, max_pool2d
 from .registry import OpPattern, make_call, register, tensor_arg
 
-__all__ = ["nll_loss_backward", "no_grad", "take_backward"]
+__all__ = ["nll_loss_backward", "no_grad", "take_backward", "max_pool2d_backward", "avg_pool2d_backward"]
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -82,3 +83,43 @@ def take_backward(output_grad: Expr, x: Expr, indices: Expr, axis: int | None = 
     gradient added back at the position it was taken from."""
     return make_call("relax.grad.take_backward", output_grad, x, indices,
                      attrs={"axis": None if axis is None else int(axis)})
+
+
+def _register_pool_backward(kind: str) -> None:
+    op = f"relax.grad.{kind}_pool2d_backward"
+
+    def infer(call: Call, ctx: Any) -> StructInfo:
+        if len(call.args) != 2:
+            raise StructInfoError(f"{op} takes output_grad and data, got {len(call.args)} arguments")
+        same_dtype(op, [tensor_arg(call, 0, op, "output_grad"), tensor_arg(call, 1, op, "data")])
+        return tensor_arg(call, 1, op, "data")
+    infer.__doc__ = f"The gradient of nn.{kind}_pool2d with respect to its data: the data's struct info."
+    register(op, pattern=OpPattern.OUT_ELEMWISE_FUSABLE, num_inputs=2)(infer)
+
+
+for _kind in ("max", "avg"):
+    _register_pool_backward(_kind)
+
+
+def _pool_backward(kind: str, output_grad: Expr, data: Expr, pool_size: Any, strides: Any, padding: Any,
+                   dilation: Any, ceil_mode: bool, count_include_pad: bool, layout: str,
+                   out_layout: str | None) -> Call:
+    forward = max_pool2d if kind == "max" else avg_pool2d  # its attributes, checked as the op's
+    attrs = forward(data, pool_size, strides, padding, dilation, ceil_mode, count_include_pad, layout, out_layout).attrs
+    return make_call(f"relax.grad.{kind}_pool2d_backward", output_grad, data, attrs=dict(attrs))
+
+
+def max_pool2d_backward(output_grad: Expr, data: Expr, pool_size: Any = (1, 1), strides: Any = (1, 1),
+                        padding: Any = (0, 0, 0, 0), dilation: Any = (1, 1), ceil_mode: bool = False,
+                        count_include_pad: bool = False, layout: str = "NCHW", out_layout: str | None = None) -> Call:
+    """The gradient of ``nn.max_pool2d`` (same attributes) with respect to ``data``."""
+    return _pool_backward("max", output_grad, data, pool_size, strides, padding, dilation, ceil_mode,
+                          count_include_pad, layout, out_layout)
+
+
+def avg_pool2d_backward(output_grad: Expr, data: Expr, pool_size: Any = (1, 1), strides: Any = (1, 1),
+                        padding: Any = (0, 0, 0, 0), dilation: Any = (1, 1), ceil_mode: bool = False,
+                        count_include_pad: bool = False, layout: str = "NCHW", out_layout: str | None = None) -> Call:
+    """The gradient of ``nn.avg_pool2d`` (same attributes) with respect to ``data``."""
+    return _pool_backward("avg", output_grad, data, pool_size, strides, padding, dilation, ceil_mode,
+                          count_include_pad, layout, out_layout)

@@ -51,6 +51,58 @@ def pool_out_size(size: Any, lo: int, hi: int, k: int, s: int, d: int, ceil_mode
     return _out_size(size, lo, hi + (s - 1 if ceil_mode else 0), k, s, d, ceil_mode)
 
 
+class _Windows:
+    """The windows of one pooling: for each pooled axis its kernel, stride, dilation and
+    padding (ceil mode pads the tail by ``stride - 1`` more so the floor division rounds up,
+    an ``offset`` that is no real padding), and the output shape."""
+
+    def __init__(self, data: te.Tensor, kernel: Sequence[Any], stride: Sequence[Any], dilation: Sequence[Any],
+                 padding: Sequence[Any], ceil_mode: bool, axes: Sequence[int]) -> None:
+        n = len(axes)
+        self.data, self.axes, self.n = data, list(axes), n
+        self.dtype = dtype = data.shape[axes[0]].dtype
+        self.kernel, self.stride, self.dilation = (
+            _values(v, n, dtype, f"topi.nn.pool{n}d {w}")
+            for v, w in ((kernel, "kernel"), (stride, "stride"), (dilation, "dilation")))
+        padding = _values(padding, 2 * n, dtype, f"topi.nn.pool{n}d padding")
+        self.head = padding[:n]
+        self.offset = [_op.sub(s, 1) if ceil_mode else IntImm(dtype, 0) for s in self.stride]
+        self.tail = [_ANALYZER.simplify(_op.add(t, o)) if ceil_mode else t for t, o in zip(padding[n:], self.offset)]
+        self.out_shape = list(data.shape)
+        for i, ax in enumerate(axes):
+            self.out_shape[ax] = _out_size(data.shape[ax], self.head[i], self.tail[i], self.kernel[i],
+                                           self.stride[i], self.dilation[i], ceil_mode)
+
+    def padded(self, fill: Any) -> te.Tensor:
+        if all(const_int(p) == 0 for p in self.head + self.tail):
+            return self.data
+        before, after = [0] * self.data.ndim, [0] * self.data.ndim
+        for i, ax in enumerate(self.axes):
+            before[ax], after[ax] = self.head[i], self.tail[i]
+        return _pad(self.data, before, after, fill, name="pad_temp")
+
+    def count(self, out: Sequence[Any], count_include_pad: bool) -> Any:
+        """The divisor of the average at output position ``out``: the window's positions on
+        the data (or the padded data), at least 1 (TVM's expression)."""
+        count = None
+        for i, ax in enumerate(self.axes):
+            s, d, k = self.stride[i], self.dilation[i], self.kernel[i]
+            start = _op.sub(_op.mul(out[ax], s), self.head[i])
+            end = _op.add(start, _op.mul(_op.sub(k, 1), d))
+            if count_include_pad:
+                # the ceil-mode offset is no padding: windows stop at the real tail padding
+                end = _op.min(end, _op.sub(_op.sub(_op.add(self.data.shape[ax], self.tail[i]), 1), self.offset[i]))
+                positions = _op.add(_op.truncdiv(_op.sub(end, start), d), 1)
+            else:
+                skip = _op.max(_op.truncdiv(_op.sub(_op.sub(d, 1), start), d), IntImm(self.dtype, 0))
+                end = _op.min(end, _op.sub(self.data.shape[ax], 1))
+                positions = _op.add(_op.truncdiv(_op.sub(end, _op.add(start, _op.mul(d, skip))), d), 1)
+            count = positions if count is None else _op.mul(count, positions)
+        if not count_include_pad:
+            count = _op.max(count, IntImm(count.dtype, 1))
+        return _ANALYZER.simplify(count)
+
+
 def pool_impl_nd(data: te.Tensor, kernel: Sequence[Any], stride: Sequence[Any], dilation: Sequence[Any],
                  padding: Sequence[Any], pool_type: str, ceil_mode: bool, axes: Sequence[int],
                  count_include_pad: bool) -> te.Tensor:
@@ -59,62 +111,58 @@ def pool_impl_nd(data: te.Tensor, kernel: Sequence[Any], stride: Sequence[Any], 
     ``count_include_pad``), at least 1."""
     if pool_type not in ("max", "avg"):
         raise ValueError(f"topi.nn.pool: pool_type must be 'max' or 'avg', got {pool_type!r}")
-    n = len(axes)
-    dtype = data.shape[axes[0]].dtype
-    kernel, stride, dilation = (_values(v, n, dtype, f"topi.nn.pool{n}d {w}")
-                                for v, w in ((kernel, "kernel"), (stride, "stride"), (dilation, "dilation")))
-    padding = _values(padding, 2 * n, dtype, f"topi.nn.pool{n}d padding")
-    head, tail = padding[:n], list(padding[n:])
-    # ceil mode pads the tail by stride - 1 more so the floor division rounds up
-    offset = [_op.sub(s, 1) if ceil_mode else IntImm(dtype, 0) for s in stride]
-    tail = [_ANALYZER.simplify(_op.add(t, o)) if ceil_mode else t for t, o in zip(tail, offset)]
-    before, after = [0] * data.ndim, [0] * data.ndim
-    out_shape = list(data.shape)
-    for i, ax in enumerate(axes):
-        before[ax], after[ax] = head[i], tail[i]
-        out_shape[ax] = _out_size(data.shape[ax], head[i], tail[i], kernel[i], stride[i], dilation[i], ceil_mode)
-    do_pad = any(const_int(p) != 0 for p in head + tail)
-    fill = _op.min_value(data.dtype) if pool_type == "max" else const(0, data.dtype)
-    padded = _pad(data, before, after, fill, name="pad_temp") if do_pad else data
-
-    def window(out: Sequence[Any], rvs: Sequence[Any]) -> Any:
-        idx = list(out)
-        for i, ax in enumerate(axes):
-            idx[ax] = _op.add(_op.mul(out[ax], stride[i]), _op.mul(rvs[i].var, dilation[i]))
-        return padded[tuple(idx)]
+    w = _Windows(data, kernel, stride, dilation, padding, ceil_mode, axes)
+    padded = w.padded(_op.min_value(data.dtype) if pool_type == "max" else const(0, data.dtype))
 
     def reduce(reducer: Any) -> Any:
         def f(*out: Any) -> Any:
-            rvs = [te.reduce_axis((0, kernel[i]), f"rv{i}") for i in range(n)]
-            return reducer(window(out, rvs), axis=rvs)
+            rvs = [te.reduce_axis((0, w.kernel[i]), f"rv{i}") for i in range(w.n)]
+            idx = list(out)
+            for i, ax in enumerate(axes):
+                idx[ax] = _op.add(_op.mul(out[ax], w.stride[i]), _op.mul(rvs[i].var, w.dilation[i]))
+            return reducer(padded[tuple(idx)], axis=rvs)
         return f
 
     if pool_type == "max":
-        return te.compute(out_shape, reduce(te.max), name="pool_max", tag="pool_max",
+        return te.compute(w.out_shape, reduce(te.max), name="pool_max", tag="pool_max",
                           attrs={"schedule_rule": "meta_schedule.pool_max"})
-    total = te.compute(out_shape, reduce(te.sum), name="pool_sum", tag="pool_sum")
+    total = te.compute(w.out_shape, reduce(te.sum), name="pool_sum", tag="pool_sum")
+    return te.compute(w.out_shape, lambda *out: _op.div(total[out], _op.cast(w.count(out, count_include_pad),
+                                                                                    data.dtype)),
+                      name="pool_avg", tag="elemwise", attrs={"schedule_rule": "meta_schedule.pool_avg"})
 
-    def favg(*out: Any) -> Any:
-        count = None
+
+def pool_grad(grads: te.Tensor, data: te.Tensor, kernel: Any, stride: Any, padding: Any, pool_type: str,
+              ceil_mode: bool = False, count_include_pad: bool = True, layout: str = "NCHW",
+              dilation: Any = 1) -> te.Tensor:
+    """The gradient of ``pool2d`` with respect to ``data``, given the output's ``grads``:
+    each input position sums, over the windows covering it, the window's gradient -- divided
+    by the window's count (avg), or where it equals the window's maximum (max; tied maxima
+    each receive it)."""
+    axes = _spatial_axes(layout, "HW", "pool_grad")
+    w = _Windows(data, _listed(kernel), _listed(stride), _listed(dilation), _listed(padding, 2), ceil_mode, axes)
+    pooled = pool_impl_nd(data, w.kernel, w.stride, w.dilation, w.head + [_op.sub(t, o) for t, o in
+                                                                            zip(w.tail, w.offset)],
+                          pool_type, ceil_mode, axes, count_include_pad)
+
+    def grad(*idx: Any) -> Any:
+        rvs = [te.reduce_axis((0, w.kernel[i]), f"rv{i}") for i in range(w.n)]
+        out, inside = list(idx), []
         for i, ax in enumerate(axes):
-            start = _op.sub(_op.mul(out[ax], stride[i]), head[i])
-            end = _op.add(start, _op.mul(_op.sub(kernel[i], 1), dilation[i]))
-            if count_include_pad:
-                # the ceil-mode offset is no padding: windows stop at the real tail padding
-                end = _op.min(end, _op.sub(_op.sub(_op.add(data.shape[ax], tail[i]), 1), offset[i]))
-                positions = _op.add(_op.truncdiv(_op.sub(end, start), dilation[i]), 1)
-            else:
-                skip = _op.max(_op.truncdiv(_op.sub(_op.sub(dilation[i], 1), start), dilation[i]), IntImm(dtype, 0))
-                end = _op.min(end, _op.sub(data.shape[ax], 1))
-                positions = _op.add(_op.truncdiv(_op.sub(end, _op.add(start, _op.mul(dilation[i], skip))),
-                                                 dilation[i]), 1)
-            count = positions if count is None else _op.mul(count, positions)
-        if not count_include_pad:
-            count = _op.max(count, IntImm(count.dtype, 1))
-        return _op.div(total[out], _op.cast(_ANALYZER.simplify(count), data.dtype))
+            # the window o whose element rv lands on idx: o * s + rv * d == idx + head
+            at = _op.sub(_op.add(idx[ax], w.head[i]), _op.mul(rvs[i].var, w.dilation[i]))
+            o = _op.floordiv(at, w.stride[i])
+            inside += [_op.equal(_op.floormod(at, w.stride[i]), 0), _op.less_equal(0, at),
+                       _op.less(o, w.out_shape[ax])]
+            out[ax] = _op.min(_op.max(o, 0), _op.sub(w.out_shape[ax], 1))  # a masked read stays in bounds
+        g = grads[tuple(out)]
+        if pool_type == "max":
+            share = _op.Select(_op.equal(data[idx], pooled[tuple(out)]), g, const(0, g.dtype))
+        else:
+            share = _op.div(g, _op.cast(w.count(out, count_include_pad), g.dtype))
+        return te.sum(share, axis=rvs, where=te.all(*inside))
 
-    return te.compute(out_shape, favg, name="pool_avg", tag="elemwise",
-                      attrs={"schedule_rule": "meta_schedule.pool_avg"})
+    return te.compute(data.shape, grad, name="pool_grad")
 
 
 def pool1d(data: te.Tensor, kernel: Any, stride: Any = 1, dilation: Any = 1, padding: Any = 0,
@@ -255,5 +303,5 @@ def adaptive_pool3d(data: te.Tensor, output_size: Any, pool_type: str = "avg", l
     return adaptive_pool_impl(data, size, pool_type, _spatial_axes(layout, "DHW", "adaptive_pool3d"))
 
 
-__all__: Sequence[str] = ["pool1d", "pool2d", "pool3d", "pool_impl_nd", "pool_out_size", "adaptive_pool",
+__all__: Sequence[str] = ["pool1d", "pool2d", "pool3d", "pool_impl_nd", "pool_grad", "pool_out_size", "adaptive_pool",
                           "adaptive_pool1d", "adaptive_pool3d", "adaptive_pool_impl"]

@@ -81,3 +81,9 @@ def test_check_numerical_grads_rejects_a_wrong_gradient():
     check_numerical_grads(lambda a: float(np.sum(a ** 3)), [x], [3 * x ** 2])
     with pytest.raises(AssertionError, match="differs from finite differences"):
         check_numerical_grads(lambda a: float(np.sum(a ** 3)), [x], [2 * x ** 2])
+
+
+@pytest.mark.parametrize("pool", [R.nn.max_pool2d, R.nn.avg_pool2d])
+def test_pool2d_with_padding_and_ceil_mode(pool):
+    x = np.random.default_rng(6).uniform(0, 3, (1, 2, 6, 5))
+    _check(lambda a: pool(a, 3, 2, (1, 2), ceil_mode=True, count_include_pad=True), [x], [0])

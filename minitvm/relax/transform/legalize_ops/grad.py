@@ -88,3 +88,20 @@ def _scatter_sum(output_grad: te.Tensor, indices: te.Tensor, position: Any, befo
 @register_legalize("relax.grad.take_backward")
 def _legalize_take_backward(bb: BlockBuilder, call: Call) -> Expr:
     return bb.call_te(_take_backward, *call.args, call.attrs["axis"], primfunc_name_hint="take_backward")
+
+
+def _pool2d_backward(kind: str) -> Any:
+    def legalize(bb: BlockBuilder, call: Call) -> Expr:
+        a = call.attrs
+        if a["out_layout"] != a["layout"]:
+            raise NotImplementedError(f"relax.grad.{kind}_pool2d_backward: out_layout {a['out_layout']!r} "
+                                      f"different from layout {a['layout']!r} is not supported")
+        return bb.call_te(topi.nn.pool_grad, call.args[0], call.args[1], kernel=list(a["pool_size"]),
+                          stride=list(a["strides"]), padding=list(a["padding"]), pool_type=kind,
+                          ceil_mode=a["ceil_mode"], count_include_pad=a["count_include_pad"], layout=a["layout"],
+                          dilation=list(a["dilation"]), primfunc_name_hint=f"{kind}_pool2d_backward")
+    return legalize
+
+
+for _kind in ("max", "avg"):
+    register_legalize(f"relax.grad.{_kind}_pool2d_backward", _pool2d_backward(_kind))
