@@ -53,15 +53,13 @@ def _check_one(name: str, grad: np.ndarray, shape: tuple, slope: Callable, delta
     numeric = np.zeros(given.shape, dtype="float64")
     wrong = []
     for j in range(given.size):
-        def close(d: float) -> bool:
-            return abs(d - given[j]) < atol + rtol * abs(d)
         d = slope(name, j, delta)
-        if not close(d):
+        if not _close(d, given[j], atol, rtol):
             d = (slope(name, j, -delta) + d) / 2  # central difference
-            if not close(d):
+            if not _close(d, given[j], atol, rtol):
                 half = (slope(name, j, delta / 2) + slope(name, j, -delta / 2)) / 2
                 d = (4 * half - d) / 3  # five-point rule
-        if not close(d):
+        if not _close(d, given[j], atol, rtol):
             wrong.append(np.unravel_index(j, grad.shape))
         numeric[j] = d
     dist = float(np.linalg.norm(numeric - given))
@@ -76,3 +74,7 @@ def _check_one(name: str, grad: np.ndarray, shape: tuple, slope: Callable, delta
             f"{bound:.4g} (atol {atol} x sqrt({given.size}) + rtol {rtol} x |numeric| {norm:.4g}); "
             f"{len(wrong)} of {given.size} elements differ, the first at {wrong[:10]}\n"
             f"given {grad}\nnumeric {numeric.reshape(grad.shape)}")
+
+
+def _close(numeric: float, given: float, atol: float, rtol: float) -> bool:
+    return abs(numeric - given) < atol + rtol * abs(numeric)
