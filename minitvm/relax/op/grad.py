@@ -1,17 +1,19 @@
 """Gradient operators (``relax.op.grad``, ``R.grad.*``): the backwards of ``nn.nll_loss`` and
-``take``, and ``no_grad``, the mark of an input no gradient flows to."""
+``take`` and the pools, ``no_grad`` (the mark of an input no gradient flows to) and
+``start_checkpoint``/``end_checkpoint`` (the marks of a recomputed stretch: identities)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..expr import Call, Expr, struct_info_of
+from ..expr import Call, Expr, Var, struct_info_of
 from ..struct_info import StructInfo, StructInfoError, struct_info_text
 from ._utils import same_dtype
 from .nn.pooling import avg_pool2d, max_pool2d
 from .registry import OpPattern, make_call, register, tensor_arg
 
-__all__ = ["nll_loss_backward", "no_grad", "take_backward", "max_pool2d_backward", "avg_pool2d_backward"]
+__all__ = ["nll_loss_backward", "no_grad", "take_backward", "max_pool2d_backward", "avg_pool2d_backward",
+           "start_checkpoint", "end_checkpoint"]
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -72,9 +74,7 @@ def _infer_take_backward(call: Call, ctx: Any) -> StructInfo:
     if len(call.args) != 3:
         raise StructInfoError(f"{op} takes output_grad, x and indices, got {len(call.args)} arguments")
     same_dtype(op, [tensor_arg(call, 0, op, "output_grad"), tensor_arg(call, 1, op, "x")])
-    indices = tensor_arg(call, 2, op, "indices")
-    if not indices.is_unknown_dtype and not indices.dtype.startswith(("int", "uint")):
-        raise StructInfoError(f"{op}: indices must be integers, got {struct_info_text(indices)}")
+    tensor_arg(call, 2, op, "indices")  # (any dtype, as TVM: take casts them)
     return tensor_arg(call, 1, op, "x")
 
 
@@ -123,3 +123,29 @@ def avg_pool2d_backward(output_grad: Expr, data: Expr, pool_size: Any = (1, 1), 
     """The gradient of ``nn.avg_pool2d`` (same attributes) with respect to ``data``."""
     return _pool_backward("avg", output_grad, data, pool_size, strides, padding, dilation, ceil_mode,
                           count_include_pad, layout, out_layout)
+
+
+def _register_checkpoint(name: str) -> None:
+    op = f"relax.grad.{name}"
+
+    def infer(call: Call, ctx: Any) -> StructInfo:
+        if len(call.args) != 1 or not isinstance(call.args[0], Var):
+            raise StructInfoError(f"{op} marks a variable: its argument must be a Relax Var, got "
+                                  f"{type(call.args[0]).__name__ if call.args else 'nothing'}")
+        return struct_info_of(call.args[0])
+    infer.__doc__ = f"``{name}(x)`` is ``x``: the input's struct info."
+    register(op, pattern=OpPattern.OPAQUE, num_inputs=1)(infer)
+
+
+for _name in ("start_checkpoint", "end_checkpoint"):
+    _register_checkpoint(_name)
+
+
+def start_checkpoint(input: Expr) -> Call:  # noqa: A002 - TVM's parameter name
+    """Marks where a checkpointed stretch (recomputed in the backward pass) begins."""
+    return make_call("relax.grad.start_checkpoint", input)
+
+
+def end_checkpoint(input: Expr) -> Call:  # noqa: A002 - TVM's parameter name
+    """Marks where a checkpointed stretch ends."""
+    return make_call("relax.grad.end_checkpoint", input)

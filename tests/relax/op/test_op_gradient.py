@@ -12,6 +12,8 @@ from minitvm.ir import Op
 from minitvm.relax import op as R
 from minitvm.testing.utils import check_numerical_grads
 
+from ._run import run_op
+
 
 def _vm(params, body_fn):
     bb = relax.BlockBuilder()
@@ -87,3 +89,16 @@ def test_check_numerical_grads_rejects_a_wrong_gradient():
 def test_pool2d_with_padding_and_ceil_mode(pool):
     x = np.random.default_rng(6).uniform(0, 3, (1, 2, 6, 5))
     _check(lambda a: pool(a, 3, 2, (1, 2), ceil_mode=True, count_include_pad=True), [x], [0])
+
+
+def test_checkpoint_marks_take_a_variable_and_are_identities():
+    from minitvm.base import TVMError
+    from minitvm.error import TVMError as Same
+    assert TVMError is Same
+    x = relax.Var("x", relax.TensorStructInfo((3, 4), "float32"))
+    bb = relax.BlockBuilder()
+    assert bb.normalize(R.grad.start_checkpoint(x)).struct_info.shape.values[1].value == 4
+    with pytest.raises(TVMError, match="relax.grad.end_checkpoint marks a variable"):
+        bb.normalize(R.grad.end_checkpoint(relax.const(1.0, "float32")))
+    got = run_op(lambda a: R.grad.end_checkpoint(R.grad.start_checkpoint(a)), np.arange(3.0))
+    np.testing.assert_array_equal(got, np.arange(3.0))

@@ -58,9 +58,12 @@ def _legalize_nll_loss_backward(bb: BlockBuilder, call: Call) -> Expr:
                       ignore_index=a["ignore_index"])
 
 
-@register_legalize("relax.grad.no_grad")
-def _legalize_no_grad(bb: BlockBuilder, call: Call) -> Expr:
+def _identity(bb: BlockBuilder, call: Call) -> Expr:
     return call.args[0]  # only a mark for the gradient builder: the value itself
+
+
+for _mark in ("no_grad", "start_checkpoint", "end_checkpoint"):
+    register_legalize(f"relax.grad.{_mark}", _identity)
 
 
 def _take_backward(output_grad: te.Tensor, x: te.Tensor, indices: te.Tensor, axis: int | None) -> te.Tensor:
