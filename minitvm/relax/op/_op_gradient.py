@@ -321,3 +321,10 @@ def _pool2d_grad(backward: Callable) -> Rule:
 
 register_gradient("relax.nn.max_pool2d", _pool2d_grad(max_pool2d_backward))
 register_gradient("relax.nn.avg_pool2d", _pool2d_grad(avg_pool2d_backward))
+
+
+@register_gradient("relax.grad.start_checkpoint")
+@register_gradient("relax.grad.end_checkpoint")
+def _checkpoint_grad(y: Var, call: Call, g: Var, ctx: Any) -> list:
+    """The marks are identities (minitvm keeps every forward value: nothing is recomputed)."""
+    return [g]
