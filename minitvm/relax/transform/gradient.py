@@ -21,7 +21,6 @@ from ..expr import (
     Call,
     Constant,
     DataflowBlock,
-    DataflowVar,
     Expr,
     Function,
     PrimValue,
@@ -32,22 +31,11 @@ from ..expr import (
     Var,
     VarBinding,
 )
-from ..expr_functor import ExprMutator
 from ..op import add, ones_like, zeros
 from ..struct_info import TensorStructInfo, TupleStructInfo
+from ._util import CopyWithNewVars
 
 __all__ = ["Gradient"]
-
-
-class _CopyWithNewVars(ExprMutator):
-    """The function again, defining new variables (two functions must not share them)."""
-
-    def visit_var_def_(self, var: Var) -> Var:
-        new = (DataflowVar if isinstance(var, DataflowVar) else Var)(var.name_hint, var.struct_info)
-        self.set_var_remap(var, new)
-        return new
-
-    visit_dataflow_var_def_ = visit_var_def_
 
 
 class _Adjoints:
@@ -122,7 +110,7 @@ def _backward(bb: BlockBuilder, binding: VarBinding, adjoints: _Adjoints) -> Non
 def _adjoint(func: Function, name: str, require_grads: Any, target_index: int) -> Function:
     positions = range(len(func.params)) if require_grads is None else [
         _position(func, r, name) for r in ([require_grads] if isinstance(require_grads, Var) else require_grads)]
-    func = _CopyWithNewVars().visit_expr(func)
+    func = CopyWithNewVars().visit_expr(func)
     body = func.body
     if not (isinstance(body, SeqExpr) and len(body.blocks) == 1 and isinstance(body.blocks[0], DataflowBlock)):
         raise ValueError(f"relax.transform.Gradient: {name} must be one dataflow block and a return")
