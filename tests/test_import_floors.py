@@ -21,7 +21,8 @@ REPO_DIR = PACKAGE_DIR.parent
 
 # Floors, bottom up.  A module may import from its own floor and from the floors below it.
 FLOORS: list[tuple[str, ...]] = [
-    ("ir", "runtime", "transform", "error", "contrib", "support", "eras", "rpc"),  # node base, NDArray, pass infra
+    # node base, NDArray, pass infra; error and base (TVM's tvm.base) hold the error classes
+    ("ir", "runtime", "transform", "error", "base", "contrib", "support", "eras", "rpc"),
     ("tir", "arith"),  # arith (simplifier, bounds) sits with tir: each uses the other's nodes
     ("te", "target"),
     ("topi",),

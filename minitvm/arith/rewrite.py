@@ -168,8 +168,9 @@ class Rewriter(StmtExprMutator):
             g, scaled, _ = split
             return self._floordiv_by_const(scaled.to_expr(), divisor // g)
         scaled, residue = form.split_by(divisor)
-        if scaled.terms:
-            # floordiv(d*s + r, d) == s + floordiv(r, d), whatever r is
+        if scaled.terms or (scaled.constant and not residue.constant and residue.terms):
+            # floordiv(d*s + r, d) == s + floordiv(r, d), whatever r is (TVM peels a constant
+            # only when the divisor divides it: floordiv(x - 2, 2) -> floordiv(x, 2) - 1)
             rest = self._floordiv_by_const(residue.to_expr(), divisor)
             return self.linear(Add(scaled.to_expr(), rest))
         return FloorDiv(x, IntImm(dtype, divisor))

@@ -25,6 +25,7 @@ from ..ir.transform import Pass
 from ..runtime import device
 from ..script import from_source
 from ..tir import IntImm, PrimFunc
+from .gradcheck import check_numerical_grads  # noqa: F401 - tvm.testing.utils.check_numerical_grads
 
 #: the targets a test parametrized over ``target`` runs on (TVM reads TVM_TEST_TARGETS)
 ENABLED_TARGETS = ("llvm",)

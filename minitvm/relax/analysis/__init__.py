@@ -2,6 +2,7 @@
 
 from .purity import contains_impure_call
 from .remove_unused import remove_all_unused
+from .reshape_pattern import has_reshape_pattern
 from .struct_info_analysis import (
                                    BaseCheckResult,
                                    collect_non_negative_expressions,
@@ -16,7 +17,7 @@ from .struct_info_analysis import (
 )
 from .symbolic_vars import defined_symbolic_vars, free_symbolic_vars
 from .var2val import get_var2val
-from .vars import all_global_vars, all_vars, bound_vars, free_vars
+from .vars import all_global_vars, all_vars, bound_vars, free_vars, name_to_binding, udchain, used_vars
 from .well_formed import well_formed, well_formed_errors
 
 __all__ = ["well_formed", "well_formed_errors", "free_vars", "bound_vars", "all_vars",
@@ -24,4 +25,5 @@ __all__ = ["well_formed", "well_formed_errors", "free_vars", "bound_vars", "all_
            "erase_to_well_defined", "get_static_type", "tir_vars_in_struct_info",
            "definable_tir_vars_in_struct_info", "derive_call_ret_struct_info", "get_var2val",
            "BaseCheckResult", "struct_info_base_check", "collect_non_negative_expressions",
-           "defined_symbolic_vars", "free_symbolic_vars"]
+           "defined_symbolic_vars", "free_symbolic_vars", "has_reshape_pattern", "used_vars", "udchain",
+           "name_to_binding"]

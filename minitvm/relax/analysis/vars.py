@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from ...ir.module import GlobalVar
-from ..expr import DataflowVar, Var
+from ..expr import Binding, BindingBlock, DataflowVar, Var
 from ..expr_functor import ExprVisitor
 
-__all__ = ["free_vars", "bound_vars", "all_vars", "all_global_vars"]
+__all__ = ["free_vars", "bound_vars", "all_vars", "all_global_vars", "used_vars", "udchain", "name_to_binding"]
 
 
 class _VarCollector(ExprVisitor):
@@ -60,3 +60,35 @@ def all_vars(expr: Any) -> list[Var]:
 def all_global_vars(expr: Any) -> list[GlobalVar]:
     """The module functions ``expr`` refers to (``R.call_tir(@mm, ...)``, calls), in order."""
     return list(_collect(expr).globals)
+
+
+def used_vars(expr: Any) -> list[Var]:
+    """Every variable ``expr`` reads (defined in it or not), in order of first use."""
+    return list(_collect(expr).used)
+
+
+def udchain(block: BindingBlock) -> dict[Var, list[Var]]:
+    """Use-def chains of a binding block: each variable the block binds or reads, mapped to
+    the variables of the bindings that read it (in binding order)."""
+    users: dict[Var, list[Var]] = {}
+    for binding in block.bindings:
+        for v in used_vars(binding.value):
+            users.setdefault(v, []).append(binding.var)
+        users.setdefault(binding.var, [])
+    return users
+
+
+class _Bindings(ExprVisitor):
+    def __init__(self) -> None:
+        self.by_name: dict[str, list[Binding]] = {}
+
+    def visit_binding(self, binding: Binding) -> None:
+        self.by_name.setdefault(binding.var.name_hint, []).append(binding)
+        super().visit_binding(binding)
+
+
+def name_to_binding(func: Any) -> dict[str, list[Binding]]:
+    """The bindings of ``func`` by their variable's name (a name bound twice lists both)."""
+    c = _Bindings()
+    c.visit_expr(func)
+    return c.by_name

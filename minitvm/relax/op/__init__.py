@@ -6,7 +6,16 @@ registered by :mod:`minitvm.relax.transform.legalize_ops`.
 """
 
 from ...tir.op_table import ELEMENTWISE
-from . import binary, builtin, grad, memory, nn, unary, vm
+from . import (
+    _op_gradient,  # noqa: F401, E402 - registers each op's FPrimalGradient
+    binary,
+    builtin,
+    grad,
+    memory,
+    nn,
+    unary,
+    vm,
+)
 from .base import (
     assert_op,
     call_dps_packed,
@@ -40,6 +49,7 @@ from .manipulate import (
 from .qdq import dequantize, quantize
 from .registry import OpPattern, register
 from .search import argmax, argmin, where
+from .sorting import argsort, sort, topk
 from .statistical import cumprod, cumsum, max, mean, min, prod, std, sum, variance
 from .ternary import ewise_fma
 from .unary import clip
@@ -58,6 +68,8 @@ __all__ = [
     "repeat", "tile", "flip", "collapse_sum_like", "collapse_sum_to",
     # reductions and search
     "sum", "mean", "max", "min", "prod", "variance", "std", "cumsum", "cumprod", "argmax", "argmin",
+    # sorting
+    "sort", "argsort", "topk",
     # quantization
     "quantize", "dequantize",
     # creation

@@ -10,9 +10,21 @@ from ..expr import Call, Expr, ShapeExpr, struct_info_of
 from ..struct_info import ShapeStructInfo, StructInfoError, TensorStructInfo, struct_info_text
 
 __all__ = ["attrs_of", "normalize_axis", "normalize_axes", "simplify", "const_dim", "shape_arg",
-           "as_shape_expr", "same_dtype", "product"]
+           "as_shape_expr", "same_dtype", "product", "AttrInt"]
 
 _ANALYZER = Analyzer()
+
+
+class AttrInt(int):
+    """An integer attribute that also answers as TVM's ``IntImm`` does (``.dtype`` int64,
+    ``.value``): TVM keeps such attributes as int64 immediates, and code reads those fields;
+    it stays an ``int`` so arithmetic, printing and hashing are a plain integer's."""
+
+    dtype = "int64"
+
+    @property
+    def value(self) -> int:
+        return int(self)
 
 
 def attrs_of(call: Call) -> dict:

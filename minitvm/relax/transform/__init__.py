@@ -56,3 +56,4 @@ from .reorder_permute_dims_after_concat import ReorderPermuteDimsAfterConcat  # 
 from .combine_parallel_matmul import CombineParallelMatmul  # noqa: E402
 from .alter_op_impl import AlterOpImpl  # noqa: E402
 from .optimize_layout_transform import OptimizeLayoutTransform  # noqa: E402
+from .gradient import Gradient  # noqa: E402

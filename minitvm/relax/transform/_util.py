@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 from ...ir.module import IRModule
 from ...tir.function import PrimFunc
-from ..expr import Call, Function, _set_struct_info, struct_info_of
+from ..expr import Call, DataflowVar, Function, Var, _set_struct_info, struct_info_of
 from ..expr_functor import ExprMutator
 from ..struct_info import TupleStructInfo
 
@@ -57,3 +57,15 @@ class KernelCallMutator(ExprMutator):
     def visit_children(self, op: Call) -> Any:
         """The call with its operands rewritten (normalized): call first in a visit_call_ override."""
         return self.builder_.normalize(KernelCallMutator.visit_call_(self, op))
+
+
+class CopyWithNewVars(ExprMutator):
+    """The function again, every variable it defines a new one (two functions of a module, or
+    one function used twice, must not define the same variables)."""
+
+    def visit_var_def_(self, var: Var) -> Var:
+        new = (DataflowVar if isinstance(var, DataflowVar) else Var)(var.name_hint, var.struct_info)
+        self.set_var_remap(var, new)
+        return new
+
+    visit_dataflow_var_def_ = visit_var_def_

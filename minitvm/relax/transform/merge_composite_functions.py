@@ -24,9 +24,10 @@ from typing import Any
 
 from ...ir.module import GlobalVar, IRModule
 from ...transform import PassContext, module_pass
-from ..expr import Call, DataflowVar, Function, Tuple, TupleGetItem, Var
+from ..expr import Call, Function, Tuple, TupleGetItem, Var
 from ..expr_functor import ExprMutator
 from ..struct_info import TensorStructInfo, TupleStructInfo
+from ._util import CopyWithNewVars
 from .dead_code_elimination import DeadCodeElimination
 from .fuse_ops import _leaves_below, make_grouped_functions
 from .fuse_ops_by_pattern import _CallRenamer, fresh_name, get_codegen_name
@@ -192,18 +193,6 @@ class _GroupsBuilder:
                     self.deps[root] |= self.deps.get(arg_root, set())
 
 
-class _CopyWithNewVars(ExprMutator):
-    """The function again, every variable it defines a new one (a function used twice in a
-    module must not define the same variables twice)."""
-
-    def visit_var_def_(self, var: Var) -> Var:
-        new = (DataflowVar if isinstance(var, DataflowVar) else Var)(var.name_hint, var.struct_info)
-        self.set_var_remap(var, new)
-        return new
-
-    visit_dataflow_var_def_ = visit_var_def_
-
-
 class _CompositeInliner(ExprMutator):
     """Calls of the module's composite functions call a local copy of each, bound once."""
 
@@ -217,7 +206,7 @@ class _CompositeInliner(ExprMutator):
         if not (isinstance(func, Function) and func.attrs.get("Composite")):
             return super().visit_call_(op)
         if op.op not in self.local:
-            copy = _CopyWithNewVars().visit_expr(func).without_attr("Primitive")
+            copy = CopyWithNewVars().visit_expr(func).without_attr("Primitive")
             self.local[op.op] = self.builder_.emit(copy)
         return Call(self.local[op.op], [self.visit_expr(a) for a in op.args])
 

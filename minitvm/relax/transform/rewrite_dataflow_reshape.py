@@ -11,7 +11,7 @@ dataflow block's output may be used outside it, where a view could be written th
 only when the kernel reads exactly one of its tensor arguments, the dtypes match and the
 element counts are provably equal (a strided slice also "reshapes" but drops elements).
 ``has_reshape_pattern(prim_func)`` is the kernel test (TVM's
-``relax.analysis.has_reshape_pattern``).
+``relax.analysis.has_reshape_pattern``, defined there).
 """
 
 from __future__ import annotations
@@ -22,12 +22,11 @@ from typing import Any
 from ...arith.analyzer import Analyzer
 from ...ir.module import GlobalVar, IRModule
 from ...ir.op import Op
-from ...tir.expr import BufferLoad, IntImm, IterVar, Range
+from ...tir.expr import BufferLoad, IntImm
 from ...tir.function import PrimFunc
 from ...tir.functor import post_order_visit
-from ...tir.op import floordiv, floormod
-from ...tir.stmt import Block, BlockRealize, BufferStore, For
 from ...transform import PassContext, module_pass
+from ..analysis.reshape_pattern import has_reshape_pattern
 from ..expr import Call, DataflowVar, Function, ShapeExpr, Tuple, VarBinding, struct_info_of
 from ..expr_functor import ExprMutator
 from ..op import reshape
@@ -35,65 +34,6 @@ from ..struct_info import TensorStructInfo
 from ._util import map_functions
 
 __all__ = ["RewriteDataflowReshape", "has_reshape_pattern"]
-
-
-def _flat_index(shape: tuple, indices: tuple) -> Any:
-    flat: Any = IntImm("int64", 0)
-    for extent, index in zip(shape, indices):
-        flat = flat * extent + index
-    return flat
-
-
-def _innermost_store(stmt: Any, analyzer: Analyzer) -> BufferStore | None:
-    """The single BufferStore at the bottom of a nest of loops and data-parallel blocks, its
-    loop and block variables bound in ``analyzer``; None for any other structure."""
-    while True:
-        if isinstance(stmt, For):
-            analyzer.bind(stmt.loop_var, Range.from_min_extent(stmt.min, stmt.extent), allow_override=True)
-            stmt = stmt.body
-        elif isinstance(stmt, BlockRealize):
-            stmt = stmt.block
-        elif isinstance(stmt, Block):
-            if stmt.init is not None or any(iv.iter_type != IterVar.DataPar for iv in stmt.iter_vars):
-                return None
-            for iv in stmt.iter_vars:
-                analyzer.bind(iv.var, iv.dom, allow_override=True)
-            stmt = stmt.body
-        else:
-            return stmt if isinstance(stmt, BufferStore) else None
-
-
-def has_reshape_pattern(func: PrimFunc) -> bool:
-    """True when ``func`` copies its first buffer into its last, every element to the same
-    row-major position (what a legalized ``reshape`` does)."""
-    buffers = func.buffers
-    if len(buffers) < 2:
-        return False
-    src, dst = buffers[0], buffers[-1]
-    analyzer = Analyzer()
-    store = _innermost_store(func.body, analyzer)
-    if store is None or store.buffer is not dst or not isinstance(store.value, BufferLoad) \
-            or store.value.buffer is not src:
-        return False
-    if len(store.indices) != len(dst.shape) or len(store.value.indices) != len(src.shape):
-        return False
-    dst_index = _flat_index(dst.shape, store.indices)
-    return _is_unravel(analyzer, store.value.indices, src.shape, dst_index)
-
-
-def _is_unravel(analyzer: Analyzer, indices: tuple, shape: tuple, flat: Any) -> bool:
-    """True when ``indices`` are the row-major position of ``flat`` in ``shape``: index ``k`` is
-    ``flat // stride_k % shape[k]`` (the first may omit the ``%``, as ``flat`` stays below the
-    total size).  Comparing index by index keeps each proof within what the simplifier does;
-    the flattened sum of the indices is beyond it once divisions nest."""
-    stride: Any = IntImm("int64", 1)
-    for k in reversed(range(len(shape))):
-        quotient = floordiv(flat, stride) if k < len(shape) - 1 else flat
-        forms = [floormod(quotient, shape[k])] + ([quotient] if k == 0 else [])
-        if not any(analyzer.can_prove_equal(indices[k], form) for form in forms):
-            return False
-        stride = stride * shape[k]
-    return True
 
 
 def _read_buffers(func: PrimFunc) -> set:

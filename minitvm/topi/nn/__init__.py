@@ -9,10 +9,11 @@ from .elemwise import dropout, gelu, gelu_tanh, leaky_relu, prelu, relu, silu
 from .loss import nll_loss
 from .norm import batch_norm, group_norm, layer_norm, rms_norm
 from .pad import pad
-from .pooling import adaptive_pool, pool2d
+from .pooling import adaptive_pool, adaptive_pool1d, adaptive_pool3d, pool1d, pool2d, pool3d, pool_grad
 from .softmax import log_softmax, softmax
 
 __all__ = ["relu", "leaky_relu", "gelu", "gelu_tanh", "silu", "dropout", "matmul", "dense",
            "batch_matmul", "softmax", "log_softmax", "conv2d", "conv2d_nchw", "pool2d",
            "adaptive_pool", "pad", "layer_norm", "rms_norm", "batch_norm", "flatten", "prelu", "nll_loss",
-           "conv", "conv1d", "conv_transpose", "group_norm"]
+           "conv", "conv1d", "conv_transpose", "group_norm", "pool1d", "pool3d", "pool_grad", "adaptive_pool1d",
+           "adaptive_pool3d"]

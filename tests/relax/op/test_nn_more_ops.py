@@ -177,15 +177,3 @@ def test_group_norm_matches_torch():
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
     with pytest.raises(StructInfoError, match="6 channels do not divide into 4 groups"):
         _sinfo(R.nn.group_norm(v((2, 6, 4)), v((6,), name="g"), v((6,), name="b"), 4, 1, [2]))
-
-
-@pytest.mark.parametrize("make", [
-    lambda x, ol: R.nn.max_pool2d(x, (2, 2), out_layout=ol),
-    lambda x, ol: R.nn.avg_pool2d(x, (2, 2), out_layout=ol),
-    lambda x, ol: R.nn.adaptive_avg_pool2d(x, (1, 1), out_layout=ol),
-])
-def test_pooling_out_layout_is_the_input_layout_or_refused_by_name(make):
-    x = relax.Var("x", relax.TensorStructInfo((1, 3, 8, 8), "float32"))
-    assert make(x, "NCHW").op.name.startswith("relax.nn.")  # the same layout is what TVM does by default
-    with pytest.raises(NotImplementedError, match="out_layout 'NHWC'"):
-        make(x, "NHWC")

@@ -288,7 +288,8 @@ def test_pooling(n):
     assert dims(infer(R.nn.max_pool2d(v((1, 1, 5, 5)), 2, 2, ceil_mode=True))) == [1, 1, 3, 3]
     assert dims(infer(R.nn.adaptive_avg_pool2d(x, 1))) == [n, 3, 1, 1]
     assert dims(infer(R.nn.adaptive_avg_pool2d(x))) == [n, 3, 28, 28]
-    with pytest.raises(StructInfoError, match=r"relax.nn.max_pool2d: data must be 4-D \(NCHW\), got shape \(3, 28\)"):
+    with pytest.raises(StructInfoError,
+                       match=r"relax.nn.max_pool2d: data must be 4-D for the layout 'NCHW', got \(3, 28\)"):
         infer(R.nn.max_pool2d(v((3, 28)), 2))
 
 

@@ -26,7 +26,7 @@ __all__ = ["add", "subtract", "multiply", "divide", "negative", "maximum", "mini
            "unsqueeze",
            "squeeze", "repeat", "broadcast_to", "where", "triu", "full", "arange", "empty", "zeros", "ones", "less",
            "less_equal", "greater", "greater_equal", "equal", "not_equal", "tensor_expr_op",
-           "tensor_ir_op", "tensor_ir_inplace_op", "extern", "wrap_nested"]
+           "tensor_ir_op", "tensor_ir_inplace_op", "extern", "wrap_nested", "sort", "argsort", "topk"]
 
 
 def _emit(expr: rx.Expr, name: str = "") -> Tensor:
@@ -211,6 +211,24 @@ def split(ary: Tensor, indices_or_sections: int | Sequence[int], axis: int = 0,
           name: str = "split") -> tuple[Tensor, ...]:
     """``ary`` cut along ``axis`` into equal sections or at the given indices: a tuple of Tensors."""
     return wrap_nested(_op.split(ary._expr, indices_or_sections, axis), name)
+
+
+def sort(x: Tensor, axis: int = -1, descending: bool = False, name: str = "sort") -> Tensor:
+    """``x`` sorted along ``axis`` (stable)."""
+    return wrap_nested(_op.sort(x._expr, axis, descending), name)
+
+
+def argsort(data: Tensor, axis: int = -1, descending: bool = False, dtype: str = "int32",
+            name: str = "argsort") -> Tensor:
+    """The indices that sort ``data`` along ``axis``, as ``dtype``."""
+    return wrap_nested(_op.argsort(data._expr, axis, descending, dtype), name)
+
+
+def topk(data: Tensor, k: int = 1, axis: int = -1, ret_type: str = "both", largest: bool = True,
+         dtype: str = "int32", name: str = "topk") -> Any:
+    """The ``k`` largest (smallest unless ``largest``) elements along ``axis`` and their
+    indices: a pair of Tensors, or one with ``ret_type`` "values"/"indices"."""
+    return wrap_nested(_op.topk(data._expr, k, axis, ret_type, largest, dtype), name)
 
 
 def chunk(x: Tensor, chunks: int, dim: int = 0, name: str = "chunk") -> tuple[Tensor, ...]:

@@ -8,7 +8,17 @@ from .conv import conv1d, conv1d_transpose, conv2d, conv2d_transpose, conv3d
 from .loss import cross_entropy_with_logits, nll_loss
 from .norm import batch_norm, group_norm, layer_norm, rms_norm
 from .pad import pad
-from .pooling import adaptive_avg_pool2d, avg_pool2d, max_pool2d
+from .pooling import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_avg_pool3d,
+    avg_pool1d,
+    avg_pool2d,
+    avg_pool3d,
+    max_pool1d,
+    max_pool2d,
+    max_pool3d,
+)
 
 __all__ = [
     # activations
@@ -16,7 +26,8 @@ __all__ = [
     # convolutions
     "conv1d", "conv2d", "conv3d", "conv1d_transpose", "conv2d_transpose",
     # pooling
-    "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
+    "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
     # normalization
     "batch_norm", "layer_norm", "rms_norm", "group_norm",
     # padding, losses

@@ -38,7 +38,7 @@ from ...expr_functor import ExprMutator, ExprVisitor
 from ...op.base import call_tir
 from ...struct_info import StructInfo, TensorStructInfo, TupleStructInfo
 from .._util import rewrite_with_builder
-from . import create, grad, manipulate, nn, qdq, statistical  # noqa: F401 - register their rules
+from . import create, grad, manipulate, nn, qdq, sorting, statistical  # noqa: F401 - register their rules
 from .common import LegalizeFunc, _tensors_of, _try_convert_to_scalar_const, register_legalize
 
 __all__ = ["LegalizeOps", "register_legalize", "legalize_call", "high_level_ops"]

@@ -44,24 +44,54 @@ register_legalize("relax.nn.conv2d_transpose", _conv_transpose("conv2d_transpose
 
 # -- pooling ---------------------------------------------------------------------------------------
 
-def _pool(pool_type: str, name: str) -> Any:
+def _pool(pool_type: str, dim: int) -> Any:
+    name = f"{pool_type}_pool{dim}d"
+    topi_pool = {1: topi.nn.pool1d, 2: topi.nn.pool2d, 3: topi.nn.pool3d}[dim]
+
+    def pool(data: te.Tensor, a: dict) -> te.Tensor:
+        return _to_out_layout(topi_pool(
+            data, kernel=list(a["pool_size"]), stride=list(a["strides"]), dilation=list(a["dilation"]),
+            padding=list(a["padding"]), pool_type=pool_type, ceil_mode=a["ceil_mode"], layout=a["layout"],
+            count_include_pad=a["count_include_pad"] if pool_type == "avg" else True), a, name)
+
     def legalize(bb: BlockBuilder, call: Call) -> Expr:
-        a = call.attrs
-        return bb.call_te(topi.nn.pool2d, call.args[0], kernel=list(a["pool_size"]), stride=list(a["strides"]),
-                          dilation=list(a["dilation"]), padding=list(a["padding"]), pool_type=pool_type,
-                          ceil_mode=a["ceil_mode"], count_include_pad=a["count_include_pad"],
-                          primfunc_name_hint=name)
+        return bb.call_te(pool, call.args[0], dict(call.attrs), primfunc_name_hint=name)
     return legalize
 
 
-register_legalize("relax.nn.max_pool2d", _pool("max", "max_pool2d"))
-register_legalize("relax.nn.avg_pool2d", _pool("avg", "avg_pool2d"))
+def _to_out_layout(out: te.Tensor, a: dict, name: str) -> te.Tensor:
+    """The pooled ``out`` (in ``layout``) transposed to ``out_layout``.  TVM's TOPI pools
+    in one layout and leaves such a call unlegalized; a permutation is one transpose away,
+    a change of blocking (NCHW16c to NCHW) is refused here by name."""
+    layout, out_layout = a["layout"], a["out_layout"]
+    if out_layout == layout:
+        return out
+    if sorted(layout) != sorted(out_layout) or not layout.isalpha():
+        raise NotImplementedError(f"relax.nn.{name}: legalizing out_layout {out_layout!r} from layout "
+                                  f"{layout!r} is not supported (only a permutation of the axes is)")
+    return topi.transpose(out, [layout.index(ch) for ch in out_layout])
 
 
-@register_legalize("relax.nn.adaptive_avg_pool2d")
-def _adaptive_avg_pool2d(bb: BlockBuilder, call: Call) -> Expr:
-    size = [d.value for d in call.struct_info.shape_values[2:]]
-    return bb.call_te(topi.nn.adaptive_pool, call.args[0], size, "avg", primfunc_name_hint="adaptive_avg_pool2d")
+def _adaptive_pool(dim: int) -> Any:
+    spatial = {1: "W", 2: "HW", 3: "DHW"}[dim]
+    topi_pool = {1: topi.nn.adaptive_pool1d, 2: topi.nn.adaptive_pool, 3: topi.nn.adaptive_pool3d}[dim]
+
+    def pool(data: te.Tensor, a: dict) -> te.Tensor:
+        axes = [ch for ch in a["layout"] if ch.isalpha()]
+        size = a["output_size"]
+        if size is None:  # the input's own spatial sizes
+            size = [data.shape[axes.index(ch)] for ch in spatial]
+        return _to_out_layout(topi_pool(data, list(size), "avg", a["layout"]), a, f"adaptive_avg_pool{dim}d")
+
+    def legalize(bb: BlockBuilder, call: Call) -> Expr:
+        return bb.call_te(pool, call.args[0], dict(call.attrs), primfunc_name_hint=f"adaptive_avg_pool{dim}d")
+    return legalize
+
+
+for _dim in (1, 2, 3):
+    register_legalize(f"relax.nn.max_pool{_dim}d", _pool("max", _dim))
+    register_legalize(f"relax.nn.avg_pool{_dim}d", _pool("avg", _dim))
+    register_legalize(f"relax.nn.adaptive_avg_pool{_dim}d", _adaptive_pool(_dim))
 
 
 # -- padding ---------------------------------------------------------------------------------------

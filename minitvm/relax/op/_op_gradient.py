@@ -1,0 +1,330 @@
+"""Each operator's gradient (``FPrimalGradient``, TVM's ``relax.op._op_gradient``).
+
+A rule receives the variable bound to the forward call, the call, the gradient of that
+variable and the BlockBuilder, and returns one gradient expression per argument of the call
+(``no_grad(arg)`` for an argument with none: shapes, indices, masks).  A gradient is shaped
+like its argument: where an argument was broadcast, the gradient is summed back
+(``collapse_sum_to``).  Rules use the forward result where it is cheaper (``exp``' gradient is
+``g * exp(x)``, the bound variable).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ...ir.op import register_op_attr
+from ...tir.expr import IntImm
+from ..expr import Call, Expr, Var, const
+from ..struct_info import TensorStructInfo
+from . import binary as _b
+from . import index, nn  # (imported first, their ops are registered before the rules below)
+from . import unary as _u
+from .create import triu, zeros_like
+from .datatype import astype
+from .grad import avg_pool2d_backward, max_pool2d_backward, nll_loss_backward, no_grad, take_backward
+from .linear_algebra import matmul
+from .manipulate import broadcast_to, collapse_sum_to, concat, expand_dims, flip, permute_dims, reshape, split
+from .search import where
+from .statistical import cumsum, mean, sum
+
+__all__ = ["register_gradient"]
+
+Rule = Callable[[Var, Call, Var, Any], list]
+
+
+def register_gradient(op_name: str, rule: Rule | None = None, level: int = 10) -> Any:
+    """Set ``op_name``'s ``FPrimalGradient`` (a decorator without ``rule``)."""
+    return register_op_attr(op_name, "FPrimalGradient", rule, level)
+
+
+def _sinfo(e: Expr) -> TensorStructInfo:
+    return e.struct_info
+
+
+def _c(value: float, like: Expr) -> Expr:
+    """A scalar constant in ``like``'s dtype."""
+    return const(value, _sinfo(like).dtype)
+
+
+def _fit(ctx: Any, grad: Expr, arg: Expr) -> Expr:
+    """``grad`` summed down to ``arg``'s shape when the call broadcast ``arg``."""
+    grad = ctx.normalize(grad)
+    have, want = _sinfo(grad).shape_values, _sinfo(arg).shape_values
+    if have is not None and want is not None and len(have) == len(want) and \
+            all(isinstance(a, IntImm) and isinstance(b, IntImm) and a.value == b.value or a is b
+                for a, b in zip(have, want)):
+        return grad
+    return collapse_sum_to(grad, _sinfo(arg).shape)
+
+
+def _binary(fx: Callable, fy: Callable) -> Rule:
+    def rule(y: Var, call: Call, g: Var, ctx: Any) -> list:
+        a, b = call.args
+        return [_fit(ctx, fx(a, b, y, g), a), _fit(ctx, fy(a, b, y, g), b)]
+    return rule
+
+
+for _name, _fx, _fy in [
+    ("add", lambda a, b, y, g: g, lambda a, b, y, g: g),
+    ("subtract", lambda a, b, y, g: g, lambda a, b, y, g: _u.negative(g)),
+    ("multiply", lambda a, b, y, g: _b.multiply(g, b), lambda a, b, y, g: _b.multiply(g, a)),
+    ("divide", lambda a, b, y, g: _b.divide(g, b),
+     lambda a, b, y, g: _u.negative(_b.divide(_b.multiply(g, y), b))),
+    ("power", lambda a, b, y, g: _b.multiply(g, _b.multiply(b, _b.power(a, _b.subtract(b, _c(1, b))))),
+     lambda a, b, y, g: _b.multiply(g, _b.multiply(y, _u.log(a)))),
+    ("maximum", lambda a, b, y, g: where(_b.greater(a, b), g, zeros_like(g)),
+     lambda a, b, y, g: where(_b.greater(a, b), zeros_like(g), g)),
+    ("minimum", lambda a, b, y, g: where(_b.less(a, b), g, zeros_like(g)),
+     lambda a, b, y, g: where(_b.less(a, b), zeros_like(g), g)),
+]:
+    register_gradient(f"relax.{_name}", _binary(_fx, _fy))
+
+
+def _no_grads(y: Var, call: Call, g: Var, ctx: Any) -> list:
+    """Comparisons and creations: nothing flows back to any argument."""
+    return [no_grad(a) for a in call.args]
+
+
+for _name in ("equal", "not_equal", "greater", "greater_equal", "less", "less_equal",
+              "zeros_like", "ones_like", "full_like", "zeros", "ones", "full"):
+    register_gradient(f"relax.{_name}", _no_grads)
+
+
+def _unary(f: Callable) -> Rule:
+    def rule(y: Var, call: Call, g: Var, ctx: Any) -> list:
+        return [f(call.args[0], y, g)]
+    return rule
+
+
+for _name, _f in [
+    ("abs", lambda x, y, g: where(_b.less(x, _c(0, x)), _u.negative(g), g)),
+    ("cos", lambda x, y, g: _u.negative(_b.multiply(g, _u.sin(x)))),
+    ("exp", lambda x, y, g: _b.multiply(g, y)),
+    ("log", lambda x, y, g: _b.divide(g, x)),
+    ("negative", lambda x, y, g: _u.negative(g)),
+    ("sigmoid", lambda x, y, g: _b.multiply(g, _b.multiply(y, _b.subtract(_c(1, y), y)))),
+    ("sin", lambda x, y, g: _b.multiply(g, _u.cos(x))),
+    ("sqrt", lambda x, y, g: _b.divide(_b.multiply(g, _c(0.5, y)), y)),
+    ("tanh", lambda x, y, g: _b.multiply(g, _b.subtract(_c(1, y), _b.multiply(y, y)))),
+    ("nn.relu", lambda x, y, g: where(_b.greater(x, _c(0, x)), g, zeros_like(g))),
+    ("nn.silu", lambda x, y, g: _silu_grad(x, g)),
+]:
+    register_gradient(f"relax.{_name}", _unary(_f))
+
+
+def _silu_grad(x: Expr, g: Expr) -> Expr:
+    s = _u.sigmoid(x)  # silu' = s + x s (1 - s)
+    return _b.multiply(g, _b.multiply(s, _b.add(_c(1, x), _b.multiply(x, _b.subtract(_c(1, x), s)))))
+
+
+@register_gradient("relax.triu")
+def _triu_grad(y: Var, call: Call, g: Var, ctx: Any) -> list:
+    return [triu(g, call.args[1])]
+
+
+def _reduced_axes(call: Call) -> list[int]:
+    ndim = _sinfo(call.args[0]).ndim
+    axes = call.attrs["axis"]
+    return list(range(ndim)) if axes is None else sorted(int(a) % ndim for a in axes)
+
+
+def _spread(g: Expr, call: Call) -> Expr:
+    """A reduction's gradient ``g`` broadcast back over the reduced axes."""
+    if not call.attrs["keepdims"] and _sinfo(call.args[0]).ndim > 0:
+        g = expand_dims(g, _reduced_axes(call))
+    return broadcast_to(g, _sinfo(call.args[0]).shape)
+
+
+def _count(call: Call) -> int:
+    shape = _sinfo(call.args[0]).shape_values
+    n = 1
+    for a in _reduced_axes(call):
+        n *= int(shape[a])
+    return n
+
+
+@register_gradient("relax.sum")
+def _sum_grad(y: Var, call: Call, g: Var, ctx: Any) -> list:
+    return [_spread(g, call)]
+
+
+@register_gradient("relax.mean")
+def _mean_grad(y: Var, call: Call, g: Var, ctx: Any) -> list:
+    return [_b.divide(_spread(g, call), _c(_count(call), g))]
+
+
+@register_gradient("relax.variance")
+def _variance_grad(y: Var, call: Call, g: Var, ctx: Any) -> list:
+    x = call.args[0]  # d var / dx = 2 (x - mean) / n
+    centered = _b.subtract(x, mean(x, _reduced_axes(call), keepdims=True))
+    return [_b.multiply(_spread(g, call), _b.multiply(centered, _c(2.0 / _count(call), x)))]
+
+
+@register_gradient("relax.permute_dims")
+def _permute_dims_grad(y: Var, call: Call, g: Var, ctx: Any) -> list:
+    ndim = _sinfo(call.args[0]).ndim
+    axes = call.attrs["axes"]
+    axes = list(reversed(range(ndim))) if axes is None else [int(a) % ndim for a in axes]
+    return [permute_dims(g, [axes.index(i) for i in range(ndim)])]
+
+
+@register_gradient("relax.concat")
+def _concat_grad(y: Var, call: Call, g: Var, ctx: Any) -> list:
+    fields = call.args[0].struct_info.fields
+    axis = call.attrs["axis"]
+    axis = 0 if axis is None else axis % fields[0].ndim
+    bounds, at = [], 0
+    for f in fields[:-1]:
+        at += int(f.shape_values[axis])
+        bounds.append(at)
+    return [split(g, bounds, axis)]
+
+
+@register_gradient("relax.split")
+def _split_grad(y: Var, call: Call, g: Var, ctx: Any) -> list:
+    return [concat(g, call.attrs["axis"])]
+
+
+@register_gradient("relax.expand_dims")
+def _expand_dims_grad(y: Var, call: Call, g: Var, ctx: Any) -> list:
+    return [reshape(g, _sinfo(call.args[0]).shape)]
+
+
+@register_gradient("relax.reshape")
+def _reshape_grad(y: Var, call: Call, g: Var, ctx: Any) -> list:
+    return [reshape(g, _sinfo(call.args[0]).shape), no_grad(call.args[1])]
+
+
+@register_gradient("relax.broadcast_to")
+def _broadcast_to_grad(y: Var, call: Call, g: Var, ctx: Any) -> list:
+    return [collapse_sum_to(g, _sinfo(call.args[0]).shape), no_grad(call.args[1])]
+
+
+@register_gradient("relax.cumsum")
+def _cumsum_grad(y: Var, call: Call, g: Var, ctx: Any) -> list:
+    """Element i feeds every later sum: the gradient is the reversed cumulative sum."""
+    x, axis = call.args[0], call.attrs["axis"]
+    if call.attrs["exclusive"]:
+        raise NotImplementedError("relax.cumsum: the gradient of an exclusive cumsum is not supported")
+    along = 0 if axis is None else axis  # without an axis, x was flattened
+    back = flip(cumsum(flip(g, along), along), along)
+    return [reshape(back, _sinfo(x).shape) if axis is None else back]
+
+
+@register_gradient("relax.take")
+def _take_grad(y: Var, call: Call, g: Var, ctx: Any) -> list:
+    x, indices = call.args
+    return [take_backward(g, x, indices, call.attrs["axis"]), no_grad(indices)]
+
+
+@register_gradient("relax.where")
+def _where_grad(y: Var, call: Call, g: Var, ctx: Any) -> list:
+    cond, a, b = call.args
+    zero = zeros_like(g)
+    return [no_grad(cond), _fit(ctx, where(cond, g, zero), a), _fit(ctx, where(cond, zero, g), b)]
+
+
+@register_gradient("relax.astype")
+def _astype_grad(y: Var, call: Call, g: Var, ctx: Any) -> list:
+    return [astype(g, _sinfo(call.args[0]).dtype)]
+
+
+@register_gradient("relax.matmul")
+def _matmul_grad(y: Var, call: Call, g: Var, ctx: Any) -> list:
+    """``a @ b`` with vectors made matrices ((k,) as (1, k) on the left, (k, 1) on the
+    right): ``da = g @ b^T`` and ``db = a^T @ g``, summed over broadcast batch axes."""
+    a, b = call.args
+    sa, sb = _sinfo(a), _sinfo(b)
+    a2 = a if sa.ndim > 1 else ctx.normalize(reshape(a, [1, sa.shape_values[0]]))
+    b2 = b if sb.ndim > 1 else ctx.normalize(reshape(b, [sb.shape_values[0], 1]))
+    g2 = reshape(g, ctx.normalize(matmul(a2, b2)).struct_info.shape)
+
+    def t(e: Expr) -> Expr:
+        n = _sinfo(e).ndim
+        return permute_dims(e, list(range(n - 2)) + [n - 1, n - 2])
+
+    da = _fit(ctx, matmul(g2, t(b2)), a2)
+    db = _fit(ctx, matmul(t(a2), g2), b2)
+    return [da if sa.ndim > 1 else reshape(da, sa.shape), db if sb.ndim > 1 else reshape(db, sb.shape)]
+
+
+@register_gradient("relax.nn.softmax")
+def _softmax_grad(y: Var, call: Call, g: Var, ctx: Any) -> list:
+    gy = _b.multiply(g, y)
+    return [_b.subtract(gy, _b.multiply(y, sum(gy, [call.attrs["axis"]], keepdims=True)))]
+
+
+@register_gradient("relax.nn.log_softmax")
+def _log_softmax_grad(y: Var, call: Call, g: Var, ctx: Any) -> list:
+    return [_b.subtract(g, _b.multiply(_u.exp(y), sum(g, [call.attrs["axis"]], keepdims=True)))]
+
+
+@register_gradient("relax.nn.cross_entropy_with_logits")
+def _cross_entropy_grad(y: Var, call: Call, g: Var, ctx: Any) -> list:
+    """loss = -sum(x * labels), over the batch size when there is a batch."""
+    x, labels = call.args
+    scale = _u.negative(g)
+    if _sinfo(x).ndim > 1:
+        scale = _b.divide(scale, _c(int(_sinfo(x).shape_values[0]), x))
+    return [_b.multiply(scale, labels), _b.multiply(scale, x)]
+
+
+@register_gradient("relax.nn.nll_loss")
+def _nll_loss_grad(y: Var, call: Call, g: Var, ctx: Any) -> list:
+    a = call.attrs
+    pred, targets, *weights = call.args
+    back = nll_loss_backward(g, pred, targets, weights[0] if weights else None, a["reduction"], a["ignore_index"])
+    return [back, no_grad(targets)] + [no_grad(w) for w in weights]
+
+
+
+@register_gradient("relax.nn.conv2d")
+def _conv2d_grad(y: Var, call: Call, g: Var, ctx: Any) -> list:
+    """NCHW data, OIHW weight.  The data's gradient is the transposed convolution of ``g``
+    with the same weight (``output_padding`` restores rows the strides dropped); the weight's,
+    group by group, a convolution of the data with ``g`` over the batch, strides and dilation
+    exchanged, cut to the kernel size."""
+    x, w = call.args
+    a = call.attrs
+    if a["data_layout"] != "NCHW" or a["kernel_layout"] != "OIHW" or a["out_layout"] != "NCHW":
+        raise NotImplementedError("the gradient of relax.nn.conv2d is for NCHW data and OIHW weights only")
+    (_, c, h, wd), (o, _, kh, kw) = (_ints(_sinfo(e)) for e in (x, w))
+    oh, ow = _ints(_sinfo(y))[2:]
+    (sh, sw), (dh, dw), pad, groups = a["strides"], a["dilation"], a["padding"], a["groups"]
+    extra = [size - ((out - 1) * s - lo - hi + d * (k - 1) + 1)
+             for size, out, s, lo, hi, d, k in ((h, oh, sh, pad[0], pad[2], dh, kh),
+                                                (wd, ow, sw, pad[1], pad[3], dw, kw))]
+    dx = nn.conv2d_transpose(g, w, (sh, sw), pad, extra, (dh, dw), groups)
+    cg, og = c // groups, o // groups
+    parts = []
+    for gi in range(groups):
+        xg = permute_dims(index.strided_slice(x, [1], [gi * cg], [(gi + 1) * cg]), [1, 0, 2, 3])
+        gg = permute_dims(index.strided_slice(g, [1], [gi * og], [(gi + 1) * og]), [1, 0, 2, 3])
+        full = nn.conv2d(xg, gg, strides=(dh, dw), padding=pad, dilation=(sh, sw))
+        parts.append(permute_dims(index.strided_slice(full, [2, 3], [0, 0], [kh, kw]), [1, 0, 2, 3]))
+    return [dx, parts[0] if groups == 1 else concat(parts, 0)]
+
+
+def _ints(sinfo: TensorStructInfo) -> list[int]:
+    if sinfo.shape_values is None or not all(isinstance(d, IntImm) for d in sinfo.shape_values):
+        raise NotImplementedError(f"the gradient of relax.nn.conv2d needs static shapes, got {sinfo}")
+    return [d.value for d in sinfo.shape_values]
+
+
+def _pool2d_grad(backward: Callable) -> Rule:
+    def rule(y: Var, call: Call, g: Var, ctx: Any) -> list:
+        a = call.attrs
+        return [backward(g, call.args[0], a["pool_size"], a["strides"], a["padding"], a["dilation"], a["ceil_mode"],
+                         a["count_include_pad"], a["layout"], a["out_layout"])]
+    return rule
+
+
+register_gradient("relax.nn.max_pool2d", _pool2d_grad(max_pool2d_backward))
+register_gradient("relax.nn.avg_pool2d", _pool2d_grad(avg_pool2d_backward))
+
+
+@register_gradient("relax.grad.start_checkpoint")
+@register_gradient("relax.grad.end_checkpoint")
+def _checkpoint_grad(y: Var, call: Call, g: Var, ctx: Any) -> list:
+    """The marks are identities (minitvm keeps every forward value: nothing is recomputed)."""
+    return [g]
