@@ -50,3 +50,4 @@ from .quantize_weights import FuseDequantizeMatmul, QuantizeLinearWeights  # noq
 from .fuse_ops_by_pattern import FuseOpsByPattern, FusionPattern, PatternCheckContext  # noqa: E402
 from .merge_composite_functions import MergeCompositeFunctions  # noqa: E402
 from .run_codegen import RunCodegen  # noqa: E402
+from .realize_vdevice import RealizeVDevice  # noqa: E402

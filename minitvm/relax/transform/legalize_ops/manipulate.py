@@ -58,3 +58,13 @@ def _gather_elements(bb: BlockBuilder, call: Call) -> Expr:
 def _scatter_elements(bb: BlockBuilder, call: Call) -> Expr:
     return bb.call_te(topi.scatter_elements, *call.args, axis=call.attrs["axis"], reduction=call.attrs["reduction"],
                       primfunc_name_hint="scatter_elements")
+
+
+def _same_tensor(bb: BlockBuilder, call: Call) -> Expr:
+    """minitvm runs every virtual device on the host CPU: a placement hint or a copy to another
+    virtual device is its input (TVM copies between real devices here)."""
+    return call.args[0]
+
+
+register_legalize("relax.hint_on_device", _same_tensor)
+register_legalize("relax.to_vdevice", _same_tensor)
