@@ -9,6 +9,7 @@ from .... import te, topi
 from ...block_builder import BlockBuilder
 from ...expr import Call, Expr, struct_info_of
 from ...op._utils import product
+from ...op.base import call_pure_packed
 from .common import _tensors_of, register_legalize
 
 
@@ -60,11 +61,16 @@ def _scatter_elements(bb: BlockBuilder, call: Call) -> Expr:
                       primfunc_name_hint="scatter_elements")
 
 
-def _same_tensor(bb: BlockBuilder, call: Call) -> Expr:
-    """minitvm runs every virtual device on the host CPU: a placement hint or a copy to another
-    virtual device is its input (TVM copies between real devices here)."""
+def _hint_on_device(bb: BlockBuilder, call: Call) -> Expr:
+    """A placement hint RealizeVDevice did not consume: its input (its struct info is the input's)."""
     return call.args[0]
 
 
-register_legalize("relax.hint_on_device", _same_tensor)
-register_legalize("relax.to_vdevice", _same_tensor)
+def _to_vdevice(bb: BlockBuilder, call: Call) -> Expr:
+    """minitvm runs every virtual device on the host CPU: the copy to another device is a copy
+    in host memory, annotated with the destination (TVM copies between real devices here)."""
+    return call_pure_packed("vm.builtin.copy", call.args[0], sinfo_args=struct_info_of(call))
+
+
+register_legalize("relax.hint_on_device", _hint_on_device)
+register_legalize("relax.to_vdevice", _to_vdevice)
