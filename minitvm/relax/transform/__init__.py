@@ -51,3 +51,4 @@ from .fuse_ops_by_pattern import FuseOpsByPattern, FusionPattern, PatternCheckCo
 from .merge_composite_functions import MergeCompositeFunctions  # noqa: E402
 from .run_codegen import RunCodegen  # noqa: E402
 from .realize_vdevice import RealizeVDevice  # noqa: E402
+from .update_vdevice import UpdateVDevice  # noqa: E402

@@ -7,7 +7,7 @@ import pytest
 import minitvm
 from minitvm import relax
 from minitvm.ir import VDevice
-from minitvm.relax.transform import RealizeVDevice
+from minitvm.relax.transform import RealizeVDevice, UpdateVDevice
 from minitvm.script import ir as I
 from minitvm.script import relax as R
 
@@ -106,3 +106,23 @@ def test_hinted_module_runs_on_the_cpu_as_numpy():
         vm = relax.VirtualMachine(minitvm.compile(mod, target="llvm"), minitvm.cpu())
         got = vm["main"](*(minitvm.nd.array(a) for a in (x, y, z))).numpy()
         np.testing.assert_allclose(got, (x + y) * z, rtol=1e-6)
+
+
+def test_update_vdevice_replaces_one_device_everywhere():
+    @I.ir_module
+    class Mod:
+        I.module_global_infos({"vdevice": [I.vdevice("llvm"), I.vdevice("cuda", 0)]})
+
+        @R.function
+        def main(a: R.Tensor((2, 2), "float32", "cuda"), b: R.Tensor((2, 2), "float32", "llvm")):
+            s = R.add(a, a)
+            return (s, b)
+
+    new = VDevice("metal", 1, "global")
+    out = UpdateVDevice(new, 1)(Mod)
+    assert out.global_infos["vdevice"] == [VDevice("llvm"), new]
+    a, b = out["main"].params
+    assert a.struct_info.vdevice == new and b.struct_info.vdevice == VDevice("llvm")
+    assert out["main"].body.blocks[0].bindings[0].var.struct_info.vdevice == new
+    with pytest.raises(ValueError, match="index 2 is outside"):
+        UpdateVDevice(new, 2)(Mod)
