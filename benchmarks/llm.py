@@ -25,15 +25,20 @@ same weights, after minitvm's and torch's rounds.  Per size and implementation:
   token (torch: ``generate`` up to its first token, timed by a streamer) -- tokens / seconds;
 * ``decode tok/s``: batch 1, ``--decode`` steps after that prompt, each ``embed`` + ``decode`` +
   the greedy choice (torch: the rest of the same ``generate`` call);
-* ``% of bound``: decode tok/s over ``bandwidth / bytes of weights read per token`` (every weight
-  except the embedding table, of which one row is read; the row's own bytes: int8 / int4 weights
-  and their scales for the quantized rows), with ``bandwidth`` measured here as a large numpy copy
-  (bytes read + written per second, one thread);
+* ``% of bound``: decode tok/s over ``bandwidth / bytes read per token``: the weights (every
+  weight except the embedding table, of which one row is read; the row's own bytes: int8 / int4
+  weights and their scales for the quantized rows) and the KV cache (every layer's keys and values
+  of the sequence so far, float32, averaged over the decode steps), with ``bandwidth`` measured
+  here as a large numpy copy (bytes read + written per second, one thread);
 * ``same tokens``: whether the row's greedy tokens equal torch's (quantized rows need not).
 
 minitvm and torch run the same number of threads (``--threads``, else minitvm's pool size:
 ``MINITVM_NUM_THREADS`` or the CPUs; TVM gets it as ``TVM_NUM_THREADS``; the title prints
-torch's) and are timed in interleaved rounds, medians reported.  Other processes share the 2
+torch's) and are timed in interleaved rounds, medians reported.  Torch's OpenMP threads wait
+as libgomp does by default (they spin a moment after each parallel region, then sleep): the
+benchmarks' usual ``OMP_WAIT_POLICY=active`` would keep them spinning through minitvm's rounds,
+on the core minitvm's second thread needs (an ``OMP_WAIT_POLICY`` set by the caller is kept and
+printed).  Other processes share the 2
 cores: their load is printed at the start and end; rerun when it is high (torch's OpenMP threads
 suffer most from a busy machine), or time single-threaded runs in CPU seconds (``--threads 1
 --clock cpu``: each process's own CPU time, the bandwidth's copy too -- what an idle core would
@@ -93,6 +98,14 @@ def memory_bandwidth(megabytes: int = 256, repeat: int = 5) -> float:
         np.copyto(dst, src)
         best = min(best, clock() - t0)
     return 2 * src.nbytes / best
+
+
+def decode_cache_bytes(config: Any, n_decode: int) -> float:
+    """Bytes of KV cache one decode step reads, averaged over ``n_decode`` steps after the prompt:
+    every layer's float32 keys and values of the sequence so far (step ``i`` attends over
+    ``PROMPT_LEN + i`` positions)."""
+    per_position = config.num_hidden_layers * 2 * config.num_key_value_heads * config.head_dim * 4
+    return per_position * (PROMPT_LEN + (n_decode + 1) / 2)
 
 
 def decode_weight_bytes(named_arrays: list[tuple[str, Any]], hidden: int) -> int:
@@ -272,6 +285,7 @@ class Result:
     size: str
     params: int
     weight_bytes: dict[str, int]  # impl -> bytes of weights a decode step reads
+    cache_bytes: float  # bytes of KV cache a decode step reads, on average
     prefill: dict[str, float]  # impl -> median seconds for the prompt
     decode: dict[str, float]  # impl -> median seconds per decode step
     same_tokens: dict[str, bool]  # impl -> its greedy tokens are torch's
@@ -344,22 +358,23 @@ def measure(size: str, variants: list[str], n_decode: int, rounds: int, profile:
     weight_bytes = {k: fp32_bytes if k == "torch" else impls[k].weight_bytes for k in runs} \
         | {k: r["weight_bytes"] for k, r in tvm_runs.items()}
     prof = (impls[f"minitvm {profile}"].profile_decode(prompt), profile) if profile else None
-    return Result(size, sum(p.numel() for p in hf.parameters()), weight_bytes,
+    return Result(size, sum(p.numel() for p in hf.parameters()), weight_bytes, decode_cache_bytes(config, n_decode),
                   {k: float(np.median([p for p, _ in v])) for k, v in times.items()},
                   {k: float(np.median([d for _, d in v])) / n_decode for k, v in times.items()},
                   {k: v == tokens["torch"] for k, v in tokens.items()}, prof)
 
 
-HEAD = ["model", "params", "impl", "weights MB/token", "prefill tok/s", "decode tok/s", "prefill vs torch",
-        "decode vs torch", "decode bound tok/s", "% of bound", "same tokens"]
+HEAD = ["model", "params", "impl", "weights MB/token", "cache MB/token", "prefill tok/s", "decode tok/s",
+        "prefill vs torch", "decode vs torch", "decode bound tok/s", "% of bound", "same tokens"]
 
 
 def rows_of(r: Result, bandwidth: float) -> list[list[str]]:
     rows = []
     for impl in r.prefill:
-        bound = bandwidth / r.weight_bytes[impl]
+        bound = bandwidth / (r.weight_bytes[impl] + r.cache_bytes)
         prefill, decode = PROMPT_LEN / r.prefill[impl], 1 / r.decode[impl]
-        rows.append([r.size, f"{r.params / 1e6:.2f}M", impl, f"{r.weight_bytes[impl] / 2**20:.2f}", f"{prefill:.1f}",
+        rows.append([r.size, f"{r.params / 1e6:.2f}M", impl, f"{r.weight_bytes[impl] / 2**20:.2f}",
+                     f"{r.cache_bytes / 2**20:.2f}", f"{prefill:.1f}",
                      f"{decode:.1f}", f"{r.prefill['torch'] / r.prefill[impl]:.2f}x",
                      f"{r.decode['torch'] / r.decode[impl]:.2f}x", f"{bound:.0f}", f"{100 * decode / bound:.1f}",
                      "yes" if r.same_tokens[impl] else "no"])
@@ -414,7 +429,7 @@ def main(argv: list[str] | None = None) -> str:
     n_decode, rounds = (4, 1) if args.quick else (args.decode, args.rounds)
     if args.threads:  # before minitvm's pool starts
         os.environ["MINITVM_NUM_THREADS"] = str(args.threads)
-    setup_environment()
+    setup_environment(omp_wait_policy=None)  # torch waits as libgomp does by default (see the docstring)
     import torch
 
     from minitvm.runtime.cpu import parallel_threads
@@ -429,7 +444,8 @@ def main(argv: list[str] | None = None) -> str:
     after = busy_fraction()
     rows = [row for r in results for row in rows_of(r, bandwidth)]
     text = (f"LLM prefill ({PROMPT_LEN} tokens) and batch-1 decode ({n_decode} steps), medians of {rounds} "
-            f"rounds, {_clock} clock; threads: minitvm {threads}, torch {torch.get_num_threads()}, TVM {threads}; "
+            f"rounds, {_clock} clock; threads: minitvm {threads}, torch {torch.get_num_threads()} (OMP_WAIT_POLICY "
+            f"{os.environ.get('OMP_WAIT_POLICY', 'unset: libgomp default')}), TVM {threads}; "
             f"memory bandwidth (numpy copy) {bandwidth / 1e9:.1f} GB/s; other load: {load:.0%} at start, "
             f"{after:.0%} at end, load average {os.getloadavg()[0]:.1f}\n" + format_table(HEAD, rows, left=3))
     print("\n" + text, flush=True)

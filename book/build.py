@@ -5,11 +5,13 @@
 
 Each chapter runs top to bottom on a fresh kernel (nbclient: what Run All does in JupyterLab),
 with its widgets' state stored, and becomes one page through nbconvert's JupyterLab template:
-pictures (SVG, PNG) are embedded in the page; widgets are drawn from their saved state by the
-Jupyter widgets HTML manager, a script the page loads from a CDN (offline, a widget shows its
-text fallback). ``index.html`` is the contents: each chapter's title and sections. The numbers
-in the pages are measurements of the machine that built the book, so the contents page names
-that machine and how busy it was.
+pictures (SVG, PNG) are embedded in the page, and each widget is drawn as plain HTML from the state
+the run left it in (a pass stepper at its first pass with its three tabs, an animation at its last
+frame, a progress bar full). A page needs no script and no network: the Jupyter widgets manager
+that nbconvert would load from a CDN draws nothing offline, and in a static page a slider whose
+picture Python redraws would move and change nothing. ``index.html`` is the contents: each
+chapter's title and sections. The numbers in the pages are measurements of the machine that
+built the book, so the contents page names that machine and how busy it was.
 """
 
 from __future__ import annotations
@@ -77,6 +79,73 @@ def execute(path: Path, timeout: int):
     return nb
 
 
+#: how the widgets drawn as HTML look (``.mw``: minitvm's static widget)
+WIDGET_STYLE = (".mw-row{display:flex;gap:.6rem;align-items:center;flex-wrap:wrap}.mw-col>*{margin:.2rem 0}"
+                ".mw-control{font:13px system-ui,sans-serif;color:#333}.mw-note{font:12px system-ui,sans-serif;"
+                "color:#777}.mw-tab>summary{font:13px system-ui,sans-serif;cursor:pointer;color:#1a5fb4}"
+                ".mw-col pre{font-family:var(--jp-code-font-family,monospace);white-space:pre;line-height:1.3}")
+_WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+_CONTROLS = {"IntSliderModel", "FloatSliderModel", "PlayModel"}  # what only a live kernel moves
+
+
+def _widget_html(model_id: str, state: dict) -> str:
+    """One widget and its children as plain HTML, from the notebook's saved widget state."""
+    model = state.get(model_id)
+    if model is None:
+        return ""
+    name, s = model["model_name"], model["state"]
+    kids = [_widget_html(c.removeprefix("IPY_MODEL_"), state) for c in s.get("children", [])]
+    desc = html.escape(s.get("description") or "")
+    if name in ("VBoxModel", "BoxModel", "HBoxModel"):
+        return f'<div class="{"mw-row" if name == "HBoxModel" else "mw-col"}">{"".join(kids)}</div>'
+    if name == "TabModel":  # every tab, the selected one open
+        titles, chosen = s.get("titles") or [], s.get("selected_index") or 0
+        return "".join(f'<details class="mw-tab"{" open" if k == chosen else ""}><summary>'
+                       f'{html.escape(titles[k] if k < len(titles) else f"tab {k + 1}")}</summary>{kid}</details>'
+                       for k, kid in enumerate(kids))
+    if name in ("HTMLModel", "HTMLMathModel"):
+        return f'<div>{desc + " " if desc else ""}{s.get("value", "")}</div>'
+    if name == "LabelModel":
+        return f'<span class="mw-control">{html.escape(str(s.get("value", "")))}</span>'
+    if name in ("IntSliderModel", "FloatSliderModel"):
+        lo, hi, value = s.get("min", 0), s.get("max", 100), s.get("value", 0)
+        return (f'<span class="mw-control">{desc} <input type="range" disabled min="{lo}" max="{hi}" '
+                f'value="{value}"> {value} (of {lo}–{hi})</span>')
+    if name in ("FloatProgressModel", "IntProgressModel"):
+        return f'<progress max="{s.get("max", 100)}" value="{s.get("value", 0)}"></progress>'
+    if name == "OutputModel":
+        return "".join(o.get("data", {}).get("text/html") or f'<pre>{html.escape(o.get("text", ""))}</pre>'
+                       for o in s.get("outputs", []))
+    return ""  # Play buttons, links, styles, layouts: nothing to see without a kernel
+
+
+def _has_controls(model_id: str, state: dict) -> bool:
+    model = state.get(model_id, {})
+    return model.get("model_name") in _CONTROLS or any(
+        _has_controls(c.removeprefix("IPY_MODEL_"), state) for c in model.get("state", {}).get("children", []))
+
+
+def static_widgets(nb) -> int:
+    """Replace every widget output by its saved state drawn as HTML, and drop the state (the page
+    then loads no widget manager); returns how many widgets were drawn."""
+    widgets = nb.metadata.pop("widgets", {})
+    state = widgets.get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    drawn = 0
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            view = out.get("data", {}).get(_WIDGET_VIEW)
+            if view is None:
+                continue
+            body = _widget_html(view["model_id"], state)
+            if body and _has_controls(view["model_id"], state):
+                body += ('<div class="mw-note">A widget, shown as this run left it: in JupyterLab '
+                         "(<code>./dev lab</code>) its controls step through the rest.</div>")
+            out["data"] = {"text/html": body,
+                           "text/plain": out["data"].get("text/plain", "")}
+            drawn += 1
+    return drawn
+
+
 def _nav(pages: list[tuple[str, str]], k: int) -> str:
     links = ['<a href="index.html">contents</a>']
     if k > 0:
@@ -90,10 +159,15 @@ def page_html(nb, nav: str) -> str:
     """One chapter as a page of nbconvert's JupyterLab template, the navigation bar on top."""
     from nbconvert import HTMLExporter
 
+    static_widgets(nb)
     exporter = HTMLExporter(template_name="lab")
     exporter.embed_images = True
     body, _ = exporter.from_notebook_node(nb)
-    return re.sub(r"(<body[^>]*>)", lambda m: f"{m.group(1)}<style>{NAV_STYLE}</style>{nav}", body, count=1)
+    # the template's require.js and MathJax come from a CDN; no chapter uses either (no widget
+    # manager, no math), and offline each is a failed request: the page loads nothing from the net
+    body = re.sub(r'<script src="https?://[^"]*">\s*</script>', "", body)
+    style = f"<style>{NAV_STYLE}{WIDGET_STYLE}</style>"
+    return re.sub(r"(<body[^>]*>)", lambda m: f"{m.group(1)}{style}{nav}", body, count=1)
 
 
 def machine() -> str:

@@ -354,8 +354,11 @@ class BlockBuilder:
     # -- module ----------------------------------------------------------------------------
     def get(self) -> IRModule:
         """The module built so far (a copy)."""
-        if self._func is not None:
-            raise RuntimeError(f"bb.get() inside bb.function({self._func.name!r}); call it after the `with`")
+        # after bb.emit_func_output the function is in the module already (TVM's tests call
+        # bb.get() there); before it, it would be missing
+        if self._func is not None and not self._func.output_emitted:
+            raise RuntimeError(f"bb.get() inside bb.function({self._func.name!r}) before bb.emit_func_output; "
+                               "call it after the `with`")
         return IRModule(self._mod.functions, self._mod.attrs, self._mod.global_infos)
 
     finalize = get

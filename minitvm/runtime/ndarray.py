@@ -8,6 +8,7 @@ copying, through numpy's own DLPack support.
 from __future__ import annotations
 
 import html
+import mmap
 from typing import Any
 
 import numpy as np
@@ -22,11 +23,38 @@ __all__ = ["NDArray", "array", "empty", "from_dlpack", "Tensor", "tensor", "ALLO
 ALLOC_ALIGNMENT = 64
 
 
+#: blocks of at least this many bytes start on a 2 MiB boundary, their whole 2 MiB spans
+#: advised as transparent huge pages (Linux, when the kernel allows it): a decode step streams
+#: every weight once, and with 4 KiB pages each page costs a TLB miss -- a 1 x 512 x 1536 GEMV
+#: read 23.5 GB/s from 4 KiB pages and 27.7 from huge ones here.  numpy advises only from 4 MiB on,
+#: without aligning, so a model's 1-4 MiB weights got none
+HUGE_PAGE = 2 << 20
+
+
 def aligned_block(nbytes: int) -> tuple[np.ndarray, np.ndarray]:
     """``(raw, block)``: ``raw`` a new uint8 array a little larger than ``nbytes``, ``block`` the
     ``nbytes`` of it that start on an ``ALLOC_ALIGNMENT`` boundary (a view of ``raw``)."""
+    if nbytes >= HUGE_PAGE and _MADV_HUGEPAGE is not None:
+        return _huge_page_block(nbytes)
     raw = np.empty(nbytes + ALLOC_ALIGNMENT, dtype=np.uint8)
     skip = (-raw.ctypes.data) % ALLOC_ALIGNMENT
+    return raw, raw[skip:skip + nbytes]
+
+
+_MADV_HUGEPAGE = getattr(mmap, "MADV_HUGEPAGE", None)
+
+
+def _huge_page_block(nbytes: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`aligned_block` from an anonymous mapping: ``block`` starts on a ``HUGE_PAGE``
+    boundary and its whole huge pages are advised as such (its tail, shorter than one, is not:
+    a huge page there would take memory past the block)."""
+    region = mmap.mmap(-1, nbytes + HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    raw = np.frombuffer(region, dtype=np.uint8)  # keeps the mapping alive as long as any view
+    skip = (-raw.ctypes.data) % HUGE_PAGE
+    try:
+        region.madvise(_MADV_HUGEPAGE, skip, nbytes // HUGE_PAGE * HUGE_PAGE)
+    except OSError:  # a kernel without transparent huge pages: 4 KiB pages, as before
+        pass
     return raw, raw[skip:skip + nbytes]
 
 

@@ -63,6 +63,7 @@ from ..relax.struct_info import (
 )
 from ..tir.expr import Add, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr, Sub
 from ..tir.expr import Var as TirVar
+from ..tir.index_map import IndexMap
 from .printer import _HEADERS_T, _str, _TIRPrinter, register_printer
 
 __all__ = ["RelaxPrinter"]
@@ -209,6 +210,12 @@ class RelaxPrinter:
             return self.expr(v)
         if isinstance(v, StructInfo):
             return self.sinfo(v)
+        if isinstance(v, IndexMap):  # relax.layout_transform's map; int32 indices said so, to read back
+            text = v.script()
+            dtypes = {i.dtype for i in v.initial_indices}
+            if len(dtypes) == 1 and dtypes != {"int64"}:
+                text = f'{text[:-1]}, index_dtype="{dtypes.pop()}")'
+            return text
         if isinstance(v, str):
             return _str(v)
         if isinstance(v, (list, tuple)):

@@ -124,3 +124,22 @@ def test_as_numpy_is_the_one_conversion_of_array_likes():
     np.testing.assert_array_equal(as_numpy(torch.from_numpy(a)), a)
     np.testing.assert_array_equal(as_numpy(a.tolist()), a)
     assert as_numpy(np.float32(2.5)).shape == ()
+
+
+def test_large_blocks_start_on_a_huge_page_and_outlive_their_mapping_object():
+    import gc
+
+    from minitvm.runtime import ndarray as ndarray_module
+
+    rng = np.random.default_rng(56)
+    data = rng.standard_normal(700_000).astype("float32")  # 2.8 MB: one whole huge page and a tail
+    a = minitvm.nd.array(data)
+    huge = ndarray_module._MADV_HUGEPAGE is not None
+    assert a._array.ctypes.data % (ndarray_module.HUGE_PAGE if huge else ndarray_module.ALLOC_ALIGNMENT) == 0
+    gc.collect()
+    np.testing.assert_array_equal(a.numpy(), data)
+    out = minitvm.nd.empty((700_000,), "float32")
+    out.copyfrom(a)
+    out._array += 1
+    np.testing.assert_array_equal(out.numpy(), data + 1)
+    assert minitvm.nd.array(data[:10])._array.ctypes.data % ndarray_module.ALLOC_ALIGNMENT == 0

@@ -19,6 +19,7 @@ from .base import (
 from .create import arange, full, full_like, ones, ones_like, tril, triu, zeros, zeros_like
 from .datatype import astype
 from .index import gather_elements, scatter_elements, strided_slice, take
+from .layout import layout_transform
 from .linear_algebra import einsum, linear, matmul
 from .manipulate import (
     broadcast_to,
@@ -44,7 +45,7 @@ from .ternary import ewise_fma
 from .unary import clip
 
 __all__ = [
-    "nn", "grad", "builtin", "memory", "vm", "call_tir", "call_tir_inplace", "print", "assert_op",
+    "nn", "image", "grad", "builtin", "memory", "vm", "call_tir", "call_tir_inplace", "print", "assert_op",
     "call_dps_packed",
     "call_pure_packed", "call_py_func", "OpPattern", "register",
     # element-wise (besides the table's, added below)
@@ -53,7 +54,7 @@ __all__ = [
     "matmul", "linear", "einsum",
     # shapes and indexing
     "permute_dims", "reshape", "flatten", "expand_dims", "squeeze", "concat", "stack", "split",
-    "broadcast_to", "take", "strided_slice", "gather_elements", "scatter_elements",
+    "broadcast_to", "layout_transform", "take", "strided_slice", "gather_elements", "scatter_elements",
     "repeat", "tile", "flip", "collapse_sum_like", "collapse_sum_to",
     # reductions and search
     "sum", "mean", "max", "min", "prod", "variance", "std", "cumsum", "cumprod", "argmax", "argmin",
@@ -66,7 +67,7 @@ __all__ = [
 # every element-wise operator of the table (minitvm.tir.op_table): relax.op.exp ... relax.op.atan2
 globals().update({_row.name: getattr(binary if _row.arity == 2 else unary, _row.name) for _row in ELEMENTWISE})
 __all__ += [_row.name for _row in ELEMENTWISE]
-
 from .vdevice import hint_on_device, to_vdevice  # noqa: E402 - virtual devices
 
 __all__ += ["hint_on_device", "to_vdevice"]
+from . import image  # noqa: E402 - relax.op.image (resize2d), apart so branches adding ops merge cleanly

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 from ...ir import dtype as _dt
 from ...tir.expr import IntImm, PrimExpr
 from ...topi.transform import slice_extent
-from ..expr import Call, Expr, struct_info_of
+from ..expr import Call, Expr, PrimValue, Tuple, struct_info_of
 from ..struct_info import PrimStructInfo, StructInfo, StructInfoError, TensorStructInfo, shape_text, struct_info_text
 from ._utils import normalize_axis
 from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
@@ -90,10 +90,20 @@ def _infer_strided_slice(call: Call, ctx: Any) -> StructInfo:
     return TensorStructInfo(out, x.dtype)
 
 
+def _prim_values(v: Any) -> Any:
+    fields = v.fields if isinstance(v, Tuple) else v
+    if isinstance(fields, (list, tuple)) and fields and all(isinstance(f, PrimValue) for f in fields):
+        return [f.value for f in fields]
+    return v
+
+
 def strided_slice(x: Expr, axes: Sequence[int], begin: Sequence[int], end: Sequence[int],
                   strides: Sequence[int] | None = None, assume_inbound: bool = False) -> Call:
     """``x[begin:end:strides]`` along ``axes`` (strides default to 1).  ``assume_inbound``
     promises the bounds are inside the axes (no clamping needed)."""
+    # TVM's printer writes the lists as tuples of R.prim_value (its strided_slice takes them as
+    # arguments); read them back as the lists they are
+    axes, begin, end, strides = (_prim_values(v) for v in (axes, begin, end, strides))
     strides = [1] * len(axes) if strides is None else strides
     # a bound may be symbolic (end=[8, n]); constants are kept as ints
     bound = lambda v: v if isinstance(v, PrimExpr) and not isinstance(v, IntImm) else int(v)  # noqa: E731

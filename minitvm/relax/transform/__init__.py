@@ -50,5 +50,11 @@ from .quantize_weights import FuseDequantizeMatmul, QuantizeLinearWeights  # noq
 from .fuse_ops_by_pattern import FuseOpsByPattern, FusionPattern, PatternCheckContext  # noqa: E402
 from .merge_composite_functions import MergeCompositeFunctions  # noqa: E402
 from .run_codegen import RunCodegen  # noqa: E402
+from .convert_layout import ConvertLayout  # noqa: E402
+from .normalize import Normalize  # noqa: E402
+from .reorder_permute_dims_after_concat import ReorderPermuteDimsAfterConcat  # noqa: E402
+from .combine_parallel_matmul import CombineParallelMatmul  # noqa: E402
+from .alter_op_impl import AlterOpImpl  # noqa: E402
+from .optimize_layout_transform import OptimizeLayoutTransform  # noqa: E402
 from .realize_vdevice import RealizeVDevice  # noqa: E402
 from .update_vdevice import UpdateVDevice  # noqa: E402

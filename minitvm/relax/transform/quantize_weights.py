@@ -9,13 +9,16 @@ memory bandwidth, so storing them in fewer bits makes it faster as well as small
   symmetric (zero point 0): ``Wq = clip(round(W / scale), -128, 127)`` with
   ``scale = max|W[j, :]| / 127`` -- the layer reads ``R.dequantize(Wq, scale, 0, axis=0)``,
   TVM's op, exactly what ``R.quantize(W, scale, 0, axis=0)`` would have stored.
-* ``QuantizeLinearWeights(mode="int4", group_size=32)``: 4 bits per weight, two to a byte,
-  one scale per ``group_size`` consecutive weights of a row: ``q = clip(round(W / scale), -8,
-  7) + 8`` with ``scale = max|group| / 7``.  TVM's ``dequantize`` has no packed form (MLC's
+* ``QuantizeLinearWeights(mode="int4", group_size=32)``: 4 bits per weight, eight to a 32-bit
+  word, one scale per ``group_size`` consecutive weights of a row: ``q = clip(round(W / scale),
+  -8, 7) + 8`` with ``scale = max|group| / 7``.  TVM's ``dequantize`` has no packed form (MLC's
   group quantization decodes in TE as well), so the layer reads ``R.call_tir(dequantize_int4,
-  (packed, scales))``.  The packed layout (:func:`pack_int4`) keeps 32 weights in 16 bytes: byte
-  ``b`` holds weight ``b`` in its low half and ``16 + b`` in its high half, so 16 lanes of a
-  vector unpack 16 consecutive weights with one shift and one mask.
+  (packed, scales))``.  The packed layout (:func:`pack_int4`) is tiled by 64 rows: word
+  ``packed[t, w, r]`` holds weights ``8w .. 8w + 7`` of row ``64t + r`` (weight ``8w + i`` in bits
+  ``4i .. 4i + 3``) and ``scales[t, g, r]`` is group ``g``'s scale of that row, so that a vector
+  of 16 lanes loads one word of 16 rows at once and decodes a weight of each with a mask: the
+  lanes are output rows (no lane's sum is added up across the vector), and the 64 rows a step
+  of the kernel computes lie in one stretch of memory (``tir.transform.schedule_int4_gemv``).
 * ``fuse=True`` (the default) then runs :class:`FuseDequantizeMatmul`: each
   ``matmul(x, permute_dims(dequantize...))`` becomes one kernel,
   ``fused_dequantize_NT_matmul`` / ``fused_dequantize_int4_NT_matmul``, that reads the
@@ -43,6 +46,7 @@ from ... import te
 from ...ir.module import IRModule
 from ...tir import op as _op
 from ...tir.expr import FloatImm, IntImm
+from ...tir.transform.quantized_gemv import INT4_DOT_BLOCK, INT4_X_BLOCK, INT4_XSUM_BLOCK
 from ...transform import PassContext, module_pass
 from .. import op as R
 from ..analysis.vars import free_vars
@@ -57,10 +61,12 @@ from .fuse_transpose_matmul import MAX_ROWS, _static_rows
 from .legalize_ops.common import _try_convert_to_scalar_const
 
 __all__ = ["QuantizeLinearWeights", "FuseDequantizeMatmul", "quantize_int8", "pack_int4", "unpack_int4",
-           "dequantize_int4_te", "constant_bytes"]
+           "dequantize_int4_te", "int4_tile_rows", "constant_bytes"]
 
-#: weights per packed block: 16 bytes, two vector-lanes' halves (see the module docstring)
-INT4_BLOCK = 32
+#: weights per packed 32-bit word (4 bits each)
+INT4_WORD = 8
+#: rows per tile of the packed layout (fewer when they do not divide N): four vectors' lanes
+INT4_TILE_ROWS = 64
 _INT4_LAYOUT_ATTR = "minitvm.int4_group_size"
 
 
@@ -76,34 +82,53 @@ def quantize_int8(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return q, scale
 
 
-def _check_int4_shape(n: int, k: int, group_size: int, where: str) -> None:
-    if k % INT4_BLOCK or group_size % (INT4_BLOCK // 2) or k % group_size:
-        raise ValueError(f"{where}: packed int4 needs K (here {k}) a multiple of {INT4_BLOCK} and of the "
-                         f"group size, and a group size that is a multiple of {INT4_BLOCK // 2} "
-                         f"(here {group_size})")
+def _check_int4_shape(k: int, group_size: int, where: str) -> None:
+    if group_size <= 0 or group_size % INT4_WORD or k % group_size:
+        raise ValueError(f"{where}: packed int4 needs a group size that is a positive multiple of {INT4_WORD} "
+                         f"(here {group_size}) and K a multiple of it (here {k})")
+
+
+def int4_tile_rows(n: int) -> int:
+    """Rows per tile of the packed layout for ``n`` rows: 64, or the largest power of two below
+    it that divides ``n``."""
+    return next(t for t in (INT4_TILE_ROWS, 32, 16, 8, 4, 2, 1) if n % t == 0)
 
 
 def pack_int4(w: np.ndarray, group_size: int = 32) -> tuple[np.ndarray, np.ndarray]:
-    """``(packed uint8 [N, K/2], scales float32 [N, K/group_size])``: each group of a row
-    scaled by ``max|group| / 7``, stored as ``q + 8`` in 4 bits, two weights per byte in
-    blocks of 32 (byte ``b`` of a block: weight ``b`` low, weight ``16 + b`` high)."""
+    """``(packed uint32 [N/T, K/8, T], scales float32 [N/T, K/group_size, T])`` with ``T =
+    int4_tile_rows(N)`` (16 when it divides N): each group of a row scaled by ``max|group| / 7``
+    and stored as ``q + 8`` in 4 bits; ``packed[t, w, r]`` holds weights ``8w .. 8w + 7`` of row
+    ``tT + r``, weight ``8w + i`` in bits ``4i .. 4i + 3``; ``scales[t, g, r]`` is its group's scale."""
     w = np.asarray(w, "float32")
     n, k = w.shape
-    _check_int4_shape(n, k, group_size, "pack_int4")
+    _check_int4_shape(k, group_size, "pack_int4")
+    t = int4_tile_rows(n)
     groups = w.reshape(n, k // group_size, group_size)
     scale = np.abs(groups).max(axis=2) / np.float32(7)
     scale = np.where(scale > 0, scale, np.float32(1)).astype("float32")
-    q = (np.clip(np.round(groups / scale[:, :, None]), -8, 7) + 8).astype("uint8").reshape(n, k // INT4_BLOCK, 2, 16)
-    packed = q[:, :, 0, :] | (q[:, :, 1, :] << 4)
-    return packed.reshape(n, k // 2), scale
+    q = (np.clip(np.round(groups / scale[:, :, None]), -8, 7) + 8).astype("uint32")
+    q = q.reshape(n, k // INT4_WORD, INT4_WORD)
+    words = np.bitwise_or.reduce(q << (4 * np.arange(INT4_WORD, dtype="uint32")), axis=2)
+    return _tiled(words, t), _tiled(scale, t)
+
+
+def _tiled(a: np.ndarray, t: int) -> np.ndarray:
+    """``[N, C]`` -> ``[N/t, C, t]``: ``t`` rows side by side."""
+    n, c = a.shape
+    return np.ascontiguousarray(a.reshape(n // t, t, c).transpose(0, 2, 1))
+
+
+def _untiled(a: np.ndarray) -> np.ndarray:
+    tiles, c, t = a.shape
+    return a.transpose(0, 2, 1).reshape(tiles * t, c)
 
 
 def unpack_int4(packed: np.ndarray, scales: np.ndarray, group_size: int = 32) -> np.ndarray:
     """The float32 ``[N, K]`` weights that :func:`pack_int4`'s output stands for."""
-    n, half = packed.shape
-    blocks = packed.reshape(n, half // 16, 16)
-    q = np.stack([blocks & 15, blocks >> 4], axis=2).reshape(n, 2 * half).astype("float32") - 8
-    return q * np.repeat(scales, group_size, axis=1)
+    words = _untiled(packed).astype("uint32")
+    q = (words[:, :, None] >> (4 * np.arange(INT4_WORD, dtype="uint32"))) & 15
+    n = words.shape[0]
+    return (q.reshape(n, -1).astype("float32") - 8) * np.repeat(_untiled(scales), group_size, axis=1)
 
 
 class _Constants(ExprVisitor):
@@ -136,29 +161,45 @@ def _as_array(value: Any) -> np.ndarray:
 # -- kernels (TE) ---------------------------------------------------------------------------------
 
 
-def _int4_weight(packed: te.Tensor, scales: te.Tensor, j: Any, block: Any, half: Any, lane: Any,
-                 group_size: int) -> Any:
-    """Weight ``block * 32 + half * 16 + lane`` of row ``j``, decoded: its 4 bits, minus 8,
-    times its group's scale."""
-    byte = packed[j, block * (INT4_BLOCK // 2) + lane]
-    nibble = _op.bitwise_and(_op.shift_right(byte, _op.cast(half * 4, "uint8")), IntImm("uint8", 15))
-    q = _op.cast(nibble, "float32") - FloatImm("float32", 8.0)
-    return q * scales[j, (block * INT4_BLOCK + half * (INT4_BLOCK // 2)) // group_size]
+def _nibble(word: Any, i: Any) -> Any:
+    """Weight ``i`` (0..7) of a packed word as a float, still offset by 8: ``(word >> 4i) & 15``."""
+    return _op.cast(_op.bitwise_and(_op.shift_right(word, _op.cast(i * 4, "uint32")), IntImm("uint32", 15)),
+                    "float32")
+
+
+def _nibble_in_place(word: Any, i: Any) -> Any:
+    """Weight ``i`` (0..7) of a packed word, still offset by 8, times ``16**i`` (``16**0`` for
+    ``i = 7``): the nibble masked where it lies (``word & (15 << 4i)``), one operation fewer
+    than shifting it down; the top one is shifted down instead, as a signed 32-bit conversion
+    would read it as negative.  :func:`_x_over_nibble_place` divides x to match."""
+    shift = _op.cast((i // 7) * 28, "uint32")
+    mask = _op.shift_left(IntImm("uint32", 15), _op.cast(i * 4 % 28, "uint32"))
+    return _op.cast(_op.cast(_op.bitwise_and(_op.shift_right(word, shift), mask), "int32"), "float32")
+
+
+def _x_over_nibble_place(x: te.Tensor) -> te.Tensor:
+    """x[.., k] divided by the ``16**i`` that :func:`_nibble_in_place` leaves on weight ``k``
+    (``i = k % 8``): a power of two, so every product is exactly the unscaled one."""
+    def scaled(*i: Any) -> Any:
+        place = _op.shift_left(IntImm("int32", 1), _op.cast(i[-1] % INT4_WORD * 4 % 28, "int32"))
+        return x[i] / _op.cast(place, "float32")
+    return te.compute(x.shape, scaled, name=INT4_X_BLOCK)
 
 
 def _int4_at(packed: te.Tensor, scales: te.Tensor, group_size: int) -> Any:
-    """``(j, k) -> `` weight k of row j, decoded (its block, half and lane worked out from k)."""
-    blk = INT4_BLOCK // 2
+    """``(j, k) -> `` weight k of row j, decoded (its tile, word and nibble worked out from j and k)."""
+    t = packed.shape[2]
 
     def weight(j: Any, k: Any) -> Any:
-        return _int4_weight(packed, scales, j, k // INT4_BLOCK, (k // blk) % 2, k % blk, group_size)
+        q = _nibble(packed[j // t, k // INT4_WORD, j % t], k % INT4_WORD) - FloatImm("float32", 8.0)
+        return q * scales[j // t, k // group_size, j % t]
     return weight
 
 
 def dequantize_int4_te(packed: te.Tensor, scales: te.Tensor, group_size: int = 32) -> te.Tensor:
     """The float32 ``[N, K]`` weights of packed int4 ones (:func:`pack_int4`'s layout)."""
-    n, half_k = packed.shape
-    return te.compute((n, half_k * 2), _int4_at(packed, scales, group_size), name="dequantize_int4")
+    tiles, words, t = packed.shape
+    return te.compute((tiles * t, words * INT4_WORD), _int4_at(packed, scales, group_size), name="dequantize_int4")
 
 
 def _decoded_matmul_te(x: te.Tensor, n: Any, k_dim: Any, weight: Any) -> te.Tensor:
@@ -170,19 +211,21 @@ def _decoded_matmul_te(x: te.Tensor, n: Any, k_dim: Any, weight: Any) -> te.Tens
     return te.compute((*x.shape[:-1], n), lambda *i: te.sum(x[(*i[:-1], k)] * w_t[k, i[-1]], axis=k), name="matmul")
 
 
+def _row_value(p: Any, j: Any) -> Any:
+    """Row j's scale or zero point: a folded scalar, a 0-d or 1-element tensor, or one per row."""
+    if not isinstance(p, te.Tensor):
+        return p
+    return p[(0,) * p.ndim] if p.ndim == 0 or int(p.shape[0]) == 1 else p[j]
+
+
 def _int8_weight(wq: te.Tensor, scale: Any, zp: Any) -> Any:
     """``(j, k) -> (Wq[j, k] - zp) * scale`` with a scalar or per-row scale and zero point."""
-    def at(p: Any, j: Any) -> Any:  # a folded scalar, a 0-d or 1-element tensor, or one per row
-        if not isinstance(p, te.Tensor):
-            return p
-        return p[(0,) * p.ndim] if p.ndim == 0 or int(p.shape[0]) == 1 else p[j]
-
     def weight(j: Any, k: Any) -> Any:
         w = _op.cast(wq[j, k], "float32")
-        z = at(zp, j)
+        z = _row_value(zp, j)
         if not (isinstance(z, IntImm) and z.value == 0):  # the pass's own weights are symmetric
             w = w - _op.cast(z, "float32")
-        return w * _op.cast(at(scale, j), "float32")
+        return w * _op.cast(_row_value(scale, j), "float32")
     return weight
 
 
@@ -192,35 +235,58 @@ def _matmul_int8_te(x: te.Tensor, wq: te.Tensor, scale: Any, zp: Any) -> te.Tens
 
 
 def _matmul_int4_te(x: te.Tensor, packed: te.Tensor, scales: te.Tensor, group_size: int) -> te.Tensor:
-    n, half_k = packed.shape
-    return _decoded_matmul_te(x, n, half_k * 2, _int4_at(packed, scales, group_size))
+    tiles, words, t = packed.shape
+    return _decoded_matmul_te(x, tiles * t, words * INT4_WORD, _int4_at(packed, scales, group_size))
 
 
 def _nt_matmul_int8_te(x: te.Tensor, wq: te.Tensor, scale: te.Tensor, zp: Any) -> te.Tensor:
-    """``x @ dequantize(Wq, scale, zp, axis=0).T`` in one reduction: each weight decoded where
-    it is multiplied."""
+    """``x @ dequantize(Wq, scale, zp, axis=0).T``.  A zero point of 0 (the pass's own weights):
+    ``sum_k Wq[j, k] * x[k]`` first, times the row's scale after the reduction, so the loop over
+    k only converts and multiplies; another zero point: each weight decoded where it is used."""
     n, k_dim = wq.shape
     k = te.reduce_axis((IntImm(k_dim.dtype, 0), k_dim), "k")
-    weight = _int8_weight(wq, scale, zp)
-    return te.compute((*x.shape[:-1], n), lambda *i: te.sum(x[(*i[:-1], k)] * weight(i[-1], k), axis=k),
+    if not (isinstance(zp, IntImm) and zp.value == 0):
+        weight = _int8_weight(wq, scale, zp)
+        return te.compute((*x.shape[:-1], n), lambda *i: te.sum(x[(*i[:-1], k)] * weight(i[-1], k), axis=k),
+                          name="NT_matmul")
+    dot = te.compute((*x.shape[:-1], n), lambda *i: te.sum(x[(*i[:-1], k)] * _op.cast(wq[i[-1], k], "float32"),
+                                                           axis=k), name="NT_matmul_q")
+    return te.compute(dot.shape, lambda *i: dot[i] * _op.cast(_row_value(scale, i[-1]), "float32"),
                       name="NT_matmul")
 
 
 def _nt_matmul_int4_te(x: te.Tensor, packed: te.Tensor, scales: te.Tensor, group_size: int) -> te.Tensor:
-    """``x @ unpack_int4(packed, scales).T`` in one reduction over (block, half, lane): the
-    lanes read 16 consecutive bytes, both halves of a byte are used before the next."""
-    n, half_k = packed.shape
-    dtype = half_k.dtype  # the shape's index type for every reduction, so no casts join them
-    blocks = te.reduce_axis((IntImm(dtype, 0), half_k * 2 // INT4_BLOCK), "kb")
-    half = te.reduce_axis((IntImm(dtype, 0), IntImm(dtype, 2)), "kh")
-    lane = te.reduce_axis((IntImm(dtype, 0), IntImm(dtype, INT4_BLOCK // 2)), "kl")
+    """``x @ unpack_int4(packed, scales).T`` for a few rows of x, in three steps that
+    ``tir.transform.schedule_int4_gemv`` schedules as one loop nest over the weights:
 
-    def out(*idx: Any) -> Any:
-        j = idx[-1]
-        k = blocks * INT4_BLOCK + half * (INT4_BLOCK // 2) + lane
-        w = _int4_weight(packed, scales, j, blocks, half, lane, group_size)
-        return te.sum(x[(*idx[:-1], k)] * w, axis=[blocks, half, lane])
-    return te.compute((*x.shape[:-1], n), out, name="NT_matmul")
+    * ``int4_xsum[r, g]``: the sum of x over group g;
+    * ``int4_group_dot[r, j, g]``: ``sum (q + 8) * x`` over group g of row j -- the 4 bits as
+      they are stored, neither the offset nor the scale applied, so the inner loop per weight
+      is a shift, a mask, a conversion and a multiply-add;
+    * ``NT_matmul[r, j]``: ``sum_g scale[j, g] * (dot - 8 * xsum)``, once per group."""
+    tiles, words, t = packed.shape
+    dtype = words.dtype  # the shape's index type for every reduction, so no casts join them
+    n, groups, per_group = tiles * t, words * INT4_WORD // group_size, group_size // INT4_WORD
+    rows = x.shape[:-1]
+    kk = te.reduce_axis((IntImm(dtype, 0), IntImm(dtype, group_size)), "kk")
+    xsum = te.compute((*rows, groups), lambda *i: te.sum(x[(*i[:-1], i[-1] * group_size + kk)], axis=kk),
+                      name=INT4_XSUM_BLOCK)
+    xs = _x_over_nibble_place(x)
+    w = te.reduce_axis((IntImm(dtype, 0), IntImm(dtype, per_group)), "kw")
+    nib = te.reduce_axis((IntImm(dtype, 0), IntImm(dtype, INT4_WORD)), "ki")
+
+    def group_dot(*i: Any) -> Any:
+        r, j, g = i[:-2], i[-2], i[-1]
+        q = _nibble_in_place(packed[j // t, g * per_group + w, j % t], nib)
+        return te.sum(q * xs[(*r, g * group_size + w * INT4_WORD + nib)], axis=[w, nib])
+    dot = te.compute((*rows, n, groups), group_dot, name=INT4_DOT_BLOCK)
+    g = te.reduce_axis((IntImm(dtype, 0), groups), "kg")
+
+    def out(*i: Any) -> Any:
+        j = i[-1]
+        centred = dot[(*i, g)] - FloatImm("float32", 8.0) * xsum[(*i[:-1], g)]
+        return te.sum(scales[j // t, g, j % t] * centred, axis=g)
+    return te.compute((*rows, n), out, name="NT_matmul")
 
 
 # -- QuantizeLinearWeights ------------------------------------------------------------------------
@@ -270,9 +336,9 @@ class _Quantizer:
             wq, s = self.stored(w, [("q", q), ("scale", scale)])
             dequantized = R.dequantize(wq, s, const(0, "int8"), axis=0)
         else:
-            n, k = array.shape
-            if k % INT4_BLOCK or k % self.group_size:
-                return expr  # no packed layout for this K: the layer stays float
+            k = array.shape[1]
+            if k % self.group_size:
+                return expr  # no whole groups in a row: the layer stays float
             packed, scales = pack_int4(array, self.group_size)
             wp, s = self.stored(w, [("q4", packed), ("scale", scales)])
             dequantized = self.bb.call_te(dequantize_int4_te, wp, s, self.group_size,
@@ -337,9 +403,9 @@ class QuantizeLinearWeights:
                  params: dict[str, Any] | None = None):
         if mode not in ("int8", "int4"):
             raise ValueError(f"QuantizeLinearWeights: mode must be 'int8' or 'int4', got {mode!r}")
-        if mode == "int4" and (group_size <= 0 or group_size % (INT4_BLOCK // 2)):
+        if mode == "int4" and (group_size <= 0 or group_size % INT4_WORD):
             raise ValueError(f"QuantizeLinearWeights: the int4 group size must be a positive multiple of "
-                             f"{INT4_BLOCK // 2}, got {group_size}")
+                             f"{INT4_WORD}, got {group_size}")
         self.mode, self.group_size, self.fuse = mode, group_size, fuse
         self.params = dict(params) if params is not None else None
 

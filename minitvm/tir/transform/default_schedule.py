@@ -3,8 +3,9 @@
 For every PrimFunc without the attribute ``"tir.is_scheduled"`` the pass tries a few small
 rules in order and keeps the first one that applies::
 
+    schedule_int4_gemv     the packed-int4 dequantize-GEMV of decode's int4 layers (quantized_gemv.py)
     schedule_gemv          C[0, j] = sum_k x[0, k] * w(j, k) at batch 1 (decode's linear layers, also with
-                           the weight decoded from int8 / packed int4 inside the kernel): stream w once
+                           the weight decoded from int8 inside the kernel): stream w once
     schedule_matmul_nt     C[i, j] = sum_k A[i, k] * B[j, k] with few rows (batch-1 dense): dot products
     schedule_matmul_like   C[i, j] (+batch) = sum_k A * B, maybe with elementwise epilogues
     schedule_matmul_rows_untiled   the same, a symbolic row count one row per tile (when tiling it fails)
@@ -45,6 +46,7 @@ from ..stmt import BufferStore
 from ..stmt_functor import block_realizes
 from ..vector_unit import VectorUnit
 from .function_pass import prim_func_pass
+from .quantized_gemv import schedule_int4_gemv
 
 __all__ = ["DefaultCPUSchedule", "schedule_gemv", "schedule_matmul_nt", "schedule_matmul_like", "schedule_conv2d_like",
            "schedule_elementwise", "schedule_reduction", "pack_into_panels", "RULES", "SCHEDULE_CACHE",
@@ -165,18 +167,21 @@ def _streams_along(value: Any, k: Any, j: Any) -> bool:
 def schedule_gemv(sch: Schedule) -> bool:
     """A matrix-vector product ``C[0, j] = sum_k x[0, k] * w(j, k)`` -- a dense layer at batch 1,
     a decode step's linear layers -- whose weight is read along k: a float ``W[j, k]``, or one
-    decoded inside the kernel (``(Wq[j, k] - zp) * scale[j]``, packed int4 with group scales,
-    where the reductions are (group, half, lane)).  Every weight is read once for one
-    multiply-add, so memory bandwidth bounds the kernel: the schedule streams the weights.
+    decoded inside the kernel (int8 ``Wq[j, k]``, its row's scale applied after the reduction, or
+    ``(Wq[j, k] - zp) * scale[j]``; packed int4 is ``schedule_int4_gemv``'s).  Every weight is
+    read once for one multiply-add, so memory bandwidth bounds the kernel: the schedule streams
+    the weights.
     A decoded weight with up to ``NT_MAX_ROWS`` rows of x is taken too (each weight is decoded
-    once for all rows); a float one with more than one row is ``schedule_matmul_nt``'s.
+    once for all rows); a float one with more than one row is ``schedule_matmul_nt``'s.  A float
+    weight with one row of x reads one weight row at a time (:func:`_schedule_float_gemv`); the
+    steps below are the decoded weights'.
 
     1. Split the innermost reduction by a vector (16 lanes on AVX-512) and j by 4 (fewer with
        more rows); order (j0, outer reductions, k0, rows, j1, k1): four rows of W side by side.
     2. ``rfactor`` k1 into a ``"local"`` buffer: per output a vector of partial sums that LLVM
        keeps in registers for the whole k loop; they are added up after it.
-    3. Vectorize k1, unroll j1 and short outer reductions (the two halves of an int4 byte, so
-       the byte is loaded once), compute the epilogue after each tile of columns.
+    3. Vectorize k1, unroll j1 and short outer reductions, compute the epilogue after each
+       tile of columns.
     4. Run j0 on threads when there are more than ``GEMV_PARALLEL_WORK`` multiply-adds.
     """
     mm = _gemv_block(sch)
@@ -199,6 +204,8 @@ def schedule_gemv(sch: Schedule) -> bool:
     ok, epilogue = _single_epilogue(sch, mm)
     if not ok:
         return False
+    if plain and len(loops) == ns + 1:
+        return _schedule_float_gemv(sch, mm, ns, ext, kf, epilogue)
     row_loops, j, reds = loops[:ns - 1], loops[ns - 1], loops[ns:]
     k0, k1 = sch.split(reds[-1], [None, kf])
     # rows x nj accumulators: a weight decoded once serves every row (AVX-512 has room for 8)
@@ -223,6 +230,49 @@ def schedule_gemv(sch: Schedule) -> bool:
         sch.parallel(j0)
     init = sch.decompose_reduction(rf, red[0])
     sch.vectorize(sch.get_loops(init)[-1])
+    return True
+
+
+def _schedule_float_gemv(sch: Schedule, mm: BlockRV, ns: int, ext: list[int], lanes: int,
+                         epilogue: BlockRV | None) -> bool:
+    """:func:`schedule_gemv` for a float weight ``W[j, k]``: one row of W at a time, read front
+    to back.  Side by side rows (four streams 2 KiB apart at k = 512) defeat the hardware
+    prefetcher: a 1 x 512 x 2752 GEMV streamed 12 GB/s that way and 25 GB/s row by row here,
+    as fast as numpy sums the same bytes.
+
+    k splits into (k0, ka, kl): kl a vector of ``lanes``, ka (up to 4) independent accumulators so
+    the FMAs do not wait on each other.  Two ``rfactor`` steps give the sums a tree:
+    ``acc[ka, kl]`` over k0, then ``part[kl] = sum_ka acc[ka, kl]`` (vector adds), then the
+    ``kl`` lanes into the output -- all per output row, in registers (``"local"``)."""
+    ka = _largest_divisor(ext[-1] // lanes, (4, 2))
+    loops = sch.get_loops(mm)
+    row_loops, j, k = loops[:ns - 1], loops[ns - 1], loops[ns]
+    n_index = len(sch.get(mm).body.indices)
+    k0, k_acc, k_lane = sch.split(k, [None, ka, lanes])
+    sch.reorder(j, *row_loops, k0, k_acc, k_lane)
+    part = sch.rfactor(k_lane, n_index)  # part[.., kl] = sum over (k0, ka)
+    sch.compute_at(part, j, preserve_unit_loops=True)
+    acc = sch.rfactor(sch.get_loops(part)[-1], n_index)  # acc[.., ka, kl] = sum over k0
+    sch.compute_at(acc, j, preserve_unit_loops=True)
+    # acc's loops under j: (ka, kl, rows and j's unit loops, k0) -> (k0, unit loops, ka, kl)
+    a_acc, a_lane, *a_unit, a_k0 = sch.get_loops(acc)[1:]
+    sch.reorder(a_k0, *a_unit, a_acc, a_lane)
+    # part's loops under j: (kl, unit loops, ka) -> (unit loops, ka, kl)
+    p_lane, *p_unit, p_acc = sch.get_loops(part)[1:]
+    sch.reorder(*p_unit, p_acc, p_lane)
+    for block in (acc, part):
+        sch.set_scope(block, 0, "local")
+    for lp in (*a_unit, a_acc, *p_unit, p_acc):
+        sch.unroll(lp)
+    sch.vectorize(a_lane)  # loop kinds before decompose_reduction, as TVM requires
+    sch.vectorize(p_lane)
+    if epilogue is not None:
+        sch.reverse_compute_at(epilogue, j)
+    if math.prod(ext) > GEMV_PARALLEL_WORK:
+        sch.parallel(j)
+    for block, first_reduction in ((acc, a_k0), (part, p_acc)):
+        init = sch.decompose_reduction(block, first_reduction)
+        sch.vectorize(sch.get_loops(init)[-1])
     return True
 
 
@@ -916,7 +966,7 @@ def _loop_is_spatial(sch: Schedule, block: BlockRV, loop_var) -> bool:
 
 # -- the pass -------------------------------------------------------------------------------------
 
-RULES: list[Callable[[Schedule], bool]] = [schedule_gemv, schedule_matmul_nt, schedule_matmul_like,
+RULES: list[Callable[[Schedule], bool]] = [schedule_int4_gemv, schedule_gemv, schedule_matmul_nt, schedule_matmul_like,
                                            schedule_matmul_rows_untiled, schedule_conv2d_like,
                                            schedule_elementwise, schedule_reduction]
 

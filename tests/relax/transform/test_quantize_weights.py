@@ -30,17 +30,21 @@ def test_int8_and_int4_numbers():
     q, scale = quantize_int8(w)
     assert q.dtype == np.int8 and scale.shape == (6,) and np.abs(q).max() == 127
     assert np.abs(q * scale[:, None] - w).max() <= scale.max() / 2 + 1e-6
-    packed, scales = pack_int4(w, group_size=32)
-    assert packed.shape == (6, 32) and packed.dtype == np.uint8 and scales.shape == (6, 2)
+    packed, scales = pack_int4(w, group_size=32)  # 6 rows: tiles of 2 (16 does not divide 6)
+    assert packed.shape == (3, 8, 2) and packed.dtype == np.uint32 and scales.shape == (3, 2, 2)
     err = np.abs(unpack_int4(packed, scales, 32) - w).reshape(6, 2, 32).max(axis=2)
-    assert (err <= scales / 2 + 1e-6).all()
-    # the layout: byte b of a 32-weight block holds weight b (low 4 bits) and weight 16 + b (high)
-    ramp = np.tile(np.arange(-7, 9, dtype="float32")[None, :], (1, 4))  # 64 weights, max 8 ... scale 8/7
-    p, s = pack_int4(ramp, 32)
-    codes = np.round(ramp[0] / s[0, 0]) + 8
-    np.testing.assert_array_equal(p[0, :16] & 15, codes[:16])
-    np.testing.assert_array_equal(p[0, :16] >> 4, codes[16:32])
-    with pytest.raises(ValueError, match="multiple of 32"):
+    assert (err <= np.concatenate(list(scales), axis=1).T / 2 + 1e-6).all()
+    # the layout: word [t, w, r] holds weights 8w .. 8w + 7 of row 64t + r, weight 8w + i in bits 4i..
+    rows = rng.standard_normal((128, 64)).astype("float32")
+    p, s = pack_int4(rows, 32)
+    assert p.shape == (2, 8, 64) and s.shape == (2, 2, 64)
+    for t, word, r, i in [(0, 0, 0, 0), (1, 5, 3, 7), (0, 7, 63, 4), (1, 2, 40, 1)]:
+        j, k = 64 * t + r, 8 * word + i
+        code = (int(p[t, word, r]) >> (4 * i)) & 15
+        assert code == np.clip(np.round(rows[j, k] / s[t, k // 32, r]), -8, 7) + 8
+    with pytest.raises(ValueError, match="multiple of 8"):
+        pack_int4(w[:, :40], 20)
+    with pytest.raises(ValueError, match=r"K a multiple of it \(here 40\)"):
         pack_int4(w[:, :40], 32)
 
 
@@ -99,8 +103,12 @@ def test_fused_kernels_compute_the_dequantized_layer(mode):
     kernels = {gv.name_hint: f for gv, f in relax.get_pipeline("default")(quantized).functions.items()
                if not isinstance(f, relax.Function)}
     assert sorted(kernels) == sorted([f"fused_{kernel}_add_relu", f"{kernel}1"]), sorted(kernels)
-    # an rfactor buffer of partial sums (printed T.alloc_buffer in the MLC era, T.sblock_alloc_buffer in 0.27's)
-    assert all(re.search(r"_rf = T\.(sblock_)?alloc_buffer", f.script()) for f in kernels.values())
+    # partial sums in a local buffer (printed T.alloc_buffer in the MLC era, T.sblock_alloc_buffer in
+    # 0.27's): int8's an rfactor buffer (schedule_gemv), int4's the per-group dot products
+    # (schedule_int4_gemv)
+    partial = r"_rf = T\.(sblock_)?alloc_buffer" if mode == "int8" else \
+        r"int4_group_dot = T\.(sblock_)?alloc_buffer\(.*scope=\"local\""
+    assert all(re.search(partial, f.script()) for f in kernels.values())
     got = _run(quantized, x)
     np.testing.assert_allclose(got, _reference(model, x, *_dequantized(mode, weights)), rtol=1e-5, atol=1e-5)
     fp32 = model(torch.from_numpy(x)).detach().numpy()
@@ -131,7 +139,7 @@ def test_parameter_weights_with_values_become_quantized_parameters(mode):
                      "l2_weight_scale"]
     stripped, params = detach_params(quantized)
     values = [p.numpy() for p in params["main"]]
-    assert values[0].dtype == (np.int8 if mode == "int8" else np.uint8)
+    assert values[0].dtype == (np.int8 if mode == "int8" else np.uint32)
     got = _run(stripped, x, *values)
     np.testing.assert_allclose(got, _reference(model, x, *_dequantized(mode, weights)), rtol=1e-5, atol=1e-5)
 
@@ -168,12 +176,12 @@ def test_leaves_unpackable_and_non_linear_weights_alone():
         z = bb.emit(relax.op.matmul(y, relax.const(rng.standard_normal((8, 4)).astype("float32"))))
         bb.emit_func_output(z)
     mod = bb.get()
-    assert QuantizeLinearWeights("int4")(mod) is mod  # K = 40: no 32-weight blocks; the 2nd: no transpose
+    assert QuantizeLinearWeights("int4")(mod) is mod  # K = 40: no whole groups of 32; the 2nd: no transpose
     assert QuantizeLinearWeights("int8")(mod).script().count("fused_dequantize_NT_matmul(") == 1
     with pytest.raises(ValueError, match="mode must be 'int8' or 'int4'"):
         QuantizeLinearWeights("int3")
-    with pytest.raises(ValueError, match="multiple of 16, got 24"):
-        QuantizeLinearWeights("int4", group_size=24)
+    with pytest.raises(ValueError, match="multiple of 8, got 12"):
+        QuantizeLinearWeights("int4", group_size=12)
 
 
 def test_nn_exported_parameters_quantized_from_a_params_dict():

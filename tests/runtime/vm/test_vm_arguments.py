@@ -86,3 +86,59 @@ def test_param_info_validation():
         ParamInfo.tensor((1.5,))
     assert str(ParamInfo.tensor(("n", None, 3), "int8")) == "Tensor((n, ?, 3), int8)"
     assert ParamInfo.tensor(("n", 2)).ndim == 2
+
+
+def _weights_vm():
+    """``pick(x, ws) -> ws[1]``: a tensor and a tuple of two (a model's input and its weights)."""
+    eb = ExecBuilder()
+    info = [ParamInfo.tensor(("n", 3), "float32"),
+            ParamInfo.tuple_of(ParamInfo.tensor((3, "m"), "float32"), ParamInfo.tensor(("m",), "float32"))]
+    with eb.function("pick", ["x", "ws"], info):
+        eb.emit_ret(eb.emit_call("vm.builtin.tuple_getitem", [eb.r(1), eb.imm(1)]))
+    return VirtualMachine(eb.get())
+
+
+def test_repeated_calls_with_the_same_weights_are_checked_by_what_changed():
+    """A call shaped as the last (the same list of weights, a new input of the same shape)
+    passes at once; a changed field, shape, dtype or list length is checked again."""
+    from minitvm.runtime.ndarray import NDArray
+
+    vm = _weights_vm()
+    rng = np.random.default_rng(55)
+    w, b = NDArray(rng.standard_normal((3, 4)).astype("float32")), NDArray(rng.standard_normal(4).astype("float32"))
+    weights = [w, b]
+    for _ in range(3):  # a new input each call, as a decode step's
+        x = NDArray(rng.standard_normal((2, 3)).astype("float32"))
+        assert vm["pick"](x, weights) is b
+    b2 = NDArray(rng.standard_normal(4).astype("float32"))
+    weights[1] = b2  # the same list object, a new field
+    assert vm["pick"](x, weights) is b2
+    weights[1] = NDArray(np.ones(5, "float32"))
+    with pytest.raises(ValueError, match=r"argument 'ws\[1\]' expects shape \(m,\), got \(5,\): dimension 0 "
+                                         r"is m = 5, but m = 4 from argument 'ws\[0\]'"):
+        vm["pick"](x, weights)
+    weights[1] = b
+    assert vm["pick"](x, weights) is b
+    held = b._array
+    b._array = held.astype("float64")  # the same NDArray now holding another dtype
+    with pytest.raises(TypeError, match=r"argument 'ws\[1\]' expects dtype float32, got float64"):
+        vm["pick"](x, weights)
+    b._array = held
+    weights.append(b2)
+    with pytest.raises(ValueError, match=r"argument 'ws' expects a tuple of 2 fields, got 3"):
+        vm["pick"](x, weights)
+    x_strided = rng.standard_normal((2, 6)).astype("float32")[:, ::2]  # copied by the check: never kept
+    assert vm["pick"](x_strided, (w, b)) is b
+
+
+def test_repeated_call_skips_the_full_check(monkeypatch):
+    from minitvm.runtime.ndarray import NDArray
+
+    vm = _weights_vm()
+    entry = vm._checks["pick"]
+    full = []
+    monkeypatch.setattr(entry, "check", lambda args, inner=entry.check: full.append(1) or inner(args))
+    weights = [NDArray(np.ones((3, 4), "float32")), NDArray(np.ones(4, "float32"))]
+    for n in (2, 2, 2, 5, 5):
+        vm["pick"](NDArray(np.ones((n, 3), "float32")), weights)
+    assert len(full) == 2  # the first call, and the first with n = 5

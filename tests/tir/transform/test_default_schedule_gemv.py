@@ -1,5 +1,6 @@
-"""DefaultCPUSchedule's GEMV rule: batch-1 matrix-vector products over float, int8-decoded and
-packed-int4-decoded weights, with and without an epilogue, against numpy on seeded random data."""
+"""DefaultCPUSchedule's GEMV rule: batch-1 matrix-vector products over float and int8-decoded
+weights, with and without an epilogue, against numpy on seeded random data (packed int4 has a
+rule of its own: test_quantized_gemv.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 import minitvm
 import minitvm.tir.transform.default_schedule as ds
 from minitvm import te
-from minitvm.relax.transform.quantize_weights import _nt_matmul_int4_te, _nt_matmul_int8_te, pack_int4, unpack_int4
+from minitvm.relax.transform.quantize_weights import _nt_matmul_int8_te
 from minitvm.tir import Schedule
 from minitvm.tir.transform.default_schedule import apply_default_schedule, schedule_gemv
 from minitvm.tir.vector_unit import AVX512
@@ -69,6 +70,22 @@ def test_float_gemv_with_bias_relu(rows, parallel):
     np.testing.assert_allclose(got, np.maximum(x @ w.T + b, 0), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("k, lanes, accumulators", [(256, 16, 4), (96, 16, 2), (48, 16, 1), (40, 8, 1)])
+def test_float_gemv_reads_one_weight_row_at_a_time(k, lanes, accumulators, parallel):
+    """Rows side by side defeat the prefetcher: the output column loop is the outermost, each
+    row of w is read whole in ``accumulators`` vectors of ``lanes``, summed as a tree."""
+    rng = np.random.default_rng(54)
+    x, w = rng.standard_normal((1, k)).astype("float32"), rng.standard_normal((24, k)).astype("float32")
+    b = rng.standard_normal(24).astype("float32")
+    sched = apply_default_schedule(_float_gemv(24, k))
+    text = sched.script()
+    assert re.search(rf"NT_matmul_rf_rf = T\.(sblock_)?alloc_buffer\(\(1, 24, {accumulators}, {lanes}\)", text), text
+    assert re.search(r"for i1 in T\.parallel\(24\)" if parallel else r"for i1 in range\(24\)", text), text
+    assert f"T.vectorized({lanes})" in text and "i1_1" not in text, text  # the column loop is not split
+    got = _run(sched, [x, w, b], (1, 24))
+    np.testing.assert_allclose(got, np.maximum(x @ w.T + b, 0), rtol=1e-5, atol=1e-4)
+
+
 @pytest.mark.parametrize("rows", [1, 3])
 def test_int8_decoded_gemv(rows, parallel):
     """A decoded weight serves a few rows at once: 3 rows x 2 columns of accumulators."""
@@ -81,18 +98,6 @@ def test_int8_decoded_gemv(rows, parallel):
     got = _run(_scheduled(func, parallel), [x, wq, scale, zp], (rows, 24))
     want = x @ ((wq.astype("float32") - zp[:, None]) * scale[:, None]).T
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
-
-
-def test_packed_int4_gemv_unrolls_the_two_halves_of_a_byte(parallel):
-    rng = np.random.default_rng(52)
-    x = rng.standard_normal((1, 1, 256)).astype("float32")
-    packed, scales = pack_int4(rng.standard_normal((20, 256)).astype("float32"), group_size=64)
-    args = [te.placeholder(a.shape, str(a.dtype)) for a in (x, packed, scales)]
-    func = te.create_prim_func([*args, _nt_matmul_int4_te(*args, 64)])
-    sched = _scheduled(func, parallel)
-    assert "T.unroll(2)" in sched.script()
-    got = _run(sched, [x, packed, scales], (1, 1, 20))
-    np.testing.assert_allclose(got, x @ unpack_int4(packed, scales, 64).T, rtol=1e-5, atol=1e-5)
 
 
 def test_declines_rows_short_k_and_strided_reads():

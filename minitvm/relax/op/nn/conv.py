@@ -12,6 +12,7 @@ from ....topi.nn.conv_transpose import conv_transpose_out_size
 from ...expr import Call, Expr
 from ...struct_info import StructInfo, StructInfoError, TensorStructInfo, dim_text, shape_text
 from .._utils import const_dim, same_dtype
+from ..layout import layout_axes, shape_from_primal, shape_to_primal
 from ..registry import OpPattern, check_num_args, make_call, register, tensor_arg
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv1d_transpose", "conv2d_transpose"]
@@ -33,6 +34,8 @@ def conv_sinfo(call: Call, op: str, dim: int) -> StructInfo:
     x, w = tensor_arg(call, 0, op, "data"), tensor_arg(call, 1, op, "weight")
     a = call.attrs
     dl, kl, ol = a["data_layout"], a["kernel_layout"], a["out_layout"]
+    if any(not layout.isalpha() or not layout.isupper() for layout in (dl, kl, ol)):
+        return _blocked_conv_sinfo(call, op, dim, x, w)
     spatial = _check_layout(op, dl, "NC", dim, "data")
     kspatial = _check_layout(op, kl, "OI", dim, "kernel")
     if sorted(spatial) != sorted(kspatial):
@@ -66,6 +69,27 @@ def conv_sinfo(call: Call, op: str, dim: int) -> StructInfo:
                                   f"{shape_text(xs)} (output size {const_dim(size)} along {ch})")
         out[dl.index(ch)] = size
     return TensorStructInfo(out, out_dtype)
+
+
+def _blocked_conv_sinfo(call: Call, op: str, dim: int, x: TensorStructInfo, w: TensorStructInfo) -> StructInfo:
+    """A convolution whose layouts block an axis (``NCHW4c`` data, ``OIHW4o`` kernel): the
+    output computed on the whole axes, then laid out as ``out_layout``."""
+    a = call.attrs
+    dl, kl, ol = a["data_layout"], a["kernel_layout"], a["out_layout"]
+    primal = [ch for ch in dl if ch.isupper()]
+    spatial = [ch for ch in primal if ch not in "NC"]
+    if sorted(primal) != sorted("NC" + "DHW"[3 - dim:]) or sorted(ch for ch in kl if ch.isupper()) != \
+            sorted("OI" + "DHW"[3 - dim:]):
+        raise StructInfoError(f"{op}: layouts {dl!r}/{kl!r} must name N, C (O, I) and {dim} spatial dimensions")
+    out_dtype = a["out_dtype"] or same_dtype(op, [x, w])
+    if x.shape_values is None or w.shape_values is None:
+        return TensorStructInfo(None, out_dtype, None, len(layout_axes(ol)))
+    xp, wp = shape_to_primal(dl, list(x.shape_values)), shape_to_primal(kl, list(w.shape_values))
+    pad = a["padding"]
+    out = {"N": xp["N"], "C": wp["O"]}
+    for j, ch in enumerate(spatial):
+        out[ch] = conv_out_size(xp[ch], wp[ch], pad[j], pad[j + dim], a["strides"][j], a["dilation"][j])
+    return TensorStructInfo(shape_from_primal(ol, out), out_dtype)
 
 
 def _per_dim(v: Any, dim: int, what: str) -> tuple:

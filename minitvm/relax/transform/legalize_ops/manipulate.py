@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from .... import te, topi
+from .... import te, tir, topi
+from ....tir.function import PrimFunc
+from ....tir.functor import substitute
 from ...block_builder import BlockBuilder
 from ...expr import Call, Expr, struct_info_of
 from ...op._utils import product
-from ...op.base import call_pure_packed
+from ...op.base import call_pure_packed, call_tir
 from .common import _tensors_of, register_legalize
 
 
@@ -59,6 +61,62 @@ def _gather_elements(bb: BlockBuilder, call: Call) -> Expr:
 def _scatter_elements(bb: BlockBuilder, call: Call) -> Expr:
     return bb.call_te(topi.scatter_elements, *call.args, axis=call.attrs["axis"], reduction=call.attrs["reduction"],
                       primfunc_name_hint="scatter_elements")
+
+
+@register_legalize("relax.layout_transform")
+def _layout_transform(bb: BlockBuilder, call: Call) -> Expr:
+    """As TVM writes it: an identity kernel whose output buffer ``transform_layout`` moves
+    into the new layout (``pad_value``, 0 by default, fills padding), named
+    ``te_layout_transform[_with_pad][_axis_separator]``; where the schedule cannot do that,
+    a kernel reading the input through the inverse map."""
+    x = call.args[0]
+    shape = list(struct_info_of(x).shape_values)
+    index_map = call.attrs["index_map"]
+    dtype = struct_info_of(x).dtype
+    pad = call.attrs.get("pad_value")
+    pad_value = pad.value if pad is not None else tir.const(0, dtype)
+    inverse, padding = index_map.non_surjective_inverse(shape)
+    name = "te_layout_transform" + ("" if isinstance(padding, tir.IntImm) else "_with_pad") + \
+        ("_axis_separator" if call.attrs["axis_separators"] else "")
+    if not isinstance(padding, tir.IntImm):
+        # minitvm's transform_layout leaves a padded output's padding loop unbound: read the
+        # input through the inverse map instead
+        return _layout_transform_by_inverse(bb, call, inverse, padding, pad_value, name)
+    data = te.placeholder(shape, dtype, "A")
+    out = te.compute(shape, lambda *i: data(*i), name=name)
+    prim = te.create_prim_func([data, out], index_dtype_override="int64")
+    sch = tir.Schedule(prim.with_attr("tir.noalias", True))
+    sch.transform_layout(name, ("write", 0), index_map, pad_value)
+    if call.attrs["axis_separators"]:
+        sch.set_axis_separator(name, ("write", 0), list(call.attrs["axis_separators"]))
+    if call.attrs["input_axis_separators"]:
+        sch.set_axis_separator(name, ("read", 0), list(call.attrs["input_axis_separators"]))
+    func = sch.mod["main"]
+    # private, as TVM's: the module's GlobalVar names it
+    func = PrimFunc(func.params, func.buffer_map, func.body, func.ret_type,
+                    {k: v for k, v in func.attrs.items() if k != "global_symbol"})
+    return call_tir(bb.add_func(func, name), (x,), call.struct_info)
+
+
+def _layout_transform_by_inverse(bb: BlockBuilder, call: Call, inverse: Any, padding: Any, fill: Any,
+                                 name: str) -> Expr:
+    """Each output element reads the input at ``inverse`` of its indices; where the map pads
+    (``padding``, over the inverse's indices, holds), ``fill``."""
+    index_map = call.attrs["index_map"]
+
+    def te_layout_transform(data: te.Tensor) -> te.Tensor:
+        out_shape = index_map.map_shape(list(data.shape))
+
+        def element(*idx: Any) -> Any:
+            env = {v: tir.Cast(v.dtype, i) if v.dtype != i.dtype else i for v, i in zip(inverse.initial_indices, idx)}
+            src = [tir.Cast(s.dtype, substitute(e, env)) if e.dtype != s.dtype else substitute(e, env)
+                   for e, s in zip(inverse.final_indices, data.shape)]
+            value = data(*src)
+            if isinstance(padding, tir.IntImm) and not padding.value:
+                return value
+            return tir.if_then_else(substitute(padding, env), fill, value)
+        return te.compute(out_shape, element, name=name)
+    return bb.call_te(te_layout_transform, call.args[0], primfunc_name_hint=name)
 
 
 def _hint_on_device(bb: BlockBuilder, call: Call) -> Expr:

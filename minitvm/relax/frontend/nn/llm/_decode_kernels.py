@@ -31,9 +31,9 @@ def _attention_decode_cpu(num_kv_heads: int, num_qo_heads: int, head_dim: int, d
     output = kb.buffer("output", (batch, num_qo_heads, head_dim), dtype)
     sm_scale = kb.scalar("sm_scale", "float32")
     with kb.loop("b", batch) as b:
-        page_of, kv_len = table.sequence(kb, b)
+        page_at, kv_len = table.sequence(kb, b)
         kind = "parallel" if num_qo_heads * head_dim >= DECODE_PARALLEL_HEAD_WORK else "serial"
         with kb.loop("h", num_qo_heads, kind) as h:
-            online_softmax_attention(kb, lambda d: q[b, h, d], table.pages, h // group, page_of, kv_len, sm_scale,
+            online_softmax_attention(kb, lambda d: q[b, h, d], table.pages, h // group, page_at, kv_len, sm_scale,
                                      lambda d, value: kb.store(output, (b, h, d), tir_op.cast(value, dtype)))
     return kb.func()

@@ -31,12 +31,12 @@ def _attention_prefill_cpu(num_kv_heads: int, num_qo_heads: int, head_dim: int, 
     with kb.loop("b", batch) as b:
         q_begin = kb.let("q_begin", q_indptr[b])
         q_len = kb.let("q_len", q_indptr[b + 1] - q_begin)
-        page_of, kv_len = table.sequence(kb, b)
+        page_at, kv_len = table.sequence(kb, b)
         with kb.loop("i", q_len, "parallel") as i:  # query rows are independent: each its own softmax
             row = kb.let("row", q_begin + i)
             visible = kb.let("visible", kv_len - q_len + i + 1)  # the causal mask
             with kb.loop("h", num_qo_heads) as h:
-                online_softmax_attention(kb, lambda d: q[row, h, d], table.pages, h // group, page_of, visible,
+                online_softmax_attention(kb, lambda d: q[row, h, d], table.pages, h // group, page_at, visible,
                                          sm_scale,
                                          lambda d, value: kb.store(output, (row, h, d), tir_op.cast(value, dtype)))
     return kb.func()
