@@ -26,17 +26,20 @@ class IRModule(Node):
     module (TVM allows it too); passes return new modules.
     """
 
-    _field_names = ("functions", "attrs")
+    _field_names = ("functions", "attrs", "global_infos")
     # function names are defined by the module; each function binds its own variables
     _scoped_fields = frozenset({"functions"})
 
-    def __init__(self, functions: dict | None = None, attrs: dict | None = None):
+    def __init__(self, functions: dict | None = None, attrs: dict | None = None,
+                 global_infos: dict | None = None):
         funcs: dict[GlobalVar, Any] = {}
         for key, func in (functions or {}).items():
             gv = key if isinstance(key, GlobalVar) else GlobalVar(str(key))
             funcs[gv] = func
         object.__setattr__(self, "functions", dict(sorted(funcs.items(), key=lambda kv: kv[0].name_hint)))
         object.__setattr__(self, "attrs", dict(attrs or {}))
+        # module-level facts by name (TVM's ``mod.global_infos``: {"vdevice": [VDevice, ...]})
+        object.__setattr__(self, "global_infos", {str(k): list(v) for k, v in (global_infos or {}).items()})
         # Python functions beside the IR (TVM's ``mod.pyfuncs``: a BasePyModule's @I.pyfunc methods,
         # RelaxToPyFuncConverter's results); not a field, so equality and printing ignore it
         object.__setattr__(self, "pyfuncs", {})
@@ -93,15 +96,20 @@ class IRModule(Node):
 
     def with_function(self, name: str | GlobalVar, func: Any) -> "IRModule":
         """A new module with ``name`` set to ``func`` (same GlobalVar if it exists)."""
-        new = IRModule(self.functions, self.attrs)
+        new = IRModule(self.functions, self.attrs, self.global_infos)
         new._put(name, func)
         return new
 
     def without(self, name: str) -> "IRModule":
-        return IRModule({gv: f for gv, f in self.functions.items() if gv.name_hint != name}, self.attrs)
+        return IRModule({gv: f for gv, f in self.functions.items() if gv.name_hint != name}, self.attrs,
+                        self.global_infos)
 
     def with_attr(self, key: str, value: Any) -> "IRModule":
-        return IRModule(self.functions, {**self.attrs, key: value})
+        return IRModule(self.functions, {**self.attrs, key: value}, self.global_infos)
+
+    def update_global_info(self, name: str, infos: list) -> None:
+        """Set the global infos under ``name`` (TVM allows this in place, like ``mod[name] = f``)."""
+        object.__setattr__(self, "global_infos", {**self.global_infos, str(name): list(infos)})
 
     def items(self) -> Iterator[tuple[GlobalVar, Any]]:
         return iter(list(self.functions.items()))
@@ -116,7 +124,7 @@ class IRModule(Node):
         return len(self.functions)
 
     def copy(self) -> "IRModule":
-        return IRModule(self.functions, self.attrs)
+        return IRModule(self.functions, self.attrs, self.global_infos)
 
     def __repr__(self) -> str:
         return f"IRModule({', '.join(self.keys())})"

@@ -415,7 +415,7 @@ class ModuleFactory:
         self.__name__ = original_class.__name__
 
     def __call__(self, device: Device | None = None, target: Any = None) -> BasePyModule:
-        instance_mod = IRModule(self.ir_module.functions, self.ir_module.attrs)
+        instance_mod = IRModule(self.ir_module.functions, self.ir_module.attrs, self.ir_module.global_infos)
         instance_mod.pyfuncs.update(self.ir_module.pyfuncs)
         return BasePyModule(instance_mod, device if device is not None else cpu(0), target)
 
@@ -438,6 +438,6 @@ def make_module_factory(mod: IRModule, pyfuncs: dict[str, Callable[..., Any]], c
     taken = {gv.name_hint: gv for gv in functions}
     for name in pyfuncs:
         functions[taken.get(name, GlobalVar(name))] = ExternFunc(name)
-    module = IRModule(functions, mod.attrs)
+    module = IRModule(functions, mod.attrs, mod.global_infos)
     module.pyfuncs.update(pyfuncs)
     return ModuleFactory(module, pyfuncs, cls)

@@ -110,7 +110,7 @@ class BlockBuilder:
     """Builds Relax functions into an IRModule (``BlockBuilder(mod)`` extends ``mod``)."""
 
     def __init__(self, mod: IRModule | None = None) -> None:
-        self._mod = IRModule(mod.functions, mod.attrs) if mod is not None else IRModule()
+        self._mod = IRModule(mod.functions, mod.attrs, mod.global_infos) if mod is not None else IRModule()
         self._func: _FunctionFrame | None = None
         self._blocks: list[_BlockFrame] = []
         self._bindings: dict[int, tuple[Var, Any]] = {}
@@ -375,7 +375,7 @@ class BlockBuilder:
         if self._func is not None and not self._func.output_emitted:
             raise RuntimeError(f"bb.get() inside bb.function({self._func.name!r}) before bb.emit_func_output; "
                                "call it after the `with`")
-        return IRModule(self._mod.functions, self._mod.attrs)
+        return IRModule(self._mod.functions, self._mod.attrs, self._mod.global_infos)
 
     finalize = get
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..ir.deep import deep
+from ..ir.global_info import _PARSING, DummyGlobalInfo, VDevice
+from ..ir.global_info import lookup_vdevice as _lookup_vdevice
 from ..ir.module import GlobalVar, IRModule
 from ..ir.structural import structural_equal
 from ..relax.base_py_module import make_module_factory
@@ -24,7 +26,8 @@ from . import tir as T
 from .diagnostics import Source, TVMScriptError
 from .parser import DeferredFunction, _TIRParser, parse_prim_func_ast
 
-__all__ = ["ir_module", "pyfunc", "GlobalVar", "module_attrs", "register_function_parser", "FunctionParser"]
+__all__ = ["ir_module", "pyfunc", "GlobalVar", "module_attrs", "register_function_parser", "FunctionParser",
+           "module_global_infos", "vdevice", "dummy_global_info", "lookup_vdevice"]
 
 
 @dataclass(frozen=True)
@@ -128,6 +131,28 @@ def module_attrs(attrs: dict) -> None:
     sys._getframe(1).f_locals["__module_attrs__"] = dict(attrs)
 
 
+def module_global_infos(global_infos: dict) -> None:
+    """Inside an ``@I.ir_module`` class body: the module's global infos
+    (``{"vdevice": [I.vdevice("llvm"), ...]}``)."""
+    if not isinstance(global_infos, dict) or not all(isinstance(v, (list, tuple)) for v in global_infos.values()):
+        raise TypeError("I.module_global_infos takes a dict of name -> list of global infos")
+    sys._getframe(1).f_locals["__module_global_infos__"] = {str(k): list(v) for k, v in global_infos.items()}
+
+
+def vdevice(target: Any = None, vdevice_id: int = 0, memory_scope: str = "global") -> VDevice:
+    """``I.vdevice("llvm", 0, "global")``: a virtual device for ``I.module_global_infos``."""
+    return VDevice(target, vdevice_id, memory_scope)
+
+
+def dummy_global_info() -> DummyGlobalInfo:
+    return DummyGlobalInfo()
+
+
+def lookup_vdevice(target_kind: str | None = None, device_index: int = -1) -> VDevice:
+    """The ``device_index``-th virtual device of ``target_kind`` in the module being parsed."""
+    return _lookup_vdevice(str(target_kind), device_index)
+
+
 def ir_module(cls: type | None = None, *, check_well_formed: bool = True, s_tir: bool = False) -> Any:
     """Build an ``IRModule`` from a class whose methods are ``@T.prim_func`` / ``@R.function``
     functions; ``@I.ir_module(check_well_formed=False)`` skips the Relax functions'
@@ -144,8 +169,19 @@ def ir_module(cls: type | None = None, *, check_well_formed: bool = True, s_tir:
     return build if cls is None else build(cls)
 
 
-@deep
 def _build_module(cls: type, deferred_type: type, check_well_formed: bool = True) -> IRModule:
+    # struct infos name the module's virtual devices ("llvm:0") while its functions are parsed
+    global_infos = vars(cls).get("__module_global_infos__") or {}
+    _PARSING.append(global_infos)
+    try:
+        mod = _build_functions(cls, deferred_type, check_well_formed)
+    finally:
+        _PARSING.pop()
+    return IRModule(mod.functions, mod.attrs, global_infos)
+
+
+@deep
+def _build_functions(cls: type, deferred_type: type, check_well_formed: bool) -> IRModule:
     members = {k: v for k, v in vars(cls).items() if not k.startswith("__")}
     global_vars = {name: GlobalVar(name) for name, v in members.items()
                    if isinstance(v, deferred_type) or _is_function_node(v)}
@@ -214,20 +250,34 @@ def parse_module_class(cdef: ast.ClassDef, source: Source, namespace: dict,
     functions = {}
     attrs = None
     decorated = {}
+    # the module's virtual devices first: struct infos of every function may name them
+    global_infos = {}
     for stmt in cdef.body:
-        if isinstance(stmt, ast.FunctionDef):
-            parser, options = function_decorator(stmt, evaluator)
-            if not check_well_formed:
-                options = {**options, "check_well_formed": False}
-            decorated[stmt.name] = (parser, options)
-            if parser.declare is not None:
-                parser.declare(stmt, source, namespace, options, global_vars, stmt.name)
-    _GENERATED.append({})
+        if _is_call_of(stmt, evaluator, module_global_infos):
+            global_infos = {str(k): list(v) for k, v in evaluator.eval(stmt.value.args[0]).items()}
+    _PARSING.append(global_infos)
     try:
-        attrs = _parse_class_body(cdef, source, namespace, evaluator, decorated, global_vars, functions)
+        for stmt in cdef.body:
+            if isinstance(stmt, ast.FunctionDef):
+                parser, options = function_decorator(stmt, evaluator)
+                if not check_well_formed:
+                    options = {**options, "check_well_formed": False}
+                decorated[stmt.name] = (parser, options)
+                if parser.declare is not None:
+                    parser.declare(stmt, source, namespace, options, global_vars, stmt.name)
+        _GENERATED.append({})
+        try:
+            attrs = _parse_class_body(cdef, source, namespace, evaluator, decorated, global_vars, functions)
+        finally:
+            functions.update(_GENERATED.pop())
     finally:
-        functions.update(_GENERATED.pop())
-    return IRModule(functions, attrs)
+        _PARSING.pop()
+    return IRModule(functions, attrs, global_infos)
+
+
+def _is_call_of(stmt: ast.stmt, evaluator: Any, func: Callable) -> bool:
+    return (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
+            and evaluator.eval(stmt.value.func) is func)
 
 
 def _parse_class_body(cdef: ast.ClassDef, source: Source, namespace: dict, evaluator: Any,
@@ -238,9 +288,10 @@ def _parse_class_body(cdef: ast.ClassDef, source: Source, namespace: dict, evalu
             parser, options = decorated[stmt.name]
             functions[global_vars[stmt.name]] = parser.parse(stmt, source, namespace, options,
                                                              global_vars, stmt.name)
-        elif (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
-              and evaluator.eval(stmt.value.func) is module_attrs):
+        elif _is_call_of(stmt, evaluator, module_attrs):
             attrs = evaluator.eval(stmt.value.args[0])
+        elif _is_call_of(stmt, evaluator, module_global_infos):
+            continue  # read before the functions
         elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
             continue  # docstring
         elif (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)

@@ -28,6 +28,7 @@ from typing import Any, Callable
 
 from ..eras import ERAS, MLC_ERA, TODAY_ERA
 from ..ir.deep import deep_on_overflow
+from ..ir.global_info import _PRINTING
 from ..ir.module import GlobalVar, IRModule
 from ..ir.node import Node
 from ..ir.notebook import in_notebook
@@ -543,6 +544,17 @@ class _TIRPrinter:
         lines += ["@I.ir_module", "class Module:"]
         if mod.attrs:
             lines.append(f"    I.module_attrs({self.value(dict(mod.attrs))})")
+        if mod.global_infos:
+            infos = ", ".join(f'"{k}": [{", ".join(repr(i) for i in v)}]' for k, v in mod.global_infos.items())
+            lines.append(f"    I.module_global_infos({{{infos}}})")
+        _PRINTING.append(mod.global_infos)
+        try:
+            self._print_functions(mod, lines, kwargs)
+        finally:
+            _PRINTING.pop()
+        return "\n".join(lines)
+
+    def _print_functions(self, mod: IRModule, lines: list, kwargs: dict) -> None:
         first = True
         for gv, func in mod.functions.items():
             if not first:
@@ -560,7 +572,6 @@ class _TIRPrinter:
             lines += ["    " + ln if ln else "" for ln in body]
         if first:
             lines.append("    pass")
-        return "\n".join(lines)
 
     def print_prim_func(self, f: PrimFunc, name: str) -> list[str]:
         self.push()

@@ -26,6 +26,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any
 
+from ..ir import global_info as _global_info
 from ..ir.module import GlobalVar
 from ..relax import op as _op
 from ..relax.expr import (
@@ -64,6 +65,7 @@ __all__ = [
     "dataflow", "output", "func_attr", "match_cast", "const", "shape", "prim_value", "str",
     "dtype", "call_tir", "call_dps_packed", "call_pure_packed", "call_packed", "ExternFunc", "nn",
     "emit_te", "call_tir_inplace", "tuple", "TupleGetItem", "macro",
+    "device", "cpu", "cuda", "opencl", "vulkan", "metal",
 ]
 
 _builtin_str = str
@@ -127,7 +129,17 @@ def Tensor(shape: Any = None, dtype: Any = None, vdevice: Any = None,  # noqa: N
         shape, dtype = None, shape
     if shape is not None and not isinstance(shape, (ShapeExpr, Var)):
         shape = _dims(shape, "R.Tensor")
-    return TensorStructInfo(shape, dtype if dtype is not None else "void", vdevice, ndim)
+    return TensorStructInfo(shape, dtype if dtype is not None else "void", _vdevice(vdevice), ndim)
+
+
+def _vdevice(vdevice: Any) -> Any:
+    """``"llvm"`` / ``"cuda:1"``: the module's virtual device of that kind and index, once the
+    module is being parsed (Python also evaluates annotations earlier, when the class body runs:
+    the text stays text then, as TVM's lookup outside a module finds nothing)."""
+    if isinstance(vdevice, _builtin_str) and _global_info._PARSING:
+        kind, index, _scope = _global_info.parse_vdevice_text(vdevice)
+        return _global_info.lookup_vdevice(kind, index)
+    return vdevice
 
 
 def Shape(values: Any = None, ndim: int = -1) -> ShapeStructInfo:  # noqa: N802
@@ -417,6 +429,34 @@ def function(func: Any = None, *, pure: bool = True, private: bool = False,
 
 
 # -- every Relax operator as R.<name> ----------------------------------------------------------------
+
+# -- devices for R.hint_on_device ---------------------------------------------------------------
+
+def device(dev_type: int, index: int = 0) -> _builtin_tuple:
+    """``R.device(1, 0)``: a device by DLPack type code and index, for ``R.hint_on_device``
+    (any code, as the hint only names a device of the module's vdevice list)."""
+    return (int(dev_type), int(index))
+
+
+def cpu(index: int = 0) -> _builtin_tuple:
+    return device(1, index)
+
+
+def cuda(index: int = 0) -> _builtin_tuple:
+    return device(2, index)
+
+
+def opencl(index: int = 0) -> _builtin_tuple:
+    return device(4, index)
+
+
+def vulkan(index: int = 0) -> _builtin_tuple:
+    return device(7, index)
+
+
+def metal(index: int = 0) -> _builtin_tuple:
+    return device(8, index)
+
 
 def __getattr__(name: _builtin_str) -> Any:
     """``R.add``, ``R.matmul`` ...: looked up in :mod:`minitvm.relax.op` when asked for."""

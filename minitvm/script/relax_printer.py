@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..eras import TODAY_ERA
+from ..ir.global_info import vdevice_text
 from ..ir.module import GlobalVar
 from ..ir.op import Op
 from ..ir.structural import structural_equal
@@ -128,6 +129,8 @@ class RelaxPrinter:
                 args.append(f"ndim={s.ndim}")
             if s.dtype != "void":
                 args.append(f'dtype="{s.dtype}"')
+            if s.vdevice is not None:
+                args.append(f'vdevice="{vdevice_text(s.vdevice)}"')
             return f"R.Tensor({', '.join(args)})" if args else "R.Tensor"
         if isinstance(s, ShapeStructInfo):
             if s.values is not None:
@@ -259,6 +262,12 @@ class RelaxPrinter:
                 rest = "".join(f"{a}, " for a in args[1:])
                 return (f"R.call_pure_packed({_str(c.args[0].global_symbol)}, {rest}"
                         f"sinfo_args={self.out_sinfo(c.sinfo_args)})")
+            if op.name == "relax.hint_on_device":
+                a = c.attrs
+                scope = "" if a["memory_scope"] == "global" else f', {_str(a["memory_scope"])}'
+                return f"R.hint_on_device({args[0]}, R.device({a['device_type']}, {a['index']}){scope})"
+            if op.name == "relax.to_vdevice":
+                return f'R.to_vdevice({args[0]}, "{vdevice_text(c.attrs["dst_vdevice"])}")'
             kwargs = [f"{k}={self.value(v)}" for k, v in (c.attrs or {}).items()]
             return f"{self.expr(op)}({', '.join(args + kwargs)})"
         if isinstance(op, ExternFunc):

@@ -110,3 +110,16 @@ def where(condition: Any, x: Any, y: Any) -> te.Tensor:
         return _op.Select(cond, *_op._promote(rx(idx), ry(idx)))
 
     return te.compute(shape, fcompute, name="T_where")
+
+
+def _install_tensor_operators() -> None:
+    """``A + 1``, ``A * B`` on ``te.Tensor``s: the broadcasting topi op, as TVM's topi installs
+    them on import (te sits below topi, so topi adds them)."""
+    ops = {"add": globals()["add"], "sub": globals()["subtract"], "mul": globals()["multiply"],
+           "truediv": globals()["divide"]}
+    for name, fn in ops.items():
+        setattr(te.Tensor, f"__{name}__", lambda a, b, fn=fn: fn(a, b))
+        setattr(te.Tensor, f"__r{name}__", lambda a, b, fn=fn: fn(b, a))
+
+
+_install_tensor_operators()

@@ -79,4 +79,7 @@ __all__ = [
 # every element-wise operator of the table (minitvm.tir.op_table): relax.op.exp ... relax.op.atan2
 globals().update({_row.name: getattr(binary if _row.arity == 2 else unary, _row.name) for _row in ELEMENTWISE})
 __all__ += [_row.name for _row in ELEMENTWISE]
+from .vdevice import hint_on_device, to_vdevice  # noqa: E402 - virtual devices
+
+__all__ += ["hint_on_device", "to_vdevice"]
 from . import image  # noqa: E402 - relax.op.image (resize2d), apart so branches adding ops merge cleanly

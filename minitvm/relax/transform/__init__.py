@@ -57,3 +57,5 @@ from .combine_parallel_matmul import CombineParallelMatmul  # noqa: E402
 from .alter_op_impl import AlterOpImpl  # noqa: E402
 from .optimize_layout_transform import OptimizeLayoutTransform  # noqa: E402
 from .gradient import Gradient  # noqa: E402
+from .realize_vdevice import RealizeVDevice  # noqa: E402
+from .update_vdevice import UpdateVDevice  # noqa: E402

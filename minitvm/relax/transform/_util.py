@@ -22,7 +22,7 @@ def map_functions(mod: IRModule, rewrite: Callable[[Function, IRModule], Functio
                 changed[gv] = new
     if not changed:
         return mod
-    return IRModule({gv: changed.get(gv, f) for gv, f in mod.functions.items()}, mod.attrs)
+    return IRModule({gv: changed.get(gv, f) for gv, f in mod.functions.items()}, mod.attrs, mod.global_infos)
 
 
 def rewrite_with_builder(mod: IRModule, mutator: ExprMutator) -> tuple[IRModule, bool]:

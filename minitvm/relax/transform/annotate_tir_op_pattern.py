@@ -192,4 +192,4 @@ class AnnotateTIROpPattern:
                 changed[gv] = func.with_attr("op_pattern", int(analyze_op_pattern(func)))
         if not changed:
             return mod
-        return IRModule({gv: changed.get(gv, f) for gv, f in mod.functions.items()}, mod.attrs)
+        return IRModule({gv: changed.get(gv, f) for gv, f in mod.functions.items()}, mod.attrs, mod.global_infos)

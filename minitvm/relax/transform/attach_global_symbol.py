@@ -63,4 +63,4 @@ class AttachGlobalSymbol:
         if renames:  # calls of a renamed kernel name it by its new GlobalVar
             functions = {gv: _Renamer(mod, renames).visit_expr(f) if isinstance(f, Function) else f
                          for gv, f in functions.items()}
-        return IRModule(functions, mod.attrs)
+        return IRModule(functions, mod.attrs, mod.global_infos)

@@ -52,7 +52,7 @@ def _remove_unreachable(mod: IRModule, entries: set[str]) -> IRModule:
                 stack.append(target)
     if len(seen) == len(mod.functions):
         return mod
-    return IRModule({gv: f for gv, f in mod.functions.items() if gv in seen}, mod.attrs)
+    return IRModule({gv: f for gv, f in mod.functions.items() if gv in seen}, mod.attrs, mod.global_infos)
 
 
 @module_pass(opt_level=1, name="DeadCodeElimination")
@@ -77,5 +77,5 @@ class DeadCodeElimination:
             changed |= new is not func
             funcs[gv] = new
         if changed:
-            mod = IRModule(funcs, mod.attrs)
+            mod = IRModule(funcs, mod.attrs, mod.global_infos)
         return _remove_unreachable(mod, entries)

@@ -296,7 +296,7 @@ def annotate_codegen(mod: IRModule) -> IRModule:
     for gv, f in callers:
         funcs[gv] = renamer.visit_expr(f)
     funcs.update(wrapped)
-    return IRModule(funcs, mod.attrs)
+    return IRModule(funcs, mod.attrs, mod.global_infos)
 
 
 def fresh_name(base: str, taken: set[str]) -> str:

@@ -473,7 +473,7 @@ def _replace_callees(mod: IRModule, new_funcs: dict[GlobalVar, tuple[GlobalVar, 
             functions[new_gv] = new_func
         else:
             functions[gv] = func
-    out = IRModule(functions, mod.attrs)
+    out = IRModule(functions, mod.attrs, mod.global_infos)
     return map_functions(out, lambda f, m: _CallSites(m).visit_expr(f))
 
 
@@ -587,5 +587,5 @@ def _fuse_tir(mod: IRModule) -> IRModule:
     if fused:
         mod = map_functions(mod, lambda f, m: f if f.attrs.get("Primitive") else
                             _CallsToCallTIR(m, fused).visit_expr(f))
-        mod = IRModule({gv: prim_funcs.get(gv, f) for gv, f in mod.functions.items()}, mod.attrs)
+        mod = IRModule({gv: prim_funcs.get(gv, f) for gv, f in mod.functions.items()}, mod.attrs, mod.global_infos)
     return DeadCodeElimination()(mod)

@@ -245,7 +245,7 @@ class MergeCompositeFunctions:
         funcs = {gv: f for gv, f in grouped.functions.items() if gv not in renamed}
         funcs[main_gv] = _CallRenamer(grouped, renamed).visit_expr(grouped[main_gv])
         funcs.update(offloaded)
-        return DeadCodeElimination(["main"])(IRModule(funcs, grouped.attrs))
+        return DeadCodeElimination(["main"])(IRModule(funcs, grouped.attrs, grouped.global_infos))
 
 
 def _callees(func: Function) -> list[GlobalVar]:

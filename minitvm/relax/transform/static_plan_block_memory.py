@@ -535,5 +535,5 @@ def _rewrite_module(mod: IRModule) -> IRModule:
                 changed[gv] = new
     if not changed:
         return mod
-    return IRModule({gv: changed.get(gv, f) for gv, f in mod.functions.items()}, mod.attrs)
+    return IRModule({gv: changed.get(gv, f) for gv, f in mod.functions.items()}, mod.attrs, mod.global_infos)
 

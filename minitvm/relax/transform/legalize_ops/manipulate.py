@@ -11,7 +11,7 @@ from ....tir.functor import substitute
 from ...block_builder import BlockBuilder
 from ...expr import Call, Expr, struct_info_of
 from ...op._utils import product
-from ...op.base import call_tir
+from ...op.base import call_pure_packed, call_tir
 from .common import _tensors_of, register_legalize
 
 
@@ -117,3 +117,18 @@ def _layout_transform_by_inverse(bb: BlockBuilder, call: Call, inverse: Any, pad
             return tir.if_then_else(substitute(padding, env), fill, value)
         return te.compute(out_shape, element, name=name)
     return bb.call_te(te_layout_transform, call.args[0], primfunc_name_hint=name)
+
+
+def _hint_on_device(bb: BlockBuilder, call: Call) -> Expr:
+    """A placement hint RealizeVDevice did not consume: its input (its struct info is the input's)."""
+    return call.args[0]
+
+
+def _to_vdevice(bb: BlockBuilder, call: Call) -> Expr:
+    """minitvm runs every virtual device on the host CPU: the copy to another device is a copy
+    in host memory, annotated with the destination (TVM copies between real devices here)."""
+    return call_pure_packed("vm.builtin.copy", call.args[0], sinfo_args=struct_info_of(call))
+
+
+register_legalize("relax.hint_on_device", _hint_on_device)
+register_legalize("relax.to_vdevice", _to_vdevice)
