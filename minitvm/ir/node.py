@@ -65,11 +65,10 @@ class Node:
     _seq_ignore: ClassVar[frozenset[str]] = frozenset()
 
     def __post_init__(self) -> None:
-        for name in self._field_names:
+        for name in self._field_names:  # _freeze, inlined: this runs for every node built
             value = getattr(self, name)
-            frozen = _freeze(value)
-            if frozen is not value:
-                object.__setattr__(self, name, frozen)
+            if isinstance(value, list):
+                object.__setattr__(self, name, tuple(value))
 
     # -- printing ---------------------------------------------------------------
     def script(self, **kwargs: Any) -> str:
