@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from ..ir.node import Node
 from ..ir.structural import structural_equal
 from ..tir.expr import Add, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Sub
 
@@ -21,7 +22,13 @@ __all__ = ["LinearSum", "same_expr"]
 
 def same_expr(a: PrimExpr, b: PrimExpr) -> bool:
     """Same expression, with the very same variables (no renaming allowed)."""
-    return a is b or structural_equal(a, b)
+    if a is b:
+        return True
+    # what structural_equal would answer first, without its set-up (asked for every pair of
+    # terms): nodes of different kinds differ, and two variables differ unless they are one
+    if isinstance(a, Node) and (type(a) is not type(b) or a._binds):
+        return False
+    return structural_equal(a, b)
 
 
 class LinearSum:

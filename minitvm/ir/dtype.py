@@ -32,31 +32,56 @@ def check(dtype: str) -> str:
     return dtype
 
 
+#: answers of is_float / is_uint / is_int by dtype: asked for every expression built (a few dozen dtypes)
+_FLOAT: dict[str, bool] = {}
+_UINT: dict[str, bool] = {}
+_INT: dict[str, bool] = {}
+
+
+def _remember(table: dict, dtype: str, answer: bool) -> bool:
+    if len(table) < 1024:
+        table[str(dtype)] = answer
+    return answer
+
+
 def is_float(dtype: str) -> bool:
-    return str(dtype).startswith("float")
+    known = _FLOAT.get(dtype)
+    return known if known is not None else _remember(_FLOAT, dtype, str(dtype).startswith("float"))
 
 
 def is_uint(dtype: str) -> bool:
-    return str(dtype).startswith("uint")
+    known = _UINT.get(dtype)
+    return known if known is not None else _remember(_UINT, dtype, str(dtype).startswith("uint"))
 
 
 def is_int(dtype: str) -> bool:
     """Signed or unsigned integer (bool excluded)."""
-    return str(dtype).startswith(("int", "uint"))
+    known = _INT.get(dtype)
+    return known if known is not None else _remember(_INT, dtype, str(dtype).startswith(("int", "uint")))
 
 
 def is_bool(dtype: str) -> bool:
     return str(dtype) == "bool"
 
 
+#: bits by dtype text, filled as asked: every constant and every codegen type asks (a few dozen dtypes)
+_BITS: dict[str, int] = {}
+
+
 def bits(dtype: str) -> int:
-    dtype = str(dtype)
-    if dtype == "bool":
-        return 1
-    if dtype == "handle":
-        return 64
-    digits = "".join(ch for ch in dtype if ch.isdigit())
-    return int(digits)
+    known = _BITS.get(dtype)
+    if known is not None:
+        return known
+    text = str(dtype)
+    if text == "bool":
+        n = 1
+    elif text == "handle":
+        n = 64
+    else:
+        n = int("".join(ch for ch in text if ch.isdigit()))  # (no digits: int('') raises, as before)
+    if len(_BITS) < 1024:
+        _BITS[text] = n
+    return n
 
 
 def to_numpy(dtype: str) -> np.dtype:

@@ -42,12 +42,6 @@ def defines(default: Any = dataclasses.MISSING, **kwargs: Any) -> Any:
     return dataclasses.field(metadata={"defines": True}, **kwargs)
 
 
-def _freeze(value: Any) -> Any:
-    if isinstance(value, list):
-        return tuple(value)
-    return value
-
-
 class Node:
     """Base class of all IR nodes: immutable, compared by identity with ``is``,
     structurally with :func:`minitvm.ir.structural_equal`."""
@@ -65,11 +59,10 @@ class Node:
     _seq_ignore: ClassVar[frozenset[str]] = frozenset()
 
     def __post_init__(self) -> None:
-        for name in self._field_names:
+        for name in self._field_names:  # lists become tuples (runs for every node built)
             value = getattr(self, name)
-            frozen = _freeze(value)
-            if frozen is not value:
-                object.__setattr__(self, name, frozen)
+            if isinstance(value, list):
+                object.__setattr__(self, name, tuple(value))
 
     # -- printing ---------------------------------------------------------------
     def script(self, **kwargs: Any) -> str:

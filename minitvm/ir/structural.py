@@ -102,9 +102,7 @@ class _Equal:
             self.equal(va, vb, f"{path}[{i}]", defining)
 
     def _fields(self, lhs: Node, rhs: Node, path: str, defining: bool) -> None:
-        for name in lhs._field_names:
-            if name == "span" or name in lhs._seq_ignore:
-                continue
+        for name in (_HASH_SHAPES.get(type(lhs)) or _hash_shape(type(lhs)))[1]:  # no span, no ignored field
             a, b = getattr(lhs, name), getattr(rhs, name)
             if name in lhs._scoped_fields and isinstance(a, dict) and isinstance(b, dict):
                 if len(a) != len(b):
@@ -138,9 +136,8 @@ class _Equal:
                 and self.lmap.get(id(data_l)) is data_r)
 
     def _fields_of_binding(self, lhs: Node, rhs: Node, path: str) -> None:
-        for name in lhs._field_names:
-            if name in ("name", "span"):  # names of variables never matter; GlobalVar names do
-                continue
+        # names of variables never matter; GlobalVar names do (its field is name_hint)
+        for name in (_HASH_SHAPES.get(type(lhs)) or _hash_shape(type(lhs)))[2]:
             self.equal(getattr(lhs, name), getattr(rhs, name), f"{path}.{name}", True)
 
 
@@ -212,6 +209,20 @@ def _leaf_hash(x: Any) -> int:
     return hash((_stable_str_hash(type(x).__name__), _stable_str_hash(str(x))))
 
 
+#: per node class: (hash of its name, the fields hashed, the fields hashed when it binds)
+_HASH_SHAPES: dict[type, tuple[int, tuple[str, ...], tuple[str, ...]]] = {}
+
+
+def _hash_shape(cls: type) -> tuple[int, tuple[str, ...], tuple[str, ...]]:
+    """What :func:`structural_hash` reads of a node class, worked out once per class (it hashes
+    every node of a tree).  A class's fields and ignored fields are fixed when it is declared."""
+    shape = (_stable_str_hash(cls.__name__),
+             tuple(f for f in cls._field_names if f != "span" and f not in cls._seq_ignore),
+             tuple(f for f in cls._field_names if f not in ("name", "span")))
+    _HASH_SHAPES[cls] = shape
+    return shape
+
+
 @deep_on_overflow
 def structural_hash(value: Any, map_free_vars: bool = False) -> int:
     """A hash that agrees with :func:`structural_equal`, and is the same in every process for
@@ -222,20 +233,18 @@ def structural_hash(value: Any, map_free_vars: bool = False) -> int:
 
     def h(x: Any, defining: bool) -> int:
         if isinstance(x, Node):
+            shape = _HASH_SHAPES.get(type(x)) or _hash_shape(type(x))
             if x._binds:
                 if id(x) not in numbering:
                     if not (defining or map_free_vars):
                         return hash((_FREE, id(x)))
                     numbering[id(x)] = len(numbering)
                     keep.append(x)
-                    content = tuple(h(getattr(x, f), True) for f in x._field_names
-                                    if f not in ("name", "span"))
-                    return hash((_stable_str_hash(type(x).__name__), _DEF, content))
+                    content = tuple(h(getattr(x, f), True) for f in shape[2])
+                    return hash((shape[0], _DEF, content))
                 return hash((_USE, numbering[id(x)]))
             parts = []
-            for f in x._field_names:
-                if f == "span" or f in x._seq_ignore:
-                    continue
+            for f in shape[1]:
                 value = getattr(x, f)
                 if f in x._scoped_fields and isinstance(value, dict):
                     keys = tuple(h(k, True) for k in value)
@@ -248,7 +257,7 @@ def structural_hash(value: Any, map_free_vars: bool = False) -> int:
                     parts.append((keys, tuple(values)))
                 else:
                     parts.append(h(value, defining or f in x._def_fields))
-            return hash((_stable_str_hash(type(x).__name__),) + tuple(parts))
+            return hash((shape[0],) + tuple(parts))
         if isinstance(x, (tuple, list)):
             return hash(tuple(h(e, defining) for e in x))
         if isinstance(x, dict):

@@ -14,6 +14,7 @@ Structural equality maps variables at their definitions: function parameters,
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import numpy as np
@@ -180,7 +181,7 @@ class ConstantData:
     """The array held by a :class:`Constant` (``.numpy()`` as TVM's NDArray), compared by
     value so that structural equality and hashing work on constants."""
 
-    __slots__ = ("_array",)
+    __slots__ = ("_array", "_digest")
 
     def __init__(self, array: Any):
         arr = np.array(as_numpy(array), copy=True)
@@ -201,14 +202,27 @@ class ConstantData:
     def dtype(self) -> str:
         return str(self._array.dtype)
 
+    def _fingerprint(self) -> bytes:
+        """A digest of the bytes, worked out once (the array is read-only): two constants of
+        one shape then differ without copying either (EliminateCommonSubexpr compares every
+        pair of same-shaped weights of a model)."""
+        try:
+            return self._digest
+        except AttributeError:
+            digest = hashlib.blake2b(self._array.tobytes(), digest_size=16).digest()
+            object.__setattr__(self, "_digest", digest)
+            return digest
+
     def __eq__(self, other: Any) -> bool:
         if not isinstance(other, ConstantData):
             return NotImplemented
         a, b = self._array, other._array
-        return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+        if a.dtype != b.dtype or a.shape != b.shape or self._fingerprint() != other._fingerprint():
+            return False
+        return a.tobytes() == b.tobytes()  # (equal digests: the bytes decide)
 
     def __hash__(self) -> int:
-        return hash((self.dtype, self.shape, self._array.tobytes()))
+        return hash((self.dtype, self.shape, self._fingerprint()))
 
     def __repr__(self) -> str:
         return f"ConstantData(shape={self.shape}, dtype={self.dtype})"

@@ -363,6 +363,8 @@ _mark_defining(IterVar, "var")
 # -- constants -------------------------------------------------------------------
 
 def _wrap_int(dtype: str, value: int) -> int:
+    if -0x80000000 <= value <= 0x7FFFFFFF and (dtype == "int32" or dtype == "int64"):
+        return value  # the common case, in range already (every index and extent)
     if dtype == "bool":
         return int(bool(value))
     if _dt.is_int(dtype):

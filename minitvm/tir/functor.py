@@ -19,6 +19,8 @@ __all__ = ["StmtExprVisitor", "StmtExprMutator", "post_order_visit", "pre_order_
            "substitute", "method_name", "visitor", "mutator"]
 
 _NAMES: dict[type, str] = {}
+#: field values no walk descends into (checked before the call that would return at once)
+_LEAVES = (str, int, float)
 
 
 def method_name(cls: type) -> str:
@@ -42,9 +44,9 @@ class StmtExprVisitor:
             for x in n:
                 self.visit(x)
             return
-        if not _walkable(n):
+        if not isinstance(n, Node) or isinstance(n, Buffer):  # _walkable, inlined: called per node
             return
-        hook = getattr(self, method_name(type(n)), None)
+        hook = getattr(self, _NAMES.get(type(n)) or method_name(type(n)), None)
         if hook is not None:
             hook(n)
         else:
@@ -57,6 +59,8 @@ class StmtExprVisitor:
     def visit_children(self, n: Node) -> None:
         for name in n._field_names:
             value = getattr(n, name)
+            if isinstance(value, _LEAVES) or value is None:  # a dtype, a name, a number: nothing to walk
+                continue
             if isinstance(value, dict):
                 if name == "buffer_map":
                     continue
@@ -71,9 +75,9 @@ class StmtExprMutator:
         if isinstance(n, tuple):
             new = tuple(self.visit(x) for x in n)
             return n if all(a is b for a, b in zip(new, n)) else new
-        if not _walkable(n):
+        if not isinstance(n, Node) or isinstance(n, Buffer):  # _walkable, inlined: called per node
             return n
-        hook = getattr(self, method_name(type(n)), None)
+        hook = getattr(self, _NAMES.get(type(n)) or method_name(type(n)), None)
         if hook is not None:
             return hook(n)
         return self.visit_children(n)
@@ -85,7 +89,7 @@ class StmtExprMutator:
         changes = {}
         for name in n._field_names:
             value = getattr(n, name)
-            if isinstance(value, dict) or isinstance(value, (str, int, float)) or value is None:
+            if isinstance(value, _LEAVES) or value is None or isinstance(value, dict):
                 continue
             new = self.visit(value)
             if new is not value:
@@ -116,6 +120,8 @@ def _children(x: Node) -> Any:
     """What the visitors walk inside ``x``: its fields (a dict field's values; no buffer_map)."""
     for name in x._field_names:
         value = getattr(x, name)
+        if isinstance(value, _LEAVES) or value is None:
+            continue
         if isinstance(value, dict):
             if name == "buffer_map":
                 continue

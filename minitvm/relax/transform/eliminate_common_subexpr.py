@@ -52,8 +52,8 @@ class _CSE(ExprMutator):
             return False
         return not (isinstance(value, Call) and isinstance(value.op, Op) and value.op.name in _ALLOCATORS)
 
-    def _entry(self, value: Any, cast: Any) -> tuple[Any, Any, list] | None:
-        for entry in self.seen.get(structural_hash((value, cast)), []):
+    def _entry(self, key: int, value: Any, cast: Any) -> tuple[Any, Any, list] | None:
+        for entry in self.seen.get(key, []):
             if structural_equal(entry[0], value) and structural_equal(entry[1], cast):
                 return entry
         return None
@@ -62,7 +62,8 @@ class _CSE(ExprMutator):
         value = self.visit_expr(binding.value)
         cast = binding.struct_info if isinstance(binding, MatchCast) else None
         if self._mergeable(value):
-            entry = self._entry(value, cast)
+            key = structural_hash((value, cast))  # once: the lookup and the new entry share it
+            entry = self._entry(key, value, cast)
             if entry is not None and entry[2]:
                 first = entry[2][0]
                 self.set_var_remap(binding.var, first)
@@ -70,7 +71,7 @@ class _CSE(ExprMutator):
                 self.builder_.emit_normalized(VarBinding(binding.var, first))
                 return
             if entry is None:
-                self.seen.setdefault(structural_hash((value, cast)), []).append((value, cast, [binding.var]))
+                self.seen.setdefault(key, []).append((value, cast, [binding.var]))
             else:
                 entry[2].append(binding.var)
         if value is binding.value:

@@ -134,6 +134,9 @@ class CodeGenLLVM:
             self._fn_attrs.append('"prefer-vector-width"="512"')
         self._outlined = 0
         self._loops: list[_s.For] = []  # the loops around the code being emitted
+        #: _non_negative's answers by (expression, enclosing loops), identities (kept alive in the
+        #: values): a vectorized row asks about the same index once per lane
+        self._non_negative_memo: dict[tuple, tuple[bool, Any, tuple]] = {}
         self.st: _FuncState
 
     # -- functions ------------------------------------------------------------------------
@@ -330,10 +333,17 @@ class CodeGenLLVM:
 
     def _non_negative(self, e: _e.PrimExpr) -> bool:
         """Provably >= 0 given the enclosing loops' ranges (loop indices usually are)."""
+        loops = tuple(self._loops)
+        key = (id(e), tuple(map(id, loops)))
+        known = self._non_negative_memo.get(key)
+        if known is not None:
+            return known[0]
         ana = Analyzer()
-        for loop in self._loops:
+        for loop in loops:
             ana.bind(loop.loop_var, _e.Range(loop.min, loop.extent))
-        return bool(ana.can_prove(e >= 0))
+        answer = bool(ana.can_prove(e >= 0))
+        self._non_negative_memo[key] = (answer, e, loops)
+        return answer
 
     def _emit_for(self, s: _s.For) -> None:
         kind = s.kind

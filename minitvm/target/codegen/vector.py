@@ -93,6 +93,8 @@ def _dependents(root: Any, var: _e.Var) -> set[int]:
         found = x is var
         for name in x._field_names:
             value = getattr(x, name)
+            if isinstance(value, (str, int, float)) or value is None:  # a dtype, a name, a number
+                continue
             if isinstance(value, dict):
                 value = tuple(value.values())
             found = depends(value) or found
