@@ -15,7 +15,7 @@ from .broadcast import broadcast_to, where
 from .einsum import einsum
 from .elemwise import cast, clip, full, full_like, identity, ones, zeros
 from .reduction import argmax, argmin, collapse_sum, cumprod, cumsum, max, mean, min, prod, sum
-from .scatter import gather, scatter_elements
+from .scatter import gather, scatter_elements, scatter_nd
 from .transform import (
     arange,
     concatenate,
@@ -41,7 +41,7 @@ __all__ = [
     "sum", "max", "min", "prod", "mean", "argmax", "argmin", "collapse_sum", "cumsum", "cumprod",
     "transpose", "reshape", "flatten", "expand_dims", "squeeze", "concatenate", "split",
     "strided_slice", "take", "arange", "trilu", "repeat", "tile", "flip",
-    "gather", "scatter_elements",
+    "gather", "scatter_elements", "scatter_nd",
 ]
 
 # every element-wise operator of the table (minitvm.tir.op_table): topi.exp ... topi.atan2

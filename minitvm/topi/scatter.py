@@ -8,10 +8,10 @@ from typing import Any
 
 from .. import te
 from ..tir import op as _op
-from ..tir.expr import PrimExpr, const
-from .utils import normalize_axes
+from ..tir.expr import IntImm, PrimExpr, const
+from .utils import normalize_axes, prod, unravel_index
 
-__all__ = ["gather", "scatter_elements"]
+__all__ = ["gather", "scatter_elements", "scatter_nd"]
 
 
 def gather(data: te.Tensor, axis: int, indices: te.Tensor) -> te.Tensor:
@@ -90,3 +90,54 @@ def scatter_elements(data: te.Tensor, indices: te.Tensor, updates: te.Tensor, ax
     acc = te.compute(data.shape, facc, name="T_scatter_acc")
     combine = {"add": _op.add, "mul": _op.mul, "max": _op.max, "min": _op.min}[reduction]
     return te.compute(data.shape, lambda *idx: combine(data[idx], acc[idx]), name="T_scatter_elements")
+
+
+def scatter_nd(data: te.Tensor, indices: te.Tensor, updates: te.Tensor, mode: str = "update") -> te.Tensor:
+    """``data`` with ``updates[j]`` written (or added / multiplied / maxed / mined) at
+    ``data[indices[:, j]]``, TVM's layout: ``indices`` is ``(K, M...)``, ``updates`` is
+    ``(M..., data.shape[K:])``.  Written as a reduction over the ``M`` index positions (where
+    two positions collide, ``update`` keeps the last, as a sequential loop would)."""
+    if mode not in ("update", "add", "mul", "max", "min"):
+        raise ValueError(f"topi.scatter_nd: mode must be update, add, mul, max or min, got {mode!r}")
+    k_dim = indices.shape[0]
+    if not isinstance(k_dim, IntImm) and not isinstance(k_dim, int):
+        raise ValueError(f"topi.scatter_nd: the index length (indices.shape[0]) must be constant, got {k_dim}")
+    k_dim = int(k_dim.value if isinstance(k_dim, IntImm) else k_dim)
+    if k_dim > data.ndim:
+        raise ValueError(f"topi.scatter_nd: indices address {k_dim} axes but data has {data.ndim}")
+    m_shape = list(indices.shape[1:])
+    count = prod(m_shape)
+    idtype = count.dtype
+
+    def hits(idx: tuple, j: Any) -> tuple:
+        pos = unravel_index(j, m_shape)
+        conds = [_op.equal(_op.cast(indices[(const(k, idtype), *pos)], idtype), _op.cast(idx[k], idtype))
+                 for k in range(k_dim)]
+        return (te.all(*conds) if conds else const(True, "bool")), tuple(pos) + tuple(idx[k_dim:])
+
+    if mode == "update":
+        def flast(*idx: Any) -> PrimExpr:
+            r = te.reduce_axis((0, count), "j")
+            match, _ = hits(idx, r.var)
+            return te.max(_op.Select(match, _op.add(_op.cast(r.var, idtype), const(1, idtype)),
+                                     const(0, idtype)), axis=[r])
+        last = te.compute(data.shape, flast, name="T_scatter_nd_last")
+
+        def fupdate(*idx: Any) -> PrimExpr:
+            j = last[idx]
+            _, src = hits(idx, _op.max(_op.sub(j, const(1, idtype)), const(0, idtype)))
+            return _op.Select(_op.less(const(0, idtype), j), updates[src], data[idx])
+        return te.compute(data.shape, fupdate, name="T_scatter_nd")
+
+    identity = {"add": const(0, data.dtype), "mul": const(1, data.dtype),
+                "max": _op.min_value(data.dtype), "min": _op.max_value(data.dtype)}[mode]
+    reducer = {"add": te.sum, "max": te.max, "min": te.min}.get(mode) or te.comm_reducer(
+        lambda x, y: _op.mul(x, y), lambda dtype: const(1, dtype), name="prod")
+
+    def facc(*idx: Any) -> PrimExpr:
+        r = te.reduce_axis((0, count), "j")
+        match, src = hits(idx, r.var)
+        return reducer(_op.Select(match, updates[src], identity), axis=[r])
+    acc = te.compute(data.shape, facc, name="T_scatter_nd_acc")
+    combine = {"add": _op.add, "mul": _op.mul, "max": _op.max, "min": _op.min}[mode]
+    return te.compute(data.shape, lambda *idx: combine(data[idx], acc[idx]), name="T_scatter_nd")

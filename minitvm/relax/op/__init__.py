@@ -18,7 +18,7 @@ from .base import (
 )
 from .create import arange, full, full_like, ones, ones_like, tril, triu, zeros, zeros_like
 from .datatype import astype
-from .index import gather_elements, scatter_elements, strided_slice, take
+from .index import gather_elements, scatter_elements, scatter_nd, strided_slice, take
 from .linear_algebra import einsum, linear, matmul
 from .manipulate import (
     broadcast_to,
@@ -53,7 +53,7 @@ __all__ = [
     "matmul", "linear", "einsum",
     # shapes and indexing
     "permute_dims", "reshape", "flatten", "expand_dims", "squeeze", "concat", "stack", "split",
-    "broadcast_to", "take", "strided_slice", "gather_elements", "scatter_elements",
+    "broadcast_to", "take", "strided_slice", "gather_elements", "scatter_elements", "scatter_nd",
     "repeat", "tile", "flip", "collapse_sum_like", "collapse_sum_to",
     # reductions and search
     "sum", "mean", "max", "min", "prod", "variance", "std", "cumsum", "cumprod", "argmax", "argmin",

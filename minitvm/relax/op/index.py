@@ -9,7 +9,7 @@ from ...tir.expr import IntImm, PrimExpr
 from ...topi.transform import slice_extent
 from ..expr import Call, Expr, struct_info_of
 from ..struct_info import PrimStructInfo, StructInfo, StructInfoError, TensorStructInfo, shape_text, struct_info_text
-from ._utils import normalize_axis
+from ._utils import _ANALYZER, normalize_axis
 from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
 
 __all__ = ["take", "strided_slice"]
@@ -166,3 +166,50 @@ def scatter_elements(data: Expr, indices: Expr, updates: Expr, axis: int = 0, re
 
 
 __all__ += ["gather_elements", "scatter_elements"]
+
+
+@register("relax.scatter_nd", pattern=OpPattern.OPAQUE, num_inputs=3)
+def _infer_scatter_nd(call: Call, ctx: Any) -> StructInfo:
+    """The data's struct info; with known shapes, ``updates.shape`` must be
+    ``indices.shape[:-1] + data.shape[K:]`` where ``K = indices.shape[-1]`` (constant)."""
+    op = "relax.scatter_nd"
+    check_num_args(call, op, 3)
+    x = tensor_arg(call, 0, op, "data")
+    idx = _index_tensor(call, 1, op, "indices")
+    upd = tensor_arg(call, 2, op, "updates")
+    if call.attrs["reduction"] not in _SCATTER_REDUCTIONS:
+        raise StructInfoError(f"{op}: reduction must be one of {', '.join(_SCATTER_REDUCTIONS)}, "
+                              f"got {call.attrs['reduction']!r}")
+    if x.is_unknown_dtype or upd.is_unknown_dtype:
+        raise StructInfoError(f"{op}: data and updates need known dtypes, got {x.dtype!r} and {upd.dtype!r}")
+    if x.dtype != upd.dtype:
+        raise StructInfoError(f"{op}: data is {x.dtype} but updates are {upd.dtype}")
+    xv, iv, uv = x.shape_values, idx.shape_values, upd.shape_values
+    if xv is not None and iv is not None and uv is not None:
+        _check_scatter_nd_shapes(op, list(xv), list(iv), list(uv), ctx)
+    return TensorStructInfo(list(xv), x.dtype) if xv is not None else TensorStructInfo(None, x.dtype, None, x.ndim)
+
+
+def _check_scatter_nd_shapes(op: str, xv: list, iv: list, uv: list, ctx: Any) -> None:
+    if not iv or not isinstance(iv[-1], IntImm):
+        raise StructInfoError(f"{op}: the last axis of indices must have a constant length, got {shape_text(iv)}")
+    k = iv[-1].value
+    if len(xv) + len(iv) - k - 1 != len(uv):
+        raise StructInfoError(f"{op}: updates must have rank rank(data) + rank(indices) - indices.shape[-1] - 1, "
+                              f"got data {shape_text(xv)}, indices {shape_text(iv)}, updates {shape_text(uv)}")
+    if k > len(xv):
+        raise StructInfoError(f"{op}: indices.shape[-1] = {k} exceeds the rank of data {shape_text(xv)}")
+    expected = iv[:-1] + xv[k:]
+    if any(not _ANALYZER.can_prove_equal(a, b) for a, b in zip(expected, uv)):
+        raise StructInfoError(f"{op}: updates.shape must be indices.shape[:-1] + data.shape[K:], got updates "
+                              f"{shape_text(uv)}, indices {shape_text(iv)}, data {shape_text(xv)}")
+
+
+def scatter_nd(data: Expr, indices: Expr, updates: Expr, reduction: str = "update") -> Call:
+    """``data`` with ``updates[j]`` written (or combined by ``reduction``: update, add, mul,
+    max, min) at ``data[indices[j]]``; ``indices``' last axis holds the ``K`` leading
+    coordinates (ONNX's ScatterND)."""
+    return make_call("relax.scatter_nd", data, indices, updates, attrs={"reduction": reduction})
+
+
+__all__ += ["scatter_nd"]

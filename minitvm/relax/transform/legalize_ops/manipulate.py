@@ -58,3 +58,12 @@ def _gather_elements(bb: BlockBuilder, call: Call) -> Expr:
 def _scatter_elements(bb: BlockBuilder, call: Call) -> Expr:
     return bb.call_te(topi.scatter_elements, *call.args, axis=call.attrs["axis"], reduction=call.attrs["reduction"],
                       primfunc_name_hint="scatter_elements")
+
+
+@register_legalize("relax.scatter_nd")
+def _scatter_nd(bb: BlockBuilder, call: Call) -> Expr:
+    def te_scatter_nd(data: te.Tensor, indices: te.Tensor, updates: te.Tensor, reduction: str) -> te.Tensor:
+        # Relax keeps the coordinates on indices' last axis, TOPI on its first
+        axes = list(range(indices.ndim))
+        return topi.scatter_nd(data, topi.transpose(indices, axes[-1:] + axes[:-1]), updates, reduction)
+    return bb.call_te(te_scatter_nd, *call.args, call.attrs["reduction"], primfunc_name_hint="scatter_nd")
