@@ -19,6 +19,8 @@ from .scatter import gather, scatter_elements, scatter_nd
 from .transform import (
     arange,
     concatenate,
+    dynamic_strided_slice,
+    dynamic_strided_slice_shape,
     expand_dims,
     flatten,
     flip,
@@ -40,7 +42,8 @@ __all__ = [
     "zeros", "ones",
     "sum", "max", "min", "prod", "mean", "argmax", "argmin", "collapse_sum", "cumsum", "cumprod",
     "transpose", "reshape", "flatten", "expand_dims", "squeeze", "concatenate", "split",
-    "strided_slice", "take", "arange", "trilu", "repeat", "tile", "flip",
+    "strided_slice", "dynamic_strided_slice", "dynamic_strided_slice_shape",
+    "take", "arange", "trilu", "repeat", "tile", "flip",
     "gather", "scatter_elements", "scatter_nd",
 ]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ...ir import dtype as _dt
+from ...ir.op import Op
 from ...tir.expr import IntImm, PrimExpr
 from ...topi.transform import slice_extent
 from ..expr import Call, Expr, struct_info_of
@@ -213,3 +214,34 @@ def scatter_nd(data: Expr, indices: Expr, updates: Expr, reduction: str = "updat
 
 
 __all__ += ["scatter_nd"]
+
+
+@register("relax.dynamic_strided_slice", pattern=OpPattern.INJECTIVE, num_inputs=4)
+def _infer_dynamic_strided_slice(call: Call, ctx: Any) -> StructInfo:
+    """``x``'s dtype and rank (the extents are known only at run time); begin, end and strides
+    are 1-d int64 tensors with one value per axis of ``x``."""
+    op = "relax.dynamic_strided_slice"
+    check_num_args(call, op, 4)
+    x = tensor_arg(call, 0, op, "x")
+    if x.ndim == -1:
+        return TensorStructInfo(None, x.dtype, None, -1)
+    for k, name in enumerate(("begin", "end", "strides"), start=1):
+        arg = tensor_arg(call, k, op, name)
+        values = arg.shape_values
+        if arg.ndim != 1 or values is None or not isinstance(values[0], IntImm):
+            raise StructInfoError(f"{op}: {name} must be a 1-d tensor of constant length, got {struct_info_text(arg)}")
+        if values[0].value != x.ndim:
+            raise StructInfoError(f"{op}: {name} has {values[0].value} values but x has {x.ndim} axes")
+        if not arg.is_unknown_dtype and arg.dtype != "int64":
+            raise StructInfoError(f"{op}: {name} must be int64, got {arg.dtype}")
+    return TensorStructInfo(None, x.dtype, None, x.ndim)
+
+
+def dynamic_strided_slice(x: Expr, begin: Expr, end: Expr, strides: Expr) -> Call:
+    """``x[begin:end:strides]`` with the bounds in 1-d int64 tensors (one value per axis of
+    ``x``) read at run time; negative strides walk backwards, bounds are clamped as numpy does."""
+    return make_call("relax.dynamic_strided_slice", x, begin, end, strides)
+
+
+Op.get("relax.dynamic_strided_slice").set_attr("FDataDependent", True)
+__all__ += ["dynamic_strided_slice"]

@@ -61,3 +61,29 @@ def test_scatter_nd_struct_info_and_errors():
             bb.normalize(relax.op.scatter_nd(d, idx, upd))
     with pytest.raises(StructInfoError, match="reduction"):
         bb.normalize(relax.op.scatter_nd(d, i, u, "mean"))
+
+
+@pytest.mark.parametrize("begin, end, strides", [([1, -7, 0], [4, 5, 9], [2, 1, 3]),
+                                                 ([3, 0, -1], [-9, 6, -12], [-1, 2, -2])])
+def test_dynamic_strided_slice_reads_its_bounds_at_run_time(begin, end, strides):
+    x = RNG.standard_normal((5, 6, 7)).astype("float32")
+    bounds = [np.array(v, "int64") for v in (begin, end, strides)]
+    got = run(relax.op.dynamic_strided_slice, x, *bounds)
+    want = x[tuple(slice(b, e, s) for b, e, s in zip(begin, end, strides))]
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+def test_dynamic_strided_slice_struct_info_and_errors():
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", TS((8, 9), "float32"))
+    b, e, s = (relax.Var(n, TS((2,), "int64")) for n in "bes")
+    out = bb.normalize(relax.op.dynamic_strided_slice(x, b, e, s)).struct_info
+    assert_structural_equal(out, TS(None, "float32", None, 2))
+    assert minitvm.ir.Op.get("relax.dynamic_strided_slice").get_attr("FDataDependent")
+    bad = {"begin has 3 values": relax.Var("b", TS((3,), "int64")),
+           "must be int64": relax.Var("b", TS((2,), "float32")),
+           "1-d tensor of constant length": relax.Var("b", TS((2, 2), "int64"))}
+    for message, begin in bad.items():
+        with pytest.raises(StructInfoError, match=message):
+            bb.normalize(relax.op.dynamic_strided_slice(x, begin, e, s))
