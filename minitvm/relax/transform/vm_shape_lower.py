@@ -11,7 +11,7 @@ Then every shape that mentions ``n`` is built at run time from the heap
 (``vm.builtin.make_shape(shape_heap, 2, MAKE_LOAD, 0, MAKE_IMM, 128)``), a scalar ``n``
 passed to a kernel (``R.prim_value(n)``) is read back out of such a shape, and
 ``R.match_cast`` becomes checks (``check_tensor_info`` + ``match_shape``) that also define
-the new variables it introduces.
+the new variables it introduces (the match_cast binding stays, as in TVM, naming them).
 
 A dimension that is an expression of variables (``n * 5408`` after a flatten) gets a slot
 of its own, computed once its variables are known
@@ -231,7 +231,8 @@ class _ShapeLower(KernelCallMutator):
     def visit_match_cast_(self, binding: MatchCast) -> None:
         value = self.visit_expr(binding.value)
         self.emit_match(value, binding.struct_info, f"{self.func_name}: match_cast of {binding.var.name}")
-        self.builder_.emit_normalized(VarBinding(binding.var, value))
+        # kept as a match_cast (as TVM): it still defines the symbolic variables it names
+        self.builder_.emit_normalized(MatchCast(binding.var, value, binding.struct_info))
 
 
 def _already_lowered(func: Function) -> bool:
