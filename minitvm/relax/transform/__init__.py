@@ -31,7 +31,7 @@ from .fuse_ops import FuseOps  # noqa: E402
 from .fuse_tir import FuseTIR  # noqa: E402
 from .fuse_transpose_matmul import FuseTransposeMatmul  # noqa: E402
 from .meta_schedule_apply_database import MetaScheduleApplyDatabase  # noqa: E402
-from .meta_schedule_tune_tir import MetaScheduleTuneTIR  # noqa: E402
+from .meta_schedule_tune_tir import MetaScheduleTuneIRMod, MetaScheduleTuneTIR  # noqa: E402
 from . import transform  # noqa: E402  (TVM's module path relax.transform.transform)
 from .fold_batchnorm_to_conv2d import FoldBatchnormToConv2D  # noqa: E402
 from .alter_op_layout import AlterOpLayout  # noqa: E402
@@ -50,3 +50,5 @@ from .quantize_weights import FuseDequantizeMatmul, QuantizeLinearWeights  # noq
 from .fuse_ops_by_pattern import FuseOpsByPattern, FusionPattern, PatternCheckContext  # noqa: E402
 from .merge_composite_functions import MergeCompositeFunctions  # noqa: E402
 from .run_codegen import RunCodegen  # noqa: E402
+from .decompose_ops import DecomposeOpsForInference  # noqa: E402
+__all__ += ["DecomposeOpsForInference", "MetaScheduleTuneIRMod"]
