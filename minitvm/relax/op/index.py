@@ -95,6 +95,10 @@ def strided_slice(x: Expr, axes: Sequence[int], begin: Sequence[int], end: Seque
                   strides: Sequence[int] | None = None, assume_inbound: bool = False) -> Call:
     """``x[begin:end:strides]`` along ``axes`` (strides default to 1).  ``assume_inbound``
     promises the bounds are inside the axes (no clamping needed)."""
+    for name, v in (("axes", axes), ("begin", begin), ("end", end), ("strides", strides)):
+        if isinstance(v, Expr):  # a tensor of bounds: TVM's strided_slice refuses it too
+            raise StructInfoError(f"relax.strided_slice: {name} must be a list of integers, got the Relax "
+                                  f"expression {v}; for bounds held in tensors use relax.op.dynamic_strided_slice")
     strides = [1] * len(axes) if strides is None else strides
     # a bound may be symbolic (end=[8, n]); constants are kept as ints
     bound = lambda v: v if isinstance(v, PrimExpr) and not isinstance(v, IntImm) else int(v)  # noqa: E731

@@ -92,3 +92,10 @@ def test_dynamic_strided_slice_struct_info_and_errors():
     for message, begin in bad.items():
         with pytest.raises(StructInfoError, match=message):
             bb.normalize(relax.op.dynamic_strided_slice(x, begin, e, s))
+
+
+def test_strided_slice_refuses_bounds_in_tensors():
+    x = relax.Var("x", TS((8, 9), "float32"))
+    b = relax.Var("b", TS((2,), "int64"))
+    with pytest.raises(StructInfoError, match="dynamic_strided_slice"):
+        relax.op.strided_slice(x, b, b, b, b)
