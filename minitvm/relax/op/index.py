@@ -142,10 +142,8 @@ def gather_elements(data: Expr, indices: Expr, axis: int = 0) -> Call:
 _SCATTER_REDUCTIONS = ("update", "add", "mul", "max", "min")
 
 
-@register("relax.scatter_elements", pattern=OpPattern.OPAQUE, num_inputs=3)
-def _infer_scatter_elements(call: Call, ctx: Any) -> StructInfo:
-    """The data's struct info; indices and updates have one shape and the data's rank."""
-    op = "relax.scatter_elements"
+def _scatter_args(call: Call, op: str) -> tuple:
+    """The struct infos of a scatter's data, indices and updates, its reduction checked."""
     check_num_args(call, op, 3)
     x = tensor_arg(call, 0, op, "data")
     idx = _index_tensor(call, 1, op, "indices")
@@ -153,6 +151,14 @@ def _infer_scatter_elements(call: Call, ctx: Any) -> StructInfo:
     if call.attrs["reduction"] not in _SCATTER_REDUCTIONS:
         raise StructInfoError(f"{op}: reduction must be one of {', '.join(_SCATTER_REDUCTIONS)}, "
                               f"got {call.attrs['reduction']!r}")
+    return x, idx, upd
+
+
+@register("relax.scatter_elements", pattern=OpPattern.OPAQUE, num_inputs=3)
+def _infer_scatter_elements(call: Call, ctx: Any) -> StructInfo:
+    """The data's struct info; indices and updates have one shape and the data's rank."""
+    op = "relax.scatter_elements"
+    x, idx, upd = _scatter_args(call, op)
     if not x.is_unknown_dtype and not upd.is_unknown_dtype and x.dtype != upd.dtype:
         raise StructInfoError(f"{op}: data is {x.dtype} but updates are {upd.dtype}")
     if x.ndim != -1 and idx.ndim != -1 and x.ndim != idx.ndim:
@@ -178,13 +184,7 @@ def _infer_scatter_nd(call: Call, ctx: Any) -> StructInfo:
     """The data's struct info; with known shapes, ``updates.shape`` must be
     ``indices.shape[:-1] + data.shape[K:]`` where ``K = indices.shape[-1]`` (constant)."""
     op = "relax.scatter_nd"
-    check_num_args(call, op, 3)
-    x = tensor_arg(call, 0, op, "data")
-    idx = _index_tensor(call, 1, op, "indices")
-    upd = tensor_arg(call, 2, op, "updates")
-    if call.attrs["reduction"] not in _SCATTER_REDUCTIONS:
-        raise StructInfoError(f"{op}: reduction must be one of {', '.join(_SCATTER_REDUCTIONS)}, "
-                              f"got {call.attrs['reduction']!r}")
+    x, idx, upd = _scatter_args(call, op)
     if x.is_unknown_dtype or upd.is_unknown_dtype:
         raise StructInfoError(f"{op}: data and updates need known dtypes, got {x.dtype!r} and {upd.dtype!r}")
     if x.dtype != upd.dtype:

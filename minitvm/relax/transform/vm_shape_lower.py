@@ -32,8 +32,6 @@ from ...tir.functor import post_order_visit
 from ...transform import PassContext, module_pass
 from ..expr import (
     BindingBlock,
-    Call,
-    ExternFunc,
     Function,
     If,
     MatchCast,
@@ -54,6 +52,7 @@ from ..struct_info import (
     TupleStructInfo,
     dim_text,
 )
+from ..vm.ops import starts_with_shape_heap
 from ._util import KernelCallMutator, map_functions
 from .vm_builtin_lower import builtin_call
 
@@ -235,18 +234,8 @@ class _ShapeLower(KernelCallMutator):
         self.builder_.emit_normalized(MatchCast(binding.var, value, binding.struct_info))
 
 
-def _already_lowered(func: Function) -> bool:
-    """True when the function starts by allocating a shape heap (running the pass twice is harmless)."""
-    body = func.body
-    if not isinstance(body, SeqExpr) or not body.blocks or not body.blocks[0].bindings:
-        return False
-    value = body.blocks[0].bindings[0].value
-    return isinstance(value, Call) and isinstance(value.op, ExternFunc) and \
-        value.op.global_symbol == "vm.builtin.alloc_shape_heap"
-
-
 def _rewrite(func: Function, mod: IRModule) -> Function:
-    if _already_lowered(func):
+    if starts_with_shape_heap(func):  # running the pass twice is harmless
         return func
     name = func.attrs.get("global_symbol") or next((gv.name_hint for gv, f in mod.items() if f is func), "function")
     heap = Var("shape_heap", ObjectStructInfo())

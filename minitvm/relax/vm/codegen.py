@@ -53,6 +53,7 @@ from ..expr import (
 )
 from ..expr_functor import ExprVisitor
 from ..struct_info import ShapeStructInfo, StructInfo, TensorStructInfo, TupleStructInfo
+from .ops import starts_with_shape_heap
 
 __all__ = ["codegen", "param_info"]
 
@@ -114,16 +115,6 @@ def _used_vars(func: Function) -> set[Var]:
     return v.used
 
 
-def _starts_with_shape_heap(func: Function) -> bool:
-    """True when VMShapeLower ran on ``func`` (its first binding allocates the shape heap)."""
-    body = func.body
-    if not isinstance(body, SeqExpr) or not body.blocks or not body.blocks[0].bindings:
-        return False
-    value = body.blocks[0].bindings[0].value
-    return isinstance(value, Call) and isinstance(value.op, ExternFunc) and \
-        value.op.global_symbol == "vm.builtin.alloc_shape_heap"
-
-
 class _FunctionCodegen:
     def __init__(self, eb: ExecBuilder, mod: IRModule, name: str, func: Function):
         self.eb = eb
@@ -135,7 +126,7 @@ class _FunctionCodegen:
         self.used = _used_vars(func)
         self.const_values: dict[int, Any] = {}
         self.killed: set[Var] = set()  # variables R.vm.kill_object has released
-        self.shape_lowered = _starts_with_shape_heap(func)
+        self.shape_lowered = starts_with_shape_heap(func)
 
     def where(self, what: str) -> str:
         return f"VM codegen of {self.name!r}: {what}"
