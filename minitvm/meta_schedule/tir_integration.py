@@ -65,5 +65,5 @@ def compile_tir(database: Database, mod: IRModule | PrimFunc, target: str | Targ
 
 
 # what relax.transform.MetaScheduleTuneTIR calls (TVM: the global function tvm.s_tir.meta_schedule.tune_tir)
-_scope.register_tir_tuner(lambda mod, target, work_dir, max_trials_global: tune_tir(
-    mod, target, work_dir, max_trials_global, progress=False))
+_scope.register_tir_tuner(lambda mod, target, work_dir, max_trials_global, max_trials_per_task=None: tune_tir(
+    mod, target, work_dir, max_trials_global, max_trials_per_task=max_trials_per_task, progress=False))

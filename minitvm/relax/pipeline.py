@@ -5,6 +5,8 @@ rewrites a module of Relax functions and PrimFuncs and leaves it at the level of
 * ``"zero"``    -- TVM's zero pipeline: ``LegalizeOps`` (high-level ops -> ``call_tir`` of
   PrimFuncs), then operator fusion (``AnnotateTIROpPattern``, ``FoldConstant``, ``FuseOps``,
   ``FuseTIR``); then, once a MetaSchedule database is current, the tuned schedules from it.
+* ``"static_shape_tuning"`` -- TVM's (:func:`static_shape_tuning_pipeline`): the zero
+  pipeline, then MetaSchedule tunes the kernels and applies its database.
 * ``"default"`` (also ``"default_build"``) -- what ``minitvm.compile`` runs on a module
   unless told otherwise: ``FuseTransposeMatmul`` (a dense layer's ``x @ W.T`` as one kernel
   at small batch), ``DeadCodeElimination``, the same legalization and fusion as "zero",
@@ -31,6 +33,7 @@ from typing import Any, Callable
 
 from .. import topi
 from ..ir.module import IRModule
+from ..target import Target
 from ..tir.transform import DefaultCPUSchedule
 from ..tir.transform.default_schedule import RULES as _DEFAULT_RULES
 from ..transform import Pass, PassContext, PassInfo, Sequential, tuning_database
@@ -40,7 +43,7 @@ from .transform.legalize_ops import high_level_ops  # noqa: F401 - where learner
 
 __all__ = ["get_pipeline", "register_pipeline", "zero_pipeline", "default_pipeline", "default_build_pipeline",
            "graph_rewrite_passes", "default_schedule_rules", "legalize_passes", "default_kernel_passes",
-           "dataflow_lower_passes", "finalize_passes", "vm_lowering_passes"]
+           "dataflow_lower_passes", "finalize_passes", "vm_lowering_passes", "static_shape_tuning_pipeline"]
 
 def legalize_passes(target: Any = None) -> list[Pass]:
     """High-level ops to PrimFuncs, then operator fusion: TVM's CPU ``legalize_passes``, the
@@ -141,11 +144,44 @@ class _ApplyDatabaseInScope(Pass):
         return T.MetaScheduleApplyDatabase()(mod) if tuning_database.current() is not None else mod
 
 
+class _StaticShapeTuning(Pass):
+    def __init__(self, total_trials: int, target: Any, work_dir: str, max_trials_per_task: int | None) -> None:
+        self.info = PassInfo(0, "static_shape_tuning", ())
+        self.total_trials, self.work_dir = int(total_trials), str(work_dir)
+        self.max_trials_per_task = max_trials_per_task
+        self.target = target if isinstance(target, Target) else Target(target)
+
+    def transform(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        # the tuning pass reads the target in scope when it is made, as TVM's
+        with self.target:
+            tune = [T.MetaScheduleTuneIRMod(params={}, work_dir=self.work_dir, max_trials_global=self.total_trials,
+                                            max_trials_per_task=self.max_trials_per_task)]
+            tune = tune if self.total_trials > 0 else []  # no trials: only what work_dir holds already
+            return Sequential([T.DecomposeOpsForInference(), T.CanonicalizeBindings(), zero_pipeline(), *tune,
+                               T.MetaScheduleApplyDatabase(self.work_dir)], name="static_shape_tuning")(mod)
+
+
+def static_shape_tuning_pipeline(total_trials: int, target: Any, work_dir: str = "tuning_logs",
+                                 cpu_weight_prepack: bool = False, max_trials_per_task: int | None = None) -> Pass:
+    """TVM's tuning pipeline for a model of static shapes: ``DecomposeOpsForInference``,
+    ``CanonicalizeBindings``, the zero pipeline, then MetaSchedule tunes every kernel within
+    ``total_trials`` trials (``max_trials_per_task`` each at most; 0 trials: no tuning, only
+    the records already in ``work_dir``) and the best schedules found in ``work_dir``'s
+    database replace the kernels.  Compile the result with ``minitvm.compile(mod, target)``."""
+    if cpu_weight_prepack:
+        raise NotImplementedError("static_shape_tuning_pipeline: cpu_weight_prepack=True (packing weights into "
+                                  "the tuned layouts through a main_transform_params function) is not supported")
+    if int(total_trials) < 0:
+        raise ValueError(f"static_shape_tuning_pipeline: total_trials must be >= 0, got {total_trials}")
+    return _StaticShapeTuning(total_trials, target, work_dir, max_trials_per_task)
+
+
 #: TVM's name for the pipeline ``tvm.compile`` runs by default
 default_build_pipeline = default_pipeline
 
 _PIPELINES: dict[str, Callable[..., Pass]] = {"zero": zero_pipeline, "default": default_pipeline,
-                                              "default_build": default_build_pipeline}
+                                              "default_build": default_build_pipeline,
+                                              "static_shape_tuning": static_shape_tuning_pipeline}
 
 
 def register_pipeline(name: str, fn: Callable[..., Pass] | None = None, override: bool = False) -> Any:

@@ -15,11 +15,13 @@ from .broadcast import broadcast_to, where
 from .einsum import einsum
 from .elemwise import cast, clip, full, full_like, identity, ones, zeros
 from .reduction import argmax, argmin, collapse_sum, cumprod, cumsum, max, mean, min, prod, sum
-from .scatter import gather, scatter_elements
+from .scatter import gather, scatter_elements, scatter_nd
 from .sort import argsort, sort, topk
 from .transform import (
     arange,
     concatenate,
+    dynamic_strided_slice,
+    dynamic_strided_slice_shape,
     expand_dims,
     flatten,
     flip,
@@ -41,8 +43,9 @@ __all__ = [
     "zeros", "ones",
     "sum", "max", "min", "prod", "mean", "argmax", "argmin", "collapse_sum", "cumsum", "cumprod",
     "transpose", "reshape", "flatten", "expand_dims", "squeeze", "concatenate", "split",
-    "strided_slice", "take", "arange", "trilu", "repeat", "tile", "flip",
-    "gather", "scatter_elements", "sort", "argsort", "topk",
+    "strided_slice", "dynamic_strided_slice", "dynamic_strided_slice_shape",
+    "take", "arange", "trilu", "repeat", "tile", "flip",
+    "gather", "scatter_elements", "scatter_nd", "sort", "argsort", "topk",
 ]
 
 # every element-wise operator of the table (minitvm.tir.op_table): topi.exp ... topi.atan2

@@ -407,3 +407,49 @@ def flip(a: te.Tensor, axis: int = 0) -> te.Tensor:
         return a[tuple(src)]
 
     return te.compute(a.shape, fcompute, name="T_reverse_sequence")
+
+
+def _canonical_bound(index: PrimExpr, extent: PrimExpr, stride: PrimExpr) -> PrimExpr:
+    """A run-time slice bound counted from the start and clamped as numpy does: into
+    [0, extent] for a positive stride, [-1, extent - 1] for a negative one."""
+    zero, one = const(0, "int64"), const(1, "int64")
+    extent = _op.cast(extent, "int64")
+    negative = _op.less(stride, zero)
+    index = _op.Select(_op.less(index, zero), _op.add(index, extent), index)
+    low = _op.Select(negative, const(-1, "int64"), zero)
+    high = _op.Select(negative, _op.sub(extent, one), extent)
+    return _op.min(_op.max(index, low), high)
+
+
+def dynamic_strided_slice_shape(data: te.Tensor, begin: te.Tensor, end: te.Tensor, strides: te.Tensor) -> te.Tensor:
+    """The extents of ``data[begin:end:strides]`` (all three 1-d int64 tensors, one value per
+    axis), computed at run time: the shape function of ``dynamic_strided_slice``."""
+    def fcompute(i: PrimExpr) -> PrimExpr:
+        extent = const(-1, "int64")
+        for k in range(data.ndim):
+            extent = _op.Select(_op.equal(i, const(k, i.dtype)), _op.cast(data.shape[k], "int64"), extent)
+        s = strides[i]
+        b, e = _canonical_bound(begin[i], extent, s), _canonical_bound(end[i], extent, s)
+        forward = _op.ceildiv(_op.sub(e, b), s)
+        backward = _op.ceildiv(_op.sub(b, e), _op.neg(s))
+        return _op.max(_op.Select(_op.less(s, const(0, "int64")), backward, forward), const(0, "int64"))
+    return te.compute((begin.shape[0],), fcompute, name="T_shape_func_strided_slice_dynamic")
+
+
+def dynamic_strided_slice(a: te.Tensor, begin: te.Tensor, end: te.Tensor, strides: te.Tensor,
+                          output_shape: Sequence[Any]) -> te.Tensor:
+    """``a[begin:end:strides]`` with the bounds in 1-d int64 tensors read at run time; the
+    output's extents (``output_shape``, symbolic) come from ``dynamic_strided_slice_shape``."""
+    if len(output_shape) != a.ndim:
+        raise ValueError(f"topi.dynamic_strided_slice: output_shape has {len(output_shape)} extents "
+                         f"but the data has {a.ndim} axes")
+
+    def fcompute(*idx: Any) -> PrimExpr:
+        src = []
+        for k, i in enumerate(idx):
+            kk = const(k, "int64")
+            start = _canonical_bound(begin[kk], a.shape[k], strides[kk])
+            src.append(_op.add(start, _op.mul(_op.cast(i, "int64"), strides[kk])))
+        return a[tuple(src)]
+
+    return te.compute(list(output_shape), fcompute, name="T_strided_slice_dynamic")

@@ -70,16 +70,20 @@ def _provided(slot: list) -> list:
 
 
 def register_tir_tuner(fn: Callable[..., Any]) -> None:
-    """``fn(mod, target, work_dir, max_trials_global)`` tunes the PrimFuncs of ``mod`` into the
-    database in ``work_dir`` (meta_schedule registers its ``tune_tir``)."""
+    """``fn(mod, target, work_dir, max_trials_global[, max_trials_per_task=])`` tunes the
+    PrimFuncs of ``mod`` (one task each, one budget) into the database in ``work_dir``
+    (meta_schedule registers its ``tune_tir``)."""
     _tuner[:] = [fn]
 
 
-def tune_tir(mod: Any, target: Any, work_dir: str, max_trials_global: int) -> Any:
+def tune_tir(mod: Any, target: Any, work_dir: str, max_trials_global: int,
+             max_trials_per_task: int | None = None) -> Any:
     """Tune ``mod``'s PrimFuncs for ``target`` into the database in ``work_dir``."""
     if not _provided(_tuner):
         raise RuntimeError("no tuner is registered: import minitvm.meta_schedule first")
-    return _tuner[0](mod, target, work_dir, max_trials_global)
+    # the per-task cap only when given: a tuner registered with four parameters still works
+    extra = {} if max_trials_per_task is None else {"max_trials_per_task": max_trials_per_task}
+    return _tuner[0](mod, target, work_dir, max_trials_global, **extra)
 
 
 def open_work_dir(work_dir: str) -> Any:

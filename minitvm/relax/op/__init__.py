@@ -24,10 +24,11 @@ from .base import (
     call_tir,
     call_tir_inplace,
     print,  # noqa: A004 - R.print
+    tensor_to_shape,
 )
 from .create import arange, full, full_like, ones, ones_like, tril, triu, zeros, zeros_like
 from .datatype import astype
-from .index import gather_elements, scatter_elements, strided_slice, take
+from .index import dynamic_strided_slice, gather_elements, scatter_elements, scatter_nd, strided_slice, take
 from .layout import layout_transform
 from .linear_algebra import einsum, linear, matmul
 from .manipulate import (
@@ -65,6 +66,7 @@ __all__ = [
     # shapes and indexing
     "permute_dims", "reshape", "flatten", "expand_dims", "squeeze", "concat", "stack", "split",
     "broadcast_to", "layout_transform", "take", "strided_slice", "gather_elements", "scatter_elements",
+    "scatter_nd", "dynamic_strided_slice", "tensor_to_shape",
     "repeat", "tile", "flip", "collapse_sum_like", "collapse_sum_to",
     # reductions and search
     "sum", "mean", "max", "min", "prod", "variance", "std", "cumsum", "cumprod", "argmax", "argmin",

@@ -250,3 +250,23 @@ def assert_op(condition: Any, format_args: Any = None, format: Any = "") -> Call
     return make_call("relax.assert_op", _as_expr(condition, "relax.assert_op"),
                      _format_arg(format, "relax.assert_op"),
                      *[_as_expr(v, "relax.assert_op") for v in format_args])
+
+
+@register("relax.tensor_to_shape", pattern=OpPattern.OPAQUE, num_inputs=1)
+def _infer_tensor_to_shape(call: Call, ctx: Any) -> StructInfo:
+    """A shape of as many dimensions as the 1-d tensor has elements (unknown when its length is)."""
+    sinfo = struct_info_of(call.args[0]) if len(call.args) == 1 else None
+    if not isinstance(sinfo, TensorStructInfo) or sinfo.ndim != 1:
+        raise StructInfoError(f"relax.tensor_to_shape expects one 1-d tensor, got "
+                              f"{', '.join(map(str, call.args)) or 'no argument'}")
+    values = sinfo.shape_values
+    length = values[0] if values is not None else None
+    return ShapeStructInfo(ndim=length.value if hasattr(length, "value") else -1)
+
+
+def tensor_to_shape(expr: Expr) -> Call:
+    """The values of a 1-d integer tensor as a shape (read at run time, for data-dependent shapes)."""
+    return make_call("relax.tensor_to_shape", expr)
+
+
+__all__ += ["tensor_to_shape"]

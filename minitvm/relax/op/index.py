@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ...ir import dtype as _dt
+from ...ir.op import Op
 from ...tir.expr import IntImm, PrimExpr
 from ...topi.transform import slice_extent
 from ..expr import Call, Expr, PrimValue, Tuple, struct_info_of
 from ..struct_info import PrimStructInfo, StructInfo, StructInfoError, TensorStructInfo, shape_text, struct_info_text
-from ._utils import normalize_axis
+from ._utils import _ANALYZER, normalize_axis
 from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
 
 __all__ = ["take", "strided_slice"]
@@ -104,6 +105,10 @@ def strided_slice(x: Expr, axes: Sequence[int], begin: Sequence[int], end: Seque
     # TVM's printer writes the lists as tuples of R.prim_value (its strided_slice takes them as
     # arguments); read them back as the lists they are
     axes, begin, end, strides = (_prim_values(v) for v in (axes, begin, end, strides))
+    for name, v in (("axes", axes), ("begin", begin), ("end", end), ("strides", strides)):
+        if isinstance(v, Expr):  # a tensor of bounds: TVM's strided_slice refuses it too
+            raise StructInfoError(f"relax.strided_slice: {name} must be a list of integers, got the Relax "
+                                  f"expression {v}; for bounds held in tensors use relax.op.dynamic_strided_slice")
     strides = [1] * len(axes) if strides is None else strides
     # a bound may be symbolic (end=[8, n]); constants are kept as ints
     bound = lambda v: v if isinstance(v, PrimExpr) and not isinstance(v, IntImm) else int(v)  # noqa: E731
@@ -147,10 +152,8 @@ def gather_elements(data: Expr, indices: Expr, axis: int = 0) -> Call:
 _SCATTER_REDUCTIONS = ("update", "add", "mul", "max", "min")
 
 
-@register("relax.scatter_elements", pattern=OpPattern.OPAQUE, num_inputs=3)
-def _infer_scatter_elements(call: Call, ctx: Any) -> StructInfo:
-    """The data's struct info; indices and updates have one shape and the data's rank."""
-    op = "relax.scatter_elements"
+def _scatter_args(call: Call, op: str) -> tuple:
+    """The struct infos of a scatter's data, indices and updates, its reduction checked."""
     check_num_args(call, op, 3)
     x = tensor_arg(call, 0, op, "data")
     idx = _index_tensor(call, 1, op, "indices")
@@ -158,6 +161,14 @@ def _infer_scatter_elements(call: Call, ctx: Any) -> StructInfo:
     if call.attrs["reduction"] not in _SCATTER_REDUCTIONS:
         raise StructInfoError(f"{op}: reduction must be one of {', '.join(_SCATTER_REDUCTIONS)}, "
                               f"got {call.attrs['reduction']!r}")
+    return x, idx, upd
+
+
+@register("relax.scatter_elements", pattern=OpPattern.OPAQUE, num_inputs=3)
+def _infer_scatter_elements(call: Call, ctx: Any) -> StructInfo:
+    """The data's struct info; indices and updates have one shape and the data's rank."""
+    op = "relax.scatter_elements"
+    x, idx, upd = _scatter_args(call, op)
     if not x.is_unknown_dtype and not upd.is_unknown_dtype and x.dtype != upd.dtype:
         raise StructInfoError(f"{op}: data is {x.dtype} but updates are {upd.dtype}")
     if x.ndim != -1 and idx.ndim != -1 and x.ndim != idx.ndim:
@@ -176,3 +187,75 @@ def scatter_elements(data: Expr, indices: Expr, updates: Expr, axis: int = 0, re
 
 
 __all__ += ["gather_elements", "scatter_elements"]
+
+
+@register("relax.scatter_nd", pattern=OpPattern.OPAQUE, num_inputs=3)
+def _infer_scatter_nd(call: Call, ctx: Any) -> StructInfo:
+    """The data's struct info; with known shapes, ``updates.shape`` must be
+    ``indices.shape[:-1] + data.shape[K:]`` where ``K = indices.shape[-1]`` (constant)."""
+    op = "relax.scatter_nd"
+    x, idx, upd = _scatter_args(call, op)
+    if x.is_unknown_dtype or upd.is_unknown_dtype:
+        raise StructInfoError(f"{op}: data and updates need known dtypes, got {x.dtype!r} and {upd.dtype!r}")
+    if x.dtype != upd.dtype:
+        raise StructInfoError(f"{op}: data is {x.dtype} but updates are {upd.dtype}")
+    xv, iv, uv = x.shape_values, idx.shape_values, upd.shape_values
+    if xv is not None and iv is not None and uv is not None:
+        _check_scatter_nd_shapes(op, list(xv), list(iv), list(uv), ctx)
+    return TensorStructInfo(list(xv), x.dtype) if xv is not None else TensorStructInfo(None, x.dtype, None, x.ndim)
+
+
+def _check_scatter_nd_shapes(op: str, xv: list, iv: list, uv: list, ctx: Any) -> None:
+    if not iv or not isinstance(iv[-1], IntImm):
+        raise StructInfoError(f"{op}: the last axis of indices must have a constant length, got {shape_text(iv)}")
+    k = iv[-1].value
+    if len(xv) + len(iv) - k - 1 != len(uv):
+        raise StructInfoError(f"{op}: updates must have rank rank(data) + rank(indices) - indices.shape[-1] - 1, "
+                              f"got data {shape_text(xv)}, indices {shape_text(iv)}, updates {shape_text(uv)}")
+    if k > len(xv):
+        raise StructInfoError(f"{op}: indices.shape[-1] = {k} exceeds the rank of data {shape_text(xv)}")
+    expected = iv[:-1] + xv[k:]
+    if any(not _ANALYZER.can_prove_equal(a, b) for a, b in zip(expected, uv)):
+        raise StructInfoError(f"{op}: updates.shape must be indices.shape[:-1] + data.shape[K:], got updates "
+                              f"{shape_text(uv)}, indices {shape_text(iv)}, data {shape_text(xv)}")
+
+
+def scatter_nd(data: Expr, indices: Expr, updates: Expr, reduction: str = "update") -> Call:
+    """``data`` with ``updates[j]`` written (or combined by ``reduction``: update, add, mul,
+    max, min) at ``data[indices[j]]``; ``indices``' last axis holds the ``K`` leading
+    coordinates (ONNX's ScatterND)."""
+    return make_call("relax.scatter_nd", data, indices, updates, attrs={"reduction": reduction})
+
+
+__all__ += ["scatter_nd"]
+
+
+@register("relax.dynamic_strided_slice", pattern=OpPattern.INJECTIVE, num_inputs=4)
+def _infer_dynamic_strided_slice(call: Call, ctx: Any) -> StructInfo:
+    """``x``'s dtype and rank (the extents are known only at run time); begin, end and strides
+    are 1-d int64 tensors with one value per axis of ``x``."""
+    op = "relax.dynamic_strided_slice"
+    check_num_args(call, op, 4)
+    x = tensor_arg(call, 0, op, "x")
+    if x.ndim == -1:
+        return TensorStructInfo(None, x.dtype, None, -1)
+    for k, name in enumerate(("begin", "end", "strides"), start=1):
+        arg = tensor_arg(call, k, op, name)
+        values = arg.shape_values
+        if arg.ndim != 1 or values is None or not isinstance(values[0], IntImm):
+            raise StructInfoError(f"{op}: {name} must be a 1-d tensor of constant length, got {struct_info_text(arg)}")
+        if values[0].value != x.ndim:
+            raise StructInfoError(f"{op}: {name} has {values[0].value} values but x has {x.ndim} axes")
+        if not arg.is_unknown_dtype and arg.dtype != "int64":
+            raise StructInfoError(f"{op}: {name} must be int64, got {arg.dtype}")
+    return TensorStructInfo(None, x.dtype, None, x.ndim)
+
+
+def dynamic_strided_slice(x: Expr, begin: Expr, end: Expr, strides: Expr) -> Call:
+    """``x[begin:end:strides]`` with the bounds in 1-d int64 tensors (one value per axis of
+    ``x``) read at run time; negative strides walk backwards, bounds are clamped as numpy does."""
+    return make_call("relax.dynamic_strided_slice", x, begin, end, strides)
+
+
+Op.get("relax.dynamic_strided_slice").set_attr("FDataDependent", True)
+__all__ += ["dynamic_strided_slice"]

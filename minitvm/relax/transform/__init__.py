@@ -31,7 +31,7 @@ from .fuse_ops import FuseOps  # noqa: E402
 from .fuse_tir import FuseTIR  # noqa: E402
 from .fuse_transpose_matmul import FuseTransposeMatmul  # noqa: E402
 from .meta_schedule_apply_database import MetaScheduleApplyDatabase  # noqa: E402
-from .meta_schedule_tune_tir import MetaScheduleTuneTIR  # noqa: E402
+from .meta_schedule_tune_tir import MetaScheduleTuneIRMod, MetaScheduleTuneTIR  # noqa: E402
 from . import transform  # noqa: E402  (TVM's module path relax.transform.transform)
 from .fold_batchnorm_to_conv2d import FoldBatchnormToConv2D  # noqa: E402
 from .alter_op_layout import AlterOpLayout  # noqa: E402
@@ -59,3 +59,5 @@ from .optimize_layout_transform import OptimizeLayoutTransform  # noqa: E402
 from .gradient import Gradient  # noqa: E402
 from .realize_vdevice import RealizeVDevice  # noqa: E402
 from .update_vdevice import UpdateVDevice  # noqa: E402
+from .decompose_ops import DecomposeOpsForInference  # noqa: E402
+__all__ += ["DecomposeOpsForInference", "MetaScheduleTuneIRMod"]

@@ -9,6 +9,7 @@
 ``R.call_py_func("name", (a, b), out_ty=...)``          ``vm.builtin.call_py_func(("name", (a, b)))``, checked
                                                         against ``out_ty`` (a match_cast)
 ``R.vm.call_tir_dyn(f, (a, out, R.shape([n])))``        ``f(a, out, n)`` (a PrimFunc of the module)
+``R.tensor_to_shape(t)``                               ``vm.builtin.tensor_to_shape(t)``
 ``R.reshape(x, R.shape([n, 32]))``                      ``vm.builtin.reshape(x, R.shape([n, 32]))`` (a view)
 ``R.memory.kill_tensor(x)`` / ``kill_storage(x)``        ``R.vm.kill_object(x)`` (the code generator
                                                         empties x's register)
@@ -72,7 +73,7 @@ class _BuiltinLower(KernelCallMutator):
             return builtin_call("vm.builtin.alloc_storage", [call.args[0], DataTypeImm("uint8")])
         if name == MEMORY_ALLOC_TENSOR:
             return builtin_call("vm.builtin.alloc_tensor", list(call.args[:4]), call.struct_info)
-        if name in ("relax.print", "relax.assert_op"):  # run-time builtins of the VM
+        if name in ("relax.print", "relax.assert_op", "relax.tensor_to_shape"):  # run-time builtins of the VM
             return Call(ExternFunc("vm.builtin." + name.removeprefix("relax.")), list(call.args), None,
                         [call.struct_info])
         if name == CALL_TIR_DYN:  # the PrimFunc called directly, the shape's values as scalars

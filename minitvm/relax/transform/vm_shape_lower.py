@@ -11,7 +11,7 @@ Then every shape that mentions ``n`` is built at run time from the heap
 (``vm.builtin.make_shape(shape_heap, 2, MAKE_LOAD, 0, MAKE_IMM, 128)``), a scalar ``n``
 passed to a kernel (``R.prim_value(n)``) is read back out of such a shape, and
 ``R.match_cast`` becomes checks (``check_tensor_info`` + ``match_shape``) that also define
-the new variables it introduces.
+the new variables it introduces (the match_cast binding stays, as in TVM, naming them).
 
 A dimension that is an expression of variables (``n * 5408`` after a flatten) gets a slot
 of its own, computed once its variables are known
@@ -32,8 +32,6 @@ from ...tir.functor import post_order_visit
 from ...transform import PassContext, module_pass
 from ..expr import (
     BindingBlock,
-    Call,
-    ExternFunc,
     Function,
     If,
     MatchCast,
@@ -54,6 +52,7 @@ from ..struct_info import (
     TupleStructInfo,
     dim_text,
 )
+from ..vm.ops import starts_with_shape_heap
 from ._util import KernelCallMutator, map_functions
 from .vm_builtin_lower import builtin_call
 
@@ -231,21 +230,12 @@ class _ShapeLower(KernelCallMutator):
     def visit_match_cast_(self, binding: MatchCast) -> None:
         value = self.visit_expr(binding.value)
         self.emit_match(value, binding.struct_info, f"{self.func_name}: match_cast of {binding.var.name}")
-        self.builder_.emit_normalized(VarBinding(binding.var, value))
-
-
-def _already_lowered(func: Function) -> bool:
-    """True when the function starts by allocating a shape heap (running the pass twice is harmless)."""
-    body = func.body
-    if not isinstance(body, SeqExpr) or not body.blocks or not body.blocks[0].bindings:
-        return False
-    value = body.blocks[0].bindings[0].value
-    return isinstance(value, Call) and isinstance(value.op, ExternFunc) and \
-        value.op.global_symbol == "vm.builtin.alloc_shape_heap"
+        # kept as a match_cast (as TVM): it still defines the symbolic variables it names
+        self.builder_.emit_normalized(MatchCast(binding.var, value, binding.struct_info))
 
 
 def _rewrite(func: Function, mod: IRModule) -> Function:
-    if _already_lowered(func):
+    if starts_with_shape_heap(func):  # running the pass twice is harmless
         return func
     name = func.attrs.get("global_symbol") or next((gv.name_hint for gv, f in mod.items() if f is func), "function")
     heap = Var("shape_heap", ObjectStructInfo())

@@ -17,11 +17,21 @@ from __future__ import annotations
 from typing import Any
 
 from ...ir.op import Op
-from ..expr import Call, DataTypeImm, Expr, PrimValue, ShapeExpr, StringImm
+from ..expr import Call, DataTypeImm, Expr, ExternFunc, Function, PrimValue, SeqExpr, ShapeExpr, StringImm
 from ..op.memory import ALLOC_STORAGE, ALLOC_TENSOR, MEMORY_ALLOC_TENSOR  # registers the operators
 
 __all__ = ["alloc_tensor", "alloc_storage", "memory_alloc_tensor", "ALLOC_TENSOR", "ALLOC_STORAGE",
-           "MEMORY_ALLOC_TENSOR", "is_op"]
+           "MEMORY_ALLOC_TENSOR", "is_op", "starts_with_shape_heap"]
+
+
+def starts_with_shape_heap(func: Function) -> bool:
+    """True when VMShapeLower ran on ``func`` (its first binding allocates the shape heap)."""
+    body = func.body
+    if not isinstance(body, SeqExpr) or not body.blocks or not body.blocks[0].bindings:
+        return False
+    value = body.blocks[0].bindings[0].value
+    return isinstance(value, Call) and isinstance(value.op, ExternFunc) and \
+        value.op.global_symbol == "vm.builtin.alloc_shape_heap"
 
 
 def is_op(expr: Any, name: str) -> bool:

@@ -282,6 +282,13 @@ def shape_of(value: NDArray) -> ShapeTuple:
     return ShapeTuple(value._array.shape)
 
 
+def tensor_to_shape(value: NDArray) -> ShapeTuple:
+    """The values of a 1-d integer tensor, as a shape value."""
+    if type(value) is not NDArray or value._array.ndim != 1 or value._array.dtype.kind not in "iu":
+        raise TypeError(f"tensor_to_shape: expected a 1-d integer tensor, got {value!r}")
+    return ShapeTuple(tuple(int(v) for v in value._array))
+
+
 def make_tuple(*fields: Any) -> tuple:
     """A tuple of the arguments."""
     return fields
@@ -444,6 +451,7 @@ _BUILTINS = {
     "vm.builtin.make_shape": make_shape,
     "vm.builtin.eval_shape_expr": eval_shape_expr,
     "vm.builtin.shape_of": shape_of,
+    "vm.builtin.tensor_to_shape": tensor_to_shape,
     "vm.builtin.make_tuple": make_tuple,
     "vm.builtin.tuple_getitem": tuple_getitem,
     "vm.builtin.copy": copy,

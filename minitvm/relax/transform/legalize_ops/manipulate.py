@@ -11,7 +11,8 @@ from ....tir.functor import substitute
 from ...block_builder import BlockBuilder
 from ...expr import Call, Expr, struct_info_of
 from ...op._utils import product
-from ...op.base import call_pure_packed, call_tir
+from ...op.base import call_pure_packed, call_tir, tensor_to_shape
+from ...struct_info import ShapeStructInfo
 from .common import _tensors_of, register_legalize
 
 
@@ -132,3 +133,25 @@ def _to_vdevice(bb: BlockBuilder, call: Call) -> Expr:
 
 register_legalize("relax.hint_on_device", _hint_on_device)
 register_legalize("relax.to_vdevice", _to_vdevice)
+@register_legalize("relax.scatter_nd")
+def _scatter_nd(bb: BlockBuilder, call: Call) -> Expr:
+    def te_scatter_nd(data: te.Tensor, indices: te.Tensor, updates: te.Tensor, reduction: str) -> te.Tensor:
+        # Relax keeps the coordinates on indices' last axis, TOPI on its first
+        axes = list(range(indices.ndim))
+        return topi.scatter_nd(data, topi.transpose(indices, axes[-1:] + axes[:-1]), updates, reduction)
+    return bb.call_te(te_scatter_nd, *call.args, call.attrs["reduction"], primfunc_name_hint="scatter_nd")
+
+
+@register_legalize("relax.dynamic_strided_slice")
+def _dynamic_strided_slice(bb: BlockBuilder, call: Call) -> Expr:
+    # as TVM: a shape function computes the extents, tensor_to_shape reads them at run time
+    # and a match_cast names them, so the slicing kernel's output has symbolic extents
+    ndim = struct_info_of(call.args[0]).ndim
+    if ndim == -1:
+        raise ValueError("LegalizeOps: relax.dynamic_strided_slice needs the rank of its data to be known")
+    extents = bb.normalize(bb.call_te(topi.dynamic_strided_slice_shape, *call.args, primfunc_name_hint="shape_func"))
+    shape = bb.emit(tensor_to_shape(extents))
+    names = [tir.Var("s", "int64") for _ in range(ndim)]
+    bb.match_cast(shape, ShapeStructInfo(names))
+    return bb.call_te(topi.dynamic_strided_slice, *call.args, output_shape=names,
+                      primfunc_name_hint="dynamic_strided_slice")

@@ -1,0 +1,72 @@
+"""DecomposeOpsForInference: composite operators written out for inference, as TVM's pass.
+
+``R.nn.batch_norm(x, gamma, beta, mean, var)`` becomes the tuple
+``((x - mean) / sqrt(var + eps) * gamma + beta, mean, var)`` with the *moving* statistics
+broadcast along the channel axis (whatever its ``training`` flag says: at inference the
+moving statistics are the model's), so the arithmetic fuses with its neighbours.
+``relax.get_pipeline("static_shape_tuning")`` runs it first.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...ir.module import IRModule
+from ...ir.op import Op
+from ...transform import PassContext, module_pass
+from .. import op as _op
+from ..expr import Call, Expr, Function, Tuple, const, struct_info_of
+from ..expr_functor import ExprMutator
+
+__all__ = ["DecomposeOpsForInference"]
+
+
+def _along(v: Expr, ndim: int, axis: int) -> Expr:
+    """A per-channel vector reshaped to broadcast against an ``ndim``-d tensor along ``axis``."""
+    axis = axis % ndim
+    others = [k for k in range(ndim) if k != axis]
+    return _op.expand_dims(v, others) if others else v
+
+
+def decompose_batch_norm(call: Call) -> Expr:
+    data, gamma, beta, mean, var = call.args
+    x = struct_info_of(data)
+    if x is None or x.ndim == -1 or x.is_unknown_dtype:
+        raise ValueError("DecomposeOpsForInference: batch_norm needs its data's rank and dtype to be known")
+    a = call.attrs
+    eps = const(float(a["epsilon"]), x.dtype)
+    out = _op.divide(_op.subtract(data, _along(mean, x.ndim, a["axis"])),
+                     _op.sqrt(_op.add(_along(var, x.ndim, a["axis"]), eps)))
+    if a.get("scale", True):
+        out = _op.multiply(out, _along(gamma, x.ndim, a["axis"]))
+    if a.get("center", True):
+        out = _op.add(out, _along(beta, x.ndim, a["axis"]))
+    return Tuple([out, mean, var])
+
+
+class _Decomposer(ExprMutator):
+    def visit_call_(self, op: Call) -> Any:
+        call = super().visit_call_(op)
+        if isinstance(call, Call) and isinstance(call.op, Op) and call.op.name == "relax.nn.batch_norm":
+            return decompose_batch_norm(call)
+        return call
+
+
+@module_pass(opt_level=0, name="DecomposeOpsForInference")
+class DecomposeOpsForInference:
+    """``DecomposeOpsForInference(func_name=None)``: every Relax function, or only ``func_name``."""
+
+    def __init__(self, func_name: str | None = None) -> None:
+        self.func_name = func_name
+
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        names = [gv.name_hint for gv, f in mod.items() if isinstance(f, Function)]
+        if self.func_name is not None and self.func_name not in names:
+            raise ValueError(f"DecomposeOpsForInference: the module has no Relax function {self.func_name!r}")
+        out = mod
+        for name in names if self.func_name is None else [self.func_name]:
+            func = mod[name]
+            new = _Decomposer(mod).visit_expr(func)
+            if new is not func:
+                out = out.with_function(name, new)
+        return out
