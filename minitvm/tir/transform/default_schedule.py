@@ -38,7 +38,7 @@ from ...ir.module import IRModule
 from ...ir.structural import structural_equal, structural_hash
 from ...runtime.cpu import parallel_threads
 from ..analysis import uses_var
-from ..expr import Add, BufferLoad, IntImm, Mul
+from ..expr import Add, BufferLoad, Call, IntImm, Mul
 from ..function import PrimFunc
 from ..functor import post_order_visit, substitute
 from ..schedule import BlockRV, LoopRV, Schedule, ScheduleError
@@ -798,9 +798,34 @@ def schedule_elementwise(sch: Schedule) -> bool:
     for b in _blocks(sch):
         if _reads_transposed(sch, b):
             _tile_transpose(sch, b)
+        elif _reads_shifted_rows(sch, b):
+            vectorize_rows(sch, b)
         else:
             _vectorize_flat(sch, b)
     return True
+
+
+def _reads_shifted_rows(sch: Schedule, b: BlockRV) -> bool:
+    """True when a block whose rows are static and at most ``ROW_VECTOR_MAX`` long pads (an
+    ``if_then_else`` in its value), or, with rows of at least a vector, reads some buffer at
+    other indices than it writes (a slice, a broadcast).  Flattened into one vectorized loop,
+    every lane would compute its own row and column with a division and gather (a standalone
+    pad of MobileNetV2, 1 x 32 x 114 x 114: 971 us flat, 40 us by rows; 1 x 960 x 9 x 9: 198 -> 21 us).
+    By rows the last index moves by one per lane and the padding test is per row."""
+    blk = sch.get(b)
+    loops = sch.get_loops(b)
+    ext = _extents_or_none(sch, loops)
+    if len(loops) < 2 or None in ext or ext[-1] > ROW_VECTOR_MAX or not isinstance(blk.body, BufferStore):
+        return False
+    written = list(blk.body.indices)
+    loads: list[BufferLoad] = []
+    pads: list[Call] = []
+    post_order_visit(blk.body.value, lambda x: loads.append(x) if isinstance(x, BufferLoad) else
+                     pads.append(x) if isinstance(x, Call) and x.op == "tir.if_then_else" else None)
+    if pads:
+        return True
+    return ext[-1] >= VECTOR_LANES and any(
+        len(ld.indices) != len(written) or any(not a.same_as(w) for a, w in zip(ld.indices, written)) for ld in loads)
 
 
 def _reads_transposed(sch: Schedule, b: BlockRV) -> bool:
