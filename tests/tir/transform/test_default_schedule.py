@@ -506,6 +506,34 @@ def test_conv2d_is_tiled_vectorized_and_matches_torch(n, ci, hw, co, k, stride, 
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("n, c, hw, mult, pad, rows", [
+    (1, 16, 12, 1, 0, 10),    # TF-style: padding done by a pad kernel before, the conv's own copy inlined
+    (2, 8, 30, 2, 1, 6),      # padding in the kernel, a channel multiplier of 2, rows of 2 vectors
+])
+def test_a_stride_1_depthwise_conv_tiles_whole_rows_per_channel(n, c, hw, mult, pad, rows, parallel):
+    """Depthwise at stride 1: per channel a tile of whole output rows (``rows`` of them) that
+    each window tap updates with a shifted input row; numbers as torch's."""
+    import torch
+
+    func, out_shape = conv_bias_relu(n, c, hw, c * mult, 3, 1, c, pad=pad)
+    x, w, b = _rand(n, c, hw, hw), _rand(c * mult, 1, 3, 3, seed=1), _rand(c * mult, seed=2)
+    assert ds.schedule_depthwise_conv2d(minitvm.tir.Schedule(IRModule({"main": func})))
+    sched = _check_same(func, [x, w, b], out_shape)
+    text = sched.script()
+    assert f"in T.unroll({rows}):" in text and 'scope="local"' in text, text
+    assert ('sblock("pad_temp")' in text) == (pad > 0), text  # a copy without padding is inlined
+    _has_parallel(text, parallel)
+    want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b),
+                                                 padding=pad, groups=c)).numpy()
+    got = _run(sched, "llvm", [x, w, b, np.zeros(out_shape, "float32")])
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_stride_2_depthwise_conv_keeps_the_generic_rule():
+    func, _ = conv_bias_relu(1, 16, 12, 16, 3, 2, 16)
+    assert not ds.schedule_depthwise_conv2d(minitvm.tir.Schedule(IRModule({"main": func})))
+
+
 def test_conv_followed_by_the_next_layers_padding_keeps_its_register_tile(parallel):
     # FuseOps puts the next layer's explicit pad (TF "same" padding, MobileNetV2's) after the
     # activation: the pad writes a larger buffer, so it stays a row-by-row copy after the tile
