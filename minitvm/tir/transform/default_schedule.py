@@ -735,21 +735,9 @@ def schedule_conv2d_like(sch: Schedule) -> bool:
        the epilogue) after each tile, zero it before ci, vectorize w1, unroll c1, and parallel
        over (n, c0) when the kernel does more than ``MATMUL_PARALLEL_WORK`` multiply-adds.
     """
-    conv = _conv_block(sch)
+    conv, epilogue = _conv_prologue_and_tail(sch, _conv_block(sch), vectorize_rows)
     if conv is None:
         return False
-    tail = _reshaping_tail(sch, conv)
-    ok, epilogue = _single_epilogue(sch, conv, allow_prologue=True, tail=tail)
-    if not ok:
-        return False
-    conv_name = sch.get(conv).name_hint
-    for b in _blocks(sch):
-        if sch.get(b).name_hint == conv_name:
-            break
-        vectorize_rows(sch, b)
-    for name in tail:
-        vectorize_rows(sch, sch.get_block(name))
-    conv = sch.get_block(conv_name)
     loops = sch.get_loops(conv)
     ext = _extents_or_none(sch, loops)
     if None in ext[1:]:
@@ -787,53 +775,65 @@ def schedule_conv2d_like(sch: Schedule) -> bool:
 DEPTHWISE_TILE_VECTORS = 12
 
 
-def _is_depthwise_stride1(sch: Schedule, conv: BlockRV) -> bool:
-    """Whether the convolution block sums over one input channel per output channel (its
-    channel reduction has extent 1: depthwise, or a channel multiplier) and reads its input
-    one column further per output column (stride 1 along W)."""
+def _depthwise_column_stride(sch: Schedule, conv: BlockRV) -> int | None:
+    """The column stride (1 or 2) of a convolution block that sums over one input channel per
+    output channel (its channel reduction has extent 1: depthwise, or a channel multiplier);
+    None for any other convolution or stride."""
     blk = sch.get(conv)
     ext = _extents(sch, sch.get_loops(conv))
     if len(ext) != 7 or ext[4] != 1:
-        return False
+        return None
     xx, analyzer = blk.iter_vars[3].var, Analyzer()
     loads: list[BufferLoad] = []
     post_order_visit(blk.body.value.b, lambda x: loads.append(x) if isinstance(x, BufferLoad) else None)
     data = [ld for ld in loads if len(ld.indices) == 4 and uses_var(ld.indices[-1], xx)]
     if len(data) != 1:
-        return False
+        return None
     column = data[0].indices[-1]
-    return analyzer.can_prove_equal(substitute(column, {xx: xx + 1}) - column, 1)
+    step = substitute(column, {xx: xx + 1}) - column
+    return next((s for s in (1, 2) if analyzer.can_prove_equal(step, s)), None)
+
+
+def _deinterleave_columns(sch: Schedule, b: BlockRV) -> None:
+    """A stride-2 convolution's input copy (its padding) stored as even columns then odd ones
+    (``pad[n, c, h, w] -> pad[n, c, h, w % 2, w // 2]``): the taps at ``2 x + kw`` then read
+    ``pad[.., kw % 2, x + kw // 2]``, one contiguous vector per output row instead of a gather.
+    The copy runs over (parity, column) so that it writes whole vectors."""
+    sch.transform_layout(b, ("write", 0), lambda n, c, h, w: (n, c, h, w % 2, w // 2),
+                         assume_injective_transform=True)  # the slot past an odd width is never read
+    *outer, w = sch.get_loops(b)
+    w0, w1 = sch.split(w, [None, 2])
+    sch.reorder(w1, w0)
+    sch.vectorize(w0)
+    rows = sch.fuse(*outer) if len(outer) > 1 else outer[0]
+    if math.prod(_extents(sch, sch.get_loops(b))) > ELEMENTWISE_PARALLEL_WORK:
+        sch.parallel(rows)
 
 
 def schedule_depthwise_conv2d(sch: Schedule) -> bool:
-    """A depthwise convolution at stride 1 (NCHW, MobileNet's 3x3 layers): each output channel
-    reads only its own input plane, so the generic conv tile (16 channels x a piece of a row)
-    multiplied each loaded input vector by a single weight and kept a copy of the input.
+    """A depthwise convolution at stride 1 or 2 (NCHW, MobileNet's 3x3 layers): each output
+    channel reads only its own input plane, so the generic conv tile (16 channels x a piece of a
+    row) multiplied each loaded input vector by a single weight and kept a copy of the input.
 
-    1. A prologue that only copies (the conv's ``pad_temp`` when the padding is an explicit pad
-       kernel before it, TF-style) is inlined; a real padding is copied row by row.
+    1. Stride 1: a prologue that only copies (the conv's ``pad_temp`` when the padding is an
+       explicit pad kernel before it, TF-style) is inlined; a real padding is copied row by row.
+       Stride 2: the input copy is stored even columns first (:func:`_deinterleave_columns`).
     2. Per channel a tile of ``rt`` output rows x the whole output row (``ceil(W / 16)`` vectors,
        at most ``DEPTHWISE_TILE_VECTORS`` in all): loops (n, c, h0, rc, kh, kw, h1, w) -- each
        window tap adds a shifted input row times one weight to every row of the tile.
     3. Accumulate in registers (``cache_write("local")``) written back through the epilogue;
        channels on threads when large.  Measured on MobileNetV2's stride-1 layers: 2x the generic
-       rule (144 x 56 x 56: 310 -> 144 us; 960 x 7 x 7: 52 -> 23 us).  Stride 2 reads every
-       other column (a gather per vector) and stays with :func:`schedule_conv2d_like`.
+       rule at stride 1 (144 x 56 x 56: 310 -> 144 us; 960 x 7 x 7: 52 -> 23 us), 2.5-2.8x at
+       stride 2 (96 x 113 -> 56: 652 -> 236 us), where the generic rule gathered every other column.
     """
     conv = _conv_block(sch)
-    if conv is None or not _is_depthwise_stride1(sch, conv):
+    stride = None if conv is None else _depthwise_column_stride(sch, conv)
+    first = sch.get(_blocks(sch)[0]).name_hint
+    if stride is None or (stride == 2 and first == sch.get(conv).name_hint):
+        return False  # (stride 2 without a copy of the input to deinterleave: the generic rule)
+    conv, epilogue = _conv_prologue_and_tail(sch, conv, _inline_copy_or_rows if stride == 1 else _deinterleave_columns)
+    if conv is None:
         return False
-    tail = _reshaping_tail(sch, conv)
-    ok, epilogue = _single_epilogue(sch, conv, allow_prologue=True, tail=tail)
-    if not ok:
-        return False
-    conv_name = sch.get(conv).name_hint
-    names = [sch.get(b).name_hint for b in _blocks(sch)]
-    for name in names[:names.index(conv_name)]:
-        _inline_copy_or_rows(sch, sch.get_block(name))
-    for name in tail:
-        vectorize_rows(sch, sch.get_block(name))
-    conv = sch.get_block(conv_name)
     loops = sch.get_loops(conv)
     N, C, OH, OW = _extents(sch, loops)[:4]
     vectors = -(-OW // VECTOR_LANES)
@@ -856,6 +856,27 @@ def schedule_depthwise_conv2d(sch: Schedule) -> bool:
     init = sch.decompose_reduction(conv, rc)
     sch.vectorize(sch.get_loops(init)[-1])
     return True
+
+
+def _conv_prologue_and_tail(sch: Schedule, conv: BlockRV | None, prologue: Callable[[Schedule, BlockRV], None]
+                            ) -> tuple[BlockRV | None, BlockRV | None]:
+    """A convolution's neighbours: the epilogue inlined into its last block, ``prologue`` applied
+    to each block before the convolution (its padding), the next layer's padding after it
+    (:func:`_reshaping_tail`) copied by rows.  Returns (the conv block, the epilogue or None);
+    (None, None) when there is no conv block or its neighbours are not all elementwise."""
+    if conv is None:
+        return None, None
+    tail = _reshaping_tail(sch, conv)
+    ok, epilogue = _single_epilogue(sch, conv, allow_prologue=True, tail=tail)
+    if not ok:
+        return None, None
+    conv_name = sch.get(conv).name_hint
+    names = [sch.get(b).name_hint for b in _blocks(sch)]
+    for name in names[:names.index(conv_name)]:
+        prologue(sch, sch.get_block(name))
+    for name in tail:
+        vectorize_rows(sch, sch.get_block(name))
+    return sch.get_block(conv_name), epilogue
 
 
 def _inline_copy_or_rows(sch: Schedule, b: BlockRV) -> None:

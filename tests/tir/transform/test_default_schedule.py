@@ -529,9 +529,43 @@ def test_a_stride_1_depthwise_conv_tiles_whole_rows_per_channel(n, c, hw, mult, 
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
-def test_a_stride_2_depthwise_conv_keeps_the_generic_rule():
-    func, _ = conv_bias_relu(1, 16, 12, 16, 3, 2, 16)
-    assert not ds.schedule_depthwise_conv2d(minitvm.tir.Schedule(IRModule({"main": func})))
+@pytest.mark.parametrize("hw", [13, 12])
+def test_a_stride_2_depthwise_conv_reads_a_deinterleaved_copy(hw, parallel):
+    """Stride 2: the padded copy holds even columns, then odd ones; the taps read it as
+    contiguous rows.  TF "same" padding: 13 -> 14 columns (7 even, 7 odd), 12 -> 13 (the slot
+    after the last odd column is never read)."""
+    import torch
+
+    from minitvm import te, topi
+
+    x = te.placeholder((2, 16, hw, hw), "float32", name="x")
+    w = te.placeholder((16, 1, 3, 3), "float32", name="w")
+    out = topi.nn.conv2d_nchw(x, w, stride=2, padding=(0, 0, 1, 1), groups=16)
+    func = te.create_prim_func([x, w, out])
+    xs, ws = _rand(2, 16, hw, hw), _rand(16, 1, 3, 3, seed=1)
+    assert ds.schedule_depthwise_conv2d(minitvm.tir.Schedule(IRModule({"main": func})))
+    sched = _check_same(func, [xs, ws], (2, 16, 6, 6))
+    text = sched.script()
+    assert f"pad_temp = T.sblock_alloc_buffer((2, 16, {hw + 1}, 2, 7))" in text, text  # the deinterleaved copy
+    _has_parallel(text, parallel)
+    want = torch.nn.functional.conv2d(torch.nn.functional.pad(torch.from_numpy(xs), (0, 1, 0, 1)),
+                                      torch.from_numpy(ws), stride=2, groups=16).numpy()
+    np.testing.assert_allclose(_run(sched, "llvm", [xs, ws, np.zeros((2, 16, 6, 6), "float32")]), want,
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_a_stride_2_depthwise_conv_without_a_copy_keeps_the_generic_rule():
+    from minitvm import te, topi
+    from minitvm.tir.stmt_functor import block_realizes
+
+    x = te.placeholder((1, 16, 13, 13), "float32", name="x")
+    w = te.placeholder((16, 1, 3, 3), "float32", name="w")
+    func = te.create_prim_func([x, w, topi.nn.conv2d_nchw(x, w, stride=2, padding=0, groups=16)])
+    names = [r.block.name_hint for r, _ in block_realizes(func.body)]
+
+    if "pad_temp" not in names:
+        assert not ds.schedule_depthwise_conv2d(minitvm.tir.Schedule(IRModule({"main": func})))
+    _check_same(func, [_rand(1, 16, 13, 13), _rand(16, 1, 3, 3, seed=1)], (1, 16, 6, 6))
 
 
 def test_conv_followed_by_the_next_layers_padding_keeps_its_register_tile(parallel):
