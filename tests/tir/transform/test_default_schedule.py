@@ -506,6 +506,68 @@ def test_conv2d_is_tiled_vectorized_and_matches_torch(n, ci, hw, co, k, stride, 
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("n, c, hw, mult, pad, rows", [
+    (1, 16, 12, 1, 0, 10),    # TF-style: padding done by a pad kernel before, the conv's own copy inlined
+    (2, 8, 30, 2, 1, 6),      # padding in the kernel, a channel multiplier of 2, rows of 2 vectors
+])
+def test_a_stride_1_depthwise_conv_tiles_whole_rows_per_channel(n, c, hw, mult, pad, rows, parallel):
+    """Depthwise at stride 1: per channel a tile of whole output rows (``rows`` of them) that
+    each window tap updates with a shifted input row; numbers as torch's."""
+    import torch
+
+    func, out_shape = conv_bias_relu(n, c, hw, c * mult, 3, 1, c, pad=pad)
+    x, w, b = _rand(n, c, hw, hw), _rand(c * mult, 1, 3, 3, seed=1), _rand(c * mult, seed=2)
+    assert ds.schedule_depthwise_conv2d(minitvm.tir.Schedule(IRModule({"main": func})))
+    sched = _check_same(func, [x, w, b], out_shape)
+    text = sched.script()
+    assert f"in T.unroll({rows}):" in text and 'scope="local"' in text, text
+    assert ('sblock("pad_temp")' in text) == (pad > 0), text  # a copy without padding is inlined
+    _has_parallel(text, parallel)
+    want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b),
+                                                 padding=pad, groups=c)).numpy()
+    got = _run(sched, "llvm", [x, w, b, np.zeros(out_shape, "float32")])
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("hw", [13, 12])
+def test_a_stride_2_depthwise_conv_reads_a_deinterleaved_copy(hw, parallel):
+    """Stride 2: the padded copy holds even columns, then odd ones; the taps read it as
+    contiguous rows.  TF "same" padding: 13 -> 14 columns (7 even, 7 odd), 12 -> 13 (the slot
+    after the last odd column is never read)."""
+    import torch
+
+    from minitvm import te, topi
+
+    x = te.placeholder((2, 16, hw, hw), "float32", name="x")
+    w = te.placeholder((16, 1, 3, 3), "float32", name="w")
+    out = topi.nn.conv2d_nchw(x, w, stride=2, padding=(0, 0, 1, 1), groups=16)
+    func = te.create_prim_func([x, w, out])
+    xs, ws = _rand(2, 16, hw, hw), _rand(16, 1, 3, 3, seed=1)
+    assert ds.schedule_depthwise_conv2d(minitvm.tir.Schedule(IRModule({"main": func})))
+    sched = _check_same(func, [xs, ws], (2, 16, 6, 6))
+    text = sched.script()
+    assert f"pad_temp = T.sblock_alloc_buffer((2, 16, {hw + 1}, 2, 7))" in text, text  # the deinterleaved copy
+    _has_parallel(text, parallel)
+    want = torch.nn.functional.conv2d(torch.nn.functional.pad(torch.from_numpy(xs), (0, 1, 0, 1)),
+                                      torch.from_numpy(ws), stride=2, groups=16).numpy()
+    np.testing.assert_allclose(_run(sched, "llvm", [xs, ws, np.zeros((2, 16, 6, 6), "float32")]), want,
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_a_stride_2_depthwise_conv_without_a_copy_keeps_the_generic_rule():
+    from minitvm import te, topi
+    from minitvm.tir.stmt_functor import block_realizes
+
+    x = te.placeholder((1, 16, 13, 13), "float32", name="x")
+    w = te.placeholder((16, 1, 3, 3), "float32", name="w")
+    func = te.create_prim_func([x, w, topi.nn.conv2d_nchw(x, w, stride=2, padding=0, groups=16)])
+    names = [r.block.name_hint for r, _ in block_realizes(func.body)]
+
+    if "pad_temp" not in names:
+        assert not ds.schedule_depthwise_conv2d(minitvm.tir.Schedule(IRModule({"main": func})))
+    _check_same(func, [_rand(1, 16, 13, 13), _rand(16, 1, 3, 3, seed=1)], (1, 16, 6, 6))
+
+
 def test_conv_followed_by_the_next_layers_padding_keeps_its_register_tile(parallel):
     # FuseOps puts the next layer's explicit pad (TF "same" padding, MobileNetV2's) after the
     # activation: the pad writes a larger buffer, so it stays a row-by-row copy after the tile
@@ -550,6 +612,42 @@ def test_transpose_is_copied_in_square_tiles(parallel):
     assert tiles in text and "T.vectorized(16)" in text, text
     _has_parallel(text, parallel)
     np.testing.assert_array_equal(_run(sched, "llvm", [data, np.zeros((80, 48), "float32")]), data.T)
+
+
+@pytest.mark.parametrize("shape, before, after, row", [
+    ((1, 3, 24, 24), (0, 0, 0, 0), (0, 0, 1, 1), 25),     # TF "same" padding of a stride-2 stem
+    ((2, 40, 7, 7), (0, 0, 1, 1), (0, 0, 1, 1), 9),       # rows shorter than a vector
+])
+def test_a_standalone_pad_is_copied_row_by_row(shape, before, after, row, parallel):
+    """A pad kernel of its own (FuseOps leaves MobileNetV2's explicit pads alone) is vectorized
+    along its rows, as the convolution's padding is: flattened, every lane divided to find its
+    row and column and the copy ran at 0.4 GFLOP/s."""
+    from minitvm import te, topi
+
+    x = te.placeholder(shape, "float32", name="x")
+    out = topi.nn.pad(x, before, after)
+    func = te.create_prim_func([x, out])
+    out_shape = tuple(int(d) for d in out.shape)
+    data = _rand(*shape)
+    sched = _check_same(func, [data], out_shape)
+    text = sched.script()
+    assert f"in T.vectorized({row}):" in text, text
+    _has_parallel(text, parallel)
+    want = np.pad(data, list(zip(before, after)))
+    np.testing.assert_array_equal(_run(sched, "llvm", [data, np.zeros(out_shape, "float32")]), want)
+
+
+def test_a_broadcast_add_is_vectorized_along_rows(parallel):
+    """``x[b, i, j] + bias[j]``: by rows the bias row is one contiguous vector per row."""
+    from minitvm import te, topi
+
+    x = te.placeholder((2, 24, 48), "float32", name="x")
+    b = te.placeholder((48,), "float32", name="b")
+    func = te.create_prim_func([x, b, topi.add(x, b)])
+    xs, bs = _rand(2, 24, 48), _rand(48, seed=1)
+    sched = _check_same(func, [xs, bs], (2, 24, 48))
+    assert "in T.vectorized(48):" in sched.script()
+    np.testing.assert_allclose(_run(sched, "llvm", [xs, bs, np.zeros((2, 24, 48), "float32")]), xs + bs, rtol=1e-6)
 
 
 def _dynamic(build):
