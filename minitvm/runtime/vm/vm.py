@@ -458,10 +458,11 @@ class _RepeatedCallCheck:
     sizes the check found, its lists made tuples as the check makes them.  (The last call's
     objects stay referenced until the next call: a signature compares them by ``id``.)"""
 
-    __slots__ = ("check", "_last")
+    __slots__ = ("check", "_last", "_repeats")
 
     def __init__(self, check: ArgumentCheck):
         self.check = check
+        self._repeats = 0
         # (signature, sizes, the arguments): one tuple, replaced whole, so that a call on another
         # thread never pairs one call's signature with another's sizes
         self._last: tuple | None = None
@@ -469,10 +470,17 @@ class _RepeatedCallCheck:
     def __call__(self, args: tuple | list) -> tuple:
         last = self._last
         if last is not None and _signature(args) == last[0]:
+            self._repeats += 1
             return [_as_tuples(a) for a in args], last[1]
         result = self.check(args)
         self._last = (_signature(args), result[1], tuple(args)) if _unconverted(args, result[0]) else None
         return result
+
+    @property
+    def fast_calls(self) -> int:
+        """Calls passed without the full check: repeats of the last call and the check's own
+        fast path (as :attr:`ArgumentCheck.fast_calls`)."""
+        return self._repeats + self.check.fast_calls
 
     def describe(self) -> str:
         return self.check.describe()

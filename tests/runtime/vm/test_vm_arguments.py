@@ -142,3 +142,4 @@ def test_repeated_call_skips_the_full_check(monkeypatch):
     for n in (2, 2, 2, 5, 5):
         vm["pick"](NDArray(np.ones((n, 3), "float32")), weights)
     assert len(full) == 2  # the first call, and the first with n = 5
+    assert entry._repeats == 3  # the three repeats of the last call
