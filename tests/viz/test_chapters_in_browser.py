@@ -77,6 +77,19 @@ _SMALL_TEXT = """(minPx) => {
 _LAID_OUT = """() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(
   () => setTimeout(done, 50))))"""
 
+_AT_END = """() => { const el = document.querySelector('.jp-NotebookPanel .jp-WindowedPanel-outer');
+  return el.scrollTop + el.clientHeight >= el.scrollHeight - 2; }"""
+
+#: JavaScript: one screen of the walk in one round trip to the browser — scroll to the screen,
+#: wait until it is laid out, then measure (about 230 screens a run: each round trip counts)
+_SCREEN = f"""async ([top, minPx]) => {{
+  const scroller = document.querySelector('.jp-NotebookPanel .jp-WindowedPanel-outer');
+  scroller.scrollTop = top;
+  await ({_LAID_OUT})();
+  return {{overflowing: ({_OVERFLOWING})(), unreadable: ({_SMALL_TEXT})(minPx),
+           atEnd: scroller.scrollTop + scroller.clientHeight >= scroller.scrollHeight - 2}};
+}}"""
+
 _RUNNING = """() => Array.from(document.querySelectorAll('.jp-InputPrompt'))
   .filter(p => p.innerText.includes('*')).length"""
 
@@ -105,7 +118,7 @@ def _run_all(page, lab, chapter: Path) -> None:
     while page.evaluate(_RUNNING):
         if time.monotonic() > clock.deadline:
             raise AssertionError(f"{chapter.name} did not finish running in {CHAPTER_BUDGET_S} s")
-        page.wait_for_timeout(500)
+        page.wait_for_timeout(200)
     page.evaluate(_LAID_OUT)
     page.wait_for_timeout(500)  # the last outputs and widgets render
 
@@ -169,19 +182,18 @@ def test_chapter_outputs_fit_the_notebook_panel(chapter_lab, browser, tmp_path, 
 def _scroll_through(page, stem: Path, max_screens: int = 60) -> tuple[set[str], set[str]]:
     """Screens of the notebook from top to bottom; the overflowing outputs and those whose
     pictures draw text too small to read, met on the way."""
-    scroller = page.locator(".jp-NotebookPanel .jp-WindowedPanel-outer").first
     overflowing: set[str] = set()
     unreadable: set[str] = set()
+    step = page.evaluate("() => document.querySelector('.jp-NotebookPanel .jp-WindowedPanel-outer').clientHeight - 60")
     for k in range(max_screens):
-        scroller.evaluate(f"el => {{ el.scrollTop = {k} * (el.clientHeight - 60); }}")
-        page.evaluate(_LAID_OUT)
-        overflowing |= set(page.evaluate(_OVERFLOWING))
-        unreadable |= set(page.evaluate(_SMALL_TEXT, MIN_TEXT_PX))
+        screen = page.evaluate(_SCREEN, [k * step, MIN_TEXT_PX])
+        overflowing |= set(screen["overflowing"])
+        unreadable |= set(screen["unreadable"])
         page.screenshot(path=f"{stem}_{k:02d}.jpg", type="jpeg", quality=85)
-        if scroller.evaluate("el => el.scrollTop + el.clientHeight >= el.scrollHeight - 2"):
+        if screen["atEnd"]:
             # the windowed notebook guesses the height of cells it has not laid out yet, and the
             # end moves once it lays them out: the end is where it stays
             page.wait_for_timeout(500)
-            if scroller.evaluate("el => el.scrollTop + el.clientHeight >= el.scrollHeight - 2"):
+            if page.evaluate(_AT_END):
                 break
     return overflowing, unreadable
