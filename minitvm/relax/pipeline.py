@@ -58,9 +58,11 @@ optimization_passes = legalize_passes
 
 
 def dataflow_lower_passes(target: Any = None) -> list[Pass]:
-    """Out of dataflow blocks, ``call_tir`` -> explicit output allocation + a kernel call."""
+    """Reshape kernels back to views (``RewriteDataflowReshape``, while the dataflow blocks still
+    say which values cannot escape), then out of dataflow blocks, ``call_tir`` -> explicit output
+    allocation + a kernel call (TVM's ``dataflow_lower_passes``)."""
 
-    return [T.ToNonDataflow(), T.CallTIRRewrite()]
+    return [T.RewriteDataflowReshape(), T.ToNonDataflow(), T.CallTIRRewrite()]
 
 
 def finalize_passes(target: Any = None) -> list[Pass]:

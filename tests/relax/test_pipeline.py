@@ -9,7 +9,8 @@ import minitvm
 from minitvm import relax
 from minitvm.testing.nn_models import export_quick_start_mlp
 
-LOWERING = ["ToNonDataflow", "CallTIRRewrite", "StaticPlanBlockMemory", "VMBuiltinLower", "VMShapeLower"]
+LOWERING = ["RewriteDataflowReshape", "ToNonDataflow", "CallTIRRewrite", "StaticPlanBlockMemory", "VMBuiltinLower",
+            "VMShapeLower"]
 
 
 def _names(pipeline):
@@ -40,8 +41,8 @@ def test_the_named_pipelines_stop_before_the_vm_lowering():
     assert not set(default) & set(LOWERING) and _names(relax.get_pipeline("default_build")) == default
     # the lowering relax.build runs, in TVM's two stages
     assert [p.info.name for p in relax.pipeline.vm_lowering_passes()] == LOWERING
-    assert [p.info.name for p in relax.pipeline.dataflow_lower_passes()] == LOWERING[:2]
-    assert [p.info.name for p in relax.pipeline.finalize_passes()] == LOWERING[2:]
+    assert [p.info.name for p in relax.pipeline.dataflow_lower_passes()] == LOWERING[:3]
+    assert [p.info.name for p in relax.pipeline.finalize_passes()] == LOWERING[3:]
 
 
 def test_zero_pipeline_takes_tvms_keyword_only():
@@ -113,6 +114,31 @@ def test_default_pipeline_on_a_raw_module_and_the_executable_saves(tmp_path):
     ex.save(str(path))
     loaded = minitvm.runtime.vm.Executable.load(str(path))
     np.testing.assert_allclose(_run(loaded, x, params), want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_reshape_kernel_becomes_a_view_in_the_vm_lowering():
+    """As TVM's relax.build: a flatten between two kernels runs as ``vm.builtin.reshape`` (a view of
+    the pooled tensor), not as a kernel copying it; the numbers do not change."""
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorStructInfo((2, 3, 4, 4), "float32"))
+    w = relax.Var("w", relax.TensorStructInfo((24, 5), "float32"))
+    with bb.function("main", [x, w]):
+        with bb.dataflow():
+            pooled = bb.emit(relax.op.nn.max_pool2d(relax.op.nn.relu(x), pool_size=(2, 2), strides=(2, 2)))
+            flat = bb.emit(relax.op.reshape(pooled, (2, 12)))
+            out = bb.emit_output(relax.op.matmul(relax.op.reshape(flat, (1, 24)), w))
+        bb.emit_func_output(out)
+    ex = minitvm.compile(bb.get(), "llvm")
+    main = ex.ir_module["main"].script()
+    # the two reshapes are one after RemoveRedundantReshape; no kernel copies the pooled values
+    assert main.count("vm.builtin.reshape") == 1 and 'GlobalVar("reshape' not in main
+    rng = np.random.default_rng(4)
+    xs, ws = rng.standard_normal((2, 3, 4, 4)).astype("float32"), rng.standard_normal((24, 5)).astype("float32")
+    kept = xs.copy()
+    got = relax.VirtualMachine(ex, minitvm.cpu())["main"](minitvm.nd.array(xs), minitvm.nd.array(ws)).numpy()
+    pooled = np.maximum(xs, 0).reshape(2, 3, 2, 2, 2, 2).max(axis=(3, 5))
+    np.testing.assert_allclose(got, pooled.reshape(1, 24) @ ws, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(xs, kept)
 
 
 def test_build_refuses_a_pipeline_that_is_not_one():

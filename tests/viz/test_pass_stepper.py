@@ -97,8 +97,8 @@ def test_stepping_the_vm_lowering_that_compile_runs_after_the_zero_pipeline(mlp)
     fused = relax.get_pipeline("zero")(mod)
     passes = relax.pipeline.vm_lowering_passes()
     stepper = viz.PassStepper(fused, passes)
-    assert stepper.names == ["ToNonDataflow", "CallTIRRewrite", "StaticPlanBlockMemory", "VMBuiltinLower",
-                             "VMShapeLower"]
+    assert stepper.names == ["RewriteDataflowReshape", "ToNonDataflow", "CallTIRRewrite", "StaticPlanBlockMemory",
+                             "VMBuiltinLower", "VMShapeLower"]
     step = {name: k for k, name in enumerate(stepper.names)}
     assert "with R.dataflow():" in _removed(stepper.diff(step["ToNonDataflow"]))
     call_tir = stepper.diff(step["CallTIRRewrite"])  # one output allocation per kernel call
