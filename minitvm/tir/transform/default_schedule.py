@@ -1052,6 +1052,62 @@ def schedule_reduction(sch: Schedule) -> bool:
     return True
 
 
+def _window_reduction(sch: Schedule) -> BlockRV | None:
+    """The one reduction block of a pooling-like function: its spatial loops, then its reduce
+    loops (the window), one loop per iterator, static extents, and every tensor it reads indexed
+    along its innermost axis by the last spatial iterator (the output's columns walk the input's
+    columns).  Every other block is spatial."""
+    reductions = [b for b in _blocks(sch) if not _is_spatial(sch, b)]
+    if len(reductions) != 1:
+        return None
+    (b,) = reductions
+    blk = sch.get(b)
+    kinds = [iv.iter_type for iv in blk.iter_vars]
+    n_spatial = kinds.index("reduce")
+    loops = sch.get_loops(b)
+    if (n_spatial == 0 or "spatial" in kinds[n_spatial:] or len(loops) != len(kinds) or blk.init is None
+            or not isinstance(blk.body, BufferStore)
+            or _is_multiply_accumulate(blk) or None in _extents_or_none(sch, loops)):
+        return None
+    realize, _ = sch._block(b)
+    if not all(value.same_as(sch.get(loop).loop_var) for value, loop in zip(realize.iter_values, loops)):
+        return None
+    column = blk.iter_vars[n_spatial - 1].var
+    loads: list = []
+    post_order_visit(blk.body, lambda n: loads.append(n) if isinstance(n, BufferLoad) else None)
+    inputs = [ld for ld in loads if ld.buffer != blk.body.buffer]
+    if not inputs or not all(ld.indices and uses_var(ld.indices[-1], column) for ld in inputs):
+        return None
+    return b
+
+
+def schedule_window_reduction(sch: Schedule) -> bool:
+    """Max/min/sum over a small window (``max_pool2d``, a reduction over a middle axis): the
+    window's loops move outside the output's last axis, which is vectorized, so each step takes
+    one window position for a whole row of outputs (a row of input loads, strided by the pooling
+    stride) instead of reducing one output at a time; the outer rows run on threads when large.
+    The other (spatial) blocks, an average's division for one, are vectorized along their rows."""
+    b = _window_reduction(sch)
+    if b is None:
+        return False
+    loops = sch.get_loops(b)
+    n_spatial = [iv.iter_type for iv in sch.get(b).iter_vars].index("reduce")
+    ext = _extents(sch, loops)
+    spatial, window = loops[:n_spatial], loops[n_spatial:]
+    sch.reorder(*spatial[:-1], *window, spatial[-1])
+    if len(spatial) > 1 and math.prod(ext) > ELEMENTWISE_PARALLEL_WORK:
+        # before decompose_reduction: a loop over both an init and its update is not parallel
+        sch.parallel(sch.fuse(*spatial[:-1]) if len(spatial) > 2 else spatial[0])
+    _vectorize_innermost(sch, spatial[-1], ext[n_spatial - 1])
+    init = sch.decompose_reduction(b, window[0])
+    init_inner = sch.get_loops(init)[-1]
+    _vectorize_innermost(sch, init_inner, _int(sch.get(init_inner).extent))
+    for other in _blocks(sch):
+        if _is_spatial(sch, other) and sch.get(other).name_hint != sch.get(init).name_hint:
+            vectorize_rows(sch, other)
+    return True
+
+
 def _vectorize_accumulation(sch: Schedule, b: BlockRV) -> tuple[str, ...]:
     """A matmul among the blocks of a row-reduction function (the two matmuls of an attention
     kernel that FuseAttention made one PrimFunc): ``C[.., i, j] += A[.., i, k] * B[.., k, j]``
@@ -1102,7 +1158,7 @@ def _loop_is_spatial(sch: Schedule, block: BlockRV, loop_var) -> bool:
 RULES: list[Callable[[Schedule], bool]] = [schedule_int4_gemv, schedule_gemv, schedule_matmul_nt, schedule_matmul_like,
                                            schedule_matmul_rows_untiled, schedule_depthwise_conv2d,
                                            schedule_conv2d_like,
-                                           schedule_elementwise, schedule_reduction]
+                                           schedule_elementwise, schedule_window_reduction, schedule_reduction]
 
 
 def apply_default_schedule(func: PrimFunc, rules: list | None = None) -> PrimFunc:
