@@ -11,6 +11,8 @@ import ast
 import re
 from pathlib import Path
 
+from package_source import package_files, parsed, source
+
 import minitvm
 
 PACKAGE_DIR = Path(minitvm.__file__).parent
@@ -33,8 +35,8 @@ def _builds_name_from_type(node: ast.AST) -> bool:
 def dispatch_sites() -> list[str]:
     """``file:line`` of every getattr(self, <name from a class name>) in minitvm."""
     found = []
-    for path in sorted(PACKAGE_DIR.rglob("*.py")):
-        tree = ast.parse(path.read_text(), str(path))
+    for path in package_files():
+        tree = parsed(path)
         rel = path.relative_to(PACKAGE_DIR.parent).as_posix()
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" \
@@ -66,5 +68,5 @@ def test_no_method_is_left_in_the_old_naming():
     before the rename) would never be called now: the lookups ask for ``visit_<node>_``."""
     old = re.compile(r"^\s+def ((?:expr|stmt|v)_[A-Z]\w*)\(", re.M)
     stale = [f"{path.relative_to(PACKAGE_DIR.parent).as_posix()}: {m.group(1)}"
-             for path in sorted(PACKAGE_DIR.rglob("*.py")) for m in old.finditer(path.read_text())]
+             for path in package_files() for m in old.finditer(source(path))]
     assert stale == [], f"rename these to visit_<node>_ (tir.functor.method_name of the node's class): {stale}"

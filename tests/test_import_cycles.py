@@ -22,9 +22,10 @@ import functools
 import re
 from pathlib import Path
 
+from package_source import package_files, parsed, source_lines
 from test_import_floors import PACKAGE_DIR, _module_name, collect_imports
 
-MODULES: dict[str, Path] = {_module_name(p): p for p in sorted(PACKAGE_DIR.rglob("*.py"))}
+MODULES: dict[str, Path] = {_module_name(p): p for p in package_files()}
 PACKAGES = {name for name, path in MODULES.items() if path.name == "__init__.py"}
 LAZY_REASON = re.compile(r"#\s*lazy:\s*\S")
 
@@ -76,7 +77,7 @@ def import_graph() -> dict[str, dict[str, int]]:
     graph: dict[str, dict[str, int]] = {}
     for name, path in MODULES.items():
         edges = graph.setdefault(name, {})
-        for node in import_time_statements(ast.parse(path.read_text(), filename=str(path)).body):
+        for node in import_time_statements(parsed(path).body):
             for target in _named_modules(node, name):
                 if target.startswith("minitvm."):
                     for module in _with_packages(target, name):
@@ -190,7 +191,7 @@ def test_every_import_inside_a_function_says_why():
     for imp in collect_imports():
         if not imp.lazy:
             continue
-        lines = (PACKAGE_DIR.parent / imp.file).read_text().splitlines()
+        lines = source_lines(PACKAGE_DIR.parent / imp.file)
         if not any(LAZY_REASON.search(line) for line in [lines[imp.line - 1], *_comment_above(lines, imp.line)]):
             missing.append(f"{imp.file}:{imp.line}: {lines[imp.line - 1].strip()}")
     assert not missing, (f"{len(missing)} imports inside functions without a '# lazy: <reason>' comment; move "

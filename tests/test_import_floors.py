@@ -14,6 +14,8 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
+from package_source import package_files, parsed
+
 import minitvm
 
 PACKAGE_DIR = Path(minitvm.__file__).parent
@@ -95,25 +97,28 @@ def _root_name(name: str) -> str:
     return f"minitvm.{name}" if (PACKAGE_DIR / name).is_dir() or (PACKAGE_DIR / f"{name}.py").exists() else "minitvm"
 
 
-def _function_nodes(tree: ast.AST) -> set[int]:
-    inside: set[int] = set()
-    for fn in ast.walk(tree):
-        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            inside.update(id(n) for n in ast.walk(fn) if n is not fn)
-    return inside
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+def _nodes_and_scope(tree: ast.AST):
+    """Every node of ``tree`` with whether it sits inside a function (one walk of the tree)."""
+    stack = [(tree, False)]
+    while stack:
+        node, inside = stack.pop()
+        yield node, inside
+        inner = inside or isinstance(node, _FUNCTIONS)
+        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
 
 
 @functools.cache
 def collect_imports() -> tuple[Import, ...]:
     """Every import of a minitvm module in the package (parsed once per test process)."""
     found: list[Import] = []
-    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+    for path in package_files():
         source = _module_name(path)
         package = source if path.name == "__init__.py" else source.rpartition(".")[0]
-        tree = ast.parse(path.read_text(), filename=str(path))
-        lazy = _function_nodes(tree)
         rel = path.relative_to(REPO_DIR).as_posix()
-        for node in ast.walk(tree):
+        for node, inside in _nodes_and_scope(parsed(path)):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
@@ -125,7 +130,7 @@ def collect_imports() -> tuple[Import, ...]:
                 targets = [package + name if name.startswith(".") else name]
             else:
                 continue
-            found.extend(Import(rel, node.lineno, source, t, id(node) in lazy)
+            found.extend(Import(rel, node.lineno, source, t, inside)
                          for t in targets if t == "minitvm" or t.startswith("minitvm."))
     return tuple(found)
 

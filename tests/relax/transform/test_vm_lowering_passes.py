@@ -278,7 +278,8 @@ def test_pipelines():
     # as TVM's zero pipeline: legalize, annotate, fold, fuse; the lowering to the VM is relax.build's
     assert names == ["LegalizeOps", "AnnotateTIROpPattern", "FoldConstant", "FuseOps", "FuseTIR"]
     assert [p.info.name for p in relax.pipeline.vm_lowering_passes()] == [
-        "RewriteDataflowReshape", "ToNonDataflow", "CallTIRRewrite", "StaticPlanBlockMemory", "VMBuiltinLower", "VMShapeLower"]
+        "RewriteDataflowReshape", "ToNonDataflow", "CallTIRRewrite", "StaticPlanBlockMemory", "VMBuiltinLower",
+        "VMShapeLower"]
     ex = relax.build(zero(mlp_call_tir()), "llvm", relax_pipeline=None)
     assert "fused_linear0_relu0 (kernel)" in ex.as_text()
     with pytest.raises(ValueError, match="unknown pipeline 'fast'"):
