@@ -26,18 +26,18 @@ import re
 import tokenize
 from typing import Any, Callable
 
-from ..eras import ERAS, MLC_ERA, TODAY_ERA
-from ..ir.deep import deep_on_overflow
-from ..ir.global_info import _PRINTING
-from ..ir.module import GlobalVar, IRModule
-from ..ir.node import Node
-from ..ir.notebook import in_notebook
-from ..ir.structural import structural_equal
-from ..tir import op
-from ..tir import op as _op
-from ..tir.analysis import buffer_vars, free_scalar_vars
-from ..tir.buffer import Buffer, BufferRegion
-from ..tir.expr import (
+from ...eras import ERAS, MLC_ERA, TODAY_ERA
+from ...ir.deep import deep_on_overflow
+from ...ir.global_info import _PRINTING
+from ...ir.module import GlobalVar, IRModule
+from ...ir.node import Node
+from ...ir.notebook import in_notebook
+from ...ir.structural import structural_equal
+from ...tir import op
+from ...tir import op as _op
+from ...tir.analysis import buffer_vars, free_scalar_vars
+from ...tir.buffer import Buffer, BufferRegion
+from ...tir.expr import (
     EQ,
     GE,
     GT,
@@ -70,10 +70,10 @@ from ..tir.expr import (
     Sub,
     Var,
 )
-from ..tir.function import PrimFunc, written_era
-from ..tir.functor import method_name, post_order_visit
-from ..tir.semantics import BY_OP
-from ..tir.stmt import (
+from ...tir.function import PrimFunc, written_era
+from ...tir.functor import method_name, post_order_visit
+from ...tir.semantics import BY_OP
+from ...tir.stmt import (
     Allocate,
     AllocateConst,
     AssertStmt,
