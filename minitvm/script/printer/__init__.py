@@ -23,6 +23,7 @@ import io
 import json
 import keyword
 import re
+import sys
 import tokenize
 from typing import Any, Callable
 
@@ -144,7 +145,7 @@ def script(node: Any, show_header: bool = True, *, indent_spaces: int = 4, print
     if options.get("era") is not None and options["era"] not in ERAS:
         raise ValueError(f"script(era={options['era']!r}): the eras are {', '.join(map(repr, ERAS))} "
                          "(the MLC course's names and TVM 0.27's; see minitvm.eras)")
-    text = _script(node, show_header, **options)
+    text = _as_imported(_script(node, show_header, **options))
     if indent_spaces != 4:
         text = "\n".join(_reindent(line, indent_spaces) for line in text.splitlines())
     if print_line_numbers:
@@ -152,6 +153,20 @@ def script(node: Any, show_header: bool = True, *, indent_spaces: int = 4, print
         width = len(str(len(lines)))
         text = "\n".join(f"{k:>{width}} {line}" for k, line in enumerate(lines, 1))
     return text
+
+
+def _as_imported(text: str) -> str:
+    """The header lines name the package the user imports: ``tvm`` where ``import tvm`` is
+    answered by minitvm (``benchmarks/tvm_tests.py``, TVM's tutorials), else ``minitvm``; the
+    parser reads either."""
+    if sys.modules.get("tvm") is not sys.modules.get("minitvm") or not text.startswith("# from minitvm."):
+        return text
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if not line.startswith("# from minitvm."):
+            break
+        lines[i] = "# from tvm." + line[len("# from minitvm."):]
+    return "\n".join(lines)
 
 
 def _reindent(line: str, spaces: int) -> str:
