@@ -150,11 +150,13 @@ class BufferSpec:
     data: Any = None  # a handle Var: this buffer views existing memory (e.g. `data=A.data`)
     axis_separators: tuple = ()
     offset_factor: int = 0
+    align: int = -1
 
     def make(self, name: str) -> _TirBuffer:
         return tir_decl_buffer(self.shape, self.dtype, name, data=self.data, strides=self.strides,
                            elem_offset=self.elem_offset, scope=self.scope,
-                           axis_separators=self.axis_separators, offset_factor=self.offset_factor)
+                           axis_separators=self.axis_separators, offset_factor=self.offset_factor,
+                           data_alignment=self.align)
 
 
 @dataclass(frozen=True)
@@ -344,12 +346,18 @@ def _shape(shape: Any) -> tuple:
 
 def _check_unsupported(where: str, align: Any, buffer_type: Any) -> None:
     """Refuse, by name, the buffer arguments minitvm has no meaning for (their defaults pass)."""
-    if align not in (-1, 0):
-        raise NotImplementedError(f"{where}(align={align}): minitvm's buffers record no data alignment "
-                                  "(TVM's default, 64 bytes, is not guaranteed either); leave align out")
+    _align(where, align)
     if buffer_type not in ("", "default"):
         raise NotImplementedError(f"{where}(buffer_type={buffer_type!r}): minitvm has only default buffers "
                                   "(no auto-broadcast); leave buffer_type out")
+
+
+def _align(where: str, value: Any) -> int:
+    """``align=``: a data alignment in bytes (-1 or 0: TVM's default, 64)."""
+    value = value.value if isinstance(value, _ex.IntImm) else value
+    if isinstance(value, builtins.bool) or not isinstance(value, int) or value < -1:
+        raise TypeError(f"{where}(align={value!r}): align takes an int (bytes; -1 or 0 for the default, 64)")
+    return value
 
 
 def _offset_factor(value: Any) -> int:
@@ -371,7 +379,7 @@ class _BufferProxy:
         if data is not None and not (isinstance(data, Var) and data.dtype == "handle"):
             raise TypeError(f"T.Buffer(data=...) takes a handle such as A.data, got {data!r}")
         return BufferSpec(_shape(shape), _dt.check(dtype), tuple(strides or ()), elem_offset, scope, data,
-                          tuple(axis_separators or ()), _offset_factor(offset_factor))
+                          tuple(axis_separators or ()), _offset_factor(offset_factor), _align("T.Buffer", align))
 
     def __getitem__(self, key: Any) -> BufferSpec:
         if isinstance(key, tuple) and len(key) == 2 and isinstance(key[1], str):
@@ -417,7 +425,7 @@ def alloc_buffer(shape: Any, dtype: str = "float32", data: Any = None, strides: 
     if data is not None:
         raise NotImplementedError("T.alloc_buffer(data=...): an allocated buffer owns its memory; view "
                                   "existing memory with T.Buffer(shape, dtype, data=A.data) instead")
-    return AllocBufferDecl(Buffer(shape, dtype, strides=strides, elem_offset=elem_offset, scope=scope,
+    return AllocBufferDecl(Buffer(shape, dtype, strides=strides, elem_offset=elem_offset, scope=scope, align=align,
                                   offset_factor=offset_factor, axis_separators=axis_separators))
 
 
@@ -443,7 +451,7 @@ def decl_buffer(shape: Any, dtype: str = "float32", data: Any = None, strides: A
     it allocates its own storage (the same statement as ``T.allocate``).
     """
     _check_unsupported("T.decl_buffer", align, buffer_type)
-    spec = Buffer(shape, dtype, data=data, strides=strides, elem_offset=elem_offset, scope=scope,
+    spec = Buffer(shape, dtype, data=data, strides=strides, elem_offset=elem_offset, scope=scope, align=align,
                   offset_factor=offset_factor, axis_separators=axis_separators)
     return spec if data is not None else AllocateDecl(spec)
 
@@ -463,7 +471,7 @@ def match_buffer(param: Any, shape: Any, dtype: str = "float32", data: Any = Non
                                   "buffer's memory; leave data out")
     return MatchBufferDecl(param, Buffer(shape, dtype, strides=strides, elem_offset=elem_offset,
                                          offset_factor=offset_factor, axis_separators=axis_separators,
-                                         scope=scope))
+                                         scope=scope, align=align))
 
 
 # -- loops --------------------------------------------------------------------------------------

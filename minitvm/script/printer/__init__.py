@@ -37,7 +37,7 @@ from ...ir.structural import structural_equal
 from ...tir import op
 from ...tir import op as _op
 from ...tir.analysis import buffer_vars, free_scalar_vars
-from ...tir.buffer import Buffer, BufferRegion
+from ...tir.buffer import DEFAULT_ALIGNMENT, Buffer, BufferRegion
 from ...tir.expr import (
     EQ,
     GE,
@@ -546,6 +546,8 @@ class _TIRPrinter:
             args.append(f"elem_offset={self.expr(b.elem_offset)}")
         if b.scope != "global":
             args.append(f'scope="{b.scope}"')
+        if b.data_alignment != DEFAULT_ALIGNMENT:
+            args.append(f"align={b.data_alignment}")
         if b.offset_factor != 1:
             args.append(f"offset_factor={b.offset_factor}")
         if b.axis_separators:
