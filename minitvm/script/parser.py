@@ -38,6 +38,7 @@ from ..error import InternalError
 from ..ir import dtype as _dt
 from ..ir.deep import deep
 from ..ir.structural import structural_equal
+from ..ir.type import PrimType
 from ..tir import op as _op
 from ..tir.analysis import free_scalar_vars, get_block_read_write_region
 from ..tir.buffer import Buffer, BufferRegion
@@ -304,7 +305,21 @@ class _TIRParser:
         self.frames.pop()
         # parameter order, whether a buffer came from an annotation or from T.match_buffer
         buffer_map = {p: frame.buffer_map[p] for p in frame.params if p in frame.buffer_map}
-        return PrimFunc(tuple(frame.params), buffer_map, body, None, attrs, self._era())
+        return PrimFunc(tuple(frame.params), buffer_map, body, self._ret_type(fdef), attrs, self._era())
+
+    def _ret_type(self, fdef: ast.FunctionDef) -> PrimType | None:
+        """``-> T.int32``: the scalar a function returns with ``T.ret`` (TVM's ``ret_type``);
+        ``-> None`` or nothing: no value."""
+        if fdef.returns is None:
+            return None
+        value = self.eval(fdef.returns)
+        if value is None:
+            return None
+        dtype = getattr(value, "dtype", None)
+        if not isinstance(value, T.ScalarType) or dtype == "handle":
+            raise self.error(fdef.returns, f"a prim func returns a scalar, written -> T.int32 or -> T.float32; "
+                                           f"got {value!r}")
+        return PrimType(dtype)
 
     def _era(self) -> str | None:
         """The function's era: what its block spelling says, else the text's import of the TIR

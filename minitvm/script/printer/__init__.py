@@ -34,6 +34,7 @@ from ...ir.module import GlobalVar, IRModule
 from ...ir.node import Node
 from ...ir.notebook import in_notebook
 from ...ir.structural import structural_equal
+from ...ir.type import PointerType, PrimType, TupleType, Type
 from ...tir import op
 from ...tir import op as _op
 from ...tir.analysis import buffer_vars, free_scalar_vars
@@ -221,7 +222,25 @@ def _fragment(p: "_TIRPrinter", node: Any) -> str:
         return f"T.iter_var({p.expr(node.var)}, {script(node.dom)}, \"{node.iter_type}\")"
     if isinstance(node, GlobalVar):
         return f"I.GlobalVar(\"{node.name_hint}\")"
+    if isinstance(node, Type):
+        return _type_text(node)
     return repr(node)
+
+
+def _type_text(t: Type) -> str:
+    """An IR type as TVMScript spells it: ``T.float32``, ``T.handle("int32", "global")``,
+    ``T.Tuple(T.float32, T.int32)``."""
+    if isinstance(t, PrimType):
+        return f"T.{t.dtype}"
+    if isinstance(t, PointerType):
+        element = t.element_type
+        args = [_str(element.dtype) if isinstance(element, PrimType) else _type_text(element)]
+        if t.storage_scope:
+            args.append(_str(t.storage_scope))
+        return f"T.handle({', '.join(args)})"
+    if isinstance(t, TupleType):
+        return f"T.Tuple({', '.join(_type_text(f) for f in t.fields)})"
+    return repr(t)
 
 
 def check_show_options(what: str, style: str | None, black_format: bool | None) -> None:
@@ -617,7 +636,8 @@ class _TIRPrinter:
                     p.name.lower() if p.name.lower() != p.name else p.name + "_handle")
                 params.append(f"{self.define(p, hint)}: T.handle")
                 matched.append((p, buffer))
-        lines = [decorator, f"def {name}({', '.join(params)}):"]
+        returns = f" -> {_type_text(f.ret_type)}" if isinstance(f.ret_type, PrimType) else ""
+        lines = [decorator, f"def {name}({', '.join(params)}){returns}:"]
         self.indent = 1
         if attrs:
             lines.append(self._line(f"T.func_attr({self.value(attrs)})"))
