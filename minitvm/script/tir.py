@@ -32,8 +32,9 @@ from ..tir.buffer import Buffer as _TirBuffer
 from ..tir.buffer import BufferRegion
 from ..tir.buffer import decl_buffer as tir_decl_buffer
 from ..tir.expr import And as _AndNode
-from ..tir.expr import BufferLoad, Let, PrimExpr, Var, const, convert
+from ..tir.expr import BufferLoad, PrimExpr, Var, const, convert
 from ..tir.expr import Cast as _CastNode
+from ..tir.expr import Let as _LetNode
 from ..tir.expr import Not as _NotNode
 from ..tir.expr import Or as _OrNode
 from ..tir.expr import Range as _RangeNode
@@ -54,7 +55,7 @@ __all__ = [
     "And", "Or", "Not", "Let", "Range",
     "Add", "Sub", "Mul", "Div", "Mod", "FloorDiv", "FloorMod", "Min", "Max", "EQ", "NE", "LT", "LE", "GT", "GE",
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-    "uint64", "bool", "Var", "SizeVar", "likely", "ret", "decl_buffer", "Ramp", "Broadcast",
+    "uint64", "bool", "boolean", "Var", "SizeVar", "likely", "ret", "decl_buffer", "Ramp", "Broadcast",
     "allocate_const", "macro", "buffer", "LetStmt", "launch_thread", "env_thread", "attr",
     # the math the printer writes as T.<name>(...): every math row of the semantics table
     *_op.MATH_INTRINSICS, "isnan", "popcount",
@@ -101,8 +102,25 @@ int8, int16, int32, int64 = ScalarType("int8"), ScalarType("int16"), ScalarType(
 uint8, uint16 = ScalarType("uint8"), ScalarType("uint16")
 uint32, uint64 = ScalarType("uint32"), ScalarType("uint64")
 bool = ScalarType("bool")  # noqa: A001 - TVMScript spells it T.bool
+boolean = bool  # TVM's other spelling of the same type
 #: the type of a raw array parameter that ``T.match_buffer`` later gives a shape
 handle = ScalarType("handle")
+
+
+def Let(expr: Any, where: dict) -> _LetNode:  # noqa: N802 - TVMScript's spelling
+    """``T.Let(x + 1, where={x: 1})``: ``expr`` with ``x`` bound to ``1`` (a let expression; ``x``
+    is declared before, ``x = T.int32()``).  Several bindings nest, the first outermost."""
+    if not isinstance(where, dict) or not where:
+        raise TypeError("T.Let(expr, where={var: value}) needs at least one binding")
+    body = convert(expr)
+    for var, value in reversed(list(where.items())):
+        if not isinstance(var, Var):
+            raise TypeError(f"T.Let: where= binds variables declared with T.int32() & co, got {var!r}")
+        value = convert(value)
+        if value.dtype != var.dtype:
+            raise TypeError(f"T.Let: {var.name} is {var.dtype} but its value is {value.dtype}")
+        body = _LetNode(var, value, body)
+    return body
 
 
 class LetAnnotation:

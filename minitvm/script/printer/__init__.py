@@ -227,6 +227,13 @@ def _fragment(p: "_TIRPrinter", node: Any) -> str:
     return repr(node)
 
 
+def _let_vars(body: Any) -> list[Var]:
+    """The variables the Let expressions of ``body`` bind, in order."""
+    found: list[Var] = []
+    post_order_visit(body, lambda n: found.append(n.var) if isinstance(n, Let) else None)
+    return found
+
+
 def _type_text(t: Type) -> str:
     """An IR type as TVMScript spells it: ``T.float32``, ``T.handle("int32", "global")``,
     ``T.Tuple(T.float32, T.int32)``."""
@@ -478,11 +485,10 @@ class _TIRPrinter:
         if isinstance(e, Call):
             return self._call(e), _PREC_ATOM
         if isinstance(e, Let):
+            # TVM's T.Let binds a variable declared before it (``x = T.int32()``), as a free one
             value = self.expr(e.value)
-            self.push()
-            var = self.define(e.var, e.var.name)
+            var = self.name_of(e.var)
             body = self.expr(e.body)
-            self.pop()
             return f"T.Let({body}, where={{{var}: {value}}})", _PREC_ATOM
         if isinstance(e, Range):
             return f"{self.expr(e.min)}:{self.expr(_add(e.min, e.extent))}", _PREC_ATOM
@@ -647,6 +653,9 @@ class _TIRPrinter:
                 lines.append(self._line(f"{self.define(v, v.name)} = T.{v.dtype}()"))
         # scalars the body uses but nothing defines (TVM prints them the same way)
         for v in free_scalar_vars(f, {id(x) for x in shape_vars} | scalar_params):
+            if id(v) not in self.names:
+                lines.append(self._line(f"{self.define(v, v.name)} = T.{v.dtype}()"))
+        for v in _let_vars(f.body):  # T.Let's variables are declared before use, as in TVM
             if id(v) not in self.names:
                 lines.append(self._line(f"{self.define(v, v.name)} = T.{v.dtype}()"))
         for p, buffer in matched:
