@@ -33,19 +33,19 @@ import operator
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, NoReturn
 
-from ..eras import SCRIPT_NAME_ERAS, era_of, script_import_era
-from ..error import InternalError
-from ..ir import dtype as _dt
-from ..ir.deep import deep
-from ..ir.structural import structural_equal
-from ..ir.type import PrimType
-from ..tir import op as _op
-from ..tir.analysis import free_scalar_vars, get_block_read_write_region
-from ..tir.buffer import Buffer, BufferRegion
-from ..tir.expr import BufferLoad, IntImm, IterVar, PrimExpr, Range, Var, const, convert
-from ..tir.function import PrimFunc
-from ..tir.functor import pre_order_visit
-from ..tir.stmt import (
+from ...eras import SCRIPT_NAME_ERAS, era_of, script_import_era
+from ...error import InternalError
+from ...ir import dtype as _dt
+from ...ir.deep import deep
+from ...ir.structural import structural_equal
+from ...ir.type import PrimType
+from ...tir import op as _op
+from ...tir.analysis import free_scalar_vars, get_block_read_write_region
+from ...tir.buffer import Buffer, BufferRegion
+from ...tir.expr import BufferLoad, IntImm, IterVar, PrimExpr, Range, Var, const, convert
+from ...tir.function import PrimFunc
+from ...tir.functor import pre_order_visit
+from ...tir.stmt import (
     Allocate,
     AllocateConst,
     AssertStmt,
@@ -61,9 +61,9 @@ from ..tir.stmt import (
     Stmt,
     seq,
 )
-from . import data_mode as _data
-from . import tir as T
-from .diagnostics import Source, TVMScriptError, blames_script
+from .. import data_mode as _data
+from .. import tir as T
+from ..diagnostics import Source, TVMScriptError, blames_script
 
 __all__ = ["parse_python_function", "parse_prim_func_ast", "DeferredFunction"]
 
