@@ -629,6 +629,9 @@ class _TIRParser:
         frame = self.frames[-1]
         if not isinstance(frame, _BlockFrame):
             raise self.error(name_node, "block iteration variables (T.axis.*) belong inside a T.block")
+        if any(iv.var.name == name_node.id for iv in frame.iter_vars):
+            raise self.error(name_node, f"block axis {name_node.id} is defined twice in this block (as TVM, "
+                                        "each T.axis names a new iteration variable)")
         var = Var(name_node.id, binding.dtype)
         frame.iter_vars.append(IterVar(dom, var, kind))
         frame.iter_values.append(binding)
@@ -659,8 +662,11 @@ class _TIRParser:
             return self._assign_tuple(ast.Tuple(elts=[target], lineno=target.lineno,
                                                 col_offset=target.col_offset), value, value_node)
         if isinstance(value, T.AllocBufferDecl):
-            buffer = self._make_buffer(value.spec, name, value_node)
             owner = frame.root_alloc_buffers if isinstance(frame, _FunctionFrame) else frame.alloc_buffers
+            if any(b.name == name for b in owner):
+                raise self.error(target, f"buffer {name} is allocated twice in the same block (as TVM, a "
+                                         "block's buffers need distinct names)")
+            buffer = self._make_buffer(value.spec, name, value_node)
             owner.append(buffer)
             self.bind(name, buffer)
             return None
@@ -801,6 +807,10 @@ class _TIRParser:
             if not isinstance(frame, _BlockFrame):
                 what = ast.unparse(node.value.func) if isinstance(node.value, ast.Call) else "this"
                 raise self.error(node.value, f"{what} belongs inside a T.block")
+            field = {T.ReadsDecl: "reads", T.WritesDecl: "writes", T.WhereDecl: "predicate"}.get(type(value))
+            if field is not None and getattr(frame, field) is not None:
+                what = {"predicate": "T.where"}.get(field, f"T.{field}")
+                raise self.error(node.value, f"{what} is given twice in this block (TVM takes one)")
             if isinstance(value, T.ReadsDecl):
                 frame.reads = value.regions
             elif isinstance(value, T.WritesDecl):
@@ -808,6 +818,10 @@ class _TIRParser:
             elif isinstance(value, T.WhereDecl):
                 frame.predicate = value.predicate
             else:
+                clash = [k for k, v in value.attrs.items() if k in frame.annotations
+                         and not structural_equal(frame.annotations[k], v)]
+                if clash:
+                    raise self.error(node.value, f"block attribute {clash[0]!r} is given two different values")
                 frame.annotations.update(value.attrs)
             return None
         if isinstance(value, T.FuncAttrDecl):
