@@ -136,12 +136,13 @@ def test_non_boolean_if_condition():
     _check(excinfo, "an if condition must be a boolean expression, got int32", "if i:", "i")
 
 
-def test_return_is_unsupported():
+def test_return_of_a_buffer_is_refused():
     with pytest.raises(TVMScriptError) as excinfo:
         @T.prim_func
         def f(A: T.Buffer((4,), "float32")):
             return A
-    _check(excinfo, "unsupported Python syntax: return statement", "return A", "return A")
+    _check(excinfo, "a prim func returns a scalar (return x is T.ret(x)), not Buffer('A', [4], 'float32')",
+           "return A", "A")
 
 
 def test_parameter_without_annotation():

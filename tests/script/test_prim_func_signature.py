@@ -61,3 +61,33 @@ def test_the_function_computes_as_written():
 ])
 def test_ir_types_print_as_tvmscript(typ, text):
     assert typ.script() == text
+
+
+def test_return_is_t_ret_and_prints_as_return():
+    f = from_source(SCALED_SUM.replace("T.ret(k)", "return k * T.float32(2)"))
+    g = from_source(SCALED_SUM.replace("T.ret(k)", "T.ret(k * T.float32(2))"))
+    assert_structural_equal(f, g)
+    assert "    return k * T.float32(2.0)" in f.script()
+    assert_structural_equal(from_source(f.script()), f)
+    with pytest.raises(TVMScriptError, match="return needs a value"):
+        from_source(SCALED_SUM.replace("T.ret(k)", "return"))
+
+
+def test_consecutive_loop_axes_print_as_one_remap_each_run():
+    text = '''
+@T.prim_func
+def f(A: T.Buffer((8, 8, 8, 8), "float32")):
+    for i0, i1, i2, i3 in T.grid(8, 8, 8, 8):
+        with T.block("b"):
+            v0 = T.axis.spatial(8, (i0 + 1) % 8)
+            v1, v2 = T.axis.remap("SS", [i1, i2])
+            v3 = T.axis.spatial(8, (i3 + 3) % 8)
+            A[v0, v1, v2, v3] = T.float32(1)
+'''
+    f = from_source(text)
+    printed = f.script()
+    assert 'v1, v2 = T.axis.remap("SS", [i1, i2])' in printed and "v0 = T.axis.spatial(8, (i0 + 1) % 8)" in printed
+    assert_structural_equal(from_source(printed), f)
+    a = minitvm.nd.array(np.zeros((8, 8, 8, 8), "float32"))
+    minitvm.build(f, target="llvm")["f"](a)
+    np.testing.assert_array_equal(a.numpy(), np.ones((8, 8, 8, 8), "float32"))

@@ -181,7 +181,6 @@ class _NeedsRest:
 
 _UNSUPPORTED = {
     ast.While: "while loop (loops are `for ... in T.grid(...)` / `range(...)`)",
-    ast.Return: "return statement (a prim func writes its results into buffers)",
     ast.FunctionDef: "nested function definition",
     ast.AsyncFunctionDef: "async function",
     ast.ClassDef: "class definition",
@@ -379,7 +378,7 @@ class _TIRParser:
             ast.For: self.visit_for, ast.With: self.visit_with, ast.Assign: self.visit_assign,
             ast.AnnAssign: self.visit_ann_assign, ast.AugAssign: self.visit_aug_assign,
             ast.Expr: self.visit_expr_stmt, ast.If: self.visit_if, ast.Assert: self.visit_assert,
-            ast.Pass: lambda n: None,
+            ast.Pass: lambda n: None, ast.Return: self.visit_return,
         }.get(type(node))
         if handler is None:
             what = _UNSUPPORTED.get(type(node), type(node).__name__)
@@ -796,6 +795,17 @@ class _TIRParser:
                                              f"{buffer.name}")
             value = _op.cast(value, buffer.dtype)  # as TVM's BufferStore: converted to the buffer's type
         return BufferStore(buffer, value, tuple(indices), span=self.source.span(target))
+
+    def visit_return(self, node: ast.Return) -> Stmt:
+        """``return x``: TVM's ``T.ret(x)``, the scalar a ``-> T.int32`` function returns."""
+        if node.value is None:
+            raise self.error(node, "a prim func's return needs a value (return x is T.ret(x)); a function "
+                                   "that returns nothing writes its results into buffers")
+        value = self.eval(node.value)
+        if not isinstance(value, (PrimExpr, int, float)):
+            raise self.error(node.value, f"a prim func returns a scalar (return x is T.ret(x)), not {value!r}; "
+                                         "results that are arrays are written into buffers")
+        return Evaluate(_op.ret(value))
 
     def visit_expr_stmt(self, node: ast.Expr) -> Any:
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):

@@ -800,6 +800,8 @@ class _TIRPrinter:
         return [self._line(f"{self.name_of(s.buffer)}[{self.indices(s.indices)}] = {self.expr(s.value)}")]
 
     def visit_evaluate_(self, s: Evaluate) -> list[str]:
+        if isinstance(s.value, Call) and s.value.op == "tir.ret":  # TVM prints T.ret(x) as Python's return
+            return [self._line(f"return {self.expr(s.value.args[0])}")]
         text = self.expr(s.value)
         if isinstance(s.value, Call) and text.startswith("T."):  # a call reads as a statement, as TVM prints it
             return [self._line(text)]
@@ -951,26 +953,46 @@ class _TIRPrinter:
         return lines
 
     def _axes(self, b: Block, values: tuple, value_texts: list[str]) -> list[str]:
+        """The block's axes; each run of two or more that bind an enclosing loop over its whole
+        range prints as one ``T.axis.remap`` (as TVM groups them), the others one by one."""
         kinds = {"spatial": "S", "reduce": "R"}
-        remappable = len(b.iter_vars) >= 2 and len({id(v) for v in values}) == len(values) and all(
-            isinstance(v, Var) and id(v) in self.loops and iv.iter_type in kinds
-            and structural_equal(iv.dom, Range(self.loops[id(v)].min, self.loops[id(v)].extent))
-            and iv.var.dtype == v.dtype
-            for iv, v in zip(b.iter_vars, values))
-        if remappable:
-            letters = "".join(kinds[iv.iter_type] for iv in b.iter_vars)
-            names = [self.define(iv.var, iv.var.name) for iv in b.iter_vars]
-            return [self._line(f'{", ".join(names)} = T.axis.remap("{letters}", [{", ".join(value_texts)}])')]
-        lines = []
-        for iv, text in zip(b.iter_vars, value_texts):
-            dom = iv.dom
-            if _is_zero(dom.min) and dom.min.dtype == dom.extent.dtype:
-                dom_text = self.expr(dom.extent)
+
+        def remappable(iv: IterVar, v: Any) -> bool:
+            return (isinstance(v, Var) and id(v) in self.loops and iv.iter_type in kinds
+                    and structural_equal(iv.dom, Range(self.loops[id(v)].min, self.loops[id(v)].extent))
+                    and iv.var.dtype == v.dtype)
+
+        lines: list[str] = []
+        run: list[int] = []
+
+        def flush() -> None:
+            if len(run) == 1:
+                lines.append(self._single_axis(b.iter_vars[run[0]], value_texts[run[0]]))
+            elif run:
+                ivs = [b.iter_vars[k] for k in run]
+                letters = "".join(kinds[iv.iter_type] for iv in ivs)
+                names = [self.define(iv.var, iv.var.name) for iv in ivs]
+                texts = ", ".join(value_texts[k] for k in run)
+                lines.append(self._line(f'{", ".join(names)} = T.axis.remap("{letters}", [{texts}])'))
+            run.clear()
+
+        for k, (iv, v) in enumerate(zip(b.iter_vars, values)):
+            if remappable(iv, v):
+                run.append(k)
             else:
-                dom_text = f"({self.expr(dom.min)}, {self.expr(_add(dom.min, dom.extent))})"
-            name = self.define(iv.var, iv.var.name)
-            lines.append(self._line(f"{name} = T.axis.{iv.iter_type}({dom_text}, {text})"))
+                flush()
+                lines.append(self._single_axis(iv, value_texts[k]))
+        flush()
         return lines
+
+    def _single_axis(self, iv: IterVar, text: str) -> str:
+        dom = iv.dom
+        if _is_zero(dom.min) and dom.min.dtype == dom.extent.dtype:
+            dom_text = self.expr(dom.extent)
+        else:
+            dom_text = f"({self.expr(dom.min)}, {self.expr(_add(dom.min, dom.extent))})"
+        name = self.define(iv.var, iv.var.name)
+        return self._line(f"{name} = T.axis.{iv.iter_type}({dom_text}, {text})")
 
 
 def _undeclared_buffers(body: Any, declared_buffers: Any) -> list[Buffer]:
