@@ -39,6 +39,7 @@ from ..tir.expr import Not as _NotNode
 from ..tir.expr import Or as _OrNode
 from ..tir.expr import Range as _RangeNode
 from ..tir.expr import Select as _SelectNode
+from ..tir.function import PrimFunc
 from ..tir.index_map import IndexMap
 from ..tir.stmt import Evaluate, ForKind
 from .diagnostics import TVMScriptError
@@ -941,6 +942,8 @@ def prim_func(func: Callable | None = None, *, private: Any = False,
         result = _parse_decorated(f, options, caller)
         if isinstance(result, Exception):
             raise result.with_traceback(None) from None  # the learner needs the message, not our stack
+        if isinstance(result, PrimFunc):  # TVM's decorator keeps the Python name (func.__name__)
+            object.__setattr__(result, "__name__", f.__name__)
         return result
 
     return decorate if func is None else decorate(func)

@@ -91,3 +91,20 @@ def f(A: T.Buffer((8, 8, 8, 8), "float32")):
     a = minitvm.nd.array(np.zeros((8, 8, 8, 8), "float32"))
     minitvm.build(f, target="llvm")["f"](a)
     np.testing.assert_array_equal(a.numpy(), np.ones((8, 8, 8, 8), "float32"))
+
+
+def test_decorated_results_keep_their_python_names():
+    from minitvm.script import ir as I
+
+    @T.prim_func
+    def kernel(A: T.Buffer((4,), "float32")):
+        A[0] = T.float32(1)
+
+    @I.ir_module
+    class Blank:
+        pass
+
+    assert kernel.__name__ == "kernel" and kernel.attrs["global_symbol"] == "kernel"
+    assert Blank.__name__ == "Blank" and not Blank.functions
+    # the name is no part of the IR: a function parsed from text is equal to it
+    assert_structural_equal(from_source(kernel.script()), kernel)
