@@ -364,40 +364,41 @@ def _print_if(p: _PythonDocPrinter, doc: IfDoc) -> None:
         p.indented_block(doc.else_branch)
 
 
-def _print_while(p: _PythonDocPrinter, doc: WhileDoc) -> None:
+def _compound(p: _PythonDocPrinter, doc: StmtDoc, keyword: str, head: Callable[[], None],
+              body: Sequence[StmtDoc]) -> None:
+    """``keyword <head>:`` and the indented body, the comment lines above (while, for, with)."""
     p.comment_lines(doc, True)
-    p.write("while ")
-    p.print(doc.predicate)
+    p.write(keyword)
+    head()
     p.write(":")
-    p.indented_block(doc.body)
+    p.indented_block(body)
+
+
+def _print_while(p: _PythonDocPrinter, doc: WhileDoc) -> None:
+    _compound(p, doc, "while ", lambda: p.print(doc.predicate), doc.body)
 
 
 def _print_for(p: _PythonDocPrinter, doc: ForDoc) -> None:
-    p.comment_lines(doc, True)
-    p.write("for ")
-    if isinstance(doc.lhs, TupleDoc):
-        if len(doc.lhs.elements) == 1:
+    def head() -> None:
+        if isinstance(doc.lhs, TupleDoc) and len(doc.lhs.elements) == 1:
             p.print(doc.lhs.elements[0])
             p.write(",")
-        else:
+        elif isinstance(doc.lhs, TupleDoc):
             p.joined(doc.lhs.elements, ", ")
-    else:
-        p.print(doc.lhs)
-    p.write(" in ")
-    p.print(doc.rhs)
-    p.write(":")
-    p.indented_block(doc.body)
+        else:
+            p.print(doc.lhs)
+        p.write(" in ")
+        p.print(doc.rhs)
+    _compound(p, doc, "for ", head, doc.body)
 
 
 def _print_scope(p: _PythonDocPrinter, doc: ScopeDoc) -> None:
-    p.comment_lines(doc, True)
-    p.write("with ")
-    p.print(doc.rhs)
-    if doc.lhs is not None:
-        p.write(" as ")
-        p.print(doc.lhs)
-    p.write(":")
-    p.indented_block(doc.body)
+    def head() -> None:
+        p.print(doc.rhs)
+        if doc.lhs is not None:
+            p.write(" as ")
+            p.print(doc.lhs)
+    _compound(p, doc, "with ", head, doc.body)
 
 
 def _print_simple(prefix: str, field: str) -> Callable[[_PythonDocPrinter, StmtDoc], None]:
