@@ -70,9 +70,11 @@ print("@@" + json.dumps({"results": count.results, "collect_error": count.collec
 '''
 
 
-def run_file(path: Path, timeout: int) -> dict:
-    """{nodeid: (outcome, first error line)} for one test file, run in its own process."""
-    env = dict(os.environ, MPLBACKEND="Agg", PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+def run_file(path: Path, timeout: int, era: str) -> dict:
+    """{nodeid: (outcome, first error line)} for one test file, run in its own process; IR that
+    names no era prints in ``era``'s names (those of the TVM the tests were written for)."""
+    env = dict(os.environ, MPLBACKEND="Agg", PYTHONPATH=str(Path(__file__).resolve().parent.parent),
+               MINITVM_ERA=era)
     try:
         proc = subprocess.run([sys.executable, "-c", RUNNER, str(path)], capture_output=True, text=True,
                               timeout=timeout, env=env, cwd=str(path.parent))
@@ -86,6 +88,11 @@ def run_file(path: Path, timeout: int) -> dict:
     # nothing ran: every test function the file defines counts as errored, with the cause
     names = re.findall(r"^\s*def (test_\w+)", path.read_text(), flags=re.M)
     return {f"{path.name}::{name}": ("errored", why) for name in names}
+
+
+def checkout_era(root: Path) -> str:
+    """The era of TVM's names a checkout's tests use: v0.23 has ``tir-schedule``, 0.27 ``s_tir``."""
+    return "0.23" if (root / "tir-schedule").is_dir() else "0.27"
 
 
 def select_files(root: Path, patterns: list[str], every: int) -> list[Path]:
@@ -134,7 +141,8 @@ def main() -> None:
     print(f"load average {os.getloadavg()[0]:.1f}; {len(files)} test files from {root}")
     start = time.perf_counter()
     with ThreadPoolExecutor(args.jobs) as pool:
-        outcomes = list(pool.map(lambda p: run_file(p, args.timeout), files))
+        era = checkout_era(root)
+        outcomes = list(pool.map(lambda p: run_file(p, args.timeout, era), files))
     by_dir: dict[str, dict] = {}
     for path, results in zip(files, outcomes):
         info = by_dir.setdefault(path.relative_to(root).parts[0], {"files": 0, "results": {}})

@@ -16,11 +16,13 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.util
+import os
 import re
 import sys
 from types import ModuleType
 
 __all__ = ["MODULE_RENAMES", "ATTRIBUTE_RENAMES", "EraFinder", "canonical_module", "MLC_ERA", "TODAY_ERA",
+           "default_era", "set_default_era",
            "ERAS", "SCRIPT_NAME_ERAS", "era_of", "script_import_era"]
 
 #: the two eras, named by the TVM release whose spelling they use: the MLC course's (0.20-0.23,
@@ -43,6 +45,29 @@ def script_import_era(line: str) -> str | None:
     """The era a line importing the TIR script module names (``tirx``: 0.27, ``tir``: 0.23), if it is one."""
     m = _SCRIPT_IMPORT.match(line)
     return None if m is None else TODAY_ERA if m.group(1) == "tirx" else MLC_ERA
+
+
+def _checked_era(era: str, where: str) -> str:
+    if era not in ERAS:
+        raise ValueError(f"{where}: the eras are {', '.join(map(repr, ERAS))} (the MLC course's names and "
+                         f"TVM 0.27's), not {era!r}")
+    return era
+
+
+#: the era of what nothing else dates (an IR built from Python calls, a trace): TVM 0.27's unless
+#: the environment variable MINITVM_ERA or :func:`set_default_era` says otherwise -- code written
+#: for TVM 0.23 (its own test files, run by ``benchmarks/tvm_tests.py``) reads its own names back
+_DEFAULT_ERA = [_checked_era(os.environ.get("MINITVM_ERA") or TODAY_ERA, "MINITVM_ERA")]
+
+
+def default_era() -> str:
+    """The era printed where the IR does not say which one it was written in."""
+    return _DEFAULT_ERA[0]
+
+
+def set_default_era(era: str) -> None:
+    """Print undated IR (and traces) in ``era``'s names from now on ("0.23" or "0.27")."""
+    _DEFAULT_ERA[0] = _checked_era(era, "set_default_era")
 
 
 def era_of(seen: set[str]) -> str | None:

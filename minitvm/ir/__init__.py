@@ -10,11 +10,12 @@ from .node import Node, node, replace
 from .op import Op, register_op, register_op_attr
 from .span import Span
 from .structural import assert_structural_equal, structural_equal, structural_hash
+from .type import PointerType, PrimType, TupleType, Type
 
 __all__ = ["Array", "Map", "base", "Node", "node", "replace", "GlobalVar", "IRModule", "dtype", "Op", "register_op",
            "register_op_attr",
            "structural_equal", "structural_hash", "assert_structural_equal", "Range",
-           "GlobalInfo", "VDevice", "DummyGlobalInfo", "Span"]
+           "GlobalInfo", "VDevice", "DummyGlobalInfo", "Span", "Type", "PrimType", "PointerType", "TupleType"]
 
 
 # ``Range`` (TVM's ``tvm.ir.Range(begin, end)``) builds a ``tir.Range``, a node of the floor above;

@@ -13,7 +13,11 @@ from typing import Any, Sequence
 from ..error import TVMError
 from ..ir.node import Node, defines, node
 from ..ir.structural import StructuralEqMixin
+from ..ir.type import PrimType
 from ..tir.expr import IntImm, PrimExpr
+from ..tir.function import PrimFunc
+from ..tir.functor import post_order_visit
+from ..tir.stmt import BufferStore
 from .expr import Expr, ShapeExpr, Var, _shape_value
 
 __all__ = [
@@ -267,3 +271,26 @@ def get_shape_of(expr: Expr) -> Expr:
         raise NotImplementedError(f"relax.get_shape_of: the tensor's shape is not known at compile time "
                                   f"({struct_info_text(sinfo)}); minitvm has no relax.shape_of operator")
     return sinfo.shape
+
+
+def prim_func_struct_info(func: Any) -> FuncStructInfo:
+    """A PrimFunc's signature as Relax sees it (TVM's ``PrimFunc.struct_info``): a buffer
+    parameter is a tensor, a scalar one a prim value; it returns its ``ret_type`` scalar or
+    nothing (an empty tuple); it is pure unless it writes a parameter's buffer (writing its
+    own allocations is no visible effect)."""
+    params = []
+    for p in func.params:
+        buffer = func.buffer_map.get(p)
+        params.append(TensorStructInfo(list(buffer.shape), buffer.dtype) if buffer is not None
+                      else ObjectStructInfo() if p.dtype == "handle" else PrimStructInfo(p.dtype))
+    argument_memory = {id(b.data) for b in func.buffer_map.values()}
+    written = []
+    post_order_visit(func.body, lambda n: written.append(n.buffer.data) if isinstance(n, BufferStore) else None)
+    pure = not any(id(data) in argument_memory for data in written)
+    ret = PrimStructInfo(func.ret_type.dtype) if isinstance(func.ret_type, PrimType) else TupleStructInfo([])
+    return FuncStructInfo(params, ret, pure)
+
+
+# TVM's PrimFunc.struct_info: a property of the TIR node that only Relax can answer, installed
+# here (the floor that knows struct info) as minitvm.tir installs ir.Range
+PrimFunc.struct_info = property(prim_func_struct_info)

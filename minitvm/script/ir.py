@@ -164,9 +164,19 @@ def ir_module(cls: type | None = None, *, check_well_formed: bool = True, s_tir:
             mod = _build_module(c, DeferredFunction, check_well_formed)
         except TVMScriptError as err:
             raise err.with_traceback(None) from None
-        return _with_pyfuncs(mod, c)
+        return _named(_with_pyfuncs(mod, c), c.__name__)
 
     return build if cls is None else build(cls)
+
+
+def _named(result: Any, name: str) -> Any:
+    """The decorated result keeps the Python name it was defined under (``Module.__name__``), as
+    TVM's decorators set it; the IR's own fields are untouched."""
+    try:
+        object.__setattr__(result, "__name__", name)
+    except (AttributeError, TypeError):  # an object with no instance dict keeps no name
+        pass
+    return result
 
 
 def _build_module(cls: type, deferred_type: type, check_well_formed: bool = True) -> IRModule:

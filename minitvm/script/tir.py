@@ -32,12 +32,14 @@ from ..tir.buffer import Buffer as _TirBuffer
 from ..tir.buffer import BufferRegion
 from ..tir.buffer import decl_buffer as tir_decl_buffer
 from ..tir.expr import And as _AndNode
-from ..tir.expr import BufferLoad, Let, PrimExpr, Var, const, convert
+from ..tir.expr import BufferLoad, PrimExpr, Var, const, convert
 from ..tir.expr import Cast as _CastNode
+from ..tir.expr import Let as _LetNode
 from ..tir.expr import Not as _NotNode
 from ..tir.expr import Or as _OrNode
 from ..tir.expr import Range as _RangeNode
 from ..tir.expr import Select as _SelectNode
+from ..tir.function import PrimFunc
 from ..tir.index_map import IndexMap
 from ..tir.stmt import Evaluate, ForKind
 from .diagnostics import TVMScriptError
@@ -54,7 +56,7 @@ __all__ = [
     "And", "Or", "Not", "Let", "Range",
     "Add", "Sub", "Mul", "Div", "Mod", "FloorDiv", "FloorMod", "Min", "Max", "EQ", "NE", "LT", "LE", "GT", "GE",
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-    "uint64", "bool", "Var", "SizeVar", "likely", "ret", "decl_buffer", "Ramp", "Broadcast",
+    "uint64", "bool", "boolean", "Var", "SizeVar", "likely", "ret", "decl_buffer", "Ramp", "Broadcast",
     "allocate_const", "macro", "buffer", "LetStmt", "launch_thread", "env_thread", "attr",
     # the math the printer writes as T.<name>(...): every math row of the semantics table
     *_op.MATH_INTRINSICS, "isnan", "popcount",
@@ -101,8 +103,25 @@ int8, int16, int32, int64 = ScalarType("int8"), ScalarType("int16"), ScalarType(
 uint8, uint16 = ScalarType("uint8"), ScalarType("uint16")
 uint32, uint64 = ScalarType("uint32"), ScalarType("uint64")
 bool = ScalarType("bool")  # noqa: A001 - TVMScript spells it T.bool
+boolean = bool  # TVM's other spelling of the same type
 #: the type of a raw array parameter that ``T.match_buffer`` later gives a shape
 handle = ScalarType("handle")
+
+
+def Let(expr: Any, where: dict) -> _LetNode:  # noqa: N802 - TVMScript's spelling
+    """``T.Let(x + 1, where={x: 1})``: ``expr`` with ``x`` bound to ``1`` (a let expression; ``x``
+    is declared before, ``x = T.int32()``).  Several bindings nest, the first outermost."""
+    if not isinstance(where, dict) or not where:
+        raise TypeError("T.Let(expr, where={var: value}) needs at least one binding")
+    body = convert(expr)
+    for var, value in reversed(list(where.items())):
+        if not isinstance(var, Var):
+            raise TypeError(f"T.Let: where= binds variables declared with T.int32() & co, got {var!r}")
+        value = convert(value)
+        if value.dtype != var.dtype:
+            raise TypeError(f"T.Let: {var.name} is {var.dtype} but its value is {value.dtype}")
+        body = _LetNode(var, value, body)
+    return body
 
 
 class LetAnnotation:
@@ -150,11 +169,13 @@ class BufferSpec:
     data: Any = None  # a handle Var: this buffer views existing memory (e.g. `data=A.data`)
     axis_separators: tuple = ()
     offset_factor: int = 0
+    align: int = -1
 
     def make(self, name: str) -> _TirBuffer:
         return tir_decl_buffer(self.shape, self.dtype, name, data=self.data, strides=self.strides,
                            elem_offset=self.elem_offset, scope=self.scope,
-                           axis_separators=self.axis_separators, offset_factor=self.offset_factor)
+                           axis_separators=self.axis_separators, offset_factor=self.offset_factor,
+                           data_alignment=self.align)
 
 
 @dataclass(frozen=True)
@@ -344,12 +365,18 @@ def _shape(shape: Any) -> tuple:
 
 def _check_unsupported(where: str, align: Any, buffer_type: Any) -> None:
     """Refuse, by name, the buffer arguments minitvm has no meaning for (their defaults pass)."""
-    if align not in (-1, 0):
-        raise NotImplementedError(f"{where}(align={align}): minitvm's buffers record no data alignment "
-                                  "(TVM's default, 64 bytes, is not guaranteed either); leave align out")
+    _align(where, align)
     if buffer_type not in ("", "default"):
         raise NotImplementedError(f"{where}(buffer_type={buffer_type!r}): minitvm has only default buffers "
                                   "(no auto-broadcast); leave buffer_type out")
+
+
+def _align(where: str, value: Any) -> int:
+    """``align=``: a data alignment in bytes (-1 or 0: TVM's default, 64)."""
+    value = value.value if isinstance(value, _ex.IntImm) else value
+    if isinstance(value, builtins.bool) or not isinstance(value, int) or value < -1:
+        raise TypeError(f"{where}(align={value!r}): align takes an int (bytes; -1 or 0 for the default, 64)")
+    return value
 
 
 def _offset_factor(value: Any) -> int:
@@ -371,7 +398,7 @@ class _BufferProxy:
         if data is not None and not (isinstance(data, Var) and data.dtype == "handle"):
             raise TypeError(f"T.Buffer(data=...) takes a handle such as A.data, got {data!r}")
         return BufferSpec(_shape(shape), _dt.check(dtype), tuple(strides or ()), elem_offset, scope, data,
-                          tuple(axis_separators or ()), _offset_factor(offset_factor))
+                          tuple(axis_separators or ()), _offset_factor(offset_factor), _align("T.Buffer", align))
 
     def __getitem__(self, key: Any) -> BufferSpec:
         if isinstance(key, tuple) and len(key) == 2 and isinstance(key[1], str):
@@ -417,7 +444,7 @@ def alloc_buffer(shape: Any, dtype: str = "float32", data: Any = None, strides: 
     if data is not None:
         raise NotImplementedError("T.alloc_buffer(data=...): an allocated buffer owns its memory; view "
                                   "existing memory with T.Buffer(shape, dtype, data=A.data) instead")
-    return AllocBufferDecl(Buffer(shape, dtype, strides=strides, elem_offset=elem_offset, scope=scope,
+    return AllocBufferDecl(Buffer(shape, dtype, strides=strides, elem_offset=elem_offset, scope=scope, align=align,
                                   offset_factor=offset_factor, axis_separators=axis_separators))
 
 
@@ -443,7 +470,7 @@ def decl_buffer(shape: Any, dtype: str = "float32", data: Any = None, strides: A
     it allocates its own storage (the same statement as ``T.allocate``).
     """
     _check_unsupported("T.decl_buffer", align, buffer_type)
-    spec = Buffer(shape, dtype, data=data, strides=strides, elem_offset=elem_offset, scope=scope,
+    spec = Buffer(shape, dtype, data=data, strides=strides, elem_offset=elem_offset, scope=scope, align=align,
                   offset_factor=offset_factor, axis_separators=axis_separators)
     return spec if data is not None else AllocateDecl(spec)
 
@@ -463,7 +490,7 @@ def match_buffer(param: Any, shape: Any, dtype: str = "float32", data: Any = Non
                                   "buffer's memory; leave data out")
     return MatchBufferDecl(param, Buffer(shape, dtype, strides=strides, elem_offset=elem_offset,
                                          offset_factor=offset_factor, axis_separators=axis_separators,
-                                         scope=scope))
+                                         scope=scope, align=align))
 
 
 # -- loops --------------------------------------------------------------------------------------
@@ -915,6 +942,8 @@ def prim_func(func: Callable | None = None, *, private: Any = False,
         result = _parse_decorated(f, options, caller)
         if isinstance(result, Exception):
             raise result.with_traceback(None) from None  # the learner needs the message, not our stack
+        if isinstance(result, PrimFunc):  # TVM's decorator keeps the Python name (func.__name__)
+            object.__setattr__(result, "__name__", f.__name__)
         return result
 
     return decorate if func is None else decorate(func)

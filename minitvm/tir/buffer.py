@@ -9,7 +9,10 @@ from ..ir.node import Node, node
 from .expr import BufferLoad, PrimExpr, Range, Var, const, convert, shape_const
 from .op import access_ptr
 
-__all__ = ["Buffer", "decl_buffer", "BufferRegion"]
+__all__ = ["Buffer", "decl_buffer", "BufferRegion", "DEFAULT_ALIGNMENT"]
+
+#: TVM's ``kAllocAlignment``: the data alignment a buffer promises unless it says otherwise
+DEFAULT_ALIGNMENT = 64
 
 
 @node(binds=True)
@@ -33,9 +36,17 @@ class Buffer(Node):
     #: ``offset_factor``, as a tensor intrinsic's buffers declare; 0 and 1 mean any offset):
     #: lowering a ``T.match_buffer`` of a region that breaks it is an error
     offset_factor: int = 1
+    #: the byte alignment the data pointer is promised to have (TVM's ``data_alignment``, written
+    #: ``align=`` in TVMScript; -1 and 0 mean TVM's default, 64).  Recorded, compared and printed
+    #: as TVM does; minitvm's code generator assumes no alignment from it, so it is never unsafe
+    data_alignment: int = 64
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        align = self.data_alignment
+        if isinstance(align, bool) or not isinstance(align, int):
+            raise ValueError(f"buffer {self.name}: data_alignment must be an int, got {align!r}")
+        object.__setattr__(self, "data_alignment", DEFAULT_ALIGNMENT if align <= 0 else align)
         object.__setattr__(self, "axis_separators", tuple(int(a) for a in self.axis_separators))
         factor = self.offset_factor
         if isinstance(factor, bool) or not isinstance(factor, int) or factor < 0:
@@ -109,7 +120,7 @@ class BufferRegion(Node):
 
 def decl_buffer(shape: Any, dtype: str = "float32", name: str = "buffer", data: Var | None = None,
                 strides: Any = None, elem_offset: Any = None, scope: str = "global",
-                axis_separators: Any = None, *, offset_factor: int = 0) -> Buffer:
+                axis_separators: Any = None, *, offset_factor: int = 0, data_alignment: int = -1) -> Buffer:
     """Declare a new buffer (TVM's ``tir.decl_buffer``)."""
     dtype = _dt.check(dtype)
     if isinstance(shape, (int, PrimExpr)):
@@ -117,4 +128,4 @@ def decl_buffer(shape: Any, dtype: str = "float32", name: str = "buffer", data: 
     data = data if data is not None else Var(name, "handle")
     return Buffer(data, dtype, tuple(shape), tuple(strides or ()),
                   0 if elem_offset is None else elem_offset, scope, name, tuple(axis_separators or ()),
-                  offset_factor)
+                  offset_factor, data_alignment)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ..eras import TODAY_ERA, era_of
+from ..eras import default_era, era_of
 from ..ir.module import IRModule
 from ..ir.node import Node, defines, node
 from .buffer import Buffer
@@ -99,9 +99,10 @@ class PrimFunc(Node):
 
 def written_era(node: Any) -> str:
     """The era of TVM's names ``node`` was written in: a PrimFunc's own, the one era a module's
-    PrimFuncs name, else TVM 0.27's (the printer and a schedule's trace both answer in it)."""
+    PrimFuncs name, else the default era, TVM 0.27's unless set (:func:`minitvm.eras.default_era`;
+    the printer and a schedule's trace both answer in it)."""
     if isinstance(node, PrimFunc):
-        return node.era or TODAY_ERA
+        return node.era or default_era()
     if isinstance(node, IRModule):
-        return era_of({f.era for f in node.functions.values() if isinstance(f, PrimFunc) and f.era}) or TODAY_ERA
-    return TODAY_ERA
+        return era_of({f.era for f in node.functions.values() if isinstance(f, PrimFunc) and f.era}) or default_era()
+    return default_era()

@@ -653,6 +653,8 @@ BUILTINS: dict[str, Builtin] = {b.name: b for b in (
     Builtin("q_multiply_shift", "x y q s", "int32", _FIXED),
     Builtin("q_multiply_shift_per_axis", "x y ls rs q is_lshift_required is_rshift_required", "int32", _FIXED),
     Builtin("vscale", "", "int32", _SVE),
+    # T.assume(cond): a fact the simplifier may use; TVM removes it (RemoveAssume) before codegen
+    Builtin("assume", "cond", "int32", "an assumption for the simplifier (TVM's RemoveAssume drops it)"),
 )}
 
 #: ``tir.<name>`` op -> its Builtin

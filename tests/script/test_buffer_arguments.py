@@ -61,12 +61,29 @@ def test_a_view_that_breaks_its_offset_factor_is_refused_when_lowered():
     minitvm.build(from_source(text.replace(", offset_factor=16", ", offset_factor=8")), target="llvm")
 
 
+def test_align_is_recorded_printed_read_back_and_computes():
+    # TVM's data_alignment: 64 (its default) prints nothing, another value prints as align=
+    text = TILES.replace('A: T.Buffer((8, 32), "float32")', 'A: T.Buffer((8, 32), "float32", align=32)').replace(
+        '"float32", offset_factor=16)', '"float32", align=64, offset_factor=16)')
+    f = from_source(text)
+    assert f.buffer_map[f.params[0]].data_alignment == 32 and [b.data_alignment for b in _views(f)] == [64, 64]
+    printed = f.script()
+    assert 'T.Buffer((8, 32), "float32", align=32)' in printed and "align=64" not in printed
+    assert_structural_equal(from_source(printed), f)
+    assert not structural_equal(f, from_source(TILES))
+    lib = minitvm.build(f, target="llvm")
+    a = np.random.default_rng(5).standard_normal((8, 32)).astype("float32")
+    out = minitvm.nd.array(np.zeros_like(a))
+    lib["f"](minitvm.nd.array(a), out)
+    np.testing.assert_allclose(out.numpy(), a * 2, rtol=1e-6)
+    with pytest.raises(TVMScriptError, match="align takes an int"):
+        from_source(TILES.replace('"float32", offset_factor=16)', '"float32", align=1.5)', 1))
+
+
 @pytest.mark.parametrize("old, new, reason", [
-    ('(16,), "float32", offset_factor=16)', '(16,), "float32", align=128)', "T.match_buffer(align=128)"),
     ('(16,), "float32", offset_factor=16)', '(16,), "float32", buffer_type="auto")',
      "T.match_buffer(buffer_type='auto')"),
     ('(16,), "float32", offset_factor=16)', '(16,), "float32", data=A.data)', "T.match_buffer(data=...)"),
-    ('A: T.Buffer((8, 32), "float32")', 'A: T.Buffer((8, 32), "float32", align=32)', "T.Buffer(align=32)"),
 ])
 def test_arguments_minitvm_has_no_meaning_for_are_refused_by_name(old, new, reason):
     with pytest.raises(TVMScriptError) as excinfo:
@@ -74,7 +91,7 @@ def test_arguments_minitvm_has_no_meaning_for_are_refused_by_name(old, new, reas
     assert reason in excinfo.value.reason and "leave" in excinfo.value.reason
 
 
-def test_alloc_buffer_refuses_data_align_buffer_type_and_takes_the_defaults():
+def test_alloc_buffer_refuses_data_buffer_type_and_takes_the_defaults():
     def body(args):
         return f'''
 @T.prim_func
@@ -85,7 +102,7 @@ def g(A: T.Buffer((4,), "float32")):
             vi = T.axis.spatial(4, i)
             X[vi] = A[vi]
 '''
-    for args, reason in [(", data=A.data", "T.alloc_buffer(data=...)"), (", align=64", "T.alloc_buffer(align=64)"),
+    for args, reason in [(", data=A.data", "T.alloc_buffer(data=...)"),
                          (", buffer_type='auto'", "T.alloc_buffer(buffer_type='auto')")]:
         with pytest.raises(TVMScriptError) as excinfo:
             from_source(body(args))
@@ -147,8 +164,7 @@ def test_check_well_formed_of_a_prim_func_in_a_module_class():
     assert "main" in [gv.name_hint for gv in Loose.get_global_vars()]
 
 
-def test_decl_buffer_records_offset_factor_and_refuses_align():
-    with pytest.raises(NotImplementedError, match=r"T.decl_buffer\(align=64\)"):
-        T.decl_buffer((4,), "float32", align=64)
+def test_decl_buffer_records_offset_factor_and_align():
     view = T.decl_buffer((4,), "float32", data=minitvm.tir.Var("p", "handle"), offset_factor=4, align=0)
-    assert view.make("V").offset_factor == 4
+    assert view.make("V").offset_factor == 4 and view.make("V").data_alignment == 64
+    assert T.decl_buffer((4,), "float32", data=minitvm.tir.Var("p", "handle"), align=16).make("V").data_alignment == 16

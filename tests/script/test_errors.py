@@ -136,12 +136,13 @@ def test_non_boolean_if_condition():
     _check(excinfo, "an if condition must be a boolean expression, got int32", "if i:", "i")
 
 
-def test_return_is_unsupported():
+def test_return_of_a_buffer_is_refused():
     with pytest.raises(TVMScriptError) as excinfo:
         @T.prim_func
         def f(A: T.Buffer((4,), "float32")):
             return A
-    _check(excinfo, "unsupported Python syntax: return statement", "return A", "return A")
+    _check(excinfo, "a prim func returns a scalar (return x is T.ret(x)), not Buffer('A', [4], 'float32')",
+           "return A", "A")
 
 
 def test_parameter_without_annotation():
@@ -189,3 +190,23 @@ def test_from_source_syntax_error():
         from_source("@T.prim_func\ndef f(A: T.Buffer((4,), \"float32\"):\n    pass\n")
     assert "Python syntax error" in excinfo.value.reason
     assert excinfo.value.lineno == 2
+
+
+@pytest.mark.parametrize("body, reason", [
+    ('vi = T.axis.spatial(4, i)\n            vi = T.axis.spatial(4, i)', "block axis vi is defined twice"),
+    ('T.reads(A[0:2])\n            T.reads(A[0:4])', "T.reads is given twice"),
+    ('T.where(i < 2)\n            T.where(i < 3)', "T.where is given twice"),
+    ('T.block_attr({"k": 1})\n            T.block_attr({"k": 2})', "block attribute 'k' is given two different values"),
+    ('X = T.alloc_buffer((2,))\n            X = T.alloc_buffer((2,))', "buffer X is allocated twice"),
+])
+def test_a_block_says_each_thing_once(body, reason):
+    text = f'''
+@T.prim_func
+def f(A: T.Buffer((4,), "float32")):
+    for i in range(4):
+        with T.block("b"):
+            {body}
+            T.evaluate(0)
+'''
+    with pytest.raises(TVMScriptError, match=reason):
+        from_source(text)

@@ -91,3 +91,20 @@ def test_a_function_without_blocks_takes_the_era_of_its_texts_import():
     assert "import tir as T" in text and "T.block" not in text
     assert from_source(text).era == "0.23"
     assert from_source(lowered.script(era="0.27")).era == "0.27"
+
+
+def test_default_era_dates_undated_ir_and_the_header_names_the_imported_package(monkeypatch):
+    # a PrimFunc built from Python calls names no era: TVM 0.27's unless the default says otherwise
+    a = te.placeholder((4,), name="A")
+    undated = te.create_prim_func([a, te.compute((4,), lambda i: a[i] * 2.0, name="B")])
+    assert "T.sblock(" in undated.script()
+    monkeypatch.setattr(minitvm.eras, "_DEFAULT_ERA", ["0.23"])
+    text = undated.script()
+    assert text.startswith("# from minitvm.script import tir as T\n") and "T.block(" in text
+    with pytest.raises(ValueError, match="the eras are"):
+        minitvm.eras.set_default_era("0.19")
+    # where `import tvm` is answered by minitvm, the header says tvm; the parser reads it back
+    monkeypatch.setitem(__import__("sys").modules, "tvm", minitvm)
+    text = undated.script()
+    assert text.startswith("# from tvm.script import tir as T\n")
+    assert_structural_equal(from_source(text), undated)

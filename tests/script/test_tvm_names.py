@@ -118,7 +118,7 @@ def test_ret_and_vector_constructs_are_refused_by_name():
     def f(A: T.Buffer((4,), "int32")):
         T.evaluate(T.ret(A[0]))
 
-    assert "T.ret(A[0])" in f.script()
+    assert "    return A[0]" in f.script()  # TVM prints T.ret(x) as return x
     _round_trip(f)
     with pytest.raises(NotImplementedError, match="T.ret"):
         minitvm.build(f, target="llvm")

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ...eras import MLC_ERA, TODAY_ERA
+from ...eras import MLC_ERA, TODAY_ERA, default_era
 from ...ir.node import node, script_printer
 from ..expr import Var
 from ..functor import post_order_visit, substitute
@@ -193,7 +193,7 @@ class Instruction:
 
     def __str__(self) -> str:
         """The call as Python, every random variable shown as ``_`` (as TVM prints one)."""
-        return _inst_python(self, _Namer(anonymous=True), None, self.era or TODAY_ERA)
+        return _inst_python(self, _Namer(anonymous=True), None, self.era or default_era())
 
     __repr__ = __str__
 
@@ -356,7 +356,7 @@ class Trace:
 
     @property
     def _era(self) -> str:
-        return self.era or TODAY_ERA
+        return self.era or default_era()
 
     # -- building ------------------------------------------------------------------------
     def append(self, inst: Instruction, decision: Any = None) -> None:

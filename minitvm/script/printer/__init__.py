@@ -23,21 +23,23 @@ import io
 import json
 import keyword
 import re
+import sys
 import tokenize
 from typing import Any, Callable
 
-from ..eras import ERAS, MLC_ERA, TODAY_ERA
-from ..ir.deep import deep_on_overflow
-from ..ir.global_info import _PRINTING
-from ..ir.module import GlobalVar, IRModule
-from ..ir.node import Node
-from ..ir.notebook import in_notebook
-from ..ir.structural import structural_equal
-from ..tir import op
-from ..tir import op as _op
-from ..tir.analysis import buffer_vars, free_scalar_vars
-from ..tir.buffer import Buffer, BufferRegion
-from ..tir.expr import (
+from ...eras import ERAS, MLC_ERA, TODAY_ERA
+from ...ir.deep import deep_on_overflow
+from ...ir.global_info import _PRINTING
+from ...ir.module import GlobalVar, IRModule
+from ...ir.node import Node
+from ...ir.notebook import in_notebook
+from ...ir.structural import structural_equal
+from ...ir.type import PointerType, PrimType, TupleType, Type
+from ...tir import op
+from ...tir import op as _op
+from ...tir.analysis import buffer_vars, free_scalar_vars
+from ...tir.buffer import DEFAULT_ALIGNMENT, Buffer, BufferRegion
+from ...tir.expr import (
     EQ,
     GE,
     GT,
@@ -70,10 +72,10 @@ from ..tir.expr import (
     Sub,
     Var,
 )
-from ..tir.function import PrimFunc, written_era
-from ..tir.functor import method_name, post_order_visit
-from ..tir.semantics import BY_OP
-from ..tir.stmt import (
+from ...tir.function import PrimFunc, written_era
+from ...tir.functor import method_name, post_order_visit
+from ...tir.semantics import BY_OP
+from ...tir.stmt import (
     Allocate,
     AllocateConst,
     AssertStmt,
@@ -144,7 +146,7 @@ def script(node: Any, show_header: bool = True, *, indent_spaces: int = 4, print
     if options.get("era") is not None and options["era"] not in ERAS:
         raise ValueError(f"script(era={options['era']!r}): the eras are {', '.join(map(repr, ERAS))} "
                          "(the MLC course's names and TVM 0.27's; see minitvm.eras)")
-    text = _script(node, show_header, **options)
+    text = _as_imported(_script(node, show_header, **options))
     if indent_spaces != 4:
         text = "\n".join(_reindent(line, indent_spaces) for line in text.splitlines())
     if print_line_numbers:
@@ -152,6 +154,20 @@ def script(node: Any, show_header: bool = True, *, indent_spaces: int = 4, print
         width = len(str(len(lines)))
         text = "\n".join(f"{k:>{width}} {line}" for k, line in enumerate(lines, 1))
     return text
+
+
+def _as_imported(text: str) -> str:
+    """The header lines name the package the user imports: ``tvm`` where ``import tvm`` is
+    answered by minitvm (``benchmarks/tvm_tests.py``, TVM's tutorials), else ``minitvm``; the
+    parser reads either."""
+    if sys.modules.get("tvm") is not sys.modules.get("minitvm") or not text.startswith("# from minitvm."):
+        return text
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if not line.startswith("# from minitvm."):
+            break
+        lines[i] = "# from tvm." + line[len("# from minitvm."):]
+    return "\n".join(lines)
 
 
 def _reindent(line: str, spaces: int) -> str:
@@ -206,7 +222,32 @@ def _fragment(p: "_TIRPrinter", node: Any) -> str:
         return f"T.iter_var({p.expr(node.var)}, {script(node.dom)}, \"{node.iter_type}\")"
     if isinstance(node, GlobalVar):
         return f"I.GlobalVar(\"{node.name_hint}\")"
+    if isinstance(node, Type):
+        return _type_text(node)
     return repr(node)
+
+
+def _let_vars(body: Any) -> list[Var]:
+    """The variables the Let expressions of ``body`` bind, in order."""
+    found: list[Var] = []
+    post_order_visit(body, lambda n: found.append(n.var) if isinstance(n, Let) else None)
+    return found
+
+
+def _type_text(t: Type) -> str:
+    """An IR type as TVMScript spells it: ``T.float32``, ``T.handle("int32", "global")``,
+    ``T.Tuple(T.float32, T.int32)``."""
+    if isinstance(t, PrimType):
+        return f"T.{t.dtype}"
+    if isinstance(t, PointerType):
+        element = t.element_type
+        args = [_str(element.dtype) if isinstance(element, PrimType) else _type_text(element)]
+        if t.storage_scope:
+            args.append(_str(t.storage_scope))
+        return f"T.handle({', '.join(args)})"
+    if isinstance(t, TupleType):
+        return f"T.Tuple({', '.join(_type_text(f) for f in t.fields)})"
+    return repr(t)
 
 
 def check_show_options(what: str, style: str | None, black_format: bool | None) -> None:
@@ -444,11 +485,10 @@ class _TIRPrinter:
         if isinstance(e, Call):
             return self._call(e), _PREC_ATOM
         if isinstance(e, Let):
+            # TVM's T.Let binds a variable declared before it (``x = T.int32()``), as a free one
             value = self.expr(e.value)
-            self.push()
-            var = self.define(e.var, e.var.name)
+            var = self.name_of(e.var)
             body = self.expr(e.body)
-            self.pop()
             return f"T.Let({body}, where={{{var}: {value}}})", _PREC_ATOM
         if isinstance(e, Range):
             return f"{self.expr(e.min)}:{self.expr(_add(e.min, e.extent))}", _PREC_ATOM
@@ -531,6 +571,8 @@ class _TIRPrinter:
             args.append(f"elem_offset={self.expr(b.elem_offset)}")
         if b.scope != "global":
             args.append(f'scope="{b.scope}"')
+        if b.data_alignment != DEFAULT_ALIGNMENT:
+            args.append(f"align={b.data_alignment}")
         if b.offset_factor != 1:
             args.append(f"offset_factor={b.offset_factor}")
         if b.axis_separators:
@@ -600,7 +642,8 @@ class _TIRPrinter:
                     p.name.lower() if p.name.lower() != p.name else p.name + "_handle")
                 params.append(f"{self.define(p, hint)}: T.handle")
                 matched.append((p, buffer))
-        lines = [decorator, f"def {name}({', '.join(params)}):"]
+        returns = f" -> {_type_text(f.ret_type)}" if isinstance(f.ret_type, PrimType) else ""
+        lines = [decorator, f"def {name}({', '.join(params)}){returns}:"]
         self.indent = 1
         if attrs:
             lines.append(self._line(f"T.func_attr({self.value(attrs)})"))
@@ -610,6 +653,9 @@ class _TIRPrinter:
                 lines.append(self._line(f"{self.define(v, v.name)} = T.{v.dtype}()"))
         # scalars the body uses but nothing defines (TVM prints them the same way)
         for v in free_scalar_vars(f, {id(x) for x in shape_vars} | scalar_params):
+            if id(v) not in self.names:
+                lines.append(self._line(f"{self.define(v, v.name)} = T.{v.dtype}()"))
+        for v in _let_vars(f.body):  # T.Let's variables are declared before use, as in TVM
             if id(v) not in self.names:
                 lines.append(self._line(f"{self.define(v, v.name)} = T.{v.dtype}()"))
         for p, buffer in matched:
@@ -754,6 +800,8 @@ class _TIRPrinter:
         return [self._line(f"{self.name_of(s.buffer)}[{self.indices(s.indices)}] = {self.expr(s.value)}")]
 
     def visit_evaluate_(self, s: Evaluate) -> list[str]:
+        if isinstance(s.value, Call) and s.value.op == "tir.ret":  # TVM prints T.ret(x) as Python's return
+            return [self._line(f"return {self.expr(s.value.args[0])}")]
         text = self.expr(s.value)
         if isinstance(s.value, Call) and text.startswith("T."):  # a call reads as a statement, as TVM prints it
             return [self._line(text)]
@@ -905,26 +953,46 @@ class _TIRPrinter:
         return lines
 
     def _axes(self, b: Block, values: tuple, value_texts: list[str]) -> list[str]:
+        """The block's axes; each run of two or more that bind an enclosing loop over its whole
+        range prints as one ``T.axis.remap`` (as TVM groups them), the others one by one."""
         kinds = {"spatial": "S", "reduce": "R"}
-        remappable = len(b.iter_vars) >= 2 and len({id(v) for v in values}) == len(values) and all(
-            isinstance(v, Var) and id(v) in self.loops and iv.iter_type in kinds
-            and structural_equal(iv.dom, Range(self.loops[id(v)].min, self.loops[id(v)].extent))
-            and iv.var.dtype == v.dtype
-            for iv, v in zip(b.iter_vars, values))
-        if remappable:
-            letters = "".join(kinds[iv.iter_type] for iv in b.iter_vars)
-            names = [self.define(iv.var, iv.var.name) for iv in b.iter_vars]
-            return [self._line(f'{", ".join(names)} = T.axis.remap("{letters}", [{", ".join(value_texts)}])')]
-        lines = []
-        for iv, text in zip(b.iter_vars, value_texts):
-            dom = iv.dom
-            if _is_zero(dom.min) and dom.min.dtype == dom.extent.dtype:
-                dom_text = self.expr(dom.extent)
+
+        def remappable(iv: IterVar, v: Any) -> bool:
+            return (isinstance(v, Var) and id(v) in self.loops and iv.iter_type in kinds
+                    and structural_equal(iv.dom, Range(self.loops[id(v)].min, self.loops[id(v)].extent))
+                    and iv.var.dtype == v.dtype)
+
+        lines: list[str] = []
+        run: list[int] = []
+
+        def flush() -> None:
+            if len(run) == 1:
+                lines.append(self._single_axis(b.iter_vars[run[0]], value_texts[run[0]]))
+            elif run:
+                ivs = [b.iter_vars[k] for k in run]
+                letters = "".join(kinds[iv.iter_type] for iv in ivs)
+                names = [self.define(iv.var, iv.var.name) for iv in ivs]
+                texts = ", ".join(value_texts[k] for k in run)
+                lines.append(self._line(f'{", ".join(names)} = T.axis.remap("{letters}", [{texts}])'))
+            run.clear()
+
+        for k, (iv, v) in enumerate(zip(b.iter_vars, values)):
+            if remappable(iv, v):
+                run.append(k)
             else:
-                dom_text = f"({self.expr(dom.min)}, {self.expr(_add(dom.min, dom.extent))})"
-            name = self.define(iv.var, iv.var.name)
-            lines.append(self._line(f"{name} = T.axis.{iv.iter_type}({dom_text}, {text})"))
+                flush()
+                lines.append(self._single_axis(iv, value_texts[k]))
+        flush()
         return lines
+
+    def _single_axis(self, iv: IterVar, text: str) -> str:
+        dom = iv.dom
+        if _is_zero(dom.min) and dom.min.dtype == dom.extent.dtype:
+            dom_text = self.expr(dom.extent)
+        else:
+            dom_text = f"({self.expr(dom.min)}, {self.expr(_add(dom.min, dom.extent))})"
+        name = self.define(iv.var, iv.var.name)
+        return self._line(f"{name} = T.axis.{iv.iter_type}({dom_text}, {text})")
 
 
 def _undeclared_buffers(body: Any, declared_buffers: Any) -> list[Buffer]:

@@ -33,18 +33,19 @@ import operator
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, NoReturn
 
-from ..eras import SCRIPT_NAME_ERAS, era_of, script_import_era
-from ..error import InternalError
-from ..ir import dtype as _dt
-from ..ir.deep import deep
-from ..ir.structural import structural_equal
-from ..tir import op as _op
-from ..tir.analysis import free_scalar_vars, get_block_read_write_region
-from ..tir.buffer import Buffer, BufferRegion
-from ..tir.expr import BufferLoad, IntImm, IterVar, PrimExpr, Range, Var, const, convert
-from ..tir.function import PrimFunc
-from ..tir.functor import pre_order_visit
-from ..tir.stmt import (
+from ...eras import SCRIPT_NAME_ERAS, era_of, script_import_era
+from ...error import InternalError
+from ...ir import dtype as _dt
+from ...ir.deep import deep
+from ...ir.structural import structural_equal
+from ...ir.type import PrimType
+from ...tir import op as _op
+from ...tir.analysis import free_scalar_vars, get_block_read_write_region
+from ...tir.buffer import Buffer, BufferRegion
+from ...tir.expr import BufferLoad, IntImm, IterVar, PrimExpr, Range, Var, const, convert
+from ...tir.function import PrimFunc
+from ...tir.functor import pre_order_visit
+from ...tir.stmt import (
     Allocate,
     AllocateConst,
     AssertStmt,
@@ -60,9 +61,9 @@ from ..tir.stmt import (
     Stmt,
     seq,
 )
-from . import data_mode as _data
-from . import tir as T
-from .diagnostics import Source, TVMScriptError, blames_script
+from .. import data_mode as _data
+from .. import tir as T
+from ..diagnostics import Source, TVMScriptError, blames_script
 
 __all__ = ["parse_python_function", "parse_prim_func_ast", "DeferredFunction"]
 
@@ -180,7 +181,6 @@ class _NeedsRest:
 
 _UNSUPPORTED = {
     ast.While: "while loop (loops are `for ... in T.grid(...)` / `range(...)`)",
-    ast.Return: "return statement (a prim func writes its results into buffers)",
     ast.FunctionDef: "nested function definition",
     ast.AsyncFunctionDef: "async function",
     ast.ClassDef: "class definition",
@@ -304,7 +304,21 @@ class _TIRParser:
         self.frames.pop()
         # parameter order, whether a buffer came from an annotation or from T.match_buffer
         buffer_map = {p: frame.buffer_map[p] for p in frame.params if p in frame.buffer_map}
-        return PrimFunc(tuple(frame.params), buffer_map, body, None, attrs, self._era())
+        return PrimFunc(tuple(frame.params), buffer_map, body, self._ret_type(fdef), attrs, self._era())
+
+    def _ret_type(self, fdef: ast.FunctionDef) -> PrimType | None:
+        """``-> T.int32``: the scalar a function returns with ``T.ret`` (TVM's ``ret_type``);
+        ``-> None`` or nothing: no value."""
+        if fdef.returns is None:
+            return None
+        value = self.eval(fdef.returns)
+        if value is None:
+            return None
+        dtype = getattr(value, "dtype", None)
+        if not isinstance(value, T.ScalarType) or dtype == "handle":
+            raise self.error(fdef.returns, f"a prim func returns a scalar, written -> T.int32 or -> T.float32; "
+                                           f"got {value!r}")
+        return PrimType(dtype)
 
     def _era(self) -> str | None:
         """The function's era: what its block spelling says, else the text's import of the TIR
@@ -364,7 +378,7 @@ class _TIRParser:
             ast.For: self.visit_for, ast.With: self.visit_with, ast.Assign: self.visit_assign,
             ast.AnnAssign: self.visit_ann_assign, ast.AugAssign: self.visit_aug_assign,
             ast.Expr: self.visit_expr_stmt, ast.If: self.visit_if, ast.Assert: self.visit_assert,
-            ast.Pass: lambda n: None,
+            ast.Pass: lambda n: None, ast.Return: self.visit_return,
         }.get(type(node))
         if handler is None:
             what = _UNSUPPORTED.get(type(node), type(node).__name__)
@@ -614,6 +628,9 @@ class _TIRParser:
         frame = self.frames[-1]
         if not isinstance(frame, _BlockFrame):
             raise self.error(name_node, "block iteration variables (T.axis.*) belong inside a T.block")
+        if any(iv.var.name == name_node.id for iv in frame.iter_vars):
+            raise self.error(name_node, f"block axis {name_node.id} is defined twice in this block (as TVM, "
+                                        "each T.axis names a new iteration variable)")
         var = Var(name_node.id, binding.dtype)
         frame.iter_vars.append(IterVar(dom, var, kind))
         frame.iter_values.append(binding)
@@ -644,8 +661,11 @@ class _TIRParser:
             return self._assign_tuple(ast.Tuple(elts=[target], lineno=target.lineno,
                                                 col_offset=target.col_offset), value, value_node)
         if isinstance(value, T.AllocBufferDecl):
-            buffer = self._make_buffer(value.spec, name, value_node)
             owner = frame.root_alloc_buffers if isinstance(frame, _FunctionFrame) else frame.alloc_buffers
+            if any(b.name == name for b in owner):
+                raise self.error(target, f"buffer {name} is allocated twice in the same block (as TVM, a "
+                                         "block's buffers need distinct names)")
+            buffer = self._make_buffer(value.spec, name, value_node)
             owner.append(buffer)
             self.bind(name, buffer)
             return None
@@ -776,6 +796,17 @@ class _TIRParser:
             value = _op.cast(value, buffer.dtype)  # as TVM's BufferStore: converted to the buffer's type
         return BufferStore(buffer, value, tuple(indices), span=self.source.span(target))
 
+    def visit_return(self, node: ast.Return) -> Stmt:
+        """``return x``: TVM's ``T.ret(x)``, the scalar a ``-> T.int32`` function returns."""
+        if node.value is None:
+            raise self.error(node, "a prim func's return needs a value (return x is T.ret(x)); a function "
+                                   "that returns nothing writes its results into buffers")
+        value = self.eval(node.value)
+        if not isinstance(value, (PrimExpr, int, float)):
+            raise self.error(node.value, f"a prim func returns a scalar (return x is T.ret(x)), not {value!r}; "
+                                         "results that are arrays are written into buffers")
+        return Evaluate(_op.ret(value))
+
     def visit_expr_stmt(self, node: ast.Expr) -> Any:
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             return None  # a docstring
@@ -786,6 +817,10 @@ class _TIRParser:
             if not isinstance(frame, _BlockFrame):
                 what = ast.unparse(node.value.func) if isinstance(node.value, ast.Call) else "this"
                 raise self.error(node.value, f"{what} belongs inside a T.block")
+            field = {T.ReadsDecl: "reads", T.WritesDecl: "writes", T.WhereDecl: "predicate"}.get(type(value))
+            if field is not None and getattr(frame, field) is not None:
+                what = {"predicate": "T.where"}.get(field, f"T.{field}")
+                raise self.error(node.value, f"{what} is given twice in this block (TVM takes one)")
             if isinstance(value, T.ReadsDecl):
                 frame.reads = value.regions
             elif isinstance(value, T.WritesDecl):
@@ -793,6 +828,10 @@ class _TIRParser:
             elif isinstance(value, T.WhereDecl):
                 frame.predicate = value.predicate
             else:
+                clash = [k for k, v in value.attrs.items() if k in frame.annotations
+                         and not structural_equal(frame.annotations[k], v)]
+                if clash:
+                    raise self.error(node.value, f"block attribute {clash[0]!r} is given two different values")
                 frame.annotations.update(value.attrs)
             return None
         if isinstance(value, T.FuncAttrDecl):
