@@ -19,7 +19,7 @@ PACKAGE_DIR = Path(minitvm.__file__).parent
 
 #: file -> why it may build method names from class names itself
 PYTHON_AST_WALKERS = {
-    "minitvm/script/parser.py": "evaluates Python ast nodes of a TVMScript function (eval_<ast class>)",
+    "minitvm/script/parser/__init__.py": "evaluates Python ast nodes of a TVMScript function (eval_<ast class>)",
 }
 
 

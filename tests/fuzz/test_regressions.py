@@ -36,7 +36,7 @@ def test_sum_of_a_term_that_folds_to_zero_round_trips():
 ], ids=["v+0", "2+3", "v//1"])
 def test_expressions_the_parser_would_fold_print_as_nodes(value, expected):
     # An unfolded `v + 0`, `2 + 3` or `v // 1` (seen in a fused kernel's read region) printed with its
-    # operator parsed back folded. Fixed in minitvm/script/printer.py (prints T.Add(v, 0) ...)
+    # operator parsed back folded. Fixed in minitvm/script/printer/__init__.py (prints T.Add(v, 0) ...)
     # and minitvm/script/tir.py (T.Add & co build the node itself).
     A = tb.buffer("A", (4,), "int32")
     body = tb.grid((4,), lambda i: tb.block("B", [("S", 4, i)], body=lambda v: tb.store(A, (v,), value(v))))

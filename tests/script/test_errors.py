@@ -30,7 +30,7 @@ def _check(excinfo, reason_part: str, line_text: str, culprit: str) -> TVMScript
     _caret_under(err, culprit)
     # a short traceback: none of the parser's own frames
     frames = traceback.extract_tb(excinfo.tb)
-    assert not any("minitvm/script/parser.py" in fr.filename for fr in frames)
+    assert not any("minitvm/script/parser/" in fr.filename for fr in frames)
     return err
 
 
