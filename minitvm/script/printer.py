@@ -533,6 +533,8 @@ class _TIRPrinter:
             args.append(f'scope="{b.scope}"')
         if b.offset_factor != 1:
             args.append(f"offset_factor={b.offset_factor}")
+        if b.data_alignment != 64:
+            args.append(f"align={b.data_alignment}")
         if b.axis_separators:
             args.append(f"axis_separators={list(b.axis_separators)}")
         return f"{ctor}({', '.join(args)})"

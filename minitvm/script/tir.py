@@ -150,11 +150,13 @@ class BufferSpec:
     data: Any = None  # a handle Var: this buffer views existing memory (e.g. `data=A.data`)
     axis_separators: tuple = ()
     offset_factor: int = 0
+    align: int = -1
 
     def make(self, name: str) -> _TirBuffer:
         return tir_decl_buffer(self.shape, self.dtype, name, data=self.data, strides=self.strides,
                            elem_offset=self.elem_offset, scope=self.scope,
-                           axis_separators=self.axis_separators, offset_factor=self.offset_factor)
+                           axis_separators=self.axis_separators, offset_factor=self.offset_factor,
+                           data_alignment=self.align)
 
 
 @dataclass(frozen=True)
@@ -342,14 +344,19 @@ def _shape(shape: Any) -> tuple:
     return (shape,)
 
 
-def _check_unsupported(where: str, align: Any, buffer_type: Any) -> None:
+def _check_unsupported(where: str, buffer_type: Any) -> None:
     """Refuse, by name, the buffer arguments minitvm has no meaning for (their defaults pass)."""
-    if align not in (-1, 0):
-        raise NotImplementedError(f"{where}(align={align}): minitvm's buffers record no data alignment "
-                                  "(TVM's default, 64 bytes, is not guaranteed either); leave align out")
     if buffer_type not in ("", "default"):
         raise NotImplementedError(f"{where}(buffer_type={buffer_type!r}): minitvm has only default buffers "
                                   "(no auto-broadcast); leave buffer_type out")
+
+
+def _align(value: Any) -> int:
+    """``align=``: the data pointer's alignment in bytes (-1 or 0: TVM's default, 64)."""
+    value = value.value if isinstance(value, _ex.IntImm) else value
+    if isinstance(value, builtins.bool) or not isinstance(value, int):
+        raise TypeError(f"align takes an int (bytes), got {value!r}")
+    return value
 
 
 def _offset_factor(value: Any) -> int:
@@ -365,13 +372,13 @@ class _BufferProxy:
     def __call__(self, shape: Any, dtype: str = "float32", data: Any = None, strides: Any = None,
                  elem_offset: Any = None, scope: str = "global", align: int = -1,
                  offset_factor: int = 0, buffer_type: str = "", axis_separators: Any = None) -> BufferSpec:
-        _check_unsupported("T.Buffer", align, buffer_type)
+        _check_unsupported("T.Buffer", buffer_type)
         if isinstance(data, _TirBuffer):  # T.allocate's storage (TVM returns its pointer)
             data = data.data
         if data is not None and not (isinstance(data, Var) and data.dtype == "handle"):
             raise TypeError(f"T.Buffer(data=...) takes a handle such as A.data, got {data!r}")
         return BufferSpec(_shape(shape), _dt.check(dtype), tuple(strides or ()), elem_offset, scope, data,
-                          tuple(axis_separators or ()), _offset_factor(offset_factor))
+                          tuple(axis_separators or ()), _offset_factor(offset_factor), _align(align))
 
     def __getitem__(self, key: Any) -> BufferSpec:
         if isinstance(key, tuple) and len(key) == 2 and isinstance(key[1], str):
@@ -413,11 +420,11 @@ def alloc_buffer(shape: Any, dtype: str = "float32", data: Any = None, strides: 
                  offset_factor: int = 0, buffer_type: str = "default",
                  axis_separators: Any = None) -> AllocBufferDecl:
     """An intermediate buffer of the enclosing block (the function's root block at top level)."""
-    _check_unsupported("T.alloc_buffer", align, buffer_type)
+    _check_unsupported("T.alloc_buffer", buffer_type)
     if data is not None:
         raise NotImplementedError("T.alloc_buffer(data=...): an allocated buffer owns its memory; view "
                                   "existing memory with T.Buffer(shape, dtype, data=A.data) instead")
-    return AllocBufferDecl(Buffer(shape, dtype, strides=strides, elem_offset=elem_offset, scope=scope,
+    return AllocBufferDecl(Buffer(shape, dtype, strides=strides, elem_offset=elem_offset, scope=scope, align=align,
                                   offset_factor=offset_factor, axis_separators=axis_separators))
 
 
@@ -442,8 +449,8 @@ def decl_buffer(shape: Any, dtype: str = "float32", data: Any = None, strides: A
     With ``data=B.data`` it views existing memory (as ``T.Buffer(..., data=...)``); without,
     it allocates its own storage (the same statement as ``T.allocate``).
     """
-    _check_unsupported("T.decl_buffer", align, buffer_type)
-    spec = Buffer(shape, dtype, data=data, strides=strides, elem_offset=elem_offset, scope=scope,
+    _check_unsupported("T.decl_buffer", buffer_type)
+    spec = Buffer(shape, dtype, data=data, strides=strides, elem_offset=elem_offset, scope=scope, align=align,
                   offset_factor=offset_factor, axis_separators=axis_separators)
     return spec if data is not None else AllocateDecl(spec)
 
@@ -457,11 +464,11 @@ def match_buffer(param: Any, shape: Any, dtype: str = "float32", data: Any = Non
         param = BufferRegion.from_indices(param.buffer, param.indices)
     if not (isinstance(param, BufferRegion) or (isinstance(param, Var) and param.dtype == "handle")):
         raise TypeError("T.match_buffer needs a T.handle parameter or a buffer region like A[0:4, vi]")
-    _check_unsupported("T.match_buffer", align, buffer_type)
+    _check_unsupported("T.match_buffer", buffer_type)
     if data is not None:
         raise NotImplementedError("T.match_buffer(data=...): the matched parameter or region is the "
                                   "buffer's memory; leave data out")
-    return MatchBufferDecl(param, Buffer(shape, dtype, strides=strides, elem_offset=elem_offset,
+    return MatchBufferDecl(param, Buffer(shape, dtype, strides=strides, elem_offset=elem_offset, align=align,
                                          offset_factor=offset_factor, axis_separators=axis_separators,
                                          scope=scope))
 

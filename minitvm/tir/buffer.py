@@ -33,9 +33,19 @@ class Buffer(Node):
     #: ``offset_factor``, as a tensor intrinsic's buffers declare; 0 and 1 mean any offset):
     #: lowering a ``T.match_buffer`` of a region that breaks it is an error
     offset_factor: int = 1
+    #: the data pointer is a multiple of this many bytes (TVM's ``data_alignment``; 0 or less
+    #: means TVM's default, 64): allocations are made this aligned
+    data_alignment: int = 64
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        align = self.data_alignment
+        if isinstance(align, bool) or not isinstance(align, int):
+            raise TypeError(f"buffer {self.name}: data_alignment must be an int, got {align!r}")
+        align = 64 if align <= 0 else align
+        if align & (align - 1):
+            raise ValueError(f"buffer {self.name}: data_alignment {align} is not a power of two")
+        object.__setattr__(self, "data_alignment", align)
         object.__setattr__(self, "axis_separators", tuple(int(a) for a in self.axis_separators))
         factor = self.offset_factor
         if isinstance(factor, bool) or not isinstance(factor, int) or factor < 0:
@@ -109,7 +119,7 @@ class BufferRegion(Node):
 
 def decl_buffer(shape: Any, dtype: str = "float32", name: str = "buffer", data: Var | None = None,
                 strides: Any = None, elem_offset: Any = None, scope: str = "global",
-                axis_separators: Any = None, *, offset_factor: int = 0) -> Buffer:
+                axis_separators: Any = None, *, offset_factor: int = 0, data_alignment: int = -1) -> Buffer:
     """Declare a new buffer (TVM's ``tir.decl_buffer``)."""
     dtype = _dt.check(dtype)
     if isinstance(shape, (int, PrimExpr)):
@@ -117,4 +127,4 @@ def decl_buffer(shape: Any, dtype: str = "float32", name: str = "buffer", data: 
     data = data if data is not None else Var(name, "handle")
     return Buffer(data, dtype, tuple(shape), tuple(strides or ()),
                   0 if elem_offset is None else elem_offset, scope, name, tuple(axis_separators or ()),
-                  offset_factor)
+                  offset_factor, data_alignment)

@@ -1,6 +1,7 @@
 """No argument accepted and ignored: TVM's buffer arguments ``offset_factor`` (recorded, printed,
-checked when a view is lowered), ``align`` / ``buffer_type`` / ``data`` (refused by name unless
-left at their defaults), and ``check_well_formed`` of ``@T.prim_func``."""
+checked when a view is lowered), ``align`` (recorded, printed, honoured by allocations),
+``buffer_type`` / ``data`` (refused by name unless left at their defaults), and
+``check_well_formed`` of ``@T.prim_func``."""
 # TVMScript bodies are parsed, never run: names they use look undefined/unused to ruff.
 # ruff: noqa: F821, F841
 
@@ -62,11 +63,9 @@ def test_a_view_that_breaks_its_offset_factor_is_refused_when_lowered():
 
 
 @pytest.mark.parametrize("old, new, reason", [
-    ('(16,), "float32", offset_factor=16)', '(16,), "float32", align=128)', "T.match_buffer(align=128)"),
     ('(16,), "float32", offset_factor=16)', '(16,), "float32", buffer_type="auto")',
      "T.match_buffer(buffer_type='auto')"),
     ('(16,), "float32", offset_factor=16)', '(16,), "float32", data=A.data)', "T.match_buffer(data=...)"),
-    ('A: T.Buffer((8, 32), "float32")', 'A: T.Buffer((8, 32), "float32", align=32)', "T.Buffer(align=32)"),
 ])
 def test_arguments_minitvm_has_no_meaning_for_are_refused_by_name(old, new, reason):
     with pytest.raises(TVMScriptError) as excinfo:
@@ -74,7 +73,7 @@ def test_arguments_minitvm_has_no_meaning_for_are_refused_by_name(old, new, reas
     assert reason in excinfo.value.reason and "leave" in excinfo.value.reason
 
 
-def test_alloc_buffer_refuses_data_align_buffer_type_and_takes_the_defaults():
+def test_alloc_buffer_refuses_data_buffer_type_and_takes_the_defaults():
     def body(args):
         return f'''
 @T.prim_func
@@ -85,7 +84,7 @@ def g(A: T.Buffer((4,), "float32")):
             vi = T.axis.spatial(4, i)
             X[vi] = A[vi]
 '''
-    for args, reason in [(", data=A.data", "T.alloc_buffer(data=...)"), (", align=64", "T.alloc_buffer(align=64)"),
+    for args, reason in [(", data=A.data", "T.alloc_buffer(data=...)"),
                          (", buffer_type='auto'", "T.alloc_buffer(buffer_type='auto')")]:
         with pytest.raises(TVMScriptError) as excinfo:
             from_source(body(args))
@@ -94,6 +93,41 @@ def g(A: T.Buffer((4,), "float32")):
     plain = from_source(body(""))
     written = from_source(body(", align=-1, offset_factor=0, buffer_type='default'"))
     assert_structural_equal(written, plain)
+    assert_structural_equal(from_source(body(", align=64")), plain)  # 64: TVM's default alignment
+
+
+ALIGNED = '''
+@T.prim_func
+def f(a: T.handle, B: T.Buffer((4096,), "float32")):
+    A = T.match_buffer(a, (4096,), "float32", align=32)
+    X = T.alloc_buffer((4096,), "float32", align=256)
+    for i in range(4096):
+        with T.block("X"):
+            vi = T.axis.spatial(4096, i)
+            X[vi] = A[vi] * T.float32(3)
+    for i in range(4096):
+        with T.block("B"):
+            vi = T.axis.spatial(4096, i)
+            B[vi] = X[4095 - vi] + T.float32(1)
+'''
+
+
+def test_align_is_recorded_printed_read_back_and_allocated_with():
+    f = from_source(ALIGNED)
+    assert f.buffer_map[f.params[0]].data_alignment == 32
+    assert [b.data_alignment for b in f.body.block.alloc_buffers] == [256]
+    text = f.script()
+    assert "align=32" in text and "align=256" in text
+    assert_structural_equal(from_source(text), f)
+    assert not structural_equal(from_source(ALIGNED.replace("align=256", "align=128")), f)
+    lib = minitvm.build(f, target="llvm")
+    assert "align 256" in lib.get_source("ll")  # the scratch buffer (16 KiB: on the stack) is that aligned
+    a = np.random.default_rng(0).standard_normal(4096).astype("float32")
+    b = np.zeros(4096, "float32")
+    lib["f"](a, b)
+    np.testing.assert_allclose(b, a[::-1] * 3 + 1, rtol=1e-6)
+    with pytest.raises(TVMScriptError, match="not a power of two"):
+        from_source(ALIGNED.replace("align=256", "align=24"))
 
 
 UNDEFINED = '''
@@ -147,8 +181,8 @@ def test_check_well_formed_of_a_prim_func_in_a_module_class():
     assert "main" in [gv.name_hint for gv in Loose.get_global_vars()]
 
 
-def test_decl_buffer_records_offset_factor_and_refuses_align():
-    with pytest.raises(NotImplementedError, match=r"T.decl_buffer\(align=64\)"):
-        T.decl_buffer((4,), "float32", align=64)
+def test_decl_buffer_records_offset_factor_and_align():
     view = T.decl_buffer((4,), "float32", data=minitvm.tir.Var("p", "handle"), offset_factor=4, align=0)
-    assert view.make("V").offset_factor == 4
+    assert view.make("V").offset_factor == 4 and view.make("V").data_alignment == 64
+    aligned = T.decl_buffer((4,), "float32", data=minitvm.tir.Var("p", "handle"), align=128)
+    assert aligned.make("V").data_alignment == 128
