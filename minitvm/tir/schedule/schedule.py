@@ -49,6 +49,7 @@ from .checks import child_blocks
 from .error import ScheduleError
 from .primitive import primitive
 from .shared_analyses import simplify
+from .state import ScheduleState, StmtSRef
 from .trace import BlockRV, ExprRV, LoopRV, Trace, random_vars_in
 from .tree import block_realizes, child_stmts, loops_above, replace_stmt, walk_stmts
 
@@ -239,8 +240,14 @@ class Schedule:
             return rv
         return self._loop(rv)[0]
 
-    def get_sref(self, rand_var_or_stmt: Any) -> Any:
-        return self.get(rand_var_or_stmt)
+    def get_sref(self, rand_var_or_stmt: BlockRV | LoopRV | Block | For) -> StmtSRef | None:
+        """The statement reference (``.stmt``, ``.parent``) of a block or loop, as TVM's; see state.py."""
+        return self.state.get_sref(self.get(rand_var_or_stmt))
+
+    @property
+    def state(self) -> ScheduleState:
+        """The module with TVM's statement references made on demand (``sch.state.get_sref(block)``)."""
+        return ScheduleState(self)
 
     def remove_rv(self, rand_var: BlockRV | LoopRV | ExprRV) -> None:
         """Forget a random variable: using it afterwards raises IndexError."""

@@ -1,0 +1,85 @@
+"""What TVM calls the schedule state, as far as a reader of a schedule needs it.
+
+TVM keeps, next to the module, a tree of *statement references* (srefs): one per loop and
+block, each pointing at its statement and at the sref of the enclosing loop or block; a
+primitive rewrites the module in place where it can and keeps the srefs current.  minitvm's
+schedule rebuilds an immutable tree instead and finds loops by their variable and blocks by
+their name, so here an sref is made when asked for: :class:`StmtSRef` gives the statement it
+points at now and its parent, and two srefs are the same when they point at the same
+statement of the same schedule.
+
+:class:`ScheduleState` is ``sch.state``: the module and ``get_sref``.  TVM's in-place
+``replace`` with its copy-on-write rules is not mirrored: a minitvm primitive never mutates a
+tree another reference may hold.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+from ...ir.module import IRModule
+from ..function import PrimFunc
+from ..stmt import Block, BlockRealize, For
+from .tree import walk_stmts
+
+__all__ = ["ScheduleDebugMask", "ScheduleState", "StmtSRef"]
+
+
+class ScheduleDebugMask(enum.IntFlag):
+    """The checks ``Schedule(debug_mask=...)`` turns on (TVM's bits; "all" is -1)."""
+
+    VERIFY_SREF_TREE = 1
+    VERIFY_CACHED_FLAGS = 2
+
+
+class StmtSRef:
+    """A reference to one loop or block of a schedule's module: ``stmt`` and ``parent``."""
+
+    def __init__(self, stmt: For | Block, parent: "StmtSRef | None", owner: Any):
+        self.stmt, self.parent, self._owner = stmt, parent, owner
+
+    def same_as(self, other: Any) -> bool:
+        return isinstance(other, StmtSRef) and other.stmt is self.stmt and other._owner is self._owner
+
+    def __repr__(self) -> str:
+        what = self.stmt.name_hint if isinstance(self.stmt, Block) else self.stmt.loop_var.name
+        return f"StmtSRef({type(self.stmt).__name__} {what})"
+
+
+class ScheduleState:
+    """A schedule's module with srefs made on demand (``sch.state``); ``ScheduleState(mod)`` makes
+    one over a module or PrimFunc of its own."""
+
+    def __init__(self, mod: IRModule | PrimFunc | Any, debug_mask: Any = "none"):
+        if isinstance(mod, PrimFunc):
+            mod = IRModule({"main": mod})
+        self._source = mod
+        self.debug_mask = debug_mask
+
+    @property
+    def mod(self) -> IRModule:
+        source = self._source
+        return source if isinstance(source, IRModule) else source.mod  # a Schedule: its module now
+
+    def _owner(self) -> Any:
+        return self._source
+
+    def get_sref(self, stmt: Any) -> StmtSRef | None:
+        """The sref of ``stmt`` (a For or Block of the module; a BlockRealize means its block),
+        None when the module does not hold it."""
+        target = stmt.block if isinstance(stmt, BlockRealize) else stmt
+        for func in self.mod.functions.values():
+            if not isinstance(func, PrimFunc):
+                continue
+            for s, path in walk_stmts(func.body):
+                if s is target and isinstance(s, (For, Block)):
+                    return self._sref(s, path)
+        return None
+
+    def _sref(self, stmt: For | Block, path: tuple) -> StmtSRef:
+        parent = None
+        for s in path:
+            if isinstance(s, (For, Block)):
+                parent = StmtSRef(s, parent, self._owner())
+        return StmtSRef(stmt, parent, self._owner())
