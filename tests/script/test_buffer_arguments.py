@@ -186,3 +186,14 @@ def test_decl_buffer_records_offset_factor_and_align():
     assert view.make("V").offset_factor == 4 and view.make("V").data_alignment == 64
     aligned = T.decl_buffer((4,), "float32", data=minitvm.tir.Var("p", "handle"), align=128)
     assert aligned.make("V").data_alignment == 128
+
+
+def test_a_block_view_defines_its_offset_variable():
+    # TVM's tensorized form: the offset of a region's view is a variable the match binds
+    text = TILES.replace('offset_factor=16)\n            D', 'elem_offset=s_off, offset_factor=16)\n            D')
+    indent = "            "
+    text = text.replace(f"{indent}S = T.match_buffer", f"{indent}s_off = T.int32()\n{indent}S = T.match_buffer")
+    f = from_source(text)  # was refused as "s_off used but defined by no parameter"
+    assert [type(b.elem_offset).__name__ for b in _views(f)] == ["Var", "IntImm"]
+    with pytest.raises(TVMScriptError, match="s_off used but defined by no parameter"):
+        from_source(text.replace("elem_offset=s_off, ", "").replace("T.float32(2)", "T.Cast(\"float32\", s_off)"))
