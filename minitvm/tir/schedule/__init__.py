@@ -14,10 +14,11 @@ from . import state
 from .blockize import TensorIntrin
 from .error import ScheduleError
 from .schedule import Schedule
-from .state import ScheduleDebugMask, ScheduleState, StmtSRef
+from .state import BlockScope, Dependency, DepKind, ScheduleDebugMask, ScheduleState, StmtSRef
 from .trace import BlockRV, ExprRV, Instruction, InstructionKind, LoopRV, Trace
 
 SBlockRV = BlockRV  # TVM 0.27's name (tvm.s_tir.schedule.SBlockRV; see minitvm.eras)
 
 __all__ = ["Schedule", "ScheduleError", "BlockRV", "LoopRV", "ExprRV", "Trace", "Instruction", "InstructionKind",
-           "TensorIntrin", "SBlockRV", "ScheduleState", "StmtSRef", "ScheduleDebugMask", "state"]
+           "TensorIntrin", "SBlockRV", "ScheduleState", "StmtSRef", "ScheduleDebugMask", "state",
+           "BlockScope", "Dependency", "DepKind"]

@@ -42,3 +42,31 @@ def test_a_state_over_a_function():
     root = two_stages.body.block
     assert state.mod["main"] is two_stages
     assert state.get_sref(root).stmt is root and state.get_sref(root).parent is None
+
+
+@T.prim_func
+def read_then_overwrite(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32"), C: T.Buffer((8,), "float32")):
+    for i in range(8):
+        with T.block("C"):
+            vi = T.axis.spatial(8, i)
+            C[vi] = B[vi] + T.float32(1)
+        with T.block("B"):
+            vi = T.axis.spatial(8, i)
+            B[vi] = A[vi] * T.float32(2)
+    for i in range(8):
+        with T.block("D"):
+            vi = T.axis.spatial(8, i)
+            C[vi] = C[vi] + B[vi]
+
+
+def test_block_scope_lists_raw_waw_and_war_dependencies():
+    sch = tir.Schedule(read_then_overwrite)
+    c, b, d = (sch.get_sref(sch.get_block(n)) for n in "CBD")
+    scope = sch.state.get_block_scope(sch.get_sref(sch.get_block("root")))
+    kinds = {(x.src.stmt.name_hint, x.dst.stmt.name_hint, x.kind) for x in scope.deps}
+    DepKind = tir.schedule.DepKind
+    assert kinds == {("C", "B", DepKind.WAR), ("C", "D", DepKind.RAW), ("C", "D", DepKind.WAW),
+                     ("B", "D", DepKind.RAW)}
+    assert [x.dst.stmt.name_hint for x in scope.get_deps_by_src(b)] == ["D"]
+    assert {x.src.stmt.name_hint for x in scope.get_deps_by_dst(d)} == {"B", "C"}
+    assert scope.get_deps_by_dst(c) == []
