@@ -1992,21 +1992,18 @@ class Schedule:
         .. code-block:: python
 
             @T.prim_func
-            def before(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64,), "float32")):
-                for i0, i1, k in T.grid(8, 8, 64):
+            def before(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+                for i0, i1 in T.grid(8, 8):
                     with T.block("B"):
                         vi = T.axis.spatial(64, i0 * 8 + i1)
-                        vk = T.axis.reduce(64, k)
-                        with T.init():
-                            B[vi] = T.float32(0)
-                        B[vi] = B[vi] + A[vi, vk]
+                        B[vi] = A[vi] + T.float32(1)
 
-        Accumulate each 8-element tile of B locally and write it out once per ``i0``:
+        Write each 8-element tile of B locally, then out once per ``i0``:
 
         .. code-block:: python
 
             sch = tir.Schedule(before)
-            i0, i1, k = sch.get_loops("B")
+            i0, i1 = sch.get_loops("B")
             sch.write_at(i0, "B", 0, "local")
 
         After:
@@ -2014,16 +2011,13 @@ class Schedule:
         .. code-block:: python
 
             @T.prim_func
-            def after(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64,), "float32")):
+            def after(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
                 B_local = T.alloc_buffer((64,), scope="local")
                 for i0 in range(8):
-                    for i1, k in T.grid(8, 64):
+                    for i1 in range(8):
                         with T.block("B"):
                             vi = T.axis.spatial(64, i0 * 8 + i1)
-                            vk = T.axis.reduce(64, k)
-                            with T.init():
-                                B_local[vi] = T.float32(0)
-                            B_local[vi] = B_local[vi] + A[vi, vk]
+                            B_local[vi] = A[vi] + T.float32(1)
                     with T.block("B_local"):
                         v0 = T.axis.spatial(8, i0)
                         T.reads(B_local[v0 * 8:v0 * 8 + 8])
