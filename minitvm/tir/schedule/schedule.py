@@ -2060,7 +2060,10 @@ class Schedule:
         index_map : function or IndexMap
             The new layout, e.g. ``lambda i, j: (j, i)``.
         pad_value : optional
-            The value of padding elements.
+            The value of padding elements (a number, an expression, or a function of the new
+            indices): a block ``buffer_<name>_padding`` after the buffer's last writer stores it
+            there (TVM's epilogue form; TVM folds it into a row-major writer as ``T.if_then_else``
+            where it can, minitvm does not yet).  A buffer no block writes is refused.
         assume_injective_transform : bool
             Do not check that the map is injective.
 

@@ -240,7 +240,8 @@ def _py_value(x: Any, names: dict[int, str]) -> str:
     if isinstance(x, int):
         return str(int(x))
     if isinstance(x, float):
-        return f"{x:.17g}"
+        text = f"{x:.17g}"  # (an integral float keeps its point: replayed, -1.0 must not become an int)
+        return text if any(c in text for c in ".enia") else text + ".0"
     if isinstance(x, str):
         return '"' + x.replace("\\", "\\\\").replace('"', '\\"') + '"'
     if isinstance(x, list):
