@@ -16,23 +16,54 @@ def doubled(A: T.Buffer((14,), "float32"), B: T.Buffer((14,), "float32")):
             B[vi] = A[vi] * T.float32(2)
 
 
+def _run(func, shape_b, seed=5):
+    a = np.random.default_rng(seed).standard_normal(14).astype("float32")
+    b = minitvm.nd.array(np.zeros(shape_b, "float32"))
+    minitvm.build(func)[func.attrs["global_symbol"]](minitvm.nd.array(a), b)
+    return a, b.numpy().reshape(-1)
+
+
 @pytest.mark.parametrize("pad_value", [-1.5, -1.0, lambda i, j: T.Cast("float32", i * 4 + j)])
-def test_the_padding_holds_the_pad_value(pad_value, trace_replays):
+def test_a_row_major_writer_stores_the_pad_value_itself(pad_value, trace_replays):
     sch = tir.Schedule(doubled)
     sch.transform_layout("B", ("write", 0), lambda i: [i // 4, i % 4], pad_value=pad_value)
+    func = sch.mod["main"]
+    # TVM's form: the writer runs over the new layout and chooses with T.if_then_else
+    assert "T.if_then_else(v0 == 3 and 2 <= v1" in func.script()
+    assert [iv.dom.extent.value for iv in sch.get(sch.get_block("B")).iter_vars] == [4, 4]
+    if not callable(pad_value):
+        trace_replays(sch, doubled)
+    a, got = _run(func, (4, 4))
+    np.testing.assert_allclose(got[:14], a * 2, rtol=1e-6)
+    want_pad = [pad_value] * 2 if not callable(pad_value) else [14.0, 15.0]
+    np.testing.assert_array_equal(got[14:], want_pad)
+
+
+@T.prim_func
+def doubled_and_counted(A: T.Buffer((14,), "float32"), B: T.Buffer((14,), "float32"),
+                        C: T.Buffer((14,), "float32")):
+    for i in range(14):
+        with T.block("B"):
+            vi = T.axis.spatial(14, i)
+            B[vi] = A[vi] * T.float32(2)
+            C[vi] = T.float32(1)
+
+
+def test_a_writer_with_other_effects_gets_a_padding_block_after_it(trace_replays):
+    sch = tir.Schedule(doubled_and_counted)
+    sch.transform_layout("B", ("write", 0), lambda i: [i // 4, i % 4], pad_value=-1.5)
     func = sch.mod["main"]
     pad = sch.get(sch.get_block("buffer_B_padding"))
     assert [iv.dom.extent.value for iv in pad.iter_vars] == [4, 4]
     assert "T.where(i == 3 and 2 <= j)" in func.script()  # only the last row's tail is padding
-    if not callable(pad_value):
-        trace_replays(sch, doubled)
+    trace_replays(sch, doubled_and_counted)
     a = np.random.default_rng(5).standard_normal(14).astype("float32")
-    b = minitvm.nd.array(np.zeros((4, 4), "float32"))
-    minitvm.build(func)["doubled"](minitvm.nd.array(a), b)
+    b, c = minitvm.nd.array(np.zeros((4, 4), "float32")), minitvm.nd.array(np.zeros(14, "float32"))
+    minitvm.build(func)["doubled_and_counted"](minitvm.nd.array(a), b, c)
     got = b.numpy().reshape(-1)
     np.testing.assert_allclose(got[:14], a * 2, rtol=1e-6)
-    want_pad = [pad_value] * 2 if not callable(pad_value) else [14.0, 15.0]
-    np.testing.assert_array_equal(got[14:], want_pad)
+    np.testing.assert_array_equal(got[14:], [-1.5, -1.5])
+    np.testing.assert_array_equal(c.numpy(), np.ones(14, "float32"))
 
 
 def test_padding_an_input_no_block_writes_is_refused():
