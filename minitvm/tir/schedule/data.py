@@ -122,8 +122,8 @@ def transform_layout(func: Any, buffer: Buffer, index_map: Callable[..., Any], p
     """Store ``buffer`` in a new layout: element ``idx`` moves to ``index_map(*idx)``.
 
     A layout with more elements than the buffer (``i -> [i // 4, i % 4]`` of 14 elements)
-    has padding: TVM refuses it unless a ``pad_value`` says what the padding holds (a block
-    after the last writer stores it, see :func:`_add_padding_block`) or
+    has padding: TVM refuses it unless a ``pad_value`` says what the padding holds (the writer
+    stores it, :func:`_fold_padding_into_writer`, or a block after it, :func:`_add_padding_block`) or
     ``assume_injective_transform`` says it is never read.
     """
     params = [Var(f"i{k}", s.dtype) for k, s in enumerate(buffer.shape)]

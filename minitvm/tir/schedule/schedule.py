@@ -2061,9 +2061,10 @@ class Schedule:
             The new layout, e.g. ``lambda i, j: (j, i)``.
         pad_value : optional
             The value of padding elements (a number, an expression, or a function of the new
-            indices): a block ``buffer_<name>_padding`` after the buffer's last writer stores it
-            there (TVM's epilogue form; TVM folds it into a row-major writer as ``T.if_then_else``
-            where it can, minitvm does not yet).  A buffer no block writes is refused.
+            indices).  As in TVM, a writer that stores the buffer row-major and nothing else runs
+            over the new layout and stores ``T.if_then_else(<padding>, pad_value, value)``; otherwise
+            a block ``buffer_<name>_padding`` after the last writer fills the padding.  A buffer no
+            block writes is refused (TVM records a ``T.assume`` there).
         assume_injective_transform : bool
             Do not check that the map is injective.
 
