@@ -363,19 +363,18 @@ def _shape(shape: Any) -> tuple:
     return (shape,)
 
 
-def _check_unsupported(where: str, align: Any, buffer_type: Any) -> None:
+def _check_unsupported(where: str, buffer_type: Any) -> None:
     """Refuse, by name, the buffer arguments minitvm has no meaning for (their defaults pass)."""
-    _align(where, align)
     if buffer_type not in ("", "default"):
         raise NotImplementedError(f"{where}(buffer_type={buffer_type!r}): minitvm has only default buffers "
                                   "(no auto-broadcast); leave buffer_type out")
 
 
-def _align(where: str, value: Any) -> int:
-    """``align=``: a data alignment in bytes (-1 or 0: TVM's default, 64)."""
+def _align(value: Any) -> int:
+    """``align=``: the data pointer's alignment in bytes (-1 or 0: TVM's default, 64)."""
     value = value.value if isinstance(value, _ex.IntImm) else value
-    if isinstance(value, builtins.bool) or not isinstance(value, int) or value < -1:
-        raise TypeError(f"{where}(align={value!r}): align takes an int (bytes; -1 or 0 for the default, 64)")
+    if isinstance(value, builtins.bool) or not isinstance(value, int):
+        raise TypeError(f"align takes an int (bytes), got {value!r}")
     return value
 
 
@@ -392,13 +391,13 @@ class _BufferProxy:
     def __call__(self, shape: Any, dtype: str = "float32", data: Any = None, strides: Any = None,
                  elem_offset: Any = None, scope: str = "global", align: int = -1,
                  offset_factor: int = 0, buffer_type: str = "", axis_separators: Any = None) -> BufferSpec:
-        _check_unsupported("T.Buffer", align, buffer_type)
+        _check_unsupported("T.Buffer", buffer_type)
         if isinstance(data, _TirBuffer):  # T.allocate's storage (TVM returns its pointer)
             data = data.data
         if data is not None and not (isinstance(data, Var) and data.dtype == "handle"):
             raise TypeError(f"T.Buffer(data=...) takes a handle such as A.data, got {data!r}")
         return BufferSpec(_shape(shape), _dt.check(dtype), tuple(strides or ()), elem_offset, scope, data,
-                          tuple(axis_separators or ()), _offset_factor(offset_factor), _align("T.Buffer", align))
+                          tuple(axis_separators or ()), _offset_factor(offset_factor), _align(align))
 
     def __getitem__(self, key: Any) -> BufferSpec:
         if isinstance(key, tuple) and len(key) == 2 and isinstance(key[1], str):
@@ -440,7 +439,7 @@ def alloc_buffer(shape: Any, dtype: str = "float32", data: Any = None, strides: 
                  offset_factor: int = 0, buffer_type: str = "default",
                  axis_separators: Any = None) -> AllocBufferDecl:
     """An intermediate buffer of the enclosing block (the function's root block at top level)."""
-    _check_unsupported("T.alloc_buffer", align, buffer_type)
+    _check_unsupported("T.alloc_buffer", buffer_type)
     if data is not None:
         raise NotImplementedError("T.alloc_buffer(data=...): an allocated buffer owns its memory; view "
                                   "existing memory with T.Buffer(shape, dtype, data=A.data) instead")
@@ -469,7 +468,7 @@ def decl_buffer(shape: Any, dtype: str = "float32", data: Any = None, strides: A
     With ``data=B.data`` it views existing memory (as ``T.Buffer(..., data=...)``); without,
     it allocates its own storage (the same statement as ``T.allocate``).
     """
-    _check_unsupported("T.decl_buffer", align, buffer_type)
+    _check_unsupported("T.decl_buffer", buffer_type)
     spec = Buffer(shape, dtype, data=data, strides=strides, elem_offset=elem_offset, scope=scope, align=align,
                   offset_factor=offset_factor, axis_separators=axis_separators)
     return spec if data is not None else AllocateDecl(spec)
@@ -484,13 +483,13 @@ def match_buffer(param: Any, shape: Any, dtype: str = "float32", data: Any = Non
         param = BufferRegion.from_indices(param.buffer, param.indices)
     if not (isinstance(param, BufferRegion) or (isinstance(param, Var) and param.dtype == "handle")):
         raise TypeError("T.match_buffer needs a T.handle parameter or a buffer region like A[0:4, vi]")
-    _check_unsupported("T.match_buffer", align, buffer_type)
+    _check_unsupported("T.match_buffer", buffer_type)
     if data is not None:
         raise NotImplementedError("T.match_buffer(data=...): the matched parameter or region is the "
                                   "buffer's memory; leave data out")
-    return MatchBufferDecl(param, Buffer(shape, dtype, strides=strides, elem_offset=elem_offset,
+    return MatchBufferDecl(param, Buffer(shape, dtype, strides=strides, elem_offset=elem_offset, align=align,
                                          offset_factor=offset_factor, axis_separators=axis_separators,
-                                         scope=scope, align=align))
+                                         scope=scope))
 
 
 # -- loops --------------------------------------------------------------------------------------

@@ -119,7 +119,8 @@ def build(mod_or_func: _Any, target: _Any = "llvm", pipeline: _Any = "default") 
 
 # name -> the submodule that defines it, loaded on first use
 _LAZY = {"IndexMap": "index_map", "BlockRV": "schedule", "LoopRV": "schedule", "Schedule": "schedule",
-         "ScheduleError": "schedule", "TensorIntrin": "schedule", "Trace": "schedule"}
+         "ScheduleError": "schedule", "TensorIntrin": "schedule", "Trace": "schedule",
+         "ScheduleState": "schedule", "StmtSRef": "schedule"}
 _HERE = _Path(__file__).parent
 
 

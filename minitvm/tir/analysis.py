@@ -284,9 +284,10 @@ def _data_vars(block: Block, buffers: Any) -> dict[int, Buffer]:
 get_block_access_region = get_block_read_write_region
 
 
-def free_scalar_vars(f: Any, known: Any = None) -> list[Var]:
+def free_scalar_vars(f: Any, known: Any = None, views_define: bool = False) -> list[Var]:
     """Non-handle variables the body of PrimFunc ``f`` reads that no parameter (or id in
-    ``known``), buffer shape, loop, let, thread launch or block iterator defines: TVM's
+    ``known``), buffer shape, loop, let, thread launch or block iterator defines (and, with
+    ``views_define``, a block's ``T.match_buffer`` view, which binds its offset and strides): TVM's
     well-formedness rule that a variable is defined before use, and what the printer declares."""
 
     defined = {id(p) for p in f.params} if known is None else set(known)
@@ -305,6 +306,8 @@ def free_scalar_vars(f: Any, known: Any = None) -> list[Var]:
             defined.update(id(iv.var) for iv in x.iter_vars)
             for buf in x.alloc_buffers:
                 defined.update(id(v) for v in buffer_vars(buf))
+            for m in x.match_buffers if views_define else ():
+                defined.update(id(v) for v in buffer_vars(m.buffer))
         elif isinstance(x, Var) and x.dtype != "handle" and all(x is not u for u in used):
             used.append(x)
 

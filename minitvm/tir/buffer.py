@@ -36,17 +36,19 @@ class Buffer(Node):
     #: ``offset_factor``, as a tensor intrinsic's buffers declare; 0 and 1 mean any offset):
     #: lowering a ``T.match_buffer`` of a region that breaks it is an error
     offset_factor: int = 1
-    #: the byte alignment the data pointer is promised to have (TVM's ``data_alignment``, written
-    #: ``align=`` in TVMScript; -1 and 0 mean TVM's default, 64).  Recorded, compared and printed
-    #: as TVM does; minitvm's code generator assumes no alignment from it, so it is never unsafe
+    #: the data pointer is a multiple of this many bytes (TVM's ``data_alignment``; 0 or less
+    #: means TVM's default, 64): allocations are made this aligned
     data_alignment: int = 64
 
     def __post_init__(self) -> None:
         super().__post_init__()
         align = self.data_alignment
         if isinstance(align, bool) or not isinstance(align, int):
-            raise ValueError(f"buffer {self.name}: data_alignment must be an int, got {align!r}")
-        object.__setattr__(self, "data_alignment", DEFAULT_ALIGNMENT if align <= 0 else align)
+            raise TypeError(f"buffer {self.name}: data_alignment must be an int, got {align!r}")
+        align = DEFAULT_ALIGNMENT if align <= 0 else align
+        if align & (align - 1):
+            raise ValueError(f"buffer {self.name}: data_alignment {align} is not a power of two")
+        object.__setattr__(self, "data_alignment", align)
         object.__setattr__(self, "axis_separators", tuple(int(a) for a in self.axis_separators))
         factor = self.offset_factor
         if isinstance(factor, bool) or not isinstance(factor, int) or factor < 0:

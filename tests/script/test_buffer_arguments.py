@@ -1,6 +1,7 @@
 """No argument accepted and ignored: TVM's buffer arguments ``offset_factor`` (recorded, printed,
-checked when a view is lowered), ``align`` / ``buffer_type`` / ``data`` (refused by name unless
-left at their defaults), and ``check_well_formed`` of ``@T.prim_func``."""
+checked when a view is lowered), ``align`` (recorded, printed, honoured by allocations),
+``buffer_type`` / ``data`` (refused by name unless left at their defaults), and
+``check_well_formed`` of ``@T.prim_func``."""
 # TVMScript bodies are parsed, never run: names they use look undefined/unused to ruff.
 # ruff: noqa: F821, F841
 
@@ -111,6 +112,41 @@ def g(A: T.Buffer((4,), "float32")):
     plain = from_source(body(""))
     written = from_source(body(", align=-1, offset_factor=0, buffer_type='default'"))
     assert_structural_equal(written, plain)
+    assert_structural_equal(from_source(body(", align=64")), plain)  # 64: TVM's default alignment
+
+
+ALIGNED = '''
+@T.prim_func
+def f(a: T.handle, B: T.Buffer((4096,), "float32")):
+    A = T.match_buffer(a, (4096,), "float32", align=32)
+    X = T.alloc_buffer((4096,), "float32", align=256)
+    for i in range(4096):
+        with T.block("X"):
+            vi = T.axis.spatial(4096, i)
+            X[vi] = A[vi] * T.float32(3)
+    for i in range(4096):
+        with T.block("B"):
+            vi = T.axis.spatial(4096, i)
+            B[vi] = X[4095 - vi] + T.float32(1)
+'''
+
+
+def test_align_is_recorded_printed_read_back_and_allocated_with():
+    f = from_source(ALIGNED)
+    assert f.buffer_map[f.params[0]].data_alignment == 32
+    assert [b.data_alignment for b in f.body.block.alloc_buffers] == [256]
+    text = f.script()
+    assert "align=32" in text and "align=256" in text
+    assert_structural_equal(from_source(text), f)
+    assert not structural_equal(from_source(ALIGNED.replace("align=256", "align=128")), f)
+    lib = minitvm.build(f, target="llvm")
+    assert "align 256" in lib.get_source("ll")  # the scratch buffer (16 KiB: on the stack) is that aligned
+    a = np.random.default_rng(0).standard_normal(4096).astype("float32")
+    b = np.zeros(4096, "float32")
+    lib["f"](a, b)
+    np.testing.assert_allclose(b, a[::-1] * 3 + 1, rtol=1e-6)
+    with pytest.raises(TVMScriptError, match="not a power of two"):
+        from_source(ALIGNED.replace("align=256", "align=24"))
 
 
 UNDEFINED = '''
@@ -167,4 +203,16 @@ def test_check_well_formed_of_a_prim_func_in_a_module_class():
 def test_decl_buffer_records_offset_factor_and_align():
     view = T.decl_buffer((4,), "float32", data=minitvm.tir.Var("p", "handle"), offset_factor=4, align=0)
     assert view.make("V").offset_factor == 4 and view.make("V").data_alignment == 64
-    assert T.decl_buffer((4,), "float32", data=minitvm.tir.Var("p", "handle"), align=16).make("V").data_alignment == 16
+    aligned = T.decl_buffer((4,), "float32", data=minitvm.tir.Var("p", "handle"), align=128)
+    assert aligned.make("V").data_alignment == 128
+
+
+def test_a_block_view_defines_its_offset_variable():
+    # TVM's tensorized form: the offset of a region's view is a variable the match binds
+    text = TILES.replace('offset_factor=16)\n            D', 'elem_offset=s_off, offset_factor=16)\n            D')
+    indent = "            "
+    text = text.replace(f"{indent}S = T.match_buffer", f"{indent}s_off = T.int32()\n{indent}S = T.match_buffer")
+    f = from_source(text)  # was refused as "s_off used but defined by no parameter"
+    assert [type(b.elem_offset).__name__ for b in _views(f)] == ["Var", "IntImm"]
+    with pytest.raises(TVMScriptError, match="s_off used but defined by no parameter"):
+        from_source(text.replace("elem_offset=s_off, ", "").replace("T.float32(2)", "T.Cast(\"float32\", s_off)"))

@@ -134,6 +134,9 @@ def test_tile_registers_once_under_its_name():
     assert x86.avx512_fma_tile(2, 16, 4) == name and tir.TensorIntrin.get(name) is intrin
     assert intrin.requires == ("avx512f",)
     assert 'T.call_llvm_pure_intrin("float32", "llvm.fma"' in intrin.impl.script()
+    assert tir.TensorIntrin.get("no_such_intrin", allow_missing=True) is None
+    with pytest.raises(ValueError, match="no tensor intrinsic named 'no_such_intrin'"):
+        tir.TensorIntrin.get("no_such_intrin")
 
 
 # -- T.call_llvm_pure_intrin ------------------------------------------------------------------------

@@ -136,7 +136,8 @@ def parse_prim_func_ast(fdef: ast.FunctionDef, source: Source, namespace: dict, 
     ``check_well_formed`` (as TVM's) refuses a function that uses a variable nothing defines."""
     with T.parsing():
         func = _TIRParser(source, namespace).parse_function(fdef, private, annotations or {}, name)
-    undefined = free_scalar_vars(func) if check_well_formed else []
+    # (a block's view binds its offset variable, as TVM's well-formedness check has it)
+    undefined = free_scalar_vars(func, views_define=True) if check_well_formed else []
     if undefined:
         names = ", ".join(v.name for v in undefined)
         raise source.error(fdef, f"the function is not well formed: {names} used but defined by no parameter, "

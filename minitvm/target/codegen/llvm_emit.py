@@ -303,7 +303,7 @@ class CodeGenLLVM:
         nbytes = count.value * max(1, _dt.bits(buf.dtype) // 8) if isinstance(count, _e.IntImm) else None
         if nbytes is not None and nbytes <= STACK_ALLOC_LIMIT:
             ptr = alloca(self.st.alloca_builder, elem, ir.Constant(I64, max(count.value, 1)), buf.name)
-            ptr.align = 64
+            ptr.align = max(64, buf.data_alignment)
             self.st.buffers[id(buf.data)] = ptr
             self.visit_stmt(s.body)
             return
@@ -312,8 +312,9 @@ class CodeGenLLVM:
         aligned_alloc = self._declare("aligned_alloc", PTR, [I64, I64])
         free = self._declare("free", VOID, [PTR])
         size = self.b.mul(self._index(count), ir.Constant(I64, elem.get_abi_size(self.tm.target_data)))
-        size = self.b.and_(self.b.add(size, ir.Constant(I64, HEAP_ALIGN - 1)), ir.Constant(I64, -HEAP_ALIGN))
-        ptr = self.b.call(aligned_alloc, [ir.Constant(I64, HEAP_ALIGN), size], name=buf.name)
+        align = max(HEAP_ALIGN, buf.data_alignment)  # (aligned_alloc: the size a multiple of it)
+        size = self.b.and_(self.b.add(size, ir.Constant(I64, align - 1)), ir.Constant(I64, -align))
+        ptr = self.b.call(aligned_alloc, [ir.Constant(I64, align), size], name=buf.name)
         failed = self.b.icmp_unsigned("==", ptr, ir.Constant(PTR, None))
         self.failures.append(f"out of memory allocating buffer {buf.name}")
         code = ir.Constant(I32, len(self.failures))

@@ -347,8 +347,12 @@ class TensorIntrin:
         cls._registry[name] = TensorIntrin(name, desc, impl, requires)
 
     @classmethod
-    def get(cls, name: str) -> "TensorIntrin":
+    def get(cls, name: str, allow_missing: bool = False) -> "TensorIntrin | None":
+        """The intrinsic registered as ``name``; a missing one is an error (a ValueError), or
+        None with ``allow_missing=True`` (TVM's)."""
         if name not in cls._registry:
+            if allow_missing:
+                return None
             raise ScheduleError(f"no tensor intrinsic named {name!r}; registered: {sorted(cls._registry)}")
         return cls._registry[name]
 

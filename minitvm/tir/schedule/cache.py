@@ -197,19 +197,22 @@ def _relaxed_region(writer: BlockRealize, buffer: Buffer, path: tuple, loc: Stmt
     return out
 
 
-def _loops_above(path: tuple, loc: Stmt) -> list[For]:
-    """The loops around the copy placed in ``loc`` (``loc`` itself when it is a loop)."""
-    out: list[For] = []
+def _loops_above(path: tuple, loc: Stmt) -> list[For | IterVar]:
+    """The loops around the copy placed in ``loc`` (``loc`` itself when it is a loop), and the
+    iterators of the blocks it sits in (their domains bound what the copy's indices reach)."""
+    out: list[For | IterVar] = []
     for s in path:
         if isinstance(s, For):
             out.append(s)
+        elif isinstance(s, Block):
+            out.extend(s.iter_vars)
         if s is loc:
             break
     return out
 
 
 def _stage(region: list[Range], src: Buffer, dst: Buffer, original: Buffer, name: str,
-           full: bool, outer: list[For]) -> Stmt:
+           full: bool, outer: list[For | IterVar]) -> Stmt:
     """Loops over ``region`` with a block copying ``src`` into ``dst``; ``original`` is the
     cached buffer, indexed at ``region.min + v`` when the cache is compact.  ``outer``: the
     loops the stage sits in."""

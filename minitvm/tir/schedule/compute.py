@@ -266,8 +266,11 @@ def decompose_reduction(root: Stmt, realize: BlockRealize, loop: For) -> tuple[S
                                 substitute(pred, new_vars), init_block)
     nest: Stmt = init_realize
     for lp in reversed(kept):
-        nest = For(new_vars[lp.loop_var], lp.min, lp.extent, lp.kind, nest, None, dict(lp.annotations))
-    update = recompute_access_regions(replace(block, init=None, name_hint=f"{block.name_hint}_update"))
+        nest = For(new_vars[lp.loop_var], lp.min, lp.extent, lp.kind, nest, lp.thread_binding, dict(lp.annotations))
+    # the update block reads what it writes too (TVM: writes not already read, then the reads)
+    read_buffers = {id(r.buffer) for r in block.reads}
+    reads = tuple(w for w in block.writes if id(w.buffer) not in read_buffers) + tuple(block.reads)
+    update = replace(block, init=None, name_hint=f"{block.name_hint}_update", reads=reads)
     out = replace_stmt(root, block, update)
     new_loop = next(s for s, _ in walk_stmts(out) if isinstance(s, For) and s.loop_var is loop.loop_var)
     parent = ancestors(out, new_loop)[-1]

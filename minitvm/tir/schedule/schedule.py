@@ -41,6 +41,7 @@ from . import merge as _merge
 from . import pad_einsum as _pad_einsum
 from . import partition as _partition
 from . import random_engine as _random_engine
+from . import read_write_at as _read_write_at
 from . import reindex as _reindex
 from . import rfactor as _rfactor
 from . import rolling_buffer as _rolling_buffer
@@ -48,6 +49,7 @@ from .checks import child_blocks
 from .error import ScheduleError
 from .primitive import primitive
 from .shared_analyses import simplify
+from .state import ScheduleState, StmtSRef
 from .trace import BlockRV, ExprRV, LoopRV, Trace, random_vars_in
 from .tree import block_realizes, child_stmts, loops_above, replace_stmt, walk_stmts
 
@@ -238,8 +240,14 @@ class Schedule:
             return rv
         return self._loop(rv)[0]
 
-    def get_sref(self, rand_var_or_stmt: Any) -> Any:
-        return self.get(rand_var_or_stmt)
+    def get_sref(self, rand_var_or_stmt: BlockRV | LoopRV | Block | For) -> StmtSRef | None:
+        """The statement reference (``.stmt``, ``.parent``) of a block or loop, as TVM's; see state.py."""
+        return self.state.get_sref(self.get(rand_var_or_stmt))
+
+    @property
+    def state(self) -> ScheduleState:
+        """The module with TVM's statement references made on demand (``sch.state.get_sref(block)``)."""
+        return ScheduleState(self)
 
     def remove_rv(self, rand_var: BlockRV | LoopRV | ExprRV) -> None:
         """Forget a random variable: using it afterwards raises IndexError."""
@@ -1870,6 +1878,164 @@ class Schedule:
         self._commit(block.func_name, body)
         return BlockRV(name, block.func_name)
 
+    @primitive("ReadAt", inputs=("loop", "block"))
+    def read_at(self, loop: LoopRV, block: BlockRV | str, read_buffer_index: int, storage_scope: str) -> BlockRV:
+        """Copy the tile of a buffer ``block`` reads that the iterations under ``loop`` need, at ``loop``.
+
+        A new block ``<buffer>_<scope>`` (annotated ``auto_copy``) goes into ``loop``'s body right
+        before the first statement reading the buffer; from there on, the body reads the copy, a new
+        buffer of the same shape in ``storage_scope``.  The tile is what the blocks under ``loop`` read,
+        over the loops between them and ``loop`` and over the thread loops above it that share the new
+        scope (all ``threadIdx`` / ``vthread`` loops for ``"shared"``).  Unlike ``cache_read``, no
+        ``compute_at`` is needed afterwards.
+
+        Preconditions: ``block`` is under ``loop`` and reads the buffer; nothing under ``loop`` writes
+        the buffer after its first read there.
+
+        Parameters
+        ----------
+        loop : LoopRV
+            The loop whose body gets the copy.
+        block : BlockRV or str
+            A block under ``loop`` that reads the buffer.
+        read_buffer_index : int
+            Which buffer: its index among ``block``'s reads.
+        storage_scope : str
+            ``"shared"``, ``"local"`` ...
+
+        Returns
+        -------
+        copy_block : BlockRV
+            The block that makes the copy.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64,), "float32")):
+                for i0, i1, k in T.grid(8, 8, 64):
+                    with T.block("B"):
+                        vi = T.axis.spatial(64, i0 * 8 + i1)
+                        vk = T.axis.reduce(64, k)
+                        with T.init():
+                            B[vi] = T.float32(0)
+                        B[vi] = B[vi] + A[vi, vk]
+
+        Copy each 8-row tile of A into shared memory once per ``i0``:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            i0, i1, k = sch.get_loops("B")
+            sch.read_at(i0, "B", 0, "shared")
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64,), "float32")):
+                A_shared = T.alloc_buffer((64, 64), scope="shared")
+                for i0 in range(8):
+                    with T.block("A_shared"):
+                        v0 = T.axis.spatial(8, i0)
+                        T.reads(A[v0 * 8:v0 * 8 + 8, 0:64])
+                        T.writes(A_shared[v0 * 8:v0 * 8 + 8, 0:64])
+                        T.block_attr({"auto_copy": True})
+                        for ax0, ax1 in T.grid(8, 64):
+                            A_shared[v0 * 8 + ax0, ax1] = A[v0 * 8 + ax0, ax1]
+                    for i1, k in T.grid(8, 64):
+                        with T.block("B"):
+                            vi = T.axis.spatial(64, i0 * 8 + i1)
+                            vk = T.axis.reduce(64, k)
+                            with T.init():
+                                B[vi] = T.float32(0)
+                            B[vi] = B[vi] + A_shared[vi, vk]
+        """
+        return self._read_write_at(loop, block, read_buffer_index, storage_scope, True)
+
+    @primitive("WriteAt", inputs=("loop", "block"))
+    def write_at(self, loop: LoopRV, block: BlockRV | str, write_buffer_index: int, storage_scope: str) -> BlockRV:
+        """Let the iterations under ``loop`` write a tile of a buffer into a copy, written back at ``loop``.
+
+        The mirror of :meth:`read_at`: ``loop``'s body up to its last statement writing the buffer
+        writes a new buffer of the same shape in ``storage_scope`` instead, and a new block
+        ``<buffer>_<scope>`` (annotated ``auto_copy``) right after that statement copies the tile
+        those iterations wrote back into the buffer.
+
+        Preconditions: ``block`` is under ``loop`` and writes the buffer; nothing under ``loop`` reads
+        the buffer after its last write there.
+
+        Parameters
+        ----------
+        loop : LoopRV
+            The loop whose body gets the copy back.
+        block : BlockRV or str
+            A block under ``loop`` that writes the buffer.
+        write_buffer_index : int
+            Which buffer: its index among ``block``'s writes.
+        storage_scope : str
+            ``"shared"``, ``"local"`` ...
+
+        Returns
+        -------
+        copy_block : BlockRV
+            The block that copies the tile back.
+
+        Examples
+        --------
+        Before:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def before(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+                for i0, i1 in T.grid(8, 8):
+                    with T.block("B"):
+                        vi = T.axis.spatial(64, i0 * 8 + i1)
+                        B[vi] = A[vi] + T.float32(1)
+
+        Write each 8-element tile of B locally, then out once per ``i0``:
+
+        .. code-block:: python
+
+            sch = tir.Schedule(before)
+            i0, i1 = sch.get_loops("B")
+            sch.write_at(i0, "B", 0, "local")
+
+        After:
+
+        .. code-block:: python
+
+            @T.prim_func
+            def after(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+                B_local = T.alloc_buffer((64,), scope="local")
+                for i0 in range(8):
+                    for i1 in range(8):
+                        with T.block("B"):
+                            vi = T.axis.spatial(64, i0 * 8 + i1)
+                            B_local[vi] = A[vi] + T.float32(1)
+                    with T.block("B_local"):
+                        v0 = T.axis.spatial(8, i0)
+                        T.reads(B_local[v0 * 8:v0 * 8 + 8])
+                        T.writes(B[v0 * 8:v0 * 8 + 8])
+                        T.block_attr({"auto_copy": True})
+                        for ax0 in range(8):
+                            B[v0 * 8 + ax0] = B_local[v0 * 8 + ax0]
+        """
+        return self._read_write_at(loop, block, write_buffer_index, storage_scope, False)
+
+    def _read_write_at(self, loop: LoopRV, block: BlockRV, index: int, scope: str, is_read: bool) -> BlockRV:
+        lp, path = self._loop(loop)
+        realize, _ = self._block(block)
+        body, name = _read_write_at.read_write_at(self._func(block.func_name).body, lp, path, realize,
+                                                  int(index), scope, is_read)
+        self._commit(block.func_name, body)
+        return BlockRV(name, block.func_name)
+
     @primitive("TransformLayout", inputs=("block",))
     def transform_layout(self, block: BlockRV | str, buffer: Any, index_map: Any, pad_value: Any = None,
                          *, assume_injective_transform: bool = False) -> None:
@@ -1894,7 +2060,11 @@ class Schedule:
         index_map : function or IndexMap
             The new layout, e.g. ``lambda i, j: (j, i)``.
         pad_value : optional
-            The value of padding elements.
+            The value of padding elements (a number, an expression, or a function of the new
+            indices).  As in TVM, a writer that stores the buffer row-major and nothing else runs
+            over the new layout and stores ``T.if_then_else(<padding>, pad_value, value)``; otherwise
+            a block ``buffer_<name>_padding`` after the last writer fills the padding.  A buffer no
+            block writes is refused (TVM records a ``T.assume`` there).
         assume_injective_transform : bool
             Do not check that the map is injective.
 

@@ -21,7 +21,7 @@ from ...arith import Analyzer
 from ...ir import replace
 from ...ir.structural import structural_equal
 from ..analysis import get_block_read_write_region, vars_used
-from ..expr import LT, Add, And, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr, Range, Sub, Var, const
+from ..expr import LT, Add, And, FloorDiv, FloorMod, IntImm, IterVar, Max, Min, Mul, PrimExpr, Range, Sub, Var, const
 from ..functor import substitute
 from ..stmt import Block, BlockRealize, For, Stmt
 from .tree import walk_stmts
@@ -118,16 +118,19 @@ def is_padding_guard_only(realize: BlockRealize) -> bool:
     return True
 
 
-def domain_guard(values: list[PrimExpr], domains: list[Range], loops: list[For]) -> PrimExpr:
+def domain_guard(values: list[PrimExpr], domains: list[Range], loops: list[For | IterVar]) -> PrimExpr:
     """The predicate of a copy block bound to ``values``: ``T.bool(True)`` when the ``loops``
-    around it (all of them, its own included) keep each value inside its range in
-    ``domains``, else ``lo <= v`` / ``v < lo + extent`` for each value that may leave it.
+    around it (all of them, its own included, and the iterators of the blocks it sits in) keep
+    each value inside its range in ``domains``, else ``lo <= v`` / ``v < lo + extent`` for each
+    value that may leave it.
 
     A cache stage placed under the tail of a non-dividing split runs for the tail's padding
     iterations too; its consumer is guarded by the split's ``T.where`` and the copy must be
     as well, or it touches the buffer past its end."""
-    ranges = {id(f.loop_var): (f.min, f.min + f.extent - 1) for f in loops}
-    bounds = {f.loop_var: f.extent for f in loops if isinstance(f.min, IntImm) and f.min.value == 0}
+    ranged = [(f.loop_var, f.min, f.extent) if isinstance(f, For) else (f.var, f.dom.min, f.dom.extent)
+              for f in loops]
+    ranges = {id(v): (lo, lo + extent - 1) for v, lo, extent in ranged}
+    bounds = {v: extent for v, lo, extent in ranged if isinstance(lo, IntImm) and lo.value == 0}
 
     def proved(cond: PrimExpr) -> bool:
         cond = simplify(cond, bounds)

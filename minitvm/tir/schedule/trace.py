@@ -14,10 +14,10 @@ for the MLC course's.  Both spellings replay: a lookup is one method and one kin
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
-from ...eras import MLC_ERA, TODAY_ERA, default_era
+from ...eras import MLC_ERA, TODAY_ERA, default_era, era_of
 from ...ir.node import node, script_printer
 from ..expr import Var
 from ..functor import post_order_visit, substitute
@@ -114,9 +114,12 @@ class InstructionKind:
     omit_empty: tuple[str, ...] = ()           # printed only when not empty
     is_pure: bool = False                       # no effect but its outputs (simplified() may drop it)
     is_postproc: bool = False
+    #: the era whose name it was looked up by, where the eras spell it differently ("GetBlock" /
+    #: "GetSBlock"): an instruction made with it prints in that era
+    era: str | None = field(default=None, compare=False)
 
     def same_as(self, other: Any) -> bool:
-        return self is other
+        return isinstance(other, InstructionKind) and _KINDS.get(other.name) is _KINDS.get(self.name)
 
     @staticmethod
     def get(name: str) -> "InstructionKind":
@@ -124,6 +127,12 @@ class InstructionKind:
         kind = _KINDS.get(name) or _BY_METHOD.get(name) or _TODAY_ALIASES.get(name)
         if kind is None:
             raise ValueError(f"no instruction kind named {name!r}")
+        if kind.name in _TODAY_KIND_NAMES:  # a renamed kind: the spelling says the era
+            era = TODAY_ERA if name in _TODAY_ALIASES else MLC_ERA
+            key = (kind.name, era)
+            if key not in _ERA_VIEWS:
+                _ERA_VIEWS[key] = replace(kind, era=era)
+            return _ERA_VIEWS[key]
         return kind
 
     def param_names(self) -> tuple[str, ...]:
@@ -163,6 +172,7 @@ class InstructionKind:
 _KINDS: dict[str, InstructionKind] = {}
 _BY_METHOD: dict[str, InstructionKind] = {}
 _TODAY_ALIASES: dict[str, InstructionKind] = {}  # TVM 0.27's names of kinds it renamed
+_ERA_VIEWS: dict[tuple[str, str], InstructionKind] = {}  # a renamed kind as looked up in one era
 
 
 def register_inst_kind(kind: InstructionKind) -> InstructionKind:
@@ -186,7 +196,7 @@ class Instruction:
         self.inputs = list(inputs or [])
         self.attrs = list(attrs or [])
         self.outputs = list(outputs or [])
-        self.era = era
+        self.era = era or self.kind.era
 
     def same_as(self, other: Any) -> bool:
         return self is other
@@ -230,7 +240,8 @@ def _py_value(x: Any, names: dict[int, str]) -> str:
     if isinstance(x, int):
         return str(int(x))
     if isinstance(x, float):
-        return f"{x:.17g}"
+        text = f"{x:.17g}"  # (an integral float keeps its point: replayed, -1.0 must not become an int)
+        return text if any(c in text for c in ".enia") else text + ".0"
     if isinstance(x, str):
         return '"' + x.replace("\\", "\\\\").replace('"', '\\"') + '"'
     if isinstance(x, list):
@@ -352,7 +363,8 @@ class Trace:
                  era: str | None = None) -> None:
         self.insts: list[Instruction] = list(insts or [])
         self.decisions: dict[Instruction, Any] = dict(decisions or {})
-        self.era = era
+        # a trace put together by hand prints in the era its instructions were spelled in
+        self.era = era or era_of({inst.era for inst in self.insts if inst.era})
 
     @property
     def _era(self) -> str:

@@ -182,3 +182,39 @@ def test_blockize_outer_iterators(same_numbers):
     assert "B[vi_o * 16:vi_o * 16 + 16]" in sch.mod.script()
     same_numbers(scale, sch.mod)
     np.testing.assert_equal(len(sch.trace), 4)
+
+
+@T.prim_func
+def _nested_reduction(A: T.Buffer((2, 64), "float32"), B: T.Buffer((2,), "float32")):
+    for i, ko in T.grid(2, 2):
+        with T.block("outer"):
+            vi, vko = T.axis.remap("SR", [i, ko])
+            C = T.alloc_buffer((32,), dtype="float32")
+            with T.init():
+                B[vi] = T.float32(0)
+            for ki in T.serial(32):
+                with T.block("inner_1"):
+                    vki = T.axis.remap("S", [ki])
+                    C[vki] = A[vi, vko * 32 + vki] * T.float32(2)
+            for ki in T.serial(32):
+                with T.block("inner_2"):
+                    vki = T.axis.remap("R", [ki])
+                    B[vi] += C[vki]
+
+
+def test_decompose_reduction_keeps_the_blocks_regions_and_thread_bindings(same_numbers, trace_replays):
+    sch = tir.Schedule(_nested_reduction)
+    _, ko = sch.get_loops("outer")
+    sch.decompose_reduction("outer", ko)
+    update = sch.get(sch.get_block("outer_update"))
+    # as TVM: the update block reads what it writes, then what the block read
+    assert [r.buffer.name for r in update.reads] == ["B", "A"]
+    trace_replays(sch, _nested_reduction)
+    same_numbers(_nested_reduction, sch.mod)
+
+    sch = tir.Schedule(_nested_reduction)
+    i, ko = sch.get_loops("outer")
+    sch.bind(i, "threadIdx.x")
+    sch.decompose_reduction("outer", ko)
+    init_loop = sch.get(sch.get_loops("outer_init")[0])
+    assert init_loop.kind == "thread_binding" and init_loop.thread_binding == "threadIdx.x"

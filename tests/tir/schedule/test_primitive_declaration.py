@@ -118,5 +118,6 @@ def test_every_kind_replays_through_the_method_that_declared_it():
     for name in vars(tir.Schedule):
         kind = declared_kind(getattr(tir.Schedule, name))
         if kind is not None:
-            assert InstructionKind.get(kind.name) is kind and InstructionKind.get(kind.method) is kind
+            # (a kind the eras spell differently comes back marked with the era of the name asked for)
+            assert InstructionKind.get(kind.name).same_as(kind) and InstructionKind.get(kind.method).same_as(kind)
             assert getattr(tir.Schedule, kind.method) is getattr(tir.Schedule, name)

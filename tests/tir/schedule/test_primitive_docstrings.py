@@ -21,7 +21,7 @@ MORE = ["annotate", "unannotate", "get_producers", "get_consumers", "add_unit_lo
         "reindex", "transform_block_layout", "reorder_block_iter_var", "unsafe_set_dtype", "merge", "pad_einsum",
         "decompose_padding", "set_axis_separator", "get_child_blocks", "get_output_blocks", "reindex_cache_read",
         "reindex_cache_write", "fuse_reduction_epilogue", "rolling_buffer", "cache_index", "annotate_buffer_access",
-        "enter_postproc"]
+        "enter_postproc", "read_at", "write_at"]
 
 
 def _code_blocks(doc: str) -> list[str]:
