@@ -225,6 +225,24 @@ def test_pow():
                                np.power(a, b), rtol=1e-5)
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("kind", ["serial", "vectorized"])
+def test_pow_by_a_small_whole_exponent_is_multiplied_out(dtype, kind):
+    """``pow(x, 3.0)`` (GPT-2's GELU) and ``pow(x, 2.0)``: multiplications, not a ``powf`` call per
+    element that kept the loop scalar; numpy's result on 37 elements (not a multiple of a vector)."""
+    a = rand(dtype, n=37, low=-3, high=3)
+    func = ewise(lambda x: tir.pow(x, tir.const(3.0, dtype)) + tir.pow(x, tir.const(2.0, dtype)), [dtype], dtype,
+                 n=37, kind=kind)
+    lib = build_llvm({"f": func})
+    assert "pow" not in lib.get_source("ll"), lib.get_source("ll")
+    out = np.zeros(37, dtype)
+    lib["f"](a, out)
+    np.testing.assert_allclose(out, np.power(a, 3) + np.power(a, 2), rtol=1e-6, atol=1e-6)
+    # a fractional exponent is still the C library's pow
+    func = ewise(lambda x: tir.pow(x, tir.const(2.5, dtype)), [dtype], dtype, n=37, kind=kind)
+    assert "pow" in build_llvm({"f": func}).get_source("ll")
+
+
 def test_select_and_if_then_else():
     a, b = rand("float32"), rand("float32")
     got = run(ewise(lambda x, y: tir.Select(x > y, x - y, y * 2.0), ["float32"] * 2, "float32"), a, b,

@@ -46,7 +46,7 @@ from ...tir.transform.instrument_bound_checkers import bounds_checks, checked_in
 from ..signature import FunctionSignature
 from ..target import Target
 from .calling import ERROR_INDEX_SYMBOL
-from .fastmath import FAST_FLOAT32, call_intrinsic
+from .fastmath import FAST_FLOAT32, call_intrinsic, integral_exponent, power_by_multiplying
 from .llvm_jit import init_llvm, target_machine_for
 from .llvm_types import (
     I1,
@@ -598,6 +598,9 @@ class CodeGenLLVM:
         if op == "tir.ret":
             raise NotImplementedError("LLVM codegen: T.ret (returning a value from a prim func) is not "
                                       "supported; write the result into an output buffer")
+        n = integral_exponent(e)
+        if n is not None:  # as the vector emitter, so a loop's scalar tail computes the same
+            return power_by_multiplying(self.b, self.visit_expr(e.args[0]), n)
         row = row_of(e)
         if row is None:
             what = f"{op}({e.args[0]})" if op == LLVM_PURE_INTRIN and e.args else repr(op)

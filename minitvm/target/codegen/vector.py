@@ -26,7 +26,7 @@ from ...tir.analysis import uses_var
 from ...tir.buffer import Buffer
 from ...tir.functor import method_name, post_order_visit, substitute
 from ...tir.semantics import BOOL_ONLY, BY_NODE, Semantics, emit_cast, node_operands, row_of
-from .fastmath import call_intrinsic
+from .fastmath import call_intrinsic, integral_exponent, power_by_multiplying
 from .llvm_types import llvm_type, mem_type
 
 __all__ = ["NotVectorizable", "emit_vector_loop", "MAX_LANES"]
@@ -176,6 +176,9 @@ class _VectorEmitter:
         return emit_cast(self.b, value, e.value.dtype, e.dtype, self.vec_type(e.dtype), self.cg._declare)
 
     def visit_call_(self, e: _e.Call) -> ir.Value:
+        n = integral_exponent(e)
+        if n is not None:
+            return power_by_multiplying(self.b, self.as_vec(self.expr(e.args[0]), e.dtype), n)
         return self._emit_row(row_of(e), e, node_operands(e), e.dtype)
 
     # what the rows of the semantics table use (see minitvm.tir.semantics.LLVMContext)
@@ -275,6 +278,8 @@ def _why_not(x: Any, var: _e.Var, dependents: set[int]) -> str | None:
     dtype = x.dtype if isinstance(x, _e.Select) else operands[0].dtype
     if isinstance(x, _e.Call) and any(a.dtype != dtype for a in operands):
         return f"{row.name} of mixed dtypes"
+    if integral_exponent(x) is not None:
+        return None  # multiplied out (visit_call_)
     if not row.takes(dtype) or not row.vector(dtype):
         return f"{row.name} on {dtype}"
     return None

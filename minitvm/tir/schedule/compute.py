@@ -47,7 +47,7 @@ def compute_at(root: Stmt, realize: BlockRealize, loop: For, reverse: bool,
                                     link.buffers, ana, here, relax_threads=not reverse)
     nest = _covering_loop_nest(realize.block, var_doms, ana, preserve_unit_loops)
     if reverse:
-        _check_consumer_covered(realize.block, var_doms, ana, here)
+        _check_consumer_covered(realize, block_path, var_doms, ana, here)
         rc.check_reads_inside(realize.block, link.own_kind, link.buffers, link.under_loop, link.partner_kind,
                               loop, var_doms, ana, here)
     return _move_under_loop(root, realize, block_path, loop, nest, link, index, here)
@@ -203,20 +203,29 @@ def _bits(dtype: str) -> int:
     return int(digits) if digits else 32
 
 
-def _check_consumer_covered(block: Block, var_doms: list, ana: Any, here: str) -> None:
+def _check_consumer_covered(realize: BlockRealize, block_path: tuple, var_doms: list, ana: Any, here: str) -> None:
     """Under the loop a consumer only runs where its producer wrote; over all iterations that
-    must still be its whole domain (a padded consumer has points no producer tile reaches,
-    and they would never be computed)."""
-    for iv, info in zip(block.iter_vars, var_doms):
+    must still be every point it ran before (a padded consumer has points no producer tile
+    reaches, and they would never be computed).  The points it ran are its iterators' domains
+    narrowed to what its bindings reach under its current loops: one piece of a
+    ``loop_partition`` (the whole tiles of 197 rows) binds only its own rows."""
+    block = realize.block
+    reach = Analyzer()
+    for s in block_path:
+        if isinstance(s, For):
+            reach.bind(s.loop_var, Range.from_min_extent(s.min, s.extent))
+    for iv, value, info in zip(block.iter_vars, realize.iter_values, var_doms):
         if info.dom is None or info.dom[0] is None or info.dom[1] is None:
             continue
         lo, hi = info.dom
         dom_lo, dom_hi = iv.dom.min, iv.dom.min + iv.dom.extent - 1
         if not (isinstance(dom_lo, IntImm) and isinstance(iv.dom.extent, IntImm)):
             continue
-        if ana.const_int_bound(lo).min_value > dom_lo.value or ana.const_int_bound(hi).max_value < dom_hi.value:
+        bound = reach.const_int_bound(value)
+        ran_lo, ran_hi = max(dom_lo.value, bound.min_value), min(dom_hi.value, bound.max_value)
+        if ana.const_int_bound(lo).min_value > ran_lo or ana.const_int_bound(hi).max_value < ran_hi:
             raise ScheduleError(f"cannot {here}: block {block.name_hint} iterates {iv.var.name} over "
-                                f"[{dom_lo.value}, {dom_hi.value}], beyond what its producers write "
+                                f"[{ran_lo}, {ran_hi}], beyond what its producers write "
                                 "under the loop, so some of its points would never run")
 
 

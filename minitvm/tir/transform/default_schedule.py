@@ -462,17 +462,22 @@ def _tile_rows(unit: VectorUnit, width: int, rows: tuple[int, ...]) -> tuple[int
 
 
 def _parallel_matmul_loop(sch: Schedule, batch: list, i0: Any, j0: Any, batch_size: int | None,
-                          rows: int | None, row_tiles: int, work_per_row: int) -> None:
+                          rows: int | None, row_tiles: int, work_per_row: int, partitioned: bool = False) -> None:
     """Make one outer loop of a tiled matmul parallel when the work is large: the row tiles
     (batch fused with i0) when there are several, else j0.  ``batch_size`` and ``rows`` (M)
-    are None when they are symbolic; then only j0 can be parallel, and only for a large row."""
+    are None when they are symbolic; then only j0 can be parallel, and only for a large row.
+    ``partitioned``: i0 is the whole tiles' piece of a peeled row loop, in a block of its own
+    under the batch loops -- the batch loops go on threads, or (a batch of one) those tiles."""
     if batch_size is None or rows is None:
         if work_per_row > MATMUL_PARALLEL_WORK:
             sch.parallel(j0)
         return
     if batch_size * rows * work_per_row <= MATMUL_PARALLEL_WORK:
         return
-    row_loops = list(batch) + ([i0] if row_tiles > 1 else [])
+    if partitioned:
+        row_loops = list(batch) if batch_size > 1 else [i0]
+    else:
+        row_loops = list(batch) + ([i0] if row_tiles > 1 else [])
     if batch_size * row_tiles >= 2:
         sch.parallel(sch.fuse(*row_loops) if len(row_loops) > 1 else row_loops[0])
     else:
@@ -524,12 +529,9 @@ def schedule_matmul_like(sch: Schedule, tile_symbolic_rows: bool = True) -> bool
         mi = _tile_rows(VectorUnit.current(), nj, (8, 4, 2))[0] if nj % VectorUnit.current().lanes == 0 else 1
     packed = _pack_right_operand(sch, mm, nj) if rows_known and B == 1 and M >= PACK_MIN_ROWS \
         and N % nj == 0 and M * N * K > MATMUL_PARALLEL_WORK else None
-    blocks = 0
-    if packed is not None:
-        unit = VectorUnit.current()
-        if epilogue is None and nj % unit.lanes == 0:
-            mi = _peeled_tile_rows(unit, nj)
-        blocks = _column_blocks(N // nj)
+    if rows_known:
+        mi = _static_tile_rows(M, nj, mi, packed is not None, epilogue is not None)
+    blocks = _column_blocks(N // nj) if packed is not None else 0
     batch, jb, pieces, updates, epilogues = _tile_loops(
         sch, mm, packed, mi, nj, blocks, M if rows_known else "symbolic" if symbolic_rows else None, epilogue)
     tiled_rows = mi > 1  # (else i is not split: one row per tile)
@@ -547,11 +549,9 @@ def schedule_matmul_like(sch: Schedule, tile_symbolic_rows: bool = True) -> bool
     elif symbolic_rows and len(pieces) > 1:
         _parallel_whole_tiles(sch, pieces[0], N * K)
     else:
-        if len(pieces) > 1:
-            batch = []  # (their loops, all of extent 1 here, are outside the partition: no fuse)
         _parallel_matmul_loop(sch, batch, pieces[0], j0, B if rows_known else None, M if rows_known else None,
                               row_tiles=(M // mi if tiled_rows else M) if rows_known else 1,
-                              work_per_row=N * K)
+                              work_per_row=N * K, partitioned=len(pieces) > 1)
     # as in TVM, a loop over a decomposed update (no T.init) cannot change kind: init last
     for update, (_, k) in zip(updates, stages):
         init = sch.decompose_reduction(update, k)
@@ -656,6 +656,26 @@ def _tile_loops(sch: Schedule, mm: BlockRV, packed: BlockRV | None, mi: int, nj:
     epilogues = [None if epilogue_name is None else sch.get_block(f"{epilogue_name}_{loop_name}{p}")
                  for p in range(len(pieces))]
     return batch, jb, pieces, updates, epilogues
+
+
+#: a static row count without a divisor to tile by (ViT's 197 tokens) is tiled -- whole tiles, then
+#: a peeled partial one -- from this many rows on; fewer rows keep their one-row tiles
+PEEL_MIN_ROWS = 16
+
+
+def _static_tile_rows(M: int, nj: int, mi: int, packed: bool, has_epilogue: bool) -> int:
+    """The rows of a register tile of ``nj`` columns for a static row count ``M`` (``mi``: the
+    largest fitting divisor of M).  A packed matmul without epilogue takes as many rows as the
+    registers hold (:func:`_peeled_tile_rows`); so does one whose M has no divisor of 4 or more
+    (197 = prime: one-row tiles ran at half the rate of 196 = 4 x 49), and an unpacked (batched)
+    one then takes the largest tile that fits.  ``_tile_loops`` peels the rows the whole tiles
+    do not cover into a guarded piece of their own, epilogue included."""
+    unit = VectorUnit.current()
+    if nj % unit.lanes or mi >= 4 and (has_epilogue or not packed):
+        return mi
+    if packed:
+        return _peeled_tile_rows(unit, nj)
+    return _tile_rows(unit, nj, (8, 4, 2))[0] if M >= PEEL_MIN_ROWS else mi
 
 
 def _peeled_tile_rows(unit: VectorUnit, width: int) -> int:

@@ -103,3 +103,23 @@ def test_min_max_absorption():
     assert ana.simplify(tir.max(n, tir.min(n, zero))) is n
     eight = tir.const(8, "int64")
     assert ana.can_prove(tir.floordiv(n, eight) * eight - one < n)  # whole tiles stay inside n rows
+
+
+@pytest.mark.parametrize("batch, rows, k, n_out", [(None, 67, 256, 256), (3, 37, 48, 32)])
+def test_static_prime_rows_keep_row_tiles_and_the_fused_epilogue(batch, rows, k, n_out):
+    """A static row count without a divisor to tile by (ViT's 197 tokens; here 67 and 37):
+    whole multi-row tiles, then the peeled partial one -- with the bias + tanh epilogue fused
+    in both pieces, not one-row tiles -- packed (2-D, large) and batched (3-D); numpy's result."""
+    shape = (rows, k) if batch is None else (batch, rows, k)
+    x, w = te.placeholder(shape, "float32", name="x"), te.placeholder((k, n_out), "float32", name="w")
+    b = te.placeholder((n_out,), "float32", name="b")
+    sched = apply_default_schedule(te.create_prim_func([x, w, b, topi.tanh(topi.add(topi.nn.matmul(x, w), b))]))
+    text = sched.script()
+    assert "_partition" in text and "T.unroll" in text and text.count('T.sblock("compute') == 2, text
+    lib = minitvm.build(sched.with_attr("global_symbol", "main"))
+    rng = np.random.default_rng(3)
+    xv, wv = rng.standard_normal(shape).astype("float32"), rng.standard_normal((k, n_out)).astype("float32")
+    bv = rng.standard_normal(n_out).astype("float32")
+    out = minitvm.nd.array(np.full(shape[:-1] + (n_out,), np.nan, "float32"))
+    lib["main"](minitvm.nd.array(xv), minitvm.nd.array(wv), minitvm.nd.array(bv), out)
+    np.testing.assert_allclose(out.numpy(), np.tanh(xv @ wv + bv), rtol=1e-4, atol=1e-4)
