@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from ..arith import Analyzer
 from ..error import OutOfBoundsError
@@ -63,7 +63,7 @@ class _Checker(StmtExprVisitor):
         # (what it is per iteration), not over vi's whole domain minus ti's
         self.bindings: dict[int, PrimExpr] = {}
         self.errors: list[OOBLocation] = []
-        self.statement = ""
+        self.statement: Any = None  # the store being checked (printed only for an error)
         self.span: Any = None  # of the statement (or block) being checked
         self.conditional = 0  # > 0 inside a branch of a condition
 
@@ -105,7 +105,7 @@ class _Checker(StmtExprVisitor):
         for iv, value, shown in zip(block.iter_vars, values, n.iter_values):
             found = len(self.errors)
             self._check(value, iv.dom.min, iv.dom.extent, f"block {block.name_hint} binding {iv.var.name}",
-                        f"{iv.var.name} = {_text(shown)}")
+                        lambda iv=iv, shown=shown: f"{iv.var.name} = {_text(shown)}")
             if len(self.errors) > found:
                 out_of_domain.add(id(iv.var))
         with contextlib.ExitStack() as scopes:
@@ -127,7 +127,7 @@ class _Checker(StmtExprVisitor):
 
     # -- the accesses ---------------------------------------------------------------------
     def visit_buffer_store_(self, n: BufferStore) -> None:
-        self.statement = _text(n)
+        self.statement = n
         self.span = n.span or self.span
         self._access(n.buffer, n.indices)
         self.visit((n.value, n.indices))
@@ -140,7 +140,8 @@ class _Checker(StmtExprVisitor):
         if len(indices) != len(buffer.shape) or self.conditional:  # flattened, or guarded by a condition
             return
         for dim, (index, extent) in enumerate(zip(indices, buffer.shape)):
-            self._check(self._in_loop_vars(index), 0, extent, f"buffer {buffer.name} dimension {dim}", _text(index))
+            self._check(self._in_loop_vars(index), 0, extent, f"buffer {buffer.name} dimension {dim}",
+                        lambda index=index: _text(index))
 
     def _in_loop_vars(self, expr: PrimExpr) -> PrimExpr:
         """``expr`` with block variables replaced by their bindings, simplified."""
@@ -149,7 +150,9 @@ class _Checker(StmtExprVisitor):
         replaced = substitute(expr, lambda v: self.bindings.get(id(v)))
         return replaced if replaced is expr else self.analyzer.simplify(replaced)
 
-    def _check(self, index: PrimExpr, lo_bound: Any, extent: Any, what: str, shown: str) -> None:
+    def _check(self, index: PrimExpr, lo_bound: Any, extent: Any, what: str, shown: Callable[[], str]) -> None:
+        """Record an error when ``index`` provably leaves [lo_bound, lo_bound + extent); ``shown``
+        prints the access (called only then: printing every access cost more than checking it)."""
         if not (isinstance(extent, IntImm) and isinstance(lo_bound, (IntImm, int))):
             return
         if not isinstance(index, PrimExpr) or not index.dtype.startswith(("int", "uint")):
@@ -159,8 +162,9 @@ class _Checker(StmtExprVisitor):
         lo, hi = self.analyzer.interval(index)
         low = lo_bound.value if isinstance(lo_bound, IntImm) else lo_bound
         if lo < low or hi >= low + extent.value:
-            statement = self.statement or shown
-            self.errors.append(OOBLocation(what, shown, lo - low, hi - low, extent.value, statement, self.span))
+            text = shown()
+            statement = (_text(self.statement) if self.statement is not None else "") or text
+            self.errors.append(OOBLocation(what, text, lo - low, hi - low, extent.value, statement, self.span))
 
     def _all_bound(self, expr: PrimExpr) -> bool:
         """Whether ``expr`` reads only variables of known range (no argument, no loaded value)."""

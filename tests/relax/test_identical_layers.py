@@ -17,17 +17,17 @@ from minitvm.tir.function import PrimFunc
 from minitvm.tir.transform.default_schedule import SCHEDULE_CACHE
 
 
-def _layers(n: int, width: int = 32) -> minitvm.IRModule:
+def _layers(n: int, width: int = 32, dtype: str = "float32") -> minitvm.IRModule:
     """``n`` identical layers relu(x @ w_i + b_i), each with its own weights."""
     bb = relax.BlockBuilder()
-    x = relax.Var("x", R.Tensor((4, width), "float32"))
+    x = relax.Var("x", R.Tensor((4, width), dtype))
     params = [x]
     with bb.function("main"):
         with bb.dataflow():
             h = x
             for i in range(n):
-                w = relax.Var(f"w{i}", R.Tensor((width, width), "float32"))
-                b = relax.Var(f"b{i}", R.Tensor((width,), "float32"))
+                w = relax.Var(f"w{i}", R.Tensor((width, width), dtype))
+                b = relax.Var(f"b{i}", R.Tensor((width,), dtype))
                 params += [w, b]
                 h = bb.emit(relax.op.nn.relu(relax.op.add(relax.op.matmul(h, w), b)))
             out = bb.emit_output(h)
@@ -83,6 +83,20 @@ def test_a_kernel_seen_before_reuses_its_schedule():
     # another model with the same layer: its kernel is scheduled from the cache
     minitvm.compile(_layers(3))
     assert SCHEDULE_CACHE.info()["hits"] == 1 and SCHEDULE_CACHE.info()["misses"] == 1
+
+
+def test_a_layer_of_another_shape_or_dtype_is_scheduled_anew_and_matches_numpy():
+    """The schedule cache's key tells the same layer at another width or dtype apart: each is
+    scheduled (a miss), none takes another's kernel, and each computes what numpy does."""
+    minitvm.driver.clear_kernel_cache()
+    rng = np.random.default_rng(2)
+    for k, (width, dtype) in enumerate([(32, "float32"), (48, "float32"), (32, "float64")], start=1):
+        ex = minitvm.compile(_layers(1, width, dtype))
+        assert SCHEDULE_CACHE.info()["misses"] == k and SCHEDULE_CACHE.info()["hits"] == 0
+        x, w, b = (rng.standard_normal(s).astype(dtype) for s in ((4, width), (width, width), (width,)))
+        got = relax.VirtualMachine(ex, minitvm.cpu())["main"](*map(minitvm.nd.array, (x, w, b))).numpy()
+        assert got.dtype == dtype and got.shape == (4, width)
+        np.testing.assert_allclose(got, np.maximum(x @ w + b, 0), rtol=1e-4, atol=1e-4)
 
 
 def test_a_repeated_argument_is_not_mistaken_for_two():

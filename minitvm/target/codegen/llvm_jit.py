@@ -133,6 +133,11 @@ def quiet_llvm(messages: list[str]) -> Iterator[None]:
         print("\n".join(lines), file=sys.stderr)  # noqa: T201 - asked for
 
 
+#: the module :func:`_optimized_text` has just optimized (a cache miss), for :func:`optimized_ir`
+#: to JIT-compile as it is instead of parsing its text again (used with LLVM_LOCK held)
+_JUST_OPTIMIZED: list = []
+
+
 @functools.lru_cache(maxsize=OPTIMIZED_IR_CACHE_SIZE)
 def _optimized_text(raw: str, cpu: str, features: tuple[str, ...], disabled: tuple[str, ...], level: int,
                     vectorize: bool) -> tuple[str, tuple[str, ...]]:
@@ -144,6 +149,7 @@ def _optimized_text(raw: str, cpu: str, features: tuple[str, ...], disabled: tup
         mod.verify()
         optimize(mod, target_machine(cpu, features_string(features, disabled), level), level, vectorize=vectorize)
         text = str(mod)
+    _JUST_OPTIMIZED[:] = [mod]
     return text, tuple(messages)
 
 
@@ -157,11 +163,15 @@ def optimized_ir(raw: str, target: Target, vectorize: bool,
     time, and the ~2 KiB llvmlite 0.50 still leaks per PassBuilder: the
     PassInstrumentationCallbacks it allocates and never frees).  Call with :data:`LLVM_LOCK` held.
     """
+    _JUST_OPTIMIZED.clear()
     text, said = _optimized_text(raw, target.mcpu, target.features, target.disabled_features, target.opt_level,
                                  vectorize)
     if messages is not None:
         messages += said
-    return llvm.parse_assembly(text), text
+    # a miss leaves the optimized module behind, the IR ``text`` prints: JIT it without parsing
+    # the text back (a hit parses the remembered text)
+    mod = _JUST_OPTIMIZED.pop() if _JUST_OPTIMIZED else llvm.parse_assembly(text)
+    return mod, text
 
 
 def jit_compile(mod: llvm.ModuleRef, tm: llvm.TargetMachine, sigs: dict[str, FunctionSignature],

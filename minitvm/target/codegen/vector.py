@@ -105,6 +105,18 @@ def _dependents(root: Any, var: _e.Var) -> set[int]:
     return {k for k, v in memo.items() if v}
 
 
+#: the all-zero shuffle mask of each lane count (a broadcast's; llvmlite builds a vector
+#: constant lane by lane, and a kernel broadcasts thousands of times)
+_LANE_ZEROS: dict[int, ir.Constant] = {}
+
+
+def _lane_zeros(lanes: int) -> ir.Constant:
+    mask = _LANE_ZEROS.get(lanes)
+    if mask is None:
+        mask = _LANE_ZEROS[lanes] = ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes)
+    return mask
+
+
 class _VectorEmitter:
     def __init__(self, cg: Any, var: _e.Var, begin: ir.Value, lanes: int, dependents: set[int]):
         self.cg, self.var, self.begin, self.lanes = cg, var, begin, lanes
@@ -121,8 +133,7 @@ class _VectorEmitter:
     def broadcast(self, value: ir.Value, dtype: str) -> ir.Value:
         vt = self.vec_type(dtype)
         one = self.b.insert_element(ir.Constant(vt, ir.Undefined), value, ir.Constant(ir.IntType(32), 0))
-        zeros = ir.Constant(ir.VectorType(ir.IntType(32), self.lanes), [0] * self.lanes)
-        return self.b.shuffle_vector(one, ir.Constant(vt, ir.Undefined), zeros)
+        return self.b.shuffle_vector(one, ir.Constant(vt, ir.Undefined), _lane_zeros(self.lanes))
 
     def scalar_at(self, e: _e.PrimExpr, lane: int) -> ir.Value:
         """``e`` with the loop variable at lane ``lane`` (scalar code)."""
