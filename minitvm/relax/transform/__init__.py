@@ -61,3 +61,4 @@ from .realize_vdevice import RealizeVDevice  # noqa: E402
 from .update_vdevice import UpdateVDevice  # noqa: E402
 from .decompose_ops import DecomposeOpsForInference  # noqa: E402
 __all__ += ["DecomposeOpsForInference", "MetaScheduleTuneIRMod"]
+from .topological_sort import TopologicalSort  # noqa: E402
