@@ -682,7 +682,10 @@ def _contradicts(annotation: StructInfo, actual: StructInfo) -> bool:
 
 
 def _assigned_names(stmt: ast.stmt) -> list[ast.Name]:
-    """The names a statement of a dataflow block binds (``a = ...``, ``a, b = ...``, ``a: ... = ...``)."""
+    """The names a statement of a dataflow block binds (``a = ...``, ``a, b = ...``, ``a: ... = ...``,
+    ``def a``)."""
+    if isinstance(stmt, ast.FunctionDef):  # a local `@R.function def f` binds f
+        return [ast.Name(stmt.name)]
     targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
     return [n for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
 
