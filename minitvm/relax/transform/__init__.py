@@ -61,4 +61,5 @@ from .realize_vdevice import RealizeVDevice  # noqa: E402
 from .update_vdevice import UpdateVDevice  # noqa: E402
 from .decompose_ops import DecomposeOpsForInference  # noqa: E402
 __all__ += ["DecomposeOpsForInference", "MetaScheduleTuneIRMod"]
+from .remove_unused_parameters import RemoveUnusedParameters  # noqa: E402
 from .topological_sort import TopologicalSort  # noqa: E402
