@@ -20,7 +20,7 @@ from ...arith import Analyzer
 from ...ir.module import IRModule
 from ...tir import expr as tir
 from ...transform import PassContext, module_pass
-from ..analysis import free_vars
+from ..analysis import free_vars, tir_vars_in_struct_info
 from ..analysis.purity import contains_impure_call
 from ..dpl.pattern import is_op, wildcard
 from ..dpl.rewrite import rewrite_call
@@ -89,7 +89,6 @@ def _bounds_constraint(func: Function) -> Any:
     cond = tir.const(True, "bool")
     if not upper and not lower:
         return cond
-    from ..analysis import tir_vars_in_struct_info  # lazy: keeps the module's imports short
     names = {}
     for p in func.params:
         for v in tir_vars_in_struct_info(p.struct_info):
