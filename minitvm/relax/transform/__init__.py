@@ -64,4 +64,5 @@ __all__ += ["DecomposeOpsForInference", "MetaScheduleTuneIRMod"]
 from .adjust_matmul_order import AdjustMatmulOrder  # noqa: E402
 from .expand_matmul_of_sum import ExpandMatmulOfSum  # noqa: E402
 from .remove_unused_parameters import RemoveUnusedParameters  # noqa: E402
+from .reorder_take_after_matmul import ReorderTakeAfterMatmul  # noqa: E402
 from .topological_sort import TopologicalSort  # noqa: E402
