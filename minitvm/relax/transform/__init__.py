@@ -64,6 +64,7 @@ __all__ += ["DecomposeOpsForInference", "MetaScheduleTuneIRMod"]
 from .adjust_matmul_order import AdjustMatmulOrder  # noqa: E402
 from .bind_symbolic_vars import BindSymbolicVars  # noqa: E402
 from .bundle_model_params import BundleModelParams  # noqa: E402
+from .compute_prim_value import ComputePrimValue  # noqa: E402
 from .expand_matmul_of_sum import ExpandMatmulOfSum  # noqa: E402
 from .lazy_transform_params import LazyGetInput, LazySetOutput, LazyTransformParams  # noqa: E402
 from .remove_unused_outputs import RemoveUnusedOutputs  # noqa: E402
