@@ -16,9 +16,10 @@ from ...tir.function import PrimFunc
 from ...tir.functor import post_order_visit, substitute
 from ...tir.op import ret
 from ...transform import PassContext, module_pass
-from ..expr import Call, Function, If, PrimValue, _set_struct_info
+from ..expr import Call, If, PrimValue, _set_struct_info
 from ..expr_functor import ExprMutator
 from ..struct_info import PrimStructInfo
+from ._util import rewrite_with_builder
 
 __all__ = ["ComputePrimValue"]
 
@@ -61,12 +62,5 @@ class ComputePrimValue:
     """``ComputePrimValue()``."""
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        mutator = _Computer(mod)
-        changed = False
-        for gv, func in list(mod.functions.items()):
-            if isinstance(func, Function):
-                new = mutator.visit_expr(func)
-                if new is not func:
-                    mutator.builder_.update_func(gv, new)
-                    changed = True
-        return mutator.builder_.get() if changed else mod
+        new, changed = rewrite_with_builder(mod, _Computer(mod))
+        return new if changed else mod

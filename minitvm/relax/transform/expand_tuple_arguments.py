@@ -22,8 +22,8 @@ from ..expr import (
     _set_struct_info,
     struct_info_of,
 )
-from ..expr_functor import ExprMutator
-from ..struct_info import FuncStructInfo, TupleStructInfo
+from ..struct_info import TupleStructInfo
+from ._util import replace_callees
 from .canonicalize_bindings import CanonicalizeBindings
 from .dead_code_elimination import DeadCodeElimination
 
@@ -66,42 +66,24 @@ def _expand(func: Function) -> Function | None:
     return bb._make_function(params, bb.normalize(body), func.ret_struct_info, func.is_pure, func.attrs)
 
 
-class _CallSites(ExprMutator):
-    def __init__(self, updates: dict) -> None:
-        super().__init__()
-        self.updates = updates
-
-    def visit_call_(self, op: Call) -> Any:
-        new = super().visit_call_(op)
-        entry = self.updates.get(new.op) if isinstance(new.op, GlobalVar) else None
-        if entry is None:
-            return new
-        gv, old_params = entry
-        args = [x for a, p in zip(new.args, old_params) for x in _flatten_arg(a, p.struct_info)]
-        call = Call(gv, args, new.attrs, new.sinfo_args)
-        _set_struct_info(call, struct_info_of(new))
+def _call_rewrite(old_params: tuple) -> Any:
+    def rewrite(gv: GlobalVar, old: Call, mutator: Any) -> Call:
+        args = [x for a, p in zip(old.args, old_params) for x in _flatten_arg(a, p.struct_info)]
+        call = Call(gv, args, old.attrs, old.sinfo_args)
+        _set_struct_info(call, struct_info_of(old))
         return call
+    return rewrite
 
 
 @module_pass(opt_level=0, name="ExpandTupleArgumentsInner")
 class _Inner:
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        updates, funcs = {}, dict(mod.functions)
+        changes = {}
         for gv, f in mod.functions.items():
             new = _expand(f) if isinstance(f, Function) else None
-            if new is None:
-                continue
-            new_gv = GlobalVar(gv.name_hint)
-            _set_struct_info(new_gv, FuncStructInfo([p.struct_info for p in new.params], new.ret_struct_info,
-                                                    new.is_pure))
-            del funcs[gv]
-            funcs[new_gv] = new
-            updates[gv] = (new_gv, f.params)
-        if not updates:
-            return mod
-        mutator = _CallSites(updates)
-        return IRModule({gv: mutator.visit_expr(f) if isinstance(f, Function) else f for gv, f in funcs.items()},
-                        mod.attrs, mod.global_infos)
+            if new is not None:
+                changes[gv] = (new, _call_rewrite(f.params))
+        return replace_callees(mod, changes)
 
 
 def ExpandTupleArguments() -> Sequential:  # noqa: N802 - TVM's name

@@ -15,8 +15,9 @@ from ...tir.expr import FloatImm
 from ...transform import PassContext, Sequential, module_pass
 from ..block_builder import BlockBuilder
 from ..expr import Call, Function, PrimValue, SeqExpr, Tuple, TupleGetItem, Var, _set_struct_info, struct_info_of
-from ..expr_functor import ExprMutator, ExprVisitor
-from ..struct_info import FuncStructInfo, TupleStructInfo
+from ..expr_functor import ExprVisitor
+from ..struct_info import TupleStructInfo
+from ._util import replace_callees
 from .canonicalize_bindings import CanonicalizeBindings
 from .dead_code_elimination import DeadCodeElimination
 
@@ -75,22 +76,14 @@ def _shrink(func: Function, mask: list[bool]) -> Function:
     return bb._make_function(func.params, SeqExpr(blocks, out), None, func.is_pure, func.attrs)
 
 
-class _CallSites(ExprMutator):
-    def __init__(self, updates: dict) -> None:
-        super().__init__()
-        self.updates = updates
-
-    def visit_call_(self, op: Call) -> Any:
-        new = super().visit_call_(op)
-        entry = self.updates.get(new.op) if isinstance(new.op, GlobalVar) else None
-        if entry is None:
-            return new
-        gv, mask = entry
-        call = Call(gv, new.args, new.attrs, new.sinfo_args)
+def _call_rewrite(mask: list[bool]) -> Any:
+    """A call of the shrunk function, rebuilt into the old tuple (NaN where an element went)."""
+    def rewrite(gv: GlobalVar, old: Call, mutator: Any) -> Tuple:
+        call = Call(gv, old.args, old.attrs, old.sinfo_args)
         _set_struct_info(call, struct_info_of(gv).ret)  # the new callee's result
         used = sum(mask)
         if used > 1:  # bound once, read element by element (TVM's builder reuses the binding)
-            call = self.builder_.emit(call)
+            call = mutator.builder_.emit(call)
         results, k = [], 0
         for m in mask:
             if m:
@@ -99,6 +92,7 @@ class _CallSites(ExprMutator):
             else:
                 results.append(PrimValue(FloatImm("float64", float("nan"))))
         return Tuple(results)
+    return rewrite
 
 
 @module_pass(opt_level=0, name="RemoveUnusedOutputsInner")
@@ -113,22 +107,8 @@ class _RemoveUnusedOutputsInner:
         for f in mod.functions.values():
             if isinstance(f, Function):
                 usage.visit_expr(f)
-        updates, funcs = {}, dict(mod.functions)
-        for gv, mask in masks.items():
-            if all(mask):
-                continue
-            new = _shrink(mod[gv], mask)
-            new_gv = GlobalVar(gv.name_hint)
-            _set_struct_info(new_gv, FuncStructInfo([p.struct_info for p in new.params], new.ret_struct_info,
-                                                    new.is_pure))
-            del funcs[gv]
-            funcs[new_gv] = new
-            updates[gv] = (new_gv, mask)
-        if not updates:
-            return mod
-        mutator = _CallSites(updates)
-        out = {gv: mutator.visit_expr(f) if isinstance(f, Function) else f for gv, f in funcs.items()}
-        return IRModule(out, mod.attrs, mod.global_infos)
+        changes = {gv: (_shrink(mod[gv], mask), _call_rewrite(mask)) for gv, mask in masks.items() if not all(mask)}
+        return replace_callees(mod, changes)
 
 
 def RemoveUnusedOutputs() -> Sequential:  # noqa: N802 - TVM's name

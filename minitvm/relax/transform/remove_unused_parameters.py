@@ -17,9 +17,9 @@ from ...transform import PassContext, module_pass
 from ..analysis import definable_tir_vars_in_struct_info, free_symbolic_vars, free_vars
 from ..analysis.remove_unused import remove_all_unused
 from ..expr import Call, Function, PrimValue, Var, _set_struct_info, struct_info_of
-from ..expr_functor import ExprMutator
-from ..struct_info import FuncStructInfo, PrimStructInfo, TupleStructInfo
+from ..struct_info import PrimStructInfo, TupleStructInfo
 from ._symbolic_vars import infer_symbolic_var_map
+from ._util import replace_callees
 
 __all__ = ["RemoveUnusedParameters"]
 
@@ -54,45 +54,22 @@ def _analyze(func: Function) -> tuple[Function, Callable[[list], list]] | None:
     return new, update
 
 
-class _CallSites(ExprMutator):
-    def __init__(self, mod: IRModule, updates: dict) -> None:
-        super().__init__(mod)
-        self.updates = updates
-
-    def visit_call_(self, op: Call) -> Any:
-        new = super().visit_call_(op)
-        entry = self.updates.get(new.op) if isinstance(new.op, GlobalVar) else None
-        if entry is None:
-            return new
-        gv, update = entry
-        call = Call(gv, update(list(new.args)), new.attrs, new.sinfo_args)
-        _set_struct_info(call, struct_info_of(new))  # the callee's result is unchanged
-        return call
-
-    def visit_function_(self, op: Function) -> Any:
-        new = super().visit_function_(op)
-        return new if new is op else remove_all_unused(new)
-
-
 @module_pass(opt_level=0, name="RemoveUnusedParameters")
 class RemoveUnusedParameters:
     """``RemoveUnusedParameters()``."""
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        updates, funcs = {}, dict(mod.functions)
+        changes = {}
         for gv, func in mod.functions.items():
             found = _analyze(func) if isinstance(func, Function) else None
-            if found is None:
-                continue
-            new, update = found
-            new_gv = GlobalVar(gv.name_hint)
-            _set_struct_info(new_gv, FuncStructInfo([p.struct_info for p in new.params], new.ret_struct_info,
-                                                    new.is_pure))
-            updates[gv] = (new_gv, update)
-            del funcs[gv]
-            funcs[new_gv] = new
-        if not updates:
-            return mod
-        mutator = _CallSites(mod, updates)
-        out = {gv: mutator.visit_expr(f) if isinstance(f, Function) else f for gv, f in funcs.items()}
-        return IRModule(out, mod.attrs, mod.global_infos)
+            if found is not None:
+                changes[gv] = (found[0], _call_rewrite(found[1]))
+        return replace_callees(mod, changes, after_change=remove_all_unused)
+
+
+def _call_rewrite(update: Callable[[list], list]) -> Any:
+    def rewrite(gv: GlobalVar, call: Call, mutator: Any) -> Call:
+        new = Call(gv, update(list(call.args)), call.attrs, call.sinfo_args)
+        _set_struct_info(new, struct_info_of(call))  # the callee's result is unchanged
+        return new
+    return rewrite
