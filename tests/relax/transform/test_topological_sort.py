@@ -5,23 +5,21 @@ import numpy as np
 
 import minitvm
 from minitvm import relax
-from minitvm.script import ir as I
-from minitvm.script import relax as R
 
 
-def _module():
-    @I.ir_module
-    class Mod:
-        @R.function
-        def main(a: R.Tensor((4,), "float32"), b: R.Tensor((4,), "float32")):
-            with R.dataflow():
-                d = R.multiply(a, b)
-                c = R.add(a, b)
-                e = R.exp(c)
-                f = R.subtract(e, d)
-                R.output(f)
-            return f
-    return Mod
+def _module(order=("d", "c", "e", "f")):
+    """main(a, b) = exp(a + b) - a * b, its four bindings emitted in ``order``."""
+    bb = relax.BlockBuilder()
+    a, b = (relax.Var(n, relax.TensorStructInfo((4,), "float32")) for n in "ab")
+    with bb.function("main", [a, b]):
+        with bb.dataflow():
+            made = {}
+            build = {"c": lambda: relax.op.add(a, b), "d": lambda: relax.op.multiply(a, b),
+                     "e": lambda: relax.op.exp(made["c"]), "f": lambda: relax.op.subtract(made["e"], made["d"])}
+            for name in order:
+                made[name] = (bb.emit_output if name == "f" else bb.emit)(build[name](), name)
+        bb.emit_func_output(made["f"])
+    return bb.get()
 
 
 def _names(mod):
@@ -59,14 +57,4 @@ class TestInheritedTransformMethod(_Base):
     # the base's method-made fixture is reused by the subclass (TVM's `_transform_orig`)
     before = _module()
 
-    @I.ir_module
-    class expected:  # noqa: N801 - the name CompareBeforeAfter reads
-        @R.function
-        def main(a: R.Tensor((4,), "float32"), b: R.Tensor((4,), "float32")):
-            with R.dataflow():
-                c = R.add(a, b)
-                d = R.multiply(a, b)
-                e = R.exp(c)
-                f = R.subtract(e, d)
-                R.output(f)
-            return f
+    expected = _module(("c", "d", "e", "f"))
