@@ -67,6 +67,7 @@ from .bundle_model_params import BundleModelParams  # noqa: E402
 from .compute_prim_value import ComputePrimValue  # noqa: E402
 from .expand_matmul_of_sum import ExpandMatmulOfSum  # noqa: E402
 from .expand_tuple_arguments import ExpandTupleArguments  # noqa: E402
+from .inline_private_functions import InlinePrivateFunctions  # noqa: E402
 from .lazy_transform_params import LazyGetInput, LazySetOutput, LazyTransformParams  # noqa: E402
 from .remove_unused_outputs import RemoveUnusedOutputs  # noqa: E402
 from .remove_unused_parameters import RemoveUnusedParameters  # noqa: E402
