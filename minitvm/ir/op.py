@@ -89,12 +89,13 @@ def register_op(op_name: str, description: str = "", num_inputs: int = -1) -> Op
 
 def register_op_attr(op_name: str, attr_key: str, value: Any = None,
                      level: int = 10) -> Callable | None:
-    """Set ``attr_key`` of a registered op; without ``value`` it is a decorator::
+    """Set ``attr_key`` of an op, registering the op when nobody has (as TVM does, so a
+    custom operator is defined by its attributes); without ``value`` it is a decorator::
 
         @register_op_attr("relax.add", "FLegalize")
         def _legalize_add(bb, call): ...
     """
-    op = Op.get(op_name)
+    op = register_op(op_name)
 
     def apply(v: Any) -> Any:
         op.set_attr(attr_key, v, level)

@@ -682,7 +682,10 @@ def _contradicts(annotation: StructInfo, actual: StructInfo) -> bool:
 
 
 def _assigned_names(stmt: ast.stmt) -> list[ast.Name]:
-    """The names a statement of a dataflow block binds (``a = ...``, ``a, b = ...``, ``a: ... = ...``)."""
+    """The names a statement of a dataflow block binds (``a = ...``, ``a, b = ...``, ``a: ... = ...``,
+    ``def a``)."""
+    if isinstance(stmt, ast.FunctionDef):  # a local `@R.function def f` binds f
+        return [ast.Name(stmt.name)]
     targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
     return [n for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
 
@@ -714,7 +717,13 @@ def parse_relax_function_ast(fdef: ast.FunctionDef, source: Source, namespace: d
                              ) -> Function:
     """Parse one ``def`` as a Relax function (``register_function_parser``'s signature)."""
     with T.parsing():
-        return _RelaxParser(source, namespace, global_vars).parse_function(fdef, options, name)
+        func = _RelaxParser(source, namespace, global_vars).parse_function(fdef, options, name)
+    gv = (global_vars or {}).get(name)
+    if gv is not None and getattr(gv, "_sinfo", None) is None and func.struct_info is not None:
+        # no return annotation: the signature is known now, and calls parsed later see it
+        # (TVM's IRBuilder gives the GlobalVar the defined function's struct info)
+        _set_struct_info(gv, func.struct_info)
+    return func
 
 
 def declare_relax_function(fdef: ast.FunctionDef, source: Source, namespace: dict, options: dict,

@@ -220,6 +220,13 @@ def is_fixture(obj: Any) -> bool:
     return (kind is not None and isinstance(obj, kind)) or hasattr(obj, "_pytestfixturefunction")
 
 
+def _fixture_function(fixture: Any) -> Callable:
+    """The plain function a pytest fixture object wraps (pytest >= 8 keeps it as
+    ``_get_wrapped_function()``; older ones decorate the function itself)."""
+    getter = getattr(fixture, "_get_wrapped_function", None)
+    return getter() if getter is not None else fixture
+
+
 class CompareBeforeAfter:
     """A before/after test of a transform (TVM's ``tvm.testing.CompareBeforeAfter``): a subclass
     names ``transform`` (a Pass, a method returning one, or a fixture), ``before`` / ``Before``
@@ -284,7 +291,9 @@ class CompareBeforeAfter:
 
         if is_fixture(transform):
             if not hasattr(cls, "_transform_orig"):  # a subclass keeps its base's fixture, as TVM's
-                cls._transform_orig = transform
+                # registered under the attribute's own name (a fixture named "transform" here
+                # would shadow the wrapper below and leave `_transform_orig` undefined)
+                cls._transform_orig = pytest.fixture(_fixture_function(transform), name="_transform_orig")
             return pytest.fixture(lambda self, _transform_orig: apply(_transform_orig), name="transform")
         if isinstance(transform, Pass):
             return pytest.fixture(lambda self: apply(transform), name="transform")

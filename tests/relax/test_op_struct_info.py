@@ -162,3 +162,15 @@ def test_registering_a_new_op_is_one_function_and_a_decorator():
     with pytest.raises(ValueError, match="already set"):
         register_op_attr("relax.test_square", "FLegalize", lambda bb, c: c)
     register_op_attr("relax.test_square", "FLegalize", _legalize, level=11)  # overriding is explicit
+
+
+def test_register_op_attr_defines_a_custom_operator():
+    # TVM registers an operator on its first attribute: a custom op is its attributes
+    name = "custom_op.first_argument_only"
+    register_op_attr(name, "FInferStructInfo", lambda call, ctx: call.args[0].struct_info)
+    try:
+        x = var("x", T((4,)))
+        call = relax.Call(Op.get(name), [x, x])
+        assert structural_equal(infer(call), T((4,)))
+    finally:
+        Op.get(name).reset_attr("FInferStructInfo")

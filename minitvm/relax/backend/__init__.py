@@ -12,7 +12,7 @@ code generator as the global function ``"relax.ext.<backend>"``; then::
 a ReLU), compiled by gcc.
 """
 
-from . import contrib, patterns, utils
+from . import contrib, cuda, patterns, utils
 from .pattern_registry import get_pattern, get_patterns_with_prefix, register_patterns
 
-__all__ = ["contrib", "patterns", "utils", "get_pattern", "get_patterns_with_prefix", "register_patterns"]
+__all__ = ["contrib", "cuda", "patterns", "utils", "get_pattern", "get_patterns_with_prefix", "register_patterns"]

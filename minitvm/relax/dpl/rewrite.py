@@ -20,11 +20,14 @@ from ..analysis.purity import contains_impure_call
 from ..expr import (
     Binding,
     BindingBlock,
+    Call,
     DataflowBlock,
     Function,
     If,
     MatchCast,
     SeqExpr,
+    Tuple,
+    TupleGetItem,
     Var,
     VarBinding,
 )
@@ -127,7 +130,7 @@ class _Rewrite(ExprMutator):
                 self.builder_.begin_binding_block()
             try:
                 for b in block.bindings:
-                    value = self.visit_expr(b.value)  # normalized, earlier new variables followed
+                    value = self._renormalize(b.value)
                     if isinstance(b, MatchCast):
                         self.builder_.emit_normalized(MatchCast(b.var, value, b.struct_info))
                     else:
@@ -138,6 +141,25 @@ class _Rewrite(ExprMutator):
             finally:
                 new_blocks.append(self.builder_.end_block())
         return SeqExpr(tuple(b for b in new_blocks if b.bindings), self.visit_expr(seq.body))
+
+    def _renormalize(self, value: Any) -> Any:
+        """``value`` with earlier new variables followed, then normalized in one pass, as TVM
+        normalizes a rewriter's result: a nested call's operands are bound just before it
+        (``add(matmul(x, f(A)), matmul(x, f(B)))`` binds f(A), the first matmul, f(B), ...)."""
+        def remap(e: Any) -> Any:
+            if isinstance(e, Var):
+                return self.var_remap_.get(e, e)
+            if isinstance(e, Call):
+                args = [remap(a) for a in e.args]
+                return e if all(a is b for a, b in zip(args, e.args)) else Call(e.op, args, e.attrs, e.sinfo_args)
+            if isinstance(e, Tuple):
+                fields = [remap(f) for f in e.fields]
+                return e if all(a is b for a, b in zip(fields, e.fields)) else Tuple(fields)
+            if isinstance(e, TupleGetItem):
+                inner = remap(e.tuple_value)
+                return e if inner is e.tuple_value else TupleGetItem(inner, e.index)
+            return self.visit_expr(e)  # functions, branches, leaves: the mutator's own way
+        return self.builder_.normalize(remap(value))
 
     def _rewrite_block(self, block: BindingBlock) -> BindingBlock:
         """The block with matching values replaced (a dataflow block as one piece; an ordinary

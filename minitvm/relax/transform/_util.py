@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ...ir.module import IRModule
+from ...ir.module import GlobalVar, IRModule
 from ...tir.function import PrimFunc
 from ..expr import Call, DataflowVar, Function, Var, _set_struct_info, struct_info_of
 from ..expr_functor import ExprMutator
-from ..struct_info import TupleStructInfo
+from ..struct_info import FuncStructInfo, TupleStructInfo
 
 
 def map_functions(mod: IRModule, rewrite: Callable[[Function, IRModule], Function]) -> IRModule:
@@ -69,3 +69,43 @@ class CopyWithNewVars(ExprMutator):
         return new
 
     visit_dataflow_var_def_ = visit_var_def_
+
+
+#: rewrite_call(new_gv, call, mutator) -> the expression replacing a call of the old function
+CallRewrite = Callable[[GlobalVar, Call, ExprMutator], Any]
+
+
+class _CalleeCalls(ExprMutator):
+    def __init__(self, updates: dict, after_change: Callable[[Function], Function] | None) -> None:
+        super().__init__()
+        self.updates, self.after_change = updates, after_change
+
+    def visit_call_(self, op: Call) -> Any:
+        new = super().visit_call_(op)
+        entry = self.updates.get(new.op) if isinstance(new.op, GlobalVar) else None
+        return new if entry is None else entry[1](entry[0], new, self)
+
+    def visit_function_(self, op: Function) -> Any:
+        new = super().visit_function_(op)
+        return new if new is op or self.after_change is None else self.after_change(new)
+
+
+def replace_callees(mod: IRModule, changes: dict[GlobalVar, tuple[Function, CallRewrite]],
+                    after_change: Callable[[Function], Function] | None = None) -> IRModule:
+    """``mod`` with each function of ``changes`` replaced by its new version under a new
+    GlobalVar of the same name (carrying the new signature, as TVM's passes make one), and
+    every call of the old one rewritten by its ``CallRewrite``; ``after_change`` tidies each
+    caller that changed.  Used by the passes that change an internal function's signature."""
+    if not changes:
+        return mod
+    funcs, updates = dict(mod.functions), {}
+    for gv, (new, rewrite) in changes.items():
+        new_gv = GlobalVar(gv.name_hint)
+        _set_struct_info(new_gv, FuncStructInfo([p.struct_info for p in new.params], new.ret_struct_info,
+                                                new.is_pure))
+        del funcs[gv]
+        funcs[new_gv] = new
+        updates[gv] = (new_gv, rewrite)
+    mutator = _CalleeCalls(updates, after_change)
+    return IRModule({gv: mutator.visit_expr(f) if isinstance(f, Function) else f for gv, f in funcs.items()},
+                    mod.attrs, mod.global_infos)

@@ -265,3 +265,24 @@ def test_annotation_of_a_call_is_refused_only_when_provably_wrong():
         def h(x: R.Tensor((4,), "float32")):
             y: R.Tensor((4,), "int32") = R.exp(x)
             return y
+
+
+def test_local_function_listed_in_r_output_of_its_dataflow_block():
+    # `def f` inside a dataflow block binds f; R.output(f) makes it a Var usable after the block
+    from minitvm.relax import DataflowVar
+    from minitvm.script import relax as R
+
+    @R.function(pure=False)
+    def main(x: R.Tensor((2,), "float32")):
+        with R.dataflow():
+            @R.function
+            def double(a: R.Tensor((2,), "float32")) -> R.Tensor((2,), "float32"):
+                b = R.add(a, a)
+                return b
+            y = R.add(x, x)
+            R.output(double, y)
+        q = double(y)
+        return q
+
+    bound = main.body.blocks[0].bindings[0].var
+    assert bound.name_hint == "double" and not isinstance(bound, DataflowVar)
