@@ -59,5 +59,5 @@ from .optimize_layout_transform import OptimizeLayoutTransform  # noqa: E402
 from .gradient import Gradient  # noqa: E402
 from .realize_vdevice import RealizeVDevice  # noqa: E402
 from .update_vdevice import UpdateVDevice  # noqa: E402
-from .decompose_ops import DecomposeOpsForInference  # noqa: E402
-__all__ += ["DecomposeOpsForInference", "MetaScheduleTuneIRMod"]
+from .decompose_ops import DecomposeOpsForInference, DecomposeOpsForTraining  # noqa: E402
+__all__ += ["DecomposeOpsForInference", "DecomposeOpsForTraining", "MetaScheduleTuneIRMod"]

@@ -108,7 +108,10 @@ def _straight_line(prog: _Program) -> Callable[..., Any] | None:
 class VirtualMachine:
     """Runs the functions of an :class:`Executable`: ``vm["forward"](x)`` or ``vm.invoke(...)``."""
 
-    def __init__(self, exe: Executable, device: Device | str | None = None):
+    def __init__(self, exe: Executable, device: Device | str | None = None, memory_cfg: str | None = None,
+                 profile: bool = False):
+        # memory_cfg and profile are TVM's: one allocator here, and every VM can profile()
+        del memory_cfg, profile
         if not isinstance(exe, Executable):
             raise TypeError(f"VirtualMachine needs an Executable, got {type(exe).__name__}")
         exe.verify()
