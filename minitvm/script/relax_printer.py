@@ -139,6 +139,9 @@ class RelaxPrinter:
         if isinstance(s, PrimStructInfo):
             if s.value is not None:
                 value = self.dim(s.value) if s.value.dtype == "int64" else self.tp.expr(s.value)
+                if s.value.dtype != "int64" and value.lstrip("-").isdigit():
+                    # a bare literal reads back as int64: say the dtype
+                    value = f"T.{s.value.dtype}({value})"
                 return f"R.Prim(value={value})"
             return f'R.Prim("{s.dtype}")'
         if isinstance(s, TupleStructInfo):

@@ -11,6 +11,7 @@ from . import (
     binary,
     builtin,
     grad,
+    inspect,
     memory,
     nn,
     unary,

@@ -18,9 +18,9 @@ that takes ``n`` as a scalar gets it.  Each dimension is described by a pair of 
 ==================  ======  =================================================
 match_shape code    value   meaning for dimension ``d`` of the value
 ==================  ======  =================================================
-``MATCH_ANY`` 0     --      no check
-``MATCH_IMM`` 1     k       ``d`` must equal the constant ``k``
-``MATCH_STORE`` 2   slot    ``heap[slot] = d`` (first sight of a symbol)
+``MATCH_IMM`` 0     k       ``d`` must equal the constant ``k``
+``MATCH_STORE`` 1   slot    ``heap[slot] = d`` (first sight of a symbol)
+``MATCH_ANY`` 2     --      no check
 ``MATCH_HEAP`` 3    slot    ``d`` must equal ``heap[slot]`` (later sights)
 ==================  ======  =================================================
 
@@ -53,7 +53,8 @@ from ..registry import register_func
 __all__ = ["ShapeTuple", "Storage", "MATCH_ANY", "MATCH_IMM", "MATCH_STORE", "MATCH_HEAP",
            "MAKE_IMM", "MAKE_LOAD", "EXPR_CODES", "SPECIALIZERS", "ALLOWED_DTYPE_KINDS", "check_dtype", "BUILTIN_NAMES"]
 
-MATCH_ANY, MATCH_IMM, MATCH_STORE, MATCH_HEAP = 0, 1, 2, 3
+# TVM's numbering (relax.testing.runtime_builtin.MatchShapeCode / MakeShapeCode)
+MATCH_IMM, MATCH_STORE, MATCH_ANY, MATCH_HEAP = 0, 1, 2, 3
 MAKE_IMM, MAKE_LOAD = 0, 1
 
 #: postfix codes of ``eval_shape_expr``: the two leaves, then integer arithmetic as in TIR
