@@ -290,6 +290,13 @@ def tensor_to_shape(value: NDArray) -> ShapeTuple:
     return ShapeTuple(tuple(int(v) for v in value._array))
 
 
+def shape_to_tensor(value: ShapeTuple) -> NDArray:
+    """The dimensions of a shape as a 1-d int64 tensor."""
+    if not isinstance(value, ShapeTuple):
+        raise TypeError(f"shape_to_tensor: expected a shape, got {type(value).__name__}")
+    return NDArray(np.array([int(d) for d in value], dtype="int64"))
+
+
 def make_tuple(*fields: Any) -> tuple:
     """A tuple of the arguments."""
     return fields
@@ -453,6 +460,7 @@ _BUILTINS = {
     "vm.builtin.eval_shape_expr": eval_shape_expr,
     "vm.builtin.shape_of": shape_of,
     "vm.builtin.tensor_to_shape": tensor_to_shape,
+    "vm.builtin.shape_to_tensor": shape_to_tensor,
     "vm.builtin.make_tuple": make_tuple,
     "vm.builtin.tuple_getitem": tuple_getitem,
     "vm.builtin.copy": copy,
