@@ -627,8 +627,9 @@ class Function(Expr):
         if self.ret_struct_info is not None and all(s is not None for s in params_sinfo):
             _set_struct_info(self, _si.FuncStructInfo(params_sinfo, self.ret_struct_info, self.is_pure))
 
-    def with_attr(self, key: str, value: Any) -> "Function":
-        return self.with_attrs({key: value})
+    def with_attr(self, key: str | dict, value: Any = None) -> "Function":
+        """A copy with attribute ``key`` set to ``value`` (or, given a dict, each of its entries)."""
+        return self.with_attrs(dict(key) if isinstance(key, dict) else {key: value})
 
     def with_attrs(self, attrs: dict) -> "Function":
         return Function(self.params, self.body, self.ret_struct_info, self.is_pure,
