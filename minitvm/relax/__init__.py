@@ -80,5 +80,5 @@ __all__ = [
 ]
 # relax.frontend.nn, relax.frontend.detach_params; relax.dpl; relax.backend (the BYOC pattern registry)
 # relax.training: losses, optimizers, SetupTrainer, Trainer
-from . import backend, dpl, frontend, training  # noqa: E402,F401
+from . import backend, dpl, frontend, training, utils  # noqa: E402,F401
 from .base_py_module import BasePyModule  # noqa: E402,F401 : TVM 0.27 exports it as relax.BasePyModule
