@@ -582,12 +582,7 @@ def is_call_tir(func_name: str, args: Any = None, tir_vars: DFPattern | None = N
     """``R.call_tir(func_name, args, ...)``: the PrimFunc's name contains ``func_name``;
     ``args`` a list of patterns, a tuple pattern, or None for any arguments; ``tir_vars`` a
     pattern for the symbolic-variable argument (None: the call has none)."""
-    if args is None:
-        args_pattern: DFPattern = wildcard()
-    elif isinstance(args, (list, tuple)):
-        args_pattern = TuplePattern(args)
-    else:
-        args_pattern = _as_pattern(args, "is_call_tir args")
+    args_pattern = _args_pattern(args, "is_call_tir")
     call_tir = is_op("relax.call_tir")
     if tir_vars is None:
         return call_tir(GlobalVarPattern(func_name), args_pattern)
@@ -597,13 +592,18 @@ def is_call_tir(func_name: str, args: Any = None, tir_vars: DFPattern | None = N
 def is_call_dps_packed(func_name: str, args: Any = None) -> CallPattern:
     """``R.call_dps_packed(func_name, args, ...)``; ``args`` a list of patterns, a tuple
     pattern, or None for any arguments."""
+    return is_op("relax.call_dps_packed")(ExternFuncPattern(func_name), _args_pattern(args, "is_call_dps_packed"),
+                                          add_constraint=False)
+
+
+def _args_pattern(args: Any, where: str) -> DFPattern:
+    """The tuple-of-arguments pattern of a call_tir / call_dps_packed: any (None), a list of
+    patterns, or a pattern."""
     if args is None:
-        args_pattern: DFPattern = wildcard()
-    elif isinstance(args, (list, tuple)):
-        args_pattern = TuplePattern(args)
-    else:
-        args_pattern = _as_pattern(args, "is_call_dps_packed args")
-    return is_op("relax.call_dps_packed")(ExternFuncPattern(func_name), args_pattern, add_constraint=False)
+        return wildcard()
+    if isinstance(args, (list, tuple)):
+        return TuplePattern(args)
+    return _as_pattern(args, f"{where} args")
 
 
 def is_call_packed(func_name: str, args: Sequence[Any] | None = None) -> CallPattern:
