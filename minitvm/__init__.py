@@ -35,6 +35,8 @@ _LAZY = {
     "arith": ("minitvm.arith", None),
     "error": ("minitvm.error", None),
     "TVMError": ("minitvm.error", "TVMError"),
+    "DataType": ("minitvm.ir.dtype", "DataType"),
+    "DataTypeCode": ("minitvm.ir.dtype", "DataTypeCode"),
     "transform": ("minitvm.transform", None),
     "te": ("minitvm.te", None),
     "script": ("minitvm.script", None),

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+from enum import IntEnum
+
 import numpy as np
 
-__all__ = ["DataType", "is_float", "is_int", "is_uint", "is_bool", "bits", "to_numpy", "from_numpy",
+__all__ = ["DataType", "DataTypeCode", "is_float", "is_int", "is_uint", "is_bool", "bits", "to_numpy", "from_numpy",
            "SUPPORTED"]
 
 #: dtypes kernels can compute with
@@ -13,16 +15,47 @@ SUPPORTED = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint
              "float16", "float32", "float64")
 
 
+class DataTypeCode(IntEnum):
+    """DLPack's type codes (``DLDataTypeCode``), as TVM numbers them."""
+
+    INT = 0
+    UINT = 1
+    FLOAT = 2
+    HANDLE = 3
+    BFLOAT = 4
+    FLOAT8_E4M3FN = 10  # TVM's extension codes for the 8-bit floats
+    FLOAT8_E5M2 = 12
+
+
 class DataType(str):
-    """A dtype string with a few helpers (``DataType("float32").bits == 32``)."""
+    """A dtype string with TVM's ``DataType`` fields: ``DataType("float32x4")`` has
+    ``type_code == DataTypeCode.FLOAT``, ``bits == 32`` and ``lanes == 4``."""
+
+    def _split(self) -> tuple[str, int]:
+        base, _, lanes = str(self).partition("x")
+        return base, int(lanes) if lanes.isdigit() else 1
 
     @property
     def bits(self) -> int:
-        return bits(self)
+        base = self._split()[0]
+        return 16 if base in ("bfloat", "bfloat16") else bits(base)
 
     @property
-    def type_code(self) -> str:
-        return "float" if is_float(self) else "uint" if is_uint(self) else "int" if is_int(self) else str(self)
+    def lanes(self) -> int:
+        return self._split()[1]
+
+    @property
+    def type_code(self) -> int:
+        base = self._split()[0]
+        if base.startswith("bfloat"):
+            return DataTypeCode.BFLOAT
+        if base.startswith("float8_e4m3"):
+            return DataTypeCode.FLOAT8_E4M3FN
+        if base.startswith("float8_e5m2"):
+            return DataTypeCode.FLOAT8_E5M2
+        if base in ("handle", "void"):
+            return DataTypeCode.HANDLE
+        return DataTypeCode.FLOAT if is_float(base) else DataTypeCode.UINT if is_uint(base) else DataTypeCode.INT
 
 
 def check(dtype: str) -> str:

@@ -107,6 +107,14 @@ class IRModule(Node):
     def with_attr(self, key: str, value: Any) -> "IRModule":
         return IRModule(self.functions, {**self.attrs, key: value}, self.global_infos)
 
+    def with_attrs(self, attrs: dict) -> "IRModule":
+        """A new module with every entry of ``attrs`` set."""
+        return IRModule(self.functions, {**self.attrs, **dict(attrs)}, self.global_infos)
+
+    def without_attr(self, key: str) -> "IRModule":
+        """A new module without the attribute ``key`` (the same attributes if it has none)."""
+        return IRModule(self.functions, {k: v for k, v in self.attrs.items() if k != key}, self.global_infos)
+
     def update_global_info(self, name: str, infos: list) -> None:
         """Set the global infos under ``name`` (TVM allows this in place, like ``mod[name] = f``)."""
         object.__setattr__(self, "global_infos", {**self.global_infos, str(name): list(infos)})

@@ -79,5 +79,6 @@ __all__ = [
     "op", "analysis", "expr_functor",
 ]
 # relax.frontend.nn, relax.frontend.detach_params; relax.dpl; relax.backend (the BYOC pattern registry)
-from . import backend, dpl, frontend  # noqa: E402,F401
+# relax.training: losses, optimizers, SetupTrainer, Trainer
+from . import backend, dpl, frontend, training, utils  # noqa: E402,F401
 from .base_py_module import BasePyModule  # noqa: E402,F401 : TVM 0.27 exports it as relax.BasePyModule

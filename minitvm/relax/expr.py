@@ -97,6 +97,40 @@ class Expr(Node):
     def __getitem__(self, index: int) -> "TupleGetItem":
         return TupleGetItem(self, index)
 
+    # -- a tensor's DLPack fields at run time (TVM's R.Tensor accessors: relax.inspect.*) --------
+    def _inspected_tensor(self, field: str) -> "Expr":
+        sinfo = struct_info_of(self)
+        if sinfo is not None and not isinstance(sinfo, _si.TensorStructInfo):
+            raise _NotATensor(f"{field} reads a tensor's DLTensor at run time, but {self!r} has struct info {sinfo}")
+        return self
+
+    @property
+    def dtype(self) -> "_DTypeFields":
+        """``x.dtype.type_code`` / ``.bits`` / ``.lanes``: the tensor's dtype fields at run time."""
+        return _DTypeFields(self._inspected_tensor("dtype"))
+
+    @property
+    def ndim(self) -> "Call":
+        return _op.inspect.tensor_ndim(self._inspected_tensor("ndim"))
+
+    @property
+    def shape(self) -> "_AxisFields":
+        """``x.shape[i]``: the extent of axis ``i`` at run time."""
+        return _AxisFields(self._inspected_tensor("shape"), "shape")
+
+    @property
+    def strides(self) -> "_AxisFields":
+        """``x.strides[i]``: the stride (in elements) of axis ``i`` at run time."""
+        return _AxisFields(self._inspected_tensor("strides"), "strides")
+
+    @property
+    def byte_offset(self) -> "Call":
+        return _op.inspect.tensor_byte_offset(self._inspected_tensor("byte_offset"))
+
+    @property
+    def elem_offset(self) -> "Call":
+        return _op.inspect.tensor_elem_offset(self._inspected_tensor("elem_offset"))
+
     def __iter__(self):
         # without this, Python would iterate through __getitem__ forever
         sinfo = struct_info_of(self)
@@ -603,8 +637,9 @@ class Function(Expr):
         if self.ret_struct_info is not None and all(s is not None for s in params_sinfo):
             _set_struct_info(self, _si.FuncStructInfo(params_sinfo, self.ret_struct_info, self.is_pure))
 
-    def with_attr(self, key: str, value: Any) -> "Function":
-        return self.with_attrs({key: value})
+    def with_attr(self, key: str | dict, value: Any = None) -> "Function":
+        """A copy with attribute ``key`` set to ``value`` (or, given a dict, each of its entries)."""
+        return self.with_attrs(dict(key) if isinstance(key, dict) else {key: value})
 
     def with_attrs(self, attrs: dict) -> "Function":
         return Function(self.params, self.body, self.ret_struct_info, self.is_pure,
@@ -639,6 +674,41 @@ class Function(Expr):
 
 
 renamed_keywords(Function, {"ret_ty": "ret_struct_info"})
+
+
+class _NotATensor(TypeError, AttributeError):
+    """A tensor accessor on a value that is not a tensor (an AttributeError too, so
+    ``hasattr(tuple_var, "shape")`` is False rather than an error)."""
+
+
+class _DTypeFields:
+    """``x.dtype``: its ``type_code``, ``bits`` and ``lanes`` are Relax calls."""
+
+    def __init__(self, tensor: Expr) -> None:
+        self.tensor = tensor
+
+    @property
+    def type_code(self) -> "Call":
+        return _op.inspect.tensor_dtype_code(self.tensor)
+
+    @property
+    def bits(self) -> "Call":
+        return _op.inspect.tensor_dtype_bits(self.tensor)
+
+    @property
+    def lanes(self) -> "Call":
+        return _op.inspect.tensor_dtype_lanes(self.tensor)
+
+
+class _AxisFields:
+    """``x.shape`` / ``x.strides``: indexing gives the field of one axis as a Relax call."""
+
+    def __init__(self, tensor: Expr, field: str) -> None:
+        self.tensor, self.field = tensor, field
+
+    def __getitem__(self, axis: Any) -> "Call":
+        get = _op.inspect.tensor_shape_i if self.field == "shape" else _op.inspect.tensor_stride_i
+        return get(self.tensor, axis)
 
 
 def is_leaf(expr: Any) -> bool:

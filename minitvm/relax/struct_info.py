@@ -18,7 +18,7 @@ from ..tir.expr import IntImm, PrimExpr
 from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
 from ..tir.stmt import BufferStore
-from .expr import Expr, ShapeExpr, Var, _shape_value
+from .expr import Expr, ShapeExpr, Var, _set_struct_info, _shape_value
 
 __all__ = [
     "StructInfo", "ObjectStructInfo", "PrimStructInfo", "ShapeStructInfo", "TensorStructInfo",
@@ -267,9 +267,12 @@ def get_shape_of(expr: Expr) -> Expr:
                          "(bb.emit / bb.normalize)")
     if not isinstance(sinfo, TensorStructInfo):
         raise TypeError(f"relax.get_shape_of: expected a tensor, got {struct_info_text(sinfo)}")
-    if sinfo.shape is None:
-        raise NotImplementedError(f"relax.get_shape_of: the tensor's shape is not known at compile time "
-                                  f"({struct_info_text(sinfo)}); minitvm has no relax.shape_of operator")
+    if sinfo.shape is None:  # known only at run time: relax.shape_of reads it
+        from .op.base import shape_of  # lazy: the ops build on this module
+
+        call = shape_of(expr)
+        _set_struct_info(call, ShapeStructInfo(ndim=sinfo.ndim))
+        return call
     return sinfo.shape
 
 

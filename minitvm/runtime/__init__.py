@@ -5,6 +5,7 @@ without the compiler.
 """
 
 from ..error import TVMError
+from ..ir.dtype import DataType, DataTypeCode
 from . import kv_state, ndarray, registry  # kv_state: registers the vm.builtin.kv_state_* globals
 from . import ndarray as nd
 from .device import Device, cpu, cuda, device
@@ -19,4 +20,4 @@ __all__ = ["Device", "cpu", "cuda", "device", "NDArray", "Tensor", "tensor", "em
            "ndarray", "registry", "kv_state", "Module", "BenchmarkResult", "BoundsError", "BoundsCheck", "PackedFunc",
            "register_func", "register_global_func", "get_global_func", "list_global_func_names",
            "Executable", "VirtualMachine", "load_executable", "load_module", "ShapeTuple", "TVMError", "convert",
-           "Object"]
+           "Object", "DataType", "DataTypeCode"]

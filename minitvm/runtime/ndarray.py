@@ -77,7 +77,7 @@ def as_numpy(value: Any) -> np.ndarray:
 class NDArray:
     """An array that kernels compute on (TVM's ``runtime.NDArray``, newer ``Tensor``)."""
 
-    __slots__ = ("_array", "_device", "_ptr", "__weakref__")
+    __slots__ = ("_array", "_device", "_ptr", "_byte_offset", "__weakref__")
 
     def __init__(self, data: np.ndarray, device: Device | None = None, *, _address: int | None = None):
         if not isinstance(data, np.ndarray):
@@ -89,6 +89,7 @@ class NDArray:
         # the array is owned and never reallocated; the VM passes the address it already knows
         # (asking numpy for it costs about a microsecond, a lot on a batch-1 model's path)
         self._ptr = int(data.ctypes.data) if _address is None else _address
+        self._byte_offset = 0  # a view's offset into the array it was made from (_create_view)
 
     # -- properties -------------------------------------------------------------
     @property
@@ -110,6 +111,32 @@ class NDArray:
     @property
     def size(self) -> int:
         return int(self._array.size)
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        """Elements between neighbours along each axis (always compact: row-major)."""
+        return tuple(int(st) // self._array.itemsize for st in self._array.strides)
+
+    @property
+    def byte_offset(self) -> int:
+        """DLPack's ``byte_offset``: 0, or a view's offset from its base (``_create_view``)."""
+        return self._byte_offset
+
+    def _create_view(self, shape: Any, dtype: str | None = None, relative_byte_offset: int = 0) -> "NDArray":
+        """A view of this array's memory: ``shape`` elements of ``dtype`` starting
+        ``relative_byte_offset`` bytes further on (TVM's ``NDArray._create_view``)."""
+        dt = np.dtype(dtype or self.dtype)
+        shape = tuple(int(d) for d in ([shape] if isinstance(shape, int) else shape))
+        start = self._byte_offset + int(relative_byte_offset)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+        base = self._array.reshape(-1).view(np.uint8)
+        if relative_byte_offset < 0 or start + nbytes > base.size + self._byte_offset:
+            raise ValueError(f"_create_view: {nbytes} bytes at byte offset {relative_byte_offset} do not fit in "
+                             f"an array of {base.size} bytes")
+        view = NDArray(base[int(relative_byte_offset):int(relative_byte_offset) + nbytes].view(dt).reshape(shape),
+                       self._device)
+        view._byte_offset = start
+        return view
 
     @property
     def data_ptr(self) -> int:

@@ -475,7 +475,18 @@ class _RelaxParser(_TIRParser):
         if not isinstance(node.target, ast.Name) or node.value is None:
             raise self.error(node, "expected `name: R.Tensor(...) = value`")
         sinfo = self.annotation(node.annotation)
-        self._assign(node.target, self.eval(node.value), sinfo, node.value)
+        before = self._bindings_so_far()
+        value = self.eval(node.value)
+        if isinstance(value, Call) and self._bindings_so_far() != before:
+            # as TVM: the call's nested operands were bound, which rebuilds the call and infers
+            # its struct info; the annotation is dropped unchecked
+            # (`lv: R.Tensor((), "float32") = -lv * t.astype("float32")` binds a (3, 5) tensor)
+            sinfo = None
+        self._assign(node.target, value, sinfo, node.value)
+
+    def _bindings_so_far(self) -> int:
+        blocks = self.bb._blocks  # noqa: SLF001 (the parser drives this builder)
+        return len(blocks[-1].bindings) if blocks else 0
 
     def _assign(self, target: ast.Name, value: Any, sinfo: StructInfo | None, value_node: ast.expr) -> None:
         if isinstance(value, T.ScalarVarDecl):  # n = T.int64(): a symbolic dimension

@@ -87,13 +87,18 @@ class RelaxPrinter:
         self.metadata: list[Constant] = []
         self.uses_globals = False
         self.in_signature = False
+        self.fragment = False
 
     # -- names ------------------------------------------------------------------------------
     def define(self, obj: Any, hint: str) -> str:
         return self.tp.define(obj, hint)
 
     def name_of(self, obj: Any) -> str:
-        return self.tp.name_of(obj)
+        declaring = self.tp.free_decls is not None and isinstance(obj, Var) and id(obj) not in self.tp.names
+        name = self.tp.name_of(obj)
+        if declaring:  # verbose_expr: `a: R.Tensor(...)` once, after the dimensions it uses
+            self.tp.free_decls.append(f"{name}: {self.sinfo(obj.struct_info)}")
+        return name
 
     # -- dimensions and struct info --------------------------------------------------------------
     def dim(self, e: Any) -> str:
@@ -135,10 +140,13 @@ class RelaxPrinter:
         if isinstance(s, ShapeStructInfo):
             if s.values is not None:
                 return f"R.Shape([{', '.join(self.dim(v) for v in s.values)}])"
-            return f"R.Shape(ndim={s.ndim})" if s.ndim != -1 else "R.Shape"
+            return f"R.Shape(ndim={s.ndim})"  # ndim=-1 too, as TVM prints an unknown rank
         if isinstance(s, PrimStructInfo):
             if s.value is not None:
                 value = self.dim(s.value) if s.value.dtype == "int64" else self.tp.expr(s.value)
+                if s.value.dtype != "int64" and value.lstrip("-").isdigit():
+                    # a bare literal reads back as int64: say the dtype
+                    value = f"T.{s.value.dtype}({value})"
                 return f"R.Prim(value={value})"
             return f'R.Prim("{s.dtype}")'
         if isinstance(s, TupleStructInfo):
@@ -169,6 +177,8 @@ class RelaxPrinter:
             if self.in_module and e.name_hint.isidentifier():
                 self.uses_globals = True
                 return f"cls.{e.name_hint}"
+            if self.fragment:  # an expression printed alone names the function, as TVM's does
+                return e.name_hint
             return f'I.GlobalVar("{e.name_hint}")'
         if isinstance(e, Constant):
             return self.constant(e)
@@ -423,25 +433,36 @@ def _print_function(f: Function, show_header: bool = True, name: str | None = No
     return "\n".join(header + lines)
 
 
-def _print_expr(e: Expr, show_meta: bool = False, **_: Any) -> str:
+def _fragment_printer(verbose_expr: bool, show_meta: bool = False) -> RelaxPrinter:
     p = RelaxPrinter(show_meta=show_meta)
+    p.fragment = True
+    if verbose_expr:  # TVM's verbose_expr: the free variables are declared first, in order of use
+        p.tp.free_decls = []
+    return p
+
+
+def _with_declarations(p: RelaxPrinter, lines: list[str]) -> str:
+    return "\n".join((p.tp.free_decls or []) + lines)
+
+
+def _print_expr(e: Expr, show_meta: bool = False, verbose_expr: bool = False, **_: Any) -> str:
+    p = _fragment_printer(verbose_expr, show_meta)
     if isinstance(e, SeqExpr):
         lines = [ln for block in e.blocks for ln in p.block(block, 0)]
-        return "\n".join(lines + [p.expr(e.body)])
+        return _with_declarations(p, lines + [p.expr(e.body)])
     if isinstance(e, If):
-        return "\n".join(p.if_binding(VarBinding(Var("result", struct_info_of(e)), e), 0))
-    return p.expr(e)
+        return _with_declarations(p, p.if_binding(VarBinding(Var("result", struct_info_of(e)), e), 0))
+    return _with_declarations(p, [p.expr(e)])
 
 
-def _print_binding(b: Any, **_: Any) -> str:
-    p = RelaxPrinter()
-    if isinstance(b, BindingBlock):
-        return "\n".join(p.block(b, 0))
-    return "\n".join(p.binding(b, 0))
+def _print_binding(b: Any, verbose_expr: bool = False, **_: Any) -> str:
+    p = _fragment_printer(verbose_expr)
+    return _with_declarations(p, p.block(b, 0) if isinstance(b, BindingBlock) else p.binding(b, 0))
 
 
-def _print_sinfo(s: StructInfo, **_: Any) -> str:
-    return RelaxPrinter().sinfo(s)
+def _print_sinfo(s: StructInfo, verbose_expr: bool = False, **_: Any) -> str:
+    p = _fragment_printer(verbose_expr)
+    return _with_declarations(p, [p.sinfo(s)])
 
 
 register_printer(Function, _print_function, self_contained=True)

@@ -57,8 +57,10 @@ def test_verbose_expr_declares_the_free_variables_and_buffers_of_a_fragment():
     assert (n + 1).script(verbose_expr=False) == "n + 1"
     assert A.script(verbose_expr=True) == "n = T.int32()\nA = T.Buffer((n, 8))\nA"
     assert copy.script(verbose_expr=True) == copy.script()  # a function defines everything it uses
-    with pytest.raises(NotImplementedError, match="verbose_expr=True"):
-        relax.const(1.0).script(verbose_expr=True)
+    # a Relax fragment: its free dimensions, then its free variables with their struct info
+    x = relax.Var("x", relax.TensorStructInfo([tir.Var("m", "int64"), 3], "float32"))
+    assert relax.op.sin(x).script(verbose_expr=True) == 'm = T.int64()\nx: R.Tensor((m, 3), dtype="float32")\nR.sin(x)'
+    assert relax.op.sin(x).script() == "R.sin(x)"
 
 
 def test_an_unknown_option_is_a_type_error():

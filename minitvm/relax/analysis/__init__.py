@@ -1,5 +1,6 @@
 """Relax analyses: well-formedness, variables, unused bindings, struct-info reasoning."""
 
+from .detect_recursion import detect_recursion
 from .purity import contains_impure_call
 from .remove_unused import remove_all_unused
 from .reshape_pattern import has_reshape_pattern
@@ -26,4 +27,4 @@ __all__ = ["well_formed", "well_formed_errors", "free_vars", "bound_vars", "all_
            "definable_tir_vars_in_struct_info", "derive_call_ret_struct_info", "get_var2val",
            "BaseCheckResult", "struct_info_base_check", "collect_non_negative_expressions",
            "defined_symbolic_vars", "free_symbolic_vars", "has_reshape_pattern", "used_vars", "udchain",
-           "name_to_binding"]
+           "name_to_binding", "detect_recursion"]

@@ -21,14 +21,17 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Iterator
 
-from ..expr import Call, DataflowVar, Var
+from ..analysis.struct_info_analysis import can_prove_shape_equal
+from ..expr import Call, DataflowVar, Var, struct_info_of
 from ..expr_functor import ExprVisitor
+from ..struct_info import TensorStructInfo
 from .pattern import (
     AndPattern,
     AttrPattern,
     CallPattern,
     DataTypePattern,
     DFPattern,
+    FunctionPattern,
     NotPattern,
     OrPattern,
     PatternContext,
@@ -56,6 +59,8 @@ def _children(p: DFPattern) -> list[DFPattern]:
         return [p.left, p.right]
     if isinstance(p, NotPattern):
         return [p.reject]
+    if isinstance(p, FunctionPattern):
+        return [*(p.params or ()), p.body]
     if isinstance(p, (AttrPattern, DataTypePattern, ShapePattern, StructInfoPattern, PredicatePattern)):
         return [p.pattern]
     return []
@@ -170,7 +175,8 @@ def _search(ctx: PatternContext, blk: _Block, roots: list[DFPattern], memo: dict
             if found is None:
                 return
             match[region] = found
-        if all(_constraint_holds(blk, match, c) for c in ctx.constraints):
+        if all(_constraint_holds(blk, match, c) for c in ctx.constraints) and \
+                all(_same_shapes(memo, c.patterns) for c in ctx.same_shapes):
             yield {p: match[p] for p in ctx.patterns() if p in match}
         return
     root = roots[len(chosen)]
@@ -216,6 +222,18 @@ def _region(blk: _Block, region: RegionPattern, src: Any, sink: Any) -> tuple[Va
                 inside.add(v)
                 grown = True
     return tuple(b.var for b in blk.bindings if b.var in inside and b.var is not sink)
+
+
+def _same_shapes(memo: dict, patterns: list[DFPattern]) -> bool:
+    """The tensors these patterns matched have provably equal shapes (an unmatched one: no test)."""
+    shapes = []
+    for p in patterns:
+        if p in memo:
+            sinfo = struct_info_of(memo[p])
+            if not isinstance(sinfo, TensorStructInfo) or sinfo.shape is None:
+                return False
+            shapes.append(sinfo.shape)
+    return all(can_prove_shape_equal(shapes[0], other) for other in shapes[1:])
 
 
 def _side(match: dict, pattern: DFPattern) -> tuple:

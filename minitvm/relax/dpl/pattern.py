@@ -20,6 +20,7 @@ match returns.
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Callable, Iterator, Sequence
 
 from ...arith.analyzer import Analyzer
@@ -28,16 +29,30 @@ from ...ir.op import Op
 from ...ir.structural import structural_equal
 from ...tir.expr import IntImm, PrimExpr
 from ..analysis.struct_info_analysis import is_base_of
-from ..expr import Call, Constant, DataflowVar, ExternFunc, SeqExpr, ShapeExpr, Tuple, TupleGetItem, Var, struct_info_of
+from ..expr import (
+    Call,
+    Constant,
+    DataflowVar,
+    ExternFunc,
+    Function,
+    SeqExpr,
+    ShapeExpr,
+    Tuple,
+    TupleGetItem,
+    Var,
+    struct_info_of,
+)
 from ..struct_info import StructInfo, TensorStructInfo
 
 __all__ = [
     "DFPattern", "ExprPattern", "VarPattern", "DataflowVarPattern", "GlobalVarPattern", "ExternFuncPattern",
     "ConstantPattern", "CallPattern", "TuplePattern", "UnorderedTuplePattern", "TupleGetItemPattern", "OrPattern",
     "AndPattern", "NotPattern", "WildcardPattern", "StructInfoPattern", "DataTypePattern", "ShapePattern",
-    "AttrPattern", "PredicatePattern", "RegionPattern", "PatternContext",
+    "AttrPattern", "PredicatePattern", "RegionPattern", "PatternContext", "FunctionPattern", "PrimArrPattern",
+    "SameShapeConstraint",
     "is_var", "is_dfv", "is_gv", "is_const", "is_expr", "is_op", "is_tuple", "is_tuple_get_item", "wildcard",
     "has_dtype", "has_attr", "is_call_tir", "reject", "is_region", "make_fused_bias_activation_pattern",
+    "is_call_dps_packed", "is_call_packed", "is_shape",
 ]
 
 
@@ -71,6 +86,20 @@ class DFPattern:
 
     __rshift__ = used_by
     __xor__ = only_used_by
+
+    def dup(self) -> DFPattern:
+        """The same pattern as a new object (a second, independent match of the same shape)."""
+        return copy.copy(self)
+
+    def fork_to(self, *others: DFPattern) -> None:
+        """``self ^ other`` for each of ``others``."""
+        for other in others:
+            self.only_used_by(other)
+
+    def same_shape_as(self, *others: DFPattern) -> "SameShapeConstraint":
+        """In the current :class:`PatternContext`: what this matches and what ``others`` match
+        have shapes provably equal (the same dimensions, or the same symbolic ones)."""
+        return SameShapeConstraint(self, *others)
 
     def has_attr(self, attrs: dict[str, Any]) -> AttrPattern:
         """This pattern, where the call (or function) also carries these attribute values."""
@@ -191,6 +220,45 @@ class WildcardPattern(DFPattern):
 
     def _text(self) -> str:
         return "wildcard()"
+
+
+class FunctionPattern(DFPattern):
+    """Matches a ``relax.Function`` whose parameters and body match (``params`` None: any)."""
+
+    def __init__(self, params: Sequence[Any] | None, body: Any):
+        self.params = None if params is None else [_as_pattern(q, "FunctionPattern param") for q in params]
+        self.body = _as_pattern(body, "FunctionPattern body")
+
+    def _text(self) -> str:
+        return f"FunctionPattern({self.params!r}, {self.body!r})"
+
+
+class PrimArrPattern(DFPattern):
+    """Matches a shape (a ``ShapeExpr``, or the shape of a tensor struct info) with these
+    dimensions (``is_shape``); ``has_shape`` is the test on a tensor instead."""
+
+    def __init__(self, shape: Sequence[Any]):
+        self.fields = [IntImm("int64", d) if isinstance(d, int) and not isinstance(d, bool) else d for d in shape]
+
+    def __getitem__(self, index: int) -> Any:
+        if index >= len(self.fields):
+            raise IndexError("PrimArrPattern index out of range")
+        return self.fields[index]
+
+    def __len__(self) -> int:
+        return len(self.fields)
+
+    def _text(self) -> str:
+        return f"is_shape({[int(d) if isinstance(d, IntImm) else d for d in self.fields]})"
+
+
+class SameShapeConstraint:
+    """The expressions some patterns match have provably equal shapes (kept by the current
+    :class:`PatternContext`, checked when it matches a block)."""
+
+    def __init__(self, *patterns: DFPattern):
+        self.patterns = [_as_pattern(q, "same_shape_as") for q in patterns]
+        PatternContext.current_or_raise("same_shape_as").same_shapes.append(self)
 
 
 class CallPattern(DFPattern):
@@ -393,6 +461,7 @@ class PatternContext:
         outer = PatternContext.current() if incremental else None
         self.constraints: list[tuple[DFPattern, DFPattern, int, bool]] = list(outer.constraints) if outer else []
         self.regions: list[RegionPattern] = list(outer.regions) if outer else []
+        self.same_shapes: list[SameShapeConstraint] = list(outer.same_shapes) if outer else []
 
     def __enter__(self) -> PatternContext:
         PatternContext._stack.append(self)
@@ -427,6 +496,9 @@ class PatternContext:
         for producer, consumer, _, _ in self.constraints:
             seen.setdefault(producer)
             seen.setdefault(consumer)
+        for same in self.same_shapes:
+            for q in same.patterns:
+                seen.setdefault(q)
         return list(seen)
 
     def match_dfb(self, block: Any) -> dict[DFPattern, Any] | None:
@@ -510,16 +582,42 @@ def is_call_tir(func_name: str, args: Any = None, tir_vars: DFPattern | None = N
     """``R.call_tir(func_name, args, ...)``: the PrimFunc's name contains ``func_name``;
     ``args`` a list of patterns, a tuple pattern, or None for any arguments; ``tir_vars`` a
     pattern for the symbolic-variable argument (None: the call has none)."""
-    if args is None:
-        args_pattern: DFPattern = wildcard()
-    elif isinstance(args, (list, tuple)):
-        args_pattern = TuplePattern(args)
-    else:
-        args_pattern = _as_pattern(args, "is_call_tir args")
+    args_pattern = _args_pattern(args, "is_call_tir")
     call_tir = is_op("relax.call_tir")
     if tir_vars is None:
         return call_tir(GlobalVarPattern(func_name), args_pattern)
     return call_tir(GlobalVarPattern(func_name), args_pattern, _as_pattern(tir_vars, "is_call_tir tir_vars"))
+
+
+def is_call_dps_packed(func_name: str, args: Any = None) -> CallPattern:
+    """``R.call_dps_packed(func_name, args, ...)``; ``args`` a list of patterns, a tuple
+    pattern, or None for any arguments."""
+    return is_op("relax.call_dps_packed")(ExternFuncPattern(func_name), _args_pattern(args, "is_call_dps_packed"),
+                                          add_constraint=False)
+
+
+def _args_pattern(args: Any, where: str) -> DFPattern:
+    """The tuple-of-arguments pattern of a call_tir / call_dps_packed: any (None), a list of
+    patterns, or a pattern."""
+    if args is None:
+        return wildcard()
+    if isinstance(args, (list, tuple)):
+        return TuplePattern(args)
+    return _as_pattern(args, f"{where} args")
+
+
+def is_call_packed(func_name: str, args: Sequence[Any] | None = None) -> CallPattern:
+    """``R.call_packed(func_name, *args)``: a call of the ExternFunc, with these arguments (None: any)."""
+    if args is None:
+        return ExternFuncPattern(func_name)(varg_default_wildcard=True, add_constraint=False)
+    return ExternFuncPattern(func_name)(*args)
+
+
+def is_shape(shape: Sequence[Any]) -> PrimArrPattern:
+    """Matches a shape with these dimensions (ints or PrimExprs)."""
+    if not isinstance(shape, (list, tuple)):
+        raise ValueError("is_shape takes a list or tuple as input.")
+    return PrimArrPattern(shape)
 
 
 def make_fused_bias_activation_pattern(op_name: str, with_bias: bool = False, activation: str | None = None,
@@ -633,6 +731,12 @@ class _Matcher:
             return self.visit(p.pattern, expr) and _attrs_match(expr, p.attrs)
         if isinstance(p, PredicatePattern):
             return self.visit(p.pattern, expr) and bool(p.predicate(expr))
+        if isinstance(p, FunctionPattern):
+            return self.visit_function(p, expr)
+        if isinstance(p, PrimArrPattern):
+            values = expr.values if isinstance(expr, ShapeExpr) else None
+            return values is not None and len(values) == len(p.fields) and \
+                all(_dim_equal(w, g) for w, g in zip(p.fields, values))
         if isinstance(p, RegionPattern):
             raise TypeError(f"{p!r} matches bindings of a dataflow block, not one expression: use it as a "
                             "pattern of its own in a PatternContext (rewrite_bindings, ctx.match_dfb)")
@@ -660,6 +764,14 @@ class _Matcher:
                 return True
             self.undo(inner)
         return False
+
+    def visit_function(self, p: FunctionPattern, expr: Any) -> bool:
+        if not isinstance(expr, Function):
+            return False
+        if p.params is not None and (len(p.params) != len(expr.params)
+                                     or not all(self.visit(q, v) for q, v in zip(p.params, expr.params))):
+            return False
+        return self.visit(p.body, expr.body)
 
     def visit_unordered(self, patterns: list[DFPattern], fields: list[Any]) -> bool:
         if not patterns:

@@ -11,6 +11,7 @@ from . import (
     binary,
     builtin,
     grad,
+    inspect,
     memory,
     nn,
     unary,
@@ -24,6 +25,8 @@ from .base import (
     call_tir,
     call_tir_inplace,
     print,  # noqa: A004 - R.print
+    shape_of,
+    shape_to_tensor,
     tensor_to_shape,
 )
 from .create import arange, full, full_like, ones, ones_like, tril, triu, zeros, zeros_like
@@ -66,7 +69,7 @@ __all__ = [
     # shapes and indexing
     "permute_dims", "reshape", "flatten", "expand_dims", "squeeze", "concat", "stack", "split",
     "broadcast_to", "layout_transform", "take", "strided_slice", "gather_elements", "scatter_elements",
-    "scatter_nd", "dynamic_strided_slice", "tensor_to_shape",
+    "scatter_nd", "dynamic_strided_slice", "tensor_to_shape", "shape_of", "shape_to_tensor",
     "repeat", "tile", "flip", "collapse_sum_like", "collapse_sum_to",
     # reductions and search
     "sum", "mean", "max", "min", "prod", "variance", "std", "cumsum", "cumprod", "argmax", "argmin",

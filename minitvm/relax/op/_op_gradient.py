@@ -72,10 +72,11 @@ for _name, _fx, _fy in [
      lambda a, b, y, g: _u.negative(_b.divide(_b.multiply(g, y), b))),
     ("power", lambda a, b, y, g: _b.multiply(g, _b.multiply(b, _b.power(a, _b.subtract(b, _c(1, b))))),
      lambda a, b, y, g: _b.multiply(g, _b.multiply(y, _u.log(a)))),
-    ("maximum", lambda a, b, y, g: where(_b.greater(a, b), g, zeros_like(g)),
-     lambda a, b, y, g: where(_b.greater(a, b), zeros_like(g), g)),
-    ("minimum", lambda a, b, y, g: where(_b.less(a, b), g, zeros_like(g)),
-     lambda a, b, y, g: where(_b.less(a, b), zeros_like(g), g)),
+    # ties go to the first operand, as TVM's rules send them
+    ("maximum", lambda a, b, y, g: where(_b.less(a, b), _c(0, a), g),
+     lambda a, b, y, g: where(_b.greater_equal(a, b), _c(0, a), g)),
+    ("minimum", lambda a, b, y, g: where(_b.greater_equal(a, b), _c(0, a), g),
+     lambda a, b, y, g: where(_b.less(a, b), _c(0, a), g)),
 ]:
     register_gradient(f"relax.{_name}", _binary(_fx, _fy))
 
@@ -97,7 +98,7 @@ def _unary(f: Callable) -> Rule:
 
 
 for _name, _f in [
-    ("abs", lambda x, y, g: where(_b.less(x, _c(0, x)), _u.negative(g), g)),
+    ("abs", lambda x, y, g: _b.multiply(g, where(_b.less(x, _c(0, x)), _u.negative(_c(1, x)), _c(1, x)))),
     ("cos", lambda x, y, g: _u.negative(_b.multiply(g, _u.sin(x)))),
     ("exp", lambda x, y, g: _b.multiply(g, y)),
     ("log", lambda x, y, g: _b.divide(g, x)),
@@ -106,7 +107,8 @@ for _name, _f in [
     ("sin", lambda x, y, g: _b.multiply(g, _u.cos(x))),
     ("sqrt", lambda x, y, g: _b.divide(_b.multiply(g, _c(0.5, y)), y)),
     ("tanh", lambda x, y, g: _b.multiply(g, _b.subtract(_c(1, y), _b.multiply(y, y)))),
-    ("nn.relu", lambda x, y, g: where(_b.greater(x, _c(0, x)), g, zeros_like(g))),
+    # at 0 the gradient passes, as TVM's rule has it (a zero-initialized ReLU layer still learns)
+    ("nn.relu", lambda x, y, g: where(_b.less(x, _c(0, x)), _c(0, x), g)),
     ("nn.silu", lambda x, y, g: _silu_grad(x, g)),
 ]:
     register_gradient(f"relax.{_name}", _unary(_f))

@@ -269,4 +269,33 @@ def tensor_to_shape(expr: Expr) -> Call:
     return make_call("relax.tensor_to_shape", expr)
 
 
-__all__ += ["tensor_to_shape"]
+@register("relax.shape_of", pattern=OpPattern.OPAQUE, num_inputs=1)
+def _infer_shape_of(call: Call, ctx: Any) -> StructInfo:
+    """The tensor's shape: its dimensions when the struct info writes them out, else only its rank."""
+    sinfo = struct_info_of(call.args[0])
+    if not isinstance(sinfo, TensorStructInfo):
+        raise StructInfoError(f"relax.shape_of expects a tensor, got {sinfo}; use R.match_cast if necessary")
+    values = sinfo.shape_values if isinstance(sinfo.shape, ShapeExpr) else None
+    return ShapeStructInfo(values=values) if values is not None else ShapeStructInfo(ndim=sinfo.ndim)
+
+
+def shape_of(expr: Expr) -> Call:
+    """``R.shape_of(x)``: the shape of tensor ``x`` at run time."""
+    return make_call("relax.shape_of", expr)
+
+
+@register("relax.shape_to_tensor", pattern=OpPattern.OPAQUE, num_inputs=1)
+def _infer_shape_to_tensor(call: Call, ctx: Any) -> StructInfo:
+    """A 1-d int64 tensor of as many elements as the shape has dimensions."""
+    sinfo = struct_info_of(call.args[0])
+    if not isinstance(sinfo, ShapeStructInfo):
+        raise StructInfoError(f"relax.shape_to_tensor expects a shape, got {sinfo}")
+    return TensorStructInfo([sinfo.ndim] if sinfo.ndim != -1 else None, "int64", ndim=1)
+
+
+def shape_to_tensor(expr: Expr) -> Call:
+    """``R.shape_to_tensor(s)``: a shape's dimensions as a 1-d int64 tensor."""
+    return make_call("relax.shape_to_tensor", expr)
+
+
+__all__ += ["tensor_to_shape", "shape_of", "shape_to_tensor"]

@@ -3,13 +3,15 @@
 ``nn`` (a PyTorch-like module API over the BlockBuilder: ``Placeholder``, ``Parameter``,
 ``Module``, ``Linear`` ...), ``get_relax_matmul_module`` (a matmul with optional bias,
 activation and residual epilogue), ``vm`` (the ``test.vm.*`` global functions and
-``check_saved_func``) and ``transform.ApplyEmptyCppMutator``.  TVM's attention helpers and
-AST printer are not here (minitvm has no ``R.nn.attention``).
+``check_saved_func``), ``transform.ApplyEmptyCppMutator``, ``dump_ast`` (an expression's
+nodes as nested text, :mod:`.ast_printer`) and ``runtime_builtin`` (the shape builtins'
+codes).  TVM's attention helpers are not here (minitvm has no ``R.nn.attention``).
 """
 
 from __future__ import annotations
 
-from . import nn, transform, vm
+from . import ast_printer, nn, runtime_builtin, transform, vm
+from .ast_printer import dump_ast
 from .matmul import get_relax_matmul_module
 
-__all__ = ["nn", "vm", "transform", "get_relax_matmul_module"]
+__all__ = ["nn", "vm", "transform", "get_relax_matmul_module", "ast_printer", "dump_ast", "runtime_builtin"]

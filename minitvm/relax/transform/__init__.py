@@ -59,8 +59,8 @@ from .optimize_layout_transform import OptimizeLayoutTransform  # noqa: E402
 from .gradient import Gradient  # noqa: E402
 from .realize_vdevice import RealizeVDevice  # noqa: E402
 from .update_vdevice import UpdateVDevice  # noqa: E402
-from .decompose_ops import DecomposeOpsForInference  # noqa: E402
-__all__ += ["DecomposeOpsForInference", "MetaScheduleTuneIRMod"]
+from .decompose_ops import DecomposeOpsForInference, DecomposeOpsForTraining  # noqa: E402
+__all__ += ["DecomposeOpsForInference", "DecomposeOpsForTraining", "MetaScheduleTuneIRMod"]
 from .adjust_matmul_order import AdjustMatmulOrder  # noqa: E402
 from .bind_symbolic_vars import BindSymbolicVars  # noqa: E402
 from .bundle_model_params import BundleModelParams  # noqa: E402

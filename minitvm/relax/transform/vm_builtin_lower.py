@@ -73,7 +73,8 @@ class _BuiltinLower(KernelCallMutator):
             return builtin_call("vm.builtin.alloc_storage", [call.args[0], DataTypeImm("uint8")])
         if name == MEMORY_ALLOC_TENSOR:
             return builtin_call("vm.builtin.alloc_tensor", list(call.args[:4]), call.struct_info)
-        if name in ("relax.print", "relax.assert_op", "relax.tensor_to_shape"):  # run-time builtins of the VM
+        if name in ("relax.print", "relax.assert_op", "relax.tensor_to_shape", "relax.shape_of",
+                    "relax.shape_to_tensor"):  # run-time builtins of the VM
             return Call(ExternFunc("vm.builtin." + name.removeprefix("relax.")), list(call.args), None,
                         [call.struct_info])
         if name == CALL_TIR_DYN:  # the PrimFunc called directly, the shape's values as scalars

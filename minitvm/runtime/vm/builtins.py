@@ -18,9 +18,9 @@ that takes ``n`` as a scalar gets it.  Each dimension is described by a pair of 
 ==================  ======  =================================================
 match_shape code    value   meaning for dimension ``d`` of the value
 ==================  ======  =================================================
-``MATCH_ANY`` 0     --      no check
-``MATCH_IMM`` 1     k       ``d`` must equal the constant ``k``
-``MATCH_STORE`` 2   slot    ``heap[slot] = d`` (first sight of a symbol)
+``MATCH_IMM`` 0     k       ``d`` must equal the constant ``k``
+``MATCH_STORE`` 1   slot    ``heap[slot] = d`` (first sight of a symbol)
+``MATCH_ANY`` 2     --      no check
 ``MATCH_HEAP`` 3    slot    ``d`` must equal ``heap[slot]`` (later sights)
 ==================  ======  =================================================
 
@@ -53,7 +53,8 @@ from ..registry import register_func
 __all__ = ["ShapeTuple", "Storage", "MATCH_ANY", "MATCH_IMM", "MATCH_STORE", "MATCH_HEAP",
            "MAKE_IMM", "MAKE_LOAD", "EXPR_CODES", "SPECIALIZERS", "ALLOWED_DTYPE_KINDS", "check_dtype", "BUILTIN_NAMES"]
 
-MATCH_ANY, MATCH_IMM, MATCH_STORE, MATCH_HEAP = 0, 1, 2, 3
+# TVM's numbering (relax.testing.runtime_builtin.MatchShapeCode / MakeShapeCode)
+MATCH_IMM, MATCH_STORE, MATCH_ANY, MATCH_HEAP = 0, 1, 2, 3
 MAKE_IMM, MAKE_LOAD = 0, 1
 
 #: postfix codes of ``eval_shape_expr``: the two leaves, then integer arithmetic as in TIR
@@ -289,6 +290,13 @@ def tensor_to_shape(value: NDArray) -> ShapeTuple:
     return ShapeTuple(tuple(int(v) for v in value._array))
 
 
+def shape_to_tensor(value: ShapeTuple) -> NDArray:
+    """The dimensions of a shape as a 1-d int64 tensor."""
+    if not isinstance(value, ShapeTuple):
+        raise TypeError(f"shape_to_tensor: expected a shape, got {type(value).__name__}")
+    return NDArray(np.array([int(d) for d in value], dtype="int64"))
+
+
 def make_tuple(*fields: Any) -> tuple:
     """A tuple of the arguments."""
     return fields
@@ -452,6 +460,7 @@ _BUILTINS = {
     "vm.builtin.eval_shape_expr": eval_shape_expr,
     "vm.builtin.shape_of": shape_of,
     "vm.builtin.tensor_to_shape": tensor_to_shape,
+    "vm.builtin.shape_to_tensor": shape_to_tensor,
     "vm.builtin.make_tuple": make_tuple,
     "vm.builtin.tuple_getitem": tuple_getitem,
     "vm.builtin.copy": copy,

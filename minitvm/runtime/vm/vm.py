@@ -105,10 +105,16 @@ def _straight_line(prog: _Program) -> Callable[..., Any] | None:
     return env["run"]
 
 
+_MISSING = object()  # an argument not given (save_function / set_input by name)
+
+
 class VirtualMachine:
     """Runs the functions of an :class:`Executable`: ``vm["forward"](x)`` or ``vm.invoke(...)``."""
 
-    def __init__(self, exe: Executable, device: Device | str | None = None):
+    def __init__(self, exe: Executable, device: Device | str | None = None, memory_cfg: str | None = None,
+                 profile: bool = False):
+        # memory_cfg and profile are TVM's: one allocator here, and every VM can profile()
+        del memory_cfg, profile
         if not isinstance(exe, Executable):
             raise TypeError(f"VirtualMachine needs an Executable, got {type(exe).__name__}")
         exe.verify()
@@ -325,10 +331,43 @@ class VirtualMachine:
     def __contains__(self, func_name: object) -> bool:
         return func_name in self._func_index
 
-    # stateful calling (as TVM): set the inputs once, run many times, read the outputs
-    def set_input(self, func_name: str, *args: Any) -> None:
+    def _positional(self, func_name: str, args: tuple, kwargs: dict) -> tuple:
+        """``args`` then ``kwargs`` placed by the function's parameter names."""
         self[func_name]  # noqa: B018 - raises for an unknown name
-        self._inputs[func_name] = self._checks[func_name](args)[0]
+        if not kwargs:
+            return args
+        names = self.exe.func_table[self._func_index[func_name]].params
+        values: list[Any] = list(args) + [_MISSING] * (len(names) - len(args))
+        for key, value in kwargs.items():
+            if key not in names:
+                raise TypeError(f"{func_name}: no parameter named {key!r}; its parameters are {', '.join(names)}")
+            if values[names.index(key)] is not _MISSING:
+                raise TypeError(f"{func_name}: parameter {key!r} given twice")
+            values[names.index(key)] = value
+        missing = [n for n, v in zip(names, values) if v is _MISSING]
+        if missing:
+            raise TypeError(f"{func_name}: missing arguments {', '.join(missing)}")
+        return tuple(values)
+
+    def save_function(self, func_name: str, saved_name: str, *args: Any, include_return: bool = True,
+                      **kwargs: Any) -> None:
+        """Make ``vm[saved_name]()`` call ``func_name`` on these arguments (TVM's, for timing
+        a function with its inputs bound); without ``include_return`` the call returns None.
+        ``saved_name`` may replace an earlier saved function, not a function of the module."""
+        if saved_name in self._func_index:
+            raise ValueError(f"save_function: {saved_name!r} is a function of the module; choose another name")
+        fn, bound = self[func_name], self._positional(func_name, args, kwargs)
+
+        def call() -> Any:
+            out = fn(*bound)
+            return out if include_return else None
+
+        self._bound[saved_name] = PackedFunc(call, saved_name)
+
+    # stateful calling (as TVM): set the inputs once, run many times, read the outputs
+    def set_input(self, func_name: str, *args: Any, **kwargs: Any) -> None:
+        """The inputs of ``func_name`` for :meth:`invoke_stateful`, by position or by name."""
+        self._inputs[func_name] = self._checks[func_name](self._positional(func_name, args, kwargs))[0]
 
     def invoke_stateful(self, func_name: str) -> None:
         if func_name not in self._inputs:

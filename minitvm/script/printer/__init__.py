@@ -110,7 +110,8 @@ _SELF_CONTAINED: set[type] = set()
 
 def register_printer(node_type: type, printer: Callable[[Any], str], self_contained: bool = False) -> None:
     """Let ``script`` print a node type this module does not know (e.g. Relax functions);
-    ``self_contained``: its text defines every variable it uses (a function does)."""
+    ``self_contained``: its text defines every variable it uses (a function does); otherwise
+    the printer gets ``verbose_expr=True`` when asked to declare the free variables first."""
     _EXTRA_PRINTERS[node_type] = printer
     if self_contained:
         _SELF_CONTAINED.add(node_type)
@@ -187,10 +188,8 @@ def _script(node: Any, show_header: bool = True, **kwargs: Any) -> str:
     verbose = kwargs.pop("verbose_expr", False)
     for cls in type(node).__mro__:
         if cls in _EXTRA_PRINTERS:
-            if verbose and cls not in _SELF_CONTAINED:
-                raise NotImplementedError("script(verbose_expr=True): minitvm declares free variables "
-                                          "only in TIR text, not in a Relax fragment (a whole function "
-                                          "or module prints as usual)")
+            if verbose and cls not in _SELF_CONTAINED:  # a fragment: its printer declares what is free
+                kwargs["verbose_expr"] = True
             return _EXTRA_PRINTERS[cls](node, show_header=show_header, **kwargs)
     p = _TIRPrinter(kwargs["era"])
     if isinstance(node, IRModule):

@@ -209,9 +209,9 @@ def test_vm_shape_lower_golden():
         'shape_heap: R.Object = R.ExternFunc("vm.builtin.alloc_shape_heap")(R.prim_value(2), sinfo_args=R.Object)',
         '_: R.Object = R.ExternFunc("vm.builtin.check_tensor_info")(x, R.prim_value(2), R.str("float32"), '
         'R.str("main: argument \'x\'"), sinfo_args=R.Object)',
-        # match_shape codes: 2 = store n into slot 0, 1 = the constant 784
-        '_1: R.Object = R.ExternFunc("vm.builtin.match_shape")(x, shape_heap, R.prim_value(2), R.prim_value(2), '
-        'R.prim_value(0), R.prim_value(1), R.prim_value(784), R.str("main: argument \'x\'"), sinfo_args=R.Object)',
+        # match_shape codes (TVM's): 1 = store n into slot 0, 0 = the constant 784
+        '_1: R.Object = R.ExternFunc("vm.builtin.match_shape")(x, shape_heap, R.prim_value(2), R.prim_value(1), '
+        'R.prim_value(0), R.prim_value(0), R.prim_value(784), R.str("main: argument \'x\'"), sinfo_args=R.Object)',
     ]
     # make_shape codes: 1 = load slot 0, 0 = the constant 128
     assert ('shape1: R.Shape((n, 128)) = R.ExternFunc("vm.builtin.make_shape")(shape_heap, R.prim_value(2), '

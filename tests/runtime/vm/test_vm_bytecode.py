@@ -17,7 +17,7 @@ def test_as_text_golden(mlp_exe):
               "%2 w2: Tensor((128, 10), float32); registers: 10")
     assert listing == "@forward:\n" + params + """
   call  vm.builtin.alloc_shape_heap in: i1 dst: %3
-  call  vm.builtin.match_shape in: %0, %3, i2, i2, i0, i1, i784, c[0] dst: -
+  call  vm.builtin.match_shape in: %0, %3, i2, i1, i0, i0, i784, c[0] dst: -
   call  vm.builtin.make_shape in: %3, i2, i1, i0, i0, i128 dst: %4
   call  vm.builtin.alloc_storage in: %4, c[1] dst: %5
   call  vm.builtin.alloc_tensor in: %5, i0, %4, c[1] dst: %6

@@ -233,7 +233,9 @@ def legalize_call(bb: BlockBuilder, call: Call, custom: dict[str, LegalizeFunc] 
     # a data-dependent op (FDataDependent, e.g. dynamic_strided_slice) has an output shape
     # known only at run time: its legalization computes it, so only its inputs need shapes
     output_known = call.op.get_attr("FDataDependent") or _fully_known(call.struct_info)
-    if not all(_fully_known(struct_info_of(a)) for a in call.args) or not output_known:
+    # TVM's RequiresArgumentShapes=False (relax.inspect.*): legalized whatever is known
+    needs_shapes = call.op.get_attr("RequiresArgumentShapes") is not False
+    if needs_shapes and (not all(_fully_known(struct_info_of(a)) for a in call.args) or not output_known):
         return call
     return _keep_struct_info(fn(bb, call), call.struct_info)
 
