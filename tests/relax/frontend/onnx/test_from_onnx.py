@@ -127,7 +127,7 @@ def test_backend_case_runner_tallies_outcomes():
     x[0] = -abs(x[0])  # relu and abs differ somewhere
     assert run_case(SimpleNamespace(model=model, data_sets=[([x], [np.maximum(x, 0)])])) == ("pass", "")
     outcome, _ = run_case(SimpleNamespace(model=model, data_sets=[([x], [np.abs(x)])]))
-    assert outcome == "wrong result"
+    assert outcome == "wrong values"
     unknown = model_of([helper.make_node("Unique", ["x"], ["y"])], {"x": (F, [5])}, {"y": (F, [5])})
     assert run_case(SimpleNamespace(model=unknown, data_sets=[])) == ("unsupported operator", "Unique.")
 
