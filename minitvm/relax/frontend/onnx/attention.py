@@ -1,0 +1,189 @@
+"""ONNX's composite operators: ``Attention`` (opset 23/24) and the losses
+(``NegativeLogLikelihoodLoss``, ``SoftmaxCrossEntropyLoss``), written with Relax's primitive ops
+as ONNX's own function bodies define them (their ``_expanded`` backend cases are that graph)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ... import op as _op
+from ...expr import Expr, const
+from .elementwise import _onnx_dtype
+from .importer import OnnxImporter, OnnxNode, _is_symbolic
+
+
+def _heads_first(imp: OnnxImporter, x: Expr, shape: list, heads: int) -> Expr:
+    """(batch, seq, heads * size) -> (batch, heads, seq, size)."""
+    b, s, hidden = shape
+    return imp.emit(_op.permute_dims(_op.reshape(x, [b, s, heads, hidden // heads]), [0, 2, 1, 3]))
+
+
+def _window_bias(q_len: int, kv_len: int, offset: Expr | int, causal: bool, left: int, right: int,
+                 dtype: str, imp: OnnxImporter) -> Expr:
+    """0 where query ``i`` may attend key ``j``, -inf elsewhere: causal (``j <= i + offset``)
+    and within ``left`` / ``right`` of ``i + offset`` (-1: unbounded); ``offset`` an int (the
+    cache length) or a (batch,) tensor (the last valid key per batch minus ``q_len``)."""
+    i = np.arange(q_len, dtype="int64").reshape(q_len, 1)
+    j = np.arange(kv_len, dtype="int64").reshape(1, kv_len)
+    zero, minus_inf = imp.scalar_of(0.0, dtype), imp.scalar_of(-math.inf, dtype)
+    if isinstance(offset, int):
+        diff = i + offset - j
+        allowed = np.ones_like(diff, dtype=bool)
+        if causal:
+            allowed &= diff >= 0
+        if left >= 0:
+            allowed &= diff <= left
+        if right >= 0:
+            allowed &= -diff <= right
+        return const(np.where(allowed, 0.0, -np.inf).astype(dtype))
+    diff = _op.subtract(_op.add(const(i), _op.reshape(offset, [-1, 1, 1])), const(j))  # (batch, q, kv)
+    allowed = None
+    for ok in ([_op.greater_equal(diff, imp.scalar_of(0, "int64"))] if causal else []) + \
+              ([_op.less_equal(diff, imp.scalar_of(left, "int64"))] if left >= 0 else []) + \
+              ([_op.less_equal(_op.negative(diff), imp.scalar_of(right, "int64"))] if right >= 0 else []):
+        allowed = ok if allowed is None else _op.logical_and(allowed, ok)
+    return imp.emit(_op.expand_dims(_op.where(allowed, zero, minus_inf), [1]))
+
+
+def _attention_bias(node: OnnxNode, imp: OnnxImporter, q_len: int, kv_len: int, past: int, dtype: str):
+    """The additive bias of ``attn_mask``, ``is_causal``, the sliding window and
+    ``nonpad_kv_seqlen`` (None when there is none), as ONNX's reference builds it."""
+    zero, minus_inf = imp.scalar_of(0.0, dtype), imp.scalar_of(-math.inf, dtype)
+    bias = None
+    if node.has_input(3):
+        mask, shape = imp.tensor(node, 3), imp.shape(node, 3)
+        boolean = imp.dtype(node, 3) == "bool"
+        if shape[-1] < kv_len:  # a mask shorter than the keys: the rest masked out
+            width = [0, 0] * (len(shape) - 1) + [0, kv_len - shape[-1]]
+            mask = _op.nn.pad(_op.astype(mask, "int8") if boolean else mask, width,
+                              pad_value=0.0 if boolean else -math.inf)
+            mask = _op.astype(mask, "bool") if boolean else mask
+        bias = imp.emit(_op.where(mask, zero, minus_inf) if boolean else mask)
+    causal = bool(node.attr("is_causal", 0))
+    left, right = int(node.attr("left_window_size", -1)), int(node.attr("right_window_size", -1))
+    offset: Expr | int = past
+    if node.has_input(6) and not node.has_input(4):
+        offset = _op.subtract(imp.tensor(node, 6), imp.scalar_of(q_len, imp.dtype(node, 6)))
+        offset = imp.emit(_op.astype(offset, "int64"))
+    if causal or left >= 0 or right >= 0:
+        window = _window_bias(q_len, kv_len, offset, causal, left, right, dtype, imp)
+        bias = window if bias is None else imp.emit(_op.add(bias, window))
+    if node.has_input(6):  # keys past each batch's valid length masked out
+        valid = _op.less(const(np.arange(kv_len, dtype="int64")),
+                         _op.reshape(_op.astype(imp.tensor(node, 6), "int64"), [-1, 1]))
+        pad_bias = _op.reshape(_op.where(valid, zero, minus_inf), [-1, 1, 1, kv_len])
+        bias = imp.emit(pad_bias if bias is None else _op.add(bias, pad_bias))
+    return bias
+
+
+def _attention_inputs(node: OnnxNode, imp: OnnxImporter):
+    """Q, K, V as (batch, heads, seq, size), the past keys and values appended; the rank."""
+    rank = len(imp.shape(node, 0))
+    q, k, v = (imp.tensor(node, i) for i in range(3))
+    if rank == 3:
+        q_heads, kv_heads = int(node.attr("q_num_heads")), int(node.attr("kv_num_heads"))
+        q = _heads_first(imp, q, imp.shape(node, 0), q_heads)
+        k = _heads_first(imp, k, imp.shape(node, 1), kv_heads)
+        v = _heads_first(imp, v, imp.shape(node, 2), kv_heads)
+    if node.has_input(4):
+        k = imp.emit(_op.concat([imp.tensor(node, 4), k], axis=2))
+        v = imp.emit(_op.concat([imp.tensor(node, 5), v], axis=2))
+    return q, k, v, rank
+
+
+def attention(node: OnnxNode, imp: OnnxImporter):
+    """``softmax(Q K^T * scale + bias) V`` over heads, with grouped key/value heads repeated,
+    an optional past cache (outputs 1 and 2: the keys and values with it), ``softcap`` and
+    ``qk_matmul_output_mode`` (output 3: the scores after softcap (0, 1), the bias (2) or the
+    softmax (3)); a query row with every key masked gives 0."""
+    q, k, v, rank = _attention_inputs(node, imp)
+    dtype = imp.dtype(node, 0)
+    q_shape, k_shape = imp.shape_of(q), imp.shape_of(k)
+    if any(_is_symbolic(d) for d in q_shape[1:] + k_shape[1:]):
+        raise node.error("Attention over symbolic head counts or sequence lengths is not supported")
+    present_k, present_v = k, v
+    if q_shape[1] != k_shape[1]:  # grouped-query attention: each key/value head serves several
+        k, v = (imp.emit(_op.repeat(t, q_shape[1] // k_shape[1], axis=1)) for t in (k, v))
+    scale = node.attr("scale")
+    scale = 1 / math.sqrt(q_shape[3]) if scale is None else float(scale)
+    root = imp.scalar_of(math.sqrt(scale), dtype)  # both sides scaled by its root, as ONNX does
+    scores = imp.emit(_op.matmul(_op.multiply(q, root), _op.permute_dims(_op.multiply(k, root), [0, 1, 3, 2])))
+    softcap = float(node.attr("softcap", 0.0))
+    if softcap > 0:
+        cap = imp.scalar_of(softcap, dtype)
+        scores = imp.emit(_op.multiply(_op.tanh(_op.divide(scores, cap)), cap))
+    past = imp.shape(node, 4)[2] if node.has_input(4) else 0
+    bias = _attention_bias(node, imp, q_shape[2], k_shape[2], past, dtype)
+    biased = scores if bias is None else imp.emit(_op.add(scores, bias))
+    precision = node.attr("softmax_precision")
+    work = dtype if precision is None else _onnx_dtype(precision)
+    probs = _op.nn.softmax(biased if work == dtype else _op.astype(biased, work), axis=-1)
+    if bias is not None:  # rows with every key masked (-inf: a max starts at the lowest finite value): 0
+        attendable = _op.astype(_op.not_equal(bias, imp.scalar_of(-math.inf, dtype)), "int32")
+        masked = _op.equal(_op.sum(attendable, axis=[-1], keepdims=True), imp.scalar_of(0, "int32"))
+        probs = _op.where(masked, imp.scalar_of(0.0, work), probs)
+    probs = imp.emit(probs if work == dtype else _op.astype(probs, dtype))
+    out = _op.matmul(probs, v)
+    if rank == 3:
+        b, h, s, d = imp.shape_of(out := imp.emit(out))
+        out = _op.reshape(_op.permute_dims(out, [0, 2, 1, 3]), [b, s, h * d])
+    mode = int(node.attr("qk_matmul_output_mode", 0))
+    return [imp.emit(out), present_k, present_v, {0: scores, 1: scores, 2: biased, 3: probs}[mode]]
+
+
+# -- losses ---------------------------------------------------------------------------------------------
+
+def _nll(node: OnnxNode, imp: OnnxImporter, logp: Expr):
+    """The negative log-likelihood of ``logp`` (N, C, d...) at the target classes (input 1),
+    weighted by class (input 2), ``ignore_index`` contributing 0, reduced as ``reduction`` says
+    (a mean divides by the weights' sum, ignored elements weighing 0)."""
+    dtype = imp.dtype(node, 0)
+    classes = imp.shape(node, 0)[1]
+    target = _op.astype(imp.tensor(node, 1), "int64")
+    ignore = node.attr("ignore_index")
+    valid = None if ignore is None else _op.not_equal(target, imp.scalar_of(int(ignore), "int64"))
+    zero = imp.scalar_of(0, "int64")
+    safe = target if valid is None else imp.emit(_op.where(valid, target, zero))
+    if valid is not None or node.has_input(2):  # an ignored or out-of-range class reads class 0 or C-1
+        safe = imp.emit(_op.minimum(_op.maximum(safe, zero), imp.scalar_of(int(classes) - 1, "int64")))
+    picked = _op.squeeze(_op.gather_elements(logp, _op.expand_dims(safe, [1]), axis=1), [1])
+    loss = _op.negative(picked)
+    weight = None
+    if node.has_input(2):
+        weight = _op.take(imp.tensor(node, 2), safe, axis=0)
+    if valid is not None:
+        loss = _op.where(valid, loss, imp.scalar_of(0.0, dtype))
+        mask = _op.astype(valid, dtype)
+        weight = mask if weight is None else _op.multiply(weight, mask)
+    if weight is not None:
+        weight = imp.emit(weight)
+        loss = _op.multiply(loss, weight)
+    loss = imp.emit(loss)
+    reduction = node.attr("reduction", "mean")
+    if reduction == "none":
+        return loss
+    total = _op.sum(loss)
+    if reduction == "sum":
+        return imp.emit(total)
+    if weight is None:
+        return imp.emit(_op.mean(loss))
+    return imp.emit(_op.divide(total, _op.sum(weight)))
+
+
+def negative_log_likelihood_loss(node: OnnxNode, imp: OnnxImporter):
+    return _nll(node, imp, imp.tensor(node, 0))
+
+
+def softmax_cross_entropy_loss(node: OnnxNode, imp: OnnxImporter):
+    """The NLL of ``log_softmax`` over the classes (axis 1); output 1: those log-probabilities."""
+    logp = imp.emit(_op.nn.log_softmax(imp.tensor(node, 0), axis=1))
+    return [_nll(node, imp, logp), logp]
+
+
+CONVERTERS = {
+    "Attention": attention,
+    "NegativeLogLikelihoodLoss": negative_log_likelihood_loss,
+    "SoftmaxCrossEntropyLoss": softmax_cross_entropy_loss,
+}

@@ -1,0 +1,65 @@
+"""ONNX's composite operators (Attention, the losses) and the others added for ONNX's backend
+cases, through from_onnx, compiled and run, against onnxruntime on seeded random data."""
+
+from __future__ import annotations
+
+import numpy as np
+from onnx import helper
+from onnx.reference import ReferenceEvaluator
+
+from minitvm.relax.frontend.onnx import from_onnx
+
+from ._check import assert_outputs, check, compile_vm, init, model_of, random_inputs, tvm_run
+
+F = "float32"
+
+
+def test_attention_grouped_heads_with_a_cache_a_mask_causal_and_softmax_output():
+    """3-D inputs split into 4 query / 2 key-value heads, a past cache of 3 appended (outputs 1
+    and 2), a boolean mask shorter than the keys, causal from the cache's end, softcap, and the
+    softmax as output 3; a second node over 4-D inputs with a float mask and a scale."""
+    b, q_len, kv_len, past, size = 2, 3, 3, 3, 4
+    nodes = [
+        helper.make_node("Attention", ["q", "k", "v", "mask", "pk", "pv"], ["y", "present_k", "present_v", "qk"],
+                         q_num_heads=4, kv_num_heads=2, is_causal=1, softcap=3.0, qk_matmul_output_mode=3),
+        helper.make_node("Attention", ["q4", "k4", "v4", "fmask"], ["y4"], scale=0.3),
+    ]
+    inputs = {"q": (F, [b, q_len, 4 * size]), "k": (F, [b, kv_len, 2 * size]), "v": (F, [b, kv_len, 2 * size]),
+              "mask": ("bool", [q_len, past + kv_len - 1]), "pk": (F, [b, 2, past, size]),
+              "pv": (F, [b, 2, past, size]),
+              "q4": (F, [b, 2, q_len, size]), "k4": (F, [b, 2, 5, size]), "v4": (F, [b, 2, 5, 6]),
+              "fmask": (F, [b, 1, q_len, 5])}
+    outputs = {"y": (F, [b, q_len, 4 * size]), "present_k": (F, [b, 2, past + kv_len, size]),
+               "present_v": (F, [b, 2, past + kv_len, size]), "qk": (F, [b, 4, q_len, past + kv_len]),
+               "y4": (F, [b, 2, q_len, 6])}
+    model = model_of(nodes, inputs, outputs, opset=23)
+    values = random_inputs(model)
+    values["mask"][1] = False  # a query row with no key left: 0 (ONNX's reference, which defines the op)
+    # ONNX's reference evaluator: onnxruntime refuses a mask shorter than the keys, which ONNX pads
+    want = ReferenceEvaluator(model).run(None, values)
+    assert_outputs(tvm_run(compile_vm(from_onnx(model)), model, values), want, rtol=1e-5, atol=1e-6)
+    assert not want[0][:, 1].any() and want[0][:, 0].all()
+
+
+def _loss_model(reduction, weighted, ignore_index):
+    n, c, d = 3, 5, 4
+    attrs = {"reduction": reduction} | ({} if ignore_index is None else {"ignore_index": ignore_index})
+    names = ["x", "t"] + (["w"] if weighted else [])
+    nodes = [helper.make_node("LogSoftmax", ["x"], ["logp"], axis=1),
+             helper.make_node("NegativeLogLikelihoodLoss", ["logp"] + names[1:], ["nll"], **attrs),
+             helper.make_node("SoftmaxCrossEntropyLoss", names, ["sce", "log_prob"], **attrs)]
+    shape = [n, d] if reduction == "none" else []
+    inits = [init("w", np.linspace(0.5, 2.0, c).astype(F))] if weighted else []
+    return model_of(nodes, {"x": (F, [n, c, d]), "t": ("int64", [n, d])},
+                    {"nll": (F, shape), "sce": (F, shape), "log_prob": (F, [n, c, d])}, inits, opset=18)
+
+
+def test_losses_by_reduction_weight_and_ignored_class():
+    for reduction, weighted, ignore in [("mean", True, 2), ("mean", False, -1), ("sum", False, None),
+                                        ("none", True, None)]:
+        model = _loss_model(reduction, weighted, ignore)
+        values = random_inputs(model, seed=3)
+        values["t"] = np.random.default_rng(4).integers(0, 5, size=values["t"].shape).astype("int64")
+        if ignore is not None:
+            values["t"][0, :2] = ignore  # some targets ignored (-1 is outside the classes)
+        check(model, values, rtol=1e-5, atol=1e-6)
