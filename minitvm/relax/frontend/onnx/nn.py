@@ -115,28 +115,45 @@ def conv_transpose(node: OnnxNode, imp: OnnxImporter):
 
 
 def _pool(kind: str):
-    """MaxPool / AveragePool over 1 or 2 spatial dims (1-D as a 1 x k window)."""
-    fn = _op.nn.max_pool2d if kind == "max" else _op.nn.avg_pool2d
+    """MaxPool / AveragePool / LpPool over 1, 2 or 3 spatial dims (1-D as a 1 x k window); LpPool
+    is the sum of ``|x| ** p`` over the zero-padded window (an average times its size), to 1/p."""
+    fns = {2: _op.nn.max_pool2d if kind == "max" else _op.nn.avg_pool2d,
+           3: _op.nn.max_pool3d if kind == "max" else _op.nn.avg_pool3d}
 
     def convert(node: OnnxNode, imp: OnnxImporter):
         if kind == "max" and node.wants_output(1):
             raise node.error("MaxPool's Indices output is not supported")
         kernel = [int(k) for k in node.attr("kernel_shape")]
         dim = len(kernel)
-        if dim not in (1, 2):
-            raise node.error(f"{dim}-D pooling is not supported (1-D and 2-D are)")
+        if dim not in (1, 2, 3):
+            raise node.error(f"{dim}-D pooling is not supported (1-D, 2-D and 3-D are)")
         strides, dilations, pads = _window(node, imp, kernel)
         x = imp.tensor(node, 0)
+        if kind == "lp":
+            p = float(node.attr("p", 2))
+            x = _op.power(_op.abs(x), imp.scalar(p, x))
         if dim == 1:
             x = _op.expand_dims(x, [2])
             kernel, strides, dilations = [1] + kernel, [1] + strides, [1] + dilations
             pads = [0, pads[0], 0, pads[1]]
-        out = imp.emit(fn(x, pool_size=kernel, strides=strides, padding=pads, dilation=dilations,
-                          ceil_mode=bool(node.attr("ceil_mode", 0)),
-                          count_include_pad=bool(node.attr("count_include_pad", 0))))
-        return imp.emit(_op.squeeze(out, [2])) if dim == 1 else out
+        out = imp.emit(fns[max(dim, 2)](x, pool_size=kernel, strides=strides, padding=pads, dilation=dilations,
+                                        ceil_mode=bool(node.attr("ceil_mode", 0)),
+                                        count_include_pad=kind == "lp" or bool(node.attr("count_include_pad", 0))))
+        if dim == 1:
+            out = imp.emit(_op.squeeze(out, [2]))
+        if kind == "lp":
+            count = imp.scalar(float(np.prod(kernel)), out)
+            out = imp.emit(_op.power(_op.multiply(out, count), imp.scalar(1.0 / p, out)))
+        return out
     convert.__name__ = f"convert_{kind}_pool"
     return convert
+
+
+def global_lp_pool(node: OnnxNode, imp: OnnxImporter):
+    """``sum(|x| ** p) ** (1 / p)`` over the spatial axes."""
+    x, rank, p = imp.tensor(node, 0), len(imp.shape(node, 0)), float(node.attr("p", 2))
+    total = _op.sum(_op.power(_op.abs(x), imp.scalar(p, x)), axis=list(range(2, rank)), keepdims=True)
+    return imp.emit(_op.power(total, imp.scalar(1.0 / p, x)))
 
 
 def _global_pool(fn):
@@ -356,7 +373,7 @@ def einsum(node: OnnxNode, imp: OnnxImporter):
 
 CONVERTERS = {
     "MatMul": matmul, "Gemm": gemm, "Conv": conv, "ConvTranspose": conv_transpose,
-    "MaxPool": _pool("max"), "AveragePool": _pool("avg"),
+    "MaxPool": _pool("max"), "AveragePool": _pool("avg"), "LpPool": _pool("lp"), "GlobalLpPool": global_lp_pool,
     "GlobalAveragePool": _global_pool(_op.mean), "GlobalMaxPool": _global_pool(_op.max),
     "BatchNormalization": batch_normalization, "LayerNormalization": layer_normalization,
     "InstanceNormalization": instance_normalization, "RMSNormalization": rms_normalization,

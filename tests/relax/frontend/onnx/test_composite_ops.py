@@ -63,3 +63,36 @@ def test_losses_by_reduction_weight_and_ignored_class():
         if ignore is not None:
             values["t"][0, :2] = ignore  # some targets ignored (-1 is outside the classes)
         check(model, values, rtol=1e-5, atol=1e-6)
+
+
+def test_selection_pooling_and_quantization_ops_in_one_graph():
+    """TopK (ties: the lower index first), GatherND with a batch axis and negative indices,
+    ScatterND adding, CenterCropPad cropping one axis and padding another, LpPool (padded), GlobalLpPool,
+    3-D max pooling, per-axis QuantizeLinear into int8 and DequantizeLinear back."""
+    rng = np.random.default_rng(5)
+    nodes = [
+        helper.make_node("TopK", ["x", "k"], ["top_v", "top_i"], axis=1, largest=0),
+        helper.make_node("GatherND", ["g", "gi"], ["gathered"], batch_dims=1),
+        helper.make_node("ScatterND", ["g", "si", "su"], ["scattered"], reduction="add"),
+        helper.make_node("CenterCropPad", ["img", "crop"], ["cropped"], axes=[1, 2]),
+        helper.make_node("LpPool", ["img"], ["lp"], kernel_shape=[2, 3], pads=[1, 1, 0, 1], p=3),
+        helper.make_node("GlobalLpPool", ["img"], ["glp"], p=2),
+        helper.make_node("MaxPool", ["vol"], ["vmax"], kernel_shape=[2, 2, 2], strides=[1, 2, 1]),
+        helper.make_node("QuantizeLinear", ["img", "qs", "qz"], ["q"], axis=1),
+        helper.make_node("DequantizeLinear", ["q", "qs", "qz"], ["dq"], axis=1),
+    ]
+    x = rng.permutation(24).reshape(2, 12).astype(F)
+    x[:, 5] = x.min(axis=1)  # a tie for the smallest
+    inits = [init("k", np.array([4])), init("gi", np.array([[[1, -1], [0, 2]], [[2, 0], [-3, 1]], [[0, 3], [1, -4]]])),
+             init("si", np.array([[0, 1], [2, 2], [0, 1]])), init("su", rng.standard_normal([3, 4]).astype(F)),
+             init("crop", np.array([3, 9])), init("qs", np.array([0.02, 0.05], F)),
+             init("qz", np.array([3, -4], "int8"))]
+    model = model_of(nodes, {"x": (F, [2, 12]), "g": (F, [3, 3, 4]), "img": (F, [1, 2, 5, 6]),
+                             "vol": (F, [1, 1, 4, 5, 3])},
+                     {"top_v": (F, [2, 4]), "top_i": ("int64", [2, 4]), "gathered": (F, [3, 2]),
+                      "scattered": (F, [3, 3, 4]), "cropped": (F, [1, 2, 3, 9]),
+                      "lp": (F, [1, 2, 5, 6]), "glp": (F, [1, 2, 1, 1]), "vmax": (F, [1, 1, 3, 2, 2]),
+                      "q": ("int8", [1, 2, 5, 6]), "dq": (F, [1, 2, 5, 6])}, inits, opset=21)
+    values = random_inputs(model, seed=6)
+    values["x"] = x
+    check(model, values, rtol=1e-5, atol=1e-5)
