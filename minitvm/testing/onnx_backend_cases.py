@@ -197,11 +197,12 @@ def tvm_prepare(model: Any) -> Callable[[list], list]:
     return run
 
 
-def _lines(cases: list, prepare: Prepare, start: int, freeze: bool, op: str | None) -> Iterator[str]:
+def _lines(cases: list, prepare: Prepare, start: int, freeze: bool, op: str | None, seconds: int
+           ) -> Iterator[str]:
     for index in range(start, len(cases)):
         if op is not None and op not in {n.op_type for n in cases[index].model.graph.node}:
             continue
-        outcome, detail = run_case(cases[index], prepare, freeze_int_inputs=freeze)
+        outcome, detail = run_case(cases[index], prepare, seconds, freeze_int_inputs=freeze)
         yield json.dumps([index, cases[index].name, outcome, detail])
 
 
@@ -213,7 +214,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--op", help="only the cases whose graph uses this operator")
     args = parser.parse_args(argv)
     cases = light_cases() if args.light else node_cases()
-    for line in _lines(cases, tvm_prepare, args.start, args.freeze_int_inputs, args.op):
+    for line in _lines(cases, tvm_prepare, args.start, args.freeze_int_inputs, args.op,
+                       300 if args.light else 30):
         print(line, flush=True)
 
 

@@ -16,6 +16,8 @@ run-time shape it does not take), ``error`` (anything else), ``wrong dtype or sh
         # too, want them known while importing)
     python -m minitvm.testing.onnx_node_cases --tvm-python /path/to/tvm-venv/bin/python
         # the same cases through Apache TVM's importer, in that interpreter
+    python -m minitvm.testing.onnx_node_cases --light   # the light models (ResNet-50 ...)
+    python -m minitvm.testing.onnx_node_cases --zoo     # every zoo model exported by torch.onnx
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
+import warnings
 from collections import Counter
+from types import SimpleNamespace
 from typing import Any, Callable
 
 import numpy as np
@@ -33,8 +37,12 @@ from .. import cpu, nd
 from ..relax import VirtualMachine, get_pipeline
 from ..relax.frontend.onnx import CONVERTERS, from_onnx
 from . import onnx_backend_cases as _cases
+from . import zoo as _zoo
 
-__all__ = ["run_case", "minitvm_prepare", "sweep", "tvm_sweep", "main"]
+__all__ = ["run_case", "minitvm_prepare", "zoo_case", "sweep", "tvm_sweep", "main"]
+
+#: a zoo model's outputs through ONNX match eager torch to these (as benchmarks/zoo.py's rows)
+ZOO_RTOL, ZOO_ATOL = 1e-4, 1e-4
 
 
 def minitvm_prepare(model: Any) -> Callable[[list], list]:
@@ -53,8 +61,28 @@ def run_case(case: Any, seconds: int = 30, freeze_int_inputs: bool = False) -> t
     return _cases.run_case(case, minitvm_prepare, seconds, freeze_int_inputs)
 
 
-def _cases_of(light: bool, op: str | None) -> list[Any]:
-    cases = _cases.light_cases() if light else _cases.node_cases()
+def zoo_case(name: str, batch: int = 2) -> SimpleNamespace:
+    """Zoo model ``name`` as a case: exported by ``torch.onnx.export`` (torch's dynamo exporter,
+    which needs onnxscript) on its seeded inputs for ``batch``, expected to give eager torch's output."""
+    import torch  # lazy: torch is an optional extra, heavy to import
+
+    model = _zoo.MODELS[name]
+    module, args = model.build(), model.example_inputs(batch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the exporter's own notes
+        proto = torch.onnx.export(module, args, dynamo=True, verbose=False).model_proto
+        with torch.no_grad():
+            want = module(*args)
+    want = [w.numpy() for w in (want if isinstance(want, (tuple, list)) else [want])]
+    return SimpleNamespace(name=f"zoo_{name}", model=proto, data_sets=[([a.numpy() for a in args], want)],
+                           rtol=ZOO_RTOL, atol=ZOO_ATOL)
+
+
+def _cases_of(light: bool, op: str | None, zoo: bool = False) -> list[Any]:
+    if zoo:
+        cases = [zoo_case(name) for name in _zoo.MODELS]
+    else:
+        cases = _cases.light_cases() if light else _cases.node_cases()
     return [c for c in cases if op is None or op in {n.op_type for n in c.model.graph.node}]
 
 
@@ -62,10 +90,11 @@ def _ops(case: Any) -> list[str]:
     return sorted({n.op_type for n in case.model.graph.node})
 
 
-def sweep(op: str | None = None, freeze_int_inputs: bool = False, light: bool = False
+def sweep(op: str | None = None, freeze_int_inputs: bool = False, light: bool = False, zoo: bool = False
           ) -> list[tuple[str, list[str], str, str]]:
     """(case name, its operators, outcome, detail) for every case (those using ``op``)."""
-    return [(c.name, _ops(c), *run_case(c, freeze_int_inputs=freeze_int_inputs)) for c in _cases_of(light, op)]
+    return [(c.name, _ops(c), *run_case(c, seconds=300 if light or zoo else 30, freeze_int_inputs=freeze_int_inputs))
+            for c in _cases_of(light, op, zoo)]
 
 
 def tvm_sweep(python: str, op: str | None = None, freeze_int_inputs: bool = False, light: bool = False,
@@ -122,13 +151,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--freeze-int-inputs", action="store_true",
                         help="make the cases' 0-d and 1-d integer inputs (axes, shapes) constants first")
     parser.add_argument("--light", action="store_true", help="the light models (ResNet-50 ...) instead")
+    parser.add_argument("--zoo", action="store_true", help="the zoo models exported by torch.onnx instead")
     parser.add_argument("--tvm-python", help="run the cases through Apache TVM in this interpreter instead")
     parser.add_argument("--json", help="also write the rows (name, operators, outcome, detail) to this file")
     args = parser.parse_args(argv)
     if args.tvm_python:
         rows = tvm_sweep(args.tvm_python, args.op, args.freeze_int_inputs, args.light)
     else:
-        rows = sweep(args.op, args.freeze_int_inputs, args.light)
+        rows = sweep(args.op, args.freeze_int_inputs, args.light, args.zoo)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=0)
