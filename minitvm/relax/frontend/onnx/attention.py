@@ -133,6 +133,170 @@ def attention(node: OnnxNode, imp: OnnxImporter):
     return [imp.emit(out), present_k, present_v, {0: scores, 1: scores, 2: biased, 3: probs}[mode]]
 
 
+def rotary_embedding(node: OnnxNode, imp: OnnxImporter):
+    """opset 23's RotaryEmbedding: the first ``rotary_embedding_dim`` features of each head
+    rotated by the cached cos / sin (rows picked by ``position_ids`` when given), as halves or,
+    ``interleaved``, as even/odd pairs; input (batch, heads, seq, size) or (batch, seq, hidden)."""
+    shape = imp.shape(node, 0)
+    x = imp.tensor(node, 0)
+    if any(_is_symbolic(d) for d in shape):
+        raise node.error("RotaryEmbedding over symbolic sizes is not supported")
+    if len(shape) == 4:  # (batch, seq, heads, size) inside
+        x = _op.permute_dims(x, [0, 2, 1, 3])
+        b, s, h, size = shape[0], shape[2], shape[1], shape[3]
+    else:
+        h = int(node.attr("num_heads"))
+        b, s, size = shape[0], shape[1], shape[2] // h
+        x = _op.reshape(x, [b, s, h, size])
+    x = imp.emit(x)
+    rot = int(node.attr("rotary_embedding_dim", 0)) or size
+    cos, sin = imp.tensor(node, 1), imp.tensor(node, 2)
+    if node.has_input(3):
+        ids = imp.tensor(node, 3)
+        cos, sin = _op.take(cos, ids, axis=0), _op.take(sin, ids, axis=0)
+    cos, sin = imp.emit(_op.expand_dims(cos, [2])), imp.emit(_op.expand_dims(sin, [2]))
+    half = rot // 2
+    if node.attr("interleaved", 0):
+        pairs = imp.emit(_op.reshape(_op.strided_slice(x, [3], [0], [rot]), [b, s, h, half, 2]))
+        x1, x2 = (_op.squeeze(_op.strided_slice(pairs, [4], [i], [i + 1]), [4]) for i in (0, 1))
+    else:
+        x1, x2 = (_op.strided_slice(x, [3], [lo], [lo + half]) for lo in (0, half))
+    x1, x2 = imp.emit(x1), imp.emit(x2)
+    real = _op.subtract(_op.multiply(cos, x1), _op.multiply(sin, x2))
+    imag = _op.add(_op.multiply(sin, x1), _op.multiply(cos, x2))
+    if node.attr("interleaved", 0):
+        rotated = _op.reshape(_op.stack([real, imag], axis=-1), [b, s, h, rot])
+    else:
+        rotated = _op.concat([real, imag], axis=-1)
+    out = _op.concat([rotated, _op.strided_slice(x, [3], [rot], [size])], axis=-1) if rot < size else rotated
+    out = imp.emit(out)
+    return imp.emit(_op.permute_dims(out, [0, 2, 1, 3]) if len(shape) == 4 else _op.reshape(out, shape))
+
+
+# -- recurrent layers: RNN, GRU, LSTM unrolled over a static sequence --------------------------------------
+
+_ACTIVATIONS = {"Sigmoid": _op.sigmoid, "Tanh": _op.tanh, "Relu": _op.nn.relu}
+#: each layer's gate count and default activations (ONNX's f, g, h)
+_RNN_KINDS = {"RNN": (1, ["Tanh"]), "GRU": (3, ["Sigmoid", "Tanh"]), "LSTM": (4, ["Sigmoid", "Tanh", "Tanh"])}
+
+
+def _rnn_weights(node: OnnxNode, imp: OnnxImporter, d: int, gates: int, hidden: int):
+    """Direction ``d``'s W^T, R^T (split per gate) and the summed biases (per gate: Wb, Rb)."""
+    def per_gate(k: int) -> list:
+        m = _op.squeeze(_op.strided_slice(imp.tensor(node, k), [0], [d], [d + 1]), [0])
+        return [imp.emit(_op.permute_dims(_op.strided_slice(m, [0], [g * hidden], [(g + 1) * hidden]), [1, 0]))
+                for g in range(gates)]
+    w, r = per_gate(1), per_gate(2)
+    biases = None
+    if node.has_input(3):
+        row = _op.squeeze(_op.strided_slice(imp.tensor(node, 3), [0], [d], [d + 1]), [0])
+        starts = [[(half * gates + g) * hidden for g in range(gates)] for half in (0, 1)]
+        biases = [[imp.emit(_op.strided_slice(row, [0], [s], [s + hidden])) for s in half] for half in starts]
+    return w, r, biases
+
+
+def _gate(x, h, w, r, wb, rb, clip):
+    out = _op.add(_op.matmul(x, w), _op.matmul(h, r))
+    for b in (wb, rb):
+        if b is not None:
+            out = _op.add(out, b)
+    return out if clip is None else _op.clip(out, -clip, clip)
+
+
+def _rnn_step(kind: str, node: OnnxNode, acts: list, x, h, c, w, r, biases, peep, clip):
+    """One time step of ``kind``: the new hidden state (and LSTM's cell state)."""
+    wb = biases[0] if biases else [None] * len(w)
+    rb = biases[1] if biases else [None] * len(w)
+    if kind == "RNN":
+        return acts[0](_gate(x, h, w[0], r[0], wb[0], rb[0], clip)), None
+    if kind == "GRU":
+        z = acts[0](_gate(x, h, w[0], r[0], wb[0], rb[0], clip))
+        reset = acts[0](_gate(x, h, w[1], r[1], wb[1], rb[1], clip))
+        if node.attr("linear_before_reset", 0):
+            rh = _op.matmul(h, r[2]) if rb[2] is None else _op.add(_op.matmul(h, r[2]), rb[2])
+            pre = _op.add(_op.matmul(x, w[2]), _op.multiply(reset, rh))
+            pre = pre if wb[2] is None else _op.add(pre, wb[2])
+            pre = pre if clip is None else _op.clip(pre, -clip, clip)
+        else:
+            pre = _gate(x, _op.multiply(reset, h), w[2], r[2], wb[2], rb[2], clip)
+        cand = acts[1](pre)
+        return _op.add(_op.multiply(_op.subtract(_op.ones_like(z), z), cand), _op.multiply(z, h)), None
+    pre = [_gate(x, h, w[g], r[g], wb[g], rb[g], clip) for g in range(4)]  # gates i, o, f, c
+    if peep is not None:
+        pre[0], pre[2] = _op.add(pre[0], _op.multiply(peep[0], c)), _op.add(pre[2], _op.multiply(peep[2], c))
+    i, f, cand = acts[0](pre[0]), acts[0](pre[2]), acts[1](pre[3])
+    if node.attr("input_forget", 0):
+        f = _op.subtract(_op.ones_like(i), i)
+    c = _op.add(_op.multiply(f, c), _op.multiply(i, cand))
+    if peep is not None:
+        pre[1] = _op.add(pre[1], _op.multiply(peep[1], c))
+    return _op.multiply(acts[0](pre[1]), acts[2](c)), c
+
+
+def _rnn_layer(kind: str):
+    """RNN / GRU / LSTM (forward, reverse, bidirectional; ``layout`` 0 or 1; ``clip``; LSTM's
+    peepholes and ``input_forget``; GRU's ``linear_before_reset``), unrolled over the sequence;
+    outputs Y (every step's hidden state), Y_h (the last) and, for LSTM, Y_c."""
+    gates, default_acts = _RNN_KINDS[kind]
+
+    def convert(node: OnnxNode, imp: OnnxImporter):
+        hidden = int(node.attr("hidden_size"))
+        layout = int(node.attr("layout", 0))
+        x_shape = imp.shape(node, 0)
+        seq, batch = (x_shape[1], x_shape[0]) if layout else (x_shape[0], x_shape[1])
+        lens = imp.known(node, 4)
+        if _is_symbolic(seq) or (node.has_input(4) and (lens is None or np.any(lens != seq))):
+            raise node.error("a symbolic sequence length or sequence_lens other than the full length is not supported")
+        direction = node.attr("direction", "forward")
+        dirs = 2 if direction == "bidirectional" else 1
+        names = node.attr("activations") or default_acts * dirs
+        if any(n not in _ACTIVATIONS for n in names):
+            raise node.error(f"activations {names} are not supported (Sigmoid, Tanh, Relu are)")
+        clip = node.attr("clip")
+        x = imp.tensor(node, 0)
+        axis = 1 if layout else 0
+        steps = [imp.emit(_op.squeeze(_op.strided_slice(x, [axis], [t], [t + 1]), [axis])) for t in range(seq)]
+        dtype = imp.dtype(node, 0)
+        ys, hs, cs = [], [], []
+        for d in range(dirs):
+            acts = [_ACTIVATIONS[n] for n in names[d * len(default_acts):(d + 1) * len(default_acts)]]
+            w, r, biases = _rnn_weights(node, imp, d, gates, hidden)
+            h, c = (_initial(node, imp, k, d, layout, batch, hidden, dtype) for k in (5, 6))
+            peep = None
+            if kind == "LSTM" and node.has_input(7):
+                row = _op.squeeze(_op.strided_slice(imp.tensor(node, 7), [0], [d], [d + 1]), [0])
+                peep = [imp.emit(_op.strided_slice(row, [0], [g * hidden], [(g + 1) * hidden])) for g in range(3)]
+            reverse = direction == "reverse" or d == 1
+            outs = [None] * seq
+            for t in (range(seq - 1, -1, -1) if reverse else range(seq)):
+                h, c = _rnn_step(kind, node, acts, steps[t], h, c, w, r, biases, peep, clip)
+                h = imp.emit(h)
+                c = imp.emit(c) if c is not None else c
+                outs[t] = h
+            ys.append(imp.emit(_op.stack(outs, axis=0)))  # (seq, batch, hidden)
+            hs.append(h)
+            cs.append(c)
+        y = imp.emit(_op.stack(ys, axis=1))  # (seq, dirs, batch, hidden)
+        y_h, y_c = (imp.emit(_op.stack(v, axis=0)) if v[0] is not None else None for v in (hs, cs))
+        if layout:  # batch first: Y (batch, seq, dirs, hidden), Y_h (batch, dirs, hidden)
+            y = imp.emit(_op.permute_dims(y, [2, 0, 1, 3]))
+            y_h = imp.emit(_op.permute_dims(y_h, [1, 0, 2]))
+            y_c = imp.emit(_op.permute_dims(y_c, [1, 0, 2])) if y_c is not None else None
+        return [y, y_h, y_c] if kind == "LSTM" else [y, y_h]
+    convert.__name__ = f"convert_{kind.lower()}"
+    return convert
+
+
+def _initial(node: OnnxNode, imp: OnnxImporter, k: int, d: int, layout: int, batch, hidden: int, dtype: str):
+    """The initial hidden (input 5) or cell (input 6, LSTM) state of direction ``d``; zeros when absent."""
+    if k == 6 and node.op_type != "LSTM":
+        return None
+    if not node.has_input(k):
+        return _op.zeros([batch, hidden], dtype)
+    return imp.emit(_op.squeeze(_op.strided_slice(imp.tensor(node, k), [1 if layout else 0], [d], [d + 1]),
+                                [1 if layout else 0]))
+
+
 # -- losses ---------------------------------------------------------------------------------------------
 
 def _nll(node: OnnxNode, imp: OnnxImporter, logp: Expr):
@@ -183,7 +347,8 @@ def softmax_cross_entropy_loss(node: OnnxNode, imp: OnnxImporter):
 
 
 CONVERTERS = {
-    "Attention": attention,
+    "Attention": attention, "RotaryEmbedding": rotary_embedding,
+    "RNN": _rnn_layer("RNN"), "GRU": _rnn_layer("GRU"), "LSTM": _rnn_layer("LSTM"),
     "NegativeLogLikelihoodLoss": negative_log_likelihood_loss,
     "SoftmaxCrossEntropyLoss": softmax_cross_entropy_loss,
 }

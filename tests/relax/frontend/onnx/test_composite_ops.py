@@ -14,6 +14,13 @@ from ._check import assert_outputs, check, compile_vm, init, model_of, random_in
 F = "float32"
 
 
+def check_reference(model, values, rtol=1e-5, atol=1e-6):
+    """Against ONNX's reference evaluator, where onnxruntime does not take the variant."""
+    want = ReferenceEvaluator(model).run(None, values)
+    assert_outputs(tvm_run(compile_vm(from_onnx(model)), model, values), want, rtol=rtol, atol=atol)
+    return want
+
+
 def test_attention_grouped_heads_with_a_cache_a_mask_causal_and_softmax_output():
     """3-D inputs split into 4 query / 2 key-value heads, a past cache of 3 appended (outputs 1
     and 2), a boolean mask shorter than the keys, causal from the cache's end, softcap, and the
@@ -36,8 +43,7 @@ def test_attention_grouped_heads_with_a_cache_a_mask_causal_and_softmax_output()
     values = random_inputs(model)
     values["mask"][1] = False  # a query row with no key left: 0 (ONNX's reference, which defines the op)
     # ONNX's reference evaluator: onnxruntime refuses a mask shorter than the keys, which ONNX pads
-    want = ReferenceEvaluator(model).run(None, values)
-    assert_outputs(tvm_run(compile_vm(from_onnx(model)), model, values), want, rtol=1e-5, atol=1e-6)
+    want = check_reference(model, values)
     assert not want[0][:, 1].any() and want[0][:, 0].all()
 
 
@@ -96,3 +102,42 @@ def test_selection_pooling_and_quantization_ops_in_one_graph():
     values = random_inputs(model, seed=6)
     values["x"] = x
     check(model, values, rtol=1e-5, atol=1e-5)
+
+
+def test_recurrent_layers_and_rotary_embedding_in_one_graph():
+    """A bidirectional LSTM with biases, peepholes and initial states; a batch-first GRU with
+    linear_before_reset; a reversed RNN with clip; RotaryEmbedding interleaved over part of each
+    head (3-D input, position ids) and in halves (4-D)."""
+    seq, batch, inp, hid = 3, 2, 3, 5
+    rng = np.random.default_rng(7)
+
+    def w(*shape):
+        return rng.uniform(-0.6, 0.6, size=shape).astype(F)
+    inits = [init("lw", w(2, 4 * hid, inp)), init("lr", w(2, 4 * hid, hid)), init("lb", w(2, 8 * hid)),
+             init("lp", w(2, 3 * hid)), init("gw", w(1, 3 * hid, inp)), init("gr", w(1, 3 * hid, hid)),
+             init("gb", w(1, 6 * hid)), init("rw", w(1, hid, inp)), init("rr", w(1, hid, hid)),
+             init("cos", np.cos(w(6, 3) * 4)), init("sin", np.sin(w(6, 3) * 4)),
+             init("pos", np.array([[0, 2, 5], [3, 4, 0]]))]
+    nodes = [
+        helper.make_node("LSTM", ["x", "lw", "lr", "lb", "", "h0", "c0", "lp"], ["ly", "lh", "lc"], hidden_size=hid,
+                         direction="bidirectional"),
+        helper.make_node("GRU", ["xb", "gw", "gr", "gb"], ["gy", "gh"], hidden_size=hid, layout=1,
+                         linear_before_reset=1),
+        helper.make_node("RNN", ["x", "rw", "rr"], ["ry", "rh"], hidden_size=hid, direction="reverse", clip=0.8),
+        helper.make_node("RotaryEmbedding", ["q3", "cos", "sin", "pos"], ["rot3"], num_heads=2, interleaved=1,
+                         rotary_embedding_dim=6),
+        helper.make_node("RotaryEmbedding", ["q4", "cos", "sin", "pos"], ["rot4"]),
+    ]
+    inputs = {"x": (F, [seq, batch, inp]), "xb": (F, [batch, seq, inp]), "h0": (F, [2, batch, hid]),
+              "c0": (F, [2, batch, hid]), "q3": (F, [batch, seq, 16]), "q4": (F, [batch, 2, seq, 6])}
+    outputs = {"ly": (F, [seq, 2, batch, hid]), "lh": (F, [2, batch, hid]), "lc": (F, [2, batch, hid]),
+               "gy": (F, [batch, seq, 1, hid]), "gh": (F, [batch, 1, hid]), "ry": (F, [seq, 1, batch, hid]),
+               "rh": (F, [1, batch, hid]), "rot3": (F, [batch, seq, 16]), "rot4": (F, [batch, 2, seq, 6])}
+    rnn = nodes.pop(2)
+    rnn_outputs = {k: outputs.pop(k) for k in ("ry", "rh")}
+    model = model_of(nodes, inputs, outputs, inits, opset=23)
+    values = random_inputs(model)
+    check_reference(model, values, rtol=1e-5, atol=1e-5)  # onnxruntime: no batch-first GRU
+    # ONNX's reference evaluator leaves out RNN's clip and direction; onnxruntime takes them
+    check(model_of([rnn], {"x": inputs["x"]}, rnn_outputs, inits[7:9], opset=23), {"x": values["x"]},
+          rtol=1e-5, atol=1e-5)
