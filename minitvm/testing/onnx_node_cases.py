@@ -145,6 +145,40 @@ def _report(rows: list[tuple[str, list[str], str, str]], engine: str) -> None:
             print(f"{outcome:>20}  {name}: {detail}")
 
 
+Rows = list[tuple[str, list[str], str, str]]
+
+
+def _tally(rows: Rows) -> str:
+    tally = Counter(outcome for _, _, outcome, _ in rows)
+    return ", ".join(f"{k} {v}" for k, v in tally.most_common())
+
+
+def markdown(rows: Rows, frozen: Rows | None = None, tvm: Rows | None = None, tvm_frozen: Rows | None = None) -> str:
+    """A Markdown table of ONNX's operators for the docs: each operator ``from_onnx`` converts or
+    a backend case uses, its converter kind, and how many of the cases whose graph uses it pass
+    (minitvm; with ``--freeze-int-inputs``; Apache TVM in both modes, where given)."""
+    from ..relax.frontend.onnx import CONVERTER_KINDS  # lazy: only the docs table names the kinds
+
+    kind_of = {op: kind for kind, module in CONVERTER_KINDS.items() for op in module.CONVERTERS}
+    runs = [("minitvm", rows), ("minitvm, frozen", frozen), ("TVM 0.27", tvm), ("TVM 0.27, frozen", tvm_frozen)]
+    runs = [(title, {name: outcome for name, _, outcome, _ in r}) for title, r in runs if r]
+    uses: dict[str, list[str]] = {}
+    for name, ops, _, _ in rows:
+        for op in ops:
+            uses.setdefault(op, []).append(name)
+    lines = ["| operator | minitvm converter | backend cases using it | "
+             + " | ".join(f"passed ({title})" for title, _ in runs) + " |",
+             "| --- | --- | --- | " + " | ".join("---" for _ in runs) + " |"]
+    for op in sorted(set(uses) | set(kind_of), key=str.lower):
+        names = uses.get(op, [])
+        passed = [str(sum(outcomes.get(n) == "pass" for n in names)) for _, outcomes in runs]
+        lines.append(f"| `{op}` | {kind_of.get(op, '—')} | {len(names)} | " + " | ".join(passed) + " |")
+    totals = "".join(f"\n- {title}: {len(outcomes)} cases: "
+                     + _tally([(n, [], o, "") for n, o in outcomes.items()]) for title, outcomes in runs)
+    return (f"{len(rows)} backend cases of onnx (`onnx.backend.test.case.node`); a case counts for every "
+            f"operator in its graph.{totals}\n\n" + "\n".join(lines) + "\n")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--op", help="only the cases whose graph uses this operator")
@@ -154,7 +188,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--zoo", action="store_true", help="the zoo models exported by torch.onnx instead")
     parser.add_argument("--tvm-python", help="run the cases through Apache TVM in this interpreter instead")
     parser.add_argument("--json", help="also write the rows (name, operators, outcome, detail) to this file")
+    parser.add_argument("--markdown", nargs="+", metavar="JSON",
+                        help="print the docs table of these --json files instead of running anything (in "
+                             "order: minitvm, minitvm frozen, TVM, TVM frozen; the later ones optional)")
     args = parser.parse_args(argv)
+    if args.markdown:
+        loaded = [json.load(open(f)) for f in args.markdown]
+        print(markdown(*loaded))
+        return
     if args.tvm_python:
         rows = tvm_sweep(args.tvm_python, args.op, args.freeze_int_inputs, args.light)
     else:

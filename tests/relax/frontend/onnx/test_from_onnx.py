@@ -158,3 +158,16 @@ def test_backend_case_runner_can_freeze_integer_inputs():
     case = SimpleNamespace(model=model, data_sets=[([x, np.array([3, 2])], [x.reshape(3, 2)])])
     assert run_case(case)[0] == "refused"
     assert run_case(case, freeze_int_inputs=True) == ("pass", "")
+
+
+def test_backend_case_docs_table_counts_passes_per_operator():
+    """The docs table (``--markdown``): a case counts for every operator of its graph, per run."""
+    from minitvm.testing.onnx_node_cases import markdown
+
+    rows = [("a", ["Add", "Relu"], "pass", ""), ("b", ["Relu"], "wrong values", ""), ("c", ["Loop"],
+            "unsupported operator", "Loop.")]
+    tvm = [("a", ["Add", "Relu"], "pass", ""), ("b", ["Relu"], "pass", ""), ("c", ["Loop"], "pass", "")]
+    table = markdown(rows, tvm=tvm)
+    assert "| `Relu` | element-wise | 2 | 1 | 2 |" in table
+    assert "| `Loop` | — | 1 | 0 | 1 |" in table
+    assert "- TVM 0.27: 3 cases: pass 3" in table
