@@ -141,3 +141,22 @@ def test_recurrent_layers_and_rotary_embedding_in_one_graph():
     # ONNX's reference evaluator leaves out RNN's clip and direction; onnxruntime takes them
     check(model_of([rnn], {"x": inputs["x"]}, rnn_outputs, inits[7:9], opset=23), {"x": values["x"]},
           rtol=1e-5, atol=1e-5)
+
+
+def test_resize_cubic_and_align_corners_with_a_fractional_scale():
+    """Cubic up (a=-0.5, exclude_outside) and down (align_corners at scale 0.6: ONNX's output
+    width is fractional there, 2.4, which sets the step), and linear down with align_corners."""
+    nodes = [helper.make_node("Resize", ["x", "", "up"], ["cubic_up"], mode="cubic", cubic_coeff_a=-0.5,
+                              exclude_outside=1),
+             helper.make_node("Resize", ["x", "", "down"], ["cubic_down"], mode="cubic",
+                              coordinate_transformation_mode="align_corners"),
+             helper.make_node("Resize", ["x", "", "down"], ["linear_down"], mode="linear",
+                              coordinate_transformation_mode="align_corners")]
+    inits = [init("up", np.array([1, 1, 1.5, 2.25], F)), init("down", np.array([1, 1, 0.6, 0.6], F))]
+    model = model_of(nodes, {"x": (F, [1, 2, 4, 5])}, {"cubic_up": (F, [1, 2, 6, 11]), "cubic_down": (F, [1, 2, 2, 3]),
+                                                      "linear_down": (F, [1, 2, 2, 3])}, inits, opset=19)
+    # onnxruntime steps by the integer output size there (3 / 1, not 3 / 1.4); ONNX's cases and
+    # reference evaluator by the fractional one
+    check_reference(model, random_inputs(model), rtol=1e-5, atol=1e-5)
+    check(model_of(nodes[:1], {"x": (F, [1, 2, 4, 5])}, {"cubic_up": (F, [1, 2, 6, 11])}, inits[:1], opset=19),
+          rtol=1e-5, atol=1e-5)
