@@ -463,4 +463,25 @@ def center_crop_pad(node: OnnxNode, imp: OnnxImporter):
     return imp.emit(_op.nn.pad(x, width) if any(width) else x)
 
 
+def _window(kind: str):
+    """Hann / Hamming / Blackman windows of a ``size`` known while importing: computed here
+    (``periodic``, the default, divides by ``size``, else by ``size - 1``)."""
+    def convert(node: OnnxNode, imp: OnnxImporter):
+        size = int(imp.scalar_input(node, 0, "the window size"))
+        n = np.arange(size, dtype="float64")
+        period = size if node.attr("periodic", 1) else size - 1
+        angle = 2 * np.pi * n / period
+        if kind == "hann":
+            out = np.sin(np.pi * n / period) ** 2
+        elif kind == "hamming":
+            out = 25 / 46 - (21 / 46) * np.cos(angle)
+        else:
+            out = 0.42 - 0.5 * np.cos(angle) + 0.08 * np.cos(2 * angle)
+        return out.astype(_onnx_dtype(node.attr("output_datatype", 1)))
+    convert.__name__ = f"convert_{kind}_window"
+    return convert
+
+
+CONVERTERS.update({"HannWindow": _window("hann"), "HammingWindow": _window("hamming"),
+                   "BlackmanWindow": _window("blackman"), "Scatter": scatter_elements})  # Scatter: opset 9-10's name
 CONVERTERS.update({"TopK": top_k, "ScatterND": scatter_nd, "GatherND": gather_nd, "CenterCropPad": center_crop_pad})

@@ -160,3 +160,16 @@ def test_resize_cubic_and_align_corners_with_a_fractional_scale():
     check_reference(model, random_inputs(model), rtol=1e-5, atol=1e-5)
     check(model_of(nodes[:1], {"x": (F, [1, 2, 4, 5])}, {"cubic_up": (F, [1, 2, 6, 11])}, inits[:1], opset=19),
           rtol=1e-5, atol=1e-5)
+
+
+def test_windows_and_opset_10_scatter():
+    """Hann (periodic), Hamming (symmetric, float64) and Blackman windows of a known size;
+    opset 10's Scatter (ScatterElements under its old name)."""
+    windows = [helper.make_node("HannWindow", ["n"], ["hann"]),
+               helper.make_node("HammingWindow", ["n"], ["hamming"], periodic=0, output_datatype=11),
+               helper.make_node("BlackmanWindow", ["n"], ["blackman"])]
+    check(model_of(windows, {}, {"hann": (F, [7]), "hamming": ("float64", [7]), "blackman": (F, [7])},
+                   [init("n", np.array(7))], opset=17), {}, rtol=1e-6, atol=1e-7)
+    scatter = helper.make_node("Scatter", ["d", "i", "u"], ["scattered"], axis=1)
+    check(model_of([scatter], {"d": (F, [2, 5]), "u": (F, [2, 2])}, {"scattered": (F, [2, 5])},
+                   [init("i", np.array([[4, 0], [1, 3]]))], opset=10))
