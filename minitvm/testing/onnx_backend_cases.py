@@ -126,7 +126,7 @@ def _array(value: Any) -> np.ndarray:
         from onnx import numpy_helper  # onnx is an optional extra
 
         return numpy_helper.to_array(value)
-    return np.asarray(value)
+    return value if isinstance(value, (list, tuple)) else np.asarray(value)  # a sequence stays a list
 
 
 def _first_line(err: BaseException, limit: int = 160) -> str:
