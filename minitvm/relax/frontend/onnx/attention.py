@@ -1,6 +1,6 @@
-"""ONNX's composite operators: ``Attention`` (opset 23/24) and the losses
-(``NegativeLogLikelihoodLoss``, ``SoftmaxCrossEntropyLoss``), written with Relax's primitive ops
-as ONNX's own function bodies define them (their ``_expanded`` backend cases are that graph)."""
+"""ONNX's composite operators: ``Attention`` and ``RotaryEmbedding`` (opset 23/24), the recurrent
+layers (``RNN``, ``GRU``, ``LSTM``) and the losses (``NegativeLogLikelihoodLoss``,
+``SoftmaxCrossEntropyLoss``), written with Relax's primitive ops as ONNX defines them."""
 
 from __future__ import annotations
 
