@@ -326,3 +326,63 @@ CONVERTERS = {
     "ThresholdedRelu": thresholded_relu, "Shrink": shrink, "Gelu": gelu, "Swish": swish, "Clip": clip, "Cast": cast,
     "CastLike": cast_like, "Where": where, "Identity": identity, "Dropout": dropout,
 }
+
+
+# -- quantization -------------------------------------------------------------------------------------
+
+#: the integer dtypes QuantizeLinear writes, with their ranges (float8 and 4-bit types: not supported)
+_QUANT_RANGES = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767), "uint16": (0, 65535)}
+
+
+def _per_axis(node: OnnxNode, imp: OnnxImporter, k: int):
+    """Input ``k`` (a scale or zero point) broadcastable to input 0: a scalar as is, one value per
+    index along ``axis`` (default 1) reshaped, or with ``block_size`` repeated over each block."""
+    v = imp.tensor(node, k)
+    shape, vshape = imp.shape(node, 0), imp.shape(node, k)
+    axis = int(node.attr("axis", 1)) % max(len(shape), 1)
+    block = int(node.attr("block_size", 0))
+    if len(vshape) == 0 or int(np.prod(vshape)) == 1:
+        return _op.reshape(v, []) if vshape else v
+    if not block:
+        return _op.reshape(v, [-1 if i == axis else 1 for i in range(len(shape))])
+    v = _op.repeat(v, block, axis=axis)
+    return _op.strided_slice(v, [axis], [0], [shape[axis]]) if vshape[axis] * block != shape[axis] else v
+
+
+def quantize_linear(node: OnnxNode, imp: OnnxImporter):
+    """``clip(round_half_even(x / scale) + zero_point)`` into the zero point's dtype (else
+    ``output_dtype``, else uint8), per tensor, per axis or per block."""
+    code = node.attr("output_dtype")
+    dtype = imp.dtype(node, 2) if node.has_input(2) else (_onnx_dtype(code) if code else "uint8")
+    if dtype not in _QUANT_RANGES:
+        raise node.error(f"quantizing to {dtype} is not supported ({', '.join(_QUANT_RANGES)} are)")
+    x = imp.tensor(node, 0)
+    work = imp.dtype(node, 0)
+    if node.attr("precision"):
+        work = _onnx_dtype(node.attr("precision"))
+        x = _op.astype(x, work)
+    scale = _per_axis(node, imp, 1)
+    if imp.dtype(node, 1) != work:
+        scale = _op.astype(scale, work)
+    q = _op.astype(_op.round(_op.divide(x, scale)), "int32")
+    if node.has_input(2):
+        q = _op.add(q, _op.astype(_per_axis(node, imp, 2), "int32"))
+    lo, hi = _QUANT_RANGES[dtype]
+    q = _op.minimum(_op.maximum(q, imp.scalar_of(lo, "int32")), imp.scalar_of(hi, "int32"))
+    return imp.emit(_op.astype(q, dtype))
+
+
+def dequantize_linear(node: OnnxNode, imp: OnnxImporter):
+    """``(x - zero_point) * scale`` in the scale's dtype (or ``output_dtype``)."""
+    if imp.dtype(node, 0) not in (*_QUANT_RANGES, "int32"):
+        raise node.error(f"dequantizing {imp.dtype(node, 0)} is not supported")
+    dtype = imp.dtype(node, 1)
+    x = _op.astype(imp.tensor(node, 0), "float32")
+    if node.has_input(2):
+        x = _op.subtract(x, _op.astype(_per_axis(node, imp, 2), "float32"))
+    out = _op.multiply(_op.astype(x, dtype) if dtype != "float32" else x, _per_axis(node, imp, 1))
+    code = node.attr("output_dtype")
+    return imp.emit(_op.astype(out, _onnx_dtype(code)) if code and _onnx_dtype(code) != dtype else out)
+
+
+CONVERTERS.update({"QuantizeLinear": quantize_linear, "DequantizeLinear": dequantize_linear})

@@ -188,6 +188,10 @@ class OnnxImporter:
             raise node.error(f"input {node.inputs[k]!r} has an unknown shape (rank); give it in shape_dict")
         return [_plain(d) for d in sinfo.shape_values]
 
+    def shape_of(self, expr: Expr) -> list[Any]:
+        """A Relax tensor's shape: ints, tir expressions where symbolic."""
+        return [_plain(d) for d in struct_info_of(expr).shape_values]
+
     def dtype(self, node: OnnxNode, k: int) -> str:
         value = self.env[node.inputs[k]]
         if isinstance(value, np.ndarray):

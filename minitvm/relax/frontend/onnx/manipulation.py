@@ -399,3 +399,89 @@ CONVERTERS = {
     "Pad": pad, "DepthToSpace": depth_to_space, "SpaceToDepth": space_to_depth,
     "EyeLike": eye_like,
 }
+
+
+# -- added for ONNX's backend cases ---------------------------------------------------------------------
+
+def top_k(node: OnnxNode, imp: OnnxImporter):
+    """The ``k`` largest (``largest=0``: smallest) along ``axis``, sorted, and their int64
+    indices; ``k`` an attribute before opset 10, an input from it."""
+    k = int(node.attr("k")) if node.opset < 10 else int(imp.scalar_input(node, 1, "k"))
+    out = imp.emit(_op.topk(imp.tensor(node, 0), k=k, axis=int(node.attr("axis", -1)), ret_type="both",
+                            largest=bool(node.attr("largest", 1)), dtype="int64"))
+    return [imp.emit(TupleGetItem(out, 0)), imp.emit(TupleGetItem(out, 1))]
+
+
+def scatter_nd(node: OnnxNode, imp: OnnxImporter):
+    """``reduction`` none (a plain write), add, mul, max or min (opset 16, 18)."""
+    reduction = {"none": "update"}.get(node.attr("reduction", "none"), node.attr("reduction", "none"))
+    return imp.emit(_op.scatter_nd(imp.tensor(node, 0), imp.tensor(node, 1), imp.tensor(node, 2), reduction))
+
+
+def gather_nd(node: OnnxNode, imp: OnnxImporter):
+    """``data[batch..., indices[..., :m]]``: the first ``batch_dims`` axes shared, the last axis of
+    ``indices`` the ``m`` coordinates after them (negative ones counted from the end); computed
+    as one ``take`` of ``data`` flattened over those axes at the row-major position."""
+    d_shape, i_shape = imp.shape(node, 0), imp.shape(node, 1)
+    b = int(node.attr("batch_dims", 0))
+    m = int(i_shape[-1])
+    if any(_is_symbolic(d) for d in d_shape[:b + m] + i_shape):
+        raise node.error("GatherND over symbolic sizes is not supported")
+    lead = [int(d) for d in d_shape[:b + m]]
+    idx = _op.astype(imp.tensor(node, 1), "int64")
+    sizes = const(np.array(lead[b:], dtype="int64"))
+    idx = _op.where(_op.less(idx, imp.scalar_of(0, "int64")), _op.add(idx, sizes), idx)
+    strides = np.array([int(np.prod(lead[b + j + 1:b + m], dtype="int64")) for j in range(m)], dtype="int64")
+    flat = _op.sum(_op.multiply(idx, const(strides)), axis=[-1])  # (batch..., rest of indices)
+    inner = int(np.prod(lead[b:], dtype="int64"))
+    if b:  # each batch's positions start after the earlier batches'
+        base = np.arange(int(np.prod(lead[:b], dtype="int64")), dtype="int64").reshape(
+            lead[:b] + [1] * (len(i_shape) - 1 - b)) * inner
+        flat = _op.add(flat, const(base))
+    data = _op.reshape(imp.tensor(node, 0), [int(np.prod(lead, dtype="int64"))] + list(d_shape[b + m:]))
+    return imp.emit(_op.take(data, flat, axis=0))
+
+
+def center_crop_pad(node: OnnxNode, imp: OnnxImporter):
+    """Each axis of ``axes`` (default all) cropped or zero-padded to the given size, centred
+    (an odd difference: the extra element cropped at the end, padded at the end)."""
+    shape_ = imp.shape(node, 0)
+    target = imp.ints(node, 1, "the shape")
+    rank = len(shape_)
+    axes = [int(a) % rank for a in node.attr("axes", list(range(rank)))]
+    x = imp.tensor(node, 0)
+    width = [0] * (2 * rank)
+    for axis, size in zip(axes, target):
+        dim = shape_[axis]
+        if _is_symbolic(dim) or _is_symbolic(size):
+            raise node.error("CenterCropPad over symbolic sizes is not supported")
+        if size < dim:
+            start = (dim - size) // 2
+            x = _op.strided_slice(x, [axis], [start], [start + size])
+        elif size > dim:
+            width[2 * axis], width[2 * axis + 1] = (size - dim) // 2, size - dim - (size - dim) // 2
+    return imp.emit(_op.nn.pad(x, width) if any(width) else x)
+
+
+def _window(kind: str):
+    """Hann / Hamming / Blackman windows of a ``size`` known while importing: computed here
+    (``periodic``, the default, divides by ``size``, else by ``size - 1``)."""
+    def convert(node: OnnxNode, imp: OnnxImporter):
+        size = int(imp.scalar_input(node, 0, "the window size"))
+        n = np.arange(size, dtype="float64")
+        period = size if node.attr("periodic", 1) else size - 1
+        angle = 2 * np.pi * n / period
+        if kind == "hann":
+            out = np.sin(np.pi * n / period) ** 2
+        elif kind == "hamming":
+            out = 25 / 46 - (21 / 46) * np.cos(angle)
+        else:
+            out = 0.42 - 0.5 * np.cos(angle) + 0.08 * np.cos(2 * angle)
+        return out.astype(_onnx_dtype(node.attr("output_datatype", 1)))
+    convert.__name__ = f"convert_{kind}_window"
+    return convert
+
+
+CONVERTERS.update({"HannWindow": _window("hann"), "HammingWindow": _window("hamming"),
+                   "BlackmanWindow": _window("blackman"), "Scatter": scatter_elements})  # Scatter: opset 9-10's name
+CONVERTERS.update({"TopK": top_k, "ScatterND": scatter_nd, "GatherND": gather_nd, "CenterCropPad": center_crop_pad})

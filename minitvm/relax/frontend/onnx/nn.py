@@ -115,28 +115,45 @@ def conv_transpose(node: OnnxNode, imp: OnnxImporter):
 
 
 def _pool(kind: str):
-    """MaxPool / AveragePool over 1 or 2 spatial dims (1-D as a 1 x k window)."""
-    fn = _op.nn.max_pool2d if kind == "max" else _op.nn.avg_pool2d
+    """MaxPool / AveragePool / LpPool over 1, 2 or 3 spatial dims (1-D as a 1 x k window); LpPool
+    is the sum of ``|x| ** p`` over the zero-padded window (an average times its size), to 1/p."""
+    fns = {2: _op.nn.max_pool2d if kind == "max" else _op.nn.avg_pool2d,
+           3: _op.nn.max_pool3d if kind == "max" else _op.nn.avg_pool3d}
 
     def convert(node: OnnxNode, imp: OnnxImporter):
         if kind == "max" and node.wants_output(1):
             raise node.error("MaxPool's Indices output is not supported")
         kernel = [int(k) for k in node.attr("kernel_shape")]
         dim = len(kernel)
-        if dim not in (1, 2):
-            raise node.error(f"{dim}-D pooling is not supported (1-D and 2-D are)")
+        if dim not in (1, 2, 3):
+            raise node.error(f"{dim}-D pooling is not supported (1-D, 2-D and 3-D are)")
         strides, dilations, pads = _window(node, imp, kernel)
         x = imp.tensor(node, 0)
+        if kind == "lp":
+            p = float(node.attr("p", 2))
+            x = _op.power(_op.abs(x), imp.scalar(p, x))
         if dim == 1:
             x = _op.expand_dims(x, [2])
             kernel, strides, dilations = [1] + kernel, [1] + strides, [1] + dilations
             pads = [0, pads[0], 0, pads[1]]
-        out = imp.emit(fn(x, pool_size=kernel, strides=strides, padding=pads, dilation=dilations,
-                          ceil_mode=bool(node.attr("ceil_mode", 0)),
-                          count_include_pad=bool(node.attr("count_include_pad", 0))))
-        return imp.emit(_op.squeeze(out, [2])) if dim == 1 else out
+        out = imp.emit(fns[max(dim, 2)](x, pool_size=kernel, strides=strides, padding=pads, dilation=dilations,
+                                        ceil_mode=bool(node.attr("ceil_mode", 0)),
+                                        count_include_pad=kind == "lp" or bool(node.attr("count_include_pad", 0))))
+        if dim == 1:
+            out = imp.emit(_op.squeeze(out, [2]))
+        if kind == "lp":
+            count = imp.scalar(float(np.prod(kernel)), out)
+            out = imp.emit(_op.power(_op.multiply(out, count), imp.scalar(1.0 / p, out)))
+        return out
     convert.__name__ = f"convert_{kind}_pool"
     return convert
+
+
+def global_lp_pool(node: OnnxNode, imp: OnnxImporter):
+    """``sum(|x| ** p) ** (1 / p)`` over the spatial axes."""
+    x, rank, p = imp.tensor(node, 0), len(imp.shape(node, 0)), float(node.attr("p", 2))
+    total = _op.sum(_op.power(_op.abs(x), imp.scalar(p, x)), axis=list(range(2, rank)), keepdims=True)
+    return imp.emit(_op.power(total, imp.scalar(1.0 / p, x)))
 
 
 def _global_pool(fn):
@@ -286,12 +303,13 @@ def _softmax(fn):
 def _source_coords(mode: str, n_in: int, n_out: int, scale: float) -> np.ndarray:
     """Where output position ``i`` reads from along one axis (ONNX's coordinate_transformation_mode)."""
     i = np.arange(n_out, dtype="float64")
+    width = n_in * scale  # ONNX's output width: fractional when the scale does not divide evenly
     if mode == "half_pixel":
         return (i + 0.5) / scale - 0.5
     if mode == "pytorch_half_pixel":
         return (i + 0.5) / scale - 0.5 if n_out > 1 else np.zeros(n_out)
     if mode == "align_corners":
-        return i * ((n_in - 1) / (n_out - 1)) if n_out > 1 else np.zeros(n_out)
+        return i * ((n_in - 1) / (width - 1)) if width != 1 else np.zeros(n_out)
     if mode == "asymmetric":
         return i / scale
     if mode == "half_pixel_symmetric":
@@ -318,16 +336,34 @@ def _resize_sizes(node: OnnxNode, imp: OnnxImporter, in_shape: list) -> tuple[li
     return [int(np.floor(i * sc)) for i, sc in zip(in_shape, scales)], scales
 
 
+def _cubic_taps(src: np.ndarray, n_in: int, a: float, exclude_outside: bool) -> tuple[list, list]:
+    """Four source positions per output position and their weights (Keys' cubic with ``a``), as
+    ONNX's reference picks them: the left neighbour ``f`` is below ``src`` (``src - f`` in (0, 1]);
+    positions past the ends read the edge, or with ``exclude_outside`` weigh 0 (the rest rescaled)."""
+    f = np.ceil(src) - 1
+    r = src - f
+    s0, s1, s2, s3 = r + 1, r, 1 - r, 2 - r
+    far = lambda t: ((a * t - 5 * a) * t + 8 * a) * t - 4 * a  # noqa: E731 - |t| in [1, 2]
+    near = lambda t: ((a + 2) * t - (a + 3)) * t * t + 1  # noqa: E731 - |t| in [0, 1]
+    weights = [far(s0), near(s1), near(s2), far(s3)]
+    positions = [f - 1, f, f + 1, f + 2]
+    if exclude_outside:
+        weights = [np.where((p < 0) | (p >= n_in), 0.0, w) for p, w in zip(positions, weights)]
+        total = sum(weights)
+        weights = [w / total for w in weights]
+    return [np.clip(p, 0, n_in - 1).astype("int64") for p in positions], weights
+
+
 def resize(node: OnnxNode, imp: OnnxImporter):
-    """nearest / linear resampling of static sizes, separable: one ``take`` per resized axis (two
-    and a weighted sum for linear), the source positions computed here as ONNX defines them."""
+    """nearest / linear / cubic resampling of static sizes, separable: per resized axis, a
+    ``take`` of each tap's source positions (computed here as ONNX defines them) weighted and summed."""
     in_shape = imp.shape(node, 0)
     if any(not isinstance(d, int) for d in in_shape):
         raise node.error("Resize over symbolic sizes is not supported")
     mode = node.attr("mode", "nearest")
     coord = node.attr("coordinate_transformation_mode", "half_pixel" if node.opset >= 11 else "asymmetric")
     nearest = _NEAREST.get(node.attr("nearest_mode", "round_prefer_floor" if node.opset >= 11 else "floor"))
-    if mode not in ("nearest", "linear") or coord == "tf_crop_and_resize" or node.attr("antialias", 0):
+    if mode not in ("nearest", "linear", "cubic") or coord == "tf_crop_and_resize" or node.attr("antialias", 0):
         raise node.error(f"mode={mode!r} with coordinate_transformation_mode={coord!r}"
                          f"{', antialias' if node.attr('antialias', 0) else ''} is not supported")
     out_sizes, scales = _resize_sizes(node, imp, in_shape)
@@ -341,11 +377,19 @@ def resize(node: OnnxNode, imp: OnnxImporter):
             pick = np.clip(nearest(src), 0, n_in - 1).astype("int64")
             x = imp.emit(_op.take(x, const(pick), axis=axis))
             continue
-        lo = np.floor(src)
-        w = (src - lo).astype(dtype).reshape([n_out] + [1] * (len(in_shape) - axis - 1))
-        a = _op.take(x, const(np.clip(lo, 0, n_in - 1).astype("int64")), axis=axis)
-        b = _op.take(x, const(np.clip(lo + 1, 0, n_in - 1).astype("int64")), axis=axis)
-        x = imp.emit(_op.add(a, _op.multiply(_op.subtract(b, a), const(w))))
+        view = [n_out] + [1] * (len(in_shape) - axis - 1)
+        if mode == "linear":
+            lo = np.floor(src)
+            w = (src - lo).astype(dtype).reshape(view)
+            a = _op.take(x, const(np.clip(lo, 0, n_in - 1).astype("int64")), axis=axis)
+            b = _op.take(x, const(np.clip(lo + 1, 0, n_in - 1).astype("int64")), axis=axis)
+            x = imp.emit(_op.add(a, _op.multiply(_op.subtract(b, a), const(w))))
+            continue
+        taps, weights = _cubic_taps(src, n_in, float(node.attr("cubic_coeff_a", -0.75)),
+                                    bool(node.attr("exclude_outside", 0)))
+        terms = [_op.multiply(_op.take(x, const(p), axis=axis), const(w.astype(dtype).reshape(view)))
+                 for p, w in zip(taps, weights)]
+        x = imp.emit(_op.add(_op.add(terms[0], terms[1]), _op.add(terms[2], terms[3])))
     return x
 
 
@@ -356,7 +400,7 @@ def einsum(node: OnnxNode, imp: OnnxImporter):
 
 CONVERTERS = {
     "MatMul": matmul, "Gemm": gemm, "Conv": conv, "ConvTranspose": conv_transpose,
-    "MaxPool": _pool("max"), "AveragePool": _pool("avg"),
+    "MaxPool": _pool("max"), "AveragePool": _pool("avg"), "LpPool": _pool("lp"), "GlobalLpPool": global_lp_pool,
     "GlobalAveragePool": _global_pool(_op.mean), "GlobalMaxPool": _global_pool(_op.max),
     "BatchNormalization": batch_normalization, "LayerNormalization": layer_normalization,
     "InstanceNormalization": instance_normalization, "RMSNormalization": rms_normalization,

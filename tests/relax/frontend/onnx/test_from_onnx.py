@@ -127,7 +127,7 @@ def test_backend_case_runner_tallies_outcomes():
     x[0] = -abs(x[0])  # relu and abs differ somewhere
     assert run_case(SimpleNamespace(model=model, data_sets=[([x], [np.maximum(x, 0)])])) == ("pass", "")
     outcome, _ = run_case(SimpleNamespace(model=model, data_sets=[([x], [np.abs(x)])]))
-    assert outcome == "wrong result"
+    assert outcome == "wrong values"
     unknown = model_of([helper.make_node("Unique", ["x"], ["y"])], {"x": (F, [5])}, {"y": (F, [5])})
     assert run_case(SimpleNamespace(model=unknown, data_sets=[])) == ("unsupported operator", "Unique.")
 
@@ -158,3 +158,16 @@ def test_backend_case_runner_can_freeze_integer_inputs():
     case = SimpleNamespace(model=model, data_sets=[([x, np.array([3, 2])], [x.reshape(3, 2)])])
     assert run_case(case)[0] == "refused"
     assert run_case(case, freeze_int_inputs=True) == ("pass", "")
+
+
+def test_backend_case_docs_table_counts_passes_per_operator():
+    """The docs table (``--markdown``): a case counts for every operator of its graph, per run."""
+    from minitvm.testing.onnx_node_cases import markdown
+
+    rows = [("a", ["Add", "Relu"], "pass", ""), ("b", ["Relu"], "wrong values", ""), ("c", ["Loop"],
+            "unsupported operator", "Loop.")]
+    tvm = [("a", ["Add", "Relu"], "pass", ""), ("b", ["Relu"], "pass", ""), ("c", ["Loop"], "pass", "")]
+    table = markdown(rows, tvm=tvm)
+    assert "| `Relu` | element-wise | 2 | 1 | 2 |" in table
+    assert "| `Loop` | — | 1 | 0 | 1 |" in table
+    assert "- TVM 0.27: 3 cases: pass 3" in table
