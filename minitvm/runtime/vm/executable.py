@@ -70,7 +70,7 @@ __all__ = ["Executable", "VMExecutableModule", "load_executable", "load_module",
            "FORMAT_VERSION", "HEADER_SIZE"]
 
 MAGIC = b"MINITVM-EXEC"
-FORMAT_VERSION = 2  # 2: signed with this installation's key
+FORMAT_VERSION = 3  # 2: signed with this installation's key; 3: match_shape codes numbered as TVM's
 _HEADER = struct.Struct(f"<IQQI{MAC_SIZE}s")  # version, metadata length, data length, crc32, mac
 HEADER_SIZE = len(MAGIC) + _HEADER.size
 _SIGNED_HEAD = len(MAGIC) + struct.calcsize("<IQQ")  # magic, version and lengths: covered by the MAC
