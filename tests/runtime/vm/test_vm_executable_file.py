@@ -142,9 +142,9 @@ def test_not_an_executable(tmp_path):
 
 def test_wrong_version(saved):
     blob = bytearray(saved.read_bytes())
-    struct.pack_into("<I", blob, len(MAGIC), 3)
+    struct.pack_into("<I", blob, len(MAGIC), FORMAT_VERSION + 1)
     saved.write_bytes(bytes(blob))
-    with pytest.raises(ValueError, match="executable file was written by minitvm format 3; "
+    with pytest.raises(ValueError, match=f"executable file was written by minitvm format {FORMAT_VERSION + 1}; "
                                          f"this minitvm reads format {FORMAT_VERSION}"):
         load_executable(str(saved))
 
