@@ -1072,11 +1072,11 @@ def schedule_reduction(sch: Schedule) -> bool:
     return True
 
 
-def _window_reduction(sch: Schedule) -> BlockRV | None:
-    """The one reduction block of a pooling-like function: its spatial loops, then its reduce
-    loops (the window), one loop per iterator, static extents, and every tensor it reads indexed
-    along its innermost axis by the last spatial iterator (the output's columns walk the input's
-    columns).  Every other block is spatial."""
+def _window_reduction(sch: Schedule) -> tuple[BlockRV, int] | None:
+    """The one reduction block of a pooling-like function and its number of spatial loops: its
+    spatial loops, then its reduce loops (the window), one loop per iterator, static extents, and
+    every tensor it reads indexed along its innermost axis by the last spatial iterator (the
+    output's columns walk the input's columns).  Every other block is spatial."""
     reductions = [b for b in _blocks(sch) if not _is_spatial(sch, b)]
     if len(reductions) != 1:
         return None
@@ -1098,7 +1098,7 @@ def _window_reduction(sch: Schedule) -> BlockRV | None:
     inputs = [ld for ld in loads if ld.buffer != blk.body.buffer]
     if not inputs or not all(ld.indices and uses_var(ld.indices[-1], column) for ld in inputs):
         return None
-    return b
+    return b, n_spatial
 
 
 def schedule_window_reduction(sch: Schedule) -> bool:
@@ -1107,11 +1107,11 @@ def schedule_window_reduction(sch: Schedule) -> bool:
     one window position for a whole row of outputs (a row of input loads, strided by the pooling
     stride) instead of reducing one output at a time; the outer rows run on threads when large.
     The other (spatial) blocks, an average's division for one, are vectorized along their rows."""
-    b = _window_reduction(sch)
-    if b is None:
+    found = _window_reduction(sch)
+    if found is None:
         return False
+    b, n_spatial = found
     loops = sch.get_loops(b)
-    n_spatial = [iv.iter_type for iv in sch.get(b).iter_vars].index("reduce")
     ext = _extents(sch, loops)
     spatial, window = loops[:n_spatial], loops[n_spatial:]
     sch.reorder(*spatial[:-1], *window, spatial[-1])
@@ -1122,8 +1122,9 @@ def schedule_window_reduction(sch: Schedule) -> bool:
     init = sch.decompose_reduction(b, window[0])
     init_inner = sch.get_loops(init)[-1]
     _vectorize_innermost(sch, init_inner, _int(sch.get(init_inner).extent))
+    init_name = sch.get(init).name_hint
     for other in _blocks(sch):
-        if _is_spatial(sch, other) and sch.get(other).name_hint != sch.get(init).name_hint:
+        if _is_spatial(sch, other) and sch.get(other).name_hint != init_name:
             vectorize_rows(sch, other)
     return True
 
