@@ -9,13 +9,8 @@ from __future__ import annotations
 
 import ast
 import re
-from pathlib import Path
 
-from package_source import package_files, parsed, source
-
-import minitvm
-
-PACKAGE_DIR = Path(minitvm.__file__).parent
+from package_source import PACKAGE_DIR, package_files, parsed, source
 
 #: file -> why it may build method names from class names itself
 PYTHON_AST_WALKERS = {

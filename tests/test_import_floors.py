@@ -14,11 +14,10 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
-from package_source import package_files, parsed
+from package_source import PACKAGE_DIR, package_files, parsed
 
 import minitvm
 
-PACKAGE_DIR = Path(minitvm.__file__).parent
 REPO_DIR = PACKAGE_DIR.parent
 
 # Floors, bottom up.  A module may import from its own floor and from the floors below it.

@@ -77,17 +77,21 @@ _SMALL_TEXT = """(minPx) => {
 _LAID_OUT = """() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(
   () => setTimeout(done, 50))))"""
 
-_AT_END = """() => { const el = document.querySelector('.jp-NotebookPanel .jp-WindowedPanel-outer');
-  return el.scrollTop + el.clientHeight >= el.scrollHeight - 2; }"""
+#: JavaScript: the notebook's scrolling element
+_SCROLLER = "document.querySelector('.jp-NotebookPanel .jp-WindowedPanel-outer')"
+
+#: JavaScript: whether the end of the notebook is on screen
+_AT_END = f"""() => {{ const el = {_SCROLLER};
+  return el.scrollTop + el.clientHeight >= el.scrollHeight - 2; }}"""
 
 #: JavaScript: one screen of the walk in one round trip to the browser — scroll to the screen,
 #: wait until it is laid out, then measure (about 230 screens a run: each round trip counts)
 _SCREEN = f"""async ([top, minPx]) => {{
-  const scroller = document.querySelector('.jp-NotebookPanel .jp-WindowedPanel-outer');
+  const scroller = {_SCROLLER};
   scroller.scrollTop = top;
   await ({_LAID_OUT})();
   return {{overflowing: ({_OVERFLOWING})(), unreadable: ({_SMALL_TEXT})(minPx),
-           atEnd: scroller.scrollTop + scroller.clientHeight >= scroller.scrollHeight - 2}};
+           atEnd: ({_AT_END})()}};
 }}"""
 
 _RUNNING = """() => Array.from(document.querySelectorAll('.jp-InputPrompt'))
@@ -184,7 +188,7 @@ def _scroll_through(page, stem: Path, max_screens: int = 60) -> tuple[set[str], 
     pictures draw text too small to read, met on the way."""
     overflowing: set[str] = set()
     unreadable: set[str] = set()
-    step = page.evaluate("() => document.querySelector('.jp-NotebookPanel .jp-WindowedPanel-outer').clientHeight - 60")
+    step = page.evaluate(f"() => {_SCROLLER}.clientHeight - 60")
     for k in range(max_screens):
         screen = page.evaluate(_SCREEN, [k * step, MIN_TEXT_PX])
         overflowing |= set(screen["overflowing"])
