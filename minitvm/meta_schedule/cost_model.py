@@ -64,6 +64,17 @@ def _require_sklearn() -> Any:
     return HistGradientBoostingRegressor
 
 
+def _one_thread() -> Any:
+    """A context in which scikit-learn's OpenMP loops run on one thread.
+
+    The model sees tens to hundreds of rows: a team of OpenMP threads costs more than it saves
+    (fit: 0.2 s on one thread, 2-9 s on two cores that other processes also want, as the tuner's
+    builders and runners do)."""
+    from threadpoolctl import threadpool_limits  # lazy: installed with scikit-learn, an optional extra
+
+    return threadpool_limits(limits=1, user_api="openmp")
+
+
 def _mean_secs(result: Any) -> float | None:
     secs = getattr(result, "run_secs", result)
     if not secs:
@@ -98,15 +109,17 @@ class GBTModel(CostModel):
         """Train on ``features`` and measured ``secs`` (throughput normalized to the best)."""
         regressor = _require_sklearn()
         target = secs.min() / secs
-        self.model = regressor(max_iter=self.max_iter, learning_rate=0.1, min_samples_leaf=2,
-                               random_state=self.seed).fit(features, target)
+        with _one_thread():
+            self.model = regressor(max_iter=self.max_iter, learning_rate=0.1, min_samples_leaf=2,
+                                   random_state=self.seed).fit(features, target)
         return self
 
     def predict(self, context: Any, candidates: list) -> np.ndarray:
         feats = extract(candidates)
         if self.model is None:
             return feats[:, -3] if len(feats) else np.zeros(0)  # arithmetic intensity
-        return self.model.predict(feats)
+        with _one_thread():
+            return self.model.predict(feats)
 
 
 #: TVM's name for its learned model; minitvm's is the same kind of model from scikit-learn
