@@ -1,8 +1,6 @@
 """Candidates measured on a Dask cluster's workers through its concurrent.futures executor
 (the optional extra ``tune-dist``, part of ``dev`` so this runs in CI)."""
 
-import distributed
-
 import minitvm
 from minitvm import meta_schedule as ms
 
@@ -10,6 +8,8 @@ from .workloads import matmul_64, split_j
 
 
 def test_tune_tir_on_a_local_dask_cluster(tmp_path):
+    import distributed  # here, not at the top: both test workers collect this file, one runs it (1.3 s)
+
     cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None)
     with cluster, distributed.Client(cluster) as client:
         executor = client.get_executor()
