@@ -2,6 +2,10 @@
 the local demo): compile a TIR kernel, export it, upload it to ``rpc.LocalSession()``, load it
 there, run it and time it."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -32,6 +36,27 @@ def test_the_tutorials_local_demo_runs_as_written():
     cost = func.time_evaluator("add_one", dev, number=10)(a, b).mean
     assert cost > 0
     assert remote.listdir(".") == "lib.tar" and remote.download("lib.tar") == bytearray(open(path, "rb").read())
+
+
+def test_a_tir_only_script_exports_a_library_it_can_load(tmp_path):
+    """The tutorial as a script imports no Relax: saving its library must still write the
+    kernels' signatures (the exporter is registered by the LLVM saving code, not by Relax), or
+    load_module refuses the file it just wrote."""
+    code = ("import sys, numpy as np, minitvm as tvm\n"
+            "from minitvm import te\n"
+            "A = te.placeholder((16,), name='A')\n"
+            "B = te.compute((16,), lambda i: A[i] * 2.0, name='B')\n"
+            "lib = tvm.compile(tvm.IRModule.from_expr(te.create_prim_func([A, B]).with_attr('global_symbol', 'f')))\n"
+            "assert 'minitvm.relax' not in sys.modules and 'minitvm.target.codegen.llvm_export' not in sys.modules\n"
+            f"lib.export_library({str(tmp_path / 'lib.tar')!r})\n"
+            f"f = tvm.runtime.load_module({str(tmp_path / 'lib.tar')!r})['f']\n"
+            "a = tvm.runtime.tensor(np.arange(16, dtype='float32') - 3.5); b = tvm.runtime.empty((16,), 'float32')\n"
+            "f(a, b); np.testing.assert_array_equal(b.numpy(), a.numpy() * 2); print('loaded and ran')\n")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, PYTHONPATH=root))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "loaded and ran"
 
 
 def test_a_session_keeps_to_its_directory_and_names_what_it_lacks(tmp_path):
