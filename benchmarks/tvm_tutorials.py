@@ -11,7 +11,10 @@ a subprocess with a time limit per block, so one crash or hang costs only its bl
 
 The TVM checkout is not part of minitvm (no download here): pass any version's ``docs`` folder.
 ``--json FILE`` keeps every block's outcome; ``--python /path/to/venv/bin/python`` runs the same
-blocks on that interpreter's installed TVM instead (no alias), to see what TVM itself passes.
+blocks on that interpreter's installed TVM instead (no alias), to see what TVM itself passes;
+``--lend-packages`` appends this interpreter's site-packages to that one's path (same Python
+version), so TVM's blocks that need torch or transformers get them where TVM's venv lacks them.
+``--compare FILE`` (another run's ``--json``) lists the blocks that run in one and not the other.
 Not a test: it prints a table, and the first error of each failing block.
 """
 
@@ -21,6 +24,7 @@ import argparse
 import json
 import os
 import re
+import site
 import subprocess
 import sys
 import time
@@ -74,11 +78,13 @@ for k, code in enumerate(blocks):
 '''
 
 
-def run_tutorial(path: Path, timeout: int, python: str = sys.executable) -> list[dict]:
-    """Each block's outcome; ``python`` other than this interpreter runs the blocks on its own ``tvm``."""
+def run_tutorial(path: Path, timeout: int, python: str = sys.executable, lend: bool = False) -> list[dict]:
+    """Each block's outcome; ``python`` other than this interpreter runs the blocks on its own ``tvm``
+    (with ``lend``, this interpreter's packages appended after its own)."""
     blocks = code_blocks(path.read_text())
     env = dict(os.environ, MPLBACKEND="Agg", PYTHONPATH=str(Path(__file__).resolve().parent.parent))
-    runner = RUNNER.replace("ALIAS", ALIAS if python == sys.executable else "")
+    lent = f"sys.path.extend({site.getsitepackages()!r})\n" if lend else ""
+    runner = RUNNER.replace("ALIAS", ALIAS if python == sys.executable else lent)
     try:
         proc = subprocess.run([python, "-c", runner], input=json.dumps([blocks, timeout]),
                               capture_output=True, text=True, timeout=timeout * (len(blocks) + 1), env=env,
@@ -104,6 +110,9 @@ def main() -> None:
     parser.add_argument("--json", default="", help="write every block's outcome to this file")
     parser.add_argument("--python", default=sys.executable,
                         help="another interpreter runs the blocks on its own installed tvm (no minitvm alias)")
+    parser.add_argument("--lend-packages", action="store_true",
+                        help="with --python: append this interpreter's site-packages (torch ...) to its path")
+    parser.add_argument("--compare", default="", help="another run's --json: list the blocks only one of them runs")
     args = parser.parse_args()
     if not args.docs:
         parser.error("--docs DIR (or TVM_DOCS): the docs folder of a TVM checkout")
@@ -113,7 +122,8 @@ def main() -> None:
     totals, outcomes = [0, 0, 0], {}
     for path in files:
         start = time.perf_counter()
-        results = outcomes[str(path.relative_to(args.docs))] = run_tutorial(path, args.timeout, args.python)
+        results = outcomes[str(path.relative_to(args.docs))] = run_tutorial(path, args.timeout, args.python,
+                                                                      args.lend_packages)
         cpu = [r for r in results if not r["gpu"]]
         ok = sum(r["ok"] for r in cpu)
         totals = [totals[0] + len(results), totals[1] + len(cpu), totals[2] + ok]
@@ -126,6 +136,19 @@ def main() -> None:
           f"({100 * totals[2] / max(1, totals[1]):.0f}% of the CPU blocks run)")
     if args.json:
         Path(args.json).write_text(json.dumps(outcomes, indent=1))
+    if args.compare:
+        compare(outcomes, json.loads(Path(args.compare).read_text()), args.compare)
+
+
+def compare(ours: dict, theirs: dict, name: str) -> None:
+    """The CPU blocks that run in one of two runs and not in the other (tutorial, block index)."""
+    def passed(outcomes: dict) -> set:
+        return {(f, r["block"]) for f, rs in outcomes.items() for r in rs if r["ok"] and not r["gpu"]}
+    mine, other = passed(ours), passed({f: rs for f, rs in theirs.items() if f in ours})
+    for title, blocks in ((f"run in {name} only", other - mine), ("run here only", mine - other)):
+        print(f"{title}: {len(blocks)}")
+        for f, k in sorted(blocks):
+            print(f"    {f} block {k}")
 
 
 if __name__ == "__main__":
