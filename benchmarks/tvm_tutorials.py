@@ -425,7 +425,9 @@ def summarize(outcomes: dict) -> None:
 def compare(ours: dict, theirs: dict, name: str) -> None:
     """The CPU blocks that run in one of two runs and not in the other (tutorial, block index)."""
     def passed(outcomes: dict) -> set:
-        return {(f, r["block"]) for f, rs in outcomes.items() for r in rs if r["ok"] and not r["excluded"]}
+        # (a run saved before blocks were classified marks only its GPU blocks)
+        return {(f, r["block"]) for f, rs in outcomes.items() for r in rs
+                if r["ok"] and not r.get("excluded", r.get("gpu"))}
     mine, other = passed(ours), passed({f: rs for f, rs in theirs.items() if f in ours})
     for title, blocks in ((f"run in {name} only", other - mine), ("run here only", mine - other)):
         print(f"{title}: {len(blocks)}")
