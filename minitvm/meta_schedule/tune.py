@@ -21,6 +21,7 @@ import numpy as np
 
 from ..ir.module import IRModule
 from ..target import Target
+from ..target.target import GPU_KINDS
 from ..tir.schedule import Schedule
 from . import builder as _builder
 from . import cost_model as _cost_model
@@ -136,6 +137,7 @@ def tune_tasks(*, tasks: list[TuneContext], task_weights: list[float], work_dir:
     schedule's) are timed against each other in RETIME_ROUNDS rounds, so that the database's
     choice does not rest on one noisy timing; 0 keeps the single timings, as TVM."""
     _check_tune_options(measure_callbacks, task_scheduler, post_optimization, module_equality)
+    _check_cpu_targets(tasks)
     if len(task_weights) != len(tasks):
         raise ValueError("tune_tasks: one weight per task")
     if max_trials_global < 0 or num_trials_per_iter < 1:
@@ -211,6 +213,18 @@ def _check_tune_options(measure_callbacks: Any, task_scheduler: str, post_optimi
         raise NotImplementedError("post_optimization=True: minitvm has no post-tuning optimization")
     if module_equality != "structural":
         raise NotImplementedError(f"module_equality={module_equality!r}: minitvm compares workloads structurally")
+
+
+def _check_cpu_targets(tasks: list[TuneContext]) -> None:
+    """A GPU target is refused before any worker starts: the search space holds CPU schedules only,
+    and an unbound kernel cannot run on a GPU (it would fail as "did not run", far from the cause)."""
+    for ctx in tasks:
+        kind = getattr(getattr(ctx.target, "kind", None), "name", None)
+        if kind in GPU_KINDS:
+            raise NotImplementedError(
+                f"tuning {ctx.task_name} for target {str(ctx.target)!r}: minitvm's MetaSchedule searches CPU "
+                "schedules only (TVM's GPU rules, which bind loops to blockIdx/threadIdx, are not built); "
+                "schedule GPU kernels with s_tir.dlight.ApplyDefaultSchedule, or tune for 'llvm'")
 
 
 def _record(task: _Task, cands: list, results: list, db: Database, log: TrialLog, bar: Any, jobs: list[_Task],

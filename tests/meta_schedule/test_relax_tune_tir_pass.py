@@ -72,3 +72,11 @@ def test_the_hook_loads_the_tuner_in_an_interpreter_that_never_imported_it(tmp_p
                           env=dict(os.environ, PYTHONPATH=root))
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["JSONDatabase", "True"]
+
+
+def test_a_gpu_target_is_refused_by_name(tmp_path):
+    # TVM's meta_schedule tutorial tunes for Target.from_device(cuda(0)): minitvm's search space
+    # holds CPU schedules only, so the emulated GPU is refused up front, naming the way that works
+    with tvm.target.Target.from_device(tvm.cuda(0)):
+        with pytest.raises(NotImplementedError, match=r"for target 'cuda-emulated'.*CPU schedules only.*dlight"):
+            relax.transform.MetaScheduleTuneTIR(str(tmp_path / "tune"), max_trials_global=2)(_softmax_module())

@@ -201,6 +201,34 @@ def test_callbacks_leave_with_their_module():
 
 
 @I.ir_module
+class Dynamic(BasePyModule):
+    # TVM's pymodule tutorial's last example: a kernel written as a bare loop (no block at all)
+    @T.prim_func(s_tir=True)
+    def scale_tir(var_x: T.handle, var_out: T.handle):
+        n = T.int64()
+        x = T.match_buffer(var_x, (n,), "float32")
+        out = T.match_buffer(var_out, (n,), "float32")
+        for i in T.serial(n):
+            out[i] = x[i] * T.float32(2.0)
+
+    @R.function
+    def add_relax(x: R.Tensor(("n",), "float32"), y: R.Tensor(("n",), "float32")) -> R.Tensor(("n",), "float32"):
+        return R.add(x, y)
+
+
+def test_a_block_free_kernel_beside_a_symbolic_relax_function():
+    """The CPU default schedule must pass over a kernel with no block (it once indexed the
+    first block before asking whether the function is a convolution), or the Relax VM is lost."""
+    mod = Dynamic(device=tvm.cpu(0), target="llvm")
+    for n in (5, 10):
+        a, b = rand(n, seed=n), rand(n, seed=n + 1)
+        close(mod.add_relax(a, b), a + b)
+    x = rand(7, seed=3)
+    scaled = mod.call_tir("scale_tir", [x], relax.TensorType((T.int64(),), "float32"))
+    np.testing.assert_allclose(scaled.numpy(), x.numpy() * 2.0, rtol=1e-6)
+
+
+@I.ir_module
 class Dense:
     @T.prim_func(s_tir=True)
     def bias_add(var_x: T.handle, var_b: T.handle, var_out: T.handle):

@@ -35,8 +35,8 @@ Kernels are saved through two hooks in the global function registry, provided by
 generator that made the library:
 
 * ``"runtime.module.export_<type_key>"(lib) -> {"format": str, "payload": str | bytes,
-  "metadata": dict}``: turn the library into bytes.  Without it, an ``llvm`` module is saved
-  as its LLVM IR (``lib.get_source("ll")``) with ``metadata = {"functions": [names]}``.
+  "metadata": dict}``: turn the library into bytes (minitvm's LLVM code generator registers
+  the one for ``llvm`` modules when first imported; saving imports it when needed).
 * ``"runtime.module.loadfrom_<format>"(payload, metadata) -> Module``: turn them back into a
   library (called when the loaded Executable's ``lib`` is first needed).
 """
@@ -65,6 +65,19 @@ from .native import EntryPlan, plan_entry
 
 #: kernel formats minitvm itself writes, and the module whose import registers their loader
 _KNOWN_LOADERS = {"llvm_ir": "minitvm.target.codegen.llvm_export"}
+#: kernel library types minitvm builds, and the module whose import registers their exporter
+_KNOWN_EXPORTERS = {"llvm": "minitvm.target.codegen.llvm_export"}
+
+
+def _codegen_hook(name: str, module: str | None) -> Any:
+    """The registered function ``name``; when missing, the code generator ``module`` (a fixed
+    name, never one read from a file) is imported first, since importing it registers the hook.
+    The one upward import of the runtime: a TIR-only build never imports the saving code."""
+    hook = get_global_func(name, allow_missing=True)
+    if hook is None and module is not None:
+        importlib.import_module(module)
+        hook = get_global_func(name, allow_missing=True)
+    return hook
 
 __all__ = ["Executable", "VMExecutableModule", "load_executable", "load_module", "pack_executable", "MAGIC",
            "FORMAT_VERSION", "HEADER_SIZE"]
@@ -137,12 +150,7 @@ class Executable:
         """The kernel library; for a loaded executable, rebuilt by its loader on first use."""
         if self._lib is None and self.kernel_format is not None:
             loader_name = f"runtime.module.loadfrom_{self.kernel_format}"
-            loader = get_global_func(loader_name, allow_missing=True)
-            if loader is None and self.kernel_format in _KNOWN_LOADERS:
-                # the one upward import of the runtime: the code generator that registers the
-                # loader, by a fixed name (never a name read from the file)
-                importlib.import_module(_KNOWN_LOADERS[self.kernel_format])
-                loader = get_global_func(loader_name, allow_missing=True)
+            loader = _codegen_hook(loader_name, _KNOWN_LOADERS.get(self.kernel_format))
             if loader is None:
                 raise ValueError(f"the executable's kernels are saved as {self.kernel_format!r}, and no "
                                  f"loader {loader_name!r} is registered (the code generator registers it: "
@@ -282,12 +290,11 @@ class Executable:
             lib = self._lib
             if not lib.function_names():
                 return None
-            exporter = get_global_func(f"runtime.module.export_{lib.type_key}", allow_missing=True)
+            # (a TIR-only build, tvm.compile of a PrimFunc module, has not imported the exporter yet)
+            exporter = _codegen_hook(f"runtime.module.export_{lib.type_key}", _KNOWN_EXPORTERS.get(lib.type_key))
             if exporter is not None:
                 out = exporter(lib)
                 fmt, payload, meta = out["format"], out["payload"], dict(out.get("metadata", {}))
-            elif lib.type_key == "llvm":
-                fmt, payload, meta = "llvm_ir", lib.get_source("ll"), {"functions": lib.function_names()}
             else:
                 raise ValueError(f"cannot save the kernel library: modules of type {lib.type_key!r} have no "
                                  f"exporter (register 'runtime.module.export_{lib.type_key}')")

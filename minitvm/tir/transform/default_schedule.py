@@ -848,8 +848,7 @@ def schedule_depthwise_conv2d(sch: Schedule) -> bool:
     """
     conv = _conv_block(sch)
     stride = None if conv is None else _depthwise_column_stride(sch, conv)
-    first = sch.get(_blocks(sch)[0]).name_hint
-    if stride is None or (stride == 2 and first == sch.get(conv).name_hint):
+    if stride is None or (stride == 2 and sch.get(_blocks(sch)[0]).name_hint == sch.get(conv).name_hint):
         return False  # (stride 2 without a copy of the input to deinterleave: the generic rule)
     conv, epilogue = _conv_prologue_and_tail(sch, conv, _inline_copy_or_rows if stride == 1 else _deinterleave_columns)
     if conv is None:

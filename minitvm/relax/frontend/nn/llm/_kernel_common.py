@@ -10,7 +10,7 @@ from .....tir.buffer import Buffer
 from .....tir.expr import PrimExpr, Var, const
 from ._tir_builder import KernelBuilder
 
-__all__ = ["AttnKind", "RopeMode", "check_dtype", "online_softmax_attention", "as_f32", "PageTable"]
+__all__ = ["AttnKind", "RopeMode", "KERNEL_DTYPES", "check_dtype", "online_softmax_attention", "as_f32", "PageTable"]
 
 
 class AttnKind(enum.IntEnum):
@@ -30,9 +30,14 @@ class RopeMode(enum.IntEnum):
     INLINE = 2
 
 
+#: cache dtypes the CPU kernels are built for (they read either and compute in float32)
+KERNEL_DTYPES = ("float32", "float16")
+
+
 def check_dtype(dtype: str, where: str) -> str:
-    if dtype != "float32":
-        raise NotImplementedError(f"{where}: dtype {dtype!r}; the CPU kernels are built for float32")
+    if dtype not in KERNEL_DTYPES:
+        raise NotImplementedError(f"{where}: dtype {dtype!r}; the CPU kernels are built for "
+                                  f"{' and '.join(KERNEL_DTYPES)}")
     return dtype
 
 

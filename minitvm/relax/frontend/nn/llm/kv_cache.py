@@ -9,8 +9,9 @@ model's ``prefill``/``decode`` receive: ``attention_with_fused_qkv`` is one call
 ``vm.builtin.attention_kv_cache_attention_with_fused_qkv`` (see :mod:`minitvm.runtime.kv_state`).
 
 Built: multi-head / grouped-query attention, RoPE NONE or NORMAL (Llama's default frequencies),
-float32, the CPU (``llvm``).  Everything else TVM's constructor takes (sliding window, MLA, KV
-transfer, INLINE RoPE, RoPE scaling, other targets) raises NotImplementedError naming the argument.
+float32 or float16 (computed in float32), the CPU (``llvm``).  Everything else TVM's constructor
+takes (sliding window, MLA, KV transfer, INLINE RoPE, RoPE scaling, other targets) raises
+NotImplementedError naming the argument.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from ....block_builder import BlockBuilder
 from ....struct_info import ObjectStructInfo, TensorStructInfo
 from ..core import Object, Tensor, current_builder
 from ._decode_kernels import _attention_decode_cpu
-from ._kernel_common import AttnKind, RopeMode
+from ._kernel_common import KERNEL_DTYPES, AttnKind, RopeMode
 from ._page_kernels import _copy_single_page_cpu, _kv_cache_transpose_append
 from ._prefill_kernels import _attention_prefill_cpu
 from .position_embedding import llama_rope_with_position_map
@@ -77,8 +78,8 @@ def _check_unbuilt(attn_kind: Any, support_sliding_window: Any, layer_partition:
         _refuse("rope_ext_factors", rope_ext_factors, "RoPE extension factors (longrope)")
     if enable_disaggregation:
         _refuse("enable_disaggregation", enable_disaggregation, "KV transfer between engines")
-    if dtype != "float32":
-        _refuse("dtype", dtype, "a cache in a dtype other than float32")
+    if dtype not in KERNEL_DTYPES:
+        _refuse("dtype", dtype, f"a cache in a dtype other than {' or '.join(KERNEL_DTYPES)}")
     kind = Target(target).kind.name if isinstance(target, str) else getattr(getattr(target, "kind", None), "name", None)
     if kind != "llvm":
         _refuse("target", str(target), "a target other than the CPU ('llvm')")

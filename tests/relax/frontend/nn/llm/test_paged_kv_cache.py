@@ -25,24 +25,28 @@ THETA, SCALE = 10000.0, 1.0
 SM_SCALE = D ** -0.5
 
 
+def build_kernels(dtype, target="llvm"):
+    funcs = {
+        "tir_split_rotary": llama_rope_with_position_map(THETA, SCALE, D, H_QO, H_KV, dtype, {}),
+        "kv_cache_transpose_append": _kv_cache_transpose_append(H_KV, D, dtype),
+        "batch_prefill_paged_kv_cpu": _attention_prefill_cpu(H_KV, H_QO, D, dtype),
+        "batch_decode_paged_kv_cpu": _attention_decode_cpu(H_KV, H_QO, D, dtype),
+        "kv_cache_copy_single_page_cpu": _copy_single_page_cpu(H_KV, D, dtype),
+    }
+    return minitvm.build(IRModule(funcs), target=target)
+
+
 @pytest.fixture(scope="module")
 def lib():
-    funcs = {
-        "tir_split_rotary": llama_rope_with_position_map(THETA, SCALE, D, H_QO, H_KV, "float32", {}),
-        "kv_cache_transpose_append": _kv_cache_transpose_append(H_KV, D, "float32"),
-        "batch_prefill_paged_kv_cpu": _attention_prefill_cpu(H_KV, H_QO, D, "float32"),
-        "batch_decode_paged_kv_cpu": _attention_decode_cpu(H_KV, H_QO, D, "float32"),
-        "kv_cache_copy_single_page_cpu": _copy_single_page_cpu(H_KV, D, "float32"),
-    }
-    return minitvm.build(IRModule(funcs), target="llvm")
+    return build_kernels("float32")
 
 
-def create(lib, max_batch=4, max_total=64, chunk=32, rope_mode=1):
+def create(lib, max_batch=4, max_total=64, chunk=32, rope_mode=1, dtype="float32"):
     """TVM's 28 arguments of the creation global, in TVM's order (absent kernels: empty tuples)."""
     fn = minitvm.get_global_func("vm.builtin.paged_attention_kv_cache_create")
     return fn(ShapeTuple([max_batch, max_total, chunk, PAGE, 0, 1024]), ShapeTuple([0, LAYERS]), H_QO, H_KV, D, D,
               ShapeTuple([0] * LAYERS), False, rope_mode, SCALE, THETA, 0,
-              minitvm.nd.array(np.zeros((), "float32")), lib["kv_cache_transpose_append"], (),
+              minitvm.nd.array(np.zeros((), dtype)), lib["kv_cache_transpose_append"], (),
               (), ("tirx", lib["batch_prefill_paged_kv_cpu"]), ("tirx", lib["batch_decode_paged_kv_cpu"]),
               (), (), (), (), (), (), lib["tir_split_rotary"], lib["kv_cache_copy_single_page_cpu"], (), ())
 
@@ -89,16 +93,16 @@ class Reference:
         return np.stack(out)
 
 
-def forward(cache, ref, rng, seqs, lengths):
+def forward(cache, ref, rng, seqs, lengths, dtype="float32", tol=(1e-4, 1e-5)):
     """One forward through both layers; each layer's output checked against the reference."""
     f = minitvm.get_global_func
     f("vm.builtin.kv_state_begin_forward")(cache, ShapeTuple(seqs), ShapeTuple(lengths))
     total = sum(lengths)
     for layer in range(LAYERS):
-        qkv = rng.standard_normal((total, H_QO + 2 * H_KV, D)).astype("float32")
-        out = minitvm.nd.empty((total, H_QO, D), "float32")
+        qkv = rng.standard_normal((total, H_QO + 2 * H_KV, D)).astype(dtype)
+        out = minitvm.nd.empty((total, H_QO, D), dtype)
         f("vm.builtin.attention_kv_cache_attention_with_fused_qkv")(cache, layer, SM_SCALE, minitvm.nd.array(qkv), out)
-        np.testing.assert_allclose(out.numpy(), ref.attend(layer, seqs, lengths, qkv), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(out.numpy(), ref.attend(layer, seqs, lengths, qkv), rtol=tol[0], atol=tol[1])
     f("vm.builtin.kv_state_end_forward")(cache)
 
 
@@ -131,6 +135,22 @@ def test_prefill_decode_remove_and_reuse_match_numpy(lib):
     assert minitvm.get_global_func("vm.builtin.attention_kv_cache_get_num_available_pages")(cache) == free_before - 3
     for _ in range(2):
         forward(cache, ref, rng, [7, 0, 2], [1, 1, 1])
+
+
+def test_a_float16_cache_matches_numpy():
+    """TVM's LLM tutorial exports its cache in float16: pages and q/k/v in float16, scores and
+    sums in float32; against float64 numpy on the same float16 inputs, to float16's precision
+    (the rotated keys are rounded to float16 when they enter the pages).  Built without LLVM's
+    optimizer (-opt-level=0, a seventh of the build): minitvm emits the same kernels either way, and
+    the float32 tests run them optimized."""
+    rng = np.random.default_rng(3)
+    cache, ref = create(build_kernels("float16", "llvm -opt-level=0"), dtype="float16"), Reference()
+    for seq in (0, 1):
+        minitvm.get_global_func("vm.builtin.kv_state_add_sequence")(cache, seq)
+        ref.add(seq)
+    forward(cache, ref, rng, [0, 1], [6, 3], "float16", (1e-2, 4e-3))
+    for _ in range(2):
+        forward(cache, ref, rng, [1, 0], [1, 1], "float16", (1e-2, 4e-3))
 
 
 def test_cache_contents_fork_and_no_rope(lib):

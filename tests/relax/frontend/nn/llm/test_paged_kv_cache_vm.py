@@ -91,7 +91,7 @@ def test_kernels_as_values_survive_save_and_load(exe, tmp_path):
     ("rope_mode", 2, "INLINE"),
     ("rope_scaling", {"rope_type": "llama3"}, "RoPE scaling"),
     ("enable_disaggregation", True, "KV transfer"),
-    ("dtype", "float16", "dtype other than float32"),
+    ("dtype", "bfloat16", "dtype other than float32 or float16"),
     ("target", "cuda", "target other than the CPU"),
 ])
 def test_unbuilt_features_are_refused_by_name(name, value, words):
