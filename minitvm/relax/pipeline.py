@@ -109,7 +109,7 @@ def default_pipeline() -> Pass:
     (``tir.transform.DefaultCPUSchedule``).  The VM lowering follows in ``relax.build``."""
     # a tuning database in scope gives its kernels first; DefaultCPUSchedule skips those
     return Sequential([*default_kernel_passes(), _ApplyDatabaseInScope(),
-                       DefaultCPUSchedule(rules=default_schedule_rules()), T.FoldWeightLayout()], name="default")
+                       DefaultCPUSchedule(rules=default_schedule_rules())], name="default")
 
 
 def default_kernel_passes() -> list[Pass]:
