@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from enum import IntEnum
 
 import numpy as np
@@ -13,6 +14,12 @@ __all__ = ["DataType", "DataTypeCode", "is_float", "is_int", "is_uint", "is_bool
 #: dtypes kernels can compute with
 SUPPORTED = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
              "float16", "float32", "float64")
+
+#: TVM's narrow floats (``T.float8_e4m3fn(0.0)``): names the IR and printer carry; kernels do not
+#: compute with them (``check`` refuses them, as it refuses any dtype codegen lacks)
+CUSTOM_FLOATS = ("bfloat16", "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn",
+                 "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
+                 "float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn")
 
 
 class DataTypeCode(IntEnum):
@@ -111,7 +118,8 @@ def bits(dtype: str) -> int:
     elif text == "handle":
         n = 64
     else:
-        n = int("".join(ch for ch in text if ch.isdigit()))  # (no digits: int('') raises, as before)
+        # the width is the digits after the kind: "float8_e4m3fn" is 8 bits, "int32x4" 32
+        n = int(re.match(r"[a-z]*(\d*)", text).group(1))  # (no digits: int('') raises, as before)
     if len(_BITS) < 1024:
         _BITS[text] = n
     return n

@@ -56,7 +56,7 @@ __all__ = [
     "And", "Or", "Not", "Let", "Range",
     "Add", "Sub", "Mul", "Div", "Mod", "FloorDiv", "FloorMod", "Min", "Max", "EQ", "NE", "LT", "LE", "GT", "GE",
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-    "uint64", "bool", "boolean", "Var", "SizeVar", "likely", "ret", "decl_buffer", "Ramp", "Broadcast",
+    "uint64", *_dt.CUSTOM_FLOATS, "bool", "boolean", "Var", "SizeVar", "likely", "ret", "decl_buffer", "Ramp", "Broadcast",
     "allocate_const", "macro", "buffer", "LetStmt", "launch_thread", "env_thread", "attr",
     # the math the printer writes as T.<name>(...): every math row of the semantics table
     *_op.MATH_INTRINSICS, "isnan", "popcount",
@@ -104,6 +104,9 @@ uint8, uint16 = ScalarType("uint8"), ScalarType("uint16")
 uint32, uint64 = ScalarType("uint32"), ScalarType("uint64")
 bool = ScalarType("bool")  # noqa: A001 - TVMScript spells it T.bool
 boolean = bool  # TVM's other spelling of the same type
+# TVM's narrow floats, T.float8_e4m3fn(0.0) & co: constants the IR and printer carry
+for _name in _dt.CUSTOM_FLOATS:
+    globals()[_name] = ScalarType(_name)
 #: the type of a raw array parameter that ``T.match_buffer`` later gives a shape
 handle = ScalarType("handle")
 

@@ -387,7 +387,7 @@ def const(value: Any, dtype: str | None = None) -> PrimExpr:
         else:
             raise TypeError(f"cannot make a constant from {value!r}")
     dtype = str(dtype)
-    if _dt.is_float(dtype):
+    if _dt.is_float(dtype) or dtype in _dt.CUSTOM_FLOATS:
         return FloatImm(dtype, float(value))
     if _dt.is_int(dtype) or _dt.is_bool(dtype):
         if isinstance(value, float) and not value.is_integer():
