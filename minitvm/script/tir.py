@@ -53,7 +53,7 @@ __all__ = [
     "if_then_else", "max", "min", "abs", "floordiv", "floormod", "truncdiv",
     "truncmod", "max_value", "min_value", "call_intrin", "call_extern", "call_llvm_pure_intrin",
     "call_packed", "tvm_call_packed", "let",
-    "And", "Or", "Not", "Let", "Range",
+    "And", "Or", "Not", "Let", "Range", "Assert",
     "Add", "Sub", "Mul", "Div", "Mod", "FloorDiv", "FloorMod", "Min", "Max", "EQ", "NE", "LT", "LE", "GT", "GE",
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
     "uint64", *_dt.CUSTOM_FLOATS, "bool", "boolean", "Var", "SizeVar", "likely", "ret", "decl_buffer", "Ramp", "Broadcast",
@@ -325,6 +325,24 @@ class AttrDecl:
     node: Any
     key: str
     value: PrimExpr
+
+
+@dataclass(frozen=True)
+class AssertDecl:
+    """``with T.Assert(condition, "message"):``: an AssertStmt guarding the ``with`` body (the
+    form TVM prints where ``assert`` would also guard the statements after it)."""
+
+    condition: PrimExpr
+    message: str
+
+
+def Assert(condition: Any, message: str) -> AssertDecl:  # noqa: N802 - TVM's name
+    condition = convert(condition)
+    if condition.dtype != "bool":
+        raise TypeError(f"T.Assert: the condition must be a boolean expression, got {condition.dtype}")
+    if not isinstance(message, str):
+        raise TypeError(f"T.Assert: the message must be a string, got {message!r}")
+    return AssertDecl(condition, message)
 
 
 def env_thread(thread_tag: str, dtype: str = "int32") -> EnvThreadDecl:

@@ -245,6 +245,11 @@ class Select(PrimExpr):
     false_value: PrimExpr
 
     def __post_init__(self) -> None:
+        # Python values become constants, as TVM's constructor converts them (True: T.bool(True))
+        for name in ("condition", "true_value", "false_value"):
+            value = getattr(self, name)
+            if isinstance(value, (bool, int, float)):
+                object.__setattr__(self, name, const(value))
         super().__post_init__()
         _cache_dtype(self, self.true_value)
 

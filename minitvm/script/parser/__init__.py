@@ -482,6 +482,8 @@ class _TIRParser:
             return wrap(body)
         if isinstance(ctx, (T.LetStmtDecl, T.AllocateDecl)):
             return self._scoped_with(ctx, target, node)
+        if isinstance(ctx, T.AssertDecl) and target is None:
+            return AssertStmt(ctx.condition, ctx.message, self.visit_scoped_body(node.body))
         if target is not None:
             raise self.error(target, "`with ... as name` is only for T.launch_thread, T.LetStmt and T.allocate")
         if isinstance(ctx, T.BlockSpec):

@@ -88,6 +88,7 @@ from ...tir.stmt import (
     ForKind,
     IfThenElse,
     LetStmt,
+    MatchBufferRegion,
     SeqStmt,
     Stmt,
 )
@@ -208,6 +209,9 @@ def _script(node: Any, show_header: bool = True, **kwargs: Any) -> str:
 def _fragment(p: "_TIRPrinter", node: Any) -> str:
     """A statement, expression, buffer, region, range or iterator as text."""
     if isinstance(node, Stmt):
+        # a statement printed alone scopes nothing after it: as TVM, no concise form at its root
+        # (``with T.LetStmt(v) as x:``, not ``x: T.int32 = v``)
+        p.tail = False
         return "\n".join(p.print_stmt(node))
     if isinstance(node, PrimExpr):
         return p.expr(node)
@@ -215,15 +219,26 @@ def _fragment(p: "_TIRPrinter", node: Any) -> str:
         return p.buffer_decl(node, "T.Buffer")
     if isinstance(node, BufferRegion):
         return p.region(node)
-    if isinstance(node, Range):
-        return f"T.Range({p.expr(node.min)}, {p.expr(_add(node.min, node.extent))})"
+    if isinstance(node, MatchBufferRegion):  # as its line in a block: `B = T.match_buffer(A[...], shape)`
+        source = p.region(node.source)
+        decl = p.buffer_decl(node.buffer, "T.match_buffer", first_arg=source, default_dtype=True)
+        return f"{p.define(node.buffer, node.buffer.name)} = {decl}"
+    if isinstance(node, Range):  # an IR-level node: TVM prints it in the I namespace
+        return f"I.Range({p.expr(node.min)}, {p.expr(_add(node.min, node.extent))})"
     if isinstance(node, IterVar):
-        return f"T.iter_var({p.expr(node.var)}, {script(node.dom)}, \"{node.iter_type}\")"
+        dom = f"T.Range({p.expr(node.dom.min)}, {p.expr(_add(node.dom.min, node.dom.extent))})"
+        kind = _ITER_KIND_NAMES.get(node.iter_type, node.iter_type)
+        return f"T.iter_var({p.expr(node.var)}, {dom}, {_str(kind)}, {_str(node.thread_tag)})"
     if isinstance(node, GlobalVar):
         return f"I.GlobalVar(\"{node.name_hint}\")"
     if isinstance(node, Type):
         return _type_text(node)
     return repr(node)
+
+
+#: TVM's names of the iteration kinds (its IterVarType enum), as T.iter_var prints them
+_ITER_KIND_NAMES = {"spatial": "DataPar", "reduce": "CommReduce", "thread": "ThreadIndex",
+                    "scan": "Ordered", "opaque": "Opaque"}
 
 
 def _let_vars(body: Any) -> list[Var]:
@@ -467,7 +482,7 @@ class _TIRPrinter:
         if isinstance(e, Div):
             if e.dtype.startswith("float"):
                 return f"{self._paren(e.a, _PREC_MUL)} / {self._paren(e.b, _PREC_MUL + 1)}", _PREC_MUL
-            return f"T.truncdiv({self.expr(e.a)}, {self.expr(e.b)})", _PREC_ATOM
+            return f"T.Div({self.expr(e.a)}, {self.expr(e.b)})", _PREC_ATOM  # an integer Div, as TVM
         if isinstance(e, Mod):
             return f"T.truncmod({self.expr(e.a)}, {self.expr(e.b)})", _PREC_ATOM
         if isinstance(e, (Min, Max)):
@@ -835,12 +850,14 @@ class _TIRPrinter:
         return lines
 
     def visit_assert_stmt_(self, s: AssertStmt) -> list[str]:
-        return ([self._line(f"assert {self.expr(s.condition)}, {_str(s.message)}")]
-                + self.print_stmt(s.body))
+        head = f"{self.expr(s.condition)}, {_str(s.message)}"
+        if not self.tail:  # more statements follow: the assertion guards only its own body
+            return self._scoped(lambda: "", lambda _: f"with T.Assert({head}):", s.body)
+        return [self._line(f"assert {head}")] + self.print_stmt(s.body)
 
     def visit_allocate_(self, s: Allocate) -> list[str]:
         b = s.buffer
-        args = [self.shape(b.shape), f'"{b.dtype}"', f'"{b.scope}"']
+        args = [f"[{', '.join(self.expr(x) for x in b.shape)}]", f'"{b.dtype}"', f'"{b.scope}"']  # a list, as TVM
         if not self.tail:  # more statements follow: the storage lives for its own body only
             return self._scoped(lambda: self.define(b, b.name),
                                 lambda name: f"with T.allocate({', '.join(args)}) as {name}:", s.body,
@@ -917,15 +934,20 @@ class _TIRPrinter:
         return self._block(s.block, s.iter_values, s.predicate)
 
     def visit_block_(self, s: Block) -> list[str]:
-        return [self._line("# a Block outside its BlockRealize; iteration values unknown")] + self._block(
-            s, tuple(iv.var for iv in s.iter_vars), IntImm("bool", 1))
+        # a Block outside its BlockRealize has no iteration values: TVM prints it so, its axes
+        # with a domain only (``vi = T.axis.spatial(128)``)
+        return self._block(s, None, IntImm("bool", 1))
 
-    def _block(self, b: Block, values: tuple, predicate: PrimExpr) -> list[str]:
-        lines = [self._line(f"with {self.sblock}({_str(b.name_hint)}):")]
+    def _block(self, b: Block, values: tuple | None, predicate: PrimExpr) -> list[str]:
+        no_realize = ", no_realize=True" if values is None else ""
+        lines = [self._line(f"with {self.sblock}({_str(b.name_hint)}{no_realize}):")]
         self.indent += 1
         self.push()
-        value_texts = [self.expr(v) for v in values]  # bindings use the enclosing names
-        lines += self._axes(b, values, value_texts)
+        if values is None:
+            lines += [self._single_axis(iv, None) for iv in b.iter_vars]
+        else:
+            value_texts = [self.expr(v) for v in values]  # bindings use the enclosing names
+            lines += self._axes(b, values, value_texts)
         if not _is_true(predicate):
             lines.append(self._line(f"T.where({self.expr(predicate)})"))
         lines.append(self._line(f"T.reads({', '.join(self.region(r) for r in b.reads)})"))
@@ -984,14 +1006,14 @@ class _TIRPrinter:
         flush()
         return lines
 
-    def _single_axis(self, iv: IterVar, text: str) -> str:
+    def _single_axis(self, iv: IterVar, text: str | None) -> str:
         dom = iv.dom
         if _is_zero(dom.min) and dom.min.dtype == dom.extent.dtype:
             dom_text = self.expr(dom.extent)
         else:
             dom_text = f"({self.expr(dom.min)}, {self.expr(_add(dom.min, dom.extent))})"
         name = self.define(iv.var, iv.var.name)
-        return self._line(f"{name} = T.axis.{iv.iter_type}({dom_text}, {text})")
+        return self._line(f"{name} = T.axis.{iv.iter_type}({dom_text}{'' if text is None else ', ' + text})")
 
 
 def _undeclared_buffers(body: Any, declared_buffers: Any) -> list[Buffer]:
