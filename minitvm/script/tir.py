@@ -53,7 +53,7 @@ __all__ = [
     "if_then_else", "max", "min", "abs", "floordiv", "floormod", "truncdiv",
     "truncmod", "max_value", "min_value", "call_intrin", "call_extern", "call_llvm_pure_intrin",
     "call_packed", "tvm_call_packed", "let",
-    "And", "Or", "Not", "Let", "Range", "Assert",
+    "And", "Or", "Not", "Let", "Range", "Assert", "target", "comm_reducer", "reinterpret",
     "Add", "Sub", "Mul", "Div", "Mod", "FloorDiv", "FloorMod", "Min", "Max", "EQ", "NE", "LT", "LE", "GT", "GE",
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
     "uint64", *_dt.CUSTOM_FLOATS, "bool", "boolean", "Var", "SizeVar", "likely", "ret", "decl_buffer", "Ramp", "Broadcast",
@@ -343,6 +343,56 @@ def Assert(condition: Any, message: str) -> AssertDecl:  # noqa: N802 - TVM's na
     if not isinstance(message, str):
         raise TypeError(f"T.Assert: the message must be a string, got {message!r}")
     return AssertDecl(condition, message)
+
+
+def comm_reducer(combiner: Callable, identity: Any) -> Any:
+    """``T.comm_reducer(lambda x, y: x + y, [T.float32(0)])``: a commutative reducer (TVM's
+    CommReducer), as a cross-thread reduction's ``reduce_scope`` attribute names it.  With n
+    identity values the lambda takes 2n arguments, n accumulated then n new, and returns n values."""
+    from ..te.reduction import CommReducer  # lazy: te sits on the floor below; only reducers need it
+
+    identity = [convert(e) for e in (identity if isinstance(identity, (list, tuple)) else [identity])]
+    names = combiner.__code__.co_varnames[:combiner.__code__.co_argcount]
+    if len(names) != 2 * len(identity):
+        raise TypeError(f"T.comm_reducer: {len(identity)} identity value(s) need a combiner of "
+                        f"{2 * len(identity)} arguments, got {len(names)}")
+    dtypes = [e.dtype for e in identity] * 2
+    args = [Var(n, d) for n, d in zip(names, dtypes)]
+    result = combiner(*args)
+    result = [convert(r) for r in (result if isinstance(result, (list, tuple)) else [result])]
+    if len(result) != len(identity):
+        raise TypeError(f"T.comm_reducer: the combiner returns {len(result)} value(s), the identity has "
+                        f"{len(identity)}")
+    n = len(identity)
+    return CommReducer(tuple(args[:n]), tuple(args[n:]), tuple(result), tuple(identity))
+
+
+def reinterpret(*args: Any, dtype: Any = None) -> PrimExpr:
+    """``T.reinterpret("float32", x)`` (or ``T.reinterpret(x, dtype="handle")``): ``x``'s bits read
+    as ``dtype``; the value itself when it has that dtype already, as TVM."""
+    if dtype is None:
+        if len(args) != 2:
+            raise TypeError("T.reinterpret(dtype, value) takes a dtype and a value")
+        dtype, value = args
+    elif len(args) == 1:
+        value = args[0]
+    else:
+        raise TypeError("T.reinterpret(value, dtype=...) takes one value")
+    value, dtype = convert(value), str(dtype)
+    if value.dtype == dtype:
+        return value
+    if dtype != "handle" and _dt.bits(dtype) != _dt.bits(value.dtype):
+        raise TypeError(f"T.reinterpret: {value.dtype} ({_dt.bits(value.dtype)} bits) cannot be read as "
+                        f"{dtype} ({_dt.bits(dtype)} bits)")
+    return _ex.Call(dtype, "tir.reinterpret", (value,))
+
+
+def target(target: Any, host: Any = None) -> Any:
+    """``T.target("llvm")`` / ``T.target({"kind": "cuda", ...}, host="llvm")``: a Target as an
+    attribute value (``T.func_attr({"target": T.target("llvm")})``)."""
+    from ..target import Target  # lazy: the target floor sits beside script's, imported on use
+
+    return Target(target, host=host)
 
 
 def env_thread(thread_tag: str, dtype: str = "int32") -> EnvThreadDecl:

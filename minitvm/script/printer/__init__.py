@@ -35,6 +35,7 @@ from ...ir.node import Node
 from ...ir.notebook import in_notebook
 from ...ir.structural import structural_equal
 from ...ir.type import PointerType, PrimType, TupleType, Type
+from ...te.reduction import CommReducer
 from ...tir import op
 from ...tir import op as _op
 from ...tir.analysis import buffer_vars, free_scalar_vars
@@ -213,7 +214,7 @@ def _fragment(p: "_TIRPrinter", node: Any) -> str:
         # (``with T.LetStmt(v) as x:``, not ``x: T.int32 = v``)
         p.tail = False
         return "\n".join(p.print_stmt(node))
-    if isinstance(node, PrimExpr):
+    if isinstance(node, (PrimExpr, CommReducer)):
         return p.expr(node)
     if isinstance(node, Buffer):
         return p.buffer_decl(node, "T.Buffer")
@@ -239,6 +240,15 @@ def _fragment(p: "_TIRPrinter", node: Any) -> str:
 #: TVM's names of the iteration kinds (its IterVarType enum), as T.iter_var prints them
 _ITER_KIND_NAMES = {"spatial": "DataPar", "reduce": "CommReduce", "thread": "ThreadIndex",
                     "scan": "Ordered", "opaque": "Opaque"}
+
+
+def _target_config(t: Any) -> dict:
+    """A Target as the dict T.target reads back: its kind, options, keys and host (as TVM prints)."""
+    config = dict(t.export())
+    config["keys"] = list(t.keys)
+    if t.host is not None:
+        config["host"] = _target_config(t.host)
+    return config
 
 
 def _let_vars(body: Any) -> list[Var]:
@@ -508,12 +518,29 @@ class _TIRPrinter:
             return f"{self.expr(e.min)}:{self.expr(_add(e.min, e.extent))}", _PREC_ATOM
         if isinstance(e, (int, float, bool, str)) or e is None:
             return self.value(e), _PREC_ATOM
+        if isinstance(e, CommReducer):
+            return self._comm_reducer(e), _PREC_ATOM
         return repr(e), _PREC_ATOM
+
+    def _comm_reducer(self, r: CommReducer) -> str:
+        """``T.comm_reducer(lambda x, y: x + y, [T.float32(0.0)])``: its parameters named in a scope
+        of their own."""
+        identity = ", ".join(self.expr(e) for e in r.identity_element)
+        self.push()
+        try:
+            params = ", ".join(self.define(v, v.name) for v in (*r.lhs, *r.rhs))
+            results = [self.expr(x) for x in r.result]
+        finally:
+            self.pop()
+        body = results[0] if len(results) == 1 else f"({', '.join(results)})"
+        return f"T.comm_reducer(lambda {params}: {body}, [{identity}])"
 
     def _call(self, e: Call) -> str:
         args = [self.expr(a) for a in e.args]
         if e.op in _UNARY_CALLS and len(e.args) == 1 and e.args[0].dtype == e.dtype:
             return f"T.{_UNARY_CALLS[e.op]}({args[0]})"
+        if e.op == "tir.reinterpret" and len(args) == 1:
+            return f"T.reinterpret({_str(e.dtype)}, {args[0]})"
         if e.op == "tir.isnan" and e.dtype == "bool" and len(args) == 1:
             return f"T.isnan({args[0]})"
         if e.op in _BINARY_CALLS and len(args) == 2 and e.args[0].dtype == e.dtype:
@@ -546,6 +573,8 @@ class _TIRPrinter:
 
     def value(self, v: Any) -> str:
         """A Python value inside an attribute dict."""
+        if type(v).__name__ == "Target" and hasattr(v, "export"):  # (a Target: script sits below target)
+            return f"T.target({self.value(_target_config(v))})"
         if isinstance(v, IntImm) and v.dtype != "bool":
             return f"T.{v.dtype}({v.value})"  # typed, so it parses back as an IntImm, not an int
         if isinstance(v, Node):
