@@ -9,7 +9,7 @@ from enum import IntEnum
 import numpy as np
 
 __all__ = ["DataType", "DataTypeCode", "is_float", "is_int", "is_uint", "is_bool", "bits", "to_numpy", "from_numpy",
-           "SUPPORTED"]
+           "SUPPORTED", "lanes", "element", "with_lanes"]
 
 #: dtypes kernels can compute with
 SUPPORTED = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -63,6 +63,27 @@ class DataType(str):
         if base in ("handle", "void"):
             return DataTypeCode.HANDLE
         return DataTypeCode.FLOAT if is_float(base) else DataTypeCode.UINT if is_uint(base) else DataTypeCode.INT
+
+
+def lanes(dtype: str) -> int:
+    """Lanes of a vector dtype (``"float32x4"`` has 4); 1 for a scalar."""
+    text = str(dtype)
+    if "x" not in text:
+        return 1
+    tail = text.rpartition("x")[2]
+    return int(tail) if tail.isdigit() else 1
+
+
+def element(dtype: str) -> str:
+    """The scalar dtype of a vector's lanes (``"float32x4"`` -> ``"float32"``)."""
+    text = str(dtype)
+    return text.rpartition("x")[0] if lanes(text) > 1 else text
+
+
+def with_lanes(dtype: str, n: int) -> str:
+    """``dtype``'s element type with ``n`` lanes (``n == 1``: the scalar)."""
+    base = element(dtype)
+    return base if n == 1 else f"{base}x{n}"
 
 
 def check(dtype: str) -> str:

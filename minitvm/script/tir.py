@@ -56,7 +56,7 @@ __all__ = [
     "And", "Or", "Not", "Let", "Range", "Assert", "target", "comm_reducer", "reinterpret",
     "Add", "Sub", "Mul", "Div", "Mod", "FloorDiv", "FloorMod", "Min", "Max", "EQ", "NE", "LT", "LE", "GT", "GE",
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-    "uint64", *_dt.CUSTOM_FLOATS, "bool", "boolean", "Var", "SizeVar", "likely", "ret", "decl_buffer", "Ramp", "Broadcast",
+    "uint64", *_dt.CUSTOM_FLOATS, "bool", "boolean", "Var", "SizeVar", "likely", "ret", "decl_buffer", "Ramp", "Broadcast", "ramp", "broadcast",
     "allocate_const", "macro", "buffer", "LetStmt", "launch_thread", "env_thread", "attr",
     # the math the printer writes as T.<name>(...): every math row of the semantics table
     *_op.MATH_INTRINSICS, "isnan", "popcount",
@@ -847,17 +847,9 @@ def call_llvm_pure_intrin(*args: Any, dtype: str | None = None) -> PrimExpr:
     return _op.call_llvm_pure_intrin(*args)
 
 
-def _unsupported(name: str, why: str) -> Callable[..., Any]:
-    def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError(f"T.{name} is not supported by minitvm: {why}")
-
-    refuse.__name__ = name
-    return refuse
-
-
-#: vector expressions: minitvm's TIR has scalar dtypes only (vectors come from T.vectorized loops)
-Ramp = _unsupported("Ramp", "TIR has no vector dtypes; write a T.vectorized loop instead")
-Broadcast = _unsupported("Broadcast", "TIR has no vector dtypes; write a T.vectorized loop instead")
+# vector expressions: an index that reads several lanes, a scalar repeated over lanes (as TVM's)
+Ramp = ramp = _ex.Ramp
+Broadcast = broadcast = _ex.Broadcast
 
 
 @dataclass(frozen=True)

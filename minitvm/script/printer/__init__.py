@@ -49,6 +49,7 @@ from ...tir.expr import (
     NE,
     Add,
     And,
+    Broadcast,
     BufferLoad,
     Call,
     Cast,
@@ -66,6 +67,7 @@ from ...tir.expr import (
     Not,
     Or,
     PrimExpr,
+    Ramp,
     Range,
     Select,
     SizeVar,
@@ -505,7 +507,15 @@ class _TIRPrinter:
             return (f"T.Select({self.expr(e.condition)}, {self.expr(e.true_value)}, "
                     f"{self.expr(e.false_value)})"), _PREC_ATOM
         if isinstance(e, BufferLoad):
+            if e.predicate is not None:  # a predicated vector load, as TVM prints it
+                indices = ", ".join(self.expr(i) for i in e.indices)
+                return (f"{self.name_of(e.buffer)}.vload([{indices}], predicate={self.expr(e.predicate)})",
+                        _PREC_ATOM)
             return f"{self.name_of(e.buffer)}[{self.indices(e.indices)}]", _PREC_ATOM
+        if isinstance(e, Ramp):
+            return f"T.Ramp({self.expr(e.base)}, {self.expr(e.stride)}, {e.lanes})", _PREC_ATOM
+        if isinstance(e, Broadcast):
+            return f"T.Broadcast({self.expr(e.value)}, {e.lanes})", _PREC_ATOM
         if isinstance(e, Call):
             return self._call(e), _PREC_ATOM
         if isinstance(e, Let):
@@ -569,7 +579,16 @@ class _TIRPrinter:
     def indices(self, indices: tuple) -> str:
         if not indices:
             return "()"  # a 0-d buffer: A[()]
-        return ", ".join(self.expr(i) for i in indices)
+        return ", ".join(self._index(i) for i in indices)
+
+    def _index(self, i: Any) -> str:
+        """An index; a vector one with a constant stride as TVM prints it, a slice
+        (``A[i:i + 4]``, ``A[i:i + 8:2]``) that reads back as the same T.Ramp."""
+        if isinstance(i, Ramp) and isinstance(i.stride, IntImm):
+            stop = _add(i.base, _op.mul(IntImm(i.stride.dtype, i.lanes), i.stride))
+            step = "" if i.stride.value == 1 else f":{self.expr(i.stride)}"
+            return f"{self.expr(i.base)}:{self.expr(stop)}{step}"
+        return self.expr(i)
 
     def value(self, v: Any) -> str:
         """A Python value inside an attribute dict."""
@@ -840,6 +859,10 @@ class _TIRPrinter:
         return [self._line(f"with {head}:")] + body
 
     def visit_buffer_store_(self, s: BufferStore) -> list[str]:
+        if s.predicate is not None:  # a predicated vector store, as TVM prints it
+            indices = ", ".join(self.expr(i) for i in s.indices)
+            return [self._line(f"{self.name_of(s.buffer)}.vstore([{indices}], {self.expr(s.value)}, "
+                               f"predicate={self.expr(s.predicate)})")]
         return [self._line(f"{self.name_of(s.buffer)}[{self.indices(s.indices)}] = {self.expr(s.value)}")]
 
     def visit_evaluate_(self, s: Evaluate) -> list[str]:
