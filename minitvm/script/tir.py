@@ -26,6 +26,7 @@ import numpy as np
 from ..arith import Analyzer
 from ..ir import dtype as _dt
 from ..ir.structural import structural_equal
+from ..ir.type import PointerType, PrimType, TupleType
 from ..tir import expr as _ex
 from ..tir import op as _op
 from ..tir.buffer import Buffer as _TirBuffer
@@ -82,6 +83,10 @@ class ScalarType:
         self.__name__ = dtype
 
     def __call__(self, value: Any = None, is_size_var: Any = False) -> Any:
+        if self.dtype == "handle" and value is not None:
+            # T.handle("float32", "shared"): a pointer, as TVM's -- a handle variable whose type
+            # annotation names what it points to (a parameter or let annotation, or a variable)
+            return Var("", "handle", _pointer_type(value, is_size_var))
         if value is None:
             if _PARSING[0]:
                 return ScalarVarDecl(self.dtype, builtins.bool(is_size_var))
@@ -125,6 +130,19 @@ def Let(expr: Any, where: dict) -> _LetNode:  # noqa: N802 - TVMScript's spellin
             raise TypeError(f"T.Let: {var.name} is {var.dtype} but its value is {value.dtype}")
         body = _LetNode(var, value, body)
     return body
+
+
+def _pointer_type(dtype: Any, scope: Any = False) -> PointerType:
+    dtype = str(dtype)
+    scope = "" if scope is False or scope is None else str(scope)
+    # a void pointer points to TVM's void, the empty tuple type
+    element = TupleType(()) if dtype == "void" else PrimType(_dt.check(dtype))
+    return PointerType(element, scope)
+
+
+def is_pointer(value: Any) -> bool:
+    """Whether ``value`` is what ``T.handle("float32")`` gives (a typed handle annotation)."""
+    return isinstance(value, Var) and value.type_annotation is not None
 
 
 class LetAnnotation:

@@ -84,11 +84,15 @@ class Var(PrimExpr):
 
     name: str
     dtype: str = "int32"
+    # a handle's pointee: ir.PointerType (``T.handle("float32", "shared")``), as TVM's Var carries
+    type_annotation: Any = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if not isinstance(self.name, str):
             raise TypeError(f"tir.Var: the name must be a str, got {self.name!r}")
+        if self.type_annotation is not None and self.dtype != "handle":
+            raise TypeError(f"tir.Var {self.name}: only a handle has a pointer type, not a {self.dtype}")
 
     def __repr__(self) -> str:
         return f"Var({self.name!r}, {self.dtype!r})"

@@ -366,6 +366,10 @@ class _TIRParser:
             frame.params.append(param)
             frame.buffer_map[param] = buffer
             self.bind(arg.arg, buffer)
+        elif T.is_pointer(ann):  # x: T.handle("float32"): a handle parameter of that pointer type
+            var = Var(arg.arg, "handle", ann.type_annotation)
+            frame.params.append(var)
+            self.bind(arg.arg, var)
         elif isinstance(ann, T.ScalarType):
             var = Var(arg.arg, ann.dtype)
             frame.params.append(var)
@@ -761,6 +765,9 @@ class _TIRParser:
         if not isinstance(node.target, ast.Name):
             raise self.error(node.target, "an annotated assignment needs a plain name (x: T.int32 = ...)")
         ann = self.eval(node.annotation)
+        pointer = ann.type_annotation if T.is_pointer(ann) else None
+        if pointer is not None:  # p: T.handle("float32") = ...: a handle let of that pointer type
+            ann = T.ScalarType("handle")
         if not isinstance(ann, (T.ScalarType, T.LetAnnotation)):
             raise self.error(node.annotation, f"expected a scalar type like T.int32, got {ann!r}")
         if node.value is None:
@@ -776,7 +783,7 @@ class _TIRParser:
             except (TypeError, ValueError) as e:
                 self.fail(node.annotation, e)
         value = _op.cast(value, ann.dtype) if not _is_expr(value) or value.dtype != ann.dtype else value
-        var = Var(node.target.id, ann.dtype)
+        var = Var(node.target.id, ann.dtype, pointer)
         self.bind(node.target.id, var)
         return _NeedsRest(lambda rest: LetStmt(var, value, rest))
 
@@ -985,8 +992,6 @@ class _TIRParser:
                 kwargs.update(self.eval(kw.value))
             else:
                 kwargs[kw.arg] = self.eval(kw.value)
-        if isinstance(func, T.ScalarType) and func.dtype == "handle":
-            raise self.error(node, "T.handle is a parameter type, not a function")
         if isinstance(func, (T.Macro, T.BoundMacro)):
             return self.expand_macro(func, args, kwargs, node)
         return func(*args, **kwargs)

@@ -267,13 +267,19 @@ def _type_text(t: Type) -> str:
         return f"T.{t.dtype}"
     if isinstance(t, PointerType):
         element = t.element_type
-        args = [_str(element.dtype) if isinstance(element, PrimType) else _type_text(element)]
+        void = isinstance(element, TupleType) and not element.fields
+        args = [_str(element.dtype) if isinstance(element, PrimType) else '"void"' if void else _type_text(element)]
         if t.storage_scope:
             args.append(_str(t.storage_scope))
         return f"T.handle({', '.join(args)})"
     if isinstance(t, TupleType):
         return f"T.Tuple({', '.join(_type_text(f) for f in t.fields)})"
     return repr(t)
+
+
+def _var_type(v: Var) -> str:
+    """A variable's annotation: ``T.int32``, or a typed handle's ``T.handle("float32")``."""
+    return _type_text(v.type_annotation) if v.type_annotation is not None else f"T.{v.dtype}"
 
 
 def check_show_options(what: str, style: str | None, black_format: bool | None) -> None:
@@ -692,7 +698,7 @@ class _TIRPrinter:
         for p in f.params:
             buffer = f.buffer_map.get(p)
             if buffer is None:
-                params.append(f"{self.define(p, p.name)}: T.{p.dtype}")
+                params.append(f"{self.define(p, p.name)}: {_var_type(p)}")
                 printed_scalars.add(id(p))
             elif all(id(v) in printed_scalars for v in buffer_vars(buffer)):
                 decl = self.buffer_decl(buffer, "T.Buffer")
@@ -752,6 +758,8 @@ class _TIRPrinter:
                 consts.add(id(n.buffer_var))
             elif isinstance(n, Allocate):
                 consts.add(id(n.buffer.data))
+            elif isinstance(n, LetStmt) and n.var.dtype == "handle":  # a pointer bound in the body
+                consts.add(id(n.var))
             elif isinstance(n, Block):  # views of a block's buffers are declared in the block
                 consts.update(id(b.data) for b in n.alloc_buffers)
                 consts.update(id(m.buffer.data) for m in n.match_buffers)
@@ -876,10 +884,14 @@ class _TIRPrinter:
     def visit_let_stmt_(self, s: LetStmt) -> list[str]:
         value = self.expr(s.value)
         if not self.tail:  # more statements follow: the let scopes only its own body
+            views = (lambda name: self._views_of(s.body, s.var, name, "T.Buffer")) if s.var.dtype == "handle" else None
             return self._scoped(lambda: self.define(s.var, s.var.name),
-                                lambda name: f"with T.LetStmt({value}) as {name}:", s.body)
+                                lambda name: f"with T.LetStmt({value}) as {name}:", s.body, views)
         name = self.define(s.var, s.var.name)
-        return [self._line(f"{name}: T.{s.var.dtype} = {value}")] + self.print_stmt(s.body)
+        lines = [self._line(f"{name}: {_var_type(s.var)} = {value}")]
+        if s.var.dtype == "handle":  # views of the memory this pointer names are declared after it
+            lines += self._views_of(s.body, s.var, name, "T.Buffer")
+        return lines + self.print_stmt(s.body)
 
     def _scoped(self, define: Callable[[], str], head: Callable[[str], str], body: Stmt,
                 prelude: Callable[[str], list[str]] | None = None) -> list[str]:
