@@ -33,6 +33,7 @@ import operator
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, NoReturn
 
+from ...arith import Analyzer
 from ...eras import SCRIPT_NAME_ERAS, era_of, script_import_era
 from ...error import InternalError
 from ...ir import dtype as _dt
@@ -42,7 +43,6 @@ from ...ir.type import PrimType
 from ...tir import op as _op
 from ...tir.analysis import free_scalar_vars, get_block_read_write_region
 from ...tir.buffer import Buffer, BufferRegion
-from ...arith import Analyzer
 from ...tir.expr import BufferLoad, IntImm, IterVar, PrimExpr, Ramp, Range, Var, const, convert
 from ...tir.function import PrimFunc
 from ...tir.functor import pre_order_visit

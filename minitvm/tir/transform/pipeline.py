@@ -12,7 +12,6 @@ from .compact_buffer_allocation import CompactBufferAllocation
 from .flatten_buffer import FlattenBuffer
 from .lower_init_block import LowerInitBlock
 from .lower_opaque_block import LowerOpaqueBlock
-from .refuse_vector_exprs import RefuseVectorExprs
 from .simplify import Simplify
 from .split_host_device import SplitHostDevice
 from .thread_sync import ThreadSync
@@ -23,10 +22,10 @@ __all__ = ["lower_pipeline", "lowered", "device_lower_pipeline"]
 
 
 def lower_pipeline() -> Sequential:
-    """vector expressions and provable out-of-bounds accesses refused, one variable per GPU thread axis, allocations
+    """provable out-of-bounds accesses refused, one variable per GPU thread axis, allocations
     moved to where they are used, init -> if, blocks -> plain statements (thread-bound loops ->
     thread launches), buffers -> flat 1-D, simplify, verify."""
-    return Sequential([RefuseVectorExprs(), OOBChecker(), UnifyThreadBinding(), CompactBufferAllocation(), LowerInitBlock(),
+    return Sequential([OOBChecker(), UnifyThreadBinding(), CompactBufferAllocation(), LowerInitBlock(),
                        LowerOpaqueBlock(), FlattenBuffer(), Simplify(), VerifyLowered()], name="tir.lower")
 
 
