@@ -437,9 +437,10 @@ def call_llvm_pure_intrin(dtype: str, name: str, *args: Any) -> PrimExpr:
     """A call of the pure LLVM intrinsic ``name`` (``"llvm.fma"``) returning ``dtype``.
 
     The intrinsics minitvm knows are the ``llvm_intrin`` rows of the semantics table (so the
-    interpreter, the folder and both LLVM emitters agree on them).  minitvm has no vector dtypes:
-    write the scalar form (``"float32"``, ``"llvm.fma"`` or ``"llvm.fma.f32"``) inside a
-    ``T.vectorized`` loop, and the vector emitter calls ``llvm.fma.v16f32`` for 16 lanes.
+    interpreter, the folder and both LLVM emitters agree on them).  A vector form
+    (``"float32x16"``, ``"llvm.fma.v16f32"``) is read and printed, as TVM's, but only the scalar
+    form compiles: write it inside a ``T.vectorized`` loop, and the vector emitter calls
+    ``llvm.fma.v16f32`` for 16 lanes.
     """
     if not isinstance(name, str):
         raise TypeError(f"call_llvm_pure_intrin: the intrinsic name must be a string, got {name!r}")
@@ -462,7 +463,7 @@ def call_llvm_pure_intrin(dtype: str, name: str, *args: Any) -> PrimExpr:
         want = want if lanes == 1 else f"v{lanes}{want}"  # LLVM's suffix of a vector: .v4f32
         if name != f"{row.llvm_intrin}.{want}":
             raise NotImplementedError(f"call_llvm_pure_intrin: {name!r} on {dtype} operands: the type suffix "
-                                      f"must be .{want} (minitvm has no vector dtypes; vectorize the loop)")
+                                      f"must be .{want}")
     return Call(dtype, LLVM_PURE_INTRIN, (StringImm(name),) + args)
 
 

@@ -815,6 +815,9 @@ class _TIRParser:
         lanes = max((_dt.lanes(i.dtype) for i in indices if _is_expr(i)), default=1)
         if lanes > 1:
             return self._vector_store(buffer, value, indices, lanes, target, value_node)
+        if _is_expr(value) and _dt.lanes(value.dtype) > 1:
+            raise self.error(value_node, f"{buffer.name}[...] is one element; the value is a vector "
+                                         f"({value.dtype}): store it into a slice of as many lanes")
         if not _is_expr(value):
             try:
                 value = const(value, buffer.dtype)
