@@ -129,3 +129,38 @@ def test_statements_printed_alone_take_the_with_form():
 
     assert 'with T.Assert(n > 0, "n is positive"):' in f.script()
     _round_trip(f)
+
+
+def test_typed_pointers_round_trip():
+    @T.prim_func
+    def f(x: T.handle("int32"), y: T.handle("int32", "shared"), args: T.handle):
+        data: T.handle("float32") = T.tvm_struct_get(args, 0, 1, dtype="handle")
+        A = T.Buffer((16,), "float32", data=data)
+        A[0] = T.float32(1)
+
+    text = f.script()
+    assert 'def f(x: T.handle("int32"), y: T.handle("int32", "shared"), args: T.handle):' in text
+    # the view of a pointer bound in the body is declared after that binding, not at the top
+    assert text.index('data: T.handle("float32") =') < text.index("A = T.Buffer((16,), \"float32\", data=data)")
+    _round_trip(f)
+    assert f.params[1].type_annotation == minitvm.ir.PointerType(minitvm.ir.PrimType("int32"), "shared")
+
+    @T.prim_func
+    def void_ptr(p: T.handle("void")):
+        T.evaluate(p)
+
+    @T.prim_func
+    def plain(p: T.handle):
+        T.evaluate(p)
+
+    assert not minitvm.ir.structural_equal(void_ptr, plain)  # void* is not an untyped handle, as in TVM
+    assert 'p: T.handle("void")' in void_ptr.script()
+    with pytest.raises(TypeError, match="only a handle has a pointer type"):
+        tir.Var("n", "int32", minitvm.ir.PointerType(minitvm.ir.PrimType("int32")))
+
+
+def test_a_vector_stored_into_one_element_is_refused():
+    with pytest.raises(minitvm.script.TVMScriptError, match=r"one element; the value is a vector \(float32x2\)"):
+        @T.prim_func
+        def f(A: T.Buffer((4, 4), "float32")):
+            A[0, 0] = A[0:2, 0] + T.float32(1)
