@@ -77,6 +77,14 @@ class Buffer(Node):
     def vload(self, indices: Any, dtype: Any = None, predicate: Any = None) -> BufferLoad:
         """``A.vload([0, T.Ramp(0, 1, 4)], predicate=mask)``: a (vector) load, only the lanes
         ``predicate`` holds for when one is given (TVM's predicated load)."""
+        indices = list(indices)
+        lanes = 1 if dtype is None else _dt.lanes(str(dtype))
+        if dtype is not None and _dt.element(str(dtype)) != self.dtype:
+            raise TypeError(f"{self.name}.vload: {self.name} holds {self.dtype}, not {dtype}")
+        if lanes > 1 and indices and _dt.lanes(convert(indices[-1]).dtype) == 1:
+            # A.vload([i, j], "float32x4"): as TVM's, the last index starts a run of 4 lanes
+            last = convert(indices[-1])
+            indices[-1] = Ramp(last, const(1, last.dtype), lanes)
         load = self[tuple(indices)]
         if dtype is not None and str(dtype) != load.dtype:
             raise TypeError(f"{self.name}.vload: the indices load {load.dtype}, not {dtype}")

@@ -66,6 +66,12 @@ def test_predicated_vector_access_round_trips():
     assert ("B.vstore([T.Ramp(0, 2, 4)], A.vload([T.Ramp(i, 1, 4)], predicate=T.Broadcast(T.bool(True), 4)), "
             "predicate=T.Broadcast(T.bool(True), 4))") in f.script()
     _round_trip(f)
+    A = tir.decl_buffer((4, 8), "uint8", "A")
+    i = tir.Var("i", "int32")
+    # a vector dtype makes the last index the start of that many lanes, as TVM's vload
+    assert A.vload([i, 0], "uint8x4").script() == "A[i, 0:4]"
+    with pytest.raises(TypeError, match="holds uint8, not int8x4"):
+        A.vload([i, 0], "int8x4")
     with pytest.raises(TypeError, match="bool vector of the access's 4 lanes"):
         f.buffer_map[f.params[0]].vload([T.Ramp(0, 1, 4)], predicate=T.Broadcast(T.bool(True), 2))
 
