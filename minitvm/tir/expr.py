@@ -298,6 +298,15 @@ class BufferLoad(PrimExpr):
         return self.__dict__.get("_dtype") or self.buffer.dtype
 
 
+def _const_lanes(lanes: Any, where: str) -> int:
+    """A vector's lane count: a constant (TVM's scalable vectors, ``4 * T.vscale()`` lanes, are not
+    minitvm's)."""
+    if isinstance(lanes, (int, IntImm)) and not isinstance(lanes, bool):
+        return int(lanes)
+    raise TypeError(f"{where}: the number of lanes must be a constant int, got {lanes}; scalable vectors "
+                    "(a multiple of T.vscale() lanes, for Arm SVE) are not supported by minitvm")
+
+
 @node
 class Ramp(PrimExpr):
     """The vector ``[base, base + stride, ..., base + (lanes - 1) * stride]`` (TVM's Ramp): an
@@ -311,7 +320,7 @@ class Ramp(PrimExpr):
         base = convert(self.base)
         stride = self.stride
         stride = const(stride, base.dtype) if isinstance(stride, int) else convert(stride)
-        lanes = int(self.lanes)
+        lanes = _const_lanes(self.lanes, "tir.Ramp")
         if lanes < 1:
             raise ValueError(f"tir.Ramp: lanes must be positive, got {lanes}")
         if _dt.lanes(base.dtype) != 1 or stride.dtype != base.dtype:
@@ -336,7 +345,7 @@ class Broadcast(PrimExpr):
 
     def __post_init__(self) -> None:
         value = convert(self.value)
-        lanes = int(self.lanes)
+        lanes = _const_lanes(self.lanes, "tir.Broadcast")
         if lanes < 1 or _dt.lanes(value.dtype) != 1:
             raise TypeError(f"tir.Broadcast: a scalar over a positive number of lanes, got {value.dtype} "
                             f"over {lanes}")

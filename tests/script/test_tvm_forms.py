@@ -52,6 +52,8 @@ def test_vector_nodes_check_their_operands():
     assert tir.const(2.0, "float32x4").script() == "T.Broadcast(T.float32(2.0), 4)"
     with pytest.raises(TypeError, match="scalars of one dtype"):
         tir.Ramp(a, tir.const(1, "int64"), 4)
+    with pytest.raises(TypeError, match="scalable vectors"):
+        tir.Broadcast(a, a * 4)
     with pytest.raises(TypeError, match="4 lanes .* 8"):
         tir.Ramp(a, 1, 4) + tir.Ramp(a, 1, 8)
 
