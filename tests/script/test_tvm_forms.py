@@ -7,14 +7,9 @@ import minitvm
 from minitvm import tir
 from minitvm.error import TVMError
 from minitvm.ir import assert_structural_equal
-from minitvm.script import from_source
 from minitvm.script import tir as T
 
-
-def _round_trip(f):
-    again = from_source(f.script())
-    assert_structural_equal(again, f, map_free_vars=True)
-    return again
+from .test_tvm_names import _round_trip
 
 
 def test_slices_are_vectors_in_arithmetic_and_stores():
