@@ -3,16 +3,23 @@
 
 from __future__ import annotations
 
+import re
 from enum import IntEnum
 
 import numpy as np
 
 __all__ = ["DataType", "DataTypeCode", "is_float", "is_int", "is_uint", "is_bool", "bits", "to_numpy", "from_numpy",
-           "SUPPORTED"]
+           "SUPPORTED", "lanes", "element", "with_lanes"]
 
 #: dtypes kernels can compute with
 SUPPORTED = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
              "float16", "float32", "float64")
+
+#: TVM's narrow floats (``T.float8_e4m3fn(0.0)``): names the IR and printer carry; kernels do not
+#: compute with them (``check`` refuses them, as it refuses any dtype codegen lacks)
+CUSTOM_FLOATS = ("bfloat16", "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn",
+                 "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
+                 "float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn")
 
 
 class DataTypeCode(IntEnum):
@@ -56,6 +63,27 @@ class DataType(str):
         if base in ("handle", "void"):
             return DataTypeCode.HANDLE
         return DataTypeCode.FLOAT if is_float(base) else DataTypeCode.UINT if is_uint(base) else DataTypeCode.INT
+
+
+def lanes(dtype: str) -> int:
+    """Lanes of a vector dtype (``"float32x4"`` has 4); 1 for a scalar."""
+    text = str(dtype)
+    if "x" not in text:
+        return 1
+    tail = text.rpartition("x")[2]
+    return int(tail) if tail.isdigit() else 1
+
+
+def element(dtype: str) -> str:
+    """The scalar dtype of a vector's lanes (``"float32x4"`` -> ``"float32"``)."""
+    text = str(dtype)
+    return text.rpartition("x")[0] if lanes(text) > 1 else text
+
+
+def with_lanes(dtype: str, n: int) -> str:
+    """``dtype``'s element type with ``n`` lanes (``n == 1``: the scalar)."""
+    base = element(dtype)
+    return base if n == 1 else f"{base}x{n}"
 
 
 def check(dtype: str) -> str:
@@ -111,7 +139,8 @@ def bits(dtype: str) -> int:
     elif text == "handle":
         n = 64
     else:
-        n = int("".join(ch for ch in text if ch.isdigit()))  # (no digits: int('') raises, as before)
+        # the width is the digits after the kind: "float8_e4m3fn" is 8 bits, "int32x4" 32
+        n = int(re.match(r"[a-z]*(\d*)", text).group(1))  # (no digits: int('') raises, as before)
     if len(_BITS) < 1024:
         _BITS[text] = n
     return n

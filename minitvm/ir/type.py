@@ -5,12 +5,23 @@ from __future__ import annotations
 
 from . import dtype as _dt
 from .node import Node, node
+from .structural import structural_equal, structural_hash
 
 __all__ = ["Type", "PrimType", "PointerType", "TupleType"]
 
 
 class Type(Node):
-    """Base of the IR types."""
+    """Base of the IR types; ``==`` compares structurally, as TVM's (``PrimType("int32") ==
+    PrimType("int32")``)."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Type) and structural_equal(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __hash__(self) -> int:
+        return structural_hash(self)
 
 
 @node

@@ -27,7 +27,10 @@ from .diagnostics import Source, TVMScriptError
 from .parser import DeferredFunction, _TIRParser, parse_prim_func_ast
 
 __all__ = ["ir_module", "pyfunc", "GlobalVar", "module_attrs", "register_function_parser", "FunctionParser",
-           "module_global_infos", "vdevice", "dummy_global_info", "lookup_vdevice"]
+           "module_global_infos", "vdevice", "dummy_global_info", "lookup_vdevice", "Range"]
+
+#: ``I.Range(begin, end)``: a range as TVM prints one outside a function (same node as T.Range)
+Range = T.Range
 
 
 @dataclass(frozen=True)

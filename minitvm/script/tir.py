@@ -26,6 +26,7 @@ import numpy as np
 from ..arith import Analyzer
 from ..ir import dtype as _dt
 from ..ir.structural import structural_equal
+from ..ir.type import PointerType, PrimType, TupleType
 from ..tir import expr as _ex
 from ..tir import op as _op
 from ..tir.buffer import Buffer as _TirBuffer
@@ -53,10 +54,11 @@ __all__ = [
     "if_then_else", "max", "min", "abs", "floordiv", "floormod", "truncdiv",
     "truncmod", "max_value", "min_value", "call_intrin", "call_extern", "call_llvm_pure_intrin",
     "call_packed", "tvm_call_packed", "let",
-    "And", "Or", "Not", "Let", "Range",
+    "And", "Or", "Not", "Let", "Range", "Assert", "target", "comm_reducer", "reinterpret",
     "Add", "Sub", "Mul", "Div", "Mod", "FloorDiv", "FloorMod", "Min", "Max", "EQ", "NE", "LT", "LE", "GT", "GE",
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-    "uint64", "bool", "boolean", "Var", "SizeVar", "likely", "ret", "decl_buffer", "Ramp", "Broadcast",
+    "uint64", *_dt.CUSTOM_FLOATS, "bool", "boolean", "Var", "SizeVar", "likely", "ret", "decl_buffer",
+    "Ramp", "Broadcast", "ramp", "broadcast",
     "allocate_const", "macro", "buffer", "LetStmt", "launch_thread", "env_thread", "attr",
     # the math the printer writes as T.<name>(...): every math row of the semantics table
     *_op.MATH_INTRINSICS, "isnan", "popcount",
@@ -82,6 +84,10 @@ class ScalarType:
         self.__name__ = dtype
 
     def __call__(self, value: Any = None, is_size_var: Any = False) -> Any:
+        if self.dtype == "handle" and value is not None:
+            # T.handle("float32", "shared"): a pointer, as TVM's -- a handle variable whose type
+            # annotation names what it points to (a parameter or let annotation, or a variable)
+            return Var("", "handle", _pointer_type(value, is_size_var))
         if value is None:
             if _PARSING[0]:
                 return ScalarVarDecl(self.dtype, builtins.bool(is_size_var))
@@ -104,6 +110,9 @@ uint8, uint16 = ScalarType("uint8"), ScalarType("uint16")
 uint32, uint64 = ScalarType("uint32"), ScalarType("uint64")
 bool = ScalarType("bool")  # noqa: A001 - TVMScript spells it T.bool
 boolean = bool  # TVM's other spelling of the same type
+# TVM's narrow floats, T.float8_e4m3fn(0.0) & co: constants the IR and printer carry
+for _name in _dt.CUSTOM_FLOATS:
+    globals()[_name] = ScalarType(_name)
 #: the type of a raw array parameter that ``T.match_buffer`` later gives a shape
 handle = ScalarType("handle")
 
@@ -122,6 +131,19 @@ def Let(expr: Any, where: dict) -> _LetNode:  # noqa: N802 - TVMScript's spellin
             raise TypeError(f"T.Let: {var.name} is {var.dtype} but its value is {value.dtype}")
         body = _LetNode(var, value, body)
     return body
+
+
+def _pointer_type(dtype: Any, scope: Any = False) -> PointerType:
+    dtype = str(dtype)
+    scope = "" if scope is False or scope is None else str(scope)
+    # a void pointer points to TVM's void, the empty tuple type
+    element = TupleType(()) if dtype == "void" else PrimType(_dt.check(dtype))
+    return PointerType(element, scope)
+
+
+def is_pointer(value: Any) -> bool:
+    """Whether ``value`` is what ``T.handle("float32")`` gives (a typed handle annotation)."""
+    return isinstance(value, Var) and value.type_annotation is not None
 
 
 class LetAnnotation:
@@ -322,6 +344,74 @@ class AttrDecl:
     node: Any
     key: str
     value: PrimExpr
+
+
+@dataclass(frozen=True)
+class AssertDecl:
+    """``with T.Assert(condition, "message"):``: an AssertStmt guarding the ``with`` body (the
+    form TVM prints where ``assert`` would also guard the statements after it)."""
+
+    condition: PrimExpr
+    message: str
+
+
+def Assert(condition: Any, message: str) -> AssertDecl:  # noqa: N802 - TVM's name
+    condition = convert(condition)
+    if condition.dtype != "bool":
+        raise TypeError(f"T.Assert: the condition must be a boolean expression, got {condition.dtype}")
+    if not isinstance(message, str):
+        raise TypeError(f"T.Assert: the message must be a string, got {message!r}")
+    return AssertDecl(condition, message)
+
+
+def comm_reducer(combiner: Callable, identity: Any) -> Any:
+    """``T.comm_reducer(lambda x, y: x + y, [T.float32(0)])``: a commutative reducer (TVM's
+    CommReducer), as a cross-thread reduction's ``reduce_scope`` attribute names it.  With n
+    identity values the lambda takes 2n arguments, n accumulated then n new, and returns n values."""
+    from ..te.reduction import CommReducer  # lazy: te sits on the floor below; only reducers need it
+
+    identity = [convert(e) for e in (identity if isinstance(identity, (list, tuple)) else [identity])]
+    names = combiner.__code__.co_varnames[:combiner.__code__.co_argcount]
+    if len(names) != 2 * len(identity):
+        raise TypeError(f"T.comm_reducer: {len(identity)} identity value(s) need a combiner of "
+                        f"{2 * len(identity)} arguments, got {len(names)}")
+    dtypes = [e.dtype for e in identity] * 2
+    args = [Var(n, d) for n, d in zip(names, dtypes)]
+    result = combiner(*args)
+    result = [convert(r) for r in (result if isinstance(result, (list, tuple)) else [result])]
+    if len(result) != len(identity):
+        raise TypeError(f"T.comm_reducer: the combiner returns {len(result)} value(s), the identity has "
+                        f"{len(identity)}")
+    n = len(identity)
+    return CommReducer(tuple(args[:n]), tuple(args[n:]), tuple(result), tuple(identity))
+
+
+def reinterpret(*args: Any, dtype: Any = None) -> PrimExpr:
+    """``T.reinterpret("float32", x)`` (or ``T.reinterpret(x, dtype="handle")``): ``x``'s bits read
+    as ``dtype``; the value itself when it has that dtype already, as TVM."""
+    if dtype is None:
+        if len(args) != 2:
+            raise TypeError("T.reinterpret(dtype, value) takes a dtype and a value")
+        dtype, value = args
+    elif len(args) == 1:
+        value = args[0]
+    else:
+        raise TypeError("T.reinterpret(value, dtype=...) takes one value")
+    value, dtype = convert(value), str(dtype)
+    if value.dtype == dtype:
+        return value
+    if dtype != "handle" and _dt.bits(dtype) != _dt.bits(value.dtype):
+        raise TypeError(f"T.reinterpret: {value.dtype} ({_dt.bits(value.dtype)} bits) cannot be read as "
+                        f"{dtype} ({_dt.bits(dtype)} bits)")
+    return _ex.Call(dtype, "tir.reinterpret", (value,))
+
+
+def target(target: Any, host: Any = None) -> Any:
+    """``T.target("llvm")`` / ``T.target({"kind": "cuda", ...}, host="llvm")``: a Target as an
+    attribute value (``T.func_attr({"target": T.target("llvm")})``)."""
+    from ..target import Target  # lazy: the target floor sits beside script's, imported on use
+
+    return Target(target, host=host)
 
 
 def env_thread(thread_tag: str, dtype: str = "int32") -> EnvThreadDecl:
@@ -776,17 +866,9 @@ def call_llvm_pure_intrin(*args: Any, dtype: str | None = None) -> PrimExpr:
     return _op.call_llvm_pure_intrin(*args)
 
 
-def _unsupported(name: str, why: str) -> Callable[..., Any]:
-    def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError(f"T.{name} is not supported by minitvm: {why}")
-
-    refuse.__name__ = name
-    return refuse
-
-
-#: vector expressions: minitvm's TIR has scalar dtypes only (vectors come from T.vectorized loops)
-Ramp = _unsupported("Ramp", "TIR has no vector dtypes; write a T.vectorized loop instead")
-Broadcast = _unsupported("Broadcast", "TIR has no vector dtypes; write a T.vectorized loop instead")
+# vector expressions: an index that reads several lanes, a scalar repeated over lanes (as TVM's)
+Ramp = ramp = _ex.Ramp
+Broadcast = broadcast = _ex.Broadcast
 
 
 @dataclass(frozen=True)

@@ -91,8 +91,16 @@ class Target:
             if kind is None:
                 raise ValueError("Target: a dict target needs a 'kind' key")
             self.kind = TargetKind(self._kind_name(str(kind)))
-            self.attrs = {k.replace("_", "-") if k != "mattr" else k: v for k, v in spec.items()}
-            self.keys = ("cuda", "gpu") if self.kind.name in GPU_KINDS else ("cpu",)
+            # TVM's exported form carries host, tag and keys beside the options
+            if host is None and spec.get("host") is not None:
+                host = spec["host"]
+            spec.pop("host", None)
+            spec.pop("tag", None)
+            keys = spec.pop("keys", None)
+            gpu = self.kind.name in GPU_KINDS
+            # a CPU's options are spelled with dashes (opt-level); a GPU's with underscores, as TVM's
+            self.attrs = {k.replace("_", "-") if k != "mattr" and not gpu else k: v for k, v in spec.items()}
+            self.keys = tuple(keys) if keys else ("cuda", "gpu") if gpu else ("cpu",)
         elif isinstance(target, str):
             self._parse(target)
         else:

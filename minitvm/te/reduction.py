@@ -14,7 +14,7 @@ from __future__ import annotations
 import builtins
 from typing import Any, Callable, Sequence
 
-from ..ir.node import Node, node
+from ..ir.node import Node, defines, node
 from ..tir import op as _op
 from ..tir.expr import Add, IterVar, Max, Min, Mul, PrimExpr, Sub, Var, const, convert
 from ..tir.functor import StmtExprMutator
@@ -27,10 +27,10 @@ class CommReducer(Node):
     """A commutative reducer: ``result`` combines ``lhs`` and ``rhs``; ``identity_element``
     is its neutral value.  Each field is a tuple (one entry per combined value)."""
 
-    lhs: tuple
-    rhs: tuple
-    result: tuple
-    identity_element: tuple
+    lhs: tuple = defines()  # the combiner's parameters: bound here, as a lambda's
+    rhs: tuple = defines()
+    result: tuple = ()
+    identity_element: tuple = ()
 
     def __repr__(self) -> str:
         return f"CommReducer({list(self.result)}, identity={list(self.identity_element)})"

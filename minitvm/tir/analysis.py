@@ -308,8 +308,14 @@ def free_scalar_vars(f: Any, known: Any = None, views_define: bool = False) -> l
                 defined.update(id(v) for v in buffer_vars(buf))
             for m in x.match_buffers if views_define else ():
                 defined.update(id(v) for v in buffer_vars(m.buffer))
-        elif isinstance(x, Var) and x.dtype != "handle" and all(x is not u for u in used):
-            used.append(x)
+        elif isinstance(x, Var):
+            if x.dtype != "handle" and all(x is not u for u in used):
+                used.append(x)
+        else:  # any other node that binds variables (a T.comm_reducer's lambda parameters)
+            for name in getattr(x, "_def_fields", ()):
+                bound = getattr(x, name)
+                defined.update(id(v) for v in (bound if isinstance(bound, tuple) else (bound,))
+                               if isinstance(v, Var))
 
     post_order_visit(f.body, visit)
     return [v for v in used if id(v) not in defined]

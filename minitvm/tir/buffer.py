@@ -6,7 +6,7 @@ from typing import Any
 
 from ..ir import dtype as _dt
 from ..ir.node import Node, node
-from .expr import BufferLoad, PrimExpr, Range, Var, const, convert, shape_const
+from .expr import BufferLoad, IntImm, PrimExpr, Ramp, Range, Var, const, convert, shape_const
 from .op import access_ptr
 
 __all__ = ["Buffer", "decl_buffer", "BufferRegion", "DEFAULT_ALIGNMENT"]
@@ -74,8 +74,33 @@ class Buffer(Node):
             return BufferRegion.from_indices(self, key)
         return BufferLoad(self, tuple(_as_index(k) for k in key))
 
-    def vload(self, indices: Any) -> BufferLoad:
-        return self[tuple(indices)]
+    def vload(self, indices: Any, dtype: Any = None, predicate: Any = None) -> BufferLoad:
+        """``A.vload([0, T.Ramp(0, 1, 4)], predicate=mask)``: a (vector) load, only the lanes
+        ``predicate`` holds for when one is given (TVM's predicated load)."""
+        indices = list(indices)
+        lanes = 1 if dtype is None else _dt.lanes(str(dtype))
+        if dtype is not None and _dt.element(str(dtype)) != self.dtype:
+            raise TypeError(f"{self.name}.vload: {self.name} holds {self.dtype}, not {dtype}")
+        if lanes > 1 and indices and _dt.lanes(convert(indices[-1]).dtype) == 1:
+            # A.vload([i, j], "float32x4"): as TVM's, the last index starts a run of 4 lanes
+            last = convert(indices[-1])
+            indices[-1] = Ramp(last, const(1, last.dtype), lanes)
+        load = self[tuple(indices)]
+        if dtype is not None and str(dtype) != load.dtype:
+            raise TypeError(f"{self.name}.vload: the indices load {load.dtype}, not {dtype}")
+        if predicate is None:
+            return load
+        return BufferLoad(self, load.indices, _lane_mask(predicate, load.dtype, f"{self.name}.vload"))
+
+    def vstore(self, indices: Any, value: Any, predicate: Any = None) -> Any:
+        """``A.vstore([0, T.Ramp(0, 1, 4)], value, predicate=mask)``: a (vector) store, only the
+        lanes ``predicate`` holds for when one is given (TVM's predicated store)."""
+        from .stmt import BufferStore  # lazy: stmt builds on buffer
+
+        indices = tuple(convert(i) for i in indices)
+        value = convert(value)
+        mask = None if predicate is None else _lane_mask(predicate, value.dtype, f"{self.name}.vstore")
+        return BufferStore(self, value, indices, predicate=mask)
 
     #: access-mask bits of :meth:`access_ptr`
     READ, WRITE = 1, 2
@@ -91,6 +116,15 @@ class Buffer(Node):
 
 def _as_index(k: Any) -> PrimExpr:
     return convert(k) if not isinstance(k, PrimExpr) else k
+
+
+def _lane_mask(predicate: Any, dtype: str, where: str) -> PrimExpr:
+    """A predicate for an access of ``dtype``: a bool vector of as many lanes."""
+    predicate = convert(predicate)
+    if predicate.dtype != _dt.with_lanes("bool", _dt.lanes(dtype)) or _dt.lanes(dtype) == 1:
+        raise TypeError(f"{where}: the predicate must be a bool vector of the access's {_dt.lanes(dtype)} lanes, "
+                        f"got {predicate.dtype}")
+    return predicate
 
 
 @node
@@ -118,6 +152,23 @@ class BufferRegion(Node):
     @staticmethod
     def full_region(buffer: Buffer) -> "BufferRegion":
         return BufferRegion(buffer, tuple(Range(const(0, s.dtype), s) for s in buffer.shape))
+
+    def as_prim_expr(self) -> BufferLoad:
+        """The region as a value (``A[0:4] + B[0:4]`` in TVMScript, as TVM converts it): a load
+        whose one dimension of more than one element is a T.Ramp of that many lanes."""
+        indices = []
+        for r in self.region:
+            if isinstance(r.extent, IntImm) and r.extent.value == 1:
+                indices.append(r.min)
+            elif isinstance(r.extent, IntImm):
+                indices.append(Ramp(r.min, const(1, r.min.dtype), r.extent.value))
+            else:
+                raise TypeError(f"the slice of {self.buffer.name} has a symbolic length ({r.extent}); a vector "
+                                "needs a constant number of lanes")
+        if sum(isinstance(i, Ramp) for i in indices) > 1:
+            raise TypeError(f"the slice of {self.buffer.name} spans more than one dimension; a vector load "
+                            "reads along one")
+        return BufferLoad(self.buffer, tuple(indices))
 
 
 def decl_buffer(shape: Any, dtype: str = "float32", name: str = "buffer", data: Var | None = None,

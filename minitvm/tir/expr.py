@@ -18,7 +18,7 @@ __all__ = [
     "PrimExpr", "Var", "SizeVar", "IntImm", "FloatImm", "StringImm", "Cast",
     "BinaryOp", "Add", "Sub", "Mul", "Div", "Mod", "FloorDiv", "FloorMod", "Min", "Max",
     "CmpOp", "EQ", "NE", "LT", "LE", "GT", "GE", "And", "Or", "Not",
-    "Select", "BufferLoad", "Call", "Let", "Range", "IterVar", "const", "convert",
+    "Select", "BufferLoad", "Ramp", "Broadcast", "Call", "Let", "Range", "IterVar", "const", "convert",
     "is_const_int", "shape_const",
 ]
 
@@ -84,11 +84,15 @@ class Var(PrimExpr):
 
     name: str
     dtype: str = "int32"
+    # a handle's pointee: ir.PointerType (``T.handle("float32", "shared")``), as TVM's Var carries
+    type_annotation: Any = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if not isinstance(self.name, str):
             raise TypeError(f"tir.Var: the name must be a str, got {self.name!r}")
+        if self.type_annotation is not None and self.dtype != "handle":
+            raise TypeError(f"tir.Var {self.name}: only a handle has a pointer type, not a {self.dtype}")
 
     def __repr__(self) -> str:
         return f"Var({self.name!r}, {self.dtype!r})"
@@ -187,9 +191,13 @@ class CmpOp(PrimExpr):
     a: PrimExpr
     b: PrimExpr
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _cache_vector_bool(self, self.a)
+
     @property
     def dtype(self) -> str:  # type: ignore[override]
-        return "bool"
+        return self.__dict__.get("_dtype", "bool")  # "boolx4" comparing vectors of 4 lanes
 
 
 class EQ(CmpOp):
@@ -222,6 +230,13 @@ def _cache_dtype(e: PrimExpr, source: Any) -> None:
         object.__setattr__(e, "_dtype", dtype)
 
 
+def _cache_vector_bool(e: PrimExpr, source: Any) -> None:
+    """A comparison (or not) of vectors is a vector of bools: remember its lanes."""
+    dtype = getattr(source, "dtype", None)
+    if dtype is not None and "x" in dtype and _dt.lanes(dtype) > 1:
+        object.__setattr__(e, "_dtype", f"boolx{_dt.lanes(dtype)}")
+
+
 def _cached_dtype(e: PrimExpr, source: Any) -> str:
     dtype = e.__dict__.get("_dtype")
     return source.dtype if dtype is None else dtype
@@ -231,9 +246,13 @@ def _cached_dtype(e: PrimExpr, source: Any) -> str:
 class Not(PrimExpr):
     a: PrimExpr
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _cache_vector_bool(self, self.a)
+
     @property
     def dtype(self) -> str:  # type: ignore[override]
-        return "bool"
+        return self.__dict__.get("_dtype", "bool")
 
 
 @node
@@ -245,6 +264,11 @@ class Select(PrimExpr):
     false_value: PrimExpr
 
     def __post_init__(self) -> None:
+        # Python values become constants, as TVM's constructor converts them (True: T.bool(True))
+        for name in ("condition", "true_value", "false_value"):
+            value = getattr(self, name)
+            if isinstance(value, (bool, int, float)):
+                object.__setattr__(self, name, const(value))
         super().__post_init__()
         _cache_dtype(self, self.true_value)
 
@@ -259,10 +283,79 @@ class BufferLoad(PrimExpr):
 
     buffer: Any  # tir.Buffer
     indices: tuple
+    predicate: Any = None  # a vector load: a bool vector of the lanes read (TVM's predicated load)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        # a vector index (T.Ramp) loads that many lanes: A[T.Ramp(0, 1, 4)] is float32x4
+        for i in self.indices:
+            dtype = getattr(i, "dtype", None)
+            if dtype is not None and "x" in dtype and _dt.lanes(dtype) > 1:
+                object.__setattr__(self, "_dtype", _dt.with_lanes(self.buffer.dtype, _dt.lanes(dtype)))
 
     @property
     def dtype(self) -> str:  # type: ignore[override]
-        return self.buffer.dtype
+        return self.__dict__.get("_dtype") or self.buffer.dtype
+
+
+def _const_lanes(lanes: Any, where: str) -> int:
+    """A vector's lane count: a constant (TVM's scalable vectors, ``4 * T.vscale()`` lanes, are not
+    minitvm's)."""
+    if isinstance(lanes, (int, IntImm)) and not isinstance(lanes, bool):
+        return int(lanes)
+    raise TypeError(f"{where}: the number of lanes must be a constant int, got {lanes}; scalable vectors "
+                    "(a multiple of T.vscale() lanes, for Arm SVE) are not supported by minitvm")
+
+
+@node
+class Ramp(PrimExpr):
+    """The vector ``[base, base + stride, ..., base + (lanes - 1) * stride]`` (TVM's Ramp): an
+    index that loads or stores ``lanes`` elements at once."""
+
+    base: PrimExpr
+    stride: PrimExpr
+    lanes: int
+
+    def __post_init__(self) -> None:
+        base = convert(self.base)
+        stride = self.stride
+        stride = const(stride, base.dtype) if isinstance(stride, int) else convert(stride)
+        lanes = _const_lanes(self.lanes, "tir.Ramp")
+        if lanes < 1:
+            raise ValueError(f"tir.Ramp: lanes must be positive, got {lanes}")
+        if _dt.lanes(base.dtype) != 1 or stride.dtype != base.dtype:
+            raise TypeError(f"tir.Ramp: base and stride must be scalars of one dtype, got {base.dtype} "
+                            f"and {stride.dtype}")
+        object.__setattr__(self, "base", base)
+        object.__setattr__(self, "stride", stride)
+        object.__setattr__(self, "lanes", lanes)
+        super().__post_init__()
+
+    @property
+    def dtype(self) -> str:  # type: ignore[override]
+        return _dt.with_lanes(self.base.dtype, self.lanes)
+
+
+@node
+class Broadcast(PrimExpr):
+    """``value`` repeated in ``lanes`` lanes (TVM's Broadcast)."""
+
+    value: PrimExpr
+    lanes: int
+
+    def __post_init__(self) -> None:
+        value = convert(self.value)
+        lanes = _const_lanes(self.lanes, "tir.Broadcast")
+        if lanes < 1 or _dt.lanes(value.dtype) != 1:
+            raise TypeError(f"tir.Broadcast: a scalar over a positive number of lanes, got {value.dtype} "
+                            f"over {lanes}")
+        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "lanes", lanes)
+        super().__post_init__()
+
+    @property
+    def dtype(self) -> str:  # type: ignore[override]
+        return _dt.with_lanes(self.value.dtype, self.lanes)
 
 
 @node
@@ -387,7 +480,9 @@ def const(value: Any, dtype: str | None = None) -> PrimExpr:
         else:
             raise TypeError(f"cannot make a constant from {value!r}")
     dtype = str(dtype)
-    if _dt.is_float(dtype):
+    if "x" in dtype and _dt.lanes(dtype) > 1:  # a vector constant is the scalar broadcast, as TVM's
+        return Broadcast(const(value, _dt.element(dtype)), _dt.lanes(dtype))
+    if _dt.is_float(dtype) or dtype in _dt.CUSTOM_FLOATS:
         return FloatImm(dtype, float(value))
     if _dt.is_int(dtype) or _dt.is_bool(dtype):
         if isinstance(value, float) and not value.is_integer():
@@ -417,6 +512,9 @@ def convert(value: Any, dtype: str | None = None) -> PrimExpr:
         return value
     if isinstance(value, IterVar):  # an iteration variable stands for its variable, as in TVM
         return value.var
+    as_prim_expr = getattr(value, "as_prim_expr", None)  # a buffer slice (BufferRegion) is its vector load
+    if as_prim_expr is not None:
+        return as_prim_expr()
     if isinstance(value, (bool, int, float)):
         return const(value, dtype)
     try:

@@ -35,6 +35,7 @@ _UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos}
 # T.<name>(...) the printer writes inside index expressions
 _HELPERS = {name: getattr(_op, name) for name in
             ("floordiv", "floormod", "truncdiv", "truncmod", "min", "max", "ceildiv", "if_then_else", "Select")}
+_HELPERS["Div"] = _op.truncdiv  # how the printer (as TVM's) spells an integer Div
 _DTYPES = frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                      "float16", "float32", "float64", "bool"})
 _DATA = "; a trace is read as data, never run"

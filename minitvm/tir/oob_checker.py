@@ -12,6 +12,11 @@ the start of the lowering pipeline, so ``minitvm.build`` refuses such a program 
 naming the buffer, the index, the range it reaches and the extent, instead of running it and
 writing past the array: an :class:`~minitvm.error.OutOfBoundsError` (no schedule is involved,
 so not a ``ScheduleError``).
+
+First of all it stops a function with vector expressions (``T.Ramp``, ``T.Broadcast``,
+``B[0:4] = A[0:4] + 1``), by name: TVMScript reads, prints and compares them as TVM does, but
+minitvm's lowering, interpreter and codegen compute with scalars (vectors come from
+``T.vectorized`` loops); there is no bound to prove about an access they cannot compile.
 """
 
 from __future__ import annotations
@@ -21,13 +26,14 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..arith import Analyzer
-from ..error import OutOfBoundsError
+from ..error import OutOfBoundsError, TVMError
+from ..ir import dtype as _dt
 from ..ir.module import IRModule
 from ..transform import module_pass
 from .buffer import Buffer
 from .expr import BufferLoad, Call, IntImm, PrimExpr, Range, Var, is_const_int
 from .function import PrimFunc
-from .functor import StmtExprVisitor, post_order_visit, substitute
+from .functor import StmtExprVisitor, post_order_visit, pre_order_visit, substitute
 from .stmt import BlockRealize, BufferStore, For, IfThenElse
 
 __all__ = ["OOBChecker", "out_of_bounds_accesses", "OOBLocation"]
@@ -188,6 +194,30 @@ def out_of_bounds_accesses(func: PrimFunc) -> list[OOBLocation]:
     return list(dict.fromkeys(checker.errors))  # a load met twice is reported once
 
 
+def first_vector_expr(func: PrimFunc) -> PrimExpr | None:
+    """The first expression of ``func``'s body whose dtype has more than one lane, if any."""
+    found: list[PrimExpr] = []
+
+    def visit(n: Any) -> bool:
+        if found:
+            return False
+        if isinstance(n, PrimExpr) and _dt.lanes(n.dtype) > 1:
+            found.append(n)
+            return False
+        return True
+
+    pre_order_visit(func.body, visit)
+    return found[0] if found else None
+
+
+def _refuse_vectors(name: str, func: PrimFunc) -> None:
+    vector = first_vector_expr(func)
+    if vector is not None:
+        raise TVMError(f"{name}: {vector.script()} is a vector expression ({vector.dtype}); minitvm compiles "
+                       "scalar TIR only -- write the loop over the lanes and mark it T.vectorized "
+                       "(sch.vectorize), which codegen turns into vector instructions")
+
+
 def OOBChecker() -> Any:  # noqa: N802 - TVM's name
     """A pass that raises :class:`~minitvm.error.OutOfBoundsError` when a PrimFunc of the module
     provably reads or writes outside a buffer (TVM's ``tir.analysis.OOBChecker``)."""
@@ -197,6 +227,7 @@ def OOBChecker() -> Any:  # noqa: N802 - TVM's name
         for gv, func in mod.items():
             if not isinstance(func, PrimFunc):
                 continue
+            _refuse_vectors(gv.name_hint, func)
             errors = out_of_bounds_accesses(func)
             if errors:
                 lines = "\n".join(f"  {e}" for e in errors[:5])

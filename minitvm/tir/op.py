@@ -18,6 +18,7 @@ from .expr import (
     NE,
     Add,
     And,
+    Broadcast,
     BufferLoad,
     Call,
     Cast,
@@ -80,6 +81,10 @@ def _promote(a: Any, b: Any) -> tuple[PrimExpr, PrimExpr]:
     """Make both operands PrimExprs of one dtype (Python numbers adopt the other side's)."""
     a = a.var if isinstance(a, IterVar) else a  # an IterVar stands for its variable
     b = b.var if isinstance(b, IterVar) else b
+    if not isinstance(a, PrimExpr) and hasattr(a, "as_prim_expr"):  # a buffer slice: its vector load
+        a = a.as_prim_expr()
+    if not isinstance(b, PrimExpr) and hasattr(b, "as_prim_expr"):
+        b = b.as_prim_expr()
     if not isinstance(a, PrimExpr) and not isinstance(b, PrimExpr):
         a, b = convert(a), convert(b)
     if not isinstance(a, PrimExpr):
@@ -87,9 +92,27 @@ def _promote(a: Any, b: Any) -> tuple[PrimExpr, PrimExpr]:
     if not isinstance(b, PrimExpr):
         b = _const_like(b, a)
     if a.dtype != b.dtype:
-        target = _wider(a.dtype, b.dtype)
-        a, b = cast(a, target), cast(b, target)
+        a, b = _match_lanes(a, b)
+        if a.dtype != b.dtype:
+            target = _wider(a.dtype, b.dtype)
+            a, b = cast(a, target), cast(b, target)
     return a, b
+
+
+def _match_lanes(a: PrimExpr, b: PrimExpr) -> tuple[PrimExpr, PrimExpr]:
+    """A scalar beside a vector is broadcast to its lanes (as TVM's operators do)."""
+    la, lb = _dt.lanes(a.dtype), _dt.lanes(b.dtype)
+    if la == lb:
+        return a, b
+    if la == 1:
+        return Broadcast(a, lb), b
+    if lb == 1:
+        return a, Broadcast(b, la)
+    raise TypeError(f"cannot combine a vector of {la} lanes ({a.dtype}) with one of {lb} ({b.dtype})")
+
+
+def _is_vector(x: Any) -> bool:
+    return isinstance(x, PrimExpr) and _dt.lanes(x.dtype) > 1
 
 
 def _const_like(value: Any, other: PrimExpr) -> PrimExpr:
@@ -247,6 +270,10 @@ def _int_call(name: str, a: Any, b: Any) -> PrimExpr:
     """``tir.<name>(a, b)`` on integers (bitwise operations and shifts), folded on constants."""
     row = _ROW[name]
     a, b = _promote(a, b)
+    if _is_vector(a):  # lane by lane: the lanes' type decides (bool lanes too, as TVM's masks)
+        if _dt.element(a.dtype) != "bool":
+            row.check(_dt.element(a.dtype), f"tir.{name}")
+        return Call(a.dtype, row.op, (a, b))
     row.check(a.dtype, f"tir.{name}")
     if name.startswith("shift") and _is_const(b) and not 0 <= b.value < _dt.bits(a.dtype):
         raise ValueError(f"tir.{name}: the shift amount {b.value} must be non-negative and less than "
@@ -315,7 +342,17 @@ def _as_bool(x: Any) -> PrimExpr:
     return x
 
 
+def _vector_bool_call(name: str, a: Any, b: Any) -> PrimExpr:
+    """``and``/``or`` of boolean vectors: lane by lane, TVM's ``tir.bitwise_and``/``bitwise_or``."""
+    a, b = _promote(a, b)
+    if _dt.element(a.dtype) != "bool":
+        raise TypeError(f"logical operators need bool operands, got {a.dtype}")
+    return Call(a.dtype, f"tir.{name}", (a, b))
+
+
 def logical_and(a: Any, b: Any) -> PrimExpr:
+    if _is_vector(a) or _is_vector(b):
+        return _vector_bool_call("bitwise_and", a, b)
     a, b = _as_bool(a), _as_bool(b)
     if _is_const(a):
         return b if a.value else a
@@ -325,6 +362,8 @@ def logical_and(a: Any, b: Any) -> PrimExpr:
 
 
 def logical_or(a: Any, b: Any) -> PrimExpr:
+    if _is_vector(a) or _is_vector(b):
+        return _vector_bool_call("bitwise_or", a, b)
     a, b = _as_bool(a), _as_bool(b)
     if _is_const(a):
         return a if a.value else b
@@ -342,6 +381,8 @@ def logical_not(a: Any) -> PrimExpr:
 
 def neg(a: Any) -> PrimExpr:
     a = convert(a)
+    if _is_vector(a):  # TVM negates a vector by multiplying by a broadcast -1
+        return Mul(a, const(-1, a.dtype))
     if _is_const(a):
         return const(-a.value, a.dtype)
     return Sub(const(0, a.dtype), a)
@@ -396,17 +437,16 @@ def call_llvm_pure_intrin(dtype: str, name: str, *args: Any) -> PrimExpr:
     """A call of the pure LLVM intrinsic ``name`` (``"llvm.fma"``) returning ``dtype``.
 
     The intrinsics minitvm knows are the ``llvm_intrin`` rows of the semantics table (so the
-    interpreter, the folder and both LLVM emitters agree on them).  minitvm has no vector dtypes:
-    write the scalar form (``"float32"``, ``"llvm.fma"`` or ``"llvm.fma.f32"``) inside a
-    ``T.vectorized`` loop, and the vector emitter calls ``llvm.fma.v16f32`` for 16 lanes.
+    interpreter, the folder and both LLVM emitters agree on them).  A vector form
+    (``"float32x16"``, ``"llvm.fma.v16f32"``) is read and printed, as TVM's, but only the scalar
+    form compiles: write it inside a ``T.vectorized`` loop, and the vector emitter calls
+    ``llvm.fma.v16f32`` for 16 lanes.
     """
     if not isinstance(name, str):
         raise TypeError(f"call_llvm_pure_intrin: the intrinsic name must be a string, got {name!r}")
     dtype = _void(dtype)
-    if "x" in dtype:
-        raise NotImplementedError(f"call_llvm_pure_intrin: vector dtype {dtype!r}: minitvm has no vector "
-                                  "dtypes; call the scalar form inside a T.vectorized loop")
-    _dt.check(dtype)
+    lanes, scalar = _dt.lanes(dtype), _dt.element(dtype)
+    _dt.check(scalar)
     row = BY_LLVM_INTRIN.get(llvm_intrin_base(name))
     if row is None:
         raise ValueError(f"Unknown llvm intrinsic function {name} (minitvm knows "
@@ -414,15 +454,16 @@ def call_llvm_pure_intrin(dtype: str, name: str, *args: Any) -> PrimExpr:
     args = tuple(convert(a) for a in args)
     if len(args) != row.arity:
         raise TypeError(f"call_llvm_pure_intrin({name!r}): takes {row.arity} operands, got {len(args)}")
-    row.check(dtype, f"call_llvm_pure_intrin({name!r})")
+    row.check(scalar, f"call_llvm_pure_intrin({name!r})")
     for a in args:
         if a.dtype != dtype:
             raise TypeError(f"call_llvm_pure_intrin({name!r}): operand {a} is {a.dtype}, the call returns {dtype}")
     if name != row.llvm_intrin:
-        want = {"float16": "f16", "float32": "f32", "float64": "f64"}.get(dtype, f"i{_dt.bits(dtype)}")
+        want = {"float16": "f16", "float32": "f32", "float64": "f64"}.get(scalar, f"i{_dt.bits(scalar)}")
+        want = want if lanes == 1 else f"v{lanes}{want}"  # LLVM's suffix of a vector: .v4f32
         if name != f"{row.llvm_intrin}.{want}":
             raise NotImplementedError(f"call_llvm_pure_intrin: {name!r} on {dtype} operands: the type suffix "
-                                      f"must be .{want} (minitvm has no vector dtypes; vectorize the loop)")
+                                      f"must be .{want}")
     return Call(dtype, LLVM_PURE_INTRIN, (StringImm(name),) + args)
 
 

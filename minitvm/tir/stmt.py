@@ -25,6 +25,7 @@ class BufferStore(Stmt):
     value: PrimExpr
     indices: tuple
     span: Any = None  # ir.Span: where TVMScript wrote it (error messages only)
+    predicate: Any = None  # a vector store: a bool vector of the lanes written (TVM's predicated store)
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -21,7 +21,7 @@ def _round_trips(func):
 @T.prim_func
 def staged(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
     for i in range(4):
-        with T.allocate((4,), "float32", "global") as tmp:
+        with T.allocate([4], "float32", "global") as tmp:
             for j in range(4):
                 tmp[j] = A[i * 4 + j] + T.float32(1)
             for j in range(4):
@@ -33,7 +33,7 @@ def staged(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
 
 def test_scoped_allocate_and_let_round_trip():
     text = _round_trips(staged)
-    assert 'with T.allocate((4,), "float32", "global") as tmp:' in text
+    assert 'with T.allocate([4], "float32", "global") as tmp:' in text
     assert "with T.LetStmt(i * 4) as base:" in text
     loop_body = staged.body.body
     assert isinstance(loop_body, tir.SeqStmt) and len(loop_body) == 3

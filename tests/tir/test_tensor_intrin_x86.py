@@ -169,8 +169,10 @@ def test_call_llvm_pure_intrin_refuses_what_it_cannot_mean():
     x = tir.Var("x", "float32")
     with pytest.raises(ValueError, match="Unknown llvm intrinsic function llvm.foo"):
         tir.call_llvm_pure_intrin("float32", "llvm.foo", x, x, x)
-    with pytest.raises(NotImplementedError, match="no vector dtypes"):
+    with pytest.raises(TypeError, match="operand x is float32, the call returns float32x16"):
         tir.call_llvm_pure_intrin("float32x16", "llvm.fma.v16f32", x, x, x)
+    v = tir.Broadcast(x, 16)  # a vector form is read as TVM's (building it is refused: test_tvm_forms.py)
+    assert tir.call_llvm_pure_intrin("float32x16", "llvm.fma.v16f32", v, v, v).dtype == "float32x16"
     with pytest.raises(NotImplementedError, match=r"must be \.f32"):
         tir.call_llvm_pure_intrin("float32", "llvm.fma.v16f32", x, x, x)
     with pytest.raises(TypeError, match="takes 3 operands"):

@@ -421,7 +421,7 @@ def allocate(extents: Any, dtype: str = "float32", scope: str = "global", condit
              annotations: Any = None) -> _BodyFrame:
     if condition is not None or annotations:
         raise NotImplementedError("T.allocate(condition=/annotations=): minitvm's Allocate has neither")
-    buf = _decl_buffer(extents, dtype, "buffer", scope=scope)
+    buf = _decl_buffer(extents, dtype, "", scope=scope)  # unnamed, as TVM's (printed "v")
     return _BodyFrame("T.allocate", lambda body: Allocate(buf, body), buf)
 
 

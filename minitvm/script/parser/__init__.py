@@ -33,6 +33,7 @@ import operator
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, NoReturn
 
+from ...arith import Analyzer
 from ...eras import SCRIPT_NAME_ERAS, era_of, script_import_era
 from ...error import InternalError
 from ...ir import dtype as _dt
@@ -42,7 +43,7 @@ from ...ir.type import PrimType
 from ...tir import op as _op
 from ...tir.analysis import free_scalar_vars, get_block_read_write_region
 from ...tir.buffer import Buffer, BufferRegion
-from ...tir.expr import BufferLoad, IntImm, IterVar, PrimExpr, Range, Var, const, convert
+from ...tir.expr import BufferLoad, IntImm, IterVar, PrimExpr, Ramp, Range, Var, const, convert
 from ...tir.function import PrimFunc
 from ...tir.functor import pre_order_visit
 from ...tir.stmt import (
@@ -225,6 +226,25 @@ def _is_expr(v: Any) -> bool:
     return isinstance(v, PrimExpr)
 
 
+def _operand(v: Any) -> Any:
+    """An operand of arithmetic: a buffer slice (``A[0:4]``) is the vector it loads, as in TVM."""
+    return v.as_prim_expr() if isinstance(v, BufferRegion) else v
+
+
+def _vector_index(index: slice, dim: PrimExpr) -> PrimExpr:
+    """A slice as a vector index, as TVM's buffer access reads one: ``i:i + 4`` is
+    ``T.Ramp(i, 1, 4)``, ``i:i + 8:2`` is ``T.Ramp(i, 2, 4)``, one lane is the start itself."""
+    start = convert(0 if index.start is None else index.start, dim.dtype if index.start is None else None)
+    stop = dim if index.stop is None else convert(index.stop)
+    step = 1 if index.step is None else index.step
+    step = const(step, start.dtype) if isinstance(step, int) else convert(step)
+    lanes = Analyzer().simplify(_op.floordiv(stop - start + step - 1, step))
+    if not isinstance(lanes, IntImm) or lanes.value < 1:
+        raise TypeError(f"the slice {start}:{stop}:{step} needs a constant positive number of lanes, "
+                        f"got {lanes}")
+    return start if lanes.value == 1 else Ramp(start, step, lanes.value)
+
+
 class _TIRParser:
     def __init__(self, source: Source, namespace: dict):
         self.source = source
@@ -346,6 +366,10 @@ class _TIRParser:
             frame.params.append(param)
             frame.buffer_map[param] = buffer
             self.bind(arg.arg, buffer)
+        elif T.is_pointer(ann):  # x: T.handle("float32"): a handle parameter of that pointer type
+            var = Var(arg.arg, "handle", ann.type_annotation)
+            frame.params.append(var)
+            self.bind(arg.arg, var)
         elif isinstance(ann, T.ScalarType):
             var = Var(arg.arg, ann.dtype)
             frame.params.append(var)
@@ -482,6 +506,8 @@ class _TIRParser:
             return wrap(body)
         if isinstance(ctx, (T.LetStmtDecl, T.AllocateDecl)):
             return self._scoped_with(ctx, target, node)
+        if isinstance(ctx, T.AssertDecl) and target is None:
+            return AssertStmt(ctx.condition, ctx.message, self.visit_scoped_body(node.body))
         if target is not None:
             raise self.error(target, "`with ... as name` is only for T.launch_thread, T.LetStmt and T.allocate")
         if isinstance(ctx, T.BlockSpec):
@@ -739,6 +765,9 @@ class _TIRParser:
         if not isinstance(node.target, ast.Name):
             raise self.error(node.target, "an annotated assignment needs a plain name (x: T.int32 = ...)")
         ann = self.eval(node.annotation)
+        pointer = ann.type_annotation if T.is_pointer(ann) else None
+        if pointer is not None:  # p: T.handle("float32") = ...: a handle let of that pointer type
+            ann = T.ScalarType("handle")
         if not isinstance(ann, (T.ScalarType, T.LetAnnotation)):
             raise self.error(node.annotation, f"expected a scalar type like T.int32, got {ann!r}")
         if node.value is None:
@@ -754,7 +783,7 @@ class _TIRParser:
             except (TypeError, ValueError) as e:
                 self.fail(node.annotation, e)
         value = _op.cast(value, ann.dtype) if not _is_expr(value) or value.dtype != ann.dtype else value
-        var = Var(node.target.id, ann.dtype)
+        var = Var(node.target.id, ann.dtype, pointer)
         self.bind(node.target.id, var)
         return _NeedsRest(lambda rest: LetStmt(var, value, rest))
 
@@ -780,8 +809,15 @@ class _TIRParser:
             raise self.error(target.value, f"can only store into a buffer; {ast.unparse(target.value)} "
                                            f"is {type(buffer).__name__}")
         indices = self._indices(target, buffer)
-        if any(isinstance(i, slice) for i in indices):
-            raise self.error(target.slice, "a store writes one element; slices are for T.reads/T.writes")
+        # a slice stores a vector (B[0:4] = ...), as TVM: its lanes are the slice's elements
+        indices = [_vector_index(i, dim) if isinstance(i, slice) else i for i, dim in zip(indices, buffer.shape)]
+        value = _operand(value)
+        lanes = max((_dt.lanes(i.dtype) for i in indices if _is_expr(i)), default=1)
+        if lanes > 1:
+            return self._vector_store(buffer, value, indices, lanes, target, value_node)
+        if _is_expr(value) and _dt.lanes(value.dtype) > 1:
+            raise self.error(value_node, f"{buffer.name}[...] is one element; the value is a vector "
+                                         f"({value.dtype}): store it into a slice of as many lanes")
         if not _is_expr(value):
             try:
                 value = const(value, buffer.dtype)
@@ -795,6 +831,18 @@ class _TIRParser:
                 raise self.error(value_node, f"cannot store a {value.dtype} value into {buffer.dtype} buffer "
                                              f"{buffer.name}")
             value = _op.cast(value, buffer.dtype)  # as TVM's BufferStore: converted to the buffer's type
+        return BufferStore(buffer, value, tuple(indices), span=self.source.span(target))
+
+    def _vector_store(self, buffer: Buffer, value: Any, indices: list, lanes: int, target: ast.Subscript,
+                      value_node: ast.expr) -> Stmt:
+        """``B[0:4] = value``: ``value`` must be a vector of as many lanes (its lanes converted to the
+        buffer's type)."""
+        value = convert(value) if not _is_expr(value) else value
+        if _dt.lanes(value.dtype) != lanes:
+            raise self.error(value_node, f"storing {lanes} lanes into {buffer.name} needs a vector of {lanes} "
+                                         f"lanes, got {value.dtype}")
+        if _dt.element(value.dtype) != buffer.dtype:
+            value = _op.cast(value, _dt.with_lanes(buffer.dtype, lanes))
         return BufferStore(buffer, value, tuple(indices), span=self.source.span(target))
 
     def visit_return(self, node: ast.Return) -> Stmt:
@@ -947,8 +995,6 @@ class _TIRParser:
                 kwargs.update(self.eval(kw.value))
             else:
                 kwargs[kw.arg] = self.eval(kw.value)
-        if isinstance(func, T.ScalarType) and func.dtype == "handle":
-            raise self.error(node, "T.handle is a parameter type, not a function")
         if isinstance(func, (T.Macro, T.BoundMacro)):
             return self.expand_macro(func, args, kwargs, node)
         return func(*args, **kwargs)
@@ -989,7 +1035,7 @@ class _TIRParser:
             self.source, self.namespace, self.scopes = saved
 
     def eval_BinOp(self, node: ast.BinOp) -> Any:
-        a, b = self.eval(node.left), self.eval(node.right)
+        a, b = _operand(self.eval(node.left)), _operand(self.eval(node.right))
         fn = _BINOPS.get(type(node.op))
         if fn is None:
             raise self.error(node, f"unsupported operator {type(node.op).__name__}")
@@ -1002,7 +1048,7 @@ class _TIRParser:
         return fn(a, b)
 
     def eval_UnaryOp(self, node: ast.UnaryOp) -> Any:
-        v = self.eval(node.operand)
+        v = _operand(self.eval(node.operand))
         if isinstance(node.op, ast.Not):
             return _op.logical_not(v) if _is_expr(v) else not v
         if isinstance(node.op, ast.USub):
@@ -1012,7 +1058,7 @@ class _TIRParser:
         return _op.logical_not(v) if _is_expr(v) and v.dtype == "bool" else ~v
 
     def eval_BoolOp(self, node: ast.BoolOp) -> Any:
-        values = [self.eval(v) for v in node.values]
+        values = [_operand(self.eval(v)) for v in node.values]
         if not any(_is_expr(v) for v in values):
             result = values[0]
             for v in values[1:]:
@@ -1025,13 +1071,13 @@ class _TIRParser:
         return result
 
     def eval_Compare(self, node: ast.Compare) -> Any:
-        left = self.eval(node.left)
+        left = _operand(self.eval(node.left))
         result = None
         for op_node, right_node in zip(node.ops, node.comparators):
             fn = _CMPOPS.get(type(op_node))
             if fn is None:
                 raise self.error(node, f"unsupported comparison {type(op_node).__name__} in a prim func")
-            right = self.eval(right_node)
+            right = _operand(self.eval(right_node))
             this = _EXPR_CMPOPS[type(op_node)](left, right) if _is_expr(left) or _is_expr(right) \
                 else fn(left, right)
             if result is None:
@@ -1053,6 +1099,10 @@ class _TIRParser:
         value = self.eval(node.value)
         if isinstance(value, Buffer):
             indices = self._indices(node, value)
+            if any(isinstance(i, slice) and i.step not in (None, 1) for i in indices):
+                # a strided slice is a vector load (A[0:8:2]), as TVM reads it
+                return BufferLoad(value, tuple(_vector_index(i, dim) if isinstance(i, slice) else i
+                                               for i, dim in zip(indices, value.shape)))
             if any(isinstance(i, slice) for i in indices):
                 return BufferRegion(value, tuple(
                     self._slice_range(i, dim) for i, dim in zip(indices, value.shape)))

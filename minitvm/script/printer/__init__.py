@@ -35,6 +35,7 @@ from ...ir.node import Node
 from ...ir.notebook import in_notebook
 from ...ir.structural import structural_equal
 from ...ir.type import PointerType, PrimType, TupleType, Type
+from ...te.reduction import CommReducer
 from ...tir import op
 from ...tir import op as _op
 from ...tir.analysis import buffer_vars, free_scalar_vars
@@ -48,6 +49,7 @@ from ...tir.expr import (
     NE,
     Add,
     And,
+    Broadcast,
     BufferLoad,
     Call,
     Cast,
@@ -65,6 +67,7 @@ from ...tir.expr import (
     Not,
     Or,
     PrimExpr,
+    Ramp,
     Range,
     Select,
     SizeVar,
@@ -88,6 +91,7 @@ from ...tir.stmt import (
     ForKind,
     IfThenElse,
     LetStmt,
+    MatchBufferRegion,
     SeqStmt,
     Stmt,
 )
@@ -208,22 +212,45 @@ def _script(node: Any, show_header: bool = True, **kwargs: Any) -> str:
 def _fragment(p: "_TIRPrinter", node: Any) -> str:
     """A statement, expression, buffer, region, range or iterator as text."""
     if isinstance(node, Stmt):
+        # a statement printed alone scopes nothing after it: as TVM, no concise form at its root
+        # (``with T.LetStmt(v) as x:``, not ``x: T.int32 = v``)
+        p.tail = False
         return "\n".join(p.print_stmt(node))
-    if isinstance(node, PrimExpr):
+    if isinstance(node, (PrimExpr, CommReducer)):
         return p.expr(node)
     if isinstance(node, Buffer):
         return p.buffer_decl(node, "T.Buffer")
     if isinstance(node, BufferRegion):
         return p.region(node)
-    if isinstance(node, Range):
-        return f"T.Range({p.expr(node.min)}, {p.expr(_add(node.min, node.extent))})"
+    if isinstance(node, MatchBufferRegion):  # as its line in a block: `B = T.match_buffer(A[...], shape)`
+        source = p.region(node.source)
+        decl = p.buffer_decl(node.buffer, "T.match_buffer", first_arg=source, default_dtype=True)
+        return f"{p.define(node.buffer, node.buffer.name)} = {decl}"
+    if isinstance(node, Range):  # an IR-level node: TVM prints it in the I namespace
+        return f"I.Range({p.expr(node.min)}, {p.expr(_add(node.min, node.extent))})"
     if isinstance(node, IterVar):
-        return f"T.iter_var({p.expr(node.var)}, {script(node.dom)}, \"{node.iter_type}\")"
+        dom = f"T.Range({p.expr(node.dom.min)}, {p.expr(_add(node.dom.min, node.dom.extent))})"
+        kind = _ITER_KIND_NAMES.get(node.iter_type, node.iter_type)
+        return f"T.iter_var({p.expr(node.var)}, {dom}, {_str(kind)}, {_str(node.thread_tag)})"
     if isinstance(node, GlobalVar):
         return f"I.GlobalVar(\"{node.name_hint}\")"
     if isinstance(node, Type):
         return _type_text(node)
     return repr(node)
+
+
+#: TVM's names of the iteration kinds (its IterVarType enum), as T.iter_var prints them
+_ITER_KIND_NAMES = {"spatial": "DataPar", "reduce": "CommReduce", "thread": "ThreadIndex",
+                    "scan": "Ordered", "opaque": "Opaque"}
+
+
+def _target_config(t: Any) -> dict:
+    """A Target as the dict T.target reads back: its kind, options, keys and host (as TVM prints)."""
+    config = dict(t.export())
+    config["keys"] = list(t.keys)
+    if t.host is not None:
+        config["host"] = _target_config(t.host)
+    return config
 
 
 def _let_vars(body: Any) -> list[Var]:
@@ -240,13 +267,19 @@ def _type_text(t: Type) -> str:
         return f"T.{t.dtype}"
     if isinstance(t, PointerType):
         element = t.element_type
-        args = [_str(element.dtype) if isinstance(element, PrimType) else _type_text(element)]
+        void = isinstance(element, TupleType) and not element.fields
+        args = [_str(element.dtype) if isinstance(element, PrimType) else '"void"' if void else _type_text(element)]
         if t.storage_scope:
             args.append(_str(t.storage_scope))
         return f"T.handle({', '.join(args)})"
     if isinstance(t, TupleType):
         return f"T.Tuple({', '.join(_type_text(f) for f in t.fields)})"
     return repr(t)
+
+
+def _var_type(v: Var) -> str:
+    """A variable's annotation: ``T.int32``, or a typed handle's ``T.handle("float32")``."""
+    return _type_text(v.type_annotation) if v.type_annotation is not None else f"T.{v.dtype}"
 
 
 def check_show_options(what: str, style: str | None, black_format: bool | None) -> None:
@@ -467,7 +500,7 @@ class _TIRPrinter:
         if isinstance(e, Div):
             if e.dtype.startswith("float"):
                 return f"{self._paren(e.a, _PREC_MUL)} / {self._paren(e.b, _PREC_MUL + 1)}", _PREC_MUL
-            return f"T.truncdiv({self.expr(e.a)}, {self.expr(e.b)})", _PREC_ATOM
+            return f"T.Div({self.expr(e.a)}, {self.expr(e.b)})", _PREC_ATOM  # an integer Div, as TVM
         if isinstance(e, Mod):
             return f"T.truncmod({self.expr(e.a)}, {self.expr(e.b)})", _PREC_ATOM
         if isinstance(e, (Min, Max)):
@@ -480,7 +513,15 @@ class _TIRPrinter:
             return (f"T.Select({self.expr(e.condition)}, {self.expr(e.true_value)}, "
                     f"{self.expr(e.false_value)})"), _PREC_ATOM
         if isinstance(e, BufferLoad):
+            if e.predicate is not None:  # a predicated vector load, as TVM prints it
+                indices = ", ".join(self.expr(i) for i in e.indices)
+                return (f"{self.name_of(e.buffer)}.vload([{indices}], predicate={self.expr(e.predicate)})",
+                        _PREC_ATOM)
             return f"{self.name_of(e.buffer)}[{self.indices(e.indices)}]", _PREC_ATOM
+        if isinstance(e, Ramp):
+            return f"T.Ramp({self.expr(e.base)}, {self.expr(e.stride)}, {e.lanes})", _PREC_ATOM
+        if isinstance(e, Broadcast):
+            return f"T.Broadcast({self.expr(e.value)}, {e.lanes})", _PREC_ATOM
         if isinstance(e, Call):
             return self._call(e), _PREC_ATOM
         if isinstance(e, Let):
@@ -493,12 +534,29 @@ class _TIRPrinter:
             return f"{self.expr(e.min)}:{self.expr(_add(e.min, e.extent))}", _PREC_ATOM
         if isinstance(e, (int, float, bool, str)) or e is None:
             return self.value(e), _PREC_ATOM
+        if isinstance(e, CommReducer):
+            return self._comm_reducer(e), _PREC_ATOM
         return repr(e), _PREC_ATOM
+
+    def _comm_reducer(self, r: CommReducer) -> str:
+        """``T.comm_reducer(lambda x, y: x + y, [T.float32(0.0)])``: its parameters named in a scope
+        of their own."""
+        identity = ", ".join(self.expr(e) for e in r.identity_element)
+        self.push()
+        try:
+            params = ", ".join(self.define(v, v.name) for v in (*r.lhs, *r.rhs))
+            results = [self.expr(x) for x in r.result]
+        finally:
+            self.pop()
+        body = results[0] if len(results) == 1 else f"({', '.join(results)})"
+        return f"T.comm_reducer(lambda {params}: {body}, [{identity}])"
 
     def _call(self, e: Call) -> str:
         args = [self.expr(a) for a in e.args]
         if e.op in _UNARY_CALLS and len(e.args) == 1 and e.args[0].dtype == e.dtype:
             return f"T.{_UNARY_CALLS[e.op]}({args[0]})"
+        if e.op == "tir.reinterpret" and len(args) == 1:
+            return f"T.reinterpret({_str(e.dtype)}, {args[0]})"
         if e.op == "tir.isnan" and e.dtype == "bool" and len(args) == 1:
             return f"T.isnan({args[0]})"
         if e.op in _BINARY_CALLS and len(args) == 2 and e.args[0].dtype == e.dtype:
@@ -527,10 +585,21 @@ class _TIRPrinter:
     def indices(self, indices: tuple) -> str:
         if not indices:
             return "()"  # a 0-d buffer: A[()]
-        return ", ".join(self.expr(i) for i in indices)
+        return ", ".join(self._index(i) for i in indices)
+
+    def _index(self, i: Any) -> str:
+        """An index; a vector one with a constant stride as TVM prints it, a slice
+        (``A[i:i + 4]``, ``A[i:i + 8:2]``) that reads back as the same T.Ramp."""
+        if isinstance(i, Ramp) and isinstance(i.stride, IntImm):
+            stop = _add(i.base, _op.mul(IntImm(i.stride.dtype, i.lanes), i.stride))
+            step = "" if i.stride.value == 1 else f":{self.expr(i.stride)}"
+            return f"{self.expr(i.base)}:{self.expr(stop)}{step}"
+        return self.expr(i)
 
     def value(self, v: Any) -> str:
         """A Python value inside an attribute dict."""
+        if type(v).__name__ == "Target" and hasattr(v, "export"):  # (a Target: script sits below target)
+            return f"T.target({self.value(_target_config(v))})"
         if isinstance(v, IntImm) and v.dtype != "bool":
             return f"T.{v.dtype}({v.value})"  # typed, so it parses back as an IntImm, not an int
         if isinstance(v, Node):
@@ -629,7 +698,7 @@ class _TIRPrinter:
         for p in f.params:
             buffer = f.buffer_map.get(p)
             if buffer is None:
-                params.append(f"{self.define(p, p.name)}: T.{p.dtype}")
+                params.append(f"{self.define(p, p.name)}: {_var_type(p)}")
                 printed_scalars.add(id(p))
             elif all(id(v) in printed_scalars for v in buffer_vars(buffer)):
                 decl = self.buffer_decl(buffer, "T.Buffer")
@@ -689,6 +758,8 @@ class _TIRPrinter:
                 consts.add(id(n.buffer_var))
             elif isinstance(n, Allocate):
                 consts.add(id(n.buffer.data))
+            elif isinstance(n, LetStmt) and n.var.dtype == "handle":  # a pointer bound in the body
+                consts.add(id(n.var))
             elif isinstance(n, Block):  # views of a block's buffers are declared in the block
                 consts.update(id(b.data) for b in n.alloc_buffers)
                 consts.update(id(m.buffer.data) for m in n.match_buffers)
@@ -796,6 +867,10 @@ class _TIRPrinter:
         return [self._line(f"with {head}:")] + body
 
     def visit_buffer_store_(self, s: BufferStore) -> list[str]:
+        if s.predicate is not None:  # a predicated vector store, as TVM prints it
+            indices = ", ".join(self.expr(i) for i in s.indices)
+            return [self._line(f"{self.name_of(s.buffer)}.vstore([{indices}], {self.expr(s.value)}, "
+                               f"predicate={self.expr(s.predicate)})")]
         return [self._line(f"{self.name_of(s.buffer)}[{self.indices(s.indices)}] = {self.expr(s.value)}")]
 
     def visit_evaluate_(self, s: Evaluate) -> list[str]:
@@ -809,10 +884,14 @@ class _TIRPrinter:
     def visit_let_stmt_(self, s: LetStmt) -> list[str]:
         value = self.expr(s.value)
         if not self.tail:  # more statements follow: the let scopes only its own body
+            views = (lambda name: self._views_of(s.body, s.var, name, "T.Buffer")) if s.var.dtype == "handle" else None
             return self._scoped(lambda: self.define(s.var, s.var.name),
-                                lambda name: f"with T.LetStmt({value}) as {name}:", s.body)
+                                lambda name: f"with T.LetStmt({value}) as {name}:", s.body, views)
         name = self.define(s.var, s.var.name)
-        return [self._line(f"{name}: T.{s.var.dtype} = {value}")] + self.print_stmt(s.body)
+        lines = [self._line(f"{name}: {_var_type(s.var)} = {value}")]
+        if s.var.dtype == "handle":  # views of the memory this pointer names are declared after it
+            lines += self._views_of(s.body, s.var, name, "T.Buffer")
+        return lines + self.print_stmt(s.body)
 
     def _scoped(self, define: Callable[[], str], head: Callable[[str], str], body: Stmt,
                 prelude: Callable[[str], list[str]] | None = None) -> list[str]:
@@ -835,12 +914,14 @@ class _TIRPrinter:
         return lines
 
     def visit_assert_stmt_(self, s: AssertStmt) -> list[str]:
-        return ([self._line(f"assert {self.expr(s.condition)}, {_str(s.message)}")]
-                + self.print_stmt(s.body))
+        head = f"{self.expr(s.condition)}, {_str(s.message)}"
+        if not self.tail:  # more statements follow: the assertion guards only its own body
+            return self._scoped(lambda: "", lambda _: f"with T.Assert({head}):", s.body)
+        return [self._line(f"assert {head}")] + self.print_stmt(s.body)
 
     def visit_allocate_(self, s: Allocate) -> list[str]:
         b = s.buffer
-        args = [self.shape(b.shape), f'"{b.dtype}"', f'"{b.scope}"']
+        args = [f"[{', '.join(self.expr(x) for x in b.shape)}]", f'"{b.dtype}"', f'"{b.scope}"']  # a list, as TVM
         if not self.tail:  # more statements follow: the storage lives for its own body only
             return self._scoped(lambda: self.define(b, b.name),
                                 lambda name: f"with T.allocate({', '.join(args)}) as {name}:", s.body,
@@ -917,15 +998,20 @@ class _TIRPrinter:
         return self._block(s.block, s.iter_values, s.predicate)
 
     def visit_block_(self, s: Block) -> list[str]:
-        return [self._line("# a Block outside its BlockRealize; iteration values unknown")] + self._block(
-            s, tuple(iv.var for iv in s.iter_vars), IntImm("bool", 1))
+        # a Block outside its BlockRealize has no iteration values: TVM prints it so, its axes
+        # with a domain only (``vi = T.axis.spatial(128)``)
+        return self._block(s, None, IntImm("bool", 1))
 
-    def _block(self, b: Block, values: tuple, predicate: PrimExpr) -> list[str]:
-        lines = [self._line(f"with {self.sblock}({_str(b.name_hint)}):")]
+    def _block(self, b: Block, values: tuple | None, predicate: PrimExpr) -> list[str]:
+        no_realize = ", no_realize=True" if values is None else ""
+        lines = [self._line(f"with {self.sblock}({_str(b.name_hint)}{no_realize}):")]
         self.indent += 1
         self.push()
-        value_texts = [self.expr(v) for v in values]  # bindings use the enclosing names
-        lines += self._axes(b, values, value_texts)
+        if values is None:
+            lines += [self._single_axis(iv, None) for iv in b.iter_vars]
+        else:
+            value_texts = [self.expr(v) for v in values]  # bindings use the enclosing names
+            lines += self._axes(b, values, value_texts)
         if not _is_true(predicate):
             lines.append(self._line(f"T.where({self.expr(predicate)})"))
         lines.append(self._line(f"T.reads({', '.join(self.region(r) for r in b.reads)})"))
@@ -984,14 +1070,14 @@ class _TIRPrinter:
         flush()
         return lines
 
-    def _single_axis(self, iv: IterVar, text: str) -> str:
+    def _single_axis(self, iv: IterVar, text: str | None) -> str:
         dom = iv.dom
         if _is_zero(dom.min) and dom.min.dtype == dom.extent.dtype:
             dom_text = self.expr(dom.extent)
         else:
             dom_text = f"({self.expr(dom.min)}, {self.expr(_add(dom.min, dom.extent))})"
         name = self.define(iv.var, iv.var.name)
-        return self._line(f"{name} = T.axis.{iv.iter_type}({dom_text}, {text})")
+        return self._line(f"{name} = T.axis.{iv.iter_type}({dom_text}{'' if text is None else ', ' + text})")
 
 
 def _undeclared_buffers(body: Any, declared_buffers: Any) -> list[Buffer]:

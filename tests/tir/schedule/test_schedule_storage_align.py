@@ -80,7 +80,7 @@ def test_storage_align_pads_the_lowered_buffer_and_computes_the_same(same_number
     sch.storage_align("B", 0, axis=1, factor=16, offset=1)
     sch.storage_align("B", 0, axis=0, factor=32, offset=0)
     lowered = minitvm.tir.transform.lowered(sch.mod)["main"].script()
-    assert "T.allocate((477,)" in lowered  # 3 * 128 + 5 * 17 + 7 * 1 + 1 elements
+    assert "T.allocate([477]" in lowered  # 3 * 128 + 5 * 17 + 7 * 1 + 1 elements
     assert "* 128" in lowered and "* 17" in lowered
     same_numbers(staged_3d, sch.mod)
 

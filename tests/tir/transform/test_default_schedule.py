@@ -194,7 +194,7 @@ def test_a_large_matmul_packs_each_column_block_on_the_thread_that_uses_it(monke
     lowered = minitvm.lower(sched.with_attr("global_symbol", "main")).script()
     if blocks:
         block_loop = lowered.index(f"for j_0 in T.parallel({blocks}):")
-        assert lowered.index(f"B_global = T.allocate(({128 * 512 // blocks},)") > block_loop, lowered
+        assert lowered.index(f"B_global = T.allocate([{128 * 512 // blocks}]") > block_loop, lowered
     else:
         assert "for ax0 in T.parallel(128):" in lowered and "for i_00 in T.parallel(42):" in lowered, lowered
     assert "B_global[ax1_0 * 2048 + ax0 * 16 + ax1_1]" in lowered  # 16-float vectors into the panels

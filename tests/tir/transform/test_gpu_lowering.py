@@ -55,9 +55,9 @@ def test_matmul_shared_tiles_are_per_k_step_and_per_block():
     f = _lowered(gp.matmul_shared_blocking(tir.Schedule(gp.matmul(256))))
     text = f.script()
     # A tile: 64 rows x 8 k; B tile: 8 k x 64 columns; C tile: 8 x 8 per thread
-    assert 'A_shared = T.allocate((512,), "float32", "shared")' in text
-    assert 'B_shared = T.allocate((512,), "float32", "shared")' in text
-    assert 'C_local = T.allocate((64,), "float32", "local")' in text
+    assert 'A_shared = T.allocate([512], "float32", "shared")' in text
+    assert 'B_shared = T.allocate([512], "float32", "shared")' in text
+    assert 'C_local = T.allocate([64], "float32", "local")' in text
     assert text.index("for k_0 in range(32)") < text.index("A_shared = T.allocate")
 
 
