@@ -392,7 +392,7 @@ class PhaseClock:
     def __enter__(self) -> "PhaseClock":
         from minitvm.relax import vm_build
         from minitvm.target import tir_build
-        from minitvm.target.codegen import llvm
+        from minitvm.target.codegen import llvm, llvm_parallel
         from minitvm.transform import PassContext
         from minitvm.transform.instrument import PassInstrument
 
@@ -411,6 +411,9 @@ class PhaseClock:
         self._wrap(llvm.CodeGenLLVM, "add_function", "LLVM IR emission")
         self._wrap(llvm, "optimized_ir", "LLVM optimization (O3)")
         self._wrap(llvm, "jit_compile", "LLVM machine code (JIT)")
+        # one LLVM module on the compiling thread: the phases of a build in pieces overlap
+        self._undo.append((llvm_parallel, "LLVM_THREADS", llvm_parallel.LLVM_THREADS))
+        llvm_parallel.LLVM_THREADS = 0
         self._ctx = PassContext(instruments=[Passes()])
         self._ctx.__enter__()
         return self
