@@ -230,20 +230,20 @@ def _in_pieces(mod: IRModule, target: Target, checks_by_default: bool) -> bool:
     without bounds checks (those stay one LLVM module)."""
     if target.kind.name != "llvm" or bounds_check_requested(PassContext.current(), checks_by_default):
         return False
-    from .codegen.llvm_parallel import MIN_KERNELS, llvm_threads  # lazy: loads llvmlite
+    from .codegen import llvm_parallel  # lazy: loads llvmlite
 
-    return llvm_threads() > 0 and len(mod.functions) >= MIN_KERNELS
+    return llvm_parallel.llvm_threads() > 0 and len(mod.functions) >= llvm_parallel.MIN_KERNELS
 
 
 def _build_in_pieces(mod: IRModule, target: Target, entries: tuple) -> Module:
     """:func:`build_kernels`' lowering and compiling, a piece of the module at a time."""
-    from .codegen.llvm_parallel import PIECES_PER_THREAD, build_llvm_pieces, llvm_threads, split_pieces  # lazy: llvmlite
+    from .codegen import llvm_parallel as lp  # lazy: loads llvmlite
 
     lowered: dict = {}
     funcs: dict[str, PrimFunc] = {}
 
     def pieces() -> Any:
-        for part in split_pieces(list(mod.items()), llvm_threads() * PIECES_PER_THREAD):
+        for part in lp.split_pieces(list(mod.items()), lp.llvm_threads() * lp.PIECES_PER_THREAD):
             low = lower_pipeline()(IRModule(dict(part), attrs=mod.attrs, global_infos=mod.global_infos))
             lowered.update(low.functions)
             got = _by_symbol(low, funcs)
@@ -251,7 +251,7 @@ def _build_in_pieces(mod: IRModule, target: Target, entries: tuple) -> Module:
             check_buildable(got, target)
             yield got
 
-    lib = build_llvm_pieces(pieces(), target, entries)
+    lib = lp.build_llvm_pieces(pieces(), target, entries)
     lib.ir_module = IRModule(lowered, attrs=mod.attrs, global_infos=mod.global_infos)  # what was compiled
     return lib
 

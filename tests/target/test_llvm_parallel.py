@@ -101,3 +101,14 @@ def test_a_build_with_bounds_checks_stays_one_module(monkeypatch):
 def test_split_pieces_keeps_order_and_balance():
     assert llvm_parallel.split_pieces(list(range(7)), 3) == [[0, 1, 2], [3, 4], [5, 6]]
     assert llvm_parallel.split_pieces([1, 2], 5) == [[1], [2]]
+
+
+def test_the_environment_sets_the_worker_threads(monkeypatch):
+    monkeypatch.setattr(llvm_parallel, "LLVM_THREADS", None)
+    monkeypatch.setenv("MINITVM_LLVM_THREADS", "0")
+    assert llvm_parallel.llvm_threads() == 0
+    monkeypatch.setenv("MINITVM_LLVM_THREADS", "3")
+    assert llvm_parallel.llvm_threads() == 3
+    monkeypatch.setenv("MINITVM_LLVM_THREADS", "two")
+    with pytest.raises(ValueError, match="MINITVM_LLVM_THREADS='two'"):
+        llvm_parallel.llvm_threads()

@@ -36,7 +36,8 @@ from .native_entry import kernel_info
 from .packed_call import ensure_packed_call_bridge
 
 __all__ = ["LLVM_LOCK", "init_llvm", "target_machine", "target_machine_for", "features_string",
-           "optimize", "optimized_ir", "jit_compile", "LLVMModule", "linked_text", "unlocked", "OPTIMIZED_IR_CACHE_SIZE", "quiet_llvm", "LOGGER"]
+           "optimize", "optimized_ir", "jit_compile", "LLVMModule", "linked_text", "unlocked",
+           "OPTIMIZED_IR_CACHE_SIZE", "quiet_llvm", "LOGGER"]
 
 #: where LLVM's own messages (optimization remarks) go, at INFO
 LOGGER = logging.getLogger("minitvm.llvm")

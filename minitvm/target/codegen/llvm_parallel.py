@@ -19,6 +19,7 @@ one module (the index a failed check saw is one global per module).
 from __future__ import annotations
 
 import ctypes
+import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -44,7 +45,8 @@ from .thread_pool import ensure_thread_pool
 
 __all__ = ["build_llvm_pieces", "llvm_threads", "split_pieces", "LLVM_THREADS", "MIN_KERNELS", "PIECES_PER_THREAD"]
 
-#: worker threads compiling pieces (None: one per CPU, at most 2; 0: builds stay one module)
+#: worker threads compiling pieces (None: one per CPU, at most 2; 0: builds stay one module);
+#: ``MINITVM_LLVM_THREADS`` in the environment sets it
 LLVM_THREADS: int | None = None
 #: a build of fewer kernels stays one module (a piece costs its own LLVM setup, ~10 ms)
 MIN_KERNELS = 4
@@ -57,6 +59,13 @@ def llvm_threads() -> int:
     """How many worker threads compile pieces (0: build as one module)."""
     if LLVM_THREADS is not None:
         return max(0, int(LLVM_THREADS))
+    asked = os.environ.get("MINITVM_LLVM_THREADS", "").strip()
+    if asked:
+        try:
+            return max(0, int(asked))
+        except ValueError:
+            raise ValueError(f"MINITVM_LLVM_THREADS={asked!r}: expected a whole number of threads "
+                             "(0: compile each build as one LLVM module)") from None
     cpus = parallel_threads()
     return min(2, cpus) if cpus > 1 else 0
 
