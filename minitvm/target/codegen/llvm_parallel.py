@@ -21,7 +21,7 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -82,6 +82,10 @@ def split_pieces(items: list, pieces: int) -> list[list]:
     return out
 
 
+#: whether llvmlite has seen the process start ending (it frees nothing from then on)
+_llvmlite_ending: Any = getattr(ffi, "_is_shutting_down", lambda: False)
+
+
 class _Context(ContextRef):
     """An LLVM context freed by its :class:`_Owner` only."""
 
@@ -95,20 +99,22 @@ class _Owner:
     frees the module under the engine, which then crashes freeing it again).  Whatever calls
     a piece's code holds this."""
 
-    __slots__ = ("engine", "module", "context")
+    __slots__ = ("engine", "module", "context", "pointer")
 
     def __init__(self) -> None:
         self.engine = self.module = None
         self.context = _Context(ffi.lib.LLVMPY_ContextCreate())
+        self.pointer = self.context._ptr  # (llvmlite forgets it when the ContextRef is finalized)
 
-    def __del__(self, _finalizing: Any = sys.is_finalizing, _free: Any = ffi.lib.LLVMPY_ContextDispose) -> None:
-        if _finalizing():  # the process is ending (and module globals may be gone already)
+    def __del__(self, _finalizing: Any = sys.is_finalizing, _free: Any = ffi.lib.LLVMPY_ContextDispose,
+                _ending: Any = _llvmlite_ending) -> None:
+        if _finalizing() or _ending():  # the process is ending: llvmlite frees nothing then either
             return
         for owned in (self.engine, self.module):
             if owned is not None:
                 owned.close()
                 break
-        _free(self.context)
+        _free(self.pointer)
 
 
 @dataclass
@@ -173,6 +179,19 @@ def _emit(funcs: dict[str, PrimFunc], target: Target, failures: list, noalias: b
     return str(cg.module), sigs
 
 
+_POOLS: dict[tuple[int, int], ThreadPoolExecutor] = {}
+
+
+def _pool(threads: int) -> ThreadPoolExecutor:
+    """The process's worker threads for pieces (kept: new threads per build cost their start
+    and leave memory behind).  By process id: a forked child has none of its parent's threads."""
+    key = (os.getpid(), threads)
+    pool = _POOLS.get(key)
+    if pool is None:
+        pool = _POOLS[key] = ThreadPoolExecutor(threads, "minitvm-llvm")
+    return pool
+
+
 def _emit_entries(entries: tuple, sigs: dict[str, FunctionSignature], target: Target, noalias: bool,
                   disable_vectorize: bool) -> tuple[str, list[str], list[str]] | None:
     """The native entries' LLVM module (see :func:`.llvm.build_llvm`), the kernels they call
@@ -210,13 +229,17 @@ def build_llvm_pieces(pieces: Iterable[dict[str, PrimFunc]], target: Target | st
     with LLVM_LOCK:
         ensure_half_runtime()  # what the kernels may call, before any is JIT-compiled
         ensure_packed_call_bridge()
-        with quiet_llvm(messages), ThreadPoolExecutor(max(1, llvm_threads()), "minitvm-llvm") as pool:
+        with quiet_llvm(messages):
+            pool = _pool(max(1, llvm_threads()))
             futures, sigs = [], {}
-            for funcs in pieces:
-                raw, got = _emit(funcs, target, failures, noalias, disable_vectorize)
-                sigs.update(got)
-                futures.append(pool.submit(_compile_piece, raw, target, not disable_vectorize, got))
-            entry_ir = _emit_entries(entries, sigs, target, noalias, disable_vectorize) if entries else None
+            try:
+                for funcs in pieces:
+                    raw, got = _emit(funcs, target, failures, noalias, disable_vectorize)
+                    sigs.update(got)
+                    futures.append(pool.submit(_compile_piece, raw, target, not disable_vectorize, got))
+                entry_ir = _emit_entries(entries, sigs, target, noalias, disable_vectorize) if entries else None
+            finally:  # every submitted piece finished (or failed) before LLVM's messages are read
+                wait(futures)
             done = [f.result() for f in futures]
             if entry_ir is not None:
                 raw, symbols, called = entry_ir
