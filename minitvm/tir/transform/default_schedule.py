@@ -11,6 +11,7 @@ rules in order and keeps the first one that applies::
     schedule_matmul_rows_untiled   the same, a symbolic row count one row per tile (when tiling it fails)
     schedule_depthwise_conv2d   the same with one input channel per output channel, at stride 1:
                            a tile of whole output rows per channel
+    schedule_conv2d_1x1    a 1x1 stride-1 convolution as a matmul over (channels, pixels)
     schedule_conv2d_like   out[n, c, h, w] = sum_{ci, kh, kw} pad * W, with its padding and epilogue
     schedule_elementwise   only spatial blocks (add, relu, transpose, ...)
     schedule_reduction     row reductions (softmax, layer_norm ...): parallel rows
@@ -746,8 +747,8 @@ def _reshaping_tail(sch: Schedule, conv: BlockRV) -> tuple[str, ...]:
 def schedule_conv2d_like(sch: Schedule) -> bool:
     """A 2-D convolution (NCHW) with its padding before it and elementwise epilogue after it.
 
-    1. The padding (and any other spatial block before the convolution) is a flat,
-       vectorized copy (``_vectorize_flat``); the epilogue blocks are inlined into the last one.
+    1. The padding (and any other spatial block before the convolution) is copied by rows, or
+       inlined when it only copies (no padding); the epilogue blocks are inlined into the last one.
     2. A register tile of ``co_t`` output channels x ``ow_t`` output columns: split c and w,
        reorder to (n, c0, h, w0, ci, kh, kw, c1, w1) -- every input value loaded in the inner
        loops is used by ``co_t`` accumulators, every weight by ``ow_t``.
@@ -929,9 +930,10 @@ def schedule_depthwise_conv2d(sch: Schedule) -> bool:
     channel reads only its own input plane, so the generic conv tile (16 channels x a piece of a
     row) multiplied each loaded input vector by a single weight and kept a copy of the input.
 
-    1. Stride 1: a prologue that only copies (the conv's ``pad_temp`` when the padding is an
-       explicit pad kernel before it, TF-style) is inlined; a real padding is copied row by row.
-       Stride 2: the input copy is stored even columns first (:func:`_deinterleave_columns`).
+    1. Stride 1: a prologue that only copies (the conv's ``pad_temp`` without padding) is
+       inlined; a real padding is copied per channel plane inside the loop over planes
+       (:func:`_copy_plane_in_place`).  Stride 2: that copy is stored even columns first
+       (:func:`_deinterleave_columns`).
     2. Per channel a tile of ``rt`` output rows x the whole output row (``ceil(W / 16)`` vectors,
        at most ``DEPTHWISE_TILE_VECTORS`` in all): loops (n, c, h0, rc, kh, kw, h1, w) -- each
        window tap adds a shifted input row times one weight to every row of the tile.
