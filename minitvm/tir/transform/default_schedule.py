@@ -1184,11 +1184,10 @@ def schedule_reduction(sch: Schedule) -> bool:
     return True
 
 
-def _window_reduction(sch: Schedule) -> tuple[BlockRV, int] | None:
+def _pooling_block(sch: Schedule) -> tuple[BlockRV, int] | None:
     """The one reduction block of a pooling-like function and its number of spatial loops: its
-    spatial loops, then its reduce loops (the window), one loop per iterator, static extents, and
-    every tensor it reads indexed along its innermost axis by the last spatial iterator (the
-    output's columns walk the input's columns).  Every other block is spatial."""
+    spatial loops, then its reduce loops (the window), one loop per iterator, static extents, a
+    ``T.init``, not a multiply-accumulate.  Every other block is spatial."""
     reductions = [b for b in _blocks(sch) if not _is_spatial(sch, b)]
     if len(reductions) != 1:
         return None
@@ -1204,10 +1203,16 @@ def _window_reduction(sch: Schedule) -> tuple[BlockRV, int] | None:
     realize, _ = sch._block(b)
     if not all(value.same_as(sch.get(loop).loop_var) for value, loop in zip(realize.iter_values, loops)):
         return None
-    column = blk.iter_vars[n_spatial - 1].var
-    if not _inputs_walk(blk, column):
-        return None
     return b, n_spatial
+
+
+def _window_reduction(sch: Schedule) -> tuple[BlockRV, int] | None:
+    """:func:`_pooling_block`, when every tensor it reads is indexed along its innermost axis by
+    the last spatial iterator (the output's columns walk the input's columns)."""
+    found = _pooling_block(sch)
+    if found is None or not _inputs_walk(sch.get(found[0]), sch.get(found[0]).iter_vars[found[1] - 1].var):
+        return None
+    return found
 
 
 def _inputs_walk(blk: Any, var: Any) -> bool:
@@ -1254,18 +1259,11 @@ def _schedule_plane_reduction(sch: Schedule) -> bool:
     instead of one chain of dependent adds.  Each output still sums its values in the same
     order (bitwise equal to the unscheduled kernel).  Measured, same process: 8 x 32 x 16 x 16
     (the zoo's resnet_small) 43 -> 15 us, 8 x 1280 x 7 x 7 (MobileNetV2) 196 -> 89 us."""
-    reductions = [b for b in _blocks(sch) if not _is_spatial(sch, b)]
-    if len(reductions) != 1:
-        return False
-    (b,) = reductions
-    blk = sch.get(b)
-    kinds = [iv.iter_type for iv in blk.iter_vars]
-    loops = sch.get_loops(b)
-    if ("reduce" not in kinds or "spatial" in kinds[kinds.index("reduce"):] or len(loops) != len(kinds)
-            or blk.init is None or not isinstance(blk.body, BufferStore) or not isinstance(blk.body.value, Add)
-            or _is_multiply_accumulate(blk) or None in _extents_or_none(sch, loops)):
+    found = _pooling_block(sch)
+    if found is None or not isinstance(sch.get(found[0]).body.value, Add):
         return False  # (a max LLVM vectorizes along the plane itself: max is exact in any order)
-    n_spatial = kinds.index("reduce")
+    b, n_spatial = found
+    blk, loops = sch.get(b), sch.get_loops(b)
     ext = _extents(sch, loops)
     rows = [i for i in range(n_spatial) if ext[i] > 1]
     if not rows or n_spatial < 2 or not _inputs_walk(blk, blk.iter_vars[-1].var):
