@@ -43,7 +43,6 @@ def test_a_zero_pad_becomes_the_convolutions_padding(stride, groups):
     want = torch.nn.functional.conv2d(torch.nn.functional.pad(torch.from_numpy(x), (2, 3, 1, 2)),
                                       torch.from_numpy(w), stride=stride, groups=groups).numpy()
     np.testing.assert_allclose(_run(new, x), want, rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(_run(mod, x), want, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("case", [
