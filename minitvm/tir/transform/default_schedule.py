@@ -837,9 +837,10 @@ def schedule_conv2d_1x1(sch: Schedule) -> bool:
        written back through the epilogue straight into NCHW rows (the packed conv kernel
        transposes its tiles; the generic one tiled rows of 14 or 16 columns).  Pixels outside
        channels: with the channel tiles inside, each pixel tile wrote 96 rows 50 KB apart (112 x
-       112) and ran at an eighth of the rate.  Single thread, 4 images: 16 -> 96 at 112 x 112
-       1.75 -> 1.6 ms (generic rule 1.6-1.75), 24 -> 144 at 56 x 56 1.15 -> 0.82 ms (packed 1.3 ms),
-       32 -> 192 at 28 x 28 0.94 -> 0.71 ms (8 images).
+       112) and ran at an eighth of the rate.  Against the generic conv rule, one thread, same
+       process: 4 x 24 -> 144 at 56 x 56 1.15 -> 0.82-0.88 ms, 8 x 32 -> 192 at 28 x 28 0.95 ->
+       0.71-0.76 ms, 4 x 16 -> 96 at 112 x 112 0.9-1.1x over runs; 4 x 144 -> 24 at 56 x 56 0.57x
+       the packed kernel's time.
     3. (n, o0, p0) on threads when the kernel is large; the tile zeroed before c.
     """
     conv = _conv_block(sch)
