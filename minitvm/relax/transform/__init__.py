@@ -36,6 +36,7 @@ from . import transform  # noqa: E402  (TVM's module path relax.transform.transf
 from .fold_batchnorm_to_conv2d import FoldBatchnormToConv2D  # noqa: E402
 from .alter_op_layout import AlterOpLayout  # noqa: E402
 from .fold_weight_layout import FoldWeightLayout  # noqa: E402
+from .fold_explicit_padding import FoldExplicitPadding  # noqa: E402
 from .fuse_attention import FuseAttention  # noqa: E402
 from .remove_redundant_reshape import RemoveRedundantReshape  # noqa: E402
 # TVM's VM lowering passes that optimize_llm.py's pipeline names (issue 33)

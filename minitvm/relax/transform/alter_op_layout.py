@@ -15,7 +15,9 @@ weights are function parameters)::
 The activations keep their NCHW layout, so nothing else in the graph changes.  It applies to
 ``relax.nn.conv2d`` with NCHW data, an OIHW constant float32 weight, ``groups == 1`` and a
 number of output channels that is a multiple of 8 (a vector of 8 or 16 lanes) and at least
-``MIN_REDUCTION`` multiply-adds per output value; other convolutions keep the generic kernel.
+``MIN_REDUCTION`` multiply-adds per output value, and that is not a 1x1, stride-1, unpadded
+convolution (a matmul over the pixels, tiled as one by the default schedule); other convolutions
+keep the generic kernel.
 
 ::
 
@@ -24,9 +26,13 @@ number of output channels that is a multiple of 8 (a vector of 8 or 16 lanes) an
 
 from __future__ import annotations
 
+from typing import Any
+
 from ... import topi
 from ...ir.module import IRModule
 from ...ir.op import Op
+from ...topi.utils import const_int
+from ...topi.x86.conv2d import OUT_BLOCK
 from ...transform import PassContext, module_pass
 from ..expr import Call, Constant, Expr, Var, const
 from ..expr_functor import ExprMutator
@@ -38,6 +44,17 @@ __all__ = ["AlterOpLayout", "MIN_REDUCTION"]
 #: each register tile is written back to NCHW through a transpose, which a short reduction (a
 #: 3-channel stem, a 1x1 over 16 channels) does not amortize -- measured slower than the generic kernel
 MIN_REDUCTION = 64
+
+
+def _pointwise(attrs: dict, weight_shape: tuple, data_shape: Any) -> bool:
+    """A 1x1, stride-1, unpadded convolution over a plane of whole vectors of pixels: a matmul
+    over the pixels, which the default schedule's ``schedule_conv2d_1x1`` tiles in NCHW without a
+    packed weight (the packed kernel transposes every tile on its way back: 0.6x its time on
+    MobileNetV2's 144 -> 24 at 56 x 56; at 14 x 14 or 7 x 7 the packed kernel is the fast one)."""
+    plane = [const_int(d) for d in (data_shape or ())[2:]]
+    return tuple(weight_shape[2:]) == (1, 1) and all(int(v) == 1 for v in attrs["strides"]) and \
+        not any(int(v) for v in attrs["padding"]) and len(plane) == 2 and None not in plane and \
+        plane[0] * plane[1] % OUT_BLOCK == 0
 
 
 class _ConvLayout(ExprMutator):
@@ -55,7 +72,7 @@ class _ConvLayout(ExprMutator):
             return call
         w = weight.data.numpy()
         if w.dtype != "float32" or call.args[0].struct_info.dtype != "float32" or w.shape[0] % 8 or \
-                w[0].size < MIN_REDUCTION:
+                w[0].size < MIN_REDUCTION or _pointwise(a, w.shape, call.args[0].struct_info.shape_values):
             return call
         packed = const(topi.x86.pack_conv2d_weight(w))
         return self.builder_.call_te(topi.x86.conv2d_nchw_packed, call.args[0], packed,

@@ -568,6 +568,59 @@ def test_a_stride_2_depthwise_conv_without_a_copy_keeps_the_generic_rule():
     _check_same(func, [_rand(1, 16, 13, 13), _rand(16, 1, 3, 3, seed=1)], (1, 16, 6, 6))
 
 
+@pytest.mark.parametrize("hw, taken", [(8, True), (7, False)])
+def test_a_pointwise_conv_is_a_matmul_over_the_pixels(hw, taken, parallel):
+    """1x1, stride 1: (y, x) flattened into one pixel axis, a tile of 16 channels x a vector of
+    16 pixels, written back into NCHW; 7 x 7 = 49 pixels is not whole vectors (another rule)."""
+    import torch
+
+    func, out_shape = conv_bias_relu(2, 16, hw, 32, 1, pad=0)
+    assert ds.schedule_conv2d_1x1(minitvm.tir.Schedule(IRModule({"main": func}))) == taken
+    x, w, b = _rand(2, 16, hw, hw), _rand(32, 16, 1, 1, seed=1), _rand(32, seed=2)
+    sched = _check_same(func, [x, w, b], out_shape)
+    text = sched.script()
+    if taken:
+        assert "in T.unroll(16):" in text and "in T.vectorized(16):" in text and "pad_temp" not in text, text
+        assert f"v2 // {hw}, v2 % {hw}]" in text, text  # written back from the flattened pixel axis
+    _has_parallel(text, parallel)
+    want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b))).numpy()
+    np.testing.assert_allclose(_run(sched, "llvm", [x, w, b, np.zeros(out_shape, "float32")]), want,
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_a_depthwise_conv_pads_each_channel_plane_inside_its_loop():
+    """The padded copy is made per (image, channel) plane inside the convolution's loop nest,
+    not as a pass over the whole tensor before it: one loop nest under the root block."""
+    from minitvm.tir.stmt import For
+
+    func, out_shape = conv_bias_relu(2, 8, 30, 8, 3, 1, 8, pad=1)
+    sched = _check_same(func, [_rand(2, 8, 30, 30), _rand(8, 1, 3, 3, seed=1), _rand(8, seed=2)], out_shape)
+    root = sched.body.block.body
+    assert isinstance(root, For) and 'T.sblock("pad_temp")' in sched.script(), sched.script()
+
+
+@pytest.mark.parametrize("kind", ["sum", "max"])
+def test_a_global_sum_pooling_reduces_8_planes_side_by_side(kind):
+    """mean over H x W: 8 channels' sums unrolled, each in its unscheduled order (bitwise equal);
+    a max is left to LLVM, which vectorizes it along the plane."""
+    from minitvm import te, topi
+
+    x = te.placeholder((2, 16, 5, 7), "float32", name="x")
+    red = topi.sum(x, axis=(2, 3), keepdims=True) if kind == "sum" else topi.max(x, axis=(2, 3), keepdims=True)
+    out = topi.divide(red, 35.0)
+    func = te.create_prim_func([x, out])
+    sch = minitvm.tir.Schedule(IRModule({"main": func}))
+    assert ds._schedule_plane_reduction(sch) == (kind == "sum")
+    xs = _rand(2, 16, 5, 7)
+    sched = _check_same(func, [xs], (2, 16, 1, 1))
+    args = [xs, np.zeros((2, 16, 1, 1), "float32")]
+    np.testing.assert_array_equal(_run(sched, "llvm", [a.copy() for a in args]), _run(func, "llvm", args))
+    want = (xs.sum if kind == "sum" else xs.max)(axis=(2, 3), keepdims=True) / 35.0
+    np.testing.assert_allclose(_run(sched, "llvm", [xs, np.zeros((2, 16, 1, 1), "float32")]), want, rtol=1e-5)
+    if kind == "sum":
+        assert "in T.unroll(8):" in sched.script(), sched.script()
+
+
 def test_conv_followed_by_the_next_layers_padding_keeps_its_register_tile(parallel):
     # FuseOps puts the next layer's explicit pad (TF "same" padding, MobileNetV2's) after the
     # activation: the pad writes a larger buffer, so it stays a row-by-row copy after the tile
