@@ -18,6 +18,7 @@ from ..ir.deep import share_thread_local
 from ..runtime.cpu import host_cpu_features, host_cpu_name
 from ..runtime.device import Device
 from ..runtime.device import device as as_device
+from ..runtime.registry import register_func
 from ..tir.vector_unit import VectorUnit
 
 __all__ = ["Target", "TargetKind", "host_cpu_name", "host_cpu_features", "GPU_KINDS"]
@@ -270,3 +271,7 @@ class Target:
 
     def export(self) -> dict[str, Any]:
         return {"kind": self.kind.name, **self.attrs}
+
+
+# tir's passes sit a floor below Target: they read the Target in scope through the registry (TVM's name)
+register_func("target.TargetCurrent", lambda allow_none=True: Target.current(allow_none), override=True)
