@@ -28,6 +28,7 @@ _KINDS = {"llvm": "cpu", "python": "cpu", "cuda": "gpu", "cuda-emulated": "gpu"}
 _ALIASES = {"cpu": "llvm", "interpreter": "python", "nvidia/tesla-t4": "cuda"}
 #: TVM's target tags for GPUs the emulator models: tag -> the target it stands for
 _TAGS = {"nvidia/geforce-rtx-3090-ti": "cuda -model=rtx3090ti", "nvidia/geforce-rtx-3060": "cuda -model=rtx3060",
+         "nvidia/geforce-rtx-3070": "cuda -model=rtx3070",  # the tag TVM's DefaultGPUSchedule tests use
          "nvidia/nvidia-a100": "cuda -model=a100", "nvidia/nvidia-t4": "cuda -model=t4"}
 #: the GPU target kinds and the DLPack device type of their arrays (2 = CUDA)
 GPU_KINDS = ("cuda", "cuda-emulated")

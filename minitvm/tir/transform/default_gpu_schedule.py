@@ -100,6 +100,7 @@ def _thread_bind(sch: Schedule, block: BlockRV, max_threads: int) -> None:
     extent = sch.get(fused).extent
     product = int(extent.value) if isinstance(extent, IntImm) else None
     if product is None or product > max_threads * MAX_THREADBLOCKS:
+        # a grid of constant size whatever the extent (a symbolic one too): each thread loops
         outer, bx, tx = sch.split(fused, factors=[None, MAX_THREADBLOCKS, max_threads])
         sch.reorder(bx, tx, outer)
     else:
