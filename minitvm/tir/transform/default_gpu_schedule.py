@@ -18,12 +18,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...ir import replace
 from ...ir.module import IRModule
 from ...runtime.registry import get_global_func
 from ...transform import PassContext, module_pass
-from ..expr import IntImm, IterVar
+from ..expr import IntImm, IterVar, Range, Var, const
 from ..function import PrimFunc
 from ..schedule import BlockRV, Schedule
+from ..stmt import Block, BlockRealize, For, ForKind
 from ..stmt_functor import block_realizes
 
 __all__ = ["DefaultGPUSchedule"]
@@ -109,6 +111,22 @@ def _thread_bind(sch: Schedule, block: BlockRV, max_threads: int) -> None:
     sch.bind(tx, "threadIdx.x")
 
 
+def _wrap_bare_block(func: PrimFunc) -> PrimFunc:
+    """A function whose body is one loop-free block computing directly (a scalar op) gets a root
+    block around it and a unit loop with a unit iterator, as TVM 0.27 does: the schedule cannot
+    add a loop above the function's root block, and binding needs a loop."""
+    realize = func.body
+    if not isinstance(realize, BlockRealize) or realize.block.iter_vars or \
+            isinstance(realize.block.body, (For, BlockRealize)):
+        return func
+    u, vu = Var("u", "int32"), Var("vu", "int32")
+    inner = replace(realize.block, iter_vars=(IterVar(Range(const(0, "int32"), const(1, "int32")), vu,
+                                                      IterVar.DataPar),))
+    loop = For(u, const(0, "int32"), const(1, "int32"), ForKind.SERIAL, BlockRealize((u,), realize.predicate, inner))
+    root = BlockRealize((), const(True, "bool"), Block("root", body=loop))
+    return PrimFunc(func.params, func.buffer_map, root, func.ret_type, dict(func.attrs))
+
+
 def _mark_scheduled(mod: IRModule) -> IRModule:
     out = mod
     for gv, func in mod.functions_items():
@@ -128,7 +146,7 @@ class DefaultGPUSchedule:
             if not isinstance(func, PrimFunc) or _is_scheduled(func) or not _on_gpu(func):
                 continue
             threads = _max_threads(_target_of(func), gv.name_hint)
-            sch = Schedule(IRModule({"main": func}))
+            sch = Schedule(IRModule({"main": _wrap_bare_block(func)}))
             for block in _leaf_blocks(sch):
                 _thread_bind(sch, block, threads)
             # the schedule's copy of the function is named "main": keep the original's attributes

@@ -114,3 +114,23 @@ def test_symbolic_extent_gets_a_grid_of_constant_size():
     out = np.zeros((3, 100_000), "float32")
     minitvm.build(IRModule({"broadcast_to": cpu}), target="llvm")["broadcast_to"](a, out)
     np.testing.assert_array_equal(out, np.broadcast_to(a, out.shape))
+
+
+def test_a_loop_free_scalar_block_gets_one_thread():
+    # TVM 0.27's case: the function's body is one bare block (no loops, no iterators)
+    from minitvm.script import tir as T
+
+    @T.prim_func
+    def scalar_add(a: T.Buffer((), "float32"), b: T.Buffer((), "float32"), c: T.Buffer((), "float32")):
+        T.func_attr({"global_symbol": "scalar_add"})
+        with T.block("scalar_add"):
+            c[()] = a[()] + b[()]
+
+    with Target("cuda-emulated"):
+        mod = minitvm.tir.transform.DefaultGPUSchedule()(IRModule({"scalar_add": scalar_add}))
+    assert _thread_tags(mod["scalar_add"]) == {"scalar_add": ["blockIdx.x", "threadIdx.x"]}
+    dev = minitvm.cuda(0)
+    a, b = RNG.standard_normal(2).astype("float32")
+    args = [minitvm.runtime.tensor(np.array(v, "float32"), dev) for v in (a, b, 0.0)]
+    minitvm.build(mod, target="cuda-emulated")["scalar_add"](*args)
+    np.testing.assert_allclose(args[2].numpy(), a + b, rtol=1e-6)
