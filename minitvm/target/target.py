@@ -18,6 +18,7 @@ from ..ir.deep import share_thread_local
 from ..runtime.cpu import host_cpu_features, host_cpu_name
 from ..runtime.device import Device
 from ..runtime.device import device as as_device
+from ..runtime.registry import register_func
 from ..tir.vector_unit import VectorUnit
 
 __all__ = ["Target", "TargetKind", "host_cpu_name", "host_cpu_features", "GPU_KINDS"]
@@ -27,6 +28,7 @@ _KINDS = {"llvm": "cpu", "python": "cpu", "cuda": "gpu", "cuda-emulated": "gpu"}
 _ALIASES = {"cpu": "llvm", "interpreter": "python", "nvidia/tesla-t4": "cuda"}
 #: TVM's target tags for GPUs the emulator models: tag -> the target it stands for
 _TAGS = {"nvidia/geforce-rtx-3090-ti": "cuda -model=rtx3090ti", "nvidia/geforce-rtx-3060": "cuda -model=rtx3060",
+         "nvidia/geforce-rtx-3070": "cuda -model=rtx3070",  # the tag TVM's DefaultGPUSchedule tests use
          "nvidia/nvidia-a100": "cuda -model=a100", "nvidia/nvidia-t4": "cuda -model=t4"}
 #: the GPU target kinds and the DLPack device type of their arrays (2 = CUDA)
 GPU_KINDS = ("cuda", "cuda-emulated")
@@ -278,3 +280,7 @@ class Target:
 
     def export(self) -> dict[str, Any]:
         return {"kind": self.kind.name, **self.attrs}
+
+
+# tir's passes sit a floor below Target: they read the Target in scope through the registry (TVM's name)
+register_func("target.TargetCurrent", lambda allow_none=True: Target.current(allow_none), override=True)

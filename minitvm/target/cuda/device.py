@@ -40,6 +40,7 @@ class GPUSpec:
 GPU_SPECS = {
     "t4": GPUSpec("t4", "NVIDIA Tesla T4", 8.1e12, 320e9),
     "rtx3060": GPUSpec("rtx3060", "NVIDIA GeForce RTX 3060", 12.7e12, 360e9),
+    "rtx3070": GPUSpec("rtx3070", "NVIDIA GeForce RTX 3070", 20.3e12, 448e9),
     "a100": GPUSpec("a100", "NVIDIA A100 40GB SXM", 19.5e12, 1555e9),
     "rtx3090ti": GPUSpec("rtx3090ti", "NVIDIA GeForce RTX 3090 Ti", 40.0e12, 1008e9),
 }

@@ -30,7 +30,9 @@ def _loop_vars_in(e: PrimExpr, loop_vars: set[int]) -> bool:
 
 
 def is_quasi_affine(e: PrimExpr, loop_vars: set[int]) -> bool:
-    """``e`` is built from loop variables by +, -, * constant, // constant and % constant."""
+    """``e`` is built from loop variables by +, -, * constant, // constant and % constant, a
+    constant being a number or an expression free of the loops (a symbolic extent: fusing loops
+    of extents n, m binds ``f // m``, ``f % m``)."""
     if not _loop_vars_in(e, loop_vars):
         return True
     if isinstance(e, Var):
@@ -41,7 +43,8 @@ def is_quasi_affine(e: PrimExpr, loop_vars: set[int]) -> bool:
         a_free, b_free = not _loop_vars_in(e.a, loop_vars), not _loop_vars_in(e.b, loop_vars)
         return (a_free and is_quasi_affine(e.b, loop_vars)) or (b_free and is_quasi_affine(e.a, loop_vars))
     if isinstance(e, (FloorDiv, FloorMod)):
-        return isinstance(e.b, IntImm) and e.b.value > 0 and is_quasi_affine(e.a, loop_vars)
+        positive = e.b.value > 0 if isinstance(e.b, IntImm) else not _loop_vars_in(e.b, loop_vars)
+        return positive and is_quasi_affine(e.a, loop_vars)
     return False
 
 

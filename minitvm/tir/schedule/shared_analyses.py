@@ -113,9 +113,25 @@ def is_padding_guard_only(realize: BlockRealize) -> bool:
         guarded, bound = simplify(c.a), simplify(c.b)  # once per conjunct, not per iterator
         if not any(structural_equal(guarded, simplify(v))
                    and structural_equal(bound, simplify(iv.dom.min + iv.dom.extent))
-                   for iv, v in zip(realize.block.iter_vars, realize.iter_values)):
+                   for iv, v in zip(realize.block.iter_vars, realize.iter_values)) \
+                and not _guards_fused_index(realize, guarded, bound):
             return False
     return True
+
+
+def _guards_fused_index(realize: BlockRealize, guarded: PrimExpr, bound: PrimExpr) -> bool:
+    """Whether ``guarded < bound`` says "the fused index < the fused extent": the iterators fed by
+    the guard's loops were fused, then split without dividing (``v0 = f // 7``, ``v1 = f % 7``,
+    the guard ``f < 6 * 7`` with ``f = o * 64 + i``, however the bindings were simplified since)."""
+    loops = vars_used(guarded)
+    users = [iv for iv, v in zip(realize.block.iter_vars, realize.iter_values) if vars_used(v) & loops]
+    if len(users) < 2 or not all(isinstance(iv.dom.min, IntImm) and iv.dom.min.value == 0 for iv in users):
+        return False
+    extent: PrimExpr = users[0].dom.extent
+    for iv in users[1:]:
+        extent = extent * iv.dom.extent
+    diff = simplify(bound - extent)  # symbolic extents may be multiplied in another order
+    return isinstance(diff, IntImm) and diff.value == 0
 
 
 def domain_guard(values: list[PrimExpr], domains: list[Range], loops: list[For | IterVar]) -> PrimExpr:

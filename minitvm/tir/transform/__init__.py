@@ -20,3 +20,6 @@ __all__ = ["PrimFuncPass", "prim_func_pass", "LowerInitBlock", "ConvertBlocksToO
 from .default_schedule import DefaultCPUSchedule  # noqa: E402
 
 __all__ += ["DefaultCPUSchedule"]
+from .default_gpu_schedule import DefaultGPUSchedule  # noqa: E402
+
+__all__ += ["DefaultGPUSchedule"]
