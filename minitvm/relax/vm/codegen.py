@@ -195,6 +195,9 @@ class _FunctionCodegen:
                 raise VMCodegenError(self.where(f"calls @{op.name_hint}, which is not in the module"))
             return self.symbol_of(op)
         if isinstance(op, Op):
+            packed = op.get_attr("FCallPacked")
+            if packed:  # an op computed whole by a packed function (relax.unique: relax.run.unique)
+                return str(packed)
             raise VMCodegenError(self.where(f"operator {op.name} is not lowered; relax.build runs the VM "
                                             "lowering passes (high-level ops also need LegalizeOps)"))
         raise VMCodegenError(self.where(f"calling {op!r} (a closure) is not supported"))
