@@ -304,11 +304,16 @@ class _FunctionCodegen:
 def codegen(mod: IRModule, lib: Any = None) -> Executable:
     """Every Relax function of ``mod`` (already lowered) as bytecode, with kernel library ``lib``."""
     eb = ExecBuilder(lib=lib)
+    codegen_into(eb, mod)
+    return eb.get()
+
+
+def codegen_into(eb: ExecBuilder, mod: IRModule) -> None:
+    """The bytecode of every Relax function of ``mod`` (already lowered), added to ``eb``."""
     for gv, func in mod.items():
         if isinstance(func, Function):
             _FunctionCodegen(eb, mod, gv.name_hint, func).run()
         elif not isinstance(func, PrimFunc):
             raise VMCodegenError(f"VM codegen: @{gv.name_hint} is a {type(func).__name__}, "
                                  "neither a Relax function nor a PrimFunc")
-    return eb.get()
 
