@@ -54,3 +54,31 @@ def test_vmcodegen_and_vmlink_without_lowering_passes():
     ex = relax.vm_build._vmlink(ib, "llvm", tir_mod)
     x = np.random.default_rng(5).random((3, 4)).astype("float32")
     np.testing.assert_array_equal(relax.VirtualMachine(ex, minitvm.cpu())["foo"](minitvm.nd.array(x)).numpy(), x)
+
+
+def test_vm_alloc_ops_through_vmcodegen():
+    from minitvm.script import ir as I
+    from minitvm.script import tir as T
+
+    @I.ir_module
+    class Mod:
+        @T.prim_func
+        def copy(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
+            for i in range(4):
+                with T.block("B"):
+                    vi = T.axis.spatial(4, i)
+                    B[vi] = A[vi]
+
+        @R.function(pure=False)
+        def main(x: R.Tensor((4,), "float32")) -> R.Tensor((4,), "float32"):
+            cls = Mod
+            storage: R.Object = R.vm.alloc_storage(R.shape([16]), R.prim_value(0), R.dtype("uint8"))
+            out: R.Tensor((4,), "float32") = R.vm.alloc_tensor(storage, R.prim_value(0), R.shape([4]),
+                                                               R.dtype("float32"))
+            _: R.Tuple = cls.copy(x, out)
+            return out
+
+    ib = relax.ExecBuilder()
+    ex = relax.vm_build._vmlink(ib, "llvm", relax.vm_build._vmcodegen(ib, Mod))
+    x = np.random.default_rng(11).random(4).astype("float32")
+    np.testing.assert_array_equal(relax.VirtualMachine(ex, minitvm.cpu())["main"](minitvm.nd.array(x)).numpy(), x)

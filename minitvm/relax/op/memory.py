@@ -51,7 +51,7 @@ def _register(name: str, doc: str, infer: Any, pure: bool = True) -> Op:
     return op
 
 
-def _tensor_sinfo(shape: Any, dtype: Any, name: str) -> StructInfo:
+def tensor_sinfo(shape: Any, dtype: Any, name: str) -> StructInfo:
     if not isinstance(dtype, DataTypeImm):
         raise StructInfoError(f"{name}: the dtype must be R.dtype(...), got {dtype!r}")
     sinfo = struct_info_of(shape)
@@ -65,7 +65,7 @@ def _tensor_sinfo(shape: Any, dtype: Any, name: str) -> StructInfo:
 def _infer_alloc_tensor(call: Call, ctx: Any) -> StructInfo:
     if len(call.args) != 3:
         raise StructInfoError(f"{ALLOC_TENSOR} takes shape, dtype, runtime_device_index")
-    return _tensor_sinfo(call.args[0], call.args[1], ALLOC_TENSOR)
+    return tensor_sinfo(call.args[0], call.args[1], ALLOC_TENSOR)
 
 
 def _infer_alloc_storage(call: Call, ctx: Any) -> StructInfo:
@@ -77,7 +77,7 @@ def _infer_alloc_storage(call: Call, ctx: Any) -> StructInfo:
 def _infer_memory_alloc_tensor(call: Call, ctx: Any) -> StructInfo:
     if len(call.args) not in (4, 5):
         raise StructInfoError(f"{MEMORY_ALLOC_TENSOR} takes storage, offset, shape, dtype, runtime_device_index")
-    return _tensor_sinfo(call.args[2], call.args[3], MEMORY_ALLOC_TENSOR)
+    return tensor_sinfo(call.args[2], call.args[3], MEMORY_ALLOC_TENSOR)
 
 
 _register(ALLOC_TENSOR, "A tensor with its own memory.", _infer_alloc_tensor)

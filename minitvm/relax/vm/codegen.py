@@ -115,6 +115,14 @@ def _used_vars(func: Function) -> set[Var]:
     return v.used
 
 
+# R.vm's allocations as the VM builtins' arguments: a storage's size is in bytes whatever its
+# dtype says (a hint, as in TVM); a tensor is (storage, offset, shape, dtype)
+_VM_ALLOCS = {
+    "relax.vm.alloc_storage": lambda args: ("vm.builtin.alloc_storage", [args[0], DataTypeImm("uint8")]),
+    "relax.vm.alloc_tensor": lambda args: ("vm.builtin.alloc_tensor", list(args[:4])),
+}
+
+
 class _FunctionCodegen:
     def __init__(self, eb: ExecBuilder, mod: IRModule, name: str, func: Function):
         self.eb = eb
@@ -215,6 +223,9 @@ class _FunctionCodegen:
         if isinstance(value, Call):
             if isinstance(value.op, Op) and value.op.name == "relax.vm.kill_object":
                 return self.emit_kill(value)
+            if isinstance(value.op, Op) and value.op.name in _VM_ALLOCS:  # R.vm.alloc_storage/_tensor
+                name, args = _VM_ALLOCS[value.op.name](value.args)
+                return self.eb.emit_call(name, [self.operand(a) for a in args], dst=dst)
             name = self.callee_name(value)
             return self.eb.emit_call(name, [self.operand(a) for a in value.args], dst=dst)
         if isinstance(value, Tuple):
