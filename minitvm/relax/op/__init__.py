@@ -91,3 +91,6 @@ from . import image  # noqa: E402 - relax.op.image (resize2d), apart so branches
 from .set import nonzero, unique  # noqa: E402 - set operators, run by a packed function (FCallPacked)
 
 __all__ += ["unique", "nonzero"]
+from . import ccl  # noqa: E402 - relax.op.ccl: collectives between workers (struct info only)
+
+__all__ += ["ccl"]
