@@ -42,7 +42,8 @@ KILL_STORAGE = "relax.memory.kill_storage"
 KILL_TENSOR = "relax.memory.kill_tensor"
 
 
-def _register(name: str, doc: str, infer: Any, pure: bool = True) -> Op:
+def register_memory_op(name: str, doc: str, infer: Any, pure: bool = True) -> Op:
+    """An opaque operator of the memory-planning kind (registered once: re-imports keep it)."""
     op = register_op(name, doc, -1)
     if not op.has_attr("FInferStructInfo"):
         op.set_attr("FInferStructInfo", infer)
@@ -80,9 +81,9 @@ def _infer_memory_alloc_tensor(call: Call, ctx: Any) -> StructInfo:
     return tensor_sinfo(call.args[2], call.args[3], MEMORY_ALLOC_TENSOR)
 
 
-_register(ALLOC_TENSOR, "A tensor with its own memory.", _infer_alloc_tensor)
-_register(ALLOC_STORAGE, "A block of memory that tensors are placed in.", _infer_alloc_storage)
-_register(MEMORY_ALLOC_TENSOR, "A tensor placed in a storage at a byte offset.", _infer_memory_alloc_tensor)
+register_memory_op(ALLOC_TENSOR, "A tensor with its own memory.", _infer_alloc_tensor)
+register_memory_op(ALLOC_STORAGE, "A block of memory that tensors are placed in.", _infer_alloc_storage)
+register_memory_op(MEMORY_ALLOC_TENSOR, "A tensor placed in a storage at a byte offset.", _infer_memory_alloc_tensor)
 
 
 def _infer_kill(call: Call, ctx: Any) -> StructInfo:
@@ -94,7 +95,7 @@ def _infer_kill(call: Call, ctx: Any) -> StructInfo:
 # the kills (KillAfterLastUse inserts them) release memory: a side effect, so not pure
 for _name, _doc in ((KILL_STORAGE, "Release a storage after its last use."),
                     (KILL_TENSOR, "Release a tensor after its last use.")):
-    _register(_name, _doc, _infer_kill, pure=False)
+    register_memory_op(_name, _doc, _infer_kill, pure=False)
 
 
 # -- argument conversion: Python values to the Relax leaves TVM stores -----------------------------

@@ -16,10 +16,10 @@ from ...ir.op import Op
 from ...runtime.ndarray import NDArray, array
 from ...runtime.registry import register_func
 from ...tir.expr import IntImm
-from ..expr import Call, Expr, PrimValue, ShapeExpr, struct_info_of
-from ..struct_info import StructInfo, StructInfoError, TensorStructInfo, TupleStructInfo, struct_info_text
+from ..expr import Call, Expr, PrimValue, ShapeExpr
+from ..struct_info import StructInfo, StructInfoError, TensorStructInfo, TupleStructInfo
 from ._utils import normalize_axis
-from .registry import OpPattern, make_call, register
+from .registry import OpPattern, make_call, register, tensor_arg
 
 __all__ = ["unique", "nonzero"]
 
@@ -29,11 +29,10 @@ class SetOpInputError(StructInfoError, TypeError):
 
 
 def _tensor_input(call: Call, op: str) -> TensorStructInfo:
-    sinfo = struct_info_of(call.args[0])
-    if not isinstance(sinfo, TensorStructInfo):
-        raise SetOpInputError(f"{op} expects a tensor, got "
-                              f"{struct_info_text(sinfo) if sinfo is not None else 'no struct info'}")
-    return sinfo
+    try:
+        return tensor_arg(call, 0, op, "x")
+    except StructInfoError as err:
+        raise SetOpInputError(str(err)) from None
 
 
 def _flag(value: Expr, op: str, name: str) -> bool:

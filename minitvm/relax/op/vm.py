@@ -23,7 +23,7 @@ from ...ir.module import GlobalVar
 from ...ir.op import Op, register_op
 from ..expr import Call, Expr, Tuple
 from ..struct_info import ObjectStructInfo, StructInfo, StructInfoError, TupleStructInfo
-from .memory import as_dtype, as_prim, as_shape, check_global_scope, device_index, tensor_sinfo
+from .memory import as_dtype, as_prim, as_shape, check_global_scope, device_index, register_memory_op, tensor_sinfo
 
 __all__ = ["alloc_storage", "alloc_tensor", "call_tir_dyn", "kill_object", "CALL_TIR_DYN", "KILL_OBJECT",
            "VM_ALLOC_STORAGE", "VM_ALLOC_TENSOR"]
@@ -93,13 +93,9 @@ def _infer_vm_alloc_tensor(call: Call, ctx: Any) -> StructInfo:
     return tensor_sinfo(call.args[2], call.args[3], VM_ALLOC_TENSOR)
 
 
-for _name, _doc, _infer in ((VM_ALLOC_STORAGE, "A block of VM memory.", _infer_vm_alloc_storage),
-                            (VM_ALLOC_TENSOR, "A tensor in a VM storage.", _infer_vm_alloc_tensor)):
-    _op = register_op(_name, _doc, -1)
-    if not _op.has_attr("FInferStructInfo"):
-        _op.set_attr("FInferStructInfo", _infer)
-        _op.set_attr("TOpPattern", 8)  # opaque
-        _op.set_attr("FPurity", True)  # allocation, as in TVM (nothing else is written)
+# allocations are pure, as in TVM (nothing else is written)
+register_memory_op(VM_ALLOC_STORAGE, "A block of VM memory.", _infer_vm_alloc_storage)
+register_memory_op(VM_ALLOC_TENSOR, "A tensor in a VM storage.", _infer_vm_alloc_tensor)
 
 
 def alloc_storage(shape: Any, runtime_device_index: Any, dtype: Any, storage_scope: Any = "global") -> Call:
