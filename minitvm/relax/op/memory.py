@@ -69,21 +69,24 @@ def _infer_alloc_tensor(call: Call, ctx: Any) -> StructInfo:
     return tensor_sinfo(call.args[0], call.args[1], ALLOC_TENSOR)
 
 
-def _infer_alloc_storage(call: Call, ctx: Any) -> StructInfo:
+def infer_alloc_storage(call: Call, ctx: Any) -> StructInfo:
+    """R.memory.alloc_storage and R.vm.alloc_storage: an object."""
     if len(call.args) != 4:
-        raise StructInfoError(f"{ALLOC_STORAGE} takes size, virtual_device_index, storage_scope, dtype")
+        raise StructInfoError(f"{call.op.name} takes 4 arguments: size, a device index, a storage scope "
+                              f"and a dtype, got {len(call.args)}")
     return ObjectStructInfo()
 
 
-def _infer_memory_alloc_tensor(call: Call, ctx: Any) -> StructInfo:
+def infer_placed_tensor(call: Call, ctx: Any) -> StructInfo:
+    """R.memory.alloc_tensor and R.vm.alloc_tensor: a tensor of the shape and dtype given."""
     if len(call.args) not in (4, 5):
-        raise StructInfoError(f"{MEMORY_ALLOC_TENSOR} takes storage, offset, shape, dtype, runtime_device_index")
-    return tensor_sinfo(call.args[2], call.args[3], MEMORY_ALLOC_TENSOR)
+        raise StructInfoError(f"{call.op.name} takes storage, offset, shape, dtype, runtime_device_index")
+    return tensor_sinfo(call.args[2], call.args[3], call.op.name)
 
 
 register_memory_op(ALLOC_TENSOR, "A tensor with its own memory.", _infer_alloc_tensor)
-register_memory_op(ALLOC_STORAGE, "A block of memory that tensors are placed in.", _infer_alloc_storage)
-register_memory_op(MEMORY_ALLOC_TENSOR, "A tensor placed in a storage at a byte offset.", _infer_memory_alloc_tensor)
+register_memory_op(ALLOC_STORAGE, "A block of memory that tensors are placed in.", infer_alloc_storage)
+register_memory_op(MEMORY_ALLOC_TENSOR, "A tensor placed in a storage at a byte offset.", infer_placed_tensor)
 
 
 def _infer_kill(call: Call, ctx: Any) -> StructInfo:

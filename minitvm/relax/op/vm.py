@@ -22,8 +22,17 @@ from typing import Any
 from ...ir.module import GlobalVar
 from ...ir.op import Op, register_op
 from ..expr import Call, Expr, Tuple
-from ..struct_info import ObjectStructInfo, StructInfo, StructInfoError, TupleStructInfo
-from .memory import as_dtype, as_prim, as_shape, check_global_scope, device_index, register_memory_op, tensor_sinfo
+from ..struct_info import StructInfo, StructInfoError, TupleStructInfo
+from .memory import (
+    as_dtype,
+    as_prim,
+    as_shape,
+    check_global_scope,
+    device_index,
+    infer_alloc_storage,
+    infer_placed_tensor,
+    register_memory_op,
+)
 
 __all__ = ["alloc_storage", "alloc_tensor", "call_tir_dyn", "kill_object", "CALL_TIR_DYN", "KILL_OBJECT",
            "VM_ALLOC_STORAGE", "VM_ALLOC_TENSOR"]
@@ -81,21 +90,10 @@ def kill_object(obj: Any) -> Call:
     return Call(Op.get(KILL_OBJECT), [obj])
 
 
-def _infer_vm_alloc_storage(call: Call, ctx: Any) -> StructInfo:
-    if len(call.args) != 4:
-        raise StructInfoError(f"{VM_ALLOC_STORAGE} takes size, runtime_device_index, dtype, storage_scope")
-    return ObjectStructInfo()
-
-
-def _infer_vm_alloc_tensor(call: Call, ctx: Any) -> StructInfo:
-    if len(call.args) not in (4, 5):
-        raise StructInfoError(f"{VM_ALLOC_TENSOR} takes storage, offset, shape, dtype[, runtime_device_index]")
-    return tensor_sinfo(call.args[2], call.args[3], VM_ALLOC_TENSOR)
-
-
 # allocations are pure, as in TVM (nothing else is written)
-register_memory_op(VM_ALLOC_STORAGE, "A block of VM memory.", _infer_vm_alloc_storage)
-register_memory_op(VM_ALLOC_TENSOR, "A tensor in a VM storage.", _infer_vm_alloc_tensor)
+# (the struct info is R.memory's: the same arguments, storage_scope and dtype swapped)
+register_memory_op(VM_ALLOC_STORAGE, "A block of VM memory.", infer_alloc_storage)
+register_memory_op(VM_ALLOC_TENSOR, "A tensor in a VM storage.", infer_placed_tensor)
 
 
 def alloc_storage(shape: Any, runtime_device_index: Any, dtype: Any, storage_scope: Any = "global") -> Call:
