@@ -19,6 +19,10 @@ mostly GPU targets, RPC and C++ runtime internals.
 A test module that fails to import counts its ``def test_`` functions as errored.  Not a
 test: it prints a table (per directory: passed / failed / errored / skipped / total) and the
 machine's load; ``--errors`` adds each failing test's one-line error, for grouping by cause.
+A test whose error says it needs what a CPU-only machine with torch's CPU wheel cannot have
+(torchvision, a GPU, a vendor library such as cuBLAS or CUTLASS) counts as ``environment``,
+outside the pass rate.  A file that runs past ``--timeout`` is resumed from the test it was
+running, so a long file is counted whole and a hanging test costs one time limit.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -37,8 +42,10 @@ from pathlib import Path
 DIRS = ("arith", "ir", "te", "tvmscript", "relax", "tir-base", "tir-analysis", "tir-transform",
         "tir-schedule", "tirx-base", "tirx-analysis", "tirx-transform", "s_tir")
 
-# runs inside the subprocess: alias tvm to minitvm, run pytest on one file, report outcomes
-RUNNER = r'''
+# runs inside the subprocess: alias tvm to minitvm, run pytest on one file (leaving out the tests
+# listed in the JSON file argv[2]), print each test's outcome as it finishes so a run cut short
+# by the time limit keeps what it did
+RUNNER = r"""
 import json, sys
 from minitvm.eras import EraFinder
 sys.meta_path.insert(0, EraFinder({"tvm": "minitvm", "tvm_ffi": "minitvm_ffi"}))
@@ -50,10 +57,18 @@ def first_error(report):
     lines = str(report.longrepr).strip().splitlines()
     said = [l[1:].strip() for l in lines if l.startswith("E ") and l[1:].strip().strip("|^ ")]
     return (said[-1] if said else lines[-1] if lines else "")[:300]
+def say(tag, value):  # on a line of its own: pytest's progress dots have no newline
+    print("\n@@" + tag + " " + json.dumps(value), flush=True)
 class Count:
-    def __init__(self): self.results = {}; self.collect_error = None
+    def __init__(self, done): self.done = done; self.results = {}; self.collect_error = None
     def pytest_collectreport(self, report):
         if report.failed: self.collect_error = first_error(report)
+    def pytest_collection_modifyitems(self, config, items):
+        gone = [item for item in items if item.nodeid in self.done]
+        if gone:
+            items[:] = [item for item in items if item.nodeid not in self.done]
+            config.hook.pytest_deselected(items=gone)
+    def pytest_runtest_logstart(self, nodeid, location): say("start", nodeid)
     def pytest_runtest_logreport(self, report):
         if report.when == "call" or report.outcome != "passed":
             kind = {"passed": "passed", "skipped": "skipped"}.get(report.outcome) or (
@@ -63,31 +78,81 @@ class Count:
             if old is None or old[0] == "passed":
                 err = first_error(report) if report.failed else ""
                 self.results[report.nodeid] = (kind, err)
-count = Count()
+    def pytest_runtest_logfinish(self, nodeid, location):
+        if nodeid in self.results: say("result", [nodeid, self.results[nodeid]])
+count = Count(set(json.load(open(sys.argv[2]))))
 pytest.main([sys.argv[1], "-q", "-p", "no:cacheprovider", "-p", "minitvm.testing.plugin",
              "-W", "ignore", "--no-header", "-o", "addopts="], plugins=[count])
-print("@@" + json.dumps({"results": count.results, "collect_error": count.collect_error}), flush=True)
-'''
+say("end", {"collect_error": count.collect_error})
+"""
+
+# errors that say the test needs what this machine cannot have (torchvision beside the CPU
+# torch, a GPU, a vendor library): counted apart from minitvm's failures
+ENVIRONMENT = re.compile(
+    r"No module named '(torchvision|(tvm|minitvm)\.(contrib\.(cutlass|thrust|cublas|cudnn|xcode|coreml"
+    r"|tensorrt|nccl|hipblas|rocblas|miopen|mps|nnapi|clml|nvcc|rocm)"
+    r"|relax\.backend\.(cuda|rocm|metal|adreno)))\b"
+    r"|Torch not compiled with CUDA|CUDA driver|no CUDA-capable device")
+
+
+def classify(kind: str, err: str) -> str:
+    return "environment" if kind in ("failed", "errored") and ENVIRONMENT.search(err) else kind
+
+
+def run_once(path: Path, timeout: int, era: str, done: set[str]) -> tuple[list, str | None]:
+    """One pytest process over ``path`` leaving out ``done``: its messages (tag, value), and
+    why it stopped early (None when it ran to the end)."""
+    env = dict(os.environ, MPLBACKEND="Agg", PYTHONPATH=str(Path(__file__).resolve().parent.parent),
+               MINITVM_ERA=era)
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "done.json").write_text(json.dumps(sorted(done)))
+        with open(Path(tmp) / "out", "w+") as out:
+            proc = subprocess.Popen([sys.executable, "-c", RUNNER, str(path), str(Path(tmp) / "done.json")],
+                                    stdout=out, stderr=subprocess.DEVNULL, text=True, env=env,
+                                    cwd=str(path.parent))
+            try:
+                code, why = proc.wait(timeout=timeout), None
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                code, why = proc.wait(), f"ran past {timeout} s"
+            out.seek(0)
+            said = [line[2:].split(" ", 1) for line in out.read().splitlines() if line.startswith("@@")]
+    messages = [(tag, json.loads(value)) for tag, value in said]
+    if why is None and not any(tag == "end" for tag, _ in messages):
+        why = f"the process died (exit {code})"
+    return messages, why
 
 
 def run_file(path: Path, timeout: int, era: str) -> dict:
     """{nodeid: (outcome, first error line)} for one test file, run in its own process; IR that
-    names no era prints in ``era``'s names (those of the TVM the tests were written for)."""
-    env = dict(os.environ, MPLBACKEND="Agg", PYTHONPATH=str(Path(__file__).resolve().parent.parent),
-               MINITVM_ERA=era)
-    try:
-        proc = subprocess.run([sys.executable, "-c", RUNNER, str(path)], capture_output=True, text=True,
-                              timeout=timeout, env=env, cwd=str(path.parent))
-        out, why = proc.stdout, f"the process died (exit {proc.returncode})"
-    except subprocess.TimeoutExpired:
-        out, why = "", f"the file ran past {timeout} s"
-    lines = [json.loads(line[2:]) for line in out.splitlines() if line.startswith("@@")]
-    if lines and lines[-1]["results"] and not lines[-1]["collect_error"]:
-        return lines[-1]["results"]
-    why = lines[-1]["collect_error"] if lines and lines[-1]["collect_error"] else why
+    names no era prints in ``era``'s names (those of the TVM the tests were written for).
+
+    A file whose process runs past ``timeout`` or dies is run again from the first test that did
+    not finish: a test that hangs or crashes the process is counted errored (with why) and the
+    rest still run, so a file that is only long is counted whole."""
+    results: dict[str, tuple[str, str]] = {}
+    while True:
+        messages, why = run_once(path, timeout, era, set(results))
+        new = {nodeid: tuple(outcome) for tag, (nodeid, outcome) in
+               ((t, v) for t, v in messages if t == "result")}
+        results.update(new)
+        if why is None:
+            break
+        started = [v for t, v in messages if t == "start" and v not in results]
+        if started and why.startswith("the process died"):
+            results[started[-1]] = ("errored", f"{why} in this test")
+        elif started and not new:  # a whole time limit without one test finishing: a hang
+            results[started[-1]] = ("errored", f"the test {why}")
+        elif not new:
+            break  # nothing started: the file hangs or dies before its first test
+    ends = [v for t, v in messages if t == "end"]
+    collect_error = ends[-1]["collect_error"] if ends else None
+    if results and not collect_error:
+        return {k: (classify(kind, err), err) for k, (kind, err) in results.items()}
+    why = collect_error or (f"the file {why}" if why and why.startswith("ran") else why) or "no test ran"
     # nothing ran: every test function the file defines counts as errored, with the cause
     names = re.findall(r"^\s*def (test_\w+)", path.read_text(), flags=re.M)
-    return {f"{path.name}::{name}": ("errored", why) for name in names}
+    return {f"{path.name}::{name}": (classify("errored", why), why) for name in names}
 
 
 def checkout_era(root: Path) -> str:
@@ -107,8 +172,8 @@ def select_files(root: Path, patterns: list[str], every: int) -> list[Path]:
 
 
 def print_table(by_dir: dict[str, dict], seconds: float) -> None:
-    kinds = ("passed", "failed", "errored", "skipped")
-    print(f"{'directory':16} {'files':>5} " + " ".join(f"{k:>7}" for k in kinds) + f" {'total':>6} {'pass%':>6}")
+    kinds = ("passed", "failed", "errored", "skipped", "environment")
+    print(f"{'directory':16} {'files':>5} " + " ".join(f"{k[:7]:>7}" for k in kinds) + f" {'total':>6} {'pass%':>6}")
     totals = dict.fromkeys(kinds, 0)
     nfiles = 0
     for d, info in by_dir.items():
@@ -116,13 +181,14 @@ def print_table(by_dir: dict[str, dict], seconds: float) -> None:
         for k, c in zip(kinds, counts):
             totals[k] += c
         nfiles += info["files"]
-        run = sum(counts) - counts[3]
+        run = sum(counts[:3])
         print(f"{d:16} {info['files']:5} " + " ".join(f"{c:7}" for c in counts) +
               f" {sum(counts):6} {100 * counts[0] / max(1, run):5.0f}%")
-    run = sum(totals.values()) - totals["skipped"]
+    run = totals["passed"] + totals["failed"] + totals["errored"]
     print(f"{'total':16} {nfiles:5} " + " ".join(f"{totals[k]:7}" for k in kinds) +
           f" {sum(totals.values()):6} {100 * totals['passed'] / max(1, run):5.0f}%")
-    print(f"pass% = passed / (total - skipped); {seconds:.0f} s; load average now "
+    print(f"pass% = passed / (passed + failed + errored); environment: the test needs torchvision, a GPU "
+          f"or a vendor library (told by its error); {seconds:.0f} s; load average now "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 
@@ -153,8 +219,8 @@ def main() -> None:
     if args.errors:
         for info in by_dir.values():
             for nodeid, (kind, err) in info["results"].items():
-                if kind in ("failed", "errored"):
-                    print(f"{kind[0].upper()} {nodeid}: {err}")
+                if kind in ("failed", "errored", "environment"):  # N: not applicable here
+                    print(f"{'N' if kind == 'environment' else kind[0].upper()} {nodeid}: {err}")
     if args.json:
         Path(args.json).write_text(json.dumps({d: i["results"] for d, i in by_dir.items()}, indent=0))
 

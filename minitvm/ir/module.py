@@ -48,7 +48,12 @@ class IRModule(Node):
         raise AttributeError("IRModule is immutable; use mod.with_function(...) or mod[name] = f")
 
     @staticmethod
-    def from_expr(func: Any, name: str = "main") -> "IRModule":
+    def from_expr(func: Any, name: str | None = None) -> "IRModule":
+        """A module of one function, named ``name``, else (as TVM) its ``global_symbol``
+        attribute when it has one, else ``main``."""
+        if name is None:
+            attrs = getattr(func, "attrs", None) or {}
+            name = str(attrs.get("global_symbol") or "main")
         return IRModule({name: func})
 
     # -- lookup -----------------------------------------------------------------

@@ -15,6 +15,7 @@ from ..ir.module import GlobalVar
 from ..ir.op import Op
 from . import analysis, expr_functor, op
 from .block_builder import BlockBuilder
+from .exec_builder import ExecBuilder  # noqa: F401 - TVM's hand-written bytecode
 from .expr import (
                    Binding,
                    BindingBlock,

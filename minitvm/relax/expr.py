@@ -663,6 +663,42 @@ class Function(Expr):
 
         return bind_params(self, binding_map)
 
+    def bind_symbolic_vars(self, binding_map: dict) -> "Function":
+        """This function with symbolic variables replaced (TVM's ``Function.bind_symbolic_vars``).
+
+        Keys are the function's ``tir.Var``s or their names (a name two variables share is
+        refused), values ints or PrimExprs; a key that is not a symbolic variable of the
+        function, a variable given twice, or a replacement that leaves a variable used but
+        never defined is a ``TVMError``."""
+        # lazy: cycle -- relax.analysis and relax.transform build on this module
+        from ..error import TVMError
+        from .analysis import defined_symbolic_vars, free_symbolic_vars
+        from .transform.bind_symbolic_vars import bind_function_symbolic_vars
+
+        known = {id(v): v for v in [*defined_symbolic_vars(self), *free_symbolic_vars(self)]}
+        table: dict[int, Any] = {}
+        for key, value in binding_map.items():
+            if isinstance(key, str):
+                named = [v for v in known.values() if v.name == key]
+                if len(named) != 1:
+                    raise TVMError(f"bind_symbolic_vars: {len(named) or 'no'} symbolic variables are named "
+                                   f"{key!r}; {'pass the tir.Var itself' if named else 'nothing to bind'}")
+                var = named[0]
+            elif id(key) in known:
+                var = key
+            else:
+                raise TVMError(f"bind_symbolic_vars: {key!r} is not a symbolic variable of the function")
+            if id(var) in table:
+                raise TVMError(f"bind_symbolic_vars: {var.name} is given twice (as a tir.Var and by name)")
+            table[id(var)] = value
+        out = bind_function_symbolic_vars(self, table)
+        before = {id(v) for v in free_symbolic_vars(self)}
+        undefined = [v.name for v in free_symbolic_vars(out) if id(v) not in before]
+        if undefined:
+            raise TVMError(f"bind_symbolic_vars: after the replacement {', '.join(undefined)} "
+                           "would be used but never defined")
+        return out
+
     def __repr__(self) -> str:
         name = self.attrs.get("global_symbol", "")
         return f"Function({name!r}, params=[{', '.join(p.name for p in self.params)}])"

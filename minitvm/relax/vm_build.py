@@ -39,7 +39,7 @@ from .analysis.struct_info_analysis import tir_vars_in_struct_info
 from .expr import Call, ExternFunc, Function
 from .expr_functor import ExprVisitor
 from .pipeline import get_pipeline, register_pipeline, vm_lowering_passes
-from .vm.codegen import codegen
+from .vm.codegen import codegen, codegen_into
 
 # re-exported so that minitvm/relax/__init__.py needs a single import line
 __all__ = ["build", "VirtualMachine", "VMInstrumentReturnKind", "get_pipeline", "register_pipeline", "transform", "vm"]
@@ -129,6 +129,44 @@ def _heap_frozen() -> Iterator[None]:
                 _gc_depth -= 1
                 if _gc_depth == 0:
                     gc.unfreeze()
+
+
+def _vmcodegen(builder: Any, mod: IRModule, exec_mode: str = "bytecode") -> IRModule:
+    """TVM's first half of ``relax.build``: the bytecode of ``mod``'s Relax functions (already
+    lowered for the VM; no pass runs) into ``builder`` (a ``relax.ExecBuilder``); returns the
+    PrimFuncs left to compile, for :func:`_vmlink`."""
+    if exec_mode not in EXEC_MODES:
+        raise ValueError(f"relax.vm_build._vmcodegen: exec_mode {exec_mode!r} is not one of {', '.join(EXEC_MODES)}")
+    codegen_into(builder._eb, mod)
+    for func in builder._eb._exe.func_table:
+        if isinstance(func, VMFunction):
+            # the VM checks arguments against their struct info only through what VMShapeLower
+            # emits (TVM's design); code generated without that pass checks nothing, as in TVM
+            func.param_info = None
+    builder._exec_mode, builder._ir_module = exec_mode, mod
+    return IRModule({gv: f for gv, f in mod.items() if isinstance(f, PrimFunc)})
+
+
+def _vmlink(builder: Any, target: Any, tir_mod: IRModule | None = None, ext_libs: Any = None,
+            params: dict | None = None, *, system_lib: bool | None = None) -> Executable:
+    """TVM's second half of ``relax.build``: the executable of ``builder``'s bytecode with the
+    kernels of ``tir_mod`` compiled for ``target`` (and, in ``compiled`` mode, native entries)."""
+    if ext_libs or params or system_lib:
+        raise NotImplementedError("relax.vm_build._vmlink: ext_libs, params and system_lib are not supported")
+    exe = builder.get()
+    exec_mode = getattr(builder, "_exec_mode", "bytecode")
+    prims = dict(tir_mod.items()) if tir_mod is not None else {}
+    entries: tuple = ()
+    if exec_mode == "compiled":
+        names = tuple(exe.func_names)
+        entries = tuple((f, names, exe.constants) for f in exe.func_table if isinstance(f, VMFunction))
+    exe._lib = build_kernels(IRModule(prims), _as_target(target), entries=entries) if prims else None
+    mod = getattr(builder, "_ir_module", None)
+    if mod is not None:
+        _import_external_modules(exe, mod)
+        exe.ir_module = mod
+    exe.exec_mode = exec_mode
+    return exe
 
 
 def build(mod: IRModule, target: Any = None, params: dict | None = None,

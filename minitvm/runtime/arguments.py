@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .device import Device
 from .ndarray import NDArray
 from .object import Object
 
@@ -242,7 +243,7 @@ class ArgumentCheck:
 
     def _any_value(self, arg: Any, where: str) -> Any:
         """An argument with no declared kind: arrays become NDArrays, lists tuples; runtime objects pass."""
-        if type(arg) is NDArray or isinstance(arg, (int, float, str, self.shape_type, Object)) or arg is None:
+        if type(arg) is NDArray or isinstance(arg, (int, float, str, self.shape_type, Object, Device)) or arg is None:
             return arg
         if isinstance(arg, (tuple, list)):
             return tuple(self._any_value(a, f"{where}[{i}]") for i, a in enumerate(arg))

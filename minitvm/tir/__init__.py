@@ -70,6 +70,7 @@ from .op import (
                    call_llvm_pure_intrin,
                    call_packed,
                    cast,
+                   div,
                    floordiv,
                    floormod,
                    if_then_else,

@@ -88,3 +88,9 @@ from .vdevice import hint_on_device, to_vdevice  # noqa: E402 - virtual devices
 
 __all__ += ["hint_on_device", "to_vdevice"]
 from . import image  # noqa: E402 - relax.op.image (resize2d), apart so branches adding ops merge cleanly
+from .set import nonzero, unique  # noqa: E402 - set operators, run by a packed function (FCallPacked)
+
+__all__ += ["unique", "nonzero"]
+from . import ccl  # noqa: E402 - relax.op.ccl: collectives between workers (struct info only)
+
+__all__ += ["ccl"]

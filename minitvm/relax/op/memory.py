@@ -42,7 +42,8 @@ KILL_STORAGE = "relax.memory.kill_storage"
 KILL_TENSOR = "relax.memory.kill_tensor"
 
 
-def _register(name: str, doc: str, infer: Any, pure: bool = True) -> Op:
+def register_memory_op(name: str, doc: str, infer: Any, pure: bool = True) -> Op:
+    """An opaque operator of the memory-planning kind (registered once: re-imports keep it)."""
     op = register_op(name, doc, -1)
     if not op.has_attr("FInferStructInfo"):
         op.set_attr("FInferStructInfo", infer)
@@ -51,7 +52,7 @@ def _register(name: str, doc: str, infer: Any, pure: bool = True) -> Op:
     return op
 
 
-def _tensor_sinfo(shape: Any, dtype: Any, name: str) -> StructInfo:
+def tensor_sinfo(shape: Any, dtype: Any, name: str) -> StructInfo:
     if not isinstance(dtype, DataTypeImm):
         raise StructInfoError(f"{name}: the dtype must be R.dtype(...), got {dtype!r}")
     sinfo = struct_info_of(shape)
@@ -65,24 +66,27 @@ def _tensor_sinfo(shape: Any, dtype: Any, name: str) -> StructInfo:
 def _infer_alloc_tensor(call: Call, ctx: Any) -> StructInfo:
     if len(call.args) != 3:
         raise StructInfoError(f"{ALLOC_TENSOR} takes shape, dtype, runtime_device_index")
-    return _tensor_sinfo(call.args[0], call.args[1], ALLOC_TENSOR)
+    return tensor_sinfo(call.args[0], call.args[1], ALLOC_TENSOR)
 
 
-def _infer_alloc_storage(call: Call, ctx: Any) -> StructInfo:
+def infer_alloc_storage(call: Call, ctx: Any) -> StructInfo:
+    """R.memory.alloc_storage and R.vm.alloc_storage: an object."""
     if len(call.args) != 4:
-        raise StructInfoError(f"{ALLOC_STORAGE} takes size, virtual_device_index, storage_scope, dtype")
+        raise StructInfoError(f"{call.op.name} takes 4 arguments: size, a device index, a storage scope "
+                              f"and a dtype, got {len(call.args)}")
     return ObjectStructInfo()
 
 
-def _infer_memory_alloc_tensor(call: Call, ctx: Any) -> StructInfo:
+def infer_placed_tensor(call: Call, ctx: Any) -> StructInfo:
+    """R.memory.alloc_tensor and R.vm.alloc_tensor: a tensor of the shape and dtype given."""
     if len(call.args) not in (4, 5):
-        raise StructInfoError(f"{MEMORY_ALLOC_TENSOR} takes storage, offset, shape, dtype, runtime_device_index")
-    return _tensor_sinfo(call.args[2], call.args[3], MEMORY_ALLOC_TENSOR)
+        raise StructInfoError(f"{call.op.name} takes storage, offset, shape, dtype, runtime_device_index")
+    return tensor_sinfo(call.args[2], call.args[3], call.op.name)
 
 
-_register(ALLOC_TENSOR, "A tensor with its own memory.", _infer_alloc_tensor)
-_register(ALLOC_STORAGE, "A block of memory that tensors are placed in.", _infer_alloc_storage)
-_register(MEMORY_ALLOC_TENSOR, "A tensor placed in a storage at a byte offset.", _infer_memory_alloc_tensor)
+register_memory_op(ALLOC_TENSOR, "A tensor with its own memory.", _infer_alloc_tensor)
+register_memory_op(ALLOC_STORAGE, "A block of memory that tensors are placed in.", infer_alloc_storage)
+register_memory_op(MEMORY_ALLOC_TENSOR, "A tensor placed in a storage at a byte offset.", infer_placed_tensor)
 
 
 def _infer_kill(call: Call, ctx: Any) -> StructInfo:
@@ -94,7 +98,7 @@ def _infer_kill(call: Call, ctx: Any) -> StructInfo:
 # the kills (KillAfterLastUse inserts them) release memory: a side effect, so not pure
 for _name, _doc in ((KILL_STORAGE, "Release a storage after its last use."),
                     (KILL_TENSOR, "Release a tensor after its last use.")):
-    _register(_name, _doc, _infer_kill, pure=False)
+    register_memory_op(_name, _doc, _infer_kill, pure=False)
 
 
 # -- argument conversion: Python values to the Relax leaves TVM stores -----------------------------

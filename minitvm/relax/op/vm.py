@@ -4,6 +4,10 @@
   on tensors it writes in place (its outputs already allocated), the symbolic values of
   the trailing shape passed as its scalar parameters.  It returns nothing (``R.Tuple()``)
   and, writing its arguments, is impure.
+* ``R.vm.alloc_storage(R.shape([nbytes]), runtime_device_index, R.dtype("uint8"))`` and
+  ``R.vm.alloc_tensor(storage, offset, R.shape([...]), R.dtype(...))`` -- what TVM's
+  ``LowerRuntimeBuiltin`` makes of ``R.memory.alloc_storage`` / ``alloc_tensor``; the code
+  generator calls ``vm.builtin.alloc_storage`` / ``alloc_tensor`` for them.
 * ``R.vm.kill_object(x)`` -- the VM drops its reference to ``x`` (the code generator empties
   x's register), so its memory can go before the function returns.
 
@@ -17,13 +21,26 @@ from typing import Any
 
 from ...ir.module import GlobalVar
 from ...ir.op import Op, register_op
-from ..expr import Call, Tuple
+from ..expr import Call, Expr, Tuple
 from ..struct_info import StructInfo, StructInfoError, TupleStructInfo
+from .memory import (
+    as_dtype,
+    as_prim,
+    as_shape,
+    check_global_scope,
+    device_index,
+    infer_alloc_storage,
+    infer_placed_tensor,
+    register_memory_op,
+)
 
-__all__ = ["call_tir_dyn", "kill_object", "CALL_TIR_DYN", "KILL_OBJECT"]
+__all__ = ["alloc_storage", "alloc_tensor", "call_tir_dyn", "kill_object", "CALL_TIR_DYN", "KILL_OBJECT",
+           "VM_ALLOC_STORAGE", "VM_ALLOC_TENSOR"]
 
 CALL_TIR_DYN = "relax.vm.call_tir_dyn"
 KILL_OBJECT = "relax.vm.kill_object"
+VM_ALLOC_STORAGE = "relax.vm.alloc_storage"
+VM_ALLOC_TENSOR = "relax.vm.alloc_tensor"
 
 
 def _infer_call_tir_dyn(call: Call, ctx: Any) -> StructInfo:
@@ -71,3 +88,23 @@ _register_impure(KILL_OBJECT, "Release the object held in a VM register.", 1, _i
 def kill_object(obj: Any) -> Call:
     """``R.vm.kill_object(x)``: the VM drops its reference to ``x`` here."""
     return Call(Op.get(KILL_OBJECT), [obj])
+
+
+# allocations are pure, as in TVM (nothing else is written)
+# (the struct info is R.memory's: the same arguments, storage_scope and dtype swapped)
+register_memory_op(VM_ALLOC_STORAGE, "A block of VM memory.", infer_alloc_storage)
+register_memory_op(VM_ALLOC_TENSOR, "A tensor in a VM storage.", infer_placed_tensor)
+
+
+def alloc_storage(shape: Any, runtime_device_index: Any, dtype: Any, storage_scope: Any = "global") -> Call:
+    """``R.vm.alloc_storage``: a block of ``shape`` (a one-value shape) bytes."""
+    return Call(Op.get(VM_ALLOC_STORAGE), [
+        as_shape(shape, VM_ALLOC_STORAGE), device_index(runtime_device_index, VM_ALLOC_STORAGE, "runtime_device_index"),
+        as_dtype(dtype), check_global_scope(storage_scope, VM_ALLOC_STORAGE)])
+
+
+def alloc_tensor(storage: Expr, offset: Any, shape: Any, dtype: Any, runtime_device_ind: Any = 0) -> Call:
+    """``R.vm.alloc_tensor``: a tensor of ``shape``/``dtype`` at byte ``offset`` of ``storage``."""
+    return Call(Op.get(VM_ALLOC_TENSOR), [
+        storage, as_prim(offset), as_shape(shape, VM_ALLOC_TENSOR), as_dtype(dtype),
+        device_index(runtime_device_ind, VM_ALLOC_TENSOR, "runtime_device_ind")])

@@ -22,14 +22,18 @@ from ..analysis.struct_info_analysis import substitute_struct_info
 from ..expr import Function, Var
 from .bind_params import _SymbolicBinder
 
-__all__ = ["BindSymbolicVars"]
+__all__ = ["BindSymbolicVars", "bind_function_symbolic_vars"]
 
 
 def _value(v: Any, like: TirVar) -> PrimExpr:
     return IntImm(like.dtype, int(v)) if isinstance(v, int) else v
 
 
-def _bind(func: Function, table: dict[int, PrimExpr]) -> Function:
+def bind_function_symbolic_vars(func: Function, table: dict[int, Any]) -> Function:
+    """``func`` with each symbolic variable whose id is in ``table`` replaced by its value (an
+    int or a PrimExpr); no checks (``Function.bind_symbolic_vars`` makes TVM's)."""
+    table = {k: IntImm("int64", v) if isinstance(v, int) else v for k, v in table.items()}
+
     def fmap(v: TirVar) -> PrimExpr | None:
         return table.get(id(v))
 
@@ -69,7 +73,7 @@ class BindSymbolicVars:
                         table[id(v)] = _value(value, v)
                         used.add(i)
             if table:
-                funcs[gv] = _bind(func, table)
+                funcs[gv] = bind_function_symbolic_vars(func, table)
         unused = [k for i, k in enumerate(self.binding_map) if i not in used]
         if unused:
             raise TVMError(f"BindSymbolicVars: no symbolic variable matches {unused} "

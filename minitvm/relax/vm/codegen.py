@@ -115,6 +115,14 @@ def _used_vars(func: Function) -> set[Var]:
     return v.used
 
 
+# R.vm's allocations as the VM builtins' arguments: a storage's size is in bytes whatever its
+# dtype says (a hint, as in TVM); a tensor is (storage, offset, shape, dtype)
+_VM_ALLOCS = {
+    "relax.vm.alloc_storage": lambda args: ("vm.builtin.alloc_storage", [args[0], DataTypeImm("uint8")]),
+    "relax.vm.alloc_tensor": lambda args: ("vm.builtin.alloc_tensor", list(args[:4])),
+}
+
+
 class _FunctionCodegen:
     def __init__(self, eb: ExecBuilder, mod: IRModule, name: str, func: Function):
         self.eb = eb
@@ -195,6 +203,9 @@ class _FunctionCodegen:
                 raise VMCodegenError(self.where(f"calls @{op.name_hint}, which is not in the module"))
             return self.symbol_of(op)
         if isinstance(op, Op):
+            packed = op.get_attr("FCallPacked")
+            if packed:  # an op computed whole by a packed function (relax.unique: relax.run.unique)
+                return str(packed)
             raise VMCodegenError(self.where(f"operator {op.name} is not lowered; relax.build runs the VM "
                                             "lowering passes (high-level ops also need LegalizeOps)"))
         raise VMCodegenError(self.where(f"calling {op!r} (a closure) is not supported"))
@@ -212,6 +223,9 @@ class _FunctionCodegen:
         if isinstance(value, Call):
             if isinstance(value.op, Op) and value.op.name == "relax.vm.kill_object":
                 return self.emit_kill(value)
+            if isinstance(value.op, Op) and value.op.name in _VM_ALLOCS:  # R.vm.alloc_storage/_tensor
+                name, args = _VM_ALLOCS[value.op.name](value.args)
+                return self.eb.emit_call(name, [self.operand(a) for a in args], dst=dst)
             name = self.callee_name(value)
             return self.eb.emit_call(name, [self.operand(a) for a in value.args], dst=dst)
         if isinstance(value, Tuple):
@@ -301,11 +315,16 @@ class _FunctionCodegen:
 def codegen(mod: IRModule, lib: Any = None) -> Executable:
     """Every Relax function of ``mod`` (already lowered) as bytecode, with kernel library ``lib``."""
     eb = ExecBuilder(lib=lib)
+    codegen_into(eb, mod)
+    return eb.get()
+
+
+def codegen_into(eb: ExecBuilder, mod: IRModule) -> None:
+    """The bytecode of every Relax function of ``mod`` (already lowered), added to ``eb``."""
     for gv, func in mod.items():
         if isinstance(func, Function):
             _FunctionCodegen(eb, mod, gv.name_hint, func).run()
         elif not isinstance(func, PrimFunc):
             raise VMCodegenError(f"VM codegen: @{gv.name_hint} is a {type(func).__name__}, "
                                  "neither a Relax function nor a PrimFunc")
-    return eb.get()
 

@@ -319,6 +319,10 @@ def copy(value: NDArray) -> NDArray:
 
 
 def _shown(value: Any) -> Any:
+    """What R.print and R.assert_op show: a tensor's values; a tuple as ``(a, b)`` of its
+    fields shown so (as TVM prints it, not Python's repr of each field)."""
+    if isinstance(value, tuple) and not isinstance(value, ShapeTuple):
+        return "(" + ", ".join(str(_shown(v)) for v in value) + ")"
     return value.numpy() if isinstance(value, NDArray) else value
 
 
@@ -333,7 +337,8 @@ def assert_op(condition: Any, fmt: str, *values: Any) -> None:
     """``R.assert_op``: raise ``AssertionError`` with the formatted message when false."""
     if not bool(_shown(condition)):
         shown = [_shown(v) for v in values]
-        message = fmt.format(*shown) if fmt else "Assertion Failed"
+        # no format: the values, comma-separated (TVM's relax.run.assert_op)
+        message = fmt.format(*shown) if fmt else ", ".join(str(v) for v in shown) or "Assertion Failed"
         raise AssertionError(message)
 
 

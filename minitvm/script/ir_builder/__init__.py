@@ -12,7 +12,7 @@ The TVMScript parser (``minitvm.script.parser``) reads the syntax tree instead a
 of this; the builder is for code that makes IR programmatically, as TVM's tests do.
 """
 
-from . import ir, tir
+from . import ir, relax, tir
 from .base import IRBuilder, IRBuilderFrame
 
-__all__ = ["IRBuilder", "IRBuilderFrame", "ir", "tir"]
+__all__ = ["IRBuilder", "IRBuilderFrame", "ir", "relax", "tir"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
+from ...relax.expr import Var as RelaxVar
 from ...tir.buffer import Buffer
 from ...tir.expr import IterVar, Var
 
@@ -130,7 +131,7 @@ def _rename(v: Any, name: str) -> Any:
         object.__setattr__(v, "name", name)
     elif isinstance(v, IterVar):
         _rename(v.var, name)
-    elif isinstance(v, Buffer):
+    elif isinstance(v, (Buffer, RelaxVar)):
         object.__setattr__(v, "name", name)
     else:
         raise TypeError(f"IRBuilder.name: cannot name {type(v).__name__} {v!r}")
