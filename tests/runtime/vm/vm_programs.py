@@ -26,9 +26,11 @@ def linear(x, w, out):
 
 minitvm.register_func("test.vm.linear_relu", linear_relu, override=True)
 minitvm.register_func("test.vm.linear", linear, override=True)
-# integer helpers of these hand-written programs (not TVM's test.vm.add, which relax.testing.vm registers)
+# integer helpers of these hand-written programs (not TVM's test.vm.add/mul, which relax.testing.vm registers
+# for tensors: overriding them here would break the tests that call TVM's in the same process)
 minitvm.register_func("tests.vm.add_ints", lambda a, b: a + b, override=True)
 minitvm.register_func("tests.vm.less_ints", lambda a, b: a < b, override=True)
+minitvm.register_func("tests.vm.mul_ints", lambda a, b: a * b, override=True)
 
 IN, HIDDEN, OUT = 784, 128, 10
 
