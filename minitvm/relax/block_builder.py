@@ -489,6 +489,8 @@ class BlockBuilder:
                 return self._sinfo(func, f"function {op.name_hint}")
             if isinstance(func, PrimFunc):
                 raise StructInfoError(f"@{op.name_hint} is a PrimFunc: call it with R.call_tir")
+            if isinstance(struct_info_of(op), FuncStructInfo):  # a function not added yet (a pass lifting it)
+                return struct_info_of(op)
             return FuncStructInfo.opaque_func(ObjectStructInfo())
         return self._sinfo(op, "callee")
 

@@ -88,3 +88,6 @@ from .vdevice import hint_on_device, to_vdevice  # noqa: E402 - virtual devices
 
 __all__ += ["hint_on_device", "to_vdevice"]
 from . import image  # noqa: E402 - relax.op.image (resize2d), apart so branches adding ops merge cleanly
+from .closure import invoke_closure, invoke_pure_closure, make_closure  # noqa: E402 - closures (LambdaLift)
+
+__all__ += ["make_closure", "invoke_closure", "invoke_pure_closure"]

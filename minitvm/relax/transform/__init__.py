@@ -74,3 +74,4 @@ from .remove_unused_parameters import RemoveUnusedParameters  # noqa: E402
 from .reorder_take_after_matmul import ReorderTakeAfterMatmul  # noqa: E402
 from .topological_sort import TopologicalSort  # noqa: E402
 from .update_param_struct_info import UpdateParamStructInfo  # noqa: E402
+from .lambda_lift import LambdaLift  # noqa: E402
