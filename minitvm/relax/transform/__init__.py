@@ -68,10 +68,11 @@ from .compute_prim_value import ComputePrimValue  # noqa: E402
 from .expand_matmul_of_sum import ExpandMatmulOfSum  # noqa: E402
 from .expand_tuple_arguments import ExpandTupleArguments  # noqa: E402
 from .inline_private_functions import InlinePrivateFunctions  # noqa: E402
+from .lambda_lift import LambdaLift  # noqa: E402
 from .lazy_transform_params import LazyGetInput, LazySetOutput, LazyTransformParams  # noqa: E402
+from .lift_transform_params import LiftTransformParams  # noqa: E402
 from .remove_unused_outputs import RemoveUnusedOutputs  # noqa: E402
 from .remove_unused_parameters import RemoveUnusedParameters  # noqa: E402
 from .reorder_take_after_matmul import ReorderTakeAfterMatmul  # noqa: E402
 from .topological_sort import TopologicalSort  # noqa: E402
 from .update_param_struct_info import UpdateParamStructInfo  # noqa: E402
-from .lambda_lift import LambdaLift  # noqa: E402
