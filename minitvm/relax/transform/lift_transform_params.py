@@ -32,6 +32,7 @@ from ..analysis import (
     tir_vars_in_struct_info,
 )
 from ..expr import (
+    BindingBlock,
     Call,
     DataflowBlock,
     ExternFunc,
@@ -285,7 +286,6 @@ class LiftTransformParams:
 
 def _compose(old: Function, new: Function) -> Function:
     """The existing transform followed by the new one (which takes the old one's result)."""
-    from ..expr import BindingBlock
     link = BindingBlock((VarBinding(new.params[0], old.body.body),))
     body = SeqExpr((*old.body.blocks, link, *new.body.blocks), new.body.body)
     func = ExprMutator().builder_.normalize(Function(list(old.params), body, None, True, {"num_input": 0}))
