@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
+from .node import script_printer
+
 __all__ = ["save_json", "load_json"]
 
 FORMAT_KEY = "minitvm_json"
@@ -37,7 +39,11 @@ def load_json(text: str) -> Any:
         raise ValueError("load_json: not a node saved by minitvm's save_json (TVM's own node-graph JSON "
                          "is not read)")
     if READER is None:
-        raise RuntimeError("load_json needs the TVMScript parser: import minitvm.script first")
+        # loading the printer loads the script package, which installs its parser here (the
+        # floors' one upward import stays in node.script_printer)
+        script_printer()
+    if READER is None:
+        raise RuntimeError("load_json needs the TVMScript parser (minitvm.script), which did not install itself")
     node = READER(data["script"])
     if type(node).__name__ != data.get("type"):
         raise ValueError(f"load_json: the text saved a {data.get('type')}, but its script reads as a "

@@ -9,9 +9,11 @@ import numpy as np
 import pytest
 
 import minitvm
+import minitvm.relax.testing.transform  # noqa: F401 - relax.testing.transform.ApplyEmptyCppMutator
 from minitvm import relax
 from minitvm.script import ir as I
 from minitvm.script import relax as R
+from minitvm.script import tir as T
 
 
 @I.ir_module
@@ -107,8 +109,34 @@ def test_lambda_lift_makes_closures_and_unique_names():
 def test_load_json_runs_no_python(tmp_path):
     marker = tmp_path / "marker"
     evil = f"@I.ir_module\nclass M:\n    __import__('os').system('touch {marker}')\n"
-    with pytest.raises(Exception):
+    with pytest.raises(minitvm.script.TVMScriptError):
         minitvm.ir.load_json(json.dumps({"minitvm_json": 1, "type": "IRModule", "script": evil}))
     assert not marker.exists()
     with pytest.raises(ValueError, match="not a node saved by minitvm"):
         minitvm.ir.load_json('{"root": 1, "nodes": []}')
+
+
+def test_call_tir_arguments_normalized_to_an_inline_tuple():
+    """FNormalize (TVM's operator-specific normalization): a mutator writes call_tir's
+    arguments as an in-line tuple; the parser keeps the script as written, and well_formed
+    flags the un-normalized form."""
+
+    @I.ir_module(check_well_formed=False)
+    class Before:
+        @R.function
+        def main(args: R.Tuple([R.Tensor([4], "float32")])):
+            cls = Before
+            return relax.Call(minitvm.ir.Op.get("relax.call_tir"), [cls.double, args],
+                              sinfo_args=[args[0].struct_info])
+
+        @T.prim_func(private=True)
+        def double(A: T.Buffer(4, "float32"), B: T.Buffer(4, "float32")):
+            for i in range(4):
+                B[i] = A[i] * 2.0
+
+    assert not relax.analysis.well_formed(Before)
+    after = relax.testing.transform.ApplyEmptyCppMutator()(Before)
+    body = after["main"].body
+    call = body.blocks[-1].bindings[-1].value if body.blocks else body.body
+    assert isinstance(call.args[1], relax.Tuple)
+    assert relax.analysis.well_formed(after)
