@@ -61,6 +61,9 @@ from .realize_vdevice import RealizeVDevice  # noqa: E402
 from .update_vdevice import UpdateVDevice  # noqa: E402
 from .decompose_ops import DecomposeOpsForInference, DecomposeOpsForTraining  # noqa: E402
 __all__ += ["DecomposeOpsForInference", "DecomposeOpsForTraining", "MetaScheduleTuneIRMod"]
+from ... import transform as _pass_infra  # noqa: E402
+from ...ir import transform as _ir_pass_infra  # noqa: E402
+from . import apply_pass_to_function as _apply_pass_to_function  # noqa: E402
 from .adjust_matmul_order import AdjustMatmulOrder  # noqa: E402
 from .bind_symbolic_vars import BindSymbolicVars  # noqa: E402
 from .bundle_model_params import BundleModelParams  # noqa: E402
@@ -76,3 +79,6 @@ from .remove_unused_parameters import RemoveUnusedParameters  # noqa: E402
 from .reorder_take_after_matmul import ReorderTakeAfterMatmul  # noqa: E402
 from .topological_sort import TopologicalSort  # noqa: E402
 from .update_param_struct_info import UpdateParamStructInfo  # noqa: E402
+
+# tvm.ir.transform.ApplyPassToFunction: installed on the pass-infra floor (it needs Relax's ExternFunc)
+_pass_infra.ApplyPassToFunction = _ir_pass_infra.ApplyPassToFunction = _apply_pass_to_function.ApplyPassToFunction

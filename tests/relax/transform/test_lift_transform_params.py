@@ -140,3 +140,22 @@ def test_call_tir_arguments_normalized_to_an_inline_tuple():
     call = body.blocks[-1].bindings[-1].value if body.blocks else body.body
     assert isinstance(call.args[1], relax.Tuple)
     assert relax.analysis.well_formed(after)
+
+
+def test_apply_pass_to_function_touches_matching_functions_only():
+    @I.ir_module
+    class Two:
+        @R.function
+        def keep(x: R.Tensor((2,), "float32")):
+            y = R.add(x, x)  # noqa: F841 - the unused binding the pass removes
+            return x
+
+        @R.function
+        def clean(x: R.Tensor((2,), "float32")):
+            y = R.add(x, x)  # noqa: F841 - the unused binding the pass removes
+            return x
+
+    after = minitvm.ir.transform.ApplyPassToFunction(relax.transform.DeadCodeElimination(), "cl.*")(Two)
+    assert after["keep"] is Two["keep"]
+    assert not after["clean"].body.blocks  # the unused binding went
+    assert relax.analysis.well_formed(after)
