@@ -2,7 +2,7 @@
 
 import importlib
 
-from . import base, diagnostics, dtype
+from . import base, diagnostics, dtype, expr
 from .container import Array, Map
 from .global_info import DummyGlobalInfo, GlobalInfo, VDevice
 from .json_io import load_json, save_json

@@ -209,6 +209,10 @@ def well_formed_errors(obj: IRModule | Function, check_struct_info: bool = True)
         checker = _Checker(obj, check_struct_info)
         for gv, func in obj.functions.items():
             if isinstance(func, Function):
+                symbol = (func.attrs or {}).get("global_symbol")
+                if symbol is not None and str(symbol) != gv.name_hint:
+                    checker.errors.append(f"function {gv.name_hint} has global_symbol {str(symbol)!r}: a public "
+                                          "function's GlobalVar must carry its global_symbol's name")
                 checker.check_function(func, gv.name_hint)
         return checker.errors
     if isinstance(obj, Function):

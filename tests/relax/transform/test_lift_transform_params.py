@@ -159,3 +159,24 @@ def test_apply_pass_to_function_touches_matching_functions_only():
     assert after["keep"] is Two["keep"]
     assert not after["clean"].body.blocks  # the unused binding went
     assert relax.analysis.well_formed(after)
+
+
+def test_normalize_global_var_names_public_functions_by_symbol():
+    @I.ir_module(check_well_formed=False)
+    class Before:
+        @R.function(private=True)
+        def f():
+            return R.const(1, "int32")
+
+        @R.function
+        def f1():
+            R.func_attr({"global_symbol": "f"})
+            cls = Before
+            gv: R.Tensor((), dtype="int32") = cls.f()
+            return gv
+
+    assert not relax.analysis.well_formed(Before)  # f1 carries the symbol "f"
+    after = relax.transform.NormalizeGlobalVar()(Before)
+    assert relax.analysis.well_formed(after)
+    assert after["f"].attrs["global_symbol"] == "f"
+    assert after["f"].body.blocks[0].bindings[0].value.op.name_hint == "f1"  # the private one moved
