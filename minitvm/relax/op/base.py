@@ -74,6 +74,9 @@ def _infer_call_tir_inplace(call: Call, ctx: Any) -> StructInfo:
     outs = list(out.fields) if isinstance(out, TupleStructInfo) else [out]
     if len(indices) != len(outs):
         raise StructInfoError(f"relax.call_tir_inplace: {len(indices)} inplace_indices for {len(outs)} outputs")
+    if all(i == -1 for i in indices):
+        raise StructInfoError("relax.call_tir_inplace: every inplace_index is -1 (all outputs fresh); at least one "
+                              "output must be written over an argument, or use R.call_tir")
     inputs = list(struct_info_of(call.args[1]).fields)
     seen: set[int] = set()
     for k, (i, o) in enumerate(zip(indices, outs)):
