@@ -2,9 +2,10 @@
 
 import importlib
 
-from . import base, diagnostics, dtype
+from . import base, diagnostics, dtype, expr
 from .container import Array, Map
 from .global_info import DummyGlobalInfo, GlobalInfo, VDevice
+from .json_io import load_json, save_json
 from .module import GlobalVar, IRModule
 from .node import Node, node, replace
 from .op import Op, register_op, register_op_attr
@@ -15,7 +16,8 @@ from .type import PointerType, PrimType, TupleType, Type
 __all__ = ["Array", "Map", "base", "Node", "node", "replace", "GlobalVar", "IRModule", "dtype", "Op", "register_op",
            "register_op_attr",
            "structural_equal", "structural_hash", "assert_structural_equal", "Range",
-           "GlobalInfo", "VDevice", "DummyGlobalInfo", "Span", "Type", "PrimType", "PointerType", "TupleType"]
+           "GlobalInfo", "VDevice", "DummyGlobalInfo", "Span", "Type", "PrimType", "PointerType", "TupleType",
+           "save_json", "load_json"]
 
 
 # ``Range`` (TVM's ``tvm.ir.Range(begin, end)``) builds a ``tir.Range``, a node of the floor above;

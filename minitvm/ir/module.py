@@ -87,6 +87,13 @@ class IRModule(Node):
     def __setitem__(self, key: str | GlobalVar, func: Any) -> None:
         self._put(key, func)
 
+    def __delitem__(self, key: str | GlobalVar) -> None:
+        """``del mod["name"]``: remove the function (TVM's ``IRModule.remove``)."""
+        gv = key if isinstance(key, GlobalVar) else self.get_global_var(key)
+        if gv not in self.functions:
+            raise KeyError(f"IRModule has no function {gv.name_hint!r}")
+        object.__setattr__(self, "functions", {g: f for g, f in self.functions.items() if g is not gv})
+
     def _put(self, key: str | GlobalVar, func: Any) -> None:
         name = key.name_hint if isinstance(key, GlobalVar) else key
         funcs = dict(self.functions)

@@ -109,6 +109,9 @@ class _NameTable:
 class BlockBuilder:
     """Builds Relax functions into an IRModule (``BlockBuilder(mod)`` extends ``mod``)."""
 
+    #: apply each operator's FNormalize (the TVMScript parser turns it off: a script's IR is kept as written)
+    op_normalization = True
+
     def __init__(self, mod: IRModule | None = None) -> None:
         self._mod = IRModule(mod.functions, mod.attrs, mod.global_infos) if mod is not None else IRModule()
         self._func: _FunctionFrame | None = None
@@ -458,6 +461,11 @@ class BlockBuilder:
         args = [self._normalize_arg(a) for a in call.args]
         if op is not call.op or not _same(args, call.args):
             call = Call(op, args, call.attrs, call.sinfo_args)
+        fnormalize = op.get_attr("FNormalize") if isinstance(op, Op) and self.op_normalization else None
+        if fnormalize is not None:  # the operator's own canonical form (TVM's FNormalize)
+            new = fnormalize(self, call)
+            if new is not call:
+                call = Call(new.op, [self._normalize_arg(a) for a in new.args], new.attrs, new.sinfo_args)
         if struct_info_of(call) is None:
             _set_struct_info(call, self._infer_call(call))
         return call
@@ -489,6 +497,8 @@ class BlockBuilder:
                 return self._sinfo(func, f"function {op.name_hint}")
             if isinstance(func, PrimFunc):
                 raise StructInfoError(f"@{op.name_hint} is a PrimFunc: call it with R.call_tir")
+            if isinstance(struct_info_of(op), FuncStructInfo):  # a function not added yet (a pass lifting it)
+                return struct_info_of(op)
             return FuncStructInfo.opaque_func(ObjectStructInfo())
         return self._sinfo(op, "callee")
 

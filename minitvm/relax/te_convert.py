@@ -33,7 +33,6 @@ class _ArgConverter:
         self.bb = bb
         self.placeholders: list[te.Tensor] = []
         self.relax_args: list[Expr] = []
-        self.by_expr: dict[int, te.Tensor] = {}
         self.scalar_vars: list[TirVar] = []
 
     def convert(self, value: Any) -> Any:
@@ -63,9 +62,7 @@ class _ArgConverter:
                         "(tensors need a known shape, shapes and scalars known values)")
 
     def _placeholder(self, value: Expr, sinfo: TensorStructInfo) -> te.Tensor:
-        known = self.by_expr.get(id(value))
-        if known is not None:
-            return known
+        # each occurrence is its own parameter (R.add(y, y) makes add(y1, y2, out)), as in TVM
         if sinfo.shape_values is None:
             what = value.name if isinstance(value, Var) else "a tensor argument"
             raise ValueError(f"emit_te: {what} has no known shape ({sinfo!r}); "
@@ -74,7 +71,6 @@ class _ArgConverter:
             raise ValueError(f"emit_te: argument {value!r} has an unknown dtype")
         name = value.name if isinstance(value, Var) else f"arg{len(self.placeholders)}"
         t = te.placeholder(sinfo.shape_values, sinfo.dtype, name=name)
-        self.by_expr[id(value)] = t
         self.placeholders.append(t)
         self.relax_args.append(value)
         return t
@@ -82,12 +78,8 @@ class _ArgConverter:
     def _scalar_param(self, value: Expr, sinfo: PrimStructInfo) -> TirVar:
         """A scalar known only at run time (``R.Prim("float32")``) becomes a scalar
         parameter of the PrimFunc, passed by the call like a tensor, as in TVM."""
-        known = self.by_expr.get(id(value))
-        if known is not None:
-            return known
         name = value.name if isinstance(value, Var) else "abcdefghijklmnopqrstuvwxyz"[len(self.placeholders) % 26]
         param = TirVar(name, sinfo.dtype)
-        self.by_expr[id(value)] = param
         self.placeholders.append(param)
         self.relax_args.append(value)
         return param

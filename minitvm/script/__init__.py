@@ -11,6 +11,7 @@ import contextlib
 from typing import Any
 
 from ..ir import diagnostics as _diagnostics
+from ..ir import json_io as _json_io
 from ..ir.deep import deep
 from ..ir.span import Span
 from . import ir, relax, relax_parser, relax_printer, tir  # noqa: F401 - register the Relax dialect
@@ -60,3 +61,10 @@ def _parse_text(source: Source, namespace: dict, check_well_formed: bool) -> Any
                 options = {**options, "check_well_formed": False}
             return parser.parse(stmt, source, namespace, options, {}, None)
     raise TVMScriptError("from_source found no @I.ir_module class or decorated function")
+
+
+def _read_saved(text: str) -> Any:
+    return from_source(text, data_only=True)
+
+
+_json_io.READER = _read_saved  # tvm.ir.load_json reads the TVMScript that save_json wrote

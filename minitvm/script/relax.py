@@ -313,8 +313,9 @@ def call_tir_inplace(gvar: GlobalVar, args: Any, inplace_indices: Any, out_sinfo
     out_sinfo = out_sinfo if out_sinfo is not None else out_ty
     if out_sinfo is None:
         raise TypeError("R.call_tir_inplace needs out_sinfo=R.Tensor(...) (the outputs' struct info)")
-    if isinstance(args, Var):
-        # as TVM: which argument is overwritten must be visible, so no variable holding a tuple
+    if isinstance(args, Var) and isinstance(args.struct_info, TupleStructInfo):
+        # which argument is overwritten must be visible, so no variable holding a tuple (a tensor
+        # variable is wrapped into a tuple of one, as TVM does)
         raise TypeError(f"R.call_tir_inplace takes its arguments as an in-line tuple such as (x, y), "
                         f"not the variable {args.name}")
     if tir_vars is not None and not isinstance(tir_vars, Expr):

@@ -85,6 +85,7 @@ class _RelaxParser(_TIRParser):
         self.global_vars = global_vars or {}
         self.module_ref = ModuleRef(self.global_vars)
         self.bb = BlockBuilder()
+        self.bb.op_normalization = False  # FNormalize is not applied to parsed IR, as in TVM
         self.tir_vars: dict[str, TirVar] = {}  # symbolic dimensions of this function, by name
         self.in_sinfo = 0  # > 0 while evaluating the arguments of R.Tensor / R.Shape ...
         self.blocks: list[BindingBlock] = []  # finished blocks of the function body

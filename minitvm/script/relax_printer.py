@@ -279,6 +279,8 @@ class RelaxPrinter:
             if op.name == "relax.to_vdevice":
                 return f'R.to_vdevice({args[0]}, "{vdevice_text(c.attrs["dst_vdevice"])}")'
             kwargs = [f"{k}={self.value(v)}" for k, v in (c.attrs or {}).items()]
+            if c.sinfo_args:  # e.g. R.invoke_closure: the result's struct info is written out
+                kwargs.append(f"sinfo_args=({', '.join(self.sinfo(s) for s in c.sinfo_args)},)")
             return f"{self.expr(op)}({', '.join(args + kwargs)})"
         if isinstance(op, ExternFunc):
             parts = [_str(op.global_symbol)] + args

@@ -10,6 +10,7 @@ from ..arith import Analyzer
 from ..ir.structural import structural_equal
 from ..tir import op as _op
 from ..tir.expr import IntImm, Mul, PrimExpr, const, convert
+from ..tir.expr import Var as TirVar
 from .utils import as_expr, const_int, normalize_axes, prod, unravel_index
 
 __all__ = ["transpose", "reshape", "flatten", "expand_dims", "squeeze", "concatenate", "split",
@@ -188,6 +189,30 @@ def slice_extent(dim: Any, begin: Any, end: Any, stride: int, assume_inbound: bo
     if assume_inbound and b is not None and e is not None:
         return const(b, "int64"), const(len(range(b, e, stride)), "int64")
     return None
+
+
+def slice_length(dim: PrimExpr, begin: Any, end: Any, stride: int, assume_inbound: bool) -> PrimExpr:
+    """The length of ``begin:end:stride`` along an axis of length ``dim`` as a symbolic
+    expression (TVM's ``topi::GetLength``): in-bound bounds give ``ceildiv(end - begin,
+    stride)``; otherwise each bound is first wrapped (a negative one counts from the end) and
+    clamped into the axis."""
+    b, e = (convert(v) if isinstance(v, int) else v for v in (begin, end))
+    b, e = (_op.cast(v, "int64") if v.dtype != "int64" else v for v in (b, e))
+    if assume_inbound:
+        return _op.ceildiv(e - b, const(stride, "int64"))
+    b, e = (_canonical_index(v, dim, stride) for v in (b, e))
+    if stride < 0:
+        return _op.ceildiv(b - e, const(-stride, "int64"))
+    return _op.ceildiv(e - b, const(stride, "int64"))
+
+
+def _canonical_index(index: PrimExpr, dim: PrimExpr, stride: int) -> PrimExpr:
+    if isinstance(index, TirVar) and isinstance(dim, TirVar) and index.name == dim.name:
+        return index  # the axis's own length (x[1:n] of an axis of n): already in range
+    low, high = (const(-1, "int64"), dim - 1) if stride < 0 else (const(0, "int64"), dim)
+    if not (isinstance(index, IntImm) and index.value >= 0):
+        index = _op.if_then_else(index < 0, index + dim, index)
+    return _op.min(_op.max(index, low), high)
 
 
 def _int_or_none(v: Any) -> int | None:

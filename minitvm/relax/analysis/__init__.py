@@ -18,7 +18,16 @@ from .struct_info_analysis import (
 )
 from .symbolic_vars import defined_symbolic_vars, free_symbolic_vars
 from .var2val import get_var2val
-from .vars import all_global_vars, all_vars, bound_vars, free_vars, name_to_binding, udchain, used_vars
+from .vars import (
+    all_global_vars,
+    all_vars,
+    bound_vars,
+    free_vars,
+    name_to_binding,
+    post_order_visit,
+    udchain,
+    used_vars,
+)
 from .well_formed import well_formed, well_formed_errors
 
 __all__ = ["well_formed", "well_formed_errors", "free_vars", "bound_vars", "all_vars",
@@ -27,4 +36,4 @@ __all__ = ["well_formed", "well_formed_errors", "free_vars", "bound_vars", "all_
            "definable_tir_vars_in_struct_info", "derive_call_ret_struct_info", "get_var2val",
            "BaseCheckResult", "struct_info_base_check", "collect_non_negative_expressions",
            "defined_symbolic_vars", "free_symbolic_vars", "has_reshape_pattern", "used_vars", "udchain",
-           "name_to_binding", "detect_recursion"]
+           "name_to_binding", "detect_recursion", "post_order_visit"]

@@ -9,7 +9,8 @@ from ...ir.module import GlobalVar
 from ..expr import Binding, BindingBlock, DataflowVar, Var
 from ..expr_functor import ExprVisitor
 
-__all__ = ["free_vars", "bound_vars", "all_vars", "all_global_vars", "used_vars", "udchain", "name_to_binding"]
+__all__ = ["free_vars", "bound_vars", "all_vars", "all_global_vars", "used_vars", "udchain", "name_to_binding",
+           "post_order_visit"]
 
 
 class _VarCollector(ExprVisitor):
@@ -92,3 +93,18 @@ def name_to_binding(func: Any) -> dict[str, list[Binding]]:
     c = _Bindings()
     c.visit_expr(func)
     return c.by_name
+
+
+class _PostOrder(ExprVisitor):
+    def __init__(self, fvisit: Any) -> None:
+        self.fvisit = fvisit
+
+    def visit_expr(self, expr: Any) -> None:
+        super().visit_expr(expr)
+        self.fvisit(expr)
+
+
+def post_order_visit(expr: Any, fvisit: Any) -> None:
+    """Call ``fvisit`` on every expression inside ``expr`` (and ``expr`` itself), children
+    first (TVM's ``relax.analysis.post_order_visit``); a variable is visited where it is used."""
+    _PostOrder(fvisit).visit_expr(expr)

@@ -18,6 +18,7 @@ import logging
 from typing import Any
 
 from ...ir.module import GlobalVar, IRModule
+from ...ir.op import Op
 from ...tir.expr import Var as TirVar
 from ...tir.functor import post_order_visit
 from ..expr import (
@@ -189,6 +190,10 @@ class _Checker(ExprVisitor):
             self.error("a call has no struct info (normalize it with a BlockBuilder)")
         for s in op.sinfo_args:
             self._check_tir_vars(s, "a call's sinfo_args")
+        fnormalize = op.op.get_attr("FNormalize") if isinstance(op.op, Op) else None
+        if fnormalize is not None and fnormalize(_block_builder(self.mod), op) is not op:
+            self.error(f"a call of {op.op.name} is not in the form its FNormalize gives (normalize it with a "
+                       "BlockBuilder)")
         super().visit_call_(op)
 
     def visit_shape_expr_(self, op: ShapeExpr) -> None:
@@ -204,6 +209,10 @@ def well_formed_errors(obj: IRModule | Function, check_struct_info: bool = True)
         checker = _Checker(obj, check_struct_info)
         for gv, func in obj.functions.items():
             if isinstance(func, Function):
+                symbol = (func.attrs or {}).get("global_symbol")
+                if symbol is not None and str(symbol) != gv.name_hint:
+                    checker.errors.append(f"function {gv.name_hint} has global_symbol {str(symbol)!r}: a public "
+                                          "function's GlobalVar must carry its global_symbol's name")
                 checker.check_function(func, gv.name_hint)
         return checker.errors
     if isinstance(obj, Function):
@@ -219,3 +228,9 @@ def well_formed(obj: IRModule | Function, check_struct_info: bool = True) -> boo
     for e in errors:
         _log.warning("relax.analysis.well_formed: %s", e)
     return not errors
+
+
+def _block_builder(mod: IRModule | None) -> Any:
+    from ..block_builder import BlockBuilder  # lazy: cycle -- the BlockBuilder imports this package
+
+    return BlockBuilder(mod)

@@ -94,3 +94,7 @@ __all__ += ["unique", "nonzero"]
 from . import ccl  # noqa: E402 - relax.op.ccl: collectives between workers (struct info only)
 
 __all__ += ["ccl"]
+
+from .closure import invoke_closure, invoke_pure_closure, make_closure  # noqa: E402 - closures (LambdaLift)
+
+__all__ += ["make_closure", "invoke_closure", "invoke_pure_closure"]

@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ...ir.module import GlobalVar
+from ...ir.op import Op
 from ...ir.structural import structural_equal
-from ..expr import Call, Expr, ExternFunc, ShapeExpr, StringImm, Tuple, _as_expr, struct_info_of
+from ..expr import Call, Expr, ExternFunc, ShapeExpr, StringImm, Tuple, TupleGetItem, Var, _as_expr, struct_info_of
 from ..struct_info import (
     PrimStructInfo,
     ShapeStructInfo,
@@ -73,6 +74,9 @@ def _infer_call_tir_inplace(call: Call, ctx: Any) -> StructInfo:
     outs = list(out.fields) if isinstance(out, TupleStructInfo) else [out]
     if len(indices) != len(outs):
         raise StructInfoError(f"relax.call_tir_inplace: {len(indices)} inplace_indices for {len(outs)} outputs")
+    if all(i == -1 for i in indices):
+        raise StructInfoError("relax.call_tir_inplace: every inplace_index is -1 (all outputs fresh); at least one "
+                              "output must be written over an argument, or use R.call_tir")
     inputs = list(struct_info_of(call.args[1]).fields)
     seen: set[int] = set()
     for k, (i, o) in enumerate(zip(indices, outs)):
@@ -91,6 +95,27 @@ def _infer_call_tir_inplace(call: Call, ctx: Any) -> StructInfo:
             raise StructInfoError(f"relax.call_tir_inplace: output {k} ({o!r}) is written over argument {i} "
                                   f"({arg!r}), which has a different shape or dtype")
     return out
+
+
+def _inline_arg_tuple(bb: Any, call: Call) -> Call:
+    """FNormalize of call_tir / call_tir_inplace: the arguments as an in-line tuple (a variable
+    bound to a tuple gives that tuple, any other tuple-valued expression its items)."""
+    if len(call.args) < 2 or isinstance(call.args[1], Tuple):
+        return call
+    args = call.args[1]
+    bound = bb.lookup_binding(args) if bb is not None and isinstance(args, Var) else None
+    if isinstance(bound, Tuple):
+        tup = Tuple(list(bound.fields))
+    else:
+        sinfo = struct_info_of(args)
+        if not isinstance(sinfo, TupleStructInfo):
+            return call  # FInferStructInfo names the problem
+        tup = Tuple([TupleGetItem(args, i) for i in range(len(sinfo.fields))])
+    return Call(call.op, [call.args[0], tup, *call.args[2:]], call.attrs, call.sinfo_args)
+
+
+for _name in ("relax.call_tir", "relax.call_tir_inplace"):
+    Op.get(_name).set_attr("FNormalize", _inline_arg_tuple)
 
 
 @register("relax.call_dps_packed", pattern=OpPattern.OPAQUE)

@@ -7,7 +7,8 @@ from typing import Any, Sequence
 from ...ir import dtype as _dt
 from ...ir.op import Op
 from ...tir.expr import IntImm, PrimExpr
-from ...topi.transform import slice_extent
+from ...tir.op import logical_and as tir_and
+from ...topi.transform import slice_extent, slice_length
 from ..expr import Call, Expr, PrimValue, Tuple, struct_info_of
 from ..struct_info import PrimStructInfo, StructInfo, StructInfoError, TensorStructInfo, shape_text, struct_info_text
 from ._utils import _ANALYZER, normalize_axis
@@ -63,8 +64,8 @@ def take(x: Expr, indices: Expr, axis: int | None = None, mode: str = "fast") ->
 
 @register("relax.strided_slice", pattern=OpPattern.INJECTIVE, num_inputs=1)
 def _infer_strided_slice(call: Call, ctx: Any) -> StructInfo:
-    """``x[begin:end:strides]`` along ``axes``, bounds clamped as in numpy; sliced axes
-    need a constant length."""
+    """``x[begin:end:strides]`` along ``axes``, bounds clamped as in numpy; symbolic bounds
+    give a symbolic length (clamped into the axis unless ``assume_inbound``)."""
     op = "relax.strided_slice"
     check_num_args(call, op, 1)
     x = tensor_arg(call, 0, op, "x")
@@ -83,12 +84,22 @@ def _infer_strided_slice(call: Call, ctx: Any) -> StructInfo:
         return TensorStructInfo(None, x.dtype, None, x.ndim)
     out = list(vals)
     for ax, b, e, s in zip(norm, begin, end, strides):
-        start_len = slice_extent(vals[ax], b, e, s, a.get("assume_inbound", False))
-        if start_len is None:
-            raise StructInfoError(f"{op}: slicing axis {ax} of shape {shape_text(vals)} from {b} to {e} needs "
-                                  "constant bounds and length (or the whole axis, or assume_inbound=True)")
-        out[ax] = start_len[1]
+        inbound = a.get("assume_inbound", False)
+        start_len = slice_extent(vals[ax], b, e, s, inbound)
+        out[ax] = start_len[1] if start_len is not None else _symbolic_length(vals[ax], b, e, s, inbound)
     return TensorStructInfo(out, x.dtype)
+
+
+def _symbolic_length(dim: Any, b: Any, e: Any, s: int, inbound: bool) -> Any:
+    """A slice length the bounds leave symbolic, simplified as TVM's struct info does (the
+    bounds are known to lie inside the axis when ``assume_inbound``)."""
+    length = slice_length(dim, b, e, s, inbound)
+    if not inbound:
+        return _ANALYZER.simplify(length)
+    bb, ee = (IntImm("int64", v) if isinstance(v, int) else v for v in (b, e))
+    zero = IntImm("int64", 0)
+    with _ANALYZER.constraint_scope(tir_and(tir_and(zero <= bb, bb <= dim), tir_and(zero <= ee, ee <= dim))):
+        return _ANALYZER.simplify(length)
 
 
 def _prim_values(v: Any) -> Any:

@@ -63,6 +63,9 @@ from .realize_vdevice import RealizeVDevice  # noqa: E402
 from .update_vdevice import UpdateVDevice  # noqa: E402
 from .decompose_ops import DecomposeOpsForInference, DecomposeOpsForTraining  # noqa: E402
 __all__ += ["DecomposeOpsForInference", "DecomposeOpsForTraining", "MetaScheduleTuneIRMod"]
+from ... import transform as _pass_infra  # noqa: E402
+from ...ir import transform as _ir_pass_infra  # noqa: E402
+from . import apply_pass_to_function as _apply_pass_to_function  # noqa: E402
 from .adjust_matmul_order import AdjustMatmulOrder  # noqa: E402
 from .bind_symbolic_vars import BindSymbolicVars  # noqa: E402
 from .bundle_model_params import BundleModelParams  # noqa: E402
@@ -70,9 +73,16 @@ from .compute_prim_value import ComputePrimValue  # noqa: E402
 from .expand_matmul_of_sum import ExpandMatmulOfSum  # noqa: E402
 from .expand_tuple_arguments import ExpandTupleArguments  # noqa: E402
 from .inline_private_functions import InlinePrivateFunctions  # noqa: E402
+from .lambda_lift import LambdaLift  # noqa: E402
 from .lazy_transform_params import LazyGetInput, LazySetOutput, LazyTransformParams  # noqa: E402
+from .lift_transform_params import LiftTransformParams  # noqa: E402
 from .remove_unused_outputs import RemoveUnusedOutputs  # noqa: E402
 from .remove_unused_parameters import RemoveUnusedParameters  # noqa: E402
 from .reorder_take_after_matmul import ReorderTakeAfterMatmul  # noqa: E402
 from .topological_sort import TopologicalSort  # noqa: E402
 from .update_param_struct_info import UpdateParamStructInfo  # noqa: E402
+
+# tvm.ir.transform.ApplyPassToFunction: installed on the pass-infra floor (it needs Relax's ExternFunc)
+_pass_infra.ApplyPassToFunction = _ir_pass_infra.ApplyPassToFunction = _apply_pass_to_function.ApplyPassToFunction
+from .normalize_global_var import NormalizeGlobalVar  # noqa: E402
+from .split_layout_rewrite_preproc import SplitLayoutRewritePreproc  # noqa: E402

@@ -14,7 +14,7 @@ from typing import Any
 from ...arith.analyzer import Analyzer
 from ...ir.module import IRModule
 from ...ir.structural import structural_equal
-from ...tir.expr import PrimExpr
+from ...tir.expr import IntImm, PrimExpr
 from ...tir.expr import Var as TirVar
 from ...tir.functor import substitute
 from ..analysis.struct_info_analysis import substitute_struct_info
@@ -121,7 +121,7 @@ class _TIRVarCanonicalizer(ExprMutator):
                 self.known[tir_var] = (value, binding)
             elif self.analyzer.can_prove(entry[0] != value):
                 raise ValueError(
-                    f"match_cast bindings disagree: {entry[1].var.name} says symbolic variable "
+                    f"MatchCast statements must be consistent: {entry[1].var.name} says symbolic variable "
                     f"{tir_var.name} is {entry[0]}, but the later {binding.var.name} says it is {value}")
         value = self.visit_expr(binding.value)
         var = self.visit_var_def(binding.var)
@@ -153,9 +153,28 @@ class _TIRVarCanonicalizer(ExprMutator):
     def visit_call_(self, op: Call) -> Any:
         new = super().visit_call_(op)
         sinfo_args = [self.sinfo(s) for s in op.sinfo_args]
-        if all(a is b for a, b in zip(sinfo_args, op.sinfo_args)):
+        attrs = self._attrs(new.attrs)
+        if attrs is new.attrs and all(a is b for a, b in zip(sinfo_args, op.sinfo_args)):
             return new
-        return Call(new.op, new.args, new.attrs, sinfo_args)
+        return Call(new.op, new.args, attrs, sinfo_args)
+
+    def _attrs(self, attrs: Any) -> Any:
+        """Symbolic bounds held in attributes (strided_slice's begin / end, which TVM passes
+        as arguments) are replaced too; one that becomes a constant is stored as an int."""
+        if not self.known or not attrs:
+            return attrs
+
+        def sub(v: Any) -> Any:
+            if isinstance(v, (tuple, list)):
+                items = [sub(x) for x in v]
+                return v if all(a is b for a, b in zip(items, v)) else type(v)(items)
+            if isinstance(v, TirVar) or isinstance(v, PrimExpr) and not isinstance(v, IntImm):
+                new = self.prim(v)
+                return new.value if isinstance(new, IntImm) and new is not v else new
+            return v
+
+        new = {k: sub(v) for k, v in attrs.items()}
+        return attrs if all(new[k] is v for k, v in attrs.items()) else new
 
 
 def _cast_branch(branch: Any, target: StructInfo, name: str) -> Any:

@@ -3,7 +3,7 @@
 
 ``matmul(matmul(A, B), C)`` and ``matmul(A, matmul(B, C))`` (also with the inner product
 transposed by ``permute_dims``, as LoRA weights appear) are rewritten to whichever order
-needs provably fewer multiply-adds, counting a naive product and broadcast batch axes;
+needs provably fewer multiply-adds per matrix (batch axes not counted, as TVM);
 symbolic extents are at least 1, and a function's ``tir_var_upper_bound`` /
 ``tir_var_lower_bound`` attributes bound them.  When two of the three operands are known at
 compile time (parameters after ``num_input``, and what only they compute), those two are
@@ -13,7 +13,6 @@ Unprovable cases keep their order.
 
 from __future__ import annotations
 
-from functools import reduce
 from typing import Any
 
 from ...arith import Analyzer
@@ -53,25 +52,6 @@ def _shape(expr: Any) -> list | None:
     if isinstance(sinfo, TensorStructInfo) and sinfo.shape_values is not None:
         return list(sinfo.shape_values)
     return None
-
-
-def _broadcast(analyzer: Analyzer, x: list, y: list) -> list | None:
-    """The broadcast of two batch prefixes, or None when it cannot be proven."""
-    out = []
-    for i in range(1, max(len(x), len(y)) + 1):
-        a = x[-i] if i <= len(x) else tir.IntImm("int64", 1)
-        b = y[-i] if i <= len(y) else tir.IntImm("int64", 1)
-        if isinstance(a, tir.IntImm) and a.value == 1:
-            out.append(b)
-        elif isinstance(b, tir.IntImm) and b.value == 1 or analyzer.can_prove_equal(a, b):
-            out.append(a)
-        else:
-            return None
-    return out[::-1]
-
-
-def _product(dims: list) -> Any:
-    return reduce(lambda acc, d: acc * d, dims, tir.IntImm("int64", 1))
 
 
 def _transposed(expr: Any) -> Any:
@@ -137,7 +117,9 @@ def _make_rewriter(func: Function, pats: dict) -> Any:
 
 
 def _cheaper(expr: Any, operands: tuple, shapes: tuple, on_lhs: bool, bounds: Any) -> Any:
-    """The order with provably fewer multiply-adds, or ``expr`` when neither is proven."""
+    """The order with provably fewer multiply-adds, or ``expr`` when neither is proven.  As
+    TVM's, the count is per matrix: batch axes are left out (a broadcast batch of
+    activations times a product of two weights favours multiplying the activations first)."""
     a, b, c = operands
     sa, sb, sc = shapes
     one = tir.IntImm("int64", 1)
@@ -148,19 +130,10 @@ def _cheaper(expr: Any, operands: tuple, shapes: tuple, on_lhs: bool, bounds: An
     if len(sc) == 1:
         sc = [sc[0], one]
     n, r, m, k = sa[-2], sa[-1], sc[-2], sc[-1]
+    lhs_first = (r + k) * n * m
+    rhs_first = (m + n) * r * k
     analyzer = Analyzer()
-    ab, bc = _broadcast(analyzer, sa[:-2], sb[:-2]), _broadcast(analyzer, sb[:-2], sc[:-2])
-    if ab is None or bc is None:
-        return expr
-    outer_l, outer_r = _broadcast(analyzer, ab, sc[:-2]), _broadcast(analyzer, sa[:-2], bc)
-    if outer_l is None or outer_r is None:
-        return expr
-    p_ab, p_bc, p_l, p_r = (_product(x) for x in (ab, bc, outer_l, outer_r))
-    lhs_first = p_ab * n * r * m + p_l * n * m * k
-    rhs_first = p_bc * r * m * k + p_r * n * r * k
-    positive = bounds
-    for e in (p_ab, p_bc, p_l, p_r, n, r, m, k):
-        positive = tir.And(positive, e > 0)
+    positive = tir.And(bounds, tir.And(tir.And(n > 0, r > 0), tir.And(m > 0, k > 0)))
     with analyzer.constraint_scope(positive):
         if analyzer.can_prove(lhs_first < rhs_first):
             return matmul(matmul(a, b), c)

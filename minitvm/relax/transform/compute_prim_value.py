@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...ir.module import IRModule
+from ...ir.type import PrimType
 from ...tir import stmt as tir_stmt
 from ...tir.expr import FloatImm, IntImm, PrimExpr
 from ...tir.expr import Var as TirVar
@@ -41,7 +42,8 @@ class _Computer(ExprMutator):
         params = _free_vars(value)
         fresh = [TirVar(v.name, v.dtype) for v in params]  # the PrimFunc binds its own variables
         body = substitute(value, {old: new for old, new in zip(params, fresh)})
-        func = PrimFunc(tuple(fresh), {}, tir_stmt.Evaluate(ret(body)), None, {"tir.is_host_func": True})
+        func = PrimFunc(tuple(fresh), {}, tir_stmt.Evaluate(ret(body)), PrimType(value.dtype),
+                        {"tir.is_host_func": True})
         gv = self.builder_.add_func(func, "compute_symbolic_expr")
         call = Call(gv, [PrimValue(v) for v in params])
         _set_struct_info(call, PrimStructInfo(value.dtype))

@@ -3,6 +3,7 @@
 Every pure Relax function (inner ones too) gets ``{"relax.force_pure": True}``, so the
 side-effecting calls that lowering inserts (allocations, kernels writing their outputs, kills)
 may sit in it, and every ``R.call_pure_packed(f, *args)`` becomes the plain call ``f(*args)``
+(``R.invoke_pure_closure`` becomes ``R.invoke_closure``)
 -- the wrapper only told the purity checker to trust the call.  Run after ``ToNonDataflow``
 (a dataflow block must stay pure whatever its function says), as TVM's pipeline does.
 """
@@ -36,6 +37,8 @@ class _PurityRemover(ExprMutator):
         if isinstance(op.op, Op) and op.op.name == "relax.call_pure_packed":
             # the callee itself, with the result type the wrapper declared
             return self.visit_expr(Call(op.args[0], list(op.args[1:]), None, list(op.sinfo_args)))
+        if isinstance(op.op, Op) and op.op.name == "relax.invoke_pure_closure":
+            return self.visit_expr(Call(Op.get("relax.invoke_closure"), list(op.args), op.attrs, list(op.sinfo_args)))
         return super().visit_call_(op)
 
 

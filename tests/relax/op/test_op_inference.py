@@ -7,8 +7,10 @@ import numpy as np
 import pytest
 
 from minitvm import relax, tir
+from minitvm.arith import Analyzer
 from minitvm.relax import StructInfoError
 from minitvm.relax import op as R
+from minitvm.tir.functor import substitute
 
 F32 = "float32"
 
@@ -193,9 +195,15 @@ def test_take_and_strided_slice(n):
     # a symbolic axis: sliced whole, or between constant bounds promised in range
     assert dims(infer(R.strided_slice(v((n, 10)), [0], [0], [n]))) == [n, 10]
     assert dims(infer(R.strided_slice(v((n, 10)), [0], [1], [7], [2], assume_inbound=True))) == [3, 10]
-    with pytest.raises(StructInfoError, match=r"relax.strided_slice: slicing axis 0 of shape \(n, 10\) from 0 "
-                       r"to 2 needs constant bounds and length"):
-        infer(R.strided_slice(v((n, 10)), [0], [0], [2]))
+    # other bounds on a symbolic axis: the length clamps them into the axis (TVM's GetLength)
+    for begin, end in ((0, 2), (1, n), (-3, n - 1)):
+        length = dims(infer(R.strided_slice(v((n, 10)), [0], [begin], [end])))[0]
+        for size in (1, 2, 5):
+            at = tir.IntImm("int64", size)
+            got = Analyzer().simplify(substitute(length, {n: at}))
+            stop = end if isinstance(end, int) else Analyzer().simplify(substitute(end, {n: at})).value
+            assert got.value == len(range(size)[begin:stop]), (begin, end, size)
+    assert dims(infer(R.strided_slice(v((n, 10)), [0], [n - 5], [n - 1], assume_inbound=True)))[0] == 4
 
 
 # -- reductions ---------------------------------------------------------------------------

@@ -161,7 +161,8 @@ def test_match_casts_that_disagree_are_an_error():
             b = R.match_cast(y, R.Tensor((n,), "float32"))
             return b
 
-    with pytest.raises(ValueError, match="disagree"):
+    with pytest.raises(ValueError, match="MatchCast statements must be consistent: a says symbolic variable n is "
+                       "T.int64.8., but the later b says it is T.int64.16."):
         transform.CanonicalizeBindings()(Before)
 
 

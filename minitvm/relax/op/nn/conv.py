@@ -27,6 +27,13 @@ def _check_layout(op: str, layout: str, fixed: str, dim: int, what: str) -> list
     return spatial
 
 
+def given_out_dtype(attrs: Any) -> str | None:
+    """The out_dtype a convolution was given, or None for "void" (the operands' dtype), as TVM's
+    attrs, which store an unset out_dtype as void."""
+    dt = attrs.get("out_dtype")
+    return None if dt in (None, "", "void") else str(dt)
+
+
 def conv_sinfo(call: Call, op: str, dim: int) -> StructInfo:
     """The output of an N-d convolution: its layout the data's, channels the kernel's O,
     spatial sizes ``(d + pad - (k - 1) * dilation - 1) // stride + 1``."""
@@ -43,7 +50,7 @@ def conv_sinfo(call: Call, op: str, dim: int) -> StructInfo:
                               "spatial dimensions")
     if ol != dl:
         raise NotImplementedError(f"{op}: out_layout {ol!r} different from data_layout {dl!r} is not supported")
-    out_dtype = a["out_dtype"] or same_dtype(op, [x, w])
+    out_dtype = given_out_dtype(a) or same_dtype(op, [x, w])
     for name, t in (("data", x), ("weight", w)):
         if t.ndim not in (-1, dim + 2):
             raise StructInfoError(f"{op}: {name} must be {dim + 2}-D, got shape {shape_text(t.shape_values)}")
@@ -81,7 +88,7 @@ def _blocked_conv_sinfo(call: Call, op: str, dim: int, x: TensorStructInfo, w: T
     if sorted(primal) != sorted("NC" + "DHW"[3 - dim:]) or sorted(ch for ch in kl if ch.isupper()) != \
             sorted("OI" + "DHW"[3 - dim:]):
         raise StructInfoError(f"{op}: layouts {dl!r}/{kl!r} must name N, C (O, I) and {dim} spatial dimensions")
-    out_dtype = a["out_dtype"] or same_dtype(op, [x, w])
+    out_dtype = given_out_dtype(a) or same_dtype(op, [x, w])
     if x.shape_values is None or w.shape_values is None:
         return TensorStructInfo(None, out_dtype, None, len(layout_axes(ol)))
     xp, wp = shape_to_primal(dl, list(x.shape_values)), shape_to_primal(kl, list(w.shape_values))
@@ -114,7 +121,8 @@ def conv_attrs(dim: int, name: str, strides: Any, padding: Any, dilation: Any, g
     return {"strides": _per_dim(strides, dim, f"{name} strides"), "padding": p,
             "dilation": _per_dim(dilation, dim, f"{name} dilation"), "groups": int(groups),
             "data_layout": data_layout, "kernel_layout": kernel_layout,
-            "out_layout": out_layout or data_layout, "out_dtype": out_dtype}
+            "out_layout": out_layout or data_layout,
+            "out_dtype": "void" if out_dtype in (None, "") else str(out_dtype)}
 
 
 @register("relax.nn.conv1d", pattern=OpPattern.OUT_ELEMWISE_FUSABLE, num_inputs=2)
@@ -173,7 +181,7 @@ def conv_transpose_sinfo(call: Call, op: str, dim: int) -> StructInfo:
                                   f"{a['data_layout']}/{a['kernel_layout']} (output {a['out_layout']})")
     if any(d != 1 for d in a["dilation"]):
         raise NotImplementedError(f"{op}: dilation {list(a['dilation'])} is not supported (only 1)")
-    out_dtype = a["out_dtype"] or same_dtype(op, [x, w])
+    out_dtype = given_out_dtype(a) or same_dtype(op, [x, w])
     for name, t in (("data", x), ("weight", w)):
         if t.ndim not in (-1, dim + 2):
             raise StructInfoError(f"{op}: {name} must be {dim + 2}-D, got shape {shape_text(t.shape_values)}")

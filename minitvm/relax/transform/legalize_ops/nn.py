@@ -10,6 +10,7 @@ from .... import te, topi
 from ....tir.expr import FloatImm, IntImm
 from ...block_builder import BlockBuilder
 from ...expr import Call, Expr
+from ...op.nn.conv import given_out_dtype
 from .common import _call_topi_without_attr, register_legalize
 
 # -- convolution -----------------------------------------------------------------------------------
@@ -20,7 +21,7 @@ def _conv(name: str) -> Any:
         return bb.call_te(topi.nn.conv, call.args[0], call.args[1], strides=list(a["strides"]),
                           padding=list(a["padding"]), dilation=list(a["dilation"]), groups=a["groups"],
                           data_layout=a["data_layout"], kernel_layout=a["kernel_layout"],
-                          out_dtype=a["out_dtype"] or None, primfunc_name_hint=name)
+                          out_dtype=given_out_dtype(a), primfunc_name_hint=name)
     return legalize
 
 
@@ -34,7 +35,7 @@ def _conv_transpose(name: str, kernel_name: str) -> Any:
         a = call.attrs
         return bb.call_te(topi.nn.conv_transpose, call.args[0], call.args[1], strides=list(a["strides"]),
                           padding=list(a["padding"]), output_padding=list(a["output_padding"]), groups=a["groups"],
-                          out_dtype=a["out_dtype"] or None, kernel_name=kernel_name, primfunc_name_hint=name)
+                          out_dtype=given_out_dtype(a), kernel_name=kernel_name, primfunc_name_hint=name)
     return legalize
 
 
