@@ -68,17 +68,18 @@ NAME_WIDTH = 70
 
 def kernel_table(rows: dict[str, tuple[int, float]], flops: dict[str, float], peak_gflops: float | None,
                  top: int | None = None) -> str:
-    """One line per callee, slowest first: calls, time, share, FLOP, GFLOP/s, share of peak."""
+    """One line per callee, slowest first: calls, time (all calls), share, FLOP of one call,
+    GFLOP/s (all calls' FLOP over all calls' time), share of peak."""
     total = sum(t for _, t in rows.values())
     lines = []
     for name, (calls, secs) in sorted(rows.items(), key=lambda kv: -kv[1][1])[:top]:
         f = flops.get(name)
-        gflops = None if not f or secs <= 0 else f / secs / 1e9
+        gflops = None if not f or secs <= 0 else f * max(calls, 1) / secs / 1e9
         shown = name if len(name) <= NAME_WIDTH else name[:NAME_WIDTH - 3] + "..."  # fused names run long
         lines.append([shown, str(calls or ""), f"{secs * 1e6:.1f}", f"{100 * secs / total:.1f}" if total else "-",
                       "-" if not f else f"{f / 1e6:.2f}", "-" if gflops is None else f"{gflops:.1f}",
                       "-" if gflops is None or not peak_gflops else f"{100 * gflops / peak_gflops:.1f}"])
-    head = ["callee", "calls", "time us", "share %", "MFLOP", "GFLOP/s", "% peak"]
+    head = ["callee", "calls", "time us", "share %", "MFLOP/call", "GFLOP/s", "% peak"]
     return format_table(head, lines)
 
 
