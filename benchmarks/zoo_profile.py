@@ -103,7 +103,7 @@ def profile_text(label: str, mod: Any, inputs: list[Any], repeat: int = 50, prof
         samples.append(time.perf_counter() - t0)
     total, rows = median_profile(vm, args, profiles)
     kernel_s = sum(t for name, (_, t) in rows.items() if name in flops)
-    all_flops = sum(flops.values())
+    all_flops = sum(f * max(rows[name][0], 1) for name, f in flops.items() if name in rows)  # every call
     return (f"== {label}: median {statistics.median(samples) * 1e3:.3f} ms per call (other load "
             f"{meter.fraction():.0%}); profiled call {total * 1e3:.3f} ms, kernels {kernel_s * 1e3:.3f} ms, "
             f"{all_flops / 1e9:.3f} GFLOP -> {all_flops / max(kernel_s, 1e-12) / 1e9:.1f} GFLOP/s in kernels"
