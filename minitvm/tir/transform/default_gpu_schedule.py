@@ -27,20 +27,14 @@ from ..function import PrimFunc
 from ..schedule import BlockRV, Schedule
 from ..stmt import Block, BlockRealize, For, ForKind
 from ..stmt_functor import block_realizes
+from .default_schedule import SCHEDULED_ATTR, is_scheduled
 
 __all__ = ["DefaultGPUSchedule"]
 
-#: the attribute minitvm marks a scheduled function with; TVM 0.27's spelling is read too
-_SCHEDULED = "tir.is_scheduled"
-_SCHEDULED_READ = (_SCHEDULED, "tirx.is_scheduled")
 #: target kinds TVM's pass treats as GPUs (minitvm builds the first two; the rest are only recognised)
 _GPU_KINDS = ("cuda", "cuda-emulated", "rocm", "metal", "vulkan", "opencl", "webgpu")
 #: the grid's cap: beyond max_num_threads * this many elements each thread loops (as TVM)
 MAX_THREADBLOCKS = 256
-
-
-def _is_scheduled(func: PrimFunc) -> bool:
-    return any(bool(func.attrs.get(k)) for k in _SCHEDULED_READ)
 
 
 def _target_of(func: PrimFunc) -> Any:
@@ -131,7 +125,7 @@ def _mark_scheduled(mod: IRModule) -> IRModule:
     out = mod
     for gv, func in mod.functions_items():
         if isinstance(func, PrimFunc):
-            out = out.with_function(gv.name_hint, func.with_attr(_SCHEDULED, True))
+            out = out.with_function(gv.name_hint, func.with_attr(SCHEDULED_ATTR, True))
     return out
 
 
@@ -143,7 +137,7 @@ class DefaultGPUSchedule:
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         out = mod
         for gv, func in mod.functions_items():
-            if not isinstance(func, PrimFunc) or _is_scheduled(func) or not _on_gpu(func):
+            if not isinstance(func, PrimFunc) or is_scheduled(func) or not _on_gpu(func):
                 continue
             threads = _max_threads(_target_of(func), gv.name_hint)
             sch = Schedule(IRModule({"main": _wrap_bare_block(func)}))

@@ -53,7 +53,18 @@ from .quantized_gemv import schedule_int4_gemv
 
 __all__ = ["DefaultCPUSchedule", "schedule_gemv", "schedule_matmul_nt", "schedule_matmul_like", "schedule_conv2d_like",
            "schedule_depthwise_conv2d", "schedule_elementwise", "schedule_reduction", "pack_into_panels", "RULES",
-           "SCHEDULE_CACHE", "SCHEDULE_CACHE_SIZE", "DEPTHWISE_TILE_VECTORS"]
+           "SCHEDULE_CACHE", "SCHEDULE_CACHE_SIZE", "DEPTHWISE_TILE_VECTORS", "SCHEDULED_ATTR", "is_scheduled"]
+
+#: the attribute a scheduled function carries, which this pass, DefaultGPUSchedule, dlight and the
+#: tuner set; TVM 0.27 spells it "tirx.is_scheduled", which :func:`is_scheduled` reads too
+SCHEDULED_ATTR = "tir.is_scheduled"
+_SCHEDULED_ATTRS_READ = (SCHEDULED_ATTR, "tirx.is_scheduled")
+
+
+def is_scheduled(func: PrimFunc) -> bool:
+    """Whether ``func`` was marked scheduled (by a schedule pass, the tuner or by hand)."""
+    return isinstance(func, PrimFunc) and any(bool(func.attrs.get(k)) for k in _SCHEDULED_ATTRS_READ)
+
 
 # Thresholds for ``parallel``.  Starting a parallel region (waking sleeping workers) costs up to
 # tens of microseconds here, so small kernels run faster on one thread: measured on 2 cores
@@ -1348,7 +1359,7 @@ def apply_default_schedule(func: PrimFunc, rules: list | None = None) -> PrimFun
     """Try each rule on a fresh schedule of ``func``; the first that succeeds wins.  A kernel
     structurally equal to one scheduled before in this process (the same layer of another
     model, the same model compiled again) gets that schedule's result (:data:`SCHEDULE_CACHE`)."""
-    if func.attrs.get("tir.is_scheduled"):
+    if func.attrs.get(SCHEDULED_ATTR):
         return func
     rules = tuple(rules or RULES)
     key, hit = SCHEDULE_CACHE.get(func, rules)
@@ -1367,7 +1378,7 @@ def _first_rule(func: PrimFunc, rules: tuple) -> PrimFunc:
         except ScheduleError:
             continue
         if ok:
-            return sch.mod["main"].with_attr("tir.is_scheduled", True)
+            return sch.mod["main"].with_attr(SCHEDULED_ATTR, True)
     return func
 
 

@@ -6,21 +6,11 @@ from ....ir.module import IRModule
 from ....target import Target
 from ....tir import PrimFunc, Schedule
 from ....tir.transform import DefaultCPUSchedule
+from ....tir.transform.default_schedule import SCHEDULED_ATTR, is_scheduled
 from ....transform import PassContext, module_pass
 from .schedule_rule import ScheduleRule
 
 __all__ = ["ApplyDefaultSchedule", "is_scheduled", "SCHEDULED_ATTR"]
-
-#: the attribute a scheduled function carries (minitvm's spelling, which its default CPU schedule,
-#: the tuner and MetaScheduleApplyDatabase read; TVM 0.27 spells it "tirx.is_scheduled", read too)
-SCHEDULED_ATTR = "tir.is_scheduled"
-_ATTRS_READ = (SCHEDULED_ATTR, "tirx.is_scheduled")
-
-
-def is_scheduled(func: PrimFunc) -> bool:
-    """Whether ``func`` was marked scheduled (by a rule, the tuner or by hand)."""
-    return isinstance(func, PrimFunc) and any(bool(func.attrs.get(k)) for k in _ATTRS_READ)
-
 
 def _target_of(func: PrimFunc, name: str) -> Target:
     target = func.attrs.get("target")
