@@ -31,6 +31,7 @@ from .. import compile as _compile
 from .. import cpu, nd
 from ..relax import VirtualMachine, get_pipeline
 from ..relax.frontend.torch import CONVERTERS, from_exported_program
+from ..relax.frontend.torch.decompose import run_decompositions
 from ..relax.frontend.torch.exported_program import op_name
 from ..relax.frontend.torch.op_table import OP_DB_RESULTS, supported_ops_markdown
 
@@ -208,7 +209,7 @@ def run_sample(info: Any, sample: Any, dtype: str, index: int) -> list[SampleRes
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             ep = torch.export.export(model, tuple(tensors))
-            decomposed = ep.run_decompositions()
+            decomposed = run_decompositions(ep)
     except Exception as err:  # torch cannot export it: not ours to judge
         return [result("skip", message=f"torch.export: {_first_line(err)}")]
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import operator
 import re
-import warnings
 from typing import Any, Callable
 
 import numpy as np
@@ -16,6 +15,7 @@ from ...expr import Expr, Tuple, Var, const, struct_info_of
 from ...op import astype
 from ...struct_info import TensorStructInfo
 from . import binary, creation, datatype, manipulation, nn, search, statistical, unary
+from .decompose import run_decompositions
 
 __all__ = ["from_exported_program", "CONVERTERS", "CONVERTER_KINDS", "CHECKS", "TRAINING_OPS"]
 
@@ -430,11 +430,7 @@ def from_exported_program(ep: Any, *, keep_params_as_input: bool = False, unwrap
     symbols.
     """
     if run_ep_decomposition:
-        with warnings.catch_warnings():
-            # torch 2.13's own run_decompositions deep-copies a LeafSpec and warns about it;
-            # nothing the caller can act on
-            warnings.filterwarnings("ignore", message=r".*LeafSpec.* is deprecated", category=FutureWarning)
-            ep = ep.run_decompositions()
+        ep = run_decompositions(ep)
     convert_map = {**CONVERTERS, **(custom_convert_map or {})}
     converter = ExportedProgramConverter(convert_map, frozenset(custom_convert_map or ()))
     return converter.convert(ep, keep_params_as_input, unwrap_unit_return_tuple,

@@ -9,6 +9,7 @@ import torch
 
 import minitvm
 from minitvm.relax.frontend.torch import CONVERTERS, from_exported_program
+from minitvm.relax.frontend.torch.decompose import run_decompositions
 
 from .zoo_cache import compile_zero
 
@@ -21,7 +22,7 @@ def check(model, *inputs, decompose=True, expect_ops=()):
     """Every output of ``model`` through minitvm equals torch's (floats to 1e-5, ints exactly)."""
     model = model.eval()
     ep = torch.export.export(model, inputs)
-    seen = ops_of(ep.run_decompositions() if decompose else ep)
+    seen = ops_of(run_decompositions(ep) if decompose else ep)
     missing = [op for op in expect_ops if op not in seen]
     assert not missing, f"the model no longer exercises {missing}; torch gave {sorted(seen)}"
     vm = compile_zero(from_exported_program(ep, run_ep_decomposition=decompose))
