@@ -98,3 +98,8 @@ __all__ += ["ccl"]
 from .closure import invoke_closure, invoke_pure_closure, make_closure  # noqa: E402 - closures (LambdaLift)
 
 __all__ += ["make_closure", "invoke_closure", "invoke_pure_closure"]
+
+from .index import gather_nd  # noqa: E402 - gather_nd, meshgrid, one_hot: TVM's later manipulate ops
+from .manipulate import meshgrid, one_hot  # noqa: E402
+
+__all__ += ["gather_nd", "meshgrid", "one_hot"]
