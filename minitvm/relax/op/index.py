@@ -28,8 +28,8 @@ __all__ = ["take", "strided_slice"]
 
 @register("relax.take", pattern=OpPattern.INJECTIVE, num_inputs=2)
 def _infer_take(call: Call, ctx: Any) -> StructInfo:
-    """``x``'s shape with dimension ``axis`` replaced by the indices' shape (axis None:
-    the indices' shape; out-of-range indices are clipped)."""
+    """``x``'s shape with dimension ``axis`` replaced by the indices' shape (axis None: a
+    1-D ``x``, the indices' shape)."""
     op = "relax.take"
     check_num_args(call, op, 2)
     x = tensor_arg(call, 0, op, "x")
@@ -46,17 +46,15 @@ def _infer_take(call: Call, ctx: Any) -> StructInfo:
     if not idx.is_unknown_dtype and not _dt.is_int(idx.dtype):
         raise StructInfoError(f"{op}: indices must be an integer tensor, got dtype {idx.dtype}")
     axis = call.attrs["axis"]
-    xv, iv = x.shape_values, idx.shape_values
-    if axis is None:
-        return TensorStructInfo(list(iv), x.dtype) if iv is not None else \
-            TensorStructInfo(None, x.dtype, None, idx.ndim)
-    if x.ndim == -1:
-        return TensorStructInfo(None, x.dtype, None, -1)
-    axis = normalize_axis(op, axis, x.ndim)
+    if axis is None and x.ndim != 1:
+        raise StructInfoError(f"{op}: without an axis the data must be 1-D, got {struct_info_text(x)}")
+    if x.ndim == -1 or idx.ndim == -1:
+        return TensorStructInfo(None, x.dtype, x.vdevice, -1)
+    axis = 0 if axis is None else normalize_axis(op, axis, x.ndim)
+    xv, iv = expr_dims(x), expr_dims(idx)
     if xv is None or iv is None:
-        ndim = -1 if idx.ndim == -1 else x.ndim - 1 + idx.ndim
-        return TensorStructInfo(None, x.dtype, None, ndim)
-    return TensorStructInfo(list(xv[:axis]) + list(iv) + list(xv[axis + 1:]), x.dtype)
+        return TensorStructInfo(None, x.dtype, x.vdevice, x.ndim - 1 + idx.ndim)
+    return TensorStructInfo(list(xv[:axis]) + list(iv) + list(xv[axis + 1:]), x.dtype, x.vdevice)
 
 
 _TAKE_MODES = ("fast", "clip", "wrap")
@@ -85,18 +83,23 @@ def _infer_strided_slice(call: Call, ctx: Any) -> StructInfo:
                               f"{len(axes)}, {len(begin)}, {len(end)} and {len(strides)}")
     if any(s == 0 for s in strides):
         raise StructInfoError(f"{op}: a stride of 0 is not allowed")
-    if x.ndim == -1:
-        return TensorStructInfo(None, x.dtype, None, -1)
     vals = x.shape_values
+    if not axes:  # as TVM: nothing sliced, the shape's values written out where known
+        return TensorStructInfo(list(vals) if vals is not None else x.shape, x.dtype, x.vdevice,
+                                x.ndim if vals is None and x.shape is None else -1)
+    if x.ndim == -1:
+        return TensorStructInfo(None, x.dtype, x.vdevice, -1)
     norm = [normalize_axis(op, ax, x.ndim) for ax in axes]
+    if len(set(norm)) != len(norm):
+        raise StructInfoError(f"{op}: axes {list(axes)} repeat an axis")
     if vals is None:
-        return TensorStructInfo(None, x.dtype, None, x.ndim)
+        return TensorStructInfo(None, x.dtype, x.vdevice, x.ndim)
     out = list(vals)
     for ax, b, e, s in zip(norm, begin, end, strides):
         inbound = a.get("assume_inbound", False)
         start_len = slice_extent(vals[ax], b, e, s, inbound)
         out[ax] = start_len[1] if start_len is not None else _symbolic_length(vals[ax], b, e, s, inbound)
-    return TensorStructInfo(out, x.dtype)
+    return TensorStructInfo(out, x.dtype, x.vdevice)
 
 
 def _symbolic_length(dim: Any, b: Any, e: Any, s: int, inbound: bool) -> Any:
@@ -130,6 +133,9 @@ def strided_slice(x: Expr, axes: Sequence[int], begin: Sequence[int], end: Seque
             raise StructInfoError(f"relax.strided_slice: {name} must be a list of integers, got the Relax "
                                   f"expression {v}; for bounds held in tensors use relax.op.dynamic_strided_slice")
     strides = [1] * len(axes) if strides is None else strides
+    if not len(axes) == len(begin) == len(end) == len(strides):
+        raise StructInfoError(f"relax.strided_slice: axes, begin, end and strides must have equal lengths, "
+                              f"got {len(axes)}, {len(begin)}, {len(end)} and {len(strides)}")
     # a bound may be symbolic (end=[8, n]); constants are kept as ints
     bound = lambda v: v if isinstance(v, PrimExpr) and not isinstance(v, IntImm) else int(v)  # noqa: E731
     return make_call("relax.strided_slice", x, attrs={
