@@ -99,7 +99,8 @@ from .closure import invoke_closure, invoke_pure_closure, make_closure  # noqa: 
 
 __all__ += ["make_closure", "invoke_closure", "invoke_pure_closure"]
 
-from .index import gather_nd  # noqa: E402 - gather_nd, meshgrid, one_hot: TVM's later manipulate ops
+from .create import eye, eye_like  # noqa: E402 - eye, gather_nd, meshgrid, one_hot: TVM's later ops
+from .index import gather_nd  # noqa: E402
 from .manipulate import meshgrid, one_hot  # noqa: E402
 
-__all__ += ["gather_nd", "meshgrid", "one_hot"]
+__all__ += ["gather_nd", "meshgrid", "one_hot", "eye", "eye_like"]

@@ -78,3 +78,29 @@ def test_one_hot_refuses_mixed_values_float_indices_and_bad_depth():
                                relax.PrimValue(0.0), 5))
     with pytest.raises(StructInfoError, match="depth must be positive"):
         relax.op.one_hot(i, relax.PrimValue(1.0), relax.PrimValue(0.0), 0)
+
+
+@pytest.mark.parametrize("k", [0, 2, -1])
+def test_eye_and_eye_like_match_numpy(k):
+    got = run_op(lambda a: relax.op.add(a, relax.op.eye(3, 4, k=k)), np.zeros((3, 4), "float32") + 0.5)
+    np.testing.assert_array_equal(got, np.eye(3, 4, k=k, dtype="float32") + 0.5)
+    rng = np.random.default_rng(9)
+    x = rand(rng, 4, 2)
+    got = run_op(lambda a: relax.op.multiply(a, relax.op.eye_like(a, k=k)), x)
+    np.testing.assert_array_equal(got, x * np.eye(4, 2, k=k, dtype="float32"))
+
+
+def test_creation_ops_keep_shape_variables_and_refuse_what_tvm_refuses():
+    s = relax.Var("s", R.Shape((2, 3)))
+    assert infer(relax.op.zeros(s, "int32")).shape is s  # as TVM: the shape variable stays
+    with pytest.raises(TypeError):
+        relax.op.ones((2, 3))  # dtype is required, as TVM
+    with pytest.raises(TypeError):
+        relax.op.zeros(4, "float32")  # a lone number is not a shape
+    with pytest.raises(StructInfoError, match="fill_value must be a scalar"):
+        infer(relax.op.full((2, 3), relax.Var("v", R.Tensor("float32"))))
+    assert str(infer(relax.op.arange(1, 10, 2.3))) == 'R.Tensor((4,), dtype="float32")'
+    n = tir.Var("n", "int64")
+    assert str(infer(relax.op.arange(n))) == 'R.Tensor((n,), dtype="int64")'
+    with pytest.raises(StructInfoError, match="needs a 2-D tensor"):
+        infer(relax.op.eye_like(relax.Var("x", R.Tensor((2, 3, 4), "float32"))))

@@ -234,7 +234,7 @@ def test_argmax_argmin(n):
 def test_creation(n):
     s = infer(R.zeros((n, 3), "int32"))
     assert dims(s) == [n, 3] and s.dtype == "int32"
-    assert infer(R.ones((2,))).dtype == F32
+    assert infer(R.ones((2,), F32)).dtype == F32
     s = infer(R.full((2, 3), relax.const(np.float32(1.5))))
     assert dims(s) == [2, 3] and s.dtype == F32
     with pytest.raises(StructInfoError, match=r"relax.full: fill_value must be a scalar"):
