@@ -13,9 +13,23 @@ import re
 from typing import Any
 
 from ...ir.op import Op
+from ...runtime.registry import register_func
 from ...tir.expr import IntImm, PrimExpr
-from ..expr import Call, DataflowVar, DataTypeImm, Expr, ExternFunc, PrimValue, ShapeExpr, Tuple, Var, struct_info_of
+from ..expr import (
+    Call,
+    DataflowVar,
+    DataTypeImm,
+    Expr,
+    ExternFunc,
+    PrimValue,
+    ShapeExpr,
+    Tuple,
+    Var,
+    _set_struct_info,
+    struct_info_of,
+)
 from ..struct_info import (
+    FuncStructInfo,
     ObjectStructInfo,
     PrimStructInfo,
     ShapeStructInfo,
@@ -33,6 +47,7 @@ __all__ = ["view", "ensure_zero_offset", "VIEW", "VIEW_RUNTIME_FUNC"]
 
 VIEW = "relax.memory.view"
 VIEW_RUNTIME_FUNC = "runtime.TVMTensorCreateView"
+VIEW_DERIVE_FUNC = "tvm.relax.struct_info.infer_view_sinfo"
 
 
 def _is_void(arg: Expr) -> bool:
@@ -194,13 +209,17 @@ def _lower_view(bb: Any, call: Call) -> Expr:
         dtype = DataTypeImm(x.dtype)
     if _is_void(offset):
         offset = PrimValue(IntImm("int64", 0))
-    return Call(ExternFunc(VIEW_RUNTIME_FUNC), [data, shape, dtype, offset], None, [call.struct_info])
+    # as TVM: an opaque pure function whose result the view's own inference works out per call
+    callee = ExternFunc(VIEW_RUNTIME_FUNC)
+    _set_struct_info(callee, FuncStructInfo.opaque_func(purity=True, derive_func=VIEW_DERIVE_FUNC))
+    return Call(callee, [data, shape, dtype, offset])
 
 
 def _lower_ensure_zero_offset(bb: Any, call: Call) -> Expr:
     return Call(ExternFunc("vm.builtin.ensure_zero_offset"), list(call.args), None, [call.struct_info])
 
 
+register_func(VIEW_DERIVE_FUNC, _infer_view, override=True)  # override: re-imports are harmless
 Op.get(VIEW).set_attr("FLowerBuiltin", _lower_view)
 Op.get(VIEW).set_attr("RequiresArgumentShapes", False)
 Op.get("relax.memory.ensure_zero_offset").set_attr("FLowerBuiltin", _lower_ensure_zero_offset)

@@ -9,6 +9,8 @@ import pytest
 import minitvm
 from minitvm import relax, tir
 from minitvm.relax.struct_info import StructInfoError
+from minitvm.script import from_source
+from minitvm.script import ir as I
 from minitvm.script import relax as R
 
 
@@ -56,3 +58,17 @@ def test_views_share_memory_with_new_shape_dtype_and_offset():
     np.testing.assert_array_equal(got[0].numpy(), x[:2048].view("int32"))
     np.testing.assert_array_equal(got[1].numpy(), x[2048:].view("float16").reshape(16, 64))
     np.testing.assert_array_equal(got[2].numpy(), x)
+
+
+def test_lowered_view_calls_an_extern_whose_struct_info_derives_the_result():
+    @I.ir_module
+    class Before:
+        @R.function
+        def main(A: R.Tensor([4096], "uint8")):
+            return R.memory.view(A, shape=R.shape([512]), dtype=R.dtype("int32"))
+
+    after = relax.transform.LowerRuntimeBuiltin()(Before)
+    call = after["main"].body.blocks[0].bindings[0].value  # the view's call, now of the runtime function
+    assert call.op.global_symbol == "runtime.TVMTensorCreateView" and not call.sinfo_args
+    assert str(call.struct_info) == 'R.Tensor((512,), dtype="int32")'  # derived by the callee's derive_func
+    minitvm.ir.assert_structural_equal(from_source(after.script()), after)  # R.Callable(derive_func=...) reads back
