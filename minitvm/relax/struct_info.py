@@ -181,6 +181,9 @@ class FuncStructInfo(StructInfo):
     params: Any = defines(default=None)  # tuple of StructInfo, or None for an opaque function
     ret: Any = None
     purity: bool = True
+    # an opaque function's result may be worked out per call by the global function of this
+    # name, called with (call, block_builder) (TVM's derive_func: runtime.TVMTensorCreateView's)
+    derive_func: Any = None
 
     def __post_init__(self) -> None:
         if self.params is not None:
@@ -189,9 +192,10 @@ class FuncStructInfo(StructInfo):
             object.__setattr__(self, "ret", ObjectStructInfo())
 
     @staticmethod
-    def opaque_func(ret: StructInfo | None = None, purity: bool = False) -> "FuncStructInfo":
+    def opaque_func(ret: StructInfo | None = None, purity: bool = False,
+                    derive_func: str | None = None) -> "FuncStructInfo":
         """A function whose parameters are unknown (packed functions, extern functions)."""
-        return FuncStructInfo(None, ret or ObjectStructInfo(), purity)
+        return FuncStructInfo(None, ret or ObjectStructInfo(), purity, derive_func)
 
     @property
     def is_opaque(self) -> bool:

@@ -33,7 +33,6 @@ from ..relax.expr import (
     Call,
     DataTypeImm,
     Expr,
-    ExternFunc,
     PrimValue,
     ShapeExpr,
     StringImm,
@@ -41,8 +40,10 @@ from ..relax.expr import (
     Var,
     _as_expr,
 )
+from ..relax.expr import ExternFunc as _ExternFuncNode
 from ..relax.expr import Tuple as _TupleExpr
 from ..relax.expr import const as _const
+from ..relax.expr import extern as _relax_extern
 from ..relax.op import nn  # noqa: F401 - R.nn.<op>
 from ..relax.struct_info import (
     FuncStructInfo,
@@ -166,11 +167,23 @@ def Prim(dtype: Any = None, value: Any = None) -> PrimStructInfo:  # noqa: N802
     return PrimStructInfo(dtype, value)
 
 
-def Callable(params: Any = None, ret: Any = None, purity: bool = True) -> FuncStructInfo:  # noqa: N802
-    """A function value: ``R.Callable((R.Tensor(...),), R.Tensor(...))``."""
+def ExternFunc(global_symbol: _builtin_str, struct_info: Any = None) -> Any:  # noqa: N802 - TVM's name
+    """``R.ExternFunc("name")``: the packed function registered as ``name``; a second argument
+    (an ``R.Callable``) describes it (``R.Callable(derive_func=...)``, say)."""
+    return _relax_extern(global_symbol, None if struct_info is None else _sinfo(struct_info, "R.ExternFunc"))
+
+
+def Callable(params: Any = None, ret: Any = None, purity: bool = True,  # noqa: N802
+             derive_func: Any = None) -> FuncStructInfo:
+    """A function value: ``R.Callable((R.Tensor(...),), R.Tensor(...))``; an opaque one may
+    name a global function deriving each call's result (``derive_func="..."``)."""
     if params is not None:
         params = [_sinfo(p, "R.Callable") for p in params]
-    return FuncStructInfo(params, None if ret is None else _sinfo(ret, "R.Callable"), purity)
+    if derive_func is not None and params is not None:
+        raise TypeError("R.Callable: derive_func is for an opaque function (params=None)")
+    derive_func = getattr(derive_func, "value", derive_func)  # the parser reads a string literal as R.str
+    return FuncStructInfo(params, None if ret is None else _sinfo(ret, "R.Callable"), purity,
+                          None if derive_func is None else str(derive_func))
 
 
 #: annotation helpers that may be written without parentheses (``x: R.Object``)
@@ -341,7 +354,7 @@ def call_pure_packed(func: Any, *args: Any, sinfo_args: Any) -> Call:
 def call_packed(func: Any, *args: Any, sinfo_args: Any = None) -> Call:
     """``R.call_packed("f", x, sinfo_args=R.Object)``: call a registered function (may have
     side effects; allowed in impure functions only)."""
-    callee = ExternFunc(func) if isinstance(func, _builtin_str) else func
+    callee = _ExternFuncNode(func) if isinstance(func, _builtin_str) else func
     if sinfo_args is None:
         sinfo = []
     elif isinstance(sinfo_args, (list, _builtin_tuple)):  # TVM also takes a list

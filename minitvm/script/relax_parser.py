@@ -160,7 +160,8 @@ class _RelaxParser(_TIRParser):
             result = self._emit_te(result, node)
         # R.func_attr({"relax.force_pure": True}) declares the function pure whatever it calls (TVM)
         checks_purity = self.pure and not self.attrs.get("relax.force_pure")
-        if isinstance(result, Call) and isinstance(result.op, ExternFunc) and checks_purity:
+        if (isinstance(result, Call) and isinstance(result.op, ExternFunc) and checks_purity
+                and not getattr(struct_info_of(result.op), "purity", False)):  # R.Callable(purity=True) is pure
             raise self.error(node, f"R.call_packed({result.op.global_symbol!r}, ...) may have side effects, "
                                    "which a pure function cannot have: use @R.function(pure=False), or "
                                    "R.call_pure_packed when the function is in fact pure")

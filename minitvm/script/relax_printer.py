@@ -153,6 +153,9 @@ class RelaxPrinter:
             return f"R.Tuple({', '.join(self.sinfo(f) for f in s.fields)})" if s.fields else "R.Tuple"
         if isinstance(s, FuncStructInfo):
             ret = self.sinfo(s.ret)
+            if s.params is None and s.derive_func is not None:
+                derive = getattr(s.derive_func, "value", s.derive_func)
+                return f"R.Callable(None, {ret}, {s.purity}, derive_func={_str(str(derive))})"
             if s.params is None:
                 return f"R.Callable(None, {ret}, {s.purity})"
             params = ", ".join(self.sinfo(p) for p in s.params)
@@ -198,6 +201,8 @@ class RelaxPrinter:
         if isinstance(e, DataTypeImm):
             return f'R.dtype("{e.value}")'
         if isinstance(e, ExternFunc):
+            if getattr(e.struct_info, "derive_func", None) is not None:
+                return f"R.ExternFunc({_str(e.global_symbol)}, {self.sinfo(e.struct_info)})"
             return f"R.ExternFunc({_str(e.global_symbol)})"
         if isinstance(e, Call):
             return self.call(e)
@@ -282,6 +287,8 @@ class RelaxPrinter:
             if c.sinfo_args:  # e.g. R.invoke_closure: the result's struct info is written out
                 kwargs.append(f"sinfo_args=({', '.join(self.sinfo(s) for s in c.sinfo_args)},)")
             return f"{self.expr(op)}({', '.join(args + kwargs)})"
+        if isinstance(op, ExternFunc) and getattr(op.struct_info, "derive_func", None) is not None:
+            return f"{self.expr(op)}({', '.join(args)})"  # the callee says what the call gives
         if isinstance(op, ExternFunc):
             parts = [_str(op.global_symbol)] + args
             if c.sinfo_args:

@@ -9,6 +9,7 @@ from typing import Any, Callable, Mapping
 
 from ...arith import Analyzer
 from ...ir.structural import structural_equal
+from ...runtime.registry import get_global_func
 from ...tir.expr import IntImm, PrimExpr, const
 from ...tir.expr import Var as TirVar
 from ...tir.functor import post_order_visit, substitute
@@ -569,6 +570,9 @@ def derive_call_ret_struct_info(func_sinfo: FuncStructInfo, call: Any, ctx: Any 
     info; what stays unbound is erased.
     """
     if func_sinfo.is_opaque:
+        if func_sinfo.derive_func is not None:
+            name = getattr(func_sinfo.derive_func, "value", func_sinfo.derive_func)  # a node keeps it as a StringImm
+            return get_global_func(str(name))(call, ctx)
         return func_sinfo.ret
     name = _callee_name(call)
     params, args = func_sinfo.params, call.args

@@ -98,3 +98,9 @@ __all__ += ["ccl"]
 from .closure import invoke_closure, invoke_pure_closure, make_closure  # noqa: E402 - closures (LambdaLift)
 
 __all__ += ["make_closure", "invoke_closure", "invoke_pure_closure"]
+
+from .create import eye, eye_like  # noqa: E402 - eye, gather_nd, meshgrid, one_hot: TVM's later ops
+from .index import gather_nd  # noqa: E402
+from .manipulate import meshgrid, one_hot  # noqa: E402
+
+__all__ += ["gather_nd", "meshgrid", "one_hot", "eye", "eye_like"]

@@ -10,7 +10,7 @@ from ..expr import Call, Expr, ShapeExpr, struct_info_of
 from ..struct_info import ShapeStructInfo, StructInfoError, TensorStructInfo, struct_info_text
 
 __all__ = ["attrs_of", "normalize_axis", "normalize_axes", "simplify", "const_dim", "shape_arg",
-           "as_shape_expr", "same_dtype", "product", "AttrInt"]
+           "as_shape_expr", "same_dtype", "product", "AttrInt", "expr_dims", "normalize_axes_ordered"]
 
 _ANALYZER = Analyzer()
 
@@ -47,6 +47,20 @@ def normalize_axes(op_name: str, axes: Sequence[int] | None, ndim: int) -> list[
     if len(set(out)) != len(out):
         raise StructInfoError(f"{op_name}: axes {list(axes)} repeat an axis")
     return sorted(out)
+
+
+def normalize_axes_ordered(op_name: str, axes: Sequence[int], ndim: int) -> list[int]:
+    """Non-negative axes in the order given; repeats are errors (TVM's NormalizeAxes)."""
+    out = [normalize_axis(op_name, int(a), ndim) for a in axes]
+    if len(set(out)) != len(out):
+        raise StructInfoError(f"{op_name}: axes {list(axes)} repeat an axis")
+    return out
+
+
+def expr_dims(x: TensorStructInfo) -> tuple | None:
+    """The dimensions only when the shape is written out (a ShapeExpr): as TVM, a shape held
+    in a shape variable counts as unknown for ops whose output shape differs from it."""
+    return x.shape.values if isinstance(x.shape, ShapeExpr) else None
 
 
 def simplify(e: PrimExpr) -> PrimExpr:

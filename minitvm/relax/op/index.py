@@ -9,9 +9,18 @@ from ...ir.op import Op
 from ...tir.expr import IntImm, PrimExpr
 from ...tir.op import logical_and as tir_and
 from ...topi.transform import slice_extent, slice_length
+from ..analysis.struct_info_analysis import prove_dim_differ
 from ..expr import Call, Expr, PrimValue, Tuple, struct_info_of
-from ..struct_info import PrimStructInfo, StructInfo, StructInfoError, TensorStructInfo, shape_text, struct_info_text
-from ._utils import _ANALYZER, normalize_axis
+from ..struct_info import (
+    PrimStructInfo,
+    StructInfo,
+    StructInfoError,
+    StructInfoTypeError,
+    TensorStructInfo,
+    shape_text,
+    struct_info_text,
+)
+from ._utils import _ANALYZER, expr_dims, normalize_axis
 from .registry import OpPattern, check_num_args, make_call, register, tensor_arg
 
 __all__ = ["take", "strided_slice"]
@@ -19,8 +28,8 @@ __all__ = ["take", "strided_slice"]
 
 @register("relax.take", pattern=OpPattern.INJECTIVE, num_inputs=2)
 def _infer_take(call: Call, ctx: Any) -> StructInfo:
-    """``x``'s shape with dimension ``axis`` replaced by the indices' shape (axis None:
-    the indices' shape; out-of-range indices are clipped)."""
+    """``x``'s shape with dimension ``axis`` replaced by the indices' shape (axis None: a
+    1-D ``x``, the indices' shape)."""
     op = "relax.take"
     check_num_args(call, op, 2)
     x = tensor_arg(call, 0, op, "x")
@@ -37,17 +46,15 @@ def _infer_take(call: Call, ctx: Any) -> StructInfo:
     if not idx.is_unknown_dtype and not _dt.is_int(idx.dtype):
         raise StructInfoError(f"{op}: indices must be an integer tensor, got dtype {idx.dtype}")
     axis = call.attrs["axis"]
-    xv, iv = x.shape_values, idx.shape_values
-    if axis is None:
-        return TensorStructInfo(list(iv), x.dtype) if iv is not None else \
-            TensorStructInfo(None, x.dtype, None, idx.ndim)
-    if x.ndim == -1:
-        return TensorStructInfo(None, x.dtype, None, -1)
-    axis = normalize_axis(op, axis, x.ndim)
+    if axis is None and x.ndim != 1:
+        raise StructInfoError(f"{op}: without an axis the data must be 1-D, got {struct_info_text(x)}")
+    if x.ndim == -1 or idx.ndim == -1:
+        return TensorStructInfo(None, x.dtype, x.vdevice, -1)
+    axis = 0 if axis is None else normalize_axis(op, axis, x.ndim)
+    xv, iv = expr_dims(x), expr_dims(idx)
     if xv is None or iv is None:
-        ndim = -1 if idx.ndim == -1 else x.ndim - 1 + idx.ndim
-        return TensorStructInfo(None, x.dtype, None, ndim)
-    return TensorStructInfo(list(xv[:axis]) + list(iv) + list(xv[axis + 1:]), x.dtype)
+        return TensorStructInfo(None, x.dtype, x.vdevice, x.ndim - 1 + idx.ndim)
+    return TensorStructInfo(list(xv[:axis]) + list(iv) + list(xv[axis + 1:]), x.dtype, x.vdevice)
 
 
 _TAKE_MODES = ("fast", "clip", "wrap")
@@ -76,18 +83,23 @@ def _infer_strided_slice(call: Call, ctx: Any) -> StructInfo:
                               f"{len(axes)}, {len(begin)}, {len(end)} and {len(strides)}")
     if any(s == 0 for s in strides):
         raise StructInfoError(f"{op}: a stride of 0 is not allowed")
-    if x.ndim == -1:
-        return TensorStructInfo(None, x.dtype, None, -1)
     vals = x.shape_values
+    if not axes:  # as TVM: nothing sliced, the shape's values written out where known
+        return TensorStructInfo(list(vals) if vals is not None else x.shape, x.dtype, x.vdevice,
+                                x.ndim if vals is None and x.shape is None else -1)
+    if x.ndim == -1:
+        return TensorStructInfo(None, x.dtype, x.vdevice, -1)
     norm = [normalize_axis(op, ax, x.ndim) for ax in axes]
+    if len(set(norm)) != len(norm):
+        raise StructInfoError(f"{op}: axes {list(axes)} repeat an axis")
     if vals is None:
-        return TensorStructInfo(None, x.dtype, None, x.ndim)
+        return TensorStructInfo(None, x.dtype, x.vdevice, x.ndim)
     out = list(vals)
     for ax, b, e, s in zip(norm, begin, end, strides):
         inbound = a.get("assume_inbound", False)
         start_len = slice_extent(vals[ax], b, e, s, inbound)
         out[ax] = start_len[1] if start_len is not None else _symbolic_length(vals[ax], b, e, s, inbound)
-    return TensorStructInfo(out, x.dtype)
+    return TensorStructInfo(out, x.dtype, x.vdevice)
 
 
 def _symbolic_length(dim: Any, b: Any, e: Any, s: int, inbound: bool) -> Any:
@@ -121,6 +133,9 @@ def strided_slice(x: Expr, axes: Sequence[int], begin: Sequence[int], end: Seque
             raise StructInfoError(f"relax.strided_slice: {name} must be a list of integers, got the Relax "
                                   f"expression {v}; for bounds held in tensors use relax.op.dynamic_strided_slice")
     strides = [1] * len(axes) if strides is None else strides
+    if not len(axes) == len(begin) == len(end) == len(strides):
+        raise StructInfoError(f"relax.strided_slice: axes, begin, end and strides must have equal lengths, "
+                              f"got {len(axes)}, {len(begin)}, {len(end)} and {len(strides)}")
     # a bound may be symbolic (end=[8, n]); constants are kept as ints
     bound = lambda v: v if isinstance(v, PrimExpr) and not isinstance(v, IntImm) else int(v)  # noqa: E731
     return make_call("relax.strided_slice", x, attrs={
@@ -140,19 +155,18 @@ def _index_tensor(call: Call, k: int, op: str, name: str) -> TensorStructInfo:
 
 @register("relax.gather_elements", pattern=OpPattern.INJECTIVE, num_inputs=2)
 def _infer_gather_elements(call: Call, ctx: Any) -> StructInfo:
-    """The data's dtype in the indices' shape; both have the same number of dimensions."""
+    """The data's dtype and device in the indices' shape; both have the same number of dimensions."""
     op = "relax.gather_elements"
     check_num_args(call, op, 2)
     x = tensor_arg(call, 0, op, "data")
     idx = _index_tensor(call, 1, op, "indices")
-    if x.ndim != -1 and idx.ndim != -1 and x.ndim != idx.ndim:
-        raise StructInfoError(f"{op}: data {shape_text(x.shape_values)} and indices {shape_text(idx.shape_values)} "
+    if x.ndim == -1 or idx.ndim == -1:
+        return TensorStructInfo(None, x.dtype, x.vdevice, -1)
+    normalize_axis(op, call.attrs["axis"], x.ndim)
+    if x.ndim != idx.ndim:
+        raise StructInfoError(f"{op}: data {struct_info_text(x)} and indices {struct_info_text(idx)} "
                               "must have the same number of dimensions")
-    if x.ndim != -1:
-        normalize_axis(op, call.attrs["axis"], x.ndim)
-    if idx.shape_values is None:
-        return TensorStructInfo(None, x.dtype, None, idx.ndim)
-    return TensorStructInfo(list(idx.shape_values), x.dtype)
+    return TensorStructInfo(idx.shape, x.dtype, x.vdevice, idx.ndim if idx.shape is None else -1)
 
 
 def gather_elements(data: Expr, indices: Expr, axis: int = 0) -> Call:
@@ -177,17 +191,26 @@ def _scatter_args(call: Call, op: str) -> tuple:
 
 @register("relax.scatter_elements", pattern=OpPattern.OPAQUE, num_inputs=3)
 def _infer_scatter_elements(call: Call, ctx: Any) -> StructInfo:
-    """The data's struct info; indices and updates have one shape and the data's rank."""
+    """The data's struct info; indices and updates have one shape and the data's rank. As
+    TVM, the reduction is read only when the op is legalized."""
     op = "relax.scatter_elements"
-    x, idx, upd = _scatter_args(call, op)
+    check_num_args(call, op, 3)
+    x = tensor_arg(call, 0, op, "data")
+    idx = _index_tensor(call, 1, op, "indices")
+    upd = tensor_arg(call, 2, op, "updates")
+    if x.ndim == -1:
+        return TensorStructInfo(None, x.dtype, x.vdevice, -1)
+    if idx.ndim != -1 and upd.ndim != -1 and not x.ndim == idx.ndim == upd.ndim:
+        raise StructInfoError(f"{op}: data, indices and updates must have the same number of dimensions, "
+                              f"got {x.ndim}, {idx.ndim} and {upd.ndim}")
     if not x.is_unknown_dtype and not upd.is_unknown_dtype and x.dtype != upd.dtype:
-        raise StructInfoError(f"{op}: data is {x.dtype} but updates are {upd.dtype}")
-    if x.ndim != -1 and idx.ndim != -1 and x.ndim != idx.ndim:
-        raise StructInfoError(f"{op}: data and indices must have the same number of dimensions, "
-                              f"got {x.ndim} and {idx.ndim}")
-    if x.ndim != -1:
-        normalize_axis(op, call.attrs["axis"], x.ndim)
-    return x
+        raise StructInfoTypeError(f"{op}: data is {x.dtype} but updates are {upd.dtype}")
+    normalize_axis(op, call.attrs["axis"], x.ndim)
+    iv, uv = expr_dims(idx), expr_dims(upd)
+    if iv is not None and uv is not None and any(prove_dim_differ(i, u) for i, u in zip(iv, uv)):
+        raise StructInfoError(f"{op}: indices {shape_text(iv)} and updates {shape_text(uv)} must have one shape")
+    vals = expr_dims(x)
+    return TensorStructInfo(None if vals is None else list(vals), x.dtype, x.vdevice, x.ndim if vals is None else -1)
 
 
 def scatter_elements(data: Expr, indices: Expr, updates: Expr, axis: int = 0, reduction: str = "update") -> Call:
@@ -198,6 +221,45 @@ def scatter_elements(data: Expr, indices: Expr, updates: Expr, axis: int = 0, re
 
 
 __all__ += ["gather_elements", "scatter_elements"]
+
+
+@register("relax.gather_nd", pattern=OpPattern.INJECTIVE, num_inputs=2)
+def _infer_gather_nd(call: Call, ctx: Any) -> StructInfo:
+    """``indices.shape[:-1] + data.shape[batch_dims + K:]`` with ``K = indices.shape[-1]``
+    (a constant); indices are int64."""
+    op = "relax.gather_nd"
+    check_num_args(call, op, 2)
+    x = tensor_arg(call, 0, op, "data")
+    idx = tensor_arg(call, 1, op, "indices")
+    batch = call.attrs["batch_dims"]
+    if not idx.is_unknown_dtype and idx.dtype != "int64":
+        raise StructInfoTypeError(f"{op}: indices must be int64, got {struct_info_text(idx)}")
+    if x.ndim == -1 or idx.ndim == -1:
+        return TensorStructInfo(None, x.dtype, x.vdevice, -1)
+    if batch > x.ndim or batch > idx.ndim - 1:
+        raise StructInfoError(f"{op}: batch_dims {batch} must be at most the rank of data ({x.ndim}) "
+                              f"and below the rank of indices ({idx.ndim})")
+    iv, xv = expr_dims(idx), expr_dims(x)
+    if iv is None or not isinstance(iv[-1], IntImm):
+        return TensorStructInfo(None, x.dtype, x.vdevice, -1)
+    k = iv[-1].value
+    if xv is None:
+        return TensorStructInfo(None, x.dtype, x.vdevice, idx.ndim + x.ndim - k - 1 - batch)
+    if k > x.ndim - batch:
+        raise StructInfoError(f"{op}: the last dimension of indices {shape_text(iv)} ({k}) exceeds the rank "
+                              f"of data {shape_text(xv)} less batch_dims {batch}")
+    return TensorStructInfo(list(iv[:-1]) + list(xv[batch + k:]), x.dtype, x.vdevice)
+
+
+def gather_nd(data: Expr, indices: Expr, batch_dims: int = 0) -> Call:
+    """``out[j] = data[b..., indices[j]...]``: ``indices``' last axis holds the ``K`` leading
+    coordinates after ``batch_dims`` shared batch axes (ONNX's GatherND)."""
+    if int(batch_dims) < 0:
+        raise StructInfoError(f"relax.gather_nd: batch_dims must be non-negative, got {batch_dims}")
+    return make_call("relax.gather_nd", data, indices, attrs={"batch_dims": int(batch_dims)})
+
+
+__all__ += ["gather_nd"]
 
 
 @register("relax.scatter_nd", pattern=OpPattern.OPAQUE, num_inputs=3)

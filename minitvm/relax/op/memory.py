@@ -159,3 +159,8 @@ def kill_storage(storage: Expr) -> Call:
 def kill_tensor(tensor: Expr) -> Call:
     """``R.memory.kill_tensor``: ``tensor`` is not used any more."""
     return Call(Op.get(KILL_TENSOR), [tensor])
+
+
+from .view import ensure_zero_offset, view  # noqa: E402 - R.memory.view: its own module
+
+__all__ += ["view", "ensure_zero_offset"]

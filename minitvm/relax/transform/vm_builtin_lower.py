@@ -60,6 +60,9 @@ class _BuiltinLower(KernelCallMutator):
                              "(after StaticPlanBlockMemory) to give each such tensor a storage")
         if name in (KILL_STORAGE, KILL_TENSOR):
             return kill_object(call.args[0])
+        lower = call.op.get_attr("FLowerBuiltin")
+        if lower is not None:  # the op says how (as TVM's FLowerBuiltin): R.memory.view, say
+            return lower(self.builder_, call)
         if name in (KILL_OBJECT, "relax.vm.alloc_storage", "relax.vm.alloc_tensor") or call.op.get_attr("FCallPacked"):
             return call  # already the VM's forms; an FCallPacked op (relax.unique) is called by name
         if name == "relax.reshape":  # a view of the same memory, made by the VM

@@ -390,6 +390,23 @@ def reshape(value: NDArray, shape: Any) -> NDArray:
     return NDArray(value._array.reshape(dims), value.device)
 
 
+def create_view(value: NDArray, shape: Any, dtype: Any, relative_byte_offset: Any) -> NDArray:
+    """``R.memory.view`` at run time: ``value``'s memory as ``shape`` elements of ``dtype``
+    from ``relative_byte_offset`` bytes on (TVM's ``runtime.TVMTensorCreateView``); the view
+    must stay inside ``value``'s bytes."""
+    if type(value) is not NDArray:
+        raise TypeError(f"runtime.TVMTensorCreateView: expected a tensor, got {type(value).__name__}")
+    return value._create_view(tuple(_shape_of(shape, "runtime.TVMTensorCreateView")), str(dtype),
+                              int(relative_byte_offset))
+
+
+def ensure_zero_offset(value: NDArray) -> NDArray:
+    """``value``, or a copy in fresh memory when it is a view with a byte offset."""
+    if type(value) is not NDArray:
+        raise TypeError(f"ensure_zero_offset: expected a tensor, got {type(value).__name__}")
+    return copy(value) if value.byte_offset else value
+
+
 # -- load-time specialization ------------------------------------------------------------------------
 # Most allocations in a static-shape function have constant sizes, offsets and dtypes.  When
 # the VM loads a program it asks for a specialized callable for such a call: the arguments
@@ -470,6 +487,8 @@ _BUILTINS = {
     "vm.builtin.tuple_getitem": tuple_getitem,
     "vm.builtin.copy": copy,
     "vm.builtin.reshape": reshape,
+    "runtime.TVMTensorCreateView": create_view,
+    "vm.builtin.ensure_zero_offset": ensure_zero_offset,
     "vm.builtin.print": print_values,
     "vm.builtin.assert_op": assert_op,
     "vm.builtin.call_py_func": call_py_func,

@@ -261,7 +261,7 @@ def test_zeros_ones_full_arange_with_symbolic_sizes():
 
     def make(x):
         n = x.struct_info.shape.values[0]
-        return R.add(R.add(x, R.ones((n, 4))), R.zeros((n, 1)))
+        return R.add(R.add(x, R.ones((n, 4), "float32")), R.zeros((n, 1), "float32"))
 
     close(run(make, a, symbolic_batch=True), a + 1)
     close(run(lambda x: R.multiply(x, R.full((3, 4), relax.const(np.float32(2.5)))), a), a * 2.5)
@@ -385,7 +385,7 @@ def test_symbolic_var_only_in_the_output_is_bound_by_the_output_buffer(n):
     bb = relax.BlockBuilder()
     m = relax.Var("m", relax.ShapeStructInfo([n]))
     with bb.function("main", [x, m]):
-        z = bb.emit(R.zeros((n, 2)))
+        z = bb.emit(R.zeros((n, 2), "float32"))
         out = bb.emit(R.add(z, x))
         bb.emit_func_output(out)
     mod = LegalizeOps()(bb.get())

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .... import topi
+from .... import te, tir, topi
 from ....tir.expr import FloatImm, IntImm
 from ...block_builder import BlockBuilder
 from ...expr import Call, Expr, PrimValue, const, struct_info_of
@@ -66,3 +66,26 @@ def _astype(bb: BlockBuilder, call: Call) -> Expr:
     if isinstance(value, Expr):
         return bb.call_te(topi.cast, value, call.attrs["dtype"], primfunc_name_hint="cast")
     return const(value, call.attrs["dtype"])
+
+
+def _eye(is_like: bool) -> LegalizeFunc:
+    def legalize(bb: BlockBuilder, call: Call) -> Expr:
+        if is_like:
+            shape = list(struct_info_of(call.args[0]).shape_values)
+            k = call.args[1]
+        else:
+            shape = [call.args[0].value, call.args[1].value]
+            k = call.args[2]
+        dtype = call.struct_info.dtype
+
+        def te_eye(k: Any) -> te.Tensor:
+            def element(i: Any, j: Any) -> Any:
+                on = tir.Cast("int64", j) - tir.Cast("int64", i) == tir.Cast("int64", k)
+                return tir.Select(on, tir.const(1, dtype), tir.const(0, dtype))
+            return te.compute(shape, element, name="T_eye")
+        return bb.call_te(te_eye, k.value, primfunc_name_hint="eye")
+    return legalize
+
+
+register_legalize("relax.eye", _eye(False))
+register_legalize("relax.eye_like", _eye(True))

@@ -155,3 +155,49 @@ def _dynamic_strided_slice(bb: BlockBuilder, call: Call) -> Expr:
     bb.match_cast(shape, ShapeStructInfo(names))
     return bb.call_te(topi.dynamic_strided_slice, *call.args, output_shape=names,
                       primfunc_name_hint="dynamic_strided_slice")
+
+
+@register_legalize("relax.gather_nd")
+def _gather_nd(bb: BlockBuilder, call: Call) -> Expr:
+    batch = call.attrs["batch_dims"]
+
+    def te_gather_nd(data: te.Tensor, indices: te.Tensor) -> te.Tensor:
+        k = int(indices.shape[-1])
+        out_shape = list(indices.shape[:-1]) + list(data.shape[batch + k:])
+        lead = indices.ndim - 1
+
+        def element(*i: Any) -> Any:
+            coords = [tir.Cast("int64", indices(*i[:lead], tir.IntImm("int64", c))) for c in range(k)]
+            return data(*i[:batch], *coords, *i[lead:])
+        return te.compute(out_shape, element, name="T_gather_nd")
+    return bb.call_te(te_gather_nd, call.args[0], call.args[1], primfunc_name_hint="gather_nd")
+
+
+@register_legalize("relax.meshgrid")
+def _meshgrid(bb: BlockBuilder, call: Call) -> Expr:
+    xy = call.attrs["indexing"] == "xy"
+
+    def te_meshgrid(*xs: te.Tensor) -> list:
+        order = list(range(len(xs)))
+        if xy and len(xs) > 1:
+            order[0], order[1] = 1, 0  # output axis k walks input order[k]
+        shape = [xs[n].shape[0] for n in order]
+        return [te.compute(shape, lambda *i, x=x, n=n: x(i[order.index(n)]),
+                           name=f"T_meshgrid{'_' + str(n) if n else ''}") for n, x in enumerate(xs)]
+    return bb.call_te(te_meshgrid, *_tensors_of(bb, call.args[0]), primfunc_name_hint="meshgrid")
+
+
+@register_legalize("relax.one_hot")
+def _one_hot(bb: BlockBuilder, call: Call) -> Expr:
+    depth, on, off = call.attrs["depth"], call.args[1].value, call.args[2].value
+
+    def te_one_hot(indices: te.Tensor) -> te.Tensor:
+        axis = call.attrs["axis"] % (indices.ndim + 1)
+        shape = list(indices.shape)
+        shape.insert(axis, tir.IntImm("int64", depth))
+
+        def element(*i: Any) -> Any:
+            rest = i[:axis] + i[axis + 1:]
+            return tir.Select(tir.Cast("int64", indices(*rest)) == tir.Cast("int64", i[axis]), on, off)
+        return te.compute(shape, element, name="T_one_hot")
+    return bb.call_te(te_one_hot, call.args[0], primfunc_name_hint="one_hot")
