@@ -349,6 +349,8 @@ def _parse_dim(name: str, sym: dict[str, TirVar]) -> Any:
     """A ``dim_param`` as a tir expression: a name is one int64 variable per distinct name
     (``batch`` in two inputs is the same size), and ``2*batch`` / ``seq + 1`` are arithmetic
     over them (as TVM parses them); anything else is a variable named after the whole text."""
+    if name == "?":  # an anonymous unknown size: a variable of its own each time (as TVM)
+        return TirVar("?", "int64")
     tokens = _DIM_TOKEN.findall(name)
     if "".join(tokens) != name.replace(" ", "") or len(tokens) == 1:
         key = name if len(tokens) == 1 and tokens[0][0].isalpha() or name[:1] == "_" else re.sub(r"\W", "_", name)

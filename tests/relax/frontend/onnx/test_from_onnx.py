@@ -68,6 +68,18 @@ def test_dim_params_become_shared_symbolic_dims():
         np.testing.assert_allclose(tvm_run(vm, model, inputs)[0], ort_run(model, inputs)[0])
 
 
+def test_question_mark_dims_are_each_a_variable_of_their_own():
+    # "?" marks a size nobody named: (?, ?, ?) takes (3, 2, 2), as in TVM
+    model = model_of([helper.make_node("ReduceSum", ["x"], ["y"], keepdims=1)], {"x": (F, ["?", "?", "?"])},
+                     {"y": (F, ["?", "?", "?"])}, opset=13)
+    mod = from_onnx(model)
+    dims = mod["main"].params[0].struct_info.shape_values
+    assert [d.name for d in dims] == ["?"] * 3 and len({id(d) for d in dims}) == 3
+    inputs = {"x": np.random.default_rng(0).standard_normal([3, 2, 2]).astype(F)}
+    np.testing.assert_allclose(tvm_run(compile_vm(mod), model, inputs)[0], inputs["x"].sum(keepdims=True),
+                               rtol=1e-5)
+
+
 def test_shape_dict_and_dtype_dict_override_inputs():
     model = model_of([helper.make_node("Relu", ["x"], ["y"])], {"x": (F, ["N", 3])}, {"y": (F, ["N", 3])})
     mod = from_onnx(model, shape_dict={"x": [5, 3]}, dtype_dict={"x": "float64"})

@@ -1,0 +1,74 @@
+"""ONNX operators whose output size depends on the data: ``NonZero``, ``Unique``, ``Compress``.
+
+The Relax op's result has a known rank but unknown sizes; as TVM's importer does, each result is
+``match_cast`` to a shape with a fresh tir variable for the data-dependent size (``nonzero_numbers``,
+``unique_numbers``, ``num_nonzero``), so later operators see a shape they can compute with."""
+
+from __future__ import annotations
+
+from ... import op as _op
+from ...expr import TupleGetItem
+from ...struct_info import TensorStructInfo
+from ....tir.expr import Var as TirVar
+from .importer import OnnxImporter, OnnxNode
+
+
+def non_zero(node: OnnxNode, imp: OnnxImporter):
+    """One int64 row per input dimension (a scalar counts as one), one column per nonzero element."""
+    rank = max(len(imp.shape(node, 0)), 1)
+    count = TirVar("nonzero_numbers", "int64")
+    return imp.bb.match_cast(_op.nonzero(imp.tensor(node, 0)), TensorStructInfo([rank, count], "int64"))
+
+
+def unique(node: OnnxNode, imp: OnnxImporter):
+    """The unique values (of the flattened input, or slices along ``axis``), then as many of the
+    first-appearance indices, inverse indices and counts as the node has outputs."""
+    x = imp.tensor(node, 0)
+    in_shape = imp.shape(node, 0)
+    axis = node.attr("axis")
+    n_out = len(node.outputs)
+    count = TirVar("unique_numbers", "int64")
+    if axis is None:
+        values_shape = [count]
+    else:
+        if not -len(in_shape) <= axis < len(in_shape):
+            raise node.error(f"axis {axis} is out of range for a rank-{len(in_shape)} input")
+        axis = axis % len(in_shape)
+        values_shape = [count if i == axis else d for i, d in enumerate(in_shape)]
+    call = _op.unique(x, sorted=bool(node.attr("sorted", 1)), return_index=n_out > 1, return_inverse=n_out > 2,
+                      return_counts=n_out > 3, axis=axis)
+    dtype = imp.dtype(node, 0)
+    if n_out == 1:
+        return imp.bb.match_cast(call, TensorStructInfo(values_shape, dtype))
+    result = imp.emit(call)
+    inverse_len = in_shape[axis] if axis is not None else _numel(in_shape)
+    shapes = [values_shape, [count], [inverse_len], [count]]
+    return [imp.bb.match_cast(TupleGetItem(result, k), TensorStructInfo(shapes[k], dtype if k == 0 else "int64"))
+            for k in range(n_out)]
+
+
+def _numel(shape: list):
+    out = 1
+    for d in shape:
+        out = out * d
+    return out
+
+
+def compress(node: OnnxNode, imp: OnnxImporter):
+    """The slices along ``axis`` (of the flattened input without one) where the 1-D boolean
+    ``condition`` holds; a condition shorter than the axis leaves the rest out."""
+    cond_shape = imp.shape(node, 1)
+    if imp.dtype(node, 1) != "bool" or len(cond_shape) != 1:
+        raise node.error(f"the condition must be a 1-D bool tensor, got {imp.dtype(node, 1)} of rank "
+                         f"{len(cond_shape)}")
+    count = TirVar("num_nonzero", "int64")
+    where = imp.bb.match_cast(_op.nonzero(imp.tensor(node, 1)), TensorStructInfo([1, count], "int64"))
+    indices = imp.emit(_op.reshape(where, [count]))
+    x = imp.tensor(node, 0)
+    axis = node.attr("axis")
+    if axis is None:
+        return _op.take(_op.reshape(x, [_numel(imp.shape(node, 0))]), indices, axis=0)
+    return _op.take(x, indices, axis=int(axis))
+
+
+CONVERTERS = {"NonZero": non_zero, "Unique": unique, "Compress": compress}
