@@ -50,3 +50,4 @@ def test_compress_refuses_a_condition_that_is_not_boolean():
                      {"x": (F, [3, 5]), "c": ("int64", [3])}, {"y": (F, [-1])}, opset=11)
     with pytest.raises(ValueError, match="Compress node .*condition must be a 1-D bool tensor"):
         from_onnx(model)
+

@@ -400,3 +400,16 @@ def test_reductions_of_an_empty_axis_give_the_identity():
     outputs = {op: (F, [2, 1, 3] if k % 2 else [2, 3]) for k, op in enumerate(ops)}
     model = model_of(nodes, {"x": (F, [2, 0, 3])}, outputs, [init("axes", np.array([1]))])
     check(model, {"x": np.zeros([2, 0, 3], F)})
+
+
+@pytest.mark.parametrize("attrs", [{"kernel_shape": [2, 2], "strides": [2, 2]},
+                                   {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}])
+def test_max_unpool_scatters_into_zeros(attrs):
+    x = np.random.default_rng(2).standard_normal([1, 2, 3, 3]).astype(F)
+    out_hw = [(3 - 1) * attrs.get("strides", [1, 1])[0] + attrs["kernel_shape"][0] - sum(attrs.get("pads", [0, 0])[:2])] * 2
+    # distinct flat positions inside each (n, c) plane, so no two values land on one place
+    per_plane = np.random.default_rng(3).permutation(out_hw[0] * out_hw[1])[:9].reshape(3, 3)
+    idx = np.stack([per_plane + c * out_hw[0] * out_hw[1] for c in range(2)])[None].astype("int64")
+    check(model_of([helper.make_node("MaxUnpool", ["x", "i"], ["y"], **attrs)],
+                   {"x": (F, [1, 2, 3, 3]), "i": ("int64", [1, 2, 3, 3])}, {"y": (F, [1, 2] + out_hw)}, opset=11),
+          inputs={"x": x, "i": idx})
