@@ -2,8 +2,10 @@
 
 ``from_onnx(model)`` walks the graph's nodes in order and emits one Relax function ``main`` with
 the BlockBuilder.  Converters live by kind in ``elementwise``, ``nn``, ``manipulation``,
-``reduce``, ``dynamic`` (data-dependent sizes) and ``attention`` (attention, recurrent layers, losses); ``CONVERTERS`` maps each ONNX ``op_type`` to its
-converter ``fn(node, importer)``, which reads the model's opset from ``node.opset`` where ONNX
+``reduce``, ``dynamic`` (data-dependent sizes), ``contrib`` (onnxruntime's
+``com.microsoft`` operators) and ``attention`` (attention, recurrent layers, losses);
+``CONVERTERS`` maps each ONNX ``op_type`` to its converter ``fn(node, importer)``, which reads
+the model's opset from ``node.opset`` where ONNX
 moved an attribute into an input (``Reshape``, ``Split``, ``Squeeze``, ``Clip``, ``Slice``, ``Pad``, ``ReduceSum`` ...).
 The onnx package is an optional extra (``pip install 'minitvm[onnx]'``), imported on first use.
 """
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from . import attention, dynamic, elementwise, manipulation, nn, reduce
+from . import attention, contrib, dynamic, elementwise, manipulation, nn, reduce
 from .importer import OnnxImporter, OnnxNode, OpNotImplemented, from_onnx
 
 __all__ = ["from_onnx", "CONVERTERS", "CONVERTER_KINDS", "supported_ops", "OnnxNode", "OnnxImporter",
@@ -22,6 +24,7 @@ __all__ = ["from_onnx", "CONVERTERS", "CONVERTER_KINDS", "supported_ops", "OnnxN
 CONVERTER_KINDS: dict[str, Any] = {"element-wise": elementwise, "neural network": nn,
                                    "manipulation": manipulation, "reduction": reduce,
                                    "data-dependent shape": dynamic,
+                                   "onnxruntime contrib (com.microsoft)": contrib,
                                    "composite (attention, recurrent, losses)": attention}
 
 #: ONNX op_type -> ``fn(node: OnnxNode, importer: OnnxImporter)`` returning the Relax value (a

@@ -6,10 +6,10 @@ The Relax op's result has a known rank but unknown sizes; as TVM's importer does
 
 from __future__ import annotations
 
+from ....tir.expr import Var as TirVar
 from ... import op as _op
 from ...expr import TupleGetItem
 from ...struct_info import TensorStructInfo
-from ....tir.expr import Var as TirVar
 from .importer import OnnxImporter, OnnxNode
 
 

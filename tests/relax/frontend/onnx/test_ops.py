@@ -406,7 +406,8 @@ def test_reductions_of_an_empty_axis_give_the_identity():
                                    {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}])
 def test_max_unpool_scatters_into_zeros(attrs):
     x = np.random.default_rng(2).standard_normal([1, 2, 3, 3]).astype(F)
-    out_hw = [(3 - 1) * attrs.get("strides", [1, 1])[0] + attrs["kernel_shape"][0] - sum(attrs.get("pads", [0, 0])[:2])] * 2
+    stride, pads = attrs.get("strides", [1, 1])[0], sum(attrs.get("pads", [0, 0])[:2])
+    out_hw = [(3 - 1) * stride + attrs["kernel_shape"][0] - pads] * 2
     # distinct flat positions inside each (n, c) plane, so no two values land on one place
     per_plane = np.random.default_rng(3).permutation(out_hw[0] * out_hw[1])[:9].reshape(3, 3)
     idx = np.stack([per_plane + c * out_hw[0] * out_hw[1] for c in range(2)])[None].astype("int64")
