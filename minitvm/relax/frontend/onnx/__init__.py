@@ -2,7 +2,7 @@
 
 ``from_onnx(model)`` walks the graph's nodes in order and emits one Relax function ``main`` with
 the BlockBuilder.  Converters live by kind in ``elementwise``, ``nn``, ``manipulation``,
-``reduce``, ``dynamic`` (data-dependent sizes), ``contrib`` (onnxruntime's
+``reduce``, ``dynamic`` (data-dependent sizes), ``sequence``, ``contrib`` (onnxruntime's
 ``com.microsoft`` operators) and ``attention`` (attention, recurrent layers, losses);
 ``CONVERTERS`` maps each ONNX ``op_type`` to its converter ``fn(node, importer)``, which reads
 the model's opset from ``node.opset`` where ONNX
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from . import attention, contrib, dynamic, elementwise, manipulation, nn, reduce
+from . import attention, contrib, dynamic, elementwise, manipulation, nn, reduce, sequence
 from .importer import OnnxImporter, OnnxNode, OpNotImplemented, from_onnx
 
 __all__ = ["from_onnx", "CONVERTERS", "CONVERTER_KINDS", "supported_ops", "OnnxNode", "OnnxImporter",
@@ -23,7 +23,7 @@ __all__ = ["from_onnx", "CONVERTERS", "CONVERTER_KINDS", "supported_ops", "OnnxN
 #: The converter modules by kind, in the order ``supported_ops`` lists them.
 CONVERTER_KINDS: dict[str, Any] = {"element-wise": elementwise, "neural network": nn,
                                    "manipulation": manipulation, "reduction": reduce,
-                                   "data-dependent shape": dynamic,
+                                   "data-dependent shape": dynamic, "sequence": sequence,
                                    "onnxruntime contrib (com.microsoft)": contrib,
                                    "composite (attention, recurrent, losses)": attention}
 
