@@ -327,6 +327,16 @@ def test_reductions_across_opsets(opset):
                    [init("axes", np.array([0, 2], "int64"))], opset=opset), x, rtol=1e-5)
 
 
+def test_reductions_with_no_axes_and_noop_still_map_each_element():
+    # onnxruntime squares, takes abs or log of each element though it reduces nothing
+    none = [init("none", np.zeros([0], "int64"))]
+    nodes = [helper.make_node(op, ["x", "none"], [op], noop_with_empty_axes=1) for op in REDUCE]
+    x = random_inputs(model_of([], {"x": (F, [3, 4])}, {}))  # both signs: abs shows
+    check(model_of(nodes, {"x": (F, [3, 4])}, {op: (F, [3, 4]) for op in REDUCE}, none), x, rtol=1e-6)
+    log_sum = helper.make_node("ReduceLogSum", ["x", "none"], ["y"], noop_with_empty_axes=1)
+    check(model_of([log_sum], {"x": (F, [3, 4])}, {"y": (F, [3, 4])}, none), {"x": np.abs(x["x"])}, rtol=1e-6)
+
+
 def test_integer_pow_is_exact():
     nodes = [helper.make_node("Abs", ["a"], ["ua"]), helper.make_node("Pow", ["ua", "e"], ["p"])]
     check(model_of(nodes, {"a": ("int64", [6])}, {"p": ("int64", [6])}, [init("e", np.array([0, 1, 2, 3, 4, 5]))]))
