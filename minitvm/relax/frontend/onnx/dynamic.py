@@ -1,4 +1,5 @@
-"""ONNX operators whose output size depends on the data: ``NonZero``, ``Unique``, ``Compress``.
+"""ONNX operators whose output size depends on the data: ``NonZero``, ``Unique``, ``Compress``,
+``NonMaxSuppression``.
 
 The Relax op's result has a known rank but unknown sizes; as TVM's importer does, each result is
 ``match_cast`` to a shape with a fresh tir variable for the data-dependent size (``nonzero_numbers``,
@@ -6,9 +7,11 @@ The Relax op's result has a known rank but unknown sizes; as TVM's importer does
 
 from __future__ import annotations
 
+import numpy as np
+
 from ....tir.expr import Var as TirVar
 from ... import op as _op
-from ...expr import TupleGetItem
+from ...expr import TupleGetItem, const
 from ...struct_info import TensorStructInfo
 from .importer import OnnxImporter, OnnxNode
 
@@ -72,3 +75,33 @@ def compress(node: OnnxNode, imp: OnnxImporter):
 
 
 CONVERTERS = {"NonZero": non_zero, "Unique": unique, "Compress": compress}
+
+
+def _scalar_or(node: OnnxNode, imp: OnnxImporter, k: int, default: float, dtype: str):
+    """Optional scalar input ``k`` as a Relax value (its default when absent)."""
+    return imp.tensor(node, k) if node.has_input(k) else imp.scalar_of(default, dtype)
+
+
+def non_max_suppression(node: OnnxNode, imp: OnnxImporter):
+    """``[batch, class, box]`` rows of the boxes kept, per class by falling score (TVM's
+    all_class_non_max_suppression, its padded rows cut to the count at run time); centre-size
+    boxes (``center_point_box``) become corners first."""
+    boxes = imp.tensor(node, 0)
+    if node.attr("center_point_box", 0):
+        dtype = imp.dtype(node, 0)
+        half = imp.scalar_of(0.5, dtype)
+        centre = _op.strided_slice(boxes, [2], [0], [2])
+        size = _op.multiply(_op.strided_slice(boxes, [2], [2], [4]), half)
+        # (x, y) corners: the overlap test treats the two coordinates alike, so the order is free
+        boxes = imp.emit(_op.concat([_op.subtract(centre, size), _op.add(centre, size)], axis=2))
+    nms = imp.emit(_op.vision.all_class_non_max_suppression(
+        boxes, imp.tensor(node, 1), _scalar_or(node, imp, 2, 0, "int64"), _scalar_or(node, imp, 3, 0.0, "float32"),
+        _scalar_or(node, imp, 4, -np.inf, "float32")))
+    count = imp.emit(TupleGetItem(nms, 1))
+    end = imp.emit(_op.concat([count, const(np.array([3], "int64"))], axis=0))
+    rows = _op.dynamic_strided_slice(TupleGetItem(nms, 0), const(np.zeros(2, "int64")), end,
+                                     const(np.ones(2, "int64")))
+    return imp.bb.match_cast(rows, TensorStructInfo([TirVar("num_selected", "int64"), 3], "int64"))
+
+
+CONVERTERS["NonMaxSuppression"] = non_max_suppression

@@ -1,5 +1,6 @@
-"""ONNX operators whose output size depends on the data (NonZero, Unique, Compress): the size is a
-fresh tir variable bound at run time, as TVM's importer does; results against onnxruntime."""
+"""ONNX operators whose output size depends on the data (NonZero, Unique, Compress,
+NonMaxSuppression): the size is a fresh tir variable bound at run time, as TVM's importer does;
+results against onnxruntime."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from onnx import helper
 
 from minitvm.relax.frontend.onnx import from_onnx
 
-from ._check import check, check_node, model_of
+from ._check import check, check_node, init, model_of
 
 F = "float32"
 
@@ -51,3 +52,26 @@ def test_compress_refuses_a_condition_that_is_not_boolean():
     with pytest.raises(ValueError, match="Compress node .*condition must be a 1-D bool tensor"):
         from_onnx(model)
 
+
+
+@pytest.mark.parametrize("center", [0, 1])
+def test_non_max_suppression_against_onnxruntime(center):
+    rng = np.random.default_rng(4)
+    corners = rng.uniform(0, 2, [2, 12, 2])  # crowded: many overlaps to suppress
+    boxes = np.concatenate([corners, corners + rng.uniform(0.5, 2, [2, 12, 2])], axis=2).astype(F)
+    scores = rng.uniform(0, 1, [2, 3, 12]).astype(F)
+    inits = [init("max", np.array([8], "int64")), init("iou", np.array([0.3], F)), init("score", np.array([0.2], F))]
+    model = model_of([helper.make_node("NonMaxSuppression", ["boxes", "scores", "max", "iou", "score"], ["sel"],
+                                       center_point_box=center)],
+                     {"boxes": (F, [2, 12, 4]), "scores": (F, [2, 3, 12])}, {"sel": ("int64", [-1, 3])}, inits,
+                     opset=11)
+    want = check(model, inputs={"boxes": boxes, "scores": scores})[0]
+    assert 6 < len(want) < 2 * 3 * 8  # some kept, some suppressed
+
+
+def test_non_max_suppression_without_limits_keeps_nothing():
+    # ONNX's default max_output_boxes_per_class is 0
+    model = model_of([helper.make_node("NonMaxSuppression", ["boxes", "scores"], ["sel"])],
+                     {"boxes": (F, [1, 3, 4]), "scores": (F, [1, 1, 3])}, {"sel": ("int64", [-1, 3])}, opset=11)
+    boxes = np.array([[[0, 0, 1, 1], [0, 0, 1, 1.1], [2, 2, 3, 3]]], F)
+    assert check(model, inputs={"boxes": boxes, "scores": np.ones([1, 1, 3], F)})[0].shape == (0, 3)
