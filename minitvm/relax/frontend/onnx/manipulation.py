@@ -227,13 +227,20 @@ def split(node: OnnxNode, imp: OnnxImporter):
     axis = int(node.attr("axis", 0)) % len(shape_)
     dim = shape_[axis]
     n = len(node.outputs)
+    x = imp.tensor(node, 0)
+    if _is_symbolic(dim):  # sections of a symbolic axis (TVM's split: equal ones), or a slice each
+        if sizes is None:
+            out = imp.emit(_op.split(x, n, axis=axis))
+            return [imp.emit(TupleGetItem(out, i)) for i in range(n)]
+        starts = [0] + [int(c) for c in np.cumsum(sizes)]
+        # ONNX's sizes add up to the axis: every slice is in bounds
+        return [imp.emit(_op.strided_slice(x, [axis], [starts[i]], [starts[i + 1]], assume_inbound=True))
+                for i in range(len(sizes))]
     if sizes is None:
-        if _is_symbolic(dim):
-            raise node.error("an equal split of a symbolic axis is not supported")
         part = -(-int(dim) // n)
         sizes = [min(part, int(dim) - part * i) for i in range(n)]
     cuts = list(np.cumsum(sizes)[:-1])
-    out = imp.emit(_op.split(imp.tensor(node, 0), [int(c) for c in cuts], axis=axis))
+    out = imp.emit(_op.split(x, [int(c) for c in cuts], axis=axis))
     return [imp.emit(TupleGetItem(out, i)) for i in range(len(sizes))]
 
 

@@ -424,3 +424,17 @@ def test_max_unpool_scatters_into_zeros(attrs):
     check(model_of([helper.make_node("MaxUnpool", ["x", "i"], ["y"], **attrs)],
                    {"x": (F, [1, 2, 3, 3]), "i": ("int64", [1, 2, 3, 3])}, {"y": (F, [1, 2] + out_hw)}, opset=11),
           inputs={"x": x, "i": idx})
+
+
+@pytest.mark.parametrize("sizes", [[2, 1, 3], None])
+def test_split_of_a_symbolic_axis(sizes):
+    # given sizes: a slice each; none: TVM's equal sections of the symbolic length
+    inits = [] if sizes is None else [init("split", np.array(sizes, "int64"))]
+    model = model_of([helper.make_node("Split", ["x"] + ([] if sizes is None else ["split"]), ["a", "b", "c"])],
+                     {"x": (F, ["N", 2])}, {k: (F, [-1, 2]) for k in "abc"}, inits, opset=13)
+    vm = compile_vm(from_onnx(model))
+    x = {"x": random_inputs(model, sizes={"N": 6})["x"]}
+    got = tvm_run(vm, model, x)
+    want = np.split(x["x"], [2, 3] if sizes else 3)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
