@@ -438,3 +438,12 @@ def test_split_of_a_symbolic_axis(sizes):
     want = np.split(x["x"], [2, 3] if sizes else 3)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+def test_matmul_whose_reduction_length_only_the_weight_knows():
+    # a is (?, ?): the loop runs over the weight's 6, the one length known while compiling
+    w = np.random.default_rng(5).standard_normal([6, 5]).astype(F)
+    model = model_of([helper.make_node("MatMul", ["a", "w"], ["c"])], {"a": (F, ["?", "?"])}, {"c": (F, [-1, 5])},
+                     [init("w", w)])
+    a = np.random.default_rng(6).standard_normal([3, 6]).astype(F)
+    np.testing.assert_allclose(tvm_run(compile_vm(from_onnx(model)), model, {"a": a})[0], a @ w, rtol=1e-5)
