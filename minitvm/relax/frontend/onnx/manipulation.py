@@ -286,12 +286,24 @@ def trilu(node: OnnxNode, imp: OnnxImporter):
 def _cumulative(fn):
     """CumSum / CumProd along the axis input; ``exclusive`` leaves each element out, ``reverse``
     runs from the end (the axis flipped before and after)."""
-    def convert(node: OnnxNode, imp: OnnxImporter):
-        axis = int(imp.scalar_input(node, 1, "the axis"))
+    def along(node: OnnxNode, x, axis: int):
         reverse = node.attr("reverse", 0)
-        x = imp.tensor(node, 0)
         out = fn(_op.flip(x, axis) if reverse else x, axis=axis, exclusive=bool(node.attr("exclusive", 0)))
-        return imp.emit(_op.flip(out, axis) if reverse else out)
+        return _op.flip(out, axis) if reverse else out
+
+    def convert(node: OnnxNode, imp: OnnxImporter):
+        x = imp.tensor(node, 0)
+        if imp.known(node, 1) is not None:
+            return imp.emit(along(node, x, int(imp.scalar_input(node, 1, "the axis"))))
+        # an axis given at run time: the result along each axis, the one it names picked then
+        rank = len(imp.shape(node, 0))
+        axis = imp.emit(_op.reshape(imp.tensor(node, 1), []))
+        out = imp.emit(along(node, x, rank - 1))
+        for k in range(rank - 1):
+            hit = _op.logical_or(_op.equal(axis, imp.scalar_of(k, imp.dtype(node, 1))),
+                                 _op.equal(axis, imp.scalar_of(k - rank, imp.dtype(node, 1))))
+            out = imp.emit(_op.where(hit, along(node, x, k), out))
+        return out
     return convert
 
 

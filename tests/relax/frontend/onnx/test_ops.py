@@ -11,7 +11,7 @@ from onnx import helper
 from minitvm.relax.frontend.onnx import CONVERTERS, from_onnx
 from minitvm.tir.op_table import BINARY, UNARY
 
-from ._check import check, check_node, compile_vm, init, model_of, random_inputs, tvm_run
+from ._check import check, check_node, compile_vm, init, model_of, ort_run, random_inputs, tvm_run
 
 F = "float32"
 #: float inputs inside each unary op's domain (the op table's own domains)
@@ -447,3 +447,13 @@ def test_matmul_whose_reduction_length_only_the_weight_knows():
                      [init("w", w)])
     a = np.random.default_rng(6).standard_normal([3, 6]).astype(F)
     np.testing.assert_allclose(tvm_run(compile_vm(from_onnx(model)), model, {"a": a})[0], a @ w, rtol=1e-5)
+
+
+def test_cumsum_along_an_axis_given_at_run_time():
+    model = model_of([helper.make_node("CumSum", ["x", "axis"], ["y"], reverse=1, exclusive=1)],
+                     {"x": (F, [2, 3, 4]), "axis": ("int32", [])}, {"y": (F, [2, 3, 4])}, opset=14)
+    vm = compile_vm(from_onnx(model))
+    x = random_inputs(model)["x"]
+    for axis in (0, 1, -1, -2):
+        inputs = {"x": x, "axis": np.array(axis, "int32")}
+        np.testing.assert_allclose(tvm_run(vm, model, inputs)[0], ort_run(model, inputs)[0], rtol=1e-5, atol=1e-6)
