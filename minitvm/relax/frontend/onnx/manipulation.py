@@ -203,7 +203,12 @@ def gather(node: OnnxNode, imp: OnnxImporter):
     axis = int(node.attr("axis", 0)) % len(shape_)
     data, idx = _small_known(node, imp, 0), imp.known(node, 1)
     if data is not None and idx is not None:
-        return np.take(data, idx.astype("int64"), axis=axis)
+        out = np.take(data, idx.astype("int64"), axis=axis)
+        if isinstance(out, np.ndarray):
+            return out
+        picked = np.empty((), data.dtype)  # numpy gives a scalar index's pick as the bare element
+        picked[()] = out
+        return picked
     dim = shape_[axis]
     if idx is not None and not _is_symbolic(dim):
         return imp.emit(_op.take(imp.tensor(node, 0), const(np.where(idx < 0, idx + dim, idx).astype(idx.dtype)),

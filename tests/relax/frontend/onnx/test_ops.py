@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from onnx import helper
 
+import minitvm
 from minitvm.relax.frontend.onnx import CONVERTERS, from_onnx
 from minitvm.tir.op_table import BINARY, UNARY
 
@@ -457,3 +458,17 @@ def test_cumsum_along_an_axis_given_at_run_time():
     for axis in (0, 1, -1, -2):
         inputs = {"x": x, "axis": np.array(axis, "int32")}
         np.testing.assert_allclose(tvm_run(vm, model, inputs)[0], ort_run(model, inputs)[0], rtol=1e-5, atol=1e-6)
+
+
+def test_a_symbolic_size_picked_by_a_scalar_gather_shapes_a_tensor():
+    # Shape -> Gather(scalar index) -> Unsqueeze -> ConstantOfShape: a (batch,) tensor of ones
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "i"], ["b"]),
+             helper.make_node("Unsqueeze", ["b", "axes"], ["b1"]),
+             helper.make_node("ConstantOfShape", ["b1"], ["y"], value=helper.make_tensor("v", 1, [], [1.0]))]
+    model = model_of(nodes, {"x": (F, ["batch", "seq"])}, {"y": (F, ["batch"])},
+                     [init("i", np.array(0, "int64")), init("axes", np.array([0], "int64"))], opset=13)
+    mod = from_onnx(model, keep_params_in_input=True)
+    assert [d.name for d in mod["main"].body.body.struct_info.shape_values] == ["batch"]
+    x = random_inputs(model, sizes={"batch": 3, "seq": 2})
+    got = compile_vm(from_onnx(model))["main"](minitvm.nd.array(x["x"])).numpy()
+    np.testing.assert_array_equal(got, np.ones(3, F))
