@@ -60,7 +60,7 @@ def test_sequence_at_and_length():
     np.testing.assert_array_equal(got.numpy(), want)
     nodes = [helper.make_node("SequenceConstruct", ["a", "b"], ["s"]),
              helper.make_node("SequenceLength", ["s"], ["out"])]
-    got, want = _run_both(nodes, {"a": [3], "b": [3]}, output_is_seq=False, out_type=TensorProto.INT64)
+    got, want = _run_both(nodes, {"a": [3], "b": [3]}, output_is_seq=False, out_shape=[], out_type=TensorProto.INT64)
     assert int(got.numpy()) == int(want) == 2
 
 
@@ -68,7 +68,8 @@ def test_sequence_at_and_length():
 def test_concat_from_sequence(new_axis):
     nodes = [helper.make_node("SequenceConstruct", ["a", "b"], ["s"]),
              helper.make_node("ConcatFromSequence", ["s"], ["out"], axis=-1, new_axis=new_axis)]
-    got, want = _run_both(nodes, {"a": [2, 3], "b": [2, 3]}, output_is_seq=False)
+    got, want = _run_both(nodes, {"a": [2, 3], "b": [2, 3]}, output_is_seq=False,
+                          out_shape=[2, 3, 2] if new_axis else [2, 6])
     np.testing.assert_array_equal(got.numpy(), want)
 
 
