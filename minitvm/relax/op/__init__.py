@@ -91,6 +91,9 @@ from . import image  # noqa: E402 - relax.op.image (resize2d), apart so branches
 from .set import nonzero, unique  # noqa: E402 - set operators, run by a packed function (FCallPacked)
 
 __all__ += ["unique", "nonzero"]
+from . import vision  # noqa: E402 - relax.op.vision: non-maximum suppression, run by a packed function
+
+__all__ += ["vision"]
 from . import ccl  # noqa: E402 - relax.op.ccl: collectives between workers (struct info only)
 
 __all__ += ["ccl"]

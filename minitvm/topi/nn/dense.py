@@ -7,6 +7,7 @@ from typing import Any
 
 from ... import te
 from ...tir import op as _op
+from ...tir.expr import IntImm
 from ..broadcast import broadcast_shape
 from ..utils import is_one
 
@@ -27,6 +28,9 @@ def matmul(tensor_a: te.Tensor, tensor_b: te.Tensor, bias: te.Tensor | None = No
         b_shape = b_shape + [1]
     m, k = (a_shape[-1], a_shape[-2]) if transpose_a else (a_shape[-2], a_shape[-1])
     n = b_shape[-2] if transpose_b else b_shape[-1]
+    k_b = b_shape[-1] if transpose_b else b_shape[-2]
+    if not isinstance(k, (int, IntImm)) and isinstance(k_b, (int, IntImm)):
+        k = k_b  # the two lengths are one at run time: loop over the one known here
     batch = broadcast_shape(a_shape[:-2], b_shape[:-2], "topi.nn.matmul")
     out_dtype = out_dtype or tensor_a.dtype
     out_shape = list(batch) + ([] if a_vec else [m]) + ([] if b_vec else [n])

@@ -2,8 +2,10 @@
 
 ``from_onnx(model)`` walks the graph's nodes in order and emits one Relax function ``main`` with
 the BlockBuilder.  Converters live by kind in ``elementwise``, ``nn``, ``manipulation``,
-``reduce`` and ``attention`` (attention, recurrent layers, losses); ``CONVERTERS`` maps each ONNX ``op_type`` to its
-converter ``fn(node, importer)``, which reads the model's opset from ``node.opset`` where ONNX
+``reduce``, ``dynamic`` (data-dependent sizes), ``sequence``, ``contrib`` (onnxruntime's
+``com.microsoft`` operators) and ``attention`` (attention, recurrent layers, losses);
+``CONVERTERS`` maps each ONNX ``op_type`` to its converter ``fn(node, importer)``, which reads
+the model's opset from ``node.opset`` where ONNX
 moved an attribute into an input (``Reshape``, ``Split``, ``Squeeze``, ``Clip``, ``Slice``, ``Pad``, ``ReduceSum`` ...).
 The onnx package is an optional extra (``pip install 'minitvm[onnx]'``), imported on first use.
 """
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from . import attention, elementwise, manipulation, nn, reduce
+from . import attention, contrib, dynamic, elementwise, manipulation, nn, reduce, sequence
 from .importer import OnnxImporter, OnnxNode, OpNotImplemented, from_onnx
 
 __all__ = ["from_onnx", "CONVERTERS", "CONVERTER_KINDS", "supported_ops", "OnnxNode", "OnnxImporter",
@@ -21,6 +23,8 @@ __all__ = ["from_onnx", "CONVERTERS", "CONVERTER_KINDS", "supported_ops", "OnnxN
 #: The converter modules by kind, in the order ``supported_ops`` lists them.
 CONVERTER_KINDS: dict[str, Any] = {"element-wise": elementwise, "neural network": nn,
                                    "manipulation": manipulation, "reduction": reduce,
+                                   "data-dependent shape": dynamic, "sequence": sequence,
+                                   "onnxruntime contrib (com.microsoft)": contrib,
                                    "composite (attention, recurrent, losses)": attention}
 
 #: ONNX op_type -> ``fn(node: OnnxNode, importer: OnnxImporter)`` returning the Relax value (a

@@ -342,13 +342,16 @@ class OnnxImporter:
         return self.bb.get()
 
 
-_DIM_TOKEN = re.compile(r"\s*(\d+|[A-Za-z_][A-Za-z0-9_]*|//|[-+*()])")
+_DIM_TOKEN = re.compile(r"\s*(\d+|[A-Za-z_][A-Za-z0-9_]*|//|[-+*/()])")
 
 
 def _parse_dim(name: str, sym: dict[str, TirVar]) -> Any:
     """A ``dim_param`` as a tir expression: a name is one int64 variable per distinct name
     (``batch`` in two inputs is the same size), and ``2*batch`` / ``seq + 1`` are arithmetic
-    over them (as TVM parses them); anything else is a variable named after the whole text."""
+    over them (``/`` floor-divides, as TVM parses them); anything else is a variable named
+    after the whole text."""
+    if name == "?":  # an anonymous unknown size: a variable of its own each time (as TVM)
+        return TirVar("?", "int64")
     tokens = _DIM_TOKEN.findall(name)
     if "".join(tokens) != name.replace(" ", "") or len(tokens) == 1:
         key = name if len(tokens) == 1 and tokens[0][0].isalpha() or name[:1] == "_" else re.sub(r"\W", "_", name)
@@ -358,7 +361,7 @@ def _parse_dim(name: str, sym: dict[str, TirVar]) -> Any:
     out: Any = None
     pending = None
     for tok in tokens:
-        if tok in ("+", "-", "*", "//"):
+        if tok in ("+", "-", "*", "//", "/"):  # a single "/" divides too: sizes are integers (as TVM)
             pending = tok
             continue
         if tok in ("(", ")"):  # parenthesised forms are rare: fall back to one variable

@@ -203,7 +203,12 @@ def gather(node: OnnxNode, imp: OnnxImporter):
     axis = int(node.attr("axis", 0)) % len(shape_)
     data, idx = _small_known(node, imp, 0), imp.known(node, 1)
     if data is not None and idx is not None:
-        return np.take(data, idx.astype("int64"), axis=axis)
+        out = np.take(data, idx.astype("int64"), axis=axis)
+        if isinstance(out, np.ndarray):
+            return out
+        picked = np.empty((), data.dtype)  # numpy gives a scalar index's pick as the bare element
+        picked[()] = out
+        return picked
     dim = shape_[axis]
     if idx is not None and not _is_symbolic(dim):
         return imp.emit(_op.take(imp.tensor(node, 0), const(np.where(idx < 0, idx + dim, idx).astype(idx.dtype)),
@@ -227,13 +232,20 @@ def split(node: OnnxNode, imp: OnnxImporter):
     axis = int(node.attr("axis", 0)) % len(shape_)
     dim = shape_[axis]
     n = len(node.outputs)
+    x = imp.tensor(node, 0)
+    if _is_symbolic(dim):  # sections of a symbolic axis (TVM's split: equal ones), or a slice each
+        if sizes is None:
+            out = imp.emit(_op.split(x, n, axis=axis))
+            return [imp.emit(TupleGetItem(out, i)) for i in range(n)]
+        starts = [0] + [int(c) for c in np.cumsum(sizes)]
+        # ONNX's sizes add up to the axis: every slice is in bounds
+        return [imp.emit(_op.strided_slice(x, [axis], [starts[i]], [starts[i + 1]], assume_inbound=True))
+                for i in range(len(sizes))]
     if sizes is None:
-        if _is_symbolic(dim):
-            raise node.error("an equal split of a symbolic axis is not supported")
         part = -(-int(dim) // n)
         sizes = [min(part, int(dim) - part * i) for i in range(n)]
     cuts = list(np.cumsum(sizes)[:-1])
-    out = imp.emit(_op.split(imp.tensor(node, 0), [int(c) for c in cuts], axis=axis))
+    out = imp.emit(_op.split(x, [int(c) for c in cuts], axis=axis))
     return [imp.emit(TupleGetItem(out, i)) for i in range(len(sizes))]
 
 
@@ -279,12 +291,24 @@ def trilu(node: OnnxNode, imp: OnnxImporter):
 def _cumulative(fn):
     """CumSum / CumProd along the axis input; ``exclusive`` leaves each element out, ``reverse``
     runs from the end (the axis flipped before and after)."""
-    def convert(node: OnnxNode, imp: OnnxImporter):
-        axis = int(imp.scalar_input(node, 1, "the axis"))
+    def along(node: OnnxNode, x, axis: int):
         reverse = node.attr("reverse", 0)
-        x = imp.tensor(node, 0)
         out = fn(_op.flip(x, axis) if reverse else x, axis=axis, exclusive=bool(node.attr("exclusive", 0)))
-        return imp.emit(_op.flip(out, axis) if reverse else out)
+        return _op.flip(out, axis) if reverse else out
+
+    def convert(node: OnnxNode, imp: OnnxImporter):
+        x = imp.tensor(node, 0)
+        if imp.known(node, 1) is not None:
+            return imp.emit(along(node, x, int(imp.scalar_input(node, 1, "the axis"))))
+        # an axis given at run time: the result along each axis, the one it names picked then
+        rank = len(imp.shape(node, 0))
+        axis = imp.emit(_op.reshape(imp.tensor(node, 1), []))
+        out = imp.emit(along(node, x, rank - 1))
+        for k in range(rank - 1):
+            hit = _op.logical_or(_op.equal(axis, imp.scalar_of(k, imp.dtype(node, 1))),
+                                 _op.equal(axis, imp.scalar_of(k - rank, imp.dtype(node, 1))))
+            out = imp.emit(_op.where(hit, along(node, x, k), out))
+        return out
     return convert
 
 

@@ -165,6 +165,26 @@ def _global_pool(fn):
 
 # -- normalization ------------------------------------------------------------------------------------
 
+def max_unpool(node: OnnxNode, imp: OnnxImporter):
+    """MaxPool's inverse: each value written at its flat ``indices`` position of a zero tensor
+    of the output shape (the third input, else ``(in - 1) * stride + kernel - pads``)."""
+    in_shape = imp.shape(node, 0)
+    kernel = list(node.attr("kernel_shape"))
+    strides = list(node.attr("strides", [1] * len(kernel)))
+    pads = list(node.attr("pads", [0] * 2 * len(kernel)))
+    out_shape = imp.ints(node, 2, "the output shape")
+    if out_shape is None:
+        spatial = [(d - 1) * s + k - pads[i] - pads[i + len(kernel)]
+                   for i, (d, s, k) in enumerate(zip(in_shape[2:], strides, kernel))]
+        out_shape = list(in_shape[:2]) + spatial
+    numel = 1
+    for d in out_shape:
+        numel = numel * d
+    flat = _op.scatter_elements(_op.zeros([numel], imp.dtype(node, 0)),
+                                _op.reshape(imp.tensor(node, 1), [-1]), _op.reshape(imp.tensor(node, 0), [-1]))
+    return _op.reshape(imp.emit(flat), out_shape)
+
+
 def batch_normalization(node: OnnxNode, imp: OnnxImporter):
     """Inference batch norm over axis 1 with the given running statistics."""
     if node.attr("training_mode", 0):
@@ -401,6 +421,7 @@ def einsum(node: OnnxNode, imp: OnnxImporter):
 CONVERTERS = {
     "MatMul": matmul, "Gemm": gemm, "Conv": conv, "ConvTranspose": conv_transpose,
     "MaxPool": _pool("max"), "AveragePool": _pool("avg"), "LpPool": _pool("lp"), "GlobalLpPool": global_lp_pool,
+    "MaxUnpool": max_unpool,
     "GlobalAveragePool": _global_pool(_op.mean), "GlobalMaxPool": _global_pool(_op.max),
     "BatchNormalization": batch_normalization, "LayerNormalization": layer_normalization,
     "InstanceNormalization": instance_normalization, "RMSNormalization": rms_normalization,

@@ -25,8 +25,8 @@ def _reduction(body, name: str):
             axes = node.attr("axes")
         x = imp.tensor(node, 0)
         if not axes:
-            if node.attr("noop_with_empty_axes", 0):
-                return x
+            if node.attr("noop_with_empty_axes", 0):  # nothing reduced, the element-wise part still
+                return imp.emit(_NOOP[name](x)) if name in _NOOP else x  # applies (onnxruntime's)
             axes = list(range(rank))
         axes = sorted(int(a) % rank for a in axes)
         keep = bool(node.attr("keepdims", 1))
@@ -45,6 +45,11 @@ def _reduction(body, name: str):
 _EMPTY = {"ReduceSum": 0.0, "ReduceSumSquare": 0.0, "ReduceL1": 0.0, "ReduceL2": 0.0, "ReduceProd": 1.0,
           "ReduceMax": -np.inf, "ReduceMin": np.inf, "ReduceLogSum": -np.inf, "ReduceLogSumExp": -np.inf,
           "ReduceMean": np.nan}
+
+
+#: what a reduction with ``noop_with_empty_axes`` and no axes still does to each element
+_NOOP = {"ReduceSumSquare": lambda x: _op.multiply(x, x), "ReduceL1": _op.abs, "ReduceL2": _op.abs,
+         "ReduceLogSum": _op.log}
 
 
 def _plain(fn):

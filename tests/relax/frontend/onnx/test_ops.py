@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 from onnx import helper
 
+import minitvm
 from minitvm.relax.frontend.onnx import CONVERTERS, from_onnx
 from minitvm.tir.op_table import BINARY, UNARY
 
-from ._check import check, check_node, compile_vm, init, model_of, random_inputs, tvm_run
+from ._check import check, check_node, compile_vm, init, model_of, ort_run, random_inputs, tvm_run
 
 F = "float32"
 #: float inputs inside each unary op's domain (the op table's own domains)
@@ -327,6 +328,16 @@ def test_reductions_across_opsets(opset):
                    [init("axes", np.array([0, 2], "int64"))], opset=opset), x, rtol=1e-5)
 
 
+def test_reductions_with_no_axes_and_noop_still_map_each_element():
+    # onnxruntime squares, takes abs or log of each element though it reduces nothing
+    none = [init("none", np.zeros([0], "int64"))]
+    nodes = [helper.make_node(op, ["x", "none"], [op], noop_with_empty_axes=1) for op in REDUCE]
+    x = random_inputs(model_of([], {"x": (F, [3, 4])}, {}))  # both signs: abs shows
+    check(model_of(nodes, {"x": (F, [3, 4])}, {op: (F, [3, 4]) for op in REDUCE}, none), x, rtol=1e-6)
+    log_sum = helper.make_node("ReduceLogSum", ["x", "none"], ["y"], noop_with_empty_axes=1)
+    check(model_of([log_sum], {"x": (F, [3, 4])}, {"y": (F, [3, 4])}, none), {"x": np.abs(x["x"])}, rtol=1e-6)
+
+
 def test_integer_pow_is_exact():
     nodes = [helper.make_node("Abs", ["a"], ["ua"]), helper.make_node("Pow", ["ua", "e"], ["p"])]
     check(model_of(nodes, {"a": ("int64", [6])}, {"p": ("int64", [6])}, [init("e", np.array([0, 1, 2, 3, 4, 5]))]))
@@ -400,3 +411,64 @@ def test_reductions_of_an_empty_axis_give_the_identity():
     outputs = {op: (F, [2, 1, 3] if k % 2 else [2, 3]) for k, op in enumerate(ops)}
     model = model_of(nodes, {"x": (F, [2, 0, 3])}, outputs, [init("axes", np.array([1]))])
     check(model, {"x": np.zeros([2, 0, 3], F)})
+
+
+@pytest.mark.parametrize("attrs", [{"kernel_shape": [2, 2], "strides": [2, 2]},
+                                   {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}])
+def test_max_unpool_scatters_into_zeros(attrs):
+    x = np.random.default_rng(2).standard_normal([1, 2, 3, 3]).astype(F)
+    stride, pads = attrs.get("strides", [1, 1])[0], sum(attrs.get("pads", [0, 0])[:2])
+    out_hw = [(3 - 1) * stride + attrs["kernel_shape"][0] - pads] * 2
+    # distinct flat positions inside each (n, c) plane, so no two values land on one place
+    per_plane = np.random.default_rng(3).permutation(out_hw[0] * out_hw[1])[:9].reshape(3, 3)
+    idx = np.stack([per_plane + c * out_hw[0] * out_hw[1] for c in range(2)])[None].astype("int64")
+    check(model_of([helper.make_node("MaxUnpool", ["x", "i"], ["y"], **attrs)],
+                   {"x": (F, [1, 2, 3, 3]), "i": ("int64", [1, 2, 3, 3])}, {"y": (F, [1, 2] + out_hw)}, opset=11),
+          inputs={"x": x, "i": idx})
+
+
+@pytest.mark.parametrize("sizes", [[2, 1, 3], None])
+def test_split_of_a_symbolic_axis(sizes):
+    # given sizes: a slice each; none: TVM's equal sections of the symbolic length
+    inits = [] if sizes is None else [init("split", np.array(sizes, "int64"))]
+    model = model_of([helper.make_node("Split", ["x"] + ([] if sizes is None else ["split"]), ["a", "b", "c"])],
+                     {"x": (F, ["N", 2])}, {k: (F, [-1, 2]) for k in "abc"}, inits, opset=13)
+    vm = compile_vm(from_onnx(model))
+    x = {"x": random_inputs(model, sizes={"N": 6})["x"]}
+    got = tvm_run(vm, model, x)
+    want = np.split(x["x"], [2, 3] if sizes else 3)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_matmul_whose_reduction_length_only_the_weight_knows():
+    # a is (?, ?): the loop runs over the weight's 6, the one length known while compiling
+    w = np.random.default_rng(5).standard_normal([6, 5]).astype(F)
+    model = model_of([helper.make_node("MatMul", ["a", "w"], ["c"])], {"a": (F, ["?", "?"])}, {"c": (F, [-1, 5])},
+                     [init("w", w)])
+    a = np.random.default_rng(6).standard_normal([3, 6]).astype(F)
+    np.testing.assert_allclose(tvm_run(compile_vm(from_onnx(model)), model, {"a": a})[0], a @ w, rtol=1e-5)
+
+
+def test_cumsum_along_an_axis_given_at_run_time():
+    model = model_of([helper.make_node("CumSum", ["x", "axis"], ["y"], reverse=1, exclusive=1)],
+                     {"x": (F, [2, 3, 4]), "axis": ("int32", [])}, {"y": (F, [2, 3, 4])}, opset=14)
+    vm = compile_vm(from_onnx(model))
+    x = random_inputs(model)["x"]
+    for axis in (0, 1, -1, -2):
+        inputs = {"x": x, "axis": np.array(axis, "int32")}
+        np.testing.assert_allclose(tvm_run(vm, model, inputs)[0], ort_run(model, inputs)[0], rtol=1e-5, atol=1e-6)
+
+
+def test_a_symbolic_size_picked_by_a_scalar_gather_shapes_a_tensor():
+    # Shape -> Gather(scalar index) -> Unsqueeze -> ConstantOfShape: a (batch,) tensor of ones
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "i"], ["b"]),
+             helper.make_node("Unsqueeze", ["b", "axes"], ["b1"]),
+             helper.make_node("ConstantOfShape", ["b1"], ["y"], value=helper.make_tensor("v", 1, [], [1.0]))]
+    model = model_of(nodes, {"x": (F, ["batch", "seq"])}, {"y": (F, ["batch"])},
+                     [init("i", np.array(0, "int64")), init("axes", np.array([0], "int64"))], opset=13)
+    mod = from_onnx(model, keep_params_in_input=True)
+    assert [d.name for d in mod["main"].body.body.struct_info.shape_values] == ["batch"]
+    x = random_inputs(model, sizes={"batch": 3, "seq": 2})
+    got = compile_vm(from_onnx(model))["main"](minitvm.nd.array(x["x"])).numpy()
+    np.testing.assert_array_equal(got, np.ones(3, F))
