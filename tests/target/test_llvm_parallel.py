@@ -5,16 +5,23 @@ and bytecode alike), one LLVM text for the library, and a saved executable that 
 
 from __future__ import annotations
 
+import ctypes
+import locale
 import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+from llvmlite.binding import ffi
 
 import minitvm
 from minitvm import relax
 from minitvm.driver import clear_kernel_cache
 from minitvm.script import relax as R
+from minitvm.target import Target
 from minitvm.target.codegen import llvm_parallel
+from minitvm.target.codegen.llvm_jit import linked_text
 
 RNG = np.random.default_rng(38)
 
@@ -112,3 +119,40 @@ def test_the_environment_sets_the_worker_threads(monkeypatch):
     monkeypatch.setenv("MINITVM_LLVM_THREADS", "two")
     with pytest.raises(ValueError, match="MINITVM_LLVM_THREADS='two'"):
         llvm_parallel.llvm_threads()
+
+
+def _stores(first: int, count: int) -> str:
+    """LLVM IR of ``count`` functions, ``f<i>`` storing float ``i`` through its argument."""
+    return "".join(f"define void @f{i}(ptr %p) {{\n  store float {i}.0, ptr %p\n  ret void\n}}\n"
+                   for i in range(first, first + count))
+
+
+def test_compiling_pieces_leaves_the_process_locale_alone(monkeypatch):
+    """Worker threads compiling pieces never change the process-wide locale, not even for a
+    moment.  llvmlite's module printer (LLVMPY_PrintModuleToString) sets the C locale around
+    each call and restores the one it saw: two workers printing at once left the process in "C"
+    for good (Python then read every text file as ASCII), so no worker may call it."""
+    printer = ffi.lib.LLVMPY_PrintModuleToString
+    callers = []
+
+    def spy(*args):
+        callers.append(threading.current_thread().name)
+        return printer(*args)
+
+    monkeypatch.setitem(ffi.lib._fntab, "LLVMPY_PrintModuleToString", spy)  # what ffi.lib.<name> finds
+    before = (locale.setlocale(locale.LC_ALL), locale.getpreferredencoding(False))
+    seen = set()
+    with ThreadPoolExecutor(4, "piece-worker") as pool:
+        futures = [pool.submit(llvm_parallel._compile_piece, _stores(50 * k, 50), Target("llvm"), True, {})
+                   for k in range(8)]
+        while not all(f.done() for f in futures):
+            seen.add(locale.setlocale(locale.LC_ALL))
+        pieces = [f.result() for f in futures]
+    assert not [c for c in callers if c.startswith("piece-worker")], "a worker printed a module"
+    assert seen <= {before[0]}, f"the process's locale changed while pieces compiled: {seen}"
+    assert (locale.setlocale(locale.LC_ALL), locale.getpreferredencoding(False)) == before
+    # the pieces are real: a function's machine code runs, and their text (printed here) links
+    out = ctypes.c_float(-1.0)
+    ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_float))(pieces[3].engine.get_function_address("f155"))(out)
+    assert out.value == 155.0
+    assert linked_text([p.optimized for p in pieces[:2]]).count("define void @f") == 100

@@ -203,21 +203,28 @@ def jit_compile(mod: llvm.ModuleRef, tm: llvm.TargetMachine, sigs: dict[str, Fun
     return engine, {name: (engine.get_function_address(name), sig) for name, sig in sigs.items()}
 
 
-def _as_list(text: str | list[str]) -> list[str]:
+def _as_list(text: str | list) -> list:
     return [text] if isinstance(text, str) else list(text)
 
 
-def linked_text(texts: list[str]) -> str:
-    """The LLVM modules ``texts`` linked into one, as text (internal names that clash are
-    renamed by LLVM's linker)."""
+def linked_text(modules: list[str | bytes]) -> str:
+    """The LLVM modules ``modules`` (each text, or bitcode) linked into one, as text (internal
+    names that clash are renamed by LLVM's linker)."""
     with LLVM_LOCK:
-        mod = llvm.parse_assembly(texts[0], llvm.create_context())
+        context = llvm.create_context()
+        mod = _parse_text_or_bitcode(modules[0], context)
         try:
-            for text in texts[1:]:
-                mod.link_in(llvm.parse_assembly(text, mod._context))
+            for module in modules[1:]:
+                mod.link_in(_parse_text_or_bitcode(module, context))
             return str(mod)
         finally:
             mod.close()  # before its context goes (the context would free it first otherwise)
+
+
+def _parse_text_or_bitcode(module: str | bytes, context: Any) -> llvm.ModuleRef:
+    if isinstance(module, bytes):
+        return llvm.parse_bitcode(module, context)
+    return llvm.parse_assembly(module, context)
 
 
 class LLVMModule(Module):
@@ -228,7 +235,7 @@ class LLVMModule(Module):
     and features the code was compiled for when they are not ``target``'s (a loaded library).
     """
 
-    def __init__(self, ll_unoptimized: str | list[str], ll_optimized: str | list[str], engine: Any,
+    def __init__(self, ll_unoptimized: str | list[str], ll_optimized: str | list[str] | list[bytes], engine: Any,
                  tm: llvm.TargetMachine, target: Target, entry: dict[str, tuple[int, FunctionSignature]],
                  failures: list[Any], messages: list[str] | None = None,
                  built_for: tuple[str, Iterable[str]] | None = None, engines: dict[str, Any] | None = None):
@@ -238,7 +245,8 @@ class LLVMModule(Module):
         self._engine = engine
         self._tm = tm
         # a build compiled in pieces (one LLVM module each, see llvm_parallel.py) keeps each
-        # piece's text; the library's text is the pieces linked, made when first asked for
+        # piece's text (its optimized module as bitcode); the library's text is the pieces
+        # linked, made when first asked for
         self._texts = {"raw": _as_list(ll_unoptimized), "optimized": _as_list(ll_optimized)}
         self._linked: dict[str, str] = {}
         self._asm: str | None = None
@@ -248,9 +256,10 @@ class LLVMModule(Module):
         self.built_for: tuple[str, tuple[str, ...]] = (cpu, tuple(features))
         #: why this CPU cannot run the code ("" when it can): then calling a function raises it
         self.cpu_mismatch = cpu_mismatch(cpu, features, lambda: self.get_source("asm"))
-        # (pieces never have bounds checks: a build with them is one module, see llvm_parallel.py)
+        # (pieces, kept as bitcode, never have bounds checks: a build with them is one module)
         error_index = (engine.get_global_value_address(ERROR_INDEX_SYMBOL)
-                       if any(ERROR_INDEX_SYMBOL in t for t in self._texts["optimized"]) else 0)
+                       if any(isinstance(t, str) and ERROR_INDEX_SYMBOL in t for t in self._texts["optimized"])
+                       else 0)
         for name, (addr, sig) in entry.items():
             owner = engine if engines is None else engines[name]  # what keeps its code alive
             if self.cpu_mismatch:
@@ -274,7 +283,7 @@ class LLVMModule(Module):
 
     def _text(self, kind: str) -> str:
         texts = self._texts[kind]
-        if len(texts) == 1:
+        if len(texts) == 1 and isinstance(texts[0], str):
             return texts[0]
         if kind not in self._linked:
             self._linked[kind] = linked_text(texts)

@@ -12,8 +12,15 @@ calls that take long skip llvmlite's process-wide lock (:func:`.llvm_jit.unlocke
 The same machine code per kernel as the serial build (the same IR, the same O3 pipeline and
 target machine; kernels do not call each other); the native entries (which call kernels) are a
 module of their own, compiled last, their kernels mapped to the addresses the pieces got.  The
-library's LLVM text is the pieces linked (made when asked for).  Builds with bounds checks stay
-one module (the index a failed check saw is one global per module).
+library's LLVM text is the pieces linked (made when asked for, from each piece's optimized
+bitcode).  Builds with bounds checks stay one module (the index a failed check saw is one global
+per module).
+
+A worker never prints a module as text: llvmlite's printer (``LLVMPY_PrintModuleToString``) sets
+the process-wide C locale around the call and restores the one it saw, so two threads printing
+at once can leave the process in the "C" locale for good (the second saves the first's "C"
+and restores it last; Python then reads text files as ASCII), and the main thread sees "C"
+while any worker prints.  Writing bitcode touches no locale.
 """
 
 from __future__ import annotations
@@ -120,7 +127,7 @@ class _Owner:
 @dataclass
 class _Piece:
     raw: str
-    optimized: str
+    optimized: bytes  # bitcode (see the module's docstring for why not text)
     engine: Any
     owner: _Owner
     tm: Any
@@ -138,10 +145,16 @@ def _parse(text: str, context: Any) -> ModuleRef:
     return mod
 
 
-def _print(mod: ModuleRef) -> str:
-    with ffi.OutputString() as out:
-        unlocked("LLVMPY_PrintModuleToString")(mod, out)
-        return str(out)
+def _bitcode(mod: ModuleRef) -> bytes:
+    """``mod.as_bitcode()`` without llvmlite's lock."""
+    ptr, size = ctypes.c_char_p(None), ctypes.c_size_t(-1)
+    unlocked("LLVMPY_WriteBitcodeToString")(mod, ctypes.byref(ptr), ctypes.byref(size))
+    if not ptr:
+        raise MemoryError("LLVM: no memory for a piece's bitcode")
+    try:
+        return ctypes.string_at(ptr, size.value)
+    finally:
+        unlocked("LLVMPY_DisposeString")(ptr)
 
 
 def _compile_piece(raw: str, target: Target, vectorize: bool, sigs: dict[str, FunctionSignature],
@@ -155,7 +168,7 @@ def _compile_piece(raw: str, target: Target, vectorize: bool, sigs: dict[str, Fu
         if unlocked("LLVMPY_VerifyModule")(mod, problem):
             raise RuntimeError(str(problem))
     optimize(mod, target_machine_for(target), target.opt_level, vectorize, own_context=True)
-    optimized = _print(mod)
+    optimized = _bitcode(mod)  # before the JIT's code generation changes the module
     tm = target_machine_for(target)
     owner.engine = engine = llvm.create_mcjit_compiler(mod, tm)  # owns mod from now on
     for name, address in (elsewhere or {}).items():
