@@ -223,7 +223,9 @@ def linked_text(modules: list[str | bytes]) -> str:
 
 def _parse_text_or_bitcode(module: str | bytes, context: Any) -> llvm.ModuleRef:
     if isinstance(module, bytes):
-        return llvm.parse_bitcode(module, context)
+        mod = llvm.parse_bitcode(module, context)
+        mod.name = "<string>"  # the name a module parsed from text has (bitcode keeps none)
+        return mod
     return llvm.parse_assembly(module, context)
 
 
