@@ -4,6 +4,7 @@ The printer/parser round trip is the main oracle of the IR: every PrimFunc that 
 test builds must print as TVMScript that parses back to a structurally equal function.
 """
 
+import locale
 import os
 
 # Before torch loads its OpenMP runtime: threads waiting at a barrier sleep instead of spinning.
@@ -70,6 +71,20 @@ def round_trip_every_built_function(monkeypatch):
     yield
 
 
+
+
+@pytest.fixture(autouse=True)
+def locale_left_alone():
+    """A test leaves the process's locale as it found it.  A changed LC_CTYPE changes the
+    encoding every later ``open``/``read_text`` of the worker reads with (a build in pieces once
+    left it at "C": tests far from it failed reading UTF-8 files as ASCII); this names the test
+    that changed it, and puts it back so that the tests after it are not the ones failing."""
+    before = locale.setlocale(locale.LC_ALL)
+    yield
+    after = locale.setlocale(locale.LC_ALL)
+    if after != before:
+        locale.setlocale(locale.LC_ALL, before)
+        pytest.fail(f"this test changed the process's locale from {before!r} to {after!r}")
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -212,6 +212,50 @@ def kernel_cache_info() -> dict[str, Any]:
             "max_size": _KERNEL_CACHE.size, "schedules": SCHEDULE_CACHE.info()}
 
 
+def _by_symbol(lowered: IRModule, taken: dict) -> dict[str, PrimFunc]:
+    """The PrimFuncs of ``lowered`` by exported symbol (none already in ``taken``)."""
+    funcs: dict[str, PrimFunc] = {}
+    for gv, f in lowered.items():
+        if isinstance(f, PrimFunc):
+            symbol = export_name(gv.name_hint, f)
+            if symbol in funcs or symbol in taken:
+                raise ValueError(f"build: two functions export the symbol {symbol!r} (global_symbol)")
+            funcs[symbol] = f
+    return funcs
+
+
+def _in_pieces(mod: IRModule, target: Target, checks_by_default: bool) -> bool:
+    """Whether to lower and compile ``mod`` in pieces, LLVM working on one while the next is
+    lowered (:mod:`.codegen.llvm_parallel`): a CPU build of enough kernels with a second CPU,
+    without bounds checks (those stay one LLVM module)."""
+    if target.kind.name != "llvm" or bounds_check_requested(PassContext.current(), checks_by_default):
+        return False
+    from .codegen import llvm_parallel  # lazy: loads llvmlite
+
+    return llvm_parallel.llvm_threads() > 0 and len(mod.functions) >= llvm_parallel.MIN_KERNELS
+
+
+def _build_in_pieces(mod: IRModule, target: Target, entries: tuple) -> Module:
+    """:func:`build_kernels`' lowering and compiling, a piece of the module at a time."""
+    from .codegen import llvm_parallel as lp  # lazy: loads llvmlite
+
+    lowered: dict = {}
+    funcs: dict[str, PrimFunc] = {}
+
+    def pieces() -> Any:
+        for part in lp.split_pieces(list(mod.items()), lp.llvm_threads() * lp.PIECES_PER_THREAD):
+            low = lower_pipeline()(IRModule(dict(part), attrs=mod.attrs, global_infos=mod.global_infos))
+            lowered.update(low.functions)
+            got = _by_symbol(low, funcs)
+            funcs.update(got)
+            check_buildable(got, target)
+            yield got
+
+    lib = lp.build_llvm_pieces(pieces(), target, entries)
+    lib.ir_module = IRModule(lowered, attrs=mod.attrs, global_infos=mod.global_infos)  # what was compiled
+    return lib
+
+
 @deep
 def build_kernels(mod_or_func: Any, target: Any = "llvm", name: str | None = None, *,
                   checks_by_default: bool = False, entries: tuple = ()) -> Module:
@@ -235,17 +279,16 @@ def build_kernels(mod_or_func: Any, target: Any = "llvm", name: str | None = Non
         cached = _KERNEL_CACHE.get(key, mod)
         if cached is not None:
             return cached
+    if _in_pieces(mod, target, checks_by_default):
+        lib = _build_in_pieces(mod, target, entries)
+        if key is not None:
+            _KERNEL_CACHE.put(key, mod, lib)
+        return lib
     lowered = lower_pipeline()(mod)  # ``mod`` is normalized: lower_to_module would normalize it again
     if target.kind.name in GPU_KINDS:  # barriers where threads share data, then kernels split off
         lowered = device_lower_pipeline()(lowered)
     lowered = _instrument(lowered, target, checks_by_default)
-    funcs: dict[str, PrimFunc] = {}
-    for gv, f in lowered.items():
-        if isinstance(f, PrimFunc):
-            symbol = export_name(gv.name_hint, f)
-            if symbol in funcs:
-                raise ValueError(f"build: two functions export the symbol {symbol!r} (global_symbol)")
-            funcs[symbol] = f
+    funcs = _by_symbol(lowered, {})
     if not funcs:
         raise ValueError("build: the module has no PrimFunc to compile")
     lib = build_module(funcs, target, entries=entries)

@@ -140,12 +140,22 @@ class CodeGenLLVM:
         self.st: _FuncState
 
     # -- functions ------------------------------------------------------------------------
-    def add_function(self, name: str, func: PrimFunc, sig: FunctionSignature) -> None:
-        params = []
-        for spec in sig.params:
-            params.append(PTR if spec.is_buffer else mem_type(spec.dtype))
+    @staticmethod
+    def kernel_type(sig: FunctionSignature) -> ir.FunctionType:
+        """The LLVM type of a kernel: i32 (its failure code) of its buffers' pointers, its scalars
+        and its shape variables."""
+        params = [PTR if spec.is_buffer else mem_type(spec.dtype) for spec in sig.params]
         params += [llvm_type(v.dtype) for v in sig.shape_vars]
-        fn = ir.Function(self.module, ir.FunctionType(I32, params), name=name)
+        return ir.FunctionType(I32, params)
+
+    def declare_kernel(self, name: str, sig: FunctionSignature) -> ir.Function:
+        """A kernel compiled in another LLVM module, for this module's code to call."""
+        fn = ir.Function(self.module, self.kernel_type(sig), name=name)
+        self._decorate(fn)
+        return fn
+
+    def add_function(self, name: str, func: PrimFunc, sig: FunctionSignature) -> None:
+        fn = ir.Function(self.module, self.kernel_type(sig), name=name)
         self._decorate(fn)
         # TVM 0.27 spells the attribute tirx.noalias
         noalias = bool(func.attrs.get("tir.noalias", func.attrs.get("tirx.noalias", self.noalias_default)))

@@ -36,7 +36,8 @@ from .native_entry import kernel_info
 from .packed_call import ensure_packed_call_bridge
 
 __all__ = ["LLVM_LOCK", "init_llvm", "target_machine", "target_machine_for", "features_string",
-           "optimize", "optimized_ir", "jit_compile", "LLVMModule", "OPTIMIZED_IR_CACHE_SIZE", "quiet_llvm", "LOGGER"]
+           "optimize", "optimized_ir", "jit_compile", "LLVMModule", "linked_text", "unlocked",
+           "OPTIMIZED_IR_CACHE_SIZE", "quiet_llvm", "LOGGER"]
 
 #: where LLVM's own messages (optimization remarks) go, at INFO
 LOGGER = logging.getLogger("minitvm.llvm")
@@ -72,19 +73,34 @@ def features_string(features: Iterable[str], disabled: Iterable[str] = ()) -> st
     return ",".join([f"+{f}" for f in features] + [f"-{f}" for f in disabled])
 
 
-def optimize(mod: llvm.ModuleRef, tm: llvm.TargetMachine, level: int, vectorize: bool = True) -> None:
-    """LLVM's standard O<level> pipeline (new pass manager)."""
+def optimize(mod: llvm.ModuleRef, tm: llvm.TargetMachine, level: int, vectorize: bool = True,
+             own_context: bool = False) -> None:
+    """LLVM's standard O<level> pipeline (new pass manager).  ``own_context``: ``mod`` lives in
+    an LLVM context of its own (not the global one), so the pipeline may run while other
+    threads run LLVM on other contexts (without llvmlite's process-wide lock)."""
     pto = llvm.create_pipeline_tuning_options(speed_level=level)
     pto.loop_vectorization = vectorize and level >= 2
     pto.slp_vectorization = vectorize and level >= 2
     pb = llvm.create_pass_builder(tm, pto)
     mpm = pb.getModulePassManager()
     try:
-        mpm.run(mod, pb)
+        if own_context:
+            unlocked("LLVMPY_RunNewModulePassManager")(mpm, mod, pb)
+        else:
+            mpm.run(mod, pb)
     finally:  # free the native objects now rather than whenever the garbage collector runs
         _dispose_module_pass_manager(mpm)
         pb.close()
         pto.close()
+
+
+def unlocked(name: str) -> Any:
+    """llvmlite's C function ``name`` without the lock llvmlite takes around every call (one
+    process-wide lock: two threads could never run LLVM at once).  LLVM itself lets threads
+    work at once on different LLVM contexts: call it only on objects of a context no other
+    thread uses.  (The locked function when llvmlite no longer wraps them this way.)"""
+    fn = getattr(ffi.lib, name)
+    return getattr(fn, "_cfn", fn)
 
 
 def _dispose_module_pass_manager(mpm: Any) -> None:
@@ -187,6 +203,32 @@ def jit_compile(mod: llvm.ModuleRef, tm: llvm.TargetMachine, sigs: dict[str, Fun
     return engine, {name: (engine.get_function_address(name), sig) for name, sig in sigs.items()}
 
 
+def _as_list(text: str | list) -> list:
+    return [text] if isinstance(text, str) else list(text)
+
+
+def linked_text(modules: list[str | bytes]) -> str:
+    """The LLVM modules ``modules`` (each text, or bitcode) linked into one, as text (internal
+    names that clash are renamed by LLVM's linker)."""
+    with LLVM_LOCK:
+        context = llvm.create_context()
+        mod = _parse_text_or_bitcode(modules[0], context)
+        try:
+            for module in modules[1:]:
+                mod.link_in(_parse_text_or_bitcode(module, context))
+            return str(mod)
+        finally:
+            mod.close()  # before its context goes (the context would free it first otherwise)
+
+
+def _parse_text_or_bitcode(module: str | bytes, context: Any) -> llvm.ModuleRef:
+    if isinstance(module, bytes):
+        mod = llvm.parse_bitcode(module, context)
+        mod.name = "<string>"  # the name a module parsed from text has (bitcode keeps none)
+        return mod
+    return llvm.parse_assembly(module, context)
+
+
 class LLVMModule(Module):
     """Native code for a set of PrimFuncs, JIT-compiled by LLVM's MCJIT.
 
@@ -195,16 +237,20 @@ class LLVMModule(Module):
     and features the code was compiled for when they are not ``target``'s (a loaded library).
     """
 
-    def __init__(self, ll_unoptimized: str, ll_optimized: str, engine: Any, tm: llvm.TargetMachine,
-                 target: Target, entry: dict[str, tuple[int, FunctionSignature]], failures: list[Any],
-                 messages: list[str] | None = None, built_for: tuple[str, Iterable[str]] | None = None):
+    def __init__(self, ll_unoptimized: str | list[str], ll_optimized: str | list[str] | list[bytes], engine: Any,
+                 tm: llvm.TargetMachine, target: Target, entry: dict[str, tuple[int, FunctionSignature]],
+                 failures: list[Any], messages: list[str] | None = None,
+                 built_for: tuple[str, Iterable[str]] | None = None, engines: dict[str, Any] | None = None):
         super().__init__(type_key="llvm")
         #: what LLVM said while optimizing and compiling this library (remarks), kept out of stderr
         self.llvm_messages: list[str] = list(messages or ())
         self._engine = engine
         self._tm = tm
-        self._ll_raw = ll_unoptimized
-        self._ll = ll_optimized
+        # a build compiled in pieces (one LLVM module each, see llvm_parallel.py) keeps each
+        # piece's text (its optimized module as bitcode); the library's text is the pieces
+        # linked, made when first asked for
+        self._texts = {"raw": _as_list(ll_unoptimized), "optimized": _as_list(ll_optimized)}
+        self._linked: dict[str, str] = {}
         self._asm: str | None = None
         self.target = target
         cpu, features = built_for or (target.mcpu, target.features)
@@ -212,16 +258,38 @@ class LLVMModule(Module):
         self.built_for: tuple[str, tuple[str, ...]] = (cpu, tuple(features))
         #: why this CPU cannot run the code ("" when it can): then calling a function raises it
         self.cpu_mismatch = cpu_mismatch(cpu, features, lambda: self.get_source("asm"))
-        error_index = engine.get_global_value_address(ERROR_INDEX_SYMBOL) if ERROR_INDEX_SYMBOL in ll_optimized else 0
+        # (pieces, kept as bitcode, never have bounds checks: a build with them is one module)
+        error_index = (engine.get_global_value_address(ERROR_INDEX_SYMBOL)
+                       if any(isinstance(t, str) and ERROR_INDEX_SYMBOL in t for t in self._texts["optimized"])
+                       else 0)
         for name, (addr, sig) in entry.items():
+            owner = engine if engines is None else engines[name]  # what keeps its code alive
             if self.cpu_mismatch:
-                fn = UnrunnableFunction(name, addr, sig, failures, engine, error_index, reason=self.cpu_mismatch)
+                fn = UnrunnableFunction(name, addr, sig, failures, owner, error_index, reason=self.cpu_mismatch)
             else:
-                fn = CompiledFunction(name, addr, sig, failures, engine, error_index)
+                fn = CompiledFunction(name, addr, sig, failures, owner, error_index)
             self._functions[name] = PackedFunc(fn, name)
         #: native entries of VM functions in this module: symbol -> address (see runtime.vm.native)
         self.native_entries: dict[str, int] = {}
         self._kernel_infos: dict[str, Any] = {}
+
+    @property
+    def _ll(self) -> str:
+        """The optimized LLVM IR of the whole library (one module)."""
+        return self._text("optimized")
+
+    @property
+    def _ll_raw(self) -> str:
+        """The LLVM IR as generated, of the whole library (one module)."""
+        return self._text("raw")
+
+    def _text(self, kind: str) -> str:
+        texts = self._texts[kind]
+        if len(texts) == 1 and isinstance(texts[0], str):
+            return texts[0]
+        if kind not in self._linked:
+            self._linked[kind] = linked_text(texts)
+        return self._linked[kind]
 
     def add_native_entries(self, symbols: Iterable[str]) -> None:
         """Look up the machine code of the native entries generated into this module."""
