@@ -178,68 +178,103 @@ def null_value() -> None:
 # -- checks ---------------------------------------------------------------------------------------
 
 
-def check_tensor_info(value: Any, ndim: int, dtype: str, err_ctx: str = "") -> None:
-    """Fail unless ``value`` is a tensor with ``ndim`` dimensions (-1: any) of ``dtype`` ("": any)."""
-    where = err_ctx or "check_tensor_info"
+def _checker(name: str, err_ctx: str) -> str:
+    """The start of a check's message: the check, then the caller's context (as TVM's, the
+    context stands between spaces, so a test can find it as a word)."""
+    return f"{name}: {err_ctx} expects" if err_ctx else f"{name}: expects"
+
+
+def check_tensor_info(value: Any, ndim: int, *rest: str) -> None:
+    """Fail unless ``value`` is a tensor with ``ndim`` dimensions (-1: any) of ``dtype`` ("": any).
+
+    Called ``(value, ndim, dtype, err_ctx)`` or, as TVM allows, ``(value, ndim, err_ctx)``."""
+    if len(rest) > 2:
+        raise TypeError(f"check_tensor_info: takes (value, ndim, [dtype], err_ctx), got {2 + len(rest)} arguments")
+    dtype, err_ctx = rest if len(rest) == 2 else ("", rest[0] if rest else "")
+    who = _checker("check_tensor_info", err_ctx)
     if type(value) is not NDArray:
-        raise TypeError(f"{where}: expected a tensor, got {type(value).__name__}")
+        raise TypeError(f"{who} a tensor, got {type(value).__name__}")
     if ndim >= 0 and value._array.ndim != ndim:
-        raise ValueError(f"{where}: expected a {ndim}-D tensor, got shape {value.shape} ({value.ndim}-D)")
-    if dtype and value.dtype != dtype:
-        raise TypeError(f"{where}: expected dtype {dtype}, got {value.dtype}")
+        raise ValueError(f"{who} a tensor with ndim {ndim}, got shape {value.shape} ({value.ndim}-D)")
+    if dtype and value.dtype != str(dtype):
+        raise ValueError(f"{who} a tensor with dtype {dtype}, got {value.dtype}")
 
 
 def check_shape_info(value: Any, ndim: int, err_ctx: str = "") -> None:
     """Fail unless ``value`` is a shape with ``ndim`` values (-1: any)."""
-    where = err_ctx or "check_shape_info"
+    who = _checker("check_shape_info", err_ctx)
     if not isinstance(value, ShapeTuple):
-        raise TypeError(f"{where}: expected a shape, got {type(value).__name__}")
+        raise TypeError(f"{who} a shape, got {type(value).__name__}")
     if ndim >= 0 and len(value) != ndim:
-        raise ValueError(f"{where}: expected a shape of {ndim} values, got {tuple(value)}")
+        raise ValueError(f"{who} a shape with ndim {ndim}, got {tuple(value)}")
+
+
+def _is_tuple(value: Any) -> bool:
+    """A tuple value: a Python tuple, or a list (what ``runtime.convert`` makes of one, TVM's Array)."""
+    return isinstance(value, (tuple, list)) and not isinstance(value, ShapeTuple)
 
 
 def check_tuple_info(value: Any, size: int, err_ctx: str = "") -> None:
-    """Fail unless ``value`` is a tuple of ``size`` fields (-1: any)."""
-    where = err_ctx or "check_tuple_info"
-    if not isinstance(value, tuple) or isinstance(value, ShapeTuple):
-        raise TypeError(f"{where}: expected a tuple, got {type(value).__name__}")
+    """Fail unless ``value`` is a tuple of ``size`` elements (-1: any)."""
+    who = _checker("check_tuple_info", err_ctx)
+    if not _is_tuple(value):
+        raise TypeError(f"{who} a tuple, got {type(value).__name__}")
     if size >= 0 and len(value) != size:
-        raise ValueError(f"{where}: expected a tuple of {size} fields, got {len(value)}")
+        raise ValueError(f"{who} a tuple of {size} elements, got {len(value)}")
 
 
-def match_shape(value: Any, heap: list[int], ndim: int, *pattern: Any) -> None:
+def check_func_info(value: Any, err_ctx: str = "") -> None:
+    """Fail unless ``value`` is a function (anything callable: a packed function, a VM closure)."""
+    if not callable(value) or isinstance(value, NDArray):
+        raise TypeError(f"{_checker('check_func_info', err_ctx)} a function, got {type(value).__name__}")
+
+
+class ShapeMismatchError(ValueError, RuntimeError):
+    """A value's shape differs from its annotation.  TVM raises RuntimeError here (a failed check
+    in its VM); minitvm's messages have always been ValueErrors: it is both."""
+
+
+def _heap_slots(heap: Any) -> Any:
+    """The slots of a shape heap: minitvm's list, or TVM's int64 tensor (written in place)."""
+    return heap._array if type(heap) is NDArray else heap
+
+
+def match_shape(value: Any, heap: Any, ndim: int, *pattern: Any) -> None:
     """Check the dimensions of ``value`` and store symbolic ones into ``heap``.
 
     ``pattern`` is ``ndim`` pairs ``(code, value)`` (see the module docstring), optionally
     followed by an error-context string that starts every message.
     """
-    err_ctx = pattern[-1] if len(pattern) == 2 * ndim + 1 else ""
+    err_ctx = pattern[-1] if len(pattern) % 2 and isinstance(pattern[-1], str) else ""
     where = err_ctx or "match_shape"
     dims = _shape_of(value, where)
     if len(pattern) not in (2 * ndim, 2 * ndim + 1):
-        raise ValueError(f"{where}: a pattern of {ndim} dimensions needs {2 * ndim} codes, got {len(pattern)}")
+        raise ShapeMismatchError(f"{where}: a pattern of {ndim} dimensions needs {2 * ndim} codes, "
+                                 f"got {len(pattern) - bool(err_ctx)}")
     if len(dims) != ndim:
-        raise ValueError(f"{where}: expected {ndim} dimensions, got {tuple(dims)}")
+        raise ShapeMismatchError(f"{where}: expected {ndim} dimensions, got {tuple(dims)}")
+    slots = _heap_slots(heap)
     for axis in range(ndim):
         code, k = pattern[2 * axis], pattern[2 * axis + 1]
         d = int(dims[axis])
         if code == MATCH_STORE:
-            heap[k] = d
+            slots[k] = d
         elif code == MATCH_IMM:
             if d != k:
-                raise ValueError(f"{where}: dimension {axis} is {d}, expected {k} (shape {tuple(dims)})")
+                raise ShapeMismatchError(f"{where}: dimension {axis} is {d}, expected {k} (shape {tuple(dims)})")
         elif code == MATCH_HEAP:
-            if d != heap[k]:
-                raise ValueError(f"{where}: dimension {axis} is {d}, but the same symbolic dimension was "
-                                 f"{heap[k]} earlier (shape {tuple(dims)})")
+            if d != slots[k]:
+                raise ShapeMismatchError(f"{where}: dimension {axis} is {d}, but the same symbolic dimension was "
+                                         f"{int(slots[k])} earlier (shape {tuple(dims)})")
         elif code != MATCH_ANY:
             raise ValueError(f"{where}: unknown match_shape code {code!r}")
 
 
-def make_shape(heap: list[int] | None, ndim: int, *pattern: int) -> ShapeTuple:
+def make_shape(heap: Any, ndim: int, *pattern: int) -> ShapeTuple:
     """A shape of ``ndim`` dimensions from ``(code, value)`` pairs: constants or heap slots."""
     if len(pattern) != 2 * ndim:
         raise ValueError(f"make_shape: {ndim} dimensions need {2 * ndim} codes, got {len(pattern)}")
+    heap = _heap_slots(heap)
     out = []
     for axis in range(ndim):
         code, k = pattern[2 * axis], pattern[2 * axis + 1]
@@ -304,7 +339,7 @@ def make_tuple(*fields: Any) -> tuple:
 
 def tuple_getitem(value: tuple, index: int) -> Any:
     """Field ``index`` of a tuple (or one dimension of a shape, as an int)."""
-    if not isinstance(value, tuple):
+    if not isinstance(value, (tuple, list)):
         raise TypeError(f"tuple_getitem: expected a tuple, got {type(value).__name__}")
     if not -len(value) <= index < len(value):
         raise IndexError(f"tuple_getitem: index {index} is out of range for a tuple of {len(value)}")
@@ -460,6 +495,7 @@ _BUILTINS = {
     "vm.builtin.check_tensor_info": check_tensor_info,
     "vm.builtin.check_shape_info": check_shape_info,
     "vm.builtin.check_tuple_info": check_tuple_info,
+    "vm.builtin.check_func_info": check_func_info,
     "vm.builtin.match_shape": match_shape,
     "vm.builtin.make_shape": make_shape,
     "vm.builtin.eval_shape_expr": eval_shape_expr,
