@@ -26,13 +26,18 @@ from .device import Device
 from .ndarray import NDArray
 from .object import Object
 
-__all__ = ["ArgSpec", "ArgumentCheck", "DerivedDim", "SizeVar", "format_dims"]
+__all__ = ["ShapeMismatchError", "ArgSpec", "ArgumentCheck", "DerivedDim", "SizeVar", "format_dims"]
 
 _KINDS = ("tensor", "scalar", "shape", "tuple", "any")
 _INT_RANGES = {d: (int(np.iinfo(d).min), int(np.iinfo(d).max))
                for d in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")}
 #: combinations of shapes remembered per function (the oldest half goes when it is full)
 FAST_PATH_ENTRIES = 64
+
+
+class ShapeMismatchError(ValueError, RuntimeError):
+    """A value's dimensions differ from its annotation.  TVM raises RuntimeError there (a failed
+    check of its VM's ``match_shape``); minitvm's have always been ValueErrors: it is both."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -258,7 +263,7 @@ class ArgumentCheck:
             want = tuple(d.evaluate(env) if isinstance(d, DerivedDim) else env[d] if _is_symbol(d) else d
                          for d in spec.shape)
             if any(isinstance(d, DerivedDim) for d in spec.shape) and tuple(value.shape) != want:
-                raise ValueError(f"{self.func_name}: argument '{spec.name}' expects shape "
+                raise ShapeMismatchError(f"{self.func_name}: argument '{spec.name}' expects shape "
                                  f"{format_dims(spec.shape)} = {want}, got {tuple(value.shape)}")
 
 
@@ -285,13 +290,13 @@ def _check_dims(spec: ArgSpec, got: tuple, where: str, who: str, bound: dict, wh
     for axis, (dim, d) in enumerate(zip(spec.shape, got)):
         if isinstance(dim, int):
             if dim != d:
-                raise ValueError(f"{where} expects {what} {want}, got {got}")
+                raise ShapeMismatchError(f"{where} expects {what} {want}, got {got}")
         elif _is_symbol(dim):
             seen = bound.get(dim)
             if seen is None:
                 bound[dim] = (d, who)
             elif seen[0] != d:
-                raise ValueError(f"{where} expects {what} {want}, got {got}: dimension {axis} is "
+                raise ShapeMismatchError(f"{where} expects {what} {want}, got {got}: dimension {axis} is "
                                  f"{dim} = {d}, but {dim} = {seen[0]} from {seen[1]}")
 
 
@@ -318,7 +323,7 @@ def _check_scalar(spec: ArgSpec, arg: Any, where: str, bound: dict) -> Any:
     if spec.binds is not None:
         seen = bound.get(spec.binds)
         if seen is not None and seen[0] != value:
-            raise ValueError(f"{where} is {value}, but the arrays say {spec.name} = {seen[0]} (from {seen[1]})")
+            raise ShapeMismatchError(f"{where} is {value}, but the arrays say {spec.name} = {seen[0]} (from {seen[1]})")
         bound.setdefault(spec.binds, (value, f"argument '{spec.name}'"))
     return value
 

@@ -234,6 +234,25 @@ class _ShapeLower(KernelCallMutator):
         self.builder_.emit_normalized(MatchCast(binding.var, value, binding.struct_info))
 
 
+def _check_return(lower: _ShapeLower, body: Any, ret: StructInfo, name: str) -> Any:
+    """``body`` with checks of its result against the function's return annotation appended, when
+    what the body is known to return does not already satisfy it (as TVM's VMShapeLower: an
+    ``R.Object`` returned as ``R.Tensor(("m", "n"))`` is checked, its error naming the return)."""
+    if not isinstance(body, SeqExpr) or ret is None or not isinstance(
+            ret, (TensorStructInfo, ShapeStructInfo, TupleStructInfo)):
+        return body
+    got = getattr(body.body, "struct_info_", None)
+    if got is not None and ret.is_base_of(got):
+        return body
+    bb = lower.builder_
+    bb.begin_binding_block()
+    lower.emit_match(body.body, ret, f"{name}: return value")
+    checks = bb.end_block()
+    if not checks.bindings:
+        return body
+    return SeqExpr((*body.blocks, checks), body.body)
+
+
 def _rewrite(func: Function, mod: IRModule) -> Function:
     if starts_with_shape_heap(func):  # running the pass twice is harmless
         return func
@@ -248,7 +267,8 @@ def _rewrite(func: Function, mod: IRModule) -> Function:
             lower.emit_match(p, p.struct_info, f"{name}: argument '{p.name}'")
     prologue = bb.end_block()
     body = lower.visit_with_new_scope(func.body)
-    if not lower.slots and body is func.body:  # no symbolic dimension, no match_cast
+    body = _check_return(lower, body, func.ret_struct_info, name)
+    if not lower.slots and body is func.body:  # no symbolic dimension, no match_cast, no return check
         return func
     alloc = VarBinding(heap, bb.normalize(builtin_call("vm.builtin.alloc_shape_heap", [PrimValue(lower.heap_size)])))
     head = BindingBlock((alloc, *prologue.bindings))

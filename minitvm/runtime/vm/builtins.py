@@ -47,6 +47,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..arguments import ShapeMismatchError
 from ..ndarray import NDArray, aligned_block
 from ..registry import register_func
 
@@ -227,11 +228,6 @@ def check_func_info(value: Any, err_ctx: str = "") -> None:
     """Fail unless ``value`` is a function (anything callable: a packed function, a VM closure)."""
     if not callable(value) or isinstance(value, NDArray):
         raise TypeError(f"{_checker('check_func_info', err_ctx)} a function, got {type(value).__name__}")
-
-
-class ShapeMismatchError(ValueError, RuntimeError):
-    """A value's shape differs from its annotation.  TVM raises RuntimeError here (a failed check
-    in its VM); minitvm's messages have always been ValueErrors: it is both."""
 
 
 def _heap_slots(heap: Any) -> Any:
