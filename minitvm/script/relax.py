@@ -44,6 +44,7 @@ from ..relax.expr import (
 from ..relax.expr import Tuple as _TupleExpr
 from ..relax.expr import const as _const
 from ..relax.op import nn  # noqa: F401 - R.nn.<op>
+from ..relax.utils import convert_to_expr
 from ..relax.struct_info import (
     FuncStructInfo,
     ObjectStructInfo,
@@ -332,9 +333,18 @@ def call_dps_packed(func: Any, args: Any, out_sinfo: Any = None, *, out_ty: Any 
     return _op.call_dps_packed(func, args, _out(out_sinfo, "R.call_dps_packed"))
 
 
+def _packed_arg(value: Any, where: str) -> Any:
+    """An argument of a packed call: a Python number becomes an int64/float64 ``R.prim_value``
+    (TVM passes ``1`` to the function as the integer 1, not as a tensor), the rest as anywhere."""
+    if isinstance(value, (bool, int, float)):
+        return convert_to_expr(value)
+    return _as_expr(value, where)
+
+
 def call_pure_packed(func: Any, *args: Any, sinfo_args: Any) -> Call:
     """``R.call_pure_packed("f", x, sinfo_args=R.Tensor(...))``: a registered function
     declared free of side effects, returning its result."""
+    args = [_packed_arg(a, "R.call_pure_packed") for a in args]
     return _op.call_pure_packed(func, *args, sinfo_args=_out(sinfo_args, "R.call_pure_packed"))
 
 
@@ -348,7 +358,7 @@ def call_packed(func: Any, *args: Any, sinfo_args: Any = None) -> Call:
         sinfo = [_sinfo(s, "R.call_packed") for s in sinfo_args]
     else:
         sinfo = [_sinfo(sinfo_args, "R.call_packed")]
-    return Call(callee, [_as_expr(a, "R.call_packed") for a in args], None, sinfo)
+    return Call(callee, [_packed_arg(a, "R.call_packed") for a in args], None, sinfo)
 
 
 @dataclass(frozen=True)

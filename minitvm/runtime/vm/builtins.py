@@ -48,6 +48,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..arguments import ShapeMismatchError
+from ..device import Device
 from ..ndarray import NDArray, aligned_block
 from ..registry import register_func
 
@@ -328,6 +329,13 @@ def shape_to_tensor(value: ShapeTuple) -> NDArray:
     return NDArray(np.array([int(d) for d in value], dtype="int64"))
 
 
+def to_device(value: NDArray, device_type: int, device_id: int) -> NDArray:
+    """A copy of ``value`` on the device ``(device_type, device_id)`` (TVM's ``vm.builtin.to_device``)."""
+    if type(value) is not NDArray:
+        raise TypeError(f"to_device: expected a tensor, got {type(value).__name__}")
+    return value.copyto(Device(int(device_type), int(device_id)))
+
+
 def make_tuple(*fields: Any) -> tuple:
     """A tuple of the arguments."""
     return fields
@@ -501,6 +509,7 @@ _BUILTINS = {
     "vm.builtin.make_tuple": make_tuple,
     "vm.builtin.tuple_getitem": tuple_getitem,
     "vm.builtin.copy": copy,
+    "vm.builtin.to_device": to_device,
     "vm.builtin.reshape": reshape,
     "vm.builtin.print": print_values,
     "vm.builtin.assert_op": assert_op,
