@@ -140,15 +140,22 @@ def _shape_of(value: Any, where: str) -> tuple:
 # -- memory --------------------------------------------------------------------------------------
 
 
-def _storage_bytes(size: Any, dtype_hint: str = "uint8") -> int:
-    """Bytes for ``prod(size)`` elements of ``dtype_hint`` (``size``: a shape or an int), checked."""
+def _storage_bytes(size: Any, *rest: Any) -> int:
+    """Bytes for ``prod(size)`` elements of the dtype hint (``size``: a shape or an int), checked.
+
+    ``rest`` is minitvm's ``(dtype_hint,)`` or TVM's ``(device_index, dtype_hint[, scope])``."""
+    if len(rest) > 3:
+        raise TypeError(f"alloc_storage: takes (size, [device_index,] dtype_hint[, scope]), got {1 + len(rest)} "
+                        "arguments")
+    dtype_hint = rest[0] if len(rest) == 1 else rest[1] if rest else "uint8"
     dims = (size,) if isinstance(size, int) else _shape_of(size, "alloc_storage")
     return math.prod(dims) * check_dtype(dtype_hint, "alloc_storage").itemsize
 
 
-def alloc_storage(size: Any, dtype_hint: str = "uint8") -> Storage:
-    """Storage for ``prod(size)`` elements of ``dtype_hint`` (``size``: a shape or an int)."""
-    return Storage(_storage_bytes(size, dtype_hint))
+def alloc_storage(size: Any, *rest: Any) -> Storage:
+    """Storage for ``prod(size)`` elements of the dtype hint (``size``: a shape or an int);
+    ``rest`` is ``(dtype_hint,)`` or TVM's ``(device_index, dtype_hint, storage_scope)``."""
+    return Storage(_storage_bytes(size, *rest))
 
 
 def alloc_tensor(storage: Storage, offset: int, shape: Any, dtype: str) -> NDArray:
@@ -327,6 +334,36 @@ def shape_to_tensor(value: ShapeTuple) -> NDArray:
     if not isinstance(value, ShapeTuple):
         raise TypeError(f"shape_to_tensor: expected a shape, got {type(value).__name__}")
     return NDArray(np.array([int(d) for d in value], dtype="int64"))
+
+
+class VMClosure:
+    """A function with its first arguments bound (TVM's ``VMClosure``: what ``R.make_closure``
+    makes of a lifted function and the values it captured)."""
+
+    __slots__ = ("func", "saved")
+
+    def __init__(self, func: Callable[..., Any], saved: tuple):
+        if not callable(func):
+            raise TypeError(f"make_closure: expected a function, got {type(func).__name__}")
+        self.func, self.saved = func, tuple(saved)
+
+    def __call__(self, *args: Any) -> Any:
+        return self.func(*self.saved, *args)
+
+    def __repr__(self) -> str:
+        return f"VMClosure({getattr(self.func, 'name', self.func)!r}, {len(self.saved)} captured)"
+
+
+def make_closure(func: Callable[..., Any], *saved: Any) -> VMClosure:
+    """``func`` with ``saved`` bound as its first arguments."""
+    return VMClosure(func, saved)
+
+
+def invoke_closure(closure: Any, *args: Any) -> Any:
+    """Call a closure (or any function value) with ``args``."""
+    if not callable(closure) or isinstance(closure, NDArray):
+        raise TypeError(f"invoke_closure: expected a closure or a function, got {type(closure).__name__}")
+    return closure(*args)
 
 
 def to_device(value: NDArray, device_type: int, device_id: int) -> NDArray:
@@ -510,6 +547,8 @@ _BUILTINS = {
     "vm.builtin.tuple_getitem": tuple_getitem,
     "vm.builtin.copy": copy,
     "vm.builtin.to_device": to_device,
+    "vm.builtin.make_closure": make_closure,
+    "vm.builtin.invoke_closure": invoke_closure,
     "vm.builtin.reshape": reshape,
     "vm.builtin.print": print_values,
     "vm.builtin.assert_op": assert_op,

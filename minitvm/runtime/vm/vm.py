@@ -290,6 +290,12 @@ class VirtualMachine:
                                  f"{', '.join(self._func_index) or '(none)'}")
         return self._call(func_name, index, self._checks[func_name](args)[0])
 
+    def invoke_closure(self, closure: Any, *args: Any) -> Any:
+        """Call a closure a VM function returned (``R.make_closure``) with the rest of its arguments."""
+        if not callable(closure) or isinstance(closure, NDArray):
+            raise TypeError(f"invoke_closure: expected a closure, got {type(closure).__name__}")
+        return _wrap_result(closure(*args))
+
     def invoke_bytecode(self, func_name: str, *args: Any) -> Any:
         """:meth:`invoke` through the bytecode interpreter even when the function has a native
         entry (to compare the two, or to step through what the native entry does in one call)."""
