@@ -76,7 +76,8 @@ class _BuiltinLower(KernelCallMutator):
                              "(after StaticPlanBlockMemory) to give each such tensor a storage")
         if name in (KILL_STORAGE, KILL_TENSOR):
             return kill_object(call.args[0])
-        if name in (KILL_OBJECT, "relax.vm.alloc_storage", "relax.vm.alloc_tensor") or call.op.get_attr("FCallPacked"):
+        if name in (KILL_OBJECT, "relax.vm.alloc_storage", "relax.vm.alloc_tensor", "relax.call_builtin_with_ctx",
+                    "relax.null_value") or call.op.get_attr("FCallPacked"):
             return call  # already the VM's forms; an FCallPacked op (relax.unique) is called by name
         if name == "relax.reshape":  # a view of the same memory, made by the VM
             return Call(ExternFunc("vm.builtin.reshape"), list(call.args), None, [call.struct_info])

@@ -252,6 +252,12 @@ class _FunctionCodegen:
             if isinstance(value.op, Op) and value.op.name in _VM_ALLOCS:  # R.vm.alloc_storage/_tensor
                 name, args = _VM_ALLOCS[value.op.name](value.args)
                 return self.eb.emit_call(name, [self.operand(a) for a in args], dst=dst)
+            if isinstance(value.op, Op) and value.op.name == "relax.call_builtin_with_ctx":
+                # TVM's VM passes itself first; minitvm's builtins take no such context
+                return self.eb.emit_call(value.args[0].global_symbol,
+                                         [self.operand(a) for a in value.args[1].fields], dst=dst)
+            if isinstance(value.op, Op) and value.op.name == "relax.null_value":
+                return self.eb.emit_call("vm.builtin.null_value", [], dst=dst)
             if isinstance(value.op, Var):  # a function value (closure, callback): invoked by the VM
                 return self.eb.emit_call("vm.builtin.invoke_closure",
                                          [self.operand(value.op), *(self.operand(a) for a in value.args)], dst=dst)
