@@ -22,11 +22,12 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..error import TVMError
 from .device import Device
 from .ndarray import NDArray
 from .object import Object
 
-__all__ = ["ShapeMismatchError", "ArgSpec", "ArgumentCheck", "DerivedDim", "SizeVar", "format_dims"]
+__all__ = ["ShapeMismatchError", "ArgumentCountError", "ArgSpec", "ArgumentCheck", "DerivedDim", "SizeVar", "format_dims"]
 
 _KINDS = ("tensor", "scalar", "shape", "tuple", "any")
 _INT_RANGES = {d: (int(np.iinfo(d).min), int(np.iinfo(d).max))
@@ -35,9 +36,15 @@ _INT_RANGES = {d: (int(np.iinfo(d).min), int(np.iinfo(d).max))
 FAST_PATH_ENTRIES = 64
 
 
-class ShapeMismatchError(ValueError, RuntimeError):
-    """A value's dimensions differ from its annotation.  TVM raises RuntimeError there (a failed
-    check of its VM's ``match_shape``); minitvm's have always been ValueErrors: it is both."""
+class ShapeMismatchError(TVMError, ValueError):
+    """A value's dimensions differ from its annotation.  TVM raises its TVMError (a RuntimeError)
+    there, a failed check of its VM's ``match_shape``; minitvm's have always been ValueErrors:
+    it is both."""
+
+
+class ArgumentCountError(TVMError, ValueError):
+    """A function called with too many or too few arguments (TVM: a TVMError; here a ValueError
+    too, as it always was)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -195,7 +202,7 @@ class ArgumentCheck:
         """Check every argument, raising the precise error; converted values and sizes."""
         if len(args) != len(self.specs):
             n = len(self.specs)
-            raise ValueError(f"{self.func_name}: expects {n} argument{'s' if n != 1 else ''} "
+            raise ArgumentCountError(f"{self.func_name}: expects {n} argument{'s' if n != 1 else ''} "
                              f"({self.describe()}), got {len(args)}")
         bound: dict[Any, tuple[int, str]] = {}  # symbolic dimension -> (value, who bound it)
         values = [self._check(spec, arg, spec.name, bound) for spec, arg in zip(self.specs, args)]

@@ -70,8 +70,18 @@ _EXPR_BINARY = {
     6: lambda a, b: a % b,
     7: min,
     8: max,
+    # comparisons and logic give 1 or 0 (a symbolic condition, R.prim_value(n % 8 == 0))
+    9: lambda a, b: int(a == b),
+    10: lambda a, b: int(a != b),
+    11: lambda a, b: int(a < b),
+    12: lambda a, b: int(a <= b),
+    13: lambda a, b: int(a > b),
+    14: lambda a, b: int(a >= b),
+    15: lambda a, b: int(bool(a) and bool(b)),
+    16: lambda a, b: int(bool(a) or bool(b)),
 }
-EXPR_CODES = {"Add": 2, "Sub": 3, "Mul": 4, "FloorDiv": 5, "FloorMod": 6, "Min": 7, "Max": 8}
+EXPR_CODES = {"Add": 2, "Sub": 3, "Mul": 4, "FloorDiv": 5, "FloorMod": 6, "Min": 7, "Max": 8,
+              "EQ": 9, "NE": 10, "LT": 11, "LE": 12, "GT": 13, "GE": 14, "And": 15, "Or": 16}
 
 #: numpy dtype kinds that the VM stores in memory (no Python objects, ever)
 ALLOWED_DTYPE_KINDS = frozenset("biuf")
@@ -272,6 +282,36 @@ def match_shape(value: Any, heap: Any, ndim: int, *pattern: Any) -> None:
                                          f"{int(slots[k])} earlier (shape {tuple(dims)})")
         elif code != MATCH_ANY:
             raise ValueError(f"{where}: unknown match_shape code {code!r}")
+
+
+def check_prim_value_info(value: Any, dtype: str, err_ctx: str = "") -> None:
+    """Fail unless ``value`` is a scalar of ``dtype``'s kind (an int for ints, a bool for bool,
+    a number for floats; "" any of them), as an ``R.Prim`` parameter must be."""
+    dtype = str(dtype)
+    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, tuple)
+    if ok and dtype.startswith(("int", "uint")):
+        ok = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+    elif ok and dtype == "bool":
+        ok = isinstance(value, (bool, np.bool_, int))
+    if not ok:
+        raise TypeError(f"{err_ctx or 'check_prim_value_info'}, expected dtype {dtype or 'a scalar'}, but "
+                        f"received {type(value).__name__} {value!r}")
+
+
+def match_prim_value(value: Any, heap: Any, code: int, k: int, err_ctx: str = "") -> None:
+    """``match_shape`` of one scalar: store it into slot ``k`` or check it (same codes)."""
+    slots = _heap_slots(heap)
+    where = err_ctx or "match_prim_value"
+    v = int(value)
+    if code == MATCH_STORE:
+        slots[k] = v
+    elif code == MATCH_IMM and v != k:
+        raise ShapeMismatchError(f"{where}: the value is {v}, expected {k}")
+    elif code == MATCH_HEAP and v != slots[k]:
+        raise ShapeMismatchError(f"{where}: the value is {v}, but the same symbolic variable was {int(slots[k])} "
+                                 "earlier")
+    elif code not in (MATCH_STORE, MATCH_IMM, MATCH_HEAP, MATCH_ANY):
+        raise ValueError(f"{where}: unknown match code {code!r}")
 
 
 def make_shape(heap: Any, ndim: int, *pattern: int) -> ShapeTuple:
@@ -539,6 +579,8 @@ _BUILTINS = {
     "vm.builtin.check_func_info": check_func_info,
     "vm.builtin.match_shape": match_shape,
     "vm.builtin.make_shape": make_shape,
+    "vm.builtin.check_prim_value_info": check_prim_value_info,
+    "vm.builtin.match_prim_value": match_prim_value,
     "vm.builtin.eval_shape_expr": eval_shape_expr,
     "vm.builtin.shape_of": shape_of,
     "vm.builtin.tensor_to_shape": tensor_to_shape,
