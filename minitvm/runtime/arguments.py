@@ -27,7 +27,7 @@ from .device import Device
 from .ndarray import NDArray
 from .object import Object
 
-__all__ = ["ShapeMismatchError", "ArgumentCountError", "ArgSpec", "ArgumentCheck", "DerivedDim", "SizeVar", "format_dims"]
+__all__ = ["ShapeMismatchError", "DTypeMismatchError", "ArgumentCountError", "ArgSpec", "ArgumentCheck", "DerivedDim", "SizeVar", "format_dims"]
 
 _KINDS = ("tensor", "scalar", "shape", "tuple", "any")
 _INT_RANGES = {d: (int(np.iinfo(d).min), int(np.iinfo(d).max))
@@ -40,6 +40,10 @@ class ShapeMismatchError(TVMError, ValueError):
     """A value's dimensions differ from its annotation.  TVM raises its TVMError (a RuntimeError)
     there, a failed check of its VM's ``match_shape``; minitvm's have always been ValueErrors:
     it is both."""
+
+
+class DTypeMismatchError(TypeError, ValueError):
+    """A tensor of another dtype than its annotation: minitvm's TypeError, TVM's ValueError."""
 
 
 class ArgumentCountError(TVMError, ValueError):
@@ -239,7 +243,7 @@ class ArgumentCheck:
         arr = _as_numpy(arg, where)
         if spec.dtype:
             if str(arr.dtype) != spec.dtype:
-                raise TypeError(f"{where} expects dtype {spec.dtype}, got {arr.dtype}")
+                raise DTypeMismatchError(f"{where} expects dtype {spec.dtype}, got {arr.dtype}")
         elif arr.dtype.kind not in "biuf":
             raise TypeError(f"{where} expects a numeric array, got dtype {arr.dtype}")
         _check_dims(spec, tuple(int(d) for d in arr.shape), where, who, bound, "shape")

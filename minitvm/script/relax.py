@@ -348,6 +348,14 @@ def call_pure_packed(func: Any, *args: Any, sinfo_args: Any) -> Call:
     return _op.call_pure_packed(func, *args, sinfo_args=_out(sinfo_args, "R.call_pure_packed"))
 
 
+def call_inplace_packed(func: Any, *args: Any, inplace_indices: Any, sinfo_args: Any) -> Call:
+    """``R.call_inplace_packed("f", x, y, inplace_indices=0, sinfo_args=R.Tensor(...))``: a registered
+    function that writes result k over argument ``inplace_indices[k]`` (-1: a new value)."""
+    args = [_packed_arg(a, "R.call_inplace_packed") for a in args]
+    return _op.call_inplace_packed(func, *args, inplace_indices=inplace_indices,
+                                   sinfo_args=_out(sinfo_args, "R.call_inplace_packed"))
+
+
 def call_packed(func: Any, *args: Any, sinfo_args: Any = None) -> Call:
     """``R.call_packed("f", x, sinfo_args=R.Object)``: call a registered function (may have
     side effects; allowed in impure functions only)."""

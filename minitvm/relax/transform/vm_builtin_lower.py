@@ -107,7 +107,7 @@ class _BuiltinLower(KernelCallMutator):
         if name in ("relax.invoke_closure", "relax.invoke_pure_closure"):
             return builtin_call("vm.builtin.invoke_closure", [call.args[0], *self.fields(call.args[1])],
                                 call.struct_info)
-        if name == "relax.call_pure_packed":
+        if name in ("relax.call_pure_packed", "relax.call_inplace_packed"):
             return Call(call.args[0], list(call.args[1:]), None, [call.struct_info])
         if name == "relax.call_py_func":  # as TVM: one (name, args) tuple for the callback builtin
             raw = self.builder_.emit(builtin_call("vm.builtin.call_py_func", [Tuple([call.args[0], call.args[1]])]),
