@@ -27,7 +27,8 @@ from .device import Device
 from .ndarray import NDArray
 from .object import Object
 
-__all__ = ["ShapeMismatchError", "DTypeMismatchError", "ArgumentCountError", "ArgSpec", "ArgumentCheck", "DerivedDim", "SizeVar", "format_dims"]
+__all__ = ["ShapeMismatchError", "DTypeMismatchError", "ArgumentCountError",
+           "ArgSpec", "ArgumentCheck", "DerivedDim", "SizeVar", "format_dims"]
 
 _KINDS = ("tensor", "scalar", "shape", "tuple", "any")
 _INT_RANGES = {d: (int(np.iinfo(d).min), int(np.iinfo(d).max))

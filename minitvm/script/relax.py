@@ -44,7 +44,6 @@ from ..relax.expr import (
 from ..relax.expr import Tuple as _TupleExpr
 from ..relax.expr import const as _const
 from ..relax.op import nn  # noqa: F401 - R.nn.<op>
-from ..relax.utils import convert_to_expr
 from ..relax.struct_info import (
     FuncStructInfo,
     ObjectStructInfo,
@@ -54,6 +53,7 @@ from ..relax.struct_info import (
     TensorStructInfo,
     TupleStructInfo,
 )
+from ..relax.utils import convert_to_expr
 from ..tir.expr import PrimExpr
 from ..tir.expr import Var as TirVar
 from . import tir as _T
