@@ -208,7 +208,7 @@ class ArgumentCheck:
         if len(args) != len(self.specs):
             n = len(self.specs)
             raise ArgumentCountError(f"{self.func_name}: expects {n} argument{'s' if n != 1 else ''} "
-                             f"({self.describe()}), got {len(args)}")
+                                     f"({self.describe()}), got {len(args)}")
         bound: dict[Any, tuple[int, str]] = {}  # symbolic dimension -> (value, who bound it)
         values = [self._check(spec, arg, spec.name, bound) for spec, arg in zip(self.specs, args)]
         if self._derived:
@@ -259,8 +259,11 @@ class ArgumentCheck:
         return arg if type(arg) is NDArray else NDArray(arr)
 
     def _any_value(self, arg: Any, where: str) -> Any:
-        """An argument with no declared kind: arrays become NDArrays, lists tuples; runtime objects pass."""
+        """An argument with no declared kind: arrays become NDArrays, lists tuples; runtime objects and
+        functions (an ``R.Callable`` parameter: a Python callback, a closure) pass."""
         if type(arg) is NDArray or isinstance(arg, (int, float, str, self.shape_type, Object, Device)) or arg is None:
+            return arg
+        if callable(arg) and not hasattr(arg, "__dlpack__"):
             return arg
         if isinstance(arg, (tuple, list)):
             return tuple(self._any_value(a, f"{where}[{i}]") for i, a in enumerate(arg))
@@ -276,7 +279,7 @@ class ArgumentCheck:
                          for d in spec.shape)
             if any(isinstance(d, DerivedDim) for d in spec.shape) and tuple(value.shape) != want:
                 raise ShapeMismatchError(f"{self.func_name}: argument '{spec.name}' expects shape "
-                                 f"{format_dims(spec.shape)} = {want}, got {tuple(value.shape)}")
+                                         f"{format_dims(spec.shape)} = {want}, got {tuple(value.shape)}")
 
 
 def _is_symbol(dim: Any) -> bool:

@@ -217,3 +217,21 @@ def test_to_device_copies():
     assert y.device == minitvm.cpu(0) and y.device.index == 0 and y.device.dlpack_device_type() == 1
     y.copyfrom(np.zeros((3, 4), "float32"))
     assert x.numpy().any()  # a copy, not a view
+
+
+@I.ir_module
+class TakesCallback:
+    @R.function
+    def main(callback: R.Callable([], R.Tensor([4], "float32"))):
+        a = callback()
+        b = R.multiply(a, R.const(2, "float32"))
+        return b
+
+
+@pytest.mark.parametrize("exec_mode", ["bytecode", "compiled"])
+def test_python_function_passed_for_a_callable_parameter(exec_mode):
+    data = RNG.random(4, "float32")
+    out = _vm(TakesCallback, exec_mode)["main"](lambda: minitvm.nd.array(data))
+    np.testing.assert_allclose(out.numpy(), data * 2, rtol=1e-6)
+    with pytest.raises(TypeError, match="argument 'x' expects an array .*, got function"):  # a tensor parameter
+        _vm(Inplace)["main"](lambda: None, minitvm.nd.array(data.reshape(1, 4).repeat(3, 0)))
