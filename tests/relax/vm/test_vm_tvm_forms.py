@@ -235,3 +235,35 @@ def test_python_function_passed_for_a_callable_parameter(exec_mode):
     np.testing.assert_allclose(out.numpy(), data * 2, rtol=1e-6)
     with pytest.raises(TypeError, match="argument 'x' expects an array .*, got function"):  # a tensor parameter
         _vm(Inplace)["main"](lambda: None, minitvm.nd.array(data.reshape(1, 4).repeat(3, 0)))
+
+
+@minitvm.register_func("test.forms.copy_into", override=True)
+def _copy_into(src, dst):
+    dst.copyfrom(src.numpy())
+    return dst
+
+
+@I.ir_module
+class UnusedPureCall:
+    @R.function
+    def main(x: R.Tensor((3, 4), "float32"), y: R.Tensor((3, 4), "float32")):
+        # its result is unused, but it writes y: TVM's default build keeps it (no DCE there)
+        z = R.call_pure_packed("test.forms.copy_into", x, y, sinfo_args=R.Tensor((3, 4), "float32"))  # noqa: F841
+        with R.dataflow():
+            unused = R.add(x, x)  # noqa: F841 - inside a dataflow block: still removed
+            gv = R.multiply(y, R.const(2, "float32"))
+            R.output(gv)
+        return gv
+
+
+def test_default_pipeline_keeps_unused_calls_outside_dataflow_blocks():
+    exe = relax.build(UnusedPureCall, "llvm")
+    x = RNG.random((3, 4), "float32")
+    y = minitvm.nd.array(np.zeros((3, 4), "float32"))
+    out = relax.VirtualMachine(exe, minitvm.cpu())["main"](minitvm.nd.array(x), y)
+    np.testing.assert_allclose(out.numpy(), x * 2, rtol=1e-6)
+    assert "test.forms.copy_into" in exe.as_text()
+    assert "add" not in " ".join(exe.func_names)  # the dataflow block's unused R.add went
+    # outside the default pipeline DeadCodeElimination removes both, as TVM's does
+    pruned = relax.transform.DeadCodeElimination()(UnusedPureCall)
+    assert "copy_into" not in pruned.script() and "R.add" not in pruned.script()
