@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from typing import Any, Iterator
+from typing import Any
 
 from ...ir.module import IRModule
+from ...support.flags import switched_on
 from ..expr import (
     DataflowBlock,
     Function,
@@ -38,14 +39,9 @@ __all__ = ["remove_all_unused", "bindings_outside_dataflow_kept"]
 _DATAFLOW_ONLY: contextvars.ContextVar[bool] = contextvars.ContextVar("dataflow_only", default=False)
 
 
-@contextlib.contextmanager
-def bindings_outside_dataflow_kept() -> Iterator[None]:
+def bindings_outside_dataflow_kept() -> contextlib.AbstractContextManager[None]:
     """Within: :func:`remove_all_unused` (and every pass built on it) prunes dataflow blocks only."""
-    token = _DATAFLOW_ONLY.set(True)
-    try:
-        yield
-    finally:
-        _DATAFLOW_ONLY.reset(token)
+    return switched_on(_DATAFLOW_ONLY)
 
 
 def remove_all_unused(func: Any, mod: IRModule | None = None) -> Any:
