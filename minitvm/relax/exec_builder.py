@@ -62,6 +62,12 @@ class ExecBuilder:
     def imm(self, value: int) -> Imm:
         return self._eb.imm(value)
 
+    def vm_state(self) -> "_VMState":
+        """TVM's register holding the VM itself, passed first to the builtins that take it
+        (``vm.builtin.alloc_storage``).  minitvm's builtins reach what they need without it, so
+        :meth:`emit_call` leaves it out."""
+        return _VM_STATE
+
     def c(self, idx: int) -> Const:
         """Constant number ``idx`` of the pool."""
         return Const(int(idx))
@@ -84,7 +90,8 @@ class ExecBuilder:
     # -- instructions -----------------------------------------------------------------------------
     def emit_call(self, name: str, args: list[Any] | None = None, dst: Reg | None = None) -> None:
         """Call the function ``name``; its result goes to register ``dst`` (None: dropped)."""
-        operands = [a if isinstance(a, (Reg, Const, Imm)) else self.convert_constant(a) for a in args or ()]
+        operands = [a if isinstance(a, (Reg, Const, Imm)) else self.convert_constant(a)
+                    for a in args or () if a is not _VM_STATE]
         self._eb.emit_call(name, operands, dst=dst if dst is not None else None)
 
     def emit_ret(self, result: Reg) -> None:
@@ -99,6 +106,16 @@ class ExecBuilder:
 
     def get(self) -> Executable:
         return self._eb.get()
+
+
+class _VMState:
+    """The operand :meth:`ExecBuilder.vm_state` gives."""
+
+    def __repr__(self) -> str:
+        return "vm_state"
+
+
+_VM_STATE = _VMState()
 
 
 def _constant(value: Any) -> Any:

@@ -38,6 +38,7 @@ from ..tir.transform import DefaultCPUSchedule
 from ..tir.transform.default_schedule import RULES as _DEFAULT_RULES
 from ..transform import Pass, PassContext, PassInfo, Sequential, tuning_database
 from . import transform as T
+from .analysis.remove_unused import bindings_outside_dataflow_kept
 from .transform import AlterOpLayout, DeadCodeElimination, FoldBatchnormToConv2D, FuseTransposeMatmul, LegalizeOps
 from .transform.legalize_ops import high_level_ops  # noqa: F401 - where learners and tests look for it
 
@@ -108,8 +109,18 @@ def default_pipeline() -> Pass:
     kernels when one is in scope, then default CPU schedules for every other (fused) kernel
     (``tir.transform.DefaultCPUSchedule``).  The VM lowering follows in ``relax.build``."""
     # a tuning database in scope gives its kernels first; DefaultCPUSchedule skips those
-    return Sequential([*default_kernel_passes(), _ApplyDatabaseInScope(),
-                       DefaultCPUSchedule(rules=default_schedule_rules())], name="default")
+    return _DefaultPipeline([*default_kernel_passes(), _ApplyDatabaseInScope(),
+                             DefaultCPUSchedule(rules=default_schedule_rules())], name="default")
+
+
+class _DefaultPipeline(Sequential):
+    """Its dead-code eliminations (its own, FuseTIR's, FoldConstant's) prune dataflow blocks only:
+    TVM's default build pipeline has none, so an unused pure call outside a dataflow block (a
+    packed function writing an argument, a callback) runs there and must run here too."""
+
+    def transform(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        with bindings_outside_dataflow_kept():
+            return super().transform(mod, ctx)
 
 
 def default_kernel_passes() -> list[Pass]:

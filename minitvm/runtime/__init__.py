@@ -6,7 +6,7 @@ without the compiler.
 
 from ..error import TVMError
 from ..ir.dtype import DataType, DataTypeCode
-from . import container, kv_state, ndarray, registry  # kv_state: registers the vm.builtin.kv_state_* globals
+from . import container, kv_simple, kv_state, ndarray, registry, tensor_cache  # register their vm.builtin.* globals
 from . import ndarray as nd
 from .device import Device, cpu, cuda, device
 from .module import BenchmarkResult, BoundsCheck, BoundsError, Module

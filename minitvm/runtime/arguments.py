@@ -22,17 +22,34 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..error import TVMError
 from .device import Device
 from .ndarray import NDArray
 from .object import Object
 
-__all__ = ["ArgSpec", "ArgumentCheck", "DerivedDim", "SizeVar", "format_dims"]
+__all__ = ["ShapeMismatchError", "DTypeMismatchError", "ArgumentCountError",
+           "ArgSpec", "ArgumentCheck", "DerivedDim", "SizeVar", "format_dims"]
 
 _KINDS = ("tensor", "scalar", "shape", "tuple", "any")
 _INT_RANGES = {d: (int(np.iinfo(d).min), int(np.iinfo(d).max))
                for d in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")}
 #: combinations of shapes remembered per function (the oldest half goes when it is full)
 FAST_PATH_ENTRIES = 64
+
+
+class ShapeMismatchError(TVMError, ValueError):
+    """A value's dimensions differ from its annotation.  TVM raises its TVMError (a RuntimeError)
+    there, a failed check of its VM's ``match_shape``; minitvm's have always been ValueErrors:
+    it is both."""
+
+
+class DTypeMismatchError(TypeError, ValueError):
+    """A tensor of another dtype than its annotation: minitvm's TypeError, TVM's ValueError."""
+
+
+class ArgumentCountError(TVMError, ValueError):
+    """A function called with too many or too few arguments (TVM: a TVMError; here a ValueError
+    too, as it always was)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -190,8 +207,8 @@ class ArgumentCheck:
         """Check every argument, raising the precise error; converted values and sizes."""
         if len(args) != len(self.specs):
             n = len(self.specs)
-            raise ValueError(f"{self.func_name}: expects {n} argument{'s' if n != 1 else ''} "
-                             f"({self.describe()}), got {len(args)}")
+            raise ArgumentCountError(f"{self.func_name}: expects {n} argument{'s' if n != 1 else ''} "
+                                     f"({self.describe()}), got {len(args)}")
         bound: dict[Any, tuple[int, str]] = {}  # symbolic dimension -> (value, who bound it)
         values = [self._check(spec, arg, spec.name, bound) for spec, arg in zip(self.specs, args)]
         if self._derived:
@@ -227,7 +244,7 @@ class ArgumentCheck:
         arr = _as_numpy(arg, where)
         if spec.dtype:
             if str(arr.dtype) != spec.dtype:
-                raise TypeError(f"{where} expects dtype {spec.dtype}, got {arr.dtype}")
+                raise DTypeMismatchError(f"{where} expects dtype {spec.dtype}, got {arr.dtype}")
         elif arr.dtype.kind not in "biuf":
             raise TypeError(f"{where} expects a numeric array, got dtype {arr.dtype}")
         _check_dims(spec, tuple(int(d) for d in arr.shape), where, who, bound, "shape")
@@ -242,8 +259,11 @@ class ArgumentCheck:
         return arg if type(arg) is NDArray else NDArray(arr)
 
     def _any_value(self, arg: Any, where: str) -> Any:
-        """An argument with no declared kind: arrays become NDArrays, lists tuples; runtime objects pass."""
+        """An argument with no declared kind: arrays become NDArrays, lists tuples; runtime objects and
+        functions (an ``R.Callable`` parameter: a Python callback, a closure) pass."""
         if type(arg) is NDArray or isinstance(arg, (int, float, str, self.shape_type, Object, Device)) or arg is None:
+            return arg
+        if callable(arg) and not hasattr(arg, "__dlpack__"):
             return arg
         if isinstance(arg, (tuple, list)):
             return tuple(self._any_value(a, f"{where}[{i}]") for i, a in enumerate(arg))
@@ -258,8 +278,8 @@ class ArgumentCheck:
             want = tuple(d.evaluate(env) if isinstance(d, DerivedDim) else env[d] if _is_symbol(d) else d
                          for d in spec.shape)
             if any(isinstance(d, DerivedDim) for d in spec.shape) and tuple(value.shape) != want:
-                raise ValueError(f"{self.func_name}: argument '{spec.name}' expects shape "
-                                 f"{format_dims(spec.shape)} = {want}, got {tuple(value.shape)}")
+                raise ShapeMismatchError(f"{self.func_name}: argument '{spec.name}' expects shape "
+                                         f"{format_dims(spec.shape)} = {want}, got {tuple(value.shape)}")
 
 
 def _is_symbol(dim: Any) -> bool:
@@ -285,13 +305,13 @@ def _check_dims(spec: ArgSpec, got: tuple, where: str, who: str, bound: dict, wh
     for axis, (dim, d) in enumerate(zip(spec.shape, got)):
         if isinstance(dim, int):
             if dim != d:
-                raise ValueError(f"{where} expects {what} {want}, got {got}")
+                raise ShapeMismatchError(f"{where} expects {what} {want}, got {got}")
         elif _is_symbol(dim):
             seen = bound.get(dim)
             if seen is None:
                 bound[dim] = (d, who)
             elif seen[0] != d:
-                raise ValueError(f"{where} expects {what} {want}, got {got}: dimension {axis} is "
+                raise ShapeMismatchError(f"{where} expects {what} {want}, got {got}: dimension {axis} is "
                                  f"{dim} = {d}, but {dim} = {seen[0]} from {seen[1]}")
 
 
@@ -318,7 +338,7 @@ def _check_scalar(spec: ArgSpec, arg: Any, where: str, bound: dict) -> Any:
     if spec.binds is not None:
         seen = bound.get(spec.binds)
         if seen is not None and seen[0] != value:
-            raise ValueError(f"{where} is {value}, but the arrays say {spec.name} = {seen[0]} (from {seen[1]})")
+            raise ShapeMismatchError(f"{where} is {value}, but the arrays say {spec.name} = {seen[0]} (from {seen[1]})")
         bound.setdefault(spec.binds, (value, f"argument '{spec.name}'"))
     return value
 

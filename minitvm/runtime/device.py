@@ -45,6 +45,15 @@ class Device:
     def __repr__(self) -> str:
         return f"{_NAMES[self.device_type]}({self.device_id})"
 
+    @property
+    def index(self) -> int:
+        """The device id (TVM 0.27's name for ``device_id``)."""
+        return self.device_id
+
+    def dlpack_device_type(self) -> int:
+        """The DLPack device type code (1 the CPU, 2 CUDA), as TVM's."""
+        return self.device_type
+
     def _dlpack(self) -> tuple[int, int]:
         return (self.device_type, self.device_id)
 

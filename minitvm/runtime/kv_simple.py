@@ -11,6 +11,11 @@ array whose first axis is the sequence, filled from the front.
 ``vm.builtin.attention_kv_cache_update``         ``(cache, value)``: overwrite the filled rows
 ``vm.builtin.attention_kv_cache_view``           ``(cache, shape)``: the filled rows as a tensor of
                                                  ``shape`` (``shape[0]`` must be the fill count)
+``vm.builtin.attention_kv_cache_window_override``  ``(cache, value, max_cache_size)``: a sliding
+                                                 window of ``max_cache_size`` rows, written as a ring
+                                                 from the current position
+``..._window_override_with_sinks``               ``(..., num_attention_sinks)``: the same, the first
+                                                 rows (the "attention sinks") never overwritten
 ==============================================  ==================================================
 
 The paged cache (``vm.builtin.kv_state_*``, ``paged_attention_kv_cache_create``) lives elsewhere.
@@ -36,6 +41,7 @@ class AttentionKVCacheLegacy(Object):
     def __init__(self, data: np.ndarray) -> None:
         self.data = data
         self.fill_count = 0
+        self.window_pos = 0  # where the next row of a sliding window goes
 
     def _check_rows(self, value: np.ndarray, what: str) -> None:
         if value.dtype != self.data.dtype:
@@ -47,6 +53,12 @@ class AttentionKVCacheLegacy(Object):
         value = as_numpy(value)
         self._check_rows(value, "vm.builtin.attention_kv_cache_append")
         need = self.fill_count + value.shape[0]
+        self._grow(need)
+        self.data[self.fill_count:need] = value
+        self.fill_count = need
+        return self
+
+    def _grow(self, need: int) -> None:
         reserved = max(self.data.shape[0], 1)
         while need > reserved:
             reserved *= 2
@@ -54,8 +66,26 @@ class AttentionKVCacheLegacy(Object):
             grown = np.empty((reserved, *self.data.shape[1:]), self.data.dtype)
             grown[: self.data.shape[0]] = self.data
             self.data = grown
-        self.data[self.fill_count:need] = value
-        self.fill_count = need
+
+    def window_override(self, value: Any, max_cache_size: int, sinks: int = 0) -> "AttentionKVCacheLegacy":
+        """Write ``value``'s rows at the window position; rows past ``max_cache_size`` wrap to just
+        after the ``sinks`` first rows (TVM's ring, ``WindowOverride``)."""
+        what = "vm.builtin.attention_kv_cache_window_override"
+        value = as_numpy(value)
+        self._check_rows(value, what)
+        rows = value.shape[0]
+        if rows > max_cache_size - sinks:
+            raise ValueError(f"{what}: {rows} rows exceed the window of {max_cache_size} rows less "
+                             f"{sinks} sinks")
+        if self.fill_count + rows <= max_cache_size:
+            self._grow(self.fill_count + rows)
+        first = max(0, min(rows, max_cache_size - self.window_pos))
+        self.fill_count = min(self.fill_count + rows, max_cache_size)
+        self.data[self.window_pos:self.window_pos + first] = value[:first]
+        self.window_pos = min(self.window_pos + rows, max_cache_size)
+        if first < rows:  # the rest wraps around, after the sinks
+            self.data[sinks:sinks + rows - first] = value[first:]
+            self.window_pos = rows - first + sinks
         return self
 
     def update(self, value: Any) -> "AttentionKVCacheLegacy":
@@ -83,7 +113,7 @@ def create(init_data: Any, reserve_shape: Any, init_fill_count: int) -> Attentio
     cache = AttentionKVCacheLegacy(np.empty(tuple(int(s) for s in reserve_shape), init.dtype))
     cache.append(init)
     if int(init_fill_count) >= 0:
-        cache.fill_count = int(init_fill_count)
+        cache.fill_count = cache.window_pos = int(init_fill_count)
     return cache
 
 
@@ -101,6 +131,11 @@ GLOBALS = {
         lambda c, v: _cache(c, "vm.builtin.attention_kv_cache_update").update(v),
     "vm.builtin.attention_kv_cache_view":
         lambda c, s: _cache(c, "vm.builtin.attention_kv_cache_view").view(s),
+    "vm.builtin.attention_kv_cache_window_override":
+        lambda c, v, size: _cache(c, "vm.builtin.attention_kv_cache_window_override").window_override(v, int(size)),
+    "vm.builtin.attention_kv_cache_window_override_with_sinks":
+        lambda c, v, size, sinks: _cache(c, "vm.builtin.attention_kv_cache_window_override_with_sinks")
+        .window_override(v, int(size), int(sinks)),
 }
 
 for _name, _fn in GLOBALS.items():

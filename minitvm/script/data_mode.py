@@ -18,9 +18,10 @@ import contextlib
 import contextvars
 import functools
 import types
-from typing import Any, Iterator
+from typing import Any
 
 from ..relax import op
+from ..support.flags import switched_on
 
 __all__ = ["data_only", "active", "BUILTINS", "NOT_TVMSCRIPT", "refusal", "read_attribute", "check_call",
            "check_python_binop"]
@@ -43,14 +44,9 @@ BUILTINS = frozenset({"float"})
 _MAX_INT_BITS = 4096
 
 
-@contextlib.contextmanager
-def data_only() -> Iterator[None]:
+def data_only() -> contextlib.AbstractContextManager[None]:
     """Within: every TVMScript parser made evaluates no Python from its text."""
-    token = _ACTIVE.set(True)
-    try:
-        yield
-    finally:
-        _ACTIVE.reset(token)
+    return switched_on(_ACTIVE)
 
 
 def active() -> bool:

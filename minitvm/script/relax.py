@@ -54,6 +54,7 @@ from ..relax.struct_info import (
     TensorStructInfo,
     TupleStructInfo,
 )
+from ..relax.utils import convert_to_expr
 from ..tir.expr import PrimExpr
 from ..tir.expr import Var as TirVar
 from . import tir as _T
@@ -345,10 +346,27 @@ def call_dps_packed(func: Any, args: Any, out_sinfo: Any = None, *, out_ty: Any 
     return _op.call_dps_packed(func, args, _out(out_sinfo, "R.call_dps_packed"))
 
 
+def _packed_arg(value: Any, where: str) -> Any:
+    """An argument of a packed call: a Python number becomes an int64/float64 ``R.prim_value``
+    (TVM passes ``1`` to the function as the integer 1, not as a tensor), the rest as anywhere."""
+    if isinstance(value, (bool, int, float)):
+        return convert_to_expr(value)
+    return _as_expr(value, where)
+
+
 def call_pure_packed(func: Any, *args: Any, sinfo_args: Any) -> Call:
     """``R.call_pure_packed("f", x, sinfo_args=R.Tensor(...))``: a registered function
     declared free of side effects, returning its result."""
+    args = [_packed_arg(a, "R.call_pure_packed") for a in args]
     return _op.call_pure_packed(func, *args, sinfo_args=_out(sinfo_args, "R.call_pure_packed"))
+
+
+def call_inplace_packed(func: Any, *args: Any, inplace_indices: Any, sinfo_args: Any) -> Call:
+    """``R.call_inplace_packed("f", x, y, inplace_indices=0, sinfo_args=R.Tensor(...))``: a registered
+    function that writes result k over argument ``inplace_indices[k]`` (-1: a new value)."""
+    args = [_packed_arg(a, "R.call_inplace_packed") for a in args]
+    return _op.call_inplace_packed(func, *args, inplace_indices=inplace_indices,
+                                   sinfo_args=_out(sinfo_args, "R.call_inplace_packed"))
 
 
 def call_packed(func: Any, *args: Any, sinfo_args: Any = None) -> Call:
@@ -361,7 +379,7 @@ def call_packed(func: Any, *args: Any, sinfo_args: Any = None) -> Call:
         sinfo = [_sinfo(s, "R.call_packed") for s in sinfo_args]
     else:
         sinfo = [_sinfo(sinfo_args, "R.call_packed")]
-    return Call(callee, [_as_expr(a, "R.call_packed") for a in args], None, sinfo)
+    return Call(callee, [_packed_arg(a, "R.call_packed") for a in args], None, sinfo)
 
 
 @dataclass(frozen=True)

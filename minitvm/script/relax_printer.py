@@ -277,6 +277,14 @@ class RelaxPrinter:
                 rest = "".join(f"{a}, " for a in args[1:])
                 return (f"R.call_pure_packed({_str(c.args[0].global_symbol)}, {rest}"
                         f"sinfo_args={self.out_sinfo(c.sinfo_args)})")
+            if op.name == "relax.call_inplace_packed" and isinstance(c.args[0], ExternFunc):
+                rest = "".join(f"{a}, " for a in args[1:])
+                indices = ", ".join(str(i) for i in c.attrs["inplace_indices"])
+                return (f"R.call_inplace_packed({_str(c.args[0].global_symbol)}, {rest}inplace_indices=[{indices}], "
+                        f"sinfo_args={self.out_sinfo(c.sinfo_args)})")
+            if op.name == "relax.call_builtin_with_ctx" and isinstance(c.args[0], ExternFunc):
+                sinfo = f", sinfo_args={self.out_sinfo(c.sinfo_args)}" if c.sinfo_args else ""
+                return f"R.call_builtin_with_ctx({_str(c.args[0].global_symbol)}, {args[1]}{sinfo})"
             if op.name == "relax.hint_on_device":
                 a = c.attrs
                 scope = "" if a["memory_scope"] == "global" else f', {_str(a["memory_scope"])}'

@@ -5,13 +5,21 @@ effect (:func:`contains_impure_call`): an unused ``R.call_packed("f", x, out)`` 
 dataflow block too, and so do the bindings it reads.  ``match_cast`` bindings always stay
 (a run-time check, and the definition of the symbolic variables it matches), as in TVM.
 Removing one binding can make another unused, so this repeats until nothing changes.
+
+Inside :func:`bindings_outside_dataflow_kept` only dataflow blocks are pruned: minitvm's
+default pipeline runs so, because TVM's default build pipeline has no dead-code elimination
+(its fusion passes, which have one, are not in it), so a pure call outside a dataflow block
+whose result nobody reads still runs there.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from typing import Any
 
 from ...ir.module import IRModule
+from ...support.flags import switched_on
 from ..expr import (
     DataflowBlock,
     Function,
@@ -25,7 +33,15 @@ from ..expr import (
 from .purity import contains_impure_call
 from .vars import _collect
 
-__all__ = ["remove_all_unused"]
+__all__ = ["remove_all_unused", "bindings_outside_dataflow_kept"]
+
+#: set while only dataflow blocks may lose bindings (see the module docstring)
+_DATAFLOW_ONLY: contextvars.ContextVar[bool] = contextvars.ContextVar("dataflow_only", default=False)
+
+
+def bindings_outside_dataflow_kept() -> contextlib.AbstractContextManager[None]:
+    """Within: :func:`remove_all_unused` (and every pass built on it) prunes dataflow blocks only."""
+    return switched_on(_DATAFLOW_ONLY)
 
 
 def remove_all_unused(func: Any, mod: IRModule | None = None) -> Any:
@@ -66,6 +82,7 @@ def _prune_seq(seq: SeqExpr, mod: IRModule | None) -> SeqExpr:
             bindings.append(b)
         blocks.append((type(block), bindings))
 
+    dataflow_only = _DATAFLOW_ONLY.get()
     while True:
         used = set(_collect(seq.body).used)
         for _, bindings in blocks:
@@ -73,7 +90,8 @@ def _prune_seq(seq: SeqExpr, mod: IRModule | None) -> SeqExpr:
                 used |= set(_collect(b.value).used)
         removed = False
         for cls, bindings in blocks:
-            keep = [b for b in bindings if b.var in used or not _removable(b, cls is DataflowBlock, mod)]
+            keep = [b for b in bindings if b.var in used or (dataflow_only and cls is not DataflowBlock)
+                    or not _removable(b, cls is DataflowBlock, mod)]
             if len(keep) != len(bindings):
                 bindings[:] = keep
                 removed = True

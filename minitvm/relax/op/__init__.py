@@ -19,11 +19,14 @@ from . import (
 )
 from .base import (
     assert_op,
+    call_builtin_with_ctx,
     call_dps_packed,
+    call_inplace_packed,
     call_pure_packed,
     call_py_func,
     call_tir,
     call_tir_inplace,
+    null_value,
     print,  # noqa: A004 - R.print
     shape_of,
     shape_to_tensor,
@@ -61,7 +64,8 @@ from .unary import clip
 __all__ = [
     "nn", "image", "grad", "builtin", "memory", "vm", "call_tir", "call_tir_inplace", "print", "assert_op",
     "call_dps_packed",
-    "call_pure_packed", "call_py_func", "OpPattern", "register",
+    "call_pure_packed", "call_py_func", "call_builtin_with_ctx", "null_value", "call_inplace_packed",
+    "OpPattern", "register",
     # element-wise (besides the table's, added below)
     "where", "ewise_fma", "clip", "astype",
     # linear algebra

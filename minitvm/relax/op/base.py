@@ -11,6 +11,7 @@ from ...ir.op import Op
 from ...ir.structural import structural_equal
 from ..expr import Call, Expr, ExternFunc, ShapeExpr, StringImm, Tuple, TupleGetItem, Var, _as_expr, struct_info_of
 from ..struct_info import (
+    ObjectStructInfo,
     PrimStructInfo,
     ShapeStructInfo,
     StructInfo,
@@ -21,7 +22,7 @@ from ..struct_info import (
 from .registry import OpPattern, make_call, register
 
 __all__ = ["call_tir", "call_tir_inplace", "call_dps_packed", "call_pure_packed", "call_py_func", "print",
-           "assert_op"]
+           "assert_op", "call_builtin_with_ctx", "null_value", "call_inplace_packed"]
 
 
 def _out_sinfo(out_sinfo: Any, op_name: str) -> StructInfo:
@@ -192,6 +193,74 @@ def call_pure_packed(func: str | ExternFunc, *args: Any, sinfo_args: Any) -> Cal
     elif isinstance(sinfo_args, Sequence) and len(sinfo_args) > 1:
         sinfo_args = [TupleStructInfo(list(sinfo_args))]
     return make_call("relax.call_pure_packed", callee, *args, sinfo_args=list(sinfo_args))
+
+
+@register("relax.call_inplace_packed", pattern=OpPattern.OPAQUE)
+def _infer_call_inplace_packed(call: Call, ctx: Any) -> StructInfo:
+    """Call a registered function that writes some results over its arguments (``inplace_indices``:
+    per result, the argument it overwrites, -1 a new value); pure, as TVM declares it."""
+    if not call.args or not isinstance(call.args[0], ExternFunc):
+        raise StructInfoError("relax.call_inplace_packed: the first argument must be an ExternFunc")
+    if len(call.sinfo_args) != 1:
+        raise StructInfoError("relax.call_inplace_packed needs exactly one result struct info")
+    indices = tuple((call.attrs or {}).get("inplace_indices", ()))
+    out = call.sinfo_args[0]
+    outs = out.fields if isinstance(out, TupleStructInfo) else [out]
+    if len(indices) != len(outs):
+        raise StructInfoError(f"relax.call_inplace_packed: {len(indices)} inplace_indices for {len(outs)} results")
+    for i in indices:
+        if i != -1 and not 0 <= i < len(call.args) - 1:
+            raise StructInfoError(f"relax.call_inplace_packed: inplace index {i} is not an argument "
+                                  f"(there are {len(call.args) - 1})")
+    if all(i == -1 for i in indices):
+        raise StructInfoError("relax.call_inplace_packed: at least one inplace index must be an argument "
+                              "(else use R.call_pure_packed)")
+    return out
+
+
+def call_inplace_packed(func: str | ExternFunc, *args: Any, inplace_indices: Any,
+                        sinfo_args: Any) -> Call:
+    """``R.call_inplace_packed("f", x, y, inplace_indices=[0], sinfo_args=...)``."""
+    callee = ExternFunc(func) if isinstance(func, str) else func
+    indices = [int(i) for i in (inplace_indices if isinstance(inplace_indices, (list, tuple))
+                                else [inplace_indices])]
+    if isinstance(sinfo_args, StructInfo):
+        sinfo_args = [sinfo_args]
+    elif isinstance(sinfo_args, Sequence) and len(sinfo_args) > 1:
+        sinfo_args = [TupleStructInfo(list(sinfo_args))]
+    return make_call("relax.call_inplace_packed", callee, *args, attrs={"inplace_indices": tuple(indices)},
+                     sinfo_args=list(sinfo_args))
+
+
+@register("relax.call_builtin_with_ctx", pattern=OpPattern.OPAQUE, pure=False)
+def _infer_call_builtin_with_ctx(call: Call, ctx: Any) -> StructInfo:
+    """Call a VM builtin, TVM's VM passing itself first (minitvm's builtins need no such context);
+    impure, as some builtins are."""
+    if len(call.args) != 2 or not isinstance(call.args[0], ExternFunc) or not isinstance(call.args[1], Tuple):
+        raise StructInfoError("relax.call_builtin_with_ctx takes an ExternFunc and a tuple of its arguments")
+    return call.sinfo_args[0] if call.sinfo_args else ObjectStructInfo()
+
+
+def call_builtin_with_ctx(func: str | ExternFunc, args: Any, *, sinfo_args: Any = None) -> Call:
+    """``R.call_builtin_with_ctx("vm.builtin.alloc_shape_heap", [R.prim_value(2)], sinfo_args=...)``."""
+    callee = ExternFunc(func) if isinstance(func, str) else func
+    if isinstance(sinfo_args, StructInfo):
+        sinfo_args = [sinfo_args]
+    return make_call("relax.call_builtin_with_ctx", callee, _args_tuple(args), sinfo_args=list(sinfo_args or ()))
+
+
+@register("relax.null_value", pattern=OpPattern.OPAQUE, num_inputs=0)
+def _infer_null_value(call: Call, ctx: Any) -> StructInfo:
+    """The empty value (TVM's null object): what VMShapeLower binds the shape heap to when a
+    function needs none."""
+    if call.args:
+        raise StructInfoError("relax.null_value takes no arguments")
+    return ObjectStructInfo()
+
+
+def null_value() -> Call:
+    """``R.null_value()``."""
+    return make_call("relax.null_value")
 
 
 @register("relax.call_py_func", pattern=OpPattern.OPAQUE)

@@ -30,7 +30,17 @@ from typing import Any
 from ...ir.module import IRModule
 from ...ir.op import Op
 from ...transform import PassContext, module_pass
-from ..expr import Call, DataTypeImm, ExternFunc, Function, PrimValue, ShapeExpr, Tuple, _set_struct_info
+from ..expr import (
+    Call,
+    DataTypeImm,
+    ExternFunc,
+    Function,
+    PrimValue,
+    ShapeExpr,
+    Tuple,
+    TupleGetItem,
+    _set_struct_info,
+)
 from ..op.memory import KILL_STORAGE, KILL_TENSOR
 from ..op.vm import CALL_TIR_DYN, KILL_OBJECT, kill_object
 from ..struct_info import ObjectStructInfo, TupleStructInfo
@@ -50,6 +60,12 @@ class _BuiltinLower(KernelCallMutator):
     pass_name = "VMBuiltinLower"
     lowers_alloc_tensor = True
 
+    def fields(self, args: Any) -> list:
+        """The values of a tuple argument: an in-line tuple's fields, or a tuple variable's read out."""
+        if isinstance(args, Tuple):
+            return list(args.fields)
+        return [self.builder_.emit(TupleGetItem(args, i)) for i in range(len(args.struct_info.fields))]
+
     def visit_call_(self, op: Call) -> Any:
         call = self.visit_children(op)
         if not isinstance(call.op, Op):
@@ -63,7 +79,8 @@ class _BuiltinLower(KernelCallMutator):
         lower = call.op.get_attr("FLowerBuiltin")
         if lower is not None:  # the op says how (as TVM's FLowerBuiltin): R.memory.view, say
             return lower(self.builder_, call)
-        if name in (KILL_OBJECT, "relax.vm.alloc_storage", "relax.vm.alloc_tensor") or call.op.get_attr("FCallPacked"):
+        if name in (KILL_OBJECT, "relax.vm.alloc_storage", "relax.vm.alloc_tensor", "relax.call_builtin_with_ctx",
+                    "relax.null_value") or call.op.get_attr("FCallPacked"):
             return call  # already the VM's forms; an FCallPacked op (relax.unique) is called by name
         if name == "relax.reshape":  # a view of the same memory, made by the VM
             return Call(ExternFunc("vm.builtin.reshape"), list(call.args), None, [call.struct_info])
@@ -88,7 +105,12 @@ class _BuiltinLower(KernelCallMutator):
             kernel = Call(call.args[0], [*tensors, *(PrimValue(v) for v in values)])
             _set_struct_info(kernel, TupleStructInfo([]))
             return kernel
-        if name == "relax.call_pure_packed":
+        if name == "relax.make_closure":  # the function and its captured values, unpacked
+            return builtin_call("vm.builtin.make_closure", [call.args[0], *self.fields(call.args[1])], call.struct_info)
+        if name in ("relax.invoke_closure", "relax.invoke_pure_closure"):
+            return builtin_call("vm.builtin.invoke_closure", [call.args[0], *self.fields(call.args[1])],
+                                call.struct_info)
+        if name in ("relax.call_pure_packed", "relax.call_inplace_packed"):
             return Call(call.args[0], list(call.args[1:]), None, [call.struct_info])
         if name == "relax.call_py_func":  # as TVM: one (name, args) tuple for the callback builtin
             raw = self.builder_.emit(builtin_call("vm.builtin.call_py_func", [Tuple([call.args[0], call.args[1]])]),

@@ -86,6 +86,8 @@ class _ShapeLower(KernelCallMutator):
         self.heap_size = 0
         self.shapes: dict[tuple, Var] = {}  # make_shape codes -> the variable holding that shape
         self.computed: dict[tuple, int] = {}  # eval_shape_expr program -> the slot holding its value
+        #: while the parameters are read: checks of expressions, made after the last parameter
+        self.deferred: list[tuple] | None = None
 
     # -- the heap ----------------------------------------------------------------------------------
     def slot(self, v: TirVar) -> int:
@@ -172,8 +174,8 @@ class _ShapeLower(KernelCallMutator):
                     self.emit_match(item, f, f"{what}[{i}]")
             return
         elif isinstance(sinfo, PrimStructInfo) and sinfo.value is not None and not isinstance(sinfo.value, IntImm):
-            raise NotImplementedError(f"VMShapeLower: {what}: symbolic scalars (R.Prim(value=...)) are not "
-                                      "supported yet")
+            self.emit_prim_match(value, sinfo, what)
+            return
         dims = _dims_of(sinfo) if isinstance(sinfo, (TensorStructInfo, ShapeStructInfo)) else []
         if dims:
             bb.emit(builtin_call("vm.builtin.match_shape",
@@ -181,8 +183,28 @@ class _ShapeLower(KernelCallMutator):
                                   StringImm(what)]), "_")
             self.emit_expression_checks(value, dims, what)
 
+    def emit_prim_match(self, value: Any, sinfo: PrimStructInfo, what: str) -> None:
+        """An ``R.Prim(value=n)``: a scalar of its dtype, stored as ``n`` (first sight) or checked."""
+        bb, v = self.builder_, sinfo.value
+        bb.emit(builtin_call("vm.builtin.check_prim_value_info", [value, StringImm(sinfo.dtype), StringImm(what)]), "_")
+        if isinstance(v, TirVar):
+            code, k = (B.MATCH_HEAP, self.slots[v]) if v in self.slots else (B.MATCH_STORE, self.slot(v))
+        elif self.deferred is not None:  # an expression: checked once every parameter is read
+            self.deferred.append((value, sinfo, what))
+            return
+        elif self.is_known(v):
+            code, k = B.MATCH_HEAP, self.expr_slot(v)
+        else:
+            return
+        bb.emit(builtin_call("vm.builtin.match_prim_value",
+                             [value, self.heap, PrimValue(code), PrimValue(k), StringImm(what)]), "_")
+
     def emit_expression_checks(self, value: Any, dims: list[PrimExpr], what: str) -> None:
-        """Check the dimensions that are expressions (``n * 2``) once their variables are known."""
+        """Check the dimensions that are expressions (``n * 2``) once their variables are known
+        (while the parameters are read: after the last of them)."""
+        if self.deferred is not None and any(not isinstance(d, (IntImm, TirVar)) for d in dims):
+            self.deferred.append((value, dims, what))
+            return
         exprs = [i for i, d in enumerate(dims) if not isinstance(d, (IntImm, TirVar)) and self.is_known(d)]
         if not exprs:
             return
@@ -221,17 +243,43 @@ class _ShapeLower(KernelCallMutator):
         return If(cond, then, other)
 
     def visit_prim_value_(self, op: PrimValue) -> Any:
-        if isinstance(op.value, IntImm) or not op.value.dtype.startswith(("int", "uint")):
+        v = op.value
+        if isinstance(v, IntImm) or not v.dtype.startswith(("int", "uint", "bool")):
             return op
-        shape = self.visit_shape_expr_(ShapeExpr([op.value]))
+        if v.dtype.startswith(("int", "uint")):
+            shape = self.visit_shape_expr_(ShapeExpr([v]))
+        else:  # a condition (n % 8 == 0): computed into a slot as 1 or 0, read as a one-value shape
+            if not self.is_known(v):
+                self.make_codes((v,))  # raises, naming the variables nothing defines
+            shape = self.builder_.emit(builtin_call("vm.builtin.make_shape", [
+                self.heap, PrimValue(1), PrimValue(B.MAKE_LOAD), PrimValue(self.expr_slot(v))]), "shape")
         return self.builder_.emit(builtin_call("vm.builtin.tuple_getitem", [shape, PrimValue(0)],
-                                               PrimStructInfo("int64")))
+                                               PrimStructInfo(v.dtype)))
 
     def visit_match_cast_(self, binding: MatchCast) -> None:
         value = self.visit_expr(binding.value)
         self.emit_match(value, binding.struct_info, f"{self.func_name}: match_cast of {binding.var.name}")
         # kept as a match_cast (as TVM): it still defines the symbolic variables it names
         self.builder_.emit_normalized(MatchCast(binding.var, value, binding.struct_info))
+
+
+def _check_return(lower: _ShapeLower, body: Any, ret: StructInfo, name: str) -> Any:
+    """``body`` with checks of its result against the function's return annotation appended, when
+    what the body is known to return does not already satisfy it (as TVM's VMShapeLower: an
+    ``R.Object`` returned as ``R.Tensor(("m", "n"))`` is checked, its error naming the return)."""
+    if not isinstance(body, SeqExpr) or ret is None or not isinstance(
+            ret, (TensorStructInfo, ShapeStructInfo, TupleStructInfo)):
+        return body
+    got = getattr(body.body, "struct_info_", None)
+    if got is not None and ret.is_base_of(got):
+        return body
+    bb = lower.builder_
+    bb.begin_binding_block()
+    lower.emit_match(body.body, ret, f"{name}: return value")
+    checks = bb.end_block()
+    if not checks.bindings:
+        return body
+    return SeqExpr((*body.blocks, checks), body.body)
 
 
 def _rewrite(func: Function, mod: IRModule) -> Function:
@@ -242,13 +290,21 @@ def _rewrite(func: Function, mod: IRModule) -> Function:
     lower = _ShapeLower(mod, heap, name)
     bb = lower.builder_
     bb.begin_binding_block()
+    lower.deferred = []
     for p in func.params:
         # static shapes are checked when the VM is entered; symbolic ones fill the heap here
         if any(not isinstance(d, IntImm) for d in _dims_of(p.struct_info)):
             lower.emit_match(p, p.struct_info, f"{name}: argument '{p.name}'")
+    deferred, lower.deferred = lower.deferred, None
+    for value, dims, what in deferred:  # every variable a parameter defines is known now
+        if isinstance(dims, PrimStructInfo):
+            lower.emit_prim_match(value, dims, what)
+        else:
+            lower.emit_expression_checks(value, dims, what)
     prologue = bb.end_block()
     body = lower.visit_with_new_scope(func.body)
-    if not lower.slots and body is func.body:  # no symbolic dimension, no match_cast
+    body = _check_return(lower, body, func.ret_struct_info, name)
+    if not lower.slots and body is func.body:  # no symbolic dimension, no match_cast, no return check
         return func
     alloc = VarBinding(heap, bb.normalize(builtin_call("vm.builtin.alloc_shape_heap", [PrimValue(lower.heap_size)])))
     head = BindingBlock((alloc, *prologue.bindings))

@@ -115,6 +115,27 @@ def _used_vars(func: Function) -> set[Var]:
     return v.used
 
 
+def _killed_vars(func: Function) -> set[Var]:
+    """The variables ``R.vm.kill_object`` releases somewhere in ``func``."""
+    found: set[Var] = set()
+
+    def visit(e: Any) -> None:
+        if isinstance(e, SeqExpr):
+            for block in e.blocks:
+                for b in block.bindings:
+                    visit(b.value)
+            visit(e.body)
+        elif isinstance(e, If):
+            visit(e.true_branch)
+            visit(e.false_branch)
+        elif isinstance(e, Call) and isinstance(e.op, Op) and e.op.name == "relax.vm.kill_object" \
+                and isinstance(e.args[0], Var):
+            found.add(e.args[0])
+
+    visit(func.body)
+    return found
+
+
 # R.vm's allocations as the VM builtins' arguments: a storage's size is in bytes whatever its
 # dtype says (a hint, as in TVM); a tensor is (storage, offset, shape, dtype)
 _VM_ALLOCS = {
@@ -134,6 +155,7 @@ class _FunctionCodegen:
         self.used = _used_vars(func)
         self.const_values: dict[int, Any] = {}
         self.killed: set[Var] = set()  # variables R.vm.kill_object has released
+        self.kill_targets = _killed_vars(func)  # ... and those it will release
         self.shape_lowered = starts_with_shape_heap(func)
 
     def where(self, what: str) -> str:
@@ -178,6 +200,10 @@ class _FunctionCodegen:
             name = self.symbol_of(e)
             c = self.eb.func_ref(name)
             self.const_values[c.index] = FuncRef(name)
+            return c
+        if isinstance(e, ExternFunc):  # a registered function as a value (a callback)
+            c = self.eb.func_ref(e.global_symbol)
+            self.const_values[c.index] = FuncRef(e.global_symbol)
             return c
         raise VMCodegenError(self.where(f"cannot use {type(e).__name__} {e!r} as an argument"))
 
@@ -226,6 +252,15 @@ class _FunctionCodegen:
             if isinstance(value.op, Op) and value.op.name in _VM_ALLOCS:  # R.vm.alloc_storage/_tensor
                 name, args = _VM_ALLOCS[value.op.name](value.args)
                 return self.eb.emit_call(name, [self.operand(a) for a in args], dst=dst)
+            if isinstance(value.op, Op) and value.op.name == "relax.call_builtin_with_ctx":
+                # TVM's VM passes itself first; minitvm's builtins take no such context
+                return self.eb.emit_call(value.args[0].global_symbol,
+                                         [self.operand(a) for a in value.args[1].fields], dst=dst)
+            if isinstance(value.op, Op) and value.op.name == "relax.null_value":
+                return self.eb.emit_call("vm.builtin.null_value", [], dst=dst)
+            if isinstance(value.op, Var):  # a function value (closure, callback): invoked by the VM
+                return self.eb.emit_call("vm.builtin.invoke_closure",
+                                         [self.operand(value.op), *(self.operand(a) for a in value.args)], dst=dst)
             name = self.callee_name(value)
             return self.eb.emit_call(name, [self.operand(a) for a in value.args], dst=dst)
         if isinstance(value, Tuple):
@@ -246,6 +281,12 @@ class _FunctionCodegen:
         if isinstance(value, Function):
             raise VMCodegenError(self.where("local functions (closures) are not supported"))
         operand = self.operand(value)  # an alias or a constant: no instruction
+        if isinstance(value, Var) and value in self.kill_targets and isinstance(operand, Reg) and dst:
+            # an alias of a variable that is killed later keeps the value (TVM's copy of a
+            # trivial binding): a register of its own
+            copy = self.eb.new_register()
+            self.assign(operand, copy)
+            return copy
         if isinstance(value, Var) and value in self.tuples and var is not None:
             self.tuples[var] = self.tuples[value]
         return operand

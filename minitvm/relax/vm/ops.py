@@ -30,8 +30,13 @@ def starts_with_shape_heap(func: Function) -> bool:
     if not isinstance(body, SeqExpr) or not body.blocks or not body.blocks[0].bindings:
         return False
     value = body.blocks[0].bindings[0].value
-    return isinstance(value, Call) and isinstance(value.op, ExternFunc) and \
-        value.op.global_symbol == "vm.builtin.alloc_shape_heap"
+    if is_op(value, "relax.call_builtin_with_ctx"):  # TVM's form of the allocation
+        value = value.args[0]
+    elif is_op(value, "relax.null_value"):  # TVM's: a function that needs no heap
+        return True
+    else:
+        value = value.op if isinstance(value, Call) else None
+    return isinstance(value, ExternFunc) and value.global_symbol == "vm.builtin.alloc_shape_heap"
 
 
 def is_op(expr: Any, name: str) -> bool:

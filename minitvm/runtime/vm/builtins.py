@@ -47,6 +47,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..arguments import ShapeMismatchError
+from ..device import Device
 from ..ndarray import NDArray, aligned_block
 from ..registry import register_func
 
@@ -68,8 +70,18 @@ _EXPR_BINARY = {
     6: lambda a, b: a % b,
     7: min,
     8: max,
+    # comparisons and logic give 1 or 0 (a symbolic condition, R.prim_value(n % 8 == 0))
+    9: lambda a, b: int(a == b),
+    10: lambda a, b: int(a != b),
+    11: lambda a, b: int(a < b),
+    12: lambda a, b: int(a <= b),
+    13: lambda a, b: int(a > b),
+    14: lambda a, b: int(a >= b),
+    15: lambda a, b: int(bool(a) and bool(b)),
+    16: lambda a, b: int(bool(a) or bool(b)),
 }
-EXPR_CODES = {"Add": 2, "Sub": 3, "Mul": 4, "FloorDiv": 5, "FloorMod": 6, "Min": 7, "Max": 8}
+EXPR_CODES = {"Add": 2, "Sub": 3, "Mul": 4, "FloorDiv": 5, "FloorMod": 6, "Min": 7, "Max": 8,
+              "EQ": 9, "NE": 10, "LT": 11, "LE": 12, "GT": 13, "GE": 14, "And": 15, "Or": 16}
 
 #: numpy dtype kinds that the VM stores in memory (no Python objects, ever)
 ALLOWED_DTYPE_KINDS = frozenset("biuf")
@@ -138,15 +150,22 @@ def _shape_of(value: Any, where: str) -> tuple:
 # -- memory --------------------------------------------------------------------------------------
 
 
-def _storage_bytes(size: Any, dtype_hint: str = "uint8") -> int:
-    """Bytes for ``prod(size)`` elements of ``dtype_hint`` (``size``: a shape or an int), checked."""
+def _storage_bytes(size: Any, *rest: Any) -> int:
+    """Bytes for ``prod(size)`` elements of the dtype hint (``size``: a shape or an int), checked.
+
+    ``rest`` is minitvm's ``(dtype_hint,)`` or TVM's ``(device_index, dtype_hint[, scope])``."""
+    if len(rest) > 3:
+        raise TypeError(f"alloc_storage: takes (size, [device_index,] dtype_hint[, scope]), got {1 + len(rest)} "
+                        "arguments")
+    dtype_hint = rest[0] if len(rest) == 1 else rest[1] if rest else "uint8"
     dims = (size,) if isinstance(size, int) else _shape_of(size, "alloc_storage")
     return math.prod(dims) * check_dtype(dtype_hint, "alloc_storage").itemsize
 
 
-def alloc_storage(size: Any, dtype_hint: str = "uint8") -> Storage:
-    """Storage for ``prod(size)`` elements of ``dtype_hint`` (``size``: a shape or an int)."""
-    return Storage(_storage_bytes(size, dtype_hint))
+def alloc_storage(size: Any, *rest: Any) -> Storage:
+    """Storage for ``prod(size)`` elements of the dtype hint (``size``: a shape or an int);
+    ``rest`` is ``(dtype_hint,)`` or TVM's ``(device_index, dtype_hint, storage_scope)``."""
+    return Storage(_storage_bytes(size, *rest))
 
 
 def alloc_tensor(storage: Storage, offset: int, shape: Any, dtype: str) -> NDArray:
@@ -178,68 +197,128 @@ def null_value() -> None:
 # -- checks ---------------------------------------------------------------------------------------
 
 
-def check_tensor_info(value: Any, ndim: int, dtype: str, err_ctx: str = "") -> None:
-    """Fail unless ``value`` is a tensor with ``ndim`` dimensions (-1: any) of ``dtype`` ("": any)."""
-    where = err_ctx or "check_tensor_info"
+def _checker(name: str, err_ctx: str) -> str:
+    """The start of a check's message: the check, then the caller's context (as TVM's, the
+    context stands between spaces, so a test can find it as a word)."""
+    return f"{name}: {err_ctx} expects" if err_ctx else f"{name}: expects"
+
+
+def check_tensor_info(value: Any, ndim: int, *rest: str) -> None:
+    """Fail unless ``value`` is a tensor with ``ndim`` dimensions (-1: any) of ``dtype`` ("": any).
+
+    Called ``(value, ndim, dtype, err_ctx)`` or, as TVM allows, ``(value, ndim, err_ctx)``."""
+    if len(rest) > 2:
+        raise TypeError(f"check_tensor_info: takes (value, ndim, [dtype], err_ctx), got {2 + len(rest)} arguments")
+    dtype, err_ctx = rest if len(rest) == 2 else ("", rest[0] if rest else "")
+    who = _checker("check_tensor_info", err_ctx)
     if type(value) is not NDArray:
-        raise TypeError(f"{where}: expected a tensor, got {type(value).__name__}")
+        raise TypeError(f"{who} a tensor, got {type(value).__name__}")
     if ndim >= 0 and value._array.ndim != ndim:
-        raise ValueError(f"{where}: expected a {ndim}-D tensor, got shape {value.shape} ({value.ndim}-D)")
-    if dtype and value.dtype != dtype:
-        raise TypeError(f"{where}: expected dtype {dtype}, got {value.dtype}")
+        raise ValueError(f"{who} a tensor with ndim {ndim}, got shape {value.shape} ({value.ndim}-D)")
+    if dtype and value.dtype != str(dtype):
+        raise ValueError(f"{who} a tensor with dtype {dtype}, got {value.dtype}")
 
 
 def check_shape_info(value: Any, ndim: int, err_ctx: str = "") -> None:
     """Fail unless ``value`` is a shape with ``ndim`` values (-1: any)."""
-    where = err_ctx or "check_shape_info"
+    who = _checker("check_shape_info", err_ctx)
     if not isinstance(value, ShapeTuple):
-        raise TypeError(f"{where}: expected a shape, got {type(value).__name__}")
+        raise TypeError(f"{who} a shape, got {type(value).__name__}")
     if ndim >= 0 and len(value) != ndim:
-        raise ValueError(f"{where}: expected a shape of {ndim} values, got {tuple(value)}")
+        raise ValueError(f"{who} a shape with ndim {ndim}, got {tuple(value)}")
+
+
+def _is_tuple(value: Any) -> bool:
+    """A tuple value: a Python tuple, or a list (what ``runtime.convert`` makes of one, TVM's Array)."""
+    return isinstance(value, (tuple, list)) and not isinstance(value, ShapeTuple)
 
 
 def check_tuple_info(value: Any, size: int, err_ctx: str = "") -> None:
-    """Fail unless ``value`` is a tuple of ``size`` fields (-1: any)."""
-    where = err_ctx or "check_tuple_info"
-    if not isinstance(value, tuple) or isinstance(value, ShapeTuple):
-        raise TypeError(f"{where}: expected a tuple, got {type(value).__name__}")
+    """Fail unless ``value`` is a tuple of ``size`` elements (-1: any)."""
+    who = _checker("check_tuple_info", err_ctx)
+    if not _is_tuple(value):
+        raise TypeError(f"{who} a tuple, got {type(value).__name__}")
     if size >= 0 and len(value) != size:
-        raise ValueError(f"{where}: expected a tuple of {size} fields, got {len(value)}")
+        raise ValueError(f"{who} a tuple of {size} elements, got {len(value)}")
 
 
-def match_shape(value: Any, heap: list[int], ndim: int, *pattern: Any) -> None:
+def check_func_info(value: Any, err_ctx: str = "") -> None:
+    """Fail unless ``value`` is a function (anything callable: a packed function, a VM closure)."""
+    if not callable(value) or isinstance(value, NDArray):
+        raise TypeError(f"{_checker('check_func_info', err_ctx)} a function, got {type(value).__name__}")
+
+
+def _heap_slots(heap: Any) -> Any:
+    """The slots of a shape heap: minitvm's list, or TVM's int64 tensor (written in place)."""
+    return heap._array if type(heap) is NDArray else heap
+
+
+def match_shape(value: Any, heap: Any, ndim: int, *pattern: Any) -> None:
     """Check the dimensions of ``value`` and store symbolic ones into ``heap``.
 
     ``pattern`` is ``ndim`` pairs ``(code, value)`` (see the module docstring), optionally
     followed by an error-context string that starts every message.
     """
-    err_ctx = pattern[-1] if len(pattern) == 2 * ndim + 1 else ""
+    err_ctx = pattern[-1] if len(pattern) % 2 and isinstance(pattern[-1], str) else ""
     where = err_ctx or "match_shape"
     dims = _shape_of(value, where)
     if len(pattern) not in (2 * ndim, 2 * ndim + 1):
-        raise ValueError(f"{where}: a pattern of {ndim} dimensions needs {2 * ndim} codes, got {len(pattern)}")
+        raise ShapeMismatchError(f"{where}: a pattern of {ndim} dimensions needs {2 * ndim} codes, "
+                                 f"got {len(pattern) - bool(err_ctx)}")
     if len(dims) != ndim:
-        raise ValueError(f"{where}: expected {ndim} dimensions, got {tuple(dims)}")
+        raise ShapeMismatchError(f"{where}: expected {ndim} dimensions, got {tuple(dims)}")
+    slots = _heap_slots(heap)
     for axis in range(ndim):
         code, k = pattern[2 * axis], pattern[2 * axis + 1]
         d = int(dims[axis])
         if code == MATCH_STORE:
-            heap[k] = d
+            slots[k] = d
         elif code == MATCH_IMM:
             if d != k:
-                raise ValueError(f"{where}: dimension {axis} is {d}, expected {k} (shape {tuple(dims)})")
+                raise ShapeMismatchError(f"{where}: dimension {axis} is {d}, expected {k} (shape {tuple(dims)})")
         elif code == MATCH_HEAP:
-            if d != heap[k]:
-                raise ValueError(f"{where}: dimension {axis} is {d}, but the same symbolic dimension was "
-                                 f"{heap[k]} earlier (shape {tuple(dims)})")
+            if d != slots[k]:
+                raise ShapeMismatchError(f"{where}: dimension {axis} is {d}, but the same symbolic dimension was "
+                                         f"{int(slots[k])} earlier (shape {tuple(dims)})")
         elif code != MATCH_ANY:
             raise ValueError(f"{where}: unknown match_shape code {code!r}")
 
 
-def make_shape(heap: list[int] | None, ndim: int, *pattern: int) -> ShapeTuple:
+def check_prim_value_info(value: Any, dtype: str, err_ctx: str = "") -> None:
+    """Fail unless ``value`` is a scalar of ``dtype``'s kind (an int for ints, a bool for bool,
+    a number for floats; "" any of them), as an ``R.Prim`` parameter must be."""
+    dtype = str(dtype)
+    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, tuple)
+    if ok and dtype.startswith(("int", "uint")):
+        ok = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+    elif ok and dtype == "bool":
+        ok = isinstance(value, (bool, np.bool_, int))
+    if not ok:
+        raise TypeError(f"{err_ctx or 'check_prim_value_info'}, expected dtype {dtype or 'a scalar'}, but "
+                        f"received {type(value).__name__} {value!r}")
+
+
+def match_prim_value(value: Any, heap: Any, code: int, k: int, err_ctx: str = "") -> None:
+    """``match_shape`` of one scalar: store it into slot ``k`` or check it (same codes)."""
+    slots = _heap_slots(heap)
+    where = err_ctx or "match_prim_value"
+    v = int(value)
+    if code == MATCH_STORE:
+        slots[k] = v
+    elif code == MATCH_IMM and v != k:
+        raise ShapeMismatchError(f"{where}: the value is {v}, expected {k}")
+    elif code == MATCH_HEAP and v != slots[k]:
+        raise ShapeMismatchError(f"{where}: the value is {v}, but the same symbolic variable was {int(slots[k])} "
+                                 "earlier")
+    elif code not in (MATCH_STORE, MATCH_IMM, MATCH_HEAP, MATCH_ANY):
+        raise ValueError(f"{where}: unknown match code {code!r}")
+
+
+def make_shape(heap: Any, ndim: int, *pattern: int) -> ShapeTuple:
     """A shape of ``ndim`` dimensions from ``(code, value)`` pairs: constants or heap slots."""
     if len(pattern) != 2 * ndim:
         raise ValueError(f"make_shape: {ndim} dimensions need {2 * ndim} codes, got {len(pattern)}")
+    heap = _heap_slots(heap)
     out = []
     for axis in range(ndim):
         code, k = pattern[2 * axis], pattern[2 * axis + 1]
@@ -297,6 +376,43 @@ def shape_to_tensor(value: ShapeTuple) -> NDArray:
     return NDArray(np.array([int(d) for d in value], dtype="int64"))
 
 
+class VMClosure:
+    """A function with its first arguments bound (TVM's ``VMClosure``: what ``R.make_closure``
+    makes of a lifted function and the values it captured)."""
+
+    __slots__ = ("func", "saved")
+
+    def __init__(self, func: Callable[..., Any], saved: tuple):
+        if not callable(func):
+            raise TypeError(f"make_closure: expected a function, got {type(func).__name__}")
+        self.func, self.saved = func, tuple(saved)
+
+    def __call__(self, *args: Any) -> Any:
+        return self.func(*self.saved, *args)
+
+    def __repr__(self) -> str:
+        return f"VMClosure({getattr(self.func, 'name', self.func)!r}, {len(self.saved)} captured)"
+
+
+def make_closure(func: Callable[..., Any], *saved: Any) -> VMClosure:
+    """``func`` with ``saved`` bound as its first arguments."""
+    return VMClosure(func, saved)
+
+
+def invoke_closure(closure: Any, *args: Any) -> Any:
+    """Call a closure (or any function value) with ``args``."""
+    if not callable(closure) or isinstance(closure, NDArray):
+        raise TypeError(f"invoke_closure: expected a closure or a function, got {type(closure).__name__}")
+    return closure(*args)
+
+
+def to_device(value: NDArray, device_type: int, device_id: int) -> NDArray:
+    """A copy of ``value`` on the device ``(device_type, device_id)`` (TVM's ``vm.builtin.to_device``)."""
+    if type(value) is not NDArray:
+        raise TypeError(f"to_device: expected a tensor, got {type(value).__name__}")
+    return value.copyto(Device(int(device_type), int(device_id)))
+
+
 def make_tuple(*fields: Any) -> tuple:
     """A tuple of the arguments."""
     return fields
@@ -304,7 +420,7 @@ def make_tuple(*fields: Any) -> tuple:
 
 def tuple_getitem(value: tuple, index: int) -> Any:
     """Field ``index`` of a tuple (or one dimension of a shape, as an int)."""
-    if not isinstance(value, tuple):
+    if not isinstance(value, (tuple, list)):
         raise TypeError(f"tuple_getitem: expected a tuple, got {type(value).__name__}")
     if not -len(value) <= index < len(value):
         raise IndexError(f"tuple_getitem: index {index} is out of range for a tuple of {len(value)}")
@@ -477,8 +593,11 @@ _BUILTINS = {
     "vm.builtin.check_tensor_info": check_tensor_info,
     "vm.builtin.check_shape_info": check_shape_info,
     "vm.builtin.check_tuple_info": check_tuple_info,
+    "vm.builtin.check_func_info": check_func_info,
     "vm.builtin.match_shape": match_shape,
     "vm.builtin.make_shape": make_shape,
+    "vm.builtin.check_prim_value_info": check_prim_value_info,
+    "vm.builtin.match_prim_value": match_prim_value,
     "vm.builtin.eval_shape_expr": eval_shape_expr,
     "vm.builtin.shape_of": shape_of,
     "vm.builtin.tensor_to_shape": tensor_to_shape,
@@ -486,6 +605,9 @@ _BUILTINS = {
     "vm.builtin.make_tuple": make_tuple,
     "vm.builtin.tuple_getitem": tuple_getitem,
     "vm.builtin.copy": copy,
+    "vm.builtin.to_device": to_device,
+    "vm.builtin.make_closure": make_closure,
+    "vm.builtin.invoke_closure": invoke_closure,
     "vm.builtin.reshape": reshape,
     "runtime.TVMTensorCreateView": create_view,
     "vm.builtin.ensure_zero_offset": ensure_zero_offset,

@@ -60,6 +60,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..arguments import ShapeMismatchError
 from ..ndarray import ALLOC_ALIGNMENT, NDArray
 from .builtins import (
     EXPR_CODES,
@@ -939,7 +940,7 @@ class NativeEntry:
 
     def _fail(self, rc: int, table: Any = None) -> None:
         if rc < 0:  # a check of the sizes, before anything ran
-            err = ValueError(self.plan.failed_check(-rc - 2, table))
+            err = ShapeMismatchError(self.plan.failed_check(-rc - 2, table))
             err.add_note(f"  in the native entry of @{self.plan.func_name}, before any kernel ran")
             raise err
         index, code = (rc >> 32) - 1, rc & 0xFFFFFFFF

@@ -290,6 +290,12 @@ class VirtualMachine:
                                  f"{', '.join(self._func_index) or '(none)'}")
         return self._call(func_name, index, self._checks[func_name](args)[0])
 
+    def invoke_closure(self, closure: Any, *args: Any) -> Any:
+        """Call a closure a VM function returned (``R.make_closure``) with the rest of its arguments."""
+        if not callable(closure) or isinstance(closure, NDArray):
+            raise TypeError(f"invoke_closure: expected a closure, got {type(closure).__name__}")
+        return _wrap_result(closure(*args))
+
     def invoke_bytecode(self, func_name: str, *args: Any) -> Any:
         """:meth:`invoke` through the bytecode interpreter even when the function has a native
         entry (to compare the two, or to step through what the native entry does in one call)."""
@@ -440,8 +446,11 @@ class VirtualMachine:
     def time_evaluator(self, func_name: str, dev: Device | None = None, number: int = 10, repeat: int = 1,
                        min_repeat_ms: float = 0, cooldown_interval_ms: float = 0,
                        f_preproc: str = "") -> Callable[..., BenchmarkResult]:
-        """A function that times ``func_name`` on given arguments (as ``Module.time_evaluator``)."""
-        return make_time_evaluator(self[func_name], dev or self.device, number, repeat, min_repeat_ms,
+        """A function that times ``func_name`` on given arguments (as ``Module.time_evaluator``);
+        ``"invoke_stateful"`` times :meth:`invoke_stateful` of the function named in the call, on the
+        inputs ``set_input`` gave it (as TVM)."""
+        fn = self.invoke_stateful if func_name == "invoke_stateful" else self[func_name]
+        return make_time_evaluator(fn, dev or self.device, number, repeat, min_repeat_ms,
                                    cooldown_interval_ms, f_preproc)
 
     def __repr__(self) -> str:

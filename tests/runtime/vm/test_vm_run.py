@@ -153,10 +153,15 @@ def test_builtin_errors_are_clear():
         B.match_shape(x, heap, 2, B.MATCH_IMM, 5, B.MATCH_ANY, 0, "f: y")
     with pytest.raises(ValueError, match=r"f: y: expected 3 dimensions, got \(3, 4\)"):
         B.match_shape(x, heap, 3, 0, 0, 0, 0, 0, 0, "f: y")
-    with pytest.raises(TypeError, match="f: z: expected dtype int32, got float32"):
+    # TVM's classes: a wrong dtype or ndim is a ValueError, a wrong kind of value a TypeError
+    with pytest.raises(ValueError, match="check_tensor_info: f: z expects a tensor with dtype int32, got float32"):
         B.check_tensor_info(x, 2, "int32", "f: z")
-    with pytest.raises(ValueError, match="f: z: expected a 3-D tensor, got shape"):
+    with pytest.raises(ValueError, match=r"f: z expects a tensor with ndim 3, got shape \(3, 4\) \(2-D\)"):
         B.check_tensor_info(x, 3, "", "f: z")
+    with pytest.raises(ValueError, match="f: z expects a tensor with ndim 3"):
+        B.check_tensor_info(x, 3, "f: z")  # TVM's short form: (value, ndim, err_ctx)
+    with pytest.raises(TypeError, match="check_tensor_info: expects a tensor, got list"):
+        B.check_tensor_info([], 2, "")
     B.check_tensor_info(x, -1, "", "f: z")
     with pytest.raises(IndexError, match="index 2 is out of range for a tuple of 2"):
         B.tuple_getitem((1, 2), 2)

@@ -363,7 +363,8 @@ class LegalizeOps:
 _LOWERED_BY_VM = frozenset({"relax.call_tir", "relax.call_tir_inplace", "relax.call_dps_packed",
                             "relax.call_pure_packed", "relax.builtin.alloc_tensor", "relax.memory.alloc_storage",
                             "relax.memory.alloc_tensor", "relax.print", "relax.assert_op",
-                            "relax.call_py_func"})
+                            "relax.call_py_func", "relax.call_builtin_with_ctx", "relax.null_value",
+                            "relax.call_inplace_packed"})
 
 
 class _OpCollector(ExprVisitor):
