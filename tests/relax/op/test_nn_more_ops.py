@@ -227,3 +227,40 @@ def test_group_norm_matches_torch():
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
     with pytest.raises(StructInfoError, match="6 channels do not divide into 4 groups"):
         _sinfo(R.nn.group_norm(v((2, 6, 4)), v((6,), name="g"), v((6,), name="b"), 4, 1, [2]))
+
+
+def test_softplus_relu6_and_pixel_shuffle_match_torch():
+    rng = np.random.default_rng(13)
+    x = rand(rng, 2, 3, 4, low=-30.0, high=30.0)  # past the threshold both ways
+    got = run_op(lambda a: R.nn.softplus(a, beta=1.5, threshold=10.0), x)
+    want = torch.nn.functional.softplus(torch.tensor(x), beta=1.5, threshold=10.0).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert R.nn.relu6(v((2, 3))).op.name == "relax.clip"  # as TVM: relu6 is a clip
+    np.testing.assert_allclose(run_op(R.nn.relu6, x * 0.5), np.clip(x * 0.5, 0, 6))
+    img = rand(rng, 2, 2, 18, 5, 4)
+    got = run_op(lambda a: R.nn.pixel_shuffle(a, 3), img)
+    assert got.shape == (2, 2, 2, 15, 12)
+    want = torch.nn.functional.pixel_shuffle(torch.tensor(img), 3).numpy()
+    np.testing.assert_array_equal(got, want)
+    with pytest.raises(StructInfoError, match="10 input channels do not divide by the upscale factor squared"):
+        _sinfo(R.nn.pixel_shuffle(v((1, 10, 4, 4)), 3))
+
+
+def test_norm_and_nll_loss_checks_follow_tvm():
+    from minitvm import tir
+    n = tir.Var("n", "int64")
+    # sizes the analyzer cannot prove equal: the result's shape is left unknown, as TVM's
+    sinfo = _sinfo(R.nn.layer_norm(v((2, n)), v((tir.Var("m", "int64"),), name="g"), v((n,), name="b")))
+    assert sinfo.shape is None and sinfo.ndim == 2
+    with pytest.raises(TypeError, match="requires float data"):
+        _sinfo(R.nn.layer_norm(v((2, 3), "int32"), v((3,), "int32", name="g"), v((3,), "int32", name="b")))
+    with pytest.raises(TypeError, match="gamma has dtype float16"):
+        _sinfo(R.nn.layer_norm(v((2, 3)), v((3,), "float16", name="g"), v((3,), name="b")))
+    with pytest.raises(StructInfoError, match=r"gamma has shape \(n \+ 1,\) but data of shape \(2, n\)"):
+        _sinfo(R.nn.layer_norm(v((2, n)), v((n + 1,), name="g"), v((n,), name="b")))
+    sinfo = _sinfo(R.nn.nll_loss(v((3, 5, 10)), v((3, 10), "int64", name="t"), reduction="none"))
+    assert [int(d) for d in sinfo.shape.values] == [3, 10]
+    with pytest.raises(StructInfoError, match="different batch sizes"):
+        _sinfo(R.nn.nll_loss(v((n, 5)), v((n + 1,), "int64", name="t")))
+    with pytest.raises(TypeError, match="targets must be integer"):
+        _sinfo(R.nn.nll_loss(v((3, 5)), v((3,), name="t")))
