@@ -128,7 +128,8 @@ def test_conv_groups_channels_and_attrs_are_checked_as_tvm():
         _sinfo(R.nn.conv1d(v((1, 4, 5)), v((4, 4, 1), "int8", name="w")))
     ic = tir.Var("ic", "int64")
     # symbolic channels TVM's analyzer proves unequal are refused too
-    with pytest.raises(StructInfoError, match=r"data \(2, ic, 8\) has ic channels but weight \(4, ic \+ 2, 3\) expects ic \+ 2 per group"):
+    with pytest.raises(StructInfoError, match=r"data \(2, ic, 8\) has ic channels but weight \(4, ic \+ 2, 3\) "
+                                              r"expects ic \+ 2 per group"):
         _sinfo(R.nn.conv1d(v((2, ic, 8)), v((4, ic + 2, 3), name="w")))
     oc = tir.Var("oc", "int64")
     with pytest.raises(StructInfoError, match=r"oc \* 6 \+ 4 output channels of weight .* do not divide into 6 groups"):
