@@ -5,14 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...expr import Call, Expr, ShapeExpr, struct_info_of
-from ...struct_info import (
-    StructInfo,
-    StructInfoError,
-    StructInfoTypeError,
-    TensorStructInfo,
-    shape_text,
-    struct_info_text,
-)
+from ...struct_info import StructInfoError, StructInfoTypeError, TensorStructInfo, shape_text, struct_info_text
 from .._utils import _ANALYZER, const_dim, same_dtype
 from ..binary import _out_vdevice
 from ..registry import OpPattern, check_num_args, make_call, register, tensor_arg
@@ -21,7 +14,7 @@ __all__ = ["cross_entropy_with_logits", "nll_loss"]
 
 
 @register("relax.nn.cross_entropy_with_logits", pattern=OpPattern.OUT_ELEMWISE_FUSABLE, num_inputs=2)
-def _infer_cross_entropy_with_logits(call: Call, ctx: Any) -> StructInfo:
+def _infer_cross_entropy_with_logits(call: Call, ctx: Any) -> TensorStructInfo:
     """``-sum(predictions * labels)``, divided by the batch size when 2-d or more: a scalar."""
     op = "relax.nn.cross_entropy_with_logits"
     check_num_args(call, op, 2)
@@ -71,7 +64,7 @@ def _nll_operands(call: Call, op: str) -> tuple:
 
 
 @register("relax.nn.nll_loss", pattern=OpPattern.OUT_ELEMWISE_FUSABLE, num_inputs=3)
-def _infer_nll_loss(call: Call, ctx: Any) -> StructInfo:
+def _infer_nll_loss(call: Call, ctx: Any) -> TensorStructInfo:
     """The negative log-likelihood of ``targets`` under ``predictions`` (N, C, d1...) or (C,):
     a scalar with ``reduction`` "mean"/"sum", shape (N, d1...) with "none" (TVM's rule: sizes
     provably unequal are errors, the dtype and vdevice those of predictions and weights)."""
