@@ -258,7 +258,8 @@ class BlockBuilder:
             where = f"binding {self._local_names.peek(prefix)}"
             if self._func is not None:
                 where += f" of function {self._func.name}"
-            raise StructInfoError(f"{err} (in {where})") from None
+            # the same class: a dtype clash stays the TypeError TVM reports
+            raise type(err)(f"{err} (in {where})") from None
         if isinstance(value, SeqExpr) and self._func is not None:
             value = self._inline_seq(value)
         cls = DataflowVar if block.is_dataflow else Var

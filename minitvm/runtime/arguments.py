@@ -242,10 +242,12 @@ class ArgumentCheck:
 
     def _check_tensor(self, spec: ArgSpec, arg: Any, where: str, who: str, bound: dict) -> NDArray:
         arr = _as_numpy(arg, where)
+        # an NDArray of a dtype numpy cannot name (bfloat16, float32x4) answers with TVM's name
+        named = getattr(arg, "_dtype", None) if isinstance(arg, NDArray) else None
         if spec.dtype:
-            if str(arr.dtype) != spec.dtype:
-                raise DTypeMismatchError(f"{where} expects dtype {spec.dtype}, got {arr.dtype}")
-        elif arr.dtype.kind not in "biuf":
+            if (named or str(arr.dtype)) != spec.dtype:
+                raise DTypeMismatchError(f"{where} expects dtype {spec.dtype}, got {named or arr.dtype}")
+        elif arr.dtype.kind not in "biuf" and named is None:
             raise TypeError(f"{where} expects a numeric array, got dtype {arr.dtype}")
         _check_dims(spec, tuple(int(d) for d in arr.shape), where, who, bound, "shape")
         if not arr.flags.c_contiguous:

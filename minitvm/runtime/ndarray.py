@@ -65,6 +65,24 @@ def _aligned_empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     return aligned_block(nbytes)[1].view(dtype).reshape(shape)
 
 
+def _storage(dtype: Any) -> tuple[np.dtype, str | None]:
+    """The numpy dtype that stores ``dtype`` and, when numpy has no name for it (bfloat16,
+    float8 kinds, vector lanes such as float32x4), TVM's name, which the array then reports.
+    Such arrays hold raw bytes of the right size: enough to allocate, view and pass them, as
+    TVM's runtime does; arithmetic on them is the kernels' business."""
+    try:
+        return np.dtype(dtype), None
+    except TypeError:
+        pass
+    from ..ir import dtype as _dt  # lazy: ir sits above runtime on the layer ladder
+    name = "bfloat16" if str(dtype) == "bfloat" else str(dtype)
+    try:
+        nbytes = _dt.bits(name) * _dt.lanes(name) // 8
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"data type {dtype!r} not understood") from err
+    return np.dtype(f"u{nbytes}" if nbytes in (1, 2, 4, 8) else f"V{nbytes}"), name
+
+
 def as_numpy(value: Any) -> np.ndarray:
     """The host numpy array for ``value``: an NDArray or a torch tensor through its ``.numpy()``
     (a copy), a numpy array as it is, anything else (lists, scalars) through ``np.asarray``.
@@ -77,7 +95,7 @@ def as_numpy(value: Any) -> np.ndarray:
 class NDArray:
     """An array that kernels compute on (TVM's ``runtime.NDArray``, newer ``Tensor``)."""
 
-    __slots__ = ("_array", "_device", "_ptr", "_byte_offset", "__weakref__")
+    __slots__ = ("_array", "_device", "_ptr", "_byte_offset", "_dtype", "__weakref__")
 
     def __init__(self, data: np.ndarray, device: Device | None = None, *, _address: int | None = None):
         if not isinstance(data, np.ndarray):
@@ -90,6 +108,7 @@ class NDArray:
         # (asking numpy for it costs about a microsecond, a lot on a batch-1 model's path)
         self._ptr = int(data.ctypes.data) if _address is None else _address
         self._byte_offset = 0  # a view's offset into the array it was made from (_create_view)
+        self._dtype: str | None = None  # TVM's name of a dtype numpy cannot name (see _storage)
 
     # -- properties -------------------------------------------------------------
     @property
@@ -98,7 +117,7 @@ class NDArray:
 
     @property
     def dtype(self) -> str:
-        return str(self._array.dtype)
+        return self._dtype or str(self._array.dtype)
 
     @property
     def device(self) -> Device:
@@ -125,7 +144,7 @@ class NDArray:
     def _create_view(self, shape: Any, dtype: str | None = None, relative_byte_offset: int = 0) -> "NDArray":
         """A view of this array's memory: ``shape`` elements of ``dtype`` starting
         ``relative_byte_offset`` bytes further on (TVM's ``NDArray._create_view``)."""
-        dt = np.dtype(dtype or self.dtype)
+        dt, name = _storage(dtype or self.dtype)
         shape = tuple(int(d) for d in ([shape] if isinstance(shape, int) else shape))
         start = self._byte_offset + int(relative_byte_offset)
         nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
@@ -136,6 +155,7 @@ class NDArray:
         view = NDArray(base[int(relative_byte_offset):int(relative_byte_offset) + nbytes].view(dt).reshape(shape),
                        self._device)
         view._byte_offset = start
+        view._dtype = name
         return view
 
     @property
@@ -246,7 +266,10 @@ def empty(shape: Any, dtype: str = "float32", device: Device | None = None) -> N
     device = _check_device(device)
     if isinstance(shape, int):
         shape = (shape,)
-    return NDArray(_aligned_empty(tuple(int(s) for s in shape), np.dtype(dtype)), device)
+    storage, name = _storage(dtype)
+    out = NDArray(_aligned_empty(tuple(int(s) for s in shape), storage), device)
+    out._dtype = name
+    return out
 
 
 def from_dlpack(tensor: Any) -> NDArray:

@@ -58,7 +58,7 @@ __all__ = [
     "Add", "Sub", "Mul", "Div", "Mod", "FloorDiv", "FloorMod", "Min", "Max", "EQ", "NE", "LT", "LE", "GT", "GE",
     "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
     "uint64", *_dt.CUSTOM_FLOATS, "bool", "boolean", "Var", "SizeVar", "likely", "ret", "decl_buffer",
-    "Ramp", "Broadcast", "ramp", "broadcast",
+    "Ramp", "Broadcast", "ramp", "broadcast", "IntImm", "FloatImm", "StringImm",
     "allocate_const", "macro", "buffer", "LetStmt", "launch_thread", "env_thread", "attr",
     # the math the printer writes as T.<name>(...): every math row of the semantics table
     *_op.MATH_INTRINSICS, "isnan", "popcount",
@@ -869,6 +869,8 @@ def call_llvm_pure_intrin(*args: Any, dtype: str | None = None) -> PrimExpr:
 # vector expressions: an index that reads several lanes, a scalar repeated over lanes (as TVM's)
 Ramp = ramp = _ex.Ramp
 Broadcast = broadcast = _ex.Broadcast
+# constants spelled as their nodes (T.FloatImm("float32", 0.1)), as TVM's scripts may
+IntImm, FloatImm, StringImm = _ex.IntImm, _ex.FloatImm, _ex.StringImm
 
 
 @dataclass(frozen=True)

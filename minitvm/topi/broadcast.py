@@ -10,12 +10,22 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from .. import te
+from ..arith import Analyzer
+from ..ir.structural import structural_equal
 from ..tir import op as _op
 from ..tir.expr import PrimExpr, const, convert
 from ..tir.op_table import BINARY
 from .utils import is_one
 
 __all__ = ["broadcast_shape", "broadcast_to", "where"]
+
+
+def _same_dim(a: Any, b: Any) -> bool:
+    """TVM's EqualCheck: the same expression, or a difference that folds to 0."""
+    if a is b or structural_equal(a, b):
+        return True
+    diff = Analyzer().simplify(_op.sub(a, b))
+    return getattr(diff, "value", None) == 0
 
 
 def broadcast_shape(a: Sequence[Any], b: Sequence[Any], who: str = "broadcast") -> list[PrimExpr]:
@@ -32,7 +42,10 @@ def broadcast_shape(a: Sequence[Any], b: Sequence[Any], who: str = "broadcast") 
             ca, cb = getattr(da, "value", None), getattr(db, "value", None)
             if ca is not None and cb is not None and ca != cb:
                 raise ValueError(f"{who}: cannot broadcast shapes {list(a)} and {list(b)}")
-            out.append(da if ca is not None or cb is None else db)
+            if ca is None and cb is None and not _same_dim(da, db):
+                out.append(_op.max(da, db))  # as TVM's TOPI: two different symbolic sizes give their max
+            else:
+                out.append(da if ca is not None or cb is None else db)
     return list(reversed(out))
 
 

@@ -143,3 +143,18 @@ def test_large_blocks_start_on_a_huge_page_and_outlive_their_mapping_object():
     out._array += 1
     np.testing.assert_array_equal(out.numpy(), data + 1)
     assert minitvm.nd.array(data[:10])._array.ctypes.data % ndarray_module.ALLOC_ALIGNMENT == 0
+
+
+def test_arrays_of_dtypes_numpy_cannot_name_report_tvms_name():
+    # TVM's runtime allocates bfloat16, float8 and vector-lane tensors; numpy has no such
+    # dtypes, so the bytes are stored raw and the array answers with TVM's name
+    import minitvm
+    for dtype, want, nbytes in (("bfloat", "bfloat16", 2), ("float8_e4m3fn", "float8_e4m3fn", 1),
+                                ("float32x4", "float32x4", 16)):
+        a = minitvm.runtime.empty([64, 8], dtype)
+        assert a.dtype == want and a.shape == (64, 8)
+        view = a._create_view([4, 4], dtype, relative_byte_offset=3 * nbytes)
+        assert view.dtype == want and view.byte_offset == 3 * nbytes
+        assert view.data_ptr == a.data_ptr + 3 * nbytes
+    with pytest.raises(TypeError, match="data type 'floaty' not understood"):
+        minitvm.runtime.empty([2], "floaty")

@@ -1,6 +1,7 @@
 """TVMScript forms read, printed and compared as TVM does: vector expressions, narrow floats,
 comm reducers, targets, reinterpret, and statements printed alone."""
 
+import numpy as np
 import pytest
 
 import minitvm
@@ -167,3 +168,17 @@ def test_a_vector_stored_into_one_element_is_refused():
         @T.prim_func
         def f(A: T.Buffer((4, 4), "float32")):
             A[0, 0] = A[0:2, 0] + T.float32(1)
+
+
+def test_constants_spelled_as_their_nodes():
+    # TVM's scripts may write T.FloatImm("float32", 0.1) for a constant (its legalization tests do)
+    @T.prim_func
+    def scale(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
+        s = T.FloatImm("float32", 0.5)
+        for i in range(4):
+            B[i] = A[i] * s + T.Cast("float32", T.IntImm("int32", 1))
+
+    a = np.random.default_rng(3).standard_normal(4).astype("float32")
+    b = np.zeros(4, "float32")
+    minitvm.build(scale, target="llvm")(a, b)
+    np.testing.assert_allclose(b, a * 0.5 + 1, rtol=1e-6)

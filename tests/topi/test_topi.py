@@ -290,3 +290,19 @@ def test_pool2d_ceil_mode_matches_torch(kind, size, kernel, stride, padding, cou
               ceil_mode=True, count_include_pad=count_include_pad)
     assert got.shape == want.shape
     close(got, want)
+
+
+def test_broadcast_of_two_different_symbolic_sizes_is_their_max():
+    # as TVM's TOPI: (c,) + (h,) has extent max(c, h), each side read at the output index;
+    # equal sizes (or a 1, or a number) stay as they are
+    c, h = tir.Var("c", "int64"), tir.Var("h", "int64")
+    a, b = te.placeholder((c,), name="a"), te.placeholder((h,), name="b")
+    out = topi.add(a, b)
+    assert str(out.shape[0]) == str(tir.max(c, h))
+    assert topi.add(a, te.placeholder((c,), name="d")).shape[0] is c
+    assert topi.add(a, te.placeholder((1,), name="e")).shape[0] is c
+    f = minitvm.build(te.create_prim_func([a, b, out]), target="llvm")
+    x, y = np.arange(5, dtype="float32"), np.arange(5, dtype="float32") * 3
+    z = np.zeros(5, "float32")
+    f(x, y, z)
+    np.testing.assert_allclose(z, x + y)

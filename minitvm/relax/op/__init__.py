@@ -57,7 +57,7 @@ from .qdq import dequantize, quantize
 from .registry import OpPattern, register
 from .search import argmax, argmin, where
 from .sorting import argsort, sort, topk
-from .statistical import cumprod, cumsum, max, mean, min, prod, std, sum, variance
+from .statistical import cumprod, cumsum, max, mean, median, min, prod, std, sum, variance
 from .ternary import ewise_fma
 from .unary import clip
 
@@ -76,7 +76,7 @@ __all__ = [
     "scatter_nd", "dynamic_strided_slice", "tensor_to_shape", "shape_of", "shape_to_tensor",
     "repeat", "tile", "flip", "collapse_sum_like", "collapse_sum_to",
     # reductions and search
-    "sum", "mean", "max", "min", "prod", "variance", "std", "cumsum", "cumprod", "argmax", "argmin",
+    "sum", "mean", "max", "min", "prod", "variance", "std", "median", "cumsum", "cumprod", "argmax", "argmin",
     # sorting
     "sort", "argsort", "topk",
     # quantization

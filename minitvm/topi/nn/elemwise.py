@@ -1,8 +1,10 @@
-"""Activations: relu, leaky_relu, gelu (exact and tanh form), silu; dropout at inference."""
+"""Activations: relu, leaky_relu, gelu (exact and tanh form), silu, softplus; dropout at inference;
+pixel_shuffle."""
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from ... import te
 from ...tir import op as _op
@@ -66,6 +68,35 @@ def gelu_tanh(x: te.Tensor) -> te.Tensor:
 def silu(x: te.Tensor) -> te.Tensor:
     """``x * sigmoid(x)`` element-wise."""
     return multiply(x, sigmoid(x))
+
+
+def softplus(x: te.Tensor, beta: float = 1.0, threshold: float = 20.0) -> te.Tensor:
+    """``log(1 + exp(beta * x)) / beta``, and ``x`` itself where ``beta * x`` passes
+    ``threshold`` (where exp would overflow and the two agree), as TVM's."""
+    def f(*i: Any) -> Any:
+        v = x(*i)
+        b, t = const(beta, x.dtype), const(threshold, x.dtype)
+        soft = _op.mul(_op.div(const(1, x.dtype), b), _op.log(_op.add(const(1, x.dtype), _op.exp(_op.mul(b, v)))))
+        return _op.Select(_op.greater(_op.mul(b, v), t), v, soft)
+    return te.compute(x.shape, f, name="compute")
+
+
+def pixel_shuffle(data: te.Tensor, upscale_factor: int, name: str = "PixelShuffle") -> te.Tensor:
+    """``[..., C * r * r, H, W]`` rearranged to ``[..., C, H * r, W * r]``: output pixel
+    ``(c, h, w)`` is input channel ``c * r * r + (h % r) * r + w % r`` at ``(h // r, w // r)``."""
+    r = int(upscale_factor)
+    if r <= 0 or data.ndim < 3:
+        raise ValueError(f"topi.nn.pixel_shuffle: needs a positive upscale factor and a tensor of 3 or more "
+                         f"dimensions, got {r} and {data.ndim}")
+    rc = const(r, "int32")
+    c_in, h_in, w_in = data.shape[-3:]
+    out_shape = list(data.shape[:-3]) + [_op.floordiv(c_in, rc * rc), h_in * rc, w_in * rc]
+
+    def f(*i: Any) -> Any:
+        c, h, w = i[-3:]
+        return data(*i[:-3], c * rc * rc + _op.floormod(h, rc) * rc + _op.floormod(w, rc),
+                    _op.floordiv(h, rc), _op.floordiv(w, rc))
+    return te.compute(out_shape, f, name=name)
 
 
 def dropout(x: te.Tensor, rate: float = 0.5) -> te.Tensor:

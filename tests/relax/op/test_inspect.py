@@ -26,6 +26,18 @@ def fields_vm():
     return relax.VirtualMachine(minitvm.compile(Fields, "llvm"), minitvm.cpu())
 
 
+@pytest.mark.parametrize("dtype, fields", [("bfloat", (4, 16, 1)), ("float32x4", (2, 32, 4)),
+                                           ("float8_e4m3fn", (10, 8, 1))])
+def test_fields_of_dtypes_numpy_cannot_name(fields_vm, dtype, fields):
+    # TVM's type codes, bits and lanes of bfloat16, a vector dtype and float8, and the element
+    # offset of a view counted in whole (vector) elements
+    base = minitvm.runtime.empty([8, 8], dtype)
+    nbytes = fields[1] * fields[2] // 8
+    view = base._create_view([2, 3], dtype, relative_byte_offset=5 * nbytes)
+    got = fields_vm["main"](view, 1)
+    assert tuple(int(v) for v in got) == (*fields, 2, 3, 1, 5 * nbytes, 5)
+
+
 @pytest.mark.parametrize("dtype, code", [("int32", 0), ("uint8", 1), ("float64", 2)])
 def test_fields_of_a_view_match_numpy(fields_vm, dtype, code):
     rng = np.random.default_rng(0)

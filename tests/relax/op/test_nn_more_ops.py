@@ -109,10 +109,56 @@ def test_conv2d_nhwc_with_hwio_kernel_matches_torch():
 
 
 def test_conv_layouts_are_checked():
-    with pytest.raises(StructInfoError, match=r"relax.nn.conv1d: data layout 'NCHW' must name N, C and 1 spatial"):
+    # as TVM: a layout must convert to NC<spatial> (OI<spatial> for the kernel), else a TVMError
+    with pytest.raises(StructInfoError, match=r"relax.nn.conv1d: the data layout 'NCHW' cannot be converted to 'NCW'"):
         _sinfo(R.nn.conv1d(v((1, 2, 5)), v((3, 2, 1), name="w"), data_layout="NCHW"))
-    with pytest.raises(NotImplementedError, match="out_layout"):
-        _sinfo(R.nn.conv1d(v((1, 2, 5)), v((3, 2, 1), name="w"), out_layout="NWC"))
+    with pytest.raises(StructInfoError, match="output layout 'OWI'"):
+        _sinfo(R.nn.conv1d(v((1, 2, 5)), v((3, 2, 1), name="w"), out_layout="OWI"))
+    with pytest.raises(StructInfoError, match="data has 3 dimensions but its layout 'NCW16c' has 4"):
+        _sinfo(R.nn.conv1d(v((1, 2, 5)), v((3, 2, 1), name="w"), data_layout="NCW16c"))
+
+
+def test_conv_groups_channels_and_attrs_are_checked_as_tvm():
+    from minitvm import TVMError, tir
+    with pytest.raises(TVMError, match="groups must be positive"):
+        R.nn.conv2d(v((1, 4, 5, 5)), v((4, 4, 1, 1), name="w"), groups=0)
+    with pytest.raises(TVMError, match="strides must have 1 value"):
+        R.nn.conv1d(v((1, 4, 5)), v((4, 4, 1), name="w"), strides=(1, 2))
+    with pytest.raises(TypeError, match="different dtypes float32 and int8"):
+        _sinfo(R.nn.conv1d(v((1, 4, 5)), v((4, 4, 1), "int8", name="w")))
+    ic = tir.Var("ic", "int64")
+    # symbolic channels TVM's analyzer proves unequal are refused too
+    with pytest.raises(StructInfoError, match=r"data \(2, ic, 8\) has ic channels but weight \(4, ic \+ 2, 3\) "
+                                              r"expects ic \+ 2 per group"):
+        _sinfo(R.nn.conv1d(v((2, ic, 8)), v((4, ic + 2, 3), name="w")))
+    oc = tir.Var("oc", "int64")
+    with pytest.raises(StructInfoError, match=r"oc \* 6 \+ 4 output channels of weight .* do not divide into 6 groups"):
+        _sinfo(R.nn.conv1d(v((2, ic * 6, 8)), v((oc * 6 + 4, ic, 3), name="w"), groups=6))
+    call = R.nn.conv2d(v((1, 4, 5, 5)), v((4, 4, 1, 1), name="w"), strides=2, padding=(1, 2))
+    assert [int(s) for s in call.attrs.strides] == [2, 2] and call.attrs.strides[0].dtype == "int64"
+    assert list(call.attrs.padding) == [1, 2, 1, 2]
+
+
+def test_conv_struct_info_for_other_layouts_and_symbolic_sizes():
+    from minitvm import tir
+    # a blocked output layout, an out_layout other than the data's, and TVM's symbolic forms
+    sinfo = _sinfo(R.nn.conv1d(v((2, 4, 28, 16)), v((48, 4, 3, 16), name="w"), data_layout="NCW16c",
+                               kernel_layout="OIW16i", out_layout="NWC16c"))
+    assert [int(d) for d in sinfo.shape.values] == [2, 26, 3, 16]
+    sinfo = _sinfo(R.nn.conv2d_transpose(v((2, 3, 28, 28)), v((3, 4, 3, 3), name="w"), out_layout="NHWC",
+                                         dilation=2))
+    assert [int(d) for d in sinfo.shape.values] == [2, 32, 32, 4]
+    iw, kw = tir.Var("iw", "int64"), tir.Var("kw", "int64")
+    sinfo = _sinfo(R.nn.conv1d(v((1, 2, iw)), v((3, 2, kw), name="w"), strides=2, padding=1, dilation=2))
+    assert str(sinfo.shape.values[2]) == str(tir.floordiv(iw + 3, 2) + 1 - kw)
+
+
+def test_conv_to_another_out_layout_matches_torch():
+    rng = np.random.default_rng(11)
+    x, w = rand(rng, 1, 3, 7, 6), rand(rng, 4, 3, 3, 3)
+    got = run_op(lambda a, k: R.nn.conv2d(a, k, padding=1, out_layout="NHWC"), x, w)
+    want = torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w), padding=1).permute(0, 2, 3, 1).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
 def test_conv_transpose_matches_torch():
@@ -131,10 +177,15 @@ def test_conv_transpose_matches_torch():
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
-def test_conv_transpose_refuses_what_it_does_not_implement():
-    with pytest.raises(NotImplementedError, match="dilation"):
-        _sinfo(R.nn.conv2d_transpose(v((1, 2, 4, 4)), v((2, 2, 3, 3), name="w"), dilation=2))
-    with pytest.raises(StructInfoError, match="output_padding 2 must be smaller than the stride 2"):
+def test_dilated_conv_transpose_matches_torch():
+    rng = np.random.default_rng(12)
+    x, w = rand(rng, 1, 4, 5, 4), rand(rng, 4, 3, 3, 2)
+    got = run_op(lambda a, k: R.nn.conv2d_transpose(a, k, strides=2, padding=1, dilation=(2, 3), groups=2), x, w)
+    want = torch.nn.functional.conv_transpose2d(torch.tensor(x), torch.tensor(w), stride=2, padding=1,
+                                                dilation=(2, 3), groups=2).numpy()
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    with pytest.raises(StructInfoError, match=r"output_padding \[2\] must be smaller than the strides \[2\]"):
         _sinfo(R.nn.conv1d_transpose(v((1, 2, 4)), v((2, 2, 3), name="w"), strides=2, output_padding=2))
 
 
@@ -177,3 +228,40 @@ def test_group_norm_matches_torch():
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
     with pytest.raises(StructInfoError, match="6 channels do not divide into 4 groups"):
         _sinfo(R.nn.group_norm(v((2, 6, 4)), v((6,), name="g"), v((6,), name="b"), 4, 1, [2]))
+
+
+def test_softplus_relu6_and_pixel_shuffle_match_torch():
+    rng = np.random.default_rng(13)
+    x = rand(rng, 2, 3, 4, low=-30.0, high=30.0)  # past the threshold both ways
+    got = run_op(lambda a: R.nn.softplus(a, beta=1.5, threshold=10.0), x)
+    want = torch.nn.functional.softplus(torch.tensor(x), beta=1.5, threshold=10.0).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert R.nn.relu6(v((2, 3))).op.name == "relax.clip"  # as TVM: relu6 is a clip
+    np.testing.assert_allclose(run_op(R.nn.relu6, x * 0.5), np.clip(x * 0.5, 0, 6))
+    img = rand(rng, 2, 2, 18, 5, 4)
+    got = run_op(lambda a: R.nn.pixel_shuffle(a, 3), img)
+    assert got.shape == (2, 2, 2, 15, 12)
+    want = torch.nn.functional.pixel_shuffle(torch.tensor(img), 3).numpy()
+    np.testing.assert_array_equal(got, want)
+    with pytest.raises(StructInfoError, match="10 input channels do not divide by the upscale factor squared"):
+        _sinfo(R.nn.pixel_shuffle(v((1, 10, 4, 4)), 3))
+
+
+def test_norm_and_nll_loss_checks_follow_tvm():
+    from minitvm import tir
+    n = tir.Var("n", "int64")
+    # sizes the analyzer cannot prove equal: the result's shape is left unknown, as TVM's
+    sinfo = _sinfo(R.nn.layer_norm(v((2, n)), v((tir.Var("m", "int64"),), name="g"), v((n,), name="b")))
+    assert sinfo.shape is None and sinfo.ndim == 2
+    with pytest.raises(TypeError, match="requires float data"):
+        _sinfo(R.nn.layer_norm(v((2, 3), "int32"), v((3,), "int32", name="g"), v((3,), "int32", name="b")))
+    with pytest.raises(TypeError, match="gamma has dtype float16"):
+        _sinfo(R.nn.layer_norm(v((2, 3)), v((3,), "float16", name="g"), v((3,), name="b")))
+    with pytest.raises(StructInfoError, match=r"gamma has shape \(n \+ 1,\) but data of shape \(2, n\)"):
+        _sinfo(R.nn.layer_norm(v((2, n)), v((n + 1,), name="g"), v((n,), name="b")))
+    sinfo = _sinfo(R.nn.nll_loss(v((3, 5, 10)), v((3, 10), "int64", name="t"), reduction="none"))
+    assert [int(d) for d in sinfo.shape.values] == [3, 10]
+    with pytest.raises(StructInfoError, match="different batch sizes"):
+        _sinfo(R.nn.nll_loss(v((n, 5)), v((n + 1,), "int64", name="t")))
+    with pytest.raises(TypeError, match="targets must be integer"):
+        _sinfo(R.nn.nll_loss(v((3, 5)), v((3,), name="t")))

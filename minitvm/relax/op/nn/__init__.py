@@ -3,7 +3,7 @@ activations (with softmax and dropout), convolutions, pooling, normalization, pa
 losses.  Each module registers its operators' struct-info rules; their legalizations are in
 :mod:`minitvm.relax.transform.legalize_ops.nn`."""
 
-from .activation import dropout, gelu, gelu_tanh, leakyrelu, log_softmax, prelu, relu, silu, softmax
+from .activation import dropout, gelu, gelu_tanh, leakyrelu, log_softmax, prelu, relu, relu6, silu, softmax, softplus
 from .conv import conv1d, conv1d_transpose, conv2d, conv2d_transpose, conv3d
 from .loss import cross_entropy_with_logits, nll_loss
 from .norm import batch_norm, group_norm, layer_norm, rms_norm
@@ -19,10 +19,12 @@ from .pooling import (
     max_pool2d,
     max_pool3d,
 )
+from .shuffle import pixel_shuffle
 
 __all__ = [
     # activations
-    "relu", "gelu", "gelu_tanh", "silu", "leakyrelu", "prelu", "softmax", "log_softmax", "dropout",
+    "relu", "relu6", "softplus", "gelu", "gelu_tanh", "silu", "leakyrelu", "prelu", "softmax", "log_softmax",
+    "dropout", "pixel_shuffle",
     # convolutions
     "conv1d", "conv2d", "conv3d", "conv1d_transpose", "conv2d_transpose",
     # pooling

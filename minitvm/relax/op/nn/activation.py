@@ -1,5 +1,5 @@
 """Activations (``relax.nn.relu``, ``gelu``, ``gelu_tanh``, ``silu``, the parametric
-``leakyrelu`` and ``prelu``), ``softmax`` / ``log_softmax``, and ``dropout``, which
+``leakyrelu``, ``softplus`` and ``prelu``; ``relu6``, a clip), ``softmax`` / ``log_softmax``, and ``dropout``, which
 inference applies to activations as the identity."""
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ from ...expr import Call, Expr
 from ...struct_info import StructInfo, StructInfoError, TupleStructInfo, struct_info_text
 from .._utils import const_dim, normalize_axis, same_dtype
 from ..registry import OpPattern, check_num_args, make_call, register, tensor_arg
-from ..unary import unary_sinfo
+from ..unary import clip, unary_sinfo
 
-__all__ = ["relu", "gelu", "gelu_tanh", "silu", "leakyrelu", "prelu", "softmax", "log_softmax", "dropout"]
+__all__ = ["relu", "relu6", "softplus", "gelu", "gelu_tanh", "silu", "leakyrelu", "prelu", "softmax", "log_softmax",
+           "dropout"]
 
 
 # -- element-wise activations ------------------------------------------------------------------
@@ -53,7 +54,23 @@ def silu(data: Expr) -> Call:
     return make_call("relax.nn.silu", data)
 
 
+def relu6(data: Expr) -> Call:
+    """``min(max(data, 0), 6)`` element-wise: as TVM, a ``relax.clip`` call."""
+    return clip(data, 0, 6)
+
+
 # -- activations with a parameter --------------------------------------------------------------
+
+@register("relax.nn.softplus", pattern=OpPattern.ELEMWISE, num_inputs=1)
+def _infer_softplus(call: Call, ctx: Any) -> StructInfo:
+    """The input's struct info; floating-point tensors only."""
+    return unary_sinfo(call, "relax.nn.softplus", True)
+
+
+def softplus(data: Expr, beta: float = 1.0, threshold: float = 20.0) -> Call:
+    """``log(1 + exp(beta * x)) / beta`` element-wise (``x`` where ``beta * x > threshold``)."""
+    return make_call("relax.nn.softplus", data, attrs={"beta": float(beta), "threshold": float(threshold)})
+
 
 @register("relax.nn.leakyrelu", pattern=OpPattern.ELEMWISE, num_inputs=1)
 def _infer_leakyrelu(call: Call, ctx: Any) -> StructInfo:
@@ -95,7 +112,7 @@ def prelu(data: Expr, alpha: Expr, axis: int = 1) -> Call:
 def _softmax_sinfo(call: Call, op: str) -> StructInfo:
     check_num_args(call, op, 1)
     x = tensor_arg(call, 0, op, "data")
-    if not x.is_unknown_dtype and not _dt.is_float(x.dtype):
+    if not x.is_unknown_dtype and not (_dt.is_float(x.dtype) or x.dtype.startswith("bfloat")):
         raise StructInfoError(f"{op} needs a floating-point tensor, got dtype {x.dtype}")
     if x.ndim == 0:
         raise StructInfoError(f"{op} needs at least one dimension, got a scalar")

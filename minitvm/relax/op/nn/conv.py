@@ -7,24 +7,32 @@ from __future__ import annotations
 
 from typing import Any
 
+from ....tir import op as _t
 from ....topi.nn.conv2d import conv_out_size
 from ....topi.nn.conv_transpose import conv_transpose_out_size
-from ...expr import Call, Expr
-from ...struct_info import StructInfo, StructInfoError, TensorStructInfo, dim_text, shape_text
-from .._utils import const_dim, same_dtype
+from ...expr import Call, Expr, struct_info_of
+from ...struct_info import StructInfo, StructInfoError, StructInfoTypeError, TensorStructInfo, dim_text, shape_text
+from .._utils import _ANALYZER, AttrInt, const_dim, simplify
+from ..binary import _out_vdevice
 from ..layout import layout_axes, shape_from_primal, shape_to_primal
 from ..registry import OpPattern, check_num_args, make_call, register, tensor_arg
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv1d_transpose", "conv2d_transpose"]
 
 
-def _check_layout(op: str, layout: str, fixed: str, dim: int, what: str) -> list[str]:
-    spatial = [ch for ch in layout if ch not in fixed]
-    if len(layout) != dim + 2 or any(ch not in layout for ch in fixed) or len(set(layout)) != len(layout) \
-            or any(ch not in "DHW" for ch in spatial):
-        raise StructInfoError(f"{op}: {what} layout {layout!r} must name {fixed[0]}, {fixed[1]} and "
-                              f"{dim} spatial dimension{'s' if dim > 1 else ''} once each")
-    return spatial
+def check_conv_layout(op: str, layout: str, target: str, what: str) -> int:
+    """The number of dimensions of ``layout``, which must name ``target``'s axes once each,
+    a blocked axis (``16c``) only beside its whole one (``C``), as TVM's convertible layouts."""
+    axes = layout_axes(layout)
+    primal = [name for name, _ in axes if name.isupper()]
+    subs = [name for name, _ in axes if name.islower()]
+    well_formed = "".join(f"{f or ''}{n}" for n, f in axes) == layout and \
+        all((f is None) == n.isupper() and (f is None or f > 0) for n, f in axes)
+    if not well_formed or sorted(primal) != sorted(target) or len(set(subs)) != len(subs) or \
+            any(name.upper() not in primal for name in subs):
+        raise StructInfoError(f"{op}: the {what} layout {layout!r} cannot be converted to {target!r} "
+                              f"(it must name each of {', '.join(target)} once, blocks as 16c beside C)")
+    return len(axes)
 
 
 def given_out_dtype(attrs: Any) -> str | None:
@@ -34,92 +42,115 @@ def given_out_dtype(attrs: Any) -> str | None:
     return None if dt in (None, "", "void") else str(dt)
 
 
-def conv_sinfo(call: Call, op: str, dim: int) -> StructInfo:
-    """The output of an N-d convolution: its layout the data's, channels the kernel's O,
-    spatial sizes ``(d + pad - (k - 1) * dilation - 1) // stride + 1``."""
+def _binary_out_dtype(op: str, x: TensorStructInfo, w: TensorStructInfo) -> str:
+    # TVM's InferBinaryArithOpOutDtype: unknown when either is, a TypeError when they differ
+    if x.is_unknown_dtype or w.is_unknown_dtype:
+        return "void"
+    if x.dtype != w.dtype:
+        raise StructInfoTypeError(f"{op}: data and weight have different dtypes {x.dtype} and {w.dtype}; "
+                                  "give out_dtype or cast one with relax.op.astype first")
+    return x.dtype
+
+
+def _conv_operands(call: Call, op: str, targets: tuple[str, str]) -> tuple:
+    """The checked operands of a convolution: (data, weight, out ndim, out dtype, vdevice, data
+    and weight shapes by whole axis or None when either is unknown)."""
     check_num_args(call, op, 2)
     x, w = tensor_arg(call, 0, op, "data"), tensor_arg(call, 1, op, "weight")
     a = call.attrs
     dl, kl, ol = a["data_layout"], a["kernel_layout"], a["out_layout"]
-    if any(not layout.isalpha() or not layout.isupper() for layout in (dl, kl, ol)):
-        return _blocked_conv_sinfo(call, op, dim, x, w)
-    spatial = _check_layout(op, dl, "NC", dim, "data")
-    kspatial = _check_layout(op, kl, "OI", dim, "kernel")
-    if sorted(spatial) != sorted(kspatial):
-        raise StructInfoError(f"{op}: the kernel layout {kl!r} and the data layout {dl!r} name different "
-                              "spatial dimensions")
-    if ol != dl:
-        raise NotImplementedError(f"{op}: out_layout {ol!r} different from data_layout {dl!r} is not supported")
-    out_dtype = given_out_dtype(a) or same_dtype(op, [x, w])
-    for name, t in (("data", x), ("weight", w)):
-        if t.ndim not in (-1, dim + 2):
-            raise StructInfoError(f"{op}: {name} must be {dim + 2}-D, got shape {shape_text(t.shape_values)}")
+    nd_x = check_conv_layout(op, dl, targets[0], "data")
+    nd_w = check_conv_layout(op, kl, targets[1], "kernel")
+    nd_o = check_conv_layout(op, ol, targets[0], "output")
+    for name, t, nd, layout in (("data", x, nd_x, dl), ("weight", w, nd_w, kl)):
+        if t.ndim not in (-1, nd):
+            raise StructInfoError(f"{op}: {name} has {t.ndim} dimensions but its layout {layout!r} "
+                                  f"has {nd}")
+    out_dtype = given_out_dtype(a) or _binary_out_dtype(op, x, w)
+    vdevice = _out_vdevice(op, x, w)
     xs, ws = x.shape_values, w.shape_values
     if xs is None or ws is None:
-        return TensorStructInfo(None, out_dtype, None, dim + 2)
-    groups = a["groups"]
-    c, cg, o = xs[dl.index("C")], ws[kl.index("I")], ws[kl.index("O")]
-    if const_dim(c) is not None and const_dim(cg) is not None and const_dim(c) != const_dim(cg) * groups:
-        raise StructInfoError(f"{op}: data {shape_text(xs)} has {const_dim(c)} channels but weight "
-                              f"{shape_text(ws)} expects {dim_text(cg)} per group x {groups} groups")
-    if const_dim(o) is not None and const_dim(o) % groups:
-        raise StructInfoError(f"{op}: {const_dim(o)} output channels of weight {shape_text(ws)} do not "
-                              f"divide into {groups} groups")
-    pad = a["padding"]
-    out = list(xs)
-    out[dl.index("C")] = o
-    for j, ch in enumerate(spatial):
-        d, k = xs[dl.index(ch)], ws[kl.index(ch)]
-        size = conv_out_size(d, k, pad[j], pad[j + dim], a["strides"][j], a["dilation"][j])
-        if const_dim(size) is not None and const_dim(size) <= 0:
-            raise StructInfoError(f"{op}: the kernel {shape_text(ws)} does not fit the padded data "
-                                  f"{shape_text(xs)} (output size {const_dim(size)} along {ch})")
-        out[dl.index(ch)] = size
-    return TensorStructInfo(out, out_dtype)
+        return nd_o, out_dtype, vdevice, None, None
+    return nd_o, out_dtype, vdevice, shape_to_primal(dl, list(xs)), shape_to_primal(kl, list(ws))
 
 
-def _blocked_conv_sinfo(call: Call, op: str, dim: int, x: TensorStructInfo, w: TensorStructInfo) -> StructInfo:
-    """A convolution whose layouts block an axis (``NCHW4c`` data, ``OIHW4o`` kernel): the
-    output computed on the whole axes, then laid out as ``out_layout``."""
+def _shape(call: Call, index: int) -> str:
+    return shape_text(struct_info_of(call.args[index]).shape_values)
+
+
+def _provably(cond: Any) -> bool:
+    return _ANALYZER.can_prove(cond)
+
+
+def _conv_size(d: Any, k: Any, pads: int, stride: int, dilation: int) -> Any:
+    """``(d + pads - dilation * (k - 1) - 1) // stride + 1`` in the form TVM's simplifier gives:
+    a symbolic kernel whose dilation the stride divides comes out of the division
+    (``(iw + 3) // 2 + 1 - kw``)."""
+    if const_dim(k) is None and stride > 1 and dilation % stride == 0:
+        head = simplify(d + (pads + dilation - 1)) if pads + dilation - 1 else d
+        return _t.floordiv(head, stride) + 1 - (k if dilation == stride else k * (dilation // stride))
+    return conv_out_size(d, k, pads // 2, pads - pads // 2, stride, dilation)
+
+
+def conv_sinfo(call: Call, op: str, dim: int) -> StructInfo:
+    """The output of an N-d convolution (TVM's InferStructInfoConv): layouts any convertible to
+    NC<spatial> / OI<spatial>, channels the kernel's O, spatial sizes
+    ``(d + pad - (k - 1) * dilation - 1) // stride + 1``, laid out as ``out_layout``."""
+    spatial = "DHW"[3 - dim:]
     a = call.attrs
-    dl, kl, ol = a["data_layout"], a["kernel_layout"], a["out_layout"]
-    primal = [ch for ch in dl if ch.isupper()]
-    spatial = [ch for ch in primal if ch not in "NC"]
-    if sorted(primal) != sorted("NC" + "DHW"[3 - dim:]) or sorted(ch for ch in kl if ch.isupper()) != \
-            sorted("OI" + "DHW"[3 - dim:]):
-        raise StructInfoError(f"{op}: layouts {dl!r}/{kl!r} must name N, C (O, I) and {dim} spatial dimensions")
-    out_dtype = given_out_dtype(a) or same_dtype(op, [x, w])
-    if x.shape_values is None or w.shape_values is None:
-        return TensorStructInfo(None, out_dtype, None, len(layout_axes(ol)))
-    xp, wp = shape_to_primal(dl, list(x.shape_values)), shape_to_primal(kl, list(w.shape_values))
-    pad = a["padding"]
+    nd_o, out_dtype, vdevice, xp, wp = _conv_operands(call, op, ("NC" + spatial, "OI" + spatial))
+    if xp is None:
+        return TensorStructInfo(None, out_dtype, vdevice, nd_o)
+    groups = int(a["groups"])
+    if _provably(xp["C"] != wp["I"] * groups):
+        raise StructInfoError(f"{op}: data {_shape(call, 0)} has {dim_text(xp['C'])} channels but weight "
+                              f"{_shape(call, 1)} expects {dim_text(wp['I'])} per group x {groups} groups")
+    if _provably(_t.floormod(wp["O"], groups) != 0):
+        raise StructInfoError(f"{op}: {dim_text(wp['O'])} output channels of weight {_shape(call, 1)} do not "
+                              f"divide into {groups} groups")
     out = {"N": xp["N"], "C": wp["O"]}
+    pad = a["padding"]
     for j, ch in enumerate(spatial):
-        out[ch] = conv_out_size(xp[ch], wp[ch], pad[j], pad[j + dim], a["strides"][j], a["dilation"][j])
-    return TensorStructInfo(shape_from_primal(ol, out), out_dtype)
+        out[ch] = _conv_size(xp[ch], wp[ch], int(pad[j]) + int(pad[j + dim]), int(a["strides"][j]),
+                             int(a["dilation"][j]))
+        if const_dim(out[ch]) is not None and const_dim(out[ch]) <= 0:  # TVM lets it through; refused early
+            raise StructInfoError(f"{op}: the kernel {_shape(call, 1)} does not fit the padded data "
+                                  f"{_shape(call, 0)} (output size {const_dim(out[ch])} along {ch})")
+    return TensorStructInfo(shape_from_primal(a["out_layout"], out), out_dtype, vdevice)
 
 
-def _per_dim(v: Any, dim: int, what: str) -> tuple:
-    t = (int(v),) * dim if isinstance(v, int) else tuple(int(x) for x in v)
-    if len(t) == 1:
+def _per_dim(v: Any, dim: int, what: str, broadcast: bool = True) -> tuple:
+    """TVM's per-dimension attribute: an int is one value; one value stands for every
+    dimension of a 2-D/3-D op (conv1d takes exactly one)."""
+    t = (int(v),) if isinstance(v, int) else tuple(int(x) for x in v)
+    if len(t) == 1 and broadcast:
         t = t * dim
     if len(t) != dim:
-        raise ValueError(f"{what} must be an int or {dim} values, got {v!r}")
-    return t
+        raise StructInfoError(f"{what} must have {dim} value{'s' if dim > 1 else ''}"
+                              f"{' (or one)' if dim > 1 else ''}, got {v!r}")
+    return tuple(AttrInt(x) for x in t)
+
+
+def _complete_padding(padding: Any, dim: int, name: str) -> tuple:
+    """(befores..., afters...) from an int, one value per dimension or the whole list."""
+    p = (int(padding),) if isinstance(padding, int) else tuple(int(x) for x in padding)
+    if len(p) == 1:
+        p = p * (2 * dim)
+    elif len(p) == dim:
+        p = p + p
+    if len(p) != 2 * dim:
+        raise StructInfoError(f"{name} padding must have 1, {dim} or {2 * dim} values, got {padding!r}")
+    return tuple(AttrInt(x) for x in p)
 
 
 def conv_attrs(dim: int, name: str, strides: Any, padding: Any, dilation: Any, groups: int, data_layout: str,
                kernel_layout: str, out_layout: str | None, out_dtype: str | None) -> dict:
     """The attributes of an N-d convolution call; padding becomes (befores..., afters...)."""
-    p = (int(padding),) * dim if isinstance(padding, int) else tuple(int(x) for x in padding)
-    if len(p) == 1:
-        p = p * dim
-    if len(p) == dim:
-        p = p + p
-    if len(p) != 2 * dim:
-        raise ValueError(f"{name} padding must have 1, {dim} or {2 * dim} values, got {padding!r}")
-    return {"strides": _per_dim(strides, dim, f"{name} strides"), "padding": p,
-            "dilation": _per_dim(dilation, dim, f"{name} dilation"), "groups": int(groups),
+    if int(groups) <= 0:
+        raise StructInfoError(f"{name}: the number of groups must be positive, got {groups}")
+    return {"strides": _per_dim(strides, dim, f"{name} strides", dim > 1),
+            "padding": _complete_padding(padding, dim, name),
+            "dilation": _per_dim(dilation, dim, f"{name} dilation", dim > 1), "groups": AttrInt(groups),
             "data_layout": data_layout, "kernel_layout": kernel_layout,
             "out_layout": out_layout or data_layout,
             "out_dtype": "void" if out_dtype in (None, "") else str(out_dtype)}
@@ -171,36 +202,31 @@ def conv3d(data: Expr, weight: Expr, strides: Any = 1, padding: Any = 0, dilatio
 # -- transposed convolution ----------------------------------------------------------------------
 
 def conv_transpose_sinfo(call: Call, op: str, dim: int) -> StructInfo:
-    """The output of an N-d transposed convolution of NC... data with an IO... kernel."""
-    check_num_args(call, op, 2)
-    x, w = tensor_arg(call, 0, op, "data"), tensor_arg(call, 1, op, "weight")
+    """The output of an N-d transposed convolution (TVM's rule): layouts any convertible to
+    NC<spatial> / IO<spatial>, channels O x groups, spatial sizes
+    ``(d - 1) * stride - pad + dilation * (k - 1) + output_padding + 1``."""
+    spatial = "DHW"[3 - dim:]
     a = call.attrs
-    want_data, want_kernel = "NC" + "DHW"[3 - dim:], "IO" + "DHW"[3 - dim:]
-    if a["data_layout"] != want_data or a["kernel_layout"] != want_kernel or a["out_layout"] != want_data:
-        raise NotImplementedError(f"{op}: only {want_data} data with an {want_kernel} kernel is supported, got "
-                                  f"{a['data_layout']}/{a['kernel_layout']} (output {a['out_layout']})")
-    if any(d != 1 for d in a["dilation"]):
-        raise NotImplementedError(f"{op}: dilation {list(a['dilation'])} is not supported (only 1)")
-    out_dtype = given_out_dtype(a) or same_dtype(op, [x, w])
-    for name, t in (("data", x), ("weight", w)):
-        if t.ndim not in (-1, dim + 2):
-            raise StructInfoError(f"{op}: {name} must be {dim + 2}-D, got shape {shape_text(t.shape_values)}")
-    for j, (s, p) in enumerate(zip(a["strides"], a["output_padding"])):
-        if p >= s:
-            raise StructInfoError(f"{op}: output_padding {p} must be smaller than the stride {s} (axis {j})")
-    xs, ws = x.shape_values, w.shape_values
-    if xs is None or ws is None:
-        return TensorStructInfo(None, out_dtype, None, dim + 2)
-    groups = a["groups"]
-    if const_dim(xs[1]) is not None and const_dim(ws[0]) is not None and const_dim(xs[1]) != const_dim(ws[0]):
-        raise StructInfoError(f"{op}: data {shape_text(xs)} has {const_dim(xs[1])} channels but weight "
-                              f"{shape_text(ws)} takes {const_dim(ws[0])}")
-    out = [xs[0], simplify_mul(ws[1], groups)]
+    nd_o, out_dtype, vdevice, xp, wp = _conv_operands(call, op, ("NC" + spatial, "IO" + spatial))
+    groups = int(a["groups"])
+    if xp is not None:
+        if _provably(xp["C"] != wp["I"]):
+            raise StructInfoError(f"{op}: data {_shape(call, 0)} has {dim_text(xp['C'])} channels but weight "
+                                  f"{_shape(call, 1)} takes {dim_text(wp['I'])}")
+        if _provably(_t.floormod(wp["I"], groups) != 0):
+            raise StructInfoError(f"{op}: {dim_text(wp['I'])} input channels of weight {_shape(call, 1)} do "
+                                  f"not divide into {groups} groups")
+    if any(int(p) >= int(s) for s, p in zip(a["strides"], a["output_padding"])):
+        raise StructInfoError(f"{op}: output_padding {list(a['output_padding'])} must be smaller than the "
+                              f"strides {list(a['strides'])}")
+    if xp is None:
+        return TensorStructInfo(None, out_dtype, vdevice, nd_o)
+    out = {"N": xp["N"], "C": simplify_mul(wp["O"], groups)}
     pad = a["padding"]
-    for j in range(dim):
-        out.append(conv_transpose_out_size(xs[2 + j], ws[2 + j], pad[j], pad[dim + j], a["strides"][j], 1,
-                                           a["output_padding"][j]))
-    return TensorStructInfo(out, out_dtype)
+    for j, ch in enumerate(spatial):
+        out[ch] = conv_transpose_out_size(xp[ch], wp[ch], int(pad[j]), int(pad[dim + j]), int(a["strides"][j]),
+                                          int(a["dilation"][j]), int(a["output_padding"][j]))
+    return TensorStructInfo(shape_from_primal(a["out_layout"], out), out_dtype, vdevice)
 
 
 def simplify_mul(d: Any, k: int) -> Any:
@@ -212,7 +238,7 @@ def conv_transpose_attrs(dim: int, name: str, strides: Any, padding: Any, output
                          out_dtype: str | None) -> dict:
     attrs = conv_attrs(dim, name, strides, padding, dilation, groups, data_layout, kernel_layout, out_layout,
                        out_dtype)
-    attrs["output_padding"] = _per_dim(output_padding, dim, f"{name} output_padding")
+    attrs["output_padding"] = _per_dim(output_padding, dim, f"{name} output_padding", dim > 1)
     return attrs
 
 

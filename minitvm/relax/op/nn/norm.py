@@ -6,8 +6,16 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ...expr import Call, Expr
-from ...struct_info import StructInfo, StructInfoError, TensorStructInfo, TupleStructInfo, shape_text, struct_info_text
-from .._utils import const_dim, normalize_axes, normalize_axis, same_dtype
+from ...struct_info import (
+    StructInfo,
+    StructInfoError,
+    StructInfoTypeError,
+    TensorStructInfo,
+    TupleStructInfo,
+    shape_text,
+    struct_info_text,
+)
+from .._utils import _ANALYZER, const_dim, normalize_axes, normalize_axis, same_dtype
 from ..registry import OpPattern, check_num_args, make_call, register, tensor_arg
 
 __all__ = ["batch_norm", "layer_norm", "rms_norm", "group_norm"]
@@ -23,20 +31,41 @@ def _check_param(op: str, name: str, p: TensorStructInfo, want: list, data: Tens
                               f"{shape_text(data.shape_values)} needs {shape_text(want)}")
 
 
+def norm_check(call: Call, op: str, names: Sequence[str], axes: Sequence[int]) -> tuple[list, bool]:
+    """TVM's check of a normalization's operands: float data, every parameter of the data's
+    dtype with one dimension per axis, sizes that cannot be unequal to the data's along the
+    axes.  Returns the operands' struct infos and whether some size is not provably equal
+    (then the result's shape is left unknown, as TVM's)."""
+    check_num_args(call, op, len(names))
+    xs = [tensor_arg(call, k, op, n) for k, n in enumerate(names)]
+    x = xs[0]
+    axes_nn = normalize_axes(op, axes, x.ndim) if x.ndim != -1 else []
+    if not x.is_unknown_dtype and not x.dtype.startswith(("float", "bfloat")):
+        raise StructInfoTypeError(f"{op} requires float data, got dtype {x.dtype}")
+    for name, p in zip(names[1:], xs[1:]):
+        if p.dtype != x.dtype:
+            raise StructInfoTypeError(f"{op}: {name} has dtype {p.dtype}, not the data's {x.dtype}")
+        if p.ndim != len(axes):
+            raise StructInfoError(f"{op}: {name} must have one dimension per axis ({len(axes)}), got "
+                                  f"{struct_info_text(p)}")
+    lengths = [p.shape_values for p in xs[1:] if p.shape_values is not None]
+    if x.shape_values is not None:
+        want = [x.shape_values[a] for a in axes_nn]
+        for name, p in zip(names[1:], xs[1:]):
+            got = p.shape_values
+            if got is not None and any(_ANALYZER.can_prove(a != b) for a, b in zip(want, got)):
+                raise StructInfoError(f"{op}: {name} has shape {shape_text(got)} but data of shape "
+                                      f"{shape_text(x.shape_values)} needs {shape_text(want)}")
+        lengths = [want] + lengths
+    unknown = any(not _ANALYZER.can_prove_equal(a, b) for got in lengths[1:] for a, b in zip(lengths[0], got))
+    return xs, unknown
+
+
 @register("relax.nn.layer_norm", pattern=OpPattern.OUT_ELEMWISE_FUSABLE, num_inputs=3)
 def _infer_layer_norm(call: Call, ctx: Any) -> StructInfo:
     """Normalizes over ``axes``; gamma and beta have those axes' shape.  The data's struct info."""
-    op = "relax.nn.layer_norm"
-    check_num_args(call, op, 3)
-    x = tensor_arg(call, 0, op, "data")
-    gamma, beta = tensor_arg(call, 1, op, "gamma"), tensor_arg(call, 2, op, "beta")
-    same_dtype(op, [x, gamma, beta])
-    if x.shape_values is not None:
-        axes = normalize_axes(op, call.attrs["axes"], x.ndim)
-        want = [x.shape_values[a] for a in axes]
-        _check_param(op, "gamma", gamma, want, x)
-        _check_param(op, "beta", beta, want, x)
-    return x
+    (x, *_), unknown = norm_check(call, "relax.nn.layer_norm", ("data", "gamma", "beta"), call.attrs["axes"])
+    return TensorStructInfo(None, x.dtype, x.vdevice, x.ndim) if unknown else x
 
 
 def layer_norm(data: Expr, gamma: Expr, beta: Expr, axes: int | Sequence[int] = -1,
@@ -51,17 +80,13 @@ def layer_norm(data: Expr, gamma: Expr, beta: Expr, axes: int | Sequence[int] = 
 def _infer_batch_norm(call: Call, ctx: Any) -> StructInfo:
     """A tuple (output, moving_mean, moving_var), as in TVM; the output has the data's
     struct info, each statistic is ``(C,)`` for C the length of ``axis``."""
-    op = "relax.nn.batch_norm"
-    check_num_args(call, op, 5)
     names = ("data", "gamma", "beta", "moving_mean", "moving_var")
-    xs = [tensor_arg(call, k, op, n) for k, n in enumerate(names)]
-    same_dtype(op, xs)
+    xs, unknown = norm_check(call, "relax.nn.batch_norm", names, [call.attrs["axis"]])
     x = xs[0]
-    if x.shape_values is not None:
-        axis = normalize_axis(op, call.attrs["axis"], x.ndim)
-        want = [x.shape_values[axis]]
-        for name, p in zip(names[1:], xs[1:]):
-            _check_param(op, name, p, want, x)
+    if unknown:
+        return TupleStructInfo([TensorStructInfo(None, x.dtype, x.vdevice, x.ndim),
+                                TensorStructInfo(None, x.dtype, x.vdevice, 1),
+                                TensorStructInfo(None, x.dtype, x.vdevice, 1)])
     return TupleStructInfo([x, xs[3], xs[4]])
 
 

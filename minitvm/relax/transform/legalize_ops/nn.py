@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .... import te, topi
+from .... import te, tir, topi
 from ....tir.expr import FloatImm, IntImm
 from ...block_builder import BlockBuilder
 from ...expr import Call, Expr
@@ -18,10 +18,17 @@ from .common import _call_topi_without_attr, register_legalize
 def _conv(name: str) -> Any:
     def legalize(bb: BlockBuilder, call: Call) -> Expr:
         a = call.attrs
-        return bb.call_te(topi.nn.conv, call.args[0], call.args[1], strides=list(a["strides"]),
-                          padding=list(a["padding"]), dilation=list(a["dilation"]), groups=a["groups"],
-                          data_layout=a["data_layout"], kernel_layout=a["kernel_layout"],
-                          out_dtype=given_out_dtype(a), primfunc_name_hint=name)
+        dl, kl, ol = a["data_layout"], a["kernel_layout"], a["out_layout"]
+        if not (dl.isupper() and kl.isupper() and ol.isupper()):
+            return call  # as TVM: TOPI has no convolution over blocked (NCHW16c) layouts
+
+        def conv(data: te.Tensor, kernel: te.Tensor) -> te.Tensor:
+            out = topi.nn.conv(data, kernel, strides=list(a["strides"]), padding=list(a["padding"]),
+                               dilation=list(a["dilation"]), groups=a["groups"], data_layout=dl, kernel_layout=kl,
+                               out_dtype=given_out_dtype(a))
+            # TVM leaves an out_layout other than the data's unlegalized; a permutation is one transpose
+            return out if ol == dl else topi.transpose(out, [dl.index(ch) for ch in ol])
+        return bb.call_te(conv, call.args[0], call.args[1], primfunc_name_hint=name)
     return legalize
 
 
@@ -30,12 +37,38 @@ register_legalize("relax.nn.conv2d", _conv("conv2d"))
 register_legalize("relax.nn.conv3d", _conv("conv3d"))
 
 
+def _dilate_kernel(kernel: te.Tensor, dilation: list[int]) -> te.Tensor:
+    """The kernel with ``d - 1`` zeros between its taps: a transposed convolution dilated by
+    ``d`` is the plain one with this kernel (as TVM's legalization does it)."""
+    shape = list(kernel.shape[:2]) + [(k - 1) * d + 1 for k, d in zip(kernel.shape[2:], dilation)]
+
+    def tap(*idx: Any) -> Any:
+        sp = idx[2:]
+        on_tap = [tir.floormod(i, d) == 0 for i, d in zip(sp, dilation) if d != 1]
+        value = kernel(*idx[:2], *[i if d == 1 else tir.floordiv(i, d) for i, d in zip(sp, dilation)])
+        cond = on_tap[0]
+        for c in on_tap[1:]:
+            cond = tir.all(cond, c)
+        return tir.if_then_else(cond, value, tir.const(0, kernel.dtype))
+    return te.compute(shape, tap, name="kernel_dilate")
+
+
 def _conv_transpose(name: str, kernel_name: str) -> Any:
     def legalize(bb: BlockBuilder, call: Call) -> Expr:
         a = call.attrs
-        return bb.call_te(topi.nn.conv_transpose, call.args[0], call.args[1], strides=list(a["strides"]),
-                          padding=list(a["padding"]), output_padding=list(a["output_padding"]), groups=a["groups"],
-                          out_dtype=given_out_dtype(a), kernel_name=kernel_name, primfunc_name_hint=name)
+        dim = len(a["strides"])
+        if a["out_layout"] != a["data_layout"] or a["data_layout"] != "NC" + "DHW"[3 - dim:] or \
+                a["kernel_layout"] != "IO" + "DHW"[3 - dim:]:
+            return call  # as TVM: TOPI's transposed convolution takes NC<spatial> data, an IO<spatial> kernel
+        dilation = [int(d) for d in a["dilation"]]
+
+        def conv_transpose(data: te.Tensor, kernel: te.Tensor) -> te.Tensor:
+            if any(d != 1 for d in dilation):
+                kernel = _dilate_kernel(kernel, dilation)
+            return topi.nn.conv_transpose(data, kernel, strides=list(a["strides"]), padding=list(a["padding"]),
+                                          output_padding=list(a["output_padding"]), groups=a["groups"],
+                                          out_dtype=given_out_dtype(a), kernel_name=kernel_name)
+        return bb.call_te(conv_transpose, call.args[0], call.args[1], primfunc_name_hint=name)
     return legalize
 
 
@@ -116,6 +149,16 @@ for _name, _fn in [("relu", topi.nn.relu), ("gelu", topi.nn.gelu), ("gelu_tanh",
 @register_legalize("relax.nn.leakyrelu")
 def _leakyrelu(bb: BlockBuilder, call: Call) -> Expr:
     return bb.call_te(topi.nn.leaky_relu, call.args[0], call.attrs["alpha"], primfunc_name_hint="leaky_relu")
+
+
+@register_legalize("relax.nn.softplus")
+def _softplus(bb: BlockBuilder, call: Call) -> Expr:
+    return bb.call_te(topi.nn.softplus, call.args[0], call.attrs["beta"], call.attrs["threshold"])
+
+
+@register_legalize("relax.nn.pixel_shuffle")
+def _pixel_shuffle(bb: BlockBuilder, call: Call) -> Expr:
+    return bb.call_te(topi.nn.pixel_shuffle, call.args[0], upscale_factor=int(call.attrs["upscale_factor"]))
 
 
 @register_legalize("relax.nn.prelu")

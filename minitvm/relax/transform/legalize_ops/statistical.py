@@ -64,3 +64,37 @@ def _scan(fn: Any, name: str) -> Any:
 
 register_legalize("relax.cumsum", _scan(topi.cumsum, "cumsum"))
 register_legalize("relax.cumprod", _scan(topi.cumprod, "cumprod"))
+
+
+def _median(x: te.Tensor, axis: list[int] | None, keepdims: bool) -> Any:
+    """Sort along the axis (every element flattened when None) and take the lower middle
+    value, ``(n - 1) // 2`` (torch's median), with its index along one axis (TVM's kernel)."""
+    ndim = x.ndim
+    if axis is None:
+        count = 1
+        for d in x.shape:
+            count = count * d
+        x, ax = topi.reshape(x, [count]), 0
+    elif len(axis) == 1:
+        ax = axis[0] % ndim
+    else:
+        raise NotImplementedError(f"relax.median: legalizing a median over several axes {axis} is not "
+                                  "supported (one axis, or none for every element)")
+    order = topi.argsort(x, axis=ax, is_ascend=True, dtype="int64")
+    ordered = topi.gather(x, ax, order)
+    at = list(x.shape)
+    at[ax] = 1
+    middle = topi.full(at, "int64", (x.shape[ax] - 1) // 2)
+    value, index = topi.gather(ordered, ax, middle), topi.gather(order, ax, middle)
+    if axis is None:
+        return topi.reshape(value, [1] * ndim) if keepdims else topi.reshape(value, [])
+    if not keepdims:
+        value, index = topi.squeeze(value, [ax]), topi.squeeze(index, [ax])
+    return value, index
+
+
+@register_legalize("relax.median")
+def _legalize_median(bb: BlockBuilder, call: Call) -> Expr:
+    axis = call.attrs["axis"]
+    return bb.call_te(_median, call.args[0], None if axis is None else list(axis), call.attrs["keepdims"],
+                      primfunc_name_hint="median")
