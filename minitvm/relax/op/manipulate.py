@@ -111,8 +111,31 @@ def _infer_hole(dims: Sequence, others: Sequence) -> Any:
 
 
 def reshape(x: Expr, shape: Any) -> Call:
-    """``x`` viewed with ``shape`` (row-major; one dimension may be -1)."""
+    """``x`` viewed with ``shape`` (row-major; one dimension may be -1).  A -1 in a list
+    ``shape`` is filled in here when ``x``'s shape is known, as TVM does: ``reshape(x, (1, -1))``
+    of a ``(2, 6)`` tensor is ``R.reshape(x, R.shape([1, 12]))``."""
+    if not isinstance(shape, Expr) and not isinstance(shape, (int, PrimExpr)):
+        shape = _fill_hole(x, list(shape))
     return make_call("relax.reshape", x, as_shape_expr(shape, "relax.reshape"))
+
+
+def _fill_hole(x: Expr, new: list) -> list:
+    """``new`` with its one -1 replaced by the dimension ``x``'s known shape implies (else as
+    it is: the struct info inference reports a bad shape)."""
+    if not all(isinstance(d, (int, PrimExpr)) and not isinstance(d, bool) for d in new):
+        return new
+    new = [IntImm("int64", d) if isinstance(d, int) else d for d in new]
+    holes = [k for k, d in enumerate(new) if const_dim(d) == -1]
+    sinfo = getattr(x, "struct_info_", None)
+    vals = sinfo.shape_values if isinstance(sinfo, TensorStructInfo) else None
+    if len(holes) != 1 or vals is None:
+        return new
+    others = [d for k, d in enumerate(new) if k != holes[0]]
+    total, known = const_dim(product(vals)), const_dim(product(others))
+    if known == 0 or (total is not None and known is not None and total % known):
+        return new
+    new[holes[0]] = _infer_hole(vals, others)
+    return new
 
 
 # -- flatten -------------------------------------------------------------------------------

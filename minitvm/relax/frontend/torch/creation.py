@@ -34,13 +34,15 @@ def _full_like(fill: float | None):
 
 
 def arange(node, conv):
-    """``torch.arange(start, end, step)`` of constant bounds, in the dtype torch chose."""
+    """``torch.arange(start, end, step)`` in the dtype torch chose: ``R.arange`` of integer or
+    symbolic bounds, as TVM emits it; float bounds a constant of torch's values."""
     values = [conv.arg(a) for a in node.args]
     if len(values) == 1:
         values = [0, values[0]]
     start, end = values[0], values[1]
     step = values[2] if len(values) > 2 else node.kwargs.get("step", 1)
-    if all(isinstance(v, (int, float)) for v in (start, end, step)):
+    if any(isinstance(v, float) for v in (start, end, step)) and \
+            all(isinstance(v, (int, float)) for v in (start, end, step)):
         return torch_constant(node, conv)  # torch's own values (a float step accumulates its way)
 
     for v in (start, end, step):

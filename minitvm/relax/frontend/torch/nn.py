@@ -54,10 +54,12 @@ def _convolve(conv, node, x_node, w_node, bias, stride, padding, dilation, trans
     if transposed:
         fn = {1: _op.nn.conv1d_transpose, 2: _op.nn.conv2d_transpose}[dim]
         out = conv.bb.emit(fn(x, w, strides=stride, padding=before + after,
-                              output_padding=_per_dim(output_padding, dim), dilation=dilation, groups=int(groups)))
+                              output_padding=_per_dim(output_padding, dim), dilation=dilation, groups=int(groups),
+                              out_dtype=conv.dtype_of(node)))
     else:
         fn = {1: _op.nn.conv1d, 2: _op.nn.conv2d, 3: _op.nn.conv3d}[dim]
-        out = conv.bb.emit(fn(x, w, strides=stride, padding=before + after, dilation=dilation, groups=int(groups)))
+        out = conv.bb.emit(fn(x, w, strides=stride, padding=before + after, dilation=dilation, groups=int(groups),
+                              out_dtype=conv.dtype_of(node)))
     if bias is not None:
         out = conv.bb.emit(_op.add(out, _op.reshape(conv.arg(bias), [1, -1] + [1] * dim)))
     return _unbatched(conv, out, unbatched)

@@ -81,12 +81,26 @@ def _binary(fn: Callable) -> LegalizeFunc:
 
 # every row of the operator table (minitvm.tir.op_table): binary ops fold a scalar constant operand;
 # TVM names the kernels of unary math ops ``tir_<op>`` (``tir_exp``), the others keep TOPI's name
+def _integers_only(op_name: str, legalize: LegalizeFunc) -> LegalizeFunc:
+    """Refuse a float operand here, where TVM does: its struct info takes ``bitwise_or`` of two
+    float tensors (the torch importer's tests write such modules), lowering it cannot."""
+    def checked(bb: BlockBuilder, call: Call) -> Expr:
+        dtype = call.struct_info.dtype
+        if not (dtype == "bool" or dtype.startswith(("int", "uint"))):
+            raise TypeError(f"LegalizeOps: {op_name} needs integer or bool tensors, got dtype {dtype}")
+        return legalize(bb, call)
+    return checked
+
+
 for _row in ELEMENTWISE:
     _fn = getattr(topi, _row.name)
     if _row.arity == 2:
-        register_legalize(_row.relax_name, _binary(_fn))
+        _legalize = _binary(_fn)
     else:
-        register_legalize(_row.relax_name, _te(_fn, name=f"tir_{_row.name}" if _row.kernel == "tir" else None))
+        _legalize = _te(_fn, name=f"tir_{_row.name}" if _row.kernel == "tir" else None)
+    if _row.dtypes == "int_or_bool":
+        _legalize = _integers_only(_row.relax_name, _legalize)
+    register_legalize(_row.relax_name, _legalize)
 
 register_legalize("relax.where", _te(topi.where))
 
