@@ -186,7 +186,8 @@ def expand_dims(x: Expr, axis: int | Sequence[int]) -> Call:
 
 @register("relax.squeeze", pattern=OpPattern.INJECTIVE, num_inputs=1)
 def _infer_squeeze(call: Call, ctx: Any) -> StructInfo:
-    """The input without the listed dimensions of size 1 (None: every constant 1)."""
+    """The input without the listed dimensions of size 1 (None: every constant 1); a listed
+    dimension of another constant length is kept, as TVM and torch keep it."""
     op = "relax.squeeze"
     check_num_args(call, op, 1)
     x = tensor_arg(call, 0, op, "x")
@@ -198,11 +199,8 @@ def _infer_squeeze(call: Call, ctx: Any) -> StructInfo:
     if axes is None:
         drop = [k for k, d in enumerate(vals) if const_dim(d) == 1]
     else:
-        drop = normalize_axes(op, axes, x.ndim)
-        for k in drop:
-            if const_dim(vals[k]) is not None and const_dim(vals[k]) != 1:
-                raise StructInfoError(f"{op}: cannot squeeze axis {k} of shape {shape_text(vals)}: "
-                                      f"its length is {const_dim(vals[k])}, not 1")
+        # as TVM (and torch): a listed axis of a constant length other than 1 stays
+        drop = [k for k in normalize_axes(op, axes, x.ndim) if const_dim(vals[k]) in (None, 1)]
     return TensorStructInfo([d for k, d in enumerate(vals) if k not in drop], x.dtype)
 
 

@@ -146,9 +146,9 @@ def test_flatten_expand_squeeze(n):
     assert dims(infer(R.expand_dims(v((2, 3)), -1))) == [2, 3, 1]
     assert dims(infer(R.squeeze(v((1, n, 1, 3))))) == [n, 3]
     assert dims(infer(R.squeeze(v((1, 2, 1)), [0]))) == [2, 1]
-    with pytest.raises(StructInfoError, match=r"relax.squeeze: cannot squeeze axis 1 of shape "
-                       r"\(1, 2, 1\): its length is 2"):
-        infer(R.squeeze(v((1, 2, 1)), [1]))
+    # as TVM and torch: a listed axis whose length is not 1 stays
+    assert dims(infer(R.squeeze(v((1, 2, 1)), [1]))) == [1, 2, 1]
+    assert dims(infer(R.squeeze(v((3, 1, 4, 1)), [0, 1, 2, 3]))) == [3, 4]
     with pytest.raises(StructInfoError, match="relax.expand_dims: axis 5 is out of range"):
         infer(R.expand_dims(v((2, 3)), [5]))
 

@@ -36,6 +36,24 @@ def reshape_to_output(node, conv):
     return conv.bb.emit(_op.reshape(conv.arg(node.args[0]), conv.shape_of(node)))
 
 
+def unsqueeze(node, conv):
+    """``x.unsqueeze(dim)``: ``expand_dims`` at torch's (possibly negative) axis, as TVM."""
+    return conv.bb.emit(_op.expand_dims(conv.arg(node.args[0]), [int(arg_or(node, 1, "dim", 0))]))
+
+
+def squeeze(node, conv):
+    """``x.squeeze(dims)``: ``relax.squeeze`` of the listed axes as TVM emits it (a listed axis
+    of another length stays, in both); a listed axis of symbolic length, which Relax would drop
+    and torch keeps unless it is 1, takes a reshape to torch's recorded shape instead."""
+    dims = arg_or(node, 1, "dim", None)
+    shape = conv.shape_of(node.args[0])
+    if dims is not None:
+        dims = [int(dims)] if isinstance(dims, int) else [int(d) for d in dims]
+    if any(not isinstance(shape[d], int) for d in (range(len(shape)) if dims is None else dims)):
+        return reshape_to_output(node, conv)
+    return conv.bb.emit(_op.squeeze(conv.arg(node.args[0]), dims))
+
+
 def expand(node, conv):
     return conv.bb.emit(_op.broadcast_to(conv.arg(node.args[0]), conv.shape_of(node)))
 
@@ -626,12 +644,12 @@ CONVERTERS = {
     "aten.reshape.default": reshape_to_output,
     "aten._unsafe_view.default": reshape_to_output,
     "aten.flatten.using_ints": reshape_to_output,
-    "aten.unsqueeze.default": reshape_to_output,
-    "aten.squeeze.dim": reshape_to_output,
-    "aten.squeeze.dims": reshape_to_output,
+    "aten.unsqueeze.default": unsqueeze,
+    "aten.squeeze.dim": squeeze,
+    "aten.squeeze.dims": squeeze,
     "aten.expand.default": expand,
     "aten.cat.default": cat,
-    "aten.squeeze.default": reshape_to_output,
+    "aten.squeeze.default": squeeze,
     "aten.split_with_sizes.default": split_with_sizes,
     "aten.split.Tensor": _pieces_to_output,
     "aten.chunk.default": _pieces_to_output,

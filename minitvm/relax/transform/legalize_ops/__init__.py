@@ -162,9 +162,11 @@ def _expand_dims(bb: BlockBuilder, call: Call) -> Expr:
 @register_legalize("relax.squeeze")
 def _squeeze(bb: BlockBuilder, call: Call) -> Expr:
     axis = call.attrs["axis"]
+    vals = struct_info_of(call.args[0]).shape_values
     if axis is None:  # the dimensions the struct info says are 1
-        vals = struct_info_of(call.args[0]).shape_values
         axis = [k for k, d in enumerate(vals) if isinstance(d, IntImm) and d.value == 1]
+    elif vals is not None:  # a listed axis of a constant length other than 1 stays (TVM, torch)
+        axis = [a for a in axis if not (isinstance(vals[a], IntImm) and vals[a].value != 1)]
     return bb.call_te(topi.squeeze, call.args[0], list(axis), primfunc_name_hint="squeeze")
 
 
