@@ -68,7 +68,8 @@ def cat(node, conv):
     parts = [conv.as_dtype(conv.arg(a), dtype) for a in xs]
     if len(parts) == 1:
         return parts[0]
-    return conv.bb.emit(_op.concat(parts, axis=norm_dim(int(dim), max(ndim, 1), "aten.cat")))
+    norm_dim(int(dim), max(ndim, 1), "aten.cat")  # (refuses an axis out of range)
+    return conv.bb.emit(_op.concat(parts, axis=int(dim)))  # torch's axis, as TVM
 
 
 def _split_at(conv, node, sizes, dim):
@@ -260,11 +261,11 @@ def _masked_put(conv, node, x, mask_node, first, values, accumulate):
 def gather(node, conv):
     """``torch.gather(x, dim, index)``."""
     ndim = len(conv.shape_of(node.args[0]))
-    dim = norm_dim(node.args[1], max(ndim, 1), "aten.gather")
+    norm_dim(node.args[1], max(ndim, 1), "aten.gather")  # (refuses an axis out of range)
     x, index = conv.arg(node.args[0]), conv.arg(node.args[2])
     if ndim == 0:
         return x
-    return conv.bb.emit(_op.gather_elements(x, index, axis=dim))
+    return conv.bb.emit(_op.gather_elements(x, index, axis=int(node.args[1])))  # torch's axis, as TVM
 
 
 def take_along_dim(node, conv):
