@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+import sys
 
 import numpy as np
 
@@ -102,8 +103,9 @@ def _pieces_to_output(node, conv):
 
 
 def slice_tensor(node, conv):
-    """``x[start:end:step]`` along ``dim`` as a strided slice of the length torch recorded (so
-    ``end`` may be past the axis or symbolic); a slice of the whole axis is ``x`` itself."""
+    """``x[start:end:step]`` along ``dim``: TVM's strided slice of torch's bounds where they are
+    constants, else a strided slice of the length torch recorded (``end`` may be symbolic; a
+    slice of the whole axis is ``x`` itself)."""
     x = conv.arg(node.args[0])
     in_shape, out_shape = conv.shape_of(node.args[0]), conv.shape_of(node)
     dim = norm_dim(arg_or(node, 1, "dim", 0), len(in_shape), "aten.slice.Tensor")
@@ -111,6 +113,9 @@ def slice_tensor(node, conv):
     start = 0 if start is None else start
     step = int(arg_or(node, 4, "step", 1))
     in_len, out_len = in_shape[dim], out_shape[dim]
+    raw = _raw_slice(node, conv, x, start, step, out_len)
+    if raw is not None:
+        return raw
     if isinstance(start, int) and start == 0 and step == 1 and (
             out_len is in_len or (isinstance(out_len, int) and out_len == in_len)):
         return x
@@ -121,6 +126,21 @@ def slice_tensor(node, conv):
                          f"to a length of {out_len} is not supported (a constant start and length are)")
     end = start + (out_len - 1) * step + 1 if out_len else start
     return conv.bb.emit(_op.strided_slice(x, [dim], [start], [end], [step]))
+
+
+def _raw_slice(node, conv, x, start, step, out_len):
+    """TVM's form of a slice of constant bounds: ``strided_slice`` with torch's own axis, start
+    and end (``sys.maxsize`` for none), a whole-axis slice included; None where Relax's clamping
+    would not give the length torch recorded (then the caller works the bounds out)."""
+    end = conv.arg(arg_or(node, 3, "end", None))
+    end = sys.maxsize if end is None else end
+    if not all(isinstance(v, int) for v in (start, end, out_len)):
+        return None
+    call = conv.bb.normalize(_op.strided_slice(x, [int(arg_or(node, 1, "dim", 0))], [start], [end], [step]))
+    vals = struct_info_of(call).shape_values
+    if vals is None or getattr(vals[int(arg_or(node, 1, "dim", 0))], "value", None) != out_len:
+        return None
+    return conv.bb.emit(call)
 
 
 def select(node, conv):

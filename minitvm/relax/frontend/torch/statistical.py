@@ -144,11 +144,9 @@ def vector_norm(node, conv):
     if p == 0:
         nonzero = _op.astype(_op.not_equal(a, conv.scalar(0, a)), dtype)
         return conv.bb.emit(_op.sum(nonzero, axis=axes, keepdims=keepdim))
-    if p == 1:
-        return conv.bb.emit(_op.sum(a, axis=axes, keepdims=keepdim))
-    if p == 2:
-        return conv.bb.emit(_op.sqrt(_op.sum(_op.multiply(a, a), axis=axes, keepdims=keepdim)))
-    total = _op.sum(_op.power(a, conv.scalar(p, a)), axis=axes, keepdims=keepdim)
+    # every other order as TVM spells it, 1 and 2 included: power, sum, power
+    powered = conv.bb.emit(_op.power(a, conv.scalar(p, a)))
+    total = conv.bb.emit(_op.sum(powered, axis=axes, keepdims=keepdim))
     return conv.bb.emit(_op.power(total, conv.scalar(1.0 / p, a)))
 
 
