@@ -307,10 +307,11 @@ def batch_norm_no_training(node, conv):
     """``_native_batch_norm_legit_no_training``: (output, saved mean, saved invstd)."""
     x, w, b, mean, var = (conv.arg(a) for a in node.args[:5])
     eps = float(arg_or(node, 6, "eps", 1e-5))
-    return (_batch_norm_output(conv, node, x, w, b, mean, var, eps), None, None)
+    momentum = float(arg_or(node, 5, "momentum", 0.1))
+    return (_batch_norm_output(conv, node, x, w, b, mean, var, eps, momentum), None, None)
 
 
-def _batch_norm_output(conv, node, x, w, b, mean, var, eps):
+def _batch_norm_output(conv, node, x, w, b, mean, var, eps, momentum):
     """Inference batch norm over axis 1 with the running statistics; missing affine
     parameters are ones and zeros."""
     dtype = conv.dtype_of(node.args[0])
@@ -319,7 +320,8 @@ def _batch_norm_output(conv, node, x, w, b, mean, var, eps):
         w = const(np.ones((channels,), dtype))
     if b is None:
         b = const(np.zeros((channels,), dtype))
-    out = conv.bb.emit(_op.nn.batch_norm(x, w, b, mean, var, axis=1, epsilon=eps, training=False))
+    # torch's momentum kept as TVM keeps it (inference does not read it)
+    out = conv.bb.emit(_op.nn.batch_norm(x, w, b, mean, var, axis=1, epsilon=eps, momentum=momentum, training=False))
     return conv.bb.emit(TupleGetItem(out, 0))
 
 
@@ -330,7 +332,7 @@ def batch_norm(node, conv):
     x, w, b, mean, var = (conv.arg(arg_or(node, k, name, None)) for k, name in
                           enumerate(("input", "weight", "bias", "running_mean", "running_var")))
     eps = float(arg_or(node, 7, "eps", 1e-5))
-    return _batch_norm_output(conv, node, x, w, b, mean, var, eps)
+    return _batch_norm_output(conv, node, x, w, b, mean, var, eps, float(arg_or(node, 6, "momentum", 0.1)))
 
 
 def _ones_or(conv, value, count, dtype, fill=1.0):
