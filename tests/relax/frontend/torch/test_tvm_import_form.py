@@ -80,3 +80,21 @@ def test_reshape_fills_its_hole_and_squeeze_keeps_a_longer_axis():
     assert [int(d) for d in mod["main"].ret_struct_info.shape.values] == [6, 2]
     a = np.random.default_rng(1).standard_normal((3, 1, 4, 1)).astype("float32")
     np.testing.assert_allclose(_run(mod, a)[0], a.reshape(6, 2))
+
+
+class _Add(torch.nn.Module):
+    def forward(self, x, y):
+        return x + y
+
+
+def test_custom_convert_map_takes_tvms_key_without_aten():
+    # TVM keys its converters "add.Tensor"; minitvm's own are "aten.add.Tensor": both override
+    def as_subtract(node, importer):
+        x, y = importer.retrieve_args(node)
+        return importer.block_builder.emit(relax.op.subtract(x, y))
+
+    args = (torch.ones(3), torch.full((3,), 2.0))
+    ep = torch.export.export(_Add(), args)
+    for key in ("add.Tensor", "aten.add.Tensor"):
+        mod = from_exported_program(ep, custom_convert_map={key: as_subtract})
+        assert _ops(mod) == ["relax.subtract"], key
