@@ -110,13 +110,12 @@ _FLOAT_DTYPES = ("float", "bfloat")
 
 
 def _check_dtype(row: ElementwiseOp, dtype: str) -> None:
-    """Refuse operand dtypes the row's ``dtypes`` rule excludes."""
+    """Refuse operand dtypes the row's ``dtypes`` rule excludes (``int_or_bool`` rows take
+    float tensors, as TVM's struct info does; LegalizeOps refuses them)."""
     op_name = row.relax_name
     if row.dtypes == "bool" and dtype != "bool":
         raise StructInfoError(f"{op_name} needs bool tensors, got dtype {dtype}; "
                               "compare with relax.op.not_equal(x, 0) first")
-    if row.dtypes == "int_or_bool" and not (dtype == "bool" or dtype.startswith(("int", "uint"))):
-        raise StructInfoError(f"{op_name} needs integer or bool tensors, got dtype {dtype}")
     if row.dtypes == "float" and not dtype.startswith(_FLOAT_DTYPES):
         raise StructInfoError(f"{op_name} needs floating-point tensors, got dtype {dtype}")
 

@@ -133,16 +133,19 @@ _like("full_like", "A tensor like x filled with a 0-d fill value.")
 
 def zeros_like(x: Expr, dtype: str | None = None) -> Call:
     """A tensor like ``x`` filled with 0."""
+    dtype = None if dtype == "void" else dtype  # TVM's void dtype: none given, x's
     return make_call("relax.zeros_like", x, attrs={"dtype": dtype})
 
 
 def ones_like(x: Expr, dtype: str | None = None) -> Call:
     """A tensor like ``x`` filled with 1."""
+    dtype = None if dtype == "void" else dtype  # TVM's void dtype: none given, x's
     return make_call("relax.ones_like", x, attrs={"dtype": dtype})
 
 
 def full_like(x: Expr, fill_value: Any, dtype: str | None = None) -> Call:
     """A tensor like ``x`` (dtype: ``dtype`` or ``x``'s) filled with ``fill_value``."""
+    dtype = None if dtype == "void" else dtype  # TVM's void dtype: none given, x's
     fill_dtype = dtype or getattr(getattr(x, "struct_info_", None), "dtype", None)
     return make_call("relax.full_like", x, _fill(fill_value, fill_dtype if fill_dtype != "void" else None),
                      attrs={"dtype": dtype})

@@ -195,6 +195,7 @@ def reshape(x: Expr, shape: Any) -> Call:
     return make_call(op, x, ShapeExpr(dims))
 
 
+
 # -- flatten -------------------------------------------------------------------------------
 
 @register("relax.flatten", pattern=OpPattern.INJECTIVE, num_inputs=1)

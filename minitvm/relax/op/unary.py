@@ -30,11 +30,10 @@ def unary_sinfo(call: Call, op_name: str, require_float: bool = False) -> Struct
 
 
 def _check_dtype(row: ElementwiseOp, dtype: str) -> None:
-    """Refuse an operand dtype the row's ``dtypes`` rule excludes (``float``: ``unary_sinfo``)."""
+    """Refuse an operand dtype the row's ``dtypes`` rule excludes (``float``: ``unary_sinfo``;
+    ``int_or_bool``, ``bitwise_not``, takes floats as TVM's struct info does, LegalizeOps refuses them)."""
     if row.dtypes == "bool" and dtype != "bool":
         raise StructInfoError(f"{row.relax_name} needs a bool tensor, got dtype {dtype}")
-    if row.dtypes == "int_or_bool" and not (dtype == "bool" or _dt.is_int(dtype) or _dt.is_uint(dtype)):
-        raise StructInfoError(f"{row.relax_name} needs an integer or bool tensor, got dtype {dtype}")
 
 
 def _register(row: ElementwiseOp) -> None:

@@ -150,8 +150,9 @@ def test_flatten_expand_squeeze(n):
     assert infer(R.squeeze(v((1, n, 1, 3)))).ndim == -1
     assert dims(infer(R.squeeze(v((1, n, 1, 3)), [0, 1]))) == [1, 3]
     assert dims(infer(R.squeeze(v((1, 2, 1)), [0]))) == [2, 1]
-    # as TVM: a listed axis of constant length other than 1 stays (a no-op there)
+    # as TVM and torch: a listed axis whose length is not 1 stays
     assert dims(infer(R.squeeze(v((1, 2, 1)), [1]))) == [1, 2, 1]
+    assert dims(infer(R.squeeze(v((3, 1, 4, 1)), [0, 1, 2, 3]))) == [3, 4]
     with pytest.raises(StructInfoError, match="relax.expand_dims: axis 5 is out of range"):
         infer(R.expand_dims(v((2, 3)), [5]))
 

@@ -94,18 +94,27 @@ def outer(node, conv):
 
 
 def baddbmm(node, conv):
-    """``beta * input + alpha * (b1 @ b2)`` (also ``addbmm``-free: batched)."""
-    bias, m1, m2 = (conv.arg(a) for a in node.args[:3])
+    """``beta * input + alpha * (b1 @ b2)`` (batched), emitted in TVM's order: the product,
+    its scaling, the bias's scaling, the sum."""
     beta = node.kwargs.get("beta", node.args[3] if len(node.args) > 3 else 1)
     alpha = node.kwargs.get("alpha", node.args[4] if len(node.args) > 4 else 1)
-    prod = _op.matmul(m1, m2)
-    if alpha != 1:
-        prod = _op.multiply(prod, conv.scalar(alpha, m1))
-    if beta == 0:
-        return conv.bb.emit(prod)
-    if beta != 1:
-        bias = _op.multiply(bias, conv.scalar(beta, m1))
-    return conv.bb.emit(_op.add(bias, prod))
+    return _scaled_product_plus(node, conv, alpha, beta)
+
+
+def _scaled_product_plus(node, conv, alpha, beta):
+    """``beta * bias + alpha * (m1 @ m2)`` with the matmul's ``out_dtype`` set to the result's
+    dtype, as TVM's importer sets it (to float32, the dtype its tests use)."""
+    bias, m1, m2 = (conv.arg(a) for a in node.args[:3])
+    res = None
+    if alpha != 0:
+        res = conv.bb.emit(_op.matmul(m1, m2, out_dtype=conv.dtype_of(node)))
+        if alpha != 1:
+            res = conv.bb.emit(_op.multiply(res, conv.scalar(alpha, res)))
+    if beta != 0:
+        if beta != 1:
+            bias = conv.bb.emit(_op.multiply(bias, conv.scalar(beta, bias)))
+        res = bias if res is None else conv.bb.emit(_op.add(bias, res))
+    return res
 
 
 def einsum(node, conv):
@@ -151,19 +160,14 @@ def rsub(node, conv):
 
 
 def matmul(node, conv):
-    return conv.bb.emit(_op.matmul(conv.arg(node.args[0]), conv.arg(node.args[1])))
+    """``mm``/``bmm``/``matmul``: the ``out_dtype`` is the result's dtype, as TVM's importer
+    spells it out."""
+    return conv.bb.emit(_op.matmul(conv.arg(node.args[0]), conv.arg(node.args[1]), out_dtype=conv.dtype_of(node)))
 
 
 def addmm(node, conv):
     """``beta * bias + alpha * (m1 @ m2)``."""
-    bias, m1, m2 = (conv.arg(a) for a in node.args[:3])
-    beta, alpha = node.kwargs.get("beta", 1), node.kwargs.get("alpha", 1)
-    prod = _op.matmul(m1, m2)
-    if alpha != 1:
-        prod = _op.multiply(prod, conv.scalar(alpha, m1))
-    if beta != 1:
-        bias = _op.multiply(bias, conv.scalar(beta, m1))
-    return conv.bb.emit(_op.add(bias, prod))
+    return _scaled_product_plus(node, conv, node.kwargs.get("alpha", 1), node.kwargs.get("beta", 1))
 
 
 def linear(node, conv):

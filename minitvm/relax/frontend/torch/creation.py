@@ -26,21 +26,33 @@ def _full_to_output(value_index: int | None, fill: float | None = None):
 
 
 def _full_like(fill: float | None):
+    """full_like / zeros_like / ones_like as TVM emits them: ``full_like(x, R.const(value))``
+    with the value's own dtype (an int is int32, a float float32) and no ``dtype`` when the
+    result keeps ``x``'s; a value int32 cannot hold, or another result dtype, is spelled in that."""
     def convert(node, conv):
         dtype = conv.dtype_of(node)
         value = node.args[1] if fill is None else fill
-        return conv.bb.emit(_op.full_like(conv.arg(node.args[0]), _fill_const(value, dtype), dtype))
+        if dtype != conv.dtype_of(node.args[0]):
+            return conv.bb.emit(_op.full_like(conv.arg(node.args[0]), _fill_const(value, dtype), dtype))
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                isinstance(value, int) and not -2**31 <= value < 2**31:
+            fill_value = _fill_const(value, dtype)
+        else:
+            fill_value = const(np.array(value, dtype="int32" if isinstance(value, int) else "float32"))
+        return conv.bb.emit(_op.full_like(conv.arg(node.args[0]), fill_value))
     return convert
 
 
 def arange(node, conv):
-    """``torch.arange(start, end, step)`` of constant bounds, in the dtype torch chose."""
+    """``torch.arange(start, end, step)`` in the dtype torch chose: ``R.arange`` of integer or
+    symbolic bounds, as TVM emits it; float bounds a constant of torch's values."""
     values = [conv.arg(a) for a in node.args]
     if len(values) == 1:
         values = [0, values[0]]
     start, end = values[0], values[1]
     step = values[2] if len(values) > 2 else node.kwargs.get("step", 1)
-    if all(isinstance(v, (int, float)) for v in (start, end, step)):
+    if any(isinstance(v, float) for v in (start, end, step)) and \
+            all(isinstance(v, (int, float)) for v in (start, end, step)):
         return torch_constant(node, conv)  # torch's own values (a float step accumulates its way)
 
     for v in (start, end, step):
@@ -88,8 +100,8 @@ def fill_tensor(node, conv):
 
 
 def scalar_tensor(node, conv):
-    """A 0-d constant."""
-    return _fill_const(node.args[0], conv.dtype_of(node))
+    """A 0-d constant, bound to a variable as TVM binds it."""
+    return conv.bb.emit(_fill_const(node.args[0], conv.dtype_of(node)))
 
 
 def lift_fresh_copy(node, conv):
@@ -98,9 +110,16 @@ def lift_fresh_copy(node, conv):
 
 
 def empty_to_zeros(node, conv):
-    """``empty`` / ``empty_like``: any values are correct, zeros are deterministic."""
-    dtype = conv.dtype_of(node)
-    return conv.bb.emit(_op.full(conv.shape_of(node), _fill_const(0, dtype), dtype))
+    """``empty`` and ``zeros``: any values are correct for empty, zeros are deterministic;
+    ``R.zeros`` as TVM emits both."""
+    return conv.bb.emit(_op.zeros(conv.shape_of(node), conv.dtype_of(node)))
+
+
+def empty_like(node, conv):
+    """``empty_like(x)``: ``R.zeros_like`` as TVM (or zeros of torch's shape in another dtype)."""
+    if conv.dtype_of(node) != conv.dtype_of(node.args[0]):
+        return empty_to_zeros(node, conv)
+    return conv.bb.emit(_op.zeros_like(conv.arg(node.args[0])))
 
 
 def fill_scalar(node, conv):
@@ -112,13 +131,13 @@ def fill_scalar(node, conv):
 
 CONVERTERS = {
     "aten.full.default": _full_to_output(1),
-    "aten.zeros.default": _full_to_output(None, 0),
+    "aten.zeros.default": empty_to_zeros,
     "aten.ones.default": _full_to_output(None, 1),
     "aten.new_full.default": _full_to_output(2),
     "aten.new_zeros.default": _full_to_output(None, 0),
     "aten.new_ones.default": _full_to_output(None, 1),
     "aten.empty.memory_format": empty_to_zeros,
-    "aten.empty_like.default": empty_to_zeros,
+    "aten.empty_like.default": empty_like,
     "aten.full_like.default": _full_like(None),
     "aten.zeros_like.default": _full_like(0),
     "aten.ones_like.default": _full_like(1),

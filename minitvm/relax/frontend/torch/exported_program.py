@@ -411,6 +411,16 @@ def _training_reason(node: Any, name: str) -> str | None:
     return None
 
 
+def _aten_keys(custom: dict[str, Callable]) -> dict[str, Callable]:
+    """``custom_convert_map`` keyed as minitvm names ops (``aten.add.Tensor``); TVM's spelling
+    without the namespace (``add.Tensor``) names the same ATen op, so it is keyed both ways."""
+    out = dict(custom)
+    for name, fn in custom.items():
+        if not name.startswith("aten."):
+            out.setdefault(f"aten.{name}", fn)
+    return out
+
+
 def from_exported_program(ep: Any, *, keep_params_as_input: bool = False, unwrap_unit_return_tuple: bool = False,
                           no_bind_return_tuple: bool = False,
                           custom_convert_map: dict[str, Callable] | None = None,
@@ -425,14 +435,16 @@ def from_exported_program(ep: Any, *, keep_params_as_input: bool = False, unwrap
     to one variable, or with ``no_bind_return_tuple`` built in the ``return`` from one output
     variable per value.  ``run_ep_decomposition`` (default True) first runs
     ``ep.run_decompositions()``.
-    ``custom_convert_map`` adds or overrides converters: ``{"aten.op.overload": fn(node, converter)}``.
+    ``custom_convert_map`` adds or overrides converters: ``{"aten.op.overload": fn(node, converter)}``
+    (TVM's ``"op.overload"``, without ``aten.``, is taken too).
     Dynamic dimensions (``torch.export.Dim``) become int64 tir variables named after torch's
     symbols.
     """
     if run_ep_decomposition:
         ep = run_decompositions(ep)
-    convert_map = {**CONVERTERS, **(custom_convert_map or {})}
-    converter = ExportedProgramConverter(convert_map, frozenset(custom_convert_map or ()))
+    custom = _aten_keys(custom_convert_map or {})
+    convert_map = {**CONVERTERS, **custom}
+    converter = ExportedProgramConverter(convert_map, frozenset(custom))
     return converter.convert(ep, keep_params_as_input, unwrap_unit_return_tuple,
                              no_bind_return_tuple)
 

@@ -92,8 +92,16 @@ def _flatten(conv, node, args, kwargs, mod):
 
 
 def _shape_method(aten: str) -> Adapter:
-    """view / reshape / unsqueeze / squeeze / expand: converted from the recorded output shape."""
+    """view / reshape / expand: converted from the recorded output shape."""
     return lambda conv, node, args, kwargs, mod: (aten, args[:1], {})
+
+
+def _dim_method(aten: str) -> Adapter:
+    """unsqueeze / squeeze: the tensor and its ``dim`` (positional or keyword; squeeze may have none)."""
+    def adapt(conv, node, args, kwargs, mod):
+        dim = args[1] if len(args) > 1 else kwargs.get("dim")
+        return aten, (args[0],) if dim is None else (args[0], dim), {}
+    return adapt
 
 
 def _permute(conv, node, args, kwargs, mod):
@@ -375,7 +383,7 @@ def _function_adapters() -> dict[Any, Adapter]:
         operator.truediv: _same("aten.div.Tensor"), torch.div: _same("aten.div.Tensor"),
         operator.matmul: _same("aten.matmul.default"), torch.matmul: _same("aten.matmul.default"),
         torch.flatten: _flatten, torch.reshape: _shape_method("aten.reshape.default"),
-        torch.unsqueeze: _shape_method("aten.unsqueeze.default"), torch.squeeze: _shape_method("aten.squeeze.dims"),
+        torch.unsqueeze: _dim_method("aten.unsqueeze.default"), torch.squeeze: _dim_method("aten.squeeze.dims"),
         torch.transpose: _same("aten.transpose.int"), torch.permute: _permute,
         torch.cat: lambda conv, node, args, kwargs, mod: ("aten.cat.default",
                                                           (args[0], _p(args, kwargs, 1, "dim", 0)), {}),
@@ -400,8 +408,8 @@ _METHODS: dict[str, Adapter] = {
     "relu": _unary("aten.relu.default"), "sigmoid": _unary("aten.sigmoid.default"),
     "tanh": _unary("aten.tanh.default"), "exp": _unary("aten.exp.default"),
     "view": _shape_method("aten.view.default"), "reshape": _shape_method("aten.reshape.default"),
-    "flatten": _flatten, "unsqueeze": _shape_method("aten.unsqueeze.default"),
-    "squeeze": _shape_method("aten.squeeze.dims"), "expand": _shape_method("aten.expand.default"),
+    "flatten": _flatten, "unsqueeze": _dim_method("aten.unsqueeze.default"),
+    "squeeze": _dim_method("aten.squeeze.dims"), "expand": _shape_method("aten.expand.default"),
     "permute": _permute, "transpose": _same("aten.transpose.int"), "t": _unary("aten.t.default"),
     "contiguous": _unary("aten.contiguous.default"),
     "softmax": _with_dim("aten._softmax.default"), "log_softmax": _with_dim("aten._log_softmax.default"),

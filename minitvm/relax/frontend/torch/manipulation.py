@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+import sys
 
 import numpy as np
 
@@ -36,6 +37,24 @@ def reshape_to_output(node, conv):
     return conv.bb.emit(_op.reshape(conv.arg(node.args[0]), conv.shape_of(node)))
 
 
+def unsqueeze(node, conv):
+    """``x.unsqueeze(dim)``: ``expand_dims`` at torch's (possibly negative) axis, as TVM."""
+    return conv.bb.emit(_op.expand_dims(conv.arg(node.args[0]), [int(arg_or(node, 1, "dim", 0))]))
+
+
+def squeeze(node, conv):
+    """``x.squeeze(dims)``: ``relax.squeeze`` of the listed axes as TVM emits it (a listed axis
+    of another length stays, in both); a listed axis of symbolic length, which Relax would drop
+    and torch keeps unless it is 1, takes a reshape to torch's recorded shape instead."""
+    dims = arg_or(node, 1, "dim", None)
+    shape = conv.shape_of(node.args[0])
+    if dims is not None:
+        dims = [int(dims)] if isinstance(dims, int) else [int(d) for d in dims]
+    if any(not isinstance(shape[d], int) for d in (range(len(shape)) if dims is None else dims)):
+        return reshape_to_output(node, conv)
+    return conv.bb.emit(_op.squeeze(conv.arg(node.args[0]), dims))
+
+
 def expand(node, conv):
     return conv.bb.emit(_op.broadcast_to(conv.arg(node.args[0]), conv.shape_of(node)))
 
@@ -50,7 +69,8 @@ def cat(node, conv):
     parts = [conv.as_dtype(conv.arg(a), dtype) for a in xs]
     if len(parts) == 1:
         return parts[0]
-    return conv.bb.emit(_op.concat(parts, axis=norm_dim(int(dim), max(ndim, 1), "aten.cat")))
+    norm_dim(int(dim), max(ndim, 1), "aten.cat")  # (refuses an axis out of range)
+    return conv.bb.emit(_op.concat(parts, axis=int(dim)))  # torch's axis, as TVM
 
 
 def _split_at(conv, node, sizes, dim):
@@ -83,8 +103,9 @@ def _pieces_to_output(node, conv):
 
 
 def slice_tensor(node, conv):
-    """``x[start:end:step]`` along ``dim`` as a strided slice of the length torch recorded (so
-    ``end`` may be past the axis or symbolic); a slice of the whole axis is ``x`` itself."""
+    """``x[start:end:step]`` along ``dim``: TVM's strided slice of torch's bounds where they are
+    constants, else a strided slice of the length torch recorded (``end`` may be symbolic; a
+    slice of the whole axis is ``x`` itself)."""
     x = conv.arg(node.args[0])
     in_shape, out_shape = conv.shape_of(node.args[0]), conv.shape_of(node)
     dim = norm_dim(arg_or(node, 1, "dim", 0), len(in_shape), "aten.slice.Tensor")
@@ -92,6 +113,9 @@ def slice_tensor(node, conv):
     start = 0 if start is None else start
     step = int(arg_or(node, 4, "step", 1))
     in_len, out_len = in_shape[dim], out_shape[dim]
+    raw = _raw_slice(node, conv, x, start, step, out_len)
+    if raw is not None:
+        return raw
     if isinstance(start, int) and start == 0 and step == 1 and (
             out_len is in_len or (isinstance(out_len, int) and out_len == in_len)):
         return x
@@ -102,6 +126,21 @@ def slice_tensor(node, conv):
                          f"to a length of {out_len} is not supported (a constant start and length are)")
     end = start + (out_len - 1) * step + 1 if out_len else start
     return conv.bb.emit(_op.strided_slice(x, [dim], [start], [end], [step]))
+
+
+def _raw_slice(node, conv, x, start, step, out_len):
+    """TVM's form of a slice of constant bounds: ``strided_slice`` with torch's own axis, start
+    and end (``sys.maxsize`` for none), a whole-axis slice included; None where Relax's clamping
+    would not give the length torch recorded (then the caller works the bounds out)."""
+    end = conv.arg(arg_or(node, 3, "end", None))
+    end = sys.maxsize if end is None else end
+    if not all(isinstance(v, int) for v in (start, end, out_len)):
+        return None
+    call = conv.bb.normalize(_op.strided_slice(x, [int(arg_or(node, 1, "dim", 0))], [start], [end], [step]))
+    vals = struct_info_of(call).shape_values
+    if vals is None or getattr(vals[int(arg_or(node, 1, "dim", 0))], "value", None) != out_len:
+        return None
+    return conv.bb.emit(call)
 
 
 def select(node, conv):
@@ -242,11 +281,11 @@ def _masked_put(conv, node, x, mask_node, first, values, accumulate):
 def gather(node, conv):
     """``torch.gather(x, dim, index)``."""
     ndim = len(conv.shape_of(node.args[0]))
-    dim = norm_dim(node.args[1], max(ndim, 1), "aten.gather")
+    norm_dim(node.args[1], max(ndim, 1), "aten.gather")  # (refuses an axis out of range)
     x, index = conv.arg(node.args[0]), conv.arg(node.args[2])
     if ndim == 0:
         return x
-    return conv.bb.emit(_op.gather_elements(x, index, axis=dim))
+    return conv.bb.emit(_op.gather_elements(x, index, axis=int(node.args[1])))  # torch's axis, as TVM
 
 
 def take_along_dim(node, conv):
@@ -626,12 +665,12 @@ CONVERTERS = {
     "aten.reshape.default": reshape_to_output,
     "aten._unsafe_view.default": reshape_to_output,
     "aten.flatten.using_ints": reshape_to_output,
-    "aten.unsqueeze.default": reshape_to_output,
-    "aten.squeeze.dim": reshape_to_output,
-    "aten.squeeze.dims": reshape_to_output,
+    "aten.unsqueeze.default": unsqueeze,
+    "aten.squeeze.dim": squeeze,
+    "aten.squeeze.dims": squeeze,
     "aten.expand.default": expand,
     "aten.cat.default": cat,
-    "aten.squeeze.default": reshape_to_output,
+    "aten.squeeze.default": squeeze,
     "aten.split_with_sizes.default": split_with_sizes,
     "aten.split.Tensor": _pieces_to_output,
     "aten.chunk.default": _pieces_to_output,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ... import op as _op
-from ...expr import TupleGetItem, const, struct_info_of
+from ...analysis.struct_info_analysis import prove_dim_equal
+from ...expr import Tuple, TupleGetItem, const, struct_info_of
 from ._common import arg_or
 
 
@@ -54,10 +55,12 @@ def _convolve(conv, node, x_node, w_node, bias, stride, padding, dilation, trans
     if transposed:
         fn = {1: _op.nn.conv1d_transpose, 2: _op.nn.conv2d_transpose}[dim]
         out = conv.bb.emit(fn(x, w, strides=stride, padding=before + after,
-                              output_padding=_per_dim(output_padding, dim), dilation=dilation, groups=int(groups)))
+                              output_padding=_per_dim(output_padding, dim), dilation=dilation, groups=int(groups),
+                              out_dtype=conv.dtype_of(node)))
     else:
         fn = {1: _op.nn.conv1d, 2: _op.nn.conv2d, 3: _op.nn.conv3d}[dim]
-        out = conv.bb.emit(fn(x, w, strides=stride, padding=before + after, dilation=dilation, groups=int(groups)))
+        out = conv.bb.emit(fn(x, w, strides=stride, padding=before + after, dilation=dilation, groups=int(groups),
+                              out_dtype=conv.dtype_of(node)))
     if bias is not None:
         out = conv.bb.emit(_op.add(out, _op.reshape(conv.arg(bias), [1, -1] + [1] * dim)))
     return _unbatched(conv, out, unbatched)
@@ -110,53 +113,58 @@ def _pool_args(node, dim: int, avg: bool):
         return kernel, stride, padding, [1] * dim, bool(arg_or(node, 4, "ceil_mode", False)), \
             bool(arg_or(node, 5, "count_include_pad", True))
     return kernel, stride, padding, _per_dim(arg_or(node, 4, "dilation", 1), dim), \
-        bool(arg_or(node, 5, "ceil_mode", False)), True
+        bool(arg_or(node, 5, "ceil_mode", False)), False
 
 
-def _pool2d(conv, x, kind, kernel, stride, padding, dilation, ceil_mode, count_include_pad):
-    fn = _op.nn.max_pool2d if kind == "max" else _op.nn.avg_pool2d
+def _pool(conv, x, kind, dim, kernel, stride, padding, dilation, ceil_mode, count_include_pad):
+    fn = {("max", 2): _op.nn.max_pool2d, ("avg", 2): _op.nn.avg_pool2d,
+          ("max", 3): _op.nn.max_pool3d, ("avg", 3): _op.nn.avg_pool3d}[kind, dim]
     return conv.bb.emit(fn(x, pool_size=kernel, strides=stride, padding=padding, dilation=dilation,
                            ceil_mode=ceil_mode, count_include_pad=count_include_pad))
 
 
 def _pool_nd(kind: str, dim: int):
-    """max / avg pooling in 1, 2 or 3 dims through the 2-D kernel: 1-D as a 1 x k window, 3-D
-    as a pool over (H, W) then one over D (a box's max or mean is separable, torch's divisor
-    of ``count_include_pad`` too)."""
+    """max / avg pooling in 1, 2 or 3 dims (1-D through the 2-D kernel as a 1 x k window), as
+    TVM emits it; ``*_with_indices`` gives TVM's pair (the result, ``zeros_like`` it in place of
+    the indices, which ``_check_pool`` refuses to read)."""
     def convert(node, conv):
         kernel, stride, padding, dilation, ceil_mode, cip = _pool_args(node, dim, kind == "avg")
         x, unbatched = _batched(conv, conv.arg(node.args[0]), node.args[0], dim)
         val = node.meta["val"]
         out_shape = [conv._prim(d) for d in val[0].shape] if isinstance(val, (tuple, list)) else conv.shape_of(node)
         out_shape = list(out_shape) if not unbatched else [1] + list(out_shape)
-        shape = struct_info_of(x).shape_values
         if dim == 1:
             x = conv.bb.emit(_op.expand_dims(x, [2]))
-            out = _pool2d(conv, x, kind, [1] + kernel, [1] + stride, [0] + padding, [1] + dilation, ceil_mode, cip)
-        elif dim == 2:
-            out = _pool2d(conv, x, kind, kernel, stride, padding, dilation, ceil_mode, cip)
+            out = _pool(conv, x, kind, 2, [1] + kernel, [1] + stride, [0] + padding, [1] + dilation, ceil_mode, cip)
         else:
-            n, c, d = shape[0], shape[1], shape[2]
-            x = conv.bb.emit(_op.reshape(x, [n, c * d, shape[3], shape[4]]))
-            hw = _pool2d(conv, x, kind, kernel[1:], stride[1:], padding[1:], dilation[1:], ceil_mode, cip)
-            oh, ow = struct_info_of(hw).shape_values[2:]
-            hw = conv.bb.emit(_op.reshape(hw, [n, c, d, oh * ow]))
-            out = _pool2d(conv, hw, kind, [kernel[0], 1], [stride[0], 1], [padding[0], 0], [dilation[0], 1],
-                          ceil_mode, cip)
-        out = conv.bb.emit(_op.reshape(out, out_shape))
+            out = _pool(conv, x, kind, dim, kernel, stride, padding, dilation, ceil_mode, cip)
+        if not _same_shape(struct_info_of(out).shape_values, out_shape):
+            out = conv.bb.emit(_op.reshape(out, out_shape))
         out = _unbatched(conv, out, unbatched)
-        return (out, None) if isinstance(node.meta["val"], (tuple, list)) else out
+        if isinstance(node.meta["val"], (tuple, list)):
+            return conv.bb.emit(Tuple([out, _op.zeros_like(out)]))
+        return out
     return convert
+
+
+def _same_shape(have, want) -> bool:
+    """Two shapes proved equal, dimension by dimension."""
+    if have is None or len(have) != len(want):
+        return False
+    return all(prove_dim_equal(h, w) for h, w in zip(have, want))
 
 
 def _check_pool(node, conv):
     if "avg_pool" in str(node.target) and arg_or(node, 6, "divisor_override", None) is not None:
         return "avg_pool's divisor_override is not supported"
+    if "with_indices" in str(node.target) and any(
+            len(user.args) > 1 and user.args[1] == 1 for user in node.users):
+        return "the indices output of max_pool is not supported (only its values are)"
     return None
 
 
 def _adaptive_avg(dim: int):
-    """adaptive average pooling in 1, 2 or 3 dims through the 2-D kernel (separable, as above)."""
+    """adaptive average pooling in 1, 2 or 3 dims (1-D through the 2-D kernel), as TVM emits it."""
     def convert(node, conv):
         x, unbatched = _batched(conv, conv.arg(node.args[0]), node.args[0], dim)
         size = _per_dim(node.args[1], dim)
@@ -166,12 +174,10 @@ def _adaptive_avg(dim: int):
         elif dim == 2:
             out = conv.bb.emit(_op.nn.adaptive_avg_pool2d(x, tuple(size)))
         else:
-            n, c, d = shape[0], shape[1], shape[2]
-            hw = conv.bb.emit(_op.nn.adaptive_avg_pool2d(_op.reshape(x, [n, c * d, shape[3], shape[4]]),
-                                                         tuple(size[1:])))
-            hw = conv.bb.emit(_op.reshape(hw, [n, c, d, size[1] * size[2]]))
-            out = conv.bb.emit(_op.nn.adaptive_avg_pool2d(hw, (size[0], size[1] * size[2])))
-        out = conv.bb.emit(_op.reshape(out, list(shape[:2]) + size))
+            out = conv.bb.emit(_op.nn.adaptive_avg_pool3d(x, tuple(size)))
+        want = list(shape[:2]) + size
+        if not _same_shape(struct_info_of(out).shape_values, want):
+            out = conv.bb.emit(_op.reshape(out, want))
         return _unbatched(conv, out, unbatched)
     return convert
 
@@ -301,10 +307,11 @@ def batch_norm_no_training(node, conv):
     """``_native_batch_norm_legit_no_training``: (output, saved mean, saved invstd)."""
     x, w, b, mean, var = (conv.arg(a) for a in node.args[:5])
     eps = float(arg_or(node, 6, "eps", 1e-5))
-    return (_batch_norm_output(conv, node, x, w, b, mean, var, eps), None, None)
+    momentum = float(arg_or(node, 5, "momentum", 0.1))
+    return (_batch_norm_output(conv, node, x, w, b, mean, var, eps, momentum), None, None)
 
 
-def _batch_norm_output(conv, node, x, w, b, mean, var, eps):
+def _batch_norm_output(conv, node, x, w, b, mean, var, eps, momentum):
     """Inference batch norm over axis 1 with the running statistics; missing affine
     parameters are ones and zeros."""
     dtype = conv.dtype_of(node.args[0])
@@ -313,7 +320,8 @@ def _batch_norm_output(conv, node, x, w, b, mean, var, eps):
         w = const(np.ones((channels,), dtype))
     if b is None:
         b = const(np.zeros((channels,), dtype))
-    out = conv.bb.emit(_op.nn.batch_norm(x, w, b, mean, var, axis=1, epsilon=eps, training=False))
+    # torch's momentum kept as TVM keeps it (inference does not read it)
+    out = conv.bb.emit(_op.nn.batch_norm(x, w, b, mean, var, axis=1, epsilon=eps, momentum=momentum, training=False))
     return conv.bb.emit(TupleGetItem(out, 0))
 
 
@@ -324,7 +332,7 @@ def batch_norm(node, conv):
     x, w, b, mean, var = (conv.arg(arg_or(node, k, name, None)) for k, name in
                           enumerate(("input", "weight", "bias", "running_mean", "running_var")))
     eps = float(arg_or(node, 7, "eps", 1e-5))
-    return _batch_norm_output(conv, node, x, w, b, mean, var, eps)
+    return _batch_norm_output(conv, node, x, w, b, mean, var, eps, float(arg_or(node, 6, "momentum", 0.1)))
 
 
 def _ones_or(conv, value, count, dtype, fill=1.0):
@@ -529,6 +537,8 @@ CONVERTERS = {
 CHECKS = {
     **{name: _check_convolution for name in ("aten.convolution.default", "aten.conv_transpose1d.default",
                                              "aten.conv_transpose2d.input")},
-    **{name: _check_pool for name in ("aten.avg_pool1d.default", "aten.avg_pool2d.default", "aten.avg_pool3d.default")},
+    **{name: _check_pool for name in ("aten.avg_pool1d.default", "aten.avg_pool2d.default", "aten.avg_pool3d.default",
+                                      "aten.max_pool1d_with_indices.default", "aten.max_pool2d_with_indices.default",
+                                      "aten.max_pool3d_with_indices.default")},
     "aten.scaled_dot_product_attention.default": _check_sdpa,
 }

@@ -144,24 +144,23 @@ def vector_norm(node, conv):
     if p == 0:
         nonzero = _op.astype(_op.not_equal(a, conv.scalar(0, a)), dtype)
         return conv.bb.emit(_op.sum(nonzero, axis=axes, keepdims=keepdim))
-    if p == 1:
-        return conv.bb.emit(_op.sum(a, axis=axes, keepdims=keepdim))
-    if p == 2:
-        return conv.bb.emit(_op.sqrt(_op.sum(_op.multiply(a, a), axis=axes, keepdims=keepdim)))
-    total = _op.sum(_op.power(a, conv.scalar(p, a)), axis=axes, keepdims=keepdim)
+    # every other order as TVM spells it, 1 and 2 included: power, sum, power
+    powered = conv.bb.emit(_op.power(a, conv.scalar(p, a)))
+    total = conv.bb.emit(_op.sum(powered, axis=axes, keepdims=keepdim))
     return conv.bb.emit(_op.power(total, conv.scalar(1.0 / p, a)))
 
 
 def _scan(fn):
-    """cumsum / cumprod along ``dim``, in the dtype torch chose (int64 for ints and bools)."""
+    """cumsum / cumprod along ``dim`` as TVM emits it: a ``dtype`` attribute only where the call
+    names one or torch promoted the input (bools and int32 run up in int64, not in their own)."""
     def convert(node, conv):
         dtype = conv.dtype_of(node)
-        x = conv.as_dtype(conv.arg(node.args[0]), dtype)
-        dim = int(arg_or(node, 1, "dim", 0))
-        ndim = len(conv.shape_of(node.args[0]))
-        if ndim == 0:
-            return x
-        return conv.bb.emit(fn(x, axis=dim % ndim, dtype=dtype))
+        x = conv.arg(node.args[0])
+        if len(conv.shape_of(node.args[0])) == 0:
+            return conv.as_dtype(x, dtype)
+        if "dtype" not in node.kwargs and conv.dtype_of(node.args[0]) == dtype:
+            dtype = None
+        return conv.bb.emit(fn(x, axis=int(arg_or(node, 1, "dim", 0)), dtype=dtype))
     convert.__name__ = f"convert_{fn.__name__}"
     return convert
 

@@ -81,12 +81,26 @@ def _binary(fn: Callable) -> LegalizeFunc:
 
 # every row of the operator table (minitvm.tir.op_table): binary ops fold a scalar constant operand;
 # TVM names the kernels of unary math ops ``tir_<op>`` (``tir_exp``), the others keep TOPI's name
+def _integers_only(op_name: str, legalize: LegalizeFunc) -> LegalizeFunc:
+    """Refuse a float operand here, where TVM does: its struct info takes ``bitwise_or`` of two
+    float tensors (the torch importer's tests write such modules), lowering it cannot."""
+    def checked(bb: BlockBuilder, call: Call) -> Expr:
+        dtype = call.struct_info.dtype
+        if not (dtype == "bool" or dtype.startswith(("int", "uint"))):
+            raise TypeError(f"LegalizeOps: {op_name} needs integer or bool tensors, got dtype {dtype}")
+        return legalize(bb, call)
+    return checked
+
+
 for _row in ELEMENTWISE:
     _fn = getattr(topi, _row.name)
     if _row.arity == 2:
-        register_legalize(_row.relax_name, _binary(_fn))
+        _legalize = _binary(_fn)
     else:
-        register_legalize(_row.relax_name, _te(_fn, name=f"tir_{_row.name}" if _row.kernel == "tir" else None))
+        _legalize = _te(_fn, name=f"tir_{_row.name}" if _row.kernel == "tir" else None)
+    if _row.dtypes == "int_or_bool":
+        _legalize = _integers_only(_row.relax_name, _legalize)
+    register_legalize(_row.relax_name, _legalize)
 
 register_legalize("relax.where", _te(topi.where))
 
@@ -148,9 +162,11 @@ def _expand_dims(bb: BlockBuilder, call: Call) -> Expr:
 @register_legalize("relax.squeeze")
 def _squeeze(bb: BlockBuilder, call: Call) -> Expr:
     axis = call.attrs["axis"]
+    vals = struct_info_of(call.args[0]).shape_values
     if axis is None:  # the dimensions the struct info says are 1
-        vals = struct_info_of(call.args[0]).shape_values
         axis = [k for k, d in enumerate(vals) if isinstance(d, IntImm) and d.value == 1]
+    elif vals is not None:  # a listed axis of a constant length other than 1 stays (TVM, torch)
+        axis = [a for a in axis if not (isinstance(vals[a], IntImm) and vals[a].value != 1)]
     return bb.call_te(topi.squeeze, call.args[0], list(axis), primfunc_name_hint="squeeze")
 
 
