@@ -44,7 +44,7 @@ def test_symbolic_variables_follow_their_definition():
         R.func_attr({"num_input": 1})
         n = T.int64()
         m = T.int64()
-        B2 = R.match_cast(B, R.Tensor([m], "int32"))
+        B2 = R.match_cast(B, R.Tensor([m], "int32"))  # noqa: F841 - a binding the analysis lists
         C = R.ones([m], "int32")
         D = R.ones([n], "int32")
         E = (C, D)
