@@ -24,22 +24,19 @@ from ...tir.function import PrimFunc
 from ...tir.functor import post_order_visit
 from ..expr import (
     Call,
-    Constant,
     DataflowBlock,
     DataflowVar,
-    DataTypeImm,
-    ExternFunc,
     Function,
     If,
     MatchCast,
     PrimValue,
     SeqExpr,
     ShapeExpr,
-    StringImm,
     Tuple,
     TupleGetItem,
     Var,
     VarBinding,
+    is_leaf,
     struct_info_of,
 )
 from ..expr_functor import ExprVisitor
@@ -56,13 +53,11 @@ from .well_formed_call_tir import call_tir_signature_error
 
 __all__ = ["well_formed", "well_formed_errors"]
 
-# what TVM calls a leaf (or tuple): the only expressions normal form allows as a call's
-# operands, a tuple's fields, an If's condition, a TupleGetItem's tuple and a SeqExpr's body
-_LEAF_OR_TUPLE = (Var, GlobalVar, Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm, ExternFunc, Op, Tuple)
-
-
 def _leaf(expr: Any) -> bool:
-    return isinstance(expr, _LEAF_OR_TUPLE)
+    """What TVM calls a leaf or a tuple: the only expressions normal form allows as a call's
+    operands, a tuple's fields, an If's condition, a TupleGetItem's tuple and a SeqExpr's body
+    (a tuple's own fields are checked where it is visited)."""
+    return is_leaf(expr) or isinstance(expr, Tuple)
 
 
 class _Checker(ExprVisitor):

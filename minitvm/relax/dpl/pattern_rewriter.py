@@ -25,23 +25,7 @@ from ...transform import PassContext, PassInfo
 from ...transform.pass_infra import Pass
 from ..analysis import all_global_vars, definable_tir_vars_in_struct_info, tir_vars_in_struct_info
 from ..analysis.struct_info_analysis import BaseCheckResult, _CallRetDeriver
-from ..expr import (
-    Call,
-    Constant,
-    DataflowVar,
-    DataTypeImm,
-    ExternFunc,
-    Function,
-    MatchCast,
-    PrimValue,
-    SeqExpr,
-    ShapeExpr,
-    StringImm,
-    Tuple,
-    TupleGetItem,
-    Var,
-    struct_info_of,
-)
+from ..expr import Call, DataflowVar, Function, MatchCast, SeqExpr, Tuple, TupleGetItem, Var, is_leaf, struct_info_of
 from ..expr_functor import ExprMutator
 from .pattern import (
     CallPattern,
@@ -142,15 +126,6 @@ class OrRewriter(PatternMatchingRewriter):
         return [*self.lhs.alternatives(), *self.rhs.alternatives()]
 
 
-class _RenameGlobals(ExprMutator):
-    def __init__(self, renamed: dict[GlobalVar, GlobalVar]) -> None:
-        super().__init__()
-        self.renamed = renamed
-
-    def visit_global_var_(self, op: GlobalVar) -> Any:
-        return self.renamed.get(op, op)
-
-
 def _add_subroutines(mod: IRModule, subroutines: dict[GlobalVar, Any]) -> IRModule:
     """``mod`` with the rule's subroutines that its functions now call added (private); one
     whose name the module already uses for another function is renamed ``name_1`` ..."""
@@ -173,8 +148,10 @@ def _add_subroutines(mod: IRModule, subroutines: dict[GlobalVar, Any]) -> IRModu
         funcs[new_gv] = func
         taken.add(name)
     if renamed:
-        funcs = {gv: _RenameGlobals(renamed).visit_expr(f) if isinstance(f, Function) else f
-                 for gv, f in funcs.items()}
+        # lazy: cycle -- relax.transform's passes are written with relax.dpl
+        from ..transform.normalize_global_var import _Rename
+
+        funcs = {gv: _Rename(renamed).visit_expr(f) if isinstance(f, Function) else f for gv, f in funcs.items()}
     return IRModule(funcs, mod.attrs, mod.global_infos)
 
 
@@ -247,7 +224,7 @@ class _FunctionToPattern:
             return TuplePattern([self.convert(f) for f in expr.fields])
         if isinstance(expr, TupleGetItem):
             return TupleGetItemPattern(self.convert(expr.tuple_value), expr.index)
-        if isinstance(expr, (Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm, ExternFunc, GlobalVar)):
+        if is_leaf(expr):  # a constant, a shape, a prim value, a function name: matched as it is
             return ExprPattern(expr)
         raise ValueError(f"a rewriter's pattern function cannot contain a {type(expr).__name__}")
 
