@@ -28,7 +28,7 @@ from ...ir.module import GlobalVar
 from ...ir.op import Op
 from ...ir.structural import structural_equal
 from ...tir.expr import IntImm, PrimExpr
-from ..analysis.struct_info_analysis import is_base_of
+from ..analysis.struct_info_analysis import BaseCheckResult, _CallRetDeriver, is_base_of, tir_vars_in_struct_info
 from ..expr import (
     Call,
     Constant,
@@ -692,11 +692,23 @@ class _Matcher:
         self.var2val = var2val or {}
         self.memo: dict[DFPattern, Any] = {}
         self.order: list[DFPattern] = []  # memo keys, newest last (to undo a failed branch)
+        self.shape_vars: dict[int, Any] = {}  # symbolic variables bound by struct info patterns
 
     def match(self, pattern: DFPattern, expr: Any) -> bool:
         self.memo.clear()
         self.order.clear()
+        self.shape_vars = {}
         return self.visit(pattern, expr)
+
+    def sinfo_fits(self, want: StructInfo, got: StructInfo) -> bool:
+        if not tir_vars_in_struct_info(want):
+            return is_base_of(want, got)
+        deriver = _CallRetDeriver()
+        deriver.shape_vars = dict(self.shape_vars)
+        if deriver.check(want, got) != BaseCheckResult.PASS:
+            return False
+        self.shape_vars = deriver.shape_vars
+        return True
 
     def unwrap(self, expr: Any) -> Any:
         """Look through variables bound to values, and through SeqExprs without bindings."""
@@ -771,8 +783,9 @@ class _Matcher:
         if isinstance(p, StructInfoPattern):
             sinfo = struct_info_of(expr0)
             # TVM's test: the pattern's struct info is a base of the expression's (R.Tensor([2, 3])
-            # takes any dtype)
-            return sinfo is not None and is_base_of(p.struct_info, sinfo) and self.visit(p.pattern, expr0)
+            # takes any dtype); its symbolic variables are bound by the first match and must
+            # agree in every later one (R.Tensor([m, n]) twice: two tensors of one shape)
+            return sinfo is not None and self.sinfo_fits(p.struct_info, sinfo) and self.visit(p.pattern, expr0)
         if isinstance(p, AttrPattern):
             return self.visit(p.pattern, expr) and _attrs_match(expr, p.attrs)
         if isinstance(p, PredicatePattern):

@@ -98,3 +98,15 @@ def test_chains_and_parameters_in_a_context():
         x ^ mm  # noqa: B015 - a parameter used by the binding: it is matched too
     match = ctx.match_dfb(block)
     assert match[x] is _packed.params[0] and match[mm] is block.bindings[0].var
+
+
+def test_struct_info_pattern_binds_its_symbolic_variables_once():
+    m, n = tir.Var("m", "int64"), tir.Var("n", "int64")
+    lhs = wildcard().has_struct_info(R.Tensor([m, n]))
+    rhs = wildcard().has_struct_info(R.Tensor([m, n]))
+    add = is_op("relax.add")(lhs, rhs)
+    a = relax.Var("a", R.Tensor((64, 128), "int32"))
+    b = relax.Var("b", R.Tensor((1, 128), "int32"))
+    bb = relax.BlockBuilder()
+    assert add.match(bb.normalize(relax.op.add(a, a)))      # m = 64, n = 128 both times
+    assert not add.match(bb.normalize(relax.op.add(a, b)))  # m = 64, then 1: a broadcast
