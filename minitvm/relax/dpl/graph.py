@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Iterator
 
 from ..analysis.struct_info_analysis import can_prove_shape_equal
-from ..expr import Call, DataflowVar, Var, struct_info_of
+from ..expr import DataflowVar, Var, struct_info_of
 from ..expr_functor import ExprVisitor
 from ..struct_info import TensorStructInfo
 from .pattern import (
@@ -89,16 +89,24 @@ def _roots(ctx: PatternContext) -> list[DFPattern]:
 
 
 class _Uses(ExprVisitor):
-    """How many times each variable is read in an expression."""
+    """How many times each variable is read in an expression, and the reads in order."""
 
     def __init__(self) -> None:
         self.count: dict[Var, int] = {}
+        self.order: list[Var] = []
 
     def visit_var_(self, op: Var) -> None:
         self.count[op] = self.count.get(op, 0) + 1
+        self.order.append(op)
 
     def visit_dataflow_var_(self, op: Var) -> None:
         self.visit_var_(op)
+
+
+def _read_order(expr: Any) -> list[Var]:
+    counter = _Uses()
+    counter.visit_expr(expr)
+    return counter.order
 
 
 def _uses(expr: Any) -> dict[Var, int]:
@@ -149,8 +157,10 @@ class _Block:
         if not all(c in self.value for c in consumers):
             return False
         if index >= 0 and len(producers) == 1 and len(consumers) == 1:
-            value = self.value[consumers[0]]
-            used = isinstance(value, Call) and index < len(value.args) and value.args[index] is producers[0]
+            # the index counts the variables the consumer reads, in order (through the tuple of
+            # a call_dps_packed's arguments too): my_add(lv0, lv0) reads lv0 as 0 and as 1
+            reads = _read_order(self.value[consumers[0]])
+            used = index < len(reads) and reads[index] is producers[0]
         else:
             used = any(self.uses_in[c].get(p, 0) for c in consumers for p in producers)
         if not only or not used:

@@ -110,3 +110,23 @@ def test_struct_info_pattern_binds_its_symbolic_variables_once():
     bb = relax.BlockBuilder()
     assert add.match(bb.normalize(relax.op.add(a, a)))      # m = 64, n = 128 both times
     assert not add.match(bb.normalize(relax.op.add(a, b)))  # m = 64, then 1: a broadcast
+
+
+def test_use_index_counts_the_reads_of_the_consumer():
+    @R.function
+    def diamond(x: R.Tensor((4,), "float32")):
+        with R.dataflow():
+            a = R.call_dps_packed("ext_relu", (x,), out_sinfo=R.Tensor((4,), "float32"))
+            b = R.call_dps_packed("ext_add", (a, a), out_sinfo=R.Tensor((4,), "float32"))
+            R.output(b)
+        return b
+
+    with PatternContext() as ctx:
+        fork, join = is_call_dps_packed("ext_relu"), is_call_dps_packed("ext_add")
+        fork.only_used_by(join, index=0)
+        fork.only_used_by(join, index=1)  # read twice: as the first and the second argument
+    assert ctx.match_dfb(diamond.body.blocks[0]) is not None
+    with PatternContext() as ctx:
+        fork, join = is_call_dps_packed("ext_relu"), is_call_dps_packed("ext_add")
+        fork.used_by(join, index=2)  # there is no third read
+    assert ctx.match_dfb(diamond.body.blocks[0]) is None
