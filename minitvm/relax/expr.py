@@ -19,11 +19,13 @@ from typing import Any
 
 import numpy as np
 
+from ..error import TVMError
 from ..ir.module import GlobalVar
 from ..ir.node import Node, defines, node, renamed_keywords
 from ..ir.op import Op
 from ..runtime.ndarray import as_numpy
 from ..tir.expr import IntImm, PrimExpr, convert
+from ..tir.function import PrimFunc
 
 __all__ = [
     "Expr", "Var", "DataflowVar", "Constant", "ConstantData", "Attrs", "Call", "Tuple", "TupleGetItem",
@@ -317,6 +319,10 @@ def const(value: Any, dtype: str | None = None) -> Constant:
     return Constant(arr)
 
 
+class ShapeDtypeError(TVMError, TypeError):
+    """A shape dimension that is not int64 (a TVMError, as TVM raises it, and a TypeError)."""
+
+
 def _shape_value(v: Any, where: str) -> PrimExpr:
     """One shape dimension as an int64 PrimExpr (Relax shapes are int64, as in TVM)."""
     if isinstance(v, bool) or not isinstance(v, (int, np.integer, PrimExpr)):
@@ -327,7 +333,8 @@ def _shape_value(v: Any, where: str) -> PrimExpr:
     if e.dtype != "int64":
         name = getattr(e, "name", None) or repr(e)
         hint = f"; declare it as tir.Var({name!r}, \"int64\")" if hasattr(e, "name") else ""
-        raise TypeError(f"{where}: dimension {name} has dtype {e.dtype}, but Relax shapes are int64{hint}")
+        raise ShapeDtypeError(f"{where}: dimension {name} has dtype {e.dtype}, but Relax shapes are int64{hint} "
+                              "(the value in ShapeStructInfo can only have dtype of int64, as TVM says)")
     return e
 
 
@@ -422,8 +429,9 @@ def extern(name: str, struct_info: Any = None) -> ExternFunc:
 # -- compound expressions --------------------------------------------------------------
 
 def _as_expr(value: Any, where: str) -> Any:
-    """Accept Relax exprs, Ops and GlobalVars; wrap Python/numpy numbers and PrimExprs."""
-    if isinstance(value, (Expr, Op, GlobalVar)):
+    """Accept Relax exprs, Ops and GlobalVars (and PrimFuncs, which TVM's nodes accept so
+    the well-formed check can refuse them); wrap Python/numpy numbers and PrimExprs."""
+    if isinstance(value, (Expr, Op, GlobalVar, PrimFunc)):
         return value
     if isinstance(value, PrimExpr):
         return PrimValue(value)

@@ -293,7 +293,8 @@ class ExprMutator:
         value's struct info changed; later uses are remapped to it)."""
         value = self.visit_expr(binding.value)
         var = self.visit_var_def(binding.var)
-        if var is binding.var and value is binding.value:
+        # (a variable built without struct info takes its value's, as TVM's mutator gives it)
+        if var is binding.var and value is binding.value and struct_info_of(var) is not None:
             self.builder_.emit_normalized(binding)
             return
         new_var = self.with_struct_info(var, value.struct_info)

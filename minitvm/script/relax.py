@@ -29,6 +29,7 @@ from typing import Any
 from ..ir import global_info as _global_info
 from ..ir.module import GlobalVar
 from ..relax import op as _op
+from ..relax.dpl.pattern_rewriter import PatternMatchingRewriter
 from ..relax.expr import (
     Call,
     DataTypeImm,
@@ -458,6 +459,14 @@ def function(func: Any = None, *, pure: bool = True, private: bool = False,
             raise err.with_traceback(None) from None
 
     return decorate if func is None else decorate(func)
+
+
+def rewriter(cls: type) -> Any:
+    """``@R.rewriter`` on a class holding Relax functions ``pattern`` and ``replacement`` (and
+    private subroutines): the rewrite rule they define (TVM's ``PatternMatchingRewriter.from_module``)."""
+    from .ir import ir_module  # lazy: cycle -- the module builder parses with this module's R
+
+    return PatternMatchingRewriter.from_module(ir_module(cls))
 
 
 # -- every Relax operator as R.<name> ----------------------------------------------------------------

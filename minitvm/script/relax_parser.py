@@ -99,6 +99,7 @@ class _RelaxParser(_TIRParser):
         self.returned = False
         self.dataflow_only: set[str] = set()  # names of DataflowVars of closed dataflow blocks
         self.pure = True
+        self.check_well_formed = True  # a contradicting annotation is refused at once
 
     # -- symbolic dimensions -------------------------------------------------------------------
     def tir_var(self, name: str) -> TirVar:
@@ -290,6 +291,7 @@ class _RelaxParser(_TIRParser):
     def parse_function(self, fdef: ast.FunctionDef, options: dict, name: str | None) -> Function:
         token = R._DIM_RESOLVER.set(self.resolve_dim)
         self.pure = bool(options.get("pure", True))
+        self.check_well_formed = bool(options.get("check_well_formed", True))
         try:
             self.scopes.append({"cls": self.module_ref})
             self.scopes.append({})
@@ -526,16 +528,19 @@ class _RelaxParser(_TIRParser):
             raise self.error(value_node, f"{value.name_hint} is a function of the module; bind a "
                                          "call of it instead")
         value_sinfo = struct_info_of(value)
-        if sinfo is not None and value_sinfo is not None and _contradicts(sinfo, value_sinfo):
+        contradicted = sinfo is not None and value_sinfo is not None and _contradicts(sinfo, value_sinfo)
+        if contradicted and self.check_well_formed:
             raise self.error(value_node, f"the value has struct info {struct_info_text(value_sinfo)}, "
                                          f"which does not match the annotation {struct_info_text(sinfo)}")
+        # unchecked (check_well_formed=False), a wrong annotation is kept as written, as TVM's
+        # parser does; relax.analysis.well_formed reports it
         if sinfo is not None and isinstance(value, Call):
             # as TVM: the annotation is the struct info of the call the statement makes
             # (`w: R.Tensor(ndim=2) = R.multiply(z, z)`); a value that already exists (a
             # variable, a constant, a tuple) keeps its own and the annotation only checks it
             value = Call(value.op, value.args, value.attrs, value.sinfo_args)
             _set_struct_info(value, sinfo)
-        sinfo = struct_info_of(value)
+        sinfo = sinfo if contradicted else struct_info_of(value)
         var = self._new_var(name, sinfo)
         self.bb.emit_normalized(VarBinding(var, value))
         if target is not None:

@@ -42,7 +42,7 @@ def _describe(value):
 def test_remove_all_unused_inside_and_outside_dataflow():
     x = relax.Var("x", T((2, 3), "float32"))
     bb = relax.BlockBuilder()
-    with bb.function("main", [x]):
+    with bb.function("main", [x], pure=False):  # it calls the impure extern print
         with bb.dataflow():
             dead = bb.emit(relax.op.exp(x))
             bb.emit(relax.op.add(dead, x))           # dead, and makes `dead` dead after it goes

@@ -1,5 +1,6 @@
 """Relax analyses: well-formedness, variables, unused bindings, struct-info reasoning."""
 
+from .computable_at_compile_time import computable_at_compile_time
 from .detect_recursion import detect_recursion
 from .purity import contains_impure_call
 from .remove_unused import remove_all_unused
@@ -36,4 +37,4 @@ __all__ = ["well_formed", "well_formed_errors", "free_vars", "bound_vars", "all_
            "definable_tir_vars_in_struct_info", "derive_call_ret_struct_info", "get_var2val",
            "BaseCheckResult", "struct_info_base_check", "collect_non_negative_expressions",
            "defined_symbolic_vars", "free_symbolic_vars", "has_reshape_pattern", "used_vars", "udchain",
-           "name_to_binding", "detect_recursion", "post_order_visit"]
+           "name_to_binding", "detect_recursion", "post_order_visit", "computable_at_compile_time"]

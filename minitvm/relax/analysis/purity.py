@@ -22,11 +22,11 @@ from typing import Any
 from ...ir.module import GlobalVar, IRModule
 from ...ir.op import Op
 from ...tir.function import PrimFunc
-from ..expr import Call, Function, Var, struct_info_of
+from ..expr import Call, ExternFunc, Function, Var, struct_info_of
 from ..expr_functor import ExprVisitor
-from ..struct_info import FuncStructInfo
+from ..struct_info import FuncStructInfo, prim_func_struct_info
 
-__all__ = ["contains_impure_call", "call_purity", "is_impure_call"]
+__all__ = ["contains_impure_call", "call_purity", "is_impure_call", "find_impure_call"]
 
 
 def call_purity(call: Call, mod: IRModule | None = None) -> bool | None:
@@ -41,7 +41,11 @@ def call_purity(call: Call, mod: IRModule | None = None) -> bool | None:
             if isinstance(func, Function):
                 return func.is_pure
             if isinstance(func, PrimFunc):
-                return False  # writes its output arguments in place
+                # as TVM reads its struct info: impure when it writes an argument's buffer
+                try:
+                    return prim_func_struct_info(func).purity
+                except (TypeError, ValueError):  # a signature Relax cannot describe (int32 extents)
+                    return False
     sinfo = struct_info_of(op)
     if isinstance(sinfo, FuncStructInfo):
         return sinfo.purity
@@ -61,7 +65,8 @@ class _ImpureCallFinder(ExprVisitor):
         self.found: Call | None = None
 
     def visit_expr(self, expr: Any) -> Any:
-        if self.found is None:
+        # (an in-line PrimFunc is no Relax expression: the well-formed check reports it)
+        if self.found is None and not isinstance(expr, PrimFunc):
             return super().visit_expr(expr)
         return None
 
@@ -94,3 +99,33 @@ def contains_impure_call(expr: Any, own_name: Any = None, mod: IRModule | None =
     finder = _ImpureCallFinder(own_name, mod, unknown_is_impure)
     finder.visit_expr(expr)
     return finder.found is not None
+
+
+class _DeclaredImpureCallFinder(_ImpureCallFinder):
+    def visit_call_(self, op: Call) -> None:
+        if _lowered_call(op, self.mod):
+            super(_ImpureCallFinder, self).visit_call_(op)  # its arguments still count
+            return
+        super().visit_call_(op)
+
+
+def _lowered_call(call: Call, mod: IRModule | None) -> bool:
+    """A call of the forms the VM lowering inserts: a PrimFunc in destination-passing style
+    (it writes only outputs its caller allocated) or a packed function (``R.call_packed``, an
+    ExternFunc; call_dps_packed and call_pure_packed become these).  TVM's pipeline marks a
+    function ``relax.force_pure`` (RemovePurityChecking) before inserting them; minitvm's
+    pipeline does not, so they are not counted against a pure function (impure operators
+    such as ``R.print`` are)."""
+    op = call.op
+    if isinstance(op, GlobalVar):
+        return mod is not None and isinstance(mod.functions.get(op), PrimFunc)
+    return isinstance(op, ExternFunc) or (isinstance(op, Op) and op.name == "relax.call_packed")
+
+
+def find_impure_call(expr: Any, mod: IRModule | None = None) -> Call | None:
+    """The first call evaluating ``expr`` makes that is known impure (TVM's ``FindImpureCall``:
+    a callee nothing describes and a PrimFunc of ``mod`` are not counted; functions defined
+    inside are not looked into)."""
+    finder = _DeclaredImpureCallFinder(None, mod, unknown_is_impure=False)
+    finder.visit_expr(expr.body if isinstance(expr, Function) else expr)
+    return finder.found

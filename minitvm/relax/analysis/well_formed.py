@@ -14,12 +14,13 @@ the reasons, in words.
 
 from __future__ import annotations
 
-import logging
+import sys
 from typing import Any
 
 from ...ir.module import GlobalVar, IRModule
 from ...ir.op import Op
 from ...tir.expr import Var as TirVar
+from ...tir.function import PrimFunc
 from ...tir.functor import post_order_visit
 from ..expr import (
     Call,
@@ -31,17 +32,32 @@ from ..expr import (
     PrimValue,
     SeqExpr,
     ShapeExpr,
+    Tuple,
+    TupleGetItem,
     Var,
     VarBinding,
+    is_leaf,
     struct_info_of,
 )
 from ..expr_functor import ExprVisitor
-from ..struct_info import FuncStructInfo, StructInfo
-from .struct_info_analysis import _prim_exprs, definable_tir_vars_in_struct_info
+from ..struct_info import FuncStructInfo, StructInfo, struct_info_text
+from .purity import find_impure_call
+from .struct_info_analysis import (
+    BaseCheckResult,
+    _prim_exprs,
+    definable_tir_vars_in_struct_info,
+    is_base_of,
+    struct_info_base_check,
+)
+from .well_formed_call_tir import call_tir_signature_error
 
 __all__ = ["well_formed", "well_formed_errors"]
 
-_log = logging.getLogger("minitvm.relax")
+def _leaf(expr: Any) -> bool:
+    """What TVM calls a leaf or a tuple: the only expressions normal form allows as a call's
+    operands, a tuple's fields, an If's condition, a TupleGetItem's tuple and a SeqExpr's body
+    (a tuple's own fields are checked where it is visited)."""
+    return is_leaf(expr) or isinstance(expr, Tuple)
 
 
 class _Checker(ExprVisitor):
@@ -54,6 +70,9 @@ class _Checker(ExprVisitor):
         self.defined_ever: set[Var] = set()
         self.tir_scopes: list[set[int]] = []
         self.dataflow: set[Var] | None = None  # DataflowVars of the open dataflow block
+        self.top = ""  # the module function being checked (a symbolic variable belongs to one)
+        self.owner: dict[int, str] = {}  # id of a symbolic variable or parameter -> function defining it
+        self._bb: Any = None
 
     def error(self, msg: str) -> None:
         self.errors.append(f"{self.where}: {msg}" if self.where else msg)
@@ -75,7 +94,17 @@ class _Checker(ExprVisitor):
 
     def _define_tir(self, sinfo: StructInfo) -> None:
         if self.tir_scopes:
+            # (TVM also refuses a symbolic variable defined in two functions; minitvm's
+            # LambdaLift, LiftTransformParams and Gradient still share their caller's, so that
+            # rule waits for them)
             self.tir_scopes[-1].update(id(v) for v in definable_tir_vars_in_struct_info(sinfo))
+
+    def _own(self, var: Any, what: str) -> None:
+        """A parameter belongs to one module function (TVM refuses sharing one between
+        functions: each function's definitions are its own)."""
+        first = self.owner.setdefault(id(var), self.top)
+        if first != self.top:
+            self.error(f"{what} in both function {first!r} and function {self.top!r}")
 
     def _check_tir_vars(self, sinfo_or_exprs: Any, what: str) -> None:
         if isinstance(sinfo_or_exprs, FuncStructInfo):
@@ -95,22 +124,44 @@ class _Checker(ExprVisitor):
                        f"used in {what} {'are' if len(missing) > 1 else 'is'} not defined "
                        "(define it in a parameter's struct info or with match_cast)")
 
+    def visit_expr(self, expr: Any) -> None:
+        if isinstance(expr, PrimFunc):  # TIR has no place inside a Relax expression
+            self.error("an in-line PrimFunc is disallowed in Relax IR (add it to the module and refer to its "
+                       "GlobalVar)")
+            return
+        super().visit_expr(expr)
+
     # -- functions, sequences, blocks -------------------------------------------------------
     def check_function(self, func: Function, name: str) -> None:
         self.where = f"function {name}"
+        self.top = name
         self.visit_expr(func)
 
     def visit_function_(self, op: Function) -> None:
         self.scopes.append(set())
         self.tir_scopes.append(set())
         saved_dataflow, self.dataflow = self.dataflow, None
+        attrs = op.attrs or {}
+        force_pure = bool(attrs.get("relax.force_pure", False))
+        if force_pure and not op.is_pure:
+            self.error("the function has relax.force_pure true but is_pure false; relax.force_pure should be "
+                       "true only if is_pure is also true")
         for p in op.params:
             if p.struct_info is not None:
                 self._define_tir(p.struct_info)
         for p in op.params:
             self._define(p)
+            self._own(p, f"Relax variable {p.name} is used as a parameter")
+        if op.ret_struct_info is not None:
+            self._check_tir_vars(op.ret_struct_info, "the return struct info")
         if not isinstance(op.body, SeqExpr):
             self.error("the function body is not a SeqExpr (normalize it with a BlockBuilder)")
+        if self.check_sinfo and op.is_pure and not force_pure:
+            impure = find_impure_call(op.body, self.mod)
+            if impure is not None:
+                self.error(f"the function is annotated as pure but contains an impure call: {impure}.  Please set "
+                           "relax.force_pure to true or use a pure operator variant (e.g., call_pure_packed) if "
+                           "it is necessary to override this judgment")
         self.visit_expr(op.body)
         self.dataflow = saved_dataflow
         self.tir_scopes.pop()
@@ -120,10 +171,16 @@ class _Checker(ExprVisitor):
         self.scopes.append(set())
         for block in op.blocks:
             self.visit_binding_block(block)
+        if not _leaf(op.body):
+            self.error(f"the body of a SeqExpr must be a leaf expression, not a {type(op.body).__name__}")
         self.visit_expr(op.body)
         self.scopes.pop()
 
     def visit_if_(self, op: If) -> None:
+        if self.dataflow is not None:
+            self.error("If nodes are not allowed to appear in dataflow blocks")
+        if not _leaf(op.cond):
+            self.error(f"the condition of an If must be a leaf expression, not a {type(op.cond).__name__}")
         self.visit_expr(op.cond)
         for branch in (op.true_branch, op.false_branch):
             if not isinstance(branch, SeqExpr):
@@ -148,8 +205,13 @@ class _Checker(ExprVisitor):
             self.scopes.pop()
         else:
             self.visit_expr(binding.value)
-        if self.check_sinfo and struct_info_of(binding.value) is None:
+        value_sinfo, var_sinfo = struct_info_of(binding.value), struct_info_of(binding.var)
+        if self.check_sinfo and value_sinfo is None:
             self.error(f"the value bound to {binding.var.name} has no struct info")
+        if self.check_sinfo and value_sinfo is not None and var_sinfo is not None \
+                and not is_base_of(var_sinfo, value_sinfo):
+            self.error(f"an expression of struct info {struct_info_text(value_sinfo)} cannot be assigned to "
+                       f"{binding.var.name} of struct info {struct_info_text(var_sinfo)}")
         self.visit_var_def(binding.var)
 
     # -- definitions and uses ---------------------------------------------------------------
@@ -182,19 +244,69 @@ class _Checker(ExprVisitor):
             self.error(f"@{op.name_hint} is not a function of the module{why}")
 
     def visit_call_(self, op: Call) -> None:
+        if not _leaf(op.op):
+            self.error(f"the called expression must be a leaf expression, not a {type(op.op).__name__}")
         for i, a in enumerate(op.args):
-            if isinstance(a, (Call, SeqExpr, If)):
+            if not _leaf(a):
                 self.error(f"argument {i} of a call is a nested {type(a).__name__}, not a variable "
                            "(the expression was not normalized)")
         if self.check_sinfo and struct_info_of(op) is None:
             self.error("a call has no struct info (normalize it with a BlockBuilder)")
         for s in op.sinfo_args:
             self._check_tir_vars(s, "a call's sinfo_args")
-        fnormalize = op.op.get_attr("FNormalize") if isinstance(op.op, Op) else None
-        if fnormalize is not None and fnormalize(_block_builder(self.mod), op) is not op:
-            self.error(f"a call of {op.op.name} is not in the form its FNormalize gives (normalize it with a "
-                       "BlockBuilder)")
+        if self.check_sinfo and self.dataflow is not None:
+            impure = find_impure_call(op, self.mod)
+            if impure is not None:
+                self.error(f"impure function call {impure} occurs within a dataflow block")
+        if isinstance(op.op, Op):
+            self._check_op_call(op)
         super().visit_call_(op)
+
+    def _check_op_call(self, op: Call) -> None:
+        """What TVM checks of an operator's call: its FNormalize leaves it as it is, call_tir's
+        output struct info fits the PrimFunc's signature (FValidate), and its struct info
+        agrees with what inference gives."""
+        name = op.op.name
+        fnormalize = op.op.get_attr("FNormalize")
+        if fnormalize is not None:
+            try:
+                if fnormalize(self.block_builder(), op) is not op:
+                    self.error(f"a call of {name} is not in the form its FNormalize gives (normalize it with a "
+                               "BlockBuilder)")
+            except Exception as e:  # noqa: BLE001 - the operator's own refusal is the finding
+                self.error(f"normalizing a call of {name} (its FNormalize) failed: {e}")
+        if self.mod is not None:
+            problem = call_tir_signature_error(op, self.mod)
+            if problem:
+                self.error(problem)
+        current = struct_info_of(op)
+        if not self.check_sinfo or current is None:
+            return
+        try:
+            inferred = struct_info_of(self.block_builder().normalize(Call(op.op, op.args, op.attrs, op.sinfo_args)))
+        except Exception as e:  # noqa: BLE001 - a call whose struct info cannot be inferred is the finding
+            self.error(f"the struct info of a call of {name} cannot be inferred: {e}")
+            return
+        if inferred is not None and struct_info_base_check(current, inferred) == BaseCheckResult.FAIL_L0:
+            self.error(f"a call of {name} is annotated as {struct_info_text(current)}, but it outputs "
+                       f"{struct_info_text(inferred)} (struct info annotations must be correct)")
+
+    def block_builder(self) -> Any:
+        if self._bb is None:
+            self._bb = _block_builder(self.mod)
+        return self._bb
+
+    def visit_tuple_(self, op: Tuple) -> None:
+        for i, f in enumerate(op.fields):
+            if not _leaf(f):
+                self.error(f"field {i} of a tuple is a nested {type(f).__name__} (the tuple is not in normal form)")
+        super().visit_tuple_(op)
+
+    def visit_tuple_getitem_(self, op: TupleGetItem) -> None:
+        if not _leaf(op.tuple_value):
+            self.error(f"the tuple of a TupleGetItem must be a leaf expression, not a "
+                       f"{type(op.tuple_value).__name__}")
+        super().visit_tuple_getitem_(op)
 
     def visit_shape_expr_(self, op: ShapeExpr) -> None:
         self._check_tir_vars(op.values, "a shape")
@@ -223,10 +335,11 @@ def well_formed_errors(obj: IRModule | Function, check_struct_info: bool = True)
 
 
 def well_formed(obj: IRModule | Function, check_struct_info: bool = True) -> bool:
-    """True when ``obj`` is well formed; otherwise logs the reasons and returns False."""
+    """True when ``obj`` is well formed; otherwise prints the reasons on stderr (as TVM
+    logs its warning) and returns False."""
     errors = well_formed_errors(obj, check_struct_info)
     for e in errors:
-        _log.warning("relax.analysis.well_formed: %s", e)
+        print(f"relax.analysis.well_formed: {e}", file=sys.stderr)
     return not errors
 
 

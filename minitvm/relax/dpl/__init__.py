@@ -25,12 +25,16 @@ each matching ``path`` -- is ``is_region`` (a minitvm addition; Relay had ``domi
         between.only_used_by(last)    # nothing else reads first or what lies between
 
 minitvm has the expression patterns, ``match`` / ``extract_matched_expr``, ``rewrite_call``,
-``PatternContext`` and ``rewrite_bindings``; TVM's ``PatternMatchingRewriter`` is not here.
+``PatternContext``, ``rewrite_bindings`` and TVM's ``PatternMatchingRewriter`` (``@R.rewriter``:
+a rule from a ``pattern`` and a ``replacement`` function; a rule whose pattern returns a tuple of
+independent values matches only an explicit tuple).
 """
 
 from .graph import is_convex
 from .pattern import *  # noqa: F403
 from .pattern import __all__ as _pattern_all
+from .pattern_rewriter import ExprPatternRewriter, OrRewriter, PatternMatchingRewriter
 from .rewrite import get_var2val, rewrite_bindings, rewrite_call
 
-__all__ = [*_pattern_all, "rewrite_call", "rewrite_bindings", "get_var2val", "is_convex"]
+__all__ = [*_pattern_all, "rewrite_call", "rewrite_bindings", "get_var2val", "is_convex", "PatternMatchingRewriter",
+           "ExprPatternRewriter", "OrRewriter"]

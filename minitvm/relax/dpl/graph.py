@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Iterator
 
 from ..analysis.struct_info_analysis import can_prove_shape_equal
-from ..expr import Call, DataflowVar, Var, struct_info_of
+from ..expr import DataflowVar, Var, struct_info_of
 from ..expr_functor import ExprVisitor
 from ..struct_info import TensorStructInfo
 from .pattern import (
@@ -89,16 +89,24 @@ def _roots(ctx: PatternContext) -> list[DFPattern]:
 
 
 class _Uses(ExprVisitor):
-    """How many times each variable is read in an expression."""
+    """How many times each variable is read in an expression, and the reads in order."""
 
     def __init__(self) -> None:
         self.count: dict[Var, int] = {}
+        self.order: list[Var] = []
 
     def visit_var_(self, op: Var) -> None:
         self.count[op] = self.count.get(op, 0) + 1
+        self.order.append(op)
 
     def visit_dataflow_var_(self, op: Var) -> None:
         self.visit_var_(op)
+
+
+def _read_order(expr: Any) -> list[Var]:
+    counter = _Uses()
+    counter.visit_expr(expr)
+    return counter.order
 
 
 def _uses(expr: Any) -> dict[Var, int]:
@@ -121,6 +129,8 @@ class _Block:
             for v in counts:
                 self.users.setdefault(v, []).append(var)
         self._reach: dict[tuple[Var, bool], set[Var]] = {}
+        # variables read but bound outside the block (parameters, earlier blocks), in order
+        self.free = [v for v in self.users if v not in self.value and v not in var2val]
 
     def var_for(self, expr: Any) -> Any:
         """The variable bound to ``expr`` in this block, else ``expr`` itself."""
@@ -147,15 +157,19 @@ class _Block:
         if not all(c in self.value for c in consumers):
             return False
         if index >= 0 and len(producers) == 1 and len(consumers) == 1:
-            value = self.value[consumers[0]]
-            used = isinstance(value, Call) and index < len(value.args) and value.args[index] is producers[0]
+            # the index counts the variables the consumer reads, in order (through the tuple of
+            # a call_dps_packed's arguments too): my_add(lv0, lv0) reads lv0 as 0 and as 1
+            reads = _read_order(self.value[consumers[0]])
+            used = index < len(reads) and reads[index] is producers[0]
         else:
             used = any(self.uses_in[c].get(p, 0) for c in consumers for p in producers)
         if not only or not used:
             return used
-        # a variable that is not a DataflowVar is an output: read after the block
+        # a variable the block binds that is not a DataflowVar is an output: read after the
+        # block (a parameter is read only where the block reads it)
         inside = set(consumers) | set(producers)
-        return all(isinstance(p, DataflowVar) and all(u in inside for u in self.users.get(p, ())) for p in producers)
+        return all((isinstance(p, DataflowVar) or p not in self.value)
+                   and all(u in inside for u in self.users.get(p, ())) for p in producers)
 
 
 def graph_matches(ctx: PatternContext, block: Any, var2val: dict[Var, Any]) -> Iterator[dict[DFPattern, Any]]:
@@ -193,6 +207,14 @@ def _search(ctx: PatternContext, blk: _Block, roots: list[DFPattern], memo: dict
         matcher.memo.update(memo)
         if matcher.visit(root, b.value):
             yield from _search(ctx, blk, roots, dict(matcher.memo), {**chosen, root: b.var})
+    # a root may also be a variable the block reads but does not bind (a parameter: is_var("x"))
+    for var in blk.free:
+        if var in chosen.values():
+            continue
+        matcher = _Matcher(blk.var2val)
+        matcher.memo.update(memo)
+        if matcher.visit(root, var):
+            yield from _search(ctx, blk, roots, dict(matcher.memo), {**chosen, root: var})
 
 
 def _region(blk: _Block, region: RegionPattern, src: Any, sink: Any) -> tuple[Var, ...] | None:
@@ -246,8 +268,8 @@ def _constraint_holds(blk: _Block, match: dict, constraint: tuple) -> bool:
     if producer not in match or consumer not in match:
         return True  # one side unmatched (an alternative not taken): nothing to check
     producers = _side(match, producer)
-    if not all(isinstance(p, Var) and p in blk.value for p in producers):
-        return True  # a parameter or an inline expression: the tree match placed it already
+    if not all(isinstance(p, Var) and (p in blk.value or p in blk.users) for p in producers):
+        return True  # an inline expression: the tree match placed it already
     return blk.holds(producers, _side(match, consumer), index, only)
 
 

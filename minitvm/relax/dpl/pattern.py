@@ -28,7 +28,7 @@ from ...ir.module import GlobalVar
 from ...ir.op import Op
 from ...ir.structural import structural_equal
 from ...tir.expr import IntImm, PrimExpr
-from ..analysis.struct_info_analysis import is_base_of
+from ..analysis.struct_info_analysis import BaseCheckResult, _CallRetDeriver, is_base_of, tir_vars_in_struct_info
 from ..expr import (
     Call,
     Constant,
@@ -49,7 +49,7 @@ __all__ = [
     "ConstantPattern", "CallPattern", "TuplePattern", "UnorderedTuplePattern", "TupleGetItemPattern", "OrPattern",
     "AndPattern", "NotPattern", "WildcardPattern", "StructInfoPattern", "DataTypePattern", "ShapePattern",
     "AttrPattern", "PredicatePattern", "RegionPattern", "PatternContext", "FunctionPattern", "PrimArrPattern",
-    "SameShapeConstraint",
+    "SameShapeConstraint", "PatternSeq",
     "is_var", "is_dfv", "is_gv", "is_const", "is_expr", "is_op", "is_tuple", "is_tuple_get_item", "wildcard",
     "has_dtype", "has_attr", "is_call_tir", "reject", "is_region", "make_fused_bias_activation_pattern",
     "is_call_dps_packed", "is_call_packed", "is_shape",
@@ -72,29 +72,35 @@ class DFPattern:
     def __invert__(self) -> NotPattern:
         return reject(self)
 
-    def used_by(self, other: DFPattern, index: int = -1) -> DFPattern:
+    def used_by(self, other: Any, index: int = -1) -> "PatternSeq":
         """In the current :class:`PatternContext`: the variable this matches is read by the
-        binding ``other`` matches (as its argument ``index``, or anywhere when -1). ``p >> q``."""
-        PatternContext.current_or_raise("used_by").add_constraint(self, other, index, only=False)
-        return other
+        binding ``other`` matches (its first pattern, for a sequence; as argument ``index``,
+        or anywhere when -1). ``p ^ q``, as TVM spells it."""
+        return PatternSeq([self]).used_by(other, index)
 
-    def only_used_by(self, other: DFPattern, index: int = -1) -> DFPattern:
+    def only_used_by(self, other: Any, index: int = -1) -> "PatternSeq":
         """:meth:`used_by`, and nothing else reads that variable (no second use, not an
-        output of the block). ``p ^ q``."""
-        PatternContext.current_or_raise("only_used_by").add_constraint(self, other, index, only=True)
-        return other
+        output of the block). ``p >> q``, as TVM spells it."""
+        return PatternSeq([self]).only_used_by(other, index)
 
-    __rshift__ = used_by
-    __xor__ = only_used_by
+    __xor__ = used_by
+    __rshift__ = only_used_by
 
     def dup(self) -> DFPattern:
-        """The same pattern as a new object (a second, independent match of the same shape)."""
-        return copy.copy(self)
+        """The same pattern as new objects all through (a second, independent match of the
+        same shape: no sub-pattern is shared with the original, as TVM's copy)."""
+        out = copy.copy(self)
+        for name, value in vars(self).items():
+            if isinstance(value, DFPattern):
+                setattr(out, name, value.dup())
+            elif isinstance(value, (list, tuple)) and any(isinstance(v, DFPattern) for v in value):
+                setattr(out, name, type(value)(v.dup() if isinstance(v, DFPattern) else v for v in value))
+        return out
 
-    def fork_to(self, *others: DFPattern) -> None:
-        """``self ^ other`` for each of ``others``."""
+    def fork_to(self, *others: Any) -> None:
+        """``self ^ other`` (used by) for each of ``others`` (patterns or sequences)."""
         for other in others:
-            self.only_used_by(other)
+            self.used_by(other)
 
     def same_shape_as(self, *others: DFPattern) -> "SameShapeConstraint":
         """In the current :class:`PatternContext`: what this matches and what ``others`` match
@@ -440,11 +446,51 @@ class RegionPattern(DFPattern):
         return f"is_region({self.src!r}, {self.sink!r}, path={self.path!r})"
 
 
+class PatternSeq:
+    """Patterns chained by use constraints (``a >> b ^ c``, TVM's ``PatternSeq``): each one's
+    variable is (only) used by the next one's binding; ``patterns`` lists them in order."""
+
+    def __init__(self, patterns: Sequence[DFPattern], only_use: bool = False) -> None:
+        self.patterns = list(patterns)
+        self.only = [only_use] * max(len(self.patterns) - 1, 0)  # the kind of each link
+
+    def _link(self, other: Any, index: int, only: bool) -> "PatternSeq":
+        tail = other.patterns if isinstance(other, PatternSeq) else [other]
+        if not tail or not all(isinstance(p, DFPattern) for p in tail):
+            raise TypeError(f"a use constraint links patterns, got {other!r}")
+        name = "only_used_by" if only else "used_by"
+        PatternContext.current_or_raise(name).add_constraint(self.patterns[-1], tail[0], index, only=only)
+        out = PatternSeq([*self.patterns, *tail])
+        out.only = [*self.only, only, *(other.only if isinstance(other, PatternSeq) else [])]
+        return out
+
+    def used_by(self, other: Any, index: int = -1) -> "PatternSeq":
+        return self._link(other, index, False)
+
+    def only_used_by(self, other: Any, index: int = -1) -> "PatternSeq":
+        return self._link(other, index, True)
+
+    __xor__ = used_by
+    __rshift__ = only_used_by
+
+    def dup(self) -> "PatternSeq":
+        """A copy of the chain with new pattern objects and the same links (recorded in the
+        current context): a second, independent match of it."""
+        copies = [p.dup() for p in self.patterns]
+        out = PatternSeq(copies[:1])
+        for pattern, only in zip(copies[1:], self.only):
+            out = out._link(pattern, -1, only)
+        return out
+
+    def __getitem__(self, i: int) -> DFPattern:
+        return self.patterns[i]
+
+
 class PatternContext:
     """Patterns over several bindings of a dataflow block at once, with use constraints (TVM's).
 
     Inside ``with PatternContext() as ctx:`` each call pattern made records that its arguments
-    are used by it, and ``p.only_used_by(q)`` (``p ^ q``) / ``p.used_by(q)`` (``p >> q``) add
+    are used by it, and ``p.only_used_by(q)`` (``p >> q``) / ``p.used_by(q)`` (``p ^ q``) add
     constraints between the variables the patterns match.  :func:`rewrite_bindings` (or
     ``ctx.match_dfb(block)``) then finds bindings matching all of them together::
 
@@ -646,11 +692,23 @@ class _Matcher:
         self.var2val = var2val or {}
         self.memo: dict[DFPattern, Any] = {}
         self.order: list[DFPattern] = []  # memo keys, newest last (to undo a failed branch)
+        self.shape_vars: dict[int, Any] = {}  # symbolic variables bound by struct info patterns
 
     def match(self, pattern: DFPattern, expr: Any) -> bool:
         self.memo.clear()
         self.order.clear()
+        self.shape_vars = {}
         return self.visit(pattern, expr)
+
+    def sinfo_fits(self, want: StructInfo, got: StructInfo) -> bool:
+        if not tir_vars_in_struct_info(want):
+            return is_base_of(want, got)
+        deriver = _CallRetDeriver()
+        deriver.shape_vars = dict(self.shape_vars)
+        if deriver.check(want, got) != BaseCheckResult.PASS:
+            return False
+        self.shape_vars = deriver.shape_vars
+        return True
 
     def unwrap(self, expr: Any) -> Any:
         """Look through variables bound to values, and through SeqExprs without bindings."""
@@ -725,8 +783,9 @@ class _Matcher:
         if isinstance(p, StructInfoPattern):
             sinfo = struct_info_of(expr0)
             # TVM's test: the pattern's struct info is a base of the expression's (R.Tensor([2, 3])
-            # takes any dtype)
-            return sinfo is not None and is_base_of(p.struct_info, sinfo) and self.visit(p.pattern, expr0)
+            # takes any dtype); its symbolic variables are bound by the first match and must
+            # agree in every later one (R.Tensor([m, n]) twice: two tensors of one shape)
+            return sinfo is not None and self.sinfo_fits(p.struct_info, sinfo) and self.visit(p.pattern, expr0)
         if isinstance(p, AttrPattern):
             return self.visit(p.pattern, expr) and _attrs_match(expr, p.attrs)
         if isinstance(p, PredicatePattern):

@@ -69,8 +69,17 @@ def _infer_call_tir(call: Call, ctx: Any) -> StructInfo:
 @register("relax.call_tir_inplace", pattern=OpPattern.OPAQUE)
 def _infer_call_tir_inplace(call: Call, ctx: Any) -> StructInfo:
     """A PrimFunc that writes some outputs over its inputs (``inplace_indices``; -1: a new
-    tensor the caller allocates)."""
-    out = _infer_dps(call, "relax.call_tir_inplace", (GlobalVar,), "a GlobalVar of a PrimFunc")
+    tensor the caller allocates).  The indices are checked by its FNormalize, as TVM does:
+    TVMScript keeps a call as written, and the well-formed check reports it."""
+    return _infer_dps(call, "relax.call_tir_inplace", (GlobalVar,), "a GlobalVar of a PrimFunc")
+
+
+def _check_inplace_indices(call: Call) -> None:
+    """Each output has an index; the indices name distinct arguments (or -1), at least one
+    does, and an output written over an argument has its shape and dtype."""
+    out = call.sinfo_args[0] if len(call.sinfo_args) == 1 else None
+    if out is None or len(call.args) < 2 or not isinstance(call.args[1], Tuple):
+        return  # FInferStructInfo names the problem
     indices = list((call.attrs or {}).get("inplace_indices", ()))
     outs = list(out.fields) if isinstance(out, TupleStructInfo) else [out]
     if len(indices) != len(outs):
@@ -78,7 +87,7 @@ def _infer_call_tir_inplace(call: Call, ctx: Any) -> StructInfo:
     if all(i == -1 for i in indices):
         raise StructInfoError("relax.call_tir_inplace: every inplace_index is -1 (all outputs fresh); at least one "
                               "output must be written over an argument, or use R.call_tir")
-    inputs = list(struct_info_of(call.args[1]).fields)
+    inputs = [struct_info_of(f) for f in call.args[1].fields]
     seen: set[int] = set()
     for k, (i, o) in enumerate(zip(indices, outs)):
         if i == -1:
@@ -95,7 +104,12 @@ def _infer_call_tir_inplace(call: Call, ctx: Any) -> StructInfo:
                      or structural_equal(list(arg.shape_values), list(o.shape_values)))):
             raise StructInfoError(f"relax.call_tir_inplace: output {k} ({o!r}) is written over argument {i} "
                                   f"({arg!r}), which has a different shape or dtype")
-    return out
+
+
+def _normalize_call_tir_inplace(bb: Any, call: Call) -> Call:
+    new = _inline_arg_tuple(bb, call)
+    _check_inplace_indices(new)
+    return new
 
 
 def _inline_arg_tuple(bb: Any, call: Call) -> Call:
@@ -115,8 +129,8 @@ def _inline_arg_tuple(bb: Any, call: Call) -> Call:
     return Call(call.op, [call.args[0], tup, *call.args[2:]], call.attrs, call.sinfo_args)
 
 
-for _name in ("relax.call_tir", "relax.call_tir_inplace"):
-    Op.get(_name).set_attr("FNormalize", _inline_arg_tuple)
+Op.get("relax.call_tir").set_attr("FNormalize", _inline_arg_tuple)
+Op.get("relax.call_tir_inplace").set_attr("FNormalize", _normalize_call_tir_inplace)
 
 
 @register("relax.call_dps_packed", pattern=OpPattern.OPAQUE)

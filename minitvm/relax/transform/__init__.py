@@ -84,5 +84,6 @@ from .update_param_struct_info import UpdateParamStructInfo  # noqa: E402
 
 # tvm.ir.transform.ApplyPassToFunction: installed on the pass-infra floor (it needs Relax's ExternFunc)
 _pass_infra.ApplyPassToFunction = _ir_pass_infra.ApplyPassToFunction = _apply_pass_to_function.ApplyPassToFunction
+from .dataflow_inplace import DataflowUseInplaceCalls  # noqa: E402,F401 - the name only: calling it raises
 from .normalize_global_var import NormalizeGlobalVar  # noqa: E402
 from .split_layout_rewrite_preproc import SplitLayoutRewritePreproc  # noqa: E402

@@ -19,11 +19,11 @@ from ...arith import Analyzer
 from ...ir.module import IRModule
 from ...tir import expr as tir
 from ...transform import PassContext, module_pass
-from ..analysis import free_vars, tir_vars_in_struct_info
-from ..analysis.purity import contains_impure_call
+from ..analysis import computable_at_compile_time as _known_vars
+from ..analysis import tir_vars_in_struct_info
 from ..dpl.pattern import is_op, wildcard
 from ..dpl.rewrite import rewrite_call
-from ..expr import Function, SeqExpr, Var, struct_info_of
+from ..expr import Function, Var, struct_info_of
 from ..op import matmul, permute_dims
 from ..struct_info import TensorStructInfo
 from ._util import map_functions
@@ -32,19 +32,8 @@ __all__ = ["AdjustMatmulOrder", "computable_at_compile_time"]
 
 
 def computable_at_compile_time(func: Function) -> set[int]:
-    """ids of the variables known at compile time: parameters after ``num_input`` and the
-    bindings reading only those (TVM's ``ComputableAtCompileTime``)."""
-    num_input = (func.attrs or {}).get("num_input")
-    if num_input is None:
-        return set()
-    known = {id(p) for p in func.params[int(num_input):]}
-    body = func.body
-    if isinstance(body, SeqExpr):
-        for block in body.blocks:
-            for b in block.bindings:
-                if not contains_impure_call(b.value) and all(id(v) in known for v in free_vars(b.value)):
-                    known.add(id(b.var))
-    return known
+    """ids of the variables known at compile time (see ``relax.analysis``'s function)."""
+    return {id(v) for v in _known_vars(func)}
 
 
 def _shape(expr: Any) -> list | None:

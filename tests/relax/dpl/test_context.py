@@ -83,7 +83,7 @@ def test_an_output_of_the_block_is_not_only_used_by_anything():
     with PatternContext() as ctx:
         mul = is_op("relax.multiply")(wildcard(), wildcard())
         out = is_op("relax.nn.relu")(mul)
-        mul ^ out  # noqa: B015 - the operator records the constraint
+        mul >> out  # noqa: B015 - the operator records the constraint (only used by)
     bb = relax.BlockBuilder()
     x = relax.Var("x", relax.TensorStructInfo((4,), "float32"))
     with bb.function("main", [x]):

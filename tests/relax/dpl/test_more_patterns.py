@@ -34,13 +34,15 @@ def test_call_dps_packed_patterns_in_a_context():
     with PatternContext() as ctx:
         mm = is_call_dps_packed("ext_mm")
         relu = is_call_dps_packed("ext_relu")
-        mm.fork_to(relu, relu.dup())  # mm ^ relu and mm ^ (a second relu)
+        mm >> relu  # noqa: B015 - only used by (as TVM spells it)
     assert ctx.match_dfb(block) is None  # `a` has two readers, so neither relu is its only one
     with PatternContext() as ctx:
         mm, relu = is_call_dps_packed("ext_mm"), is_call_dps_packed("ext_relu")
-        mm >> relu
+        second = relu.dup()
+        mm.fork_to(relu, second)  # mm ^ relu and mm ^ (a second relu): used by both
     match = ctx.match_dfb(block)
     assert match[mm] is block.bindings[0].var and match[relu] is block.bindings[1].var
+    assert match[second] is block.bindings[2].var
     with PatternContext() as ctx:
         is_call_dps_packed("ext_mm") >> is_call_dps_packed("ext_missing")
     assert ctx.match_dfb(block) is None
@@ -80,3 +82,51 @@ def test_same_shape_as_needs_provably_equal_shapes(second, same):
         is_op("relax.add")(lhs, rhs)
         lhs.same_shape_as(rhs)
     assert (ctx.match_dfb(block) is not None) == same
+
+
+def test_chains_and_parameters_in_a_context():
+    block = _packed.body.blocks[0]
+    with PatternContext() as ctx:
+        chain = is_call_dps_packed("ext_mm") >> is_call_dps_packed("ext_relu")  # only used by: fails
+        assert len(chain.patterns) == 2
+        copy = chain.dup()
+        assert all(a is not b for a, b in zip(chain.patterns, copy.patterns))
+    assert ctx.match_dfb(block) is None
+    with PatternContext() as ctx:
+        x = is_var("x")
+        mm = is_call_dps_packed("ext_mm")
+        x ^ mm  # noqa: B015 - a parameter used by the binding: it is matched too
+    match = ctx.match_dfb(block)
+    assert match[x] is _packed.params[0] and match[mm] is block.bindings[0].var
+
+
+def test_struct_info_pattern_binds_its_symbolic_variables_once():
+    m, n = tir.Var("m", "int64"), tir.Var("n", "int64")
+    lhs = wildcard().has_struct_info(R.Tensor([m, n]))
+    rhs = wildcard().has_struct_info(R.Tensor([m, n]))
+    add = is_op("relax.add")(lhs, rhs)
+    a = relax.Var("a", R.Tensor((64, 128), "int32"))
+    b = relax.Var("b", R.Tensor((1, 128), "int32"))
+    bb = relax.BlockBuilder()
+    assert add.match(bb.normalize(relax.op.add(a, a)))      # m = 64, n = 128 both times
+    assert not add.match(bb.normalize(relax.op.add(a, b)))  # m = 64, then 1: a broadcast
+
+
+def test_use_index_counts_the_reads_of_the_consumer():
+    @R.function
+    def diamond(x: R.Tensor((4,), "float32")):
+        with R.dataflow():
+            a = R.call_dps_packed("ext_relu", (x,), out_sinfo=R.Tensor((4,), "float32"))
+            b = R.call_dps_packed("ext_add", (a, a), out_sinfo=R.Tensor((4,), "float32"))
+            R.output(b)
+        return b
+
+    with PatternContext() as ctx:
+        fork, join = is_call_dps_packed("ext_relu"), is_call_dps_packed("ext_add")
+        fork.only_used_by(join, index=0)
+        fork.only_used_by(join, index=1)  # read twice: as the first and the second argument
+    assert ctx.match_dfb(diamond.body.blocks[0]) is not None
+    with PatternContext() as ctx:
+        fork, join = is_call_dps_packed("ext_relu"), is_call_dps_packed("ext_add")
+        fork.used_by(join, index=2)  # there is no third read
+    assert ctx.match_dfb(diamond.body.blocks[0]) is None
