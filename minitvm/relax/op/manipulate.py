@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from ...arith import Analyzer, ConstIntBound
 from ...tir.expr import IntImm, PrimExpr
+from ...tir.expr import Var as TirVar
+from ...tir.op import max as tir_max
+from ...tir.op import min as tir_min
+from ...tir.functor import post_order_visit
+from ...ir.structural import structural_equal
 from ..analysis.struct_info_analysis import prove_dim_differ, prove_dim_equal
 from ..expr import Call, Expr, Tuple, struct_info_of
 from ..struct_info import (
@@ -238,8 +244,19 @@ def _infer_concat(call: Call, ctx: Any) -> StructInfo:
                 raise StructInfoError(f"{op}: cannot concatenate shapes {shape_text(first)} and "
                                       f"{shape_text(s)} along axis {axis}: dimension {k} differs")
     out = list(first)
-    out[axis] = simplify(sum((s[axis] for s in shapes[1:]), first[axis]))
+    out[axis] = _concat_length([s[axis] for s in shapes])
     return TensorStructInfo(out, dtype)
+
+
+def _concat_length(dims: list[PrimExpr]) -> PrimExpr:
+    """The joined axis's length as TVM writes it, constants folded but not simplified further:
+    equal lengths give ``d * count``, others the running sum (``640 + M``, not ``M + 640``)."""
+    if all(structural_equal(d, dims[0]) for d in dims[1:]):
+        return dims[0] * IntImm("int64", len(dims))
+    total: PrimExpr = IntImm("int64", 0)
+    for d in dims:
+        total = total + d
+    return total
 
 
 def concat(tensors: Any, axis: int | None = 0) -> Call:
@@ -305,18 +322,37 @@ def _infer_split(call: Call, ctx: Any) -> StructInfo:
     else:
         n = const_dim(dim)
         if n is None:
-            raise StructInfoError(f"{op}: splitting the symbolic axis {axis} of {shape_text(vals)} "
-                                  "at indices needs a constant length")
-        # as TVM: indices are clamped to [0, n], each piece runs from one to the next and is
-        # empty when they are out of order
-        bounds = [0] + [min(max(int(i), 0), n) for i in spec] + [n]
-        sizes = [IntImm("int64", max(0, e - b)) for b, e in zip(bounds[:-1], bounds[1:])]
+            sizes = _symbolic_pieces(dim, spec)
+        else:
+            # as TVM: indices are clamped to [0, n], each piece runs from one to the next and
+            # is empty when they are out of order
+            bounds = [0] + [min(max(int(i), 0), n) for i in spec] + [n]
+            sizes = [IntImm("int64", max(0, e - b)) for b, e in zip(bounds[:-1], bounds[1:])]
     fields = []
     for size in sizes:
         out = list(vals)
         out[axis] = size
         fields.append(TensorStructInfo(out, x.dtype))
     return TupleStructInfo(fields)
+
+
+def _symbolic_pieces(dim: PrimExpr, indices: Sequence[int]) -> list[PrimExpr]:
+    """The lengths of the pieces of a symbolic axis cut at constant indices, as TVM: each
+    index clamped to [0, dim], each piece max(right - left, 0), simplified knowing that the
+    axis's variables (shape dimensions) are not negative -- so (640 + M) cut at 640 is 640, M."""
+    analyzer = Analyzer()
+
+    def non_negative(n: Any) -> None:
+        if isinstance(n, TirVar):
+            analyzer.update(n, ConstIntBound(0, ConstIntBound.POS_INF))
+
+    post_order_visit(dim, non_negative)
+
+    def clamp(e: Any) -> PrimExpr:
+        return tir_min(tir_max(e, 0), dim)
+
+    bounds = [IntImm("int64", 0), *(clamp(IntImm("int64", int(i))) for i in indices), dim]
+    return [analyzer.simplify(tir_max(e - b, 0)) for b, e in zip(bounds[:-1], bounds[1:])]
 
 
 def split(x: Expr, indices_or_sections: int | Sequence[int], axis: int = 0) -> Call:
