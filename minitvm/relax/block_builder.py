@@ -70,6 +70,9 @@ __all__ = ["BlockBuilder"]
 class _BlockFrame:
     is_dataflow: bool
     bindings: list = dataclasses.field(default_factory=list)
+    #: id(argument expression) -> (it, the variable normalizing bound it to): the same
+    #: expression normalized twice in one block is bound once (TVM's normalize_binding_map)
+    normalized: dict = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -451,10 +454,17 @@ class BlockBuilder:
 
     def _normalize_arg(self, expr: Any) -> Any:
         """Normalize, then bind a non-leaf to a variable when a block is open."""
+        if self._blocks:
+            seen = self._blocks[-1].normalized.get(id(expr))
+            if seen is not None and seen[0] is expr:
+                return seen[1]
+        original = expr
         expr = self.normalize(expr)
         if is_leaf(expr) or isinstance(expr, Function) or not self._blocks:
             return expr
-        return self.emit(expr)
+        var = self.emit(expr)
+        self._blocks[-1].normalized[id(original)] = (original, var)
+        return var
 
     def _normalize_call(self, call: Call) -> Call:
         op = call.op if isinstance(call.op, (Op, GlobalVar)) else self._normalize_arg(call.op)
