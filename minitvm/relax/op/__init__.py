@@ -98,3 +98,6 @@ __all__ += ["ccl"]
 from .closure import invoke_closure, invoke_pure_closure, make_closure  # noqa: E402 - closures (LambdaLift)
 
 __all__ += ["make_closure", "invoke_closure", "invoke_pure_closure"]
+
+# last: it reads every operator registered above
+from . import _op_mixed_precision  # noqa: E402, F401 - each op's TMixedPrecisionPolicy

@@ -59,6 +59,8 @@ from .combine_parallel_matmul import CombineParallelMatmul  # noqa: E402
 from .alter_op_impl import AlterOpImpl  # noqa: E402
 from .optimize_layout_transform import OptimizeLayoutTransform  # noqa: E402
 from .gradient import Gradient  # noqa: E402
+from .to_mixed_precision import ToMixedPrecision  # noqa: E402
+__all__ += ["ToMixedPrecision"]
 from .realize_vdevice import RealizeVDevice  # noqa: E402
 from .update_vdevice import UpdateVDevice  # noqa: E402
 from .decompose_ops import DecomposeOpsForInference, DecomposeOpsForTraining  # noqa: E402
