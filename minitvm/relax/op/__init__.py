@@ -30,7 +30,7 @@ from .base import (
     tensor_to_shape,
 )
 from .create import arange, full, full_like, ones, ones_like, tril, triu, zeros, zeros_like
-from .datatype import astype
+from .datatype import astype, wrap_param
 from .index import dynamic_strided_slice, gather_elements, scatter_elements, scatter_nd, strided_slice, take
 from .layout import layout_transform
 from .linear_algebra import einsum, linear, matmul
@@ -63,7 +63,7 @@ __all__ = [
     "call_dps_packed",
     "call_pure_packed", "call_py_func", "OpPattern", "register",
     # element-wise (besides the table's, added below)
-    "where", "ewise_fma", "clip", "astype",
+    "where", "ewise_fma", "clip", "astype", "wrap_param",
     # linear algebra
     "matmul", "linear", "einsum",
     # shapes and indexing

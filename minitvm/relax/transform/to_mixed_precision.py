@@ -32,6 +32,7 @@ from ..expr import (
     TupleGetItem,
     Var,
     VarBinding,
+    _set_struct_info,
 )
 from ..expr_functor import ExprMutator
 from ..op._op_mixed_precision import ALWAYS, FOLLOW, NEVER, policy
@@ -166,12 +167,10 @@ class _Rewriter(ExprMutator):
         """``expr`` cast to the nested dtype ``to`` (float16/float32 tensors only)."""
         sinfo = expr.struct_info
         if isinstance(sinfo, TupleStructInfo):
-            fields = expr.fields if isinstance(expr, Tuple) else [TupleGetItem(expr, i) for i in range(len(sinfo.fields))]
-            new = [self._rewrite(self.builder_.normalize(f) if not isinstance(expr, Tuple) else f, t)
-                   for f, t in zip(fields, to)]
-            if isinstance(expr, Tuple):
-                return expr if all(a is b for a, b in zip(new, expr.fields)) else Tuple(new)
-            return expr if all(isinstance(a, TupleGetItem) for a in new) else Tuple(new)
+            fields = list(expr.fields) if isinstance(expr, Tuple) else [_item(expr, i) for i in range(len(sinfo.fields))]
+            new = [self._rewrite(f, t) for f, t in zip(fields, to)]
+            # unbound items: nothing is emitted unless a field is really cast
+            return expr if all(a is b for a, b in zip(new, fields)) else Tuple(new)
         have = _ntype(sinfo)
         if to == have or have in ("",) or have not in (_FP16, _FP32):
             return expr
@@ -257,6 +256,8 @@ class _Rewriter(ExprMutator):
         if not self._in_dataflow():
             return super().visit_var_binding_(binding)
         if isinstance(value, Call) and policy(value.op) != -1:
+            if value.op.name == "relax.wrap_param":  # the parameter itself: casts follow it
+                return self._reemit(binding, value.args[0])
             return self._reemit(binding, self._call(binding, value))
         if isinstance(value, (Tuple, TupleGetItem)):
             if isinstance(value, Tuple):
@@ -300,6 +301,12 @@ class _Rewriter(ExprMutator):
         if new_var is not var:
             self.var_remap_[binding.var] = new_var
         self.builder_.emit_normalized(VarBinding(new_var, value))
+
+
+def _item(tup: Expr, index: int) -> TupleGetItem:
+    item = TupleGetItem(tup, index)
+    _set_struct_info(item, tup.struct_info.fields[index])
+    return item
 
 
 def _in_fp16_range(const: Constant) -> bool:
