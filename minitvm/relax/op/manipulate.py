@@ -8,12 +8,12 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ...arith import Analyzer, ConstIntBound
+from ...ir.structural import structural_equal
 from ...tir.expr import IntImm, PrimExpr
 from ...tir.expr import Var as TirVar
+from ...tir.functor import post_order_visit
 from ...tir.op import max as tir_max
 from ...tir.op import min as tir_min
-from ...tir.functor import post_order_visit
-from ...ir.structural import structural_equal
 from ..analysis.struct_info_analysis import prove_dim_differ, prove_dim_equal
 from ..expr import Call, Expr, Tuple, struct_info_of
 from ..struct_info import (

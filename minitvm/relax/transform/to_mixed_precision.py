@@ -167,7 +167,8 @@ class _Rewriter(ExprMutator):
         """``expr`` cast to the nested dtype ``to`` (float16/float32 tensors only)."""
         sinfo = expr.struct_info
         if isinstance(sinfo, TupleStructInfo):
-            fields = list(expr.fields) if isinstance(expr, Tuple) else [_item(expr, i) for i in range(len(sinfo.fields))]
+            fields = list(expr.fields) if isinstance(expr, Tuple) else \
+                [_item(expr, i) for i in range(len(sinfo.fields))]
             new = [self._rewrite(f, t) for f, t in zip(fields, to)]
             # unbound items: nothing is emitted unless a field is really cast
             return expr if all(a is b for a, b in zip(new, fields)) else Tuple(new)
