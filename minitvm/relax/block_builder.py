@@ -420,6 +420,18 @@ class BlockBuilder:
         """
         return te_to_call_tir(self, func, args, kwargs)
 
+    def call_te_with_grad(self, func: Callable, *args: Any, te_grad_name: str,
+                          te_grad_kwargs: dict | None = None, **kwargs: Any) -> Call:
+        """:meth:`call_te` as ``R.call_tir_with_grad``: its gradient is the TE function
+        registered as ``te_grad_name`` (``relax.training.utils.register_te_gradient``)."""
+        # lazy: cycle -- relax.op builds on this module
+        from .op.base import call_tir_with_grad
+
+        call = self.call_te(func, *args, **kwargs)
+        tir_vars = call.args[2] if len(call.args) > 2 else None
+        return call_tir_with_grad(call.args[0], call.args[1], call.sinfo_args[0], te_grad_name,
+                                  te_grad_kwargs, tir_vars)
+
     def emit_te(self, func: Callable, *args: Any, **kwargs: Any) -> Var:
         """Emit :meth:`call_te`: ``lv = bb.emit_te(topi.nn.relu, x)``."""
         name_hint = kwargs.pop("name_hint", "")

@@ -24,6 +24,7 @@ from .base import (
     call_py_func,
     call_tir,
     call_tir_inplace,
+    call_tir_with_grad,
     print,  # noqa: A004 - R.print
     shape_of,
     shape_to_tensor,
@@ -59,7 +60,8 @@ from .ternary import ewise_fma
 from .unary import clip
 
 __all__ = [
-    "nn", "image", "grad", "builtin", "memory", "vm", "call_tir", "call_tir_inplace", "print", "assert_op",
+    "nn", "image", "grad", "builtin", "memory", "vm", "call_tir", "call_tir_inplace", "call_tir_with_grad",
+    "print", "assert_op",
     "call_dps_packed",
     "call_pure_packed", "call_py_func", "OpPattern", "register",
     # element-wise (besides the table's, added below)

@@ -24,6 +24,7 @@ from typing import Any
 from ...error import TVMError
 from ...ir.module import IRModule
 from ...ir.op import Op
+from ...runtime.registry import get_global_func
 from ...transform import PassContext, module_pass
 from ..analysis import remove_all_unused
 from ..block_builder import BlockBuilder
@@ -40,18 +41,18 @@ from ..expr import (
     TupleGetItem,
     Var,
     VarBinding,
-    _set_struct_info,
 )
 from ..expr_functor import ExprMutator
 from ..op import add, ones, zeros
 from ..op.linear_algebra import matmul
 from ..op.manipulate import permute_dims
 from ..struct_info import TensorStructInfo, TupleStructInfo
-from ._util import CopyWithNewVars
+from ._util import CopyWithNewVars, unbound_item
 
 __all__ = ["Gradient"]
 
 _START, _END = "relax.grad.start_checkpoint", "relax.grad.end_checkpoint"
+_TE_GRAD_PREFIX = "tvm.relax.te_grad._register."  # where register_te_gradient puts its handlers
 
 
 def _is_op(value: Any, name: str) -> bool:
@@ -80,14 +81,7 @@ def _as_nested(expr: Expr) -> Any:
         return expr
     if isinstance(expr, Tuple):
         return [_as_nested(f) for f in expr.fields]
-    return [_as_nested(_item(expr, i)) for i in range(len(sinfo.fields))]
-
-
-def _item(tup: Expr, index: int) -> Expr:
-    """``tup[index]`` with its struct info, ``tup`` itself inside (not rebuilt, not bound)."""
-    item = TupleGetItem(tup, index)
-    _set_struct_info(item, tup.struct_info.fields[index])
-    return item
+    return [_as_nested(unbound_item(expr, i)) for i in range(len(sinfo.fields))]
 
 
 def _to_expr(nested: Any) -> Expr:
@@ -270,6 +264,9 @@ class _Backward:
         if call.op.name == "relax.call_tir":
             raise TVMError("relax.transform.Gradient: differentiating call_tir needs a registered "
                            "gradient (call_tir_with_grad)")
+        if call.op.name == "relax.call_tir_with_grad":
+            self._te_grad(call, checkpoint_call, var, grad)
+            return
         rule = call.op.get_attr("FPrimalGradient")
         if rule is None:
             raise TVMError(f"relax.transform.Gradient: operator {call.op.name} has no gradient rule "
@@ -282,6 +279,24 @@ class _Backward:
             if not _is_op(partial, "relax.grad.no_grad"):
                 self.update(arg, partial)
 
+    def _te_grad(self, call: Call, checkpoint_call: Call, var: Var, grad: Var) -> None:
+        """call_tir_with_grad: the registered TE gradient gives one partial per argument."""
+        name = call.attrs["te_grad_name"]
+        handler = get_global_func(_TE_GRAD_PREFIX + name, allow_missing=True)
+        if handler is None:
+            raise TVMError(f"relax.transform.Gradient: no TE gradient is registered as {name!r} "
+                           "(relax.training.utils.register_te_gradient)")
+        partials = handler(var, checkpoint_call, grad, self.bb)
+        args = call.args[1]
+        if not isinstance(partials.struct_info, TupleStructInfo):
+            if len(args.fields) != 1:
+                raise TVMError(f"relax.transform.Gradient: the TE gradient {name} gave one gradient for "
+                               f"{len(args.fields)} arguments")
+            self.update(args.fields[0], partials)
+            return
+        for i, arg in enumerate(args.fields):
+            self.update(arg, unbound_item(partials, i))
+
     def _get_item(self, binding: VarBinding, item: TupleGetItem, grad: Var) -> None:
         tup = item.tuple_value
         if not isinstance(tup, Var) or not isinstance(tup.struct_info, TupleStructInfo):
@@ -291,7 +306,7 @@ class _Backward:
             fields[item.index] = grad
         else:
             old = self.adjoint[tup]
-            fields = [_item(old, i) for i in range(len(tup.struct_info.fields))]
+            fields = [unbound_item(old, i) for i in range(len(tup.struct_info.fields))]
             fields[item.index] = _to_expr(_combine(_as_nested(fields[item.index]), _as_nested(grad)))
         self.emit_adjoint(tup, Tuple(fields))
 
@@ -347,7 +362,8 @@ def _required(func: Function, var_map: dict, require_grads: Any, name: str) -> l
     return out
 
 
-def _adjoint(func: Function, name: str, require_grads: Any, target_index: int, mod: IRModule) -> Function:
+def _adjoint(func: Function, name: str, require_grads: Any, target_index: int,
+             mod: IRModule) -> tuple[Function, IRModule]:
     copier = CopyWithNewVars()
     copy = copier.visit_expr(func)
     var_map = {**{p: q for p, q in zip(func.params, copy.params)}, **copier.var_remap_}
@@ -372,8 +388,18 @@ def _adjoint(func: Function, name: str, require_grads: Any, target_index: int, m
     new_block = bb.end_block()
     new = bb._make_function(copy.params, bb.normalize(SeqExpr((new_block,), result)), None, copy.is_pure,
                             copy.attrs)
-    new = _simplify(remove_all_unused(new))
-    return new.with_attr("global_symbol", f"{name}_adjoint")
+    new = _simplify(remove_all_unused(_WithGradEliminator().visit_expr(new)))
+    return new.with_attr("global_symbol", f"{name}_adjoint"), bb.get()
+
+
+class _WithGradEliminator(ExprMutator):
+    """In the adjoint function, call_tir_with_grad is plain call_tir (its gradient is spent)."""
+
+    def visit_call_(self, op: Call) -> Any:
+        new = super().visit_call_(op)
+        if _is_op(new, "relax.call_tir_with_grad"):
+            return Call(Op.get("relax.call_tir"), new.args, None, new.sinfo_args)
+        return new
 
 
 class _Simplifier(ExprMutator):
@@ -439,5 +465,6 @@ class Gradient:
         func = mod[self.func_name]
         if not isinstance(func, Function):
             raise TVMError(f"relax.transform.Gradient: {self.func_name} is not a Relax function")
-        return mod.with_function(f"{self.func_name}_adjoint",
-                                 _adjoint(func, self.func_name, self.require_grads, self.target_index, mod))
+        adjoint, context = _adjoint(func, self.func_name, self.require_grads, self.target_index, mod)
+        # the module again with what the TE gradients added (their PrimFuncs), then the adjoint
+        return context.with_function(f"{self.func_name}_adjoint", adjoint)

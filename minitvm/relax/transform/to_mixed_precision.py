@@ -32,13 +32,12 @@ from ..expr import (
     TupleGetItem,
     Var,
     VarBinding,
-    _set_struct_info,
 )
 from ..expr_functor import ExprMutator
 from ..op._op_mixed_precision import ALWAYS, FOLLOW, NEVER, policy
 from ..op.datatype import astype
 from ..struct_info import TensorStructInfo, TupleStructInfo
-from ._util import map_functions
+from ._util import map_functions, unbound_item
 
 __all__ = ["ToMixedPrecision"]
 
@@ -168,7 +167,7 @@ class _Rewriter(ExprMutator):
         sinfo = expr.struct_info
         if isinstance(sinfo, TupleStructInfo):
             fields = list(expr.fields) if isinstance(expr, Tuple) else \
-                [_item(expr, i) for i in range(len(sinfo.fields))]
+                [unbound_item(expr, i) for i in range(len(sinfo.fields))]
             new = [self._rewrite(f, t) for f, t in zip(fields, to)]
             # unbound items: nothing is emitted unless a field is really cast
             return expr if all(a is b for a, b in zip(new, fields)) else Tuple(new)
@@ -302,12 +301,6 @@ class _Rewriter(ExprMutator):
         if new_var is not var:
             self.var_remap_[binding.var] = new_var
         self.builder_.emit_normalized(VarBinding(new_var, value))
-
-
-def _item(tup: Expr, index: int) -> TupleGetItem:
-    item = TupleGetItem(tup, index)
-    _set_struct_info(item, tup.struct_info.fields[index])
-    return item
 
 
 def _in_fp16_range(const: Constant) -> bool:

@@ -93,3 +93,34 @@ def test_checkpointed_segments_recompute_and_give_the_same_gradient():
     np.testing.assert_allclose(out.numpy(), np.sum(t ** 2 + a), rtol=1e-5)
     np.testing.assert_allclose(gx.numpy(), 2 * t * (1 - t ** 2) * b + 1, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(gw.numpy(), 2 * t * (1 - t ** 2) * a, rtol=1e-4, atol=1e-5)
+
+
+def test_call_tir_with_grad_uses_the_registered_te_gradient():
+    """bb.call_te_with_grad: the forward keeps R.call_tir_with_grad; the adjoint calls the
+    TE gradient registered under te_grad_name (with te_grad_kwargs) and plain call_tir."""
+    from minitvm import te
+    from minitvm.relax.training.utils import register_te_gradient
+
+    @register_te_gradient("minitvm_test_scaled_square_grad")
+    def _grad(g, x, k):
+        return [te.compute(x.shape, lambda *i: g[i] * x[i] * k * 2.0, name="scaled_square_grad")]
+
+    def scaled_square(x, k):
+        return te.compute(x.shape, lambda *i: x[i] * x[i] * k, name="scaled_square")
+
+    x = _tensor("x", 3, 4)
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = bb.emit(bb.call_te_with_grad(scaled_square, x, 3.0, te_grad_name="minitvm_test_scaled_square_grad",
+                                             te_grad_kwargs={"k": 3.0}))
+            loss = bb.emit_output(R.sum(y))
+        bb.emit_func_output(loss)
+    mod = relax.transform.Gradient("main")(bb.get())
+    assert mod["main"].body.blocks[0].bindings[0].value.op.name == "relax.call_tir_with_grad"
+    ops = {b.value.op.name for b in mod["main_adjoint"].body.blocks[0].bindings if isinstance(b.value, relax.Call)}
+    assert "relax.call_tir_with_grad" not in ops and "relax.call_tir" in ops
+    a = np.random.default_rng(3).uniform(-1, 1, (3, 4)).astype("float32")
+    out, (gx,) = _vm(mod)["main_adjoint"](minitvm.nd.array(a))
+    np.testing.assert_allclose(out.numpy(), np.sum(3 * a * a), rtol=1e-5)
+    np.testing.assert_allclose(gx.numpy(), 6 * a, rtol=1e-5)
