@@ -70,6 +70,9 @@ __all__ = ["BlockBuilder"]
 class _BlockFrame:
     is_dataflow: bool
     bindings: list = dataclasses.field(default_factory=list)
+    #: id(argument expression) -> (it, the variable normalizing bound it to): the same
+    #: expression normalized twice in one block is bound once (TVM's normalize_binding_map)
+    normalized: dict = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -418,6 +421,18 @@ class BlockBuilder:
         """
         return te_to_call_tir(self, func, args, kwargs)
 
+    def call_te_with_grad(self, func: Callable, *args: Any, te_grad_name: str,
+                          te_grad_kwargs: dict | None = None, **kwargs: Any) -> Call:
+        """:meth:`call_te` as ``R.call_tir_with_grad``: its gradient is the TE function
+        registered as ``te_grad_name`` (``relax.training.utils.register_te_gradient``)."""
+        # lazy: cycle -- relax.op builds on this module
+        from .op.base import call_tir_with_grad
+
+        call = self.call_te(func, *args, **kwargs)
+        tir_vars = call.args[2] if len(call.args) > 2 else None
+        return call_tir_with_grad(call.args[0], call.args[1], call.sinfo_args[0], te_grad_name,
+                                  te_grad_kwargs, tir_vars)
+
     def emit_te(self, func: Callable, *args: Any, **kwargs: Any) -> Var:
         """Emit :meth:`call_te`: ``lv = bb.emit_te(topi.nn.relu, x)``."""
         name_hint = kwargs.pop("name_hint", "")
@@ -452,10 +467,17 @@ class BlockBuilder:
 
     def _normalize_arg(self, expr: Any) -> Any:
         """Normalize, then bind a non-leaf to a variable when a block is open."""
+        if self._blocks:
+            seen = self._blocks[-1].normalized.get(id(expr))
+            if seen is not None and seen[0] is expr:
+                return seen[1]
+        original = expr
         expr = self.normalize(expr)
         if is_leaf(expr) or isinstance(expr, Function) or not self._blocks:
             return expr
-        return self.emit(expr)
+        var = self.emit(expr)
+        self._blocks[-1].normalized[id(original)] = (original, var)
+        return var
 
     def _normalize_call(self, call: Call) -> Call:
         op = call.op if isinstance(call.op, (Op, GlobalVar)) else self._normalize_arg(call.op)

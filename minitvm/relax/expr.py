@@ -671,6 +671,14 @@ class Function(Expr):
 
         return bind_params(self, binding_map)
 
+    def inline_functions(self, function_map: dict) -> "Function":
+        """This function with calls of the given functions replaced by their bodies (TVM's
+        ``Function.inline_functions``); keys are GlobalVars or their names."""
+        # lazy: cycle -- relax.transform builds on this module
+        from .transform.inline_private_functions import inline_functions
+
+        return inline_functions(self, function_map)
+
     def bind_symbolic_vars(self, binding_map: dict) -> "Function":
         """This function with symbolic variables replaced (TVM's ``Function.bind_symbolic_vars``).
 

@@ -107,6 +107,12 @@ class Source:
         first_raw = next((ln for ln in lines if ln.strip()), "")
         first_dedented = next((ln for ln in text.splitlines(True) if ln.strip()), "")
         indent = len(first_raw) - len(first_dedented)
+        if first_dedented[:1] in (" ", "\t"):
+            # a continuation line (a closing parenthesis) sits left of the definition: strip the
+            # definition's own indentation, and from such lines what they have (Python ignores
+            # indentation inside brackets)
+            indent = len(first_raw) - len(first_raw.lstrip())
+            text = "".join(ln[min(indent, len(ln) - len(ln.lstrip())):] if ln.strip() else ln for ln in lines)
         filename = inspect.getsourcefile(obj) or obj.__code__.co_filename
         return Source(text, filename, first_line - 1, indent, [ln.rstrip("\n") for ln in lines])
 

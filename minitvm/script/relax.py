@@ -247,13 +247,32 @@ class MatchCastValue:
     struct_info: StructInfo
 
 
+#: the IR builder's emitters reachable as ``R.<name>``, as TVM's ``R`` re-exports its builder
+_BUILDER_ONLY = {"arg", "func_name", "func_ret_value", "func_ret_struct_info", "emit",
+                 "emit_match_cast", "emit_var_binding"}
+
+
+def _ir_builder() -> Any:
+    """The IR builder's Relax emitters while an ``IRBuilder`` is open, else None: then
+    ``R.dataflow()``/``R.output``/``R.func_attr`` act on its frames, as in TVM."""
+    # lazy: cycle -- the builder's relax module reads this namespace's annotations
+    from .ir_builder import IRBuilder
+    from .ir_builder import relax as builder_relax
+
+    return builder_relax if IRBuilder.is_in_scope() else None
+
+
 def dataflow() -> DataflowScope:
     """Open a dataflow block: ``with R.dataflow(): ... R.output(gv)``."""
-    return DataflowScope()
+    builder = _ir_builder()
+    return builder.dataflow() if builder is not None else DataflowScope()
 
 
 def output(*vars: Any) -> OutputMarker:
     """Name the variables of a dataflow block used after it (the last statement of the block)."""
+    builder = _ir_builder()
+    if builder is not None:
+        return builder.output(*vars)
     return OutputMarker(_builtin_tuple(vars))
 
 
@@ -261,6 +280,9 @@ def func_attr(attrs: dict) -> FuncAttrMarker:
     """Set attributes of the enclosing function (``{"global_symbol": "main"}`` ...)."""
     if not isinstance(attrs, dict):
         raise TypeError(f"R.func_attr takes a dict, got {attrs!r}")
+    builder = _ir_builder()
+    if builder is not None:
+        return builder.func_attr(dict(attrs))
     return FuncAttrMarker(dict(attrs))
 
 
@@ -505,5 +527,10 @@ def __getattr__(name: _builtin_str) -> Any:
         value = getattr(_op, name, None)
         if value is not None:
             return value
+        if name in _BUILDER_ONLY:
+            # lazy: cycle -- the builder's relax module reads this namespace's annotations
+            from .ir_builder import relax as builder_relax
+
+            return getattr(builder_relax, name)
     raise AttributeError(f"R.{name} is not a Relax operator or TVMScript helper "
                          f"(minitvm.relax.op has no {name!r})")

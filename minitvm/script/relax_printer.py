@@ -267,6 +267,16 @@ class RelaxPrinter:
                 if len(args) > 2:
                     text += f", tir_vars={args[2]}"
                 return text + ")"
+            if op.name == "relax.call_tir_with_grad":
+                attrs = c.attrs or {}
+                text = (f"R.call_tir_with_grad({args[0]}, {args[1]}, out_sinfo={self.out_sinfo(c.sinfo_args)}, "
+                        f"te_grad_name={_str(attrs.get('te_grad_name', ''))}")
+                kwargs = attrs.get("te_grad_kwargs") or {}
+                if kwargs:  # as TVM: only when there are some
+                    text += ", te_grad_kwargs={" + ", ".join(f"{_str(k)}: {v}" for k, v in kwargs.items()) + "}"
+                if len(args) > 2:
+                    text += f", tir_vars={args[2]}"
+                return text + ")"
             if op.name == "relax.call_dps_packed":
                 return (f"R.call_dps_packed({_str(c.args[0].global_symbol)}, {args[1]}, "
                         f"out_sinfo={self.out_sinfo(c.sinfo_args)})")

@@ -26,6 +26,7 @@ from .base import (
     call_py_func,
     call_tir,
     call_tir_inplace,
+    call_tir_with_grad,
     null_value,
     print,  # noqa: A004 - R.print
     shape_of,
@@ -33,7 +34,7 @@ from .base import (
     tensor_to_shape,
 )
 from .create import arange, full, full_like, ones, ones_like, tril, triu, zeros, zeros_like
-from .datatype import astype
+from .datatype import astype, wrap_param
 from .index import dynamic_strided_slice, gather_elements, scatter_elements, scatter_nd, strided_slice, take
 from .layout import layout_transform
 from .linear_algebra import einsum, linear, matmul
@@ -62,12 +63,13 @@ from .ternary import ewise_fma
 from .unary import clip
 
 __all__ = [
-    "nn", "image", "grad", "builtin", "memory", "vm", "call_tir", "call_tir_inplace", "print", "assert_op",
+    "nn", "image", "grad", "builtin", "memory", "vm", "call_tir", "call_tir_inplace", "call_tir_with_grad",
+    "print", "assert_op",
     "call_dps_packed",
     "call_pure_packed", "call_py_func", "call_builtin_with_ctx", "null_value", "call_inplace_packed",
     "OpPattern", "register",
     # element-wise (besides the table's, added below)
-    "where", "ewise_fma", "clip", "astype",
+    "where", "ewise_fma", "clip", "astype", "wrap_param",
     # linear algebra
     "matmul", "linear", "einsum",
     # shapes and indexing
@@ -111,3 +113,6 @@ from .index import gather_nd  # noqa: E402
 from .manipulate import meshgrid, one_hot  # noqa: E402
 
 __all__ += ["gather_nd", "meshgrid", "one_hot", "eye", "eye_like"]
+
+# last: it reads every operator registered above
+from . import _op_mixed_precision  # noqa: E402, F401 - each op's TMixedPrecisionPolicy

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ...arith import Analyzer
 from ...ir.op import register_op_attr
 from ...tir.expr import IntImm
 from ..expr import Call, Expr, Var, const
@@ -23,13 +24,15 @@ from .create import triu, zeros_like
 from .datatype import astype
 from .grad import avg_pool2d_backward, max_pool2d_backward, nll_loss_backward, no_grad, take_backward
 from .linear_algebra import matmul
-from .manipulate import broadcast_to, collapse_sum_to, concat, expand_dims, flip, permute_dims, reshape, split
+from .manipulate import broadcast_to, collapse_sum_to, concat, expand_dims, flip, permute_dims, reshape, split, squeeze
 from .search import where
 from .statistical import cumsum, mean, sum
 
 __all__ = ["register_gradient"]
 
 Rule = Callable[[Var, Call, Var, Any], list]
+
+_ANALYZER = Analyzer()
 
 
 def register_gradient(op_name: str, rule: Rule | None = None, level: int = 10) -> Any:
@@ -47,12 +50,11 @@ def _c(value: float, like: Expr) -> Expr:
 
 
 def _fit(ctx: Any, grad: Expr, arg: Expr) -> Expr:
-    """``grad`` summed down to ``arg``'s shape when the call broadcast ``arg``."""
-    grad = ctx.normalize(grad)
-    have, want = _sinfo(grad).shape_values, _sinfo(arg).shape_values
+    """``grad`` summed down to ``arg``'s shape (``collapse_sum_to``) unless the shapes are
+    provably equal, as TVM's ``_fit_shape``; ``grad`` itself stays unbound."""
+    have, want = _sinfo(ctx.normalize(grad)).shape_values, _sinfo(arg).shape_values
     if have is not None and want is not None and len(have) == len(want) and \
-            all(isinstance(a, IntImm) and isinstance(b, IntImm) and a.value == b.value or a is b
-                for a, b in zip(have, want)):
+            all(_ANALYZER.can_prove_equal(a, b) for a, b in zip(have, want)):
         return grad
     return collapse_sum_to(grad, _sinfo(arg).shape)
 
@@ -64,14 +66,16 @@ def _binary(fx: Callable, fy: Callable) -> Rule:
     return rule
 
 
+# each rule's expression as TVM writes it (the order of the operands decides the bindings a
+# block builder emits for them, which TVM's tests compare)
 for _name, _fx, _fy in [
     ("add", lambda a, b, y, g: g, lambda a, b, y, g: g),
     ("subtract", lambda a, b, y, g: g, lambda a, b, y, g: _u.negative(g)),
     ("multiply", lambda a, b, y, g: _b.multiply(g, b), lambda a, b, y, g: _b.multiply(g, a)),
     ("divide", lambda a, b, y, g: _b.divide(g, b),
-     lambda a, b, y, g: _u.negative(_b.divide(_b.multiply(g, y), b))),
-    ("power", lambda a, b, y, g: _b.multiply(g, _b.multiply(b, _b.power(a, _b.subtract(b, _c(1, b))))),
-     lambda a, b, y, g: _b.multiply(g, _b.multiply(y, _u.log(a)))),
+     lambda a, b, y, g: _b.divide(_b.multiply(_u.negative(g), y), b)),
+    ("power", lambda a, b, y, g: _b.multiply(_b.multiply(g, b), _b.power(a, _b.subtract(b, _c(1, b)))),
+     lambda a, b, y, g: _b.multiply(_b.multiply(g, y), _u.log(a))),
     # ties go to the first operand, as TVM's rules send them
     ("maximum", lambda a, b, y, g: where(_b.less(a, b), _c(0, a), g),
      lambda a, b, y, g: where(_b.greater_equal(a, b), _c(0, a), g)),
@@ -131,9 +135,11 @@ def _reduced_axes(call: Call) -> list[int]:
 
 
 def _spread(g: Expr, call: Call) -> Expr:
-    """A reduction's gradient ``g`` broadcast back over the reduced axes."""
-    if not call.attrs["keepdims"] and _sinfo(call.args[0]).ndim > 0:
-        g = expand_dims(g, _reduced_axes(call))
+    """A reduction's gradient ``g`` broadcast back over the reduced axes (as TVM: the axes
+    are put back only when the call named them)."""
+    axis = call.attrs["axis"]
+    if not call.attrs["keepdims"] and axis:
+        g = expand_dims(g, axis)
     return broadcast_to(g, _sinfo(call.args[0]).shape)
 
 
@@ -152,7 +158,7 @@ def _sum_grad(y: Var, call: Call, g: Var, ctx: Any) -> list:
 
 @register_gradient("relax.mean")
 def _mean_grad(y: Var, call: Call, g: Var, ctx: Any) -> list:
-    return [_b.divide(_spread(g, call), _c(_count(call), g))]
+    return [_spread(_b.divide(g, _c(_count(call), g)), call)]
 
 
 @register_gradient("relax.variance")
@@ -164,21 +170,24 @@ def _variance_grad(y: Var, call: Call, g: Var, ctx: Any) -> list:
 
 @register_gradient("relax.permute_dims")
 def _permute_dims_grad(y: Var, call: Call, g: Var, ctx: Any) -> list:
-    ndim = _sinfo(call.args[0]).ndim
     axes = call.attrs["axes"]
-    axes = list(reversed(range(ndim))) if axes is None else [int(a) % ndim for a in axes]
-    return [permute_dims(g, [axes.index(i) for i in range(ndim)])]
+    if not axes:  # reversed axes: their own inverse
+        return [permute_dims(g)]
+    inverse = [0] * len(axes)
+    for i, a in enumerate(axes):
+        inverse[int(a)] = i
+    return [permute_dims(g, inverse)]
 
 
 @register_gradient("relax.concat")
 def _concat_grad(y: Var, call: Call, g: Var, ctx: Any) -> list:
     fields = call.args[0].struct_info.fields
     axis = call.attrs["axis"]
-    axis = 0 if axis is None else axis % fields[0].ndim
-    bounds, at = [], 0
+    axis = 0 if axis is None else int(axis)
+    bounds: list = []
     for f in fields[:-1]:
-        at += int(f.shape_values[axis])
-        bounds.append(at)
+        at = f.shape_values[axis]
+        bounds.append(at if not bounds else bounds[-1] + at)
     return [split(g, bounds, axis)]
 
 
@@ -233,42 +242,44 @@ def _astype_grad(y: Var, call: Call, g: Var, ctx: Any) -> list:
 
 @register_gradient("relax.matmul")
 def _matmul_grad(y: Var, call: Call, g: Var, ctx: Any) -> list:
-    """``a @ b`` with vectors made matrices ((k,) as (1, k) on the left, (k, 1) on the
-    right): ``da = g @ b^T`` and ``db = a^T @ g``, summed over broadcast batch axes."""
+    """``da = g @ b^T`` and ``db = a^T @ g`` (the last two axes transposed), a vector operand
+    made a matrix by an added axis, each summed over broadcast batch axes."""
     a, b = call.args
-    sa, sb = _sinfo(a), _sinfo(b)
-    a2 = a if sa.ndim > 1 else ctx.normalize(reshape(a, [1, sa.shape_values[0]]))
-    b2 = b if sb.ndim > 1 else ctx.normalize(reshape(b, [sb.shape_values[0], 1]))
-    g2 = reshape(g, ctx.normalize(matmul(a2, b2)).struct_info.shape)
+    na, nb = _sinfo(a).ndim, _sinfo(b).ndim
 
-    def t(e: Expr) -> Expr:
-        n = _sinfo(e).ndim
-        return permute_dims(e, list(range(n - 2)) + [n - 1, n - 2])
+    def t(e: Expr, n: int) -> Expr:
+        return permute_dims(e, [i if i < n - 2 else 2 * n - 3 - i for i in range(n)])
 
-    da = _fit(ctx, matmul(g2, t(b2)), a2)
-    db = _fit(ctx, matmul(t(a2), g2), b2)
-    return [da if sa.ndim > 1 else reshape(da, sa.shape), db if sb.ndim > 1 else reshape(db, sb.shape)]
+    if na > 1 and nb > 1:
+        da, db = matmul(g, t(b, nb)), matmul(t(a, na), g)
+    elif na == 1 and nb > 1:
+        a_col, g_row = expand_dims(a, 1), expand_dims(g, -2)
+        da, db = matmul(g_row, t(b, nb)), matmul(a_col, g_row)
+    elif nb == 1 and na > 1:
+        b_row, g_col = expand_dims(b, 0), expand_dims(g, -1)
+        da, db = matmul(g_col, b_row), squeeze(matmul(t(a, na), g_col), axis=-1)
+    else:
+        da, db = _b.multiply(g, b), _b.multiply(g, a)
+    return [_fit(ctx, da, a), _fit(ctx, db, b)]
 
 
 @register_gradient("relax.nn.softmax")
 def _softmax_grad(y: Var, call: Call, g: Var, ctx: Any) -> list:
-    gy = _b.multiply(g, y)
-    return [_b.subtract(gy, _b.multiply(y, sum(gy, [call.attrs["axis"]], keepdims=True)))]
+    return [_b.multiply(_b.subtract(g, sum(_b.multiply(g, y), call.attrs["axis"], True)), y)]
 
 
 @register_gradient("relax.nn.log_softmax")
 def _log_softmax_grad(y: Var, call: Call, g: Var, ctx: Any) -> list:
-    return [_b.subtract(g, _b.multiply(_u.exp(y), sum(g, [call.attrs["axis"]], keepdims=True)))]
+    return [_b.subtract(g, _b.multiply(sum(g, call.attrs["axis"], True), _u.exp(y)))]
 
 
 @register_gradient("relax.nn.cross_entropy_with_logits")
 def _cross_entropy_grad(y: Var, call: Call, g: Var, ctx: Any) -> list:
     """loss = -sum(x * labels), over the batch size when there is a batch."""
     x, labels = call.args
-    scale = _u.negative(g)
     if _sinfo(x).ndim > 1:
-        scale = _b.divide(scale, _c(int(_sinfo(x).shape_values[0]), x))
-    return [_b.multiply(scale, labels), _b.multiply(scale, x)]
+        g = _b.divide(g, _c(int(_sinfo(x).shape_values[0]), g))
+    return [_b.multiply(_u.negative(g), labels), _b.multiply(_u.negative(g), x)]
 
 
 @register_gradient("relax.nn.nll_loss")

@@ -21,8 +21,8 @@ from ..struct_info import (
 )
 from .registry import OpPattern, make_call, register
 
-__all__ = ["call_tir", "call_tir_inplace", "call_dps_packed", "call_pure_packed", "call_py_func", "print",
-           "assert_op", "call_builtin_with_ctx", "null_value", "call_inplace_packed"]
+__all__ = ["call_tir", "call_tir_inplace", "call_tir_with_grad", "call_dps_packed", "call_pure_packed",
+           "call_py_func", "print", "assert_op", "call_builtin_with_ctx", "null_value", "call_inplace_packed"]
 
 
 def _out_sinfo(out_sinfo: Any, op_name: str) -> StructInfo:
@@ -129,7 +129,14 @@ def _inline_arg_tuple(bb: Any, call: Call) -> Call:
     return Call(call.op, [call.args[0], tup, *call.args[2:]], call.attrs, call.sinfo_args)
 
 
-Op.get("relax.call_tir").set_attr("FNormalize", _inline_arg_tuple)
+@register("relax.call_tir_with_grad", pattern=OpPattern.OPAQUE)
+def _infer_call_tir_with_grad(call: Call, ctx: Any) -> StructInfo:
+    """call_tir whose gradient is the TE function registered as ``te_grad_name``."""
+    return _infer_dps(call, "relax.call_tir_with_grad", (GlobalVar,), "a GlobalVar of a PrimFunc")
+
+
+for _name in ("relax.call_tir", "relax.call_tir_with_grad"):
+    Op.get(_name).set_attr("FNormalize", _inline_arg_tuple)
 Op.get("relax.call_tir_inplace").set_attr("FNormalize", _normalize_call_tir_inplace)
 
 
@@ -165,6 +172,21 @@ def call_tir(gvar: GlobalVar, args: Any, out_sinfo: Any = None, tir_vars: Any = 
     if tir_vars is not None:
         call_args.append(tir_vars if isinstance(tir_vars, Expr) else ShapeExpr(list(tir_vars)))
     return make_call("relax.call_tir", *call_args, sinfo_args=[_out_sinfo(out_sinfo, "relax.call_tir")])
+
+
+def call_tir_with_grad(gvar: GlobalVar, args: Any, out_sinfo: Any, te_grad_name: str,
+                       te_grad_kwargs: dict | None = None, tir_vars: Any = None) -> Call:
+    """``R.call_tir_with_grad(gvar, (x,), out_sinfo=..., te_grad_name="f_grad")``: call_tir
+    whose gradient (for ``relax.transform.Gradient``) is the TE function registered with
+    ``relax.training.utils.register_te_gradient(te_grad_name)``, given ``te_grad_kwargs``."""
+    if not isinstance(gvar, GlobalVar):
+        raise TypeError(f"relax.call_tir_with_grad: expected the GlobalVar of a PrimFunc, got {gvar!r}")
+    call_args: list[Any] = [gvar, _args_tuple(args)]
+    if tir_vars is not None:
+        call_args.append(tir_vars if isinstance(tir_vars, Expr) else ShapeExpr(list(tir_vars)))
+    attrs = {"te_grad_name": str(te_grad_name), "te_grad_kwargs": dict(te_grad_kwargs or {})}
+    return make_call("relax.call_tir_with_grad", *call_args, attrs=attrs,
+                     sinfo_args=[_out_sinfo(out_sinfo, "relax.call_tir_with_grad")])
 
 
 def call_tir_inplace(gvar: GlobalVar, args: Any, inplace_indices: Any, out_sinfo: Any = None,

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from ...arith import Analyzer, ConstIntBound
 from ...ir.structural import structural_equal
 from ...tir.expr import IntImm, Mul, PrimExpr
+from ...tir.expr import Var as TirVar
+from ...tir.functor import post_order_visit
 from ...tir.op import ceildiv
-from ...tir.op import max as max_expr
-from ...tir.op import min as min_expr
+from ...tir.op import max as tir_max
+from ...tir.op import min as tir_min
 from ..analysis.struct_info_analysis import prove_dim_differ, prove_dim_equal
 from ..expr import Call, Expr, PrimValue, ShapeExpr, Tuple, Var, struct_info_of
 from ..struct_info import (
@@ -347,10 +350,7 @@ def _infer_concat(call: Call, ctx: Any) -> StructInfo:
             not prove_dim_equal(written[0][k], s[k]) for s in written[1:] for k in range(ndim) if k != axis):
         return TensorStructInfo(None, dtype, vdevice, ndim)
     out = list(written[0])
-    if all(structural_equal(s[axis], out[axis]) for s in written[1:]):
-        out[axis] = simplify(out[axis] * len(written))
-    else:
-        out[axis] = simplify(sum((s[axis] for s in written[1:]), written[0][axis]))
+    out[axis] = _concat_length([s[axis] for s in written])
     return TensorStructInfo(out, dtype, vdevice)
 
 
@@ -360,6 +360,17 @@ def _common_vdevice(xs: Sequence[TensorStructInfo]) -> Any:
     if not devices or any(not structural_equal(d, devices[0]) for d in devices[1:]):
         return None
     return devices[0]
+
+
+def _concat_length(dims: list[PrimExpr]) -> PrimExpr:
+    """The joined axis's length as TVM writes it, constants folded but not simplified further:
+    equal lengths give ``d * count``, others the running sum (``640 + M``, not ``M + 640``)."""
+    if all(structural_equal(d, dims[0]) for d in dims[1:]):
+        return dims[0] * IntImm("int64", len(dims))
+    total: PrimExpr = IntImm("int64", 0)
+    for d in dims:
+        total = total + d
+    return total
 
 
 def concat(tensors: Any, axis: int | None = 0) -> Call:
@@ -421,18 +432,39 @@ def _infer_split(call: Call, ctx: Any) -> StructInfo:
         piece = simplify(ceildiv(dim, IntImm("int64", spec)))
         sizes = [piece] * (spec - 1) + [simplify(dim - piece * IntImm("int64", spec - 1))]
     else:
-        # as TVM: each bound clamped to [0, n]; a piece runs from one bound to the next and is
-        # empty when they are out of order
-        zero = IntImm("int64", 0)
-        bounds = [zero] + [IntImm("int64", int(i)) for i in spec] + [dim]
-        clamped = [min_expr(max_expr(b, zero), dim) for b in bounds]
-        sizes = [simplify(max_expr(e - b, zero)) for b, e in zip(clamped[:-1], clamped[1:])]
+        n = const_dim(dim)
+        if n is None:
+            sizes = _symbolic_pieces(dim, spec)
+        else:
+            # as TVM: indices are clamped to [0, n], each piece runs from one to the next and
+            # is empty when they are out of order
+            bounds = [0] + [min(max(int(i), 0), n) for i in spec] + [n]
+            sizes = [IntImm("int64", max(0, e - b)) for b, e in zip(bounds[:-1], bounds[1:])]
     fields = []
     for size in sizes:
         out = list(vals)
         out[axis] = size
         fields.append(TensorStructInfo(out, x.dtype, x.vdevice))
     return TupleStructInfo(fields)
+
+
+def _symbolic_pieces(dim: PrimExpr, indices: Sequence[int]) -> list[PrimExpr]:
+    """The lengths of the pieces of a symbolic axis cut at constant indices, as TVM: each
+    index clamped to [0, dim], each piece max(right - left, 0), simplified knowing that the
+    axis's variables (shape dimensions) are not negative -- so (640 + M) cut at 640 is 640, M."""
+    analyzer = Analyzer()
+
+    def non_negative(n: Any) -> None:
+        if isinstance(n, TirVar):
+            analyzer.update(n, ConstIntBound(0, ConstIntBound.POS_INF))
+
+    post_order_visit(dim, non_negative)
+
+    def clamp(e: Any) -> PrimExpr:
+        return tir_min(tir_max(e, 0), dim)
+
+    bounds = [IntImm("int64", 0), *(clamp(IntImm("int64", int(i))) for i in indices), dim]
+    return [analyzer.simplify(tir_max(e - b, 0)) for b, e in zip(bounds[:-1], bounds[1:])]
 
 
 def split(x: Expr, indices_or_sections: int | Sequence[int], axis: int = 0) -> Call:

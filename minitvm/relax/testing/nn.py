@@ -19,6 +19,7 @@ from ...runtime.ndarray import array as _tensor
 from ...tir.expr import IntImm
 from ..block_builder import BlockBuilder
 from ..expr import Expr, ShapeExpr, Var
+from ..op.grad import end_checkpoint, start_checkpoint
 from ..struct_info import TensorStructInfo
 
 __all__ = ["emit", "emit_te", "checkpoint", "emit_checkpoint", "emit_checkpoint_sequential", "Placeholder",
@@ -42,13 +43,69 @@ def emit_te(func: Callable, *args: Any, **kwargs: Any) -> Var:
     return _builder("emit_te").emit_te(func, *args, **kwargs)
 
 
-def _no_checkpoints(*_: Any, **__: Any) -> Any:
-    raise NotImplementedError("relax.testing.nn checkpoints (checkpoint, emit_checkpoint, "
-                              "emit_checkpoint_sequential) need relax.op.grad.start_checkpoint / "
-                              "end_checkpoint and the Gradient pass, which minitvm does not have")
+def checkpoint(func: Callable, *args: Any, **kwargs: Any) -> Any:
+    """``func`` on its arguments wrapped in ``start_checkpoint`` and its results in
+    ``end_checkpoint``, unbound: what the Gradient pass keeps from the forward run."""
+    args = [start_checkpoint(v) if isinstance(v, Expr) else v for v in args]
+    kwargs = {k: start_checkpoint(v) if isinstance(v, Expr) else v for k, v in kwargs.items()}
+    result = func(*args, **kwargs)
+    if isinstance(result, (list, tuple)):
+        return [end_checkpoint(v) if isinstance(v, Expr) else v for v in result]
+    if not isinstance(result, Expr):
+        raise TypeError(f"relax.testing.nn.checkpoint: the function returned {type(result).__name__}, "
+                        "not a Relax expression")
+    return end_checkpoint(result)
 
 
-checkpoint = emit_checkpoint = emit_checkpoint_sequential = _no_checkpoints
+def emit_checkpoint(func: Callable, *args: Any, **kwargs: Any) -> Any:
+    """As :func:`checkpoint`, each mark bound in the current BlockBuilder (``<name>_scp``,
+    ``<name>_ecp``)."""
+    bb = _builder("emit_checkpoint")
+    args = [bb.emit(start_checkpoint(v), v.name_hint + "_scp") if isinstance(v, Var) else v for v in args]
+    kwargs = {k: bb.emit(start_checkpoint(v), v.name_hint + "_scp") if isinstance(v, Var) else v
+              for k, v in kwargs.items()}
+    result = func(*args, **kwargs)
+    if isinstance(result, (list, tuple)):
+        result = list(result)
+        for i, v in enumerate(result):
+            if isinstance(v, Expr):
+                v = v if isinstance(v, Var) else bb.emit(v)
+                result[i] = bb.emit(end_checkpoint(v), v.name_hint + "_ecp")
+        return result
+    if not isinstance(result, Expr):
+        raise TypeError(f"relax.testing.nn.emit_checkpoint: the function returned {type(result).__name__}, "
+                        "not a Relax expression")
+    bound = bb.emit(result)
+    return bb.emit(end_checkpoint(bound), bound.name_hint + "_ecp")
+
+
+def emit_checkpoint_sequential(functions: list, segments: Any, input: Var,  # noqa: A002 - TVM's name
+                               checkpoint_last: bool = False) -> Any:
+    """``functions`` applied in turn to ``input``, cut into ``segments`` (a count, or the
+    indices where segments start), each segment checkpointed -- the last only when
+    ``checkpoint_last``."""
+    bb = _builder("emit_checkpoint_sequential")
+
+    def run(start: int, end: int) -> Callable:
+        def forward(value: Any) -> Any:
+            for j in range(start, end):
+                value = functions[j](value)
+            return value
+        return forward
+
+    n = len(functions)
+    if not isinstance(segments, list):
+        segments = list(range(0, n, n // segments)) + [n]
+    if segments[-1] != n:
+        segments = segments + [n]
+    if len(segments) < 2:
+        raise ValueError("relax.testing.nn.emit_checkpoint_sequential: needs at least one segment")
+    for i in range(len(segments) - 1):
+        if i == len(segments) - 2 and not checkpoint_last:
+            input = run(segments[i], segments[i + 1])(input)
+        else:
+            input = emit_checkpoint(run(segments[i], segments[i + 1]), input)
+    return input if isinstance(input, Var) else bb.emit(input)
 
 
 class _VarKind(type):

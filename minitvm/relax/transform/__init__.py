@@ -59,10 +59,13 @@ from .combine_parallel_matmul import CombineParallelMatmul  # noqa: E402
 from .alter_op_impl import AlterOpImpl  # noqa: E402
 from .optimize_layout_transform import OptimizeLayoutTransform  # noqa: E402
 from .gradient import Gradient  # noqa: E402
+from .to_mixed_precision import ToMixedPrecision  # noqa: E402
+from .attach_attr_layout_free_buffers import AttachAttrLayoutFreeBuffers  # noqa: E402
 from .realize_vdevice import RealizeVDevice  # noqa: E402
 from .update_vdevice import UpdateVDevice  # noqa: E402
 from .decompose_ops import DecomposeOpsForInference, DecomposeOpsForTraining  # noqa: E402
-__all__ += ["DecomposeOpsForInference", "DecomposeOpsForTraining", "MetaScheduleTuneIRMod"]
+__all__ += ["DecomposeOpsForInference", "DecomposeOpsForTraining", "MetaScheduleTuneIRMod", "ToMixedPrecision",
+            "AttachAttrLayoutFreeBuffers"]
 from ... import transform as _pass_infra  # noqa: E402
 from ...ir import transform as _ir_pass_infra  # noqa: E402
 from . import apply_pass_to_function as _apply_pass_to_function  # noqa: E402

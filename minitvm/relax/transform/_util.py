@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 from ...ir.module import GlobalVar, IRModule
 from ...tir.function import PrimFunc
-from ..expr import Call, DataflowVar, Function, Var, _set_struct_info, struct_info_of
+from ..expr import Call, DataflowVar, Function, TupleGetItem, Var, _set_struct_info, struct_info_of
 from ..expr_functor import ExprMutator
 from ..struct_info import FuncStructInfo, TupleStructInfo
 
@@ -109,3 +109,12 @@ def replace_callees(mod: IRModule, changes: dict[GlobalVar, tuple[Function, Call
     mutator = _CalleeCalls(updates, after_change)
     return IRModule({gv: mutator.visit_expr(f) if isinstance(f, Function) else f for gv, f in funcs.items()},
                     mod.attrs, mod.global_infos)
+
+
+def unbound_item(tup: Any, index: int) -> TupleGetItem:
+    """``tup[index]`` with its struct info and ``tup`` itself inside: neither rebuilt nor bound
+    (a builder's normalize would bind a non-variable ``tup``), so passes can compare it by
+    identity and drop it when nothing changes."""
+    item = TupleGetItem(tup, index)
+    _set_struct_info(item, tup.struct_info.fields[index])
+    return item

@@ -28,7 +28,8 @@ from ._util import KernelCallMutator, map_functions
 
 __all__ = ["CallTIRRewrite"]
 
-_DPS_OPS = ("relax.call_tir", "relax.call_tir_inplace", "relax.call_dps_packed")
+# call_tir_with_grad runs as call_tir (its gradient matters to the Gradient pass only), as TVM
+_DPS_OPS = ("relax.call_tir", "relax.call_tir_inplace", "relax.call_tir_with_grad", "relax.call_dps_packed")
 
 
 class _CallTIRRewriter(KernelCallMutator):

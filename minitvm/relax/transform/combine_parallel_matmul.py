@@ -154,7 +154,10 @@ class _Combiner(ExprMutator):
         biases = [br.bias_value for br in group] if bias else []
         if not self.check(lhs, rhs, biases, self.var2val):
             return
-        outs = [(br.act or (br.bias if bias else None) or br.matmul) for br in group]
+        # each branch's last combined step: an activation or bias not combined stays in place,
+        # reading the split's piece
+        outs = [((br.act if act is not None else None) or (br.bias if bias else None) or br.matmul)
+                for br in group]
         first = min(position[o.var] for o in outs)
         operands = [lhs] + rhs + biases
         if any(isinstance(v, Var) and position.get(v, -1) >= first for v in operands):

@@ -60,6 +60,14 @@ def _arange(bb: BlockBuilder, call: Call) -> Expr:
     return bb.call_te(topi.arange, start, end, step, dtype, primfunc_name_hint="arange")
 
 
+@register_legalize("relax.wrap_param")
+def _wrap_param(bb: BlockBuilder, call: Call) -> Expr:
+    data = call.args[0]
+    if data.struct_info.dtype == call.attrs["dtype"]:
+        return data
+    return bb.call_te(topi.cast, data, call.attrs["dtype"], primfunc_name_hint="cast")
+
+
 @register_legalize("relax.astype")
 def _astype(bb: BlockBuilder, call: Call) -> Expr:
     value = _try_convert_to_scalar_const(call.args[0], python_native=True)
