@@ -39,7 +39,8 @@ from ..tir.transform.default_schedule import RULES as _DEFAULT_RULES
 from ..transform import Pass, PassContext, PassInfo, Sequential, tuning_database
 from . import transform as T
 from .analysis.remove_unused import bindings_outside_dataflow_kept
-from .transform import AlterOpLayout, DeadCodeElimination, FoldBatchnormToConv2D, FuseTransposeMatmul, LegalizeOps
+from .transform import AlterOpLayout, DeadCodeElimination, FuseTransposeMatmul, LegalizeOps
+from .transform.fold_batchnorm_to_conv2d import FoldInferenceBatchnormToConv2D
 from .transform.legalize_ops import high_level_ops  # noqa: F401 - where learners and tests look for it
 
 __all__ = ["get_pipeline", "register_pipeline", "zero_pipeline", "default_pipeline", "default_build_pipeline",
@@ -135,11 +136,11 @@ def default_kernel_passes() -> list[Pass]:
 def graph_rewrite_passes() -> list[Pass]:
     """The graph-level rewrites a serving runtime does before it picks kernels, first in the
     default pipeline: ``RemoveRedundantReshape`` (no-op reshapes and copies go),
-    ``FoldBatchnormToConv2D`` (BatchNorm into the convolution's constants), ``FoldExplicitPadding``
-    (a zero pad before a convolution becomes its padding), ``AlterOpLayout``
+    ``FoldInferenceBatchnormToConv2D`` (an inference BatchNorm into the convolution's
+    constants), ``FoldExplicitPadding`` (a zero pad before a convolution becomes its padding), ``AlterOpLayout``
     (convolutions get the x86 kernel, their weights packed once, now).  ``FuseAttention`` (short
     attention as one kernel) takes FuseOps' place later in the pipeline."""
-    return [T.RemoveRedundantReshape(), FoldBatchnormToConv2D(), T.FoldExplicitPadding(), AlterOpLayout()]
+    return [T.RemoveRedundantReshape(), FoldInferenceBatchnormToConv2D(), T.FoldExplicitPadding(), AlterOpLayout()]
 
 
 def default_schedule_rules() -> list:

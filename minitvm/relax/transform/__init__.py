@@ -33,7 +33,7 @@ from .fuse_transpose_matmul import FuseTransposeMatmul  # noqa: E402
 from .meta_schedule_apply_database import MetaScheduleApplyDatabase  # noqa: E402
 from .meta_schedule_tune_tir import MetaScheduleTuneIRMod, MetaScheduleTuneTIR  # noqa: E402
 from . import transform  # noqa: E402  (TVM's module path relax.transform.transform)
-from .fold_batchnorm_to_conv2d import FoldBatchnormToConv2D  # noqa: E402
+from .fold_batchnorm_to_conv2d import FoldBatchnormToConv2D, FoldInferenceBatchnormToConv2D  # noqa: E402
 from .alter_op_layout import AlterOpLayout  # noqa: E402
 from .fold_weight_layout import FoldWeightLayout  # noqa: E402
 from .fold_explicit_padding import FoldExplicitPadding  # noqa: E402

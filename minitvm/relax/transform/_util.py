@@ -8,7 +8,7 @@ from ...ir.module import GlobalVar, IRModule
 from ...tir.function import PrimFunc
 from ..expr import Call, DataflowVar, Function, TupleGetItem, Var, _set_struct_info, struct_info_of
 from ..expr_functor import ExprMutator
-from ..struct_info import FuncStructInfo, TupleStructInfo
+from ..struct_info import FuncStructInfo, TensorStructInfo, TupleStructInfo
 
 
 def map_functions(mod: IRModule, rewrite: Callable[[Function, IRModule], Function]) -> IRModule:
@@ -118,3 +118,15 @@ def unbound_item(tup: Any, index: int) -> TupleGetItem:
     item = TupleGetItem(tup, index)
     _set_struct_info(item, tup.struct_info.fields[index])
     return item
+
+
+def keeps_input_dtype(call: Call) -> bool:
+    """Whether ``call``'s ``out_dtype`` leaves the result in its first input's dtype: unset
+    (``"void"``) or that very dtype.  A model imported from torch names the dtype torch gives
+    the result (``out_dtype="float32"`` on a float32 matmul), a hand-built op leaves it unset;
+    rewrites that keep the dtype treat both alike."""
+    out = call.attrs.get("out_dtype") if call.attrs else None
+    if out in (None, "", "void"):
+        return True
+    sinfo = struct_info_of(call.args[0])
+    return isinstance(sinfo, TensorStructInfo) and str(sinfo.dtype) == str(out)

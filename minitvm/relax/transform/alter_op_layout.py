@@ -36,7 +36,7 @@ from ...topi.x86.conv2d import OUT_BLOCK
 from ...transform import PassContext, module_pass
 from ..expr import Call, Constant, Expr, Var, const
 from ..expr_functor import ExprMutator
-from ._util import rewrite_with_builder
+from ._util import keeps_input_dtype, rewrite_with_builder
 
 __all__ = ["AlterOpLayout", "MIN_REDUCTION"]
 
@@ -68,7 +68,7 @@ class _ConvLayout(ExprMutator):
             weight = self.lookup_binding(weight)
         if not isinstance(weight, Constant) or (a["data_layout"], a["kernel_layout"]) != ("NCHW", "OIHW") or \
                 (a.get("out_layout") or "NCHW") != "NCHW" or a["groups"] != 1 or \
-                a.get("out_dtype") not in (None, "", "void"):
+                not keeps_input_dtype(call):
             return call
         w = weight.data.numpy()
         if w.dtype != "float32" or call.args[0].struct_info.dtype != "float32" or w.shape[0] % 8 or \

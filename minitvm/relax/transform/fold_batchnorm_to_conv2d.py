@@ -17,10 +17,14 @@ way (``b * s + t``).  ``W * s`` and ``t`` are computed here, once, at compile ti
 It applies when the weight and all four statistics are constants (``from_exported_program``
 binds a model's parameters as constants), the kernel layout is OIHW with the BatchNorm over
 axis 1 of NCHW data (or IOHW / OIW ... : the output-channel axis of the weight is found from
-the layout), the BatchNorm is in inference mode (``training=False``), and the convolution's
-result has no other use (else the convolution would be computed twice).  The pattern says
-all but the layouts: a ``relax.dpl`` :class:`PatternContext` over the bindings, with
-``only_used_by`` for "no other use"; TVM's pass of the same name matches it the same way.
+the layout), and the convolution's result has no other use (else the convolution would be
+computed twice).  The pattern says all but the layouts: a ``relax.dpl`` :class:`PatternContext`
+over the bindings, with ``only_used_by`` for "no other use"; TVM's pass of the same name matches it the same way.
+
+The pass is for inference, and like TVM's it reads every matched BatchNorm as inference (the
+moving statistics), whatever its ``training`` flag says -- TVM's ``R.nn.batch_norm`` defaults to
+``training=True``.  minitvm's default pipeline folds only BatchNorms marked ``training=False``
+(:class:`FoldInferenceBatchnormToConv2D`): there a training BatchNorm keeps its batch statistics.
 
 ::
 
@@ -38,12 +42,12 @@ from ...transform import PassContext, module_pass
 from ..dpl import PatternContext, is_const, is_op, is_tuple_get_item, rewrite_bindings, wildcard
 from ..expr import Function, Var, const
 from ..op import add
-from ._util import map_functions
+from ._util import keeps_input_dtype, map_functions
 
-__all__ = ["FoldBatchnormToConv2D"]
+__all__ = ["FoldBatchnormToConv2D", "FoldInferenceBatchnormToConv2D"]
 
 
-def _patterns() -> tuple[PatternContext, dict[str, Any]]:
+def _patterns(inference_only: bool) -> tuple[PatternContext, dict[str, Any]]:
     with PatternContext() as ctx:
         conv_op = is_op("relax.nn.conv1d") | is_op("relax.nn.conv2d") | is_op("relax.nn.conv3d")
         conv = conv_op(wildcard(), is_const())
@@ -51,14 +55,15 @@ def _patterns() -> tuple[PatternContext, dict[str, Any]]:
         conv_or_biased = conv | biased
         stats = is_const(), is_const(), is_const(), is_const()  # gamma, beta, mean, var
         bn = is_op("relax.nn.batch_norm")(conv_or_biased, *stats)
-        out = is_tuple_get_item(bn.has_attr({"training": False}), 0)
+        out = is_tuple_get_item(bn.has_attr({"training": False}) if inference_only else bn, 0)
         conv.only_used_by(biased)  # the convolution (and its bias add) computed once
         conv_or_biased.only_used_by(bn)
         bn.only_used_by(out)  # the statistics outputs unread
     return ctx, {"conv": conv, "biased": biased, "bn": bn, "out": out}
 
 
-_CTX, _P = _patterns()
+#: (pattern context, its named patterns): any BatchNorm (TVM's pass), training=False ones only
+_ANY, _INFERENCE = _patterns(False), _patterns(True)
 
 
 def _value(e: Any, bindings: dict[Var, Any]) -> Any:
@@ -69,7 +74,7 @@ def _numpy(e: Any, bindings: dict[Var, Any]) -> np.ndarray:
     return _value(e, bindings).data.numpy()
 
 
-def _fold(matchings: dict, bindings: dict[Var, Any]) -> dict[Var, Any]:
+def _fold(matchings: dict, bindings: dict[Var, Any], _P: dict[str, Any]) -> dict[Var, Any]:  # noqa: N803
     """``{out: conv(x, W * s) + t}``, or {} when the layouts do not allow it."""
     conv, bn = _value(matchings[_P["conv"]], bindings), _value(matchings[_P["bn"]], bindings)
     gamma, beta, mean, var = (_numpy(a, bindings) for a in bn.args[1:])
@@ -93,7 +98,7 @@ def _fold_into_conv(conv: Any, bias: np.ndarray | None, scale: np.ndarray, shift
     attrs = conv.attrs
     out_layout = attrs.get("out_layout") or attrs["data_layout"]
     ndim = len(out_layout)
-    if axis % ndim != out_layout.index("C") or attrs.get("out_dtype") not in (None, "", "void"):
+    if axis % ndim != out_layout.index("C") or not keeps_input_dtype(conv):
         return None
     weight = _numpy(conv.args[1], bindings)
     channels, o_axis = scale.shape[0], attrs["kernel_layout"].index("O")
@@ -112,15 +117,31 @@ def _fold_into_conv(conv: Any, bias: np.ndarray | None, scale: np.ndarray, shift
     return add(new_conv, const(shift.reshape(per_out).astype(weight.dtype)))
 
 
-def _fold_function(func: Function, mod: IRModule) -> Function:
-    return func if func.attrs.get("Primitive") else rewrite_bindings(_CTX, _fold, func)
+def _folder(patterns: tuple[PatternContext, dict[str, Any]]) -> Any:
+    ctx, named = patterns
+
+    def fold_function(func: Function, mod: IRModule) -> Function:
+        if func.attrs.get("Primitive"):
+            return func
+        return rewrite_bindings(ctx, lambda matchings, bindings: _fold(matchings, bindings, named), func)
+    return fold_function
 
 
 @module_pass(opt_level=0, name="FoldBatchnormToConv2D")
 class FoldBatchnormToConv2D:
     """``FoldBatchnormToConv2D()``: ``batch_norm(conv(x, W) [+ b])[0]`` -> ``conv(x, W * s) + t``
-    for constant weights and statistics (see the module docstring).  Run
-    ``DeadCodeElimination`` after it to drop the old convolution and BatchNorm."""
+    for constant weights and statistics, every BatchNorm read as inference, as TVM's pass (see
+    the module docstring).  Run ``DeadCodeElimination`` after it to drop the old convolution
+    and BatchNorm."""
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        return map_functions(mod, _fold_function)
+        return map_functions(mod, _folder(_ANY))
+
+
+@module_pass(opt_level=0, name="FoldInferenceBatchnormToConv2D")
+class FoldInferenceBatchnormToConv2D:
+    """The default pipeline's :class:`FoldBatchnormToConv2D`: only BatchNorms marked
+    ``training=False`` fold (a training one keeps its batch statistics)."""
+
+    def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
+        return map_functions(mod, _folder(_INFERENCE))

@@ -32,6 +32,7 @@ from ..block_builder import BlockBuilder
 from ..dpl import DFPattern, is_const, is_op, rewrite_call, wildcard
 from ..expr import Function, struct_info_of
 from ..struct_info import TensorStructInfo
+from ._util import keeps_input_dtype
 
 __all__ = ["FuseTransposeMatmul"]
 
@@ -40,7 +41,7 @@ MAX_ROWS = 8
 
 _x, _w = wildcard(), ~is_const()  # a constant weight's transpose is FoldConstant's
 _transpose = is_op("relax.permute_dims")(_w)
-_PATTERN = is_op("relax.matmul")(_x, _transpose).has_attr({"out_dtype": "void"})
+_PATTERN = is_op("relax.matmul")(_x, _transpose)
 
 
 def _static_rows(sinfo: Any) -> int | None:
@@ -60,7 +61,8 @@ def _fuse_function(func: Function, bb: BlockBuilder, max_rows: int) -> Function:
         w_sinfo, rows = struct_info_of(m[_w]), _static_rows(struct_info_of(m[_x]))
         axes = m[_transpose].attrs.get("axes")
         swapped = axes is None or [int(a) for a in axes] == [1, 0]
-        if getattr(w_sinfo, "ndim", -1) != 2 or not swapped or rows is None or rows > max_rows:
+        if getattr(w_sinfo, "ndim", -1) != 2 or not swapped or rows is None or rows > max_rows or \
+                not keeps_input_dtype(expr):
             return expr
         return bb.call_te(topi.nn.matmul, m[_x], m[_w], transpose_b=True, primfunc_name_hint="NT_matmul")
 

@@ -64,3 +64,22 @@ def test_three_dimensional_input_uses_the_batched_nt_kernel():
     w, b = [rng.standard_normal(p.shape).astype("float32") for _, p in spec]
     got = relax.VirtualMachine(ex, minitvm.cpu())["forward"](x, w, b).numpy()
     np.testing.assert_allclose(got, x @ w.T + b, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("out_dtype,fuses", [("float32", True), ("float16", False)])
+def test_an_out_dtype_naming_the_inputs_dtype_fuses_as_an_unset_one(out_dtype, fuses):
+    # a model imported from torch names the result dtype (TVM's form); only a real cast is left alone
+    x = relax.Var("x", relax.TensorStructInfo((2, 8), "float32"))
+    w = relax.Var("w", relax.TensorStructInfo((4, 8), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, w]):
+        wt = bb.emit(relax.op.permute_dims(w))
+        bb.emit_func_output(bb.emit(relax.op.matmul(x, wt, out_dtype=out_dtype)))
+    mod = bb.get()
+    fused = relax.transform.FuseTransposeMatmul()(mod)
+    assert ("NT_matmul" in fused.script()) == fuses
+    if fuses:
+        rng = np.random.default_rng(3)
+        xv, wv = rng.standard_normal((2, 8)).astype("float32"), rng.standard_normal((4, 8)).astype("float32")
+        got = relax.VirtualMachine(minitvm.compile(fused, "llvm"), minitvm.cpu())["main"](xv, wv).numpy()
+        np.testing.assert_allclose(got, xv @ wv.T, rtol=1e-5, atol=1e-6)
