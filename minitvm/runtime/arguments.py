@@ -247,7 +247,8 @@ class ArgumentCheck:
         if spec.dtype:
             if (named or str(arr.dtype)) != spec.dtype:
                 raise DTypeMismatchError(f"{where} expects dtype {spec.dtype}, got {named or arr.dtype}")
-        elif arr.dtype.kind not in "biuf" and named is None:
+        elif arr.dtype.kind not in "biuf" and named is None and not str(arr.dtype).startswith(("float", "bfloat")):
+            # (ml_dtypes' float8/bfloat16 arrays, once something imported it, are numbers too)
             raise TypeError(f"{where} expects a numeric array, got dtype {arr.dtype}")
         _check_dims(spec, tuple(int(d) for d in arr.shape), where, who, bound, "shape")
         if not arr.flags.c_contiguous:
