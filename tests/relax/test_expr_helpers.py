@@ -5,6 +5,7 @@ import pytest
 
 import minitvm
 from minitvm import relax, tir
+from minitvm.script import relax as R
 
 
 def _add_function():
@@ -75,3 +76,18 @@ def test_tuple_and_shape_index_out_of_range_and_call_of_non_function():
     with pytest.raises(ValueError, match="FuncStructInfo"):
         rx.Call(rx.Var("f", prim), [rx.Var("x", prim)])
     assert rx.Call(rx.Var("g", rx.FuncStructInfo([prim], prim)), [rx.Var("x", prim)]).args[0].name_hint == "x"
+
+
+def test_null_value_op_runs_on_the_vm():
+    @R.function
+    def main(x: R.Tensor((2,), "float32")):
+        n = R.null_value()
+        return (x, n)
+
+    assert main.body.blocks[0].bindings[0].value.op.name == "relax.null_value"
+    mod = minitvm.IRModule({"main": main})
+    vm = relax.VirtualMachine(relax.build(mod, target="llvm"), minitvm.cpu())
+    data = np.random.default_rng(0).standard_normal(2).astype("float32")
+    out, null = vm["main"](minitvm.runtime.tensor(data))
+    assert null is None
+    np.testing.assert_allclose(out.numpy(), data)

@@ -11,6 +11,7 @@ from ...ir.op import Op
 from ...ir.structural import structural_equal
 from ..expr import Call, Expr, ExternFunc, ShapeExpr, StringImm, Tuple, TupleGetItem, Var, _as_expr, struct_info_of
 from ..struct_info import (
+    ObjectStructInfo,
     PrimStructInfo,
     ShapeStructInfo,
     StructInfo,
@@ -307,6 +308,19 @@ def _infer_shape_of(call: Call, ctx: Any) -> StructInfo:
 def shape_of(expr: Expr) -> Call:
     """``R.shape_of(x)``: the shape of tensor ``x`` at run time."""
     return make_call("relax.shape_of", expr)
+
+
+@register("relax.null_value", pattern=OpPattern.OPAQUE, num_inputs=0)
+def _infer_null_value(call: Call, ctx: Any) -> StructInfo:
+    """An empty object (what nn's IOEffect starts its token from); the VM makes it."""
+    if call.args:
+        raise StructInfoError(f"relax.null_value takes no arguments, got {len(call.args)}")
+    return ObjectStructInfo()
+
+
+def null_value() -> Call:
+    """``R.null_value()``: an empty object (``vm.builtin.null_value`` at run time)."""
+    return make_call("relax.null_value")
 
 
 @register("relax.shape_to_tensor", pattern=OpPattern.OPAQUE, num_inputs=1)

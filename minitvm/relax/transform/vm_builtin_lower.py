@@ -74,7 +74,7 @@ class _BuiltinLower(KernelCallMutator):
         if name == MEMORY_ALLOC_TENSOR:
             return builtin_call("vm.builtin.alloc_tensor", list(call.args[:4]), call.struct_info)
         if name in ("relax.print", "relax.assert_op", "relax.tensor_to_shape", "relax.shape_of",
-                    "relax.shape_to_tensor"):  # run-time builtins of the VM
+                    "relax.shape_to_tensor", "relax.null_value"):  # run-time builtins of the VM
             return Call(ExternFunc("vm.builtin." + name.removeprefix("relax.")), list(call.args), None,
                         [call.struct_info])
         if name == CALL_TIR_DYN:  # the PrimFunc called directly, the shape's values as scalars
