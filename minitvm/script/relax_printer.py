@@ -294,7 +294,10 @@ class RelaxPrinter:
         pad = _INDENT * depth
         if isinstance(b, MatchCast):
             value = self.expr(b.value)
-            return [f"{pad}{self.define(b.var, b.var.name)} = R.match_cast({value}, {self.sinfo(b.struct_info)})"]
+            target = self.sinfo(b.struct_info)
+            name = self.define(b.var, b.var.name)
+            # as TVM (show_all_struct_info): the variable's struct info annotated, as other bindings
+            return [f"{pad}{name}: {self.sinfo(b.var.struct_info)} = R.match_cast({value}, {target})"]
         if isinstance(b.value, If):
             return self.if_binding(b, depth)
         if isinstance(b.value, Function):  # a local function: a nested def named by its variable
