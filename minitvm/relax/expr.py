@@ -15,7 +15,7 @@ Structural equality maps variables at their definitions: function parameters,
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -142,6 +142,10 @@ class Expr(Node):
 
     def __call__(self, *args: Any, attrs: dict | None = None) -> "Call":
         return Call(self, args, attrs)
+
+
+class ShapeDtypeError(TVMError, TypeError):
+    """A shape dimension that is not int64 (TVM raises TVMError; a TypeError too, as it is one)."""
 
 
 def struct_info_of(expr: Any) -> Any:
@@ -319,10 +323,6 @@ def const(value: Any, dtype: str | None = None) -> Constant:
     return Constant(arr)
 
 
-class ShapeDtypeError(TVMError, TypeError):
-    """A shape dimension that is not int64 (a TVMError, as TVM raises it, and a TypeError)."""
-
-
 def _shape_value(v: Any, where: str) -> PrimExpr:
     """One shape dimension as an int64 PrimExpr (Relax shapes are int64, as in TVM)."""
     if isinstance(v, bool) or not isinstance(v, (int, np.integer, PrimExpr)):
@@ -355,7 +355,7 @@ class ShapeExpr(Expr):
         return len(self.values)
 
     def __getitem__(self, index: int) -> PrimExpr:  # type: ignore[override]
-        return self.values[index]
+        return _checked_item(self.values, index, "ShapeExpr")
 
     def __iter__(self):
         return iter(self.values)
@@ -471,6 +471,11 @@ class Call(Expr):
                             f"{self.op!r}; use tvm.ir.Op.get({self.op!r}) or relax.ExternFunc")
         if not isinstance(self.op, (Expr, Op, GlobalVar)):
             raise TypeError(f"relax.Call: op must be an Op, GlobalVar or Expr, got {self.op!r}")
+        op_sinfo = struct_info_of(self.op) if isinstance(self.op, Expr) else None
+        # as TVM: only a function (or an opaque object, which may hold one) can be called
+        if op_sinfo is not None and not isinstance(op_sinfo, (_si.FuncStructInfo, _si.ObjectStructInfo)):
+            raise ValueError(f"relax.Call expects its operator to have FuncStructInfo, but operator "
+                             f"{_op_name(self.op)} has struct info {op_sinfo}")
         args = tuple(_as_expr(a, f"relax.Call({_op_name(self.op)})") for a in (self.args or ()))
         object.__setattr__(self, "args", args)
         if isinstance(self.attrs, dict) and not isinstance(self.attrs, Attrs):
@@ -518,10 +523,17 @@ class Tuple(Expr):
         return len(self.fields)
 
     def __getitem__(self, index: int) -> Any:  # the field itself, as TVM's Tuple
-        return self.fields[index]
+        return _checked_item(self.fields, index, "Tuple")
 
     def __iter__(self):
         return iter(self.fields)
+
+
+def _checked_item(items: Sequence[Any], index: Any, kind: str) -> Any:
+    """``items[index]`` with TVM's message for an int index out of range."""
+    if isinstance(index, int) and not -len(items) <= index < len(items):
+        raise IndexError(f"{kind} index out of range")
+    return items[index]
 
 
 @node

@@ -26,6 +26,7 @@ import numpy as np
 from ..eras import TODAY_ERA
 from ..ir.global_info import vdevice_text
 from ..ir.module import GlobalVar
+from ..ir.node import Node
 from ..ir.op import Op
 from ..ir.structural import structural_equal
 from ..relax.analysis.struct_info_analysis import tir_vars_in_struct_info
@@ -64,7 +65,7 @@ from ..relax.struct_info import (
 from ..tir.expr import Add, FloorDiv, FloorMod, IntImm, Max, Min, Mul, PrimExpr, Sub
 from ..tir.expr import Var as TirVar
 from ..tir.index_map import IndexMap
-from .printer import _HEADERS_T, _str, _TIRPrinter, register_printer
+from .printer import _HEADERS_T, _str, _TIRPrinter, register_printer, uses_tir_prefix
 
 __all__ = ["RelaxPrinter"]
 
@@ -257,8 +258,7 @@ class RelaxPrinter:
                 else:
                     parts = [args[0]] + ([values[0]] if len(values) == 1 else
                                          [f"[{', '.join(values)}]"] if values else [])
-                fmt = c.args[first - 1]
-                parts.append(f"format={_str(fmt.value) if isinstance(fmt, StringImm) else args[first - 1]}")
+                parts.append(f"format={args[first - 1]}")  # as TVM: R.str("...") for a string
                 return f"R.{op.name.removeprefix('relax.')}({', '.join(parts)})"
             if op.name == "relax.call_tir_inplace":
                 indices = ", ".join(str(i) for i in (c.attrs or {}).get("inplace_indices", ()))
@@ -319,13 +319,21 @@ class RelaxPrinter:
         pad = _INDENT * depth
         if isinstance(b, MatchCast):
             value = self.expr(b.value)
-            return [f"{pad}{self.define(b.var, b.var.name)} = R.match_cast({value}, {self.sinfo(b.struct_info)})"]
+            target = self.sinfo(b.struct_info)
+            name = self.define(b.var, b.var.name)
+            # as TVM (show_all_struct_info): the variable's struct info annotated, as other bindings
+            return [f"{pad}{name}: {self.sinfo(b.var.struct_info)} = R.match_cast({value}, {target})"]
         if isinstance(b.value, If):
             return self.if_binding(b, depth)
         if isinstance(b.value, Function):  # a local function: a nested def named by its variable
             name = self.define(b.var, b.var.name)
             return [f"{pad}{ln}" if ln else ln for ln in self.function(b.value, name, local=True)]
         value = self.expr(b.value)
+        if (isinstance(b.value, Call) and isinstance(b.value.op, Op) and _is_void(struct_info_of(b.value))
+                and _is_void(b.var.struct_info) and getattr(self, "var_uses", {}).get(id(b.var), 0) == 1):
+            # as TVM: a call returning nothing (R.print) prints as a statement; here only an
+            # operator's (the parser types it again) whose variable is used nowhere else
+            return [f"{pad}{value}"]
         name = self.define(b.var, b.var.name)
         return [f"{pad}{name}{self.annotation(b.var, b.value)} = {value}"]
 
@@ -367,6 +375,8 @@ class RelaxPrinter:
 
     # -- functions --------------------------------------------------------------------------------------
     def function(self, f: Function, name: str, local: bool = False) -> list[str]:
+        if not local:
+            self.var_uses = _var_uses(f)
         self.tp.push()
         tir_vars = _function_tir_vars(f)
         for v in tir_vars:
@@ -445,6 +455,29 @@ def _literal(v: Any) -> str:
     return repr(v)
 
 
+def _var_uses(root: Any) -> dict[int, int]:
+    """How many times each Relax variable (by id) occurs under ``root``, its definition included."""
+    uses: dict[int, int] = {}
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Var):
+            uses[id(x)] = uses.get(id(x), 0) + 1
+            continue
+        if isinstance(x, (tuple, list)):
+            stack.extend(x)
+        elif isinstance(x, Node) and id(x) not in seen:
+            seen.add(id(x))
+            stack.extend(getattr(x, name) for name in type(x)._field_names)
+    return uses
+
+
+def _is_void(sinfo: Any) -> bool:
+    """Whether ``sinfo`` is the empty tuple (TVM's void type)."""
+    return isinstance(sinfo, TupleStructInfo) and not sinfo.fields
+
+
 # -- entry points (registered with script()) --------------------------------------------------------------
 
 def _print_function(f: Function, show_header: bool = True, name: str | None = None,
@@ -454,7 +487,8 @@ def _print_function(f: Function, show_header: bool = True, name: str | None = No
     lines = p.function(f, name)
     header = []
     if show_header:
-        header = [_HEADERS_T[era], _HEADER_R, ""]
+        header = [_HEADERS_T[era]] if uses_tir_prefix(lines) else []  # as TVM: only when T is used
+        header += [_HEADER_R, ""]
     if p.metadata and not in_module:
         header.append("# metadata: large constants are not shown; script(show_meta=True) prints them")
     return "\n".join(header + lines)

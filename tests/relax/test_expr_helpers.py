@@ -5,6 +5,7 @@ import pytest
 
 import minitvm
 from minitvm import relax, tir
+from minitvm.script import relax as R
 
 
 def _add_function():
@@ -59,3 +60,34 @@ def test_bind_params_with_an_array_computes_with_the_constant():
     ex = minitvm.compile(minitvm.IRModule({"main": bound}), target="llvm")
     got = relax.VirtualMachine(ex, minitvm.cpu())["main"](minitvm.nd.array(x_np)).numpy()
     np.testing.assert_allclose(got, x_np + y_np, rtol=1e-6)
+
+
+def test_tuple_and_shape_index_out_of_range_and_call_of_non_function():
+    rx = relax
+    n = tir.Var("n", "int64")
+    t, s = rx.Tuple([rx.Var("a"), rx.Var("b")]), rx.ShapeExpr([n, 3])
+    assert t[-2] is t.fields[0] and s[-1].value == 3
+    for seq, kind, i in ((t, "Tuple", 2), (t, "Tuple", -3), (s, "ShapeExpr", 2)):
+        with pytest.raises(IndexError, match=f"{kind} index out of range"):
+            seq[i]
+    with pytest.raises(minitvm.TVMError, match="can only have dtype of int64"):
+        rx.ShapeExpr([tir.Var("m", "int32")])
+    prim = rx.PrimStructInfo("int32")
+    with pytest.raises(ValueError, match="FuncStructInfo"):
+        rx.Call(rx.Var("f", prim), [rx.Var("x", prim)])
+    assert rx.Call(rx.Var("g", rx.FuncStructInfo([prim], prim)), [rx.Var("x", prim)]).args[0].name_hint == "x"
+
+
+def test_null_value_op_runs_on_the_vm():
+    @R.function
+    def main(x: R.Tensor((2,), "float32")):
+        n = R.null_value()
+        return (x, n)
+
+    assert main.body.blocks[0].bindings[0].value.op.name == "relax.null_value"
+    mod = minitvm.IRModule({"main": main})
+    vm = relax.VirtualMachine(relax.build(mod, target="llvm"), minitvm.cpu())
+    data = np.random.default_rng(0).standard_normal(2).astype("float32")
+    out, null = vm["main"](minitvm.runtime.tensor(data))
+    assert null is None
+    np.testing.assert_allclose(out.numpy(), data)

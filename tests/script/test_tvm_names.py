@@ -305,7 +305,9 @@ def test_print_and_assert_op_run_in_impure_functions(capsys):
             return x
 
     text = Mod.script()
-    assert 'R.print(x, format="x: {}")' in text and 'R.assert_op(ok, x, format="x was {}")' in text
+    # as TVM 0.23: unused results of void calls print as statements, formats as R.str
+    assert '        R.print(x, format=R.str("x: {}"))' in text.splitlines()
+    assert '        R.assert_op(ok, x, format=R.str("x was {}"))' in text.splitlines()
     _round_trip(Mod)
     vm = relax.VirtualMachine(minitvm.compile(Mod, "llvm"), minitvm.cpu())
     value = int(RNG.integers(1, 100))

@@ -75,7 +75,7 @@ __all__ = [
     # shapes and indexing
     "permute_dims", "reshape", "flatten", "expand_dims", "squeeze", "concat", "stack", "split",
     "broadcast_to", "layout_transform", "take", "strided_slice", "gather_elements", "scatter_elements",
-    "scatter_nd", "dynamic_strided_slice", "tensor_to_shape", "shape_of", "shape_to_tensor",
+    "scatter_nd", "dynamic_strided_slice", "tensor_to_shape", "shape_of", "shape_to_tensor", "null_value",
     "repeat", "tile", "flip", "collapse_sum_like", "collapse_sum_to",
     # reductions and search
     "sum", "mean", "max", "min", "prod", "variance", "std", "median", "cumsum", "cumprod", "argmax", "argmin",

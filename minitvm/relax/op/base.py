@@ -288,7 +288,7 @@ def call_builtin_with_ctx(func: str | ExternFunc, args: Any, *, sinfo_args: Any 
 @register("relax.null_value", pattern=OpPattern.OPAQUE, num_inputs=0)
 def _infer_null_value(call: Call, ctx: Any) -> StructInfo:
     """The empty value (TVM's null object): what VMShapeLower binds the shape heap to when a
-    function needs none."""
+    function needs none, and what nn's IOEffect starts its token from."""
     if call.args:
         raise StructInfoError("relax.null_value takes no arguments")
     return ObjectStructInfo()

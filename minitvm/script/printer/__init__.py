@@ -175,6 +175,14 @@ def _as_imported(text: str) -> str:
     return "\n".join(lines)
 
 
+_T_USE = re.compile(r"(?<![\w.])T\.")
+
+
+def uses_tir_prefix(lines: list[str]) -> bool:
+    """Whether printed ``lines`` name anything of ``T`` (so the header imports it)."""
+    return any(_T_USE.search(line) for line in lines)
+
+
 def _reindent(line: str, spaces: int) -> str:
     """A line printed with 4-space indentation, re-indented with ``spaces`` per level."""
     body = line.lstrip(" ")
@@ -650,8 +658,7 @@ class _TIRPrinter:
     # -- functions and modules ---------------------------------------------------------------
     def print_module(self, mod: IRModule, show_header: bool, **kwargs: Any) -> str:
         has_other = any(not isinstance(f, PrimFunc) for f in mod.functions.values())
-        lines = [_HEADER_I, _HEADERS_T[self.era]] + ([_HEADER_R] if has_other else []) + [""] if show_header else []
-        lines += ["@I.ir_module", "class Module:"]
+        lines = ["@I.ir_module", "class Module:"]
         if mod.attrs:
             lines.append(f"    I.module_attrs({self.value(dict(mod.attrs))})")
         if mod.global_infos:
@@ -662,6 +669,9 @@ class _TIRPrinter:
             self._print_functions(mod, lines, kwargs)
         finally:
             _PRINTING.pop()
+        if show_header:  # as TVM: the tir line only when the text uses T (a Relax-only module may not)
+            t_line = [_HEADERS_T[self.era]] if uses_tir_prefix(lines) else []
+            lines = [_HEADER_I, *t_line] + ([_HEADER_R] if has_other else []) + [""] + lines
         return "\n".join(lines)
 
     def _print_functions(self, mod: IRModule, lines: list, kwargs: dict) -> None:

@@ -222,7 +222,7 @@ def test_match_cast_defines_dimensions():
     assert add.var.struct_info.shape_values[0] is m
     ir.assert_structural_equal(f.ret_struct_info, relax.TensorStructInfo(None, "float32", ndim=2))
     text = assert_roundtrip(f)
-    assert 'y = R.match_cast(x, R.Tensor((m, 4), dtype="float32"))' in text
+    assert 'y: R.Tensor((m, 4), dtype="float32") = R.match_cast(x, R.Tensor((m, 4), dtype="float32"))' in text
 
 
 def test_tuples_and_get_item():

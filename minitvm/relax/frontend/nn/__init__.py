@@ -36,9 +36,9 @@ from .extern import ExternModule, ObjectModule, SourceModule
 from .modules import (
                    GELU,
                    Conv1D,
-    Conv2D,
+                   Conv2D,
                    Embedding,
-    GroupNorm,
+                   GroupNorm,
                    Identity,
                    IOEffect,
                    KVCache,
@@ -51,10 +51,11 @@ from .modules import (
 )
 from .op import *  # noqa: F401,F403  (as TVM: nn.silu, nn.split ... next to nn.op.*)
 from .op import __all__ as _op_all
+from .visitor import Mutator
 
 __all__ = ["Module", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Parameter", "Tensor",
            "Object", "Effect", "Linear", "Conv1D", "Conv2D", "GroupNorm", "LayerNorm", "RMSNorm", "Embedding",
            "ReLU", "GELU", "SiLU",
            "Identity", "Sequential", "IOEffect", "KVCache", "ExternModule", "ObjectModule", "SourceModule",
-           "add_extern",
+           "add_extern", "Mutator",
            "get_default_dtype", "set_default_dtype", "op", "spec", *_op_all]

@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from ....runtime.device import device as as_device
 from ....runtime.ndarray import NDArray, as_numpy
 from ....runtime.ndarray import array as _nd_array
 from ....tir.expr import FloatImm, IntImm, PrimExpr
@@ -358,6 +359,32 @@ class Module:
             raise ValueError("export_tvm: the model uses ExternModule(s) "
                              f"{[type(m).__name__ for m in ext_mods]}; pass allow_extern=True")
         return mod, params
+
+    def jit(self, spec: Any, device: Any = "cpu", pipeline: Any = "default_build", out_format: str = "torch",
+            debug: bool = False) -> Any:
+        """Export the methods in ``spec``, build them for the VM on ``device`` with the Relax
+        ``pipeline`` (None runs none) and return a callable wrapper: with ``out_format="torch"``
+        a :class:`nn.torch.TorchModule` (``model["forward"](torch_tensor, ...)``).  Every
+        parameter must hold data."""
+        from ...transform import AttachExternModules  # lazy: the transforms import the frontends' floor
+        from ...vm_build import VirtualMachine, build  # lazy: building pulls in the whole pipeline
+        from .exporter import Exporter  # lazy: the exporter imports this module
+
+        if out_format != "torch":
+            raise ValueError(f"Unknown out_format: {out_format}")
+        dev = as_device(device) if isinstance(device, str) else device
+        mspec = spec_module.ModuleSpec.from_raw(spec, self)
+        mod, params, ext_mods = Exporter(debug=debug).build(mspec)
+        if ext_mods:
+            mod = AttachExternModules(ext_mods)(mod)
+        missing = [name for name, p in params if p.data is None]
+        if missing:
+            raise ValueError(f"Parameters are not set to any concrete values: {', '.join(missing)}")
+        target = "llvm" if dev.device_type == 1 else str(device)
+        vm = VirtualMachine(build(mod, target=target, relax_pipeline=pipeline), dev)
+        from . import torch as _torch  # lazy: needs the torch package, only for this format
+
+        return _torch.TorchModule(spec=mspec, vm=vm, params=[p.data for _, p in params])
 
     def __repr__(self) -> str:
         kids = "".join(f"\n  ({n}): " + repr(m).replace("\n", "\n  ") for n, m in _child_modules(self))

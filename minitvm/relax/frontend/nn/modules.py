@@ -10,7 +10,7 @@ from typing import Any, Sequence
 from ....runtime import kv_simple as _kv_simple  # noqa: F401  (registers KVCache's runtime globals)
 from ... import expr as rx
 from ...block_builder import BlockBuilder
-from ...op import call_pure_packed, zeros
+from ...op import call_pure_packed, null_value, zeros
 from ...struct_info import ObjectStructInfo, TensorStructInfo
 from . import op
 from .core import Effect, Module, ModuleList, Parameter, Tensor, current_builder, get_default_dtype
@@ -28,7 +28,7 @@ class IOEffect(Effect):
         self.effect: rx.Var | None = None
 
     def emit_init(self, name_hint: str, builder: BlockBuilder) -> list[rx.Var]:
-        null = call_pure_packed("vm.builtin.null_value", sinfo_args=ObjectStructInfo())
+        null = null_value()  # as TVM: R.null_value(), made by the VM
         return [builder.emit(null, f"{name_hint}_io")]
 
     def create(self, name_hint: str) -> list[rx.Var]:
