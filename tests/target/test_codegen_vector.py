@@ -97,3 +97,29 @@ def test_gather_and_broadcast_loads():
     b = np.zeros((8, 64), "float32")
     minitvm.build(sch.mod)["f"](a, s, b)
     np.testing.assert_allclose(b, a.T * 2.5, rtol=1e-6)
+
+
+@pytest.mark.parametrize("stride", [2, 3, 4, 5])
+def test_small_strided_loads_are_one_load_and_a_shuffle(stride):
+    """A load whose index steps by 2-4 per lane is one contiguous load of exactly the span the
+    lanes cover plus a shuffle (a wider stride stays a per-lane gather); the last lane reads the
+    buffer's last element, so a load past it would read outside the buffer."""
+    n = 13
+
+    @T.prim_func
+    def f(A: T.Buffer(((n - 1) * stride + 1,), "float32"), B: T.Buffer((n,), "float32")):
+        for j in range(n):
+            with T.block("B"):
+                vj = T.axis.remap("S", [j])
+                B[vj] = A[vj * stride] + T.float32(1)
+
+    sch = tir.Schedule(f)
+    sch.vectorize(sch.get_loops(sch.get_block("B"))[0])
+    lib = minitvm.build(sch.mod)
+    ir_text = lib.get_source("ll")
+    span = (n - 1) * stride + 1
+    assert (f"load <{span} x float>" in ir_text) == (stride <= 4), ir_text
+    a = np.random.default_rng(stride).standard_normal(span).astype("float32")
+    b = np.zeros(n, "float32")
+    lib["f"](a, b)
+    np.testing.assert_array_equal(b, a[::stride] + np.float32(1))

@@ -117,6 +117,21 @@ def _lane_zeros(lanes: int) -> ir.Constant:
     return mask
 
 
+#: loads whose index grows by at most this much per lane are one contiguous load and a shuffle
+MAX_SHUFFLED_STRIDE = 4
+
+#: the shuffle mask of each (lanes, stride): elements 0, stride, 2 * stride, ... of a load
+_STRIDED_LANES: dict[tuple[int, int], ir.Constant] = {}
+
+
+def _strided_lanes(lanes: int, stride: int) -> ir.Constant:
+    mask = _STRIDED_LANES.get((lanes, stride))
+    if mask is None:
+        mask = _STRIDED_LANES[lanes, stride] = ir.Constant(ir.VectorType(ir.IntType(32), lanes),
+                                                           [i * stride for i in range(lanes)])
+    return mask
+
+
 class _VectorEmitter:
     def __init__(self, cg: Any, var: _e.Var, begin: ir.Value, lanes: int, dependents: set[int]):
         self.cg, self.var, self.begin, self.lanes = cg, var, begin, lanes
@@ -220,9 +235,20 @@ class _VectorEmitter:
     def visit_buffer_load_(self, e: _e.BufferLoad) -> ir.Value:
         (index,) = e.indices
         dtype = e.buffer.dtype
-        if _stride(index, self.var) == 1:
+        stride = _stride(index, self.var)
+        if stride == 1:
             mem_vec = ir.VectorType(mem_type(dtype), self.lanes)
             value = self.b.load(self._pointer(e.buffer, index), typ=mem_vec, align=self.cg._align(dtype))
+        elif stride is not None and 1 < stride <= MAX_SHUFFLED_STRIDE and dtype != "bool":
+            # a small constant stride (a stride-2 pooling or convolution along the vector): one
+            # contiguous load of exactly the span the lanes cover (no element past the last
+            # lane's), then every stride-th element picked by a shuffle -- LLVM makes it a few
+            # permutes, where one scalar load per lane cost ~10 cycles per vector
+            span = (self.lanes - 1) * stride + 1
+            wide = self.b.load(self._pointer(e.buffer, index), typ=ir.VectorType(mem_type(dtype), span),
+                               align=self.cg._align(dtype))
+            value = self.b.shuffle_vector(wide, ir.Constant(wide.type, ir.Undefined),
+                                          _strided_lanes(self.lanes, stride))
         else:  # a gather: one scalar load per lane
             value = ir.Constant(ir.VectorType(mem_type(dtype), self.lanes), ir.Undefined)
             for lane in range(self.lanes):

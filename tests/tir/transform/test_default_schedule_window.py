@@ -69,3 +69,19 @@ def test_a_sum_along_the_last_axis_is_not_a_window():
     func = _kernel(lambda x: relax.op.sum(x, axis=[1]), (16, 64))
     sch = minitvm.s_tir.Schedule(func)
     assert schedule_window_reduction(sch) is False
+
+
+def test_a_short_output_row_accumulates_in_registers_four_rows_at_a_time():
+    """A 13-wide output row (the zoo's mlc_mnist pooling): the window reduces into a local tile
+    of 4 rows x 13 (registers, unrolled rows), written to the output once after the window --
+    the same maxima as the unscheduled kernel, NaN included."""
+    func = _kernel(lambda x: relax.op.nn.max_pool2d(x, pool_size=(2, 2), strides=(2, 2)), (2, 8, 26, 26))
+    scheduled = apply_default_schedule(func)
+    text = scheduled.script()
+    assert 'scope="local"' in text and "T.unroll(T.int64(4))" in text, text
+    x = np.random.default_rng(7).standard_normal((2, 8, 26, 26)).astype("float32")
+    x[0, 3, 5, 7] = np.nan
+    got = _run(scheduled, x, (2, 8, 13, 13))
+    np.testing.assert_array_equal(got, torch.nn.functional.max_pool2d(torch.from_numpy(x), 2, 2).numpy())
+    np.testing.assert_array_equal(got, _run(func, x, (2, 8, 13, 13)))
+    assert np.isnan(got[0, 3, 2, 3])
