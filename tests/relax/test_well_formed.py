@@ -274,23 +274,3 @@ def test_normalize_gives_a_bare_variable_its_struct_info():
     f = relax.Function([x], relax.SeqExpr([relax.BindingBlock([relax.VarBinding(gv, relax.op.exp(x))])], gv), T)
     out = relax.transform.Normalize()(IRModule({"main": f}))["main"]
     assert out.body.blocks[0].bindings[0].var.struct_info.shape_values == (2, 3)
-
-
-def test_fused_functions_get_their_own_symbolic_variables():
-    @I.ir_module
-    class Module:
-        @R.function
-        def main(x: R.Tensor(("n", 4), "float32")):
-            with R.dataflow():
-                y = R.exp(x)
-                z = R.add(y, y)
-                R.output(z)
-            return z
-
-    mod = relax.transform.LegalizeOps()(Module)
-    mod = relax.transform.FuseOps()(relax.transform.AnnotateTIROpPattern()(mod))
-    assert well_formed_errors(mod) == []
-    fused = [f for gv, f in mod.functions.items() if gv.name_hint.startswith("fused")]
-    n_main = Module["main"].params[0].struct_info.shape_values[0]
-    n_fused = fused[0].params[0].struct_info.shape_values[0]
-    assert n_fused.name == "n" and n_fused is not n_main

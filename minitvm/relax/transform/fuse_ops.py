@@ -63,7 +63,6 @@ from ...tir.function import PrimFunc
 from ...tir.functor import post_order_visit as tir_post_order_visit
 from ...transform import PassContext, module_pass, register_pass_config
 from ..analysis.struct_info_analysis import definable_tir_vars_in_struct_info, tir_vars_in_struct_info
-from ..analysis.symbolic_vars import defined_symbolic_vars
 from ..analysis.var2val import get_var2val
 from ..expr import (
     Call,
@@ -433,7 +432,6 @@ class _FunctionCreator:
         self.tuple_param_index: dict[int, int] = {}
         self.partial_tuples: dict[int, list[int]] = {}  # id(tuple arg) -> the fields the group takes
         self.function: Function | None = None
-        self.call_sinfo: Any = None
 
     def append_binding(self, b: Any) -> None:
         if isinstance(b, VarBinding):
@@ -545,23 +543,13 @@ class _FunctionCreator:
             self.params.append(Var("tir_vars", ShapeStructInfo(free)))
             self.arguments.append(ShapeExpr(free))
             func = bb.normalize(Function(self.params, SeqExpr((block,), body), None, True, attrs))
-        self.call_sinfo = func.ret_struct_info  # in the caller's symbolic variables
-        self.function = _renew_symbolic_vars(func)
+        self.function = func
 
     def _output_index(self, var: Var) -> int | None:
         for k, v in enumerate(self.outputs):
             if v is var:
                 return k
         return None
-
-
-def _renew_symbolic_vars(func: Function) -> Function:
-    """``func`` with symbolic variables of its own: one variable is defined in one function
-    only (the well-formed rule), so the fused function gets copies of its caller's (as TVM's)."""
-    defined = defined_symbolic_vars(func)
-    if not defined:
-        return func
-    return func.bind_symbolic_vars({v: TirVar(v.name, v.dtype) for v in defined})
 
 
 def _free_symbolic_vars(func: Function) -> list:
@@ -706,9 +694,9 @@ class _Fusor(ExprMutator):
         # a field of a tuple is bound first (call arguments are leaves), as normalizing would
         args = [self.builder_.emit(a) if isinstance(a, TupleGetItem) else a for a in args]
         call = Call(gv, args)
-        # the function's result as it was before its symbolic variables were renewed: in the
-        # caller's variables, the call's struct info as it stands
-        _set_struct_info(call, creator.call_sinfo)
+        # the fused function's parameters carry the caller's symbolic variables, so its
+        # result's struct info is the call's as it stands
+        _set_struct_info(call, func.ret_struct_info)
         outputs = creator.outputs
         if len(outputs) == 1:
             emit = self.builder_.emit if isinstance(outputs[0], DataflowVar) else self.builder_.emit_output
