@@ -35,7 +35,7 @@ def test_the_named_pipelines_stop_before_the_vm_lowering():
                                                   "FuseOps", "FuseTIR"]
     default = _names(relax.get_pipeline("default"))
     rewrites = [p.info.name for p in relax.pipeline.graph_rewrite_passes()]
-    assert "FoldBatchnormToConv2D" in rewrites
+    assert "FoldInferenceBatchnormToConv2D" in rewrites
     assert default[:len(rewrites) + 2] == [*rewrites, "FuseTransposeMatmul", "DeadCodeElimination"]
     assert default[-1] == "DefaultCPUSchedule" and "FuseTIR" in default
     assert not set(default) & set(LOWERING) and _names(relax.get_pipeline("default_build")) == default
