@@ -44,6 +44,8 @@ def test_a_freeze_made_by_someone_else_is_left_alone():
     try:
         frozen = gc.get_freeze_count()
         relax.build(_double())
-        assert gc.get_freeze_count() >= frozen > 0  # still frozen: not unfrozen by the build
+        # still frozen, not unfrozen by the build (which would leave 0); a few frozen objects may
+        # be freed meanwhile (a cache entry made before the freeze dropping its last reference)
+        assert frozen > 0 and gc.get_freeze_count() > frozen // 2
     finally:
         gc.unfreeze()
