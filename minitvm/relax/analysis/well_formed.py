@@ -17,6 +17,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from ...error import TVMError
 from ...ir.module import GlobalVar, IRModule
 from ...ir.op import Op
 from ...tir.expr import Var as TirVar
@@ -273,7 +274,7 @@ class _Checker(ExprVisitor):
                 if fnormalize(self.block_builder(), op) is not op:
                     self.error(f"a call of {name} is not in the form its FNormalize gives (normalize it with a "
                                "BlockBuilder)")
-            except Exception as e:  # noqa: BLE001 - the operator's own refusal is the finding
+            except (TVMError, ValueError, TypeError) as e:  # the operator's refusal is the finding (a bug is not)
                 self.error(f"normalizing a call of {name} (its FNormalize) failed: {e}")
         if self.mod is not None:
             problem = call_tir_signature_error(op, self.mod)
@@ -284,7 +285,7 @@ class _Checker(ExprVisitor):
             return
         try:
             inferred = struct_info_of(self.block_builder().normalize(Call(op.op, op.args, op.attrs, op.sinfo_args)))
-        except Exception as e:  # noqa: BLE001 - a call whose struct info cannot be inferred is the finding
+        except (TVMError, ValueError, TypeError) as e:  # inference refuses the call: the finding (a bug is not)
             self.error(f"the struct info of a call of {name} cannot be inferred: {e}")
             return
         if inferred is not None and struct_info_base_check(current, inferred) == BaseCheckResult.FAIL_L0:
