@@ -12,8 +12,8 @@ The parser sits on the ``script`` floor, above this one:
 
 from __future__ import annotations
 
-import importlib
 import json
+import sys
 from typing import Any, Callable
 
 from .node import Node, script_printer
@@ -119,11 +119,13 @@ class _GraphReader:
 
 
 def _node_class(name: Any) -> type:
-    """The IR node class ``"minitvm.<module>:<Class>"`` names; anything else is refused."""
+    """The IR node class ``"minitvm.<module>:<Class>"`` names, looked up among the modules this
+    process has already imported (the file never chooses a module to import, whose top-level
+    code would run); anything else is refused."""
     module, _, qualname = str(name).partition(":")
     if not module.startswith("minitvm.") or not qualname.isidentifier():
         raise ValueError(f"load_json: {name!r} is not a minitvm IR node class")
-    cls = getattr(importlib.import_module(module), qualname, None)
+    cls = getattr(sys.modules.get(module), qualname, None)
     if not (isinstance(cls, type) and issubclass(cls, Node)):
         raise ValueError(f"load_json: {name!r} is not a minitvm IR node class")
     return cls

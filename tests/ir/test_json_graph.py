@@ -31,3 +31,15 @@ def test_graph_refuses_classes_outside_minitvm():
     text = json.dumps({"minitvm_json": 1, "type": "X", "graph": {"node": "os:system", "fields": {}}})
     with pytest.raises(ValueError, match="not a minitvm IR node class"):
         tvm.ir.load_json(text)
+
+
+def test_graph_never_imports_a_module_the_file_names():
+    # a minitvm module that is not loaded yet (its top-level code would run on import) is refused
+    import sys
+
+    name = "minitvm.testing.tiny_llama.train"
+    was_loaded = name in sys.modules
+    text = json.dumps({"minitvm_json": 1, "type": "X", "graph": {"node": f"{name}:Node", "fields": {}}})
+    with pytest.raises(ValueError, match="not a minitvm IR node class"):
+        tvm.ir.load_json(text)
+    assert (name in sys.modules) == was_loaded
