@@ -2,8 +2,9 @@
 without errors, and no output is wider than the notebook panel (the only run of the chapters in
 the test suite).
 
-For each notebook in ``chapters/``: open it in headless Chromium (Debian's ``chromium``, as in
-``test_browser.py``), Run All, wait until every cell has run, then scroll through it a screen
+For each notebook in ``chapters/``: open it in JupyterLab in headless Chromium (Debian's
+``chromium``, as in ``test_browser.py``; the app loads once per test process and each chapter
+opens in it, on a kernel of its own: loading JupyterLab took ~5 s a chapter), Run All, wait until every cell has run, then scroll through it a screen
 at a time and measure each output area on the way (JupyterLab lays out only what is near the
 screen): its content must fit its width (a picture too wide to scale may scroll inside its own
 box, which does not widen the output), and no SVG picture may draw its text smaller than
@@ -123,11 +124,42 @@ _TEXT = """() => Array.from(document.querySelectorAll('.jp-Cell .jp-OutputArea-o
   .map(e => e.innerText).join('\\n')"""
 
 
+#: JavaScript: open a notebook in the running JupyterLab (as the file browser does) and resolve
+#: once its panel is shown, alone in the main area (the Launcher an empty area gets is closed)
+_OPEN = """async (path) => {
+  const app = window.jupyterapp;
+  const widget = await app.commands.execute('docmanager:open', {path});
+  await widget.context.ready;
+  await widget.revealed;
+  app.shell.activateById(widget.id);
+  for (const other of Array.from(app.shell.widgets('main'))) if (other !== widget) other.dispose();
+}"""
+
+#: JavaScript: close every document, unsaved (a chapter's run is not kept), so the next chapter's
+#: outputs are the only ones on the page
+_CLOSE_ALL = """() => {
+  for (const widget of Array.from(window.jupyterapp.shell.widgets('main'))) {
+    if (widget.context) widget.context.model.dirty = false;
+    widget.dispose();
+  }
+}"""
+
+
+def _open_lab(browser, lab):
+    """A page with JupyterLab loaded in a workspace of its own (the server's default one would
+    reopen whatever was open last), no document open: the app loads once for all the chapters of
+    this process, each chapter then opens in it as a learner opens it from the file browser."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    clock = Clock(CHAPTER_BUDGET_S)
+    page.goto(f"{lab.url}/lab/workspaces/chapter-runs?reset&token={lab.token}", timeout=clock.ms())
+    page.wait_for_function("() => window.jupyterapp !== undefined", timeout=clock.ms())
+    page.evaluate("() => window.jupyterapp.restored")
+    return page
+
+
 def _run_all(page, lab, chapter: Path) -> None:
     clock = Clock(CHAPTER_BUDGET_S)
-    # a workspace of its own: the server's default one would reopen the chapters run before this one
-    page.goto(f"{lab.url}/lab/workspaces/{chapter.stem}/tree/{chapter.name}?token={lab.token}",
-              timeout=clock.ms())
+    page.evaluate(_OPEN, chapter.name)
     page.locator(".jp-Notebook").first.wait_for(state="visible", timeout=clock.ms())
     _wait_for_idle_kernel(lab, page, clock)
     page.locator(".jp-Notebook").first.click()
@@ -164,19 +196,31 @@ def chapter_lab(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser(chromium):  # noqa: F811
-    """One headless Chromium for all the chapters this process runs (each in its own page)."""
+    """One headless Chromium for all the chapters this process runs."""
     with sync_playwright() as p:
         launched = p.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_FLAGS)
         yield launched
         launched.close()
 
 
+@pytest.fixture(scope="module")
+def lab_pages(browser, chapter_lab):
+    """The page JupyterLab runs in, shared by the chapters; a chapter that fails leaves it to be
+    replaced (``pages[0] = None``), so the next chapter starts on a page in a known state."""
+    pages = [None]
+    yield pages
+    if pages[0] is not None:
+        pages[0].close()
+
+
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=[c.stem for c in CHAPTERS])
-def test_chapter_outputs_fit_the_notebook_panel(chapter_lab, browser, tmp_path, chapter):
+def test_chapter_outputs_fit_the_notebook_panel(chapter_lab, browser, lab_pages, tmp_path, chapter):
     shots = OUTPUT / "chapters"
     shots.mkdir(parents=True, exist_ok=True)
     shutil.copy(_committed_copy(chapter, tmp_path / "committed"), chapter_lab.root / chapter.name)
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    if lab_pages[0] is None:
+        lab_pages[0] = _open_lab(browser, chapter_lab)
+    page, finished = lab_pages[0], False
     try:
         for old in [*shots.glob(f"{chapter.stem}_*.jpg"), *shots.glob(f"{chapter.stem}_*.png")]:
             old.unlink()  # this run's screens, and the PNG ones earlier versions of this test saved
@@ -187,8 +231,12 @@ def test_chapter_outputs_fit_the_notebook_panel(chapter_lab, browser, tmp_path, 
         overflowing, unreadable = _scroll_through(page, shots / chapter.stem)
         errors = page.evaluate(_ERRORS)
         contradictions = verdict_problems(page.evaluate(_TEXT))
+        page.evaluate(_CLOSE_ALL)
+        finished = True
     finally:
-        page.close()
+        if not finished:
+            page.close()
+            lab_pages[0] = None
         chapter_lab.shut_down_kernels()
     assert not errors, f"{chapter.name}: a cell failed or wrote to stderr: {errors[0]}"
     assert not contradictions, f"{chapter.name}: a printed verdict contradicts its numbers: {contradictions}"
