@@ -1,11 +1,13 @@
 """The importer's ``run_decompositions``: torch's result, torch's operator walk done once per
-call instead of once per namespace, and torch's own function back in place afterwards."""
+call instead of once per namespace, ``py_impl`` without its per-call annotations, and torch's
+own functions back in place afterwards."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 import torch._export.utils as export_utils
+import torch._ops as torch_ops
 import torch.nn.functional as F
 
 from minitvm.relax.frontend.torch.decompose import run_decompositions
@@ -41,14 +43,45 @@ def test_the_graph_is_torchs_and_the_walk_runs_once(monkeypatch):
     torch.testing.assert_close(got.module()(x), Pool()(x))
 
 
-def test_torchs_function_is_back_after_an_error(monkeypatch):
-    before = export_utils._materialize_cpp_cia_ops
+def test_torchs_functions_are_back_after_an_error(monkeypatch):
+    before, py_impl = export_utils._materialize_cpp_cia_ops, torch_ops.OperatorBase.py_impl
 
     class Broken:
         def run_decompositions(self):
             assert export_utils._materialize_cpp_cia_ops is not before  # swapped while it runs
+            assert torch_ops.OperatorBase.py_impl is not py_impl
             raise RuntimeError("decomposition failed")
 
     with pytest.raises(RuntimeError, match="decomposition failed"):
         run_decompositions(Broken())
     assert export_utils._materialize_cpp_cia_ops is before
+    assert torch_ops.OperatorBase.py_impl is py_impl
+
+
+def test_the_quick_py_impl_registers_as_torchs_does(monkeypatch):
+    """While the importer decomposes, ``py_impl`` is torch's own source without the annotations
+    built per call: it registers a kernel, and refuses a second one for the same key, as torch's."""
+    seen = {}
+
+    class Spy:
+        def run_decompositions(self):
+            seen["py_impl"] = torch_ops.OperatorBase.py_impl
+            return "done"
+
+    assert run_decompositions(Spy()) == "done"
+    quick = seen["py_impl"]
+    assert quick is not torch_ops.OperatorBase.py_impl
+    assert isinstance(quick.__annotations__["k"], str)  # postponed: kept as text, never built
+    op = torch.ops.aten.gelu.default
+    key = torch._C.DispatchKey.AutocastCPU
+    saved = op.py_kernels.copy()
+    try:
+        op.py_kernels.pop(key, None)
+        kernel = quick(op, key)(lambda *a, **k: "mine")
+        assert op.py_kernels[key] is kernel
+        with pytest.raises(RuntimeError, match="override a python impl"):
+            quick(op, key)(lambda *a, **k: "again")
+    finally:
+        op.py_kernels.clear()
+        op.py_kernels.update(saved)
+        op._dispatch_cache.clear()
