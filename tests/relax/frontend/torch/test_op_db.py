@@ -82,3 +82,24 @@ def test_an_optional_output_is_compared_as_present_or_absent():
     assert _compare([minitvm.nd.array(x), None], [torch.from_numpy(x.copy()), None], True) == ""
     assert "None, torch gives a tensor" in _compare([minitvm.nd.array(x), None],
                                                    [torch.from_numpy(x.copy()), torch.zeros(1)], True)
+
+
+def test_samples_find_the_unittest_method_as_torch_does():
+    """The frame walk that stands in for torch's ``extract_test_fn`` while samples are made finds
+    what torch's finds: the running unittest method (whose sample skips torch reads), else None."""
+    import io
+    import unittest
+
+    from torch.testing._internal.common_utils import extract_test_fn
+
+    from minitvm.testing.torch_op_db import _unittest_method_on_the_stack
+
+    found = {}
+
+    class Case(unittest.TestCase):
+        def test_it(self):
+            found["ours"], found["torch's"] = _unittest_method_on_the_stack(), extract_test_fn()
+
+    assert unittest.TextTestRunner(stream=io.StringIO()).run(Case("test_it")).wasSuccessful()
+    assert found["ours"] is Case.test_it and found["torch's"] is Case.test_it
+    assert _unittest_method_on_the_stack() is None and extract_test_fn() is None
