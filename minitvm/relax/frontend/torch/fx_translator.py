@@ -703,6 +703,8 @@ class FxConverter(ExportedProgramConverter):
                 return a if _has_tensor(self.values.get(a)) else self.values.get(a)
             if isinstance(a, (list, tuple)):
                 return type(a)(concrete(v) for v in a)
+            if isinstance(a, slice):  # x[:, :n] with n a symbolic size of a dynamic graph
+                return slice(concrete(a.start), concrete(a.stop), concrete(a.step))
             return a
 
         return tuple(concrete(a) for a in node.args), {k: concrete(v) for k, v in node.kwargs.items()}

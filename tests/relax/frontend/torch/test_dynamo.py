@@ -119,6 +119,23 @@ def test_dynamic_true_builds_per_shape():
                                                                           (0, (3, 3, 12, 12), "")]
 
 
+class _HalfSlice(nn.Module):
+    """``x[:, :n]`` where ``n`` is a symbolic size under ``dynamic=True`` (BERT's position ids)."""
+
+    def forward(self, x):
+        return torch.relu(x[:, : x.shape[1] // 2]) * 2.0
+
+
+def test_dynamic_true_slice_by_a_symbolic_size():
+    model, backend = _HalfSlice(), relax_dynamo()
+    compiled = torch.compile(model, backend=backend, dynamic=True)
+    with torch.no_grad():
+        for shape in [(2, 6), (3, 8)]:
+            x = _randn(*shape, seed=shape[1])
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+    assert [(b.graph, b.shapes[0], b.eager) for b in backend.compiles] == [(0, (2, 6), ""), (0, (3, 8), "")]
+
+
 def test_weight_changed_in_place_recompiles():
     model, backend = _mlp(), relax_dynamo()
     compiled = torch.compile(model, backend=backend)
