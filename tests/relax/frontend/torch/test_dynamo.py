@@ -107,6 +107,21 @@ def test_new_shape_recompiles_and_mark_dynamic_builds_per_shape():
     assert [(b.graph, b.shapes) for b in backend.compiles] == [(0, ((3, 12),)), (0, ((5, 12),))]
 
 
+def test_zoo_model_at_batch_1_then_8():
+    """As a user calls it: batch 1 (dynamo specializes a size of 1), then 8 (dynamo's automatic
+    dynamic shapes make a second, symbolic graph; minitvm builds it for 8), then 8 again."""
+    from minitvm.testing import zoo
+
+    model = zoo.MODELS["mlp"]
+    module, backend = model.build(), relax_dynamo()
+    compiled = torch.compile(module, backend=backend)
+    with torch.no_grad():
+        for batch in (1, 8, 8):
+            (x,) = model.example_inputs(batch)
+            torch.testing.assert_close(compiled(x), module(x), rtol=1e-4, atol=1e-5)
+    assert [(b.graph, b.shapes[0][0], b.eager) for b in backend.compiles] == [(0, 1, ""), (1, 8, "")]
+
+
 def test_dynamic_true_builds_per_shape():
     """dynamic=True: symbolic sizes reach the graph as inputs (and the converters as values)."""
     model, backend = _ConvNet(), relax_dynamo()
