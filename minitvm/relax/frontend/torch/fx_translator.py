@@ -551,8 +551,9 @@ def mutates(node: Any) -> bool:
     """Whether an fx call may change a tensor in place (``x += y``, ``x.add_(y)``,
     ``torch.relu_(x)``): such a call is kept by dead-code elimination though nothing reads its
     result, and a graph with one is recorded on copies of its inputs."""
-    if node.op == "call_method":
-        return isinstance(node.target, str) and node.target.endswith("_") and not node.target.startswith("_")
+    if node.op == "call_method":  # (requires_grad_ changes no value: inference drops it)
+        return isinstance(node.target, str) and node.target.endswith("_") and not node.target.startswith("_") \
+            and node.target != "requires_grad_"
     if node.op != "call_function":
         return False
     if node.target in _OPERATOR_INPLACE:
