@@ -41,7 +41,7 @@ from ...expr import Var
 from ...struct_info import TensorStructInfo
 from ...vm_build import build, get_pipeline
 from .exported_program import CONVERTERS
-from .fx_translator import FxConverter
+from .fx_translator import FxConverter, mutates
 
 __all__ = ["relax_dynamo", "dynamo_capture_subgraphs", "minitvm_backend"]
 
@@ -82,6 +82,10 @@ class DynamoConverter(FxConverter):
     def convert(self, args: list, unwrap_unit_return_tuple: bool = False) -> IRModule:
         import torch  # torch is optional and heavy: imported on first use
 
+        # a graph that changes a tensor in place is recorded on copies: the recording must
+        # not change the caller's tensors (the graph may then run in eager torch on them)
+        if any(mutates(n) for n in self.gm.graph.nodes):
+            args = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
         self.record_values(list(args))
         self.check_supported(self.gm.graph)
         output = next(n for n in self.gm.graph.nodes if n.op == "output").args[0]
@@ -106,6 +110,13 @@ class DynamoConverter(FxConverter):
                 self.env[node] = self.tensor(value)
             # a SCALAR stays a Python value in self.values: the converters read it as a constant
         return self.emit_main(user_vars, unwrap_unit_return_tuple)
+
+
+def _eliminate_dead_code(gm: Any) -> None:
+    """Drop unused nodes, keeping in-place ops whose results nothing reads (``z += 1`` on a
+    view changes its base: fx's own test does not see an ``operator.iadd`` as a side effect)."""
+    gm.graph.eliminate_dead_code(is_impure_node=lambda n: n.is_impure() or mutates(n))
+    gm.recompile()
 
 
 def placeholder_kinds(gm: Any, example_inputs: list) -> list[str]:
@@ -239,8 +250,7 @@ def relax_dynamo(pipeline: Any = None, *, target: str = "llvm") -> Callable[[Any
 
         if not isinstance(graph_module, torch.fx.GraphModule):
             raise TypeError(f"relax_dynamo: expected a torch.fx.GraphModule, got {type(graph_module).__name__}")
-        graph_module.graph.eliminate_dead_code()
-        graph_module.recompile()
+        _eliminate_dead_code(graph_module)
         graph = _Graph(len(graphs), graph_module, placeholder_kinds(graph_module, example_inputs),
                        pipeline, target, compiles)
         graphs.append(graph)
@@ -267,7 +277,7 @@ def dynamo_capture_subgraphs(model: Any, *args: Any, keep_params_as_input: bool 
     mod = IRModule()
 
     def capture(graph_module: Any, example_inputs: list) -> Callable[..., Any]:
-        graph_module.graph.eliminate_dead_code()
+        _eliminate_dead_code(graph_module)
         kinds = placeholder_kinds(graph_module, example_inputs)
         if any(k == SCALAR for k in kinds):
             raise ValueError("dynamo_capture_subgraphs: a graph has symbolic sizes; call it on static shapes")

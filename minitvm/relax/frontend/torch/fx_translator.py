@@ -244,6 +244,119 @@ def _compare(aten: str) -> Adapter:
     return adapt
 
 
+def _addmm(conv, node, args, kwargs, mod):
+    """``torch.addmm(bias, m1, m2, beta=, alpha=)`` (GPT-2's Conv1D)."""
+    scale = {k: kwargs[k] for k in ("beta", "alpha") if k in kwargs}
+    return "aten.addmm.default", (_p(args, kwargs, 0, "input"), _p(args, kwargs, 1, "mat1"),
+                                  _p(args, kwargs, 2, "mat2")), scale
+
+
+def _where(conv, node, args, kwargs, mod):
+    """``torch.where(cond, x, y)``, either side a tensor or a Python number; the one-argument
+    form (``nonzero``) has a data-dependent shape and is refused."""
+    values = [_p(args, kwargs, i, name) for i, name in enumerate(("condition", "input", "other"))]
+    if values[1] is None or values[2] is None:
+        raise ValueError("torch.where(condition) (indices of the true elements) is not supported")
+    x_t, y_t = (_has_tensor(conv.values.get(v)) for v in values[1:])
+    overload = {(True, True): "self", (True, False): "ScalarOther", (False, True): "ScalarSelf",
+                (False, False): "Scalar"}[(x_t, y_t)]
+    return f"aten.where.{overload}", tuple(values), {}
+
+
+def _split(conv, node, args, kwargs, mod):
+    """``x.split(size, dim)`` / ``torch.split``: equal pieces or a list of lengths."""
+    size = _p(args, kwargs, 1, "split_size_or_sections", kwargs.get("split_size"))
+    dim = _p(args, kwargs, 2, "dim", 0)
+    if isinstance(size, int):
+        return "aten.split.Tensor", (args[0], size, dim), {}
+    return "aten.split_with_sizes.default", (args[0], list(size), dim), {}
+
+
+def _gather(conv, node, args, kwargs, mod):
+    return "aten.gather.default", (args[0], _p(args, kwargs, 1, "dim"), _p(args, kwargs, 2, "index")), {}
+
+
+def _type(conv, node, args, kwargs, mod):
+    """``x.type(torch.float32)``; a type given as a string (``"torch.FloatTensor"``) is refused."""
+    import torch  # torch is optional and heavy: imported on first use
+
+    dtype = _p(args, kwargs, 1, "dtype")
+    if not isinstance(dtype, torch.dtype):
+        raise ValueError(f"x.type({dtype!r}) is not supported (only a torch.dtype)")
+    return "aten._to_copy.default", args[:1], {"dtype": dtype}
+
+
+_CONSTANT = "fx.constant"
+#: torch's functions whose value only their constant arguments fix (``*_like``: and the shape of
+#: their input); the recorder keeps a copy of the value each made
+_FACTORIES = ("zeros", "ones", "full", "empty", "tensor", "scalar_tensor", "eye", "linspace")
+_LIKE_FACTORIES = ("zeros_like", "ones_like", "full_like", "empty_like")
+
+
+def _factory(shape_of_input: bool = False) -> Adapter:
+    """``torch.zeros(...)``, ``torch.tensor([...])``, ``torch.full_like(x, v)``: a value fixed
+    by its constant arguments (or, for ``*_like``, by its input's static shape), so the value
+    recorded on this call is the constant (one build per shape keeps it right)."""
+    def adapt(conv, node, args, kwargs, mod):
+        import torch.fx  # torch is optional and heavy: imported on first use
+
+        operands = list(args[1:] if shape_of_input else args) + list(kwargs.values())
+        flat = [a for o in operands for a in (o if isinstance(o, (list, tuple)) else [o])]
+        if any(isinstance(a, torch.fx.Node) for a in flat):
+            raise ValueError(f"{node.target}: an argument computed in the graph is not supported "
+                             "(only constant values)")
+        return _CONSTANT, (), {}
+    return adapt
+
+
+def _constant(node, conv):
+    return const(conv.folded[node.name].detach().cpu().contiguous().numpy())
+
+
+#: in-place arithmetic ``x += y`` (``operator.iadd``) and ``x.add_(y)``: converted as the plain op,
+#: the result then stands for ``x`` in the rest of the graph (as TVM's from_fx)
+_INPLACE_FUNCTIONS = {operator.iadd: "aten.add.Tensor", operator.isub: "aten.sub.Tensor",
+                      operator.imul: "aten.mul.Tensor", operator.itruediv: "aten.div.Tensor"}
+_INPLACE_METHODS = {"add_": "aten.add.Tensor", "sub_": "aten.sub.Tensor", "mul_": "aten.mul.Tensor",
+                    "div_": "aten.div.Tensor"}
+
+
+def _inplace(aten: str) -> Adapter:
+    """A graph-local in-place op; refused where the change would be seen outside the value's
+    own later uses: on a graph input or weight, or on memory another live value views."""
+    def adapt(conv, node, args, kwargs, mod):
+        if len(args) != 2 or kwargs:
+            raise ValueError(f"in-place {_call_name(node)} with arguments {args[2:]} {sorted(kwargs)} "
+                             "is not supported")
+        _check_private(conv, node, args[0])
+        return aten, args, {}
+    return adapt
+
+
+def _call_name(node: Any) -> str:
+    return node.target if isinstance(node.target, str) else getattr(node.target, "__name__", str(node.target))
+
+
+def _check_private(conv: Any, node: Any, target: Any) -> None:
+    import torch  # torch is optional and heavy: imported on first use
+
+    value = conv.values.get(target)
+    if not isinstance(value, torch.Tensor):
+        raise ValueError(f"in-place {_call_name(node)} on a value that is not a tensor")
+    storage = value.untyped_storage().data_ptr()
+    order = {n: i for i, n in enumerate(node.graph.nodes)}
+    for other, seen in conv.values.items():
+        if not isinstance(seen, torch.Tensor) or order[other] >= order[node] or other is target:
+            continue
+        if seen.untyped_storage().data_ptr() != storage:
+            continue
+        if other.op in ("placeholder", "get_attr") or any(order[u] > order[node] for u in other.users):
+            raise ValueError(f"in-place {_call_name(node)} on {target.name}, which shares memory with {other.name} "
+                             "(a graph input, a weight or a view used later): the change would be lost")
+    if target.op in ("placeholder", "get_attr"):
+        raise ValueError(f"in-place {_call_name(node)} on the graph input {target.name}: the change would be lost")
+
+
 def _functional_adapters() -> dict[Any, Adapter]:
     """The functions ``torch.compile`` leaves in its graphs where ``symbolic_trace`` leaves
     module calls (dynamo inlines ``nn.Conv2d.forward`` into ``torch.conv2d(x, weight, ...)``)."""
@@ -266,6 +379,10 @@ def _functional_adapters() -> dict[Any, Adapter]:
         F.pad: _pad, torch._C._nn.pad: _pad,
         **{getattr(operator, name): _compare(f"aten.{name}") for name in ("eq", "ne", "lt", "le", "gt", "ge")},
         operator.invert: _unary("aten.bitwise_not.default"),
+        torch.addmm: _addmm, torch.where: _where, torch.split: _split, torch.gather: _gather,
+        **{getattr(torch, name): _factory() for name in _FACTORIES},
+        **{getattr(torch, name): _factory(True) for name in _LIKE_FACTORIES},
+        **{fn: _inplace(aten) for fn, aten in _INPLACE_FUNCTIONS.items()},
     }
 
 
@@ -418,8 +535,36 @@ _METHODS: dict[str, Adapter] = {
     "div": _same("aten.div.Tensor"), "matmul": _same("aten.matmul.default"),
     "masked_fill": _masked_fill, "chunk": _same("aten.chunk.default"),
     "to": _to, "float": _cast("float32"), "long": _cast("int64"), "int": _cast("int32"),
-    "__getitem__": _getitem,
+    "__getitem__": _getitem, "split": _split, "gather": _gather, "type": _type, "where": _where,
+    **{name: _inplace(aten) for name, aten in _INPLACE_METHODS.items()},
 }
+
+
+def _is_inplace(node: Any) -> bool:
+    """One of the in-place ops converted here (its result then stands for its first argument)."""
+    if node.op == "call_method":
+        return node.target in _INPLACE_METHODS
+    return node.op == "call_function" and node.target in _INPLACE_FUNCTIONS
+
+
+def mutates(node: Any) -> bool:
+    """Whether an fx call may change a tensor in place (``x += y``, ``x.add_(y)``,
+    ``torch.relu_(x)``): such a call is kept by dead-code elimination though nothing reads its
+    result, and a graph with one is recorded on copies of its inputs."""
+    if node.op == "call_method":  # (requires_grad_ changes no value: inference drops it)
+        return isinstance(node.target, str) and node.target.endswith("_") and not node.target.startswith("_") \
+            and node.target != "requires_grad_"
+    if node.op != "call_function":
+        return False
+    if node.target in _OPERATOR_INPLACE:
+        return True
+    name = getattr(node.target, "__name__", "")
+    return getattr(node.target, "__module__", None) != "_operator" and name.endswith("_") and not name.startswith("_")
+
+
+_OPERATOR_INPLACE = {getattr(operator, "i" + name) for name in (
+    "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor", "lshift", "rshift",
+    "concat")}
 
 
 def _has_tensor(value: Any) -> bool:
@@ -450,7 +595,7 @@ class FxConverter(ExportedProgramConverter):
 
     def __init__(self, convert_map: dict[str, Callable], gm: Any, keep_params_as_input: bool,
                  custom: dict[Any, Callable] | None = None):
-        super().__init__({**convert_map, _TENSOR_INDEX: _tensor_index})
+        super().__init__({**convert_map, _TENSOR_INDEX: _tensor_index, _CONSTANT: _constant})
         #: converters keyed as in TVM's from_fx: a torch function's or method's name, or a module type
         self.custom = custom or {}
         self.gm = gm
@@ -459,6 +604,8 @@ class FxConverter(ExportedProgramConverter):
         self.module_adapters = _module_adapters()
         self.values: dict[Any, Any] = {}
         self.consts: dict[int, Expr] = {}
+        #: the value a factory call (``torch.zeros``) made, by node name: converted as a constant
+        self.folded: dict[str, Any] = {}
         self.param_vars: list[Var] = []
         self.param_values: list[np.ndarray] = []
         self.keep_params_as_input = keep_params_as_input
@@ -504,10 +651,15 @@ class FxConverter(ExportedProgramConverter):
 
         values = self.values
 
+        factories = {getattr(torch, name) for name in _FACTORIES + _LIKE_FACTORIES}
+        folded = self.folded
+
         class Recorder(torch.fx.Interpreter):
             def run_node(self, n):
                 out = super().run_node(n)
                 values[n] = out
+                if n.op == "call_function" and n.target in factories and isinstance(out, torch.Tensor):
+                    folded[n.name] = out.clone()  # as made: a later in-place op may change out
                 return out
 
         with torch.no_grad():
@@ -552,6 +704,8 @@ class FxConverter(ExportedProgramConverter):
                 return a if _has_tensor(self.values.get(a)) else self.values.get(a)
             if isinstance(a, (list, tuple)):
                 return type(a)(concrete(v) for v in a)
+            if isinstance(a, slice):  # x[:, :n] with n a symbolic size of a dynamic graph
+                return slice(concrete(a.start), concrete(a.stop), concrete(a.step))
             return a
 
         return tuple(concrete(a) for a in node.args), {k: concrete(v) for k, v in node.kwargs.items()}
@@ -622,6 +776,8 @@ class FxConverter(ExportedProgramConverter):
                     elif node.op in ("call_module", "call_function", "call_method"):
                         if _has_tensor(self.values[node]):
                             self.env[node] = self.convert_node(node)
+                            if _is_inplace(node):  # later reads of the changed tensor see the result
+                                self.env[node.args[0]] = self.env[node]
                     elif node.op == "output":
                         output = self.emit_result(node.args[0], unwrap_unit_return_tuple, no_bind_return_tuple)
             self.bb.emit_func_output(output)

@@ -107,6 +107,21 @@ def test_new_shape_recompiles_and_mark_dynamic_builds_per_shape():
     assert [(b.graph, b.shapes) for b in backend.compiles] == [(0, ((3, 12),)), (0, ((5, 12),))]
 
 
+def test_zoo_model_at_batch_1_then_8():
+    """As a user calls it: batch 1 (dynamo specializes a size of 1), then 8 (dynamo's automatic
+    dynamic shapes make a second, symbolic graph; minitvm builds it for 8), then 8 again."""
+    from minitvm.testing import zoo
+
+    model = zoo.MODELS["mlp"]
+    module, backend = model.build(), relax_dynamo()
+    compiled = torch.compile(module, backend=backend)
+    with torch.no_grad():
+        for batch in (1, 8, 8):
+            (x,) = model.example_inputs(batch)
+            torch.testing.assert_close(compiled(x), module(x), rtol=1e-4, atol=1e-5)
+    assert [(b.graph, b.shapes[0][0], b.eager) for b in backend.compiles] == [(0, 1, ""), (1, 8, "")]
+
+
 def test_dynamic_true_builds_per_shape():
     """dynamic=True: symbolic sizes reach the graph as inputs (and the converters as values)."""
     model, backend = _ConvNet(), relax_dynamo()
@@ -117,6 +132,23 @@ def test_dynamic_true_builds_per_shape():
             torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
     assert [(b.graph, b.shapes[0], b.eager) for b in backend.compiles] == [(0, (2, 3, 12, 12), ""),
                                                                           (0, (3, 3, 12, 12), "")]
+
+
+class _HalfSlice(nn.Module):
+    """``x[:, :n]`` where ``n`` is a symbolic size under ``dynamic=True`` (BERT's position ids)."""
+
+    def forward(self, x):
+        return torch.relu(x[:, : x.shape[1] // 2]) * 2.0
+
+
+def test_dynamic_true_slice_by_a_symbolic_size():
+    model, backend = _HalfSlice(), relax_dynamo()
+    compiled = torch.compile(model, backend=backend, dynamic=True)
+    with torch.no_grad():
+        for shape in [(2, 6), (3, 8)]:
+            x = _randn(*shape, seed=shape[1])
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+    assert [(b.graph, b.shapes[0], b.eager) for b in backend.compiles] == [(0, (2, 6), ""), (0, (3, 8), "")]
 
 
 def test_weight_changed_in_place_recompiles():
@@ -179,3 +211,73 @@ def test_capture_subgraphs_one_function_per_graph():
     scalar, y = sorted(got, key=lambda t: t.dim())
     torch.testing.assert_close(y, want, rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(scalar, want.sum(), rtol=1e-4, atol=1e-5)
+
+
+class _GraphOps(nn.Module):
+    """What transformers' GPT-2, BERT and ResNet leave in dynamo's graphs: ``torch.addmm``
+    (Conv1D), ``x.split``, ``torch.zeros``/``torch.tensor([])`` (folded to constants; the
+    empty one dropped by ``cat``), ``torch.where`` with a number, ``x.type(dtype)``,
+    ``torch.gather`` and in-place ``+=`` / ``*=`` on a graph's own values."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(4)
+        self.w, self.b = nn.Parameter(torch.randn(6, 9)), nn.Parameter(torch.randn(9))
+        self.register_buffer("ids", torch.arange(5).expand(1, -1), persistent=False)
+
+    def forward(self, x):
+        h = torch.addmm(self.b, x.view(-1, 6), self.w, beta=0.5)
+        q, k, v = h.view(x.shape[0], 5, 9).split(3, dim=2)
+        acc = torch.zeros(x.shape[0], 5, 3)
+        acc += q  # changes the zeros made above: the constant is the value torch.zeros made
+        acc *= 2.0
+        mask = torch.where(k > 0, torch.zeros(()), -1e4)
+        out = torch.cat([torch.tensor([]), acc + mask + v.type(torch.float32)], dim=-1)
+        idx = torch.gather(self.ids, dim=1, index=torch.tensor([[4, 3, 2, 1, 0]]))
+        return out + idx.unsqueeze(-1).float()
+
+
+def test_graph_ops_of_transformers_models_compile_and_match_eager():
+    backend = relax_dynamo()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no graph may fall back to eager torch
+        for batch in (2, 3):
+            x = _randn(batch, 5, 6, seed=batch)
+            got, want = _run(_GraphOps(), backend, x)
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+    assert [b.eager for b in backend.compiles] == ["", ""]
+
+
+class _SharedInPlace(nn.Module):
+    """``z += 1`` on a view changes its base ``y``; nothing reads the in-place result."""
+
+    def forward(self, x):
+        y = torch.relu(x)
+        z = y[:, :2]
+        z += 1.0
+        return y * 2
+
+
+class _InPlaceOnInput(nn.Module):
+    def forward(self, x):
+        x += 1.0
+        return x * 2
+
+
+def test_in_place_op_on_shared_memory_runs_its_graph_in_eager():
+    """An in-place change another value would see (a view's base, the caller's input) cannot be
+    a functional add: that graph runs in eager torch, and the caller's tensor changes once."""
+    for model, why in [(_SharedInPlace(), "in-place iadd on z, which shares memory with y"),
+                       (_InPlaceOnInput(), "in-place iadd on the graph input")]:
+        torch._dynamo.reset()
+        backend = relax_dynamo()
+        x = _randn(2, 4, 3, seed=8)
+        mine, theirs = x.clone(), x.clone()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with torch.no_grad():
+                got, want = torch.compile(model, backend=backend)(mine), model(theirs)
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(mine, theirs)
+        assert [why in b.eager for b in backend.compiles] == [True]
+        assert any(why in str(w.message) for w in caught)
