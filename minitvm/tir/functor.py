@@ -8,6 +8,7 @@ fields.  Buffers are leaves: their shapes are not walked.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any, Callable
 
@@ -16,11 +17,31 @@ from .buffer import Buffer
 from .expr import PrimExpr, Var
 
 __all__ = ["StmtExprVisitor", "StmtExprMutator", "post_order_visit", "pre_order_visit",
-           "substitute", "method_name", "hook_of", "visitor", "mutator"]
+           "substitute", "method_name", "hook_of", "walked_fields", "visitor", "mutator"]
 
 _NAMES: dict[type, str] = {}
 #: field values no walk descends into (checked before the call that would return at once)
 _LEAVES = (str, int, float)
+#: field annotations that declare a leaf (the walks skip such values anyway)
+_LEAF_TYPES = frozenset({"str", "int", "float", "bool", "str | None", "int | None", "float | None"})
+#: node class -> the fields a walk looks into: those not declared as leaves (a Var's name and
+#: dtype, an IntImm's value), worked out once per class -- the walks visit every node
+_WALKED: dict[type, tuple[str, ...]] = {}
+
+
+def walked_fields(cls: type) -> tuple[str, ...]:
+    """The fields of node class ``cls`` that may hold nodes (leaf-typed ones left out), cached."""
+    fields = _WALKED.get(cls)
+    return fields if fields is not None else _walked_fields(cls)
+
+
+def _walked_fields(cls: type) -> tuple[str, ...]:
+    if dataclasses.is_dataclass(cls):
+        found = tuple(f.name for f in dataclasses.fields(cls) if str(f.type) not in _LEAF_TYPES)
+    else:
+        found = cls._field_names
+    _WALKED[cls] = found
+    return found
 
 
 def method_name(cls: type) -> str:
@@ -93,7 +114,8 @@ class StmtExprVisitor:
     visit_expr = visit
 
     def visit_children(self, n: Node) -> None:
-        for name in n._field_names:
+        fields = _WALKED.get(type(n))
+        for name in fields if fields is not None else _walked_fields(type(n)):
             value = getattr(n, name)
             if isinstance(value, _LEAVES) or value is None:  # a dtype, a name, a number: nothing to walk
                 continue
@@ -134,7 +156,8 @@ class StmtExprMutator:
 
     def visit_children(self, n: Node) -> Node:
         changes = {}
-        for name in n._field_names:
+        fields = _WALKED.get(type(n))
+        for name in fields if fields is not None else _walked_fields(type(n)):
             value = getattr(n, name)
             if isinstance(value, _LEAVES) or value is None or isinstance(value, dict):
                 continue
@@ -165,7 +188,8 @@ mutator = _python_functor(StmtExprMutator, "mutator")
 
 def _children(x: Node) -> Any:
     """What the visitors walk inside ``x``: its fields (a dict field's values; no buffer_map)."""
-    for name in x._field_names:
+    fields = _WALKED.get(type(x))
+    for name in fields if fields is not None else _walked_fields(type(x)):
         value = getattr(x, name)
         if isinstance(value, _LEAVES) or value is None:
             continue
