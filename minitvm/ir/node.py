@@ -48,12 +48,16 @@ _SCALAR_TYPES = frozenset({"str", "int", "float", "bool"})
 _SEQUENCE_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
+def fields_not_declared(cls: type, annotations: frozenset[str]) -> tuple[str, ...]:
+    """The fields of node class ``cls`` whose declared type is not one of ``annotations``
+    (``"str"``, ``"int"`` ...), in order; all of them for a class that is not a dataclass."""
+    if not dataclasses.is_dataclass(cls):
+        return cls._field_names
+    return tuple(f.name for f in dataclasses.fields(cls) if str(f.type) not in annotations)
+
+
 def _sequence_fields(cls: type) -> tuple[str, ...]:
-    if dataclasses.is_dataclass(cls):
-        found = tuple(f.name for f in dataclasses.fields(cls) if str(f.type) not in _SCALAR_TYPES)
-    else:
-        found = cls._field_names
-    _SEQUENCE_FIELDS[cls] = found
+    found = _SEQUENCE_FIELDS[cls] = fields_not_declared(cls, _SCALAR_TYPES)
     return found
 
 

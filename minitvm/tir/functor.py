@@ -8,11 +8,10 @@ fields.  Buffers are leaves: their shapes are not walked.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from typing import Any, Callable
 
-from ..ir.node import Node, replace
+from ..ir.node import Node, fields_not_declared, replace
 from .buffer import Buffer
 from .expr import PrimExpr, Var
 
@@ -36,11 +35,7 @@ def walked_fields(cls: type) -> tuple[str, ...]:
 
 
 def _walked_fields(cls: type) -> tuple[str, ...]:
-    if dataclasses.is_dataclass(cls):
-        found = tuple(f.name for f in dataclasses.fields(cls) if str(f.type) not in _LEAF_TYPES)
-    else:
-        found = cls._field_names
-    _WALKED[cls] = found
+    found = _WALKED[cls] = fields_not_declared(cls, _LEAF_TYPES)
     return found
 
 
