@@ -42,6 +42,25 @@ def defines(default: Any = dataclasses.MISSING, **kwargs: Any) -> Any:
     return dataclasses.field(metadata={"defines": True}, **kwargs)
 
 
+#: annotations of fields that never hold a list
+_SCALAR_TYPES = frozenset({"str", "int", "float", "bool"})
+#: node class -> the fields __post_init__ looks at
+_SEQUENCE_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def fields_not_declared(cls: type, annotations: frozenset[str]) -> tuple[str, ...]:
+    """The fields of node class ``cls`` whose declared type is not one of ``annotations``
+    (``"str"``, ``"int"`` ...), in order; all of them for a class that is not a dataclass."""
+    if not dataclasses.is_dataclass(cls):
+        return cls._field_names
+    return tuple(f.name for f in dataclasses.fields(cls) if str(f.type) not in annotations)
+
+
+def _sequence_fields(cls: type) -> tuple[str, ...]:
+    found = _SEQUENCE_FIELDS[cls] = fields_not_declared(cls, _SCALAR_TYPES)
+    return found
+
+
 class Node:
     """Base class of all IR nodes: immutable, compared by identity with ``is``,
     structurally with :func:`minitvm.ir.structural_equal`."""
@@ -59,7 +78,10 @@ class Node:
     _seq_ignore: ClassVar[frozenset[str]] = frozenset()
 
     def __post_init__(self) -> None:
-        for name in self._field_names:  # lists become tuples (runs for every node built)
+        # lists become tuples; runs for every node built, so only the fields not declared as a
+        # name, a dtype or a number are looked at
+        fields = _SEQUENCE_FIELDS.get(type(self))
+        for name in fields if fields is not None else _sequence_fields(type(self)):
             value = getattr(self, name)
             if isinstance(value, list):
                 object.__setattr__(self, name, tuple(value))

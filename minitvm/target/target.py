@@ -42,6 +42,10 @@ _X86_BUILDS_ON = {"sse2": "sse", "sse3": "sse2", "ssse3": "sse3", "sse4.1": "sss
                   "avx512f": "avx2"}
 
 
+#: Target.features by (the host-feature function when the target is this CPU, -mattr)
+_FEATURES: dict[tuple, tuple[str, ...]] = {}
+
+
 def _turned_off_with(feature: str, off: tuple[str, ...]) -> bool:
     """Whether ``feature`` or a feature it builds on is in ``off``."""
     while feature:
@@ -185,10 +189,16 @@ class Target:
     def features(self) -> tuple[str, ...]:
         """CPU features enabled for code generation: this CPU's, adjusted by -mattr; for a CPU named
         with -mcpu only the -mattr ones (LLVM adds that CPU's own, which llvmlite cannot list)."""
-        feats = set(host_cpu_features()) if self._for_this_cpu else set()
-        feats |= {f for f, on in self._mattr_switches().items() if on}
-        off = self.disabled_features
-        return tuple(sorted(f for f in feats if not _turned_off_with(f, off)))
+        # asked per kernel built and per CPU-specific intrinsic emitted: worked out once per
+        # (CPU features, -mattr)
+        key = (host_cpu_features if self._for_this_cpu else None, tuple(self.mattr))
+        found = _FEATURES.get(key)
+        if found is None:
+            feats = set(host_cpu_features()) if self._for_this_cpu else set()
+            feats |= {f for f, on in self._mattr_switches().items() if on}
+            off = self.disabled_features
+            found = _FEATURES[key] = tuple(sorted(f for f in feats if not _turned_off_with(f, off)))
+        return found
 
     @property
     def disabled_features(self) -> tuple[str, ...]:

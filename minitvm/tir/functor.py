@@ -11,16 +11,32 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-from ..ir.node import Node, replace
+from ..ir.node import Node, fields_not_declared, replace
 from .buffer import Buffer
 from .expr import PrimExpr, Var
 
 __all__ = ["StmtExprVisitor", "StmtExprMutator", "post_order_visit", "pre_order_visit",
-           "substitute", "method_name", "visitor", "mutator"]
+           "substitute", "method_name", "hook_of", "walked_fields", "visitor", "mutator"]
 
 _NAMES: dict[type, str] = {}
 #: field values no walk descends into (checked before the call that would return at once)
 _LEAVES = (str, int, float)
+#: field annotations that declare a leaf (the walks skip such values anyway)
+_LEAF_TYPES = frozenset({"str", "int", "float", "bool", "str | None", "int | None", "float | None"})
+#: node class -> the fields a walk looks into: those not declared as leaves (a Var's name and
+#: dtype, an IntImm's value), worked out once per class -- the walks visit every node
+_WALKED: dict[type, tuple[str, ...]] = {}
+
+
+def walked_fields(cls: type) -> tuple[str, ...]:
+    """The fields of node class ``cls`` that may hold nodes (leaf-typed ones left out), cached."""
+    fields = _WALKED.get(cls)
+    return fields if fields is not None else _walked_fields(cls)
+
+
+def _walked_fields(cls: type) -> tuple[str, ...]:
+    found = _WALKED[cls] = fields_not_declared(cls, _LEAF_TYPES)
+    return found
 
 
 def method_name(cls: type) -> str:
@@ -32,12 +48,46 @@ def method_name(cls: type) -> str:
     return name
 
 
+def _find_hook(visitor: Any, node: type) -> str | None:
+    """The name of ``visitor``'s hook for ``node`` (None: walk its children), remembered in the
+    visitor class's own ``_hooks``: a getattr that misses raises and catches AttributeError,
+    ~1 us for every node a walk passes."""
+    name = method_name(node)
+    found = visitor._hooks[node] = name if hasattr(type(visitor), name) else None
+    return found
+
+
+#: (class, node class) -> hook name or None, for the emitters' dispatch (:func:`hook_of`)
+_CLASS_HOOKS: dict[tuple[type, type], str | None] = {}
+
+
+def hook_of(obj: Any, node: type) -> Any:
+    """``obj``'s bound ``visit_<node>_`` method, or None: as ``getattr(obj, name, None)``, with
+    the class's answer remembered (for classes made once, such as the code emitters)."""
+    key = (type(obj), node)
+    name = _CLASS_HOOKS.get(key, False)
+    if name is False:
+        name = method_name(node)
+        name = _CLASS_HOOKS[key] = name if hasattr(type(obj), name) else None
+    return None if name is None else getattr(obj, name)
+
+
+def _own_hooks(cls: type) -> None:
+    cls._hooks = {}  # per class (a subclass has hooks of its own), gone with the class
+
+
 def _walkable(value: Any) -> bool:
     return isinstance(value, Node) and not isinstance(value, Buffer)
 
 
 class StmtExprVisitor:
     """Walks statements and expressions; override ``visit_<node>_`` hooks."""
+
+    _hooks: dict[type, str | None] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _own_hooks(cls)
 
     def visit(self, n: Any) -> None:
         if isinstance(n, (tuple, list)):
@@ -46,9 +96,11 @@ class StmtExprVisitor:
             return
         if not isinstance(n, Node) or isinstance(n, Buffer):  # _walkable, inlined: called per node
             return
-        hook = getattr(self, _NAMES.get(type(n)) or method_name(type(n)), None)
+        hook = self._hooks.get(type(n), False)
+        if hook is False:
+            hook = _find_hook(self, type(n))
         if hook is not None:
-            hook(n)
+            getattr(self, hook)(n)
         else:
             self.visit_children(n)
 
@@ -57,7 +109,8 @@ class StmtExprVisitor:
     visit_expr = visit
 
     def visit_children(self, n: Node) -> None:
-        for name in n._field_names:
+        fields = _WALKED.get(type(n))
+        for name in fields if fields is not None else _walked_fields(type(n)):
             value = getattr(n, name)
             if isinstance(value, _LEAVES) or value is None:  # a dtype, a name, a number: nothing to walk
                 continue
@@ -71,15 +124,26 @@ class StmtExprVisitor:
 class StmtExprMutator:
     """Rebuilds a tree bottom-up; nodes whose children did not change are kept as they are."""
 
+    _hooks: dict[type, str | None] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _own_hooks(cls)
+
     def visit(self, n: Any) -> Any:
         if isinstance(n, tuple):
-            new = tuple(self.visit(x) for x in n)
-            return n if all(a is b for a, b in zip(new, n)) else new
+            new = [self.visit(x) for x in n]
+            for a, b in zip(new, n):
+                if a is not b:
+                    return tuple(new)
+            return n
         if not isinstance(n, Node) or isinstance(n, Buffer):  # _walkable, inlined: called per node
             return n
-        hook = getattr(self, _NAMES.get(type(n)) or method_name(type(n)), None)
+        hook = self._hooks.get(type(n), False)
+        if hook is False:
+            hook = _find_hook(self, type(n))
         if hook is not None:
-            return hook(n)
+            return getattr(self, hook)(n)
         return self.visit_children(n)
 
     visit_stmt = visit
@@ -87,7 +151,8 @@ class StmtExprMutator:
 
     def visit_children(self, n: Node) -> Node:
         changes = {}
-        for name in n._field_names:
+        fields = _WALKED.get(type(n))
+        for name in fields if fields is not None else _walked_fields(type(n)):
             value = getattr(n, name)
             if isinstance(value, _LEAVES) or value is None or isinstance(value, dict):
                 continue
@@ -118,7 +183,8 @@ mutator = _python_functor(StmtExprMutator, "mutator")
 
 def _children(x: Node) -> Any:
     """What the visitors walk inside ``x``: its fields (a dict field's values; no buffer_map)."""
-    for name in x._field_names:
+    fields = _WALKED.get(type(x))
+    for name in fields if fields is not None else _walked_fields(type(x)):
         value = getattr(x, name)
         if isinstance(value, _LEAVES) or value is None:
             continue
@@ -175,17 +241,19 @@ class _Substitute(StmtExprMutator):
         return super().visit(n)
 
 
+class _SubstituteBy(StmtExprMutator):
+    def __init__(self, fn: Callable[[Var], PrimExpr | None]):
+        self.fn = fn
+
+    def visit(self, n: Any) -> Any:
+        if isinstance(n, Var):
+            r = self.fn(n)
+            return n if r is None else r
+        return super().visit(n)
+
+
 def substitute(n: Any, vmap: dict[Var, PrimExpr] | Callable[[Var], PrimExpr | None]) -> Any:
     """Replace variables in ``n``: ``vmap`` maps Var -> PrimExpr (or is a function)."""
     if callable(vmap) and not isinstance(vmap, dict):
-        fn = vmap
-
-        class _F(StmtExprMutator):
-            def visit(self, x: Any) -> Any:
-                if isinstance(x, Var):
-                    r = fn(x)
-                    return x if r is None else r
-                return super().visit(x)
-
-        return _F().visit(n)
+        return _SubstituteBy(vmap).visit(n)
     return _Substitute(vmap).visit(n)

@@ -48,3 +48,35 @@ def test_visitor_and_mutator_reach_into_children_through_super():
 def test_the_decorators_take_only_their_base_classes():
     with pytest.raises(TypeError, match="subclass of StmtExprMutator"):
         tir.functor.mutator(CountVarsUnderAdds)
+
+
+def test_each_visitor_class_dispatches_to_its_own_hooks():
+    # the walks remember a class's hook per node class: a subclass, and a class that defines no
+    # hook for a node, must not see another class's answer
+    from minitvm.tir.functor import StmtExprVisitor
+
+    class Vars(StmtExprVisitor):
+        def __init__(self):
+            self.seen = []
+
+        def visit_var_(self, op):
+            self.seen.append(op.name)
+
+    class Upper(Vars):
+        def visit_var_(self, op):
+            self.seen.append(op.name.upper())
+
+    class Adds(StmtExprVisitor):
+        def __init__(self):
+            self.seen = []
+
+        def visit_add_(self, op):
+            self.seen.append("add")
+            self.visit_children(op)
+
+    x, y = Var("x", "int32"), Var("y", "int32")
+    stmt = Evaluate(Add(x, Mul(y, IntImm("int32", 2))))
+    walks = [(cls, cls()) for cls in (Vars, Upper, Adds, Vars)]
+    for _, v in walks:
+        v.visit(stmt)
+    assert [v.seen for _, v in walks] == [["x", "y"], ["X", "Y"], ["add"], ["x", "y"]]

@@ -50,6 +50,9 @@ class _ReshapeRewriter(ExprMutator):
     def __init__(self, mod: IRModule) -> None:
         super().__init__(mod)
         self.mod = mod
+        # per kernel (by identity, kept alive): the buffers it reads and whether it has the
+        # reshape form -- the same kernel is called once per identical layer
+        self._kernels: dict[int, tuple[PrimFunc, set, bool]] = {}
 
     def visit_var_binding_(self, binding: VarBinding) -> None:
         # a DataflowVar is bound only inside a dataflow block and never escapes it
@@ -69,10 +72,10 @@ class _ReshapeRewriter(ExprMutator):
             return None
         args = call.args[1].fields
         # FuseTIR may give a fused reshape several inputs (a flattened tuple); one must be read
-        read = _read_buffers(func)
+        read, reshapes = self._facts(func)
         used = [i for i, p in enumerate(func.params[:len(args)])
                 if p in func.buffer_map and func.buffer_map[p] in read]
-        if len(used) != 1 or not has_reshape_pattern(func):
+        if len(used) != 1 or not reshapes:
             return None
         arg = args[used[0]]
         src, out = struct_info_of(arg), struct_info_of(call)
@@ -83,6 +86,13 @@ class _ReshapeRewriter(ExprMutator):
         if not Analyzer().can_prove_equal(_element_count(src), _element_count(out)):
             return None
         return reshape(arg, ShapeExpr(list(out.shape_values)))
+
+
+    def _facts(self, func: PrimFunc) -> tuple[set, bool]:
+        known = self._kernels.get(id(func))
+        if known is None or known[0] is not func:
+            known = self._kernels[id(func)] = (func, _read_buffers(func), has_reshape_pattern(func))
+        return known[1], known[2]
 
 
 def _rewrite(func: Function, mod: IRModule) -> Function:

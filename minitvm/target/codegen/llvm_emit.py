@@ -30,7 +30,7 @@ from ...runtime.module import BoundsCheck
 from ...tir import expr as _e
 from ...tir import stmt as _s
 from ...tir.function import PrimFunc
-from ...tir.functor import method_name, post_order_visit
+from ...tir.functor import hook_of, post_order_visit
 from ...tir.semantics import (
     BOOL_ONLY,
     BY_NODE,
@@ -224,7 +224,7 @@ class CodeGenLLVM:
     def visit_stmt(self, s: Any) -> None:
         if self.b.block.is_terminated:  # code after a failed-assert return is unreachable
             self.st.builder.position_at_end(self.st.fn.append_basic_block("dead"))
-        method = getattr(self, method_name(type(s)), None)  # visit_<node>_, as tir.functor names it
+        method = hook_of(self, type(s))  # visit_<node>_, as tir.functor names it
         if method is None:
             raise CodegenError(f"LLVM codegen: {type(s).__name__} must be lowered before code generation "
                                "(run minitvm.tir.transform.lower_pipeline())")
@@ -502,7 +502,7 @@ class CodeGenLLVM:
 
     # -- expressions ------------------------------------------------------------------------------
     def visit_expr(self, e: Any) -> ir.Value:
-        method = getattr(self, method_name(type(e)), None)
+        method = hook_of(self, type(e))
         if method is not None:
             return method(e)
         row = BY_NODE.get(type(e))

@@ -24,7 +24,7 @@ from ...tir import expr as _e
 from ...tir import stmt as _s
 from ...tir.analysis import uses_var
 from ...tir.buffer import Buffer
-from ...tir.functor import method_name, post_order_visit, substitute
+from ...tir.functor import hook_of, post_order_visit, substitute, walked_fields
 from ...tir.semantics import BOOL_ONLY, BY_NODE, Semantics, emit_cast, node_operands, row_of
 from .fastmath import call_intrinsic, integral_exponent, power_by_multiplying
 from .llvm_types import llvm_type, mem_type
@@ -91,7 +91,7 @@ def _dependents(root: Any, var: _e.Var) -> set[int]:
         if known is not None:
             return known
         found = x is var
-        for name in x._field_names:
+        for name in walked_fields(type(x)):
             value = getattr(x, name)
             if isinstance(value, (str, int, float)) or value is None:  # a dtype, a name, a number
                 continue
@@ -175,7 +175,7 @@ class _VectorEmitter:
         """A vector if ``e`` depends on the loop variable, else the scalar value."""
         if id(e) not in self.dependents:
             return self.cg.visit_expr(e)
-        method = getattr(self, method_name(type(e)), None)  # visit_<node>_, as the scalar emitter
+        method = hook_of(self, type(e))  # visit_<node>_, as the scalar emitter
         if method is not None:
             return method(e)
         row = BY_NODE.get(type(e))

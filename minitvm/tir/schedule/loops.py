@@ -17,7 +17,7 @@ from ..stmt import BlockRealize, For, ForKind, Stmt
 from ..thread_scope import THREAD_TAGS, is_thread_tag
 from .checks import check_compact_dataflow, is_affine_binding
 from .error import ScheduleError
-from .shared_analyses import is_const_true, loop_bounds, simplify
+from .shared_analyses import is_const_true, loop_bounds, simplifier, simplify
 from .tree import blocks_under, replace_stmt, walk_stmts
 
 __all__ = ["split", "fuse", "reorder", "set_loop_kind"]
@@ -40,8 +40,9 @@ def _rebind(root: Stmt, vmap: dict[Var, PrimExpr], bounds: dict, extra_predicate
     new = substitute(scope, vmap)
     unit = {} if preserve_unit_iters else \
         {v: const(0, v.dtype) for v, extent in bounds.items() if is_const_int(extent, 1)}
+    simp = simplifier(bounds)
     for realize in blocks_under(new):
-        values = tuple(simplify(substitute(v, unit) if unit else v, bounds) for v in realize.iter_values)
+        values = tuple(simp(substitute(v, unit) if unit else v) for v in realize.iter_values)
         pred = realize.predicate  # substituted, not re-simplified (TVM leaves predicates as built)
         if extra_predicate is not None:
             # every block under a split loop sees its padding guard, appended unsimplified

@@ -14,6 +14,7 @@ is the empty set.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from ...arith import Analyzer
@@ -195,8 +196,21 @@ def loops_between(loop: For | None, path: tuple) -> dict[int, tuple[PrimExpr, Pr
         if s is loop:
             below = True
         elif below and isinstance(s, For):
-            inner[id(s.loop_var)] = (s.min, s.min + s.extent - 1)
+            inner[id(s.loop_var)] = _loop_range(s)
     return inner
+
+
+#: each loop's inclusive (min, max), while the loop lives (nodes hash by identity)
+_LOOP_RANGES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _loop_range(loop: For) -> tuple[PrimExpr, PrimExpr]:
+    """``loop``'s inclusive (min, max), built once per loop: asked for every loop of every block
+    path each time a primitive checks its scope."""
+    found = _LOOP_RANGES.get(loop)
+    if found is None:
+        found = _LOOP_RANGES[loop] = (loop.min, loop.min + loop.extent - 1)
+    return found
 
 
 def thread_loops_sharing(loop: For, path: tuple, scope: str) -> dict[int, tuple[PrimExpr, PrimExpr]]:

@@ -15,7 +15,7 @@ loops) live in :mod:`.tree`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from ...arith import Analyzer
 from ...ir import replace
@@ -27,7 +27,7 @@ from ..stmt import Block, BlockRealize, For, Stmt
 from .tree import walk_stmts
 
 __all__ = ["index_bounds", "range_bounds", "recompute_access_regions", "is_padding_guard_only", "is_const_true",
-           "domain_guard", "simplify", "loop_bounds"]
+           "domain_guard", "simplify", "simplifier", "loop_bounds"]
 
 #: variable id -> inclusive (lo, hi) it ranges over
 VarRanges = dict[int, tuple[PrimExpr, PrimExpr]]
@@ -168,10 +168,15 @@ def domain_guard(values: list[PrimExpr], domains: list[Range], loops: list[For |
 
 def simplify(e: Any, bounds: dict | None = None) -> Any:
     """Simplify with the arith analyzer, knowing each loop variable's range."""
+    return simplifier(bounds)(e)
+
+
+def simplifier(bounds: dict | None = None) -> Callable[[Any], Any]:
+    """:func:`simplify` with ``bounds`` for many expressions: one analyzer told the ranges once."""
     ana = Analyzer()
     for var, extent in (bounds or {}).items():
         ana.bind(var, Range(const(0, extent.dtype), extent))
-    return ana.simplify(e)
+    return ana.simplify
 
 
 def loop_bounds(root: Stmt) -> dict[Var, PrimExpr]:

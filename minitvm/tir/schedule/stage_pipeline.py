@@ -119,6 +119,8 @@ def _gap(read, consumer: BlockRealize, cpath: tuple, group: list, lca: For | Non
                 written.append(dims)
     if consumed is None or not written:
         return None
+    if _covered_by_numbers(buffer, consumed, written):
+        return None
     for d, (c_lo, c_hi) in enumerate(consumed):
         top = buffer.shape[d] - 1
         zero = const(0, top.dtype)
@@ -130,6 +132,23 @@ def _gap(read, consumer: BlockRealize, cpath: tuple, group: list, lca: For | Non
         if ana.can_prove(c_lo < p_lo) or ana.can_prove(p_hi < c_hi):
             return _describe(buffer, d, (c_lo, c_hi), (p_lo, p_hi), consumer, group, ana)
     return None
+
+
+def _covered_by_numbers(buffer: Buffer, consumed: list, written: list) -> bool:
+    """True when every bound and the shape are numbers and the written hull covers the read one
+    (the usual static case, decided without building Min/Max or asking the analyzer); False
+    sends the caller to the symbolic check."""
+    for d, (c_lo, c_hi) in enumerate(consumed):
+        bounds = [c_lo, c_hi, buffer.shape[d]] + [b for w in written for b in w[d]]
+        if not all(isinstance(b, IntImm) for b in bounds):
+            return False
+        top = buffer.shape[d].value - 1
+        lo, hi = min(max(c_lo.value, 0), top), min(max(c_hi.value, 0), top)
+        p_lo = min(min(max(w[d][0].value, 0), top) for w in written)
+        p_hi = max(min(max(w[d][1].value, 0), top) for w in written)
+        if lo < p_lo or p_hi < hi:
+            return False  # a gap: the symbolic check words it
+    return True
 
 
 def _clip(e: PrimExpr, lo: PrimExpr, hi: PrimExpr) -> PrimExpr:
