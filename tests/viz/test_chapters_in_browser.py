@@ -4,10 +4,11 @@ the test suite).
 
 For each notebook in ``chapters/``: open it in JupyterLab in headless Chromium (Debian's
 ``chromium``, as in ``test_browser.py``; the app loads once per test process and each chapter
-opens in it, on a kernel of its own: loading JupyterLab took ~5 s a chapter), Run All, wait until every cell has run, then scroll through it a screen
-at a time and measure each output area on the way (JupyterLab lays out only what is near the
-screen): its content must fit its width (a picture too wide to scale may scroll inside its own
-box, which does not widen the output), and no SVG picture may draw its text smaller than
+opens in it, on a kernel of its own: loading JupyterLab took ~5 s a chapter), Run All, wait
+until every cell has run, then scroll through it a screen at a time and measure each output
+area on the way (JupyterLab lays out only what is near the screen): its content must fit its
+width (a picture too wide to scale may scroll inside its own box, which does not widen the
+output), and no SVG picture may draw its text smaller than
 ``MIN_TEXT_PX`` once scaled to the panel (measured on the rendered text, so a picture shrunk to
 fit fails too).  No cell may fail or write to stderr, and every printed
 speed ``verdict:`` must follow from its own numbers (``tests/verdicts.py``).  The screens go to
