@@ -42,7 +42,7 @@ _X86_BUILDS_ON = {"sse2": "sse", "sse3": "sse2", "ssse3": "sse3", "sse4.1": "sss
                   "avx512f": "avx2"}
 
 
-#: Target.features by (the host-feature function when the target is this CPU, -mattr)
+#: Target.features by (this CPU's features when the target is this CPU, else (), -mattr)
 _FEATURES: dict[tuple, tuple[str, ...]] = {}
 
 
@@ -190,11 +190,12 @@ class Target:
         """CPU features enabled for code generation: this CPU's, adjusted by -mattr; for a CPU named
         with -mcpu only the -mattr ones (LLVM adds that CPU's own, which llvmlite cannot list)."""
         # asked per kernel built and per CPU-specific intrinsic emitted: worked out once per
-        # (CPU features, -mattr)
-        key = (host_cpu_features if self._for_this_cpu else None, tuple(self.mattr))
+        # (CPU features, -mattr); keyed by the features themselves, which a test may pretend
+        host = host_cpu_features() if self._for_this_cpu else ()
+        key = (host, tuple(self.mattr))
         found = _FEATURES.get(key)
         if found is None:
-            feats = set(host_cpu_features()) if self._for_this_cpu else set()
+            feats = set(host)
             feats |= {f for f, on in self._mattr_switches().items() if on}
             off = self.disabled_features
             found = _FEATURES[key] = tuple(sorted(f for f in feats if not _turned_off_with(f, off)))
