@@ -20,12 +20,11 @@ import argparse
 import json
 import random
 import sys
-import threading
 import time
 import unittest
 import warnings
 from collections import Counter
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
@@ -35,7 +34,7 @@ from .. import compile as _compile
 from .. import cpu, nd
 from ..relax import VirtualMachine, get_pipeline
 from ..relax.frontend.torch import CONVERTERS, from_exported_program
-from ..relax.frontend.torch.decompose import run_decompositions
+from ..relax.frontend.torch.decompose import run_decompositions, torch_functions_swapped
 from ..relax.frontend.torch.exported_program import op_name
 from ..relax.frontend.torch.op_table import OP_DB_RESULTS, supported_ops_markdown
 
@@ -269,26 +268,14 @@ def _unittest_method_on_the_stack() -> Any:
     return None
 
 
-_SWAP_LOCK = threading.Lock()
-
-
-@contextmanager
-def _quick_test_fn_lookup() -> Iterator[None]:
+def _quick_test_fn_lookup() -> AbstractContextManager[None]:
     """torch's OpInfo sample generation with :func:`_unittest_method_on_the_stack` in place of
     ``extract_test_fn`` in the two modules that call it (put back after)."""
     import torch.testing._internal.common_utils as common_utils  # heavy: imported on first use
     import torch.testing._internal.opinfo.core as opinfo_core
 
-    modules = [m for m in (common_utils, opinfo_core) if hasattr(m, "extract_test_fn")]
-    with _SWAP_LOCK:
-        originals = [m.extract_test_fn for m in modules]
-        for module in modules:
-            module.extract_test_fn = _unittest_method_on_the_stack
-        try:
-            yield
-        finally:
-            for module, original in zip(modules, originals):
-                module.extract_test_fn = original
+    return torch_functions_swapped([(module, "extract_test_fn", _unittest_method_on_the_stack)
+                                    for module in (common_utils, opinfo_core)])
 
 
 def _samples(info: Any, dtype: str, limit: int | None, seed: int,

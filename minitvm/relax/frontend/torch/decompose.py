@@ -20,11 +20,31 @@ from __future__ import annotations
 import functools
 import threading
 import warnings
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterable, Iterator
 
-#: one decomposition at a time may swap torch's function (a second thread would restore the
-#: swapped one as if it were torch's)
-_SWAP_LOCK = threading.Lock()
+__all__ = ["run_decompositions", "torch_functions_swapped"]
+
+#: one swap of torch's functions at a time (a second thread would restore the swapped one as if
+#: it were torch's); reentrant, so a swap may run inside another
+_SWAP_LOCK = threading.RLock()
+
+
+@contextmanager
+def torch_functions_swapped(replacements: Iterable[tuple[Any, str, Any]]) -> Iterator[None]:
+    """Within the block, ``owner.name`` is ``value`` for each ``(owner, name, value)``; torch's
+    own are put back after, also after an error.  A None value, or an owner without ``name`` (a
+    torch that lacks the function), is left alone."""
+    with _SWAP_LOCK:
+        swaps = [(owner, name, value, getattr(owner, name)) for owner, name, value in replacements
+                 if value is not None and hasattr(owner, name)]
+        for owner, name, value, _ in swaps:
+            setattr(owner, name, value)
+        try:
+            yield
+        finally:
+            for owner, name, _, original in swaps:
+                setattr(owner, name, original)
 
 
 @functools.lru_cache(maxsize=1)
@@ -55,7 +75,6 @@ def run_decompositions(ep: Any) -> Any:
     import torch._ops as torch_ops
 
     walk = getattr(export_utils, "_materialize_cpp_cia_ops", None)
-    py_impl, quick_py_impl = torch_ops.OperatorBase.py_impl, _py_impl_with_postponed_annotations()
     done: list[bool] = []
 
     def walk_once() -> None:
@@ -63,17 +82,10 @@ def run_decompositions(ep: Any) -> Any:
             walk()
             done.append(True)
 
-    with _SWAP_LOCK, warnings.catch_warnings():
+    swaps = [(export_utils, "_materialize_cpp_cia_ops", walk_once if walk is not None else None),
+             (torch_ops.OperatorBase, "py_impl", _py_impl_with_postponed_annotations())]
+    with torch_functions_swapped(swaps), warnings.catch_warnings():
         # torch 2.13's own run_decompositions deep-copies a LeafSpec and warns about it; nothing
         # the caller can act on
         warnings.filterwarnings("ignore", message=r".*LeafSpec.* is deprecated", category=FutureWarning)
-        if walk is not None:  # a torch without the walk: nothing to save
-            export_utils._materialize_cpp_cia_ops = walk_once
-        if quick_py_impl is not None:
-            torch_ops.OperatorBase.py_impl = quick_py_impl
-        try:
-            return ep.run_decompositions()
-        finally:
-            torch_ops.OperatorBase.py_impl = py_impl
-            if walk is not None:
-                export_utils._materialize_cpp_cia_ops = walk
+        return ep.run_decompositions()
