@@ -52,9 +52,14 @@ def _find_hook(visitor: Any, node: type) -> str | None:
     """The name of ``visitor``'s hook for ``node`` (None: walk its children), remembered in the
     visitor class's own ``_hooks``: a getattr that misses raises and catches AttributeError,
     ~1 us for every node a walk passes."""
-    name = method_name(node)
-    found = visitor._hooks[node] = name if hasattr(type(visitor), name) else None
+    found = visitor._hooks[node] = _hook_name(type(visitor), node)
     return found
+
+
+def _hook_name(cls: type, node: type) -> str | None:
+    """``visit_<node>_`` when class ``cls`` defines it, else None."""
+    name = method_name(node)
+    return name if hasattr(cls, name) else None
 
 
 #: (class, node class) -> hook name or None, for the emitters' dispatch (:func:`hook_of`)
@@ -67,8 +72,7 @@ def hook_of(obj: Any, node: type) -> Any:
     key = (type(obj), node)
     name = _CLASS_HOOKS.get(key, False)
     if name is False:
-        name = method_name(node)
-        name = _CLASS_HOOKS[key] = name if hasattr(type(obj), name) else None
+        name = _CLASS_HOOKS[key] = _hook_name(type(obj), node)
     return None if name is None else getattr(obj, name)
 
 
