@@ -13,7 +13,7 @@ import functools
 import os
 from typing import Iterable
 
-__all__ = ["host_cpu_name", "host_cpu_features", "host_cpu_lacks", "parallel_threads"]
+__all__ = ["host_cpu_name", "host_cpu_features", "host_cpu_feature_names", "host_cpu_lacks", "parallel_threads"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -38,6 +38,11 @@ def host_cpu_name() -> str:
 def host_cpu_features() -> tuple[str, ...]:
     """The CPU features this machine has, as LLVM names them (``"avx2"``, ``"avx512f"``, ...), sorted."""
     return tuple(sorted(name for name, on in _host()[1].items() if on))
+
+
+def host_cpu_feature_names() -> tuple[str, ...]:
+    """Every feature LLVM's detection checks on this machine, on or off, sorted."""
+    return tuple(sorted(_host()[1]))
 
 
 def host_cpu_lacks(features: Iterable[str]) -> list[str]:

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any
+from typing import Any, Iterable
 
 from ..ir.deep import share_thread_local
-from ..runtime.cpu import host_cpu_features, host_cpu_name
+from ..runtime.cpu import host_cpu_feature_names, host_cpu_features, host_cpu_name
 from ..runtime.device import Device
 from ..runtime.device import device as as_device
 from ..runtime.registry import register_func
@@ -173,6 +173,12 @@ class Target:
         return host_cpu_name() if self._for_this_cpu else str(self.attrs["mcpu"])
 
     @property
+    def for_this_cpu(self) -> bool:
+        """Code for this machine's CPU with its features (no -mcpu, or -mcpu=native), rather than
+        for a CPU named with -mcpu (which brings that CPU's features, whatever this one has)."""
+        return self._for_this_cpu
+
+    @property
     def _for_this_cpu(self) -> bool:
         """No -mcpu, or -mcpu=native (or empty): code for this machine's CPU, with its features."""
         return self.attrs.get("mcpu", "native") in ("native", "", True)
@@ -207,6 +213,21 @@ class Target:
         names (this one, without -mcpu) brings its own features, so leaving one out of
         :attr:`features` does not turn it off."""
         return tuple(sorted(f for f, on in self._mattr_switches().items() if not on))
+
+    @property
+    def features_off(self) -> tuple[str, ...]:
+        """The features LLVM is told to turn off: :attr:`disabled_features`, and for this CPU every
+        feature it lacks.  A CPU's name brings that CPU's features, and a virtual machine may hide
+        some of them: on a Zen 4 whose AVX-512 is masked, ``znver4`` alone would emit AVX-512."""
+        return self.features_off_beyond(self.features)
+
+    def features_off_beyond(self, features: Iterable[str]) -> tuple[str, ...]:
+        """What to turn off for code that uses only ``features`` (a saved library's): -mattr's, and
+        for this CPU each feature its detection knows outside ``features``."""
+        off = set(self.disabled_features)
+        if self._for_this_cpu:
+            off |= set(host_cpu_feature_names()) - set(features)
+        return tuple(sorted(off))
 
     def _mattr_switches(self) -> dict[str, bool]:
         """Each feature -mattr names, and whether it ends up on (its last entry decides)."""

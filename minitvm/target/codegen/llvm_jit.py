@@ -64,7 +64,7 @@ def target_machine(cpu: str, features: str, opt: int) -> llvm.TargetMachine:
 
 def target_machine_for(target: Target) -> llvm.TargetMachine:
     """The TargetMachine of ``target``: its CPU, the features it turns on and off, its -opt-level."""
-    return target_machine(target.mcpu, features_string(target.features, target.disabled_features),
+    return target_machine(target.mcpu, features_string(target.features, target.features_off),
                           target.opt_level)
 
 
@@ -180,7 +180,7 @@ def optimized_ir(raw: str, target: Target, vectorize: bool,
     PassInstrumentationCallbacks it allocates and never frees).  Call with :data:`LLVM_LOCK` held.
     """
     _JUST_OPTIMIZED.clear()
-    text, said = _optimized_text(raw, target.mcpu, target.features, target.disabled_features, target.opt_level,
+    text, said = _optimized_text(raw, target.mcpu, target.features, target.features_off, target.opt_level,
                                  vectorize)
     if messages is not None:
         messages += said
@@ -257,7 +257,7 @@ class LLVMModule(Module):
         #: the CPU name and features the code was compiled for
         self.built_for: tuple[str, tuple[str, ...]] = (cpu, tuple(features))
         #: why this CPU cannot run the code ("" when it can): then calling a function raises it
-        self.cpu_mismatch = cpu_mismatch(cpu, features, lambda: self.get_source("asm"))
+        self.cpu_mismatch = cpu_mismatch(cpu, features, lambda: self.get_source("asm"), named=not target.for_this_cpu)
         # (pieces, kept as bitcode, never have bounds checks: a build with them is one module)
         error_index = (engine.get_global_value_address(ERROR_INDEX_SYMBOL)
                        if any(isinstance(t, str) and ERROR_INDEX_SYMBOL in t for t in self._texts["optimized"])
