@@ -77,7 +77,8 @@ def measure(width: int, lengths: list[int], repeat: int, rounds: int) -> list[li
         args = [minitvm.nd.array(rng.standard_normal(s).astype("float32")) for s in [(1, d), (m, d), (m, d)]] + weights
         fixed = relax.VirtualMachine(minitvm.compile(_decode_step(width, (1, m))), cpu)["main"]
         assert np.array_equal(main(*args).numpy(), vm.invoke_bytecode("main", *args).numpy())
-        assert np.array_equal(main(*args).numpy(), fixed(*args).numpy())
+        # the static build's schedules differ (a known row count tiles otherwise): sums in another order
+        np.testing.assert_allclose(main(*args).numpy(), fixed(*args).numpy(), rtol=1e-5, atol=1e-5)
         t = time_interleaved({"native": lambda a=args: main(*a),
                               "bytecode": lambda a=args: vm.invoke_bytecode("main", *a),
                               "static": lambda a=args, f=fixed: f(*a)}, repeat, rounds, warmup=20)

@@ -202,8 +202,8 @@ def load_llvm_ir(payload: str, metadata: dict) -> LLVMModule:
     target = Target(str(metadata.get("target", "llvm")))  # its -mattr=-x entries are off again
     with LLVM_LOCK:
         mod = _parse_kernels(payload)
-        tm = target_machine(str(metadata.get("mcpu", "")), features_string(features, target.features_off_beyond(features)),
-                            int(metadata.get("opt_level", 3)))
+        switches = features_string(features, target.features_off_beyond(features))
+        tm = target_machine(str(metadata.get("mcpu", "")), switches, int(metadata.get("opt_level", 3)))
         engine, entry = jit_compile(mod, tm, sigs)
     for name, (addr, _) in entry.items():
         if not addr:
