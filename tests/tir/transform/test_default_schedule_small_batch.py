@@ -1,0 +1,40 @@
+"""Small-batch dense layers and convolutions on both vector units: the schedules the rules pick
+for AVX2 (16 ymm of 8 lanes) and AVX-512 (32 zmm of 16 lanes) compute numpy's numbers on random
+data (the kernels are built for this machine either way; only the tiles differ)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import minitvm
+from minitvm import te, topi
+from minitvm.tir.transform.default_schedule import apply_default_schedule
+from minitvm.tir.vector_unit import AVX2, AVX512
+
+UNITS = pytest.mark.parametrize("unit", [AVX2, AVX512], ids=["avx2", "avx512"])
+
+
+def _dense_relu(rows: int, k: int, n_out: int):
+    x, w = te.placeholder((rows, k), "float32", name="x"), te.placeholder((k, n_out), "float32", name="w")
+    b = te.placeholder((n_out,), "float32", name="b")
+    return te.create_prim_func([x, w, b, topi.nn.relu(topi.add(topi.nn.matmul(x, w), b))])
+
+
+@UNITS
+@pytest.mark.parametrize("rows, k, n_out", [(8, 5408, 100), (4, 200, 36), (3, 96, 20), (2, 13, 10)])
+def test_few_rows_dense_runs_over_blocks_of_k(unit, rows, k, n_out):
+    """MNIST's 8 x 5408 -> 100 (and smaller ones): the rows take turns over blocks of k
+    (``schedule_dense_few_rows``), a k loop split in two around the row loop; numpy's result."""
+    with unit:
+        sched = apply_default_schedule(_dense_relu(rows, k, n_out))
+        text = sched.script()
+        assert "k_0" in text and "k_1" in text and 'scope="local"' in text, text
+        lib = minitvm.build(sched.with_attr("global_symbol", "main"))
+    rng = np.random.default_rng(rows * k)
+    x = rng.standard_normal((rows, k)).astype("float32")
+    w = rng.standard_normal((k, n_out)).astype("float32")
+    b = rng.standard_normal(n_out).astype("float32")
+    out = minitvm.nd.array(np.full((rows, n_out), np.nan, "float32"))
+    lib["main"](minitvm.nd.array(x), minitvm.nd.array(w), minitvm.nd.array(b), out)
+    np.testing.assert_allclose(out.numpy(), np.maximum(x @ w + b, 0), rtol=1e-4, atol=1e-4 * np.sqrt(k))
