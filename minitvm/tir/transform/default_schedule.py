@@ -75,6 +75,9 @@ def is_scheduled(func: PrimFunc) -> bool:
 # serial vs 70 us parallel, 128^3 23 vs 35 us, and the 1x784x256 dense 14 vs 28-67 us.
 #: parallelize a matmul when it does more multiply-adds than this (256^3 = 16M is well above)
 MATMUL_PARALLEL_WORK = 4 * 1024 * 1024
+#: parallelize a convolution when it does more multiply-adds than this (the conv rules here and
+#: ``topi.x86``'s packed kernel); see MATMUL_PARALLEL_WORK
+CONV_PARALLEL_WORK = MATMUL_PARALLEL_WORK
 #: parallelize elementwise / row loops when they touch more elements than this
 ELEMENTWISE_PARALLEL_WORK = 256 * 1024
 #: j-tile widths tried (largest first) when a matmul has a single row (batch-1 dense), in
@@ -829,7 +832,7 @@ def schedule_conv2d_like(sch: Schedule) -> bool:
        loops is used by ``co_t`` accumulators, every weight by ``ow_t``.
     3. As the matmul rule: accumulate in a ``cache_write("local")`` tile written back (through
        the epilogue) after each tile, zero it before ci, vectorize w1, unroll c1, and parallel
-       over (n, c0) when the kernel does more than ``MATMUL_PARALLEL_WORK`` multiply-adds.
+       over (n, c0) when the kernel does more than ``CONV_PARALLEL_WORK`` multiply-adds.
     """
     conv, epilogue = _conv_prologue_and_tail(sch, _conv_block(sch), _inline_copy_or_rows)
     if conv is None:
@@ -859,9 +862,9 @@ def schedule_conv2d_like(sch: Schedule) -> bool:
     sch.vectorize(sch.get_loops(wb)[-1])
     per_image = math.prod(ext[1:])
     if N is None:  # a dynamic batch: parallel over channel groups when one image is enough work
-        if per_image > MATMUL_PARALLEL_WORK and CO // co_t >= 2:
+        if per_image > CONV_PARALLEL_WORK and CO // co_t >= 2:
             sch.parallel(c0)
-    elif N * per_image > MATMUL_PARALLEL_WORK:
+    elif N * per_image > CONV_PARALLEL_WORK:
         sch.parallel(sch.fuse(n, c0) if N * (CO // co_t) >= 2 else oh)
     init = sch.decompose_reduction(conv, red[0])
     sch.vectorize(sch.get_loops(init)[-1])
@@ -946,7 +949,7 @@ def schedule_conv2d_1x1(sch: Schedule) -> bool:
     sch.vectorize(p1)
     sch.unroll(o1)
     sch.vectorize(sch.get_loops(wb)[-1])
-    if (N or 1) * CO * H * W * _extents(sch, [c])[0] > MATMUL_PARALLEL_WORK:
+    if (N or 1) * CO * H * W * _extents(sch, [c])[0] > CONV_PARALLEL_WORK:
         sch.parallel(sch.fuse(n, o0, p0) if N is not None else sch.fuse(o0, p0))
     init = sch.decompose_reduction(conv, c)
     sch.vectorize(sch.get_loops(init)[-1])
@@ -1045,7 +1048,7 @@ def schedule_depthwise_conv2d(sch: Schedule) -> bool:
     sch.unroll(h1)
     sch.vectorize(sch.get_loops(wb)[-1])
     plane = sch.fuse(n, c)
-    if N * C * OH * OW * math.prod(_extents(sch, [rc, kh, kw])) > MATMUL_PARALLEL_WORK and N * C >= 2:
+    if N * C * OH * OW * math.prod(_extents(sch, [rc, kh, kw])) > CONV_PARALLEL_WORK and N * C >= 2:
         sch.parallel(plane)
     for name in reversed(copies):
         _copy_plane_in_place(sch, sch.get_block(name), plane, deinterleaved=stride == 2)
