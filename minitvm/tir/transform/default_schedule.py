@@ -1004,6 +1004,17 @@ def _copy_plane_in_place(sch: Schedule, b: BlockRV, plane: LoopRV, deinterleaved
     sch.vectorize(w)
 
 
+def _depthwise_tile_rows(rows: int, width: int) -> int:
+    """Output rows of a depthwise tile of whole rows of ``width``: the most that divide ``rows`` and
+    fit ``DEPTHWISE_TILE_VECTORS`` of AVX-512's 32 registers, as many of the unit's (AVX2: 6 of
+    16 ymm; LeNet's 28-column rows took 4 rows = 16 ymm, all AVX2 has, and spilled: 228 us at
+    batch 8)."""
+    unit = VectorUnit.current()
+    budget = max(1, DEPTHWISE_TILE_VECTORS * unit.registers // 32)
+    vectors = -(-width // unit.lanes)
+    return max(d for d in range(1, rows + 1) if rows % d == 0 and (d == 1 or d * vectors <= budget))
+
+
 def schedule_depthwise_conv2d(sch: Schedule) -> bool:
     """A depthwise convolution at stride 1 or 2 (NCHW, MobileNet's 3x3 layers): each output
     channel reads only its own input plane, so the generic conv tile (16 channels x a piece of a
@@ -1035,7 +1046,7 @@ def schedule_depthwise_conv2d(sch: Schedule) -> bool:
     vectors = -(-OW // VECTOR_LANES)
     if vectors > DEPTHWISE_TILE_VECTORS:
         raise ScheduleError("depthwise rows wider than the register tile: the generic conv rule")
-    rt = max(d for d in range(1, OH + 1) if OH % d == 0 and d * vectors <= DEPTHWISE_TILE_VECTORS)
+    rt = _depthwise_tile_rows(OH, OW)
     n, c, oh, ow, rc, kh, kw = loops
     h0, h1 = sch.split(oh, [None, rt])
     sch.reorder(n, c, h0, rc, kh, kw, h1, ow)

@@ -151,6 +151,7 @@ def parallel(request, monkeypatch):
     measured faster) and with the thresholds at 0 (the parallel variant of every rule)."""
     if request.param:
         monkeypatch.setattr(ds, "MATMUL_PARALLEL_WORK", 0)
+        monkeypatch.setattr(ds, "CONV_PARALLEL_WORK", 0)
         monkeypatch.setattr(ds, "ELEMENTWISE_PARALLEL_WORK", 0)
         monkeypatch.setattr(ds, "GEMV_PARALLEL_WORK", 0)
     return request.param

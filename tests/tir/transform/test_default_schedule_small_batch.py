@@ -38,3 +38,38 @@ def test_few_rows_dense_runs_over_blocks_of_k(unit, rows, k, n_out):
     out = minitvm.nd.array(np.full((rows, n_out), np.nan, "float32"))
     lib["main"](minitvm.nd.array(x), minitvm.nd.array(w), minitvm.nd.array(b), out)
     np.testing.assert_allclose(out.numpy(), np.maximum(x @ w + b, 0), rtol=1e-4, atol=1e-4 * np.sqrt(k))
+
+
+def _conv_tanh(n: int, ci: int, hw: int, co: int, k: int, groups: int):
+    """A convolution (its padding copy inside), a bias and tanh -- LeNet's first layer's shape."""
+    x = te.placeholder((n, ci, hw, hw), "float32", name="x")
+    w = te.placeholder((co, ci // groups, k, k), "float32", name="w")
+    b = te.placeholder((co,), "float32", name="b")
+    y = topi.nn.conv2d_nchw(x, w, stride=1, padding=k // 2, groups=groups)
+    return te.create_prim_func([x, w, b, topi.tanh(topi.add(y, topi.reshape(b, (1, co, 1, 1))))])
+
+
+@pytest.mark.parametrize("unit, ci, co, hw, k, rows", [
+    (AVX512, 1, 6, 28, 5, 4),   # LeNet's 1 -> 6: rows of 2 zmm, 4 rows
+    (AVX2, 1, 6, 28, 5, 1),     # rows of 4 ymm: one row (4 rows were all 16 ymm)
+    (AVX512, 4, 4, 12, 3, 12),  # depthwise: rows of one zmm
+    (AVX2, 4, 4, 12, 3, 3),     # rows of 2 ymm: 3 rows
+], ids=["lenet-avx512", "lenet-avx2", "depthwise-avx512", "depthwise-avx2"])
+def test_depthwise_rows_fit_the_units_registers(unit, ci, co, hw, k, rows):
+    """A convolution with one input channel per group (a depthwise one, or a channel multiplier)
+    tiles whole output rows, as many as fit the unit's registers; torch's numbers."""
+    torch = pytest.importorskip("torch")
+    with unit:
+        sched = apply_default_schedule(_conv_tanh(2, ci, hw, co, k, groups=ci))
+        text = sched.script()
+        lib = minitvm.build(sched.with_attr("global_symbol", "main"))
+    assert 'scope="local"' in text and (rows == 1 or f"T.unroll({rows})" in text), text
+    rng = np.random.default_rng(hw)
+    x = rng.standard_normal((2, ci, hw, hw)).astype("float32")
+    w = rng.standard_normal((co, 1, k, k)).astype("float32")
+    b = rng.standard_normal(co).astype("float32")
+    out = minitvm.nd.array(np.full((2, co, hw, hw), np.nan, "float32"))
+    lib["main"](minitvm.nd.array(x), minitvm.nd.array(w), minitvm.nd.array(b), out)
+    want = torch.tanh(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b),
+                                                 padding=k // 2, groups=ci)).numpy()
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-5)
