@@ -15,9 +15,9 @@ weights are function parameters)::
 The activations keep their NCHW layout, so nothing else in the graph changes.  It applies to
 ``relax.nn.conv2d`` with NCHW data, an OIHW constant float32 weight, ``groups == 1`` and a
 number of output channels that is a multiple of 8 (a vector of 8 or 16 lanes) and at least
-``MIN_REDUCTION`` multiply-adds per output value, and that is not a 1x1, stride-1, unpadded
-convolution (a matmul over the pixels, tiled as one by the default schedule); other convolutions
-keep the generic kernel.
+``MIN_REDUCTION`` multiply-adds per output value (``MIN_REDUCTION_NARROW`` with AVX2), and that
+is not a 1x1, stride-1, unpadded convolution (a matmul over the pixels, tiled as one by the
+default schedule); other convolutions keep the generic kernel.
 
 ::
 
@@ -31,6 +31,7 @@ from typing import Any
 from ... import topi
 from ...ir.module import IRModule
 from ...ir.op import Op
+from ...tir.vector_unit import VectorUnit
 from ...topi.utils import const_int
 from ...topi.x86.conv2d import OUT_BLOCK
 from ...transform import PassContext, module_pass
@@ -38,12 +39,23 @@ from ..expr import Call, Constant, Expr, Var, const
 from ..expr_functor import ExprMutator
 from ._util import keeps_input_dtype, rewrite_with_builder
 
-__all__ = ["AlterOpLayout", "MIN_REDUCTION"]
+__all__ = ["AlterOpLayout", "MIN_REDUCTION", "MIN_REDUCTION_NARROW"]
 
-#: pack only convolutions with at least this many multiply-adds per output (in channels x window):
-#: each register tile is written back to NCHW through a transpose, which a short reduction (a
-#: 3-channel stem, a 1x1 over 16 channels) does not amortize -- measured slower than the generic kernel
+#: pack only convolutions with at least this many multiply-adds per output (in channels x window)
+#: on AVX-512: each register tile is written back to NCHW through a transpose, which a short
+#: reduction (a 3-channel stem, a 1x1 over 16 channels) does not amortize -- measured slower than
+#: the generic kernel there
 MIN_REDUCTION = 64
+#: the same on a narrower vector unit (AVX2): the generic kernel's rows of 8 lanes waste lanes on
+#: odd widths (26 = 3 x 8 + 2), where the packed tile's 8 channels are always whole -- measured on
+#: Zen 4, one thread: MNIST's 1 -> 32 conv (9 per output) 320 -> 291 us for the model at batch 8,
+#: mobilenet_tf_same 119 -> 107 us, the others unchanged
+MIN_REDUCTION_NARROW = 8
+
+
+def _min_reduction() -> int:
+    """The packing threshold for the vector unit in scope."""
+    return MIN_REDUCTION if VectorUnit.current().lanes >= 16 else MIN_REDUCTION_NARROW
 
 
 def _pointwise(attrs: dict, weight_shape: tuple, data_shape: Any) -> bool:
@@ -72,7 +84,7 @@ class _ConvLayout(ExprMutator):
             return call
         w = weight.data.numpy()
         if w.dtype != "float32" or call.args[0].struct_info.dtype != "float32" or w.shape[0] % 8 or \
-                w[0].size < MIN_REDUCTION or _pointwise(a, w.shape, call.args[0].struct_info.shape_values):
+                w[0].size < _min_reduction() or _pointwise(a, w.shape, call.args[0].struct_info.shape_values):
             return call
         packed = const(topi.x86.pack_conv2d_weight(w))
         return self.builder_.call_te(topi.x86.conv2d_nchw_packed, call.args[0], packed,

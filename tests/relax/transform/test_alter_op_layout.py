@@ -7,6 +7,7 @@ import pytest
 
 import minitvm
 from minitvm import relax
+from minitvm.tir.vector_unit import AVX2, AVX512
 from minitvm.topi.x86 import pack_conv2d_weight
 
 RNG = np.random.default_rng(11)
@@ -48,7 +49,24 @@ def test_conv_gets_the_packed_kernel_and_a_packed_constant(stride):
 @pytest.mark.parametrize("case", [{"weight_const": False}, {"groups": 2}, {"cout": 6}, {"cin": 4}])
 def test_leaves_other_convolutions_alone(case):
     mod, _ = _conv_module(**case)
-    assert relax.transform.AlterOpLayout()(mod) is mod
+    with AVX512:  # (AVX2 packs short reductions too: the next test)
+        assert relax.transform.AlterOpLayout()(mod) is mod
+
+
+@pytest.mark.parametrize("unit, packed", [(AVX512, False), (AVX2, True)], ids=["avx512", "avx2"])
+def test_a_short_reduction_is_packed_on_avx2_only(unit, packed):
+    """4 x 3 x 3 = 36 multiply-adds per output: below AVX-512's MIN_REDUCTION, above AVX2's
+    MIN_REDUCTION_NARROW; either way torch's numbers."""
+    import torch
+
+    mod, w = _conv_module(cin=4)
+    x = RNG.standard_normal((2, 4, 9, 9)).astype("float32")
+    with unit:
+        new = relax.transform.AlterOpLayout()(mod)
+        assert (new is not mod) == packed
+        got = relax.VirtualMachine(minitvm.compile(new, "llvm"), minitvm.cpu())["main"](x).numpy()
+    want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), padding=1)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
 def test_default_pipeline_schedules_the_packed_kernel_with_its_epilogue():
