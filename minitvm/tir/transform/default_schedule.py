@@ -464,6 +464,11 @@ def _matmul_tile(M: int | None, N: int) -> tuple[int, int]:
             # by, so the whole row, as for a few rows -- a 1-wide tile left the columns scalar
             # and vectorized the loop around k (measured ~0.05 GFLOP/s)
             nj = N
+        elif nj == 1:
+            # ... and a row too wide for the registers (197 on AVX2: 25 ymm): tiles of two
+            # vectors, the last, partial one peeled (``_tile_loops``); the whole row spilled and
+            # 1-wide tiles ran at 2.3 GFLOP/s
+            nj = 2 * lanes
     return nj, _largest_divisor(M, _tile_rows(unit, nj, (8, 4, 2))) if M is not None else 1
 
 
@@ -643,6 +648,7 @@ def _tile_loops(sch: Schedule, mm: BlockRV, packed: BlockRV | None, mi: int, nj:
     Returns the batch loops, jb (or None), and each piece's i0 loop and update block."""
     loops = sch.get_loops(mm)
     batch, (i, j, k) = list(loops[:-3]), loops[-3:]
+    cols = _extents(sch, [j])[0]
     if blocks:
         jb, j0, j1 = sch.split(j, [blocks, None, nj])
     else:
@@ -652,22 +658,38 @@ def _tile_loops(sch: Schedule, mm: BlockRV, packed: BlockRV | None, mi: int, nj:
     sch.reorder(*outer, i0, j0, k, *([i1] if i1 is not None else []), j1)
     if jb is not None:
         sch.compute_at(packed, jb)  # before loop_partition, which puts the pieces in a block of their own
-    # a tile that does not divide M: the last, partial row of tiles becomes a loop of its own
-    # (loop_partition), so the main loop's tiles run without the split's T.where guard
-    if i1 is None or rows is None or (isinstance(rows, int) and rows % mi == 0):
-        return batch, jb, [i0], [mm], [epilogue]
-    loop_name, block_name = sch.get(i0).loop_var.name, sch.get(mm).name_hint
-    epilogue_name = None
-    if epilogue is not None:  # each piece gets its own copy, written back after each of its tiles
-        epilogue_name = sch.get(epilogue).name_hint
-        sch.reverse_compute_at(epilogue, i0)
-    # symbolic rows: the last tile, which may be partial, peeled off the whole ones (whose
-    # split guard loop_partition drops)
-    pieces = sch.loop_partition(i0, [rows // mi, None] if isinstance(rows, int) else [None, 1])
-    updates = [sch.get_block(f"{block_name}_{loop_name}{p}") for p in range(len(pieces))]
-    epilogues = [None if epilogue_name is None else sch.get_block(f"{epilogue_name}_{loop_name}{p}")
-                 for p in range(len(pieces))]
+    # a tile that does not divide M (N): the last, partial row (column) of tiles becomes a
+    # loop of its own (loop_partition), so the main loop's tiles run without the split's guard
+    pieces, updates, epilogues = [i0], [mm], [epilogue]
+    if i1 is not None and (rows is not None and not (isinstance(rows, int) and rows % mi == 0)):
+        # symbolic rows: the last tile, which may be partial, peeled off the whole ones (whose
+        # split guard loop_partition drops)
+        factors = [rows // mi, None] if isinstance(rows, int) else [None, 1]
+        pieces, updates, epilogues = _peel(sch, i0, factors, updates, epilogues)
+    if cols % nj:  # the whole rows' tiles only: the few partial rows keep both guards
+        j0 = sch.get_loops(updates[0])[-4 if i1 is not None else -3]
+        _, whole, whole_epilogues = _peel(sch, j0, [cols // nj, None], updates[:1], epilogues[:1])
+        updates, epilogues = whole + updates[1:], whole_epilogues + epilogues[1:]
     return batch, jb, pieces, updates, epilogues
+
+
+def _peel(sch: Schedule, loop: LoopRV, factors: list, updates: list[BlockRV], epilogues: list[BlockRV | None]
+          ) -> tuple[list[LoopRV], list[BlockRV], list[BlockRV | None]]:
+    """``loop_partition`` ``loop`` of a tiled matmul by ``factors`` (the whole tiles, then the
+    partial one), the epilogues moved under ``loop`` first so that each piece gets its own copy,
+    written back after each of its tiles.  Returns the pieces' loops and each piece's copy of
+    every update and epilogue."""
+    loop_name = sch.get(loop).loop_var.name
+    update_names = [sch.get(u).name_hint for u in updates]
+    epilogue_names = [None if e is None else sch.get(e).name_hint for e in epilogues]
+    for e in epilogues:
+        if e is not None:
+            sch.reverse_compute_at(e, loop)
+    pieces = sch.loop_partition(loop, factors)
+    new_updates = [sch.get_block(f"{u}_{loop_name}{p}") for p in range(len(pieces)) for u in update_names]
+    new_epilogues = [None if e is None else sch.get_block(f"{e}_{loop_name}{p}")
+                     for p in range(len(pieces)) for e in epilogue_names]
+    return pieces, new_updates, new_epilogues
 
 
 #: a static row count without a divisor to tile by (ViT's 197 tokens) is tiled -- whole tiles, then
@@ -721,7 +743,8 @@ def _register_tile_stage(sch: Schedule, update: BlockRV, epilogue: BlockRV | Non
         wb = epilogue
     else:
         wb = local
-    sch.reverse_compute_at(wb, tile_loop)
+    if not any(sch.get(loop) is sch.get(tile_loop) for loop in sch.get_loops(wb)):  # (a peeled epilogue is)
+        sch.reverse_compute_at(wb, tile_loop)
     sch.vectorize(loops[-1])
     if unrolled:
         sch.unroll(loops[-2])

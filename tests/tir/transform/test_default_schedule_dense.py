@@ -123,3 +123,43 @@ def test_static_prime_rows_keep_row_tiles_and_the_fused_epilogue(batch, rows, k,
     out = minitvm.nd.array(np.full(shape[:-1] + (n_out,), np.nan, "float32"))
     lib["main"](minitvm.nd.array(xv), minitvm.nd.array(wv), minitvm.nd.array(bv), out)
     np.testing.assert_allclose(out.numpy(), np.tanh(xv @ wv + bv), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("unit_name, cols, whole_row", [("avx2", 197, False), ("avx512", 197, True),
+                                                       ("avx512", 487, False)])
+@pytest.mark.parametrize("epilogue", [False, True])
+def test_prime_columns_too_wide_for_the_registers_take_two_vector_tiles_and_a_peeled_one(
+        unit_name, cols, whole_row, epilogue):
+    """ViT's attention scores Q.K^T (3 heads, 197 x 64 by 64 x 197): 197 columns have no divisor
+    to tile by.  Where a row of them fits the registers (AVX-512: 13 zmm) it is one tile; where
+    it does not (AVX2: 25 ymm), the whole row spilled and 1-wide tiles ran at 2.3 GFLOP/s -- so
+    tiles of two vectors, the last, partial one of each row of tiles peeled into a piece of its
+    own (as are the rows), epilogue included; numpy's result either way."""
+    from minitvm.tir.vector_unit import AVX2, AVX512
+
+    unit = {"avx2": AVX2, "avx512": AVX512}[unit_name]
+    heads, rows, k = 3, 37, 24
+    x = te.placeholder((heads, rows, k), "float32", name="x")
+    y = te.placeholder((heads, k, cols), "float32", name="y")
+    r = te.reduce_axis((0, k), name="r")
+    out = te.compute((heads, rows, cols), lambda h, i, j: te.sum(x[h, i, r] * y[h, r, j], axis=r), name="C")
+    b = te.placeholder((cols,), "float32", name="b")
+    args = [x, y, b, topi.tanh(topi.add(out, b))] if epilogue else [x, y, out]
+    with unit:
+        sched = apply_default_schedule(te.create_prim_func(args))
+    text = sched.script()
+    if whole_row:
+        assert f"T.vectorized({cols})" in text and "_j_0" not in text, text
+    else:
+        assert f"T.vectorized({2 * unit.lanes})" in text and f"T.serial({cols // (2 * unit.lanes)}, " in text, text
+        assert "_j_00_partition" in text and "_j_01_partition" in text, text
+    lib = minitvm.build(sched.with_attr("global_symbol", "main"))
+    rng = np.random.default_rng(7)
+    xv = rng.standard_normal((heads, rows, k)).astype("float32")
+    yv = rng.standard_normal((heads, k, cols)).astype("float32")
+    bv = rng.standard_normal(cols).astype("float32")
+    want = np.tanh(xv @ yv + bv) if epilogue else xv @ yv
+    result = minitvm.nd.array(np.full((heads, rows, cols), np.nan, "float32"))
+    inputs = [xv, yv, bv] if epilogue else [xv, yv]
+    lib["main"](*[minitvm.nd.array(a) for a in inputs], result)
+    np.testing.assert_allclose(result.numpy(), want, rtol=1e-4, atol=1e-4)
