@@ -459,16 +459,18 @@ def _matmul_tile(M: int | None, N: int) -> tuple[int, int]:
         return N, _largest_divisor(M, _tile_rows(unit, N, (2,)))
     else:
         nj = _largest_divisor(N, (8, 4, 2))
-        if nj == 1 and N <= (unit.registers - 2) * lanes:
-            # an odd number of columns (ViT's 197 tokens: the scores Q.K^T): no divisor to tile
-            # by, so the whole row, as for a few rows -- a 1-wide tile left the columns scalar
-            # and vectorized the loop around k (measured ~0.05 GFLOP/s)
-            nj = N
-        elif nj == 1:
-            # ... and a row too wide for the registers (197 on AVX2: 25 ymm): tiles of two
-            # vectors, the last, partial one peeled (``_tile_loops``); the whole row spilled and
-            # 1-wide tiles ran at 2.3 GFLOP/s
+        fits = N <= (unit.registers - 2) * lanes
+        if nj < lanes and (not fits or M is not None and M >= PEEL_MIN_ROWS):
+            # columns without a vector-sized divisor (ViT's 197 tokens: the scores Q.K^T):
+            # tiles of two vectors, the last, partial one peeled (``_tile_loops``).  A 1-wide
+            # tile left the columns scalar (measured ~0.05 GFLOP/s; 2.3 at 3x197x197x64); a row
+            # too wide for the registers (197 on AVX2: 25 ymm) spills; and one that fits keeps
+            # one row per tile, one load of B per FMA (AVX2, 3x197x101x64, 13 ymm: 43 GFLOP/s,
+            # these tiles 53; at 24 heads 21 vs 44)
             nj = 2 * lanes
+        elif nj == 1:
+            # ... few or symbolic rows: the whole row, as for a few rows
+            nj = N
     return nj, _largest_divisor(M, _tile_rows(unit, nj, (8, 4, 2))) if M is not None else 1
 
 
