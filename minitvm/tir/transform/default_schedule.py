@@ -441,7 +441,8 @@ def _matmul_tile(M: int | None, N: int) -> tuple[int, int]:
     sized for the vector unit in scope (AVX-512: 8 x 32, AVX2: 4 x 16).
 
     j: two vectors when N is a multiple of the vector width, the whole row when it is short (at
-    i == 1 a wider tile gives the k loop more independent accumulators); i: 8/4/2/1 rows, as many
+    i == 1 a wider tile gives the k loop more independent accumulators), two vectors and a
+    peeled partial tile when N has no vector-sized divisor; i: 8/4/2/1 rows, as many
     as keep ``mi`` x (vectors per row) within the unit's accumulators -- one more row of a tile
     that no longer fits spills every accumulator on every step of k."""
     unit = VectorUnit.current()
@@ -509,10 +510,11 @@ def schedule_matmul_like(sch: Schedule, tile_symbolic_rows: bool = True) -> bool
     1. Inline the elementwise blocks between the matmul and the last block (``compute_inline``),
        so at most one epilogue block is left.
     2. Split i by ``mi`` (8/4/2/1) and j by ``nj`` (32/16/...), reorder to (i0, j0, k, i1, j1):
-       k runs outside an ``mi x nj`` tile of accumulators.  A large matmul without epilogue
-       takes as many rows as the registers hold (AVX2: 6) even when they do not divide M:
-       ``loop_partition`` then gives the last, partial row of tiles a loop of its own, and
-       steps 3-4 are done for each piece.
+       k runs outside an ``mi x nj`` tile of accumulators.  A matmul of many rows takes as
+       many as the registers hold (AVX2: 6) even when they do not divide M, and columns
+       without a vector-sized divisor (197) tiles of two vectors: ``loop_partition`` then gives
+       the last, partial row (column) of tiles a loop of its own, and steps 3-4 are done for
+       each piece.
     3. Accumulate in a ``cache_write("local")`` buffer; its write-back is the epilogue block if
        there is one (the copy block is inlined into it), else the copy; ``reverse_compute_at``
        j0 puts it after each tile.  CompactBufferAllocation then shrinks the local buffer to
@@ -646,8 +648,10 @@ def _tile_loops(sch: Schedule, mm: BlockRV, packed: BlockRV | None, mi: int, nj:
     """Step 2 of :func:`schedule_matmul_like`: split i by ``mi`` and j by ``nj`` -- first into
     ``blocks`` column blocks jb when there are any, with the packing of each block's panels
     moved inside jb -- and reorder to ``(batch, [jb,] i0, j0, k, i1, j1)``; then peel the last,
-    partial row of tiles off when ``mi`` does not divide ``rows`` (M, None: symbolic).
-    Returns the batch loops, jb (or None), and each piece's i0 loop and update block."""
+    partial row of tiles off when ``mi`` does not divide ``rows`` (M, None: symbolic), and the
+    last, partial column of tiles of the whole rows when ``nj`` does not divide N.  Returns the
+    batch loops, jb (or None), each row piece's i0 loop, and each piece's update block and
+    epilogue (whole tiles first)."""
     loops = sch.get_loops(mm)
     batch, (i, j, k) = list(loops[:-3]), loops[-3:]
     cols = _extents(sch, [j])[0]
@@ -745,8 +749,8 @@ def _register_tile_stage(sch: Schedule, update: BlockRV, epilogue: BlockRV | Non
         wb = epilogue
     else:
         wb = local
-    if not any(sch.get(loop) is sch.get(tile_loop) for loop in sch.get_loops(wb)):  # (a peeled epilogue is)
-        sch.reverse_compute_at(wb, tile_loop)
+    if not any(sch.get(loop) is sch.get(tile_loop) for loop in sch.get_loops(wb)):
+        sch.reverse_compute_at(wb, tile_loop)  # (an epilogue peeled with the columns is there already)
     sch.vectorize(loops[-1])
     if unrolled:
         sch.unroll(loops[-2])
