@@ -152,6 +152,7 @@ def parallel(request, monkeypatch):
     if request.param:
         monkeypatch.setattr(ds, "MATMUL_PARALLEL_WORK", 0)
         monkeypatch.setattr(ds, "ELEMENTWISE_PARALLEL_WORK", 0)
+        monkeypatch.setattr(ds, "ROW_REDUCTION_PARALLEL_WORK", 0)
         monkeypatch.setattr(ds, "GEMV_PARALLEL_WORK", 0)
     return request.param
 
@@ -372,6 +373,24 @@ def test_softmax_like(parallel):
     want /= want.sum(1, keepdims=True)
     np.testing.assert_allclose(_run(sched, "llvm", [a, np.zeros((64, 512), "float32")]), want,
                                rtol=1e-4, atol=1e-5)
+
+
+def test_a_softmax_over_heads_runs_its_rows_on_threads_through_a_batch_of_one(parallel):
+    """Attention scores (batch 1, 3 heads, 37 x 37 here; ViT's 197): the rows are under a batch
+    loop of one, so every block's (batch, head, row) loops are fused and run on threads, not the
+    batch loop alone; numpy's result."""
+    from minitvm import te, topi
+
+    x = te.placeholder((1, 3, 37, 37), "float32", name="x")
+    sched = apply_default_schedule(te.create_prim_func([x, topi.nn.softmax(x, axis=-1)]))
+    text = sched.script()
+    _has_parallel(text, parallel)
+    if parallel:
+        assert text.count("T.parallel(111)") == 4, text  # 3 x 37 rows, in each of the 4 blocks
+    a = _rand(1, 3, 37, 37)
+    want = np.exp(a - a.max(-1, keepdims=True))
+    want /= want.sum(-1, keepdims=True)
+    np.testing.assert_allclose(_run(sched, "llvm", [a, np.zeros_like(a)]), want, rtol=1e-4, atol=1e-5)
 
 
 @T.prim_func
