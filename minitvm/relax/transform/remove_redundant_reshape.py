@@ -23,6 +23,7 @@ from ...transform import PassContext, module_pass
 from ..dpl import DFPattern, is_op, rewrite_call, wildcard
 from ..expr import Function, struct_info_of
 from ..op import reshape
+from ..op.registry import make_call
 from ..struct_info import TensorStructInfo
 from ._util import map_functions
 
@@ -34,12 +35,27 @@ _copy = (is_op("relax.reshape") | is_op("relax.broadcast_to") | is_op("relax.ast
 _transpose = is_op("relax.permute_dims")(_x)
 _inner_reshape = is_op("relax.reshape")(_x, wildcard())
 _reshape_of_reshape = is_op("relax.reshape")(_inner_reshape, wildcard())
-_PATTERN = _reshape_of_reshape | _copy | _transpose
+#: an activation between a reshape and the reshape back (a dense layer's ``(tokens, features)``
+#: viewed as ``(1, tokens, features)`` for GELU, then flattened again for the next one)
+_UNARY_ELEMENTWISE = ("relax.nn.gelu", "relax.nn.gelu_tanh", "relax.nn.silu", "relax.nn.relu", "relax.sigmoid",
+                      "relax.tanh")
+_y = wildcard()
+_activations = [is_op(name)(is_op("relax.reshape")(_y, wildcard())) for name in _UNARY_ELEMENTWISE]
+_reshaped_activation = is_op("relax.reshape")(_activations[0], wildcard())
+for _activation in _activations[1:]:
+    _reshaped_activation = _reshaped_activation | is_op("relax.reshape")(_activation, wildcard())
+_PATTERN = _reshaped_activation | _reshape_of_reshape | _copy | _transpose
 
 
 def _rewrite(expr: Any, m: dict[DFPattern, Any]) -> Any:
     # ``expr`` may be a variable bound to the matched call (the matcher looks through bindings):
     # read the call itself from the matches
+    activation = next((m[a] for a in _activations if a in m), None)
+    if activation is not None:  # reshape(f(reshape(y, s1)), shape of y) -> f(y): f fuses with y's producer
+        y = m[_y]
+        if not _same_tensor_type(struct_info_of(y), struct_info_of(expr)):
+            return expr
+        return make_call(activation.op.name, y, attrs=activation.attrs)
     x = m[_x]
     if _inner_reshape in m:  # reshape(reshape(x, s1), s2) -> reshape(x, s2)
         return reshape(x, m[_reshape_of_reshape].args[1])

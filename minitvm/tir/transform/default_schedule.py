@@ -85,6 +85,11 @@ ELEMENTWISE_PARALLEL_WORK = 256 * 1024
 ROW_TILE_VECTORS = (8, 4, 2, 1)
 #: a matmul with a few rows keeps a whole row of at most this many outputs in registers
 ROW_MAX = 128
+#: parallelize the rows of a row reduction (softmax, layer norm) when its blocks touch more
+#: elements than this (measured on 2 cores, rows on threads against serial: ViT's 3 x 197 x 197
+#: safe softmax 241 -> 151 us; GPT-2's 4 x 128 x 128 softmax 129 vs 132, and a 197 x 192 layer
+#: norm 55 vs 60, no faster)
+ROW_REDUCTION_PARALLEL_WORK = 64 * 1024
 #: vector width in float32 lanes that elementwise splits aim for (AVX-512's; on a narrower
 #: unit LLVM splits a 16-lane loop into two or four registers, which costs nothing there).
 #: Register tiles are sized for the unit in scope instead (:class:`~minitvm.tir.vector_unit.VectorUnit`)
@@ -447,7 +452,8 @@ def _matmul_tile(M: int | None, N: int) -> tuple[int, int]:
     sized for the vector unit in scope (AVX-512: 8 x 32, AVX2: 4 x 16).
 
     j: two vectors when N is a multiple of the vector width, the whole row when it is short (at
-    i == 1 a wider tile gives the k loop more independent accumulators); i: 8/4/2/1 rows, as many
+    i == 1 a wider tile gives the k loop more independent accumulators), two vectors and a
+    peeled partial tile when N has no vector-sized divisor; i: 8/4/2/1 rows, as many
     as keep ``mi`` x (vectors per row) within the unit's accumulators -- one more row of a tile
     that no longer fits spills every accumulator on every step of k."""
     unit = VectorUnit.current()
@@ -465,10 +471,17 @@ def _matmul_tile(M: int | None, N: int) -> tuple[int, int]:
         return N, _largest_divisor(M, _tile_rows(unit, N, (2,)))
     else:
         nj = _largest_divisor(N, (8, 4, 2))
-        if nj == 1 and N <= (unit.registers - 2) * lanes:
-            # an odd number of columns (ViT's 197 tokens: the scores Q.K^T): no divisor to tile
-            # by, so the whole row, as for a few rows -- a 1-wide tile left the columns scalar
-            # and vectorized the loop around k (measured ~0.05 GFLOP/s)
+        fits = N <= (unit.registers - 2) * lanes
+        if nj < lanes and (not fits or M is not None and M >= PEEL_MIN_ROWS):
+            # columns without a vector-sized divisor (ViT's 197 tokens: the scores Q.K^T):
+            # tiles of two vectors, the last, partial one peeled (``_tile_loops``).  A 1-wide
+            # tile left the columns scalar (measured ~0.05 GFLOP/s; 2.3 at 3x197x197x64); a row
+            # too wide for the registers (197 on AVX2: 25 ymm) spills; and one that fits keeps
+            # one row per tile, one load of B per FMA (AVX2, 3x197x101x64, 13 ymm: 43 GFLOP/s,
+            # these tiles 53; at 24 heads 21 vs 44)
+            nj = 2 * lanes
+        elif nj == 1:
+            # ... few or symbolic rows: the whole row, as for a few rows
             nj = N
     return nj, _largest_divisor(M, _tile_rows(unit, nj, (8, 4, 2))) if M is not None else 1
 
@@ -508,10 +521,11 @@ def schedule_matmul_like(sch: Schedule, tile_symbolic_rows: bool = True) -> bool
     1. Inline the elementwise blocks between the matmul and the last block (``compute_inline``),
        so at most one epilogue block is left.
     2. Split i by ``mi`` (8/4/2/1) and j by ``nj`` (32/16/...), reorder to (i0, j0, k, i1, j1):
-       k runs outside an ``mi x nj`` tile of accumulators.  A large matmul without epilogue
-       takes as many rows as the registers hold (AVX2: 6) even when they do not divide M:
-       ``loop_partition`` then gives the last, partial row of tiles a loop of its own, and
-       steps 3-4 are done for each piece.
+       k runs outside an ``mi x nj`` tile of accumulators.  A matmul of many rows takes as
+       many as the registers hold (AVX2: 6) even when they do not divide M, and columns
+       without a vector-sized divisor (197) tiles of two vectors: ``loop_partition`` then gives
+       the last, partial row (column) of tiles a loop of its own, and steps 3-4 are done for
+       each piece.
     3. Accumulate in a ``cache_write("local")`` buffer; its write-back is the epilogue block if
        there is one (the copy block is inlined into it), else the copy; ``reverse_compute_at``
        j0 puts it after each tile.  CompactBufferAllocation then shrinks the local buffer to
@@ -548,7 +562,7 @@ def schedule_matmul_like(sch: Schedule, tile_symbolic_rows: bool = True) -> bool
     packed = _pack_right_operand(sch, mm, nj) if rows_known and B == 1 and M >= PACK_MIN_ROWS \
         and N % nj == 0 and M * N * K > MATMUL_PARALLEL_WORK else None
     if rows_known:
-        mi = _static_tile_rows(M, nj, mi, packed is not None, epilogue is not None)
+        mi = _static_tile_rows(M, nj, mi, packed is not None)
     blocks = _column_blocks(N // nj) if packed is not None else 0
     batch, jb, pieces, updates, epilogues = _tile_loops(
         sch, mm, packed, mi, nj, blocks, M if rows_known else "symbolic" if symbolic_rows else None, epilogue)
@@ -706,10 +720,13 @@ def _tile_loops(sch: Schedule, mm: BlockRV, packed: BlockRV | None, mi: int, nj:
     """Step 2 of :func:`schedule_matmul_like`: split i by ``mi`` and j by ``nj`` -- first into
     ``blocks`` column blocks jb when there are any, with the packing of each block's panels
     moved inside jb -- and reorder to ``(batch, [jb,] i0, j0, k, i1, j1)``; then peel the last,
-    partial row of tiles off when ``mi`` does not divide ``rows`` (M, None: symbolic).
-    Returns the batch loops, jb (or None), and each piece's i0 loop and update block."""
+    partial row of tiles off when ``mi`` does not divide ``rows`` (M, None: symbolic), and the
+    last, partial column of tiles of the whole rows when ``nj`` does not divide N.  Returns the
+    batch loops, jb (or None), each row piece's i0 loop, and each piece's update block and
+    epilogue (whole tiles first)."""
     loops = sch.get_loops(mm)
     batch, (i, j, k) = list(loops[:-3]), loops[-3:]
+    cols = _extents(sch, [j])[0]
     if blocks:
         jb, j0, j1 = sch.split(j, [blocks, None, nj])
     else:
@@ -719,22 +736,38 @@ def _tile_loops(sch: Schedule, mm: BlockRV, packed: BlockRV | None, mi: int, nj:
     sch.reorder(*outer, i0, j0, k, *([i1] if i1 is not None else []), j1)
     if jb is not None:
         sch.compute_at(packed, jb)  # before loop_partition, which puts the pieces in a block of their own
-    # a tile that does not divide M: the last, partial row of tiles becomes a loop of its own
-    # (loop_partition), so the main loop's tiles run without the split's T.where guard
-    if i1 is None or rows is None or (isinstance(rows, int) and rows % mi == 0):
-        return batch, jb, [i0], [mm], [epilogue]
-    loop_name, block_name = sch.get(i0).loop_var.name, sch.get(mm).name_hint
-    epilogue_name = None
-    if epilogue is not None:  # each piece gets its own copy, written back after each of its tiles
-        epilogue_name = sch.get(epilogue).name_hint
-        sch.reverse_compute_at(epilogue, i0)
-    # symbolic rows: the last tile, which may be partial, peeled off the whole ones (whose
-    # split guard loop_partition drops)
-    pieces = sch.loop_partition(i0, [rows // mi, None] if isinstance(rows, int) else [None, 1])
-    updates = [sch.get_block(f"{block_name}_{loop_name}{p}") for p in range(len(pieces))]
-    epilogues = [None if epilogue_name is None else sch.get_block(f"{epilogue_name}_{loop_name}{p}")
-                 for p in range(len(pieces))]
+    # a tile that does not divide M (N): the last, partial row (column) of tiles becomes a
+    # loop of its own (loop_partition), so the main loop's tiles run without the split's guard
+    pieces, updates, epilogues = [i0], [mm], [epilogue]
+    if i1 is not None and (rows is not None and not (isinstance(rows, int) and rows % mi == 0)):
+        # symbolic rows: the last tile, which may be partial, peeled off the whole ones (whose
+        # split guard loop_partition drops)
+        factors = [rows // mi, None] if isinstance(rows, int) else [None, 1]
+        pieces, updates, epilogues = _peel(sch, i0, factors, updates, epilogues)
+    if cols % nj:  # the whole rows' tiles only: the few partial rows keep both guards
+        j0 = sch.get_loops(updates[0])[-4 if i1 is not None else -3]
+        _, whole, whole_epilogues = _peel(sch, j0, [cols // nj, None], updates[:1], epilogues[:1])
+        updates, epilogues = whole + updates[1:], whole_epilogues + epilogues[1:]
     return batch, jb, pieces, updates, epilogues
+
+
+def _peel(sch: Schedule, loop: LoopRV, factors: list, updates: list[BlockRV], epilogues: list[BlockRV | None]
+          ) -> tuple[list[LoopRV], list[BlockRV], list[BlockRV | None]]:
+    """``loop_partition`` ``loop`` of a tiled matmul by ``factors`` (the whole tiles, then the
+    partial one), the epilogues moved under ``loop`` first so that each piece gets its own copy,
+    written back after each of its tiles.  Returns the pieces' loops and each piece's copy of
+    every update and epilogue."""
+    loop_name = sch.get(loop).loop_var.name
+    update_names = [sch.get(u).name_hint for u in updates]
+    epilogue_names = [None if e is None else sch.get(e).name_hint for e in epilogues]
+    for e in epilogues:
+        if e is not None:
+            sch.reverse_compute_at(e, loop)
+    pieces = sch.loop_partition(loop, factors)
+    new_updates = [sch.get_block(f"{u}_{loop_name}{p}") for p in range(len(pieces)) for u in update_names]
+    new_epilogues = [None if e is None else sch.get_block(f"{e}_{loop_name}{p}")
+                     for p in range(len(pieces)) for e in epilogue_names]
+    return pieces, new_updates, new_epilogues
 
 
 #: a static row count without a divisor to tile by (ViT's 197 tokens) is tiled -- whole tiles, then
@@ -742,19 +775,19 @@ def _tile_loops(sch: Schedule, mm: BlockRV, packed: BlockRV | None, mi: int, nj:
 PEEL_MIN_ROWS = 16
 
 
-def _static_tile_rows(M: int, nj: int, mi: int, packed: bool, has_epilogue: bool) -> int:
+def _static_tile_rows(M: int, nj: int, mi: int, packed: bool) -> int:
     """The rows of a register tile of ``nj`` columns for a static row count ``M`` (``mi``: the
-    largest fitting divisor of M).  A packed matmul without epilogue takes as many rows as the
-    registers hold (:func:`_peeled_tile_rows`); so does one whose M has no divisor of 4 or more
-    (197 = prime: one-row tiles ran at half the rate of 196 = 4 x 49), and an unpacked (batched)
-    one then takes the largest tile that fits.  ``_tile_loops`` peels the rows the whole tiles
-    do not cover into a guarded piece of their own, epilogue included."""
+    largest fitting divisor of M).  A packed matmul, or one of ``PEEL_MIN_ROWS`` rows or more,
+    takes as many rows as the registers hold (:func:`_peeled_tile_rows`) -- with its epilogue
+    too -- whether or not they divide M; ``_tile_loops`` peels the rows the whole tiles do not
+    cover into a guarded piece of their own, epilogue included.  Measured on AVX2 (2 threads),
+    6 x 16 tiles against the 4 x 16 that divide M: BERT's dense + bias at 128 and 1024 rows
+    5-15% faster, its attention's 4 x 128 x 128 x 64 and 64 x 128 3-8%; and 197 = prime rows in
+    one-row tiles ran at half the rate of 196 = 4 x 49."""
     unit = VectorUnit.current()
-    if nj % unit.lanes or mi >= 4 and (has_epilogue or not packed):
+    if nj % unit.lanes:
         return mi
-    if packed:
-        return _peeled_tile_rows(unit, nj)
-    return _tile_rows(unit, nj, (8, 4, 2))[0] if M >= PEEL_MIN_ROWS else mi
+    return _peeled_tile_rows(unit, nj) if packed or M >= PEEL_MIN_ROWS else mi
 
 
 def _peeled_tile_rows(unit: VectorUnit, width: int) -> int:
@@ -788,7 +821,8 @@ def _register_tile_stage(sch: Schedule, update: BlockRV, epilogue: BlockRV | Non
         wb = epilogue
     else:
         wb = local
-    sch.reverse_compute_at(wb, tile_loop)
+    if not any(sch.get(loop) is sch.get(tile_loop) for loop in sch.get_loops(wb)):
+        sch.reverse_compute_at(wb, tile_loop)  # (an epilogue peeled with the columns is there already)
     sch.vectorize(loops[-1])
     if unrolled:
         sch.unroll(loops[-2])
@@ -1262,15 +1296,23 @@ def schedule_reduction(sch: Schedule) -> bool:
         ext = _extents_or_none(sch, loops)
         if _is_spatial(sch, b) and len(loops) > 1 and ext[-1] is not None:
             _vectorize_innermost(sch, loops[-1], ext[-1])
-        if None in ext:
-            continue  # a dynamic batch: how much work there is is unknown, so no threads
-        total = math.prod(ext)
-        # the outer loop must feed spatial iterators only: a reduction over it is not parallel
-        outer_var = sch.get(loops[0]).loop_var
-        if (len(loops) > 1 and ext[0] > 1 and total > ELEMENTWISE_PARALLEL_WORK
-                and _loop_is_spatial(sch, b, outer_var)):
-            sch.parallel(loops[0])
+        # (a dynamic batch: how much work there is is unknown, so no threads)
+        if None not in ext and len(loops) > 1 and math.prod(ext) > ROW_REDUCTION_PARALLEL_WORK:
+            _parallel_rows(sch, b, loops[:-1])
     return True
+
+
+def _parallel_rows(sch: Schedule, b: BlockRV, outer: list[LoopRV]) -> None:
+    """Run the rows of a row-reduction block on threads: its outer loops that feed spatial
+    iterators only (a reduction over a loop is not parallel), fused -- attention's rows are
+    under (batch, heads), and a batch of one is a loop of one."""
+    rows = []
+    for loop in outer:
+        if not _loop_is_spatial(sch, b, sch.get(loop).loop_var):
+            break
+        rows.append(loop)
+    if rows and math.prod(_extents(sch, rows)) > 1:
+        sch.parallel(sch.fuse(*rows) if len(rows) > 1 else rows[0])
 
 
 def _pooling_block(sch: Schedule) -> tuple[BlockRV, int] | None:

@@ -64,3 +64,37 @@ def test_a_copy_read_through_an_alias():
     data = np.random.default_rng(6).standard_normal((2, 1, 3)).astype("float32")
     got = relax.VirtualMachine(minitvm.compile(new, "llvm"), minitvm.cpu())["main"](data).numpy()
     np.testing.assert_allclose(got, data.transpose(0, 2, 1), rtol=1e-6)
+
+
+def test_an_activation_between_a_reshape_and_the_reshape_back_reads_the_tensor_itself():
+    """ViT's and BERT's MLP: ``x @ W + b`` as (tokens, 768), viewed as (1, tokens, 768) for GELU,
+    flattened again for the next layer.  GELU on the (tokens, 768) tensor itself fuses into the
+    dense layer's kernel (FuseOps does not fuse a reshape after a matmul); a reshape to another
+    shape keeps its activation between reshapes; torch's result either way."""
+    import torch
+
+    x = relax.Var("x", relax.TensorStructInfo((6, 8), "float32"))
+    w = relax.Var("w", relax.TensorStructInfo((8, 12), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, w]):
+        with bb.dataflow():
+            h = bb.emit(relax.op.matmul(x, w))
+            v = bb.emit(relax.op.reshape(h, (1, 6, 12)))
+            g = bb.emit(relax.op.nn.gelu(v))
+            back = bb.emit(relax.op.reshape(g, (6, 12)))                  # the reshape back: both go
+            s = bb.emit(relax.op.reshape(relax.op.tanh(relax.op.reshape(back, (3, 24))), (4, 18)))  # stays
+            gv = bb.emit_output(relax.op.add(s, relax.op.reshape(back, (4, 18))))
+        bb.emit_func_output(gv)
+    mod = bb.get()
+    new = relax.transform.DeadCodeElimination()(relax.transform.RemoveRedundantReshape()(mod))
+    ops = [b.value.op.name for b in new["main"].body.blocks[0].bindings if isinstance(b.value, relax.Call)]
+    assert ops[:2] == ["relax.matmul", "relax.nn.gelu"] and ops.count("relax.reshape") == 3, ops
+    fused = relax.get_pipeline("default")(mod)
+    assert any("matmul" in gv.name_hint and "gelu" in gv.name_hint for gv, _ in fused.functions_items()), fused
+    rng = np.random.default_rng(8)
+    xv, wv = rng.standard_normal((6, 8)).astype("float32"), rng.standard_normal((8, 12)).astype("float32")
+    g_t = torch.nn.functional.gelu(torch.from_numpy(xv @ wv))
+    want = (torch.tanh(g_t.reshape(3, 24)).reshape(4, 18) + g_t.reshape(4, 18)).numpy()
+    for m in (mod, new):
+        got = relax.VirtualMachine(minitvm.compile(m, "llvm"), minitvm.cpu())["main"](xv, wv).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
