@@ -45,15 +45,30 @@ if str(ROOT) not in sys.path:
 # -- environment ------------------------------------------------------------------------------
 
 
+#: libgomp's spin limit with OMP_WAIT_POLICY=active (:func:`setup_environment`): about 66 ms of
+#: spinning here (measured: 3M spins ~0.1 s, with torch's call times as with the unbounded spin),
+#: well within SETTLE_SECONDS
+GOMP_SPIN_COUNT = 2_000_000
+
+
 def setup_environment(omp_wait_policy: str | None = "active") -> dict[str, Any]:
     """Settings that must be in place before torch's libgomp / OpenBLAS load.
 
     ``OMP_WAIT_POLICY`` is read by torch's libgomp only (minitvm's parallel loops run on its own
     thread pool).  Benchmarks default to ``active`` (spinning workers) unless the caller's
     environment already chose; pass ``None`` to leave it alone.  Must run before torch loads.
+
+    ``active`` alone makes libgomp's idle workers spin for 30 billion iterations -- minutes: after
+    torch's row, its worker kept a core busy through every row timed after it (measured: 0.48 s
+    of CPU in a 0.5 s sleep after one call), so minitvm and the other peers ran with one core.
+    ``GOMP_SPINCOUNT`` (unless the environment sets it) bounds the spin to ``GOMP_SPIN_COUNT``
+    iterations: torch's workers still spin between its calls, and stop before the next row
+    (the 0.2 s of ``SETTLE_SECONDS``).
     """
     if omp_wait_policy and "OMP_WAIT_POLICY" not in os.environ:
         os.environ["OMP_WAIT_POLICY"] = omp_wait_policy
+    if os.environ.get("OMP_WAIT_POLICY", "").lower() == "active" and "GOMP_SPINCOUNT" not in os.environ:
+        os.environ["GOMP_SPINCOUNT"] = str(GOMP_SPIN_COUNT)
     return environment_info()
 
 
@@ -64,7 +79,8 @@ def environment_info() -> dict[str, Any]:
         "machine": platform.machine(),
         "cpus": os.cpu_count(),
         "loadavg_at_start": _loadavg(),
-        "env": {k: os.environ.get(k) for k in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS", "OPENBLAS_CORETYPE",
+        "env": {k: os.environ.get(k) for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_NUM_THREADS",
+                                               "OPENBLAS_CORETYPE",
                                                "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS")},
     }
     try:
