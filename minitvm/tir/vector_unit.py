@@ -57,7 +57,9 @@ class VectorUnit:
     @property
     def accumulators(self) -> int:
         """How many registers a register tile may keep as accumulators: half of them, the rest
-        hold the operands of each step (measured: more spills, fewer leave the FMA units idle)."""
+        hold the operands of each step (measured: more spills, fewer leave the FMA units idle).
+        A large matmul's peeled tile takes more, as many as leave one row of B and a broadcast
+        (AVX2: 12 of 16, the 6 x 16 tile; ``default_schedule._peeled_tile_rows``)."""
         return self.registers // 2
 
     def __enter__(self) -> "VectorUnit":
