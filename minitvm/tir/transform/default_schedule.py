@@ -639,10 +639,7 @@ def schedule_dense_few_rows(sch: Schedule) -> bool:
     i0, i1 = sch.split(i, [2 if parallel else 1, None])
     k0, k1 = sch.split(k, [None, kb])
     sch.reorder(i0, k0, i1, k1, j)
-    local = sch.cache_write(mm, 0, "local")
-    if epilogue is not None:
-        sch.compute_inline(local)
-    wb = local if epilogue is None else epilogue
+    wb = _local_accumulator(sch, mm, epilogue)
     sch.reverse_compute_at(wb, i0)
     sch.vectorize(j)
     sch.vectorize(sch.get_loops(wb)[-1])
@@ -801,6 +798,17 @@ def _peeled_tile_rows(unit: VectorUnit, width: int) -> int:
     return max(1, min(8, (unit.registers - vectors - 1) // vectors))
 
 
+def _local_accumulator(sch: Schedule, block: BlockRV, epilogue: BlockRV | None) -> BlockRV:
+    """Make ``block`` accumulate in a ``cache_write("local")`` buffer (registers, once compacted)
+    and return the block that writes it back: the epilogue, reading the accumulator directly
+    (the copy inlined into it), or else the copy."""
+    local = sch.cache_write(block, 0, "local")
+    if epilogue is None:
+        return local
+    sch.compute_inline(local)
+    return epilogue
+
+
 def _register_tile_stage(sch: Schedule, update: BlockRV, epilogue: BlockRV | None,
                          unrolled: bool, in_place: bool = False) -> tuple[LoopRV, LoopRV]:
     """Accumulate ``update``'s tile in a ``cache_write("local")`` buffer and write it back (through
@@ -815,12 +823,7 @@ def _register_tile_stage(sch: Schedule, update: BlockRV, epilogue: BlockRV | Non
         if unrolled:
             sch.unroll(loops[-2])
         return tile_loop, reduction_loop
-    local = sch.cache_write(update, 0, "local")  # the copy C_local -> C; the update now writes C_local
-    if epilogue is not None:
-        sch.compute_inline(local)  # the epilogue reads the local accumulator directly
-        wb = epilogue
-    else:
-        wb = local
+    wb = _local_accumulator(sch, update, epilogue)
     if not any(sch.get(loop) is sch.get(tile_loop) for loop in sch.get_loops(wb)):
         sch.reverse_compute_at(wb, tile_loop)  # (an epilogue peeled with the columns is there already)
     sch.vectorize(loops[-1])
@@ -884,12 +887,7 @@ def schedule_conv2d_like(sch: Schedule) -> bool:
     c0, c1 = sch.split(co, [None, co_t])
     w0, w1 = sch.split(ow, [None, ow_t])
     sch.reorder(n, c0, oh, w0, *red, c1, w1)
-    local = sch.cache_write(conv, 0, "local")
-    if epilogue is not None:
-        sch.compute_inline(local)
-        wb = epilogue
-    else:
-        wb = local
+    wb = _local_accumulator(sch, conv, epilogue)
     sch.reverse_compute_at(wb, w0)
     sch.vectorize(w1)  # loop kinds before decompose_reduction, as TVM requires
     sch.unroll(c1)
@@ -1084,10 +1082,7 @@ def schedule_depthwise_conv2d(sch: Schedule) -> bool:
     n, c, oh, ow, rc, kh, kw = loops
     h0, h1 = sch.split(oh, [None, rt])
     sch.reorder(n, c, h0, rc, kh, kw, h1, ow)
-    local = sch.cache_write(conv, 0, "local")
-    if epilogue is not None:
-        sch.compute_inline(local)
-    wb = local if epilogue is None else epilogue
+    wb = _local_accumulator(sch, conv, epilogue)
     sch.reverse_compute_at(wb, h0)
     sch.vectorize(ow)
     sch.unroll(h1)
