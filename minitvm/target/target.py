@@ -170,17 +170,12 @@ class Target:
     @property
     def mcpu(self) -> str:
         """The CPU to tune for, with ``native`` (or no -mcpu) resolved to the host CPU."""
-        return host_cpu_name() if self._for_this_cpu else str(self.attrs["mcpu"])
+        return host_cpu_name() if self.for_this_cpu else str(self.attrs["mcpu"])
 
     @property
     def for_this_cpu(self) -> bool:
-        """Code for this machine's CPU with its features (no -mcpu, or -mcpu=native), rather than
+        """Code for this machine's CPU with its features (no -mcpu, or -mcpu=native or empty), rather than
         for a CPU named with -mcpu (which brings that CPU's features, whatever this one has)."""
-        return self._for_this_cpu
-
-    @property
-    def _for_this_cpu(self) -> bool:
-        """No -mcpu, or -mcpu=native (or empty): code for this machine's CPU, with its features."""
         return self.attrs.get("mcpu", "native") in ("native", "", True)
 
     @property
@@ -197,7 +192,7 @@ class Target:
         with -mcpu only the -mattr ones (LLVM adds that CPU's own, which llvmlite cannot list)."""
         # asked per kernel built and per CPU-specific intrinsic emitted: worked out once per
         # (CPU features, -mattr); keyed by the features themselves, which a test may pretend
-        host = host_cpu_features() if self._for_this_cpu else ()
+        host = host_cpu_features() if self.for_this_cpu else ()
         key = (host, tuple(self.mattr))
         found = _FEATURES.get(key)
         if found is None:
@@ -225,7 +220,7 @@ class Target:
         """What to turn off for code that uses only ``features`` (a saved library's): -mattr's, and
         for this CPU each feature its detection knows outside ``features``."""
         off = set(self.disabled_features)
-        if self._for_this_cpu:
+        if self.for_this_cpu:
             off |= set(host_cpu_feature_names()) - set(features)
         return tuple(sorted(off))
 
@@ -248,7 +243,7 @@ class Target:
         if self.kind.name != "llvm":
             return VectorUnit.host()
         features = set(self.features)
-        if not self._for_this_cpu:
+        if not self.for_this_cpu:
             # lazy: cycle target.target <-> target.codegen (which builds for a Target)
             from .codegen.cpu_check import named_cpu_vector_features
 
