@@ -9,9 +9,14 @@ This pool works differently.  A parallel loop is cut into chunks (a few per thre
 calling thread publishes the job and claims chunks itself, like the workers, from one atomic
 counter; it then waits only for chunks a worker has *started*.  A worker that was not
 scheduled in time claims nothing and goes back to waiting, so a busy core slows a region
-down to what one core can do, never to a scheduler time slice.  Idle workers spin briefly
-(a few microseconds), then sleep on a futex: a woken sleeper gets the core at once, where a
-worker that had spun away its share would be preempted in the middle of its chunk.  A region entered while the
+down to what one core can do, never to a scheduler time slice.  Idle workers spin for about
+a hundred microseconds (the gaps between the kernels of one model call), handing their core
+to any other runnable thread every few pauses (``sched_yield``), then sleep on a futex.
+Waking a sleeper costs the region 10-20 us here (measured in this VM), and more when the
+other core is busy: the woken worker then lands on the caller's core, where a worker that
+spun without yielding held the caller off its own core for its whole spin (measured: a 4 us
+region took 110 us after a 100 us pause with 3000 plain pauses, 1 ms with 30000).  Yielding,
+a spinning worker costs a thread that shares its core nothing.  A region entered while the
 pool is busy (another Python thread, or a parallel loop inside a parallel loop) runs on the
 calling thread alone.
 
@@ -37,9 +42,15 @@ __all__ = ["PARALLEL_RUN_SYMBOL", "ensure_thread_pool", "pool_threads", "SPIN_IT
 
 #: the function generated code calls for a parallel loop
 PARALLEL_RUN_SYMBOL = "__minitvm_parallel_run"
-#: ``pause`` instructions an idle worker spins before it sleeps: a few microseconds, since a worker
-#: that spins long is the one the scheduler preempts next, in the middle of a chunk
-SPIN_ITERATIONS = 300
+#: ``pause`` instructions an idle worker spins before it sleeps (20-30 ns each on Zen 4: 50-100 us,
+#: plus the yields), so that it is awake for the next kernel of a model call.  Measured on 2 cores
+#: with another process busy, resnet_small at batch 1 with its convs parallel, interleaved in one
+#: process: 300 plain pauses 305 us, 3000 yielding 277 us, ONNX
+#: Runtime 293 us (medians); a 4 us region after a 20 us pause 20 us -> 4 us
+SPIN_ITERATIONS = 3000
+#: an idle worker calls ``sched_yield`` every this many pauses (a power of two): a thread that
+#: shares its core (the caller, when the other core is busy) gets the core back at once
+YIELD_EVERY = 32
 #: chunks per thread a parallel loop is cut into (more: better balance when a core is busy)
 CHUNKS_PER_THREAD = 4
 _SENTINEL = 0xFFFFFFFF  # the low half of the state word when no chunk is available
@@ -110,7 +121,7 @@ work:
   call void @claim_all()
   br label %spin
 spin:
-  %k = phi i32 [ 0, %work ], [ %k1, %idle ]
+  %k = phi i32 [ 0, %work ], [ %k1, %turn ], [ %k1, %give ]
   %e1 = load atomic i32, ptr @epoch acquire, align 4
   %ch = icmp ne i32 %e1, %my
   br i1 %ch, label %changed, label %idle
@@ -120,7 +131,14 @@ idle:
   call void @llvm.x86.sse2.pause()
   %k1 = add i32 %k, 1
   %more = icmp ult i32 %k1, SPIN
-  br i1 %more, label %spin, label %sleep
+  br i1 %more, label %turn, label %sleep
+turn:
+  %low = and i32 %k1, YIELD_MASK
+  %hand = icmp eq i32 %low, 0
+  br i1 %hand, label %give, label %spin
+give:
+  %g = call i64 (i64, ...) @syscall(i64 YIELD_SYS)
+  br label %spin
 sleep:
   %a = atomicrmw add ptr @sleepers, i32 1 seq_cst
   %e3 = load atomic i32, ptr @epoch seq_cst, align 4
@@ -239,7 +257,8 @@ def _ir_text() -> str:
     return (_IR.replace("SENTINEL", str(_SENTINEL)).replace("PARALLEL_RUN", PARALLEL_RUN_SYMBOL)
             .replace("FUTEX_SYS", str(_SYS_FUTEX)).replace("FUTEX_WAIT", str(_FUTEX_WAIT_PRIVATE))
             .replace("FUTEX_WAKE", str(_FUTEX_WAKE_PRIVATE)).replace("YIELD_SYS", str(_SYS_SCHED_YIELD))
-            .replace("SPIN", str(SPIN_ITERATIONS)).replace("CHUNKS", str(CHUNKS_PER_THREAD)))
+            .replace("YIELD_MASK", str(YIELD_EVERY - 1)).replace("SPIN", str(SPIN_ITERATIONS))
+            .replace("CHUNKS", str(CHUNKS_PER_THREAD)))
 
 
 def ensure_thread_pool() -> int:

@@ -76,8 +76,10 @@ def is_scheduled(func: PrimFunc) -> bool:
 #: parallelize a matmul when it does more multiply-adds than this (256^3 = 16M is well above)
 MATMUL_PARALLEL_WORK = 4 * 1024 * 1024
 #: parallelize a convolution when it does more multiply-adds than this (the conv rules here and
-#: ``topi.x86``'s packed kernel); see MATMUL_PARALLEL_WORK
-CONV_PARALLEL_WORK = MATMUL_PARALLEL_WORK
+#: ``topi.x86``'s packed kernel): half MATMUL_PARALLEL_WORK, so that the 2.4M-MAC convs of a small
+#: ResNet at batch 1 (60 us on one thread) run on both cores; with the pool's workers awake
+#: between the kernels of a model call (``thread_pool.SPIN_ITERATIONS``) a region costs a few us
+CONV_PARALLEL_WORK = 2 * 1024 * 1024
 #: parallelize elementwise / row loops when they touch more elements than this
 ELEMENTWISE_PARALLEL_WORK = 256 * 1024
 #: j-tile widths tried (largest first) when a matmul has a single row (batch-1 dense), in
@@ -1230,11 +1232,13 @@ def _vectorize_innermost(sch: Schedule, loop: LoopRV, extent: int) -> None:
         sch.vectorize(sch.split(loop, [None, f])[1])
 
 
-def vectorize_rows(sch: Schedule, b: BlockRV) -> None:
+def vectorize_rows(sch: Schedule, b: BlockRV, parallel: bool = False) -> None:
     """A copy such as a convolution's padding: the innermost loop (a row) vectorized whole when
-    it is short (else by 16 lanes), the outer loops fused (parallel when large).  Fusing the row
-    into the rest (``_vectorize_flat``) would make every lane compute its own row and column
-    with a division, and the padding test per lane then defeats the vector code."""
+    it is short (else by 16 lanes), the outer loops fused (parallel when large, or when
+    ``parallel``: the padding of a convolution that runs on threads would otherwise be its
+    serial part).  Fusing the row into the rest (``_vectorize_flat``) would make every lane
+    compute its own row and column with a division, and the padding test per lane then defeats
+    the vector code."""
     loops = sch.get_loops(b)
     ext = _extents_or_none(sch, loops)
     if len(loops) < 2 or None in ext or ext[-1] > ROW_VECTOR_MAX:
@@ -1242,7 +1246,7 @@ def vectorize_rows(sch: Schedule, b: BlockRV) -> None:
         return
     sch.vectorize(loops[-1])
     outer = sch.fuse(*loops[:-1]) if len(loops) > 2 else loops[0]
-    if math.prod(ext) > ELEMENTWISE_PARALLEL_WORK:
+    if math.prod(ext) > ELEMENTWISE_PARALLEL_WORK or (parallel and math.prod(ext[:-1]) >= 2):
         sch.parallel(outer)
 
 

@@ -153,8 +153,8 @@ def schedule_conv2d_nchw_packed(sch: Schedule) -> bool:
        (``transform_layout``: a vector of ``o1`` is contiguous there), vectorize ``o1``
        (one weight vector per step), unroll ``x1`` (``ow_t`` broadcast FMAs), and write the tile
        back through the epilogue after each (y, x0).
-    4. Parallel over (n, o0, y) when the kernel is large (even one image has a row per thread);
-       zero the tile before ``c``.
+    4. Parallel over (n, o0, y) when the kernel is large (even one image has a row per thread),
+       and then the padding copy too (else the serial part of the kernel); zero the tile before ``c``.
     """
     names = [sch.get(b).name_hint for b in _blocks(sch)]
     if PACKED_CONV_NAME not in names:
@@ -163,19 +163,21 @@ def schedule_conv2d_nchw_packed(sch: Schedule) -> bool:
     ok, epilogue = _single_epilogue(sch, conv, allow_prologue=True)
     if not ok:
         return False
-    for b in _blocks(sch):
-        if sch.get(b).name_hint == PACKED_CONV_NAME:
-            break
-        vectorize_rows(sch, b)
-    conv = sch.get_block(PACKED_CONV_NAME)
     loops = sch.get_loops(conv)
     if len(loops) != 7:
         raise ScheduleError(f"{PACKED_CONV_NAME}: expected 4 spatial and 3 reduction loops, got {len(loops)}")
     ext = _extents_or_none(sch, loops)
     if None in ext[1:]:
         raise ScheduleError(f"{PACKED_CONV_NAME}: needs static channels, sizes and window (the batch may vary)")
-    n, o, y, x, rc, ry, rx = loops
     N, X = ext[0], ext[3]
+    per_image = math.prod(ext[1:])  # multiply-adds per image
+    parallel = per_image > PARALLEL_WORK if N is None else N * per_image > PARALLEL_WORK
+    for b in _blocks(sch):
+        if sch.get(b).name_hint == PACKED_CONV_NAME:
+            break
+        vectorize_rows(sch, b, parallel=parallel and N is not None)
+    conv = sch.get_block(PACKED_CONV_NAME)
+    n, o, y, x, rc, ry, rx = sch.get_loops(conv)
     realize, _ = sch._block(conv)
     ob = _packed_block_of(realize.block)
     ow_t = _column_tile(X, ob)
@@ -196,12 +198,8 @@ def schedule_conv2d_nchw_packed(sch: Schedule) -> bool:
     sch.unroll(rx)
     wb_loops = sch.get_loops(wb)
     sch.vectorize(wb_loops[-1])
-    per_image = math.prod(ext[1:])  # multiply-adds per image
-    if N is None:  # a dynamic batch: rows of one image in parallel when one image is enough work
-        if per_image > PARALLEL_WORK:
-            sch.parallel(sch.fuse(o0, y))
-    elif N * per_image > PARALLEL_WORK:
-        sch.parallel(sch.fuse(n, o0, y))
+    if parallel:  # a dynamic batch: the rows of one image, when one image is enough work
+        sch.parallel(sch.fuse(o0, y) if N is None else sch.fuse(n, o0, y))
     init = sch.decompose_reduction(conv, rc)
     sch.vectorize(sch.get_loops(init)[-1])
     return True
