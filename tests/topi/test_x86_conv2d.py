@@ -75,8 +75,18 @@ def test_schedule_is_a_register_tile_with_vector_channels(unit, block, columns):
     assert re.search(rf"oo_1 in T.vectorized\((T.int64\()?{block}\b", text)  # o1: one weight vector per step
     # x1: AVX-512, 16 columns of one zmm = 16 accumulators; AVX2, 8 columns of one ymm (4 of two) = 8
     assert re.search(rf"xx_1 in T.unroll\((T.int64\()?{columns}\b", text), text
-    assert 'scope="local"' in text and "T.parallel" not in text  # 1.2M multiply-adds: one thread is faster
-    assert "T.parallel" in _schedule(4, 16, 32, 3, 1, 16, True).mod["main"].script()  # 4.7M: two threads
+    assert 'scope="local"' in text
+
+
+def test_large_convs_run_on_threads_padding_too():
+    small = _schedule(1, 8, 32, 3, 1, 16, True).mod["main"].script()  # 0.6M multiply-adds: one thread
+    assert "T.parallel" not in small
+    large = _schedule(4, 16, 32, 3, 1, 16, True).mod["main"]  # 4.7M: two threads
+    parallel = []
+    tir.post_order_visit(large.body, lambda s: parallel.append(s) if isinstance(s, tir.For)
+                         and s.kind == tir.ForKind.PARALLEL else None)
+    # the conv's rows and the padding copy (else the serial part of the kernel)
+    assert len(parallel) == 2, large.script()
 
 
 def test_rule_declines_other_kernels():

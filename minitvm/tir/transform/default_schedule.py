@@ -76,10 +76,13 @@ def is_scheduled(func: PrimFunc) -> bool:
 #: parallelize a matmul when it does more multiply-adds than this (256^3 = 16M is well above)
 MATMUL_PARALLEL_WORK = 4 * 1024 * 1024
 #: parallelize a convolution when it does more multiply-adds than this (the conv rules here and
-#: ``topi.x86``'s packed kernel): half MATMUL_PARALLEL_WORK, so that the 2.4M-MAC convs of a small
-#: ResNet at batch 1 (60 us on one thread) run on both cores; with the pool's workers awake
-#: between the kernels of a model call (``thread_pool.SPIN_ITERATIONS``) a region costs a few us
-CONV_PARALLEL_WORK = 2 * 1024 * 1024
+#: ``topi.x86``'s packed kernel): a quarter of MATMUL_PARALLEL_WORK, so that the 2.4M-MAC convs of
+#: a small ResNet at batch 1 (60 us on one thread) and MNIST's 1 -> 32 conv at batch 8 (1.6M, 92 us:
+#: its write-back costs as much as its arithmetic) run on both cores.  With the pool's workers
+#: awake between the kernels of a model call (``thread_pool.SPIN_ITERATIONS``) a region costs a
+#: few us; measured interleaved on a busy machine, the medians equal the serial ones (the other
+#: core is taken) and the best calls drop (92 -> 62 us, 65 -> 47 us)
+CONV_PARALLEL_WORK = 1024 * 1024
 #: parallelize elementwise / row loops when they touch more elements than this
 ELEMENTWISE_PARALLEL_WORK = 256 * 1024
 #: j-tile widths tried (largest first) when a matmul has a single row (batch-1 dense), in
