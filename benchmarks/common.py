@@ -258,8 +258,8 @@ def time_interleaved(fns: dict[str, Callable[[], Any]], repeat: int = 10, rounds
     The rows named in ``side_by_side`` share one block a round and take their samples in turn
     (A B A B ...): this machine changes speed every few tenths of a second (a 10 us kernel runs
     at 7.6 us, then at 12 us), and samples taken side by side see the same speed.  Only for
-    rows that leave no spinning threads behind (minitvm's pool sleeps within microseconds;
-    OpenBLAS's threads spin for 0.1 s)."""
+    rows that leave no spinning threads behind (minitvm's pool yields its core while it spins
+    and sleeps within about 0.1 ms; OpenBLAS's threads spin for 0.1 s)."""
     numbers = dict.fromkeys(fns, 1)
     for name, fn in fns.items():
         for _ in range(warmup):
