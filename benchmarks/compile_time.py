@@ -102,6 +102,22 @@ seconds, best of 2 x 3 alternating runs (load 2-5 on 2 cores, before -> after): 
 GPT-2-mini 1.29 -> 1.25.  LLVM (O3 + machine code) is now ~40% of MobileNetV2's compile;
 of the Python left, DefaultCPUSchedule (~0.7 s: compute_inline / reverse_compute_at's region
 checks, split/fuse) and the TIR lowering (~0.4 s) are the largest.
+
+A fifth pass (issue 38, after the AVX2 tiles of merge5 took ViT-tiny 3.06 -> 4.03 s and
+MobileNetV2 2.95 -> 3.78 s on Zen 4 with AVX-512 hidden): per kernel, ViT's attention scores
+Q.K^T (3x197x197x64) alone cost 0.90 s of LLVM O3 + JIT, 0.03 s before -- its peeled tiles kept
+the split's guard (``if j + 192 < 197``) inside vectorized loops, which the vector emitter
+leaves scalar and LLVM unrolls, folds and re-vectorizes.  ``tir.TightenGuardedLoops`` (in the
+lowering) turns such a guard into the loop's extent and splits the partial rows' loop over
+column tiles before its partial tile: 0.10 s, and the kernel runs 305 -> 185 us.  ViT-tiny's
+12 layers are one set of 16 kernels (the structural-hash sharing holds with the peeled
+tiles).  What is left, by LLVM's own pass timers: Loop Strength Reduction in the machine-code
+pipeline is the largest pass (ResNet-18 0.78 s, ViT 0.55 s, MobileNetV2 0.40 s CPU), in loops
+of many unrolled loads -- ViT's 16x16 patch conv (16 x 7 broadcast FMAs per step: 0.45 s alone,
+``NarrowSearchSpaceByCollapsingUnrolledCode``); ``-disable-lsr`` cut it but ran ResNet-18 and
+MobileNetV2 3-6% slower, ``-lsr-complexity-limit`` changed nothing, and unrolling the patch
+conv's window by 8 or 4 instead of 16 ran that kernel 2-3.5% slower; O2 instead of O3 saved
+nothing.  The Relax passes (ViT: ~1.1 s) run before any LLVM work can start.
 """
 
 from __future__ import annotations

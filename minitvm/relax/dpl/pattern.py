@@ -753,6 +753,8 @@ class _Matcher:
             self.undo(watermark)
             return out
         if isinstance(p, ExprPattern):
+            if isinstance(p.expr, Op):  # an operator is its name (asked of every call a pattern meets)
+                return isinstance(expr, Op) and p.expr.name == expr.name
             return _same_leaf(p.expr, expr) or structural_equal(p.expr, expr)
         if isinstance(p, DataflowVarPattern):
             return isinstance(expr, DataflowVar) and p.name_hint in ("", expr.name_hint)

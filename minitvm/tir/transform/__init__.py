@@ -10,11 +10,13 @@ from .pipeline import device_lower_pipeline, lower_pipeline, lowered
 from .simplify import Simplify
 from .split_host_device import SplitHostDevice
 from .thread_sync import ThreadSync
+from .tighten_guarded_loops import TightenGuardedLoops
 from .unify_thread_binding import UnifyThreadBinding
 from .verify_lowered import VerifyLowered, lowered_form_errors
 
 __all__ = ["PrimFuncPass", "prim_func_pass", "LowerInitBlock", "ConvertBlocksToOpaque",
-           "LowerOpaqueBlock", "CompactBufferAllocation", "FlattenBuffer", "Simplify", "VerifyLowered",
+           "LowerOpaqueBlock", "CompactBufferAllocation", "FlattenBuffer", "Simplify", "TightenGuardedLoops",
+           "VerifyLowered",
            "lowered_form_errors", "ThreadSync", "UnifyThreadBinding", "SplitHostDevice", "device_lower_pipeline",
            "lower_pipeline", "lowered"]
 from .default_schedule import DefaultCPUSchedule  # noqa: E402

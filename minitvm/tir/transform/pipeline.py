@@ -15,6 +15,7 @@ from .lower_opaque_block import LowerOpaqueBlock
 from .simplify import Simplify
 from .split_host_device import SplitHostDevice
 from .thread_sync import ThreadSync
+from .tighten_guarded_loops import TightenGuardedLoops
 from .unify_thread_binding import UnifyThreadBinding
 from .verify_lowered import VerifyLowered
 
@@ -24,9 +25,10 @@ __all__ = ["lower_pipeline", "lowered", "device_lower_pipeline"]
 def lower_pipeline() -> Sequential:
     """provable out-of-bounds accesses refused, one variable per GPU thread axis, allocations
     moved to where they are used, init -> if, blocks -> plain statements (thread-bound loops ->
-    thread launches), buffers -> flat 1-D, simplify, verify."""
+    thread launches), buffers -> flat 1-D, simplify, guards on a loop's own variable -> its extent, verify."""
     return Sequential([OOBChecker(), UnifyThreadBinding(), CompactBufferAllocation(), LowerInitBlock(),
-                       LowerOpaqueBlock(), FlattenBuffer(), Simplify(), VerifyLowered()], name="tir.lower")
+                       LowerOpaqueBlock(), FlattenBuffer(), Simplify(), TightenGuardedLoops(),
+                       VerifyLowered()], name="tir.lower")
 
 
 def device_lower_pipeline() -> Sequential:

@@ -257,7 +257,8 @@ def test_register_tiles_fit_the_vector_unit(unit, matmul_tile, conv_tile):
 def test_a_large_matmul_tile_takes_the_rows_the_registers_hold_and_peels_the_rest(unit, rows, main_tiles):
     """130 rows: AVX2's 6 x 16 tile (12 ymm accumulators) does not divide them, nor AVX-512's
     8 x 32; the rows past the last whole tile get a loop of their own (loop_partition), so the
-    main loop runs without the split's guard, and both pieces compute the right numbers.  Both
+    main loop runs without the split's guard, and the partial tile (TightenGuardedLoops) loops
+    over its rows alone; both pieces compute the right numbers.  Both
     pieces are inside the parallel loop over column blocks."""
     a, b = _rand(130, 256), _rand(256, 128, seed=1)
     with unit:
@@ -269,7 +270,9 @@ def test_a_large_matmul_tile_takes_the_rows_the_registers_hold_and_peels_the_res
     assert re.search(rf"for i_00(, j_1)? in (range|T.grid)\({main_tiles}\b", lowered), lowered
     main_piece = lowered[lowered.index("for i_00"):]
     partial_tile = main_piece.index("C_local = T.allocate", main_piece.index("C_local = T.allocate") + 1)
-    assert "if " not in main_piece[:partial_tile] and "if " in main_piece[partial_tile:], lowered
+    # the split's guard is gone from both: the partial tile runs only its 130 - rows x main_tiles rows
+    assert "if " not in main_piece, lowered
+    assert f"in T.unroll({130 - rows * main_tiles})" in main_piece[partial_tile:], lowered
 
 
 def test_a_target_enters_its_vector_unit():

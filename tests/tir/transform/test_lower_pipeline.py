@@ -15,7 +15,7 @@ def test_pipeline_runs_the_passes_in_order():
     names = [p.info.name for p in lower_pipeline().passes]
     assert names == ["tir.OOBChecker", "tir.UnifyThreadBinding", "tir.CompactBufferAllocation",
                      "tir.LowerInitBlock", "tir.LowerOpaqueBlock", "tir.FlattenBuffer", "tir.Simplify",
-                     "tir.VerifyLowered"]
+                     "tir.TightenGuardedLoops", "tir.VerifyLowered"]
 
 
 @pytest.mark.parametrize("kernel", sorted(tb.KERNELS))

@@ -1,0 +1,82 @@
+"""TightenGuardedLoops: a loop's guard on its own variable becomes its extent, and a serial loop
+whose vectorized guards fail only at its end is split there -- the same numbers, no guard left."""
+
+import numpy as np
+
+import minitvm
+from minitvm import te, tir
+from minitvm.ir import IRModule
+from minitvm.target.interpreter import run_prim_func
+from minitvm.tir import post_order_visit
+from minitvm.tir.transform import TightenGuardedLoops, lowered
+from minitvm.tir.transform.default_schedule import apply_default_schedule
+
+
+def _guards(func) -> list:
+    found: list = []
+    post_order_visit(func.body, lambda n: found.append(n) if isinstance(n, tir.IfThenElse) else None)
+    return found
+
+
+def _loops(func) -> list:
+    found: list = []
+    post_order_visit(func.body, lambda n: found.append(n) if isinstance(n, tir.For) else None)
+    return found
+
+
+def _guarded_copy():
+    """``for i in T.unroll(4): for j in T.vectorized(16): if i + 6 < 9 and j + 32 < 37 and n > 0:
+    B[i * 16 + j] = A[...] + 1`` -- the partial tile of a peeled loop, written directly."""
+    a = tir.decl_buffer((64,), "float32", name="A")
+    b = tir.decl_buffer((64,), "float32", name="B")
+    n = tir.Var("n", "int32")
+    i, j = tir.Var("i", "int32"), tir.Var("j", "int32")
+    cond = tir.all(i + 6 < 9, j + 32 < 37, n > 0)
+    store = tir.BufferStore(b, tir.BufferLoad(a, [i * 16 + j]) + tir.const(1.0, "float32"), [i * 16 + j])
+    row = tir.For(j, 0, 16, tir.ForKind.VECTORIZED, tir.IfThenElse(cond, store))
+    body = tir.For(i, 0, 4, tir.ForKind.UNROLLED, row)
+    pa, pb = tir.Var("pa", "handle"), tir.Var("pb", "handle")
+    return tir.PrimFunc([pa, pb, n], buffer_map={pa: a, pb: b}, body=body)
+
+
+def test_a_guard_on_the_loop_variables_becomes_their_extents_and_the_rest_is_hoisted():
+    func = _guarded_copy()
+    out = TightenGuardedLoops()(IRModule({"main": func}))["main"]
+    loops = {loop.loop_var.name: int(loop.extent.value) for loop in _loops(out)}
+    assert loops == {"i": 3, "j": 5}, out.script()
+    guards = _guards(out)
+    assert len(guards) == 1 and isinstance(out.body, tir.IfThenElse), out.script()  # n > 0, around both loops
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(64).astype("float32")
+    for n in (1, 0):
+        want, got = np.zeros(64, "float32"), np.zeros(64, "float32")
+        run_prim_func(func, [a, want, n])
+        run_prim_func(out, [a, got, n])
+        np.testing.assert_array_equal(got, want)
+        assert np.count_nonzero(got) == (15 if n else 0)  # rows 0..2, columns 0..4
+
+
+def test_the_scores_matmul_of_vit_lowers_without_a_guard():
+    """ViT's Q.K^T at 3 heads (197 x 64 by 64 x 197): the default schedule's tiles peel the last
+    rows and columns; lowered, the partial tiles loop over what they cover -- 5 of the 16
+    columns, 5 of the 6 rows -- and the partial rows' loop over column tiles is split before
+    its partial tile: no guard is left (a guard in a vectorized loop made it scalar); numpy's
+    result."""
+    heads, rows, k = 3, 197, 64
+    x = te.placeholder((heads, rows, k), "float32", name="x")
+    y = te.placeholder((heads, k, rows), "float32", name="y")
+    r = te.reduce_axis((0, k), name="r")
+    out = te.compute((heads, rows, rows), lambda h, i, j: te.sum(x[h, i, r] * y[h, r, j], axis=r), name="C")
+    with minitvm.tir.vector_unit.AVX2:
+        sched = apply_default_schedule(te.create_prim_func([x, y, out]))
+    low = lowered(sched.with_attr("global_symbol", "main"))
+    assert _guards(low) == [], low.script()
+    vector_extents = sorted({int(f.extent.value) for f in _loops(low) if f.kind == tir.ForKind.VECTORIZED})
+    assert vector_extents == [5, 16], low.script()
+    lib = minitvm.build(sched.with_attr("global_symbol", "main"))
+    rng = np.random.default_rng(5)
+    xv = rng.standard_normal((heads, rows, k)).astype("float32")
+    yv = rng.standard_normal((heads, k, rows)).astype("float32")
+    result = minitvm.nd.array(np.full((heads, rows, rows), np.nan, "float32"))
+    lib["main"](minitvm.nd.array(xv), minitvm.nd.array(yv), result)
+    np.testing.assert_allclose(result.numpy(), xv @ yv, rtol=1e-4, atol=1e-4)
