@@ -157,18 +157,27 @@ def _bitcode(mod: ModuleRef) -> bytes:
         unlocked("LLVMPY_DisposeString")(ptr)
 
 
-def _compile_piece(raw: str, target: Target, vectorize: bool, sigs: dict[str, FunctionSignature],
-                   elsewhere: dict[str, int] | None = None) -> _Piece:
-    """On a worker thread: one piece's IR parsed, verified, optimized and JIT-compiled, all in
-    an LLVM context of its own.  ``elsewhere``: functions the piece declares and calls, compiled
-    in other pieces (name -> address)."""
+def _optimize_piece(raw: str, target: Target, vectorize: bool) -> tuple[_Owner, bytes]:
+    """One piece's IR parsed, verified and optimized in an LLVM context of its own: the owner
+    (holding the module) and the optimized module's bitcode."""
     owner = _Owner()
     owner.module = mod = _parse(raw, owner.context)
     with ffi.OutputString() as problem:
         if unlocked("LLVMPY_VerifyModule")(mod, problem):
             raise RuntimeError(str(problem))
     optimize(mod, target_machine_for(target), target.opt_level, vectorize, own_context=True)
-    optimized = _bitcode(mod)  # before the JIT's code generation changes the module
+    return owner, _bitcode(mod)  # (the bitcode before the JIT's code generation changes the module)
+
+
+def _compile_piece(raw: str, target: Target, vectorize: bool, sigs: dict[str, FunctionSignature],
+                   elsewhere: dict[str, int] | None = None,
+                   optimized: tuple[_Owner, bytes] | None = None) -> _Piece:
+    """On a worker thread: one piece's IR parsed, verified, optimized and JIT-compiled, all in
+    an LLVM context of its own.  ``elsewhere``: functions the piece declares and calls, compiled
+    in other pieces (name -> address); ``optimized``: what :func:`_optimize_piece` made of
+    ``raw`` already."""
+    owner, optimized_bitcode = optimized or _optimize_piece(raw, target, vectorize)
+    mod = owner.module
     tm = target_machine_for(target)
     owner.engine = engine = llvm.create_mcjit_compiler(mod, tm)  # owns mod from now on
     for name, address in (elsewhere or {}).items():
@@ -177,7 +186,7 @@ def _compile_piece(raw: str, target: Target, vectorize: bool, sigs: dict[str, Fu
         engine.add_global_mapping(mod.get_function(name), address)
     unlocked("LLVMPY_FinalizeObject")(engine)  # the machine code
     entry = {name: (engine.get_function_address(name), sig) for name, sig in sigs.items()}
-    return _Piece(raw, optimized, engine, owner, tm, entry)
+    return _Piece(raw, optimized_bitcode, engine, owner, tm, entry)
 
 
 def _emit(funcs: dict[str, PrimFunc], target: Target, failures: list, noalias: bool,
@@ -244,20 +253,26 @@ def build_llvm_pieces(pieces: Iterable[dict[str, PrimFunc]], target: Target | st
         ensure_packed_call_bridge()
         with quiet_llvm(messages):
             pool = _pool(max(1, llvm_threads()))
-            futures, sigs = [], {}
+            futures, sigs, entry_opt = [], {}, None
             try:
                 for funcs in pieces:
                     raw, got = _emit(funcs, target, failures, noalias, disable_vectorize)
                     sigs.update(got)
                     futures.append(pool.submit(_compile_piece, raw, target, not disable_vectorize, got))
                 entry_ir = _emit_entries(entries, sigs, target, noalias, disable_vectorize) if entries else None
+                # the entries are optimized while the last kernels compile; only their machine
+                # code waits for the kernels' addresses
+                entry_opt = (pool.submit(_optimize_piece, entry_ir[0], target, not disable_vectorize)
+                             if entry_ir is not None else None)
+                futures += [entry_opt] if entry_opt is not None else []
             finally:  # every submitted piece finished (or failed) before LLVM's messages are read
                 wait(futures)
-            done = [f.result() for f in futures]
+            done = [f.result() for f in futures if f is not entry_opt]
             if entry_ir is not None:
                 raw, symbols, called = entry_ir
                 addresses = {name: addr for p in done for name, (addr, _) in p.entry.items()}
-                done.append(_compile_piece(raw, target, not disable_vectorize, {}, {k: addresses[k] for k in called}))
+                done.append(_compile_piece(raw, target, not disable_vectorize, {}, {k: addresses[k] for k in called},
+                                           optimized=entry_opt.result()))
     lib = _library(done, target, failures, messages, primary=-1 if entry_ir is not None else 0)
     if entry_ir is not None:
         lib.add_native_entries(entry_ir[1])

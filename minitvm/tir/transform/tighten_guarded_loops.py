@@ -8,10 +8,10 @@ unrolls, folds and re-vectorizes the scalar loop: most of a peeled matmul's comp
 Here the loop itself runs ``j < 5`` -- the same iterations, in the same order -- and the
 part of the guard that does not depend on the loop variable moves outside it::
 
-    for i in T.unroll(6):                      if i2_0 * 16 < 197:      (hoisted; kept)
-      for j in T.vectorized(16):                 for i in T.unroll(5):
-        if i + 192 < 197 and j < 5:     ->         for j in T.vectorized(5):
-          body                                       body
+    for i in T.unroll(6):                               if n > 0:
+      for j in T.vectorized(16):                          for i in T.unroll(5):
+        if i + 192 < 197 and j + 32 < 37 and n > 0:  ->     for j in T.vectorized(5):
+          body                                                  body
 
 A guard that depends on an outer loop as well -- the partial column of tiles of the partial
 rows: ``for j0 in range(13): ... for j in T.vectorized(16): if j0 * 16 + j < 197`` -- first
