@@ -69,20 +69,20 @@ def is_scheduled(func: PrimFunc) -> bool:
     return isinstance(func, PrimFunc) and any(bool(func.attrs.get(k)) for k in _SCHEDULED_ATTRS_READ)
 
 
-# Thresholds for ``parallel``.  Starting a parallel region (waking sleeping workers) costs up to
-# tens of microseconds here, so small kernels run faster on one thread: measured on 2 cores
-# (with the OpenMP runtime minitvm used before its own thread pool), a 64^3 matmul took 7 us
-# serial vs 70 us parallel, 128^3 23 vs 35 us, and the 1x784x256 dense 14 vs 28-67 us.
-#: parallelize a matmul when it does more multiply-adds than this (256^3 = 16M is well above)
-MATMUL_PARALLEL_WORK = 4 * 1024 * 1024
-#: parallelize a convolution when it does more multiply-adds than this (the conv rules here and
-#: ``topi.x86``'s packed kernel): a quarter of MATMUL_PARALLEL_WORK, so that the 2.4M-MAC convs of
-#: a small ResNet at batch 1 (60 us on one thread) and MNIST's 1 -> 32 conv at batch 8 (1.6M, 92 us:
-#: its write-back costs as much as its arithmetic) run on both cores.  With the pool's workers
-#: awake between the kernels of a model call (``thread_pool.SPIN_ITERATIONS``) a region costs a
-#: few us; measured interleaved on a busy machine, the medians equal the serial ones (the other
-#: core is taken) and the best calls drop (92 -> 62 us, 65 -> 47 us)
-CONV_PARALLEL_WORK = 1024 * 1024
+# Thresholds for ``parallel``.  A parallel region costs what waking the pool's workers costs: tens
+# of microseconds once they sleep (measured on 2 cores with the OpenMP runtime minitvm used before
+# its own thread pool: a 64^3 matmul 7 us serial vs 70 us parallel, the 1x784x256 dense 14 vs
+# 28-67 us), a few microseconds while they still spin between the kernels of one model call
+# (``thread_pool.SPIN_ITERATIONS``: a 4 us region after a 20 us pause, 20 -> 4 us).
+#: parallelize a matmul or a convolution when it does more multiply-adds than this (256^3 = 16M is
+#: well above; about 50 us on one core).  Measured interleaved on 2 cores with the spinning pool
+#: (medians of whole zoo models, against 4M): the MLP at batch 8 (its 8x784x256 dense layers)
+#: 73-91 -> 64-68 us; MNIST at batch 8 (its 1.6M-MAC 1 -> 32 conv, whose write-back costs as much as
+#: its arithmetic) 351-356 -> 207-220 us; a small ResNet at batch 8 (2.4M-MAC convs per image)
+#: 1.60-2.31 -> 1.41-1.45 ms
+MATMUL_PARALLEL_WORK = 1024 * 1024
+#: the same for a convolution (the conv rules here and ``topi.x86``'s packed kernel)
+CONV_PARALLEL_WORK = MATMUL_PARALLEL_WORK
 #: parallelize elementwise / row loops when they touch more elements than this
 ELEMENTWISE_PARALLEL_WORK = 256 * 1024
 #: j-tile widths tried (largest first) when a matmul has a single row (batch-1 dense), in

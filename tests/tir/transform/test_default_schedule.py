@@ -247,7 +247,7 @@ def test_register_tiles_fit_the_vector_unit(unit, matmul_tile, conv_tile):
     with unit:
         mm = _check_same(matmul(64, 256, 128), [a, b], (64, 256)).script()
         cv = _check_same(conv, [x, w, bias], conv_shape).script()
-    rows, lanes = _register_tile(mm, "i_1", "j_1")
+    rows, lanes = _register_tile(mm, "i_1", "j_2")  # (2M multiply-adds: the parallel, packed-B schedule)
     vectors = -(-lanes // unit.lanes)
     assert (rows, lanes) == matmul_tile and rows * vectors + vectors + 1 <= unit.registers
     assert _register_tile(cv, "o_1", "x_1") == conv_tile
@@ -281,7 +281,7 @@ def test_a_target_enters_its_vector_unit():
     with minitvm.target.Target("llvm -mcpu=x86-64 -mattr=+avx2,+fma"):
         assert VectorUnit.current() is AVX2
         text = apply_default_schedule(matmul(64, 256, 128)).script()
-    assert _register_tile(text, "i_1", "j_1") == (6, 16)
+    assert _register_tile(text, "i_1", "j_2") == (6, 16)
     assert VectorUnit.current() is AVX512  # the fixture's, again
     with minitvm.target.Target("llvm -mcpu=x86-64 -mattr=+avx512f"):
         assert VectorUnit.current() is AVX512
