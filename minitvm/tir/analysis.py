@@ -8,13 +8,13 @@ from typing import Any
 from ..arith import Analyzer
 from ..ir.structural import structural_equal
 from .buffer import Buffer, BufferRegion
-from .expr import Add, BufferLoad, FloorDiv, FloorMod, IntImm, IterVar, Let, Mul, PrimExpr, Range, Sub, Var, const
+from .expr import Add, And, BufferLoad, FloorDiv, FloorMod, IntImm, IterVar, Let, Mul, PrimExpr, Range, Sub, Var, const
 from .functor import StmtExprVisitor, post_order_visit, substitute
 from .oob_checker import OOBChecker
 from .stmt import AttrStmt, Block, BlockRealize, BufferStore, For, LetStmt
 
-__all__ = ["get_block_read_write_region", "get_block_access_region", "uses_var", "vars_used", "OOBChecker",
-           "free_scalar_vars", "buffer_vars"]
+__all__ = ["get_block_read_write_region", "get_block_access_region", "uses_var", "vars_used", "conjuncts",
+           "OOBChecker", "free_scalar_vars", "buffer_vars"]
 
 
 def vars_used(node: Any) -> set[int]:
@@ -28,6 +28,11 @@ def vars_used(node: Any) -> set[int]:
 def uses_var(node: Any, var: Var) -> bool:
     """True when ``var`` occurs in ``node``."""
     return id(var) in vars_used(node)
+
+
+def conjuncts(e: PrimExpr) -> list[PrimExpr]:
+    """The terms of a conjunction ``a and b and ...`` (``[e]`` when ``e`` is no ``And``)."""
+    return conjuncts(e.a) + conjuncts(e.b) if isinstance(e, And) else [e]
 
 
 def _bounds(e: PrimExpr, dom: dict[int, tuple[PrimExpr, PrimExpr]]) -> tuple[PrimExpr, PrimExpr] | None:

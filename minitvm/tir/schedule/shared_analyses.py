@@ -20,7 +20,7 @@ from typing import Any, Callable
 from ...arith import Analyzer
 from ...ir import replace
 from ...ir.structural import structural_equal
-from ..analysis import get_block_read_write_region, vars_used
+from ..analysis import conjuncts, get_block_read_write_region, vars_used
 from ..expr import LT, Add, And, FloorDiv, FloorMod, IntImm, IterVar, Max, Min, Mul, PrimExpr, Range, Sub, Var, const
 from ..functor import substitute
 from ..stmt import Block, BlockRealize, For, Stmt
@@ -100,10 +100,6 @@ def is_const_true(e: PrimExpr) -> bool:
 def is_padding_guard_only(realize: BlockRealize) -> bool:
     """True when the predicate only says "binding < domain end" for some iterators (the guard
     a non-dividing split adds), so the block still covers its whole domain."""
-
-    def conjuncts(e: PrimExpr) -> list[PrimExpr]:
-        return conjuncts(e.a) + conjuncts(e.b) if isinstance(e, And) else [e]
-
     if is_const_true(realize.predicate):
         return True
     for c in conjuncts(realize.predicate):

@@ -32,11 +32,11 @@ from typing import Any
 from ...arith import Analyzer
 from ...arith.stmt_simplify import StmtSimplifier, no_op
 from ...ir.node import replace
-from ..analysis import uses_var
-from ..expr import GE, GT, LE, LT, And, BufferLoad, Call, IntImm, PrimExpr, Range, Var, const
+from ..analysis import conjuncts, uses_var
+from ..expr import GE, GT, LE, LT, BufferLoad, Call, IntImm, PrimExpr, Range, Var, const
 from ..function import PrimFunc
 from ..functor import StmtExprMutator, post_order_visit, substitute
-from ..op import logical_and
+from ..op import all as all_of
 from ..stmt import For, ForKind, IfThenElse, Stmt, seq
 from ..stmt_functor import child_stmts
 from .function_pass import prim_func_pass
@@ -44,10 +44,6 @@ from .function_pass import prim_func_pass
 __all__ = ["TightenGuardedLoops", "tighten_guarded_loops"]
 
 _KINDS = (ForKind.SERIAL, ForKind.UNROLLED, ForKind.VECTORIZED)
-
-
-def _conjuncts(e: PrimExpr) -> list[PrimExpr]:
-    return _conjuncts(e.a) + _conjuncts(e.b) if isinstance(e, And) else [e]
 
 
 def _pure(e: PrimExpr) -> bool:
@@ -86,7 +82,7 @@ def _tighten(loop: For, analyzer: Analyzer) -> Stmt:
             or guard.else_case is not None):
         return loop
     extent, kept, hoisted = loop.extent.value, [], []
-    for c in _conjuncts(guard.condition):
+    for c in conjuncts(guard.condition):
         if not uses_var(c, loop.loop_var):
             (hoisted if _pure(c) else kept).append(c)
             continue
@@ -99,7 +95,7 @@ def _tighten(loop: For, analyzer: Analyzer) -> Stmt:
         return loop
     body = guard.then_case
     if kept:
-        body = IfThenElse(_all(kept), body)
+        body = IfThenElse(all_of(*kept), body)
     if extent == 0:
         out: Stmt = no_op()
     elif extent == 1 and not loop.annotations:  # (as Simplify does: a one-trip loop is its body)
@@ -107,14 +103,7 @@ def _tighten(loop: For, analyzer: Analyzer) -> Stmt:
     else:
         out = replace(loop, extent=const(extent, loop.loop_var.dtype), body=body)
     if hoisted:
-        out = IfThenElse(_all(hoisted), out)
-    return out
-
-
-def _all(conditions: list[PrimExpr]) -> PrimExpr:
-    out = conditions[0]
-    for c in conditions[1:]:
-        out = logical_and(out, c)
+        out = IfThenElse(all_of(*hoisted), out)
     return out
 
 
@@ -140,7 +129,7 @@ def _split_point(loop: For, analyzer: Analyzer) -> int | None:
     for condition, inner in _vector_guards(loop.body):
         if any(not isinstance(f.min, IntImm) or not isinstance(f.extent, IntImm) for f in inner):
             continue
-        for c in _conjuncts(condition):
+        for c in conjuncts(condition):
             d = _negative_when_true(c)
             if d is None or not uses_var(d, x) or not _pure(d):
                 continue
