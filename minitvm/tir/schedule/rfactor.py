@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...arith import Analyzer
 from ...ir import replace
 from ...ir.structural import structural_equal
 from ..analysis import uses_var, vars_used
@@ -137,6 +138,7 @@ class _Reduction:
     loops: list[For]  # the loops of the block's scope around it, outer to inner
     reduce_vars: set[int]  # ids of the loop variables reduction bindings use
     factor_axis: int  # where the rfactor loop's dimension goes in the new buffer (normalized)
+    write_back_predicate: PrimExpr  # the guard the write-back block keeps
 
 
 def rfactor(root: Stmt, realize: BlockRealize, loop: For, factor_axis: int) -> tuple[Stmt, str]:
@@ -184,8 +186,11 @@ def _check_rfactor(root: Stmt, realize: BlockRealize, loop: For, factor_axis: in
     if not -(ndim + 1) <= factor_axis <= ndim:
         raise ScheduleError(f"cannot {name}: factor_axis {factor_axis} is out of range for the "
                             f"{ndim}-D buffer {store.buffer.name} (it must be in [{-(ndim + 1)}, {ndim}])")
-    dropped = {id(lp.loop_var) for lp in loops if lp is not loop and id(lp.loop_var) in reduce_vars}
-    if vars_used(realize.predicate) & dropped:
+    dropped = [lp for lp in loops if lp is not loop and id(lp.loop_var) in reduce_vars]
+    write_back_predicate = realize.predicate
+    if vars_used(realize.predicate) & {id(lp.loop_var) for lp in dropped}:
+        write_back_predicate = _guard_at_first_iteration(realize.predicate, loops, dropped)
+    if write_back_predicate is None:
         # TVM accepts it, yet a partial result no iteration passes the guard for is never written
         # (a [None, 4, 4] split of 10 gives NaN there)
         raise ScheduleError(f"cannot {name}: block {block.name_hint} has a predicate ({realize.predicate}, "
@@ -194,7 +199,20 @@ def _check_rfactor(root: Stmt, realize: BlockRealize, loop: For, factor_axis: in
     if not isinstance(block.init, BufferStore):
         raise ScheduleError(f"cannot {name}: the T.init of block {block.name_hint} must be one store")
     return _Reduction(realize, kind, store, rhs, block.init.value, path, loops, reduce_vars,
-                      factor_axis + ndim + 1 if factor_axis < 0 else factor_axis)
+                      factor_axis + ndim + 1 if factor_axis < 0 else factor_axis, write_back_predicate)
+
+
+def _guard_at_first_iteration(predicate: PrimExpr, loops: list[For], dropped: list[For]) -> PrimExpr | None:
+    """A guard over reduction loops the write-back drops is safe when it lets every partial result
+    through at those loops' first iteration: each partial is then initialized (``T.init`` runs
+    there) and the write-back may combine them all.  The usual case: a row of 197 reduced in 8
+    partial sums, ``k_0 * 8 + k_1 < 197`` true for every ``k_1`` at ``k_0 = 0``.  Returns ``True``
+    then (the write-back needs no guard), else None."""
+    analyzer = Analyzer()
+    for lp in loops:
+        analyzer.bind(lp.loop_var, Range(lp.min, lp.extent))
+    first = substitute(predicate, {lp.loop_var: lp.min for lp in dropped})
+    return const(True, "bool") if analyzer.can_prove(first) else None
 
 
 def _rfactor_nest(root: Stmt, red: _Reduction, loop: For, rf_buf: Buffer) -> tuple[Stmt, Block, tuple]:
@@ -276,7 +294,7 @@ def _write_back_block(red: _Reduction, loop: For, rf_buf: Buffer, rf_index: tupl
     # the guard of a split that does not divide (over the loops the write-back keeps, see
     # _check_rfactor) stays: without it the write-back reads and writes past the buffers' ends
     # (TVM drops it and writes out of bounds)
-    return BlockRealize(tuple(wb_values), red.realize.predicate, wb_block)
+    return BlockRealize(tuple(wb_values), red.write_back_predicate, wb_block)
 
 
 def _replace_reduction(root: Stmt, red: _Reduction, loop: For, rf_nest: Stmt, write_back: BlockRealize) -> Stmt:

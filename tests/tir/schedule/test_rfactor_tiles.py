@@ -130,17 +130,44 @@ def test_rfactor_after_a_non_dividing_spatial_split_keeps_the_guard(factors):
 
 
 @pytest.mark.parametrize("factors,at", [([None, 5], 0), ([None, 5], 1), ([None, 5, 4], 1)])
-def test_rfactor_after_a_non_dividing_reduction_split_is_refused(factors, at):
-    # The guard `k_0 * 5 + k_1 < 64` uses a loop the final reduction drops. TVM accepts this and,
-    # for some splits (a [None, 4, 4] split of 10), reads a partial result no iteration wrote (NaN).
+def test_rfactor_after_a_non_dividing_reduction_split_keeps_the_numbers(factors, at):
+    # The guard `k_0 * 5 + k_1 < 64` uses a loop the final reduction drops, and lets every partial
+    # result through at that loop's first iteration: each partial is initialized there, so the
+    # write-back combines all of them, unguarded (a row of 197 in 8 partial sums is this case).
     sch = tir.Schedule(col_sums)
     k, _ = sch.get_loops("B")
     sch.split(k, factors)
-    loop = sch.get_loops("B")[at]
+    sch.rfactor(sch.get_loops("B")[at], 0)
+    guards = [line for line in sch.mod.script().splitlines() if "T.where(" in line]
+    assert len(guards) == 1, sch.mod.script()  # the rfactor block's
+    a = np.random.default_rng(3).standard_normal((64, 16)).astype("float32")
+    for target in ("llvm", "python"):
+        out = minitvm.nd.array(np.full(16, np.nan, "float32"))
+        minitvm.build(sch.mod, target=target)["col_sums"](minitvm.nd.array(a), out)
+        np.testing.assert_allclose(out.numpy(), a.sum(axis=0), rtol=1e-5, atol=1e-5)
+
+
+@T.prim_func
+def col_sums_of_10(A: T.Buffer((10, 4), "float32"), B: T.Buffer((4,), "float32")):
+    for k, j in T.grid(10, 4):
+        with T.block("B"):
+            vk, vj = T.axis.remap("RS", [k, j])
+            with T.init():
+                B[vj] = T.float32(0)
+            B[vj] = B[vj] + A[vk, vj]
+
+
+def test_rfactor_leaving_a_partial_result_unwritten_is_refused():
+    # A [None, 4, 4] split of 10: the guard `k_1 * 4 + k_2 < 10` fails for k_1 = 3 at k_2 = 0, and
+    # for every k_2, so partial result 3 is never initialized or written. TVM accepts this and
+    # reads it (NaN).
+    sch = tir.Schedule(col_sums_of_10)
+    k, _ = sch.get_loops("B")
+    sch.split(k, [None, 4, 4])
     before = sch.mod
-    with pytest.raises(tir.ScheduleError, match=r"cannot rfactor at loop k_\d: block B has a predicate .* left by "
+    with pytest.raises(tir.ScheduleError, match=r"cannot rfactor at loop k_1: block B has a predicate .* left by "
                                                 r"a split that does not divide its loop\) over reduction loops"):
-        sch.rfactor(loop, 0)
+        sch.rfactor(sch.get_loops("B")[1], 0)
     assert sch.mod is before
 
 
