@@ -23,7 +23,7 @@ from ..stmt import Block, BlockRealize, For, ForKind, SeqStmt, Stmt, seq
 from . import region_cover as rc
 from .checks import check_complete_or_reduction, loop_var_ids
 from .error import ScheduleError
-from .shared_analyses import is_const_true, is_padding_guard_only, recompute_access_regions
+from .shared_analyses import is_const_true, is_padding_guard_only, predicate_of_iterators, recompute_access_regions
 from .stage_pipeline import check_stage_pipeline
 from .tree import ancestors, remove_block_with_empty_loops, replace_stmt, scope_blocks, walk_stmts
 
@@ -45,7 +45,8 @@ def compute_at(root: Stmt, realize: BlockRealize, loop: For, reverse: bool,
     ana = rc.analyzer_for(loop, loop_path)
     var_doms = rc.block_var_domains(realize.block, link.own_kind, link.under_loop, link.partner_kind, loop,
                                     link.buffers, ana, here, relax_threads=not reverse)
-    nest = _covering_loop_nest(realize.block, var_doms, ana, preserve_unit_loops)
+    nest = _covering_loop_nest(realize.block, var_doms, ana, preserve_unit_loops,
+                               None if is_padding_guard_only(realize) else predicate_of_iterators(realize))
     if reverse:
         _check_consumer_covered(realize, block_path, var_doms, ana, here)
         rc.check_reads_inside(realize.block, link.own_kind, link.buffers, link.under_loop, link.partner_kind,
@@ -83,10 +84,11 @@ def _check_movable(root: Stmt, realize: BlockRealize, loop: For, reverse: bool, 
                             "would repeat the update")
     check_complete_or_reduction(realize, scope, loop_var_ids(block_path), here)
     check_stage_pipeline(scope, _scope_path(block_path, scope), here)
-    if not is_padding_guard_only(realize):
+    if not is_padding_guard_only(realize) and predicate_of_iterators(realize) is None:
         raise ScheduleError(f"cannot {here}: the block has a predicate ({realize.predicate}) that is "
                             "more than a guard against split padding")
     return block_path, loop_path, scope
+
 
 
 def _scope_path(path: tuple, scope: Block) -> tuple:
@@ -150,10 +152,12 @@ def _find_partners(realize: BlockRealize, loop: For, loop_path: tuple, scope: Bl
                      own_kind="reads" if reverse else "writes", partner_kind="writes" if reverse else "reads")
 
 
-def _covering_loop_nest(block: Block, var_doms: list, ana: Any, preserve_unit_loops: bool) -> Stmt:
+def _covering_loop_nest(block: Block, var_doms: list, ana: Any, preserve_unit_loops: bool,
+                        own_guard: PrimExpr | None = None) -> Stmt:
     """New loops over the range each block variable must cover, in the order of the block's
     iterators (a unit range gets no loop unless ``preserve_unit_loops``), with a predicate
-    where the range reaches past the values the variable may take."""
+    where the range reaches past the values the variable may take, and the block's own guard
+    (:func:`predicate_of_iterators`) said of the new bindings."""
     new_loops: list[tuple[Var, PrimExpr]] = []
     values: list[PrimExpr] = []
     predicate: PrimExpr = const(True, "bool")
@@ -179,6 +183,9 @@ def _covering_loop_nest(block: Block, var_doms: list, ana: Any, preserve_unit_lo
                 if cond is not None and not ana.can_prove(cond):
                     cond = rc.constant_on_one_side(cond, ana)
                     predicate = cond if is_const_true(predicate) else logical_and(predicate, cond)
+    if own_guard is not None:
+        cond = substitute(own_guard, {iv.var: v for iv, v in zip(block.iter_vars, values)})
+        predicate = cond if is_const_true(predicate) else logical_and(predicate, cond)
     nest: Stmt = BlockRealize(tuple(values), ana.simplify(predicate), block)
     for var, extent in reversed(new_loops):
         nest = For(var, const(0, var.dtype), extent, ForKind.SERIAL, nest)

@@ -26,8 +26,8 @@ from ..functor import substitute
 from ..stmt import Block, BlockRealize, For, Stmt
 from .tree import walk_stmts
 
-__all__ = ["index_bounds", "range_bounds", "recompute_access_regions", "is_padding_guard_only", "is_const_true",
-           "domain_guard", "simplify", "simplifier", "loop_bounds"]
+__all__ = ["index_bounds", "range_bounds", "recompute_access_regions", "is_padding_guard_only",
+           "predicate_of_iterators", "is_const_true", "domain_guard", "simplify", "simplifier", "loop_bounds"]
 
 #: variable id -> inclusive (lo, hi) it ranges over
 VarRanges = dict[int, tuple[PrimExpr, PrimExpr]]
@@ -114,6 +114,18 @@ def is_padding_guard_only(realize: BlockRealize) -> bool:
             return False
     return True
 
+
+def predicate_of_iterators(realize: BlockRealize) -> PrimExpr | None:
+    """The block's predicate said of its iterators instead of its loops, when each loop it uses
+    is one iterator's whole binding; else None.  Such a guard travels with the block to new loops:
+    rfactor's ``k_0 * 16 + k_1 < 197`` over a row of 197 in 16 partial results is ``vk_0 * 16 +
+    vk_1 < 197`` wherever the block goes (it is not a split's padding: the partial results'
+    iterators cover 13 x 16 = 208 positions)."""
+    bound = [(v, iv.var) for iv, v in zip(realize.block.iter_vars, realize.iter_values) if isinstance(v, Var)]
+    used = vars_used(realize.predicate)
+    if not used or not used <= {id(v) for v, _ in bound}:
+        return None
+    return substitute(realize.predicate, dict(bound))
 
 def _guards_fused_index(realize: BlockRealize, guarded: PrimExpr, bound: PrimExpr) -> bool:
     """Whether ``guarded < bound`` says "the fused index < the fused extent": the iterators fed by

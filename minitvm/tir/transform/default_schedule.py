@@ -1279,6 +1279,79 @@ def _vectorize_flat(sch: Schedule, b: BlockRV) -> None:
 # -- rule 3: row reductions -----------------------------------------------------------------------
 
 
+#: a row reduction adds (or takes the max of) this many partial results side by side, in vector
+#: lanes, on every target -- AVX2's two ymm registers, AVX-512's one zmm: the same order
+#: everywhere, so the same result on every target (a serial sum waits ~4 cycles per element)
+ROW_PARTIALS = 16
+
+
+def schedule_row_reduction(sch: Schedule) -> bool:
+    """Softmax / RMSNorm-like functions, a row at a time: every block runs under the output's
+    row loop (one row's intermediates stay in cache), each reduction in :data:`ROW_PARTIALS`
+    partial results side by side in vector lanes (``rfactor``), the elementwise steps
+    vectorized; the rows run on threads when large.  Spatial blocks with one consumer are
+    inlined into it (an exp read by both a sum and a division stays, not computed twice).
+    Left to :func:`schedule_reduction` (serial reductions) when a block does not fit: a
+    reduction over more than the row's last axis, a tuple reduction (layer norm's sum and sum of
+    squares), symbolic shapes."""
+    blocks = _blocks(sch)
+    if len(blocks) < 2 or all(_is_spatial(sch, b) for b in blocks) or not _is_spatial(sch, blocks[-1]):
+        return False
+    for b in blocks[:-1]:
+        if _is_spatial(sch, b) and len(sch.get_consumers(b)) == 1:
+            sch.compute_inline(b)
+    out = _blocks(sch)[-1]
+    loops = sch.get_loops(out)
+    ext = _extents(sch, loops)
+    if len(loops) < 2:
+        return False
+    # partial results first: rfactor wants the reduction alone under its loops
+    for b in _blocks(sch):
+        if not _is_spatial(sch, b):
+            _partial_results(sch, b)
+    row = sch.fuse(*loops[:-1]) if len(loops) > 2 else loops[0]
+    for b in _blocks(sch)[-2::-1]:
+        sch.compute_at(b, row)
+    for b in _blocks(sch):
+        inner = sch.get_loops(b)[1:]
+        if _is_spatial(sch, b) and len(inner) == 1:
+            _vectorize_guarded(sch, inner[0])
+    if math.prod(ext[:-1]) > 1 and math.prod(ext) > ROW_REDUCTION_PARALLEL_WORK:
+        sch.parallel(row)
+    for b in _blocks(sch):
+        if sch.get(b).name_hint.endswith("_rf"):  # (compute_at made its loops: lane, then k_0)
+            _, lane, k_outer = sch.get_loops(b)
+            sch.vectorize(lane)
+            sch.decompose_reduction(b, k_outer)
+    return True
+
+
+def _vectorize_guarded(sch: Schedule, loop: LoopRV) -> None:
+    """Vectorize ``loop`` by :data:`VECTOR_LANES`, the last vector guarded when they do not divide
+    its extent (lowering runs that vector's live lanes only)."""
+    extent = _extents(sch, [loop])[0]
+    if extent <= VECTOR_LANES:
+        sch.vectorize(loop)
+    else:
+        sch.vectorize(sch.split(loop, [None, VECTOR_LANES])[1])
+
+
+def _partial_results(sch: Schedule, b: BlockRV) -> None:
+    """The reduction ``b`` over the row's last axis in :data:`ROW_PARTIALS` partial results in a
+    local vector (a block ``<name>_rf``), then one short serial reduction of them."""
+    loops = sch.get_loops(b)
+    kinds = [iv.iter_type for iv in sch.get(b).iter_vars]
+    if kinds[-1] != "reduce" or "reduce" in kinds[:-1] or len(loops) != len(kinds):
+        raise ScheduleError("not a reduction over the row's last axis alone")
+    if _extents(sch, loops[-1:])[0] < 2 * ROW_PARTIALS:
+        return
+    _, k_lane = sch.split(loops[-1], [None, ROW_PARTIALS])
+    rf = sch.rfactor(k_lane, len(sch.get(b).writes[0].region))
+    sch.set_scope(rf, 0, "local")
+
+
+
+
 def schedule_reduction(sch: Schedule) -> bool:
     """Softmax / layer_norm-like functions (some block reduces): each block's outermost loop
     runs over rows.  Parallel that loop when it feeds only spatial iterators (rows are
@@ -1298,9 +1371,40 @@ def schedule_reduction(sch: Schedule) -> bool:
         ext = _extents_or_none(sch, loops)
         if _is_spatial(sch, b) and len(loops) > 1 and ext[-1] is not None:
             _vectorize_innermost(sch, loops[-1], ext[-1])
+        elif not _is_spatial(sch, b) and None not in ext and _rows_side_by_side(sch, b):
+            continue
         # (a dynamic batch: how much work there is is unknown, so no threads)
         if None not in ext and len(loops) > 1 and math.prod(ext) > ROW_REDUCTION_PARALLEL_WORK:
             _parallel_rows(sch, b, loops[:-1])
+    return True
+
+
+#: rows a serial row reduction takes side by side (independent chains, each in its own order)
+ROWS_SIDE_BY_SIDE = 8
+
+
+def _rows_side_by_side(sch: Schedule, b: BlockRV) -> bool:
+    """A reduction over the last axis of its rows (layer norm's sum and sum of squares, a tuple
+    :func:`schedule_row_reduction` leaves) takes :data:`ROWS_SIDE_BY_SIDE` rows at a time, the
+    row loop unrolled inside the reduction loop: each row still sums in its own serial order
+    (the same numbers), but the chains no longer wait on one another (an add's latency is 3-4
+    cycles).  The row groups run on threads when large.  Returns whether it applied."""
+    loops = sch.get_loops(b)
+    kinds = [iv.iter_type for iv in sch.get(b).iter_vars]
+    if (len(loops) < 2 or len(loops) != len(kinds) or kinds[-1] != "reduce" or "reduce" in kinds[:-1]
+            or not all(_loop_is_spatial(sch, b, sch.get(lp).loop_var) for lp in loops[:-1])):
+        return False
+    ext = _extents(sch, loops)
+    if ext[-2] < 2:
+        return False
+    rows, k = loops[:-1], loops[-1]
+    group, side = sch.split(rows[-1], [None, min(ROWS_SIDE_BY_SIDE, ext[-2])])
+    sch.reorder(group, k, side)
+    sch.unroll(side)
+    outer = [*rows[:-1], group]
+    if math.prod(ext) > ROW_REDUCTION_PARALLEL_WORK and math.prod(_extents(sch, outer)) > 1:
+        sch.parallel(sch.fuse(*outer) if len(outer) > 1 else outer[0])
+    sch.decompose_reduction(b, k)
     return True
 
 
@@ -1517,7 +1621,8 @@ RULES: list[Callable[[Schedule], bool]] = [schedule_int4_gemv, schedule_gemv, sc
                                            schedule_dense_few_rows, schedule_matmul_like,
                                            schedule_matmul_rows_untiled, schedule_depthwise_conv2d,
                                            schedule_conv2d_1x1, schedule_conv2d_like,
-                                           schedule_elementwise, schedule_window_reduction, schedule_reduction]
+                                           schedule_elementwise, schedule_window_reduction, schedule_row_reduction,
+                                           schedule_reduction]
 
 
 def apply_default_schedule(func: PrimFunc, rules: list | None = None) -> PrimFunc:

@@ -17,8 +17,9 @@ A guard that depends on an outer loop as well -- the partial column of tiles of 
 rows: ``for j0 in range(13): ... for j in T.vectorized(16): if j0 * 16 + j < 197`` -- first
 splits that serial loop where the guard can first fail (TVM's LoopPartition): ``j0 < 12``,
 where it always holds and goes, and ``j0 == 12``, where it depends on ``j`` alone and becomes
-``j``'s extent.  Only a guard that is a vectorized loop's whole body splits a loop: there it
-keeps the loop scalar.
+``j``'s extent.  Only a guard that is a vectorized loop's whole body splits a loop (there it
+keeps the loop scalar), or an unrolled loop's (there it is a branch per unrolled copy: the
+rows of a row reduction taken 8 at a time, 197 of them).
 
 Only serial, unrolled and vectorized loops of constant extent change; a guard reading memory
 stays where it is (hoisted, it could read where no iteration reads).
@@ -108,12 +109,13 @@ def _tighten(loop: For, analyzer: Analyzer) -> Stmt:
 
 
 def _vector_guards(body: Stmt, loops: tuple[For, ...] = ()) -> list[tuple[PrimExpr, tuple[For, ...]]]:
-    """The guards that are a vectorized loop's whole body under ``body``, each with the loops
-    between ``body`` and it (the vectorized one last)."""
+    """The guards that are a vectorized or unrolled loop's whole body under ``body``, each with
+    the loops between ``body`` and it (that one last)."""
     out: list = []
     if isinstance(body, For):
         inner = loops + (body,)
-        if body.kind == ForKind.VECTORIZED and isinstance(body.body, IfThenElse) and body.body.else_case is None:
+        if (body.kind in (ForKind.VECTORIZED, ForKind.UNROLLED) and isinstance(body.body, IfThenElse)
+                and body.body.else_case is None):
             out.append((body.body.condition, inner))
         return out + _vector_guards(body.body, inner)
     for child in child_stmts(body):
@@ -122,8 +124,8 @@ def _vector_guards(body: Stmt, loops: tuple[For, ...] = ()) -> list[tuple[PrimEx
 
 
 def _split_point(loop: For, analyzer: Analyzer) -> int | None:
-    """The first value of ``loop``'s variable at which a vectorized loop's guard under it may
-    fail, when that guard holds for every earlier value whatever the inner loops' values
+    """The first value of ``loop``'s variable at which a vectorized or unrolled loop's guard under
+    it may fail, when that guard holds for every earlier value whatever the inner loops' values
     (``a * x + (inner, bounded) < b``, a > 0); None when there is no such guard."""
     x, split = loop.loop_var, None
     for condition, inner in _vector_guards(loop.body):

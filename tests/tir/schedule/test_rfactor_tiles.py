@@ -188,3 +188,40 @@ def test_rfactor_of_a_loop_binding_no_reduction_iterator_is_refused():
     with pytest.raises(tir.ScheduleError, match="cannot rfactor at loop j: the loop binds no reduction iterator "
                                                 "of block B, so each of its 3 partial results"):
         sch.rfactor(sch.get_loops("B")[1], 0)
+
+
+@T.prim_func
+def row_normalize(A: T.Buffer((6, 197), "float32"), B: T.Buffer((6, 197), "float32")):
+    s = T.alloc_buffer((6,), "float32")
+    for i, k in T.grid(6, 197):
+        with T.block("sum"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                s[vi] = T.float32(0)
+            s[vi] = s[vi] + A[vi, vk]
+    for i, j in T.grid(6, 197):
+        with T.block("div"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            B[vi, vj] = A[vi, vj] / s[vi]
+
+
+def test_partial_results_of_a_non_dividing_split_move_under_a_row_loop_with_their_guard():
+    # A row of 197 in 16 partial sums: the partials' block keeps `k_0 * 16 + k_1 < 197`, a guard
+    # on its own iterators (13 x 16 positions cover 208 columns), not a split's padding. compute_at
+    # rebuilds its loops and says the guard of the new ones: dropping it (TVM rebuilds the
+    # predicate from the consumer's region alone) would read 11 columns past each row.
+    sch = tir.Schedule(row_normalize)
+    _, k = sch.get_loops("sum")
+    sch.split(k, [None, 16])
+    rf = sch.rfactor(sch.get_loops("sum")[-1], 1)
+    row = sch.get_loops("div")[0]
+    sch.compute_at("sum", row)
+    sch.compute_at(rf, row)
+    text = sch.mod.script()
+    assert text.count("for i in T.grid(6)") + text.count("for i in range(6)") == 1, text  # one row loop
+    assert "T.where(ax1 * 16 + ax0 < 197)" in text, text
+    a = np.random.default_rng(4).standard_normal((6, 197)).astype("float32") + 3
+    for target in ("llvm", "python"):
+        out = minitvm.nd.array(np.full((6, 197), np.nan, "float32"))
+        minitvm.build(sch.mod, target=target)["row_normalize"](minitvm.nd.array(a), out)
+        np.testing.assert_allclose(out.numpy(), a / a.sum(1, keepdims=True), rtol=1e-5, atol=1e-6)

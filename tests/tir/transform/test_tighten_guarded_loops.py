@@ -80,3 +80,26 @@ def test_the_scores_matmul_of_vit_lowers_without_a_guard():
     result = minitvm.nd.array(np.full((heads, rows, rows), np.nan, "float32"))
     lib["main"](minitvm.nd.array(xv), minitvm.nd.array(yv), result)
     np.testing.assert_allclose(result.numpy(), xv @ yv, rtol=1e-4, atol=1e-4)
+
+
+def test_a_serial_loop_over_groups_of_unrolled_rows_splits_where_the_last_group_is_partial():
+    """Row sums of 19 rows, 4 at a time: ``for g in range(5): for k: for r in T.unroll(4): if
+    g * 4 + r < 19`` -- a branch in every unrolled copy.  Lowered, the group loop splits at 4 (the
+    guard always holds before), and the last group's unrolled loop runs its 3 rows, unguarded."""
+    x = te.placeholder((19, 40), "float32", name="x")
+    k = te.reduce_axis((0, 40), name="k")
+    s = te.compute((19,), lambda i: te.sum(x[i, k], axis=k), name="s")
+    sch = tir.Schedule(te.create_prim_func([x, s]))
+    i, kk = sch.get_loops("s")
+    group, row = sch.split(i, [None, 4])
+    sch.reorder(group, kk, row)
+    sch.unroll(row)
+    sch.decompose_reduction("s", kk)
+    out = lowered(sch.mod)["main"]  # (the lowering pipeline runs TightenGuardedLoops)
+    assert not _guards(out), out.script()
+    extents = sorted(int(loop.extent.value) for loop in _loops(out) if loop.kind == tir.ForKind.UNROLLED)
+    assert extents == [3, 3, 4, 4], out.script()  # the inits' and the sums' unrolled rows, whole and last
+    a = np.random.default_rng(1).standard_normal((19, 40)).astype("float32")
+    got = np.zeros(19, "float32")
+    run_prim_func(out, [a, got])
+    np.testing.assert_allclose(got, a.sum(1), rtol=1e-5)
