@@ -1292,8 +1292,11 @@ def schedule_row_reduction(sch: Schedule) -> bool:
     vectorized; the rows run on threads when large.  Spatial blocks with one consumer are
     inlined into it (an exp read by both a sum and a division stays, not computed twice).
     Left to :func:`schedule_reduction` (serial reductions) when a block does not fit: a
-    reduction over more than the row's last axis, a tuple reduction (layer norm's sum and sum of
-    squares), symbolic shapes."""
+    reduction that is not one value per output row along the row (a mean over channels would be
+    recomputed for every row), a tuple reduction (layer norm's sum and sum of squares), a
+    reduction whose T.init is not its identity, symbolic shapes.
+    Measured, one thread, ViT-tiny's safe softmax over 3 x 197 x 197 (Zen 4, AVX2): 239 -> 145 us
+    (exp alone 73 us); torch's softmax 174 us."""
     blocks = _blocks(sch)
     if len(blocks) < 2 or all(_is_spatial(sch, b) for b in blocks) or not _is_spatial(sch, blocks[-1]):
         return False
@@ -1306,9 +1309,8 @@ def schedule_row_reduction(sch: Schedule) -> bool:
     if len(loops) < 2:
         return False
     # partial results first: rfactor wants the reduction alone under its loops
-    for b in _blocks(sch):
-        if not _is_spatial(sch, b):
-            _partial_results(sch, b)
+    rows, row_length = math.prod(ext[:-1]), ext[-1]
+    partials = [_partial_results(sch, b, rows, row_length) for b in _blocks(sch) if not _is_spatial(sch, b)]
     row = sch.fuse(*loops[:-1]) if len(loops) > 2 else loops[0]
     for b in _blocks(sch)[-2::-1]:
         sch.compute_at(b, row)
@@ -1316,13 +1318,12 @@ def schedule_row_reduction(sch: Schedule) -> bool:
         inner = sch.get_loops(b)[1:]
         if _is_spatial(sch, b) and len(inner) == 1:
             _vectorize_guarded(sch, inner[0])
-    if math.prod(ext[:-1]) > 1 and math.prod(ext) > ROW_REDUCTION_PARALLEL_WORK:
+    if rows > 1 and math.prod(ext) > ROW_REDUCTION_PARALLEL_WORK:
         sch.parallel(row)
-    for b in _blocks(sch):
-        if sch.get(b).name_hint.endswith("_rf"):  # (compute_at made its loops: lane, then k_0)
-            _, lane, k_outer = sch.get_loops(b)
-            sch.vectorize(lane)
-            sch.decompose_reduction(b, k_outer)
+    for rf in filter(None, partials):
+        lane, k_outer = sch.get_loops(rf)[-2:]  # (compute_at made its loops: lane, then k_0)
+        sch.vectorize(lane)
+        sch.decompose_reduction(rf, k_outer)
     return True
 
 
@@ -1336,20 +1337,23 @@ def _vectorize_guarded(sch: Schedule, loop: LoopRV) -> None:
         sch.vectorize(sch.split(loop, [None, VECTOR_LANES])[1])
 
 
-def _partial_results(sch: Schedule, b: BlockRV) -> None:
-    """The reduction ``b`` over the row's last axis in :data:`ROW_PARTIALS` partial results in a
-    local vector (a block ``<name>_rf``), then one short serial reduction of them."""
+def _partial_results(sch: Schedule, b: BlockRV, rows: int, row_length: int) -> BlockRV | None:
+    """The reduction ``b``, one value per row of ``rows`` along the row's ``row_length``, in
+    :data:`ROW_PARTIALS` partial results in a local vector (the returned block ``<name>_rf``),
+    then one short serial reduction of them; None for a row too short to split."""
     loops = sch.get_loops(b)
-    kinds = [iv.iter_type for iv in sch.get(b).iter_vars]
-    if kinds[-1] != "reduce" or "reduce" in kinds[:-1] or len(loops) != len(kinds):
-        raise ScheduleError("not a reduction over the row's last axis alone")
-    if _extents(sch, loops[-1:])[0] < 2 * ROW_PARTIALS:
-        return
+    blk = sch.get(b)
+    kinds = [iv.iter_type for iv in blk.iter_vars]
+    ext = _extents(sch, loops)
+    if (kinds[-1] != "reduce" or "reduce" in kinds[:-1] or len(loops) != len(kinds)
+            or math.prod(ext[:-1]) != rows or ext[-1] != row_length):
+        raise ScheduleError("not a reduction along the output's rows, one value per row")
+    if ext[-1] < 2 * ROW_PARTIALS:
+        return None
     _, k_lane = sch.split(loops[-1], [None, ROW_PARTIALS])
-    rf = sch.rfactor(k_lane, len(sch.get(b).writes[0].region))
+    rf = sch.rfactor(k_lane, len(blk.writes[0].region))
     sch.set_scope(rf, 0, "local")
-
-
+    return rf
 
 
 def schedule_reduction(sch: Schedule) -> bool:

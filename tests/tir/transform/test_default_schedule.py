@@ -819,3 +819,23 @@ def test_a_softmax_row_of_197_reduces_in_16_partial_results_and_runs_every_block
     want = np.exp(a - a.max(-1, keepdims=True))
     want /= want.sum(-1, keepdims=True)
     np.testing.assert_allclose(_run(sched, "llvm", [a, np.zeros_like(a)]), want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_mean_over_channels_is_not_taken_a_row_at_a_time():
+    # x - mean over the channels of NCHW: the mean has one value per (n, h, w), not per output row
+    # (n, c, h): under the row loop it would be recomputed for every channel -- the row rule
+    # declines, the serial rule takes it; numpy's numbers
+    from minitvm import te, topi
+    from minitvm.tir.schedule import ScheduleError
+    from minitvm.tir.transform.default_schedule import schedule_row_reduction
+
+    x = te.placeholder((1, 8, 4, 40), "float32", name="x")
+    y = te.compute(x.shape, lambda n, c, h, w: x[n, c, h, w] - topi.sum(x, axis=1, keepdims=True)[n, 0, h, w] / 8,
+                   name="y")
+    func = te.create_prim_func([x, y])
+    with pytest.raises(ScheduleError, match="one value per row"):
+        schedule_row_reduction(minitvm.tir.Schedule(func))
+    sched = apply_default_schedule(func)
+    a = _rand(1, 8, 4, 40)
+    np.testing.assert_allclose(_run(sched, "llvm", [a, np.zeros_like(a)]), a - a.mean(1, keepdims=True),
+                               rtol=1e-5, atol=1e-5)
