@@ -12,7 +12,7 @@ import minitvm
 from minitvm import te, tir, topi
 
 EDGES = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30, -1e-30, 3e-4, 5e-4, 7.9, 8.0, 20.0, -20.0,
-         88.7, 88.73, 89.0, -87.33, -87.34, -103.0, -200.0]
+         88.7, 88.73, 89.0, -87.33, -87.34, -103.0, -103.97, -103.98, -200.0, -3.4e38]
 FUNCS = {"exp": (topi.exp, np.exp), "tanh": (topi.tanh, np.tanh),
          "sigmoid": (topi.sigmoid, lambda v: 1 / (1 + np.exp(-v))),
          "erf": (topi.erf, lambda v: np.vectorize(math.erf, otypes=["float32"])(v.astype("float64")))}
