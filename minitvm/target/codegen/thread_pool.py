@@ -325,7 +325,8 @@ _STATE: dict[str, object] = {}
 def _ir_text() -> str:
     return (_IR.replace("SENTINEL", str(_SENTINEL)).replace("PARALLEL_RUN", PARALLEL_RUN_SYMBOL)
             .replace("FUTEX_SYS", str(_SYS_FUTEX))
-            .replace("SETAFFINITY_SYS", str(_SYS_SCHED_SETAFFINITY)).replace("GETAFFINITY_SYS", str(_SYS_SCHED_GETAFFINITY)).replace("FUTEX_WAIT", str(_FUTEX_WAIT_PRIVATE))
+            .replace("SETAFFINITY_SYS", str(_SYS_SCHED_SETAFFINITY))
+            .replace("GETAFFINITY_SYS", str(_SYS_SCHED_GETAFFINITY)).replace("FUTEX_WAIT", str(_FUTEX_WAIT_PRIVATE))
             .replace("FUTEX_WAKE", str(_FUTEX_WAKE_PRIVATE)).replace("YIELD_SYS", str(_SYS_SCHED_YIELD))
             .replace("YIELD_MASK", str(YIELD_EVERY - 1)).replace("SPIN", str(SPIN_ITERATIONS))
             .replace("CHUNKS", str(CHUNKS_PER_THREAD)))
