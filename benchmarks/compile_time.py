@@ -118,6 +118,22 @@ of many unrolled loads -- ViT's 16x16 patch conv (16 x 7 broadcast FMAs per step
 MobileNetV2 3-6% slower, ``-lsr-complexity-limit`` changed nothing, and unrolling the patch
 conv's window by 8 or 4 instead of 16 ran that kernel 2-3.5% slower; O2 instead of O3 saved
 nothing.  The Relax passes (ViT: ~1.1 s) run before any LLVM work can start.
+
+A sixth pass (issue 38): per kernel (each lowered, emitted, optimized and JIT-compiled alone),
+LLVM's cost is spread over ResNet-18's 16 convolutions (0.06-0.25 s each; 2.2-2.3 s for all 19
+kernels); in a 3x3 conv LLVM fully unrolls the 3-tap ``ry`` loop around the 21 multiply-adds the
+schedule unrolled (63 in the loop), and Loop Strength Reduction on that loop is half the kernel's
+LLVM time.  ``llvm.loop.unroll.disable`` on serial loops around >= 16 unrolled copies cut
+ResNet-18's LLVM CPU 2.24 -> 1.77 s but ran it 3-4% slower (min of interleaved calls, two
+runs at load 3-4; an A/A run differed by 1%), as ``-disable-lsr`` did: not taken.  What was
+taken: the serial part before LLVM starts got shorter -- FoldInferenceBatchnormToConv2D and
+AlterOpLayout no longer copy ResNet-18's 45 MB of weights three times (0.12 s), and the first
+piece of a build is one kernel, so a worker starts LLVM after one kernel is lowered instead of
+3-6 (the compiling thread's CPU until then: ResNet-18 0.18 -> 0.04 s, MobileNetV2 0.14 ->
+0.03 s, ViT-tiny 0.23 -> 0.12 s).  Python's garbage collector takes 0.1-0.4 s of the
+compiling thread (ResNet-18: one full collection of the ~400k objects torch and the IR hold);
+pausing it for the compile saved ResNet-18's compiling thread ~0.4 s but left a 0.5 s collection
+for after, and MobileNetV2's compiling thread got slower: not taken.
 """
 
 from __future__ import annotations

@@ -243,7 +243,7 @@ def _build_in_pieces(mod: IRModule, target: Target, entries: tuple) -> Module:
     funcs: dict[str, PrimFunc] = {}
 
     def pieces() -> Any:
-        for part in lp.split_pieces(list(mod.items()), lp.llvm_threads() * lp.PIECES_PER_THREAD):
+        for part in lp.split_for_overlap(list(mod.items()), lp.llvm_threads() * lp.PIECES_PER_THREAD):
             low = lower_pipeline()(IRModule(dict(part), attrs=mod.attrs, global_infos=mod.global_infos))
             lowered.update(low.functions)
             got = _by_symbol(low, funcs)

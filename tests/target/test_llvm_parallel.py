@@ -110,6 +110,12 @@ def test_split_pieces_keeps_order_and_balance():
     assert llvm_parallel.split_pieces([1, 2], 5) == [[1], [2]]
 
 
+def test_split_for_overlap_hands_over_the_first_kernel_alone():
+    assert llvm_parallel.split_for_overlap(list(range(8)), 3) == [[0], [1, 2, 3, 4], [5, 6, 7]]
+    assert llvm_parallel.split_for_overlap(list(range(3)), 3) == [[0], [1], [2]]
+    assert llvm_parallel.split_for_overlap(list(range(5)), 1) == [list(range(5))]
+
+
 def test_the_environment_sets_the_worker_threads(monkeypatch):
     monkeypatch.setattr(llvm_parallel, "LLVM_THREADS", None)
     monkeypatch.setenv("MINITVM_LLVM_THREADS", "0")

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ... import topi
 from ...ir.module import IRModule
 from ...ir.op import Op
@@ -35,7 +37,7 @@ from ...tir.vector_unit import VectorUnit
 from ...topi.utils import const_int
 from ...topi.x86.conv2d import OUT_BLOCK
 from ...transform import PassContext, module_pass
-from ..expr import Call, Constant, Expr, Var, const
+from ..expr import Call, Constant, ConstantData, Expr, Var
 from ..expr_functor import ExprMutator
 from ._util import keeps_input_dtype, rewrite_with_builder
 
@@ -82,11 +84,11 @@ class _ConvLayout(ExprMutator):
                 (a.get("out_layout") or "NCHW") != "NCHW" or a["groups"] != 1 or \
                 not keeps_input_dtype(call):
             return call
-        w = weight.data.numpy()
+        w = np.asarray(weight.data)  # (read-only, not a copy: packing copies)
         if w.dtype != "float32" or call.args[0].struct_info.dtype != "float32" or w.shape[0] % 8 or \
                 w[0].size < _min_reduction() or _pointwise(a, w.shape, call.args[0].struct_info.shape_values):
             return call
-        packed = const(topi.x86.pack_conv2d_weight(w))
+        packed = Constant(ConstantData.adopt(topi.x86.pack_conv2d_weight(w)))
         return self.builder_.call_te(topi.x86.conv2d_nchw_packed, call.args[0], packed,
                                      strides=[int(s) for s in a["strides"]], padding=[int(p) for p in a["padding"]],
                                      dilation=[int(d) for d in a["dilation"]], primfunc_name_hint="conv2d")

@@ -40,7 +40,7 @@ import numpy as np
 from ...ir.module import IRModule
 from ...transform import PassContext, module_pass
 from ..dpl import PatternContext, is_const, is_op, is_tuple_get_item, rewrite_bindings, wildcard
-from ..expr import Function, Var, const
+from ..expr import Constant, ConstantData, Function, Var, const
 from ..op import add
 from ._util import keeps_input_dtype, map_functions
 
@@ -71,7 +71,8 @@ def _value(e: Any, bindings: dict[Var, Any]) -> Any:
 
 
 def _numpy(e: Any, bindings: dict[Var, Any]) -> np.ndarray:
-    return _value(e, bindings).data.numpy()
+    """The constant's array, read-only (not a copy: the fold only reads it)."""
+    return np.asarray(_value(e, bindings).data)
 
 
 def _fold(matchings: dict, bindings: dict[Var, Any], _P: dict[str, Any]) -> dict[Var, Any]:  # noqa: N803
@@ -112,7 +113,8 @@ def _fold_into_conv(conv: Any, bias: np.ndarray | None, scale: np.ndarray, shift
         shift = bias.reshape(channels) * scale + shift
     w_scale = [1] * weight.ndim
     w_scale[o_axis] = channels
-    new_weight = const((weight * scale.reshape(w_scale)).astype(weight.dtype))
+    # (a new array, handed to the constant without another copy)
+    new_weight = Constant(ConstantData.adopt((weight * scale.reshape(w_scale)).astype(weight.dtype, copy=False)))
     new_conv = type(conv)(conv.op, [conv.args[0], new_weight], attrs, conv.sinfo_args)
     return add(new_conv, const(shift.reshape(per_out).astype(weight.dtype)))
 

@@ -50,7 +50,8 @@ from .native_entry import emit_entry, kernel_info
 from .packed_call import ensure_packed_call_bridge
 from .thread_pool import ensure_thread_pool
 
-__all__ = ["build_llvm_pieces", "llvm_threads", "split_pieces", "LLVM_THREADS", "MIN_KERNELS", "PIECES_PER_THREAD"]
+__all__ = ["build_llvm_pieces", "llvm_threads", "split_pieces", "split_for_overlap", "LLVM_THREADS", "MIN_KERNELS",
+           "PIECES_PER_THREAD"]
 
 #: worker threads compiling pieces (None: one per CPU, at most 2; 0: builds stay one module);
 #: ``MINITVM_LLVM_THREADS`` in the environment sets it
@@ -87,6 +88,15 @@ def split_pieces(items: list, pieces: int) -> list[list]:
         out.append(items[start:end])
         start = end
     return out
+
+
+def split_for_overlap(items: list, pieces: int) -> list[list]:
+    """``items`` in ``pieces`` runs of consecutive items, the first of one item and the others
+    as :func:`split_pieces`: a worker starts on the first kernel while the calling thread
+    lowers the next ones (until the first piece is handed over, the second core idles)."""
+    if pieces < 2 or len(items) <= pieces:
+        return split_pieces(items, pieces)
+    return [items[:1], *split_pieces(items[1:], pieces - 1)]
 
 
 #: whether llvmlite has seen the process start ending (it frees nothing from then on)
