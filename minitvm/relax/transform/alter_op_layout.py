@@ -65,8 +65,7 @@ def _pointwise(attrs: dict, weight_shape: tuple, data_shape: Any) -> bool:
     MobileNetV2's 144 -> 24 at 56 x 56; at 14 x 14 or 7 x 7 the packed kernel is the fast one)."""
     plane = [const_int(d) for d in (data_shape or ())[2:]]
     return tuple(weight_shape[2:]) == (1, 1) and all(int(v) == 1 for v in attrs["strides"]) and \
-        not any(int(v) for v in attrs["padding"]) and len(plane) == 2 and None not in plane and \
-        plane[0] * plane[1] % OUT_BLOCK == 0
+        not any(int(v) for v in attrs["padding"]) and len(plane) == 2 and None not in plane
 
 
 class _ConvLayout(ExprMutator):

@@ -929,15 +929,22 @@ def _pointwise_plane(sch: Schedule, conv: BlockRV) -> tuple[int, int] | None:
     return out_shape[2], out_shape[3]
 
 
-def _pointwise_tile(channels: int, pixels: int) -> tuple[int, int] | None:
-    """(rows of output channels, columns of pixels) of a pointwise convolution's register tile:
-    a vector of pixels by as many channels as the accumulators hold (AVX-512: 16 x 16), or None
-    when the vector does not divide the H x W pixels (14 x 14, 7 x 7: a 28- or 49-lane tile ran
-    at a tenth of the rate; the packed or the generic convolution kernel takes those)."""
+def _pointwise_tile(channels: int, pixels: int) -> tuple[int, int]:
+    """(rows of output channels, columns of pixels) of a pointwise convolution's register tile.
+    Pixels in whole vectors: a vector of pixels by as many channels as the accumulators hold
+    (AVX-512: 16 x 16).  Other planes (14 x 14, 7 x 7): two vectors of pixels by as many
+    channels as leave registers for them and a broadcast (AVX2: 6 x 16), the last, partial
+    tile of pixels peeled (as the matmul rule's columns)."""
     unit = VectorUnit.current()
-    if pixels % unit.lanes:
-        return None
-    return _largest_divisor(channels, _tile_rows(unit, unit.lanes, (16, 8, 4, 2))), unit.lanes
+    if pixels % unit.lanes == 0:
+        return _largest_divisor(channels, _tile_rows(unit, unit.lanes, (16, 8, 4, 2))), unit.lanes
+    rows = _peeled_tile_rows(unit, 2 * unit.lanes)
+    return _largest_divisor(channels, tuple(r for r in (8, 6, 4, 2) if r <= rows)), 2 * unit.lanes
+
+
+def _flatten_pixels(W: int) -> Callable:
+    """(n, o, y, x) -> (n, o, y * W + x): a pointwise convolution's output plane as one pixel axis."""
+    return lambda n, o, y, x: (n, o, y * W + x)
 
 
 def schedule_conv2d_1x1(sch: Schedule) -> bool:
@@ -947,16 +954,17 @@ def schedule_conv2d_1x1(sch: Schedule) -> bool:
     1. The zero-width padding copy is inlined; ``transform_block_layout`` flattens (y, x) of the
        convolution and of its epilogue into one pixel axis p = y * W + x (the tile then need not
        fit a row: a 14 x 14 or 7 x 7 plane is 196 or 49 pixels, not rows of 14 or 7 lanes).
-    2. A register tile of ``mi`` channels x a vector of pixels (:func:`_pointwise_tile`); loops
-       (n, o0, p0, c, o1, p1): each weight is broadcast to the pixel vector, and the tile is
+    2. A register tile of ``mi`` channels x ``nj`` pixels (:func:`_pointwise_tile`); loops
+       (n, o0, p0, c, o1, p1): each weight is broadcast to the pixel vectors, and the tile is
        written back through the epilogue straight into NCHW rows (the packed conv kernel
        transposes its tiles; the generic one tiled rows of 14 or 16 columns).  Pixels outside
        channels: with the channel tiles inside, each pixel tile wrote 96 rows 50 KB apart (112 x
        112) and ran at an eighth of the rate.  Against the generic conv rule, one thread, same
        process: 4 x 24 -> 144 at 56 x 56 1.15 -> 0.82-0.88 ms, 8 x 32 -> 192 at 28 x 28 0.95 ->
        0.71-0.76 ms, 4 x 16 -> 96 at 112 x 112 0.9-1.1x over runs; 4 x 144 -> 24 at 56 x 56 0.57x
-       the packed kernel's time.
-    3. (n, o0, p0) on threads when the kernel is large; the tile zeroed before c.
+       the packed kernel's time.  A plane of no whole vectors (49, 196 pixels) has its last,
+       partial tile of pixels peeled (``loop_partition``) into a loop of its own.
+    3. (n, o0) on threads when the kernel is large; the tile zeroed before c.
     """
     conv = _conv_block(sch)
     plane = None if conv is None else _pointwise_plane(sch, conv)
@@ -967,29 +975,43 @@ def schedule_conv2d_1x1(sch: Schedule) -> bool:
         return False  # (a prologue that is not a plain copy)
     H, W = plane
     N, CO = _extents_or_none(sch, sch.get_loops(conv))[:2]
-    tile = _pointwise_tile(CO, H * W)
-    if tile is None:
-        return False
-    mi, nj = tile
+    mi, nj = _pointwise_tile(CO, H * W)
     sch.transform_block_layout(conv, lambda n, o, y, x, c, ry, rx: (n, o, y * W + x, c, ry, rx))
+    if epilogue is not None:  # (the write-back of a tile then covers its pixels, not their rows)
+        sch.transform_layout(conv, ("write", 0), _flatten_pixels(W))
+        sch.transform_block_layout(epilogue, _flatten_pixels(W))
     n, o, p, c, ry, rx = sch.get_loops(conv)
+    work = (N or 1) * CO * H * W * _extents(sch, [c])[0]
     o0, o1 = sch.split(o, [None, mi])
     p0, p1 = sch.split(p, [None, nj])
     sch.reorder(n, o0, p0, c, ry, rx, o1, p1)
-    local = sch.cache_write(conv, 0, "local")
-    sch.transform_layout(conv, ("write", 0), lambda n_, o_, y, x: (n_, o_, y * W + x))
-    if epilogue is not None:
-        sch.compute_inline(local)
-    wb = local if epilogue is None else epilogue
-    sch.transform_block_layout(wb, lambda n_, o_, y, x: (n_, o_, y * W + x))
-    sch.reverse_compute_at(wb, p0)
-    sch.vectorize(p1)
-    sch.unroll(o1)
-    sch.vectorize(sch.get_loops(wb)[-1])
-    if (N or 1) * CO * H * W * _extents(sch, [c])[0] > CONV_PARALLEL_WORK:
-        sch.parallel(sch.fuse(n, o0, p0) if N is not None else sch.fuse(o0, p0))
-    init = sch.decompose_reduction(conv, c)
-    sch.vectorize(sch.get_loops(init)[-1])
+    updates, epilogues = [conv], [epilogue]
+    if H * W % nj:
+        _, updates, epilogues = _peel(sch, p0, [H * W // nj, None], updates, epilogues)
+    for update, epi in zip(updates, epilogues):
+        *_, tile_loop, _, _, _, tile_rows, tile_cols = sch.get_loops(update)
+        local = sch.cache_write(update, 0, "local")
+        if epi is not None:
+            sch.compute_inline(local)
+            wb = epi
+        else:
+            sch.transform_layout(update, ("write", 0), _flatten_pixels(W))
+            wb = local
+            sch.transform_block_layout(wb, _flatten_pixels(W))
+        if not any(sch.get(loop) is sch.get(tile_loop) for loop in sch.get_loops(wb)):
+            sch.reverse_compute_at(wb, tile_loop)
+        sch.vectorize(tile_cols)
+        sch.unroll(tile_rows)
+        sch.vectorize(sch.get_loops(wb)[-1])
+    if work > CONV_PARALLEL_WORK:
+        if len(updates) > 1:
+            sch.parallel(sch.fuse(n, o0) if N is not None else o0)
+        else:
+            sch.parallel(sch.fuse(n, o0, p0) if N is not None else sch.fuse(o0, p0))
+    for update in updates:
+        k = sch.get_loops(update)[-5]
+        init = sch.decompose_reduction(update, k)
+        sch.vectorize(sch.get_loops(init)[-1])
     return True
 
 
