@@ -932,13 +932,25 @@ def _pointwise_plane(sch: Schedule, conv: BlockRV) -> tuple[int, int] | None:
 def _pointwise_tile(channels: int) -> tuple[int, int]:
     """(rows of output channels, columns of pixels) of a pointwise convolution's register tile:
     two vectors of pixels by as many channels as leave registers for them and a broadcast
-    (AVX2: 6 x 16, AVX-512: 8 x 32), as the matmul rule's peeled tiles.  Two vectors (a load of
-    the input per two FMAs, where one vector by 8 channels loaded 9 times per 8 FMAs): on AVX2,
-    one kernel at a time, 0.75-0.95x the time of the 8 x 8 tile on MobileNetV2's layers at 112,
-    56 and 28 pixels square (e.g. 192 -> 32 at 28 x 28: 826 -> 614 us, a busy machine)."""
+    (AVX2: 6 x 16, AVX-512: 8 x 32), as the matmul rule's peeled tiles; the channels past the
+    last whole tile are peeled when there are ``POINTWISE_PEEL_MIN_CHANNELS`` or more (1280 =
+    213 x 6 + 2), else the tile takes the most rows that divide them.  Two vectors (a load of the input per
+    two FMAs, where one vector by 8 channels loaded 9 times per 8 FMAs): on AVX2, one kernel at
+    a time, 0.75-0.95x the time of the 8 x 8 tile on MobileNetV2's layers at 112, 56 and 28
+    pixels square (e.g. 192 -> 32 at 28 x 28: 826 -> 614 us, a busy machine)."""
     unit = VectorUnit.current()
     rows = _peeled_tile_rows(unit, 2 * unit.lanes)
-    return _largest_divisor(channels, tuple(r for r in (8, 6, 4, 2) if r <= rows)), 2 * unit.lanes
+    if channels % rows and channels < POINTWISE_PEEL_MIN_CHANNELS:
+        rows = _largest_divisor(channels, tuple(r for r in (8, 6, 4, 2) if r <= rows))
+    return rows, 2 * unit.lanes
+
+
+#: a pointwise convolution of this many output channels or more peels the channels its tiles do
+#: not divide; fewer take a dividing tile.  AVX2 (6 x 16 peeled against 4 x 16), one kernel, a
+#: busy machine: at 7 x 7, 320 -> 1280 819 -> 667 us, 960 -> 160 417 -> 337 us, 576 -> 160 231 ->
+#: 190 us; 384 -> 64 at 14 x 14 110 -> 116 us and 192 -> 32 at 28 x 28 94 -> 109 us (a partial
+#: tile is a larger share of few channels)
+POINTWISE_PEEL_MIN_CHANNELS = 128
 
 
 def _flatten_pixels(W: int) -> Callable:
@@ -987,9 +999,13 @@ def schedule_conv2d_1x1(sch: Schedule) -> bool:
     o0, o1 = sch.split(o, [None, mi])
     p0, p1 = sch.split(p, [None, nj])
     sch.reorder(n, o0, p0, c, ry, rx, o1, p1)
-    updates, epilogues = [conv], [epilogue]
-    if H * W % nj:
-        _, updates, epilogues = _peel(sch, p0, [H * W // nj, None], updates, epilogues)
+    pieces, updates, epilogues = [o0], [conv], [epilogue]
+    if CO % mi:  # the last, partial tile of channels a loop of its own
+        pieces, updates, epilogues = _peel(sch, o0, [CO // mi, None], updates, epilogues)
+    if H * W % nj:  # the same for the pixels, in the whole tiles of channels
+        _, whole, whole_epilogues = _peel(sch, sch.get_loops(updates[0])[-6], [H * W // nj, None],
+                                          updates[:1], epilogues[:1])
+        updates, epilogues = whole + updates[1:], whole_epilogues + epilogues[1:]
     for update, epi in zip(updates, epilogues):
         *_, tile_loop, _, _, _, tile_rows, tile_cols = sch.get_loops(update)
         sch.compute_inline(sch.cache_write(update, 0, "local"))
@@ -1000,7 +1016,9 @@ def schedule_conv2d_1x1(sch: Schedule) -> bool:
         sch.unroll(tile_rows)
         sch.vectorize(sch.get_loops(wb)[-1])
     if work > CONV_PARALLEL_WORK:
-        if len(updates) > 1:
+        if len(pieces) > 1:  # the images, or (one image) the whole tiles of channels
+            sch.parallel(n if N is not None and N > 1 else pieces[0])
+        elif len(updates) > 1:
             sch.parallel(sch.fuse(n, o0) if N is not None else o0)
         else:
             sch.parallel(sch.fuse(n, o0, p0) if N is not None else sch.fuse(o0, p0))

@@ -652,6 +652,28 @@ def test_a_pointwise_conv_over_14x14_pixels_is_right_on_both_units(unit, rows, e
                                rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("unit, rows", [(AVX2, 6), (AVX512, 8)], ids=["avx2", "avx512"])
+def test_a_pointwise_conv_of_many_channels_peels_the_channels_its_tiles_do_not_divide(unit, rows, parallel):
+    """130 output channels (>= POINTWISE_PEEL_MIN_CHANNELS) over 7 x 7 pixels: whole tiles of
+    ``rows`` channels, the last, partial tile of channels a piece of its own, and the partial
+    tile of pixels peeled off the whole tiles of channels -- three update blocks in all; the
+    numbers match torch on both units."""
+    import torch
+
+    func, out_shape = conv_bias_relu(1, 16, 7, 130, 1, pad=0)
+    x, w, b = _rand(1, 16, 7, 7), _rand(130, 16, 1, 1, seed=1), _rand(130, seed=2)
+    with unit:
+        sch = minitvm.tir.Schedule(IRModule({"main": func}))
+        assert ds.schedule_conv2d_1x1(sch)
+        sched = sch.mod["main"]
+    text = sched.script()
+    assert text.count(f"in T.unroll({rows}):") == 6 and text.count("_update\")") == 3, text
+    _has_parallel(text, parallel)
+    want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b))).numpy()
+    np.testing.assert_allclose(_run(sched, "llvm", [x, w, b, np.zeros(out_shape, "float32")]), want,
+                               rtol=1e-4, atol=1e-4)
+
+
 def test_a_depthwise_conv_pads_each_channel_plane_inside_its_loop():
     """The padded copy is made per (image, channel) plane inside the convolution's loop nest,
     not as a pass over the whole tensor before it: one loop nest under the root block."""
