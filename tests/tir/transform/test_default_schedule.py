@@ -645,7 +645,8 @@ def test_a_pointwise_conv_over_14x14_pixels_is_right_on_both_units(unit, rows, e
         sched = sch.mod["main"]
     text = sched.script()
     assert _register_tile(text, r"\w+", r"\w+") == (rows, 2 * unit.lanes) and "_partition" in text, text
-    want = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b) if epilogue else None)
+    bias = torch.from_numpy(b) if epilogue else None
+    want = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), bias)
     want = (torch.relu(want) if epilogue else want).numpy()
     args = [x, w, b] if epilogue else [x, w]
     np.testing.assert_allclose(_run(sched, "llvm", [*args, np.zeros(out_shape, "float32")]), want,
