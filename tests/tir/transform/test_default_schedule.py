@@ -675,6 +675,27 @@ def test_a_pointwise_conv_of_many_channels_peels_the_channels_its_tiles_do_not_d
                                rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("unit, split", [(AVX2, True), (AVX512, False)], ids=["avx2", "avx512"])
+def test_a_depthwise_row_of_whole_registers_is_split_into_them(unit, split):
+    """16 output columns: two AVX2 registers, each its own unrolled vector op (one 16-lane op was
+    legalized into a long chain); on AVX-512 one register, the row as it is; right on both."""
+    import torch
+
+    func, out_shape = conv_bias_relu(1, 8, 16, 8, 3, 1, 8, pad=1)
+    x, w, b = _rand(1, 8, 16, 16), _rand(8, 1, 3, 3, seed=1), _rand(8, seed=2)
+    with unit:
+        sch = minitvm.tir.Schedule(IRModule({"main": func}))
+        assert ds.schedule_depthwise_conv2d(sch)
+        sched = sch.mod["main"]
+    text = sched.script()
+    assert (re.search(r"in T.unroll\(2\):\s+for \w+ in T.vectorized\(8\)", text) is not None) == split, text
+    assert text.count("T.vectorized(16)") == (1 if split else 3), text  # (the write-back's row stays whole)
+    want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b),
+                                                 padding=1, groups=8)).numpy()
+    np.testing.assert_allclose(_run(sched, "llvm", [x, w, b, np.zeros(out_shape, "float32")]), want,
+                               rtol=1e-4, atol=1e-4)
+
+
 def test_a_depthwise_conv_pads_each_channel_plane_inside_its_loop():
     """The padded copy is made per (image, channel) plane inside the convolution's loop nest,
     not as a pass over the whole tensor before it: one loop nest under the root block."""
