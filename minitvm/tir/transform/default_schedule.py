@@ -929,15 +929,33 @@ def _pointwise_plane(sch: Schedule, conv: BlockRV) -> tuple[int, int] | None:
     return out_shape[2], out_shape[3]
 
 
-def _pointwise_tile(channels: int, pixels: int) -> tuple[int, int] | None:
+def _pointwise_tile(channels: int) -> tuple[int, int]:
     """(rows of output channels, columns of pixels) of a pointwise convolution's register tile:
-    a vector of pixels by as many channels as the accumulators hold (AVX-512: 16 x 16), or None
-    when the vector does not divide the H x W pixels (14 x 14, 7 x 7: a 28- or 49-lane tile ran
-    at a tenth of the rate; the packed or the generic convolution kernel takes those)."""
+    two vectors of pixels by as many channels as leave registers for them and a broadcast
+    (AVX2: 6 x 16, AVX-512: 8 x 32), as the matmul rule's peeled tiles; the channels past the
+    last whole tile are peeled when there are ``POINTWISE_PEEL_MIN_CHANNELS`` or more (1280 =
+    213 x 6 + 2), else the tile takes the most rows that divide them.  Two vectors (a load of the input per
+    two FMAs, where one vector by 8 channels loaded 9 times per 8 FMAs): on AVX2, one kernel at
+    a time, 0.75-0.95x the time of the 8 x 8 tile on MobileNetV2's layers at 112, 56 and 28
+    pixels square (e.g. 192 -> 32 at 28 x 28: 826 -> 614 us, a busy machine)."""
     unit = VectorUnit.current()
-    if pixels % unit.lanes:
-        return None
-    return _largest_divisor(channels, _tile_rows(unit, unit.lanes, (16, 8, 4, 2))), unit.lanes
+    rows = _peeled_tile_rows(unit, 2 * unit.lanes)
+    if channels % rows and channels < POINTWISE_PEEL_MIN_CHANNELS:
+        rows = _largest_divisor(channels, tuple(r for r in (8, 6, 4, 2) if r <= rows))
+    return rows, 2 * unit.lanes
+
+
+#: a pointwise convolution of this many output channels or more peels the channels its tiles do
+#: not divide; fewer take a dividing tile.  AVX2 (6 x 16 peeled against 4 x 16), one kernel, a
+#: busy machine: at 7 x 7, 320 -> 1280 819 -> 667 us, 960 -> 160 417 -> 337 us, 576 -> 160 231 ->
+#: 190 us; 384 -> 64 at 14 x 14 110 -> 116 us and 192 -> 32 at 28 x 28 94 -> 109 us (a partial
+#: tile is a larger share of few channels)
+POINTWISE_PEEL_MIN_CHANNELS = 128
+
+
+def _flatten_pixels(W: int) -> Callable:
+    """(n, o, y, x) -> (n, o, y * W + x): a pointwise convolution's output plane as one pixel axis."""
+    return lambda n, o, y, x: (n, o, y * W + x)
 
 
 def schedule_conv2d_1x1(sch: Schedule) -> bool:
@@ -947,16 +965,17 @@ def schedule_conv2d_1x1(sch: Schedule) -> bool:
     1. The zero-width padding copy is inlined; ``transform_block_layout`` flattens (y, x) of the
        convolution and of its epilogue into one pixel axis p = y * W + x (the tile then need not
        fit a row: a 14 x 14 or 7 x 7 plane is 196 or 49 pixels, not rows of 14 or 7 lanes).
-    2. A register tile of ``mi`` channels x a vector of pixels (:func:`_pointwise_tile`); loops
-       (n, o0, p0, c, o1, p1): each weight is broadcast to the pixel vector, and the tile is
+    2. A register tile of ``mi`` channels x ``nj`` pixels (:func:`_pointwise_tile`); loops
+       (n, o0, p0, c, o1, p1): each weight is broadcast to the pixel vectors, and the tile is
        written back through the epilogue straight into NCHW rows (the packed conv kernel
        transposes its tiles; the generic one tiled rows of 14 or 16 columns).  Pixels outside
        channels: with the channel tiles inside, each pixel tile wrote 96 rows 50 KB apart (112 x
        112) and ran at an eighth of the rate.  Against the generic conv rule, one thread, same
        process: 4 x 24 -> 144 at 56 x 56 1.15 -> 0.82-0.88 ms, 8 x 32 -> 192 at 28 x 28 0.95 ->
        0.71-0.76 ms, 4 x 16 -> 96 at 112 x 112 0.9-1.1x over runs; 4 x 144 -> 24 at 56 x 56 0.57x
-       the packed kernel's time.
-    3. (n, o0, p0) on threads when the kernel is large; the tile zeroed before c.
+       the packed kernel's time.  A plane of no whole vectors (49, 196 pixels) has its last,
+       partial tile of pixels peeled (``loop_partition``) into a loop of its own.
+    3. (n, o0) on threads when the kernel is large; the tile zeroed before c.
     """
     conv = _conv_block(sch)
     plane = None if conv is None else _pointwise_plane(sch, conv)
@@ -967,29 +986,46 @@ def schedule_conv2d_1x1(sch: Schedule) -> bool:
         return False  # (a prologue that is not a plain copy)
     H, W = plane
     N, CO = _extents_or_none(sch, sch.get_loops(conv))[:2]
-    tile = _pointwise_tile(CO, H * W)
-    if tile is None:
-        return False
-    mi, nj = tile
+    mi, nj = _pointwise_tile(CO)
     sch.transform_block_layout(conv, lambda n, o, y, x, c, ry, rx: (n, o, y * W + x, c, ry, rx))
+    # the convolution writes a buffer of flat pixels that the epilogue (or, without one, a copy)
+    # writes back into NCHW: the write-back of a tile then covers its pixels, not their rows
+    if epilogue is None:
+        epilogue = sch.cache_write(conv, 0, "local")
+    sch.transform_layout(conv, ("write", 0), _flatten_pixels(W))
+    sch.transform_block_layout(epilogue, _flatten_pixels(W))
     n, o, p, c, ry, rx = sch.get_loops(conv)
+    work = (N or 1) * CO * H * W * _extents(sch, [c])[0]
     o0, o1 = sch.split(o, [None, mi])
     p0, p1 = sch.split(p, [None, nj])
     sch.reorder(n, o0, p0, c, ry, rx, o1, p1)
-    local = sch.cache_write(conv, 0, "local")
-    sch.transform_layout(conv, ("write", 0), lambda n_, o_, y, x: (n_, o_, y * W + x))
-    if epilogue is not None:
-        sch.compute_inline(local)
-    wb = local if epilogue is None else epilogue
-    sch.transform_block_layout(wb, lambda n_, o_, y, x: (n_, o_, y * W + x))
-    sch.reverse_compute_at(wb, p0)
-    sch.vectorize(p1)
-    sch.unroll(o1)
-    sch.vectorize(sch.get_loops(wb)[-1])
-    if (N or 1) * CO * H * W * _extents(sch, [c])[0] > CONV_PARALLEL_WORK:
-        sch.parallel(sch.fuse(n, o0, p0) if N is not None else sch.fuse(o0, p0))
-    init = sch.decompose_reduction(conv, c)
-    sch.vectorize(sch.get_loops(init)[-1])
+    pieces, updates, epilogues = [o0], [conv], [epilogue]
+    if CO % mi:  # the last, partial tile of channels a loop of its own
+        pieces, updates, epilogues = _peel(sch, o0, [CO // mi, None], updates, epilogues)
+    if H * W % nj:  # the same for the pixels, in the whole tiles of channels
+        _, whole, whole_epilogues = _peel(sch, sch.get_loops(updates[0])[-6], [H * W // nj, None],
+                                          updates[:1], epilogues[:1])
+        updates, epilogues = whole + updates[1:], whole_epilogues + epilogues[1:]
+    for update, epi in zip(updates, epilogues):
+        *_, tile_loop, _, _, _, tile_rows, tile_cols = sch.get_loops(update)
+        sch.compute_inline(sch.cache_write(update, 0, "local"))
+        wb = epi
+        if not any(sch.get(loop) is sch.get(tile_loop) for loop in sch.get_loops(wb)):
+            sch.reverse_compute_at(wb, tile_loop)
+        sch.vectorize(tile_cols)
+        sch.unroll(tile_rows)
+        sch.vectorize(sch.get_loops(wb)[-1])
+    if work > CONV_PARALLEL_WORK:
+        if len(pieces) > 1:  # the images, or (one image) the whole tiles of channels
+            sch.parallel(n if N is not None and N > 1 else pieces[0])
+        elif len(updates) > 1:
+            sch.parallel(sch.fuse(n, o0) if N is not None else o0)
+        else:
+            sch.parallel(sch.fuse(n, o0, p0) if N is not None else sch.fuse(o0, p0))
+    for update in updates:
+        k = sch.get_loops(update)[-5]
+        init = sch.decompose_reduction(update, k)
+        sch.vectorize(sch.get_loops(init)[-1])
     return True
 
 
@@ -1067,7 +1103,11 @@ def schedule_depthwise_conv2d(sch: Schedule) -> bool:
     3. Accumulate in registers (``cache_write("local")``) written back through the epilogue;
        channels on threads when large.  Measured on MobileNetV2's stride-1 layers: 2x the generic
        rule at stride 1 (144 x 56 x 56: 310 -> 144 us; 960 x 7 x 7: 52 -> 23 us), 2.5-2.8x at
-       stride 2 (96 x 113 -> 56: 652 -> 236 us), where the generic rule gathered every other column.
+       stride 2 (96 x 113 -> 56: 652 -> 236 us), where the generic rule gathered every other column  A row of
+       whole registers (AVX2: 56 = 7 x 8) is split into them, the registers unrolled: LLVM
+       legalized one 56-lane vector op into a long chain (its weight splat built lane by lane);
+       one kernel at a time, AVX2, a busy machine: 144 x 56 x 56 0.6-0.8x the time, 32 x 112 x
+       112 0.4-0.7x, 96 x 112 -> 56 0.75x; MobileNetV2 b8 0.92x, b1 0.99-1.0x (pairwise).
     """
     conv = _conv_block(sch)
     stride = None if conv is None else _depthwise_column_stride(sch, conv)
@@ -1089,6 +1129,10 @@ def schedule_depthwise_conv2d(sch: Schedule) -> bool:
     sch.reorder(n, c, h0, rc, kh, kw, h1, ow)
     wb = _local_accumulator(sch, conv, epilogue)
     sch.reverse_compute_at(wb, h0)
+    lanes = VectorUnit.current().lanes
+    if OW % lanes == 0 and OW > lanes:  # a row of whole registers: one unrolled vector op each
+        ow0, ow = sch.split(ow, [None, lanes])
+        sch.unroll(ow0)
     sch.vectorize(ow)
     sch.unroll(h1)
     sch.vectorize(sch.get_loops(wb)[-1])

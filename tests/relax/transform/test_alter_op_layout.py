@@ -78,10 +78,10 @@ def test_default_pipeline_schedules_the_packed_kernel_with_its_epilogue():
     assert "conv2d_nchw_packed" in text and 'scope="local"' in text and "T.max(" in text  # relu fused in
 
 
-@pytest.mark.parametrize("hw, packed", [(8, False), (7, True)])
-def test_a_pointwise_conv_over_whole_vectors_of_pixels_stays_unpacked(hw, packed):
-    """A 1x1, stride-1, unpadded conv whose H x W is a multiple of 16 is a matmul over the pixels
-    (``schedule_conv2d_1x1`` tiles it in NCHW); over 7 x 7 = 49 pixels the packed kernel takes it."""
+@pytest.mark.parametrize("hw, packed", [(8, False), (7, False)])
+def test_a_pointwise_conv_stays_unpacked(hw, packed):
+    """A 1x1, stride-1, unpadded conv is a matmul over the pixels (``schedule_conv2d_1x1`` tiles
+    it in NCHW), over whole vectors of pixels (8 x 8) or not (7 x 7 = 49: a peeled partial tile)."""
     x = relax.Var("x", relax.TensorStructInfo((2, 64, hw, hw), "float32"))
     w = RNG.standard_normal((32, 64, 1, 1)).astype("float32")
     bb = relax.BlockBuilder()

@@ -597,22 +597,104 @@ def test_a_stride_2_depthwise_conv_without_a_copy_keeps_the_generic_rule():
     _check_same(func, [_rand(1, 16, 13, 13), _rand(16, 1, 3, 3, seed=1)], (1, 16, 6, 6))
 
 
-@pytest.mark.parametrize("hw, taken", [(8, True), (7, False)])
-def test_a_pointwise_conv_is_a_matmul_over_the_pixels(hw, taken, parallel):
-    """1x1, stride 1: (y, x) flattened into one pixel axis, a tile of 16 channels x a vector of
-    16 pixels, written back into NCHW; 7 x 7 = 49 pixels is not whole vectors (another rule)."""
+@pytest.mark.parametrize("hw", [8, 7])
+def test_a_pointwise_conv_is_a_matmul_over_the_pixels(hw, parallel):
+    """1x1, stride 1: (y, x) flattened into one pixel axis, tiles of 8 channels x two vectors of
+    pixels (AVX-512: 32), written back into NCHW.  7 x 7 = 49 pixels is not whole tiles: the
+    last, partial tile of pixels is a loop of its own (loop_partition) whose write-back covers
+    its pixels only (not the rows they are in)."""
     import torch
 
     func, out_shape = conv_bias_relu(2, 16, hw, 32, 1, pad=0)
-    assert ds.schedule_conv2d_1x1(minitvm.tir.Schedule(IRModule({"main": func}))) == taken
+    assert ds.schedule_conv2d_1x1(minitvm.tir.Schedule(IRModule({"main": func})))
     x, w, b = _rand(2, 16, hw, hw), _rand(32, 16, 1, 1, seed=1), _rand(32, seed=2)
     sched = _check_same(func, [x, w, b], out_shape)
     text = sched.script()
-    if taken:
-        assert "in T.unroll(16):" in text and "in T.vectorized(16):" in text and "pad_temp" not in text, text
-        assert f"v2 // {hw}, v2 % {hw}]" in text, text  # written back from the flattened pixel axis
+    assert "pad_temp" not in text, text
+    assert f"v2 // {hw}, v2 % {hw}]" in text, text  # written back from the flattened pixel axis
+    if hw == 8:
+        assert text.count("in T.unroll(8):") == 2 and text.count("in T.vectorized(32):") == 3, text
+        assert "_partition" not in text, text
+    else:
+        assert text.count("in T.unroll(8):") == 4 and text.count("in T.vectorized(32):") == 6, text
+        assert "_partition" in text and f"{hw} * {hw}" not in text and f"// {hw} * {hw}" not in text, text
     _has_parallel(text, parallel)
     want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b))).numpy()
+    np.testing.assert_allclose(_run(sched, "llvm", [x, w, b, np.zeros(out_shape, "float32")]), want,
+                               rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("unit, rows", [(AVX2, 6), (AVX512, 8)], ids=["avx2", "avx512"])
+@pytest.mark.parametrize("epilogue", [True, False], ids=["bias_relu", "bare"])
+def test_a_pointwise_conv_over_14x14_pixels_is_right_on_both_units(unit, rows, epilogue):
+    """196 pixels (MobileNetV2's 14 x 14 layers): two-vector tiles of as many channels as the
+    unit's registers hold beside them (AVX2 6 x 16, AVX-512 8 x 32), the partial tile peeled; the
+    numbers match torch with and without an epilogue to write back through."""
+    import torch
+
+    from minitvm import te, topi
+
+    if epilogue:
+        func, out_shape = conv_bias_relu(2, 24, 14, 48, 1, pad=0)
+    else:
+        x_ = te.placeholder((2, 24, 14, 14), "float32", name="x")
+        w_ = te.placeholder((48, 24, 1, 1), "float32", name="w")
+        conv = topi.nn.conv2d_nchw(x_, w_, stride=1, padding=0)
+        func, out_shape = te.create_prim_func([x_, w_, conv]), (2, 48, 14, 14)
+    x, w, b = _rand(2, 24, 14, 14), _rand(48, 24, 1, 1, seed=1), _rand(48, seed=2)
+    with unit:
+        sch = minitvm.tir.Schedule(IRModule({"main": func}))
+        assert ds.schedule_conv2d_1x1(sch)
+        sched = sch.mod["main"]
+    text = sched.script()
+    assert _register_tile(text, r"\w+", r"\w+") == (rows, 2 * unit.lanes) and "_partition" in text, text
+    bias = torch.from_numpy(b) if epilogue else None
+    want = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), bias)
+    want = (torch.relu(want) if epilogue else want).numpy()
+    args = [x, w, b] if epilogue else [x, w]
+    np.testing.assert_allclose(_run(sched, "llvm", [*args, np.zeros(out_shape, "float32")]), want,
+                               rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("unit, rows", [(AVX2, 6), (AVX512, 8)], ids=["avx2", "avx512"])
+def test_a_pointwise_conv_of_many_channels_peels_the_channels_its_tiles_do_not_divide(unit, rows, parallel):
+    """130 output channels (>= POINTWISE_PEEL_MIN_CHANNELS) over 7 x 7 pixels: whole tiles of
+    ``rows`` channels, the last, partial tile of channels a piece of its own, and the partial
+    tile of pixels peeled off the whole tiles of channels -- three update blocks in all; the
+    numbers match torch on both units."""
+    import torch
+
+    func, out_shape = conv_bias_relu(1, 16, 7, 130, 1, pad=0)
+    x, w, b = _rand(1, 16, 7, 7), _rand(130, 16, 1, 1, seed=1), _rand(130, seed=2)
+    with unit:
+        sch = minitvm.tir.Schedule(IRModule({"main": func}))
+        assert ds.schedule_conv2d_1x1(sch)
+        sched = sch.mod["main"]
+    text = sched.script()
+    assert text.count(f"in T.unroll({rows}):") == 6 and text.count("_update\")") == 3, text
+    _has_parallel(text, parallel)
+    want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b))).numpy()
+    np.testing.assert_allclose(_run(sched, "llvm", [x, w, b, np.zeros(out_shape, "float32")]), want,
+                               rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("unit, split", [(AVX2, True), (AVX512, False)], ids=["avx2", "avx512"])
+def test_a_depthwise_row_of_whole_registers_is_split_into_them(unit, split):
+    """16 output columns: two AVX2 registers, each its own unrolled vector op (one 16-lane op was
+    legalized into a long chain); on AVX-512 one register, the row as it is; right on both."""
+    import torch
+
+    func, out_shape = conv_bias_relu(1, 8, 16, 8, 3, 1, 8, pad=1)
+    x, w, b = _rand(1, 8, 16, 16), _rand(8, 1, 3, 3, seed=1), _rand(8, seed=2)
+    with unit:
+        sch = minitvm.tir.Schedule(IRModule({"main": func}))
+        assert ds.schedule_depthwise_conv2d(sch)
+        sched = sch.mod["main"]
+    text = sched.script()
+    assert (re.search(r"in T.unroll\(2\):\s+for \w+ in T.vectorized\(8\)", text) is not None) == split, text
+    assert text.count("T.vectorized(16)") == (1 if split else 3), text  # (the write-back's row stays whole)
+    want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b),
+                                                 padding=1, groups=8)).numpy()
     np.testing.assert_allclose(_run(sched, "llvm", [x, w, b, np.zeros(out_shape, "float32")]), want,
                                rtol=1e-4, atol=1e-4)
 
