@@ -1103,7 +1103,7 @@ def schedule_depthwise_conv2d(sch: Schedule) -> bool:
     3. Accumulate in registers (``cache_write("local")``) written back through the epilogue;
        channels on threads when large.  Measured on MobileNetV2's stride-1 layers: 2x the generic
        rule at stride 1 (144 x 56 x 56: 310 -> 144 us; 960 x 7 x 7: 52 -> 23 us), 2.5-2.8x at
-       stride 2 (96 x 113 -> 56: 652 -> 236 us), where the generic rule gathered every other column  A row of
+       stride 2 (96 x 113 -> 56: 652 -> 236 us), where the generic rule gathered every other column.  A row of
        whole registers (AVX2: 56 = 7 x 8) is split into them, the registers unrolled: LLVM
        legalized one 56-lane vector op into a long chain (its weight splat built lane by lane);
        one kernel at a time, AVX2, a busy machine: 144 x 56 x 56 0.6-0.8x the time, 32 x 112 x
