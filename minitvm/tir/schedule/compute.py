@@ -40,13 +40,12 @@ def compute_at(root: Stmt, realize: BlockRealize, loop: For, reverse: bool,
     through, build loops covering exactly that region, and put them under the loop."""
     what = "reverse_compute_at" if reverse else "compute_at"
     here = f"{what}: block {realize.block.name_hint}, loop {loop.loop_var.name}"
-    block_path, loop_path, scope = _check_movable(root, realize, loop, reverse, output_buffers, here)
+    block_path, loop_path, scope, own_guard = _check_movable(root, realize, loop, reverse, output_buffers, here)
     link = _find_partners(realize, loop, loop_path, scope, reverse, here)
     ana = rc.analyzer_for(loop, loop_path)
     var_doms = rc.block_var_domains(realize.block, link.own_kind, link.under_loop, link.partner_kind, loop,
                                     link.buffers, ana, here, relax_threads=not reverse)
-    nest = _covering_loop_nest(realize.block, var_doms, ana, preserve_unit_loops,
-                               None if is_padding_guard_only(realize) else predicate_of_iterators(realize))
+    nest = _covering_loop_nest(realize.block, var_doms, ana, preserve_unit_loops, own_guard)
     if reverse:
         _check_consumer_covered(realize, block_path, var_doms, ana, here)
         rc.check_reads_inside(realize.block, link.own_kind, link.buffers, link.under_loop, link.partner_kind,
@@ -55,11 +54,12 @@ def compute_at(root: Stmt, realize: BlockRealize, loop: For, reverse: bool,
 
 
 def _check_movable(root: Stmt, realize: BlockRealize, loop: For, reverse: bool, output_buffers: set[int],
-                   here: str) -> tuple[tuple, tuple, Block]:
+                   here: str) -> tuple[tuple, tuple, Block, PrimExpr | None]:
     """TVM's conditions on the block alone: not already under the loop, in the loop's block
     scope, not an output block (compute_at), not an in-place update, complete (or a
-    reduction), and without a predicate other than a split's padding guard.  Returns the
-    block's and the loop's ancestors and their common scope block."""
+    reduction), and without a predicate other than a split's padding guard or a guard on its own
+    iterators.  Returns the block's and the loop's ancestors, their common scope block, and that
+    own guard (None for a padding guard, which the new loops' ranges replace)."""
     block = realize.block
     block_path = ancestors(root, realize)
     if any(s is loop for s in block_path):
@@ -84,11 +84,12 @@ def _check_movable(root: Stmt, realize: BlockRealize, loop: For, reverse: bool, 
                             "would repeat the update")
     check_complete_or_reduction(realize, scope, loop_var_ids(block_path), here)
     check_stage_pipeline(scope, _scope_path(block_path, scope), here)
-    if not is_padding_guard_only(realize) and predicate_of_iterators(realize) is None:
+    padding_only = is_padding_guard_only(realize)
+    own_guard = None if padding_only else predicate_of_iterators(realize)
+    if not padding_only and own_guard is None:
         raise ScheduleError(f"cannot {here}: the block has a predicate ({realize.predicate}) that is "
                             "more than a guard against split padding")
-    return block_path, loop_path, scope
-
+    return block_path, loop_path, scope, own_guard
 
 
 def _scope_path(path: tuple, scope: Block) -> tuple:

@@ -127,6 +127,7 @@ def predicate_of_iterators(realize: BlockRealize) -> PrimExpr | None:
         return None
     return substitute(realize.predicate, dict(bound))
 
+
 def _guards_fused_index(realize: BlockRealize, guarded: PrimExpr, bound: PrimExpr) -> bool:
     """Whether ``guarded < bound`` says "the fused index < the fused extent": the iterators fed by
     the guard's loops were fused, then split without dividing (``v0 = f // 7``, ``v1 = f % 7``,

@@ -1381,16 +1381,20 @@ def _vectorize_guarded(sch: Schedule, loop: LoopRV) -> None:
         sch.vectorize(sch.split(loop, [None, VECTOR_LANES])[1])
 
 
+def _reduces_last_loop_alone(sch: Schedule, b: BlockRV) -> bool:
+    """Block ``b`` has one loop per iterator, and its only reduction iterator is the last."""
+    kinds = [iv.iter_type for iv in sch.get(b).iter_vars]
+    return len(sch.get_loops(b)) == len(kinds) and kinds[-1] == "reduce" and "reduce" not in kinds[:-1]
+
+
 def _partial_results(sch: Schedule, b: BlockRV, rows: int, row_length: int) -> BlockRV | None:
     """The reduction ``b``, one value per row of ``rows`` along the row's ``row_length``, in
     :data:`ROW_PARTIALS` partial results in a local vector (the returned block ``<name>_rf``),
     then one short serial reduction of them; None for a row too short to split."""
     loops = sch.get_loops(b)
     blk = sch.get(b)
-    kinds = [iv.iter_type for iv in blk.iter_vars]
     ext = _extents(sch, loops)
-    if (kinds[-1] != "reduce" or "reduce" in kinds[:-1] or len(loops) != len(kinds)
-            or math.prod(ext[:-1]) != rows or ext[-1] != row_length):
+    if not _reduces_last_loop_alone(sch, b) or math.prod(ext[:-1]) != rows or ext[-1] != row_length:
         raise ScheduleError("not a reduction along the output's rows, one value per row")
     if ext[-1] < 2 * ROW_PARTIALS:
         return None
@@ -1438,8 +1442,7 @@ def _rows_side_by_side(sch: Schedule, b: BlockRV) -> bool:
     (the same numbers), but the chains no longer wait on one another (an add's latency is 3-4
     cycles).  The row groups run on threads when large.  Returns whether it applied."""
     loops = sch.get_loops(b)
-    kinds = [iv.iter_type for iv in sch.get(b).iter_vars]
-    if (len(loops) < 2 or len(loops) != len(kinds) or kinds[-1] != "reduce" or "reduce" in kinds[:-1]
+    if (len(loops) < 2 or not _reduces_last_loop_alone(sch, b)
             or not all(_loop_is_spatial(sch, b, sch.get(lp).loop_var) for lp in loops[:-1])):
         return False
     ext = _extents(sch, loops)
@@ -1449,9 +1452,8 @@ def _rows_side_by_side(sch: Schedule, b: BlockRV) -> bool:
     group, side = sch.split(rows[-1], [None, min(ROWS_SIDE_BY_SIDE, ext[-2])])
     sch.reorder(group, k, side)
     sch.unroll(side)
-    outer = [*rows[:-1], group]
-    if math.prod(ext) > ROW_REDUCTION_PARALLEL_WORK and math.prod(_extents(sch, outer)) > 1:
-        sch.parallel(sch.fuse(*outer) if len(outer) > 1 else outer[0])
+    if math.prod(ext) > ROW_REDUCTION_PARALLEL_WORK:
+        _parallel_rows(sch, b, [*rows[:-1], group])
     sch.decompose_reduction(b, k)
     return True
 
@@ -1628,10 +1630,8 @@ def _vectorize_accumulation(sch: Schedule, b: BlockRV) -> tuple[str, ...]:
     loop runs on threads when there is enough work (before ``decompose_reduction``: a loop over
     an init and its update is not parallel).  Returns the names of the blocks it scheduled."""
     blk = sch.get(b)
-    kinds = [iv.iter_type for iv in blk.iter_vars]
     loops = sch.get_loops(b)
-    if (len(kinds) < 3 or kinds[-1] != "reduce" or "reduce" in kinds[:-1] or len(loops) != len(kinds)
-            or not _is_multiply_accumulate(blk)):
+    if len(blk.iter_vars) < 3 or not _reduces_last_loop_alone(sch, b) or not _is_multiply_accumulate(blk):
         return ()
     realize, _ = sch._block(b)
     j_var, k_var = blk.iter_vars[-2].var, blk.iter_vars[-1].var
