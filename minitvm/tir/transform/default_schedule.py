@@ -1413,6 +1413,8 @@ def schedule_reduction(sch: Schedule) -> bool:
     blocks = _blocks(sch)
     if all(_is_spatial(sch, b) for b in blocks):
         return False
+    _inline_read_once(sch)
+    blocks = _blocks(sch)
     done = {name for b in blocks for name in _vectorize_accumulation(sch, b)}
     for b in _blocks(sch):
         if sch.get(b).name_hint in done:
@@ -1431,6 +1433,28 @@ def schedule_reduction(sch: Schedule) -> bool:
     return True
 
 
+def _inline_read_once(sch: Schedule) -> None:
+    """Inline each spatial block whose one consumer reads every element of it once (a comparison,
+    a cast before a max): computed where it is read instead of stored in a buffer of its own
+    and read back.  (torch's safe softmax checks a row for a finite score as ``max(astype(not(x ==
+    -inf), int8))``: three such buffers the size of the scores.)"""
+    for b in _blocks(sch)[:-1]:
+        consumers = sch.get_consumers(b)
+        if _is_spatial(sch, b) and len(consumers) == 1 and _reads_each_element_once(sch, b, consumers[0]):
+            sch.compute_inline(b)
+
+
+def _reads_each_element_once(sch: Schedule, producer: BlockRV, consumer: BlockRV) -> bool:
+    """Whether every load of ``producer``'s output in ``consumer`` is indexed by all of the
+    consumer's iterators that take more than one value (no element read twice)."""
+    written = sch.get(producer).writes[0].buffer
+    blk = sch.get(consumer)
+    loads: list[BufferLoad] = []
+    post_order_visit(blk.body, lambda x: loads.append(x) if isinstance(x, BufferLoad) and x.buffer is written else None)
+    moving = [iv.var for iv in blk.iter_vars if _int(iv.dom.extent) != 1]
+    return bool(loads) and all(all(any(uses_var(i, v) for i in ld.indices) for v in moving) for ld in loads)
+
+
 #: rows a serial row reduction takes side by side (independent chains, each in its own order)
 ROWS_SIDE_BY_SIDE = 8
 
@@ -1446,10 +1470,12 @@ def _rows_side_by_side(sch: Schedule, b: BlockRV) -> bool:
             or not all(_loop_is_spatial(sch, b, sch.get(lp).loop_var) for lp in loops[:-1])):
         return False
     ext = _extents(sch, loops)
-    if ext[-2] < 2:
+    # the innermost row loop of more than one row (a kept reduced axis is a loop of one)
+    last = next((i for i in range(len(loops) - 2, -1, -1) if ext[i] > 1), None)
+    if last is None:
         return False
-    rows, k = loops[:-1], loops[-1]
-    group, side = sch.split(rows[-1], [None, min(ROWS_SIDE_BY_SIDE, ext[-2])])
+    rows, k = loops[:last + 1], loops[-1]
+    group, side = sch.split(rows[-1], [None, min(ROWS_SIDE_BY_SIDE, ext[last])])
     sch.reorder(group, k, side)
     sch.unroll(side)
     if math.prod(ext) > ROW_REDUCTION_PARALLEL_WORK:

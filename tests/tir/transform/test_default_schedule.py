@@ -921,3 +921,35 @@ def test_a_mean_over_channels_is_not_taken_a_row_at_a_time():
     a = _rand(1, 8, 4, 40)
     np.testing.assert_allclose(_run(sched, "llvm", [a, np.zeros_like(a)]), a - a.mean(1, keepdims=True),
                                rtol=1e-5, atol=1e-5)
+
+
+def test_a_check_before_a_max_is_computed_in_the_max_not_stored():
+    """torch's safe softmax asks each row whether any score is finite: ``max(astype(not(x ==
+    -inf), int8))``, fused into one kernel.  The comparison, the not and the cast are each read
+    once by the next step: they are inlined into the max (no buffer of their own), whose rows go
+    8 side by side -- the kept axis of one between them and the reduction is skipped.  numpy's
+    answer on rows with and without finite scores."""
+    from minitvm import relax
+
+    f32 = "float32"
+    x = relax.Var("x", relax.TensorStructInfo((1, 3, 20, 37), f32))
+    op = relax.op
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            finite = op.astype(op.logical_not(op.equal(x, relax.const(float("-inf"), f32))), "int8")
+            gv = bb.emit_output(op.max(finite, axis=[-1], keepdims=True))
+        bb.emit_func_output(gv)
+    mod = relax.get_pipeline("zero")(bb.get())
+    (func,) = [f for gv, f in mod.functions_items() if gv.name_hint.startswith("fused_equal")]
+    sched = apply_default_schedule(func)
+    text = sched.script()
+    assert "sblock_alloc_buffer" not in text and len(re.findall(r"^\s+with T.sblock\(", text, re.M)) == 2, text
+    assert re.search(r"for i2_1 in T.unroll\((T.int64\()?8", text), text
+    xs = _rand(1, 3, 20, 37)
+    xs[0, 1, 4] = -np.inf
+    xs[0, 2, :, ::2] = -np.inf
+    want = np.isfinite(xs).max(-1, keepdims=True).astype("int8")
+    for f in (func, sched):
+        got = _run(f, "llvm", [xs, np.zeros((1, 3, 20, 1), "int8")])
+        np.testing.assert_array_equal(got, want)
