@@ -45,7 +45,8 @@ from .transform.legalize_ops import high_level_ops  # noqa: F401 - where learner
 
 __all__ = ["get_pipeline", "register_pipeline", "zero_pipeline", "default_pipeline", "default_build_pipeline",
            "graph_rewrite_passes", "default_schedule_rules", "legalize_passes", "default_kernel_passes",
-           "dataflow_lower_passes", "finalize_passes", "vm_lowering_passes", "static_shape_tuning_pipeline"]
+           "dataflow_lower_passes", "finalize_passes", "vm_lowering_passes", "static_shape_tuning_pipeline",
+           "weight_prepack_passes"]
 
 def legalize_passes(target: Any = None) -> list[Pass]:
     """High-level ops to PrimFuncs, then operator fusion: TVM's CPU ``legalize_passes``, the
@@ -110,8 +111,19 @@ def default_pipeline() -> Pass:
     kernels when one is in scope, then default CPU schedules for every other (fused) kernel
     (``tir.transform.DefaultCPUSchedule``).  The VM lowering follows in ``relax.build``."""
     # a tuning database in scope gives its kernels first; DefaultCPUSchedule skips those
-    return _DefaultPipeline([*default_kernel_passes(), _ApplyDatabaseInScope(),
-                             DefaultCPUSchedule(rules=default_schedule_rules())], name="default")
+    return _DefaultPipeline([*default_kernel_passes(), _ApplyDatabaseInScope(), *weight_prepack_passes(
+        DefaultCPUSchedule(rules=default_schedule_rules()))], name="default")
+
+
+def weight_prepack_passes(schedule: Pass) -> list[Pass]:
+    """``schedule`` between the passes that let it re-lay-out weights once, at compile time:
+    ``AttachAttrLayoutFreeBuffers`` tells each kernel which arguments are constants; a schedule
+    that packs one (a large matmul's right operand into column panels) leaves the copy at its
+    root, annotated; ``SplitLayoutRewritePreproc`` moves it into a function of its own, which
+    ``FoldConstant`` runs on the constant (TVM's MetaSchedule does the same with tuned
+    schedules); ``DeadCodeElimination`` drops the functions no longer called."""
+    return [T.AttachAttrLayoutFreeBuffers(), schedule, T.SplitLayoutRewritePreproc(), T.FoldConstant(),
+            DeadCodeElimination()]
 
 
 class _DefaultPipeline(Sequential):

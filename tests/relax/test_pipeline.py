@@ -2,6 +2,8 @@
 lower to the VM after whatever pipeline ran."""
 
 
+import re
+
 import numpy as np
 import pytest
 
@@ -37,7 +39,9 @@ def test_the_named_pipelines_stop_before_the_vm_lowering():
     rewrites = [p.info.name for p in relax.pipeline.graph_rewrite_passes()]
     assert "FoldInferenceBatchnormToConv2D" in rewrites
     assert default[:len(rewrites) + 2] == [*rewrites, "FuseTransposeMatmul", "DeadCodeElimination"]
-    assert default[-1] == "DefaultCPUSchedule" and "FuseTIR" in default
+    # the default schedules, between the passes that pack a weight once at compile time
+    assert default[-5:] == ["AttachAttrLayoutFreeBuffers", "DefaultCPUSchedule", "SplitLayoutRewritePreproc",
+                            "FoldConstant", "DeadCodeElimination"] and "FuseTIR" in default
     assert not set(default) & set(LOWERING) and _names(relax.get_pipeline("default_build")) == default
     # the lowering relax.build runs, in TVM's two stages
     assert [p.info.name for p in relax.pipeline.vm_lowering_passes()] == LOWERING
@@ -172,3 +176,39 @@ def test_build_refuses_a_system_library_by_name():
     mod, _ = export_quick_start_mlp(1)
     with pytest.raises(NotImplementedError, match=r"system_lib=True"):
         relax.build(mod, "llvm", system_lib=True)
+
+
+@pytest.mark.parametrize("weight_is_constant", [True, False])
+def test_a_large_matmuls_constant_weight_is_packed_once_at_compile_time(weight_is_constant):
+    """A 128 x 256 x 1024 dense layer packs its right operand into column panels.  A constant
+    weight is packed once, at compile time: the kernel reads a constant already in panels (the
+    default pipeline splits the copy off and folds it); a weight passed in is packed inside the
+    kernel on every call.  numpy's numbers either way, the kernel keeps its name."""
+    rng = np.random.default_rng(12)
+    w = rng.standard_normal((256, 1024)).astype("float32")
+    x = relax.Var("x", relax.TensorStructInfo((128, 256), "float32"))
+    wv = relax.Var("w", relax.TensorStructInfo((256, 1024), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x] if weight_is_constant else [x, wv]):
+        with bb.dataflow():
+            gv = bb.emit_output(relax.op.nn.relu(relax.op.matmul(x, relax.const(w) if weight_is_constant else wv)))
+        bb.emit_func_output(gv)
+    mod = relax.get_pipeline("default")(bb.get())
+    kernels = {gv.name_hint: f for gv, f in mod.functions_items() if not isinstance(f, relax.Function)}
+    assert sorted(kernels) == (["fused_matmul_relu_prepacked"] if weight_is_constant else ["fused_matmul_relu"])
+    (kernel,) = kernels.values()
+    packed_shapes = [c.data.numpy().shape for c in _constants(mod["main"])]
+    assert bool(re.search(r'T\.sblock\("\w+_global"\)', kernel.script())) is not weight_is_constant  # the copy
+    if weight_is_constant:
+        (shape,) = packed_shapes
+        assert len(shape) == 3 and shape[0] * shape[2] == 1024 and shape[1] == 256, shape  # panels
+    xs = rng.standard_normal((128, 256)).astype("float32")
+    vm = relax.VirtualMachine(minitvm.compile(bb.get(), "llvm"), minitvm.cpu())
+    got = vm["main"](xs).numpy() if weight_is_constant else vm["main"](xs, w).numpy()
+    np.testing.assert_allclose(got, np.maximum(xs @ w, 0), rtol=1e-4, atol=1e-3)
+
+
+def _constants(func):
+    found = []
+    relax.analysis.post_order_visit(func, lambda e: found.append(e) if isinstance(e, relax.Constant) else None)
+    return found

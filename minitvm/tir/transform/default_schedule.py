@@ -441,6 +441,25 @@ def pack_into_panels(sch: Schedule, block: BlockRV, read_index: int, width: int,
     return packed
 
 
+#: the annotation of a block that re-lays-out a weight, for SplitLayoutRewritePreproc to move into
+#: a function of its own (TVM's MetaSchedule name)
+LAYOUT_REWRITE_PREPROC = "meta_schedule.layout_rewrite_preproc"
+
+
+def _packs_a_weight(sch: Schedule, packed: BlockRV) -> bool:
+    """Whether the packing copy ``packed`` reads a parameter the function's ``layout_free_buffers``
+    names (a weight: AttachAttrLayoutFreeBuffers marks the constants).  Then the copy is left at
+    the root, annotated :data:`LAYOUT_REWRITE_PREPROC`: the default pipeline splits it off
+    (SplitLayoutRewritePreproc) and FoldConstant packs the weight once, at compile time, instead
+    of on every call (a 256 x 1024 weight: 1 MiB read and written per call)."""
+    func = sch.mod["main"]
+    free = func.attrs.get("layout_free_buffers") if func.attrs else None
+    if not free:
+        return False
+    read = sch.get(packed).reads[0].buffer
+    return any(func.buffer_map.get(func.params[int(i)]) is read for i in free)
+
+
 def _vectorize_copy(sch: Schedule, copy: BlockRV, width: int, parallel: bool) -> None:
     """Copy a packing block's ``(k, j)`` as ``width``-float vectors along j, and over k on
     threads when ``parallel``: each row of B is read once and written as whole vectors into its
@@ -566,11 +585,15 @@ def schedule_matmul_like(sch: Schedule, tile_symbolic_rows: bool = True) -> bool
         mi = _tile_rows(VectorUnit.current(), nj, (8, 4, 2))[0] if nj % VectorUnit.current().lanes == 0 else 1
     packed = _pack_right_operand(sch, mm, nj) if rows_known and B == 1 and M >= PACK_MIN_ROWS \
         and N % nj == 0 and M * N * K > MATMUL_PARALLEL_WORK else None
+    prepacked = packed is not None and not prologue and _packs_a_weight(sch, packed)
+    if prepacked:  # packed once, ahead of the calls (see _packs_a_weight)
+        sch.annotate(packed, LAYOUT_REWRITE_PREPROC, True)
     if rows_known:
         mi = _static_tile_rows(M, nj, mi, packed is not None)
     blocks = _column_blocks(N // nj) if packed is not None else 0
     batch, jb, pieces, updates, epilogues = _tile_loops(
-        sch, mm, packed, mi, nj, blocks, M if rows_known else "symbolic" if symbolic_rows else None, epilogue)
+        sch, mm, None if prepacked else packed, mi, nj, blocks,
+        M if rows_known else "symbolic" if symbolic_rows else None, epilogue)
     tiled_rows = mi > 1  # (else i is not split: one row per tile)
 
     # 3 and 4. the register tile (accumulator, write-back, vectors) of each piece
@@ -579,7 +602,7 @@ def schedule_matmul_like(sch: Schedule, tile_symbolic_rows: bool = True) -> bool
                                    in_place=symbolic_rows and epi is None and p > 0)
               for p, (update, epi) in enumerate(zip(updates, epilogues))]
     j0 = stages[0][0]
-    if packed is not None:
+    if packed is not None and not prepacked:
         _vectorize_copy(sch, packed, nj, parallel=jb is None)
     if jb is not None:
         sch.parallel(jb)
@@ -721,11 +744,11 @@ def _tile_loops(sch: Schedule, mm: BlockRV, packed: BlockRV | None, mi: int, nj:
                 ) -> tuple[list[LoopRV], LoopRV | None, list[LoopRV], list[BlockRV], list[BlockRV | None]]:
     """Step 2 of :func:`schedule_matmul_like`: split i by ``mi`` and j by ``nj`` -- first into
     ``blocks`` column blocks jb when there are any, with the packing of each block's panels
-    moved inside jb -- and reorder to ``(batch, [jb,] i0, j0, k, i1, j1)``; then peel the last,
-    partial row of tiles off when ``mi`` does not divide ``rows`` (M, None: symbolic), and the
-    last, partial column of tiles of the whole rows when ``nj`` does not divide N.  Returns the
-    batch loops, jb (or None), each row piece's i0 loop, and each piece's update block and
-    epilogue (whole tiles first)."""
+    (``packed``; None: packed ahead of the calls) moved inside jb -- and reorder to
+    ``(batch, [jb,] i0, j0, k, i1, j1)``; then peel the last, partial row of tiles off when
+    ``mi`` does not divide ``rows`` (M, None: symbolic), and the last, partial column of tiles
+    of the whole rows when ``nj`` does not divide N.  Returns the batch loops, jb (or None),
+    each row piece's i0 loop, and each piece's update block and epilogue (whole tiles first)."""
     loops = sch.get_loops(mm)
     batch, (i, j, k) = list(loops[:-3]), loops[-3:]
     cols = _extents(sch, [j])[0]
@@ -736,7 +759,7 @@ def _tile_loops(sch: Schedule, mm: BlockRV, packed: BlockRV | None, mi: int, nj:
     outer = batch + ([jb] if jb is not None else [])
     i0, i1 = sch.split(i, [None, mi]) if mi > 1 else (i, None)
     sch.reorder(*outer, i0, j0, k, *([i1] if i1 is not None else []), j1)
-    if jb is not None:
+    if jb is not None and packed is not None:
         sch.compute_at(packed, jb)  # before loop_partition, which puts the pieces in a block of their own
     # a tile that does not divide M (N): the last, partial row (column) of tiles becomes a
     # loop of its own (loop_partition), so the main loop's tiles run without the split's guard
