@@ -1267,8 +1267,18 @@ def _reads_transposed(sch: Schedule, b: BlockRV) -> bool:
     inner = blk.iter_vars[-1].var
     loads: list[BufferLoad] = []
     post_order_visit(blk.body, lambda x: loads.append(x) if isinstance(x, BufferLoad) else None)
-    return any(len(ld.indices) >= 2 and not uses_var(ld.indices[-1], inner)
-               and any(uses_var(i, inner) for i in ld.indices[:-1]) for ld in loads)
+    # a fused reshape's flat-index arithmetic (``(h * 12608 + d * 197 + t) % 37824 // ...``)
+    # simplified over the iterators' ranges shows which dimension each one indexes
+    analyzer = Analyzer()
+    for iv in blk.iter_vars:
+        analyzer.bind(iv.var, iv.dom)
+    for ld in loads:
+        if len(ld.indices) < 2 or not any(uses_var(i, inner) for i in ld.indices):
+            continue
+        *rows, last = (analyzer.simplify(i) for i in ld.indices)
+        if not uses_var(last, inner) and any(uses_var(i, inner) for i in rows):
+            return True
+    return False
 
 
 def _tile_transpose(sch: Schedule, b: BlockRV) -> None:
@@ -1281,7 +1291,8 @@ def _tile_transpose(sch: Schedule, b: BlockRV) -> None:
         return
     *outer, i, j = loops
     ti = _largest_divisor(ext[-2], (VECTOR_LANES, 8, 4, 2))
-    tj = _largest_divisor(ext[-1], (VECTOR_LANES, 8, 4, 2))
+    # a row of a length with no such divisor (197 tokens) in vectors too, the last one guarded
+    tj = _largest_divisor(ext[-1], (VECTOR_LANES, 8, 4, 2)) if ext[-1] < 2 * VECTOR_LANES else VECTOR_LANES
     if ti == 1 or tj == 1:
         _vectorize_flat(sch, b)
         return

@@ -778,6 +778,32 @@ def test_transpose_is_copied_in_square_tiles(parallel):
     np.testing.assert_array_equal(_run(sched, "llvm", [data, np.zeros((80, 48), "float32")]), data.T)
 
 
+def test_attentions_key_transpose_through_reshapes_is_copied_in_tiles():
+    """ViT's K^T: the (197 tokens, 3 heads x 64) projection viewed as heads and transposed to
+    (3, 64, 197), scaled, in one kernel whose indices are a reshape's flat arithmetic.  Simplified
+    over the iterators' ranges they show the transpose: tiles of 16 x 16, the 197 tokens as 16-lane
+    vectors with the last guarded (197 has no divisor).  Before, each of 192 rows gathered 197
+    floats 768 bytes apart (30 us; tiled 10).  numpy's numbers."""
+    from minitvm import relax
+
+    x = relax.Var("x", relax.TensorStructInfo((197, 192), "float32"))
+    op = relax.op
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            k = op.permute_dims(op.reshape(x, (1, 197, 3, 64)), (0, 2, 3, 1))
+            gv = bb.emit_output(op.reshape(op.multiply(k, relax.const(0.125, "float32")), (3, 64, 197)))
+        bb.emit_func_output(gv)
+    mod = relax.get_pipeline("zero")(bb.get())
+    (func,) = [f for _, f in mod.functions_items() if not isinstance(f, relax.Function)]
+    sched = apply_default_schedule(func)
+    text = sched.script()
+    assert "T.vectorized(T.int64(16))" in text and re.search(r"T\.where\(.*< T\.int64\(197\)\)", text), text
+    xs = _rand(197, 192)
+    got = _run(sched, "llvm", [xs, np.zeros((3, 64, 197), "float32")])
+    np.testing.assert_array_equal(got, xs.reshape(197, 3, 64).transpose(1, 2, 0) * np.float32(0.125))
+
+
 @pytest.mark.parametrize("shape, before, after, row", [
     ((1, 3, 24, 24), (0, 0, 0, 0), (0, 0, 1, 1), 25),     # TF "same" padding of a stride-2 stem
     ((2, 40, 7, 7), (0, 0, 1, 1), (0, 0, 1, 1), 9),       # rows shorter than a vector
