@@ -179,6 +179,11 @@ class _SinkReshapes(ExprMutator):
 
     def visit_var_binding_(self, binding: VarBinding) -> None:
         value = self.visit_expr(binding.value)
+        if self._is_reshape(value) and isinstance(value.args[0], Var) and value.args[0] in self.viewed:
+            # a reshape of a view reshapes what the view sees: the reshape back is no reshape at all
+            source = self.viewed[value.args[0]]
+            value = source if _static_shape(source) == _static_shape(value) else reshape(source, value.args[1])
+            binding = VarBinding(binding.var, value)
         sunk = self._sunk(value) if self.in_dataflow and isinstance(value, Call) else None
         epilogue = sunk is not None and self._is_epilogue(value)
         if sunk is not None and not epilogue and binding.var not in self.cheap:
@@ -186,8 +191,7 @@ class _SinkReshapes(ExprMutator):
         if sunk is None:
             super().visit_var_binding_(binding)
             value = self.builder_.lookup_binding(self.var_remap_.get(binding.var, binding.var))
-            if isinstance(value, Call) and isinstance(value.op, Op) and value.op.name == "relax.reshape" \
-                    and _static_shape(value.args[0]) is not None:
+            if self._is_reshape(value) and _static_shape(value.args[0]) is not None:
                 source = value.args[0]  # a view of a view sees the first tensor
                 self.viewed[self.var_remap_.get(binding.var, binding.var)] = self.viewed.get(source, source)
             return
@@ -196,6 +200,10 @@ class _SinkReshapes(ExprMutator):
         self.viewed[binding.var] = inner
         if epilogue:
             self.epilogues.add(inner)
+
+    @staticmethod
+    def _is_reshape(value: Any) -> bool:
+        return isinstance(value, Call) and isinstance(value.op, Op) and value.op.name == "relax.reshape"
 
     def _is_epilogue(self, call: Call) -> bool:
         """Whether ``call`` is the only reader of a view of a tensor a matmul or a convolution
