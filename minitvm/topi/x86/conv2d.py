@@ -131,7 +131,7 @@ def conv2d_nchw_packed(data: te.Tensor, kernel: te.Tensor, strides: Any = 1, pad
 
     tile = None if ob_int is None else pixel_tile(ob_int)
     plane = [const_int(oh), const_int(ow)]
-    if tile is None or None in plane:
+    if tile is None or None in plane or const_int(n) is None:  # (a symbolic batch: the rows, as before)
         return te.compute((n, out_c, oh, ow), fcompute, name=PACKED_CONV_NAME)
     # the output plane as whole tiles of flat pixels, then back into rows (the write-back)
     pixels, width = plane[0] * plane[1], plane[1]
@@ -222,7 +222,7 @@ def schedule_conv2d_nchw_packed(sch: Schedule) -> bool:
     realize, _ = sch._block(conv)
     ob = _packed_block_of(realize.block)
     if flat:
-        _tile_pixels(sch, conv, epilogue, ob, N, parallel)
+        _tile_pixels(sch, conv, epilogue, ob, parallel)
     else:
         _tile_columns(sch, conv, epilogue, ob, ext[3], N, parallel)
     return True
@@ -256,18 +256,18 @@ def _tile_columns(sch: Schedule, conv: Any, epilogue: Any, ob: int, X: int, N: i
     sch.vectorize(sch.get_loops(init)[-1])
 
 
-def _tile_pixels(sch: Schedule, conv: Any, epilogue: Any, ob: int, N: int | None, parallel: bool) -> None:
+def _tile_pixels(sch: Schedule, conv: Any, epilogue: Any, ob: int, parallel: bool) -> None:
     """Steps 2-4 of :func:`schedule_conv2d_nchw_packed` for a convolution over flat pixels
     (:func:`pixel_tile`): a tile of ``ob`` channels x ``pt`` pixels, written back into NCHW rows
     through the epilogue (its own pixels only: the last tile may run past the plane)."""
     if epilogue is None:
         raise ScheduleError(f"{PACKED_CONV_NAME}: a flat-pixel convolution without its write-back into rows")
-    pixels = _extents(sch, sch.get_loops(conv))[2]
+    n, o, p, rc, ry, rx = sch.get_loops(conv)
+    pixels = _extents(sch, [p])[0]
     # (the compute's unit made the pixels a multiple of its tile; another unit in scope now may not)
     most = _peeled_tile_rows(VectorUnit.current(), ob)
     tile = max(d for d in range(1, most + 1) if pixels % d == 0)
     width = const_int(sch.get(epilogue).iter_vars[3].dom.extent)
-    n, o, p, rc, ry, rx = sch.get_loops(conv)
     o0, o1 = sch.split(o, [None, ob])
     p0, p1 = sch.split(p, [None, tile])
     sch.reorder(n, o0, p0, rc, ry, rx, p1, o1)
@@ -285,7 +285,7 @@ def _tile_pixels(sch: Schedule, conv: Any, epilogue: Any, ob: int, N: int | None
     # of a pixel share one cache set), measured 1.4-2.5x slower on resnet_small's 16-channel convs
     sch.vectorize(sch.get_loops(epilogue)[-1])
     if parallel:
-        sch.parallel(sch.fuse(n, o0, p0) if N is not None else sch.fuse(o0, p0))
+        sch.parallel(sch.fuse(n, o0, p0))
     init = sch.decompose_reduction(conv, rc)
     sch.vectorize(sch.get_loops(init)[-1])
 
