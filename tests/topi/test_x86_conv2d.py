@@ -21,20 +21,22 @@ RNG = np.random.default_rng(7)
 @pytest.mark.parametrize("unit, block", [(AVX512, 32), (AVX2, 16)], ids=["avx512", "avx2"])
 def test_pack_puts_a_block_of_output_channels_last(unit, block):
     """A block is two vectors of the unit in scope when they divide the channels (32 on AVX-512,
-    16 on AVX2), else one, else 8."""
-    w = RNG.standard_normal((64, 3, 2, 2)).astype("float32")
+    16 on AVX2) and the reduction is long enough, else one, else 8."""
+    w = RNG.standard_normal((64, 8, 2, 2)).astype("float32")
     with unit:
         p = pack_conv2d_weight(w)
-        assert pack_conv2d_weight(w[:24]).shape == (3, 3, 2, 2, 8)  # 24 channels: blocks of 8
-        assert packed_block(48) == 16  # AVX-512: one vector; AVX2: two
-    assert p.shape == (64 // block, 3, 2, 2, block) and p.flags.c_contiguous
+        assert pack_conv2d_weight(w[:24]).shape == (3, 8, 2, 2, 8)  # 24 channels: blocks of 8
+        assert packed_block(48) == packed_block(128, 64) // 2  # fewer than 64 channels: one vector
+        # 12 multiply-adds per output: one vector (the flat tiles' write-back would outweigh them)
+        assert pack_conv2d_weight(w[:, :3]).shape[-1] == block // 2
+    assert p.shape == (64 // block, 8, 2, 2, block) and p.flags.c_contiguous
     assert p[1, 2, 0, 1, 5] == w[block + 5, 2, 0, 1]
     with pytest.raises(ValueError, match="not a multiple of the block 16"):
         pack_conv2d_weight(w[:24], block=16)
 
 
 def _schedule(batch, cin, cout, k, stride, hw, relu, block=None):
-    block = block or packed_block(cout)  # the unit in scope's
+    block = block or packed_block(cout, cin * k * k)  # the unit in scope's
     X = te.placeholder((batch, cin, hw, hw), "float32", name="X")
     W = te.placeholder((cout // block, cin, k, k, block), "float32", name="W")
     Y = conv2d_nchw_packed(X, W, stride, k // 2)
@@ -106,15 +108,15 @@ def test_tile_follows_the_host_cpu(cpu, block, pixels):
 
 @pytest.mark.parametrize("batch, cin, cout, k, stride, hw, relu", [
     (1, 16, 64, 3, 1, 7, True),     # 49 pixels: a last tile past the plane (AVX2 6, AVX-512 8 a tile)
-    (2, 8, 32, 7, 2, 23, False),    # a stem-like 7 x 7 stride 2, 12 x 12 = 144 pixels, no epilogue
-    (1, 16, 32, 1, 2, 14, True),    # a strided 1x1 projection, 7 x 7
+    (2, 3, 64, 7, 2, 23, False),    # a stem: 7 x 7 stride 2, 12 x 12 = 144 pixels, no epilogue
+    (1, 32, 64, 1, 2, 14, True),    # a strided 1x1 projection, 7 x 7
 ])
 @pytest.mark.parametrize("unit", [AVX512, AVX2], ids=["avx512", "avx2"])
 def test_flat_pixel_tiles_match_torch(unit, batch, cin, cout, k, stride, hw, relu):
     x = RNG.standard_normal((batch, cin, hw, hw)).astype("float32")
     w = RNG.standard_normal((cout, cin, k, k)).astype("float32")
     with unit:
-        assert pixel_tile(packed_block(cout)) is not None
+        assert pixel_tile(packed_block(cout, cin * k * k)) is not None
         _, lib = _build(batch, cin, cout, k, stride, hw, relu)
         packed = pack_conv2d_weight(w)
     want = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), stride=stride, padding=k // 2)

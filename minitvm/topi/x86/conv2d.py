@@ -71,25 +71,40 @@ MAX_COLUMN_TILE = 16
 PARALLEL_WORK = CONV_PARALLEL_WORK
 
 
-def packed_block(out_channels: int) -> int:
-    """The output-channel block ``ob`` for ``out_channels``: two vectors of the unit in scope when
-    they divide (AVX2: 16, AVX-512: 32; the tile then runs over pixels, :func:`_pixel_tile`), else
-    one (AVX-512: 16, AVX2: 8), else 8, else all of them (a short vector).  On AVX2 a block of one
-    vector is one ymm per column, so the tile holds 8 columns (8 accumulators, one weight load
-    and 8 broadcasts per step) where 16 channels held 4 columns of two ymm: measured on Zen 4
-    (AVX2), one thread, resnet_small 285 -> 250 us at batch 1, 2.29 -> 2.03 ms at batch 8."""
+def packed_block(out_channels: int, reduction: int | None = None) -> int:
+    """The output-channel block ``ob`` for ``out_channels`` (``reduction``: multiply-adds per
+    output, in channels x window): two vectors of the unit in scope when they divide, the
+    reduction is at least ``PIXEL_TILE_MIN_REDUCTION`` and there are ``PIXEL_TILE_MIN_CHANNELS``
+    channels or more (AVX2: 16, AVX-512: 32; the tile then runs
+    over pixels, :func:`pixel_tile`), else one (AVX-512: 16, AVX2: 8), else 8, else all of them (a
+    short vector).  On AVX2 a block of one vector is one ymm per column, so the tile holds 8
+    columns (8 accumulators, one weight load and 8 broadcasts per step) where 16 channels held 4
+    columns of two ymm: measured on Zen 4 (AVX2), one thread, resnet_small 285 -> 250 us at
+    batch 1, 2.29 -> 2.03 ms at batch 8."""
     lanes = VectorUnit.current().lanes
-    for b in (2 * lanes, max(lanes, 8), 8):
+    long_enough = reduction is None or reduction >= PIXEL_TILE_MIN_REDUCTION
+    two = (2 * lanes,) if long_enough and out_channels >= PIXEL_TILE_MIN_CHANNELS else ()
+    for b in (*two, max(lanes, 8), 8):
         if out_channels % b == 0:
             return b
     return out_channels
+
+
+#: a convolution with fewer multiply-adds per output keeps blocks of one vector (columns of a
+#: row): its tiles' write-back outweighs the reduction.  Measured on AVX2, 2 threads, against
+#: one vector: MNIST's 1 -> 32 3x3 (9) 1.1x the time at batch 8, resnet_small's 3 -> 16 stem
+#: (27) 1.0-1.17x; ResNet-18's 1x1 stride-2 projections (64 and more) 0.85x
+PIXEL_TILE_MIN_REDUCTION = 32
+#: and with fewer output channels: resnet_small's 16 and 32-channel convs (2-5M multiply-adds)
+#: ran 1.05-1.18x their one-vector time at batch 1 (2 threads), level at batch 8
+PIXEL_TILE_MIN_CHANNELS = 64
 
 
 def pack_conv2d_weight(weight: np.ndarray, block: int | None = None) -> np.ndarray:
     """``W[o, c, kh, kw]`` (OIHW) -> ``W_packed[o // ob, c, kh, kw, o % ob]``: the ``ob``
     weights a tile multiplies by one input value become one contiguous vector."""
     o, c, kh, kw = weight.shape
-    ob = block or packed_block(o)
+    ob = block or packed_block(o, c * kh * kw)
     if o % ob:
         raise ValueError(f"pack_conv2d_weight: {o} output channels are not a multiple of the block {ob}")
     return np.ascontiguousarray(weight.reshape(o // ob, ob, c, kh, kw).transpose(0, 2, 3, 4, 1))
