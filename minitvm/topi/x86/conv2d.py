@@ -61,7 +61,7 @@ __all__ = ["conv2d_nchw_packed", "pack_conv2d_weight", "packed_block", "schedule
 PACKED_CONV_NAME = "conv2d_nchw_packed"
 #: name of the block that writes a flat-pixel result (:func:`pixel_tile`) back into NCHW rows
 PIXELS_TO_ROWS_NAME = "conv2d_nchw_packed_rows"
-#: output channels per block on AVX-512: one vector of float32 (:func:`packed_block`: the unit's)
+#: one vector of float32 on AVX-512, the block of narrow or short convolutions (:func:`packed_block`)
 OUT_BLOCK = 16
 #: at most this many output columns per register tile (fewer when the vector unit has fewer
 #: registers than AVX-512's: :func:`_column_tile`)
