@@ -9,29 +9,34 @@ import pytest
 
 import minitvm
 from minitvm import te, tir, topi
+from minitvm.testing.pretend_cpu import AVX2_CPU, AVX512_CPU, pretend_cpu
 from minitvm.tir.vector_unit import AVX2, AVX512
 from minitvm.topi.x86 import conv2d_nchw_packed, pack_conv2d_weight, schedule_conv2d_nchw_packed
-from minitvm.topi.x86.conv2d import packed_block
+from minitvm.topi.x86.conv2d import packed_block, pixel_tile
 
 torch = pytest.importorskip("torch")
 RNG = np.random.default_rng(7)
 
 
-@pytest.mark.parametrize("unit, block", [(AVX512, 16), (AVX2, 8)], ids=["avx512", "avx2"])
+@pytest.mark.parametrize("unit, block", [(AVX512, 32), (AVX2, 16)], ids=["avx512", "avx2"])
 def test_pack_puts_a_block_of_output_channels_last(unit, block):
-    """A block is one vector of the unit in scope: 16 channels on AVX-512, 8 on AVX2."""
-    w = RNG.standard_normal((32, 3, 2, 2)).astype("float32")
+    """A block is two vectors of the unit in scope when they divide the channels (32 on AVX-512,
+    16 on AVX2) and the reduction is long enough, else one, else 8."""
+    w = RNG.standard_normal((64, 8, 2, 2)).astype("float32")
     with unit:
         p = pack_conv2d_weight(w)
-        assert pack_conv2d_weight(w[:24]).shape == (3, 3, 2, 2, 8)  # 24 channels: blocks of 8
-    assert p.shape == (32 // block, 3, 2, 2, block) and p.flags.c_contiguous
+        assert pack_conv2d_weight(w[:24]).shape == (3, 8, 2, 2, 8)  # 24 channels: blocks of 8
+        assert packed_block(48) == packed_block(128, 64) // 2  # fewer than 64 channels: one vector
+        # 12 multiply-adds per output: one vector (the flat tiles' write-back would outweigh them)
+        assert pack_conv2d_weight(w[:, :3]).shape[-1] == block // 2
+    assert p.shape == (64 // block, 8, 2, 2, block) and p.flags.c_contiguous
     assert p[1, 2, 0, 1, 5] == w[block + 5, 2, 0, 1]
     with pytest.raises(ValueError, match="not a multiple of the block 16"):
         pack_conv2d_weight(w[:24], block=16)
 
 
 def _schedule(batch, cin, cout, k, stride, hw, relu, block=None):
-    block = block or packed_block(cout)  # the unit in scope's
+    block = block or packed_block(cout, cin * k * k)  # the unit in scope's
     X = te.placeholder((batch, cin, hw, hw), "float32", name="X")
     W = te.placeholder((cout // block, cin, k, k, block), "float32", name="W")
     Y = conv2d_nchw_packed(X, W, stride, k // 2)
@@ -54,7 +59,7 @@ def _build(*args):
 ])
 @pytest.mark.parametrize("unit", [AVX512, AVX2], ids=["avx512", "avx2"])
 def test_packed_conv_matches_torch(unit, batch, cin, cout, k, stride, hw, relu):
-    """The tiles of both units (blocks of 16 channels and 16 columns, of 8 and 8) on random data."""
+    """The tiles of both units (one vector of channels by columns, two by flat pixels) on random data."""
     x = RNG.standard_normal((batch, cin, hw, hw)).astype("float32")
     w = RNG.standard_normal((cout, cin, k, k)).astype("float32")
     with unit:
@@ -67,15 +72,58 @@ def test_packed_conv_matches_torch(unit, batch, cin, cout, k, stride, hw, relu):
     np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("unit, block, columns", [(AVX512, 16, 16), (AVX2, 16, 4), (AVX2, 8, 8)],
-                         ids=["avx512", "avx2-16", "avx2"])
+@pytest.mark.parametrize("unit, block, columns", [(AVX512, 16, 16), (AVX2, 8, 8)], ids=["avx512", "avx2"])
 def test_schedule_is_a_register_tile_with_vector_channels(unit, block, columns):
     with unit:  # the tile is sized for the vector unit in scope (the host's when none is)
         text = _schedule(1, 16, 32, 3, 1, 16, True, block).mod["main"].script()
     assert re.search(rf"oo_1 in T.vectorized\((T.int64\()?{block}\b", text)  # o1: one weight vector per step
-    # x1: AVX-512, 16 columns of one zmm = 16 accumulators; AVX2, 8 columns of one ymm (4 of two) = 8
+    # x1: AVX-512, 16 columns of one zmm = 16 accumulators; AVX2, 8 columns of one ymm = 8
     assert re.search(rf"xx_1 in T.unroll\((T.int64\()?{columns}\b", text), text
     assert 'scope="local"' in text
+
+
+@pytest.mark.parametrize("unit, block, pixels", [(AVX512, 32, 8), (AVX2, 16, 6)], ids=["avx512", "avx2"])
+def test_two_vectors_of_channels_tile_flat_pixels(unit, block, pixels):
+    """A block of two vectors runs over the output plane's pixels flattened, in tiles of as many
+    as leave registers for two weight vectors and a broadcast (AVX2: 16 x 6 = 12 ymm accumulators,
+    AVX-512: 32 x 8); a 7 x 7 plane is 49 pixels, so the last tile runs past it (its reads
+    clamped to pixel 48) and writes back its own pixel only."""
+    with unit:
+        assert packed_block(64) == block and pixel_tile(block) == pixels
+        text = _schedule(1, 16, 64, 3, 1, 7, True).mod["main"].script()
+    assert re.search(rf"pp_1 in T.unroll\((T.int64\()?{pixels}\b", text), text
+    assert re.search(rf"oo_1 in T.vectorized\((T.int64\()?{block}\b", text), text
+    assert "T.min(v_pp, 48)" in text and f"pp_0 * {pixels} + ax1 < 49)" in text, text
+
+
+@pytest.mark.parametrize("cpu, block, pixels", [(AVX512_CPU, 32, 8), (AVX2_CPU, 16, 6)], ids=["avx512", "avx2"])
+def test_tile_follows_the_host_cpu(cpu, block, pixels):
+    """Outside a ``with unit:`` the host's vector unit sizes block and tile (checked as text:
+    AVX-512 code cannot run here)."""
+    with pretend_cpu(cpu):
+        assert packed_block(128) == block and pixel_tile(block) == pixels
+        text = _schedule(2, 8, 128, 3, 2, 14, False).mod["main"].script()
+    assert re.search(rf"pp_1 in T.unroll\((T.int64\()?{pixels}\b", text), text
+
+
+@pytest.mark.parametrize("batch, cin, cout, k, stride, hw, relu", [
+    (1, 16, 64, 3, 1, 7, True),     # 49 pixels: a last tile past the plane (AVX2 6, AVX-512 8 a tile)
+    (2, 3, 64, 7, 2, 23, False),    # a stem: 7 x 7 stride 2, 12 x 12 = 144 pixels, no epilogue
+    (1, 32, 64, 1, 2, 14, True),    # a strided 1x1 projection, 7 x 7
+])
+@pytest.mark.parametrize("unit", [AVX512, AVX2], ids=["avx512", "avx2"])
+def test_flat_pixel_tiles_match_torch(unit, batch, cin, cout, k, stride, hw, relu):
+    x = RNG.standard_normal((batch, cin, hw, hw)).astype("float32")
+    w = RNG.standard_normal((cout, cin, k, k)).astype("float32")
+    with unit:
+        assert pixel_tile(packed_block(cout, cin * k * k)) is not None
+        _, lib = _build(batch, cin, cout, k, stride, hw, relu)
+        packed = pack_conv2d_weight(w)
+    want = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), stride=stride, padding=k // 2)
+    want = (torch.relu(want) if relu else want).numpy()
+    out = minitvm.nd.empty(want.shape, "float32")
+    lib(minitvm.nd.array(x), minitvm.nd.array(packed), out)
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-4)
 
 
 def test_large_convs_run_on_threads_padding_too():

@@ -13,6 +13,10 @@ output side):
   vector: 16 float32 lanes on AVX-512, 8 on AVX2; one register per column) and, for every input channel and window
   position, loads one weight vector and multiplies it by ``ow_t`` broadcast input values --
   ``ow_t`` independent fused multiply-adds per load, whatever the stride;
+* with two vectors of channels (:func:`pixel_tile`: AVX2 16, AVX-512 32, when they divide the
+  channels) the tile runs over the output plane's pixels flattened instead (y * W + x: 6 of them
+  on AVX2, 8 on AVX-512), rounded up to whole tiles -- a pixel past the plane recomputes the
+  last one and is not written back; two weight loads feed 12 (16) broadcast FMAs;
 * the activations stay NCHW between kernels (no layout change in the graph); the padding is
   the usual ``pad_temp`` copy before the loop and the write-back of each tile goes through
   the fused epilogue (bias, ReLU, residual add) into the NCHW output.
@@ -38,7 +42,10 @@ from ...tir.schedule import Schedule, ScheduleError
 from ...tir.transform.default_schedule import (
     CONV_PARALLEL_WORK,
     _blocks,
+    _extents,
     _extents_or_none,
+    _flatten_pixels,
+    _peeled_tile_rows,
     _single_epilogue,
     vectorize_rows,
 )
@@ -52,7 +59,9 @@ __all__ = ["conv2d_nchw_packed", "pack_conv2d_weight", "packed_block", "schedule
 
 #: name of the kernel's compute block (the schedule rule finds it by this name)
 PACKED_CONV_NAME = "conv2d_nchw_packed"
-#: output channels per block on AVX-512: one vector of float32 (:func:`packed_block`: the unit's)
+#: name of the block that writes a flat-pixel result (:func:`pixel_tile`) back into NCHW rows
+PIXELS_TO_ROWS_NAME = "conv2d_nchw_packed_rows"
+#: one vector of float32 on AVX-512, the block of narrow or short convolutions (:func:`packed_block`)
 OUT_BLOCK = 16
 #: at most this many output columns per register tile (fewer when the vector unit has fewer
 #: registers than AVX-512's: :func:`_column_tile`)
@@ -62,23 +71,40 @@ MAX_COLUMN_TILE = 16
 PARALLEL_WORK = CONV_PARALLEL_WORK
 
 
-def packed_block(out_channels: int) -> int:
-    """The output-channel block ``ob`` for ``out_channels``: one vector of the unit in scope when
-    it divides (AVX-512: 16, AVX2: 8), else 8, else all of them (a short vector).  On AVX2 a
-    block of 8 is one ymm per column, so the tile holds 8 columns (8 accumulators, one weight
-    load and 8 broadcasts per step) where 16 channels held 4 columns of two ymm: measured on
-    Zen 4 (AVX2), one thread, resnet_small 285 -> 250 us at batch 1, 2.29 -> 2.03 ms at batch 8."""
-    for b in (max(VectorUnit.current().lanes, 8), 8):
+def packed_block(out_channels: int, reduction: int | None = None) -> int:
+    """The output-channel block ``ob`` for ``out_channels`` (``reduction``: multiply-adds per
+    output, in channels x window): two vectors of the unit in scope when they divide, the
+    reduction is at least ``PIXEL_TILE_MIN_REDUCTION`` and there are ``PIXEL_TILE_MIN_CHANNELS``
+    channels or more (AVX2: 16, AVX-512: 32; the tile then runs
+    over pixels, :func:`pixel_tile`), else one (AVX-512: 16, AVX2: 8), else 8, else all of them (a
+    short vector).  On AVX2 a block of one vector is one ymm per column, so the tile holds 8
+    columns (8 accumulators, one weight load and 8 broadcasts per step) where 16 channels held 4
+    columns of two ymm: measured on Zen 4 (AVX2), one thread, resnet_small 285 -> 250 us at
+    batch 1, 2.29 -> 2.03 ms at batch 8."""
+    lanes = VectorUnit.current().lanes
+    long_enough = reduction is None or reduction >= PIXEL_TILE_MIN_REDUCTION
+    two = (2 * lanes,) if long_enough and out_channels >= PIXEL_TILE_MIN_CHANNELS else ()
+    for b in (*two, max(lanes, 8), 8):
         if out_channels % b == 0:
             return b
     return out_channels
+
+
+#: a convolution with fewer multiply-adds per output keeps blocks of one vector (columns of a
+#: row): its tiles' write-back outweighs the reduction.  Measured on AVX2, 2 threads, against
+#: one vector: MNIST's 1 -> 32 3x3 (9) 1.1x the time at batch 8, resnet_small's 3 -> 16 stem
+#: (27) 1.0-1.17x; ResNet-18's 1x1 stride-2 projections (64 and more) 0.85x
+PIXEL_TILE_MIN_REDUCTION = 32
+#: and with fewer output channels: resnet_small's 16 and 32-channel convs (2-5M multiply-adds)
+#: ran 1.05-1.18x their one-vector time at batch 1 (2 threads), level at batch 8
+PIXEL_TILE_MIN_CHANNELS = 64
 
 
 def pack_conv2d_weight(weight: np.ndarray, block: int | None = None) -> np.ndarray:
     """``W[o, c, kh, kw]`` (OIHW) -> ``W_packed[o // ob, c, kh, kw, o % ob]``: the ``ob``
     weights a tile multiplies by one input value become one contiguous vector."""
     o, c, kh, kw = weight.shape
-    ob = block or packed_block(o)
+    ob = block or packed_block(o, c * kh * kw)
     if o % ob:
         raise ValueError(f"pack_conv2d_weight: {o} output channels are not a multiple of the block {ob}")
     return np.ascontiguousarray(weight.reshape(o // ob, ob, c, kh, kw).transpose(0, 2, 3, 4, 1))
@@ -88,7 +114,9 @@ def conv2d_nchw_packed(data: te.Tensor, kernel: te.Tensor, strides: Any = 1, pad
                        dilation: Any = 1, out_dtype: str | None = None) -> te.Tensor:
     """``out[n, o, y, x] = Σ_{c, ry, rx} pad(data)[n, c, y·sh + ry·dh, x·sw + rx·dw]
     · kernel[o // ob, c, ry, rx, o % ob]`` -- an NCHW convolution (groups = 1) whose weight is
-    packed by :func:`pack_conv2d_weight` (``ob`` = the kernel's last dimension)."""
+    packed by :func:`pack_conv2d_weight` (``ob`` = the kernel's last dimension).  With a block of
+    two vectors (:func:`pixel_tile`) over a static plane the sum is computed over flat pixels,
+    rounded up to whole tiles, and copied back into rows by a second stage."""
     if data.ndim != 4 or kernel.ndim != 5:
         raise ValueError(f"topi.x86.conv2d_nchw_packed: expected 4-d NCHW data and a 5-d packed kernel, got "
                          f"{data.ndim}-d and {kernel.ndim}-d")
@@ -116,7 +144,21 @@ def conv2d_nchw_packed(data: te.Tensor, kernel: te.Tensor, strides: Any = 1, pad
         wgt = kernel[_op.floordiv(oo, ob_int), rc, ry, rx, _op.floormod(oo, ob_int)]
         return te.sum(_op.cast(v, out_dtype) * _op.cast(wgt, out_dtype), axis=[rc, ry, rx])
 
-    return te.compute((n, out_c, oh, ow), fcompute, name=PACKED_CONV_NAME)
+    tile = None if ob_int is None else pixel_tile(ob_int)
+    plane = [const_int(oh), const_int(ow)]
+    if tile is None or None in plane or const_int(n) is None:  # (a symbolic batch: the rows, as before)
+        return te.compute((n, out_c, oh, ow), fcompute, name=PACKED_CONV_NAME)
+    # the output plane as whole tiles of flat pixels, then back into rows (the write-back)
+    pixels, width = plane[0] * plane[1], plane[1]
+
+    def row_and_column(pp: Any) -> tuple[Any, Any]:
+        p = _op.min(pp, pixels - 1) if pixels % tile else pp  # past the plane: the last pixel again
+        return _op.floordiv(p, width), _op.floormod(p, width)
+
+    flat = te.compute((n, out_c, -(-pixels // tile) * tile),
+                      lambda nn, oo, pp: fcompute(nn, oo, *row_and_column(pp)), name=PACKED_CONV_NAME)
+    return te.compute((n, out_c, oh, ow), lambda nn, oo, yy, xx: flat[nn, oo, yy * width + xx],
+                      name=PIXELS_TO_ROWS_NAME)
 
 
 # -- the schedule ---------------------------------------------------------------------------------
@@ -142,6 +184,16 @@ def _column_tile(ow: int, ob: int) -> int:
     return tile
 
 
+def pixel_tile(ob: int) -> int | None:
+    """Flat output pixels per register tile of a block of ``ob`` channels, when the block is two
+    vectors of the unit in scope: as many as leave registers for the two weight vectors and a
+    broadcast (AVX2: 16 x 6, 12 accumulators: 2 weight loads and 6 broadcasts per 12 FMAs;
+    AVX-512: 32 x 8), as the pointwise rule's tiles.  None: one vector of channels, tiled over
+    the columns of a row (:func:`_column_tile`)."""
+    unit = VectorUnit.current()
+    return _peeled_tile_rows(unit, ob) if ob == 2 * unit.lanes else None
+
+
 def schedule_conv2d_nchw_packed(sch: Schedule) -> bool:
     """The register-tiled micro-kernel for :func:`conv2d_nchw_packed` (with its padding before
     and elementwise epilogue after it); False when the function has no such block.
@@ -155,6 +207,10 @@ def schedule_conv2d_nchw_packed(sch: Schedule) -> bool:
        back through the epilogue after each (y, x0).
     4. Parallel over (n, o0, y) when the kernel is large (even one image has a row per thread),
        and then the padding copy too (else the serial part of the kernel); zero the tile before ``c``.
+
+    A convolution over flat pixels (two vectors of channels, :func:`pixel_tile`) splits the pixels
+    instead of the columns, (n, o0, p0, c, ry, rx, p1, o1), and writes each tile back through the
+    epilogue, turned over the flat pixels too (:func:`_tile_pixels`).
     """
     names = [sch.get(b).name_hint for b in _blocks(sch)]
     if PACKED_CONV_NAME not in names:
@@ -164,12 +220,13 @@ def schedule_conv2d_nchw_packed(sch: Schedule) -> bool:
     if not ok:
         return False
     loops = sch.get_loops(conv)
-    if len(loops) != 7:
-        raise ScheduleError(f"{PACKED_CONV_NAME}: expected 4 spatial and 3 reduction loops, got {len(loops)}")
+    flat = len(loops) == 6  # (n, o, pixel, c, ry, rx): :func:`pixel_tile`'s form
+    if len(loops) != 7 and not flat:
+        raise ScheduleError(f"{PACKED_CONV_NAME}: expected 3-4 spatial and 3 reduction loops, got {len(loops)}")
     ext = _extents_or_none(sch, loops)
     if None in ext[1:]:
         raise ScheduleError(f"{PACKED_CONV_NAME}: needs static channels, sizes and window (the batch may vary)")
-    N, X = ext[0], ext[3]
+    N = ext[0]
     per_image = math.prod(ext[1:])  # multiply-adds per image
     parallel = per_image > PARALLEL_WORK if N is None else N * per_image > PARALLEL_WORK
     for b in _blocks(sch):
@@ -177,9 +234,19 @@ def schedule_conv2d_nchw_packed(sch: Schedule) -> bool:
             break
         vectorize_rows(sch, b, parallel=parallel and N is not None)
     conv = sch.get_block(PACKED_CONV_NAME)
-    n, o, y, x, rc, ry, rx = sch.get_loops(conv)
     realize, _ = sch._block(conv)
     ob = _packed_block_of(realize.block)
+    if flat:
+        _tile_pixels(sch, conv, epilogue, ob, parallel)
+    else:
+        _tile_columns(sch, conv, epilogue, ob, ext[3], N, parallel)
+    return True
+
+
+def _tile_columns(sch: Schedule, conv: Any, epilogue: Any, ob: int, X: int, N: int | None, parallel: bool) -> None:
+    """Steps 2-4 of :func:`schedule_conv2d_nchw_packed` for a block of one vector of channels:
+    a tile of ``ob`` channels x ``ow_t`` columns of one output row."""
+    n, o, y, x, rc, ry, rx = sch.get_loops(conv)
     ow_t = _column_tile(X, ob)
     o0, o1 = sch.split(o, [None, ob])
     x0, x1 = sch.split(x, [None, ow_t])
@@ -202,7 +269,40 @@ def schedule_conv2d_nchw_packed(sch: Schedule) -> bool:
         sch.parallel(sch.fuse(o0, y) if N is None else sch.fuse(n, o0, y))
     init = sch.decompose_reduction(conv, rc)
     sch.vectorize(sch.get_loops(init)[-1])
-    return True
+
+
+def _tile_pixels(sch: Schedule, conv: Any, epilogue: Any, ob: int, parallel: bool) -> None:
+    """Steps 2-4 of :func:`schedule_conv2d_nchw_packed` for a convolution over flat pixels
+    (:func:`pixel_tile`): a tile of ``ob`` channels x ``pt`` pixels, written back into NCHW rows
+    through the epilogue (its own pixels only: the last tile may run past the plane)."""
+    if epilogue is None:
+        raise ScheduleError(f"{PACKED_CONV_NAME}: a flat-pixel convolution without its write-back into rows")
+    n, o, p, rc, ry, rx = sch.get_loops(conv)
+    pixels = _extents(sch, [p])[0]
+    # (the compute's unit made the pixels a multiple of its tile; another unit in scope now may not)
+    most = _peeled_tile_rows(VectorUnit.current(), ob)
+    tile = max(d for d in range(1, most + 1) if pixels % d == 0)
+    width = const_int(sch.get(epilogue).iter_vars[3].dom.extent)
+    o0, o1 = sch.split(o, [None, ob])
+    p0, p1 = sch.split(p, [None, tile])
+    sch.reorder(n, o0, p0, rc, ry, rx, p1, o1)
+    local = sch.cache_write(conv, 0, "local")
+    # the tile's channels innermost: vector o1 is then contiguous in the accumulator buffer
+    sch.transform_layout(conv, ("write", 0), lambda nn, oo, pp: (nn, pp, oo))
+    sch.compute_inline(local)
+    sch.transform_block_layout(epilogue, _flatten_pixels(width))
+    sch.reverse_compute_at(epilogue, p0)
+    sch.vectorize(o1)
+    sch.unroll(p1)
+    sch.unroll(rx)
+    # the write-back along each channel's pixels, contiguous in NCHW: along the channels every
+    # value of a pixel lands H x W floats from the last (4 KB on a 32 x 32 plane: the 16 stores
+    # of a pixel share one cache set), measured 1.4-2.5x slower on resnet_small's 16-channel convs
+    sch.vectorize(sch.get_loops(epilogue)[-1])
+    if parallel:
+        sch.parallel(sch.fuse(n, o0, p0))
+    init = sch.decompose_reduction(conv, rc)
+    sch.vectorize(sch.get_loops(init)[-1])
 
 
 def _packed_block_of(block: Any) -> int:
