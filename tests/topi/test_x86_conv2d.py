@@ -60,10 +60,14 @@ def _build(*args):
 @pytest.mark.parametrize("unit", [AVX512, AVX2], ids=["avx512", "avx2"])
 def test_packed_conv_matches_torch(unit, batch, cin, cout, k, stride, hw, relu):
     """The tiles of both units (one vector of channels by columns, two by flat pixels) on random data."""
+    _matches_torch(unit, batch, cin, cout, k, stride, hw, relu)
+
+
+def _matches_torch(unit, batch, cin, cout, k, stride, hw, relu):
     x = RNG.standard_normal((batch, cin, hw, hw)).astype("float32")
     w = RNG.standard_normal((cout, cin, k, k)).astype("float32")
     with unit:
-        sch, lib = _build(batch, cin, cout, k, stride, hw, relu)
+        _, lib = _build(batch, cin, cout, k, stride, hw, relu)
         packed = pack_conv2d_weight(w)
     want = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), stride=stride, padding=k // 2)
     want = (torch.relu(want) if relu else want).numpy()
@@ -113,17 +117,9 @@ def test_tile_follows_the_host_cpu(cpu, block, pixels):
 ])
 @pytest.mark.parametrize("unit", [AVX512, AVX2], ids=["avx512", "avx2"])
 def test_flat_pixel_tiles_match_torch(unit, batch, cin, cout, k, stride, hw, relu):
-    x = RNG.standard_normal((batch, cin, hw, hw)).astype("float32")
-    w = RNG.standard_normal((cout, cin, k, k)).astype("float32")
     with unit:
         assert pixel_tile(packed_block(cout, cin * k * k)) is not None
-        _, lib = _build(batch, cin, cout, k, stride, hw, relu)
-        packed = pack_conv2d_weight(w)
-    want = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), stride=stride, padding=k // 2)
-    want = (torch.relu(want) if relu else want).numpy()
-    out = minitvm.nd.empty(want.shape, "float32")
-    lib(minitvm.nd.array(x), minitvm.nd.array(packed), out)
-    np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-4)
+    _matches_torch(unit, batch, cin, cout, k, stride, hw, relu)
 
 
 def test_large_convs_run_on_threads_padding_too():
