@@ -149,6 +149,14 @@ class TensorStructInfo(StructInfo):
             return self.shape.struct_info.values
         return None
 
+    @property
+    def static_shape(self) -> tuple[int, ...] | None:
+        """The dimensions as Python ints when every one is a number, else None (unknown or symbolic)."""
+        dims = self.shape_values
+        if dims is None or not all(isinstance(d, IntImm) for d in dims):
+            return None
+        return tuple(int(d.value) for d in dims)
+
 
 def TensorType(shape: Any = None, dtype: str = "float32", vdevice: Any = None,
                ndim: int = -1) -> TensorStructInfo:  # noqa: N802 - mirrors relax.TensorType

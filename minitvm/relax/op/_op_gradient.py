@@ -14,7 +14,6 @@ from typing import Any, Callable
 
 from ...arith import Analyzer
 from ...ir.op import register_op_attr
-from ...tir.expr import IntImm
 from ..expr import Call, Expr, Var, const
 from ..struct_info import TensorStructInfo
 from . import binary as _b
@@ -319,9 +318,9 @@ def _conv2d_grad(y: Var, call: Call, g: Var, ctx: Any) -> list:
 
 
 def _ints(sinfo: TensorStructInfo) -> list[int]:
-    if sinfo.shape_values is None or not all(isinstance(d, IntImm) for d in sinfo.shape_values):
+    if sinfo.static_shape is None:
         raise NotImplementedError(f"the gradient of relax.nn.conv2d needs static shapes, got {sinfo}")
-    return [d.value for d in sinfo.shape_values]
+    return list(sinfo.static_shape)
 
 
 def _pool2d_grad(backward: Callable) -> Rule:

@@ -44,9 +44,7 @@ __all__ = ["FoldConstant"]
 def _static_outputs(sinfo: Any) -> list[TensorStructInfo] | None:
     outs = list(sinfo.fields) if isinstance(sinfo, TupleStructInfo) else [sinfo]
     for s in outs:
-        if not isinstance(s, TensorStructInfo) or s.is_unknown_dtype or s.shape_values is None:
-            return None
-        if not all(isinstance(d, IntImm) for d in s.shape_values):
+        if not isinstance(s, TensorStructInfo) or s.is_unknown_dtype or s.static_shape is None:
             return None
     return outs
 

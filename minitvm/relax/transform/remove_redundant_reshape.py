@@ -35,7 +35,6 @@ import numpy as np
 from ...ir.module import IRModule
 from ...ir.op import Op
 from ...ir.structural import structural_equal
-from ...tir.expr import IntImm
 from ...tir.op_table import ELEMENTWISE
 from ...transform import PassContext, module_pass
 from ..analysis.remove_unused import remove_all_unused
@@ -99,10 +98,7 @@ _ELEMENTWISE = frozenset([*(op.relax_name for op in ELEMENTWISE), *_UNARY_ELEMEN
 
 def _static_shape(e: Any) -> tuple[int, ...] | None:
     sinfo = struct_info_of(e)
-    if not isinstance(sinfo, TensorStructInfo) or sinfo.shape_values is None:
-        return None
-    dims = sinfo.shape_values
-    return tuple(int(d.value) for d in dims) if all(isinstance(d, IntImm) for d in dims) else None
+    return sinfo.static_shape if isinstance(sinfo, TensorStructInfo) else None
 
 
 #: operators whose kernels compute element-wise consumers as their epilogue

@@ -297,7 +297,7 @@ class _Legalizer(ExprMutator):
 def _static(sinfo: Any) -> bool:
     """A tensor (or tuple of them) whose shape is all numbers: nothing symbolic to rename."""
     if isinstance(sinfo, TensorStructInfo):
-        return sinfo.shape_values is not None and all(isinstance(d, IntImm) for d in sinfo.shape_values)
+        return sinfo.static_shape is not None
     if isinstance(sinfo, TupleStructInfo):
         return all(_static(f) for f in sinfo.fields)
     return False
