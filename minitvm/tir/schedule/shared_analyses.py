@@ -26,7 +26,8 @@ from ..functor import substitute
 from ..stmt import Block, BlockRealize, For, Stmt
 from .tree import walk_stmts
 
-__all__ = ["index_bounds", "range_bounds", "recompute_access_regions", "is_padding_guard_only",
+__all__ = ["index_bounds", "range_bounds", "int_index_bounds", "int_range_bounds",
+           "recompute_access_regions", "is_padding_guard_only",
            "predicate_of_iterators", "is_const_true", "domain_guard", "simplify", "simplifier", "loop_bounds"]
 
 #: variable id -> inclusive (lo, hi) it ranges over
@@ -83,6 +84,67 @@ def range_bounds(rng: Range, var_ranges: VarRanges, bind: dict | None = None) ->
         first, last = substitute(first, bind), substitute(last, bind)
     lo, hi = index_bounds(first, var_ranges), index_bounds(last, var_ranges)
     return None if lo is None or hi is None else (lo[0], hi[1])
+
+
+def int_index_bounds(e: PrimExpr, var_ranges: VarRanges, bind: dict[int, PrimExpr] | None = None
+                     ) -> tuple[int, int] | None:
+    """:func:`index_bounds` in Python ints, for the common case where every range is numbers:
+    no expression is built.  ``bind`` maps variable ids to the expressions they stand for (as
+    :func:`range_bounds` substitutes them).  None when an end is not a number or the form is one
+    interval arithmetic cannot bound; the bounds may be wider than :func:`index_bounds`' (no
+    symbolic cancelling), never narrower."""
+    if isinstance(e, IntImm):
+        return e.value, e.value
+    if isinstance(e, Var):
+        if bind is not None:
+            value = bind.get(id(e))
+            if value is not None:
+                return int_index_bounds(value, var_ranges)  # (substitution is not recursive)
+        r = var_ranges.get(id(e))
+        if r is None or not (isinstance(r[0], IntImm) and isinstance(r[1], IntImm)):
+            return None
+        return r[0].value, r[1].value
+    if isinstance(e, (Add, Sub)):
+        a = int_index_bounds(e.a, var_ranges, bind)
+        b = a and int_index_bounds(e.b, var_ranges, bind)
+        if not b:
+            return None
+        return (a[0] + b[0], a[1] + b[1]) if isinstance(e, Add) else (a[0] - b[1], a[1] - b[0])
+    if isinstance(e, Mul):
+        for x, c in ((e.a, e.b), (e.b, e.a)):
+            if isinstance(c, IntImm):
+                r = int_index_bounds(x, var_ranges, bind)
+                if r is None:
+                    return None
+                k = c.value
+                return (r[0] * k, r[1] * k) if k >= 0 else (r[1] * k, r[0] * k)
+        return None
+    if isinstance(e, (FloorDiv, FloorMod)) and isinstance(e.b, IntImm) and e.b.value > 0:
+        r = int_index_bounds(e.a, var_ranges, bind)
+        if r is None:
+            return None
+        k = e.b.value
+        if isinstance(e, FloorDiv):
+            return r[0] // k, r[1] // k
+        return (r[0] % k, r[0] % k) if r[0] == r[1] else (0, k - 1)
+    if isinstance(e, (Min, Max)):
+        a = int_index_bounds(e.a, var_ranges, bind)
+        b = a and int_index_bounds(e.b, var_ranges, bind)
+        if not b:
+            return None
+        pick = min if isinstance(e, Min) else max
+        return pick(a[0], b[0]), pick(a[1], b[1])
+    return None
+
+
+def int_range_bounds(rng: Range, var_ranges: VarRanges, bind: dict[int, PrimExpr] | None = None
+                     ) -> tuple[int, int] | None:
+    """:func:`range_bounds` in Python ints (see :func:`int_index_bounds`); None when not numbers."""
+    first = int_index_bounds(rng.min, var_ranges, bind)
+    extent = first and int_index_bounds(rng.extent, var_ranges, bind)
+    if not extent:
+        return None
+    return first[0], first[1] + extent[1] - 1
 
 
 def recompute_access_regions(block: Block) -> Block:

@@ -26,7 +26,7 @@ from ..expr import IntImm, Max, Min, PrimExpr, Range, const
 from ..stmt import Block, BlockRealize, For
 from .error import ScheduleError
 from .region_cover import loops_between
-from .shared_analyses import is_const_true, range_bounds
+from .shared_analyses import int_range_bounds, is_const_true, range_bounds
 from .tree import scope_blocks
 
 __all__ = ["check_stage_pipeline"]
@@ -108,6 +108,8 @@ def _loop_ids(path: tuple) -> tuple:
 def _gap(read, consumer: BlockRealize, cpath: tuple, group: list, lca: For | None, ana: Analyzer) -> str | None:
     """Words for a dimension where the consumer provably reads outside what ``group`` writes."""
     buffer: Buffer = read.buffer
+    if _covered_in_ints(read, consumer, cpath, group, lca):
+        return None
     consumed = _relaxed(read, consumer, cpath, lca)
     written = []
     for p, ppath in group:
@@ -132,6 +134,49 @@ def _gap(read, consumer: BlockRealize, cpath: tuple, group: list, lca: For | Non
         if ana.can_prove(c_lo < p_lo) or ana.can_prove(p_hi < c_hi):
             return _describe(buffer, d, (c_lo, c_hi), (p_lo, p_hi), consumer, group, ana)
     return None
+
+
+def _int_relaxed(region, realize: BlockRealize, path: tuple, lca: For | None) -> list | None:
+    """:func:`_relaxed` in Python ints; None unless every bound is a number."""
+    inner = loops_between(lca, path)
+    bind = {id(iv.var): v for iv, v in zip(realize.block.iter_vars, realize.iter_values)}
+    dims = []
+    for r in region.region:
+        b = int_range_bounds(r, inner, bind)
+        if b is None:
+            return None
+        dims.append(b)
+    return dims
+
+
+def _covered_in_ints(read, consumer: BlockRealize, cpath: tuple, group: list, lca: For | None) -> bool:
+    """True when the static case is covered, decided in Python ints before any expression is
+    built (the bounds here are never narrower than :func:`_relaxed`'s, so a cover found here is a
+    cover); False sends the caller to the symbolic check, which also words a gap."""
+    buffer: Buffer = read.buffer
+    if not all(isinstance(s, IntImm) for s in buffer.shape):
+        return False
+    consumed = _int_relaxed(read, consumer, cpath, lca)
+    if consumed is None:
+        return False
+    written = []
+    for p, ppath in group:
+        for w in p.block.writes:
+            if w.buffer is buffer:
+                dims = _int_relaxed(w, p, ppath, lca)
+                if dims is None:
+                    return False
+                written.append(dims)
+    if not written:
+        return False
+    for d, (c_lo, c_hi) in enumerate(consumed):
+        top = buffer.shape[d].value - 1
+        lo, hi = min(max(c_lo, 0), top), min(max(c_hi, 0), top)
+        p_lo = min(min(max(w[d][0], 0), top) for w in written)
+        p_hi = max(min(max(w[d][1], 0), top) for w in written)
+        if lo < p_lo or p_hi < hi:
+            return False
+    return True
 
 
 def _covered_by_numbers(buffer: Buffer, consumed: list, written: list) -> bool:
