@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..ir.node import Node
-from ..ir.structural import structural_equal
+from ..ir.structural import equal_without_definitions, structural_equal
 from ..tir.expr import Add, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Sub
 
 __all__ = ["LinearSum", "same_expr"]
@@ -28,7 +28,8 @@ def same_expr(a: PrimExpr, b: PrimExpr) -> bool:
     # terms): nodes of different kinds differ, and two variables differ unless they are one
     if isinstance(a, Node) and (type(a) is not type(b) or a._binds):
         return False
-    return structural_equal(a, b)
+    plain = equal_without_definitions(a, b)
+    return structural_equal(a, b) if plain is None else plain
 
 
 class LinearSum:

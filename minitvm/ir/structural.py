@@ -151,6 +151,47 @@ def structural_equal(lhs: Any, rhs: Any, map_free_vars: bool = False) -> bool:
     return True
 
 
+class _NeedsBinding(Exception):
+    """equal_without_definitions met what only :class:`_Equal` can answer."""
+
+
+def equal_without_definitions(lhs: Any, rhs: Any) -> bool | None:
+    """:func:`structural_equal` (free variables not mapped) for trees with no definition site,
+    such as index expressions, answered without its bookkeeping (no paths, no variable maps):
+    there every variable or buffer must be the very same object on both sides.  None when the
+    trees define a variable (a ``Let``, an ``IterVar``), hold a map, or two different buffers
+    meet (a buffer may view a bound one's memory): ask :func:`structural_equal` then."""
+    try:
+        return _equal_plain(lhs, rhs)
+    except _NeedsBinding:
+        return None
+
+
+def _equal_plain(lhs: Any, rhs: Any) -> bool:
+    if lhs is rhs:
+        return True  # (a binding node is bound to itself: the same answer as _Equal's)
+    if isinstance(lhs, Node) or isinstance(rhs, Node):
+        if type(lhs) is not type(rhs):
+            return False
+        if lhs._binds:
+            if getattr(lhs, "data", None) is not None:
+                raise _NeedsBinding  # see _Equal._views_bound_memory
+            return False  # two different free variables
+        if lhs._def_fields or lhs._scoped_fields:
+            raise _NeedsBinding
+        for name in (_HASH_SHAPES.get(type(lhs)) or _hash_shape(type(lhs)))[1]:
+            if not _equal_plain(getattr(lhs, name), getattr(rhs, name)):
+                return False
+        return True
+    if isinstance(lhs, (tuple, list)) and isinstance(rhs, (tuple, list)):
+        return len(lhs) == len(rhs) and all(_equal_plain(a, b) for a, b in zip(lhs, rhs))
+    if isinstance(lhs, dict) or isinstance(rhs, dict):
+        raise _NeedsBinding
+    if isinstance(lhs, float) and isinstance(rhs, float):
+        return lhs == rhs or (math.isnan(lhs) and math.isnan(rhs))
+    return type(lhs) is type(rhs) and lhs == rhs
+
+
 def _show(x: Any, limit: int = 12) -> str:
     if isinstance(x, Node):
         try:
