@@ -13,9 +13,8 @@ import threading
 from collections import OrderedDict
 from typing import Any, Callable, Iterator
 
-from ..ir.node import Node
-from .buffer import Buffer
-from .functor import StmtExprMutator, post_order_visit, pre_order_visit, substitute
+from ..ir.node import replace
+from .functor import post_order_visit, pre_order_visit, substitute, walked_fields
 from .stmt import Block, BlockRealize, SeqStmt, Stmt
 
 __all__ = ["child_stmts", "walk_stmts", "path_to", "block_realizes", "blocks_under", "replace_stmt",
@@ -93,16 +92,32 @@ def blocks_under(s: Stmt) -> list[BlockRealize]:
     return [r for r, _ in block_realizes(s)]
 
 
-class _Replace(StmtExprMutator):
-    def __init__(self, old: Node, new: Any):
-        self.old, self.new = old, new
-
-    def visit(self, n: Any) -> Any:
-        if n is self.old:
-            return self.new
-        if isinstance(n, Buffer) or not isinstance(n, (Stmt, tuple)):
-            return n  # statements only: expressions never contain statements
-        return super().visit(n)
+def _replaced(n: Any, old: Stmt, new: Stmt) -> Any:
+    """``n`` with every occurrence of ``old`` (by identity) replaced by ``new``.  Only statements
+    and tuples are entered (expressions never contain statements), and only the fields a visitor
+    walks: the same tree a StmtExprMutator would rebuild, without visiting each expression."""
+    if n is old:
+        return new
+    if isinstance(n, tuple):
+        items = None
+        for k, x in enumerate(n):
+            if isinstance(x, (Stmt, tuple)):
+                y = _replaced(x, old, new)
+                if y is not x:
+                    if items is None:
+                        items = list(n)
+                    items[k] = y
+        return n if items is None else tuple(items)
+    if not isinstance(n, Stmt):
+        return n
+    changes = {}
+    for name in walked_fields(type(n)):
+        value = getattr(n, name)
+        if isinstance(value, (Stmt, tuple)):
+            y = _replaced(value, old, new)
+            if y is not value:
+                changes[name] = y
+    return replace(n, **changes) if changes else n
 
 
 def replace_stmt(root: Stmt, old: Stmt, new: Stmt | None) -> Stmt:
@@ -116,4 +131,4 @@ def replace_stmt(root: Stmt, old: Stmt, new: Stmt | None) -> Stmt:
                 rest = tuple(x for x in s.seq if x is not old)
                 return replace_stmt(root, s, rest[0] if len(rest) == 1 else SeqStmt(rest))
         raise ValueError("statement to remove is not inside a sequence")
-    return _Replace(old, new).visit(root)
+    return _replaced(root, old, new)

@@ -121,8 +121,13 @@ def reduction_block_problem(realize: BlockRealize, scope: Stmt, loop_vars: set[i
 def loop_var_ids(path: tuple, extra: Stmt | None = None) -> set[int]:
     """Ids of the loop variables on ``path`` (and of the loops inside ``extra``)."""
     ids = {id(s.loop_var) for s in path if isinstance(s, For)}
-    if extra is not None:
-        post_order_visit(extra, lambda n: ids.add(id(n.loop_var)) if isinstance(n, For) else None)
+    if extra is not None:  # loops are statements: a walk of the statements finds them all
+        stack = [extra]
+        while stack:
+            s = stack.pop()
+            if isinstance(s, For):
+                ids.add(id(s.loop_var))
+            stack += child_stmts(s)
     return ids
 
 
