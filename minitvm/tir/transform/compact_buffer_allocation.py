@@ -52,13 +52,18 @@ def _chains(root: Stmt) -> list[tuple[BlockRealize, tuple]]:
     return out
 
 
-def _uses(block: Block, buffer: Buffer) -> bool:
+def _uses(block: Block, buffer: Buffer, accessed: dict[int, tuple[Block, set[int]]]) -> bool:
+    """Whether ``block`` declares or accesses ``buffer``; ``accessed`` remembers, per block, the
+    buffers its body loads or stores (one walk per block, not one per block and buffer)."""
     if any(r.buffer is buffer for r in block.reads + block.writes):
         return True
-    hit: list = []
-    post_order_visit(block, lambda x: hit.append(1)
-                     if isinstance(x, (BufferLoad, BufferStore)) and x.buffer is buffer else None)
-    return bool(hit)
+    known = accessed.get(id(block))
+    if known is None:
+        ids: set[int] = set()
+        post_order_visit(block, lambda x: ids.add(id(x.buffer))
+                         if isinstance(x, (BufferLoad, BufferStore)) else None)
+        known = accessed[id(block)] = (block, ids)  # (holds the block: its id stays its own)
+    return id(buffer) in known[1]
 
 
 def _placement(users: list[tuple[BlockRealize, tuple]], buffer: Buffer) -> Stmt | None:
@@ -147,8 +152,9 @@ def _compact_block(block: Block) -> Block:
     holds every use, at the size used there."""
     kept: list[Buffer] = []
     new_body = block.body
+    accessed: dict[int, tuple[Block, set[int]]] = {}
     for buffer in block.alloc_buffers:
-        users = [(r, p) for r, p in _chains(new_body) if _uses(r.block, buffer)]
+        users = [(r, p) for r, p in _chains(new_body) if _uses(r.block, buffer, accessed)]
         loop = _placement(users, buffer) if users else None
         if loop is None:
             kept.append(buffer)
