@@ -38,10 +38,18 @@ def child_stmts(s: Stmt) -> list[Stmt]:
 
 
 def walk_stmts(s: Stmt, path: tuple = ()) -> Iterator[tuple[Stmt, tuple]]:
-    """Every statement with the tuple of its ancestors, parents before children."""
-    yield s, path
-    for c in child_stmts(s):
-        yield from walk_stmts(c, path + (s,))
+    """Every statement with the tuple of its ancestors, parents before children.
+
+    With a stack, not nested generators: a statement at depth d would pass through d of them,
+    and schedules walk whole trees for every loop they look up."""
+    stack = [(s, path)]
+    while stack:
+        s, path = stack.pop()
+        yield s, path
+        children = child_stmts(s)
+        if children:
+            inner = path + (s,)
+            stack += [(c, inner) for c in reversed(children)]
 
 
 def path_to(root: Stmt, pred: Callable[[Stmt], bool]) -> list[tuple[Stmt, tuple]]:
