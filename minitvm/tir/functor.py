@@ -260,4 +260,6 @@ def substitute(n: Any, vmap: dict[Var, PrimExpr] | Callable[[Var], PrimExpr | No
     """Replace variables in ``n``: ``vmap`` maps Var -> PrimExpr (or is a function)."""
     if callable(vmap) and not isinstance(vmap, dict):
         return _SubstituteBy(vmap).visit(n)
+    if not vmap:  # nothing to replace: the walk would give ``n`` back (lowering a root block asks)
+        return n
     return _Substitute(vmap).visit(n)
