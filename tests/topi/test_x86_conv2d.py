@@ -138,3 +138,18 @@ def test_rule_declines_other_kernels():
     W = te.placeholder((8, 4, 3, 3), "float32", name="W")
     f = te.create_prim_func([X, W, topi.nn.conv2d_nchw(X, W, 1, 1)])
     assert schedule_conv2d_nchw_packed(tir.Schedule(minitvm.IRModule({"main": f}))) is False
+
+
+@pytest.mark.parametrize("unit", [AVX512, AVX2], ids=["avx512", "avx2"])
+def test_large_flat_convs_of_a_batch_run_image_by_image(unit):
+    """A static batch of images each worth threads (a 64 -> 64 3x3 conv on 32 x 32: 38M
+    multiply-adds per image) runs one image after another: the batch loop serial outside, the
+    image's padding and then its tiles on threads; results as torch's."""
+    with unit:
+        text = _schedule(2, 64, 64, 3, 1, 32, True).mod["main"].script()
+        small = _schedule(2, 16, 64, 3, 1, 16, True).mod["main"].script()  # 2.4M per image: batch fused
+    assert re.search(r"for nn in range\((T.int64\()?2\b", text), text
+    assert text.count("T.parallel") == 2 and "nn_oo_0_pp_0_fused" not in text, text
+    assert "nn_oo_0_pp_0_fused in T.parallel" in small, small
+    _matches_torch(unit, 2, 64, 64, 3, 1, 32, True)
+    _matches_torch(unit, 3, 64, 64, 3, 2, 45, False)  # strided, 23 x 23 (20M per image): a last tile past it
