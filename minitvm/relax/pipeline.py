@@ -148,11 +148,13 @@ def default_kernel_passes() -> list[Pass]:
 def graph_rewrite_passes() -> list[Pass]:
     """The graph-level rewrites a serving runtime does before it picks kernels, first in the
     default pipeline: ``RemoveRedundantReshape`` (no-op reshapes and copies go),
+    ``SplitIntoSlices`` (a split whose parts are only copied on becomes slices that fuse into the copies),
     ``FoldInferenceBatchnormToConv2D`` (an inference BatchNorm into the convolution's
     constants), ``FoldExplicitPadding`` (a zero pad before a convolution becomes its padding), ``AlterOpLayout``
     (convolutions get the x86 kernel, their weights packed once, now).  ``FuseAttention`` (short
     attention as one kernel) takes FuseOps' place later in the pipeline."""
-    return [T.RemoveRedundantReshape(), FoldInferenceBatchnormToConv2D(), T.FoldExplicitPadding(), AlterOpLayout()]
+    return [T.RemoveRedundantReshape(), T.SplitIntoSlices(), FoldInferenceBatchnormToConv2D(), T.FoldExplicitPadding(),
+            AlterOpLayout()]
 
 
 def default_schedule_rules() -> list:

@@ -39,6 +39,7 @@ from .fold_weight_layout import FoldWeightLayout  # noqa: E402
 from .fold_explicit_padding import FoldExplicitPadding  # noqa: E402
 from .fuse_attention import FuseAttention  # noqa: E402
 from .remove_redundant_reshape import RemoveRedundantReshape  # noqa: E402
+from .split_into_slices import SplitIntoSlices  # noqa: E402  (minitvm's: no TVM pass of this name)
 # TVM's VM lowering passes that optimize_llm.py's pipeline names (issue 33)
 from .rewrite_dataflow_reshape import RewriteDataflowReshape  # noqa: E402
 from .remove_purity_checking import RemovePurityChecking  # noqa: E402
@@ -65,7 +66,7 @@ from .realize_vdevice import RealizeVDevice  # noqa: E402
 from .update_vdevice import UpdateVDevice  # noqa: E402
 from .decompose_ops import DecomposeOpsForInference, DecomposeOpsForTraining  # noqa: E402
 __all__ += ["DecomposeOpsForInference", "DecomposeOpsForTraining", "MetaScheduleTuneIRMod", "ToMixedPrecision",
-            "AttachAttrLayoutFreeBuffers"]
+            "AttachAttrLayoutFreeBuffers", "SplitIntoSlices"]
 from ... import transform as _pass_infra  # noqa: E402
 from ...ir import transform as _ir_pass_infra  # noqa: E402
 from . import apply_pass_to_function as _apply_pass_to_function  # noqa: E402

@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 from ...ir.module import GlobalVar, IRModule
 from ...tir.function import PrimFunc
-from ..expr import Call, DataflowVar, Function, TupleGetItem, Var, _set_struct_info, struct_info_of
+from ..expr import Call, DataflowVar, Function, Tuple, TupleGetItem, Var, _set_struct_info, struct_info_of
 from ..expr_functor import ExprMutator
 from ..struct_info import FuncStructInfo, TensorStructInfo, TupleStructInfo
 
@@ -130,3 +130,25 @@ def keeps_input_dtype(call: Call) -> bool:
         return True
     sinfo = struct_info_of(call.args[0])
     return isinstance(sinfo, TensorStructInfo) and str(sinfo.dtype) == str(out)
+
+
+def readers(func: Function) -> dict[Var, list[Any]]:
+    """Each variable of ``func``'s blocks -> the values reading it (``None`` for the function's result)."""
+    found: dict[Var, list[Any]] = {}
+
+    def note(value: Any, arg: Any) -> None:
+        if isinstance(arg, Var):
+            found.setdefault(arg, []).append(value)
+        elif isinstance(arg, Tuple):
+            for field in arg.fields:
+                note(value, field)
+
+    body = func.body
+    for block in getattr(body, "blocks", ()):
+        for b in block.bindings:
+            v = b.value
+            for arg in (v.args if isinstance(v, Call) else v.fields if isinstance(v, Tuple) else
+                        (v.tuple_value,) if isinstance(v, TupleGetItem) else (v,)):
+                note(v, arg)
+    note(None, getattr(body, "body", body))
+    return found

@@ -39,12 +39,12 @@ from ...tir.op_table import ELEMENTWISE
 from ...transform import PassContext, module_pass
 from ..analysis.remove_unused import remove_all_unused
 from ..dpl import DFPattern, is_op, rewrite_call, wildcard
-from ..expr import Call, Constant, DataflowBlock, Function, Tuple, TupleGetItem, Var, VarBinding, const, struct_info_of
+from ..expr import Call, Constant, DataflowBlock, Function, Var, VarBinding, const, struct_info_of
 from ..expr_functor import ExprMutator
 from ..op import reshape
 from ..op.registry import make_call
 from ..struct_info import TensorStructInfo
-from ._util import map_functions
+from ._util import map_functions, readers
 
 __all__ = ["RemoveRedundantReshape"]
 
@@ -110,28 +110,6 @@ _EPILOGUE_DEPTH = 4
 _VIEW_CONSUMERS = frozenset(["relax.reshape", "relax.permute_dims", "relax.matmul"])
 
 
-def _readers(func: Function) -> dict[Var, list[Any]]:
-    """Each variable -> the values reading it (``None`` for the function's result)."""
-    readers: dict[Var, list[Any]] = {}
-
-    def note(value: Any, arg: Any) -> None:
-        if isinstance(arg, Var):
-            readers.setdefault(arg, []).append(value)
-        elif isinstance(arg, Tuple):
-            for field in arg.fields:
-                note(value, field)
-
-    body = func.body
-    for block in getattr(body, "blocks", ()):
-        for b in block.bindings:
-            v = b.value
-            for arg in (v.args if isinstance(v, Call) else v.fields if isinstance(v, Tuple) else
-                        (v.tuple_value,) if isinstance(v, TupleGetItem) else (v,)):
-                note(v, arg)
-    note(None, getattr(body, "body", body))
-    return readers
-
-
 def _cheap_to_view(func: Function, readers: dict[Var, list[Any]]) -> set[Var]:
     """The variables whose readers, following element-wise calls, all take a view as cheaply
     as a tensor: sinking a reshape onto them moves it where it costs nothing.  (Not so a
@@ -160,7 +138,7 @@ class _SinkReshapes(ExprMutator):
 
     def __init__(self, func: Function) -> None:
         super().__init__()
-        self.readers = _readers(func)
+        self.readers = readers(func)
         self.cheap = _cheap_to_view(func, self.readers)
         self.viewed: dict[Var, Any] = {}  # a variable bound to reshape(a, s) -> a
         self.epilogues: set[Any] = set()  # the sunk calls' new variables that a kernel's epilogue computes
