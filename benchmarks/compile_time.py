@@ -152,6 +152,23 @@ lowering 0.31-0.32 -> 0.25-0.27.  The compiling thread's CPU (``--models`` of th
 each alternating, load 1.5-2.6, median): MobileNetV2 4.13 -> 3.54 s, ViT-tiny 2.98 -> 2.60,
 ResNet-18 2.13 -> 1.92, BERT 1.65 -> 1.51, GPT-2 2.04 -> 1.87; the wall column moved by less
 than its noise under that load (MobileNetV2 4.4-6.6 s before, 4.7-6.2 after).
+
+An eighth pass (issue 38) timed LLVM per kernel with pipeline variants (each kernel's raw IR alone,
+parse / O3 / MCJIT thread CPU, load 3-4): LLVM is spread over every kernel (ResNet-18: 16 convs of
+0.07-0.17 s; ViT-tiny: the patch conv 0.20-0.24 s, softmax 0.13-0.19 s), and by LLVM's pass timers over
+InstCombine (~20% of O3), Loop Strength Reduction (the largest machine-code pass), instruction
+selection, GVN, IndVarSimplify.  Taken: the native entries' module (a straight run of kernel
+calls, 19-126 KB of IR) skips the O3 pipeline and compiles at opt level 0 (``ENTRY_OPT_LEVEL``
+in ``llvm_parallel``): ViT-tiny's 0.13 s -> 0.01 s, on the build's serial tail; model calls
+unchanged (in-process A/B of the five models, min of 60 alternating calls 0.96-1.02).  Not
+taken, LLVM CPU of ResNet-18 / ViT-tiny / MobileNetV2 against O3 (2.1 / 1.3 / 1.9 s):
+``loop_unrolling=False`` -29% / -33% / -26%, but MobileNetV2 ran 56% slower and ResNet-18 3%;
+``-unroll-allow-partial=false`` -11% / -6% / -1%; O2 -6% / -24% / -17% (it unrolls less), but
+MobileNetV2 ran 4.6% slower (one run at load 3-4); no loop vectorizer and no SLP -8% / -1% / -4%;
+code generation at CodeGenOpt::Default 0-3%.  Emitting the IR cleaner: folding the integer
+arithmetic on constants the vector lanes and unrolled tiles write (``add i64 0, 16``) cut the raw
+IR 7-9% and its instructions 15-23% with the same assembly, but neither O3 nor the emission got
+measurably faster; the bound, O3 on IR already cleaned by InstCombine + GVN, was 7% of O3.
 """
 
 from __future__ import annotations

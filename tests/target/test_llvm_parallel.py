@@ -162,3 +162,43 @@ def test_compiling_pieces_leaves_the_process_locale_alone(monkeypatch):
     ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_float))(pieces[3].engine.get_function_address("f155"))(out)
     assert out.value == 155.0
     assert linked_text([p.optimized for p in pieces[:2]]).count("define void @f") == 100
+
+
+def _function_asm(asm: str, name: str) -> str:
+    """The assembly of one function, from its label to its end marker."""
+    return re.search(rf"^{re.escape(name)}:\n(.*?)^\.Lfunc_end", asm, re.M | re.S).group(1)
+
+
+def test_the_native_entries_skip_o3_and_the_kernels_keep_it(monkeypatch):
+    seen = []
+    optimize = llvm_parallel.optimize
+
+    def spy(mod, tm, level, *args, **kwargs):  # (on a worker: reads nothing of the module)
+        seen.append(level)
+        return optimize(mod, tm, level, *args, **kwargs)
+
+    monkeypatch.setattr(llvm_parallel, "optimize", spy)
+    one = _compile(monkeypatch, 0)
+    pieces = _compile(monkeypatch, 2)
+    assert pieces.lib.native_entries
+    # every kernel piece went through the target's pipeline; the entries' piece (a straight run
+    # of calls, nothing for O3 to do), the last of the library's modules, through none
+    kernel_pieces = len(pieces.lib._texts["optimized"]) - 1
+    assert seen == [Target("llvm").opt_level] * kernel_pieces
+    # the library writes its kernels' assembly with the kernels' target machine, not the entries'
+    asm_one, asm_pieces = one.lib.get_source("asm"), pieces.lib.get_source("asm")
+    for name in pieces.lib.function_names():
+        assert _function_asm(asm_pieces, name) == _function_asm(asm_one, name), name
+    args = _inputs()
+    for a, b in zip(_run(pieces, args), _run(one, args)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_object_code_and_assembly_before_the_text(monkeypatch, tmp_path):
+    """A library of pieces links its text when first asked; writing its object code or assembly
+    first must not wait for the lock it holds (it once did, for ever)."""
+    ex = _compile(monkeypatch, 2)
+    ex.lib.save(str(tmp_path / "kernels.o"))
+    assert (tmp_path / "kernels.o").stat().st_size > 0
+    ex = _compile(monkeypatch, 2)
+    assert all(f"{name}:" in ex.lib.get_source("asm") for name in ex.lib.function_names())

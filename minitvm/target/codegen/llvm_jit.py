@@ -62,10 +62,11 @@ def target_machine(cpu: str, features: str, opt: int) -> llvm.TargetMachine:
     return target.create_target_machine(cpu=cpu, features=features, opt=opt, jit=True)
 
 
-def target_machine_for(target: Target) -> llvm.TargetMachine:
-    """The TargetMachine of ``target``: its CPU, the features it turns on and off, its -opt-level."""
+def target_machine_for(target: Target, level: int | None = None) -> llvm.TargetMachine:
+    """The TargetMachine of ``target``: its CPU, the features it turns on and off, its -opt-level
+    (``level`` when given)."""
     return target_machine(target.mcpu, features_string(target.features, target.features_off),
-                          target.opt_level)
+                          target.opt_level if level is None else level)
 
 
 def features_string(features: Iterable[str], disabled: Iterable[str] = ()) -> str:
@@ -324,8 +325,9 @@ class LLVMModule(Module):
             return self._ll_raw
         if fmt in ("asm", "s"):
             if self._asm is None:
+                text = self._ll  # (before the lock: linking a library's pieces takes it)
                 with LLVM_LOCK:
-                    self._asm = self._tm.emit_assembly(llvm.parse_assembly(self._ll))
+                    self._asm = self._tm.emit_assembly(llvm.parse_assembly(text))
             return self._asm
         raise ValueError(f"get_source: unknown format {fmt!r}; use 'll', 'll-raw' or 'asm'")
 
@@ -333,8 +335,9 @@ class LLVMModule(Module):
         """Write LLVM IR (``.ll``), assembly (``.s``) or an object file (``.o``)."""
         fmt = fmt or path.rsplit(".", 1)[-1]
         if fmt == "o":
+            text = self._ll  # (before the lock: linking a library's pieces takes it)
             with LLVM_LOCK:
-                data = self._tm.emit_object(llvm.parse_assembly(self._ll))
+                data = self._tm.emit_object(llvm.parse_assembly(text))
             with open(path, "wb") as f:
                 f.write(data)
             return
