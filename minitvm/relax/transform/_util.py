@@ -6,7 +6,17 @@ from typing import Any, Callable
 
 from ...ir.module import GlobalVar, IRModule
 from ...tir.function import PrimFunc
-from ..expr import Call, DataflowVar, Function, Tuple, TupleGetItem, Var, _set_struct_info, struct_info_of
+from ..expr import (
+    Call,
+    DataflowBlock,
+    DataflowVar,
+    Function,
+    Tuple,
+    TupleGetItem,
+    Var,
+    _set_struct_info,
+    struct_info_of,
+)
 from ..expr_functor import ExprMutator
 from ..struct_info import FuncStructInfo, TensorStructInfo, TupleStructInfo
 
@@ -152,3 +162,19 @@ def readers(func: Function) -> dict[Var, list[Any]]:
                 note(v, arg)
     note(None, getattr(body, "body", body))
     return found
+
+
+class DataflowAwareMutator(ExprMutator):
+    """An ExprMutator that knows whether it is inside a dataflow block (``self.in_dataflow``):
+    graph rewrites that add bindings may only do so there."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.in_dataflow = False
+
+    def visit_dataflow_block_(self, block: DataflowBlock) -> Any:
+        self.in_dataflow = True
+        try:
+            return super().visit_dataflow_block_(block)
+        finally:
+            self.in_dataflow = False

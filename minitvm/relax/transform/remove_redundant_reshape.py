@@ -39,12 +39,12 @@ from ...tir.op_table import ELEMENTWISE
 from ...transform import PassContext, module_pass
 from ..analysis.remove_unused import remove_all_unused
 from ..dpl import DFPattern, is_op, rewrite_call, wildcard
-from ..expr import Call, Constant, DataflowBlock, Function, Var, VarBinding, const, struct_info_of
+from ..expr import Call, Constant, Function, Var, VarBinding, const, struct_info_of
 from ..expr_functor import ExprMutator
 from ..op import reshape
 from ..op.registry import make_call
 from ..struct_info import TensorStructInfo
-from ._util import map_functions, readers
+from ._util import DataflowAwareMutator, map_functions, readers
 
 __all__ = ["RemoveRedundantReshape"]
 
@@ -126,7 +126,7 @@ def _cheap_to_view(func: Function, readers: dict[Var, list[Any]]) -> set[Var]:
     return cheap
 
 
-class _SinkReshapes(ExprMutator):
+class _SinkReshapes(DataflowAwareMutator):
     """One pass over the dataflow blocks: ``view = reshape(a, s)`` is remembered as a view of
     ``a``; an element-wise call whose tensor operands are views of same-shaped tensors, scalars,
     or tensors that broadcast along the same trailing dimensions in both shapes, runs on the
@@ -142,14 +142,6 @@ class _SinkReshapes(ExprMutator):
         self.cheap = _cheap_to_view(func, self.readers)
         self.viewed: dict[Var, Any] = {}  # a variable bound to reshape(a, s) -> a
         self.epilogues: set[Any] = set()  # the sunk calls' new variables that a kernel's epilogue computes
-        self.in_dataflow = False
-
-    def visit_dataflow_block_(self, block: DataflowBlock) -> Any:
-        self.in_dataflow = True
-        try:
-            return super().visit_dataflow_block_(block)
-        finally:
-            self.in_dataflow = False
 
     def visit_var_binding_(self, binding: VarBinding) -> None:
         value = self.visit_expr(binding.value)

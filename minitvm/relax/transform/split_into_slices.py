@@ -23,12 +23,11 @@ from ...ir.module import IRModule
 from ...ir.op import Op
 from ...transform import PassContext, module_pass
 from ..analysis.remove_unused import remove_all_unused
-from ..expr import Call, DataflowBlock, Function, TupleGetItem, Var, VarBinding, struct_info_of
-from ..expr_functor import ExprMutator
+from ..expr import Call, Function, TupleGetItem, Var, VarBinding, struct_info_of
 from ..op import strided_slice
 from ..op.registry import OpPattern
 from ..struct_info import TensorStructInfo
-from ._util import map_functions, readers
+from ._util import DataflowAwareMutator, map_functions, readers
 
 __all__ = ["SplitIntoSlices"]
 
@@ -59,7 +58,7 @@ def _fuses_a_slice(reader: Any) -> bool:
     return pattern is not None and int(pattern) <= int(OpPattern.INJECTIVE)
 
 
-class _Slicer(ExprMutator):
+class _Slicer(DataflowAwareMutator):
     """``part = split(x)[i]`` -> ``part = strided_slice(x, axis, begin_i, end_i)`` for the
     splits :meth:`_sliceable` accepts; the splits nothing reads any more are removed afterwards."""
 
@@ -69,14 +68,6 @@ class _Slicer(ExprMutator):
         bindings = [b for block in getattr(func.body, "blocks", ()) for b in block.bindings]
         self.bound_to = {id(b.value): b.var for b in bindings if isinstance(b, VarBinding)}
         self.parts: dict[Var, tuple[Any, int, list[tuple[int, int]]]] = {}  # split -> (input, axis, bounds)
-        self.in_dataflow = False
-
-    def visit_dataflow_block_(self, block: DataflowBlock) -> Any:
-        self.in_dataflow = True
-        try:
-            return super().visit_dataflow_block_(block)
-        finally:
-            self.in_dataflow = False
 
     def visit_var_binding_(self, binding: VarBinding) -> None:
         value = binding.value
