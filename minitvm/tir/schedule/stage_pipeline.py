@@ -111,15 +111,8 @@ def _gap(read, consumer: BlockRealize, cpath: tuple, group: list, lca: For | Non
     if _covered_in_ints(read, consumer, cpath, group, lca):
         return None
     consumed = _relaxed(read, consumer, cpath, lca)
-    written = []
-    for p, ppath in group:
-        for w in p.block.writes:
-            if w.buffer is buffer:
-                dims = _relaxed(w, p, ppath, lca)
-                if dims is None:
-                    return None  # a producer writes somewhere we cannot bound: assume covered
-                written.append(dims)
-    if consumed is None or not written:
+    written = _written(buffer, group, lca, _relaxed)
+    if consumed is None or not written:  # (None: a producer writes somewhere we cannot bound: assume covered)
         return None
     if _covered_by_numbers(buffer, consumed, written):
         return None
@@ -157,20 +150,29 @@ def _covered_in_ints(read, consumer: BlockRealize, cpath: tuple, group: list, lc
     if not all(isinstance(s, IntImm) for s in buffer.shape):
         return False
     consumed = _int_relaxed(read, consumer, cpath, lca)
-    if consumed is None:
-        return False
+    written = _written(buffer, group, lca, _int_relaxed)
+    return consumed is not None and bool(written) and _hull_covers([s.value for s in buffer.shape], consumed, written)
+
+
+def _written(buffer: Buffer, group: list, lca: For | None, relaxed) -> list | None:
+    """What each producer of ``group`` writes of ``buffer`` (``relaxed``: :func:`_relaxed` or
+    :func:`_int_relaxed`); None when one of those regions is unbounded."""
     written = []
     for p, ppath in group:
         for w in p.block.writes:
             if w.buffer is buffer:
-                dims = _int_relaxed(w, p, ppath, lca)
+                dims = relaxed(w, p, ppath, lca)
                 if dims is None:
-                    return False
+                    return None
                 written.append(dims)
-    if not written:
-        return False
+    return written
+
+
+def _hull_covers(shape: list[int], consumed: list, written: list) -> bool:
+    """Whether the hull of the ``written`` regions covers the ``consumed`` one, in each dimension
+    of ``shape`` (int bounds, clipped to the buffer)."""
     for d, (c_lo, c_hi) in enumerate(consumed):
-        top = buffer.shape[d].value - 1
+        top = shape[d] - 1
         lo, hi = min(max(c_lo, 0), top), min(max(c_hi, 0), top)
         p_lo = min(min(max(w[d][0], 0), top) for w in written)
         p_hi = max(min(max(w[d][1], 0), top) for w in written)
@@ -183,17 +185,15 @@ def _covered_by_numbers(buffer: Buffer, consumed: list, written: list) -> bool:
     """True when every bound and the shape are numbers and the written hull covers the read one
     (the usual static case, decided without building Min/Max or asking the analyzer); False
     sends the caller to the symbolic check."""
-    for d, (c_lo, c_hi) in enumerate(consumed):
-        bounds = [c_lo, c_hi, buffer.shape[d]] + [b for w in written for b in w[d]]
-        if not all(isinstance(b, IntImm) for b in bounds):
-            return False
-        top = buffer.shape[d].value - 1
-        lo, hi = min(max(c_lo.value, 0), top), min(max(c_hi.value, 0), top)
-        p_lo = min(min(max(w[d][0].value, 0), top) for w in written)
-        p_hi = max(min(max(w[d][1].value, 0), top) for w in written)
-        if lo < p_lo or p_hi < hi:
-            return False  # a gap: the symbolic check words it
-    return True
+    bounds = [b for dims in (consumed, *written) for lo_hi in dims for b in lo_hi]
+    if not all(isinstance(b, IntImm) for b in [*bounds, *buffer.shape]):
+        return False
+
+    def ints(dims: list) -> list:
+        return [(lo.value, hi.value) for lo, hi in dims]
+
+    # a gap (False) is worded by the symbolic check
+    return _hull_covers([s.value for s in buffer.shape], ints(consumed), [ints(w) for w in written])
 
 
 def _clip(e: PrimExpr, lo: PrimExpr, hi: PrimExpr) -> PrimExpr:
