@@ -13,7 +13,7 @@ from ..tir.expr import IntImm, Mul, PrimExpr, const, convert
 from ..tir.expr import Var as TirVar
 from .utils import as_expr, const_int, normalize_axes, prod, unravel_index
 
-__all__ = ["transpose", "reshape", "flatten", "expand_dims", "squeeze", "concatenate", "split",
+__all__ = ["transpose", "reshape", "flatten", "expand_dims", "squeeze", "concatenate", "split", "split_pieces",
            "strided_slice", "take", "arange", "trilu", "repeat", "tile", "flip"]
 
 
@@ -260,6 +260,17 @@ def strided_slice(a: te.Tensor, begin: Sequence[Any], end: Sequence[Any],
     return te.compute(shape, fcompute, name=name)
 
 
+def split_pieces(n: int, indices_or_sections: int | Sequence[int]) -> list[tuple[int, int]]:
+    """Each piece's (begin, length) when an axis of length ``n`` is split, as TVM splits it:
+    ``sections`` pieces of ``ceil(n / sections)`` (the last what remains, maybe nothing), or cut
+    at indices clamped to [0, n] (a piece between two out-of-order indices is empty)."""
+    if isinstance(indices_or_sections, int):
+        size = -(-n // indices_or_sections)
+        return [(k * size, max(0, min(size, n - k * size))) for k in range(indices_or_sections)]
+    cuts = [0, *(min(max(int(c), 0), n) for c in indices_or_sections), n]
+    return [(b, max(0, e - b)) for b, e in zip(cuts, cuts[1:])]
+
+
 def split(a: te.Tensor, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[te.Tensor]:
     """``a`` cut along ``axis`` into sections of ``ceil(n / sections)`` (an int; the last
     takes what remains; a symbolic length is assumed to divide) or at the given constant
@@ -267,23 +278,15 @@ def split(a: te.Tensor, indices_or_sections: int | Sequence[int], axis: int = 0)
     axis = normalize_axes(axis, a.ndim, "topi.split")[0]
     dim = a.shape[axis]
     n = const_int(dim)
-    if isinstance(indices_or_sections, int):
-        sections = indices_or_sections
-        prefix = "T_split_sections"
-        if n is not None:
-            size = -(-n // sections)
-            pieces = [(const(k * size, dim.dtype), const(max(0, min(size, n - k * size)), dim.dtype))
-                      for k in range(sections)]
-        else:
-            size_e = _op.floordiv(dim, sections)
-            pieces = [(_op.mul(size_e, k), size_e) for k in range(sections)]
+    prefix = "T_split_sections" if isinstance(indices_or_sections, int) else "T_split"
+    if n is not None:
+        pieces = [(const(b, dim.dtype), const(length, dim.dtype))
+                  for b, length in split_pieces(n, indices_or_sections)]
+    elif isinstance(indices_or_sections, int):
+        size_e = _op.floordiv(dim, indices_or_sections)
+        pieces = [(_op.mul(size_e, k), size_e) for k in range(indices_or_sections)]
     else:
-        prefix = "T_split"
-        if n is None:
-            raise ValueError(f"topi.split: splitting the symbolic axis {axis} at indices needs a constant length")
-        # indices are clamped to [0, n]; a piece between two of them may be empty (as TVM)
-        cuts = [0, *(min(max(int(c), 0), n) for c in indices_or_sections), n]
-        pieces = [(const(b, dim.dtype), const(max(0, e - b), dim.dtype)) for b, e in zip(cuts, cuts[1:])]
+        raise ValueError(f"topi.split: splitting the symbolic axis {axis} at indices needs a constant length")
     outs = []
     for k, (begin, length) in enumerate(pieces):
         shape = list(a.shape)

@@ -21,6 +21,7 @@ from typing import Any
 
 from ...ir.module import IRModule
 from ...ir.op import Op
+from ...topi.transform import split_pieces
 from ...transform import PassContext, module_pass
 from ..analysis.remove_unused import remove_all_unused
 from ..expr import Call, Function, TupleGetItem, Var, VarBinding, struct_info_of
@@ -33,20 +34,14 @@ __all__ = ["SplitIntoSlices"]
 
 
 def _part_bounds(split: Call) -> list[tuple[int, int]] | None:
-    """Each part's [begin, end) along the split axis, when the input's length there is known."""
+    """Each part's [begin, end) along the split axis (as ``topi.split`` cuts it), when the
+    input's length there is known."""
     sinfo = struct_info_of(split.args[0])
     shape = sinfo.static_shape if isinstance(sinfo, TensorStructInfo) else None
     if shape is None:
         return None
-    axis = split.attrs["axis"] % len(shape)
-    length, spec = shape[axis], split.attrs["indices_or_sections"]
-    if isinstance(spec, (list, tuple)):
-        cuts = [min(max(int(i), 0), length) for i in spec]
-    else:  # n sections: ceil(length / n) each, the last one shorter (as numpy's array_split is not)
-        step = -(-length // int(spec))
-        cuts = list(range(step, length, step))
-    edges = [0, *cuts, length]
-    return [(b, max(b, e)) for b, e in zip(edges, edges[1:])]
+    length = shape[split.attrs["axis"] % len(shape)]
+    return [(b, b + n) for b, n in split_pieces(length, split.attrs["indices_or_sections"])]
 
 
 def _fuses_a_slice(reader: Any) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import minitvm
 from minitvm import relax
@@ -59,19 +60,33 @@ def test_parts_copied_on_become_slices_with_the_same_numbers():
     assert sum("strided_slice" in k and "transpose" in k for k in kernels) == 3
 
 
-def test_uneven_indices_give_the_parts_split_gives():
-    x = relax.Var("x", relax.TensorStructInfo((5, 7), "float32"))
+@pytest.mark.parametrize("rows, spec", [
+    (5, [2, 3]),     # rows 0:2, 2:3, 3:5
+    (9, [6, 2, 8]),  # out of order: 0:6, an empty piece at 6, 2:8, 8:9
+    (9, 4),          # sections of ceil(9 / 4) = 3: the last one is empty
+    (2, 4),          # more sections than rows: two of one row, two empty
+])
+def test_uneven_parts_are_the_parts_split_gives(rows, spec):
+    x = relax.Var("x", relax.TensorStructInfo((rows, 7), "float32"))
+    count = spec if isinstance(spec, int) else len(spec) + 1
     bb = relax.BlockBuilder()
     with bb.function("main", [x]):
         with bb.dataflow():
-            parts = bb.emit(op.split(x, [2, 3], axis=0))  # rows 0:2, 2:3, 3:5
-            outs = [bb.emit(op.exp(bb.emit(relax.TupleGetItem(parts, i)))) for i in range(3)]
+            parts = bb.emit(op.split(x, spec, axis=0))
+            outs = [bb.emit(op.exp(bb.emit(relax.TupleGetItem(parts, i)))) for i in range(count)]
             gv = bb.emit_output(relax.Tuple(outs))
         bb.emit_func_output(gv)
     mod = bb.get()
     new = relax.transform.SplitIntoSlices()(mod)
     assert "relax.split" not in _ops(new)
-    xs = np.random.default_rng(4).standard_normal((5, 7)).astype("float32")
+    def part_shapes(m):  # each part's shape, by the part's variable
+        return {b.var.name_hint: [int(d) for d in b.var.struct_info.shape_values]
+                for b in m["main"].body.blocks[0].bindings if b.var.name_hint in part_names}
+
+    part_names = {b.var.name_hint for b in mod["main"].body.blocks[0].bindings
+                  if isinstance(b.value, relax.TupleGetItem)}
+    assert len(part_names) == count and part_shapes(new) == part_shapes(mod)
+    xs = np.random.default_rng(4).standard_normal((rows, 7)).astype("float32")
     for got, want in zip(_run(new, xs), _run(mod, xs)):
         np.testing.assert_array_equal(got, want)
 
