@@ -55,3 +55,22 @@ def test_peak_kernel_and_kernel_profile(realistic):
     # a kernel called 4 times in 2 ms, 1 MFLOP a call: 2 GFLOP/s (all calls' work over all calls' time)
     table = zoo_profile.kernel_table({"k": (4, 2e-3)}, {"k": 1e6}, peak_gflops=4.0)
     assert table.splitlines()[-1].split()[-2:] == ["2.0", "50.0"], table
+
+
+def test_table_gives_median_and_fastest_call_ratios(realistic):
+    from types import SimpleNamespace
+
+    timing = sys.modules["common"].Timing.of
+    result = SimpleNamespace(timings={"torch": timing([0.030, 0.040, 0.050]),
+                                      "onnxruntime": timing([0.010, 0.012, 0.020]),
+                                      realistic.MINITVM: timing([0.009, 0.015, 0.030])},
+                             peer_errors={}, failed_stage="", correct=True, compile_s=1.5, max_abs_err=1e-6)
+    row = realistic.RealisticRow("resnet18", 1, result, flops=1e9)
+    assert row.ratio(realistic.MINITVM, "onnxruntime") == pytest.approx(0.015 / 0.012)
+    assert row.ratio(realistic.MINITVM, "onnxruntime", "min") == pytest.approx(0.009 / 0.010)
+    text = realistic.table([row], peak_gflops=100.0, peers=("onnxruntime",))
+    header, _rule, line = text.splitlines()[:3]
+    assert "x onnxruntime" in header and "min x onnxruntime" in header
+    assert "1.25x" in line and "0.90x" in line
+    assert "minitvm time / onnxruntime time: 1.25x" in text
+    assert "minitvm fastest call / onnxruntime fastest call: 0.9x" in text
