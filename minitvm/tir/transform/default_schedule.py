@@ -85,6 +85,10 @@ MATMUL_PARALLEL_WORK = 1024 * 1024
 CONV_PARALLEL_WORK = MATMUL_PARALLEL_WORK
 #: parallelize elementwise / row loops when they touch more elements than this
 ELEMENTWISE_PARALLEL_WORK = 256 * 1024
+#: the same for a transposing copy, whose vector of outputs is gathered from as many rows (an
+#: element costs several times a flat copy's): GPT-2's attention heads at batch 8, 32 x 64 x 128
+#: floats out of the qkv projection, ran serial at 0.12-0.29 ms each
+TRANSPOSE_PARALLEL_WORK = 64 * 1024
 #: j-tile widths tried (largest first) when a matmul has a single row (batch-1 dense), in
 #: vector registers: the k loop then keeps 8 (4, 2, 1) independent accumulators
 ROW_TILE_VECTORS = (8, 4, 2, 1)
@@ -1300,7 +1304,7 @@ def _tile_transpose(sch: Schedule, b: BlockRV) -> None:
     j0, j1 = sch.split(j, [None, tj])
     sch.reorder(i0, j0, i1, j1)
     sch.vectorize(j1)
-    if math.prod(ext) > ELEMENTWISE_PARALLEL_WORK:
+    if math.prod(ext) > TRANSPOSE_PARALLEL_WORK:
         sch.parallel(sch.fuse(*outer, i0) if outer else i0)
 
 

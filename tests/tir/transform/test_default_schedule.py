@@ -153,6 +153,7 @@ def parallel(request, monkeypatch):
         monkeypatch.setattr(ds, "MATMUL_PARALLEL_WORK", 0)
         monkeypatch.setattr(ds, "CONV_PARALLEL_WORK", 0)
         monkeypatch.setattr(ds, "ELEMENTWISE_PARALLEL_WORK", 0)
+        monkeypatch.setattr(ds, "TRANSPOSE_PARALLEL_WORK", 0)
         monkeypatch.setattr(ds, "ROW_REDUCTION_PARALLEL_WORK", 0)
         monkeypatch.setattr(ds, "GEMV_PARALLEL_WORK", 0)
     return request.param
@@ -776,6 +777,25 @@ def test_transpose_is_copied_in_square_tiles(parallel):
     assert tiles in text and "T.vectorized(16)" in text, text
     _has_parallel(text, parallel)
     np.testing.assert_array_equal(_run(sched, "llvm", [data, np.zeros((80, 48), "float32")]), data.T)
+
+
+def test_attention_heads_transposed_at_batch_8_run_on_threads():
+    """GPT-2's K^T at batch 8 (32 heads x 64 x 128 tokens out of the 768-wide qkv rows): a
+    transposing copy of 256K floats goes on threads (an element gathered from another row
+    costs several times a flat copy's; it ran serial under the flat copies' threshold), one
+    of 8K (a single head) stays serial."""
+    from minitvm import te, topi
+
+    for heads, parallel in ((32, True), (1, False)):
+        w = te.placeholder((heads, 128, 64), "float32", name="w")
+        func = te.create_prim_func([w, topi.transpose(w, (0, 2, 1))])
+        data = _rand(heads, 128, 64)
+        sched = _check_same(func, [data], (heads, 64, 128))
+        text = sched.script()
+        assert "T.vectorized(16)" in text, text
+        _has_parallel(text, parallel)
+        np.testing.assert_array_equal(_run(sched, "llvm", [data, np.zeros((heads, 64, 128), "float32")]),
+                                      data.transpose(0, 2, 1))
 
 
 def test_attentions_key_transpose_through_reshapes_is_copied_in_tiles():
