@@ -1053,7 +1053,11 @@ def schedule_conv2d_1x1(sch: Schedule) -> bool:
 
 
 #: a depthwise convolution's register tile holds at most this many vectors (rows x row vectors)
-DEPTHWISE_TILE_VECTORS = 12
+#: of AVX-512's 32 registers, as many of the unit's (AVX2: 10 of 16 ymm, which leaves the weight's
+#: broadcast and the input rows theirs).  12 (AVX2: 6) took one row of 7 x 7 and of 28 x 28 planes
+#: at a time; 20 takes 7 and 2: MobileNetV2's 960 x 7 x 7 kernel 0.84-0.9x the time, 192 x 28 x 28
+#: 0.88-0.95x, the others alike (AVX2, both in one process, batch 1 and 8)
+DEPTHWISE_TILE_VECTORS = 20
 
 
 def _depthwise_column_stride(sch: Schedule, conv: BlockRV) -> int | None:
@@ -1202,9 +1206,9 @@ def _vectorize_row(sch: Schedule, b: BlockRV, deinterleaved: bool, by_registers:
 
 def _depthwise_tile_rows(rows: int, width: int) -> int:
     """Output rows of a depthwise tile of whole rows of ``width``: the most that divide ``rows`` and
-    fit ``DEPTHWISE_TILE_VECTORS`` of AVX-512's 32 registers, as many of the unit's (AVX2: 6 of
-    16 ymm; LeNet's 28-column rows took 4 rows = 16 ymm, all AVX2 has, and spilled: 228 us at
-    batch 8)."""
+    fit ``DEPTHWISE_TILE_VECTORS`` of AVX-512's 32 registers, as many of the unit's (AVX2: 10 of
+    16 ymm; LeNet's 28-column rows once took 4 rows = 16 ymm, all AVX2 has, and spilled: 228 us
+    at batch 8)."""
     unit = VectorUnit.current()
     budget = max(1, DEPTHWISE_TILE_VECTORS * unit.registers // 32)
     vectors = -(-width // unit.lanes)
