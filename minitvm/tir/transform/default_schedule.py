@@ -1223,7 +1223,8 @@ def schedule_depthwise_conv2d(sch: Schedule) -> bool:
     1. Stride 1: a prologue that only copies (the conv's ``pad_temp`` without padding) is
        inlined; a real padding is copied per channel plane inside the loop over planes
        (:func:`_copy_plane_in_place`).  Stride 2: that copy is stored even columns first
-       (:func:`_deinterleave_columns`).
+       (:func:`_deinterleave_columns`), and a wide one with TF padding is cut into its zero
+       border and its inside first (:func:`_cut_padding_off`).
     2. Per channel a tile of ``rt`` output rows x the whole output row (``ceil(W / 16)`` vectors,
        at most ``DEPTHWISE_TILE_VECTORS`` in all): loops (n, c, h0, rc, kh, kw, h1, w) -- each
        window tap adds a shifted input row times one weight to every row of the tile.
