@@ -1131,12 +1131,13 @@ def _cut_padding_off(sch: Schedule, b: BlockRV) -> list[BlockRV]:
     """Cut a padded copy (``loop_partition``) into its border rows and columns, which store
     zeros, and its inside, a plain copy of each input row; returns the pieces.  The padding test
     per lane (a compare and a select of 57-lane int64 vectors per row at MobileNetV2's 96 x 112
-    -> 56, stride 2, int64 indices) took longer than the convolution: that kernel alone, AVX2,
-    2 threads, cut and whole alternated in one process, 1.6x faster at batch 1 (305 -> 189 us),
-    1.25x at batch 8 (3.06 -> 2.45 ms); 56 -> 28 and 28 -> 14 1.09x.  Narrower stride-2 rows are left whole: at 14 -> 7 the pieces' rows of 7 lanes, written
-    and read back at once, were 1.6x slower (store forwarding across unaligned parts).  Only TF's
-    "same" padding (none before, after an even width) is cut: a row cut elsewhere could not be
-    split into (column, parity) after the cut (torch's padding of 1 before keeps the whole rows)."""
+    -> 56, stride 2) took longer than the convolution: that kernel alone, AVX2, 2 threads, cut
+    and whole alternated in one process, 1.6x faster at batch 1 (305 -> 189 us), 1.25x at batch
+    8 (3.06 -> 2.45 ms); 56 -> 28 and 28 -> 14 1.09x.  Narrower stride-2 rows are left whole: at
+    14 -> 7 the pieces' rows of 7 lanes, written and read back at once, were 1.6x slower (store
+    forwarding across unaligned parts).  Only TF's "same" padding (none before, after an even
+    width) is cut: a row cut elsewhere could not be split into (column, parity) after the cut
+    (torch's padding of 1 before keeps the whole rows)."""
     _, _, H, W = _padding_offsets(sch, b)
     name = sch.get(b).name_hint
     *_, h, w = sch.get_loops(b)
