@@ -1057,7 +1057,11 @@ def schedule_conv2d_1x1(sch: Schedule) -> bool:
 
 
 #: a depthwise convolution's register tile holds at most this many vectors (rows x row vectors)
-DEPTHWISE_TILE_VECTORS = 12
+#: of AVX-512's 32 registers, as many of the unit's (AVX2: 10 of 16 ymm, which leaves the weight's
+#: broadcast and the input rows theirs).  12 (AVX2: 6) took one row of 7 x 7 and of 28 x 28 planes
+#: at a time; 20 takes 7 and 2: MobileNetV2's 960 x 7 x 7 kernel 0.84-0.9x the time, 192 x 28 x 28
+#: 0.88-0.95x, the others alike (AVX2, both in one process, batch 1 and 8)
+DEPTHWISE_TILE_VECTORS = 20
 
 
 def _depthwise_column_stride(sch: Schedule, conv: BlockRV) -> int | None:
@@ -1082,33 +1086,134 @@ def _depthwise_column_stride(sch: Schedule, conv: BlockRV) -> int | None:
 def _deinterleave_columns(sch: Schedule, b: BlockRV) -> None:
     """A stride-2 convolution's input copy (its padding) stored as even columns then odd ones
     (``pad[n, c, h, w] -> pad[n, c, h, w % 2, w // 2]``): the taps at ``2 x + kw`` then read
-    ``pad[.., kw % 2, x + kw // 2]``, one contiguous vector per output row instead of a gather.
-    The loops are left for :func:`_copy_plane_in_place` to make."""
+    ``pad[.., kw % 2, x + kw // 2]``, one contiguous vector per output row instead of a gather."""
     sch.transform_layout(b, ("write", 0), lambda n, c, h, w: (n, c, h, w % 2, w // 2),
                          assume_injective_transform=True)  # the slot past an odd width is never read
 
 
-def _copy_plane_in_place(sch: Schedule, b: BlockRV, plane: LoopRV, deinterleaved: bool) -> None:
+def _copy_plane_in_place(sch: Schedule, b: BlockRV, plane: LoopRV, deinterleaved: bool, channels: int) -> None:
     """Make a depthwise convolution's input copy (its padding) per channel plane, under the
     convolution's (batch, channel) loop ``plane``: each plane is copied just before its rows are
     convolved, by the thread that convolves them, and read back from cache (a separate pass
     wrote and re-read the whole padded tensor: MobileNetV2's 8 x 96 x 113 x 113 is 39 MB).  The
-    copy is vectorized along its rows -- over (parity, column) when ``deinterleaved``, so it
-    writes whole vectors."""
+    copy is vectorized along its rows -- over (parity, column) when ``deinterleaved`` (stored
+    even columns first, :func:`_deinterleave_columns`), so it writes whole vectors; a
+    deinterleaved copy of rows of more than a register per parity is cut into pieces first
+    (:func:`_cut_padding_off`)."""
+    cut = deinterleaved and _cut_before_deinterleaving(sch, b, channels)
     sch.compute_at(b, plane)
-    *_, w = sch.get_loops(b)
+    pieces = [b]
+    if cut:
+        pieces = _cut_padding_off(sch, b)
+        _deinterleave_columns(sch, pieces[0])
+    for piece in pieces:
+        _vectorize_row(sch, piece, deinterleaved, by_registers=len(pieces) > 1)
+
+
+def _cut_before_deinterleaving(sch: Schedule, b: BlockRV, channels: int) -> bool:
+    """Whether a stride-2 convolution's padded copy has rows of more than a register per parity
+    and a padding :func:`_cut_padding_off` cuts: then it is deinterleaved after the cut
+    (``annotate_buffer_access`` declares the pieces' regions in the copy's four axes).  Not with
+    a channel multiplier (a copy of fewer than the convolution's ``channels``): its plane is
+    found by a division, and (column, parity) can then not be reordered after ``compute_at``."""
+    rows = _extents(sch, sch.get_loops(b)[-1:])[0]
+    if rows <= 2 * VectorUnit.current().lanes or _int(sch.get(b).iter_vars[1].dom.extent) != channels:
+        return False
+    padding = _padding_offsets(sch, b)
+    return padding is not None and padding[:2] == (0, 0) and padding[3] % 2 == 0 and padding[3] < rows
+
+
+def _deinterleave_unless_cut(channels: int) -> Callable[[Schedule, BlockRV], None]:
+    """A stride-2 convolution's prologue: deinterleave its copy now, or after the cut."""
+    def prologue(sch: Schedule, b: BlockRV) -> None:
+        if not _cut_before_deinterleaving(sch, b, channels):
+            _deinterleave_columns(sch, b)
+    return prologue
+
+
+def _cut_padding_off(sch: Schedule, b: BlockRV) -> list[BlockRV]:
+    """Cut a padded copy (``loop_partition``) into its border rows and columns, which store
+    zeros, and its inside, a plain copy of each input row; returns the pieces.  The padding test
+    per lane (a compare and a select of 57-lane int64 vectors per row at MobileNetV2's 96 x 112
+    -> 56, stride 2) took longer than the convolution: that kernel alone, AVX2, 2 threads, cut
+    and whole alternated in one process, 1.6x faster at batch 1 (305 -> 189 us), 1.25x at batch
+    8 (3.06 -> 2.45 ms); 56 -> 28 and 28 -> 14 1.09x.  Narrower stride-2 rows are left whole: at
+    14 -> 7 the pieces' rows of 7 lanes, written and read back at once, were 1.6x slower (store
+    forwarding across unaligned parts).  Only TF's "same" padding (none before, after an even
+    width) is cut: a row cut elsewhere could not be split into (column, parity) after the cut
+    (torch's padding of 1 before keeps the whole rows)."""
+    _, _, H, W = _padding_offsets(sch, b)
+    name = sch.get(b).name_hint
+    *_, h, w = sch.get_loops(b)
+    if H != _extents(sch, [h])[0]:
+        h_name = sch.get(h).loop_var.name
+        sch.loop_partition(h, [H, None])
+        b = sch.get_block(f"{name}_{h_name}0")
+    sch.loop_partition(sch.get_loops(b)[-1], [W, None])
+    pieces = [p for p in _blocks(sch) if sch.get(p).name_hint.startswith(name)
+              and isinstance(sch.get(p).body, BufferStore)]
+    for p in pieces:
+        _write_one_element(sch, p)
+    return pieces
+
+
+def _padding_offsets(sch: Schedule, b: BlockRV) -> tuple[int, int, int, int] | None:
+    """(top, left, H, W) of a padding block ``pad[n, c, h, w] = if(.., data[n, c, h - top, w - left], 0)``
+    whose padded plane holds the whole input plane, else None."""
+    blk = sch.get(b)
+    loads: list[BufferLoad] = []
+    post_order_visit(blk.body.value, lambda x: loads.append(x) if isinstance(x, BufferLoad) else None)
+    if len(loads) != 1 or len(loads[0].indices) != 4 or len(blk.iter_vars) != 4:
+        return None
+    analyzer, ivs = Analyzer(), [iv.var for iv in blk.iter_vars]
+    rows, cols = loads[0].indices[2:]
+    at_zero = {v: IntImm(v.dtype, 0) for v in ivs}
+    top, left = (_int(analyzer.simplify(-substitute(x, at_zero))) for x in (rows, cols))
+    H, W = (_int(d) for d in loads[0].buffer.shape[2:])
+    Hp, Wp = (_int(iv.dom.extent) for iv in blk.iter_vars[2:])
+    if None in (top, left, H, W, Hp, Wp) or top < 0 or left < 0 or top + H > Hp or left + W > Wp:
+        return None
+    if not all(analyzer.can_prove_equal(substitute(x, {v: v + 1}) - x, 1) for x, v in ((rows, ivs[2]), (cols, ivs[3]))):
+        return None
+    return top, left, H, W
+
+
+def _write_one_element(sch: Schedule, b: BlockRV) -> None:
+    """Declare that each instance of block ``b`` writes the one element it stores: ``loop_partition``
+    widens every axis of a piece's write region to its iterator's domain (as TVM's does), and the
+    copy of one plane then claims all of them: CompactBufferAllocation would keep every plane."""
+    blk = sch.get(b)
+    ivs, indices = [iv.var for iv in blk.iter_vars], blk.body.indices
+    sch.annotate_buffer_access(
+        b, 0, "write", lambda *args: tuple(substitute(x, dict(zip(ivs, args))) for x in indices))
+
+
+def _vectorize_row(sch: Schedule, b: BlockRV, deinterleaved: bool, by_registers: bool) -> None:
+    """Vectorize (a piece of) a padded copy along its row; a deinterleaved row over (parity,
+    column), the parity outside.  ``by_registers``: a row of several whole registers as one
+    unrolled vector op each (one 56-lane op is legalized into a long chain).  A piece of the
+    border starting past column 0 (padding after the row) stays scalar: split needs a loop
+    from 0."""
+    w = sch.get_loops(b)[-1]
+    (extent,) = _extents(sch, [w])
+    if extent == 1 or _int(sch.get(w).min) != 0:
+        return
     if deinterleaved:
         w0, w1 = sch.split(w, [None, 2])
         sch.reorder(w1, w0)
-        w = w0
+        w, extent = w0, -(-extent // 2)
+    lanes = VectorUnit.current().lanes
+    if by_registers and extent % lanes == 0 and extent > lanes:
+        w0, w = sch.split(w, [None, lanes])
+        sch.unroll(w0)
     sch.vectorize(w)
 
 
 def _depthwise_tile_rows(rows: int, width: int) -> int:
     """Output rows of a depthwise tile of whole rows of ``width``: the most that divide ``rows`` and
-    fit ``DEPTHWISE_TILE_VECTORS`` of AVX-512's 32 registers, as many of the unit's (AVX2: 6 of
-    16 ymm; LeNet's 28-column rows took 4 rows = 16 ymm, all AVX2 has, and spilled: 228 us at
-    batch 8)."""
+    fit ``DEPTHWISE_TILE_VECTORS`` of AVX-512's 32 registers, as many of the unit's (AVX2: 10 of
+    16 ymm; LeNet's 28-column rows once took 4 rows = 16 ymm, all AVX2 has, and spilled: 228 us
+    at batch 8)."""
     unit = VectorUnit.current()
     budget = max(1, DEPTHWISE_TILE_VECTORS * unit.registers // 32)
     vectors = -(-width // unit.lanes)
@@ -1123,7 +1228,8 @@ def schedule_depthwise_conv2d(sch: Schedule) -> bool:
     1. Stride 1: a prologue that only copies (the conv's ``pad_temp`` without padding) is
        inlined; a real padding is copied per channel plane inside the loop over planes
        (:func:`_copy_plane_in_place`).  Stride 2: that copy is stored even columns first
-       (:func:`_deinterleave_columns`).
+       (:func:`_deinterleave_columns`), and a wide one with TF padding is cut into its zero
+       border and its inside first (:func:`_cut_padding_off`).
     2. Per channel a tile of ``rt`` output rows x the whole output row (``ceil(W / 16)`` vectors,
        at most ``DEPTHWISE_TILE_VECTORS`` in all): loops (n, c, h0, rc, kh, kw, h1, w) -- each
        window tap adds a shifted input row times one weight to every row of the tile.
@@ -1140,7 +1246,9 @@ def schedule_depthwise_conv2d(sch: Schedule) -> bool:
     stride = None if conv is None else _depthwise_column_stride(sch, conv)
     if stride is None or (stride == 2 and sch.get(_blocks(sch)[0]).name_hint == sch.get(conv).name_hint):
         return False  # (stride 2 without a copy of the input to deinterleave: the generic rule)
-    conv, epilogue = _conv_prologue_and_tail(sch, conv, _inline_copy if stride == 1 else _deinterleave_columns)
+    channels = _extents(sch, sch.get_loops(conv))[1]
+    prologue = _inline_copy if stride == 1 else _deinterleave_unless_cut(channels)
+    conv, epilogue = _conv_prologue_and_tail(sch, conv, prologue)
     if conv is None:
         return False
     copies = [sch.get(b).name_hint for b in _blocks(sch)]
@@ -1167,7 +1275,7 @@ def schedule_depthwise_conv2d(sch: Schedule) -> bool:
     if N * C * OH * OW * math.prod(_extents(sch, [rc, kh, kw])) > CONV_PARALLEL_WORK and N * C >= 2:
         sch.parallel(plane)
     for name in reversed(copies):
-        _copy_plane_in_place(sch, sch.get_block(name), plane, deinterleaved=stride == 2)
+        _copy_plane_in_place(sch, sch.get_block(name), plane, stride == 2, channels)
     init = sch.decompose_reduction(conv, rc)
     sch.vectorize(sch.get_loops(init)[-1])
     return True

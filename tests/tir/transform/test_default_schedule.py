@@ -538,7 +538,7 @@ def test_conv2d_is_tiled_vectorized_and_matches_torch(n, ci, hw, co, k, stride, 
 
 @pytest.mark.parametrize("n, c, hw, mult, pad, rows", [
     (1, 16, 12, 1, 0, 10),    # TF-style: padding done by a pad kernel before, the conv's own copy inlined
-    (2, 8, 30, 2, 1, 6),      # padding in the kernel, a channel multiplier of 2, rows of 2 vectors
+    (2, 8, 30, 2, 1, 10),     # padding in the kernel, a channel multiplier of 2, rows of 2 vectors
 ])
 def test_a_stride_1_depthwise_conv_tiles_whole_rows_per_channel(n, c, hw, mult, pad, rows, parallel):
     """Depthwise at stride 1: per channel a tile of whole output rows (``rows`` of them) that
@@ -581,6 +581,44 @@ def test_a_stride_2_depthwise_conv_reads_a_deinterleaved_copy(hw, parallel):
     want = torch.nn.functional.conv2d(torch.nn.functional.pad(torch.from_numpy(xs), (0, 1, 0, 1)),
                                       torch.from_numpy(ws), stride=2, groups=16).numpy()
     np.testing.assert_allclose(_run(sched, "llvm", [xs, ws, np.zeros((2, 16, 6, 6), "float32")]), want,
+                               rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("unit", [AVX2, AVX512], ids=["avx2", "avx512"])
+@pytest.mark.parametrize("hw, pad, mult, cut", [(72, (0, 0, 1, 1), 1, True), (69, (0, 0, 1, 1), 1, False),
+                                                (66, 1, 1, False), (72, (0, 0, 1, 1), 2, False)],
+                         ids=["tf-even", "tf-odd", "symmetric", "multiplier"])
+def test_a_wide_stride_2_depthwise_copy_is_cut_into_its_padding_and_inside(unit, hw, pad, mult, cut):
+    """Rows of more than a register per parity, TF padding (none before, one after an even
+    width), one input plane per output plane: the padded copy is cut (loop_partition) into its
+    zero border and its inside, which copies without the padding test, still one plane per
+    iteration of the convolution's loop (its buffer one plane, not all of them).  An odd width,
+    padding before, a channel multiplier: the whole rows as before.  Numbers as torch's on
+    AVX2's and AVX-512's tiles."""
+    import torch
+
+    from minitvm import te, topi
+    from minitvm.target.tir_build import lower_to_module
+
+    x = te.placeholder((2, 3, hw, hw), "float32", name="x")
+    w = te.placeholder((3 * mult, 1, 3, 3), "float32", name="w")
+    out = topi.nn.conv2d_nchw(x, w, stride=2, padding=pad, groups=3)
+    func = te.create_prim_func([x, w, out])
+    out_shape = tuple(int(d) for d in out.shape)
+    with unit:
+        sch = minitvm.tir.Schedule(IRModule({"main": func}))
+        assert ds.schedule_depthwise_conv2d(sch)
+        sched = sch.mod["main"]
+    text = sched.script()
+    assert ("_partition" in text) == cut, text
+    lowered = lower_to_module(sched.with_attr("global_symbol", "main"))["main"].script()
+    assert (lowered.count("if_then_else") == 0) == cut, lowered
+    plane = int(re.search(r"pad_temp = T.allocate\(\[(\d+)\]", lowered).group(1))
+    assert plane <= (hw + 2) ** 2 + 2 * (hw + 2), lowered  # one padded plane, not the 6 of the tensor
+    xs, ws = _rand(2, 3, hw, hw), _rand(3 * mult, 1, 3, 3, seed=1)
+    padded = torch.nn.functional.pad(torch.from_numpy(xs), (0, 1, 0, 1) if pad != 1 else (1, 1, 1, 1))
+    want = torch.nn.functional.conv2d(padded, torch.from_numpy(ws), stride=2, groups=3).numpy()
+    np.testing.assert_allclose(_run(sched, "llvm", [xs, ws, np.zeros(out_shape, "float32")]), want,
                                rtol=1e-4, atol=1e-4)
 
 
