@@ -31,7 +31,7 @@ from ..runtime.module import Module
 from ..runtime.vm import Executable, VirtualMachine, VMFunction, VMInstrumentReturnKind
 from ..target import Target
 from ..target.codegen import llvm_export  # noqa: F401 - registers the hooks that save/load kernels
-from ..target.tir_build import build_kernels
+from ..target.tir_build import build_kernels, compiling_as_scheduled
 from ..tir.function import PrimFunc
 from ..transform import Pass, Sequential
 from . import transform, vm
@@ -217,21 +217,23 @@ def _build(mod: IRModule, target: Any = None, params: dict | None = None,
     target = _as_target(target)
     if isinstance(relax_pipeline, str):
         relax_pipeline = get_pipeline(relax_pipeline)
-    if relax_pipeline is not None:
-        if not callable(relax_pipeline):
-            raise TypeError(f"relax.build: relax_pipeline must be a pipeline name, a Pass (or a function of "
-                            f"the module) or None, got {type(relax_pipeline).__name__}")
-        with target:
-            mod = relax_pipeline(mod)
-    if not is_vm_lowered(mod):  # a pipeline that lowers (TVM's optimize_llm.py's) is not lowered twice
-        mod = Sequential(vm_lowering_passes(target), name="vm_lowering")(mod)
-    exe = codegen(mod)  # the bytecode first: native entries are planned from it
-    prims = {gv: f for gv, f in mod.items() if isinstance(f, PrimFunc)}
-    entries: tuple = ()
-    if exec_mode == "compiled":
-        names = tuple(exe.func_names)
-        entries = tuple((f, names, exe.constants) for f in exe.func_table if isinstance(f, VMFunction))
-    exe._lib = build_kernels(IRModule(prims), target, entries=entries) if prims else None
+    if relax_pipeline is not None and not callable(relax_pipeline):
+        raise TypeError(f"relax.build: relax_pipeline must be a pipeline name, a Pass (or a function of "
+                        f"the module) or None, got {type(relax_pipeline).__name__}")
+    # LLVM starts on each kernel as DefaultCPUSchedule schedules it, while the rest is done
+    with compiling_as_scheduled(target) as early:
+        if relax_pipeline is not None:
+            with target:
+                mod = relax_pipeline(mod)
+        if not is_vm_lowered(mod):  # a pipeline that lowers (TVM's optimize_llm.py's) is not lowered twice
+            mod = Sequential(vm_lowering_passes(target), name="vm_lowering")(mod)
+        exe = codegen(mod)  # the bytecode first: native entries are planned from it
+        prims = {gv: f for gv, f in mod.items() if isinstance(f, PrimFunc)}
+        entries: tuple = ()
+        if exec_mode == "compiled":
+            names = tuple(exe.func_names)
+            entries = tuple((f, names, exe.constants) for f in exe.func_table if isinstance(f, VMFunction))
+        exe._lib = build_kernels(IRModule(prims), target, entries=entries, early=early) if prims else None
     _import_external_modules(exe, mod)
     exe.exec_mode = exec_mode
     exe.ir_module = mod  # what was compiled, for inspection

@@ -28,6 +28,7 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -253,22 +254,28 @@ def _emit_entries(entries: tuple, sigs: dict[str, FunctionSignature], target: Ta
 
 class PieceBuild:
     """One build compiled in pieces: :meth:`submit` emits a piece's LLVM IR on the calling
-    thread and hands it to a worker thread; :meth:`finish` compiles the native entries and
-    returns the runnable module of every piece kept.  Open from the first submit until
-    :meth:`finish` or :meth:`close`: ``LLVM_LOCK`` held and LLVM's stderr captured (so whatever
-    the calling thread does meanwhile must not need the lock on another thread), the
-    PassContext's ``tir.noalias`` and ``tir.disable_vectorize`` read when made."""
+    thread and hands it to the worker threads; :meth:`finish` compiles the native entries and
+    returns the runnable module of every piece kept.  ``limit``: how many pieces LLVM compiles
+    at once (None: as many as there are workers; the others wait their turn, in order).  Open
+    from the first submit until :meth:`finish` or :meth:`close`: ``LLVM_LOCK`` held and LLVM's
+    stderr captured (so whatever the calling thread does meanwhile must not need the lock on
+    another thread); the PassContext's ``tir.noalias`` and ``tir.disable_vectorize`` are read
+    when it is made."""
 
-    def __init__(self, target: Target | str = "llvm") -> None:
+    def __init__(self, target: Target | str = "llvm", limit: int | None = None) -> None:
         self.target = target if isinstance(target, Target) else Target(target)
         ctx = PassContext.current()
         self.disable_vectorize = bool(ctx.get_config("tir.disable_vectorize", False))
         self.noalias = bool(ctx.get_config("tir.noalias", True))
+        self.limit = limit
         self.failures: list[Any] = []
         self.messages: list[str] = []
         self.sigs: dict[str, FunctionSignature] = {}
         self.pieces: list[Future] = []  # kept pieces, in order
         self._submitted: list[Future] = []  # every piece, kept or dropped (all are waited for)
+        self._waiting: list[tuple[Future, str, dict[str, FunctionSignature]]] = []  # not started yet
+        self._running = 0
+        self._lock = threading.Lock()
         self._open: ExitStack | None = None
 
     def _ensure_open(self) -> None:
@@ -286,20 +293,49 @@ class PieceBuild:
             raise
         self._open = stack
 
-    def in_flight(self) -> int:
-        """Pieces handed over and not compiled yet."""
-        return sum(not f.done() for f in self._submitted)
-
     def submit(self, funcs: dict[str, PrimFunc]) -> Future:
-        """Emit lowered ``funcs`` (global name -> function) as one piece and hand it to a worker."""
+        """Emit lowered ``funcs`` (global name -> function) as one piece and hand it to the
+        workers: the future of its :class:`_Piece`."""
         self._ensure_open()
         raw, got = _emit(funcs, self.target, self.failures, self.noalias, self.disable_vectorize)
         self.sigs.update(got)
-        future = _pool(max(1, llvm_threads())).submit(_compile_piece, raw, self.target, not self.disable_vectorize,
-                                                      got)
-        self.pieces.append(future)
-        self._submitted.append(future)
-        return future
+        piece: Future = Future()
+        self.pieces.append(piece)
+        self._submitted.append(piece)
+        with self._lock:
+            self._waiting.append((piece, raw, got))
+        self._start_waiting()
+        return piece
+
+    def idle(self) -> bool:
+        """Whether no piece is compiling or waiting its turn."""
+        with self._lock:
+            return not self._waiting and not self._running
+
+    def set_limit(self, limit: int | None) -> None:
+        """Change how many pieces LLVM compiles at once."""
+        self.limit = limit
+        self._start_waiting()
+
+    def _start_waiting(self) -> None:
+        pool = _pool(max(1, llvm_threads()))
+        with self._lock:
+            while self._waiting and (self.limit is None or self._running < self.limit):
+                self._running += 1
+                pool.submit(self._compile, *self._waiting.pop(0))
+
+    def _compile(self, piece: Future, raw: str, sigs: dict[str, FunctionSignature]) -> None:
+        """On a worker thread: one piece, then the next waiting one started."""
+        try:
+            if piece.set_running_or_notify_cancel():
+                try:
+                    piece.set_result(_compile_piece(raw, self.target, not self.disable_vectorize, sigs))
+                except BaseException as exc:  # noqa: BLE001 - handed to whoever asks for the piece
+                    piece.set_exception(exc)
+        finally:
+            with self._lock:
+                self._running -= 1
+            self._start_waiting()
 
     def drop(self, piece: Future) -> None:
         """Leave a submitted piece out of the module (it is still waited for)."""
@@ -309,6 +345,7 @@ class PieceBuild:
         """The runnable module of the kept pieces, with native entries for ``entries`` (see
         :func:`build_llvm_pieces`); closes the build."""
         self._ensure_open()
+        self.set_limit(None)
         vectorize = not self.disable_vectorize
         try:
             entry_ir = (_emit_entries(entries, self.sigs, self.target, self.noalias, self.disable_vectorize)
@@ -334,7 +371,13 @@ class PieceBuild:
         return lib
 
     def close(self) -> None:
-        """Wait for every submitted piece, release ``LLVM_LOCK`` and stop capturing stderr."""
+        """Forget the pieces not started, wait for the others, release ``LLVM_LOCK`` and stop
+        capturing stderr."""
+        with self._lock:
+            waiting, self._waiting = self._waiting, []
+        for piece, _, _ in waiting:
+            piece.cancel()
+            piece.set_running_or_notify_cancel()  # (else ``wait`` waits for it still)
         wait(self._submitted)
         if self._open is not None:
             stack, self._open = self._open, None
