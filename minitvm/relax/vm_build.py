@@ -8,7 +8,8 @@
    lowered already (:func:`is_vm_lowered`: a pipeline that ends with TVM's lowering passes, as
    ``optimize_llm.py``'s does); the passes also leave lowered code alone, so a module lowered
    in part is not lowered twice;
-3. the PrimFuncs -> ``minitvm.build`` -> the kernel library (LLVM machine code);
+3. the PrimFuncs -> ``minitvm.build`` -> the kernel library (LLVM machine code; LLVM starts on
+   each kernel as ``DefaultCPUSchedule`` schedules it, see ``tir_build.compiling_as_scheduled``);
 4. the Relax functions -> bytecode (:func:`minitvm.relax.vm.codegen`); the runtime modules
    in the module attribute ``"external_mods"`` (``AttachExternModules``) are imported into
    the kernel library, where the VM looks functions up;
