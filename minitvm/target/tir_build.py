@@ -270,7 +270,8 @@ def _build_in_pieces(mod: IRModule, target: Target, entries: tuple, early: Early
 
 
 #: pieces LLVM compiles at once while the kernels are still being scheduled: one, so that LLVM
-#: on one core leaves the other to the thread scheduling the rest
+#: on one core leaves the other to the thread scheduling the rest (0: no kernel is compiled
+#: before build_kernels, as before EarlyKernels)
 EARLY_PIECES_AT_ONCE = 1
 
 
@@ -353,7 +354,8 @@ def compiling_as_scheduled(target: Any) -> Iterator[EarlyKernels | None]:
     lowering's would run inside DefaultCPUSchedule).  Yields None when not."""
     target = resolve_target(target)
     ctx = PassContext.current()
-    if target.kind.name != "llvm" or ctx.instruments or bounds_check_requested(ctx, False):
+    if (target.kind.name != "llvm" or ctx.instruments or bounds_check_requested(ctx, False)
+            or EARLY_PIECES_AT_ONCE <= 0):
         yield None
         return
     from .codegen import llvm_parallel as lp  # lazy: loads llvmlite

@@ -194,3 +194,11 @@ def test_pass_instruments_see_no_lowering_inside_default_cpu_schedule(monkeypatc
         relax.build(minitvm.IRModule({"main": _layers}), "llvm")
     assert not spy.taken
     assert not [s for s in seen if "DefaultCPUSchedule" in s[:-1]]
+
+
+def test_no_early_pieces_when_turned_off(monkeypatch, two_threads):
+    monkeypatch.setattr(tir_build, "EARLY_PIECES_AT_ONCE", 0)
+    spy = _Spy(monkeypatch)
+    ex = _build()
+    assert not spy.taken
+    assert len(ex.lib.function_names()) >= llvm_parallel.MIN_KERNELS
