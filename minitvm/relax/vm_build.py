@@ -40,6 +40,7 @@ from .analysis.struct_info_analysis import tir_vars_in_struct_info
 from .expr import Call, ExternFunc, Function
 from .expr_functor import ExprVisitor
 from .pipeline import get_pipeline, register_pipeline, vm_lowering_passes
+from .transform.split_layout_rewrite_preproc import split_prim_func
 from .vm.codegen import codegen, codegen_into
 
 # re-exported so that minitvm/relax/__init__.py needs a single import line
@@ -193,6 +194,14 @@ def build(mod: IRModule, target: Any = None, params: dict | None = None,
         return _build(mod, target, params, relax_pipeline, tir_pipeline, exec_mode, system_lib=system_lib, **kwargs)
 
 
+def _prepacked(name: str, scheduled: PrimFunc) -> tuple[str, PrimFunc] | None:
+    """What the default pipeline builds of a kernel whose schedule packs a constant weight at
+    its root: SplitLayoutRewritePreproc's ``<name>_prepacked`` (the packing itself is folded
+    into a constant), compiled early in its place."""
+    split = split_prim_func(scheduled)
+    return None if split is None else (name + "_prepacked", split[1])
+
+
 @deep
 def _build(mod: IRModule, target: Any = None, params: dict | None = None,
            relax_pipeline: str | Pass | None = "default", tir_pipeline: str | None = "default",
@@ -222,7 +231,7 @@ def _build(mod: IRModule, target: Any = None, params: dict | None = None,
         raise TypeError(f"relax.build: relax_pipeline must be a pipeline name, a Pass (or a function of "
                         f"the module) or None, got {type(relax_pipeline).__name__}")
     # LLVM starts on each kernel as DefaultCPUSchedule schedules it, while the rest is done
-    with compiling_as_scheduled(target) as early:
+    with compiling_as_scheduled(target, _prepacked) as early:
         if relax_pipeline is not None:
             with target:
                 mod = relax_pipeline(mod)

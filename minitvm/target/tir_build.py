@@ -14,10 +14,10 @@ import json
 import threading
 from collections import OrderedDict
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from ..ir.deep import deep
-from ..ir.module import IRModule
+from ..ir.module import GlobalVar, IRModule
 from ..ir.notebook import in_notebook
 from ..ir.structural import structural_equal, structural_hash
 from ..runtime.module import Module
@@ -269,6 +269,9 @@ def _build_in_pieces(mod: IRModule, target: Target, entries: tuple, early: Early
     return lib
 
 
+#: ``built_as(name, scheduled)`` of :func:`compiling_as_scheduled`
+BuiltAs = Callable[[str, PrimFunc], "tuple[str, PrimFunc] | None"]
+
 #: pieces LLVM compiles at once while the kernels are still being scheduled: one, so that LLVM
 #: on one core leaves the other to the thread scheduling the rest (0: no kernel is compiled
 #: before build_kernels, as before EarlyKernels)
@@ -283,14 +286,16 @@ class EarlyKernels:
     its own).  LLVM compiles the pieces one at a time, in order, while the rest are scheduled
     and the VM lowering and the bytecode run, instead of after.  :func:`build_kernels` then
     lowers and compiles only the kernels not taken here: a kernel counts when the module built
-    holds the very PrimFunc object scheduled, under the same name (else its piece is left
-    out).  From the first piece until the build finishes, ``LLVM_LOCK`` is held and the
-    process's stderr captured (see :class:`.codegen.llvm_parallel.PieceBuild`)."""
+    holds the very PrimFunc object scheduled, under the same name, or (one ``built_as`` made)
+    a structurally equal one (else its piece is left out).  From the first piece until the
+    build finishes, ``LLVM_LOCK`` is held and the process's stderr captured (see
+    :class:`.codegen.llvm_parallel.PieceBuild`)."""
 
-    def __init__(self, target: Target) -> None:
+    def __init__(self, target: Target, built_as: BuiltAs | None = None) -> None:
         from .codegen import llvm_parallel as lp  # lazy: loads llvmlite
 
         self.target = target
+        self.built_as = built_as
         self.pieces = lp.PieceBuild(target, limit=EARLY_PIECES_AT_ONCE)
         self.per_piece = 0  # kernels a piece holds at most (0: the module is too small for pieces)
         self.scheduled: dict[str, PrimFunc] = {}  # name -> the scheduled PrimFunc lowered here
@@ -299,6 +304,7 @@ class EarlyKernels:
         self.pending: list[str] = []  # lowered, not emitted yet
         self.piece_of: dict[str, Any] = {}  # name -> the piece (future) compiling it
         self.taken: set[str] = set()  # every symbol lowered here
+        self.derived: set[str] = set()  # kernels ``built_as`` made (matched structurally in :meth:`take`)
 
     def __call__(self, gv: Any, func: PrimFunc, mod: IRModule) -> None:
         """``DefaultCPUSchedule`` has scheduled ``func`` (``gv`` in ``mod``)."""
@@ -310,6 +316,10 @@ class EarlyKernels:
             self.per_piece = -(-kernels // pieces) if kernels >= lp.MIN_KERNELS else 0
         if not self.per_piece:
             return
+        built = self.built_as(gv.name_hint, func) if self.built_as is not None else None
+        if built is not None:
+            gv, func = GlobalVar(built[0]), built[1]
+            self.derived.add(built[0])
         try:
             low = lower_pipeline()(IRModule({gv: func}))
             got = _by_symbol(low, self.taken)
@@ -332,7 +342,8 @@ class EarlyKernels:
         (not emitted yet, or their piece left out: it held a kernel ``mod`` lost or changed),
         a dict per kernel."""
         in_mod = {gv.name_hint: f for gv, f in mod.items()}
-        kept = [name for name, f in self.scheduled.items() if in_mod.get(name) is f]
+        kept = [name for name, f in self.scheduled.items() if in_mod.get(name) is f
+                or (name in self.derived and name in in_mod and structural_equal(in_mod[name], f))]
         for name, piece in self.piece_of.items():
             if name not in kept and piece in self.pieces.pieces:
                 self.pieces.drop(piece)
@@ -346,12 +357,14 @@ class EarlyKernels:
 
 
 @contextmanager
-def compiling_as_scheduled(target: Any) -> Iterator[EarlyKernels | None]:
+def compiling_as_scheduled(target: Any, built_as: BuiltAs | None = None) -> Iterator[EarlyKernels | None]:
     """Within (``relax.build``'s pipeline up to its :func:`build_kernels`): kernels are compiled
     as ``DefaultCPUSchedule`` schedules them (:class:`EarlyKernels`, yielded for
     ``build_kernels(early=...)``), when the build would be in pieces anyway (a CPU build, a
     second CPU, no bounds checks); under pass instruments not (they watch passes run: the
-    lowering's would run inside DefaultCPUSchedule).  Yields None when not."""
+    lowering's would run inside DefaultCPUSchedule).  Yields None when not.  ``built_as(name,
+    scheduled)``: the (name, PrimFunc) a later pass of the pipeline will make of a scheduled
+    kernel, compiled instead of it (None: the kernel as scheduled)."""
     target = resolve_target(target)
     ctx = PassContext.current()
     if (target.kind.name != "llvm" or ctx.instruments or bounds_check_requested(ctx, False)
@@ -363,7 +376,7 @@ def compiling_as_scheduled(target: Any) -> Iterator[EarlyKernels | None]:
     if lp.llvm_threads() <= 0:
         yield None
         return
-    early = EarlyKernels(target)
+    early = EarlyKernels(target, built_as)
     try:
         with scheduled_kernels_to(early):
             yield early

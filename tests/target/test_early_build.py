@@ -65,7 +65,7 @@ class _Spy:
 
 
 def _no_early(monkeypatch):
-    monkeypatch.setattr(vm_build, "compiling_as_scheduled", lambda target: _Nothing())
+    monkeypatch.setattr(vm_build, "compiling_as_scheduled", lambda target, built_as=None: _Nothing())
 
 
 class _Nothing:
@@ -202,3 +202,36 @@ def test_no_early_pieces_when_turned_off(monkeypatch, two_threads):
     ex = _build()
     assert not spy.taken
     assert len(ex.lib.function_names()) >= llvm_parallel.MIN_KERNELS
+
+
+def _with_constant_weight(w):
+    """A 128 x 128 x 128 dense layer on a constant weight (the default pipeline packs it at compile
+    time: SplitLayoutRewritePreproc turns the scheduled kernel into ``<name>_prepacked``), and
+    three kernels after it."""
+    x = relax.Var("x", relax.TensorStructInfo((128, 128), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            p = bb.emit(relax.op.nn.softmax(relax.op.matmul(x, relax.const(w)), axis=-1))
+            out = bb.emit_output(relax.Tuple([bb.emit(relax.op.sum(p, axis=[0])), bb.emit(relax.op.max(p, axis=[1])),
+                                              bb.emit(relax.op.permute_dims(p))]))
+        bb.emit_func_output(out)
+    return bb.get()
+
+
+def test_a_kernel_split_after_scheduling_is_compiled_early_as_split(monkeypatch, two_threads):
+    spy = _Spy(monkeypatch)
+    w = RNG.uniform(-1, 1, (128, 128)).astype("float32")
+    clear_kernel_cache()
+    early = relax.build(_with_constant_weight(w), "llvm")
+    names = early.lib.function_names()
+    assert any(n.endswith("_prepacked") for n in names), names
+    assert len(spy.taken) == 1 and sorted(spy.taken[0]) == sorted(names)
+    with monkeypatch.context() as m:
+        _no_early(m)
+        clear_kernel_cache()
+        plain = relax.build(_with_constant_weight(w), "llvm")
+    _same_lowered(early, plain)
+    x = RNG.uniform(-1, 1, (128, 128)).astype("float32")
+    for a, b in zip(_run(early, [x]), _run(plain, [x])):
+        np.testing.assert_array_equal(a, b)
