@@ -169,6 +169,26 @@ code generation at CodeGenOpt::Default 0-3%.  Emitting the IR cleaner: folding t
 arithmetic on constants the vector lanes and unrolled tiles write (``add i64 0, 16``) cut the raw
 IR 7-9% and its instructions 15-23% with the same assembly, but neither O3 nor the emission got
 measurably faster; the bound, O3 on IR already cleaned by InstCombine + GVN, was 7% of O3.
+
+A ninth pass (issue 38) starts LLVM while the Relax pipeline still runs: ``relax.build`` lowers
+each kernel as ``DefaultCPUSchedule`` schedules it and hands the kernels lowered so far to one
+LLVM worker whenever it is idle (``minitvm.target.tir_build.EarlyKernels``; both workers once
+``build_kernels`` takes the pieces; ``tir_build.EARLY_PIECES_AT_ONCE = 0`` turns it off).  A
+dense layer's kernel whose schedule packs a constant weight is compiled as the pipeline will
+build it (SplitLayoutRewritePreproc's ``<name>_prepacked``); before that, ViT-tiny, BERT-mini
+and GPT-2-mini lost 2 of their 6-7 early pieces and compiled them again (ViT's LLVM CPU 1.4 ->
+2.1 s).  The lowered TIR, each function's LLVM IR and assembly (labels, metadata, error-code
+and parallel-closure numbers aside) and the outputs of the five realistic models are the same
+either way.  Python holds the GIL, so only LLVM can run beside the compiling thread: what is
+gained is the LLVM left after it.  Measured alternately in one process (load 3.6-6.0 on 2
+cores, 6 cold compiles each; each compile's compiling-thread CPU and its pieces' CPU replayed
+on 2 idle cores, the pieces as submitted), the LLVM tail after the compiling thread, before ->
+after: MobileNetV2 0.64 -> 0.27 s, ResNet-18 0.99 -> 0.61, ViT-tiny 0.49 -> 0.10, BERT-mini
+0.35 -> 0.03, GPT-2-mini 0.29 -> 0.03.  The compiling thread's CPU moved by more than that
+in some runs and not in others (MobileNetV2 3.48 -> 4.12 s in one pair of runs, 4.15 -> 4.11
+in another; the same Python work alone varied +-25% at that load), so the wall time wants a
+quiet machine.  MobileNetV2's compiling thread (3.3-4 s CPU: Relax passes, DefaultCPUSchedule,
+TIR lowering, IR emission) is now its critical path; only less Python work shortens it.
 """
 
 from __future__ import annotations
