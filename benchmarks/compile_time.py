@@ -180,15 +180,15 @@ and GPT-2-mini lost 2 of their 6-7 early pieces and compiled them again (ViT's L
 2.1 s).  The lowered TIR, each function's LLVM IR and assembly (labels, metadata, error-code
 and parallel-closure numbers aside) and the outputs of the five realistic models are the same
 either way.  Python holds the GIL, so only LLVM can run beside the compiling thread: what is
-gained is the LLVM left after it.  Measured alternately in one process (load 3.6-6.0 on 2
-cores, 6 cold compiles each; each compile's compiling-thread CPU and its pieces' CPU replayed
+gained is the LLVM left after it.  Measured alternately in one process (load 3.6-7.4 on 2
+cores, 11 cold compiles each; each compile's compiling-thread CPU and its pieces' CPU replayed
 on 2 idle cores, the pieces as submitted), the LLVM tail after the compiling thread, before ->
-after: MobileNetV2 0.64 -> 0.27 s, ResNet-18 0.99 -> 0.61, ViT-tiny 0.49 -> 0.10, BERT-mini
-0.35 -> 0.03, GPT-2-mini 0.29 -> 0.03.  The compiling thread's CPU moved by more than that
-in some runs and not in others (MobileNetV2 3.48 -> 4.12 s in one pair of runs, 4.15 -> 4.11
-in another; the same Python work alone varied +-25% at that load), so the wall time wants a
-quiet machine.  MobileNetV2's compiling thread (3.3-4 s CPU: Relax passes, DefaultCPUSchedule,
-TIR lowering, IR emission) is now its critical path; only less Python work shortens it.
+after (median): MobileNetV2 0.68 -> 0.26 s, ResNet-18 0.97 -> 0.67, ViT-tiny 0.48 -> 0.12,
+BERT-mini 0.32 -> 0.03, GPT-2-mini 0.27 -> 0.03.  The compiling thread's CPU is as noisy as
+that at such load (the same Python work alone varied +-25%; ViT-tiny 3.02 -> 3.53 s in one
+set of runs, 3.25 -> 3.17 in another), so the wall time wants a quiet machine.  MobileNetV2's
+compiling thread (3.3-4 s CPU: Relax passes, DefaultCPUSchedule, TIR lowering, IR emission) is
+its critical path; only less Python work shortens it.
 """
 
 from __future__ import annotations
