@@ -8,7 +8,8 @@
    lowered already (:func:`is_vm_lowered`: a pipeline that ends with TVM's lowering passes, as
    ``optimize_llm.py``'s does); the passes also leave lowered code alone, so a module lowered
    in part is not lowered twice;
-3. the PrimFuncs -> ``minitvm.build`` -> the kernel library (LLVM machine code);
+3. the PrimFuncs -> ``minitvm.build`` -> the kernel library (LLVM machine code; LLVM starts on
+   each kernel as ``DefaultCPUSchedule`` schedules it, see ``tir_build.compiling_as_scheduled``);
 4. the Relax functions -> bytecode (:func:`minitvm.relax.vm.codegen`); the runtime modules
    in the module attribute ``"external_mods"`` (``AttachExternModules``) are imported into
    the kernel library, where the VM looks functions up;
@@ -31,7 +32,7 @@ from ..runtime.module import Module
 from ..runtime.vm import Executable, VirtualMachine, VMFunction, VMInstrumentReturnKind
 from ..target import Target
 from ..target.codegen import llvm_export  # noqa: F401 - registers the hooks that save/load kernels
-from ..target.tir_build import build_kernels
+from ..target.tir_build import build_kernels, compiling_as_scheduled
 from ..tir.function import PrimFunc
 from ..transform import Pass, Sequential
 from . import transform, vm
@@ -39,6 +40,7 @@ from .analysis.struct_info_analysis import tir_vars_in_struct_info
 from .expr import Call, ExternFunc, Function
 from .expr_functor import ExprVisitor
 from .pipeline import get_pipeline, register_pipeline, vm_lowering_passes
+from .transform.split_layout_rewrite_preproc import split_prim_func
 from .vm.codegen import codegen, codegen_into
 
 # re-exported so that minitvm/relax/__init__.py needs a single import line
@@ -192,6 +194,14 @@ def build(mod: IRModule, target: Any = None, params: dict | None = None,
         return _build(mod, target, params, relax_pipeline, tir_pipeline, exec_mode, system_lib=system_lib, **kwargs)
 
 
+def _prepacked(name: str, scheduled: PrimFunc) -> tuple[str, PrimFunc] | None:
+    """What the default pipeline builds of a kernel whose schedule packs a constant weight at
+    its root: SplitLayoutRewritePreproc's ``<name>_prepacked`` (the packing itself is folded
+    into a constant), compiled early in its place."""
+    split = split_prim_func(scheduled)
+    return None if split is None else (name + "_prepacked", split[1])
+
+
 @deep
 def _build(mod: IRModule, target: Any = None, params: dict | None = None,
            relax_pipeline: str | Pass | None = "default", tir_pipeline: str | None = "default",
@@ -217,21 +227,23 @@ def _build(mod: IRModule, target: Any = None, params: dict | None = None,
     target = _as_target(target)
     if isinstance(relax_pipeline, str):
         relax_pipeline = get_pipeline(relax_pipeline)
-    if relax_pipeline is not None:
-        if not callable(relax_pipeline):
-            raise TypeError(f"relax.build: relax_pipeline must be a pipeline name, a Pass (or a function of "
-                            f"the module) or None, got {type(relax_pipeline).__name__}")
-        with target:
-            mod = relax_pipeline(mod)
-    if not is_vm_lowered(mod):  # a pipeline that lowers (TVM's optimize_llm.py's) is not lowered twice
-        mod = Sequential(vm_lowering_passes(target), name="vm_lowering")(mod)
-    exe = codegen(mod)  # the bytecode first: native entries are planned from it
-    prims = {gv: f for gv, f in mod.items() if isinstance(f, PrimFunc)}
-    entries: tuple = ()
-    if exec_mode == "compiled":
-        names = tuple(exe.func_names)
-        entries = tuple((f, names, exe.constants) for f in exe.func_table if isinstance(f, VMFunction))
-    exe._lib = build_kernels(IRModule(prims), target, entries=entries) if prims else None
+    if relax_pipeline is not None and not callable(relax_pipeline):
+        raise TypeError(f"relax.build: relax_pipeline must be a pipeline name, a Pass (or a function of "
+                        f"the module) or None, got {type(relax_pipeline).__name__}")
+    # LLVM starts on each kernel as DefaultCPUSchedule schedules it, while the rest is done
+    with compiling_as_scheduled(target, _prepacked) as early:
+        if relax_pipeline is not None:
+            with target:
+                mod = relax_pipeline(mod)
+        if not is_vm_lowered(mod):  # a pipeline that lowers (TVM's optimize_llm.py's) is not lowered twice
+            mod = Sequential(vm_lowering_passes(target), name="vm_lowering")(mod)
+        exe = codegen(mod)  # the bytecode first: native entries are planned from it
+        prims = {gv: f for gv, f in mod.items() if isinstance(f, PrimFunc)}
+        entries: tuple = ()
+        if exec_mode == "compiled":
+            names = tuple(exe.func_names)
+            entries = tuple((f, names, exe.constants) for f in exe.func_table if isinstance(f, VMFunction))
+        exe._lib = build_kernels(IRModule(prims), target, entries=entries, early=early) if prims else None
     _import_external_modules(exe, mod)
     exe.exec_mode = exec_mode
     exe.ir_module = mod  # what was compiled, for inspection

@@ -13,10 +13,11 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 from ..ir.deep import deep
-from ..ir.module import IRModule
+from ..ir.module import GlobalVar, IRModule
 from ..ir.notebook import in_notebook
 from ..ir.structural import structural_equal, structural_hash
 from ..runtime.module import Module
@@ -24,7 +25,7 @@ from ..tir.function import PrimFunc
 from ..tir.functor import post_order_visit
 from ..tir.stmt import BufferStore
 from ..tir.transform import InstrumentBoundCheckers, device_lower_pipeline, lower_pipeline
-from ..tir.transform.default_schedule import SCHEDULE_CACHE
+from ..tir.transform.default_schedule import SCHEDULE_CACHE, scheduled_kernels_to
 from ..tir.transform.instrument_bound_checkers import bounds_check_requested
 from ..transform import PassContext
 from .codegen import build_module, check_buildable
@@ -212,7 +213,7 @@ def kernel_cache_info() -> dict[str, Any]:
             "max_size": _KERNEL_CACHE.size, "schedules": SCHEDULE_CACHE.info()}
 
 
-def _by_symbol(lowered: IRModule, taken: dict) -> dict[str, PrimFunc]:
+def _by_symbol(lowered: IRModule, taken: dict | set) -> dict[str, PrimFunc]:
     """The PrimFuncs of ``lowered`` by exported symbol (none already in ``taken``)."""
     funcs: dict[str, PrimFunc] = {}
     for gv, f in lowered.items():
@@ -235,37 +236,166 @@ def _in_pieces(mod: IRModule, target: Target, checks_by_default: bool) -> bool:
     return llvm_parallel.llvm_threads() > 0 and len(mod.functions) >= llvm_parallel.MIN_KERNELS
 
 
-def _build_in_pieces(mod: IRModule, target: Target, entries: tuple) -> Module:
-    """:func:`build_kernels`' lowering and compiling, a piece of the module at a time."""
+def _build_in_pieces(mod: IRModule, target: Target, entries: tuple, early: EarlyKernels | None = None) -> Module:
+    """:func:`build_kernels`' lowering and compiling, a piece of the module at a time (the
+    kernels ``early`` compiled or lowered already are not lowered again)."""
     from .codegen import llvm_parallel as lp  # lazy: loads llvmlite
 
-    lowered: dict = {}
-    funcs: dict[str, PrimFunc] = {}
-
-    def pieces() -> Any:
-        for part in lp.split_for_overlap(list(mod.items()), lp.llvm_threads() * lp.PIECES_PER_THREAD):
+    build, taken, unsent = early.take(mod) if early is not None else (lp.PieceBuild(target), {}, [])
+    lowered: dict = {}  # name -> its lowered functions by GlobalVar
+    funcs: dict[str, PrimFunc] = {}  # every lowered PrimFunc by symbol (no symbol twice)
+    for name, (low, got) in taken.items():
+        lowered[name] = low
+        funcs.update(got)
+    try:
+        for group in lp.split_pieces(unsent, lp.llvm_threads()) if unsent else ():
+            build.submit({symbol: f for got in group for symbol, f in got.items()})
+        rest = [(gv, f) for gv, f in mod.items() if gv.name_hint not in taken]
+        for part in lp.split_for_overlap(rest, lp.llvm_threads() * lp.PIECES_PER_THREAD) if rest else ():
             low = lower_pipeline()(IRModule(dict(part), attrs=mod.attrs, global_infos=mod.global_infos))
-            lowered.update(low.functions)
+            for gv, f in low.items():
+                lowered.setdefault(gv.name_hint, {})[gv] = f
             got = _by_symbol(low, funcs)
             funcs.update(got)
             check_buildable(got, target)
-            yield got
-
-    lib = lp.build_llvm_pieces(pieces(), target, entries)
-    lib.ir_module = IRModule(lowered, attrs=mod.attrs, global_infos=mod.global_infos)  # what was compiled
+            build.submit(got)
+    except BaseException:
+        build.close()
+        raise
+    lib = build.finish(entries)
+    in_order = {gv: f for name in [*(gv.name_hint for gv in mod.functions), *lowered] if name in lowered
+                for gv, f in lowered.pop(name).items()}
+    lib.ir_module = IRModule(in_order, attrs=mod.attrs, global_infos=mod.global_infos)  # what was compiled
     return lib
+
+
+#: ``built_as(name, scheduled)`` of :func:`compiling_as_scheduled`
+BuiltAs = Callable[[str, PrimFunc], "tuple[str, PrimFunc] | None"]
+
+#: pieces LLVM compiles at once while the kernels are still being scheduled: one, so that LLVM
+#: on one core leaves the other to the thread scheduling the rest (0: no kernel is compiled
+#: before build_kernels, as before EarlyKernels)
+EARLY_PIECES_AT_ONCE = 1
+
+
+class EarlyKernels:
+    """A build begun while ``DefaultCPUSchedule`` runs (in ``relax.build``, see
+    :func:`compiling_as_scheduled`): each kernel its rules schedule is lowered at once; the
+    kernels lowered are emitted and handed to LLVM as a piece whenever LLVM has nothing to do,
+    or when they are as many as a piece of the usual split holds (a piece costs LLVM ~5 ms of
+    its own).  LLVM compiles the pieces one at a time, in order, while the rest are scheduled
+    and the VM lowering and the bytecode run, instead of after.  :func:`build_kernels` then
+    lowers and compiles only the kernels not taken here: a kernel counts when the module built
+    holds the very PrimFunc object scheduled, under the same name, or (one ``built_as`` made)
+    a structurally equal one (else its piece is left out).  From the first piece until the
+    build finishes, ``LLVM_LOCK`` is held and the process's stderr captured (see
+    :class:`.codegen.llvm_parallel.PieceBuild`)."""
+
+    def __init__(self, target: Target, built_as: BuiltAs | None = None) -> None:
+        from .codegen import llvm_parallel as lp  # lazy: loads llvmlite
+
+        self.target = target
+        self.built_as = built_as
+        self.pieces = lp.PieceBuild(target, limit=EARLY_PIECES_AT_ONCE)
+        self.per_piece = 0  # kernels a piece holds at most (0: the module is too small for pieces)
+        self.scheduled: dict[str, PrimFunc] = {}  # name -> the scheduled PrimFunc lowered here
+        self.lowered: dict[str, dict] = {}  # name -> its lowered functions by GlobalVar
+        self.symbols: dict[str, dict[str, PrimFunc]] = {}  # name -> its lowered PrimFuncs by symbol
+        self.pending: list[str] = []  # lowered, not emitted yet
+        self.piece_of: dict[str, Any] = {}  # name -> the piece (future) compiling it
+        self.taken: set[str] = set()  # every symbol lowered here
+        self.derived: set[str] = set()  # kernels ``built_as`` made (matched structurally in :meth:`take`)
+
+    def __call__(self, gv: Any, func: PrimFunc, mod: IRModule) -> None:
+        """``DefaultCPUSchedule`` has scheduled ``func`` (``gv`` in ``mod``)."""
+        if not self.scheduled:
+            from .codegen import llvm_parallel as lp  # lazy: loads llvmlite
+
+            kernels = sum(isinstance(f, PrimFunc) for _, f in mod.items())
+            pieces = lp.llvm_threads() * lp.PIECES_PER_THREAD
+            self.per_piece = -(-kernels // pieces) if kernels >= lp.MIN_KERNELS else 0
+        if not self.per_piece:
+            return
+        built = self.built_as(gv.name_hint, func) if self.built_as is not None else None
+        if built is not None:
+            gv, func = GlobalVar(built[0]), built[1]
+            self.derived.add(built[0])
+        try:
+            low = lower_pipeline()(IRModule({gv: func}))
+            got = _by_symbol(low, self.taken)
+            check_buildable(got, self.target)
+        except Exception:  # noqa: BLE001 - build_kernels lowers it again, and fails there if it must
+            return
+        name = gv.name_hint
+        self.scheduled[name], self.lowered[name], self.symbols[name] = func, dict(low.functions), got
+        self.taken.update(got)
+        self.pending.append(name)
+        if len(self.pending) >= self.per_piece or self.pieces.idle():
+            piece = self.pieces.submit({s: f for n in self.pending for s, f in self.symbols[n].items()})
+            self.piece_of.update(dict.fromkeys(self.pending, piece))
+            self.pending = []
+
+    def take(self, mod: IRModule) -> tuple[Any, dict[str, tuple[dict, dict[str, PrimFunc]]], list[dict[str, PrimFunc]]]:
+        """For the build of ``mod``: the piece build (now compiling on every worker); the
+        kernels of ``mod`` lowered here (by name: their lowered functions by GlobalVar, their
+        lowered PrimFuncs by symbol); the lowered PrimFuncs (by symbol) of those not in a piece
+        (not emitted yet, or their piece left out: it held a kernel ``mod`` lost or changed),
+        a dict per kernel."""
+        in_mod = {gv.name_hint: f for gv, f in mod.items()}
+        kept = [name for name, f in self.scheduled.items() if in_mod.get(name) is f
+                or (name in self.derived and name in in_mod and structural_equal(in_mod[name], f))]
+        for name, piece in self.piece_of.items():
+            if name not in kept and piece in self.pieces.pieces:
+                self.pieces.drop(piece)
+        self.pieces.set_limit(None)
+        unsent = [self.symbols[n] for n in kept if n in self.pending or self.piece_of[n] not in self.pieces.pieces]
+        return self.pieces, {n: (self.lowered[n], self.symbols[n]) for n in kept}, unsent
+
+    def close(self) -> None:
+        """End the build (pieces not started are forgotten; nothing to do after a finished one)."""
+        self.pieces.close()
+
+
+@contextmanager
+def compiling_as_scheduled(target: Any, built_as: BuiltAs | None = None) -> Iterator[EarlyKernels | None]:
+    """Within (``relax.build``'s pipeline up to its :func:`build_kernels`): kernels are compiled
+    as ``DefaultCPUSchedule`` schedules them (:class:`EarlyKernels`, yielded for
+    ``build_kernels(early=...)``), when the build would be in pieces anyway (a CPU build, a
+    second CPU, no bounds checks); under pass instruments not (they watch passes run: the
+    lowering's would run inside DefaultCPUSchedule).  Yields None when not.  ``built_as(name,
+    scheduled)``: the (name, PrimFunc) a later pass of the pipeline will make of a scheduled
+    kernel, compiled instead of it (None: the kernel as scheduled)."""
+    target = resolve_target(target)
+    ctx = PassContext.current()
+    if (target.kind.name != "llvm" or ctx.instruments or bounds_check_requested(ctx, False)
+            or EARLY_PIECES_AT_ONCE <= 0):
+        yield None
+        return
+    from .codegen import llvm_parallel as lp  # lazy: loads llvmlite
+
+    if lp.llvm_threads() <= 0:
+        yield None
+        return
+    early = EarlyKernels(target, built_as)
+    try:
+        with scheduled_kernels_to(early):
+            yield early
+    finally:
+        early.close()
 
 
 @deep
 def build_kernels(mod_or_func: Any, target: Any = "llvm", name: str | None = None, *,
-                  checks_by_default: bool = False, entries: tuple = ()) -> Module:
+                  checks_by_default: bool = False, entries: tuple = (), early: EarlyKernels | None = None) -> Module:
     """:func:`build` with the bounds-check default given: ``relax.build`` builds a model's
     kernels with checks only when the PassContext asks (a model's kernels are generated, and
     the checks would cost speed).  Every kernel of the module goes into one LLVM module (one
     optimization pipeline, one JIT); a module built before in this process (the same
     PrimFuncs, structurally) gets the library built then (see :class:`_KernelCache`).
     ``entries``: ``(vm_function, func_names, constants)`` of bytecode functions to give a
-    native entry in the same LLVM module (``relax.build(exec_mode="compiled")``)."""
+    native entry in the same LLVM module (``relax.build(exec_mode="compiled")``).  ``early``:
+    kernels compiled as they were scheduled (:func:`compiling_as_scheduled`), used when the
+    module is built in pieces."""
     target = resolve_target(target)
     mod = normalize_module(mod_or_func, name)
     others = [gv.name_hint for gv, f in mod.items() if not isinstance(f, PrimFunc)]
@@ -278,12 +408,16 @@ def build_kernels(mod_or_func: Any, target: Any = "llvm", name: str | None = Non
     if key is not None:
         cached = _KERNEL_CACHE.get(key, mod)
         if cached is not None:
+            if early is not None:
+                early.close()
             return cached
     if _in_pieces(mod, target, checks_by_default):
-        lib = _build_in_pieces(mod, target, entries)
+        lib = _build_in_pieces(mod, target, entries, early)
         if key is not None:
             _KERNEL_CACHE.put(key, mod, lib)
         return lib
+    if early is not None:
+        early.close()  # (what it compiled is not used: one LLVM module)
     lowered = lower_pipeline()(mod)  # ``mod`` is normalized: lower_to_module would normalize it again
     if target.kind.name in GPU_KINDS:  # barriers where threads share data, then kernels split off
         lowered = device_lower_pipeline()(lowered)

@@ -42,8 +42,10 @@ __all__ = ["LLVM_LOCK", "init_llvm", "target_machine", "target_machine_for", "fe
 #: where LLVM's own messages (optimization remarks) go, at INFO
 LOGGER = logging.getLogger("minitvm.llvm")
 
-#: held while LLVM parses, optimizes, JIT-compiles or emits code
-LLVM_LOCK = threading.Lock()
+#: held while LLVM parses, optimizes, JIT-compiles or emits code (re-entrant: a build that
+#: starts compiling kernels while the passes still run holds it across them, and a pass may
+#: ask LLVM something, e.g. a named CPU's vector features)
+LLVM_LOCK = threading.RLock()
 #: how many optimized modules :func:`optimized_ir` remembers
 OPTIMIZED_IR_CACHE_SIZE = 64
 

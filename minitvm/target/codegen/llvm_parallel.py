@@ -28,7 +28,9 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
-from concurrent.futures import ThreadPoolExecutor, wait
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -50,8 +52,8 @@ from .native_entry import emit_entry, kernel_info
 from .packed_call import ensure_packed_call_bridge
 from .thread_pool import ensure_thread_pool
 
-__all__ = ["build_llvm_pieces", "llvm_threads", "split_pieces", "split_for_overlap", "LLVM_THREADS", "MIN_KERNELS",
-           "PIECES_PER_THREAD", "ENTRY_OPT_LEVEL"]
+__all__ = ["build_llvm_pieces", "PieceBuild", "llvm_threads", "split_pieces", "split_for_overlap", "LLVM_THREADS",
+           "MIN_KERNELS", "PIECES_PER_THREAD", "ENTRY_OPT_LEVEL"]
 
 #: worker threads compiling pieces (None: one per CPU, at most 2; 0: builds stay one module);
 #: ``MINITVM_LLVM_THREADS`` in the environment sets it
@@ -250,6 +252,138 @@ def _emit_entries(entries: tuple, sigs: dict[str, FunctionSignature], target: Ta
     return (str(cg.module), symbols, list(called)) if symbols else None
 
 
+class PieceBuild:
+    """One build compiled in pieces: :meth:`submit` emits a piece's LLVM IR on the calling
+    thread and hands it to the worker threads; :meth:`finish` compiles the native entries and
+    returns the runnable module of every piece kept.  ``limit``: how many pieces LLVM compiles
+    at once (None: as many as there are workers; the others wait their turn, in order).  Open
+    from the first submit until :meth:`finish` or :meth:`close`: ``LLVM_LOCK`` held and LLVM's
+    stderr captured (so whatever the calling thread does meanwhile must not need the lock on
+    another thread); the PassContext's ``tir.noalias`` and ``tir.disable_vectorize`` are read
+    when it is made."""
+
+    def __init__(self, target: Target | str = "llvm", limit: int | None = None) -> None:
+        self.target = target if isinstance(target, Target) else Target(target)
+        ctx = PassContext.current()
+        self.disable_vectorize = bool(ctx.get_config("tir.disable_vectorize", False))
+        self.noalias = bool(ctx.get_config("tir.noalias", True))
+        self.limit = limit
+        self.failures: list[Any] = []
+        self.messages: list[str] = []
+        self.sigs: dict[str, FunctionSignature] = {}
+        self.pieces: list[Future] = []  # kept pieces, in order
+        self._submitted: list[Future] = []  # every piece, kept or dropped (all are waited for)
+        self._waiting: list[tuple[Future, str, dict[str, FunctionSignature]]] = []  # not started yet
+        self._running = 0
+        self._lock = threading.Lock()
+        self._open: ExitStack | None = None
+
+    def _ensure_open(self) -> None:
+        if self._open is not None:
+            return
+        ensure_thread_pool()  # (takes LLVM_LOCK itself the first time)
+        stack = ExitStack()
+        stack.enter_context(LLVM_LOCK)
+        try:
+            ensure_half_runtime()  # what the kernels may call, before any is JIT-compiled
+            ensure_packed_call_bridge()
+            stack.enter_context(quiet_llvm(self.messages))
+        except BaseException:
+            stack.close()
+            raise
+        self._open = stack
+
+    def submit(self, funcs: dict[str, PrimFunc]) -> Future:
+        """Emit lowered ``funcs`` (global name -> function) as one piece and hand it to the
+        workers: the future of its :class:`_Piece`."""
+        self._ensure_open()
+        raw, got = _emit(funcs, self.target, self.failures, self.noalias, self.disable_vectorize)
+        self.sigs.update(got)
+        piece: Future = Future()
+        self.pieces.append(piece)
+        self._submitted.append(piece)
+        with self._lock:
+            self._waiting.append((piece, raw, got))
+        self._start_waiting()
+        return piece
+
+    def idle(self) -> bool:
+        """Whether no piece is compiling or waiting its turn."""
+        with self._lock:
+            return not self._waiting and not self._running
+
+    def set_limit(self, limit: int | None) -> None:
+        """Change how many pieces LLVM compiles at once."""
+        self.limit = limit
+        self._start_waiting()
+
+    def _start_waiting(self) -> None:
+        pool = _pool(max(1, llvm_threads()))
+        with self._lock:
+            while self._waiting and (self.limit is None or self._running < self.limit):
+                self._running += 1
+                pool.submit(self._compile, *self._waiting.pop(0))
+
+    def _compile(self, piece: Future, raw: str, sigs: dict[str, FunctionSignature]) -> None:
+        """On a worker thread: one piece, then the next waiting one started."""
+        try:
+            if piece.set_running_or_notify_cancel():
+                try:
+                    piece.set_result(_compile_piece(raw, self.target, not self.disable_vectorize, sigs))
+                except BaseException as exc:  # noqa: BLE001 - handed to whoever asks for the piece
+                    piece.set_exception(exc)
+        finally:
+            with self._lock:
+                self._running -= 1
+            self._start_waiting()
+
+    def drop(self, piece: Future) -> None:
+        """Leave a submitted piece out of the module (it is still waited for)."""
+        self.pieces.remove(piece)
+
+    def finish(self, entries: tuple = ()) -> LLVMModule:
+        """The runnable module of the kept pieces, with native entries for ``entries`` (see
+        :func:`build_llvm_pieces`); closes the build."""
+        self._ensure_open()
+        self.set_limit(None)
+        vectorize = not self.disable_vectorize
+        try:
+            entry_ir = (_emit_entries(entries, self.sigs, self.target, self.noalias, self.disable_vectorize)
+                        if entries else None)
+            # the entries are optimized while the last kernels compile; only their machine
+            # code waits for the kernels' addresses
+            pool = _pool(max(1, llvm_threads()))
+            entry_opt = (pool.submit(_optimize_piece, entry_ir[0], self.target, vectorize, ENTRY_OPT_LEVEL)
+                         if entry_ir is not None else None)
+            self._submitted += [entry_opt] if entry_opt is not None else []
+            wait(self._submitted)
+            done = [f.result() for f in self.pieces]
+            if entry_ir is not None:
+                raw, symbols, called = entry_ir
+                addresses = {name: addr for p in done for name, (addr, _) in p.entry.items()}
+                done.append(_compile_piece(raw, self.target, vectorize, {}, {k: addresses[k] for k in called},
+                                           optimized=entry_opt.result(), level=ENTRY_OPT_LEVEL))
+        finally:  # every submitted piece finished (or failed) before LLVM's messages are read
+            self.close()
+        lib = _library(done, self.target, self.failures, self.messages, primary=-1 if entry_ir is not None else 0)
+        if entry_ir is not None:
+            lib.add_native_entries(entry_ir[1])
+        return lib
+
+    def close(self) -> None:
+        """Forget the pieces not started, wait for the others, release ``LLVM_LOCK`` and stop
+        capturing stderr."""
+        with self._lock:
+            waiting, self._waiting = self._waiting, []
+        for piece, _, _ in waiting:
+            piece.cancel()
+            piece.set_running_or_notify_cancel()  # (else ``wait`` waits for it still)
+        wait(self._submitted)
+        if self._open is not None:
+            stack, self._open = self._open, None
+            stack.close()
+
+
 def build_llvm_pieces(pieces: Iterable[dict[str, PrimFunc]], target: Target | str = "llvm",
                       entries: tuple = ()) -> LLVMModule:
     """Compile lowered PrimFuncs given in pieces (each a dict global name -> function, produced
@@ -257,43 +391,15 @@ def build_llvm_pieces(pieces: Iterable[dict[str, PrimFunc]], target: Target | st
     thread while the next is produced and emitted.  Honors the PassContext's ``tir.noalias``
     and ``tir.disable_vectorize`` as :func:`.llvm.build_llvm`; ``entries`` as it (their code is
     a module of its own, compiled last).  The pieces are produced with ``LLVM_LOCK`` held
-    (LLVM's messages are being captured): producing one must not take it."""
-    target = target if isinstance(target, Target) else Target(target)
-    ctx = PassContext.current()
-    disable_vectorize = bool(ctx.get_config("tir.disable_vectorize", False))
-    noalias = bool(ctx.get_config("tir.noalias", True))
-    ensure_thread_pool()  # (takes LLVM_LOCK itself the first time)
-    failures: list[Any] = []
-    messages: list[str] = []
-    with LLVM_LOCK:
-        ensure_half_runtime()  # what the kernels may call, before any is JIT-compiled
-        ensure_packed_call_bridge()
-        with quiet_llvm(messages):
-            pool = _pool(max(1, llvm_threads()))
-            futures, sigs, entry_opt = [], {}, None
-            try:
-                for funcs in pieces:
-                    raw, got = _emit(funcs, target, failures, noalias, disable_vectorize)
-                    sigs.update(got)
-                    futures.append(pool.submit(_compile_piece, raw, target, not disable_vectorize, got))
-                entry_ir = _emit_entries(entries, sigs, target, noalias, disable_vectorize) if entries else None
-                # the entries are optimized while the last kernels compile; only their machine
-                # code waits for the kernels' addresses
-                entry_opt = (pool.submit(_optimize_piece, entry_ir[0], target, not disable_vectorize, ENTRY_OPT_LEVEL)
-                             if entry_ir is not None else None)
-                futures += [entry_opt] if entry_opt is not None else []
-            finally:  # every submitted piece finished (or failed) before LLVM's messages are read
-                wait(futures)
-            done = [f.result() for f in futures if f is not entry_opt]
-            if entry_ir is not None:
-                raw, symbols, called = entry_ir
-                addresses = {name: addr for p in done for name, (addr, _) in p.entry.items()}
-                done.append(_compile_piece(raw, target, not disable_vectorize, {}, {k: addresses[k] for k in called},
-                                           optimized=entry_opt.result(), level=ENTRY_OPT_LEVEL))
-    lib = _library(done, target, failures, messages, primary=-1 if entry_ir is not None else 0)
-    if entry_ir is not None:
-        lib.add_native_entries(entry_ir[1])
-    return lib
+    (LLVM's messages are being captured)."""
+    build = PieceBuild(target)
+    try:
+        for funcs in pieces:
+            build.submit(funcs)
+    except BaseException:
+        build.close()
+        raise
+    return build.finish(entries)
 
 
 def _library(done: list[_Piece], target: Target, failures: list, messages: list[str], primary: int) -> LLVMModule:

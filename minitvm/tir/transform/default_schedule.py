@@ -36,12 +36,15 @@ import sys
 import threading
 import types
 from collections import OrderedDict
-from typing import Any, Callable
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Callable, Iterator
 
 from ...arith import Analyzer
-from ...ir.module import IRModule
+from ...ir.module import GlobalVar, IRModule
 from ...ir.structural import structural_equal, structural_hash
 from ...runtime.cpu import parallel_threads
+from ...transform import module_pass
 from ..analysis import uses_var
 from ..expr import Add, BufferLoad, Call, IntImm, Mul
 from ..function import PrimFunc
@@ -50,13 +53,13 @@ from ..schedule import BlockRV, LoopRV, Schedule, ScheduleError
 from ..stmt import BufferStore
 from ..stmt_functor import block_realizes
 from ..vector_unit import VectorUnit
-from .function_pass import prim_func_pass
 from .quantized_gemv import schedule_int4_gemv
 
 __all__ = ["DefaultCPUSchedule", "schedule_gemv", "schedule_matmul_nt", "schedule_dense_few_rows",
            "schedule_matmul_like", "schedule_conv2d_like",
            "schedule_depthwise_conv2d", "schedule_elementwise", "schedule_reduction", "pack_into_panels", "RULES",
-           "SCHEDULE_CACHE", "SCHEDULE_CACHE_SIZE", "DEPTHWISE_TILE_VECTORS", "SCHEDULED_ATTR", "is_scheduled"]
+           "SCHEDULE_CACHE", "SCHEDULE_CACHE_SIZE", "DEPTHWISE_TILE_VECTORS", "SCHEDULED_ATTR", "is_scheduled",
+           "scheduled_kernels_to"]
 
 #: the attribute a scheduled function carries, which this pass, DefaultGPUSchedule, dlight and the
 #: tuner set; TVM 0.27 spells it "tirx.is_scheduled", which :func:`is_scheduled` reads too
@@ -1849,15 +1852,21 @@ def apply_default_schedule(func: PrimFunc, rules: list | None = None) -> PrimFun
     """Try each rule on a fresh schedule of ``func``; the first that succeeds wins.  A kernel
     structurally equal to one scheduled before in this process (the same layer of another
     model, the same model compiled again) gets that schedule's result (:data:`SCHEDULE_CACHE`)."""
+    return _default_schedule(func, rules)[0]
+
+
+def _default_schedule(func: PrimFunc, rules: list | None) -> tuple[PrimFunc, bool]:
+    """:func:`apply_default_schedule`, and whether the rules ran (not scheduled before, not a
+    schedule remembered)."""
     if func.attrs.get(SCHEDULED_ATTR):
-        return func
+        return func, False
     rules = tuple(rules or RULES)
     key, hit = SCHEDULE_CACHE.get(func, rules)
     if hit is not None:
-        return hit
+        return hit, False
     out = _first_rule(func, rules)
     SCHEDULE_CACHE.put(key, func, out)
-    return out
+    return out, True
 
 
 def _first_rule(func: PrimFunc, rules: tuple) -> PrimFunc:
@@ -1934,7 +1943,26 @@ SCHEDULE_CACHE_SIZE = 512
 SCHEDULE_CACHE = _ScheduleCache(SCHEDULE_CACHE_SIZE)
 
 
-@prim_func_pass(opt_level=0, name="DefaultCPUSchedule")
+#: who hears of each kernel :class:`DefaultCPUSchedule` schedules afresh (see :func:`scheduled_kernels_to`)
+_LISTENER: ContextVar[Callable[[GlobalVar, PrimFunc, IRModule], None] | None] = ContextVar(
+    "default_schedule_listener", default=None)
+
+
+@contextmanager
+def scheduled_kernels_to(listener: Callable[[GlobalVar, PrimFunc, IRModule], None]) -> Iterator[None]:
+    """Within (on this thread): :class:`DefaultCPUSchedule` calls ``listener(gv, scheduled, mod)``
+    (``mod``: the module it schedules) as soon as its rules have scheduled a kernel --
+    ``relax.build`` starts compiling the kernel then, while the others are scheduled.  Kernels
+    scheduled before (the attribute, or a schedule remembered: the same model compiled again,
+    whose kernels come from the compiled-kernel cache) are not told."""
+    token = _LISTENER.set(listener)
+    try:
+        yield
+    finally:
+        _LISTENER.reset(token)
+
+
+@module_pass(opt_level=0, name="DefaultCPUSchedule")
 class DefaultCPUSchedule:
     """``DefaultCPUSchedule(rules=None)``: give every unscheduled PrimFunc a default CPU
     schedule (see the module docstring); ``rules`` replaces :data:`RULES`."""
@@ -1942,5 +1970,14 @@ class DefaultCPUSchedule:
     def __init__(self, rules: list | None = None):
         self.rules = rules
 
-    def transform_function(self, func: PrimFunc, mod: IRModule, ctx) -> PrimFunc:
-        return apply_default_schedule(func, self.rules)
+    def transform_module(self, mod: IRModule, ctx) -> IRModule:
+        listener = _LISTENER.get()
+        out = mod
+        for gv, func in mod.items():
+            if isinstance(func, PrimFunc):
+                new, fresh = _default_schedule(func, self.rules)
+                if new is not func:
+                    out = out.with_function(gv, new)
+                if fresh and listener is not None:
+                    listener(gv, new, mod)
+        return out
