@@ -80,6 +80,11 @@ MAX_COLUMN_TILE = 16
 #: parallelize when the kernel does more multiply-adds than this: DefaultCPUSchedule's threshold
 #: (below it a parallel region costs more than it saves, and on a busy machine it can stall)
 PARALLEL_WORK = CONV_PARALLEL_WORK
+#: what writing back one output costs, in multiply-adds, counted with them against PARALLEL_WORK:
+#: a short reduction's kernel is mostly its write-back.  Measured on Zen 4 (AVX2), one thread,
+#: resnet_small's 16 -> 32 1x1 stride-2 projection at batch 8 (1M multiply-adds, 64K outputs)
+#: took 56 us where its multiply-adds alone, at its 3x3 convs' rate, take 26; on 2 threads 37 us
+WRITE_BACK_WORK = 16
 #: a flat-pixel convolution of a static batch runs one image after another (:class:`_Threads`)
 #: from this many multiply-adds per image on: a parallel region per image (two, with the padding)
 #: costs more than it saves on smaller ones -- resnet_small's 2.4M-MAC convs at batch 8 ran
@@ -244,7 +249,8 @@ def schedule_conv2d_nchw_packed(sch: Schedule) -> bool:
         raise ScheduleError(f"{PACKED_CONV_NAME}: needs static channels, sizes and window (the batch may vary)")
     N = ext[0]
     per_image = math.prod(ext[1:])  # multiply-adds per image
-    parallel = per_image > PARALLEL_WORK if N is None else N * per_image > PARALLEL_WORK
+    work = per_image + WRITE_BACK_WORK * math.prod(ext[1:4])
+    parallel = work > PARALLEL_WORK if N is None else N * work > PARALLEL_WORK
     prologue = []
     for b in _blocks(sch):
         if sch.get(b).name_hint == PACKED_CONV_NAME:
