@@ -249,7 +249,7 @@ def schedule_conv2d_nchw_packed(sch: Schedule) -> bool:
         raise ScheduleError(f"{PACKED_CONV_NAME}: needs static channels, sizes and window (the batch may vary)")
     N = ext[0]
     per_image = math.prod(ext[1:])  # multiply-adds per image
-    work = per_image + WRITE_BACK_WORK * math.prod(ext[1:4])
+    work = per_image + WRITE_BACK_WORK * math.prod(ext[1:-3])  # (the outputs: all but n and the window)
     parallel = work > PARALLEL_WORK if N is None else N * work > PARALLEL_WORK
     prologue = []
     for b in _blocks(sch):
