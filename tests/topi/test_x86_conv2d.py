@@ -59,6 +59,7 @@ def _build(*args):
     (2, 16, 16, 3, 1, 32, True),   # rows of two vectors (both units): the tile along the row
     (1, 3, 16, 3, 2, 64, True),    # a strided stem with 32 output columns: rows, deinterleaved input
     (1, 4, 8, 3, 2, 31, False),    # stride 2, odd padded width (33 columns: 17 even, 16 odd), 16 out
+    (2, 16, 32, 1, 2, 32, True),   # a strided 1x1 with 16 output columns: AVX2 copies the rows it reads
 ])
 @pytest.mark.parametrize("unit", [AVX512, AVX2], ids=["avx512", "avx2"])
 def test_packed_conv_matches_torch(unit, batch, cin, cout, k, stride, hw, relu):
@@ -106,6 +107,18 @@ def test_rows_of_two_vectors_tile_along_the_row(unit, channels, stride):
     assert "conv2d_nchw_packed_local[v_i0, v_i1, v_i2, v_i3]" in text, text  # read back in NCHW order
     if stride == 2:
         assert "v_rx % 2, v_xx + v_rx // 2]" in text, text
+
+
+def test_strided_pointwise_conv_copies_the_rows_it_reads():
+    """A 1x1 stride-2 convolution whose output rows are a pair of vectors (AVX2: 16 columns)
+    reads every other row and column: they are copied out first, and the tile along the row
+    loads them as vectors; on AVX-512 (16 columns: one vector) it reads its input in place."""
+    with AVX2:
+        text = _schedule(1, 16, 32, 1, 2, 32, False).mod["main"].script()
+    assert 'T.sblock("strided_rows")' in text and "X[v_nn, v_cc, v_yy * 2, v_xx * 2]" in text, text
+    assert re.search(r"xx_2 in T.vectorized\((T.int64\()?8\b", text), text
+    with AVX512:
+        assert "strided_rows" not in _schedule(1, 16, 32, 1, 2, 32, False).mod["main"].script()
 
 
 @pytest.mark.parametrize("unit, block, pixels", [(AVX512, 32, 8), (AVX2, 16, 6)], ids=["avx512", "avx2"])
