@@ -109,6 +109,21 @@ def test_rows_of_two_vectors_tile_along_the_row(unit, channels, stride):
         assert "v_rx % 2, v_xx + v_rx // 2]" in text, text
 
 
+def test_a_batch_of_whole_images_per_thread_runs_image_by_image(monkeypatch):
+    """8 images on 2 threads: the batch loop is the parallel loop and each image's padding is
+    computed under it, before its tiles (one parallel region); 3 images do not split evenly and
+    keep the rows on threads."""
+    monkeypatch.setenv("MINITVM_NUM_THREADS", "2")
+    with AVX2:
+        text = _schedule(8, 16, 16, 3, 1, 32, True).mod["main"].script()
+        uneven = _schedule(3, 16, 16, 3, 1, 32, True).mod["main"].script()
+    assert text.count("T.parallel") == 1 and re.search(r"for nn in T.parallel\((T.int64\()?8\)", text), text
+    assert text.index('T.sblock("pad_temp")') > text.index("for nn in T.parallel"), text
+    assert uneven.count("T.parallel") == 2 and "for nn in T.parallel" not in uneven, uneven
+    _matches_torch(AVX2, 8, 16, 16, 3, 1, 32, True)
+    _matches_torch(AVX2, 4, 16, 32, 1, 2, 32, False)  # a strided 1x1: its row copy per image
+
+
 def test_strided_pointwise_conv_copies_the_rows_it_reads():
     """A 1x1 stride-2 convolution whose output rows are a pair of vectors (AVX2: 16 columns)
     reads every other row and column: they are copied out first, and the tile along the row
@@ -157,10 +172,11 @@ def test_flat_pixel_tiles_match_torch(unit, batch, cin, cout, k, stride, hw, rel
     _matches_torch(unit, batch, cin, cout, k, stride, hw, relu)
 
 
-def test_large_convs_run_on_threads_padding_too():
+def test_large_convs_run_on_threads_padding_too(monkeypatch):
+    monkeypatch.setenv("MINITVM_NUM_THREADS", "2")  # (3 images do not split into whole ones per thread)
     small = _schedule(1, 8, 32, 3, 1, 16, True).mod["main"].script()  # 0.6M multiply-adds: one thread
     assert "T.parallel" not in small
-    large = _schedule(4, 16, 32, 3, 1, 16, True).mod["main"]  # 4.7M: two threads
+    large = _schedule(3, 16, 32, 3, 1, 16, True).mod["main"]  # 3.5M: two threads
     parallel = []
     tir.post_order_visit(large.body, lambda s: parallel.append(s) if isinstance(s, tir.For)
                          and s.kind == tir.ForKind.PARALLEL else None)
