@@ -56,6 +56,10 @@ def _build(*args):
     (2, 16, 16, 3, 1, 12, True),   # a basic-block conv, batch 2
     (1, 8, 32, 1, 2, 10, False),   # a strided 1x1 projection: a packed matmul, two channel blocks
     (1, 5, 24, 5, 1, 9, False),    # 24 channels: blocks of 8, odd sizes and window
+    (2, 16, 16, 3, 1, 32, True),   # rows of two vectors (both units): the tile along the row
+    (1, 3, 16, 3, 2, 64, True),    # a strided stem with 32 output columns: rows, deinterleaved input
+    (1, 4, 8, 3, 2, 31, False),    # stride 2, odd padded width (33 columns: 17 even, 16 odd), 16 out
+    (2, 16, 32, 1, 2, 32, True),   # a strided 1x1 with 16 output columns: AVX2 copies the rows it reads
 ])
 @pytest.mark.parametrize("unit", [AVX512, AVX2], ids=["avx512", "avx2"])
 def test_packed_conv_matches_torch(unit, batch, cin, cout, k, stride, hw, relu):
@@ -76,14 +80,60 @@ def _matches_torch(unit, batch, cin, cout, k, stride, hw, relu):
     np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("unit, block, columns", [(AVX512, 16, 16), (AVX2, 8, 8)], ids=["avx512", "avx2"])
-def test_schedule_is_a_register_tile_with_vector_channels(unit, block, columns):
+@pytest.mark.parametrize("unit, block, columns, hw", [(AVX512, 16, 16, 16), (AVX2, 8, 8, 24)], ids=["avx512", "avx2"])
+def test_schedule_is_a_register_tile_with_vector_channels(unit, block, columns, hw):
+    """Rows that are not whole pairs of vectors (AVX-512: 16 columns, AVX2: 24) keep the tile of
+    channel vectors."""
     with unit:  # the tile is sized for the vector unit in scope (the host's when none is)
-        text = _schedule(1, 16, 32, 3, 1, 16, True, block).mod["main"].script()
+        text = _schedule(1, 16, 32, 3, 1, hw, True, block).mod["main"].script()
     assert re.search(rf"oo_1 in T.vectorized\((T.int64\()?{block}\b", text)  # o1: one weight vector per step
     # x1: AVX-512, 16 columns of one zmm = 16 accumulators; AVX2, 8 columns of one ymm = 8
     assert re.search(rf"xx_1 in T.unroll\((T.int64\()?{columns}\b", text), text
     assert 'scope="local"' in text
+
+
+@pytest.mark.parametrize("unit, channels, stride", [(AVX512, 8, 1), (AVX2, 4, 1), (AVX512, 8, 2), (AVX2, 4, 2)],
+                         ids=["avx512", "avx2", "avx512-stride2", "avx2-stride2"])
+def test_rows_of_two_vectors_tile_along_the_row(unit, channels, stride):
+    """Output rows of two whole vectors (32 columns: AVX-512 2 x 16, AVX2 4 x 8 -- AVX2 then
+    tiles 4 channels) accumulate along the row: the weight is broadcast, the input row loaded
+    as vectors, and the write-back stores rows of the NCHW output (no transpose).  Stride 2
+    reads a padding copy with the even and odd columns apart."""
+    with unit:
+        text = _schedule(1, 8, 16, 3, stride, 32 * stride, True, 16 if unit is AVX512 else 8).mod["main"].script()
+    assert re.search(rf"oo_1 in T.unroll\((T.int64\()?{channels}\b", text), text
+    assert re.search(r"xx_1 in T.unroll\((T.int64\()?2\b", text), text
+    assert re.search(rf"xx_2 in T.vectorized\((T.int64\()?{unit.lanes}\b", text), text
+    assert "conv2d_nchw_packed_local[v_i0, v_i1, v_i2, v_i3]" in text, text  # read back in NCHW order
+    if stride == 2:
+        assert "v_rx % 2, v_xx + v_rx // 2]" in text, text
+
+
+def test_a_batch_of_whole_images_per_thread_runs_image_by_image(monkeypatch):
+    """8 images on 2 threads: the batch loop is the parallel loop and each image's padding is
+    computed under it, before its tiles (one parallel region); 3 images do not split evenly and
+    keep the rows on threads."""
+    monkeypatch.setenv("MINITVM_NUM_THREADS", "2")
+    with AVX2:
+        text = _schedule(8, 16, 16, 3, 1, 32, True).mod["main"].script()
+        uneven = _schedule(3, 16, 16, 3, 1, 32, True).mod["main"].script()
+    assert text.count("T.parallel") == 1 and re.search(r"for nn in T.parallel\((T.int64\()?8\)", text), text
+    assert text.index('T.sblock("pad_temp")') > text.index("for nn in T.parallel"), text
+    assert uneven.count("T.parallel") == 2 and "for nn in T.parallel" not in uneven, uneven
+    _matches_torch(AVX2, 8, 16, 16, 3, 1, 32, True)
+    _matches_torch(AVX2, 4, 16, 32, 1, 2, 32, False)  # a strided 1x1: its row copy per image
+
+
+def test_strided_pointwise_conv_copies_the_rows_it_reads():
+    """A 1x1 stride-2 convolution whose output rows are a pair of vectors (AVX2: 16 columns)
+    reads every other row and column: they are copied out first, and the tile along the row
+    loads them as vectors; on AVX-512 (16 columns: one vector) it reads its input in place."""
+    with AVX2:
+        text = _schedule(1, 16, 32, 1, 2, 32, False).mod["main"].script()
+    assert 'T.sblock("strided_rows")' in text and "X[v_nn, v_cc, v_yy * 2, v_xx * 2]" in text, text
+    assert re.search(r"xx_2 in T.vectorized\((T.int64\()?8\b", text), text
+    with AVX512:
+        assert "strided_rows" not in _schedule(1, 16, 32, 1, 2, 32, False).mod["main"].script()
 
 
 @pytest.mark.parametrize("unit, block, pixels", [(AVX512, 32, 8), (AVX2, 16, 6)], ids=["avx512", "avx2"])
@@ -122,10 +172,11 @@ def test_flat_pixel_tiles_match_torch(unit, batch, cin, cout, k, stride, hw, rel
     _matches_torch(unit, batch, cin, cout, k, stride, hw, relu)
 
 
-def test_large_convs_run_on_threads_padding_too():
+def test_large_convs_run_on_threads_padding_too(monkeypatch):
+    monkeypatch.setenv("MINITVM_NUM_THREADS", "2")  # (3 images do not split into whole ones per thread)
     small = _schedule(1, 8, 32, 3, 1, 16, True).mod["main"].script()  # 0.6M multiply-adds: one thread
     assert "T.parallel" not in small
-    large = _schedule(4, 16, 32, 3, 1, 16, True).mod["main"]  # 4.7M: two threads
+    large = _schedule(3, 16, 32, 3, 1, 16, True).mod["main"]  # 3.5M: two threads
     parallel = []
     tir.post_order_visit(large.body, lambda s: parallel.append(s) if isinstance(s, tir.For)
                          and s.kind == tir.ForKind.PARALLEL else None)

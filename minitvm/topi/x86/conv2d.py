@@ -13,6 +13,11 @@ output side):
   vector: 16 float32 lanes on AVX-512, 8 on AVX2; one register per column) and, for every input channel and window
   position, loads one weight vector and multiplies it by ``ow_t`` broadcast input values --
   ``ow_t`` independent fused multiply-adds per load, whatever the stride;
+* a stride-1 or stride-2 convolution whose output rows are whole pairs of vectors turns the tile
+  around (:func:`_row_tile`): a few channels x two vectors of columns, the input row loaded as
+  vectors (stride 2: from a padding copy that stores even and odd columns apart) and each weight
+  broadcast -- its accumulators are rows of the NCHW output, written back without the transpose
+  the tile of channel vectors needs;
 * with two vectors of channels (:func:`pixel_tile`: AVX2 16, AVX-512 32, when they divide the
   channels) the tile runs over the output plane's pixels flattened instead (y * W + x: 6 of them
   on AVX2, 8 on AVX-512), rounded up to whole tiles -- a pixel past the plane recomputes the
@@ -37,8 +42,11 @@ from typing import Any
 import numpy as np
 
 from ... import te
+from ...arith import Analyzer
+from ...runtime.cpu import parallel_threads
 from ...tir import op as _op
-from ...tir.expr import PrimExpr
+from ...tir.expr import BufferLoad, PrimExpr, const
+from ...tir.functor import post_order_visit, substitute
 from ...tir.schedule import Schedule, ScheduleError
 from ...tir.transform.default_schedule import (
     CONV_PARALLEL_WORK,
@@ -46,6 +54,7 @@ from ...tir.transform.default_schedule import (
     _extents,
     _extents_or_none,
     _flatten_pixels,
+    _local_accumulator,
     _peeled_tile_rows,
     _single_epilogue,
     vectorize_rows,
@@ -62,6 +71,9 @@ __all__ = ["conv2d_nchw_packed", "pack_conv2d_weight", "packed_block", "schedule
 PACKED_CONV_NAME = "conv2d_nchw_packed"
 #: name of the padding copy before the convolution (``topi.nn.pad``'s block)
 PAD_NAME = "pad_temp"
+#: name of the copy of a strided 1x1 convolution's input rows and columns it reads
+#: (:func:`_strided_pointwise_rows`)
+SUBSAMPLE_NAME = "strided_rows"
 #: name of the block that writes a flat-pixel result (:func:`pixel_tile`) back into NCHW rows
 PIXELS_TO_ROWS_NAME = "conv2d_nchw_packed_rows"
 #: one vector of float32 on AVX-512, the block of narrow or short convolutions (:func:`packed_block`)
@@ -72,6 +84,14 @@ MAX_COLUMN_TILE = 16
 #: parallelize when the kernel does more multiply-adds than this: DefaultCPUSchedule's threshold
 #: (below it a parallel region costs more than it saves, and on a busy machine it can stall)
 PARALLEL_WORK = CONV_PARALLEL_WORK
+#: what writing back one output costs, in multiply-adds, counted with them against PARALLEL_WORK:
+#: a short reduction's kernel is mostly its write-back.  Measured on Zen 4 (AVX2), one thread,
+#: resnet_small's 16 -> 32 1x1 stride-2 projection at batch 8 (1M multiply-adds, 64K outputs)
+#: took 56 us where its multiply-adds alone, at its 3x3 convs' rate, take 26; on 2 threads 37 us
+WRITE_BACK_WORK = 16
+#: a batch with at least this many images per thread (a whole number of them) runs a row-tiled
+#: convolution image by image on each thread (:func:`_whole_images_per_thread`)
+IMAGES_PER_THREAD = 2
 #: a flat-pixel convolution of a static batch runs one image after another (:class:`_Threads`)
 #: from this many multiply-adds per image on: a parallel region per image (two, with the padding)
 #: costs more than it saves on smaller ones -- resnet_small's 2.4M-MAC convs at batch 8 ran
@@ -143,6 +163,11 @@ def conv2d_nchw_packed(data: te.Tensor, kernel: te.Tensor, strides: Any = 1, pad
         padded = _pad(data, [0, 0, *before], [0, 0, *after], 0.0, name=PAD_NAME)
     oh = conv_out_size(h, kh, before[0], after[0], sh, dh)
     ow = conv_out_size(w, kw, before[1], after[1], sw, dw)
+    if _strided_pointwise_rows(kh, kw, (sh, sw), before + after, ow, ob_int):
+        # only every sh-th row and sw-th column is read: gather them first, into rows the tile
+        # along the row loads as vectors (:func:`_rows_of`)
+        padded = te.compute((n, c, oh, ow), lambda nn, cc, yy, xx: data[nn, cc, yy * sh, xx * sw], name=SUBSAMPLE_NAME)
+        sh = sw = 1
     rc = te.reduce_axis((0, c), "rc")
     ry = te.reduce_axis((0, kh), "ry")
     rx = te.reduce_axis((0, kw), "rx")
@@ -167,6 +192,17 @@ def conv2d_nchw_packed(data: te.Tensor, kernel: te.Tensor, strides: Any = 1, pad
                       lambda nn, oo, pp: fcompute(nn, oo, *row_and_column(pp)), name=PACKED_CONV_NAME)
     return te.compute((n, out_c, oh, ow), lambda nn, oo, yy, xx: flat[nn, oo, yy * width + xx],
                       name=PIXELS_TO_ROWS_NAME)
+
+
+def _strided_pointwise_rows(kh: Any, kw: Any, strides: tuple, padding: list, ow: Any, ob: int | None) -> bool:
+    """A strided, unpadded 1x1 convolution whose output rows the tile along the row covers
+    (:func:`_row_tile`): it reads a strided subsample of its input, copied into rows first.
+    Measured on Zen 4 (AVX2), 2 threads, resnet_small's 16 -> 32 stride-2 projection at batch 8
+    (16 output columns), the kernel alone: 0.81x (25 vs 31 us), at batch 1 0.69x; one thread 0.59x."""
+    if (const_int(kh), const_int(kw)) != (1, 1) or strides == (1, 1) or any(padding) or ob is None:
+        return False
+    width = const_int(ow)
+    return width is not None and pixel_tile(ob) is None and _row_tile(width, ob) is not None
 
 
 # -- the schedule ---------------------------------------------------------------------------------
@@ -236,7 +272,8 @@ def schedule_conv2d_nchw_packed(sch: Schedule) -> bool:
         raise ScheduleError(f"{PACKED_CONV_NAME}: needs static channels, sizes and window (the batch may vary)")
     N = ext[0]
     per_image = math.prod(ext[1:])  # multiply-adds per image
-    parallel = per_image > PARALLEL_WORK if N is None else N * per_image > PARALLEL_WORK
+    work = per_image + WRITE_BACK_WORK * math.prod(ext[1:-3])  # (the outputs: all but n and the window)
+    parallel = work > PARALLEL_WORK if N is None else N * work > PARALLEL_WORK
     prologue = []
     for b in _blocks(sch):
         if sch.get(b).name_hint == PACKED_CONV_NAME:
@@ -244,18 +281,34 @@ def schedule_conv2d_nchw_packed(sch: Schedule) -> bool:
         prologue.append(sch.get(b).name_hint)
     # a static batch of images each worth threads: one image after another (see _threads)
     by_image = flat and N is not None and N > 1 and per_image >= BY_IMAGE_WORK and prologue in ([], [PAD_NAME])
-    if not by_image:
+    realize, _ = sch._block(sch.get_block(PACKED_CONV_NAME))
+    ob = _packed_block_of(realize.block)
+    rows = None if flat else _rows_of(sch, realize.block, ext[3], ob, prologue)
+    images = rows is not None and parallel and _whole_images_per_thread(N) and len(prologue) <= 1
+    if not by_image and not images:
         for name in prologue:
             vectorize_rows(sch, sch.get_block(name), parallel=parallel and N is not None)
     conv = sch.get_block(PACKED_CONV_NAME)
-    realize, _ = sch._block(conv)
-    ob = _packed_block_of(realize.block)
-    threads = _Threads(parallel, N, PAD_NAME if by_image and prologue else None, by_image)
+    threads = _Threads(parallel, N, prologue[0] if (by_image or images) and prologue else None, by_image, images)
     if flat:
         _tile_pixels(sch, conv, epilogue, ob, threads)
+    elif rows is not None:
+        _tile_rows(sch, conv, epilogue, rows, threads)
     else:
         _tile_columns(sch, conv, epilogue, ob, ext[3], threads)
     return True
+
+
+def _whole_images_per_thread(N: int | None) -> bool:
+    """Whether a static batch of ``N`` images splits into whole images on the threads, at least
+    IMAGES_PER_THREAD each: the batch loop then is the parallel loop, and each image's padding
+    (or strided copy) is computed by its thread just before its tiles -- one parallel region per
+    kernel instead of two, the copy warm in that core's cache.  Measured on Zen 4 (AVX2), 2
+    threads, resnet_small at batch 8 against the (channel block, row) loop on threads with the
+    padding on threads before it, in one process: the model 0.77-0.91x, its 3x3 convs 0.76-0.90x
+    (load 4.2)."""
+    threads = parallel_threads()
+    return N is not None and N % threads == 0 and N >= IMAGES_PER_THREAD * threads
 
 
 @dataclass(frozen=True)
@@ -274,18 +327,23 @@ class _Threads:
     N: int | None
     pad: str | None
     by_image: bool
+    images: bool = False  # the batch on threads, the padding per image (:func:`_whole_images_per_thread`)
 
     def apply(self, sch: Schedule, n: Any, inner: list) -> None:
         """Parallel over ``inner`` (the tile loops below the batch ``n``), with ``n`` too unless
-        the convolution runs by image; the padding computed per image under ``n``."""
+        the convolution runs by image (or over ``n`` alone, ``images``); the padding computed per
+        image under ``n``."""
         if self.pad is not None:
             pad = sch.get_block(self.pad)
             sch.compute_at(pad, n)
             rows = sch.get_loops(pad)[1:]
             sch.vectorize(rows[-1])
-            if self.parallel:
+            if self.parallel and not self.images:
                 sch.parallel(sch.fuse(*rows[:-1]))
         if not self.parallel:
+            return
+        if self.images:
+            sch.parallel(n)
             return
         sch.parallel(sch.fuse(*inner) if self.by_image or self.N is None else sch.fuse(n, *inner))
 
@@ -313,6 +371,82 @@ def _tile_columns(sch: Schedule, conv: Any, epilogue: Any, ob: int, X: int, thre
     wb_loops = sch.get_loops(wb)
     sch.vectorize(wb_loops[-1])
     threads.apply(sch, n, [o0, y])  # a dynamic batch: the rows of one image, when one image is enough work
+    init = sch.decompose_reduction(conv, rc)
+    sch.vectorize(sch.get_loops(init)[-1])
+
+
+def _row_tile(X: int, ob: int) -> tuple[int, int] | None:
+    """(channels, vectors) of a tile along the output row for a convolution of width ``X`` whose
+    input row is read as vectors (:func:`_rows_of`) and a packed block of ``ob`` channels: two
+    vectors of columns and as many channels as fill the unit's accumulators (AVX2: 4 x 16
+    columns, AVX-512: 8 x 32), or None when the rows are not whole pairs of vectors.  Each step
+    loads the two input vectors once and broadcasts each channel's weight: 6 loads per 8 FMAs on
+    AVX2, where one vector of columns (8 channels x 8 columns) needs 9 and measured 1.1x the
+    channel-vector tile's time.  Measured on Zen 4 (AVX2), one thread, against the channel-vector
+    tile (8 channels x 8 columns, transposed on its way back): resnet_small's 16 -> 16 3x3 convs
+    at 32 x 32, batch 8, 0.94-0.95x; its 32 -> 32 at 16 x 16 0.97-0.99x."""
+    unit = VectorUnit.current()
+    vectors = 2
+    channels = unit.accumulators // vectors
+    if X % (vectors * unit.lanes) or ob % channels:
+        return None
+    return channels, vectors
+
+
+def _rows_of(sch: Schedule, conv: Any, X: int, ob: int, prologue: list) -> tuple[int, int] | None:
+    """The row tile (:func:`_row_tile`) of the convolution block ``conv``, or None: the tile of
+    channel vectors.  Stride 1 along the width reads each row tile's input as whole vectors;
+    stride 2 does after its padding copy stores the padded rows deinterleaved, even columns and
+    then odd ones (``pad[n, c, y, x % 2, x // 2]``: the window's column 2x + rx is then
+    ``[rx % 2, x + rx // 2]``, consecutive in x).  Measured on Zen 4 (AVX2), one thread, batch 8,
+    against the channel-vector tile: resnet_small's 3 -> 16 stem (stride 2, 32 output columns)
+    0.76-0.78x, its 16 -> 32 stride-2 conv (16 columns) 0.91x."""
+    stride = _column_stride(conv)
+    rows = _row_tile(X, ob) if stride in (1, 2) else None
+    if rows is None or stride == 1:
+        return rows
+    if prologue != [PAD_NAME]:
+        return None  # (an unpadded strided conv reads its input in place: nowhere to deinterleave)
+    sch.transform_layout(sch.get_block(PAD_NAME), ("write", 0), lambda nn, cc, yy, xx: (nn, cc, yy, xx % 2, xx // 2),
+                         pad_value=0.0)
+    return rows
+
+
+def _column_stride(block: Any) -> int | None:
+    """How far apart the input columns of neighbouring output columns are (the stride along
+    the width), read off the block's load of its 4-d input; None when that is not a number."""
+    written = {w.buffer for w in block.writes}
+    loads = []
+    post_order_visit(block.body, lambda e: loads.append(e) if isinstance(e, BufferLoad) and len(e.indices) == 4
+                     and e.buffer not in written else None)
+    if not loads:
+        return None
+    column = block.iter_vars[3].var
+    zeros = {iv.var: const(0, iv.var.dtype) for iv in block.iter_vars}
+    at = [Analyzer().simplify(substitute(loads[0].indices[3], {**zeros, column: const(k, column.dtype)}))
+          for k in (0, 1)]
+    a, b = const_int(at[0]), const_int(at[1])
+    return None if a is None or b is None else b - a
+
+
+def _tile_rows(sch: Schedule, conv: Any, epilogue: Any, rows: tuple[int, int], threads: _Threads) -> None:
+    """Steps 2-4 of :func:`schedule_conv2d_nchw_packed` for a tile along the output row
+    (:func:`_row_tile`): ``channels`` x ``vectors`` vectors of columns of one output row, loops
+    (n, o0, y, x0, c, ry, rx, o1, x1, x2) with x2 a vector; the accumulators are in NCHW order,
+    so the write-back stores whole rows."""
+    n, o, y, x, rc, ry, rx = sch.get_loops(conv)
+    channels, vectors = rows
+    o0, o1 = sch.split(o, [None, channels])
+    x0, x1, x2 = sch.split(x, [None, vectors, VectorUnit.current().lanes])
+    sch.reorder(n, o0, y, x0, rc, ry, rx, o1, x1, x2)
+    wb = _local_accumulator(sch, conv, epilogue)
+    sch.reverse_compute_at(wb, x0)
+    sch.vectorize(x2)
+    sch.unroll(x1)
+    sch.unroll(o1)
+    sch.unroll(rx)
+    sch.vectorize(sch.get_loops(wb)[-1])
+    threads.apply(sch, n, [o0, y])
     init = sch.decompose_reduction(conv, rc)
     sch.vectorize(sch.get_loops(init)[-1])
 
