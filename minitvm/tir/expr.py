@@ -227,7 +227,7 @@ def _cache_dtype(e: PrimExpr, source: Any) -> None:
     chain of N operators would otherwise recurse N deep (and cost O(N) per read)."""
     dtype = getattr(source, "dtype", None)
     if dtype is not None:
-        object.__setattr__(e, "_dtype", dtype)
+        e.__dict__["_dtype"] = dtype  # (object.__setattr__ without the call: a frozen node's own dict)
 
 
 def _cache_vector_bool(e: PrimExpr, source: Any) -> None:
