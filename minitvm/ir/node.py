@@ -114,7 +114,6 @@ def node(cls: type | None = None, *, binds: bool = False):
 
     def wrap(c: type) -> type:
         c = dataclasses.dataclass(frozen=True, eq=False, repr=False)(c)
-        _store_fields_directly(c)
         fields = dataclasses.fields(c)
         c._field_names = tuple(f.name for f in fields)
         c._def_fields = frozenset(f.name for f in fields if f.metadata.get("defines"))
@@ -125,30 +124,6 @@ def node(cls: type | None = None, *, binds: bool = False):
         return c
 
     return wrap if cls is None else wrap(cls)
-
-
-def _store_fields_directly(cls: type) -> None:
-    """Give ``cls`` (a frozen node dataclass) an ``__init__`` that stores its fields straight into
-    the instance's dict: the generated one calls ``object.__setattr__`` once per field (to get
-    past the frozen ``__setattr__``), ~0.1 us each, and every rewrite builds nodes.  The same
-    parameters, defaults and ``__post_init__`` call; a class's own ``__init__`` is left alone."""
-    init = cls.__dict__.get("__init__")
-    fields = dataclasses.fields(cls)
-    generated = init is not None and "__dataclass_builtins_object__" in getattr(init, "__code__", init).co_freevars
-    if (not generated
-            or any(not f.init or f.kw_only or f.default_factory is not dataclasses.MISSING for f in fields)):
-        return
-    defaults = {f"_default_{f.name}": f.default for f in fields if f.default is not dataclasses.MISSING}
-    params = ", ".join(f.name if f.default is dataclasses.MISSING else f"{f.name}=_default_{f.name}"
-                       for f in fields)
-    stores = "".join(f"    _fields[{f.name!r}] = {f.name}\n" for f in fields)
-    source = (f"def __init__(self{', ' if params else ''}{params}):\n"
-              f"    _fields = self.__dict__\n{stores}    self.__post_init__()\n")
-    namespace: dict[str, Any] = {}
-    exec(source, dict(defaults), namespace)  # noqa: S102 - generated from the field names above
-    fast = namespace["__init__"]
-    fast.__qualname__, fast.__annotations__ = init.__qualname__, init.__annotations__
-    cls.__init__ = fast
 
 
 @deep_on_overflow  # the fields' reprs nest as deep as the tree

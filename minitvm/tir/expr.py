@@ -227,7 +227,7 @@ def _cache_dtype(e: PrimExpr, source: Any) -> None:
     chain of N operators would otherwise recurse N deep (and cost O(N) per read)."""
     dtype = getattr(source, "dtype", None)
     if dtype is not None:
-        e.__dict__["_dtype"] = dtype  # (object.__setattr__ without the call: a frozen node's own dict)
+        object.__setattr__(e, "_dtype", dtype)
 
 
 def _cache_vector_bool(e: PrimExpr, source: Any) -> None:
@@ -238,7 +238,9 @@ def _cache_vector_bool(e: PrimExpr, source: Any) -> None:
 
 
 def _cached_dtype(e: PrimExpr, source: Any) -> str:
-    dtype = e.__dict__.get("_dtype")
+    # (getattr, not __dict__.get: reading __dict__ makes CPython give the node a real dict, and
+    # every later field read of the node slower)
+    dtype = getattr(e, "_dtype", None)
     return source.dtype if dtype is None else dtype
 
 
