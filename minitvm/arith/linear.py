@@ -11,7 +11,7 @@ order the programmer (or the schedule) wrote.
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Iterator
 
 from ..ir.node import Node
 from ..ir.structural import equal_without_definitions, structural_equal
@@ -169,37 +169,61 @@ class LinearSum:
     def to_expr(self) -> PrimExpr:
         """Rebuild as readable TIR: positive terms first, ``- t`` for negative ones,
         the constant last (``i * 4 + j - 1``)."""
-        dtype = self.dtype
         if not self.terms:
-            return IntImm(dtype, self.constant)
+            return IntImm(self.dtype, self.constant)
+        first, steps = self._reading_order()
+        result = self._operand(first)
+        for op, operand in steps:
+            result = op(result, self._operand(operand))
+        return result
 
-        def scaled(term: PrimExpr, coeff: int) -> PrimExpr:
-            return term if coeff == 1 else Mul(term, IntImm(dtype, coeff))
+    def builds(self, e: PrimExpr) -> bool:
+        """Whether :meth:`to_expr` would build an expression structurally equal to ``e`` from
+        these very terms (identity) -- an already simplified index then need not be rebuilt
+        and compared (False when unsure)."""
+        if not self.terms:
+            return self._is_operand(e, self.constant)
+        first, steps = self._reading_order()
+        for op, operand in reversed(steps):
+            if type(e) is not op or not self._is_operand(e.b, operand):
+                return False
+            e = e.a
+        return self._is_operand(e, first)
 
+    def _reading_order(self) -> tuple:
+        """:meth:`to_expr`'s expression as its first operand and the ``(Add or Sub, operand)``
+        applied to it in turn; an operand is ``(term, coeff)`` or an int constant."""
         positive = [(t, c) for t, c in self.terms if c > 0]
         negative = [(t, -c) for t, c in self.terms if c < 0]
         if positive:
-            first, rest = positive[0], positive[1:]
-            result = scaled(*first)
+            first, steps = positive[0], [(Add, x) for x in positive[1:]]
         elif self.constant > 0:
             # only subtractions: start from the constant (``16 - i``)
-            result, rest = IntImm(dtype, self.constant), []
-            for term, coeff in negative:
-                result = Sub(result, scaled(term, coeff))
-            return result
+            return self.constant, [(Sub, x) for x in negative]
         else:
-            term, coeff = negative[0]
-            result = Mul(term, IntImm(dtype, -coeff))
-            negative, rest = negative[1:], []
-        for term, coeff in rest:
-            result = Add(result, scaled(term, coeff))
-        for term, coeff in negative:
-            result = Sub(result, scaled(term, coeff))
+            (term, coeff), negative, steps = negative[0], negative[1:], []
+            first = (term, -coeff)
+        steps += [(Sub, x) for x in negative]
         if self.constant > 0:
-            result = Add(result, IntImm(dtype, self.constant))
+            steps.append((Add, self.constant))
         elif self.constant < 0:
-            result = Sub(result, IntImm(dtype, -self.constant))
-        return result
+            steps.append((Sub, -self.constant))
+        return first, steps
+
+    def _operand(self, operand: Any) -> PrimExpr:
+        if isinstance(operand, int):
+            return IntImm(self.dtype, operand)
+        term, coeff = operand
+        return term if coeff == 1 else Mul(term, IntImm(self.dtype, coeff))
+
+    def _is_operand(self, e: PrimExpr, operand: Any) -> bool:
+        if isinstance(operand, int):
+            return type(e) is IntImm and e.dtype == self.dtype and e.value == operand
+        term, coeff = operand
+        if coeff == 1:
+            return e is term
+        return (type(e) is Mul and e.a is term and type(e.b) is IntImm and e.b.dtype == self.dtype
+                and e.b.value == coeff)
 
     def __repr__(self) -> str:
         terms = " + ".join(f"{c}*{t!r}" for t, c in self.terms)

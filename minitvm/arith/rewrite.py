@@ -35,6 +35,7 @@ from ..tir.expr import (
     Cast,
     CmpOp,
     Div,
+    FloatImm,
     FloorDiv,
     FloorMod,
     IntImm,
@@ -47,6 +48,7 @@ from ..tir.expr import (
     Or,
     PrimExpr,
     Select,
+    StringImm,
     Sub,
     Var,
 )
@@ -57,6 +59,11 @@ if TYPE_CHECKING:
     from .analyzer import Analyzer
 
 __all__ = ["Rewriter"]
+
+#: expressions without operands: the simplifier returns them as they are
+_ATOMS = (Var, IntImm, FloatImm, StringImm)
+#: node classes of exactly two operand fields, ``a`` and ``b``
+_TWO_OPERANDS = (BinaryOp, CmpOp)
 
 _CMP_BUILDERS = {LT: _op.less, LE: _op.less_equal, GT: _op.greater, GE: _op.greater_equal,
                  EQ: _op.equal, NE: _op.not_equal}
@@ -79,11 +86,19 @@ class Rewriter(StmtExprMutator):
         self.analyzer = analyzer
 
     def visit(self, n):
+        if isinstance(n, _ATOMS):  # nothing to simplify (the generic walk would give n back)
+            return n
         new = super().visit(n)
         # an unchanged expression keeps its identity, so callers can tell nothing happened
         if new is not n and isinstance(n, PrimExpr) and same_expr(new, n):
             return n
         return new
+
+    def visit_children(self, n):
+        if isinstance(n, _TWO_OPERANDS):  # the generic field walk, for the commonest nodes
+            a, b = self.visit(n.a), self.visit(n.b)
+            return n if a is n.a and b is n.b else type(n)(a=a, b=b)
+        return super().visit_children(n)
 
     def bound(self, e: PrimExpr) -> tuple[int, int]:
         return self.analyzer.interval(e)
@@ -91,7 +106,7 @@ class Rewriter(StmtExprMutator):
     def linear(self, e: PrimExpr) -> PrimExpr:
         form = LinearSum.from_expr(e)
         form.fold_div_mod_pairs()
-        return form.to_expr()
+        return e if form.builds(e) else form.to_expr()  # (e: the same expression, not rebuilt)
 
     # -- + - * --------------------------------------------------------------------------
     def _arith(self, n: BinaryOp, build) -> PrimExpr:

@@ -42,8 +42,9 @@ def defines(default: Any = dataclasses.MISSING, **kwargs: Any) -> Any:
     return dataclasses.field(metadata={"defines": True}, **kwargs)
 
 
-#: annotations of fields that never hold a list
-_SCALAR_TYPES = frozenset({"str", "int", "float", "bool"})
+#: annotations of fields that never hold a list: names, numbers, and single expressions (a list
+#: there is no valid value, so __post_init__ need not look)
+_SCALAR_TYPES = frozenset({"str", "int", "float", "bool", "PrimExpr", "Var"})
 #: node class -> the fields __post_init__ looks at
 _SEQUENCE_FIELDS: dict[type, tuple[str, ...]] = {}
 
@@ -142,8 +143,17 @@ def child_fields(n: Node) -> tuple[str, ...]:
 
 
 def replace(n: Node, **changes: Any) -> Node:
-    """A copy of ``n`` with some fields changed (nodes are immutable)."""
-    return dataclasses.replace(n, **changes)
+    """A copy of ``n`` with some fields changed (nodes are immutable): ``dataclasses.replace``
+    without its per-call look at every field's declaration (node fields are all ``init``
+    fields; mutators call this for every rebuilt node)."""
+    if not (isinstance(n, Node) and hasattr(type(n), "__dataclass_fields__")):
+        return dataclasses.replace(n, **changes)  # a plain dataclass (or refused there)
+    kwargs = {name: getattr(n, name) for name in type(n)._field_names}
+    for name in changes:
+        if name not in kwargs:
+            raise TypeError(f"{type(n).__name__}.__init__() got an unexpected keyword argument {name!r}")
+    kwargs.update(changes)
+    return type(n)(**kwargs)
 
 
 def renamed_keywords(cls: type, renames: dict[str, str]) -> type:

@@ -238,7 +238,9 @@ def _cache_vector_bool(e: PrimExpr, source: Any) -> None:
 
 
 def _cached_dtype(e: PrimExpr, source: Any) -> str:
-    dtype = e.__dict__.get("_dtype")
+    # (getattr, not __dict__.get: reading __dict__ makes CPython give the node a real dict, and
+    # every later field read of the node slower)
+    dtype = getattr(e, "_dtype", None)
     return source.dtype if dtype is None else dtype
 
 
