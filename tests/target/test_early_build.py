@@ -12,13 +12,13 @@ import threading
 
 import numpy as np
 import pytest
+from _layers import layer_inputs, layers  # tests/target/_layers.py
 
 import minitvm
 from minitvm import relax
 from minitvm.driver import clear_kernel_cache
 from minitvm.ir.structural import structural_equal
 from minitvm.relax import vm_build
-from minitvm.script import relax as R
 from minitvm.target import tir_build
 from minitvm.target.codegen import llvm_parallel
 from minitvm.target.codegen.llvm_jit import LLVM_LOCK
@@ -28,21 +28,8 @@ from minitvm.transform import Sequential, module_pass
 RNG = np.random.default_rng(381)
 
 
-@R.function
-def _layers(x: R.Tensor((8, 32), "float32"), w: R.Tensor((32, 16), "float32"), v: R.Tensor((16, 32), "float32")):
-    with R.dataflow():
-        h = R.nn.relu(R.matmul(x, w))
-        p = R.nn.softmax(h, axis=-1)
-        g = R.matmul(p, v)
-        s = R.sum(g, axis=0)
-        m = R.max(g, axis=1)
-        t = R.permute_dims(g)
-        R.output(s, m, t)
-    return (s, m, t)
-
-
 def _inputs():
-    return [RNG.uniform(-1, 1, shape).astype("float32") for shape in ((8, 32), (32, 16), (16, 32))]
+    return layer_inputs(RNG)
 
 
 def _run(ex, args):
@@ -78,7 +65,7 @@ class _Nothing:
 
 def _build(pipeline="default"):
     clear_kernel_cache()  # a cold build: fresh schedules, no cached library
-    return relax.build(minitvm.IRModule({"main": _layers}), "llvm", relax_pipeline=pipeline)
+    return relax.build(minitvm.IRModule({"main": layers}), "llvm", relax_pipeline=pipeline)
 
 
 @pytest.fixture
@@ -166,7 +153,7 @@ def test_a_build_that_fails_after_early_pieces_releases_llvm_and_stderr(monkeypa
 
 def test_a_cached_compile_compiles_nothing_early(monkeypatch, two_threads):
     spy = _Spy(monkeypatch)
-    mod = minitvm.IRModule({"main": _layers})
+    mod = minitvm.IRModule({"main": layers})
     clear_kernel_cache()
     first = relax.build(mod, "llvm")
     again = relax.build(mod, "llvm")  # remembered schedules: no kernel is scheduled afresh
@@ -191,7 +178,7 @@ def test_pass_instruments_see_no_lowering_inside_default_cpu_schedule(monkeypatc
     spy = _Spy(monkeypatch)
     clear_kernel_cache()
     with minitvm.transform.PassContext(instruments=[Watch()]):
-        relax.build(minitvm.IRModule({"main": _layers}), "llvm")
+        relax.build(minitvm.IRModule({"main": layers}), "llvm")
     assert not spy.taken
     assert not [s for s in seen if "DefaultCPUSchedule" in s[:-1]]
 

@@ -13,12 +13,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+from _layers import layer_inputs, layers  # tests/target/_layers.py
 from llvmlite.binding import ffi
 
 import minitvm
 from minitvm import relax
 from minitvm.driver import clear_kernel_cache
-from minitvm.script import relax as R
 from minitvm.target import Target
 from minitvm.target.codegen import llvm_parallel
 from minitvm.target.codegen.llvm_jit import linked_text
@@ -26,21 +26,8 @@ from minitvm.target.codegen.llvm_jit import linked_text
 RNG = np.random.default_rng(38)
 
 
-@R.function
-def _layers(x: R.Tensor((8, 32), "float32"), w: R.Tensor((32, 16), "float32"), v: R.Tensor((16, 32), "float32")):
-    with R.dataflow():
-        h = R.nn.relu(R.matmul(x, w))
-        p = R.nn.softmax(h, axis=-1)
-        g = R.matmul(p, v)
-        s = R.sum(g, axis=0)
-        m = R.max(g, axis=1)
-        t = R.permute_dims(g)
-        R.output(s, m, t)
-    return (s, m, t)
-
-
 def _inputs():
-    return [RNG.uniform(-1, 1, shape).astype("float32") for shape in ((8, 32), (32, 16), (16, 32))]
+    return layer_inputs(RNG)
 
 
 def _expected(x, w, v):
@@ -53,7 +40,7 @@ def _expected(x, w, v):
 def _compile(monkeypatch, threads: int, exec_mode: str = "compiled"):
     monkeypatch.setattr(llvm_parallel, "LLVM_THREADS", threads)
     clear_kernel_cache()  # else the second build would get the first one's library
-    return relax.build(minitvm.IRModule({"main": _layers}), "llvm", exec_mode=exec_mode)
+    return relax.build(minitvm.IRModule({"main": layers}), "llvm", exec_mode=exec_mode)
 
 
 def _run(ex, args):
@@ -98,7 +85,7 @@ def test_a_build_with_bounds_checks_stays_one_module(monkeypatch):
     monkeypatch.setattr(llvm_parallel, "LLVM_THREADS", 2)
     clear_kernel_cache()
     with minitvm.transform.PassContext(config={"tir.bounds_check": True}):
-        checked = relax.build(minitvm.IRModule({"main": _layers}), "llvm")
+        checked = relax.build(minitvm.IRModule({"main": layers}), "llvm")
     assert len(checked.lib._texts["optimized"]) == 1
     args = _inputs()
     for a, c in zip(_run(checked, args), _expected(*args)):
