@@ -1071,18 +1071,26 @@ def _depthwise_column_stride(sch: Schedule, conv: BlockRV) -> int | None:
     """The column stride (1 or 2) of a convolution block that sums over one input channel per
     output channel (its channel reduction has extent 1: depthwise, or a channel multiplier);
     None for any other convolution or stride."""
-    blk = sch.get(conv)
     ext = _extents(sch, sch.get_loops(conv))
     if len(ext) != 7 or ext[4] != 1:
         return None
-    xx, analyzer = blk.iter_vars[3].var, Analyzer()
-    loads: list[BufferLoad] = []
-    post_order_visit(blk.body.value.b, lambda x: loads.append(x) if isinstance(x, BufferLoad) else None)
-    data = [ld for ld in loads if len(ld.indices) == 4 and uses_var(ld.indices[-1], xx)]
+    return _column_stride(sch.get(conv))
+
+
+def _column_stride(block: Any) -> int | None:
+    """How far apart (1 or 2) the input columns of neighbouring output columns are in an NCHW
+    convolution block (iterators n, c, y, x, ...): the step of the last index of its one 4-d
+    input load that moves with x (not the accumulator it writes); None when there is no single
+    such load or the step is another."""
+    xx, written = block.iter_vars[3].var, {w.buffer for w in block.writes}
+    data: list[BufferLoad] = []
+    post_order_visit(block.body, lambda x: data.append(x) if isinstance(x, BufferLoad) and len(x.indices) == 4
+                     and x.buffer not in written and uses_var(x.indices[-1], xx) else None)
     if len(data) != 1:
         return None
     column = data[0].indices[-1]
     step = substitute(column, {xx: xx + 1}) - column
+    analyzer = Analyzer()
     return next((s for s in (1, 2) if analyzer.can_prove_equal(step, s)), None)
 
 

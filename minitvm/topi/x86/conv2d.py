@@ -42,15 +42,14 @@ from typing import Any
 import numpy as np
 
 from ... import te
-from ...arith import Analyzer
 from ...runtime.cpu import parallel_threads
 from ...tir import op as _op
-from ...tir.expr import BufferLoad, PrimExpr, const
-from ...tir.functor import post_order_visit, substitute
+from ...tir.expr import PrimExpr
 from ...tir.schedule import Schedule, ScheduleError
 from ...tir.transform.default_schedule import (
     CONV_PARALLEL_WORK,
     _blocks,
+    _column_stride,
     _extents,
     _extents_or_none,
     _flatten_pixels,
@@ -410,23 +409,6 @@ def _rows_of(sch: Schedule, conv: Any, X: int, ob: int, prologue: list) -> tuple
     sch.transform_layout(sch.get_block(PAD_NAME), ("write", 0), lambda nn, cc, yy, xx: (nn, cc, yy, xx % 2, xx // 2),
                          pad_value=0.0)
     return rows
-
-
-def _column_stride(block: Any) -> int | None:
-    """How far apart the input columns of neighbouring output columns are (the stride along
-    the width), read off the block's load of its 4-d input; None when that is not a number."""
-    written = {w.buffer for w in block.writes}
-    loads = []
-    post_order_visit(block.body, lambda e: loads.append(e) if isinstance(e, BufferLoad) and len(e.indices) == 4
-                     and e.buffer not in written else None)
-    if not loads:
-        return None
-    column = block.iter_vars[3].var
-    zeros = {iv.var: const(0, iv.var.dtype) for iv in block.iter_vars}
-    at = [Analyzer().simplify(substitute(loads[0].indices[3], {**zeros, column: const(k, column.dtype)}))
-          for k in (0, 1)]
-    a, b = const_int(at[0]), const_int(at[1])
-    return None if a is None or b is None else b - a
 
 
 def _tile_rows(sch: Schedule, conv: Any, epilogue: Any, rows: tuple[int, int], threads: _Threads) -> None:
