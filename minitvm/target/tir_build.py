@@ -227,13 +227,23 @@ def _by_symbol(lowered: IRModule, taken: dict | set) -> dict[str, PrimFunc]:
 
 def _in_pieces(mod: IRModule, target: Target, checks_by_default: bool) -> bool:
     """Whether to lower and compile ``mod`` in pieces, LLVM working on one while the next is
-    lowered (:mod:`.codegen.llvm_parallel`): a CPU build of enough kernels with a second CPU,
-    without bounds checks (those stay one LLVM module)."""
+    lowered (:mod:`.codegen.llvm_parallel`): a build :func:`_piece_build_possible` allows, of
+    enough kernels."""
+    if not _piece_build_possible(target, checks_by_default):
+        return False
+    from .codegen import llvm_parallel  # lazy: loads llvmlite
+
+    return len(mod.functions) >= llvm_parallel.MIN_KERNELS
+
+
+def _piece_build_possible(target: Target, checks_by_default: bool) -> bool:
+    """A CPU build with a second CPU for LLVM, without bounds checks (those stay one LLVM
+    module): what a build in pieces needs, whatever the number of kernels."""
     if target.kind.name != "llvm" or bounds_check_requested(PassContext.current(), checks_by_default):
         return False
     from .codegen import llvm_parallel  # lazy: loads llvmlite
 
-    return llvm_parallel.llvm_threads() > 0 and len(mod.functions) >= llvm_parallel.MIN_KERNELS
+    return llvm_parallel.llvm_threads() > 0
 
 
 def _build_in_pieces(mod: IRModule, target: Target, entries: tuple, early: EarlyKernels | None = None) -> Module:
@@ -366,14 +376,7 @@ def compiling_as_scheduled(target: Any, built_as: BuiltAs | None = None) -> Iter
     scheduled)``: the (name, PrimFunc) a later pass of the pipeline will make of a scheduled
     kernel, compiled instead of it (None: the kernel as scheduled)."""
     target = resolve_target(target)
-    ctx = PassContext.current()
-    if (target.kind.name != "llvm" or ctx.instruments or bounds_check_requested(ctx, False)
-            or EARLY_PIECES_AT_ONCE <= 0):
-        yield None
-        return
-    from .codegen import llvm_parallel as lp  # lazy: loads llvmlite
-
-    if lp.llvm_threads() <= 0:
+    if PassContext.current().instruments or EARLY_PIECES_AT_ONCE <= 0 or not _piece_build_possible(target, False):
         yield None
         return
     early = EarlyKernels(target, built_as)
