@@ -32,7 +32,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 import llvmlite.binding as llvm
 from llvmlite.binding import ffi
@@ -52,7 +52,7 @@ from .native_entry import emit_entry, kernel_info
 from .packed_call import ensure_packed_call_bridge
 from .thread_pool import ensure_thread_pool
 
-__all__ = ["build_llvm_pieces", "PieceBuild", "llvm_threads", "split_pieces", "split_for_overlap", "LLVM_THREADS",
+__all__ = ["PieceBuild", "llvm_threads", "split_pieces", "split_for_overlap", "LLVM_THREADS",
            "MIN_KERNELS", "PIECES_PER_THREAD", "ENTRY_OPT_LEVEL"]
 
 #: worker threads compiling pieces (None: one per CPU, at most 2; 0: builds stay one module);
@@ -342,8 +342,10 @@ class PieceBuild:
         self.pieces.remove(piece)
 
     def finish(self, entries: tuple = ()) -> LLVMModule:
-        """The runnable module of the kept pieces, with native entries for ``entries`` (see
-        :func:`build_llvm_pieces`); closes the build."""
+        """The runnable module of the kept pieces, with native entries for ``entries``
+        (``(vm_function, func_names, constants)`` of bytecode functions, as
+        :func:`.llvm.build_llvm`'s: their code is a module of its own, compiled last); closes the
+        build."""
         self._ensure_open()
         self.set_limit(None)
         vectorize = not self.disable_vectorize
@@ -382,24 +384,6 @@ class PieceBuild:
         if self._open is not None:
             stack, self._open = self._open, None
             stack.close()
-
-
-def build_llvm_pieces(pieces: Iterable[dict[str, PrimFunc]], target: Target | str = "llvm",
-                      entries: tuple = ()) -> LLVMModule:
-    """Compile lowered PrimFuncs given in pieces (each a dict global name -> function, produced
-    when the loop asks for it) into one runnable module, LLVM compiling each piece on a worker
-    thread while the next is produced and emitted.  Honors the PassContext's ``tir.noalias``
-    and ``tir.disable_vectorize`` as :func:`.llvm.build_llvm`; ``entries`` as it (their code is
-    a module of its own, compiled last).  The pieces are produced with ``LLVM_LOCK`` held
-    (LLVM's messages are being captured)."""
-    build = PieceBuild(target)
-    try:
-        for funcs in pieces:
-            build.submit(funcs)
-    except BaseException:
-        build.close()
-        raise
-    return build.finish(entries)
 
 
 def _library(done: list[_Piece], target: Target, failures: list, messages: list[str], primary: int) -> LLVMModule:
