@@ -1715,13 +1715,32 @@ def schedule_window_reduction(sch: Schedule) -> bool:
         done.append(written)
     if rows and math.prod(ext) > ELEMENTWISE_PARALLEL_WORK:
         # before decompose_reduction: a loop over both an init and its update is not parallel
-        sch.parallel(sch.fuse(*rows) if len(rows) > 1 else rows[0])
+        rows = [sch.fuse(*rows) if len(rows) > 1 else rows[0]]
+        sch.parallel(rows[0])
+    if rows:
+        done.extend(_pad_per_rows(sch, b, rows[-1]))
     _vectorize_innermost(sch, spatial[-1], ext[n_spatial - 1])
     init = sch.decompose_reduction(b, window[0])
     init_inner = sch.get_loops(init)[-1]
     _vectorize_innermost(sch, init_inner, _int(sch.get(init_inner).extent))
     _vectorize_other_blocks(sch, sch.get(init).name_hint, *done)
     return True
+
+
+def _pad_per_rows(sch: Schedule, b: BlockRV, rows: LoopRV) -> list[str]:
+    """The spatial block a window reduction reads (the ``pad_temp`` copy of its input with the
+    border filled: ``-inf`` for a max) computed under the loop over its rows -- the few padded
+    rows one group of output rows reads, cache-hot, instead of a whole padded copy of the input
+    written before the loop and read back after; returns its name.  Measured on Zen 4 (AVX2),
+    2 threads, ResNet-18's 8 x 64 x 112 x 112 3x3 stride-2 max pool alone, in one process (load
+    6): 11.1 -> 3.7 ms (ONNX Runtime's on NCHW 14.4 ms); at batch 1 0.30 -> 0.28 ms."""
+    producers = sch.get_producers(b)
+    if len(producers) != 1 or not _is_spatial(sch, producers[0]) or len(sch.get_consumers(producers[0])) != 1:
+        return []
+    (pad,) = producers
+    sch.compute_at(pad, rows)
+    sch.vectorize(sch.get_loops(pad)[-1])
+    return [sch.get(pad).name_hint]
 
 
 #: a window reduction's output row up to this long accumulates in registers (a few vectors)

@@ -85,3 +85,24 @@ def test_a_short_output_row_accumulates_in_registers_four_rows_at_a_time():
     np.testing.assert_array_equal(got, torch.nn.functional.max_pool2d(torch.from_numpy(x), 2, 2).numpy())
     np.testing.assert_array_equal(got, _run(func, x, (2, 8, 13, 13)))
     assert np.isnan(got[0, 3, 2, 3])
+
+
+@pytest.mark.parametrize("shape", [(2, 4, 28, 28), (1, 2, 9, 261)], ids=["rows in registers", "long rows"])
+def test_a_padded_max_pool_pads_the_rows_each_group_of_outputs_reads(shape):
+    """ResNet's 3x3 stride-2 max pool with a border of 1: the ``-inf`` padding is computed under
+    the loop over output rows (the few padded rows a group of outputs reads) instead of as a
+    padded copy of the whole input before the loop -- the same maxima as torch, a NaN and the
+    border included."""
+    func = _kernel(lambda x: relax.op.nn.max_pool2d(x, pool_size=(3, 3), strides=(2, 2), padding=(1, 1, 1, 1)),
+                   shape)
+    scheduled = apply_default_schedule(func)
+    sch = minitvm.s_tir.Schedule(scheduled)
+    pad_loops = sch.get_loops(sch.get_block("pad_temp"))
+    pool_loops = sch.get_loops(sch.get_block("pool_max_update"))
+    assert sch.get(pad_loops[0]).same_as(sch.get(pool_loops[0])), scheduled.script()
+    x = np.random.default_rng(3).standard_normal(shape).astype("float32")
+    x[0, 1, 0, 0] = np.nan
+    want = torch.nn.functional.max_pool2d(torch.from_numpy(x), 3, 2, padding=1).numpy()
+    got = _run(scheduled, x, want.shape)
+    np.testing.assert_array_equal(got, want)
+    assert np.isnan(got[0, 1, 0, 0])
