@@ -204,3 +204,16 @@ def test_large_flat_convs_of_a_batch_run_image_by_image(unit):
     assert "nn_oo_0_pp_0_fused in T.parallel" in small, small
     _matches_torch(unit, 2, 64, 64, 3, 1, 32, True)
     _matches_torch(unit, 3, 64, 64, 3, 2, 45, False)  # strided, 23 x 23 (20M per image): a last tile past it
+
+
+@pytest.mark.parametrize("unit", [AVX512, AVX2], ids=["avx512", "avx2"])
+def test_large_flat_convs_of_whole_images_per_thread_run_the_images_on_threads(unit, monkeypatch):
+    """A batch of such images that splits into at least two whole ones per thread (4 on 2
+    threads) puts the batch loop on threads instead: one parallel region, each image's padding
+    computed by its thread under it, then its tiles; results as torch's."""
+    monkeypatch.setenv("MINITVM_NUM_THREADS", "2")
+    with unit:
+        text = _schedule(4, 64, 64, 3, 1, 32, True).mod["main"].script()
+    assert text.count("T.parallel") == 1 and re.search(r"for nn in T.parallel\((T.int64\()?4\)", text), text
+    assert text.index('T.sblock("pad_temp")') > text.index("for nn in T.parallel"), text
+    _matches_torch(unit, 4, 64, 64, 3, 1, 32, True)

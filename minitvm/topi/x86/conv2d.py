@@ -283,7 +283,9 @@ def schedule_conv2d_nchw_packed(sch: Schedule) -> bool:
     realize, _ = sch._block(sch.get_block(PACKED_CONV_NAME))
     ob = _packed_block_of(realize.block)
     rows = None if flat else _rows_of(sch, realize.block, ext[3], ob, prologue)
-    images = rows is not None and parallel and _whole_images_per_thread(N) and len(prologue) <= 1
+    # (a convolution by image whose batch splits into whole images on the threads runs those)
+    images = (rows is not None or by_image) and parallel and _whole_images_per_thread(N) and len(prologue) <= 1
+    by_image = by_image and not images
     if not by_image and not images:
         for name in prologue:
             vectorize_rows(sch, sch.get_block(name), parallel=parallel and N is not None)
@@ -305,7 +307,11 @@ def _whole_images_per_thread(N: int | None) -> bool:
     kernel instead of two, the copy warm in that core's cache.  Measured on Zen 4 (AVX2), 2
     threads, resnet_small at batch 8 against the (channel block, row) loop on threads with the
     padding on threads before it, in one process: the model 0.77-0.91x, its 3x3 convs 0.76-0.90x
-    (load 4.2)."""
+    (load 4.2).  A flat-pixel convolution that would run by image (:class:`_Threads`) does the
+    same: ResNet-18 at batch 8, 2 threads, in one process, against image after image with two
+    parallel regions each: the model 0.92x and 0.94x, one run of four 1.34x (load 5-9), its
+    convs summed 0.90x in two runs -- the pool's chunks are whole images, so a core another
+    process takes costs its share of images, not a wait at each image's two region ends."""
     threads = parallel_threads()
     return N is not None and N % threads == 0 and N >= IMAGES_PER_THREAD * threads
 
