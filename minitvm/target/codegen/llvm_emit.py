@@ -143,6 +143,9 @@ class CodeGenLLVM:
         #: _non_negative's answers by (expression, enclosing loops), identities (kept alive in the
         #: values): a vectorized row asks about the same index once per lane
         self._non_negative_memo: dict[tuple, tuple[bool, Any, tuple]] = {}
+        #: emit_vector_loop's verdicts by (loop body, loop variable), identities (kept alive in
+        #: the values): an unrolled loop emits the same vectorized body once per iteration
+        self.vector_verdicts: dict[tuple[int, int], tuple[Any, Any, Any]] = {}
         self.st: _FuncState
 
     # -- functions ------------------------------------------------------------------------
