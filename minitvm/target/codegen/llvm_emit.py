@@ -56,6 +56,7 @@ from .llvm_types import (
     PTR,
     VOID,
     CodegenError,
+    FoldingBuilder,
     FunctionAttrs,
     LoopID,
     alloca,
@@ -93,11 +94,11 @@ class _FuncState:
     def __init__(self, fn: ir.Function, error_slot: ir.Value | None):
         self.fn = fn
         entry = fn.append_basic_block("entry")
-        self.alloca_builder = ir.IRBuilder(entry)
+        self.alloca_builder = FoldingBuilder(entry)
         body = fn.append_basic_block("body")
         self.alloca_builder.branch(body)
         self.alloca_builder.position_at_start(entry)
-        self.builder = ir.IRBuilder(body)
+        self.builder = FoldingBuilder(body)
         self.vars: dict[int, ir.Value] = {}
         self.buffers: dict[int, ir.Value] = {}  # id(data var) -> pointer
         self.error_slot = error_slot  # outlined functions report assert failures here
