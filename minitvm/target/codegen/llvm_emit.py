@@ -56,6 +56,7 @@ from .llvm_types import (
     PTR,
     VOID,
     CodegenError,
+    FoldingBuilder,
     FunctionAttrs,
     LoopID,
     alloca,
@@ -76,6 +77,13 @@ HEAP_ALIGN = 64
 #: ``unrolled`` loops with a constant extent up to this are unrolled by the code generator;
 #: longer ones (or symbolic extents) are left to LLVM's unroller through loop metadata
 MAX_CODEGEN_UNROLL = 64
+#: whether LLVM may unroll a loop whose trip count is known only at run time (copies of the
+#: body plus a remainder loop).  Off (``llvm.loop.unroll.runtime.disable`` on every loop): in
+#: minitvm's kernels those loops are the outer loops of a parallel chunk (padding, copies), whose
+#: unrolled copies LLVM then compiled for nothing -- ResNet-18: ~0.04 s of its 0.84 s of machine
+#: code, O3 the same within noise (min of 8); the kernels' code is otherwise the same (ViT-tiny's
+#: and MobileNetV2's identical)
+RUNTIME_UNROLL = False
 
 
 # -- the code generator ------------------------------------------------------------------------
@@ -87,11 +95,11 @@ class _FuncState:
     def __init__(self, fn: ir.Function, error_slot: ir.Value | None):
         self.fn = fn
         entry = fn.append_basic_block("entry")
-        self.alloca_builder = ir.IRBuilder(entry)
+        self.alloca_builder = FoldingBuilder(entry)
         body = fn.append_basic_block("body")
         self.alloca_builder.branch(body)
         self.alloca_builder.position_at_start(entry)
-        self.builder = ir.IRBuilder(body)
+        self.builder = FoldingBuilder(body)
         self.vars: dict[int, ir.Value] = {}
         self.buffers: dict[int, ir.Value] = {}  # id(data var) -> pointer
         self.error_slot = error_slot  # outlined functions report assert failures here
@@ -137,6 +145,9 @@ class CodeGenLLVM:
         #: _non_negative's answers by (expression, enclosing loops), identities (kept alive in the
         #: values): a vectorized row asks about the same index once per lane
         self._non_negative_memo: dict[tuple, tuple[bool, Any, tuple]] = {}
+        #: emit_vector_loop's verdicts by (loop body, loop variable), identities (kept alive in
+        #: the values): an unrolled loop emits the same vectorized body once per iteration
+        self.vector_verdicts: dict[tuple[int, int], tuple[Any, Any, Any]] = {}
         self.st: _FuncState
 
     # -- functions ------------------------------------------------------------------------
@@ -405,11 +416,12 @@ class CodeGenLLVM:
 
     def _loop_properties(self, kind: str, body: Any) -> list:
         md = self.module.add_metadata
-        if kind == _s.ForKind.VECTORIZED and not self.disable_vectorize and not _divides_by_variable(body):
-            return [md([ir.MetaDataString(self.module, "llvm.loop.vectorize.enable"), ir.Constant(I1, 1)])]
         if kind == _s.ForKind.UNROLLED:
             return [md([ir.MetaDataString(self.module, "llvm.loop.unroll.enable")])]
-        return []
+        props = [] if RUNTIME_UNROLL else [md([ir.MetaDataString(self.module, "llvm.loop.unroll.runtime.disable")])]
+        if kind == _s.ForKind.VECTORIZED and not self.disable_vectorize and not _divides_by_variable(body):
+            props.append(md([ir.MetaDataString(self.module, "llvm.loop.vectorize.enable"), ir.Constant(I1, 1)]))
+        return props
 
     # -- parallel loops (outlined, run by the thread pool) ----------------------------------------
     def _parallel_for(self, s: _s.For) -> None:

@@ -8,7 +8,7 @@ from llvmlite import ir
 from ...ir import dtype as _dt
 
 __all__ = ["I1", "I8", "I32", "I64", "PTR", "VOID", "llvm_type", "mem_type", "FunctionAttrs", "LoopID",
-           "alloca", "store_atomic", "CodegenError"]
+           "alloca", "store_atomic", "CodegenError", "FoldingBuilder"]
 
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()
@@ -37,6 +37,54 @@ def mem_type(dtype: str) -> ir.Type:
     """The in-memory type: bool is stored in a byte, like numpy's."""
     return I8 if str(dtype) == "bool" else llvm_type(dtype)
 
+
+
+def _int_constant(value: ir.Value) -> int | None:
+    """The integer a scalar integer constant holds (None: not one)."""
+    if isinstance(value, ir.Constant) and isinstance(value.type, ir.IntType) and value.type.width > 1 \
+            and isinstance(value.constant, int) and not isinstance(value.constant, bool):
+        return value.constant
+    return None
+
+
+def _wrapped(value: int, width: int) -> int:
+    """``value`` modulo 2**width, as a signed number (what the instruction computes; an nsw
+    overflow would be poison, which any value refines)."""
+    value &= (1 << width) - 1
+    return value - (1 << width) if value >> (width - 1) else value
+
+
+class FoldingBuilder(ir.IRBuilder):
+    """An IRBuilder that does integer add, sub and mul of constants itself, and drops adding 0
+    and multiplying by 1: unrolled loops bind their variable to a constant, so index arithmetic
+    was ~13% constant-only instructions (``add i64 0, 0``, ``mul i64 2, 16``) that Python
+    formatted and LLVM parsed and folded, to the same optimized code."""
+
+    def _folded(self, op: str, lhs: ir.Value, rhs: ir.Value) -> ir.Value | None:
+        a, b = _int_constant(lhs), _int_constant(rhs)
+        if a is not None and b is not None and lhs.type == rhs.type:
+            value = a + b if op == "add" else a - b if op == "sub" else a * b
+            return ir.Constant(lhs.type, _wrapped(value, lhs.type.width))
+        if lhs.type != rhs.type:
+            return None
+        unit = 1 if op == "mul" else 0
+        if b == unit:
+            return lhs
+        if a == unit and op != "sub":
+            return rhs
+        return None
+
+    def add(self, lhs: ir.Value, rhs: ir.Value, name: str = "", flags: tuple = ()) -> ir.Value:
+        folded = self._folded("add", lhs, rhs)
+        return super().add(lhs, rhs, name, flags) if folded is None else folded
+
+    def sub(self, lhs: ir.Value, rhs: ir.Value, name: str = "", flags: tuple = ()) -> ir.Value:
+        folded = self._folded("sub", lhs, rhs)
+        return super().sub(lhs, rhs, name, flags) if folded is None else folded
+
+    def mul(self, lhs: ir.Value, rhs: ir.Value, name: str = "", flags: tuple = ()) -> ir.Value:
+        folded = self._folded("mul", lhs, rhs)
+        return super().mul(lhs, rhs, name, flags) if folded is None else folded
 
 
 class FunctionAttrs(ir.values.FunctionAttributes):

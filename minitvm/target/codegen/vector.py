@@ -343,9 +343,16 @@ def emit_vector_loop(cg: Any, s: _s.For) -> bool:
     """Emit ``s`` (a vectorized loop) as vector code; False if the caller should emit a loop."""
     if not (isinstance(s.extent, _e.IntImm) and 2 <= s.extent.value <= MAX_LANES):
         return False
-    try:
-        dependents = _check(s.body, s.loop_var)
-    except NotVectorizable:
+    key = (id(s.body), id(s.loop_var))
+    verdict = cg.vector_verdicts.get(key)
+    if verdict is None:
+        try:
+            dependents = _check(s.body, s.loop_var)
+        except NotVectorizable:
+            dependents = None
+        verdict = cg.vector_verdicts[key] = (dependents, s.body, s.loop_var)
+    dependents = verdict[0]
+    if dependents is None:
         return False
     begin = cg._loop_bound(s.min, s.loop_var.dtype)
     _VectorEmitter(cg, s.loop_var, begin, s.extent.value, dependents).stmt(s.body)
