@@ -717,6 +717,32 @@ def test_a_pointwise_conv_of_many_channels_peels_the_channels_its_tiles_do_not_d
                                rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("unit", [AVX2, AVX512], ids=["avx2", "avx512"])
+@pytest.mark.parametrize("ci, chunked", [(144, True), (16, False)], ids=["large-input", "small-input"])
+def test_a_pointwise_conv_over_a_large_input_runs_over_chunks_of_pixels(unit, ci, chunked):
+    """144 channels x 32 x 32 pixels (576 KB of input, more than POINTWISE_CHUNK_BYTES): the
+    pixel tiles in chunks (AVX2: 8 tiles of 16 pixels, AVX-512: 4 of 32) outside the tiles of
+    channels, so each chunk of input is read from memory once by all of them; 16 channels (64 KB)
+    keep the channel tiles outside.  Numbers as torch's on both units."""
+    import torch
+
+    func, out_shape = conv_bias_relu(2, ci, 32, 24, 1, pad=0)
+    x, w, b = _rand(2, ci, 32, 32), _rand(24, ci, 1, 1, seed=1), _rand(24, seed=2)
+    with unit:
+        sch = minitvm.tir.Schedule(IRModule({"main": func}))
+        assert ds.schedule_conv2d_1x1(sch)
+        sched = sch.mod["main"]
+        assert ds._pointwise_chunk_tiles(1024, 2 * unit.lanes, ci) == ((8 if unit is AVX2 else 4) if chunked else None)
+    text = sched.script()
+    # loops (n, pixel chunk ax2_0_0, channel tile ax1_0, pixel tile ax2_0_1), else (n, ax1_0, ax2_0)
+    assert ("ax2_0_0" in text) == chunked, text
+    if chunked:
+        assert text.index("ax2_0_0") < text.index("ax1_0") < text.index("ax2_0_1"), text
+    want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b))).numpy()
+    np.testing.assert_allclose(_run(sched, "llvm", [x, w, b, np.zeros(out_shape, "float32")]), want,
+                               rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("unit, split", [(AVX2, True), (AVX512, False)], ids=["avx2", "avx512"])
 def test_a_depthwise_row_of_whole_registers_is_split_into_them(unit, split):
     """16 output columns: two AVX2 registers, each its own unrolled vector op (one 16-lane op was
