@@ -459,12 +459,14 @@ def _packs_a_weight(sch: Schedule, packed: BlockRV) -> bool:
     the root, annotated :data:`LAYOUT_REWRITE_PREPROC`: the default pipeline splits it off
     (SplitLayoutRewritePreproc) and FoldConstant packs the weight once, at compile time, instead
     of on every call (a 256 x 1024 weight: 1 MiB read and written per call)."""
+    return _is_layout_free(sch, sch.get(packed).reads[0].buffer)
+
+
+def _is_layout_free(sch: Schedule, buffer: Any) -> bool:
+    """Whether ``buffer`` is a parameter the function's ``layout_free_buffers`` names (a constant)."""
     func = sch.mod["main"]
     free = func.attrs.get("layout_free_buffers") if func.attrs else None
-    if not free:
-        return False
-    read = sch.get(packed).reads[0].buffer
-    return any(func.buffer_map.get(func.params[int(i)]) is read for i in free)
+    return bool(free) and any(func.buffer_map.get(func.params[int(i)]) is buffer for i in free)
 
 
 def _vectorize_copy(sch: Schedule, copy: BlockRV, width: int, parallel: bool) -> None:
@@ -1007,6 +1009,28 @@ def _pointwise_chunk_tiles(pixels: int, nj: int, channels: int) -> int | None:
     return chunk if chunk < tiles else None
 
 
+def _pack_pointwise_weight(sch: Schedule, conv: BlockRV, mi: int) -> None:
+    """A pointwise convolution's constant weight ``W[o, c, 0, 0]`` (one its function's
+    ``layout_free_buffers`` names) read from panels ``W[o // mi, c, 0, 0, o % mi]`` (zeros past the
+    last channel), packed once at compile time (:data:`LAYOUT_REWRITE_PREPROC`, as a large matmul's
+    B): the ``mi`` weights a step of the tile broadcasts are then next to each other, one stream
+    of weights instead of ``mi`` rows ``c`` floats apart.  Measured on Zen 4 (AVX2), one thread,
+    MobileNetV2 at batch 1, packed against not in one process (per-kernel minima over 20 profiles):
+    160 -> 960 and 320 -> 1280 at 7 x 7 0.87x and 0.90x, 384 -> 96, 64 -> 384 and 384 -> 64 at 14 x 14
+    0.91-0.97x, most others 0.97-1.01x (32 -> 16 at 112 x 112 1.04x); all its convolutions 0.967x."""
+    blk = sch.get(conv)
+    vo = blk.iter_vars[1].var
+    for idx, region in enumerate(blk.reads):
+        if len(region.region) == 4 and region.buffer is not blk.body.buffer and region.region[0].min is vo:
+            if not _is_layout_free(sch, region.buffer):
+                return  # (packed on every call it would cost a pass over the weight)
+            packed = sch.cache_read(conv, idx, "global")
+            sch.transform_layout(conv, ("read", idx), lambda o, c, kh, kw: (o // mi, c, kh, kw, o % mi),
+                                 pad_value=0.0)
+            sch.annotate(packed, LAYOUT_REWRITE_PREPROC, True)
+            return
+
+
 def _flatten_pixels(W: int) -> Callable:
     """(n, o, y, x) -> (n, o, y * W + x): a pointwise convolution's output plane as one pixel axis."""
     return lambda n, o, y, x: (n, o, y * W + x)
@@ -1051,6 +1075,7 @@ def schedule_conv2d_1x1(sch: Schedule) -> bool:
     sch.transform_block_layout(epilogue, _flatten_pixels(W))
     n, o, p, c, ry, rx = sch.get_loops(conv)
     work = (N or 1) * CO * H * W * _extents(sch, [c])[0]
+    _pack_pointwise_weight(sch, conv, mi)
     o0, o1 = sch.split(o, [None, mi])
     p0, p1 = sch.split(p, [None, nj])
     chunk = None if CO % mi else _pointwise_chunk_tiles(H * W, nj, _extents(sch, [c])[0])

@@ -743,6 +743,42 @@ def test_a_pointwise_conv_over_a_large_input_runs_over_chunks_of_pixels(unit, ci
                                rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("unit, rows", [(AVX2, 6), (AVX512, 8)], ids=["avx2", "avx512"])
+@pytest.mark.parametrize("cout", [130, 48], ids=["peeled-channels", "whole-tiles"])
+def test_a_pointwise_conv_reads_its_constant_weight_packed_in_panels(unit, rows, cout):
+    """Through the default pipeline a pointwise conv's constant weight is packed at compile time
+    into panels of the tile's ``rows`` channels (``W[o // rows, c, 0, 0, o % rows]``, zeros past the
+    last channel: 130 is no multiple of 6 or 8): the kernel reads a 5-d weight and no copy runs per
+    call.  A weight passed as a parameter stays as it is.  Numbers as torch's on both units."""
+    import torch
+
+    from minitvm import relax
+
+    x = relax.Var("x", relax.TensorStructInfo((2, 16, 7, 7), "float32"))
+    w = _rand(cout, 16, 1, 1, seed=1)
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            gv = bb.emit_output(relax.op.nn.relu(relax.op.nn.conv2d(x, relax.const(w))))
+        bb.emit_func_output(gv)
+    xs = _rand(2, 16, 7, 7)
+    with unit:
+        lowered = relax.get_pipeline("default")(bb.get())
+        got = relax.VirtualMachine(minitvm.compile(bb.get(), "llvm"), minitvm.cpu())["main"](xs).numpy()
+    kernels = [f for gv, f in lowered.functions.items() if gv.name_hint.startswith("fused_conv2d")]
+    assert len(kernels) == 1, [gv.name_hint for gv in lowered.functions]
+    text = re.sub(r"T\.int64\((\d+)\)", r"\1", kernels[0].script())
+    panels = -(-cout // rows)
+    assert f"T.Buffer(({panels}, 16, 1, 1, {rows})" in text and ds.LAYOUT_REWRITE_PREPROC not in text, text
+    want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(xs), torch.from_numpy(w))).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    func, _ = conv_bias_relu(2, 16, 7, cout, 1, pad=0)  # the weight a parameter
+    with unit:
+        sch = minitvm.tir.Schedule(IRModule({"main": func}))
+        assert ds.schedule_conv2d_1x1(sch)
+    assert ds.LAYOUT_REWRITE_PREPROC not in sch.mod["main"].script() and "o % " not in sch.mod["main"].script()
+
+
 @pytest.mark.parametrize("unit, split", [(AVX2, True), (AVX512, False)], ids=["avx2", "avx512"])
 def test_a_depthwise_row_of_whole_registers_is_split_into_them(unit, split):
     """16 output columns: two AVX2 registers, each its own unrolled vector op (one 16-lane op was
