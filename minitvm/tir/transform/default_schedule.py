@@ -86,6 +86,12 @@ def is_scheduled(func: PrimFunc) -> bool:
 MATMUL_PARALLEL_WORK = 1024 * 1024
 #: the same for a convolution (the conv rules here and ``topi.x86``'s packed kernel)
 CONV_PARALLEL_WORK = MATMUL_PARALLEL_WORK
+#: the same for a depthwise convolution, whose multiply-adds (9 per loaded input row, per channel)
+#: are bound by loads, several times slower each than a dense conv's.  Measured on Zen 4 (AVX2), 2
+#: threads against one, one kernel at a time on a busy machine (load 9): MobileNetV2's depthwise
+#: layers at batch 1 below CONV_PARALLEL_WORK, 576 x 14 -> 7 (254K multiply-adds) 41 -> 23 us,
+#: 192 x 28 -> 14 45 -> 30 us, 960 x 7 x 7 64 -> 41 us, 384 x 14 x 14 55 -> 48-55 us
+DEPTHWISE_PARALLEL_WORK = 128 * 1024
 #: parallelize elementwise / row loops when they touch more elements than this
 ELEMENTWISE_PARALLEL_WORK = 256 * 1024
 #: the same for a transposing copy, whose vector of outputs is gathered from as many rows (an
@@ -1302,9 +1308,10 @@ def schedule_depthwise_conv2d(sch: Schedule) -> bool:
        at most ``DEPTHWISE_TILE_VECTORS`` in all): loops (n, c, h0, rc, kh, kw, h1, w) -- each
        window tap adds a shifted input row times one weight to every row of the tile.
     3. Accumulate in registers (``cache_write("local")``) written back through the epilogue;
-       channels on threads when large.  Measured on MobileNetV2's stride-1 layers: 2x the generic
-       rule at stride 1 (144 x 56 x 56: 310 -> 144 us; 960 x 7 x 7: 52 -> 23 us), 2.5-2.8x at
-       stride 2 (96 x 113 -> 56: 652 -> 236 us), where the generic rule gathered every other column.  A row of
+       channels on threads from ``DEPTHWISE_PARALLEL_WORK`` multiply-adds on.  Measured on
+       MobileNetV2's stride-1 layers: 2x the generic rule at stride 1 (144 x 56 x 56: 310 -> 144
+       us; 960 x 7 x 7: 52 -> 23 us), 2.5-2.8x at stride 2 (96 x 113 -> 56: 652 -> 236 us), where
+       the generic rule gathered every other column.  A row of
        whole registers (AVX2: 56 = 7 x 8) is split into them, the registers unrolled: LLVM
        legalized one 56-lane vector op into a long chain (its weight splat built lane by lane);
        one kernel at a time, AVX2, a busy machine: 144 x 56 x 56 0.6-0.8x the time, 32 x 112 x
@@ -1340,7 +1347,7 @@ def schedule_depthwise_conv2d(sch: Schedule) -> bool:
     sch.unroll(h1)
     sch.vectorize(sch.get_loops(wb)[-1])
     plane = sch.fuse(n, c)
-    if N * C * OH * OW * math.prod(_extents(sch, [rc, kh, kw])) > CONV_PARALLEL_WORK and N * C >= 2:
+    if N * C * OH * OW * math.prod(_extents(sch, [rc, kh, kw])) > DEPTHWISE_PARALLEL_WORK and N * C >= 2:
         sch.parallel(plane)
     for name in reversed(copies):
         _copy_plane_in_place(sch, sch.get_block(name), plane, stride == 2, channels)
