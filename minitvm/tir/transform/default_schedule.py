@@ -86,6 +86,12 @@ def is_scheduled(func: PrimFunc) -> bool:
 MATMUL_PARALLEL_WORK = 1024 * 1024
 #: the same for a convolution (the conv rules here and ``topi.x86``'s packed kernel)
 CONV_PARALLEL_WORK = MATMUL_PARALLEL_WORK
+#: the same for a depthwise convolution, whose multiply-adds (9 per loaded input row, per channel)
+#: are bound by loads, several times slower each than a dense conv's.  Measured on Zen 4 (AVX2), 2
+#: threads against one, one kernel at a time on a busy machine (load 9): MobileNetV2's depthwise
+#: layers at batch 1 below CONV_PARALLEL_WORK, 576 x 14 -> 7 (254K multiply-adds) 41 -> 23 us,
+#: 192 x 28 -> 14 45 -> 30 us, 960 x 7 x 7 64 -> 41 us, 384 x 14 x 14 55 -> 48-55 us
+DEPTHWISE_PARALLEL_WORK = 128 * 1024
 #: parallelize elementwise / row loops when they touch more elements than this
 ELEMENTWISE_PARALLEL_WORK = 256 * 1024
 #: the same for a transposing copy, whose vector of outputs is gathered from as many rows (an
@@ -459,12 +465,14 @@ def _packs_a_weight(sch: Schedule, packed: BlockRV) -> bool:
     the root, annotated :data:`LAYOUT_REWRITE_PREPROC`: the default pipeline splits it off
     (SplitLayoutRewritePreproc) and FoldConstant packs the weight once, at compile time, instead
     of on every call (a 256 x 1024 weight: 1 MiB read and written per call)."""
+    return _is_layout_free(sch, sch.get(packed).reads[0].buffer)
+
+
+def _is_layout_free(sch: Schedule, buffer: Any) -> bool:
+    """Whether ``buffer`` is a parameter the function's ``layout_free_buffers`` names (a constant)."""
     func = sch.mod["main"]
     free = func.attrs.get("layout_free_buffers") if func.attrs else None
-    if not free:
-        return False
-    read = sch.get(packed).reads[0].buffer
-    return any(func.buffer_map.get(func.params[int(i)]) is read for i in free)
+    return bool(free) and any(func.buffer_map.get(func.params[int(i)]) is buffer for i in free)
 
 
 def _vectorize_copy(sch: Schedule, copy: BlockRV, width: int, parallel: bool) -> None:
@@ -983,6 +991,52 @@ def _pointwise_tile(channels: int) -> tuple[int, int]:
 POINTWISE_PEEL_MIN_CHANNELS = 128
 
 
+#: a pointwise convolution whose input plane (channels x pixels, float32) is larger than this
+#: many bytes runs over its pixels in chunks of at most this much input, each chunk through all
+#: tiles of channels (:func:`_pointwise_chunk_tiles`); 0: never
+POINTWISE_CHUNK_BYTES = 128 * 1024
+
+
+def _pointwise_chunk_tiles(pixels: int, nj: int, channels: int) -> int | None:
+    """Pixel tiles per chunk of a pointwise convolution over ``pixels`` (whole tiles of ``nj``)
+    with ``channels`` input channels, or None: no chunks.  Every tile of output channels reads
+    the whole input plane; when that is larger than a core's L2 (MobileNetV2's 144 x 56 x 56
+    is 1.8 MB) each tile of channels streamed it from memory again.  A chunk of pixels whose
+    input fits ``POINTWISE_CHUNK_BYTES`` is read from memory once and then from cache by every
+    tile of channels.  Measured on Zen 4 (AVX2), MobileNetV2, chunks against none in one process
+    on a busy machine (load 5-9): its 96 -> 24 and 144 -> 24 at 56 x 56 and 32 -> 16 at 112 x 112
+    0.91-0.96x the CPU time (one thread); the model 0.87x at batch 8, 0.95x at batch 1 (2 threads).
+    Only whole tiles of pixels and of channels are chunked (no peeled pieces)."""
+    if not POINTWISE_CHUNK_BYTES or pixels % nj or channels * pixels * 4 <= POINTWISE_CHUNK_BYTES:
+        return None
+    tiles = pixels // nj
+    most = max(1, POINTWISE_CHUNK_BYTES // (channels * nj * 4))
+    chunk = max(d for d in range(1, min(tiles, most) + 1) if tiles % d == 0)
+    return chunk if chunk < tiles else None
+
+
+def _pack_pointwise_weight(sch: Schedule, conv: BlockRV, mi: int) -> None:
+    """A pointwise convolution's constant weight ``W[o, c, 0, 0]`` (one its function's
+    ``layout_free_buffers`` names) read from panels ``W[o // mi, c, 0, 0, o % mi]`` (zeros past the
+    last channel), packed once at compile time (:data:`LAYOUT_REWRITE_PREPROC`, as a large matmul's
+    B): the ``mi`` weights a step of the tile broadcasts are then next to each other, one stream
+    of weights instead of ``mi`` rows ``c`` floats apart.  Measured on Zen 4 (AVX2), one thread,
+    MobileNetV2 at batch 1, packed against not in one process (per-kernel minima over 20 profiles):
+    160 -> 960 and 320 -> 1280 at 7 x 7 0.87x and 0.90x, 384 -> 96, 64 -> 384 and 384 -> 64 at 14 x 14
+    0.91-0.97x, most others 0.97-1.01x (32 -> 16 at 112 x 112 1.04x); all its convolutions 0.967x."""
+    blk = sch.get(conv)
+    vo = blk.iter_vars[1].var
+    for idx, region in enumerate(blk.reads):
+        if len(region.region) == 4 and region.buffer is not blk.body.buffer and region.region[0].min is vo:
+            if not _is_layout_free(sch, region.buffer):
+                return  # (packed on every call it would cost a pass over the weight)
+            packed = sch.cache_read(conv, idx, "global")
+            sch.transform_layout(conv, ("read", idx), lambda o, c, kh, kw: (o // mi, c, kh, kw, o % mi),
+                                 pad_value=0.0)
+            sch.annotate(packed, LAYOUT_REWRITE_PREPROC, True)
+            return
+
+
 def _flatten_pixels(W: int) -> Callable:
     """(n, o, y, x) -> (n, o, y * W + x): a pointwise convolution's output plane as one pixel axis."""
     return lambda n, o, y, x: (n, o, y * W + x)
@@ -1005,7 +1059,8 @@ def schedule_conv2d_1x1(sch: Schedule) -> bool:
        0.71-0.76 ms, 4 x 16 -> 96 at 112 x 112 0.9-1.1x over runs; 4 x 144 -> 24 at 56 x 56 0.57x
        the packed kernel's time.  A plane of no whole vectors (49, 196 pixels) has its last,
        partial tile of pixels peeled (``loop_partition``) into a loop of its own.
-    3. (n, o0) on threads when the kernel is large; the tile zeroed before c.
+    3. (n, o0) on threads when the kernel is large; the tile zeroed before c.  A large input plane
+       is read in chunks of pixels, each through all tiles of channels (:func:`_pointwise_chunk_tiles`).
     """
     conv = _conv_block(sch)
     plane = None if conv is None else _pointwise_plane(sch, conv)
@@ -1026,9 +1081,15 @@ def schedule_conv2d_1x1(sch: Schedule) -> bool:
     sch.transform_block_layout(epilogue, _flatten_pixels(W))
     n, o, p, c, ry, rx = sch.get_loops(conv)
     work = (N or 1) * CO * H * W * _extents(sch, [c])[0]
+    _pack_pointwise_weight(sch, conv, mi)
     o0, o1 = sch.split(o, [None, mi])
     p0, p1 = sch.split(p, [None, nj])
-    sch.reorder(n, o0, p0, c, ry, rx, o1, p1)
+    chunk = None if CO % mi else _pointwise_chunk_tiles(H * W, nj, _extents(sch, [c])[0])
+    if chunk:  # the pixels in chunks outside the channel tiles (see _pointwise_chunk_tiles)
+        pc, p0 = sch.split(p0, [None, chunk])
+        sch.reorder(n, pc, o0, p0, c, ry, rx, o1, p1)
+    else:
+        sch.reorder(n, o0, p0, c, ry, rx, o1, p1)
     pieces, updates, epilogues = [o0], [conv], [epilogue]
     if CO % mi:  # the last, partial tile of channels a loop of its own
         pieces, updates, epilogues = _peel(sch, o0, [CO // mi, None], updates, epilogues)
@@ -1050,6 +1111,8 @@ def schedule_conv2d_1x1(sch: Schedule) -> bool:
             sch.parallel(n if N is not None and N > 1 else pieces[0])
         elif len(updates) > 1:
             sch.parallel(sch.fuse(n, o0) if N is not None else o0)
+        elif chunk:
+            sch.parallel(sch.fuse(n, pc, o0, p0) if N is not None else sch.fuse(pc, o0, p0))
         else:
             sch.parallel(sch.fuse(n, o0, p0) if N is not None else sch.fuse(o0, p0))
     for update in updates:
@@ -1245,9 +1308,10 @@ def schedule_depthwise_conv2d(sch: Schedule) -> bool:
        at most ``DEPTHWISE_TILE_VECTORS`` in all): loops (n, c, h0, rc, kh, kw, h1, w) -- each
        window tap adds a shifted input row times one weight to every row of the tile.
     3. Accumulate in registers (``cache_write("local")``) written back through the epilogue;
-       channels on threads when large.  Measured on MobileNetV2's stride-1 layers: 2x the generic
-       rule at stride 1 (144 x 56 x 56: 310 -> 144 us; 960 x 7 x 7: 52 -> 23 us), 2.5-2.8x at
-       stride 2 (96 x 113 -> 56: 652 -> 236 us), where the generic rule gathered every other column.  A row of
+       channels on threads from ``DEPTHWISE_PARALLEL_WORK`` multiply-adds on.  Measured on
+       MobileNetV2's stride-1 layers: 2x the generic rule at stride 1 (144 x 56 x 56: 310 -> 144
+       us; 960 x 7 x 7: 52 -> 23 us), 2.5-2.8x at stride 2 (96 x 113 -> 56: 652 -> 236 us), where
+       the generic rule gathered every other column.  A row of
        whole registers (AVX2: 56 = 7 x 8) is split into them, the registers unrolled: LLVM
        legalized one 56-lane vector op into a long chain (its weight splat built lane by lane);
        one kernel at a time, AVX2, a busy machine: 144 x 56 x 56 0.6-0.8x the time, 32 x 112 x
@@ -1283,7 +1347,7 @@ def schedule_depthwise_conv2d(sch: Schedule) -> bool:
     sch.unroll(h1)
     sch.vectorize(sch.get_loops(wb)[-1])
     plane = sch.fuse(n, c)
-    if N * C * OH * OW * math.prod(_extents(sch, [rc, kh, kw])) > CONV_PARALLEL_WORK and N * C >= 2:
+    if N * C * OH * OW * math.prod(_extents(sch, [rc, kh, kw])) > DEPTHWISE_PARALLEL_WORK and N * C >= 2:
         sch.parallel(plane)
     for name in reversed(copies):
         _copy_plane_in_place(sch, sch.get_block(name), plane, stride == 2, channels)

@@ -152,6 +152,7 @@ def parallel(request, monkeypatch):
     if request.param:
         monkeypatch.setattr(ds, "MATMUL_PARALLEL_WORK", 0)
         monkeypatch.setattr(ds, "CONV_PARALLEL_WORK", 0)
+        monkeypatch.setattr(ds, "DEPTHWISE_PARALLEL_WORK", 0)
         monkeypatch.setattr(ds, "ELEMENTWISE_PARALLEL_WORK", 0)
         monkeypatch.setattr(ds, "TRANSPOSE_PARALLEL_WORK", 0)
         monkeypatch.setattr(ds, "ROW_REDUCTION_PARALLEL_WORK", 0)
@@ -552,7 +553,7 @@ def test_a_stride_1_depthwise_conv_tiles_whole_rows_per_channel(n, c, hw, mult, 
     text = sched.script()
     assert f"in T.unroll({rows}):" in text and 'scope="local"' in text, text
     assert ('sblock("pad_temp")' in text) == (pad > 0), text  # a copy without padding is inlined
-    _has_parallel(text, parallel)
+    _has_parallel(text, parallel or np.prod(out_shape) * 9 > ds.DEPTHWISE_PARALLEL_WORK)  # (the 30 x 30: 259K)
     want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b),
                                                  padding=pad, groups=c)).numpy()
     got = _run(sched, "llvm", [x, w, b, np.zeros(out_shape, "float32")])
@@ -715,6 +716,68 @@ def test_a_pointwise_conv_of_many_channels_peels_the_channels_its_tiles_do_not_d
     want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b))).numpy()
     np.testing.assert_allclose(_run(sched, "llvm", [x, w, b, np.zeros(out_shape, "float32")]), want,
                                rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("unit", [AVX2, AVX512], ids=["avx2", "avx512"])
+@pytest.mark.parametrize("ci, chunked", [(144, True), (16, False)], ids=["large-input", "small-input"])
+def test_a_pointwise_conv_over_a_large_input_runs_over_chunks_of_pixels(unit, ci, chunked):
+    """144 channels x 32 x 32 pixels (576 KB of input, more than POINTWISE_CHUNK_BYTES): the
+    pixel tiles in chunks (AVX2: 8 tiles of 16 pixels, AVX-512: 4 of 32) outside the tiles of
+    channels, so each chunk of input is read from memory once by all of them; 16 channels (64 KB)
+    keep the channel tiles outside.  Numbers as torch's on both units."""
+    import torch
+
+    func, out_shape = conv_bias_relu(2, ci, 32, 24, 1, pad=0)
+    x, w, b = _rand(2, ci, 32, 32), _rand(24, ci, 1, 1, seed=1), _rand(24, seed=2)
+    with unit:
+        sch = minitvm.tir.Schedule(IRModule({"main": func}))
+        assert ds.schedule_conv2d_1x1(sch)
+        sched = sch.mod["main"]
+        assert ds._pointwise_chunk_tiles(1024, 2 * unit.lanes, ci) == ((8 if unit is AVX2 else 4) if chunked else None)
+    text = sched.script()
+    # loops (n, pixel chunk ax2_0_0, channel tile ax1_0, pixel tile ax2_0_1), else (n, ax1_0, ax2_0)
+    assert ("ax2_0_0" in text) == chunked, text
+    if chunked:
+        assert text.index("ax2_0_0") < text.index("ax1_0") < text.index("ax2_0_1"), text
+    want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b))).numpy()
+    np.testing.assert_allclose(_run(sched, "llvm", [x, w, b, np.zeros(out_shape, "float32")]), want,
+                               rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("unit, rows", [(AVX2, 6), (AVX512, 8)], ids=["avx2", "avx512"])
+@pytest.mark.parametrize("cout", [130, 48], ids=["peeled-channels", "whole-tiles"])
+def test_a_pointwise_conv_reads_its_constant_weight_packed_in_panels(unit, rows, cout):
+    """Through the default pipeline a pointwise conv's constant weight is packed at compile time
+    into panels of the tile's ``rows`` channels (``W[o // rows, c, 0, 0, o % rows]``, zeros past the
+    last channel: 130 is no multiple of 6 or 8): the kernel reads a 5-d weight and no copy runs per
+    call.  A weight passed as a parameter stays as it is.  Numbers as torch's on both units."""
+    import torch
+
+    from minitvm import relax
+
+    x = relax.Var("x", relax.TensorStructInfo((2, 16, 7, 7), "float32"))
+    w = _rand(cout, 16, 1, 1, seed=1)
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            gv = bb.emit_output(relax.op.nn.relu(relax.op.nn.conv2d(x, relax.const(w))))
+        bb.emit_func_output(gv)
+    xs = _rand(2, 16, 7, 7)
+    with unit:
+        lowered = relax.get_pipeline("default")(bb.get())
+        got = relax.VirtualMachine(minitvm.compile(bb.get(), "llvm"), minitvm.cpu())["main"](xs).numpy()
+    kernels = [f for gv, f in lowered.functions.items() if gv.name_hint.startswith("fused_conv2d")]
+    assert len(kernels) == 1, [gv.name_hint for gv in lowered.functions]
+    text = re.sub(r"T\.int64\((\d+)\)", r"\1", kernels[0].script())
+    panels = -(-cout // rows)
+    assert f"T.Buffer(({panels}, 16, 1, 1, {rows})" in text and ds.LAYOUT_REWRITE_PREPROC not in text, text
+    want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(xs), torch.from_numpy(w))).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    func, _ = conv_bias_relu(2, 16, 7, cout, 1, pad=0)  # the weight a parameter
+    with unit:
+        sch = minitvm.tir.Schedule(IRModule({"main": func}))
+        assert ds.schedule_conv2d_1x1(sch)
+    assert ds.LAYOUT_REWRITE_PREPROC not in sch.mod["main"].script() and "o % " not in sch.mod["main"].script()
 
 
 @pytest.mark.parametrize("unit, split", [(AVX2, True), (AVX512, False)], ids=["avx2", "avx512"])
