@@ -17,6 +17,10 @@ from .rewrite import Rewriter
 __all__ = ["Analyzer"]
 
 
+#: how many answers :meth:`Analyzer.simplify` remembers per analyzer
+_SIMPLIFIED_SIZE = 4096
+
+
 class Analyzer:
     """Simplify expressions and prove facts, given bounds of variables.
 
@@ -155,6 +159,8 @@ class Analyzer:
             if new is expr:
                 break
             expr = new
+        if len(self._simplified) >= _SIMPLIFIED_SIZE:  # (an analyzer of a module lives as long as the process)
+            self._simplified.clear()
         self._simplified[id(asked)] = (asked, steps, state, expr)  # (holds ``asked``: its id stays its own)
         return expr
 
