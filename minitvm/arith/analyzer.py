@@ -17,6 +17,10 @@ from .rewrite import Rewriter
 __all__ = ["Analyzer"]
 
 
+#: how many answers :meth:`Analyzer.simplify` remembers per analyzer
+_SIMPLIFIED_SIZE = 4096
+
+
 class Analyzer:
     """Simplify expressions and prove facts, given bounds of variables.
 
@@ -31,6 +35,10 @@ class Analyzer:
         # var -> expression it equals (from ``bind(var, expr)``), substituted before simplifying
         self._values: dict[Var, PrimExpr] = {}
         self._modular = ModularSetAnalyzer(self)
+        self._facts_learned = 0  # changes with every bind to an expression and constraint scope
+        # id(expr) -> (expr, steps, state, result): the passes and schedules ask the same
+        # expression (an end of a region, a binding) again and again while nothing is learned
+        self._simplified: dict[int, tuple] = {}
 
     # -- what is known --------------------------------------------------------------------
     def bind(self, var: Var, value: Range | PrimExpr | int, allow_override: bool = False) -> None:
@@ -43,6 +51,7 @@ class Analyzer:
             return
         value = convert(value)
         self._values[var] = value
+        self._facts_learned += 1
         self._set_bound(var, self._bounds.bound(value), allow_override)
 
     def update(self, var: Var, info: ConstIntBound, allow_override: bool = False) -> None:
@@ -80,13 +89,22 @@ class Analyzer:
         What is learned: bounds of single variables compared with something bounded
         (``i < n``, ``4 <= j``), also inside ``and``; other conditions teach nothing.
         """
+        self._facts_learned += 1
         with contextlib.ExitStack() as scopes:
+            scopes.callback(self._learned)
             for var, interval in self._facts(condition):
                 known = self._bounds.var_bound(var)
                 tightened = (max(known[0], interval[0]), min(known[1], interval[1]))
                 scopes.enter_context(self.interval_scope(var, tightened))
             scopes.callback(self._modular.enter_constraint(condition))
             yield
+
+    def _learned(self) -> None:
+        self._facts_learned += 1
+
+    def _state(self) -> tuple[int, int]:
+        """What :meth:`simplify` depends on besides its argument, as a token that changes with it."""
+        return self._bounds.version, self._facts_learned
 
     def _facts(self, condition: PrimExpr) -> list[tuple[Var, tuple[int, int]]]:
         if isinstance(condition, And):
@@ -129,6 +147,11 @@ class Analyzer:
     def simplify(self, expr: PrimExpr | int, steps: int = 2) -> PrimExpr:
         """A simpler, equivalent expression (canonical sums, folded divisions ...)."""
         expr = convert(expr)
+        state = self._state()
+        known = self._simplified.get(id(expr))
+        if known is not None and known[0] is expr and known[1] == steps and known[2] == state:
+            return known[3]
+        asked = expr
         if self._values:
             expr = substitute(expr, lambda v: self._values.get(v))
         for _ in range(max(steps, 1)):
@@ -136,6 +159,9 @@ class Analyzer:
             if new is expr:
                 break
             expr = new
+        if len(self._simplified) >= _SIMPLIFIED_SIZE:  # (an analyzer of a module lives as long as the process)
+            self._simplified.clear()
+        self._simplified[id(asked)] = (asked, steps, state, expr)  # (holds ``asked``: its id stays its own)
         return expr
 
     rewrite_simplify = simplify

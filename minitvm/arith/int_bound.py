@@ -40,11 +40,13 @@ class IntBoundAnalyzer:
     def __init__(self) -> None:
         # id(var) -> (var, interval); the var is kept so its id stays unique
         self._var_bounds: dict[int, tuple[Var, Interval]] = {}
+        self.version = 0  # changes with every bound set (what the analyzer's answers depend on)
 
     # -- variable bounds -------------------------------------------------------------
     def set_bound(self, var: Var, interval: Interval | None) -> Interval | None:
         """Set (or with None, forget) a variable's bound; returns the previous one."""
         previous = self._var_bounds.get(id(var))
+        self.version += 1
         if interval is None:
             self._var_bounds.pop(id(var), None)
         else:

@@ -472,6 +472,8 @@ def _wrap_int(dtype: str, value: int) -> int:
 
 def const(value: Any, dtype: str | None = None) -> PrimExpr:
     """A constant of ``dtype`` (int32 / float32 / bool inferred from the Python value)."""
+    if value.__class__ is int and (dtype == "int32" or dtype == "int64") and dtype.__class__ is str:
+        return IntImm(dtype, value)  # the common case: every index and extent the passes build
     if dtype is None:
         if isinstance(value, bool):
             dtype = "bool"

@@ -79,6 +79,8 @@ def _is_const(x: PrimExpr, value: Any = None) -> bool:
 
 def _promote(a: Any, b: Any) -> tuple[PrimExpr, PrimExpr]:
     """Make both operands PrimExprs of one dtype (Python numbers adopt the other side's)."""
+    if isinstance(a, PrimExpr) and isinstance(b, PrimExpr) and a.dtype == b.dtype:
+        return a, b  # the common case: every index the schedules and passes build
     a = a.var if isinstance(a, IterVar) else a  # an IterVar stands for its variable
     b = b.var if isinstance(b, IterVar) else b
     if not isinstance(a, PrimExpr) and hasattr(a, "as_prim_expr"):  # a buffer slice: its vector load

@@ -70,7 +70,17 @@ class IntegerDivisionByZero(TVMError, ZeroDivisionError):
 
 def kind_of(dtype: str) -> str:
     """``"bool"``, ``"uint"``, ``"int"`` (signed) or ``"float"``."""
-    dtype = str(dtype)
+    known = _KINDS.get(dtype)
+    if known is None:
+        known = _KINDS[dtype] = _kind_of(str(dtype))
+    return known
+
+
+#: kind by dtype, filled as asked: every operator an expression is built with asks (a few dtypes)
+_KINDS: dict[str, str] = {}
+
+
+def _kind_of(dtype: str) -> str:
     if dtype == "bool":
         return "bool"
     if _dt.is_float(dtype):

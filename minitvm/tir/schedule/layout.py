@@ -61,17 +61,20 @@ class SimplifyAccesses(StmtExprMutator):
 def _fold_div_mod(e: PrimExpr) -> PrimExpr:
     """``x // c * c + x % c`` -> ``x``, also for a symbolic ``c`` (what inverting a fusion with a
     symbolic extent leaves behind; the arith simplifier folds only constant divisors)."""
-    class _Fold(StmtExprMutator):
-        def visit_add_(self, n: Add) -> PrimExpr:
-            a, b = self.visit(n.a), self.visit(n.b)
-            for x, y in ((a, b), (b, a)):
-                if (isinstance(x, Mul) and isinstance(x.a, FloorDiv) and isinstance(y, FloorMod)
-                        and structural_equal(x.a.a, y.a) and structural_equal(x.a.b, x.b)
-                        and structural_equal(x.b, y.b)):
-                    return y.a
-            return n if a is n.a and b is n.b else Add(a, b)
+    return _FoldDivMod().visit(e)
 
-    return _Fold().visit(e)
+
+class _FoldDivMod(StmtExprMutator):
+    """:func:`_fold_div_mod`'s walk (a class made once: this runs for every index of a layout)."""
+
+    def visit_add_(self, n: Add) -> PrimExpr:
+        a, b = self.visit(n.a), self.visit(n.b)
+        for x, y in ((a, b), (b, a)):
+            if (isinstance(x, Mul) and isinstance(x.a, FloorDiv) and isinstance(y, FloorMod)
+                    and structural_equal(x.a.a, y.a) and structural_equal(x.a.b, x.b)
+                    and structural_equal(x.b, y.b)):
+                return y.a
+        return n if a is n.a and b is n.b else Add(a, b)
 
 
 def apply_index_map(index_map: Any, args: list[PrimExpr], what: str) -> list[PrimExpr]:

@@ -55,18 +55,23 @@ def primitive(kind: str, inputs: tuple[str, ...] = (), *, output: str | None = N
         inst_kind = register_inst_kind(_kind_of(kind, method.__name__, sig, tuple(inputs), output,
                                                 pure=pure, postproc=postproc, omit_empty=tuple(omit_empty)))
         lookups = _block_lookups(sig)
+        bind = _plain_binder(sig)
 
         @functools.wraps(method)
         def apply(self: Any, *args: Any, **kwargs: Any) -> Any:
-            bound = sig.bind(self, *args, **kwargs)
-            bound.apply_defaults()
+            arguments = bind(self, args, kwargs) if bind is not None else None
+            bound = None
+            if arguments is None:  # var-positional parameters, or a call sig.bind words the error of
+                bound = sig.bind(self, *args, **kwargs)
+                bound.apply_defaults()
+                arguments = bound.arguments
             for name, look_up in lookups:
-                bound.arguments[name] = look_up(self, bound.arguments[name])
-            call = _Call(dict(bound.arguments))
+                arguments[name] = look_up(self, arguments[name])
+            call = _Call(dict(arguments))
             calls = self._calls
             calls.append(call)
             try:
-                result = method(*bound.args, **bound.kwargs)
+                result = method(*bound.args, **bound.kwargs) if bound is not None else method(*arguments.values())
             finally:
                 calls.pop()
             if not calls:
@@ -79,6 +84,34 @@ def primitive(kind: str, inputs: tuple[str, ...] = (), *, output: str | None = N
         return apply
 
     return declare
+
+
+def _plain_binder(sig: inspect.Signature) -> Callable[[Any, tuple, dict], dict | None] | None:
+    """``sig.bind`` + ``apply_defaults`` for a signature of plain parameters (the arguments by
+    name, in order), ~10x faster: every primitive call binds its arguments.  None for another
+    signature; the binder returns None for a call it cannot bind (``sig.bind`` then says why)."""
+    params = list(sig.parameters.values())
+    if any(p.kind is not p.POSITIONAL_OR_KEYWORD for p in params):
+        return None
+    names = tuple(p.name for p in params)
+    defaults = {p.name: p.default for p in params if p.default is not p.empty}
+
+    def bind(self: Any, args: tuple, kwargs: dict) -> dict | None:
+        if len(args) >= len(names):
+            return None
+        arguments = dict(zip(names, (self, *args)))
+        used = 0
+        for name in names[len(args) + 1:]:
+            if name in kwargs:
+                arguments[name] = kwargs[name]
+                used += 1
+            elif name in defaults:
+                arguments[name] = defaults[name]
+            else:
+                return None
+        return arguments if used == len(kwargs) else None
+
+    return bind
 
 
 def declared_kind(method: Any) -> InstructionKind | None:

@@ -60,6 +60,40 @@ class BufferArgumentError(ScheduleError, AssertionError):
     """A buffer argument names no buffer the block accesses (TVM asserts on it)."""
 
 
+def _rendered_getattribute(self: Any, name: str) -> Any:
+    # error_render_level="fast"/"none": a primitive's ScheduleError is shown shortened, as TVM
+    attr = object.__getattribute__(self, name)
+    if name.startswith("_") or not callable(attr):
+        return attr
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return attr(*args, **kwargs)
+        except ScheduleError as err:
+            raise err.rendered(object.__getattribute__(self, "_render_level")) from None
+
+    call.__name__ = name
+    call.__doc__ = attr.__doc__
+    return call
+
+
+#: schedule class -> its subclass that renders ScheduleErrors at a shorter level
+_RENDERING: dict[type, type] = {}
+
+
+def _rendering(cls: type) -> type:
+    """``cls`` with errors rendered as ``error_render_level`` asks (same name: it is the same
+    schedule, only its errors print shorter)."""
+    if cls in _RENDERING.values():
+        return cls
+    found = _RENDERING.get(cls)
+    if found is None:
+        found = _RENDERING[cls] = type(cls.__name__, (cls,), {"__getattribute__": _rendered_getattribute,
+                                                              "__module__": cls.__module__,
+                                                              "__qualname__": cls.__qualname__})
+    return found
+
+
 class Schedule:
     """``Schedule(mod_or_func, seed=None)``: a schedule over a copy of the module.
 
@@ -85,6 +119,8 @@ class Schedule:
             raise ValueError(f"Schedule(error_render_level={error_render_level!r}): use 'detail', 'fast' "
                              "or 'none'")
         self._render_level = level
+        if level != "detail":  # (a class of its own: every attribute read of a schedule pays for the hook)
+            self.__class__ = _rendering(type(self))
         self._mod = mod.copy()
         self._trace = Trace(era=written_era(mod))  # it prints in the era its functions were written in
         self._values: dict[ExprRV, int] = {}  # what each sampled random variable evaluates to
@@ -95,23 +131,6 @@ class Schedule:
         # the entry function, as TVM finds it: the only PrimFunc, or the one named main
         prim_names = [gv.name_hint for gv, f in mod.items() if isinstance(f, PrimFunc)]
         self._func_name = prim_names[0] if len(prim_names) == 1 else "main" if "main" in prim_names else None
-
-    def __getattribute__(self, name: str) -> Any:
-        # error_render_level="fast"/"none": a primitive's ScheduleError is shown shortened, as TVM
-        attr = object.__getattribute__(self, name)
-        if name.startswith("_") or not callable(attr) or \
-                object.__getattribute__(self, "__dict__").get("_render_level", "detail") == "detail":
-            return attr
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return attr(*args, **kwargs)
-            except ScheduleError as err:
-                raise err.rendered(object.__getattribute__(self, "_render_level")) from None
-
-        call.__name__ = name
-        call.__doc__ = attr.__doc__
-        return call
 
     # -- state --------------------------------------------------------------------
     @property

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from typing import Callable
 
 from ...arith import Analyzer
 from ..buffer import Buffer
@@ -35,11 +36,19 @@ __all__ = ["check_stage_pipeline"]
 def check_stage_pipeline(scope: Block, scope_path: tuple, what: str) -> None:
     """Raise ScheduleError when a read in ``scope`` is provably not covered by its producers."""
     blocks = scope_blocks(scope, scope_path)
-    ana = Analyzer()
-    for _, path in blocks:
-        for s in path:
-            if isinstance(s, For):
-                ana.bind(s.loop_var, Range(s.min, s.extent))
+    known: list[Analyzer] = []
+
+    def ana() -> Analyzer:
+        """The scope's loops bound to their ranges, built when a read is first decided
+        symbolically (most are decided in numbers, or remembered)."""
+        if not known:
+            known.append(Analyzer())
+            for _, path in blocks:
+                for s in path:
+                    if isinstance(s, For):
+                        known[0].bind(s.loop_var, Range(s.min, s.extent))
+        return known[0]
+
     writers: dict[int, list] = {}  # buffer id -> the blocks before this one that write it
     for consumer, cpath in blocks:
         if is_const_true(consumer.predicate):  # (a guarded consumer reads less than its loops say)
@@ -83,7 +92,7 @@ _GAPS_LOCK = threading.Lock()
 
 
 def _gap_remembered(read, consumer: BlockRealize, cpath: tuple, group: list, lca: For | None,
-                    ana: Analyzer) -> str | None:
+                    ana: Callable[[], Analyzer]) -> str | None:
     # only the loops of a path matter (the scope block and SeqStmt on it change with every
     # primitive); the analyzer binds each loop to its range, so the loops fix that too
     key = (id(read), id(consumer), _loop_ids(cpath), id(lca),
@@ -105,8 +114,10 @@ def _loop_ids(path: tuple) -> tuple:
     return tuple(id(s) for s in path if isinstance(s, For))
 
 
-def _gap(read, consumer: BlockRealize, cpath: tuple, group: list, lca: For | None, ana: Analyzer) -> str | None:
-    """Words for a dimension where the consumer provably reads outside what ``group`` writes."""
+def _gap(read, consumer: BlockRealize, cpath: tuple, group: list, lca: For | None,
+         analyzer: Callable[[], Analyzer]) -> str | None:
+    """Words for a dimension where the consumer provably reads outside what ``group`` writes
+    (``analyzer``: the scope's analyzer, built when first asked)."""
     buffer: Buffer = read.buffer
     if _covered_in_ints(read, consumer, cpath, group, lca):
         return None
@@ -116,6 +127,7 @@ def _gap(read, consumer: BlockRealize, cpath: tuple, group: list, lca: For | Non
         return None
     if _covered_by_numbers(buffer, consumed, written):
         return None
+    ana = analyzer()
     for d, (c_lo, c_hi) in enumerate(consumed):
         top = buffer.shape[d] - 1
         zero = const(0, top.dtype)

@@ -30,7 +30,7 @@ from ..functor import StmtExprMutator, post_order_visit
 from ..schedule.region_cover import thread_loops_sharing
 from ..schedule.shared_analyses import range_bounds
 from ..stmt import Allocate, Block, BlockRealize, BufferStore, For, Stmt
-from ..stmt_functor import child_stmts, replace_stmt
+from ..stmt_functor import child_stmts
 from .function_pass import prim_func_pass
 from .storage_align import apply_storage_align
 
@@ -120,41 +120,66 @@ def _region(users: list[tuple[BlockRealize, tuple]], buffer: Buffer, loop: For) 
 
 
 class _Shift(StmtExprMutator):
-    """Accesses of ``old`` become accesses of ``new`` at ``index - lo``."""
+    """Inside each planned loop, accesses of its buffers become accesses of their compacted
+    buffers at ``index - lo``, and the loop's body is wrapped in their allocations (the first
+    buffer innermost): every buffer of a block in one walk of its body."""
 
-    def __init__(self, old: Buffer, new: Buffer, lows: list[PrimExpr]):
-        self.old, self.new, self.lows, self.ana = old, new, lows, Analyzer()
+    def __init__(self, plan: dict[int, list[tuple[Buffer, Buffer, list[PrimExpr]]]]):
+        self.plan = plan  # id(loop) -> (old, new, lows) of the buffers placed in it, in order
+        self.active: dict[int, tuple[Buffer, list[PrimExpr], Analyzer]] = {}  # id(old) -> (new, lows, ana)
 
-    def _shift(self, indices: tuple) -> tuple:
-        return tuple(self.ana.simplify(i - lo) for i, lo in zip(indices, self.lows))
+    def visit_for_(self, n: For) -> Stmt:
+        placed = self.plan.get(id(n))
+        if placed is None:
+            return self.visit_children(n)
+        for old, new, lows in placed:
+            self.active[id(old)] = (new, lows, Analyzer())
+        try:
+            loop = self.visit_children(n)
+        finally:
+            for old, _, _ in placed:
+                del self.active[id(old)]
+        body = loop.body
+        for _, new, _ in placed:
+            body = Allocate(new, body)
+        return replace(loop, body=body)
+
+    def _shift(self, indices: tuple, to: tuple) -> tuple:
+        _, lows, ana = to
+        return tuple(ana.simplify(i - lo) for i, lo in zip(indices, lows))
 
     def visit_buffer_load_(self, n: BufferLoad) -> PrimExpr:
         indices = self.visit(n.indices)
-        if n.buffer is self.old:
-            return BufferLoad(self.new, self._shift(indices))
+        to = self.active.get(id(n.buffer))
+        if to is not None:
+            return BufferLoad(to[0], self._shift(indices, to))
         return n if indices is n.indices else BufferLoad(n.buffer, indices)
 
     def visit_buffer_store_(self, n: BufferStore) -> Stmt:
         value, indices = self.visit(n.value), self.visit(n.indices)
-        if n.buffer is self.old:
-            return BufferStore(self.new, value, self._shift(indices), n.span)
+        to = self.active.get(id(n.buffer))
+        if to is not None:
+            return BufferStore(to[0], value, self._shift(indices, to), n.span)
         return n if value is n.value and indices is n.indices else BufferStore(n.buffer, value, indices, n.span)
 
     def visit_buffer_region_(self, n: BufferRegion) -> BufferRegion:
-        if n.buffer is not self.old:
+        to = self.active.get(id(n.buffer))
+        if to is None:
             return n
-        mins = self._shift(tuple(r.min for r in n.region))
-        return BufferRegion(self.new, tuple(Range(m, r.extent) for m, r in zip(mins, n.region)))
+        mins = self._shift(tuple(r.min for r in n.region), to)
+        return BufferRegion(to[0], tuple(Range(m, r.extent) for m, r in zip(mins, n.region)))
 
 
 def _compact_block(block: Block) -> Block:
     """``block`` with each buffer it allocates moved into the innermost loop of its body that
-    holds every use, at the size used there."""
+    holds every use, at the size used there.  Where a buffer goes and its size do not depend
+    on where the others went, so all are planned on the body as it is, then moved at once."""
     kept: list[Buffer] = []
-    new_body = block.body
+    plan: dict[int, list[tuple[Buffer, Buffer, list[PrimExpr]]]] = {}
     accessed: dict[int, tuple[Block, set[int]]] = {}
+    chains = _chains(block.body) if block.alloc_buffers else []
     for buffer in block.alloc_buffers:
-        users = [(r, p) for r, p in _chains(new_body) if _uses(r.block, buffer, accessed)]
+        users = [(r, p) for r, p in chains if _uses(r.block, buffer, accessed)]
         loop = _placement(users, buffer) if users else None
         if loop is None:
             kept.append(buffer)
@@ -171,13 +196,10 @@ def _compact_block(block: Block) -> Block:
                 shape.append(full)
                 lows.append(const(0, full.dtype))
         small = decl_buffer(tuple(shape), buffer.dtype, buffer.name, scope=buffer.scope)
-        new_loop = _Shift(buffer, small, lows).visit(loop)
-        new_loop = replace(new_loop, body=Allocate(small, new_loop.body))
-
-        new_body = replace_stmt(new_body, loop, new_loop)
+        plan.setdefault(id(loop), []).append((buffer, small, lows))
     if len(kept) == len(block.alloc_buffers):
         return block
-    return replace(block, alloc_buffers=tuple(kept), body=new_body)
+    return replace(block, alloc_buffers=tuple(kept), body=_Shift(plan).visit(block.body))
 
 
 class _CompactEveryBlock(StmtExprMutator):
