@@ -51,6 +51,8 @@ from .expr import (
     VarBinding,
     _set_struct_info,
     is_leaf,
+    is_normalized,
+    mark_normalized,
     struct_info_of,
 )
 from .struct_info import (
@@ -593,13 +595,17 @@ class BlockBuilder:
         return new
 
     def _normalize_function(self, func: Function) -> Function:
+        if is_normalized(func):  # normalizing is idempotent: nothing to walk
+            return func
         for p in func.params:
             if p.struct_info is None:
                 raise StructInfoError(f"parameter {p.name} of a function has no struct info")
         body = self._normalize_scope(func.body)
-        if body is func.body and struct_info_of(func) is not None:
-            return func
-        return self._make_function(func.params, body, func.ret_struct_info, func.is_pure, func.attrs)
+        if body is not func.body or struct_info_of(func) is None:
+            func = self._make_function(func.params, body, func.ret_struct_info, func.is_pure, func.attrs)
+        if self.op_normalization:
+            mark_normalized(func)
+        return func
 
     def _make_function(self, params: Sequence[Var], body: SeqExpr, ret: StructInfo | None,
                        is_pure: bool, attrs: dict) -> Function:
