@@ -38,13 +38,19 @@ from .expr import (
     Binding,
     BindingBlock,
     Call,
+    Constant,
     DataflowBlock,
     DataflowVar,
+    DataTypeImm,
     Expr,
+    ExternFunc,
     Function,
     If,
     MatchCast,
+    PrimValue,
     SeqExpr,
+    ShapeExpr,
+    StringImm,
     Tuple,
     TupleGetItem,
     Var,
@@ -483,7 +489,8 @@ class BlockBuilder:
 
     def _normalize_call(self, call: Call) -> Call:
         op = call.op if isinstance(call.op, (Op, GlobalVar)) else self._normalize_arg(call.op)
-        args = [self._normalize_arg(a) for a in call.args]
+        # arguments that normalize to themselves (most calls have only such) are not visited
+        args = call.args if all(_normal_leaf(a) for a in call.args) else [self._normalize_arg(a) for a in call.args]
         if op is not call.op or not _same(args, call.args):
             call = Call(op, args, call.attrs, call.sinfo_args)
         fnormalize = op.get_attr("FNormalize") if isinstance(op, Op) and self.op_normalization else None
@@ -628,6 +635,15 @@ class BlockBuilder:
         if sinfo is None:
             raise StructInfoError(f"{where}: {expr!r} has no struct info")
         return sinfo
+
+
+#: leaves that normalizing returns as they are (a variable too, once it has struct info)
+_PLAIN_LEAVES = frozenset({Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm, GlobalVar, ExternFunc, Op})
+
+
+def _normal_leaf(arg: Any) -> bool:
+    cls = type(arg)
+    return cls in _PLAIN_LEAVES or ((cls is Var or cls is DataflowVar) and arg.struct_info is not None)
 
 
 def _merge_blocks(blocks: list[BindingBlock]) -> list[BindingBlock]:

@@ -153,6 +153,8 @@ class _Rewrite(ExprMutator):
         if all(a is b for a, b in zip(blocks, seq.blocks)):
             return seq
         # re-emit the rewritten values through the builder: nested calls get their own bindings
+        # (the values of a normalized body are normalized already; only the new ones need it)
+        kept = {id(b.value) for block in op.blocks for b in block.bindings} if flat else set()
         new_blocks = []
         for block in blocks:
             if isinstance(block, DataflowBlock):
@@ -161,7 +163,7 @@ class _Rewrite(ExprMutator):
                 self.builder_.begin_binding_block()
             try:
                 for b in block.bindings:
-                    value = self._renormalize(b.value)
+                    value = self._renormalize(b.value, id(b.value) in kept)
                     if isinstance(b, MatchCast):
                         self.builder_.emit_normalized(MatchCast(b.var, value, b.struct_info))
                     else:
@@ -173,10 +175,11 @@ class _Rewrite(ExprMutator):
                 new_blocks.append(self.builder_.end_block())
         return SeqExpr(tuple(b for b in new_blocks if b.bindings), self.visit_expr(seq.body))
 
-    def _renormalize(self, value: Any) -> Any:
+    def _renormalize(self, value: Any, normalized: bool = False) -> Any:
         """``value`` with earlier new variables followed, then normalized in one pass, as TVM
         normalizes a rewriter's result: a nested call's operands are bound just before it
-        (``add(matmul(x, f(A)), matmul(x, f(B)))`` binds f(A), the first matmul, f(B), ...)."""
+        (``add(matmul(x, f(A)), matmul(x, f(B)))`` binds f(A), the first matmul, f(B), ...).
+        A ``normalized`` value that follows no new variable is returned as it is."""
         def remap(e: Any) -> Any:
             if isinstance(e, Var):
                 return self.var_remap_.get(e, e)
@@ -190,7 +193,8 @@ class _Rewrite(ExprMutator):
                 inner = remap(e.tuple_value)
                 return e if inner is e.tuple_value else TupleGetItem(inner, e.index)
             return self.visit_expr(e)  # functions, branches, leaves: the mutator's own way
-        return self.builder_.normalize(remap(value))
+        remapped = remap(value)
+        return remapped if normalized and remapped is value else self.builder_.normalize(remapped)
 
     def _rewrite_block(self, block: BindingBlock) -> BindingBlock:
         """The block with matching values replaced (a dataflow block as one piece; an ordinary
