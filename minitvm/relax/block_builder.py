@@ -38,19 +38,27 @@ from .expr import (
     Binding,
     BindingBlock,
     Call,
+    Constant,
     DataflowBlock,
     DataflowVar,
+    DataTypeImm,
     Expr,
+    ExternFunc,
     Function,
     If,
     MatchCast,
+    PrimValue,
     SeqExpr,
+    ShapeExpr,
+    StringImm,
     Tuple,
     TupleGetItem,
     Var,
     VarBinding,
     _set_struct_info,
     is_leaf,
+    is_normalized,
+    mark_normalized,
     struct_info_of,
 )
 from .struct_info import (
@@ -481,7 +489,8 @@ class BlockBuilder:
 
     def _normalize_call(self, call: Call) -> Call:
         op = call.op if isinstance(call.op, (Op, GlobalVar)) else self._normalize_arg(call.op)
-        args = [self._normalize_arg(a) for a in call.args]
+        # arguments that normalize to themselves (most calls have only such) are not visited
+        args = call.args if all(_normal_leaf(a) for a in call.args) else [self._normalize_arg(a) for a in call.args]
         if op is not call.op or not _same(args, call.args):
             call = Call(op, args, call.attrs, call.sinfo_args)
         fnormalize = op.get_attr("FNormalize") if isinstance(op, Op) and self.op_normalization else None
@@ -593,13 +602,17 @@ class BlockBuilder:
         return new
 
     def _normalize_function(self, func: Function) -> Function:
+        if is_normalized(func):  # normalizing is idempotent: nothing to walk
+            return func
         for p in func.params:
             if p.struct_info is None:
                 raise StructInfoError(f"parameter {p.name} of a function has no struct info")
         body = self._normalize_scope(func.body)
-        if body is func.body and struct_info_of(func) is not None:
-            return func
-        return self._make_function(func.params, body, func.ret_struct_info, func.is_pure, func.attrs)
+        if body is not func.body or struct_info_of(func) is None:
+            func = self._make_function(func.params, body, func.ret_struct_info, func.is_pure, func.attrs)
+        if self.op_normalization:
+            mark_normalized(func)
+        return func
 
     def _make_function(self, params: Sequence[Var], body: SeqExpr, ret: StructInfo | None,
                        is_pure: bool, attrs: dict) -> Function:
@@ -622,6 +635,15 @@ class BlockBuilder:
         if sinfo is None:
             raise StructInfoError(f"{where}: {expr!r} has no struct info")
         return sinfo
+
+
+#: leaves that normalizing returns as they are (a variable too, once it has struct info)
+_PLAIN_LEAVES = frozenset({Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm, GlobalVar, ExternFunc, Op})
+
+
+def _normal_leaf(arg: Any) -> bool:
+    cls = type(arg)
+    return cls in _PLAIN_LEAVES or ((cls is Var or cls is DataflowVar) and arg.struct_info is not None)
 
 
 def _merge_blocks(blocks: list[BindingBlock]) -> list[BindingBlock]:

@@ -157,6 +157,19 @@ def struct_info_of(expr: Any) -> Any:
     return None
 
 
+def is_normalized(func: Any) -> bool:
+    """Whether ``func`` is a Function known to be normalized (a BlockBuilder applying FNormalize
+    made it so): normalizing it again is the identity, as a rewrite that changes nothing is."""
+    return isinstance(func, Function) and "_normalized" in func.__dict__
+
+
+def mark_normalized(func: Function) -> None:
+    """Record that ``func`` is normalized (see :func:`is_normalized`): nodes are immutable, so it
+    stays so.  Every ExprMutator normalizes the function it returns; the mark lets that, and
+    the passes that skip a rewrite changing nothing, return it without walking its body."""
+    func.__dict__["_normalized"] = True
+
+
 def _set_struct_info(expr: Expr, sinfo: Any) -> None:
     """Record ``sinfo`` on ``expr``; done once, by construction or normalization."""
     object.__setattr__(expr, "_sinfo", sinfo)
@@ -785,6 +798,20 @@ class _AxisFields:
     def __getitem__(self, axis: Any) -> "Call":
         get = _op.inspect.tensor_shape_i if self.field == "shape" else _op.inspect.tensor_stride_i
         return get(self.tensor, axis)
+
+
+def has_scope(expr: Any) -> bool:
+    """Whether ``expr`` (a normalized binding's value) holds a function or a branch: a scope of
+    its own, which a rewrite walks inside."""
+    if isinstance(expr, (Function, If, SeqExpr)):
+        return True
+    if isinstance(expr, Call):
+        return has_scope(expr.op) or any(has_scope(a) for a in expr.args)
+    if isinstance(expr, Tuple):
+        return any(has_scope(f) for f in expr.fields)
+    if isinstance(expr, TupleGetItem):
+        return has_scope(expr.tuple_value)
+    return False
 
 
 def is_leaf(expr: Any) -> bool:

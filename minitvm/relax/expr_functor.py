@@ -65,11 +65,19 @@ _HOOKS: dict[type, str] = {
 }
 
 
+#: expression class -> the name of its hook, found once per class (every node visited asks)
+_HOOK_NAMES: dict[type, str] = {}
+
+
 def _hook(expr: Any) -> str:
+    name = _HOOK_NAMES.get(type(expr))
+    if name is not None:
+        return name
     for cls in type(expr).__mro__:
         suffix = _HOOKS.get(cls)
         if suffix is not None:
-            return f"visit_{suffix}_"
+            name = _HOOK_NAMES[type(expr)] = f"visit_{suffix}_"
+            return name
     raise TypeError(f"not a Relax expression: {type(expr).__name__} {expr!r}")
 
 
@@ -210,7 +218,8 @@ class ExprMutator:
     def with_struct_info(self, var: Var, struct_info: StructInfo) -> Var:
         """``var`` itself when its struct info is ``struct_info``, else a new variable of the
         same name and kind with it."""
-        if var.struct_info is not None and structural_equal(var.struct_info, struct_info):
+        if var.struct_info is struct_info or (var.struct_info is not None
+                                              and structural_equal(var.struct_info, struct_info)):
             return var
         return type(var)(var.name, struct_info)
 

@@ -116,3 +116,34 @@ def test_a_repeated_argument_is_not_mistaken_for_two():
     xs, ys, zs = (rng.standard_normal(16).astype("float32") for _ in range(3))
     got = relax.VirtualMachine(ex, minitvm.cpu())["main"](*map(minitvm.nd.array, (xs, ys, zs))).numpy()
     np.testing.assert_allclose(got, 2 * xs + (ys + zs) + xs, rtol=1e-6)
+
+
+def test_layers_with_constant_weights_share_kernels_and_a_scalar_constant_keeps_its_value():
+    """A model's weights are constants: add(h, bias_i) of each layer reuses the first layer's
+    kernel on its own bias.  A 0-d constant is folded into the kernel by value, so multiply(h, 2)
+    and multiply(h, 3) are kernels of their own; the module computes what numpy does."""
+    rng = np.random.default_rng(3)
+    biases = [rng.standard_normal(8).astype("float32") for _ in range(3)]
+    scales = [2.0, 3.0, 2.0, 0.5]
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", R.Tensor((4, 8), "float32"))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            h = x
+            for b in biases:
+                h = bb.emit(relax.op.add(h, relax.const(b)))
+            for s in scales:
+                h = bb.emit(relax.op.add(relax.op.multiply(h, relax.const(np.float32(s))), x))
+            out = bb.emit_output(relax.op.divide(relax.const(np.float32(1.0)), h))
+        bb.emit_func_output(out)
+    legal = relax.transform.LegalizeOps()(bb.get())
+    called = _called(legal)
+    assert called[0] == called[1] == called[2]  # one bias kernel, three biases
+    multiplies = called[3:11:2]
+    assert multiplies[0] == multiplies[2] and len(set(multiplies)) == 3  # by 2, 3 and 0.5
+    xs = rng.standard_normal((4, 8)).astype("float32")
+    want = xs + sum(biases)
+    for s in scales:
+        want = want * np.float32(s) + xs
+    got = relax.VirtualMachine(minitvm.compile(bb.get()), minitvm.cpu())["main"](minitvm.nd.array(xs)).numpy()
+    np.testing.assert_allclose(got, 1 / want, rtol=1e-5)

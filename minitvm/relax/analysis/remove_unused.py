@@ -28,6 +28,8 @@ from ..expr import (
     SeqExpr,
     VarBinding,
     _set_struct_info,
+    is_normalized,
+    mark_normalized,
     struct_info_of,
 )
 from .purity import contains_impure_call
@@ -59,7 +61,10 @@ def _prune(expr: Any, mod: IRModule | None) -> Any:
         body = _prune(expr.body, mod)
         if body is expr.body:
             return expr
-        return Function(expr.params, body, expr.ret_struct_info, expr.is_pure, expr.attrs)
+        new = Function(expr.params, body, expr.ret_struct_info, expr.is_pure, expr.attrs)
+        if is_normalized(expr) and _no_blocks_to_merge(body):
+            mark_normalized(new)  # fewer bindings, each as it was: normalized still
+        return new
     if isinstance(expr, If):
         then, other = _prune(expr.true_branch, mod), _prune(expr.false_branch, mod)
         if then is expr.true_branch and other is expr.false_branch:
@@ -68,6 +73,20 @@ def _prune(expr: Any, mod: IRModule | None) -> Any:
     if isinstance(expr, SeqExpr):
         return _prune_seq(expr, mod)
     return expr
+
+
+def _no_blocks_to_merge(expr: Any) -> bool:
+    """No two neighbouring blocks of one kind in ``expr``'s sequences, inner ones too (a block
+    emptied between them leaves such a pair, which normalizing would join)."""
+    if isinstance(expr, SeqExpr):
+        kinds = [type(b) for b in expr.blocks]
+        return (all(a is not b for a, b in zip(kinds, kinds[1:]))
+                and all(_no_blocks_to_merge(b.value) for block in expr.blocks for b in block.bindings))
+    if isinstance(expr, Function):
+        return _no_blocks_to_merge(expr.body)
+    if isinstance(expr, If):
+        return _no_blocks_to_merge(expr.true_branch) and _no_blocks_to_merge(expr.false_branch)
+    return True
 
 
 def _prune_seq(seq: SeqExpr, mod: IRModule | None) -> SeqExpr:

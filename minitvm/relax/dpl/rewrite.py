@@ -12,8 +12,10 @@ unused bindings removed -- and the whole is repeated until nothing changes any m
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Callable
 
+from ...ir.op import Op
 from ...ir.structural import structural_equal
 from ..analysis import get_var2val, remove_all_unused
 from ..analysis.purity import contains_impure_call
@@ -30,10 +32,25 @@ from ..expr import (
     TupleGetItem,
     Var,
     VarBinding,
+    has_scope,
+    is_normalized,
 )
 from ..expr_functor import ExprMutator
 from .graph import graph_matches
-from .pattern import DFPattern, OrPattern, PatternContext, _Matcher
+from .pattern import (
+    AndPattern,
+    AttrPattern,
+    CallPattern,
+    DataTypePattern,
+    DFPattern,
+    ExprPattern,
+    OrPattern,
+    PatternContext,
+    PredicatePattern,
+    ShapePattern,
+    StructInfoPattern,
+    _Matcher,
+)
 
 __all__ = ["rewrite_call", "rewrite_bindings", "get_var2val"]
 
@@ -82,26 +99,27 @@ def rewrite_bindings(ctx: PatternContext, rewriter: Callable[[dict, dict], dict]
 
 def _until_stable(make_round: Callable[[], ExprMutator], func: Function) -> Function:
     current = func
+    hashes: dict = {}  # the values' structural hashes, for every round's tidying
     for _ in range(_MAX_ROUNDS):
         step = make_round().visit_expr(current)
         if step is current:
             return current
-        step = _tidy(step)
+        step = _tidy(step, hashes)
         if structural_equal(step, current):
             return current
         current = step
     return current
 
 
-def _tidy(func: Function) -> Function:
+def _tidy(func: Function, hashes: dict) -> Function:
     """Fold trivial bindings, bind repeated values once and drop unused ones, until stable."""
     # lazy: cycle -- relax.transform's rewrites (FoldBatchnormToConv2D ...) are written with relax.dpl
     from ..transform.canonicalize_bindings import canonicalize_bindings
-    from ..transform.eliminate_common_subexpr import _CSE
+    from ..transform.eliminate_common_subexpr import eliminate_common_subexpr
 
     while True:
         new = canonicalize_bindings(func)
-        new = _CSE(None, False).visit_expr(new)
+        new = eliminate_common_subexpr(new, hashes=hashes)
         new = remove_all_unused(new)
         if new is func or structural_equal(new, func):
             return new
@@ -115,13 +133,28 @@ class _Rewrite(ExprMutator):
         super().__init__()
         self.pattern = pattern
         self.rewriter = rewriter
+        #: the body of the function being rewritten when that is normalized (see visit_seq_expr_)
+        self.normalized_body: Any = None
+
+    def visit_function_(self, op: Function) -> Any:
+        saved, self.normalized_body = self.normalized_body, op.body if is_normalized(op) else None
+        try:
+            return super().visit_function_(op)
+        finally:
+            self.normalized_body = saved
 
     def visit_seq_expr_(self, op: SeqExpr) -> Any:
-        seq = super().visit_seq_expr_(op)  # inner functions and branches first
+        # inner functions and branches first; a normalized body without any is what the walk
+        # would return, so it is not walked
+        flat = op is self.normalized_body and not any(has_scope(b.value) for block in op.blocks
+                                                      for b in block.bindings) and not has_scope(op.body)
+        seq = op if flat else super().visit_seq_expr_(op)
         blocks = [self._rewrite_block(b) for b in seq.blocks]
         if all(a is b for a, b in zip(blocks, seq.blocks)):
             return seq
         # re-emit the rewritten values through the builder: nested calls get their own bindings
+        # (the values of a normalized body are normalized already; only the new ones need it)
+        kept = {id(b.value) for block in op.blocks for b in block.bindings} if flat else set()
         new_blocks = []
         for block in blocks:
             if isinstance(block, DataflowBlock):
@@ -130,7 +163,7 @@ class _Rewrite(ExprMutator):
                 self.builder_.begin_binding_block()
             try:
                 for b in block.bindings:
-                    value = self._renormalize(b.value)
+                    value = self._renormalize(b.value, id(b.value) in kept)
                     if isinstance(b, MatchCast):
                         self.builder_.emit_normalized(MatchCast(b.var, value, b.struct_info))
                     else:
@@ -142,10 +175,11 @@ class _Rewrite(ExprMutator):
                 new_blocks.append(self.builder_.end_block())
         return SeqExpr(tuple(b for b in new_blocks if b.bindings), self.visit_expr(seq.body))
 
-    def _renormalize(self, value: Any) -> Any:
+    def _renormalize(self, value: Any, normalized: bool = False) -> Any:
         """``value`` with earlier new variables followed, then normalized in one pass, as TVM
         normalizes a rewriter's result: a nested call's operands are bound just before it
-        (``add(matmul(x, f(A)), matmul(x, f(B)))`` binds f(A), the first matmul, f(B), ...)."""
+        (``add(matmul(x, f(A)), matmul(x, f(B)))`` binds f(A), the first matmul, f(B), ...).
+        A ``normalized`` value that follows no new variable is returned as it is."""
         def remap(e: Any) -> Any:
             if isinstance(e, Var):
                 return self.var_remap_.get(e, e)
@@ -159,7 +193,8 @@ class _Rewrite(ExprMutator):
                 inner = remap(e.tuple_value)
                 return e if inner is e.tuple_value else TupleGetItem(inner, e.index)
             return self.visit_expr(e)  # functions, branches, leaves: the mutator's own way
-        return self.builder_.normalize(remap(value))
+        remapped = remap(value)
+        return remapped if normalized and remapped is value else self.builder_.normalize(remapped)
 
     def _rewrite_block(self, block: BindingBlock) -> BindingBlock:
         """The block with matching values replaced (a dataflow block as one piece; an ordinary
@@ -192,7 +227,11 @@ class _Rewrite(ExprMutator):
         """The rewriter's replacement for ``value``, or None. A top-level ``p | q`` tries its
         alternatives in order, and one whose rewriter declines (returns the value itself) lets
         the next try, as in TVM."""
-        for alternative, ors in _alternatives(self.pattern):
+        head = _Matcher(lookup).unwrap(value)
+        head = head.op.name if isinstance(head, Call) and isinstance(head.op, Op) else None
+        for alternative, ors, ops in _alternatives_with_ops(self.pattern):
+            if ops is not None and head not in ops:
+                continue  # a call of another operator (or no call): the matcher would say no
             matches = alternative.extract_matched_expr(value, lookup)
             if matches is None:
                 continue
@@ -202,6 +241,35 @@ class _Rewrite(ExprMutator):
             if new is not None and new is not value:
                 return new
         return None
+
+
+def _alternatives_with_ops(pattern: DFPattern) -> list[tuple[DFPattern, tuple, frozenset[str] | None]]:
+    """:func:`_alternatives`, each with the operators a call it matches can have (None: any
+    expression may match), worked out once per pattern."""
+    found = _ALTERNATIVES.get(pattern)
+    if found is None:
+        found = _ALTERNATIVES[pattern] = [(a, ors, _head_ops(a)) for a, ors in _alternatives(pattern)]
+    return found
+
+
+#: pattern -> its alternatives (patterns are compared by identity; a pass's patterns are module constants)
+_ALTERNATIVES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _head_ops(p: DFPattern) -> frozenset[str] | None:
+    """The operator names a call matching ``p`` must have, or None when ``p`` may match other
+    expressions (a wildcard, a variable, a call of a callee that is no fixed operator)."""
+    if isinstance(p, CallPattern):
+        return frozenset([p.op.expr.name]) if isinstance(p.op, ExprPattern) and isinstance(p.op.expr, Op) else None
+    if isinstance(p, OrPattern):
+        left, right = _head_ops(p.left), _head_ops(p.right)
+        return None if left is None or right is None else left | right
+    if isinstance(p, AndPattern):
+        left, right = _head_ops(p.left), _head_ops(p.right)
+        return right if left is None else left if right is None else left & right
+    if isinstance(p, (DataTypePattern, ShapePattern, StructInfoPattern, AttrPattern, PredicatePattern)):
+        return _head_ops(p.pattern)
+    return None
 
 
 def _alternatives(pattern: DFPattern, ors: tuple = ()) -> list[tuple[DFPattern, tuple]]:

@@ -44,6 +44,8 @@ from ..expr import (
     TupleGetItem,
     Var,
     VarBinding,
+    is_normalized,
+    mark_normalized,
     struct_info_of,
 )
 from ..expr_functor import ExprMutator, ExprVisitor
@@ -66,6 +68,8 @@ class _Planner(ExprVisitor):
         self.constants: dict[Var, Constant] = {}
         self.defined_in_dataflow: dict[Var, None] = {}
         self.used_outside_home: set[Var] = set()     # used outside the dataflow block defining it
+        self.dataflow_blocks: list[DataflowBlock] = []
+        self.match_casts = 0
 
     def in_dataflow(self) -> bool:
         return isinstance(self.block, DataflowBlock)
@@ -89,6 +93,7 @@ class _Planner(ExprVisitor):
 
     def visit_dataflow_block_(self, block: DataflowBlock) -> None:
         self.block = block
+        self.dataflow_blocks.append(block)
         super().visit_dataflow_block_(block)
         self.block = None
 
@@ -118,6 +123,7 @@ class _Planner(ExprVisitor):
 
     def visit_binding(self, binding: Binding) -> None:
         if isinstance(binding, MatchCast):
+            self.match_casts += 1
             same_sinfo = _sinfo_equal(struct_info_of(binding.var), struct_info_of(binding.value))
         else:
             same_sinfo = True
@@ -170,6 +176,11 @@ class _Plan:
                 self.replace_binding[bound_to] = bound_var
                 self.replace_usage[bound_to] = bound_var
             self.remove.add(bound_var)
+
+    def changes_nothing(self, planner: _Planner) -> bool:
+        """No binding to remove, no variable to replace, no output copy to fold."""
+        return (not self.replace_usage and not self.replace_binding and not self.remove and not self.constants
+                and all(_fold_output_copies(b) is b for b in planner.dataflow_blocks))
 
     @staticmethod
     def chase(table: dict[Var, Var], var: Var) -> Var:
@@ -251,21 +262,33 @@ def _fold_output_copies(block: DataflowBlock) -> DataflowBlock:
     return DataflowBlock(tuple(bindings))
 
 
-def _canonicalize_relax_bindings(func: Function, mod: IRModule | None) -> Function:
-    planner = _Planner()
-    planner.visit_expr(func)
-    return _Canonicalizer(_Plan(planner), mod).visit_expr(func)
+def _canonicalize_relax_bindings(func: Function, mod: IRModule | None, planner: _Planner | None = None) -> Function:
+    if planner is None:
+        planner = _Planner()
+        planner.visit_expr(func)
+    plan = _Plan(planner)
+    if is_normalized(func) and plan.changes_nothing(planner):
+        return func  # what the rewrite would return, without rebuilding every binding
+    return _Canonicalizer(plan, mod).visit_expr(func)
 
 
 def canonicalize_bindings(func: Function, mod: IRModule | None = None) -> Function:
     """One function through the whole pass (ConvertToDataflow runs it afterwards)."""
-
-    new = _canonicalize_relax_bindings(canonicalize_tir_variables(func, mod), mod)
+    planner = _Planner()
+    planner.visit_expr(func)
+    if is_normalized(func) and not planner.match_casts:
+        # no match_cast, so no symbolic variable to pin down: the first step would return func
+        new = _canonicalize_relax_bindings(func, mod, planner)
+    else:
+        new = _canonicalize_relax_bindings(canonicalize_tir_variables(func, mod), mod)
     if new is func:
         return func
     # the body may now say more than before (a dimension pinned down): the return struct info
     # follows it, as TVM's Function constructor does
-    return BlockBuilder(mod)._make_function(new.params, new.body, new.ret_struct_info, new.is_pure, new.attrs)
+    out = BlockBuilder(mod)._make_function(new.params, new.body, new.ret_struct_info, new.is_pure, new.attrs)
+    if is_normalized(new):
+        mark_normalized(out)  # the same normalized body
+    return out
 
 
 @module_pass(opt_level=1, name="CanonicalizeBindings")

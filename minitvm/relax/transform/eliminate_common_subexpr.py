@@ -28,22 +28,76 @@ from ...ir.op import Op
 from ...ir.structural import structural_equal, structural_hash
 from ...transform import PassContext, module_pass
 from ..analysis.purity import contains_impure_call
-from ..expr import BindingBlock, Call, DataflowBlock, DataflowVar, Function, If, MatchCast, VarBinding
+from ..expr import (
+    BindingBlock,
+    Call,
+    DataflowBlock,
+    DataflowVar,
+    Function,
+    If,
+    MatchCast,
+    SeqExpr,
+    VarBinding,
+    has_scope,
+    is_normalized,
+)
 from ..expr_functor import ExprMutator
 from ._util import map_functions
 
-__all__ = ["EliminateCommonSubexpr"]
+__all__ = ["EliminateCommonSubexpr", "eliminate_common_subexpr"]
 
 _ALLOCATORS = frozenset({"relax.builtin.alloc_tensor", "relax.memory.alloc_storage", "relax.memory.alloc_tensor"})
 
 
+def eliminate_common_subexpr(func: Function, mod: IRModule | None = None, call_only: bool = False,
+                             hashes: dict[int, tuple[Any, int]] | None = None) -> Function:
+    """``func`` with each repeated pure value bound once.  ``hashes`` (id of a value -> (value,
+    structural hash)) carries the hashes over to the next call on a function that kept most of
+    its values (a rewrite repeated until nothing changes)."""
+    cse = _CSE(mod, call_only, hashes)
+    if cse.nothing_repeated(func):
+        return func  # what the rewrite would return, without rebuilding every binding
+    return cse.visit_expr(func)
+
+
 class _CSE(ExprMutator):
-    def __init__(self, mod: IRModule, call_only: bool) -> None:
+    def __init__(self, mod: IRModule, call_only: bool, hashes: dict[int, tuple[Any, int]] | None = None) -> None:
         super().__init__(mod)
         self.mod = mod
         self.call_only = call_only
         # structural hash -> [(value, match_cast struct info or None, [variables bound to it])]
         self.seen: dict[int, list[tuple[Any, Any, list]]] = {}
+        self.hashes = {} if hashes is None else hashes
+
+    def _key(self, value: Any, cast: Any) -> int:
+        """The structural hash of ``(value, cast)``: the same object hashes alike wherever it is
+        bound (a free variable hashes by identity), so a value's hash is remembered."""
+        if cast is not None:
+            return structural_hash((value, cast))
+        entry = self.hashes.get(id(value))
+        if entry is None or entry[0] is not value:
+            entry = self.hashes[id(value)] = (value, structural_hash((value, None)))
+        return entry[1]
+
+    def nothing_repeated(self, func: Any) -> bool:
+        """Whether the rewrite would change nothing in ``func``: it is normalized, binds no
+        function or branch (each a scope of its own), and no two of its mergeable values are
+        equal.  (Conservative: two equal values the rewrite keeps apart answer False.)"""
+        if not is_normalized(func) or not isinstance(func.body, SeqExpr) or has_scope(func.body.body):
+            return False
+        values: dict[int, list[tuple[Any, Any]]] = {}
+        for block in func.body.blocks:
+            for b in block.bindings:
+                if has_scope(b.value):
+                    return False
+                cast = b.struct_info if isinstance(b, MatchCast) else None
+                if not self._mergeable(b.value):
+                    continue
+                key = self._key(b.value, cast)
+                if any(structural_equal(v, b.value) and structural_equal(c, cast) for v, c in values.get(key, ())):
+                    return False
+                values.setdefault(key, []).append((b.value, cast))
+        return True
 
     def _mergeable(self, value: Any) -> bool:
         if self.call_only and not isinstance(value, Call):
@@ -62,7 +116,7 @@ class _CSE(ExprMutator):
         value = self.visit_expr(binding.value)
         cast = binding.struct_info if isinstance(binding, MatchCast) else None
         if self._mergeable(value):
-            key = structural_hash((value, cast))  # once: the lookup and the new entry share it
+            key = self._key(value, cast)  # once: the lookup and the new entry share it
             entry = self._entry(key, value, cast)
             if entry is not None and entry[2]:
                 first = entry[2][0]
@@ -125,4 +179,4 @@ class EliminateCommonSubexpr:
         self.call_only = call_only
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
-        return map_functions(mod, lambda f, m: _CSE(m, self.call_only).visit_expr(f))
+        return map_functions(mod, lambda f, m: eliminate_common_subexpr(f, m, self.call_only))

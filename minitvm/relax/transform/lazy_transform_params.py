@@ -40,7 +40,7 @@ from ..expr import (
 from ..expr_functor import ExprMutator
 from ..op.vm import kill_object
 from ..struct_info import FuncStructInfo, ObjectStructInfo, PrimStructInfo, ShapeStructInfo, TupleStructInfo
-from .eliminate_common_subexpr import _CSE
+from .eliminate_common_subexpr import eliminate_common_subexpr
 
 __all__ = ["LazyGetInput", "LazySetOutput", "LazyTransformParams"]
 
@@ -146,7 +146,7 @@ class LazyGetInput:
         for gv, f in mod.functions.items():
             if _is_public(f):
                 f = _LazyInput().visit_expr(f)
-                f = remove_all_unused(_CSE(None, False).visit_expr(f))
+                f = remove_all_unused(eliminate_common_subexpr(f))
             funcs[gv] = f
         return IRModule(funcs, mod.attrs, mod.global_infos)
 

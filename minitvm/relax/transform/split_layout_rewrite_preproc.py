@@ -119,6 +119,7 @@ class _CallSplitter(ExprMutator):
     def __init__(self, mod: IRModule, split: dict) -> None:
         super().__init__(mod)
         self.split = split
+        self.added: dict[Any, tuple[Any, Any]] = {}  # a split kernel -> its two parts' GlobalVars
 
     def visit_call_(self, op: Call) -> Any:
         call = super().visit_call_(op)
@@ -126,8 +127,10 @@ class _CallSplitter(ExprMutator):
             return call
         gv = call.args[0]
         pre, main, rewrites = self.split[gv]
-        pre_gv = self.builder_.add_func(pre, gv.name_hint + "_weight_prepack")
-        main_gv = self.builder_.add_func(main, gv.name_hint + "_prepacked")
+        if gv not in self.added:  # (each call of a kernel, one layer after another, adds the same two)
+            self.added[gv] = (self.builder_.add_func(pre, gv.name_hint + "_weight_prepack"),
+                              self.builder_.add_func(main, gv.name_hint + "_prepacked"))
+        pre_gv, main_gv = self.added[gv]
         args = list(call.args[1].fields)
         outs = []
         for r in rewrites:

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
+
 from .... import te, topi
 from ....ir.module import IRModule
 from ....ir.op import Op
@@ -278,7 +280,7 @@ class _Legalizer(ExprMutator):
         call = self.visit_expr_post_order(call)
         if not isinstance(call, Call):
             return call
-        signature = _memo_signature(call)
+        signature = _memo_signature(call, self.custom)
         if signature is None:
             return legalize_call(self.builder_, call, self.custom)
         key = structural_hash(signature)
@@ -303,18 +305,26 @@ def _static(sinfo: Any) -> bool:
     return False
 
 
-def _memo_signature(call: Call) -> tuple | None:
+def _memo_signature(call: Call, custom: dict[str, LegalizeFunc] | None) -> tuple | None:
     """What a legalization may depend on, as a structurally comparable tuple: the op, its
-    attributes, its sinfo_args, each argument's struct info (variables with static shapes) or
-    value (shape and prim literals), and which arguments are the same variable.  None when the
-    call is not one to reuse (a constant argument, a symbolic shape, anything else)."""
+    attributes, its sinfo_args, each argument's struct info (variables and constants with static
+    shapes; a 0-d constant also by its bytes, which a rule may fold into the kernel) or value
+    (shape and prim literals), and which arguments are the same object.  None when the call is
+    not one to reuse (a symbolic shape, a tuple, anything else).  A model's weights are
+    constants: each layer's ``add(x, bias)`` differs from the next only in the bias's data,
+    which the kernel takes as an argument.  (The registered rules read a constant's data only
+    to fold a 0-d one; a custom rule may read more, so there constants are not reused.)"""
     if not isinstance(call.op, Op) or not _static(call.struct_info):
         return None
+    constants_reused = not (custom and call.op.name in custom)
     parts: list[Any] = []
     first: dict[int, int] = {}
     for i, a in enumerate(call.args):
         if isinstance(a, Var) and _static(a.struct_info):
             parts.append(("var", first.setdefault(id(a), i), a.struct_info))
+        elif isinstance(a, Constant) and constants_reused and _static(a.struct_info):
+            scalar = np.asarray(a.data).tobytes() if not a.data.shape else None
+            parts.append(("const", first.setdefault(id(a), i), a.struct_info, scalar))
         elif isinstance(a, (ShapeExpr, PrimValue)) and not _free_tir_vars(a):
             parts.append(("value", a))
         else:
