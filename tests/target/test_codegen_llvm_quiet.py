@@ -54,8 +54,10 @@ def test_remarks_print_when_asked():
 
 
 def test_remarks_are_logged_and_the_kernel_still_runs(caplog):
-    minitvm.driver.clear_kernel_cache()
+    from minitvm.driver import clear_kernel_cache  # (not minitvm.driver: a lazy attribute, alone unset)
     from minitvm.target.codegen import llvm_jit
+
+    clear_kernel_cache()
 
     llvm_jit._optimized_text.cache_clear()
     with caplog.at_level(logging.INFO, logger="minitvm.llvm"):
@@ -69,3 +71,30 @@ def test_remarks_are_logged_and_the_kernel_still_runs(caplog):
             want[i + 1] = want[i] * a[(i * k) % 64]
     lib["_unvectorizable"](a, b, 3)
     np.testing.assert_allclose(b, want, rtol=1e-5)
+
+
+_WARNS_WHILE_CAPTURED = textwrap.dedent("""
+    import os, sys, warnings
+    from minitvm.target.codegen.llvm_jit import quiet_llvm
+    said = []
+    with quiet_llvm(said):
+        os.write(2, b"what LLVM writes to fd 2\\n")
+        warnings.warn("a warning of the compiling thread")
+        print("a print to sys.stderr", file=sys.stderr)
+    print(said)
+    print(sys.stderr.fileno())
+""")
+
+
+def test_python_stderr_is_not_captured_with_llvms():
+    # The early build captures fd 2 from its first LLVM piece to the build's end while the
+    # compiling thread goes on scheduling: a warning it raises meanwhile reaches the terminal.
+    import os
+
+    done = subprocess.run([sys.executable, "-c", _WARNS_WHILE_CAPTURED], capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ, MINITVM_LLVM_REMARKS="0"))
+    assert done.returncode == 0, done.stderr
+    assert "a warning of the compiling thread" in done.stderr
+    assert "a print to sys.stderr" in done.stderr
+    assert "what LLVM writes" not in done.stderr
+    assert done.stdout.splitlines() == ["['what LLVM writes to fd 2']", "2"]  # kept, and stderr restored

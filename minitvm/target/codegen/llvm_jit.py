@@ -135,6 +135,7 @@ def quiet_llvm(messages: list[str]) -> Iterator[None]:
     except (OSError, ValueError, AttributeError):  # no usable fd 2 (an embedded interpreter): nothing to hide
         yield
         return
+    python_stderr = _python_stderr_apart(saved)
     with tempfile.TemporaryFile() as sink:
         os.dup2(sink.fileno(), 2)
         try:
@@ -142,6 +143,11 @@ def quiet_llvm(messages: list[str]) -> Iterator[None]:
         finally:
             os.dup2(saved, 2)
             os.close(saved)
+            if python_stderr is not None:
+                original, apart = python_stderr
+                if sys.stderr is apart:  # (unless someone redirected it meanwhile: theirs stays)
+                    sys.stderr = original
+                apart.close()
             sink.seek(0)
             text = sink.read().decode("utf-8", errors="replace")
     lines = [ln for ln in text.splitlines() if ln.strip()]
@@ -150,6 +156,25 @@ def quiet_llvm(messages: list[str]) -> Iterator[None]:
         LOGGER.info("%s", line)
     if lines and os.environ.get("MINITVM_LLVM_REMARKS", "") not in ("", "0"):
         print("\n".join(lines), file=sys.stderr)  # noqa: T201 - asked for
+
+
+def _python_stderr_apart(saved: int) -> tuple[Any, Any] | None:
+    """While fd 2 is captured, Python's own ``sys.stderr`` (warnings, tracebacks, prints of the
+    compiling thread -- the early build captures fd 2 from its first piece to the build's end)
+    keeps writing where it wrote before, through a copy of the saved descriptor: only what LLVM
+    writes straight to fd 2 is captured.  Returns (the original ``sys.stderr``, the copy now
+    installed), or None when ``sys.stderr`` is not a file on fd 2 (a notebook's stream, pytest's
+    capture: nothing of it goes through fd 2)."""
+    original = sys.stderr
+    try:
+        if original is None or original.fileno() != 2:
+            return None
+    except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation is a ValueError/OSError
+        return None
+    apart = open(os.dup(saved), "w", buffering=1, encoding=original.encoding,  # noqa: SIM115 - closed on exit
+                 errors=original.errors)
+    sys.stderr = apart
+    return original, apart
 
 
 #: the module :func:`_optimized_text` has just optimized (a cache miss), for :func:`optimized_ir`
