@@ -85,7 +85,7 @@ class _CSE(ExprMutator):
         equal.  (Conservative: two equal values the rewrite keeps apart answer False.)"""
         if not is_normalized(func) or not isinstance(func.body, SeqExpr) or has_scope(func.body.body):
             return False
-        values: dict[int, list[tuple[Any, Any]]] = {}
+        values: dict[int, list[tuple[Any, Any, list]]] = {}  # as ``seen``, without the variables
         for block in func.body.blocks:
             for b in block.bindings:
                 if has_scope(b.value):
@@ -94,9 +94,9 @@ class _CSE(ExprMutator):
                 if not self._mergeable(b.value):
                     continue
                 key = self._key(b.value, cast)
-                if any(structural_equal(v, b.value) and structural_equal(c, cast) for v, c in values.get(key, ())):
+                if _equal_entry(values.get(key, ()), b.value, cast) is not None:
                     return False
-                values.setdefault(key, []).append((b.value, cast))
+                values.setdefault(key, []).append((b.value, cast, []))
         return True
 
     def _mergeable(self, value: Any) -> bool:
@@ -107,10 +107,7 @@ class _CSE(ExprMutator):
         return not (isinstance(value, Call) and isinstance(value.op, Op) and value.op.name in _ALLOCATORS)
 
     def _entry(self, key: int, value: Any, cast: Any) -> tuple[Any, Any, list] | None:
-        for entry in self.seen.get(key, []):
-            if structural_equal(entry[0], value) and structural_equal(entry[1], cast):
-                return entry
-        return None
+        return _equal_entry(self.seen.get(key, ()), value, cast)
 
     def _visit(self, binding: Any) -> None:
         value = self.visit_expr(binding.value)
@@ -169,6 +166,15 @@ class _CSE(ExprMutator):
         if self.seen or self.var_remap_:  # an inner function: nothing crosses its boundary
             return _CSE(self.mod, self.call_only).visit_expr(op)
         return super().visit_function_(op)
+
+
+def _equal_entry(entries: Any, value: Any, cast: Any) -> tuple[Any, Any, list] | None:
+    """The entry (value, match_cast struct info or None, variables) of ``entries`` -- one hash's
+    -- whose value and cast equal ``value`` and ``cast``, or None."""
+    for entry in entries:
+        if structural_equal(entry[0], value) and structural_equal(entry[1], cast):
+            return entry
+    return None
 
 
 @module_pass(opt_level=1, name="EliminateCommonSubexpr")
