@@ -35,22 +35,17 @@ from .analysis.struct_info_analysis import (
     struct_info_lca,
 )
 from .expr import (
+    NON_VAR_LEAVES,
     Binding,
     BindingBlock,
     Call,
-    Constant,
     DataflowBlock,
     DataflowVar,
-    DataTypeImm,
     Expr,
-    ExternFunc,
     Function,
     If,
     MatchCast,
-    PrimValue,
     SeqExpr,
-    ShapeExpr,
-    StringImm,
     Tuple,
     TupleGetItem,
     Var,
@@ -637,8 +632,9 @@ class BlockBuilder:
         return sinfo
 
 
-#: leaves that normalizing returns as they are (a variable too, once it has struct info)
-_PLAIN_LEAVES = frozenset({Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm, GlobalVar, ExternFunc, Op})
+#: leaves that normalizing returns as they are (a variable too, once it has struct info); a set
+#: of exact classes: asked for every argument of every call normalized
+_PLAIN_LEAVES = frozenset(NON_VAR_LEAVES)
 
 
 def _normal_leaf(arg: Any) -> bool:

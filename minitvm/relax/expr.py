@@ -814,10 +814,14 @@ def has_scope(expr: Any) -> bool:
     return False
 
 
+#: the leaves that are no variable (literals, references): with variables and tuples of leaves,
+#: what a call's arguments are in normal form
+NON_VAR_LEAVES = (Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm, ExternFunc, GlobalVar, Op)
+
+
 def is_leaf(expr: Any) -> bool:
     """Expressions that may appear as call arguments in normal form (no nested calls)."""
-    if isinstance(expr, (Var, Constant, ShapeExpr, PrimValue, StringImm, DataTypeImm,
-                         ExternFunc, GlobalVar, Op)):
+    if isinstance(expr, (Var, *NON_VAR_LEAVES)):
         return True
     if isinstance(expr, Tuple):
         return all(is_leaf(f) for f in expr.fields)
