@@ -17,6 +17,7 @@ here, and a false refusal would block a legal schedule).
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import OrderedDict
 from typing import Callable
@@ -36,18 +37,16 @@ __all__ = ["check_stage_pipeline"]
 def check_stage_pipeline(scope: Block, scope_path: tuple, what: str) -> None:
     """Raise ScheduleError when a read in ``scope`` is provably not covered by its producers."""
     blocks = scope_blocks(scope, scope_path)
-    known: list[Analyzer] = []
-
+    @functools.cache
     def ana() -> Analyzer:
         """The scope's loops bound to their ranges, built when a read is first decided
         symbolically (most are decided in numbers, or remembered)."""
-        if not known:
-            known.append(Analyzer())
-            for _, path in blocks:
-                for s in path:
-                    if isinstance(s, For):
-                        known[0].bind(s.loop_var, Range(s.min, s.extent))
-        return known[0]
+        analyzer = Analyzer()
+        for _, path in blocks:
+            for s in path:
+                if isinstance(s, For):
+                    analyzer.bind(s.loop_var, Range(s.min, s.extent))
+        return analyzer
 
     writers: dict[int, list] = {}  # buffer id -> the blocks before this one that write it
     for consumer, cpath in blocks:
