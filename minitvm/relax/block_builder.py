@@ -25,6 +25,7 @@ from ..ir.deep import share_thread_local
 from ..ir.module import GlobalVar, IRModule
 from ..ir.op import Op
 from ..ir.structural import structural_equal, structural_hash
+from ..tir.expr import IntImm
 from ..tir.expr import Var as TirVar
 from ..tir.function import PrimFunc
 from .analysis.struct_info_analysis import (
@@ -112,6 +113,20 @@ class _NameTable:
         return candidate
 
 
+def _outline(func: Any) -> tuple:
+    """What structurally equal functions share and is quick to read (their parameter count; a
+    PrimFunc's buffer dtypes and constant shapes, in any order): hashing a kernel costs ~1 ms."""
+    params = getattr(func, "params", None)
+    if not isinstance(func, PrimFunc):
+        return (len(params),) if params is not None else ()
+    return (len(params), tuple(sorted((str(b.dtype), tuple(_dim(d) for d in b.shape))
+                                      for b in func.buffer_map.values())))
+
+
+def _dim(d: Any) -> int:
+    return d.value if isinstance(d, IntImm) else d if isinstance(d, int) else -1
+
+
 class BlockBuilder:
     """Builds Relax functions into an IRModule (``BlockBuilder(mod)`` extends ``mod``)."""
 
@@ -127,9 +142,10 @@ class BlockBuilder:
         # is ``lv1`` when the first function had ``lv``
         self._local_names = _NameTable()
         self._global_names = _NameTable(lambda name: name in self._mod)
-        #: id(function) -> (function, structural hash): add_func compares hashes before the full
-        #: structural_equal (a model's hundreds of calls would otherwise compare every kernel)
-        self._func_hashes: dict[int, tuple[Any, int]] = {}
+        #: id(function) -> [function, outline, structural hash]: add_func compares outlines, then
+        #: hashes, before the full structural_equal (a model's hundreds of calls would otherwise
+        #: compare every kernel), and hashes only functions whose outlines meet
+        self._func_hashes: dict[int, list] = {}
 
     _current = share_thread_local(threading.local())
 
@@ -395,20 +411,28 @@ class BlockBuilder:
 
     def add_func(self, func: Any, func_name: str) -> GlobalVar:
         """Add a function under a fresh name (an identical existing function is reused)."""
-        key = self._func_hash(func)
+        outline, key = self._func_memo(func)[1], None
         for gv, existing in self._mod.functions.items():
-            if (type(existing) is type(func) and self._func_hash(existing) == key
-                    and structural_equal(existing, func)):
-                return gv
+            if type(existing) is type(func) and self._func_memo(existing)[1] == outline:
+                key = self._func_hash(func) if key is None else key
+                if self._func_hash(existing) == key and structural_equal(existing, func):
+                    return gv
         gv = GlobalVar(self.get_unique_name(func_name))
         self._mod._put(gv, func)
         return gv
 
-    def _func_hash(self, func: Any) -> int:
+    def _func_memo(self, func: Any) -> list:
+        """[func, its outline, its structural hash or None until asked], remembered by identity."""
         entry = self._func_hashes.get(id(func))
         if entry is None or entry[0] is not func:
-            entry = self._func_hashes[id(func)] = (func, structural_hash(func))
-        return entry[1]
+            entry = self._func_hashes[id(func)] = [func, _outline(func), None]
+        return entry
+
+    def _func_hash(self, func: Any) -> int:
+        entry = self._func_memo(func)
+        if entry[2] is None:
+            entry[2] = structural_hash(func)
+        return entry[2]
 
     def update_func(self, gv: GlobalVar, updated_func: Any) -> None:
         """Replace (or add) the function named by ``gv``."""
