@@ -14,6 +14,7 @@ from typing import Any, Callable
 from ..ir.node import Node, fields_not_declared, replace
 from .buffer import Buffer
 from .expr import PrimExpr, Var
+from .stmt import Stmt
 
 __all__ = ["StmtExprVisitor", "StmtExprMutator", "post_order_visit", "pre_order_visit",
            "substitute", "method_name", "hook_of", "walked_fields", "visitor", "mutator"]
@@ -58,7 +59,9 @@ def _find_hook(visitor: Any, kind: type) -> str | int | None:
     the node's children), ``_ITEMS`` or ``_LEAF``; remembered in the visitor class's own
     ``_hooks``, so a walk pays one dict lookup per value, not a getattr that misses (~1 us) or
     three isinstance checks."""
-    if issubclass(kind, Node) and not issubclass(kind, Buffer):
+    if issubclass(kind, PrimExpr) and _hooks_statements_only(type(visitor)):
+        found = _LEAF
+    elif issubclass(kind, Node) and not issubclass(kind, Buffer):
         found = _hook_name(type(visitor), kind)
     elif issubclass(kind, tuple) or (issubclass(kind, list) and not isinstance(visitor, StmtExprMutator)):
         found = _ITEMS  # (a mutator leaves lists alone: nodes hold tuples)
@@ -66,6 +69,33 @@ def _find_hook(visitor: Any, kind: type) -> str | int | None:
         found = _LEAF
     visitor._hooks[kind] = found
     return found
+
+
+def _hooks_statements_only(cls: type) -> bool:
+    """Whether a walk of class ``cls`` may leave expressions unvisited: it keeps the base
+    ``visit`` and ``visit_children`` and its hooks are all for statements (or a PrimFunc).  An
+    expression holds no statement, so none of its hooks could run inside one, and a mutator
+    would give it back as it is -- passes that look for blocks or loops need not walk every
+    index and value."""
+    known = cls.__dict__.get("_statements_only")
+    if known is None:
+        base = StmtExprMutator if issubclass(cls, StmtExprMutator) else StmtExprVisitor
+        hooks = {name for name in dir(cls) if name.startswith("visit_") and name.endswith("_")}
+        known = (cls.visit is base.visit and cls.visit_children is base.visit_children
+                 and hooks <= _statement_hooks())
+        cls._statements_only = known  # (the class's own: a subclass decides for itself)
+    return known
+
+
+def _statement_hooks() -> set[str]:
+    """The hook names of every statement class (and of a PrimFunc)."""
+    names = {"visit_prim_func_"}
+    todo = [Stmt]
+    while todo:
+        cls = todo.pop()
+        names.add(method_name(cls))
+        todo += cls.__subclasses__()
+    return names
 
 
 def _hook_name(cls: type, node: type) -> str | None:
