@@ -23,6 +23,7 @@ from ..function import PrimFunc, written_era
 from ..functor import substitute
 from ..index_map import as_index_map
 from ..stmt import Block, BlockRealize, For, ForKind
+from ..stmt_functor import loop_with_var
 from . import axis_separator as _axis_separator
 from . import block_annotate as _block_annotate
 from . import block_iters as _block_iters
@@ -239,9 +240,9 @@ class Schedule:
         if not isinstance(rv, LoopRV):
             raise TypeError(f"expected a loop (from sch.get_loops or a primitive), got {rv!r}")
         self._check_alive(rv)
-        for s, path in walk_stmts(self._func(rv.func_name).body):
-            if isinstance(s, For) and s.loop_var is rv.loop_var:
-                return s, path
+        found = loop_with_var(self._func(rv.func_name).body, rv.loop_var)
+        if found is not None:
+            return found
         raise ScheduleError(f"loop {rv.loop_var.name} no longer exists: an earlier primitive "
                             "(split, fuse, compute_at ...) replaced it; use the loops it returned")
 
@@ -288,6 +289,9 @@ class Schedule:
         return int(x)
 
     def _path_of(self, loop: For) -> tuple:
+        found = loop_with_var(self._func().body, loop.loop_var)
+        if found is not None and found[0] is loop:
+            return found[1]
         for s, path in walk_stmts(self._func().body):
             if s is loop:
                 return path
