@@ -63,6 +63,8 @@ def _find_hook(visitor: Any, kind: type) -> str | int | None:
         found = _LEAF
     elif issubclass(kind, Node) and not issubclass(kind, Buffer):
         found = _hook_name(type(visitor), kind)
+        if found is None and not walked_fields(kind) and _walks_children_as_base(type(visitor)):
+            found = _LEAF  # (a constant: nothing inside to walk or rebuild)
     elif issubclass(kind, tuple) or (issubclass(kind, list) and not isinstance(visitor, StmtExprMutator)):
         found = _ITEMS  # (a mutator leaves lists alone: nodes hold tuples)
     else:
@@ -81,10 +83,14 @@ def _hooks_statements_only(cls: type) -> bool:
     if known is None:
         base = StmtExprMutator if issubclass(cls, StmtExprMutator) else StmtExprVisitor
         hooks = {name for name in dir(cls) if name.startswith("visit_") and name.endswith("_")}
-        known = (cls.visit is base.visit and cls.visit_children is base.visit_children
-                 and hooks <= _statement_hooks())
+        known = cls.visit is base.visit and _walks_children_as_base(cls) and hooks <= _statement_hooks()
         cls._statements_only = known  # (the class's own: a subclass decides for itself)
     return known
+
+
+def _walks_children_as_base(cls: type) -> bool:
+    base = StmtExprMutator if issubclass(cls, StmtExprMutator) else StmtExprVisitor
+    return cls.visit_children is base.visit_children
 
 
 def _statement_hooks() -> set[str]:
