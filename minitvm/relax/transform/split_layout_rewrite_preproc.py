@@ -15,8 +15,9 @@ from ...ir.module import IRModule
 from ...tir.expr import IntImm
 from ...tir.expr import Var as TirVar
 from ...tir.function import PrimFunc
-from ...tir.functor import StmtExprMutator, post_order_visit
+from ...tir.functor import StmtExprMutator
 from ...tir.stmt import Block, BlockRealize, SeqStmt
+from ...tir.stmt_functor import path_to
 from ...transform import PassContext, Sequential, module_pass
 from ..expr import Call, Tuple, TupleGetItem
 from ..expr_functor import ExprMutator
@@ -65,8 +66,7 @@ class _Splitter(StmtExprMutator):
 
 def _kind(stmt: Any) -> int:
     """1: only layout-rewrite blocks, -1: only others (a mix is refused), 0: no block."""
-    found = set()
-    post_order_visit(stmt, lambda n: found.add(_is_preproc(n)) if isinstance(n, Block) else None)
+    found = {_is_preproc(b) for b, _ in path_to(stmt, lambda s: isinstance(s, Block))}  # (no block in an expression)
     if found == {True, False}:
         raise ValueError("SplitLayoutRewritePreproc: a statement mixes layout-rewrite and other blocks")
     return 0 if not found else (1 if True in found else -1)
