@@ -47,6 +47,7 @@ from .expr import (
     If,
     MatchCast,
     SeqExpr,
+    ShapeExpr,
     Tuple,
     TupleGetItem,
     Var,
@@ -114,13 +115,23 @@ class _NameTable:
 
 
 def _outline(func: Any) -> tuple:
-    """What structurally equal functions share and is quick to read (their parameter count; a
-    PrimFunc's buffer dtypes and constant shapes, in any order): hashing a kernel costs ~1 ms."""
+    """What structurally equal functions share and is quick to read (a Relax function's
+    parameters in brief; a PrimFunc's parameter count and buffer dtypes and constant shapes, in
+    any order): hashing a kernel costs ~1 ms."""
     params = getattr(func, "params", None)
     if not isinstance(func, PrimFunc):
-        return (len(params),) if params is not None else ()
+        if params is None:
+            return ()
+        return tuple(_sinfo_outline(getattr(p, "struct_info", None)) for p in params)
     return (len(params), tuple(sorted((str(b.dtype), tuple(_dim(d) for d in b.shape))
                                       for b in func.buffer_map.values())))
+
+
+def _sinfo_outline(sinfo: Any) -> tuple:
+    """A Relax parameter's struct info in brief: its kind, dtype, rank and constant dimensions."""
+    shape = getattr(sinfo, "shape", None)
+    dims = tuple(_dim(d) for d in shape.values) if isinstance(shape, ShapeExpr) else None
+    return (type(sinfo).__name__, str(getattr(sinfo, "dtype", "")), getattr(sinfo, "ndim", None), dims)
 
 
 def _dim(d: Any) -> int:
