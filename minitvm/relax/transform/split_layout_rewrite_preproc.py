@@ -8,6 +8,8 @@ it becomes a call of the one feeding the other, so the weight rewrite can be lif
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -87,8 +89,30 @@ def _root(stmts: list, alloc: tuple = ()) -> BlockRealize:
     return BlockRealize((), True, Block("root", body=body, alloc_buffers=tuple(alloc)))
 
 
+#: split_prim_func's answers for the last few kernels, by the identity of the (immutable)
+#: PrimFunc: relax.build splits each scheduled kernel when it compiles it early, then this pass
+#: splits the same kernel again
+_SPLITS: OrderedDict = OrderedDict()
+_SPLITS_LOCK = threading.Lock()
+_SPLITS_SIZE = 256
+
+
 def split_prim_func(func: PrimFunc) -> tuple[PrimFunc, PrimFunc, list] | None:
     """(weight prepack, prepacked compute, rewrites), or None when nothing is rewritten."""
+    with _SPLITS_LOCK:
+        hit = _SPLITS.get(id(func))
+        if hit is not None and hit[0] is func:
+            _SPLITS.move_to_end(id(func))
+            return hit[1]
+    found = _split_prim_func(func)
+    with _SPLITS_LOCK:
+        _SPLITS[id(func)] = (func, found)  # (holds ``func``: its id stays its own)
+        if len(_SPLITS) > _SPLITS_SIZE:
+            _SPLITS.popitem(last=False)
+    return found
+
+
+def _split_prim_func(func: PrimFunc) -> tuple[PrimFunc, PrimFunc, list] | None:
     if not isinstance(func.body, BlockRealize):
         return None
     root = func.body.block

@@ -78,3 +78,20 @@ def test_layout_rewrite_reading_no_parameter_is_refused():
 
     with pytest.raises(ValueError, match="layout-rewrite block 'pre' reads tmp, which is not a parameter"):
         relax.transform.SplitLayoutRewritePreproc()(Bad)
+
+
+def test_split_prim_func_remembers_by_identity_only():
+    # relax.build splits a kernel when it compiles it early and the pass splits it again: the
+    # second answer is the first, while another (even an equal) function gets its own
+    from minitvm.ir.structural import structural_equal
+    from minitvm.relax.transform.split_layout_rewrite_preproc import split_prim_func
+
+    kernel = Before["add"]
+    first = split_prim_func(kernel)
+    assert split_prim_func(kernel) is first
+    copy = kernel.with_attr("note", "copy")  # the answer follows its own input
+    again = split_prim_func(copy)
+    assert again is not first and again[1].attrs.get("note") == "copy" and "note" not in first[1].attrs
+    assert structural_equal(again[2][0].after, first[2][0].after)
+    plain = kernel.with_body(kernel.body.block.body.seq[1])  # no layout-rewrite block: nothing to split
+    assert split_prim_func(plain) is None
