@@ -527,3 +527,44 @@ def test_unlowered_code_is_rejected_clearly():
     f = tir.PrimFunc((pa,), {pa: A}, tir.BufferStore(A, tir.const(1.0), (tir.const(0), tir.const(0))))
     with pytest.raises(Exception, match="flattened"):
         build_llvm({"f": f})
+
+
+def test_unrolled_row_computes_a_shared_index_once():
+    """Every element of an unrolled row indexes from the same ``i * 8``: emitted once per block
+    (FoldingBuilder reuses an equal pure instruction), not once per element and access."""
+    i, j = tir.Var("i", "int32"), tir.Var("j", "int32")
+
+    def body(A, B):
+        return tir.For(i, tir.const(0), tir.const(N // 8), "serial",
+                       tir.For(j, tir.const(0), tir.const(8), "unrolled",
+                               tir.BufferStore(B, A[i * 8 + j] * 2.0, (i * 8 + j,))))
+
+    lib = build_llvm({"f": _flat_kernel(body, [("A", N), ("B", N)])})
+    raw = lib.get_source("ll-raw")
+    assert len(re.findall(r"= mul i32 %\"i\", 8", raw)) == 1, raw
+    a, b = rand("float32"), np.zeros(N, "float32")
+    lib["f"](a, b)
+    np.testing.assert_array_equal(b, a * 2)
+
+
+def test_folding_builder_reuses_only_an_earlier_equal_instruction_of_the_block():
+    from llvmlite import ir
+
+    from minitvm.target.codegen.llvm_types import I64, FoldingBuilder
+
+    fn = ir.Function(ir.Module(), ir.FunctionType(I64, [I64, I64]), "g")
+    x, y = fn.args
+    first, second = fn.append_basic_block("first"), fn.append_basic_block("second")
+    b = FoldingBuilder(first)
+    m = b.mul(x, ir.Constant(I64, 3))
+    assert b.mul(x, ir.Constant(I64, 3)) is m  # the same value again
+    assert b.mul(x, ir.Constant(I64, 4)) is not m and b.mul(y, ir.Constant(I64, 3)) is not m
+    assert b.add(m, y, flags=("nsw",)) is not b.add(m, y)  # flags differ
+    assert b.mul(x, ir.Constant(I64, 3), name="named") is not m
+    g = b.gep(x, [y], inbounds=True, source_etype=I64)
+    assert b.gep(x, [y], inbounds=True, source_etype=I64) is g
+    b.branch(second)
+    b.position_at_end(second)
+    assert b.mul(x, ir.Constant(I64, 3)) is not m  # another block: m may not dominate it
+    b.position_before(first.instructions[0])
+    assert b.mul(x, ir.Constant(I64, 3)) is not m  # in the middle: m would come after it
