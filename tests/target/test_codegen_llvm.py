@@ -568,3 +568,20 @@ def test_folding_builder_reuses_only_an_earlier_equal_instruction_of_the_block()
     assert b.mul(x, ir.Constant(I64, 3)) is not m  # another block: m may not dominate it
     b.position_before(first.instructions[0])
     assert b.mul(x, ir.Constant(I64, 3)) is not m  # in the middle: m would come after it
+
+
+def test_parallel_chunk_is_inlined_before_it_is_simplified():
+    """A parallel loop's chunk function is ``alwaysinline`` (O3 simplifies its body once, in its
+    caller); its ``noalias`` buffer parameters survive the inlining as alias scopes."""
+    from minitvm.target.codegen.thread_pool import pool_threads
+
+    n = 1000
+    f = ewise(lambda x, y: x + y, ["float32"] * 2, "float32", n=n, kind="parallel")
+    lib = build_llvm({"f": f})
+    a, b, out = rand("float32", n), rand("float32", n), np.zeros(n, "float32")
+    lib["f"](a, b, out)
+    np.testing.assert_array_equal(out, a + b)
+    if pool_threads() > 1:
+        assert re.search(r'define internal void @"f\.parallel\d+\.chunk"\(.*alwaysinline', lib.get_source("ll-raw"))
+        optimized = lib.get_source("ll")
+        assert not re.search(r"define .*\.chunk", optimized) and "!alias.scope" in optimized, optimized
