@@ -585,3 +585,28 @@ def test_parallel_chunk_is_inlined_before_it_is_simplified():
         assert re.search(r'define internal void @"f\.parallel\d+\.chunk"\(.*alwaysinline', lib.get_source("ll-raw"))
         optimized = lib.get_source("ll")
         assert not re.search(r"define .*\.chunk", optimized) and "!alias.scope" in optimized, optimized
+
+
+@pytest.mark.parametrize("inner", [3, 128])
+def test_loops_around_a_long_loop_are_not_unrolled(inner):
+    """A loop of 4 around a long loop (>= LONG_LOOP iterations) carries llvm.loop.unroll.disable
+    (LLVM would copy the long loop 4 times, the same code each time); around a short loop it may
+    still be unrolled."""
+    outer = 4
+    i, k = tir.Var("i", "int32"), tir.Var("k", "int32")
+
+    def body(A, B):
+        step = tir.BufferStore(B, B[i] + A[i * inner + k], (i,))
+        return tir.For(i, tir.const(0), tir.const(outer), "serial",
+                       tir.For(k, tir.const(0), tir.const(inner), "serial", step))
+
+    lib = build_llvm({"f": _flat_kernel(body, [("A", outer * inner), ("B", outer)])})
+    raw = lib.get_source("ll-raw")
+    outer_latch = re.search(r'br label %"for_i", !llvm.loop !(\d+)', raw)
+    loop_id = re.search(rf"^!{outer_latch.group(1)} = distinct !{{(.*)}}$", raw, re.M).group(1)
+    disabled = {m: re.search(rf'^!{m} = !{{ !"llvm.loop.unroll.disable" }}$', raw, re.M) is not None
+                for m in re.findall(r"!(\d+)", loop_id)}
+    assert any(disabled.values()) == (inner >= 16), raw
+    a, b = rand("float32", outer * inner), np.zeros(outer, "float32")
+    lib["f"](a, b)
+    np.testing.assert_allclose(b, a.reshape(outer, inner).sum(axis=1), rtol=1e-5, atol=1e-5)
