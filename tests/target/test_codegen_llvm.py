@@ -527,3 +527,86 @@ def test_unlowered_code_is_rejected_clearly():
     f = tir.PrimFunc((pa,), {pa: A}, tir.BufferStore(A, tir.const(1.0), (tir.const(0), tir.const(0))))
     with pytest.raises(Exception, match="flattened"):
         build_llvm({"f": f})
+
+
+def test_unrolled_row_computes_a_shared_index_once():
+    """Every element of an unrolled row indexes from the same ``i * 8``: emitted once per block
+    (FoldingBuilder reuses an equal pure instruction), not once per element and access."""
+    i, j = tir.Var("i", "int32"), tir.Var("j", "int32")
+
+    def body(A, B):
+        return tir.For(i, tir.const(0), tir.const(N // 8), "serial",
+                       tir.For(j, tir.const(0), tir.const(8), "unrolled",
+                               tir.BufferStore(B, A[i * 8 + j] * 2.0, (i * 8 + j,))))
+
+    lib = build_llvm({"f": _flat_kernel(body, [("A", N), ("B", N)])})
+    raw = lib.get_source("ll-raw")
+    assert len(re.findall(r"= mul i32 %\"i\", 8", raw)) == 1, raw
+    a, b = rand("float32"), np.zeros(N, "float32")
+    lib["f"](a, b)
+    np.testing.assert_array_equal(b, a * 2)
+
+
+def test_folding_builder_reuses_only_an_earlier_equal_instruction_of_the_block():
+    from llvmlite import ir
+
+    from minitvm.target.codegen.llvm_types import I64, FoldingBuilder
+
+    fn = ir.Function(ir.Module(), ir.FunctionType(I64, [I64, I64]), "g")
+    x, y = fn.args
+    first, second = fn.append_basic_block("first"), fn.append_basic_block("second")
+    b = FoldingBuilder(first)
+    m = b.mul(x, ir.Constant(I64, 3))
+    assert b.mul(x, ir.Constant(I64, 3)) is m  # the same value again
+    assert b.mul(x, ir.Constant(I64, 4)) is not m and b.mul(y, ir.Constant(I64, 3)) is not m
+    assert b.add(m, y, flags=("nsw",)) is not b.add(m, y)  # flags differ
+    assert b.mul(x, ir.Constant(I64, 3), name="named") is not m
+    g = b.gep(x, [y], inbounds=True, source_etype=I64)
+    assert b.gep(x, [y], inbounds=True, source_etype=I64) is g
+    b.branch(second)
+    b.position_at_end(second)
+    assert b.mul(x, ir.Constant(I64, 3)) is not m  # another block: m may not dominate it
+    b.position_before(first.instructions[0])
+    assert b.mul(x, ir.Constant(I64, 3)) is not m  # in the middle: m would come after it
+
+
+def test_parallel_chunk_is_inlined_before_it_is_simplified():
+    """A parallel loop's chunk function is ``alwaysinline`` (O3 simplifies its body once, in its
+    caller); its ``noalias`` buffer parameters survive the inlining as alias scopes."""
+    from minitvm.target.codegen.thread_pool import pool_threads
+
+    n = 1000
+    f = ewise(lambda x, y: x + y, ["float32"] * 2, "float32", n=n, kind="parallel")
+    lib = build_llvm({"f": f})
+    a, b, out = rand("float32", n), rand("float32", n), np.zeros(n, "float32")
+    lib["f"](a, b, out)
+    np.testing.assert_array_equal(out, a + b)
+    if pool_threads() > 1:
+        assert re.search(r'define internal void @"f\.parallel\d+\.chunk"\(.*alwaysinline', lib.get_source("ll-raw"))
+        optimized = lib.get_source("ll")
+        assert not re.search(r"define .*\.chunk", optimized) and "!alias.scope" in optimized, optimized
+
+
+@pytest.mark.parametrize("inner", [3, 128])
+def test_loops_around_a_long_loop_are_not_unrolled(inner):
+    """A loop of 4 around a long loop (>= LONG_LOOP iterations) carries llvm.loop.unroll.disable
+    (LLVM would copy the long loop 4 times, the same code each time); around a short loop it may
+    still be unrolled."""
+    outer = 4
+    i, k = tir.Var("i", "int32"), tir.Var("k", "int32")
+
+    def body(A, B):
+        step = tir.BufferStore(B, B[i] + A[i * inner + k], (i,))
+        return tir.For(i, tir.const(0), tir.const(outer), "serial",
+                       tir.For(k, tir.const(0), tir.const(inner), "serial", step))
+
+    lib = build_llvm({"f": _flat_kernel(body, [("A", outer * inner), ("B", outer)])})
+    raw = lib.get_source("ll-raw")
+    outer_latch = re.search(r'br label %"for_i", !llvm.loop !(\d+)', raw)
+    loop_id = re.search(rf"^!{outer_latch.group(1)} = distinct !{{(.*)}}$", raw, re.M).group(1)
+    disabled = {m: re.search(rf'^!{m} = !{{ !"llvm.loop.unroll.disable" }}$', raw, re.M) is not None
+                for m in re.findall(r"!(\d+)", loop_id)}
+    assert any(disabled.values()) == (inner >= 16), raw
+    a, b = rand("float32", outer * inner), np.zeros(outer, "float32")
+    lib["f"](a, b)
+    np.testing.assert_allclose(b, a.reshape(outer, inner).sum(axis=1), rtol=1e-5, atol=1e-5)

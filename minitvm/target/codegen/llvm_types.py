@@ -3,6 +3,8 @@ vector (``vector.py``) emitters."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from llvmlite import ir
 
 from ...ir import dtype as _dt
@@ -54,11 +56,45 @@ def _wrapped(value: int, width: int) -> int:
     return value - (1 << width) if value >> (width - 1) else value
 
 
+#: the IRBuilder methods whose instruction has no effect but its value, a function of its
+#: operands (arguments) alone: :class:`FoldingBuilder` reuses an equal one of the same block
+PURE_METHODS = ("add", "sub", "mul", "udiv", "sdiv", "urem", "srem", "shl", "lshr", "ashr", "and_", "or_",
+                "xor", "icmp_signed", "icmp_unsigned", "select", "gep", "zext", "sext", "trunc",
+                "insert_element", "extract_element", "shuffle_vector")
+
+
 class FoldingBuilder(ir.IRBuilder):
     """An IRBuilder that does integer add, sub and mul of constants itself, and drops adding 0
     and multiplying by 1: unrolled loops bind their variable to a constant, so index arithmetic
     was ~13% constant-only instructions (``add i64 0, 0``, ``mul i64 2, 16``) that Python
-    formatted and LLVM parsed and folded, to the same optimized code."""
+    formatted and LLVM parsed and folded, to the same optimized code.
+
+    A pure instruction (:data:`PURE_METHODS`) equal to one already built at the end of the
+    same block is that one: every element of an unrolled row computed its address from
+    scratch (``mul rc, 81``, ``urem fused, 9``, ... again per element), which Python formatted
+    and LLVM parsed and merged again (early CSE).  Operands compare as llvmlite does (constants
+    by their text, other values by identity); named instructions are left alone."""
+
+    def __init__(self, block: ir.Block | None = None) -> None:
+        super().__init__(block)
+        self._seen_block: ir.Block | None = None
+        self._seen: dict[tuple, ir.Value] = {}
+
+    def _pure(self, method: str, args: tuple, build: Any) -> ir.Value:
+        """``build()``'s instruction (``method`` of ``args``), or the equal one built before it
+        in this block."""
+        if self._anchor != len(self._block.instructions):  # inserting in the middle: no earlier-than
+            return build()
+        if self._seen_block is not self._block:
+            self._seen_block, self._seen = self._block, {}
+        key = (method, *args)
+        try:
+            value = self._seen.get(key)
+        except TypeError:  # an unhashable argument (a list of indices: made a tuple below)
+            return build()
+        if value is None:
+            value = self._seen[key] = build()
+        return value
 
     def _folded(self, op: str, lhs: ir.Value, rhs: ir.Value) -> ir.Value | None:
         a, b = _int_constant(lhs), _int_constant(rhs)
@@ -76,15 +112,36 @@ class FoldingBuilder(ir.IRBuilder):
 
     def add(self, lhs: ir.Value, rhs: ir.Value, name: str = "", flags: tuple = ()) -> ir.Value:
         folded = self._folded("add", lhs, rhs)
-        return super().add(lhs, rhs, name, flags) if folded is None else folded
+        return self._reused("add", lhs, rhs, name=name, flags=flags) if folded is None else folded
 
     def sub(self, lhs: ir.Value, rhs: ir.Value, name: str = "", flags: tuple = ()) -> ir.Value:
         folded = self._folded("sub", lhs, rhs)
-        return super().sub(lhs, rhs, name, flags) if folded is None else folded
+        return self._reused("sub", lhs, rhs, name=name, flags=flags) if folded is None else folded
 
     def mul(self, lhs: ir.Value, rhs: ir.Value, name: str = "", flags: tuple = ()) -> ir.Value:
         folded = self._folded("mul", lhs, rhs)
-        return super().mul(lhs, rhs, name, flags) if folded is None else folded
+        return self._reused("mul", lhs, rhs, name=name, flags=flags) if folded is None else folded
+
+    def _reused(self, method: str, *args: Any, name: str = "", **kwargs: Any) -> ir.Value:
+        """The base builder's ``method(*args, **kwargs)``, or the equal instruction before it."""
+        build = getattr(super(), method)
+        if name:
+            return build(*args, name=name, **kwargs)
+        key = tuple(tuple(a) if isinstance(a, list) else a for a in args) + tuple(sorted(kwargs.items()))
+        return self._pure(method, key, lambda: build(*args, **kwargs))
+
+
+def _reusing(method: str) -> Any:
+    def reused(self: FoldingBuilder, *args: Any, **kwargs: Any) -> ir.Value:
+        return self._reused(method, *args, **kwargs)
+
+    reused.__name__ = method
+    return reused
+
+
+for _method in PURE_METHODS:
+    if _method not in FoldingBuilder.__dict__:
+        setattr(FoldingBuilder, _method, _reusing(_method))
 
 
 class FunctionAttrs(ir.values.FunctionAttributes):
