@@ -94,6 +94,10 @@ CONV_PARALLEL_WORK = MATMUL_PARALLEL_WORK
 DEPTHWISE_PARALLEL_WORK = 128 * 1024
 #: parallelize elementwise / row loops when they touch more elements than this
 ELEMENTWISE_PARALLEL_WORK = 256 * 1024
+#: the same for a window reduction (max / average pooling), counted in window positions: each
+#: is a strided load and a NaN-propagating max (several instructions) -- the zoo's MNIST pool,
+#: 8 x 32 x 26 x 26 -> 13 x 13 (173K positions), ran serial at 30 us
+WINDOW_PARALLEL_WORK = 64 * 1024
 #: the same for a transposing copy, whose vector of outputs is gathered from as many rows (an
 #: element costs several times a flat copy's): GPT-2's attention heads at batch 8, 32 x 64 x 128
 #: floats out of the qkv projection, ran serial at 0.12-0.29 ms each
@@ -1777,7 +1781,7 @@ def schedule_window_reduction(sch: Schedule) -> bool:
     if rows and ext[n_spatial - 1] <= WINDOW_ROW_IN_REGISTERS:
         rows, written = _window_rows_in_registers(sch, b, rows, ext[:n_spatial - 1], window, spatial[-1])
         done.append(written)
-    if rows and math.prod(ext) > ELEMENTWISE_PARALLEL_WORK:
+    if rows and math.prod(ext) > WINDOW_PARALLEL_WORK:
         # before decompose_reduction: a loop over both an init and its update is not parallel
         rows = [sch.fuse(*rows) if len(rows) > 1 else rows[0]]
         sch.parallel(rows[0])
