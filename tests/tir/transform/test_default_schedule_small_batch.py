@@ -9,6 +9,7 @@ import pytest
 
 import minitvm
 from minitvm import te, topi
+from minitvm.tir.transform import default_schedule as ds
 from minitvm.tir.transform.default_schedule import apply_default_schedule
 from minitvm.tir.vector_unit import AVX2, AVX512
 
@@ -73,3 +74,58 @@ def test_depthwise_rows_fit_the_units_registers(unit, ci, co, hw, k, rows):
     want = torch.tanh(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b),
                                                  padding=k // 2, groups=ci)).numpy()
     np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-5)
+
+
+def _constant_dense(rows: int, w: np.ndarray, b: np.ndarray):
+    """A relax function: ReLU(x @ w + b), the weight and bias constants (as after from_exported_program)."""
+    from minitvm import relax
+
+    x = relax.Var("x", relax.TensorStructInfo((rows, w.shape[0]), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = relax.op.add(relax.op.matmul(x, relax.const(w)), relax.const(b))
+            gv = bb.emit_output(relax.op.nn.relu(y))
+        bb.emit_func_output(gv)
+    return bb.get()
+
+
+@pytest.mark.parametrize("unit, width", [(AVX2, 104), (AVX512, 112)], ids=["avx2", "avx512"])
+def test_few_rows_dense_reads_its_constant_weight_in_whole_vector_rows(unit, width):
+    """MNIST's 8 x 5408 -> 100 dense with its weight a constant (``layout_free_buffers``): the
+    weight is copied into rows padded to a whole number of vectors (AVX2 104 floats, AVX-512 112),
+    the copy marked to be done once at compile time, so no vector load of a row crosses a cache
+    line for want of alignment; the padding is never read -- numpy's numbers, built here."""
+    with unit:
+        sched = apply_default_schedule(_dense_relu(8, 5408, 100).with_attr("layout_free_buffers", [1]))
+    text = sched.script()
+    assert f"(5408, 1, {width})" in text and ds.LAYOUT_REWRITE_PREPROC in text, text
+    with AVX2:
+        lib = minitvm.build(apply_default_schedule(_dense_relu(8, 5408, 100).with_attr("layout_free_buffers", [1]))
+                            .with_attr("global_symbol", "main"))
+    rng = np.random.default_rng(5408)
+    x, w = rng.standard_normal((8, 5408)).astype("float32"), rng.standard_normal((5408, 100)).astype("float32")
+    b = rng.standard_normal(100).astype("float32")
+    out = minitvm.nd.array(np.full((8, 100), np.nan, "float32"))
+    lib["main"](minitvm.nd.array(x), minitvm.nd.array(w), minitvm.nd.array(b), out)
+    np.testing.assert_allclose(out.numpy(), np.maximum(x @ w + b, 0), rtol=1e-4, atol=1e-4 * np.sqrt(5408))
+
+
+def test_few_rows_dense_weight_is_padded_once_at_compile_time():
+    """Through the default pipeline, the constant weight of that dense arrives padded (a
+    constant of 5408 x 1 x a whole number of vectors) and the model computes numpy's numbers."""
+    from minitvm import relax
+    from minitvm.tir.vector_unit import VectorUnit
+
+    rng = np.random.default_rng(5408)
+    w = rng.standard_normal((5408, 100)).astype("float32")
+    b = rng.standard_normal(100).astype("float32")
+    lowered = relax.get_pipeline("default")(_constant_dense(8, w, b))
+    shapes = []
+    relax.analysis.post_order_visit(lowered["main"], lambda e: shapes.append(e.data.numpy().shape)
+                                    if isinstance(e, relax.Constant) else None)
+    lanes = VectorUnit.host().lanes
+    assert (5408, 1, -(-100 // lanes) * lanes) in shapes, shapes
+    x = rng.standard_normal((8, 5408)).astype("float32")
+    vm = relax.VirtualMachine(minitvm.compile(_constant_dense(8, w, b), "llvm"), minitvm.cpu())
+    np.testing.assert_allclose(vm["main"](x).numpy(), np.maximum(x @ w + b, 0), rtol=1e-4, atol=1e-4 * np.sqrt(5408))

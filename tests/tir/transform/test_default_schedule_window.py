@@ -106,3 +106,18 @@ def test_a_padded_max_pool_pads_the_rows_each_group_of_outputs_reads(shape):
     got = _run(scheduled, x, want.shape)
     np.testing.assert_array_equal(got, want)
     assert np.isnan(got[0, 1, 0, 0])
+
+
+def test_the_mnist_pool_at_batch_8_runs_its_rows_on_threads():
+    """The zoo's mlc_mnist pool at batch 8, 8 x 32 x 26 x 26 -> 13 x 13: 173K window positions,
+    under the elementwise threshold but worth threads (``WINDOW_PARALLEL_WORK``: each position is
+    a strided load and a NaN-propagating max) -- the same maxima as torch, a NaN included."""
+    shape = (8, 32, 26, 26)
+    func = _kernel(lambda x: relax.op.nn.max_pool2d(x, pool_size=(2, 2), strides=(2, 2)), shape)
+    scheduled = apply_default_schedule(func)
+    assert "T.parallel" in scheduled.script(), scheduled.script()
+    x = np.random.default_rng(8).standard_normal(shape).astype("float32")
+    x[7, 31, 25, 25] = np.nan
+    got = _run(scheduled, x, (8, 32, 13, 13))
+    np.testing.assert_array_equal(got, torch.nn.functional.max_pool2d(torch.from_numpy(x), 2, 2).numpy())
+    assert np.isnan(got[7, 31, 12, 12])
