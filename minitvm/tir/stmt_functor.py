@@ -9,11 +9,10 @@ its loops and blocks need: ``walk_stmts``, ``path_to``, ``block_realizes``,
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from typing import Any, Callable, Iterator
 
 from ..ir.node import replace
+from ..support.identity_cache import IdentityCache
 from .functor import post_order_visit, pre_order_visit, substitute, walked_fields
 from .stmt import Block, BlockRealize, For, SeqStmt, Stmt
 
@@ -76,29 +75,13 @@ def path_to(root: Stmt, pred: Callable[[Stmt], bool]) -> list[tuple[Stmt, tuple]
 #: the last few trees' block realizes and loops, by the identity of the (immutable) tree: a
 #: schedule looks blocks and loops up after every primitive, and a default schedule of a fused
 #: chain of N blocks does N lookups per tree (each a walk of the whole tree)
-_REALIZES: OrderedDict = OrderedDict()
-_LOOPS: OrderedDict = OrderedDict()
-_REALIZES_LOCK = threading.Lock()
-
-
-def _per_tree(cache: OrderedDict, root: Stmt, build: Callable[[Stmt], Any]) -> Any:
-    """``build(root)``, remembered for the last few trees in ``cache``."""
-    with _REALIZES_LOCK:
-        hit = cache.get(id(root))
-        if hit is not None and hit[0] is root:
-            cache.move_to_end(id(root))
-            return hit[1]
-    found = build(root)
-    with _REALIZES_LOCK:
-        cache[id(root)] = (root, found)  # holds the tree: its id stays its own
-        if len(cache) > 8:
-            cache.popitem(last=False)
-    return found
+_REALIZES = IdentityCache(8)
+_LOOPS = IdentityCache(8)
 
 
 def block_realizes(root: Stmt) -> list[tuple[BlockRealize, tuple]]:
     """Every block realize under ``root``, each with its ancestors (outer first)."""
-    return list(_per_tree(_REALIZES, root, lambda r: path_to(r, lambda s: isinstance(s, BlockRealize))))
+    return list(_REALIZES.get(root, lambda r: path_to(r, lambda s: isinstance(s, BlockRealize))))
 
 
 def _loops_by_var(root: Stmt) -> dict[int, tuple[For, tuple]]:
@@ -111,7 +94,7 @@ def _loops_by_var(root: Stmt) -> dict[int, tuple[For, tuple]]:
 def loop_with_var(root: Stmt, loop_var: Any) -> tuple[For, tuple] | None:
     """The first loop under ``root`` (in :func:`walk_stmts` order) over ``loop_var``, with its
     ancestors, or None."""
-    return _per_tree(_LOOPS, root, _loops_by_var).get(id(loop_var))  # (the tree holds the variables)
+    return _LOOPS.get(root, _loops_by_var).get(id(loop_var))  # (the tree holds the variables)
 
 
 def blocks_under(s: Stmt) -> list[BlockRealize]:

@@ -8,12 +8,11 @@ it becomes a call of the one feeding the other, so the weight rewrite can be lif
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ...ir.module import IRModule
+from ...support.identity_cache import IdentityCache
 from ...tir.expr import IntImm
 from ...tir.expr import Var as TirVar
 from ...tir.function import PrimFunc
@@ -92,24 +91,12 @@ def _root(stmts: list, alloc: tuple = ()) -> BlockRealize:
 #: split_prim_func's answers for the last few kernels, by the identity of the (immutable)
 #: PrimFunc: relax.build splits each scheduled kernel when it compiles it early, then this pass
 #: splits the same kernel again
-_SPLITS: OrderedDict = OrderedDict()
-_SPLITS_LOCK = threading.Lock()
-_SPLITS_SIZE = 256
+_SPLITS = IdentityCache(256)
 
 
 def split_prim_func(func: PrimFunc) -> tuple[PrimFunc, PrimFunc, list] | None:
     """(weight prepack, prepacked compute, rewrites), or None when nothing is rewritten."""
-    with _SPLITS_LOCK:
-        hit = _SPLITS.get(id(func))
-        if hit is not None and hit[0] is func:
-            _SPLITS.move_to_end(id(func))
-            return hit[1]
-    found = _split_prim_func(func)
-    with _SPLITS_LOCK:
-        _SPLITS[id(func)] = (func, found)  # (holds ``func``: its id stays its own)
-        if len(_SPLITS) > _SPLITS_SIZE:
-            _SPLITS.popitem(last=False)
-    return found
+    return _SPLITS.get(func, _split_prim_func)
 
 
 def _split_prim_func(func: PrimFunc) -> tuple[PrimFunc, PrimFunc, list] | None:
