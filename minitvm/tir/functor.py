@@ -81,16 +81,19 @@ def _hooks_statements_only(cls: type) -> bool:
     index and value."""
     known = cls.__dict__.get("_statements_only")
     if known is None:
-        base = StmtExprMutator if issubclass(cls, StmtExprMutator) else StmtExprVisitor
         hooks = {name for name in dir(cls) if name.startswith("visit_") and name.endswith("_")}
-        known = cls.visit is base.visit and _walks_children_as_base(cls) and hooks <= _statement_hooks()
+        known = cls.visit is _base_walker(cls).visit and _walks_children_as_base(cls) and hooks <= _statement_hooks()
         cls._statements_only = known  # (the class's own: a subclass decides for itself)
     return known
 
 
+def _base_walker(cls: type) -> type:
+    """The base class whose walk ``cls`` extends: StmtExprMutator or StmtExprVisitor."""
+    return StmtExprMutator if issubclass(cls, StmtExprMutator) else StmtExprVisitor
+
+
 def _walks_children_as_base(cls: type) -> bool:
-    base = StmtExprMutator if issubclass(cls, StmtExprMutator) else StmtExprVisitor
-    return cls.visit_children is base.visit_children
+    return cls.visit_children is _base_walker(cls).visit_children
 
 
 def _statement_hooks() -> set[str]:
