@@ -112,14 +112,14 @@ def test_rows_of_two_vectors_tile_along_the_row(unit, channels, stride):
 def test_a_batch_of_whole_images_per_thread_runs_image_by_image(monkeypatch):
     """8 images on 2 threads: the batch loop is the parallel loop and each image's padding is
     computed under it, before its tiles (one parallel region); 3 images do not split evenly and
-    keep the rows on threads."""
+    keep blocks of rows on threads, each padding its own rows."""
     monkeypatch.setenv("MINITVM_NUM_THREADS", "2")
     with AVX2:
         text = _schedule(8, 16, 16, 3, 1, 32, True).mod["main"].script()
         uneven = _schedule(3, 16, 16, 3, 1, 32, True).mod["main"].script()
     assert text.count("T.parallel") == 1 and re.search(r"for nn in T.parallel\((T.int64\()?8\)", text), text
     assert text.index('T.sblock("pad_temp")') > text.index("for nn in T.parallel"), text
-    assert uneven.count("T.parallel") == 2 and "for nn in T.parallel" not in uneven, uneven
+    assert uneven.count("T.parallel") == 1 and "for nn_yy_0_fused in T.parallel" in uneven, uneven
     _matches_torch(AVX2, 8, 16, 16, 3, 1, 32, True)
     _matches_torch(AVX2, 4, 16, 32, 1, 2, 32, False)  # a strided 1x1: its row copy per image
 
@@ -180,8 +180,9 @@ def test_large_convs_run_on_threads_padding_too(monkeypatch):
     parallel = []
     tir.post_order_visit(large.body, lambda s: parallel.append(s) if isinstance(s, tir.For)
                          and s.kind == tir.ForKind.PARALLEL else None)
-    # the conv's rows and the padding copy (else the serial part of the kernel)
-    assert len(parallel) == 2, large.script()
+    # the conv's blocks of rows, each padding the rows it reads (else the serial part of the kernel)
+    assert len(parallel) == 1, large.script()
+    assert large.script().index('T.sblock("pad_temp")') > large.script().index("T.parallel")
 
 
 def test_rule_declines_other_kernels():
@@ -217,3 +218,45 @@ def test_large_flat_convs_of_whole_images_per_thread_run_the_images_on_threads(u
     assert text.count("T.parallel") == 1 and re.search(r"for nn in T.parallel\((T.int64\()?4\)", text), text
     assert text.index('T.sblock("pad_temp")') > text.index("for nn in T.parallel"), text
     _matches_torch(unit, 4, 64, 64, 3, 1, 32, True)
+
+
+@pytest.mark.parametrize("batch, cin, cout, k, stride, hw", [
+    (1, 16, 16, 3, 1, 32),   # rows of two vectors: 32 rows in 8 blocks of 4
+    (1, 16, 32, 3, 2, 32),   # stride 2: the padding with even and odd columns apart, per block
+    (3, 16, 32, 3, 1, 16),   # a batch that does not split into whole images: (image, block) on threads
+    (1, 12, 24, 3, 1, 27),   # odd sizes: channel-vector tiles, 27 rows in 9 blocks of 3
+    (1, 8, 16, 5, 2, 45),    # a 5 x 5 window, stride 2: 23 rows, one per block, each padding 5
+])
+@pytest.mark.parametrize("unit", [AVX512, AVX2], ids=["avx512", "avx2"])
+def test_padding_is_computed_per_block_of_rows_on_threads(unit, batch, cin, cout, k, stride, hw, monkeypatch):
+    """A padded convolution on threads runs blocks of output rows (all channel blocks of a block
+    in one chunk), and each block first pads the input rows it reads, window halo included:
+    one parallel region, the padded rows written and read by the same core."""
+    monkeypatch.setenv("MINITVM_NUM_THREADS", "2")
+    with unit:
+        text = _schedule(batch, cin, cout, k, stride, hw, True).mod["main"].script()
+    assert text.count("T.parallel") == 1, text
+    assert text.index('T.sblock("pad_temp")') > text.index("T.parallel"), text
+    _matches_torch(unit, batch, cin, cout, k, stride, hw, True)
+
+
+def test_padding_per_block_of_rows_with_a_symbolic_batch(monkeypatch):
+    """A batch known only at run time keeps its images serial and the blocks of one image's rows
+    on threads, each padding its own rows; results as torch's for 1 and 3 images."""
+    monkeypatch.setenv("MINITVM_NUM_THREADS", "2")
+    n = te.var("n", "int64")
+    with AVX2:
+        X = te.placeholder((n, 16, 32, 32), "float32", name="X")
+        W = te.placeholder((2, 16, 3, 3, 8), "float32", name="W")
+        sch = tir.Schedule(minitvm.IRModule({"main": te.create_prim_func([X, W, conv2d_nchw_packed(X, W, 1, 1)])}))
+        assert schedule_conv2d_nchw_packed(sch)
+        lib = minitvm.build(sch.mod, target="llvm")
+    text = sch.mod["main"].script()
+    assert text.count("T.parallel") == 1 and text.index('T.sblock("pad_temp")') > text.index("T.parallel"), text
+    w = RNG.standard_normal((16, 16, 3, 3)).astype("float32")
+    for batch in (1, 3):
+        x = RNG.standard_normal((batch, 16, 32, 32)).astype("float32")
+        want = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), padding=1).numpy()
+        out = minitvm.nd.empty(want.shape, "float32")
+        lib(minitvm.nd.array(x), minitvm.nd.array(pack_conv2d_weight(w, 8)), out)
+        np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-4)
