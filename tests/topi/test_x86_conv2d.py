@@ -240,6 +240,16 @@ def test_padding_is_computed_per_block_of_rows_on_threads(unit, batch, cin, cout
     _matches_torch(unit, batch, cin, cout, k, stride, hw, True)
 
 
+def test_weights_larger_than_the_padded_image_keep_channel_blocks_on_threads(monkeypatch):
+    """256 -> 32 channels on 8 x 8 (73K weights, a 25.6K padded image): each chunk of rows would
+    read all the weights, so the channel blocks stay on threads, the padding before them."""
+    monkeypatch.setenv("MINITVM_NUM_THREADS", "2")
+    with AVX2:
+        text = _schedule(1, 256, 32, 3, 1, 8, True).mod["main"].script()
+    assert text.count("T.parallel") == 2 and text.index('T.sblock("pad_temp")') < text.index("nn_oo_0_yy_fused"), text
+    _matches_torch(AVX2, 1, 256, 32, 3, 1, 8, True)
+
+
 def test_padding_per_block_of_rows_with_a_symbolic_batch(monkeypatch):
     """A batch known only at run time keeps its images serial and the blocks of one image's rows
     on threads, each padding its own rows; results as torch's for 1 and 3 images."""

@@ -289,7 +289,10 @@ def schedule_conv2d_nchw_packed(sch: Schedule) -> bool:
     # (a convolution by image whose batch splits into whole images on the threads runs those)
     images = (rows is not None or by_image) and parallel and _whole_images_per_thread(N) and len(prologue) <= 1
     by_image = by_image and not images
-    pad_rows = PAD_NAME if parallel and not (by_image or images or flat) and prologue == [PAD_NAME] else None
+    pad_rows = None
+    if parallel and not (by_image or images or flat) and prologue == [PAD_NAME] \
+            and _weights_within_padded_image(sch, realize.block):
+        pad_rows = PAD_NAME
     if not by_image and not images and pad_rows is None:
         for name in prologue:
             vectorize_rows(sch, sch.get_block(name), parallel=parallel and N is not None)
@@ -303,6 +306,17 @@ def schedule_conv2d_nchw_packed(sch: Schedule) -> bool:
     else:
         _tile_columns(sch, conv, epilogue, ob, ext[3], threads)
     return True
+
+
+def _weights_within_padded_image(sch: Schedule, conv: Any) -> bool:
+    """Whether the packed weight is no larger than one padded image: blocks of rows on threads
+    (:meth:`_Threads.apply_rows`) then read less per chunk than blocks of channels.  A chunk of
+    rows reads all of the weight and its rows of the image, a chunk of channel blocks its part of
+    the weight and all of the image."""
+    weight = next(r.buffer for r in conv.reads if len(r.buffer.shape) == 5)
+    padded = sch.get(sch.get_block(PAD_NAME)).writes[0].buffer
+    weights, image = ([const_int(d) for d in dims] for dims in (weight.shape, padded.shape[1:]))
+    return None not in weights + image and math.prod(weights) <= math.prod(image)
 
 
 def _whole_images_per_thread(N: int | None) -> bool:
