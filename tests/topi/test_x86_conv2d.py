@@ -226,6 +226,7 @@ def test_large_flat_convs_of_whole_images_per_thread_run_the_images_on_threads(u
     (3, 16, 32, 3, 1, 16),   # a batch that does not split into whole images: (image, block) on threads
     (1, 12, 24, 3, 1, 27),   # odd sizes: channel-vector tiles, 27 rows in 9 blocks of 3
     (1, 8, 16, 5, 2, 45),    # a 5 x 5 window, stride 2: 23 rows, one per block, each padding 5
+    (1, 8, 16, 3, 2, 63),    # stride 2, 32 rows of an odd padded width (65: 33 even columns, 32 odd)
 ])
 @pytest.mark.parametrize("unit", [AVX512, AVX2], ids=["avx512", "avx2"])
 def test_padding_is_computed_per_block_of_rows_on_threads(unit, batch, cin, cout, k, stride, hw, monkeypatch):
@@ -238,6 +239,14 @@ def test_padding_is_computed_per_block_of_rows_on_threads(unit, batch, cin, cout
     assert text.count("T.parallel") == 1, text
     assert text.index('T.sblock("pad_temp")') > text.index("T.parallel"), text
     _matches_torch(unit, batch, cin, cout, k, stride, hw, True)
+
+
+def test_short_reductions_pad_before_their_tiles(monkeypatch):
+    """A 3-channel stem (27 multiply-adds per output) keeps its padding before the tiles."""
+    monkeypatch.setenv("MINITVM_NUM_THREADS", "2")
+    with AVX2:
+        text = _schedule(1, 3, 32, 3, 2, 128, True).mod["main"].script()
+    assert text.count("T.parallel") == 2 and text.index('T.sblock("pad_temp")') < text.index("nn_oo_0_yy_fused"), text
 
 
 def test_weights_larger_than_the_padded_image_keep_channel_blocks_on_threads(monkeypatch):

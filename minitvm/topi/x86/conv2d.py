@@ -291,7 +291,7 @@ def schedule_conv2d_nchw_packed(sch: Schedule) -> bool:
     by_image = by_image and not images
     pad_rows = None
     if parallel and not (by_image or images or flat) and prologue == [PAD_NAME] \
-            and _weights_within_padded_image(sch, realize.block):
+            and math.prod(ext[-3:]) >= PAD_PER_ROWS_MIN_REDUCTION and _weights_within_padded_image(sch, realize.block):
         pad_rows = PAD_NAME
     if not by_image and not images and pad_rows is None:
         for name in prologue:
@@ -306,6 +306,13 @@ def schedule_conv2d_nchw_packed(sch: Schedule) -> bool:
     else:
         _tile_columns(sch, conv, epilogue, ob, ext[3], threads)
     return True
+
+
+#: a convolution with fewer multiply-adds per output (channels x window) pads before its tiles,
+#: not per block of rows: MobileNetV2's 3 -> 32 stem (27) ran 1.35x its time on one thread with
+#: the padding per block (its 225-column padding, even and odd columns apart, is loaded lane by
+#: lane there), not faster on 2 (Zen 4, AVX2, the kernel alone, load 3)
+PAD_PER_ROWS_MIN_REDUCTION = 32
 
 
 def _weights_within_padded_image(sch: Schedule, conv: Any) -> bool:
