@@ -311,7 +311,7 @@ def schedule_conv2d_nchw_packed(sch: Schedule) -> bool:
 #: a convolution with fewer multiply-adds per output (channels x window) pads before its tiles,
 #: not per block of rows: MobileNetV2's 3 -> 32 stem (27) ran 1.35x its time on one thread with
 #: the padding per block (its 225-column padding, even and odd columns apart, is loaded lane by
-#: lane there), not faster on 2 (Zen 4, AVX2, the kernel alone, load 3)
+#: lane there), 1.16x by the minimum on 2 (Zen 4, AVX2, the kernel alone, load 3)
 PAD_PER_ROWS_MIN_REDUCTION = 32
 
 
@@ -371,9 +371,9 @@ class _Threads:
         every chunk read all of them.  Measured on Zen 4 (AVX2), 2 threads, resnet_small at batch
         1, each kernel alone (min of 500 calls, load 1.6): 16 -> 16 3x3 on 32 x 32 53 -> 41 us,
         32 -> 32 on 16 x 16 54 -> 33, 16 -> 32 stride 2 29 -> 19; in the model (kernel minima,
-        same process) 0.64-0.97x.  False (nothing done) when there is no such padding or the
-        convolution runs by image."""
-        if self.pad_rows is None or not self.parallel or self.images or self.by_image:
+        same process) 0.64-0.97x.  False (nothing done) without ``pad_rows`` (set only for a
+        padded convolution on threads that does not run by image)."""
+        if self.pad_rows is None:
             return False
         blocks = _row_blocks(rows)
         y0, y1 = sch.split(y, [blocks, None])
