@@ -63,8 +63,8 @@ from ..nn.conv2d import conv_out_size, conv_padding
 from ..nn.pad import pad as _pad
 from ..utils import const_int
 
-__all__ = ["conv2d_nchw_packed", "pack_conv2d_weight", "packed_block", "schedule_conv2d_nchw_packed",
-           "PACKED_CONV_NAME", "OUT_BLOCK", "MAX_COLUMN_TILE"]
+__all__ = ["conv1d_ncw_packed", "conv2d_nchw_packed", "pack_conv1d_weight", "pack_conv2d_weight", "packed_block",
+           "schedule_conv2d_nchw_packed", "PACKED_CONV_NAME", "OUT_BLOCK", "MAX_COLUMN_TILE"]
 
 #: name of the kernel's compute block (the schedule rule finds it by this name)
 PACKED_CONV_NAME = "conv2d_nchw_packed"
@@ -75,6 +75,11 @@ PAD_NAME = "pad_temp"
 SUBSAMPLE_NAME = "strided_rows"
 #: name of the block that writes a flat-pixel result (:func:`pixel_tile`) back into NCHW rows
 PIXELS_TO_ROWS_NAME = "conv2d_nchw_packed_rows"
+#: name of a 1-d convolution's view of its NCW input as one NCHW row (:func:`conv1d_ncw_packed`;
+#: the schedule inlines it: the kernel reads the input in place)
+AS_ROW_NAME = "conv1d_as_row"
+#: name of the block that writes that row back as NCW, without the columns added to fill tiles
+ROW_TO_NCW_NAME = "conv1d_ncw_packed"
 #: one vector of float32 on AVX-512, the block of narrow or short convolutions (:func:`packed_block`)
 OUT_BLOCK = 16
 #: at most this many output columns per register tile (fewer when the vector unit has fewer
@@ -193,6 +198,44 @@ def conv2d_nchw_packed(data: te.Tensor, kernel: te.Tensor, strides: Any = 1, pad
                       name=PIXELS_TO_ROWS_NAME)
 
 
+def pack_conv1d_weight(weight: np.ndarray) -> np.ndarray:
+    """``W[o, c, k]`` (OIW) -> the packed weight of its one-row 2-d convolution
+    (:func:`conv1d_ncw_packed`), in blocks of one vector of channels: the block of two
+    (:func:`pixel_tile`) tiles flat pixels, whose write-back into rows has no row to drop."""
+    o, c, k = weight.shape
+    ob = packed_block(o, c * k)
+    return pack_conv2d_weight(weight[:, :, None, :], ob // 2 if pixel_tile(ob) else ob)
+
+
+def conv1d_ncw_packed(data: te.Tensor, kernel: te.Tensor, strides: Any = 1, padding: Any = 0,
+                      dilation: Any = 1, out_dtype: str | None = None) -> te.Tensor:
+    """``out[n, o, x] = Σ_{c, rx} pad(data)[n, c, x·s + rx·d] · kernel[o // ob, c, 0, rx, o % ob]``
+    -- an NCW convolution (groups = 1) as :func:`conv2d_nchw_packed` over one row, its weight
+    packed by :func:`pack_conv1d_weight`.  A width with no register tile among its divisors (a
+    prime: 79, 19) is rounded up to whole tiles (:func:`_tile_columns_added`), the columns past it
+    computed over zeros added to the padding and not written back."""
+    if data.ndim != 3 or kernel.ndim != 5 or const_int(kernel.shape[2]) != 1:
+        raise ValueError(f"topi.x86.conv1d_ncw_packed: expected 3-d NCW data and a 5-d packed kernel of one row, got "
+                         f"{data.ndim}-d and {kernel.ndim}-d {list(kernel.shape)}")
+    (s,), (d,) = ([int(v)] if isinstance(v, int) else [int(e) for e in v] for v in (strides, dilation))
+    (before,), (after,) = conv_padding(padding, 1)
+    n, c, w = data.shape
+    ow = conv_out_size(w, kernel.shape[3], before, after, s, d)
+    width, ob = const_int(ow), const_int(kernel.shape[4])
+    added = 0 if width is None or ob is None else _tile_columns_added(width, ob)
+    row = te.compute((n, c, 1, w), lambda nn, cc, _, xx: data[nn, cc, xx], name=AS_ROW_NAME)
+    out = conv2d_nchw_packed(row, kernel, (1, s), (0, before, 0, after + added * s), (1, d), out_dtype)
+    return te.compute((n, out.shape[1], ow), lambda nn, oo, xx: out[nn, oo, 0, xx], name=ROW_TO_NCW_NAME)
+
+
+def _tile_columns_added(width: int, ob: int) -> int:
+    """Columns to add to an output row of ``width`` so that :func:`_column_tile` finds a tile of
+    at least half the unit's accumulators (0 when it does already): up to a multiple of them."""
+    unit = VectorUnit.current()
+    full = unit.accumulators // -(-ob // unit.lanes)
+    return 0 if 2 * _column_tile(width, ob) >= full else -width % full
+
+
 def _strided_pointwise_rows(kh: Any, kw: Any, strides: tuple, padding: list, ow: Any, ob: int | None) -> bool:
     """A strided, unpadded 1x1 convolution whose output rows the tile along the row covers
     (:func:`_row_tile`): it reads a strided subsample of its input, copied into rows first.
@@ -258,6 +301,8 @@ def schedule_conv2d_nchw_packed(sch: Schedule) -> bool:
     names = [sch.get(b).name_hint for b in _blocks(sch)]
     if PACKED_CONV_NAME not in names:
         return False
+    if AS_ROW_NAME in names:  # (a 1-d convolution: its input is read in place, as one row)
+        sch.compute_inline(sch.get_block(AS_ROW_NAME))
     conv = sch.get_block(PACKED_CONV_NAME)
     ok, epilogue = _single_epilogue(sch, conv, allow_prologue=True)
     if not ok:

@@ -91,3 +91,37 @@ def test_a_pointwise_conv_stays_unpacked(hw, packed):
         bb.emit_func_output(gv)
     mod = bb.get()
     assert (relax.transform.AlterOpLayout()(mod) is not mod) == packed
+
+
+@pytest.mark.parametrize("batch, stride, padding, dilation, width", [
+    (8, 2, 0, 1, 79), (1, 1, 2, 1, 19), (8, 2, 1, 2, 40), (1, 5, 0, 1, 400)])
+@pytest.mark.parametrize("unit", [AVX512, AVX2], ids=["avx512", "avx2"])
+def test_conv1d_gets_the_packed_kernel_over_one_row(unit, batch, stride, padding, dilation, width):
+    """A 1-d convolution with a constant weight is the packed 2-d kernel over one row, scheduled
+    with its GELU by the default pipeline; torch's numbers on random data.  (wav2vec2's first
+    layer, 1 channel x 10 taps, is packed on AVX2 only: as a short 2-d reduction.)"""
+    import torch
+
+    cin = 1 if stride == 5 else 32
+    k = 10 if stride == 5 else 3
+    w = RNG.standard_normal((32, cin, k)).astype("float32")
+    x = relax.Var("x", relax.TensorStructInfo((batch, cin, width), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = bb.emit(relax.op.nn.conv1d(x, relax.const(w), strides=stride, padding=padding, dilation=dilation))
+            gv = bb.emit_output(relax.op.nn.gelu(y))
+        bb.emit_func_output(gv)
+    mod = bb.get()
+    data = RNG.standard_normal((batch, cin, width)).astype("float32")
+    with unit:
+        packed = relax.transform.AlterOpLayout()(mod)
+        expected = unit is AVX2 or cin > 1
+        assert (packed is not mod) == expected and ("R.nn.conv1d" in packed.script()) != expected
+        lowered = relax.get_pipeline("default")(mod)
+        kernels = [f for gv, f in lowered.functions.items() if gv.name_hint.startswith("fused_conv1d")]
+        assert len(kernels) == 1 and ("conv2d_nchw_packed_local" in kernels[0].script()) == expected
+        got = relax.VirtualMachine(minitvm.compile(lowered, "llvm", relax_pipeline=None), minitvm.cpu())["main"](data)
+    want = torch.nn.functional.gelu(torch.nn.functional.conv1d(
+        torch.from_numpy(data), torch.from_numpy(w), stride=stride, padding=padding, dilation=dilation)).numpy()
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-4)
