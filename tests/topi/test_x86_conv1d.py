@@ -85,3 +85,11 @@ def test_rejects_a_weight_of_more_than_one_row():
     W = te.placeholder((1, 4, 3, 3, 8), "float32", name="W")
     with pytest.raises(ValueError, match="one row"):
         conv1d_ncw_packed(X, W)
+
+
+def test_rejects_a_block_of_two_vectors():
+    """A weight packed for AVX-512 (blocks of 16) in an AVX2 unit, whose block of 16 tiles flat pixels."""
+    X = te.placeholder((1, 4, 10), "float32", name="X")
+    W = te.placeholder((1, 4, 1, 3, 16), "float32", name="W")
+    with AVX2, pytest.raises(ValueError, match="two vectors"):
+        conv1d_ncw_packed(X, W)

@@ -135,21 +135,25 @@ PIXEL_TILE_MIN_REDUCTION = 32
 PIXEL_TILE_MIN_CHANNELS = 64
 
 
-def pack_conv2d_weight(weight: np.ndarray, block: int | None = None) -> np.ndarray:
+def pack_conv2d_weight(weight: np.ndarray, block: int | None = None, groups: int = 1) -> np.ndarray:
     """``W[o, c, kh, kw]`` (OIHW) -> ``W_packed[o // ob, c, kh, kw, o % ob]``: the ``ob``
-    weights a tile multiplies by one input value become one contiguous vector."""
+    weights a tile multiplies by one input value become one contiguous vector.  In ``groups``
+    (``c``: the channels of one group) a block lies within a group."""
     o, c, kh, kw = weight.shape
-    ob = block or packed_block(o, c * kh * kw)
-    if o % ob:
-        raise ValueError(f"pack_conv2d_weight: {o} output channels are not a multiple of the block {ob}")
+    ob = block or packed_block(o // groups, c * kh * kw)
+    if (o // groups) % ob:
+        raise ValueError(f"pack_conv2d_weight: {o // groups} output channels (a group's) are not a multiple of the "
+                         f"block {ob}")
     return np.ascontiguousarray(weight.reshape(o // ob, ob, c, kh, kw).transpose(0, 2, 3, 4, 1))
 
 
 def conv2d_nchw_packed(data: te.Tensor, kernel: te.Tensor, strides: Any = 1, padding: Any = 0,
-                       dilation: Any = 1, out_dtype: str | None = None) -> te.Tensor:
-    """``out[n, o, y, x] = Σ_{c, ry, rx} pad(data)[n, c, y·sh + ry·dh, x·sw + rx·dw]
-    · kernel[o // ob, c, ry, rx, o % ob]`` -- an NCHW convolution (groups = 1) whose weight is
-    packed by :func:`pack_conv2d_weight` (``ob`` = the kernel's last dimension).  With a block of
+                       dilation: Any = 1, out_dtype: str | None = None, groups: int = 1) -> te.Tensor:
+    """``out[n, o, y, x] = Σ_{c, ry, rx} pad(data)[n, g·C + c, y·sh + ry·dh, x·sw + rx·dw]
+    · kernel[o // ob, c, ry, rx, o % ob]`` -- an NCHW convolution whose weight is packed by
+    :func:`pack_conv2d_weight` (``ob`` = the kernel's last dimension; in ``groups``, ``g`` the
+    group of output channel ``o`` and ``C`` the kernel's channels, a group's: a block of ``ob``
+    lies in one group).  With a block of
     two vectors (:func:`pixel_tile`) over a static plane the sum is computed over flat pixels,
     rounded up to whole tiles, and copied back into rows by a second stage; with one, a static
     row may be rounded up to whole tiles of columns (:func:`_tile_columns_added`), computed over
@@ -163,16 +167,17 @@ def conv2d_nchw_packed(data: te.Tensor, kernel: te.Tensor, strides: Any = 1, pad
     before, after = conv_padding(padding, 2)
     n, c, h, w = data.shape
     oblocks, kc, kh, kw, ob = kernel.shape
-    if const_int(c) is not None and const_int(kc) is not None and const_int(c) != const_int(kc):
-        raise ValueError(f"topi.x86.conv2d_nchw_packed: data has {c} channels, the kernel {kc}")
+    if const_int(c) is not None and const_int(kc) is not None and const_int(c) != groups * const_int(kc):
+        raise ValueError(f"topi.x86.conv2d_nchw_packed: data has {c} channels, the kernel {kc} in {groups} groups")
     ob_int = const_int(ob)
+    group_blocks = 1 if groups == 1 else const_int(oblocks) // groups  # blocks of ob per group
     out_c = _op.mul(oblocks, ob)
     width = const_int(conv_out_size(w, kw, before[1], after[1], sw, dw))
     added = 0
     if None not in (ob_int, width) and pixel_tile(ob_int) is None and \
             not _strided_pointwise_rows(kh, kw, (sh, sw), before + after, width, ob_int):
         # (the added columns are computed over zeros and not written back)
-        window = [const_int(v) for v in (c, kh, kw)]
+        window = [const_int(v) for v in (kc, kh, kw)]
         added = _tile_columns_added(width, ob_int, sw, None if None in window else math.prod(window))
         after = [after[0], after[1] + added * sw]
     padded = data
@@ -185,12 +190,13 @@ def conv2d_nchw_packed(data: te.Tensor, kernel: te.Tensor, strides: Any = 1, pad
         # along the row loads as vectors (:func:`_rows_of`)
         padded = te.compute((n, c, oh, ow), lambda nn, cc, yy, xx: data[nn, cc, yy * sh, xx * sw], name=SUBSAMPLE_NAME)
         sh = sw = 1
-    rc = te.reduce_axis((0, c), "rc")
+    rc = te.reduce_axis((0, kc), "rc")
     ry = te.reduce_axis((0, kh), "ry")
     rx = te.reduce_axis((0, kw), "rx")
 
     def fcompute(nn: Any, oo: Any, yy: Any, xx: Any) -> PrimExpr:
-        v = padded[nn, rc, _op.add(_op.mul(yy, sh), _op.mul(ry.var, dh)), _op.add(_op.mul(xx, sw), _op.mul(rx.var, dw))]
+        cc = rc if groups == 1 else _op.add(_op.mul(_op.floordiv(_op.floordiv(oo, ob_int), group_blocks), kc), rc)
+        v = padded[nn, cc, _op.add(_op.mul(yy, sh), _op.mul(ry.var, dh)), _op.add(_op.mul(xx, sw), _op.mul(rx.var, dw))]
         wgt = kernel[_op.floordiv(oo, ob_int), rc, ry, rx, _op.floormod(oo, ob_int)]
         return te.sum(_op.cast(v, out_dtype) * _op.cast(wgt, out_dtype), axis=[rc, ry, rx])
 
@@ -212,29 +218,32 @@ def conv2d_nchw_packed(data: te.Tensor, kernel: te.Tensor, strides: Any = 1, pad
                       name=PIXELS_TO_ROWS_NAME)
 
 
-def pack_conv1d_weight(weight: np.ndarray) -> np.ndarray:
+def pack_conv1d_weight(weight: np.ndarray, groups: int = 1) -> np.ndarray:
     """``W[o, c, k]`` (OIW) -> the packed weight of its one-row 2-d convolution
     (:func:`conv1d_ncw_packed`), in blocks of one vector of channels: the block of two
     (:func:`pixel_tile`) tiles flat pixels, whose write-back into rows has no row to drop."""
     o, c, k = weight.shape
-    ob = packed_block(o, c * k)
-    return pack_conv2d_weight(weight[:, :, None, :], ob // 2 if pixel_tile(ob) else ob)
+    ob = packed_block(o // groups, c * k)
+    return pack_conv2d_weight(weight[:, :, None, :], ob // 2 if pixel_tile(ob) else ob, groups)
 
 
 def conv1d_ncw_packed(data: te.Tensor, kernel: te.Tensor, strides: Any = 1, padding: Any = 0,
-                      dilation: Any = 1, out_dtype: str | None = None) -> te.Tensor:
+                      dilation: Any = 1, out_dtype: str | None = None, groups: int = 1) -> te.Tensor:
     """``out[n, o, x] = Σ_{c, rx} pad(data)[n, c, x·s + rx·d] · kernel[o // ob, c, 0, rx, o % ob]``
-    -- an NCW convolution (groups = 1) as :func:`conv2d_nchw_packed` over one row, its weight
+    -- an NCW convolution (in ``groups`` as there) as :func:`conv2d_nchw_packed` over one row, its weight
     packed by :func:`pack_conv1d_weight`."""
     if data.ndim != 3 or kernel.ndim != 5 or const_int(kernel.shape[2]) != 1:
         raise ValueError(f"topi.x86.conv1d_ncw_packed: expected 3-d NCW data and a 5-d packed kernel of one row, got "
                          f"{data.ndim}-d and {kernel.ndim}-d {list(kernel.shape)}")
+    if pixel_tile(const_int(kernel.shape[4]) or 0) is not None:
+        raise ValueError(f"topi.x86.conv1d_ncw_packed: a block of two vectors ({kernel.shape[4]}) tiles flat pixels, "
+                         "which a row does not have: pack the weight with pack_conv1d_weight (in the same unit)")
     (s,), (d,) = ([int(v)] if isinstance(v, int) else [int(e) for e in v] for v in (strides, dilation))
     (before,), (after,) = conv_padding(padding, 1)
     n, c, w = data.shape
     ow = conv_out_size(w, kernel.shape[3], before, after, s, d)
     row = te.compute((n, c, 1, w), lambda nn, cc, _, xx: data[nn, cc, xx], name=AS_ROW_NAME)
-    out = conv2d_nchw_packed(row, kernel, (1, s), (0, before, 0, after), (1, d), out_dtype)
+    out = conv2d_nchw_packed(row, kernel, (1, s), (0, before, 0, after), (1, d), out_dtype, groups)
     return te.compute((n, out.shape[1], ow), lambda nn, oo, xx: out[nn, oo, 0, xx], name=ROW_TO_NCW_NAME)
 
 
