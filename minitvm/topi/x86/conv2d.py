@@ -153,11 +153,10 @@ def conv2d_nchw_packed(data: te.Tensor, kernel: te.Tensor, strides: Any = 1, pad
     · kernel[o // ob, c, ry, rx, o % ob]`` -- an NCHW convolution whose weight is packed by
     :func:`pack_conv2d_weight` (``ob`` = the kernel's last dimension; in ``groups``, ``g`` the
     group of output channel ``o`` and ``C`` the kernel's channels, a group's: a block of ``ob``
-    lies in one group).  With a block of
-    two vectors (:func:`pixel_tile`) over a static plane the sum is computed over flat pixels,
-    rounded up to whole tiles, and copied back into rows by a second stage; with one, a static
-    row may be rounded up to whole tiles of columns (:func:`_tile_columns_added`), computed over
-    zeros added to the padding and not written back."""
+    lies in one group).  With a block of two vectors (:func:`pixel_tile`) over a static plane
+    the sum is computed over flat pixels, rounded up to whole tiles, and copied back into rows by
+    a second stage; with one, a static row may be rounded up to whole tiles of columns
+    (:func:`_tile_columns_added`), computed over zeros added to the padding and not written back."""
     if data.ndim != 4 or kernel.ndim != 5:
         raise ValueError(f"topi.x86.conv2d_nchw_packed: expected 4-d NCHW data and a 5-d packed kernel, got "
                          f"{data.ndim}-d and {kernel.ndim}-d")
@@ -170,6 +169,9 @@ def conv2d_nchw_packed(data: te.Tensor, kernel: te.Tensor, strides: Any = 1, pad
     if const_int(c) is not None and const_int(kc) is not None and const_int(c) != groups * const_int(kc):
         raise ValueError(f"topi.x86.conv2d_nchw_packed: data has {c} channels, the kernel {kc} in {groups} groups")
     ob_int = const_int(ob)
+    if groups != 1 and (ob_int is None or const_int(oblocks) is None or const_int(oblocks) % groups):
+        raise ValueError(f"topi.x86.conv2d_nchw_packed: {groups} groups need a static number of blocks of output "
+                         f"channels that they divide, got {oblocks} of {ob}")
     group_blocks = 1 if groups == 1 else const_int(oblocks) // groups  # blocks of ob per group
     out_c = _op.mul(oblocks, ob)
     width = const_int(conv_out_size(w, kw, before[1], after[1], sw, dw))
@@ -230,8 +232,8 @@ def pack_conv1d_weight(weight: np.ndarray, groups: int = 1) -> np.ndarray:
 def conv1d_ncw_packed(data: te.Tensor, kernel: te.Tensor, strides: Any = 1, padding: Any = 0,
                       dilation: Any = 1, out_dtype: str | None = None, groups: int = 1) -> te.Tensor:
     """``out[n, o, x] = Σ_{c, rx} pad(data)[n, c, x·s + rx·d] · kernel[o // ob, c, 0, rx, o % ob]``
-    -- an NCW convolution (in ``groups`` as there) as :func:`conv2d_nchw_packed` over one row, its weight
-    packed by :func:`pack_conv1d_weight`."""
+    -- an NCW convolution (in ``groups`` as there) as :func:`conv2d_nchw_packed` over one row,
+    its weight packed by :func:`pack_conv1d_weight`."""
     if data.ndim != 3 or kernel.ndim != 5 or const_int(kernel.shape[2]) != 1:
         raise ValueError(f"topi.x86.conv1d_ncw_packed: expected 3-d NCW data and a 5-d packed kernel of one row, got "
                          f"{data.ndim}-d and {kernel.ndim}-d {list(kernel.shape)}")
@@ -333,12 +335,12 @@ def schedule_conv2d_nchw_packed(sch: Schedule) -> bool:
     names = [sch.get(b).name_hint for b in _blocks(sch)]
     if PACKED_CONV_NAME not in names:
         return False
-    if AS_ROW_NAME in names:  # (a 1-d convolution: its input is read in place, as one row)
-        sch.compute_inline(sch.get_block(AS_ROW_NAME))
     conv = sch.get_block(PACKED_CONV_NAME)
     ok, epilogue = _single_epilogue(sch, conv, allow_prologue=True)
     if not ok:
         return False
+    if AS_ROW_NAME in names:  # (a 1-d convolution: its input is read in place, as one row)
+        sch.compute_inline(sch.get_block(AS_ROW_NAME))
     loops = sch.get_loops(conv)
     flat = len(loops) == 6  # (n, o, pixel, c, ry, rx): :func:`pixel_tile`'s form
     if len(loops) != 7 and not flat:
