@@ -64,8 +64,8 @@ from ..nn.conv2d import conv_out_size, conv_padding
 from ..nn.pad import pad as _pad
 from ..utils import const_int
 
-__all__ = ["conv2d_nchw_packed", "pack_conv2d_weight", "packed_block", "schedule_conv2d_nchw_packed",
-           "PACKED_CONV_NAME", "OUT_BLOCK", "MAX_COLUMN_TILE"]
+__all__ = ["conv1d_ncw_packed", "conv2d_nchw_packed", "pack_conv1d_weight", "pack_conv2d_weight", "packed_block",
+           "schedule_conv2d_nchw_packed", "PACKED_CONV_NAME", "OUT_BLOCK", "MAX_COLUMN_TILE"]
 
 #: name of the kernel's compute block (the schedule rule finds it by this name)
 PACKED_CONV_NAME = "conv2d_nchw_packed"
@@ -76,6 +76,14 @@ PAD_NAME = "pad_temp"
 SUBSAMPLE_NAME = "strided_rows"
 #: name of the block that writes a flat-pixel result (:func:`pixel_tile`) back into NCHW rows
 PIXELS_TO_ROWS_NAME = "conv2d_nchw_packed_rows"
+#: name of a 1-d convolution's view of its NCW input as one NCHW row (:func:`conv1d_ncw_packed`;
+#: the schedule inlines it: the kernel reads the input in place)
+AS_ROW_NAME = "conv1d_as_row"
+#: name of the block that writes that row back as NCW, without the columns added to fill tiles
+ROW_TO_NCW_NAME = "conv1d_ncw_packed"
+#: name of the block that writes back an output row without the columns added to make it whole
+#: register tiles (:func:`_tile_columns_added`)
+CROP_NAME = "conv2d_nchw_packed_crop"
 #: one vector of float32 on AVX-512, the block of narrow or short convolutions (:func:`packed_block`)
 OUT_BLOCK = 16
 #: at most this many output columns per register tile (fewer when the vector unit has fewer
@@ -128,23 +136,28 @@ PIXEL_TILE_MIN_REDUCTION = 32
 PIXEL_TILE_MIN_CHANNELS = 64
 
 
-def pack_conv2d_weight(weight: np.ndarray, block: int | None = None) -> np.ndarray:
+def pack_conv2d_weight(weight: np.ndarray, block: int | None = None, groups: int = 1) -> np.ndarray:
     """``W[o, c, kh, kw]`` (OIHW) -> ``W_packed[o // ob, c, kh, kw, o % ob]``: the ``ob``
-    weights a tile multiplies by one input value become one contiguous vector."""
+    weights a tile multiplies by one input value become one contiguous vector.  In ``groups``
+    (``c``: the channels of one group) a block lies within a group."""
     o, c, kh, kw = weight.shape
-    ob = block or packed_block(o, c * kh * kw)
-    if o % ob:
-        raise ValueError(f"pack_conv2d_weight: {o} output channels are not a multiple of the block {ob}")
+    ob = block or packed_block(o // groups, c * kh * kw)
+    if (o // groups) % ob:
+        raise ValueError(f"pack_conv2d_weight: {o // groups} output channels (a group's) are not a multiple of the "
+                         f"block {ob}")
     return np.ascontiguousarray(weight.reshape(o // ob, ob, c, kh, kw).transpose(0, 2, 3, 4, 1))
 
 
 def conv2d_nchw_packed(data: te.Tensor, kernel: te.Tensor, strides: Any = 1, padding: Any = 0,
-                       dilation: Any = 1, out_dtype: str | None = None) -> te.Tensor:
-    """``out[n, o, y, x] = Σ_{c, ry, rx} pad(data)[n, c, y·sh + ry·dh, x·sw + rx·dw]
-    · kernel[o // ob, c, ry, rx, o % ob]`` -- an NCHW convolution (groups = 1) whose weight is
-    packed by :func:`pack_conv2d_weight` (``ob`` = the kernel's last dimension).  With a block of
-    two vectors (:func:`pixel_tile`) over a static plane the sum is computed over flat pixels,
-    rounded up to whole tiles, and copied back into rows by a second stage."""
+                       dilation: Any = 1, out_dtype: str | None = None, groups: int = 1) -> te.Tensor:
+    """``out[n, o, y, x] = Σ_{c, ry, rx} pad(data)[n, g·C + c, y·sh + ry·dh, x·sw + rx·dw]
+    · kernel[o // ob, c, ry, rx, o % ob]`` -- an NCHW convolution whose weight is packed by
+    :func:`pack_conv2d_weight` (``ob`` = the kernel's last dimension; in ``groups``, ``g`` the
+    group of output channel ``o`` and ``C`` the kernel's channels, a group's: a block of ``ob``
+    lies in one group).  With a block of two vectors (:func:`pixel_tile`) over a static plane
+    the sum is computed over flat pixels, rounded up to whole tiles, and copied back into rows by
+    a second stage; with one, a static row may be rounded up to whole tiles of columns
+    (:func:`_tile_columns_added`), computed over zeros added to the padding and not written back."""
     if data.ndim != 4 or kernel.ndim != 5:
         raise ValueError(f"topi.x86.conv2d_nchw_packed: expected 4-d NCHW data and a 5-d packed kernel, got "
                          f"{data.ndim}-d and {kernel.ndim}-d")
@@ -154,10 +167,22 @@ def conv2d_nchw_packed(data: te.Tensor, kernel: te.Tensor, strides: Any = 1, pad
     before, after = conv_padding(padding, 2)
     n, c, h, w = data.shape
     oblocks, kc, kh, kw, ob = kernel.shape
-    if const_int(c) is not None and const_int(kc) is not None and const_int(c) != const_int(kc):
-        raise ValueError(f"topi.x86.conv2d_nchw_packed: data has {c} channels, the kernel {kc}")
+    if const_int(c) is not None and const_int(kc) is not None and const_int(c) != groups * const_int(kc):
+        raise ValueError(f"topi.x86.conv2d_nchw_packed: data has {c} channels, the kernel {kc} in {groups} groups")
     ob_int = const_int(ob)
+    if groups != 1 and (ob_int is None or const_int(oblocks) is None or const_int(oblocks) % groups):
+        raise ValueError(f"topi.x86.conv2d_nchw_packed: {groups} groups need a static number of blocks of output "
+                         f"channels that they divide, got {oblocks} of {ob}")
+    group_blocks = 1 if groups == 1 else const_int(oblocks) // groups  # blocks of ob per group
     out_c = _op.mul(oblocks, ob)
+    width = const_int(conv_out_size(w, kw, before[1], after[1], sw, dw))
+    added = 0
+    if None not in (ob_int, width) and pixel_tile(ob_int) is None and \
+            not _strided_pointwise_rows(kh, kw, (sh, sw), before + after, width, ob_int):
+        # (the added columns are computed over zeros and not written back)
+        window = [const_int(v) for v in (kc, kh, kw)]
+        added = _tile_columns_added(width, ob_int, sw, None if None in window else math.prod(window))
+        after = [after[0], after[1] + added * sw]
     padded = data
     if any(before) or any(after):
         padded = _pad(data, [0, 0, *before], [0, 0, *after], 0.0, name=PAD_NAME)
@@ -168,19 +193,21 @@ def conv2d_nchw_packed(data: te.Tensor, kernel: te.Tensor, strides: Any = 1, pad
         # along the row loads as vectors (:func:`_rows_of`)
         padded = te.compute((n, c, oh, ow), lambda nn, cc, yy, xx: data[nn, cc, yy * sh, xx * sw], name=SUBSAMPLE_NAME)
         sh = sw = 1
-    rc = te.reduce_axis((0, c), "rc")
+    rc = te.reduce_axis((0, kc), "rc")
     ry = te.reduce_axis((0, kh), "ry")
     rx = te.reduce_axis((0, kw), "rx")
 
     def fcompute(nn: Any, oo: Any, yy: Any, xx: Any) -> PrimExpr:
-        v = padded[nn, rc, _op.add(_op.mul(yy, sh), _op.mul(ry.var, dh)), _op.add(_op.mul(xx, sw), _op.mul(rx.var, dw))]
+        cc = rc if groups == 1 else _op.add(_op.mul(_op.floordiv(_op.floordiv(oo, ob_int), group_blocks), kc), rc)
+        v = padded[nn, cc, _op.add(_op.mul(yy, sh), _op.mul(ry.var, dh)), _op.add(_op.mul(xx, sw), _op.mul(rx.var, dw))]
         wgt = kernel[_op.floordiv(oo, ob_int), rc, ry, rx, _op.floormod(oo, ob_int)]
         return te.sum(_op.cast(v, out_dtype) * _op.cast(wgt, out_dtype), axis=[rc, ry, rx])
 
     tile = None if ob_int is None else pixel_tile(ob_int)
     plane = [const_int(oh), const_int(ow)]
     if tile is None or None in plane or const_int(n) is None:  # (a symbolic batch: the rows, as before)
-        return te.compute((n, out_c, oh, ow), fcompute, name=PACKED_CONV_NAME)
+        out = te.compute((n, out_c, oh, ow), fcompute, name=PACKED_CONV_NAME)
+        return te.compute((n, out_c, oh, width), lambda *i: out(*i), name=CROP_NAME) if added else out
     # the output plane as whole tiles of flat pixels, then back into rows (the write-back)
     pixels, width = plane[0] * plane[1], plane[1]
 
@@ -192,6 +219,56 @@ def conv2d_nchw_packed(data: te.Tensor, kernel: te.Tensor, strides: Any = 1, pad
                       lambda nn, oo, pp: fcompute(nn, oo, *row_and_column(pp)), name=PACKED_CONV_NAME)
     return te.compute((n, out_c, oh, ow), lambda nn, oo, yy, xx: flat[nn, oo, yy * width + xx],
                       name=PIXELS_TO_ROWS_NAME)
+
+
+def pack_conv1d_weight(weight: np.ndarray, groups: int = 1) -> np.ndarray:
+    """``W[o, c, k]`` (OIW) -> the packed weight of its one-row 2-d convolution
+    (:func:`conv1d_ncw_packed`), in blocks of one vector of channels: the block of two
+    (:func:`pixel_tile`) tiles flat pixels, whose write-back into rows has no row to drop."""
+    o, c, k = weight.shape
+    ob = packed_block(o // groups, c * k)
+    return pack_conv2d_weight(weight[:, :, None, :], ob // 2 if pixel_tile(ob) else ob, groups)
+
+
+def conv1d_ncw_packed(data: te.Tensor, kernel: te.Tensor, strides: Any = 1, padding: Any = 0,
+                      dilation: Any = 1, out_dtype: str | None = None, groups: int = 1) -> te.Tensor:
+    """``out[n, o, x] = Σ_{c, rx} pad(data)[n, c, x·s + rx·d] · kernel[o // ob, c, 0, rx, o % ob]``
+    -- an NCW convolution (in ``groups`` as there) as :func:`conv2d_nchw_packed` over one row,
+    its weight packed by :func:`pack_conv1d_weight`."""
+    if data.ndim != 3 or kernel.ndim != 5 or const_int(kernel.shape[2]) != 1:
+        raise ValueError(f"topi.x86.conv1d_ncw_packed: expected 3-d NCW data and a 5-d packed kernel of one row, got "
+                         f"{data.ndim}-d and {kernel.ndim}-d {list(kernel.shape)}")
+    if pixel_tile(const_int(kernel.shape[4]) or 0) is not None:
+        raise ValueError(f"topi.x86.conv1d_ncw_packed: a block of two vectors ({kernel.shape[4]}) tiles flat pixels, "
+                         "which a row does not have: pack the weight with pack_conv1d_weight (in the same unit)")
+    (s,), (d,) = ([int(v)] if isinstance(v, int) else [int(e) for e in v] for v in (strides, dilation))
+    (before,), (after,) = conv_padding(padding, 1)
+    n, c, w = data.shape
+    ow = conv_out_size(w, kernel.shape[3], before, after, s, d)
+    row = te.compute((n, c, 1, w), lambda nn, cc, _, xx: data[nn, cc, xx], name=AS_ROW_NAME)
+    out = conv2d_nchw_packed(row, kernel, (1, s), (0, before, 0, after), (1, d), out_dtype, groups)
+    return te.compute((n, out.shape[1], ow), lambda nn, oo, xx: out[nn, oo, 0, xx], name=ROW_TO_NCW_NAME)
+
+
+def _tile_columns_added(width: int, ob: int, stride: int, reduction: int | None) -> int:
+    """Columns to add to an output row of ``width`` (``reduction``: multiply-adds per output) so
+    that it is whole register tiles: at stride 1, two vectors of the unit in scope
+    (:func:`_row_tile`, no transpose on the way back) when that adds at most a quarter of
+    ``width``; else, with a reduction of PIXEL_TILE_MIN_REDUCTION or more, a multiple of the
+    accumulators when :func:`_column_tile` finds no tile of at least half of them (a prime
+    width); else 0.  Measured on Zen 4 (AVX2), 2 threads, batch 8, each kernel alone against no
+    columns added: MNIST's 1 -> 32 3x3 conv, 26 -> 32 columns (rows) 0.73x (51 vs 70 us);
+    wav2vec2's 16 -> 16 stride-2 conv1d, 19 -> 24 columns (tiles of 8, not of 1) 0.30x; not
+    added: the same conv at 39 columns as rows of 48 (stride 2: through the deinterleaving
+    padding copy) 1.97x, its 1-channel stride-5 first layer, 79 -> 80 columns 1.36x."""
+    unit = VectorUnit.current()
+    to_rows = -width % (2 * unit.lanes)
+    if stride == 1 and 4 * to_rows <= width and _row_tile(width + to_rows, ob) is not None:
+        return to_rows
+    if reduction is None or reduction < PIXEL_TILE_MIN_REDUCTION:
+        return 0
+    full = unit.accumulators // -(-ob // unit.lanes)
+    return 0 if 2 * _column_tile(width, ob) >= full else -width % full
 
 
 def _strided_pointwise_rows(kh: Any, kw: Any, strides: tuple, padding: list, ow: Any, ob: int | None) -> bool:
@@ -265,6 +342,8 @@ def schedule_conv2d_nchw_packed(sch: Schedule) -> bool:
     ok, epilogue = _single_epilogue(sch, conv, allow_prologue=True)
     if not ok:
         return False
+    if AS_ROW_NAME in names:  # (a 1-d convolution: its input is read in place, as one row)
+        sch.compute_inline(sch.get_block(AS_ROW_NAME))
     loops = sch.get_loops(conv)
     flat = len(loops) == 6  # (n, o, pixel, c, ry, rx): :func:`pixel_tile`'s form
     if len(loops) != 7 and not flat:

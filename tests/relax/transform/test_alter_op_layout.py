@@ -45,8 +45,9 @@ def test_conv_gets_the_packed_kernel_and_a_packed_constant(stride):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
-# a parameter weight, a grouped conv, 6 channels (no vector block), 4 x 3 x 3 = 36 < MIN_REDUCTION multiply-adds
-@pytest.mark.parametrize("case", [{"weight_const": False}, {"groups": 2}, {"cout": 6}, {"cin": 4}])
+# a parameter weight, groups of 4 output channels (no vector block in a group), 6 channels (no
+# vector block), 4 x 3 x 3 = 36 < MIN_REDUCTION multiply-adds
+@pytest.mark.parametrize("case", [{"weight_const": False}, {"groups": 4}, {"cout": 6}, {"cin": 4}])
 def test_leaves_other_convolutions_alone(case):
     mod, _ = _conv_module(**case)
     with AVX512:  # (AVX2 packs short reductions too: the next test)
@@ -91,3 +92,40 @@ def test_a_pointwise_conv_stays_unpacked(hw, packed):
         bb.emit_func_output(gv)
     mod = bb.get()
     assert (relax.transform.AlterOpLayout()(mod) is not mod) == packed
+
+
+@pytest.mark.parametrize("batch, stride, padding, dilation, width, groups", [
+    (8, 2, 0, 1, 79, 1), (1, 1, 2, 1, 19, 1), (8, 2, 1, 2, 40, 1), (1, 5, 0, 1, 400, 1),
+    (8, 1, 2, 1, 19, 4), (1, 2, 1, 1, 33, 2)])  # (groups of 8 and 16 output channels)
+@pytest.mark.parametrize("unit", [AVX512, AVX2], ids=["avx512", "avx2"])
+def test_conv1d_gets_the_packed_kernel_over_one_row(unit, batch, stride, padding, dilation, width, groups):
+    """A 1-d convolution with a constant weight is the packed 2-d kernel over one row, scheduled
+    with its GELU by the default pipeline; torch's numbers on random data.  (wav2vec2's first
+    layer, 1 channel x 10 taps, is packed on AVX2 only: as a short 2-d reduction.)"""
+    import torch
+
+    cin = 1 if stride == 5 else 32 * groups  # (a group: 32 channels x 3 taps, 96 multiply-adds)
+    k = 10 if stride == 5 else 3
+    w = RNG.standard_normal((32, cin // groups, k)).astype("float32")
+    x = relax.Var("x", relax.TensorStructInfo((batch, cin, width), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = bb.emit(relax.op.nn.conv1d(x, relax.const(w), strides=stride, padding=padding, dilation=dilation,
+                                           groups=groups))
+            gv = bb.emit_output(relax.op.nn.gelu(y))
+        bb.emit_func_output(gv)
+    mod = bb.get()
+    data = RNG.standard_normal((batch, cin, width)).astype("float32")
+    with unit:
+        packed = relax.transform.AlterOpLayout()(mod)
+        expected = unit is AVX2 or cin > 1
+        assert (packed is not mod) == expected and ("R.nn.conv1d" in packed.script()) != expected
+        lowered = relax.get_pipeline("default")(mod)
+        kernels = [f for gv, f in lowered.functions.items() if gv.name_hint.startswith("fused_conv1d")]
+        assert len(kernels) == 1 and ("conv2d_nchw_packed_local" in kernels[0].script()) == expected
+        got = relax.VirtualMachine(minitvm.compile(lowered, "llvm", relax_pipeline=None), minitvm.cpu())["main"](data)
+    want = torch.nn.functional.gelu(torch.nn.functional.conv1d(
+        torch.from_numpy(data), torch.from_numpy(w), stride=stride, padding=padding, dilation=dilation,
+        groups=groups)).numpy()
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-4)
