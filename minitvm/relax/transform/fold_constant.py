@@ -32,7 +32,7 @@ from ...tir.function import PrimFunc
 from ...transform import PassContext, module_pass
 from ..analysis.remove_unused import remove_all_unused
 from ..block_builder import BlockBuilder
-from ..expr import Call, Constant, DataflowVar, Function, ShapeExpr, Tuple, TupleGetItem, Var
+from ..expr import Call, Constant, DataflowVar, Function, SeqExpr, ShapeExpr, Tuple, TupleGetItem, Var
 from ..expr_functor import ExprMutator
 from ..struct_info import TensorStructInfo, TupleStructInfo
 from ._util import map_functions
@@ -133,12 +133,54 @@ class _Folder(ExprMutator):
     def _kernel(self, func: PrimFunc) -> Any:
         entry = self.kernels.get(id(func))
         if entry is None:
-
-            attrs = dict(func.attrs)
-            attrs["global_symbol"] = "fold_constant_kernel"
-            named = PrimFunc(func.params, func.buffer_map, func.body, func.ret_type, attrs)
+            named = _exported_as(func, "fold_constant_kernel")
             entry = self.kernels[id(func)] = (func, build(named, target="llvm")["fold_constant_kernel"])
         return entry[1]
+
+
+def _exported_as(func: PrimFunc, symbol: str) -> PrimFunc:
+    attrs = dict(func.attrs)
+    attrs["global_symbol"] = symbol
+    return PrimFunc(func.params, func.buffer_map, func.body, func.ret_type, attrs)
+
+
+def _foldable_kernels(func: Function, mod: IRModule) -> list[PrimFunc]:
+    """The PrimFuncs of ``mod`` that ``func`` calls (``call_tir``) on constants alone (or
+    variables bound to constants) with static outputs: what the folder will surely compile.
+    (Calls on what a fold makes constant are found while folding.)"""
+    found: dict[int, PrimFunc] = {}
+    body = func.body
+    if not isinstance(body, SeqExpr):
+        return []
+    constant_vars: set[int] = set()
+    for block in body.blocks:
+        for b in block.bindings:
+            value = getattr(b, "value", None)
+            if isinstance(value, Constant):
+                constant_vars.add(id(b.var))
+                continue
+            if not (isinstance(value, Call) and isinstance(value.op, Op) and value.op.name == "relax.call_tir"):
+                continue
+            gv, args = value.args[0], value.args[1]
+            if (len(value.args) != 2 or not isinstance(gv, GlobalVar) or gv not in mod or not isinstance(args, Tuple)
+                    or not isinstance(mod[gv], PrimFunc) or _static_outputs(value.sinfo_args[0]) is None):
+                continue
+            if all(isinstance(a, Constant) or id(a) in constant_vars for a in args.fields):
+                found.setdefault(id(mod[gv]), mod[gv])
+    return list(found.values())
+
+
+def _build_together(funcs: list[PrimFunc], kernels: dict) -> None:
+    """Compile ``funcs`` as one module (one LLVM optimization and JIT, not one per kernel:
+    MobileNetV2 folds the layouts of 20 weights) into ``kernels`` (see :class:`_Folder`); a
+    module that does not build leaves them to be built one by one (and fail there if they must)."""
+    symbols = [f"fold_constant_kernel_{i}" for i in range(len(funcs))]
+    try:
+        lib = build(IRModule({s: _exported_as(f, s) for s, f in zip(symbols, funcs)}), target="llvm")
+    except Exception:  # noqa: BLE001 - one by one, the kernel at fault raises its own error
+        return
+    for s, f in zip(symbols, funcs):
+        kernels[id(f)] = (f, lib[s])
 
 
 def _const_tuple(e: Any) -> bool:
@@ -160,6 +202,9 @@ class FoldConstant:
         kernels: dict = {}
 
         def fold(func: Function, m: IRModule) -> Function:
+            together = [f for f in _foldable_kernels(func, m) if id(f) not in kernels]
+            if len(together) > 1:
+                _build_together(together, kernels)
             new = _Folder(m, kernels).visit_expr(func)
             return func if new is func else remove_all_unused(new, m)
         return map_functions(mod, fold)
