@@ -26,9 +26,13 @@ import numpy as np
 from ...ir.module import GlobalVar, IRModule
 from ...ir.op import Op
 from ...runtime import ndarray as nd
+from ...target import Target
 from ...target.tir_build import build
-from ...tir.expr import IntImm
+from ...tir.expr import BufferLoad, FloatImm, IntImm, Select
+from ...tir.expr import Call as TirCall
 from ...tir.function import PrimFunc
+from ...tir.functor import post_order_visit
+from ...tir.stmt import BufferStore
 from ...transform import PassContext, module_pass
 from ..analysis.remove_unused import remove_all_unused
 from ..block_builder import BlockBuilder
@@ -134,7 +138,7 @@ class _Folder(ExprMutator):
         entry = self.kernels.get(id(func))
         if entry is None:
             named = _exported_as(func, "fold_constant_kernel")
-            entry = self.kernels[id(func)] = (func, build(named, target="llvm")["fold_constant_kernel"])
+            entry = self.kernels[id(func)] = (func, build(named, target=_target_for([func]))["fold_constant_kernel"])
         return entry[1]
 
 
@@ -142,6 +146,42 @@ def _exported_as(func: PrimFunc, symbol: str) -> PrimFunc:
     attrs = dict(func.attrs)
     attrs["global_symbol"] = symbol
     return PrimFunc(func.params, func.buffer_map, func.body, func.ret_type, attrs)
+
+
+#: LLVM's optimization level for kernels that only move data (weight layouts, transposes, pads):
+#: they run once on a few MB, and O1 compiles them in less time than O3 (nothing computed, so
+#: nothing the level could round differently)
+MOVING_DATA_OPT_LEVEL = 1
+
+
+def _target_for(funcs: list[PrimFunc]) -> Any:
+    if all(_moves_data_only(f) for f in funcs):
+        return Target(f"llvm -opt-level={MOVING_DATA_OPT_LEVEL}")
+    return Target("llvm")
+
+
+def _moves_data_only(func: PrimFunc) -> bool:
+    """Whether every store of ``func`` writes a loaded value or a constant of the stored buffer's
+    dtype, perhaps chosen by a condition (``if_then_else(in_bounds, A[i], 0)``): no arithmetic
+    on the values, so the result is the same bits however LLVM compiles it."""
+    found = [True]
+
+    def check(n: Any) -> None:
+        if isinstance(n, BufferStore) and not _copied(n.value, n.buffer.dtype):
+            found[0] = False
+
+    post_order_visit(func.body, check)
+    return found[0]
+
+
+def _copied(value: Any, dtype: str) -> bool:
+    if isinstance(value, (BufferLoad, IntImm, FloatImm)):
+        return value.dtype == dtype
+    if isinstance(value, Select):
+        return _copied(value.true_value, dtype) and _copied(value.false_value, dtype)
+    if isinstance(value, TirCall) and value.op == "tir.if_then_else" and len(value.args) == 3:
+        return _copied(value.args[1], dtype) and _copied(value.args[2], dtype)
+    return False
 
 
 def _foldable_kernels(func: Function, mod: IRModule) -> list[PrimFunc]:
@@ -176,7 +216,7 @@ def _build_together(funcs: list[PrimFunc], kernels: dict) -> None:
     module that does not build leaves them to be built one by one (and fail there if they must)."""
     symbols = [f"fold_constant_kernel_{i}" for i in range(len(funcs))]
     try:
-        lib = build(IRModule({s: _exported_as(f, s) for s, f in zip(symbols, funcs)}), target="llvm")
+        lib = build(IRModule({s: _exported_as(f, s) for s, f in zip(symbols, funcs)}), target=_target_for(funcs))
     except Exception:  # noqa: BLE001 - one by one, the kernel at fault raises its own error
         return
     for s, f in zip(symbols, funcs):
