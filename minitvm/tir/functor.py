@@ -246,40 +246,73 @@ def _children(x: Node) -> Any:
         yield value
 
 
+#: how the plain walks (:func:`post_order_visit`, :func:`pre_order_visit`) treat a value, by its
+#: type: a node to visit, a sequence of values, a dict (a field's values are walked), or nothing
+_SKIP, _NODE, _SEQ, _DICT = 0, 1, 2, 3
+_KINDS: dict[type, int] = {}
+
+
+def _kind(cls: type) -> int:
+    if issubclass(cls, (tuple, list)):
+        kind = _SEQ
+    elif issubclass(cls, dict):
+        kind = _DICT
+    elif issubclass(cls, Node) and not issubclass(cls, Buffer):
+        kind = _NODE
+    else:
+        kind = _SKIP
+    _KINDS[cls] = kind
+    return kind
+
+
+def _plain_walk(n: Any, before: Callable[[Any], Any] | None, after: Callable[[Any], None] | None) -> None:
+    """Call ``before`` (parents first; False skips the subtree) or ``after`` (children first)
+    on every node under ``n``: a field's dict gives its values (no buffer_map), a sequence its
+    items.  One call per node, none per leaf value (a dtype, a name, None): these walks run
+    thousands of times per compile."""
+    kinds = _KINDS
+
+    def node(x: Any) -> None:
+        if before is not None and before(x) is False:
+            return
+        fields = _WALKED.get(type(x))
+        for name in fields if fields is not None else _walked_fields(type(x)):
+            value = getattr(x, name)
+            kind = kinds.get(type(value))
+            if kind is None:
+                kind = _kind(type(value))
+            if kind == _NODE:
+                node(value)
+            elif kind == _SEQ:
+                items(value)
+            elif kind == _DICT and name != "buffer_map":
+                items(tuple(value.values()))
+        if after is not None:
+            after(x)
+
+    def items(xs: Any) -> None:
+        for x in xs:
+            kind = kinds.get(type(x))
+            if kind is None:
+                kind = _kind(type(x))
+            if kind == _NODE:
+                node(x)
+            elif kind == _SEQ:
+                items(x)
+
+    items((n,))
+
+
 def post_order_visit(n: Any, fvisit: Callable[[Any], None]) -> None:
     """Call ``fvisit`` on every node (children before parents), as TVM's ``stmt_functor``.
 
     Plain recursion (no visitor class per call: this runs thousands of times per compile)."""
-
-    def visit(x: Any) -> None:
-        if isinstance(x, (tuple, list)):
-            for e in x:
-                visit(e)
-            return
-        if not isinstance(x, Node) or isinstance(x, Buffer):
-            return
-        for value in _children(x):
-            visit(value)
-        fvisit(x)
-
-    visit(n)
+    _plain_walk(n, None, fvisit)
 
 
 def pre_order_visit(n: Any, fvisit: Callable[[Any], bool | None]) -> None:
     """Call ``fvisit`` on every node, parents first; return False to skip a subtree."""
-
-    def visit(x: Any) -> None:
-        if isinstance(x, (tuple, list)):
-            for e in x:
-                visit(e)
-            return
-        if not isinstance(x, Node) or isinstance(x, Buffer):
-            return
-        if fvisit(x) is not False:
-            for value in _children(x):
-                visit(value)
-
-    visit(n)
+    _plain_walk(n, fvisit, None)
 
 
 class _Substitute(StmtExprMutator):

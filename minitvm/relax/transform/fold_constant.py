@@ -26,13 +26,17 @@ import numpy as np
 from ...ir.module import GlobalVar, IRModule
 from ...ir.op import Op
 from ...runtime import ndarray as nd
+from ...target import Target
 from ...target.tir_build import build
-from ...tir.expr import IntImm
+from ...tir.expr import BufferLoad, FloatImm, IntImm, Select
+from ...tir.expr import Call as TirCall
 from ...tir.function import PrimFunc
+from ...tir.functor import post_order_visit
+from ...tir.stmt import BufferStore
 from ...transform import PassContext, module_pass
 from ..analysis.remove_unused import remove_all_unused
 from ..block_builder import BlockBuilder
-from ..expr import Call, Constant, DataflowVar, Function, ShapeExpr, Tuple, TupleGetItem, Var
+from ..expr import Call, Constant, DataflowVar, Function, SeqExpr, ShapeExpr, Tuple, TupleGetItem, Var
 from ..expr_functor import ExprMutator
 from ..struct_info import TensorStructInfo, TupleStructInfo
 from ._util import map_functions
@@ -133,12 +137,90 @@ class _Folder(ExprMutator):
     def _kernel(self, func: PrimFunc) -> Any:
         entry = self.kernels.get(id(func))
         if entry is None:
-
-            attrs = dict(func.attrs)
-            attrs["global_symbol"] = "fold_constant_kernel"
-            named = PrimFunc(func.params, func.buffer_map, func.body, func.ret_type, attrs)
-            entry = self.kernels[id(func)] = (func, build(named, target="llvm")["fold_constant_kernel"])
+            named = _exported_as(func, "fold_constant_kernel")
+            entry = self.kernels[id(func)] = (func, build(named, target=_target_for([func]))["fold_constant_kernel"])
         return entry[1]
+
+
+def _exported_as(func: PrimFunc, symbol: str) -> PrimFunc:
+    attrs = dict(func.attrs)
+    attrs["global_symbol"] = symbol
+    return PrimFunc(func.params, func.buffer_map, func.body, func.ret_type, attrs)
+
+
+#: LLVM's optimization level for kernels that only move data (weight layouts, transposes, pads):
+#: they run once on a few MB, and O1 compiles them in less time than O3 (nothing computed, so
+#: nothing the level could round differently)
+MOVING_DATA_OPT_LEVEL = 1
+
+
+def _target_for(funcs: list[PrimFunc]) -> Any:
+    if all(_moves_data_only(f) for f in funcs):
+        return Target(f"llvm -opt-level={MOVING_DATA_OPT_LEVEL}")
+    return Target("llvm")
+
+
+def _moves_data_only(func: PrimFunc) -> bool:
+    """Whether every store of ``func`` writes a loaded value or a constant of the stored buffer's
+    dtype, perhaps chosen by a condition (``if_then_else(in_bounds, A[i], 0)``): no arithmetic
+    on the values, so the result is the same bits however LLVM compiles it."""
+    found = [True]
+
+    def check(n: Any) -> None:
+        if isinstance(n, BufferStore) and not _copied(n.value, n.buffer.dtype):
+            found[0] = False
+
+    post_order_visit(func.body, check)
+    return found[0]
+
+
+def _copied(value: Any, dtype: str) -> bool:
+    if isinstance(value, (BufferLoad, IntImm, FloatImm)):
+        return value.dtype == dtype
+    if isinstance(value, Select):
+        return _copied(value.true_value, dtype) and _copied(value.false_value, dtype)
+    if isinstance(value, TirCall) and value.op == "tir.if_then_else" and len(value.args) == 3:
+        return _copied(value.args[1], dtype) and _copied(value.args[2], dtype)
+    return False
+
+
+def _foldable_kernels(func: Function, mod: IRModule) -> list[PrimFunc]:
+    """The PrimFuncs of ``mod`` that ``func`` calls (``call_tir``) on constants alone (or
+    variables bound to constants) with static outputs: what the folder will surely compile.
+    (Calls on what a fold makes constant are found while folding.)"""
+    found: dict[int, PrimFunc] = {}
+    body = func.body
+    if not isinstance(body, SeqExpr):
+        return []
+    constant_vars: set[int] = set()
+    for block in body.blocks:
+        for b in block.bindings:
+            value = getattr(b, "value", None)
+            if isinstance(value, Constant):
+                constant_vars.add(id(b.var))
+                continue
+            if not (isinstance(value, Call) and isinstance(value.op, Op) and value.op.name == "relax.call_tir"):
+                continue
+            gv, args = value.args[0], value.args[1]
+            if (len(value.args) != 2 or not isinstance(gv, GlobalVar) or gv not in mod or not isinstance(args, Tuple)
+                    or not isinstance(mod[gv], PrimFunc) or _static_outputs(value.sinfo_args[0]) is None):
+                continue
+            if all(isinstance(a, Constant) or id(a) in constant_vars for a in args.fields):
+                found.setdefault(id(mod[gv]), mod[gv])
+    return list(found.values())
+
+
+def _build_together(funcs: list[PrimFunc], kernels: dict) -> None:
+    """Compile ``funcs`` as one module (one LLVM optimization and JIT, not one per kernel:
+    MobileNetV2 folds the layouts of 20 weights) into ``kernels`` (see :class:`_Folder`); a
+    module that does not build leaves them to be built one by one (and fail there if they must)."""
+    symbols = [f"fold_constant_kernel_{i}" for i in range(len(funcs))]
+    try:
+        lib = build(IRModule({s: _exported_as(f, s) for s, f in zip(symbols, funcs)}), target=_target_for(funcs))
+    except Exception:  # noqa: BLE001 - one by one, the kernel at fault raises its own error
+        return
+    for s, f in zip(symbols, funcs):
+        kernels[id(f)] = (f, lib[s])
 
 
 def _const_tuple(e: Any) -> bool:
@@ -160,6 +242,9 @@ class FoldConstant:
         kernels: dict = {}
 
         def fold(func: Function, m: IRModule) -> Function:
+            together = [f for f in _foldable_kernels(func, m) if id(f) not in kernels]
+            if len(together) > 1:
+                _build_together(together, kernels)
             new = _Folder(m, kernels).visit_expr(func)
             return func if new is func else remove_all_unused(new, m)
         return map_functions(mod, fold)

@@ -116,6 +116,75 @@ def test_fold_constant_call_tir_golden_and_numbers():
     same_result(mod, cleaned, x)
 
 
+def test_fold_constant_compiles_the_kernels_on_constants_together(monkeypatch):
+    # the kernels called on constants alone are compiled as one module (one LLVM run, not one per
+    # kernel); a kernel on what a fold made constant is compiled when the folder meets it
+    from minitvm.relax.transform import fold_constant
+
+    x = tensor("x", 2, 3)
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            c0, c1 = relax.const(C0), relax.const(C1)
+            product = bb.emit_te(topi.multiply, c0, c1)
+            difference = bb.emit_te(topi.subtract, c0, c1)
+            chained = bb.emit_te(topi.exp, product)
+            lv = bb.emit_te(topi.add, x, difference)
+            gv = bb.emit_output(bb.emit_te(topi.add, lv, chained))
+        bb.emit_func_output(gv)
+    mod = bb.get()
+    built = []
+    real_build = fold_constant.build
+
+    def counting_build(mod_or_func, target="llvm"):
+        built.append(sorted(gv.name_hint for gv, _ in mod_or_func.items()) if hasattr(mod_or_func, "items") else 1)
+        return real_build(mod_or_func, target=target)
+
+    monkeypatch.setattr(fold_constant, "build", counting_build)
+    folded = transform.DeadCodeElimination()(transform.FoldConstant()(mod))
+    assert built == [["fold_constant_kernel_0", "fold_constant_kernel_1"], 1]
+    assert func_names(folded) == ["add", "main"]
+    x = rand(2, 3)
+    np.testing.assert_allclose(evaluate(folded, "main", x), x + (C0 - C1) + np.exp(C0 * C1), rtol=1e-6)
+    same_result(mod, folded, x)
+
+
+def test_fold_constant_compiles_kernels_that_only_move_data_at_a_lower_llvm_level(monkeypatch):
+    # a transpose or a pad computes nothing (the same bits at any LLVM level): compiled at
+    # MOVING_DATA_OPT_LEVEL; a kernel that computes keeps the default level (O3)
+    from minitvm.relax.transform import fold_constant
+
+    x = tensor("x", 3, 2)
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            moved = bb.emit_te(topi.transpose, relax.const(C0), [1, 0])
+            padded = bb.emit_te(topi.nn.pad, relax.const(C1[:, :2].copy()), [0, 0], [0, 1])
+            squared = bb.emit_te(topi.multiply, moved, moved)  # on a fold's result: built alone
+            lv = bb.emit_te(topi.add, x, squared)
+            gv = bb.emit_output(bb.emit_te(topi.add, lv, bb.emit_te(topi.transpose, padded, [1, 0])))
+        bb.emit_func_output(gv)
+    mod = bb.get()
+    kernels = {gv.name_hint: f for gv, f in mod.functions_items() if isinstance(f, tir.PrimFunc)}
+    assert fold_constant._moves_data_only(kernels["transpose"])
+    assert fold_constant._moves_data_only(kernels["pad"])  # (if_then_else(in bounds, load, 0))
+    assert not fold_constant._moves_data_only(kernels["multiply"])
+    levels = []
+    real_build = fold_constant.build
+
+    def watching_build(mod_or_func, target="llvm"):
+        levels.append(target.opt_level)
+        return real_build(mod_or_func, target=target)
+
+    monkeypatch.setattr(fold_constant, "build", watching_build)
+    folded = transform.FoldConstant()(mod)
+    # transpose and pad on constants, built together at the lower level; the multiply of the
+    # transposed constant (and the transpose of the padded one, the same kernel) after
+    assert levels == [fold_constant.MOVING_DATA_OPT_LEVEL, 3]
+    x = rand(3, 2)
+    np.testing.assert_array_equal(evaluate(folded, "main", x), evaluate(mod, "main", x))
+
+
 def _const_ops_module():
     """main(x) = x + exp(C0 * C1), the constant part written as two high-level ops."""
     x = tensor("x", 2, 3)
