@@ -39,6 +39,7 @@ from ..block_builder import BlockBuilder
 from ..expr import Call, Constant, DataflowVar, Function, SeqExpr, ShapeExpr, Tuple, TupleGetItem, Var
 from ..expr_functor import ExprMutator
 from ..struct_info import TensorStructInfo, TupleStructInfo
+from ._numpy_copy import copy_with_numpy, may_copy_with_numpy
 from ._util import map_functions
 from .legalize_ops import legalize_call
 
@@ -130,7 +131,10 @@ class _Folder(ExprMutator):
         outs = _static_outputs(call.sinfo_args[0])
         if outs is None:
             return None
-        results = _run(self._kernel(mod[gv]), [a.data.numpy() for a in args.fields], outs, scalars)
+        inputs = [a.data.numpy() for a in args.fields]
+        results = _copied_with_numpy(mod[gv], inputs, outs) if not scalars else None
+        if results is None:
+            results = _run(self._kernel(mod[gv]), inputs, outs, scalars)
         consts = [Constant(r) for r in results]
         return consts[0] if not isinstance(call.sinfo_args[0], TupleStructInfo) else Tuple(consts)
 
@@ -140,6 +144,13 @@ class _Folder(ExprMutator):
             named = _exported_as(func, "fold_constant_kernel")
             entry = self.kernels[id(func)] = (func, build(named, target=_target_for([func]))["fold_constant_kernel"])
         return entry[1]
+
+
+def _copied_with_numpy(func: PrimFunc, inputs: list[np.ndarray], outs: list[TensorStructInfo]) -> list | None:
+    """A kernel that only moves data, run with numpy (see :mod:`._numpy_copy`; None: refused)."""
+    if not (_moves_data_only(func) and may_copy_with_numpy(func)):
+        return None
+    return copy_with_numpy(func, inputs, [(tuple(d.value for d in s.shape_values), s.dtype) for s in outs])
 
 
 def _exported_as(func: PrimFunc, symbol: str) -> PrimFunc:
@@ -242,7 +253,9 @@ class FoldConstant:
         kernels: dict = {}
 
         def fold(func: Function, m: IRModule) -> Function:
-            together = [f for f in _foldable_kernels(func, m) if id(f) not in kernels]
+            # (kernels numpy copies need no build; one it refuses is built alone when met)
+            together = [f for f in _foldable_kernels(func, m) if id(f) not in kernels
+                        and not (_moves_data_only(f) and may_copy_with_numpy(f))]
             if len(together) > 1:
                 _build_together(together, kernels)
             new = _Folder(m, kernels).visit_expr(func)

@@ -177,12 +177,97 @@ def test_fold_constant_compiles_kernels_that_only_move_data_at_a_lower_llvm_leve
         return real_build(mod_or_func, target=target)
 
     monkeypatch.setattr(fold_constant, "build", watching_build)
+    monkeypatch.setattr(fold_constant, "may_copy_with_numpy", lambda func: False)  # (else numpy copies them)
     folded = transform.FoldConstant()(mod)
     # transpose and pad on constants, built together at the lower level; the multiply of the
     # transposed constant (and the transpose of the padded one, the same kernel) after
     assert levels == [fold_constant.MOVING_DATA_OPT_LEVEL, 3]
     x = rand(3, 2)
     np.testing.assert_array_equal(evaluate(folded, "main", x), evaluate(mod, "main", x))
+
+
+def test_fold_constant_copies_kernels_that_only_move_data_with_numpy(monkeypatch):
+    # a transpose, a pad (its if_then_else reads out of bounds where not taken) and a split of
+    # an axis with a padded tail are copied by numpy, no kernel built: the same bits as the
+    # kernels compiled (numpy refused) and as numpy's own transpose and pad
+    from minitvm.relax.transform import fold_constant
+
+    weight = RNG.uniform(-2, 2, (10, 3)).astype("float32")
+    x = tensor("x", 3, 3)
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            moved = bb.emit_te(topi.transpose, relax.const(weight), [1, 0])
+            padded = bb.emit_te(topi.nn.pad, relax.const(weight), [1, 0], [0, 2])
+            split = bb.emit_te(lambda w: minitvm.te.compute(
+                (3, 3, 4), lambda o, i, oi: minitvm.tir.if_then_else(o * 4 + oi < 10, w[o * 4 + oi, i], 0.0)),
+                relax.const(weight))
+            gv = bb.emit_output(relax.Tuple([moved, padded, split]))
+        bb.emit_func_output(gv)
+    mod = bb.get()
+    built = []
+    real_build = fold_constant.build
+
+    def counting_build(mod_or_func, target="llvm"):
+        built.append(target.opt_level)
+        return real_build(mod_or_func, target=target)
+
+    def folded_values(folded):
+        return [c.data.numpy() for c in folded["main"].body.blocks[0].bindings[-1].value.fields]
+
+    monkeypatch.setattr(fold_constant, "build", counting_build)
+    copied = folded_values(transform.FoldConstant()(mod))
+    assert built == []
+    monkeypatch.setattr(fold_constant, "may_copy_with_numpy", lambda func: False)
+    compiled = folded_values(transform.FoldConstant()(mod))
+    assert built == [fold_constant.MOVING_DATA_OPT_LEVEL]
+    for a, b in zip(copied, compiled):
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    assert copied[0].tobytes() == weight.T.tobytes()
+    assert copied[1].tobytes() == np.pad(weight, [(1, 0), (0, 2)]).tobytes()
+    want = np.zeros((12, 3), "float32")
+    want[:10] = weight
+    assert copied[2].tobytes() == want.reshape(3, 4, 3).transpose(0, 2, 1).tobytes()
+
+
+def test_numpy_copy_refuses_what_it_cannot_copy_exactly():
+    from minitvm.relax.transform._numpy_copy import copy_with_numpy, may_copy_with_numpy
+    from minitvm.script import tirx as T
+
+    @T.prim_func
+    def half(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
+        for i in range(2):
+            with T.sblock("b"):
+                vi = T.axis.spatial(2, i)
+                B[vi] = A[vi]
+
+    @T.prim_func
+    def twice(A: T.Buffer((4,), "float32"), B: T.Buffer((2,), "float32")):
+        for i in range(4):
+            with T.sblock("b"):
+                vi = T.axis.spatial(4, i)
+                B[vi // 2] = A[vi]
+
+    @T.prim_func
+    def beyond(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
+        for i in range(4):
+            with T.sblock("b"):
+                vi = T.axis.spatial(4, i)
+                B[vi] = A[vi + 1]
+
+    @T.prim_func
+    def doubled(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
+        for i in range(4):
+            with T.sblock("b"):
+                vi = T.axis.spatial(4, i)
+                B[vi] = A[vi] * T.float32(2)
+
+    a = np.arange(4, dtype="float32")
+    for func, out in [(half, (4,)), (twice, (2,)), (beyond, (4,))]:
+        assert may_copy_with_numpy(func)
+        assert copy_with_numpy(func, [a], [(out, "float32")]) is None
+    assert copy_with_numpy(doubled, [a], [((4,), "float32")]) is None
+    assert copy_with_numpy(half, [a.astype("float64")], [((4,), "float32")]) is None
 
 
 def _const_ops_module():
