@@ -92,17 +92,27 @@ def copy_with_numpy(func: PrimFunc, inputs: list[np.ndarray], outs: list[tuple[t
         return None
     try:
         arrays = {b: a for b, a in zip(buffers, inputs) if _fits(b, a.shape, str(a.dtype))}
-        results = {b: (np.empty(shape, dtype), np.zeros(int(np.prod(shape)), np.int64))
-                   for b, (shape, dtype) in zip(buffers[len(inputs):], outs) if _fits(b, shape, dtype)}
+        results = {b: _Output(shape, dtype) for b, (shape, dtype) in zip(buffers[len(inputs):], outs)
+                   if _fits(b, shape, dtype)}
         if len(arrays) != len(inputs) or len(results) != len(outs):
             return None
         for loops, realize in _nests(func):
             _run_nest(loops, realize, arrays, results)
-    except (_Refused, TypeError, ValueError, ZeroDivisionError, FloatingPointError):
+    except (_Refused, TypeError, ValueError, IndexError, ZeroDivisionError, FloatingPointError):
         return None
-    if not all((counts == 1).all() for _, counts in results.values()):
-        return None  # an element never written (the kernel would leave memory as it was)
-    return [results[b][0] for b in buffers[len(inputs):]]
+    if not all(r.writes == r.array.size and r.written.all() for r in results.values()):
+        return None  # an element written twice (which write wins is the loop order's) or never
+    return [results[b].array for b in buffers[len(inputs):]]
+
+
+class _Output:
+    """An output array, which of its elements were written, and how many writes there were (as
+    many as elements, every one written: each written once)."""
+
+    def __init__(self, shape: tuple, dtype: str) -> None:
+        self.array = np.empty(shape, dtype)
+        self.written = np.zeros(self.array.size, np.bool_)
+        self.writes = 0
 
 
 def _fits(buffer: Any, shape: tuple, dtype: str) -> bool:
@@ -127,20 +137,41 @@ def _run_nest(loops: list[For], realize: BlockRealize, arrays: dict, results: di
     full = tuple(loop.extent.value for loop in loops)
     for iv, value in zip(realize.block.iter_vars, realize.iter_values):
         env[iv.var] = _value(value, env, arrays, True)
-    mask = np.broadcast_to(np.asarray(_value(realize.predicate, env, arrays, True), dtype=bool), full)
+    mask = _value(realize.predicate, env, arrays, True)
+    mask = True if np.all(mask) else np.broadcast_to(np.asarray(mask, dtype=bool), full)
     store = realize.block.body
     if store.buffer not in results or getattr(store, "predicate", None) is not None:
         raise _Refused
-    out, counts = results[store.buffer]
-    indices = [np.broadcast_to(_value(i, env, arrays, mask), full)[mask] for i in store.indices]
-    value = np.broadcast_to(_value(store.value, env, arrays, mask), full)[mask]
-    if value.dtype != out.dtype:
+    out = results[store.buffer]
+    flat = np.broadcast_to(_flat_index(store.indices, out.array.shape, env, arrays, mask), full)
+    value = np.broadcast_to(_value(store.value, env, arrays, mask), full)
+    if value.dtype != out.array.dtype:
         raise _Refused
-    flat = np.ravel_multi_index(indices, out.shape)  # (ValueError out of bounds)
-    counts += np.bincount(flat, minlength=counts.size)
-    if counts.max(initial=0) > 1:
-        raise _Refused  # an element written twice: which write wins is the loop order's
-    out.reshape(-1)[flat] = value
+    flat, value = (flat.reshape(-1), value.reshape(-1)) if mask is True else (flat[mask], value[mask])
+    out.array.reshape(-1)[flat] = value
+    out.written[flat] = True
+    out.writes += flat.size
+
+
+def _flat_index(indices: tuple, shape: tuple, env: dict, arrays: dict, mask: Any) -> Any:
+    """The row-major offset of ``indices`` into ``shape`` (refused out of bounds where ``mask``
+    holds; elsewhere clipped into bounds, an element not used)."""
+    if len(indices) != len(shape):
+        raise _Refused
+    flat: Any = np.int64(0)
+    for i, n in zip(indices, shape):
+        idx = _value(i, env, arrays, mask)
+        if not np.issubdtype(np.asarray(idx).dtype, np.integer):
+            raise _Refused
+        if mask is True:
+            if np.min(idx) < 0 or np.max(idx) >= n:
+                raise _Refused
+        else:
+            if np.any(((idx < 0) | (idx >= n)) & mask):
+                raise _Refused
+            idx = np.clip(idx, 0, n - 1)
+        flat = flat * n + idx
+    return flat
 
 
 def _value(e: Any, env: dict, arrays: dict, mask: Any) -> Any:
@@ -191,18 +222,8 @@ def _binary(e: Any, env: dict, arrays: dict, mask: Any) -> Any:
 
 
 def _load(e: E.BufferLoad, env: dict, arrays: dict, mask: Any) -> Any:
-    """``buffer[indices]`` where ``mask`` holds; elsewhere any in-bounds element (not used)."""
+    """``buffer[indices]`` where ``mask`` holds; elsewhere any element (not used)."""
     if e.buffer not in arrays or e.predicate is not None:
         raise _Refused
     data = arrays[e.buffer]
-    indices = []
-    for i, n in zip(e.indices, data.shape):
-        idx = _value(i, env, arrays, mask)
-        if not (isinstance(idx, (np.ndarray, np.integer)) and np.issubdtype(np.asarray(idx).dtype, np.integer)):
-            raise _Refused
-        if np.any(((idx < 0) | (idx >= n)) & mask):
-            raise _Refused  # out of bounds where the kernel reads
-        indices.append(np.clip(idx, 0, n - 1))
-    if len(indices) != data.ndim:
-        raise _Refused
-    return data[tuple(indices)]
+    return data.reshape(-1).take(_flat_index(e.indices, data.shape, env, arrays, mask))
