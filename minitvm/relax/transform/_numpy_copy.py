@@ -198,9 +198,9 @@ def _value(e: Any, env: dict, arrays: dict, mask: Any) -> Any:
     if isinstance(e, E.Not):
         return np.logical_not(_value(e.a, env, arrays, mask))
     if isinstance(e, E.Cast):
-        if not (e.dtype.startswith("int") and e.value.dtype.startswith("int")):
-            raise _Refused
-        return _value(e.value, env, arrays, mask)
+        if not (e.dtype.startswith("int") and (e.value.dtype.startswith("int") or e.value.dtype == "bool")):
+            raise _Refused  # (indices are int64 here; a bool is 0 or 1)
+        return np.asarray(_value(e.value, env, arrays, mask)).astype(np.int64)
     return _binary(e, env, arrays, mask)
 
 

@@ -270,6 +270,26 @@ def test_numpy_copy_refuses_what_it_cannot_copy_exactly():
     assert copy_with_numpy(half, [a.astype("float64")], [((4,), "float32")]) is None
 
 
+def test_numpy_copy_of_a_where_on_a_bool_mask():
+    # ViT's attention mask: a choice between two scalars by a bool cast to int
+    from minitvm.relax.transform._numpy_copy import copy_with_numpy, may_copy_with_numpy
+    from minitvm.script import tirx as T
+
+    @T.prim_func
+    def pick(C: T.Buffer((4,), "bool"), A: T.Buffer((), "float32"), B: T.Buffer((), "float32"),
+             D: T.Buffer((4,), "float32")):
+        for i in range(4):
+            with T.sblock("o"):
+                vi = T.axis.spatial(4, i)
+                D[vi] = T.Select(T.int64(0) < T.Cast("int64", C[vi]), A[()], B[()])
+
+    c = np.array([True, False, False, True])
+    a, b = np.array(1.5, "float32"), np.array(-2.0, "float32")
+    assert may_copy_with_numpy(pick)
+    (got,) = copy_with_numpy(pick, [c, a, b], [((4,), "float32")])
+    assert got.tobytes() == np.where(c, a, b).astype("float32").tobytes()
+
+
 def _const_ops_module():
     """main(x) = x + exp(C0 * C1), the constant part written as two high-level ops."""
     x = tensor("x", 2, 3)
