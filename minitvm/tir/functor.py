@@ -248,7 +248,8 @@ def _children(x: Node) -> Any:
 
 #: how the plain walks (:func:`post_order_visit`, :func:`pre_order_visit`) treat a value, by its
 #: type: a node to visit, a sequence of values, a dict (a field's values are walked), or nothing
-_SKIP, _NODE, _SEQ, _DICT = 0, 1, 2, 3
+#: (all true: ``_KINDS.get(t) or _kind(t)``)
+_NODE, _SEQ, _DICT, _SKIP = 1, 2, 3, 4
 _KINDS: dict[type, int] = {}
 
 
@@ -278,9 +279,7 @@ def _plain_walk(n: Any, before: Callable[[Any], Any] | None, after: Callable[[An
         fields = _WALKED.get(type(x))
         for name in fields if fields is not None else _walked_fields(type(x)):
             value = getattr(x, name)
-            kind = kinds.get(type(value))
-            if kind is None:
-                kind = _kind(type(value))
+            kind = kinds.get(type(value)) or _kind(type(value))
             if kind == _NODE:
                 node(value)
             elif kind == _SEQ:
@@ -292,9 +291,7 @@ def _plain_walk(n: Any, before: Callable[[Any], Any] | None, after: Callable[[An
 
     def items(xs: Any) -> None:
         for x in xs:
-            kind = kinds.get(type(x))
-            if kind is None:
-                kind = _kind(type(x))
+            kind = kinds.get(type(x)) or _kind(type(x))
             if kind == _NODE:
                 node(x)
             elif kind == _SEQ:
