@@ -91,9 +91,12 @@ def copy_with_numpy(func: PrimFunc, inputs: list[np.ndarray], outs: list[tuple[t
     if len(buffers) != len(inputs) + len(outs) or any(b is None for b in buffers):
         return None
     try:
-        arrays = {b: a for b, a in zip(buffers, inputs) if _fits(b, a.shape, str(a.dtype))}
-        results = {b: _Output(shape, dtype) for b, (shape, dtype) in zip(buffers[len(inputs):], outs)
-                   if _fits(b, shape, dtype)}
+        for b, a in zip(buffers, inputs):
+            _require_fits(b, a.shape, str(a.dtype))
+        for b, (shape, dtype) in zip(buffers[len(inputs):], outs):
+            _require_fits(b, shape, dtype)
+        arrays = dict(zip(buffers, inputs))
+        results = {b: _Output(shape, dtype) for b, (shape, dtype) in zip(buffers[len(inputs):], outs)}
         if len(arrays) != len(inputs) or len(results) != len(outs):
             return None
         for loops, realize in _nests(func):
@@ -115,14 +118,14 @@ class _Output:
         self.writes = 0
 
 
-def _fits(buffer: Any, shape: tuple, dtype: str) -> bool:
+def _require_fits(buffer: Any, shape: tuple, dtype: str) -> None:
+    """Refuse a buffer that is not a dense, unoffset array of ``shape`` and ``dtype``."""
     dims = tuple(d.value if isinstance(d, E.IntImm) else None for d in buffer.shape)
     if buffer.strides or not (isinstance(buffer.elem_offset, int) and buffer.elem_offset == 0
                               or isinstance(buffer.elem_offset, E.IntImm) and buffer.elem_offset.value == 0):
         raise _Refused
     if dims != tuple(shape) or buffer.dtype != dtype:
         raise _Refused
-    return True
 
 
 def _run_nest(loops: list[For], realize: BlockRealize, arrays: dict, results: dict) -> None:

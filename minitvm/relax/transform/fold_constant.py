@@ -148,9 +148,14 @@ class _Folder(ExprMutator):
 
 def _copied_with_numpy(func: PrimFunc, inputs: list[np.ndarray], outs: list[TensorStructInfo]) -> list | None:
     """A kernel that only moves data, run with numpy (see :mod:`._numpy_copy`; None: refused)."""
-    if not (_moves_data_only(func) and may_copy_with_numpy(func)):
+    if not _numpy_copies(func):
         return None
     return copy_with_numpy(func, inputs, [(tuple(d.value for d in s.shape_values), s.dtype) for s in outs])
+
+
+def _numpy_copies(func: PrimFunc) -> bool:
+    """Whether the folder offers ``func`` to numpy instead of building it (it may still refuse)."""
+    return _moves_data_only(func) and may_copy_with_numpy(func)
 
 
 def _exported_as(func: PrimFunc, symbol: str) -> PrimFunc:
@@ -254,8 +259,7 @@ class FoldConstant:
 
         def fold(func: Function, m: IRModule) -> Function:
             # (kernels numpy copies need no build; one it refuses is built alone when met)
-            together = [f for f in _foldable_kernels(func, m) if id(f) not in kernels
-                        and not (_moves_data_only(f) and may_copy_with_numpy(f))]
+            together = [f for f in _foldable_kernels(func, m) if id(f) not in kernels and not _numpy_copies(f)]
             if len(together) > 1:
                 _build_together(together, kernels)
             new = _Folder(m, kernels).visit_expr(func)
