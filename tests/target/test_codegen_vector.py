@@ -8,6 +8,7 @@ import pytest
 import minitvm
 from minitvm import tir
 from minitvm.script import tir as T
+from minitvm.target.codegen.vector import lane_chunks
 from minitvm.tir.tensor_intrin import x86
 
 
@@ -103,8 +104,9 @@ def test_gather_and_broadcast_loads():
 def test_small_strided_loads_are_one_load_and_a_shuffle(stride):
     """A load whose index steps by 2-4 per lane is one contiguous load of exactly the span the
     lanes cover plus a shuffle (a wider stride stays a per-lane gather); the last lane reads the
-    buffer's last element, so a load past it would read outside the buffer."""
-    n = 13
+    buffer's last element, so a load past it would read outside the buffer.  (16 lanes: one
+    piece on every vector unit -- a length that is no power of two is emitted in pieces.)"""
+    n = 16
 
     @T.prim_func
     def f(A: T.Buffer(((n - 1) * stride + 1,), "float32"), B: T.Buffer((n,), "float32")):
@@ -123,3 +125,57 @@ def test_small_strided_loads_are_one_load_and_a_shuffle(stride):
     b = np.zeros(n, "float32")
     lib["f"](a, b)
     np.testing.assert_array_equal(b, a[::stride] + np.float32(1))
+
+
+def test_lane_chunks_are_whole_registers_then_powers_of_two():
+    assert lane_chunks(32, 16) == [(0, 32)]  # a power of two: LLVM splits it into registers
+    assert lane_chunks(50, 16) == [(0, 16), (16, 16), (32, 16), (48, 2)]
+    assert lane_chunks(50, 8) == [(0, 8), (8, 8), (16, 8), (24, 8), (32, 8), (40, 8), (48, 2)]
+    assert lane_chunks(13, 16) == [(0, 8), (8, 4), (12, 1)]
+    assert lane_chunks(48, 16) == [(0, 16), (16, 16), (32, 16)]
+    for lanes in range(1, 65):
+        for register in (4, 8, 16):
+            chunks = lane_chunks(lanes, register)
+            assert [o for o, _ in chunks] == [sum(n for _, n in chunks[:i]) for i in range(len(chunks))]
+            assert sum(n for _, n in chunks) == lanes
+
+
+@pytest.mark.parametrize("width", [50, 13, 24, 7])
+@pytest.mark.parametrize("target", ["llvm", x86.AVX512_TARGET, "llvm -mcpu=znver3"])
+def test_vector_of_odd_length_is_whole_register_loads(width, target):
+    """A row of ``width`` accumulators (a 50-word vocabulary head) is emitted as vectors of
+    whole registers and a power-of-two tail: LLVM scalarized a ``<50 x float>`` load and store
+    and spilled the tile.  The numbers are a matmul's; the code has no odd-length vector."""
+    rows, k = 4, 16
+
+    @T.prim_func
+    def mm(A: T.Buffer((rows, k), "float32"), B: T.Buffer((k, width), "float32"),
+           bias: T.Buffer((width,), "float32"), C: T.Buffer((rows, width), "float32")):
+        for i, j, kk in T.grid(rows, width, k):
+            with T.block("C"):
+                vi, vj, vk = T.axis.remap("SSR", [i, j, kk])
+                with T.init():
+                    C[vi, vj] = bias[vj]
+                C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+
+    sch = tir.Schedule(mm)
+    c = sch.get_block("C")
+    i, j, kk = sch.get_loops(c)
+    sch.reorder(kk, i, j)
+    sch.unroll(i)
+    sch.vectorize(j)
+    sch.decompose_reduction(c, kk)
+    sch.vectorize(sch.get_loops(sch.get_block("C_init"))[-1])
+    lib = minitvm.build(sch.mod, target=target)
+    ir_text = lib.get_source("ll")
+    assert f"<{width} x float>" not in ir_text
+    register = minitvm.target.Target(target).vector_unit.lanes
+    if width >= register:
+        assert f"load <{register} x float>" in ir_text and f"store <{register} x float>" in ir_text
+    if target != "llvm" and register > minitvm.target.Target("llvm").vector_unit.lanes:
+        return  # code for another CPU: read, not run
+    rng = np.random.default_rng(width)
+    a, b, bias = (rng.standard_normal(s).astype("float32") for s in ((rows, k), (k, width), (width,)))
+    out = np.zeros((rows, width), "float32")
+    lib["mm"](a, b, bias, out)
+    np.testing.assert_allclose(out, a @ b + bias, rtol=1e-5, atol=1e-5)

@@ -156,6 +156,9 @@ class CodeGenLLVM:
         self._fn_attrs = ['"target-cpu"="' + target.mcpu + '"']
         if "avx512f" in target.features:
             self._fn_attrs.append('"prefer-vector-width"="512"')
+        #: float32 lanes of one vector register: the piece a vectorized loop of another length
+        #: is emitted in (``vector.lane_chunks``)
+        self.vector_lanes = target.vector_unit.lanes
         self._outlined = 0
         self._long_loops = 0  # loops of LONG_LOOP iterations or more (or unknown) emitted so far
         self._loops: list[_s.For] = []  # the loops around the code being emitted
