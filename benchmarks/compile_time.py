@@ -208,6 +208,41 @@ every node whose dtype was read (now ``getattr``).  Skipping the simplifier's se
 give the same results on all of MobileNetV2's calls (-15% of its time) but is not exact in
 general.  Memoizing simplify by expression identity and variable bounds would hit 25% of the calls
 but only 6% of the time.
+
+An eleventh pass (issue 38) ran on another machine (2-core Intel Xeon with AVX-512; the numbers
+above are Zen 4's).  MobileNetV2 here, start of the pass (load 2.6-3.0, ``--repeat 5``): 3.96 s
+wall (3.87-4.11), 3.90 s CPU, 2.49 s on the compiling thread; at load 3.4-5.4: 5.88 s wall,
+3.50 / 2.23 s.  With the second core taken by other work the wall time is about the CPU time,
+so LLVM's 1.3 s (O3 0.62 s, machine code ~0.65 s, over 12-13 pieces; parsing, bitcode, target
+machines and MCJIT set-up < 0.05 s together) counts in full; sampling the compiling thread at
+load ~3 found 37% of its wall time waiting in ``PieceBuild.finish`` for LLVM (a sampler of
+``sys._current_frames`` is biased towards where the GIL is released: ``random.seed`` showed 4%
+of the samples but is 6 ms of CPU).  Taken, with the raw LLVM IR of the five realistic models
+byte-identical (sha256 of the one-module build): the emitter's reuse of equal instructions
+(FoldingBuilder) looked constants up by llvmlite's hash, which formats the constant's text -- an
+integer constant is now keyed by width and number, and broadcasts and shuffles share one
+all-undef vector per vector type instead of a new one whose 8-32 lanes were formatted at every
+lookup (~40 us for 32 lanes).  LLVM IR emission, min of 5-7 in-process alternations (load
+1.4-4): MobileNetV2 0.345 -> 0.298 s, ResNet-18 0.307 -> 0.262, ViT-tiny 0.189 -> 0.132,
+BERT-mini 0.066 -> 0.055, GPT-2-mini 0.064 -> 0.060.  Whole compiles, alternating ``--repeat 3``
+runs at load 4-6.6 (CPU / compiling thread, two rounds, before -> after): MobileNetV2 4.28 /
+2.85, 3.87 / 2.53 -> 4.04 / 2.63, 3.79 / 2.48; ResNet-18 2.76 / 1.54, 2.71 / 1.53 -> 2.82 / 1.55,
+2.67 / 1.38; ViT-tiny 2.42 / 1.84, 2.28 / 1.73 -> 2.53 / 1.92, 2.43 / 1.82; BERT-mini 1.02 /
+0.76, 1.28 / 0.97 -> 1.09 / 0.81, 1.02 / 0.75; GPT-2-mini 1.23 / 0.94, 1.55 / 1.21 -> 1.27 /
+0.97, 1.04 / 0.77 -- noise at that load is larger than the change; MobileNetV2 alone, two
+rounds at load 1.4-3.6 (rising through each round): 3.98 s wall (2.68-4.32), 4.71 -> 4.93, 6.29
+(CPU 3.75, 4.07 -> 3.95, 4.11).  So MobileNetV2 meets 3 s on this machine only when the second
+core is free (one cold compile took 2.68 s).  Not taken (measured): ``gc.freeze``
+around the compile (alternating, compiling thread 2.06-2.14 s without, 2.09-2.18 with);
+statement-only walks in CompactBufferAllocation (expressions cannot hold blocks: 0.155 vs 0.154 s,
+min of 15) and a per-class ``child_stmts``: no change; FlattenBuffer remembering flattened indices
+by structure (11% hits; the median index costs 0.12 ms to simplify, the slowest 1.5 ms); deciding
+CompactBufferAllocation's regions in Python ints first (44% of its 696 ranges are numbers, but
+``index_bounds`` keeps ``x % 2`` symbolic where ``x`` ranges over one point and the ints give 0:
+the compacted kernels would change).  The structural hashes of the two caches cost 0.063 s per
+MobileNetV2 compile (kernel cache 0.033, schedule cache 0.030).  Emission stays on the compiling
+thread: on a worker it would hold the GIL against the compiling thread's Python, and under load
+the wall time is the CPU time anyway.
 """
 
 from __future__ import annotations

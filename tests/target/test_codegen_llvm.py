@@ -570,6 +570,32 @@ def test_folding_builder_reuses_only_an_earlier_equal_instruction_of_the_block()
     assert b.mul(x, ir.Constant(I64, 3)) is not m  # in the middle: m would come after it
 
 
+def test_folding_builder_compares_integer_constants_as_llvmlite_does():
+    """The reuse key holds an integer constant as its width and number (llvmlite hashes a
+    constant by formatting its text at every lookup): equal text reuses, another width, a bool
+    spelled ``true`` or a constant in a list of indices compare as their text does."""
+    from llvmlite import ir
+
+    from minitvm.target.codegen.llvm_types import I1, I32, I64, FoldingBuilder
+
+    fn = ir.Function(ir.Module(), ir.FunctionType(I64, [I64, I1]), "g")
+    x, p = fn.args
+    b = FoldingBuilder(fn.append_basic_block("entry"))
+    m = b.mul(x, ir.Constant(I64, 7))
+    assert b.mul(x, ir.Constant(I64, 7)) is m  # another Constant object, the same text
+    z = b.zext(ir.Constant(I32, 5), I64)
+    assert b.zext(ir.Constant(I32, 5), I64) is z
+    assert b.zext(ir.Constant(ir.IntType(8), 5), I64) is not z  # the same number, another width
+    s = b.select(p, ir.Constant(I64, 1), x)
+    assert b.select(p, ir.Constant(I64, 1), x) is s
+    t = b.and_(p, ir.Constant(I1, True))
+    assert b.and_(p, ir.Constant(I1, 1)) is not t  # "i1 1" is not the text "i1 true"
+    assert b.and_(p, ir.Constant(I1, True)) is t
+    g = b.gep(x, [ir.Constant(I64, 2)], inbounds=True, source_etype=I64)
+    assert b.gep(x, [ir.Constant(I64, 2)], inbounds=True, source_etype=I64) is g
+    assert b.gep(x, [ir.Constant(I64, 3)], inbounds=True, source_etype=I64) is not g
+
+
 def test_parallel_chunk_is_inlined_before_it_is_simplified():
     """A parallel loop's chunk function is ``alwaysinline`` (O3 simplifies its body once, in its
     caller); its ``noalias`` buffer parameters survive the inlining as alias scopes."""

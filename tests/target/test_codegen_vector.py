@@ -100,6 +100,21 @@ def test_gather_and_broadcast_loads():
     np.testing.assert_allclose(b, a.T * 2.5, rtol=1e-6)
 
 
+def test_undef_vector_is_one_constant_per_type():
+    """Broadcasts and shuffles take the all-undef vector of their type: one constant per type
+    (its lanes formatted once, not at each use and each reuse lookup), the same text as new."""
+    from llvmlite import ir
+
+    from minitvm.target.codegen.vector import _undef
+
+    vt = ir.VectorType(ir.FloatType(), 16)
+    undef = _undef(vt)
+    assert _undef(ir.VectorType(ir.FloatType(), 16)) is undef
+    assert str(undef) == str(ir.Constant(vt, ir.Undefined))
+    assert _undef(ir.VectorType(ir.FloatType(), 8)) is not undef
+    assert _undef(ir.VectorType(ir.IntType(32), 16)) is not undef
+
+
 @pytest.mark.parametrize("stride", [2, 3, 4, 5])
 def test_small_strided_loads_are_one_load_and_a_shuffle(stride):
     """A load whose index steps by 2-4 per lane is one contiguous load of exactly the span the

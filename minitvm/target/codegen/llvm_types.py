@@ -127,8 +127,25 @@ class FoldingBuilder(ir.IRBuilder):
         build = getattr(super(), method)
         if name:
             return build(*args, name=name, **kwargs)
-        key = tuple(tuple(a) if isinstance(a, list) else a for a in args) + tuple(sorted(kwargs.items()))
+        key = tuple(tuple(map(_key_part, a)) if isinstance(a, list) else _key_part(a) for a in args) \
+            + tuple(sorted(kwargs.items()))
         return self._pure(method, key, lambda: build(*args, **kwargs))
+
+
+class _IntConstantKey:
+    """Marks an integer constant in a :class:`FoldingBuilder` key."""
+
+
+_INT_KEY = _IntConstantKey()
+
+
+def _key_part(value: Any) -> Any:
+    """``value`` as part of a reuse key: an integer constant as its width and number (the same
+    equality as llvmlite's, which compares and hashes constants by their text, formatted anew
+    at every lookup), anything else as itself."""
+    if value.__class__ is ir.Constant and value.type.__class__ is ir.IntType and value.constant.__class__ is int:
+        return _INT_KEY, value.type.width, value.constant
+    return value
 
 
 def _reusing(method: str) -> Any:
