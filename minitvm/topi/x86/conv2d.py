@@ -20,8 +20,9 @@ output side):
   the tile of channel vectors needs;
 * with two vectors of channels (:func:`pixel_tile`: AVX2 16, AVX-512 32, when they divide the
   channels) the tile runs over the output plane's pixels flattened instead (y * W + x: 6 of them
-  on AVX2, 8 on AVX-512), rounded up to whole tiles -- a pixel past the plane recomputes the
-  last one and is not written back; two weight loads feed 12 (16) broadcast FMAs;
+  on AVX2, 8 on AVX-512, or a divisor of the row near that: 7 on ResNet's 28, 14 and 7
+  columns), rounded up to whole tiles -- a pixel past the plane recomputes the last one and is
+  not written back; two weight loads feed 12 (16) broadcast FMAs;
 * the activations stay NCHW between kernels (no layout change in the graph); the padding is
   the usual ``pad_temp`` copy -- on threads, per block of output rows inside its chunk, or per
   image -- and the write-back of each tile goes through the fused epilogue (bias, ReLU,
