@@ -140,14 +140,32 @@ def test_strided_pointwise_conv_copies_the_rows_it_reads():
 def test_two_vectors_of_channels_tile_flat_pixels(unit, block, pixels):
     """A block of two vectors runs over the output plane's pixels flattened, in tiles of as many
     as leave registers for two weight vectors and a broadcast (AVX2: 16 x 6 = 12 ymm accumulators,
-    AVX-512: 32 x 8); a 7 x 7 plane is 49 pixels, so the last tile runs past it (its reads
-    clamped to pixel 48) and writes back its own pixel only."""
+    AVX-512: 32 x 8); a 9 x 9 plane is 81 pixels (and 9 columns have no divisor near the tile:
+    :func:`pixel_tile`), so the last tile runs past it (its reads clamped to pixel 80) and
+    writes back its own pixel only."""
     with unit:
-        assert packed_block(64) == block and pixel_tile(block) == pixels
-        text = _schedule(1, 16, 64, 3, 1, 7, True).mod["main"].script()
+        assert packed_block(64) == block and pixel_tile(block) == pixels == pixel_tile(block, 9)
+        text = _schedule(1, 16, 64, 3, 1, 9, True).mod["main"].script()
     assert re.search(rf"pp_1 in T.unroll\((T.int64\()?{pixels}\b", text), text
     assert re.search(rf"oo_1 in T.vectorized\((T.int64\()?{block}\b", text), text
-    assert "T.min(v_pp, 48)" in text and f"pp_0 * {pixels} + ax1 < 49)" in text, text
+    assert "T.min(v_pp, 80)" in text and f"pp_0 * {pixels} + ax1 < 81)" in text, text
+
+
+@pytest.mark.parametrize("unit, widths", [(AVX512, {7: 7, 14: 7, 28: 7, 56: 8, 12: 6, 9: 8}),
+                                          (AVX2, {7: 6, 14: 6, 28: 6, 56: 6, 10: 5, 12: 6})], ids=["avx512", "avx2"])
+def test_pixel_tiles_within_rows_when_a_divisor_of_the_width_is_near_the_tile(unit, widths):
+    """A tile that divides the output width, at least ROW_PIXEL_TILE_SHARE of the registers' tile,
+    stays within one row (its pixels at one address plus constants) and makes the plane whole
+    tiles: AVX-512 takes 7 pixels on ResNet's 7, 14 and 28 columns (none run past the plane);
+    AVX2 keeps 6 there (4 and 2 are too few) and takes 5 on 10 columns.  Results as torch's."""
+    with unit:
+        assert {w: pixel_tile(2 * unit.lanes, w) for w in widths} == widths
+        text = _schedule(1, 16, 64, 3, 1, 7, True).mod["main"].script()
+    assert re.search(rf"pp_1 in T.unroll\((T.int64\()?{widths[7]}\b", text), text
+    assert ("T.min(v_pp, 48)" in text) == (widths[7] != 7), text
+    _matches_torch(unit, 1, 16, 64, 3, 1, 7, True)
+    _matches_torch(unit, 2, 32, 64, 3, 2, 28, False)  # stride 2 onto 14 x 14
+    _matches_torch(unit, 1, 24, 64, 3, 1, 10, True)
 
 
 @pytest.mark.parametrize("cpu, block, pixels", [(AVX512_CPU, 32, 8), (AVX2_CPU, 16, 6)], ids=["avx512", "avx2"])
@@ -156,12 +174,12 @@ def test_tile_follows_the_host_cpu(cpu, block, pixels):
     AVX-512 code cannot run here)."""
     with pretend_cpu(cpu):
         assert packed_block(128) == block and pixel_tile(block) == pixels
-        text = _schedule(2, 8, 128, 3, 2, 14, False).mod["main"].script()
+        text = _schedule(2, 8, 128, 3, 2, 18, False).mod["main"].script()  # (9 x 9: no divisor near the tile)
     assert re.search(rf"pp_1 in T.unroll\((T.int64\()?{pixels}\b", text), text
 
 
 @pytest.mark.parametrize("batch, cin, cout, k, stride, hw, relu", [
-    (1, 16, 64, 3, 1, 7, True),     # 49 pixels: a last tile past the plane (AVX2 6, AVX-512 8 a tile)
+    (1, 16, 64, 3, 1, 7, True),     # 49 pixels: AVX2 (6 a tile) past the plane, AVX-512 7 whole tiles
     (2, 3, 64, 7, 2, 23, False),    # a stem: 7 x 7 stride 2, 12 x 12 = 144 pixels, no epilogue
     (1, 32, 64, 1, 2, 14, True),    # a strided 1x1 projection, 7 x 7
 ])

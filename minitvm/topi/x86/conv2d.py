@@ -20,8 +20,9 @@ output side):
   the tile of channel vectors needs;
 * with two vectors of channels (:func:`pixel_tile`: AVX2 16, AVX-512 32, when they divide the
   channels) the tile runs over the output plane's pixels flattened instead (y * W + x: 6 of them
-  on AVX2, 8 on AVX-512), rounded up to whole tiles -- a pixel past the plane recomputes the
-  last one and is not written back; two weight loads feed 12 (16) broadcast FMAs;
+  on AVX2, 8 on AVX-512, or a divisor of the row near that: 7 on ResNet's 28, 14 and 7
+  columns), rounded up to whole tiles -- a pixel past the plane recomputes the last one and is
+  not written back; two weight loads feed 12 (16) broadcast FMAs;
 * the activations stay NCHW between kernels (no layout change in the graph); the padding is
   the usual ``pad_temp`` copy -- on threads, per block of output rows inside its chunk, or per
   image -- and the write-back of each tile goes through the fused epilogue (bias, ReLU,
@@ -203,8 +204,8 @@ def conv2d_nchw_packed(data: te.Tensor, kernel: te.Tensor, strides: Any = 1, pad
         wgt = kernel[_op.floordiv(oo, ob_int), rc, ry, rx, _op.floormod(oo, ob_int)]
         return te.sum(_op.cast(v, out_dtype) * _op.cast(wgt, out_dtype), axis=[rc, ry, rx])
 
-    tile = None if ob_int is None else pixel_tile(ob_int)
     plane = [const_int(oh), const_int(ow)]
+    tile = None if ob_int is None else pixel_tile(ob_int, plane[1])
     if tile is None or None in plane or const_int(n) is None:  # (a symbolic batch: the rows, as before)
         out = te.compute((n, out_c, oh, ow), fcompute, name=PACKED_CONV_NAME)
         return te.compute((n, out_c, oh, width), lambda *i: out(*i), name=CROP_NAME) if added else out
@@ -305,14 +306,34 @@ def _column_tile(ow: int, ob: int) -> int:
     return tile
 
 
-def pixel_tile(ob: int) -> int | None:
+def pixel_tile(ob: int, width: int | None = None) -> int | None:
     """Flat output pixels per register tile of a block of ``ob`` channels, when the block is two
     vectors of the unit in scope: as many as leave registers for the two weight vectors and a
     broadcast (AVX2: 16 x 6, 12 accumulators: 2 weight loads and 6 broadcasts per 12 FMAs;
-    AVX-512: 32 x 8), as the pointwise rule's tiles.  None: one vector of channels, tiled over
-    the columns of a row (:func:`_column_tile`)."""
+    AVX-512: 32 x 8), as the pointwise rule's tiles -- or, for output rows of ``width``, the
+    widest divisor of the width down to ROW_PIXEL_TILE_SHARE of that (AVX-512: 7 on ResNet's
+    28, 14 and 7 columns): a tile within one row reads its pixels at one address plus constants
+    (one register where a tile across rows keeps a pointer per pixel) and the plane is whole tiles.
+    None: one vector of channels, tiled over the columns of a row (:func:`_column_tile`)."""
     unit = VectorUnit.current()
-    return _peeled_tile_rows(unit, ob) if ob == 2 * unit.lanes else None
+    if ob != 2 * unit.lanes:
+        return None
+    most = _peeled_tile_rows(unit, ob)
+    if width is not None and width % most:
+        within = max(d for d in range(1, most + 1) if width % d == 0)
+        if within >= ROW_PIXEL_TILE_SHARE * most:
+            return within
+    return most
+
+
+#: a pixel tile that divides the output width (:func:`pixel_tile`) may be this share of the
+#: registers' tile and no less.  Measured on a Xeon (AVX-512), one thread, ResNet-18's 3x3 convs
+#: (+ bias, residual, ReLU) at batch 1, 7-pixel tiles against 8 (min of 30 rounds alternating in
+#: one process, load ~6): 512 channels on 7 x 7 0.71x, 256 on 14 x 14 0.78x, 128 on 28 x 28
+#: 0.91x, the stride-2 ones onto 7 x 7 0.79x and 14 x 14 0.90x; 256 channels on 12 x 12 (6 a
+#: tile) 0.69x, 64 on 30 x 30 (6) 1.04x.  AVX2 (-mcpu=znver3 on that Xeon): 5 against 6 on 20
+#: and 10 columns 0.95x and 0.86x; ResNet's widths keep 6 there (divisors 4 and 2 are too few)
+ROW_PIXEL_TILE_SHARE = 0.75
 
 
 def schedule_conv2d_nchw_packed(sch: Schedule) -> bool:
@@ -594,9 +615,9 @@ def _tile_pixels(sch: Schedule, conv: Any, epilogue: Any, ob: int, threads: _Thr
     n, o, p, rc, ry, rx = sch.get_loops(conv)
     pixels = _extents(sch, [p])[0]
     # (the compute's unit made the pixels a multiple of its tile; another unit in scope now may not)
-    most = _peeled_tile_rows(VectorUnit.current(), ob)
-    tile = max(d for d in range(1, most + 1) if pixels % d == 0)
     width = const_int(sch.get(epilogue).iter_vars[3].dom.extent)
+    most = pixel_tile(ob, width) or _peeled_tile_rows(VectorUnit.current(), ob)
+    tile = max(d for d in range(1, most + 1) if pixels % d == 0)
     o0, o1 = sch.split(o, [None, ob])
     p0, p1 = sch.split(p, [None, tile])
     sch.reorder(n, o0, p0, rc, ry, rx, p1, o1)
