@@ -1127,15 +1127,26 @@ def schedule_conv2d_1x1(sch: Schedule) -> bool:
         _, whole, whole_epilogues = _peel(sch, sch.get_loops(updates[0])[-6], [H * W // nj, None],
                                           updates[:1], epilogues[:1])
         updates, epilogues = whole + updates[1:], whole_epilogues + epilogues[1:]
+    # a partial tile of more than a vector of pixels (AVX-512: 49 = 32 + 17) as whole vectors and
+    # the rest: LLVM lowers a <17 x float> accumulator lane by lane, through the stack
+    lanes = VectorUnit.current().lanes
+    by_vectors = H * W % nj > lanes and nj % lanes == 0
     for update, epi in zip(updates, epilogues):
         *_, tile_loop, _, _, _, tile_rows, tile_cols = sch.get_loops(update)
         sch.compute_inline(sch.cache_write(update, 0, "local"))
         wb = epi
         if not any(sch.get(loop) is sch.get(tile_loop) for loop in sch.get_loops(wb)):
             sch.reverse_compute_at(wb, tile_loop)
+        if by_vectors:  # (see below)
+            cols, tile_cols = sch.split(tile_cols, [None, lanes])
+            sch.unroll(cols)
         sch.vectorize(tile_cols)
         sch.unroll(tile_rows)
-        sch.vectorize(sch.get_loops(wb)[-1])
+        wb_cols = sch.get_loops(wb)[-1]
+        if by_vectors:
+            cols, wb_cols = sch.split(wb_cols, [None, lanes])
+            sch.unroll(cols)
+        sch.vectorize(wb_cols)
     if work > CONV_PARALLEL_WORK:
         if len(pieces) > 1:  # the images, or (one image) the whole tiles of channels
             sch.parallel(n if N is not None and N > 1 else pieces[0])
@@ -1146,7 +1157,7 @@ def schedule_conv2d_1x1(sch: Schedule) -> bool:
         else:
             sch.parallel(sch.fuse(n, o0, p0) if N is not None else sch.fuse(o0, p0))
     for update in updates:
-        k = sch.get_loops(update)[-5]
+        k = sch.get_loops(update)[-6 if by_vectors else -5]
         init = sch.decompose_reduction(update, k)
         sch.vectorize(sch.get_loops(init)[-1])
     return True
@@ -1370,12 +1381,16 @@ def schedule_depthwise_conv2d(sch: Schedule) -> bool:
     wb = _local_accumulator(sch, conv, epilogue)
     sch.reverse_compute_at(wb, h0)
     lanes = VectorUnit.current().lanes
-    if OW % lanes == 0 and OW > lanes:  # a row of whole registers: one unrolled vector op each
+    if OW > lanes:  # a row of whole registers (and the rest, guarded): one unrolled vector op each
         ow0, ow = sch.split(ow, [None, lanes])
         sch.unroll(ow0)
     sch.vectorize(ow)
     sch.unroll(h1)
-    sch.vectorize(sch.get_loops(wb)[-1])
+    wb_row = sch.get_loops(wb)[-1]
+    if OW > lanes and OW % lanes:  # (and its write-back: a 56-lane row read from 16-lane pieces went lane by lane)
+        wb0, wb_row = sch.split(wb_row, [None, lanes])
+        sch.unroll(wb0)
+    sch.vectorize(wb_row)
     plane = sch.fuse(n, c)
     if N * C * OH * OW * math.prod(_extents(sch, [rc, kh, kw])) > DEPTHWISE_PARALLEL_WORK and N * C >= 2:
         sch.parallel(plane)
