@@ -1358,7 +1358,11 @@ def schedule_depthwise_conv2d(sch: Schedule) -> bool:
        whole registers (AVX2: 56 = 7 x 8) is split into them, the registers unrolled: LLVM
        legalized one 56-lane vector op into a long chain (its weight splat built lane by lane);
        one kernel at a time, AVX2, a busy machine: 144 x 56 x 56 0.6-0.8x the time, 32 x 112 x
-       112 0.4-0.7x, 96 x 112 -> 56 0.75x; MobileNetV2 b8 0.92x, b1 0.99-1.0x (pairwise).
+       112 0.4-0.7x, 96 x 112 -> 56 0.75x; MobileNetV2 b8 0.92x, b1 0.99-1.0x (pairwise).  A row
+       of part registers too (AVX-512: 56 = 3 x 16 + 8, 28 = 16 + 12; AVX2: 28 = 3 x 8 + 4), its
+       write-back as well: one 56-lane op over the 16-lane pieces went lane by lane through the
+       stack.  Xeon, 2 threads, batch 1, alone: AVX-512 144 x 56 x 56 778 -> 238 us, 192 x 28 x
+       28 250 -> 90; AVX2 192 x 28 x 28 and 384 x 14 x 14 0.7-0.8x.
     """
     conv = _conv_block(sch)
     stride = None if conv is None else _depthwise_column_stride(sch, conv)
