@@ -655,10 +655,35 @@ def test_a_pointwise_conv_is_a_matmul_over_the_pixels(hw, parallel):
     if hw == 8:
         assert text.count("in T.unroll(8):") == 2 and text.count("in T.vectorized(32):") == 3, text
         assert "_partition" not in text, text
-    else:
-        assert text.count("in T.unroll(8):") == 4 and text.count("in T.vectorized(32):") == 6, text
+    else:  # (the partial tile, 17 pixels, and so every tile, as vectors of 16: see schedule_conv2d_1x1)
+        assert text.count("in T.unroll(8):") == 4 and text.count("in T.vectorized(16):") == 6, text
+        assert "in T.vectorized(32):" not in text and text.count("in T.unroll(2):") == 6, text
         assert "_partition" in text and f"{hw} * {hw}" not in text and f"// {hw} * {hw}" not in text, text
     _has_parallel(text, parallel)
+    want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b))).numpy()
+    np.testing.assert_allclose(_run(sched, "llvm", [x, w, b, np.zeros(out_shape, "float32")]), want,
+                               rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("unit, hw, split", [(AVX2, 7, False), (AVX2, 13, True), (AVX512, 7, True),
+                                             (AVX512, 13, False)], ids=["avx2-7", "avx2-13", "avx512-7", "avx512-13"])
+def test_a_pointwise_conv_whose_partial_tile_is_more_than_a_vector_runs_by_vectors(unit, hw, split):
+    """A partial tile of pixels longer than one vector (AVX-512: 49 = 32 + 17; AVX2: 169 = 10 x
+    16 + 9) is computed and written back as whole vectors and a guarded rest (a 17-lane
+    accumulator went lane by lane through the stack: 12x slower); a shorter one stays one
+    vector.  Right on both units."""
+    import torch
+
+    func, out_shape = conv_bias_relu(1, 16, hw, 32, 1, pad=0)
+    x, w, b = _rand(1, 16, hw, hw), _rand(32, 16, 1, 1, seed=1), _rand(32, seed=2)
+    with unit:
+        sch = minitvm.tir.Schedule(IRModule({"main": func}))
+        assert ds.schedule_conv2d_1x1(sch)
+        sched = sch.mod["main"]
+    text = sched.script()
+    assert "_partition" in text, text
+    assert (f"in T.vectorized({2 * unit.lanes}):" not in text) == split, text
+    assert text.count("in T.unroll(2):\n") == (6 if split else 0), text
     want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b))).numpy()
     np.testing.assert_allclose(_run(sched, "llvm", [x, w, b, np.zeros(out_shape, "float32")]), want,
                                rtol=1e-4, atol=1e-4)
@@ -797,6 +822,32 @@ def test_a_depthwise_row_of_whole_registers_is_split_into_them(unit, split):
     assert text.count("T.vectorized(16)") == (1 if split else 3), text  # (the write-back's row stays whole)
     want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b),
                                                  padding=1, groups=8)).numpy()
+    np.testing.assert_allclose(_run(sched, "llvm", [x, w, b, np.zeros(out_shape, "float32")]), want,
+                               rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("unit, vectors", [(AVX2, 4), (AVX512, 2)], ids=["avx2", "avx512"])
+@pytest.mark.parametrize("stride", [1, 2])
+def test_a_depthwise_row_of_part_registers_is_split_into_them_and_the_rest(unit, vectors, stride):
+    """28 output columns (MobileNetV2's 28 x 28 layers): whole registers and a guarded rest (AVX2
+    3 x 8 + 4, AVX-512 16 + 12), in the tile and in its write-back -- one 28-lane op each went
+    lane by lane through the stack; right on both units, at stride 1 and 2."""
+    import torch
+
+    size = 28 * stride
+    func, out_shape = conv_bias_relu(1, 8, size, 8, 3, stride, 8, pad=1)
+    x, w, b = _rand(1, 8, size, size), _rand(8, 1, 3, 3, seed=1), _rand(8, seed=2)
+    with unit:
+        sch = minitvm.tir.Schedule(IRModule({"main": func}))
+        assert ds.schedule_depthwise_conv2d(sch)
+        sched = sch.mod["main"]
+    text = sched.script()
+    lanes = unit.lanes
+    split = rf"in T.unroll\({vectors}\):\s+for \w+ in T.vectorized\({lanes}\)"
+    assert len(re.findall(split, text)) == 3, text  # (the tile's zeroing, its update and its write-back)
+    assert "T.vectorized(28)" not in text, text
+    want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b),
+                                                 stride=stride, padding=1, groups=8)).numpy()
     np.testing.assert_allclose(_run(sched, "llvm", [x, w, b, np.zeros(out_shape, "float32")]), want,
                                rtol=1e-4, atol=1e-4)
 
