@@ -41,6 +41,26 @@ def test_few_rows_dense_runs_over_blocks_of_k(unit, rows, k, n_out):
     np.testing.assert_allclose(out.numpy(), np.maximum(x @ w + b, 0), rtol=1e-4, atol=1e-4 * np.sqrt(k))
 
 
+@UNITS
+@pytest.mark.parametrize("k, split", [(5408, True), (5407, False)], ids=["even-k", "odd-k"])
+def test_few_rows_dense_splits_k_between_threads(unit, k, split):
+    """A large few-rows dense with an even k runs one half of k per thread for all rows (an
+    ``rfactor``: partial tiles, then their sum and the epilogue); an odd k keeps groups of rows
+    on threads.  numpy's result either way."""
+    with unit:
+        sched = apply_default_schedule(_dense_relu(8, k, 100))
+        text = sched.script()
+        assert "T.parallel(" in text and ("_rf" in text) == split, text
+        lib = minitvm.build(sched.with_attr("global_symbol", "main"))
+    rng = np.random.default_rng(k)
+    x = rng.standard_normal((8, k)).astype("float32")
+    w = rng.standard_normal((k, 100)).astype("float32")
+    b = rng.standard_normal(100).astype("float32")
+    out = minitvm.nd.array(np.full((8, 100), np.nan, "float32"))
+    lib["main"](minitvm.nd.array(x), minitvm.nd.array(w), minitvm.nd.array(b), out)
+    np.testing.assert_allclose(out.numpy(), np.maximum(x @ w + b, 0), rtol=1e-4, atol=1e-4 * np.sqrt(k))
+
+
 def _conv_tanh(n: int, ci: int, hw: int, co: int, k: int, groups: int):
     """A convolution (its padding copy inside), a bias and tanh -- LeNet's first layer's shape."""
     x = te.placeholder((n, ci, hw, hw), "float32", name="x")
