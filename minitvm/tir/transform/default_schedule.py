@@ -644,6 +644,14 @@ def schedule_matmul_like(sch: Schedule, tile_symbolic_rows: bool = True) -> bool
 DENSE_K_BLOCK_BYTES = 16 * 1024
 
 
+#: schedule_dense_few_rows splits k between threads also when the work is small but the weight
+#: this large (streaming it is the cost), batch 1 included -- measured on the Xeon (AVX-512, 2 MB
+#: L2 per core), MNIST's 1 x 5408 -> 100 (2.2 MB), the kernel alone, fresh processes alternated,
+#: load ~4.3: one row in registers on one thread 71-78 us median (min 41-44), halves of k on
+#: two threads 16-20 (min 9.3-10.7); -mcpu=znver3 code 65 -> 18
+DENSE_SPLIT_K_WEIGHT_BYTES = 1 << 20
+
+
 def _reads_right_operand_by_rows(sch: Schedule, mm: BlockRV) -> bool:
     """Whether the matmul block reads a 2-D ``B[k, j]`` (a row of B is contiguous along j)."""
     blk = sch.get(mm)
@@ -654,10 +662,10 @@ def _reads_right_operand_by_rows(sch: Schedule, mm: BlockRV) -> bool:
 
 def schedule_dense_few_rows(sch: Schedule) -> bool:
     """A dense layer at a small batch, ``C[i, j] = sum_k A[i, k] * B[k, j]`` with 2 to
-    ``NT_MAX_ROWS`` rows and a row of outputs that is no whole number of vectors (8 x 5408 -> 100:
-    MNIST's hidden layer at batch 8).  The matmul rule keeps a whole row of outputs in registers,
-    as many rows as fit (AVX2: one, AVX-512: two), and so streams B -- 2.2 MB, larger than L2 --
-    once per row tile.  Here the rows take turns over blocks of k instead:
+    ``NT_MAX_ROWS`` rows (one when k is split, below) and a row of outputs that is no whole
+    number of vectors (8 x 5408 -> 100: MNIST's hidden layer at batch 8).  The matmul rule keeps
+    a whole row of outputs in registers, as many rows as fit (AVX2: one, AVX-512: two), and so
+    streams B -- 2.2 MB, larger than L2 -- once per row tile.  Here the rows take turns over blocks of k instead:
 
     1. Split k into blocks of ``kb`` rows of B (``DENSE_K_BLOCK_BYTES`` of them, in L1) and the
        rows into one group per thread; loops (i0, k0, i1, k1, j): B comes from memory once per
@@ -668,7 +676,8 @@ def schedule_dense_few_rows(sch: Schedule) -> bool:
     3. When the work is large (``MATMUL_PARALLEL_WORK``) and k even, split k in halves instead,
        one per thread, all rows each (:func:`_dense_split_k`): each thread streams half of B,
        not all of it (8 x 5408 -> 100: 1.2 of 2.4 MB, which stays in a 2 MB L2 between calls);
-       else (k odd) the groups of rows on threads.
+       also for smaller work over a weight of ``DENSE_SPLIT_K_WEIGHT_BYTES`` or more, one row
+       included; else (k odd) the groups of rows on threads.
     A constant B is stored with its rows padded to whole vectors (:func:`_align_weight_rows`).
     Measured on Zen 4 with AVX2, 8 x 5408 -> 100 + bias + ReLU, a busy machine, interleaved in one
     process: 494 -> 237 us on 2 threads, 298 -> 212 us on one.
@@ -681,14 +690,17 @@ def schedule_dense_few_rows(sch: Schedule) -> bool:
         return False
     M, N, K = _extents_or_none(sch, sch.get_loops(mm))
     unit = VectorUnit.current()
-    if None in (M, N, K) or not 2 <= M <= NT_MAX_ROWS or N % unit.lanes == 0 \
+    if None in (M, N, K) or not 1 <= M <= NT_MAX_ROWS or N % unit.lanes == 0 \
             or N > min(ROW_MAX, (unit.registers - 2) * unit.lanes):
+        return False
+    split_k = K % 2 == 0 and (M * N * K > MATMUL_PARALLEL_WORK or K * N * 4 >= DENSE_SPLIT_K_WEIGHT_BYTES)
+    if M == 1 and not split_k:
         return False
     ok, epilogue = _single_epilogue(sch, mm)
     if not ok:
         return False
     _align_weight_rows(sch, mm, unit.lanes)
-    if M * N * K > MATMUL_PARALLEL_WORK and K % 2 == 0:
+    if split_k:
         _dense_split_k(sch, mm, epilogue, N, K)
         return True
     parallel = M * N * K > MATMUL_PARALLEL_WORK and M % 2 == 0

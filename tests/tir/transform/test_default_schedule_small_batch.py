@@ -42,21 +42,24 @@ def test_few_rows_dense_runs_over_blocks_of_k(unit, rows, k, n_out):
 
 
 @UNITS
-@pytest.mark.parametrize("k, split", [(5408, True), (5407, False)], ids=["even-k", "odd-k"])
-def test_few_rows_dense_splits_k_between_threads(unit, k, split):
-    """A large few-rows dense with an even k runs one half of k per thread for all rows (an
-    ``rfactor``: partial tiles, then their sum and the epilogue); an odd k keeps groups of rows
-    on threads.  numpy's result either way."""
+@pytest.mark.parametrize("rows, k, split", [(8, 5408, True), (8, 5407, False), (1, 5408, True), (1, 5407, False),
+                                            (2, 1000, False)],
+                         ids=["even-k", "odd-k", "one-row", "one-row-odd-k", "small"])
+def test_few_rows_dense_splits_k_between_threads(unit, rows, k, split):
+    """A few-rows dense with an even k and a large weight (or much work) runs one half of k per
+    thread for all rows (an ``rfactor``: partial tiles, then their sum and the epilogue), one row
+    included; an odd k keeps groups of rows on threads (one row: another rule), a small one
+    does not split.  numpy's result either way."""
     with unit:
-        sched = apply_default_schedule(_dense_relu(8, k, 100))
+        sched = apply_default_schedule(_dense_relu(rows, k, 100))
         text = sched.script()
-        assert "T.parallel(" in text and ("_rf" in text) == split, text
+        assert ("_rf" in text) == split and (not split or "T.parallel(" in text), text
         lib = minitvm.build(sched.with_attr("global_symbol", "main"))
     rng = np.random.default_rng(k)
-    x = rng.standard_normal((8, k)).astype("float32")
+    x = rng.standard_normal((rows, k)).astype("float32")
     w = rng.standard_normal((k, 100)).astype("float32")
     b = rng.standard_normal(100).astype("float32")
-    out = minitvm.nd.array(np.full((8, 100), np.nan, "float32"))
+    out = minitvm.nd.array(np.full((rows, 100), np.nan, "float32"))
     lib["main"](minitvm.nd.array(x), minitvm.nd.array(w), minitvm.nd.array(b), out)
     np.testing.assert_allclose(out.numpy(), np.maximum(x @ w + b, 0), rtol=1e-4, atol=1e-4 * np.sqrt(k))
 
