@@ -44,7 +44,7 @@ from ..expr import Call, Constant, ConstantData, Expr, Var
 from ..expr_functor import ExprMutator
 from ._util import keeps_input_dtype, rewrite_with_builder
 
-__all__ = ["AlterOpLayout", "MIN_REDUCTION", "MIN_REDUCTION_NARROW"]
+__all__ = ["AlterOpLayout", "MIN_REDUCTION", "MIN_REDUCTION_CONV1D", "MIN_REDUCTION_NARROW"]
 
 #: pack only convolutions with at least this many multiply-adds per output (in channels x window)
 #: on AVX-512: each register tile is written back to NCHW through a transpose, which a short
@@ -56,10 +56,19 @@ MIN_REDUCTION = 64
 #: Zen 4, one thread: MNIST's 1 -> 32 conv (9 per output) 320 -> 291 us for the model at batch 8,
 #: mobilenet_tf_same 119 -> 107 us, the others unchanged
 MIN_REDUCTION_NARROW = 8
+#: a 1-d convolution is packed from this many multiply-adds per output on every vector unit: its
+#: generic kernel is a scalar loop per output, far slower than the packed row's transposes --
+#: measured on AVX-512 (Xeon, 2 threads, load ~3.4, whole model interleaved in one process):
+#: wav2vec2's audio encoder (16 -> 16 x 3 taps, 4-group 32 -> 32 x 5: 48 and 40 per output) at
+#: batch 8 408 -> 158 us median, batch 1 26.8 -> 19.0 us; its 1 -> 16 x 10 taps stride-5 first
+#: layer (10 per output) is faster packed too: 198 -> 154 us for the model at batch 8
+MIN_REDUCTION_CONV1D = 8
 
 
-def _min_reduction() -> int:
-    """The packing threshold for the vector unit in scope."""
+def _min_reduction(op_name: str) -> int:
+    """The packing threshold for ``op_name`` on the vector unit in scope."""
+    if op_name == "relax.nn.conv1d":
+        return MIN_REDUCTION_CONV1D
     return MIN_REDUCTION if VectorUnit.current().lanes >= 16 else MIN_REDUCTION_NARROW
 
 
@@ -101,7 +110,8 @@ class _ConvLayout(ExprMutator):
         groups = int(a["groups"])
         # (in groups, a block of output channels must lie in one: a group's channels whole vectors)
         if w.dtype != "float32" or call.args[0].struct_info.dtype != "float32" or (w.shape[0] // groups) % 8 or \
-                w[0].size < _min_reduction() or _pointwise(a, w.shape, call.args[0].struct_info.shape_values):
+                w[0].size < _min_reduction(call.op.name) or \
+                _pointwise(a, w.shape, call.args[0].struct_info.shape_values):
             return call
         packed = Constant(ConstantData.adopt(pack(w, groups=groups)))
         return self.builder_.call_te(kernel, call.args[0], packed, groups=groups,

@@ -644,6 +644,14 @@ def schedule_matmul_like(sch: Schedule, tile_symbolic_rows: bool = True) -> bool
 DENSE_K_BLOCK_BYTES = 16 * 1024
 
 
+#: schedule_dense_few_rows splits k between threads also when the work is small but the weight
+#: this large (streaming it is the cost), batch 1 included -- measured on the Xeon (AVX-512, 2 MB
+#: L2 per core), MNIST's 1 x 5408 -> 100 (2.2 MB), the kernel alone, fresh processes alternated,
+#: load ~4.3: one row in registers on one thread 71-78 us median (min 41-44), halves of k on
+#: two threads 16-20 (min 9.3-10.7); -mcpu=znver3 code 65 -> 18
+DENSE_SPLIT_K_WEIGHT_BYTES = 1 << 20
+
+
 def _reads_right_operand_by_rows(sch: Schedule, mm: BlockRV) -> bool:
     """Whether the matmul block reads a 2-D ``B[k, j]`` (a row of B is contiguous along j)."""
     blk = sch.get(mm)
@@ -654,10 +662,10 @@ def _reads_right_operand_by_rows(sch: Schedule, mm: BlockRV) -> bool:
 
 def schedule_dense_few_rows(sch: Schedule) -> bool:
     """A dense layer at a small batch, ``C[i, j] = sum_k A[i, k] * B[k, j]`` with 2 to
-    ``NT_MAX_ROWS`` rows and a row of outputs that is no whole number of vectors (8 x 5408 -> 100:
-    MNIST's hidden layer at batch 8).  The matmul rule keeps a whole row of outputs in registers,
-    as many rows as fit (AVX2: one, AVX-512: two), and so streams B -- 2.2 MB, larger than L2 --
-    once per row tile.  Here the rows take turns over blocks of k instead:
+    ``NT_MAX_ROWS`` rows (one when k is split, below) and a row of outputs that is no whole
+    number of vectors (8 x 5408 -> 100: MNIST's hidden layer at batch 8).  The matmul rule keeps
+    a whole row of outputs in registers, as many rows as fit (AVX2: one, AVX-512: two), and so
+    streams B -- 2.2 MB, larger than L2 -- once per row tile.  Here the rows take turns over blocks of k instead:
 
     1. Split k into blocks of ``kb`` rows of B (``DENSE_K_BLOCK_BYTES`` of them, in L1) and the
        rows into one group per thread; loops (i0, k0, i1, k1, j): B comes from memory once per
@@ -665,23 +673,36 @@ def schedule_dense_few_rows(sch: Schedule) -> bool:
     2. Accumulate in a ``cache_write("local")`` tile of (rows of the group) x N, written back
        through the epilogue after the group; vectorize j (the row's accumulators live in
        registers for a block, in L1 between blocks: 2 x N floats per ``kb`` x N multiply-adds).
-    3. The groups on threads when the work is large (``MATMUL_PARALLEL_WORK``).
+    3. When the work is large (``MATMUL_PARALLEL_WORK``) and k even, split k in halves instead,
+       one per thread, all rows each (:func:`_dense_split_k`): each thread streams half of B,
+       not all of it (8 x 5408 -> 100: 1.2 of 2.4 MB, which stays in a 2 MB L2 between calls);
+       also for smaller work over a weight of ``DENSE_SPLIT_K_WEIGHT_BYTES`` or more, one row
+       included; else (k odd) the groups of rows on threads.
     A constant B is stored with its rows padded to whole vectors (:func:`_align_weight_rows`).
     Measured on Zen 4 with AVX2, 8 x 5408 -> 100 + bias + ReLU, a busy machine, interleaved in one
     process: 494 -> 237 us on 2 threads, 298 -> 212 us on one.
+    Halves of k against groups of rows, the kernel alone, fresh processes alternated, Xeon (AVX-512,
+    2 MB L2 per core), load 1.2-2.7: 70-90 -> 39-42 us min, 112-115 -> 53-58 us median; with
+    ``-mcpu=znver3`` (AVX2 code, same host) 91-107 -> 46 us min, 115-175 -> 61-65 median.
     """
     mm = _matmul_block(sch)
     if mm is None or len(sch.get_loops(mm)) != 3 or not _reads_right_operand_by_rows(sch, mm):
         return False
     M, N, K = _extents_or_none(sch, sch.get_loops(mm))
     unit = VectorUnit.current()
-    if None in (M, N, K) or not 2 <= M <= NT_MAX_ROWS or N % unit.lanes == 0 \
+    if None in (M, N, K) or not 1 <= M <= NT_MAX_ROWS or N % unit.lanes == 0 \
             or N > min(ROW_MAX, (unit.registers - 2) * unit.lanes):
+        return False
+    split_k = K % 2 == 0 and (M * N * K > MATMUL_PARALLEL_WORK or K * N * 4 >= DENSE_SPLIT_K_WEIGHT_BYTES)
+    if M == 1 and not split_k:
         return False
     ok, epilogue = _single_epilogue(sch, mm)
     if not ok:
         return False
     _align_weight_rows(sch, mm, unit.lanes)
+    if split_k:
+        _dense_split_k(sch, mm, epilogue, N, K)
+        return True
     parallel = M * N * K > MATMUL_PARALLEL_WORK and M % 2 == 0
     kb = max(d for d in range(1, K + 1) if K % d == 0 and d * N * 4 <= max(DENSE_K_BLOCK_BYTES, N * 4))
     i, j, k = sch.get_loops(mm)
@@ -697,6 +718,36 @@ def schedule_dense_few_rows(sch: Schedule) -> bool:
     init = sch.decompose_reduction(mm, k0)
     sch.vectorize(sch.get_loops(init)[-1])
     return True
+
+
+def _dense_split_k(sch: Schedule, mm: BlockRV, epilogue: BlockRV | None, N: int, K: int) -> None:
+    """:func:`schedule_dense_few_rows` on two threads: each thread takes half of k for all the
+    rows (``rfactor``), accumulating in a local tile of the rows x N in blocks of k as on one
+    thread, then writes its partial tile back; the two are added and the epilogue applied per
+    row.  Each thread reads half of B instead of all of it."""
+    i, j, k = sch.get_loops(mm)
+    kt, kr = sch.split(k, [2, None])
+    rf = sch.rfactor(kt, 0)
+    i, j, kt, kr = sch.get_loops(rf)
+    half = K // 2
+    kb = max(d for d in range(1, half + 1) if half % d == 0 and d * N * 4 <= max(DENSE_K_BLOCK_BYTES, N * 4))
+    k0, k1 = sch.split(kr, [None, kb])
+    sch.reorder(kt, k0, i, k1, j)
+    wb = sch.cache_write(rf, 0, "local")
+    sch.reverse_compute_at(wb, kt)
+    sch.vectorize(j)
+    sch.vectorize(sch.get_loops(wb)[-1])
+    sch.parallel(kt)
+    init = sch.decompose_reduction(rf, k0)
+    sch.vectorize(sch.get_loops(init)[-1])
+    fi, fj, fk = sch.get_loops(mm)
+    sch.reorder(fi, fk, fj)
+    sch.vectorize(fj)
+    finit = sch.decompose_reduction(mm, fk)
+    sch.vectorize(sch.get_loops(finit)[-1])
+    if epilogue is not None:
+        sch.reverse_compute_at(epilogue, fi)
+        sch.vectorize(sch.get_loops(epilogue)[-1])
 
 
 def _align_weight_rows(sch: Schedule, mm: BlockRV, lanes: int) -> None:

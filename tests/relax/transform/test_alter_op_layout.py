@@ -101,7 +101,7 @@ def test_a_pointwise_conv_stays_unpacked(hw, packed):
 def test_conv1d_gets_the_packed_kernel_over_one_row(unit, batch, stride, padding, dilation, width, groups):
     """A 1-d convolution with a constant weight is the packed 2-d kernel over one row, scheduled
     with its GELU by the default pipeline; torch's numbers on random data.  (wav2vec2's first
-    layer, 1 channel x 10 taps, is packed on AVX2 only: as a short 2-d reduction.)"""
+    layer, 1 channel x 10 taps, is packed too, on either unit: MIN_REDUCTION_CONV1D.)"""
     import torch
 
     cin = 1 if stride == 5 else 32 * groups  # (a group: 32 channels x 3 taps, 96 multiply-adds)
@@ -119,7 +119,7 @@ def test_conv1d_gets_the_packed_kernel_over_one_row(unit, batch, stride, padding
     data = RNG.standard_normal((batch, cin, width)).astype("float32")
     with unit:
         packed = relax.transform.AlterOpLayout()(mod)
-        expected = unit is AVX2 or cin > 1
+        expected = True
         assert (packed is not mod) == expected and ("R.nn.conv1d" in packed.script()) != expected
         lowered = relax.get_pipeline("default")(mod)
         kernels = [f for gv, f in lowered.functions.items() if gv.name_hint.startswith("fused_conv1d")]
@@ -129,3 +129,27 @@ def test_conv1d_gets_the_packed_kernel_over_one_row(unit, batch, stride, padding
         torch.from_numpy(data), torch.from_numpy(w), stride=stride, padding=padding, dilation=dilation,
         groups=groups)).numpy()
     np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("cin, cout, k, groups, stride, padding", [(16, 16, 3, 1, 2, 0), (32, 32, 5, 4, 1, 2)])
+def test_a_short_conv1d_is_packed_on_avx512_too(cin, cout, k, groups, stride, padding):
+    """wav2vec2's 16 -> 16 x 3 taps (48 multiply-adds per output) and 4-group 32 -> 32 x 5 taps
+    (40): below AVX-512's 2-d MIN_REDUCTION, packed as 1-d convolutions; torch's numbers."""
+    import torch
+
+    w = RNG.standard_normal((cout, cin // groups, k)).astype("float32")
+    x = relax.Var("x", relax.TensorStructInfo((8, cin, 39), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            gv = bb.emit_output(relax.op.nn.conv1d(x, relax.const(w), strides=stride, padding=padding, groups=groups))
+        bb.emit_func_output(gv)
+    mod = bb.get()
+    data = RNG.standard_normal((8, cin, 39)).astype("float32")
+    with AVX512:
+        packed = relax.transform.AlterOpLayout()(mod)
+        assert packed is not mod and "R.nn.conv1d" not in packed.script()
+    got = relax.VirtualMachine(minitvm.compile(packed, "llvm"), minitvm.cpu())["main"](data).numpy()
+    want = torch.nn.functional.conv1d(torch.from_numpy(data), torch.from_numpy(w), stride=stride, padding=padding,
+                                      groups=groups).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

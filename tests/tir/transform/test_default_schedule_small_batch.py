@@ -41,6 +41,29 @@ def test_few_rows_dense_runs_over_blocks_of_k(unit, rows, k, n_out):
     np.testing.assert_allclose(out.numpy(), np.maximum(x @ w + b, 0), rtol=1e-4, atol=1e-4 * np.sqrt(k))
 
 
+@UNITS
+@pytest.mark.parametrize("rows, k, split", [(8, 5408, True), (8, 5407, False), (1, 5408, True), (1, 5407, False),
+                                            (2, 1000, False)],
+                         ids=["even-k", "odd-k", "one-row", "one-row-odd-k", "small"])
+def test_few_rows_dense_splits_k_between_threads(unit, rows, k, split):
+    """A few-rows dense with an even k and a large weight (or much work) runs one half of k per
+    thread for all rows (an ``rfactor``: partial tiles, then their sum and the epilogue), one row
+    included; an odd k keeps groups of rows on threads (one row: another rule), a small one
+    does not split.  numpy's result either way."""
+    with unit:
+        sched = apply_default_schedule(_dense_relu(rows, k, 100))
+        text = sched.script()
+        assert ("_rf" in text) == split and (not split or "T.parallel(" in text), text
+        lib = minitvm.build(sched.with_attr("global_symbol", "main"))
+    rng = np.random.default_rng(k)
+    x = rng.standard_normal((rows, k)).astype("float32")
+    w = rng.standard_normal((k, 100)).astype("float32")
+    b = rng.standard_normal(100).astype("float32")
+    out = minitvm.nd.array(np.full((rows, 100), np.nan, "float32"))
+    lib["main"](minitvm.nd.array(x), minitvm.nd.array(w), minitvm.nd.array(b), out)
+    np.testing.assert_allclose(out.numpy(), np.maximum(x @ w + b, 0), rtol=1e-4, atol=1e-4 * np.sqrt(k))
+
+
 def _conv_tanh(n: int, ci: int, hw: int, co: int, k: int, groups: int):
     """A convolution (its padding copy inside), a bias and tanh -- LeNet's first layer's shape."""
     x = te.placeholder((n, ci, hw, hw), "float32", name="x")
