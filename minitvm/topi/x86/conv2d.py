@@ -649,7 +649,10 @@ def _tile_pixels(sch: Schedule, conv: Any, epilogue: Any, ob: int, threads: _Thr
 #: thread, ResNet-18's 3x3 convs at batch 1 (min of 40-60 rounds alternating in one process, load
 #: ~4.7), chunks of 8, 16 and 32 channels against none: 512 ch on 7 x 7 0.87x, 0.86-0.87x, 0.88x;
 #: stride 2 onto 7 x 7 0.90x, 0.89-0.94x, 0.90x.  With 16: AVX2 (-mcpu=znver3), one thread,
-#: 0.88-0.97x on the four small-plane convs; batch 8, 2 threads (by image) 0.68-1.06x (load 5.5)
+#: 0.88-0.97x on the four small-plane convs, but on 2 threads the two onto 7 x 7 took 1.21-1.23x
+#: (two runs, load 2; not understood), so AVX2 keeps the whole reduction in each tile.  Batch 8,
+#: 2 threads (by image) 0.68-1.06x (load 5.5); 2 threads, b1, load 2: 0.91-0.95x onto 7 x 7,
+#: 256 ch on 14 x 14 1.0x, stride 2 onto it 0.90x
 REDUCTION_CHUNK = 16
 #: ... when the partial sums of one block of channels over the whole plane are at most this many
 #: bytes (they stay in L1 between chunks).  Measured as above with chunks of 16: 256 ch on 14 x 14
@@ -664,10 +667,11 @@ def _reduction_in_chunks(pixels: int, ob: int, channels: int, window: int) -> bo
     its block's weights, and on a small plane (ResNet-18's 7 x 7: 7 tiles) a 590 KB block of 512
     channels then streams from L2 and L3 for every tile; a chunk's weights stay in L1 across the
     tiles, and the tiles' partial sums are stored and reloaded once per chunk.  Only windows of
-    more than one position (3x3 measured) and planes whose partial sums fit
-    REDUCTION_CHUNK_MAX_PARTIAL_BYTES; threads then take whole blocks of channels."""
-    return window > 1 and channels % REDUCTION_CHUNK == 0 and channels > REDUCTION_CHUNK \
-        and pixels * ob * 4 <= REDUCTION_CHUNK_MAX_PARTIAL_BYTES
+    more than one position (3x3 measured), planes whose partial sums fit
+    REDUCTION_CHUNK_MAX_PARTIAL_BYTES and AVX-512 (see REDUCTION_CHUNK); threads then take whole
+    blocks of channels."""
+    return VectorUnit.current().lanes >= 16 and window > 1 and channels % REDUCTION_CHUNK == 0 \
+        and channels > REDUCTION_CHUNK and pixels * ob * 4 <= REDUCTION_CHUNK_MAX_PARTIAL_BYTES
 
 
 def _packed_block_of(block: Any) -> int:
