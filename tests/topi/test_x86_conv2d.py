@@ -190,6 +190,24 @@ def test_flat_pixel_tiles_match_torch(unit, batch, cin, cout, k, stride, hw, rel
     _matches_torch(unit, batch, cin, cout, k, stride, hw, relu)
 
 
+@pytest.mark.parametrize("unit", [AVX512, AVX2], ids=["avx512", "avx2"])
+def test_small_planes_reduce_in_chunks_of_channels(unit):
+    """On AVX-512, on a plane whose partial sums fit L1 (7 x 7) the reduction runs in chunks of
+    REDUCTION_CHUNK channels outside the pixel tiles, the write-back after the last chunk; a
+    large plane (28 x 28 with 32 channels: 100 KB of partial sums) keeps the whole reduction
+    inside each tile, as AVX2 does on every plane.  Results as torch's, with and without ReLU,
+    batch 1 and 2."""
+    with unit:
+        text = _schedule(1, 48, 64, 3, 1, 7, True).mod["main"].script()
+        large = _schedule(1, 48, 64, 3, 1, 28, True).mod["main"].script()
+    chunked = re.search(r"for rc_0, pp_0, rc_1, ry in T.grid\((T.int64\()?3\)?, ", text)
+    assert bool(chunked) == (unit is AVX512), text
+    assert "rc_0" not in large and re.search(r"for rc, ry in T.grid\((T.int64\()?48\b", large), large
+    _matches_torch(unit, 1, 48, 64, 3, 1, 7, True)
+    _matches_torch(unit, 2, 32, 64, 3, 2, 14, False)  # stride 2 onto 7 x 7, two images
+    _matches_torch(unit, 1, 64, 64, 3, 1, 14, True)  # 14 x 14: 196 pixels
+
+
 def test_large_convs_run_on_threads_padding_too(monkeypatch):
     monkeypatch.setenv("MINITVM_NUM_THREADS", "2")  # (3 images do not split into whole ones per thread)
     small = _schedule(1, 8, 32, 3, 1, 16, True).mod["main"].script()  # 0.6M multiply-adds: one thread

@@ -613,20 +613,25 @@ def _tile_pixels(sch: Schedule, conv: Any, epilogue: Any, ob: int, threads: _Thr
     if epilogue is None:
         raise ScheduleError(f"{PACKED_CONV_NAME}: a flat-pixel convolution without its write-back into rows")
     n, o, p, rc, ry, rx = sch.get_loops(conv)
-    pixels = _extents(sch, [p])[0]
+    pixels, channels, kh, kw = _extents(sch, [p, rc, ry, rx])
     # (the compute's unit made the pixels a multiple of its tile; another unit in scope now may not)
     width = const_int(sch.get(epilogue).iter_vars[3].dom.extent)
     most = pixel_tile(ob, width) or _peeled_tile_rows(VectorUnit.current(), ob)
     tile = max(d for d in range(1, most + 1) if pixels % d == 0)
     o0, o1 = sch.split(o, [None, ob])
     p0, p1 = sch.split(p, [None, tile])
-    sch.reorder(n, o0, p0, rc, ry, rx, p1, o1)
+    chunked = _reduction_in_chunks(pixels, ob, channels, kh * kw)
+    if chunked:
+        rc, rc1 = sch.split(rc, [None, REDUCTION_CHUNK])
+        sch.reorder(n, o0, rc, p0, rc1, ry, rx, p1, o1)
+    else:
+        sch.reorder(n, o0, p0, rc, ry, rx, p1, o1)
     local = sch.cache_write(conv, 0, "local")
     # the tile's channels innermost: vector o1 is then contiguous in the accumulator buffer
     sch.transform_layout(conv, ("write", 0), lambda nn, oo, pp: (nn, pp, oo))
     sch.compute_inline(local)
     sch.transform_block_layout(epilogue, _flatten_pixels(width))
-    sch.reverse_compute_at(epilogue, p0)
+    sch.reverse_compute_at(epilogue, o0 if chunked else p0)
     sch.vectorize(o1)
     sch.unroll(p1)
     sch.unroll(rx)
@@ -634,9 +639,39 @@ def _tile_pixels(sch: Schedule, conv: Any, epilogue: Any, ob: int, threads: _Thr
     # value of a pixel lands H x W floats from the last (4 KB on a 32 x 32 plane: the 16 stores
     # of a pixel share one cache set), measured 1.4-2.5x slower on resnet_small's 16-channel convs
     sch.vectorize(sch.get_loops(epilogue)[-1])
-    threads.apply(sch, n, [o0, p0])
+    threads.apply(sch, n, [o0] if chunked else [o0, p0])
     init = sch.decompose_reduction(conv, rc)
     sch.vectorize(sch.get_loops(init)[-1])
+
+
+#: input channels per chunk of the reduction (:func:`_reduction_in_chunks`): 16 x 3 x 3 x 32
+#: weights are 18 KB, in L1 beside the chunk's input rows.  Measured on a Xeon (AVX-512), one
+#: thread, ResNet-18's 3x3 convs at batch 1 (min of 40-60 rounds alternating in one process, load
+#: ~4.7), chunks of 8, 16 and 32 channels against none: 512 ch on 7 x 7 0.87x, 0.86-0.87x, 0.88x;
+#: stride 2 onto 7 x 7 0.90x, 0.89-0.94x, 0.90x.  With 16: AVX2 (-mcpu=znver3), one thread,
+#: 0.88-0.97x on the four small-plane convs, but on 2 threads the two onto 7 x 7 took 1.21-1.23x
+#: (two runs, load 2; not understood), so AVX2 keeps the whole reduction in each tile.  Batch 8,
+#: 2 threads (by image) 0.68-1.06x (load 5.5); 2 threads, b1, load 2: 0.91-0.95x onto 7 x 7,
+#: 256 ch on 14 x 14 1.0x, stride 2 onto it 0.90x
+REDUCTION_CHUNK = 16
+#: ... when the partial sums of one block of channels over the whole plane are at most this many
+#: bytes (they stay in L1 between chunks).  Measured as above with chunks of 16: 256 ch on 14 x 14
+#: (25 KB) 0.93-0.95x, stride 2 onto 14 x 14 0.90x; 128 on 28 x 28 (100 KB) 1.0x; 64 on 56 x 56
+#: (400 KB) 1.15x (2 threads 1.23x)
+REDUCTION_CHUNK_MAX_PARTIAL_BYTES = 32 * 1024
+
+
+def _reduction_in_chunks(pixels: int, ob: int, channels: int, window: int) -> bool:
+    """Whether a flat-pixel convolution runs its reduction in chunks of REDUCTION_CHUNK input
+    channels outside its pixel tiles, (n, o0, c0, p0, c1, ry, rx, p1, o1): each tile re-reads
+    its block's weights, and on a small plane (ResNet-18's 7 x 7: 7 tiles) a 590 KB block of 512
+    channels then streams from L2 and L3 for every tile; a chunk's weights stay in L1 across the
+    tiles, and the tiles' partial sums are stored and reloaded once per chunk.  Only windows of
+    more than one position (3x3 measured), planes whose partial sums fit
+    REDUCTION_CHUNK_MAX_PARTIAL_BYTES and AVX-512 (see REDUCTION_CHUNK); threads then take whole
+    blocks of channels."""
+    return VectorUnit.current().lanes >= 16 and window > 1 and channels % REDUCTION_CHUNK == 0 \
+        and channels > REDUCTION_CHUNK and pixels * ob * 4 <= REDUCTION_CHUNK_MAX_PARTIAL_BYTES
 
 
 def _packed_block_of(block: Any) -> int:
