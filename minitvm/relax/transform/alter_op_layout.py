@@ -15,7 +15,7 @@ weights are function parameters)::
 The activations keep their NCHW layout, so nothing else in the graph changes.  It applies to
 ``relax.nn.conv2d`` with NCHW data, an OIHW constant float32 weight, a number of output
 channels (per group) that is a multiple of 8 (a vector of 8 or 16 lanes) and at least
-``MIN_REDUCTION`` multiply-adds per output value (``MIN_REDUCTION_NARROW`` with AVX2), and that
+``MIN_REDUCTION`` multiply-adds per output value, and that
 is not a 1x1, stride-1, unpadded convolution (a matmul over the pixels, tiled as one by the
 default schedule); other convolutions keep the generic kernel.  ``relax.nn.conv1d`` (NCW data,
 an OIW weight) under the same conditions gets the same kernel over one row
@@ -37,39 +37,25 @@ import numpy as np
 from ... import topi
 from ...ir.module import IRModule
 from ...ir.op import Op
-from ...tir.vector_unit import VectorUnit
 from ...topi.utils import const_int
 from ...transform import PassContext, module_pass
 from ..expr import Call, Constant, ConstantData, Expr, Var
 from ..expr_functor import ExprMutator
 from ._util import keeps_input_dtype, rewrite_with_builder
 
-__all__ = ["AlterOpLayout", "MIN_REDUCTION", "MIN_REDUCTION_CONV1D", "MIN_REDUCTION_NARROW"]
+__all__ = ["AlterOpLayout", "MIN_REDUCTION"]
 
-#: pack only convolutions with at least this many multiply-adds per output (in channels x window)
-#: on AVX-512: each register tile is written back to NCHW through a transpose, which a short
-#: reduction (a 3-channel stem, a 1x1 over 16 channels) does not amortize -- measured slower than
-#: the generic kernel there
-MIN_REDUCTION = 64
-#: the same on a narrower vector unit (AVX2): the generic kernel's rows of 8 lanes waste lanes on
-#: odd widths (26 = 3 x 8 + 2), where the packed tile's 8 channels are always whole -- measured on
-#: Zen 4, one thread: MNIST's 1 -> 32 conv (9 per output) 320 -> 291 us for the model at batch 8,
-#: mobilenet_tf_same 119 -> 107 us, the others unchanged
-MIN_REDUCTION_NARROW = 8
-#: a 1-d convolution is packed from this many multiply-adds per output on every vector unit: its
-#: generic kernel is a scalar loop per output, far slower than the packed row's transposes --
-#: measured on AVX-512 (Xeon, 2 threads, load ~3.4, whole model interleaved in one process):
-#: wav2vec2's audio encoder (16 -> 16 x 3 taps, 4-group 32 -> 32 x 5: 48 and 40 per output) at
-#: batch 8 408 -> 158 us median, batch 1 26.8 -> 19.0 us; its 1 -> 16 x 10 taps stride-5 first
-#: layer (10 per output) is faster packed too: 198 -> 154 us for the model at batch 8
-MIN_REDUCTION_CONV1D = 8
-
-
-def _min_reduction(op_name: str) -> int:
-    """The packing threshold for ``op_name`` on the vector unit in scope."""
-    if op_name == "relax.nn.conv1d":
-        return MIN_REDUCTION_CONV1D
-    return MIN_REDUCTION if VectorUnit.current().lanes >= 16 else MIN_REDUCTION_NARROW
+#: pack only convolutions with at least this many multiply-adds per output (in channels x window),
+#: 1-d and 2-d, on every vector unit: below it the packed tile's write-back outweighs the
+#: reduction.  The generic kernel wastes lanes on odd widths and (1-d) is a scalar loop per
+#: output.  Measured on Zen 4 (AVX2), one thread: MNIST's 1 -> 32 conv (9 per output) 320 ->
+#: 291 us for the model at batch 8, mobilenet_tf_same 119 -> 107 us.  On AVX-512 (Xeon, 2
+#: threads) this was 64 while the packed kernel transposed every tile on its way back; with row
+#: tiles, 8 measured faster there too (whole models interleaved in one process, quiet):
+#: resnet_small b8 0.87-0.91x (its 27-MAC stem was 6% of peak), mlc_mnist b1 0.92x, MobileNetV2
+#: b1 0.97x, the rest 0.97-1.03x; wav2vec2's audio encoder (1-d: 10, 40 and 48 per output) at
+#: batch 8 408 -> 158 us median (load ~3.4)
+MIN_REDUCTION = 8
 
 
 def _pointwise(attrs: dict, weight_shape: tuple, data_shape: Any) -> bool:
@@ -110,7 +96,7 @@ class _ConvLayout(ExprMutator):
         groups = int(a["groups"])
         # (in groups, a block of output channels must lie in one: a group's channels whole vectors)
         if w.dtype != "float32" or call.args[0].struct_info.dtype != "float32" or (w.shape[0] // groups) % 8 or \
-                w[0].size < _min_reduction(call.op.name) or \
+                w[0].size < MIN_REDUCTION or \
                 _pointwise(a, w.shape, call.args[0].struct_info.shape_values):
             return call
         packed = Constant(ConstantData.adopt(pack(w, groups=groups)))
