@@ -704,7 +704,7 @@ def schedule_dense_few_rows(sch: Schedule) -> bool:
         _dense_split_k(sch, mm, epilogue, N, K)
         return True
     parallel = M * N * K > MATMUL_PARALLEL_WORK and M % 2 == 0
-    kb = max(d for d in range(1, K + 1) if K % d == 0 and d * N * 4 <= max(DENSE_K_BLOCK_BYTES, N * 4))
+    kb = _dense_k_block(K, N)
     i, j, k = sch.get_loops(mm)
     i0, i1 = sch.split(i, [2 if parallel else 1, None])
     k0, k1 = sch.split(k, [None, kb])
@@ -720,6 +720,12 @@ def schedule_dense_few_rows(sch: Schedule) -> bool:
     return True
 
 
+def _dense_k_block(K: int, N: int) -> int:
+    """Rows of B per block of a dense layer's k (of ``K``; rows of ``N`` floats): the largest
+    divisor of ``K`` whose rows fit ``DENSE_K_BLOCK_BYTES`` (at least one row)."""
+    return max(d for d in range(1, K + 1) if K % d == 0 and d * N * 4 <= max(DENSE_K_BLOCK_BYTES, N * 4))
+
+
 def _dense_split_k(sch: Schedule, mm: BlockRV, epilogue: BlockRV | None, N: int, K: int) -> None:
     """:func:`schedule_dense_few_rows` on two threads: each thread takes half of k for all the
     rows (``rfactor``), accumulating in a local tile of the rows x N in blocks of k as on one
@@ -729,9 +735,7 @@ def _dense_split_k(sch: Schedule, mm: BlockRV, epilogue: BlockRV | None, N: int,
     kt, kr = sch.split(k, [2, None])
     rf = sch.rfactor(kt, 0)
     i, j, kt, kr = sch.get_loops(rf)
-    half = K // 2
-    kb = max(d for d in range(1, half + 1) if half % d == 0 and d * N * 4 <= max(DENSE_K_BLOCK_BYTES, N * 4))
-    k0, k1 = sch.split(kr, [None, kb])
+    k0, k1 = sch.split(kr, [None, _dense_k_block(K // 2, N)])
     sch.reorder(kt, k0, i, k1, j)
     wb = sch.cache_write(rf, 0, "local")
     sch.reverse_compute_at(wb, kt)
@@ -1438,16 +1442,11 @@ def schedule_depthwise_conv2d(sch: Schedule) -> bool:
     wb = _local_accumulator(sch, conv, epilogue)
     sch.reverse_compute_at(wb, h0)
     lanes = VectorUnit.current().lanes
-    if OW > lanes:  # a row of whole registers (and the rest, guarded): one unrolled vector op each
-        ow0, ow = sch.split(ow, [None, lanes])
-        sch.unroll(ow0)
-    sch.vectorize(ow)
+    # a row of whole registers (and the rest, guarded): one unrolled vector op each; so is the
+    # write-back of a row of part registers (a 56-lane row read from 16-lane pieces went lane by lane)
+    _vectorize_by(sch, ow, lanes if OW > lanes else None)
     sch.unroll(h1)
-    wb_row = sch.get_loops(wb)[-1]
-    if OW > lanes and OW % lanes:  # (and its write-back: a 56-lane row read from 16-lane pieces went lane by lane)
-        wb0, wb_row = sch.split(wb_row, [None, lanes])
-        sch.unroll(wb0)
-    sch.vectorize(wb_row)
+    _vectorize_by(sch, sch.get_loops(wb)[-1], lanes if OW > lanes and OW % lanes else None)
     plane = sch.fuse(n, c)
     if N * C * OH * OW * math.prod(_extents(sch, [rc, kh, kw])) > DEPTHWISE_PARALLEL_WORK and N * C >= 2:
         sch.parallel(plane)
