@@ -154,10 +154,14 @@ class LinearSum:
         return None
 
     def _find_div_mod_pair(self) -> tuple[int, int, PrimExpr, int] | None:
+        """A term ``x // c`` of coefficient ``c * k`` and a term ``y % c`` of coefficient ``k``
+        with ``y`` congruent to ``x`` modulo ``c`` (so ``y % c == x % c``): (positions, x, k).
+        Congruent, not only equal, because flattening a reshape writes each index from its
+        own simplified form: ``(x % 169) // 13 * 13 + x % 13`` is ``x % 169``."""
         for div_position, div, k in self._scaled_divisions():
             for mod_position, (mod, mod_coeff) in enumerate(self.terms):
-                if (isinstance(mod, FloorMod) and mod_coeff == k and same_expr(mod.a, div.a)
-                        and same_expr(mod.b, div.b)):
+                if (isinstance(mod, FloorMod) and mod_coeff == k and same_expr(mod.b, div.b)
+                        and _congruent(mod.a, div.a, div.b.value)):
                     return div_position, mod_position, div.a, k
         return None
 
@@ -228,3 +232,31 @@ class LinearSum:
     def __repr__(self) -> str:
         terms = " + ".join(f"{c}*{t!r}" for t, c in self.terms)
         return f"LinearSum({terms} + {self.constant})"
+
+
+def _residue_source(e: PrimExpr, c: int) -> PrimExpr:
+    """``e`` without outer ``% m`` whose ``m`` is a multiple of ``c``: taking them does not
+    change the residue modulo ``c``."""
+    while isinstance(e, FloorMod) and isinstance(e.b, IntImm) and e.b.value > 0 and e.b.value % c == 0:
+        e = e.a
+    return e
+
+
+def _congruent(a: PrimExpr, b: PrimExpr, c: int) -> bool:
+    """``a`` and ``b`` are provably congruent modulo ``c``: their difference, as a linear form,
+    is ``c`` times an integer.  A term ``t * k`` beside ``(t % d) * -k`` is ``(t // d) * (d * k)``
+    there (a loop variable beside its own remainder, as fused loops leave them)."""
+    if same_expr(a, b):
+        return True
+    difference = LinearSum.from_expr(Sub(_residue_source(a, c), _residue_source(b, c)))
+    terms = difference.terms
+    paired: set[int] = set()
+    for position, (term, coeff) in enumerate(terms):
+        if position not in paired and isinstance(term, FloorMod) and isinstance(term.b, IntImm) \
+                and term.b.value > 0:
+            whole = next((p for p, (t, k) in enumerate(terms)
+                          if p not in paired and k == -coeff and same_expr(t, term.a)), None)
+            if whole is not None and (coeff * term.b.value) % c == 0:  # t*k - (t % d)*k == (t // d)*(d*k)
+                paired.update((position, whole))
+    return difference.constant % c == 0 and all(
+        coeff % c == 0 for position, (_, coeff) in enumerate(terms) if position not in paired)

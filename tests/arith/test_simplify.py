@@ -261,3 +261,29 @@ def test_fused_then_flattened_index_returns_to_the_fused_variable():
     check(ana, index, Add(Add(Mul(f, C(4)), Mul(a, C(2))), b))
     x = Var("x")
     check(ana, Add(Mul(tir.FloorDiv(x, C(8)), C(8)), tir.FloorMod(x, C(8))), x)
+
+
+def test_flattened_reshape_index_returns_to_the_copy_index():
+    # [8, 32, 13, 13] -> [8, 5408] over a loop fused and split by 16: flattening writes each
+    # source index from its own simplified form, so the remainders by 13 and by 169 are taken
+    # of different (congruent) expressions; the sum is still the contiguous index f * 16 + v
+    ana, (f, v) = ranged(f=2704, v=16)
+    x = Add(Mul(f, C(16)), v)
+    within = Add(Mul(floormod(f, C(338)), C(16)), v)  # x % 5408, as the simplifier writes it
+    index = Add(Add(Add(Mul(floordiv(f, C(338)), C(5408)), Mul(floordiv(within, C(169)), C(169))),
+                    Mul(floordiv(floormod(x, C(169)), C(13)), C(13))), floormod(within, C(13)))
+    check(ana, index, x)
+
+
+def test_division_pairs_with_a_remainder_only_when_congruent():
+    ana, (i, j) = ranged(i=40, j=40)
+    # (i % 12) // 4 * 4 + (i + 8) % 4: i + 8 and i % 12 agree modulo 4, so this is i % 12
+    check(ana, Add(Mul(floordiv(floormod(i, C(12)), C(4)), C(4)), floormod(Add(i, C(8)), C(4))),
+          floormod(i, C(12)))
+    rng = random.Random(0)
+    for shift in (1, 2, 6):  # not congruent modulo 4: values must survive
+        expr = Add(Mul(floordiv(floormod(i, C(12)), C(4)), C(4)), floormod(Add(i, C(shift)), C(4)))
+        simple = ana.simplify(expr)
+        for _ in range(30):
+            env = {"i": rng.randrange(40), "j": rng.randrange(40)}
+            assert _evaluate(simple, env) == _evaluate(expr, env), (expr, simple)
