@@ -682,9 +682,12 @@ def _reduction_in_chunks(pixels: int, ob: int, channels: int, window: int) -> bo
         and channels > REDUCTION_CHUNK and pixels * ob * 4 <= REDUCTION_CHUNK_MAX_PARTIAL_BYTES
 
 
-#: the locality hint of a prefetch (``llvm.prefetch``: 3 keeps the line in every level, into L1 --
-#: what TVM's lowered ``T.prefetch`` asks for)
-PREFETCH_LOCALITY = 3
+#: the locality hint of the weights' prefetch (``llvm.prefetch``: 2 is ``prefetcht1``, into L2 and
+#: not L1, where this chunk's weights, input rows and partial sums already fill most of 48 KB).
+#: Against 3 (``prefetcht0``, TVM's lowered ``T.prefetch``), one thread, weights flushed, CPU time,
+#: median of 15 and 25 alternating (load 7.5): stride 2 onto 7 x 7 0.94-0.95x, 512 ch on 7 x 7
+#: 0.98-0.99x, 256 ch on 14 x 14 1.03x, b8 0.99x
+PREFETCH_LOCALITY = 2
 #: bytes a prefetch brings in: one cache line
 CACHE_LINE = 64
 
@@ -693,7 +696,7 @@ def _prefetch_next_chunk(sch: Schedule, conv: Any, rc0: Any, p0: Any, rc1: Any) 
     """In a reduction in chunks (:func:`_reduction_in_chunks`), prefetch the next chunk's
     weights while the pixel tiles of this one run: at each input channel ``rc1`` of tile ``p0``,
     a few cache lines of the same channel of the next chunk, the tiles taking turns through its
-    lines (``T.prefetch(T.address_of(W[...]), 0, 3, 1)``).  Without it the first tile of every
+    lines (``T.prefetch(T.address_of(W[...]), 0, PREFETCH_LOCALITY, 1)``).  Without it the first tile of every
     chunk waits on memory for the chunk's weights (18 KB on a 3x3 of 32 channels) and the others
     wait on nothing: the block's weights stream at the demand of one tile in seven on a 7 x 7
     plane, ResNet-18's 512-channel 3x3 ran at 50% of peak with its weights out of cache against
