@@ -256,6 +256,7 @@ def test_chunks_prefetch_the_next_chunks_weights(unit):
         want = {(c, k * 16) for c in following for k in range(lines_per_channel)}
         assert seen == want, (rc0, sorted(seen - want)[:5], sorted(want - seen)[:5])
     assert text.index("T.prefetch") < text.index("for ry")  # at the top of each input channel
+    minitvm.ir.assert_structural_equal(func, minitvm.script.from_source(text))  # the hints print and parse back
     _matches_torch(unit, 1, 48, 64, 3, 1, 7, True)
 
 
