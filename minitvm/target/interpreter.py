@@ -538,6 +538,8 @@ class _PythonCodegen:
         self.stmt(s.body)
 
     def visit_evaluate_(self, s: Evaluate) -> None:
+        if isinstance(s.value, Call) and s.value.op == "tir.prefetch":
+            return  # a cache hint: nothing to compute
         if not isinstance(s.value, (IntImm, FloatImm)):
             self.emit(self.expr(s.value).text)
 

@@ -681,6 +681,7 @@ BUILTINS: dict[str, Builtin] = {b.name: b for b in (
     Builtin("tvm_access_ptr", "ptype data offset extent rw_mask", "handle", _RUNTIME),
     Builtin("type_annotation", "dtype", "first", _RUNTIME),
     Builtin("address_of", "buffer_load", "handle", _RUNTIME),
+    Builtin("prefetch", "address rw locality cache_type", "int32", _RUNTIME),
     Builtin("tvm_stack_alloca", "dtype_str num", "handle", _RUNTIME),
     Builtin("tvm_stack_make_shape", "*shape", "handle", _RUNTIME),
     Builtin("tvm_stack_make_array", "data shape strides ndim arr_dtype elem_offset", "handle", _RUNTIME),

@@ -636,3 +636,25 @@ def test_loops_around_a_long_loop_are_not_unrolled(inner):
     a, b = rand("float32", outer * inner), np.zeros(outer, "float32")
     lib["f"](a, b)
     np.testing.assert_allclose(b, a.reshape(outer, inner).sum(axis=1), rtol=1e-5, atol=1e-5)
+
+
+def test_prefetch_is_a_hint_llvm_emits_and_the_interpreter_skips():
+    """``T.prefetch(T.address_of(A[i]), 0, 3, 1)`` (TVM's lowered prefetch: read, keep in every
+    cache level, data) becomes ``llvm.prefetch`` -- a ``prefetcht0`` -- and changes no result;
+    the reference interpreter runs the function without it; the script round-trips."""
+    from minitvm.script import tir as T
+
+    @T.prim_func
+    def f(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+        for i in range(64):
+            T.evaluate(T.prefetch(T.address_of(A[T.min(i + 16, 63)]), 0, 3, 1))
+            B[i] = A[i] * T.float32(2)
+
+    minitvm.ir.assert_structural_equal(f, minitvm.script.from_source(f.script()))
+    lib = minitvm.build(f, target="llvm")
+    assert "prefetcht0" in lib.get_source("asm")
+    a = np.random.default_rng(3).standard_normal(64).astype("float32")
+    for target in ("llvm", "python"):
+        b = minitvm.nd.empty((64,), "float32")
+        minitvm.build(f, target=target)(minitvm.nd.array(a), b)
+        np.testing.assert_array_equal(b.numpy(), 2 * a)

@@ -11,6 +11,7 @@ import minitvm
 from minitvm import te, tir, topi
 from minitvm.testing.pretend_cpu import AVX2_CPU, AVX512_CPU, pretend_cpu
 from minitvm.tir.vector_unit import AVX2, AVX512
+from minitvm.topi.x86 import conv2d as conv2d_module
 from minitvm.topi.x86 import conv2d_nchw_packed, pack_conv2d_weight, schedule_conv2d_nchw_packed
 from minitvm.topi.x86.conv2d import packed_block, pixel_tile
 
@@ -200,12 +201,63 @@ def test_small_planes_reduce_in_chunks_of_channels(unit):
     with unit:
         text = _schedule(1, 48, 64, 3, 1, 7, True).mod["main"].script()
         large = _schedule(1, 48, 64, 3, 1, 28, True).mod["main"].script()
-    chunked = re.search(r"for rc_0, pp_0, rc_1, ry in T.grid\((T.int64\()?3\)?, ", text)
+    chunked = re.search(r"for rc_0, pp_0, rc_1 in T.grid\((T.int64\()?3\)?, ", text)
     assert bool(chunked) == (unit is AVX512), text
     assert "rc_0" not in large and re.search(r"for rc, ry in T.grid\((T.int64\()?48\b", large), large
     _matches_torch(unit, 1, 48, 64, 3, 1, 7, True)
     _matches_torch(unit, 2, 32, 64, 3, 2, 14, False)  # stride 2 onto 7 x 7, two images
     _matches_torch(unit, 1, 64, 64, 3, 1, 14, True)  # 14 x 14: 196 pixels
+
+
+@pytest.mark.parametrize("unit", [AVX512, AVX2], ids=["avx512", "avx2"])
+def test_chunks_prefetch_the_next_chunks_weights(unit):
+    """A reduction in chunks prefetches, at each input channel of each pixel tile, cache lines of
+    the same channel of the next chunk (the last chunk: of its own last channel), the tiles taking
+    turns through its 18 lines (3 x 3 x 32 weights: 3 lines a tile over 7 tiles); without chunks
+    (AVX2, large planes) nothing is prefetched.  Results as torch's: the stride-2 and 2-image
+    cases of test_small_planes_reduce_in_chunks_of_channels run the same schedules."""
+    with unit:
+        sch_avx512 = _schedule(1, 48, 64, 3, 1, 7, True)
+        text = sch_avx512.mod["main"].script()
+        large = _schedule(1, 48, 64, 3, 1, 28, True).mod["main"].script()
+    assert "prefetch" not in large
+    if unit is AVX2:
+        assert "prefetch" not in text
+        return
+    # which weights each chunk's tiles prefetch: every line of the next chunk's, by value
+    func = sch_avx512.mod["main"]
+    loops, hints = {}, []
+
+    def visit(n):
+        if isinstance(n, tir.For):
+            loops[n.loop_var.name] = n.loop_var
+        if isinstance(n, tir.Call) and n.op == "tir.prefetch":
+            hints.append(n)
+
+    tir.post_order_visit(func.body, visit)
+    want_flags = [0, conv2d_module.PREFETCH_LOCALITY, 1]  # read, the locality chosen, data
+    assert len(hints) == 3 and all([int(a.value) for a in h.args[1:]] == want_flags for h in hints), text
+    analyzer = minitvm.arith.Analyzer()
+    chunk, channels, lines_per_channel = 16, 48, 3 * 3 * 32 // 16
+    for rc0 in range(3):
+        seen = set()
+        for p0 in range(7):
+            for rc1 in range(chunk):
+                # (the parallel loop over blocks of channels at the first block)
+                values = {loops["rc_0"]: rc0, loops["pp_0"]: p0, loops["rc_1"]: rc1, loops["nn_oo_0_fused"]: 0}
+                for h in hints:
+                    load = h.args[0].args[0]
+                    o0, c, ry, rx, o = (int(analyzer.simplify(tir.stmt_functor.substitute(
+                        i, {v: tir.const(x, v.dtype) for v, x in values.items()})))
+                        for i in load.indices)
+                    assert o0 == 0 and o % 16 == 0
+                    seen.add((c, (ry * 3 + rx) * 32 + o))
+        following = range((rc0 + 1) * chunk, (rc0 + 2) * chunk) if rc0 < 2 else [channels - 1]
+        want = {(c, k * 16) for c in following for k in range(lines_per_channel)}
+        assert seen == want, (rc0, sorted(seen - want)[:5], sorted(want - seen)[:5])
+    assert text.index("T.prefetch") < text.index("for ry")  # at the top of each input channel
+    minitvm.ir.assert_structural_equal(func, minitvm.script.from_source(text))  # the hints print and parse back
+    _matches_torch(unit, 1, 48, 64, 3, 1, 7, True)
 
 
 def test_large_convs_run_on_threads_padding_too(monkeypatch):

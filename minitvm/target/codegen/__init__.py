@@ -73,6 +73,10 @@ def _cpu_refusal(body: Any, kind: str) -> str | None:
                 for part in parts if parts is not None else [arg]:
                     pre_order_visit(part, visit)
             return False
+        if isinstance(n, Call) and n.op == "tir.prefetch" and kind in ("llvm", "python"):
+            return kind == "llvm"  # (the interpreter skips the hint, address and all)
+        if isinstance(n, Call) and n.op == "tir.address_of" and kind == "llvm":
+            return True
         if isinstance(n, Call) and n.op in BUILTIN_OPS:
             builtin = BUILTIN_OPS[n.op]
             problem.append(f"it calls T.{builtin.name}, {builtin.family}; minitvm builds for the CPU "

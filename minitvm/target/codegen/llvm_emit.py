@@ -644,6 +644,11 @@ class CodeGenLLVM:
             return self.visit_expr(e.args[0])
         if op == "tir.call_extern":
             return self._call_extern(e)
+        if op == "tir.address_of":
+            load = e.args[0]
+            return self._address(load.buffer, load.indices)
+        if op == "tir.prefetch":
+            return self._prefetch(e)
         if op == "tir.tvm_call_packed":
             return emit_call_packed(self, e)
         if op == "tir.ret":
@@ -661,6 +666,19 @@ class CodeGenLLVM:
         if row.kinds == FLOAT_ONLY and not _dt.is_float(dtype):
             raise CodegenError(f"LLVM codegen: {row.llvm_intrin or op} needs float arguments, got {dtype}")
         return row.llvm(self, dtype, *[self._operand(a, dtype) for a in operands])
+
+    def _prefetch(self, e: _e.Call) -> ir.Value:
+        """``T.prefetch(address, rw, locality, cache_type)``: ``llvm.prefetch`` (a hint: an address
+        outside any buffer does not fault)."""
+        ptr = self.visit_expr(e.args[0])
+        flags = []
+        for a in e.args[1:]:
+            if not isinstance(a, _e.IntImm):
+                raise CodegenError(f"LLVM codegen: T.prefetch needs constant rw, locality and cache type, got {a}")
+            flags.append(ir.Constant(I32, a.value))
+        fn = self._declare("llvm.prefetch.p0", ir.VoidType(), [ptr.type, I32, I32, I32])
+        self.b.call(fn, [ptr, *flags])
+        return ir.Constant(I32, 0)
 
     def _call_extern(self, e: _e.Call) -> ir.Value:
         """``T.call_extern(dtype, "name", *args)``: a C call, declared from the argument types

@@ -33,7 +33,7 @@ __all__ = ["VerifyLowered", "lowered_form_errors"]
 # tir.ret is let through so that codegen refuses it by name (NotImplementedError)
 ALLOWED_CALLS = frozenset({f"tir.{name}" for name in INTRINSICS}
                           | {"tir.if_then_else", "tir.likely", "tir.call_extern", "tir.call_llvm_pure_intrin",
-                             "tir.ret", "tir.tvm_storage_sync",
+                             "tir.ret", "tir.tvm_storage_sync", "tir.address_of", "tir.prefetch",
                              # a packed call and the array records of its arguments (codegen/packed_call.py)
                              "tir.tvm_call_packed", "tir.tvm_stack_make_array", "tir.tvm_stack_make_shape"})
 ALLOWED_LOOP_KINDS = (ForKind.SERIAL, ForKind.PARALLEL, ForKind.VECTORIZED, ForKind.UNROLLED)
