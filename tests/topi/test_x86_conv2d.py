@@ -299,11 +299,16 @@ def test_padding_is_computed_per_block_of_rows_on_threads(unit, batch, cin, cout
 
 
 def test_short_reductions_pad_before_their_tiles(monkeypatch):
-    """A 3-channel stem (27 multiply-adds per output) keeps its padding before the tiles."""
+    """A 3-channel stem (27 multiply-adds per output) keeps its padding before the tiles on AVX2;
+    AVX-512 pads per block of rows (one parallel region) for it too."""
     monkeypatch.setenv("MINITVM_NUM_THREADS", "2")
     with AVX2:
         text = _schedule(1, 3, 32, 3, 2, 128, True).mod["main"].script()
     assert text.count("T.parallel") == 2 and text.index('T.sblock("pad_temp")') < text.index("nn_oo_0_yy_fused"), text
+    with AVX512:
+        text = _schedule(1, 3, 32, 3, 2, 96, True, 16).mod["main"].script()
+    assert text.count("T.parallel") == 1 and "nn_yy_0_fused" in text, text
+    assert text.index("nn_yy_0_fused") < text.index('T.sblock("pad_temp")'), text  # padded inside the chunk
 
 
 def test_weights_larger_than_the_padded_image_keep_channel_blocks_on_threads(monkeypatch):
