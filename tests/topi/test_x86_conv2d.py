@@ -61,6 +61,8 @@ def _build(*args):
     (1, 3, 16, 3, 2, 64, True),    # a strided stem with 32 output columns: rows, deinterleaved input
     (1, 4, 8, 3, 2, 31, False),    # stride 2, odd padded width (33 columns: 17 even, 16 odd), 16 out
     (2, 16, 32, 1, 2, 32, True),   # a strided 1x1 with 16 output columns: AVX2 copies the rows it reads
+    (1, 3, 32, 3, 2, 96, True),    # a stem onto 48 columns: AVX-512 tiles one vector x 16 channels along the row
+    (2, 5, 24, 3, 2, 31, False),   # onto 16 columns in blocks of 8 (AVX-512: 8 channels x one vector), odd input
 ])
 @pytest.mark.parametrize("unit", [AVX512, AVX2], ids=["avx512", "avx2"])
 def test_packed_conv_matches_torch(unit, batch, cin, cout, k, stride, hw, relu):
@@ -108,6 +110,25 @@ def test_rows_of_two_vectors_tile_along_the_row(unit, channels, stride):
     assert "conv2d_nchw_packed_local[v_i0, v_i1, v_i2, v_i3]" in text, text  # read back in NCHW order
     if stride == 2:
         assert "v_rx % 2, v_xx + v_rx // 2]" in text, text
+
+
+@pytest.mark.parametrize("unit, channels, vectors, block", [(AVX512, 16, 1, 16), (AVX512, 8, 1, 8), (AVX2, 4, 2, 8)],
+                         ids=["avx512", "avx512-block8", "avx2"])
+def test_strided_rows_of_odd_vectors_tile_along_the_row(unit, channels, vectors, block):
+    """A stride-2 conv onto rows of whole vectors that are not pairs of them (48 columns: 3 AVX-512
+    vectors; AVX2's 6 are pairs) tiles along the row on AVX-512 too, one vector of columns by the
+    accumulators' worth of channels of the block (16, or all 8 of a block of 8), from the padding
+    copy with even and odd columns apart; stride 1 onto the same rows keeps the channel-vector tile."""
+    with unit:
+        text = _schedule(1, 3, 32, 3, 2, 96, True, block).mod["main"].script()
+        stride1 = _schedule(1, 3, 32, 3, 1, 48, True, block).mod["main"].script()
+    assert re.search(rf"oo_1 in T.unroll\((T.int64\()?{channels}\b", text), text
+    assert re.search(rf"xx_1 in T.unroll\((T.int64\()?{vectors}\b", text), text
+    assert re.search(rf"xx_2 in T.vectorized\((T.int64\()?{unit.lanes}\b", text), text
+    assert "conv2d_nchw_packed_local[v_i0, v_i1, v_i2, v_i3]" in text, text  # read back in NCHW order
+    assert "v_rx % 2, v_xx + v_rx // 2]" in text, text
+    if unit is AVX512:
+        assert re.search(rf"oo_1 in T.vectorized\((T.int64\()?{block}\b", stride1), stride1
 
 
 def test_a_batch_of_whole_images_per_thread_runs_image_by_image(monkeypatch):
@@ -330,11 +351,16 @@ def test_padding_is_computed_per_block_of_rows_on_threads(unit, batch, cin, cout
 
 
 def test_short_reductions_pad_before_their_tiles(monkeypatch):
-    """A 3-channel stem (27 multiply-adds per output) keeps its padding before the tiles."""
+    """A 3-channel stem (27 multiply-adds per output) keeps its padding before the tiles on AVX2;
+    AVX-512 pads per block of rows (one parallel region) for it too."""
     monkeypatch.setenv("MINITVM_NUM_THREADS", "2")
     with AVX2:
         text = _schedule(1, 3, 32, 3, 2, 128, True).mod["main"].script()
     assert text.count("T.parallel") == 2 and text.index('T.sblock("pad_temp")') < text.index("nn_oo_0_yy_fused"), text
+    with AVX512:
+        text = _schedule(1, 3, 32, 3, 2, 96, True, 16).mod["main"].script()
+    assert text.count("T.parallel") == 1 and "nn_yy_0_fused" in text, text
+    assert text.index("nn_yy_0_fused") < text.index('T.sblock("pad_temp")'), text  # padded inside the chunk
 
 
 def test_weights_larger_than_the_padded_image_keep_channel_blocks_on_threads(monkeypatch):

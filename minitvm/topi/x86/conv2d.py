@@ -17,7 +17,9 @@ output side):
   around (:func:`_row_tile`): a few channels x two vectors of columns, the input row loaded as
   vectors (stride 2: from a padding copy that stores even and odd columns apart) and each weight
   broadcast -- its accumulators are rows of the NCHW output, written back without the transpose
-  the tile of channel vectors needs;
+  the tile of channel vectors needs; a stride-2 row of whole vectors that are not pairs (AVX-512:
+  MobileNetV2's stem onto 112 columns) takes one vector of columns by 16 channels
+  (:func:`_strided_row_of_vectors`);
 * with two vectors of channels (:func:`pixel_tile`: AVX2 16, AVX-512 32, when they divide the
   channels) the tile runs over the output plane's pixels flattened instead (y * W + x: 6 of them
   on AVX2, 8 on AVX-512, or a divisor of the row near that: 7 on ResNet's 28, 14 and 7
@@ -397,7 +399,8 @@ def schedule_conv2d_nchw_packed(sch: Schedule) -> bool:
     by_image = by_image and not images
     pad_rows = None
     if parallel and not (by_image or images or flat) and prologue == [PAD_NAME] \
-            and math.prod(ext[-3:]) >= PAD_PER_ROWS_MIN_REDUCTION and _weights_within_padded_image(sch, realize.block):
+            and math.prod(ext[-3:]) >= _pad_per_rows_min_reduction() \
+            and _weights_within_padded_image(sch, realize.block):
         pad_rows = PAD_NAME
     if not by_image and not images and pad_rows is None:
         for name in prologue:
@@ -419,6 +422,16 @@ def schedule_conv2d_nchw_packed(sch: Schedule) -> bool:
 #: the padding per block (its 225-column padding, even and odd columns apart, is loaded lane by
 #: lane there), 1.16x by the minimum on 2 (Zen 4, AVX2, the kernel alone, load 3)
 PAD_PER_ROWS_MIN_REDUCTION = 32
+#: ... on AVX-512, which gathers the deinterleaved padding a vector at a time: every packed conv
+#: pads per block of rows.  Measured on a Xeon, 2 threads, the same stem at batch 1 (one vector x
+#: 16 channels along the row, :func:`_strided_row_of_vectors`), the kernel alone, min of 600 calls
+#: alternating in one process, three runs (load 6-7): 91-93 vs 113-133 us, medians 0.93-0.99x
+PAD_PER_ROWS_MIN_REDUCTION_AVX512 = 8
+
+
+def _pad_per_rows_min_reduction() -> int:
+    """The unit in scope's PAD_PER_ROWS_MIN_REDUCTION (AVX-512: PAD_PER_ROWS_MIN_REDUCTION_AVX512)."""
+    return PAD_PER_ROWS_MIN_REDUCTION_AVX512 if VectorUnit.current().lanes >= 16 else PAD_PER_ROWS_MIN_REDUCTION
 
 
 def _weights_within_padded_image(sch: Schedule, conv: Any) -> bool:
@@ -580,6 +593,8 @@ def _rows_of(sch: Schedule, conv: Any, X: int, ob: int, prologue: list) -> tuple
     0.76-0.78x, its 16 -> 32 stride-2 conv (16 columns) 0.91x."""
     stride = _column_stride(conv)
     rows = _row_tile(X, ob) if stride in (1, 2) else None
+    if rows is None and stride == 2:
+        rows = _strided_row_of_vectors(X, ob)
     if rows is None or stride == 1:
         return rows
     if prologue != [PAD_NAME]:
@@ -587,6 +602,30 @@ def _rows_of(sch: Schedule, conv: Any, X: int, ob: int, prologue: list) -> tuple
     sch.transform_layout(sch.get_block(PAD_NAME), ("write", 0), lambda nn, cc, yy, xx: (nn, cc, yy, xx % 2, xx // 2),
                          pad_value=0.0)
     return rows
+
+
+#: the tile along a strided output row of whole vectors that are not pairs of them
+#: (:func:`_strided_row_of_vectors`) is used on vector units of at least this many lanes
+STRIDED_ROW_MIN_LANES = 16
+
+
+def _strided_row_of_vectors(X: int, ob: int) -> tuple[int, int] | None:
+    """(channels, 1): a tile along a stride-2 output row of ``X`` columns, whole vectors but not
+    pairs (MobileNetV2's 3 -> 32 stem onto 112 columns on AVX-512), one vector of columns by as many
+    channels of the block as fill the accumulators -- each step loads a vector of the input row and
+    broadcasts the weights, and the write-back stores rows (the tile of channel vectors transposed
+    each 16 x 16 tile through the stack, lane by lane).  Measured on a Xeon (AVX-512), one thread,
+    the stem at batch 1, against the channel-vector tile (min of 1000 calls alternating in one
+    process, load 3.2): 174 vs 229 us (2 threads: 115 vs 133 min, 176 vs 229 median); batch 8
+    (load 7-8) 1442 vs 2029 us, 2 threads 716 vs 1015 min; resnet_small's 16 -> 32 onto 16
+    columns 0.95-0.98x at batch 1 and 8 (load 9).  7 vectors x
+    2 channels (fewer loads per multiply-add, but each input vector straddles two cache lines)
+    measured 0.96x, 0.82x with the padded rows aligned (which 1 x 16 does not need).  AVX-512 only:
+    AVX2's 8 lanes make 112 columns pairs of vectors (:func:`_row_tile`)."""
+    unit = VectorUnit.current()
+    if unit.lanes < STRIDED_ROW_MIN_LANES or X % unit.lanes:
+        return None
+    return max(d for d in range(1, min(ob, unit.accumulators) + 1) if ob % d == 0), 1
 
 
 def _tile_rows(sch: Schedule, conv: Any, epilogue: Any, rows: tuple[int, int], threads: _Threads) -> None:
