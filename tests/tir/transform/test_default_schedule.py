@@ -623,6 +623,78 @@ def test_a_wide_stride_2_depthwise_copy_is_cut_into_its_padding_and_inside(unit,
                                rtol=1e-4, atol=1e-4)
 
 
+def _depthwise_reference(x, w, stride, pad):
+    """numpy: a depthwise 3x3 convolution of ``x`` (N, C, H, W) zero-padded by ``pad`` (top,
+    left, bottom, right)."""
+    top, left, bottom, right = pad
+    xp = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
+    oh, ow = (xp.shape[2] - 3) // stride + 1, (xp.shape[3] - 3) // stride + 1
+    out = np.zeros((x.shape[0], x.shape[1], oh, ow), "float64")
+    for kh in range(3):
+        for kw in range(3):
+            window = xp[:, :, kh:kh + stride * (oh - 1) + 1:stride, kw:kw + stride * (ow - 1) + 1:stride]
+            out += window * w[None, :, 0, kh, kw, None, None]
+    return out.astype("float32")
+
+
+@pytest.mark.parametrize("unit", [AVX2, AVX512], ids=["avx2", "avx512"])
+@pytest.mark.parametrize("hw, pad, rows", [(112, (0, 0, 1, 1), True), (100, (0, 0, 1, 1), True),
+                                           (113, (0, 0, 1, 1), False), (113, (1, 1, 1, 1), False),
+                                           (56, (0, 0, 1, 1), False)],
+                         ids=["tf-112", "tf-100", "tf-odd-113", "symmetric-113", "small-56"])
+def test_a_large_stride_2_depthwise_plane_is_copied_per_row_tile(unit, hw, pad, rows):
+    """A padded plane of more than ``DEPTHWISE_COPY_PLANE_BYTES`` with TF padding (MobileNetV2's
+    96 x 112 -> 56): its deinterleaved copy is made per tile of output rows, inside the row-tile
+    loop (its buffer a few rows, not a plane), each parity row aligned to a register, and the
+    copy's vector loop tests only the row (one branch per row vector, no per-lane padding test).
+    An odd width, padding before, a plane that fits: a plane at a time, as before.  Numbers as
+    numpy's on AVX2's and AVX-512's tiles."""
+    from minitvm import te, topi
+    from minitvm.target.tir_build import lower_to_module
+    from minitvm.tir.analysis import uses_var
+    from minitvm.tir.expr import Call
+    from minitvm.tir.functor import post_order_visit
+    from minitvm.tir.stmt import For, ForKind
+
+    x = te.placeholder((2, 3, hw, hw), "float32", name="x")
+    w = te.placeholder((3, 1, 3, 3), "float32", name="w")
+    out = topi.nn.conv2d_nchw(x, w, stride=2, padding=pad, groups=3)
+    func = te.create_prim_func([x, w, out])
+    out_shape = tuple(int(d) for d in out.shape)
+    with unit:
+        sch = minitvm.tir.Schedule(IRModule({"main": func}))
+        assert ds.schedule_depthwise_conv2d(sch)
+        sched = sch.mod["main"]
+    low = lower_to_module(sched.with_attr("global_symbol", "main"))["main"]
+    lowered = low.script()
+    copy = int(re.search(r"pad_temp = T.allocate\(\[(\d+)\]", lowered).group(1))
+    width = (hw + pad[1] + pad[3] + 1) // 2
+    assert (copy < 32 * 2 * width) == rows, lowered  # a few rows, or a whole plane
+    if rows:
+        tile = re.search(r"for (\w+) in range\(\d+\):\n(?:.*\n)*?\s+pad_temp = T.allocate", lowered)
+        assert tile is not None and "buffer_dim_align" in sched.script(), lowered
+        assert f"* {-(-width // unit.lanes) * unit.lanes * 2} +" in lowered, lowered  # aligned parity rows
+        tests = []  # (vectorized loop, the if_then_else conditions under it)
+
+        def visit(x):
+            if isinstance(x, For) and x.kind == ForKind.VECTORIZED:
+                found = []
+                post_order_visit(x.body, lambda e: found.append(e.args[0]) if isinstance(e, Call)
+                                 and e.op == "tir.if_then_else" else None)
+                tests.append((x.loop_var, found))
+
+        post_order_visit(low.body, visit)
+        conds = [c for _, found in tests for c in found]
+        assert conds, lowered  # the copy's row test, in its vector loop
+        assert not any(uses_var(c, v) for v, found in tests for c in found), lowered
+    xs, ws = _rand(2, 3, hw, hw), _rand(3, 1, 3, 3, seed=1)
+    want = _depthwise_reference(xs, ws, 2, pad)
+    assert want.shape == out_shape
+    with unit:
+        got = _run(sched, "llvm", [xs, ws, np.zeros(out_shape, "float32")])
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
 def test_a_stride_2_depthwise_conv_without_a_copy_keeps_the_generic_rule():
     from minitvm import te, topi
     from minitvm.tir.stmt_functor import block_realizes
