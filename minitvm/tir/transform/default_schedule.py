@@ -1227,6 +1227,15 @@ def schedule_conv2d_1x1(sch: Schedule) -> bool:
 #: 0.88-0.95x, the others alike (AVX2, both in one process, batch 1 and 8)
 DEPTHWISE_TILE_VECTORS = 20
 
+#: registers a depthwise tile leaves to the weight's broadcast and the input rows: a row is emitted
+#: in whole registers and power-of-two pieces (AVX-512: 14 = 8 + 4 + 2 lanes, three registers), and
+#: the tile's rows x pieces stay within the unit's registers less these.  14 rows of 14 took 42 of
+#: AVX-512's 32 and spilled: MobileNetV2 384 x 14 x 14 45 -> 35 us, 576 x 14 x 14 67 -> 52 us, 192 x
+#: 28 -> 14 45 -> 30 us (7 rows, not 14); AVX2 (rows of 7: 4 + 2 + 1 lanes, one row, not 7) 960 x 7
+#: x 7 53 -> 49 us, 576 x 14 -> 7 41 -> 37 us; the other schedules unchanged (batch 1, one thread,
+#: both in one process; batch 8, 2 threads: 576 x 14 x 14 305 -> 222 us, 384 x 14 x 14 202 -> 171)
+DEPTHWISE_SPARE_REGISTERS = 4
+
 
 def _depthwise_column_stride(sch: Schedule, conv: BlockRV) -> int | None:
     """The column stride (1 or 2) of a convolution block that sums over one input channel per
@@ -1418,11 +1427,14 @@ def _depthwise_tile_rows(rows: int, width: int) -> int:
     """Output rows of a depthwise tile of whole rows of ``width``: the most that divide ``rows`` and
     fit ``DEPTHWISE_TILE_VECTORS`` of AVX-512's 32 registers, as many of the unit's (AVX2: 10 of
     16 ymm; LeNet's 28-column rows once took 4 rows = 16 ymm, all AVX2 has, and spilled: 228 us
-    at batch 8)."""
+    at batch 8), counting the pieces a row is emitted in (``DEPTHWISE_SPARE_REGISTERS``)."""
     unit = VectorUnit.current()
     budget = max(1, DEPTHWISE_TILE_VECTORS * unit.registers // 32)
     vectors = -(-width // unit.lanes)
-    return max(d for d in range(1, rows + 1) if rows % d == 0 and (d == 1 or d * vectors <= budget))
+    pieces = width // unit.lanes + bin(width % unit.lanes).count("1")
+    room = unit.registers - DEPTHWISE_SPARE_REGISTERS
+    return max(d for d in range(1, rows + 1) if rows % d == 0 and (d == 1 or d * vectors <= budget
+                                                                   and d * pieces <= room))
 
 
 def schedule_depthwise_conv2d(sch: Schedule) -> bool:
