@@ -116,11 +116,13 @@ def test_undef_vector_is_one_constant_per_type():
 
 
 @pytest.mark.parametrize("stride", [2, 3, 4, 5])
-def test_small_strided_loads_are_one_load_and_a_shuffle(stride):
-    """A load whose index steps by 2-4 per lane is one contiguous load of exactly the span the
-    lanes cover plus a shuffle (a wider stride stays a per-lane gather); the last lane reads the
-    buffer's last element, so a load past it would read outside the buffer.  (16 lanes: one
-    piece on every vector unit -- a length that is no power of two is emitted in pieces.)"""
+def test_small_strided_loads_are_register_loads_and_a_shuffle(stride):
+    """A load whose index steps by 2-4 per lane is ``ceil(span / lanes)`` loads of ``lanes``
+    elements, the last one ending at the span's last element, joined by shuffles (a wider
+    stride stays a per-lane gather).  (The whole span as one ``<31 x float>`` load was
+    legalized into a chain of 4-, 2- and 1-element pieces.)  The last lane reads the buffer's
+    last element, so a load past it would read outside the buffer.  (16 lanes: one piece on
+    every vector unit -- a length that is no power of two is emitted in pieces.)"""
     n = 16
 
     @T.prim_func
@@ -133,13 +135,77 @@ def test_small_strided_loads_are_one_load_and_a_shuffle(stride):
     sch = tir.Schedule(f)
     sch.vectorize(sch.get_loops(sch.get_block("B"))[0])
     lib = minitvm.build(sch.mod)
-    ir_text = lib.get_source("ll")
     span = (n - 1) * stride + 1
-    assert (f"load <{span} x float>" in ir_text) == (stride <= 4), ir_text
+    raw = lib.get_source("ll-raw")
+    if stride <= 4:
+        assert raw.count(f"load <{n} x float>") == -(-span // n), raw
+        assert f"load <{span} x float>" not in raw, raw
+    else:
+        assert "x float>, ptr" not in raw, raw  # one scalar load per lane
     a = np.random.default_rng(stride).standard_normal(span).astype("float32")
     b = np.zeros(n, "float32")
     lib["f"](a, b)
     np.testing.assert_array_equal(b, a[::stride] + np.float32(1))
+
+
+@pytest.mark.parametrize("n", [56, 57, 8, 3])
+def test_strided_loads_of_odd_spans_read_nothing_past_the_last_lane(n):
+    """Stride 2 over a row of ``n`` lanes (MobileNetV2's 56, odd 57, and short rows) reads
+    exactly ``A[0 .. 2 (n - 1)]`` -- the buffer ends there -- in register-sized loads."""
+
+    @T.prim_func
+    def f(A: T.Buffer((2 * n - 1,), "float32"), B: T.Buffer((n,), "float32")):
+        for j in range(n):
+            with T.block("B"):
+                vj = T.axis.remap("S", [j])
+                B[vj] = A[vj * 2] * T.float32(3)
+
+    sch = tir.Schedule(f)
+    sch.vectorize(sch.get_loops(sch.get_block("B"))[0])
+    lib = minitvm.build(sch.mod)
+    a = np.random.default_rng(n).standard_normal(2 * n - 1).astype("float32")
+    b = np.zeros(n, "float32")
+    lib["f"](a, b)
+    np.testing.assert_array_equal(b, a[::2] * np.float32(3))
+
+
+def test_if_then_else_on_a_condition_of_the_row_is_one_branch_per_vector():
+    """``if_then_else`` whose condition is the same in every lane (a padded copy's row test) is
+    vectorized as one branch around vector arms, and the arm not taken is not evaluated: the
+    rows past ``A``'s last would read outside it.  A per-lane condition keeps the loop scalar."""
+
+    @T.prim_func
+    def f(A: T.Buffer((6, 40), "float32"), B: T.Buffer((9, 40), "float32")):
+        for i, j in T.grid(9, 40):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi, vj] = T.if_then_else(vi < 6, A[vi, vj] * T.float32(2), T.float32(-1))
+
+    @T.prim_func
+    def g(A: T.Buffer((9, 40), "float32"), B: T.Buffer((9, 40), "float32")):
+        for i, j in T.grid(9, 40):
+            with T.block("B"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                B[vi, vj] = T.if_then_else(vj < 30, A[vi, vj], T.float32(-1))
+
+    texts = {}
+    for name, func, symbol in (("row", f, "f"), ("lane", g, "g")):
+        sch = tir.Schedule(func)
+        sch.vectorize(sch.get_loops(sch.get_block("B"))[1])
+        lib = minitvm.build(sch.mod)
+        texts[name] = lib.get_source("ll-raw")
+        rows = 6 if name == "row" else 9
+        a = np.random.default_rng(1).standard_normal((rows, 40)).astype("float32")
+        b = np.zeros((9, 40), "float32")
+        lib[symbol](a, b)
+        want = np.full((9, 40), -1, "float32")
+        if name == "row":
+            want[:6] = a * 2
+        else:
+            want[:, :30] = a[:, :30]
+        np.testing.assert_array_equal(b, want)
+    assert "vite_then" in texts["row"] and "load <" in texts["row"], texts["row"]
+    assert "vite_then" not in texts["lane"] and "load <" not in texts["lane"], texts["lane"]
 
 
 def test_lane_chunks_are_whole_registers_then_powers_of_two():

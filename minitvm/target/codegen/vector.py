@@ -120,15 +120,16 @@ def _lane_zeros(lanes: int) -> ir.Constant:
 #: loads whose index grows by at most this much per lane are one contiguous load and a shuffle
 MAX_SHUFFLED_STRIDE = 4
 
-#: the shuffle mask of each (lanes, stride): elements 0, stride, 2 * stride, ... of a load
-_STRIDED_LANES: dict[tuple[int, int], ir.Constant] = {}
+
+#: shuffle masks by their lanes (llvmlite builds a vector constant lane by lane)
+_MASKS: dict[tuple[int, ...], ir.Constant] = {}
 
 
-def _strided_lanes(lanes: int, stride: int) -> ir.Constant:
-    mask = _STRIDED_LANES.get((lanes, stride))
+def _mask(lanes: Any) -> ir.Constant:
+    key = tuple(lanes)
+    mask = _MASKS.get(key)
     if mask is None:
-        mask = _STRIDED_LANES[lanes, stride] = ir.Constant(ir.VectorType(ir.IntType(32), lanes),
-                                                           [i * stride for i in range(lanes)])
+        mask = _MASKS[key] = ir.Constant(ir.VectorType(ir.IntType(32), len(key)), list(key))
     return mask
 
 
@@ -216,10 +217,34 @@ class _VectorEmitter:
         return emit_cast(self.b, value, e.value.dtype, e.dtype, self.vec_type(e.dtype), self.cg._declare)
 
     def visit_call_(self, e: _e.Call) -> ir.Value:
+        if _is_if_then_else(e):
+            return self._if_then_else(e)
         n = integral_exponent(e)
         if n is not None:
             return power_by_multiplying(self.b, self.as_vec(self.expr(e.args[0]), e.dtype), n)
         return self._emit_row(row_of(e), e, node_operands(e), e.dtype)
+
+    def _if_then_else(self, e: _e.Call) -> ir.Value:
+        """``if_then_else`` on a condition the same in every lane (``_why_not`` refuses the
+        others): one branch, each arm vectors, only the taken arm evaluated -- the other may
+        read out of bounds (a padding row past the input's last)."""
+        cond, then_, else_ = e.args
+        cg, fn = self.cg, self.cg.st.fn
+        taken = cg._bool(cond)
+        then_bb, else_bb = fn.append_basic_block("vite_then"), fn.append_basic_block("vite_else")
+        end_bb = fn.append_basic_block("vite_end")
+        self.b.cbranch(taken, then_bb, else_bb)
+        arms = []
+        for bb, arm in ((then_bb, then_), (else_bb, else_)):
+            self.b.position_at_end(bb)
+            value = self.as_vec(self.expr(arm), e.dtype)
+            arms.append((value, self.b.block))
+            self.b.branch(end_bb)
+        self.b.position_at_end(end_bb)
+        phi = self.b.phi(arms[0][0].type)
+        for value, block in arms:
+            phi.add_incoming(value, block)
+        return phi
 
     # what the rows of the semantics table use (see minitvm.tir.semantics.LLVMContext)
     def intrinsic(self, name: str, args: list[ir.Value]) -> ir.Value:
@@ -258,11 +283,7 @@ class _VectorEmitter:
             # contiguous load of exactly the span the lanes cover (no element past the last
             # lane's), then every stride-th element picked by a shuffle -- LLVM makes it a few
             # permutes, where one scalar load per lane cost ~10 cycles per vector
-            span = (self.lanes - 1) * stride + 1
-            wide = self.b.load(self._pointer(e.buffer, index), typ=ir.VectorType(mem_type(dtype), span),
-                               align=self.cg._align(dtype))
-            value = self.b.shuffle_vector(wide, _undef(wide.type),
-                                          _strided_lanes(self.lanes, stride))
+            value = self._strided_load(e.buffer, index, stride)
         else:  # a gather: one scalar load per lane
             value = _undef(ir.VectorType(mem_type(dtype), self.lanes))
             for lane in range(self.lanes):
@@ -278,6 +299,31 @@ class _VectorEmitter:
             zeros = ir.Constant(value.type, [0] * self.lanes)
             value = self.b.icmp_unsigned("!=", value, zeros)
         return value
+
+    def _strided_load(self, buffer: Any, index: _e.PrimExpr, stride: int) -> ir.Value:
+        """Lanes 0, stride, 2 * stride, ... of the span from ``index``: loads of ``lanes``
+        elements each, the last one ending at the span's last element (never past it), joined
+        and picked by shuffles.  One load of the whole span (``<31 x float>`` for 16 lanes at
+        stride 2) was legalized into a register and a chain of 4-, 2- and 1-element pieces."""
+        lanes, dtype = self.lanes, buffer.dtype
+        span = (lanes - 1) * stride + 1
+        count = -(-span // lanes)
+        starts = [k * lanes for k in range(count - 1)] + [span - lanes]
+        vt, base = ir.VectorType(mem_type(dtype), lanes), self._pointer(buffer, index)
+        pieces = [self.b.load(base if start == 0 else self.b.gep(base, [ir.Constant(ir.IntType(64), start)],
+                                                                  inbounds=True, source_etype=mem_type(dtype)),
+                              typ=vt, align=self.cg._align(dtype)) for start in starts]
+        # element j of the span: in piece j // lanes, or (past the last whole piece) in the last
+        position = [j if j < (count - 1) * lanes else (count - 1) * lanes + j - starts[-1]
+                    for j in range(0, span, stride)]
+        if count == 2:
+            return self.b.shuffle_vector(pieces[0], pieces[1], _mask(position))
+        while len(pieces) & (len(pieces) - 1):
+            pieces.append(_undef(vt))
+        while len(pieces) > 1:  # join pairwise: a shuffle takes two vectors of one type
+            width = pieces[0].type.count
+            pieces = [self.b.shuffle_vector(a, b, _mask(range(2 * width))) for a, b in zip(pieces[::2], pieces[1::2])]
+        return self.b.shuffle_vector(pieces[0], _undef(pieces[0].type), _mask(position))
 
     # -- statements -----------------------------------------------------------------------
     def store(self, s: _s.BufferStore) -> None:
@@ -302,6 +348,10 @@ class _VectorEmitter:
             raise NotVectorizable(type(s).__name__)
 
 
+def _is_if_then_else(x: Any) -> bool:
+    return isinstance(x, _e.Call) and x.op == "tir.if_then_else"
+
+
 def _why_not(x: Any, var: _e.Var, dependents: set[int]) -> str | None:
     """Why the vector emitter cannot handle node ``x`` (None if it can)."""
     if isinstance(x, (_s.SeqStmt,)):
@@ -320,6 +370,10 @@ def _why_not(x: Any, var: _e.Var, dependents: set[int]) -> str | None:
         return None
     if isinstance(x, _e.Cast):
         return "bool cast" if "bool" in (x.dtype, x.value.dtype) else None
+    if _is_if_then_else(x):
+        if id(x.args[0]) in dependents:
+            return "tir.if_then_else on a condition that differs between lanes"
+        return None if x.args[1].dtype == x.args[2].dtype == x.dtype != "bool" else "tir.if_then_else of mixed dtypes"
     row = row_of(x)
     if row is None:
         return x.op if isinstance(x, _e.Call) else type(x).__name__

@@ -1227,6 +1227,15 @@ def schedule_conv2d_1x1(sch: Schedule) -> bool:
 #: 0.88-0.95x, the others alike (AVX2, both in one process, batch 1 and 8)
 DEPTHWISE_TILE_VECTORS = 20
 
+#: registers a depthwise tile leaves to the weight's broadcast and the input rows: a row is emitted
+#: in whole registers and power-of-two pieces (AVX-512: 14 = 8 + 4 + 2 lanes, three registers), and
+#: the tile's rows x pieces stay within the unit's registers less these.  14 rows of 14 took 42 of
+#: AVX-512's 32 and spilled: MobileNetV2 384 x 14 x 14 45 -> 35 us, 576 x 14 x 14 67 -> 52 us, 192 x
+#: 28 -> 14 45 -> 30 us (7 rows, not 14); AVX2 (rows of 7: 4 + 2 + 1 lanes, one row, not 7) 960 x 7
+#: x 7 53 -> 49 us, 576 x 14 -> 7 41 -> 37 us; the other schedules unchanged (batch 1, one thread,
+#: both in one process; batch 8, 2 threads: 576 x 14 x 14 305 -> 222 us, 384 x 14 x 14 202 -> 171)
+DEPTHWISE_SPARE_REGISTERS = 4
+
 
 def _depthwise_column_stride(sch: Schedule, conv: BlockRV) -> int | None:
     """The column stride (1 or 2) of a convolution block that sums over one input channel per
@@ -1263,6 +1272,13 @@ def _deinterleave_columns(sch: Schedule, b: BlockRV) -> None:
                          assume_injective_transform=True)  # the slot past an odd width is never read
 
 
+#: a depthwise convolution's padded input plane larger than this (bytes) is copied a row tile at a
+#: time (:func:`_copy_rows_in_place`), not a plane at a time: the whole deinterleaved plane of
+#: MobileNetV2's 96 x 112 -> 56 (51 KB) outgrew AVX-512's 48 KB L1 cache and its copy waited on
+#: its stores, then the convolution read it back from L2 (more below)
+DEPTHWISE_COPY_PLANE_BYTES = 24 * 1024
+
+
 def _copy_plane_in_place(sch: Schedule, b: BlockRV, plane: LoopRV, deinterleaved: bool, channels: int) -> None:
     """Make a depthwise convolution's input copy (its padding) per channel plane, under the
     convolution's (batch, channel) loop ``plane``: each plane is copied just before its rows are
@@ -1280,6 +1296,32 @@ def _copy_plane_in_place(sch: Schedule, b: BlockRV, plane: LoopRV, deinterleaved
         _deinterleave_columns(sch, pieces[0])
     for piece in pieces:
         _vectorize_row(sch, piece, deinterleaved, by_registers=len(pieces) > 1)
+
+
+def _copies_rows(sch: Schedule, b: BlockRV, channels: int) -> bool:
+    """Whether a stride-2 convolution's padded copy is made per row tile
+    (:func:`_copy_rows_in_place`): a plane of more than ``DEPTHWISE_COPY_PLANE_BYTES`` whose
+    padding :func:`_cut_padding_off` can cut."""
+    rows, cols = _extents(sch, sch.get_loops(b)[-2:])
+    return rows * cols * 4 > DEPTHWISE_COPY_PLANE_BYTES and _cut_before_deinterleaving(sch, b, channels)
+
+
+def _copy_rows_in_place(sch: Schedule, b: BlockRV, tile: LoopRV) -> None:
+    """Copy a stride-2 convolution's padded input (:func:`_copy_plane_in_place`) per tile of
+    output rows, under the convolution's row-tile loop ``tile``: the input rows the tile reads
+    (one more than twice its rows: one row is copied twice), deinterleaved, each parity's row
+    starting a cache line (``storage_align``).  Only the columns are cut: the inside keeps its
+    row test, one branch per row vector (:mod:`minitvm.target.codegen.vector`), since a tile's
+    rows are padding only in the last tile.  MobileNetV2's 96 x 112 -> 56 (TF padding), one
+    thread, the kernel alone, plane copy vs tile copy in one process: batch 1 287 -> 236 us,
+    batch 8 2.31 -> 1.91 ms; 2 threads 139 -> 108 us, 1.16 -> 0.96 ms (AVX2 code: 1 thread
+    307 -> 231 us, 2.38 -> 1.72 ms)."""
+    sch.compute_at(b, tile)
+    pieces = _cut_padding_off(sch, b, rows=False)
+    _deinterleave_columns(sch, pieces[0])
+    for piece in pieces:
+        _vectorize_row(sch, piece, True, by_registers=True)
+    sch.storage_align(pieces[0], 0, 3, VectorUnit.current().lanes, 0)
 
 
 def _cut_before_deinterleaving(sch: Schedule, b: BlockRV, channels: int) -> bool:
@@ -1303,7 +1345,7 @@ def _deinterleave_unless_cut(channels: int) -> Callable[[Schedule, BlockRV], Non
     return prologue
 
 
-def _cut_padding_off(sch: Schedule, b: BlockRV) -> list[BlockRV]:
+def _cut_padding_off(sch: Schedule, b: BlockRV, rows: bool = True) -> list[BlockRV]:
     """Cut a padded copy (``loop_partition``) into its border rows and columns, which store
     zeros, and its inside, a plain copy of each input row; returns the pieces.  The padding test
     per lane (a compare and a select of 57-lane int64 vectors per row at MobileNetV2's 96 x 112
@@ -1317,7 +1359,7 @@ def _cut_padding_off(sch: Schedule, b: BlockRV) -> list[BlockRV]:
     _, _, H, W = _padding_offsets(sch, b)
     name = sch.get(b).name_hint
     *_, h, w = sch.get_loops(b)
-    if H != _extents(sch, [h])[0]:
+    if rows and H != _extents(sch, [h])[0]:
         h_name = sch.get(h).loop_var.name
         sch.loop_partition(h, [H, None])
         b = sch.get_block(f"{name}_{h_name}0")
@@ -1385,11 +1427,14 @@ def _depthwise_tile_rows(rows: int, width: int) -> int:
     """Output rows of a depthwise tile of whole rows of ``width``: the most that divide ``rows`` and
     fit ``DEPTHWISE_TILE_VECTORS`` of AVX-512's 32 registers, as many of the unit's (AVX2: 10 of
     16 ymm; LeNet's 28-column rows once took 4 rows = 16 ymm, all AVX2 has, and spilled: 228 us
-    at batch 8)."""
+    at batch 8), counting the pieces a row is emitted in (``DEPTHWISE_SPARE_REGISTERS``)."""
     unit = VectorUnit.current()
     budget = max(1, DEPTHWISE_TILE_VECTORS * unit.registers // 32)
     vectors = -(-width // unit.lanes)
-    return max(d for d in range(1, rows + 1) if rows % d == 0 and (d == 1 or d * vectors <= budget))
+    pieces = width // unit.lanes + bin(width % unit.lanes).count("1")
+    room = unit.registers - DEPTHWISE_SPARE_REGISTERS
+    return max(d for d in range(1, rows + 1) if rows % d == 0 and (d == 1 or d * vectors <= budget
+                                                                   and d * pieces <= room))
 
 
 def schedule_depthwise_conv2d(sch: Schedule) -> bool:
@@ -1451,7 +1496,10 @@ def schedule_depthwise_conv2d(sch: Schedule) -> bool:
     if N * C * OH * OW * math.prod(_extents(sch, [rc, kh, kw])) > DEPTHWISE_PARALLEL_WORK and N * C >= 2:
         sch.parallel(plane)
     for name in reversed(copies):
-        _copy_plane_in_place(sch, sch.get_block(name), plane, stride == 2, channels)
+        if stride == 2 and _copies_rows(sch, sch.get_block(name), channels):
+            _copy_rows_in_place(sch, sch.get_block(name), h0)
+        else:
+            _copy_plane_in_place(sch, sch.get_block(name), plane, stride == 2, channels)
     init = sch.decompose_reduction(conv, rc)
     sch.vectorize(sch.get_loops(init)[-1])
     return True
