@@ -549,22 +549,13 @@ def _parallel_matmul_loop(sch: Schedule, batch: list, i0: Any, j0: Any, batch_si
     if batch_size * rows * work_per_row <= MATMUL_PARALLEL_WORK:
         return
     if partitioned:
-        row_loops = list(batch) if _balanced(batch_size) else [i0]
+        row_loops = list(batch) if batch_size > 1 else [i0]
     else:
         row_loops = list(batch) + ([i0] if row_tiles > 1 else [])
     if batch_size * row_tiles >= 2:
         sch.parallel(sch.fuse(*row_loops) if len(row_loops) > 1 else row_loops[0])
     else:
         sch.parallel(j0)
-
-
-def _balanced(tasks: int) -> bool:
-    """Whether ``tasks`` equal pieces of work keep the threads about evenly busy: a multiple of
-    the thread count, or enough that the last round is a small share.  ViT's 3 attention heads
-    on 2 threads kept one thread idle a third of the time (its 3 x 197 x 197 x 64 scores:
-    84.8 us on the heads, 56.2 us for 3 x 192 x 192, which is not peeled)."""
-    threads = parallel_threads()
-    return tasks > 1 and (tasks % threads == 0 or tasks >= 4 * threads)
 
 
 def schedule_matmul_like(sch: Schedule, tile_symbolic_rows: bool = True) -> bool:

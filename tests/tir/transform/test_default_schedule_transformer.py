@@ -81,27 +81,3 @@ def test_softmax_combines_its_partial_results_as_a_tree(shape):
     e = np.exp(x.astype("float64") - x.max(-1, keepdims=True))
     np.testing.assert_allclose(_run(sched, [x, np.zeros(shape, "float32")]), e / e.sum(-1, keepdims=True),
                                rtol=1e-5, atol=1e-7)
-
-
-def _batch_matmul(heads: int, m: int, n: int, k: int) -> PrimFunc:
-    a = te.placeholder((heads, m, k), "float32", name="A")
-    b = te.placeholder((heads, k, n), "float32", name="B")
-    r = te.reduce_axis((0, k), name="k")
-    c = te.compute((heads, m, n), lambda h, i, j: te.sum(a[h, i, r] * b[h, r, j], axis=r), name="matmul")
-    return te.create_prim_func([a, b, c])
-
-
-@pytest.mark.parametrize("heads, parallel_var", [(3, "i_00"), (5, "i_00"), (4, "h"), (24, "h")])
-def test_attention_heads_that_do_not_share_out_evenly_put_their_row_tiles_on_threads(heads, parallel_var):
-    """The scores of ViT's heads, 197 x 197 over 64 (rows peeled: 24 tiles of 8, then 5 rows):
-    the heads go on the threads when they share out evenly (4 on 2 threads, or 24), else -- 3
-    heads on 2 threads left one idle a third of the time -- each head's whole row tiles do.
-    numpy's numbers."""
-    sched = apply_default_schedule(_batch_matmul(heads, 197, 197, 64))
-    parallel = [lp for lp in _loops(sched) if lp.kind == ForKind.PARALLEL]
-    assert [lp.loop_var.name for lp in parallel] == [parallel_var]
-    rng = np.random.default_rng(heads)
-    x = rng.standard_normal((heads, 197, 64)).astype("float32")
-    y = rng.standard_normal((heads, 64, 197)).astype("float32")
-    np.testing.assert_allclose(_run(sched, [x, y, np.zeros((heads, 197, 197), "float32")]), x @ y,
-                               rtol=1e-4, atol=1e-4)
