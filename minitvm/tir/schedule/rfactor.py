@@ -17,7 +17,7 @@ from ..buffer import Buffer, BufferRegion
 from ..expr import Add, BufferLoad, FloatImm, IntImm, IterVar, Max, Min, PrimExpr, Range, Var, const
 from ..functor import pre_order_visit, substitute
 from ..op import max_value, min_value
-from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, SeqStmt, Stmt, seq
+from ..stmt import Block, BlockRealize, BufferStore, For, ForKind, LetStmt, SeqStmt, Stmt, seq
 from .checks import child_blocks, loop_var_ids, reduction_block_problem
 from .error import ScheduleError
 from .tree import ancestors, blocks_under, replace_stmt, unique_block_name, walk_stmts
@@ -39,6 +39,91 @@ def match_reduction(block: Block) -> tuple[type, BufferStore, PrimExpr]:
                 return type(value), store, rhs
     raise ScheduleError(f"cannot rfactor {what}: its update is not `Y = Y + x`, `T.max(Y, x)` or "
                         f"`T.min(Y, x)`")
+
+
+@dataclass
+class _Part:
+    """One output of a reduction: ``buffer[indices] = kind(buffer[indices], rhs)``, zeroed to
+    ``init_value``; ``let`` the variable a tuple reduction binds the combined value to."""
+
+    kind: type
+    store: BufferStore
+    rhs: PrimExpr
+    init_value: PrimExpr
+    let: Var | None = None
+
+
+def match_tuple_reduction(block: Block) -> list[_Part] | None:
+    """A tuple reduction of independent parts -- topi's layer norm sums x and x² in one block::
+
+        v0 = Y0[idx] + rhs0; v1 = Y1[idx] + rhs1; Y0[idx] = v0; Y1[idx] = v1
+
+    with ``T.init`` storing each ``Yi[idx]`` -- as its parts, when no part reads another's
+    buffer (an argmax's index, chosen by the value part, is not independent); else None."""
+    body, lets = block.body, []
+    while isinstance(body, LetStmt):
+        lets.append(body)
+        body = body.body
+    stores = body.seq if isinstance(body, SeqStmt) else ()
+    inits = block.init.seq if isinstance(block.init, SeqStmt) else ()
+    if not lets or len(lets) != len(stores) or len(inits) != len(stores):
+        return None
+    parts, buffers = [], [st.buffer for st in stores]
+    for let, st, init in zip(lets, stores, inits):
+        if not (isinstance(st, BufferStore) and isinstance(init, BufferStore) and st.value is let.var
+                and init.buffer is st.buffer and isinstance(let.value, (Add, Max, Min))):
+            return None
+        if not all(structural_equal(a, b) for a, b in zip(init.indices, st.indices)) or not all(
+                structural_equal(a, b) for a, b in zip(st.indices, stores[0].indices)):
+            return None
+        rhs = _accumulated(let.value, st)
+        if rhs is None or _reads_any(rhs, buffers, [other.var for other in lets]):
+            return None
+        parts.append(_Part(type(let.value), st, rhs, init.value, let.var))
+    return parts
+
+
+def _accumulated(value: PrimExpr, store: BufferStore) -> PrimExpr | None:
+    """``x`` when ``value`` is ``store``'s element combined with ``x`` (``Y[idx] + x``), else None."""
+    for acc, rhs in ((value.a, value.b), (value.b, value.a)):
+        if (isinstance(acc, BufferLoad) and acc.buffer is store.buffer
+                and all(x is y for x, y in zip(acc.indices, store.indices))):
+            return rhs
+    return None
+
+
+def _reads_any(e: PrimExpr, buffers: list[Buffer], variables: list[Var]) -> bool:
+    """Whether ``e`` loads from one of ``buffers`` or uses one of ``variables``."""
+    found: list = []
+    pre_order_visit(e, lambda x: found.append(x) if isinstance(x, (BufferLoad, Var)) else None)
+    return any(isinstance(x, BufferLoad) and any(x.buffer is b for b in buffers) for x in found) or any(
+        any(x is v for v in variables) for x in found)
+
+
+def _reduction_parts(block: Block) -> list[_Part]:
+    """The parts of ``block``'s reduction: one for ``Y = Y + x`` (or max / min), several for a
+    tuple reduction of independent parts (:func:`match_tuple_reduction`)."""
+    if isinstance(block.body, LetStmt) and block.init is not None:
+        parts = match_tuple_reduction(block)
+        if parts is not None:
+            return parts
+        raise ScheduleError(f"cannot rfactor block {block.name_hint}: a tuple reduction whose parts read "
+                            "each other's results (as an argmax does) cannot be split")
+    kind, store, rhs = match_reduction(block)
+    init = block.init.value if isinstance(block.init, BufferStore) else None
+    return [_Part(kind, store, rhs, init)]
+
+
+def _body(parts: list[_Part], buffers: list[Buffer], index: tuple, values: list[PrimExpr], tuple_form: bool) -> Stmt:
+    """Store ``values[i]`` into ``buffers[i][index]``: one store, or a tuple reduction's form (each
+    value bound first, then stored) so that no part sees another's new value."""
+    if not tuple_form:
+        return BufferStore(buffers[0], values[0], index)
+    lets = [Var(p.let.name, p.let.dtype) for p in parts]
+    body: Stmt = SeqStmt(tuple(BufferStore(b, v, index) for b, v in zip(buffers, lets)))
+    for var, value in reversed(list(zip(lets, values))):
+        body = LetStmt(var, value, body)
+    return body
 
 
 def single_child_block(loop: For) -> BlockRealize:
@@ -65,20 +150,21 @@ def _check_reduction(realize: BlockRealize, path: tuple, name: str) -> None:
     why = reduction_block_problem(realize, scope, loop_var_ids(path))
     if why:
         raise ScheduleError(f"cannot {name}: block {block.name_hint} is not a reduction block ({why})")
-    kind, store, _ = match_reduction(block)
+    parts = _reduction_parts(block)
     init = block.init
-    if not isinstance(init, BufferStore) or init.buffer is not store.buffer or not all(
-            structural_equal(a, b) for a, b in zip(init.indices, store.indices)):
+    if len(parts) == 1 and (not isinstance(init, BufferStore) or init.buffer is not parts[0].store.buffer or not all(
+            structural_equal(a, b) for a, b in zip(init.indices, parts[0].store.indices))):
         raise ScheduleError(f"cannot {name}: the T.init of block {block.name_hint} must store to the "
                             "element its update stores to")
-    value = init.value
-    if isinstance(value, (IntImm, FloatImm)):
-        dtype = value.dtype
-        identity = {Add: 0, Max: min_value(dtype).value, Min: max_value(dtype).value}[kind]
-        if value.value != identity and not (kind is not Add and abs(value.value) == float("inf")):
-            raise ScheduleError(f"cannot {name}: T.init of block {block.name_hint} sets {value.value}, not "
-                                f"the identity {identity} of its reduction, so the partial results "
-                                "cannot be combined")
+    for part in parts:
+        value, kind = part.init_value, part.kind
+        if isinstance(value, (IntImm, FloatImm)):
+            dtype = value.dtype
+            identity = {Add: 0, Max: min_value(dtype).value, Min: max_value(dtype).value}[kind]
+            if value.value != identity and not (kind is not Add and abs(value.value) == float("inf")):
+                raise ScheduleError(f"cannot {name}: T.init of block {block.name_hint} sets {value.value}, not "
+                                    f"the identity {identity} of its reduction, so the partial results "
+                                    "cannot be combined")
 
 
 def _combine(kind: type, acc: PrimExpr, rhs: PrimExpr) -> PrimExpr:
@@ -130,10 +216,7 @@ class _Reduction:
     """What rfactor learns about the reduction while checking it."""
 
     realize: BlockRealize
-    kind: type  # the combiner: Add, Max or Min
-    store: BufferStore  # the update's store into the output
-    rhs: PrimExpr  # what the update combines into the output
-    init_value: PrimExpr
+    parts: list[_Part]  # each output: its combiner (Add, Max or Min), store, rhs and T.init value
     path: tuple  # the block's ancestors
     loops: list[For]  # the loops of the block's scope around it, outer to inner
     reduce_vars: set[int]  # ids of the loop variables reduction bindings use
@@ -147,18 +230,20 @@ def rfactor(root: Stmt, realize: BlockRealize, loop: For, factor_axis: int) -> t
     reduction loops combine them into ``Y`` (the rfactor loop its reduction iterator)."""
     name = f"rfactor at loop {loop.loop_var.name}"
     red = _check_rfactor(root, realize, loop, factor_axis, name)
-    out = red.store.buffer
-    rf_shape = list(out.shape)
-    rf_shape.insert(red.factor_axis, loop.extent)
-    rf_buf = replace(out, shape=tuple(rf_shape), name=f"{out.name}_rf", data=Var(f"{out.name}_rf", "handle"))
-    rf_nest, rf_block, rf_index = _rfactor_nest(root, red, loop, rf_buf)
-    write_back = _write_back_block(red, loop, rf_buf, rf_index)
+    rf_bufs = []
+    for part in red.parts:
+        out = part.store.buffer
+        rf_shape = list(out.shape)
+        rf_shape.insert(red.factor_axis, loop.extent)
+        rf_bufs.append(replace(out, shape=tuple(rf_shape), name=f"{out.name}_rf", data=Var(f"{out.name}_rf", "handle")))
+    rf_nest, rf_block, rf_index = _rfactor_nest(root, red, loop, rf_bufs)
+    write_back = _write_back_block(red, loop, rf_bufs, rf_index)
     result = _replace_reduction(root, red, loop, rf_nest, write_back)
     # the partial results live in the block scope around the rfactor block
     rf_path = ancestors(result, next(r for r, _ in walk_stmts(result)
                                      if isinstance(r, BlockRealize) and r.block is rf_block))
     scope = next(s for s in reversed(rf_path) if isinstance(s, Block))
-    result = replace_stmt(result, scope, replace(scope, alloc_buffers=scope.alloc_buffers + (rf_buf,)))
+    result = replace_stmt(result, scope, replace(scope, alloc_buffers=scope.alloc_buffers + tuple(rf_bufs)))
     return result, rf_block.name_hint
 
 
@@ -167,7 +252,8 @@ def _check_rfactor(root: Stmt, realize: BlockRealize, loop: For, factor_axis: in
     and :func:`_check_loops`), ``factor_axis`` fits the output, and no predicate uses a loop
     the final reduction drops (the write-back block keeps the predicate)."""
     block = realize.block
-    kind, store, rhs = match_reduction(block)
+    parts = _reduction_parts(block)
+    store = parts[0].store
     lv = loop.loop_var
     path = ancestors(root, realize)
     if not any(s is loop for s in path):
@@ -196,9 +282,9 @@ def _check_rfactor(root: Stmt, realize: BlockRealize, loop: For, factor_axis: in
         raise ScheduleError(f"cannot {name}: block {block.name_hint} has a predicate ({realize.predicate}, "
                             "left by a split that does not divide its loop) over reduction loops the final "
                             "reduction would not keep, so some partial results could be left unwritten")
-    if not isinstance(block.init, BufferStore):
+    if len(parts) == 1 and not isinstance(block.init, BufferStore):
         raise ScheduleError(f"cannot {name}: the T.init of block {block.name_hint} must be one store")
-    return _Reduction(realize, kind, store, rhs, block.init.value, path, loops, reduce_vars,
+    return _Reduction(realize, parts, path, loops, reduce_vars,
                       factor_axis + ndim + 1 if factor_axis < 0 else factor_axis, write_back_predicate)
 
 
@@ -215,7 +301,7 @@ def _guard_at_first_iteration(predicate: PrimExpr, loops: list[For], dropped: li
     return const(True, "bool") if analyzer.can_prove(first) else None
 
 
-def _rfactor_nest(root: Stmt, red: _Reduction, loop: For, rf_buf: Buffer) -> tuple[Stmt, Block, tuple]:
+def _rfactor_nest(root: Stmt, red: _Reduction, loop: For, rf_bufs: list[Buffer]) -> tuple[Stmt, Block, tuple]:
     """The rfactor block in a copy of the whole loop nest: the rfactor loop a new spatial
     iterator, every loop in a reduction binding that uses it a reduction iterator of its own.
     Returns the nest, the block and its index into ``rf_buf``."""
@@ -239,8 +325,8 @@ def _rfactor_nest(root: Stmt, red: _Reduction, loop: For, rf_buf: Buffer) -> tup
             rf_ivs.append(new)
             rf_values.append(var)
         var_map[iv.var] = substitute(value, as_iter)
-    out = red.store.buffer
-    rf_index = list(red.store.indices)
+    rf_of = {id(p.store.buffer): b for p, b in zip(red.parts, rf_bufs)}
+    rf_index = list(red.parts[0].store.indices)
     rf_index.insert(red.factor_axis, v_rf.var)
     rf_index = tuple(rf_index)
     rf_reads = tuple(BufferRegion(r.buffer, substitute(r.region, var_map)) for r in block.reads)
@@ -248,15 +334,20 @@ def _rfactor_nest(root: Stmt, red: _Reduction, loop: For, rf_buf: Buffer) -> tup
     for w in block.writes:
         region = list(w.region)
         region.insert(red.factor_axis, Range(v_rf.var, const(1, v_rf.var.dtype)))
-        rf_writes.append(BufferRegion(rf_buf if w.buffer is out else w.buffer, substitute(tuple(region), var_map)))
+        rf_writes.append(BufferRegion(rf_of.get(id(w.buffer), w.buffer), substitute(tuple(region), var_map)))
     # without a reduction iterator left, each partial result is one value: stored, not reduced
     reduces = any(iv.iter_type == "reduce" for iv in rf_ivs)
-    rf_value = _combine(red.kind, BufferLoad(rf_buf, rf_index), red.rhs) if reduces else red.rhs
+    values = [_combine(p.kind, BufferLoad(b, rf_index), p.rhs) if reduces else p.rhs
+              for p, b in zip(red.parts, rf_bufs)]
+    init = seq(*[BufferStore(b, p.init_value, rf_index) for p, b in zip(red.parts, rf_bufs)])
+    # (stored, not reduced, the parts of a tuple read none of each other's buffers: one store each)
+    body = _body(red.parts, rf_bufs, rf_index, values, len(red.parts) > 1 and reduces) if reduces or \
+        len(red.parts) == 1 else seq(*[BufferStore(b, v, rf_index) for b, v in zip(rf_bufs, values)])
     rf_block = Block(
         name_hint=unique_block_name(root, f"{block.name_hint}_rf"),  # a second rfactor gets _rf_1
         iter_vars=tuple(rf_ivs), reads=rf_reads, writes=tuple(rf_writes),
-        init=substitute(BufferStore(rf_buf, red.init_value, rf_index), var_map) if reduces else None,
-        body=substitute(BufferStore(rf_buf, rf_value, rf_index), var_map),
+        init=substitute(init, var_map) if reduces else None,
+        body=substitute(body, var_map),
         annotations=dict(block.annotations),
     )
     copies = {lp.loop_var: Var(lp.loop_var.name, lp.loop_var.dtype) for lp in red.loops}
@@ -268,10 +359,10 @@ def _rfactor_nest(root: Stmt, red: _Reduction, loop: For, rf_buf: Buffer) -> tup
     return nest, rf_block, rf_index
 
 
-def _write_back_block(red: _Reduction, loop: For, rf_buf: Buffer, rf_index: tuple) -> BlockRealize:
+def _write_back_block(red: _Reduction, loop: For, rf_bufs: list[Buffer], rf_index: tuple) -> BlockRealize:
     """The block combining the partial results into the output: the rfactor loop its
     reduction iterator, the original spatial iterators kept."""
-    lv, block, out = loop.loop_var, red.realize.block, red.store.buffer
+    lv, block = loop.loop_var, red.realize.block
     v_wb = IterVar(Range(const(0, loop.extent.dtype), loop.extent), Var(f"v{lv.name}", lv.dtype), "reduce")
     wb_map: dict[Var, PrimExpr] = {rf_index[red.factor_axis]: v_wb.var}
     wb_ivs, wb_values = [v_wb], [lv]
@@ -281,14 +372,18 @@ def _write_back_block(red: _Reduction, loop: For, rf_buf: Buffer, rf_index: tupl
             wb_map[iv.var] = nv
             wb_ivs.append(IterVar(iv.dom, nv, "spatial"))
             wb_values.append(value)
-    out_index = tuple(substitute(i, wb_map) for i in red.store.indices)
-    rf_load = BufferLoad(rf_buf, tuple(substitute(i, wb_map) for i in rf_index))
+    out_index = tuple(substitute(i, wb_map) for i in red.parts[0].store.indices)
+    wb_rf_index = tuple(substitute(i, wb_map) for i in rf_index)
+    outs = [p.store.buffer for p in red.parts]
+    values = [_combine(p.kind, BufferLoad(out, out_index), BufferLoad(b, wb_rf_index))
+              for p, out, b in zip(red.parts, outs, rf_bufs)]
     wb_block = Block(
         name_hint=block.name_hint, iter_vars=tuple(wb_ivs),
-        reads=(BufferRegion(rf_buf, tuple(Range(i, const(1, i.dtype)) for i in rf_load.indices)),),
-        writes=(BufferRegion(out, tuple(Range(i, const(1, i.dtype)) for i in out_index)),),
-        init=BufferStore(out, red.init_value, out_index),
-        body=BufferStore(out, _combine(red.kind, BufferLoad(out, out_index), rf_load), out_index),
+        reads=tuple(BufferRegion(b, tuple(Range(i, const(1, i.dtype)) for i in wb_rf_index))
+                    for b in rf_bufs),
+        writes=tuple(BufferRegion(out, tuple(Range(i, const(1, i.dtype)) for i in out_index)) for out in outs),
+        init=seq(*[BufferStore(out, p.init_value, out_index) for p, out in zip(red.parts, outs)]),
+        body=_body(red.parts, outs, out_index, values, len(red.parts) > 1),
         annotations=dict(block.annotations),
     )
     # the guard of a split that does not divide (over the loops the write-back keeps, see

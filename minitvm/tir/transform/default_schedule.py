@@ -1700,17 +1700,21 @@ ROW_PARTIALS = 16
 
 
 def schedule_row_reduction(sch: Schedule) -> bool:
-    """Softmax / RMSNorm-like functions, a row at a time: every block runs under the output's
-    row loop (one row's intermediates stay in cache), each reduction in :data:`ROW_PARTIALS`
-    partial results side by side in vector lanes (``rfactor``), the elementwise steps
-    vectorized; the rows run on threads when large.  Spatial blocks with one consumer are
-    inlined into it (an exp read by both a sum and a division stays, not computed twice).
+    """Softmax / layer norm / RMSNorm-like functions, a row at a time: every block runs under the
+    output's row loop (one row's intermediates stay in cache), each reduction in
+    :data:`ROW_PARTIALS` partial results side by side in vector lanes (``rfactor``; layer norm's
+    sum and sum of squares, one tuple reduction, get a vector each) combined as a tree
+    (:func:`_lanes_as_tree`), the elementwise steps vectorized; the rows run on threads when
+    large.  Spatial blocks with one consumer are inlined into it (an exp read by both a sum and a
+    division stays, not computed twice).
     Left to :func:`schedule_reduction` (serial reductions) when a block does not fit: a
     reduction that is not one value per output row along the row (a mean over channels would be
-    recomputed for every row), a tuple reduction (layer norm's sum and sum of squares), a
+    recomputed for every row), a tuple reduction whose parts depend on each other (argmax), a
     reduction whose T.init is not its identity, symbolic shapes.
     Measured, one thread, ViT-tiny's safe softmax over 3 x 197 x 197 (Zen 4, AVX2): 239 -> 145 us
-    (exp alone 73 us); torch's softmax 174 us."""
+    (exp alone 73 us); torch's softmax 174 us.  Layer norm, the kernel alone in one process
+    (Xeon, AVX-512, 2 threads, busy machine, min of 300): GPT-2's 8 x 128 x 256 41.4 -> 19.4 us,
+    ViT's 197 x 192 29.4 -> 6.9 us (it took 8 rows side by side, a scalar add per element)."""
     blocks = _blocks(sch)
     if len(blocks) < 2 or all(_is_spatial(sch, b) for b in blocks) or not _is_spatial(sch, blocks[-1]):
         return False
@@ -1724,7 +1728,10 @@ def schedule_row_reduction(sch: Schedule) -> bool:
         return False
     # partial results first: rfactor wants the reduction alone under its loops
     rows, row_length = math.prod(ext[:-1]), ext[-1]
-    partials = [_partial_results(sch, b, rows, row_length) for b in _blocks(sch) if not _is_spatial(sch, b)]
+    partials: list[BlockRV] = []
+    for b in [b for b in _blocks(sch) if not _is_spatial(sch, b)]:
+        rf = _partial_results(sch, b, rows, row_length)
+        partials += [] if rf is None else [rf, *_lanes_as_tree(sch, b)]
     row = sch.fuse(*loops[:-1]) if len(loops) > 2 else loops[0]
     for b in _blocks(sch)[-2::-1]:
         sch.compute_at(b, row)
@@ -1734,7 +1741,7 @@ def schedule_row_reduction(sch: Schedule) -> bool:
             _vectorize_guarded(sch, inner[0])
     if rows > 1 and math.prod(ext) > ROW_REDUCTION_PARALLEL_WORK:
         sch.parallel(row)
-    for rf in filter(None, partials):
+    for rf in partials:
         lane, k_outer = sch.get_loops(rf)[-2:]  # (compute_at made its loops: lane, then k_0)
         sch.vectorize(lane)
         sch.decompose_reduction(rf, k_outer)
@@ -1770,8 +1777,32 @@ def _partial_results(sch: Schedule, b: BlockRV, rows: int, row_length: int) -> B
         return None
     _, k_lane = sch.split(loops[-1], [None, ROW_PARTIALS])
     rf = sch.rfactor(k_lane, len(blk.writes[0].region))
-    sch.set_scope(rf, 0, "local")
+    _local_partials(sch, rf)
     return rf
+
+
+def _local_partials(sch: Schedule, rf: BlockRV) -> None:
+    """Keep every buffer of partial results ``rf`` writes (two for layer norm's sum and sum of
+    squares) in ``"local"`` scope: registers once compacted to a row."""
+    for index in range(len(sch.get(rf).writes)):
+        sch.set_scope(rf, index, "local")
+
+
+def _lanes_as_tree(sch: Schedule, b: BlockRV) -> list[BlockRV]:
+    """Reduce the :data:`ROW_PARTIALS` lanes of a row's partial results as a tree: half the lanes
+    onto the other half (``rfactor``: a vector operation) until two are left, which ``b`` itself
+    combines.  Added one after another, a row's 16 partial maxima were a chain of 15 dependent
+    NaN-aware maxima (about 7 instructions each), its sums 15 dependent adds: that latency, not
+    arithmetic, set a softmax row's time.  The order is still fixed, the same on every target.
+    Returns the new blocks (in order), each reducing over its last loop, its lanes the one before."""
+    tree = []
+    width = _extents(sch, sch.get_loops(b)[-1:])[0]
+    while width > 2 and width % 2 == 0:
+        _, lane = sch.split(sch.get_loops(b)[-1], [2, width // 2])
+        tree.append(sch.rfactor(lane, len(sch.get(b).writes[0].region)))
+        _local_partials(sch, tree[-1])
+        width //= 2
+    return tree
 
 
 def schedule_reduction(sch: Schedule) -> bool:
@@ -1830,9 +1861,10 @@ ROWS_SIDE_BY_SIDE = 8
 
 
 def _rows_side_by_side(sch: Schedule, b: BlockRV) -> bool:
-    """A reduction over the last axis of its rows (layer norm's sum and sum of squares, a tuple
-    :func:`schedule_row_reduction` leaves) takes :data:`ROWS_SIDE_BY_SIDE` rows at a time, the
-    row loop unrolled inside the reduction loop: each row still sums in its own serial order
+    """A reduction over the last axis of its rows (a sum of squares alone, which
+    :func:`schedule_row_reduction` leaves: nothing reads it a row at a time) takes
+    :data:`ROWS_SIDE_BY_SIDE` rows at a time, the row loop unrolled inside the reduction loop:
+    each row still sums in its own serial order
     (the same numbers), but the chains no longer wait on one another (an add's latency is 3-4
     cycles).  The row groups run on threads when large.  Returns whether it applied."""
     loops = sch.get_loops(b)
