@@ -9,6 +9,8 @@ combine of ``TR`` partials per row runs in one thread.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ....tir import Schedule, ScheduleError
 from ..analysis import SBlockInfo, loops_by_kind, normalize_prim_func
 from ..base import fuse, try_inline_contiguous_spatial
@@ -48,6 +50,12 @@ def product(extents: object) -> object:
     return out
 
 
+def _shared(sch: Schedule, block: Any) -> None:
+    """Every buffer ``block`` writes in shared memory."""
+    for i in range(len(sch.get(block).writes)):
+        sch.set_scope(block, i, "shared")
+
+
 def schedule_rows(sch: Schedule, info: SBlockInfo, epilogue: SBlockInfo | None, rows_per_block: int,
                   threads_per_row: int) -> Schedule:
     """Schedule the reduction block ``info`` (iterators S...R... in any loop order) as thread
@@ -76,11 +84,11 @@ def schedule_rows(sch: Schedule, info: SBlockInfo, epilogue: SBlockInfo | None, 
     if row is not None:
         sch.bind(rf_loops[1], "threadIdx.y")
     sch.bind(lane_rf, "threadIdx.x")
-    sch.set_scope(rf, 0, "shared")
+    _shared(sch, rf)  # (a tuple reduction, layer norm's sum and sum of squares, has a partial per result)
     sch.reverse_compute_at(block, bx_rf, preserve_unit_loops=True)
     if epilogue is not None:
         # placed before any split of the rows: compute_at regions ignore a split's guard
-        sch.set_scope(block, 0, "shared")
+        _shared(sch, block)
         sch.reverse_compute_at(epilogue.block_rv, bx_rf, preserve_unit_loops=True)
         _, t_y, t_x = sch.split(fuse(sch, *sch.get_loops(epilogue.block_rv)[1:]), factors=[None, ts, tr])
         if row is not None:
