@@ -216,18 +216,50 @@ def test_flat_pixel_tiles_match_torch(unit, batch, cin, cout, k, stride, hw, rel
 def test_small_planes_reduce_in_chunks_of_channels(unit):
     """On AVX-512, on a plane whose partial sums fit L1 (7 x 7) the reduction runs in chunks of
     REDUCTION_CHUNK channels outside the pixel tiles, the write-back after the last chunk; a
-    large plane (28 x 28 with 32 channels: 100 KB of partial sums) keeps the whole reduction
+    large plane (56 x 56 with 32 channels: 400 KB of partial sums) keeps the whole reduction
     inside each tile, as AVX2 does on every plane.  Results as torch's, with and without ReLU,
     batch 1 and 2."""
     with unit:
         text = _schedule(1, 48, 64, 3, 1, 7, True).mod["main"].script()
-        large = _schedule(1, 48, 64, 3, 1, 28, True).mod["main"].script()
+        large = _schedule(1, 48, 64, 3, 1, 56, True).mod["main"].script()
     chunked = re.search(r"for rc_0, pp_0, rc_1 in T.grid\((T.int64\()?3\)?, ", text)
     assert bool(chunked) == (unit is AVX512), text
     assert "rc_0" not in large and re.search(r"for rc, ry in T.grid\((T.int64\()?48\b", large), large
     _matches_torch(unit, 1, 48, 64, 3, 1, 7, True)
     _matches_torch(unit, 2, 32, 64, 3, 2, 14, False)  # stride 2 onto 7 x 7, two images
     _matches_torch(unit, 1, 64, 64, 3, 1, 14, True)  # 14 x 14: 196 pixels
+
+
+@pytest.mark.parametrize("unit", [AVX512, AVX2], ids=["avx512", "avx2"])
+def test_medium_planes_reduce_in_chunks_over_groups_of_tiles(unit, monkeypatch):
+    """On AVX-512, a plane whose partial sums outgrow L1 but not GROUPED_CHUNKS_MAX_PLANE_BYTES
+    (28 x 28 x 32 channels: 100 KB) runs the reduction in chunks over groups of pixel tiles
+    (112 tiles of 7 pixels in groups of 28: 25 KB of partial sums), prefetching the next chunk's
+    weights, and writes each group back after its last chunk; the groups and blocks of channels
+    are the parallel loop.  AVX2 keeps the whole reduction in each tile.  Results as torch's: a
+    26 x 26 plane (85 tiles of 8, the last one past the plane, in groups of 17), stride 2 onto
+    28 x 28 with two images, 64 channels on 28 x 28.  A large plane (56 x 56: 400 KB) is grouped
+    only when whole images run on each thread (4 images on 2 threads), not at batch 1."""
+    monkeypatch.setenv("MINITVM_NUM_THREADS", "2")
+    with unit:
+        text = _schedule(1, 48, 64, 3, 1, 28, True).mod["main"].script()
+        large = [_schedule(b, 32, 64, 3, 1, 56, True).mod["main"].script() for b in (1, 4)]
+    assert "rc_0" not in large[0] and ("rc_0" in large[1]) == (unit is AVX512), large
+    grouped = re.search(r"for rc_0, pp_0_1, rc_1 in T.grid\((T.int64\()?3\)?, (T.int64\()?28\)?, ", text)
+    assert bool(grouped) == (unit is AVX512), text
+    if unit is AVX512:
+        assert re.search(r"nn_oo_0_pp_0_0_fused in T.parallel\((T.int64\()?8\b", text), text  # 2 blocks x 4 groups
+        assert "T.prefetch" in text and text.index("T.prefetch") < text.index("for ry"), text
+        # the write-back of the group's 196 pixels, after the chunks
+        assert re.search(r"in T.vectorized\((T.int64\()?196\)", text) and text.rindex("T.vectorized") > \
+            text.index("rc_1"), text
+    else:
+        assert "rc_0" not in text and "prefetch" not in text, text
+    _matches_torch(unit, 1, 48, 64, 3, 1, 28, True)
+    _matches_torch(unit, 1, 32, 64, 3, 1, 26, True)
+    _matches_torch(unit, 2, 32, 64, 3, 2, 56, False)
+    _matches_torch(unit, 1, 64, 64, 3, 1, 28, False)
+    _matches_torch(unit, 4, 32, 64, 3, 1, 56, True)
 
 
 @pytest.mark.parametrize("unit", [AVX512, AVX2], ids=["avx512", "avx2"])
@@ -240,7 +272,7 @@ def test_chunks_prefetch_the_next_chunks_weights(unit):
     with unit:
         sch_avx512 = _schedule(1, 48, 64, 3, 1, 7, True)
         text = sch_avx512.mod["main"].script()
-        large = _schedule(1, 48, 64, 3, 1, 28, True).mod["main"].script()
+        large = _schedule(1, 48, 64, 3, 1, 56, True).mod["main"].script()
     assert "prefetch" not in large
     if unit is AVX2:
         assert "prefetch" not in text

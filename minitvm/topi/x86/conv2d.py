@@ -654,7 +654,9 @@ def _tile_rows(sch: Schedule, conv: Any, epilogue: Any, rows: tuple[int, int], t
 def _tile_pixels(sch: Schedule, conv: Any, epilogue: Any, ob: int, threads: _Threads) -> None:
     """Steps 2-4 of :func:`schedule_conv2d_nchw_packed` for a convolution over flat pixels
     (:func:`pixel_tile`): a tile of ``ob`` channels x ``pt`` pixels, written back into NCHW rows
-    through the epilogue (its own pixels only: the last tile may run past the plane)."""
+    through the epilogue (its own pixels only: the last tile may run past the plane).  A small
+    plane runs its reduction in chunks outside the tiles (:func:`_reduction_in_chunks`), a medium
+    one in chunks over groups of tiles (:func:`_tiles_per_group`)."""
     if epilogue is None:
         raise ScheduleError(f"{PACKED_CONV_NAME}: a flat-pixel convolution without its write-back into rows")
     n, o, p, rc, ry, rx = sch.get_loops(conv)
@@ -666,9 +668,16 @@ def _tile_pixels(sch: Schedule, conv: Any, epilogue: Any, ob: int, threads: _Thr
     o0, o1 = sch.split(o, [None, ob])
     p0, p1 = sch.split(p, [None, tile])
     chunked = _reduction_in_chunks(pixels, ob, channels, kh * kw)
+    group = None if chunked else _tiles_per_group(pixels // tile, tile, ob, channels, kh * kw,
+                                                      threads.images)
+    pg = None
     if chunked:
         rc, rc1 = sch.split(rc, [None, REDUCTION_CHUNK])
         sch.reorder(n, o0, rc, p0, rc1, ry, rx, p1, o1)
+    elif group is not None:
+        pg, p0 = sch.split(p0, [None, group])
+        rc, rc1 = sch.split(rc, [None, REDUCTION_CHUNK])
+        sch.reorder(n, o0, pg, rc, p0, rc1, ry, rx, p1, o1)
     else:
         sch.reorder(n, o0, p0, rc, ry, rx, p1, o1)
     local = sch.cache_write(conv, 0, "local")
@@ -676,7 +685,7 @@ def _tile_pixels(sch: Schedule, conv: Any, epilogue: Any, ob: int, threads: _Thr
     sch.transform_layout(conv, ("write", 0), lambda nn, oo, pp: (nn, pp, oo))
     sch.compute_inline(local)
     sch.transform_block_layout(epilogue, _flatten_pixels(width))
-    sch.reverse_compute_at(epilogue, o0 if chunked else p0)
+    sch.reverse_compute_at(epilogue, o0 if chunked else pg if pg is not None else p0)
     sch.vectorize(o1)
     sch.unroll(p1)
     sch.unroll(rx)
@@ -684,11 +693,48 @@ def _tile_pixels(sch: Schedule, conv: Any, epilogue: Any, ob: int, threads: _Thr
     # value of a pixel lands H x W floats from the last (4 KB on a 32 x 32 plane: the 16 stores
     # of a pixel share one cache set), measured 1.4-2.5x slower on resnet_small's 16-channel convs
     sch.vectorize(sch.get_loops(epilogue)[-1])
-    threads.apply(sch, n, [o0] if chunked else [o0, p0])
+    threads.apply(sch, n, [o0] if chunked else [o0, pg] if pg is not None else [o0, p0])
     init = sch.decompose_reduction(conv, rc)
     sch.vectorize(sch.get_loops(init)[-1])
-    if chunked:
+    if chunked or pg is not None:
         _prefetch_next_chunk(sch, conv, rc, p0, rc1)
+
+
+#: a plane whose partial sums of one block of channels are more than REDUCTION_CHUNK_MAX_PARTIAL_BYTES
+#: and at most this many bytes runs the reduction in chunks over groups of pixel tiles
+#: (:func:`_tiles_per_group`): ResNet-18's 28 x 28 planes (100 KB), not its 56 x 56 (400 KB)
+GROUPED_CHUNKS_MAX_PLANE_BYTES = 128 * 1024
+#: ... the partial sums of one group are at most this many bytes: in L1 (48 KB) beside a chunk's
+#: weights (16 x 3 x 3 x 32: 18 KB) and its input rows
+GROUP_PARTIAL_BYTES = 32 * 1024
+
+
+def _tiles_per_group(tiles: int, tile: int, ob: int, channels: int, window: int,
+                     whole_images: bool = False) -> int | None:
+    """Pixel tiles per group when a flat-pixel convolution runs its reduction in chunks of
+    REDUCTION_CHUNK input channels over groups of tiles, (n, o0, g, c0, p0, c1, ry, rx, p1, o1),
+    or None.  Without chunks each tile reads its block's whole weight (128 channels x 3 x 3 x 32:
+    147 KB) from L2; a chunk's weights stay in L1 across a group's tiles, whose partial sums
+    (GROUP_PARTIAL_BYTES) are stored and reloaded once per chunk.  For planes too large for the
+    whole plane's partial sums to stay in L1 (:func:`_reduction_in_chunks`) and at most
+    GROUPED_CHUNKS_MAX_PLANE_BYTES -- or any size when ``whole_images`` run on each thread
+    (:func:`_whole_images_per_thread`) --, 3x3-like windows, AVX-512 (AVX2's schedule is unchanged).
+    Measured on a Xeon (AVX-512), the kernel + bias, residual, ReLU (or bias, ReLU) against no
+    groups, min of 30-40 rounds alternating in one process, CPU time (load 6-7): 128 ch on 28 x 28
+    one thread 0.97-0.96x, 2 threads 0.94x (b1), b8 one thread 0.96x; 64 -> 128 stride 2 onto 28 x
+    28 0.95x (one thread), 0.94x (2).  56 x 56 (64 ch, 4 chunks): one thread 0.97x b1 and 0.93x b8,
+    but 2 threads at b1 1.08x in two runs (not understood), so it keeps whole reductions unless
+    whole images run on each thread (b8: 2 threads 0.91-0.95x).  Groups of 16 KB measured 0.98x of
+    32 KB's, 64 KB 1.0-1.07x.  ResNet-18, whole model, 2 threads, CPU time, one process
+    alternating: b1 0.98x (30 rounds), b8 0.99-1.05x (28 x 28 only, two runs of 10-14) and 0.99x
+    more with the 56 x 56 convs grouped (load 7-9)."""
+    large = tiles * tile * ob * 4 > GROUPED_CHUNKS_MAX_PLANE_BYTES and not whole_images
+    if VectorUnit.current().lanes < 16 or window <= 1 or channels % REDUCTION_CHUNK \
+            or channels <= REDUCTION_CHUNK or large:
+        return None
+    most = GROUP_PARTIAL_BYTES // (tile * ob * 4)
+    group = max(d for d in range(1, min(tiles, max(most, 1)) + 1) if tiles % d == 0)
+    return group if 1 < group < tiles else None
 
 
 #: input channels per chunk of the reduction (:func:`_reduction_in_chunks`): 16 x 3 x 3 x 32
