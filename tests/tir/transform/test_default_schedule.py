@@ -586,6 +586,20 @@ def test_a_stride_2_depthwise_conv_reads_a_deinterleaved_copy(hw, parallel):
                                rtol=1e-4, atol=1e-4)
 
 
+def _scheduled_stride_2_depthwise(unit, hw, pad, mult=1):
+    """A 3-channel 3x3 stride-2 depthwise conv (``mult`` outputs per channel) over 2 images of
+    ``hw`` x ``hw``, scheduled by the depthwise rule under ``unit``: (function, output shape)."""
+    from minitvm import te, topi
+
+    x = te.placeholder((2, 3, hw, hw), "float32", name="x")
+    w = te.placeholder((3 * mult, 1, 3, 3), "float32", name="w")
+    out = topi.nn.conv2d_nchw(x, w, stride=2, padding=pad, groups=3)
+    with unit:
+        sch = minitvm.tir.Schedule(IRModule({"main": te.create_prim_func([x, w, out])}))
+        assert ds.schedule_depthwise_conv2d(sch)
+    return sch.mod["main"], tuple(int(d) for d in out.shape)
+
+
 @pytest.mark.parametrize("unit", [AVX2, AVX512], ids=["avx2", "avx512"])
 @pytest.mark.parametrize("hw, pad, mult, cut", [(72, (0, 0, 1, 1), 1, True), (69, (0, 0, 1, 1), 1, False),
                                                 (66, 1, 1, False), (72, (0, 0, 1, 1), 2, False)],
@@ -599,18 +613,9 @@ def test_a_wide_stride_2_depthwise_copy_is_cut_into_its_padding_and_inside(unit,
     AVX2's and AVX-512's tiles."""
     import torch
 
-    from minitvm import te, topi
     from minitvm.target.tir_build import lower_to_module
 
-    x = te.placeholder((2, 3, hw, hw), "float32", name="x")
-    w = te.placeholder((3 * mult, 1, 3, 3), "float32", name="w")
-    out = topi.nn.conv2d_nchw(x, w, stride=2, padding=pad, groups=3)
-    func = te.create_prim_func([x, w, out])
-    out_shape = tuple(int(d) for d in out.shape)
-    with unit:
-        sch = minitvm.tir.Schedule(IRModule({"main": func}))
-        assert ds.schedule_depthwise_conv2d(sch)
-        sched = sch.mod["main"]
+    sched, out_shape = _scheduled_stride_2_depthwise(unit, hw, pad, mult)
     text = sched.script()
     assert ("_partition" in text) == cut, text
     lowered = lower_to_module(sched.with_attr("global_symbol", "main"))["main"].script()
@@ -650,22 +655,13 @@ def test_a_large_stride_2_depthwise_plane_is_copied_per_row_tile(unit, hw, pad, 
     copy's vector loop tests only the row (one branch per row vector, no per-lane padding test).
     An odd width, padding before, a plane that fits: a plane at a time, as before.  Numbers as
     numpy's on AVX2's and AVX-512's tiles."""
-    from minitvm import te, topi
     from minitvm.target.tir_build import lower_to_module
     from minitvm.tir.analysis import uses_var
     from minitvm.tir.expr import Call
     from minitvm.tir.functor import post_order_visit
     from minitvm.tir.stmt import For, ForKind
 
-    x = te.placeholder((2, 3, hw, hw), "float32", name="x")
-    w = te.placeholder((3, 1, 3, 3), "float32", name="w")
-    out = topi.nn.conv2d_nchw(x, w, stride=2, padding=pad, groups=3)
-    func = te.create_prim_func([x, w, out])
-    out_shape = tuple(int(d) for d in out.shape)
-    with unit:
-        sch = minitvm.tir.Schedule(IRModule({"main": func}))
-        assert ds.schedule_depthwise_conv2d(sch)
-        sched = sch.mod["main"]
+    sched, out_shape = _scheduled_stride_2_depthwise(unit, hw, pad)
     low = lower_to_module(sched.with_attr("global_symbol", "main"))["main"]
     lowered = low.script()
     copy = int(re.search(r"pad_temp = T.allocate\(\[(\d+)\]", lowered).group(1))
