@@ -586,6 +586,14 @@ def test_a_stride_2_depthwise_conv_reads_a_deinterleaved_copy(hw, parallel):
                                rtol=1e-4, atol=1e-4)
 
 
+def _scheduled_by(rule, func, unit):
+    """``func`` scheduled by the default-schedule ``rule`` under vector ``unit`` (the rule must take it)."""
+    with unit:
+        sch = minitvm.tir.Schedule(IRModule({"main": func}))
+        assert rule(sch)
+    return sch.mod["main"]
+
+
 def _scheduled_stride_2_depthwise(unit, hw, pad, mult=1):
     """A 3-channel 3x3 stride-2 depthwise conv (``mult`` outputs per channel) over 2 images of
     ``hw`` x ``hw``, scheduled by the depthwise rule under ``unit``: (function, output shape)."""
@@ -594,10 +602,8 @@ def _scheduled_stride_2_depthwise(unit, hw, pad, mult=1):
     x = te.placeholder((2, 3, hw, hw), "float32", name="x")
     w = te.placeholder((3 * mult, 1, 3, 3), "float32", name="w")
     out = topi.nn.conv2d_nchw(x, w, stride=2, padding=pad, groups=3)
-    with unit:
-        sch = minitvm.tir.Schedule(IRModule({"main": te.create_prim_func([x, w, out])}))
-        assert ds.schedule_depthwise_conv2d(sch)
-    return sch.mod["main"], tuple(int(d) for d in out.shape)
+    sched = _scheduled_by(ds.schedule_depthwise_conv2d, te.create_prim_func([x, w, out]), unit)
+    return sched, tuple(int(d) for d in out.shape)
 
 
 @pytest.mark.parametrize("unit", [AVX2, AVX512], ids=["avx2", "avx512"])
@@ -716,10 +722,8 @@ def test_a_narrow_depthwise_conv_matches_numpy_on_both_units(unit, hw, stride):
     out = topi.nn.conv2d_nchw(x, w, stride=stride, padding=pad, groups=5)
     func = te.create_prim_func([x, w, out])
     out_shape = tuple(int(d) for d in out.shape)
+    sched = _scheduled_by(ds.schedule_depthwise_conv2d, func, unit)
     with unit:
-        sch = minitvm.tir.Schedule(IRModule({"main": func}))
-        assert ds.schedule_depthwise_conv2d(sch)
-        sched = sch.mod["main"]
         rows = ds._depthwise_tile_rows(out_shape[2], out_shape[3])
         xs, ws = _rand(2, 5, hw, hw), _rand(5, 1, 3, 3, seed=1)
         got = _run(sched, "llvm", [xs, ws, np.zeros(out_shape, "float32")])
@@ -780,10 +784,7 @@ def test_a_pointwise_conv_whose_partial_tile_is_more_than_a_vector_runs_by_vecto
 
     func, out_shape = conv_bias_relu(1, 16, hw, 32, 1, pad=0)
     x, w, b = _rand(1, 16, hw, hw), _rand(32, 16, 1, 1, seed=1), _rand(32, seed=2)
-    with unit:
-        sch = minitvm.tir.Schedule(IRModule({"main": func}))
-        assert ds.schedule_conv2d_1x1(sch)
-        sched = sch.mod["main"]
+    sched = _scheduled_by(ds.schedule_conv2d_1x1, func, unit)
     text = sched.script()
     assert "_partition" in text, text
     assert (f"in T.vectorized({2 * unit.lanes}):" not in text) == split, text
@@ -811,10 +812,7 @@ def test_a_pointwise_conv_over_14x14_pixels_is_right_on_both_units(unit, rows, e
         conv = topi.nn.conv2d_nchw(x_, w_, stride=1, padding=0)
         func, out_shape = te.create_prim_func([x_, w_, conv]), (2, 48, 14, 14)
     x, w, b = _rand(2, 24, 14, 14), _rand(48, 24, 1, 1, seed=1), _rand(48, seed=2)
-    with unit:
-        sch = minitvm.tir.Schedule(IRModule({"main": func}))
-        assert ds.schedule_conv2d_1x1(sch)
-        sched = sch.mod["main"]
+    sched = _scheduled_by(ds.schedule_conv2d_1x1, func, unit)
     text = sched.script()
     assert _register_tile(text, r"\w+", r"\w+") == (rows, 2 * unit.lanes) and "_partition" in text, text
     bias = torch.from_numpy(b) if epilogue else None
@@ -835,10 +833,7 @@ def test_a_pointwise_conv_of_many_channels_peels_the_channels_its_tiles_do_not_d
 
     func, out_shape = conv_bias_relu(1, 16, 7, 130, 1, pad=0)
     x, w, b = _rand(1, 16, 7, 7), _rand(130, 16, 1, 1, seed=1), _rand(130, seed=2)
-    with unit:
-        sch = minitvm.tir.Schedule(IRModule({"main": func}))
-        assert ds.schedule_conv2d_1x1(sch)
-        sched = sch.mod["main"]
+    sched = _scheduled_by(ds.schedule_conv2d_1x1, func, unit)
     text = sched.script()
     assert text.count(f"in T.unroll({rows}):") == 6 and text.count("_update\")") == 3, text
     _has_parallel(text, parallel)
@@ -858,10 +853,8 @@ def test_a_pointwise_conv_over_a_large_input_runs_over_chunks_of_pixels(unit, ci
 
     func, out_shape = conv_bias_relu(2, ci, 32, 24, 1, pad=0)
     x, w, b = _rand(2, ci, 32, 32), _rand(24, ci, 1, 1, seed=1), _rand(24, seed=2)
+    sched = _scheduled_by(ds.schedule_conv2d_1x1, func, unit)
     with unit:
-        sch = minitvm.tir.Schedule(IRModule({"main": func}))
-        assert ds.schedule_conv2d_1x1(sch)
-        sched = sch.mod["main"]
         assert ds._pointwise_chunk_tiles(1024, 2 * unit.lanes, ci) == ((8 if unit is AVX2 else 4) if chunked else None)
     text = sched.script()
     # loops (n, pixel chunk ax2_0_0, channel tile ax1_0, pixel tile ax2_0_1), else (n, ax1_0, ax2_0)
@@ -903,10 +896,8 @@ def test_a_pointwise_conv_reads_its_constant_weight_packed_in_panels(unit, rows,
     want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(xs), torch.from_numpy(w))).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
     func, _ = conv_bias_relu(2, 16, 7, cout, 1, pad=0)  # the weight a parameter
-    with unit:
-        sch = minitvm.tir.Schedule(IRModule({"main": func}))
-        assert ds.schedule_conv2d_1x1(sch)
-    assert ds.LAYOUT_REWRITE_PREPROC not in sch.mod["main"].script() and "o % " not in sch.mod["main"].script()
+    text = _scheduled_by(ds.schedule_conv2d_1x1, func, unit).script()
+    assert ds.LAYOUT_REWRITE_PREPROC not in text and "o % " not in text
 
 
 @pytest.mark.parametrize("unit, split", [(AVX2, True), (AVX512, False)], ids=["avx2", "avx512"])
@@ -917,10 +908,7 @@ def test_a_depthwise_row_of_whole_registers_is_split_into_them(unit, split):
 
     func, out_shape = conv_bias_relu(1, 8, 16, 8, 3, 1, 8, pad=1)
     x, w, b = _rand(1, 8, 16, 16), _rand(8, 1, 3, 3, seed=1), _rand(8, seed=2)
-    with unit:
-        sch = minitvm.tir.Schedule(IRModule({"main": func}))
-        assert ds.schedule_depthwise_conv2d(sch)
-        sched = sch.mod["main"]
+    sched = _scheduled_by(ds.schedule_depthwise_conv2d, func, unit)
     text = sched.script()
     assert (re.search(r"in T.unroll\(2\):\s+for \w+ in T.vectorized\(8\)", text) is not None) == split, text
     assert text.count("T.vectorized(16)") == (1 if split else 3), text  # (the write-back's row stays whole)
@@ -941,10 +929,7 @@ def test_a_depthwise_row_of_part_registers_is_split_into_them_and_the_rest(unit,
     size = 28 * stride
     func, out_shape = conv_bias_relu(1, 8, size, 8, 3, stride, 8, pad=1)
     x, w, b = _rand(1, 8, size, size), _rand(8, 1, 3, 3, seed=1), _rand(8, seed=2)
-    with unit:
-        sch = minitvm.tir.Schedule(IRModule({"main": func}))
-        assert ds.schedule_depthwise_conv2d(sch)
-        sched = sch.mod["main"]
+    sched = _scheduled_by(ds.schedule_depthwise_conv2d, func, unit)
     text = sched.script()
     lanes = unit.lanes
     split = rf"in T.unroll\({vectors}\):\s+for \w+ in T.vectorized\({lanes}\)"
