@@ -115,10 +115,10 @@ def _reduction_parts(block: Block) -> list[_Part]:
 
 
 def _body(parts: list[_Part], buffers: list[Buffer], index: tuple, values: list[PrimExpr], tuple_form: bool) -> Stmt:
-    """Store ``values[i]`` into ``buffers[i][index]``: one store, or a tuple reduction's form (each
-    value bound first, then stored) so that no part sees another's new value."""
+    """Store ``values[i]`` into ``buffers[i][index]``: a store each, or a tuple reduction's form
+    (each value bound first, then stored) so that no part sees another's new value."""
     if not tuple_form:
-        return BufferStore(buffers[0], values[0], index)
+        return seq(*[BufferStore(b, v, index) for b, v in zip(buffers, values)])
     lets = [Var(p.let.name, p.let.dtype) for p in parts]
     body: Stmt = SeqStmt(tuple(BufferStore(b, v, index) for b, v in zip(buffers, lets)))
     for var, value in reversed(list(zip(lets, values))):
@@ -341,8 +341,7 @@ def _rfactor_nest(root: Stmt, red: _Reduction, loop: For, rf_bufs: list[Buffer])
               for p, b in zip(red.parts, rf_bufs)]
     init = seq(*[BufferStore(b, p.init_value, rf_index) for p, b in zip(red.parts, rf_bufs)])
     # (stored, not reduced, the parts of a tuple read none of each other's buffers: one store each)
-    body = _body(red.parts, rf_bufs, rf_index, values, len(red.parts) > 1 and reduces) if reduces or \
-        len(red.parts) == 1 else seq(*[BufferStore(b, v, rf_index) for b, v in zip(rf_bufs, values)])
+    body = _body(red.parts, rf_bufs, rf_index, values, len(red.parts) > 1 and reduces)
     rf_block = Block(
         name_hint=unique_block_name(root, f"{block.name_hint}_rf"),  # a second rfactor gets _rf_1
         iter_vars=tuple(rf_ivs), reads=rf_reads, writes=tuple(rf_writes),
