@@ -685,7 +685,9 @@ def _tile_pixels(sch: Schedule, conv: Any, epilogue: Any, ob: int, threads: _Thr
     sch.transform_layout(conv, ("write", 0), lambda nn, oo, pp: (nn, pp, oo))
     sch.compute_inline(local)
     sch.transform_block_layout(epilogue, _flatten_pixels(width))
-    sch.reverse_compute_at(epilogue, o0 if chunked else pg if pg is not None else p0)
+    # the write-back follows the loop outside the reduction: the block, a group or a tile
+    tile_outer = p0 if pg is None else pg
+    sch.reverse_compute_at(epilogue, o0 if chunked else tile_outer)
     sch.vectorize(o1)
     sch.unroll(p1)
     sch.unroll(rx)
@@ -693,7 +695,7 @@ def _tile_pixels(sch: Schedule, conv: Any, epilogue: Any, ob: int, threads: _Thr
     # value of a pixel lands H x W floats from the last (4 KB on a 32 x 32 plane: the 16 stores
     # of a pixel share one cache set), measured 1.4-2.5x slower on resnet_small's 16-channel convs
     sch.vectorize(sch.get_loops(epilogue)[-1])
-    threads.apply(sch, n, [o0] if chunked else [o0, pg] if pg is not None else [o0, p0])
+    threads.apply(sch, n, [o0] if chunked else [o0, tile_outer])
     init = sch.decompose_reduction(conv, rc)
     sch.vectorize(sch.get_loops(init)[-1])
     if chunked or pg is not None:
