@@ -19,7 +19,7 @@ Inside a ``parallel`` loop a failing worker stores its code in a flag
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import llvmlite.binding as llvm
 from llvmlite import ir
@@ -696,22 +696,26 @@ class CodeGenLLVM:
 
     def _if_then_else(self, e: _e.Call) -> ir.Value:
         """``cond ? t : f`` with only the taken side evaluated (it may read out of bounds)."""
-        cond = self._bool(e.args[0])
+        return self.branch_and_join(self._bool(e.args[0]), lambda: self._operand(e.args[1], e.dtype),
+                                    lambda: self._operand(e.args[2], e.dtype))
+
+    def branch_and_join(self, cond: ir.Value, then_: Callable[[], ir.Value], else_: Callable[[], ir.Value],
+                        label: str = "ite") -> ir.Value:
+        """The value of ``then_()`` when ``cond`` holds, else of ``else_()``: a branch to blocks
+        that emit only their own side, joined by a phi (the side not taken is never run)."""
         fn = self.st.fn
-        then_bb, else_bb = fn.append_basic_block("ite_then"), fn.append_basic_block("ite_else")
-        end_bb = fn.append_basic_block("ite_end")
+        then_bb, else_bb = fn.append_basic_block(f"{label}_then"), fn.append_basic_block(f"{label}_else")
+        end_bb = fn.append_basic_block(f"{label}_end")
         self.b.cbranch(cond, then_bb, else_bb)
-        self.b.position_at_end(then_bb)
-        tv = self._operand(e.args[1], e.dtype)
-        then_end = self.b.block
-        self.b.branch(end_bb)
-        self.b.position_at_end(else_bb)
-        fv = self._operand(e.args[2], e.dtype)
-        else_end = self.b.block
-        self.b.branch(end_bb)
+        arms = []
+        for bb, emit in ((then_bb, then_), (else_bb, else_)):
+            self.b.position_at_end(bb)
+            value = emit()
+            arms.append((value, self.b.block))
+            self.b.branch(end_bb)
         self.b.position_at_end(end_bb)
-        phi = self.b.phi(tv.type)
-        phi.add_incoming(tv, then_end)
-        phi.add_incoming(fv, else_end)
+        phi = self.b.phi(arms[0][0].type)
+        for value, block in arms:
+            phi.add_incoming(value, block)
         return phi
 

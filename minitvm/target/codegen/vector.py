@@ -229,22 +229,8 @@ class _VectorEmitter:
         others): one branch, each arm vectors, only the taken arm evaluated -- the other may
         read out of bounds (a padding row past the input's last)."""
         cond, then_, else_ = e.args
-        cg, fn = self.cg, self.cg.st.fn
-        taken = cg._bool(cond)
-        then_bb, else_bb = fn.append_basic_block("vite_then"), fn.append_basic_block("vite_else")
-        end_bb = fn.append_basic_block("vite_end")
-        self.b.cbranch(taken, then_bb, else_bb)
-        arms = []
-        for bb, arm in ((then_bb, then_), (else_bb, else_)):
-            self.b.position_at_end(bb)
-            value = self.as_vec(self.expr(arm), e.dtype)
-            arms.append((value, self.b.block))
-            self.b.branch(end_bb)
-        self.b.position_at_end(end_bb)
-        phi = self.b.phi(arms[0][0].type)
-        for value, block in arms:
-            phi.add_incoming(value, block)
-        return phi
+        return self.cg.branch_and_join(self.cg._bool(cond), lambda: self.as_vec(self.expr(then_), e.dtype),
+                                       lambda: self.as_vec(self.expr(else_), e.dtype), label="vite")
 
     # what the rows of the semantics table use (see minitvm.tir.semantics.LLVMContext)
     def intrinsic(self, name: str, args: list[ir.Value]) -> ir.Value:
