@@ -7,7 +7,7 @@ from ....tir import Schedule
 from ....tir.schedule import BlockRV, LoopRV
 from ..base import ScheduleRule
 
-__all__ = ["GPUScheduleRule", "one_thread"]
+__all__ = ["GPUScheduleRule", "one_thread", "outputs_in"]
 
 
 class GPUScheduleRule(ScheduleRule):
@@ -15,6 +15,13 @@ class GPUScheduleRule(ScheduleRule):
 
     def is_target_available(self, target: Target) -> bool:
         return super().is_target_available(target) and "gpu" in target.keys
+
+
+def outputs_in(sch: Schedule, block: BlockRV, scope: str) -> None:
+    """Every buffer ``block`` writes in storage ``scope`` (a tuple reduction, layer norm's sum
+    and sum of squares, writes two)."""
+    for i in range(len(sch.get(block).writes)):
+        sch.set_scope(block, i, scope)
 
 
 def one_thread(sch: Schedule, block: BlockRV, above: LoopRV, num_threads: int) -> LoopRV:

@@ -9,7 +9,7 @@ from ....tir.schedule import LoopRV
 from ....tir.stmt import AttrStmt, For, ForKind
 from ..analysis import SBlockInfo, normalize_prim_func
 from ..base import fuse, max_threads_per_block, try_inline
-from .base import GPUScheduleRule
+from .base import GPUScheduleRule, outputs_in
 
 __all__ = ["Fallback"]
 
@@ -53,8 +53,7 @@ def _one_kernel(func: PrimFunc, threads: int) -> Schedule | None:
     try:
         tx, r_loop = _bind_block(sch, infos[-1], threads)
         for info in reversed(infos[:-1]):
-            for i in range(len(sch.get(info.block_rv).writes)):
-                sch.set_scope(info.block_rv, i, "local")
+            outputs_in(sch, info.block_rv, "local")
             sch.compute_at(info.block_rv, tx, preserve_unit_loops=True)
         if r_loop is not None:
             sch.decompose_reduction(infos[-1].block_rv, r_loop)

@@ -7,7 +7,7 @@ from ....tir import PrimFunc, Schedule, ScheduleError
 from ....tir.analysis import vars_used
 from ..analysis import SBlockInfo, loops_by_kind, normalize_prim_func
 from ..base import fuse, try_inline_contiguous_spatial
-from .base import GPUScheduleRule, one_thread
+from .base import GPUScheduleRule, one_thread, outputs_in
 from .rows import largest_divisor, product
 
 __all__ = ["GeneralReduction"]
@@ -83,8 +83,7 @@ class GeneralReduction(GPUScheduleRule):
             chain.append((rf, info.block_rv))
         for rf, block in reversed(chain):
             for b in (block, rf) if rf is not None else (block,):
-                for i in range(len(sch.get(b).writes)):
-                    sch.set_scope(b, i, "shared")
+                outputs_in(sch, b, "shared")
                 sch.compute_at(b, bx, preserve_unit_loops=True)
         for rf, block in chain:
             if rf is not None:

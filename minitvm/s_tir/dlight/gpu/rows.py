@@ -9,12 +9,10 @@ combine of ``TR`` partials per row runs in one thread.
 
 from __future__ import annotations
 
-from typing import Any
-
 from ....tir import Schedule, ScheduleError
 from ..analysis import SBlockInfo, loops_by_kind, normalize_prim_func
 from ..base import fuse, try_inline_contiguous_spatial
-from .base import one_thread
+from .base import one_thread, outputs_in
 
 __all__ = ["schedule_rows", "reduction_with_epilogue", "largest_divisor", "product"]
 
@@ -50,12 +48,6 @@ def product(extents: object) -> object:
     return out
 
 
-def _shared(sch: Schedule, block: Any) -> None:
-    """Every buffer ``block`` writes in shared memory."""
-    for i in range(len(sch.get(block).writes)):
-        sch.set_scope(block, i, "shared")
-
-
 def schedule_rows(sch: Schedule, info: SBlockInfo, epilogue: SBlockInfo | None, rows_per_block: int,
                   threads_per_row: int) -> Schedule:
     """Schedule the reduction block ``info`` (iterators S...R... in any loop order) as thread
@@ -84,11 +76,11 @@ def schedule_rows(sch: Schedule, info: SBlockInfo, epilogue: SBlockInfo | None, 
     if row is not None:
         sch.bind(rf_loops[1], "threadIdx.y")
     sch.bind(lane_rf, "threadIdx.x")
-    _shared(sch, rf)  # (a tuple reduction, layer norm's sum and sum of squares, has a partial per result)
+    outputs_in(sch, rf, "shared")
     sch.reverse_compute_at(block, bx_rf, preserve_unit_loops=True)
     if epilogue is not None:
         # placed before any split of the rows: compute_at regions ignore a split's guard
-        _shared(sch, block)
+        outputs_in(sch, block, "shared")
         sch.reverse_compute_at(epilogue.block_rv, bx_rf, preserve_unit_loops=True)
         _, t_y, t_x = sch.split(fuse(sch, *sch.get_loops(epilogue.block_rv)[1:]), factors=[None, ts, tr])
         if row is not None:
