@@ -3,14 +3,15 @@ each ``minitvm.testing.zoo`` model compiled with the default pipeline.
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE .venv/bin/python benchmarks/zoo_profile.py [--models a,b]
 
-For each (model, batch): the median time of a plain call (``--repeat`` calls), then the profile
-(kernels, VM builtins such as ``alloc_tensor``, and the VM's own overhead between instructions):
-per callee the median over ``--profiles`` profiled calls after a warm-up, with each kernel's
-floating-point operations (counted on its scheduled TIR loop nest by the tuner's
-``workload_flops``: a block without arithmetic, such as an init or a copy, counts one per
-iteration), its GFLOP/s and its share of the machine's measured peak
-(``common.measured_peak_gflops``).  The profiled call is slower than a plain one (timing every
-instruction costs), so read the shares, not the sum.  Nothing here is a test.
+For each (model, batch): the median time of a plain call (``--repeat`` calls), then the profile:
+per kernel the median over ``--profiles`` profiled calls after a warm-up, with its floating-point
+operations (counted on its scheduled TIR loop nest by the tuner's ``workload_flops``: a block
+without arithmetic, such as an init or a copy, counts one per iteration), its GFLOP/s and its
+share of the machine's measured peak (``common.measured_peak_gflops``).  The models run as native
+entries, so the profile times each kernel inside the entry's machine code (its timed twin), on
+the arena a plain call uses; "(VM overhead)" is what the call costs outside the kernels (Python,
+the argument checks).  The profiled call is a plain call plus a clock read per kernel.  Nothing
+here is a test.
 ``benchmarks/realistic.py --profile`` prints the same table for the realistic-size models.
 """
 
@@ -83,7 +84,7 @@ def kernel_table(rows: dict[str, tuple[int, float]], flops: dict[str, float], pe
     return format_table(head, lines)
 
 
-def profile_text(label: str, mod: Any, inputs: list[Any], repeat: int = 50, profiles: int = 3,
+def profile_text(label: str, mod: Any, inputs: list[Any], repeat: int = 50, profiles: int = 10,
                  peak_gflops: float | None = None, top: int | None = None) -> str:
     """Compile ``mod`` (default pipeline), time ``repeat`` plain calls of ``main`` on ``inputs``
     (numpy arrays), then the per-kernel table of :func:`median_profile`, with the load meanwhile."""
@@ -130,7 +131,8 @@ def peak_line(measured: dict[str, Any]) -> str:
             f"{measured['gflops']:.0f}, other load {measured['load']:.0%})")
 
 
-def profile_model(name: str, batch: int, repeat: int = 50, peak_gflops: float | None = None) -> str:
+def profile_model(name: str, batch: int, repeat: int = 50, peak_gflops: float | None = None,
+                  profiles: int = 10) -> str:
     """The median call time and the per-kernel profile of zoo model ``name`` at ``batch``, as text."""
     from minitvm.relax.frontend.torch import from_exported_program
     from minitvm.testing import zoo
@@ -138,7 +140,7 @@ def profile_model(name: str, batch: int, repeat: int = 50, peak_gflops: float | 
     m = zoo.MODELS[name]
     mod = from_exported_program(zoo.export(m, batch), unwrap_unit_return_tuple=True)
     return profile_text(f"{name} b={batch}", mod, [x.numpy() for x in m.example_inputs(batch)], repeat,
-                        peak_gflops=peak_gflops)
+                        profiles=profiles, peak_gflops=peak_gflops)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -146,6 +148,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--models", default="", help="comma list of zoo models (default: all)")
     p.add_argument("--batches", default="1,8")
     p.add_argument("--repeat", type=int, default=50)
+    p.add_argument("--profiles", type=int, default=10, help="profiled calls per model (median per kernel)")
     args = p.parse_args(argv)
     setup_environment(None)
     import torch
@@ -158,7 +161,7 @@ def main(argv: list[str] | None = None) -> None:
     names = [n.strip() for n in args.models.split(",") if n.strip()] or list(zoo.MODELS)
     for name in names:
         for batch in (int(b) for b in args.batches.split(",")):
-            print(profile_model(name, batch, args.repeat, peak_of(measured)), flush=True)
+            print(profile_model(name, batch, args.repeat, peak_of(measured), args.profiles), flush=True)
 
 
 if __name__ == "__main__":

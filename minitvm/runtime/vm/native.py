@@ -77,10 +77,13 @@ from .builtins import (
 from .bytecode import Call, Const, Imm, Reg, Ret, VMFunction
 
 __all__ = ["KernelParam", "KernelInfo", "Sym", "TensorRef", "ScalarRef", "EntryPlan", "plan_entry", "NativeEntry",
-           "ENTRY_PREFIX", "NEEDS_MEMORY"]
+           "ENTRY_PREFIX", "TIMED_SUFFIX", "NEEDS_MEMORY"]
 
 #: every native entry's symbol starts with this
 ENTRY_PREFIX = "__minitvm_entry_"
+#: the timed twin of an entry: the same calls, the clock written before the first kernel and after
+#: each one into one more argument (``VirtualMachine.profile`` reads it)
+TIMED_SUFFIX = "_timed"
 
 #: what an entry with symbolic sizes returns when the arena or an output storage is too small
 #: for this call (nothing has run; the sizes it needs are in the size table)
@@ -782,12 +785,16 @@ class NativeEntry:
     """
 
     def __init__(self, plan: EntryPlan, address: int, constants: list[Any],
-                 raise_kernel_error: Callable[[str, int], None], library: Any = None):
+                 raise_kernel_error: Callable[[str, int], None], library: Any = None, timed_address: int = 0):
         self.plan = plan
         # the machine code at ``address`` is freed with its library: the entry keeps it alive
         self._library = library
         self._symbolic = plan.symbolic
-        self._cfunc = ctypes.CFUNCTYPE(ctypes.c_int64, *[ctypes.c_void_p] * (5 if plan.symbolic else 4))(address)
+        tables = 5 if plan.symbolic else 4
+        self._cfunc = ctypes.CFUNCTYPE(ctypes.c_int64, *[ctypes.c_void_p] * tables)(address)
+        # the timed twin (None: a library saved without one)
+        self._timed = ctypes.CFUNCTYPE(ctypes.c_int64, *[ctypes.c_void_p] * (tables + 1))(timed_address) \
+            if timed_address else None
         self._param_type = ctypes.c_void_p * max(1, len(plan.params))
         self._out_type = ctypes.c_void_p * max(1, len(plan.out_sizes))
         # the constants stay alive as long as the entry: their pointers are in the table
@@ -835,63 +842,90 @@ class NativeEntry:
         self._last = (storages, results, addresses, _unused_counts(storages, results))
         return results, addresses
 
+    @property
+    def can_time(self) -> bool:
+        """Whether :meth:`run_timed` can time the kernels (the library has the timed twin)."""
+        return self._timed is not None
+
+    def run_timed(self, values: list | tuple) -> tuple[Any, list[float]]:
+        """:meth:`run`, through the timed twin: (the result, the seconds of each kernel call of
+        ``plan.calls``, in order).  The uncontended path only: the entry's own arena and tables,
+        as a plain call uses them; the call holds the entry's lock (another thread's call waits)."""
+        if self._timed is None:
+            raise RuntimeError(f"native entry of @{self.plan.func_name}: the library has no timed entry "
+                               "(saved by an older minitvm); profile through the bytecode")
+        stamps = (ctypes.c_int64 * (len(self.plan.calls) + 1))()
+        timed, address = self._timed, ctypes.addressof(stamps)
+        with self._lock:
+            result = self._run_locked(values, lambda *tables: timed(*tables, address))
+        return result, [(stamps[k + 1] - stamps[k]) * 1e-9 for k in range(len(self.plan.calls))]
+
     def run(self, values: list | tuple) -> Any:
         """Run the entry on checked arguments (NDArrays); the result as the VM returns it."""
-        if self._symbolic:
-            return self._run_sized(values)
         if self._lock.acquire(blocking=False):
             try:
-                results, addresses = self._outputs()
-                params, outs = self._params, self._outs
-                for i, v in enumerate(values):
-                    params[i] = v._ptr
-                for j, address in enumerate(addresses):
-                    outs[j] = address
-                rc = self._cfunc(self._params_addr, self._consts_addr, self._arena.address, self._outs_addr)
+                return self._run_locked(values, self._cfunc)
             finally:
                 self._lock.release()
-        else:  # another thread is in this entry: tables, outputs and an arena of this call's own
+        # another thread is in this entry: tables, outputs and an arena of this call's own
+        if self._symbolic:
+            dims = [values[i]._array.shape[axis] for i, axis in self._inputs]
+            table = self._table_type()
+            rc, _, storages = self._call_sized(self._cfunc, values, dims, table, self._param_type(), self._out_type(),
+                                               Storage(0), [Storage(n) for n in self._out_guess])
+            self.calls += 1
+            if rc:
+                self._fail(rc, table)
+            results = self._views_of(storages, table)
+        else:
             _, results, addresses = self._new_outputs()
             arena = Storage(self.plan.arena_size)
             rc = self._cfunc(self._param_type(*[v._ptr for v in values]), self._consts_addr, arena.address,
                              self._out_type(*addresses))
+            self.calls += 1
+            if rc:
+                self._fail(rc)
+        return tuple(results) if self.plan.result_is_tuple else results[0]
+
+    def _run_locked(self, values: list | tuple, cfunc: Callable[..., int]) -> Any:
+        """The uncontended call (the caller holds the lock) of ``cfunc`` (the entry or its timed
+        twin): the entry's own tables, arena and outputs (the last call's again when nothing
+        holds them)."""
+        if self._symbolic:
+            return self._run_sized(values, cfunc)
+        results, addresses = self._outputs()
+        params, outs = self._params, self._outs
+        for i, v in enumerate(values):
+            params[i] = v._ptr
+        for j, address in enumerate(addresses):
+            outs[j] = address
+        rc = cfunc(self._params_addr, self._consts_addr, self._arena.address, self._outs_addr)
         self.calls += 1
         if rc:
             self._fail(rc)
         return tuple(results) if self.plan.result_is_tuple else results[0]
 
     # -- symbolic sizes ---------------------------------------------------------------------------
-    def _run_sized(self, values: list | tuple) -> Any:
-        """A call of an entry with symbolic sizes: the input slots from the arguments' shapes,
-        then the entry, which sizes everything; again with more memory if it asked for it."""
+    def _run_sized(self, values: list | tuple, cfunc: Callable[..., int]) -> Any:
+        """The uncontended call of an entry with symbolic sizes: the input slots from the
+        arguments' shapes, then the entry, which sizes everything; again with more memory if it
+        asked for it."""
         dims = [values[i]._array.shape[axis] for i, axis in self._inputs]
-        if self._lock.acquire(blocking=False):
-            try:
-                last = self._last  # (storages, results, their reference counts when unused, input sizes)
-                unused = last is not None and _unused_counts(last[0], last[1]) == last[2]
-                storages = last[0] if unused else [Storage(n) for n in self._out_guess]
-                rc, self._arena, storages = self._call_sized(values, dims, self._table, self._params, self._outs,
-                                                             self._arena, storages)
-                self.calls += 1
-                if rc:
-                    self._fail(rc, self._table)
-                # the same input sizes give the same shapes: the last results again, if unused
-                results = last[1] if unused and storages is last[0] and last[3] == dims else \
-                    self._remember(storages, dims)
-            finally:
-                self._lock.release()
-        else:  # another thread is in this entry: tables, outputs and an arena of this call's own
-            table = self._table_type()
-            rc, _, storages = self._call_sized(values, dims, table, self._param_type(), self._out_type(), Storage(0),
-                                               [Storage(n) for n in self._out_guess])
-            self.calls += 1
-            if rc:
-                self._fail(rc, table)
-            results = self._views_of(storages, table)
+        last = self._last  # (storages, results, their reference counts when unused, input sizes)
+        unused = last is not None and _unused_counts(last[0], last[1]) == last[2]
+        storages = last[0] if unused else [Storage(n) for n in self._out_guess]
+        rc, self._arena, storages = self._call_sized(cfunc, values, dims, self._table, self._params, self._outs,
+                                                     self._arena, storages)
+        self.calls += 1
+        if rc:
+            self._fail(rc, self._table)
+        # the same input sizes give the same shapes: the last results again, if unused
+        results = last[1] if unused and storages is last[0] and last[3] == dims else \
+            self._remember(storages, dims)
         return tuple(results) if self.plan.result_is_tuple else results[0]
 
-    def _call_sized(self, values: list | tuple, dims: list[int], table: Any, params: Any, outs: Any, arena: Storage,
-                    storages: list[Storage]) -> tuple[int, Storage, list[Storage]]:
+    def _call_sized(self, cfunc: Callable[..., int], values: list | tuple, dims: list[int], table: Any, params: Any,
+                    outs: Any, arena: Storage, storages: list[Storage]) -> tuple[int, Storage, list[Storage]]:
         table[:len(dims)] = dims
         for i, v in enumerate(values):
             params[i] = v._ptr
@@ -901,8 +935,8 @@ class NativeEntry:
             for j, st in enumerate(storages):
                 outs[j] = st.address
                 table[cap + 1 + j] = st.nbytes
-            rc = self._cfunc(ctypes.addressof(params), self._consts_addr, arena.address, ctypes.addressof(outs),
-                             ctypes.addressof(table))
+            rc = cfunc(ctypes.addressof(params), self._consts_addr, arena.address, ctypes.addressof(outs),
+                       ctypes.addressof(table))
             if rc != NEEDS_MEMORY:
                 if rc == 0 and self._sized_outs:
                     self._out_guess = [table[n.slot] if isinstance(n, Sym) else n for n in plan.out_sizes]

@@ -141,8 +141,9 @@ class VirtualMachine:
         for name, plan in exe.native_plans().items():
             if isinstance(plan, EntryPlan) and runnable:
                 lib = exe.lib
+                timed = getattr(lib, "timed_entries", {}).get(plan.symbol, 0)
                 self.native_entries[name] = NativeEntry(plan, lib.native_entries[plan.symbol], exe.constants,
-                                                        lib.raise_kernel_error, library=lib)
+                                                        lib.raise_kernel_error, library=lib, timed_address=timed)
         self._bound: dict[str, PackedFunc] = {}
         self.module = Module({name: self[name] for name in self._func_index}, type_key="vm")
 
@@ -425,13 +426,38 @@ class VirtualMachine:
 
         self._hook = hook
 
-    def profile(self, func_name: str, *args: Any, by: str = "callee") -> "ProfileReport":
-        """Run ``func_name`` once, timing every Call; a table by callee (or by instruction).
+    def profile(self, func_name: str, *args: Any, by: str = "callee", native: bool | None = None) -> "ProfileReport":
+        """Run ``func_name`` once, timing every call it makes; a table by callee (or by call).
+
+        A function that runs as a native entry (``exec_mode="compiled"``) is profiled through the
+        entry's timed twin: the same kernel calls on the same arena as a plain call, each timed
+        by the clock inside the machine code, with nothing between them but the next call.  The
+        bytecode's profile (``native=False``, and what functions without an entry get) times
+        every Call instruction from Python instead -- allocations and shape bookkeeping included,
+        and each kernel after a pause in Python, so small kernels look slower there than they run
+        in a plain call.  ``native=True`` insists on the entry.
 
         The first call of a function pays for first-touch memory: profile twice and keep
         the second report to see the steady state.
         """
         fn = self[func_name]
+        entry = self.native_entries.get(func_name)
+        timeable = entry is not None and entry.can_time
+        if native is None:
+            native = timeable and self._instrument is None
+        if native:
+            if not timeable:
+                why = "it has no native entry" if entry is None else "its library has no timed entry"
+                raise ValueError(f"profile(native=True): @{func_name} cannot be profiled natively: {why}"
+                                 + (f" ({self.exe.native_plans().get(func_name)})" if entry is None else ""))
+            if self._instrument is not None:
+                raise ValueError("profile(native=True): an instrument is set, and it watches the bytecode; "
+                                 "remove it with set_instrument(None)")
+            start = time.perf_counter()
+            _, seconds = entry.run_timed(self._checks[func_name](args)[0])
+            total = time.perf_counter() - start
+            events = [(func_name, k, kernel, t) for k, ((kernel, _), t) in enumerate(zip(entry.plan.calls, seconds))]
+            return ProfileReport(func_name, total, events, set(self._func_index), by, native=True)
         self._timings = timings = []
         self._update_hook()
         try:
@@ -583,20 +609,25 @@ class ProfileReport:
     (``by="instruction"``: ``@forward[5] test.vm.linear``).  A callee that is itself a VM
     function is timed including everything it calls, so its row is marked ``*`` and left out
     of the share; "(VM overhead)" is the wall time that no leaf call accounts for.
+
+    ``native``: the events are the kernel calls of a native entry (``instr_index`` is the call's
+    position in the entry: ``@forward call 3 test.vm.linear`` by instruction), and the overhead is
+    what the call costs outside the kernels (Python, the argument checks, the clock reads).
     """
 
     def __init__(self, func_name: str, total: float, events: list[tuple[str, int, str, float]],
-                 vm_functions: set[str], by: str = "callee"):
+                 vm_functions: set[str], by: str = "callee", native: bool = False):
         if by not in ("callee", "instruction"):
             raise ValueError(f"ProfileReport: by must be 'callee' or 'instruction', got {by!r}")
         self.func_name = func_name
         self.total = total
         self.events = events
         self.by = by
+        self.native = native
         self._vm_names = vm_functions
         rows: dict[str, list] = {}  # key -> [calls, seconds, is a VM function]
         for func, pc, callee, seconds in events:
-            key = callee if by == "callee" else f"@{func}[{pc}] {callee}"
+            key = callee if by == "callee" else f"@{func} call {pc} {callee}" if native else f"@{func}[{pc}] {callee}"
             row = rows.setdefault(key, [0, 0.0, callee in vm_functions])
             row[0] += 1
             row[1] += seconds
@@ -607,7 +638,7 @@ class ProfileReport:
 
     def regroup(self, by: str) -> "ProfileReport":
         """The same measurements grouped ``by`` "callee" or "instruction"."""
-        return ProfileReport(self.func_name, self.total, self.events, self._vm_names, by)
+        return ProfileReport(self.func_name, self.total, self.events, self._vm_names, by, self.native)
 
     def table(self) -> list[dict[str, Any]]:
         """One dict per row: name, calls, total_us, mean_us, percent (None for VM functions)."""
@@ -630,6 +661,10 @@ class ProfileReport:
 
     _HEAD = ["Name", "Calls", "Total (us)", "Mean (us)", "Share %"]
 
+    @property
+    def _how(self) -> str:
+        return " (native entry)" if self.native else ""
+
     def __str__(self) -> str:
         rows = self._cells()
         widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(self._HEAD)]
@@ -637,7 +672,7 @@ class ProfileReport:
         def line(cells: list[str]) -> str:
             return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
 
-        out = [f"VM profile of @{self.func_name}: {self.total * 1e6:.2f} us in total", line(self._HEAD),
+        out = [f"VM profile of @{self.func_name}{self._how}: {self.total * 1e6:.2f} us in total", line(self._HEAD),
                "  ".join("-" * w for w in widths)]
         out += [line(r) for r in rows]
         if any(r[3] for r in self.rows):
@@ -652,5 +687,5 @@ class ProfileReport:
         body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in self._cells())
         note = ("<p><small>* VM function: its time includes the calls it makes</small></p>"
                 if any(r[3] for r in self.rows) else "")
-        return (f"<div><b>VM profile of @{html.escape(self.func_name)}</b>: {self.total * 1e6:.2f} &micro;s"
+        return (f"<div><b>VM profile of @{html.escape(self.func_name)}{self._how}</b>: {self.total * 1e6:.2f} &micro;s"
                 f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}</div>")

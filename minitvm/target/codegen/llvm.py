@@ -24,7 +24,7 @@ from .calling import ERROR_INDEX_SYMBOL, CompiledFunction
 from .llvm_emit import CodeGenLLVM
 from .llvm_jit import LLVM_LOCK, LLVMModule, jit_compile, optimized_ir
 from .llvm_types import CodegenError, llvm_type
-from .native_entry import emit_entry, kernel_info
+from .native_entry import emit_entries, kernel_info
 
 __all__ = ["build_llvm", "LLVMModule", "CodeGenLLVM", "llvm_type", "CompiledFunction",
            "CodegenError", "ERROR_INDEX_SYMBOL"]
@@ -60,7 +60,7 @@ def build_llvm(funcs: dict[str, PrimFunc], target: Target | str = "llvm",
     for vm_func, func_names, constants in entries:
         plan = plan_entry(vm_func, func_names, constants, infos.get)
         if isinstance(plan, EntryPlan) and cg.module.globals.get(plan.symbol) is None:
-            emit_entry(cg.module, plan, cg._decorate)
+            emit_entries(cg.module, plan, cg._decorate)
             entry_symbols.append(plan.symbol)
     raw = str(cg.module)
     messages: list[str] = []

@@ -31,6 +31,7 @@ from ...tir import expr as _e
 from ..signature import FunctionSignature, ParamSpec
 from ..target import Target
 from .llvm_jit import LLVM_LOCK, LLVMModule, features_string, init_llvm, jit_compile, target_machine
+from .native_entry import CLOCK_SYMBOL
 from .packed_call import PackedCallFailure
 from .thread_pool import PARALLEL_RUN_SYMBOL, ensure_thread_pool
 
@@ -114,7 +115,7 @@ def _param_dtype(sig: dict, param: dict) -> str:
 # -- checking a saved library before it is compiled ------------------------------------------------
 
 #: external functions generated code may call: the C allocator, the thread pool, and libm
-_RUNTIME_FUNCTIONS = frozenset({"malloc", "aligned_alloc", "free", PARALLEL_RUN_SYMBOL})
+_RUNTIME_FUNCTIONS = frozenset({"malloc", "aligned_alloc", "free", PARALLEL_RUN_SYMBOL, CLOCK_SYMBOL})
 _LIBM = re.compile(r"(a?sinh?|a?cosh?|a?tanh?|atan2|exp2?|expm1|log(2|10|1p)?|sqrt|cbrt|pow|erfc?|fabs|floor|ceil"
                    r"|round|roundeven|trunc|rint|nearbyint|fmod|fmin|fmax|hypot|ldexp|frexp)f?")
 

@@ -27,6 +27,7 @@ from llvmlite.binding import ffi
 
 from ...runtime.module import Module
 from ...runtime.registry import PackedFunc
+from ...runtime.vm.native import TIMED_SUFFIX
 from ..signature import FunctionSignature
 from ..target import Target
 from .calling import ERROR_INDEX_SYMBOL, CompiledFunction, UnrunnableFunction
@@ -299,6 +300,8 @@ class LLVMModule(Module):
             self._functions[name] = PackedFunc(fn, name)
         #: native entries of VM functions in this module: symbol -> address (see runtime.vm.native)
         self.native_entries: dict[str, int] = {}
+        #: the timed twin of each native entry that has one: entry symbol -> address
+        self.timed_entries: dict[str, int] = {}
         self._kernel_infos: dict[str, Any] = {}
 
     @property
@@ -320,13 +323,17 @@ class LLVMModule(Module):
         return self._linked[kind]
 
     def add_native_entries(self, symbols: Iterable[str]) -> None:
-        """Look up the machine code of the native entries generated into this module."""
+        """Look up the machine code of the native entries generated into this module, and of
+        their timed twins where the module has them (one saved by an older minitvm may not)."""
         for symbol in symbols:
             with LLVM_LOCK:
                 addr = self._engine.get_function_address(symbol)
+                timed = self._engine.get_function_address(symbol + TIMED_SUFFIX)
             if not addr:
                 raise RuntimeError(f"LLVM JIT: no code for the native entry {symbol!r}")
             self.native_entries[symbol] = addr
+            if timed:
+                self.timed_entries[symbol] = timed
 
     def kernel_info(self, name: str) -> Any:
         """A kernel's parameters as the native-entry planner needs them (None: no such kernel)."""

@@ -48,7 +48,7 @@ from ..target import Target
 from .half_runtime import ensure_half_runtime
 from .llvm_emit import CodeGenLLVM
 from .llvm_jit import LLVM_LOCK, LLVMModule, optimize, quiet_llvm, target_machine_for, unlocked
-from .native_entry import emit_entry, kernel_info
+from .native_entry import emit_entries, kernel_info
 from .packed_call import ensure_packed_call_bridge
 from .thread_pool import ensure_thread_pool
 
@@ -247,7 +247,7 @@ def _emit_entries(entries: tuple, sigs: dict[str, FunctionSignature], target: Ta
         for kernel, _ in plan.calls:
             if kernel not in called:
                 called[kernel] = cg.declare_kernel(kernel, sigs[kernel])
-        emit_entry(cg.module, plan, cg._decorate)
+        emit_entries(cg.module, plan, cg._decorate)
         symbols.append(plan.symbol)
     return (str(cg.module), symbols, list(called)) if symbols else None
 

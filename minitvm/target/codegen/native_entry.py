@@ -14,6 +14,12 @@ and the outputs' sizes with the capacities at the table's end -- all before the 
 so a call that fails a check or needs more memory has changed nothing.  Each kernel is called
 directly (never inlined, so that both paths run the same machine code); a nonzero result
 returns ``(k + 1) << 32 | code`` at once.
+
+Beside each entry sits its *timed* twin (``<plan.symbol>`` + :data:`TIMED_SUFFIX`), which takes
+one more pointer, ``stamps``: ``len(plan.calls) + 1`` int64s, where it writes the monotonic clock
+(nanoseconds) before the first kernel and after each one.  ``VirtualMachine.profile`` calls it, so
+a profile times the very calls a plain call makes, on the same arena, with nothing between the
+kernels (the bytecode interpreter's profile pays Python and fresh allocations between them).
 """
 
 from __future__ import annotations
@@ -23,12 +29,27 @@ from typing import Any
 from llvmlite import ir
 
 from ...runtime.vm.builtins import EXPR_CODES
-from ...runtime.vm.native import NEEDS_MEMORY, EntryPlan, KernelInfo, KernelParam, ScalarRef, Sym, TensorRef
+from ...runtime.vm.native import (
+    NEEDS_MEMORY,
+    TIMED_SUFFIX,
+    EntryPlan,
+    KernelInfo,
+    KernelParam,
+    ScalarRef,
+    Sym,
+    TensorRef,
+)
 from ...tir import expr as _e
 from ..signature import FunctionSignature
 from .llvm_types import I32, I64, PTR
 
-__all__ = ["emit_entry", "kernel_info"]
+__all__ = ["emit_entry", "emit_entries", "kernel_info", "CLOCK_SYMBOL"]
+
+#: the libc function a timed entry reads the clock with (a saved library may call it)
+CLOCK_SYMBOL = "clock_gettime"
+
+#: ``clock_gettime``'s clock: monotonic, unaffected by changes of the wall clock
+_CLOCK_MONOTONIC = 1
 
 
 def kernel_info(sig: FunctionSignature) -> KernelInfo:
@@ -112,10 +133,31 @@ def _binary(b: ir.IRBuilder, code: int, x: ir.Value, y: ir.Value) -> ir.Value:
     return b.add(r, b.select(adjust, y, ir.Constant(I64, 0)))
 
 
-def emit_entry(module: ir.Module, plan: EntryPlan, decorate: Any = None) -> ir.Function:
-    """Add the native entry of ``plan`` to ``module`` (which holds its kernels)."""
-    names = ("params", "consts", "arena", "outputs") + (("sizes",) if plan.symbolic else ())
-    fn = ir.Function(module, ir.FunctionType(I64, [PTR] * len(names)), name=plan.symbol)
+def emit_entries(module: ir.Module, plan: EntryPlan, decorate: Any = None) -> None:
+    """Add the native entry of ``plan`` and its timed twin to ``module`` (which holds its kernels)."""
+    emit_entry(module, plan, decorate)
+    emit_entry(module, plan, decorate, timed=True)
+
+
+def _clock(b: ir.IRBuilder, module: ir.Module) -> ir.Value:
+    """The monotonic clock in nanoseconds (``clock_gettime``; the vDSO makes it a few ns)."""
+    gettime = module.globals.get(CLOCK_SYMBOL)
+    if gettime is None:
+        gettime = ir.Function(module, ir.FunctionType(I32, [I32, PTR]), name=CLOCK_SYMBOL)
+    spec = b.alloca(ir.ArrayType(I64, 2))
+    b.call(gettime, [ir.Constant(I32, _CLOCK_MONOTONIC), spec])
+    seconds = b.load(b.gep(spec, [ir.Constant(I64, 0), ir.Constant(I32, 0)], inbounds=True), typ=I64)
+    nanos = b.load(b.gep(spec, [ir.Constant(I64, 0), ir.Constant(I32, 1)], inbounds=True), typ=I64)
+    return b.add(b.mul(seconds, ir.Constant(I64, 1_000_000_000)), nanos)
+
+
+def emit_entry(module: ir.Module, plan: EntryPlan, decorate: Any = None, timed: bool = False) -> ir.Function:
+    """Add the native entry of ``plan`` to ``module`` (which holds its kernels); ``timed``: its
+    timed twin, which also writes the clock before the first kernel and after each one."""
+    names = ("params", "consts", "arena", "outputs") + (("sizes",) if plan.symbolic else ()) + \
+        (("stamps",) if timed else ())
+    symbol = plan.symbol + (TIMED_SUFFIX if timed else "")
+    fn = ir.Function(module, ir.FunctionType(I64, [PTR] * len(names)), name=symbol)
     if decorate is not None:
         decorate(fn)
     for arg, name in zip(fn.args, names):
@@ -126,6 +168,13 @@ def emit_entry(module: ir.Module, plan: EntryPlan, decorate: Any = None) -> ir.F
     size = _Sizes(b, plan, fn.args[4]) if plan.symbolic else lambda v: ir.Constant(I64, int(v))
     if plan.symbolic:
         size.compute()
+    stamps = fn.args[-1] if timed else None
+
+    def stamp(k: int) -> None:
+        if stamps is not None:
+            b.store(_clock(b, module), b.gep(stamps, [ir.Constant(I64, k)], inbounds=True, source_etype=I64))
+
+    stamp(0)
     tables = {"param": params, "const": consts, "out": outs}
     loaded: dict[tuple[str, int], ir.Value] = {}
 
@@ -162,6 +211,7 @@ def emit_entry(module: ir.Module, plan: EntryPlan, decorate: Any = None) -> ir.F
         # never inlined: the kernel then runs the very machine code the bytecode path runs, so the
         # two paths give bit-identical results (inlined, LLVM may contract float math differently)
         rc = b.call(callee, values, attrs=("noinline",))
+        stamp(k + 1)
         failed = b.icmp_unsigned("!=", rc, ir.Constant(I32, 0))
         with b.if_then(failed, likely=False):
             code = b.or_(b.zext(rc, I64), ir.Constant(I64, (k + 1) << 32))
