@@ -59,36 +59,49 @@ def _flat_numpy(out: Any) -> list[Any]:
     return [out.detach().numpy() if hasattr(out, "detach") else out]
 
 
+def onnx_session(module: Any, inputs: tuple[Any, ...], profile_prefix: str | None = None) -> tuple[Any, dict]:
+    """``module`` exported to ONNX (dynamo exporter) and loaded into an ORT CPU session as the
+    peer runs it: (the session, its feed of ``inputs``).  ``profile_prefix``: ORT's own profiler
+    on (per-node times; ``session.end_profiling()`` writes them)."""
+    import onnxruntime as ort
+    import torch
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "model.onnx")
+        # the exporter prints progress and logs/warns about its own internals: keep the table clean
+        logging.getLogger("torch.onnx").setLevel(logging.ERROR)
+        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), \
+                contextlib.redirect_stderr(io.StringIO()):
+            warnings.simplefilter("ignore")
+            torch.onnx.export(module, inputs, path, dynamo=True, external_data=False)
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = THREADS
+        opts.inter_op_num_threads = 1
+        opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        if profile_prefix is not None:
+            opts.enable_profiling = True
+            opts.profile_file_prefix = profile_prefix
+        session = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+    names = [i.name for i in session.get_inputs()]
+    return session, {n: x.detach().numpy() for n, x in zip(names, inputs)}
+
+
 def onnxruntime_peer(module: Any, inputs: tuple[Any, ...]) -> Peer:
     """``module`` exported to ONNX (dynamo exporter) and loaded into an ORT CPU session."""
     peer = Peer("onnxruntime")
     try:
         import onnxruntime as ort
-        import torch
+        import torch  # noqa: F401  (the exporter)
     except ImportError as exc:
         peer.error = f"not installed ({exc.name}; pip install minitvm[bench])"
         return peer
     t0 = time.perf_counter()
     try:
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "model.onnx")
-            # the exporter prints progress and logs/warns about its own internals: keep the table clean
-            logging.getLogger("torch.onnx").setLevel(logging.ERROR)
-            with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), \
-                    contextlib.redirect_stderr(io.StringIO()):
-                warnings.simplefilter("ignore")
-                torch.onnx.export(module, inputs, path, dynamo=True, external_data=False)
-            opts = ort.SessionOptions()
-            opts.intra_op_num_threads = THREADS
-            opts.inter_op_num_threads = 1
-            opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-            opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-            session = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+        session, feed = onnx_session(module, inputs)
     except Exception as exc:
         peer.error = f"export/load failed: {_first_line(exc)}"
         return peer
-    names = [i.name for i in session.get_inputs()]
-    feed = {n: x.detach().numpy() for n, x in zip(names, inputs)}
     peer.run = lambda: session.run(None, feed)
     peer.outputs = lambda: _flat_numpy(session.run(None, feed))
     peer.prepare_s = time.perf_counter() - t0

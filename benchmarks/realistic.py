@@ -30,7 +30,9 @@ second core comes and goes says what the code does when it has both (the median 
 the slow spells, and they hit minitvm's yielding thread pool harder than ORT's spinning one).
 
 ``--profile`` then prints, for each row (or the ``--profile-top`` worst by time / ORT's),
-the per-kernel table of ``zoo_profile.py``: time, share, GFLOP/s and share of peak per kernel.
+the per-kernel table of ``zoo_profile.py``: time, share, GFLOP/s and share of peak per kernel
+(timed inside the native entry), and, when ORT is a peer, the kernels beside ORT's own per-node
+times in the same model (``ort_profile.py``).
 ``--tiny`` shrinks every model (a few layers of width 32 on 32x32 images / 16 tokens), for the
 smoke test.  Nothing here asserts a speed.
 """
@@ -46,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ort_profile  # noqa: E402
 import peers as peers_mod  # noqa: E402
 import zoo as zoo_bench  # noqa: E402
 import zoo_profile  # noqa: E402
@@ -295,15 +298,22 @@ def worst_rows(rows: list[RealisticRow], count: int, peers: tuple[str, ...]) -> 
 
 
 def profile_row(row: RealisticRow, peak_gflops: float | None, tiny: bool = False, top: int | None = 15,
-                repeat: int = 20) -> str:
-    """The per-kernel table of ``zoo_profile.py`` for one row's model and batch."""
+                repeat: int = 20, with_ort: bool = False) -> str:
+    """The per-kernel table of ``zoo_profile.py`` for one row's model and batch; ``with_ort``:
+    beside ORT's per-node times (``ort_profile.py``), when ORT runs the model."""
     from minitvm.relax.frontend.torch import from_exported_program
 
     model = MODELS[row.model].zoo_model(tiny)
     mod = from_exported_program(export(model, row.batch), unwrap_unit_return_tuple=True)
     inputs = [x.numpy() for x in model.example_inputs(row.batch)]
+    nodes = None
+    if with_ort:
+        try:
+            nodes = ort_profile.node_times(model.build(), model.example_inputs(row.batch))
+        except Exception as exc:  # a peer that fails says so; the profile stands without it
+            print(f"ORT's per-node profile of {row.model} b={row.batch} failed: {peers_mod._first_line(exc)}")
     return zoo_profile.profile_text(f"{row.model} b={row.batch}", mod, inputs, repeat=repeat,
-                                    peak_gflops=peak_gflops, top=top)
+                                    peak_gflops=peak_gflops, top=top, peer_nodes=nodes)
 
 
 # -- command line ---------------------------------------------------------------------------------------
@@ -354,7 +364,7 @@ def main(argv: list[str] | None = None) -> tuple[list[RealisticRow], str]:
     if args.profile:
         chosen = worst_rows(rows, args.profile_top, peers) if args.profile_top else rows
         for row in chosen:
-            prof = profile_row(row, peak, args.tiny, args.kernels or None)
+            prof = profile_row(row, peak, args.tiny, args.kernels or None, with_ort="onnxruntime" in peers)
             print("\n" + prof, flush=True)
             text += "\n\n" + prof
     return rows, text

@@ -26,6 +26,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import LoadMeter, format_table, measured_peak_gflops, setup_environment  # noqa: E402
+from ort_profile import side_by_side  # noqa: E402
 
 
 def kernel_flops(lowered: Any) -> dict[str, float]:
@@ -48,12 +49,16 @@ def compile_for_profile(mod: Any) -> tuple[Any, Any]:
     return lowered, relax.VirtualMachine(ex, minitvm.cpu())
 
 
-def median_profile(vm: Any, inputs: list[Any], profiles: int = 3) -> tuple[float, dict[str, tuple[int, float]]]:
-    """Profile ``main`` ``profiles`` times after one untimed profile (first-touch of the
-    profiler's state); returns (median total seconds, {callee: (calls, median seconds)}) --
-    medians per callee, since a burst of other load hits one profiled call, not all."""
+def profile_reports(vm: Any, inputs: list[Any], profiles: int = 3) -> list[Any]:
+    """``profiles`` profiles of ``main`` after one untimed profile (first-touch of the profiler's
+    state)."""
     vm.profile("main", *inputs)
-    reports = [vm.profile("main", *inputs) for _ in range(max(1, profiles))]
+    return [vm.profile("main", *inputs) for _ in range(max(1, profiles))]
+
+
+def by_callee(reports: list[Any]) -> tuple[float, dict[str, tuple[int, float]]]:
+    """(median total seconds, {callee: (calls, median seconds)}) of profile ``reports`` --
+    medians per callee, since a burst of other load hits one profiled call, not all."""
     names = {name for r in reports for name, *_ in r.rows}
     out = {}
     for name in names:
@@ -61,6 +66,19 @@ def median_profile(vm: Any, inputs: list[Any], profiles: int = 3) -> tuple[float
         out[name] = (seen[0][0], statistics.median(t for _, t in seen))
     out["(VM overhead)"] = (0, statistics.median(r.overhead for r in reports))
     return statistics.median(r.total for r in reports), out
+
+
+def by_call(reports: list[Any]) -> list[tuple[str, float]]:
+    """(callee, median seconds) of each call, in call order, of profile ``reports`` that made
+    the same calls."""
+    order = [e[2] for e in reports[0].events]
+    same = [r for r in reports if [e[2] for e in r.events] == order]
+    return [(name, statistics.median(r.events[k][3] for r in same)) for k, name in enumerate(order)]
+
+
+def median_profile(vm: Any, inputs: list[Any], profiles: int = 3) -> tuple[float, dict[str, tuple[int, float]]]:
+    """Profile ``main`` ``profiles`` times after one untimed profile; :func:`by_callee` of them."""
+    return by_callee(profile_reports(vm, inputs, profiles))
 
 
 #: longest callee name shown in full
@@ -85,9 +103,10 @@ def kernel_table(rows: dict[str, tuple[int, float]], flops: dict[str, float], pe
 
 
 def profile_text(label: str, mod: Any, inputs: list[Any], repeat: int = 50, profiles: int = 10,
-                 peak_gflops: float | None = None, top: int | None = None) -> str:
+                 peak_gflops: float | None = None, top: int | None = None, peer_nodes: list[Any] | None = None) -> str:
     """Compile ``mod`` (default pipeline), time ``repeat`` plain calls of ``main`` on ``inputs``
-    (numpy arrays), then the per-kernel table of :func:`median_profile`, with the load meanwhile."""
+    (numpy arrays), then the per-kernel table of :func:`median_profile`, with the load meanwhile;
+    with ``peer_nodes`` (``ort_profile.node_times``), the kernels beside ORT's nodes too."""
     import minitvm
 
     lowered, vm = compile_for_profile(mod)
@@ -102,7 +121,8 @@ def profile_text(label: str, mod: Any, inputs: list[Any], repeat: int = 50, prof
         t0 = time.perf_counter()
         main(*args)
         samples.append(time.perf_counter() - t0)
-    total, rows = median_profile(vm, args, profiles)
+    reports = profile_reports(vm, args, profiles)
+    total, rows = by_callee(reports)
     kernel_s = sum(t for name, (_, t) in rows.items() if name in flops)
     all_flops = sum(f * max(rows[name][0], 1) for name, f in flops.items() if name in rows)  # every call
     return (f"== {label}: median {statistics.median(samples) * 1e3:.3f} ms per call (other load "
@@ -110,7 +130,8 @@ def profile_text(label: str, mod: Any, inputs: list[Any], repeat: int = 50, prof
             f"{all_flops / 1e9:.3f} GFLOP -> {all_flops / max(kernel_s, 1e-12) / 1e9:.1f} GFLOP/s in kernels"
             + (f" ({100 * all_flops / max(kernel_s, 1e-12) / 1e9 / peak_gflops:.1f}% of peak "
                f"{peak_gflops:.0f})" if peak_gflops else "")
-            + "\n" + kernel_table(rows, flops, peak_gflops, top))
+            + "\n" + kernel_table(rows, flops, peak_gflops, top)
+            + ("\n" + side_by_side(by_call(reports), peer_nodes, top) if peer_nodes else ""))
 
 
 def peak_of(measured: dict[str, Any]) -> float | None:

@@ -74,3 +74,25 @@ def test_table_gives_median_and_fastest_call_ratios(realistic):
     assert "1.25x" in line and "0.90x" in line
     assert "minitvm time / onnxruntime time: 1.25x" in text
     assert "minitvm fastest call / onnxruntime fastest call: 0.9x" in text
+
+
+def test_kernels_beside_ort_nodes_pair_in_call_order_or_list_ort_alone(realistic):
+    ort_profile = sys.modules["ort_profile"]
+    node = ort_profile.NodeTime
+    assert ort_profile._shapes([{"float": [1, 3, 224, 224]}, {"float": [64]}]) == "1x3x224x224 64"
+    ours = [("fused_conv2d_add_relu", 100e-6), ("reshape", 5e-6), ("fused_conv2d1_add1", 30e-6),
+            ("fused_matmul_add", 8e-6)]
+    theirs = [node("c0", "Conv", "1x3x8x8", "1x4x8x8", 80.0), node("r", "Reorder", "", "", 2.0),
+              node("c1", "Conv", "1x4x8x8", "1x4x8x8", 40.0), node("g", "Gemm", "1x4", "1x10", 10.0)]
+    text = ort_profile.side_by_side(ours, theirs)
+    lines = text.splitlines()
+    assert "minitvm kernels 143 us, ORT nodes 132 us" in lines[0]
+    # paired in order (reshape and Reorder left out), the furthest behind ORT first: conv (+20 us) first
+    assert lines[3].split()[:3] == ["100.0", "80.0", "1.25x"] and "fused_conv2d_add_relu" in lines[3]
+    assert lines[3].endswith("Conv 1x3x8x8 -> 1x4x8x8")
+    assert lines[4].split()[:4] == ["8.0", "10.0", "0.80x", "fused_matmul_add"]
+    assert lines[5].split()[:4] == ["30.0", "40.0", "0.75x", "fused_conv2d1_add1"]
+    assert "paired sums: minitvm 138 us, ORT 130 us; where minitvm is behind, by 20 us in all" in text
+    # as many heavy ops on both sides or nothing is paired: ORT's slowest nodes alone
+    text = ort_profile.side_by_side(ours[:1], theirs)
+    assert "not paired" in text and text.splitlines()[3].split()[:2] == ["80.0", "Conv"]
