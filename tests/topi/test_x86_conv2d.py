@@ -131,6 +131,53 @@ def test_strided_rows_of_odd_vectors_tile_along_the_row(unit, channels, vectors,
         assert re.search(rf"oo_1 in T.vectorized\((T.int64\()?{block}\b", stride1), stride1
 
 
+def test_stem_block_is_one_vector_on_avx512_for_an_image_stem():
+    """ResNet's 3 -> 64 7x7 stride-2 stem onto 112 columns (whole vectors, not pairs): one vector
+    of channels on AVX-512, where :func:`packed_block` alone takes two (flat pixels); None for
+    AVX2, more input channels, stride 1, rows of pairs of vectors, an odd padded width."""
+    stem = ((64, 3, 7, 7), (2, 2), (3, 3, 3, 3), (1, 1))
+    with AVX512:
+        assert packed_block(64, 3 * 7 * 7) == 32
+        assert conv2d_module.stem_block(*stem, 224) == 16
+        assert conv2d_module.stem_block((64, 16, 7, 7), *stem[1:], 224) is None  # not an image's channels
+        assert conv2d_module.stem_block(stem[0], (1, 1), *stem[2:], 224) is None
+        assert conv2d_module.stem_block(*stem, 256) is None  # 128 columns: pairs of vectors (_row_tile)
+        assert conv2d_module.stem_block(*stem, 223) is None  # 229 padded columns: no even/odd halves
+    with AVX2:
+        assert conv2d_module.stem_block(*stem, 224) is None
+
+
+def test_stem_tiles_two_rows_along_the_row_and_pads_with_whole_vectors():
+    """A stem on AVX-512 (3 -> 16 7x7 stride 2 onto 48 columns, a block of one vector) tiles 8
+    channels x 2 output rows x one vector of columns, and its padding copy walks the padded
+    buffer (even columns, then odd ones) -- whole-vector stores of a row read at stride 2 --
+    instead of scattering each vector of the input row; a stem with more input channels keeps
+    16 channels x 1 row."""
+    with AVX512:
+        text = _schedule(1, 3, 16, 7, 2, 96, True, 16).mod["main"].script()
+        other = _schedule(1, 8, 16, 7, 2, 96, True, 16).mod["main"].script()
+    assert re.search(r"oo_1 in T.unroll\((T.int64\()?8\b", text), text
+    assert re.search(r"yy_1 in T.unroll\((T.int64\()?2\b", text), text
+    assert re.search(r"xx_2 in T.vectorized\((T.int64\()?16\b", text), text
+    assert re.search(r"pad_temp\[v0, v1, v2, v3, v4\] = .*X\[v0, v1, v2 - 3, v4 \* 2 \+ v3 - 3\]", text), text
+    assert re.search(r"oo_1 in T.unroll\((T.int64\()?16\b", other) and "yy_1 in T.unroll" not in other, other
+    assert "pad_temp[v_i0, v_i1, v_i2, v_i3 % 2, v_i3 // 2]" in other, other
+
+
+@pytest.mark.parametrize("batch, cout, hw", [(1, 16, 96), (2, 32, 80), (1, 64, 224)])
+def test_stem_rows_match_torch(batch, cout, hw):
+    """The stem's tile of two rows (AVX-512, a block of one vector) on random data."""
+    x = RNG.standard_normal((batch, 3, hw, hw)).astype("float32")
+    w = RNG.standard_normal((cout, 3, 7, 7)).astype("float32")
+    with AVX512:
+        lib = minitvm.build(_schedule(batch, 3, cout, 7, 2, hw, True, 16).mod, target="llvm")
+        packed = pack_conv2d_weight(w, 16)
+    want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), stride=2, padding=3)).numpy()
+    out = minitvm.nd.empty(want.shape, "float32")
+    lib(minitvm.nd.array(x), minitvm.nd.array(packed), out)
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-4)
+
+
 def test_a_batch_of_whole_images_per_thread_runs_image_by_image(monkeypatch):
     """8 images on 2 threads: the batch loop is the parallel loop and each image's padding is
     computed under it, before its tiles (one parallel region); 3 images do not split evenly and

@@ -99,7 +99,12 @@ class _ConvLayout(ExprMutator):
                 w[0].size < MIN_REDUCTION or \
                 _pointwise(a, w.shape, call.args[0].struct_info.shape_values):
             return call
-        packed = Constant(ConstantData.adopt(pack(w, groups=groups)))
+        # (an image stem on AVX-512: one vector of channels, tiled along its output rows)
+        block = topi.x86.stem_block(w.shape, a["strides"], a["padding"], a["dilation"],
+                                    call.args[0].struct_info.shape_values[-1], groups) \
+            if call.op.name == "relax.nn.conv2d" and call.args[0].struct_info.shape_values else None
+        packed = pack(w, groups=groups) if block is None else pack(w, block, groups=groups)
+        packed = Constant(ConstantData.adopt(packed))
         return self.builder_.call_te(kernel, call.args[0], packed, groups=groups,
                                      strides=[int(s) for s in a["strides"]], padding=[int(p) for p in a["padding"]],
                                      dilation=[int(d) for d in a["dilation"]],

@@ -7,7 +7,8 @@ from .conv2d import (
     pack_conv1d_weight,
     pack_conv2d_weight,
     schedule_conv2d_nchw_packed,
+    stem_block,
 )
 
 __all__ = ["conv1d_ncw_packed", "conv2d_nchw_packed", "pack_conv1d_weight", "pack_conv2d_weight",
-           "schedule_conv2d_nchw_packed"]
+           "schedule_conv2d_nchw_packed", "stem_block"]

@@ -19,7 +19,8 @@ output side):
   broadcast -- its accumulators are rows of the NCHW output, written back without the transpose
   the tile of channel vectors needs; a stride-2 row of whole vectors that are not pairs (AVX-512:
   MobileNetV2's stem onto 112 columns) takes one vector of columns by 16 channels
-  (:func:`_strided_row_of_vectors`);
+  (:func:`_strided_row_of_vectors`), an image stem with a long reduction (ResNet's 7x7, packed in
+  blocks of one vector for it: :func:`stem_block`) 8 channels by two rows;
 * with two vectors of channels (:func:`pixel_tile`: AVX2 16, AVX-512 32, when they divide the
   channels) the tile runs over the output plane's pixels flattened instead (y * W + x: 6 of them
   on AVX2, 8 on AVX-512, or a divisor of the row near that: 7 on ResNet's 28, 14 and 7
@@ -74,7 +75,7 @@ from ..nn.pad import pad as _pad
 from ..utils import const_int
 
 __all__ = ["conv1d_ncw_packed", "conv2d_nchw_packed", "pack_conv1d_weight", "pack_conv2d_weight", "packed_block",
-           "schedule_conv2d_nchw_packed", "PACKED_CONV_NAME", "OUT_BLOCK", "MAX_COLUMN_TILE"]
+           "schedule_conv2d_nchw_packed", "stem_block", "PACKED_CONV_NAME", "OUT_BLOCK", "MAX_COLUMN_TILE"]
 
 #: name of the kernel's compute block (the schedule rule finds it by this name)
 PACKED_CONV_NAME = "conv2d_nchw_packed"
@@ -143,6 +144,43 @@ PIXEL_TILE_MIN_REDUCTION = 32
 #: and with fewer output channels: resnet_small's 16 and 32-channel convs (2-5M multiply-adds)
 #: ran 1.05-1.18x their one-vector time at batch 1 (2 threads), level at batch 8
 PIXEL_TILE_MIN_CHANNELS = 64
+
+
+#: a convolution with at most this many input channels (an image's) that reads its input at
+#: stride 2 along the row is a stem: see :func:`stem_block`
+STEM_MAX_CHANNELS = 4
+#: output rows side by side in the tile of a stem along the row (:func:`_strided_row_of_vectors`)
+STEM_ROWS = 2
+
+
+def stem_block(weight_shape: tuple, strides: Any, padding: Any, dilation: Any, data_width: Any,
+               groups: int = 1) -> int | None:
+    """The packed block of an image stem on AVX-512 -- at most STEM_MAX_CHANNELS input channels,
+    stride 2 along the row, a reduction of at least PIXEL_TILE_MIN_REDUCTION (so
+    :func:`packed_block` would take two vectors and flat pixels) onto output rows that are whole
+    vectors but not pairs (ResNet-18's 3 -> 64 7x7 onto 112 columns): one vector of channels,
+    whose tile runs along the output row (:func:`_strided_row_of_vectors`, STEM_ROWS rows of it)
+    and writes rows back without the transpose of the flat-pixel tile (8 pixels x 32 channels
+    gathered lane by lane through the stack: 256 shuffles per 2352 FMAs, on AVX-512's FMA port 5).
+    Measured on a Xeon (AVX-512), ResNet-18's stem, the kernel alone against the flat-pixel tile,
+    alternating in one process, busy machine (load 3.5-4.3): b1 one thread min 1355 vs 1380 us
+    (median 1488 vs 1634), 1517 vs 1496 (1679 vs 1637); two threads 703 vs 736, 762 vs 743; b8
+    one thread 11.5 vs 12.3 ms (median 13.7 vs 16.8), two threads 12.5 vs 14.3 (median level).  The
+    whole model at b1, same process, alternating (load 3.9-4.3): min 12.05 vs 12.38 ms and 17.28 vs
+    18.47 (medians 37.5 vs 33.2 and 39.5 vs 40.9).  None: :func:`packed_block` decides."""
+    unit = VectorUnit.current()
+    o, c, kh, kw = (int(d) for d in weight_shape)
+    sw = int(strides) if isinstance(strides, int) else int(strides[-1])
+    dw = int(dilation) if isinstance(dilation, int) else int(dilation[-1])
+    before, after = conv_padding(padding, 2)
+    width = const_int(data_width)
+    if unit.lanes < STRIDED_ROW_MIN_LANES or groups != 1 or c > STEM_MAX_CHANNELS or sw != 2 or width is None:
+        return None
+    ow = const_int(conv_out_size(width, kw, before[1], after[1], sw, dw))
+    if c * kh * kw < PIXEL_TILE_MIN_REDUCTION or (width + before[1] + after[1]) % 2 or o % unit.lanes \
+            or ow is None or ow % unit.lanes or ow % (2 * unit.lanes) == 0:
+        return None
+    return unit.lanes
 
 
 def pack_conv2d_weight(weight: np.ndarray, block: int | None = None, groups: int = 1) -> np.ndarray:
@@ -393,7 +431,8 @@ def schedule_conv2d_nchw_packed(sch: Schedule) -> bool:
     by_image = flat and N is not None and N > 1 and per_image >= BY_IMAGE_WORK and prologue in ([], [PAD_NAME])
     realize, _ = sch._block(sch.get_block(PACKED_CONV_NAME))
     ob = _packed_block_of(realize.block)
-    rows = None if flat else _rows_of(sch, realize.block, ext[3], ob, prologue)
+    stem = not flat and _is_stem(realize.block, ext[3], ob)
+    rows = None if flat else _rows_of(sch, realize.block, ext[3], ob, prologue, stem)
     # (a convolution by image whose batch splits into whole images on the threads runs those)
     images = (rows is not None or by_image) and parallel and _whole_images_per_thread(N) and len(prologue) <= 1
     by_image = by_image and not images
@@ -411,7 +450,7 @@ def schedule_conv2d_nchw_packed(sch: Schedule) -> bool:
     if flat:
         _tile_pixels(sch, conv, epilogue, ob, threads)
     elif rows is not None:
-        _tile_rows(sch, conv, epilogue, rows, threads)
+        _tile_rows(sch, conv, epilogue, rows, threads, STEM_ROWS if stem else 1)
     else:
         _tile_columns(sch, conv, epilogue, ob, ext[3], threads)
     return True
@@ -583,7 +622,7 @@ def _row_tile(X: int, ob: int) -> tuple[int, int] | None:
     return channels, vectors
 
 
-def _rows_of(sch: Schedule, conv: Any, X: int, ob: int, prologue: list) -> tuple[int, int] | None:
+def _rows_of(sch: Schedule, conv: Any, X: int, ob: int, prologue: list, stem: bool = False) -> tuple[int, int] | None:
     """The row tile (:func:`_row_tile`) of the convolution block ``conv``, or None: the tile of
     channel vectors.  Stride 1 along the width reads each row tile's input as whole vectors;
     stride 2 does after its padding copy stores the padded rows deinterleaved, even columns and
@@ -594,14 +633,34 @@ def _rows_of(sch: Schedule, conv: Any, X: int, ob: int, prologue: list) -> tuple
     stride = _column_stride(conv)
     rows = _row_tile(X, ob) if stride in (1, 2) else None
     if rows is None and stride == 2:
-        rows = _strided_row_of_vectors(X, ob)
+        rows = _strided_row_of_vectors(X, ob, STEM_ROWS if stem else 1)
     if rows is None or stride == 1:
         return rows
     if prologue != [PAD_NAME]:
         return None  # (an unpadded strided conv reads its input in place: nowhere to deinterleave)
-    sch.transform_layout(sch.get_block(PAD_NAME), ("write", 0), lambda nn, cc, yy, xx: (nn, cc, yy, xx % 2, xx // 2),
-                         pad_value=0.0)
+    pad = sch.get_block(PAD_NAME)
+    sch.transform_layout(pad, ("write", 0), lambda nn, cc, yy, xx: (nn, cc, yy, xx % 2, xx // 2), pad_value=0.0)
+    if stem:
+        # the copy walks its output (even columns, then odd ones): whole-vector stores of a row read
+        # at stride 2 (a load and a shuffle), where walking its input scattered each vector
+        sch.transform_block_layout(pad, lambda nn, cc, yy, xx: (nn, cc, yy, xx % 2, xx // 2))
     return rows
+
+
+def _is_stem(conv: Any, X: int, ob: int) -> bool:
+    """Whether the convolution block ``conv`` (output rows of ``X`` columns, a block of ``ob``
+    channels, before :func:`_rows_of`) is a stem as :func:`stem_block` means it, whichever rule
+    chose its block of one vector: stride 2 along the row, at most STEM_MAX_CHANNELS input
+    channels, a padded input of an even width, rows of whole vectors but not pairs of them."""
+    ext = [const_int(iv.dom.extent) for iv in conv.iter_vars]
+    if None in ext or len(ext) != 7 or _column_stride(conv) != 2:
+        return False
+    padded = next((r.buffer for r in conv.reads if r.buffer.name == PAD_NAME), None)
+    width = None if padded is None else const_int(padded.shape[-1])
+    unit = VectorUnit.current()
+    return (unit.lanes >= STRIDED_ROW_MIN_LANES and ob == unit.lanes and ext[4] <= STEM_MAX_CHANNELS
+            and math.prod(ext[4:]) >= PIXEL_TILE_MIN_REDUCTION and width is not None and width % 2 == 0
+            and X % unit.lanes == 0 and X % (2 * unit.lanes) and ext[2] % STEM_ROWS == 0)
 
 
 #: the tile along a strided output row of whole vectors that are not pairs of them
@@ -609,7 +668,7 @@ def _rows_of(sch: Schedule, conv: Any, X: int, ob: int, prologue: list) -> tuple
 STRIDED_ROW_MIN_LANES = 16
 
 
-def _strided_row_of_vectors(X: int, ob: int) -> tuple[int, int] | None:
+def _strided_row_of_vectors(X: int, ob: int, rows: int = 1) -> tuple[int, int] | None:
     """(channels, 1): a tile along a stride-2 output row of ``X`` columns, whole vectors but not
     pairs (MobileNetV2's 3 -> 32 stem onto 112 columns on AVX-512), one vector of columns by as many
     channels of the block as fill the accumulators -- each step loads a vector of the input row and
@@ -621,14 +680,17 @@ def _strided_row_of_vectors(X: int, ob: int) -> tuple[int, int] | None:
     columns 0.95-0.98x at batch 1 and 8 (load 9).  7 vectors x
     2 channels (fewer loads per multiply-add, but each input vector straddles two cache lines)
     measured 0.96x, 0.82x with the padded rows aligned (which 1 x 16 does not need).  AVX-512 only:
-    AVX2's 8 lanes make 112 columns pairs of vectors (:func:`_row_tile`)."""
+    AVX2's 8 lanes make 112 columns pairs of vectors (:func:`_row_tile`).  A stem (:func:`_is_stem`)
+    takes ``rows`` output rows side by side and half the channels (8 x 2 rows: 2 input loads and 8
+    broadcasts per 16 FMAs, where 16 x 1 loads 17): :func:`_tile_rows` splits the rows."""
     unit = VectorUnit.current()
     if unit.lanes < STRIDED_ROW_MIN_LANES or X % unit.lanes:
         return None
-    return max(d for d in range(1, min(ob, unit.accumulators) + 1) if ob % d == 0), 1
+    return max(d for d in range(1, min(ob, unit.accumulators // rows) + 1) if ob % d == 0), 1
 
 
-def _tile_rows(sch: Schedule, conv: Any, epilogue: Any, rows: tuple[int, int], threads: _Threads) -> None:
+def _tile_rows(sch: Schedule, conv: Any, epilogue: Any, rows: tuple[int, int], threads: _Threads,
+               side_by_side: int = 1) -> None:
     """Steps 2-4 of :func:`schedule_conv2d_nchw_packed` for a tile along the output row
     (:func:`_row_tile`): ``channels`` x ``vectors`` vectors of columns of one output row, loops
     (n, o0, y, x0, c, ry, rx, o1, x1, x2) with x2 a vector; the accumulators are in NCHW order,
@@ -637,7 +699,12 @@ def _tile_rows(sch: Schedule, conv: Any, epilogue: Any, rows: tuple[int, int], t
     channels, vectors = rows
     o0, o1 = sch.split(o, [None, channels])
     x0, x1, x2 = sch.split(x, [None, vectors, VectorUnit.current().lanes])
-    sch.reorder(n, o0, y, x0, rc, ry, rx, o1, x1, x2)
+    if side_by_side > 1:  # (a stem: rows of the tile, :func:`_strided_row_of_vectors`)
+        y, y1 = sch.split(y, [None, side_by_side])
+        sch.reorder(n, o0, y, x0, rc, ry, rx, o1, y1, x1, x2)
+        sch.unroll(y1)
+    else:
+        sch.reorder(n, o0, y, x0, rc, ry, rx, o1, x1, x2)
     wb = _local_accumulator(sch, conv, epilogue)
     sch.reverse_compute_at(wb, x0)
     sch.vectorize(x2)

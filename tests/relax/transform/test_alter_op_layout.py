@@ -72,6 +72,30 @@ def test_a_short_reduction_is_packed_on_either_unit(unit):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+def test_an_image_stem_is_packed_in_blocks_of_one_vector_on_avx512():
+    """A 3 -> 64 7x7 stride-2 stem onto 48 columns (whole vectors, not pairs): blocks of 16 on
+    AVX-512 (its tile runs along the output rows), of two AVX2 vectors there; torch's numbers."""
+    import torch
+
+    x = relax.Var("x", relax.TensorStructInfo((1, 3, 96, 96), "float32"))
+    w = RNG.standard_normal((64, 3, 7, 7)).astype("float32")
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            gv = bb.emit_output(relax.op.nn.relu(relax.op.nn.conv2d(x, relax.const(w), strides=2, padding=3)))
+        bb.emit_func_output(gv)
+    mod = bb.get()
+    xs = RNG.standard_normal((1, 3, 96, 96)).astype("float32")
+    want = torch.nn.functional.conv2d(torch.from_numpy(xs), torch.from_numpy(w), stride=2, padding=3).relu().numpy()
+    for unit, block in ((AVX512, 16), (AVX2, 16)):
+        with unit:
+            new = relax.transform.AlterOpLayout()(mod)
+            packed = new["main"].body.blocks[0].bindings[0].value.args[1].fields[1].data.numpy()
+            assert packed.shape == (64 // block, 3, 7, 7, block), (unit, packed.shape)
+            got = relax.VirtualMachine(minitvm.compile(new, "llvm"), minitvm.cpu())["main"](xs).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
 def test_default_pipeline_schedules_the_packed_kernel_with_its_epilogue():
     mod, _ = _conv_module(cout=16)
     lowered = relax.get_pipeline("default")(mod)
