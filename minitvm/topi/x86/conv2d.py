@@ -676,8 +676,10 @@ def _tile_pixels(sch: Schedule, conv: Any, epilogue: Any, ob: int, threads: _Thr
     group = None if chunked else _tiles_per_group(pixels // tile, tile, ob, channels, kh * kw,
                                                       threads.images)
     pg = None
-    row_group = _pixel_row_groups(sch, epilogue, [None, None, pixels, channels, kh, kw], ob) \
-        if threads.pad_rows else None
+    # (whole images on each thread: the groups of an image run on its thread)
+    images_padded = threads.images and threads.pad == PAD_NAME
+    row_group = _pixel_row_groups(sch, epilogue, [None, None, pixels, channels, kh, kw], ob,
+                                  1 if images_padded else None) if threads.pad_rows or images_padded else None
     if row_group is not None:
         # (groups of whole rows on threads, each padding its rows: :func:`_pixel_row_groups`)
         chunked, group = False, row_group * width // tile
@@ -708,7 +710,12 @@ def _tile_pixels(sch: Schedule, conv: Any, epilogue: Any, ob: int, threads: _Thr
     # value of a pixel lands H x W floats from the last (4 KB on a 32 x 32 plane: the 16 stores
     # of a pixel share one cache set), measured 1.4-2.5x slower on resnet_small's 16-channel convs
     sch.vectorize(sch.get_loops(epilogue)[-1])
-    if row_group is not None:
+    if row_group is not None and threads.images:
+        pad = sch.get_block(threads.pad)
+        sch.compute_at(pad, pg)
+        sch.vectorize(sch.get_loops(pad)[-1])
+        sch.parallel(n)
+    elif row_group is not None:
         outer = pg if threads.N is None else sch.fuse(n, pg)
         pad = sch.get_block(threads.pad_rows)
         sch.compute_at(pad, outer)
@@ -728,10 +735,11 @@ def _tile_pixels(sch: Schedule, conv: Any, epilogue: Any, ob: int, threads: _Thr
 ROW_GROUPS_PER_THREAD = 4
 
 
-def _pixel_row_groups(sch: Schedule, epilogue: Any, ext: list, ob: int) -> int | None:
+def _pixel_row_groups(sch: Schedule, epilogue: Any, ext: list, ob: int, threads: int | None = None) -> int | None:
     """Output rows per group when a padded flat-pixel convolution on threads (``ext``: its loop
-    extents (n, o, pixels, c, kh, kw); ``epilogue``: its write-back into rows) runs groups of
-    whole output rows on the threads, or None.  Each group pads the input rows it reads (window
+    extents (n, o, pixels, c, kh, kw); ``epilogue``: its write-back into rows; ``threads``: the
+    threads the groups are cut for, default all) runs groups of whole output rows on the
+    threads, or None.  Each group pads the input rows it reads (window
     halo included) into a chunk-local buffer at the top of its chunk, then runs every block of
     channels over them, the reduction in chunks of REDUCTION_CHUNK channels over the group's
     tiles, (n, g, o0, c0, p0, c1, ry, rx, p1, o1), writing each block back after its last chunk.
@@ -744,9 +752,14 @@ def _pixel_row_groups(sch: Schedule, epilogue: Any, ext: list, ob: int) -> int |
     saved.  AVX-512 with 3x3-like windows only (AVX2's schedule is unchanged), on planes too
     large for :func:`_reduction_in_chunks` (its chunks over the whole plane read each weight once:
     256 ch on 14 x 14 in 14 groups of a row measured 1.46x, each group reading all 2.4 MB of
-    weights); not a batch whose
-    whole images run on each thread (they pad per image already; row groups measured 1.03-1.07x
-    there).  Measured on a Xeon (AVX-512), ResNet-18 at batch 1, each kernel alone, min of 400
+    weights).  A batch whose whole images run on each thread (:func:`_whole_images_per_thread`)
+    runs the groups of each image on its thread, padded per group (``threads``: 1, the groups per
+    image): one 28 x 28 image in 4 groups of 7 rows, 56 x 56 in 14 of 4; measured on a Xeon, one
+    thread, ResNet-18 at batch 8, CPU time of 60 calls alternating in one process (two runs, load
+    4), against each image padded whole before (blocks of channels, groups of tiles) with the
+    prefetch: 128 ch on 28 x 28 0.94x and 0.95x (min), 64 -> 128 stride 2 0.92x and 0.95x, 64 ch
+    on 56 x 56 0.98x and 1.02x.  (Groups of all the images on threads, padded per group, measured
+    1.03-1.07x the images'.)  Measured on a Xeon (AVX-512), ResNet-18 at batch 1, each kernel alone, min of 400
     calls alternating in one process (load 3-4), against the padding before and (blocks of
     channels, groups of tiles) on threads: 2 threads, 64 ch on 56 x 56 0.92x (631 -> 578 us),
     64 -> 128 stride 2 onto 28 x 28 0.86x (376 -> 324), 128 ch on 28 x 28 0.89x (656 -> 583);
@@ -759,7 +772,7 @@ def _pixel_row_groups(sch: Schedule, epilogue: Any, ext: list, ob: int) -> int |
     tile = pixel_tile(ob, width)
     if tile is None or width % tile or pixels != height * width:
         return None
-    threads = parallel_threads()
+    threads = threads or parallel_threads()
     fits = [r for r in range(1, height + 1) if height % r == 0 and (height // r) % threads == 0
             and height // r >= ROW_GROUPS_PER_THREAD * threads and r * width * ob * 4 <= GROUP_PARTIAL_BYTES]
     return max(fits) if fits else None
