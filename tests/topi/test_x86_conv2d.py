@@ -263,11 +263,13 @@ def test_flat_pixel_tiles_match_torch(unit, batch, cin, cout, k, stride, hw, rel
 def test_small_planes_reduce_in_chunks_of_channels(unit):
     """On AVX-512, on a plane whose partial sums fit L1 (7 x 7) the reduction runs in chunks of
     REDUCTION_CHUNK channels outside the pixel tiles, the write-back after the last chunk; a
-    large plane (56 x 56 with 32 channels: 400 KB of partial sums) keeps the whole reduction
-    inside each tile, as AVX2 does on every plane.  Results as torch's, with and without ReLU,
-    batch 1 and 2."""
+    large plane (56 x 56 with 32 channels: 400 KB of partial sums) on one thread keeps the whole
+    reduction inside each tile, as AVX2 does on every plane (on threads, AVX-512 runs it in
+    groups of rows: test_padded_flat_convs_on_threads_run_groups_of_rows).  Results as torch's,
+    with and without ReLU, batch 1 and 2."""
     with unit:
         text = _schedule(1, 48, 64, 3, 1, 7, True).mod["main"].script()
+    with unit, _one_thread():
         large = _schedule(1, 48, 64, 3, 1, 56, True).mod["main"].script()
     chunked = re.search(r"for rc_0, pp_0, rc_1 in T.grid\((T.int64\()?3\)?, ", text)
     assert bool(chunked) == (unit is AVX512), text
@@ -286,16 +288,19 @@ def test_medium_planes_reduce_in_chunks_over_groups_of_tiles(unit, monkeypatch):
     are the parallel loop.  AVX2 keeps the whole reduction in each tile.  Results as torch's: a
     26 x 26 plane (85 tiles of 8, the last one past the plane, in groups of 17), stride 2 onto
     28 x 28 with two images, 64 channels on 28 x 28.  A large plane (56 x 56: 400 KB) is grouped
-    only when whole images run on each thread (4 images on 2 threads), not at batch 1."""
+    only when whole images run on each thread (4 images on 2 threads), not at batch 1 on one
+    thread (on two, groups of rows: test_padded_flat_convs_on_threads_run_groups_of_rows)."""
     monkeypatch.setenv("MINITVM_NUM_THREADS", "2")
-    with unit:
+    with unit, _one_thread():  # (on threads: groups of whole rows, each padding its own)
         text = _schedule(1, 48, 64, 3, 1, 28, True).mod["main"].script()
-        large = [_schedule(b, 32, 64, 3, 1, 56, True).mod["main"].script() for b in (1, 4)]
+        large = [_schedule(1, 32, 64, 3, 1, 56, True).mod["main"].script()]
+    with unit:
+        large.append(_schedule(4, 32, 64, 3, 1, 56, True).mod["main"].script())
     assert "rc_0" not in large[0] and ("rc_0" in large[1]) == (unit is AVX512), large
     grouped = re.search(r"for rc_0, pp_0_1, rc_1 in T.grid\((T.int64\()?3\)?, (T.int64\()?28\)?, ", text)
     assert bool(grouped) == (unit is AVX512), text
     if unit is AVX512:
-        assert re.search(r"nn_oo_0_pp_0_0_fused in T.parallel\((T.int64\()?8\b", text), text  # 2 blocks x 4 groups
+        assert "nn_oo_0_pp_0_0_fused" in text, text  # 2 blocks x 4 groups (on one thread, serial)
         assert "T.prefetch" in text and text.index("T.prefetch") < text.index("for ry"), text
         # the write-back of the group's 196 pixels, after the chunks
         assert re.search(r"in T.vectorized\((T.int64\()?196\)", text) and text.rindex("T.vectorized") > \
@@ -358,6 +363,59 @@ def test_chunks_prefetch_the_next_chunks_weights(unit):
     assert text.index("T.prefetch") < text.index("for ry")  # at the top of each input channel
     minitvm.ir.assert_structural_equal(func, minitvm.script.from_source(text))  # the hints print and parse back
     _matches_torch(unit, 1, 48, 64, 3, 1, 7, True)
+
+
+class _one_thread:
+    """Schedule as for one thread (``parallel_threads()`` 1): a padded flat-pixel convolution's
+    rows then make no groups for the threads (:func:`_pixel_row_groups`)."""
+
+    def __enter__(self):
+        self._patch = pytest.MonkeyPatch()
+        self._patch.setattr(conv2d_module, "parallel_threads", lambda: 1)
+        self._patch.setattr(conv2d_module, "ROW_GROUPS_PER_THREAD", 10 ** 6)
+
+    def __exit__(self, *exc):
+        self._patch.undo()
+
+
+@pytest.mark.parametrize("batch, cin, cout, k, stride, hw, rows, padded", [
+    (1, 48, 64, 3, 1, 28, 2, 4),     # 28 x 28: 14 groups of 2 rows, each padding 4
+    (1, 32, 64, 3, 1, 56, 4, 6),     # 56 x 56: 14 groups of 4 (28 KB of partial sums)
+    (1, 32, 64, 3, 2, 56, 2, 5),     # stride 2 onto 28 x 28: 2 output rows read 5 input rows
+    (3, 32, 64, 3, 1, 28, 2, 4),     # 3 images (not whole ones per thread): (image, group) on threads
+    (4, 48, 64, 3, 1, 28, 7, 9),     # whole images per thread: each image's 4 groups on its thread
+])
+@pytest.mark.parametrize("unit", [AVX512, AVX2], ids=["avx512", "avx2"])
+def test_padded_flat_convs_on_threads_run_groups_of_rows(unit, batch, cin, cout, k, stride, hw, rows, padded,
+                                                         monkeypatch):
+    """On AVX-512 a padded flat-pixel convolution on threads runs groups of whole output rows on
+    the threads (one parallel region): each group pads the input rows it reads, halo included,
+    then runs every block of channels over them in chunks of input channels, without the weight
+    prefetch, and writes each block back after its last chunk; with whole images per thread the
+    images are the parallel loop and each runs its groups so.  AVX2 keeps the padding before and
+    the blocks of channels on threads (or the images, each padded whole).  Results as torch's."""
+    monkeypatch.setenv("MINITVM_NUM_THREADS", "2")
+    with unit:
+        text = _schedule(batch, cin, cout, k, stride, hw, True).mod["main"].script()
+    out = (hw - 1) // stride + 1
+    groups = out // rows
+    images = batch == 4  # (on 2 threads)
+    if unit is AVX2:
+        assert text.count("T.parallel") == (1 if images else 2) and "pp_0_0" not in text, text
+    elif images:
+        assert re.search(r"for nn in T.parallel\((T.int64\()?4\b", text) and text.count("T.parallel") == 1, text
+        assert re.search(rf"for pp_0_0 in range\((T.int64\()?{groups}\)?\)", text), text
+    else:
+        fused = re.search(r"for (nn_pp_0_0_fused|pp_0_0) in T.parallel\((T.int64\()?(\d+)\)?\)", text)
+        assert fused and int(fused.group(3)) == batch * groups and text.count("T.parallel") == 1, text
+    if unit is AVX512:
+        pad = text.index('T.sblock("pad_temp")')
+        assert text.index("T.parallel") < pad < text.index("for oo_0 in range"), text  # padded in the chunk
+        # the rows it pads: the group's and the window's halo
+        assert re.search(rf"for ax0, ax1 in T.grid\((T.int64\()?{cin}\)?, (T.int64\()?{padded}\)?\)", text), text
+        assert "rc_0" in text and "prefetch" not in text, text
+        assert re.search(rf"for ax1 in T.vectorized\((T.int64\()?{rows * out}\)?\)", text), text  # the write-back
+    _matches_torch(unit, batch, cin, cout, k, stride, hw, True)
 
 
 def test_large_convs_run_on_threads_padding_too(monkeypatch):

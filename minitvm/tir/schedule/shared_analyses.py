@@ -21,7 +21,24 @@ from ...arith import Analyzer
 from ...ir import replace
 from ...ir.structural import structural_equal
 from ..analysis import conjuncts, get_block_read_write_region, vars_used
-from ..expr import LT, Add, And, FloorDiv, FloorMod, IntImm, IterVar, Max, Min, Mul, PrimExpr, Range, Sub, Var, const
+from ..expr import (
+    LT,
+    Add,
+    And,
+    Cast,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    IterVar,
+    Max,
+    Min,
+    Mul,
+    PrimExpr,
+    Range,
+    Sub,
+    Var,
+    const,
+)
 from ..functor import substitute
 from ..stmt import Block, BlockRealize, For, Stmt
 from .tree import walk_stmts
@@ -71,9 +88,20 @@ def index_bounds(e: PrimExpr, var_ranges: VarRanges) -> tuple[PrimExpr, PrimExpr
             return None
         f = type(e)
         return f(a[0], b[0]), f(a[1], b[1])
+    if isinstance(e, Cast) and _widening_int_cast(e):
+        r = index_bounds(e.value, var_ranges)
+        return None if r is None else tuple(const(b.value, e.dtype) if isinstance(b, IntImm) else Cast(e.dtype, b)
+                                            for b in r)
     if not vars_used(e) & set(var_ranges):
         return e, e  # an expression free of the ranging variables is one point
     return None
+
+
+def _widening_int_cast(e: Cast) -> bool:
+    """Whether ``e`` casts an integer to an integer type at least as wide (it keeps every value,
+    so it keeps the order of bounds: a flat-pixel convolution's row ``int64(p // W)``)."""
+    src, dst = e.value.dtype, e.dtype
+    return src.startswith("int") and dst.startswith("int") and int(dst[3:] or 32) >= int(src[3:] or 32)
 
 
 def range_bounds(rng: Range, var_ranges: VarRanges, bind: dict | None = None) -> tuple[PrimExpr, PrimExpr] | None:

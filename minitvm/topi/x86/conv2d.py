@@ -400,7 +400,8 @@ def schedule_conv2d_nchw_packed(sch: Schedule) -> bool:
 
     A convolution over flat pixels (two vectors of channels, :func:`pixel_tile`) splits the pixels
     instead of the columns, (n, o0, p0, c, ry, rx, p1, o1), and writes each tile back through the
-    epilogue, turned over the flat pixels too (:func:`_tile_pixels`).
+    epilogue, turned over the flat pixels too (:func:`_tile_pixels`); on threads, padded, groups
+    of whole output rows, each padding its rows (:func:`_pixel_row_groups`).
     """
     names = [sch.get(b).name_hint for b in _blocks(sch)]
     if PACKED_CONV_NAME not in names:
@@ -437,6 +438,9 @@ def schedule_conv2d_nchw_packed(sch: Schedule) -> bool:
     images = (rows is not None or by_image) and parallel and _whole_images_per_thread(N) and len(prologue) <= 1
     by_image = by_image and not images
     pad_rows = None
+    if flat and parallel and not (by_image or images) and prologue == [PAD_NAME] \
+            and _pixel_row_groups(sch, epilogue, ext, ob) is not None:
+        pad_rows = PAD_NAME  # (groups of rows of flat pixels, each padding its rows)
     if parallel and not (by_image or images or flat) and prologue == [PAD_NAME] \
             and math.prod(ext[-3:]) >= _pad_per_rows_min_reduction() \
             and _weights_within_padded_image(sch, realize.block):
@@ -723,7 +727,8 @@ def _tile_pixels(sch: Schedule, conv: Any, epilogue: Any, ob: int, threads: _Thr
     (:func:`pixel_tile`): a tile of ``ob`` channels x ``pt`` pixels, written back into NCHW rows
     through the epilogue (its own pixels only: the last tile may run past the plane).  A small
     plane runs its reduction in chunks outside the tiles (:func:`_reduction_in_chunks`), a medium
-    one in chunks over groups of tiles (:func:`_tiles_per_group`)."""
+    one in chunks over groups of tiles (:func:`_tiles_per_group`); with ``threads.pad_rows`` the
+    groups are whole rows on threads, each padding its input rows (:func:`_pixel_row_groups`)."""
     if epilogue is None:
         raise ScheduleError(f"{PACKED_CONV_NAME}: a flat-pixel convolution without its write-back into rows")
     n, o, p, rc, ry, rx = sch.get_loops(conv)
@@ -738,13 +743,23 @@ def _tile_pixels(sch: Schedule, conv: Any, epilogue: Any, ob: int, threads: _Thr
     group = None if chunked else _tiles_per_group(pixels // tile, tile, ob, channels, kh * kw,
                                                       threads.images)
     pg = None
+    # (whole images on each thread: the groups of an image run on its thread)
+    images_padded = threads.images and threads.pad == PAD_NAME
+    row_group = _pixel_row_groups(sch, epilogue, [None, None, pixels, channels, kh, kw], ob,
+                                  1 if images_padded else None) if threads.pad_rows or images_padded else None
+    if row_group is not None:
+        # (groups of whole rows on threads, each padding its rows: :func:`_pixel_row_groups`)
+        chunked, group = False, row_group * width // tile
     if chunked:
         rc, rc1 = sch.split(rc, [None, REDUCTION_CHUNK])
         sch.reorder(n, o0, rc, p0, rc1, ry, rx, p1, o1)
     elif group is not None:
         pg, p0 = sch.split(p0, [None, group])
         rc, rc1 = sch.split(rc, [None, REDUCTION_CHUNK])
-        sch.reorder(n, o0, pg, rc, p0, rc1, ry, rx, p1, o1)
+        if row_group is not None:
+            sch.reorder(n, pg, o0, rc, p0, rc1, ry, rx, p1, o1)
+        else:
+            sch.reorder(n, o0, pg, rc, p0, rc1, ry, rx, p1, o1)
     else:
         sch.reorder(n, o0, p0, rc, ry, rx, p1, o1)
     local = sch.cache_write(conv, 0, "local")
@@ -754,7 +769,7 @@ def _tile_pixels(sch: Schedule, conv: Any, epilogue: Any, ob: int, threads: _Thr
     sch.transform_block_layout(epilogue, _flatten_pixels(width))
     # the write-back follows the loop outside the reduction: the block, a group or a tile
     tile_outer = p0 if pg is None else pg
-    sch.reverse_compute_at(epilogue, o0 if chunked else tile_outer)
+    sch.reverse_compute_at(epilogue, o0 if chunked or row_group is not None else tile_outer)
     sch.vectorize(o1)
     sch.unroll(p1)
     sch.unroll(rx)
@@ -762,11 +777,72 @@ def _tile_pixels(sch: Schedule, conv: Any, epilogue: Any, ob: int, threads: _Thr
     # value of a pixel lands H x W floats from the last (4 KB on a 32 x 32 plane: the 16 stores
     # of a pixel share one cache set), measured 1.4-2.5x slower on resnet_small's 16-channel convs
     sch.vectorize(sch.get_loops(epilogue)[-1])
-    threads.apply(sch, n, [o0] if chunked else [o0, tile_outer])
+    if row_group is not None and threads.images:
+        pad = sch.get_block(threads.pad)
+        sch.compute_at(pad, pg)
+        sch.vectorize(sch.get_loops(pad)[-1])
+        sch.parallel(n)
+    elif row_group is not None:
+        outer = pg if threads.N is None else sch.fuse(n, pg)
+        pad = sch.get_block(threads.pad_rows)
+        sch.compute_at(pad, outer)
+        sch.vectorize(sch.get_loops(pad)[-1])
+        sch.parallel(outer)
+    else:
+        threads.apply(sch, n, [o0] if chunked else [o0, tile_outer])
     init = sch.decompose_reduction(conv, rc)
     sch.vectorize(sch.get_loops(init)[-1])
-    if chunked or pg is not None:
+    if chunked or (pg is not None and row_group is None):  # (row groups: see _pixel_row_groups)
         _prefetch_next_chunk(sch, conv, rc, p0, rc1)
+
+
+#: a padded flat-pixel convolution on threads runs groups of whole output rows
+#: (:func:`_pixel_row_groups`) when its rows cut into at least this many groups per thread (the
+#: pool's chunks; fewer, larger groups pad fewer halo rows, but a busy core then costs more)
+ROW_GROUPS_PER_THREAD = 4
+
+
+def _pixel_row_groups(sch: Schedule, epilogue: Any, ext: list, ob: int, threads: int | None = None) -> int | None:
+    """Output rows per group when a padded flat-pixel convolution on threads (``ext``: its loop
+    extents (n, o, pixels, c, kh, kw); ``epilogue``: its write-back into rows; ``threads``: the
+    threads the groups are cut for, default all) runs groups of whole output rows on the
+    threads, or None.  Each group pads the input rows it reads (window
+    halo included) into a chunk-local buffer at the top of its chunk, then runs every block of
+    channels over them, the reduction in chunks of REDUCTION_CHUNK channels over the group's
+    tiles, (n, g, o0, c0, p0, c1, ry, rx, p1, o1), writing each block back after its last chunk.
+    The padding before the convolution took a parallel region of its own, and each core then read
+    half its rows from the other core's cache (the blocks of channels on threads read every row).
+    The largest group whose partial sums fit GROUP_PARTIAL_BYTES, in a number of groups the
+    threads divide, ROW_GROUPS_PER_THREAD or more each: ResNet-18's 28 x 28 planes 14 groups of 2
+    rows, 56 x 56 14 of 4.  No weight prefetch (:func:`_prefetch_next_chunk`): a block's weights
+    (147 KB) stay in L2 across groups, and the hints' address arithmetic cost more than they
+    saved.  AVX-512 with 3x3-like windows only (AVX2's schedule is unchanged), on planes too
+    large for :func:`_reduction_in_chunks` (its chunks over the whole plane read each weight once:
+    256 ch on 14 x 14 in 14 groups of a row measured 1.46x, each group reading all 2.4 MB of
+    weights).  A batch whose whole images run on each thread (:func:`_whole_images_per_thread`)
+    runs the groups of each image on its thread, padded per group (``threads``: 1, the groups per
+    image): one 28 x 28 image in 4 groups of 7 rows, 56 x 56 in 14 of 4; measured on a Xeon, one
+    thread, ResNet-18 at batch 8, CPU time of 60 calls alternating in one process (two runs, load
+    4), against each image padded whole before (blocks of channels, groups of tiles) with the
+    prefetch: 128 ch on 28 x 28 0.94x and 0.95x (min), 64 -> 128 stride 2 0.92x and 0.95x, 64 ch
+    on 56 x 56 0.98x and 1.02x.  (Groups of all the images on threads, padded per group, measured
+    1.03-1.07x the images'.)  Measured on a Xeon (AVX-512), ResNet-18 at batch 1, each kernel alone, min of 400
+    calls alternating in one process (load 3-4), against the padding before and (blocks of
+    channels, groups of tiles) on threads: 2 threads, 64 ch on 56 x 56 0.92x (631 -> 578 us),
+    64 -> 128 stride 2 onto 28 x 28 0.86x (376 -> 324), 128 ch on 28 x 28 0.89x (656 -> 583);
+    with the prefetch 0.95x, 0.88x, 0.92x.  One thread 0.91x and 0.93x (56 and 28)."""
+    _, _, pixels, channels, kh, kw = ext
+    if VectorUnit.current().lanes < 16 or kh * kw <= 1 or channels % REDUCTION_CHUNK or channels <= REDUCTION_CHUNK \
+            or _reduction_in_chunks(pixels, ob, channels, kh * kw):
+        return None
+    height, width = (const_int(sch.get(epilogue).iter_vars[i].dom.extent) for i in (2, 3))
+    tile = pixel_tile(ob, width)
+    if tile is None or width % tile or pixels != height * width:
+        return None
+    threads = threads or parallel_threads()
+    fits = [r for r in range(1, height + 1) if height % r == 0 and (height // r) % threads == 0
+            and height // r >= ROW_GROUPS_PER_THREAD * threads and r * width * ob * 4 <= GROUP_PARTIAL_BYTES]
+    return max(fits) if fits else None
 
 
 #: a plane whose partial sums of one block of channels are more than REDUCTION_CHUNK_MAX_PARTIAL_BYTES

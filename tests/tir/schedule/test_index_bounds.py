@@ -1,7 +1,8 @@
 """index_bounds / range_bounds and their Python-int twins (the stage-pipeline check's fast path)."""
 
+import minitvm
 from minitvm import tir
-from minitvm.tir.expr import IntImm, Range
+from minitvm.tir.expr import Cast, FloorDiv, IntImm, Range
 from minitvm.tir.schedule.shared_analyses import index_bounds, int_index_bounds, int_range_bounds, range_bounds
 
 
@@ -41,3 +42,21 @@ def test_int_range_bounds_substitute_the_bindings():
     bind_expr = {v: i * 16 + j}
     want = range_bounds(rng, ranges, bind_expr)
     assert int_range_bounds(rng, ranges, {id(v): i * 16 + j}) == _ints(want) == (0, 127)
+
+
+def test_widening_integer_casts_keep_the_bounds_of_their_value():
+    """``int64(p // 28) + r`` (a flat-pixel convolution's input row) over a group of pixels is
+    bounded by the group's rows, as without the cast; a narrowing cast (which may wrap) or a cast
+    to float bounds nothing."""
+    g, p, r = tir.Var("g", "int64"), tir.Var("p", "int64"), tir.Var("r", "int64")
+    c = lambda v: tir.const(v, "int64")  # noqa: E731
+    ana = minitvm.arith.Analyzer()
+    ranges = {id(p): (c(0), c(55)), id(r): (c(0), c(2))}
+    row = Cast("int64", FloorDiv(g * 56 + p, c(28))) + r
+    lo, hi = index_bounds(row, ranges)
+    assert ana.can_prove_equal(lo, g * 2) and ana.can_prove_equal(hi, g * 2 + 3), (lo, hi)
+    i = tir.Var("i", "int32")
+    wide = {id(i): (tir.const(0, "int32"), tir.const(9, "int32"))}
+    assert _ints(index_bounds(Cast("int64", i), wide)) == (0, 9)
+    assert index_bounds(Cast("int8", i), wide) is None
+    assert index_bounds(Cast("float32", i), wide) is None
