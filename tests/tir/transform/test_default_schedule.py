@@ -875,6 +875,34 @@ def test_a_pointwise_conv_of_many_channels_peels_the_channels_its_tiles_do_not_d
 
 
 @pytest.mark.parametrize("unit", [AVX2, AVX512], ids=["avx2", "avx512"])
+@pytest.mark.parametrize("ci, co, hw, prefetched", [(96, 24, 14, True), (40, 16, 12, True), (24, 48, 14, False),
+                                                    (48, 24, 7, None)],
+                         ids=["project-14", "project-12", "expand", "project-7"])
+def test_a_projecting_pointwise_conv_prefetches_its_input_channels_ahead(unit, ci, co, hw, prefetched):
+    """A pointwise convolution to fewer channels than it reads (MobileNetV2's projections) prefetches,
+    at each input channel of every tile, the tile's first and last input pixel
+    ``POINTWISE_PREFETCH_CHANNELS`` channels ahead (clamped to the last channel and, in the partial
+    tile, to the last pixel: the build's bounds check proves it); an expanding one does not.  7 x 7
+    pixels (tiles by vectors on AVX-512) prefetch on AVX2 only.  Numbers as torch's."""
+    import torch
+
+    func, out_shape = conv_bias_relu(1, ci, hw, co, 1, pad=0)
+    sched = _scheduled_by(ds.schedule_conv2d_1x1, func, unit)
+    if prefetched is None:
+        prefetched = unit is AVX2
+    text = sched.script()
+    # each update's channel loop (the whole tiles' and the partial tile's) opens with two prefetches
+    opened = re.findall(rf"for ax3 in range\({ci}\):\n(\s+)T.prefetch\(.*\n\1T.prefetch\(", text)
+    assert (len(opened) > 0) == prefetched and text.count("T.prefetch(") == 2 * len(opened), text
+    assert not prefetched or f"T.min(ax3 + {ds.POINTWISE_PREFETCH_CHANNELS}, {ci - 1})" in text, text
+    x, w, b = _rand(1, ci, hw, hw), _rand(co, ci, 1, 1, seed=1), _rand(co, seed=2)
+    want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b))).numpy()
+    with unit:
+        got = _run(sched, "llvm", [x, w, b, np.zeros(out_shape, "float32")])
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("unit", [AVX2, AVX512], ids=["avx2", "avx512"])
 @pytest.mark.parametrize("ci, chunked", [(144, True), (16, False)], ids=["large-input", "small-input"])
 def test_a_pointwise_conv_over_a_large_input_runs_over_chunks_of_pixels(unit, ci, chunked):
     """144 channels x 32 x 32 pixels (576 KB of input, more than POINTWISE_CHUNK_BYTES): the
