@@ -903,6 +903,29 @@ def test_a_projecting_pointwise_conv_prefetches_its_input_channels_ahead(unit, c
 
 
 @pytest.mark.parametrize("unit", [AVX2, AVX512], ids=["avx2", "avx512"])
+@pytest.mark.parametrize("ci, co, hw", [(16, 48, 7), (24, 96, 14)], ids=["7x7", "14x14"])
+def test_a_pointwise_conv_with_a_packed_weight_prefetches_the_next_panel(unit, ci, co, hw):
+    """A constant (layout-free) weight is packed into panels of ``mi`` output channels; at each input
+    channel the whole tiles prefetch the next panel's weights at that channel (clamped to the last
+    output channel), and the partial tile (which re-reads its panel from L1) does not.  Numbers as
+    torch's on both units."""
+    import torch
+
+    func, out_shape = conv_bias_relu(1, ci, hw, co, 1, pad=0)
+    func = func.with_attr("layout_free_buffers", [1])
+    sched = _scheduled_by(ds.schedule_conv2d_1x1, func, unit)
+    text = sched.script()
+    mi = 8 if unit is AVX512 else 6
+    hints = re.findall(rf"T.prefetch\(T.address_of\(\w+\[T.min\(\w+ \* {mi} \+ {mi}, {co - 1}\) // {mi}, ax3,", text)
+    assert len(hints) == 1 and text.count("T.prefetch(") == 1, text
+    x, w, b = _rand(1, ci, hw, hw), _rand(co, ci, 1, 1, seed=1), _rand(co, seed=2)
+    want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b))).numpy()
+    with unit:
+        got = _run(sched, "llvm", [x, w, b, np.zeros(out_shape, "float32")])
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("unit", [AVX2, AVX512], ids=["avx2", "avx512"])
 @pytest.mark.parametrize("ci, chunked", [(144, True), (16, False)], ids=["large-input", "small-input"])
 def test_a_pointwise_conv_over_a_large_input_runs_over_chunks_of_pixels(unit, ci, chunked):
     """144 channels x 32 x 32 pixels (576 KB of input, more than POINTWISE_CHUNK_BYTES): the
