@@ -41,17 +41,20 @@ from contextvars import ContextVar
 from typing import Any, Callable, Iterator
 
 from ...arith import Analyzer
+from ...ir import replace
 from ...ir.module import GlobalVar, IRModule
 from ...ir.structural import structural_equal, structural_hash
 from ...runtime.cpu import parallel_threads
 from ...transform import module_pass
 from ..analysis import uses_var
-from ..expr import Add, BufferLoad, Call, IntImm, Mul
+from ..expr import Add, BufferLoad, Call, FloatImm, IntImm, Min, Mul, Range, Var
 from ..function import PrimFunc
 from ..functor import post_order_visit, substitute
+from ..op import call_builtin
 from ..schedule import BlockRV, LoopRV, Schedule, ScheduleError
-from ..stmt import BufferStore
-from ..stmt_functor import block_realizes
+from ..schedule.block_annotate import BufferReplacer
+from ..stmt import Block, BufferStore, Evaluate, For, SeqStmt, Stmt
+from ..stmt_functor import block_realizes, replace_stmt
 from ..vector_unit import VectorUnit
 from .quantized_gemv import schedule_int4_gemv
 
@@ -1100,6 +1103,103 @@ def _pointwise_chunk_tiles(pixels: int, nj: int, channels: int) -> int | None:
     return chunk if chunk < tiles else None
 
 
+#: a projecting pointwise convolution (fewer output channels than input ones) prefetches its
+#: input this many channels ahead of its reduction (0: never; :func:`_prefetch_input`)
+POINTWISE_PREFETCH_CHANNELS = 16
+#: ``llvm.prefetch`` locality of that prefetch (3: ``prefetcht0``, into L1: 16 channels of a
+#: tile are 2-3 lines each)
+POINTWISE_PREFETCH_LOCALITY = 3
+
+
+def _prefetch_input(sch: Schedule, update: BlockRV, pixels: int) -> None:
+    """At each input channel of a pointwise tile (loop ``c`` of (.., c, ry, rx, o1, p1)), prefetch
+    the tile's first and last input pixel ``POINTWISE_PREFETCH_CHANNELS`` channels ahead (clamped to
+    the last channel and pixel).  Each channel row of a tile is 2-3 cache lines a plane apart (784
+    bytes at 14 x 14): a stride the hardware prefetcher follows late, and in a model the input was
+    just written by the depthwise convolution, half of it by the other core -- MobileNetV2's 384 ->
+    64 at 14 x 14 took 58 us there against 33 us alone (2 threads), and as long as alone with one
+    thread.  The statements go at the top of the loop's body (the rule editing its own result, as
+    ``topi.x86``'s ``_prefetch_next_chunk``).  Measured in the model (Xeon, b1, 2 threads,
+    per-kernel minima of 30-50 native profiles, both schedules alternating in one process, load
+    2.9-3.9): the projections 576 -> 96 0.86-0.88x, 384 -> 64 0.85-0.88x, 144 -> 24 at 56 x 56
+    0.71-0.83x, 96 -> 24 0.85-0.88x, 384 -> 96 0.87x, 192 -> 64 0.89-0.94x; the sum of all kernels
+    0.95x over three runs (other kernels +-10%: noise).  AVX2 code (``-mcpu=znver3``, same host):
+    the projections 0.91-0.96x, 32 -> 16 at 112 x 112 1.15x; all kernels 1.01x (noise of +-20% on
+    the untouched classifier).  Tiles by vectors (7 x 7 on AVX-512) are left alone."""
+    ahead = POINTWISE_PREFETCH_CHANNELS
+    if not ahead:
+        return
+    realize, _ = sch._block(update)
+    blk = realize.block
+    loops = sch.get_loops(update)
+    c_loop, p1 = sch.get(loops[-5]), sch.get(loops[-1])
+    inner = [sch.get(x).loop_var for x in loops[-4:]]
+    written, pixel = {w.buffer for w in blk.writes}, blk.iter_vars[2].var
+    loads: list[BufferLoad] = []  # the input: the one load of another buffer that moves with the pixel
+    post_order_visit(blk.body, lambda x: loads.append(x) if isinstance(x, BufferLoad) and x.buffer not in written
+                     and any(uses_var(i, pixel) for i in x.indices) else None)
+    if len(loads) != 1:
+        return
+    binding = {iv.var: value for iv, value in zip(blk.iter_vars, realize.iter_values)}
+    channels = _int(c_loop.extent)
+    c = c_loop.loop_var
+    ahead_c = Min(c + IntImm(c.dtype, ahead), IntImm(c.dtype, channels - 1))
+    hints = []
+    for last in (0, _int(p1.extent) - 1):
+        at = {v: IntImm(v.dtype, 0) for v in inner}
+        at[p1.loop_var] = IntImm(p1.loop_var.dtype, last)
+        at[c] = ahead_c
+        values = {iv: substitute(v, at) for iv, v in binding.items()}
+        values[pixel] = Min(values[pixel], IntImm(pixel.dtype, pixels - 1))  # (a partial tile's last lanes)
+        index = [Analyzer().simplify(substitute(i, values)) for i in loads[0].indices]
+        address = call_builtin("address_of", BufferLoad(loads[0].buffer, tuple(index)))
+        hints.append(Evaluate(call_builtin("prefetch", address, 0, POINTWISE_PREFETCH_LOCALITY, 1)))
+    body = replace_stmt(sch.mod[update.func_name].body, c_loop, replace(c_loop, body=SeqStmt([*hints, c_loop.body])))
+    sch._commit(update.func_name, body)
+
+
+#: a pointwise convolution with a packed weight prefetches the next tile of output channels' weights
+#: (:func:`_prefetch_next_panel`)
+POINTWISE_PREFETCH_NEXT_PANEL = True
+
+
+def _prefetch_next_panel(sch: Schedule, update: BlockRV, by_vectors: bool, channels_out: int, mi: int) -> None:
+    """At each input channel of a pointwise tile of whole tiles (``update``: loop ``c`` of (.., c, ry,
+    rx, o1, p1)), prefetch the weights of the next tile of output channels at that channel (its
+    packed panel ``W[o // mi, c, 0, 0, o % mi]``, clamped to the last channel).  In a model the
+    weights come from L3 (MobileNetV2's are 14 MB): its 160 -> 960 at 7 x 7 took 75 us there
+    against 46 us alone, 1.45x with one thread too, its panel of 5 KB streamed at the demand of a
+    tile.  Measured in the model (Xeon, 2 threads, per-kernel minima of native profiles, with and
+    without alternating in one process, load 4-4.4): b1 160 -> 960 0.76-0.79x, 320 -> 1280
+    0.89-0.92x, 960 -> 160 0.87-0.95x, 960 -> 320 0.83-0.98x, 576 -> 160 0.82-0.95x, the sum of
+    all kernels 0.95x and 0.966x; b8 the same kernels 0.92-0.97x, all 0.968x; AVX2 code (``-mcpu
+    =znver3``, same host) b1 the 7 x 7 ones 0.82-0.87x, all 0.965x.  The other tiles re-read the
+    panel from L1."""
+    realize, _ = sch._block(update)
+    blk = realize.block
+    loops = sch.get_loops(update)
+    depth = 6 if by_vectors else 5
+    c_loop = sch.get(loops[-depth])
+    inner = [sch.get(x).loop_var for x in loops[1 - depth:]]
+    weights = [r.buffer for r in blk.reads if len(r.buffer.shape) == 5]
+    loads: list[BufferLoad] = []
+    post_order_visit(blk.body, lambda x: loads.append(x) if isinstance(x, BufferLoad) and weights
+                     and x.buffer is weights[0] else None)
+    if len(loads) != 1:
+        return
+    binding = {iv.var: value for iv, value in zip(blk.iter_vars, realize.iter_values)}
+    at = {v: IntImm(v.dtype, 0) for v in inner}
+    values = {iv: substitute(v, at) for iv, v in binding.items()}
+    out = blk.iter_vars[1].var
+    values[out] = Min(values[out] + IntImm(out.dtype, mi), IntImm(out.dtype, channels_out - 1))
+    index = [Analyzer().simplify(substitute(i, values)) for i in loads[0].indices]
+    address = call_builtin("address_of", BufferLoad(loads[0].buffer, tuple(index)))
+    hint = Evaluate(call_builtin("prefetch", address, 0, POINTWISE_PREFETCH_LOCALITY, 1))
+    body = c_loop.body.seq if isinstance(c_loop.body, SeqStmt) else [c_loop.body]
+    root = replace_stmt(sch.mod[update.func_name].body, c_loop, replace(c_loop, body=SeqStmt([hint, *body])))
+    sch._commit(update.func_name, root)
+
+
 def _pack_pointwise_weight(sch: Schedule, conv: BlockRV, mi: int) -> None:
     """A pointwise convolution's constant weight ``W[o, c, 0, 0]`` (one its function's
     ``layout_free_buffers`` names) read from panels ``W[o // mi, c, 0, 0, o % mi]`` (zeros past the
@@ -1157,6 +1257,8 @@ def schedule_conv2d_1x1(sch: Schedule) -> bool:
        partial tile of pixels peeled (``loop_partition``) into a loop of its own.
     3. (n, o0) on threads when the kernel is large; the tile zeroed before c.  A large input plane
        is read in chunks of pixels, each through all tiles of channels (:func:`_pointwise_chunk_tiles`).
+       A projection prefetches its input channels ahead (:func:`_prefetch_input`), every tile of
+       whole tiles the next tile's weights (:func:`_prefetch_next_panel`).
     """
     conv = _conv_block(sch)
     plane = None if conv is None else _pointwise_plane(sch, conv)
@@ -1176,7 +1278,8 @@ def schedule_conv2d_1x1(sch: Schedule) -> bool:
     sch.transform_layout(conv, ("write", 0), _flatten_pixels(W))
     sch.transform_block_layout(epilogue, _flatten_pixels(W))
     n, o, p, c, ry, rx = sch.get_loops(conv)
-    work = (N or 1) * CO * H * W * _extents(sch, [c])[0]
+    CI = _extents(sch, [c])[0]
+    work = (N or 1) * CO * H * W * CI
     _pack_pointwise_weight(sch, conv, mi)
     o0, o1 = sch.split(o, [None, mi])
     p0, p1 = sch.split(p, [None, nj])
@@ -1213,11 +1316,24 @@ def schedule_conv2d_1x1(sch: Schedule) -> bool:
             sch.parallel(sch.fuse(n, pc, o0, p0) if N is not None else sch.fuse(pc, o0, p0))
         else:
             sch.parallel(sch.fuse(n, o0, p0) if N is not None else sch.fuse(o0, p0))
+    _zero_tiles(sch, updates, by_vectors, prefetch=not by_vectors and CO < CI, pixels=H * W, panel=(CO, mi))
+    return True
+
+
+def _zero_tiles(sch: Schedule, updates: list[BlockRV], by_vectors: bool, prefetch: bool, pixels: int,
+                panel: tuple[int, int]) -> None:
+    """A pointwise convolution's tiles zeroed before their reduction (vectorized); a projection's
+    input prefetched ahead in it (``prefetch``: :func:`_prefetch_input`); the whole tiles, which
+    read each weight panel first, prefetch the next (:func:`_prefetch_next_panel`; ``panel``:
+    output channels, channels per tile)."""
     for update in updates:
         k = sch.get_loops(update)[-6 if by_vectors else -5]
         init = sch.decompose_reduction(update, k)
         sch.vectorize(sch.get_loops(init)[-1])
-    return True
+        if prefetch:
+            _prefetch_input(sch, update, pixels)
+    if POINTWISE_PREFETCH_NEXT_PANEL:
+        _prefetch_next_panel(sch, updates[0], by_vectors, *panel)
 
 
 #: a depthwise convolution's register tile holds at most this many vectors (rows x row vectors)
@@ -1437,6 +1553,91 @@ def _depthwise_tile_rows(rows: int, width: int) -> int:
                                                                    and d * pieces <= room))
 
 
+def _widened_row(sch: Schedule, conv: BlockRV, stride: int, copies: list[str]) -> int:
+    """The width a depthwise convolution computes its rows of output columns in: on AVX-512, the
+    next power of two when the row is narrower than a register and not one already (7 -> 8, 14 ->
+    16), else the row's.  A row of 7 was emitted as 4 + 2 + 1 lanes, of 14 as 8 + 4 + 2, every tap
+    three loads and three FMAs; the extra lanes compute from columns of zeros past the padded copy
+    and are not written back (:func:`_widen_rows`).  Xeon, one kernel with its bias and clip, both
+    schedules alternating in one process (load 4.6-5), minimum time: batch 1 960 x 7 x 7
+    0.80-0.82x, 384 x 14 x 14 0.91x, 576 x 14 x 14 0.92x; batch 8 960 x 7 x 7 0.81x, 384 x 14 x 14
+    1.02x (median 0.99x).  AVX2 code (``-mcpu=znver3``) of 960 x 7 x 7 at 8 lanes took 1.04-1.09x,
+    so AVX2 keeps its rows.  Only at stride 1 over a padded copy the rule allocates (``copies``),
+    zero past its last column (a row read straight from the input would read past its plane)."""
+    blk = sch.get(conv)
+    width = _int(blk.iter_vars[3].dom.extent)
+    lanes = VectorUnit.current().lanes
+    if lanes < 16 or stride != 1 or len(copies) != 1 or width >= lanes or width & (width - 1) == 0:
+        return width
+    wide = 1 << width.bit_length()
+    copy = sch.get(sch.get_block(copies[0]))
+    padded = copy.writes[0].buffer
+    cols, needed = _int(padded.shape[3]), _columns_read(blk, padded, wide)
+    if needed is None or len(copy.iter_vars) != 4:
+        return width
+    value, col = copy.body.value, copy.iter_vars[3].var
+    for c in range(cols, needed):  # the copy's value there: its padding test must be false
+        at = Analyzer().simplify(substitute(value, {col: IntImm(col.dtype, c)}))
+        if not (isinstance(at, FloatImm) and at.value == 0.0):
+            return width
+    return wide
+
+
+def _columns_read(blk: Any, buffer: Any, width: int) -> int | None:
+    """Columns of ``buffer`` a convolution block (iterators n, c, y, x, rc, ry, rx) reads when its
+    rows are ``width`` wide: one past its column index at the last x and window column (the index
+    grows with both: ``x + rx``, or ``x + 2 rx`` dilated); None without a single such load."""
+    loads: list[BufferLoad] = []
+    post_order_visit(blk.body, lambda x: loads.append(x) if isinstance(x, BufferLoad) and x.buffer is buffer else None)
+    if len(loads) != 1:
+        return None
+    x, rx = blk.iter_vars[3], blk.iter_vars[6]
+    last = {x.var: IntImm(x.var.dtype, width - 1), rx.var: rx.dom.min + rx.dom.extent - 1}
+    return _int(Analyzer().simplify(substitute(loads[0].indices[-1], last) + 1))
+
+
+class _WidenRows(BufferReplacer):
+    """Column loops and block iterators widened, buffers swapped for wider ones (:func:`_widen_rows`)."""
+
+    def __init__(self, buffers: dict[int, Any], loops: dict[int, int], iters: dict[str, int]):
+        super().__init__(buffers)
+        self.loops, self.iters = loops, iters
+
+    def visit_for_(self, n: For) -> Stmt:
+        if id(n.loop_var) in self.loops:
+            n = replace(n, extent=IntImm(n.extent.dtype, self.loops[id(n.loop_var)]))
+        return self.visit_children(n)
+
+    def visit_block_(self, n: Block) -> Stmt:
+        if n.name_hint in self.iters:
+            ivs, dom = list(n.iter_vars), n.iter_vars[3].dom
+            ivs[3] = replace(ivs[3], dom=Range(dom.min, IntImm(dom.extent.dtype, self.iters[n.name_hint])))
+            n = replace(n, iter_vars=tuple(ivs))
+        return super().visit_block_(n)
+
+
+def _widen_rows(sch: Schedule, conv: BlockRV, init: BlockRV, copy: BlockRV, width: int) -> None:
+    """Compute a depthwise convolution's rows ``width`` wide (:func:`_widened_row`): the column loops
+    of its update and init blocks and their accumulator get ``width`` columns; its padded copy
+    ``copy`` the columns past its last that they read (zeros).  The write-back still reads the first
+    columns only.  No schedule primitive widens a loop past its block's domain (TVM's
+    ``pad_einsum`` needs an Einsum block, and a window is not one): the rule edits its own result,
+    as :func:`_prefetch_next_chunk` does."""
+    realizes = [sch._block(b)[0] for b in (conv, init, copy)]
+    update, copy_r = realizes[0].block, realizes[2].block
+    acc, padded = update.writes[0].buffer, copy_r.writes[0].buffer
+    cols = max(_int(padded.shape[3]), _columns_read(update, padded, width))
+    loop_vars = [r.iter_values[3] for r in realizes]
+    if not all(isinstance(v, Var) for v in loop_vars):
+        raise ScheduleError(f"depthwise rows of {width}: a column iterator is not bound to one loop")
+    extents = [width, width, cols]
+    loops = {id(v): e for v, e in zip(loop_vars, extents)}
+    iters = {r.block.name_hint: e for r, e in zip(realizes, extents)}
+    buffers = {id(b): replace(b, shape=(*b.shape[:3], IntImm(b.shape[3].dtype, e)))
+               for b, e in ((acc, width), (padded, cols))}
+    sch._commit(conv.func_name, _WidenRows(buffers, loops, iters).visit(sch.mod[conv.func_name].body))
+
+
 def schedule_depthwise_conv2d(sch: Schedule) -> bool:
     """A depthwise convolution at stride 1 or 2 (NCHW, MobileNet's 3x3 layers): each output
     channel reads only its own input plane, so the generic conv tile (16 channels x a piece of a
@@ -1480,7 +1681,8 @@ def schedule_depthwise_conv2d(sch: Schedule) -> bool:
     vectors = -(-OW // VECTOR_LANES)
     if vectors > DEPTHWISE_TILE_VECTORS:
         raise ScheduleError("depthwise rows wider than the register tile: the generic conv rule")
-    rt = _depthwise_tile_rows(OH, OW)
+    wide = _widened_row(sch, conv, stride, copies)
+    rt = _depthwise_tile_rows(OH, wide)
     n, c, oh, ow, rc, kh, kw = loops
     h0, h1 = sch.split(oh, [None, rt])
     sch.reorder(n, c, h0, rc, kh, kw, h1, ow)
@@ -1502,6 +1704,8 @@ def schedule_depthwise_conv2d(sch: Schedule) -> bool:
             _copy_plane_in_place(sch, sch.get_block(name), plane, stride == 2, channels)
     init = sch.decompose_reduction(conv, rc)
     sch.vectorize(sch.get_loops(init)[-1])
+    if wide != OW:
+        _widen_rows(sch, conv, init, sch.get_block(copies[0]), wide)
     return True
 
 

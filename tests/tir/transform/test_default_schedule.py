@@ -723,12 +723,44 @@ def test_a_narrow_depthwise_conv_matches_numpy_on_both_units(unit, hw, stride):
     func = te.create_prim_func([x, w, out])
     out_shape = tuple(int(d) for d in out.shape)
     sched = _scheduled_by(ds.schedule_depthwise_conv2d, func, unit)
+    # (AVX-512 computes stride-1 rows of 7 and 14 8 and 16 wide: test_a_narrow_depthwise_row_is_...)
+    width = out_shape[3] if unit is AVX2 or stride == 2 else 1 << out_shape[3].bit_length()
     with unit:
-        rows = ds._depthwise_tile_rows(out_shape[2], out_shape[3])
+        rows = ds._depthwise_tile_rows(out_shape[2], width)
         xs, ws = _rand(2, 5, hw, hw), _rand(5, 1, 3, 3, seed=1)
         got = _run(sched, "llvm", [xs, ws, np.zeros(out_shape, "float32")])
     assert rows == 1 or f"in T.unroll({rows}):" in sched.script(), sched.script()
     np.testing.assert_allclose(got, _depthwise_reference(xs, ws, stride, pad), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("unit", [AVX2, AVX512], ids=["avx2", "avx512"])
+@pytest.mark.parametrize("hw, pad, wide", [(7, (1, 1, 1, 1), 8), (14, (1, 1, 1, 1), 16), (8, (0, 0, 1, 1), 8),
+                                           (9, (1, 1, 0, 0), None), (8, (1, 1, 1, 1), None)],
+                         ids=["7", "14", "tf-8", "pad-before-only", "8"])
+def test_a_narrow_depthwise_row_is_computed_a_power_of_two_wide_on_avx512(unit, hw, pad, wide):
+    """AVX-512: a stride-1 row narrower than a register and not a power of two (7, 14) is computed
+    8 or 16 wide -- its accumulator, its update and init loops -- over columns of zeros added to the
+    padded copy, and written back at its own width.  Not where the columns past the copy would not
+    be zeros (padding before only: the copy would read the input there), nor for a row of 8, nor on
+    AVX2.  Numbers as numpy's, the image's last column (next to the dropped lanes) included."""
+    from minitvm import te, topi
+
+    x = te.placeholder((2, 5, hw, hw), "float32", name="x")
+    w = te.placeholder((5, 1, 3, 3), "float32", name="w")
+    out = topi.nn.conv2d_nchw(x, w, stride=1, padding=pad, groups=5)
+    out_shape = tuple(int(d) for d in out.shape)
+    sched = _scheduled_by(ds.schedule_depthwise_conv2d, te.create_prim_func([x, w, out]), unit)
+    text = sched.script()
+    width = wide if unit is AVX512 and wide else out_shape[3]
+    acc = re.search(r"conv2d_nchw_local = T.sblock_alloc_buffer\(\((\d+), (\d+), (\d+), (\d+)\)", text)
+    assert acc is not None and int(acc.group(4)) == width, text
+    if width != out_shape[3]:
+        assert text.count(f"in T.vectorized({width}):") == 2, text  # the update's and the init's columns
+        assert f"in T.vectorized({out_shape[3]}):" in text, text  # the write-back's
+    xs, ws = _rand(2, 5, hw, hw), _rand(5, 1, 3, 3, seed=1)
+    with unit:
+        got = _run(sched, "llvm", [xs, ws, np.full(out_shape, np.nan, "float32")])
+    np.testing.assert_allclose(got, _depthwise_reference(xs, ws, 1, pad), rtol=1e-4, atol=1e-4)
 
 
 def test_a_stride_2_depthwise_conv_without_a_copy_keeps_the_generic_rule():
@@ -840,6 +872,57 @@ def test_a_pointwise_conv_of_many_channels_peels_the_channels_its_tiles_do_not_d
     want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b))).numpy()
     np.testing.assert_allclose(_run(sched, "llvm", [x, w, b, np.zeros(out_shape, "float32")]), want,
                                rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("unit", [AVX2, AVX512], ids=["avx2", "avx512"])
+@pytest.mark.parametrize("ci, co, hw, prefetched", [(96, 24, 14, True), (40, 16, 12, True), (24, 48, 14, False),
+                                                    (48, 24, 7, None)],
+                         ids=["project-14", "project-12", "expand", "project-7"])
+def test_a_projecting_pointwise_conv_prefetches_its_input_channels_ahead(unit, ci, co, hw, prefetched):
+    """A pointwise convolution to fewer channels than it reads (MobileNetV2's projections) prefetches,
+    at each input channel of every tile, the tile's first and last input pixel
+    ``POINTWISE_PREFETCH_CHANNELS`` channels ahead (clamped to the last channel and, in the partial
+    tile, to the last pixel: the build's bounds check proves it); an expanding one does not.  7 x 7
+    pixels (tiles by vectors on AVX-512) prefetch on AVX2 only.  Numbers as torch's."""
+    import torch
+
+    func, out_shape = conv_bias_relu(1, ci, hw, co, 1, pad=0)
+    sched = _scheduled_by(ds.schedule_conv2d_1x1, func, unit)
+    if prefetched is None:
+        prefetched = unit is AVX2
+    text = sched.script()
+    # each update's channel loop (the whole tiles' and the partial tile's) opens with two prefetches
+    opened = re.findall(rf"for ax3 in range\({ci}\):\n(\s+)T.prefetch\(.*\n\1T.prefetch\(", text)
+    assert (len(opened) > 0) == prefetched and text.count("T.prefetch(") == 2 * len(opened), text
+    assert not prefetched or f"T.min(ax3 + {ds.POINTWISE_PREFETCH_CHANNELS}, {ci - 1})" in text, text
+    x, w, b = _rand(1, ci, hw, hw), _rand(co, ci, 1, 1, seed=1), _rand(co, seed=2)
+    want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b))).numpy()
+    with unit:
+        got = _run(sched, "llvm", [x, w, b, np.zeros(out_shape, "float32")])
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("unit", [AVX2, AVX512], ids=["avx2", "avx512"])
+@pytest.mark.parametrize("ci, co, hw", [(16, 48, 7), (24, 96, 14)], ids=["7x7", "14x14"])
+def test_a_pointwise_conv_with_a_packed_weight_prefetches_the_next_panel(unit, ci, co, hw):
+    """A constant (layout-free) weight is packed into panels of ``mi`` output channels; at each input
+    channel the whole tiles prefetch the next panel's weights at that channel (clamped to the last
+    output channel), and the partial tile (which re-reads its panel from L1) does not.  Numbers as
+    torch's on both units."""
+    import torch
+
+    func, out_shape = conv_bias_relu(1, ci, hw, co, 1, pad=0)
+    func = func.with_attr("layout_free_buffers", [1])
+    sched = _scheduled_by(ds.schedule_conv2d_1x1, func, unit)
+    text = sched.script()
+    mi = 8 if unit is AVX512 else 6
+    hints = re.findall(rf"T.prefetch\(T.address_of\(\w+\[T.min\(\w+ \* {mi} \+ {mi}, {co - 1}\) // {mi}, ax3,", text)
+    assert len(hints) == 1 and text.count("T.prefetch(") == 1, text
+    x, w, b = _rand(1, ci, hw, hw), _rand(co, ci, 1, 1, seed=1), _rand(co, seed=2)
+    want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b))).numpy()
+    with unit:
+        got = _run(sched, "llvm", [x, w, b, np.zeros(out_shape, "float32")])
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("unit", [AVX2, AVX512], ids=["avx2", "avx512"])
