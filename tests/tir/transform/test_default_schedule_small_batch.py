@@ -152,3 +152,48 @@ def test_few_rows_dense_weight_is_padded_once_at_compile_time():
     x = rng.standard_normal((8, 5408)).astype("float32")
     vm = relax.VirtualMachine(minitvm.compile(_constant_dense(8, w, b), "llvm"), minitvm.cpu())
     np.testing.assert_allclose(vm["main"](x).numpy(), np.maximum(x @ w + b, 0), rtol=1e-4, atol=1e-4 * np.sqrt(5408))
+
+
+@UNITS
+@pytest.mark.parametrize("rows", [1, 8])
+def test_classifier_head_reads_its_constant_weight_transposed(unit, rows):
+    """ResNet-18's head, rows x 512 -> 1000 + bias + ReLU with the weight a constant: the kernel
+    reads it transposed, ``W[j, k]`` (1000 x 512, copied once at compile time), one contiguous row
+    of W per output column with every row of x (``schedule_dense_transposed_weight``), the columns
+    on threads -- not 32-column tiles of ``B[k, j]``, 128 bytes from each 4 KB row.  A weight passed
+    as a parameter is left as it is.  numpy's numbers."""
+    func = _dense_relu(rows, 512, 1000)
+    with unit:
+        sched = apply_default_schedule(func.with_attr("layout_free_buffers", [1]))
+        plain = apply_default_schedule(func)
+    text = sched.script()
+    assert "(1000, 512)" in text and ds.LAYOUT_REWRITE_PREPROC in text, text
+    assert "for i1 in T.parallel(1000)" in text or "for i1_0 in T.parallel(1000)" in text, text
+    assert "(1000, 512)" not in plain.script()
+    with unit:
+        lib = minitvm.build(sched.with_attr("global_symbol", "main"))
+    rng = np.random.default_rng(rows)
+    x, w = rng.standard_normal((rows, 512)).astype("float32"), rng.standard_normal((512, 1000)).astype("float32")
+    b = rng.standard_normal(1000).astype("float32")
+    out = minitvm.nd.array(np.full((rows, 1000), np.nan, "float32"))
+    lib["main"](minitvm.nd.array(x), minitvm.nd.array(w), minitvm.nd.array(b), out)
+    np.testing.assert_allclose(out.numpy(), np.maximum(x @ w + b, 0), rtol=1e-4, atol=1e-4 * np.sqrt(512))
+
+
+@pytest.mark.parametrize("rows", [1, 8])
+def test_classifier_head_weight_is_transposed_once_at_compile_time(rows):
+    """Through the default pipeline the head's constant weight arrives transposed (a 1000 x 1280
+    constant: MobileNetV2's) and the model computes numpy's numbers at batch 1 and 8."""
+    from minitvm import relax
+
+    rng = np.random.default_rng(1280 + rows)
+    w = rng.standard_normal((1280, 1000)).astype("float32")
+    b = rng.standard_normal(1000).astype("float32")
+    lowered = relax.get_pipeline("default")(_constant_dense(rows, w, b))
+    shapes = []
+    relax.analysis.post_order_visit(lowered["main"], lambda e: shapes.append(e.data.numpy().shape)
+                                    if isinstance(e, relax.Constant) else None)
+    assert (1000, 1280) in shapes and (1280, 1000) not in shapes, shapes
+    x = rng.standard_normal((rows, 1280)).astype("float32")
+    vm = relax.VirtualMachine(minitvm.compile(_constant_dense(rows, w, b), "llvm"), minitvm.cpu())
+    np.testing.assert_allclose(vm["main"](x).numpy(), np.maximum(x @ w + b, 0), rtol=1e-4, atol=1e-4 * np.sqrt(1280))
