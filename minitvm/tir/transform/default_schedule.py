@@ -227,9 +227,9 @@ def schedule_gemv(sch: Schedule, plain_rows: int = 1) -> bool:
     A decoded weight with up to ``NT_MAX_ROWS`` rows of x is taken too (each weight is decoded
     once for all rows); a float one with more than ``plain_rows`` rows (by default one) is
     ``schedule_matmul_nt``'s (``schedule_dense_transposed_weight`` passes ``NT_MAX_ROWS``: a cold
-    weight read once for all rows).  A float
-    weight with one row of x reads one weight row at a time (:func:`_schedule_float_gemv`); the
-    steps below are the decoded weights'.
+    weight read once for all rows).  A float weight with one row of x reads one weight row at a
+    time (:func:`_schedule_float_gemv`); the steps below are the decoded weights' and those of a
+    float weight with several rows.
 
     1. Split the innermost reduction by a vector (16 lanes on AVX-512) and j by 4 (fewer with
        more rows); order (j0, outer reductions, k0, rows, j1, k1): four rows of W side by side.
