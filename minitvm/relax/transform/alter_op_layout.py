@@ -17,7 +17,9 @@ The activations keep their NCHW layout, so nothing else in the graph changes.  I
 channels (per group) that is a multiple of 8 (a vector of 8 or 16 lanes) and at least
 ``MIN_REDUCTION`` multiply-adds per output value, and that
 is not a 1x1, stride-1, unpadded convolution (a matmul over the pixels, tiled as one by the
-default schedule); other convolutions keep the generic kernel.  ``relax.nn.conv1d`` (NCW data,
+default schedule); a 1x1 unpadded one with a stride above 1 (ResNet's downsampling shortcuts)
+becomes a strided slice of the pixels it keeps and that pointwise convolution.  Other
+convolutions keep the generic kernel.  ``relax.nn.conv1d`` (NCW data,
 an OIW weight) under the same conditions gets the same kernel over one row
 (``topi.x86.conv1d_ncw_packed``; the generic one was a scalar loop per output: wav2vec2's
 16 -> 16 stride-2 conv at batch 8 88 -> 14 us, its 4-group 32 -> 32 position conv 75 -> 14,
@@ -39,8 +41,10 @@ from ...ir.module import IRModule
 from ...ir.op import Op
 from ...topi.utils import const_int
 from ...transform import PassContext, module_pass
+from .. import op as relax_op
 from ..expr import Call, Constant, ConstantData, Expr, Var
 from ..expr_functor import ExprMutator
+from ..op.nn.conv import given_out_dtype
 from ._util import keeps_input_dtype, rewrite_with_builder
 
 __all__ = ["AlterOpLayout", "MIN_REDUCTION"]
@@ -70,6 +74,18 @@ def _pointwise(attrs: dict, weight_shape: tuple, data_shape: Any) -> bool:
         not any(int(v) for v in attrs["padding"]) and len(plane) == 2 and None not in plane
 
 
+def _strided_pointwise(attrs: dict, weight_shape: tuple, data_shape: Any) -> bool:
+    """A 1x1, unpadded, undilated, ungrouped convolution with a stride above 1 over a static plane
+    (ResNet's downsampling shortcuts): the same as a pointwise convolution of the input's kept
+    pixels (a strided slice), which :func:`_pointwise` hands to ``schedule_conv2d_1x1`` -- the
+    packed kernel's tile instead loads each pixel's input value alone, at the stride, and
+    transposes every tile on its way back."""
+    plane = [const_int(d) for d in (data_shape or ())[2:]]
+    return tuple(int(d) for d in weight_shape[2:]) == (1, 1) and any(int(v) > 1 for v in attrs["strides"]) \
+        and not any(int(v) for v in attrs["padding"]) and all(int(v) == 1 for v in attrs["dilation"]) \
+        and int(attrs["groups"]) == 1 and len(plane) == 2 and None not in plane
+
+
 #: the convolutions with a packed x86 kernel: op -> (data and kernel layouts, weight packing, kernel);
 #: a 1-d one is the 2-d kernel over one row
 _PACKED = {
@@ -94,6 +110,16 @@ class _ConvLayout(ExprMutator):
             return call
         w = np.asarray(weight.data)  # (read-only, not a copy: packing copies)
         groups = int(a["groups"])
+        if call.op.name == "relax.nn.conv2d" and w.dtype == "float32" and call.args[0].struct_info.dtype == "float32" \
+                and _strided_pointwise(a, w.shape, call.args[0].struct_info.shape_values):
+            # (subsample first: the 1x1 convolution is then a pointwise one over the kept pixels)
+            plane = call.args[0].struct_info.shape_values[2:]
+            kept = self.builder_.emit(relax_op.strided_slice(call.args[0], axes=[2, 3], begin=[0, 0],
+                                                             end=[int(d) for d in plane],
+                                                             strides=[int(s) for s in a["strides"]]))
+            return relax_op.nn.conv2d(kept, call.args[1], strides=(1, 1), padding=(0, 0), dilation=(1, 1),
+                                      groups=1, data_layout="NCHW", kernel_layout="OIHW",
+                                      out_dtype=given_out_dtype(a))
         # (in groups, a block of output channels must lie in one: a group's channels whole vectors)
         if w.dtype != "float32" or call.args[0].struct_info.dtype != "float32" or (w.shape[0] // groups) % 8 or \
                 w[0].size < MIN_REDUCTION or \

@@ -120,6 +120,36 @@ def test_a_pointwise_conv_stays_unpacked(hw, packed):
     assert (relax.transform.AlterOpLayout()(mod) is not mod) == packed
 
 
+@pytest.mark.parametrize("unit", [AVX512, AVX2], ids=["avx512", "avx2"])
+@pytest.mark.parametrize("hw, stride", [(28, 2), (14, 2), (13, 2), (12, 3)])
+def test_a_strided_pointwise_conv_subsamples_then_runs_as_a_pointwise_one(unit, hw, stride):
+    """ResNet's 1x1 stride-2 downsampling shortcut: a strided slice of the input's kept pixels,
+    then the unpacked 1x1 stride-1 convolution (``schedule_conv2d_1x1``), not the packed kernel
+    (which loads each pixel's input alone, at the stride); torch's numbers."""
+    import torch
+
+    x = relax.Var("x", relax.TensorStructInfo((2, 64, hw, hw), "float32"))
+    w = RNG.standard_normal((32, 64, 1, 1)).astype("float32")
+    b = RNG.standard_normal((1, 32, 1, 1)).astype("float32")
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = bb.emit(relax.op.nn.conv2d(x, relax.const(w), strides=stride))
+            gv = bb.emit_output(relax.op.add(y, relax.const(b)))
+        bb.emit_func_output(gv)
+    mod = bb.get()
+    xs = RNG.standard_normal((2, 64, hw, hw)).astype("float32")
+    with unit:
+        new = relax.transform.AlterOpLayout()(mod)
+        text = new.script()
+        assert "R.strided_slice" in text and "R.nn.conv2d" in text and "call_tir" not in text, text
+        assert "strides=[1, 1]" in text.replace("(", "[").replace(")", "]"), text
+        got = relax.VirtualMachine(minitvm.compile(new, "llvm"), minitvm.cpu())["main"](xs).numpy()
+    want = (torch.nn.functional.conv2d(torch.from_numpy(xs), torch.from_numpy(w), stride=stride)
+            + torch.from_numpy(b)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("batch, stride, padding, dilation, width, groups", [
     (8, 2, 0, 1, 79, 1), (1, 1, 2, 1, 19, 1), (8, 2, 1, 2, 40, 1), (1, 5, 0, 1, 400, 1),
     (8, 1, 2, 1, 19, 4), (1, 2, 1, 1, 33, 2)])  # (groups of 8 and 16 output channels)
