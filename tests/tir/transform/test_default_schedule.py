@@ -164,6 +164,18 @@ def _has_parallel(text, parallel):
     assert ("T.parallel" in text) == parallel, text
 
 
+def _matches_torch_conv_bias_relu(sched, x, w, b, out_shape, unit=None):
+    """The scheduled conv + bias + ReLU computes torch's numbers (built under ``unit`` if given)."""
+    import contextlib
+
+    import torch
+
+    want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b))).numpy()
+    with unit if unit is not None else contextlib.nullcontext():
+        got = _run(sched, "llvm", [x, w, b, np.zeros(out_shape, "float32")])
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
 def test_matmul_64(parallel):
     a, b = _rand(64, 64), _rand(64, 64, seed=1)
     sched = _check_same(matmul(64, 64, 64), [a, b], (64, 64))
@@ -783,7 +795,6 @@ def test_a_pointwise_conv_is_a_matmul_over_the_pixels(hw, parallel):
     pixels (AVX-512: 32), written back into NCHW.  7 x 7 = 49 pixels is not whole tiles: the
     last, partial tile of pixels is a loop of its own (loop_partition) whose write-back covers
     its pixels only (not the rows they are in)."""
-    import torch
 
     func, out_shape = conv_bias_relu(2, 16, hw, 32, 1, pad=0)
     assert ds.schedule_conv2d_1x1(minitvm.tir.Schedule(IRModule({"main": func})))
@@ -800,9 +811,7 @@ def test_a_pointwise_conv_is_a_matmul_over_the_pixels(hw, parallel):
         assert "in T.vectorized(32):" not in text and text.count("in T.unroll(2):") == 6, text
         assert "_partition" in text and f"{hw} * {hw}" not in text and f"// {hw} * {hw}" not in text, text
     _has_parallel(text, parallel)
-    want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b))).numpy()
-    np.testing.assert_allclose(_run(sched, "llvm", [x, w, b, np.zeros(out_shape, "float32")]), want,
-                               rtol=1e-4, atol=1e-4)
+    _matches_torch_conv_bias_relu(sched, x, w, b, out_shape)
 
 
 @pytest.mark.parametrize("unit, hw, split", [(AVX2, 7, False), (AVX2, 13, True), (AVX512, 7, True),
@@ -812,7 +821,6 @@ def test_a_pointwise_conv_whose_partial_tile_is_more_than_a_vector_runs_by_vecto
     16 + 9) is computed and written back as whole vectors and a guarded rest (a 17-lane
     accumulator went lane by lane through the stack: 12x slower); a shorter one stays one
     vector.  Right on both units."""
-    import torch
 
     func, out_shape = conv_bias_relu(1, 16, hw, 32, 1, pad=0)
     x, w, b = _rand(1, 16, hw, hw), _rand(32, 16, 1, 1, seed=1), _rand(32, seed=2)
@@ -821,9 +829,7 @@ def test_a_pointwise_conv_whose_partial_tile_is_more_than_a_vector_runs_by_vecto
     assert "_partition" in text, text
     assert (f"in T.vectorized({2 * unit.lanes}):" not in text) == split, text
     assert text.count("in T.unroll(2):\n") == (6 if split else 0), text
-    want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b))).numpy()
-    np.testing.assert_allclose(_run(sched, "llvm", [x, w, b, np.zeros(out_shape, "float32")]), want,
-                               rtol=1e-4, atol=1e-4)
+    _matches_torch_conv_bias_relu(sched, x, w, b, out_shape)
 
 
 @pytest.mark.parametrize("unit, rows", [(AVX2, 6), (AVX512, 8)], ids=["avx2", "avx512"])
@@ -861,7 +867,6 @@ def test_a_pointwise_conv_of_many_channels_peels_the_channels_its_tiles_do_not_d
     ``rows`` channels, the last, partial tile of channels a piece of its own, and the partial
     tile of pixels peeled off the whole tiles of channels -- three update blocks in all; the
     numbers match torch on both units."""
-    import torch
 
     func, out_shape = conv_bias_relu(1, 16, 7, 130, 1, pad=0)
     x, w, b = _rand(1, 16, 7, 7), _rand(130, 16, 1, 1, seed=1), _rand(130, seed=2)
@@ -869,9 +874,7 @@ def test_a_pointwise_conv_of_many_channels_peels_the_channels_its_tiles_do_not_d
     text = sched.script()
     assert text.count(f"in T.unroll({rows}):") == 6 and text.count("_update\")") == 3, text
     _has_parallel(text, parallel)
-    want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b))).numpy()
-    np.testing.assert_allclose(_run(sched, "llvm", [x, w, b, np.zeros(out_shape, "float32")]), want,
-                               rtol=1e-4, atol=1e-4)
+    _matches_torch_conv_bias_relu(sched, x, w, b, out_shape)
 
 
 @pytest.mark.parametrize("unit", [AVX2, AVX512], ids=["avx2", "avx512"])
@@ -884,7 +887,6 @@ def test_a_projecting_pointwise_conv_prefetches_its_input_channels_ahead(unit, c
     ``POINTWISE_PREFETCH_CHANNELS`` channels ahead (clamped to the last channel and, in the partial
     tile, to the last pixel: the build's bounds check proves it); an expanding one does not.  7 x 7
     pixels (tiles by vectors on AVX-512) prefetch on AVX2 only.  Numbers as torch's."""
-    import torch
 
     func, out_shape = conv_bias_relu(1, ci, hw, co, 1, pad=0)
     sched = _scheduled_by(ds.schedule_conv2d_1x1, func, unit)
@@ -896,10 +898,7 @@ def test_a_projecting_pointwise_conv_prefetches_its_input_channels_ahead(unit, c
     assert (len(opened) > 0) == prefetched and text.count("T.prefetch(") == 2 * len(opened), text
     assert not prefetched or f"T.min(ax3 + {ds.POINTWISE_PREFETCH_CHANNELS}, {ci - 1})" in text, text
     x, w, b = _rand(1, ci, hw, hw), _rand(co, ci, 1, 1, seed=1), _rand(co, seed=2)
-    want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b))).numpy()
-    with unit:
-        got = _run(sched, "llvm", [x, w, b, np.zeros(out_shape, "float32")])
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    _matches_torch_conv_bias_relu(sched, x, w, b, out_shape, unit)
 
 
 @pytest.mark.parametrize("unit", [AVX2, AVX512], ids=["avx2", "avx512"])
@@ -909,7 +908,6 @@ def test_a_pointwise_conv_with_a_packed_weight_prefetches_the_next_panel(unit, c
     channel the whole tiles prefetch the next panel's weights at that channel (clamped to the last
     output channel), and the partial tile (which re-reads its panel from L1) does not.  Numbers as
     torch's on both units."""
-    import torch
 
     func, out_shape = conv_bias_relu(1, ci, hw, co, 1, pad=0)
     func = func.with_attr("layout_free_buffers", [1])
@@ -919,10 +917,7 @@ def test_a_pointwise_conv_with_a_packed_weight_prefetches_the_next_panel(unit, c
     hints = re.findall(rf"T.prefetch\(T.address_of\(\w+\[T.min\(\w+ \* {mi} \+ {mi}, {co - 1}\) // {mi}, ax3,", text)
     assert len(hints) == 1 and text.count("T.prefetch(") == 1, text
     x, w, b = _rand(1, ci, hw, hw), _rand(co, ci, 1, 1, seed=1), _rand(co, seed=2)
-    want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b))).numpy()
-    with unit:
-        got = _run(sched, "llvm", [x, w, b, np.zeros(out_shape, "float32")])
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    _matches_torch_conv_bias_relu(sched, x, w, b, out_shape, unit)
 
 
 @pytest.mark.parametrize("unit", [AVX2, AVX512], ids=["avx2", "avx512"])
@@ -932,7 +927,6 @@ def test_a_pointwise_conv_over_a_large_input_runs_over_chunks_of_pixels(unit, ci
     pixel tiles in chunks (AVX2: 8 tiles of 16 pixels, AVX-512: 4 of 32) outside the tiles of
     channels, so each chunk of input is read from memory once by all of them; 16 channels (64 KB)
     keep the channel tiles outside.  Numbers as torch's on both units."""
-    import torch
 
     func, out_shape = conv_bias_relu(2, ci, 32, 24, 1, pad=0)
     x, w, b = _rand(2, ci, 32, 32), _rand(24, ci, 1, 1, seed=1), _rand(24, seed=2)
@@ -944,9 +938,7 @@ def test_a_pointwise_conv_over_a_large_input_runs_over_chunks_of_pixels(unit, ci
     assert ("ax2_0_0" in text) == chunked, text
     if chunked:
         assert text.index("ax2_0_0") < text.index("ax1_0") < text.index("ax2_0_1"), text
-    want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b))).numpy()
-    np.testing.assert_allclose(_run(sched, "llvm", [x, w, b, np.zeros(out_shape, "float32")]), want,
-                               rtol=1e-4, atol=1e-4)
+    _matches_torch_conv_bias_relu(sched, x, w, b, out_shape)
 
 
 @pytest.mark.parametrize("unit, rows", [(AVX2, 6), (AVX512, 8)], ids=["avx2", "avx512"])
