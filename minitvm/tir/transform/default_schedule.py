@@ -55,7 +55,7 @@ from ..functor import post_order_visit, substitute
 from ..op import call_builtin
 from ..schedule import BlockRV, LoopRV, Schedule, ScheduleError
 from ..schedule.block_annotate import BufferReplacer
-from ..stmt import Block, BufferStore, Evaluate, For, SeqStmt, Stmt
+from ..stmt import Block, BufferStore, Evaluate, For, Stmt, seq
 from ..stmt_functor import block_realizes, replace_stmt
 from ..vector_unit import VectorUnit
 from .quantized_gemv import schedule_int4_gemv
@@ -1151,6 +1151,16 @@ def _pointwise_chunk_tiles(pixels: int, nj: int, channels: int) -> int | None:
     return chunk if chunk < tiles else None
 
 
+def prefetch_at_top(sch: Schedule, func_name: str, loop: Any, loads: list[BufferLoad], locality: int) -> None:
+    """Cache-line prefetch hints, one per load (``T.prefetch(T.address_of(load), 0, locality, 1)``:
+    a read, kept in the cache level ``locality`` names), at the top of loop ``loop``'s body.  No
+    schedule primitive inserts a statement (TVM's TE had ``s[B].prefetch``): the rule edits its own
+    result, which a replayed trace does not reproduce."""
+    stmt = sch.get(loop)
+    hints = [Evaluate(call_builtin("prefetch", call_builtin("address_of", ld), 0, locality, 1)) for ld in loads]
+    sch._commit(func_name, replace_stmt(sch.mod[func_name].body, stmt, replace(stmt, body=seq(*hints, stmt.body))))
+
+
 #: a projecting pointwise convolution (fewer output channels than input ones) prefetches its
 #: input this many channels ahead of its reduction (0: never; :func:`_prefetch_input`)
 POINTWISE_PREFETCH_CHANNELS = 16
@@ -1192,7 +1202,7 @@ def _prefetch_input(sch: Schedule, update: BlockRV, pixels: int) -> None:
     channels = _int(c_loop.extent)
     c = c_loop.loop_var
     ahead_c = Min(c + IntImm(c.dtype, ahead), IntImm(c.dtype, channels - 1))
-    hints = []
+    ahead_loads = []
     for last in (0, _int(p1.extent) - 1):
         at = {v: IntImm(v.dtype, 0) for v in inner}
         at[p1.loop_var] = IntImm(p1.loop_var.dtype, last)
@@ -1200,10 +1210,8 @@ def _prefetch_input(sch: Schedule, update: BlockRV, pixels: int) -> None:
         values = {iv: substitute(v, at) for iv, v in binding.items()}
         values[pixel] = Min(values[pixel], IntImm(pixel.dtype, pixels - 1))  # (a partial tile's last lanes)
         index = [Analyzer().simplify(substitute(i, values)) for i in loads[0].indices]
-        address = call_builtin("address_of", BufferLoad(loads[0].buffer, tuple(index)))
-        hints.append(Evaluate(call_builtin("prefetch", address, 0, POINTWISE_PREFETCH_LOCALITY, 1)))
-    body = replace_stmt(sch.mod[update.func_name].body, c_loop, replace(c_loop, body=SeqStmt([*hints, c_loop.body])))
-    sch._commit(update.func_name, body)
+        ahead_loads.append(BufferLoad(loads[0].buffer, tuple(index)))
+    prefetch_at_top(sch, update.func_name, loops[-5], ahead_loads, POINTWISE_PREFETCH_LOCALITY)
 
 
 #: a pointwise convolution with a packed weight prefetches the next tile of output channels' weights
@@ -1227,7 +1235,6 @@ def _prefetch_next_panel(sch: Schedule, update: BlockRV, by_vectors: bool, chann
     blk = realize.block
     loops = sch.get_loops(update)
     depth = 6 if by_vectors else 5
-    c_loop = sch.get(loops[-depth])
     inner = [sch.get(x).loop_var for x in loops[1 - depth:]]
     weights = [r.buffer for r in blk.reads if len(r.buffer.shape) == 5]
     loads: list[BufferLoad] = []
@@ -1241,11 +1248,8 @@ def _prefetch_next_panel(sch: Schedule, update: BlockRV, by_vectors: bool, chann
     out = blk.iter_vars[1].var
     values[out] = Min(values[out] + IntImm(out.dtype, mi), IntImm(out.dtype, channels_out - 1))
     index = [Analyzer().simplify(substitute(i, values)) for i in loads[0].indices]
-    address = call_builtin("address_of", BufferLoad(loads[0].buffer, tuple(index)))
-    hint = Evaluate(call_builtin("prefetch", address, 0, POINTWISE_PREFETCH_LOCALITY, 1))
-    body = c_loop.body.seq if isinstance(c_loop.body, SeqStmt) else [c_loop.body]
-    root = replace_stmt(sch.mod[update.func_name].body, c_loop, replace(c_loop, body=SeqStmt([hint, *body])))
-    sch._commit(update.func_name, root)
+    prefetch_at_top(sch, update.func_name, loops[-depth], [BufferLoad(loads[0].buffer, tuple(index))],
+                    POINTWISE_PREFETCH_LOCALITY)
 
 
 def _pack_pointwise_weight(sch: Schedule, conv: BlockRV, mi: int) -> None:

@@ -41,7 +41,7 @@ pipeline puts it before the generic rules).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -53,10 +53,7 @@ from ...runtime.cpu import parallel_threads
 from ...tir import op as _op
 from ...tir.expr import BufferLoad, PrimExpr
 from ...tir.functor import pre_order_visit, substitute
-from ...tir.op import call_builtin
 from ...tir.schedule import Schedule, ScheduleError
-from ...tir.stmt import Evaluate, SeqStmt
-from ...tir.stmt_functor import replace_stmt
 from ...tir.transform.default_schedule import (
     CONV_PARALLEL_WORK,
     _blocks,
@@ -67,6 +64,7 @@ from ...tir.transform.default_schedule import (
     _local_accumulator,
     _peeled_tile_rows,
     _single_epilogue,
+    prefetch_at_top,
     vectorize_rows,
 )
 from ...tir.vector_unit import VectorUnit
@@ -958,16 +956,13 @@ def _prefetch_next_chunk(sch: Schedule, conv: Any, rc0: Any, p0: Any, rc1: Any) 
     per_tile = -(-lines // tiles)
     dtype = rc0_var.dtype
     channel = _op.min((rc0_var + 1) * chunk + rc1_var, _op.const(channels - 1, dtype))  # (the last chunk: its own)
-    hints = []
+    lines_ahead = []
     for j in range(per_tile):
         first = _op.min(p0_var * per_tile + j, _op.const(lines - 1, dtype)) * per_line
         index = [block_of_channels, channel, _op.floordiv(first, kw * ob), _op.floormod(_op.floordiv(first, ob), kw),
                  _op.floormod(first, ob)]
-        address = call_builtin("address_of", BufferLoad(weight, tuple(analyzer.simplify(i) for i in index)))
-        hints.append(Evaluate(call_builtin("prefetch", address, 0, PREFETCH_LOCALITY, 1)))
-    loop = sch.get(rc1)
-    body = replace_stmt(sch.mod[conv.func_name].body, loop, replace(loop, body=SeqStmt([*hints, loop.body])))
-    sch._commit(conv.func_name, body)
+        lines_ahead.append(BufferLoad(weight, tuple(analyzer.simplify(i) for i in index)))
+    prefetch_at_top(sch, conv.func_name, rc1, lines_ahead, PREFETCH_LOCALITY)
 
 
 def _packed_block_of(block: Any) -> int:
