@@ -80,10 +80,8 @@ def _strided_pointwise(attrs: dict, weight_shape: tuple, data_shape: Any) -> boo
     pixels (a strided slice), which :func:`_pointwise` hands to ``schedule_conv2d_1x1`` -- the
     packed kernel's tile instead loads each pixel's input value alone, at the stride, and
     transposes every tile on its way back."""
-    plane = [const_int(d) for d in (data_shape or ())[2:]]
-    return tuple(int(d) for d in weight_shape[2:]) == (1, 1) and any(int(v) > 1 for v in attrs["strides"]) \
-        and not any(int(v) for v in attrs["padding"]) and all(int(v) == 1 for v in attrs["dilation"]) \
-        and int(attrs["groups"]) == 1 and len(plane) == 2 and None not in plane
+    return any(int(v) > 1 for v in attrs["strides"]) and all(int(v) == 1 for v in attrs["dilation"]) \
+        and int(attrs["groups"]) == 1 and _pointwise({**attrs, "strides": (1, 1)}, weight_shape, data_shape)
 
 
 #: the convolutions with a packed x86 kernel: op -> (data and kernel layouts, weight packing, kernel);
