@@ -160,7 +160,7 @@ def graph_rewrite_passes() -> list[Pass]:
 def default_schedule_rules() -> list:
     """``DefaultCPUSchedule``'s rules in the default pipeline: the x86 kernels' own schedules
     (``topi.x86``) first, then the generic rules (``tir.transform.default_schedule.RULES``)."""
-    return [topi.x86.schedule_conv2d_nchw_packed, *_DEFAULT_RULES]
+    return [topi.x86.schedule_conv2d_nchw_packed, topi.x86.schedule_max_pool2d_separable, *_DEFAULT_RULES]
 
 
 class _ApplyDatabaseInScope(Pass):

@@ -45,6 +45,7 @@ from .. import op as relax_op
 from ..expr import Call, Constant, ConstantData, Expr, Var
 from ..expr_functor import ExprMutator
 from ..op.nn.conv import given_out_dtype
+from ..op.registry import OpPattern
 from ._util import keeps_input_dtype, rewrite_with_builder
 
 __all__ = ["AlterOpLayout", "MIN_REDUCTION"]
@@ -95,6 +96,8 @@ _PACKED = {
 class _ConvLayout(ExprMutator):
     def visit_call_(self, op: Call) -> Expr:
         call = super().visit_call_(op)
+        if isinstance(call, Call) and isinstance(call.op, Op) and call.op.name == "relax.nn.max_pool2d":
+            return self._max_pool2d(call)
         packed_kernel = _PACKED.get(call.op.name) if isinstance(call, Call) and isinstance(call.op, Op) else None
         if packed_kernel is None:
             return call
@@ -133,6 +136,24 @@ class _ConvLayout(ExprMutator):
                                      strides=[int(s) for s in a["strides"]], padding=[int(p) for p in a["padding"]],
                                      dilation=[int(d) for d in a["dilation"]],
                                      primfunc_name_hint=call.op.name.rsplit(".", 1)[1])
+
+
+    def _max_pool2d(self, call: Call) -> Expr:
+        """An NCHW ``max_pool2d`` -> ``topi.x86.max_pool2d_separable`` (the window's rows, then its
+        columns), when it applies (:func:`topi.x86.separable_max_pool2d`)."""
+        a, sinfo = call.attrs, call.args[0].struct_info
+        if not SEPARABLE_MAX_POOL or not topi.x86.separable_max_pool2d(
+                sinfo.shape_values, sinfo.dtype, a["pool_size"], a["strides"], a["padding"], a["dilation"],
+                a["ceil_mode"], a["layout"], a["out_layout"] or a["layout"]):
+            return call
+        return self.builder_.call_te(topi.x86.max_pool2d_separable, call.args[0], [int(k) for k in a["pool_size"]],
+                                     [int(s) for s in a["strides"]], [int(p) for p in a["padding"]],
+                                     primfunc_name_hint="max_pool2d",
+                                     # (fused as the generic pool is: a window reduction, not a copy)
+                                     primfunc_attrs={"op_pattern": int(OpPattern.OUT_ELEMWISE_FUSABLE)})
+
+
+SEPARABLE_MAX_POOL = True
 
 
 @module_pass(opt_level=0, name="AlterOpLayout")

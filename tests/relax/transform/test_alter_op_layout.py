@@ -209,3 +209,33 @@ def test_a_short_conv1d_is_packed_on_avx512_too(cin, cout, k, groups, stride, pa
     want = torch.nn.functional.conv1d(torch.from_numpy(data), torch.from_numpy(w), stride=stride, padding=padding,
                                       groups=groups).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def _max_pool_module(ceil_mode=False, layout="NCHW"):
+    x = relax.Var("x", relax.TensorStructInfo((2, 6, 15, 15), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = bb.emit(relax.op.nn.max_pool2d(x, pool_size=3, strides=2, padding=1, ceil_mode=ceil_mode,
+                                               layout=layout))
+            gv = bb.emit_output(relax.op.nn.relu(y))
+        bb.emit_func_output(gv)
+    return bb.get()
+
+
+def test_an_nchw_max_pool_gets_the_separable_kernel():
+    new = relax.transform.AlterOpLayout()(_max_pool_module())
+    text = new.script()
+    assert "R.nn.max_pool2d" not in text and "R.call_tir(cls.max_pool2d" in text
+    assert 'sblock("pool_rows")' in new["max_pool2d"].script()
+    x = RNG.standard_normal((2, 6, 15, 15)).astype("float32")
+    import torch
+    want = torch.relu(torch.nn.functional.max_pool2d(torch.from_numpy(x), 3, 2, 1)).numpy()
+    ex = minitvm.compile(new, "llvm")
+    np.testing.assert_array_equal(relax.VirtualMachine(ex, minitvm.cpu())["main"](x).numpy(), want)
+
+
+@pytest.mark.parametrize("case", [{"ceil_mode": True}, {"layout": "NHWC"}])
+def test_other_max_pools_keep_the_generic_kernel(case):
+    mod = _max_pool_module(**case)
+    assert relax.transform.AlterOpLayout()(mod) is mod
