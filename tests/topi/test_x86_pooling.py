@@ -81,6 +81,7 @@ def test_other_functions_are_left_to_the_other_rules():
     ({}, True), ({"ceil_mode": True}, False), ({"dilation": (2, 2)}, False), ({"layout": "NHWC", "out_layout": "NHWC"},
                                                                                False),
     ({"out_layout": "NHWC"}, False), ({"pool_size": (1, 3)}, False), ({"dtype": "int32"}, False),
+    ({"pool_size": (2, 2), "strides": (1, 1)}, True), ({"pool_size": (2, 2), "strides": (2, 2)}, False),
     ({"data_shape": (1, 4, None, 8)}, False)])
 def test_which_max_pools_it_computes(change, applies):
     a = {"data_shape": (1, 4, 8, 8), "dtype": "float32", "pool_size": (3, 3), "strides": (2, 2),

@@ -40,12 +40,15 @@ _PAD_NAME = "pad_temp"
 def separable_max_pool2d(data_shape: Any, dtype: str, pool_size: Any, strides: Any, padding: Any, dilation: Any,
                          ceil_mode: bool, layout: str, out_layout: str) -> bool:
     """Whether :func:`max_pool2d_separable` computes this ``max_pool2d``: NCHW in and out, a float,
-    static shape, no dilation, no ceil mode, a window of at least two rows (else there is no
-    row to share)."""
+    static shape, no dilation, no ceil mode, windows that overlap along the rows (more rows than
+    the stride: consecutive output rows share input rows).  Without the overlap each input row
+    is reduced once either way: the MNIST model's 2 x 2 stride-2 pool, 1 x 32 x 26 x 26, measured
+    5.6 -> 6.2 us on AVX2 code (level on AVX-512), so it keeps the generic kernel."""
     shape = [const_int(d) for d in data_shape or ()]
     return (layout == out_layout == "NCHW" and dtype in ("float32", "float64") and len(shape) == 4
             and None not in shape and not ceil_mode and all(int(d) == 1 for d in dilation)
-            and len(pool_size) == 2 and int(pool_size[0]) >= 2 and len(padding) == 4)
+            and len(pool_size) == 2 and len(strides) == 2 and int(pool_size[0]) > int(strides[0])
+            and len(padding) == 4)
 
 
 def max_pool2d_separable(data: te.Tensor, pool_size: Any, strides: Any, padding: Any) -> te.Tensor:
