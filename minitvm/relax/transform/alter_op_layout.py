@@ -23,7 +23,9 @@ convolutions keep the generic kernel.  ``relax.nn.conv1d`` (NCW data,
 an OIW weight) under the same conditions gets the same kernel over one row
 (``topi.x86.conv1d_ncw_packed``; the generic one was a scalar loop per output: wav2vec2's
 16 -> 16 stride-2 conv at batch 8 88 -> 14 us, its 4-group 32 -> 32 position conv 75 -> 14,
-AVX2).
+AVX2).  An NCHW ``relax.nn.max_pool2d`` whose windows overlap along the rows gets
+``topi.x86.max_pool2d_separable`` (the window's rows reduced first, shared by consecutive output
+rows; see ``topi.x86.separable_max_pool2d`` for when).
 
 ::
 
@@ -159,7 +161,8 @@ SEPARABLE_MAX_POOL = True
 @module_pass(opt_level=0, name="AlterOpLayout")
 class AlterOpLayout:
     """``AlterOpLayout()``: NCHW/OIHW ``conv2d`` (NCW/OIW ``conv1d``) with a constant weight -> the x86 packed-weight
-    kernel, its weight packed at compile time (see the module docstring)."""
+    kernel, its weight packed at compile time; an NCHW ``max_pool2d`` of overlapping windows -> the
+    separable x86 kernel (see the module docstring)."""
 
     def transform_module(self, mod: IRModule, ctx: PassContext) -> IRModule:
         out, changed = rewrite_with_builder(mod, _ConvLayout(mod))
