@@ -151,7 +151,8 @@ def graph_rewrite_passes() -> list[Pass]:
     ``SplitIntoSlices`` (a split whose parts are only copied on becomes slices that fuse into the copies),
     ``FoldInferenceBatchnormToConv2D`` (an inference BatchNorm into the convolution's
     constants), ``FoldExplicitPadding`` (a zero pad before a convolution becomes its padding), ``AlterOpLayout``
-    (convolutions get the x86 kernel, their weights packed once, now).  ``FuseAttention`` (short
+    (convolutions get the x86 kernel, their weights packed once, now; an overlapping max pool the
+    separable one).  ``FuseAttention`` (short
     attention as one kernel) takes FuseOps' place later in the pipeline."""
     return [T.RemoveRedundantReshape(), T.SplitIntoSlices(), FoldInferenceBatchnormToConv2D(), T.FoldExplicitPadding(),
             AlterOpLayout()]

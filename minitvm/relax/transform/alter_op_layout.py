@@ -139,12 +139,11 @@ class _ConvLayout(ExprMutator):
                                      dilation=[int(d) for d in a["dilation"]],
                                      primfunc_name_hint=call.op.name.rsplit(".", 1)[1])
 
-
     def _max_pool2d(self, call: Call) -> Expr:
         """An NCHW ``max_pool2d`` -> ``topi.x86.max_pool2d_separable`` (the window's rows, then its
         columns), when it applies (:func:`topi.x86.separable_max_pool2d`)."""
         a, sinfo = call.attrs, call.args[0].struct_info
-        if not SEPARABLE_MAX_POOL or not topi.x86.separable_max_pool2d(
+        if not topi.x86.separable_max_pool2d(
                 sinfo.shape_values, sinfo.dtype, a["pool_size"], a["strides"], a["padding"], a["dilation"],
                 a["ceil_mode"], a["layout"], a["out_layout"] or a["layout"]):
             return call
@@ -153,9 +152,6 @@ class _ConvLayout(ExprMutator):
                                      primfunc_name_hint="max_pool2d",
                                      # (fused as the generic pool is: a window reduction, not a copy)
                                      primfunc_attrs={"op_pattern": int(OpPattern.OUT_ELEMWISE_FUSABLE)})
-
-
-SEPARABLE_MAX_POOL = True
 
 
 @module_pass(opt_level=0, name="AlterOpLayout")

@@ -25,10 +25,6 @@ from ...tir.transform.default_schedule import (
 )
 from ..utils import const_int
 
-
-def _extents_of(shape: Any) -> list[int]:
-    return [int(const_int(d)) for d in shape]
-
 __all__ = ["max_pool2d_separable", "separable_max_pool2d", "schedule_max_pool2d_separable", "ROWS_NAME"]
 
 #: the block of the window's rows' max (each output row's input rows reduced to one row)
@@ -97,7 +93,7 @@ def schedule_max_pool2d_separable(sch: Schedule) -> bool:
     y0, _ = sch.split(y, [None, _largest_divisor(OH, WINDOW_ROWS)])
     group = sch.fuse(n, c, y0)
     func = sch.mod["main"]
-    reads = math.prod(_extents_of(func.buffer_map[func.params[0]].shape))
+    reads = math.prod(int(const_int(d)) for d in func.buffer_map[func.params[0]].shape)
     if reads + N * C * OH * OW > WINDOW_PARALLEL_WORK:
         sch.parallel(group)
     sch.vectorize(x)
