@@ -96,6 +96,14 @@ _PACKED = {
 
 
 class _ConvLayout(ExprMutator):
+    def __init__(self, mod: IRModule) -> None:
+        super().__init__(mod)
+        #: the call_tir of each packed kernel built so far, by what its PrimFunc depends on (a
+        #: static input, the packed weight's shape, the attributes): a model's repeated layers
+        #: (ResNet-18: 17 packed convolutions, 8 distinct) build their TE kernel once, where
+        #: call_te made and hashed the same PrimFunc again for ``add_func`` to find it in the module
+        self.kernels: dict[tuple, Call] = {}
+
     def visit_call_(self, op: Call) -> Expr:
         call = super().visit_call_(op)
         if isinstance(call, Call) and isinstance(call.op, Op) and call.op.name == "relax.nn.max_pool2d":
@@ -134,10 +142,20 @@ class _ConvLayout(ExprMutator):
             if call.op.name == "relax.nn.conv2d" and call.args[0].struct_info.shape_values else None
         packed = pack(w, groups=groups) if block is None else pack(w, block, groups=groups)
         packed = Constant(ConstantData.adopt(packed))
-        return self.builder_.call_te(kernel, call.args[0], packed, groups=groups,
-                                     strides=[int(s) for s in a["strides"]], padding=[int(p) for p in a["padding"]],
-                                     dilation=[int(d) for d in a["dilation"]],
-                                     primfunc_name_hint=call.op.name.rsplit(".", 1)[1])
+        kwargs = {"groups": groups, "strides": [int(s) for s in a["strides"]],
+                  "padding": [int(p) for p in a["padding"]], "dilation": [int(d) for d in a["dilation"]],
+                  "primfunc_name_hint": call.op.name.rsplit(".", 1)[1]}
+        data = call.args[0].struct_info
+        key = None if data.static_shape is None else \
+            (kernel, data.static_shape, data.dtype, packed.struct_info.static_shape, packed.struct_info.dtype,
+             repr(kwargs))
+        built = self.kernels.get(key) if key is not None else None
+        if built is not None:
+            return relax_op.call_tir(built.args[0], [call.args[0], packed], built.sinfo_args[0])
+        built = self.builder_.call_te(kernel, call.args[0], packed, **kwargs)
+        if key is not None:
+            self.kernels[key] = built
+        return built
 
     def _max_pool2d(self, call: Call) -> Expr:
         """An NCHW ``max_pool2d`` -> ``topi.x86.max_pool2d_separable`` (the window's rows, then its

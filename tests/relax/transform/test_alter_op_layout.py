@@ -239,3 +239,65 @@ def test_an_nchw_max_pool_gets_the_separable_kernel():
 def test_other_max_pools_keep_the_generic_kernel(case):
     mod = _max_pool_module(**case)
     assert relax.transform.AlterOpLayout()(mod) is mod
+
+
+def test_repeated_convs_share_one_kernel_built_once(monkeypatch):
+    """Two same-shaped convs with different weights and a third of another stride: the packed TE
+    kernel is built twice (once per distinct conv), the repeated conv calls the first one's
+    PrimFunc with its own packed weight, and the module is the one built without the memo;
+    torch's numbers."""
+    import torch
+
+    from minitvm.relax.transform import alter_op_layout
+
+    x = relax.Var("x", relax.TensorStructInfo((1, 16, 12, 12), "float32"))
+    ws = [RNG.standard_normal((16, 16, 3, 3)).astype("float32") for _ in range(3)]
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = bb.emit(relax.op.nn.relu(relax.op.nn.conv2d(x, relax.const(ws[0]), padding=1)))
+            y = bb.emit(relax.op.nn.relu(relax.op.nn.conv2d(y, relax.const(ws[1]), padding=1)))
+            gv = bb.emit_output(relax.op.nn.conv2d(y, relax.const(ws[2]), strides=2, padding=1))
+        bb.emit_func_output(gv)
+    mod = bb.get()
+    kernel = alter_op_layout._PACKED["relax.nn.conv2d"]
+    built = []
+
+    def counting(*args, **kwargs):
+        built.append(kwargs["strides"])
+        return kernel[2](*args, **kwargs)
+
+    monkeypatch.setitem(alter_op_layout._PACKED, "relax.nn.conv2d", (*kernel[:2], counting))
+    new = relax.transform.AlterOpLayout()(mod)
+    assert built == [[1, 1], [2, 2]]
+    calls = [b.value for b in new["main"].body.blocks[0].bindings if isinstance(b.value, relax.Call)
+             and b.value.op.name == "relax.call_tir"]
+    assert len(calls) == 3 and calls[0].args[0] is calls[1].args[0] is not calls[2].args[0]
+
+    # the same module as when every conv builds its kernel (call_te, add_func finding the twin)
+    class Unmemoized(alter_op_layout._ConvLayout):
+        def __init__(self, m):
+            super().__init__(m)
+            self.kernels = _NoMemo()
+
+    monkeypatch.setattr(alter_op_layout, "_ConvLayout", Unmemoized)
+    minitvm.ir.assert_structural_equal(new, relax.transform.AlterOpLayout()(mod))
+    assert len(built) == 5
+
+    data = RNG.standard_normal((1, 16, 12, 12)).astype("float32")
+    t = torch.from_numpy(data)
+    for k, w in enumerate(ws):
+        t = torch.nn.functional.conv2d(t, torch.from_numpy(w), stride=2 if k == 2 else 1, padding=1)
+        t = torch.relu(t) if k < 2 else t
+    got = relax.VirtualMachine(minitvm.compile(new, "llvm"), minitvm.cpu())["main"](data).numpy()
+    np.testing.assert_allclose(got, t.numpy(), rtol=1e-4, atol=1e-4)
+
+
+class _NoMemo(dict):
+    """A memo that remembers nothing (every conv builds its kernel)."""
+
+    def get(self, key, default=None):
+        return default
+
+    def __setitem__(self, key, value):
+        pass
