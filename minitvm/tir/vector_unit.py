@@ -20,7 +20,11 @@ from typing import Any, Iterable
 from ..ir.deep import share_thread_local
 from ..runtime.cpu import host_cpu_features
 
-__all__ = ["VectorUnit", "AVX512", "AVX2", "NEON", "SSE"]
+__all__ = ["VectorUnit", "AVX512", "AVX2", "NEON", "SSE", "MAX_SHUFFLED_STRIDE"]
+
+#: a vector load whose index grows by at most this much per lane is one contiguous load and a
+#: shuffle (the LLVM codegen emits it so; a schedule that subsamples rows counts on it)
+MAX_SHUFFLED_STRIDE = 4
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from ...tir.analysis import uses_var
 from ...tir.buffer import Buffer
 from ...tir.functor import hook_of, post_order_visit, substitute, walked_fields
 from ...tir.semantics import BOOL_ONLY, BY_NODE, Semantics, emit_cast, node_operands, row_of
+from ...tir.vector_unit import MAX_SHUFFLED_STRIDE
 from .fastmath import call_intrinsic, integral_exponent, power_by_multiplying
 from .llvm_types import llvm_type, mem_type
 
@@ -115,10 +116,6 @@ def _lane_zeros(lanes: int) -> ir.Constant:
     if mask is None:
         mask = _LANE_ZEROS[lanes] = ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes)
     return mask
-
-
-#: loads whose index grows by at most this much per lane are one contiguous load and a shuffle
-MAX_SHUFFLED_STRIDE = 4
 
 
 #: shuffle masks by their lanes (llvmlite builds a vector constant lane by lane)

@@ -57,7 +57,7 @@ from ..schedule import BlockRV, LoopRV, Schedule, ScheduleError
 from ..schedule.block_annotate import BufferReplacer
 from ..stmt import Block, BufferStore, Evaluate, For, Stmt, seq
 from ..stmt_functor import block_realizes, replace_stmt
-from ..vector_unit import VectorUnit
+from ..vector_unit import MAX_SHUFFLED_STRIDE, VectorUnit
 from .quantized_gemv import schedule_int4_gemv
 
 __all__ = ["DefaultCPUSchedule", "schedule_gemv", "schedule_matmul_nt", "schedule_dense_few_rows",
@@ -1861,14 +1861,9 @@ def _subsamples_rows(inner: Var, loads: list[BufferLoad]) -> bool:
             continue
         last = ld.indices[-1]
         step = analyzer.simplify(substitute(last, {inner: inner + 1}) - last)
-        if isinstance(step, IntImm) and 1 < step.value <= SUBSAMPLE_MAX_STRIDE:
+        if isinstance(step, IntImm) and 1 < step.value <= MAX_SHUFFLED_STRIDE:
             return True
     return False
-
-
-#: strides up to this a row's vector loads as a contiguous span and a shuffle (the codegen's
-#: ``MAX_SHUFFLED_STRIDE``)
-SUBSAMPLE_MAX_STRIDE = 4
 
 
 def _reads_transposed(sch: Schedule, b: BlockRV) -> bool:
