@@ -188,3 +188,35 @@ def test_a_dense_layer_with_bias_takes_the_rows_the_registers_hold(unit_name, ti
     out = minitvm.nd.array(np.full((128, 256), np.nan, "float32"))
     lib["main"](minitvm.nd.array(xv), minitvm.nd.array(wv), minitvm.nd.array(bv), out)
     np.testing.assert_allclose(out.numpy(), xv @ wv + bv, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("unit_name, rows, row_threads", [("avx512", 520, True), ("avx512", 200, False),
+                                                          ("avx2", 520, False)])
+def test_a_dense_layer_of_many_rows_with_a_prepacked_weight_runs_its_row_tiles_on_threads(unit_name, rows,
+                                                                                         row_threads):
+    """A weight packed ahead of the calls (``layout_free_buffers``) and 520 rows, on AVX-512: the
+    row tiles are the parallel loop, every thread reading all of the weight's panels -- no
+    blocks of columns (each of which read all of A again); 200 rows, or AVX2, keep the blocks.
+    numpy's result either way."""
+    import re
+
+    from minitvm.tir.transform import default_schedule as ds
+    from minitvm.tir.vector_unit import AVX2, AVX512
+
+    unit = {"avx2": AVX2, "avx512": AVX512}[unit_name]
+    x, w = te.placeholder((rows, 64), "float32", name="x"), te.placeholder((64, 256), "float32", name="w")
+    b = te.placeholder((256,), "float32", name="b")
+    func = te.create_prim_func([x, w, b, topi.add(topi.nn.matmul(x, w), b)]).with_attr("layout_free_buffers", [1])
+    with unit, pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ds, "parallel_threads", lambda: 2)
+        sched = apply_default_schedule(func)
+    text = sched.script()
+    assert ds.LAYOUT_REWRITE_PREPROC in text, text  # the packing copy is the prepacked weight's
+    parallel = re.findall(r"for (\w+) in T.parallel", text)
+    assert len(parallel) == 1 and parallel[0].startswith("i0") == row_threads, text  # i0: rows, i1: columns
+    lib = minitvm.build(sched.with_attr("global_symbol", "main"))
+    rng = np.random.default_rng(5)
+    xv, wv, bv = (rng.standard_normal(s).astype("float32") for s in ((rows, 64), (64, 256), (256,)))
+    out = minitvm.nd.array(np.full((rows, 256), np.nan, "float32"))
+    lib["main"](minitvm.nd.array(xv), minitvm.nd.array(wv), minitvm.nd.array(bv), out)
+    np.testing.assert_allclose(out.numpy(), xv @ wv + bv, rtol=1e-4, atol=1e-4)
