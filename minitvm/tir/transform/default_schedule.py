@@ -619,9 +619,7 @@ def schedule_matmul_like(sch: Schedule, tile_symbolic_rows: bool = True) -> bool
         sch.annotate(packed, LAYOUT_REWRITE_PREPROC, True)
     if rows_known:
         mi = _static_tile_rows(M, nj, mi, packed is not None)
-    rows_on_threads = (prepacked and rows_known and M >= PREPACKED_ROWS_ON_THREADS
-                       and VectorUnit.current().registers >= 32)
-    blocks = _column_blocks(N // nj) if packed is not None and not rows_on_threads else 0
+    blocks = _column_blocks(N // nj) if packed is not None and not _rows_on_threads(prepacked, M, rows_known) else 0
     batch, jb, pieces, updates, epilogues = _tile_loops(
         sch, mm, None if prepacked else packed, mi, nj, blocks,
         M if rows_known else "symbolic" if symbolic_rows else None, epilogue)
@@ -890,6 +888,13 @@ def _schedule_prologue(sch: Schedule, names: list[str], packed: bool) -> None:
 #: (128-197 rows) mixed (0.99x, 0.99x, ViT 1.02x), and AVX2 code on the same host mixed at both
 #: (0.98x to 1.04x): those keep the column blocks.
 PREPACKED_ROWS_ON_THREADS = 512
+
+
+def _rows_on_threads(prepacked: bool, rows: int | None, rows_known: bool) -> bool:
+    """Whether a matmul's row tiles go on threads rather than blocks of its columns
+    (:data:`PREPACKED_ROWS_ON_THREADS`)."""
+    return (prepacked and rows_known and rows is not None and rows >= PREPACKED_ROWS_ON_THREADS
+            and VectorUnit.current().registers >= 32)
 
 
 def _column_blocks(panels: int) -> int:
