@@ -66,6 +66,16 @@ def _uses(block: Block, buffer: Buffer, accessed: dict[int, tuple[Block, set[int
     return id(buffer) in known[1]
 
 
+def _accessed_in(body: Stmt, buffer: Buffer) -> bool:
+    """Whether anything in ``body`` (inside a block or not) loads or stores ``buffer`` or names its
+    data pointer (an intrinsic's access pointer)."""
+    found: list[bool] = []
+    post_order_visit(body, lambda x: found.append(True)
+                     if (isinstance(x, (BufferLoad, BufferStore)) and x.buffer is buffer) or x is buffer.data
+                     else None)
+    return bool(found)
+
+
 def _placement(users: list[tuple[BlockRealize, tuple]], buffer: Buffer) -> Stmt | None:
     """The statement to wrap in the new allocation, or None to leave it where it is."""
     common = list(users[0][1])
@@ -180,6 +190,10 @@ def _compact_block(block: Block) -> Block:
     chains = _chains(block.body) if block.alloc_buffers else []
     for buffer in block.alloc_buffers:
         users = [(r, p) for r, p in chains if _uses(r.block, buffer, accessed)]
+        if not users and not _accessed_in(block.body, buffer):
+            # never read nor written (a matmul's output once a peeled register tile wrote through
+            # its cache): dropped, as TVM's allocation planning drops a buffer with no access
+            continue
         loop = _placement(users, buffer) if users else None
         if loop is None:
             kept.append(buffer)
@@ -199,6 +213,8 @@ def _compact_block(block: Block) -> Block:
         plan.setdefault(id(loop), []).append((buffer, small, lows))
     if len(kept) == len(block.alloc_buffers):
         return block
+    if not plan:  # only dropped buffers
+        return replace(block, alloc_buffers=tuple(kept))
     return replace(block, alloc_buffers=tuple(kept), body=_Shift(plan).visit(block.body))
 
 
