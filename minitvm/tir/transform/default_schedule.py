@@ -619,7 +619,7 @@ def schedule_matmul_like(sch: Schedule, tile_symbolic_rows: bool = True) -> bool
         sch.annotate(packed, LAYOUT_REWRITE_PREPROC, True)
     if rows_known:
         mi = _static_tile_rows(M, nj, mi, packed is not None)
-    blocks = _column_blocks(N // nj) if packed is not None and not _rows_on_threads(prepacked, M, rows_known) else 0
+    blocks = _column_blocks(N // nj) if packed is not None and not (prepacked and _rows_on_threads(M)) else 0
     batch, jb, pieces, updates, epilogues = _tile_loops(
         sch, mm, None if prepacked else packed, mi, nj, blocks,
         M if rows_known else "symbolic" if symbolic_rows else None, epilogue)
@@ -662,12 +662,13 @@ DENSE_K_BLOCK_BYTES = 16 * 1024
 DENSE_SPLIT_K_WEIGHT_BYTES = 1 << 20
 
 
-def _reads_right_operand_by_rows(sch: Schedule, mm: BlockRV) -> bool:
-    """Whether the matmul block reads a 2-D ``B[k, j]`` (a row of B is contiguous along j)."""
+def _right_operand_by_rows(sch: Schedule, mm: BlockRV) -> int | None:
+    """The index among the matmul block's reads of a 2-D ``B[k, j]`` (a row of B contiguous
+    along j), None when it reads none."""
     blk = sch.get(mm)
     vj, vk = blk.iter_vars[-2].var, blk.iter_vars[-1].var
-    return any(len(r.region) == 2 and r.buffer is not blk.body.buffer and r.region[0].min is vk
-               and r.region[1].min is vj for r in blk.reads)
+    return next((i for i, r in enumerate(blk.reads) if len(r.region) == 2 and r.buffer is not blk.body.buffer
+                 and r.region[0].min is vk and r.region[1].min is vj), None)
 
 
 def schedule_dense_few_rows(sch: Schedule) -> bool:
@@ -696,7 +697,7 @@ def schedule_dense_few_rows(sch: Schedule) -> bool:
     ``-mcpu=znver3`` (AVX2 code, same host) 91-107 -> 46 us min, 115-175 -> 61-65 median.
     """
     mm = _matmul_block(sch)
-    if mm is None or len(sch.get_loops(mm)) != 3 or not _reads_right_operand_by_rows(sch, mm):
+    if mm is None or len(sch.get_loops(mm)) != 3 or _right_operand_by_rows(sch, mm) is None:
         return False
     M, N, K = _extents_or_none(sch, sch.get_loops(mm))
     unit = VectorUnit.current()
@@ -752,16 +753,13 @@ def schedule_dense_transposed_weight(sch: Schedule) -> bool:
     tiles (the weight read twice, four rows of W side by side) were slower: MobileNetV2 965 (459)
     against 538 (329) here."""
     mm = _matmul_block(sch)
-    if mm is None or len(sch.get_loops(mm)) != 3 or not _reads_right_operand_by_rows(sch, mm):
+    index = None if mm is None or len(sch.get_loops(mm)) != 3 else _right_operand_by_rows(sch, mm)
+    if index is None:
         return False
     M, N, K = _extents_or_none(sch, sch.get_loops(mm))
     if None in (M, N, K) or not 1 <= M <= NT_MAX_ROWS or K * N * 4 < TRANSPOSE_WEIGHT_BYTES:
         return False
-    blk = sch.get(mm)
-    vj, vk = blk.iter_vars[-2].var, blk.iter_vars[-1].var
-    index = next(i for i, r in enumerate(blk.reads) if len(r.region) == 2 and r.buffer is not blk.body.buffer
-                 and r.region[0].min is vk and r.region[1].min is vj)
-    if not _is_layout_free(sch, blk.reads[index].buffer):
+    if not _is_layout_free(sch, sch.get(mm).reads[index].buffer):
         return False
     copy = sch.cache_read(mm, index, "global")
     sch.transform_layout(mm, ("read", index), lambda k, j: (j, k))
@@ -890,11 +888,10 @@ def _schedule_prologue(sch: Schedule, names: list[str], packed: bool) -> None:
 PREPACKED_ROWS_ON_THREADS = 512
 
 
-def _rows_on_threads(prepacked: bool, rows: int | None, rows_known: bool) -> bool:
-    """Whether a matmul's row tiles go on threads rather than blocks of its columns
-    (:data:`PREPACKED_ROWS_ON_THREADS`)."""
-    return (prepacked and rows_known and rows is not None and rows >= PREPACKED_ROWS_ON_THREADS
-            and VectorUnit.current().registers >= 32)
+def _rows_on_threads(rows: int) -> bool:
+    """Whether a matmul of ``rows`` rows with a prepacked weight puts its row tiles on threads
+    rather than blocks of its columns (:data:`PREPACKED_ROWS_ON_THREADS`)."""
+    return rows >= PREPACKED_ROWS_ON_THREADS and VectorUnit.current().registers >= 32
 
 
 def _column_blocks(panels: int) -> int:

@@ -10,6 +10,7 @@ ResNet's 3 x 3 stride-2 pool does 9 + 3 vector operations per vector of outputs 
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -63,19 +64,13 @@ def max_pool2d_separable(data: te.Tensor, pool_size: Any, strides: Any, padding:
         _op.all(y >= pt, y < H + pt, x >= pl, x < W + pl), data[n, c, y - pt, x - pl], lowest), name=_PAD_NAME)
 
     def row_max(n: Any, c: Any, y: Any, w: Any) -> Any:
-        return _chain_max([pad[n, c, y * sh + i, w] for i in range(kh)])
+        return functools.reduce(_op.max, [pad[n, c, y * sh + i, w] for i in range(kh)])
+
+    def column_max(n: Any, c: Any, y: Any, x: Any) -> Any:
+        return functools.reduce(_op.max, [rows[n, c, y, x * sw + j] for j in range(kw)])
 
     rows = te.compute((N, C, OH, PW), row_max, name=ROWS_NAME)
-    return te.compute((N, C, OH, OW), lambda n, c, y, x: _chain_max([rows[n, c, y, x * sw + j] for j in range(kw)]),
-                      name=_OUT_NAME, tag="pool_max")
-
-
-def _chain_max(values: list) -> Any:
-    """``max(max(v0, v1), v2) ..``"""
-    out = values[0]
-    for v in values[1:]:
-        out = _op.max(out, v)
-    return out
+    return te.compute((N, C, OH, OW), column_max, name=_OUT_NAME, tag="pool_max")
 
 
 def schedule_max_pool2d_separable(sch: Schedule) -> bool:
