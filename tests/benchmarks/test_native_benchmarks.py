@@ -34,3 +34,19 @@ def test_decode_overhead_rows_compare_native_bytecode_and_static():
 def test_busy_rows_have_a_ratio():
     (row,) = busy.measure(["mlp"], [1], calls=10)
     assert row[0] == "mlp b=1" and row[6].endswith("x")
+
+
+def test_transformers_group_names_every_architecture_and_tvm_summary_takes_the_median():
+    from minitvm.testing import transformers_zoo
+
+    names = compile_time.model_names("mlp, transformers")
+    assert names == ["mlp"] + [f"hf_{a}" for a in transformers_zoo.ARCHITECTURES]
+    rows = []
+    timing = compile_time.Timing.of
+    for name, ours, tvm in [("a", 1.0, [2.0, 1.0]), ("b", 3.0, [1.0, 1.0]), ("c", 2.0, [1.0, 4.0]), ("d", 1, "no")]:
+        r = compile_time.CompileResult(name, cold=timing([ours]), cold_cpu=timing([ours]))
+        r.extra["tvm"] = tvm
+        rows.append(r)
+    summary = compile_time.tvm_summary(rows)
+    assert "3 models both compiled" in summary and "wall 2.00x" in summary and "CPU 1.00x" in summary
+    assert summary.endswith("TVM failed on 1: d")
