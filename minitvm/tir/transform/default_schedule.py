@@ -353,9 +353,31 @@ def _multiply_accumulate_block(sch: Schedule, kinds_ok: Callable[[list[str]], bo
 
 
 def _matmul_block(sch: Schedule) -> BlockRV | None:
-    """The block computing ``C[.., i, j] = C[.., i, j] + A[..] * B[..]`` over (batch,) i, j, k."""
-    return _multiply_accumulate_block(
+    """The block computing ``C[.., i, j] = C[.., i, j] + A[..] * B[..]`` over (batch,) i, j, k;
+    with two or more batch axes (a 4-D ``matmul`` of attention heads, ``[b, h, i, k] @ [b, h, k, j]``,
+    as torch.fx hands it over) only when it reads ``A[.., i, k]`` and ``B[.., k, j]``: a 1 x 1
+    convolution has the same iterator kinds."""
+    mm = _multiply_accumulate_block(
         sch, lambda kinds: kinds in (["spatial", "spatial", "reduce"], ["spatial", "spatial", "spatial", "reduce"]))
+    if mm is not None:
+        return mm
+    mm = _multiply_accumulate_block(sch, lambda kinds: len(kinds) > 4 and kinds[-1] == "reduce"
+                                    and all(kind == "spatial" for kind in kinds[:-1]))
+    return mm if mm is not None and _reads_rows_by_columns(sch.get(mm)) else None
+
+
+def _reads_rows_by_columns(blk: Any) -> bool:
+    """Whether a multiply-accumulate block over (.., i, j, k) stores ``C[.., i, j]`` and multiplies
+    ``A[.., i, k]`` by ``B[.., k, j]``, each index the plain iterator."""
+    i, j, k = (iv.var for iv in blk.iter_vars[-3:])
+    product = blk.body.value.b
+
+    def last_two(load: Any) -> tuple:
+        return tuple(load.indices[-2:]) if isinstance(load, BufferLoad) and len(load.indices) >= 2 else ()
+
+    ends = [tuple(map(id, last_two(product.a))), tuple(map(id, last_two(product.b)))]
+    return tuple(map(id, blk.body.indices[-2:])) == (id(i), id(j)) and \
+        sorted(ends) == sorted([(id(i), id(k)), (id(k), id(j))])
 
 
 def _single_epilogue(sch: Schedule, mm: BlockRV, allow_prologue: bool = False,
