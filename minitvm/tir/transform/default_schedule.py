@@ -1771,9 +1771,12 @@ def schedule_depthwise_conv2d(sch: Schedule) -> bool:
     _vectorize_by(sch, ow, lanes if OW > lanes else None)
     sch.unroll(h1)
     _vectorize_by(sch, sch.get_loops(wb)[-1], lanes if OW > lanes and OW % lanes else None)
-    plane = sch.fuse(n, c)
-    if N * C * OH * OW * math.prod(_extents(sch, [rc, kh, kw])) > DEPTHWISE_PARALLEL_WORK and N * C >= 2:
-        sch.parallel(plane)
+    parallel = N * C * OH * OW * math.prod(_extents(sch, [rc, kh, kw])) > DEPTHWISE_PARALLEL_WORK and N * C >= 2
+    plane = _depthwise_rows_on_threads(sch, n, c, h0) if parallel and _depthwise_by_rows(N, OH, OW, stride) else None
+    if plane is None:
+        plane = sch.fuse(n, c)
+        if parallel:
+            sch.parallel(plane)
     for name in reversed(copies):
         if stride == 2 and _copies_rows(sch, sch.get_block(name), channels):
             _copy_rows_in_place(sch, sch.get_block(name), h0)
@@ -1784,6 +1787,47 @@ def schedule_depthwise_conv2d(sch: Schedule) -> bool:
     if wide != OW:
         _widen_rows(sch, conv, init, sch.get_block(copies[0]), wide)
     return True
+
+
+#: a stride-1 depthwise convolution of one image onto at least this many output pixels runs blocks
+#: of its output rows on threads (:func:`_depthwise_rows_on_threads`), not halves of its channels
+#: (0: never).  Its neighbours on such a plane run rows on threads too: a stem pads and convolves
+#: blocks of rows (``topi.x86``), a pointwise convolution chunks of pixels
+#: (:func:`_pointwise_chunk_tiles`); with halves of the channels each thread read half of every
+#: plane from the other core's cache, and the next layer half of its input.  Xeon (AVX-512), 2
+#: threads, MobileNetV2 at batch 1, both in one process, per-kernel minima of 400 native profiles
+#: (load 2.0-2.4): its 32 x 112 x 112 84 -> 67-69 us and the 32 -> 16 projection after it 63 ->
+#: 52 us.  Not smaller planes: 144 x 56 x 56 by rows took 84 -> 95-125 us (the projection after
+#: it 84 -> 72-77), 96 x 112 -> 56 (stride 2) 110 -> 118-140 (49-55 -> 48) -- a channel's rows
+#: in blocks of 8-28 rows, each copied with its halo, against a whole 56 x 56 plane streamed at once.
+#: AVX-512 only: AVX2 code (``-mcpu=znver3``, same host) measured level (the 32 x 112 x 112 147 ->
+#: 136 us, the projection 142 -> 149, the call 1.00x), so its schedule stays as it was
+DEPTHWISE_ROWS_ON_THREADS_MIN_PIXELS = 112 * 112
+#: ... cut into at least this many blocks per thread: 2 against 1 measured 69 vs 79 us on that
+#: 32 x 112 x 112 (the pool balances chunks, ``thread_pool.CHUNKS_PER_THREAD``)
+DEPTHWISE_ROW_BLOCKS_PER_THREAD = 2
+
+
+def _depthwise_by_rows(N: int, OH: int, OW: int, stride: int) -> bool:
+    """Whether a depthwise convolution of ``N`` images onto ``OH`` x ``OW`` runs blocks of rows on threads."""
+    return bool(DEPTHWISE_ROWS_ON_THREADS_MIN_PIXELS) and N == 1 and stride == 1 and \
+        OH * OW >= DEPTHWISE_ROWS_ON_THREADS_MIN_PIXELS and VectorUnit.current().lanes >= 16
+
+
+def _depthwise_rows_on_threads(sch: Schedule, n: LoopRV, c: LoopRV, h0: LoopRV) -> LoopRV | None:
+    """Blocks of a depthwise convolution's row tiles ``h0`` on threads, all channels in each:
+    loops (n, hb, c, h0', ..), (n, hb) parallel; returns ``c``, under which each channel's input
+    rows of the block are copied (its padding; the halo rows again by the next block).  None
+    (nothing done) when the row tiles do not cut into DEPTHWISE_ROW_BLOCKS_PER_THREAD per thread."""
+    (tiles,) = _extents(sch, [h0])
+    want = DEPTHWISE_ROW_BLOCKS_PER_THREAD * parallel_threads()
+    blocks = min((d for d in range(want, tiles + 1) if tiles % d == 0), default=None)
+    if blocks is None:
+        return None
+    hb, h0 = sch.split(h0, [blocks, None])
+    sch.reorder(n, hb, c, h0)
+    sch.parallel(sch.fuse(n, hb))
+    return c
 
 
 def _conv_prologue_and_tail(sch: Schedule, conv: BlockRV | None, prologue: Callable[[Schedule, BlockRV], None]

@@ -713,6 +713,38 @@ def test_a_large_stride_2_depthwise_plane_is_copied_per_row_tile(unit, hw, pad, 
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("unit, n, by_rows", [(AVX512, 1, True), (AVX512, 2, False), (AVX2, 1, False)],
+                         ids=["avx512-b1", "avx512-b2", "avx2-b1"])
+def test_a_large_stride_1_depthwise_conv_of_one_image_runs_blocks_of_rows_on_threads(unit, n, by_rows):
+    """AVX-512, one image, a stride-1 plane of DEPTHWISE_ROWS_ON_THREADS_MIN_PIXELS outputs
+    (MobileNetV2's 32 x 112 x 112): blocks of output rows on threads, every channel in each, and
+    the padded copy per channel of a block (its rows and halo, not a plane); a batch, or AVX2,
+    halves of the channels as before.  Numbers as numpy's."""
+    from minitvm import te, topi
+    from minitvm.target.tir_build import lower_to_module
+
+    hw = 112
+    x = te.placeholder((n, 6, hw, hw), "float32", name="x")
+    w = te.placeholder((6, 1, 3, 3), "float32", name="w")
+    out = topi.nn.conv2d_nchw(x, w, stride=1, padding=1, groups=6)
+    func = te.create_prim_func([x, w, out])
+    with unit:
+        tiles = hw // ds._depthwise_tile_rows(hw, hw)
+    blocks = min(d for d in range(ds.DEPTHWISE_ROW_BLOCKS_PER_THREAD * ds.parallel_threads(), tiles + 1)
+                 if tiles % d == 0)
+    sched = _scheduled_by(ds.schedule_depthwise_conv2d, func, unit)
+    text = sched.script()
+    parallel = re.findall(r"in T.parallel\((?:T.int64\()?(\d+)", text)
+    assert parallel == [str(blocks if by_rows else n * 6)], text
+    lowered = lower_to_module(sched.with_attr("global_symbol", "main"))["main"].script()
+    copy = int(re.search(r"pad_temp = T.allocate\(\[(\d+)\]", lowered).group(1))
+    assert copy == (hw // blocks + 2 if by_rows else hw + 2) * (hw + 2), lowered
+    xs, ws = _rand(n, 6, hw, hw), _rand(6, 1, 3, 3, seed=1)
+    with unit:
+        got = _run(sched, "llvm", [xs, ws, np.full((n, 6, hw, hw), np.nan, "float32")])
+    np.testing.assert_allclose(got, _depthwise_reference(xs, ws, 1, (1, 1, 1, 1)), rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("unit, width, rows", [(AVX512, 14, 7), (AVX512, 28, 7), (AVX512, 7, 7), (AVX512, 56, 4),
                                                (AVX512, 112, 2), (AVX2, 7, 1), (AVX2, 14, 2), (AVX2, 28, 2),
                                                (AVX2, 56, 1)])
