@@ -1333,7 +1333,8 @@ def schedule_conv2d_1x1(sch: Schedule) -> bool:
        the packed kernel's time.  A plane of no whole vectors (49, 196 pixels) has its last,
        partial tile of pixels peeled (``loop_partition``) into a loop of its own.
     3. (n, o0) on threads when the kernel is large; the tile zeroed before c.  A large input plane
-       is read in chunks of pixels, each through all tiles of channels (:func:`_pointwise_chunk_tiles`).
+       is read in chunks of pixels, each through all tiles of channels (:func:`_pointwise_chunk_tiles`);
+       a projection onto a plane of partial chunks runs (n, p0, o0) (:func:`_pointwise_pixels_on_threads`).
        A projection prefetches its input channels ahead (:func:`_prefetch_input`), every tile of
        whole tiles the next tile's weights (:func:`_prefetch_next_panel`).
     """
@@ -1361,17 +1362,19 @@ def schedule_conv2d_1x1(sch: Schedule) -> bool:
     o0, o1 = sch.split(o, [None, mi])
     p0, p1 = sch.split(p, [None, nj])
     chunk = None if CO % mi else _pointwise_chunk_tiles(H * W, nj, _extents(sch, [c])[0])
+    pixel_major = chunk is None and work > CONV_PARALLEL_WORK and _pointwise_pixels_on_threads(N, CO, CI, H * W, mi)
+    pc = None
     if chunk:  # the pixels in chunks outside the channel tiles (see _pointwise_chunk_tiles)
         pc, p0 = sch.split(p0, [None, chunk])
         sch.reorder(n, pc, o0, p0, c, ry, rx, o1, p1)
     else:
-        sch.reorder(n, o0, p0, c, ry, rx, o1, p1)
+        sch.reorder(*((n, p0, o0) if pixel_major else (n, o0, p0)), c, ry, rx, o1, p1)
     pieces, updates, epilogues = [o0], [conv], [epilogue]
     if CO % mi:  # the last, partial tile of channels a loop of its own
         pieces, updates, epilogues = _peel(sch, o0, [CO // mi, None], updates, epilogues)
     if H * W % nj:  # the same for the pixels, in the whole tiles of channels
-        _, whole, whole_epilogues = _peel(sch, sch.get_loops(updates[0])[-6], [H * W // nj, None],
-                                          updates[:1], epilogues[:1])
+        _, whole, whole_epilogues = _peel(sch, sch.get_loops(updates[0])[-7 if pixel_major else -6],
+                                          [H * W // nj, None], updates[:1], epilogues[:1])
         updates, epilogues = whole + updates[1:], whole_epilogues + epilogues[1:]
     lanes = VectorUnit.current().lanes
     by_vectors = H * W % nj > lanes and nj % lanes == 0  # (see _vectorize_by)
@@ -1385,16 +1388,48 @@ def schedule_conv2d_1x1(sch: Schedule) -> bool:
         sch.unroll(tile_rows)
         _vectorize_by(sch, sch.get_loops(wb)[-1], lanes if by_vectors else None)
     if work > CONV_PARALLEL_WORK:
-        if len(pieces) > 1:  # the images, or (one image) the whole tiles of channels
-            sch.parallel(n if N is not None and N > 1 else pieces[0])
-        elif len(updates) > 1:
-            sch.parallel(sch.fuse(n, o0) if N is not None else o0)
-        elif chunk:
-            sch.parallel(sch.fuse(n, pc, o0, p0) if N is not None else sch.fuse(pc, o0, p0))
-        else:
-            sch.parallel(sch.fuse(n, o0, p0) if N is not None else sch.fuse(o0, p0))
+        _pointwise_threads(sch, N, [n, pc, o0, p0], pieces, updates, pixel_major)
     _zero_tiles(sch, updates, by_vectors, prefetch=not by_vectors and CO < CI, pixels=H * W, panel=(CO, mi))
     return True
+
+
+#: a projecting pointwise convolution (fewer output channels than input ones) of one image onto at
+#: least this many pixels that are not whole chunks (:func:`_pointwise_chunk_tiles`; 784 = 24.5
+#: tiles of 32) runs its tiles of pixels on threads, (p0, o0), not its tiles of output channels
+#: (0: never).  By channels each thread read the whole input plane, whose channels the depthwise
+#: convolution before it wrote in halves on the two cores; by pixels each reads half of it (and all
+#: of the small weight).  Xeon (AVX-512), 2 threads, MobileNetV2 at batch 1, both in one process,
+#: per-kernel minima of 500 native profiles (load 3.2-3.8): 144 -> 32 at 28 x 28 35.0 -> 27.1 us,
+#: 192 -> 32 45.9 -> 33.6 and 44.7 -> 35.3.  Not at 14 x 14 (196 pixels: 6 tiles and a partial
+#: one, which takes a parallel region of its own): 384 -> 64 39-40 -> 42-44, 384 -> 96 52.8 ->
+#: 55.3, 576 -> 96 81.4 -> 82.3, 192 -> 64 level.  AVX-512 only (AVX2's 16-pixel tiles divide 784)
+POINTWISE_PIXELS_ON_THREADS_MIN_PIXELS = 28 * 28
+
+
+def _pointwise_pixels_on_threads(N: int | None, CO: int, CI: int, pixels: int, mi: int) -> bool:
+    """Whether a pointwise convolution runs (n, p0, o0) with its tiles of pixels on threads."""
+    return bool(POINTWISE_PIXELS_ON_THREADS_MIN_PIXELS) and N == 1 and CO < CI and CO % mi == 0 and \
+        pixels >= POINTWISE_PIXELS_ON_THREADS_MIN_PIXELS and VectorUnit.current().lanes >= 16
+
+
+def _pointwise_threads(sch: Schedule, N: int | None, loops: list, pieces: list[LoopRV], updates: list[BlockRV],
+                       pixel_major: bool) -> None:
+    """Step 3 of :func:`schedule_conv2d_1x1`, its loops on threads (``loops``: n, the chunk of
+    pixels or None, o0, p0 of the whole tiles): with ``pixel_major`` (loops (n, p0, o0, ..)) the
+    whole tiles' (p0, o0) and the partial tile's o0; else the images, or (one image) the whole
+    tiles of channels when there are partial ones; else (n, [chunk,] o0, p0)."""
+    n, pc, o0, p0 = loops
+    if pixel_major:
+        for update in updates:
+            p0, o0 = sch.get_loops(update)[-7:-5]
+            sch.parallel(sch.fuse(p0, o0) if update is updates[0] else o0)
+    elif len(pieces) > 1:
+        sch.parallel(n if N is not None and N > 1 else pieces[0])
+    elif len(updates) > 1:
+        sch.parallel(sch.fuse(n, o0) if N is not None else o0)
+    else:
+        inner = [o0, p0] if pc is None else [pc, o0, p0]
+        sch.parallel(sch.fuse(n, *inner) if N is not None else sch.fuse(*inner))
 
 
 def _zero_tiles(sch: Schedule, updates: list[BlockRV], by_vectors: bool, prefetch: bool, pixels: int,

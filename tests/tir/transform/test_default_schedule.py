@@ -976,6 +976,26 @@ def test_a_pointwise_conv_over_a_large_input_runs_over_chunks_of_pixels(unit, ci
     _matches_torch_conv_bias_relu(sched, x, w, b, out_shape)
 
 
+@pytest.mark.parametrize("unit, n, ci, co, loops", [(AVX512, 1, 192, 32, ["96", "4"]), (AVX512, 2, 192, 32, ["8"]),
+                                                    (AVX512, 1, 32, 192, ["24"]), (AVX2, 1, 192, 32, None)],
+                         ids=["avx512-project", "avx512-batch", "avx512-expand", "avx2-project"])
+def test_a_projection_onto_28x28_pixels_runs_its_pixel_tiles_on_threads(unit, n, ci, co, loops):
+    """AVX-512, one image, 192 -> 32 channels at 28 x 28 (784 pixels: 24 tiles of 32 and a partial
+    one, not whole chunks): loops (p0, o0) of the whole tiles fused on threads (24 x 4), the
+    partial tile's 4 tiles of channels on threads after them; a batch keeps (n, o0), an expanding
+    convolution its tiles of channels, and AVX2 (16-pixel tiles: whole chunks) its chunks of
+    pixels (n, chunk, o0, p0).  Numbers as torch's."""
+    func, out_shape = conv_bias_relu(n, ci, 28, co, 1, pad=0)
+    x, w, b = _rand(n, ci, 28, 28), _rand(co, ci, 1, 1, seed=1), _rand(co, seed=2)
+    sched = _scheduled_by(ds.schedule_conv2d_1x1, func, unit)
+    text = sched.script()
+    parallel = re.findall(r"in T.parallel\((\d+)\)", text)
+    assert parallel == (loops or parallel) and ("ax2_0_0" in text) == (loops is None), text
+    if loops == ["96", "4"]:
+        assert text.index("ax2_00_ax1_0_fused") < text.index("_update"), text  # pixel tiles outside channels
+    _matches_torch_conv_bias_relu(sched, x, w, b, out_shape, unit)
+
+
 @pytest.mark.parametrize("unit, rows", [(AVX2, 6), (AVX512, 8)], ids=["avx2", "avx512"])
 @pytest.mark.parametrize("cout", [130, 48], ids=["peeled-channels", "whole-tiles"])
 def test_a_pointwise_conv_reads_its_constant_weight_packed_in_panels(unit, rows, cout):
