@@ -1131,14 +1131,17 @@ def _pointwise_plane(sch: Schedule, conv: BlockRV) -> tuple[int, int] | None:
 def _pointwise_tile(channels: int) -> tuple[int, int]:
     """(rows of output channels, columns of pixels) of a pointwise convolution's register tile:
     two vectors of pixels by as many channels as leave registers for them and a broadcast
-    (AVX2: 6 x 16, AVX-512: 8 x 32), as the matmul rule's peeled tiles; the channels past the
+    (AVX2: 6 x 16, AVX-512: 12 x 32 where 12 divides the channels, POINTWISE_TILE_MAX_ROWS, else
+    8 x 32), as the matmul rule's peeled tiles; the channels past the
     last whole tile are peeled when there are ``POINTWISE_PEEL_MIN_CHANNELS`` or more (1280 =
     213 x 6 + 2), else the tile takes the most rows that divide them.  Two vectors (a load of the input per
     two FMAs, where one vector by 8 channels loaded 9 times per 8 FMAs): on AVX2, one kernel at
     a time, 0.75-0.95x the time of the 8 x 8 tile on MobileNetV2's layers at 112, 56 and 28
     pixels square (e.g. 192 -> 32 at 28 x 28: 826 -> 614 us, a busy machine)."""
     unit = VectorUnit.current()
-    rows = _peeled_tile_rows(unit, 2 * unit.lanes)
+    rows = _peeled_tile_rows(unit, 2 * unit.lanes, POINTWISE_TILE_MAX_ROWS)
+    if channels % rows:  # (the tall tile only where it divides the channels)
+        rows = _peeled_tile_rows(unit, 2 * unit.lanes)
     if channels % rows and channels < POINTWISE_PEEL_MIN_CHANNELS:
         rows = _largest_divisor(channels, tuple(r for r in (8, 6, 4, 2) if r <= rows))
     return rows, 2 * unit.lanes
@@ -1150,6 +1153,15 @@ def _pointwise_tile(channels: int) -> tuple[int, int]:
 #: 190 us; 384 -> 64 at 14 x 14 110 -> 116 us and 192 -> 32 at 28 x 28 94 -> 109 us (a partial
 #: tile is a larger share of few channels)
 POINTWISE_PEEL_MIN_CHANNELS = 128
+#: a pointwise convolution's tile takes up to this many channels where they divide its output
+#: channels (AVX-512: 12 x 32, 24 zmm accumulators; AVX2's registers hold 6 x 16 either way), else
+#: up to 8 (:func:`_pointwise_tile`): each pass over the input plane then feeds 12 channels, not 8.
+#: MobileNetV2 on a Xeon, 12 against 8 in one process (ab60, per-kernel minima/medians of native
+#: profiles, load 1.6-2.8): b1 the call 0.989x median, 576 -> 96 at 14 x 14 81 -> 73-76 us, 144 ->
+#: 24 at 56 x 56 80 -> 75, 16 -> 96 at 112 x 112 141 -> 134; b8 the call 0.970x, 576 -> 96 0.88x,
+#: 384 -> 96 0.89x, 64 -> 384 0.94x.  Where 12 does not divide (160, 320, 1280 channels, peeled),
+#: 12 measured 1.02-1.05x on 576 -> 160 and 960 -> 160 (b1), so those keep 8
+POINTWISE_TILE_MAX_ROWS = 12
 
 
 #: a pointwise convolution whose input plane (channels x pixels, float32) is larger than this

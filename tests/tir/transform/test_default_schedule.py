@@ -867,11 +867,22 @@ def test_a_pointwise_conv_whose_partial_tile_is_more_than_a_vector_runs_by_vecto
     _matches_torch_conv_bias_relu(sched, x, w, b, out_shape)
 
 
-@pytest.mark.parametrize("unit, rows", [(AVX2, 6), (AVX512, 8)], ids=["avx2", "avx512"])
+@pytest.mark.parametrize("unit, channels, rows", [(AVX512, 96, 12), (AVX512, 1284, 12), (AVX512, 64, 8),
+                                                   (AVX512, 160, 8), (AVX512, 130, 8), (AVX512, 36, 12),
+                                                   (AVX2, 96, 6), (AVX2, 64, 4)])
+def test_a_pointwise_tile_takes_12_channels_where_they_divide_on_avx512(unit, channels, rows):
+    """AVX-512: 12 x 32 (24 accumulators) where 12 divides the output channels, else 8 x 32 as
+    before (160 = 20 x 8, 130 peels its last 2); AVX2 keeps 6 x 16 (4 x 16 on 64 channels)."""
+    with unit:
+        assert ds._pointwise_tile(channels) == (rows, 2 * unit.lanes)
+
+
+@pytest.mark.parametrize("unit, rows", [(AVX2, 6), (AVX512, 12)], ids=["avx2", "avx512"])
 @pytest.mark.parametrize("epilogue", [True, False], ids=["bias_relu", "bare"])
 def test_a_pointwise_conv_over_14x14_pixels_is_right_on_both_units(unit, rows, epilogue):
     """196 pixels (MobileNetV2's 14 x 14 layers): two-vector tiles of as many channels as the
-    unit's registers hold beside them (AVX2 6 x 16, AVX-512 8 x 32), the partial tile peeled; the
+    unit's registers hold beside them (AVX2 6 x 16, AVX-512 12 x 32: they divide the 48 channels,
+    POINTWISE_TILE_MAX_ROWS), the partial tile peeled; the
     numbers match torch with and without an epilogue to write back through."""
     import torch
 
@@ -948,7 +959,7 @@ def test_a_pointwise_conv_with_a_packed_weight_prefetches_the_next_panel(unit, c
     func = func.with_attr("layout_free_buffers", [1])
     sched = _scheduled_by(ds.schedule_conv2d_1x1, func, unit)
     text = sched.script()
-    mi = 8 if unit is AVX512 else 6
+    mi = 12 if unit is AVX512 else 6  # (AVX-512's 12 rows divide 48 and 96)
     hints = re.findall(rf"T.prefetch\(T.address_of\(\w+\[T.min\(\w+ \* {mi} \+ {mi}, {co - 1}\) // {mi}, ax3,", text)
     assert len(hints) == 1 and text.count("T.prefetch(") == 1, text
     x, w, b = _rand(1, ci, hw, hw), _rand(co, ci, 1, 1, seed=1), _rand(co, seed=2)
@@ -977,7 +988,7 @@ def test_a_pointwise_conv_over_a_large_input_runs_over_chunks_of_pixels(unit, ci
 
 
 @pytest.mark.parametrize("unit, n, ci, co, loops", [(AVX512, 1, 192, 32, ["96", "4"]), (AVX512, 2, 192, 32, ["8"]),
-                                                    (AVX512, 1, 32, 192, ["24"]), (AVX2, 1, 192, 32, None)],
+                                                    (AVX512, 1, 32, 192, ["16"]), (AVX2, 1, 192, 32, None)],
                          ids=["avx512-project", "avx512-batch", "avx512-expand", "avx2-project"])
 def test_a_projection_onto_28x28_pixels_runs_its_pixel_tiles_on_threads(unit, n, ci, co, loops):
     """AVX-512, one image, 192 -> 32 channels at 28 x 28 (784 pixels: 24 tiles of 32 and a partial
@@ -1001,8 +1012,9 @@ def test_a_projection_onto_28x28_pixels_runs_its_pixel_tiles_on_threads(unit, n,
 def test_a_pointwise_conv_reads_its_constant_weight_packed_in_panels(unit, rows, cout):
     """Through the default pipeline a pointwise conv's constant weight is packed at compile time
     into panels of the tile's ``rows`` channels (``W[o // rows, c, 0, 0, o % rows]``, zeros past the
-    last channel: 130 is no multiple of 6 or 8): the kernel reads a 5-d weight and no copy runs per
-    call.  A weight passed as a parameter stays as it is.  Numbers as torch's on both units."""
+    last channel: 130 is no multiple of 6 or 8; AVX-512's 48 panels of 12): the kernel reads a 5-d
+    weight and no copy runs per call.  A weight passed as a parameter stays as it is.  Numbers as
+    torch's on both units."""
     import torch
 
     from minitvm import relax
@@ -1021,6 +1033,7 @@ def test_a_pointwise_conv_reads_its_constant_weight_packed_in_panels(unit, rows,
     kernels = [f for gv, f in lowered.functions.items() if gv.name_hint.startswith("fused_conv2d")]
     assert len(kernels) == 1, [gv.name_hint for gv in lowered.functions]
     text = re.sub(r"T\.int64\((\d+)\)", r"\1", kernels[0].script())
+    rows = 12 if unit is AVX512 and cout % 12 == 0 else rows  # (POINTWISE_TILE_MAX_ROWS where it divides)
     panels = -(-cout // rows)
     assert f"T.Buffer(({panels}, 16, 1, 1, {rows})" in text and ds.LAYOUT_REWRITE_PREPROC not in text, text
     want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(xs), torch.from_numpy(w))).numpy()
