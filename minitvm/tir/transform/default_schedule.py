@@ -100,6 +100,14 @@ CONV_PARALLEL_WORK = MATMUL_PARALLEL_WORK
 DEPTHWISE_PARALLEL_WORK = 128 * 1024
 #: parallelize elementwise / row loops when they touch more elements than this
 ELEMENTWISE_PARALLEL_WORK = 256 * 1024
+#: parallelize a global sum pooling's tiles of channels (:func:`_schedule_plane_reduction`) when it
+#: reads more elements than this (it had ELEMENTWISE_PARALLEL_WORK's 256K): its sums are chains of
+#: dependent adds, and the convolution before it wrote half of its channels on each core.  Xeon, 2
+#: threads, in the model, both in one process (per-kernel minima / medians of native profiles, load
+#: 2.3-2.7): MobileNetV2's 1 x 1280 x 7 x 7 (62720) 13.7 -> 8.4 us / 19.5 -> 13.8 us, AVX2 code
+#: (``-mcpu=znver3``) 11.5 -> 7.5 / 17.6 -> 12.3; ResNet-18 at batch 8, 8 x 512 x 7 x 7, 50.6 ->
+#: 29.5 / 71.9 -> 46.3.  ResNet-18's 1 x 512 x 7 x 7 (25088) stays serial
+PLANE_REDUCTION_PARALLEL_WORK = 32 * 1024
 #: the same for a window reduction (max / average pooling), counted in window positions: each
 #: is a strided load and a NaN-propagating max (several instructions) -- the zoo's MNIST pool,
 #: 8 x 32 x 26 x 26 -> 13 x 13 (173K positions), ran serial at 30 us
@@ -2438,7 +2446,7 @@ def _schedule_plane_reduction(sch: Schedule) -> bool:
     c0, c1 = sch.split(loops[c], [None, tile])
     outer = [*loops[:c], c0]
     sch.reorder(*outer, *loops[c + 1:n_spatial], *loops[n_spatial:], c1)
-    if math.prod(ext) > ELEMENTWISE_PARALLEL_WORK:
+    if math.prod(ext) > PLANE_REDUCTION_PARALLEL_WORK:
         sch.parallel(sch.fuse(*outer) if len(outer) > 1 else outer[0])
     sch.unroll(c1)
     init = sch.decompose_reduction(b, loops[n_spatial])

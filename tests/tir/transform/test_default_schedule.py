@@ -1117,6 +1117,28 @@ def test_a_global_sum_pooling_reduces_8_planes_side_by_side(kind):
         assert "in T.unroll(8):" in sched.script(), sched.script()
 
 
+@pytest.mark.parametrize("c, parallel_tiles", [(1280, 160), (512, None)], ids=["mobilenet-1280", "resnet-512"])
+def test_a_global_sum_pooling_of_more_than_the_threshold_runs_its_channel_tiles_on_threads(c, parallel_tiles):
+    """MobileNetV2's mean over 1 x 1280 x 7 x 7 (62720 elements, more than
+    PLANE_REDUCTION_PARALLEL_WORK): its 160 tiles of 8 channels on threads; ResNet-18's 1 x 512 x 7 x 7
+    (25088) stays serial.  Bitwise equal to the unscheduled kernel, numbers as numpy's."""
+    from minitvm import te, topi
+
+    x = te.placeholder((1, c, 7, 7), "float32", name="x")
+    out = topi.divide(topi.sum(x, axis=(2, 3), keepdims=True), 49.0)
+    func = te.create_prim_func([x, out])
+    sch = minitvm.tir.Schedule(IRModule({"main": func}))
+    assert ds._schedule_plane_reduction(sch)
+    text = sch.mod["main"].script()
+    assert re.findall(r"in T.parallel\((\d+)\)", text) == ([str(parallel_tiles)] if parallel_tiles else []), text
+    xs = _rand(1, c, 7, 7)
+    args = [xs, np.zeros((1, c, 1, 1), "float32")]
+    got = _run(sch.mod["main"], "llvm", [a.copy() for a in args])
+    np.testing.assert_array_equal(got, _run(func, "llvm", args))
+    want = xs.astype("float64").sum(axis=(2, 3), keepdims=True) / 49.0
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
 def test_conv_followed_by_the_next_layers_padding_keeps_its_register_tile(parallel):
     # FuseOps puts the next layer's explicit pad (TF "same" padding, MobileNetV2's) after the
     # activation: the pad writes a larger buffer, so it stays a row-by-row copy after the tile
