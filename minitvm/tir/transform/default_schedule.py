@@ -100,6 +100,14 @@ CONV_PARALLEL_WORK = MATMUL_PARALLEL_WORK
 DEPTHWISE_PARALLEL_WORK = 128 * 1024
 #: parallelize elementwise / row loops when they touch more elements than this
 ELEMENTWISE_PARALLEL_WORK = 256 * 1024
+#: parallelize a global sum pooling's tiles of channels (:func:`_schedule_plane_reduction`) when it
+#: reads more elements than this (it had ELEMENTWISE_PARALLEL_WORK's 256K): its sums are chains of
+#: dependent adds, and the convolution before it wrote half of its channels on each core.  Xeon, 2
+#: threads, in the model, both in one process (per-kernel minima / medians of native profiles, load
+#: 2.3-2.7): MobileNetV2's 1 x 1280 x 7 x 7 (62720) 13.7 -> 8.4 us / 19.5 -> 13.8 us, AVX2 code
+#: (``-mcpu=znver3``) 11.5 -> 7.5 / 17.6 -> 12.3; ResNet-18 at batch 8, 8 x 512 x 7 x 7, 50.6 ->
+#: 29.5 / 71.9 -> 46.3.  ResNet-18's 1 x 512 x 7 x 7 (25088) stays serial
+PLANE_REDUCTION_PARALLEL_WORK = 32 * 1024
 #: the same for a window reduction (max / average pooling), counted in window positions: each
 #: is a strided load and a NaN-propagating max (several instructions) -- the zoo's MNIST pool,
 #: 8 x 32 x 26 x 26 -> 13 x 13 (173K positions), ran serial at 30 us
@@ -1153,14 +1161,17 @@ def _pointwise_plane(sch: Schedule, conv: BlockRV) -> tuple[int, int] | None:
 def _pointwise_tile(channels: int) -> tuple[int, int]:
     """(rows of output channels, columns of pixels) of a pointwise convolution's register tile:
     two vectors of pixels by as many channels as leave registers for them and a broadcast
-    (AVX2: 6 x 16, AVX-512: 8 x 32), as the matmul rule's peeled tiles; the channels past the
+    (AVX2: 6 x 16, AVX-512: 12 x 32 where 12 divides the channels, POINTWISE_TILE_MAX_ROWS, else
+    8 x 32), as the matmul rule's peeled tiles; the channels past the
     last whole tile are peeled when there are ``POINTWISE_PEEL_MIN_CHANNELS`` or more (1280 =
     213 x 6 + 2), else the tile takes the most rows that divide them.  Two vectors (a load of the input per
     two FMAs, where one vector by 8 channels loaded 9 times per 8 FMAs): on AVX2, one kernel at
     a time, 0.75-0.95x the time of the 8 x 8 tile on MobileNetV2's layers at 112, 56 and 28
     pixels square (e.g. 192 -> 32 at 28 x 28: 826 -> 614 us, a busy machine)."""
     unit = VectorUnit.current()
-    rows = _peeled_tile_rows(unit, 2 * unit.lanes)
+    rows = _peeled_tile_rows(unit, 2 * unit.lanes, POINTWISE_TILE_MAX_ROWS)
+    if channels % rows:  # (the tall tile only where it divides the channels)
+        rows = _peeled_tile_rows(unit, 2 * unit.lanes)
     if channels % rows and channels < POINTWISE_PEEL_MIN_CHANNELS:
         rows = _largest_divisor(channels, tuple(r for r in (8, 6, 4, 2) if r <= rows))
     return rows, 2 * unit.lanes
@@ -1172,6 +1183,15 @@ def _pointwise_tile(channels: int) -> tuple[int, int]:
 #: 190 us; 384 -> 64 at 14 x 14 110 -> 116 us and 192 -> 32 at 28 x 28 94 -> 109 us (a partial
 #: tile is a larger share of few channels)
 POINTWISE_PEEL_MIN_CHANNELS = 128
+#: a pointwise convolution's tile takes up to this many channels where they divide its output
+#: channels (AVX-512: 12 x 32, 24 zmm accumulators; AVX2's registers hold 6 x 16 either way), else
+#: up to 8 (:func:`_pointwise_tile`): each pass over the input plane then feeds 12 channels, not 8.
+#: MobileNetV2 on a Xeon, 12 against 8 in one process (ab60, per-kernel minima/medians of native
+#: profiles, load 1.6-2.8): b1 the call 0.989x median, 576 -> 96 at 14 x 14 81 -> 73-76 us, 144 ->
+#: 24 at 56 x 56 80 -> 75, 16 -> 96 at 112 x 112 141 -> 134; b8 the call 0.970x, 576 -> 96 0.88x,
+#: 384 -> 96 0.89x, 64 -> 384 0.94x.  Where 12 does not divide (160, 320, 1280 channels, peeled),
+#: 12 measured 1.02-1.05x on 576 -> 160 and 960 -> 160 (b1), so those keep 8
+POINTWISE_TILE_MAX_ROWS = 12
 
 
 #: a pointwise convolution whose input plane (channels x pixels, float32) is larger than this
@@ -1355,7 +1375,8 @@ def schedule_conv2d_1x1(sch: Schedule) -> bool:
        the packed kernel's time.  A plane of no whole vectors (49, 196 pixels) has its last,
        partial tile of pixels peeled (``loop_partition``) into a loop of its own.
     3. (n, o0) on threads when the kernel is large; the tile zeroed before c.  A large input plane
-       is read in chunks of pixels, each through all tiles of channels (:func:`_pointwise_chunk_tiles`).
+       is read in chunks of pixels, each through all tiles of channels (:func:`_pointwise_chunk_tiles`);
+       a projection onto a plane of partial chunks runs (n, p0, o0) (:func:`_pointwise_pixels_on_threads`).
        A projection prefetches its input channels ahead (:func:`_prefetch_input`), every tile of
        whole tiles the next tile's weights (:func:`_prefetch_next_panel`).
     """
@@ -1383,17 +1404,19 @@ def schedule_conv2d_1x1(sch: Schedule) -> bool:
     o0, o1 = sch.split(o, [None, mi])
     p0, p1 = sch.split(p, [None, nj])
     chunk = None if CO % mi else _pointwise_chunk_tiles(H * W, nj, _extents(sch, [c])[0])
+    pixel_major = chunk is None and work > CONV_PARALLEL_WORK and _pointwise_pixels_on_threads(N, CO, CI, H * W, mi)
+    pc = None
     if chunk:  # the pixels in chunks outside the channel tiles (see _pointwise_chunk_tiles)
         pc, p0 = sch.split(p0, [None, chunk])
         sch.reorder(n, pc, o0, p0, c, ry, rx, o1, p1)
     else:
-        sch.reorder(n, o0, p0, c, ry, rx, o1, p1)
+        sch.reorder(*((n, p0, o0) if pixel_major else (n, o0, p0)), c, ry, rx, o1, p1)
     pieces, updates, epilogues = [o0], [conv], [epilogue]
     if CO % mi:  # the last, partial tile of channels a loop of its own
         pieces, updates, epilogues = _peel(sch, o0, [CO // mi, None], updates, epilogues)
     if H * W % nj:  # the same for the pixels, in the whole tiles of channels
-        _, whole, whole_epilogues = _peel(sch, sch.get_loops(updates[0])[-6], [H * W // nj, None],
-                                          updates[:1], epilogues[:1])
+        _, whole, whole_epilogues = _peel(sch, sch.get_loops(updates[0])[-7 if pixel_major else -6],
+                                          [H * W // nj, None], updates[:1], epilogues[:1])
         updates, epilogues = whole + updates[1:], whole_epilogues + epilogues[1:]
     lanes = VectorUnit.current().lanes
     by_vectors = H * W % nj > lanes and nj % lanes == 0  # (see _vectorize_by)
@@ -1407,16 +1430,48 @@ def schedule_conv2d_1x1(sch: Schedule) -> bool:
         sch.unroll(tile_rows)
         _vectorize_by(sch, sch.get_loops(wb)[-1], lanes if by_vectors else None)
     if work > CONV_PARALLEL_WORK:
-        if len(pieces) > 1:  # the images, or (one image) the whole tiles of channels
-            sch.parallel(n if N is not None and N > 1 else pieces[0])
-        elif len(updates) > 1:
-            sch.parallel(sch.fuse(n, o0) if N is not None else o0)
-        elif chunk:
-            sch.parallel(sch.fuse(n, pc, o0, p0) if N is not None else sch.fuse(pc, o0, p0))
-        else:
-            sch.parallel(sch.fuse(n, o0, p0) if N is not None else sch.fuse(o0, p0))
+        _pointwise_threads(sch, N, [n, pc, o0, p0], pieces, updates, pixel_major)
     _zero_tiles(sch, updates, by_vectors, prefetch=not by_vectors and CO < CI, pixels=H * W, panel=(CO, mi))
     return True
+
+
+#: a projecting pointwise convolution (fewer output channels than input ones) of one image onto at
+#: least this many pixels that are not whole chunks (:func:`_pointwise_chunk_tiles`; 784 = 24.5
+#: tiles of 32) runs its tiles of pixels on threads, (p0, o0), not its tiles of output channels
+#: (0: never).  By channels each thread read the whole input plane, whose channels the depthwise
+#: convolution before it wrote in halves on the two cores; by pixels each reads half of it (and all
+#: of the small weight).  Xeon (AVX-512), 2 threads, MobileNetV2 at batch 1, both in one process,
+#: per-kernel minima of 500 native profiles (load 3.2-3.8): 144 -> 32 at 28 x 28 35.0 -> 27.1 us,
+#: 192 -> 32 45.9 -> 33.6 and 44.7 -> 35.3.  Not at 14 x 14 (196 pixels: 6 tiles and a partial
+#: one, which takes a parallel region of its own): 384 -> 64 39-40 -> 42-44, 384 -> 96 52.8 ->
+#: 55.3, 576 -> 96 81.4 -> 82.3, 192 -> 64 level.  AVX-512 only (AVX2's 16-pixel tiles divide 784)
+POINTWISE_PIXELS_ON_THREADS_MIN_PIXELS = 28 * 28
+
+
+def _pointwise_pixels_on_threads(N: int | None, CO: int, CI: int, pixels: int, mi: int) -> bool:
+    """Whether a pointwise convolution runs (n, p0, o0) with its tiles of pixels on threads."""
+    return bool(POINTWISE_PIXELS_ON_THREADS_MIN_PIXELS) and N == 1 and CO < CI and CO % mi == 0 and \
+        pixels >= POINTWISE_PIXELS_ON_THREADS_MIN_PIXELS and VectorUnit.current().lanes >= 16
+
+
+def _pointwise_threads(sch: Schedule, N: int | None, loops: list, pieces: list[LoopRV], updates: list[BlockRV],
+                       pixel_major: bool) -> None:
+    """Step 3 of :func:`schedule_conv2d_1x1`, its loops on threads (``loops``: n, the chunk of
+    pixels or None, o0, p0 of the whole tiles): with ``pixel_major`` (loops (n, p0, o0, ..)) the
+    whole tiles' (p0, o0) and the partial tile's o0; else the images, or (one image) the whole
+    tiles of channels when there are partial ones; else (n, [chunk,] o0, p0)."""
+    n, pc, o0, p0 = loops
+    if pixel_major:
+        for update in updates:
+            p0, o0 = sch.get_loops(update)[-7:-5]
+            sch.parallel(sch.fuse(p0, o0) if update is updates[0] else o0)
+    elif len(pieces) > 1:
+        sch.parallel(n if N is not None and N > 1 else pieces[0])
+    elif len(updates) > 1:
+        sch.parallel(sch.fuse(n, o0) if N is not None else o0)
+    else:
+        inner = [o0, p0] if pc is None else [pc, o0, p0]
+        sch.parallel(sch.fuse(n, *inner) if N is not None else sch.fuse(*inner))
 
 
 def _zero_tiles(sch: Schedule, updates: list[BlockRV], by_vectors: bool, prefetch: bool, pixels: int,
@@ -1793,9 +1848,12 @@ def schedule_depthwise_conv2d(sch: Schedule) -> bool:
     _vectorize_by(sch, ow, lanes if OW > lanes else None)
     sch.unroll(h1)
     _vectorize_by(sch, sch.get_loops(wb)[-1], lanes if OW > lanes and OW % lanes else None)
-    plane = sch.fuse(n, c)
-    if N * C * OH * OW * math.prod(_extents(sch, [rc, kh, kw])) > DEPTHWISE_PARALLEL_WORK and N * C >= 2:
-        sch.parallel(plane)
+    parallel = N * C * OH * OW * math.prod(_extents(sch, [rc, kh, kw])) > DEPTHWISE_PARALLEL_WORK and N * C >= 2
+    plane = _depthwise_rows_on_threads(sch, n, c, h0) if parallel and _depthwise_by_rows(N, OH, OW, stride) else None
+    if plane is None:
+        plane = sch.fuse(n, c)
+        if parallel:
+            sch.parallel(plane)
     for name in reversed(copies):
         if stride == 2 and _copies_rows(sch, sch.get_block(name), channels):
             _copy_rows_in_place(sch, sch.get_block(name), h0)
@@ -1806,6 +1864,47 @@ def schedule_depthwise_conv2d(sch: Schedule) -> bool:
     if wide != OW:
         _widen_rows(sch, conv, init, sch.get_block(copies[0]), wide)
     return True
+
+
+#: a stride-1 depthwise convolution of one image onto at least this many output pixels runs blocks
+#: of its output rows on threads (:func:`_depthwise_rows_on_threads`), not halves of its channels
+#: (0: never).  Its neighbours on such a plane run rows on threads too: a stem pads and convolves
+#: blocks of rows (``topi.x86``), a pointwise convolution chunks of pixels
+#: (:func:`_pointwise_chunk_tiles`); with halves of the channels each thread read half of every
+#: plane from the other core's cache, and the next layer half of its input.  Xeon (AVX-512), 2
+#: threads, MobileNetV2 at batch 1, both in one process, per-kernel minima of 400 native profiles
+#: (load 2.0-2.4): its 32 x 112 x 112 84 -> 67-69 us and the 32 -> 16 projection after it 63 ->
+#: 52 us.  Not smaller planes: 144 x 56 x 56 by rows took 84 -> 95-125 us (the projection after
+#: it 84 -> 72-77), 96 x 112 -> 56 (stride 2) 110 -> 118-140 (49-55 -> 48) -- a channel's rows
+#: in blocks of 8-28 rows, each copied with its halo, against a whole 56 x 56 plane streamed at once.
+#: AVX-512 only: AVX2 code (``-mcpu=znver3``, same host) measured level (the 32 x 112 x 112 147 ->
+#: 136 us, the projection 142 -> 149, the call 1.00x), so its schedule stays as it was
+DEPTHWISE_ROWS_ON_THREADS_MIN_PIXELS = 112 * 112
+#: ... cut into at least this many blocks per thread: 2 against 1 measured 69 vs 79 us on that
+#: 32 x 112 x 112 (the pool balances chunks, ``thread_pool.CHUNKS_PER_THREAD``)
+DEPTHWISE_ROW_BLOCKS_PER_THREAD = 2
+
+
+def _depthwise_by_rows(N: int, OH: int, OW: int, stride: int) -> bool:
+    """Whether a depthwise convolution of ``N`` images onto ``OH`` x ``OW`` runs blocks of rows on threads."""
+    return bool(DEPTHWISE_ROWS_ON_THREADS_MIN_PIXELS) and N == 1 and stride == 1 and \
+        OH * OW >= DEPTHWISE_ROWS_ON_THREADS_MIN_PIXELS and VectorUnit.current().lanes >= 16
+
+
+def _depthwise_rows_on_threads(sch: Schedule, n: LoopRV, c: LoopRV, h0: LoopRV) -> LoopRV | None:
+    """Blocks of a depthwise convolution's row tiles ``h0`` on threads, all channels in each:
+    loops (n, hb, c, h0', ..), (n, hb) parallel; returns ``c``, under which each channel's input
+    rows of the block are copied (its padding; the halo rows again by the next block).  None
+    (nothing done) when the row tiles do not cut into DEPTHWISE_ROW_BLOCKS_PER_THREAD per thread."""
+    (tiles,) = _extents(sch, [h0])
+    want = DEPTHWISE_ROW_BLOCKS_PER_THREAD * parallel_threads()
+    blocks = min((d for d in range(want, tiles + 1) if tiles % d == 0), default=None)
+    if blocks is None:
+        return None
+    hb, h0 = sch.split(h0, [blocks, None])
+    sch.reorder(n, hb, c, h0)
+    sch.parallel(sch.fuse(n, hb))
+    return c
 
 
 def _conv_prologue_and_tail(sch: Schedule, conv: BlockRV | None, prologue: Callable[[Schedule, BlockRV], None]
@@ -2369,7 +2468,7 @@ def _schedule_plane_reduction(sch: Schedule) -> bool:
     c0, c1 = sch.split(loops[c], [None, tile])
     outer = [*loops[:c], c0]
     sch.reorder(*outer, *loops[c + 1:n_spatial], *loops[n_spatial:], c1)
-    if math.prod(ext) > ELEMENTWISE_PARALLEL_WORK:
+    if math.prod(ext) > PLANE_REDUCTION_PARALLEL_WORK:
         sch.parallel(sch.fuse(*outer) if len(outer) > 1 else outer[0])
     sch.unroll(c1)
     init = sch.decompose_reduction(b, loops[n_spatial])

@@ -713,6 +713,38 @@ def test_a_large_stride_2_depthwise_plane_is_copied_per_row_tile(unit, hw, pad, 
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("unit, n, by_rows", [(AVX512, 1, True), (AVX512, 2, False), (AVX2, 1, False)],
+                         ids=["avx512-b1", "avx512-b2", "avx2-b1"])
+def test_a_large_stride_1_depthwise_conv_of_one_image_runs_blocks_of_rows_on_threads(unit, n, by_rows):
+    """AVX-512, one image, a stride-1 plane of DEPTHWISE_ROWS_ON_THREADS_MIN_PIXELS outputs
+    (MobileNetV2's 32 x 112 x 112): blocks of output rows on threads, every channel in each, and
+    the padded copy per channel of a block (its rows and halo, not a plane); a batch, or AVX2,
+    halves of the channels as before.  Numbers as numpy's."""
+    from minitvm import te, topi
+    from minitvm.target.tir_build import lower_to_module
+
+    hw = 112
+    x = te.placeholder((n, 6, hw, hw), "float32", name="x")
+    w = te.placeholder((6, 1, 3, 3), "float32", name="w")
+    out = topi.nn.conv2d_nchw(x, w, stride=1, padding=1, groups=6)
+    func = te.create_prim_func([x, w, out])
+    with unit:
+        tiles = hw // ds._depthwise_tile_rows(hw, hw)
+    blocks = min(d for d in range(ds.DEPTHWISE_ROW_BLOCKS_PER_THREAD * ds.parallel_threads(), tiles + 1)
+                 if tiles % d == 0)
+    sched = _scheduled_by(ds.schedule_depthwise_conv2d, func, unit)
+    text = sched.script()
+    parallel = re.findall(r"in T.parallel\((?:T.int64\()?(\d+)", text)
+    assert parallel == [str(blocks if by_rows else n * 6)], text
+    lowered = lower_to_module(sched.with_attr("global_symbol", "main"))["main"].script()
+    copy = int(re.search(r"pad_temp = T.allocate\(\[(\d+)\]", lowered).group(1))
+    assert copy == (hw // blocks + 2 if by_rows else hw + 2) * (hw + 2), lowered
+    xs, ws = _rand(n, 6, hw, hw), _rand(6, 1, 3, 3, seed=1)
+    with unit:
+        got = _run(sched, "llvm", [xs, ws, np.full((n, 6, hw, hw), np.nan, "float32")])
+    np.testing.assert_allclose(got, _depthwise_reference(xs, ws, 1, (1, 1, 1, 1)), rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("unit, width, rows", [(AVX512, 14, 7), (AVX512, 28, 7), (AVX512, 7, 7), (AVX512, 56, 4),
                                                (AVX512, 112, 2), (AVX2, 7, 1), (AVX2, 14, 2), (AVX2, 28, 2),
                                                (AVX2, 56, 1)])
@@ -835,11 +867,22 @@ def test_a_pointwise_conv_whose_partial_tile_is_more_than_a_vector_runs_by_vecto
     _matches_torch_conv_bias_relu(sched, x, w, b, out_shape)
 
 
-@pytest.mark.parametrize("unit, rows", [(AVX2, 6), (AVX512, 8)], ids=["avx2", "avx512"])
+@pytest.mark.parametrize("unit, channels, rows", [(AVX512, 96, 12), (AVX512, 1284, 12), (AVX512, 64, 8),
+                                                   (AVX512, 160, 8), (AVX512, 130, 8), (AVX512, 36, 12),
+                                                   (AVX2, 96, 6), (AVX2, 64, 4)])
+def test_a_pointwise_tile_takes_12_channels_where_they_divide_on_avx512(unit, channels, rows):
+    """AVX-512: 12 x 32 (24 accumulators) where 12 divides the output channels, else 8 x 32 as
+    before (160 = 20 x 8, 130 peels its last 2); AVX2 keeps 6 x 16 (4 x 16 on 64 channels)."""
+    with unit:
+        assert ds._pointwise_tile(channels) == (rows, 2 * unit.lanes)
+
+
+@pytest.mark.parametrize("unit, rows", [(AVX2, 6), (AVX512, 12)], ids=["avx2", "avx512"])
 @pytest.mark.parametrize("epilogue", [True, False], ids=["bias_relu", "bare"])
 def test_a_pointwise_conv_over_14x14_pixels_is_right_on_both_units(unit, rows, epilogue):
     """196 pixels (MobileNetV2's 14 x 14 layers): two-vector tiles of as many channels as the
-    unit's registers hold beside them (AVX2 6 x 16, AVX-512 8 x 32), the partial tile peeled; the
+    unit's registers hold beside them (AVX2 6 x 16, AVX-512 12 x 32: they divide the 48 channels,
+    POINTWISE_TILE_MAX_ROWS), the partial tile peeled; the
     numbers match torch with and without an epilogue to write back through."""
     import torch
 
@@ -916,7 +959,7 @@ def test_a_pointwise_conv_with_a_packed_weight_prefetches_the_next_panel(unit, c
     func = func.with_attr("layout_free_buffers", [1])
     sched = _scheduled_by(ds.schedule_conv2d_1x1, func, unit)
     text = sched.script()
-    mi = 8 if unit is AVX512 else 6
+    mi = 12 if unit is AVX512 else 6  # (AVX-512's 12 rows divide 48 and 96)
     hints = re.findall(rf"T.prefetch\(T.address_of\(\w+\[T.min\(\w+ \* {mi} \+ {mi}, {co - 1}\) // {mi}, ax3,", text)
     assert len(hints) == 1 and text.count("T.prefetch(") == 1, text
     x, w, b = _rand(1, ci, hw, hw), _rand(co, ci, 1, 1, seed=1), _rand(co, seed=2)
@@ -944,13 +987,34 @@ def test_a_pointwise_conv_over_a_large_input_runs_over_chunks_of_pixels(unit, ci
     _matches_torch_conv_bias_relu(sched, x, w, b, out_shape)
 
 
+@pytest.mark.parametrize("unit, n, ci, co, loops", [(AVX512, 1, 192, 32, ["96", "4"]), (AVX512, 2, 192, 32, ["8"]),
+                                                    (AVX512, 1, 32, 192, ["16"]), (AVX2, 1, 192, 32, None)],
+                         ids=["avx512-project", "avx512-batch", "avx512-expand", "avx2-project"])
+def test_a_projection_onto_28x28_pixels_runs_its_pixel_tiles_on_threads(unit, n, ci, co, loops):
+    """AVX-512, one image, 192 -> 32 channels at 28 x 28 (784 pixels: 24 tiles of 32 and a partial
+    one, not whole chunks): loops (p0, o0) of the whole tiles fused on threads (24 x 4), the
+    partial tile's 4 tiles of channels on threads after them; a batch keeps (n, o0), an expanding
+    convolution its tiles of channels, and AVX2 (16-pixel tiles: whole chunks) its chunks of
+    pixels (n, chunk, o0, p0).  Numbers as torch's."""
+    func, out_shape = conv_bias_relu(n, ci, 28, co, 1, pad=0)
+    x, w, b = _rand(n, ci, 28, 28), _rand(co, ci, 1, 1, seed=1), _rand(co, seed=2)
+    sched = _scheduled_by(ds.schedule_conv2d_1x1, func, unit)
+    text = sched.script()
+    parallel = re.findall(r"in T.parallel\((\d+)\)", text)
+    assert parallel == (loops or parallel) and ("ax2_0_0" in text) == (loops is None), text
+    if loops == ["96", "4"]:
+        assert text.index("ax2_00_ax1_0_fused") < text.index("_update"), text  # pixel tiles outside channels
+    _matches_torch_conv_bias_relu(sched, x, w, b, out_shape, unit)
+
+
 @pytest.mark.parametrize("unit, rows", [(AVX2, 6), (AVX512, 8)], ids=["avx2", "avx512"])
 @pytest.mark.parametrize("cout", [130, 48], ids=["peeled-channels", "whole-tiles"])
 def test_a_pointwise_conv_reads_its_constant_weight_packed_in_panels(unit, rows, cout):
     """Through the default pipeline a pointwise conv's constant weight is packed at compile time
     into panels of the tile's ``rows`` channels (``W[o // rows, c, 0, 0, o % rows]``, zeros past the
-    last channel: 130 is no multiple of 6 or 8): the kernel reads a 5-d weight and no copy runs per
-    call.  A weight passed as a parameter stays as it is.  Numbers as torch's on both units."""
+    last channel: 130 is no multiple of 6 or 8; AVX-512's 48 panels of 12): the kernel reads a 5-d
+    weight and no copy runs per call.  A weight passed as a parameter stays as it is.  Numbers as
+    torch's on both units."""
     import torch
 
     from minitvm import relax
@@ -969,6 +1033,7 @@ def test_a_pointwise_conv_reads_its_constant_weight_packed_in_panels(unit, rows,
     kernels = [f for gv, f in lowered.functions.items() if gv.name_hint.startswith("fused_conv2d")]
     assert len(kernels) == 1, [gv.name_hint for gv in lowered.functions]
     text = re.sub(r"T\.int64\((\d+)\)", r"\1", kernels[0].script())
+    rows = 12 if unit is AVX512 and cout % 12 == 0 else rows  # (POINTWISE_TILE_MAX_ROWS where it divides)
     panels = -(-cout // rows)
     assert f"T.Buffer(({panels}, 16, 1, 1, {rows})" in text and ds.LAYOUT_REWRITE_PREPROC not in text, text
     want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(xs), torch.from_numpy(w))).numpy()
@@ -1050,6 +1115,28 @@ def test_a_global_sum_pooling_reduces_8_planes_side_by_side(kind):
     np.testing.assert_allclose(_run(sched, "llvm", [xs, np.zeros((2, 16, 1, 1), "float32")]), want, rtol=1e-5)
     if kind == "sum":
         assert "in T.unroll(8):" in sched.script(), sched.script()
+
+
+@pytest.mark.parametrize("c, parallel_tiles", [(1280, 160), (512, None)], ids=["mobilenet-1280", "resnet-512"])
+def test_a_global_sum_pooling_of_more_than_the_threshold_runs_its_channel_tiles_on_threads(c, parallel_tiles):
+    """MobileNetV2's mean over 1 x 1280 x 7 x 7 (62720 elements, more than
+    PLANE_REDUCTION_PARALLEL_WORK): its 160 tiles of 8 channels on threads; ResNet-18's 1 x 512 x 7 x 7
+    (25088) stays serial.  Bitwise equal to the unscheduled kernel, numbers as numpy's."""
+    from minitvm import te, topi
+
+    x = te.placeholder((1, c, 7, 7), "float32", name="x")
+    out = topi.divide(topi.sum(x, axis=(2, 3), keepdims=True), 49.0)
+    func = te.create_prim_func([x, out])
+    sch = minitvm.tir.Schedule(IRModule({"main": func}))
+    assert ds._schedule_plane_reduction(sch)
+    text = sch.mod["main"].script()
+    assert re.findall(r"in T.parallel\((\d+)\)", text) == ([str(parallel_tiles)] if parallel_tiles else []), text
+    xs = _rand(1, c, 7, 7)
+    args = [xs, np.zeros((1, c, 1, 1), "float32")]
+    got = _run(sch.mod["main"], "llvm", [a.copy() for a in args])
+    np.testing.assert_array_equal(got, _run(func, "llvm", args))
+    want = xs.astype("float64").sum(axis=(2, 3), keepdims=True) / 49.0
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
 def test_conv_followed_by_the_next_layers_padding_keeps_its_register_tile(parallel):
