@@ -31,8 +31,8 @@ from ...target.tir_build import build
 from ...tir.expr import BufferLoad, FloatImm, IntImm, Select
 from ...tir.expr import Call as TirCall
 from ...tir.function import PrimFunc
-from ...tir.functor import post_order_visit
-from ...tir.stmt import BufferStore
+from ...tir.functor import StmtExprVisitor, post_order_visit
+from ...tir.stmt import BufferStore, For
 from ...transform import PassContext, module_pass
 from ..analysis.remove_unused import remove_all_unused
 from ..block_builder import BlockBuilder
@@ -142,7 +142,7 @@ class _Folder(ExprMutator):
         entry = self.kernels.get(id(func))
         if entry is None:
             named = _exported_as(func, "fold_constant_kernel")
-            entry = self.kernels[id(func)] = (func, build(named, target=_target_for([func]))["fold_constant_kernel"])
+            entry = self.kernels[id(func)] = (func, _build(named, [func])["fold_constant_kernel"])
         return entry[1]
 
 
@@ -168,6 +168,49 @@ def _exported_as(func: PrimFunc, symbol: str) -> PrimFunc:
 #: they run once on a few MB, and O1 compiles them in less time than O3 (nothing computed, so
 #: nothing the level could round differently)
 MOVING_DATA_OPT_LEVEL = 1
+
+
+#: stores at most this many (loop iterations of every store, summed): a folded kernel this small
+#: is compiled without LLVM's vectorizers.  It runs once, on little data, and vectorizing cost
+#: more than it saved -- DeBERTa's 16 x 16 mask cast (``x != 0``) took 0.23 s of LLVM O3 (the
+#: SLP vectorizer on the unrolled loop), 5 ms without.  Vectorizers reorder no float arithmetic
+#: (the IR carries no reassociation flags): the folded values are the same bits.
+SCALAR_FOLD_STORES = 1 << 16
+
+
+def _build(mod: Any, funcs: list[PrimFunc]) -> Any:
+    """``build`` of folded kernels: LLVM's level by :func:`_target_for`, its vectorizers only for
+    kernels of more than :data:`SCALAR_FOLD_STORES` stores."""
+    target = _target_for(funcs)
+    if sum(_stores(f.body) for f in funcs) > SCALAR_FOLD_STORES:
+        return build(mod, target=target)
+    with PassContext.current().with_config({"tir.disable_vectorize": True}):
+        return build(mod, target=target)
+
+
+def _stores(stmt: Any) -> int:
+    """How many stores ``stmt`` executes (each store times the extents of the loops around it;
+    a loop of unknown extent counts as more than any limit)."""
+    counter = _StoreCounter()
+    counter.visit(stmt)
+    return counter.count
+
+
+class _StoreCounter(StmtExprVisitor):
+    def __init__(self) -> None:
+        self.count = 0
+        self.times = 1
+
+    def visit_for_(self, op: For) -> None:
+        outer = self.times
+        self.times *= op.extent.value if isinstance(op.extent, IntImm) else 1 << 62
+        try:
+            self.visit(op.body)
+        finally:
+            self.times = outer
+
+    def visit_buffer_store_(self, op: BufferStore) -> None:
+        self.count += self.times
 
 
 def _target_for(funcs: list[PrimFunc]) -> Any:
@@ -232,7 +275,7 @@ def _build_together(funcs: list[PrimFunc], kernels: dict) -> None:
     module that does not build leaves them to be built one by one (and fail there if they must)."""
     symbols = [f"fold_constant_kernel_{i}" for i in range(len(funcs))]
     try:
-        lib = build(IRModule({s: _exported_as(f, s) for s, f in zip(symbols, funcs)}), target=_target_for(funcs))
+        lib = _build(IRModule({s: _exported_as(f, s) for s, f in zip(symbols, funcs)}), funcs)
     except Exception:  # noqa: BLE001 - one by one, the kernel at fault raises its own error
         return
     for s, f in zip(symbols, funcs):

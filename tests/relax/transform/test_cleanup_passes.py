@@ -186,6 +186,53 @@ def test_fold_constant_compiles_kernels_that_only_move_data_at_a_lower_llvm_leve
     np.testing.assert_array_equal(evaluate(folded, "main", x), evaluate(mod, "main", x))
 
 
+def test_fold_constant_compiles_small_kernels_without_llvm_vectorizers(monkeypatch):
+    # a kernel of at most SCALAR_FOLD_STORES stores runs once on little data: LLVM's vectorizers
+    # are off for its build (tir.disable_vectorize), a larger one keeps them; the values are the
+    # same bits either way (nothing reassociates)
+    from minitvm.relax.transform import fold_constant
+    from minitvm.transform import PassContext
+
+    rng = np.random.default_rng(5)
+    small, large = rng.standard_normal((16, 16)).astype("float32"), rng.standard_normal((300, 300)).astype("float32")
+    small[3, :5] = 0.0
+    x, y = tensor("x", 16, 16), tensor("y", 300, 300)
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, y]):
+        with bb.dataflow():
+            mask = bb.emit_te(topi.not_equal, relax.const(small), relax.const(0.0, "float32"))
+            lv = bb.emit_te(topi.where, mask, x, relax.const(np.float32(-1e9)))
+            big = bb.emit_te(topi.exp, relax.const(large))
+            gv = bb.emit_output(relax.Tuple([lv, bb.emit_te(topi.add, y, big)]))
+        bb.emit_func_output(gv)
+    mod = bb.get()
+    kernels = {gv.name_hint: f for gv, f in mod.functions_items() if isinstance(f, tir.PrimFunc)}
+    assert fold_constant._stores(kernels["not_equal"].body) == 256
+    assert fold_constant._stores(kernels["exp"].body) == 90000 > fold_constant.SCALAR_FOLD_STORES
+    seen = []
+    real_build = fold_constant.build
+
+    def watching_build(mod_or_func, target="llvm"):
+        names = sorted(gv.name_hint for gv, _ in mod_or_func.items())
+        seen.append((len(names), PassContext.current().get_config("tir.disable_vectorize", False)))
+        return real_build(mod_or_func, target=target)
+
+    monkeypatch.setattr(fold_constant, "build", watching_build)
+    folded = transform.FoldConstant()(mod)
+    assert seen == [(2, False)]  # built together: the exp's 90000 stores keep the vectorizers
+    monkeypatch.setattr(fold_constant, "SCALAR_FOLD_STORES", 100_000)
+    seen.clear()
+    scalar = transform.FoldConstant()(mod)
+    assert seen == [(2, True)]
+    assert PassContext.current().get_config("tir.disable_vectorize", False) is False  # only around the build
+    xs, ys = rand(16, 16), rand(300, 300)
+    want = evaluate(mod, "main", xs, ys)
+    for got in (evaluate(folded, "main", xs, ys), evaluate(scalar, "main", xs, ys)):
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+    np.testing.assert_array_equal(want[0], np.where(small != 0, xs, np.float32(-1e9)))
+
+
 def test_fold_constant_copies_kernels_that_only_move_data_with_numpy(monkeypatch):
     # a transpose, a pad (its if_then_else reads out of bounds where not taken) and a split of
     # an axis with a padded tail are copied by numpy, no kernel built: the same bits as the
