@@ -170,8 +170,8 @@ def _exported_as(func: PrimFunc, symbol: str) -> PrimFunc:
 MOVING_DATA_OPT_LEVEL = 1
 
 
-#: stores at most this many (loop iterations of every store, summed): a folded kernel this small
-#: is compiled without LLVM's vectorizers.  It runs once, on little data, and vectorizing cost
+#: stores at most this many (loop iterations of every store, summed): folded kernels this small
+#: are compiled without LLVM's vectorizers.  It runs once, on little data, and vectorizing cost
 #: more than it saved -- DeBERTa's 16 x 16 mask cast (``x != 0``) took 0.23 s of LLVM O3 (the
 #: SLP vectorizer on the unrolled loop), 5 ms without.  Vectorizers reorder no float arithmetic
 #: (the IR carries no reassociation flags): the folded values are the same bits.
@@ -179,13 +179,17 @@ SCALAR_FOLD_STORES = 1 << 16
 
 
 def _build(mod: Any, funcs: list[PrimFunc]) -> Any:
-    """``build`` of folded kernels: LLVM's level by :func:`_target_for`, its vectorizers only for
-    kernels of more than :data:`SCALAR_FOLD_STORES` stores."""
+    """``build`` of folded kernels: LLVM's level by :func:`_target_for`, its vectorizers unless
+    every kernel has at most :data:`SCALAR_FOLD_STORES` stores."""
     target = _target_for(funcs)
-    if sum(_stores(f.body) for f in funcs) > SCALAR_FOLD_STORES:
+    if not all(_small(f) for f in funcs):
         return build(mod, target=target)
     with PassContext.current().with_config({"tir.disable_vectorize": True}):
         return build(mod, target=target)
+
+
+def _small(func: PrimFunc) -> bool:
+    return _stores(func.body) <= SCALAR_FOLD_STORES
 
 
 def _stores(stmt: Any) -> int:
@@ -244,9 +248,11 @@ def _copied(value: Any, dtype: str) -> bool:
 
 
 def _foldable_kernels(func: Function, mod: IRModule) -> list[PrimFunc]:
-    """The PrimFuncs of ``mod`` that ``func`` calls (``call_tir``) on constants alone (or
-    variables bound to constants) with static outputs: what the folder will surely compile.
-    (Calls on what a fold makes constant are found while folding.)"""
+    """The PrimFuncs of ``mod`` that ``func`` calls (``call_tir``) with static outputs on constants
+    alone, variables bound to constants, or the results of such calls (what folding makes
+    constant: T5's relative-position buckets are a chain of 16 kernels, compiled one at a time
+    as the folder met them, ~10 ms each): what the folder will compile.  (Calls on what other
+    folds make constant, a tuple's item or a high-level op's, are found while folding.)"""
     found: dict[int, PrimFunc] = {}
     body = func.body
     if not isinstance(body, SeqExpr):
@@ -266,20 +272,28 @@ def _foldable_kernels(func: Function, mod: IRModule) -> list[PrimFunc]:
                 continue
             if all(isinstance(a, Constant) or id(a) in constant_vars for a in args.fields):
                 found.setdefault(id(mod[gv]), mod[gv])
+                constant_vars.add(id(b.var))
     return list(found.values())
 
 
 def _build_together(funcs: list[PrimFunc], kernels: dict) -> None:
-    """Compile ``funcs`` as one module (one LLVM optimization and JIT, not one per kernel:
-    MobileNetV2 folds the layouts of 20 weights) into ``kernels`` (see :class:`_Folder`); a
-    module that does not build leaves them to be built one by one (and fail there if they must)."""
-    symbols = [f"fold_constant_kernel_{i}" for i in range(len(funcs))]
-    try:
-        lib = _build(IRModule({s: _exported_as(f, s) for s, f in zip(symbols, funcs)}), funcs)
-    except Exception:  # noqa: BLE001 - one by one, the kernel at fault raises its own error
-        return
-    for s, f in zip(symbols, funcs):
-        kernels[id(f)] = (f, lib[s])
+    """Compile ``funcs`` as few modules (one LLVM optimization and JIT each, not one per kernel:
+    MobileNetV2 folds the layouts of 20 weights) into ``kernels`` (see :class:`_Folder`): one per
+    LLVM set-up they ask for (:func:`_target_for`, :func:`_build`).  A module that does not build
+    leaves its kernels to be built one by one (and fail there if they must)."""
+    groups: dict[tuple[bool, bool], list[PrimFunc]] = {}
+    for f in funcs:
+        groups.setdefault((_small(f), _moves_data_only(f)), []).append(f)
+    for group in groups.values():
+        if len(group) < 2:
+            continue  # (built alone when the folder meets it: the same one build)
+        symbols = [f"fold_constant_kernel_{i}" for i in range(len(group))]
+        try:
+            lib = _build(IRModule({s: _exported_as(f, s) for s, f in zip(symbols, group)}), group)
+        except Exception:  # noqa: BLE001 - one by one, the kernel at fault raises its own error
+            continue
+        for s, f in zip(symbols, group):
+            kernels[id(f)] = (f, lib[s])
 
 
 def _const_tuple(e: Any) -> bool:
