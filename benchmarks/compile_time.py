@@ -283,8 +283,8 @@ before and after; the bool casts change 12 kernels of 9 zoo models, the attentio
 ``minitvm.testing.zoo``'s transformer_explicit and bert_encoder, and none of the realistic ones
 (AVX-512 and ``-mcpu=znver3``).  Whole models alternated in one process (min of 40 x 20 calls,
 load 1.7-3): 0.96x-1.02x the time, within noise; outputs bit-identical except transformer_explicit
-at batch 1 (at most 2.4e-7 apart, each as far from torch's: LLVM's fused multiply-adds in the
-kernel's matmul fell otherwise once the mask loop changed).
+at batch 1 (at most 2.4e-7 apart, each as far from torch's: a select is exact, so LLVM compiled
+some float arithmetic of that kernel otherwise once the mask loop changed -- not looked into).
 Cold CPU seconds (``--models transformers --repeat 3``, base and new alternated, two rounds, load
 2.3-2.7): deberta 1.04 -> 0.75, deberta-v2 0.97 -> 0.74, mpnet 0.95 -> 0.83, t5 0.86 -> 0.77,
 funnel 3.94 -> 3.76; the 16 models TVM 0.27 compiles 12.99 / 13.44 -> 12.41 / 12.63 s in all; the
