@@ -27,7 +27,7 @@ from ...ir.module import GlobalVar, IRModule
 from ...ir.op import Op
 from ...runtime import ndarray as nd
 from ...target import Target
-from ...target.tir_build import build
+from ...target.tir_build import build_kernels, in_notebook
 from ...tir.expr import BufferLoad, FloatImm, IntImm, Select
 from ...tir.expr import Call as TirCall
 from ...tir.function import PrimFunc
@@ -176,6 +176,12 @@ MOVING_DATA_OPT_LEVEL = 1
 #: SLP vectorizer on the unrolled loop), 5 ms without.  Vectorizers reorder no float arithmetic
 #: (the IR carries no reassociation flags): the folded values are the same bits.
 SCALAR_FOLD_STORES = 1 << 16
+
+
+def build(mod_or_func: Any, target: Any = "llvm") -> Any:
+    """``tir.build`` (bounds checks as it decides), as one LLVM module: the kernels are needed
+    at once, and a build in pieces would pay LLVM's set-up per piece."""
+    return build_kernels(mod_or_func, target, checks_by_default=in_notebook(), one_module=True)
 
 
 def _build(mod: Any, funcs: list[PrimFunc]) -> Any:

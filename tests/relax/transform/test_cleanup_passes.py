@@ -149,6 +149,43 @@ def test_fold_constant_compiles_the_kernels_on_constants_together(monkeypatch):
     same_result(mod, folded, x)
 
 
+def test_fold_constant_compiles_a_chain_as_one_llvm_module(monkeypatch):
+    # a chain of MIN_KERNELS folds or more is one LLVM module even when builds go in pieces: the
+    # kernels are needed at once, and each piece would pay LLVM's set-up (same values either way)
+    from minitvm.relax.transform import fold_constant
+    from minitvm.target import tir_build
+    from minitvm.target.codegen import llvm_parallel
+
+    monkeypatch.setattr(llvm_parallel, "LLVM_THREADS", 2)
+    x = tensor("x", 2, 3)
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            c = relax.const(C0)
+            for op in (topi.exp, topi.sigmoid, topi.tanh, topi.sqrt, topi.negative):
+                c = bb.emit_te(op, c)
+            gv = bb.emit_output(bb.emit_te(topi.add, x, c))
+        bb.emit_func_output(gv)
+    mod = bb.get()
+    libs = []
+    real_build = fold_constant.build
+
+    def watching_build(mod_or_func, target="llvm"):
+        libs.append(real_build(mod_or_func, target=target))
+        return libs[-1]
+
+    monkeypatch.setattr(fold_constant, "build", watching_build)
+    clear = tir_build._KERNEL_CACHE.entries.clear
+    clear()
+    folded = transform.FoldConstant()(mod)
+    assert len(libs) == 1 and len(libs[0].function_names()) == 5 >= llvm_parallel.MIN_KERNELS
+    assert len(libs[0]._texts["optimized"]) == 1  # (a build in pieces keeps one text per piece)
+    x = rand(2, 3)
+    want = -np.sqrt(np.tanh(1 / (1 + np.exp(-np.exp(C0)))))
+    np.testing.assert_allclose(evaluate(folded, "main", x), x + want, rtol=1e-5)
+    clear()
+
+
 def test_fold_constant_compiles_kernels_that_only_move_data_at_a_lower_llvm_level(monkeypatch):
     # a transpose or a pad computes nothing (the same bits at any LLVM level): compiled at
     # MOVING_DATA_OPT_LEVEL; a kernel that computes keeps the default level (O3)
