@@ -266,6 +266,42 @@ all 30 (0.53-1.56 s each, funnel 5.4 s: 67 kernels), TVM 0.27 16 -- its importer
 cold compile is 1.35x TVM's wall time and 1.37x its CPU time (median; the issue measured 2.1x).
 TVM's default llvm pipeline leaves the kernels unscheduled; ours schedule and vectorize them, and
 LLVM O3 on that code is 20-40% of these compiles (``--phases hf_deberta-v2``: 0.40 of 0.95 s).
+
+A fourteenth pass (issue 38) asked where that O3 time went, kernel by kernel (each scheduled kernel
+lowered, emitted, optimized and JIT-compiled alone, and each LLVM module of a whole compile timed
+with LLVM's pass timers).  Half of DeBERTa's O3 was not its kernels: FoldConstant's build of a 16 x
+16 mask cast (``x != 0``, 41 lines of IR) took 0.23 s, the SLP vectorizer on the loop LLVM had
+unrolled and gathered; a folded kernel of at most 65536 stores is now compiled without LLVM's
+vectorizers (5 ms; no reassociation flags, so the same bits).  T5's, MPNet's and ConvBERT's relative
+positions are chains of 16-17 folds, each compiled alone as the folder met it (~11 ms each, mostly
+LLVM's per-module set-up); the calls on what folding will make constant now join the one build of
+the kernels on constants, as one LLVM module (a build of 4 or more kernels went in up to six pieces,
+each paying LLVM's set-up, for kernels needed at once).  The attention kernel's mask (``where(0 <
+int64(mask), ..)``) was a scalar loop the vector emitter refused (a bool cast), which LLVM turned
+into byte gathers: vector code now (DeBERTa's attention kernel 1853 -> 1106 lines of optimized IR).
+Every Relax constant and scheduled PrimFunc of the 30 zoo models and the 5 realistic ones hashes the
+same before and after; the bool casts change 12 kernels of 9 zoo models, the attention kernels of
+``minitvm.testing.zoo``'s transformer_explicit and bert_encoder, and none of the realistic ones
+(AVX-512 and ``-mcpu=znver3``).  Whole models alternated in one process (min of 40 x 20 calls, load
+1.7-3): 0.96x-1.02x the time, within noise; outputs bit-identical except transformer_explicit at
+batch 1 (at most 2.4e-7 apart, each as far from torch's: a select is exact, so LLVM compiled some
+float arithmetic of that kernel otherwise once the mask loop changed -- not looked into).  Cold CPU
+seconds (``--models transformers --repeat 3``, base and new alternated, three rounds, load 1.4-3.6;
+the third round with the one-module fold builds): deberta 1.04 -> 0.75-0.87, deberta-v2 0.97-1.05 ->
+0.74-0.80, mpnet 0.95-1.00 -> 0.83-0.85, t5 0.85-0.90 -> 0.73-0.77, funnel 3.9-4.2 -> 3.8-4.1; the
+16 models TVM 0.27 compiles 12.99 / 13.44 / 13.75 -> 12.41 / 12.63 / 12.68 s in all, all 30 29.7 /
+30.2 -> 29.1 / 28.0 (rounds 2 and 3); the median ratio to TVM's CPU (its times from the run above)
+1.28 / 1.33 / 1.36 -> 1.27 / 1.31 / 1.33: the median models (BERT-like, ~0.65 s against TVM's ~0.49)
+had none of these costs.  Builds in pieces cost CPU: with ``MINITVM_LLVM_THREADS=0`` a whole compile
+took ~8% less CPU (t5 0.71 -> 0.66 s, mpnet 0.81 -> 0.75, funnel 3.71 -> 3.51), for the wall time a
+second core gives back when it is free.  What a typical model's compile still is (``--phases
+hf_bert``, 0.64 s): DefaultCPUSchedule 0.14 s, LLVM O3 0.14 and machine code 0.10 (the attention
+kernel alone ~0.09 of the two, the native entry's timed twin ~0.01), the TIR lowering 0.07, spread
+over the kernels (a layer norm's four-level rfactor tree: 27 ms of Python lowering for a 16 x 64 row
+norm).  The five realistic models fold little (ViT-tiny one build of 15 ms, ResNet-18 and
+MobileNetV2 none: numpy copies): cold CPU seconds, base / new alternated twice (load 2.3-3.9):
+ResNet-18 2.09, 2.11 / 2.12, 2.17; BERT 1.14, 1.19 / 1.14, 1.19; ViT-tiny 1.77, 1.86 / 1.83, 1.96;
+MobileNetV2 3.13, 3.07 / 3.11, 3.03; GPT-2 1.32, 1.36 / 1.29, 1.34.
 """
 
 from __future__ import annotations

@@ -389,7 +389,8 @@ def compiling_as_scheduled(target: Any, built_as: BuiltAs | None = None) -> Iter
 
 @deep
 def build_kernels(mod_or_func: Any, target: Any = "llvm", name: str | None = None, *,
-                  checks_by_default: bool = False, entries: tuple = (), early: EarlyKernels | None = None) -> Module:
+                  checks_by_default: bool = False, entries: tuple = (), early: EarlyKernels | None = None,
+                  one_module: bool = False) -> Module:
     """:func:`build` with the bounds-check default given: ``relax.build`` builds a model's
     kernels with checks only when the PassContext asks (a model's kernels are generated, and
     the checks would cost speed).  Every kernel of the module goes into one LLVM module (one
@@ -398,7 +399,8 @@ def build_kernels(mod_or_func: Any, target: Any = "llvm", name: str | None = Non
     ``entries``: ``(vm_function, func_names, constants)`` of bytecode functions to give a
     native entry in the same LLVM module (``relax.build(exec_mode="compiled")``).  ``early``:
     kernels compiled as they were scheduled (:func:`compiling_as_scheduled`), used when the
-    module is built in pieces."""
+    module is built in pieces.  ``one_module``: never in pieces (each piece pays LLVM's set-up:
+    FoldConstant's chains of tiny kernels, needed at once, took 15% more CPU in six pieces)."""
     target = resolve_target(target)
     mod = normalize_module(mod_or_func, name)
     others = [gv.name_hint for gv, f in mod.items() if not isinstance(f, PrimFunc)]
@@ -414,7 +416,7 @@ def build_kernels(mod_or_func: Any, target: Any = "llvm", name: str | None = Non
             if early is not None:
                 early.close()
             return cached
-    if _in_pieces(mod, target, checks_by_default):
+    if not one_module and _in_pieces(mod, target, checks_by_default):
         lib = _build_in_pieces(mod, target, entries, early)
         if key is not None:
             _KERNEL_CACHE.put(key, mod, lib)

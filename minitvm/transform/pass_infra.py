@@ -140,6 +140,7 @@ class PassContext:
         self.instruments = list(instruments or ())
         self.config = _checked_config(dict(config or {}))
         self._entered = False
+        self._borrowed_instruments = False  # (see with_config)
 
     # context stack ------------------------------------------------------------------
     @classmethod
@@ -155,16 +156,25 @@ class PassContext:
 
     def __enter__(self) -> "PassContext":
         self._stack().append(self)
-        for inst in self.instruments:
+        for inst in () if self._borrowed_instruments else self.instruments:
             _call(inst, "enter_pass_ctx")
         return self
 
     def __exit__(self, *exc: Any) -> None:
         try:
-            for inst in self.instruments:
+            for inst in () if self._borrowed_instruments else self.instruments:
                 _call(inst, "exit_pass_ctx")
         finally:
             self._stack().pop()
+
+    def with_config(self, config: dict[str, Any]) -> "PassContext":
+        """This context with ``config``'s options added, to enter around one step of a pass (a
+        build inside FoldConstant): the same instruments watch it, and entering it does not
+        enter them a second time."""
+        ctx = PassContext(self.opt_level, self.required_pass, self.disabled_pass, self.instruments,
+                          {**self.config, **config})
+        ctx._borrowed_instruments = True
+        return ctx
 
     def override_instruments(self, instruments: Iterable[Any]) -> None:
         for inst in self.instruments:

@@ -82,6 +82,33 @@ def test_unsupported_body_falls_back_to_a_loop():
     np.testing.assert_array_equal(b, a // 3 + a % 5 + np.arange(64) // 7)
 
 
+def test_bool_casts_are_vector_code():
+    # a mask read as bool and cast (an attention mask: where(0 < int64(mask), fill, x)), a float
+    # cast to bool and a bool cast to float: one vector pass, no scalar loop for LLVM to vectorize
+    @T.prim_func
+    def f(M: T.Buffer((4, 16), "bool"), X: T.Buffer((4, 16), "float32"), fill: T.Buffer((), "float32"),
+          Y: T.Buffer((4, 16), "float32"), Z: T.Buffer((4, 16), "float32")):
+        for i in range(4):
+            for j in T.vectorized(16):
+                with T.block("Y"):
+                    vi, vj = T.axis.remap("SS", [i, j])
+                    Y[vi, vj] = T.Select(T.int64(0) < T.Cast("int64", M[vi, vj]), fill[()], X[vi, vj])
+                    Z[vi, vj] = T.Cast("float32", T.Cast("bool", X[vi, vj])) + T.Cast("float32", M[vi, vj])
+
+    rng = np.random.default_rng(4)
+    m = rng.random((4, 16)) < 0.5
+    x = rng.standard_normal((4, 16)).astype("float32")
+    x[1, 3:9] = 0.0
+    y, z = np.zeros((4, 16), "float32"), np.zeros((4, 16), "float32")
+    lib = minitvm.build(f)
+    lib["f"](m, x, np.array(-7.5, "float32"), y, z)
+    np.testing.assert_array_equal(y, np.where(m, np.float32(-7.5), x))
+    np.testing.assert_array_equal(z, (x != 0).astype("float32") + m)
+    raw = lib._ll_raw
+    assert re.search(r"load <16 x i8>", raw) and re.search(r"select\s+<16 x i1>", raw)
+    assert re.search(r"zext <16 x i1> .* to <16 x i64>", raw) and "uitofp <16 x i1>" in raw
+
+
 def test_gather_and_broadcast_loads():
     @T.prim_func
     def f(A: T.Buffer((64, 8), "float32"), s: T.Buffer((1,), "float32"), B: T.Buffer((8, 64), "float32")):

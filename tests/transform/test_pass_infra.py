@@ -72,6 +72,34 @@ def test_instrument_hooks_see_every_pass_and_can_veto():
     assert events == ["enter", ("before", "seq"), ("before", "Run"), ("after", "Run"), ("after", "seq"), "exit"]
 
 
+def test_with_config_adds_options_and_keeps_the_instruments_entered_once():
+    events = []
+
+    class Recorder(transform.PassInstrument):
+        def enter_pass_ctx(self):
+            events.append("enter")
+
+        def exit_pass_ctx(self):
+            events.append("exit")
+
+        def run_before_pass(self, mod, info):
+            events.append((info.name, transform.PassContext.current().get_config("tir.disable_vectorize", False)))
+
+    log: list = []
+    outer = transform.PassContext(opt_level=3, disabled_pass=["Off"], instruments=[Recorder()],
+                                  config={"tir.noalias": False})
+    with outer:
+        inner = outer.with_config({"tirx.disable_vectorize": True})  # (0.27's spelling too)
+        with inner:
+            assert transform.PassContext.current() is inner
+            transform.Sequential([_counting_pass("On", 3, log), _counting_pass("Off", 0, log)], name="s")(_module())
+        assert transform.PassContext.current() is outer
+    assert log == ["On"]  # the opt level and the disabled passes carry over
+    assert inner.config == {"tir.noalias": False, "tir.disable_vectorize": True}
+    assert outer.config == {"tir.noalias": False}
+    assert events == ["enter", ("s", True), ("On", True), "exit"]
+
+
 def test_timing_instrument_renders_a_table():
     timing = transform.PassTimingInstrument()
     with transform.PassContext(instruments=[timing]):

@@ -27,12 +27,12 @@ from ...ir.module import GlobalVar, IRModule
 from ...ir.op import Op
 from ...runtime import ndarray as nd
 from ...target import Target
-from ...target.tir_build import build
+from ...target.tir_build import build_kernels, in_notebook
 from ...tir.expr import BufferLoad, FloatImm, IntImm, Select
 from ...tir.expr import Call as TirCall
 from ...tir.function import PrimFunc
-from ...tir.functor import post_order_visit
-from ...tir.stmt import BufferStore
+from ...tir.functor import StmtExprVisitor, post_order_visit
+from ...tir.stmt import BufferStore, For
 from ...transform import PassContext, module_pass
 from ..analysis.remove_unused import remove_all_unused
 from ..block_builder import BlockBuilder
@@ -142,7 +142,7 @@ class _Folder(ExprMutator):
         entry = self.kernels.get(id(func))
         if entry is None:
             named = _exported_as(func, "fold_constant_kernel")
-            entry = self.kernels[id(func)] = (func, build(named, target=_target_for([func]))["fold_constant_kernel"])
+            entry = self.kernels[id(func)] = (func, _build(named, [func])["fold_constant_kernel"])
         return entry[1]
 
 
@@ -168,6 +168,59 @@ def _exported_as(func: PrimFunc, symbol: str) -> PrimFunc:
 #: they run once on a few MB, and O1 compiles them in less time than O3 (nothing computed, so
 #: nothing the level could round differently)
 MOVING_DATA_OPT_LEVEL = 1
+
+
+#: stores at most this many (loop iterations of every store, summed): folded kernels this small
+#: are compiled without LLVM's vectorizers.  It runs once, on little data, and vectorizing cost
+#: more than it saved -- DeBERTa's 16 x 16 mask cast (``x != 0``) took 0.23 s of LLVM O3 (the
+#: SLP vectorizer on the unrolled loop), 5 ms without.  Vectorizers reorder no float arithmetic
+#: (the IR carries no reassociation flags): the folded values are the same bits.
+SCALAR_FOLD_STORES = 1 << 16
+
+
+def build(mod_or_func: Any, target: Any = "llvm") -> Any:
+    """``tir.build`` (bounds checks as it decides), as one LLVM module: the kernels are needed
+    at once, and a build in pieces would pay LLVM's set-up per piece."""
+    return build_kernels(mod_or_func, target, checks_by_default=in_notebook(), one_module=True)
+
+
+def _build(mod: Any, funcs: list[PrimFunc]) -> Any:
+    """``build`` of folded kernels: LLVM's level by :func:`_target_for`, its vectorizers unless
+    every kernel has at most :data:`SCALAR_FOLD_STORES` stores."""
+    target = _target_for(funcs)
+    if not all(_small(f) for f in funcs):
+        return build(mod, target=target)
+    with PassContext.current().with_config({"tir.disable_vectorize": True}):
+        return build(mod, target=target)
+
+
+def _small(func: PrimFunc) -> bool:
+    return _stores(func.body) <= SCALAR_FOLD_STORES
+
+
+def _stores(stmt: Any) -> int:
+    """How many stores ``stmt`` executes (each store times the extents of the loops around it;
+    a loop of unknown extent counts as more than any limit)."""
+    counter = _StoreCounter()
+    counter.visit(stmt)
+    return counter.count
+
+
+class _StoreCounter(StmtExprVisitor):
+    def __init__(self) -> None:
+        self.count = 0
+        self.times = 1
+
+    def visit_for_(self, op: For) -> None:
+        outer = self.times
+        self.times *= op.extent.value if isinstance(op.extent, IntImm) else 1 << 62
+        try:
+            self.visit(op.body)
+        finally:
+            self.times = outer
+
+    def visit_buffer_store_(self, op: BufferStore) -> None:
+        self.count += self.times
 
 
 def _target_for(funcs: list[PrimFunc]) -> Any:
@@ -201,9 +254,11 @@ def _copied(value: Any, dtype: str) -> bool:
 
 
 def _foldable_kernels(func: Function, mod: IRModule) -> list[PrimFunc]:
-    """The PrimFuncs of ``mod`` that ``func`` calls (``call_tir``) on constants alone (or
-    variables bound to constants) with static outputs: what the folder will surely compile.
-    (Calls on what a fold makes constant are found while folding.)"""
+    """The PrimFuncs of ``mod`` that ``func`` calls (``call_tir``) with static outputs on constants
+    alone, variables bound to constants, or the results of such calls (what folding makes
+    constant: T5's relative-position buckets are a chain of 16 kernels, compiled one at a time
+    as the folder met them, ~10 ms each): what the folder will compile.  (Calls on what other
+    folds make constant, a tuple's item or a high-level op's, are found while folding.)"""
     found: dict[int, PrimFunc] = {}
     body = func.body
     if not isinstance(body, SeqExpr):
@@ -223,20 +278,28 @@ def _foldable_kernels(func: Function, mod: IRModule) -> list[PrimFunc]:
                 continue
             if all(isinstance(a, Constant) or id(a) in constant_vars for a in args.fields):
                 found.setdefault(id(mod[gv]), mod[gv])
+                constant_vars.add(id(b.var))
     return list(found.values())
 
 
 def _build_together(funcs: list[PrimFunc], kernels: dict) -> None:
-    """Compile ``funcs`` as one module (one LLVM optimization and JIT, not one per kernel:
-    MobileNetV2 folds the layouts of 20 weights) into ``kernels`` (see :class:`_Folder`); a
-    module that does not build leaves them to be built one by one (and fail there if they must)."""
-    symbols = [f"fold_constant_kernel_{i}" for i in range(len(funcs))]
-    try:
-        lib = build(IRModule({s: _exported_as(f, s) for s, f in zip(symbols, funcs)}), target=_target_for(funcs))
-    except Exception:  # noqa: BLE001 - one by one, the kernel at fault raises its own error
-        return
-    for s, f in zip(symbols, funcs):
-        kernels[id(f)] = (f, lib[s])
+    """Compile ``funcs`` as few modules (one LLVM optimization and JIT each, not one per kernel:
+    MobileNetV2 folds the layouts of 20 weights) into ``kernels`` (see :class:`_Folder`): one per
+    LLVM set-up they ask for (:func:`_target_for`, :func:`_build`).  A module that does not build
+    leaves its kernels to be built one by one (and fail there if they must)."""
+    groups: dict[tuple[bool, bool], list[PrimFunc]] = {}
+    for f in funcs:
+        groups.setdefault((_small(f), _moves_data_only(f)), []).append(f)
+    for group in groups.values():
+        if len(group) < 2:
+            continue  # (built alone when the folder meets it: the same one build)
+        symbols = [f"fold_constant_kernel_{i}" for i in range(len(group))]
+        try:
+            lib = _build(IRModule({s: _exported_as(f, s) for s, f in zip(symbols, group)}), group)
+        except Exception:  # noqa: BLE001 - one by one, the kernel at fault raises its own error
+            continue
+        for s, f in zip(symbols, group):
+            kernels[id(f)] = (f, lib[s])
 
 
 def _const_tuple(e: Any) -> bool:

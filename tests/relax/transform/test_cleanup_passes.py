@@ -117,8 +117,8 @@ def test_fold_constant_call_tir_golden_and_numbers():
 
 
 def test_fold_constant_compiles_the_kernels_on_constants_together(monkeypatch):
-    # the kernels called on constants alone are compiled as one module (one LLVM run, not one per
-    # kernel); a kernel on what a fold made constant is compiled when the folder meets it
+    # the kernels called on constants alone, or on what such a call returns (a fold will make it
+    # constant), are compiled as one module (one LLVM run, not one per kernel)
     from minitvm.relax.transform import fold_constant
 
     x = tensor("x", 2, 3)
@@ -142,11 +142,48 @@ def test_fold_constant_compiles_the_kernels_on_constants_together(monkeypatch):
 
     monkeypatch.setattr(fold_constant, "build", counting_build)
     folded = transform.DeadCodeElimination()(transform.FoldConstant()(mod))
-    assert built == [["fold_constant_kernel_0", "fold_constant_kernel_1"], 1]
+    assert built == [["fold_constant_kernel_0", "fold_constant_kernel_1", "fold_constant_kernel_2"]]
     assert func_names(folded) == ["add", "main"]
     x = rand(2, 3)
     np.testing.assert_allclose(evaluate(folded, "main", x), x + (C0 - C1) + np.exp(C0 * C1), rtol=1e-6)
     same_result(mod, folded, x)
+
+
+def test_fold_constant_compiles_a_chain_as_one_llvm_module(monkeypatch):
+    # a chain of MIN_KERNELS folds or more is one LLVM module even when builds go in pieces: the
+    # kernels are needed at once, and each piece would pay LLVM's set-up (same values either way)
+    from minitvm.relax.transform import fold_constant
+    from minitvm.target import tir_build
+    from minitvm.target.codegen import llvm_parallel
+
+    monkeypatch.setattr(llvm_parallel, "LLVM_THREADS", 2)
+    x = tensor("x", 2, 3)
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            c = relax.const(C0)
+            for op in (topi.exp, topi.sigmoid, topi.tanh, topi.sqrt, topi.negative):
+                c = bb.emit_te(op, c)
+            gv = bb.emit_output(bb.emit_te(topi.add, x, c))
+        bb.emit_func_output(gv)
+    mod = bb.get()
+    libs = []
+    real_build = fold_constant.build
+
+    def watching_build(mod_or_func, target="llvm"):
+        libs.append(real_build(mod_or_func, target=target))
+        return libs[-1]
+
+    monkeypatch.setattr(fold_constant, "build", watching_build)
+    clear = tir_build._KERNEL_CACHE.entries.clear
+    clear()
+    folded = transform.FoldConstant()(mod)
+    assert len(libs) == 1 and len(libs[0].function_names()) == 5 >= llvm_parallel.MIN_KERNELS
+    assert len(libs[0]._texts["optimized"]) == 1  # (a build in pieces keeps one text per piece)
+    x = rand(2, 3)
+    want = -np.sqrt(np.tanh(1 / (1 + np.exp(-np.exp(C0)))))
+    np.testing.assert_allclose(evaluate(folded, "main", x), x + want, rtol=1e-5)
+    clear()
 
 
 def test_fold_constant_compiles_kernels_that_only_move_data_at_a_lower_llvm_level(monkeypatch):
@@ -184,6 +221,53 @@ def test_fold_constant_compiles_kernels_that_only_move_data_at_a_lower_llvm_leve
     assert levels == [fold_constant.MOVING_DATA_OPT_LEVEL, 3]
     x = rand(3, 2)
     np.testing.assert_array_equal(evaluate(folded, "main", x), evaluate(mod, "main", x))
+
+
+def test_fold_constant_compiles_small_kernels_without_llvm_vectorizers(monkeypatch):
+    # a kernel of at most SCALAR_FOLD_STORES stores runs once on little data: LLVM's vectorizers
+    # are off for its build (tir.disable_vectorize), a larger one keeps them (and is built apart);
+    # the values are the same bits either way (nothing reassociates)
+    from minitvm.relax.transform import fold_constant
+    from minitvm.transform import PassContext
+
+    rng = np.random.default_rng(5)
+    small, large = rng.standard_normal((16, 16)).astype("float32"), rng.standard_normal((300, 300)).astype("float32")
+    small[3, :5] = 0.0
+    x, y = tensor("x", 16, 16), tensor("y", 300, 300)
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, y]):
+        with bb.dataflow():
+            mask = bb.emit_te(topi.not_equal, relax.const(small), relax.const(0.0, "float32"))
+            lv = bb.emit_te(topi.where, mask, x, relax.const(np.float32(-1e9)))
+            big = bb.emit_te(topi.exp, relax.const(large))
+            gv = bb.emit_output(relax.Tuple([lv, bb.emit_te(topi.add, y, big)]))
+        bb.emit_func_output(gv)
+    mod = bb.get()
+    kernels = {gv.name_hint: f for gv, f in mod.functions_items() if isinstance(f, tir.PrimFunc)}
+    assert fold_constant._stores(kernels["not_equal"].body) == 256
+    assert fold_constant._stores(kernels["exp"].body) == 90000 > fold_constant.SCALAR_FOLD_STORES
+    seen = []
+    real_build = fold_constant.build
+
+    def watching_build(mod_or_func, target="llvm"):
+        count = len(mod_or_func.functions) if hasattr(mod_or_func, "functions") else 1
+        seen.append((count, PassContext.current().get_config("tir.disable_vectorize", False)))
+        return real_build(mod_or_func, target=target)
+
+    monkeypatch.setattr(fold_constant, "build", watching_build)
+    folded = transform.FoldConstant()(mod)
+    assert seen == [(1, True), (1, False)]  # the exp's 90000 stores keep the vectorizers
+    monkeypatch.setattr(fold_constant, "SCALAR_FOLD_STORES", 100_000)
+    seen.clear()
+    scalar = transform.FoldConstant()(mod)
+    assert seen == [(2, True)]  # both small now: one module
+    assert PassContext.current().get_config("tir.disable_vectorize", False) is False  # only around the build
+    xs, ys = rand(16, 16), rand(300, 300)
+    want = evaluate(mod, "main", xs, ys)
+    for got in (evaluate(folded, "main", xs, ys), evaluate(scalar, "main", xs, ys)):
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+    np.testing.assert_array_equal(want[0], np.where(small != 0, xs, np.float32(-1e9)))
 
 
 def test_fold_constant_copies_kernels_that_only_move_data_with_numpy(monkeypatch):
