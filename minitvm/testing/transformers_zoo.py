@@ -53,9 +53,11 @@ ARCHITECTURES: dict[str, dict[str, Any]] = {
                    num_decoder_layers=1),
     "t5": dict(vocab_size=VOCAB, d_model=64, d_kv=16, d_ff=128, num_layers=2, num_heads=4),
     # decoders
+    # (the special tokens inside the small vocabulary: transformers warns of its default 50256 otherwise)
     "gpt2": dict(vocab_size=VOCAB, n_embd=64, n_layer=2, n_head=4, n_positions=64, bos_token_id=0, eos_token_id=0),
     "gpt_neo": dict(vocab_size=VOCAB, hidden_size=64, num_layers=2, num_heads=4,
-                    attention_types=[[["global", "local"], 1]], max_position_embeddings=64, window_size=8),
+                    attention_types=[[["global", "local"], 1]], max_position_embeddings=64, window_size=8,
+                    bos_token_id=0, eos_token_id=0),
     "gptj": dict(vocab_size=VOCAB, n_embd=64, n_layer=2, n_head=4, rotary_dim=8, n_positions=64, bos_token_id=0,
                  eos_token_id=0),
     "opt": dict(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, ffn_dim=128,
