@@ -378,14 +378,15 @@ def _reads_rows_by_columns(blk: Any) -> bool:
     """Whether a multiply-accumulate block over (.., i, j, k) stores ``C[.., i, j]`` and multiplies
     ``A[.., i, k]`` by ``B[.., k, j]``, each index the plain iterator."""
     i, j, k = (iv.var for iv in blk.iter_vars[-3:])
-    product = blk.body.value.b
+    a, b = blk.body.value.b.a, blk.body.value.b.b
+    return _indexed_last_by(blk.body, i, j) and (_indexed_last_by(a, i, k) and _indexed_last_by(b, k, j)
+                                                  or _indexed_last_by(a, k, j) and _indexed_last_by(b, i, k))
 
-    def last_two(load: Any) -> tuple:
-        return tuple(load.indices[-2:]) if isinstance(load, BufferLoad) and len(load.indices) >= 2 else ()
 
-    ends = [tuple(map(id, last_two(product.a))), tuple(map(id, last_two(product.b)))]
-    return tuple(map(id, blk.body.indices[-2:])) == (id(i), id(j)) and \
-        sorted(ends) == sorted([(id(i), id(k)), (id(k), id(j))])
+def _indexed_last_by(access: Any, row: Var, column: Var) -> bool:
+    """Whether a load or store's last two indices are the iterators ``row`` and ``column`` themselves."""
+    return isinstance(access, (BufferLoad, BufferStore)) and len(access.indices) >= 2 and \
+        access.indices[-2] is row and access.indices[-1] is column
 
 
 def _single_epilogue(sch: Schedule, mm: BlockRV, allow_prologue: bool = False,
