@@ -508,8 +508,8 @@ def import_model(name: str) -> Any:
     from minitvm.relax.frontend.torch import from_exported_program
 
     warnings.filterwarnings("ignore", message=".*LeafSpec.*")
-    if extra_model(name) is not None:
-        model, args = extra_model(name)()
+    if (make := extra_model(name)) is not None:
+        model, args = make()
         ep = torch.export.export(model, args)
     else:
         from minitvm.testing import zoo
@@ -605,10 +605,16 @@ def _pair(value: Any) -> str:
 
 
 def _tvm_ratio(r: CompileResult) -> str:
+    ratio = _over_tvm(r)
+    return "-" if ratio is None else f"{ratio[1]:.2f}x"
+
+
+def _over_tvm(r: CompileResult) -> tuple[float, float] | None:
+    """minitvm's cold compile over TVM 0.27's, (wall, CPU); None unless both compiled the model."""
     tvm = r.extra.get("tvm")
-    if r.cold_cpu is None or not isinstance(tvm, (list, tuple)) or tvm[1] <= 0:
-        return "-"
-    return f"{r.cold_cpu.median / tvm[1]:.2f}x"
+    if r.cold is None or r.cold_cpu is None or not isinstance(tvm, (list, tuple)) or min(tvm) <= 0:
+        return None
+    return r.cold.median / tvm[0], r.cold_cpu.median / tvm[1]
 
 
 def profile(name: str, top: int = 40) -> None:
@@ -801,8 +807,8 @@ def tvm_child(names: list[str], out: str, torch_path: str, mcpu: str, repeat: in
 def _load_for_tvm(name: str) -> tuple[Any, tuple]:
     """A model of this file, of the zoo or of the transformers zoo (loaded from its file: no minitvm
     in the TVM child)."""
-    if extra_model(name) is not None:
-        return extra_model(name)()
+    if (make := extra_model(name)) is not None:
+        return make()
     model = _testing_module("zoo").MODELS[name]
     return model.build(), model.example_inputs(1)
 
@@ -830,8 +836,8 @@ def fresh_child(name: str) -> None:
 
     torch.set_num_threads(2)
     warnings.filterwarnings("ignore")
-    if extra_model(name) is not None:
-        model, args = extra_model(name)()
+    if (make := extra_model(name)) is not None:
+        model, args = make()
         exported = torch.export.export(model, args)
     else:
         exported = None
@@ -906,12 +912,11 @@ def main(argv: list[str] | None = None) -> list[CompileResult]:
 
 def tvm_summary(results: list[CompileResult]) -> str:
     """The median of minitvm's cold compile over TVM 0.27's, wall and CPU, over the models both compiled."""
-    pairs = [(r.cold.median, r.cold_cpu.median, r.extra["tvm"]) for r in results
-             if r.cold is not None and isinstance(r.extra.get("tvm"), (list, tuple))]
+    pairs = [ratio for ratio in map(_over_tvm, results) if ratio is not None]
     if not pairs:
         return "(no model compiled by both minitvm and TVM 0.27)"
-    wall = statistics.median(ours / tvm[0] for ours, _, tvm in pairs)
-    cpu = statistics.median(ours / tvm[1] for _, ours, tvm in pairs)
+    wall = statistics.median(w for w, _ in pairs)
+    cpu = statistics.median(c for _, c in pairs)
     failed = [r.model for r in results if isinstance(r.extra.get("tvm"), str)]
     return (f"minitvm / TVM 0.27 cold compile over the {len(pairs)} models both compiled, median: wall {wall:.2f}x, "
             f"CPU {cpu:.2f}x" + (f"; TVM failed on {len(failed)}: {', '.join(failed)}" if failed else ""))
